@@ -1,0 +1,190 @@
+//! Element types: the runtime [`DType`] tag and the compile-time [`Element`] trait.
+
+use half::f16;
+use std::fmt;
+
+/// The element type of a tensor, known at run time.
+///
+/// An op matches on the dtype once and then runs a loop or a pipeline
+/// specialised for it; there is no per-element dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// 32-bit IEEE float.
+    F32,
+    /// 16-bit IEEE float (`half::f16`). On the GPU it is native `f16` where the
+    /// adapter has `SHADER_F16`, otherwise packed two to a `u32`; arithmetic
+    /// runs in f32 and rounds once on store on every device.
+    F16,
+    /// 64-bit IEEE float. CPU only: the GPU reports `UnsupportedDType`.
+    F64,
+    /// 32-bit signed integer (wrapping arithmetic).
+    I32,
+    /// 32-bit unsigned integer (wrapping arithmetic).
+    U32,
+    /// 8-bit unsigned integer (wrapping arithmetic).
+    U8,
+    /// Boolean, one byte per element.
+    Bool,
+}
+
+impl DType {
+    /// All dtypes, in declaration order.
+    pub const ALL: [DType; 7] = [
+        DType::F32,
+        DType::F16,
+        DType::F64,
+        DType::I32,
+        DType::U32,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// Bytes per element in host memory.
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::F64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 => 2,
+            DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// True for f16, f32 and f64.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::F32 | DType::F64)
+    }
+
+    /// True for i32, u32 and u8.
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I32 | DType::U32 | DType::U8)
+    }
+
+    /// True for the dtypes that arithmetic applies to (everything but bool).
+    pub fn is_numeric(self) -> bool {
+        self != DType::Bool
+    }
+
+    /// The lower-case name used in messages and `Display` (`"f32"`, `"bool"` ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::F64 => "f64",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that can be the element of a tensor: `f32`, `half::f16`, `f64`,
+/// `i32`, `u32`, `u8` and `bool`. Sealed: the set is fixed by the kernels.
+pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
+    /// The runtime tag of this type.
+    const DTYPE: DType;
+
+    /// Converts to f64 (exact for every element type but large u32/i32 in f16 ...).
+    fn to_f64(self) -> f64;
+
+    /// Converts from f64 with Rust `as` semantics (saturating, NaN to 0 for ints;
+    /// non-zero is `true` for bool).
+    fn from_f64(value: f64) -> Self;
+
+    /// Appends the little-endian device representation of `values` to `out`.
+    #[doc(hidden)]
+    fn write_bytes(values: &[Self], out: &mut Vec<u8>);
+
+    /// Decodes `count` values from their little-endian device representation.
+    #[doc(hidden)]
+    fn read_bytes(bytes: &[u8], count: usize) -> Vec<Self>;
+}
+
+macro_rules! pod_element {
+    ($t:ty, $dtype:expr, $to:expr, $from:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = $dtype;
+            fn to_f64(self) -> f64 {
+                $to(self)
+            }
+            fn from_f64(value: f64) -> Self {
+                $from(value)
+            }
+            fn write_bytes(values: &[Self], out: &mut Vec<u8>) {
+                out.extend_from_slice(bytemuck::cast_slice(values));
+            }
+            fn read_bytes(bytes: &[u8], count: usize) -> Vec<Self> {
+                let size = std::mem::size_of::<$t>();
+                bytes[..count * size]
+                    .chunks_exact(size)
+                    .map(bytemuck::pod_read_unaligned)
+                    .collect()
+            }
+        }
+    };
+}
+
+pod_element!(f32, DType::F32, |x: f32| x as f64, |v: f64| v as f32);
+pod_element!(f64, DType::F64, |x: f64| x, |v: f64| v);
+pod_element!(f16, DType::F16, |x: f16| x.to_f64(), f16::from_f64);
+pod_element!(i32, DType::I32, |x: i32| x as f64, |v: f64| v as i32);
+pod_element!(u32, DType::U32, |x: u32| x as f64, |v: f64| v as u32);
+pod_element!(u8, DType::U8, |x: u8| x as f64, |v: f64| v as u8);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn to_f64(self) -> f64 {
+        if self { 1.0 } else { 0.0 }
+    }
+    fn from_f64(value: f64) -> Self {
+        value != 0.0
+    }
+    fn write_bytes(values: &[Self], out: &mut Vec<u8>) {
+        out.extend(values.iter().map(|&b| b as u8));
+    }
+    fn read_bytes(bytes: &[u8], count: usize) -> Vec<Self> {
+        bytes[..count].iter().map(|&b| b != 0).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_for_every_element_type() {
+        fn round_trip<T: Element>(values: &[T]) {
+            let mut bytes = Vec::new();
+            T::write_bytes(values, &mut bytes);
+            assert_eq!(bytes.len(), values.len() * T::DTYPE.size_in_bytes());
+            assert_eq!(T::read_bytes(&bytes, values.len()), values);
+        }
+        round_trip(&[1.5f32, -2.0]);
+        round_trip(&[1.5f64, -2.0]);
+        round_trip(&[f16::from_f32(1.5), f16::from_f32(-2.0)]);
+        round_trip(&[i32::MIN, 7]);
+        round_trip(&[u32::MAX, 7]);
+        round_trip(&[255u8, 7]);
+        round_trip(&[true, false, true]);
+    }
+
+    #[test]
+    fn from_f64_follows_rust_as_semantics() {
+        assert_eq!(i32::from_f64(f64::NAN), 0);
+        assert_eq!(u8::from_f64(300.0), 255);
+        assert_eq!(u32::from_f64(-1.0), 0);
+        assert!(bool::from_f64(0.5));
+    }
+}

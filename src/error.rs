@@ -1,0 +1,154 @@
+//! The one error type of the crate.
+//!
+//! Every user mistake returns an [`Error`] whose message names the operation and
+//! the offending values, e.g. `add: cannot broadcast shapes [2, 3] and [4]`.
+
+use crate::dtype::DType;
+
+/// Result alias used throughout webtensor.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong in webtensor, grouped by kind.
+///
+/// Each variant carries the name of the operation (`op`) that failed so that a
+/// message read in a log points at the call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Shapes that had to agree did not (wrong element count, incompatible
+    /// broadcast, wrong number of dimensions ...).
+    #[error("{op}: {msg}")]
+    Shape {
+        /// The operation that failed.
+        op: &'static str,
+        /// What did not fit, with the shapes involved.
+        msg: String,
+    },
+    /// An axis outside `-rank..rank`.
+    #[error("{op}: axis {axis} is out of range for a tensor of rank {rank}")]
+    Axis {
+        /// The operation that failed.
+        op: &'static str,
+        /// The axis as given by the caller (may be negative).
+        axis: isize,
+        /// The rank of the tensor.
+        rank: usize,
+    },
+    /// An index outside the extent of an axis.
+    #[error("{op}: index {index} is out of range for axis {axis} of size {size}")]
+    Index {
+        /// The operation that failed.
+        op: &'static str,
+        /// The index as given by the caller (may be negative).
+        index: isize,
+        /// The axis that was indexed.
+        axis: usize,
+        /// The extent of that axis.
+        size: usize,
+    },
+    /// Some other invalid argument (a zero step, a bad permutation ...).
+    #[error("{op}: {msg}")]
+    Argument {
+        /// The operation that failed.
+        op: &'static str,
+        /// What was wrong with the argument.
+        msg: String,
+    },
+    /// Operands of different dtypes, or a dtype the operation does not accept.
+    #[error("{op}: {msg}")]
+    DType {
+        /// The operation that failed.
+        op: &'static str,
+        /// The dtypes involved.
+        msg: String,
+    },
+    /// A dtype this device cannot hold (f64 on the GPU).
+    #[error("{op}: dtype {dtype} is not supported on {device}")]
+    UnsupportedDType {
+        /// The operation that failed.
+        op: &'static str,
+        /// The dtype asked for.
+        dtype: DType,
+        /// The device that cannot hold it.
+        device: String,
+    },
+    /// Operands on different devices.
+    #[error("{op}: operands are on different devices ({lhs} and {rhs}); move one with to_device")]
+    DeviceMismatch {
+        /// The operation that failed.
+        op: &'static str,
+        /// The device of the first operand.
+        lhs: String,
+        /// The device of the other operand.
+        rhs: String,
+    },
+    /// A write through a view in which several indices address one element
+    /// (a broadcast, stride-0 view).
+    #[error("{op}: cannot write through a view whose elements overlap (shape {shape:?}, strides {strides:?})")]
+    OverlappingWrite {
+        /// The operation that failed.
+        op: &'static str,
+        /// The shape of the destination view.
+        shape: Vec<usize>,
+        /// The strides of the destination view.
+        strides: Vec<isize>,
+    },
+    /// A tensor or dispatch larger than a device limit.
+    #[error("{op}: {what} of {requested} exceeds the device limit of {limit}")]
+    TooLarge {
+        /// The operation that failed.
+        op: &'static str,
+        /// What was too large (e.g. "storage binding bytes").
+        what: &'static str,
+        /// The size requested.
+        requested: u64,
+        /// The limit of the device.
+        limit: u64,
+    },
+    /// No GPU adapter could be found or opened.
+    #[error("{op}: no GPU adapter: {reason}")]
+    NoAdapter {
+        /// The operation that failed.
+        op: &'static str,
+        /// Why no adapter was usable.
+        reason: String,
+    },
+    /// The GPU reported a failure (device lost, out of memory, mapping failed).
+    #[error("{op}: GPU failure: {msg}")]
+    Gpu {
+        /// The operation that failed.
+        op: &'static str,
+        /// The message reported by the GPU layer.
+        msg: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn shape(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Shape {
+            op,
+            msg: msg.into(),
+        }
+    }
+
+    pub(crate) fn argument(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Argument {
+            op,
+            msg: msg.into(),
+        }
+    }
+
+    pub(crate) fn dtype(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::DType {
+            op,
+            msg: msg.into(),
+        }
+    }
+
+    pub(crate) fn gpu(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Gpu {
+            op,
+            msg: msg.into(),
+        }
+    }
+}

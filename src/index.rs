@@ -1,0 +1,179 @@
+//! NumPy-style basic indexing: the [`s!`](crate::s) macro and its items.
+//!
+//! Every item selects without copying, so `t.slice(s![...])` is always a view.
+
+use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
+
+/// Inserts a new axis of extent 1 (NumPy's `np.newaxis`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewAxis;
+
+/// One item of a slicing expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceItem {
+    /// Selects one position and removes the axis; negative counts from the end.
+    Index(isize),
+    /// Selects `start..end` every `step` elements, NumPy semantics: missing
+    /// bounds default by the sign of `step`, negative bounds count from the
+    /// end, out-of-range bounds are clamped, a negative step walks backwards.
+    Range {
+        /// First position (inclusive), or the default for the step's sign.
+        start: Option<isize>,
+        /// Last position (exclusive), or the default for the step's sign.
+        end: Option<isize>,
+        /// Distance between selected positions; must not be zero.
+        step: isize,
+    },
+    /// Inserts an axis of extent 1.
+    NewAxis,
+}
+
+impl SliceItem {
+    /// Sets the step of a range item (`s![a..b; step]` calls this).
+    /// Applied to an index or a new axis it has no meaning and is kept as a
+    /// zero-step range so that slicing reports the mistake.
+    pub fn with_step(self, step: isize) -> SliceItem {
+        match self {
+            SliceItem::Range { start, end, .. } => SliceItem::Range { start, end, step },
+            _ => SliceItem::Range {
+                start: None,
+                end: None,
+                step: 0,
+            },
+        }
+    }
+}
+
+impl From<NewAxis> for SliceItem {
+    fn from(_: NewAxis) -> Self {
+        SliceItem::NewAxis
+    }
+}
+
+impl From<RangeFull> for SliceItem {
+    fn from(_: RangeFull) -> Self {
+        SliceItem::Range {
+            start: None,
+            end: None,
+            step: 1,
+        }
+    }
+}
+
+macro_rules! slice_item_from_ints {
+    ($($t:ty),*) => {$(
+        impl From<$t> for SliceItem {
+            fn from(i: $t) -> Self {
+                SliceItem::Index(i as isize)
+            }
+        }
+        impl From<Range<$t>> for SliceItem {
+            fn from(r: Range<$t>) -> Self {
+                SliceItem::Range { start: Some(r.start as isize), end: Some(r.end as isize), step: 1 }
+            }
+        }
+        impl From<RangeFrom<$t>> for SliceItem {
+            fn from(r: RangeFrom<$t>) -> Self {
+                SliceItem::Range { start: Some(r.start as isize), end: None, step: 1 }
+            }
+        }
+        impl From<RangeTo<$t>> for SliceItem {
+            fn from(r: RangeTo<$t>) -> Self {
+                SliceItem::Range { start: None, end: Some(r.end as isize), step: 1 }
+            }
+        }
+        impl From<RangeInclusive<$t>> for SliceItem {
+            fn from(r: RangeInclusive<$t>) -> Self {
+                let end = *r.end() as isize;
+                // `a..=-1` means "through the last element": no exclusive end.
+                let end = if end == -1 { None } else { Some(end + 1) };
+                SliceItem::Range { start: Some(*r.start() as isize), end, step: 1 }
+            }
+        }
+        impl From<RangeToInclusive<$t>> for SliceItem {
+            fn from(r: RangeToInclusive<$t>) -> Self {
+                let end = r.end as isize;
+                let end = if end == -1 { None } else { Some(end + 1) };
+                SliceItem::Range { start: None, end, step: 1 }
+            }
+        }
+    )*};
+}
+slice_item_from_ints!(i32, i64, isize, usize, u32);
+
+/// Builds a slicing expression for [`Tensor::slice`](crate::Tensor::slice),
+/// with NumPy's semantics.
+///
+/// Items, separated by commas:
+/// - an integer `i`: select position `i` and drop the axis (`-1` is the last);
+/// - a range `a..b`, `a..`, `..b`, `a..=b`, `..`: select a sub-range;
+/// - a range with a step `a..b; k`: every `k`-th element; a negative `k` walks
+///   backwards (`..; -1` reverses the axis, like NumPy's `::-1`);
+/// - `NewAxis`: insert an axis of extent 1.
+///
+/// Axes not mentioned at the end are kept whole.
+///
+/// ```
+/// use webtensor::{s, Device, NewAxis, Tensor};
+/// let t = Tensor::arange(0.0f32, 12.0, 1.0, &Device::cpu())?.reshape([3, 4])?;
+/// let v = t.slice(s![1.., ..;-2])?;            // rows 1..3, columns 3 and 1
+/// assert_eq!(v.to_vec::<f32>()?, vec![7.0, 5.0, 11.0, 9.0]);
+/// assert_eq!(t.slice(s![-1, NewAxis])?.shape().dims(), &[1, 4]);
+/// # Ok::<(), webtensor::Error>(())
+/// ```
+#[macro_export]
+macro_rules! s {
+    (@item $item:expr ; $step:expr) => {
+        $crate::SliceItem::from($item).with_step($step as isize)
+    };
+    (@item $item:expr) => {
+        $crate::SliceItem::from($item)
+    };
+    ($($item:expr $(; $step:expr)?),* $(,)?) => {
+        [$($crate::s!(@item $item $(; $step)?)),*]
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macro_builds_items() {
+        let items = s![1, 2..5, ..;-1, NewAxis, -3.., ..=2; 2];
+        assert_eq!(items[0], SliceItem::Index(1));
+        assert_eq!(
+            items[1],
+            SliceItem::Range {
+                start: Some(2),
+                end: Some(5),
+                step: 1
+            }
+        );
+        assert_eq!(
+            items[2],
+            SliceItem::Range {
+                start: None,
+                end: None,
+                step: -1
+            }
+        );
+        assert_eq!(items[3], SliceItem::NewAxis);
+        assert_eq!(
+            items[4],
+            SliceItem::Range {
+                start: Some(-3),
+                end: None,
+                step: 1
+            }
+        );
+        assert_eq!(
+            items[5],
+            SliceItem::Range {
+                start: None,
+                end: Some(3),
+                step: 2
+            }
+        );
+    }
+}

@@ -1,0 +1,182 @@
+//! [`Layout`]: how a tensor's logical elements map onto its storage.
+//!
+//! A layout is a shape, one signed stride per dimension and an offset, all in
+//! elements. Element `[i0, i1, ...]` lives at `offset + Σ ik * stride_k`.
+//! Every view operation (see `views.rs`) is a pure function from one layout to
+//! another; the storage is never touched.
+
+mod plan;
+mod views;
+
+#[cfg(test)]
+mod tests;
+
+pub(crate) use plan::{IterPlan, dense_layout_like};
+
+use crate::error::{Error, Result};
+use crate::shape::{DimVec, Shape};
+
+/// Shape, strides and offset of a tensor over its storage, all in elements.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Layout {
+    shape: Shape,
+    strides: DimVec<isize>,
+    offset: usize,
+}
+
+impl Layout {
+    /// A row-major layout of `shape` starting at element 0.
+    pub fn contiguous(shape: impl Into<Shape>) -> Layout {
+        let shape = shape.into();
+        let strides = shape.contiguous_strides();
+        Layout {
+            shape,
+            strides,
+            offset: 0,
+        }
+    }
+
+    /// A layout from raw parts. The caller guarantees that every element lies
+    /// inside the storage it is used with.
+    pub(crate) fn from_parts(shape: Shape, strides: DimVec<isize>, offset: usize) -> Layout {
+        debug_assert_eq!(shape.rank(), strides.len());
+        Layout {
+            shape,
+            strides,
+            offset,
+        }
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// The extents, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// The strides in elements (signed; 0 for a broadcast dimension).
+    pub fn strides(&self) -> &[isize] {
+        &self.strides
+    }
+
+    /// The storage position of the first logical element.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+
+    /// The number of logical elements.
+    pub fn numel(&self) -> usize {
+        self.shape.numel()
+    }
+
+    /// True when the elements are laid out row-major with no gaps (extents of
+    /// 1 may have any stride, as in NumPy's C-contiguous flag).
+    pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
+        let mut expected = 1isize;
+        for (&d, &s) in self.dims().iter().zip(self.strides.iter()).rev() {
+            if d != 1 {
+                if s != expected {
+                    return false;
+                }
+                expected *= d as isize;
+            }
+        }
+        true
+    }
+
+    /// True when two different indices address the same element, which only a
+    /// stride of 0 on an extent above 1 can cause with the views webtensor makes.
+    pub fn has_self_overlap(&self) -> bool {
+        self.numel() > 1
+            && self
+                .dims()
+                .iter()
+                .zip(self.strides.iter())
+                .any(|(&d, &s)| d > 1 && s == 0)
+    }
+
+    /// The smallest and largest storage positions touched, inclusive, or `None`
+    /// for an empty tensor.
+    pub fn span(&self) -> Option<(usize, usize)> {
+        if self.numel() == 0 {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
+        for (&d, &s) in self.dims().iter().zip(self.strides.iter()) {
+            let reach = (d as isize - 1) * s;
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+        Some((lo as usize, hi as usize))
+    }
+
+    /// The storage position of the element at `index` (one entry per dimension,
+    /// each already in range).
+    pub fn position(&self, index: &[usize]) -> usize {
+        let mut pos = self.offset as isize;
+        for (&i, &s) in index.iter().zip(self.strides.iter()) {
+            pos += i as isize * s;
+        }
+        pos as usize
+    }
+
+    /// Storage positions of all elements in row-major logical order. This is the
+    /// naive reference the fast iterators are tested against.
+    pub fn positions(&self) -> Vec<usize> {
+        let n = self.numel();
+        let mut out = Vec::with_capacity(n);
+        if n == 0 {
+            return out;
+        }
+        let mut index: DimVec<usize> = smallvec::smallvec![0; self.rank()];
+        for _ in 0..n {
+            out.push(self.position(&index));
+            for d in (0..self.rank()).rev() {
+                index[d] += 1;
+                if index[d] < self.dims()[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+        out
+    }
+
+    /// Checks that writing through this layout touches each element once.
+    ///
+    /// # Errors
+    /// `Error::OverlappingWrite` naming `op` for a broadcast (stride-0) view.
+    pub(crate) fn check_writable(&self, op: &'static str) -> Result<()> {
+        if self.has_self_overlap() {
+            return Err(Error::OverlappingWrite {
+                op,
+                shape: self.dims().to_vec(),
+                strides: self.strides.to_vec(),
+            });
+        }
+        Ok(())
+    }
+
+    /// True when the element ranges of two layouts (over the same storage) may
+    /// share an element. Conservative: interleaved views report an overlap.
+    pub(crate) fn may_overlap(&self, other: &Layout) -> bool {
+        match (self.span(), other.span()) {
+            (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Property tests: every view op against a naive index reference.
+
+use super::*;
+use crate::index::SliceItem;
+use proptest::prelude::*;
+
+/// Row-major index tuples of `dims`.
+fn all_indices(dims: &[usize]) -> Vec<Vec<usize>> {
+    let mut out = vec![vec![]];
+    for &d in dims {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                (0..d).map(move |i| {
+                    let mut v = prefix.clone();
+                    v.push(i);
+                    v
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Positions selected on one axis of extent `n`, written independently of the
+/// library: filter every position against the clamped bounds.
+fn reference_range(start: Option<isize>, end: Option<isize>, step: isize, n: usize) -> Vec<usize> {
+    let n = n as isize;
+    let norm = |v: isize, lo: isize, hi: isize| (if v < 0 { v + n } else { v }).clamp(lo, hi);
+    if step > 0 {
+        let s = start.map_or(0, |v| norm(v, 0, n));
+        let e = end.map_or(n, |v| norm(v, 0, n));
+        (0..n)
+            .filter(|&i| i >= s && i < e && (i - s) % step == 0)
+            .map(|i| i as usize)
+            .collect()
+    } else {
+        let s = start.map_or(n - 1, |v| norm(v, -1, n - 1));
+        let e = end.map_or(-1, |v| norm(v, -1, n - 1));
+        (0..n)
+            .rev()
+            .filter(|&i| i <= s && i > e && (s - i) % (-step) == 0)
+            .map(|i| i as usize)
+            .collect()
+    }
+}
+
+fn shape_strategy() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(0usize..5, 1..5)
+}
+
+fn item_strategy() -> impl Strategy<Value = SliceItem> {
+    prop_oneof![
+        (-6isize..6).prop_map(SliceItem::Index),
+        (
+            prop::option::of(-7isize..7),
+            prop::option::of(-7isize..7),
+            prop_oneof![-3isize..0, 1isize..4]
+        )
+            .prop_map(|(start, end, step)| SliceItem::Range { start, end, step }),
+        Just(SliceItem::NewAxis),
+    ]
+}
+
+/// A layout reached from a contiguous one by a slice and a permutation, so
+/// that it has gaps, negative strides and a non-zero offset.
+fn strided_layout() -> impl Strategy<Value = Layout> {
+    (shape_strategy(), any::<u64>()).prop_map(|(dims, seed)| {
+        let base = Layout::contiguous(dims.clone());
+        let items: Vec<SliceItem> = dims
+            .iter()
+            .enumerate()
+            .map(|(k, _)| match (seed >> (3 * k)) & 3 {
+                0 => SliceItem::Range {
+                    start: None,
+                    end: None,
+                    step: -1,
+                },
+                1 => SliceItem::Range {
+                    start: Some(1),
+                    end: None,
+                    step: 2,
+                },
+                _ => SliceItem::Range {
+                    start: None,
+                    end: None,
+                    step: 1,
+                },
+            })
+            .collect();
+        let sliced = base.slice(&items).unwrap();
+        let mut axes: Vec<isize> = (0..sliced.rank() as isize).collect();
+        axes.rotate_left((seed as usize >> 20) % sliced.rank().max(1));
+        sliced.permute(&axes).unwrap()
+    })
+}
+
+proptest! {
+    #[test]
+    fn slice_matches_reference(dims in shape_strategy(), items in prop::collection::vec(item_strategy(), 0..4)) {
+        /// What one item selects, computed without the library.
+        enum Sel { New, At(usize), Many(Vec<usize>) }
+        let result = Layout::contiguous(dims.clone()).slice(&items);
+        let mut sels: Vec<Sel> = Vec::new();
+        let mut axis = 0;
+        for item in &items {
+            if !matches!(item, SliceItem::NewAxis) && axis >= dims.len() {
+                prop_assert!(result.is_err());
+                return Ok(());
+            }
+            match *item {
+                SliceItem::NewAxis => sels.push(Sel::New),
+                SliceItem::Index(i) => {
+                    let n = dims[axis] as isize;
+                    let p = if i < 0 { i + n } else { i };
+                    if p < 0 || p >= n {
+                        prop_assert!(result.is_err());
+                        return Ok(());
+                    }
+                    sels.push(Sel::At(p as usize));
+                    axis += 1;
+                }
+                SliceItem::Range { start, end, step } => {
+                    sels.push(Sel::Many(reference_range(start, end, step, dims[axis])));
+                    axis += 1;
+                }
+            }
+        }
+        sels.extend(dims[axis..].iter().map(|&d| Sel::Many((0..d).collect())));
+        let view = result.unwrap();
+        let expected_dims: Vec<usize> = sels.iter().filter_map(|s| match s {
+            Sel::New => Some(1),
+            Sel::At(_) => None,
+            Sel::Many(v) => Some(v.len()),
+        }).collect();
+        prop_assert_eq!(view.dims(), expected_dims.as_slice());
+        // Expected positions: the cartesian product of the selections.
+        let strides = Layout::contiguous(dims.clone()).strides().to_vec();
+        let mut expected = vec![0usize];
+        let mut k = 0;
+        for sel in &sels {
+            let stride = match sel { Sel::New => continue, _ => strides[k] as usize };
+            expected = match sel {
+                Sel::At(p) => expected.iter().map(|e| e + p * stride).collect(),
+                Sel::Many(v) => expected.iter().flat_map(|e| v.iter().map(move |&i| e + i * stride)).collect(),
+                Sel::New => unreachable!(),
+            };
+            k += 1;
+        }
+        if view.numel() == 0 { expected.clear(); }
+        prop_assert_eq!(view.positions(), expected);
+    }
+
+    #[test]
+    fn permute_and_flip_match_reference(layout in strided_layout(), seed in any::<u32>()) {
+        let rank = layout.rank();
+        let mut axes: Vec<isize> = (0..rank as isize).collect();
+        axes.reverse();
+        let permuted = layout.permute(&axes).unwrap();
+        for idx in all_indices(permuted.dims()) {
+            let orig: Vec<usize> = idx.iter().rev().copied().collect();
+            prop_assert_eq!(permuted.position(&idx), layout.position(&orig));
+        }
+        let flip_axis = (seed as usize % rank.max(1)) as isize;
+        let flipped = layout.flip(&[flip_axis]).unwrap();
+        for idx in all_indices(flipped.dims()) {
+            let mut orig = idx.clone();
+            let a = flip_axis as usize;
+            orig[a] = layout.dims()[a] - 1 - idx[a];
+            prop_assert_eq!(flipped.position(&idx), layout.position(&orig));
+        }
+    }
+
+    #[test]
+    fn reshape_view_keeps_row_major_order(layout in strided_layout(), split in 1usize..4) {
+        let n = layout.numel();
+        // Every shape whose row-major order equals the layout's: a factorisation of n.
+        let candidates: Vec<Vec<usize>> = vec![vec![n], vec![1, n, 1],
+            if n % split == 0 { vec![split, n / split] } else { vec![n] },
+            layout.dims().iter().rev().copied().collect()];
+        for dims in candidates {
+            if dims.iter().product::<usize>() != n { continue; }
+            let shape = Shape::from(dims.clone());
+            if let Some(view) = layout.reshaped(&shape) {
+                prop_assert_eq!(view.dims(), dims.as_slice());
+                prop_assert_eq!(view.positions(), layout.positions());
+            }
+        }
+        // A dense layout always reshapes without a copy.
+        let dense = Layout::contiguous(layout.dims().to_vec());
+        prop_assert!(dense.reshaped(&Shape::from(vec![n])).is_some());
+    }
+
+    #[test]
+    fn iter_plan_visits_the_same_pairs(a in strided_layout(), seed in any::<u64>()) {
+        // Pair the layout with a contiguous destination and with a broadcast input.
+        let dest = dense_layout_like(a.shape(), &[&a]);
+        let mut row: Vec<usize> = a.dims().to_vec();
+        if let Some(first) = row.first_mut() { *first = 1; }
+        let b = Layout::contiguous(row).broadcast_to(a.shape()).unwrap();
+        let (lead, other) = if seed % 2 == 0 { (&dest, &a) } else { (&a, &dest) };
+        let plan = IterPlan::new(&[lead, other, &b]);
+        prop_assert_eq!(plan.numel(), a.numel());
+        let walk = |k: usize| -> Vec<usize> {
+            let l = Layout::from_parts(Shape::from(plan.shape.to_vec()), plan.strides[k].clone(), plan.offsets[k]);
+            if a.numel() == 0 { vec![] } else { l.positions() }
+        };
+        let mut got: Vec<(usize, usize, usize)> = walk(0).into_iter().zip(walk(1)).zip(walk(2)).map(|((x, y), z)| (x, y, z)).collect();
+        let mut want: Vec<(usize, usize, usize)> = lead.positions().into_iter().zip(other.positions()).zip(b.positions()).map(|((x, y), z)| (x, y, z)).collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn transposed_dense_operands_plan_to_one_run() {
+    let a = Layout::contiguous([3, 4]).reversed_axes();
+    let out = dense_layout_like(a.shape(), &[&a]);
+    assert_eq!(out.strides(), &[1, 4]);
+    let plan = IterPlan::new(&[&out, &a]);
+    assert!(plan.is_contiguous());
+    assert_eq!(plan.numel(), 12);
+}
+
+#[test]
+fn span_and_overlap() {
+    let l = Layout::contiguous([4, 5]);
+    let row = l.slice(&[SliceItem::Index(1)]).unwrap();
+    assert_eq!(row.span(), Some((5, 9)));
+    let col = l.slice(&[SliceItem::from(..), SliceItem::Index(0)]).unwrap();
+    assert!(row.may_overlap(&col));
+    let flipped = l.flip(&[0, 1]).unwrap();
+    assert_eq!(flipped.span(), Some((0, 19)));
+    assert!(l.broadcast_to(&Shape::from([2, 4, 5])).unwrap().has_self_overlap());
+}

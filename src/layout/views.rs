@@ -1,0 +1,355 @@
+//! View operations: pure functions from one [`Layout`] to another.
+
+use super::Layout;
+use crate::error::{Error, Result};
+use crate::index::SliceItem;
+use crate::shape::{DimVec, MAX_RANK, Shape, broadcast_shapes};
+
+/// Resolves a possibly negative axis against `rank`.
+///
+/// # Errors
+/// `Error::Axis` when `axis` is outside `-rank..rank`.
+pub(crate) fn normalize_axis(op: &'static str, axis: isize, rank: usize) -> Result<usize> {
+    let r = rank as isize;
+    if axis < -r || axis >= r {
+        return Err(Error::Axis { op, axis, rank });
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}
+
+/// NumPy's slice adjustment: (first position, count) of `start..end; step`
+/// on an axis of extent `n`. `step` must not be zero.
+fn resolve_range(start: Option<isize>, end: Option<isize>, step: isize, n: usize) -> (isize, usize) {
+    let n = n as isize;
+    // Negative bounds count from the end; out-of-range bounds are clamped to
+    // the ends of the walk (-1 means "before the first" for a negative step).
+    let adjust = |v: isize| -> isize {
+        let v = if v < 0 { v + n } else { v };
+        match v {
+            v if v < 0 => {
+                if step < 0 {
+                    -1
+                } else {
+                    0
+                }
+            }
+            v if v >= n => {
+                if step < 0 {
+                    n - 1
+                } else {
+                    n
+                }
+            }
+            v => v,
+        }
+    };
+    let (start, end) = if step > 0 {
+        (start.map_or(0, adjust), end.map_or(n, adjust))
+    } else {
+        (start.map_or(n - 1, adjust), end.map_or(-1, adjust))
+    };
+    let count = if step > 0 && start < end {
+        (end - start - 1) / step + 1
+    } else if step < 0 && end < start {
+        (start - end - 1) / (-step) + 1
+    } else {
+        0
+    };
+    (start, count as usize)
+}
+
+impl Layout {
+    /// Applies a NumPy basic-indexing expression (see [`s!`](crate::s)).
+    ///
+    /// # Errors
+    /// `Error::Index` for an integer index out of range, `Error::Argument` for a
+    /// zero step or more items than axes, `Error::Shape` above the maximum rank.
+    pub fn slice(&self, items: &[SliceItem]) -> Result<Layout> {
+        const OP: &str = "slice";
+        let consumed = items
+            .iter()
+            .filter(|i| !matches!(i, SliceItem::NewAxis))
+            .count();
+        if consumed > self.rank() {
+            return Err(Error::argument(
+                OP,
+                format!(
+                    "{consumed} indices given for a tensor of rank {} (shape {})",
+                    self.rank(),
+                    self.shape
+                ),
+            ));
+        }
+        let mut shape: DimVec<usize> = DimVec::new();
+        let mut strides: DimVec<isize> = DimVec::new();
+        let mut offset = self.offset as isize;
+        let mut axis = 0;
+        for item in items {
+            match *item {
+                SliceItem::NewAxis => {
+                    shape.push(1);
+                    strides.push(0);
+                }
+                SliceItem::Index(i) => {
+                    let n = self.dims()[axis];
+                    let pos = if i < 0 { i + n as isize } else { i };
+                    if pos < 0 || pos >= n as isize {
+                        return Err(Error::Index {
+                            op: OP,
+                            index: i,
+                            axis,
+                            size: n,
+                        });
+                    }
+                    offset += pos * self.strides[axis];
+                    axis += 1;
+                }
+                SliceItem::Range { start, end, step } => {
+                    if step == 0 {
+                        return Err(Error::argument(
+                            OP,
+                            format!("step must not be zero (axis {axis})"),
+                        ));
+                    }
+                    let (first, count) = resolve_range(start, end, step, self.dims()[axis]);
+                    if count > 0 {
+                        offset += first * self.strides[axis];
+                    }
+                    shape.push(count);
+                    strides.push(self.strides[axis] * step);
+                    axis += 1;
+                }
+            }
+        }
+        shape.extend_from_slice(&self.dims()[axis..]);
+        strides.extend_from_slice(&self.strides[axis..]);
+        let shape = Shape::from(shape);
+        shape.check_rank(OP)?;
+        Ok(Layout::from_parts(shape, strides, offset as usize))
+    }
+
+    /// Reorders the axes: axis `k` of the result is axis `axes[k]` of `self`.
+    ///
+    /// # Errors
+    /// `Error::Argument` when `axes` is not a permutation of `0..rank`
+    /// (negative axes are allowed).
+    pub fn permute(&self, axes: &[isize]) -> Result<Layout> {
+        const OP: &str = "permute";
+        if axes.len() != self.rank() {
+            return Err(Error::argument(
+                OP,
+                format!(
+                    "{} axes given for a tensor of rank {}",
+                    axes.len(),
+                    self.rank()
+                ),
+            ));
+        }
+        let mut seen = [false; MAX_RANK];
+        let mut shape: DimVec<usize> = DimVec::new();
+        let mut strides: DimVec<isize> = DimVec::new();
+        for &a in axes {
+            let a = normalize_axis(OP, a, self.rank())?;
+            if seen[a] {
+                return Err(Error::argument(
+                    OP,
+                    format!("axis {a} repeated in {axes:?}"),
+                ));
+            }
+            seen[a] = true;
+            shape.push(self.dims()[a]);
+            strides.push(self.strides[a]);
+        }
+        Ok(Layout::from_parts(shape.into(), strides, self.offset))
+    }
+
+    /// Swaps two axes.
+    ///
+    /// # Errors
+    /// `Error::Axis` when either axis is out of range.
+    pub fn transpose(&self, a: isize, b: isize) -> Result<Layout> {
+        let a = normalize_axis("transpose", a, self.rank())?;
+        let b = normalize_axis("transpose", b, self.rank())?;
+        let mut axes: DimVec<isize> = (0..self.rank() as isize).collect();
+        axes.swap(a, b);
+        self.permute(&axes)
+    }
+
+    /// Reverses the order of all axes (NumPy's `.T`).
+    pub fn reversed_axes(&self) -> Layout {
+        let mut shape: DimVec<usize> = self.dims().iter().copied().collect();
+        let mut strides = self.strides.clone();
+        shape.reverse();
+        strides.reverse();
+        Layout::from_parts(shape.into(), strides, self.offset)
+    }
+
+    /// Broadcasts to `shape` by NumPy's rule; new and size-1 axes get stride 0.
+    ///
+    /// # Errors
+    /// `Error::Shape` when `self` cannot broadcast to `shape`.
+    pub fn broadcast_to(&self, shape: &Shape) -> Result<Layout> {
+        const OP: &str = "broadcast_to";
+        shape.check_rank(OP)?;
+        let fail = || {
+            Error::shape(
+                OP,
+                format!("cannot broadcast shape {} to {}", self.shape, shape),
+            )
+        };
+        if shape.rank() < self.rank() {
+            return Err(fail());
+        }
+        let lead = shape.rank() - self.rank();
+        let mut strides: DimVec<isize> = smallvec::smallvec![0; shape.rank()];
+        for (k, &target) in shape.dims().iter().enumerate().skip(lead) {
+            let (d, s) = (self.dims()[k - lead], self.strides[k - lead]);
+            strides[k] = match d {
+                _ if d == target => s,
+                1 => 0,
+                _ => return Err(fail()),
+            };
+        }
+        Ok(Layout::from_parts(shape.clone(), strides, self.offset))
+    }
+
+    /// Broadcasts two layouts against each other.
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `op` when the shapes are incompatible.
+    pub(crate) fn broadcast_pair(
+        op: &'static str,
+        a: &Layout,
+        b: &Layout,
+    ) -> Result<(Layout, Layout)> {
+        let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+        Ok((a.broadcast_to(&shape)?, b.broadcast_to(&shape)?))
+    }
+
+    /// Inserts an axis of extent 1 at `axis` (in `-(rank+1)..=rank`).
+    ///
+    /// # Errors
+    /// `Error::Axis` when out of range, `Error::Shape` above the maximum rank.
+    pub fn unsqueeze(&self, axis: isize) -> Result<Layout> {
+        let axis = normalize_axis("unsqueeze", axis, self.rank() + 1)?;
+        let mut shape: DimVec<usize> = self.dims().iter().copied().collect();
+        let mut strides = self.strides.clone();
+        shape.insert(axis, 1);
+        strides.insert(axis, 0);
+        let shape = Shape::from(shape);
+        shape.check_rank("unsqueeze")?;
+        Ok(Layout::from_parts(shape, strides, self.offset))
+    }
+
+    /// Removes axes of extent 1: the one given, or all when `axis` is `None`.
+    ///
+    /// # Errors
+    /// `Error::Axis` when out of range, `Error::Shape` when that axis is not 1.
+    pub fn squeeze(&self, axis: Option<isize>) -> Result<Layout> {
+        let keep: DimVec<bool> = match axis {
+            None => self.dims().iter().map(|&d| d != 1).collect(),
+            Some(a) => {
+                let a = normalize_axis("squeeze", a, self.rank())?;
+                if self.dims()[a] != 1 {
+                    return Err(Error::shape(
+                        "squeeze",
+                        format!(
+                            "axis {a} has extent {}, not 1 (shape {})",
+                            self.dims()[a],
+                            self.shape
+                        ),
+                    ));
+                }
+                (0..self.rank()).map(|k| k != a).collect()
+            }
+        };
+        let shape: DimVec<usize> = (0..self.rank())
+            .filter(|&k| keep[k])
+            .map(|k| self.dims()[k])
+            .collect();
+        let strides: DimVec<isize> = (0..self.rank())
+            .filter(|&k| keep[k])
+            .map(|k| self.strides[k])
+            .collect();
+        Ok(Layout::from_parts(shape.into(), strides, self.offset))
+    }
+
+    /// Reverses the given axes (NumPy's `flip`): negative stride, moved offset.
+    ///
+    /// # Errors
+    /// `Error::Axis` for an axis out of range, `Error::Argument` for a repeat.
+    pub fn flip(&self, axes: &[isize]) -> Result<Layout> {
+        let mut out = self.clone();
+        let mut seen = [false; MAX_RANK];
+        for &a in axes {
+            let a = normalize_axis("flip", a, self.rank())?;
+            if seen[a] {
+                return Err(Error::argument(
+                    "flip",
+                    format!("axis {a} repeated in {axes:?}"),
+                ));
+            }
+            seen[a] = true;
+            let n = self.dims()[a];
+            if n > 0 {
+                out.offset = (out.offset as isize + (n as isize - 1) * out.strides[a]) as usize;
+            }
+            out.strides[a] = -out.strides[a];
+        }
+        Ok(out)
+    }
+
+    /// The layout of `shape` over the same elements in row-major order, if the
+    /// strides allow it without a copy (NumPy's no-copy reshape); `None` when a
+    /// copy is needed. The element counts must already agree.
+    pub fn reshaped(&self, shape: &Shape) -> Option<Layout> {
+        debug_assert_eq!(shape.numel(), self.numel());
+        if self.numel() == 0 || self.is_contiguous() {
+            let mut l = Layout::contiguous(shape.clone());
+            l.offset = self.offset;
+            return Some(l);
+        }
+        // Drop extent-1 axes; they constrain nothing.
+        let (old_d, old_s): (DimVec<usize>, DimVec<isize>) = self
+            .dims()
+            .iter()
+            .zip(self.strides.iter())
+            .filter(|(d, _)| **d != 1)
+            .map(|(&d, &s)| (d, s))
+            .unzip();
+        let new_d = shape.dims();
+        let mut new_s: DimVec<isize> = smallvec::smallvec![0; new_d.len()];
+        let (mut oi, mut oj, mut ni, mut nj) = (0, 1, 0, 1);
+        while ni < new_d.len() && oi < old_d.len() {
+            let (mut np, mut op) = (new_d[ni], old_d[oi]);
+            while np != op {
+                if np < op {
+                    np *= new_d[nj];
+                    nj += 1;
+                } else {
+                    op *= old_d[oj];
+                    oj += 1;
+                }
+            }
+            // The old axes oi..oj must form one evenly strided block.
+            for k in oi..oj - 1 {
+                if old_s[k] != old_d[k + 1] as isize * old_s[k + 1] {
+                    return None;
+                }
+            }
+            new_s[nj - 1] = old_s[oj - 1];
+            for k in (ni + 1..nj).rev() {
+                new_s[k - 1] = new_s[k] * new_d[k] as isize;
+            }
+            ni = nj;
+            nj += 1;
+            oi = oj;
+            oj += 1;
+        }
+        // Trailing extent-1 axes of the new shape.
+        for s in new_s.iter_mut().skip(ni) {
+            *s = 1;
+        }
+        Some(Layout::from_parts(shape.clone(), new_s, self.offset))
+    }
+}

@@ -1,0 +1,136 @@
+//! Scalars for `full`, `fill_` and the `*_scalar` ops.
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use half::f16;
+
+/// A number or bool given by the caller, converted to a tensor's dtype when used.
+///
+/// The conversion is checked: a scalar that the dtype cannot represent exactly
+/// (2.5 for an i32 tensor, -1 for u8, 300 for u8) is an error, not a silent
+/// truncation. Float dtypes accept any number (rounded to nearest).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    /// A floating point value.
+    Float(f64),
+    /// An integer value.
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+}
+
+macro_rules! scalar_from {
+    ($($t:ty => $variant:ident as $as:ty),*) => {
+        $(impl From<$t> for Scalar {
+            fn from(v: $t) -> Self {
+                Scalar::$variant(v as $as)
+            }
+        })*
+    };
+}
+scalar_from!(f32 => Float as f64, f64 => Float as f64, i32 => Int as i64, i64 => Int as i64,
+    u32 => Int as i64, u8 => Int as i64, usize => Int as i64);
+
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Self {
+        Scalar::Bool(v)
+    }
+}
+
+impl From<f16> for Scalar {
+    fn from(v: f16) -> Self {
+        Scalar::Float(v.to_f64())
+    }
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Float(v) => write!(f, "{v}"),
+            Scalar::Int(v) => write!(f, "{v}"),
+            Scalar::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// A scalar checked against one dtype: its value as f64 (exact for every
+/// dtype but f16/f32 rounding) and the 32-bit pattern a kernel reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TypedScalar {
+    pub value: f64,
+    pub dtype: DType,
+}
+
+impl TypedScalar {
+    /// Checks that `scalar` is representable in `dtype`.
+    pub fn new(op: &'static str, scalar: Scalar, dtype: DType) -> Result<Self> {
+        let bad = || {
+            Error::dtype(
+                op,
+                format!("scalar {scalar} cannot be represented in dtype {dtype}"),
+            )
+        };
+        let value = match (scalar, dtype) {
+            (Scalar::Bool(b), DType::Bool) => b as u8 as f64,
+            (Scalar::Bool(_), _) | (_, DType::Bool) => return Err(bad()),
+            (Scalar::Float(v), d) if d.is_float() => v,
+            (Scalar::Int(v), d) if d.is_float() => v as f64,
+            (Scalar::Float(v), d) => {
+                if v.fract() != 0.0 || !int_in_range(v, d) {
+                    return Err(bad());
+                }
+                v
+            }
+            (Scalar::Int(v), d) => {
+                if !int_in_range(v as f64, d) {
+                    return Err(bad());
+                }
+                v as f64
+            }
+        };
+        Ok(TypedScalar { value, dtype })
+    }
+
+    /// The value as an element of the matching Rust type.
+    pub fn get<T: Element>(self) -> T {
+        T::from_f64(self.value)
+    }
+
+    /// The bit pattern a WGSL kernel reads from its parameters: f32 bits for
+    /// float dtypes (f16 arithmetic runs in f32), the integer bits otherwise.
+    pub fn bits(self) -> u32 {
+        match self.dtype {
+            DType::F32 | DType::F16 | DType::F64 => (self.value as f32).to_bits(),
+            DType::I32 => (self.value as i32) as u32,
+            DType::U32 | DType::U8 | DType::Bool => self.value as u32,
+        }
+    }
+}
+
+fn int_in_range(v: f64, dtype: DType) -> bool {
+    let (lo, hi) = match dtype {
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::U32 => (0.0, u32::MAX as f64),
+        DType::U8 => (0.0, u8::MAX as f64),
+        _ => return true,
+    };
+    v.is_finite() && v >= lo && v <= hi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_representability() {
+        assert!(TypedScalar::new("t", 2.5.into(), DType::I32).is_err());
+        assert!(TypedScalar::new("t", (-1).into(), DType::U8).is_err());
+        assert!(TypedScalar::new("t", 256.into(), DType::U8).is_err());
+        assert!(TypedScalar::new("t", true.into(), DType::F32).is_err());
+        assert!(TypedScalar::new("t", 1.into(), DType::Bool).is_err());
+        let s = TypedScalar::new("t", 3.0.into(), DType::I32).unwrap();
+        assert_eq!(s.get::<i32>(), 3);
+        assert_eq!(TypedScalar::new("t", (-1).into(), DType::I32).unwrap().bits(), u32::MAX);
+        assert_eq!(TypedScalar::new("t", 1.5.into(), DType::F16).unwrap().bits(), 1.5f32.to_bits());
+    }
+}

@@ -1,0 +1,189 @@
+//! [`Shape`]: the extents of a tensor, and NumPy's broadcasting rule.
+
+use crate::error::{Error, Result};
+use smallvec::SmallVec;
+use std::fmt;
+
+/// The largest rank a tensor may have. GPU kernels carry this many
+/// (extent, stride) pairs per operand in their parameters.
+pub const MAX_RANK: usize = 8;
+
+/// Inline storage for per-dimension values: no heap for rank <= [`MAX_RANK`].
+pub(crate) type DimVec<T> = SmallVec<[T; MAX_RANK]>;
+
+/// The extent of each dimension, outermost first. A rank-0 shape is a scalar.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct Shape(DimVec<usize>);
+
+impl Shape {
+    /// The shape of a rank-0 (scalar) tensor.
+    pub fn scalar() -> Self {
+        Shape(DimVec::new())
+    }
+
+    /// The extents, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        &self.0
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The number of elements (1 for a scalar, 0 if any extent is 0).
+    pub fn numel(&self) -> usize {
+        self.0.iter().product()
+    }
+
+    /// Checks the rank against [`MAX_RANK`].
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `op` when the rank is over the limit.
+    pub(crate) fn check_rank(&self, op: &'static str) -> Result<()> {
+        if self.rank() > MAX_RANK {
+            return Err(Error::shape(
+                op,
+                format!("rank {} exceeds the maximum rank {MAX_RANK}", self.rank()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Row-major (C order) strides for this shape, in elements.
+    pub fn contiguous_strides(&self) -> DimVec<isize> {
+        let mut strides: DimVec<isize> = smallvec::smallvec![0; self.rank()];
+        let mut acc = 1isize;
+        for (s, &d) in strides.iter_mut().zip(self.0.iter()).rev() {
+            *s = acc;
+            acc *= d.max(1) as isize;
+        }
+        strides
+    }
+}
+
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.dims())
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.dims())
+    }
+}
+
+impl From<&[usize]> for Shape {
+    fn from(d: &[usize]) -> Self {
+        Shape(d.iter().copied().collect())
+    }
+}
+
+impl From<Vec<usize>> for Shape {
+    fn from(d: Vec<usize>) -> Self {
+        Shape(d.into_iter().collect())
+    }
+}
+
+impl From<&Vec<usize>> for Shape {
+    fn from(d: &Vec<usize>) -> Self {
+        Shape::from(d.as_slice())
+    }
+}
+
+impl<const N: usize> From<[usize; N]> for Shape {
+    fn from(d: [usize; N]) -> Self {
+        Shape(d.into_iter().collect())
+    }
+}
+
+impl<const N: usize> From<&[usize; N]> for Shape {
+    fn from(d: &[usize; N]) -> Self {
+        Shape(d.iter().copied().collect())
+    }
+}
+
+impl From<usize> for Shape {
+    fn from(d: usize) -> Self {
+        Shape(smallvec::smallvec![d])
+    }
+}
+
+impl From<()> for Shape {
+    fn from(_: ()) -> Self {
+        Shape::scalar()
+    }
+}
+
+impl From<&Shape> for Shape {
+    fn from(s: &Shape) -> Self {
+        s.clone()
+    }
+}
+
+impl From<DimVec<usize>> for Shape {
+    fn from(d: DimVec<usize>) -> Self {
+        Shape(d)
+    }
+}
+
+/// The shape two operands broadcast to, by NumPy's rule: align trailing
+/// dimensions; each pair must be equal or contain a 1.
+///
+/// # Errors
+/// `Error::Shape` naming `op` and both shapes when a pair is incompatible.
+pub fn broadcast_shapes(op: &'static str, a: &Shape, b: &Shape) -> Result<Shape> {
+    let rank = a.rank().max(b.rank());
+    let mut out: DimVec<usize> = smallvec::smallvec![0; rank];
+    for (i, o) in out.iter_mut().enumerate() {
+        let da = dim_from_end(a, rank - i);
+        let db = dim_from_end(b, rank - i);
+        *o = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(Error::shape(
+                    op,
+                    format!("cannot broadcast shapes {a} and {b}"),
+                ));
+            }
+        };
+    }
+    Ok(Shape(out))
+}
+
+/// Extent `k` places from the end (1-based), or 1 past the front.
+fn dim_from_end(s: &Shape, k: usize) -> usize {
+    if k <= s.rank() {
+        s.dims()[s.rank() - k]
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        let s = |d: &[usize]| Shape::from(d);
+        assert_eq!(
+            broadcast_shapes("t", &s(&[2, 1, 3]), &s(&[4, 1])).unwrap(),
+            s(&[2, 4, 3])
+        );
+        assert_eq!(broadcast_shapes("t", &s(&[]), &s(&[5])).unwrap(), s(&[5]));
+        assert_eq!(broadcast_shapes("t", &s(&[0]), &s(&[1])).unwrap(), s(&[0]));
+        let err = broadcast_shapes("add", &s(&[2, 3]), &s(&[4])).unwrap_err();
+        assert_eq!(err.to_string(), "add: cannot broadcast shapes [2, 3] and [4]");
+    }
+
+    #[test]
+    fn contiguous_strides_are_row_major() {
+        assert_eq!(Shape::from([2, 3, 4]).contiguous_strides().as_slice(), &[12, 4, 1]);
+        assert_eq!(Shape::from([2, 0, 4]).contiguous_strides().as_slice(), &[4, 4, 1]);
+        assert!(Shape::scalar().contiguous_strides().is_empty());
+    }
+}
