@@ -84,7 +84,9 @@ pub enum Error {
     },
     /// A write through a view in which several indices address one element
     /// (a broadcast, stride-0 view).
-    #[error("{op}: cannot write through a view whose elements overlap (shape {shape:?}, strides {strides:?})")]
+    #[error(
+        "{op}: cannot write through a view whose elements overlap (shape {shape:?}, strides {strides:?})"
+    )]
     OverlappingWrite {
         /// The operation that failed.
         op: &'static str,

@@ -1,16 +1,51 @@
-//! webtensor: a GPU-first tensor library on WebGPU.
+//! # webtensor
+//!
+//! A GPU-first tensor library on WebGPU (wgpu) with a CPU fallback that runs
+//! every op with the same semantics.
+//!
+//! - A [`Tensor`] is a cheap handle: shared storage + [`Layout`] (shape,
+//!   signed strides, offset) + [`DType`] + [`Device`].
+//! - Views ([`s!`] slicing with steps and negative steps, `permute`,
+//!   `transpose`, `broadcast_to`, `flip`, `squeeze`, reshape-as-view) never
+//!   copy; GPU kernels read every operand through strides and offsets.
+//! - In-place ops (`add_`, `fill_`, `assign` ...) write through views.
+//! - GPU work is recorded and submitted in batches; readback flushes.
+//!
+//! ```
+//! use webtensor::{s, DType, Device, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu(); // or Device::gpu()? / Device::default_device()?
+//! let a = Tensor::arange(0.0f32, 6.0, 1.0, &dev)?.reshape([2, 3])?;
+//! let b = Tensor::ones([3], DType::F32, &dev)?;
+//! let c = a.add(&b)?.mul_scalar(2.0)?;                 // broadcasting
+//! assert_eq!(c.to_vec::<f32>()?, vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+//!
+//! // Views share storage; in-place ops write through them.
+//! a.slice(s![.., ..;2])?.fill_(-1.0)?;
+//! assert_eq!(a.to_vec::<f32>()?, vec![-1.0, 1.0, -1.0, -1.0, 4.0, -1.0]);
+//! # Ok(())
+//! # }
+//! ```
 #![warn(missing_docs)]
 
+mod backend;
+mod device;
 mod dtype;
 mod error;
 mod index;
 mod layout;
+mod ops;
 mod scalar;
 mod shape;
+mod tensor;
 
+pub use backend::gpu::GpuOptions;
+pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use half::f16;
 pub use index::{NewAxis, SliceItem};
 pub use layout::Layout;
 pub use scalar::Scalar;
 pub use shape::{MAX_RANK, Shape, broadcast_shapes};
+pub use tensor::Tensor;

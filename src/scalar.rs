@@ -130,7 +130,17 @@ mod tests {
         assert!(TypedScalar::new("t", 1.into(), DType::Bool).is_err());
         let s = TypedScalar::new("t", 3.0.into(), DType::I32).unwrap();
         assert_eq!(s.get::<i32>(), 3);
-        assert_eq!(TypedScalar::new("t", (-1).into(), DType::I32).unwrap().bits(), u32::MAX);
-        assert_eq!(TypedScalar::new("t", 1.5.into(), DType::F16).unwrap().bits(), 1.5f32.to_bits());
+        assert_eq!(
+            TypedScalar::new("t", (-1).into(), DType::I32)
+                .unwrap()
+                .bits(),
+            u32::MAX
+        );
+        assert_eq!(
+            TypedScalar::new("t", 1.5.into(), DType::F16)
+                .unwrap()
+                .bits(),
+            1.5f32.to_bits()
+        );
     }
 }

@@ -177,13 +177,22 @@ mod tests {
         assert_eq!(broadcast_shapes("t", &s(&[]), &s(&[5])).unwrap(), s(&[5]));
         assert_eq!(broadcast_shapes("t", &s(&[0]), &s(&[1])).unwrap(), s(&[0]));
         let err = broadcast_shapes("add", &s(&[2, 3]), &s(&[4])).unwrap_err();
-        assert_eq!(err.to_string(), "add: cannot broadcast shapes [2, 3] and [4]");
+        assert_eq!(
+            err.to_string(),
+            "add: cannot broadcast shapes [2, 3] and [4]"
+        );
     }
 
     #[test]
     fn contiguous_strides_are_row_major() {
-        assert_eq!(Shape::from([2, 3, 4]).contiguous_strides().as_slice(), &[12, 4, 1]);
-        assert_eq!(Shape::from([2, 0, 4]).contiguous_strides().as_slice(), &[4, 4, 1]);
+        assert_eq!(
+            Shape::from([2, 3, 4]).contiguous_strides().as_slice(),
+            &[12, 4, 1]
+        );
+        assert_eq!(
+            Shape::from([2, 0, 4]).contiguous_strides().as_slice(),
+            &[4, 4, 1]
+        );
         assert!(Shape::scalar().contiguous_strides().is_empty());
     }
 }

@@ -228,9 +228,15 @@ fn span_and_overlap() {
     let l = Layout::contiguous([4, 5]);
     let row = l.slice(&[SliceItem::Index(1)]).unwrap();
     assert_eq!(row.span(), Some((5, 9)));
-    let col = l.slice(&[SliceItem::from(..), SliceItem::Index(0)]).unwrap();
+    let col = l
+        .slice(&[SliceItem::from(..), SliceItem::Index(0)])
+        .unwrap();
     assert!(row.may_overlap(&col));
     let flipped = l.flip(&[0, 1]).unwrap();
     assert_eq!(flipped.span(), Some((0, 19)));
-    assert!(l.broadcast_to(&Shape::from([2, 4, 5])).unwrap().has_self_overlap());
+    assert!(
+        l.broadcast_to(&Shape::from([2, 4, 5]))
+            .unwrap()
+            .has_self_overlap()
+    );
 }

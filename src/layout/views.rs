@@ -3,7 +3,7 @@
 use super::Layout;
 use crate::error::{Error, Result};
 use crate::index::SliceItem;
-use crate::shape::{DimVec, MAX_RANK, Shape, broadcast_shapes};
+use crate::shape::{DimVec, MAX_RANK, Shape};
 
 /// Resolves a possibly negative axis against `rank`.
 ///
@@ -19,7 +19,12 @@ pub(crate) fn normalize_axis(op: &'static str, axis: isize, rank: usize) -> Resu
 
 /// NumPy's slice adjustment: (first position, count) of `start..end; step`
 /// on an axis of extent `n`. `step` must not be zero.
-fn resolve_range(start: Option<isize>, end: Option<isize>, step: isize, n: usize) -> (isize, usize) {
+fn resolve_range(
+    start: Option<isize>,
+    end: Option<isize>,
+    step: isize,
+    n: usize,
+) -> (isize, usize) {
     let n = n as isize;
     // Negative bounds count from the end; out-of-range bounds are clamped to
     // the ends of the walk (-1 means "before the first" for a negative step).
@@ -211,19 +216,6 @@ impl Layout {
             };
         }
         Ok(Layout::from_parts(shape.clone(), strides, self.offset))
-    }
-
-    /// Broadcasts two layouts against each other.
-    ///
-    /// # Errors
-    /// `Error::Shape` naming `op` when the shapes are incompatible.
-    pub(crate) fn broadcast_pair(
-        op: &'static str,
-        a: &Layout,
-        b: &Layout,
-    ) -> Result<(Layout, Layout)> {
-        let shape = broadcast_shapes(op, a.shape(), b.shape())?;
-        Ok((a.broadcast_to(&shape)?, b.broadcast_to(&shape)?))
     }
 
     /// Inserts an axis of extent 1 at `axis` (in `-(rank+1)..=rank`).

@@ -1,0 +1,142 @@
+// Scalar helpers for the elementwise kernels. The semantics are those
+// documented in src/ops/kinds.rs and implemented for the CPU in
+// src/backend/cpu/numeric.rs; f16 values are computed in f32.
+
+const F32_NAN_BITS: u32 = 0x7fc00000u;
+const F32_INF_BITS: u32 = 0x7f800000u;
+const I32_MIN: i32 = -2147483647 - 1;
+
+fn is_nan_f32(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > F32_INF_BITS;
+}
+
+fn nan_f32() -> f32 {
+    return bitcast<f32>(F32_NAN_BITS);
+}
+
+fn maximum_f32(a: f32, b: f32) -> f32 {
+    if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
+    return select(b, a, a >= b);
+}
+
+fn minimum_f32(a: f32, b: f32) -> f32 {
+    if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
+    return select(b, a, a <= b);
+}
+
+fn sign_f32(a: f32) -> f32 {
+    return select(select(a, -1.0, a < 0.0), 1.0, a > 0.0);
+}
+
+fn relu_f32(a: f32) -> f32 {
+    return select(a, 0.0, a < 0.0);
+}
+
+fn tanh_f32(a: f32) -> f32 {
+    // tanh of |a| > 10 is +-1 in f32; clamping keeps exp-based lowerings finite.
+    return select(tanh(clamp(a, -10.0, 10.0)), a, is_nan_f32(a));
+}
+
+fn sigmoid_f32(a: f32) -> f32 {
+    return 1.0 / (1.0 + exp(-a));
+}
+
+fn gelu_f32(a: f32) -> f32 {
+    return 0.5 * a * (1.0 + tanh_f32(0.7978845608028654 * (a + 0.044715 * a * a * a)));
+}
+
+fn rem_f32(a: f32, b: f32) -> f32 {
+    let r = a % b;
+    return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0)));
+}
+
+fn pow_f32(a: f32, b: f32) -> f32 {
+    if (b == 0.0 || a == 1.0) { return 1.0; }
+    if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
+    if (a == 0.0) { return select(0.0, bitcast<f32>(F32_INF_BITS), b < 0.0); }
+    let m = pow(abs(a), b);
+    if (a > 0.0) { return m; }
+    if (floor(b) != b) { return nan_f32(); }
+    // A negative base with an integer exponent: odd exponents keep the sign.
+    let odd = abs(b) < 16777216.0 && (i32(abs(b)) & 1) == 1;
+    return select(m, -m, odd);
+}
+
+fn div_i32(a: i32, b: i32) -> i32 {
+    if (b == 0) { return 0; }
+    if (b == -1) { return 0 - a; }
+    return a / b;
+}
+
+fn rem_i32(a: i32, b: i32) -> i32 {
+    if (b == 0 || b == -1) { return 0; }
+    let r = a % b;
+    return select(r, r + b, r != 0 && ((r < 0) != (b < 0)));
+}
+
+fn div_u32(a: u32, b: u32) -> u32 {
+    if (b == 0u) { return 0u; }
+    return a / b;
+}
+
+fn rem_u32(a: u32, b: u32) -> u32 {
+    if (b == 0u) { return 0u; }
+    return a % b;
+}
+
+fn pow_u32(a: u32, b: u32) -> u32 {
+    var base = a;
+    var e = b;
+    var r = 1u;
+    while (e != 0u) {
+        if ((e & 1u) != 0u) { r = r * base; }
+        base = base * base;
+        e = e >> 1u;
+    }
+    return r;
+}
+
+fn pow_i32(a: i32, b: i32) -> i32 {
+    if (b < 0) {
+        if (a == 1) { return 1; }
+        if (a == -1) { return select(1, -1, (b & 1) != 0); }
+        return 0;
+    }
+    return bitcast<i32>(pow_u32(bitcast<u32>(a), u32(b)));
+}
+
+fn sign_i32(a: i32) -> i32 {
+    return select(select(0, -1, a < 0), 1, a > 0);
+}
+
+fn f32_to_i32(x: f32) -> i32 {
+    if (is_nan_f32(x)) { return 0; }
+    if (x >= 2147483648.0) { return 2147483647; }
+    if (x <= -2147483648.0) { return I32_MIN; }
+    return i32(x);
+}
+
+fn f32_to_u32(x: f32) -> u32 {
+    if (is_nan_f32(x) || x <= 0.0) { return 0u; }
+    if (x >= 4294967296.0) { return 4294967295u; }
+    return u32(x);
+}
+
+fn f32_to_u8(x: f32) -> u32 {
+    if (is_nan_f32(x) || x <= 0.0) { return 0u; }
+    if (x >= 255.0) { return 255u; }
+    return u32(x);
+}
+
+fn f32_to_bool(x: f32) -> bool {
+    return x != 0.0 || is_nan_f32(x);
+}
+
+// Round-to-nearest f16 bits of an f32, with overflow to infinity and NaN kept
+// (pack2x16float leaves out-of-range values undefined).
+fn f16_bits(v: f32) -> u32 {
+    if (is_nan_f32(v)) { return 0x7e00u; }
+    let sign = (bitcast<u32>(v) >> 16u) & 0x8000u;
+    if (abs(v) >= 65520.0) { return sign | 0x7c00u; }
+    return pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu;
+}

@@ -1,0 +1,323 @@
+//! The CPU runner: locks the storages once, plans the iteration, matches the
+//! op and dtype once, then runs a monomorphised strided loop.
+
+use super::numeric::{Cast, Float, Num};
+use super::storage::{CpuData, CpuStorage, with_cpu_data};
+use super::strided::{map0, map1, map2, map3};
+use crate::backend::{Call, Input, Storage};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::{IterPlan, Layout};
+use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
+use crate::scalar::TypedScalar;
+use half::f16;
+use smallvec::SmallVec;
+use std::sync::{Arc, RwLockReadGuard};
+
+/// Binds `$T` to the Rust type of a numeric dtype and evaluates `$body`.
+macro_rules! with_num_type {
+    ($dtype:expr, $T:ident => $body:expr, bool => $other:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F16 => {
+                type $T = f16;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::Bool => $other,
+        }
+    };
+}
+
+/// Binds `$T` to the Rust type of any dtype and evaluates `$body`.
+macro_rules! with_any_type {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        with_num_type!($dtype, $T => $body, bool => {
+            type $T = bool;
+            $body
+        })
+    };
+}
+
+fn base_ptr(data: &CpuData) -> *const u8 {
+    with_cpu_data!(data, v => v.as_ptr() as *const u8)
+}
+
+/// Runs one elementwise call whose destination is `out`.
+pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
+    // Lock every distinct input storage once; an input sharing the
+    // destination's storage reads through the destination's pointer.
+    let mut guards: SmallVec<[(&Arc<Storage>, RwLockReadGuard<'_, CpuData>); 3]> = SmallVec::new();
+    for input in &call.inputs {
+        if let Input::Tensor(t) = input {
+            let shared = Arc::ptr_eq(t.storage, call.out.storage)
+                || guards.iter().any(|(s, _)| Arc::ptr_eq(s, t.storage));
+            if !shared {
+                let Storage::Cpu(s) = &**t.storage else {
+                    return Err(Error::gpu("cpu kernel", "input is not in host memory"));
+                };
+                guards.push((t.storage, s.read()));
+            }
+        }
+    }
+    let mut out_guard = out.write();
+    let out_ptr: *mut u8 = with_cpu_data!(&mut *out_guard, v => v.as_mut_ptr() as *mut u8);
+
+    let mut layouts: SmallVec<[&Layout; 4]> = SmallVec::new();
+    let mut ptrs: SmallVec<[*const u8; 3]> = SmallVec::new();
+    let mut scalar: Option<TypedScalar> = None;
+    layouts.push(&call.out.layout);
+    for input in &call.inputs {
+        match input {
+            Input::Tensor(t) => {
+                layouts.push(&t.layout);
+                let ptr = if Arc::ptr_eq(t.storage, call.out.storage) {
+                    out_ptr as *const u8
+                } else {
+                    guards
+                        .iter()
+                        .find(|(s, _)| Arc::ptr_eq(s, t.storage))
+                        .map_or(std::ptr::null(), |(_, g)| base_ptr(g))
+                };
+                ptrs.push(ptr);
+            }
+            Input::Scalar(s) => scalar = Some(*s),
+        }
+    }
+    let plan = IterPlan::new(&layouts);
+    let in_dtype = call.inputs.first().map(Input::dtype);
+    // SAFETY: the op layer sized every storage for its layout and resolved
+    // aliasing (see strided.rs); pointers are typed by the dtypes they hold.
+    unsafe {
+        dispatch(
+            call.kernel,
+            call.out.dtype,
+            in_dtype,
+            &plan,
+            out_ptr,
+            &ptrs,
+            scalar,
+        )
+    }
+}
+
+/// # Safety
+/// See [`run`].
+unsafe fn dispatch(
+    kernel: Kernel,
+    out_dtype: DType,
+    in_dtype: Option<DType>,
+    plan: &IterPlan,
+    out: *mut u8,
+    ins: &[*const u8],
+    scalar: Option<TypedScalar>,
+) -> Result<()> {
+    let missing = || Error::gpu("cpu kernel", "missing operand");
+    let in_dtype = in_dtype.unwrap_or(out_dtype);
+    unsafe {
+        match kernel {
+            Kernel::Fill => {
+                let s = scalar.ok_or_else(missing)?;
+                with_any_type!(out_dtype, T => map0(plan, out as *mut T, || s.get::<T>()));
+            }
+            Kernel::Cast => {
+                let a = *ins.first().ok_or_else(missing)?;
+                with_any_type!(in_dtype, A => with_any_type!(out_dtype, O =>
+                    map1(plan, out as *mut O, a as *const A, |x: A| O::from_wide(x.to_wide()))));
+            }
+            Kernel::Unary(op) => {
+                let a = *ins.first().ok_or_else(missing)?;
+                match out_dtype {
+                    DType::F32 => unary_float::<f32>(op, plan, out, a),
+                    DType::F16 => unary_float::<f16>(op, plan, out, a),
+                    DType::F64 => unary_float::<f64>(op, plan, out, a),
+                    DType::I32 => unary_num::<i32>(op, plan, out, a),
+                    DType::U32 => unary_num::<u32>(op, plan, out, a),
+                    DType::U8 => unary_num::<u8>(op, plan, out, a),
+                    DType::Bool => unary_bool(op, plan, out, a),
+                }?;
+            }
+            Kernel::Binary(op) => {
+                let a = *ins.first().ok_or_else(missing)?;
+                let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
+                with_num_type!(out_dtype, T => binary_num::<T>(op, plan, out, a, b),
+                    bool => binary_bool(op, plan, out, a, b))?;
+            }
+            Kernel::Compare(op) => {
+                let a = *ins.first().ok_or_else(missing)?;
+                let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
+                with_any_type!(in_dtype, T => compare::<T>(op, plan, out as *mut bool, a, b));
+            }
+            Kernel::Where => {
+                let (c, a, b) = match ins {
+                    [c, a, b] => (*c, *a, *b),
+                    _ => return Err(missing()),
+                };
+                with_any_type!(out_dtype, T => map3(plan, out as *mut T, c as *const bool,
+                    a as *const T, b as *const T, |c, a, b| if c { a } else { b }));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The second operand of a binary op or comparison.
+#[derive(Clone, Copy)]
+enum Operand {
+    Tensor(*const u8),
+    Scalar(TypedScalar),
+}
+
+impl Operand {
+    fn new(ptr: Option<*const u8>, scalar: Option<TypedScalar>) -> Option<Operand> {
+        ptr.map(Operand::Tensor).or(scalar.map(Operand::Scalar))
+    }
+}
+
+/// Applies `f` elementwise with the second operand from a tensor or a scalar.
+macro_rules! apply2 {
+    ($plan:expr, $out:expr, $a:expr, $b:expr, $T:ty, $f:expr) => {
+        match $b {
+            Operand::Tensor(b) => map2($plan, $out, $a as *const $T, b as *const $T, $f),
+            Operand::Scalar(s) => {
+                let s = s.get::<$T>();
+                let f = $f;
+                map1($plan, $out, $a as *const $T, move |x| f(x, s))
+            }
+        }
+    };
+}
+
+unsafe fn unary_num<T: Num>(
+    op: UnaryOp,
+    plan: &IterPlan,
+    out: *mut u8,
+    a: *const u8,
+) -> Result<()> {
+    let (o, a) = (out as *mut T, a as *const T);
+    unsafe {
+        match op {
+            UnaryOp::Neg => map1(plan, o, a, T::neg),
+            UnaryOp::Abs => map1(plan, o, a, T::abs),
+            UnaryOp::Relu => map1(plan, o, a, T::relu),
+            UnaryOp::Floor => map1(plan, o, a, T::floor),
+            UnaryOp::Ceil => map1(plan, o, a, T::ceil),
+            UnaryOp::Round => map1(plan, o, a, T::round),
+            UnaryOp::Sign => map1(plan, o, a, T::sign),
+            UnaryOp::Square => map1(plan, o, a, |x: T| x.mul(x)),
+            _ => return op.check(T::DTYPE),
+        }
+    }
+    Ok(())
+}
+
+unsafe fn unary_float<T: Float>(
+    op: UnaryOp,
+    plan: &IterPlan,
+    out: *mut u8,
+    a: *const u8,
+) -> Result<()> {
+    let (o, a_t) = (out as *mut T, a as *const T);
+    unsafe {
+        match op {
+            UnaryOp::Exp => map1(plan, o, a_t, T::exp),
+            UnaryOp::Log => map1(plan, o, a_t, T::ln),
+            UnaryOp::Sqrt => map1(plan, o, a_t, T::sqrt),
+            UnaryOp::Rsqrt => map1(plan, o, a_t, T::rsqrt),
+            UnaryOp::Sin => map1(plan, o, a_t, T::sin),
+            UnaryOp::Cos => map1(plan, o, a_t, T::cos),
+            UnaryOp::Tanh => map1(plan, o, a_t, T::tanh),
+            UnaryOp::Sigmoid => map1(plan, o, a_t, T::sigmoid),
+            UnaryOp::Gelu => map1(plan, o, a_t, T::gelu),
+            UnaryOp::Recip => map1(plan, o, a_t, T::recip),
+            _ => return unary_num::<T>(op, plan, out, a),
+        }
+    }
+    Ok(())
+}
+
+unsafe fn unary_bool(op: UnaryOp, plan: &IterPlan, out: *mut u8, a: *const u8) -> Result<()> {
+    op.check(DType::Bool)?;
+    unsafe { map1(plan, out as *mut bool, a as *const bool, |x: bool| !x) };
+    Ok(())
+}
+
+unsafe fn binary_num<T: Num>(
+    op: BinaryOp,
+    plan: &IterPlan,
+    out: *mut u8,
+    a: *const u8,
+    b: Operand,
+) -> Result<()> {
+    let o = out as *mut T;
+    unsafe {
+        match op {
+            BinaryOp::Add => apply2!(plan, o, a, b, T, T::add),
+            BinaryOp::Sub => apply2!(plan, o, a, b, T, T::sub),
+            BinaryOp::Mul => apply2!(plan, o, a, b, T, T::mul),
+            BinaryOp::Div => apply2!(plan, o, a, b, T, T::div),
+            BinaryOp::Pow => apply2!(plan, o, a, b, T, T::pow),
+            BinaryOp::Maximum => apply2!(plan, o, a, b, T, T::maximum),
+            BinaryOp::Minimum => apply2!(plan, o, a, b, T, T::minimum),
+            BinaryOp::Remainder => apply2!(plan, o, a, b, T, T::rem),
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => return op.check(T::DTYPE),
+        }
+    }
+    Ok(())
+}
+
+unsafe fn binary_bool(
+    op: BinaryOp,
+    plan: &IterPlan,
+    out: *mut u8,
+    a: *const u8,
+    b: Operand,
+) -> Result<()> {
+    let o = out as *mut bool;
+    unsafe {
+        match op {
+            BinaryOp::And => apply2!(plan, o, a, b, bool, |x: bool, y: bool| x & y),
+            BinaryOp::Or => apply2!(plan, o, a, b, bool, |x: bool, y: bool| x | y),
+            BinaryOp::Xor => apply2!(plan, o, a, b, bool, |x: bool, y: bool| x ^ y),
+            _ => return op.check(DType::Bool),
+        }
+    }
+    Ok(())
+}
+
+unsafe fn compare<T: PartialOrd + crate::dtype::Element>(
+    op: CompareOp,
+    plan: &IterPlan,
+    o: *mut bool,
+    a: *const u8,
+    b: Operand,
+) {
+    unsafe {
+        match op {
+            CompareOp::Eq => apply2!(plan, o, a, b, T, |x: T, y: T| x == y),
+            CompareOp::Ne => apply2!(plan, o, a, b, T, |x: T, y: T| x != y),
+            CompareOp::Lt => apply2!(plan, o, a, b, T, |x: T, y: T| x < y),
+            CompareOp::Le => apply2!(plan, o, a, b, T, |x: T, y: T| x <= y),
+            CompareOp::Gt => apply2!(plan, o, a, b, T, |x: T, y: T| x > y),
+            CompareOp::Ge => apply2!(plan, o, a, b, T, |x: T, y: T| x >= y),
+        }
+    }
+}

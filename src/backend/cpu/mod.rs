@@ -1,0 +1,11 @@
+//! The CPU backend: host storage and strided loops, generic over the element
+//! type. It runs every op and is the reference the GPU results are tested
+//! against.
+
+mod elementwise;
+mod numeric;
+mod storage;
+mod strided;
+
+pub(crate) use elementwise::run;
+pub(crate) use storage::{CpuData, CpuStorage};

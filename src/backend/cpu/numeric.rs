@@ -1,0 +1,435 @@
+//! Per-dtype arithmetic with the semantics documented on the op enums
+//! (`ops/kinds.rs`): wrapping integers, defined integer division by zero,
+//! NaN-propagating maximum/minimum, f16 computed in f32 and rounded once.
+
+use crate::dtype::Element;
+use half::f16;
+
+/// Arithmetic shared by every numeric dtype.
+pub(crate) trait Num: Element + PartialOrd {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn rem(self, o: Self) -> Self;
+    fn pow(self, o: Self) -> Self;
+    fn maximum(self, o: Self) -> Self;
+    fn minimum(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn sign(self) -> Self;
+    fn relu(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn round(self) -> Self;
+}
+
+/// Functions defined on float dtypes only.
+pub(crate) trait Float: Num {
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn rsqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sigmoid(self) -> Self;
+    fn gelu(self) -> Self;
+    fn recip(self) -> Self;
+}
+
+macro_rules! float_num {
+    ($t:ty) => {
+        impl Num for $t {
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            #[inline(always)]
+            fn rem(self, o: Self) -> Self {
+                let r = self % o;
+                if r != 0.0 && ((r < 0.0) != (o < 0.0)) {
+                    r + o
+                } else {
+                    r
+                }
+            }
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self {
+                self.powf(o)
+            }
+            #[inline(always)]
+            fn maximum(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    Self::NAN
+                } else if self >= o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn minimum(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    Self::NAN
+                } else if self <= o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                -self
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn sign(self) -> Self {
+                if self > 0.0 {
+                    1.0
+                } else if self < 0.0 {
+                    -1.0
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn relu(self) -> Self {
+                if self < 0.0 { 0.0 } else { self }
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn round(self) -> Self {
+                self.round_ties_even()
+            }
+        }
+        impl Float for $t {
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn rsqrt(self) -> Self {
+                1.0 / <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            #[inline(always)]
+            fn sigmoid(self) -> Self {
+                1.0 / (1.0 + (-self).exp())
+            }
+            #[inline(always)]
+            fn gelu(self) -> Self {
+                let inner = 0.797_884_560_802_865_4 * (self + 0.044715 * self * self * self);
+                0.5 * self * (1.0 + inner.tanh())
+            }
+            #[inline(always)]
+            fn recip(self) -> Self {
+                1.0 / self
+            }
+        }
+    };
+}
+float_num!(f32);
+float_num!(f64);
+
+/// f16 arithmetic: widen to f32, compute, round once (as the GPU does).
+macro_rules! via_f32 {
+    ($($name:ident($($arg:ident),*)),*) => {$(
+        #[inline(always)]
+        fn $name(self $(, $arg: Self)*) -> Self {
+            f16::from_f32(<f32 as Num>::$name(self.to_f32() $(, $arg.to_f32())*))
+        }
+    )*};
+}
+macro_rules! via_f32_float {
+    ($($name:ident),*) => {$(
+        #[inline(always)]
+        fn $name(self) -> Self {
+            f16::from_f32(<f32 as Float>::$name(self.to_f32()))
+        }
+    )*};
+}
+impl Num for f16 {
+    via_f32!(
+        add(o),
+        sub(o),
+        mul(o),
+        div(o),
+        rem(o),
+        pow(o),
+        maximum(o),
+        minimum(o),
+        neg(),
+        abs(),
+        sign(),
+        relu(),
+        floor(),
+        ceil(),
+        round()
+    );
+}
+impl Float for f16 {
+    via_f32_float!(exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip);
+}
+
+macro_rules! int_num {
+    ($t:ty, $signed:expr) => {
+        impl Num for $t {
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                if o == 0 { 0 } else { self.wrapping_div(o) }
+            }
+            #[inline(always)]
+            fn rem(self, o: Self) -> Self {
+                if o == 0 {
+                    return 0;
+                }
+                let r = self.wrapping_rem(o);
+                #[allow(unused_comparisons)]
+                let flip = r != 0 && ((r < 0) != (o < 0));
+                if flip { r.wrapping_add(o) } else { r }
+            }
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self {
+                #[allow(unused_comparisons)]
+                if o < 0 {
+                    // Only 1 and -1 have integer reciprocals.
+                    return match self as i64 {
+                        1 => self,
+                        -1 => {
+                            if (o as i64) % 2 == 0 {
+                                1
+                            } else {
+                                self
+                            }
+                        }
+                        _ => 0,
+                    };
+                }
+                self.wrapping_pow(o as u32)
+            }
+            #[inline(always)]
+            fn maximum(self, o: Self) -> Self {
+                Ord::max(self, o)
+            }
+            #[inline(always)]
+            fn minimum(self, o: Self) -> Self {
+                Ord::min(self, o)
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                (0 as $t).wrapping_sub(self)
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn abs(self) -> Self {
+                if self < 0 { self.neg() } else { self }
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn sign(self) -> Self {
+                if self > 0 {
+                    1
+                } else if self < 0 {
+                    (0 as $t).wrapping_sub(1)
+                } else {
+                    0
+                }
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn relu(self) -> Self {
+                if self < 0 { 0 } else { self }
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn round(self) -> Self {
+                self
+            }
+        }
+    };
+}
+int_num!(i32, true);
+int_num!(u32, false);
+int_num!(u8, false);
+
+/// A value in the widest form of its kind, to express Rust's `as` casts
+/// between any two element types in one step.
+#[derive(Clone, Copy)]
+pub(crate) enum Wide {
+    Float(f64),
+    Int(i64),
+}
+
+/// Rust `as` casts between element types (bool: 0/1 from, `!= 0` to).
+pub(crate) trait Cast: Element {
+    fn to_wide(self) -> Wide;
+    fn from_wide(w: Wide) -> Self;
+}
+
+macro_rules! cast_impl {
+    ($t:ty, float) => {
+        impl Cast for $t {
+            #[inline(always)]
+            fn to_wide(self) -> Wide {
+                Wide::Float(self as f64)
+            }
+            #[inline(always)]
+            fn from_wide(w: Wide) -> Self {
+                match w {
+                    Wide::Float(v) => v as $t,
+                    Wide::Int(v) => v as $t,
+                }
+            }
+        }
+    };
+    ($t:ty, int) => {
+        impl Cast for $t {
+            #[inline(always)]
+            fn to_wide(self) -> Wide {
+                Wide::Int(self as i64)
+            }
+            #[inline(always)]
+            fn from_wide(w: Wide) -> Self {
+                match w {
+                    Wide::Float(v) => v as $t,
+                    Wide::Int(v) => v as $t,
+                }
+            }
+        }
+    };
+}
+cast_impl!(f32, float);
+cast_impl!(f64, float);
+cast_impl!(i32, int);
+cast_impl!(u32, int);
+cast_impl!(u8, int);
+
+impl Cast for f16 {
+    #[inline(always)]
+    fn to_wide(self) -> Wide {
+        Wide::Float(self.to_f64())
+    }
+    #[inline(always)]
+    fn from_wide(w: Wide) -> Self {
+        match w {
+            Wide::Float(v) => f16::from_f64(v),
+            Wide::Int(v) => f16::from_f64(v as f64),
+        }
+    }
+}
+
+impl Cast for bool {
+    #[inline(always)]
+    fn to_wide(self) -> Wide {
+        Wide::Int(self as i64)
+    }
+    #[inline(always)]
+    fn from_wide(w: Wide) -> Self {
+        match w {
+            Wide::Float(v) => v != 0.0,
+            Wide::Int(v) => v != 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_semantics_are_defined() {
+        assert_eq!(Num::div(7i32, 0), 0);
+        assert_eq!(Num::div(i32::MIN, -1), i32::MIN);
+        assert_eq!(Num::rem(-7i32, 3), 2);
+        assert_eq!(Num::rem(7i32, -3), -2);
+        assert_eq!(Num::rem(7u8, 0), 0);
+        assert_eq!(Num::pow(2i32, -1), 0);
+        assert_eq!(Num::pow(-1i32, -3), -1);
+        assert_eq!(Num::add(250u8, 10), 4);
+        assert_eq!(Num::neg(1u32), u32::MAX);
+        assert_eq!(Num::sign(0u8), 0);
+    }
+
+    #[test]
+    fn float_semantics_follow_numpy() {
+        assert_eq!(Num::rem(-7.0f32, 3.0), 2.0);
+        assert!(Num::maximum(f32::NAN, 1.0).is_nan());
+        assert_eq!(Num::round(2.5f32), 2.0);
+        assert_eq!(Num::pow(-2.0f32, 3.0), -8.0);
+        assert_eq!(
+            <f16 as Num>::add(f16::from_f32(1.0), f16::from_f32(2.0)).to_f32(),
+            3.0
+        );
+    }
+
+    #[test]
+    fn casts_follow_rust_as() {
+        assert_eq!(u32::from_wide((-1i32).to_wide()), u32::MAX);
+        assert_eq!(u8::from_wide(300i32.to_wide()), 44);
+        assert_eq!(i32::from_wide(f32::NAN.to_wide()), 0);
+        assert_eq!(u8::from_wide((-3.5f32).to_wide()), 0);
+        assert!(bool::from_wide(0.5f32.to_wide()));
+        assert_eq!(f32::from_wide(true.to_wide()), 1.0);
+    }
+}

@@ -1,0 +1,105 @@
+//! Host storage: one `Vec` of the element type behind a lock, so that views
+//! sharing it can be written in place.
+
+use crate::dtype::{DType, Element};
+use half::f16;
+use std::any::Any;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The typed vector behind a CPU tensor.
+pub(crate) enum CpuData {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    F64(Vec<f64>),
+    I32(Vec<i32>),
+    U32(Vec<u32>),
+    U8(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+/// Expands `$body` once per variant with `$v` bound to the typed vector.
+macro_rules! with_cpu_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            $crate::backend::cpu::CpuData::F32($v) => $body,
+            $crate::backend::cpu::CpuData::F16($v) => $body,
+            $crate::backend::cpu::CpuData::F64($v) => $body,
+            $crate::backend::cpu::CpuData::I32($v) => $body,
+            $crate::backend::cpu::CpuData::U32($v) => $body,
+            $crate::backend::cpu::CpuData::U8($v) => $body,
+            $crate::backend::cpu::CpuData::Bool($v) => $body,
+        }
+    };
+}
+pub(crate) use with_cpu_data;
+
+impl CpuData {
+    /// Wraps a typed vector.
+    pub fn from_vec<T: Element>(v: Vec<T>) -> CpuData {
+        let any: Box<dyn Any> = Box::new(v);
+        macro_rules! take {
+            ($variant:ident) => {
+                match any.downcast() {
+                    Ok(b) => CpuData::$variant(*b),
+                    Err(_) => unreachable!("Element::DTYPE matches the Rust type"),
+                }
+            };
+        }
+        match T::DTYPE {
+            DType::F32 => take!(F32),
+            DType::F16 => take!(F16),
+            DType::F64 => take!(F64),
+            DType::I32 => take!(I32),
+            DType::U32 => take!(U32),
+            DType::U8 => take!(U8),
+            DType::Bool => take!(Bool),
+        }
+    }
+
+    /// A zero-filled vector of `len` elements of `dtype`.
+    pub fn zeros(dtype: DType, len: usize) -> CpuData {
+        match dtype {
+            DType::F32 => CpuData::F32(vec![0.0; len]),
+            DType::F16 => CpuData::F16(vec![f16::ZERO; len]),
+            DType::F64 => CpuData::F64(vec![0.0; len]),
+            DType::I32 => CpuData::I32(vec![0; len]),
+            DType::U32 => CpuData::U32(vec![0; len]),
+            DType::U8 => CpuData::U8(vec![0; len]),
+            DType::Bool => CpuData::Bool(vec![false; len]),
+        }
+    }
+
+    /// The elements as `&[T]`, or `None` when `T` is not the stored type.
+    pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
+        with_cpu_data!(self, v => (v as &dyn Any).downcast_ref::<Vec<T>>().map(|v| v.as_slice()))
+    }
+
+    pub fn len(&self) -> usize {
+        with_cpu_data!(self, v => v.len())
+    }
+}
+
+/// Host memory shared by every view of one tensor.
+pub(crate) struct CpuStorage {
+    data: RwLock<CpuData>,
+}
+
+impl CpuStorage {
+    pub fn new(data: CpuData) -> CpuStorage {
+        CpuStorage {
+            data: RwLock::new(data),
+        }
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, CpuData> {
+        self.data.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn write(&self) -> RwLockWriteGuard<'_, CpuData> {
+        self.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+}

@@ -1,0 +1,102 @@
+//! Backends: where storage lives and where kernels run.
+//!
+//! `ops/` validates user input and computes output layouts, then hands a
+//! [`Call`] to [`run`]; the backend of the destination's storage executes it.
+//! Nothing in here re-checks user input.
+
+pub(crate) mod cpu;
+pub(crate) mod gpu;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ops::kinds::Kernel;
+use crate::scalar::TypedScalar;
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// The memory behind one or more tensors.
+pub(crate) enum Storage {
+    /// Host memory.
+    Cpu(cpu::CpuStorage),
+    /// A device buffer.
+    Gpu(gpu::GpuStorage),
+}
+
+impl Storage {
+    /// Number of elements the storage holds.
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::Cpu(s) => s.len(),
+            Storage::Gpu(s) => s.len(),
+        }
+    }
+}
+
+/// A tensor as a kernel sees it: storage, layout (already broadcast to the
+/// destination's shape) and dtype.
+#[derive(Clone)]
+pub(crate) struct TensorRef<'a> {
+    pub storage: &'a Arc<Storage>,
+    pub layout: Layout,
+    pub dtype: DType,
+}
+
+/// One kernel input.
+#[derive(Clone)]
+pub(crate) enum Input<'a> {
+    Tensor(TensorRef<'a>),
+    Scalar(TypedScalar),
+}
+
+impl Input<'_> {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Input::Tensor(t) => t.dtype,
+            Input::Scalar(s) => s.dtype,
+        }
+    }
+}
+
+/// One elementwise kernel launch. Inputs that share the destination's storage
+/// either have the destination's layout or touch none of its elements (the op
+/// layer copies any other overlapping input first).
+pub(crate) struct Call<'a> {
+    pub kernel: Kernel,
+    pub out: TensorRef<'a>,
+    pub inputs: SmallVec<[Input<'a>; 3]>,
+}
+
+/// Runs `call` on the backend that holds the destination.
+///
+/// # Errors
+/// GPU failures (device lost, out of memory) and device limits.
+pub(crate) fn run(call: &Call) -> Result<()> {
+    check_bounds(&call.out)?;
+    for input in &call.inputs {
+        if let Input::Tensor(t) = input {
+            check_bounds(t)?;
+        }
+    }
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::run(s, call),
+        Storage::Gpu(s) => gpu::run(s, call),
+    }
+}
+
+/// Every element a kernel touches must lie inside its storage: the op layer
+/// guarantees it, and this check keeps a bug there from becoming an
+/// out-of-bounds access in the CPU loops.
+fn check_bounds(t: &TensorRef) -> Result<()> {
+    match t.layout.span() {
+        Some((_, last)) if last >= t.storage.len() => Err(Error::argument(
+            "kernel",
+            format!(
+                "internal error: view {:?} reaches element {last} of a storage of {}",
+                t.layout,
+                t.storage.len()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,306 @@
+//! [`Device`]: where tensors live and ops run — a GPU through wgpu, or the CPU.
+
+use crate::backend::gpu::{GpuContext, GpuOptions};
+use crate::error::{Error, Result};
+use std::fmt;
+use std::sync::Arc;
+
+/// A handle to a compute device. Cheap to clone; clones share the device.
+///
+/// ```
+/// use webtensor::Device;
+/// let cpu = Device::cpu();
+/// assert!(cpu.is_cpu());
+/// println!("{}", cpu.info());
+/// ```
+#[derive(Clone)]
+pub struct Device {
+    inner: Inner,
+}
+
+#[derive(Clone)]
+enum Inner {
+    Cpu { reason: Option<Arc<str>> },
+    Gpu(Arc<GpuContext>),
+}
+
+/// What kind of device a [`Device`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// Host memory and CPU loops.
+    Cpu,
+    /// A wgpu adapter.
+    Gpu,
+}
+
+/// A description of a device: the adapter and the limits that matter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// CPU or GPU.
+    pub kind: DeviceKind,
+    /// The adapter name (`"cpu"` for the CPU).
+    pub name: String,
+    /// The wgpu backend (`Vulkan`, `Metal`, `BrowserWebGpu` ...), or `"host"`.
+    pub backend: String,
+    /// The adapter type (`DiscreteGpu`, `Cpu` for a software adapter ...).
+    pub device_type: String,
+    /// Driver name and version, where the adapter reports them.
+    pub driver: String,
+    /// Whether f16 is stored natively (SHADER_F16) rather than packed in u32.
+    pub native_f16: bool,
+    /// Largest storage binding in bytes: the largest tensor on this device.
+    pub max_storage_binding: u64,
+    /// Largest workgroup count per dispatch dimension.
+    pub max_workgroups_per_dim: u32,
+    /// Why a default device is the CPU, when it is (no adapter, or
+    /// `WEBTENSOR_DEVICE=cpu`).
+    pub fallback_reason: Option<String>,
+}
+
+impl fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            DeviceKind::Cpu => {
+                write!(f, "cpu")?;
+                if let Some(r) = &self.fallback_reason {
+                    write!(f, " (default because: {r})")?;
+                }
+                Ok(())
+            }
+            DeviceKind::Gpu => write!(
+                f,
+                "gpu: {} ({}, {}, driver {:?}), f16 {}, max binding {} MiB, max workgroups/dim {}",
+                self.name,
+                self.backend,
+                self.device_type,
+                self.driver,
+                if self.native_f16 { "native" } else { "packed" },
+                self.max_storage_binding >> 20,
+                self.max_workgroups_per_dim
+            ),
+        }
+    }
+}
+
+/// Counters of the work a GPU device has done (all zero on the CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeviceStats {
+    /// Queue submissions.
+    pub submits: u64,
+    /// Kernel dispatches recorded.
+    pub dispatches: u64,
+    /// Pipelines compiled.
+    pub pipelines: u64,
+}
+
+impl Device {
+    /// The CPU device.
+    pub fn cpu() -> Device {
+        Device {
+            inner: Inner::Cpu { reason: None },
+        }
+    }
+
+    /// Opens the best GPU adapter, blocking (native only). Honours
+    /// `WGPU_BACKEND` (e.g. `vulkan`), `WGPU_ADAPTER_NAME` (a substring of the
+    /// adapter name) and `WEBTENSOR_F16=packed`. Each call opens a new device;
+    /// use [`Device::default_device`] for a shared one.
+    ///
+    /// # Errors
+    /// `Error::NoAdapter` when no adapter is found or it refuses a device.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn gpu() -> Result<Device> {
+        Self::gpu_with(GpuOptions::default())
+    }
+
+    /// [`Device::gpu`] with options (e.g. forcing packed f16), blocking.
+    ///
+    /// # Errors
+    /// As [`Device::gpu`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn gpu_with(options: GpuOptions) -> Result<Device> {
+        pollster::block_on(Self::gpu_async_with(options))
+    }
+
+    /// Opens the best GPU adapter (every target; the only form on wasm).
+    ///
+    /// # Errors
+    /// As [`Device::gpu`].
+    pub async fn gpu_async() -> Result<Device> {
+        Self::gpu_async_with(GpuOptions::default()).await
+    }
+
+    /// [`Device::gpu_async`] with options.
+    ///
+    /// # Errors
+    /// As [`Device::gpu`].
+    pub async fn gpu_async_with(options: GpuOptions) -> Result<Device> {
+        let ctx = GpuContext::open(&options).await?;
+        Ok(Device {
+            inner: Inner::Gpu(Arc::new(ctx)),
+        })
+    }
+
+    /// The process-wide default device, opened once: the GPU when an adapter
+    /// exists, else the CPU with the reason in [`Device::info`].
+    /// `WEBTENSOR_DEVICE=cpu` or `=gpu` overrides the choice.
+    ///
+    /// # Errors
+    /// `WEBTENSOR_DEVICE=gpu` with no usable adapter, or an unknown value.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn default_device() -> Result<Device> {
+        static DEFAULT: std::sync::OnceLock<Result<Device>> = std::sync::OnceLock::new();
+        DEFAULT
+            .get_or_init(|| pollster::block_on(Self::default_async()))
+            .clone()
+    }
+
+    /// Chooses a default device as [`Device::default_device`] does, opening
+    /// a new one on each call (the form for wasm).
+    ///
+    /// # Errors
+    /// As [`Device::default_device`].
+    pub async fn default_async() -> Result<Device> {
+        let choice = std::env::var("WEBTENSOR_DEVICE").ok();
+        match choice.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            Some("cpu") => Ok(Device::cpu_because("WEBTENSOR_DEVICE=cpu")),
+            Some("gpu") => Self::gpu_async().await,
+            None | Some("") => match Self::gpu_async().await {
+                Ok(d) => Ok(d),
+                Err(e) => Ok(Device::cpu_because(&e.to_string())),
+            },
+            Some(other) => Err(Error::argument(
+                "Device::default_device",
+                format!("WEBTENSOR_DEVICE={other:?}; expected \"cpu\" or \"gpu\""),
+            )),
+        }
+    }
+
+    fn cpu_because(reason: &str) -> Device {
+        Device {
+            inner: Inner::Cpu {
+                reason: Some(reason.into()),
+            },
+        }
+    }
+
+    /// True for the CPU device.
+    pub fn is_cpu(&self) -> bool {
+        matches!(self.inner, Inner::Cpu { .. })
+    }
+
+    /// True for a GPU device.
+    pub fn is_gpu(&self) -> bool {
+        matches!(self.inner, Inner::Gpu(_))
+    }
+
+    /// The adapter, backend, type and limits of this device.
+    pub fn info(&self) -> DeviceInfo {
+        match &self.inner {
+            Inner::Cpu { reason } => DeviceInfo {
+                kind: DeviceKind::Cpu,
+                name: "cpu".into(),
+                backend: "host".into(),
+                device_type: "Cpu".into(),
+                driver: String::new(),
+                native_f16: false,
+                max_storage_binding: u64::MAX,
+                max_workgroups_per_dim: 0,
+                fallback_reason: reason.as_deref().map(str::to_string),
+            },
+            Inner::Gpu(ctx) => {
+                let f = &ctx.facts;
+                DeviceInfo {
+                    kind: DeviceKind::Gpu,
+                    name: f.name.clone(),
+                    backend: f.backend.clone(),
+                    device_type: f.device_type.clone(),
+                    driver: f.driver.clone(),
+                    native_f16: f.native_f16,
+                    max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
+                    max_workgroups_per_dim: f.max_workgroups_per_dim,
+                    fallback_reason: None,
+                }
+            }
+        }
+    }
+
+    /// What the device has done so far.
+    pub fn stats(&self) -> DeviceStats {
+        match &self.inner {
+            Inner::Cpu { .. } => DeviceStats::default(),
+            Inner::Gpu(ctx) => {
+                let s = ctx.scheduler();
+                DeviceStats {
+                    submits: s.submits,
+                    dispatches: s.dispatches,
+                    pipelines: ctx.pipelines.len() as u64,
+                }
+            }
+        }
+    }
+
+    /// Submits all recorded work and waits for the GPU to finish it (native).
+    ///
+    /// # Errors
+    /// `Error::Gpu` when the device is lost.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn sync(&self) -> Result<()> {
+        pollster::block_on(self.sync_async())
+    }
+
+    /// Submits all recorded work and resolves when the GPU has finished it.
+    ///
+    /// # Errors
+    /// `Error::Gpu` when the device is lost.
+    pub async fn sync_async(&self) -> Result<()> {
+        let Inner::Gpu(ctx) = &self.inner else {
+            return Ok(());
+        };
+        ctx.flush()?;
+        let (sender, receiver) = futures::channel::oneshot::channel();
+        ctx.queue.on_submitted_work_done(move || {
+            let _ = sender.send(());
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        ctx.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::gpu("sync", e.to_string()))?;
+        receiver
+            .await
+            .map_err(|_| Error::gpu("sync", "the device was dropped"))
+    }
+
+    pub(crate) fn gpu_context(&self) -> Option<&Arc<GpuContext>> {
+        match &self.inner {
+            Inner::Gpu(ctx) => Some(ctx),
+            Inner::Cpu { .. } => None,
+        }
+    }
+}
+
+impl PartialEq for Device {
+    /// The CPU equals the CPU; GPU handles are equal when they share a device.
+    fn eq(&self, other: &Device) -> bool {
+        match (&self.inner, &other.inner) {
+            (Inner::Cpu { .. }, Inner::Cpu { .. }) => true,
+            (Inner::Gpu(a), Inner::Gpu(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({self})")
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            Inner::Cpu { .. } => write!(f, "cpu"),
+            Inner::Gpu(ctx) => write!(f, "gpu:{}", ctx.facts.name),
+        }
+    }
+}

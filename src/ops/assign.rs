@@ -1,0 +1,130 @@
+//! Copies, casts, fills and moves between devices.
+
+use super::Arg;
+use super::kinds::Kernel;
+use crate::backend::Input;
+use crate::backend::Storage;
+use crate::backend::cpu::CpuStorage;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::scalar::{Scalar, TypedScalar};
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+impl Tensor {
+    /// Sets every element of this tensor (a view of any layout) to `value`.
+    ///
+    /// # Errors
+    /// `Error::DType` when `value` is not representable in the dtype,
+    /// `Error::OverlappingWrite` for a broadcast view.
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<()> {
+        let value = TypedScalar::new("fill_", value.into(), self.dtype())?;
+        self.launch_into("fill_", Kernel::Fill, &[Input::Scalar(value)])
+    }
+
+    /// Writes `src` into this tensor (a view of any layout), broadcasting
+    /// `src` to this shape and casting it to this dtype (NumPy's
+    /// `dst[...] = src`). Overlapping source and destination are handled as
+    /// NumPy does.
+    ///
+    /// # Errors
+    /// `Error::Shape` when `src` does not broadcast to this shape,
+    /// `Error::DeviceMismatch`, `Error::OverlappingWrite`.
+    pub fn assign(&self, src: &Tensor) -> Result<()> {
+        self.launch_into_args("assign", Kernel::Cast, &[Arg::Tensor(src)])
+    }
+
+    /// Alias of [`Tensor::assign`] (PyTorch's `copy_`).
+    ///
+    /// # Errors
+    /// As [`Tensor::assign`].
+    pub fn copy_from(&self, src: &Tensor) -> Result<()> {
+        self.assign(src)
+    }
+
+    /// A row-major tensor with the same elements: this handle when already
+    /// contiguous, else a copy.
+    ///
+    /// # Errors
+    /// Device errors from the copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.contiguous_copy()
+    }
+
+    /// A row-major copy, always new storage.
+    pub(crate) fn contiguous_copy(&self) -> Result<Tensor> {
+        let out = Tensor::zeros(self.shape().clone(), self.dtype(), self.device())?;
+        out.launch_into(
+            "contiguous",
+            Kernel::Cast,
+            &[Input::Tensor(self.kernel_ref(self.layout().clone()))],
+        )?;
+        Ok(out)
+    }
+
+    /// The elements converted to `dtype` with Rust `as` semantics (floats to
+    /// integers truncate and saturate, NaN becomes 0; integers wrap; non-zero
+    /// is `true`). The same handle when the dtype already matches.
+    ///
+    /// # Errors
+    /// `UnsupportedDType` for f64 on the GPU.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        Tensor::launch_new(self, "to_dtype", Kernel::Cast, dtype, &[Arg::Tensor(self)])
+    }
+
+    /// A copy on `device` (this handle when it is already there). The copy
+    /// is contiguous.
+    ///
+    /// # Errors
+    /// `UnsupportedDType` for f64 to the GPU; device limits; GPU failures.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn to_device(&self, device: &Device) -> Result<Tensor> {
+        pollster::block_on(self.to_device_async(device))
+    }
+
+    /// [`Tensor::to_device`] for every target.
+    ///
+    /// # Errors
+    /// As [`Tensor::to_device`].
+    pub async fn to_device_async(&self, device: &Device) -> Result<Tensor> {
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        let data = self.to_cpu_data().await?;
+        let cpu = Tensor::from_parts(
+            Arc::new(Storage::Cpu(CpuStorage::new(data))),
+            Layout::contiguous(self.shape().clone()),
+            self.dtype(),
+            Device::cpu(),
+        );
+        if device.is_cpu() {
+            return Ok(cpu);
+        }
+        macro_rules! upload {
+            ($t:ty) => {
+                Tensor::from_vec(
+                    cpu.to_vec_async::<$t>().await?,
+                    self.shape().clone(),
+                    device,
+                )
+            };
+        }
+        match self.dtype() {
+            DType::F32 => upload!(f32),
+            DType::F16 => upload!(half::f16),
+            DType::F64 => upload!(f64),
+            DType::I32 => upload!(i32),
+            DType::U32 => upload!(u32),
+            DType::U8 => upload!(u8),
+            DType::Bool => upload!(bool),
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! The elementwise operations both backends implement, and which dtypes each
+//! accepts. The semantics of every op are written down here once; the CPU
+//! kernels and the WGSL generator follow them.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// One-input elementwise operations.
+///
+/// Float-only: exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip.
+/// floor/ceil/round are the identity on integers; round is half-to-even
+/// (NumPy's `round`). gelu is the tanh approximation. relu and sign keep NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum UnaryOp {
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Gelu,
+    Floor,
+    Ceil,
+    Round,
+    Sign,
+    Recip,
+    Square,
+    /// Logical not, bool only.
+    Not,
+}
+
+/// Two-input elementwise operations producing the inputs' dtype.
+///
+/// Integers wrap (Rust's `wrapping_*`). Integer division truncates toward zero
+/// and `x / 0 == 0`; `remainder` takes the sign of the divisor (NumPy's and
+/// PyTorch's `remainder`) and `x % 0 == 0`; `pow` with a negative integer
+/// exponent is `0` except for bases 1 and -1. maximum/minimum propagate NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+    Remainder,
+    /// Logical and, bool only.
+    And,
+    /// Logical or, bool only.
+    Or,
+    /// Logical exclusive or, bool only.
+    Xor,
+}
+
+/// Comparisons, producing bool. Any comparison with NaN is false except `ne`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl UnaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Recip => "recip",
+            UnaryOp::Square => "square",
+            UnaryOp::Not => "logical_not",
+        }
+    }
+
+    /// True for the ops defined only on float dtypes.
+    pub fn is_float_only(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Gelu
+                | UnaryOp::Recip
+        )
+    }
+
+    /// Checks that the op applies to `dtype`.
+    ///
+    /// # Errors
+    /// `Error::DType` naming the op and the dtype.
+    pub fn check(self, dtype: DType) -> Result<()> {
+        let ok = match self {
+            UnaryOp::Not => dtype == DType::Bool,
+            op if op.is_float_only() => dtype.is_float(),
+            _ => dtype.is_numeric(),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(unsupported(self.name(), dtype))
+        }
+    }
+}
+
+impl BinaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Remainder => "remainder",
+            BinaryOp::And => "logical_and",
+            BinaryOp::Or => "logical_or",
+            BinaryOp::Xor => "logical_xor",
+        }
+    }
+
+    /// True for the ops defined only on bool.
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor)
+    }
+
+    /// Checks that the op applies to `dtype`.
+    ///
+    /// # Errors
+    /// `Error::DType` naming the op and the dtype.
+    pub fn check(self, dtype: DType) -> Result<()> {
+        if self.is_logical() == (dtype == DType::Bool) {
+            Ok(())
+        } else {
+            Err(unsupported(self.name(), dtype))
+        }
+    }
+}
+
+impl CompareOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "eq",
+            CompareOp::Ne => "ne",
+            CompareOp::Lt => "lt",
+            CompareOp::Le => "le",
+            CompareOp::Gt => "gt",
+            CompareOp::Ge => "ge",
+        }
+    }
+}
+
+fn unsupported(op: &'static str, dtype: DType) -> Error {
+    Error::dtype(op, format!("not defined for dtype {dtype}"))
+}
+
+/// What an elementwise kernel computes. Inputs and output dtypes travel with
+/// the operands; this names the function applied per element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kernel {
+    /// `out = f(in0)`.
+    Unary(UnaryOp),
+    /// `out = f(in0, in1)` (in1 may be a scalar).
+    Binary(BinaryOp),
+    /// `out = in0 <op> in1` as bool.
+    Compare(CompareOp),
+    /// `out = if in0 { in1 } else { in2 }`.
+    Where,
+    /// `out = in0 as out dtype` (a plain copy when the dtypes agree).
+    Cast,
+    /// `out = scalar`.
+    Fill,
+}

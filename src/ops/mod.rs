@@ -1,0 +1,188 @@
+//! Operations: each validates its operands, works out the destination layout
+//! and hands one [`Call`](crate::backend::Call) to the backend.
+
+mod assign;
+mod elementwise;
+pub(crate) mod kinds;
+mod operators;
+
+use crate::backend::{Call, Input, run};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::dense_layout_like;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+use kinds::Kernel;
+use smallvec::SmallVec;
+
+/// An operand given to an op: a tensor or a checked scalar.
+pub(crate) enum Arg<'a> {
+    Tensor(&'a Tensor),
+    Scalar(crate::scalar::TypedScalar),
+}
+
+/// Checks that every tensor argument is on `device` of `lead`.
+///
+/// # Errors
+/// `Error::DeviceMismatch` naming `op` and both devices.
+pub(crate) fn check_devices(op: &'static str, lead: &Tensor, args: &[Arg]) -> Result<()> {
+    for a in args {
+        if let Arg::Tensor(t) = a
+            && t.device() != lead.device()
+        {
+            return Err(Error::DeviceMismatch {
+                op,
+                lhs: lead.device().to_string(),
+                rhs: t.device().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks that two tensors share a dtype.
+///
+/// # Errors
+/// `Error::DType` naming `op` and both dtypes.
+pub(crate) fn check_same_dtype(op: &'static str, a: DType, b: DType) -> Result<()> {
+    if a != b {
+        return Err(Error::dtype(
+            op,
+            format!("operands have different dtypes ({a} and {b}); cast one with to_dtype"),
+        ));
+    }
+    Ok(())
+}
+
+/// The shape every tensor argument broadcasts to.
+///
+/// # Errors
+/// `Error::Shape` naming `op` when two shapes are incompatible.
+fn broadcast_all(op: &'static str, args: &[Arg]) -> Result<Shape> {
+    let mut shape = Shape::scalar();
+    for a in args {
+        if let Arg::Tensor(t) = a {
+            shape = crate::shape::broadcast_shapes(op, &shape, t.shape())?;
+        }
+    }
+    Ok(shape)
+}
+
+impl Tensor {
+    /// Runs `kernel` over `args` (broadcast together) into a fresh tensor of
+    /// `out_dtype` on the device of the first tensor argument `lead`.
+    ///
+    /// # Errors
+    /// Shape and device errors naming `op`; backend failures.
+    pub(crate) fn launch_new(
+        lead: &Tensor,
+        op: &'static str,
+        kernel: Kernel,
+        out_dtype: DType,
+        args: &[Arg],
+    ) -> Result<Tensor> {
+        check_devices(op, lead, args)?;
+        let shape = broadcast_all(op, args)?;
+        shape.check_rank(op)?;
+        let mut layouts = SmallVec::<[crate::layout::Layout; 3]>::new();
+        for a in args {
+            if let Arg::Tensor(t) = a {
+                layouts.push(t.layout().broadcast_to(&shape)?);
+            }
+        }
+        let layout_refs: SmallVec<[&crate::layout::Layout; 3]> = layouts.iter().collect();
+        let layout = dense_layout_like(&shape, &layout_refs);
+        let storage = crate::tensor::alloc(lead.device(), op, out_dtype, shape.numel())?;
+        let out = Tensor::from_parts(storage, layout, out_dtype, lead.device().clone());
+        let mut inputs = SmallVec::new();
+        let mut k = 0;
+        for a in args {
+            inputs.push(match a {
+                Arg::Tensor(t) => {
+                    k += 1;
+                    Input::Tensor(t.kernel_ref(layouts[k - 1].clone()))
+                }
+                Arg::Scalar(s) => Input::Scalar(*s),
+            });
+        }
+        run(&Call {
+            kernel,
+            out: out.kernel_ref(out.layout().clone()),
+            inputs,
+        })?;
+        Ok(out)
+    }
+
+    /// Runs `kernel` writing into this tensor (a view of any layout), with
+    /// `args` broadcast to its shape. An argument that shares storage with
+    /// `self` under another layout is copied first, so the result equals
+    /// NumPy's.
+    ///
+    /// # Errors
+    /// `Error::OverlappingWrite` for a broadcast destination; shape and device
+    /// errors naming `op`; backend failures.
+    pub(crate) fn launch_into_args(
+        &self,
+        op: &'static str,
+        kernel: Kernel,
+        args: &[Arg],
+    ) -> Result<()> {
+        check_devices(op, self, args)?;
+        self.layout().check_writable(op)?;
+        let mut owned: SmallVec<[Tensor; 3]> = SmallVec::new();
+        for a in args {
+            if let Arg::Tensor(t) = a {
+                let layout = t.layout().broadcast_to(self.shape()).map_err(|_| {
+                    Error::shape(
+                        op,
+                        format!(
+                            "cannot broadcast shape {} into the destination's shape {}",
+                            t.shape(),
+                            self.shape()
+                        ),
+                    )
+                })?;
+                let view = t.with_layout(layout);
+                let overlaps = t.shares_storage(self)
+                    && view.layout() != self.layout()
+                    && view.layout().may_overlap(self.layout());
+                owned.push(if overlaps {
+                    view.contiguous_copy()?
+                } else {
+                    view
+                });
+            }
+        }
+        let mut inputs = SmallVec::new();
+        let mut k = 0;
+        for a in args {
+            inputs.push(match a {
+                Arg::Tensor(_) => {
+                    k += 1;
+                    Input::Tensor(owned[k - 1].kernel_ref(owned[k - 1].layout().clone()))
+                }
+                Arg::Scalar(s) => Input::Scalar(*s),
+            });
+        }
+        run(&Call {
+            kernel,
+            out: self.kernel_ref(self.layout().clone()),
+            inputs,
+        })
+    }
+
+    /// [`Tensor::launch_into_args`] for inputs already prepared by the caller.
+    pub(crate) fn launch_into(
+        &self,
+        op: &'static str,
+        kernel: Kernel,
+        inputs: &[Input],
+    ) -> Result<()> {
+        self.layout().check_writable(op)?;
+        run(&Call {
+            kernel,
+            out: self.kernel_ref(self.layout().clone()),
+            inputs: inputs.iter().cloned().collect(),
+        })
+    }
+}

@@ -1,0 +1,241 @@
+//! Creating tensors: from host data, constants, ranges and seeded noise.
+
+use super::Tensor;
+use crate::backend::cpu::{CpuData, CpuStorage};
+use crate::backend::gpu::GpuStorage;
+use crate::backend::{Input, Storage};
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ops::kinds::Kernel;
+use crate::scalar::{Scalar, TypedScalar};
+use crate::shape::Shape;
+use std::sync::Arc;
+
+impl Tensor {
+    /// A contiguous tensor of `shape` holding a copy of `data`.
+    ///
+    /// # Errors
+    /// `Error::Shape` when `data.len()` differs from the shape's element
+    /// count; device errors (f64 on the GPU, size over the binding limit).
+    pub fn from_slice<T: Element>(
+        data: &[T],
+        shape: impl Into<Shape>,
+        device: &Device,
+    ) -> Result<Tensor> {
+        Self::from_vec(data.to_vec(), shape, device)
+    }
+
+    /// A contiguous tensor of `shape` taking `data`.
+    ///
+    /// # Errors
+    /// As [`Tensor::from_slice`].
+    pub fn from_vec<T: Element>(
+        data: Vec<T>,
+        shape: impl Into<Shape>,
+        device: &Device,
+    ) -> Result<Tensor> {
+        const OP: &str = "from_vec";
+        let shape = shape.into();
+        shape.check_rank(OP)?;
+        if shape.numel() != data.len() {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "{} values cannot fill shape {shape} ({} elements)",
+                    data.len(),
+                    shape.numel()
+                ),
+            ));
+        }
+        let storage = match device.gpu_context() {
+            None => Storage::Cpu(CpuStorage::new(CpuData::from_vec(data))),
+            Some(ctx) => Storage::Gpu(GpuStorage::upload(ctx, OP, &data)?),
+        };
+        Ok(Tensor::from_parts(
+            Arc::new(storage),
+            Layout::contiguous(shape),
+            T::DTYPE,
+            device.clone(),
+        ))
+    }
+
+    /// A contiguous zero-filled tensor.
+    ///
+    /// # Errors
+    /// Device errors (f64 on the GPU, size over the binding limit), rank over 8.
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+        let shape = shape.into();
+        shape.check_rank("zeros")?;
+        let storage = alloc(device, "zeros", dtype, shape.numel())?;
+        Ok(Tensor::from_parts(
+            storage,
+            Layout::contiguous(shape),
+            dtype,
+            device.clone(),
+        ))
+    }
+
+    /// A contiguous tensor of ones (`true` for bool).
+    ///
+    /// # Errors
+    /// As [`Tensor::zeros`].
+    pub fn ones(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+        let one = if dtype == DType::Bool {
+            Scalar::Bool(true)
+        } else {
+            Scalar::Int(1)
+        };
+        Self::full(shape, one, dtype, device)
+    }
+
+    /// A contiguous tensor with every element `value`.
+    ///
+    /// # Errors
+    /// `Error::DType` when `value` is not representable in `dtype`; as
+    /// [`Tensor::zeros`].
+    pub fn full(
+        shape: impl Into<Shape>,
+        value: impl Into<Scalar>,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let value = TypedScalar::new("full", value.into(), dtype)?;
+        let t = Self::zeros(shape, dtype, device)?;
+        t.launch_into("full", Kernel::Fill, &[Input::Scalar(value)])?;
+        Ok(t)
+    }
+
+    /// `start, start + step, ...` up to but excluding `end` (NumPy's
+    /// `arange`), 1-D, with the element type of the arguments.
+    ///
+    /// # Errors
+    /// `Error::Argument` for a zero or non-finite step.
+    pub fn arange<T: Element>(start: T, end: T, step: T, device: &Device) -> Result<Tensor> {
+        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if st == 0.0 || !st.is_finite() {
+            return Err(Error::argument(
+                "arange",
+                format!("step must be finite and non-zero, got {step:?}"),
+            ));
+        }
+        let count = ((e - s) / st).ceil().max(0.0) as usize;
+        let data: Vec<T> = (0..count).map(|i| T::from_f64(s + i as f64 * st)).collect();
+        Self::from_vec(data, [count], device)
+    }
+
+    /// The `n x n` identity matrix.
+    ///
+    /// # Errors
+    /// As [`Tensor::zeros`].
+    pub fn eye(n: usize, dtype: DType, device: &Device) -> Result<Tensor> {
+        let t = Self::zeros([n, n], dtype, device)?;
+        // The diagonal is a strided view of stride n + 1.
+        let diag = t.with_layout(Layout::from_parts(
+            Shape::from([n]),
+            smallvec::smallvec![n as isize + 1],
+            0,
+        ));
+        diag.fill_(if dtype == DType::Bool {
+            Scalar::Bool(true)
+        } else {
+            Scalar::Int(1)
+        })?;
+        Ok(t)
+    }
+
+    /// Uniform samples in `[0, 1)` from a seeded generator. The same seed
+    /// gives the same values on every device.
+    ///
+    /// # Errors
+    /// `Error::DType` for a non-float dtype; as [`Tensor::zeros`].
+    pub fn rand(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        seed: u64,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let data: Vec<f64> = (0..shape.numel() as u64)
+            .map(|i| uniform(seed, i))
+            .collect();
+        Self::from_f64_samples("rand", data, shape, dtype, device)
+    }
+
+    /// Standard normal samples (Box–Muller) from a seeded generator. The same
+    /// seed gives the same values on every device.
+    ///
+    /// # Errors
+    /// As [`Tensor::rand`].
+    pub fn randn(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        seed: u64,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let data: Vec<f64> = (0..shape.numel() as u64)
+            .map(|i| {
+                let u1 = 1.0 - uniform(seed, 2 * i);
+                let u2 = uniform(seed, 2 * i + 1);
+                (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+            })
+            .collect();
+        Self::from_f64_samples("randn", data, shape, dtype, device)
+    }
+
+    fn from_f64_samples(
+        op: &'static str,
+        data: Vec<f64>,
+        shape: Shape,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
+        match dtype {
+            DType::F32 => {
+                Self::from_vec(data.into_iter().map(|v| v as f32).collect(), shape, device)
+            }
+            DType::F64 => Self::from_vec(data, shape, device),
+            DType::F16 => Self::from_vec(
+                data.into_iter().map(half::f16::from_f64).collect(),
+                shape,
+                device,
+            ),
+            other => Err(Error::dtype(
+                op,
+                format!("needs a float dtype, got {other}"),
+            )),
+        }
+    }
+}
+
+/// A uniform sample in [0, 1) for position `i` of stream `seed`
+/// (SplitMix64 of the pair: counter-based, so any element can be drawn alone).
+fn uniform(seed: u64, i: u64) -> f64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(i.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+        .wrapping_add(0x94D0_49BB_1331_11EB);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Zero-filled storage for `len` elements of `dtype` on `device`.
+///
+/// # Errors
+/// `UnsupportedDType` for f64 on the GPU, `TooLarge` over the binding limit.
+pub(crate) fn alloc(
+    device: &Device,
+    op: &'static str,
+    dtype: DType,
+    len: usize,
+) -> Result<Arc<Storage>> {
+    let storage = match device.gpu_context() {
+        None => Storage::Cpu(CpuStorage::new(CpuData::zeros(dtype, len))),
+        Some(ctx) => Storage::Gpu(GpuStorage::zeros(ctx, op, dtype, len)?),
+    };
+    Ok(Arc::new(storage))
+}

@@ -1,0 +1,134 @@
+//! [`Tensor`]: a cheap handle to shared storage plus a layout and a dtype.
+
+mod create;
+mod display;
+mod readback;
+mod views;
+
+pub(crate) use create::alloc;
+
+use crate::backend::{Storage, TensorRef};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::shape::Shape;
+use std::sync::Arc;
+
+/// An n-dimensional array on a [`Device`].
+///
+/// Cloning a tensor clones the handle, not the data: views and clones share
+/// storage, and in-place ops (`add_`, `fill_`, `assign` ...) are seen through
+/// every handle that overlaps the written elements.
+///
+/// ```
+/// use webtensor::{s, Device, Tensor};
+/// let dev = Device::cpu();
+/// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &dev)?;
+/// let col = t.slice(s![.., 1])?;          // a view: no copy
+/// col.add_scalar_(10.0)?;                  // writes through to `t`
+/// assert_eq!(t.to_vec::<f32>()?, vec![1.0, 12.0, 3.0, 4.0, 15.0, 6.0]);
+/// # Ok::<(), webtensor::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    layout: Layout,
+    dtype: DType,
+    device: Device,
+}
+
+impl Tensor {
+    pub(crate) fn from_parts(
+        storage: Arc<Storage>,
+        layout: Layout,
+        dtype: DType,
+        device: Device,
+    ) -> Tensor {
+        Tensor {
+            storage,
+            layout,
+            dtype,
+            device,
+        }
+    }
+
+    /// A handle over the same storage with another layout.
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+            device: self.device.clone(),
+        }
+    }
+
+    /// The kernel's view of this tensor, with `layout` in place of its own.
+    pub(crate) fn kernel_ref(&self, layout: Layout) -> TensorRef<'_> {
+        TensorRef {
+            storage: &self.storage,
+            layout,
+            dtype: self.dtype,
+        }
+    }
+
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &Shape {
+        self.layout.shape()
+    }
+
+    /// The extents, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        self.layout.dims()
+    }
+
+    /// Strides in elements, signed (negative for reversed axes, 0 for
+    /// broadcast ones).
+    pub fn strides(&self) -> &[isize] {
+        self.layout.strides()
+    }
+
+    /// Storage position of the first element, in elements.
+    pub fn offset(&self) -> usize {
+        self.layout.offset()
+    }
+
+    /// The full layout (shape, strides, offset).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The device holding the storage.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.layout.rank()
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// True when the elements are row-major with no gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// True when both handles use the same storage (one is a view of the
+    /// other, or both are views of a third).
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+}

@@ -1,0 +1,96 @@
+//! Reading elements back to the host.
+
+use super::Tensor;
+use crate::backend::Storage;
+use crate::backend::cpu::CpuData;
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+
+impl Tensor {
+    /// The elements in row-major order, blocking until the device is done
+    /// (native only; use [`Tensor::to_vec_async`] on wasm).
+    ///
+    /// # Errors
+    /// `Error::DType` when `T` is not the tensor's dtype; GPU failures.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        pollster::block_on(self.to_vec_async())
+    }
+
+    /// The elements in row-major order (every target).
+    ///
+    /// # Errors
+    /// As [`Tensor::to_vec`].
+    pub async fn to_vec_async<T: Element>(&self) -> Result<Vec<T>> {
+        const OP: &str = "to_vec";
+        if T::DTYPE != self.dtype() {
+            return Err(Error::dtype(
+                OP,
+                format!("tensor has dtype {}, asked for {}", self.dtype(), T::DTYPE),
+            ));
+        }
+        let dense = self.contiguous()?;
+        let (start, n) = (dense.offset(), dense.numel());
+        match &**dense.storage() {
+            Storage::Cpu(s) => {
+                let data = s.read();
+                let slice = data
+                    .as_slice::<T>()
+                    .ok_or_else(|| Error::dtype(OP, "storage dtype mismatch"))?;
+                Ok(slice[start..start + n].to_vec())
+            }
+            Storage::Gpu(s) => {
+                let bytes = s.read_bytes(start, n).await?;
+                Ok(T::read_bytes(&bytes, n))
+            }
+        }
+    }
+
+    /// The single element of a one-element tensor, blocking (native only).
+    ///
+    /// # Errors
+    /// `Error::Shape` when the tensor does not hold exactly one element; as
+    /// [`Tensor::to_vec`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn item<T: Element>(&self) -> Result<T> {
+        pollster::block_on(self.item_async())
+    }
+
+    /// The single element of a one-element tensor (every target).
+    ///
+    /// # Errors
+    /// As [`Tensor::item`].
+    pub async fn item_async<T: Element>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::shape(
+                "item",
+                format!(
+                    "needs exactly one element, the tensor has shape {}",
+                    self.shape()
+                ),
+            ));
+        }
+        let v = self.to_vec_async::<T>().await?;
+        v.into_iter()
+            .next()
+            .ok_or_else(|| Error::shape("item", "no element"))
+    }
+
+    /// A copy of the elements in host memory, as the CPU backend stores them.
+    pub(crate) async fn to_cpu_data(&self) -> Result<CpuData> {
+        macro_rules! read {
+            ($t:ty) => {
+                CpuData::from_vec(self.to_vec_async::<$t>().await?)
+            };
+        }
+        Ok(match self.dtype() {
+            crate::DType::F32 => read!(f32),
+            crate::DType::F16 => read!(half::f16),
+            crate::DType::F64 => read!(f64),
+            crate::DType::I32 => read!(i32),
+            crate::DType::U32 => read!(u32),
+            crate::DType::U8 => read!(u8),
+            crate::DType::Bool => read!(bool),
+        })
+    }
+}
