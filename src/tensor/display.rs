@@ -54,7 +54,7 @@ fn write_nested(
     let n = dims[0];
     let inner: usize = dims[1..].iter().product();
     let summarise =
-        cells.len() > 0 && n > 2 * EDGE && dims.iter().product::<usize>() > SUMMARY_THRESHOLD;
+        !cells.is_empty() && n > 2 * EDGE && dims.iter().product::<usize>() > SUMMARY_THRESHOLD;
     write!(f, "[")?;
     let indices: Vec<Option<usize>> = if summarise {
         (0..EDGE)

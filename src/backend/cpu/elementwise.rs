@@ -58,7 +58,7 @@ macro_rules! with_any_type {
 }
 
 fn base_ptr(data: &CpuData) -> *const u8 {
-    with_cpu_data!(data, v => v.as_ptr() as *const u8)
+    with_cpu_data!(data, v => v.as_ptr().cast::<u8>())
 }
 
 /// Runs one elementwise call whose destination is `out`.
@@ -79,7 +79,7 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
         }
     }
     let mut out_guard = out.write();
-    let out_ptr: *mut u8 = with_cpu_data!(&mut *out_guard, v => v.as_mut_ptr() as *mut u8);
+    let out_ptr: *mut u8 = with_cpu_data!(&mut *out_guard, v => v.as_mut_ptr().cast::<u8>());
 
     let mut layouts: SmallVec<[&Layout; 4]> = SmallVec::new();
     let mut ptrs: SmallVec<[*const u8; 3]> = SmallVec::new();

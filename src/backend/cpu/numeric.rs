@@ -5,6 +5,9 @@
 use crate::dtype::Element;
 use half::f16;
 
+/// sqrt(2 / pi), the GELU tanh-approximation constant.
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+
 /// Arithmetic shared by every numeric dtype.
 pub(crate) trait Num: Element + PartialOrd {
     fn add(self, o: Self) -> Self;
@@ -160,7 +163,7 @@ macro_rules! float_num {
             }
             #[inline(always)]
             fn gelu(self) -> Self {
-                let inner = 0.797_884_560_802_865_4 * (self + 0.044715 * self * self * self);
+                let inner = SQRT_2_OVER_PI as $t * (self + 0.044715 * self * self * self);
                 0.5 * self * (1.0 + inner.tanh())
             }
             #[inline(always)]

@@ -219,14 +219,28 @@ fn binary_expr(op: BinaryOp, ct: &str) -> String {
     e.to_string()
 }
 
-fn compare_expr(op: CompareOp) -> &'static str {
-    match op {
+fn compare_expr(op: CompareOp, ct: &str) -> String {
+    let e = match op {
         CompareOp::Eq => "a == b",
         CompareOp::Ne => "a != b",
         CompareOp::Lt => "a < b",
         CompareOp::Le => "a <= b",
         CompareOp::Gt => "a > b",
         CompareOp::Ge => "a >= b",
+    };
+    if ct == "bool" {
+        // WGSL orders no bools; compare them as 0/1 like the CPU does.
+        return e.replace('a', "u32(a)").replace('b', "u32(b)");
+    }
+    if ct != "f32" {
+        return e.to_string();
+    }
+    // Drivers may lower float comparisons as ordered or unordered; spell
+    // out IEEE: every comparison with NaN is false except `!=`.
+    let nan = "is_nan_f32(a) || is_nan_f32(b)";
+    match op {
+        CompareOp::Ne => format!("({e}) || {nan}"),
+        _ => format!("({e}) && !({nan})"),
     }
 }
 
@@ -271,7 +285,7 @@ fn op_fn(key: &KernelKey) -> String {
         Kernel::Cast => cast_expr(key.inputs[0].0, key.out),
         Kernel::Unary(op) => unary_expr(op, out_ct),
         Kernel::Binary(op) => binary_expr(op, out_ct),
-        Kernel::Compare(op) => compare_expr(op).to_string(),
+        Kernel::Compare(op) => compare_expr(op, in_ct(0)),
         Kernel::Where => "select(b, a, c)".to_string(),
     };
     format!(
@@ -332,4 +346,133 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> String {
             },
         )
         .replace("{{CALL}}", &format!("op({})", call_args.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::kinds::{BinaryOp, CompareOp, UnaryOp};
+    use smallvec::smallvec;
+
+    fn validate(source: &str, what: &str) {
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+    }
+
+    #[test]
+    fn standalone_shader_files_validate() {
+        validate(COMMON_WGSL, "common.wgsl");
+        validate(&format!("{COMMON_WGSL}\n{MATH_WGSL}"), "math.wgsl");
+    }
+
+    /// Every kernel the library can generate, for every dtype, storage mode
+    /// and contiguity, parses and validates with naga.
+    #[test]
+    fn every_generated_kernel_validates() {
+        let gpu_dtypes = [
+            DType::F32,
+            DType::F16,
+            DType::I32,
+            DType::U32,
+            DType::U8,
+            DType::Bool,
+        ];
+        let mut keys = Vec::new();
+        for native_f16 in [true, false] {
+            for contiguous in [true, false] {
+                let key = |kernel, out, inputs| KernelKey {
+                    kernel,
+                    out,
+                    inputs,
+                    native_f16,
+                    contiguous,
+                };
+                for &d in &gpu_dtypes {
+                    keys.push(key(Kernel::Fill, d, smallvec![]));
+                    keys.push(key(
+                        Kernel::Where,
+                        d,
+                        smallvec![
+                            (DType::Bool, Source::Binding),
+                            (d, Source::Out),
+                            (d, Source::Binding)
+                        ],
+                    ));
+                    for &from in &gpu_dtypes {
+                        keys.push(key(Kernel::Cast, d, smallvec![(from, Source::Binding)]));
+                    }
+                    for op in [
+                        UnaryOp::Neg,
+                        UnaryOp::Abs,
+                        UnaryOp::Exp,
+                        UnaryOp::Log,
+                        UnaryOp::Sqrt,
+                        UnaryOp::Rsqrt,
+                        UnaryOp::Sin,
+                        UnaryOp::Cos,
+                        UnaryOp::Tanh,
+                        UnaryOp::Sigmoid,
+                        UnaryOp::Relu,
+                        UnaryOp::Gelu,
+                        UnaryOp::Floor,
+                        UnaryOp::Ceil,
+                        UnaryOp::Round,
+                        UnaryOp::Sign,
+                        UnaryOp::Recip,
+                        UnaryOp::Square,
+                        UnaryOp::Not,
+                    ] {
+                        if op.check(d).is_ok() {
+                            keys.push(key(Kernel::Unary(op), d, smallvec![(d, Source::Out)]));
+                        }
+                    }
+                    for op in [
+                        BinaryOp::Add,
+                        BinaryOp::Sub,
+                        BinaryOp::Mul,
+                        BinaryOp::Div,
+                        BinaryOp::Pow,
+                        BinaryOp::Maximum,
+                        BinaryOp::Minimum,
+                        BinaryOp::Remainder,
+                        BinaryOp::And,
+                        BinaryOp::Or,
+                        BinaryOp::Xor,
+                    ] {
+                        if op.check(d).is_ok() {
+                            keys.push(key(
+                                Kernel::Binary(op),
+                                d,
+                                smallvec![(d, Source::Binding), (d, Source::Scalar)],
+                            ));
+                        }
+                    }
+                    for op in [
+                        CompareOp::Eq,
+                        CompareOp::Ne,
+                        CompareOp::Lt,
+                        CompareOp::Le,
+                        CompareOp::Gt,
+                        CompareOp::Ge,
+                    ] {
+                        keys.push(key(
+                            Kernel::Compare(op),
+                            DType::Bool,
+                            smallvec![(d, Source::Binding), (d, Source::Binding)],
+                        ));
+                    }
+                }
+            }
+        }
+        for key in &keys {
+            validate(&elementwise_source(key), &format!("{key:?}"));
+        }
+        assert!(keys.len() > 500, "{} kernels", keys.len());
+    }
 }

@@ -1,0 +1,103 @@
+//! Devices shared by the integration tests. Every op test runs its body on
+//! each device returned by [`devices`]; with `WEBTENSOR_REQUIRE_GPU=1` a
+//! missing adapter fails the test instead of skipping the GPU.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+use webtensor::{Device, GpuOptions, Tensor};
+
+fn require_gpu() -> bool {
+    std::env::var("WEBTENSOR_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+fn open(options: GpuOptions) -> Option<Device> {
+    match Device::gpu_with(options) {
+        Ok(d) => Some(d),
+        Err(e) if require_gpu() => panic!("WEBTENSOR_REQUIRE_GPU=1 but no GPU: {e}"),
+        Err(e) => {
+            eprintln!("no GPU, testing the CPU only: {e}");
+            None
+        }
+    }
+}
+
+/// The shared GPU device (native f16 where the adapter has it).
+pub fn gpu() -> Option<Device> {
+    static GPU: OnceLock<Option<Device>> = OnceLock::new();
+    GPU.get_or_init(|| open(GpuOptions::default())).clone()
+}
+
+/// A second GPU device that stores f16 packed in u32 (the path of adapters
+/// without SHADER_F16).
+pub fn gpu_packed_f16() -> Option<Device> {
+    static GPU: OnceLock<Option<Device>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        open(GpuOptions {
+            force_packed_f16: true,
+            ..Default::default()
+        })
+    })
+    .clone()
+}
+
+/// The CPU, then every GPU device present.
+pub fn devices() -> Vec<Device> {
+    let mut v = vec![Device::cpu()];
+    v.extend(gpu());
+    v.extend(gpu_packed_f16());
+    v
+}
+
+/// Asserts that two float sequences agree within `rel` relative tolerance
+/// (NaN equals NaN, infinities must match).
+pub fn assert_close(got: &[f32], want: &[f32], rel: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rel * w.abs().max(1.0);
+        assert!(ok, "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+/// Views of logical shape [4, 6] over differently laid out storage, each
+/// holding the f32 values `f(k)` for distinct k, with `f(k) = k * 0.37 - 4`:
+/// contiguous, transposed, stepped, negative-step (both axes), offset with a
+/// column step, and broadcast (stride 0).
+pub fn views(dev: &Device) -> Vec<(&'static str, Tensor)> {
+    use webtensor::s;
+    let values = |n: usize| -> Tensor {
+        let data: Vec<f32> = (0..n).map(|k| k as f32 * 0.37 - 4.0).collect();
+        Tensor::from_vec(data, [n], dev).unwrap()
+    };
+    vec![
+        ("contiguous", values(24).reshape([4, 6]).unwrap()),
+        ("transposed", values(24).reshape([6, 4]).unwrap().t()),
+        (
+            "stepped rows",
+            values(48).reshape([8, 6]).unwrap().slice(s![..;2]).unwrap(),
+        ),
+        (
+            "negative steps",
+            values(24)
+                .reshape([4, 6])
+                .unwrap()
+                .slice(s![..;-1, ..;-1])
+                .unwrap(),
+        ),
+        (
+            "offset column step",
+            values(60)
+                .reshape([5, 12])
+                .unwrap()
+                .slice(s![1.., 1..;2])
+                .unwrap(),
+        ),
+        (
+            "broadcast",
+            values(6)
+                .reshape([1, 6])
+                .unwrap()
+                .broadcast_to([4, 6])
+                .unwrap(),
+        ),
+    ]
+}

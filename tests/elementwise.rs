@@ -1,0 +1,383 @@
+//! Elementwise ops on every device and on every kind of view, against
+//! reference values computed here in f64.
+
+mod common;
+
+use common::{assert_close, devices, views};
+use webtensor::{DType, Device, Tensor, s};
+
+type F = fn(f64) -> f64;
+type UnaryCase = (&'static str, fn(&Tensor) -> webtensor::Result<Tensor>, F);
+type BinaryCase = (
+    &'static str,
+    fn(&Tensor, &Tensor) -> webtensor::Result<Tensor>,
+    fn(f64, f64) -> f64,
+);
+
+fn gelu(x: f64) -> f64 {
+    0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh())
+}
+
+#[test]
+fn unary_float_ops_on_every_layout() {
+    let cases: Vec<UnaryCase> = vec![
+        ("neg", Tensor::neg, |x| -x),
+        ("abs", Tensor::abs, f64::abs),
+        ("exp", Tensor::exp, f64::exp),
+        ("log", |t| t.abs()?.log(), |x| x.abs().ln()),
+        ("sqrt", |t| t.abs()?.sqrt(), |x| x.abs().sqrt()),
+        ("rsqrt", |t| t.abs()?.rsqrt(), |x| 1.0 / x.abs().sqrt()),
+        ("sin", Tensor::sin, f64::sin),
+        ("cos", Tensor::cos, f64::cos),
+        ("tanh", Tensor::tanh, f64::tanh),
+        ("sigmoid", Tensor::sigmoid, |x| 1.0 / (1.0 + (-x).exp())),
+        ("relu", Tensor::relu, |x| x.max(0.0)),
+        ("gelu", Tensor::gelu, gelu),
+        ("floor", Tensor::floor, f64::floor),
+        ("ceil", Tensor::ceil, f64::ceil),
+        ("round", Tensor::round, f64::round_ties_even),
+        ("sign", Tensor::sign, |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        }),
+        ("recip", Tensor::recip, |x| 1.0 / x),
+        ("square", Tensor::square, |x| x * x),
+    ];
+    for dev in devices() {
+        for (view_name, input) in views(&dev) {
+            let x: Vec<f32> = input.to_vec().unwrap();
+            for (name, op, reference) in &cases {
+                let got: Vec<f32> = op(&input).unwrap().to_vec().unwrap();
+                let want: Vec<f32> = x.iter().map(|&v| reference(v as f64) as f32).collect();
+                assert_close(&got, &want, 2e-5, &format!("{name} on {view_name} ({dev})"));
+            }
+        }
+    }
+}
+
+#[test]
+fn binary_ops_broadcast_over_every_layout() {
+    let cases: Vec<BinaryCase> = vec![
+        ("add", Tensor::add, |a, b| a + b),
+        ("sub", Tensor::sub, |a, b| a - b),
+        ("mul", Tensor::mul, |a, b| a * b),
+        ("div", Tensor::div, |a, b| a / b),
+        ("maximum", Tensor::maximum, f64::max),
+        ("minimum", Tensor::minimum, f64::min),
+        ("remainder", Tensor::remainder, |a, b| {
+            a - b * (a / b).floor()
+        }),
+        ("pow", |a, b| a.abs()?.pow(b), |a, b| a.abs().powf(b)),
+    ];
+    for dev in devices() {
+        // A [6] row broadcast against each [4, 6] view.
+        let row = Tensor::from_slice(&[1.5f32, -2.0, 0.75, 3.0, -0.5, 2.5], [6], &dev).unwrap();
+        let r: Vec<f32> = row.to_vec().unwrap();
+        for (view_name, input) in views(&dev) {
+            let x: Vec<f32> = input.to_vec().unwrap();
+            for (name, op, reference) in &cases {
+                let got: Vec<f32> = op(&input, &row).unwrap().to_vec().unwrap();
+                let want: Vec<f32> = x
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| reference(v as f64, r[i % 6] as f64) as f32)
+                    .collect();
+                assert_close(&got, &want, 5e-5, &format!("{name} on {view_name} ({dev})"));
+            }
+        }
+    }
+}
+
+#[test]
+fn scalar_forms_and_comparisons() {
+    for dev in devices() {
+        let t = Tensor::from_slice(&[1.0f32, -2.0, 3.0, f32::NAN], [4], &dev).unwrap();
+        assert_close(
+            &t.add_scalar(1.0).unwrap().to_vec().unwrap(),
+            &[2.0, -1.0, 4.0, f32::NAN],
+            0.0,
+            "add_scalar",
+        );
+        assert_close(
+            &t.pow_scalar(2.0).unwrap().to_vec().unwrap(),
+            &[1.0, 4.0, 9.0, f32::NAN],
+            1e-6,
+            "pow_scalar",
+        );
+        assert_eq!(
+            t.gt_scalar(0.0).unwrap().to_vec::<bool>().unwrap(),
+            [true, false, true, false]
+        );
+        assert_eq!(
+            t.ne(&t).unwrap().to_vec::<bool>().unwrap(),
+            [false, false, false, true],
+            "NaN != NaN on {dev}"
+        );
+        assert!(
+            t.maximum_scalar(0.0).unwrap().to_vec::<f32>().unwrap()[3].is_nan(),
+            "maximum propagates NaN on {dev}"
+        );
+        let other = Tensor::from_slice(&[1.0f32, 2.0, 2.0, 0.0], [4], &dev).unwrap();
+        assert_eq!(
+            t.le(&other).unwrap().to_vec::<bool>().unwrap(),
+            [true, true, false, false]
+        );
+        assert_eq!(
+            t.eq(&other).unwrap().to_vec::<bool>().unwrap(),
+            [true, false, false, false]
+        );
+        // Negative base with an integer exponent, as NumPy.
+        assert_close(
+            &t.pow_scalar(3.0).unwrap().to_vec().unwrap()[..3],
+            &[1.0, -8.0, 27.0],
+            1e-5,
+            "pow of negative base",
+        );
+    }
+}
+
+#[test]
+fn where_and_logical_ops() {
+    for dev in devices() {
+        let c = Tensor::from_slice(&[true, false, true, false], [2, 2], &dev).unwrap();
+        let x = Tensor::from_slice(&[1i32, 2, 3, 4], [2, 2], &dev).unwrap();
+        let y = Tensor::from_slice(&[-10i32, -20], [2], &dev).unwrap();
+        let w = Tensor::where_cond(&c, &x, &y).unwrap();
+        assert_eq!(w.to_vec::<i32>().unwrap(), [1, -20, 3, -20], "{dev}");
+        // Transposed condition.
+        let wt = Tensor::where_cond(&c.t(), &x, &y).unwrap();
+        assert_eq!(wt.to_vec::<i32>().unwrap(), [1, 2, -10, -20], "{dev}");
+        let d = Tensor::from_slice(&[true, true, false, false], [2, 2], &dev).unwrap();
+        assert_eq!(
+            c.logical_and(&d).unwrap().to_vec::<bool>().unwrap(),
+            [true, false, false, false]
+        );
+        assert_eq!(
+            c.logical_or(&d).unwrap().to_vec::<bool>().unwrap(),
+            [true, true, true, false]
+        );
+        assert_eq!(
+            c.logical_xor(&d).unwrap().to_vec::<bool>().unwrap(),
+            [false, true, true, false]
+        );
+        assert_eq!(
+            c.t().logical_not().unwrap().to_vec::<bool>().unwrap(),
+            [false, false, true, true]
+        );
+    }
+}
+
+#[test]
+fn integer_semantics_are_identical_on_every_device() {
+    for dev in devices() {
+        let a = Tensor::from_slice(&[7i32, -7, i32::MIN, 5, i32::MAX, 0], [6], &dev).unwrap();
+        let b = Tensor::from_slice(&[2i32, 2, -1, 0, 1, 3], [6], &dev).unwrap();
+        assert_eq!(
+            a.div(&b).unwrap().to_vec::<i32>().unwrap(),
+            [3, -3, i32::MIN, 0, i32::MAX, 0],
+            "div {dev}"
+        );
+        assert_eq!(
+            a.remainder(&b).unwrap().to_vec::<i32>().unwrap(),
+            [1, 1, 0, 0, 0, 0],
+            "remainder {dev}"
+        );
+        assert_eq!(
+            a.add(&b).unwrap().to_vec::<i32>().unwrap(),
+            [9, -5, i32::MAX, 5, i32::MIN, 3],
+            "add wraps {dev}"
+        );
+        assert_eq!(
+            a.abs().unwrap().to_vec::<i32>().unwrap(),
+            [7, 7, i32::MIN, 5, i32::MAX, 0],
+            "abs {dev}"
+        );
+        assert_eq!(
+            b.pow_scalar(3).unwrap().to_vec::<i32>().unwrap(),
+            [8, 8, -1, 0, 1, 27],
+            "pow {dev}"
+        );
+        let p = Tensor::from_slice(&[2i32, 1, -1, -1], [4], &dev).unwrap();
+        let e = Tensor::from_slice(&[-1i32, -5, -3, -2], [4], &dev).unwrap();
+        assert_eq!(
+            p.pow(&e).unwrap().to_vec::<i32>().unwrap(),
+            [0, 1, -1, 1],
+            "negative exponents {dev}"
+        );
+
+        let u = Tensor::from_slice(&[250u8, 3, 0, 200], [4], &dev).unwrap();
+        let v = Tensor::from_slice(&[10u8, 5, 0, 100], [4], &dev).unwrap();
+        assert_eq!(
+            u.add(&v).unwrap().to_vec::<u8>().unwrap(),
+            [4, 8, 0, 44],
+            "u8 add wraps {dev}"
+        );
+        assert_eq!(
+            u.sub(&v).unwrap().to_vec::<u8>().unwrap(),
+            [240, 254, 0, 100],
+            "u8 sub wraps {dev}"
+        );
+        assert_eq!(
+            u.mul(&v).unwrap().to_vec::<u8>().unwrap(),
+            [196, 15, 0, 32],
+            "u8 mul wraps {dev}"
+        );
+        assert_eq!(
+            u.div(&v).unwrap().to_vec::<u8>().unwrap(),
+            [25, 0, 0, 2],
+            "u8 div {dev}"
+        );
+        assert_eq!(
+            u.neg().unwrap().to_vec::<u8>().unwrap(),
+            [6, 253, 0, 56],
+            "u8 neg {dev}"
+        );
+
+        let w = Tensor::from_slice(&[4_000_000_000u32, 1, 5], [3], &dev).unwrap();
+        assert_eq!(
+            w.add_scalar(500_000_000u32)
+                .unwrap()
+                .to_vec::<u32>()
+                .unwrap(),
+            [205_032_704, 500_000_001, 500_000_005],
+            "u32 wraps {dev}"
+        );
+        assert_eq!(
+            w.remainder_scalar(3u32).unwrap().to_vec::<u32>().unwrap(),
+            [1, 1, 2],
+            "{dev}"
+        );
+    }
+}
+
+#[test]
+fn casts_follow_rust_as_on_every_device() {
+    for dev in devices() {
+        let f = Tensor::from_slice(&[1.7f32, -1.7, f32::NAN, 3e9, -3e9, 300.0, 0.0], [7], &dev)
+            .unwrap();
+        assert_eq!(
+            f.to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap(),
+            [1, -1, 0, i32::MAX, i32::MIN, 300, 0],
+            "{dev}"
+        );
+        assert_eq!(
+            f.to_dtype(DType::U8).unwrap().to_vec::<u8>().unwrap(),
+            [1, 0, 0, 255, 0, 255, 0],
+            "{dev}"
+        );
+        assert_eq!(
+            f.to_dtype(DType::Bool).unwrap().to_vec::<bool>().unwrap(),
+            [true, true, true, true, true, true, false],
+            "{dev}"
+        );
+        let i = Tensor::from_slice(&[-1i32, 256, 7], [3], &dev).unwrap();
+        assert_eq!(
+            i.to_dtype(DType::U32).unwrap().to_vec::<u32>().unwrap(),
+            [u32::MAX, 256, 7],
+            "{dev}"
+        );
+        assert_eq!(
+            i.to_dtype(DType::U8).unwrap().to_vec::<u8>().unwrap(),
+            [255, 0, 7],
+            "{dev}"
+        );
+        assert_eq!(
+            i.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            [-1.0, 256.0, 7.0],
+            "{dev}"
+        );
+        let h = f.slice(s![..2]).unwrap().to_dtype(DType::F16).unwrap();
+        assert_eq!(
+            h.to_vec::<half::f16>().unwrap(),
+            [half::f16::from_f32(1.7), half::f16::from_f32(-1.7)],
+            "{dev}"
+        );
+    }
+}
+
+#[test]
+fn f16_on_every_device_and_storage_mode() {
+    for dev in devices() {
+        let x: Vec<half::f16> = (0..10)
+            .map(|k| half::f16::from_f32(k as f32 * 0.5 - 2.0))
+            .collect();
+        let t = Tensor::from_vec(x.clone(), [2, 5], &dev).unwrap();
+        // Strided f16 read and a packed/native store through a stepped view.
+        let y = t.t().mul_scalar(2.0).unwrap().add_scalar(1.0).unwrap();
+        let want: Vec<half::f16> = [0, 5, 1, 6, 2, 7, 3, 8, 4, 9]
+            .iter()
+            .map(|&k| half::f16::from_f32(x[k].to_f32() * 2.0 + 1.0))
+            .collect();
+        assert_eq!(
+            y.to_vec::<half::f16>().unwrap(),
+            want,
+            "{dev} f16 native: {}",
+            dev.info().native_f16
+        );
+        t.slice(s![.., ..;2]).unwrap().fill_(7.0).unwrap();
+        let got = t.to_vec::<half::f16>().unwrap();
+        assert_eq!(got[0].to_f32(), 7.0);
+        assert_eq!(got[1], x[1], "odd elements untouched on {dev}");
+        // Overflow rounds to infinity as the CPU does.
+        let big = Tensor::full([3], 60000.0, DType::F16, &dev)
+            .unwrap()
+            .mul_scalar(2.0)
+            .unwrap();
+        assert!(
+            big.to_vec::<half::f16>()
+                .unwrap()
+                .iter()
+                .all(|v| v.is_infinite()),
+            "{dev}"
+        );
+    }
+}
+
+#[test]
+fn gpu_equals_cpu_on_a_random_transposed_chain() {
+    let cpu = Device::cpu();
+    for dev in devices().into_iter().skip(1) {
+        let run = |d: &Device| -> Vec<f32> {
+            let a = Tensor::randn([33, 17], DType::F32, 7, d).unwrap();
+            let b = Tensor::rand([17, 33], DType::F32, 8, d).unwrap();
+            let c = a
+                .t()
+                .mul(&b)
+                .unwrap()
+                .sigmoid()
+                .unwrap()
+                .sub_scalar(0.25)
+                .unwrap();
+            c.slice(s![..;-3, 1..;2])
+                .unwrap()
+                .exp()
+                .unwrap()
+                .to_vec()
+                .unwrap()
+        };
+        assert_close(&run(&dev), &run(&cpu), 1e-5, &format!("chain on {dev}"));
+    }
+}
+
+#[test]
+fn bool_comparisons_order_false_before_true() {
+    for dev in devices() {
+        let a = Tensor::from_slice(&[false, false, true, true], [4], &dev).unwrap();
+        let b = Tensor::from_slice(&[false, true, false, true], [4], &dev).unwrap();
+        assert_eq!(
+            a.lt(&b).unwrap().to_vec::<bool>().unwrap(),
+            [false, true, false, false],
+            "{dev}"
+        );
+        assert_eq!(
+            a.ge(&b).unwrap().to_vec::<bool>().unwrap(),
+            [true, false, true, true],
+            "{dev}"
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! Zero-copy views, in-place ops through them, creation, readback, devices
+//! and errors, on every device.
+
+mod common;
+
+use common::devices;
+use webtensor::{DType, Device, Error, NewAxis, Tensor, s};
+
+fn grid(dev: &Device) -> Tensor {
+    Tensor::arange(0i32, 12, 1, dev)
+        .unwrap()
+        .reshape([3, 4])
+        .unwrap()
+}
+
+#[test]
+fn views_share_storage_and_compose() {
+    for dev in devices() {
+        let t = grid(&dev);
+        let v = t.slice(s![1.., ..;-2]).unwrap();
+        assert!(v.shares_storage(&t));
+        assert_eq!(v.dims(), &[2, 2]);
+        assert_eq!(v.strides(), &[4, -2]);
+        assert_eq!(v.to_vec::<i32>().unwrap(), [7, 5, 11, 9]);
+        // A view of a view of a view.
+        let w = v.t().slice(s![NewAxis, -1, ..]).unwrap();
+        assert_eq!(w.dims(), &[1, 2]);
+        assert_eq!(w.to_vec::<i32>().unwrap(), [5, 9]);
+        // Writing through the innermost view is seen by the parent.
+        w.fill_(-1).unwrap();
+        assert_eq!(
+            t.to_vec::<i32>().unwrap(),
+            [0, 1, 2, 3, 4, -1, 6, 7, 8, -1, 10, 11],
+            "{dev}"
+        );
+        // And writing the parent is seen by the view.
+        t.add_scalar_(100).unwrap();
+        assert_eq!(w.to_vec::<i32>().unwrap(), [99, 99]);
+    }
+}
+
+#[test]
+fn view_ops_match_numpy() {
+    for dev in devices() {
+        let t = grid(&dev);
+        assert_eq!(
+            t.permute(&[1, 0]).unwrap().to_vec::<i32>().unwrap(),
+            [0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]
+        );
+        assert_eq!(t.transpose(0, -1).unwrap().dims(), &[4, 3]);
+        assert_eq!(
+            t.flip(&[0]).unwrap().to_vec::<i32>().unwrap(),
+            [8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3]
+        );
+        let b = t
+            .slice(s![.., 1])
+            .unwrap()
+            .unsqueeze(1)
+            .unwrap()
+            .broadcast_to([3, 2])
+            .unwrap();
+        assert_eq!(b.strides(), &[4, 0]);
+        assert_eq!(b.to_vec::<i32>().unwrap(), [1, 1, 5, 5, 9, 9]);
+        assert_eq!(t.unsqueeze(0).unwrap().squeeze().dims(), &[3, 4]);
+        assert_eq!(
+            t.slice(s![..1]).unwrap().squeeze_axis(0).unwrap().dims(),
+            &[4]
+        );
+        assert_eq!(t.slice(s![.., 5..]).unwrap().numel(), 0, "empty slice");
+        // Reshape: a view when strides allow, a copy otherwise (as NumPy).
+        let r = t.slice(s![..2]).unwrap().reshape([4, 2]).unwrap();
+        assert!(r.shares_storage(&t));
+        let c = t.t().reshape([12]).unwrap();
+        assert!(!c.shares_storage(&t));
+        assert_eq!(
+            c.to_vec::<i32>().unwrap(),
+            [0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]
+        );
+        assert!(t.t().contiguous().unwrap().is_contiguous());
+    }
+}
+
+#[test]
+fn in_place_ops_write_through_stepped_and_transposed_views() {
+    for dev in devices() {
+        let t = Tensor::zeros([4, 4], DType::F32, &dev).unwrap();
+        let ones = Tensor::ones([2], DType::F32, &dev).unwrap();
+        t.slice(s![..;2, 1..;2]).unwrap().add_(&ones).unwrap();
+        t.t().slice(s![0]).unwrap().sub_scalar_(5.0).unwrap();
+        t.slice(s![3, ..;-1])
+            .unwrap()
+            .assign(&Tensor::arange(0.0f32, 4.0, 1.0, &dev).unwrap())
+            .unwrap();
+        t.slice(s![1..3, 2]).unwrap().exp_().unwrap();
+        assert_eq!(
+            t.to_vec::<f32>().unwrap(),
+            [
+                -5.0, 1.0, 0.0, 1.0, -5.0, 0.0, 1.0, 0.0, -5.0, 1.0, 1.0, 1.0, 3.0, 2.0, 1.0, 0.0
+            ],
+            "{dev}"
+        );
+        // u8 and bool are packed on the GPU: neighbours must survive.
+        let u = Tensor::zeros([9], DType::U8, &dev).unwrap();
+        u.slice(s![1..;3]).unwrap().fill_(200u8).unwrap();
+        u.slice(s![..;-4]).unwrap().add_scalar_(7u8).unwrap();
+        assert_eq!(
+            u.to_vec::<u8>().unwrap(),
+            [7, 200, 0, 0, 207, 0, 0, 200, 7],
+            "{dev}"
+        );
+        let m = Tensor::zeros([2, 3], DType::Bool, &dev).unwrap();
+        m.t().slice(s![1]).unwrap().fill_(true).unwrap();
+        assert_eq!(
+            m.to_vec::<bool>().unwrap(),
+            [false, true, false, false, true, false],
+            "{dev}"
+        );
+    }
+}
+
+#[test]
+fn overlapping_input_gives_numpy_result() {
+    for dev in devices() {
+        // a[1:] += a[:-1] reads the original values in NumPy.
+        let a = Tensor::arange(0.0f32, 5.0, 1.0, &dev).unwrap();
+        a.slice(s![1..])
+            .unwrap()
+            .add_(&a.slice(s![..-1]).unwrap())
+            .unwrap();
+        assert_eq!(
+            a.to_vec::<f32>().unwrap(),
+            [0.0, 1.0, 3.0, 5.0, 7.0],
+            "{dev}"
+        );
+        // m += m.T
+        let m = Tensor::arange(0i32, 4, 1, &dev)
+            .unwrap()
+            .reshape([2, 2])
+            .unwrap();
+        m.add_(&m.t()).unwrap();
+        assert_eq!(m.to_vec::<i32>().unwrap(), [0, 3, 3, 6], "{dev}");
+        // x = x[::-1]
+        let x = Tensor::arange(0i32, 5, 1, &dev).unwrap();
+        x.assign(&x.flip(&[0]).unwrap()).unwrap();
+        assert_eq!(x.to_vec::<i32>().unwrap(), [4, 3, 2, 1, 0], "{dev}");
+    }
+}
+
+#[test]
+fn creation_and_readback() {
+    for dev in devices() {
+        assert_eq!(
+            Tensor::eye(3, DType::I32, &dev)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap(),
+            [1, 0, 0, 0, 1, 0, 0, 0, 1]
+        );
+        assert_eq!(
+            Tensor::full([2], 2.5, DType::F32, &dev)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap(),
+            [2.5, 2.5]
+        );
+        assert_eq!(
+            Tensor::ones([2], DType::Bool, &dev)
+                .unwrap()
+                .to_vec::<bool>()
+                .unwrap(),
+            [true, true]
+        );
+        assert!(matches!(
+            Tensor::arange(0.0f32, 1.0, 0.0, &dev),
+            Err(Error::Argument { op: "arange", .. })
+        ));
+        assert_eq!(
+            Tensor::arange(1.0f32, 0.0, -0.25, &dev)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap(),
+            [1.0, 0.75, 0.5, 0.25]
+        );
+        assert_eq!(
+            Tensor::from_slice(&[9u32], (), &dev)
+                .unwrap()
+                .item::<u32>()
+                .unwrap(),
+            9
+        );
+        let r = Tensor::rand([1000], DType::F32, 3, &dev)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert!(r.iter().all(|&v| (0.0..1.0).contains(&v)));
+        let same = Tensor::rand([1000], DType::F32, 3, &Device::cpu())
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_eq!(r, same, "a seed gives the same values on every device");
+        let n = Tensor::randn([10000], DType::F32, 1, &dev)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let mean = n.iter().sum::<f32>() / n.len() as f32;
+        assert!(mean.abs() < 0.05, "randn mean {mean}");
+        // Moving between devices both ways keeps the values of a view.
+        let v = grid(&dev).slice(s![..;-1, 1..3]).unwrap();
+        let there = v.to_device(&Device::cpu()).unwrap();
+        let back = there.to_device(&dev).unwrap();
+        assert_eq!(back.to_vec::<i32>().unwrap(), [9, 10, 5, 6, 1, 2]);
+        assert_eq!(back.device(), &dev);
+    }
+}
+
+#[test]
+fn display_is_numpy_like() {
+    let t = Tensor::from_slice(&[1.0f32, 2.5, -3.0, 4.0], [2, 2], &Device::cpu()).unwrap();
+    assert_eq!(t.to_string(), "[[ 1. 2.5]\n [-3.  4.]]");
+    let b = Tensor::from_slice(&[true, false], [2], &Device::cpu()).unwrap();
+    assert_eq!(b.to_string(), "[ True False]");
+    let big = Tensor::zeros([2000], DType::I32, &Device::cpu()).unwrap();
+    assert_eq!(big.to_string(), "[0 0 0 ... 0 0 0]");
+}
+
+#[test]
+fn bad_input_is_an_error_naming_op_and_values() {
+    for dev in devices() {
+        let a = Tensor::zeros([2, 3], DType::F32, &dev).unwrap();
+        let b = Tensor::zeros([4], DType::F32, &dev).unwrap();
+        let msg = |e: Error| e.to_string();
+        assert_eq!(
+            msg(a.add(&b).unwrap_err()),
+            "add: cannot broadcast shapes [2, 3] and [4]"
+        );
+        assert!(matches!(
+            a.transpose(0, 2),
+            Err(Error::Axis {
+                axis: 2,
+                rank: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            a.slice(s![5]),
+            Err(Error::Index {
+                index: 5,
+                size: 2,
+                ..
+            })
+        ));
+        assert!(msg(a.slice(s![..;0]).unwrap_err()).contains("step must not be zero"));
+        assert!(
+            msg(a.add(&a.to_dtype(DType::I32).unwrap()).unwrap_err())
+                .contains("different dtypes (f32 and i32)")
+        );
+        assert!(
+            msg(a.to_dtype(DType::I32).unwrap().exp().unwrap_err())
+                .contains("exp: not defined for dtype i32")
+        );
+        assert!(matches!(
+            a.broadcast_to([3, 2, 3]).unwrap().add_scalar_(1.0),
+            Err(Error::OverlappingWrite { .. })
+        ));
+        assert!(msg(a.reshape([4]).unwrap_err()).contains("cannot reshape [2, 3]"));
+        assert!(
+            msg(a.to_vec::<i32>().unwrap_err()).contains("tensor has dtype f32, asked for i32")
+        );
+        assert!(
+            msg(a.to_dtype(DType::I32).unwrap().add_scalar(2.5).unwrap_err())
+                .contains("2.5 cannot be represented in dtype i32")
+        );
+        assert!(
+            msg(Tensor::from_slice(&[1.0f32; 5], [2, 3], &dev).unwrap_err())
+                .contains("5 values cannot fill shape [2, 3]")
+        );
+        assert!(matches!(a.item::<f32>(), Err(Error::Shape { .. })));
+        assert!(matches!(
+            Tensor::zeros([1; 9], DType::F32, &dev),
+            Err(Error::Shape { .. })
+        ));
+        let row = Tensor::zeros([3], DType::F32, &dev).unwrap();
+        assert!(
+            msg(row.add_(&a).unwrap_err())
+                .contains("cannot broadcast shape [2, 3] into the destination's shape [3]")
+        );
+    }
+    if let Some(gpu) = common::gpu() {
+        let a = Tensor::zeros([2], DType::F32, &gpu).unwrap();
+        let c = Tensor::zeros([2], DType::F32, &Device::cpu()).unwrap();
+        assert!(matches!(a.add(&c), Err(Error::DeviceMismatch { .. })));
+        assert!(matches!(
+            Tensor::zeros([2], DType::F64, &gpu),
+            Err(Error::UnsupportedDType {
+                dtype: DType::F64,
+                ..
+            })
+        ));
+        // One element past the storage binding limit.
+        let limit = gpu.info().max_storage_binding;
+        let too_big = (limit / 4 + 1) as usize;
+        assert!(matches!(
+            Tensor::zeros([too_big], DType::F32, &gpu),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+}
+
+#[test]
+fn dispatch_beyond_65535_workgroups_works() {
+    // 5M elements need 78,125 workgroups of 64: a 2-D grid.
+    for dev in devices().into_iter().take(2) {
+        let n = 5_000_000;
+        let a = Tensor::full([n], 1.5, DType::F32, &dev).unwrap();
+        let b = a
+            .t()
+            .add_scalar(1.0)
+            .unwrap()
+            .slice(s![..;-1])
+            .unwrap()
+            .mul_scalar(2.0)
+            .unwrap();
+        let v = b.to_vec::<f32>().unwrap();
+        assert!(v.iter().all(|&x| x == 5.0), "{dev}");
+        assert_eq!(v.len(), n);
+    }
+}
