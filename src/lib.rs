@@ -49,3 +49,8 @@ pub use layout::Layout;
 pub use scalar::Scalar;
 pub use shape::{MAX_RANK, Shape, broadcast_shapes};
 pub use tensor::Tensor;
+
+/// The README's examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -21,8 +21,21 @@ fn format_float(v: f64) -> String {
     }
 }
 
-fn formatted<T: Element>(t: &Tensor, float: bool) -> crate::Result<Vec<String>> {
-    Ok(t.to_vec::<T>()?
+/// The elements now: a blocking readback on native; on wasm only what is
+/// ready at once (CPU tensors), `None` for a GPU tensor.
+fn read_now<T: Element>(t: &Tensor) -> Option<crate::Result<Vec<T>>> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return Some(t.to_vec::<T>());
+    #[cfg(target_arch = "wasm32")]
+    return futures::FutureExt::now_or_never(t.to_vec_async::<T>());
+}
+
+fn formatted<T: Element>(t: &Tensor, float: bool) -> Option<crate::Result<Vec<String>>> {
+    let values = match read_now::<T>(t)? {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(Ok(values
         .into_iter()
         .map(|v| {
             if T::DTYPE == DType::Bool {
@@ -37,7 +50,7 @@ fn formatted<T: Element>(t: &Tensor, float: bool) -> crate::Result<Vec<String>> 
                 format!("{v:?}")
             }
         })
-        .collect())
+        .collect()))
 }
 
 /// Writes `cells` (row-major over `dims`) with NumPy's bracket layout.
@@ -95,39 +108,36 @@ fn write_nested(
 
 impl fmt::Display for Tensor {
     /// Prints the elements like NumPy (`[[1. 2.]\n [3. 4.]]`), reading them
-    /// back from the device. On wasm, GPU tensors print only their metadata.
+    /// back from the device (blocking). On wasm a GPU tensor prints only its
+    /// metadata; read it with `to_vec_async`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if cfg!(target_arch = "wasm32") && self.device().is_gpu() {
-            return write!(
-                f,
-                "<tensor {} {} on {}>",
-                self.shape(),
-                self.dtype(),
-                self.device()
-            );
-        }
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            let cells = match self.dtype() {
-                DType::F32 => formatted::<f32>(self, true),
-                DType::F16 => formatted::<half::f16>(self, true),
-                DType::F64 => formatted::<f64>(self, true),
-                DType::I32 => formatted::<i32>(self, false),
-                DType::U32 => formatted::<u32>(self, false),
-                DType::U8 => formatted::<u8>(self, false),
-                DType::Bool => formatted::<bool>(self, false),
-            };
-            let cells = match cells {
-                Ok(c) => c,
-                Err(e) => return write!(f, "<tensor {} {}: {e}>", self.shape(), self.dtype()),
-            };
-            let width = cells.iter().map(String::len).max().unwrap_or(0);
-            if cells.is_empty() {
-                return write!(f, "[]");
+        let cells = match self.dtype() {
+            DType::F32 => formatted::<f32>(self, true),
+            DType::F16 => formatted::<half::f16>(self, true),
+            DType::F64 => formatted::<f64>(self, true),
+            DType::I32 => formatted::<i32>(self, false),
+            DType::U32 => formatted::<u32>(self, false),
+            DType::U8 => formatted::<u8>(self, false),
+            DType::Bool => formatted::<bool>(self, false),
+        };
+        let cells = match cells {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => return write!(f, "<tensor {} {}: {e}>", self.shape(), self.dtype()),
+            None => {
+                return write!(
+                    f,
+                    "<tensor {} {} on {}>",
+                    self.shape(),
+                    self.dtype(),
+                    self.device()
+                );
             }
-            write_nested(f, &cells, self.dims(), width, 0)?;
+        };
+        if cells.is_empty() {
+            return write!(f, "[]");
         }
-        Ok(())
+        let width = cells.iter().map(String::len).max().unwrap_or(0);
+        write_nested(f, &cells, self.dims(), width, 0)
     }
 }
 
