@@ -84,32 +84,18 @@ impl Tensor {
         check_devices(op, lead, args)?;
         let shape = broadcast_all(op, args)?;
         shape.check_rank(op)?;
-        let mut layouts = SmallVec::<[crate::layout::Layout; 3]>::new();
+        let mut views: SmallVec<[Tensor; 3]> = SmallVec::new();
         for a in args {
             if let Arg::Tensor(t) = a {
-                layouts.push(t.layout().broadcast_to(&shape)?);
+                views.push(t.with_layout(t.layout().broadcast_to(&shape)?));
             }
         }
-        let layout_refs: SmallVec<[&crate::layout::Layout; 3]> = layouts.iter().collect();
+        let layout_refs: SmallVec<[&crate::layout::Layout; 3]> =
+            views.iter().map(Tensor::layout).collect();
         let layout = dense_layout_like(&shape, &layout_refs);
         let storage = crate::tensor::alloc(lead.device(), op, out_dtype, shape.numel())?;
         let out = Tensor::from_parts(storage, layout, out_dtype, lead.device().clone());
-        let mut inputs = SmallVec::new();
-        let mut k = 0;
-        for a in args {
-            inputs.push(match a {
-                Arg::Tensor(t) => {
-                    k += 1;
-                    Input::Tensor(t.kernel_ref(layouts[k - 1].clone()))
-                }
-                Arg::Scalar(s) => Input::Scalar(*s),
-            });
-        }
-        run(&Call {
-            kernel,
-            out: out.kernel_ref(out.layout().clone()),
-            inputs,
-        })?;
+        out.launch_into(op, kernel, &kernel_inputs(args, &views))?;
         Ok(out)
     }
 
@@ -153,22 +139,7 @@ impl Tensor {
                 });
             }
         }
-        let mut inputs = SmallVec::new();
-        let mut k = 0;
-        for a in args {
-            inputs.push(match a {
-                Arg::Tensor(_) => {
-                    k += 1;
-                    Input::Tensor(owned[k - 1].kernel_ref(owned[k - 1].layout().clone()))
-                }
-                Arg::Scalar(s) => Input::Scalar(*s),
-            });
-        }
-        run(&Call {
-            kernel,
-            out: self.kernel_ref(self.layout().clone()),
-            inputs,
-        })
+        self.launch_into(op, kernel, &kernel_inputs(args, &owned))
     }
 
     /// [`Tensor::launch_into_args`] for inputs already prepared by the caller.
@@ -185,4 +156,18 @@ impl Tensor {
             inputs: inputs.iter().cloned().collect(),
         })
     }
+}
+
+/// The kernel inputs for `args`, taking the tensor arguments, in order, from
+/// `tensors` (their prepared views: broadcast, aliasing resolved).
+fn kernel_inputs<'a>(args: &[Arg], tensors: &'a [Tensor]) -> SmallVec<[Input<'a>; 3]> {
+    let mut tensors = tensors.iter();
+    args.iter()
+        .filter_map(|a| match a {
+            Arg::Tensor(_) => tensors
+                .next()
+                .map(|t| Input::Tensor(t.kernel_ref(t.layout().clone()))),
+            Arg::Scalar(s) => Some(Input::Scalar(*s)),
+        })
+        .collect()
 }
