@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_close, devices, views};
+use common::{assert_close, devices, read_f32, round_to, views_of};
 use webtensor::{DType, Device, Tensor, s};
 
 type F = fn(f64) -> f64;
@@ -13,6 +13,11 @@ type BinaryCase = (
     fn(&Tensor, &Tensor) -> webtensor::Result<Tensor>,
     fn(f64, f64) -> f64,
 );
+
+/// The float dtypes every float op is checked in, with the relative
+/// tolerance of each against an f64 reference rounded to the dtype (f16 on
+/// the GPU computes in f16, a few units in its last place).
+const FLOAT_TOLERANCES: [(DType, f32); 2] = [(DType::F32, 5e-5), (DType::F16, 4e-3)];
 
 fn gelu(x: f64) -> f64 {
     0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh())
@@ -49,12 +54,19 @@ fn unary_float_ops_on_every_layout() {
         ("square", Tensor::square, |x| x * x),
     ];
     for dev in devices() {
-        for (view_name, input) in views(&dev) {
-            let x: Vec<f32> = input.to_vec().unwrap();
-            for (name, op, reference) in &cases {
-                let got: Vec<f32> = op(&input).unwrap().to_vec().unwrap();
-                let want: Vec<f32> = x.iter().map(|&v| reference(v as f64) as f32).collect();
-                assert_close(&got, &want, 2e-5, &format!("{name} on {view_name} ({dev})"));
+        for (dtype, tol) in FLOAT_TOLERANCES {
+            for (view_name, input) in views_of(&dev, dtype) {
+                let x = read_f32(&input);
+                for (name, op, reference) in &cases {
+                    let out = op(&input).unwrap();
+                    assert_eq!(out.dtype(), dtype, "{name}");
+                    let want: Vec<f32> = x
+                        .iter()
+                        .map(|&v| round_to(dtype, reference(v as f64)))
+                        .collect();
+                    let what = format!("{name} on {dtype} {view_name} ({dev})");
+                    assert_close(&read_f32(&out), &want, tol, &what);
+                }
             }
         }
     }
@@ -75,19 +87,24 @@ fn binary_ops_broadcast_over_every_layout() {
         ("pow", |a, b| a.abs()?.pow(b), |a, b| a.abs().powf(b)),
     ];
     for dev in devices() {
-        // A [6] row broadcast against each [4, 6] view.
-        let row = Tensor::from_slice(&[1.5f32, -2.0, 0.75, 3.0, -0.5, 2.5], [6], &dev).unwrap();
-        let r: Vec<f32> = row.to_vec().unwrap();
-        for (view_name, input) in views(&dev) {
-            let x: Vec<f32> = input.to_vec().unwrap();
-            for (name, op, reference) in &cases {
-                let got: Vec<f32> = op(&input, &row).unwrap().to_vec().unwrap();
-                let want: Vec<f32> = x
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &v)| reference(v as f64, r[i % 6] as f64) as f32)
-                    .collect();
-                assert_close(&got, &want, 5e-5, &format!("{name} on {view_name} ({dev})"));
+        for (dtype, tol) in FLOAT_TOLERANCES {
+            // A [6] row broadcast against each [4, 6] view.
+            let row = Tensor::from_slice(&[1.5f32, -2.0, 0.75, 3.0, -0.5, 2.5], [6], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let r = read_f32(&row);
+            for (view_name, input) in views_of(&dev, dtype) {
+                let x = read_f32(&input);
+                for (name, op, reference) in &cases {
+                    let want: Vec<f32> = x
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &v)| round_to(dtype, reference(v as f64, r[i % 6] as f64)))
+                        .collect();
+                    let what = format!("{name} on {dtype} {view_name} ({dev})");
+                    assert_close(&read_f32(&op(&input, &row).unwrap()), &want, tol, &what);
+                }
             }
         }
     }

@@ -48,6 +48,19 @@ pub fn devices() -> Vec<Device> {
     v
 }
 
+/// Reads any float tensor back as f32.
+pub fn read_f32(t: &Tensor) -> Vec<f32> {
+    t.to_dtype(webtensor::DType::F32).unwrap().to_vec().unwrap()
+}
+
+/// Rounds `x` to the precision of `dtype` (f32 or f16), as a stored result is.
+pub fn round_to(dtype: webtensor::DType, x: f64) -> f32 {
+    match dtype {
+        webtensor::DType::F16 => half::f16::from_f64(x).to_f32(),
+        _ => x as f32,
+    }
+}
+
 /// Asserts that two float sequences agree within `rel` relative tolerance
 /// (NaN equals NaN, infinities must match).
 pub fn assert_close(got: &[f32], want: &[f32], rel: f32, what: &str) {
@@ -63,10 +76,18 @@ pub fn assert_close(got: &[f32], want: &[f32], rel: f32, what: &str) {
 /// contiguous, transposed, stepped, negative-step (both axes), offset with a
 /// column step, and broadcast (stride 0).
 pub fn views(dev: &Device) -> Vec<(&'static str, Tensor)> {
+    views_of(dev, webtensor::DType::F32)
+}
+
+/// [`views`] with storage of another float dtype (the values are rounded to it).
+pub fn views_of(dev: &Device, dtype: webtensor::DType) -> Vec<(&'static str, Tensor)> {
     use webtensor::s;
     let values = |n: usize| -> Tensor {
         let data: Vec<f32> = (0..n).map(|k| k as f32 * 0.37 - 4.0).collect();
-        Tensor::from_vec(data, [n], dev).unwrap()
+        Tensor::from_vec(data, [n], dev)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
     };
     vec![
         ("contiguous", values(24).reshape([4, 6]).unwrap()),
