@@ -1,20 +1,24 @@
 // Shared by every elementwise kernel: the per-dispatch parameter block and
-// the strided index helper.
+// the strided index helpers. The generated kernel declares, before this file:
+//   const OPERANDS: u32     operands (destination first, then the inputs)
+//   const OFFSET_VECS: u32  ceil(OPERANDS / 4)
+//   const SCALAR_VECS: u32  vec4s of scalar slots (at least 1)
 //
-// Operand 0 is the destination, operands 1..3 the inputs. Every operand is
-// read through (shape, strides, offset) in elements, so a transposed,
-// stepped, reversed or broadcast view goes into the kernel without a copy.
+// Every operand is read through (shape, strides, offset) in elements, so a
+// transposed, stepped, reversed or broadcast view goes into the kernel
+// without a copy.
 
 struct Params {
     numel: u32,
     rank: u32,
     // Threads per row of the 2-D dispatch grid (x workgroups * 64).
     row_threads: u32,
-    // A scalar operand's bits (f32 bits for float dtypes).
-    scalar: u32,
+    pad: u32,
     shape: array<vec4<u32>, 2>,
-    offsets: vec4<u32>,
-    strides: array<array<vec4<i32>, 2>, 4>,
+    offsets: array<vec4<u32>, OFFSET_VECS>,
+    strides: array<array<vec4<i32>, 2>, OPERANDS>,
+    // Scalar operands' bits (f32 bits for float dtypes), one u32 per slot.
+    scalars: array<vec4<u32>, SCALAR_VECS>,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -23,25 +27,42 @@ fn linear_index(gid: vec3<u32>) -> u32 {
     return gid.x + gid.y * params.row_threads;
 }
 
-fn dim_stride(operand: u32, d: u32) -> i32 {
-    return params.strides[operand][d / 4u][d % 4u];
+fn operand_offset(k: u32) -> u32 {
+    return params.offsets[k / 4u][k % 4u];
+}
+
+fn scalar_bits(slot: u32) -> u32 {
+    return params.scalars[slot / 4u][slot % 4u];
 }
 
 // Storage positions of the element with row-major index `i`, one per operand.
-fn strided_positions(i: u32) -> vec4<u32> {
+fn strided_positions(i: u32) -> array<u32, OPERANDS> {
+    var pos: array<i32, OPERANDS>;
+    for (var k = 0u; k < OPERANDS; k++) {
+        pos[k] = i32(operand_offset(k));
+    }
     var rem = i;
-    var pos = vec4<i32>(params.offsets);
     for (var d = i32(params.rank) - 1; d >= 0; d--) {
         let du = u32(d);
         let n = params.shape[du / 4u][du % 4u];
         let c = i32(rem % n);
         rem = rem / n;
-        pos += c * vec4<i32>(dim_stride(0u, du), dim_stride(1u, du), dim_stride(2u, du), dim_stride(3u, du));
+        for (var k = 0u; k < OPERANDS; k++) {
+            pos[k] += c * params.strides[k][du / 4u][du % 4u];
+        }
     }
-    return vec4<u32>(pos);
+    var out: array<u32, OPERANDS>;
+    for (var k = 0u; k < OPERANDS; k++) {
+        out[k] = u32(pos[k]);
+    }
+    return out;
 }
 
 // Every operand is one forward run: position = offset + i.
-fn contiguous_positions(i: u32) -> vec4<u32> {
-    return params.offsets + vec4<u32>(i);
+fn contiguous_positions(i: u32) -> array<u32, OPERANDS> {
+    var out: array<u32, OPERANDS>;
+    for (var k = 0u; k < OPERANDS; k++) {
+        out[k] = operand_offset(k) + i;
+    }
+    return out;
 }

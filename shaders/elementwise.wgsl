@@ -1,17 +1,20 @@
-// One elementwise kernel, specialised per (op, dtypes, storage modes,
-// contiguity) by src/backend/gpu/codegen.rs, which fills the {{...}} slots:
-//   ENABLE    `enable f16;` when a native f16 buffer is bound
+// One elementwise kernel: a program of one or more fused ops, specialised
+// per (program, dtypes, storage modes, contiguity) by
+// src/backend/gpu/codegen.rs, which fills the {{...}} slots:
+//   HEADER    `enable f16;` when a native f16 buffer is bound, and the
+//             OPERANDS / OFFSET_VECS / SCALAR_VECS constants
 //   BINDINGS  the destination (binding 1) and input buffers (2..)
-//   ACCESS    load_inK / store_out functions for each operand's storage mode
-//   OP        fn op(...) computing one element in the compute types
+//   ACCESS    load_opK / store_out functions for each operand's storage mode
+//   OPS       fn opN(...) computing one program node in the compute types
 //   POSITIONS strided_positions or contiguous_positions
-//   CALL      the op call with its loaded arguments
-{{ENABLE}}
+//   BODY      the program: `let vN = ...;` per node
+//   RESULT    the node stored into the destination
+{{HEADER}}
 {{COMMON}}
 {{MATH}}
 {{BINDINGS}}
 {{ACCESS}}
-{{OP}}
+{{OPS}}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -20,5 +23,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let p = {{POSITIONS}}(i);
-    store_out(p.x, {{CALL}});
+{{BODY}}
+    store_out(p[0], {{RESULT}});
 }

@@ -82,15 +82,34 @@ impl fmt::Display for DeviceInfo {
     }
 }
 
-/// Counters of the work a GPU device has done (all zero on the CPU).
+/// Counters of the work a GPU device has done and the memory it holds (all
+/// zero on the CPU). Byte counts are in pool buckets (a buffer is rounded up
+/// to at most 25% over the request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeviceStats {
     /// Queue submissions.
     pub submits: u64,
-    /// Kernel dispatches recorded.
+    /// Ops recorded (elementwise ops, copies, casts, fills).
+    pub ops_recorded: u64,
+    /// Kernel dispatches encoded: ops recorded minus ops fused away (and
+    /// minus ops over no elements).
     pub dispatches: u64,
     /// Pipelines compiled.
     pub pipelines: u64,
+    /// Dispatches that ran a fused chain of two or more ops.
+    pub fused_kernels: u64,
+    /// Ops that ran inside another op's fused kernel instead of their own.
+    pub fused_ops: u64,
+    /// Device buffers created.
+    pub buffers_created: u64,
+    /// Buffer requests served from the pool.
+    pub buffers_reused: u64,
+    /// Bytes held by live tensors (and readbacks in progress).
+    pub bytes_live: u64,
+    /// The most `bytes_live` has been.
+    pub peak_bytes_live: u64,
+    /// Bytes of idle buffers kept in the pool for reuse.
+    pub bytes_pooled: u64,
 }
 
 impl Device {
@@ -230,13 +249,74 @@ impl Device {
         match &self.inner {
             Inner::Cpu { .. } => DeviceStats::default(),
             Inner::Gpu(ctx) => {
-                let s = ctx.scheduler();
+                let s = ctx.scheduler().counters;
+                let p = ctx.pool.counters();
                 DeviceStats {
                     submits: s.submits,
+                    ops_recorded: s.ops_recorded,
                     dispatches: s.dispatches,
                     pipelines: ctx.pipelines.len() as u64,
+                    fused_kernels: s.fused_kernels,
+                    fused_ops: s.fused_ops,
+                    buffers_created: p.created,
+                    buffers_reused: p.reused,
+                    bytes_live: p.bytes_live,
+                    peak_bytes_live: p.peak_bytes_live,
+                    bytes_pooled: p.bytes_pooled,
                 }
             }
+        }
+    }
+
+    /// Sets how many recorded ops make a batch (at least 1; 1 submits every
+    /// op on its own). Overrides `GpuOptions::flush_threshold` and
+    /// `WEBTENSOR_FLUSH_THRESHOLD`. No effect on the CPU.
+    pub fn set_flush_threshold(&self, ops: usize) {
+        if let Inner::Gpu(ctx) = &self.inner {
+            ctx.set_flush_threshold(ops);
+        }
+    }
+
+    /// The number of recorded ops that triggers a submit (0 on the CPU).
+    pub fn flush_threshold(&self) -> usize {
+        match &self.inner {
+            Inner::Gpu(ctx) => ctx.flush_threshold(),
+            Inner::Cpu { .. } => 0,
+        }
+    }
+
+    /// Turns fusion of elementwise chains on or off, from the next flush on.
+    /// Overrides `GpuOptions::fusion` and `WEBTENSOR_FUSION`. No effect on
+    /// the CPU.
+    pub fn set_fusion(&self, on: bool) {
+        if let Inner::Gpu(ctx) = &self.inner {
+            ctx.set_fusion(on);
+        }
+    }
+
+    /// Whether elementwise chains are fused (false on the CPU).
+    pub fn fusion(&self) -> bool {
+        match &self.inner {
+            Inner::Gpu(ctx) => ctx.fusion_enabled(),
+            Inner::Cpu { .. } => false,
+        }
+    }
+
+    /// Caps the device memory that tensors and readbacks may hold, live and
+    /// pooled (`None` removes the cap); idle pooled buffers are dropped to
+    /// get under it. An allocation past the cap is `Error::OutOfMemory`. No
+    /// effect on the CPU.
+    pub fn set_memory_cap(&self, bytes: Option<u64>) {
+        if let Inner::Gpu(ctx) = &self.inner {
+            ctx.pool.set_cap(bytes);
+        }
+    }
+
+    /// Drops the idle buffers the pool keeps for reuse, giving their memory
+    /// back to the driver. No effect on the CPU.
+    pub fn release_pooled_memory(&self) {
+        if let Inner::Gpu(ctx) = &self.inner {
+            ctx.pool.clear();
         }
     }
 

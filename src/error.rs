@@ -107,6 +107,22 @@ pub enum Error {
         /// The limit of the device.
         limit: u64,
     },
+    /// An allocation would take the device's memory past the cap set with
+    /// `Device::set_memory_cap` (or `WEBTENSOR_MEMORY_CAP`).
+    #[error(
+        "{op}: allocating {requested} bytes would exceed the memory cap of {cap} bytes \
+         ({in_use} bytes held by live tensors)"
+    )]
+    OutOfMemory {
+        /// The operation that failed.
+        op: &'static str,
+        /// The bytes the allocation needed (its size bucket).
+        requested: u64,
+        /// Bytes held by live tensors and readbacks at the time.
+        in_use: u64,
+        /// The cap.
+        cap: u64,
+    },
     /// No GPU adapter could be found or opened.
     #[error("{op}: no GPU adapter: {reason}")]
     NoAdapter {

@@ -91,6 +91,11 @@ impl TypedScalar {
         Ok(TypedScalar { value, dtype })
     }
 
+    /// Zero (`false`) of `dtype`.
+    pub fn zero(dtype: DType) -> Self {
+        TypedScalar { value: 0.0, dtype }
+    }
+
     /// The value as an element of the matching Rust type.
     pub fn get<T: Element>(self) -> T {
         T::from_f64(self.value)

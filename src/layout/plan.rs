@@ -98,8 +98,11 @@ impl IterPlan {
 /// order does), else row-major. Strides are always positive.
 pub(crate) fn dense_layout_like(shape: &Shape, inputs: &[&Layout]) -> Layout {
     for input in inputs {
-        if input.shape() != shape || input.is_contiguous() {
+        if input.shape() != shape {
             continue;
+        }
+        if input.is_contiguous() {
+            break;
         }
         let mut order: DimVec<usize> = (0..shape.rank()).collect();
         order.sort_by_key(|&k| std::cmp::Reverse(input.strides()[k].unsigned_abs()));

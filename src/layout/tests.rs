@@ -221,6 +221,10 @@ fn transposed_dense_operands_plan_to_one_run() {
     let plan = IterPlan::new(&[&out, &a]);
     assert!(plan.is_contiguous());
     assert_eq!(plan.numel(), 12);
+    // The first full-shape input decides: a row-major one keeps row-major.
+    let c = Layout::contiguous([4, 3]);
+    assert_eq!(dense_layout_like(c.shape(), &[&c, &a]).strides(), &[3, 1]);
+    assert_eq!(dense_layout_like(c.shape(), &[&a, &c]).strides(), &[1, 4]);
 }
 
 #[test]

@@ -58,7 +58,12 @@ impl Tensor {
 
     /// A row-major copy, always new storage.
     pub(crate) fn contiguous_copy(&self) -> Result<Tensor> {
-        let out = Tensor::zeros(self.shape().clone(), self.dtype(), self.device())?;
+        let out = Tensor::empty_dense(
+            self.shape().clone(),
+            self.dtype(),
+            self.device(),
+            "contiguous",
+        )?;
         out.launch_into(
             "contiguous",
             Kernel::Cast,

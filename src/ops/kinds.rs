@@ -70,6 +70,30 @@ pub(crate) enum CompareOp {
 }
 
 impl UnaryOp {
+    /// Every unary op.
+    #[cfg(test)]
+    pub const ALL: [UnaryOp; 19] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Relu,
+        UnaryOp::Gelu,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Sign,
+        UnaryOp::Recip,
+        UnaryOp::Square,
+        UnaryOp::Not,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             UnaryOp::Neg => "neg",
@@ -130,6 +154,22 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
+    /// Every binary op.
+    #[cfg(test)]
+    pub const ALL: [BinaryOp; 11] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Pow,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Remainder,
+        BinaryOp::And,
+        BinaryOp::Or,
+        BinaryOp::Xor,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             BinaryOp::Add => "add",
@@ -165,6 +205,17 @@ impl BinaryOp {
 }
 
 impl CompareOp {
+    /// Every comparison.
+    #[cfg(test)]
+    pub const ALL: [CompareOp; 6] = [
+        CompareOp::Eq,
+        CompareOp::Ne,
+        CompareOp::Lt,
+        CompareOp::Le,
+        CompareOp::Gt,
+        CompareOp::Ge,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             CompareOp::Eq => "eq",

@@ -68,7 +68,28 @@ impl Tensor {
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         let shape = shape.into();
         shape.check_rank("zeros")?;
-        let storage = alloc(device, "zeros", dtype, shape.numel())?;
+        let t = Self::empty_dense(shape, dtype, device, "zeros")?;
+        if device.is_gpu() {
+            // Pooled buffers hold whatever their last tensor left.
+            t.launch_into(
+                "zeros",
+                Kernel::Fill,
+                &[Input::Scalar(TypedScalar::zero(dtype))],
+            )?;
+        }
+        Ok(t)
+    }
+
+    /// A contiguous tensor whose elements the caller overwrites before
+    /// anyone reads them (zeros on the CPU, unspecified on the GPU).
+    pub(crate) fn empty_dense(
+        shape: Shape,
+        dtype: DType,
+        device: &Device,
+        op: &'static str,
+    ) -> Result<Tensor> {
+        shape.check_rank(op)?;
+        let storage = alloc(device, op, dtype, shape.numel())?;
         Ok(Tensor::from_parts(
             storage,
             Layout::contiguous(shape),
@@ -102,7 +123,7 @@ impl Tensor {
         device: &Device,
     ) -> Result<Tensor> {
         let value = TypedScalar::new("full", value.into(), dtype)?;
-        let t = Self::zeros(shape, dtype, device)?;
+        let t = Self::empty_dense(shape.into(), dtype, device, "full")?;
         t.launch_into("full", Kernel::Fill, &[Input::Scalar(value)])?;
         Ok(t)
     }
@@ -223,7 +244,9 @@ fn uniform(seed: u64, i: u64) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Zero-filled storage for `len` elements of `dtype` on `device`.
+/// Storage for `len` elements of `dtype` on `device`, for a destination
+/// that is written in full before it is read: zero-filled on the CPU,
+/// unspecified (a pooled buffer) on the GPU.
 ///
 /// # Errors
 /// `UnsupportedDType` for f64 on the GPU, `TooLarge` over the binding limit.
@@ -235,7 +258,7 @@ pub(crate) fn alloc(
 ) -> Result<Arc<Storage>> {
     let storage = match device.gpu_context() {
         None => Storage::Cpu(CpuStorage::new(CpuData::zeros(dtype, len))),
-        Some(ctx) => Storage::Gpu(GpuStorage::zeros(ctx, op, dtype, len)?),
+        Some(ctx) => Storage::Gpu(GpuStorage::uninit(ctx, op, dtype, len)?),
     };
     Ok(Arc::new(storage))
 }

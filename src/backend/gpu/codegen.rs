@@ -1,5 +1,6 @@
 //! WGSL generation for elementwise kernels: `shaders/elementwise.wgsl` with
-//! its slots filled for one [`KernelKey`].
+//! its slots filled for one [`KernelKey`] (a program of one or more fused
+//! ops).
 //!
 //! Storage per dtype: f32, i32 and u32 are plain arrays; f16 is `array<f16>`
 //! with SHADER_F16 and otherwise packed two to a `u32`; u8 and bool are packed
@@ -8,9 +9,10 @@
 //! for any layout. Arithmetic runs in the compute type: f32 for f16, u32 for
 //! u8 (masked on store, which gives wrapping).
 
+use super::params::{offset_vecs, scalar_vecs};
+use super::program::{KernelKey, Node};
 use crate::dtype::DType;
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
-use smallvec::SmallVec;
 use std::fmt::Write;
 
 pub(crate) const COMMON_WGSL: &str = include_str!("../../../shaders/common.wgsl");
@@ -19,38 +21,6 @@ pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("../../../shaders/element
 
 /// Threads per workgroup of every elementwise kernel.
 pub(crate) const WORKGROUP_SIZE: u32 = 64;
-
-/// Where a kernel input comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Source {
-    /// Its own read-only binding.
-    Binding,
-    /// The destination's binding (the input shares the destination's storage).
-    Out,
-    /// The scalar in the parameter block.
-    Scalar,
-}
-
-/// Everything that selects a distinct pipeline. Shapes and strides are
-/// parameters, so a new shape never compiles a new pipeline.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct KernelKey {
-    pub kernel: Kernel,
-    pub out: DType,
-    pub inputs: SmallVec<[(DType, Source); 3]>,
-    pub native_f16: bool,
-    pub contiguous: bool,
-}
-
-impl KernelKey {
-    /// Number of read-only input bindings (bindings 2..).
-    pub fn input_bindings(&self) -> usize {
-        self.inputs
-            .iter()
-            .filter(|(_, s)| *s == Source::Binding)
-            .count()
-    }
-}
 
 /// How one dtype is stored in a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,12 +121,23 @@ fn store_fn(dtype: DType, s: Storage) -> String {
     format!("fn store_out(p: u32, v: {ct}) {{\n    {body}\n}}\n")
 }
 
-fn scalar_expr(dtype: DType) -> &'static str {
+/// Scalar slot `slot` as the compute type of `dtype`.
+fn scalar_expr(dtype: DType, slot: u8) -> String {
+    let bits = format!("scalar_bits({slot}u)");
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => "bitcast<f32>(params.scalar)",
-        DType::I32 => "bitcast<i32>(params.scalar)",
-        DType::U32 | DType::U8 => "params.scalar",
-        DType::Bool => "(params.scalar != 0u)",
+        DType::F32 | DType::F16 | DType::F64 => format!("bitcast<f32>({bits})"),
+        DType::I32 => format!("bitcast<i32>({bits})"),
+        DType::U32 | DType::U8 => bits,
+        DType::Bool => format!("({bits} != 0u)"),
+    }
+}
+
+/// `v` (a compute-type value) rounded as storing it as `dtype` would.
+fn round_expr(dtype: DType, v: &str) -> String {
+    match dtype {
+        DType::F16 => format!("unpack2x16float(f16_bits({v})).x"),
+        DType::U8 => format!("({v} & 0xffu)"),
+        _ => v.to_string(),
     }
 }
 
@@ -266,77 +247,102 @@ fn cast_expr(from: DType, to: DType) -> String {
     e.to_string()
 }
 
-fn op_fn(key: &KernelKey) -> String {
-    let out_ct = compute_type(key.out);
-    let in_ct = |k: usize| compute_type(key.inputs[k].0);
-    let names = ["a", "b", "c"];
-    let args: Vec<String> = (0..key.inputs.len())
-        .map(|k| {
-            let name = if key.kernel == Kernel::Where {
-                ["c", "a", "b"][k]
-            } else {
-                names[k]
-            };
-            format!("{name}: {}", in_ct(k))
-        })
+/// `fn op{n}(...)` computing `kernel` from arguments of `inputs` dtypes into
+/// a value of `out`.
+fn op_fn(n: usize, kernel: Kernel, out: DType, inputs: &[DType]) -> String {
+    let out_ct = compute_type(out);
+    let names: &[&str] = if kernel == Kernel::Where {
+        &["c", "a", "b"]
+    } else {
+        &["a", "b", "c"]
+    };
+    let args: Vec<String> = inputs
+        .iter()
+        .zip(names)
+        .map(|(&d, name)| format!("{name}: {}", compute_type(d)))
         .collect();
-    let body = match key.kernel {
-        Kernel::Fill => scalar_expr(key.out).to_string(),
-        Kernel::Cast => cast_expr(key.inputs[0].0, key.out),
+    let body = match kernel {
+        Kernel::Fill => "a".to_string(),
+        Kernel::Cast => cast_expr(inputs[0], out),
         Kernel::Unary(op) => unary_expr(op, out_ct),
         Kernel::Binary(op) => binary_expr(op, out_ct),
-        Kernel::Compare(op) => compare_expr(op, in_ct(0)),
+        Kernel::Compare(op) => compare_expr(op, compute_type(inputs[0])),
         Kernel::Where => "select(b, a, c)".to_string(),
     };
     format!(
-        "fn op({}) -> {out_ct} {{\n    return {body};\n}}\n",
+        "fn op{n}({}) -> {out_ct} {{\n    return {body};\n}}\n",
         args.join(", ")
     )
 }
 
 /// The complete WGSL source of the kernel selected by `key`.
 pub(crate) fn elementwise_source(key: &KernelKey) -> String {
-    let out_storage = storage(key.out, key.native_f16);
+    let out_storage = storage(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == Storage::F16;
     let mut bindings = format!(
         "@group(0) @binding(1) var<storage, read_write> out_buf: {};\n",
         array_type(out_storage, out_atomic)
     );
-    let mut access = store_fn(key.out, out_storage);
-    let mut call_args = Vec::new();
-    let mut binding = 2;
-    for (k, &(dtype, source)) in key.inputs.iter().enumerate() {
+    for (k, &dtype) in key.inputs.iter().enumerate() {
         let s = storage(dtype, key.native_f16);
-        let expr = match source {
-            Source::Scalar => scalar_expr(dtype).to_string(),
-            Source::Out => load_expr(dtype, s, "out_buf", out_atomic),
-            Source::Binding => {
-                uses_f16 |= s == Storage::F16;
-                let _ = writeln!(
-                    bindings,
-                    "@group(0) @binding({binding}) var<storage, read> in{k}_buf: {};",
-                    array_type(s, false)
-                );
-                binding += 1;
-                load_expr(dtype, s, &format!("in{k}_buf"), false)
-            }
+        uses_f16 |= s == Storage::F16;
+        let _ = writeln!(
+            bindings,
+            "@group(0) @binding({}) var<storage, read> in{k}_buf: {};",
+            k + 2,
+            array_type(s, false)
+        );
+    }
+    let mut access = store_fn(key.out(), out_storage);
+    for (k, operand) in key.operands.iter().enumerate().skip(1) {
+        let s = storage(operand.dtype, key.native_f16);
+        let expr = if operand.binding == 1 {
+            load_expr(operand.dtype, s, "out_buf", out_atomic)
+        } else {
+            let buf = format!("in{}_buf", operand.binding - 2);
+            load_expr(operand.dtype, s, &buf, false)
         };
         let _ = write!(
             access,
-            "fn load_in{k}(p: u32) -> {} {{\n    return {expr};\n}}\n",
-            compute_type(dtype)
+            "fn load_op{k}(p: u32) -> {} {{\n    return {expr};\n}}\n",
+            compute_type(operand.dtype)
         );
-        let position = ["p.y", "p.z", "p.w"][k];
-        call_args.push(format!("load_in{k}({position})"));
     }
+    let mut ops = String::new();
+    let mut body = String::new();
+    for (n, node) in key.nodes.iter().enumerate() {
+        let value = match node {
+            Node::Load(k) => format!("load_op{k}(p[{k}])"),
+            Node::Scalar { slot, dtype } => scalar_expr(*dtype, *slot),
+            Node::Round { arg, dtype } => round_expr(*dtype, &format!("v{arg}")),
+            Node::Apply {
+                kernel,
+                dtype,
+                args,
+            } => {
+                let inputs: Vec<DType> = args.iter().map(|&a| key.node_dtype(a as usize)).collect();
+                ops.push_str(&op_fn(n, *kernel, *dtype, &inputs));
+                let args: Vec<String> = args.iter().map(|a| format!("v{a}")).collect();
+                format!("op{n}({})", args.join(", "))
+            }
+        };
+        let _ = writeln!(body, "    let v{n} = {value};");
+    }
+    let header = format!(
+        "{}\nconst OPERANDS: u32 = {}u;\nconst OFFSET_VECS: u32 = {}u;\nconst SCALAR_VECS: u32 = {}u;",
+        if uses_f16 { "enable f16;" } else { "" },
+        key.operands.len(),
+        offset_vecs(key.operands.len()),
+        scalar_vecs(key.scalars as usize),
+    );
     ELEMENTWISE_WGSL
-        .replace("{{ENABLE}}", if uses_f16 { "enable f16;" } else { "" })
+        .replace("{{HEADER}}", &header)
         .replace("{{COMMON}}", COMMON_WGSL)
         .replace("{{MATH}}", MATH_WGSL)
         .replace("{{BINDINGS}}", &bindings)
         .replace("{{ACCESS}}", &access)
-        .replace("{{OP}}", &op_fn(key))
+        .replace("{{OPS}}", &ops)
         .replace(
             "{{POSITIONS}}",
             if key.contiguous {
@@ -345,14 +351,16 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> String {
                 "strided_positions"
             },
         )
-        .replace("{{CALL}}", &format!("op({})", call_args.join(", ")))
+        .replace("{{BODY}}", body.trim_end())
+        .replace("{{RESULT}}", &format!("v{}", key.nodes.len() - 1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::gpu::program::Operand;
     use crate::ops::kinds::{BinaryOp, CompareOp, UnaryOp};
-    use smallvec::smallvec;
+    use smallvec::{SmallVec, smallvec};
 
     fn validate(source: &str, what: &str) {
         let module = naga::front::wgsl::parse_str(source)
@@ -362,109 +370,127 @@ mod tests {
             naga::valid::Capabilities::all(),
         )
         .validate(&module)
-        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+        .unwrap_or_else(|e| panic!("{what}: {e:?}\n{source}"));
     }
+
+    /// Where a test kernel's input comes from.
+    #[derive(Clone, Copy)]
+    enum Src {
+        Binding,
+        Out,
+        Scalar,
+    }
+
+    /// The key of one op reading `inputs`, as the scheduler builds it.
+    fn single(
+        kernel: Kernel,
+        out: DType,
+        inputs: &[(DType, Src)],
+        native_f16: bool,
+        contiguous: bool,
+    ) -> KernelKey {
+        let mut key = KernelKey {
+            nodes: SmallVec::new(),
+            operands: smallvec![Operand {
+                dtype: out,
+                binding: 1
+            }],
+            inputs: SmallVec::new(),
+            scalars: 0,
+            native_f16,
+            contiguous,
+        };
+        let mut args = SmallVec::new();
+        for &(dtype, src) in inputs {
+            args.push(key.nodes.len() as u8);
+            let node = match src {
+                Src::Scalar => {
+                    key.scalars += 1;
+                    Node::Scalar {
+                        slot: key.scalars - 1,
+                        dtype,
+                    }
+                }
+                Src::Out | Src::Binding => {
+                    let binding = if matches!(src, Src::Out) {
+                        1
+                    } else {
+                        key.inputs.push(dtype);
+                        key.inputs.len() as u8 + 1
+                    };
+                    key.operands.push(Operand { dtype, binding });
+                    Node::Load(key.operands.len() as u8 - 1)
+                }
+            };
+            key.nodes.push(node);
+        }
+        key.nodes.push(Node::Apply {
+            kernel,
+            dtype: out,
+            args,
+        });
+        key
+    }
+
+    const GPU_DTYPES: [DType; 6] = [
+        DType::F32,
+        DType::F16,
+        DType::I32,
+        DType::U32,
+        DType::U8,
+        DType::Bool,
+    ];
 
     #[test]
     fn standalone_shader_files_validate() {
-        validate(COMMON_WGSL, "common.wgsl");
-        validate(&format!("{COMMON_WGSL}\n{MATH_WGSL}"), "math.wgsl");
+        let consts = "const OPERANDS: u32 = 4u;\nconst OFFSET_VECS: u32 = 1u;\nconst SCALAR_VECS: u32 = 1u;\n";
+        validate(&format!("{consts}{COMMON_WGSL}"), "common.wgsl");
+        validate(&format!("{consts}{COMMON_WGSL}\n{MATH_WGSL}"), "math.wgsl");
     }
 
-    /// Every kernel the library can generate, for every dtype, storage mode
-    /// and contiguity, parses and validates with naga.
+    /// Every single-op kernel the library can generate, for every dtype,
+    /// storage mode and contiguity, parses and validates with naga.
     #[test]
     fn every_generated_kernel_validates() {
-        let gpu_dtypes = [
-            DType::F32,
-            DType::F16,
-            DType::I32,
-            DType::U32,
-            DType::U8,
-            DType::Bool,
-        ];
         let mut keys = Vec::new();
         for native_f16 in [true, false] {
             for contiguous in [true, false] {
-                let key = |kernel, out, inputs| KernelKey {
-                    kernel,
-                    out,
-                    inputs,
-                    native_f16,
-                    contiguous,
+                let key = |kernel, out, inputs: &[(DType, Src)]| {
+                    single(kernel, out, inputs, native_f16, contiguous)
                 };
-                for &d in &gpu_dtypes {
-                    keys.push(key(Kernel::Fill, d, smallvec![]));
+                for &d in &GPU_DTYPES {
+                    keys.push(key(Kernel::Fill, d, &[(d, Src::Scalar)]));
                     keys.push(key(
                         Kernel::Where,
                         d,
-                        smallvec![
-                            (DType::Bool, Source::Binding),
-                            (d, Source::Out),
-                            (d, Source::Binding)
+                        &[
+                            (DType::Bool, Src::Binding),
+                            (d, Src::Out),
+                            (d, Src::Binding),
                         ],
                     ));
-                    for &from in &gpu_dtypes {
-                        keys.push(key(Kernel::Cast, d, smallvec![(from, Source::Binding)]));
+                    for &from in &GPU_DTYPES {
+                        keys.push(key(Kernel::Cast, d, &[(from, Src::Binding)]));
                     }
-                    for op in [
-                        UnaryOp::Neg,
-                        UnaryOp::Abs,
-                        UnaryOp::Exp,
-                        UnaryOp::Log,
-                        UnaryOp::Sqrt,
-                        UnaryOp::Rsqrt,
-                        UnaryOp::Sin,
-                        UnaryOp::Cos,
-                        UnaryOp::Tanh,
-                        UnaryOp::Sigmoid,
-                        UnaryOp::Relu,
-                        UnaryOp::Gelu,
-                        UnaryOp::Floor,
-                        UnaryOp::Ceil,
-                        UnaryOp::Round,
-                        UnaryOp::Sign,
-                        UnaryOp::Recip,
-                        UnaryOp::Square,
-                        UnaryOp::Not,
-                    ] {
+                    for op in UnaryOp::ALL {
                         if op.check(d).is_ok() {
-                            keys.push(key(Kernel::Unary(op), d, smallvec![(d, Source::Out)]));
+                            keys.push(key(Kernel::Unary(op), d, &[(d, Src::Out)]));
                         }
                     }
-                    for op in [
-                        BinaryOp::Add,
-                        BinaryOp::Sub,
-                        BinaryOp::Mul,
-                        BinaryOp::Div,
-                        BinaryOp::Pow,
-                        BinaryOp::Maximum,
-                        BinaryOp::Minimum,
-                        BinaryOp::Remainder,
-                        BinaryOp::And,
-                        BinaryOp::Or,
-                        BinaryOp::Xor,
-                    ] {
+                    for op in BinaryOp::ALL {
                         if op.check(d).is_ok() {
                             keys.push(key(
                                 Kernel::Binary(op),
                                 d,
-                                smallvec![(d, Source::Binding), (d, Source::Scalar)],
+                                &[(d, Src::Binding), (d, Src::Scalar)],
                             ));
                         }
                     }
-                    for op in [
-                        CompareOp::Eq,
-                        CompareOp::Ne,
-                        CompareOp::Lt,
-                        CompareOp::Le,
-                        CompareOp::Gt,
-                        CompareOp::Ge,
-                    ] {
+                    for op in CompareOp::ALL {
                         keys.push(key(
                             Kernel::Compare(op),
                             DType::Bool,
-                            smallvec![(d, Source::Binding), (d, Source::Binding)],
+                            &[(d, Src::Binding), (d, Src::Binding)],
                         ));
                     }
                 }
@@ -474,5 +500,82 @@ mod tests {
             validate(&elementwise_source(key), &format!("{key:?}"));
         }
         assert!(keys.len() > 500, "{} kernels", keys.len());
+    }
+
+    /// A fused program: ((a * 2 + b).exp() - c).relu() with rounding of the
+    /// intermediates, in every float storage mode, validates; and so does a
+    /// program with the most operands and scalar slots.
+    #[test]
+    fn fused_programs_validate() {
+        for (dtype, native_f16) in [(DType::F32, true), (DType::F16, true), (DType::F16, false)] {
+            let operand = |binding| Operand { dtype, binding };
+            let apply = |op, args: &[u8]| Node::Apply {
+                kernel: Kernel::Binary(op),
+                dtype,
+                args: args.iter().copied().collect(),
+            };
+            let key = KernelKey {
+                nodes: smallvec![
+                    Node::Load(1),
+                    Node::Scalar { slot: 0, dtype },
+                    apply(BinaryOp::Mul, &[0, 1]),
+                    Node::Round { arg: 2, dtype },
+                    Node::Load(2),
+                    apply(BinaryOp::Add, &[3, 4]),
+                    Node::Round { arg: 5, dtype },
+                    Node::Apply {
+                        kernel: Kernel::Unary(UnaryOp::Exp),
+                        dtype,
+                        args: smallvec![6]
+                    },
+                    Node::Load(3),
+                    apply(BinaryOp::Sub, &[7, 8]),
+                    Node::Apply {
+                        kernel: Kernel::Unary(UnaryOp::Relu),
+                        dtype,
+                        args: smallvec![9]
+                    },
+                ],
+                operands: smallvec![operand(1), operand(2), operand(3), operand(4)],
+                inputs: smallvec![dtype, dtype, dtype],
+                scalars: 1,
+                native_f16,
+                contiguous: false,
+            };
+            validate(&elementwise_source(&key), &format!("{key:?}"));
+        }
+        let mut wide = single(
+            Kernel::Binary(BinaryOp::Add),
+            DType::U8,
+            &[(DType::U8, Src::Binding), (DType::U8, Src::Scalar)],
+            false,
+            true,
+        );
+        let add = |args: [u8; 2]| Node::Apply {
+            kernel: Kernel::Binary(BinaryOp::Add),
+            dtype: DType::U8,
+            args: args.into_iter().collect(),
+        };
+        for k in 0..6u8 {
+            let prev = wide.nodes.len() as u8 - 1;
+            wide.inputs.push(DType::U8);
+            wide.operands.push(Operand {
+                dtype: DType::U8,
+                binding: 3 + k,
+            });
+            wide.nodes.push(Node::Load(2 + k));
+            wide.nodes.push(Node::Scalar {
+                slot: 1 + k,
+                dtype: DType::U8,
+            });
+            wide.nodes.push(add([prev + 1, prev + 2]));
+            wide.nodes.push(Node::Round {
+                arg: prev + 3,
+                dtype: DType::U8,
+            });
+            wide.nodes.push(add([prev, prev + 4]));
+        }
+        assert_eq!(wide.operands.len(), 8);
+        validate(&elementwise_source(&wide), "eight operands, seven scalars");
     }
 }

@@ -2,11 +2,15 @@
 //! cache and the scheduler of pending work.
 
 use super::pipeline::PipelineCache;
-use super::scheduler::Scheduler;
+use super::pool::BufferPool;
+use super::program::ProgramLimits;
+use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler};
 use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// Options for opening a GPU device.
+/// Options for opening a GPU device. Each `None` falls back to an
+/// environment variable, then to the default.
 #[derive(Debug, Clone, Default)]
 pub struct GpuOptions {
     /// Store f16 packed two to a `u32` even when the adapter has SHADER_F16
@@ -15,6 +19,30 @@ pub struct GpuOptions {
     pub force_packed_f16: bool,
     /// Prefer a low-power adapter over a high-performance one.
     pub low_power: bool,
+    /// Recorded ops per submit (1 submits every op on its own).
+    /// Environment: `WEBTENSOR_FLUSH_THRESHOLD`; default 256.
+    pub flush_threshold: Option<usize>,
+    /// Fuse chains of elementwise ops whose intermediates are dropped.
+    /// Environment: `WEBTENSOR_FUSION=0|1`; default on.
+    pub fusion: Option<bool>,
+    /// Most bytes of device memory tensors and readbacks may hold (live and
+    /// pooled); an allocation past it is `Error::OutOfMemory`.
+    /// Environment: `WEBTENSOR_MEMORY_CAP` (bytes); default none.
+    pub memory_cap: Option<u64>,
+}
+
+/// Reads a setting from the environment; unset or unparsable gives `None`.
+fn env_setting<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+fn env_flag(name: &str) -> Option<bool> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "true" | "yes" => Some(true),
+        "0" | "off" | "false" | "no" => Some(false),
+        _ => None,
+    }
 }
 
 /// Facts about the adapter, kept for `Device::info`.
@@ -28,7 +56,15 @@ pub(crate) struct AdapterFacts {
     pub max_storage_binding: u64,
     pub max_buffer_size: u64,
     pub max_workgroups_per_dim: u32,
+    pub max_storage_buffers: u32,
     pub uniform_align: u32,
+}
+
+impl AdapterFacts {
+    /// The largest tensor buffer, in bytes.
+    pub fn max_binding_bytes(&self) -> u64 {
+        self.max_storage_binding.min(self.max_buffer_size)
+    }
 }
 
 /// An opened GPU device.
@@ -37,7 +73,12 @@ pub(crate) struct GpuContext {
     pub queue: wgpu::Queue,
     pub facts: AdapterFacts,
     pub pipelines: PipelineCache,
+    pub pool: BufferPool,
     scheduler: Mutex<Scheduler>,
+    /// Id of the batch being recorded; bumped by every flush.
+    open_batch: AtomicU64,
+    flush_threshold: AtomicUsize,
+    fusion: AtomicBool,
 }
 
 impl GpuContext {
@@ -87,15 +128,68 @@ impl GpuContext {
             max_storage_binding: limits.max_storage_buffer_binding_size as u64,
             max_buffer_size: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
+            max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
             uniform_align: limits.min_uniform_buffer_offset_alignment,
         };
+        let pool = BufferPool::default();
+        pool.set_cap(
+            options
+                .memory_cap
+                .or_else(|| env_setting("WEBTENSOR_MEMORY_CAP")),
+        );
+        let threshold = options
+            .flush_threshold
+            .or_else(|| env_setting("WEBTENSOR_FLUSH_THRESHOLD"))
+            .unwrap_or(DEFAULT_FLUSH_THRESHOLD);
+        let fusion = options
+            .fusion
+            .or_else(|| env_flag("WEBTENSOR_FUSION"))
+            .unwrap_or(true);
         Ok(GpuContext {
             device,
             queue,
             facts,
             pipelines: PipelineCache::default(),
+            pool,
             scheduler: Mutex::new(Scheduler::default()),
+            open_batch: AtomicU64::new(0),
+            flush_threshold: AtomicUsize::new(threshold.max(1)),
+            fusion: AtomicBool::new(fusion),
         })
+    }
+
+    /// Id of the batch being recorded.
+    pub fn open_batch(&self) -> u64 {
+        self.open_batch.load(Ordering::Acquire)
+    }
+
+    /// Marks the open batch submitted.
+    pub fn close_batch(&self) {
+        self.open_batch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn flush_threshold(&self) -> usize {
+        self.flush_threshold.load(Ordering::Relaxed)
+    }
+
+    /// Sets the flush threshold (at least 1).
+    pub fn set_flush_threshold(&self, ops: usize) {
+        self.flush_threshold.store(ops.max(1), Ordering::Relaxed);
+    }
+
+    pub fn fusion_enabled(&self) -> bool {
+        self.fusion.load(Ordering::Relaxed)
+    }
+
+    pub fn set_fusion(&self, on: bool) {
+        self.fusion.store(on, Ordering::Relaxed);
+    }
+
+    /// What a fused kernel may bind on this device.
+    pub fn program_limits(&self) -> ProgramLimits {
+        ProgramLimits {
+            bindings: (self.facts.max_storage_buffers as usize).min(super::params::MAX_OPERANDS),
+        }
     }
 
     /// The pending work of this device.
@@ -103,12 +197,16 @@ impl GpuContext {
         self.scheduler.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Submits everything pending.
+    /// Submits everything pending (nothing when nothing is).
     ///
     /// # Errors
     /// `Error::Gpu` when the submission fails.
     pub fn flush(&self) -> Result<()> {
-        self.scheduler().flush(self, |_| {})
+        let mut scheduler = self.scheduler();
+        if scheduler.has_pending() {
+            scheduler.flush(self, |_| {})?;
+        }
+        Ok(())
     }
 }
 

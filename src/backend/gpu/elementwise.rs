@@ -1,82 +1,48 @@
-//! Launching elementwise kernels: from a [`Call`] to a recorded dispatch.
+//! Recording elementwise ops: from a [`Call`] to a [`RecordedOp`] in the
+//! device's pending batch, and the dispatch grid.
 
-use super::codegen::{KernelKey, Source, WORKGROUP_SIZE};
-use super::params::{MAX_OPERANDS, Params};
+use super::codegen::WORKGROUP_SIZE;
+use super::fusion::{OpArg, RecordedOp, TensorOperand};
 use super::storage::GpuStorage;
-use crate::backend::{Call, Input, Storage};
+use crate::backend::{Call, Input, Storage, TensorRef};
 use crate::error::{Error, Result};
-use crate::layout::{IterPlan, Layout};
-use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// Records `call` on the device that holds `out`.
 ///
 /// # Errors
-/// `Error::TooLarge` when the grid exceeds the dispatch limits; `Error::Gpu`
-/// for a pipeline that fails to build.
+/// `Error::TooLarge` when the dispatch grid cannot cover the destination;
+/// `Error::Gpu` when an input is not on this GPU; flush failures when the
+/// recording reaches the flush threshold.
 pub(crate) fn run(out: &GpuStorage, call: &Call) -> Result<()> {
     let ctx = &out.ctx;
-    let mut layouts: SmallVec<[&Layout; MAX_OPERANDS]> = SmallVec::new();
-    let mut inputs = SmallVec::new();
-    let mut buffers: SmallVec<[wgpu::Buffer; 4]> = SmallVec::new();
-    let mut scalar = 0u32;
-    layouts.push(&call.out.layout);
-    buffers.push(out.buffer.clone());
+    // Fails now, not at flush time, when the grid cannot cover the op.
+    grid(call.out.layout.numel(), ctx.facts.max_workgroups_per_dim)?;
+    let operand = |t: &TensorRef, s: &GpuStorage| TensorOperand {
+        storage: Arc::downgrade(t.storage),
+        buffer: s.buffer().clone(),
+        buffer_id: s.buffer_id(),
+        layout: t.layout.clone(),
+        dtype: t.dtype,
+    };
+    let mut args = smallvec::SmallVec::new();
     for input in &call.inputs {
-        match input {
-            Input::Tensor(t) if Arc::ptr_eq(t.storage, call.out.storage) => {
-                inputs.push((t.dtype, Source::Out));
-                layouts.push(&t.layout);
-            }
+        args.push(match input {
             Input::Tensor(t) => {
                 let Storage::Gpu(s) = &**t.storage else {
                     return Err(Error::gpu("gpu kernel", "input is not on the GPU"));
                 };
-                inputs.push((t.dtype, Source::Binding));
-                layouts.push(&t.layout);
-                buffers.push(s.buffer.clone());
+                OpArg::Tensor(operand(t, s))
             }
-            Input::Scalar(s) => {
-                inputs.push((s.dtype, Source::Scalar));
-                scalar = s.bits();
-                // Keeps operand slots aligned with input positions; identical
-                // to the destination, so it never blocks merging axes.
-                layouts.push(&call.out.layout);
-            }
-        }
+            Input::Scalar(s) => OpArg::Scalar(*s),
+        });
     }
-    let plan = IterPlan::new(&layouts);
-    let numel = plan.numel();
-    if numel == 0 {
-        return Ok(());
-    }
-    let key = KernelKey {
+    let op = RecordedOp {
         kernel: call.kernel,
-        out: call.out.dtype,
-        inputs,
-        native_f16: ctx.facts.native_f16,
-        contiguous: plan.is_contiguous(),
+        out: operand(&call.out, out),
+        args,
     };
-    let groups = grid(numel, ctx.facts.max_workgroups_per_dim)?;
-    let mut params = Params {
-        numel: numel as u32,
-        rank: plan.shape.len() as u32,
-        row_threads: groups[0] * WORKGROUP_SIZE,
-        scalar,
-        ..Params::default()
-    };
-    for (d, &n) in plan.shape.iter().enumerate() {
-        params.shape[d] = n as u32;
-    }
-    for (k, (strides, &offset)) in plan.strides.iter().zip(plan.offsets.iter()).enumerate() {
-        params.offsets[k] = offset as u32;
-        for (d, &s) in strides.iter().enumerate() {
-            params.strides[k][d] = s as i32;
-        }
-    }
-    let pipeline = ctx.pipelines.get(&ctx.device, &key)?;
-    ctx.scheduler()
-        .record(ctx, pipeline, buffers, params, groups)
+    ctx.scheduler().record(ctx, op)
 }
 
 /// A 2-D grid of 64-thread workgroups covering `numel` threads, within the

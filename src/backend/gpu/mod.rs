@@ -1,12 +1,16 @@
-//! The GPU backend on wgpu: buffers, generated WGSL kernels that read every
-//! operand through (shape, strides, offset) parameters, a pipeline cache and
-//! a scheduler that batches dispatches into few submits.
+//! The GPU backend on wgpu: pooled buffers, generated WGSL kernels that read
+//! every operand through (shape, strides, offset) parameters, a pipeline
+//! cache and a scheduler that batches ops into few submits and fuses
+//! elementwise chains.
 
 pub(crate) mod codegen;
 mod context;
 mod elementwise;
+mod fusion;
 mod params;
 mod pipeline;
+mod pool;
+mod program;
 mod scheduler;
 mod storage;
 

@@ -1,25 +1,77 @@
-//! The per-dispatch parameter block, byte-for-byte the `Params` struct of
-//! `shaders/common.wgsl`.
+//! The per-dispatch parameter block, byte for byte the `Params` struct of
+//! `shaders/common.wgsl` for a kernel with `OPERANDS` operands and
+//! `SCALAR_VECS` vec4s of scalar slots:
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 16 | numel, rank, row_threads, padding |
+//! | 32 | shape (8 x u32) |
+//! | 16 * ceil(OPERANDS / 4) | offsets (u32 per operand) |
+//! | 32 * OPERANDS | strides (8 x i32 per operand) |
+//! | 16 * SCALAR_VECS | scalar bits (u32 per slot) |
 
+use crate::layout::IterPlan;
 use crate::shape::MAX_RANK;
 
-/// Operands per kernel: the destination and up to three inputs.
-pub(crate) const MAX_OPERANDS: usize = 4;
+/// Most operands of one kernel: the destination and up to seven inputs.
+pub(crate) const MAX_OPERANDS: usize = 8;
 
-/// Kernel parameters: shape, per-operand strides and offsets, a scalar.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct Params {
-    pub numel: u32,
-    pub rank: u32,
-    pub row_threads: u32,
-    pub scalar: u32,
-    pub shape: [u32; MAX_RANK],
-    pub offsets: [u32; MAX_OPERANDS],
-    pub strides: [[i32; MAX_RANK]; MAX_OPERANDS],
+/// Most scalar slots of one kernel.
+pub(crate) const MAX_SCALARS: usize = 8;
+
+/// vec4s holding the offsets of `operands` operands.
+pub(crate) fn offset_vecs(operands: usize) -> usize {
+    operands.div_ceil(4)
 }
 
-/// Size of [`Params`] in bytes (the uniform binding's size).
-pub(crate) const PARAMS_SIZE: u64 = std::mem::size_of::<Params>() as u64;
+/// vec4s holding `scalars` scalar slots (at least one: WGSL has no empty arrays).
+pub(crate) fn scalar_vecs(scalars: usize) -> usize {
+    scalars.div_ceil(4).max(1)
+}
 
-const _: () = assert!(PARAMS_SIZE == 192, "Params must match shaders/common.wgsl");
+/// Size in bytes of the block for this many operands and scalar slots.
+pub(crate) fn params_size(operands: usize, scalars: usize) -> u64 {
+    (16 + 4 * MAX_RANK
+        + 16 * offset_vecs(operands)
+        + 4 * MAX_RANK * operands
+        + 16 * scalar_vecs(scalars)) as u64
+}
+
+/// The parameter block of one dispatch over `plan` (one stride vector and
+/// offset per operand).
+pub(crate) fn params_bytes(plan: &IterPlan, row_threads: u32, scalars: &[u32]) -> Vec<u8> {
+    let operands = plan.offsets.len();
+    let mut words: Vec<u32> = Vec::with_capacity(params_size(operands, scalars.len()) as usize / 4);
+    words.extend([plan.numel() as u32, plan.shape.len() as u32, row_threads, 0]);
+    words.extend((0..MAX_RANK).map(|d| plan.shape.get(d).map_or(0, |&n| n as u32)));
+    words.extend(
+        (0..4 * offset_vecs(operands)).map(|k| plan.offsets.get(k).map_or(0, |&o| o as u32)),
+    );
+    for strides in &plan.strides {
+        words.extend((0..MAX_RANK).map(|d| strides.get(d).map_or(0, |&s| s as i32 as u32)));
+    }
+    words.extend((0..4 * scalar_vecs(scalars.len())).map(|k| scalars.get(k).copied().unwrap_or(0)));
+    debug_assert_eq!(
+        words.len() * 4,
+        params_size(operands, scalars.len()) as usize
+    );
+    bytemuck::cast_slice(&words).to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Layout;
+
+    #[test]
+    fn block_size_matches_the_layout_table() {
+        assert_eq!(params_size(4, 1), 16 + 32 + 16 + 128 + 16);
+        assert_eq!(params_size(5, 5), 16 + 32 + 32 + 160 + 32);
+        let a = Layout::contiguous([2, 3]);
+        let plan = IterPlan::new(&[&a, &a]);
+        assert_eq!(
+            params_bytes(&plan, 64, &[7]).len() as u64,
+            params_size(2, 1)
+        );
+    }
+}

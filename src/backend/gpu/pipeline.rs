@@ -1,7 +1,8 @@
 //! Compiled pipelines, one per [`KernelKey`], built on first use.
 
-use super::codegen::{KernelKey, elementwise_source};
-use super::params::PARAMS_SIZE;
+use super::codegen::elementwise_source;
+use super::params::params_size;
+use super::program::KernelKey;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,7 @@ pub(crate) struct Pipeline {
 }
 
 /// Pipelines by key. Strides and shapes are parameters, so the cache stays
-/// small: one entry per (op, dtypes, storage modes, contiguity).
+/// small: one entry per (program, dtypes, storage modes, contiguity).
 #[derive(Default)]
 pub(crate) struct PipelineCache {
     pipelines: Mutex<HashMap<KernelKey, Arc<Pipeline>>>,
@@ -67,13 +68,16 @@ fn build(device: &wgpu::Device, key: &KernelKey) -> Result<Pipeline> {
             ty: wgpu::BindingType::Buffer {
                 ty: wgpu::BufferBindingType::Uniform,
                 has_dynamic_offset: true,
-                min_binding_size: wgpu::BufferSize::new(PARAMS_SIZE),
+                min_binding_size: wgpu::BufferSize::new(params_size(
+                    key.operands.len(),
+                    key.scalars as usize,
+                )),
             },
             count: None,
         },
         storage(1, false),
     ];
-    for k in 0..key.input_bindings() {
+    for k in 0..key.inputs.len() {
         entries.push(storage(2 + k as u32, true));
     }
     let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {

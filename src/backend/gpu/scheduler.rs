@@ -1,128 +1,198 @@
-//! Pending GPU work. Ops record dispatches here instead of submitting them;
-//! a flush encodes every pending dispatch into one compute pass of one
-//! command encoder, uploads all their parameters as one arena buffer bound
-//! with dynamic offsets, and submits once.
+//! Pending GPU work. Ops record themselves here instead of submitting; a
+//! flush fuses what it can (see `fusion.rs`), encodes every dispatch into
+//! one compute pass of one command encoder, writes all their parameters into
+//! one arena buffer bound with dynamic offsets, and submits once.
 //!
-//! A flush happens on readback, on `Device::sync`, and when
-//! [`FLUSH_THRESHOLD`] dispatches are pending.
+//! A flush happens on readback, on `Device::sync`, before a host write into
+//! a buffer that pending work may still read, and when the number of ops
+//! recorded reaches the device's flush threshold.
 
 use super::context::GpuContext;
-use super::params::{PARAMS_SIZE, Params};
+use super::fusion::{RecordedOp, programs};
+use super::params::{params_bytes, params_size};
 use super::pipeline::Pipeline;
+use super::program::Program;
 use crate::error::Result;
-use smallvec::SmallVec;
+use crate::layout::{IterPlan, Layout};
 use std::sync::Arc;
-use wgpu::util::DeviceExt;
 
-/// Pending dispatches that trigger a flush.
-pub(crate) const FLUSH_THRESHOLD: usize = 256;
+/// Flush threshold when neither the options nor `WEBTENSOR_FLUSH_THRESHOLD`
+/// set one: recorded ops per submit (see BENCHMARKS.md for the measurement).
+pub(crate) const DEFAULT_FLUSH_THRESHOLD: usize = 256;
 
-/// One recorded dispatch.
-struct Dispatch {
+/// Counters reported by `Device::stats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SchedulerCounters {
+    pub submits: u64,
+    pub ops_recorded: u64,
+    pub dispatches: u64,
+    pub fused_kernels: u64,
+    pub fused_ops: u64,
+}
+
+/// The ops recorded since the last submit, and the parameter arena.
+#[derive(Default)]
+pub(crate) struct Scheduler {
+    pending: Vec<RecordedOp>,
+    arena: Option<wgpu::Buffer>,
+    pub counters: SchedulerCounters,
+}
+
+/// One dispatch, ready to encode.
+struct Encoded {
     pipeline: Arc<Pipeline>,
-    /// Destination first, then the input bindings in binding order.
-    buffers: SmallVec<[wgpu::Buffer; 4]>,
-    params: Params,
+    program: Program,
+    params: Vec<u8>,
     groups: [u32; 2],
 }
 
-/// The dispatches recorded since the last submit, and counters.
-#[derive(Default)]
-pub(crate) struct Scheduler {
-    pending: Vec<Dispatch>,
-    pub submits: u64,
-    pub dispatches: u64,
-}
-
 impl Scheduler {
-    /// Records a dispatch; flushes when the threshold is reached.
+    /// Records an op; flushes when the threshold is reached.
     ///
     /// # Errors
-    /// `Error::Gpu` when the flush fails.
-    pub fn record(
-        &mut self,
-        ctx: &GpuContext,
-        pipeline: Arc<Pipeline>,
-        buffers: SmallVec<[wgpu::Buffer; 4]>,
-        params: Params,
-        groups: [u32; 2],
-    ) -> Result<()> {
-        self.pending.push(Dispatch {
-            pipeline,
-            buffers,
-            params,
-            groups,
-        });
-        self.dispatches += 1;
-        if self.pending.len() >= FLUSH_THRESHOLD {
+    /// As [`Scheduler::flush`].
+    pub fn record(&mut self, ctx: &GpuContext, op: RecordedOp) -> Result<()> {
+        self.pending.push(op);
+        self.counters.ops_recorded += 1;
+        if self.pending.len() >= ctx.flush_threshold() {
             self.flush(ctx, |_| {})?;
         }
         Ok(())
     }
 
-    /// Encodes all pending dispatches, then whatever `after` adds (a copy for
-    /// readback), and submits once. Submits even with nothing pending when
-    /// `after` has work.
+    /// True when ops are waiting to be submitted.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Encodes all pending ops, then whatever `after` adds (a copy for
+    /// readback), and submits once.
     ///
     /// # Errors
-    /// Currently infallible; kept fallible for device-loss reporting.
+    /// `Error::Gpu` when a generated kernel fails to build (a bug) or a
+    /// dispatch exceeds the device's grid.
     pub fn flush(
         &mut self,
         ctx: &GpuContext,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
+        let ops = std::mem::take(&mut self.pending);
+        let result = self.submit(ctx, &ops, after);
+        // Whatever happened, the batch is closed: buffers released while it
+        // was open are safe to write once it is submitted (or abandoned).
+        ctx.close_batch();
+        result
+    }
+
+    fn submit(
+        &mut self,
+        ctx: &GpuContext,
+        ops: &[RecordedOp],
+        after: impl FnOnce(&mut wgpu::CommandEncoder),
+    ) -> Result<()> {
+        let mut encoded = Vec::new();
+        for program in programs(ops, ctx.fusion_enabled(), ctx.program_limits()) {
+            if let Some(e) = encode(ctx, program)? {
+                encoded.push(e);
+            }
+        }
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("webtensor batch"),
             });
-        if !self.pending.is_empty() {
-            let stride = PARAMS_SIZE.next_multiple_of(ctx.facts.uniform_align as u64) as usize;
-            let mut arena = vec![0u8; stride * self.pending.len()];
-            for (k, d) in self.pending.iter().enumerate() {
-                arena[k * stride..k * stride + PARAMS_SIZE as usize]
-                    .copy_from_slice(bytemuck::bytes_of(&d.params));
+        if !encoded.is_empty() {
+            let align = ctx.facts.uniform_align as u64;
+            let mut offsets = Vec::with_capacity(encoded.len());
+            let mut bytes = Vec::new();
+            for e in &encoded {
+                offsets.push(bytes.len() as u64);
+                bytes.extend_from_slice(&e.params);
+                bytes.resize((bytes.len() as u64).next_multiple_of(align) as usize, 0);
             }
-            let arena = ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("webtensor params"),
-                    contents: &arena,
-                    usage: wgpu::BufferUsages::UNIFORM,
-                });
-            let groups: Vec<wgpu::BindGroup> = self
-                .pending
-                .iter()
-                .map(|d| bind_group(ctx, d, &arena))
-                .collect();
+            let arena = self.arena(ctx, bytes.len() as u64);
+            // Ordered after every earlier submit and before this one, so an
+            // earlier batch never sees these parameters.
+            ctx.queue.write_buffer(&arena, 0, &bytes);
+            let groups: Vec<wgpu::BindGroup> =
+                encoded.iter().map(|e| bind_group(ctx, e, &arena)).collect();
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("webtensor batch"),
                 timestamp_writes: None,
             });
-            for (k, (d, group)) in self.pending.iter().zip(groups.iter()).enumerate() {
-                pass.set_pipeline(&d.pipeline.pipeline);
-                pass.set_bind_group(0, group, &[(k * stride) as u32]);
-                pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+            for ((e, group), offset) in encoded.iter().zip(&groups).zip(&offsets) {
+                pass.set_pipeline(&e.pipeline.pipeline);
+                pass.set_bind_group(0, group, &[*offset as u32]);
+                pass.dispatch_workgroups(e.groups[0], e.groups[1], 1);
             }
         }
         after(&mut encoder);
         ctx.queue.submit(Some(encoder.finish()));
-        self.pending.clear();
-        self.submits += 1;
+        let c = &mut self.counters;
+        c.submits += 1;
+        c.dispatches += encoded.len() as u64;
+        for e in &encoded {
+            let fused = e.program.fused_ops() as u64;
+            c.fused_ops += fused;
+            c.fused_kernels += u64::from(fused > 0);
+        }
         Ok(())
+    }
+
+    /// The parameter arena, grown to at least `size` bytes.
+    fn arena(&mut self, ctx: &GpuContext, size: u64) -> wgpu::Buffer {
+        match &self.arena {
+            Some(a) if a.size() >= size => a.clone(),
+            _ => {
+                let a = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("webtensor params"),
+                    size: size.next_power_of_two().max(4096),
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                self.arena = Some(a.clone());
+                a
+            }
+        }
     }
 }
 
-fn bind_group(ctx: &GpuContext, d: &Dispatch, arena: &wgpu::Buffer) -> wgpu::BindGroup {
+/// The pipeline, parameters and grid of one program; `None` when it has no
+/// elements.
+fn encode(ctx: &GpuContext, program: Program) -> Result<Option<Encoded>> {
+    let layouts: Vec<&Layout> = program.layouts.iter().collect();
+    let plan = IterPlan::new(&layouts);
+    let numel = plan.numel();
+    if numel == 0 {
+        return Ok(None);
+    }
+    let groups = super::elementwise::grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
+    let pipeline = ctx.pipelines.get(&ctx.device, &key)?;
+    let params = params_bytes(
+        &plan,
+        groups[0] * super::codegen::WORKGROUP_SIZE,
+        &program.scalars,
+    );
+    Ok(Some(Encoded {
+        pipeline,
+        program,
+        params,
+        groups,
+    }))
+}
+
+fn bind_group(ctx: &GpuContext, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::BindGroup {
+    let size = params_size(e.program.operands.len(), e.program.scalars.len());
     let mut entries = vec![wgpu::BindGroupEntry {
         binding: 0,
         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
             buffer: arena,
             offset: 0,
-            size: wgpu::BufferSize::new(PARAMS_SIZE),
+            size: wgpu::BufferSize::new(size),
         }),
     }];
-    for (k, buffer) in d.buffers.iter().enumerate() {
+    for (k, buffer) in e.program.buffers.iter().enumerate() {
         entries.push(wgpu::BindGroupEntry {
             binding: 1 + k as u32,
             resource: buffer.as_entire_binding(),
@@ -130,7 +200,7 @@ fn bind_group(ctx: &GpuContext, d: &Dispatch, arena: &wgpu::Buffer) -> wgpu::Bin
     }
     ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
-        layout: &d.pipeline.layout,
+        layout: &e.pipeline.layout,
         entries: &entries,
     })
 }

@@ -1,10 +1,10 @@
-//! Device buffers holding tensor elements.
+//! Device buffers holding tensor elements, on loan from the device's pool.
 
 use super::context::GpuContext;
+use super::pool::{BufferKind, PooledBuffer};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use std::sync::Arc;
-use wgpu::util::DeviceExt;
 
 /// Bytes one element occupies in a device buffer.
 pub(crate) fn element_bytes(dtype: DType) -> usize {
@@ -15,24 +15,21 @@ pub(crate) fn element_bytes(dtype: DType) -> usize {
     }
 }
 
-/// A buffer of `len` elements of `dtype` on one GPU.
+/// A buffer of `len` elements of `dtype` on one GPU. Dropping it returns
+/// the buffer to the pool.
 pub(crate) struct GpuStorage {
-    pub buffer: wgpu::Buffer,
+    loan: PooledBuffer,
     pub len: usize,
     pub dtype: DType,
     pub ctx: Arc<GpuContext>,
 }
 
-const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
-    .union(wgpu::BufferUsages::COPY_SRC)
-    .union(wgpu::BufferUsages::COPY_DST);
-
 /// Checks that `len` elements of `dtype` fit one storage binding, and
-/// returns the buffer size in bytes (a multiple of 4, at least 4).
+/// returns the bytes they need (a multiple of 4, at least 4).
 ///
 /// # Errors
 /// `UnsupportedDType` for f64, `TooLarge` above the binding limit.
-fn buffer_size(ctx: &GpuContext, op: &'static str, dtype: DType, len: usize) -> Result<u64> {
+fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: DType, len: usize) -> Result<u64> {
     if dtype == DType::F64 {
         return Err(Error::UnsupportedDType {
             op,
@@ -43,7 +40,7 @@ fn buffer_size(ctx: &GpuContext, op: &'static str, dtype: DType, len: usize) -> 
     let bytes = (len as u64 * element_bytes(dtype) as u64)
         .next_multiple_of(4)
         .max(4);
-    let limit = ctx.facts.max_storage_binding.min(ctx.facts.max_buffer_size);
+    let limit = ctx.facts.max_binding_bytes();
     if bytes > limit {
         return Err(Error::TooLarge {
             op,
@@ -64,57 +61,78 @@ fn buffer_size(ctx: &GpuContext, op: &'static str, dtype: DType, len: usize) -> 
 }
 
 impl GpuStorage {
-    /// A zero-filled buffer.
+    /// A buffer whose contents are unspecified: for a destination the next
+    /// recorded command overwrites entirely.
     ///
     /// # Errors
-    /// As [`buffer_size`].
-    pub fn zeros(
+    /// As [`storage_bytes`]; `OutOfMemory` over the memory cap.
+    pub fn uninit(
         ctx: &Arc<GpuContext>,
         op: &'static str,
         dtype: DType,
         len: usize,
     ) -> Result<GpuStorage> {
-        let size = buffer_size(ctx, op, dtype, len)?;
-        let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("webtensor tensor"),
-            size,
-            usage: USAGE,
-            mapped_at_creation: false,
-        });
-        Ok(GpuStorage {
-            buffer,
-            len,
-            dtype,
-            ctx: ctx.clone(),
-        })
+        Ok(Self::acquire(ctx, op, dtype, len)?.0)
     }
 
-    /// A buffer holding `values`.
+    /// A buffer holding `values`. A reused buffer that a pending command may
+    /// still read gets the pending batch submitted before the write.
     ///
     /// # Errors
-    /// As [`buffer_size`].
+    /// As [`GpuStorage::uninit`]; `Error::Gpu` when the flush fails.
     pub fn upload<T: Element>(
         ctx: &Arc<GpuContext>,
         op: &'static str,
         values: &[T],
     ) -> Result<GpuStorage> {
-        let size = buffer_size(ctx, op, T::DTYPE, values.len())?;
-        let mut bytes = Vec::with_capacity(size as usize);
+        let (storage, needs_flush) = Self::acquire(ctx, op, T::DTYPE, values.len())?;
+        if needs_flush {
+            ctx.flush()?;
+        }
+        let mut bytes = Vec::with_capacity(values.len() * element_bytes(T::DTYPE) + 3);
         T::write_bytes(values, &mut bytes);
-        bytes.resize(size as usize, 0);
-        let buffer = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("webtensor tensor"),
-                contents: &bytes,
-                usage: USAGE,
-            });
-        Ok(GpuStorage {
-            buffer,
-            len: values.len(),
-            dtype: T::DTYPE,
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        if !bytes.is_empty() {
+            ctx.queue.write_buffer(storage.buffer(), 0, &bytes);
+        }
+        Ok(storage)
+    }
+
+    fn acquire(
+        ctx: &Arc<GpuContext>,
+        op: &'static str,
+        dtype: DType,
+        len: usize,
+    ) -> Result<(GpuStorage, bool)> {
+        let bytes = storage_bytes(ctx, op, dtype, len)?;
+        let got = ctx.pool.acquire(
+            &ctx.device,
+            op,
+            BufferKind::Tensor,
+            bytes,
+            ctx.facts.max_binding_bytes(),
+            ctx.open_batch(),
+        )?;
+        let storage = GpuStorage {
+            loan: got.buffer,
+            len,
+            dtype,
             ctx: ctx.clone(),
-        })
+        };
+        Ok((storage, got.needs_flush))
+    }
+
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.loan().buffer
+    }
+
+    /// The pool's id of the buffer (shared by every storage that ever held it).
+    pub fn buffer_id(&self) -> u64 {
+        self.loan().id
+    }
+
+    fn loan(&self) -> &PooledBuffer {
+        &self.loan
     }
 
     pub fn len(&self) -> usize {
@@ -131,38 +149,71 @@ impl GpuStorage {
         let eb = element_bytes(self.dtype) as u64;
         let first = start as u64 * eb;
         let wanted = count as u64 * eb;
-        let aligned_start = first & !3;
-        let size = (first + wanted).next_multiple_of(4) - aligned_start;
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("webtensor readback"),
-            size: size.max(4),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        if wanted > 0 {
-            self.ctx.scheduler().flush(&self.ctx, |encoder| {
-                encoder.copy_buffer_to_buffer(&self.buffer, aligned_start, &staging, 0, size);
-            })?;
-        } else {
+        if wanted == 0 {
             return Ok(Vec::new());
         }
-        let (sender, receiver) = futures::channel::oneshot::channel();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        let aligned_start = first & !3;
+        let size = (first + wanted).next_multiple_of(4) - aligned_start;
+        let ctx = &self.ctx;
+        let staging = ctx.pool.acquire(
+            &ctx.device,
+            OP,
+            BufferKind::Readback,
+            size,
+            u64::MAX,
+            ctx.open_batch(),
+        )?;
+        let staging = staging.buffer;
+        ctx.scheduler().flush(ctx, |encoder| {
+            encoder.copy_buffer_to_buffer(self.buffer(), aligned_start, &staging.buffer, 0, size);
+        })?;
+        let result =
+            map_and_copy(ctx, &staging.buffer, size, (first - aligned_start, wanted)).await;
+        // Mapping completes only once the GPU is done with the copy.
+        ctx.pool.release(staging, ctx.open_batch());
+        result
+    }
+}
+
+/// Maps the first `size` bytes of `staging` and copies `range` (start,
+/// length) out of them, then unmaps.
+async fn map_and_copy(
+    ctx: &GpuContext,
+    staging: &wgpu::Buffer,
+    size: u64,
+    (skip, wanted): (u64, u64),
+) -> Result<Vec<u8>> {
+    const OP: &str = "to_vec";
+    let (sender, receiver) = futures::channel::oneshot::channel();
+    staging
+        .slice(..size)
+        .map_async(wgpu::MapMode::Read, move |r| {
             let _ = sender.send(r);
         });
-        #[cfg(not(target_arch = "wasm32"))]
-        self.ctx
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::gpu(OP, e.to_string()))?;
-        receiver
-            .await
-            .map_err(|_| Error::gpu(OP, "the device was dropped during readback"))?
-            .map_err(|e| Error::gpu(OP, e.to_string()))?;
+    #[cfg(not(target_arch = "wasm32"))]
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::gpu(OP, e.to_string()))?;
+    receiver
+        .await
+        .map_err(|_| Error::gpu(OP, "the device was dropped during readback"))?
+        .map_err(|e| Error::gpu(OP, e.to_string()))?;
+    let bytes = {
         let view = staging
-            .get_mapped_range(..)
+            .slice(..size)
+            .get_mapped_range()
             .map_err(|e| Error::gpu(OP, e.to_string()))?;
-        let skip = (first - aligned_start) as usize;
-        Ok(view[skip..skip + wanted as usize].to_vec())
+        view[skip as usize..(skip + wanted) as usize].to_vec()
+    };
+    staging.unmap();
+    Ok(bytes)
+}
+
+impl Drop for GpuStorage {
+    fn drop(&mut self) {
+        // The pool gets a second handle to the buffer; this one goes with `self`.
+        self.ctx
+            .pool
+            .release(self.loan.clone(), self.ctx.open_batch());
     }
 }

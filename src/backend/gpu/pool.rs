@@ -1,0 +1,267 @@
+//! Device buffers reused by size bucket.
+//!
+//! Reuse is stream-ordered, as in PyTorch's caching allocator: every GPU
+//! command runs in recording order (WebGPU orders the dispatches of a pass
+//! and the submits of a queue, with barriers between conflicting uses), so a
+//! buffer released by a dropped tensor can back a new tensor at once: every
+//! command that read the old tensor was recorded earlier and runs earlier.
+//! The one way to break that order is a host write (`queue.write_buffer`),
+//! which lands before the next submit and so before commands still pending;
+//! [`Acquired::needs_flush`] tells an upload to submit the pending batch
+//! first. Readback staging buffers return after their mapping completes,
+//! when the GPU is done with them.
+
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// What a pooled buffer is for (pools never mix them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum BufferKind {
+    /// Tensor storage: STORAGE | COPY_SRC | COPY_DST.
+    Tensor,
+    /// Readback staging: MAP_READ | COPY_DST.
+    Readback,
+}
+
+impl BufferKind {
+    fn usage(self) -> wgpu::BufferUsages {
+        match self {
+            BufferKind::Tensor => {
+                wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST
+            }
+            BufferKind::Readback => wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        }
+    }
+}
+
+/// The smallest bucket, in bytes.
+const MIN_BUCKET: u64 = 256;
+
+/// The bucket a request of `bytes` is served from: a power of two or one of
+/// the three quarter steps above it (at most 25% slack), at least 256 bytes.
+pub(crate) fn bucket_size(bytes: u64) -> u64 {
+    if bytes <= MIN_BUCKET {
+        return MIN_BUCKET;
+    }
+    let base = 1u64 << (63 - (bytes - 1).leading_zeros());
+    let step = base / 4;
+    base + (bytes - base).div_ceil(step) * step
+}
+
+/// A buffer on loan from the pool. Cloning clones the handle.
+#[derive(Debug, Clone)]
+pub(crate) struct PooledBuffer {
+    pub buffer: wgpu::Buffer,
+    /// Unique per buffer for the device's lifetime (not per loan).
+    pub id: u64,
+    pub size: u64,
+    pub kind: BufferKind,
+}
+
+/// The result of [`BufferPool::acquire`].
+pub(crate) struct Acquired {
+    pub buffer: PooledBuffer,
+    /// True when the buffer was released while the batch being recorded was
+    /// open, so a pending command may still read it: a host write into it
+    /// must wait until that batch is submitted.
+    pub needs_flush: bool,
+}
+
+struct Free {
+    buffer: wgpu::Buffer,
+    id: u64,
+    released_in_batch: u64,
+}
+
+/// Counters reported by `Device::stats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PoolCounters {
+    pub created: u64,
+    pub reused: u64,
+    pub bytes_live: u64,
+    pub peak_bytes_live: u64,
+    pub bytes_pooled: u64,
+}
+
+#[derive(Default)]
+struct PoolState {
+    free: HashMap<(BufferKind, u64), Vec<Free>>,
+    next_id: u64,
+    counters: PoolCounters,
+    cap: Option<u64>,
+}
+
+impl PoolState {
+    fn allocated(&self) -> u64 {
+        self.counters.bytes_live + self.counters.bytes_pooled
+    }
+
+    /// Drops idle buffers until `extra` more bytes fit under the cap.
+    fn trim_for(&mut self, extra: u64) {
+        let Some(cap) = self.cap else { return };
+        let mut keys: Vec<(BufferKind, u64)> = self.free.keys().copied().collect();
+        keys.sort_by_key(|&(_, size)| std::cmp::Reverse(size));
+        for key in keys {
+            while self.allocated() + extra > cap {
+                let Some(list) = self.free.get_mut(&key) else {
+                    break;
+                };
+                if list.pop().is_none() {
+                    break;
+                }
+                self.counters.bytes_pooled -= key.1;
+            }
+        }
+        self.free.retain(|_, list| !list.is_empty());
+    }
+}
+
+/// The buffer pool of one device.
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    state: Mutex<PoolState>,
+}
+
+impl BufferPool {
+    fn state(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A buffer of at least `bytes` for `kind`, reused when one of the same
+    /// bucket is idle. `limit` is the largest buffer the device allows;
+    /// `open_batch` the id of the batch being recorded.
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` when the memory cap leaves no room.
+    pub fn acquire(
+        &self,
+        device: &wgpu::Device,
+        op: &'static str,
+        kind: BufferKind,
+        bytes: u64,
+        limit: u64,
+        open_batch: u64,
+    ) -> Result<Acquired> {
+        let bucket = bucket_size(bytes);
+        let size = if bucket <= limit {
+            bucket
+        } else {
+            bytes.next_multiple_of(4)
+        };
+        let mut state = self.state();
+        if let Some(free) = state.free.get_mut(&(kind, size)).and_then(Vec::pop) {
+            let c = &mut state.counters;
+            c.reused += 1;
+            c.bytes_pooled -= size;
+            c.bytes_live += size;
+            c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live);
+            return Ok(Acquired {
+                buffer: PooledBuffer {
+                    buffer: free.buffer,
+                    id: free.id,
+                    size,
+                    kind,
+                },
+                needs_flush: free.released_in_batch == open_batch,
+            });
+        }
+        state.trim_for(size);
+        if let Some(cap) = state.cap
+            && state.allocated() + size > cap
+        {
+            return Err(Error::OutOfMemory {
+                op,
+                requested: size,
+                in_use: state.counters.bytes_live,
+                cap,
+            });
+        }
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(match kind {
+                BufferKind::Tensor => "webtensor tensor",
+                BufferKind::Readback => "webtensor readback",
+            }),
+            size,
+            usage: kind.usage(),
+            mapped_at_creation: false,
+        });
+        state.next_id += 1;
+        let id = state.next_id;
+        let c = &mut state.counters;
+        c.created += 1;
+        c.bytes_live += size;
+        c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live);
+        Ok(Acquired {
+            buffer: PooledBuffer {
+                buffer,
+                id,
+                size,
+                kind,
+            },
+            needs_flush: false,
+        })
+    }
+
+    /// Takes a buffer back; `open_batch` is the id of the batch being
+    /// recorded, which may still hold commands that use it.
+    pub fn release(&self, buffer: PooledBuffer, open_batch: u64) {
+        let mut state = self.state();
+        state.counters.bytes_live -= buffer.size;
+        state.counters.bytes_pooled += buffer.size;
+        state
+            .free
+            .entry((buffer.kind, buffer.size))
+            .or_default()
+            .push(Free {
+                buffer: buffer.buffer,
+                id: buffer.id,
+                released_in_batch: open_batch,
+            });
+        state.trim_for(0);
+    }
+
+    /// Sets or clears the cap on bytes held (live plus idle), dropping idle
+    /// buffers to get under it.
+    pub fn set_cap(&self, cap: Option<u64>) {
+        let mut state = self.state();
+        state.cap = cap;
+        state.trim_for(0);
+    }
+
+    /// Drops every idle buffer.
+    pub fn clear(&self) {
+        let mut state = self.state();
+        state.free.clear();
+        state.counters.bytes_pooled = 0;
+    }
+
+    pub fn counters(&self) -> PoolCounters {
+        self.state().counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bucket_size;
+
+    #[test]
+    fn buckets_waste_at_most_a_quarter() {
+        assert_eq!(bucket_size(1), 256);
+        assert_eq!(bucket_size(256), 256);
+        assert_eq!(bucket_size(257), 320);
+        assert_eq!(bucket_size(512), 512);
+        assert_eq!(bucket_size(513), 640);
+        assert_eq!(bucket_size(64 << 20), 64 << 20);
+        for bytes in (1..100_000u64).step_by(97) {
+            let b = bucket_size(bytes);
+            assert!(
+                b >= bytes && (b <= 256 || b * 4 <= bytes * 5 + 4 * 64),
+                "{bytes} -> {b}"
+            );
+            assert_eq!(b % 4, 0);
+        }
+    }
+}

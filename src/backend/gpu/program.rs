@@ -1,0 +1,132 @@
+//! Elementwise programs: what one generated kernel computes.
+//!
+//! A recorded op is a one-node program; fusion splices the program of a
+//! dead intermediate into the program that reads it. A [`KernelKey`] holds
+//! the program's structure (ops, dtypes, bindings), never shapes or strides,
+//! so one pipeline serves every layout; a [`Program`] adds the operands'
+//! layouts, buffers and scalar values of one dispatch.
+
+use super::params::{MAX_OPERANDS, MAX_SCALARS};
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::ops::kinds::Kernel;
+use smallvec::SmallVec;
+
+/// Most nodes in one fused program (keeps generated kernels small).
+pub(crate) const MAX_NODES: usize = 64;
+
+/// One step of a program. Nodes refer to earlier nodes by index; the last
+/// node is the value stored into the destination.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Node {
+    /// Operand `k` (1 and up; operand 0 is the destination) at its position.
+    Load(u8),
+    /// Scalar slot `slot` of the parameter block, as `dtype`.
+    Scalar { slot: u8, dtype: DType },
+    /// `kernel` applied to earlier nodes, giving a value of `dtype`.
+    Apply {
+        kernel: Kernel,
+        dtype: DType,
+        args: SmallVec<[u8; 3]>,
+    },
+    /// A fused intermediate, rounded as storing it as `dtype` would round it
+    /// (f16 precision, u8 wrap), so fused and unfused results agree.
+    Round { arg: u8, dtype: DType },
+}
+
+/// How a kernel reads one operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Operand {
+    pub dtype: DType,
+    /// The binding it is read from: 1 is the destination's, 2.. inputs.
+    pub binding: u8,
+}
+
+/// Everything that selects a distinct pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct KernelKey {
+    /// The program; its last node is stored into operand 0.
+    pub nodes: SmallVec<[Node; 4]>,
+    /// Operand 0 is the destination (binding 1), the others its inputs.
+    pub operands: SmallVec<[Operand; 4]>,
+    /// Dtypes of the read-only bindings 2, 3, ...
+    pub inputs: SmallVec<[DType; 3]>,
+    /// Scalar slots used.
+    pub scalars: u8,
+    pub native_f16: bool,
+    /// Every operand is one forward run (the index math is skipped).
+    pub contiguous: bool,
+}
+
+impl KernelKey {
+    /// The destination's dtype.
+    pub fn out(&self) -> DType {
+        self.operands[0].dtype
+    }
+
+    /// The dtype of node `n`'s value.
+    pub fn node_dtype(&self, n: usize) -> DType {
+        match &self.nodes[n] {
+            Node::Load(k) => self.operands[*k as usize].dtype,
+            Node::Scalar { dtype, .. } | Node::Apply { dtype, .. } | Node::Round { dtype, .. } => {
+                *dtype
+            }
+        }
+    }
+}
+
+/// One dispatch of a generated kernel: its key without the flags fixed at
+/// flush time, and the values behind it.
+#[derive(Debug, Clone)]
+pub(crate) struct Program {
+    pub nodes: SmallVec<[Node; 4]>,
+    pub operands: SmallVec<[Operand; 4]>,
+    /// Per operand, over the program's common shape.
+    pub layouts: SmallVec<[Layout; 4]>,
+    /// Binding 1 first (the destination), then the inputs in binding order.
+    pub buffers: SmallVec<[wgpu::Buffer; 4]>,
+    pub input_dtypes: SmallVec<[DType; 3]>,
+    /// Scalar bits, one per slot.
+    pub scalars: SmallVec<[u32; 4]>,
+}
+
+impl Program {
+    /// The pipeline key of this program.
+    pub fn key(&self, native_f16: bool, contiguous: bool) -> KernelKey {
+        KernelKey {
+            nodes: self.nodes.clone(),
+            operands: self.operands.clone(),
+            inputs: self.input_dtypes.clone(),
+            scalars: self.scalars.len() as u8,
+            native_f16,
+            contiguous,
+        }
+    }
+
+    /// Number of `Apply` nodes beyond the first: ops folded in by fusion.
+    pub fn fused_ops(&self) -> usize {
+        let applies = self
+            .nodes
+            .iter()
+            .filter(|n| matches!(n, Node::Apply { .. }))
+            .count();
+        applies.saturating_sub(1)
+    }
+}
+
+/// Limits a fused program must respect on a device.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProgramLimits {
+    /// Storage bindings per kernel, the destination included.
+    pub bindings: usize,
+}
+
+impl ProgramLimits {
+    /// True when a program of this size can be generated and bound.
+    pub fn fits(&self, operands: usize, bindings: usize, scalars: usize, nodes: usize) -> bool {
+        operands <= MAX_OPERANDS
+            && bindings <= self.bindings
+            && scalars <= MAX_SCALARS
+            && nodes <= MAX_NODES
+    }
+}
