@@ -5,6 +5,7 @@
 //! Every view operation (see `views.rs`) is a pure function from one layout to
 //! another; the storage is never touched.
 
+mod overlap;
 mod plan;
 mod views;
 
@@ -169,14 +170,5 @@ impl Layout {
             });
         }
         Ok(())
-    }
-
-    /// True when the element ranges of two layouts (over the same storage) may
-    /// share an element. Conservative: interleaved views report an overlap.
-    pub(crate) fn may_overlap(&self, other: &Layout) -> bool {
-        match (self.span(), other.span()) {
-            (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
-            _ => false,
-        }
     }
 }

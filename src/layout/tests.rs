@@ -192,6 +192,16 @@ proptest! {
     }
 
     #[test]
+    fn overlap_matches_a_brute_force_check(a in strided_layout(), b in strided_layout(), shift in 0usize..7) {
+        let b = Layout::from_parts(b.shape().clone(), b.strides().into(), b.offset() + shift);
+        let pa: std::collections::HashSet<usize> = a.positions().into_iter().collect();
+        let shared = b.positions().iter().any(|p| pa.contains(p));
+        // Never "disjoint" when they share; these small cases settle exactly.
+        prop_assert_eq!(a.may_overlap(&b), shared, "{:?} vs {:?}", a, b);
+        prop_assert_eq!(b.may_overlap(&a), shared);
+    }
+
+    #[test]
     fn iter_plan_visits_the_same_pairs(a in strided_layout(), seed in any::<u64>()) {
         // Pair the layout with a contiguous destination and with a broadcast input.
         let dest = dense_layout_like(a.shape(), &[&a]);
@@ -236,6 +246,41 @@ fn span_and_overlap() {
         .slice(&[SliceItem::from(..), SliceItem::Index(0)])
         .unwrap();
     assert!(row.may_overlap(&col));
+    // Interleaved rows and columns share nothing.
+    let even = l
+        .slice(&[SliceItem::Range {
+            start: None,
+            end: None,
+            step: 2,
+        }])
+        .unwrap();
+    let odd = l
+        .slice(&[SliceItem::Range {
+            start: Some(1),
+            end: None,
+            step: 2,
+        }])
+        .unwrap();
+    assert!(!even.may_overlap(&odd));
+    let t = l.reversed_axes();
+    let even_cols = t
+        .slice(&[SliceItem::Range {
+            start: None,
+            end: None,
+            step: 2,
+        }])
+        .unwrap();
+    assert!(
+        !even_cols.may_overlap(
+            &t.slice(&[SliceItem::Range {
+                start: Some(1),
+                end: None,
+                step: 2
+            }])
+            .unwrap()
+        )
+    );
+    assert!(even_cols.may_overlap(&even));
     let flipped = l.flip(&[0, 1]).unwrap();
     assert_eq!(flipped.span(), Some((0, 19)));
     assert!(

@@ -21,6 +21,12 @@ fn open(options: GpuOptions) -> Option<Device> {
     }
 }
 
+/// A GPU device of its own (for tests that read its stats), or `None`
+/// when there is no adapter and `WEBTENSOR_REQUIRE_GPU` is not set.
+pub fn own_gpu(options: GpuOptions) -> Option<Device> {
+    open(options)
+}
+
 /// The shared GPU device (native f16 where the adapter has it).
 pub fn gpu() -> Option<Device> {
     static GPU: OnceLock<Option<Device>> = OnceLock::new();

@@ -5,13 +5,15 @@
 //! - no tensor refers to `i`'s destination any more (the intermediate is
 //!   dead, so nobody can observe that it was never written),
 //! - `j` is the only later op touching it, reads it (never writes it) and
-//!   reads it through the very layout `i` wrote it with (so element `k` of
-//!   `j` needs exactly element `k` of `i`),
+//!   reads it through the layout `i` wrote it with, up to a permutation of
+//!   the axes (so element `k` of `j` needs exactly one element of `i`, and
+//!   `i`'s inputs are read through their own layouts, permuted alike),
 //! - `i` does not read its own destination,
 //! - nothing recorded after `i`, up to and including `j`, writes a buffer
 //!   `i` reads (its reads move from `i`'s turn to `j`'s); `j` itself may
-//!   write one when it reads that same storage element for element, as an
-//!   in-place op does,
+//!   write one when every thread reads only the element it writes or
+//!   elements nobody writes (an in-place op, or a destination that reuses
+//!   the pooled buffer of a dead input of the same dtype),
 //! - the merged program fits the limits of one kernel.
 //!
 //! Inputs keep their own strides and offsets inside the fused kernel.
@@ -22,6 +24,7 @@ use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::ops::kinds::Kernel;
 use crate::scalar::TypedScalar;
+use crate::shape::MAX_RANK;
 use smallvec::{SmallVec, smallvec};
 use std::collections::HashMap;
 use std::sync::Weak;
@@ -53,6 +56,62 @@ impl TensorOperand {
 /// Storage identity within one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct StorageId(*const Storage);
+
+/// An axis permutation: axis `d` of the result is axis `perm[d]` of the source.
+type Perm = SmallVec<[usize; MAX_RANK]>;
+
+fn identity(rank: usize) -> Perm {
+    (0..rank).collect()
+}
+
+/// `layout` with its axes permuted by `perm` (a valid permutation).
+fn permuted(layout: &Layout, perm: &[usize]) -> Layout {
+    Layout::from_parts(
+        perm.iter()
+            .map(|&a| layout.dims()[a])
+            .collect::<Vec<_>>()
+            .into(),
+        perm.iter().map(|&a| layout.strides()[a]).collect(),
+        layout.offset(),
+    )
+}
+
+/// `outer` applied after `inner`: permuting by the result equals permuting
+/// by `inner`, then by `outer`.
+fn compose(inner: &[usize], outer: &[usize]) -> Perm {
+    outer.iter().map(|&d| inner[d]).collect()
+}
+
+/// True when two layouts of one shape address the same element at every
+/// index (strides of extent-1 axes do not matter).
+fn same_elements(a: &Layout, b: &Layout) -> bool {
+    a.dims() == b.dims()
+        && (a.numel() == 0
+            || (a.offset() == b.offset()
+                && a.dims()
+                    .iter()
+                    .zip(a.strides().iter().zip(b.strides()))
+                    .all(|(&n, (sa, sb))| n == 1 || sa == sb)))
+}
+
+/// The permutation `p` with `permuted(written, p)` addressing what `read`
+/// addresses, if there is one.
+fn read_permutation(read: &Layout, written: &Layout) -> Option<Perm> {
+    if read.rank() != written.rank() {
+        return None;
+    }
+    let mut used = [false; MAX_RANK];
+    let mut perm = Perm::new();
+    for d in 0..read.rank() {
+        let (n, stride) = (read.dims()[d], read.strides()[d]);
+        let e = (0..written.rank()).find(|&e| {
+            !used[e] && written.dims()[e] == n && (n == 1 || written.strides()[e] == stride)
+        })?;
+        used[e] = true;
+        perm.push(e);
+    }
+    same_elements(&permuted(written, &perm), read).then_some(perm)
+}
 
 /// One input of a recorded op.
 #[derive(Clone)]
@@ -94,11 +153,10 @@ pub(crate) fn programs(ops: &[RecordedOp], fuse: bool, limits: ProgramLimits) ->
     } else {
         vec![None; ops.len()]
     };
-    let producer: HashMap<StorageId, usize> = consumer
+    let producer: HashMap<StorageId, (usize, Perm)> = consumer
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.is_some())
-        .map(|(i, _)| (ops[i].out.id(), i))
+        .filter_map(|(i, c)| c.clone().map(|(_, perm)| (ops[i].out.id(), (i, perm))))
         .collect();
     (0..ops.len())
         .filter(|&j| consumer[j].is_none())
@@ -119,6 +177,7 @@ struct Leaf {
     storage: StorageId,
     buffer_id: u64,
     layout: Layout,
+    dtype: DType,
 }
 
 impl Footprint {
@@ -133,7 +192,17 @@ impl Footprint {
                 storage: t.id(),
                 buffer_id: t.buffer_id,
                 layout: t.layout.clone(),
+                dtype: t.dtype,
             });
+        }
+        f
+    }
+
+    /// The footprint with every leaf's axes permuted by `perm`.
+    fn permuted(&self, perm: &[usize]) -> Footprint {
+        let mut f = self.clone();
+        for leaf in &mut f.leaves {
+            leaf.layout = permuted(&leaf.layout, perm);
         }
         f
     }
@@ -142,7 +211,7 @@ impl Footprint {
         let known = self
             .leaves
             .iter()
-            .any(|l| l.storage == leaf.storage && l.layout == leaf.layout);
+            .any(|l| l.storage == leaf.storage && same_elements(&l.layout, &leaf.layout));
         if !known {
             self.leaves.push(leaf);
         }
@@ -167,11 +236,12 @@ impl Footprint {
         merged
     }
 
-    fn fits(&self, limits: ProgramLimits, out: StorageId) -> bool {
-        let mut inputs: SmallVec<[StorageId; 8]> = SmallVec::new();
+    /// True when a program reading this and writing the buffer `out` fits.
+    fn fits(&self, limits: ProgramLimits, out: u64) -> bool {
+        let mut inputs: SmallVec<[u64; 8]> = SmallVec::new();
         for l in &self.leaves {
-            if l.storage != out && !inputs.contains(&l.storage) {
-                inputs.push(l.storage);
+            if l.buffer_id != out && !inputs.contains(&l.buffer_id) {
+                inputs.push(l.buffer_id);
             }
         }
         limits.fits(
@@ -183,8 +253,9 @@ impl Footprint {
     }
 }
 
-/// For each op, the op it is folded into (see the module docs for when).
-fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<usize>> {
+/// For each op, the op it is folded into and the permutation that op reads
+/// its destination through (see the module docs for when).
+fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<(usize, Perm)>> {
     let mut footprints: Vec<Footprint> = ops.iter().map(Footprint::of).collect();
     let mut consumer = vec![None; ops.len()];
     for (i, op) in ops.iter().enumerate() {
@@ -197,32 +268,43 @@ fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<usize>> {
             continue;
         };
         let reader = &ops[j];
-        let same_layout = reader
-            .tensor_args()
-            .filter(|a| a.id() == t)
-            .all(|a| a.layout == op.out.layout);
-        if reader.out.id() == t || !same_layout || !reads_stay_valid(ops, i, j, &footprints[i]) {
+        if reader.out.id() == t {
             continue;
         }
-        let merged = footprints[j].inline(t, &footprints[i]);
-        if merged.fits(limits, reader.out.id()) {
+        // Every read of `t` must use one layout, a permutation of the write's.
+        let mut reads = reader.tensor_args().filter(|a| a.id() == t);
+        let Some(first) = reads.next() else { continue };
+        if !reads.all(|a| same_elements(&a.layout, &first.layout)) {
+            continue;
+        }
+        let Some(perm) = read_permutation(&first.layout, &op.out.layout) else {
+            continue;
+        };
+        let moved = footprints[i].permuted(&perm);
+        if !reads_stay_valid(ops, i, j, &moved) {
+            continue;
+        }
+        let merged = footprints[j].inline(t, &moved);
+        if merged.fits(limits, reader.out.buffer_id) {
             footprints[j] = merged;
-            consumer[i] = Some(j);
+            consumer[i] = Some((j, perm));
         }
     }
     consumer
 }
 
-/// True when no op after `i` up to `j` writes what `i` reads, except `j`
-/// writing a storage it also reads element for element (or not at all).
+/// True when no op after `i` up to `j` writes a buffer `i` reads, except
+/// `j` writing one it can read through its own binding: same dtype, and
+/// each element read is the one written at that index or one never written.
 fn reads_stay_valid(ops: &[RecordedOp], i: usize, j: usize, reads: &Footprint) -> bool {
     (i + 1..=j).all(|c| {
         let w = &ops[c].out;
         reads.leaves.iter().all(|leaf| {
             w.buffer_id != leaf.buffer_id
                 || (c == j
-                    && w.id() == leaf.storage
-                    && (w.layout == leaf.layout || !w.layout.may_overlap(&leaf.layout)))
+                    && w.dtype == leaf.dtype
+                    && (same_elements(&w.layout, &leaf.layout)
+                        || !w.layout.may_overlap(&leaf.layout)))
         })
     })
 }
@@ -230,15 +312,15 @@ fn reads_stay_valid(ops: &[RecordedOp], i: usize, j: usize, reads: &Footprint) -
 /// Builds the program of one emitted op, expanding folded producers.
 struct Builder<'a> {
     ops: &'a [RecordedOp],
-    producer: &'a HashMap<StorageId, usize>,
-    out: StorageId,
+    producer: &'a HashMap<StorageId, (usize, Perm)>,
+    out_buffer: u64,
     program: Program,
     /// (storage, layout) of operands 1.. for deduplication.
     operand_keys: Vec<(StorageId, Layout)>,
     /// The load node of each operand.
     loads: HashMap<usize, u8>,
-    /// The storage behind each input binding (2..).
-    binding_storages: SmallVec<[StorageId; 4]>,
+    /// The buffer behind each input binding (2..).
+    binding_buffers: SmallVec<[u64; 4]>,
     /// The rounded value node of each expanded producer.
     values: HashMap<usize, u8>,
 }
@@ -246,13 +328,13 @@ struct Builder<'a> {
 impl<'a> Builder<'a> {
     fn new(
         ops: &'a [RecordedOp],
-        producer: &'a HashMap<StorageId, usize>,
+        producer: &'a HashMap<StorageId, (usize, Perm)>,
         out: &TensorOperand,
     ) -> Builder<'a> {
         Builder {
             ops,
             producer,
-            out: out.id(),
+            out_buffer: out.buffer_id,
             program: Program {
                 nodes: SmallVec::new(),
                 operands: smallvec![Operand {
@@ -266,13 +348,13 @@ impl<'a> Builder<'a> {
             },
             operand_keys: Vec::new(),
             loads: HashMap::new(),
-            binding_storages: SmallVec::new(),
+            binding_buffers: SmallVec::new(),
             values: HashMap::new(),
         }
     }
 
     fn build(mut self, j: usize) -> Program {
-        self.apply(j);
+        self.apply(j, &identity(self.ops[j].out.layout.rank()));
         self.program
     }
 
@@ -281,16 +363,17 @@ impl<'a> Builder<'a> {
         (self.program.nodes.len() - 1) as u8
     }
 
-    /// The nodes of op `c`; returns its result node.
-    fn apply(&mut self, c: usize) -> u8 {
+    /// The nodes of op `c`, whose layouts `to_program` permutes into the
+    /// program's index space; returns its result node.
+    fn apply(&mut self, c: usize, to_program: &[usize]) -> u8 {
         let op = &self.ops[c];
         let mut args = SmallVec::new();
         for arg in &op.args {
             let node = match arg {
                 OpArg::Scalar(s) => self.scalar(*s),
                 OpArg::Tensor(t) => match self.producer.get(&t.id()) {
-                    Some(&p) => self.folded_value(p),
-                    None => self.load(t),
+                    Some((p, read)) => self.folded_value(*p, &compose(read, to_program)),
+                    None => self.load(t, permuted(&t.layout, to_program)),
                 },
             };
             args.push(node);
@@ -303,11 +386,11 @@ impl<'a> Builder<'a> {
     }
 
     /// The value a folded producer would have stored, computed once.
-    fn folded_value(&mut self, p: usize) -> u8 {
+    fn folded_value(&mut self, p: usize, to_program: &[usize]) -> u8 {
         if let Some(&v) = self.values.get(&p) {
             return v;
         }
-        let result = self.apply(p);
+        let result = self.apply(p, to_program);
         let v = self.push(Node::Round {
             arg: result,
             dtype: self.ops[p].out.dtype,
@@ -331,12 +414,13 @@ impl<'a> Builder<'a> {
         })
     }
 
-    fn load(&mut self, t: &TensorOperand) -> u8 {
+    /// The load of `t` through `layout` (its layout in program space).
+    fn load(&mut self, t: &TensorOperand, layout: Layout) -> u8 {
         let id = t.id();
         let known = self
             .operand_keys
             .iter()
-            .position(|(s, l)| *s == id && *l == t.layout);
+            .position(|(s, l)| *s == id && same_elements(l, &layout));
         let operand = match known {
             Some(k) => k + 1,
             None => {
@@ -345,8 +429,8 @@ impl<'a> Builder<'a> {
                     dtype: t.dtype,
                     binding,
                 });
-                self.program.layouts.push(t.layout.clone());
-                self.operand_keys.push((id, t.layout.clone()));
+                self.program.layouts.push(layout.clone());
+                self.operand_keys.push((id, layout));
                 self.operand_keys.len()
             }
         };
@@ -358,20 +442,66 @@ impl<'a> Builder<'a> {
         node
     }
 
+    /// The binding `t` is read through. A buffer is bound once; the
+    /// destination's buffer is read through the destination's binding (the
+    /// fusion rules make that safe and the dtypes equal).
     fn binding_of(&mut self, t: &TensorOperand) -> u8 {
-        let id = t.id();
-        if id == self.out {
+        if t.buffer_id == self.out_buffer {
             return 1;
         }
-        let k = match self.binding_storages.iter().position(|&s| s == id) {
+        let k = match self.binding_buffers.iter().position(|&b| b == t.buffer_id) {
             Some(k) => k,
             None => {
-                self.binding_storages.push(id);
+                self.binding_buffers.push(t.buffer_id);
                 self.program.buffers.push(t.buffer.clone());
                 self.program.input_dtypes.push(t.dtype);
-                self.binding_storages.len() - 1
+                self.binding_buffers.len() - 1
             }
         };
         (k + 2) as u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permutations_compose_like_successive_permutes() {
+        let l = Layout::contiguous([2, 3, 4]);
+        let (inner, outer) = ([2, 0, 1], [1, 2, 0]);
+        let twice = permuted(&permuted(&l, &inner), &outer);
+        assert_eq!(permuted(&l, &compose(&inner, &outer)), twice);
+    }
+
+    #[test]
+    fn a_transposed_read_is_a_permutation_of_the_write() {
+        let written = Layout::contiguous([3, 4]);
+        let read = written.transpose(0, 1).unwrap();
+        let perm = read_permutation(&read, &written).unwrap();
+        assert_eq!(perm.as_slice(), &[1, 0]);
+        assert_eq!(
+            read_permutation(&written, &written).unwrap().as_slice(),
+            &[0, 1]
+        );
+        // A stepped or reshaped read is not.
+        let stepped = Layout::contiguous([6, 4])
+            .slice(&[crate::index::SliceItem::Range {
+                start: None,
+                end: None,
+                step: 2,
+            }])
+            .unwrap();
+        assert!(read_permutation(&stepped, &written).is_none());
+        let reshaped = written.reshaped(&[4, 3].into()).unwrap();
+        assert!(read_permutation(&reshaped, &written).is_none());
+    }
+
+    #[test]
+    fn extent_one_strides_do_not_matter() {
+        let a = Layout::from_parts([1, 4].into(), smallvec![99, 1], 0);
+        let b = Layout::contiguous([1, 4]);
+        assert!(same_elements(&a, &b));
+        assert!(!same_elements(&b, &Layout::contiguous([4, 1])));
     }
 }

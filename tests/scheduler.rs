@@ -1,0 +1,353 @@
+//! The scheduler's contract, checked on its stats (never on time): batched
+//! submits, fused chains, pooled buffers that never leak or get written
+//! while pending work still needs their old contents.
+//!
+//! Each test opens a GPU device of its own so that its stats are its own.
+
+mod common;
+
+use common::{assert_close, own_gpu, read_f32};
+use webtensor::{DType, Device, DeviceStats, Error, GpuOptions, Tensor, s};
+
+/// A device of its own with the settings of the environment
+/// (`WEBTENSOR_FLUSH_THRESHOLD`, `WEBTENSOR_FUSION`), which CI varies.
+fn gpu() -> Option<Device> {
+    own_gpu(GpuOptions::default())
+}
+
+/// A device of its own that batches 256 ops per submit, fusing or not
+/// whatever the environment says (fusion happens within a batch).
+fn batched_gpu(fusion: bool) -> Option<Device> {
+    own_gpu(GpuOptions {
+        fusion: Some(fusion),
+        flush_threshold: Some(256),
+        ..Default::default()
+    })
+}
+
+fn delta(before: DeviceStats, after: DeviceStats) -> DeviceStats {
+    DeviceStats {
+        submits: after.submits - before.submits,
+        ops_recorded: after.ops_recorded - before.ops_recorded,
+        dispatches: after.dispatches - before.dispatches,
+        fused_kernels: after.fused_kernels - before.fused_kernels,
+        fused_ops: after.fused_ops - before.fused_ops,
+        buffers_created: after.buffers_created - before.buffers_created,
+        buffers_reused: after.buffers_reused - before.buffers_reused,
+        ..after
+    }
+}
+
+/// The operands of [`in_place_workload`].
+fn workload_inputs(dev: &Device) -> (Tensor, Tensor) {
+    let x = Tensor::arange(0.0f32, 64.0 * 64.0, 1.0, dev)
+        .unwrap()
+        .reshape([64, 64])
+        .unwrap()
+        .mul_scalar(0.01)
+        .unwrap();
+    (x, Tensor::rand([32, 64], DType::F32, 5, dev).unwrap())
+}
+
+/// 1000 in-place ops through views of `x` (reading what earlier ones
+/// wrote) and 100 permute-contiguous copies. Returns the copies.
+fn in_place_workload(x: &Tensor, w: &Tensor) -> Vec<Tensor> {
+    let mut copies = Vec::new();
+    for k in 0..1000 {
+        match k % 4 {
+            0 => x.slice(s![..;2, ..]).unwrap().add_scalar_(1.0).unwrap(),
+            1 => x.t().slice(s![1..;3]).unwrap().mul_scalar_(0.5).unwrap(),
+            2 => x.slice(s![1..;2, ..;-1]).unwrap().add_(w).unwrap(),
+            _ => {
+                // Reads the odd rows that op 2 just wrote.
+                let odd = x.slice(s![1..;2]).unwrap();
+                x.slice(s![..;2]).unwrap().maximum_(&odd).unwrap()
+            }
+        }
+        if k % 10 == 9 {
+            copies.push(x.permute(&[1, 0]).unwrap().contiguous().unwrap());
+        }
+    }
+    copies
+}
+
+#[test]
+fn a_thousand_ops_on_views_take_few_submits_and_match_the_cpu() {
+    let Some(dev) = gpu() else { return };
+    let threshold = dev.flush_threshold() as u64;
+    let (x_cpu, w_cpu) = workload_inputs(&Device::cpu());
+    let copies_cpu = in_place_workload(&x_cpu, &w_cpu);
+    let (x, w) = workload_inputs(&dev);
+    dev.sync().unwrap();
+    let before = dev.stats();
+    let copies = in_place_workload(&x, &w);
+    let got = read_f32(&x);
+    let d = delta(before, dev.stats());
+    assert_eq!(copies.len(), 100);
+    assert_eq!(d.ops_recorded, 1100, "{d:?}");
+    let bound = 1100u64.div_ceil(threshold) + 1;
+    assert!(
+        d.submits <= bound,
+        "{} submits over {bound} for {d:?}",
+        d.submits
+    );
+    assert_close(&got, &read_f32(&x_cpu), 0.0, "x after 1000 ops");
+    for k in [0, 37, 99] {
+        let what = format!("copy {k}");
+        assert_close(&read_f32(&copies[k]), &read_f32(&copies_cpu[k]), 0.0, &what);
+    }
+}
+
+#[test]
+fn one_submit_per_op_when_the_threshold_is_one() {
+    let Some(dev) = gpu() else { return };
+    dev.set_flush_threshold(1);
+    assert_eq!(dev.flush_threshold(), 1);
+    let x = Tensor::zeros([8, 8], DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    let before = dev.stats();
+    for _ in 0..10 {
+        x.slice(s![.., 1..;2]).unwrap().add_scalar_(1.0).unwrap();
+    }
+    let d = delta(before, dev.stats());
+    assert_eq!((d.submits, d.dispatches), (10, 10), "{d:?}");
+    assert_eq!(x.sum_cpu(), 320.0);
+}
+
+/// Sum of the elements read back (test helper).
+trait SumCpu {
+    fn sum_cpu(&self) -> f32;
+}
+
+impl SumCpu for Tensor {
+    fn sum_cpu(&self) -> f32 {
+        read_f32(self).iter().sum()
+    }
+}
+
+/// `((a * 2 + b).exp() - c).relu()` with `b` transposed and `c` stepped.
+fn chain(a: &Tensor, b: &Tensor, c: &Tensor) -> Tensor {
+    a.mul_scalar(2.0)
+        .unwrap()
+        .add(&b.t())
+        .unwrap()
+        .exp()
+        .unwrap()
+        .sub(&c.slice(s![..;2]).unwrap())
+        .unwrap()
+        .relu()
+        .unwrap()
+}
+
+fn chain_inputs(dev: &Device, dtype: DType) -> [Tensor; 3] {
+    let cast = |t: Tensor| t.to_dtype(dtype).unwrap();
+    [
+        cast(Tensor::randn([40, 30], DType::F32, 1, dev).unwrap()),
+        cast(Tensor::randn([30, 40], DType::F32, 2, dev).unwrap()),
+        cast(
+            Tensor::rand([80, 30], DType::F32, 3, dev)
+                .unwrap()
+                .mul_scalar(4.0)
+                .unwrap(),
+        ),
+    ]
+}
+
+#[test]
+fn an_elementwise_chain_runs_as_one_fused_kernel() {
+    let Some(dev) = batched_gpu(true) else { return };
+    for (dtype, tol) in [(DType::F32, 1e-5), (DType::F16, 4e-3)] {
+        let [a, b, c] = chain_inputs(&dev, dtype);
+        dev.sync().unwrap();
+        let before = dev.stats();
+        let out = chain(&a, &b, &c);
+        dev.sync().unwrap();
+        let d = delta(before, dev.stats());
+        let got = read_f32(&out);
+        assert_eq!(d.ops_recorded, 5, "{dtype}: {d:?}");
+        assert_eq!(d.dispatches, 1, "{dtype}: {d:?}");
+        assert_eq!((d.fused_kernels, d.fused_ops), (1, 4), "{dtype}: {d:?}");
+        let [ca, cb, cc] = chain_inputs(&Device::cpu(), dtype);
+        let want = read_f32(&chain(&ca, &cb, &cc));
+        assert_close(&got, &want, tol, &format!("fused chain in {dtype}"));
+    }
+}
+
+#[test]
+fn fusion_can_be_switched_off() {
+    let Some(dev) = batched_gpu(false) else {
+        return;
+    };
+    assert!(!dev.fusion());
+    let [a, b, c] = chain_inputs(&dev, DType::F32);
+    dev.sync().unwrap();
+    let before = dev.stats();
+    let out = chain(&a, &b, &c);
+    let got = read_f32(&out);
+    let d = delta(before, dev.stats());
+    assert_eq!((d.dispatches, d.fused_kernels), (5, 0), "{d:?}");
+    let [ca, cb, cc] = chain_inputs(&Device::cpu(), DType::F32);
+    assert_close(
+        &got,
+        &read_f32(&chain(&ca, &cb, &cc)),
+        1e-5,
+        "unfused chain",
+    );
+    dev.set_fusion(true);
+    let before = dev.stats();
+    let again = read_f32(&chain(&a, &b, &c));
+    assert_eq!(delta(before, dev.stats()).dispatches, 1);
+    assert_close(&again, &got, 1e-5, "fused again");
+}
+
+#[test]
+fn intermediates_the_user_holds_are_written_out() {
+    let Some(dev) = batched_gpu(true) else { return };
+    let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &dev).unwrap();
+    dev.sync().unwrap();
+    let before = dev.stats();
+    let kept = a.mul_scalar(2.0).unwrap();
+    let out = kept.add(&a.t()).unwrap().neg().unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [-3.0, -7.0, -8.0, -12.0]);
+    let d = delta(before, dev.stats());
+    // `kept` has its own kernel; add and neg fuse.
+    assert_eq!((d.dispatches, d.fused_ops), (2, 1), "{d:?}");
+    assert_eq!(kept.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0, 8.0]);
+}
+
+#[test]
+fn a_long_loop_that_drops_temporaries_keeps_memory_flat() {
+    for fusion in [true, false] {
+        let Some(dev) = batched_gpu(fusion) else {
+            return;
+        };
+        let step = |x: Tensor, k: usize| -> Tensor {
+            match k % 3 {
+                0 => x.mul_scalar(0.5).unwrap(),
+                1 => x.add_scalar(1.0).unwrap(),
+                _ => x.t().sqrt().unwrap().t(),
+            }
+        };
+        let mut x = Tensor::rand([64, 48], DType::F32, 9, &dev).unwrap();
+        let mut x_cpu = Tensor::rand([64, 48], DType::F32, 9, &Device::cpu()).unwrap();
+        let mut marks = Vec::new();
+        for k in 0..10_000 {
+            x = step(x, k);
+            x_cpu = step(x_cpu, k);
+            if k % 2000 == 1999 {
+                dev.sync().unwrap();
+                marks.push(dev.stats());
+            }
+        }
+        let first = marks[0];
+        for m in &marks[1..] {
+            assert_eq!(
+                m.buffers_created, first.buffers_created,
+                "fusion {fusion}: {m:?}"
+            );
+            assert_eq!(m.bytes_live, first.bytes_live, "fusion {fusion}: {m:?}");
+            assert_eq!(m.peak_bytes_live, first.peak_bytes_live, "fusion {fusion}");
+        }
+        let last = marks[marks.len() - 1];
+        assert!(last.buffers_reused >= 9_000, "fusion {fusion}: {last:?}");
+        assert_eq!(last.fused_ops > 0, fusion, "{last:?}");
+        assert_close(&read_f32(&x), &read_f32(&x_cpu), 1e-5, "loop result");
+    }
+}
+
+#[test]
+fn an_upload_waits_for_pending_reads_of_its_reused_buffer() {
+    let Some(dev) = gpu() else { return };
+    let a = Tensor::from_slice(&[1.0f32; 64], [64], &dev).unwrap();
+    let doubled = a.mul_scalar(2.0).unwrap(); // pending: reads a's buffer
+    drop(a);
+    let reused_before = dev.stats().buffers_reused;
+    // Same size bucket: gets a's buffer, and writes it from the host.
+    let c = Tensor::from_slice(&[5.0f32; 64], [64], &dev).unwrap();
+    assert_eq!(dev.stats().buffers_reused, reused_before + 1);
+    assert_eq!(doubled.to_vec::<f32>().unwrap(), [2.0; 64]);
+    assert_eq!(c.to_vec::<f32>().unwrap(), [5.0; 64]);
+}
+
+#[test]
+fn fusion_never_moves_a_read_past_a_write_to_its_buffer() {
+    let Some(dev) = batched_gpu(true) else { return };
+    // A GPU write into the freed buffer of a fused op's input.
+    let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
+    let t = a.mul_scalar(2.0).unwrap();
+    drop(a);
+    let d = Tensor::full([64], 7.0, DType::F32, &dev).unwrap(); // reuses a's buffer
+    let u = t.add_scalar(1.0).unwrap();
+    drop(t);
+    assert_eq!(u.to_vec::<f32>().unwrap(), [3.0; 64]);
+    assert_eq!(d.to_vec::<f32>().unwrap(), [7.0; 64]);
+
+    // An in-place write to a live input between producer and reader.
+    let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
+    let t = a.mul_scalar(2.0).unwrap();
+    a.slice(s![..;2]).unwrap().fill_(0.0).unwrap();
+    let u = t.add_scalar(1.0).unwrap();
+    drop(t);
+    assert_eq!(u.to_vec::<f32>().unwrap(), [3.0; 64]);
+
+    // An in-place reader that writes the producer's input element for
+    // element may fuse: x += x * 2.
+    let x = Tensor::full([64], 1.5, DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    let before = dev.stats();
+    x.add_(&x.mul_scalar(2.0).unwrap()).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [4.5; 64]);
+    assert_eq!(delta(before, dev.stats()).dispatches, 1);
+}
+
+#[test]
+fn pipelines_are_compiled_once_per_kernel_not_per_shape() {
+    let Some(dev) = gpu() else { return };
+    let run = |shape: &[usize]| {
+        let n: usize = shape.iter().product();
+        let a = Tensor::arange(0.0f32, n as f32, 1.0, &dev)
+            .unwrap()
+            .reshape(shape.to_vec())
+            .unwrap();
+        let b = a.flip(&[0]).unwrap();
+        let _ = a.add(&b).unwrap().to_vec::<f32>().unwrap();
+    };
+    run(&[4, 4]);
+    let compiled = dev.stats().pipelines;
+    for shape in [[3, 7], [9, 2], [16, 5], [2, 33]] {
+        run(&shape);
+    }
+    assert_eq!(dev.stats().pipelines, compiled);
+}
+
+#[test]
+fn the_memory_cap_is_an_error_not_an_abort() {
+    let Some(dev) = gpu() else { return };
+    dev.set_memory_cap(Some(1 << 20));
+    let small = Tensor::zeros([1000], DType::F32, &dev).unwrap();
+    let err = Tensor::zeros([1 << 20], DType::F32, &dev).unwrap_err();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("zeros") && msg.contains("1048576"), "{msg}");
+    // A readback needs staging memory under the cap too.
+    let big = Tensor::zeros([200_000], DType::F32, &dev).unwrap();
+    let err = big.to_vec::<f32>().unwrap_err();
+    assert!(
+        matches!(err, Error::OutOfMemory { op: "to_vec", .. }),
+        "{err}"
+    );
+    // Dropping tensors frees room under the cap, and their buffers get reused.
+    drop((small, big));
+    let reused = dev.stats().buffers_reused;
+    let half = Tensor::full([100_000], 3.0, DType::F32, &dev).unwrap();
+    assert_eq!(half.to_vec::<f32>().unwrap(), vec![3.0; 100_000]);
+    drop(half);
+    let again = Tensor::zeros([100_000], DType::F32, &dev).unwrap();
+    assert!(dev.stats().buffers_reused > reused);
+    // A reused buffer is zeroed like a new one.
+    assert_eq!(again.to_vec::<f32>().unwrap(), vec![0.0; 100_000]);
+    drop(again);
+    dev.set_memory_cap(None);
+    dev.release_pooled_memory();
+    assert_eq!(dev.stats().bytes_pooled, 0);
+}
