@@ -320,6 +320,18 @@ impl Device {
         }
     }
 
+    /// Submits all recorded work without waiting for it (a no-op when
+    /// nothing is pending, and on the CPU, which runs ops at once).
+    ///
+    /// # Errors
+    /// `Error::Gpu` when a generated kernel fails to build.
+    pub fn flush(&self) -> Result<()> {
+        match &self.inner {
+            Inner::Gpu(ctx) => ctx.flush(),
+            Inner::Cpu { .. } => Ok(()),
+        }
+    }
+
     /// Submits all recorded work and waits for the GPU to finish it (native).
     ///
     /// # Errors

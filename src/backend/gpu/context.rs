@@ -20,7 +20,7 @@ pub struct GpuOptions {
     /// Prefer a low-power adapter over a high-performance one.
     pub low_power: bool,
     /// Recorded ops per submit (1 submits every op on its own).
-    /// Environment: `WEBTENSOR_FLUSH_THRESHOLD`; default 256.
+    /// Environment: `WEBTENSOR_FLUSH_THRESHOLD`; default 1024.
     pub flush_threshold: Option<usize>,
     /// Fuse chains of elementwise ops whose intermediates are dropped.
     /// Environment: `WEBTENSOR_FUSION=0|1`; default on.

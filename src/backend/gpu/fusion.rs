@@ -139,10 +139,6 @@ impl RecordedOp {
     fn reads(&self, id: StorageId) -> bool {
         self.tensor_args().any(|t| t.id() == id)
     }
-
-    fn touches(&self, id: StorageId) -> bool {
-        self.out.id() == id || self.reads(id)
-    }
 }
 
 /// The programs for `ops`, in recording order: one per op, or fewer when
@@ -256,6 +252,17 @@ impl Footprint {
 /// For each op, the op it is folded into and the permutation that op reads
 /// its destination through (see the module docs for when).
 fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<(usize, Perm)>> {
+    // The ops touching each storage, in order, so finding a reader is cheap.
+    let mut touching: HashMap<StorageId, SmallVec<[usize; 4]>> = HashMap::new();
+    for (c, op) in ops.iter().enumerate() {
+        let ids = std::iter::once(op.out.id()).chain(op.tensor_args().map(TensorOperand::id));
+        for id in ids {
+            let list = touching.entry(id).or_default();
+            if list.last() != Some(&c) {
+                list.push(c);
+            }
+        }
+    }
     let mut footprints: Vec<Footprint> = ops.iter().map(Footprint::of).collect();
     let mut consumer = vec![None; ops.len()];
     for (i, op) in ops.iter().enumerate() {
@@ -263,7 +270,7 @@ fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<(usize, Pe
         if !op.out.is_dead() || op.reads(t) {
             continue;
         }
-        let mut users = (i + 1..ops.len()).filter(|&c| ops[c].touches(t));
+        let mut users = touching[&t].iter().copied().filter(|&c| c > i);
         let (Some(j), None) = (users.next(), users.next()) else {
             continue;
         };

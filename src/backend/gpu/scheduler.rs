@@ -17,8 +17,11 @@ use crate::layout::{IterPlan, Layout};
 use std::sync::Arc;
 
 /// Flush threshold when neither the options nor `WEBTENSOR_FLUSH_THRESHOLD`
-/// set one: recorded ops per submit (see BENCHMARKS.md for the measurement).
-pub(crate) const DEFAULT_FLUSH_THRESHOLD: usize = 256;
+/// set one: recorded ops per submit. Measured (BENCHMARKS.md, `scheduler`):
+/// on lavapipe a submit blocks while the previous one runs, so fewer,
+/// larger batches win both host time and total time; recording stays
+/// around a microsecond per op, so a large batch costs little latency.
+pub(crate) const DEFAULT_FLUSH_THRESHOLD: usize = 1024;
 
 /// Counters reported by `Device::stats`.
 #[derive(Debug, Clone, Copy, Default)]
