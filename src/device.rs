@@ -354,10 +354,7 @@ impl Device {
         ctx.queue.on_submitted_work_done(move || {
             let _ = sender.send(());
         });
-        #[cfg(not(target_arch = "wasm32"))]
-        ctx.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::gpu("sync", e.to_string()))?;
+        ctx.wait_idle("sync")?;
         receiver
             .await
             .map_err(|_| Error::gpu("sync", "the device was dropped"))

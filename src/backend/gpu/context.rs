@@ -197,6 +197,25 @@ impl GpuContext {
         self.scheduler.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits until the GPU has finished everything submitted, firing its
+    /// callbacks (native). On wasm the browser fires them; this returns at once.
+    ///
+    /// # Errors
+    /// `Error::Gpu` naming `op` when the device is lost.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn wait_idle(&self, op: &'static str) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| Error::gpu(op, e.to_string()))
+    }
+
+    /// See the native form: nothing to do in the browser.
+    #[cfg(target_arch = "wasm32")]
+    pub fn wait_idle(&self, _op: &'static str) -> Result<()> {
+        Ok(())
+    }
+
     /// Submits everything pending (nothing when nothing is).
     ///
     /// # Errors

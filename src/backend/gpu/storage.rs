@@ -190,10 +190,7 @@ async fn map_and_copy(
         .map_async(wgpu::MapMode::Read, move |r| {
             let _ = sender.send(r);
         });
-    #[cfg(not(target_arch = "wasm32"))]
-    ctx.device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::gpu(OP, e.to_string()))?;
+    ctx.wait_idle(OP)?;
     receiver
         .await
         .map_err(|_| Error::gpu(OP, "the device was dropped during readback"))?
