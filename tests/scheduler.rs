@@ -111,18 +111,7 @@ fn one_submit_per_op_when_the_threshold_is_one() {
     }
     let d = delta(before, dev.stats());
     assert_eq!((d.submits, d.dispatches), (10, 10), "{d:?}");
-    assert_eq!(x.sum_cpu(), 320.0);
-}
-
-/// Sum of the elements read back (test helper).
-trait SumCpu {
-    fn sum_cpu(&self) -> f32;
-}
-
-impl SumCpu for Tensor {
-    fn sum_cpu(&self) -> f32 {
-        read_f32(self).iter().sum()
-    }
+    assert_eq!(read_f32(&x).iter().sum::<f32>(), 320.0);
 }
 
 /// `((a * 2 + b).exp() - c).relu()` with `b` transposed and `c` stepped.
@@ -350,4 +339,20 @@ fn the_memory_cap_is_an_error_not_an_abort() {
     dev.set_memory_cap(None);
     dev.release_pooled_memory();
     assert_eq!(dev.stats().bytes_pooled, 0);
+}
+
+#[test]
+fn scheduler_settings_are_harmless_on_the_cpu() {
+    let cpu = Device::cpu();
+    cpu.set_flush_threshold(1);
+    cpu.set_fusion(true);
+    cpu.set_memory_cap(Some(1));
+    cpu.release_pooled_memory();
+    assert_eq!((cpu.flush_threshold(), cpu.fusion()), (0, false));
+    cpu.flush().unwrap();
+    // No cap applies to host memory.
+    let t = Tensor::zeros([1000], DType::F32, &cpu).unwrap();
+    let sum: f32 = read_f32(&t.add_scalar(1.0).unwrap()).iter().sum();
+    assert_eq!(sum, 1000.0);
+    assert_eq!(cpu.stats(), DeviceStats::default());
 }

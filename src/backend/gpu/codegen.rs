@@ -100,7 +100,7 @@ fn store_fn(dtype: DType, s: Storage) -> String {
     let ct = compute_type(dtype);
     let body = match s {
         Storage::Plain(_) => "out_buf[p] = v;".to_string(),
-        Storage::F16 => "out_buf[p] = f16(unpack2x16float(f16_bits(v)).x);".to_string(),
+        Storage::F16 => format!("out_buf[p] = f16({});", round_expr(DType::F16, "v")),
         Storage::PackedF16 => "let shift = (p & 1u) * 16u;\n    \
              atomicAnd(&out_buf[p >> 1u], ~(0xffffu << shift));\n    \
              atomicOr(&out_buf[p >> 1u], f16_bits(v) << shift);"

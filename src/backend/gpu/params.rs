@@ -37,25 +37,33 @@ pub(crate) fn params_size(operands: usize, scalars: usize) -> u64 {
         + 16 * scalar_vecs(scalars)) as u64
 }
 
-/// The parameter block of one dispatch over `plan` (one stride vector and
-/// offset per operand).
-pub(crate) fn params_bytes(plan: &IterPlan, row_threads: u32, scalars: &[u32]) -> Vec<u8> {
+/// Appends the parameter block of one dispatch over `plan` (one stride
+/// vector and offset per operand) to `out`.
+pub(crate) fn write_params(out: &mut Vec<u8>, plan: &IterPlan, row_threads: u32, scalars: &[u32]) {
     let operands = plan.offsets.len();
-    let mut words: Vec<u32> = Vec::with_capacity(params_size(operands, scalars.len()) as usize / 4);
-    words.extend([plan.numel() as u32, plan.shape.len() as u32, row_threads, 0]);
-    words.extend((0..MAX_RANK).map(|d| plan.shape.get(d).map_or(0, |&n| n as u32)));
-    words.extend(
-        (0..4 * offset_vecs(operands)).map(|k| plan.offsets.get(k).map_or(0, |&o| o as u32)),
-    );
-    for strides in &plan.strides {
-        words.extend((0..MAX_RANK).map(|d| strides.get(d).map_or(0, |&s| s as i32 as u32)));
+    let start = out.len();
+    let mut word = |w: u32| out.extend_from_slice(&w.to_ne_bytes());
+    for w in [plan.numel() as u32, plan.shape.len() as u32, row_threads, 0] {
+        word(w);
     }
-    words.extend((0..4 * scalar_vecs(scalars.len())).map(|k| scalars.get(k).copied().unwrap_or(0)));
+    for d in 0..MAX_RANK {
+        word(plan.shape.get(d).map_or(0, |&n| n as u32));
+    }
+    for k in 0..4 * offset_vecs(operands) {
+        word(plan.offsets.get(k).map_or(0, |&o| o as u32));
+    }
+    for strides in &plan.strides {
+        for d in 0..MAX_RANK {
+            word(strides.get(d).map_or(0, |&s| s as i32 as u32));
+        }
+    }
+    for k in 0..4 * scalar_vecs(scalars.len()) {
+        word(scalars.get(k).copied().unwrap_or(0));
+    }
     debug_assert_eq!(
-        words.len() * 4,
-        params_size(operands, scalars.len()) as usize
+        (out.len() - start) as u64,
+        params_size(operands, scalars.len())
     );
-    bytemuck::cast_slice(&words).to_vec()
 }
 
 #[cfg(test)]
@@ -69,9 +77,8 @@ mod tests {
         assert_eq!(params_size(5, 5), 16 + 32 + 32 + 160 + 32);
         let a = Layout::contiguous([2, 3]);
         let plan = IterPlan::new(&[&a, &a]);
-        assert_eq!(
-            params_bytes(&plan, 64, &[7]).len() as u64,
-            params_size(2, 1)
-        );
+        let mut out = vec![1u8; 3];
+        write_params(&mut out, &plan, 64, &[7]);
+        assert_eq!(out.len() as u64 - 3, params_size(2, 1));
     }
 }

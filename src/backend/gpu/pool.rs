@@ -102,6 +102,9 @@ impl PoolState {
     /// Drops idle buffers until `extra` more bytes fit under the cap.
     fn trim_for(&mut self, extra: u64) {
         let Some(cap) = self.cap else { return };
+        if self.allocated() + extra <= cap {
+            return;
+        }
         let mut keys: Vec<(BufferKind, u64)> = self.free.keys().copied().collect();
         keys.sort_by_key(|&(_, size)| std::cmp::Reverse(size));
         for key in keys {

@@ -9,7 +9,7 @@
 
 use super::context::GpuContext;
 use super::fusion::{RecordedOp, programs};
-use super::params::{params_bytes, params_size};
+use super::params::{params_size, write_params};
 use super::pipeline::Pipeline;
 use super::program::Program;
 use crate::error::Result;
@@ -45,7 +45,8 @@ pub(crate) struct Scheduler {
 struct Encoded {
     pipeline: Arc<Pipeline>,
     program: Program,
-    params: Vec<u8>,
+    /// Where its parameter block starts in the arena.
+    offset: u32,
     groups: [u32; 2],
 }
 
@@ -93,10 +94,14 @@ impl Scheduler {
         ops: &[RecordedOp],
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
+        // Every parameter block goes straight into the arena's bytes.
+        let align = ctx.facts.uniform_align as usize;
+        let mut bytes = Vec::new();
         let mut encoded = Vec::new();
         for program in programs(ops, ctx.fusion_enabled(), ctx.program_limits()) {
-            if let Some(e) = encode(ctx, program)? {
+            if let Some(e) = encode(ctx, program, &mut bytes)? {
                 encoded.push(e);
+                bytes.resize(bytes.len().next_multiple_of(align), 0);
             }
         }
         let mut encoder = ctx
@@ -105,14 +110,6 @@ impl Scheduler {
                 label: Some("webtensor batch"),
             });
         if !encoded.is_empty() {
-            let align = ctx.facts.uniform_align as u64;
-            let mut offsets = Vec::with_capacity(encoded.len());
-            let mut bytes = Vec::new();
-            for e in &encoded {
-                offsets.push(bytes.len() as u64);
-                bytes.extend_from_slice(&e.params);
-                bytes.resize((bytes.len() as u64).next_multiple_of(align) as usize, 0);
-            }
             let arena = self.arena(ctx, bytes.len() as u64);
             // Ordered after every earlier submit and before this one, so an
             // earlier batch never sees these parameters.
@@ -123,9 +120,9 @@ impl Scheduler {
                 label: Some("webtensor batch"),
                 timestamp_writes: None,
             });
-            for ((e, group), offset) in encoded.iter().zip(&groups).zip(&offsets) {
+            for (e, group) in encoded.iter().zip(&groups) {
                 pass.set_pipeline(&e.pipeline.pipeline);
-                pass.set_bind_group(0, group, &[*offset as u32]);
+                pass.set_bind_group(0, group, &[e.offset]);
                 pass.dispatch_workgroups(e.groups[0], e.groups[1], 1);
             }
         }
@@ -160,9 +157,9 @@ impl Scheduler {
     }
 }
 
-/// The pipeline, parameters and grid of one program; `None` when it has no
-/// elements.
-fn encode(ctx: &GpuContext, program: Program) -> Result<Option<Encoded>> {
+/// The pipeline and grid of one program, its parameters appended to
+/// `params`; `None` (and nothing appended) when it has no elements.
+fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Option<Encoded>> {
     let layouts: Vec<&Layout> = program.layouts.iter().collect();
     let plan = IterPlan::new(&layouts);
     let numel = plan.numel();
@@ -172,7 +169,9 @@ fn encode(ctx: &GpuContext, program: Program) -> Result<Option<Encoded>> {
     let groups = super::elementwise::grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
     let pipeline = ctx.pipelines.get(&ctx.device, &key)?;
-    let params = params_bytes(
+    let offset = params.len() as u32;
+    write_params(
+        params,
         &plan,
         groups[0] * super::codegen::WORKGROUP_SIZE,
         &program.scalars,
@@ -180,7 +179,7 @@ fn encode(ctx: &GpuContext, program: Program) -> Result<Option<Encoded>> {
     Ok(Some(Encoded {
         pipeline,
         program,
-        params,
+        offset,
         groups,
     }))
 }

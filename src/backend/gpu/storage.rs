@@ -123,16 +123,12 @@ impl GpuStorage {
     }
 
     pub fn buffer(&self) -> &wgpu::Buffer {
-        &self.loan().buffer
+        &self.loan.buffer
     }
 
     /// The pool's id of the buffer (shared by every storage that ever held it).
     pub fn buffer_id(&self) -> u64 {
-        self.loan().id
-    }
-
-    fn loan(&self) -> &PooledBuffer {
-        &self.loan
+        self.loan.id
     }
 
     pub fn len(&self) -> usize {
