@@ -46,6 +46,7 @@ pub use error::{Error, Result};
 pub use half::f16;
 pub use index::{NewAxis, SliceItem};
 pub use layout::Layout;
+pub use ops::Axes;
 pub use scalar::Scalar;
 pub use shape::{MAX_RANK, Shape, broadcast_shapes};
 pub use tensor::Tensor;

@@ -10,7 +10,7 @@ pub(crate) mod gpu;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::ops::kinds::Kernel;
+use crate::ops::kinds::{Kernel, ReduceOp};
 use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -81,6 +81,54 @@ pub(crate) fn run(call: &Call) -> Result<()> {
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::run(s, call),
         Storage::Gpu(s) => gpu::run(s, call),
+    }
+}
+
+/// One reduction: each element of `out` (a fresh row-major tensor whose
+/// shape is the first `kept` axes of `input`) reduces the elements of
+/// `input` that share those leading indices. The op layer has permuted the
+/// kept axes first and the reduced axes last; the input may be any view.
+pub(crate) struct ReduceCall<'a> {
+    pub op: ReduceOp,
+    pub input: TensorRef<'a>,
+    pub kept: usize,
+    pub out: TensorRef<'a>,
+    /// Divide each sum by the number of reduced elements (a mean).
+    pub mean: bool,
+}
+
+impl ReduceCall<'_> {
+    /// The kept axes of the input, one output each.
+    pub fn kept_layout(&self) -> Layout {
+        let l = &self.input.layout;
+        Layout::from_parts(
+            l.dims()[..self.kept].into(),
+            l.strides()[..self.kept].into(),
+            l.offset(),
+        )
+    }
+
+    /// The reduced axes of the input, at offset 0.
+    pub fn reduced_layout(&self) -> Layout {
+        let l = &self.input.layout;
+        Layout::from_parts(
+            l.dims()[self.kept..].into(),
+            l.strides()[self.kept..].into(),
+            0,
+        )
+    }
+}
+
+/// Runs a reduction on the backend that holds its output.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::reduce(s, call),
+        Storage::Gpu(s) => gpu::reduce(s, call),
     }
 }
 

@@ -13,6 +13,7 @@ mod views;
 mod tests;
 
 pub(crate) use plan::{IterPlan, dense_layout_like};
+pub(crate) use views::normalize_axis;
 
 use crate::error::{Error, Result};
 use crate::shape::{DimVec, Shape};

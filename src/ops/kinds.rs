@@ -249,3 +249,26 @@ pub(crate) enum Kernel {
     /// `out = scalar`.
     Fill,
 }
+
+/// What a reduction computes over the reduced elements of each output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ReduceOp {
+    /// Sum (wrapping for integers); with `mean`, divided by the count.
+    Sum,
+    Prod,
+    /// NaN-propagating maximum.
+    Max,
+    /// NaN-propagating minimum.
+    Min,
+    /// Row-major index (i32) of the first maximum; NaN counts as largest.
+    ArgMax,
+    /// Row-major index (i32) of the first minimum; NaN counts as smallest.
+    ArgMin,
+}
+
+impl ReduceOp {
+    /// True for the ops that give an index instead of a value.
+    pub fn is_arg(self) -> bool {
+        matches!(self, ReduceOp::ArgMax | ReduceOp::ArgMin)
+    }
+}

@@ -5,6 +5,9 @@ mod assign;
 mod elementwise;
 pub(crate) mod kinds;
 mod operators;
+mod reduce;
+
+pub use reduce::Axes;
 
 use crate::backend::{Call, Input, run};
 use crate::dtype::DType;

@@ -4,8 +4,10 @@
 
 mod elementwise;
 mod numeric;
+mod reduce;
 mod storage;
 mod strided;
 
 pub(crate) use elementwise::run;
+pub(crate) use reduce::reduce;
 pub(crate) use storage::{CpuData, CpuStorage};

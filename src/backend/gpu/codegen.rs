@@ -47,7 +47,7 @@ fn storage(dtype: DType, native_f16: bool) -> Storage {
 }
 
 /// The WGSL type arithmetic on `dtype` runs in.
-fn compute_type(dtype: DType) -> &'static str {
+pub(crate) fn compute_type(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 | DType::F16 | DType::F64 => "f32",
         DType::I32 => "i32",
@@ -275,6 +275,45 @@ fn op_fn(n: usize, kernel: Kernel, out: DType, inputs: &[DType]) -> String {
     )
 }
 
+/// A storage buffer declaration `name` at `binding` holding `dtype`; a
+/// written packed buffer (f16 without SHADER_F16, u8, bool) is atomic.
+pub(crate) fn buffer_decl(
+    binding: u32,
+    name: &str,
+    dtype: DType,
+    native_f16: bool,
+    writes: bool,
+) -> String {
+    let s = storage(dtype, native_f16);
+    let access = if writes { "read_write" } else { "read" };
+    format!(
+        "@group(0) @binding({binding}) var<storage, {access}> {name}: {};\n",
+        array_type(s, writes && packed(s))
+    )
+}
+
+/// `fn {name}(p: u32) -> compute type`: element `p` of the read-only buffer
+/// `buf` holding `dtype`.
+pub(crate) fn load_fn(name: &str, buf: &str, dtype: DType, native_f16: bool) -> String {
+    let expr = load_expr(dtype, storage(dtype, native_f16), buf, false);
+    format!(
+        "fn {name}(p: u32) -> {} {{\n    return {expr};\n}}\n",
+        compute_type(dtype)
+    )
+}
+
+/// `fn store_out(p: u32, v: compute type)` into `out_buf` holding `dtype`
+/// (declared by [`buffer_decl`] as writable), safe for neighbouring
+/// elements written by other threads.
+pub(crate) fn store_out_fn(dtype: DType, native_f16: bool) -> String {
+    store_fn(dtype, storage(dtype, native_f16))
+}
+
+/// True when a buffer of `dtype` needs `enable f16;`.
+pub(crate) fn needs_f16(dtype: DType, native_f16: bool) -> bool {
+    storage(dtype, native_f16) == Storage::F16
+}
+
 /// The complete WGSL source of the kernel selected by `key`.
 pub(crate) fn elementwise_source(key: &KernelKey) -> String {
     let out_storage = storage(key.out(), key.native_f16);
@@ -356,13 +395,13 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::backend::gpu::program::Operand;
     use crate::ops::kinds::{BinaryOp, CompareOp, UnaryOp};
     use smallvec::{SmallVec, smallvec};
 
-    fn validate(source: &str, what: &str) {
+    pub(crate) fn validate(source: &str, what: &str) {
         let module = naga::front::wgsl::parse_str(source)
             .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
         naga::valid::Validator::new(

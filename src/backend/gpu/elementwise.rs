@@ -2,6 +2,7 @@
 //! device's pending batch, and the dispatch grid.
 
 use super::codegen::WORKGROUP_SIZE;
+use super::command::Command;
 use super::fusion::{OpArg, RecordedOp, TensorOperand};
 use super::storage::GpuStorage;
 use crate::backend::{Call, Input, Storage, TensorRef};
@@ -42,7 +43,7 @@ pub(crate) fn run(out: &GpuStorage, call: &Call) -> Result<()> {
         out: operand(&call.out, out),
         args,
     };
-    ctx.scheduler().record(ctx, op)
+    ctx.scheduler().record(ctx, Command::Elementwise(op))
 }
 
 /// A 2-D grid of 64-thread workgroups covering `numel` threads, within the

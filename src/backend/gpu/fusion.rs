@@ -1,4 +1,5 @@
-//! Turning a batch of recorded elementwise ops into programs, fusing chains.
+//! Turning a batch of recorded commands into dispatches, fusing elementwise
+//! chains (kernel commands of other families run as recorded).
 //!
 //! Op `i` is folded into the one later op `j` that reads its destination
 //! when, at flush time:
@@ -18,6 +19,7 @@
 //!
 //! Inputs keep their own strides and offsets inside the fused kernel.
 
+use super::command::{Command, KernelCommand};
 use super::program::{Node, Operand, Program, ProgramLimits};
 use crate::backend::Storage;
 use crate::dtype::DType;
@@ -141,23 +143,56 @@ impl RecordedOp {
     }
 }
 
-/// The programs for `ops`, in recording order: one per op, or fewer when
-/// `fuse` folds dead intermediates into their reader.
-pub(crate) fn programs(ops: &[RecordedOp], fuse: bool, limits: ProgramLimits) -> Vec<Program> {
+/// One dispatch of a flush: a generated elementwise program or a kernel
+/// command of another family, as recorded.
+// Programs are the common, large variant; they are built once per flush.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Step<'a> {
+    Program(Program),
+    Kernel(&'a KernelCommand),
+}
+
+/// The steps for `commands`, in recording order: one per command, or fewer
+/// when `fuse` folds dead elementwise intermediates into their elementwise
+/// reader.
+pub(crate) fn programs(commands: &[Command], fuse: bool, limits: ProgramLimits) -> Vec<Step<'_>> {
     let consumer = if fuse {
-        fold_plan(ops, limits)
+        fold_plan(commands, limits)
     } else {
-        vec![None; ops.len()]
+        vec![None; commands.len()]
     };
-    let producer: HashMap<StorageId, (usize, Perm)> = consumer
+    let producer: HashMap<StorageId, (usize, &RecordedOp, Perm)> = consumer
         .iter()
+        .zip(commands)
         .enumerate()
-        .filter_map(|(i, c)| c.clone().map(|(_, perm)| (ops[i].out.id(), (i, perm))))
+        .filter_map(|(i, (c, command))| {
+            let op = command.elementwise()?;
+            c.clone().map(|(_, perm)| (op.out.id(), (i, op, perm)))
+        })
         .collect();
-    (0..ops.len())
-        .filter(|&j| consumer[j].is_none())
-        .map(|j| Builder::new(ops, &producer, &ops[j].out).build(j))
+    commands
+        .iter()
+        .zip(&consumer)
+        .filter(|(_, c)| c.is_none())
+        .map(|(command, _)| match command {
+            Command::Elementwise(op) => Step::Program(Builder::new(&producer, &op.out).build(op)),
+            Command::Kernel(k) => Step::Kernel(k),
+        })
         .collect()
+}
+
+/// The storages a command touches.
+fn touched(command: &Command) -> SmallVec<[StorageId; 4]> {
+    match command {
+        Command::Elementwise(op) => std::iter::once(op.out.id())
+            .chain(op.tensor_args().map(TensorOperand::id))
+            .collect(),
+        Command::Kernel(k) => k
+            .bindings
+            .iter()
+            .map(|b| StorageId(b.storage.as_ptr()))
+            .collect(),
+    }
 }
 
 /// What a (possibly already merged) program reads, for the fusion checks.
@@ -249,23 +284,28 @@ impl Footprint {
     }
 }
 
-/// For each op, the op it is folded into and the permutation that op reads
-/// its destination through (see the module docs for when).
-fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<(usize, Perm)>> {
-    // The ops touching each storage, in order, so finding a reader is cheap.
+/// For each command, the command it is folded into and the permutation that
+/// command reads its destination through (see the module docs for when).
+fn fold_plan(commands: &[Command], limits: ProgramLimits) -> Vec<Option<(usize, Perm)>> {
+    // The commands touching each storage, in order, so finding a reader is cheap.
     let mut touching: HashMap<StorageId, SmallVec<[usize; 4]>> = HashMap::new();
-    for (c, op) in ops.iter().enumerate() {
-        let ids = std::iter::once(op.out.id()).chain(op.tensor_args().map(TensorOperand::id));
-        for id in ids {
+    for (c, command) in commands.iter().enumerate() {
+        for id in touched(command) {
             let list = touching.entry(id).or_default();
             if list.last() != Some(&c) {
                 list.push(c);
             }
         }
     }
-    let mut footprints: Vec<Footprint> = ops.iter().map(Footprint::of).collect();
-    let mut consumer = vec![None; ops.len()];
-    for (i, op) in ops.iter().enumerate() {
+    let mut footprints: Vec<Option<Footprint>> = commands
+        .iter()
+        .map(|c| c.elementwise().map(Footprint::of))
+        .collect();
+    let mut consumer = vec![None; commands.len()];
+    for (i, command) in commands.iter().enumerate() {
+        let Some(op) = command.elementwise() else {
+            continue;
+        };
         let t = op.out.id();
         if !op.out.is_dead() || op.reads(t) {
             continue;
@@ -274,7 +314,14 @@ fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<(usize, Pe
         let (Some(j), None) = (users.next(), users.next()) else {
             continue;
         };
-        let reader = &ops[j];
+        // Only an elementwise reader can take the producer's nodes.
+        let (Some(reader), Some(reader_footprint), Some(footprint)) = (
+            commands[j].elementwise(),
+            footprints[j].as_ref(),
+            footprints[i].as_ref(),
+        ) else {
+            continue;
+        };
         if reader.out.id() == t {
             continue;
         }
@@ -287,39 +334,48 @@ fn fold_plan(ops: &[RecordedOp], limits: ProgramLimits) -> Vec<Option<(usize, Pe
         let Some(perm) = read_permutation(&first.layout, &op.out.layout) else {
             continue;
         };
-        let moved = footprints[i].permuted(&perm);
-        if !reads_stay_valid(ops, i, j, &moved) {
+        let moved = footprint.permuted(&perm);
+        if !reads_stay_valid(commands, i, j, &moved) {
             continue;
         }
-        let merged = footprints[j].inline(t, &moved);
+        let merged = reader_footprint.inline(t, &moved);
         if merged.fits(limits, reader.out.buffer_id) {
-            footprints[j] = merged;
+            footprints[j] = Some(merged);
             consumer[i] = Some((j, perm));
         }
     }
     consumer
 }
 
-/// True when no op after `i` up to `j` writes a buffer `i` reads, except
-/// `j` writing one it can read through its own binding: same dtype, and
-/// each element read is the one written at that index or one never written.
-fn reads_stay_valid(ops: &[RecordedOp], i: usize, j: usize, reads: &Footprint) -> bool {
-    (i + 1..=j).all(|c| {
-        let w = &ops[c].out;
-        reads.leaves.iter().all(|leaf| {
-            w.buffer_id != leaf.buffer_id
-                || (c == j
-                    && w.dtype == leaf.dtype
-                    && (same_elements(&w.layout, &leaf.layout)
-                        || !w.layout.may_overlap(&leaf.layout)))
-        })
+/// True when no command after `i` up to `j` writes a buffer `i` reads,
+/// except `j` writing one it can read through its own binding: same dtype,
+/// and each element read is the one written at that index or one never
+/// written.
+fn reads_stay_valid(commands: &[Command], i: usize, j: usize, reads: &Footprint) -> bool {
+    (i + 1..=j).all(|c| match &commands[c] {
+        Command::Kernel(k) => k.bindings.iter().all(|b| {
+            !b.writes
+                || reads
+                    .leaves
+                    .iter()
+                    .all(|leaf| leaf.buffer_id != b.buffer_id)
+        }),
+        Command::Elementwise(op) => {
+            let w = &op.out;
+            reads.leaves.iter().all(|leaf| {
+                w.buffer_id != leaf.buffer_id
+                    || (c == j
+                        && w.dtype == leaf.dtype
+                        && (same_elements(&w.layout, &leaf.layout)
+                            || !w.layout.may_overlap(&leaf.layout)))
+            })
+        }
     })
 }
 
 /// Builds the program of one emitted op, expanding folded producers.
 struct Builder<'a> {
-    ops: &'a [RecordedOp],
-    producer: &'a HashMap<StorageId, (usize, Perm)>,
+    producer: &'a HashMap<StorageId, (usize, &'a RecordedOp, Perm)>,
     out_buffer: u64,
     program: Program,
     /// (storage, layout) of operands 1.. for deduplication.
@@ -334,12 +390,10 @@ struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     fn new(
-        ops: &'a [RecordedOp],
-        producer: &'a HashMap<StorageId, (usize, Perm)>,
+        producer: &'a HashMap<StorageId, (usize, &'a RecordedOp, Perm)>,
         out: &TensorOperand,
     ) -> Builder<'a> {
         Builder {
-            ops,
             producer,
             out_buffer: out.buffer_id,
             program: Program {
@@ -360,8 +414,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn build(mut self, j: usize) -> Program {
-        self.apply(j, &identity(self.ops[j].out.layout.rank()));
+    fn build(mut self, op: &RecordedOp) -> Program {
+        self.apply(op, &identity(op.out.layout.rank()));
         self.program
     }
 
@@ -370,16 +424,17 @@ impl<'a> Builder<'a> {
         (self.program.nodes.len() - 1) as u8
     }
 
-    /// The nodes of op `c`, whose layouts `to_program` permutes into the
+    /// The nodes of `op`, whose layouts `to_program` permutes into the
     /// program's index space; returns its result node.
-    fn apply(&mut self, c: usize, to_program: &[usize]) -> u8 {
-        let op = &self.ops[c];
+    fn apply(&mut self, op: &RecordedOp, to_program: &[usize]) -> u8 {
         let mut args = SmallVec::new();
         for arg in &op.args {
             let node = match arg {
                 OpArg::Scalar(s) => self.scalar(*s),
                 OpArg::Tensor(t) => match self.producer.get(&t.id()) {
-                    Some((p, read)) => self.folded_value(*p, &compose(read, to_program)),
+                    Some((p, producer, read)) => {
+                        self.folded_value(*p, producer, &compose(read, to_program))
+                    }
                     None => self.load(t, permuted(&t.layout, to_program)),
                 },
             };
@@ -392,15 +447,15 @@ impl<'a> Builder<'a> {
         })
     }
 
-    /// The value a folded producer would have stored, computed once.
-    fn folded_value(&mut self, p: usize, to_program: &[usize]) -> u8 {
+    /// The value the folded producer `p` would have stored, computed once.
+    fn folded_value(&mut self, p: usize, producer: &RecordedOp, to_program: &[usize]) -> u8 {
         if let Some(&v) = self.values.get(&p) {
             return v;
         }
-        let result = self.apply(p, to_program);
+        let result = self.apply(producer, to_program);
         let v = self.push(Node::Round {
             arg: result,
-            dtype: self.ops[p].out.dtype,
+            dtype: producer.out.dtype,
         });
         self.values.insert(p, v);
         v

@@ -4,6 +4,7 @@
 //! elementwise chains.
 
 pub(crate) mod codegen;
+mod command;
 mod context;
 mod elementwise;
 mod fusion;
@@ -11,10 +12,12 @@ mod params;
 mod pipeline;
 mod pool;
 mod program;
+mod reduce;
 mod scheduler;
 mod storage;
 
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
 pub(crate) use elementwise::run;
+pub(crate) use reduce::reduce;
 pub(crate) use storage::GpuStorage;

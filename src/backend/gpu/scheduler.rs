@@ -7,13 +7,15 @@
 //! a buffer that pending work may still read, and when the number of ops
 //! recorded reaches the device's flush threshold.
 
+use super::command::Command;
 use super::context::GpuContext;
-use super::fusion::{RecordedOp, programs};
-use super::params::{params_size, write_params};
+use super::fusion::{Step, programs};
+use super::params::write_params;
 use super::pipeline::Pipeline;
 use super::program::Program;
 use crate::error::Result;
 use crate::layout::{IterPlan, Layout};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// Flush threshold when neither the options nor `WEBTENSOR_FLUSH_THRESHOLD`
@@ -33,10 +35,10 @@ pub(crate) struct SchedulerCounters {
     pub fused_ops: u64,
 }
 
-/// The ops recorded since the last submit, and the parameter arena.
+/// The commands recorded since the last submit, and the parameter arena.
 #[derive(Default)]
 pub(crate) struct Scheduler {
-    pending: Vec<RecordedOp>,
+    pending: Vec<Command>,
     arena: Option<wgpu::Buffer>,
     pub counters: SchedulerCounters,
 }
@@ -44,19 +46,22 @@ pub(crate) struct Scheduler {
 /// One dispatch, ready to encode.
 struct Encoded {
     pipeline: Arc<Pipeline>,
-    program: Program,
+    /// Bindings 1.., in order.
+    buffers: SmallVec<[wgpu::Buffer; 4]>,
     /// Where its parameter block starts in the arena.
     offset: u32,
     groups: [u32; 2],
+    /// Elementwise ops folded into it by fusion.
+    fused_ops: usize,
 }
 
 impl Scheduler {
-    /// Records an op; flushes when the threshold is reached.
+    /// Records a command; flushes when the threshold is reached.
     ///
     /// # Errors
     /// As [`Scheduler::flush`].
-    pub fn record(&mut self, ctx: &GpuContext, op: RecordedOp) -> Result<()> {
-        self.pending.push(op);
+    pub fn record(&mut self, ctx: &GpuContext, command: Command) -> Result<()> {
+        self.pending.push(command);
         self.counters.ops_recorded += 1;
         if self.pending.len() >= ctx.flush_threshold() {
             self.flush(ctx, |_| {})?;
@@ -80,8 +85,8 @@ impl Scheduler {
         ctx: &GpuContext,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
-        let ops = std::mem::take(&mut self.pending);
-        let result = self.submit(ctx, &ops, after);
+        let commands = std::mem::take(&mut self.pending);
+        let result = self.submit(ctx, &commands, after);
         // Whatever happened, the batch is closed: buffers released while it
         // was open are safe to write once it is submitted (or abandoned).
         ctx.close_batch();
@@ -91,15 +96,29 @@ impl Scheduler {
     fn submit(
         &mut self,
         ctx: &GpuContext,
-        ops: &[RecordedOp],
+        commands: &[Command],
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
         // Every parameter block goes straight into the arena's bytes.
         let align = ctx.facts.uniform_align as usize;
         let mut bytes = Vec::new();
         let mut encoded = Vec::new();
-        for program in programs(ops, ctx.fusion_enabled(), ctx.program_limits()) {
-            if let Some(e) = encode(ctx, program, &mut bytes)? {
+        for step in programs(commands, ctx.fusion_enabled(), ctx.program_limits()) {
+            let e = match step {
+                Step::Program(program) => encode(ctx, program, &mut bytes)?,
+                Step::Kernel(k) => {
+                    let offset = bytes.len() as u32;
+                    bytes.extend_from_slice(&k.params);
+                    Some(Encoded {
+                        pipeline: k.pipeline.clone(),
+                        buffers: k.bindings.iter().map(|b| b.buffer.clone()).collect(),
+                        offset,
+                        groups: k.groups,
+                        fused_ops: 0,
+                    })
+                }
+            };
+            if let Some(e) = e {
                 encoded.push(e);
                 bytes.resize(bytes.len().next_multiple_of(align), 0);
             }
@@ -132,7 +151,7 @@ impl Scheduler {
         c.submits += 1;
         c.dispatches += encoded.len() as u64;
         for e in &encoded {
-            let fused = e.program.fused_ops() as u64;
+            let fused = e.fused_ops as u64;
             c.fused_ops += fused;
             c.fused_kernels += u64::from(fused > 0);
         }
@@ -168,7 +187,7 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
     }
     let groups = super::elementwise::grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
-    let pipeline = ctx.pipelines.get(&ctx.device, &key)?;
+    let pipeline = ctx.pipelines.elementwise(&ctx.device, &key)?;
     let offset = params.len() as u32;
     write_params(
         params,
@@ -178,14 +197,15 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
     );
     Ok(Some(Encoded {
         pipeline,
-        program,
+        fused_ops: program.fused_ops(),
+        buffers: program.buffers,
         offset,
         groups,
     }))
 }
 
 fn bind_group(ctx: &GpuContext, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::BindGroup {
-    let size = params_size(e.program.operands.len(), e.program.scalars.len());
+    let size = e.pipeline.params_size;
     let mut entries = vec![wgpu::BindGroupEntry {
         binding: 0,
         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -194,7 +214,7 @@ fn bind_group(ctx: &GpuContext, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::Bind
             size: wgpu::BufferSize::new(size),
         }),
     }];
-    for (k, buffer) in e.program.buffers.iter().enumerate() {
+    for (k, buffer) in e.buffers.iter().enumerate() {
         entries.push(wgpu::BindGroupEntry {
             binding: 1 + k as u32,
             resource: buffer.as_entire_binding(),

@@ -1,0 +1,131 @@
+// One reduction stage, specialised by src/backend/gpu/reduce.rs, which
+// fills the {{...}} slots:
+//   HEADER    `enable f16;` when a native f16 buffer is bound
+//   MATH      shaders/math.wgsl
+//   BINDINGS  the source (binding 1, plus its indices for a staged arg op)
+//             and the destination (the output, or partial values/indices)
+//   STATE     `alias Acc = ...;`, `fn fresh() -> State`, `fn combine`
+//   LOAD      `fn base_of(o) -> i32` and `fn load(base, r) -> State`:
+//             element r of the reduced set of the output at `base`
+//   STORE     `fn store(o, s, st)`: the output, or partial s of output o
+//
+// Output o reduces `extent` elements; a stage may split that into `splits`
+// partial results of `chunk` elements each, which a second stage combines.
+// A tensor source is read through (shape, strides, offset) of its kept axes
+// (o, row-major) and its reduced axes (r, row-major), so any view reduces
+// without a copy.
+{{HEADER}}
+
+struct Params {
+    outputs: u32,
+    extent: u32,
+    splits: u32,
+    chunk: u32,
+    kept_rank: u32,
+    red_rank: u32,
+    // Workgroups (group mode) or threads (thread mode) per grid row.
+    row_width: u32,
+    offset: u32,
+    // Elements behind each output overall (the divisor of a mean).
+    count: u32,
+    // Partial results per output in a partials source.
+    src_splits: u32,
+    pad1: u32,
+    pad2: u32,
+    kept_shape: array<vec4<u32>, 2>,
+    kept_strides: array<vec4<i32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+struct State {
+    v: Acc,
+    // Row-major index of `v` among the reduced elements (arg ops); -1 while empty.
+    i: i32,
+}
+
+// Storage position of the first reduced element of output `o`.
+fn kept_base(o: u32) -> i32 {
+    var pos = i32(params.offset);
+    var rem = o;
+    for (var d = i32(params.kept_rank) - 1; d >= 0; d--) {
+        let du = u32(d);
+        let n = params.kept_shape[du / 4u][du % 4u];
+        pos += i32(rem % n) * params.kept_strides[du / 4u][du % 4u];
+        rem = rem / n;
+    }
+    return pos;
+}
+
+// Storage offset of reduced element `r` from its output's base.
+fn reduced_offset(r: u32) -> i32 {
+    var pos = 0;
+    var rem = r;
+    for (var d = i32(params.red_rank) - 1; d >= 0; d--) {
+        let du = u32(d);
+        let n = params.red_shape[du / 4u][du % 4u];
+        pos += i32(rem % n) * params.red_strides[du / 4u][du % 4u];
+        rem = rem / n;
+    }
+    return pos;
+}
+
+{{MATH}}
+{{BINDINGS}}
+{{STATE}}
+{{LOAD}}
+{{STORE}}
+
+// The state of output `o` over reduced elements [start, end), visited by
+// one thread in steps of `step` from `start + first`.
+fn fold(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
+    let base = base_of(o);
+    var st = fresh();
+    for (var r = start + first; r < end; r += step) {
+        st = combine(st, load(base, r));
+    }
+    return st;
+}
+
+var<workgroup> shared_states: array<State, 64>;
+
+// Group mode: one workgroup of 64 threads per (output, split).
+@compute @workgroup_size(64)
+fn main_group(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let w = wid.x + wid.y * params.row_width;
+    let o = w / params.splits;
+    let s = w % params.splits;
+    let live = o < params.outputs;
+    var st = fresh();
+    if (live) {
+        let start = s * params.chunk;
+        let end = min(start + params.chunk, params.extent);
+        st = fold(o, start, end, t, 64u);
+    }
+    shared_states[t] = st;
+    workgroupBarrier();
+    for (var width = 32u; width > 0u; width = width / 2u) {
+        if (t < width) {
+            shared_states[t] = combine(shared_states[t], shared_states[t + width]);
+        }
+        workgroupBarrier();
+    }
+    if (t == 0u && live) {
+        store(o, s, shared_states[0]);
+    }
+}
+
+// Thread mode: one thread per output, for short reductions.
+@compute @workgroup_size(64)
+fn main_thread(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let o = gid.x + gid.y * params.row_width;
+    if (o >= params.outputs) {
+        return;
+    }
+    store(o, 0u, fold(o, 0u, params.extent, 0u, 1u));
+}

@@ -1,0 +1,321 @@
+//! CPU reductions: one output at a time, each walking its reduced elements
+//! through the input's strides (no copy of a strided view). Sums, products,
+//! maxima and minima run over the reduced sub-layout in memory order with
+//! eight independent accumulators, so a contiguous run vectorises; argmax
+//! and argmin walk row-major to report the first index.
+
+use super::storage::{CpuData, CpuStorage};
+use super::strided::for_each_run;
+use crate::backend::{ReduceCall, Storage};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::layout::{IterPlan, Layout};
+use crate::ops::kinds::ReduceOp;
+use half::f16;
+
+/// The accumulator of a reduction: f32 for f16 and f32, f64 for f64,
+/// wrapping i32/u32 for integers, u32 for u8 and bool.
+pub(crate) trait Acc: Copy + PartialOrd {
+    const ZERO: Self;
+    const ONE: Self;
+    /// Smallest value (the identity of a maximum).
+    const LOWEST: Self;
+    /// Largest value (the identity of a minimum).
+    const HIGHEST: Self;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    /// NaN-propagating maximum.
+    fn max(self, o: Self) -> Self;
+    /// NaN-propagating minimum.
+    fn min(self, o: Self) -> Self;
+    /// `self / count` for floats (a mean); integers are never divided.
+    fn mean(self, count: usize) -> Self;
+    #[allow(clippy::eq_op)]
+    fn is_nan(self) -> bool {
+        self != self
+    }
+}
+
+macro_rules! float_acc {
+    ($t:ty) => {
+        impl Acc for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const LOWEST: Self = <$t>::NEG_INFINITY;
+            const HIGHEST: Self = <$t>::INFINITY;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            #[inline(always)]
+            fn max(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else if o > self {
+                    o
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn min(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else if o < self {
+                    o
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn mean(self, count: usize) -> Self {
+                self / count as $t
+            }
+        }
+    };
+}
+float_acc!(f32);
+float_acc!(f64);
+
+macro_rules! int_acc {
+    ($t:ty) => {
+        impl Acc for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            #[inline(always)]
+            fn max(self, o: Self) -> Self {
+                Ord::max(self, o)
+            }
+            #[inline(always)]
+            fn min(self, o: Self) -> Self {
+                Ord::min(self, o)
+            }
+            #[inline(always)]
+            fn mean(self, _count: usize) -> Self {
+                self
+            }
+        }
+    };
+}
+int_acc!(i32);
+int_acc!(u32);
+
+/// An element type with its accumulator.
+pub(crate) trait Reducible: Element {
+    type Acc: Acc;
+    fn widen(self) -> Self::Acc;
+    fn narrow(acc: Self::Acc) -> Self;
+}
+
+macro_rules! reducible {
+    ($t:ty, $acc:ty, $widen:expr, $narrow:expr) => {
+        impl Reducible for $t {
+            type Acc = $acc;
+            #[inline(always)]
+            fn widen(self) -> $acc {
+                $widen(self)
+            }
+            #[inline(always)]
+            fn narrow(acc: $acc) -> Self {
+                $narrow(acc)
+            }
+        }
+    };
+}
+reducible!(f32, f32, |x| x, |a| a);
+reducible!(f64, f64, |x| x, |a| a);
+reducible!(f16, f32, f16::to_f32, f16::from_f32);
+reducible!(i32, i32, |x| x, |a| a);
+reducible!(u32, u32, |x| x, |a| a);
+reducible!(u8, u32, u32::from, |a: u32| a as u8);
+reducible!(bool, u32, u32::from, |a: u32| a != 0);
+
+/// Runs `call`, whose output storage is `out`.
+pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
+    let Storage::Cpu(input) = &**call.input.storage else {
+        return Err(Error::gpu("cpu reduce", "input is not in host memory"));
+    };
+    let data = input.read();
+    let mut out_data = out.write();
+    let bases = call.kept_layout().positions();
+    let reduced = call.reduced_layout();
+    macro_rules! typed {
+        ($T:ty, $variant:ident) => {{
+            let CpuData::$variant(src) = &*data else {
+                return Err(dtype_mismatch());
+            };
+            if call.op.is_arg() {
+                let CpuData::I32(dst) = &mut *out_data else {
+                    return Err(dtype_mismatch());
+                };
+                arg::<$T>(call.op == ReduceOp::ArgMax, src, dst, &bases, &reduced);
+            } else {
+                let CpuData::$variant(dst) = &mut *out_data else {
+                    return Err(dtype_mismatch());
+                };
+                fold::<$T>(call.op, call.mean, src, dst, &bases, &reduced);
+            }
+        }};
+    }
+    match call.input.dtype {
+        DType::F32 => typed!(f32, F32),
+        DType::F16 => typed!(f16, F16),
+        DType::F64 => typed!(f64, F64),
+        DType::I32 => typed!(i32, I32),
+        DType::U32 => typed!(u32, U32),
+        DType::U8 => typed!(u8, U8),
+        DType::Bool => typed!(bool, Bool),
+    }
+    Ok(())
+}
+
+fn dtype_mismatch() -> Error {
+    Error::gpu(
+        "cpu reduce",
+        "internal error: storage dtype differs from the call's",
+    )
+}
+
+/// Sum, product, maximum or minimum of each output's reduced elements.
+fn fold<T: Reducible>(
+    op: ReduceOp,
+    mean: bool,
+    src: &[T],
+    dst: &mut [T],
+    bases: &[usize],
+    reduced: &Layout,
+) {
+    let plan = IterPlan::new(&[reduced]);
+    let count = reduced.numel();
+    for (o, &base) in bases.iter().enumerate() {
+        let acc = match op {
+            ReduceOp::Prod => fold_one(src, base, &plan, T::Acc::ONE, T::Acc::mul),
+            ReduceOp::Max => fold_one(src, base, &plan, T::Acc::LOWEST, T::Acc::max),
+            ReduceOp::Min => fold_one(src, base, &plan, T::Acc::HIGHEST, T::Acc::min),
+            _ => fold_one(src, base, &plan, T::Acc::ZERO, T::Acc::add),
+        };
+        dst[o] = T::narrow(if mean { acc.mean(count) } else { acc });
+    }
+}
+
+/// Folds `f` over the elements of `plan` starting at `base`, in eight lanes.
+#[inline(always)]
+fn fold_one<T: Reducible>(
+    src: &[T],
+    base: usize,
+    plan: &IterPlan,
+    init: T::Acc,
+    f: impl Fn(T::Acc, T::Acc) -> T::Acc + Copy,
+) -> T::Acc {
+    const LANES: usize = 8;
+    let mut lanes = [init; LANES];
+    for_each_run::<1>(plan, |[p], [s], len| {
+        let start = (base as isize + p) as usize;
+        if s == 1 {
+            let run = &src[start..start + len];
+            let mut chunks = run.chunks_exact(LANES);
+            for chunk in &mut chunks {
+                for (lane, &x) in lanes.iter_mut().zip(chunk) {
+                    *lane = f(*lane, x.widen());
+                }
+            }
+            for (lane, &x) in lanes.iter_mut().zip(chunks.remainder()) {
+                *lane = f(*lane, x.widen());
+            }
+        } else {
+            for i in 0..len {
+                let x = src[(start as isize + i as isize * s) as usize];
+                lanes[i % LANES] = f(lanes[i % LANES], x.widen());
+            }
+        }
+    });
+    lanes.into_iter().fold(init, f)
+}
+
+/// The plan walking `layout` in row-major order (no reordering), so that
+/// a running count is the row-major index.
+fn row_major_plan(layout: &Layout) -> IterPlan {
+    if layout.rank() == 0 {
+        return IterPlan {
+            shape: smallvec::smallvec![1],
+            strides: smallvec::smallvec![smallvec::smallvec![0]],
+            offsets: smallvec::smallvec![layout.offset()],
+        };
+    }
+    IterPlan {
+        shape: layout.dims().into(),
+        strides: smallvec::smallvec![layout.strides().into()],
+        offsets: smallvec::smallvec![layout.offset()],
+    }
+}
+
+/// Index of the first maximum (or minimum) of each output's reduced
+/// elements; a NaN wins over every number.
+fn arg<T: Reducible>(max: bool, src: &[T], dst: &mut [i32], bases: &[usize], reduced: &Layout) {
+    let plan = row_major_plan(reduced);
+    for (o, &base) in bases.iter().enumerate() {
+        let mut best: Option<(T::Acc, i32)> = None;
+        let mut index = 0i32;
+        for_each_run::<1>(&plan, |[p], [s], len| {
+            for i in 0..len {
+                let x = src[(base as isize + p + i as isize * s) as usize].widen();
+                let better = match best {
+                    None => true,
+                    Some((b, _)) if b.is_nan() => false,
+                    Some(_) if x.is_nan() => true,
+                    Some((b, _)) => {
+                        if max {
+                            x > b
+                        } else {
+                            x < b
+                        }
+                    }
+                };
+                if better {
+                    best = Some((x, index));
+                }
+                index += 1;
+            }
+        });
+        dst[o] = best.map_or(0, |(_, i)| i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accumulators_follow_numpy() {
+        assert!(Acc::max(1.0f32, f32::NAN).is_nan());
+        assert!(Acc::min(f32::NAN, 1.0f32).is_nan());
+        assert_eq!(Acc::add(i32::MAX, 1), i32::MIN);
+        assert_eq!(<u8 as Reducible>::narrow(300), 44);
+        assert!(<bool as Reducible>::narrow(2));
+    }
+
+    #[test]
+    fn lanes_cover_runs_of_every_length() {
+        for n in [0usize, 1, 7, 8, 9, 17, 64] {
+            let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let layout = Layout::contiguous([n]);
+            let plan = IterPlan::new(&[&layout]);
+            let sum = fold_one(&src, 0, &plan, 0.0, Acc::add);
+            assert_eq!(sum, (n * n.saturating_sub(1) / 2) as f32);
+        }
+    }
+}

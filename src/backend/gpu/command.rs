@@ -1,0 +1,48 @@
+//! What the scheduler records: elementwise ops, which fusion may merge, and
+//! kernel commands of the other families (reductions, matmul), which run as
+//! recorded.
+
+use super::fusion::RecordedOp;
+use super::pipeline::Pipeline;
+use crate::backend::Storage;
+use smallvec::SmallVec;
+use std::sync::{Arc, Weak};
+
+/// One recorded GPU command.
+// Elementwise ops are the common case and the large variant: boxing them
+// would add an allocation per recorded op.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Command {
+    Elementwise(RecordedOp),
+    Kernel(KernelCommand),
+}
+
+/// A storage buffer bound to a kernel command.
+pub(crate) struct Bound {
+    /// Identity and liveness of the storage, as for elementwise operands.
+    pub storage: Weak<Storage>,
+    pub buffer: wgpu::Buffer,
+    /// The pool's id of `buffer`.
+    pub buffer_id: u64,
+    /// True when the kernel may write it.
+    pub writes: bool,
+}
+
+/// A dispatch whose pipeline, parameters and grid are fixed at recording:
+/// bindings 1.. are `bindings` in order, binding 0 its parameter block.
+pub(crate) struct KernelCommand {
+    pub pipeline: Arc<Pipeline>,
+    pub params: Vec<u8>,
+    pub bindings: SmallVec<[Bound; 4]>,
+    pub groups: [u32; 2],
+}
+
+impl Command {
+    /// The elementwise op, if this is one.
+    pub fn elementwise(&self) -> Option<&RecordedOp> {
+        match self {
+            Command::Elementwise(op) => Some(op),
+            Command::Kernel(_) => None,
+        }
+    }
+}

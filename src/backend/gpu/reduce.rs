@@ -1,0 +1,498 @@
+//! GPU reductions: `shaders/reduce.wgsl` specialised per op, dtype and
+//! stage, recorded as kernel commands.
+//!
+//! Short reductions run one thread per output. Longer ones run one
+//! workgroup of 64 threads per output, which strides over the reduced
+//! elements and combines in workgroup memory. When there are few outputs
+//! and many elements each (a full sum), each output is split into partial
+//! results written to a scratch buffer, and a second stage combines them, so
+//! every core has work. Accumulation is in f32 for f16 and f32, wrapping
+//! i32/u32 for integers.
+
+use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
+use super::command::{Bound, Command, KernelCommand};
+use super::elementwise::grid;
+use super::pipeline::{PipelineKey, PipelineSpec};
+use super::storage::GpuStorage;
+use crate::backend::{ReduceCall, Storage};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ops::kinds::ReduceOp;
+use crate::shape::MAX_RANK;
+use smallvec::{SmallVec, smallvec};
+use std::fmt::Write;
+use std::sync::Arc;
+
+const REDUCE_WGSL: &str = include_str!("../../../shaders/reduce.wgsl");
+
+/// Reductions at most this long run one thread per output.
+const THREAD_MODE_MAX: usize = 64;
+/// Elements per workgroup a split aims for.
+const SPLIT_CHUNK: usize = 4096;
+/// Workgroups a split stage aims for in all.
+const SPLIT_TARGET: usize = 1024;
+
+/// Where a stage reads its elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Source {
+    /// The input tensor, through its strides.
+    Tensor,
+    /// Partial results of an earlier stage, `splits` per output.
+    Partials,
+}
+
+/// Where a stage writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Dest {
+    /// The output tensor.
+    Output,
+    /// Partial results, `splits` per output.
+    Partials,
+}
+
+/// Everything that selects a distinct reduction pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ReduceKey {
+    pub op: ReduceOp,
+    /// The input tensor's dtype (it fixes the accumulator).
+    pub dtype: DType,
+    /// The output's dtype (i32 for arg ops).
+    pub out: DType,
+    pub source: Source,
+    pub dest: Dest,
+    pub mean: bool,
+    /// One workgroup per output (else one thread).
+    pub group: bool,
+    pub native_f16: bool,
+}
+
+/// The accumulator dtype of a reduction over `dtype`.
+fn acc_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::F32 | DType::F16 | DType::F64 => DType::F32,
+        DType::I32 => DType::I32,
+        DType::U32 | DType::U8 | DType::Bool => DType::U32,
+    }
+}
+
+/// Bytes of the parameter block (see `Params` in reduce.wgsl).
+const PARAMS_SIZE: u64 = 48 + 4 * 32;
+
+/// The WGSL source of one reduction stage.
+pub(crate) fn reduce_source(key: &ReduceKey) -> String {
+    let acc = compute_type(acc_dtype(key.dtype));
+    let mut bindings = String::new();
+    let mut next = 1u32;
+    let mut bind = |name: &str, dtype: DType, writes: bool, out: &mut String| {
+        out.push_str(&buffer_decl(next, name, dtype, key.native_f16, writes));
+        next += 1;
+    };
+    let mut load = String::new();
+    match key.source {
+        Source::Tensor => {
+            bind("src", key.dtype, false, &mut bindings);
+            load.push_str(&load_fn("load_src", "src", key.dtype, key.native_f16));
+            let value = if key.dtype == DType::Bool {
+                "select(0u, 1u, load_src(p))"
+            } else {
+                "load_src(p)"
+            };
+            let _ = write!(
+                load,
+                "fn base_of(o: u32) -> i32 {{\n    return kept_base(o);\n}}\n\
+                 fn load(base: i32, r: u32) -> State {{\n    \
+                 let p = u32(base + reduced_offset(r));\n    \
+                 return State({acc}({value}), i32(r));\n}}\n"
+            );
+        }
+        Source::Partials => {
+            bind("src_v", acc_dtype(key.dtype), false, &mut bindings);
+            let index = if key.op.is_arg() {
+                bind("src_i", DType::I32, false, &mut bindings);
+                "src_i[p]"
+            } else {
+                "0"
+            };
+            let _ = write!(
+                load,
+                "fn base_of(o: u32) -> i32 {{\n    return i32(o * params.src_splits);\n}}\n\
+                 fn load(base: i32, r: u32) -> State {{\n    \
+                 let p = u32(base) + r;\n    return State(src_v[p], {index});\n}}\n"
+            );
+        }
+    }
+    let mut store = String::new();
+    match key.dest {
+        Dest::Output => {
+            bind("out_buf", key.out, true, &mut bindings);
+            store.push_str(&store_out_fn(key.out, key.native_f16));
+            let value = if key.op.is_arg() {
+                "max(st.i, 0)".to_string()
+            } else {
+                let v = if key.mean {
+                    format!("st.v / {acc}(params.count)")
+                } else {
+                    "st.v".to_string()
+                };
+                match key.out {
+                    DType::Bool => format!("({v} != 0u)"),
+                    _ => v,
+                }
+            };
+            let _ = write!(
+                store,
+                "fn store(o: u32, s: u32, st: State) {{\n    store_out(o, {value});\n}}\n"
+            );
+        }
+        Dest::Partials => {
+            bind("dst_v", acc_dtype(key.dtype), true, &mut bindings);
+            let index = if key.op.is_arg() {
+                bind("dst_i", DType::I32, true, &mut bindings);
+                "\n    dst_i[o * params.splits + s] = st.i;"
+            } else {
+                ""
+            };
+            let _ = write!(
+                store,
+                "fn store(o: u32, s: u32, st: State) {{\n    \
+                 dst_v[o * params.splits + s] = st.v;{index}\n}}\n"
+            );
+        }
+    }
+    let uses_f16 = key.source == Source::Tensor && needs_f16(key.dtype, key.native_f16)
+        || key.dest == Dest::Output && needs_f16(key.out, key.native_f16);
+    REDUCE_WGSL
+        .replace("{{HEADER}}", if uses_f16 { "enable f16;" } else { "" })
+        .replace("{{MATH}}", MATH_WGSL)
+        .replace("{{BINDINGS}}", &bindings)
+        .replace("{{STATE}}", &state_source(key.op, acc))
+        .replace("{{LOAD}}", &load)
+        .replace("{{STORE}}", &store)
+}
+
+/// `alias Acc`, `fresh()` and `combine()` for `op` accumulating in `acc`.
+fn state_source(op: ReduceOp, acc: &str) -> String {
+    let float = acc == "f32";
+    let (lowest, highest) = match acc {
+        "f32" => ("bitcast<f32>(0xff800000u)", "bitcast<f32>(0x7f800000u)"),
+        "i32" => ("I32_MIN", "2147483647"),
+        _ => ("0u", "0xffffffffu"),
+    };
+    let zero = match acc {
+        "f32" => "0.0",
+        "i32" => "0",
+        _ => "0u",
+    };
+    let one = match acc {
+        "f32" => "1.0",
+        "i32" => "1",
+        _ => "1u",
+    };
+    let (identity, combine) = match op {
+        ReduceOp::Sum => (zero, "return State(a.v + b.v, 0);".to_string()),
+        ReduceOp::Prod => (one, "return State(a.v * b.v, 0);".to_string()),
+        ReduceOp::Max if float => (lowest, "return State(maximum_f32(a.v, b.v), 0);".into()),
+        ReduceOp::Max => (lowest, "return State(max(a.v, b.v), 0);".into()),
+        ReduceOp::Min if float => (highest, "return State(minimum_f32(a.v, b.v), 0);".into()),
+        ReduceOp::Min => (highest, "return State(min(a.v, b.v), 0);".into()),
+        ReduceOp::ArgMax | ReduceOp::ArgMin => {
+            let better = if op == ReduceOp::ArgMax { ">" } else { "<" };
+            let nan = if float { "is_nan_f32" } else { "never_nan" };
+            (
+                zero,
+                format!(
+                    "if (a.i < 0) {{ return b; }}\n    \
+                     if (b.i < 0) {{ return a; }}\n    \
+                     let an = {nan}(a.v);\n    \
+                     let bn = {nan}(b.v);\n    \
+                     // A NaN wins; among equals (or NaNs) the first index.\n    \
+                     if (an != bn) {{ if (an) {{ return a; }} return b; }}\n    \
+                     if (!an) {{\n        \
+                     if (a.v {better} b.v) {{ return a; }}\n        \
+                     if (b.v {better} a.v) {{ return b; }}\n    \
+                     }}\n    \
+                     if (a.i <= b.i) {{ return a; }}\n    \
+                     return b;"
+                ),
+            )
+        }
+    };
+    let fresh_index = if op.is_arg() { -1 } else { 0 };
+    format!(
+        "alias Acc = {acc};\n\
+         fn never_nan(x: Acc) -> bool {{\n    return false;\n}}\n\
+         fn fresh() -> State {{\n    return State({identity}, {fresh_index});\n}}\n\
+         fn combine(a: State, b: State) -> State {{\n    {combine}\n}}\n"
+    )
+}
+
+/// One stage to record: its key, bindings and shape.
+struct Stage {
+    key: ReduceKey,
+    bindings: SmallVec<[Bound; 4]>,
+    outputs: usize,
+    /// Elements (or partials) each output combines.
+    extent: usize,
+    /// Partial results this stage writes per output.
+    splits: usize,
+    /// Partial results per output in a partials source.
+    src_splits: usize,
+}
+
+/// Records `call` (whose output storage is `out`) as one or two stages.
+///
+/// # Errors
+/// `Error::Gpu` when the input is not on this GPU; pool failures for the
+/// scratch buffers; `TooLarge` for a grid over the device's limit.
+pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
+    let ctx = &out.ctx;
+    let Storage::Gpu(input) = &**call.input.storage else {
+        return Err(Error::gpu("reduce", "input is not on the GPU"));
+    };
+    let kept = call.kept_layout();
+    let reduced = call.reduced_layout();
+    let outputs = kept.numel();
+    let extent = reduced.numel();
+    if outputs == 0 {
+        return Ok(());
+    }
+    let bound = |storage: &Arc<Storage>, s: &GpuStorage, writes: bool| Bound {
+        storage: Arc::downgrade(storage),
+        buffer: s.buffer().clone(),
+        buffer_id: s.buffer_id(),
+        writes,
+    };
+    let key = |source, dest, group| ReduceKey {
+        op: call.op,
+        dtype: call.input.dtype,
+        out: call.out.dtype,
+        source,
+        dest,
+        mean: call.mean,
+        group,
+        native_f16: ctx.facts.native_f16,
+    };
+    let src = bound(call.input.storage, input, false);
+    let dst = bound(call.out.storage, out, true);
+    let splits = split_count(outputs, extent);
+    if splits == 1 {
+        let group = extent > THREAD_MODE_MAX;
+        let stage = Stage {
+            key: key(Source::Tensor, Dest::Output, group),
+            bindings: smallvec![src, dst],
+            outputs,
+            extent,
+            splits: 1,
+            src_splits: 1,
+        };
+        return record(out, stage, &kept, &reduced, extent);
+    }
+    // Two stages through scratch partials, dropped once recorded: the pool
+    // hands their buffers out again only in stream order.
+    let scratch = |dtype| -> Result<Arc<Storage>> {
+        Ok(Arc::new(Storage::Gpu(GpuStorage::uninit(
+            ctx,
+            "reduce",
+            dtype,
+            outputs * splits,
+        )?)))
+    };
+    let mut partials = vec![scratch(acc_dtype(call.input.dtype))?];
+    if call.op.is_arg() {
+        partials.push(scratch(DType::I32)?);
+    }
+    let part_bound = |writes| -> SmallVec<[Bound; 4]> {
+        partials
+            .iter()
+            .filter_map(|p| match &**p {
+                Storage::Gpu(s) => Some(bound(p, s, writes)),
+                Storage::Cpu(_) => None,
+            })
+            .collect()
+    };
+    let mut first: SmallVec<[Bound; 4]> = smallvec![src];
+    first.extend(part_bound(true));
+    let stage = Stage {
+        key: key(Source::Tensor, Dest::Partials, true),
+        bindings: first,
+        outputs,
+        extent,
+        splits,
+        src_splits: 1,
+    };
+    record(out, stage, &kept, &reduced, extent)?;
+    let mut second = part_bound(false);
+    second.push(dst);
+    let stage = Stage {
+        key: key(Source::Partials, Dest::Output, splits > THREAD_MODE_MAX),
+        bindings: second,
+        outputs,
+        extent: splits,
+        splits: 1,
+        src_splits: splits,
+    };
+    record(out, stage, &kept, &reduced, extent)
+}
+
+/// How many partial results each output is split into.
+fn split_count(outputs: usize, extent: usize) -> usize {
+    if outputs >= SPLIT_TARGET || extent <= 2 * SPLIT_CHUNK {
+        return 1;
+    }
+    extent
+        .div_ceil(SPLIT_CHUNK)
+        .min(SPLIT_TARGET / outputs)
+        .max(1)
+}
+
+fn record(
+    out: &GpuStorage,
+    stage: Stage,
+    kept: &Layout,
+    reduced: &Layout,
+    count: usize,
+) -> Result<()> {
+    let ctx = &out.ctx;
+    let threads = if stage.key.group {
+        stage.outputs * stage.splits * 64
+    } else {
+        stage.outputs
+    };
+    let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
+    let row_width = if stage.key.group {
+        groups[0]
+    } else {
+        groups[0] * 64
+    };
+    let key = stage.key.clone();
+    let pipeline =
+        ctx.pipelines
+            .get(&ctx.device, PipelineKey::Reduce(stage.key.clone()), || {
+                PipelineSpec {
+                    label: "webtensor reduce",
+                    source: reduce_source(&key),
+                    entry: if key.group {
+                        "main_group"
+                    } else {
+                        "main_thread"
+                    },
+                    params_size: PARAMS_SIZE,
+                    read_only: stage.bindings.iter().map(|b| !b.writes).collect(),
+                }
+            })?;
+    let chunk = stage.extent.div_ceil(stage.splits).max(1);
+    let params = write_params(
+        [
+            stage.outputs as u32,
+            stage.extent as u32,
+            stage.splits as u32,
+            chunk as u32,
+            kept.rank() as u32,
+            reduced.rank() as u32,
+            row_width,
+            kept.offset() as u32,
+            count as u32,
+            stage.src_splits as u32,
+        ],
+        kept,
+        reduced,
+    );
+    ctx.scheduler().record(
+        ctx,
+        Command::Kernel(KernelCommand {
+            pipeline,
+            params,
+            bindings: stage.bindings,
+            groups,
+        }),
+    )
+}
+
+/// The parameter block: the header words, then shapes and strides of the
+/// kept and reduced axes (8 entries each).
+fn write_params(header: [u32; 10], kept: &Layout, reduced: &Layout) -> Vec<u8> {
+    let mut out = Vec::with_capacity(PARAMS_SIZE as usize);
+    let mut word = |w: u32| out.extend_from_slice(&w.to_ne_bytes());
+    for w in header.into_iter().chain([0, 0]) {
+        word(w);
+    }
+    for layout in [kept, reduced] {
+        for d in 0..MAX_RANK {
+            word(layout.dims().get(d).map_or(0, |&n| n as u32));
+        }
+        for d in 0..MAX_RANK {
+            word(layout.strides().get(d).map_or(0, |&s| s as i32 as u32));
+        }
+    }
+    debug_assert_eq!(out.len() as u64, PARAMS_SIZE);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::codegen::tests::validate;
+
+    #[test]
+    fn every_reduction_stage_is_valid_wgsl() {
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Prod,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::ArgMax,
+            ReduceOp::ArgMin,
+        ];
+        let stages = [
+            (Source::Tensor, Dest::Output),
+            (Source::Tensor, Dest::Partials),
+            (Source::Partials, Dest::Output),
+        ];
+        for op in ops {
+            for dtype in [
+                DType::F32,
+                DType::F16,
+                DType::I32,
+                DType::U32,
+                DType::U8,
+                DType::Bool,
+            ] {
+                for (source, dest) in stages {
+                    for (group, native_f16) in [(true, true), (false, false)] {
+                        let out = if op.is_arg() { DType::I32 } else { dtype };
+                        let key = ReduceKey {
+                            op,
+                            dtype,
+                            out,
+                            source,
+                            dest,
+                            mean: op == ReduceOp::Sum && dtype.is_float(),
+                            group,
+                            native_f16,
+                        };
+                        validate(&reduce_source(&key), &format!("{key:?}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn params_match_the_wgsl_struct() {
+        let kept = Layout::contiguous([2, 3]);
+        let reduced = Layout::contiguous([4]);
+        assert_eq!(
+            write_params([0; 10], &kept, &reduced).len() as u64,
+            PARAMS_SIZE
+        );
+    }
+
+    #[test]
+    fn long_reductions_over_few_outputs_split() {
+        assert_eq!(split_count(1, 100), 1);
+        assert_eq!(split_count(1, 1 << 24), SPLIT_TARGET);
+        assert_eq!(split_count(4096, 1 << 24), 1);
+        assert_eq!(split_count(8, 1 << 20), 128);
+    }
+}

@@ -1,0 +1,403 @@
+//! Reductions: sum, mean, prod, max, min, var, std, all, any, argmax and
+//! argmin over one axis, several axes or every element, with `keepdim`.
+//!
+//! The input view goes to the kernel as it is: its axes are permuted so the
+//! kept ones come first, which is a free view, and the kernel walks the
+//! reduced ones through their strides.
+
+use super::kinds::ReduceOp;
+use crate::backend::{ReduceCall, reduce};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, normalize_axis};
+use crate::shape::{MAX_RANK, Shape};
+use crate::tensor::Tensor;
+use smallvec::SmallVec;
+use std::ops::RangeFull;
+
+/// The axes a reduction runs over: `..` for every axis, one axis, or a list
+/// (negative axes count from the end).
+///
+/// ```
+/// use webtensor::{Device, Tensor};
+/// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &Device::cpu())?;
+/// assert_eq!(t.sum(.., false)?.item::<f32>()?, 21.0);
+/// assert_eq!(t.sum(-1, false)?.to_vec::<f32>()?, vec![6.0, 15.0]);
+/// assert_eq!(t.sum([0, 1], true)?.dims(), &[1, 1]);
+/// # Ok::<(), webtensor::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Axes {
+    /// Every axis.
+    All,
+    /// These axes.
+    List(SmallVec<[isize; MAX_RANK]>),
+}
+
+impl From<RangeFull> for Axes {
+    fn from(_: RangeFull) -> Axes {
+        Axes::All
+    }
+}
+
+macro_rules! axes_from_int {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Axes {
+            fn from(a: $t) -> Axes {
+                Axes::List(smallvec::smallvec![a as isize])
+            }
+        }
+        impl<const N: usize> From<[$t; N]> for Axes {
+            fn from(a: [$t; N]) -> Axes {
+                Axes::List(a.iter().map(|&x| x as isize).collect())
+            }
+        }
+        impl From<&[$t]> for Axes {
+            fn from(a: &[$t]) -> Axes {
+                Axes::List(a.iter().map(|&x| x as isize).collect())
+            }
+        }
+        impl From<Vec<$t>> for Axes {
+            fn from(a: Vec<$t>) -> Axes {
+                Axes::List(a.iter().map(|&x| x as isize).collect())
+            }
+        }
+    )*};
+}
+axes_from_int!(isize, i32, usize);
+
+impl Axes {
+    /// The axes as a sorted mask over `rank` axes.
+    ///
+    /// # Errors
+    /// `Error::Axis` out of range, `Error::Argument` for a repeated axis.
+    fn mask(&self, op: &'static str, rank: usize) -> Result<[bool; MAX_RANK]> {
+        let mut mask = [false; MAX_RANK];
+        match self {
+            Axes::All => mask[..rank].fill(true),
+            Axes::List(axes) => {
+                for &a in axes {
+                    let k = normalize_axis(op, a, rank)?;
+                    if mask[k] {
+                        return Err(Error::argument(
+                            op,
+                            format!("axis {a} is repeated in {axes:?}"),
+                        ));
+                    }
+                    mask[k] = true;
+                }
+            }
+        }
+        Ok(mask)
+    }
+}
+
+impl Tensor {
+    /// Runs `op` over `axes` into a fresh tensor of `out_dtype`.
+    fn reduce_into(
+        &self,
+        op_name: &'static str,
+        op: ReduceOp,
+        axes: &Axes,
+        keepdim: bool,
+        out_dtype: DType,
+        mean: bool,
+    ) -> Result<Tensor> {
+        let rank = self.rank();
+        let mask = self.axes_mask(op_name, axes)?;
+        let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
+        let order: SmallVec<[isize; MAX_RANK]> = kept
+            .iter()
+            .copied()
+            .chain((0..rank).filter(|&k| mask[k]))
+            .map(|k| k as isize)
+            .collect();
+        let input = self.layout().permute(&order)?;
+        let out_shape: Shape = kept
+            .iter()
+            .map(|&k| self.dims()[k])
+            .collect::<Vec<_>>()
+            .into();
+        let storage = crate::tensor::alloc(self.device(), op_name, out_dtype, out_shape.numel())?;
+        let out = Tensor::from_parts(
+            storage,
+            Layout::contiguous(out_shape.clone()),
+            out_dtype,
+            self.device().clone(),
+        );
+        reduce(&ReduceCall {
+            op,
+            input: self.kernel_ref(input),
+            kept: kept.len(),
+            out: out.kernel_ref(out.layout().clone()),
+            mean,
+        })?;
+        if !keepdim {
+            return Ok(out);
+        }
+        let kept_dims: Vec<usize> = (0..rank)
+            .map(|k| if mask[k] { 1 } else { self.dims()[k] })
+            .collect();
+        out.reshape(kept_dims)
+    }
+
+    fn axes_mask(&self, op: &'static str, axes: &Axes) -> Result<[bool; MAX_RANK]> {
+        axes.mask(op, self.rank())
+    }
+
+    /// Checks that every output of a reduction over `axes` covers at least
+    /// one element, for the ops without an identity (max, min, arg ops).
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `op` for an empty reduced axis.
+    fn check_not_empty(&self, op: &'static str, axes: &Axes) -> Result<()> {
+        let mask = self.axes_mask(op, axes)?;
+        let empty_reduced = (0..self.rank()).any(|k| mask[k] && self.dims()[k] == 0);
+        let empty_kept = (0..self.rank()).any(|k| !mask[k] && self.dims()[k] == 0);
+        if empty_reduced && !empty_kept {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "reduction over an empty axis of shape {} has no identity",
+                    self.shape()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The number of elements each output of a reduction over `axes` covers.
+    fn reduced_count(&self, op: &'static str, axes: &Axes) -> Result<usize> {
+        let mask = self.axes_mask(op, axes)?;
+        Ok((0..self.rank())
+            .filter(|&k| mask[k])
+            .map(|k| self.dims()[k])
+            .product())
+    }
+
+    /// This tensor as the float dtype a mean or variance is computed in:
+    /// itself for floats, an f32 copy for integers and bool.
+    fn as_float(&self) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            Ok(self.clone())
+        } else {
+            self.to_dtype(DType::F32)
+        }
+    }
+
+    /// Sum over `axes` (wrapping for integers). bool sums count into i32 and
+    /// u8 sums into u32; other dtypes keep theirs, f16 accumulating in f32.
+    /// The sum of no elements is 0.
+    ///
+    /// # Errors
+    /// `Error::Axis` for an axis out of range, `Error::Argument` for a
+    /// repeated axis.
+    pub fn sum(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        let t = self.widened_for("sum")?;
+        t.reduce_into(
+            "sum",
+            ReduceOp::Sum,
+            &axes.into(),
+            keepdim,
+            t.dtype(),
+            false,
+        )
+    }
+
+    /// Product over `axes`, with the dtypes of [`Tensor::sum`]; the product
+    /// of no elements is 1.
+    ///
+    /// # Errors
+    /// As [`Tensor::sum`].
+    pub fn prod(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        let t = self.widened_for("prod")?;
+        t.reduce_into(
+            "prod",
+            ReduceOp::Prod,
+            &axes.into(),
+            keepdim,
+            t.dtype(),
+            false,
+        )
+    }
+
+    /// bool as i32 and u8 as u32, the dtypes sums and products run in.
+    fn widened_for(&self, _op: &'static str) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Bool => self.to_dtype(DType::I32),
+            DType::U8 => self.to_dtype(DType::U32),
+            _ => Ok(self.clone()),
+        }
+    }
+
+    /// Arithmetic mean over `axes`: floats keep their dtype (f16 accumulates
+    /// in f32), integers and bool give f32. The mean of no elements is NaN.
+    ///
+    /// # Errors
+    /// As [`Tensor::sum`].
+    pub fn mean(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        let t = self.as_float()?;
+        t.reduce_into(
+            "mean",
+            ReduceOp::Sum,
+            &axes.into(),
+            keepdim,
+            t.dtype(),
+            true,
+        )
+    }
+
+    /// Maximum over `axes`; NaN if any element is NaN (as NumPy's `max`).
+    ///
+    /// # Errors
+    /// As [`Tensor::sum`], and `Error::Argument` for an empty reduced axis
+    /// (the maximum of nothing is undefined).
+    pub fn max(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        let axes = axes.into();
+        self.check_not_empty("max", &axes)?;
+        self.reduce_into("max", ReduceOp::Max, &axes, keepdim, self.dtype(), false)
+    }
+
+    /// Minimum over `axes`; NaN if any element is NaN.
+    ///
+    /// # Errors
+    /// As [`Tensor::max`].
+    pub fn min(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        let axes = axes.into();
+        self.check_not_empty("min", &axes)?;
+        self.reduce_into("min", ReduceOp::Min, &axes, keepdim, self.dtype(), false)
+    }
+
+    /// Variance over `axes`: the mean squared deviation from the mean,
+    /// divided by `count - ddof` (`ddof = 0` as NumPy's default, 1 for the
+    /// sample variance as PyTorch's). Integers give f32; f16 is computed in
+    /// f32 and rounded once. A divisor of zero or less gives inf or NaN, as
+    /// NumPy.
+    ///
+    /// # Errors
+    /// As [`Tensor::sum`].
+    pub fn var(&self, axes: impl Into<Axes>, ddof: usize, keepdim: bool) -> Result<Tensor> {
+        let axes = axes.into();
+        let count = self.reduced_count("var", &axes)?;
+        let x = if self.dtype() == DType::F16 || !self.dtype().is_float() {
+            self.to_dtype(DType::F32)?
+        } else {
+            self.clone()
+        };
+        let mean = x.mean(axes.clone(), true)?;
+        let sq = x.sub(&mean)?.square()?;
+        let divisor = count as f64 - ddof as f64;
+        let var = sq
+            .reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?
+            .div_scalar(divisor.max(0.0))?;
+        let out_dtype = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::F32
+        };
+        if var.dtype() == out_dtype {
+            Ok(var)
+        } else {
+            var.to_dtype(out_dtype)
+        }
+    }
+
+    /// Standard deviation: the square root of [`Tensor::var`].
+    ///
+    /// # Errors
+    /// As [`Tensor::var`].
+    pub fn std(&self, axes: impl Into<Axes>, ddof: usize, keepdim: bool) -> Result<Tensor> {
+        let var = self.var(axes, ddof, keepdim)?;
+        var.sqrt_()?;
+        Ok(var)
+    }
+
+    /// True where every element over `axes` is true (non-zero for other
+    /// dtypes); true over no elements.
+    ///
+    /// # Errors
+    /// As [`Tensor::sum`].
+    pub fn all(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        let t = self.as_bool()?;
+        t.reduce_into(
+            "all",
+            ReduceOp::Min,
+            &axes.into(),
+            keepdim,
+            DType::Bool,
+            false,
+        )
+    }
+
+    /// True where any element over `axes` is true (non-zero for other
+    /// dtypes); false over no elements.
+    ///
+    /// # Errors
+    /// As [`Tensor::sum`].
+    pub fn any(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        let t = self.as_bool()?;
+        t.reduce_into(
+            "any",
+            ReduceOp::Max,
+            &axes.into(),
+            keepdim,
+            DType::Bool,
+            false,
+        )
+    }
+
+    fn as_bool(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            Ok(self.clone())
+        } else {
+            self.to_dtype(DType::Bool)
+        }
+    }
+
+    /// Index (i32) of the first maximum along `axis`, or into the
+    /// row-major flattened tensor for `..`; a NaN counts as the maximum
+    /// (as NumPy).
+    ///
+    /// # Errors
+    /// `Error::Argument` for several axes or an empty reduced axis,
+    /// `Error::Axis` for an axis out of range.
+    pub fn argmax(&self, axis: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        self.arg_reduce("argmax", ReduceOp::ArgMax, axis.into(), keepdim)
+    }
+
+    /// Index (i32) of the first minimum along `axis` (or over all elements
+    /// for `..`); a NaN counts as the minimum.
+    ///
+    /// # Errors
+    /// As [`Tensor::argmax`].
+    pub fn argmin(&self, axis: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        self.arg_reduce("argmin", ReduceOp::ArgMin, axis.into(), keepdim)
+    }
+
+    fn arg_reduce(
+        &self,
+        name: &'static str,
+        op: ReduceOp,
+        axis: Axes,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        if let Axes::List(list) = &axis
+            && list.len() != 1
+        {
+            return Err(Error::argument(
+                name,
+                format!("takes one axis or `..`, got {list:?}"),
+            ));
+        }
+        self.check_not_empty(name, &axis)?;
+        if self.numel() > i32::MAX as usize {
+            return Err(Error::TooLarge {
+                op: name,
+                what: "elements indexed by i32",
+                requested: self.numel() as u64,
+                limit: i32::MAX as u64,
+            });
+        }
+        self.reduce_into(name, op, &axis, keepdim, DType::I32, false)
+    }
+}

@@ -1,0 +1,465 @@
+//! Reductions on every device: hand-worked values, every view layout against
+//! an f64 reference, integer and bool dtypes, empty axes, NaN, the split
+//! (two-stage) GPU path, errors, and their interplay with the scheduler.
+
+mod common;
+
+use common::{assert_close, devices, own_gpu, read_f32, round_to, views_of};
+use webtensor::{Axes, DType, Device, Error, GpuOptions, Tensor, s};
+
+fn grid(dev: &Device) -> Tensor {
+    Tensor::arange(0.0f32, 12.0, 1.0, dev)
+        .unwrap()
+        .reshape([3, 4])
+        .unwrap()
+}
+
+#[test]
+fn hand_worked_values() {
+    for dev in devices() {
+        let t = grid(&dev);
+        let f = |x: Tensor| x.to_vec::<f32>().unwrap();
+        assert_eq!(f(t.sum(.., false).unwrap()), [66.0]);
+        assert_eq!(t.sum(.., false).unwrap().rank(), 0);
+        assert_eq!(f(t.sum(0, false).unwrap()), [12.0, 15.0, 18.0, 21.0]);
+        assert_eq!(f(t.sum(-1, false).unwrap()), [6.0, 22.0, 38.0]);
+        assert_eq!(t.sum(-1, true).unwrap().dims(), &[3, 1]);
+        assert_eq!(t.sum([0, 1], true).unwrap().dims(), &[1, 1]);
+        assert_eq!(f(t.mean(1, false).unwrap()), [1.5, 5.5, 9.5]);
+        assert_eq!(f(t.max(0, false).unwrap()), [8.0, 9.0, 10.0, 11.0]);
+        assert_eq!(f(t.min(1, false).unwrap()), [0.0, 4.0, 8.0]);
+        assert_eq!(
+            f(t.slice(s![.., 1..3]).unwrap().prod(1, false).unwrap()),
+            [2.0, 30.0, 90.0]
+        );
+        // var of [0, 1, 2, 3] is 1.25 (ddof 0) or 5/3 (ddof 1).
+        assert_close(&f(t.var(1, 0, false).unwrap()), &[1.25; 3], 1e-6, "var");
+        assert_close(
+            &f(t.var(1, 1, false).unwrap()),
+            &[5.0 / 3.0; 3],
+            1e-6,
+            "var1",
+        );
+        assert_close(
+            &f(t.std(0, 0, false).unwrap()),
+            &[(32.0f32 / 3.0).sqrt(); 4],
+            1e-6,
+            "std",
+        );
+        let ties = Tensor::from_slice(&[1.0f32, 3.0, 3.0, 0.0, 0.0, -1.0], [2, 3], &dev).unwrap();
+        assert_eq!(
+            ties.argmax(1, false).unwrap().to_vec::<i32>().unwrap(),
+            [1, 0]
+        );
+        assert_eq!(
+            ties.argmin(1, false).unwrap().to_vec::<i32>().unwrap(),
+            [0, 2]
+        );
+        assert_eq!(ties.argmax(.., false).unwrap().item::<i32>().unwrap(), 1);
+        assert_eq!(ties.argmin(.., false).unwrap().item::<i32>().unwrap(), 5);
+        assert_eq!(ties.argmax(0, true).unwrap().dims(), &[1, 3]);
+        assert_eq!(ties.argmax(0, false).unwrap().dtype(), DType::I32);
+        let b =
+            Tensor::from_slice(&[true, true, false, false, false, false], [3, 2], &dev).unwrap();
+        assert_eq!(
+            b.all(1, false).unwrap().to_vec::<bool>().unwrap(),
+            [true, false, false]
+        );
+        assert_eq!(
+            b.any(0, false).unwrap().to_vec::<bool>().unwrap(),
+            [true, true]
+        );
+        assert!(!b.all(.., false).unwrap().item::<bool>().unwrap());
+        assert!(b.any(.., false).unwrap().item::<bool>().unwrap());
+    }
+}
+
+/// The f64 reference of `op` over `axes` of row-major [4, 6] `values`.
+fn reference(values: &[f64], op: &str, axes: &[usize]) -> Vec<f64> {
+    let dims = [4usize, 6];
+    let kept: Vec<usize> = (0..2).filter(|k| !axes.contains(k)).collect();
+    let outputs: usize = kept.iter().map(|&k| dims[k]).product();
+    let mut groups = vec![Vec::new(); outputs];
+    for i in 0..4 {
+        for j in 0..6 {
+            let index = [i, j];
+            let o = kept.iter().fold(0, |acc, &k| acc * dims[k] + index[k]);
+            groups[o].push(values[i * 6 + j]);
+        }
+    }
+    groups
+        .iter()
+        .map(|g| {
+            let n = g.len() as f64;
+            let mean = g.iter().sum::<f64>() / n;
+            match op {
+                "sum" => g.iter().sum(),
+                "mean" => mean,
+                "prod" => g.iter().product(),
+                "max" => g.iter().copied().fold(f64::MIN, f64::max),
+                "min" => g.iter().copied().fold(f64::MAX, f64::min),
+                "var" => g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0),
+                "argmax" => {
+                    g.iter()
+                        .enumerate()
+                        .fold((0, f64::MIN), |b, (i, &x)| if x > b.1 { (i, x) } else { b })
+                        .0 as f64
+                }
+                "argmin" => {
+                    g.iter()
+                        .enumerate()
+                        .fold((0, f64::MAX), |b, (i, &x)| if x < b.1 { (i, x) } else { b })
+                        .0 as f64
+                }
+                _ => unreachable!(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_view_layout_matches_the_reference() {
+    let axes_sets: [(Axes, &[usize]); 5] = [
+        ((..).into(), &[0, 1]),
+        (0.into(), &[0]),
+        (1.into(), &[1]),
+        ((-1).into(), &[1]),
+        ([1, 0].into(), &[0, 1]),
+    ];
+    for dev in devices() {
+        for dtype in [DType::F32, DType::F16] {
+            let rel = if dtype == DType::F16 { 4e-3 } else { 2e-5 };
+            for (name, view) in views_of(&dev, dtype) {
+                let values: Vec<f64> = read_f32(&view).iter().map(|&x| x as f64).collect();
+                for (axes, list) in &axes_sets {
+                    for op in [
+                        "sum", "mean", "prod", "max", "min", "var", "argmax", "argmin",
+                    ] {
+                        let got = match op {
+                            "sum" => view.sum(axes.clone(), false),
+                            "mean" => view.mean(axes.clone(), false),
+                            "prod" => view.prod(axes.clone(), false),
+                            "max" => view.max(axes.clone(), false),
+                            "min" => view.min(axes.clone(), false),
+                            "var" => view.var(axes.clone(), 1, false),
+                            "argmax" if list.len() == 1 || matches!(axes, Axes::All) => {
+                                view.argmax(axes.clone(), false)
+                            }
+                            "argmin" if list.len() == 1 || matches!(axes, Axes::All) => {
+                                view.argmin(axes.clone(), false)
+                            }
+                            _ => continue,
+                        }
+                        .unwrap();
+                        let what = format!("{dev} {dtype} {name} {op} {axes:?}");
+                        let want = reference(&values, op, list);
+                        if op.starts_with("arg") {
+                            // The broadcast view repeats values: ties pick the first.
+                            let got: Vec<f64> = got
+                                .to_vec::<i32>()
+                                .unwrap()
+                                .iter()
+                                .map(|&i| i as f64)
+                                .collect();
+                            assert_eq!(got, want, "{what}");
+                        } else {
+                            assert_eq!(got.dtype(), dtype, "{what}");
+                            let want: Vec<f32> = want.iter().map(|&x| round_to(dtype, x)).collect();
+                            assert_close(&read_f32(&got), &want, rel, &what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_and_bool_dtypes() {
+    for dev in devices() {
+        let i = Tensor::from_slice(&[i32::MAX, 1, -5, 7], [2, 2], &dev).unwrap();
+        // Sums wrap, as elementwise integer arithmetic does.
+        assert_eq!(
+            i.sum(1, false).unwrap().to_vec::<i32>().unwrap(),
+            [i32::MIN, 2]
+        );
+        assert_eq!(
+            i.sum(0, false).unwrap().to_vec::<i32>().unwrap(),
+            [i32::MAX - 5, 8]
+        );
+        assert_eq!(i.max(.., false).unwrap().item::<i32>().unwrap(), i32::MAX);
+        assert_eq!(i.min(1, false).unwrap().to_vec::<i32>().unwrap(), [1, -5]);
+        assert_eq!(
+            i.prod(1, false).unwrap().to_vec::<i32>().unwrap(),
+            [i32::MAX, -35]
+        );
+        assert_eq!(i.argmin(.., false).unwrap().item::<i32>().unwrap(), 2);
+        assert_close(
+            &i.mean(1, false).unwrap().to_vec::<f32>().unwrap(),
+            &[1073741824.0, 1.0],
+            1e-6,
+            "mean i32",
+        );
+        let u = Tensor::from_slice(&[200u8, 100, 50, 255], [4], &dev).unwrap();
+        let su = u.sum(.., false).unwrap();
+        assert_eq!(su.dtype(), DType::U32);
+        assert_eq!(su.item::<u32>().unwrap(), 605);
+        assert_eq!(u.max(.., false).unwrap().item::<u8>().unwrap(), 255);
+        assert_eq!(u.argmin(.., false).unwrap().item::<i32>().unwrap(), 2);
+        let w = Tensor::from_slice(&[u32::MAX, 2], [2], &dev).unwrap();
+        assert_eq!(w.sum(.., false).unwrap().item::<u32>().unwrap(), 1);
+        let b = Tensor::from_slice(&[true, false, true, true], [4], &dev).unwrap();
+        let count = b.sum(.., false).unwrap();
+        assert_eq!(count.dtype(), DType::I32);
+        assert_eq!(count.item::<i32>().unwrap(), 3);
+        assert!(b.max(.., false).unwrap().item::<bool>().unwrap());
+        assert_eq!(b.argmin(.., false).unwrap().item::<i32>().unwrap(), 1);
+        // all/any on numbers test for non-zero.
+        let n = Tensor::from_slice(&[0.0f32, 2.0, 0.5, 0.0], [2, 2], &dev).unwrap();
+        assert_eq!(
+            n.any(1, false).unwrap().to_vec::<bool>().unwrap(),
+            [true, true]
+        );
+        assert_eq!(
+            n.all(0, false).unwrap().to_vec::<bool>().unwrap(),
+            [false, false]
+        );
+    }
+}
+
+#[test]
+fn empty_axes_follow_numpy() {
+    for dev in devices() {
+        let e = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
+        assert_eq!(e.sum(0, false).unwrap().to_vec::<f32>().unwrap(), [0.0; 3]);
+        assert_eq!(e.prod(0, false).unwrap().to_vec::<f32>().unwrap(), [1.0; 3]);
+        assert_eq!(e.sum(.., false).unwrap().item::<f32>().unwrap(), 0.0);
+        assert!(e.mean(0, false).unwrap().to_vec::<f32>().unwrap()[0].is_nan());
+        // No outputs: nothing to reduce, no error.
+        assert_eq!(e.max(1, false).unwrap().dims(), &[0]);
+        assert_eq!(e.sum(1, true).unwrap().dims(), &[0, 1]);
+        // An empty reduced axis has no maximum.
+        for r in [
+            e.max(0, false),
+            e.min(.., false),
+            e.argmax(0, false),
+            e.argmin(.., false),
+        ] {
+            match r {
+                Err(Error::Argument { op, msg }) => assert!(msg.contains("empty"), "{op}: {msg}"),
+                other => panic!(
+                    "expected an error, got {:?}",
+                    other.map(|t| t.dims().to_vec())
+                ),
+            }
+        }
+        assert!(e.all(.., false).unwrap().item::<bool>().unwrap());
+        assert!(!e.any(.., false).unwrap().item::<bool>().unwrap());
+        // Reducing no axes keeps every element.
+        let t = grid(&dev);
+        let none: &[isize] = &[];
+        assert_eq!(
+            t.sum(none, false).unwrap().to_vec::<f32>().unwrap(),
+            t.to_vec::<f32>().unwrap()
+        );
+    }
+}
+
+#[test]
+fn nan_propagates_and_wins_argmax() {
+    for dev in devices() {
+        let t =
+            Tensor::from_slice(&[1.0f32, f32::NAN, 5.0, f32::NAN, 2.0, 0.0], [2, 3], &dev).unwrap();
+        let m = t.max(1, false).unwrap().to_vec::<f32>().unwrap();
+        assert!(m[0].is_nan() && m[1].is_nan(), "{dev}: {m:?}");
+        assert!(t.min(.., false).unwrap().item::<f32>().unwrap().is_nan());
+        assert_eq!(t.argmax(1, false).unwrap().to_vec::<i32>().unwrap(), [1, 0]);
+        assert_eq!(t.argmin(.., false).unwrap().item::<i32>().unwrap(), 1);
+        assert_eq!(
+            t.argmax(0, false).unwrap().to_vec::<i32>().unwrap(),
+            [1, 0, 0]
+        );
+    }
+}
+
+/// Deterministic values in [-1, 1).
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// The f64 sum of `values` and the sum of their magnitudes.
+fn exact_sum<'a>(values: impl Iterator<Item = &'a f32>) -> (f64, f64) {
+    values.fold((0.0, 0.0), |(s, a), &x| {
+        (s + x as f64, a + (x as f64).abs())
+    })
+}
+
+/// f32 sums in any order are within a few ulps of the magnitude sum of the
+/// exact result; a lost or repeated element is off by far more.
+fn assert_sums(got: &[f32], want: &[(f64, f64)], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (k, (&g, &(sum, magnitude))) in got.iter().zip(want).enumerate() {
+        let err = (g as f64 - sum).abs();
+        assert!(
+            err <= 1e-6 * magnitude + 1e-6,
+            "{what}: output {k}: got {g}, want {sum}"
+        );
+    }
+}
+
+#[test]
+fn long_and_wide_reductions_take_every_gpu_path() {
+    // [rows, cols]: thread mode (short rows), group mode, split into
+    // partials (few long rows), and a full reduction.
+    let shapes = [[3000usize, 10], [100, 1000], [8, 100_000], [1, 1 << 20]];
+    for dev in devices() {
+        for (k, [rows, cols]) in shapes.into_iter().enumerate() {
+            let data = noise(rows * cols, k as u64 + 1);
+            // Plant ties for the maximum in the middle and at the end of row 0.
+            let mut data = data;
+            data[cols / 2] = 3.0;
+            data[cols - 1] = 3.0;
+            let t = Tensor::from_vec(data.clone(), [rows, cols], &dev).unwrap();
+            let row = |i: usize| &data[i * cols..(i + 1) * cols];
+            let sums: Vec<(f64, f64)> = (0..rows).map(|i| exact_sum(row(i).iter())).collect();
+            let got = t.sum(1, false).unwrap().to_vec::<f32>().unwrap();
+            assert_sums(&got, &sums, &format!("{dev} row sums {rows}x{cols}"));
+            let am = t.argmax(1, false).unwrap().to_vec::<i32>().unwrap();
+            assert_eq!(am[0], (cols / 2) as i32, "{dev} argmax {rows}x{cols}");
+            let col_sums = t.t().sum(1, false).unwrap().to_vec::<f32>().unwrap();
+            let want: Vec<(f64, f64)> = (0..cols)
+                .map(|j| exact_sum((0..rows).map(|i| &data[i * cols + j])))
+                .collect();
+            assert_sums(
+                &col_sums,
+                &want,
+                &format!("{dev} column sums {rows}x{cols}"),
+            );
+            let got = t.sum(.., false).unwrap().item::<f32>().unwrap();
+            assert_sums(
+                &[got],
+                &[exact_sum(data.iter())],
+                &format!("{dev} total {rows}x{cols}"),
+            );
+            assert_eq!(
+                t.argmax(.., false).unwrap().item::<i32>().unwrap(),
+                (cols / 2) as i32
+            );
+        }
+    }
+}
+
+#[test]
+fn reductions_of_reversed_and_stepped_views() {
+    for dev in devices() {
+        let t = grid(&dev);
+        let v = t.slice(s![..;-1, ..;-2]).unwrap(); // [[11, 9], [7, 5], [3, 1]]
+        assert_eq!(
+            v.sum(0, false).unwrap().to_vec::<f32>().unwrap(),
+            [21.0, 15.0]
+        );
+        assert_eq!(v.argmax(0, false).unwrap().to_vec::<i32>().unwrap(), [0, 0]);
+        assert_eq!(v.argmin(.., false).unwrap().item::<i32>().unwrap(), 5);
+        assert_eq!(
+            v.max(1, true).unwrap().to_vec::<f32>().unwrap(),
+            [11.0, 7.0, 3.0]
+        );
+        // A broadcast view reduces each repeated element.
+        let b = t.slice(s![0..1, ..]).unwrap().broadcast_to([5, 4]).unwrap();
+        assert_eq!(
+            b.sum(0, false).unwrap().to_vec::<f32>().unwrap(),
+            [0.0, 5.0, 10.0, 15.0]
+        );
+    }
+}
+
+#[test]
+fn bad_axes_are_errors() {
+    for dev in devices() {
+        let t = grid(&dev);
+        assert!(matches!(
+            t.sum(2, false),
+            Err(Error::Axis { op: "sum", .. })
+        ));
+        assert!(matches!(t.max(-3, false), Err(Error::Axis { .. })));
+        match t.sum([1, -1], false) {
+            Err(Error::Argument { op: "sum", msg }) => assert!(msg.contains("repeated"), "{msg}"),
+            other => panic!("{:?}", other.map(|t| t.dims().to_vec())),
+        }
+        assert!(matches!(
+            t.argmax([0, 1], false),
+            Err(Error::Argument { op: "argmax", .. })
+        ));
+    }
+}
+
+#[test]
+fn gpu_reductions_batch_and_never_fuse_their_input_away() {
+    let Some(dev) = own_gpu(GpuOptions {
+        flush_threshold: Some(1024),
+        fusion: Some(true),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let data = noise(1 << 16, 9);
+    let a = Tensor::from_vec(data.clone(), [256, 256], &dev).unwrap();
+    let a_cpu = Tensor::from_vec(data, [256, 256], &cpu).unwrap();
+    let before = dev.stats();
+    // exp's output is dead once the sum is recorded: it must still be
+    // written, because the reduction (not an elementwise op) reads it.
+    let run = |x: &Tensor| {
+        let e = x.exp().unwrap();
+        let s = e.sum(1, false).unwrap();
+        drop(e);
+        s.mul_scalar(2.0).unwrap().max(.., false).unwrap()
+    };
+    let got = run(&a);
+    let mid = dev.stats();
+    assert_eq!(mid.submits, before.submits, "recorded, not yet submitted");
+    let got = got.item::<f32>().unwrap();
+    let want = run(&a_cpu).item::<f32>().unwrap();
+    assert_close(&[got], &[want], 1e-5, "exp-sum-max chain");
+    assert_eq!(dev.stats().submits, before.submits + 1);
+}
+
+#[test]
+fn fusion_does_not_move_a_read_past_a_reduction_scratch_write() {
+    // `y = a * 2` reads `a`; `a` is dropped, its pooled buffer goes to the
+    // scratch partials of a split reduction, which writes it; then `z = y +
+    // 1` with `y` dead. Folding `y` into `z` would read `a` after the
+    // scratch write.
+    let Some(dev) = own_gpu(GpuOptions {
+        flush_threshold: Some(1024),
+        fusion: Some(true),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let a_values = noise(256, 3);
+    let a = Tensor::from_vec(a_values.clone(), [256], &dev).unwrap();
+    let big = Tensor::from_vec(noise(1 << 20, 4), [1 << 20], &dev).unwrap();
+    dev.sync().unwrap();
+    let y = a.mul_scalar(2.0).unwrap();
+    drop(a);
+    let reused = dev.stats().buffers_reused;
+    let total = big.sum(.., false).unwrap();
+    assert!(
+        dev.stats().buffers_reused > reused,
+        "the scratch took a pooled buffer"
+    );
+    let z = y.add_scalar(1.0).unwrap();
+    drop(y);
+    let want: Vec<f32> = a_values.iter().map(|&x| x * 2.0 + 1.0).collect();
+    assert_eq!(z.to_vec::<f32>().unwrap(), want);
+    assert!(total.item::<f32>().unwrap().is_finite());
+}
