@@ -132,6 +132,53 @@ pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
     }
 }
 
+/// One (batched) matrix product `out = a @ b`: `a` is `[batch.., m, k]`,
+/// `b` is `[batch.., k, n]` (batch axes already broadcast, possibly with
+/// stride 0) and `out` a fresh row-major `[batch.., m, n]`. Operands may be
+/// any view; kernels read them through their strides.
+pub(crate) struct MatmulCall<'a> {
+    pub a: TensorRef<'a>,
+    pub b: TensorRef<'a>,
+    pub out: TensorRef<'a>,
+}
+
+impl MatmulCall<'_> {
+    /// (m, k, n).
+    pub fn dims(&self) -> (usize, usize, usize) {
+        let a = self.a.layout.dims();
+        let b = self.b.layout.dims();
+        let r = a.len();
+        (a[r - 2], a[r - 1], b[r - 1])
+    }
+
+    /// The batch axes of `t` (all but the last two), at `t`'s offset.
+    pub fn batch_layout(t: &TensorRef) -> Layout {
+        let l = &t.layout;
+        let r = l.rank() - 2;
+        Layout::from_parts(l.dims()[..r].into(), l.strides()[..r].into(), l.offset())
+    }
+
+    /// (row stride, column stride) of the matrices of `t`.
+    pub fn matrix_strides(t: &TensorRef) -> (isize, isize) {
+        let s = t.layout.strides();
+        (s[s.len() - 2], s[s.len() - 1])
+    }
+}
+
+/// Runs a matrix product on the backend that holds its output.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
+    check_bounds(&call.a)?;
+    check_bounds(&call.b)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::matmul(s, call),
+        Storage::Gpu(s) => gpu::matmul(s, call),
+    }
+}
+
 /// Every element a kernel touches must lie inside its storage: the op layer
 /// guarantees it, and this check keeps a bug there from becoming an
 /// out-of-bounds access in the CPU loops.

@@ -4,6 +4,7 @@
 mod assign;
 mod elementwise;
 pub(crate) mod kinds;
+mod matmul;
 mod operators;
 mod reduce;
 

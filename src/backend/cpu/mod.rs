@@ -3,11 +3,13 @@
 //! against.
 
 mod elementwise;
+mod matmul;
 mod numeric;
 mod reduce;
 mod storage;
 mod strided;
 
 pub(crate) use elementwise::run;
+pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
 pub(crate) use storage::{CpuData, CpuStorage};

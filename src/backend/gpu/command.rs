@@ -34,7 +34,8 @@ pub(crate) struct KernelCommand {
     pub pipeline: Arc<Pipeline>,
     pub params: Vec<u8>,
     pub bindings: SmallVec<[Bound; 4]>,
-    pub groups: [u32; 2],
+    /// Workgroups in x, y and z.
+    pub groups: [u32; 3],
 }
 
 impl Command {

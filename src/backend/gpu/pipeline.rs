@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) enum PipelineKey {
     Elementwise(KernelKey),
     Reduce(super::reduce::ReduceKey),
+    Matmul(super::matmul::MatmulKey),
 }
 
 /// What a pipeline is built from.

@@ -404,7 +404,7 @@ fn record(
             pipeline,
             params,
             bindings: stage.bindings,
-            groups,
+            groups: [groups[0], groups[1], 1],
         }),
     )
 }

@@ -50,7 +50,7 @@ struct Encoded {
     buffers: SmallVec<[wgpu::Buffer; 4]>,
     /// Where its parameter block starts in the arena.
     offset: u32,
-    groups: [u32; 2],
+    groups: [u32; 3],
     /// Elementwise ops folded into it by fusion.
     fused_ops: usize,
 }
@@ -142,7 +142,7 @@ impl Scheduler {
             for (e, group) in encoded.iter().zip(&groups) {
                 pass.set_pipeline(&e.pipeline.pipeline);
                 pass.set_bind_group(0, group, &[e.offset]);
-                pass.dispatch_workgroups(e.groups[0], e.groups[1], 1);
+                pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
             }
         }
         after(&mut encoder);
@@ -185,14 +185,14 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
     if numel == 0 {
         return Ok(None);
     }
-    let groups = super::elementwise::grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let [x, y] = super::elementwise::grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
     let pipeline = ctx.pipelines.elementwise(&ctx.device, &key)?;
     let offset = params.len() as u32;
     write_params(
         params,
         &plan,
-        groups[0] * super::codegen::WORKGROUP_SIZE,
+        x * super::codegen::WORKGROUP_SIZE,
         &program.scalars,
     );
     Ok(Some(Encoded {
@@ -200,7 +200,7 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
         fused_ops: program.fused_ops(),
         buffers: program.buffers,
         offset,
-        groups,
+        groups: [x, y, 1],
     }))
 }
 

@@ -1,0 +1,232 @@
+//! CPU matrix products. f32 and f64 go to the `gemm` crate, which reads
+//! each operand through its own row and column strides (a transposed view
+//! is not copied) and runs on every core on native targets; f16 is widened
+//! to f32 per batch so that it accumulates in f32 as on the GPU; i32 and
+//! u32 use a wrapping i-k-j loop.
+
+use super::storage::{CpuData, CpuStorage};
+use crate::backend::{MatmulCall, Storage};
+use crate::error::{Error, Result};
+use half::f16;
+use std::sync::{Arc, RwLockReadGuard};
+
+fn host(s: &Arc<Storage>) -> Result<&CpuStorage> {
+    match &**s {
+        Storage::Cpu(c) => Ok(c),
+        Storage::Gpu(_) => Err(Error::gpu("cpu matmul", "operand is not in host memory")),
+    }
+}
+
+/// Runs `call`, whose output storage is `out`.
+pub(crate) fn matmul(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
+    let a_guard = host(call.a.storage)?.read();
+    // `a @ a` reads one storage: lock it once.
+    let b_guard: Option<RwLockReadGuard<'_, CpuData>> =
+        if Arc::ptr_eq(call.a.storage, call.b.storage) {
+            None
+        } else {
+            Some(host(call.b.storage)?.read())
+        };
+    let b_data = b_guard.as_deref().unwrap_or(&a_guard);
+    let mut out_guard = out.write();
+    let batches = Batches::new(call);
+    macro_rules! typed {
+        ($variant:ident, $f:ident) => {{
+            let (CpuData::$variant(a), CpuData::$variant(b), CpuData::$variant(c)) =
+                (&*a_guard, b_data, &mut *out_guard)
+            else {
+                return Err(Error::gpu("cpu matmul", "internal error: dtypes differ"));
+            };
+            $f(a, b, c, &batches);
+        }};
+    }
+    match (&*a_guard, b_data) {
+        (CpuData::F32(_), _) => typed!(F32, float_gemm),
+        (CpuData::F64(_), _) => typed!(F64, float_gemm),
+        (CpuData::F16(_), _) => typed!(F16, f16_gemm),
+        (CpuData::I32(_), _) => typed!(I32, int_matmul),
+        (CpuData::U32(_), _) => typed!(U32, int_matmul),
+        _ => {
+            return Err(Error::dtype(
+                "matmul",
+                "not defined for u8 and bool (cast to i32 or f32 first)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The matrices of one call: sizes, strides and each batch's offsets.
+struct Batches {
+    m: usize,
+    k: usize,
+    n: usize,
+    a: (isize, isize),
+    b: (isize, isize),
+    c: (isize, isize),
+    /// (a, b, out) offset of each batch.
+    offsets: Vec<(usize, usize, usize)>,
+}
+
+impl Batches {
+    fn new(call: &MatmulCall) -> Batches {
+        let (m, k, n) = call.dims();
+        let a = MatmulCall::batch_layout(&call.a).positions();
+        let b = MatmulCall::batch_layout(&call.b).positions();
+        let c = MatmulCall::batch_layout(&call.out).positions();
+        Batches {
+            m,
+            k,
+            n,
+            a: MatmulCall::matrix_strides(&call.a),
+            b: MatmulCall::matrix_strides(&call.b),
+            c: MatmulCall::matrix_strides(&call.out),
+            offsets: a
+                .into_iter()
+                .zip(b)
+                .zip(c)
+                .map(|((a, b), c)| (a, b, c))
+                .collect(),
+        }
+    }
+}
+
+/// An element type `gemm` multiplies.
+trait GemmFloat: Copy + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+}
+
+impl GemmFloat for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+
+impl GemmFloat for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn parallelism() -> gemm::Parallelism {
+    gemm::Parallelism::Rayon(0)
+}
+
+#[cfg(target_arch = "wasm32")]
+fn parallelism() -> gemm::Parallelism {
+    gemm::Parallelism::None
+}
+
+fn float_gemm<T: GemmFloat>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
+    // A fresh CPU output is zero-filled: nothing to add for k == 0.
+    if mm.m == 0 || mm.n == 0 || mm.k == 0 {
+        return;
+    }
+    for &(oa, ob, oc) in &mm.offsets {
+        // SAFETY: the op layer checked every operand's layout against its
+        // storage (`check_bounds`), and `c` (a fresh tensor) aliases neither
+        // input.
+        unsafe {
+            gemm::gemm(
+                mm.m,
+                mm.n,
+                mm.k,
+                c.as_mut_ptr().add(oc),
+                mm.c.1,
+                mm.c.0,
+                false,
+                a.as_ptr().add(oa),
+                mm.a.1,
+                mm.a.0,
+                b.as_ptr().add(ob),
+                mm.b.1,
+                mm.b.0,
+                T::ZERO,
+                T::ONE,
+                false,
+                false,
+                false,
+                parallelism(),
+            );
+        }
+    }
+}
+
+/// f16 through f32: each batch's operands are widened into row-major f32
+/// matrices, multiplied with f32 accumulation (as on the GPU) and rounded
+/// once into the output.
+fn f16_gemm(a: &[f16], b: &[f16], c: &mut [f16], mm: &Batches) {
+    let (m, k, n) = (mm.m, mm.k, mm.n);
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let widen = |src: &[f16], base: usize, s: (isize, isize), rows: usize, cols: usize| {
+        let mut out = Vec::with_capacity(rows * cols);
+        for i in 0..rows {
+            for j in 0..cols {
+                let p = base as isize + i as isize * s.0 + j as isize * s.1;
+                out.push(src[p as usize].to_f32());
+            }
+        }
+        out
+    };
+    let mut product = vec![0.0f32; m * n];
+    for &(oa, ob, oc) in &mm.offsets {
+        let a32 = widen(a, oa, mm.a, m, k);
+        let b32 = widen(b, ob, mm.b, k, n);
+        let one = Batches {
+            m,
+            k,
+            n,
+            a: (k as isize, 1),
+            b: (n as isize, 1),
+            c: (n as isize, 1),
+            offsets: vec![(0, 0, 0)],
+        };
+        float_gemm(&a32, &b32, &mut product, &one);
+        for i in 0..m {
+            for j in 0..n {
+                let p = oc as isize + i as isize * mm.c.0 + j as isize * mm.c.1;
+                c[p as usize] = f16::from_f32(product[i * n + j]);
+            }
+        }
+    }
+}
+
+/// Wrapping integer arithmetic for the integer matmul.
+trait WrappingInt: Copy + Default {
+    fn mul_add(self, a: Self, b: Self) -> Self;
+}
+
+impl WrappingInt for i32 {
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        self.wrapping_add(a.wrapping_mul(b))
+    }
+}
+
+impl WrappingInt for u32 {
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        self.wrapping_add(a.wrapping_mul(b))
+    }
+}
+
+fn int_matmul<T: WrappingInt>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
+    let at = |base: usize, s: (isize, isize), i: usize, j: usize| {
+        (base as isize + i as isize * s.0 + j as isize * s.1) as usize
+    };
+    let mut row = vec![T::default(); mm.n];
+    for &(oa, ob, oc) in &mm.offsets {
+        for i in 0..mm.m {
+            row.fill(T::default());
+            for p in 0..mm.k {
+                let x = a[at(oa, mm.a, i, p)];
+                for (j, acc) in row.iter_mut().enumerate() {
+                    *acc = acc.mul_add(x, b[at(ob, mm.b, p, j)]);
+                }
+            }
+            for (j, &v) in row.iter().enumerate() {
+                c[at(oc, mm.c, i, j)] = v;
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! GPU matrix products: `shaders/matmul.wgsl` specialised per dtype and
+//! recorded as kernel commands, one per 65535 batches.
+
+use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
+use super::command::{Bound, Command, KernelCommand};
+use super::pipeline::{PipelineKey, PipelineSpec};
+use super::storage::GpuStorage;
+use crate::backend::{MatmulCall, Storage, TensorRef};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::MAX_RANK;
+use std::sync::Arc;
+
+const MATMUL_WGSL: &str = include_str!("../../../shaders/matmul.wgsl");
+
+/// Output rows and columns per workgroup.
+const TILE: usize = 64;
+
+/// Bytes of the parameter block (see `Params` in matmul.wgsl).
+const PARAMS_SIZE: u64 = 64 + 4 * 32;
+
+/// Everything that selects a distinct matmul pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct MatmulKey {
+    pub dtype: DType,
+    pub native_f16: bool,
+}
+
+/// The WGSL source of the matmul kernel for `key`.
+pub(crate) fn matmul_source(key: &MatmulKey) -> String {
+    let (dtype, native) = (key.dtype, key.native_f16);
+    let acc = compute_type(dtype);
+    let zero = match acc {
+        "f32" => "0.0",
+        "i32" => "0",
+        _ => "0u",
+    };
+    let bindings = [
+        buffer_decl(1, "a", dtype, native, false),
+        buffer_decl(2, "b", dtype, native, false),
+        buffer_decl(3, "out_buf", dtype, native, true),
+    ]
+    .concat();
+    let access = [
+        load_fn("load_a", "a", dtype, native),
+        load_fn("load_b", "b", dtype, native),
+        store_out_fn(dtype, native),
+    ]
+    .concat();
+    MATMUL_WGSL
+        .replace(
+            "{{HEADER}}",
+            if needs_f16(dtype, native) {
+                "enable f16;"
+            } else {
+                ""
+            },
+        )
+        .replace("{{MATH}}", MATH_WGSL)
+        .replace("{{BINDINGS}}", &bindings)
+        .replace("{{ACCESS}}", &access)
+        .replace(
+            "{{ACC}}",
+            &format!("alias Acc = {acc};\nconst ZERO: Acc = {zero};\n"),
+        )
+}
+
+/// Records `call`, whose output storage is `out`.
+///
+/// # Errors
+/// `Error::Gpu` when an operand is not on this GPU; `TooLarge` when the
+/// output's rows or columns need more workgroups than the device allows.
+pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
+    let ctx = &out.ctx;
+    let (m, k, n) = call.dims();
+    let batch = MatmulCall::batch_layout(&call.out);
+    let batches = batch.numel();
+    if m == 0 || n == 0 || batches == 0 {
+        return Ok(());
+    }
+    let max = ctx.facts.max_workgroups_per_dim as usize;
+    let groups = [n.div_ceil(TILE), m.div_ceil(TILE)];
+    if groups.iter().any(|&g| g > max) {
+        return Err(Error::TooLarge {
+            op: "matmul",
+            what: "output tiles per axis",
+            requested: groups[0].max(groups[1]) as u64,
+            limit: max as u64,
+        });
+    }
+    let bound = |t: &TensorRef, writes: bool| -> Result<Bound> {
+        let Storage::Gpu(s) = &**t.storage else {
+            return Err(Error::gpu("matmul", "operand is not on the GPU"));
+        };
+        Ok(Bound {
+            storage: Arc::downgrade(t.storage),
+            buffer: s.buffer().clone(),
+            buffer_id: s.buffer_id(),
+            writes,
+        })
+    };
+    let key = MatmulKey {
+        dtype: call.out.dtype,
+        native_f16: ctx.facts.native_f16,
+    };
+    let pipeline = ctx
+        .pipelines
+        .get(&ctx.device, PipelineKey::Matmul(key.clone()), || {
+            PipelineSpec {
+                label: "webtensor matmul",
+                source: matmul_source(&key),
+                entry: "main",
+                params_size: PARAMS_SIZE,
+                read_only: [true, true, false].into_iter().collect(),
+            }
+        })?;
+    let mut start = 0;
+    while start < batches {
+        let count = (batches - start).min(max);
+        let command = KernelCommand {
+            pipeline: pipeline.clone(),
+            params: write_params(call, m, k, n, start),
+            bindings: [
+                bound(&call.a, false)?,
+                bound(&call.b, false)?,
+                bound(&call.out, true)?,
+            ]
+            .into_iter()
+            .collect(),
+            groups: [groups[0] as u32, groups[1] as u32, count as u32],
+        };
+        ctx.scheduler().record(ctx, Command::Kernel(command))?;
+        start += count;
+    }
+    Ok(())
+}
+
+/// The parameter block of the dispatch starting at batch `start`.
+fn write_params(call: &MatmulCall, m: usize, k: usize, n: usize, start: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(PARAMS_SIZE as usize);
+    let mut word = |w: u32| out.extend_from_slice(&w.to_ne_bytes());
+    let batch = MatmulCall::batch_layout(&call.out);
+    let (a, b, c) = (&call.a, &call.b, &call.out);
+    let strides = |t: &TensorRef| MatmulCall::matrix_strides(t);
+    let header = [
+        m as u32,
+        n as u32,
+        k as u32,
+        batch.rank() as u32,
+        a.layout.offset() as u32,
+        b.layout.offset() as u32,
+        c.layout.offset() as u32,
+        start as u32,
+        strides(a).0 as i32 as u32,
+        strides(a).1 as i32 as u32,
+        strides(b).0 as i32 as u32,
+        strides(b).1 as i32 as u32,
+        strides(c).0 as i32 as u32,
+        strides(c).1 as i32 as u32,
+        0,
+        0,
+    ];
+    for w in header {
+        word(w);
+    }
+    for d in 0..MAX_RANK {
+        word(batch.dims().get(d).map_or(0, |&x| x as u32));
+    }
+    for t in [a, b, c] {
+        let s = MatmulCall::batch_layout(t);
+        for d in 0..MAX_RANK {
+            word(s.strides().get(d).map_or(0, |&x| x as i32 as u32));
+        }
+    }
+    debug_assert_eq!(out.len() as u64, PARAMS_SIZE);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::codegen::tests::validate;
+
+    #[test]
+    fn every_matmul_kernel_is_valid_wgsl() {
+        for dtype in [DType::F32, DType::F16, DType::I32, DType::U32] {
+            for native_f16 in [true, false] {
+                let key = MatmulKey { dtype, native_f16 };
+                validate(&matmul_source(&key), &format!("{key:?}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Matrix products with NumPy's `matmul` rules, and `dot`/`outer`.
+
+use super::{Arg, check_devices, check_same_dtype};
+use crate::backend::{MatmulCall, matmul};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::{Shape, broadcast_shapes};
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// The matrix product, as NumPy's `matmul`: 2-D operands multiply as
+    /// matrices; N-D operands are stacks of matrices in the last two axes
+    /// whose leading (batch) axes broadcast; a 1-D left operand is a row
+    /// vector and a 1-D right operand a column vector, and that axis is
+    /// dropped from the result. Operands may be any views (`a.t()` is not
+    /// copied). f32, f16 (accumulated in f32), f64 (CPU), i32 and u32
+    /// (wrapping).
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// let dev = Device::cpu();
+    /// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &dev)?;
+    /// let b = Tensor::from_slice(&[1.0f32, 0.0, -1.0], [3], &dev)?;
+    /// assert_eq!(a.matmul(&b)?.to_vec::<f32>()?, vec![-2.0, -2.0]);
+    /// assert_eq!(a.matmul(&a.t())?.dims(), &[2, 2]);
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` for 0-d operands, inner dimensions that differ or batch
+    /// shapes that do not broadcast; `Error::DType` for different dtypes or
+    /// u8/bool; `Error::DeviceMismatch`.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        const OP: &str = "matmul";
+        check_devices(OP, self, &[Arg::Tensor(other)])?;
+        check_same_dtype(OP, self.dtype(), other.dtype())?;
+        if matches!(self.dtype(), DType::U8 | DType::Bool) {
+            return Err(Error::dtype(
+                OP,
+                format!(
+                    "not defined for dtype {} (cast to i32 or f32 first)",
+                    self.dtype()
+                ),
+            ));
+        }
+        if self.rank() == 0 || other.rank() == 0 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "operands must have at least one axis, got shapes {} and {} (use mul for scalars)",
+                    self.shape(),
+                    other.shape()
+                ),
+            ));
+        }
+        let a = if self.rank() == 1 {
+            self.unsqueeze(0)?
+        } else {
+            self.clone()
+        };
+        let b = if other.rank() == 1 {
+            other.unsqueeze(1)?
+        } else {
+            other.clone()
+        };
+        let (ra, rb) = (a.rank(), b.rank());
+        let (m, k, kb, n) = (
+            a.dims()[ra - 2],
+            a.dims()[ra - 1],
+            b.dims()[rb - 2],
+            b.dims()[rb - 1],
+        );
+        if k != kb {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "inner dimensions differ: {} @ {} ({k} != {kb})",
+                    self.shape(),
+                    other.shape()
+                ),
+            ));
+        }
+        let batch = broadcast_shapes(
+            OP,
+            &Shape::from(&a.dims()[..ra - 2]),
+            &Shape::from(&b.dims()[..rb - 2]),
+        )?;
+        let with = |tail: [usize; 2]| -> Shape {
+            let mut dims = batch.dims().to_vec();
+            dims.extend(tail);
+            dims.into()
+        };
+        let out_shape = with([m, n]);
+        out_shape.check_rank(OP)?;
+        let a = a.broadcast_to(with([m, k]))?;
+        let b = b.broadcast_to(with([k, n]))?;
+        let storage = crate::tensor::alloc(self.device(), OP, self.dtype(), out_shape.numel())?;
+        let out = Tensor::from_parts(
+            storage,
+            Layout::contiguous(out_shape),
+            self.dtype(),
+            self.device().clone(),
+        );
+        matmul(&MatmulCall {
+            a: a.kernel_ref(a.layout().clone()),
+            b: b.kernel_ref(b.layout().clone()),
+            out: out.kernel_ref(out.layout().clone()),
+        })?;
+        let mut out = out;
+        if other.rank() == 1 {
+            out = out.squeeze_axis(-1)?;
+        }
+        if self.rank() == 1 {
+            out = out.squeeze_axis(-1 - (other.rank() != 1) as isize)?;
+        }
+        Ok(out)
+    }
+
+    /// The inner product of two 1-D tensors, as a 0-d tensor.
+    ///
+    /// # Errors
+    /// `Error::Shape` unless both are 1-D of one length; as [`Tensor::matmul`].
+    pub fn dot(&self, other: &Tensor) -> Result<Tensor> {
+        if self.rank() != 1 || other.rank() != 1 {
+            return Err(Error::shape(
+                "dot",
+                format!(
+                    "takes two 1-D tensors, got shapes {} and {} (use matmul)",
+                    self.shape(),
+                    other.shape()
+                ),
+            ));
+        }
+        self.matmul(other)
+    }
+
+    /// The outer product of two 1-D tensors: `out[i, j] = self[i] * other[j]`.
+    ///
+    /// # Errors
+    /// `Error::Shape` unless both are 1-D; dtype and device errors as `mul`.
+    pub fn outer(&self, other: &Tensor) -> Result<Tensor> {
+        if self.rank() != 1 || other.rank() != 1 {
+            return Err(Error::shape(
+                "outer",
+                format!(
+                    "takes two 1-D tensors, got shapes {} and {}",
+                    self.shape(),
+                    other.shape()
+                ),
+            ));
+        }
+        self.unsqueeze(1)?.mul(&other.unsqueeze(0)?)
+    }
+}

@@ -1,0 +1,231 @@
+//! Matrix products on every device: hand-worked values, NumPy's 1-D and
+//! batch-broadcast rules, strided operands, sizes that are not multiples of
+//! the GPU tile, empty dimensions, and errors. Float results are checked
+//! against a float64 reference by relative norm error.
+
+mod common;
+
+use common::{devices, read_f32};
+use webtensor::{DType, Device, Error, Tensor, s};
+
+/// Deterministic values in [-1, 1).
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// `a @ b` in f64 for row-major [batch, m, k] and [batch, k, n] values.
+fn reference(a: &[f64], b: &[f64], batch: usize, m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; batch * m * n];
+    for q in 0..batch {
+        for i in 0..m {
+            for p in 0..k {
+                let x = a[q * m * k + i * k + p];
+                for j in 0..n {
+                    c[q * m * n + i * n + j] += x * b[q * k * n + p * n + j];
+                }
+            }
+        }
+    }
+    c
+}
+
+/// ||got - want|| / ||want||.
+fn relative_error(got: &[f32], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let diff: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(&g, &w)| (g as f64 - w).powi(2))
+        .sum();
+    let norm: f64 = want.iter().map(|w| w * w).sum();
+    (diff / norm.max(1e-300)).sqrt()
+}
+
+fn as_f64(t: &Tensor) -> Vec<f64> {
+    read_f32(t).iter().map(|&x| x as f64).collect()
+}
+
+#[test]
+fn hand_worked_products() {
+    for dev in devices() {
+        let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &dev).unwrap();
+        let b = Tensor::from_slice(&[7.0f32, 8.0, 9.0, 10.0, 11.0, 12.0], [3, 2], &dev).unwrap();
+        let c = a.matmul(&b).unwrap();
+        assert_eq!(c.dims(), &[2, 2]);
+        assert_eq!(
+            c.to_vec::<f32>().unwrap(),
+            [58.0, 64.0, 139.0, 154.0],
+            "{dev}"
+        );
+        // a @ a.t() reads a transposed view of one storage.
+        assert_eq!(
+            a.matmul(&a.t()).unwrap().to_vec::<f32>().unwrap(),
+            [14.0, 32.0, 32.0, 77.0]
+        );
+        let v = Tensor::from_slice(&[1.0f32, 0.0, -1.0], [3], &dev).unwrap();
+        let av = a.matmul(&v).unwrap();
+        assert_eq!(av.dims(), &[2]);
+        assert_eq!(av.to_vec::<f32>().unwrap(), [-2.0, -2.0]);
+        let w = Tensor::from_slice(&[1.0f32, -1.0], [2], &dev).unwrap();
+        let wa = w.matmul(&a).unwrap();
+        assert_eq!(wa.dims(), &[3]);
+        assert_eq!(wa.to_vec::<f32>().unwrap(), [-3.0, -3.0, -3.0]);
+        let d = v.dot(&v).unwrap();
+        assert_eq!(d.rank(), 0);
+        assert_eq!(d.item::<f32>().unwrap(), 2.0);
+        let o = w.outer(&v).unwrap();
+        assert_eq!(o.dims(), &[2, 3]);
+        assert_eq!(o.to_vec::<f32>().unwrap(), [1.0, 0.0, -1.0, -1.0, 0.0, 1.0]);
+        let i = Tensor::from_slice(&[i32::MAX, 2, 3, 4], [2, 2], &dev).unwrap();
+        let one = Tensor::from_slice(&[1i32, 0, 1, 1], [2, 2], &dev).unwrap();
+        // Wrapping, as elementwise integer arithmetic.
+        assert_eq!(
+            i.matmul(&one).unwrap().to_vec::<i32>().unwrap(),
+            [i32::MIN + 1, 2, 7, 4]
+        );
+        let u = Tensor::from_slice(&[3u32, 4], [1, 2], &dev).unwrap();
+        assert_eq!(u.matmul(&u.t()).unwrap().item::<u32>().unwrap(), 25);
+    }
+}
+
+/// Sizes around the 64 x 64 x 16 GPU tile.
+const SIZES: [(usize, usize, usize); 6] = [
+    (1, 1, 1),
+    (5, 7, 3),
+    (65, 130, 67),
+    (64, 16, 64),
+    (17, 200, 1),
+    (128, 33, 96),
+];
+
+#[test]
+fn float_products_match_float64() {
+    for dev in devices() {
+        for dtype in [DType::F32, DType::F16] {
+            let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+            for (case, &(m, k, n)) in SIZES.iter().enumerate() {
+                let a = Tensor::from_vec(noise(m * k, case as u64 + 1), [m, k], &dev)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let b = Tensor::from_vec(noise(k * n, case as u64 + 100), [k, n], &dev)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let want = reference(&as_f64(&a), &as_f64(&b), 1, m, k, n);
+                let c = a.matmul(&b).unwrap();
+                assert_eq!(c.dtype(), dtype);
+                let err = relative_error(&read_f32(&c), &want);
+                assert!(err < tol, "{dev} {dtype} {m}x{k}x{n}: relative error {err}");
+                // The same product from transposed storage: (b.t() @ a.t()).t().
+                let at = a.t().contiguous().unwrap().t();
+                let bt = b.t().contiguous().unwrap().t();
+                assert!(!at.is_contiguous() || m == 1 || k == 1);
+                let c2 = at.matmul(&bt).unwrap();
+                let err = relative_error(&read_f32(&c2), &want);
+                assert!(
+                    err < tol,
+                    "{dev} {dtype} transposed {m}x{k}x{n}: relative error {err}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn strided_and_reversed_operands() {
+    for dev in devices() {
+        let big = Tensor::from_vec(noise(20 * 30, 7), [20, 30], &dev).unwrap();
+        // Stepped rows, reversed columns, an offset: a [5, 10] view.
+        let a = big.slice(s![2..;4, ..;-3]).unwrap();
+        let b = big.slice(s![..10, 1..30;5]).unwrap().flip(&[0]).unwrap();
+        assert_eq!((a.dims(), b.dims()), (&[5usize, 10][..], &[10usize, 6][..]));
+        let want = reference(&as_f64(&a), &as_f64(&b), 1, 5, 10, 6);
+        let err = relative_error(&read_f32(&a.matmul(&b).unwrap()), &want);
+        assert!(err < 1e-6, "{dev}: {err}");
+        // A broadcast (stride-0) operand.
+        let row = Tensor::from_vec(noise(10, 8), [1, 10], &dev).unwrap();
+        let rows = row.broadcast_to([4, 10]).unwrap();
+        let want = reference(&as_f64(&rows), &as_f64(&b), 1, 4, 10, 6);
+        let err = relative_error(&read_f32(&rows.matmul(&b).unwrap()), &want);
+        assert!(err < 1e-6, "{dev}: {err}");
+    }
+}
+
+#[test]
+fn batches_broadcast_as_numpy() {
+    for dev in devices() {
+        let a = Tensor::from_vec(noise(2 * 5 * 4, 11), [2, 1, 5, 4], &dev).unwrap();
+        let b = Tensor::from_vec(noise(3 * 4 * 6, 12), [3, 4, 6], &dev).unwrap();
+        let c = a.matmul(&b).unwrap();
+        assert_eq!(c.dims(), &[2, 3, 5, 6]);
+        let a_full = a.broadcast_to([2, 3, 5, 4]).unwrap();
+        let b_full = b.broadcast_to([2, 3, 4, 6]).unwrap();
+        let want = reference(&as_f64(&a_full), &as_f64(&b_full), 6, 5, 4, 6);
+        let err = relative_error(&read_f32(&c), &want);
+        assert!(err < 1e-6, "{dev}: {err}");
+        // A batch of matrices times one vector, and a transposed batch.
+        let v = Tensor::from_vec(noise(4, 13), [4], &dev).unwrap();
+        assert_eq!(a.matmul(&v).unwrap().dims(), &[2, 1, 5]);
+        let at = a.transpose(-1, -2).unwrap(); // [2, 1, 4, 5]
+        let ct = at.matmul(&a).unwrap();
+        assert_eq!(ct.dims(), &[2, 1, 4, 4]);
+        let want = reference(&as_f64(&at), &as_f64(&a), 2, 4, 5, 4);
+        assert!(relative_error(&read_f32(&ct), &want) < 1e-6, "{dev}");
+    }
+}
+
+#[test]
+fn empty_dimensions() {
+    for dev in devices() {
+        let z = |m: usize, n: usize| Tensor::zeros([m, n], DType::F32, &dev).unwrap();
+        assert_eq!(z(0, 3).matmul(&z(3, 4)).unwrap().dims(), &[0, 4]);
+        assert_eq!(z(3, 4).matmul(&z(4, 0)).unwrap().dims(), &[3, 0]);
+        // k == 0: a sum of nothing.
+        let a = Tensor::from_vec(Vec::<f32>::new(), [3, 0], &dev).unwrap();
+        let b = Tensor::from_vec(Vec::<f32>::new(), [0, 2], &dev).unwrap();
+        // Fill a reused pool buffer with garbage first, so zeros are earned.
+        drop(Tensor::full([3, 2], 7.0f32, DType::F32, &dev).unwrap());
+        assert_eq!(
+            a.matmul(&b).unwrap().to_vec::<f32>().unwrap(),
+            [0.0; 6],
+            "{dev}"
+        );
+        let e = Tensor::zeros([0, 3, 4], DType::F32, &dev).unwrap();
+        assert_eq!(e.matmul(&z(4, 2)).unwrap().dims(), &[0, 3, 2]);
+    }
+}
+
+#[test]
+fn bad_operands_are_errors() {
+    for dev in devices() {
+        let a = Tensor::zeros([2, 3], DType::F32, &dev).unwrap();
+        match a.matmul(&a) {
+            Err(Error::Shape { op: "matmul", msg }) => assert!(msg.contains("3 != 2"), "{msg}"),
+            other => panic!("{:?}", other.map(|t| t.dims().to_vec())),
+        }
+        let scalar = Tensor::full((), 1.0f32, DType::F32, &dev).unwrap();
+        assert!(matches!(a.matmul(&scalar), Err(Error::Shape { .. })));
+        let i = Tensor::zeros([3, 2], DType::I32, &dev).unwrap();
+        assert!(matches!(a.matmul(&i), Err(Error::DType { .. })));
+        let u = Tensor::zeros([3, 3], DType::U8, &dev).unwrap();
+        assert!(matches!(u.matmul(&u), Err(Error::DType { .. })));
+        let x = Tensor::zeros([2, 5, 3], DType::F32, &dev).unwrap();
+        let y = Tensor::zeros([4, 3, 2], DType::F32, &dev).unwrap();
+        assert!(matches!(x.matmul(&y), Err(Error::Shape { .. })));
+        assert!(matches!(a.dot(&a), Err(Error::Shape { op: "dot", .. })));
+    }
+    let cpu = Tensor::zeros([2, 2], DType::F32, &Device::cpu()).unwrap();
+    if let Some(gpu) = common::gpu() {
+        let g = Tensor::zeros([2, 2], DType::F32, &gpu).unwrap();
+        assert!(matches!(cpu.matmul(&g), Err(Error::DeviceMismatch { .. })));
+    }
+}
