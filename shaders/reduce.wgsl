@@ -61,6 +61,10 @@ fn kept_base(o: u32) -> i32 {
 
 // Storage offset of reduced element `r` from its output's base.
 fn reduced_offset(r: u32) -> i32 {
+    // Coalesced on the host, most reductions have one reduced axis.
+    if (params.red_rank == 1u) {
+        return i32(r) * params.red_strides[0][0];
+    }
     var pos = 0;
     var rem = r;
     for (var d = i32(params.red_rank) - 1; d >= 0; d--) {

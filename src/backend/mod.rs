@@ -98,7 +98,7 @@ pub(crate) struct ReduceCall<'a> {
 }
 
 impl ReduceCall<'_> {
-    /// The kept axes of the input, one output each.
+    /// The kept axes of the input (one output each, row-major), coalesced.
     pub fn kept_layout(&self) -> Layout {
         let l = &self.input.layout;
         Layout::from_parts(
@@ -106,9 +106,11 @@ impl ReduceCall<'_> {
             l.strides()[..self.kept].into(),
             l.offset(),
         )
+        .coalesced()
     }
 
-    /// The reduced axes of the input, at offset 0.
+    /// The reduced axes of the input at offset 0, coalesced (row-major
+    /// order, so arg ops' indices are unchanged).
     pub fn reduced_layout(&self) -> Layout {
         let l = &self.input.layout;
         Layout::from_parts(
@@ -116,6 +118,7 @@ impl ReduceCall<'_> {
             l.strides()[self.kept..].into(),
             0,
         )
+        .coalesced()
     }
 }
 

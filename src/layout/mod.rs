@@ -158,6 +158,34 @@ impl Layout {
         out
     }
 
+    /// The same elements in the same row-major order with as few axes as
+    /// possible: extent-1 axes dropped and neighbours that step evenly
+    /// merged (a row-major matrix becomes one axis). Row-major index `i`
+    /// of the result is row-major index `i` of `self`.
+    pub(crate) fn coalesced(&self) -> Layout {
+        let mut dims: DimVec<usize> = DimVec::new();
+        let mut strides: DimVec<isize> = DimVec::new();
+        if self.numel() == 0 {
+            return Layout::from_parts(Shape::from([0]), smallvec::smallvec![1], self.offset);
+        }
+        for (&n, &s) in self.dims().iter().zip(self.strides.iter()) {
+            if n == 1 {
+                continue;
+            }
+            match (dims.last_mut(), strides.last_mut()) {
+                (Some(last_n), Some(last_s)) if *last_s == s * n as isize => {
+                    *last_n *= n;
+                    *last_s = s;
+                }
+                _ => {
+                    dims.push(n);
+                    strides.push(s);
+                }
+            }
+        }
+        Layout::from_parts(dims.to_vec().into(), strides, self.offset)
+    }
+
     /// Checks that writing through this layout touches each element once.
     ///
     /// # Errors

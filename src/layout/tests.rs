@@ -289,3 +289,12 @@ fn span_and_overlap() {
             .has_self_overlap()
     );
 }
+
+proptest! {
+    #[test]
+    fn coalescing_keeps_row_major_positions(l in strided_layout()) {
+        let c = l.coalesced();
+        prop_assert_eq!(c.positions(), l.positions());
+        prop_assert!(c.rank() <= l.rank().max(1));
+    }
+}

@@ -151,7 +151,7 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
     };
     let data = input.read();
     let mut out_data = out.write();
-    let bases = call.kept_layout().positions();
+    let kept = call.kept_layout();
     let reduced = call.reduced_layout();
     macro_rules! typed {
         ($T:ty, $variant:ident) => {{
@@ -162,12 +162,18 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
                 let CpuData::I32(dst) = &mut *out_data else {
                     return Err(dtype_mismatch());
                 };
-                arg::<$T>(call.op == ReduceOp::ArgMax, src, dst, &bases, &reduced);
+                arg::<$T>(
+                    call.op == ReduceOp::ArgMax,
+                    src,
+                    dst,
+                    &kept.positions(),
+                    &reduced,
+                );
             } else {
                 let CpuData::$variant(dst) = &mut *out_data else {
                     return Err(dtype_mismatch());
                 };
-                fold::<$T>(call.op, call.mean, src, dst, &bases, &reduced);
+                fold::<$T>(call.op, call.mean, src, dst, &kept, &reduced);
             }
         }};
     }
@@ -196,20 +202,91 @@ fn fold<T: Reducible>(
     mean: bool,
     src: &[T],
     dst: &mut [T],
-    bases: &[usize],
+    kept: &Layout,
     reduced: &Layout,
 ) {
-    let plan = IterPlan::new(&[reduced]);
-    let count = reduced.numel();
-    for (o, &base) in bases.iter().enumerate() {
-        let acc = match op {
-            ReduceOp::Prod => fold_one(src, base, &plan, T::Acc::ONE, T::Acc::mul),
-            ReduceOp::Max => fold_one(src, base, &plan, T::Acc::LOWEST, T::Acc::max),
-            ReduceOp::Min => fold_one(src, base, &plan, T::Acc::HIGHEST, T::Acc::min),
-            _ => fold_one(src, base, &plan, T::Acc::ZERO, T::Acc::add),
-        };
-        dst[o] = T::narrow(if mean { acc.mean(count) } else { acc });
+    // Each arm monomorphises the loops for its function (no call through a
+    // pointer per element, so contiguous runs vectorise).
+    match op {
+        ReduceOp::Prod => fold_with(src, dst, kept, reduced, mean, T::Acc::ONE, T::Acc::mul),
+        ReduceOp::Max => fold_with(src, dst, kept, reduced, mean, T::Acc::LOWEST, T::Acc::max),
+        ReduceOp::Min => fold_with(src, dst, kept, reduced, mean, T::Acc::HIGHEST, T::Acc::min),
+        _ => fold_with(src, dst, kept, reduced, mean, T::Acc::ZERO, T::Acc::add),
     }
+}
+
+fn fold_with<T: Reducible>(
+    src: &[T],
+    dst: &mut [T],
+    kept: &Layout,
+    reduced: &Layout,
+    mean: bool,
+    init: T::Acc,
+    f: impl Fn(T::Acc, T::Acc) -> T::Acc + Copy,
+) {
+    let count = reduced.numel();
+    let finish = |acc: T::Acc| T::narrow(if mean { acc.mean(count) } else { acc });
+    if min_stride(kept) < min_stride(reduced) {
+        // Neighbouring outputs are closer in memory than neighbouring
+        // reduced elements (column sums of a row-major matrix): sweep the
+        // input once, folding each reduced slice into all outputs.
+        let mut acc = vec![init; dst.len()];
+        fold_across(src, kept, reduced, &mut acc, f);
+        for (d, a) in dst.iter_mut().zip(acc) {
+            *d = finish(a);
+        }
+        return;
+    }
+    let plan = IterPlan::new(&[reduced]);
+    for (d, base) in dst.iter_mut().zip(kept.positions()) {
+        *d = finish(fold_one(src, base, &plan, init, f));
+    }
+}
+
+/// The smallest |stride| of an axis with more than one element.
+fn min_stride(layout: &Layout) -> usize {
+    layout
+        .dims()
+        .iter()
+        .zip(layout.strides())
+        .filter(|&(&n, _)| n > 1)
+        .map(|(_, s)| s.unsigned_abs())
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+/// `acc[o] = f(acc[o], x)` for every reduced element `x` of every output
+/// `o`, walking the outputs innermost.
+fn fold_across<T: Reducible>(
+    src: &[T],
+    kept: &Layout,
+    reduced: &Layout,
+    acc: &mut [T::Acc],
+    f: impl Fn(T::Acc, T::Acc) -> T::Acc + Copy,
+) {
+    let out = Layout::contiguous(kept.shape().clone());
+    let plan = IterPlan::new(&[&out, kept]);
+    let reduced_plan = IterPlan::new(&[reduced]);
+    for_each_run::<1>(&reduced_plan, |[q], [qs], qlen| {
+        for qi in 0..qlen as isize {
+            let shift = q + qi * qs;
+            for_each_run::<2>(&plan, |[pa, pk], [sa, sk], len| {
+                let start = pk + shift;
+                if sa == 1 && sk == 1 {
+                    let (pa, start) = (pa as usize, start as usize);
+                    let dst = &mut acc[pa..pa + len];
+                    for (a, &x) in dst.iter_mut().zip(&src[start..start + len]) {
+                        *a = f(*a, x.widen());
+                    }
+                } else {
+                    for i in 0..len as isize {
+                        let a = &mut acc[(pa + i * sa) as usize];
+                        *a = f(*a, src[(start + i * sk) as usize].widen());
+                    }
+                }
+            });
+        }
+    });
 }
 
 /// Folds `f` over the elements of `plan` starting at `base`, in eight lanes.
