@@ -5,21 +5,8 @@
 
 mod common;
 
-use common::{devices, read_f32};
+use common::{devices, noise, read_f32};
 use webtensor::{DType, Device, Error, Tensor, s};
-
-/// Deterministic values in [-1, 1).
-fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
 
 /// `a @ b` in f64 for row-major [batch, m, k] and [batch, k, n] values.
 fn reference(a: &[f64], b: &[f64], batch: usize, m: usize, k: usize, n: usize) -> Vec<f64> {

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{assert_close, devices, own_gpu, read_f32, round_to, views_of};
-use webtensor::{Axes, DType, Device, Error, GpuOptions, Tensor, s};
+use common::{assert_close, devices, noise, own_batching_gpu, read_f32, round_to, views_of};
+use webtensor::{Axes, DType, Device, Error, Tensor, s};
 
 fn grid(dev: &Device) -> Tensor {
     Tensor::arange(0.0f32, 12.0, 1.0, dev)
@@ -282,19 +282,6 @@ fn nan_propagates_and_wins_argmax() {
     }
 }
 
-/// Deterministic values in [-1, 1).
-fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
-
 /// The f64 sum of `values` and the sum of their magnitudes.
 fn exact_sum<'a>(values: impl Iterator<Item = &'a f32>) -> (f64, f64) {
     values.fold((0.0, 0.0), |(s, a), &x| {
@@ -403,11 +390,7 @@ fn bad_axes_are_errors() {
 
 #[test]
 fn gpu_reductions_batch_and_never_fuse_their_input_away() {
-    let Some(dev) = own_gpu(GpuOptions {
-        flush_threshold: Some(1024),
-        fusion: Some(true),
-        ..Default::default()
-    }) else {
+    let Some(dev) = own_batching_gpu() else {
         return;
     };
     let cpu = Device::cpu();
@@ -438,11 +421,7 @@ fn fusion_does_not_move_a_read_past_a_reduction_scratch_write() {
     // scratch partials of a split reduction, which writes it; then `z = y +
     // 1` with `y` dead. Folding `y` into `z` would read `a` after the
     // scratch write.
-    let Some(dev) = own_gpu(GpuOptions {
-        flush_threshold: Some(1024),
-        fusion: Some(true),
-        ..Default::default()
-    }) else {
+    let Some(dev) = own_batching_gpu() else {
         return;
     };
     let a_values = noise(256, 3);

@@ -21,6 +21,16 @@ fn open(options: GpuOptions) -> Option<Device> {
     }
 }
 
+/// A GPU device of its own that batches up to 1024 ops and fuses, whatever
+/// the environment says (for tests that count submits or rely on fusion).
+pub fn own_batching_gpu() -> Option<Device> {
+    open(GpuOptions {
+        flush_threshold: Some(1024),
+        fusion: Some(true),
+        ..Default::default()
+    })
+}
+
 /// A GPU device of its own (for tests that read its stats), or `None`
 /// when there is no adapter and `WEBTENSOR_REQUIRE_GPU` is not set.
 pub fn own_gpu(options: GpuOptions) -> Option<Device> {
@@ -127,4 +137,17 @@ pub fn views_of(dev: &Device, dtype: webtensor::DType) -> Vec<(&'static str, Ten
                 .unwrap(),
         ),
     ]
+}
+
+/// Deterministic values in [-1, 1).
+pub fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
 }

@@ -5,13 +5,15 @@
 //! when, at flush time:
 //! - no tensor refers to `i`'s destination any more (the intermediate is
 //!   dead, so nobody can observe that it was never written),
-//! - `j` is the only later op touching it, reads it (never writes it) and
-//!   reads it through the layout `i` wrote it with, up to a permutation of
-//!   the axes (so element `k` of `j` needs exactly one element of `i`, and
+//! - `j` is the only later command touching it, is elementwise (a kernel
+//!   command such as a reduction never takes a producer's nodes), reads it
+//!   (never writes it) and reads it through the layout `i` wrote it with, up
+//!   to a permutation of the axes (so element `k` of `j` needs exactly one element of `i`, and
 //!   `i`'s inputs are read through their own layouts, permuted alike),
 //! - `i` does not read its own destination,
-//! - nothing recorded after `i`, up to and including `j`, writes a buffer
-//!   `i` reads (its reads move from `i`'s turn to `j`'s); `j` itself may
+//! - nothing recorded after `i` (kernel commands included), up to and
+//!   including `j`, writes a buffer `i` reads (its reads move from `i`'s
+//!   turn to `j`'s); `j` itself may
 //!   write one when every thread reads only the element it writes or
 //!   elements nobody writes (an in-place op, or a destination that reuses
 //!   the pooled buffer of a dead input of the same dtype),
