@@ -104,7 +104,7 @@ impl Tensor {
         mean: bool,
     ) -> Result<Tensor> {
         let rank = self.rank();
-        let mask = self.axes_mask(op_name, axes)?;
+        let mask = axes.mask(op_name, self.rank())?;
         let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
         let order: SmallVec<[isize; MAX_RANK]> = kept
             .iter()
@@ -141,17 +141,13 @@ impl Tensor {
         out.reshape(kept_dims)
     }
 
-    fn axes_mask(&self, op: &'static str, axes: &Axes) -> Result<[bool; MAX_RANK]> {
-        axes.mask(op, self.rank())
-    }
-
     /// Checks that every output of a reduction over `axes` covers at least
     /// one element, for the ops without an identity (max, min, arg ops).
     ///
     /// # Errors
     /// `Error::Argument` naming `op` for an empty reduced axis.
     fn check_not_empty(&self, op: &'static str, axes: &Axes) -> Result<()> {
-        let mask = self.axes_mask(op, axes)?;
+        let mask = axes.mask(op, self.rank())?;
         let empty_reduced = (0..self.rank()).any(|k| mask[k] && self.dims()[k] == 0);
         let empty_kept = (0..self.rank()).any(|k| !mask[k] && self.dims()[k] == 0);
         if empty_reduced && !empty_kept {
@@ -168,7 +164,7 @@ impl Tensor {
 
     /// The number of elements each output of a reduction over `axes` covers.
     fn reduced_count(&self, op: &'static str, axes: &Axes) -> Result<usize> {
-        let mask = self.axes_mask(op, axes)?;
+        let mask = axes.mask(op, self.rank())?;
         Ok((0..self.rank())
             .filter(|&k| mask[k])
             .map(|k| self.dims()[k])
@@ -193,7 +189,7 @@ impl Tensor {
     /// `Error::Axis` for an axis out of range, `Error::Argument` for a
     /// repeated axis.
     pub fn sum(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
-        let t = self.widened_for("sum")?;
+        let t = self.widened()?;
         t.reduce_into(
             "sum",
             ReduceOp::Sum,
@@ -210,7 +206,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::sum`].
     pub fn prod(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
-        let t = self.widened_for("prod")?;
+        let t = self.widened()?;
         t.reduce_into(
             "prod",
             ReduceOp::Prod,
@@ -222,7 +218,7 @@ impl Tensor {
     }
 
     /// bool as i32 and u8 as u32, the dtypes sums and products run in.
-    fn widened_for(&self, _op: &'static str) -> Result<Tensor> {
+    fn widened(&self) -> Result<Tensor> {
         match self.dtype() {
             DType::Bool => self.to_dtype(DType::I32),
             DType::U8 => self.to_dtype(DType::U32),

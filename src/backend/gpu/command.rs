@@ -5,6 +5,7 @@
 use super::fusion::RecordedOp;
 use super::pipeline::Pipeline;
 use crate::backend::Storage;
+use crate::error::{Error, Result};
 use smallvec::SmallVec;
 use std::sync::{Arc, Weak};
 
@@ -26,6 +27,24 @@ pub(crate) struct Bound {
     pub buffer_id: u64,
     /// True when the kernel may write it.
     pub writes: bool,
+}
+
+impl Bound {
+    /// `storage`'s buffer, bound for reading or (with `writes`) writing.
+    ///
+    /// # Errors
+    /// `Error::Gpu` naming `op` when the storage is not on the GPU.
+    pub fn new(op: &'static str, storage: &Arc<Storage>, writes: bool) -> Result<Bound> {
+        let Storage::Gpu(s) = &**storage else {
+            return Err(Error::gpu(op, "operand is not on the GPU"));
+        };
+        Ok(Bound {
+            storage: Arc::downgrade(storage),
+            buffer: s.buffer().clone(),
+            buffer_id: s.buffer_id(),
+            writes,
+        })
+    }
 }
 
 /// A dispatch whose pipeline, parameters and grid are fixed at recording:

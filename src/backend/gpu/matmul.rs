@@ -3,13 +3,12 @@
 
 use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
 use super::command::{Bound, Command, KernelCommand};
+use super::params::{push_dims, push_strides, push_words};
 use super::pipeline::{PipelineKey, PipelineSpec};
 use super::storage::GpuStorage;
-use crate::backend::{MatmulCall, Storage, TensorRef};
+use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::shape::MAX_RANK;
-use std::sync::Arc;
 
 const MATMUL_WGSL: &str = include_str!("../../../shaders/matmul.wgsl");
 
@@ -88,17 +87,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
             limit: max as u64,
         });
     }
-    let bound = |t: &TensorRef, writes: bool| -> Result<Bound> {
-        let Storage::Gpu(s) = &**t.storage else {
-            return Err(Error::gpu("matmul", "operand is not on the GPU"));
-        };
-        Ok(Bound {
-            storage: Arc::downgrade(t.storage),
-            buffer: s.buffer().clone(),
-            buffer_id: s.buffer_id(),
-            writes,
-        })
-    };
+    let bound = |t: &TensorRef, writes| Bound::new("matmul", t.storage, writes);
     let key = MatmulKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
@@ -138,7 +127,6 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
 /// The parameter block of the dispatch starting at batch `start`.
 fn write_params(call: &MatmulCall, m: usize, k: usize, n: usize, start: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(PARAMS_SIZE as usize);
-    let mut word = |w: u32| out.extend_from_slice(&w.to_ne_bytes());
     let batch = MatmulCall::batch_layout(&call.out);
     let (a, b, c) = (&call.a, &call.b, &call.out);
     let strides = |t: &TensorRef| MatmulCall::matrix_strides(t);
@@ -160,17 +148,10 @@ fn write_params(call: &MatmulCall, m: usize, k: usize, n: usize, start: usize) -
         0,
         0,
     ];
-    for w in header {
-        word(w);
-    }
-    for d in 0..MAX_RANK {
-        word(batch.dims().get(d).map_or(0, |&x| x as u32));
-    }
+    push_words(&mut out, header);
+    push_dims(&mut out, batch.dims());
     for t in [a, b, c] {
-        let s = MatmulCall::batch_layout(t);
-        for d in 0..MAX_RANK {
-            word(s.strides().get(d).map_or(0, |&x| x as i32 as u32));
-        }
+        push_strides(&mut out, MatmulCall::batch_layout(t).strides());
     }
     debug_assert_eq!(out.len() as u64, PARAMS_SIZE);
     out

@@ -37,29 +37,50 @@ pub(crate) fn params_size(operands: usize, scalars: usize) -> u64 {
         + 16 * scalar_vecs(scalars)) as u64
 }
 
+/// Appends `words` to a parameter block, as the uniform buffer holds them.
+pub(crate) fn push_words(out: &mut Vec<u8>, words: impl IntoIterator<Item = u32>) {
+    for w in words {
+        out.extend_from_slice(&w.to_ne_bytes());
+    }
+}
+
+/// Appends extents as `array<vec4<u32>, 2>` (MAX_RANK entries, zero-padded).
+pub(crate) fn push_dims(out: &mut Vec<u8>, dims: &[usize]) {
+    push_words(
+        out,
+        (0..MAX_RANK).map(|d| dims.get(d).map_or(0, |&n| n as u32)),
+    );
+}
+
+/// Appends strides as `array<vec4<i32>, 2>` (MAX_RANK entries, zero-padded).
+pub(crate) fn push_strides(out: &mut Vec<u8>, strides: &[isize]) {
+    push_words(
+        out,
+        (0..MAX_RANK).map(|d| strides.get(d).map_or(0, |&s| s as i32 as u32)),
+    );
+}
+
 /// Appends the parameter block of one dispatch over `plan` (one stride
 /// vector and offset per operand) to `out`.
 pub(crate) fn write_params(out: &mut Vec<u8>, plan: &IterPlan, row_threads: u32, scalars: &[u32]) {
     let operands = plan.offsets.len();
     let start = out.len();
-    let mut word = |w: u32| out.extend_from_slice(&w.to_ne_bytes());
-    for w in [plan.numel() as u32, plan.shape.len() as u32, row_threads, 0] {
-        word(w);
-    }
-    for d in 0..MAX_RANK {
-        word(plan.shape.get(d).map_or(0, |&n| n as u32));
-    }
-    for k in 0..4 * offset_vecs(operands) {
-        word(plan.offsets.get(k).map_or(0, |&o| o as u32));
-    }
+    push_words(
+        out,
+        [plan.numel() as u32, plan.shape.len() as u32, row_threads, 0],
+    );
+    push_dims(out, &plan.shape);
+    push_words(
+        out,
+        (0..4 * offset_vecs(operands)).map(|k| plan.offsets.get(k).map_or(0, |&o| o as u32)),
+    );
     for strides in &plan.strides {
-        for d in 0..MAX_RANK {
-            word(strides.get(d).map_or(0, |&s| s as i32 as u32));
-        }
+        push_strides(out, strides);
     }
-    for k in 0..4 * scalar_vecs(scalars.len()) {
-        word(scalars.get(k).copied().unwrap_or(0));
-    }
+    push_words(
+        out,
+        (0..4 * scalar_vecs(scalars.len())).map(|k| scalars.get(k).copied().unwrap_or(0)),
+    );
     debug_assert_eq!(
         (out.len() - start) as u64,
         params_size(operands, scalars.len())

@@ -12,14 +12,14 @@
 use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
 use super::command::{Bound, Command, KernelCommand};
 use super::elementwise::grid;
+use super::params::{push_dims, push_strides, push_words};
 use super::pipeline::{PipelineKey, PipelineSpec};
 use super::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::layout::Layout;
 use crate::ops::kinds::ReduceOp;
-use crate::shape::MAX_RANK;
 use smallvec::{SmallVec, smallvec};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -247,9 +247,6 @@ struct Stage {
 /// scratch buffers; `TooLarge` for a grid over the device's limit.
 pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     let ctx = &out.ctx;
-    let Storage::Gpu(input) = &**call.input.storage else {
-        return Err(Error::gpu("reduce", "input is not on the GPU"));
-    };
     let kept = call.kept_layout();
     let reduced = call.reduced_layout();
     let outputs = kept.numel();
@@ -257,12 +254,6 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     if outputs == 0 {
         return Ok(());
     }
-    let bound = |storage: &Arc<Storage>, s: &GpuStorage, writes: bool| Bound {
-        storage: Arc::downgrade(storage),
-        buffer: s.buffer().clone(),
-        buffer_id: s.buffer_id(),
-        writes,
-    };
     let key = |source, dest, group| ReduceKey {
         op: call.op,
         dtype: call.input.dtype,
@@ -273,8 +264,8 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         group,
         native_f16: ctx.facts.native_f16,
     };
-    let src = bound(call.input.storage, input, false);
-    let dst = bound(call.out.storage, out, true);
+    let src = Bound::new("reduce", call.input.storage, false)?;
+    let dst = Bound::new("reduce", call.out.storage, true)?;
     let splits = split_count(outputs, extent);
     if splits == 1 {
         let group = extent > THREAD_MODE_MAX;
@@ -302,17 +293,14 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     if call.op.is_arg() {
         partials.push(scratch(DType::I32)?);
     }
-    let part_bound = |writes| -> SmallVec<[Bound; 4]> {
+    let part_bound = |writes| -> Result<SmallVec<[Bound; 4]>> {
         partials
             .iter()
-            .filter_map(|p| match &**p {
-                Storage::Gpu(s) => Some(bound(p, s, writes)),
-                Storage::Cpu(_) => None,
-            })
+            .map(|p| Bound::new("reduce", p, writes))
             .collect()
     };
     let mut first: SmallVec<[Bound; 4]> = smallvec![src];
-    first.extend(part_bound(true));
+    first.extend(part_bound(true)?);
     let stage = Stage {
         key: key(Source::Tensor, Dest::Partials, true),
         bindings: first,
@@ -322,7 +310,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         src_splits: 1,
     };
     record(out, stage, &kept, &reduced, extent)?;
-    let mut second = part_bound(false);
+    let mut second = part_bound(false)?;
     second.push(dst);
     let stage = Stage {
         key: key(Source::Partials, Dest::Output, splits > THREAD_MODE_MAX),
@@ -413,17 +401,10 @@ fn record(
 /// kept and reduced axes (8 entries each).
 fn write_params(header: [u32; 10], kept: &Layout, reduced: &Layout) -> Vec<u8> {
     let mut out = Vec::with_capacity(PARAMS_SIZE as usize);
-    let mut word = |w: u32| out.extend_from_slice(&w.to_ne_bytes());
-    for w in header.into_iter().chain([0, 0]) {
-        word(w);
-    }
+    push_words(&mut out, header.into_iter().chain([0, 0]));
     for layout in [kept, reduced] {
-        for d in 0..MAX_RANK {
-            word(layout.dims().get(d).map_or(0, |&n| n as u32));
-        }
-        for d in 0..MAX_RANK {
-            word(layout.strides().get(d).map_or(0, |&s| s as i32 as u32));
-        }
+        push_dims(&mut out, layout.dims());
+        push_strides(&mut out, layout.strides());
     }
     debug_assert_eq!(out.len() as u64, PARAMS_SIZE);
     out
