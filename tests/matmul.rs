@@ -216,3 +216,28 @@ fn bad_operands_are_errors() {
         assert!(matches!(cpu.matmul(&g), Err(Error::DeviceMismatch { .. })));
     }
 }
+
+#[test]
+fn outer_reads_strided_views_and_rejects_matrices() {
+    for dev in devices() {
+        let x = Tensor::arange(0.0f32, 6.0, 1.0, &dev).unwrap();
+        let a = x.slice(s![..;-2]).unwrap(); // [5, 3, 1]
+        let b = x.slice(s![1..3]).unwrap(); // [1, 2]
+        let o = a.outer(&b).unwrap();
+        assert_eq!(o.dims(), &[3, 2]);
+        assert_eq!(
+            o.to_vec::<f32>().unwrap(),
+            [5.0, 10.0, 3.0, 6.0, 1.0, 2.0],
+            "{dev}"
+        );
+        assert_eq!(
+            a.dot(&x.slice(s![..3]).unwrap())
+                .unwrap()
+                .item::<f32>()
+                .unwrap(),
+            5.0
+        );
+        let m = x.reshape([2, 3]).unwrap();
+        assert!(matches!(m.outer(&a), Err(Error::Shape { op: "outer", .. })));
+    }
+}

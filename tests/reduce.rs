@@ -442,3 +442,36 @@ fn fusion_does_not_move_a_read_past_a_reduction_scratch_write() {
     assert_eq!(z.to_vec::<f32>().unwrap(), want);
     assert!(total.item::<f32>().unwrap().is_finite());
 }
+
+#[test]
+fn std_all_and_any_read_strided_views() {
+    for dev in devices() {
+        let t = grid(&dev);
+        // Columns 3 and 1, rows reversed: [[11, 9], [7, 5], [3, 1]].
+        let v = t.slice(s![..;-1, ..;-2]).unwrap();
+        let sd = v.std(0, 0, false).unwrap().to_vec::<f32>().unwrap();
+        assert_close(&sd, &[(32.0f32 / 3.0).sqrt(); 2], 1e-6, "std of a view");
+        // Stepped and transposed bool views.
+        let b = t.gt_scalar(4.0).unwrap(); // rows: FFFF, FTTT, TTTT
+        let bt = b.t(); // [4, 3]
+        assert_eq!(
+            bt.all(1, false).unwrap().to_vec::<bool>().unwrap(),
+            [false, false, false, false]
+        );
+        assert_eq!(
+            bt.any(1, false).unwrap().to_vec::<bool>().unwrap(),
+            [true; 4]
+        );
+        let stepped = b.slice(s![1..;1, 1..;2]).unwrap(); // [[T, T], [T, T]]
+        assert!(stepped.all(.., false).unwrap().item::<bool>().unwrap());
+        assert!(matches!(
+            b.all(3, false),
+            Err(Error::Axis { op: "all", .. })
+        ));
+        assert!(matches!(v.std(0, 0, true).map(|s| s.dims().to_vec()), Ok(d) if d == [1, 2]));
+        assert!(matches!(
+            v.std([0, 0], 1, false),
+            Err(Error::Argument { op: "var", .. })
+        ));
+    }
+}
