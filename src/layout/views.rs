@@ -291,6 +291,22 @@ impl Layout {
         Ok(out)
     }
 
+    /// Elements `start..start + len` along `axis` (resolved and checked by
+    /// the caller): the same strides from a moved offset.
+    pub(crate) fn narrowed(&self, axis: usize, start: usize, len: usize) -> Layout {
+        debug_assert!(start + len <= self.dims()[axis]);
+        let mut dims: DimVec<usize> = self.dims().iter().copied().collect();
+        dims[axis] = len;
+        // A non-empty range starts at an element of the view, so the new
+        // offset is a valid position even for a negative stride.
+        let offset = if len == 0 {
+            self.offset
+        } else {
+            (self.offset as isize + start as isize * self.strides[axis]) as usize
+        };
+        Layout::from_parts(dims.into(), self.strides.clone(), offset)
+    }
+
     /// The layout of `shape` over the same elements in row-major order, if the
     /// strides allow it without a copy (NumPy's no-copy reshape); `None` when a
     /// copy is needed. The element counts must already agree.

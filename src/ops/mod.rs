@@ -3,6 +3,7 @@
 
 mod assign;
 mod elementwise;
+mod join;
 pub(crate) mod kinds;
 mod matmul;
 mod operators;

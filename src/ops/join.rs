@@ -1,0 +1,324 @@
+//! Joins, splits and axis moves: concat and stack copy each input into a
+//! slice of one fresh tensor (any input layout, one recorded copy each);
+//! split, chunk, narrow, moveaxis and rollaxis are views; tile and repeat
+//! copy a broadcast (stride-0) view of the input once.
+
+use super::Arg;
+use super::check_devices;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, normalize_axis};
+use crate::shape::{DimVec, MAX_RANK, Shape};
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// Joins tensors along an existing `axis` (NumPy's `concatenate`,
+    /// PyTorch's `cat`). Every input has the same rank, dtype and device,
+    /// and the same extents except along `axis`; inputs may be views of any
+    /// layout. The result is a new row-major tensor.
+    ///
+    /// # Errors
+    /// `Error::Argument` for an empty list, `Error::Shape` for a 0-d input or
+    /// mismatched extents, `Error::Axis`, `Error::DType` for mixed dtypes,
+    /// `Error::DeviceMismatch`.
+    pub fn concat(tensors: &[&Tensor], axis: isize) -> Result<Tensor> {
+        const OP: &str = "concat";
+        let first = lead(OP, tensors)?;
+        if first.rank() == 0 {
+            return Err(Error::shape(OP, "cannot concatenate 0-d tensors"));
+        }
+        let axis = normalize_axis(OP, axis, first.rank())?;
+        let mut dims: DimVec<usize> = first.dims().iter().copied().collect();
+        dims[axis] = 0;
+        for (k, t) in tensors.iter().enumerate() {
+            let fits = t.rank() == first.rank()
+                && (0..t.rank()).all(|d| d == axis || t.dims()[d] == first.dims()[d]);
+            if !fits {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "input {k} has shape {}, input 0 has {}; they may differ only along axis {axis}",
+                        t.shape(),
+                        first.shape()
+                    ),
+                ));
+            }
+            dims[axis] += t.dims()[axis];
+        }
+        let out = Tensor::empty_dense(Shape::from(dims), first.dtype(), first.device(), OP)?;
+        let mut start = 0;
+        for t in tensors {
+            let n = t.dims()[axis];
+            if n > 0 && t.numel() > 0 {
+                out.with_layout(out.layout().narrowed(axis, start, n))
+                    .assign(t)?;
+            }
+            start += n;
+        }
+        Ok(out)
+    }
+
+    /// Joins tensors of one shape along a new `axis` (in `-(rank+1)..=rank`),
+    /// as NumPy's and PyTorch's `stack`.
+    ///
+    /// # Errors
+    /// `Error::Argument` for an empty list, `Error::Shape` when the shapes
+    /// differ or the result would exceed the maximum rank, `Error::Axis`,
+    /// `Error::DType`, `Error::DeviceMismatch`.
+    pub fn stack(tensors: &[&Tensor], axis: isize) -> Result<Tensor> {
+        const OP: &str = "stack";
+        let first = lead(OP, tensors)?;
+        let axis = normalize_axis(OP, axis, first.rank() + 1)?;
+        let mut views = Vec::with_capacity(tensors.len());
+        for (k, t) in tensors.iter().enumerate() {
+            if t.shape() != first.shape() {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "input {k} has shape {}, input 0 has {}; stack needs equal shapes",
+                        t.shape(),
+                        first.shape()
+                    ),
+                ));
+            }
+            views.push(t.unsqueeze(axis as isize)?);
+        }
+        let refs: Vec<&Tensor> = views.iter().collect();
+        Tensor::concat(&refs, axis as isize)
+    }
+
+    /// Elements `start..start + len` along `axis`: a view (PyTorch's `narrow`).
+    ///
+    /// # Errors
+    /// `Error::Axis`; `Error::Index` when the range passes the end of the axis.
+    pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
+        const OP: &str = "narrow";
+        let a = normalize_axis(OP, axis, self.rank())?;
+        let size = self.dims()[a];
+        if start.checked_add(len).is_none_or(|end| end > size) {
+            return Err(Error::Index {
+                op: OP,
+                index: start.saturating_add(len) as isize,
+                axis: a,
+                size,
+            });
+        }
+        Ok(self.with_layout(self.layout().narrowed(a, start, len)))
+    }
+
+    /// Views of consecutive pieces along `axis` with the given extents, which
+    /// must add up to the axis (PyTorch's `split` with a list of sizes).
+    ///
+    /// # Errors
+    /// `Error::Axis`; `Error::Shape` when the sizes do not add up.
+    pub fn split(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
+        const OP: &str = "split";
+        let a = normalize_axis(OP, axis, self.rank())?;
+        let total: usize = sizes.iter().sum();
+        if total != self.dims()[a] {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "sizes {sizes:?} add up to {total}, axis {a} of shape {} has {}",
+                    self.shape(),
+                    self.dims()[a]
+                ),
+            ));
+        }
+        let mut start = 0;
+        Ok(sizes
+            .iter()
+            .map(|&n| {
+                let view = self.with_layout(self.layout().narrowed(a, start, n));
+                start += n;
+                view
+            })
+            .collect())
+    }
+
+    /// At most `chunks` views along `axis`, each `ceil(extent / chunks)` long
+    /// except a shorter last one (PyTorch's `chunk`: `chunk(3)` of 4 gives
+    /// 2 + 2; an empty axis gives one empty view).
+    ///
+    /// # Errors
+    /// `Error::Axis`; `Error::Argument` for zero chunks.
+    pub fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
+        const OP: &str = "chunk";
+        let a = normalize_axis(OP, axis, self.rank())?;
+        if chunks == 0 {
+            return Err(Error::argument(OP, "chunks must be at least 1"));
+        }
+        let n = self.dims()[a];
+        let step = n.div_ceil(chunks).max(1);
+        let mut sizes: Vec<usize> = (0..n / step).map(|_| step).collect();
+        if n % step != 0 || n == 0 {
+            sizes.push(n % step);
+        }
+        self.split(&sizes, axis)
+    }
+
+    /// Moves axis `source` to position `destination`, keeping the order of
+    /// the others (NumPy's `moveaxis`): a view.
+    ///
+    /// # Errors
+    /// `Error::Axis` when either axis is out of range.
+    pub fn moveaxis(&self, source: isize, destination: isize) -> Result<Tensor> {
+        const OP: &str = "moveaxis";
+        let src = normalize_axis(OP, source, self.rank())?;
+        let dst = normalize_axis(OP, destination, self.rank())?;
+        let mut order: DimVec<isize> = (0..self.rank() as isize)
+            .filter(|&a| a != src as isize)
+            .collect();
+        order.insert(dst, src as isize);
+        self.permute(&order)
+    }
+
+    /// Rolls `axis` backwards until it lies before position `start` (NumPy's
+    /// `rollaxis`; `start` in `-rank..=rank`): a view.
+    ///
+    /// # Errors
+    /// `Error::Axis` when `axis` or `start` is out of range.
+    pub fn rollaxis(&self, axis: isize, start: isize) -> Result<Tensor> {
+        const OP: &str = "rollaxis";
+        let a = normalize_axis(OP, axis, self.rank())?;
+        let mut s = normalize_axis(OP, start, self.rank() + 1)?;
+        if a < s {
+            s -= 1;
+        }
+        self.moveaxis(a as isize, s as isize)
+    }
+
+    /// The tensor repeated `reps[k]` times along each axis (NumPy's `tile`,
+    /// PyTorch's `repeat`). When `reps` is shorter than the rank it is
+    /// padded with leading 1s; when longer, the tensor gains leading axes.
+    ///
+    /// # Errors
+    /// `Error::Shape` when the result would exceed the maximum rank.
+    pub fn tile(&self, reps: &[usize]) -> Result<Tensor> {
+        const OP: &str = "tile";
+        let rank = self.rank().max(reps.len());
+        Shape::from(vec![1; rank]).check_rank(OP)?;
+        let mut t = self.clone();
+        while t.rank() < rank {
+            t = t.unsqueeze(0)?;
+        }
+        let reps: Vec<usize> = std::iter::repeat_n(1, rank - reps.len())
+            .chain(reps.iter().copied())
+            .collect();
+        // One copy of a view that interleaves a stride-0 axis of extent
+        // reps[k] before each tiled axis, when that fits the rank limit.
+        let mut dims: Vec<usize> = Vec::new();
+        let mut strides: Vec<isize> = Vec::new();
+        for (k, &r) in reps.iter().enumerate() {
+            let (d, s) = (t.dims()[k], t.strides()[k]);
+            if r != 1 && d != 1 {
+                dims.push(r);
+                strides.push(0);
+            }
+            dims.push(if d == 1 { r } else { d });
+            strides.push(if d == 1 { 0 } else { s });
+        }
+        let out_dims: Vec<usize> = t.dims().iter().zip(&reps).map(|(d, r)| d * r).collect();
+        if dims.len() <= MAX_RANK {
+            return copy_of_view(&t, dims, strides, out_dims, OP);
+        }
+        // Otherwise tile one axis at a time through merged 4-d views.
+        for (k, &r) in reps.iter().enumerate() {
+            if r != 1 {
+                t = repeat_block(&t.contiguous()?, k, r, true, OP)?;
+            }
+        }
+        Ok(t)
+    }
+
+    /// Each element repeated `repeats` times along `axis`, the copies
+    /// adjacent (NumPy's `repeat` with an axis, PyTorch's
+    /// `repeat_interleave`). For whole-tensor repetition see
+    /// [`Tensor::tile`].
+    ///
+    /// # Errors
+    /// `Error::Axis`; `Error::Shape` for a 0-d tensor.
+    pub fn repeat(&self, repeats: usize, axis: isize) -> Result<Tensor> {
+        const OP: &str = "repeat";
+        if self.rank() == 0 {
+            return Err(Error::shape(OP, "a 0-d tensor has no axis to repeat along"));
+        }
+        let a = normalize_axis(OP, axis, self.rank())?;
+        if self.rank() < MAX_RANK {
+            let mut dims: Vec<usize> = self.dims().to_vec();
+            let mut strides: Vec<isize> = self.strides().to_vec();
+            dims.insert(a + 1, repeats);
+            strides.insert(a + 1, 0);
+            let mut out_dims = self.dims().to_vec();
+            out_dims[a] *= repeats;
+            return copy_of_view(self, dims, strides, out_dims, OP);
+        }
+        repeat_block(&self.contiguous()?, a, repeats, false, OP)
+    }
+}
+
+/// The first of `tensors`, after checking that all share its dtype and device.
+fn lead<'a>(op: &'static str, tensors: &[&'a Tensor]) -> Result<&'a Tensor> {
+    let Some(&first) = tensors.first() else {
+        return Err(Error::argument(op, "needs at least one tensor"));
+    };
+    let args: Vec<Arg> = tensors.iter().map(|t| Arg::Tensor(t)).collect();
+    check_devices(op, first, &args)?;
+    for (k, t) in tensors.iter().enumerate() {
+        if t.dtype() != first.dtype() {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "input {k} has dtype {}, input 0 has {}; cast with to_dtype first",
+                    t.dtype(),
+                    first.dtype()
+                ),
+            ));
+        }
+    }
+    Ok(first)
+}
+
+/// A new row-major tensor of `out_dims` holding, in row-major order, the
+/// elements of the view (`dims`, `strides`) over `src`'s storage at its offset.
+fn copy_of_view(
+    src: &Tensor,
+    dims: Vec<usize>,
+    strides: Vec<isize>,
+    out_dims: Vec<usize>,
+    op: &'static str,
+) -> Result<Tensor> {
+    let view = src.with_layout(Layout::from_parts(
+        Shape::from(dims),
+        strides.into_iter().collect(),
+        src.offset(),
+    ));
+    let out = Tensor::empty_dense(Shape::from(out_dims), src.dtype(), src.device(), op)?;
+    if out.numel() > 0 {
+        out.with_layout(Layout::contiguous(view.shape().clone()))
+            .assign(&view)?;
+    }
+    Ok(out)
+}
+
+/// Repeats the contiguous `t` `r` times along `axis` through a 4-d view
+/// (outer, axis, inner with a stride-0 axis of `r` inserted): whole blocks
+/// when `tile`, else each element.
+fn repeat_block(t: &Tensor, axis: usize, r: usize, tile: bool, op: &'static str) -> Result<Tensor> {
+    let outer: usize = t.dims()[..axis].iter().product();
+    let d = t.dims()[axis];
+    let inner: usize = t.dims()[axis + 1..].iter().product();
+    let (dims, strides) = if tile {
+        (
+            vec![outer, r, d, inner],
+            vec![(d * inner) as isize, 0, inner as isize, 1],
+        )
+    } else {
+        (
+            vec![outer, d, r, inner],
+            vec![(d * inner) as isize, inner as isize, 0, 1],
+        )
+    };
+    let mut out_dims = t.dims().to_vec();
+    out_dims[axis] *= r;
+    copy_of_view(t, dims, strides, out_dims, op)
+}
