@@ -150,7 +150,7 @@ impl Tensor {
         let n = self.dims()[a];
         let step = n.div_ceil(chunks).max(1);
         let mut sizes: Vec<usize> = (0..n / step).map(|_| step).collect();
-        if n % step != 0 || n == 0 {
+        if !n.is_multiple_of(step) || n == 0 {
             sizes.push(n % step);
         }
         self.split(&sizes, axis)
