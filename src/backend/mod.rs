@@ -10,7 +10,7 @@ pub(crate) mod gpu;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::ops::kinds::{Kernel, ReduceOp};
+use crate::ops::kinds::{Kernel, ReduceOp, ScanOp};
 use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -179,6 +179,46 @@ pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::matmul(s, call),
         Storage::Gpu(s) => gpu::matmul(s, call),
+    }
+}
+
+/// One scan: each line of `input` along its last axis (the op layer moved
+/// the scanned axis there) becomes the running sums or products written
+/// along the last axis of `out`, a fresh tensor viewed the same way.
+pub(crate) struct ScanCall<'a> {
+    pub op: ScanOp,
+    pub input: TensorRef<'a>,
+    pub out: TensorRef<'a>,
+}
+
+impl ScanCall<'_> {
+    /// (lines layout, stride along the line) of `t`: all axes but the last
+    /// at `t`'s offset, and the last axis's stride.
+    pub fn lines(t: &TensorRef) -> (Layout, isize) {
+        let l = &t.layout;
+        let r = l.rank() - 1;
+        (
+            Layout::from_parts(l.dims()[..r].into(), l.strides()[..r].into(), l.offset()),
+            l.strides()[r],
+        )
+    }
+
+    /// Elements per line.
+    pub fn length(&self) -> usize {
+        self.input.layout.dims().last().copied().unwrap_or(1)
+    }
+}
+
+/// Runs a scan on the backend that holds its output.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn scan(call: &ScanCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::scan(s, call),
+        Storage::Gpu(s) => gpu::scan(s, call),
     }
 }
 

@@ -272,3 +272,12 @@ impl ReduceOp {
         matches!(self, ReduceOp::ArgMax | ReduceOp::ArgMin)
     }
 }
+
+/// What a scan (cumulative op) computes along its axis: element `i` of a
+/// line is the combination of elements `0..=i`, accumulated as a
+/// reduction of the dtype is (f32 for f16, wrapping integers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ScanOp {
+    Sum,
+    Prod,
+}

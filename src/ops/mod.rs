@@ -1,6 +1,7 @@
 //! Operations: each validates its operands, works out the destination layout
 //! and hands one [`Call`](crate::backend::Call) to the backend.
 
+mod along_axis;
 mod assign;
 mod elementwise;
 mod join;

@@ -218,7 +218,7 @@ impl Tensor {
     }
 
     /// bool as i32 and u8 as u32, the dtypes sums and products run in.
-    fn widened(&self) -> Result<Tensor> {
+    pub(super) fn widened(&self) -> Result<Tensor> {
         match self.dtype() {
             DType::Bool => self.to_dtype(DType::I32),
             DType::U8 => self.to_dtype(DType::U32),

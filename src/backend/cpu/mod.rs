@@ -6,10 +6,12 @@ mod elementwise;
 mod matmul;
 mod numeric;
 mod reduce;
+mod scan;
 mod storage;
 mod strided;
 
 pub(crate) use elementwise::run;
 pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
+pub(crate) use scan::scan;
 pub(crate) use storage::{CpuData, CpuStorage};

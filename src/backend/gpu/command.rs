@@ -2,8 +2,9 @@
 //! kernel commands of the other families (reductions, matmul), which run as
 //! recorded.
 
+use super::context::GpuContext;
 use super::fusion::RecordedOp;
-use super::pipeline::Pipeline;
+use super::pipeline::{Pipeline, PipelineKey, PipelineSpec};
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
@@ -65,4 +66,39 @@ impl Command {
             Command::Kernel(_) => None,
         }
     }
+}
+
+/// Records one dispatch of the pipeline `key` over `groups` workgroups,
+/// building the pipeline on first use from `source()` (entry point `entry`,
+/// a parameter block of `params_size` bytes, storage bindings in the order
+/// and access of `bindings`).
+///
+/// # Errors
+/// `Error::Gpu` when the shader fails to compile; scheduler flush failures.
+pub(crate) fn record_kernel(
+    ctx: &GpuContext,
+    key: PipelineKey,
+    (label, entry, params_size): (&'static str, &'static str, u64),
+    source: impl FnOnce() -> String,
+    params: Vec<u8>,
+    bindings: SmallVec<[Bound; 4]>,
+    groups: [u32; 3],
+) -> Result<()> {
+    debug_assert_eq!(params.len() as u64, params_size);
+    let pipeline = ctx.pipelines.get(&ctx.device, key, || PipelineSpec {
+        label,
+        source: source(),
+        entry,
+        params_size,
+        read_only: bindings.iter().map(|b| !b.writes).collect(),
+    })?;
+    ctx.scheduler().record(
+        ctx,
+        Command::Kernel(KernelCommand {
+            pipeline,
+            params,
+            bindings,
+            groups,
+        }),
+    )
 }

@@ -14,6 +14,7 @@ mod pipeline;
 mod pool;
 mod program;
 mod reduce;
+mod scan;
 mod scheduler;
 mod storage;
 
@@ -22,4 +23,5 @@ pub use context::GpuOptions;
 pub(crate) use elementwise::run;
 pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
+pub(crate) use scan::scan;
 pub(crate) use storage::GpuStorage;

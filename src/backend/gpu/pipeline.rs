@@ -19,6 +19,7 @@ pub(crate) enum PipelineKey {
     Elementwise(KernelKey),
     Reduce(super::reduce::ReduceKey),
     Matmul(super::matmul::MatmulKey),
+    Scan(super::scan::ScanKey),
 }
 
 /// What a pipeline is built from.

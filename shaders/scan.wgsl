@@ -1,0 +1,105 @@
+// Running sums or products along the lines of a tensor, specialised by
+// src/backend/gpu/scan.rs, which fills the {{...}} slots:
+//   HEADER    `enable f16;` when a native f16 buffer is bound
+//   MATH      shaders/math.wgsl
+//   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
+//   OPS       `alias Acc`, `fn identity() -> Acc`, `fn combine(a, b)`,
+//             `fn load(p) -> Acc`, `fn store(p, v: Acc)`
+//
+// Line l starts at the row-major index l of the line axes, read through
+// their (shape, strides, offset) for the source and the destination, and
+// steps `src_step` / `dst_step` along the scanned axis: any view scans
+// without a copy.
+{{HEADER}}
+
+struct Params {
+    lines: u32,
+    length: u32,
+    rank: u32,
+    // Workgroups (group mode) or threads (thread mode) per grid row.
+    row_width: u32,
+    src_offset: u32,
+    dst_offset: u32,
+    src_step: i32,
+    dst_step: i32,
+    shape: array<vec4<u32>, 2>,
+    src_strides: array<vec4<i32>, 2>,
+    dst_strides: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+// Storage positions of the first element of line `l`: (source, destination).
+fn line_starts(l: u32) -> vec2<i32> {
+    var src = i32(params.src_offset);
+    var dst = i32(params.dst_offset);
+    var rem = l;
+    for (var d = i32(params.rank) - 1; d >= 0; d--) {
+        let du = u32(d);
+        let n = params.shape[du / 4u][du % 4u];
+        let c = i32(rem % n);
+        rem = rem / n;
+        src += c * params.src_strides[du / 4u][du % 4u];
+        dst += c * params.dst_strides[du / 4u][du % 4u];
+    }
+    return vec2<i32>(src, dst);
+}
+
+{{MATH}}
+{{BINDINGS}}
+{{OPS}}
+
+// Thread mode: one thread walks a whole (short) line.
+@compute @workgroup_size(64)
+fn main_thread(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let l = gid.x + gid.y * params.row_width;
+    if (l >= params.lines) {
+        return;
+    }
+    let start = line_starts(l);
+    var acc = identity();
+    for (var i = 0u; i < params.length; i++) {
+        acc = combine(acc, load(u32(start.x + i32(i) * params.src_step)));
+        store(u32(start.y + i32(i) * params.dst_step), acc);
+    }
+}
+
+var<workgroup> chunk: array<Acc, 64>;
+
+// Group mode: one workgroup per (long) line scans it 64 elements at a
+// time (Hillis-Steele in workgroup memory), carrying the total forward.
+@compute @workgroup_size(64)
+fn main_group(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let l = wid.x + wid.y * params.row_width;
+    if (l >= params.lines) {
+        return;
+    }
+    let start = line_starts(l);
+    var carry = identity();
+    for (var first = 0u; first < params.length; first += 64u) {
+        let i = first + t;
+        var v = identity();
+        if (i < params.length) {
+            v = load(u32(start.x + i32(i) * params.src_step));
+        }
+        chunk[t] = v;
+        workgroupBarrier();
+        for (var width = 1u; width < 64u; width *= 2u) {
+            var earlier = identity();
+            if (t >= width) {
+                earlier = chunk[t - width];
+            }
+            workgroupBarrier();
+            chunk[t] = combine(earlier, chunk[t]);
+            workgroupBarrier();
+        }
+        if (i < params.length) {
+            store(u32(start.y + i32(i) * params.dst_step), combine(carry, chunk[t]));
+        }
+        carry = combine(carry, chunk[63]);
+        workgroupBarrier();
+    }
+}

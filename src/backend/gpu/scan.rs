@@ -1,0 +1,161 @@
+//! GPU scans (cumulative sums and products): `shaders/scan.wgsl`
+//! specialised per op and dtype, one thread per short line or one
+//! workgroup per long one.
+
+use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
+use super::command::{Bound, record_kernel};
+use super::elementwise::grid;
+use super::params::{push_dims, push_strides, push_words};
+use super::pipeline::PipelineKey;
+use super::storage::GpuStorage;
+use crate::backend::ScanCall;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::ops::kinds::ScanOp;
+use smallvec::smallvec;
+
+const SCAN_WGSL: &str = include_str!("../../../shaders/scan.wgsl");
+
+/// Lines at most this long run one thread each.
+const THREAD_MODE_MAX: usize = 64;
+
+/// Bytes of the parameter block (see `Params` in scan.wgsl).
+const PARAMS_SIZE: u64 = 32 + 3 * 32;
+
+/// Everything that selects a distinct scan pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ScanKey {
+    pub op: ScanOp,
+    /// f32, f16, i32 or u32 (the op layer widens bool and u8).
+    pub dtype: DType,
+    /// One workgroup per line (else one thread).
+    pub group: bool,
+    pub native_f16: bool,
+}
+
+/// The WGSL source of the scan kernel for `key`.
+pub(crate) fn scan_source(key: &ScanKey) -> String {
+    let (dtype, native) = (key.dtype, key.native_f16);
+    let acc = compute_type(dtype);
+    let identity = match (key.op, acc) {
+        (ScanOp::Sum, "f32") => "0.0",
+        (ScanOp::Sum, "i32") => "0",
+        (ScanOp::Sum, _) => "0u",
+        (ScanOp::Prod, "f32") => "1.0",
+        (ScanOp::Prod, "i32") => "1",
+        (ScanOp::Prod, _) => "1u",
+    };
+    let combine = match key.op {
+        ScanOp::Sum => "a + b",
+        ScanOp::Prod => "a * b",
+    };
+    let bindings = [
+        buffer_decl(1, "src", dtype, native, false),
+        buffer_decl(2, "out_buf", dtype, native, true),
+    ]
+    .concat();
+    let ops = format!(
+        "alias Acc = {acc};\n\
+         fn identity() -> Acc {{\n    return {identity};\n}}\n\
+         fn combine(a: Acc, b: Acc) -> Acc {{\n    return {combine};\n}}\n\
+         {}{}\
+         fn load(p: u32) -> Acc {{\n    return load_src(p);\n}}\n\
+         fn store(p: u32, v: Acc) {{\n    store_out(p, v);\n}}\n",
+        load_fn("load_src", "src", dtype, native),
+        store_out_fn(dtype, native),
+    );
+    SCAN_WGSL
+        .replace(
+            "{{HEADER}}",
+            if needs_f16(dtype, native) {
+                "enable f16;"
+            } else {
+                ""
+            },
+        )
+        .replace("{{MATH}}", MATH_WGSL)
+        .replace("{{BINDINGS}}", &bindings)
+        .replace("{{OPS}}", &ops)
+}
+
+/// Records `call`, whose output storage is `out`.
+///
+/// # Errors
+/// `Error::Gpu` when the input is not on this GPU; `TooLarge` for more
+/// lines than one dispatch can cover.
+pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
+    let ctx = &out.ctx;
+    let (src_lines, src_step) = ScanCall::lines(&call.input);
+    let (dst_lines, dst_step) = ScanCall::lines(&call.out);
+    let (lines, length) = (src_lines.numel(), call.length());
+    if lines == 0 || length == 0 {
+        return Ok(());
+    }
+    let key = ScanKey {
+        op: call.op,
+        dtype: call.input.dtype,
+        group: length > THREAD_MODE_MAX,
+        native_f16: ctx.facts.native_f16,
+    };
+    let threads = if key.group { lines * 64 } else { lines };
+    let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
+    let row_width = if key.group { groups[0] } else { groups[0] * 64 };
+    let mut params = Vec::with_capacity(PARAMS_SIZE as usize);
+    push_words(
+        &mut params,
+        [
+            lines as u32,
+            length as u32,
+            src_lines.rank() as u32,
+            row_width,
+            src_lines.offset() as u32,
+            dst_lines.offset() as u32,
+            src_step as i32 as u32,
+            dst_step as i32 as u32,
+        ],
+    );
+    push_dims(&mut params, src_lines.dims());
+    push_strides(&mut params, src_lines.strides());
+    push_strides(&mut params, dst_lines.strides());
+    let entry = if key.group {
+        "main_group"
+    } else {
+        "main_thread"
+    };
+    let source_key = key.clone();
+    record_kernel(
+        ctx,
+        PipelineKey::Scan(key),
+        ("webtensor scan", entry, PARAMS_SIZE),
+        || scan_source(&source_key),
+        params,
+        smallvec![
+            Bound::new("scan", call.input.storage, false)?,
+            Bound::new("scan", call.out.storage, true)?,
+        ],
+        [groups[0], groups[1], 1],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::codegen::tests::validate;
+
+    #[test]
+    fn every_scan_kernel_is_valid_wgsl() {
+        for op in [ScanOp::Sum, ScanOp::Prod] {
+            for dtype in [DType::F32, DType::F16, DType::I32, DType::U32] {
+                for (group, native_f16) in [(true, true), (false, false), (true, false)] {
+                    let key = ScanKey {
+                        op,
+                        dtype,
+                        group,
+                        native_f16,
+                    };
+                    validate(&scan_source(&key), &format!("{key:?}"));
+                }
+            }
+        }
+    }
+}

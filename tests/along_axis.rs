@@ -1,0 +1,241 @@
+//! cumsum, cumprod, softmax and log_softmax on every device: hand-worked
+//! values, every view layout against an f64 reference, both GPU scan modes,
+//! integer dtypes, overflow-prone inputs, empty tensors and errors.
+
+mod common;
+
+use common::{assert_close, devices, noise, read_f32, round_to, views_of};
+use webtensor::{DType, Device, Error, Tensor};
+
+/// Running sums (or products) of the row-major `values` of shape `dims`
+/// along `axis`, in f64.
+fn scan_ref(values: &[f32], dims: &[usize], axis: usize, prod: bool) -> Vec<f64> {
+    let inner: usize = dims[axis + 1..].iter().product();
+    let n = dims[axis];
+    let mut out: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+    for (i, _) in values.iter().enumerate() {
+        if !(i / inner).is_multiple_of(n) {
+            let prev = out[i - inner];
+            out[i] = if prod { prev * out[i] } else { prev + out[i] };
+        }
+    }
+    out
+}
+
+#[test]
+fn cumsum_and_cumprod_hand_worked() {
+    for dev in devices() {
+        let t = Tensor::from_slice(&[1.0f32, 2., 3., 4., 5., 6.], [2, 3], &dev).unwrap();
+        let f = |x: Tensor| x.to_vec::<f32>().unwrap();
+        assert_eq!(f(t.cumsum(0).unwrap()), [1., 2., 3., 5., 7., 9.]);
+        assert_eq!(f(t.cumsum(1).unwrap()), [1., 3., 6., 4., 9., 15.]);
+        assert_eq!(f(t.cumsum(-1).unwrap()), [1., 3., 6., 4., 9., 15.]);
+        assert_eq!(f(t.cumprod(1).unwrap()), [1., 2., 6., 4., 20., 120.]);
+        assert_eq!(f(t.t().cumprod(0).unwrap()), [1., 4., 2., 20., 6., 120.]);
+        // Integers wrap; bool counts into i32 and u8 into u32.
+        let big = Tensor::from_slice(&[65536i32, 65536, 3], [3], &dev).unwrap();
+        assert_eq!(
+            big.cumprod(0).unwrap().to_vec::<i32>().unwrap(),
+            [65536, 0, 0]
+        );
+        let bits = Tensor::from_slice(&[true, false, true, true], [4], &dev).unwrap();
+        let counts = bits.cumsum(0).unwrap();
+        assert_eq!(counts.dtype(), DType::I32);
+        assert_eq!(counts.to_vec::<i32>().unwrap(), [1, 1, 2, 3]);
+        let bytes = Tensor::from_slice(&[200u8, 100, 7], [3], &dev).unwrap();
+        assert_eq!(
+            bytes.cumsum(0).unwrap().to_vec::<u32>().unwrap(),
+            [200, 300, 307]
+        );
+        // Empty axes give empty results.
+        assert_eq!(
+            Tensor::zeros([0, 3], DType::F32, &dev)
+                .unwrap()
+                .cumsum(0)
+                .unwrap()
+                .dims(),
+            &[0, 3]
+        );
+        assert_eq!(
+            Tensor::zeros([3, 0], DType::F32, &dev)
+                .unwrap()
+                .cumprod(1)
+                .unwrap()
+                .dims(),
+            &[3, 0]
+        );
+    }
+}
+
+#[test]
+fn scans_read_every_view_layout() {
+    for dev in devices() {
+        for dtype in [DType::F32, DType::F16] {
+            for (name, v) in views_of(&dev, dtype) {
+                let values = read_f32(&v.contiguous().unwrap());
+                for axis in 0..2 {
+                    for prod in [false, true] {
+                        let got = if prod {
+                            v.cumprod(axis as isize)
+                        } else {
+                            v.cumsum(axis as isize)
+                        };
+                        let got = got.unwrap();
+                        assert_eq!(got.dtype(), dtype);
+                        let want: Vec<f32> = scan_ref(&values, &[4, 6], axis, prod)
+                            .iter()
+                            .map(|&x| round_to(dtype, x))
+                            .collect();
+                        let tol = if dtype == DType::F16 { 4e-3 } else { 1e-5 };
+                        assert_close(
+                            &read_f32(&got),
+                            &want,
+                            tol,
+                            &format!("{dev} {dtype} {name} axis {axis} prod {prod}"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn long_lines_scan_in_workgroups() {
+    // Lines over 64 elements take the GPU's workgroup mode, with a carry
+    // across chunks; a reversed view steps backwards.
+    for dev in devices() {
+        for (lines, length) in [(1, 1000), (3, 65), (70, 129)] {
+            let values = noise(lines * length, 7);
+            let t = Tensor::from_vec(values.clone(), [lines, length], &dev).unwrap();
+            let want = scan_ref(&values, &[lines, length], 1, false);
+            let bound: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+            assert_close(
+                &t.cumsum(1).unwrap().to_vec::<f32>().unwrap(),
+                &bound,
+                1e-4,
+                &format!("{dev} {lines}x{length}"),
+            );
+            let rev = t.flip(&[1]).unwrap();
+            let rev_values = rev.contiguous().unwrap().to_vec::<f32>().unwrap();
+            let want: Vec<f32> = scan_ref(&rev_values, &[lines, length], 1, false)
+                .iter()
+                .map(|&x| x as f32)
+                .collect();
+            assert_close(
+                &rev.cumsum(-1).unwrap().to_vec::<f32>().unwrap(),
+                &want,
+                1e-4,
+                &format!("{dev} reversed {lines}x{length}"),
+            );
+            // Integers are exact whatever the order of combination.
+            let ints = Tensor::arange(0i32, (lines * length) as i32, 1, &dev)
+                .unwrap()
+                .reshape([lines, length])
+                .unwrap();
+            let got = ints.t().cumsum(0).unwrap().to_vec::<i32>().unwrap();
+            let want: Vec<i32> = (0..length * lines)
+                .map(|i| {
+                    let (k, l) = (i / lines, i % lines);
+                    (0..=k).map(|j| (l * length + j) as i32).sum()
+                })
+                .collect();
+            assert_eq!(got, want, "{dev} i32 {lines}x{length}");
+        }
+    }
+}
+
+fn softmax_ref(row: &[f64]) -> Vec<f64> {
+    let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = row.iter().map(|x| (x - m).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.iter().map(|x| x / s).collect()
+}
+
+#[test]
+fn softmax_is_stable_and_matches_a_reference() {
+    for dev in devices() {
+        let t = Tensor::from_slice(&[1.0f32, 2., 3., 1000., 1001., 1002.], [2, 3], &dev).unwrap();
+        let want: Vec<f32> = softmax_ref(&[1., 2., 3.])
+            .iter()
+            .chain(softmax_ref(&[1., 2., 3.]).iter())
+            .map(|&x| x as f32)
+            .collect();
+        assert_close(
+            &t.softmax(1).unwrap().to_vec::<f32>().unwrap(),
+            &want,
+            1e-6,
+            "softmax",
+        );
+        let logs: Vec<f32> = want.iter().map(|x| x.ln()).collect();
+        assert_close(
+            &t.log_softmax(-1).unwrap().to_vec::<f32>().unwrap(),
+            &logs,
+            1e-6,
+            "log_softmax",
+        );
+        // Down the columns the large row takes everything.
+        let col = t.softmax(0).unwrap().to_vec::<f32>().unwrap();
+        assert_close(&col, &[0., 0., 0., 1., 1., 1.], 1e-6, "column softmax");
+        // log_softmax stays finite where softmax underflows.
+        let far = Tensor::from_slice(&[0.0f32, -1000.0], [2], &dev).unwrap();
+        assert_eq!(far.softmax(0).unwrap().to_vec::<f32>().unwrap(), [1.0, 0.0]);
+        assert_close(
+            &far.log_softmax(0).unwrap().to_vec::<f32>().unwrap(),
+            &[0.0, -1000.0],
+            1e-6,
+            "far",
+        );
+
+        for dtype in [DType::F32, DType::F16] {
+            for (name, v) in views_of(&dev, dtype) {
+                let values = read_f32(&v.contiguous().unwrap());
+                let got = v.softmax(0).unwrap();
+                assert_eq!(got.dtype(), dtype);
+                let got = read_f32(&got);
+                let lsm = read_f32(&v.log_softmax(0).unwrap());
+                for c in 0..6 {
+                    let col: Vec<f64> = (0..4).map(|r| values[r * 6 + c] as f64).collect();
+                    let want = softmax_ref(&col);
+                    let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+                    for r in 0..4 {
+                        let what = format!("{dev} {dtype} {name} [{r}, {c}]");
+                        assert_close(&[got[r * 6 + c]], &[want[r] as f32], tol, &what);
+                        assert_close(&[lsm[r * 6 + c]], &[want[r].ln() as f32], tol, &what);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn along_axis_errors() {
+    let dev = Device::cpu();
+    let t = Tensor::zeros([2, 3], DType::F32, &dev).unwrap();
+    assert!(matches!(t.cumsum(2), Err(Error::Axis { op: "cumsum", .. })));
+    assert!(matches!(
+        t.cumprod(-3),
+        Err(Error::Axis { op: "cumprod", .. })
+    ));
+    let scalar = Tensor::full([], 1.0, DType::F32, &dev).unwrap();
+    assert!(matches!(scalar.cumsum(0), Err(Error::Axis { .. })));
+    assert!(matches!(
+        t.softmax(2),
+        Err(Error::Axis { op: "softmax", .. })
+    ));
+    let ints = Tensor::zeros([2], DType::I32, &dev).unwrap();
+    let e = ints.log_softmax(0).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DType {
+                op: "log_softmax",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let empty = Tensor::zeros([0, 4], DType::F32, &dev).unwrap();
+    assert_eq!(empty.softmax(1).unwrap().dims(), &[0, 4]);
+}
