@@ -335,7 +335,9 @@ impl Device {
     /// Submits all recorded work and waits for the GPU to finish it (native).
     ///
     /// # Errors
-    /// `Error::Gpu` when the device is lost.
+    /// `Error::Gpu` when the device is lost; `Error::Index` when an indexing
+    /// op met an out-of-range index since the last readback (the GPU checks
+    /// indices as it runs; see [`Tensor::take`](crate::Tensor::take)).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn sync(&self) -> Result<()> {
         pollster::block_on(self.sync_async())
@@ -344,7 +346,7 @@ impl Device {
     /// Submits all recorded work and resolves when the GPU has finished it.
     ///
     /// # Errors
-    /// `Error::Gpu` when the device is lost.
+    /// As [`Device::sync`].
     pub async fn sync_async(&self) -> Result<()> {
         let Inner::Gpu(ctx) = &self.inner else {
             return Ok(());
@@ -357,7 +359,8 @@ impl Device {
         ctx.wait_idle("sync")?;
         receiver
             .await
-            .map_err(|_| Error::gpu("sync", "the device was dropped"))
+            .map_err(|_| Error::gpu("sync", "the device was dropped"))?;
+        ctx.check_faults("sync").await
     }
 
     pub(crate) fn gpu_context(&self) -> Option<&Arc<GpuContext>> {

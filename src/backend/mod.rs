@@ -10,7 +10,7 @@ pub(crate) mod gpu;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::ops::kinds::{Kernel, ReduceOp, ScanOp};
+use crate::ops::kinds::{IndexOp, Kernel, ReduceOp, ScanOp};
 use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -191,18 +191,19 @@ pub(crate) struct ScanCall<'a> {
     pub out: TensorRef<'a>,
 }
 
-impl ScanCall<'_> {
-    /// (lines layout, stride along the line) of `t`: all axes but the last
-    /// at `t`'s offset, and the last axis's stride.
-    pub fn lines(t: &TensorRef) -> (Layout, isize) {
-        let l = &t.layout;
-        let r = l.rank() - 1;
-        (
-            Layout::from_parts(l.dims()[..r].into(), l.strides()[..r].into(), l.offset()),
-            l.strides()[r],
-        )
-    }
+/// (lines, step) of `t` for kernels that walk lines along the last axis:
+/// the layout of all axes but the last (at `t`'s offset), and the last
+/// axis's stride.
+pub(crate) fn lines(t: &TensorRef) -> (Layout, isize) {
+    let l = &t.layout;
+    let r = l.rank() - 1;
+    (
+        Layout::from_parts(l.dims()[..r].into(), l.strides()[..r].into(), l.offset()),
+        l.strides()[r],
+    )
+}
 
+impl ScanCall<'_> {
     /// Elements per line.
     pub fn length(&self) -> usize {
         self.input.layout.dims().last().copied().unwrap_or(1)
@@ -219,6 +220,85 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::scan(s, call),
         Storage::Gpu(s) => gpu::scan(s, call),
+    }
+}
+
+/// The axis an index tensor addresses: which one (for error reports), its
+/// extent and its stride in the indexed tensor.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IndexedAxis {
+    pub axis: usize,
+    pub size: usize,
+    pub stride: isize,
+}
+
+impl IndexedAxis {
+    /// The position along the axis that `raw` (an i32 or u32 index)
+    /// names: `-size..size` for signed indices (negative ones count from
+    /// the end, as NumPy), `0..size` for unsigned; `None` outside.
+    pub fn resolve(&self, raw: i64) -> Option<usize> {
+        let size = self.size as i64;
+        let k = if raw < 0 { raw + size } else { raw };
+        (0..size).contains(&k).then_some(k as usize)
+    }
+}
+
+/// Indexing that reads (take, index_select, gather): output element `o`
+/// is the element of the source at `src`'s position for `o` plus
+/// `target.stride` times the index at `index`'s position for `o`. Both are
+/// layouts over the output's coordinates (stride 0 where they do not vary).
+pub(crate) struct GatherCall<'a> {
+    pub op: IndexOp,
+    pub src: TensorRef<'a>,
+    pub index: TensorRef<'a>,
+    /// A fresh row-major tensor.
+    pub out: TensorRef<'a>,
+    pub target: IndexedAxis,
+}
+
+/// Runs a gather on the backend that holds its output.
+///
+/// # Errors
+/// `Error::Index` on the CPU for an out-of-range index; GPU failures and
+/// device limits (the GPU reports out-of-range indices at the next readback).
+pub(crate) fn gather(call: &GatherCall) -> Result<()> {
+    check_bounds(&call.src)?;
+    check_bounds(&call.index)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::gather(s, call),
+        Storage::Gpu(s) => gpu::gather(s, call),
+    }
+}
+
+/// Indexing that writes (scatter, scatter_add) in place: along each line
+/// (the index's last axis, to which the op layer moved the scatter axis)
+/// element `i` of `src` goes to the destination at `out`'s position for
+/// the line plus `target.stride` times the index. `out` is a layout over
+/// the index's coordinates with stride 0 along the line; `src` and `index`
+/// have the index's shape. Lines write distinct elements; within a line the
+/// writes happen in order.
+pub(crate) struct ScatterCall<'a> {
+    pub op: IndexOp,
+    pub out: TensorRef<'a>,
+    pub src: TensorRef<'a>,
+    pub index: TensorRef<'a>,
+    pub target: IndexedAxis,
+}
+
+/// Runs a scatter on the backend that holds its destination.
+///
+/// # Errors
+/// `Error::Index` on the CPU for an out-of-range index (nothing is written
+/// then); GPU failures and device limits (the GPU skips out-of-range
+/// writes and reports them at the next readback).
+pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
+    check_bounds(&call.src)?;
+    check_bounds(&call.index)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::scatter(s, call),
+        Storage::Gpu(s) => gpu::scatter(s, call),
     }
 }
 

@@ -281,3 +281,37 @@ pub(crate) enum ScanOp {
     Sum,
     Prod,
 }
+
+/// The indexing ops that read or write through an index tensor. Their
+/// discriminant identifies the op in the GPU's out-of-range report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum IndexOp {
+    Take,
+    IndexSelect,
+    Gather,
+    /// Writes `src` at the indexed positions; the last write along a line wins.
+    Scatter,
+    /// Adds `src` at the indexed positions (wrapping for integers).
+    ScatterAdd,
+}
+
+impl IndexOp {
+    /// Every indexing op, in discriminant order.
+    pub const ALL: [IndexOp; 5] = [
+        IndexOp::Take,
+        IndexOp::IndexSelect,
+        IndexOp::Gather,
+        IndexOp::Scatter,
+        IndexOp::ScatterAdd,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexOp::Take => "take",
+            IndexOp::IndexSelect => "index_select",
+            IndexOp::Gather => "gather",
+            IndexOp::Scatter => "scatter",
+            IndexOp::ScatterAdd => "scatter_add",
+        }
+    }
+}

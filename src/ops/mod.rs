@@ -4,6 +4,7 @@
 mod along_axis;
 mod assign;
 mod elementwise;
+mod indexing;
 mod join;
 pub(crate) mod kinds;
 mod matmul;

@@ -3,6 +3,7 @@
 //! against.
 
 mod elementwise;
+mod indexing;
 mod matmul;
 mod numeric;
 mod reduce;
@@ -11,6 +12,7 @@ mod storage;
 mod strided;
 
 pub(crate) use elementwise::run;
+pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;

@@ -4,7 +4,7 @@
 
 use super::reduce::{Acc, Reducible};
 use super::storage::{CpuData, CpuStorage};
-use crate::backend::{ScanCall, Storage};
+use crate::backend::{ScanCall, Storage, lines};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::kinds::ScanOp;
@@ -17,8 +17,8 @@ pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {
     };
     let data = input.read();
     let mut out_data = out.write();
-    let (in_lines, in_step) = ScanCall::lines(&call.input);
-    let (out_lines, out_step) = ScanCall::lines(&call.out);
+    let (in_lines, in_step) = lines(&call.input);
+    let (out_lines, out_step) = lines(&call.out);
     let lines = Lines {
         starts: in_lines
             .positions()

@@ -74,6 +74,11 @@ impl CpuData {
         with_cpu_data!(self, v => (v as &dyn Any).downcast_ref::<Vec<T>>().map(|v| v.as_slice()))
     }
 
+    /// The elements as `&mut [T]`, or `None` when `T` is not the stored type.
+    pub fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
+        with_cpu_data!(self, v => (v as &mut dyn Any).downcast_mut::<Vec<T>>().map(|v| v.as_mut_slice()))
+    }
+
     pub fn len(&self) -> usize {
         with_cpu_data!(self, v => v.len())
     }

@@ -309,6 +309,18 @@ pub(crate) fn store_out_fn(dtype: DType, native_f16: bool) -> String {
     store_fn(dtype, storage(dtype, native_f16))
 }
 
+/// `fn load_out(p: u32) -> compute type`: element `p` of the writable
+/// `out_buf` holding `dtype` (atomic words when packed), for kernels that
+/// read what they update.
+pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
+    let s = storage(dtype, native_f16);
+    format!(
+        "fn load_out(p: u32) -> {} {{\n    return {};\n}}\n",
+        compute_type(dtype),
+        load_expr(dtype, s, "out_buf", packed(s))
+    )
+}
+
 /// True when a buffer of `dtype` needs `enable f16;`.
 pub(crate) fn needs_f16(dtype: DType, native_f16: bool) -> bool {
     storage(dtype, native_f16) == Storage::F16

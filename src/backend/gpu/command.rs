@@ -3,6 +3,7 @@
 //! recorded.
 
 use super::context::GpuContext;
+use super::faults::FAULT_BUFFER_ID;
 use super::fusion::RecordedOp;
 use super::pipeline::{Pipeline, PipelineKey, PipelineSpec};
 use crate::backend::Storage;
@@ -92,7 +93,11 @@ pub(crate) fn record_kernel(
         params_size,
         read_only: bindings.iter().map(|b| !b.writes).collect(),
     })?;
-    ctx.scheduler().record(
+    let mut scheduler = ctx.scheduler();
+    if bindings.iter().any(|b| b.buffer_id == FAULT_BUFFER_ID) {
+        ctx.faults.arm();
+    }
+    scheduler.record(
         ctx,
         Command::Kernel(KernelCommand {
             pipeline,

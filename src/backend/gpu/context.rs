@@ -1,6 +1,7 @@
 //! One opened GPU: wgpu device and queue, the adapter's facts, the pipeline
 //! cache and the scheduler of pending work.
 
+use super::faults::Faults;
 use super::pipeline::PipelineCache;
 use super::pool::BufferPool;
 use super::program::ProgramLimits;
@@ -74,6 +75,8 @@ pub(crate) struct GpuContext {
     pub facts: AdapterFacts,
     pub pipelines: PipelineCache,
     pub pool: BufferPool,
+    /// Out-of-range index reports of indexing kernels.
+    pub faults: Faults,
     scheduler: Mutex<Scheduler>,
     /// Id of the batch being recorded; bumped by every flush.
     open_batch: AtomicU64,
@@ -145,7 +148,9 @@ impl GpuContext {
             .fusion
             .or_else(|| env_flag("WEBTENSOR_FUSION"))
             .unwrap_or(true);
+        let faults = Faults::new(&device);
         Ok(GpuContext {
+            faults,
             device,
             queue,
             facts,

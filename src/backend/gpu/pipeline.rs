@@ -20,6 +20,7 @@ pub(crate) enum PipelineKey {
     Reduce(super::reduce::ReduceKey),
     Matmul(super::matmul::MatmulKey),
     Scan(super::scan::ScanKey),
+    Index(super::indexing::IndexKey),
 }
 
 /// What a pipeline is built from.

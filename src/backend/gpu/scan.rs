@@ -8,7 +8,7 @@ use super::elementwise::grid;
 use super::params::{push_dims, push_strides, push_words};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
-use crate::backend::ScanCall;
+use crate::backend::{ScanCall, lines};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::kinds::ScanOp;
@@ -85,8 +85,8 @@ pub(crate) fn scan_source(key: &ScanKey) -> String {
 /// lines than one dispatch can cover.
 pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     let ctx = &out.ctx;
-    let (src_lines, src_step) = ScanCall::lines(&call.input);
-    let (dst_lines, dst_step) = ScanCall::lines(&call.out);
+    let (src_lines, src_step) = lines(&call.input);
+    let (dst_lines, dst_step) = lines(&call.out);
     let (lines, length) = (src_lines.numel(), call.length());
     if lines == 0 || length == 0 {
         return Ok(());

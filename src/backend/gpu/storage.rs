@@ -1,6 +1,7 @@
 //! Device buffers holding tensor elements, on loan from the device's pool.
 
 use super::context::GpuContext;
+use super::faults::FAULT_BYTES;
 use super::pool::{BufferKind, PooledBuffer};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -139,9 +140,9 @@ impl GpuStorage {
     /// (the device representation), after submitting all pending work.
     ///
     /// # Errors
-    /// `Error::Gpu` when mapping fails or the device is lost.
+    /// `Error::Gpu` when mapping fails or the device is lost; `Error::Index`
+    /// when an indexing kernel met an out-of-range index (see `faults.rs`).
     pub async fn read_bytes(&self, start: usize, count: usize) -> Result<Vec<u8>> {
-        const OP: &str = "to_vec";
         let eb = element_bytes(self.dtype) as u64;
         let first = start as u64 * eb;
         let wanted = count as u64 * eb;
@@ -150,56 +151,90 @@ impl GpuStorage {
         }
         let aligned_start = first & !3;
         let size = (first + wanted).next_multiple_of(4) - aligned_start;
-        let ctx = &self.ctx;
-        let staging = ctx.pool.acquire(
-            &ctx.device,
-            OP,
-            BufferKind::Readback,
+        let skip = (first - aligned_start) as usize;
+        read_back(
+            &self.ctx,
+            "to_vec",
             size,
-            u64::MAX,
-            ctx.open_batch(),
-        )?;
-        let staging = staging.buffer;
-        ctx.scheduler().flush(ctx, |encoder| {
-            encoder.copy_buffer_to_buffer(self.buffer(), aligned_start, &staging.buffer, 0, size);
-        })?;
-        let result =
-            map_and_copy(ctx, &staging.buffer, size, (first - aligned_start, wanted)).await;
-        // Mapping completes only once the GPU is done with the copy.
-        ctx.pool.release(staging, ctx.open_batch());
-        result
+            skip..skip + wanted as usize,
+            |encoder, staging| {
+                encoder.copy_buffer_to_buffer(self.buffer(), aligned_start, staging, 0, size);
+            },
+        )
+        .await
     }
 }
 
-/// Maps the first `size` bytes of `staging` and copies `range` (start,
-/// length) out of them, then unmaps.
-async fn map_and_copy(
+/// Submits all pending work plus `copy` (which fills the first `size` bytes
+/// of a staging buffer), waits for it and returns bytes `range` of the
+/// staging buffer. The device's fault record rides along when armed.
+///
+/// # Errors
+/// `Error::Gpu` naming `op` when mapping fails or the device is lost;
+/// `Error::Index` for a recorded out-of-range index.
+pub(crate) async fn read_back(
     ctx: &GpuContext,
+    op: &'static str,
+    size: u64,
+    range: std::ops::Range<usize>,
+    copy: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer),
+) -> Result<Vec<u8>> {
+    let total = size + FAULT_BYTES;
+    let staging = ctx.pool.acquire(
+        &ctx.device,
+        op,
+        BufferKind::Readback,
+        total,
+        u64::MAX,
+        ctx.open_batch(),
+    )?;
+    let staging = staging.buffer;
+    let mut with_faults = false;
+    ctx.scheduler().flush(ctx, |encoder| {
+        copy(encoder, &staging.buffer);
+        with_faults = ctx.faults.copy_if_armed(encoder, &staging.buffer, size);
+    })?;
+    let fault_range = size as usize..(size + if with_faults { FAULT_BYTES } else { 0 }) as usize;
+    let result = map_and_read(ctx, op, &staging.buffer, total, |view| {
+        (view[range].to_vec(), view[fault_range].to_vec())
+    })
+    .await;
+    // Mapping completes only once the GPU is done with the copy.
+    ctx.pool.release(staging, ctx.open_batch());
+    let (bytes, record) = result?;
+    ctx.faults.check(&ctx.queue, &record)?;
+    Ok(bytes)
+}
+
+/// Maps the first `size` bytes of `staging`, passes them to `read`, then
+/// unmaps.
+async fn map_and_read<R>(
+    ctx: &GpuContext,
+    op: &'static str,
     staging: &wgpu::Buffer,
     size: u64,
-    (skip, wanted): (u64, u64),
-) -> Result<Vec<u8>> {
-    const OP: &str = "to_vec";
+    read: impl FnOnce(&[u8]) -> R,
+) -> Result<R> {
     let (sender, receiver) = futures::channel::oneshot::channel();
     staging
         .slice(..size)
         .map_async(wgpu::MapMode::Read, move |r| {
             let _ = sender.send(r);
         });
-    ctx.wait_idle(OP)?;
+    ctx.wait_idle(op)?;
     receiver
         .await
-        .map_err(|_| Error::gpu(OP, "the device was dropped during readback"))?
-        .map_err(|e| Error::gpu(OP, e.to_string()))?;
-    let bytes = {
+        .map_err(|_| Error::gpu(op, "the device was dropped during readback"))?
+        .map_err(|e| Error::gpu(op, e.to_string()))?;
+    let result = {
         let view = staging
             .slice(..size)
             .get_mapped_range()
-            .map_err(|e| Error::gpu(OP, e.to_string()))?;
-        view[skip as usize..(skip + wanted) as usize].to_vec()
+            .map_err(|e| Error::gpu(op, e.to_string()))?;
+        read(&view)
     };
     staging.unmap();
-    Ok(bytes)
+    Ok(result)
 }
 
 impl Drop for GpuStorage {

@@ -1,0 +1,70 @@
+// Indexing that writes (scatter, scatter_add), specialised by
+// src/backend/gpu/indexing.rs, which fills the {{...}} slots as for
+// gather.wgsl, plus
+//   WRITE     the write of value v at position p (a store, or an add)
+//
+// One thread per line of the index (the scattered axis is last): element i
+// of the line sends the source element at the same coordinates to the
+// destination at the line's position moved `index` steps along the axis.
+// Lines write distinct elements, and a line writes in order, so the last
+// duplicate wins and sums are deterministic. An out-of-range index skips
+// its write and is reported in the fault record.
+{{HEADER}}
+
+struct Params {
+    lines: u32,
+    length: u32,
+    rank: u32,
+    row_threads: u32,
+    // Op, axis and signedness, for the fault record.
+    code: u32,
+    axis_size: u32,
+    axis_stride: i32,
+    out_offset: u32,
+    src_offset: u32,
+    idx_offset: u32,
+    src_step: i32,
+    idx_step: i32,
+    shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<i32>, 2>,
+    src_strides: array<vec4<i32>, 2>,
+    idx_strides: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+{{MATH}}
+{{BINDINGS}}
+{{ACCESS}}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let l = gid.x + gid.y * params.row_threads;
+    if (l >= params.lines) {
+        return;
+    }
+    var op = i32(params.out_offset);
+    var sp = i32(params.src_offset);
+    var ip = i32(params.idx_offset);
+    var rem = l;
+    for (var d = i32(params.rank) - 1; d >= 0; d--) {
+        let du = u32(d);
+        let n = params.shape[du / 4u][du % 4u];
+        let c = i32(rem % n);
+        rem = rem / n;
+        op += c * params.out_strides[du / 4u][du % 4u];
+        sp += c * params.src_strides[du / 4u][du % 4u];
+        ip += c * params.idx_strides[du / 4u][du % 4u];
+    }
+    for (var i = 0u; i < params.length; i++) {
+        let raw = load_raw(u32(ip + i32(i) * params.idx_step));
+        let k = resolve(raw);
+        if (k < 0) {
+            report(raw);
+            continue;
+        }
+        let p = u32(op + k * params.axis_stride);
+        let v = load_src(u32(sp + i32(i) * params.src_step));
+        {{WRITE}}
+    }
+}

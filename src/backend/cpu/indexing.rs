@@ -1,0 +1,165 @@
+//! CPU indexing through an index tensor (i32 or u32): gathers read, scatters
+//! write. An out-of-range index is an `Error::Index`; a scatter checks every
+//! index before it writes anything.
+
+use super::storage::{CpuData, CpuStorage, with_cpu_data};
+use super::strided::for_each_run;
+use crate::backend::{GatherCall, IndexedAxis, ScatterCall, Storage, TensorRef, lines};
+use crate::error::{Error, Result};
+use crate::layout::IterPlan;
+use crate::ops::kinds::IndexOp;
+use std::sync::RwLockReadGuard;
+
+/// The host data behind `t`.
+fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
+    match &**t.storage {
+        Storage::Cpu(s) => Ok(s.read()),
+        Storage::Gpu(_) => Err(Error::gpu("cpu indexing", "operand is not in host memory")),
+    }
+}
+
+fn mismatch() -> Error {
+    Error::gpu(
+        "cpu indexing",
+        "internal error: storage dtype differs from the call's",
+    )
+}
+
+/// The `Error::Index` for the raw index `raw` of `op`.
+fn out_of_range(op: IndexOp, target: &IndexedAxis, raw: i64) -> Error {
+    Error::Index {
+        op: op.name(),
+        index: raw as isize,
+        axis: target.axis,
+        size: target.size,
+    }
+}
+
+/// Expands `$body` with `$i` bound to the index tensor's elements.
+macro_rules! with_indices {
+    ($data:expr, $i:ident => $body:expr) => {
+        match $data {
+            CpuData::I32($i) => $body,
+            CpuData::U32($i) => $body,
+            _ => Err(mismatch()),
+        }
+    };
+}
+
+/// Runs `call`, whose fresh output storage is `out`.
+pub(crate) fn gather(out: &CpuStorage, call: &GatherCall) -> Result<()> {
+    let src = host(&call.src)?;
+    let index = host(&call.index)?;
+    let mut dst = out.write();
+    with_cpu_data!(&*src, s => {
+        let d = dst.as_mut_slice().ok_or_else(mismatch)?;
+        with_indices!(&*index, i => gather_typed(s, i, d, call))
+    })
+}
+
+fn gather_typed<T: Copy, I: Copy + Into<i64>>(
+    src: &[T],
+    index: &[I],
+    out: &mut [T],
+    call: &GatherCall,
+) -> Result<()> {
+    let plan = IterPlan::new(&[&call.out.layout, &call.src.layout, &call.index.layout]);
+    let target = call.target;
+    let mut bad = None;
+    for_each_run::<3>(&plan, |[po, ps, pi], [so, ss, si], len| {
+        for k in 0..len as isize {
+            let raw: i64 = index[(pi + k * si) as usize].into();
+            match target.resolve(raw) {
+                Some(j) => {
+                    out[(po + k * so) as usize] =
+                        src[(ps + k * ss + j as isize * target.stride) as usize];
+                }
+                None => {
+                    bad.get_or_insert(raw);
+                }
+            }
+        }
+    });
+    match bad {
+        Some(raw) => Err(out_of_range(call.op, &target, raw)),
+        None => Ok(()),
+    }
+}
+
+/// Runs `call`, writing into `out`, the destination's storage (which the
+/// op layer keeps apart from the source's and the index's).
+pub(crate) fn scatter(out: &CpuStorage, call: &ScatterCall) -> Result<()> {
+    let src = host(&call.src)?;
+    let index = host(&call.index)?;
+    let mut dst = out.write();
+    with_cpu_data!(&*src, s => {
+        let d = dst.as_mut_slice().ok_or_else(mismatch)?;
+        with_indices!(&*index, i => scatter_typed(s, i, d, call))
+    })
+}
+
+fn scatter_typed<T: ScatterElement, I: Copy + Into<i64>>(
+    src: &[T],
+    index: &[I],
+    out: &mut [T],
+    call: &ScatterCall,
+) -> Result<()> {
+    let target = call.target;
+    if let Some(raw) = call
+        .index
+        .layout
+        .positions()
+        .into_iter()
+        .map(|p| index[p].into())
+        .find(|&raw| target.resolve(raw).is_none())
+    {
+        return Err(out_of_range(call.op, &target, raw));
+    }
+    let (out_lines, _) = lines(&call.out);
+    let (src_lines, src_step) = lines(&call.src);
+    let (index_lines, index_step) = lines(&call.index);
+    let length = call.index.layout.dims().last().copied().unwrap_or(1) as isize;
+    let add = call.op == IndexOp::ScatterAdd;
+    let starts = out_lines
+        .positions()
+        .into_iter()
+        .zip(src_lines.positions())
+        .zip(index_lines.positions());
+    for ((o, s), i) in starts {
+        for k in 0..length {
+            let raw: i64 = index[(i as isize + k * index_step) as usize].into();
+            let j = target.resolve(raw).unwrap_or_default() as isize;
+            let p = (o as isize + j * target.stride) as usize;
+            let v = src[(s as isize + k * src_step) as usize];
+            out[p] = if add { out[p].plus(v) } else { v };
+        }
+    }
+    Ok(())
+}
+
+/// Element addition as scatter_add does it: wrapping for integers, f16 in
+/// f32 (the GPU's arithmetic), logical or for bool (never reached: the op
+/// layer rejects bool).
+trait ScatterElement: Copy {
+    fn plus(self, o: Self) -> Self;
+}
+
+macro_rules! scatter_element {
+    ($($t:ty => $f:expr),* $(,)?) => {$(
+        impl ScatterElement for $t {
+            #[inline]
+            fn plus(self, o: Self) -> Self {
+                $f(self, o)
+            }
+        }
+    )*};
+}
+scatter_element!(
+    f32 => |a: f32, b| a + b,
+    f64 => |a: f64, b| a + b,
+    half::f16 => |a: half::f16, b: half::f16| half::f16::from_f32(a.to_f32() + b.to_f32()),
+    i32 => i32::wrapping_add,
+    u32 => u32::wrapping_add,
+    u8 => u8::wrapping_add,
+    bool => |a: bool, b| a | b,
+);

@@ -1,0 +1,155 @@
+//! Out-of-range indices on the GPU. The host cannot check an index tensor
+//! that lives on the device without a round trip, so indexing kernels check
+//! each index themselves: a gather writes 0 for an out-of-range index, a
+//! scatter skips the write, and the first such index is recorded in a small
+//! fault buffer of the device. The next readback from the device (any
+//! `to_vec`, `item`, `to_device` or `sync`) copies the record along with its
+//! data and returns `Error::Index` naming the op, the index and the axis,
+//! then clears it. The copy is encoded only while some indexing kernel has
+//! run since the last check.
+
+use super::command::Bound;
+use super::context::GpuContext;
+use super::storage::read_back;
+use crate::error::{Error, Result};
+use crate::ops::kinds::IndexOp;
+use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The pool never hands out this id: it names the fault buffer in bindings.
+pub(crate) const FAULT_BUFFER_ID: u64 = u64::MAX;
+
+/// Bytes of the record: count, op code, raw index, axis extent (u32 each).
+pub(crate) const FAULT_BYTES: u64 = 16;
+
+/// The op code a kernel records: the op in bits 0..8, the axis in bits
+/// 8..16, and bit 16 set for an unsigned index.
+pub(crate) fn fault_code(op: IndexOp, axis: usize, unsigned: bool) -> u32 {
+    op as u32 | (axis as u32) << 8 | u32::from(unsigned) << 16
+}
+
+/// The fault record of one device.
+pub(crate) struct Faults {
+    buffer: wgpu::Buffer,
+    /// True while a kernel that may record a fault has been recorded since
+    /// the last readback copied the record.
+    armed: AtomicBool,
+}
+
+impl Faults {
+    pub fn new(device: &wgpu::Device) -> Faults {
+        // wgpu zero-initialises new buffers.
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("webtensor index faults"),
+            size: FAULT_BYTES,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Faults {
+            buffer,
+            armed: AtomicBool::new(false),
+        }
+    }
+
+    /// The record, bound for a kernel to write.
+    pub fn bound(&self) -> Bound {
+        Bound {
+            storage: Weak::new(),
+            buffer: self.buffer.clone(),
+            buffer_id: FAULT_BUFFER_ID,
+            writes: true,
+        }
+    }
+
+    /// Notes that a kernel binding the record has been recorded (called
+    /// under the scheduler's lock, so no readback can slip in between).
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+    }
+
+    pub fn is_armed(&self) -> bool {
+        self.armed.load(Ordering::Acquire)
+    }
+
+    /// When armed, encodes a copy of the record to `staging` at byte `at`
+    /// and disarms; true when it did.
+    pub fn copy_if_armed(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        staging: &wgpu::Buffer,
+        at: u64,
+    ) -> bool {
+        if !self.armed.swap(false, Ordering::AcqRel) {
+            return false;
+        }
+        encoder.copy_buffer_to_buffer(&self.buffer, 0, staging, at, FAULT_BYTES);
+        true
+    }
+
+    /// `Error::Index` when `record` (the bytes a readback copied) holds a
+    /// fault, which is then cleared.
+    ///
+    /// # Errors
+    /// `Error::Index` for a recorded out-of-range index.
+    pub fn check(&self, queue: &wgpu::Queue, record: &[u8]) -> Result<()> {
+        let word = |k: usize| {
+            record
+                .get(4 * k..4 * k + 4)
+                .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        if word(0) == 0 {
+            return Ok(());
+        }
+        queue.write_buffer(&self.buffer, 0, &[0; FAULT_BYTES as usize]);
+        let code = word(1);
+        let op = IndexOp::ALL
+            .get((code & 0xff) as usize)
+            .map_or("indexing", |op| op.name());
+        let raw = word(2);
+        let index = if code & (1 << 16) != 0 {
+            raw as isize
+        } else {
+            raw as i32 as isize
+        };
+        Err(Error::Index {
+            op,
+            index,
+            axis: ((code >> 8) & 0xff) as usize,
+            size: word(3) as usize,
+        })
+    }
+}
+
+impl GpuContext {
+    /// Submits pending work and, when an indexing kernel has run since the
+    /// last check, reads the fault record back.
+    ///
+    /// # Errors
+    /// `Error::Index` for a recorded out-of-range index; `Error::Gpu` when
+    /// the device is lost.
+    pub async fn check_faults(&self, op: &'static str) -> Result<()> {
+        if self.faults.is_armed() {
+            read_back(self, op, 0, 0..0, |_, _| {}).await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_name_op_axis_and_signedness() {
+        let code = fault_code(IndexOp::Gather, 3, true);
+        assert_eq!(code & 0xff, 2);
+        assert_eq!((code >> 8) & 0xff, 3);
+        assert_ne!(code & (1 << 16), 0);
+        assert_eq!(
+            IndexOp::ALL[IndexOp::ScatterAdd as usize],
+            IndexOp::ScatterAdd
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! Indexing that copies: take, index_select and gather read through an
+//! index tensor; scatter and scatter_add write through one; masked_fill
+//! writes a value where a bool mask is set.
+//!
+//! Index tensors hold i32 or u32. A signed index may be negative and then
+//! counts from the end of the axis (NumPy), so the valid range is
+//! `-size..size` for i32 and `0..size` for u32.
+//!
+//! Out-of-range indices: on the CPU the op returns `Error::Index`. On the
+//! GPU the indices are not on the host, so the kernel checks them: a read
+//! of an out-of-range index gives 0, a write is skipped, and the next
+//! readback from that device (`to_vec`, `item`, `to_device`, `sync`)
+//! returns `Error::Index` naming the op, the first bad index and the axis.
+
+use super::kinds::{IndexOp, Kernel};
+use super::{Arg, check_devices, check_same_dtype};
+use crate::backend::{GatherCall, IndexedAxis, ScatterCall, gather, scatter};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, normalize_axis};
+use crate::scalar::{Scalar, TypedScalar};
+use crate::shape::{DimVec, Shape};
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// Elements picked along `axis` by `index` of any shape (NumPy's
+    /// `take` with an axis): the result's shape is this shape with `axis`
+    /// replaced by the index's shape.
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// let dev = Device::cpu();
+    /// let t = Tensor::from_slice(&[10.0f32, 11.0, 12.0, 13.0], [4], &dev)?;
+    /// let i = Tensor::from_slice(&[3i32, -4, 1], [3], &dev)?;
+    /// assert_eq!(t.take(&i, 0)?.to_vec::<f32>()?, vec![13.0, 10.0, 11.0]);
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::DType` for an index that is not i32 or u32; `Error::Axis`;
+    /// `Error::Shape` above the maximum rank or for indices into an empty
+    /// axis; `Error::Index` for an out-of-range index (see the module docs
+    /// for the GPU); `Error::DeviceMismatch`.
+    pub fn take(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
+        self.take_as(IndexOp::Take, index, axis)
+    }
+
+    /// Slices along `axis` picked by the 1-D `index` (PyTorch's
+    /// `index_select`); the result keeps the rank.
+    ///
+    /// # Errors
+    /// As [`Tensor::take`], and `Error::Shape` unless `index` is 1-D.
+    pub fn index_select(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
+        if index.rank() != 1 {
+            return Err(Error::shape(
+                "index_select",
+                format!("the index must be 1-D, it has shape {}", index.shape()),
+            ));
+        }
+        self.take_as(IndexOp::IndexSelect, index, axis)
+    }
+
+    fn take_as(&self, op: IndexOp, index: &Tensor, axis: isize) -> Result<Tensor> {
+        let name = op.name();
+        let index = self.check_index(name, index)?;
+        let a = normalize_axis(name, axis, self.rank())?;
+        let (pre, post) = (&self.dims()[..a], &self.dims()[a + 1..]);
+        let out_dims: Vec<usize> = [pre, index.dims(), post].concat();
+        let shape = Shape::from(out_dims);
+        shape.check_rank(name)?;
+        // The source and the index as layouts over the output's coordinates.
+        let zeros = |n: usize| std::iter::repeat_n(0isize, n);
+        let s = self.strides();
+        let src_strides: DimVec<isize> = s[..a]
+            .iter()
+            .copied()
+            .chain(zeros(index.rank()))
+            .chain(s[a + 1..].iter().copied())
+            .collect();
+        let index_strides: DimVec<isize> = zeros(a)
+            .chain(index.strides().iter().copied())
+            .chain(zeros(post.len()))
+            .collect();
+        let src = Layout::from_parts(shape.clone(), src_strides, self.offset());
+        let idx = Layout::from_parts(shape.clone(), index_strides, index.offset());
+        self.gather_into(op, shape, src, &index, idx, a)
+    }
+
+    /// Elements picked along `axis` by an index of the same rank (PyTorch's
+    /// `gather`): `out[i][j] = self[index[i][j]][j]` for axis 0. The result
+    /// has the index's shape, which may be smaller than this one except
+    /// along `axis`.
+    ///
+    /// # Errors
+    /// As [`Tensor::take`], and `Error::Shape` when the ranks differ or the
+    /// index is larger than this tensor along another axis.
+    pub fn gather(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
+        const OP: &str = "gather";
+        let index = self.check_index(OP, index)?;
+        let a = normalize_axis(OP, axis, self.rank())?;
+        check_index_fits(OP, &index, self, Some(a), "this tensor")?;
+        let mut strides: DimVec<isize> = self.strides().iter().copied().collect();
+        strides[a] = 0;
+        let src = Layout::from_parts(index.shape().clone(), strides, self.offset());
+        let idx = index.layout().clone();
+        self.gather_into(IndexOp::Gather, index.shape().clone(), src, &index, idx, a)
+    }
+
+    /// Runs a gather into a fresh tensor of `shape`, reading this tensor
+    /// through `src` and `index` through `idx` (both over `shape`).
+    fn gather_into(
+        &self,
+        op: IndexOp,
+        shape: Shape,
+        src: Layout,
+        index: &Tensor,
+        idx: Layout,
+        axis: usize,
+    ) -> Result<Tensor> {
+        let out = Tensor::empty_dense(shape, self.dtype(), self.device(), op.name())?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
+        check_axis_not_empty(op.name(), self, axis)?;
+        gather(&GatherCall {
+            op,
+            src: self.kernel_ref(src),
+            index: index.kernel_ref(idx),
+            out: out.kernel_ref(out.layout().clone()),
+            target: IndexedAxis {
+                axis,
+                size: self.dims()[axis],
+                stride: self.strides()[axis],
+            },
+        })?;
+        Ok(out)
+    }
+
+    /// A copy of this tensor with `src` written along `axis` at the
+    /// positions `index` names (PyTorch's `scatter`): for axis 0,
+    /// `out[index[i][j]][j] = src[i][j]`. `index` and `src` have this rank;
+    /// `src` is at least as large as `index` on every axis, and this tensor
+    /// at least as large on every axis but `axis`. When an index repeats
+    /// along `axis`, the last write wins (on both devices).
+    ///
+    /// # Errors
+    /// As [`Tensor::take`]; `Error::Shape` for the size rules above;
+    /// `Error::DType` when `src` has another dtype.
+    pub fn scatter(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<Tensor> {
+        let out = self.contiguous_copy()?;
+        out.scatter_as(IndexOp::Scatter, index, src, axis)?;
+        Ok(out)
+    }
+
+    /// [`Tensor::scatter`] in place, written through this view.
+    ///
+    /// # Errors
+    /// As [`Tensor::scatter`], and `Error::OverlappingWrite` for a
+    /// broadcast view. On the CPU nothing is written when an index is out
+    /// of range.
+    pub fn scatter_(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<()> {
+        self.scatter_as(IndexOp::Scatter, index, src, axis)
+    }
+
+    /// A copy of this tensor with `src` added along `axis` at the positions
+    /// `index` names (PyTorch's `scatter_add`): repeated indices
+    /// accumulate, in index order. Integers wrap; f16 adds in f32.
+    ///
+    /// # Errors
+    /// As [`Tensor::scatter`], and `Error::DType` for bool.
+    pub fn scatter_add(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<Tensor> {
+        let out = self.contiguous_copy()?;
+        out.scatter_as(IndexOp::ScatterAdd, index, src, axis)?;
+        Ok(out)
+    }
+
+    /// [`Tensor::scatter_add`] in place, written through this view.
+    ///
+    /// # Errors
+    /// As [`Tensor::scatter_`], and `Error::DType` for bool.
+    pub fn scatter_add_(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<()> {
+        self.scatter_as(IndexOp::ScatterAdd, index, src, axis)
+    }
+
+    fn scatter_as(&self, op: IndexOp, index: &Tensor, src: &Tensor, axis: isize) -> Result<()> {
+        let name = op.name();
+        check_devices(name, self, &[Arg::Tensor(src)])?;
+        let mut index = self.check_index(name, index)?;
+        check_same_dtype(name, self.dtype(), src.dtype())?;
+        if op == IndexOp::ScatterAdd && self.dtype() == DType::Bool {
+            return Err(Error::dtype(name, "not defined for dtype bool"));
+        }
+        self.layout().check_writable(name)?;
+        let a = normalize_axis(name, axis, self.rank())?;
+        check_index_fits(name, &index, src, None, "src")?;
+        check_index_fits(name, &index, self, Some(a), "this tensor")?;
+        if index.numel() == 0 {
+            return Ok(());
+        }
+        check_axis_not_empty(name, self, a)?;
+        // Operands never share storage with the destination (nor the index
+        // with the source): a kernel may then read and write freely.
+        let mut src = src.clone();
+        if src.shares_storage(self) {
+            src = src.contiguous_copy()?;
+        }
+        if index.shares_storage(self) || index.shares_storage(&src) {
+            index = index.contiguous_copy()?;
+        }
+        // The source cut to the index's shape; everything with `axis` last.
+        let mut src_layout = src.layout().clone();
+        for (d, &n) in index.dims().iter().enumerate() {
+            src_layout = src_layout.narrowed(d, 0, n);
+        }
+        let mut out_strides: DimVec<isize> = self.strides().iter().copied().collect();
+        out_strides[a] = 0;
+        let out_layout = Layout::from_parts(index.shape().clone(), out_strides, self.offset());
+        let order: DimVec<isize> = (0..self.rank())
+            .filter(|&d| d != a)
+            .chain([a])
+            .map(|d| d as isize)
+            .collect();
+        scatter(&ScatterCall {
+            op,
+            out: self.kernel_ref(out_layout.permute(&order)?),
+            src: src.kernel_ref(src_layout.permute(&order)?),
+            index: index.kernel_ref(index.layout().permute(&order)?),
+            target: IndexedAxis {
+                axis: a,
+                size: self.dims()[a],
+                stride: self.strides()[a],
+            },
+        })
+    }
+
+    /// A copy with `value` wherever the bool `mask` (broadcast to this
+    /// shape) is true (PyTorch's `masked_fill`).
+    ///
+    /// # Errors
+    /// `Error::DType` for a non-bool mask or a value the dtype cannot hold;
+    /// `Error::Shape` when the mask does not broadcast to this shape;
+    /// `Error::DeviceMismatch`.
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        const OP: &str = "masked_fill";
+        let value = self.check_mask(OP, mask, value.into())?;
+        Tensor::launch_new(
+            self,
+            OP,
+            Kernel::Where,
+            self.dtype(),
+            &[Arg::Tensor(mask), Arg::Tensor(&value), Arg::Tensor(self)],
+        )
+    }
+
+    /// [`Tensor::masked_fill`] in place, written through this view.
+    ///
+    /// # Errors
+    /// As [`Tensor::masked_fill`], and `Error::OverlappingWrite` for a
+    /// broadcast view.
+    pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<()> {
+        const OP: &str = "masked_fill_";
+        let value = self.check_mask(OP, mask, value.into())?;
+        self.launch_into_args(
+            OP,
+            Kernel::Where,
+            &[Arg::Tensor(mask), Arg::Tensor(&value), Arg::Tensor(self)],
+        )
+    }
+
+    /// Checks a mask; the fill value as a 0-d tensor of this dtype.
+    fn check_mask(&self, op: &'static str, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        check_devices(op, self, &[Arg::Tensor(mask)])?;
+        if mask.dtype() != DType::Bool {
+            return Err(Error::dtype(
+                op,
+                format!("the mask must be bool, it is {}", mask.dtype()),
+            ));
+        }
+        if mask.layout().broadcast_to(self.shape()).is_err() {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "mask of shape {} does not broadcast to the tensor's shape {}",
+                    mask.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        TypedScalar::new(op, value, self.dtype())?;
+        Tensor::full([], value, self.dtype(), self.device())
+    }
+
+    /// Checks an index tensor's device and dtype; a copy when it shares
+    /// this tensor's storage (the kernels read them separately).
+    fn check_index(&self, op: &'static str, index: &Tensor) -> Result<Tensor> {
+        check_devices(op, self, &[Arg::Tensor(index)])?;
+        if !matches!(index.dtype(), DType::I32 | DType::U32) {
+            return Err(Error::dtype(
+                op,
+                format!("the index must be i32 or u32, it is {}", index.dtype()),
+            ));
+        }
+        if index.shares_storage(self) {
+            return index.contiguous_copy();
+        }
+        Ok(index.clone())
+    }
+}
+
+/// Checks that `index` has `other`'s rank and is no larger on any axis
+/// (except `skip`).
+///
+/// # Errors
+/// `Error::Shape` naming `op`, both shapes and `what` the other one is.
+fn check_index_fits(
+    op: &'static str,
+    index: &Tensor,
+    other: &Tensor,
+    skip: Option<usize>,
+    what: &str,
+) -> Result<()> {
+    let fits = index.rank() == other.rank()
+        && (0..index.rank()).all(|d| Some(d) == skip || index.dims()[d] <= other.dims()[d]);
+    if fits {
+        return Ok(());
+    }
+    let except = skip.map_or(String::new(), |a| format!(" except along axis {a}"));
+    Err(Error::shape(
+        op,
+        format!(
+            "index of shape {} must have the rank of {what} (shape {}) and be no larger on any axis{except}",
+            index.shape(),
+            other.shape()
+        ),
+    ))
+}
+
+/// Every index into an empty axis is out of range; that is known before
+/// any index is read.
+///
+/// # Errors
+/// `Error::Index` naming `op`.
+fn check_axis_not_empty(op: &'static str, t: &Tensor, axis: usize) -> Result<()> {
+    if t.dims()[axis] == 0 {
+        return Err(Error::Index {
+            op,
+            index: 0,
+            axis,
+            size: 0,
+        });
+    }
+    Ok(())
+}

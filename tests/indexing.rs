@@ -1,0 +1,445 @@
+//! take, index_select, gather, scatter, scatter_add and masked_fill on every
+//! device: hand-worked values (PyTorch's documented examples), strided
+//! sources, indices and destinations, packed dtypes, out-of-range indices
+//! (an `Err` on the CPU; on the GPU a defined result and an `Err` at the
+//! next readback), GPU against the CPU on random data, and bad input.
+
+mod common;
+
+use common::{devices, gpu, noise, own_gpu};
+use webtensor::{DType, Device, Error, GpuOptions, Tensor, s};
+
+fn ints(values: &[i32], shape: &[usize], dev: &Device) -> Tensor {
+    Tensor::from_slice(values, shape, dev).unwrap()
+}
+
+fn floats(values: &[f32], shape: &[usize], dev: &Device) -> Tensor {
+    Tensor::from_slice(values, shape, dev).unwrap()
+}
+
+fn f(t: &Tensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+#[test]
+fn take_and_index_select_hand_worked() {
+    for dev in devices() {
+        let t = Tensor::arange(0.0f32, 12.0, 1.0, &dev)
+            .unwrap()
+            .reshape([3, 4])
+            .unwrap();
+        let rows = ints(&[2, 0, -1], &[3], &dev);
+        assert_eq!(
+            f(&t.index_select(&rows, 0).unwrap()),
+            [8., 9., 10., 11., 0., 1., 2., 3., 8., 9., 10., 11.]
+        );
+        let cols = Tensor::from_slice(&[3u32, 1], [2], &dev).unwrap();
+        let picked = t.index_select(&cols, -1).unwrap();
+        assert_eq!(picked.dims(), &[3, 2]);
+        assert_eq!(f(&picked), [3., 1., 7., 5., 11., 9.]);
+        // take with a 2-D index replaces the axis by the index's shape.
+        let grid = ints(&[0, 3, 1, 1], &[2, 2], &dev);
+        let taken = t.take(&grid, 1).unwrap();
+        assert_eq!(taken.dims(), &[3, 2, 2]);
+        assert_eq!(f(&taken.slice(s![1]).unwrap()), [4., 7., 5., 5.]);
+        // A transposed source and a reversed index view.
+        let rev = ints(&[0, 1, 2], &[3], &dev).flip(&[0]).unwrap();
+        assert_eq!(
+            f(&t.t().index_select(&rev, 1).unwrap()),
+            [8., 4., 0., 9., 5., 1., 10., 6., 2., 11., 7., 3.]
+        );
+        // A 0-d index drops the axis.
+        let one = Tensor::full([], 2, DType::I32, &dev).unwrap();
+        assert_eq!(f(&t.take(&one, 0).unwrap()), [8., 9., 10., 11.]);
+        // Packed dtypes: neighbouring outputs share a word.
+        let bytes = Tensor::from_slice(&[1u8, 2, 3, 4, 5], [5], &dev).unwrap();
+        let idx = ints(&[4, 4, 0, 2, 1, 3, 0], &[7], &dev);
+        assert_eq!(
+            bytes.take(&idx, 0).unwrap().to_vec::<u8>().unwrap(),
+            [5, 5, 1, 3, 2, 4, 1]
+        );
+        let bits = Tensor::from_slice(&[true, false], [2], &dev).unwrap();
+        assert_eq!(
+            bits.take(&ints(&[1, 0, 0, 1, 1], &[5], &dev), 0)
+                .unwrap()
+                .to_vec::<bool>()
+                .unwrap(),
+            [false, true, true, false, false]
+        );
+        let halves = bytes.to_dtype(DType::F16).unwrap();
+        assert_eq!(
+            f(&halves.take(&idx, 0).unwrap().to_dtype(DType::F32).unwrap()),
+            [5., 5., 1., 3., 2., 4., 1.]
+        );
+    }
+}
+
+#[test]
+fn gather_follows_pytorch() {
+    for dev in devices() {
+        // torch.gather(t, 1, [[0, 0], [1, 0]]) of [[1, 2], [3, 4]].
+        let t = floats(&[1., 2., 3., 4.], &[2, 2], &dev);
+        let i = ints(&[0, 0, 1, 0], &[2, 2], &dev);
+        assert_eq!(f(&t.gather(&i, 1).unwrap()), [1., 1., 4., 3.]);
+        assert_eq!(f(&t.gather(&i, 0).unwrap()), [1., 2., 3., 2.]);
+        // An index smaller than the source on the other axis, and longer
+        // along the gathered one; a transposed source.
+        let m = Tensor::arange(0.0f32, 12.0, 1.0, &dev)
+            .unwrap()
+            .reshape([4, 3])
+            .unwrap();
+        let i = ints(&[2, 2, 0, -1, 1, 0], &[2, 3], &dev);
+        let g = m.t().gather(&i, 1).unwrap();
+        assert_eq!(g.dims(), &[2, 3]);
+        // m.t() is [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8, 11]].
+        assert_eq!(f(&g), [6., 6., 0., 10., 4., 1.]);
+        // Integers stay exact.
+        let mi = m.to_dtype(DType::I32).unwrap();
+        assert_eq!(
+            mi.gather(&ints(&[3, 0, 1], &[1, 3], &dev), 0)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap(),
+            [9, 1, 5]
+        );
+    }
+}
+
+#[test]
+fn scatter_and_scatter_add_follow_pytorch() {
+    for dev in devices() {
+        // torch.zeros(3, 5).scatter_(0, [[0, 1, 2, 0]], arange(1, 11).reshape(2, 5)).
+        let src = Tensor::arange(1.0f32, 11.0, 1.0, &dev)
+            .unwrap()
+            .reshape([2, 5])
+            .unwrap();
+        let zeros = Tensor::zeros([3, 5], DType::F32, &dev).unwrap();
+        let out = zeros
+            .scatter(&ints(&[0, 1, 2, 0], &[1, 4], &dev), &src, 0)
+            .unwrap();
+        assert_eq!(
+            f(&out),
+            [1., 0., 0., 4., 0., 0., 2., 0., 0., 0., 0., 0., 3., 0., 0.]
+        );
+        assert_eq!(f(&zeros), [0.0; 15], "scatter leaves its input alone");
+        // torch.zeros(3, 5).scatter_add_(0, [[0,1,2,0,0],[0,1,2,2,2]], ones(2, 5)).
+        let ones = Tensor::ones([2, 5], DType::F32, &dev).unwrap();
+        let idx = ints(&[0, 1, 2, 0, 0, 0, 1, 2, 2, 2], &[2, 5], &dev);
+        assert_eq!(
+            f(&zeros.scatter_add(&idx, &ones, 0).unwrap()),
+            [2., 0., 0., 1., 1., 0., 2., 0., 0., 0., 0., 0., 2., 1., 1.]
+        );
+        // Repeated indices: the last write wins; sums accumulate.
+        let v = floats(&[5., 6., 7.], &[3], &dev);
+        let same = ints(&[1, 1, 1], &[3], &dev);
+        let line = Tensor::zeros([3], DType::F32, &dev).unwrap();
+        assert_eq!(f(&line.scatter(&same, &v, 0).unwrap()), [0., 7., 0.]);
+        assert_eq!(f(&line.scatter_add(&same, &v, -1).unwrap()), [0., 18., 0.]);
+        // In place through a column view of a matrix, with negative indices.
+        let m = Tensor::zeros([4, 3], DType::F32, &dev).unwrap();
+        let col = m.slice(s![.., 1]).unwrap();
+        col.scatter_(
+            &ints(&[-1, 0], &[2], &dev),
+            &floats(&[9., 8.], &[2], &dev),
+            0,
+        )
+        .unwrap();
+        col.scatter_add_(&ints(&[3], &[1], &dev), &floats(&[1.], &[1], &dev), 0)
+            .unwrap();
+        assert_eq!(f(&m), [0., 8., 0., 0., 0., 0., 0., 0., 0., 0., 10., 0.]);
+        // Packed u8 wraps; neighbours in one word survive.
+        let bytes = Tensor::from_slice(&[250u8, 1, 2, 3], [4], &dev).unwrap();
+        let add = Tensor::from_slice(&[10u8, 20, 30], [3], &dev).unwrap();
+        bytes
+            .scatter_add_(&ints(&[0, 2, 0], &[3], &dev), &add, 0)
+            .unwrap();
+        assert_eq!(bytes.to_vec::<u8>().unwrap(), [34, 1, 22, 3]);
+        // f16 adds in f32 and rounds once per write.
+        let h = Tensor::zeros([2], DType::F16, &dev).unwrap();
+        let hv = floats(&[0.5, 0.25, 2.0], &[3], &dev)
+            .to_dtype(DType::F16)
+            .unwrap();
+        let hs = h
+            .scatter_add(&ints(&[1, 1, 0], &[3], &dev), &hv, 0)
+            .unwrap();
+        assert_eq!(f(&hs.to_dtype(DType::F32).unwrap()), [2.0, 0.75]);
+    }
+}
+
+#[test]
+fn masked_fill_writes_where_the_mask_is_set() {
+    for dev in devices() {
+        let t = Tensor::arange(0.0f32, 6.0, 1.0, &dev)
+            .unwrap()
+            .reshape([2, 3])
+            .unwrap();
+        let row = Tensor::from_slice(&[true, false, true], [3], &dev).unwrap();
+        assert_eq!(
+            f(&t.masked_fill(&row, -1.0).unwrap()),
+            [-1., 1., -1., -1., 4., -1.]
+        );
+        let mask = t.gt_scalar(3.0).unwrap();
+        t.t().masked_fill_(&mask.t(), 9.0).unwrap();
+        assert_eq!(f(&t), [0., 1., 2., 3., 9., 9.]);
+        let b = Tensor::from_slice(&[1u8, 2, 3, 4, 5], [5], &dev).unwrap();
+        let m = Tensor::from_slice(&[false, true, false, true, true], [5], &dev).unwrap();
+        b.masked_fill_(&m, 0).unwrap();
+        assert_eq!(b.to_vec::<u8>().unwrap(), [1, 0, 3, 0, 0]);
+    }
+}
+
+#[test]
+fn cpu_rejects_out_of_range_indices() {
+    let dev = Device::cpu();
+    let t = floats(&[1., 2., 3.], &[3], &dev);
+    let bad = ints(&[0, 3], &[2], &dev);
+    let e = t.take(&bad, 0).unwrap_err();
+    assert_eq!(
+        e,
+        Error::Index {
+            op: "take",
+            index: 3,
+            axis: 0,
+            size: 3
+        }
+    );
+    assert!(e.to_string().contains("take: index 3"), "{e}");
+    let low = ints(&[-4], &[1], &dev);
+    assert!(matches!(
+        t.index_select(&low, 0),
+        Err(Error::Index {
+            op: "index_select",
+            index: -4,
+            ..
+        })
+    ));
+    let m = Tensor::zeros([2, 2], DType::F32, &dev).unwrap();
+    assert!(matches!(
+        m.gather(&ints(&[0, 2], &[1, 2], &dev), 1),
+        Err(Error::Index {
+            op: "gather",
+            index: 2,
+            axis: 1,
+            size: 2
+        })
+    ));
+    // A failed scatter writes nothing, even where its other indices are good.
+    let e = m
+        .scatter_(
+            &ints(&[1, 5], &[1, 2], &dev),
+            &floats(&[7., 7.], &[1, 2], &dev),
+            0,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Index {
+                op: "scatter",
+                index: 5,
+                axis: 0,
+                size: 2
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(f(&m), [0.0; 4]);
+    let big = Tensor::from_slice(&[3_000_000_000u32], [1], &dev).unwrap();
+    assert!(matches!(
+        m.scatter_add(&big.unsqueeze(0).unwrap(), &floats(&[1.], &[1, 1], &dev), 1),
+        Err(Error::Index {
+            op: "scatter_add",
+            index: 3_000_000_000,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn gpu_reports_out_of_range_indices_at_the_next_readback() {
+    // A device of its own: the report goes to whichever readback of the
+    // device comes next, so tests sharing one would see each other's.
+    let Some(dev) = own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let t = floats(&[1., 2., 3.], &[3], &dev);
+    // The op itself succeeds: its indices are on the device.
+    let got = t.take(&ints(&[2, 7, 0], &[3], &dev), 0).unwrap();
+    let e = got.to_vec::<f32>().unwrap_err();
+    assert_eq!(
+        e,
+        Error::Index {
+            op: "take",
+            index: 7,
+            axis: 0,
+            size: 3
+        }
+    );
+    // Reported once; the bad element reads as 0.
+    assert_eq!(f(&got), [3., 0., 1.]);
+    // Any readback from the device reports it, and so does sync.
+    let m = Tensor::zeros([2, 2], DType::F32, &dev).unwrap();
+    m.scatter_(
+        &ints(&[1, -3], &[1, 2], &dev),
+        &floats(&[7., 8.], &[1, 2], &dev),
+        0,
+    )
+    .unwrap();
+    let unrelated = floats(&[4.], &[1], &dev);
+    assert!(matches!(
+        unrelated.to_vec::<f32>(),
+        Err(Error::Index {
+            op: "scatter",
+            index: -3,
+            axis: 0,
+            size: 2
+        })
+    ));
+    // The bad write was skipped, the good one made.
+    assert_eq!(f(&m), [0., 0., 7., 0.]);
+    let u = Tensor::from_slice(&[9u32], [1, 1], &dev).unwrap();
+    m.gather(&u, 1).unwrap();
+    assert!(matches!(
+        dev.sync(),
+        Err(Error::Index {
+            op: "gather",
+            index: 9,
+            axis: 1,
+            size: 2
+        })
+    ));
+    dev.sync().unwrap();
+    // Good indices arm the check without tripping it.
+    let ok = t.take(&ints(&[-1], &[1], &dev), 0).unwrap();
+    assert_eq!(f(&ok), [3.]);
+}
+
+/// Random indices in `-n..n` (signed) for `count` positions.
+fn random_indices(count: usize, n: usize, seed: u64) -> Vec<i32> {
+    noise(count, seed)
+        .iter()
+        .map(|&x| ((x + 1.0) * n as f32) as i32 % (2 * n as i32) - n as i32)
+        .collect()
+}
+
+#[test]
+fn gpu_matches_cpu_on_random_data() {
+    let Some(g) = gpu() else { return };
+    let cpu = Device::cpu();
+    let data = noise(40 * 30, 3);
+    let src_c = Tensor::from_vec(data, [40, 30], &cpu).unwrap();
+    let src_g = src_c.to_device(&g).unwrap();
+    let idx_c = Tensor::from_vec(random_indices(25 * 30, 40, 5), [25, 30], &cpu).unwrap();
+    let idx_g = idx_c.to_device(&g).unwrap();
+    // gather and scatter_add down the columns of a transposed view.
+    let both = |c: Tensor, g: Tensor| assert_eq!(f(&c), f(&g));
+    both(
+        src_c.gather(&idx_c, 0).unwrap(),
+        src_g.gather(&idx_g, 0).unwrap(),
+    );
+    let vals_c = Tensor::from_vec(noise(25 * 30, 9), [25, 30], &cpu).unwrap();
+    let vals_g = vals_c.to_device(&g).unwrap();
+    let sc = src_c.scatter_add(&idx_c, &vals_c, 0).unwrap();
+    let sg = src_g.scatter_add(&idx_g, &vals_g, 0).unwrap();
+    // The same additions in the same order: bit-identical.
+    both(sc, sg);
+    let tc = src_c.t().take(&idx_c.slice(s![..3]).unwrap(), 1).unwrap();
+    let tg = src_g.t().take(&idx_g.slice(s![..3]).unwrap(), 1).unwrap();
+    assert_eq!(tc.dims(), &[30, 3, 30]);
+    both(tc, tg);
+}
+
+#[test]
+fn indexing_rejects_bad_input() {
+    let dev = Device::cpu();
+    let t = Tensor::zeros([3, 4], DType::F32, &dev).unwrap();
+    let fidx = Tensor::zeros([2], DType::F32, &dev).unwrap();
+    assert!(matches!(
+        t.take(&fidx, 0),
+        Err(Error::DType { op: "take", .. })
+    ));
+    let i2 = ints(&[0, 1], &[1, 2], &dev);
+    assert!(matches!(
+        t.index_select(&i2, 0),
+        Err(Error::Shape {
+            op: "index_select",
+            ..
+        })
+    ));
+    assert!(matches!(
+        t.take(&ints(&[0], &[1], &dev), 2),
+        Err(Error::Axis { op: "take", .. })
+    ));
+    let e = t.gather(&ints(&[0], &[1], &dev), 0).unwrap_err();
+    assert!(matches!(e, Error::Shape { op: "gather", .. }), "{e}");
+    let wide = Tensor::zeros([1, 5], DType::I32, &dev).unwrap();
+    assert!(matches!(
+        t.gather(&wide, 0),
+        Err(Error::Shape { op: "gather", .. })
+    ));
+    assert!(t.gather(&wide, 1).is_ok());
+    let src = Tensor::zeros([1, 4], DType::F32, &dev).unwrap();
+    let e = t.scatter(&wide, &src, 1).unwrap_err();
+    assert!(e.to_string().contains("src"), "{e}");
+    let isrc = Tensor::zeros([1, 5], DType::I32, &dev).unwrap();
+    assert!(matches!(
+        t.scatter(&wide, &isrc, 1),
+        Err(Error::DType { op: "scatter", .. })
+    ));
+    let flags = Tensor::zeros([3, 4], DType::Bool, &dev).unwrap();
+    let fsrc = Tensor::zeros([1, 5], DType::Bool, &dev).unwrap();
+    assert!(matches!(
+        flags.scatter_add(&wide, &fsrc, 1),
+        Err(Error::DType {
+            op: "scatter_add",
+            ..
+        })
+    ));
+    let bcast = Tensor::zeros([4], DType::F32, &dev)
+        .unwrap()
+        .broadcast_to([3, 4])
+        .unwrap();
+    assert!(matches!(
+        bcast.scatter_(&wide, &Tensor::zeros([1, 5], DType::F32, &dev).unwrap(), 1),
+        Err(Error::OverlappingWrite { .. })
+    ));
+    let empty = Tensor::zeros([0, 4], DType::F32, &dev).unwrap();
+    assert!(matches!(
+        empty.take(&ints(&[0], &[1], &dev), 0),
+        Err(Error::Index {
+            op: "take",
+            size: 0,
+            ..
+        })
+    ));
+    assert_eq!(
+        empty.take(&ints(&[], &[0], &dev), 0).unwrap().dims(),
+        &[0, 4]
+    );
+    assert!(matches!(
+        t.masked_fill(&t, 1.0),
+        Err(Error::DType {
+            op: "masked_fill",
+            ..
+        })
+    ));
+    let short = Tensor::zeros([3], DType::Bool, &dev).unwrap();
+    assert!(matches!(
+        t.masked_fill(&short, 1.0),
+        Err(Error::Shape {
+            op: "masked_fill",
+            ..
+        })
+    ));
+    assert!(matches!(
+        t.masked_fill(&flags, true),
+        Err(Error::DType { .. })
+    ));
+    if let Some(g) = gpu() {
+        let gi = ints(&[0], &[1], &g);
+        assert!(matches!(
+            t.take(&gi, 0),
+            Err(Error::DeviceMismatch { op: "take", .. })
+        ));
+    }
+}
