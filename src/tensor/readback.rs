@@ -11,7 +11,9 @@ impl Tensor {
     /// (native only; use [`Tensor::to_vec_async`] on wasm).
     ///
     /// # Errors
-    /// `Error::DType` when `T` is not the tensor's dtype; GPU failures.
+    /// `Error::DType` when `T` is not the tensor's dtype; GPU failures;
+    /// `Error::Index` when an indexing op on this GPU met an out-of-range
+    /// index since the last readback (see [`Tensor::take`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         pollster::block_on(self.to_vec_async())
