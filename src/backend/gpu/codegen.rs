@@ -321,6 +321,14 @@ pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
     )
 }
 
+/// `template` (a kernel family's shader) with its `{{HEADER}}` slot filled
+/// (`enable f16;` when `uses_f16`) and `{{MATH}}` replaced by math.wgsl.
+pub(crate) fn with_prelude(template: &str, uses_f16: bool) -> String {
+    template
+        .replace("{{HEADER}}", if uses_f16 { "enable f16;" } else { "" })
+        .replace("{{MATH}}", MATH_WGSL)
+}
+
 /// True when a buffer of `dtype` needs `enable f16;`.
 pub(crate) fn needs_f16(dtype: DType, native_f16: bool) -> bool {
     storage(dtype, native_f16) == Storage::F16

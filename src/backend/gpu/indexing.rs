@@ -4,7 +4,7 @@
 //! out-of-range ones through the device's fault record (`faults.rs`).
 
 use super::codegen::{
-    MATH_WGSL, buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn,
+    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn, with_prelude,
 };
 use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
@@ -85,16 +85,7 @@ pub(crate) fn index_source(key: &IndexKey) -> String {
             (SCATTER_WGSL, "store_out(p, load_out(p) + v);")
         }
     };
-    template
-        .replace(
-            "{{HEADER}}",
-            if needs_f16(dtype, native) {
-                "enable f16;"
-            } else {
-                ""
-            },
-        )
-        .replace("{{MATH}}", MATH_WGSL)
+    with_prelude(template, needs_f16(dtype, native))
         .replace("{{BINDINGS}}", &bindings)
         .replace("{{ACCESS}}", &access)
         .replace("{{WRITE}}", write)

@@ -1,10 +1,10 @@
 //! GPU matrix products: `shaders/matmul.wgsl` specialised per dtype and
 //! recorded as kernel commands, one per 65535 batches.
 
-use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
-use super::command::{Bound, Command, KernelCommand};
+use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
+use super::command::{Bound, record_kernel};
 use super::params::{push_dims, push_strides, push_words};
-use super::pipeline::{PipelineKey, PipelineSpec};
+use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::DType;
@@ -46,16 +46,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> String {
         store_out_fn(dtype, native),
     ]
     .concat();
-    MATMUL_WGSL
-        .replace(
-            "{{HEADER}}",
-            if needs_f16(dtype, native) {
-                "enable f16;"
-            } else {
-                ""
-            },
-        )
-        .replace("{{MATH}}", MATH_WGSL)
+    with_prelude(MATMUL_WGSL, needs_f16(dtype, native))
         .replace("{{BINDINGS}}", &bindings)
         .replace("{{ACCESS}}", &access)
         .replace(
@@ -92,33 +83,24 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
     };
-    let pipeline = ctx
-        .pipelines
-        .get(&ctx.device, PipelineKey::Matmul(key.clone()), || {
-            PipelineSpec {
-                label: "webtensor matmul",
-                source: matmul_source(&key),
-                entry: "main",
-                params_size: PARAMS_SIZE,
-                read_only: [true, true, false].into_iter().collect(),
-            }
-        })?;
     let mut start = 0;
     while start < batches {
         let count = (batches - start).min(max);
-        let command = KernelCommand {
-            pipeline: pipeline.clone(),
-            params: write_params(call, m, k, n, start),
-            bindings: [
+        record_kernel(
+            ctx,
+            PipelineKey::Matmul(key.clone()),
+            ("webtensor matmul", "main", PARAMS_SIZE),
+            || matmul_source(&key),
+            write_params(call, m, k, n, start),
+            [
                 bound(&call.a, false)?,
                 bound(&call.b, false)?,
                 bound(&call.out, true)?,
             ]
             .into_iter()
             .collect(),
-            groups: [groups[0] as u32, groups[1] as u32, count as u32],
-        };
-        ctx.scheduler().record(ctx, Command::Kernel(command))?;
+            [groups[0] as u32, groups[1] as u32, count as u32],
+        )?;
         start += count;
     }
     Ok(())

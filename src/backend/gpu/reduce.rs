@@ -9,11 +9,11 @@
 //! every core has work. Accumulation is in f32 for f16 and f32, wrapping
 //! i32/u32 for integers.
 
-use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
-use super::command::{Bound, Command, KernelCommand};
+use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
+use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
 use super::params::{push_dims, push_strides, push_words};
-use super::pipeline::{PipelineKey, PipelineSpec};
+use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::DType;
@@ -162,9 +162,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> String {
     }
     let uses_f16 = key.source == Source::Tensor && needs_f16(key.dtype, key.native_f16)
         || key.dest == Dest::Output && needs_f16(key.out, key.native_f16);
-    REDUCE_WGSL
-        .replace("{{HEADER}}", if uses_f16 { "enable f16;" } else { "" })
-        .replace("{{MATH}}", MATH_WGSL)
+    with_prelude(REDUCE_WGSL, uses_f16)
         .replace("{{BINDINGS}}", &bindings)
         .replace("{{STATE}}", &state_source(key.op, acc))
         .replace("{{LOAD}}", &load)
@@ -353,22 +351,6 @@ fn record(
     } else {
         groups[0] * 64
     };
-    let key = stage.key.clone();
-    let pipeline =
-        ctx.pipelines
-            .get(&ctx.device, PipelineKey::Reduce(stage.key.clone()), || {
-                PipelineSpec {
-                    label: "webtensor reduce",
-                    source: reduce_source(&key),
-                    entry: if key.group {
-                        "main_group"
-                    } else {
-                        "main_thread"
-                    },
-                    params_size: PARAMS_SIZE,
-                    read_only: stage.bindings.iter().map(|b| !b.writes).collect(),
-                }
-            })?;
     let chunk = stage.extent.div_ceil(stage.splits).max(1);
     let params = write_params(
         [
@@ -386,14 +368,20 @@ fn record(
         kept,
         reduced,
     );
-    ctx.scheduler().record(
+    let entry = if stage.key.group {
+        "main_group"
+    } else {
+        "main_thread"
+    };
+    let key = stage.key.clone();
+    record_kernel(
         ctx,
-        Command::Kernel(KernelCommand {
-            pipeline,
-            params,
-            bindings: stage.bindings,
-            groups: [groups[0], groups[1], 1],
-        }),
+        PipelineKey::Reduce(stage.key),
+        ("webtensor reduce", entry, PARAMS_SIZE),
+        || reduce_source(&key),
+        params,
+        stage.bindings,
+        [groups[0], groups[1], 1],
     )
 }
 

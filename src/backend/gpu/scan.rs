@@ -2,7 +2,7 @@
 //! specialised per op and dtype, one thread per short line or one
 //! workgroup per long one.
 
-use super::codegen::{MATH_WGSL, buffer_decl, compute_type, load_fn, needs_f16, store_out_fn};
+use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
 use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
 use super::params::{push_dims, push_strides, push_words};
@@ -64,16 +64,7 @@ pub(crate) fn scan_source(key: &ScanKey) -> String {
         load_fn("load_src", "src", dtype, native),
         store_out_fn(dtype, native),
     );
-    SCAN_WGSL
-        .replace(
-            "{{HEADER}}",
-            if needs_f16(dtype, native) {
-                "enable f16;"
-            } else {
-                ""
-            },
-        )
-        .replace("{{MATH}}", MATH_WGSL)
+    with_prelude(SCAN_WGSL, needs_f16(dtype, native))
         .replace("{{BINDINGS}}", &bindings)
         .replace("{{OPS}}", &ops)
 }
