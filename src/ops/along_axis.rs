@@ -57,8 +57,9 @@ impl Tensor {
         let Some((x, axis)) = self.softmax_input("softmax", axis)? else {
             return self.contiguous_copy();
         };
-        let shifted = x.sub(&x.max(axis, true)?)?;
-        let e = shifted.exp()?;
+        // One fresh tensor, updated in place from there on.
+        let e = x.sub(&x.max(axis, true)?)?;
+        e.exp_()?;
         e.div_(&e.sum(axis, true)?)?;
         e.to_dtype(self.dtype())
     }

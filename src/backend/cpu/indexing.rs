@@ -67,6 +67,25 @@ fn gather_typed<T: Copy, I: Copy + Into<i64>>(
     let target = call.target;
     let mut bad = None;
     for_each_run::<3>(&plan, |[po, ps, pi], [so, ss, si], len| {
+        if si == 0 {
+            // One index for the whole run (a row picked by take or
+            // index_select): resolve it once and copy the run.
+            let raw: i64 = index[pi as usize].into();
+            let Some(j) = target.resolve(raw) else {
+                bad.get_or_insert(raw);
+                return;
+            };
+            let base = ps + j as isize * target.stride;
+            if so == 1 && ss == 1 {
+                let (o, b) = (po as usize, base as usize);
+                out[o..o + len].copy_from_slice(&src[b..b + len]);
+            } else {
+                for k in 0..len as isize {
+                    out[(po + k * so) as usize] = src[(base + k * ss) as usize];
+                }
+            }
+            return;
+        }
         for k in 0..len as isize {
             let raw: i64 = index[(pi + k * si) as usize].into();
             match target.resolve(raw) {
@@ -105,32 +124,36 @@ fn scatter_typed<T: ScatterElement, I: Copy + Into<i64>>(
     call: &ScatterCall,
 ) -> Result<()> {
     let target = call.target;
-    if let Some(raw) = call
-        .index
-        .layout
-        .positions()
-        .into_iter()
-        .map(|p| index[p].into())
-        .find(|&raw| target.resolve(raw).is_none())
-    {
-        return Err(out_of_range(call.op, &target, raw));
-    }
     let (out_lines, _) = lines(&call.out);
     let (src_lines, src_step) = lines(&call.src);
     let (index_lines, index_step) = lines(&call.index);
     let length = call.index.layout.dims().last().copied().unwrap_or(1) as isize;
-    let add = call.op == IndexOp::ScatterAdd;
-    let starts = out_lines
+    let starts: Vec<(isize, isize, isize)> = out_lines
         .positions()
         .into_iter()
         .zip(src_lines.positions())
-        .zip(index_lines.positions());
-    for ((o, s), i) in starts {
-        for k in 0..length {
-            let raw: i64 = index[(i as isize + k * index_step) as usize].into();
+        .zip(index_lines.positions())
+        .map(|((o, s), i)| (o as isize, s as isize, i as isize))
+        .collect();
+    // Lines write distinct elements and only a line's own order matters,
+    // so step k of every line runs before step k + 1 of any: neighbouring
+    // lines are neighbours in memory. Every index is checked first, so an
+    // error writes nothing.
+    for k in 0..length {
+        for &(_, _, i) in &starts {
+            let raw: i64 = index[(i + k * index_step) as usize].into();
+            if target.resolve(raw).is_none() {
+                return Err(out_of_range(call.op, &target, raw));
+            }
+        }
+    }
+    let add = call.op == IndexOp::ScatterAdd;
+    for k in 0..length {
+        for &(o, s, i) in &starts {
+            let raw: i64 = index[(i + k * index_step) as usize].into();
             let j = target.resolve(raw).unwrap_or_default() as isize;
-            let p = (o as isize + j * target.stride) as usize;
-            let v = src[(s as isize + k * src_step) as usize];
+            let p = (o + j * target.stride) as usize;
+            let v = src[(s + k * src_step) as usize];
             out[p] = if add { out[p].plus(v) } else { v };
         }
     }
