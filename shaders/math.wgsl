@@ -10,8 +10,15 @@ fn is_nan_f32(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > F32_INF_BITS;
 }
 
+// The f32 with these bits. A call to a user function is never a constant
+// expression, so NaN and infinity bits get through: browsers (Tint) reject a
+// constant `bitcast<f32>` that evaluates to either.
+fn f32_from_bits(bits: u32) -> f32 {
+    return bitcast<f32>(bits);
+}
+
 fn nan_f32() -> f32 {
-    return bitcast<f32>(F32_NAN_BITS);
+    return f32_from_bits(F32_NAN_BITS);
 }
 
 fn maximum_f32(a: f32, b: f32) -> f32 {
@@ -53,7 +60,7 @@ fn rem_f32(a: f32, b: f32) -> f32 {
 fn pow_f32(a: f32, b: f32) -> f32 {
     if (b == 0.0 || a == 1.0) { return 1.0; }
     if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
-    if (a == 0.0) { return select(0.0, bitcast<f32>(F32_INF_BITS), b < 0.0); }
+    if (a == 0.0) { return select(0.0, f32_from_bits(F32_INF_BITS), b < 0.0); }
     let m = pow(abs(a), b);
     if (a > 0.0) { return m; }
     if (floor(b) != b) { return nan_f32(); }

@@ -27,6 +27,9 @@
 //! # }
 //! ```
 #![warn(missing_docs)]
+// In the browser wgpu's handles are neither Send nor Sync (one thread, the
+// page's); the same Arc-based code serves both targets.
+#![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
 
 mod backend;
 mod device;

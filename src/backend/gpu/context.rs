@@ -8,7 +8,7 @@ use super::program::ProgramLimits;
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Options for opening a GPU device. Each `None` falls back to an
 /// environment variable, then to the default.
@@ -77,6 +77,9 @@ pub(crate) struct GpuContext {
     pub pool: BufferPool,
     /// Out-of-range index reports of indexing kernels.
     pub faults: Faults,
+    /// The first validation or out-of-memory error the device raised outside
+    /// any error scope, waiting to be reported by the next readback or sync.
+    device_error: Arc<Mutex<Option<String>>>,
     scheduler: Mutex<Scheduler>,
     /// Id of the batch being recorded; bumped by every flush.
     open_batch: AtomicU64,
@@ -149,8 +152,23 @@ impl GpuContext {
             .or_else(|| env_flag("WEBTENSOR_FUSION"))
             .unwrap_or(true);
         let faults = Faults::new(&device);
+        // Errors a browser would only log (and native wgpu would panic on)
+        // become an `Err` from the next readback or sync.
+        let device_error: Arc<Mutex<Option<String>>> = Arc::default();
+        let slot = device_error.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            match &mut *slot {
+                Some(s) => {
+                    s.push_str("\n---\n");
+                    s.push_str(&e.to_string());
+                }
+                None => *slot = Some(e.to_string()),
+            }
+        }));
         Ok(GpuContext {
             faults,
+            device_error,
             device,
             queue,
             facts,
@@ -219,6 +237,23 @@ impl GpuContext {
     #[cfg(target_arch = "wasm32")]
     pub fn wait_idle(&self, _op: &'static str) -> Result<()> {
         Ok(())
+    }
+
+    /// `Error::Gpu` naming `op` for an error the device raised since the
+    /// last check (then cleared).
+    ///
+    /// # Errors
+    /// As described.
+    pub fn check_device_error(&self, op: &'static str) -> Result<()> {
+        let taken = self
+            .device_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match taken {
+            Some(msg) => Err(Error::gpu(op, format!("the device reported: {msg}"))),
+            None => Ok(()),
+        }
     }
 
     /// Submits everything pending (nothing when nothing is).

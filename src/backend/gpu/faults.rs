@@ -133,7 +133,7 @@ impl GpuContext {
         if self.faults.is_armed() {
             read_back(self, op, 0, 0..0, |_, _| {}).await?;
         }
-        Ok(())
+        self.check_device_error(op)
     }
 }
 

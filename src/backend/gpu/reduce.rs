@@ -173,7 +173,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> String {
 fn state_source(op: ReduceOp, acc: &str) -> String {
     let float = acc == "f32";
     let (lowest, highest) = match acc {
-        "f32" => ("bitcast<f32>(0xff800000u)", "bitcast<f32>(0x7f800000u)"),
+        "f32" => ("f32_from_bits(0xff800000u)", "f32_from_bits(F32_INF_BITS)"),
         "i32" => ("I32_MIN", "2147483647"),
         _ => ("0u", "0xffffffffu"),
     };

@@ -202,6 +202,7 @@ pub(crate) async fn read_back(
     // Mapping completes only once the GPU is done with the copy.
     ctx.pool.release(staging, ctx.open_batch());
     let (bytes, record) = result?;
+    ctx.check_device_error(op)?;
     ctx.faults.check(&ctx.queue, &record)?;
     Ok(bytes)
 }

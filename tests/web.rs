@@ -1,0 +1,181 @@
+//! The browser suite: runs in headless Chromium on its WebGPU adapter
+//! through wasm-bindgen-test (see README, "In the browser"). Every test
+//! opens the GPU with `Device::gpu_async` and fails, not skips, when the
+//! browser offers no adapter. Only the async API exists here: nothing
+//! blocks in a browser.
+#![cfg(target_arch = "wasm32")]
+
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+use webtensor::{DType, Device, DeviceKind, Error, Tensor, f16, s};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+async fn gpu() -> Device {
+    match Device::gpu_async().await {
+        Ok(d) => d,
+        Err(e) => panic!("the browser offers no WebGPU adapter: {e}"),
+    }
+}
+
+async fn read(t: &Tensor) -> Vec<f32> {
+    t.to_vec_async::<f32>().await.expect("readback")
+}
+
+#[wasm_bindgen_test]
+async fn opens_the_browsers_adapter() {
+    let dev = gpu().await;
+    let info = dev.info();
+    assert_eq!(info.kind, DeviceKind::Gpu);
+    assert_eq!(info.backend, "BrowserWebGpu", "{info}");
+    assert!(info.max_storage_binding > 0 && info.max_workgroups_per_dim > 0);
+    // With an adapter present, the default device is that GPU.
+    let default = Device::default_async().await.expect("default device");
+    assert_eq!(default.info().kind, DeviceKind::Gpu);
+}
+
+#[wasm_bindgen_test]
+async fn every_dtype_round_trips() {
+    let dev = gpu().await;
+    let f = Tensor::from_slice(&[1.5f32, -2.0, 3.25], [3], &dev).unwrap();
+    assert_eq!(f.to_vec_async::<f32>().await.unwrap(), [1.5, -2.0, 3.25]);
+    let h: Vec<f16> = [0.5f32, -1.0, 65504.0].map(f16::from_f32).to_vec();
+    let t = Tensor::from_slice(&h, [3], &dev).unwrap();
+    assert_eq!(t.to_vec_async::<f16>().await.unwrap(), h);
+    let doubled = t.mul_scalar(2.0).unwrap().to_dtype(DType::F32).unwrap();
+    assert_eq!(read(&doubled).await, [1.0, -2.0, f32::INFINITY]);
+    let i = Tensor::from_slice(&[i32::MIN, -1, 7], [3], &dev).unwrap();
+    assert_eq!(i.to_vec_async::<i32>().await.unwrap(), [i32::MIN, -1, 7]);
+    let u = Tensor::from_slice(&[u32::MAX, 0], [2], &dev).unwrap();
+    assert_eq!(u.to_vec_async::<u32>().await.unwrap(), [u32::MAX, 0]);
+    let b = Tensor::from_slice(&[1u8, 255, 3, 4, 5], [5], &dev).unwrap();
+    assert_eq!(
+        b.add_scalar(1).unwrap().to_vec_async::<u8>().await.unwrap(),
+        [2, 0, 4, 5, 6]
+    );
+    let flags = Tensor::from_slice(&[true, false, true], [3], &dev).unwrap();
+    assert_eq!(
+        flags
+            .logical_not()
+            .unwrap()
+            .to_vec_async::<bool>()
+            .await
+            .unwrap(),
+        [false, true, false]
+    );
+    assert_eq!(
+        Tensor::full([], 4.0, DType::F32, &dev)
+            .unwrap()
+            .item_async::<f32>()
+            .await
+            .unwrap(),
+        4.0
+    );
+}
+
+#[wasm_bindgen_test]
+async fn strided_views_go_into_kernels_and_in_place_ops_write_through() {
+    let dev = gpu().await;
+    let a = Tensor::arange(0.0f32, 12.0, 1.0, &dev)
+        .unwrap()
+        .reshape([3, 4])
+        .unwrap();
+    // A transposed view plus a reversed, stepped one: no copies.
+    let v = a.t().add(&a.slice(s![..;-1, ..]).unwrap().t()).unwrap();
+    assert_eq!(
+        read(&v).await,
+        [8., 8., 8., 10., 10., 10., 12., 12., 12., 14., 14., 14.]
+    );
+    a.slice(s![.., 1..;2]).unwrap().mul_scalar_(-1.0).unwrap();
+    assert_eq!(
+        read(&a).await,
+        [0., -1., 2., -3., 4., -5., 6., -7., 8., -9., 10., -11.]
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_chain_runs_in_one_submit() {
+    let dev = gpu().await;
+    let x = Tensor::arange(0.0f32, 1024.0, 1.0, &dev).unwrap();
+    dev.sync_async().await.unwrap();
+    let before = dev.stats().submits;
+    let mut y = x.clone();
+    for _ in 0..20 {
+        y = y.mul_scalar(0.5).unwrap().add(&x).unwrap();
+    }
+    let out = read(&y).await;
+    assert_eq!(dev.stats().submits - before, 1, "{:?}", dev.stats());
+    // y converges to 2x: y_k = x (2 - 0.5^k) with y_0 = x.
+    let factor = 2.0 - 0.5f32.powi(20);
+    assert!((out[1000] - 1000.0 * factor).abs() < 1e-2, "{}", out[1000]);
+}
+
+#[wasm_bindgen_test]
+async fn reductions_matmul_and_indexing() {
+    let dev = gpu().await;
+    let a = Tensor::arange(0.0f32, 6.0, 1.0, &dev)
+        .unwrap()
+        .reshape([2, 3])
+        .unwrap();
+    assert_eq!(read(&a.sum(1, false).unwrap()).await, [3., 12.]);
+    assert_eq!(read(&a.max(0, false).unwrap()).await, [3., 4., 5.]);
+    assert_eq!(
+        a.argmax(.., false)
+            .unwrap()
+            .item_async::<i32>()
+            .await
+            .unwrap(),
+        5
+    );
+    // [[0, 1, 2], [3, 4, 5]] @ its transpose.
+    assert_eq!(read(&a.matmul(&a.t()).unwrap()).await, [5., 14., 14., 50.]);
+    assert_eq!(read(&a.cumsum(1).unwrap()).await, [0., 1., 3., 3., 7., 12.]);
+    let idx = Tensor::from_slice(&[2i32, 0], [2], &dev).unwrap();
+    assert_eq!(
+        read(&a.index_select(&idx, 1).unwrap()).await,
+        [2., 0., 5., 3.]
+    );
+    let joined = Tensor::concat(&[&a, &a.slice(s![..1]).unwrap()], 0).unwrap();
+    assert_eq!(read(&joined).await, [0., 1., 2., 3., 4., 5., 0., 1., 2.]);
+}
+
+#[wasm_bindgen_test]
+async fn bad_input_is_an_err_not_an_exception() {
+    let dev = gpu().await;
+    let a = Tensor::zeros([2, 3], DType::F32, &dev).unwrap();
+    let b = Tensor::zeros([4], DType::F32, &dev).unwrap();
+    assert!(matches!(a.add(&b), Err(Error::Shape { op: "add", .. })));
+    assert!(matches!(a.matmul(&a), Err(Error::Shape { .. })));
+    assert!(matches!(
+        a.to_vec_async::<i32>().await,
+        Err(Error::DType { op: "to_vec", .. })
+    ));
+    assert!(matches!(
+        Tensor::zeros([2], DType::F64, &dev),
+        Err(Error::UnsupportedDType { .. })
+    ));
+    // An out-of-range index on the GPU: reported at the next readback.
+    let bad = Tensor::from_slice(&[5i32], [1], &dev).unwrap();
+    let picked = a.take(&bad, 1).unwrap();
+    assert!(matches!(
+        picked.to_vec_async::<f32>().await,
+        Err(Error::Index {
+            op: "take",
+            index: 5,
+            ..
+        })
+    ));
+    assert_eq!(read(&picked).await, [0., 0.]);
+}
+
+#[wasm_bindgen_test]
+async fn the_cpu_path_runs_in_the_browser_too() {
+    let cpu = Device::cpu();
+    let a = Tensor::arange(0.0f32, 6.0, 1.0, &cpu)
+        .unwrap()
+        .reshape([2, 3])
+        .unwrap();
+    assert_eq!(read(&a.matmul(&a.t()).unwrap()).await, [5., 14., 14., 50.]);
+    let g = a.to_device_async(&gpu().await).await.unwrap();
+    let sums = read(&g.softmax(1).unwrap().sum(1, false).unwrap()).await;
+    assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-6), "{sums:?}");
+}
