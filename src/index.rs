@@ -123,12 +123,18 @@ slice_item_from_ints!(i32, i64, isize, usize, u32);
 /// ```
 #[macro_export]
 macro_rules! s {
-    (@item $item:expr ; $step:expr) => {
-        $crate::SliceItem::from($item).with_step($step as isize)
-    };
-    (@item $item:expr) => {
-        $crate::SliceItem::from($item)
-    };
+    // NumPy-style `1..-1` is a backwards range to clippy; the statement
+    // attribute keeps its lint out of the caller's code.
+    (@item $item:expr ; $step:expr) => {{
+        #[allow(clippy::reversed_empty_ranges)]
+        let item = $crate::SliceItem::from($item);
+        item.with_step($step as isize)
+    }};
+    (@item $item:expr) => {{
+        #[allow(clippy::reversed_empty_ranges)]
+        let item = $crate::SliceItem::from($item);
+        item
+    }};
     ($($item:expr $(; $step:expr)?),* $(,)?) => {
         [$($crate::s!(@item $item $(; $step)?)),*]
     };

@@ -22,6 +22,9 @@ fn views_share_storage_and_compose() {
         assert_eq!(v.dims(), &[2, 2]);
         assert_eq!(v.strides(), &[4, -2]);
         assert_eq!(v.to_vec::<i32>().unwrap(), [7, 5, 11, 9]);
+        // NumPy's negative ends, written as Rust ranges (and clippy-clean).
+        let inner = t.slice(s![1..-1, 1..-1]).unwrap();
+        assert_eq!(inner.to_vec::<i32>().unwrap(), [5, 6]);
         // A view of a view of a view.
         let w = v.t().slice(s![NewAxis, -1, ..]).unwrap();
         assert_eq!(w.dims(), &[1, 2]);

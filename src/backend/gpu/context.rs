@@ -96,6 +96,16 @@ impl GpuContext {
     /// `Error::NoAdapter` when no adapter matches or the device cannot be opened.
     pub async fn open(options: &GpuOptions) -> Result<GpuContext> {
         const OP: &str = "Device::gpu";
+        // Creating an instance where the page has no WebGPU would panic in
+        // wgpu; ask first.
+        #[cfg(target_arch = "wasm32")]
+        if !wgpu::util::is_browser_webgpu_supported().await {
+            return Err(Error::NoAdapter {
+                op: OP,
+                reason: "WebGPU is not available here (no navigator.gpu, or it offers no adapter)"
+                    .into(),
+            });
+        }
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = pick_adapter(&instance, options).await?;
