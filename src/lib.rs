@@ -10,6 +10,9 @@
 //!   copy; GPU kernels read every operand through strides and offsets.
 //! - In-place ops (`add_`, `fill_`, `assign` ...) write through views.
 //! - GPU work is recorded and submitted in batches; readback flushes.
+//! - In the browser (wasm32 on WebGPU) only the async forms exist
+//!   (`Device::gpu_async`, `Tensor::to_vec_async` ...); without WebGPU the
+//!   default device is the CPU, which runs every op.
 //!
 //! ```
 //! use webtensor::{s, DType, Device, Tensor};

@@ -202,8 +202,10 @@ pub(crate) async fn read_back(
     // Mapping completes only once the GPU is done with the copy.
     ctx.pool.release(staging, ctx.open_batch());
     let (bytes, record) = result?;
-    ctx.check_device_error(op)?;
+    // An index fault is cleared as it is reported; a device error waits in
+    // its slot, so neither is lost when both are there.
     ctx.faults.check(&ctx.queue, &record)?;
+    ctx.check_device_error(op)?;
     Ok(bytes)
 }
 
