@@ -25,11 +25,19 @@ pub enum DType {
     U8,
     /// Boolean, one byte per element.
     Bool,
+    /// Complex number of two f32 (`num_complex::Complex32`), stored
+    /// interleaved (re, im) in f32 storage, so that [`Tensor::real`] and
+    /// [`Tensor::imag`] are f32 views of it. Supports the ops listed on
+    /// [`Tensor::real`]; others return `Error::DType`.
+    ///
+    /// [`Tensor::real`]: crate::Tensor::real
+    /// [`Tensor::imag`]: crate::Tensor::imag
+    C64,
 }
 
 impl DType {
     /// All dtypes, in declaration order.
-    pub const ALL: [DType; 7] = [
+    pub const ALL: [DType; 8] = [
         DType::F32,
         DType::F16,
         DType::F64,
@@ -37,12 +45,13 @@ impl DType {
         DType::U32,
         DType::U8,
         DType::Bool,
+        DType::C64,
     ];
 
     /// Bytes per element in host memory.
     pub fn size_in_bytes(self) -> usize {
         match self {
-            DType::F64 => 8,
+            DType::F64 | DType::C64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 => 2,
             DType::U8 | DType::Bool => 1,
@@ -59,9 +68,15 @@ impl DType {
         matches!(self, DType::I32 | DType::U32 | DType::U8)
     }
 
-    /// True for the dtypes that arithmetic applies to (everything but bool).
+    /// True for the real dtypes that arithmetic applies to (all but bool
+    /// and c64, whose ops are listed on [`DType::C64`]).
     pub fn is_numeric(self) -> bool {
-        self != DType::Bool
+        !matches!(self, DType::Bool | DType::C64)
+    }
+
+    /// True for c64.
+    pub fn is_complex(self) -> bool {
+        self == DType::C64
     }
 
     /// The lower-case name used in messages and `Display` (`"f32"`, `"bool"` ...).
@@ -74,6 +89,7 @@ impl DType {
             DType::U32 => "u32",
             DType::U8 => "u8",
             DType::Bool => "bool",
+            DType::C64 => "c64",
         }
     }
 }

@@ -54,6 +54,7 @@ pub use grid::{Grid1, Grid2, Grid3, Grid4, Point};
 pub use half::f16;
 pub use index::{NewAxis, SliceItem};
 pub use layout::Layout;
+pub use num_complex::Complex32;
 pub use ops::Axes;
 pub use scalar::Scalar;
 pub use shape::{MAX_RANK, Shape, broadcast_shapes};

@@ -17,6 +17,14 @@ pub enum Scalar {
     Int(i64),
     /// A boolean.
     Bool(bool),
+    /// A complex number, for c64 tensors.
+    Complex(num_complex::Complex32),
+}
+
+impl From<num_complex::Complex32> for Scalar {
+    fn from(v: num_complex::Complex32) -> Self {
+        Scalar::Complex(v)
+    }
 }
 
 macro_rules! scalar_from {
@@ -49,6 +57,7 @@ impl std::fmt::Display for Scalar {
             Scalar::Float(v) => write!(f, "{v}"),
             Scalar::Int(v) => write!(f, "{v}"),
             Scalar::Bool(v) => write!(f, "{v}"),
+            Scalar::Complex(v) => write!(f, "{}", crate::tensor::format_complex(v.re, v.im)),
         }
     }
 }
@@ -73,6 +82,8 @@ impl TypedScalar {
         let value = match (scalar, dtype) {
             (Scalar::Bool(b), DType::Bool) => b as u8 as f64,
             (Scalar::Bool(_), _) | (_, DType::Bool) => return Err(bad()),
+            // c64 tensors take scalars through the complex ops (ops/complex.rs).
+            (Scalar::Complex(_), _) | (_, DType::C64) => return Err(bad()),
             (Scalar::Float(v), d) if d.is_float() => v,
             (Scalar::Int(v), d) if d.is_float() => v as f64,
             (Scalar::Float(v), d) => {
@@ -105,7 +116,7 @@ impl TypedScalar {
     /// float dtypes (f16 arithmetic runs in f32), the integer bits otherwise.
     pub fn bits(self) -> u32 {
         match self.dtype {
-            DType::F32 | DType::F16 | DType::F64 => (self.value as f32).to_bits(),
+            DType::F32 | DType::F16 | DType::F64 | DType::C64 => (self.value as f32).to_bits(),
             DType::I32 => (self.value as i32) as u32,
             DType::U32 | DType::U8 | DType::Bool => self.value as u32,
         }

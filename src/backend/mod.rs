@@ -304,8 +304,15 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
 
 /// Every element a kernel touches must lie inside its storage: the op layer
 /// guarantees it, and this check keeps a bug there from becoming an
-/// out-of-bounds access in the CPU loops.
+/// out-of-bounds access in the CPU loops. Likewise c64 tensors go to kernels
+/// only through their f32 views (`ops/complex.rs`).
 fn check_bounds(t: &TensorRef) -> Result<()> {
+    if t.dtype.is_complex() {
+        return Err(Error::argument(
+            "kernel",
+            "internal error: c64 operands reach kernels only as f32 views",
+        ));
+    }
     match t.layout.span() {
         Some((_, last)) if last >= t.storage.len() => Err(Error::argument(
             "kernel",

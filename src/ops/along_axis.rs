@@ -31,6 +31,9 @@ impl Tensor {
     }
 
     fn scan(&self, op_name: &'static str, op: ScanOp, axis: isize) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return Err(super::complex::not_for_complex(op_name));
+        }
         let axis = normalize_axis(op_name, axis, self.rank())?;
         let t = self.widened()?;
         let out = Tensor::empty_dense(self.shape().clone(), t.dtype(), self.device(), op_name)?;

@@ -20,6 +20,9 @@ impl Tensor {
     /// `Error::DType` when `value` is not representable in the dtype,
     /// `Error::OverlappingWrite` for a broadcast view.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<()> {
+        if self.dtype().is_complex() {
+            return self.complex_fill_(value.into());
+        }
         let value = TypedScalar::new("fill_", value.into(), self.dtype())?;
         self.launch_into("fill_", Kernel::Fill, &[Input::Scalar(value)])
     }
@@ -33,6 +36,9 @@ impl Tensor {
     /// `Error::Shape` when `src` does not broadcast to this shape,
     /// `Error::DeviceMismatch`, `Error::OverlappingWrite`.
     pub fn assign(&self, src: &Tensor) -> Result<()> {
+        if self.dtype().is_complex() || src.dtype().is_complex() {
+            return self.complex_assign(src);
+        }
         self.launch_into_args("assign", Kernel::Cast, &[Arg::Tensor(src)])
     }
 
@@ -58,6 +64,9 @@ impl Tensor {
 
     /// A row-major copy, always new storage.
     pub(crate) fn contiguous_copy(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return Ok(self.pairs().contiguous_copy()?.complex_of_pairs());
+        }
         let out = Tensor::empty_dense(
             self.shape().clone(),
             self.dtype(),
@@ -82,6 +91,13 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
+        if dtype.is_complex() {
+            // A real tensor as c64 with zero imaginary parts.
+            let out = Tensor::empty_dense(self.shape().clone(), dtype, self.device(), "to_dtype")?;
+            out.real()?.assign(self)?;
+            out.imag()?.fill_(0.0)?;
+            return Ok(out);
+        }
         Tensor::launch_new(self, "to_dtype", Kernel::Cast, dtype, &[Arg::Tensor(self)])
     }
 
@@ -102,6 +118,11 @@ impl Tensor {
     pub async fn to_device_async(&self, device: &Device) -> Result<Tensor> {
         if device == self.device() {
             return Ok(self.clone());
+        }
+        if self.dtype().is_complex() {
+            // The pair view moves as f32 and comes back row-major.
+            let pairs = Box::pin(self.pairs().to_device_async(device)).await?;
+            return Ok(pairs.complex_of_pairs());
         }
         let data = self.to_cpu_data().await?;
         let cpu = Tensor::from_parts(
@@ -130,6 +151,7 @@ impl Tensor {
             DType::U32 => upload!(u32),
             DType::U8 => upload!(u8),
             DType::Bool => upload!(bool),
+            DType::C64 => Err(crate::ops::complex::not_for_complex("to_device")),
         }
     }
 }

@@ -11,6 +11,9 @@ use crate::tensor::Tensor;
 
 impl Tensor {
     fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.complex_unary(op);
+        }
         op.check(self.dtype())?;
         Tensor::launch_new(
             self,
@@ -22,11 +25,17 @@ impl Tensor {
     }
 
     fn unary_(&self, op: UnaryOp) -> Result<()> {
+        if self.dtype().is_complex() {
+            return self.complex_unary_(op);
+        }
         op.check(self.dtype())?;
         self.launch_into_args(op.name(), Kernel::Unary(op), &[Arg::Tensor(self)])
     }
 
     fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        if self.dtype().is_complex() || other.dtype().is_complex() {
+            return self.complex_binary(op, other);
+        }
         check_same_dtype(op.name(), self.dtype(), other.dtype())?;
         op.check(self.dtype())?;
         Tensor::launch_new(
@@ -39,6 +48,9 @@ impl Tensor {
     }
 
     fn binary_(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
+        if self.dtype().is_complex() || other.dtype().is_complex() {
+            return self.complex_binary_(op, other);
+        }
         check_same_dtype(op.name(), self.dtype(), other.dtype())?;
         op.check(self.dtype())?;
         self.launch_into_args(
@@ -49,6 +61,9 @@ impl Tensor {
     }
 
     fn binary_scalar(&self, op: BinaryOp, s: Scalar) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.complex_scalar(op, s);
+        }
         op.check(self.dtype())?;
         let s = TypedScalar::new(op.name(), s, self.dtype())?;
         Tensor::launch_new(
@@ -61,6 +76,9 @@ impl Tensor {
     }
 
     fn binary_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
+        if self.dtype().is_complex() {
+            return self.complex_scalar_(op, s);
+        }
         op.check(self.dtype())?;
         let s = TypedScalar::new(op.name(), s, self.dtype())?;
         self.launch_into_args(
@@ -185,6 +203,7 @@ binary_methods! {
     logical_and, logical_and_, logical_and_scalar, logical_and_scalar_, And, "Logical and (bool only).";
     logical_or, logical_or_, logical_or_scalar, logical_or_scalar_, Or, "Logical or (bool only).";
     logical_xor, logical_xor_, logical_xor_scalar, logical_xor_scalar_, Xor, "Logical exclusive or (bool only).";
+    atan2, atan2_, atan2_scalar, atan2_scalar_, Atan2, "`atan2(self, other)`: the angle in `(-pi, pi]` of the point (x = `other`, y = `self`), as NumPy's `arctan2` (float dtypes).";
 }
 
 macro_rules! compare_methods {

@@ -293,6 +293,9 @@ impl Tensor {
     /// Checks an index tensor's device and dtype; a copy when it shares
     /// this tensor's storage (the kernels read them separately).
     fn check_index(&self, op: &'static str, index: &Tensor) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return Err(super::complex::not_for_complex(op));
+        }
         check_devices(op, self, &[Arg::Tensor(index)])?;
         if !matches!(index.dtype(), DType::I32 | DType::U32) {
             return Err(Error::dtype(

@@ -56,6 +56,9 @@ pub(crate) enum BinaryOp {
     Or,
     /// Logical exclusive or, bool only.
     Xor,
+    /// `atan2(self, other)`: the angle of the point (x = other, y = self),
+    /// float only.
+    Atan2,
 }
 
 /// Comparisons, producing bool. Any comparison with NaN is false except `ne`.
@@ -156,7 +159,7 @@ impl UnaryOp {
 impl BinaryOp {
     /// Every binary op.
     #[cfg(test)]
-    pub const ALL: [BinaryOp; 11] = [
+    pub const ALL: [BinaryOp; 12] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -168,6 +171,7 @@ impl BinaryOp {
         BinaryOp::And,
         BinaryOp::Or,
         BinaryOp::Xor,
+        BinaryOp::Atan2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -183,6 +187,7 @@ impl BinaryOp {
             BinaryOp::And => "logical_and",
             BinaryOp::Or => "logical_or",
             BinaryOp::Xor => "logical_xor",
+            BinaryOp::Atan2 => "atan2",
         }
     }
 
@@ -191,12 +196,22 @@ impl BinaryOp {
         matches!(self, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor)
     }
 
+    /// True for the ops defined only on float dtypes.
+    pub fn is_float_only(self) -> bool {
+        self == BinaryOp::Atan2
+    }
+
     /// Checks that the op applies to `dtype`.
     ///
     /// # Errors
     /// `Error::DType` naming the op and the dtype.
     pub fn check(self, dtype: DType) -> Result<()> {
-        if self.is_logical() == (dtype == DType::Bool) {
+        let ok = if self.is_float_only() {
+            dtype.is_float()
+        } else {
+            self.is_logical() == (dtype == DType::Bool)
+        };
+        if ok {
             Ok(())
         } else {
             Err(unsupported(self.name(), dtype))

@@ -34,6 +34,9 @@ impl Tensor {
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         const OP: &str = "matmul";
         check_devices(OP, self, &[Arg::Tensor(other)])?;
+        if self.dtype().is_complex() || other.dtype().is_complex() {
+            return self.complex_matmul(other);
+        }
         check_same_dtype(OP, self.dtype(), other.dtype())?;
         if matches!(self.dtype(), DType::U8 | DType::Bool) {
             return Err(Error::dtype(

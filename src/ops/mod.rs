@@ -3,6 +3,7 @@
 
 mod along_axis;
 mod assign;
+pub(crate) mod complex;
 mod elementwise;
 mod indexing;
 mod join;
@@ -156,6 +157,13 @@ impl Tensor {
         kernel: Kernel,
         inputs: &[Input],
     ) -> Result<()> {
+        let complex = self.dtype().is_complex()
+            || inputs
+                .iter()
+                .any(|i| matches!(i, Input::Tensor(t) if t.dtype.is_complex()));
+        if complex {
+            return Err(complex::not_for_complex(op));
+        }
         self.layout().check_writable(op)?;
         run(&Call {
             kernel,

@@ -103,6 +103,9 @@ impl Tensor {
         out_dtype: DType,
         mean: bool,
     ) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return Err(super::complex::not_for_complex(op_name));
+        }
         let rank = self.rank();
         let mask = axes.mask(op_name, self.rank())?;
         let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
@@ -189,6 +192,9 @@ impl Tensor {
     /// `Error::Axis` for an axis out of range, `Error::Argument` for a
     /// repeated axis.
     pub fn sum(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.complex_sum(axes.into(), keepdim, false);
+        }
         let t = self.widened()?;
         t.reduce_into(
             "sum",
@@ -232,6 +238,9 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::sum`].
     pub fn mean(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.complex_sum(axes.into(), keepdim, true);
+        }
         let t = self.as_float()?;
         t.reduce_into(
             "mean",

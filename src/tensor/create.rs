@@ -69,7 +69,9 @@ impl Tensor {
         let shape = shape.into();
         shape.check_rank("zeros")?;
         let t = Self::empty_dense(shape, dtype, device, "zeros")?;
-        if device.is_gpu() {
+        if device.is_gpu() && dtype.is_complex() {
+            t.fill_(0.0)?;
+        } else if device.is_gpu() {
             // Pooled buffers hold whatever their last tensor left.
             t.launch_into(
                 "zeros",
@@ -122,7 +124,13 @@ impl Tensor {
         dtype: DType,
         device: &Device,
     ) -> Result<Tensor> {
-        let value = TypedScalar::new("full", value.into(), dtype)?;
+        let value = value.into();
+        if dtype.is_complex() {
+            let t = Self::empty_dense(shape.into(), dtype, device, "full")?;
+            t.fill_(value)?;
+            return Ok(t);
+        }
+        let value = TypedScalar::new("full", value, dtype)?;
         let t = Self::empty_dense(shape.into(), dtype, device, "full")?;
         t.launch_into("full", Kernel::Fill, &[Input::Scalar(value)])?;
         Ok(t)
@@ -256,6 +264,12 @@ pub(crate) fn alloc(
     dtype: DType,
     len: usize,
 ) -> Result<Arc<Storage>> {
+    // c64 lives in f32 storage as (re, im) pairs (see ops/complex.rs).
+    let (dtype, len) = if dtype.is_complex() {
+        (DType::F32, 2 * len)
+    } else {
+        (dtype, len)
+    };
     let storage = match device.gpu_context() {
         None => Storage::Cpu(CpuStorage::new(CpuData::zeros(dtype, len))),
         Some(ctx) => Storage::Gpu(GpuStorage::uninit(ctx, op, dtype, len)?),

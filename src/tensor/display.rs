@@ -21,6 +21,20 @@ fn format_float(v: f64) -> String {
     }
 }
 
+/// A complex number as NumPy prints it: `1.+2.j`, `0.5-0.25j`.
+pub(crate) fn format_complex(re: f32, im: f32) -> String {
+    let sign = if im.is_sign_negative() && !im.is_nan() {
+        '-'
+    } else {
+        '+'
+    };
+    format!(
+        "{}{sign}{}j",
+        format_float(re as f64),
+        format_float(im.abs() as f64)
+    )
+}
+
 /// The elements now: a blocking readback on native; on wasm only what is
 /// ready at once (CPU tensors), `None` for a GPU tensor.
 fn read_now<T: Element>(t: &Tensor) -> Option<crate::Result<Vec<T>>> {
@@ -119,6 +133,13 @@ impl fmt::Display for Tensor {
             DType::U32 => formatted::<u32>(self, false),
             DType::U8 => formatted::<u8>(self, false),
             DType::Bool => formatted::<bool>(self, false),
+            DType::C64 => read_now::<f32>(&self.pairs()).map(|r| {
+                r.map(|v| {
+                    v.chunks_exact(2)
+                        .map(|p| format_complex(p[0], p[1]))
+                        .collect()
+                })
+            }),
         };
         let cells = match cells {
             Some(Ok(c)) => c,

@@ -93,6 +93,8 @@ impl Tensor {
             crate::DType::U32 => read!(u32),
             crate::DType::U8 => read!(u8),
             crate::DType::Bool => read!(bool),
+            // Interleaved pairs, as c64 storage holds them.
+            crate::DType::C64 => CpuData::from_vec(self.pairs().to_vec_async::<f32>().await?),
         })
     }
 }

@@ -42,6 +42,12 @@ macro_rules! with_num_type {
                 type $T = u8;
                 $body
             }
+            // Complex tensors reach kernels only as f32 views (see
+            // `backend::reject_complex`); this arm is never taken.
+            DType::C64 => {
+                type $T = f32;
+                $body
+            }
             DType::Bool => $other,
         }
     };
@@ -146,7 +152,7 @@ unsafe fn dispatch(
             Kernel::Unary(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 match out_dtype {
-                    DType::F32 => unary_float::<f32>(op, plan, out, a),
+                    DType::F32 | DType::C64 => unary_float::<f32>(op, plan, out, a),
                     DType::F16 => unary_float::<f16>(op, plan, out, a),
                     DType::F64 => unary_float::<f64>(op, plan, out, a),
                     DType::I32 => unary_num::<i32>(op, plan, out, a),
@@ -158,8 +164,16 @@ unsafe fn dispatch(
             Kernel::Binary(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
-                with_num_type!(out_dtype, T => binary_num::<T>(op, plan, out, a, b),
-                    bool => binary_bool(op, plan, out, a, b))?;
+                if op.is_float_only() {
+                    match out_dtype {
+                        DType::F16 => binary_float::<f16>(op, plan, out, a, b),
+                        DType::F64 => binary_float::<f64>(op, plan, out, a, b),
+                        _ => binary_float::<f32>(op, plan, out, a, b),
+                    }?;
+                } else {
+                    with_num_type!(out_dtype, T => binary_num::<T>(op, plan, out, a, b),
+                        bool => binary_bool(op, plan, out, a, b))?;
+                }
             }
             Kernel::Compare(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
@@ -278,8 +292,29 @@ unsafe fn binary_num<T: Num>(
             BinaryOp::Maximum => apply2!(plan, o, a, b, T, T::maximum),
             BinaryOp::Minimum => apply2!(plan, o, a, b, T, T::minimum),
             BinaryOp::Remainder => apply2!(plan, o, a, b, T, T::rem),
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => return op.check(T::DTYPE),
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Atan2 => {
+                return op.check(T::DTYPE);
+            }
         }
+    }
+    Ok(())
+}
+
+/// The float-only binary ops (atan2).
+///
+/// # Safety
+/// As [`run`].
+unsafe fn binary_float<T: Float>(
+    op: BinaryOp,
+    plan: &IterPlan,
+    out: *mut u8,
+    a: *const u8,
+    b: Operand,
+) -> Result<()> {
+    let o = out as *mut T;
+    match op {
+        BinaryOp::Atan2 => unsafe { apply2!(plan, o, a, b, T, T::atan2) },
+        _ => return op.check(DType::Bool),
     }
     Ok(())
 }

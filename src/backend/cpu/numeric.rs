@@ -39,6 +39,8 @@ pub(crate) trait Float: Num {
     fn sigmoid(self) -> Self;
     fn gelu(self) -> Self;
     fn recip(self) -> Self;
+    /// The angle of the point (`o`, `self`): `atan2(y = self, x = o)`.
+    fn atan2(self, o: Self) -> Self;
 }
 
 macro_rules! float_num {
@@ -170,6 +172,10 @@ macro_rules! float_num {
             fn recip(self) -> Self {
                 1.0 / self
             }
+            #[inline(always)]
+            fn atan2(self, o: Self) -> Self {
+                <$t>::atan2(self, o)
+            }
         }
     };
 }
@@ -214,6 +220,10 @@ impl Num for f16 {
 }
 impl Float for f16 {
     via_f32_float!(exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip);
+    #[inline(always)]
+    fn atan2(self, o: Self) -> Self {
+        f16::from_f32(self.to_f32().atan2(o.to_f32()))
+    }
 }
 
 macro_rules! int_num {

@@ -43,7 +43,7 @@ pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {
         }};
     }
     match call.input.dtype {
-        DType::F32 => typed!(f32, F32),
+        DType::F32 | DType::C64 => typed!(f32, F32),
         DType::F16 => typed!(f16, F16),
         DType::F64 => typed!(f64, F64),
         DType::I32 => typed!(i32, I32),

@@ -53,6 +53,7 @@ impl CpuData {
             DType::U32 => take!(U32),
             DType::U8 => take!(U8),
             DType::Bool => take!(Bool),
+            DType::C64 => unreachable!("no Element type has dtype c64"),
         }
     }
 
@@ -60,6 +61,8 @@ impl CpuData {
     pub fn zeros(dtype: DType, len: usize) -> CpuData {
         match dtype {
             DType::F32 => CpuData::F32(vec![0.0; len]),
+            // Interleaved (re, im) pairs.
+            DType::C64 => CpuData::F32(vec![0.0; 2 * len]),
             DType::F16 => CpuData::F16(vec![f16::ZERO; len]),
             DType::F64 => CpuData::F64(vec![0.0; len]),
             DType::I32 => CpuData::I32(vec![0; len]),

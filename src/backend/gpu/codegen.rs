@@ -37,7 +37,7 @@ enum Storage {
 
 fn storage(dtype: DType, native_f16: bool) -> Storage {
     match dtype {
-        DType::F32 | DType::F64 => Storage::Plain("f32"),
+        DType::F32 | DType::F64 | DType::C64 => Storage::Plain("f32"),
         DType::I32 => Storage::Plain("i32"),
         DType::U32 => Storage::Plain("u32"),
         DType::F16 if native_f16 => Storage::F16,
@@ -49,7 +49,7 @@ fn storage(dtype: DType, native_f16: bool) -> Storage {
 /// The WGSL type arithmetic on `dtype` runs in.
 pub(crate) fn compute_type(dtype: DType) -> &'static str {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => "f32",
+        DType::F32 | DType::F16 | DType::F64 | DType::C64 => "f32",
         DType::I32 => "i32",
         DType::U32 | DType::U8 => "u32",
         DType::Bool => "bool",
@@ -125,7 +125,7 @@ fn store_fn(dtype: DType, s: Storage) -> String {
 fn scalar_expr(dtype: DType, slot: u8) -> String {
     let bits = format!("scalar_bits({slot}u)");
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => format!("bitcast<f32>({bits})"),
+        DType::F32 | DType::F16 | DType::F64 | DType::C64 => format!("bitcast<f32>({bits})"),
         DType::I32 => format!("bitcast<i32>({bits})"),
         DType::U32 | DType::U8 => bits,
         DType::Bool => format!("({bits} != 0u)"),
@@ -196,6 +196,7 @@ fn binary_expr(op: BinaryOp, ct: &str) -> String {
         (BinaryOp::And, _) => "a && b",
         (BinaryOp::Or, _) => "a || b",
         (BinaryOp::Xor, _) => "a != b",
+        (BinaryOp::Atan2, _) => "atan2(a, b)",
     };
     e.to_string()
 }

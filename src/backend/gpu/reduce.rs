@@ -70,7 +70,7 @@ pub(crate) struct ReduceKey {
 /// The accumulator dtype of a reduction over `dtype`.
 fn acc_dtype(dtype: DType) -> DType {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => DType::F32,
+        DType::F32 | DType::F16 | DType::F64 | DType::C64 => DType::F32,
         DType::I32 => DType::I32,
         DType::U32 | DType::U8 | DType::Bool => DType::U32,
     }

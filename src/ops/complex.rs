@@ -1,0 +1,413 @@
+//! Complex tensors (c64): f32 storage holding (re, im) pairs.
+//!
+//! A c64 tensor's layout counts complex elements; its storage is f32 with
+//! twice as many entries. Three f32 views of the same storage carry every
+//! complex op to the f32 kernels, so complex tensors run on both devices,
+//! read strided views in place and batch like everything else:
+//! - the *pair view* appends an axis of 2 (strides doubled, offset doubled,
+//!   inner stride 1), for data movement (copies, sums, adds);
+//! - [`Tensor::real`] and [`Tensor::imag`] are that view at 0 and 1 along
+//!   the new axis, for arithmetic (`(a+bi)(c+di) = (ac-bd) + (ad+bc)i`),
+//!   and are public: writing through them changes the complex tensor.
+
+use super::Axes;
+use super::kinds::{BinaryOp, UnaryOp};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, normalize_axis};
+use crate::scalar::Scalar;
+use crate::shape::{DimVec, Shape};
+use crate::tensor::Tensor;
+use num_complex::Complex32;
+
+impl Tensor {
+    /// A c64 tensor of `shape` holding `values` in row-major order.
+    ///
+    /// ```
+    /// use webtensor::{Complex32, Device, Tensor};
+    /// let z = Tensor::from_complex(&[Complex32::new(1.0, 2.0), Complex32::new(3.0, -4.0)], [2], &Device::cpu())?;
+    /// z.imag()?.mul_scalar_(-1.0)?; // conjugate in place through the f32 view
+    /// assert_eq!(z.to_complex_vec()?, vec![Complex32::new(1.0, -2.0), Complex32::new(3.0, 4.0)]);
+    /// assert_eq!(z.abs()?.to_vec::<f32>()?, vec![5.0f32.sqrt(), 5.0]);
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` when the count does not match the shape; device errors.
+    pub fn from_complex(
+        values: &[Complex32],
+        shape: impl Into<Shape>,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let pairs: Vec<f32> = values.iter().flat_map(|c| [c.re, c.im]).collect();
+        Tensor::from_interleaved(&pairs, shape, device)
+    }
+
+    /// A c64 tensor of `shape` from interleaved `(re, im)` f32 pairs.
+    ///
+    /// # Errors
+    /// `Error::Shape` unless `values` holds two f32 per element; device errors.
+    pub fn from_interleaved(
+        values: &[f32],
+        shape: impl Into<Shape>,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        if values.len() != 2 * shape.numel() {
+            return Err(Error::shape(
+                "from_interleaved",
+                format!(
+                    "{} f32 values for a complex tensor of shape {shape} (needs {})",
+                    values.len(),
+                    2 * shape.numel()
+                ),
+            ));
+        }
+        let mut dims = shape.dims().to_vec();
+        dims.push(2);
+        let pairs = Tensor::from_slice(values, dims, device)?;
+        Ok(pairs.complex_of_pairs())
+    }
+
+    /// The c64 tensor `re + i·im` of two f32 tensors broadcast together.
+    ///
+    /// # Errors
+    /// `Error::DType` unless both are f32; `Error::Shape` when they do not
+    /// broadcast; `Error::DeviceMismatch`.
+    pub fn complex(re: &Tensor, im: &Tensor) -> Result<Tensor> {
+        const OP: &str = "complex";
+        for t in [re, im] {
+            if t.dtype() != DType::F32 {
+                return Err(Error::dtype(
+                    OP,
+                    format!("parts must be f32, got {}", t.dtype()),
+                ));
+            }
+        }
+        super::check_devices(OP, re, &[super::Arg::Tensor(im)])?;
+        let shape = crate::shape::broadcast_shapes(OP, re.shape(), im.shape())?;
+        let out = Tensor::empty_dense(shape, DType::C64, re.device(), OP)?;
+        out.real()?.assign(re)?;
+        out.imag()?.assign(im)?;
+        Ok(out)
+    }
+
+    /// The real parts of a c64 tensor as an f32 **view** of its storage
+    /// (doubled strides, same offset): writing through it changes the
+    /// complex tensor, and every f32 op and view applies. For a real tensor,
+    /// the tensor itself.
+    ///
+    /// The c64 ops: `add sub mul div` (tensor, scalar, in-place forms; a real
+    /// f32 operand or a real or [`Complex32`] scalar is promoted), `neg conj
+    /// exp` (and `_` forms), `abs` and `angle` (giving f32), `sum` and
+    /// `mean`, `matmul`, `assign`/`fill_`, copies, views, joins, device moves.
+    ///
+    /// # Errors
+    /// None for c64 and real dtypes (kept as `Result` for symmetry with
+    /// [`Tensor::imag`]).
+    pub fn real(&self) -> Result<Tensor> {
+        if !self.dtype().is_complex() {
+            return Ok(self.clone());
+        }
+        self.part(0)
+    }
+
+    /// The imaginary parts of a c64 tensor as an f32 view of its storage
+    /// (offset by one f32); see [`Tensor::real`].
+    ///
+    /// # Errors
+    /// `Error::DType` for a real tensor (it has no imaginary storage to view).
+    pub fn imag(&self) -> Result<Tensor> {
+        if !self.dtype().is_complex() {
+            return Err(Error::dtype(
+                "imag",
+                format!("a {} tensor has no imaginary part to view", self.dtype()),
+            ));
+        }
+        self.part(1)
+    }
+
+    fn part(&self, k: usize) -> Result<Tensor> {
+        let pairs = self.pairs();
+        pairs.narrow(-1, k, 1)?.squeeze_axis(-1)
+    }
+
+    /// The f32 view of a c64 tensor with a trailing axis of (re, im).
+    pub(crate) fn pairs(&self) -> Tensor {
+        let mut dims: DimVec<usize> = self.dims().iter().copied().collect();
+        let mut strides: DimVec<isize> = self.strides().iter().map(|s| 2 * s).collect();
+        dims.push(2);
+        strides.push(1);
+        let layout = Layout::from_parts(dims.into(), strides, 2 * self.offset());
+        Tensor::from_parts(
+            self.storage().clone(),
+            layout,
+            DType::F32,
+            self.device().clone(),
+        )
+    }
+
+    /// The c64 tensor whose pair view is this f32 tensor, which the caller
+    /// made with a trailing axis of 2 at stride 1 and even strides and offset
+    /// (as every fresh row-major tensor of that shape has).
+    pub(crate) fn complex_of_pairs(&self) -> Tensor {
+        let r = self.rank() - 1;
+        debug_assert!(self.dims()[r] == 2 && self.strides()[r] == 1);
+        debug_assert!(self.offset().is_multiple_of(2));
+        debug_assert!(self.strides()[..r].iter().all(|s| s % 2 == 0));
+        let layout = Layout::from_parts(
+            self.dims()[..r].into(),
+            self.strides()[..r].iter().map(|s| s / 2).collect(),
+            self.offset() / 2,
+        );
+        Tensor::from_parts(
+            self.storage().clone(),
+            layout,
+            DType::C64,
+            self.device().clone(),
+        )
+    }
+
+    /// The elements of a c64 tensor in row-major order, blocking (native
+    /// only; use [`Tensor::to_complex_vec_async`] on wasm).
+    ///
+    /// # Errors
+    /// `Error::DType` for a real tensor; readback failures.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn to_complex_vec(&self) -> Result<Vec<Complex32>> {
+        pollster::block_on(self.to_complex_vec_async())
+    }
+
+    /// [`Tensor::to_complex_vec`] for every target.
+    ///
+    /// # Errors
+    /// As [`Tensor::to_complex_vec`].
+    pub async fn to_complex_vec_async(&self) -> Result<Vec<Complex32>> {
+        if !self.dtype().is_complex() {
+            return Err(Error::dtype(
+                "to_complex_vec",
+                format!(
+                    "tensor has dtype {}; use to_vec for real tensors",
+                    self.dtype()
+                ),
+            ));
+        }
+        let flat = self.pairs().to_vec_async::<f32>().await?;
+        Ok(flat
+            .chunks_exact(2)
+            .map(|p| Complex32::new(p[0], p[1]))
+            .collect())
+    }
+
+    /// The complex conjugate (a copy); for a real tensor, a copy of it.
+    ///
+    /// # Errors
+    /// `Error::DType` for bool; device errors.
+    pub fn conj(&self) -> Result<Tensor> {
+        let out = self.contiguous_copy()?;
+        out.conj_()?;
+        Ok(out)
+    }
+
+    /// Conjugates in place, through this view (negates the imaginary
+    /// parts; nothing for a real tensor).
+    ///
+    /// # Errors
+    /// `Error::OverlappingWrite` for a broadcast view.
+    pub fn conj_(&self) -> Result<()> {
+        if self.dtype().is_complex() {
+            self.imag()?.neg_()?;
+        }
+        Ok(())
+    }
+
+    /// The argument (phase) of each element in `(-pi, pi]` as f32:
+    /// `atan2(im, re)`. For a real f32 tensor, 0 or pi by sign.
+    ///
+    /// # Errors
+    /// `Error::DType` for other dtypes.
+    pub fn angle(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.imag()?.atan2(&self.real()?);
+        }
+        let zeros = Tensor::zeros(self.shape().clone(), self.dtype(), self.device())?;
+        zeros.atan2(self)
+    }
+
+    /// `op` for c64 operands: `self` or `other` is c64, the other c64 or f32.
+    pub(super) fn complex_binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        let (a, b) = (self.as_complex(op.name())?, other.as_complex(op.name())?);
+        super::check_devices(op.name(), &a, &[super::Arg::Tensor(&b)])?;
+        match op {
+            BinaryOp::Add => Ok(a.pairs().add(&b.pairs())?.complex_of_pairs()),
+            BinaryOp::Sub => Ok(a.pairs().sub(&b.pairs())?.complex_of_pairs()),
+            BinaryOp::Mul => {
+                let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
+                let re = ar.mul(&br)?.sub(&ai.mul(&bi)?)?;
+                let im = ar.mul(&bi)?.add(&ai.mul(&br)?)?;
+                Tensor::complex(&re, &im)
+            }
+            BinaryOp::Div => {
+                let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
+                let den = br.square()?.add(&bi.square()?)?;
+                let re = ar.mul(&br)?.add(&ai.mul(&bi)?)?.div(&den)?;
+                let im = ai.mul(&br)?.sub(&ar.mul(&bi)?)?.div(&den)?;
+                Tensor::complex(&re, &im)
+            }
+            _ => Err(not_for_complex(op.name())),
+        }
+    }
+
+    /// In-place `op` into this c64 view: the result, written through it.
+    pub(super) fn complex_binary_(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
+        if !self.dtype().is_complex() {
+            return Err(Error::dtype(
+                op.name(),
+                format!(
+                    "cannot write a complex result into a {} tensor",
+                    self.dtype()
+                ),
+            ));
+        }
+        self.layout().check_writable(op.name())?;
+        let result = self.complex_binary(op, other)?;
+        self.assign(&result)
+    }
+
+    /// `op` with a real or complex scalar, for a c64 tensor.
+    pub(super) fn complex_scalar(&self, op: BinaryOp, s: Scalar) -> Result<Tensor> {
+        self.complex_binary(op, &complex_scalar_tensor(op.name(), s, self.device())?)
+    }
+
+    /// In-place [`Tensor::complex_scalar`].
+    pub(super) fn complex_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
+        self.complex_binary_(op, &complex_scalar_tensor(op.name(), s, self.device())?)
+    }
+
+    /// `op` of a c64 tensor: neg, exp (c64) and abs (f32).
+    pub(super) fn complex_unary(&self, op: UnaryOp) -> Result<Tensor> {
+        let (re, im) = (self.real()?, self.imag()?);
+        match op {
+            UnaryOp::Neg => Ok(self.pairs().neg()?.complex_of_pairs()),
+            UnaryOp::Exp => {
+                let scale = re.exp()?;
+                Tensor::complex(&scale.mul(&im.cos()?)?, &scale.mul(&im.sin()?)?)
+            }
+            UnaryOp::Abs => re.square()?.add(&im.square()?)?.sqrt(),
+            _ => Err(not_for_complex(op.name())),
+        }
+    }
+
+    /// In-place `op` (neg or exp) into this c64 view.
+    pub(super) fn complex_unary_(&self, op: UnaryOp) -> Result<()> {
+        if op == UnaryOp::Abs {
+            return Err(Error::dtype(
+                "abs_",
+                "the magnitude of a c64 tensor is f32; use abs",
+            ));
+        }
+        self.layout().check_writable(op.name())?;
+        let result = self.complex_unary(op)?;
+        self.assign(&result)
+    }
+
+    /// Sum (or mean) of a c64 tensor over `axes`.
+    pub(super) fn complex_sum(&self, axes: Axes, keepdim: bool, mean: bool) -> Result<Tensor> {
+        let op = if mean { "mean" } else { "sum" };
+        // The pair axis is last: resolve the axes against the complex rank.
+        let axes: Vec<isize> = match axes {
+            Axes::All => (0..self.rank() as isize).collect(),
+            Axes::List(list) => list
+                .iter()
+                .map(|&a| normalize_axis(op, a, self.rank()).map(|a| a as isize))
+                .collect::<Result<_>>()?,
+        };
+        let pairs = self.pairs();
+        let out = if mean {
+            pairs.mean(axes, keepdim)?
+        } else {
+            pairs.sum(axes, keepdim)?
+        };
+        Ok(out.complex_of_pairs())
+    }
+
+    /// Matrix product of c64 operands (one may be f32): four real products
+    /// of the strided real and imaginary views.
+    pub(super) fn complex_matmul(&self, other: &Tensor) -> Result<Tensor> {
+        let (a, b) = (self.as_complex("matmul")?, other.as_complex("matmul")?);
+        let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
+        let re = ar.matmul(&br)?.sub(&ai.matmul(&bi)?)?;
+        let im = ar.matmul(&bi)?.add(&ai.matmul(&br)?)?;
+        Tensor::complex(&re, &im)
+    }
+
+    /// Copies a c64 source into this c64 view (its pairs into ours), or an
+    /// f32 source into the real parts with zero imaginary parts.
+    pub(super) fn complex_assign(&self, src: &Tensor) -> Result<()> {
+        const OP: &str = "assign";
+        match (self.dtype(), src.dtype()) {
+            (DType::C64, DType::C64) => self.pairs().assign(&src.pairs()),
+            (DType::C64, DType::F32) => {
+                self.real()?.assign(src)?;
+                self.imag()?.fill_(0.0)
+            }
+            (DType::C64, other) => Err(Error::dtype(
+                OP,
+                format!("cannot assign {other} to c64; cast to f32 first"),
+            )),
+            (dst, _) => Err(Error::dtype(
+                OP,
+                format!("cannot assign c64 to {dst}; take .real() or .abs() first"),
+            )),
+        }
+    }
+
+    /// Fills a c64 view with a real or complex scalar.
+    pub(super) fn complex_fill_(&self, value: Scalar) -> Result<()> {
+        let c = complex_value("fill_", value)?;
+        self.real()?.fill_(c.re)?;
+        self.imag()?.fill_(c.im)
+    }
+
+    /// This tensor as c64: itself, or an f32 tensor promoted.
+    fn as_complex(&self, op: &'static str) -> Result<Tensor> {
+        match self.dtype() {
+            DType::C64 => Ok(self.clone()),
+            DType::F32 => {
+                let zeros = Tensor::zeros(self.shape().clone(), DType::F32, self.device())?;
+                Tensor::complex(self, &zeros)
+            }
+            other => Err(Error::dtype(
+                op,
+                format!("cannot combine {other} with c64; cast to f32 first"),
+            )),
+        }
+    }
+}
+
+/// A scalar as a complex number.
+///
+/// # Errors
+/// `Error::DType` naming `op` for a bool.
+fn complex_value(op: &'static str, s: Scalar) -> Result<Complex32> {
+    match s {
+        Scalar::Float(v) => Ok(Complex32::new(v as f32, 0.0)),
+        Scalar::Int(v) => Ok(Complex32::new(v as f32, 0.0)),
+        Scalar::Complex(c) => Ok(c),
+        Scalar::Bool(_) => Err(Error::dtype(op, "a bool scalar has no complex value")),
+    }
+}
+
+/// A 0-d c64 tensor holding scalar `s` on `device`.
+fn complex_scalar_tensor(op: &'static str, s: Scalar, device: &Device) -> Result<Tensor> {
+    Tensor::from_complex(&[complex_value(op, s)?], Shape::scalar(), device)
+}
+
+/// The error of an op that has no c64 form.
+pub(crate) fn not_for_complex(op: &'static str) -> Error {
+    Error::dtype(
+        op,
+        "not defined for dtype c64 (see Tensor::real for the complex ops)",
+    )
+}

@@ -1,0 +1,364 @@
+//! Complex (c64) tensors on every device: construction, zero-copy real/imag
+//! views written through, arithmetic against an f64 reference on strided
+//! views, reductions, matmul, printing, device moves and errors.
+
+mod common;
+
+use common::{devices, gpu, noise};
+use num_complex::{Complex32, Complex64};
+use webtensor::{Axes, DType, Device, Error, Tensor, s};
+
+fn c(re: f32, im: f32) -> Complex32 {
+    Complex32::new(re, im)
+}
+
+/// Complex values from noise, distinct per seed.
+fn values(n: usize, seed: u64) -> Vec<Complex32> {
+    let re = noise(n, seed);
+    let im = noise(n, seed + 100);
+    re.iter()
+        .zip(&im)
+        .map(|(&a, &b)| c(2.0 * a, 2.0 * b))
+        .collect()
+}
+
+fn close(got: &[Complex32], want: &[Complex64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let err = ((g.re as f64 - w.re).powi(2) + (g.im as f64 - w.im).powi(2)).sqrt();
+        assert!(
+            err <= tol * w.norm().max(1.0),
+            "{what}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+fn wide(v: &[Complex32]) -> Vec<Complex64> {
+    v.iter()
+        .map(|z| Complex64::new(z.re as f64, z.im as f64))
+        .collect()
+}
+
+#[test]
+fn construction_and_readback() {
+    for dev in devices() {
+        let z = Tensor::from_complex(&[c(1.0, 2.0), c(3.0, -4.0)], [2], &dev).unwrap();
+        assert_eq!(z.dtype(), DType::C64);
+        assert_eq!(z.to_complex_vec().unwrap(), [c(1.0, 2.0), c(3.0, -4.0)]);
+        let w = Tensor::from_interleaved(&[1.0, 2.0, 3.0, -4.0], [2, 1], &dev).unwrap();
+        assert_eq!(w.dims(), &[2, 1]);
+        assert_eq!(w.to_complex_vec().unwrap(), [c(1.0, 2.0), c(3.0, -4.0)]);
+        // From parts, broadcast together.
+        let re = Tensor::from_slice(&[1.0f32, 2.0], [2, 1], &dev).unwrap();
+        let im = Tensor::from_slice(&[10.0f32, 20.0, 30.0], [3], &dev).unwrap();
+        let p = Tensor::complex(&re, &im).unwrap();
+        assert_eq!(p.dims(), &[2, 3]);
+        assert_eq!(p.to_complex_vec().unwrap()[4], c(2.0, 20.0));
+        assert_eq!(
+            Tensor::zeros([2], DType::C64, &dev)
+                .unwrap()
+                .to_complex_vec()
+                .unwrap(),
+            [c(0.0, 0.0); 2]
+        );
+        assert_eq!(
+            Tensor::ones([1], DType::C64, &dev)
+                .unwrap()
+                .to_complex_vec()
+                .unwrap(),
+            [c(1.0, 0.0)]
+        );
+        let full = Tensor::full([2], c(0.5, -1.5), DType::C64, &dev).unwrap();
+        assert_eq!(full.to_complex_vec().unwrap(), [c(0.5, -1.5); 2]);
+        let promoted = re.to_dtype(DType::C64).unwrap();
+        assert_eq!(
+            promoted.to_complex_vec().unwrap(),
+            [c(1.0, 0.0), c(2.0, 0.0)]
+        );
+        assert_eq!(
+            format!(
+                "{}",
+                Tensor::from_complex(&[c(1.0, 2.0), c(0.5, -0.25)], [2], &dev).unwrap()
+            ),
+            "[   1.+2.j 0.5-0.25j]"
+        );
+    }
+}
+
+#[test]
+fn real_and_imag_are_views_written_through() {
+    for dev in devices() {
+        let z = Tensor::from_complex(&values(12, 1), [3, 4], &dev).unwrap();
+        let before = z.to_complex_vec().unwrap();
+        let (re, im) = (z.real().unwrap(), z.imag().unwrap());
+        assert!(re.shares_storage(&z) && im.shares_storage(&z));
+        assert_eq!(re.dtype(), DType::F32);
+        assert_eq!(re.strides(), &[8, 2]);
+        assert_eq!((re.offset(), im.offset()), (0, 1));
+        // The example: conjugate in place through the imag view.
+        z.imag().unwrap().mul_scalar_(-1.0).unwrap();
+        let conj: Vec<Complex32> = before.iter().map(|v| v.conj()).collect();
+        assert_eq!(z.to_complex_vec().unwrap(), conj);
+        // Views of a complex view: a reversed, stepped column block.
+        let v = z.slice(s![..;-1, 1..;2]).unwrap();
+        assert_eq!(v.real().unwrap().strides(), &[-8, 4]);
+        v.real().unwrap().fill_(7.0).unwrap();
+        let after = z.to_complex_vec().unwrap();
+        for (k, (a, b)) in after.iter().zip(&conj).enumerate() {
+            let want = if k % 4 % 2 == 1 { c(7.0, b.im) } else { *b };
+            assert_eq!(*a, want, "element {k}");
+        }
+        assert_eq!(
+            v.to_complex_vec().unwrap(),
+            [conj[9], conj[11], conj[5], conj[7], conj[1], conj[3]].map(|x| c(7.0, x.im))
+        );
+        // f32 ops read the views: |z|^2 from the parts.
+        let mag2 = z
+            .real()
+            .unwrap()
+            .square()
+            .unwrap()
+            .add(&z.imag().unwrap().square().unwrap())
+            .unwrap();
+        let abs = z.abs().unwrap();
+        assert_eq!(abs.dtype(), DType::F32);
+        let (m, a) = (mag2.to_vec::<f32>().unwrap(), abs.to_vec::<f32>().unwrap());
+        for (m, a) in m.iter().zip(&a) {
+            assert!((m.sqrt() - a).abs() <= 1e-6 * a.max(1.0));
+        }
+    }
+}
+
+#[test]
+fn arithmetic_matches_an_f64_reference_on_strided_views() {
+    for dev in devices() {
+        let (av, bv) = (values(24, 3), values(24, 4));
+        let a_full = Tensor::from_complex(&av, [4, 6], &dev).unwrap();
+        let b_full = Tensor::from_complex(&bv, [6, 4], &dev).unwrap();
+        // Transposed and reversed operands.
+        let a = a_full.slice(s![..;-1, ..]).unwrap();
+        let b = b_full.t();
+        let (aw, bw) = (
+            wide(&a.to_complex_vec().unwrap()),
+            wide(&b.to_complex_vec().unwrap()),
+        );
+        let check = |t: Tensor, f: &dyn Fn(Complex64, Complex64) -> Complex64, what: &str| {
+            let want: Vec<Complex64> = aw.iter().zip(&bw).map(|(&x, &y)| f(x, y)).collect();
+            close(
+                &t.to_complex_vec().unwrap(),
+                &want,
+                1e-5,
+                &format!("{dev} {what}"),
+            );
+        };
+        check(a.add(&b).unwrap(), &|x, y| x + y, "add");
+        check(a.sub(&b).unwrap(), &|x, y| x - y, "sub");
+        check(a.mul(&b).unwrap(), &|x, y| x * y, "mul");
+        check(a.div(&b).unwrap(), &|x, y| x / y, "div");
+        check(a.neg().unwrap(), &|x, _| -x, "neg");
+        check(a.conj().unwrap(), &|x, _| x.conj(), "conj");
+        check(a.exp().unwrap(), &|x, _| x.exp(), "exp");
+        check(
+            a.mul_scalar(c(0.5, 2.0)).unwrap(),
+            &|x, _| x * Complex64::new(0.5, 2.0),
+            "mul complex scalar",
+        );
+        check(
+            a.add_scalar(3.0).unwrap(),
+            &|x, _| x + 3.0,
+            "add real scalar",
+        );
+        check(a.div_scalar(2).unwrap(), &|x, _| x / 2.0, "div int scalar");
+        let abs = a.abs().unwrap().to_vec::<f32>().unwrap();
+        let angle = a.angle().unwrap().to_vec::<f32>().unwrap();
+        for (k, x) in aw.iter().enumerate() {
+            assert!((abs[k] as f64 - x.norm()).abs() < 1e-5, "abs {k}");
+            assert!((angle[k] as f64 - x.arg()).abs() < 1e-5, "angle {k}");
+        }
+        // Broadcasting a row, and a real f32 operand promoted.
+        let row = Tensor::from_complex(
+            &[
+                c(1.0, 1.0),
+                c(0.0, -1.0),
+                c(2.0, 0.0),
+                c(1.0, 0.0),
+                c(0.0, 0.0),
+                c(-1.0, 0.5),
+            ],
+            [6],
+            &dev,
+        )
+        .unwrap();
+        let rw = wide(&row.to_complex_vec().unwrap());
+        let got = a.mul(&row).unwrap().to_complex_vec().unwrap();
+        let want: Vec<Complex64> = aw.iter().enumerate().map(|(k, &x)| x * rw[k % 6]).collect();
+        close(&got, &want, 1e-5, "broadcast mul");
+        let real = Tensor::from_slice(&[2.0f32; 6], [6], &dev).unwrap();
+        let got = a.mul(&real).unwrap().to_complex_vec().unwrap();
+        let want: Vec<Complex64> = aw.iter().map(|&x| x * 2.0).collect();
+        close(&got, &want, 1e-6, "real operand");
+        // In place through a view of a complex tensor.
+        let z = Tensor::from_complex(&av, [4, 6], &dev).unwrap();
+        z.slice(s![.., ..;3])
+            .unwrap()
+            .mul_(&Tensor::from_complex(&[c(0.0, 1.0)], [1], &dev).unwrap())
+            .unwrap();
+        z.slice(s![0]).unwrap().exp_().unwrap();
+        let got = z.to_complex_vec().unwrap();
+        let orig = wide(&av);
+        for (k, g) in got.iter().enumerate() {
+            let mut w = orig[k];
+            if k % 6 % 3 == 0 {
+                w *= Complex64::new(0.0, 1.0);
+            }
+            if k < 6 {
+                w = w.exp();
+            }
+            close(&[*g], &[w], 1e-5, &format!("in place {k}"));
+        }
+    }
+}
+
+#[test]
+fn sums_means_and_matmul() {
+    for dev in devices() {
+        let zv = values(24, 7);
+        let z = Tensor::from_complex(&zv, [2, 3, 4], &dev).unwrap();
+        let zw = wide(&zv);
+        let total: Complex64 = zw.iter().sum();
+        close(
+            &z.sum(.., false).unwrap().to_complex_vec().unwrap(),
+            &[total],
+            1e-5,
+            "sum all",
+        );
+        let s1 = z.sum(-2, true).unwrap();
+        assert_eq!(s1.dims(), &[2, 1, 4]);
+        let want: Vec<Complex64> = (0..8)
+            .map(|k| (0..3).map(|j| zw[(k / 4) * 12 + j * 4 + k % 4]).sum())
+            .collect();
+        close(&s1.to_complex_vec().unwrap(), &want, 1e-5, "sum axis -2");
+        let m = z.mean(Axes::from([0, 2]), false).unwrap();
+        let want: Vec<Complex64> = (0..3)
+            .map(|j| {
+                (0..2)
+                    .flat_map(|i| (0..4).map(move |k| (i, k)))
+                    .map(|(i, k)| zw[i * 12 + j * 4 + k])
+                    .sum::<Complex64>()
+                    / 8.0
+            })
+            .collect();
+        close(&m.to_complex_vec().unwrap(), &want, 1e-5, "mean");
+
+        // Batched matmul with a transposed (strided) right operand.
+        let av = values(2 * 3 * 5, 8);
+        let bv = values(2 * 4 * 5, 9);
+        let a = Tensor::from_complex(&av, [2, 3, 5], &dev).unwrap();
+        let b = Tensor::from_complex(&bv, [2, 4, 5], &dev)
+            .unwrap()
+            .transpose(-1, -2)
+            .unwrap();
+        let prod = a.matmul(&b).unwrap();
+        assert_eq!(prod.dims(), &[2, 3, 4]);
+        let (aw, bw) = (wide(&av), wide(&bv));
+        let want: Vec<Complex64> = (0..24)
+            .map(|q| {
+                let (n, i, j) = (q / 12, q / 4 % 3, q % 4);
+                (0..5)
+                    .map(|k| aw[n * 15 + i * 5 + k] * bw[n * 20 + j * 5 + k])
+                    .sum()
+            })
+            .collect();
+        close(
+            &prod.to_complex_vec().unwrap(),
+            &want,
+            1e-5,
+            &format!("{dev} matmul"),
+        );
+        // A complex matrix times a real vector.
+        let v = Tensor::from_slice(&[1.0f32, 0.0, -1.0, 2.0, 0.5], [5], &dev).unwrap();
+        let mv = a.slice(s![0]).unwrap().matmul(&v).unwrap();
+        let want: Vec<Complex64> = (0..3)
+            .map(|i| {
+                (0..5)
+                    .map(|k| aw[i * 5 + k] * [1.0, 0.0, -1.0, 2.0, 0.5][k])
+                    .sum()
+            })
+            .collect();
+        close(&mv.to_complex_vec().unwrap(), &want, 1e-5, "matrix-vector");
+    }
+}
+
+#[test]
+fn joins_copies_and_device_moves() {
+    let cpu = Device::cpu();
+    let z = Tensor::from_complex(&values(6, 11), [2, 3], &cpu).unwrap();
+    let zv = z.to_complex_vec().unwrap();
+    let joined = Tensor::concat(&[&z, &z.slice(s![..1, ..;-1]).unwrap()], 0).unwrap();
+    let jv = joined.to_complex_vec().unwrap();
+    assert_eq!(&jv[..6], &zv[..]);
+    assert_eq!(&jv[6..], &[zv[2], zv[1], zv[0]]);
+    let t = z.t().contiguous().unwrap();
+    assert!(t.is_contiguous());
+    assert_eq!(
+        t.to_complex_vec().unwrap(),
+        [zv[0], zv[3], zv[1], zv[4], zv[2], zv[5]]
+    );
+    if let Some(g) = gpu() {
+        let on_gpu = z.t().to_device(&g).unwrap();
+        assert_eq!(
+            on_gpu.to_complex_vec().unwrap(),
+            t.to_complex_vec().unwrap()
+        );
+        let back = on_gpu.mul(&on_gpu).unwrap().to_device(&cpu).unwrap();
+        let want: Vec<Complex64> = wide(&t.to_complex_vec().unwrap())
+            .iter()
+            .map(|x| x * x)
+            .collect();
+        close(
+            &back.to_complex_vec().unwrap(),
+            &want,
+            1e-5,
+            "gpu round trip",
+        );
+    }
+}
+
+#[test]
+fn complex_errors_name_the_op() {
+    let dev = Device::cpu();
+    let z = Tensor::from_complex(&[c(1.0, 1.0)], [1], &dev).unwrap();
+    let r = Tensor::from_slice(&[1.0f32], [1], &dev).unwrap();
+    let is_dtype = |e: Error, op: &str| matches!(e, Error::DType { op: o, .. } if o == op);
+    assert!(is_dtype(z.max(.., false).unwrap_err(), "max"));
+    assert!(is_dtype(z.gt(&z).unwrap_err(), "gt"));
+    assert!(is_dtype(z.cumsum(0).unwrap_err(), "cumsum"));
+    assert!(is_dtype(z.pow(&z).unwrap_err(), "pow"));
+    assert!(is_dtype(z.sqrt().unwrap_err(), "sqrt"));
+    assert!(is_dtype(
+        z.take(&Tensor::from_slice(&[0i32], [1], &dev).unwrap(), 0)
+            .unwrap_err(),
+        "take"
+    ));
+    assert!(is_dtype(z.to_vec::<f32>().unwrap_err(), "to_vec"));
+    assert!(is_dtype(r.imag().unwrap_err(), "imag"));
+    assert!(is_dtype(r.to_complex_vec().unwrap_err(), "to_complex_vec"));
+    assert!(is_dtype(z.to_dtype(DType::F32).unwrap_err(), "to_dtype"));
+    assert!(is_dtype(r.assign(&z).unwrap_err(), "assign"));
+    assert!(is_dtype(r.add_scalar(c(1.0, 1.0)).unwrap_err(), "add"));
+    assert!(is_dtype(z.add_scalar(true).unwrap_err(), "add"));
+    assert!(is_dtype(z.abs_().unwrap_err(), "abs_"));
+    let ints = Tensor::from_slice(&[1i32], [1], &dev).unwrap();
+    assert!(is_dtype(Tensor::complex(&ints, &r).unwrap_err(), "complex"));
+    assert!(is_dtype(z.mul(&ints).unwrap_err(), "mul"));
+    assert!(matches!(
+        Tensor::from_interleaved(&[1.0, 2.0, 3.0], [2], &dev),
+        Err(Error::Shape {
+            op: "from_interleaved",
+            ..
+        })
+    ));
+    // A real tensor's real part is itself; its conjugate a copy.
+    assert!(r.real().unwrap().shares_storage(&r));
+    assert!(!r.conj().unwrap().shares_storage(&r));
+}
