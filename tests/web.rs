@@ -179,3 +179,23 @@ async fn the_cpu_path_runs_in_the_browser_too() {
     let sums = read(&g.softmax(1).unwrap().sum(1, false).unwrap()).await;
     assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-6), "{sums:?}");
 }
+
+#[wasm_bindgen_test]
+async fn complex_tensors_and_grids() {
+    use webtensor::{Complex32, Grid2};
+    let dev = gpu().await;
+    let z = Tensor::from_complex(
+        &[Complex32::new(1.0, 2.0), Complex32::new(3.0, -1.0)],
+        [2],
+        &dev,
+    )
+    .unwrap();
+    z.imag().unwrap().mul_scalar_(-1.0).unwrap();
+    let sq = z.mul(&z).unwrap().to_complex_vec_async().await.unwrap();
+    // (1 - 2i)^2 = -3 - 4i, (3 + i)^2 = 8 + 6i.
+    assert_eq!(sq, [Complex32::new(-3.0, -4.0), Complex32::new(8.0, 6.0)]);
+    let g = Grid2::<i32, 2, 2>::from_fn(|[i, j]| (2 * i + j) as i32);
+    let t = g.to_tensor(&dev).unwrap().mul_scalar(3).unwrap();
+    let back = Grid2::<i32, 2, 2>::from_tensor_async(&t).await.unwrap();
+    assert_eq!(back, g.map(|x| 3 * x));
+}
