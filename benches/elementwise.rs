@@ -4,6 +4,9 @@
 //! Every GPU measurement syncs before the clock stops. Run with
 //! `cargo bench --bench elementwise`; results are recorded in BENCHMARKS.md.
 
+mod common;
+
+use common::devices;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ndarray::{Array2, s as nd_s};
 use std::hint::black_box;
@@ -25,14 +28,6 @@ fn nd_inputs() -> (Array2<f32>, Array2<f32>) {
 }
 
 /// The devices to measure: the CPU path always, the GPU when present.
-fn devices() -> Vec<(&'static str, Device)> {
-    let mut devs = vec![("webtensor_cpu", Device::cpu())];
-    if let Ok(gpu) = Device::gpu() {
-        devs.push(("webtensor_gpu", gpu));
-    }
-    devs
-}
-
 fn add_contiguous(c: &mut Criterion) {
     let mut group = c.benchmark_group("add_16M_f32_contiguous");
     let (na, nb) = nd_inputs();

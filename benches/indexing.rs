@@ -7,24 +7,19 @@
 //! Every GPU measurement syncs before the clock stops. Run with
 //! `cargo bench --bench indexing`; results are recorded in BENCHMARKS.md.
 
+mod common;
+
+use common::devices;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ndarray::{Array2, Axis, concatenate};
 use std::hint::black_box;
 use std::time::Duration;
-use webtensor::{DType, Device, Tensor};
+use webtensor::{DType, Tensor};
 
 const ROWS: usize = 4096;
 const COLS: usize = 1024;
 /// Rows picked by the selects.
 const PICKS: usize = 2048;
-
-fn devices() -> Vec<(&'static str, Device)> {
-    let mut devs = vec![("webtensor_cpu", Device::cpu())];
-    if let Ok(gpu) = Device::gpu() {
-        devs.push(("webtensor_gpu", gpu));
-    }
-    devs
-}
 
 /// Deterministic row numbers in `0..ROWS`.
 fn picks() -> Vec<i32> {

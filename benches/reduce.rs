@@ -5,21 +5,16 @@
 //! Every GPU measurement syncs before the clock stops. Run with
 //! `cargo bench --bench reduce`; results are recorded in BENCHMARKS.md.
 
+mod common;
+
+use common::devices;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ndarray::{Array2, Axis};
 use std::hint::black_box;
 use std::time::Duration;
-use webtensor::{DType, Device, Tensor};
+use webtensor::{DType, Tensor};
 
 const SIDE: usize = 4096;
-
-fn devices() -> Vec<(&'static str, Device)> {
-    let mut devs = vec![("webtensor_cpu", Device::cpu())];
-    if let Ok(gpu) = Device::gpu() {
-        devs.push(("webtensor_gpu", gpu));
-    }
-    devs
-}
 
 fn reductions(c: &mut Criterion) {
     let na = Array2::from_shape_fn((SIDE, SIDE), |(i, j)| ((i * 31 + j * 17) % 101) as f32);

@@ -248,7 +248,7 @@ impl Tensor {
             OP,
             Kernel::Where,
             self.dtype(),
-            &[Arg::Tensor(mask), Arg::Tensor(&value), Arg::Tensor(self)],
+            &[Arg::Tensor(mask), Arg::Scalar(value), Arg::Tensor(self)],
         )
     }
 
@@ -263,12 +263,12 @@ impl Tensor {
         self.launch_into_args(
             OP,
             Kernel::Where,
-            &[Arg::Tensor(mask), Arg::Tensor(&value), Arg::Tensor(self)],
+            &[Arg::Tensor(mask), Arg::Scalar(value), Arg::Tensor(self)],
         )
     }
 
-    /// Checks a mask; the fill value as a 0-d tensor of this dtype.
-    fn check_mask(&self, op: &'static str, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    /// Checks a mask and converts the fill value to this dtype.
+    fn check_mask(&self, op: &'static str, mask: &Tensor, value: Scalar) -> Result<TypedScalar> {
         check_devices(op, self, &[Arg::Tensor(mask)])?;
         if mask.dtype() != DType::Bool {
             return Err(Error::dtype(
@@ -286,8 +286,7 @@ impl Tensor {
                 ),
             ));
         }
-        TypedScalar::new(op, value, self.dtype())?;
-        Tensor::full([], value, self.dtype(), self.device())
+        TypedScalar::new(op, value, self.dtype())
     }
 
     /// Checks an index tensor's device and dtype; a copy when it shares

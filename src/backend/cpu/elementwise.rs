@@ -89,9 +89,11 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
 
     let mut layouts: SmallVec<[&Layout; 4]> = SmallVec::new();
     let mut ptrs: SmallVec<[*const u8; 3]> = SmallVec::new();
-    let mut scalar: Option<TypedScalar> = None;
+    // The scalar input and its position (`where` reads its true branch
+    // from one).
+    let mut scalar: Option<(usize, TypedScalar)> = None;
     layouts.push(&call.out.layout);
-    for input in &call.inputs {
+    for (k, input) in call.inputs.iter().enumerate() {
         match input {
             Input::Tensor(t) => {
                 layouts.push(&t.layout);
@@ -105,7 +107,7 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
                 };
                 ptrs.push(ptr);
             }
-            Input::Scalar(s) => scalar = Some(*s),
+            Input::Scalar(s) => scalar = Some((k, *s)),
         }
     }
     let plan = IterPlan::new(&layouts);
@@ -134,8 +136,9 @@ unsafe fn dispatch(
     plan: &IterPlan,
     out: *mut u8,
     ins: &[*const u8],
-    scalar: Option<TypedScalar>,
+    scalar_input: Option<(usize, TypedScalar)>,
 ) -> Result<()> {
+    let scalar = scalar_input.map(|(_, s)| s);
     let missing = || Error::gpu("cpu kernel", "missing operand");
     let in_dtype = in_dtype.unwrap_or(out_dtype);
     unsafe {
@@ -180,14 +183,19 @@ unsafe fn dispatch(
                 let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
                 with_any_type!(in_dtype, T => compare::<T>(op, plan, out as *mut bool, a, b));
             }
-            Kernel::Where => {
-                let (c, a, b) = match ins {
-                    [c, a, b] => (*c, *a, *b),
-                    _ => return Err(missing()),
-                };
-                with_any_type!(out_dtype, T => map3(plan, out as *mut T, c as *const bool,
-                    a as *const T, b as *const T, |c, a, b| if c { a } else { b }));
-            }
+            Kernel::Where => match (ins, scalar_input) {
+                ([c, a, b], None) => {
+                    with_any_type!(out_dtype, T => map3(plan, out as *mut T, *c as *const bool,
+                        *a as *const T, *b as *const T, |c, a, b| if c { a } else { b }));
+                }
+                // The true branch is a scalar (`masked_fill`).
+                ([c, b], Some((1, s))) => with_any_type!(out_dtype, T => {
+                    let v = s.get::<T>();
+                    map2(plan, out as *mut T, *c as *const bool, *b as *const T,
+                        |c, b| if c { v } else { b });
+                }),
+                _ => return Err(missing()),
+            },
         }
     }
     Ok(())

@@ -3,12 +3,10 @@
 //! integers).
 
 use super::reduce::{Acc, Reducible};
-use super::storage::{CpuData, CpuStorage};
+use super::storage::{CpuStorage, with_cpu_data};
 use crate::backend::{ScanCall, Storage, lines};
-use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::kinds::ScanOp;
-use half::f16;
 
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
 pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {
@@ -28,29 +26,12 @@ pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {
         steps: (in_step, out_step),
         length: call.length(),
     };
-    macro_rules! typed {
-        ($T:ty, $variant:ident) => {{
-            let (CpuData::$variant(src), CpuData::$variant(dst)) = (&*data, &mut *out_data) else {
-                return Err(Error::gpu(
-                    "cpu scan",
-                    "internal error: storage dtype differs from the call's",
-                ));
-            };
-            match call.op {
-                ScanOp::Sum => lines.run::<$T>(src, dst, <$T as Reducible>::Acc::ZERO, Acc::add),
-                ScanOp::Prod => lines.run::<$T>(src, dst, <$T as Reducible>::Acc::ONE, Acc::mul),
-            }
-        }};
-    }
-    match call.input.dtype {
-        DType::F32 | DType::C64 => typed!(f32, F32),
-        DType::F16 => typed!(f16, F16),
-        DType::F64 => typed!(f64, F64),
-        DType::I32 => typed!(i32, I32),
-        DType::U32 => typed!(u32, U32),
-        DType::U8 => typed!(u8, U8),
-        DType::Bool => typed!(bool, Bool),
-    }
+    with_cpu_data!(&*data, src => {
+        let dst = out_data.as_mut_slice().ok_or_else(|| {
+            Error::gpu("cpu scan", "internal error: storage dtype differs from the call's")
+        })?;
+        lines.run(call.op, src, dst);
+    });
     Ok(())
 }
 
@@ -62,8 +43,16 @@ struct Lines {
 }
 
 impl Lines {
-    /// Writes the running combination (by `f`, from `init`) of each line.
-    fn run<T: Reducible>(
+    /// Writes the running sums or products of each line.
+    fn run<T: Reducible>(&self, op: ScanOp, src: &[T], dst: &mut [T]) {
+        // Each arm monomorphises the loop for its function.
+        match op {
+            ScanOp::Sum => self.run_with(src, dst, T::Acc::ZERO, T::Acc::add),
+            ScanOp::Prod => self.run_with(src, dst, T::Acc::ONE, T::Acc::mul),
+        }
+    }
+
+    fn run_with<T: Reducible>(
         &self,
         src: &[T],
         dst: &mut [T],

@@ -492,7 +492,8 @@ pub(crate) mod tests {
         key
     }
 
-    const GPU_DTYPES: [DType; 6] = [
+    /// Every dtype a GPU kernel stores.
+    pub(crate) const GPU_DTYPES: [DType; 6] = [
         DType::F32,
         DType::F16,
         DType::I32,

@@ -224,7 +224,7 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::codegen::tests::validate;
+    use crate::backend::gpu::codegen::tests::{GPU_DTYPES, validate};
 
     #[test]
     fn every_indexing_kernel_is_valid_wgsl() {
@@ -234,14 +234,7 @@ mod tests {
             IndexKernel::ScatterAdd,
         ];
         for kernel in kernels {
-            for dtype in [
-                DType::F32,
-                DType::F16,
-                DType::I32,
-                DType::U32,
-                DType::U8,
-                DType::Bool,
-            ] {
+            for dtype in GPU_DTYPES {
                 if kernel == IndexKernel::ScatterAdd && dtype == DType::Bool {
                     continue;
                 }

@@ -401,7 +401,7 @@ fn write_params(header: [u32; 10], kept: &Layout, reduced: &Layout) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::codegen::tests::validate;
+    use crate::backend::gpu::codegen::tests::{GPU_DTYPES, validate};
 
     #[test]
     fn every_reduction_stage_is_valid_wgsl() {
@@ -419,14 +419,7 @@ mod tests {
             (Source::Partials, Dest::Output),
         ];
         for op in ops {
-            for dtype in [
-                DType::F32,
-                DType::F16,
-                DType::I32,
-                DType::U32,
-                DType::U8,
-                DType::Bool,
-            ] {
+            for dtype in GPU_DTYPES {
                 for (source, dest) in stages {
                     for (group, native_f16) in [(true, true), (false, false)] {
                         let out = if op.is_arg() { DType::I32 } else { dtype };
