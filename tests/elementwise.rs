@@ -85,6 +85,7 @@ fn binary_ops_broadcast_over_every_layout() {
             a - b * (a / b).floor()
         }),
         ("pow", |a, b| a.abs()?.pow(b), |a, b| a.abs().powf(b)),
+        ("atan2", Tensor::atan2, f64::atan2),
     ];
     for dev in devices() {
         for (dtype, tol) in FLOAT_TOLERANCES {
@@ -395,6 +396,37 @@ fn bool_comparisons_order_false_before_true() {
             a.ge(&b).unwrap().to_vec::<bool>().unwrap(),
             [true, false, true, true],
             "{dev}"
+        );
+    }
+}
+
+#[test]
+fn atan2_quadrants_and_float_only() {
+    for dev in devices() {
+        let y = Tensor::from_slice(&[1.0f32, 1.0, -1.0, -1.0, 0.0], [5], &dev).unwrap();
+        let x = Tensor::from_slice(&[1.0f32, -1.0, -1.0, 1.0, -2.0], [5], &dev).unwrap();
+        let q = std::f32::consts::FRAC_PI_4;
+        let want = [q, 3.0 * q, -3.0 * q, -q, std::f32::consts::PI];
+        // WGSL leaves atan2's precision to the implementation (lavapipe is
+        // a few ulp off), hence 1e-5.
+        assert_close(
+            &y.atan2(&x).unwrap().to_vec::<f32>().unwrap(),
+            &want,
+            1e-5,
+            "atan2",
+        );
+        y.atan2_scalar_(1.0).unwrap();
+        assert_close(
+            &y.to_vec::<f32>().unwrap(),
+            &[q, q, -q, -q, 0.0],
+            1e-5,
+            "atan2_",
+        );
+        let i = Tensor::from_slice(&[1i32], [1], &dev).unwrap();
+        let e = i.atan2(&i).unwrap_err();
+        assert!(
+            matches!(e, webtensor::Error::DType { op: "atan2", .. }),
+            "{e}"
         );
     }
 }
