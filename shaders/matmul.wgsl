@@ -3,11 +3,14 @@
 //   HEADER    `enable f16;` when a native f16 buffer is bound
 //   MATH      shaders/math.wgsl (f16 rounding on store)
 //   BINDINGS  a (binding 1), b (binding 2), out_buf (binding 3)
-//   ACCESS    load_a / load_b (element -> Acc) and store_out
+//   ACCESS    load_a / load_b (element -> Acc), store_out and load_out
 //   ACC       `alias Acc = f32;` (i32, u32), and `const ZERO: Acc`
 //
 // Each workgroup of 16 x 16 threads computes a 64 x 64 tile of one batch's
-// output, 4 x 4 elements per thread, stepping through k 16 at a time with
+// output, 4 x 4 elements per thread, over k in [k_start, k), adding what the
+// output holds when `accumulate` is set (the launcher cuts a long k into
+// slices, one dispatch each: src/backend/gpu/loop_budget.rs says why),
+// stepping through k 16 at a time with
 // both operand tiles staged in workgroup memory. Operands are read through
 // their row, column and batch strides, so transposed and broadcast views
 // need no copy; edges are padded with zeros, so any size works.
@@ -16,6 +19,7 @@
 struct Params {
     m: u32,
     n: u32,
+    // The end of this dispatch's slice of k.
     k: u32,
     batch_rank: u32,
     a_offset: u32,
@@ -29,8 +33,9 @@ struct Params {
     b_cs: i32,
     c_rs: i32,
     c_cs: i32,
-    pad0: u32,
-    pad1: u32,
+    k_start: u32,
+    // 1 when the output already holds the product over k < k_start.
+    accumulate: u32,
     batch_shape: array<vec4<u32>, 2>,
     a_batch: array<vec4<i32>, 2>,
     b_batch: array<vec4<i32>, 2>,
@@ -78,7 +83,7 @@ fn main(
             acc[i][j] = ZERO;
         }
     }
-    for (var k0 = 0u; k0 < params.k; k0 += TK) {
+    for (var k0 = params.k_start; k0 < params.k; k0 += TK) {
         for (var e = 0u; e < 4u; e++) {
             let idx = t + e * 256u;
             // a: consecutive threads take consecutive k of one row.
@@ -119,7 +124,12 @@ fn main(
         for (var j = 0u; j < 4u; j++) {
             let c = col0 + lid.x + 16u * j;
             if (r < params.m && c < params.n) {
-                store_out(u32(c_base + i32(r) * params.c_rs + i32(c) * params.c_cs), acc[i][j]);
+                let p = u32(c_base + i32(r) * params.c_rs + i32(c) * params.c_cs);
+                var v = acc[i][j];
+                if (params.accumulate != 0u) {
+                    v += load_out(p);
+                }
+                store_out(p, v);
             }
         }
     }

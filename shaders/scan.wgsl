@@ -4,7 +4,8 @@
 //   MATH      shaders/math.wgsl
 //   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
 //   OPS       `alias Acc`, `fn identity() -> Acc`, `fn combine(a, b)`,
-//             `fn load(p) -> Acc`, `fn store(p, v: Acc)`
+//             `fn load(p) -> Acc`, `fn store(p, v: Acc)`,
+//             `fn load_done(p) -> Acc` (an output already written)
 //
 // Line l starts at the row-major index l of the line axes, read through
 // their (shape, strides, offset) for the source and the destination, and
@@ -22,6 +23,12 @@ struct Params {
     dst_offset: u32,
     src_step: i32,
     dst_step: i32,
+    // Group mode: the slice of every line this dispatch scans; a slice
+    // after the first carries on from the output just before it.
+    first: u32,
+    end: u32,
+    pad0: u32,
+    pad1: u32,
     shape: array<vec4<u32>, 2>,
     src_strides: array<vec4<i32>, 2>,
     dst_strides: array<vec4<i32>, 2>,
@@ -66,8 +73,10 @@ fn main_thread(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 var<workgroup> chunk: array<Acc, 64>;
 
-// Group mode: one workgroup per (long) line scans it 64 elements at a
-// time (Hillis-Steele in workgroup memory), carrying the total forward.
+// Group mode: one workgroup per (long) line scans elements [first, end) of
+// it 64 at a time (Hillis-Steele in workgroup memory), carrying the total
+// forward. The launcher records one dispatch per slice of a long line, in
+// order (src/backend/gpu/loop_budget.rs says why).
 @compute @workgroup_size(64)
 fn main_group(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -79,10 +88,13 @@ fn main_group(
     }
     let start = line_starts(l);
     var carry = identity();
-    for (var first = 0u; first < params.length; first += 64u) {
+    if (params.first > 0u) {
+        carry = load_done(u32(start.y + i32(params.first - 1u) * params.dst_step));
+    }
+    for (var first = params.first; first < params.end; first += 64u) {
         let i = first + t;
         var v = identity();
-        if (i < params.length) {
+        if (i < params.end) {
             v = load(u32(start.x + i32(i) * params.src_step));
         }
         chunk[t] = v;
@@ -96,7 +108,7 @@ fn main_group(
             chunk[t] = combine(earlier, chunk[t]);
             workgroupBarrier();
         }
-        if (i < params.length) {
+        if (i < params.end) {
             store(u32(start.y + i32(i) * params.dst_step), combine(carry, chunk[t]));
         }
         carry = combine(carry, chunk[63]);

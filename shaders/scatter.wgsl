@@ -7,12 +7,15 @@
 // of the line sends the source element at the same coordinates to the
 // destination at the line's position moved `index` steps along the axis.
 // Lines write distinct elements, and a line writes in order, so the last
-// duplicate wins and sums are deterministic. An out-of-range index skips
-// its write and is reported in the fault record.
+// duplicate wins and sums are deterministic. A dispatch walks elements
+// [first, end) of every line; the launcher records one dispatch per slice
+// of a long line, in order (src/backend/gpu/loop_budget.rs says why). An
+// out-of-range index skips its write and is reported in the fault record.
 {{HEADER}}
 
 struct Params {
     lines: u32,
+    // Elements per line.
     length: u32,
     rank: u32,
     row_threads: u32,
@@ -25,6 +28,11 @@ struct Params {
     idx_offset: u32,
     src_step: i32,
     idx_step: i32,
+    // The slice of every line this dispatch walks.
+    first: u32,
+    end: u32,
+    pad0: u32,
+    pad1: u32,
     shape: array<vec4<u32>, 2>,
     out_strides: array<vec4<i32>, 2>,
     src_strides: array<vec4<i32>, 2>,
@@ -56,7 +64,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         sp += c * params.src_strides[du / 4u][du % 4u];
         ip += c * params.idx_strides[du / 4u][du % 4u];
     }
-    for (var i = 0u; i < params.length; i++) {
+    for (var i = params.first; i < params.end; i++) {
         let raw = load_raw(u32(ip + i32(i) * params.idx_step));
         let k = resolve(raw);
         if (k < 0) {

@@ -290,6 +290,35 @@ fn fusion_never_moves_a_read_past_a_write_to_its_buffer() {
 }
 
 #[test]
+fn a_reader_recorded_before_a_folded_write_reads_the_old_values() {
+    // The write into `a` folds into its one later reader, but `b` was
+    // recorded before it and must read what `a` held then.
+    for fusion in [true, false] {
+        let Some(dev) = batched_gpu(fusion) else {
+            return;
+        };
+        let mut a = Tensor::arange(0.0f32, 4.0, 1.0, &dev)
+            .unwrap()
+            .reshape([2, 2])
+            .unwrap();
+        let c = Tensor::from_slice(&[10.0f32, 20.0, 30.0, 40.0], [2, 2], &dev).unwrap();
+        let b = a.flip(&[0]).unwrap().add_scalar(0.0).unwrap();
+        a.t().assign(&c).unwrap();
+        a = b.add(&a).unwrap();
+        assert_eq!(
+            b.to_vec::<f32>().unwrap(),
+            [2.0, 3.0, 0.0, 1.0],
+            "fusion {fusion}"
+        );
+        assert_eq!(
+            a.to_vec::<f32>().unwrap(),
+            [12.0, 33.0, 20.0, 41.0],
+            "fusion {fusion}"
+        );
+    }
+}
+
+#[test]
 fn pipelines_are_compiled_once_per_kernel_not_per_shape() {
     let Some(dev) = gpu() else { return };
     let run = |shape: &[usize]| {

@@ -57,6 +57,11 @@ impl TensorOperand {
     }
 }
 
+/// The folded producers: `(j, t)` maps to the command `i` whose write of
+/// storage `t` command `j` computes inline, and the permutation `j` reads it
+/// through.
+type Producers<'a> = HashMap<(usize, StorageId), (usize, &'a RecordedOp, Perm)>;
+
 /// Storage identity within one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct StorageId(*const Storage);
@@ -163,21 +168,27 @@ pub(crate) fn programs(commands: &[Command], fuse: bool, limits: ProgramLimits) 
     } else {
         vec![None; commands.len()]
     };
-    let producer: HashMap<StorageId, (usize, &RecordedOp, Perm)> = consumer
+    // Keyed by the consumer as well as the storage: a command recorded
+    // before the producer that reads the same storage reads what was there
+    // before the producer's write, never the producer's value.
+    let producer: Producers<'_> = consumer
         .iter()
         .zip(commands)
         .enumerate()
         .filter_map(|(i, (c, command))| {
             let op = command.elementwise()?;
-            c.clone().map(|(_, perm)| (op.out.id(), (i, op, perm)))
+            c.clone().map(|(j, perm)| ((j, op.out.id()), (i, op, perm)))
         })
         .collect();
     commands
         .iter()
+        .enumerate()
         .zip(&consumer)
         .filter(|(_, c)| c.is_none())
-        .map(|(command, _)| match command {
-            Command::Elementwise(op) => Step::Program(Builder::new(&producer, &op.out).build(op)),
+        .map(|((j, command), _)| match command {
+            Command::Elementwise(op) => {
+                Step::Program(Builder::new(&producer, &op.out).build(j, op))
+            }
             Command::Kernel(k) => Step::Kernel(k),
         })
         .collect()
@@ -377,7 +388,7 @@ fn reads_stay_valid(commands: &[Command], i: usize, j: usize, reads: &Footprint)
 
 /// Builds the program of one emitted op, expanding folded producers.
 struct Builder<'a> {
-    producer: &'a HashMap<StorageId, (usize, &'a RecordedOp, Perm)>,
+    producer: &'a Producers<'a>,
     out_buffer: u64,
     program: Program,
     /// (storage, layout) of operands 1.. for deduplication.
@@ -391,10 +402,7 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(
-        producer: &'a HashMap<StorageId, (usize, &'a RecordedOp, Perm)>,
-        out: &TensorOperand,
-    ) -> Builder<'a> {
+    fn new(producer: &'a Producers<'a>, out: &TensorOperand) -> Builder<'a> {
         Builder {
             producer,
             out_buffer: out.buffer_id,
@@ -416,8 +424,9 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn build(mut self, op: &RecordedOp) -> Program {
-        self.apply(op, &identity(op.out.layout.rank()));
+    /// The program of command `c`, `op`.
+    fn build(mut self, c: usize, op: &RecordedOp) -> Program {
+        self.apply(c, op, &identity(op.out.layout.rank()));
         self.program
     }
 
@@ -426,14 +435,14 @@ impl<'a> Builder<'a> {
         (self.program.nodes.len() - 1) as u8
     }
 
-    /// The nodes of `op`, whose layouts `to_program` permutes into the
-    /// program's index space; returns its result node.
-    fn apply(&mut self, op: &RecordedOp, to_program: &[usize]) -> u8 {
+    /// The nodes of `op`, command `c`, whose layouts `to_program` permutes
+    /// into the program's index space; returns its result node.
+    fn apply(&mut self, c: usize, op: &RecordedOp, to_program: &[usize]) -> u8 {
         let mut args = SmallVec::new();
         for arg in &op.args {
             let node = match arg {
                 OpArg::Scalar(s) => self.scalar(*s),
-                OpArg::Tensor(t) => match self.producer.get(&t.id()) {
+                OpArg::Tensor(t) => match self.producer.get(&(c, t.id())) {
                     Some((p, producer, read)) => {
                         self.folded_value(*p, producer, &compose(read, to_program))
                     }
@@ -454,7 +463,7 @@ impl<'a> Builder<'a> {
         if let Some(&v) = self.values.get(&p) {
             return v;
         }
-        let result = self.apply(producer, to_program);
+        let result = self.apply(p, producer, to_program);
         let v = self.push(Node::Round {
             arg: result,
             dtype: producer.out.dtype,

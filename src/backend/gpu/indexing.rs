@@ -9,6 +9,7 @@ use super::codegen::{
 use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
 use super::faults::fault_code;
+use super::loop_budget::{self, slices};
 use super::params::{push_dims, push_strides, push_words};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
@@ -24,7 +25,7 @@ const INDEXING_WGSL: &str = include_str!("../../../shaders/indexing.wgsl");
 
 /// Bytes of the parameter blocks (see `Params` in the shaders).
 const GATHER_PARAMS_SIZE: u64 = 32 + 3 * 32;
-const SCATTER_PARAMS_SIZE: u64 = 48 + 4 * 32;
+const SCATTER_PARAMS_SIZE: u64 = 64 + 4 * 32;
 
 /// Which indexing kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,38 +188,46 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
         index: call.index.dtype,
         native_f16: ctx.facts.native_f16,
     };
-    let mut params = Vec::with_capacity(SCATTER_PARAMS_SIZE as usize);
-    push_words(
-        &mut params,
-        [
-            count as u32,
-            length as u32,
-            index_lines.rank() as u32,
-            groups[0] * 64,
-            code(call.op, &call.target, call.index.dtype),
-            call.target.size as u32,
-            call.target.stride as i32 as u32,
-            out_lines.offset() as u32,
-            src_lines.offset() as u32,
-            index_lines.offset() as u32,
-            src_step as i32 as u32,
-            index_step as i32 as u32,
-        ],
-    );
-    push_dims(&mut params, index_lines.dims());
-    for layout in [&out_lines, &src_lines, &index_lines] {
-        push_strides(&mut params, layout.strides());
+    // A long line is walked in slices, one dispatch each, in order.
+    for slice in slices(length, loop_budget::ITERATIONS) {
+        let mut params = Vec::with_capacity(SCATTER_PARAMS_SIZE as usize);
+        push_words(
+            &mut params,
+            [
+                count as u32,
+                length as u32,
+                index_lines.rank() as u32,
+                groups[0] * 64,
+                code(call.op, &call.target, call.index.dtype),
+                call.target.size as u32,
+                call.target.stride as i32 as u32,
+                out_lines.offset() as u32,
+                src_lines.offset() as u32,
+                index_lines.offset() as u32,
+                src_step as i32 as u32,
+                index_step as i32 as u32,
+                slice.start as u32,
+                slice.end as u32,
+                0,
+                0,
+            ],
+        );
+        push_dims(&mut params, index_lines.dims());
+        for layout in [&out_lines, &src_lines, &index_lines] {
+            push_strides(&mut params, layout.strides());
+        }
+        let source_key = key.clone();
+        record_kernel(
+            ctx,
+            PipelineKey::Index(key.clone()),
+            ("webtensor scatter", "main", SCATTER_PARAMS_SIZE),
+            || index_source(&source_key),
+            params,
+            bindings(out, call.op, &call.src, &call.index, &call.out)?,
+            [groups[0], groups[1], 1],
+        )?;
     }
-    let source_key = key.clone();
-    record_kernel(
-        ctx,
-        PipelineKey::Index(key),
-        ("webtensor scatter", "main", SCATTER_PARAMS_SIZE),
-        || index_source(&source_key),
-        params,
-        bindings(out, call.op, &call.src, &call.index, &call.out)?,
-        [groups[0], groups[1], 1],
-    )
+    Ok(())
 }
 
 #[cfg(test)]

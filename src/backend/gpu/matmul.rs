@@ -1,19 +1,28 @@
 //! GPU matrix products: `shaders/matmul.wgsl` specialised per dtype and
 //! recorded as kernel commands, one per 65535 batches.
 
-use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
+use super::codegen::{
+    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn, with_prelude,
+};
 use super::command::{Bound, record_kernel};
+use super::loop_budget::{self, slices};
 use super::params::{push_dims, push_strides, push_words};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use std::ops::Range;
 
 const MATMUL_WGSL: &str = include_str!("../../../shaders/matmul.wgsl");
 
 /// Output rows and columns per workgroup.
 const TILE: usize = 64;
+
+/// Most of k one dispatch covers: a step of 16 runs about 18 loop
+/// iterations on lavapipe (tile loads and the 16-deep product), so a slice
+/// stays far inside the loop budget.
+const K_SLICE: usize = 16 * loop_budget::ITERATIONS / 16;
 
 /// Bytes of the parameter block (see `Params` in matmul.wgsl).
 const PARAMS_SIZE: u64 = 64 + 4 * 32;
@@ -44,6 +53,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> String {
         load_fn("load_a", "a", dtype, native),
         load_fn("load_b", "b", dtype, native),
         store_out_fn(dtype, native),
+        load_out_fn(dtype, native),
     ]
     .concat();
     with_prelude(MATMUL_WGSL, needs_f16(dtype, native))
@@ -83,31 +93,33 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
     };
-    let mut start = 0;
-    while start < batches {
-        let count = (batches - start).min(max);
-        record_kernel(
-            ctx,
-            PipelineKey::Matmul(key.clone()),
-            ("webtensor matmul", "main", PARAMS_SIZE),
-            || matmul_source(&key),
-            write_params(call, m, k, n, start),
-            [
-                bound(&call.a, false)?,
-                bound(&call.b, false)?,
-                bound(&call.out, true)?,
-            ]
-            .into_iter()
-            .collect(),
-            [groups[0] as u32, groups[1] as u32, count as u32],
-        )?;
-        start += count;
+    // One dispatch per 65535 batches and slice of k; the slices of one
+    // batch range run in order, each after the first adding to the output.
+    for batch_range in slices(batches, max) {
+        for k_range in slices(k, K_SLICE) {
+            record_kernel(
+                ctx,
+                PipelineKey::Matmul(key.clone()),
+                ("webtensor matmul", "main", PARAMS_SIZE),
+                || matmul_source(&key),
+                write_params(call, [m, n], k_range.clone(), batch_range.start),
+                [
+                    bound(&call.a, false)?,
+                    bound(&call.b, false)?,
+                    bound(&call.out, true)?,
+                ]
+                .into_iter()
+                .collect(),
+                [groups[0] as u32, groups[1] as u32, batch_range.len() as u32],
+            )?;
+        }
     }
     Ok(())
 }
 
-/// The parameter block of the dispatch starting at batch `start`.
-fn write_params(call: &MatmulCall, m: usize, k: usize, n: usize, start: usize) -> Vec<u8> {
+/// The parameter block of the dispatch over `k` (of the whole product's k)
+/// starting at batch `start`.
+fn write_params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(PARAMS_SIZE as usize);
     let batch = MatmulCall::batch_layout(&call.out);
     let (a, b, c) = (&call.a, &call.b, &call.out);
@@ -115,7 +127,7 @@ fn write_params(call: &MatmulCall, m: usize, k: usize, n: usize, start: usize) -
     let header = [
         m as u32,
         n as u32,
-        k as u32,
+        k.end as u32,
         batch.rank() as u32,
         a.layout.offset() as u32,
         b.layout.offset() as u32,
@@ -127,8 +139,8 @@ fn write_params(call: &MatmulCall, m: usize, k: usize, n: usize, start: usize) -
         strides(b).1 as i32 as u32,
         strides(c).0 as i32 as u32,
         strides(c).1 as i32 as u32,
-        0,
-        0,
+        k.start as u32,
+        u32::from(k.start > 0),
     ];
     push_words(&mut out, header);
     push_dims(&mut out, batch.dims());

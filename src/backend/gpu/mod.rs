@@ -10,6 +10,7 @@ mod elementwise;
 mod faults;
 mod fusion;
 mod indexing;
+mod loop_budget;
 mod matmul;
 mod params;
 mod pipeline;

@@ -12,6 +12,7 @@
 use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
 use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
+use super::loop_budget;
 use super::params::{push_dims, push_strides, push_words};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
@@ -321,15 +322,18 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     record(out, stage, &kept, &reduced, extent)
 }
 
-/// How many partial results each output is split into.
+/// How many partial results each output is split into: enough workgroups
+/// for the device, and never so few that one thread's share (a 64th of a
+/// split) passes the loop budget.
 fn split_count(outputs: usize, extent: usize) -> usize {
+    let at_least = extent.div_ceil(64 * loop_budget::ITERATIONS).max(1);
     if outputs >= SPLIT_TARGET || extent <= 2 * SPLIT_CHUNK {
-        return 1;
+        return at_least;
     }
     extent
         .div_ceil(SPLIT_CHUNK)
         .min(SPLIT_TARGET / outputs)
-        .max(1)
+        .max(at_least)
 }
 
 fn record(
@@ -454,7 +458,13 @@ mod tests {
     fn long_reductions_over_few_outputs_split() {
         assert_eq!(split_count(1, 100), 1);
         assert_eq!(split_count(1, 1 << 24), SPLIT_TARGET);
-        assert_eq!(split_count(4096, 1 << 24), 1);
+        assert_eq!(split_count(4096, 1 << 16), 1);
         assert_eq!(split_count(8, 1 << 20), 128);
+        // Many outputs of very long reductions still split for the loop
+        // budget: 64 threads of a split take 64 x ITERATIONS elements.
+        let budget = 64 * loop_budget::ITERATIONS;
+        assert_eq!(split_count(4096, budget), 1);
+        assert_eq!(split_count(4096, budget + 1), 2);
+        assert_eq!(split_count(4096, 1 << 24), (1 << 24) / budget);
     }
 }

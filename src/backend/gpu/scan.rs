@@ -2,9 +2,12 @@
 //! specialised per op and dtype, one thread per short line or one
 //! workgroup per long one.
 
-use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
+use super::codegen::{
+    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn, with_prelude,
+};
 use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
+use super::loop_budget::{self, slices};
 use super::params::{push_dims, push_strides, push_words};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
@@ -20,7 +23,7 @@ const SCAN_WGSL: &str = include_str!("../../../shaders/scan.wgsl");
 const THREAD_MODE_MAX: usize = 64;
 
 /// Bytes of the parameter block (see `Params` in scan.wgsl).
-const PARAMS_SIZE: u64 = 32 + 3 * 32;
+const PARAMS_SIZE: u64 = 48 + 3 * 32;
 
 /// Everything that selects a distinct scan pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -58,11 +61,13 @@ pub(crate) fn scan_source(key: &ScanKey) -> String {
         "alias Acc = {acc};\n\
          fn identity() -> Acc {{\n    return {identity};\n}}\n\
          fn combine(a: Acc, b: Acc) -> Acc {{\n    return {combine};\n}}\n\
-         {}{}\
+         {}{}{}\
          fn load(p: u32) -> Acc {{\n    return load_src(p);\n}}\n\
-         fn store(p: u32, v: Acc) {{\n    store_out(p, v);\n}}\n",
+         fn store(p: u32, v: Acc) {{\n    store_out(p, v);\n}}\n\
+         fn load_done(p: u32) -> Acc {{\n    return load_out(p);\n}}\n",
         load_fn("load_src", "src", dtype, native),
         store_out_fn(dtype, native),
+        load_out_fn(dtype, native),
     );
     with_prelude(SCAN_WGSL, needs_f16(dtype, native))
         .replace("{{BINDINGS}}", &bindings)
@@ -91,41 +96,50 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     let threads = if key.group { lines * 64 } else { lines };
     let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let row_width = if key.group { groups[0] } else { groups[0] * 64 };
-    let mut params = Vec::with_capacity(PARAMS_SIZE as usize);
-    push_words(
-        &mut params,
-        [
-            lines as u32,
-            length as u32,
-            src_lines.rank() as u32,
-            row_width,
-            src_lines.offset() as u32,
-            dst_lines.offset() as u32,
-            src_step as i32 as u32,
-            dst_step as i32 as u32,
-        ],
-    );
-    push_dims(&mut params, src_lines.dims());
-    push_strides(&mut params, src_lines.strides());
-    push_strides(&mut params, dst_lines.strides());
     let entry = if key.group {
         "main_group"
     } else {
         "main_thread"
     };
-    let source_key = key.clone();
-    record_kernel(
-        ctx,
-        PipelineKey::Scan(key),
-        ("webtensor scan", entry, PARAMS_SIZE),
-        || scan_source(&source_key),
-        params,
-        smallvec![
-            Bound::new("scan", call.input.storage, false)?,
-            Bound::new("scan", call.out.storage, true)?,
-        ],
-        [groups[0], groups[1], 1],
-    )
+    // 64 elements per step of a workgroup's loop; a thread-mode line is
+    // one slice, never longer than THREAD_MODE_MAX.
+    for slice in slices(length, 64 * loop_budget::ITERATIONS / 8) {
+        let mut params = Vec::with_capacity(PARAMS_SIZE as usize);
+        push_words(
+            &mut params,
+            [
+                lines as u32,
+                length as u32,
+                src_lines.rank() as u32,
+                row_width,
+                src_lines.offset() as u32,
+                dst_lines.offset() as u32,
+                src_step as i32 as u32,
+                dst_step as i32 as u32,
+                slice.start as u32,
+                slice.end as u32,
+                0,
+                0,
+            ],
+        );
+        push_dims(&mut params, src_lines.dims());
+        push_strides(&mut params, src_lines.strides());
+        push_strides(&mut params, dst_lines.strides());
+        let source_key = key.clone();
+        record_kernel(
+            ctx,
+            PipelineKey::Scan(key.clone()),
+            ("webtensor scan", entry, PARAMS_SIZE),
+            || scan_source(&source_key),
+            params,
+            smallvec![
+                Bound::new("scan", call.input.storage, false)?,
+                Bound::new("scan", call.out.storage, true)?,
+            ],
+            [groups[0], groups[1], 1],
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
