@@ -107,21 +107,20 @@ pub enum Error {
         /// The limit of the device.
         limit: u64,
     },
-    /// An allocation would take the device's memory past the cap set with
-    /// `Device::set_memory_cap` (or `WEBTENSOR_MEMORY_CAP`).
-    #[error(
-        "{op}: allocating {requested} bytes would exceed the memory cap of {cap} bytes \
-         ({in_use} bytes held by live tensors)"
-    )]
+    /// An allocation failed: on a GPU, it would take the device's memory past
+    /// the cap set with `Device::set_memory_cap` (or `WEBTENSOR_MEMORY_CAP`);
+    /// on the CPU, the system allocator refused it (`cap` is `None`).
+    #[error("{op}: allocating {requested} bytes {}", oom_reason(*in_use, *cap))]
     OutOfMemory {
         /// The operation that failed.
         op: &'static str,
-        /// The bytes the allocation needed (its size bucket).
+        /// The bytes the allocation needed (on a GPU, its size bucket).
         requested: u64,
-        /// Bytes held by live tensors and readbacks at the time.
+        /// Bytes held by live tensors and readbacks at the time (GPU; 0 on
+        /// the CPU, which does not count them).
         in_use: u64,
-        /// The cap.
-        cap: u64,
+        /// The GPU's cap, or `None` for a refusal of the host's allocator.
+        cap: Option<u64>,
     },
     /// No GPU adapter could be found or opened.
     #[error("{op}: no GPU adapter: {reason}")]
@@ -139,6 +138,16 @@ pub enum Error {
         /// The message reported by the GPU layer.
         msg: String,
     },
+}
+
+/// Why an allocation failed, for [`Error::OutOfMemory`]'s message.
+fn oom_reason(in_use: u64, cap: Option<u64>) -> String {
+    match cap {
+        Some(cap) => format!(
+            "would exceed the memory cap of {cap} bytes ({in_use} bytes held by live tensors)"
+        ),
+        None => "failed: the host's allocator refused it".into(),
+    }
 }
 
 impl Error {

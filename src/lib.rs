@@ -57,7 +57,7 @@ pub use layout::Layout;
 pub use num_complex::Complex32;
 pub use ops::Axes;
 pub use scalar::Scalar;
-pub use shape::{MAX_RANK, Shape, broadcast_shapes};
+pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};
 pub use tensor::Tensor;
 
 /// The README's examples, compiled and run as doctests so they stay true.

@@ -8,6 +8,10 @@ use std::fmt;
 /// (extent, stride) pairs per operand in their parameters.
 pub const MAX_RANK: usize = 8;
 
+/// The most elements a shape may describe (2^60): the byte size of any
+/// dtype's storage and every element offset then fit in an `isize`.
+pub const MAX_ELEMENTS: usize = 1 << 60;
+
 /// Inline storage for per-dimension values: no heap for rank <= [`MAX_RANK`].
 pub(crate) type DimVec<T> = SmallVec<[T; MAX_RANK]>;
 
@@ -36,15 +40,28 @@ impl Shape {
         self.0.iter().product()
     }
 
-    /// Checks the rank against [`MAX_RANK`].
+    /// Checks the rank against [`MAX_RANK`] and the element count against
+    /// [`MAX_ELEMENTS`]. As in NumPy, the count is checked with zero extents
+    /// taken as 1, so that every stride of every view fits too.
     ///
     /// # Errors
-    /// `Error::Shape` naming `op` when the rank is over the limit.
-    pub(crate) fn check_rank(&self, op: &'static str) -> Result<()> {
+    /// `Error::Shape` naming `op` and the shape when either is over its limit.
+    pub(crate) fn check(&self, op: &'static str) -> Result<()> {
         if self.rank() > MAX_RANK {
             return Err(Error::shape(
                 op,
                 format!("rank {} exceeds the maximum rank {MAX_RANK}", self.rank()),
+            ));
+        }
+        let fits = self
+            .0
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d.max(1)))
+            .is_some_and(|n| n <= MAX_ELEMENTS);
+        if !fits {
+            return Err(Error::shape(
+                op,
+                format!("shape {self} has more than {MAX_ELEMENTS} elements (2^60)"),
             ));
         }
         Ok(())
@@ -128,6 +145,26 @@ impl From<DimVec<usize>> for Shape {
     }
 }
 
+/// The extent `a * b` (a repetition), within [`MAX_ELEMENTS`].
+///
+/// # Errors
+/// `Error::Shape` naming `op` and both values when it is over the limit.
+pub(crate) fn mul_extents(op: &'static str, a: usize, b: usize) -> Result<usize> {
+    a.checked_mul(b)
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| Error::shape(op, format!("extent {a} x {b} is over {MAX_ELEMENTS}")))
+}
+
+/// The extent `a + b` (a join), within [`MAX_ELEMENTS`].
+///
+/// # Errors
+/// `Error::Shape` naming `op` and both values when it is over the limit.
+pub(crate) fn add_extents(op: &'static str, a: usize, b: usize) -> Result<usize> {
+    a.checked_add(b)
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| Error::shape(op, format!("extent {a} + {b} is over {MAX_ELEMENTS}")))
+}
+
 /// The shape two operands broadcast to, by NumPy's rule: align trailing
 /// dimensions; each pair must be equal or contain a 1.
 ///
@@ -194,5 +231,20 @@ mod tests {
             &[4, 4, 1]
         );
         assert!(Shape::scalar().contiguous_strides().is_empty());
+    }
+
+    #[test]
+    fn element_counts_past_the_limit_are_errors() {
+        assert!(Shape::from([1 << 30, 1 << 30]).check("t").is_ok());
+        let err = Shape::from([1 << 62, 4]).check("zeros").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "zeros: shape [4611686018427387904, 4] has more than 1152921504606846976 elements (2^60)"
+        );
+        // Zero extents do not hide an overflow of the others.
+        assert!(Shape::from([0, 1 << 32, 1 << 32]).check("t").is_err());
+        assert!(Shape::from([usize::MAX, 2]).check("t").is_err());
+        assert!(Shape::from([0, 1 << 40]).check("t").is_ok());
+        assert!(Shape::from([1; 9]).check("t").is_err());
     }
 }

@@ -39,9 +39,12 @@ impl Layout {
     }
 
     /// A layout from raw parts. The caller guarantees that every element lies
-    /// inside the storage it is used with.
+    /// inside the storage it is used with. An empty layout addresses no
+    /// element, so its offset is 0 whatever the parts say (an empty view at
+    /// the end of its storage may not point past it).
     pub(crate) fn from_parts(shape: Shape, strides: DimVec<isize>, offset: usize) -> Layout {
         debug_assert_eq!(shape.rank(), strides.len());
+        let offset = if shape.numel() == 0 { 0 } else { offset };
         Layout {
             shape,
             strides,

@@ -56,7 +56,7 @@ fn resolve_range(
     let count = if step > 0 && start < end {
         (end - start - 1) / step + 1
     } else if step < 0 && end < start {
-        (start - end - 1) / (-step) + 1
+        ((start - end - 1) as usize / step.unsigned_abs()) as isize + 1
     } else {
         0
     };
@@ -121,7 +121,13 @@ impl Layout {
                         offset += first * self.strides[axis];
                     }
                     shape.push(count);
-                    strides.push(self.strides[axis] * step);
+                    // Steps past the axis leave one element, whose stride
+                    // does not matter (and might not fit an isize).
+                    strides.push(if count > 1 {
+                        self.strides[axis] * step
+                    } else {
+                        self.strides[axis]
+                    });
                     axis += 1;
                 }
             }
@@ -129,7 +135,7 @@ impl Layout {
         shape.extend_from_slice(&self.dims()[axis..]);
         strides.extend_from_slice(&self.strides[axis..]);
         let shape = Shape::from(shape);
-        shape.check_rank(OP)?;
+        shape.check(OP)?;
         Ok(Layout::from_parts(shape, strides, offset as usize))
     }
 
@@ -195,7 +201,7 @@ impl Layout {
     /// `Error::Shape` when `self` cannot broadcast to `shape`.
     pub fn broadcast_to(&self, shape: &Shape) -> Result<Layout> {
         const OP: &str = "broadcast_to";
-        shape.check_rank(OP)?;
+        shape.check(OP)?;
         let fail = || {
             Error::shape(
                 OP,
@@ -229,7 +235,7 @@ impl Layout {
         shape.insert(axis, 1);
         strides.insert(axis, 0);
         let shape = Shape::from(shape);
-        shape.check_rank("unsqueeze")?;
+        shape.check("unsqueeze")?;
         Ok(Layout::from_parts(shape, strides, self.offset))
     }
 
@@ -283,7 +289,7 @@ impl Layout {
             }
             seen[a] = true;
             let n = self.dims()[a];
-            if n > 0 {
+            if self.numel() > 0 {
                 out.offset = (out.offset as isize + (n as isize - 1) * out.strides[a]) as usize;
             }
             out.strides[a] = -out.strides[a];
@@ -314,7 +320,9 @@ impl Layout {
         debug_assert_eq!(shape.numel(), self.numel());
         if self.numel() == 0 || self.is_contiguous() {
             let mut l = Layout::contiguous(shape.clone());
-            l.offset = self.offset;
+            if self.numel() > 0 {
+                l.offset = self.offset;
+            }
             return Some(l);
         }
         // Drop extent-1 axes; they constrain nothing.

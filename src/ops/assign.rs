@@ -64,8 +64,18 @@ impl Tensor {
 
     /// A row-major copy, always new storage.
     pub(crate) fn contiguous_copy(&self) -> Result<Tensor> {
-        if self.dtype().is_complex() {
+        if self.dtype().is_complex() && Tensor::pairs_fit(self.rank()) {
             return Ok(self.pairs().contiguous_copy()?.complex_of_pairs());
+        }
+        if self.dtype().is_complex() {
+            let out = Tensor::empty_dense(
+                self.shape().clone(),
+                self.dtype(),
+                self.device(),
+                "contiguous",
+            )?;
+            out.complex_assign(self)?;
+            return Ok(out);
         }
         let out = Tensor::empty_dense(
             self.shape().clone(),
@@ -121,8 +131,8 @@ impl Tensor {
         }
         if self.dtype().is_complex() {
             // The pair view moves as f32 and comes back row-major.
-            let pairs = Box::pin(self.pairs().to_device_async(device)).await?;
-            return Ok(pairs.complex_of_pairs());
+            let pairs = Box::pin(self.row_major_pairs()?.to_device_async(device)).await?;
+            return pairs.complex_of_pairs().reshape(self.shape().clone());
         }
         let data = self.to_cpu_data().await?;
         let cpu = Tensor::from_parts(

@@ -17,7 +17,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
 use crate::scalar::Scalar;
-use crate::shape::{DimVec, Shape};
+use crate::shape::{DimVec, MAX_RANK, Shape};
 use crate::tensor::Tensor;
 use num_complex::Complex32;
 
@@ -64,10 +64,9 @@ impl Tensor {
                 ),
             ));
         }
-        let mut dims = shape.dims().to_vec();
-        dims.push(2);
-        let pairs = Tensor::from_slice(values, dims, device)?;
-        Ok(pairs.complex_of_pairs())
+        shape.check("from_interleaved")?;
+        let pairs = Tensor::from_slice(values, [shape.numel(), 2], device)?;
+        pairs.complex_of_pairs().reshape(shape)
     }
 
     /// The c64 tensor `re + i·im` of two f32 tensors broadcast together.
@@ -133,7 +132,9 @@ impl Tensor {
         pairs.narrow(-1, k, 1)?.squeeze_axis(-1)
     }
 
-    /// The f32 view of a c64 tensor with a trailing axis of (re, im).
+    /// The f32 view of a c64 tensor with a trailing axis of (re, im). Its
+    /// rank is one more than the tensor's, so ops on it need
+    /// [`Tensor::pairs_fit`]; [`Tensor::row_major_pairs`] fits any rank.
     pub(crate) fn pairs(&self) -> Tensor {
         let mut dims: DimVec<usize> = self.dims().iter().copied().collect();
         let mut strides: DimVec<isize> = self.strides().iter().map(|s| 2 * s).collect();
@@ -146,6 +147,24 @@ impl Tensor {
             DType::F32,
             self.device().clone(),
         )
+    }
+
+    /// True when the pair views of c64 tensors of this rank stay within
+    /// [`MAX_RANK`]; at the limit, ops go through the real and imaginary
+    /// views (two f32 ops where the pair view takes one).
+    pub(crate) fn pairs_fit(rank: usize) -> bool {
+        rank < MAX_RANK
+    }
+
+    /// The `[numel, 2]` pair view of this c64 tensor's elements in row-major
+    /// order (of the tensor itself when contiguous, else of a copy): what
+    /// readback and device moves transfer, at any rank.
+    ///
+    /// # Errors
+    /// Allocation and device errors of the copy.
+    pub(crate) fn row_major_pairs(&self) -> Result<Tensor> {
+        let flat = self.contiguous()?.reshape([self.numel()])?;
+        Ok(flat.pairs())
     }
 
     /// The c64 tensor whose pair view is this f32 tensor, which the caller
@@ -193,7 +212,7 @@ impl Tensor {
                 ),
             ));
         }
-        let flat = self.pairs().to_vec_async::<f32>().await?;
+        let flat = self.row_major_pairs()?.to_vec_async::<f32>().await?;
         Ok(flat
             .chunks_exact(2)
             .map(|p| Complex32::new(p[0], p[1]))
@@ -239,9 +258,18 @@ impl Tensor {
     pub(super) fn complex_binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
         let (a, b) = (self.as_complex(op.name())?, other.as_complex(op.name())?);
         super::check_devices(op.name(), &a, &[super::Arg::Tensor(&b)])?;
+        let fit = Tensor::pairs_fit(a.rank().max(b.rank()));
         match op {
-            BinaryOp::Add => Ok(a.pairs().add(&b.pairs())?.complex_of_pairs()),
-            BinaryOp::Sub => Ok(a.pairs().sub(&b.pairs())?.complex_of_pairs()),
+            BinaryOp::Add if fit => Ok(a.pairs().add(&b.pairs())?.complex_of_pairs()),
+            BinaryOp::Sub if fit => Ok(a.pairs().sub(&b.pairs())?.complex_of_pairs()),
+            BinaryOp::Add => {
+                let re = a.real()?.add(&b.real()?)?;
+                Tensor::complex(&re, &a.imag()?.add(&b.imag()?)?)
+            }
+            BinaryOp::Sub => {
+                let re = a.real()?.sub(&b.real()?)?;
+                Tensor::complex(&re, &a.imag()?.sub(&b.imag()?)?)
+            }
             BinaryOp::Mul => {
                 let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
                 let re = ar.mul(&br)?.sub(&ai.mul(&bi)?)?;
@@ -289,7 +317,10 @@ impl Tensor {
     pub(super) fn complex_unary(&self, op: UnaryOp) -> Result<Tensor> {
         let (re, im) = (self.real()?, self.imag()?);
         match op {
-            UnaryOp::Neg => Ok(self.pairs().neg()?.complex_of_pairs()),
+            UnaryOp::Neg if Tensor::pairs_fit(self.rank()) => {
+                Ok(self.pairs().neg()?.complex_of_pairs())
+            }
+            UnaryOp::Neg => Tensor::complex(&re.neg()?, &im.neg()?),
             UnaryOp::Exp => {
                 let scale = re.exp()?;
                 Tensor::complex(&scale.mul(&im.cos()?)?, &scale.mul(&im.sin()?)?)
@@ -323,13 +354,17 @@ impl Tensor {
                 .map(|&a| normalize_axis(op, a, self.rank()).map(|a| a as isize))
                 .collect::<Result<_>>()?,
         };
-        let pairs = self.pairs();
-        let out = if mean {
-            pairs.mean(axes, keepdim)?
-        } else {
-            pairs.sum(axes, keepdim)?
+        let sum = |t: Tensor| {
+            if mean {
+                t.mean(axes.clone(), keepdim)
+            } else {
+                t.sum(axes.clone(), keepdim)
+            }
         };
-        Ok(out.complex_of_pairs())
+        if !Tensor::pairs_fit(self.rank()) {
+            return Tensor::complex(&sum(self.real()?)?, &sum(self.imag()?)?);
+        }
+        Ok(sum(self.pairs())?.complex_of_pairs())
     }
 
     /// Matrix product of c64 operands (one may be f32): four real products
@@ -347,7 +382,15 @@ impl Tensor {
     pub(super) fn complex_assign(&self, src: &Tensor) -> Result<()> {
         const OP: &str = "assign";
         match (self.dtype(), src.dtype()) {
-            (DType::C64, DType::C64) => self.pairs().assign(&src.pairs()),
+            (DType::C64, DType::C64) if Tensor::pairs_fit(self.rank().max(src.rank())) => {
+                self.pairs().assign(&src.pairs())
+            }
+            // Real parts sit at even f32 positions and imaginary parts at odd
+            // ones, so neither copy can disturb what the other reads.
+            (DType::C64, DType::C64) => {
+                self.real()?.assign(&src.real()?)?;
+                self.imag()?.assign(&src.imag()?)
+            }
             (DType::C64, DType::F32) => {
                 self.real()?.assign(src)?;
                 self.imag()?.fill_(0.0)

@@ -67,7 +67,7 @@ impl Tensor {
         let (pre, post) = (&self.dims()[..a], &self.dims()[a + 1..]);
         let out_dims: Vec<usize> = [pre, index.dims(), post].concat();
         let shape = Shape::from(out_dims);
-        shape.check_rank(name)?;
+        shape.check(name)?;
         // The source and the index as layouts over the output's coordinates.
         let zeros = |n: usize| std::iter::repeat_n(0isize, n);
         let s = self.strides();

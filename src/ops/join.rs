@@ -7,7 +7,7 @@ use super::Arg;
 use super::check_devices;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
-use crate::shape::{DimVec, MAX_RANK, Shape};
+use crate::shape::{DimVec, MAX_RANK, Shape, add_extents, mul_extents};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -42,7 +42,7 @@ impl Tensor {
                     ),
                 ));
             }
-            dims[axis] += t.dims()[axis];
+            dims[axis] = add_extents(OP, dims[axis], t.dims()[axis])?;
         }
         let out = Tensor::empty_dense(Shape::from(dims), first.dtype(), first.device(), OP)?;
         let mut start = 0;
@@ -113,7 +113,9 @@ impl Tensor {
     pub fn split(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
         const OP: &str = "split";
         let a = normalize_axis(OP, axis, self.rank())?;
-        let total: usize = sizes.iter().sum();
+        let total = sizes
+            .iter()
+            .try_fold(0, |total, &n| add_extents(OP, total, n))?;
         if total != self.dims()[a] {
             return Err(Error::shape(
                 OP,
@@ -196,7 +198,7 @@ impl Tensor {
     pub fn tile(&self, reps: &[usize]) -> Result<Tensor> {
         const OP: &str = "tile";
         let rank = self.rank().max(reps.len());
-        Shape::from(vec![1; rank]).check_rank(OP)?;
+        Shape::from(vec![1; rank]).check(OP)?;
         let mut t = self.clone();
         while t.rank() < rank {
             t = t.unsqueeze(0)?;
@@ -217,7 +219,13 @@ impl Tensor {
             dims.push(if d == 1 { r } else { d });
             strides.push(if d == 1 { 0 } else { s });
         }
-        let out_dims: Vec<usize> = t.dims().iter().zip(&reps).map(|(d, r)| d * r).collect();
+        let out_dims = t
+            .dims()
+            .iter()
+            .zip(&reps)
+            .map(|(&d, &r)| mul_extents(OP, d, r))
+            .collect::<Result<Vec<usize>>>()?;
+        Shape::from(&out_dims).check(OP)?;
         if dims.len() <= MAX_RANK {
             return copy_of_view(&t, dims, strides, out_dims, OP);
         }
@@ -249,7 +257,8 @@ impl Tensor {
             dims.insert(a + 1, repeats);
             strides.insert(a + 1, 0);
             let mut out_dims = self.dims().to_vec();
-            out_dims[a] *= repeats;
+            out_dims[a] = mul_extents(OP, out_dims[a], repeats)?;
+            Shape::from(&out_dims).check(OP)?;
             return copy_of_view(self, dims, strides, out_dims, OP);
         }
         repeat_block(&self.contiguous()?, a, repeats, false, OP)
@@ -319,6 +328,7 @@ fn repeat_block(t: &Tensor, axis: usize, r: usize, tile: bool, op: &'static str)
         )
     };
     let mut out_dims = t.dims().to_vec();
-    out_dims[axis] *= r;
+    out_dims[axis] = mul_extents(op, out_dims[axis], r)?;
+    Shape::from(&out_dims).check(op)?;
     copy_of_view(t, dims, strides, out_dims, op)
 }

@@ -95,7 +95,7 @@ impl Tensor {
             dims.into()
         };
         let out_shape = with([m, n]);
-        out_shape.check_rank(OP)?;
+        out_shape.check(OP)?;
         let a = a.broadcast_to(with([m, k]))?;
         let b = b.broadcast_to(with([k, n]))?;
         let storage = crate::tensor::alloc(self.device(), OP, self.dtype(), out_shape.numel())?;

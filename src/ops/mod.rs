@@ -91,7 +91,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         check_devices(op, lead, args)?;
         let shape = broadcast_all(op, args)?;
-        shape.check_rank(op)?;
+        shape.check(op)?;
         let mut views: SmallVec<[Tensor; 3]> = SmallVec::new();
         for a in args {
             if let Arg::Tensor(t) = a {

@@ -195,15 +195,7 @@ impl Tensor {
         if self.dtype().is_complex() {
             return self.complex_sum(axes.into(), keepdim, false);
         }
-        let t = self.widened()?;
-        t.reduce_into(
-            "sum",
-            ReduceOp::Sum,
-            &axes.into(),
-            keepdim,
-            t.dtype(),
-            false,
-        )
+        self.widening_reduce("sum", ReduceOp::Sum, &axes.into(), keepdim)
     }
 
     /// Product over `axes`, with the dtypes of [`Tensor::sum`]; the product
@@ -212,15 +204,29 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::sum`].
     pub fn prod(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        self.widening_reduce("prod", ReduceOp::Prod, &axes.into(), keepdim)
+    }
+
+    /// A sum or product, into i32 for bool and u32 for u8. GPU kernels read
+    /// the narrow input and accumulate wide; the CPU path widens a copy
+    /// first (host memory has no binding limit to stay under).
+    fn widening_reduce(
+        &self,
+        name: &'static str,
+        op: ReduceOp,
+        axes: &Axes,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let wide = match self.dtype() {
+            DType::Bool => DType::I32,
+            DType::U8 => DType::U32,
+            other => other,
+        };
+        if self.device().is_gpu() {
+            return self.reduce_into(name, op, axes, keepdim, wide, false);
+        }
         let t = self.widened()?;
-        t.reduce_into(
-            "prod",
-            ReduceOp::Prod,
-            &axes.into(),
-            keepdim,
-            t.dtype(),
-            false,
-        )
+        t.reduce_into(name, op, axes, keepdim, wide, false)
     }
 
     /// bool as i32 and u8 as u32, the dtypes sums and products run in.

@@ -1,7 +1,7 @@
 //! Creating tensors: from host data, constants, ranges and seeded noise.
 
 use super::Tensor;
-use crate::backend::cpu::{CpuData, CpuStorage};
+use crate::backend::cpu::{CpuData, CpuStorage, try_collect};
 use crate::backend::gpu::GpuStorage;
 use crate::backend::{Input, Storage};
 use crate::device::Device;
@@ -38,7 +38,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         const OP: &str = "from_vec";
         let shape = shape.into();
-        shape.check_rank(OP)?;
+        shape.check(OP)?;
         if shape.numel() != data.len() {
             return Err(Error::shape(
                 OP,
@@ -67,7 +67,7 @@ impl Tensor {
     /// Device errors (f64 on the GPU, size over the binding limit), rank over 8.
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         let shape = shape.into();
-        shape.check_rank("zeros")?;
+        shape.check("zeros")?;
         let t = Self::empty_dense(shape, dtype, device, "zeros")?;
         if device.is_gpu() && dtype.is_complex() {
             t.fill_(0.0)?;
@@ -90,7 +90,7 @@ impl Tensor {
         device: &Device,
         op: &'static str,
     ) -> Result<Tensor> {
-        shape.check_rank(op)?;
+        shape.check(op)?;
         let storage = alloc(device, op, dtype, shape.numel())?;
         Ok(Tensor::from_parts(
             storage,
@@ -149,8 +149,19 @@ impl Tensor {
                 format!("step must be finite and non-zero, got {step:?}"),
             ));
         }
-        let count = ((e - s) / st).ceil().max(0.0) as usize;
-        let data: Vec<T> = (0..count).map(|i| T::from_f64(s + i as f64 * st)).collect();
+        let steps = ((e - s) / st).ceil().max(0.0);
+        // Past 2^60 (or a non-finite count) the shape check below fails.
+        let count = if steps <= crate::shape::MAX_ELEMENTS as f64 {
+            steps as usize
+        } else {
+            usize::MAX
+        };
+        Shape::from([count]).check("arange")?;
+        let data = try_collect(
+            "arange",
+            count,
+            (0..count).map(|i| T::from_f64(s + i as f64 * st)),
+        )?;
         Self::from_vec(data, [count], device)
     }
 
@@ -185,11 +196,7 @@ impl Tensor {
         seed: u64,
         device: &Device,
     ) -> Result<Tensor> {
-        let shape = shape.into();
-        let data: Vec<f64> = (0..shape.numel() as u64)
-            .map(|i| uniform(seed, i))
-            .collect();
-        Self::from_f64_samples("rand", data, shape, dtype, device)
+        Self::samples("rand", shape.into(), dtype, device, |i| uniform(seed, i))
     }
 
     /// Standard normal samples (Box–Muller) from a seeded generator. The same
@@ -203,34 +210,34 @@ impl Tensor {
         seed: u64,
         device: &Device,
     ) -> Result<Tensor> {
-        let shape = shape.into();
-        let data: Vec<f64> = (0..shape.numel() as u64)
-            .map(|i| {
-                let u1 = 1.0 - uniform(seed, 2 * i);
-                let u2 = uniform(seed, 2 * i + 1);
-                (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-            })
-            .collect();
-        Self::from_f64_samples("randn", data, shape, dtype, device)
+        Self::samples("randn", shape.into(), dtype, device, |i| {
+            let u1 = 1.0 - uniform(seed, 2 * i);
+            let u2 = uniform(seed, 2 * i + 1);
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        })
     }
 
-    fn from_f64_samples(
+    /// A tensor of the float `dtype` whose element `i` is `sample(i)`.
+    fn samples(
         op: &'static str,
-        data: Vec<f64>,
         shape: Shape,
         dtype: DType,
         device: &Device,
+        sample: impl Fn(u64) -> f64,
     ) -> Result<Tensor> {
+        shape.check(op)?;
+        let n = shape.numel();
+        let indices = 0..n as u64;
         match dtype {
             DType::F32 => {
-                Self::from_vec(data.into_iter().map(|v| v as f32).collect(), shape, device)
+                let data = try_collect(op, n, indices.map(|i| sample(i) as f32))?;
+                Self::from_vec(data, shape, device)
             }
-            DType::F64 => Self::from_vec(data, shape, device),
-            DType::F16 => Self::from_vec(
-                data.into_iter().map(half::f16::from_f64).collect(),
-                shape,
-                device,
-            ),
+            DType::F64 => Self::from_vec(try_collect(op, n, indices.map(sample))?, shape, device),
+            DType::F16 => {
+                let data = try_collect(op, n, indices.map(|i| half::f16::from_f64(sample(i))))?;
+                Self::from_vec(data, shape, device)
+            }
             other => Err(Error::dtype(
                 op,
                 format!("needs a float dtype, got {other}"),
@@ -271,7 +278,7 @@ pub(crate) fn alloc(
         (dtype, len)
     };
     let storage = match device.gpu_context() {
-        None => Storage::Cpu(CpuStorage::new(CpuData::zeros(dtype, len))),
+        None => Storage::Cpu(CpuStorage::new(CpuData::zeros(op, dtype, len)?)),
         Some(ctx) => Storage::Gpu(GpuStorage::uninit(ctx, op, dtype, len)?),
     };
     Ok(Arc::new(storage))

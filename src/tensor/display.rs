@@ -133,13 +133,16 @@ impl fmt::Display for Tensor {
             DType::U32 => formatted::<u32>(self, false),
             DType::U8 => formatted::<u8>(self, false),
             DType::Bool => formatted::<bool>(self, false),
-            DType::C64 => read_now::<f32>(&self.pairs()).map(|r| {
-                r.map(|v| {
-                    v.chunks_exact(2)
-                        .map(|p| format_complex(p[0], p[1]))
-                        .collect()
-                })
-            }),
+            DType::C64 => match self.row_major_pairs() {
+                Ok(pairs) => read_now::<f32>(&pairs).map(|r| {
+                    r.map(|v| {
+                        v.chunks_exact(2)
+                            .map(|p| format_complex(p[0], p[1]))
+                            .collect()
+                    })
+                }),
+                Err(e) => Some(Err(e)),
+            },
         };
         let cells = match cells {
             Some(Ok(c)) => c,

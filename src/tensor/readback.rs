@@ -2,7 +2,7 @@
 
 use super::Tensor;
 use crate::backend::Storage;
-use crate::backend::cpu::CpuData;
+use crate::backend::cpu::{CpuData, try_collect};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 
@@ -33,13 +33,19 @@ impl Tensor {
         }
         let dense = self.contiguous()?;
         let (start, n) = (dense.offset(), dense.numel());
+        if n == 0 {
+            return Ok(Vec::new());
+        }
         match &**dense.storage() {
             Storage::Cpu(s) => {
                 let data = s.read();
                 let slice = data
                     .as_slice::<T>()
-                    .ok_or_else(|| Error::dtype(OP, "storage dtype mismatch"))?;
-                Ok(slice[start..start + n].to_vec())
+                    .and_then(|v| v.get(start..start + n))
+                    .ok_or_else(|| {
+                        Error::gpu(OP, "internal: cpu storage does not hold the view")
+                    })?;
+                try_collect(OP, n, slice.iter().copied())
             }
             Storage::Gpu(s) => {
                 let bytes = s.read_bytes(start, n).await?;
@@ -94,7 +100,9 @@ impl Tensor {
             crate::DType::U8 => read!(u8),
             crate::DType::Bool => read!(bool),
             // Interleaved pairs, as c64 storage holds them.
-            crate::DType::C64 => CpuData::from_vec(self.pairs().to_vec_async::<f32>().await?),
+            crate::DType::C64 => {
+                CpuData::from_vec(self.row_major_pairs()?.to_vec_async::<f32>().await?)
+            }
         })
     }
 }

@@ -84,7 +84,7 @@ impl Tensor {
     /// `Error::Shape` when the element counts differ.
     pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
-        shape.check_rank("reshape")?;
+        shape.check("reshape")?;
         if shape.numel() != self.numel() {
             return Err(Error::shape(
                 "reshape",

@@ -2,6 +2,7 @@
 //! type. It runs every op and is the reference the GPU results are tested
 //! against.
 
+mod alloc;
 mod elementwise;
 mod indexing;
 mod matmul;
@@ -11,6 +12,7 @@ mod scan;
 mod storage;
 mod strided;
 
+pub(crate) use alloc::try_collect;
 pub(crate) use elementwise::run;
 pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;

@@ -1,8 +1,10 @@
 //! CPU reductions: one output at a time, each walking its reduced elements
 //! through the input's strides (no copy of a strided view). Sums, products,
 //! maxima and minima run over the reduced sub-layout in memory order with
-//! eight independent accumulators, so a contiguous run vectorises; argmax
-//! and argmin walk row-major to report the first index.
+//! eight independent accumulators, so a contiguous run vectorises, and
+//! combine blocks of them pairwise, so a float sum's error grows with the
+//! log of its length; argmax and argmin walk row-major to report the first
+//! index.
 
 use super::storage::{CpuData, CpuStorage};
 use super::strided::for_each_run;
@@ -289,7 +291,14 @@ fn fold_across<T: Reducible>(
     });
 }
 
-/// Folds `f` over the elements of `plan` starting at `base`, in eight lanes.
+/// Elements one output folds into its eight lanes before their total joins
+/// the pairwise tree ([`Tree`]): the lanes keep contiguous runs vectorised,
+/// the blocks keep a float sum's error growing with the log of its length
+/// (NumPy's pairwise summation), not with the length.
+const BLOCK: usize = 1024;
+
+/// Folds `f` over the elements of `plan` starting at `base`: eight lanes
+/// within a block of [`BLOCK`] elements, the blocks combined pairwise.
 #[inline(always)]
 fn fold_one<T: Reducible>(
     src: &[T],
@@ -300,27 +309,91 @@ fn fold_one<T: Reducible>(
 ) -> T::Acc {
     const LANES: usize = 8;
     let mut lanes = [init; LANES];
+    let mut in_block = 0;
+    let mut tree = Tree::new();
     for_each_run::<1>(plan, |[p], [s], len| {
-        let start = (base as isize + p) as usize;
-        if s == 1 {
-            let run = &src[start..start + len];
-            let mut chunks = run.chunks_exact(LANES);
-            for chunk in &mut chunks {
-                for (lane, &x) in lanes.iter_mut().zip(chunk) {
+        let mut start = base as isize + p;
+        let mut left = len;
+        while left > 0 {
+            let take = (BLOCK - in_block).min(left);
+            if s == 1 {
+                let run = &src[start as usize..start as usize + take];
+                let mut chunks = run.chunks_exact(LANES);
+                for chunk in &mut chunks {
+                    for (lane, &x) in lanes.iter_mut().zip(chunk) {
+                        *lane = f(*lane, x.widen());
+                    }
+                }
+                for (lane, &x) in lanes.iter_mut().zip(chunks.remainder()) {
                     *lane = f(*lane, x.widen());
                 }
+            } else {
+                for i in 0..take {
+                    let x = src[(start + i as isize * s) as usize];
+                    lanes[i % LANES] = f(lanes[i % LANES], x.widen());
+                }
             }
-            for (lane, &x) in lanes.iter_mut().zip(chunks.remainder()) {
-                *lane = f(*lane, x.widen());
-            }
-        } else {
-            for i in 0..len {
-                let x = src[(start as isize + i as isize * s) as usize];
-                lanes[i % LANES] = f(lanes[i % LANES], x.widen());
+            start += take as isize * s;
+            left -= take;
+            in_block += take;
+            if in_block == BLOCK {
+                tree.push(std::mem::replace(&mut lanes, [init; LANES]), init, f);
+                in_block = 0;
             }
         }
     });
-    lanes.into_iter().fold(init, f)
+    tree.push(lanes, init, f);
+    tree.total(init, f)
+}
+
+/// Block totals combined as a balanced binary tree, streaming: a stack of
+/// partial totals, each over 2^level blocks, merged like a binary counter.
+struct Tree<A> {
+    stack: smallvec::SmallVec<[(A, u32); 32]>,
+}
+
+impl<A: Copy> Tree<A> {
+    fn new() -> Self {
+        Tree {
+            stack: smallvec::SmallVec::new(),
+        }
+    }
+
+    /// Adds one block, given as its lanes.
+    fn push<const L: usize>(&mut self, lanes: [A; L], init: A, f: impl Fn(A, A) -> A + Copy) {
+        let mut v = pairwise(&lanes, init, f);
+        let mut level = 0;
+        while let Some(&(top, l)) = self.stack.last() {
+            if l != level {
+                break;
+            }
+            self.stack.pop();
+            v = f(top, v);
+            level += 1;
+        }
+        self.stack.push((v, level));
+    }
+
+    /// The total of every block pushed.
+    fn total(&self, init: A, f: impl Fn(A, A) -> A + Copy) -> A {
+        self.stack
+            .iter()
+            .rev()
+            .fold(None, |acc, &(v, _)| Some(acc.map_or(v, |a| f(v, a))))
+            .unwrap_or(init)
+    }
+}
+
+/// `values` combined as a balanced binary tree.
+fn pairwise<A: Copy>(values: &[A], init: A, f: impl Fn(A, A) -> A + Copy) -> A {
+    match values {
+        [] => init,
+        [v] => *v,
+        _ => {
+            let (a, b) = values.split_at(values.len() / 2);
+            f(pairwise(a, init, f), pairwise(b, init, f))
+        }
+    }
 }
 
 /// The plan walking `layout` in row-major order (no reordering), so that

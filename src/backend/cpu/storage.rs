@@ -1,7 +1,9 @@
 //! Host storage: one `Vec` of the element type behind a lock, so that views
 //! sharing it can be written in place.
 
+use super::alloc::try_zeroed;
 use crate::dtype::{DType, Element};
+use crate::error::Result;
 use half::f16;
 use std::any::Any;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -58,18 +60,21 @@ impl CpuData {
     }
 
     /// A zero-filled vector of `len` elements of `dtype`.
-    pub fn zeros(dtype: DType, len: usize) -> CpuData {
-        match dtype {
-            DType::F32 => CpuData::F32(vec![0.0; len]),
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` naming `op` when the host cannot hold it.
+    pub fn zeros(op: &'static str, dtype: DType, len: usize) -> Result<CpuData> {
+        Ok(match dtype {
+            DType::F32 => CpuData::F32(try_zeroed(op, len)?),
             // Interleaved (re, im) pairs.
-            DType::C64 => CpuData::F32(vec![0.0; 2 * len]),
-            DType::F16 => CpuData::F16(vec![f16::ZERO; len]),
-            DType::F64 => CpuData::F64(vec![0.0; len]),
-            DType::I32 => CpuData::I32(vec![0; len]),
-            DType::U32 => CpuData::U32(vec![0; len]),
-            DType::U8 => CpuData::U8(vec![0; len]),
-            DType::Bool => CpuData::Bool(vec![false; len]),
-        }
+            DType::C64 => CpuData::F32(try_zeroed(op, len.saturating_mul(2))?),
+            DType::F16 => CpuData::F16(try_zeroed(op, len)?),
+            DType::F64 => CpuData::F64(try_zeroed(op, len)?),
+            DType::I32 => CpuData::I32(try_zeroed(op, len)?),
+            DType::U32 => CpuData::U32(try_zeroed(op, len)?),
+            DType::U8 => CpuData::U8(try_zeroed(op, len)?),
+            DType::Bool => CpuData::Bool(try_zeroed(op, len)?),
+        })
     }
 
     /// The elements as `&[T]`, or `None` when `T` is not the stored type.

@@ -179,7 +179,7 @@ impl BufferPool {
                 op,
                 requested: size,
                 in_use: state.counters.bytes_live,
-                cap,
+                cap: Some(cap),
             });
         }
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {

@@ -136,8 +136,11 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> String {
                 } else {
                     "st.v".to_string()
                 };
+                let out = compute_type(key.out);
                 match key.out {
                     DType::Bool => format!("({v} != 0u)"),
+                    // A bool sum accumulates in u32 and stores i32.
+                    _ if out != acc => format!("{out}({v})"),
                     _ => v,
                 }
             };
@@ -426,7 +429,13 @@ mod tests {
             for dtype in GPU_DTYPES {
                 for (source, dest) in stages {
                     for (group, native_f16) in [(true, true), (false, false)] {
-                        let out = if op.is_arg() { DType::I32 } else { dtype };
+                        let widening = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
+                        let out = match dtype {
+                            _ if op.is_arg() => DType::I32,
+                            DType::Bool if widening => DType::I32,
+                            DType::U8 if widening => DType::U32,
+                            _ => dtype,
+                        };
                         let key = ReduceKey {
                             op,
                             dtype,

@@ -1,0 +1,213 @@
+//! Defects found by adversarial testing (issue 17), each pinned on every
+//! device: overflowing shapes, empty views with an offset, rank-8 complex
+//! ops, impossible host allocations, narrow-dtype sums past the binding
+//! limit, and long float sums. Fusion ordering and the long-line kernels
+//! have theirs in scheduler.rs and size_sweeps.rs.
+
+mod common;
+
+use common::devices;
+use webtensor::{Complex32, DType, Device, Error, Tensor, s};
+
+#[test]
+fn overflowing_shapes_are_errors_not_panics() {
+    for dev in devices() {
+        let shape_err = |r: webtensor::Result<Tensor>, what: &str| match r {
+            Err(Error::Shape { .. }) => {}
+            Err(e) => panic!("{what} on {dev}: wrong error {e}"),
+            Ok(t) => panic!("{what} on {dev}: Ok with shape {:?}", t.dims()),
+        };
+        shape_err(Tensor::zeros([1 << 62, 4], DType::F32, &dev), "zeros");
+        shape_err(
+            Tensor::ones([0, 1 << 62, 4], DType::F32, &dev),
+            "ones with a 0",
+        );
+        let empty = Tensor::zeros([0], DType::F32, &dev).unwrap();
+        shape_err(empty.reshape([1 << 32, 1 << 32]), "reshape");
+        let three = Tensor::ones([3], DType::F32, &dev).unwrap();
+        shape_err(three.broadcast_to([1 << 62, 4, 3]), "broadcast_to");
+        let col = three.reshape([3, 1]).unwrap();
+        let wide = Tensor::ones([1, 3], DType::F32, &dev).unwrap();
+        shape_err(
+            col.broadcast_to([1 << 40, 1])
+                .and_then(|a| a.add(&wide.broadcast_to([1, 1 << 40]).unwrap())),
+            "add broadcasting past the limit",
+        );
+        shape_err(three.tile(&[1 << 61]), "tile");
+        shape_err(three.repeat(usize::MAX, 0), "repeat");
+        shape_err(Tensor::rand([1 << 62, 4], DType::F32, 0, &dev), "rand");
+        assert!(matches!(
+            Tensor::arange(0.0f32, 1e30, 1e-30, &dev),
+            Err(Error::Shape { .. })
+        ));
+        assert!(three.split(&[usize::MAX, 4], 0).is_err());
+        // Steps far past the axis leave one element.
+        let t = Tensor::arange(0i32, 6, 1, &dev).unwrap();
+        let one = t.slice(s![..;isize::MAX]).unwrap();
+        assert_eq!(one.to_vec::<i32>().unwrap(), [0]);
+        let last = t.slice(s![..;isize::MIN]).unwrap();
+        assert_eq!(last.to_vec::<i32>().unwrap(), [5]);
+    }
+}
+
+#[test]
+fn empty_views_with_an_offset_read_as_empty() {
+    for dev in devices() {
+        for dtype in [DType::F32, DType::I32, DType::C64] {
+            let t = Tensor::zeros([0, 4], dtype, &dev).unwrap();
+            let views = [
+                t.flip(&[1]).unwrap(),
+                t.slice(s![.., 3..]).unwrap(),
+                Tensor::zeros([5, 4], dtype, &dev)
+                    .unwrap()
+                    .slice(s![5.., 2..])
+                    .unwrap(),
+            ];
+            for v in views {
+                assert_eq!(v.numel(), 0);
+                assert_eq!(v.contiguous().unwrap().numel(), 0, "{dev} {dtype}");
+                if dtype == DType::C64 {
+                    assert!(v.to_complex_vec().unwrap().is_empty());
+                } else {
+                    assert!(common::read_f32(&v).is_empty());
+                }
+                assert_eq!(v.sum(.., false).unwrap().numel(), 1);
+                assert_eq!(format!("{v}"), "[]");
+            }
+        }
+    }
+}
+
+#[test]
+fn rank_8_complex_tensors_reduce_and_combine() {
+    // A rank-8 c64 tensor through a permuted view, against the same values
+    // at rank 2 (pair views would be rank 9, past the limit).
+    let dims = [2, 1, 2, 1, 3, 1, 2, 1];
+    let values: Vec<Complex32> = (0..24)
+        .map(|k| Complex32::new(k as f32 - 5.0, 0.5 * k as f32))
+        .collect();
+    for dev in devices() {
+        let z = Tensor::from_complex(&values, dims, &dev).unwrap();
+        let zt = z.permute(&[7, 6, 5, 4, 3, 2, 1, 0]).unwrap();
+        let flat = Tensor::from_complex(&values, [24], &dev).unwrap();
+        assert_eq!(
+            zt.sum(.., false).unwrap().to_complex_vec().unwrap(),
+            flat.sum(.., false).unwrap().to_complex_vec().unwrap(),
+            "{dev}"
+        );
+        let by_rows = z.reshape([4, 6]).unwrap().sum(1, false).unwrap();
+        let rank8 = z.sum(vec![4isize, 6], false).unwrap();
+        assert_eq!(rank8.dims(), &[2, 1, 2, 1, 1, 1]);
+        assert_eq!(
+            rank8.to_complex_vec().unwrap(),
+            by_rows.to_complex_vec().unwrap()
+        );
+        let twice = zt.add(&zt).unwrap().sub(&zt.neg().unwrap()).unwrap();
+        let want: Vec<Complex32> = zt
+            .to_complex_vec()
+            .unwrap()
+            .iter()
+            .map(|c| c * 3.0)
+            .collect();
+        assert_eq!(twice.to_complex_vec().unwrap(), want, "{dev}");
+        let copy = Tensor::zeros(zt.shape().clone(), DType::C64, &dev).unwrap();
+        copy.assign(&zt).unwrap();
+        assert_eq!(copy.to_complex_vec().unwrap(), zt.to_complex_vec().unwrap());
+        let moved = zt.to_device(&Device::cpu()).unwrap();
+        assert_eq!(
+            moved.to_complex_vec().unwrap(),
+            zt.to_complex_vec().unwrap()
+        );
+        assert!(format!("{zt}").contains("j"));
+        let zeros = Tensor::zeros([1; 8], DType::C64, &dev).unwrap();
+        assert_eq!(
+            zeros.sum(.., false).unwrap().to_complex_vec().unwrap(),
+            [Complex32::new(0.0, 0.0)]
+        );
+    }
+}
+
+#[test]
+fn impossible_host_allocations_are_out_of_memory_errors() {
+    // 4 PiB: more than any machine's address space, so refused even where
+    // the kernel overcommits.
+    let cpu = Device::cpu();
+    let err = Tensor::zeros([1 << 50], DType::F32, &cpu).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfMemory {
+                op: "zeros",
+                cap: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("allocator refused"), "{err}");
+    let one = Tensor::ones([1], DType::F32, &cpu).unwrap();
+    let huge = one.broadcast_to([1 << 50]).unwrap();
+    assert!(matches!(
+        huge.to_vec::<f32>(),
+        Err(Error::OutOfMemory { .. })
+    ));
+    assert!(matches!(huge.contiguous(), Err(Error::OutOfMemory { .. })));
+    for dev in devices().into_iter().skip(1) {
+        // The GPU refuses by its limits, as before.
+        assert!(matches!(
+            Tensor::zeros([1 << 50], DType::F32, &dev),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+}
+
+#[test]
+fn narrow_sums_read_the_input_as_it_is() {
+    // 2^26 u8 ones: 64 MiB, under the 128 MiB binding; its u32 widening
+    // (256 MiB) would not be.
+    for dev in devices() {
+        let n = 1usize << 26;
+        let ones = Tensor::ones([n], DType::U8, &dev).unwrap();
+        assert_eq!(
+            ones.sum(.., false).unwrap().to_vec::<u32>().unwrap(),
+            [n as u32],
+            "{dev}"
+        );
+        let flags = Tensor::ones([3, 5], DType::Bool, &dev).unwrap();
+        let counts = flags.slice(s![.., ..;2]).unwrap().sum(1, false).unwrap();
+        assert_eq!(counts.dtype(), DType::I32);
+        assert_eq!(counts.to_vec::<i32>().unwrap(), [3, 3, 3], "{dev}");
+        let small = Tensor::from_slice(&[2u8, 3, 4], [3], &dev).unwrap();
+        assert_eq!(
+            small.prod(.., false).unwrap().to_vec::<u32>().unwrap(),
+            [24]
+        );
+    }
+}
+
+#[test]
+fn long_float_sums_stay_accurate() {
+    // 2^27 + 5 twos: eight running f32 accumulators lose the count past
+    // 2^25 each; pairwise blocks keep it exact.
+    for dev in devices() {
+        let n = (1usize << 27) + 5;
+        if dev.is_gpu() && n * 4 > (128 << 20) {
+            // One binding holds 128 MiB on lavapipe; the GPU tree is tested
+            // at 2^24 below.
+            let t = Tensor::full([1 << 24], 2.0, DType::F32, &dev).unwrap();
+            assert_eq!(
+                t.sum(.., false).unwrap().item::<f32>().unwrap(),
+                (1 << 25) as f32
+            );
+            continue;
+        }
+        let t = Tensor::full([n], 2.0, DType::F32, &dev).unwrap();
+        assert_eq!(
+            t.sum(.., false).unwrap().item::<f32>().unwrap(),
+            (2 * n) as f32,
+            "{dev}"
+        );
+        let mean = t.reshape([1, n]).unwrap().mean(1, false).unwrap();
+        assert_eq!(mean.item::<f32>().unwrap(), 2.0);
+    }
+}
