@@ -52,21 +52,94 @@ fn gelu_f32(a: f32) -> f32 {
     return 0.5 * a * (1.0 + tanh_f32(0.7978845608028654 * (a + 0.044715 * a * a * a)));
 }
 
+fn is_inf_f32(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == F32_INF_BITS;
+}
+
+// True for -0.0 and every other value with the sign bit set.
+fn sign_bit_f32(x: f32) -> bool {
+    return (bitcast<u32>(x) >> 31u) == 1u;
+}
+
+const F32_MIN_NORMAL: f32 = 1.17549435e-38;
+
+// log2 that is right for subnormal inputs too (some drivers read their
+// exponent field as if they were normal): they are scaled up by 2^64 first.
+fn log2_f32(x: f32) -> f32 {
+    if (x > 0.0 && x < F32_MIN_NORMAL) {
+        return log2(x * 18446744073709551616.0) - 64.0;
+    }
+    return log2(x);
+}
+
+fn log_f32(x: f32) -> f32 {
+    if (x > 0.0 && x < F32_MIN_NORMAL) {
+        return log(x * 18446744073709551616.0) - 44.3614195558365;
+    }
+    return log(x);
+}
+
+// atan2 with IEEE's rules where WGSL leaves them open: NaN in, NaN out;
+// atan2(+-0, +0) = +-0 and atan2(+-0, -0) = +-pi.
+fn atan2_f32(a: f32, b: f32) -> f32 {
+    if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
+    if (a == 0.0) {
+        if (b > 0.0 || (b == 0.0 && !sign_bit_f32(b))) { return a; }
+        return select(3.14159265358979, -3.14159265358979, sign_bit_f32(a));
+    }
+    return atan2(a, b);
+}
+
+// C's fmod, exactly: |a| reduced by |b| scaled to its binade, one exact
+// subtraction per binade between them (at most about 280), never through
+// a / b (whose rounding loses the remainder once the quotient is large).
+// A subnormal divisor counts as zero, as WGSL allows a GPU to flush it.
+fn fmod_f32(a: f32, b: f32) -> f32 {
+    let y = abs(b);
+    if (is_nan_f32(a) || is_nan_f32(b) || is_inf_f32(a) || y < F32_MIN_NORMAL) {
+        return nan_f32();
+    }
+    if (is_inf_f32(y)) { return a; }
+    var x = abs(a);
+    let ey = frexp(y).exp;
+    for (var i = 0; i < 300 && x >= y; i++) {
+        var t = ldexp(y, frexp(x).exp - ey);
+        if (t > x) { t = t * 0.5; }
+        x = x - t;
+    }
+    return select(x, -x, sign_bit_f32(a));
+}
+
+// NumPy's remainder: fmod, moved to the divisor's sign.
 fn rem_f32(a: f32, b: f32) -> f32 {
-    let r = a % b;
+    let r = fmod_f32(a, b);
     return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0)));
 }
 
+// IEEE pow (C's powf), whose special cases WGSL's pow leaves open.
 fn pow_f32(a: f32, b: f32) -> f32 {
     if (b == 0.0 || a == 1.0) { return 1.0; }
     if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
-    if (a == 0.0) { return select(0.0, f32_from_bits(F32_INF_BITS), b < 0.0); }
-    let m = pow(abs(a), b);
-    if (a > 0.0) { return m; }
-    if (floor(b) != b) { return nan_f32(); }
-    // A negative base with an integer exponent: odd exponents keep the sign.
-    let odd = abs(b) < 16777216.0 && (i32(abs(b)) & 1) == 1;
-    return select(m, -m, odd);
+    let x = abs(a);
+    // Infinite exponents: 1 for |a| = 1, else 0 or inf by |a| against 1.
+    if (is_inf_f32(b)) {
+        if (x == 1.0) { return 1.0; }
+        return select(0.0, f32_from_bits(F32_INF_BITS), (x > 1.0) == (b > 0.0));
+    }
+    let integer = floor(b) == b;
+    // Odd integers below 2^24; every float above is even.
+    let odd = integer && abs(b) < 16777216.0 && (i32(abs(b)) & 1) == 1;
+    var m: f32;
+    if (x == 0.0) {
+        m = select(0.0, f32_from_bits(F32_INF_BITS), b < 0.0);
+    } else if (is_inf_f32(x)) {
+        m = select(0.0, f32_from_bits(F32_INF_BITS), b > 0.0);
+    } else {
+        if (sign_bit_f32(a) && !integer) { return nan_f32(); }
+        m = exp2(b * log2_f32(x));
+    }
+    // A negative base (-0 and -inf too) keeps its sign for odd exponents.
+    return select(m, -m, sign_bit_f32(a) && odd);
 }
 
 fn div_i32(a: i32, b: i32) -> i32 {

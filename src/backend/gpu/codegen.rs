@@ -150,7 +150,7 @@ fn unary_expr(op: UnaryOp, ct: &str) -> String {
         UnaryOp::Abs if ct == "i32" => "select(a, 0 - a, a < 0)",
         UnaryOp::Abs => "abs(a)",
         UnaryOp::Exp => "exp(a)",
-        UnaryOp::Log => "log(a)",
+        UnaryOp::Log => "log_f32(a)",
         UnaryOp::Sqrt => "sqrt(a)",
         UnaryOp::Rsqrt => "1.0 / sqrt(a)",
         UnaryOp::Sin => "sin(a)",
@@ -196,7 +196,7 @@ fn binary_expr(op: BinaryOp, ct: &str) -> String {
         (BinaryOp::And, _) => "a && b",
         (BinaryOp::Or, _) => "a || b",
         (BinaryOp::Xor, _) => "a != b",
-        (BinaryOp::Atan2, _) => "atan2(a, b)",
+        (BinaryOp::Atan2, _) => "atan2_f32(a, b)",
     };
     e.to_string()
 }

@@ -1,0 +1,182 @@
+//! Every float op on ±0, ±1, ±inf, NaN, subnormals and the f32 extremes,
+//! GPU against the CPU path (NumPy's special-value rules), in f32 and f16.
+//!
+//! WGSL lets a GPU flush subnormal inputs and results to zero, so for a
+//! subnormal operand the GPU may also answer as the CPU does for a zero;
+//! results are compared to a relative 1e-5 (WGSL's transcendentals are a
+//! few ulp off), infinities and NaN exactly. Sine and cosine are compared
+//! on finite arguments up to 1e4 (WGSL defines their accuracy near 0 only),
+//! and on infinities and NaN.
+
+mod common;
+
+use common::{gpu, gpu_packed_f16};
+use webtensor::{DType, Device, Tensor};
+
+const VALUES: [f32; 19] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    1.5,
+    -1.5,
+    2.0,
+    -3.0,
+    7.25,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+    1e-40,
+    -1e-40,
+    3.0e38,
+    -3.0e38,
+    1e-30,
+];
+
+fn ftz(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+type Unary = fn(&Tensor) -> webtensor::Result<Tensor>;
+type Binary = fn(&Tensor, &Tensor) -> webtensor::Result<Tensor>;
+
+fn unary_ops() -> Vec<(&'static str, Unary)> {
+    vec![
+        ("neg", Tensor::neg),
+        ("abs", Tensor::abs),
+        ("exp", Tensor::exp),
+        ("log", Tensor::log),
+        ("sqrt", Tensor::sqrt),
+        ("rsqrt", Tensor::rsqrt),
+        ("sin", Tensor::sin),
+        ("cos", Tensor::cos),
+        ("tanh", Tensor::tanh),
+        ("sigmoid", Tensor::sigmoid),
+        ("relu", Tensor::relu),
+        ("gelu", Tensor::gelu),
+        ("floor", Tensor::floor),
+        ("ceil", Tensor::ceil),
+        ("round", Tensor::round),
+        ("sign", Tensor::sign),
+        ("recip", Tensor::recip),
+        ("square", Tensor::square),
+    ]
+}
+
+fn binary_ops() -> Vec<(&'static str, Binary)> {
+    vec![
+        ("add", Tensor::add),
+        ("sub", Tensor::sub),
+        ("mul", Tensor::mul),
+        ("div", Tensor::div),
+        ("pow", Tensor::pow),
+        ("maximum", Tensor::maximum),
+        ("minimum", Tensor::minimum),
+        ("remainder", Tensor::remainder),
+        ("atan2", Tensor::atan2),
+    ]
+}
+
+fn values(xs: &[f32], dtype: DType, dev: &Device) -> Tensor {
+    Tensor::from_slice(xs, [xs.len()], dev)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+}
+
+fn read(t: &Tensor) -> Vec<f32> {
+    common::read_f32(t)
+}
+
+fn agrees(got: f32, wants: &[f32], dtype: DType) -> bool {
+    let rel = if dtype == DType::F16 { 2e-3 } else { 1e-5 };
+    wants.iter().any(|&w| {
+        (got.is_nan() && w.is_nan())
+            || got == w
+            || (got.is_finite() && w.is_finite() && (got - w).abs() <= rel * w.abs().max(1.0))
+            // A result the GPU may flush to zero.
+            || (got == 0.0 && w.is_subnormal())
+    })
+}
+
+fn gpus() -> Vec<Device> {
+    gpu().into_iter().chain(gpu_packed_f16()).collect()
+}
+
+#[test]
+fn unary_float_ops_follow_the_cpu_on_special_values() {
+    let cpu = Device::cpu();
+    let mut failures = Vec::new();
+    for dev in gpus() {
+        for dtype in [DType::F32, DType::F16] {
+            let input = values(&VALUES, dtype, &dev);
+            let stored = read(&input);
+            let flushed: Vec<f32> = stored.iter().map(|&x| ftz(x)).collect();
+            for (name, op) in unary_ops() {
+                let want = read(&op(&values(&stored, dtype, &cpu)).unwrap());
+                let want_ftz = read(&op(&values(&flushed, dtype, &cpu)).unwrap());
+                let got = read(&op(&input).unwrap());
+                for (k, &x) in stored.iter().enumerate() {
+                    let trig = matches!(name, "sin" | "cos");
+                    if trig && x.is_finite() && x.abs() > 1e4 {
+                        continue;
+                    }
+                    if !agrees(got[k], &[want[k], want_ftz[k]], dtype) {
+                        failures.push(format!(
+                            "{dev} {dtype} {name}({x:e}) = {:e}, cpu {:e}",
+                            got[k], want[k]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn binary_float_ops_follow_the_cpu_on_special_values() {
+    let cpu = Device::cpu();
+    let mut failures = Vec::new();
+    // Every pair: a runs down the rows, b along the columns.
+    let n = VALUES.len();
+    let a: Vec<f32> = (0..n * n).map(|i| VALUES[i / n]).collect();
+    let b: Vec<f32> = (0..n * n).map(|i| VALUES[i % n]).collect();
+    for dev in gpus() {
+        for dtype in [DType::F32, DType::F16] {
+            let (ga, gb) = (values(&a, dtype, &dev), values(&b, dtype, &dev));
+            let (sa, sb) = (read(&ga), read(&gb));
+            let (fa, fb): (Vec<f32>, Vec<f32>) =
+                sa.iter().zip(&sb).map(|(&x, &y)| (ftz(x), ftz(y))).unzip();
+            for (name, op) in binary_ops() {
+                let on_cpu = |x: &[f32], y: &[f32]| {
+                    read(&op(&values(x, dtype, &cpu), &values(y, dtype, &cpu)).unwrap())
+                };
+                let want = on_cpu(&sa, &sb);
+                let wants_ftz = [on_cpu(&fa, &sb), on_cpu(&sa, &fb), on_cpu(&fa, &fb)];
+                let got = read(&op(&ga, &gb).unwrap());
+                for k in 0..n * n {
+                    let wants = [want[k], wants_ftz[0][k], wants_ftz[1][k], wants_ftz[2][k]];
+                    if !agrees(got[k], &wants, dtype) {
+                        failures.push(format!(
+                            "{dev} {dtype} {name}({:e}, {:e}) = {:e}, cpu {:e}",
+                            sa[k], sb[k], got[k], want[k]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
