@@ -1,0 +1,435 @@
+//! Adversarial arguments to every op family: huge, negative and extreme
+//! extents, axes, steps, counts and indices, on awkward tensors (empty,
+//! 0-d, rank 8, every dtype). Every case must return (never panic or
+//! abort), and the CPU and the GPU must agree on success or on the kind of
+//! error, after reading the result back (the GPU reports out-of-range
+//! indices at the next readback). Where one device is over a memory or
+//! binding limit the other may succeed.
+
+mod common;
+
+use proptest::prelude::*;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use webtensor::{DType, Device, Error, SliceItem, Tensor};
+
+fn big_usize() -> impl Strategy<Value = usize> + Clone {
+    prop_oneof![
+        4 => 0usize..5,
+        1 => prop::sample::select(vec![
+            7usize,
+            65535,
+            1 << 31,
+            1 << 32,
+            1 << 40,
+            1 << 60,
+            (1 << 60) + 1,
+            1 << 62,
+            usize::MAX / 2,
+            usize::MAX,
+        ]),
+    ]
+}
+
+fn big_isize() -> impl Strategy<Value = isize> + Clone {
+    prop_oneof![
+        4 => -4isize..5,
+        1 => prop::sample::select(vec![
+            isize::MIN,
+            isize::MIN + 1,
+            isize::MAX,
+            1 << 40,
+            -(1 << 40),
+            65536,
+            -65537,
+        ]),
+    ]
+}
+
+/// A tensor to start from: `kind` picks its shape and dtype.
+fn base(kind: u8, dev: &Device) -> webtensor::Result<Tensor> {
+    let f = |dims: &[usize]| {
+        let n: usize = dims.iter().product();
+        Tensor::from_vec((0..n).map(|i| i as f32 - 2.0).collect(), dims.to_vec(), dev)
+    };
+    match kind % 9 {
+        0 => f(&[2, 3]),
+        1 => f(&[0, 4]),
+        2 => f(&[]),
+        3 => f(&[1, 2, 1, 2, 1, 1, 2, 1]),
+        4 => f(&[3])?.to_dtype(DType::I32),
+        5 => f(&[2, 3])?.to_dtype(DType::Bool),
+        6 => f(&[2, 2])?.to_dtype(DType::C64),
+        7 => f(&[4])?.to_dtype(DType::U8),
+        _ => f(&[3, 2])?.to_dtype(DType::F16),
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Case {
+    Create {
+        op: u8,
+        dims: Vec<usize>,
+        dtype: u8,
+    },
+    Arange {
+        start: f32,
+        end: f32,
+        step: f32,
+    },
+    View {
+        kind: u8,
+        op: u8,
+        a: isize,
+        b: isize,
+        dims: Vec<usize>,
+    },
+    Slice {
+        kind: u8,
+        items: Vec<(Option<isize>, Option<isize>, isize, bool)>,
+    },
+    Join {
+        kind: u8,
+        op: u8,
+        n: usize,
+        axis: isize,
+        sizes: Vec<usize>,
+    },
+    Reduce {
+        kind: u8,
+        op: u8,
+        axis: isize,
+        ddof: usize,
+    },
+    Index {
+        kind: u8,
+        op: u8,
+        axis: isize,
+        index: Vec<i64>,
+    },
+    Binary {
+        kind: u8,
+        other: u8,
+        op: u8,
+    },
+    Cast {
+        kind: u8,
+        dtype: u8,
+    },
+}
+
+const DTYPES: [DType; 8] = [
+    DType::F32,
+    DType::F16,
+    DType::I32,
+    DType::U32,
+    DType::U8,
+    DType::Bool,
+    DType::C64,
+    DType::F64,
+];
+
+fn case() -> impl Strategy<Value = Case> {
+    let dims = prop::collection::vec(big_usize(), 0..10);
+    prop_oneof![
+        (0u8..5, dims.clone(), 0u8..8).prop_map(|(op, dims, dtype)| Case::Create { op, dims, dtype }),
+        (
+            prop::sample::select(vec![0.0f32, -1e30, 1e30, f32::NAN, f32::INFINITY]),
+            prop::sample::select(vec![0.0f32, 5.0, 1e30, -1e30, f32::NAN, f32::INFINITY]),
+            prop::sample::select(vec![1.0f32, -1.0, 0.0, 1e-30, f32::NAN, f32::INFINITY]),
+        )
+            .prop_map(|(start, end, step)| Case::Arange { start, end, step }),
+        (any::<u8>(), 0u8..12, big_isize(), big_isize(), dims.clone())
+            .prop_map(|(kind, op, a, b, dims)| Case::View { kind, op, a, b, dims }),
+        (
+            any::<u8>(),
+            prop::collection::vec(
+                (prop::option::of(big_isize()), prop::option::of(big_isize()), big_isize(), any::<bool>()),
+                0..10,
+            ),
+        )
+            .prop_map(|(kind, items)| Case::Slice { kind, items }),
+        (any::<u8>(), 0u8..7, big_usize(), big_isize(), prop::collection::vec(big_usize(), 0..4))
+            .prop_map(|(kind, op, n, axis, sizes)| Case::Join { kind, op, n, axis, sizes }),
+        (any::<u8>(), 0u8..9, big_isize(), big_usize())
+            .prop_map(|(kind, op, axis, ddof)| Case::Reduce { kind, op, axis, ddof }),
+        (
+            any::<u8>(),
+            0u8..6,
+            big_isize(),
+            prop::collection::vec(
+                prop_oneof![4 => -4i64..5, 1 => Just(i64::from(i32::MIN)), 1 => Just(i64::from(i32::MAX))],
+                0..6,
+            ),
+        )
+            .prop_map(|(kind, op, axis, index)| Case::Index { kind, op, axis, index }),
+        (any::<u8>(), any::<u8>(), 0u8..12).prop_map(|(kind, other, op)| Case::Binary { kind, other, op }),
+        (any::<u8>(), 0u8..8).prop_map(|(kind, dtype)| Case::Cast { kind, dtype }),
+    ]
+}
+
+fn first(v: webtensor::Result<Vec<Tensor>>) -> webtensor::Result<Tensor> {
+    v.and_then(|v| {
+        v.into_iter().last().ok_or_else(|| Error::Argument {
+            op: "test",
+            msg: "no pieces".into(),
+        })
+    })
+}
+
+fn run_case(case: &Case, dev: &Device) -> webtensor::Result<Tensor> {
+    match case {
+        Case::Create { op, dims, dtype } => {
+            let dtype = DTYPES[*dtype as usize % DTYPES.len()];
+            match op {
+                0 => Tensor::zeros(dims.clone(), dtype, dev),
+                1 => Tensor::ones(dims.clone(), dtype, dev),
+                2 => Tensor::full(dims.clone(), 2.5, dtype, dev),
+                3 => Tensor::rand(dims.clone(), dtype, 1, dev),
+                _ => Tensor::eye(dims.first().copied().unwrap_or(0), dtype, dev),
+            }
+        }
+        Case::Arange { start, end, step } => Tensor::arange(*start, *end, *step, dev),
+        Case::View {
+            kind,
+            op,
+            a,
+            b,
+            dims,
+        } => {
+            let t = base(*kind, dev)?;
+            let (ua, ub) = (a.unsigned_abs(), b.unsigned_abs());
+            match op {
+                0 => t.reshape(dims.clone()),
+                1 => t.broadcast_to(dims.clone()),
+                2 => t.transpose(*a, *b),
+                3 => t.permute(&[*a, *b]),
+                4 => t.flip(&[*a, *b]),
+                5 => t.unsqueeze(*a),
+                6 => t.squeeze_axis(*a),
+                7 => t.moveaxis(*a, *b),
+                8 => t.narrow(*a, ub, ua),
+                9 => t.tile(dims),
+                10 => t.repeat(ua, *b),
+                _ => t.rollaxis(*a, *b),
+            }
+        }
+        Case::Slice { kind, items } => {
+            let items: Vec<SliceItem> = items
+                .iter()
+                .map(|&(start, end, step, index)| {
+                    if index {
+                        SliceItem::Index(start.unwrap_or(step))
+                    } else {
+                        SliceItem::Range { start, end, step }
+                    }
+                })
+                .collect();
+            base(*kind, dev)?.slice(items)
+        }
+        Case::Join {
+            kind,
+            op,
+            n,
+            axis,
+            sizes,
+        } => {
+            let t = base(*kind, dev)?;
+            match op {
+                0 => Tensor::concat(&[&t, &t], *axis),
+                1 => Tensor::stack(&[&t, &t], *axis),
+                2 => first(t.split(sizes, *axis)),
+                3 => first(t.chunk(*n, *axis)),
+                4 => Tensor::concat(&[&t, &base(kind.wrapping_add(1), dev)?], *axis),
+                5 => Tensor::concat(&[], *axis),
+                _ => t.narrow(*axis, *n, sizes.first().copied().unwrap_or(1)),
+            }
+        }
+        Case::Reduce {
+            kind,
+            op,
+            axis,
+            ddof,
+        } => {
+            let t = base(*kind, dev)?;
+            match op {
+                0 => t.sum(*axis, true),
+                1 => t.max(vec![*axis, *axis], false),
+                2 => t.argmax(*axis, false),
+                3 => t.var(*axis, *ddof, false),
+                4 => t.cumsum(*axis),
+                5 => t.cumprod(*axis),
+                6 => t.softmax(*axis),
+                7 => t.mean(.., false),
+                _ => t.prod(*axis, false),
+            }
+        }
+        Case::Index {
+            kind,
+            op,
+            axis,
+            index,
+        } => {
+            let t = base(*kind, dev)?;
+            let idx: Vec<i32> = index.iter().map(|&i| i as i32).collect();
+            let n = idx.len();
+            let index = Tensor::from_vec(idx, [n], dev)?;
+            match op {
+                0 => t.take(&index, *axis),
+                1 => t.index_select(&index, *axis),
+                2 => t.gather(
+                    &index
+                        .reshape([n, 1])?
+                        .broadcast_to([n, t.dims().last().copied().unwrap_or(1)])?,
+                    *axis,
+                ),
+                3 => t.scatter(&index, &t.clone(), *axis),
+                4 => t.scatter_add(&index, &t.clone(), *axis),
+                _ => t.masked_fill(&index.to_dtype(DType::Bool)?, 1.0),
+            }
+        }
+        Case::Binary { kind, other, op } => {
+            let (a, b) = (base(*kind, dev)?, base(*other, dev)?);
+            match op {
+                0 => a.add(&b),
+                1 => a.div(&b),
+                2 => a.pow(&b),
+                3 => a.remainder(&b),
+                4 => a.matmul(&b),
+                5 => a.dot(&b),
+                6 => a.outer(&b),
+                7 => a.atan2(&b),
+                8 => a.add_(&b).map(|_| a),
+                9 => a.assign(&b).map(|_| a),
+                10 => a.eq(&b),
+                _ => Tensor::where_cond(&a, &b, &b),
+            }
+        }
+        Case::Cast { kind, dtype } => {
+            base(*kind, dev)?.to_dtype(DTYPES[*dtype as usize % DTYPES.len()])
+        }
+    }
+}
+
+/// Ok with the result's shape, dtype and (when small) values read back, or
+/// the error's kind.
+#[derive(Debug)]
+enum Outcome {
+    Ok(Vec<usize>, DType, Option<Vec<f64>>),
+    Err(Error),
+}
+
+/// The values of `t` as f64 (c64 as interleaved pairs).
+fn values(t: &Tensor) -> webtensor::Result<Vec<f64>> {
+    Ok(match t.dtype() {
+        DType::C64 => t
+            .to_complex_vec()?
+            .iter()
+            .flat_map(|c| [c.re as f64, c.im as f64])
+            .collect(),
+        DType::F64 => t.to_vec::<f64>()?,
+        DType::I32 => t.to_vec::<i32>()?.into_iter().map(f64::from).collect(),
+        DType::U32 => t.to_vec::<u32>()?.into_iter().map(f64::from).collect(),
+        _ => t
+            .to_dtype(DType::F32)?
+            .to_vec::<f32>()?
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+    })
+}
+
+/// Equal, or within WGSL's transcendental accuracy.
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(&x, &y)| {
+            (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-3 * x.abs().max(1.0)
+        })
+}
+
+fn outcome(case: &Case, dev: &Device) -> Result<Outcome, String> {
+    // A fault an earlier case left on the device belongs to that case.
+    let _ = dev.sync();
+    catch_unwind(AssertUnwindSafe(|| {
+        match run_case(case, dev).and_then(|t| {
+            let read = if t.numel() <= 1 << 12 {
+                let v = values(&t)?;
+                // Display must not panic either (after the read: it would
+                // take the GPU's index report into its text).
+                let _ = format!("{t}");
+                Some(v)
+            } else {
+                None
+            };
+            dev.sync()?;
+            Ok(Outcome::Ok(t.dims().to_vec(), t.dtype(), read))
+        }) {
+            Ok(o) => o,
+            Err(e) => Outcome::Err(e),
+        }
+    }))
+    .map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
+    })
+}
+
+fn over_a_limit(o: &Outcome) -> bool {
+    matches!(
+        o,
+        Outcome::Err(
+            Error::TooLarge { .. } | Error::OutOfMemory { .. } | Error::UnsupportedDType { .. }
+        )
+    )
+}
+
+fn agree(case: &Case) -> Result<(), TestCaseError> {
+    let cpu = outcome(case, &Device::cpu());
+    prop_assert!(cpu.is_ok(), "cpu panicked: {:?}", cpu);
+    let cpu = cpu.unwrap();
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        let gpu = outcome(case, &dev);
+        prop_assert!(gpu.is_ok(), "{} panicked: {:?}", dev, gpu);
+        let gpu = gpu.unwrap();
+        if over_a_limit(&cpu) || over_a_limit(&gpu) {
+            continue;
+        }
+        match (&cpu, &gpu) {
+            (Outcome::Ok(cd, ct, cv), Outcome::Ok(gd, gt, gv)) => {
+                prop_assert_eq!(cd, gd);
+                prop_assert_eq!(ct, gt);
+                let same = match (cv, gv) {
+                    (Some(c), Some(g)) => close(c, g),
+                    (c, g) => c.is_none() && g.is_none(),
+                };
+                prop_assert!(same, "{:?} vs {:?} on {}", cv, gv, dev);
+            }
+            (Outcome::Err(c), Outcome::Err(g)) => {
+                prop_assert_eq!(
+                    std::mem::discriminant(c),
+                    std::mem::discriminant(g),
+                    "{} vs {} on {}",
+                    c,
+                    g,
+                    dev
+                );
+            }
+            _ => prop_assert!(false, "cpu {:?}, {} {:?}", cpu, dev, gpu),
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn bad_arguments_are_errors_on_every_device(case in case()) {
+        agree(&case)?;
+    }
+}
