@@ -35,9 +35,17 @@ impl Shape {
         self.0.len()
     }
 
-    /// The number of elements (1 for a scalar, 0 if any extent is 0).
+    /// The number of elements (1 for a scalar, 0 if any extent is 0). A
+    /// shape past [`MAX_ELEMENTS`] (which no tensor has) saturates at
+    /// `usize::MAX` rather than overflowing.
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        if self.0.contains(&0) {
+            return 0;
+        }
+        self.0
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .unwrap_or(usize::MAX)
     }
 
     /// Checks the rank against [`MAX_RANK`] and the element count against

@@ -67,27 +67,22 @@ impl Tensor {
         if self.dtype().is_complex() && Tensor::pairs_fit(self.rank()) {
             return Ok(self.pairs().contiguous_copy()?.complex_of_pairs());
         }
-        if self.dtype().is_complex() {
-            let out = Tensor::empty_dense(
-                self.shape().clone(),
-                self.dtype(),
-                self.device(),
-                "contiguous",
-            )?;
-            out.complex_assign(self)?;
-            return Ok(out);
-        }
         let out = Tensor::empty_dense(
             self.shape().clone(),
             self.dtype(),
             self.device(),
             "contiguous",
         )?;
-        out.launch_into(
-            "contiguous",
-            Kernel::Cast,
-            &[Input::Tensor(self.kernel_ref(self.layout().clone()))],
-        )?;
+        if self.dtype().is_complex() {
+            // At the rank limit: through the real and imaginary views.
+            out.complex_assign(self)?;
+        } else {
+            out.launch_into(
+                "contiguous",
+                Kernel::Cast,
+                &[Input::Tensor(self.kernel_ref(self.layout().clone()))],
+            )?;
+        }
         Ok(out)
     }
 
