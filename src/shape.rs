@@ -8,9 +8,10 @@ use std::fmt;
 /// (extent, stride) pairs per operand in their parameters.
 pub const MAX_RANK: usize = 8;
 
-/// The most elements a shape may describe (2^60): the byte size of any
-/// dtype's storage and every element offset then fit in an `isize`.
-pub const MAX_ELEMENTS: usize = 1 << 60;
+/// The most elements a shape may describe: 2^60 on 64-bit targets, 2^28 on
+/// 32-bit ones (wasm32), so that the byte size of any dtype's storage and
+/// every element offset fit in an `isize`.
+pub const MAX_ELEMENTS: usize = (isize::MAX as usize >> 3) + 1;
 
 /// Inline storage for per-dimension values: no heap for rank <= [`MAX_RANK`].
 pub(crate) type DimVec<T> = SmallVec<[T; MAX_RANK]>;
@@ -69,7 +70,7 @@ impl Shape {
         if !fits {
             return Err(Error::shape(
                 op,
-                format!("shape {self} has more than {MAX_ELEMENTS} elements (2^60)"),
+                format!("shape {self} has more than {MAX_ELEMENTS} elements"),
             ));
         }
         Ok(())
@@ -247,7 +248,7 @@ mod tests {
         let err = Shape::from([1 << 62, 4]).check("zeros").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "zeros: shape [4611686018427387904, 4] has more than 1152921504606846976 elements (2^60)"
+            "zeros: shape [4611686018427387904, 4] has more than 1152921504606846976 elements"
         );
         // Zero extents do not hide an overflow of the others.
         assert!(Shape::from([0, 1 << 32, 1 << 32]).check("t").is_err());

@@ -150,7 +150,7 @@ impl Tensor {
             ));
         }
         let steps = ((e - s) / st).ceil().max(0.0);
-        // Past 2^60 (or a non-finite count) the shape check below fails.
+        // Past MAX_ELEMENTS (or for a non-finite count) the shape check fails.
         let count = if steps <= crate::shape::MAX_ELEMENTS as f64 {
             steps as usize
         } else {
