@@ -503,6 +503,26 @@ pub(crate) mod tests {
     ];
 
     #[test]
+    fn the_elementwise_block_matches_the_wgsl_struct() {
+        use crate::backend::gpu::params::{field_offsets, params_size};
+        use crate::backend::gpu::params_block::tests::assert_layout;
+        for (operands, scalars) in [(1, 0), (4, 1), (5, 5), (8, 8)] {
+            let source = format!(
+                "const OPERANDS: u32 = {operands}u;\nconst OFFSET_VECS: u32 = {}u;\n\
+                 const SCALAR_VECS: u32 = {}u;\n{COMMON_WGSL}",
+                offset_vecs(operands),
+                scalar_vecs(scalars)
+            );
+            assert_layout(
+                &source,
+                &field_offsets(operands),
+                params_size(operands, scalars),
+                &format!("elementwise, {operands} operands, {scalars} scalars"),
+            );
+        }
+    }
+
+    #[test]
     fn standalone_shader_files_validate() {
         let consts = "const OPERANDS: u32 = 4u;\nconst OFFSET_VECS: u32 = 1u;\nconst SCALAR_VECS: u32 = 1u;\n";
         validate(&format!("{consts}{COMMON_WGSL}"), "common.wgsl");

@@ -10,7 +10,7 @@ use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
 use super::faults::fault_code;
 use super::loop_budget::{self, slices};
-use super::params::{push_dims, push_strides, push_words};
+use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
@@ -23,9 +23,48 @@ const GATHER_WGSL: &str = include_str!("../../../shaders/gather.wgsl");
 const SCATTER_WGSL: &str = include_str!("../../../shaders/scatter.wgsl");
 const INDEXING_WGSL: &str = include_str!("../../../shaders/indexing.wgsl");
 
-/// Bytes of the parameter blocks (see `Params` in the shaders).
-const GATHER_PARAMS_SIZE: u64 = 32 + 3 * 32;
-const SCATTER_PARAMS_SIZE: u64 = 64 + 4 * 32;
+params_block! {
+    /// `Params` of gather.wgsl.
+    pub(crate) struct GatherParams {
+        numel: u32,
+        rank: u32,
+        row_threads: u32,
+        code: u32,
+        src_offset: u32,
+        idx_offset: u32,
+        axis_size: u32,
+        axis_stride: i32,
+        shape: [u32; 8],
+        src_strides: [i32; 8],
+        idx_strides: [i32; 8],
+    }
+}
+
+params_block! {
+    /// `Params` of scatter.wgsl.
+    pub(crate) struct ScatterParams {
+        lines: u32,
+        length: u32,
+        rank: u32,
+        row_threads: u32,
+        code: u32,
+        axis_size: u32,
+        axis_stride: i32,
+        out_offset: u32,
+        src_offset: u32,
+        idx_offset: u32,
+        src_step: i32,
+        idx_step: i32,
+        first: u32,
+        end: u32,
+        pad0: u32,
+        pad1: u32,
+        shape: [u32; 8],
+        out_strides: [i32; 8],
+        src_strides: [i32; 8],
+        idx_strides: [i32; 8],
+    }
+}
 
 /// Which indexing kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,30 +173,26 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
         native_f16: ctx.facts.native_f16,
     };
     let (src, index) = (&call.src.layout, &call.index.layout);
-    let mut params = Vec::with_capacity(GATHER_PARAMS_SIZE as usize);
-    push_words(
-        &mut params,
-        [
-            numel as u32,
-            call.out.layout.rank() as u32,
-            groups[0] * 64,
-            code(call.op, &call.target, call.index.dtype),
-            src.offset() as u32,
-            index.offset() as u32,
-            call.target.size as u32,
-            call.target.stride as i32 as u32,
-        ],
-    );
-    push_dims(&mut params, call.out.layout.dims());
-    push_strides(&mut params, src.strides());
-    push_strides(&mut params, index.strides());
+    let params = GatherParams {
+        numel: numel as u32,
+        rank: call.out.layout.rank() as u32,
+        row_threads: groups[0] * 64,
+        code: code(call.op, &call.target, call.index.dtype),
+        src_offset: src.offset() as u32,
+        idx_offset: index.offset() as u32,
+        axis_size: call.target.size as u32,
+        axis_stride: call.target.stride as i32,
+        shape: dims8(call.out.layout.dims()),
+        src_strides: strides8(src.strides()),
+        idx_strides: strides8(index.strides()),
+    };
     let source_key = key.clone();
     record_kernel(
         ctx,
         PipelineKey::Index(key),
-        ("webtensor gather", "main", GATHER_PARAMS_SIZE),
+        ("webtensor gather", "main", GatherParams::SIZE),
         || index_source(&source_key),
-        params,
+        params.bytes(),
         bindings(out, call.op, &call.src, &call.index, &call.out)?,
         [groups[0], groups[1], 1],
     )
@@ -190,39 +225,35 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
     };
     // A long line is walked in slices, one dispatch each, in order.
     for slice in slices(length, loop_budget::ITERATIONS) {
-        let mut params = Vec::with_capacity(SCATTER_PARAMS_SIZE as usize);
-        push_words(
-            &mut params,
-            [
-                count as u32,
-                length as u32,
-                index_lines.rank() as u32,
-                groups[0] * 64,
-                code(call.op, &call.target, call.index.dtype),
-                call.target.size as u32,
-                call.target.stride as i32 as u32,
-                out_lines.offset() as u32,
-                src_lines.offset() as u32,
-                index_lines.offset() as u32,
-                src_step as i32 as u32,
-                index_step as i32 as u32,
-                slice.start as u32,
-                slice.end as u32,
-                0,
-                0,
-            ],
-        );
-        push_dims(&mut params, index_lines.dims());
-        for layout in [&out_lines, &src_lines, &index_lines] {
-            push_strides(&mut params, layout.strides());
-        }
+        let params = ScatterParams {
+            lines: count as u32,
+            length: length as u32,
+            rank: index_lines.rank() as u32,
+            row_threads: groups[0] * 64,
+            code: code(call.op, &call.target, call.index.dtype),
+            axis_size: call.target.size as u32,
+            axis_stride: call.target.stride as i32,
+            out_offset: out_lines.offset() as u32,
+            src_offset: src_lines.offset() as u32,
+            idx_offset: index_lines.offset() as u32,
+            src_step: src_step as i32,
+            idx_step: index_step as i32,
+            first: slice.start as u32,
+            end: slice.end as u32,
+            pad0: 0,
+            pad1: 0,
+            shape: dims8(index_lines.dims()),
+            out_strides: strides8(out_lines.strides()),
+            src_strides: strides8(src_lines.strides()),
+            idx_strides: strides8(index_lines.strides()),
+        };
         let source_key = key.clone();
         record_kernel(
             ctx,
             PipelineKey::Index(key.clone()),
-            ("webtensor scatter", "main", SCATTER_PARAMS_SIZE),
+            ("webtensor scatter", "main", ScatterParams::SIZE),
             || index_source(&source_key),
-            params,
+            params.bytes(),
             bindings(out, call.op, &call.src, &call.index, &call.out)?,
             [groups[0], groups[1], 1],
         )?;
@@ -234,6 +265,26 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
 mod tests {
     use super::*;
     use crate::backend::gpu::codegen::tests::{GPU_DTYPES, validate};
+    use crate::backend::gpu::params_block::tests::assert_layout;
+
+    #[test]
+    fn params_match_the_wgsl_structs() {
+        let key = |kernel| IndexKey {
+            kernel,
+            dtype: DType::F32,
+            index: DType::I32,
+            native_f16: true,
+        };
+        let gather = index_source(&key(IndexKernel::Gather));
+        assert_layout(&gather, GatherParams::FIELDS, GatherParams::SIZE, "gather");
+        let scatter = index_source(&key(IndexKernel::ScatterAdd));
+        assert_layout(
+            &scatter,
+            ScatterParams::FIELDS,
+            ScatterParams::SIZE,
+            "scatter",
+        );
+    }
 
     #[test]
     fn every_indexing_kernel_is_valid_wgsl() {

@@ -6,7 +6,7 @@ use super::codegen::{
 };
 use super::command::{Bound, record_kernel};
 use super::loop_budget::{self, slices};
-use super::params::{push_dims, push_strides, push_words};
+use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
@@ -24,8 +24,31 @@ const TILE: usize = 64;
 /// 9,200 in all, a seventh of its limit.
 const K_SLICE: usize = loop_budget::ITERATIONS;
 
-/// Bytes of the parameter block (see `Params` in matmul.wgsl).
-const PARAMS_SIZE: u64 = 64 + 4 * 32;
+params_block! {
+    /// `Params` of matmul.wgsl.
+    pub(crate) struct MatmulParams {
+        m: u32,
+        n: u32,
+        k: u32,
+        batch_rank: u32,
+        a_offset: u32,
+        b_offset: u32,
+        c_offset: u32,
+        batch_start: u32,
+        a_rs: i32,
+        a_cs: i32,
+        b_rs: i32,
+        b_cs: i32,
+        c_rs: i32,
+        c_cs: i32,
+        k_start: u32,
+        accumulate: u32,
+        batch_shape: [u32; 8],
+        a_batch: [i32; 8],
+        b_batch: [i32; 8],
+        c_batch: [i32; 8],
+    }
+}
 
 /// Everything that selects a distinct matmul pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -100,9 +123,9 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
             record_kernel(
                 ctx,
                 PipelineKey::Matmul(key.clone()),
-                ("webtensor matmul", "main", PARAMS_SIZE),
+                ("webtensor matmul", "main", MatmulParams::SIZE),
                 || matmul_source(&key),
-                write_params(call, [m, n], k_range.clone(), batch_range.start),
+                params(call, [m, n], k_range.clone(), batch_range.start).bytes(),
                 [
                     bound(&call.a, false)?,
                     bound(&call.b, false)?,
@@ -119,42 +142,50 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
 
 /// The parameter block of the dispatch over `k` (of the whole product's k)
 /// starting at batch `start`.
-fn write_params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(PARAMS_SIZE as usize);
-    let batch = MatmulCall::batch_layout(&call.out);
+fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) -> MatmulParams {
     let (a, b, c) = (&call.a, &call.b, &call.out);
     let strides = |t: &TensorRef| MatmulCall::matrix_strides(t);
-    let header = [
-        m as u32,
-        n as u32,
-        k.end as u32,
-        batch.rank() as u32,
-        a.layout.offset() as u32,
-        b.layout.offset() as u32,
-        c.layout.offset() as u32,
-        start as u32,
-        strides(a).0 as i32 as u32,
-        strides(a).1 as i32 as u32,
-        strides(b).0 as i32 as u32,
-        strides(b).1 as i32 as u32,
-        strides(c).0 as i32 as u32,
-        strides(c).1 as i32 as u32,
-        k.start as u32,
-        u32::from(k.start > 0),
-    ];
-    push_words(&mut out, header);
-    push_dims(&mut out, batch.dims());
-    for t in [a, b, c] {
-        push_strides(&mut out, MatmulCall::batch_layout(t).strides());
+    let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
+    let out_batches = MatmulCall::batch_layout(c);
+    MatmulParams {
+        m: m as u32,
+        n: n as u32,
+        k: k.end as u32,
+        batch_rank: out_batches.rank() as u32,
+        a_offset: a.layout.offset() as u32,
+        b_offset: b.layout.offset() as u32,
+        c_offset: c.layout.offset() as u32,
+        batch_start: start as u32,
+        a_rs: strides(a).0 as i32,
+        a_cs: strides(a).1 as i32,
+        b_rs: strides(b).0 as i32,
+        b_cs: strides(b).1 as i32,
+        c_rs: strides(c).0 as i32,
+        c_cs: strides(c).1 as i32,
+        k_start: k.start as u32,
+        accumulate: u32::from(k.start > 0),
+        batch_shape: dims8(out_batches.dims()),
+        a_batch: batch(a),
+        b_batch: batch(b),
+        c_batch: batch(c),
     }
-    debug_assert_eq!(out.len() as u64, PARAMS_SIZE);
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::gpu::codegen::tests::validate;
+    use crate::backend::gpu::params_block::tests::assert_layout;
+
+    #[test]
+    fn params_match_the_wgsl_struct() {
+        let key = MatmulKey {
+            dtype: DType::F16,
+            native_f16: false,
+        };
+        let source = matmul_source(&key);
+        assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
+    }
 
     #[test]
     fn every_matmul_kernel_is_valid_wgsl() {

@@ -13,6 +13,7 @@ mod indexing;
 mod loop_budget;
 mod matmul;
 mod params;
+mod params_block;
 mod pipeline;
 mod pool;
 mod program;

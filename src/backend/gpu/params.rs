@@ -38,14 +38,33 @@ pub(crate) fn params_size(operands: usize, scalars: usize) -> u64 {
 }
 
 /// Appends `words` to a parameter block, as the uniform buffer holds them.
-pub(crate) fn push_words(out: &mut Vec<u8>, words: impl IntoIterator<Item = u32>) {
+fn push_words(out: &mut Vec<u8>, words: impl IntoIterator<Item = u32>) {
     for w in words {
         out.extend_from_slice(&w.to_ne_bytes());
     }
 }
 
+/// Each field of the block (name as in common.wgsl, byte offset), for the
+/// test that compares them with naga's layout of `Params`.
+#[cfg(test)]
+pub(crate) fn field_offsets(operands: usize) -> [(&'static str, usize); 8] {
+    let offsets = 16 + 4 * MAX_RANK;
+    let strides = offsets + 16 * offset_vecs(operands);
+    let scalar_bits = strides + 4 * MAX_RANK * operands;
+    [
+        ("numel", 0),
+        ("rank", 4),
+        ("row_threads", 8),
+        ("pad", 12),
+        ("shape", 16),
+        ("offsets", offsets),
+        ("strides", strides),
+        ("scalars", scalar_bits),
+    ]
+}
+
 /// Appends extents as `array<vec4<u32>, 2>` (MAX_RANK entries, zero-padded).
-pub(crate) fn push_dims(out: &mut Vec<u8>, dims: &[usize]) {
+fn push_dims(out: &mut Vec<u8>, dims: &[usize]) {
     push_words(
         out,
         (0..MAX_RANK).map(|d| dims.get(d).map_or(0, |&n| n as u32)),
@@ -53,7 +72,7 @@ pub(crate) fn push_dims(out: &mut Vec<u8>, dims: &[usize]) {
 }
 
 /// Appends strides as `array<vec4<i32>, 2>` (MAX_RANK entries, zero-padded).
-pub(crate) fn push_strides(out: &mut Vec<u8>, strides: &[isize]) {
+fn push_strides(out: &mut Vec<u8>, strides: &[isize]) {
     push_words(
         out,
         (0..MAX_RANK).map(|d| strides.get(d).map_or(0, |&s| s as i32 as u32)),

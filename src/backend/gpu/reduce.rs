@@ -13,7 +13,7 @@ use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn
 use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
 use super::loop_budget;
-use super::params::{push_dims, push_strides, push_words};
+use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
@@ -77,8 +77,27 @@ fn acc_dtype(dtype: DType) -> DType {
     }
 }
 
-/// Bytes of the parameter block (see `Params` in reduce.wgsl).
-const PARAMS_SIZE: u64 = 48 + 4 * 32;
+params_block! {
+    /// `Params` of reduce.wgsl.
+    pub(crate) struct ReduceParams {
+        outputs: u32,
+        extent: u32,
+        splits: u32,
+        chunk: u32,
+        kept_rank: u32,
+        red_rank: u32,
+        row_width: u32,
+        offset: u32,
+        count: u32,
+        src_splits: u32,
+        pad1: u32,
+        pad2: u32,
+        kept_shape: [u32; 8],
+        kept_strides: [i32; 8],
+        red_shape: [u32; 8],
+        red_strides: [i32; 8],
+    }
+}
 
 /// The WGSL source of one reduction stage.
 pub(crate) fn reduce_source(key: &ReduceKey) -> String {
@@ -359,22 +378,24 @@ fn record(
         groups[0] * 64
     };
     let chunk = stage.extent.div_ceil(stage.splits).max(1);
-    let params = write_params(
-        [
-            stage.outputs as u32,
-            stage.extent as u32,
-            stage.splits as u32,
-            chunk as u32,
-            kept.rank() as u32,
-            reduced.rank() as u32,
-            row_width,
-            kept.offset() as u32,
-            count as u32,
-            stage.src_splits as u32,
-        ],
-        kept,
-        reduced,
-    );
+    let params = ReduceParams {
+        outputs: stage.outputs as u32,
+        extent: stage.extent as u32,
+        splits: stage.splits as u32,
+        chunk: chunk as u32,
+        kept_rank: kept.rank() as u32,
+        red_rank: reduced.rank() as u32,
+        row_width,
+        offset: kept.offset() as u32,
+        count: count as u32,
+        src_splits: stage.src_splits as u32,
+        pad1: 0,
+        pad2: 0,
+        kept_shape: dims8(kept.dims()),
+        kept_strides: strides8(kept.strides()),
+        red_shape: dims8(reduced.dims()),
+        red_strides: strides8(reduced.strides()),
+    };
     let entry = if stage.key.group {
         "main_group"
     } else {
@@ -384,31 +405,19 @@ fn record(
     record_kernel(
         ctx,
         PipelineKey::Reduce(stage.key),
-        ("webtensor reduce", entry, PARAMS_SIZE),
+        ("webtensor reduce", entry, ReduceParams::SIZE),
         || reduce_source(&key),
-        params,
+        params.bytes(),
         stage.bindings,
         [groups[0], groups[1], 1],
     )
-}
-
-/// The parameter block: the header words, then shapes and strides of the
-/// kept and reduced axes (8 entries each).
-fn write_params(header: [u32; 10], kept: &Layout, reduced: &Layout) -> Vec<u8> {
-    let mut out = Vec::with_capacity(PARAMS_SIZE as usize);
-    push_words(&mut out, header.into_iter().chain([0, 0]));
-    for layout in [kept, reduced] {
-        push_dims(&mut out, layout.dims());
-        push_strides(&mut out, layout.strides());
-    }
-    debug_assert_eq!(out.len() as u64, PARAMS_SIZE);
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::gpu::codegen::tests::{GPU_DTYPES, validate};
+    use crate::backend::gpu::params_block::tests::assert_layout;
 
     #[test]
     fn every_reduction_stage_is_valid_wgsl() {
@@ -455,12 +464,18 @@ mod tests {
 
     #[test]
     fn params_match_the_wgsl_struct() {
-        let kept = Layout::contiguous([2, 3]);
-        let reduced = Layout::contiguous([4]);
-        assert_eq!(
-            write_params([0; 10], &kept, &reduced).len() as u64,
-            PARAMS_SIZE
-        );
+        let key = ReduceKey {
+            op: ReduceOp::ArgMax,
+            dtype: DType::F32,
+            out: DType::I32,
+            source: Source::Tensor,
+            dest: Dest::Partials,
+            mean: false,
+            group: true,
+            native_f16: true,
+        };
+        let source = reduce_source(&key);
+        assert_layout(&source, ReduceParams::FIELDS, ReduceParams::SIZE, "reduce");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::codegen::{
 use super::command::{Bound, record_kernel};
 use super::elementwise::grid;
 use super::loop_budget::{self, slices};
-use super::params::{push_dims, push_strides, push_words};
+use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use crate::backend::{ScanCall, lines};
@@ -22,8 +22,26 @@ const SCAN_WGSL: &str = include_str!("../../../shaders/scan.wgsl");
 /// Lines at most this long run one thread each.
 const THREAD_MODE_MAX: usize = 64;
 
-/// Bytes of the parameter block (see `Params` in scan.wgsl).
-const PARAMS_SIZE: u64 = 48 + 3 * 32;
+params_block! {
+    /// `Params` of scan.wgsl.
+    pub(crate) struct ScanParams {
+        lines: u32,
+        length: u32,
+        rank: u32,
+        row_width: u32,
+        src_offset: u32,
+        dst_offset: u32,
+        src_step: i32,
+        dst_step: i32,
+        first: u32,
+        end: u32,
+        pad0: u32,
+        pad1: u32,
+        shape: [u32; 8],
+        src_strides: [i32; 8],
+        dst_strides: [i32; 8],
+    }
+}
 
 /// Everything that selects a distinct scan pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -104,34 +122,30 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     // 64 elements per step of a workgroup's loop; a thread-mode line is
     // one slice, never longer than THREAD_MODE_MAX.
     for slice in slices(length, 64 * loop_budget::ITERATIONS / 8) {
-        let mut params = Vec::with_capacity(PARAMS_SIZE as usize);
-        push_words(
-            &mut params,
-            [
-                lines as u32,
-                length as u32,
-                src_lines.rank() as u32,
-                row_width,
-                src_lines.offset() as u32,
-                dst_lines.offset() as u32,
-                src_step as i32 as u32,
-                dst_step as i32 as u32,
-                slice.start as u32,
-                slice.end as u32,
-                0,
-                0,
-            ],
-        );
-        push_dims(&mut params, src_lines.dims());
-        push_strides(&mut params, src_lines.strides());
-        push_strides(&mut params, dst_lines.strides());
+        let params = ScanParams {
+            lines: lines as u32,
+            length: length as u32,
+            rank: src_lines.rank() as u32,
+            row_width,
+            src_offset: src_lines.offset() as u32,
+            dst_offset: dst_lines.offset() as u32,
+            src_step: src_step as i32,
+            dst_step: dst_step as i32,
+            first: slice.start as u32,
+            end: slice.end as u32,
+            pad0: 0,
+            pad1: 0,
+            shape: dims8(src_lines.dims()),
+            src_strides: strides8(src_lines.strides()),
+            dst_strides: strides8(dst_lines.strides()),
+        };
         let source_key = key.clone();
         record_kernel(
             ctx,
             PipelineKey::Scan(key.clone()),
-            ("webtensor scan", entry, PARAMS_SIZE),
+            ("webtensor scan", entry, ScanParams::SIZE),
             || scan_source(&source_key),
-            params,
+            params.bytes(),
             smallvec![
                 Bound::new("scan", call.input.storage, false)?,
                 Bound::new("scan", call.out.storage, true)?,
@@ -146,6 +160,7 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
 mod tests {
     use super::*;
     use crate::backend::gpu::codegen::tests::validate;
+    use crate::backend::gpu::params_block::tests::assert_layout;
 
     #[test]
     fn every_scan_kernel_is_valid_wgsl() {
@@ -162,5 +177,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn params_match_the_wgsl_struct() {
+        let key = ScanKey {
+            op: ScanOp::Sum,
+            dtype: DType::F32,
+            group: true,
+            native_f16: true,
+        };
+        assert_layout(
+            &scan_source(&key),
+            ScanParams::FIELDS,
+            ScanParams::SIZE,
+            "scan",
+        );
     }
 }

@@ -1,0 +1,84 @@
+//! Typed parameter blocks: each kernel family's uniform `Params` is a
+//! `#[repr(C)]` Pod struct declared with [`params_block!`], which also lists
+//! every field's byte offset so that a test can compare them with naga's
+//! layout of the WGSL struct (field order, types and padding all checked,
+//! not only the total size). Extents and strides travel as
+//! `array<vec4<u32>, 2>` / `array<vec4<i32>, 2>`, here `[u32; 8]` / `[i32; 8]`.
+
+use crate::shape::MAX_RANK;
+
+/// Declares a `#[repr(C)]`, `Pod` parameter block with public fields and
+/// its `FIELDS`: each field's name and byte offset, in order.
+macro_rules! params_block {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident {
+        $($(#[$fmeta:meta])* $field:ident: $ty:ty,)*
+    }) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+        $vis struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// Each field's name and byte offset, in declaration order.
+            #[cfg(test)]
+            pub const FIELDS: &'static [(&'static str, usize)] =
+                &[$((stringify!($field), std::mem::offset_of!($name, $field)),)*];
+
+            /// The block's bytes, as the uniform buffer holds them.
+            pub fn bytes(&self) -> Vec<u8> {
+                bytemuck::bytes_of(self).to_vec()
+            }
+
+            /// The block's size in bytes.
+            pub const SIZE: u64 = std::mem::size_of::<$name>() as u64;
+        }
+    };
+}
+pub(crate) use params_block;
+
+/// Extents as `array<vec4<u32>, 2>` (zero-padded to [`MAX_RANK`]).
+pub(crate) fn dims8(dims: &[usize]) -> [u32; MAX_RANK] {
+    std::array::from_fn(|d| dims.get(d).map_or(0, |&n| n as u32))
+}
+
+/// Strides as `array<vec4<i32>, 2>` (zero-padded to [`MAX_RANK`]).
+pub(crate) fn strides8(strides: &[isize]) -> [i32; MAX_RANK] {
+    std::array::from_fn(|d| strides.get(d).map_or(0, |&s| s as i32))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    /// Asserts that the WGSL struct `Params` in `source` has exactly the
+    /// members `fields` (name, byte offset), in order, and `size` bytes.
+    pub(crate) fn assert_layout(source: &str, fields: &[(&str, usize)], size: u64, what: &str) {
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        let (members, span) = module
+            .types
+            .iter()
+            .find_map(|(_, ty)| match &ty.inner {
+                naga::TypeInner::Struct { members, span }
+                    if ty.name.as_deref() == Some("Params") =>
+                {
+                    Some((members.clone(), *span))
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{what}: no struct Params"));
+        let wgsl: Vec<(String, usize)> = members
+            .iter()
+            .map(|m| (m.name.clone().unwrap_or_default(), m.offset as usize))
+            .collect();
+        let rust: Vec<(String, usize)> = fields.iter().map(|&(n, o)| (n.to_string(), o)).collect();
+        assert_eq!(rust, wgsl, "{what}: fields (name, offset) of Params");
+        assert_eq!(size, span as u64, "{what}: size of Params");
+    }
+
+    #[test]
+    fn extents_and_strides_pad_to_the_rank_limit() {
+        assert_eq!(super::dims8(&[2, 3]), [2, 3, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(super::strides8(&[-4, 1]), [-4, 1, 0, 0, 0, 0, 0, 0]);
+    }
+}
