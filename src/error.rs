@@ -122,6 +122,15 @@ pub enum Error {
         /// The GPU's cap, or `None` for a refusal of the host's allocator.
         cap: Option<u64>,
     },
+    /// A broken invariant inside webtensor (a bug, never the caller's
+    /// mistake): please report it with the message.
+    #[error("{op}: internal error (a webtensor bug; please report it): {msg}")]
+    Internal {
+        /// Where the invariant broke.
+        op: &'static str,
+        /// What was found.
+        msg: String,
+    },
     /// No GPU adapter could be found or opened.
     #[error("{op}: no GPU adapter: {reason}")]
     NoAdapter {
@@ -172,10 +181,53 @@ impl Error {
         }
     }
 
+    pub(crate) fn internal(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Internal {
+            op,
+            msg: msg.into(),
+        }
+    }
+
     pub(crate) fn gpu(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Gpu {
             op,
             msg: msg.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_op_and_the_values() {
+        let internal = Error::internal("cpu reduce", "storage dtype differs from the call's");
+        assert_eq!(
+            internal.to_string(),
+            "cpu reduce: internal error (a webtensor bug; please report it): \
+             storage dtype differs from the call's"
+        );
+        let capped = Error::OutOfMemory {
+            op: "zeros",
+            requested: 64,
+            in_use: 32,
+            cap: Some(80),
+        };
+        assert_eq!(
+            capped.to_string(),
+            "zeros: allocating 64 bytes would exceed the memory cap of 80 bytes \
+             (32 bytes held by live tensors)"
+        );
+        let refused = Error::OutOfMemory {
+            op: "zeros",
+            requested: 64,
+            in_use: 0,
+            cap: None,
+        };
+        assert_eq!(
+            refused.to_string(),
+            "zeros: allocating 64 bytes failed: the host's allocator refused it"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Adversarial arguments to every op family: huge, negative and extreme
 //! extents, axes, steps, counts and indices, on awkward tensors (empty,
 //! 0-d, rank 8, every dtype). Every case must return (never panic or
-//! abort), and the CPU and the GPU must agree on success or on the kind of
+//! abort, never with an `Error::Internal`), and the CPU and the GPU must agree on success or on the kind of
 //! error, after reading the result back (the GPU reports out-of-range
 //! indices at the next readback). Where one device is over a memory or
 //! binding limit the other may succeed.
@@ -415,10 +415,13 @@ fn agree(case: &Case) -> Result<(), TestCaseError> {
     let cpu = outcome(case, &Device::cpu());
     prop_assert!(cpu.is_ok(), "cpu panicked: {:?}", cpu);
     let cpu = cpu.unwrap();
+    let internal = |o: &Outcome| matches!(o, Outcome::Err(Error::Internal { .. }));
+    prop_assert!(!internal(&cpu), "cpu: {:?}", cpu);
     for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
         let gpu = outcome(case, &dev);
         prop_assert!(gpu.is_ok(), "{} panicked: {:?}", dev, gpu);
         let gpu = gpu.unwrap();
+        prop_assert!(!internal(&gpu), "{}: {:?}", dev, gpu);
         if over_a_limit(&cpu) || over_a_limit(&gpu) {
             continue;
         }

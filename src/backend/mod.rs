@@ -308,16 +308,16 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
 /// only through their f32 views (`ops/complex.rs`).
 fn check_bounds(t: &TensorRef) -> Result<()> {
     if t.dtype.is_complex() {
-        return Err(Error::argument(
+        return Err(Error::internal(
             "kernel",
-            "internal error: c64 operands reach kernels only as f32 views",
+            "c64 operands reach kernels only as f32 views",
         ));
     }
     match t.layout.span() {
-        Some((_, last)) if last >= t.storage.len() => Err(Error::argument(
+        Some((_, last)) if last >= t.storage.len() => Err(Error::internal(
             "kernel",
             format!(
-                "internal error: view {:?} reaches element {last} of a storage of {}",
+                "view {:?} reaches element {last} of a storage of {}",
                 t.layout,
                 t.storage.len()
             ),

@@ -42,9 +42,7 @@ impl Tensor {
                 let slice = data
                     .as_slice::<T>()
                     .and_then(|v| v.get(start..start + n))
-                    .ok_or_else(|| {
-                        Error::gpu(OP, "internal: cpu storage does not hold the view")
-                    })?;
+                    .ok_or_else(|| Error::internal(OP, "cpu storage does not hold the view"))?;
                 try_collect(OP, n, slice.iter().copied())
             }
             Storage::Gpu(s) => {

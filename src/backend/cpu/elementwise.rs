@@ -78,7 +78,7 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
                 || guards.iter().any(|(s, _)| Arc::ptr_eq(s, t.storage));
             if !shared {
                 let Storage::Cpu(s) = &**t.storage else {
-                    return Err(Error::gpu("cpu kernel", "input is not in host memory"));
+                    return Err(Error::internal("cpu kernel", "input is not in host memory"));
                 };
                 guards.push((t.storage, s.read()));
             }
@@ -139,7 +139,7 @@ unsafe fn dispatch(
     scalar_input: Option<(usize, TypedScalar)>,
 ) -> Result<()> {
     let scalar = scalar_input.map(|(_, s)| s);
-    let missing = || Error::gpu("cpu kernel", "missing operand");
+    let missing = || Error::internal("cpu kernel", "missing operand");
     let in_dtype = in_dtype.unwrap_or(out_dtype);
     unsafe {
         match kernel {

@@ -14,15 +14,15 @@ use std::sync::RwLockReadGuard;
 fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
     match &**t.storage {
         Storage::Cpu(s) => Ok(s.read()),
-        Storage::Gpu(_) => Err(Error::gpu("cpu indexing", "operand is not in host memory")),
+        Storage::Gpu(_) => Err(Error::internal(
+            "cpu indexing",
+            "operand is not in host memory",
+        )),
     }
 }
 
 fn mismatch() -> Error {
-    Error::gpu(
-        "cpu indexing",
-        "internal error: storage dtype differs from the call's",
-    )
+    Error::internal("cpu indexing", "storage dtype differs from the call's")
 }
 
 /// The `Error::Index` for the raw index `raw` of `op`.

@@ -13,7 +13,10 @@ use std::sync::{Arc, RwLockReadGuard};
 fn host(s: &Arc<Storage>) -> Result<&CpuStorage> {
     match &**s {
         Storage::Cpu(c) => Ok(c),
-        Storage::Gpu(_) => Err(Error::gpu("cpu matmul", "operand is not in host memory")),
+        Storage::Gpu(_) => Err(Error::internal(
+            "cpu matmul",
+            "operand is not in host memory",
+        )),
     }
 }
 
@@ -35,7 +38,7 @@ pub(crate) fn matmul(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
             let (CpuData::$variant(a), CpuData::$variant(b), CpuData::$variant(c)) =
                 (&*a_guard, b_data, &mut *out_guard)
             else {
-                return Err(Error::gpu("cpu matmul", "internal error: dtypes differ"));
+                return Err(Error::internal("cpu matmul", "dtypes differ"));
             };
             $f(a, b, c, &batches);
         }};

@@ -149,7 +149,7 @@ reducible!(bool, u32, u32::from, |a: u32| a != 0);
 /// Runs `call`, whose output storage is `out`.
 pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
     let Storage::Cpu(input) = &**call.input.storage else {
-        return Err(Error::gpu("cpu reduce", "input is not in host memory"));
+        return Err(Error::internal("cpu reduce", "input is not in host memory"));
     };
     let data = input.read();
     let mut out_data = out.write();
@@ -192,10 +192,7 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
 }
 
 fn dtype_mismatch() -> Error {
-    Error::gpu(
-        "cpu reduce",
-        "internal error: storage dtype differs from the call's",
-    )
+    Error::internal("cpu reduce", "storage dtype differs from the call's")
 }
 
 /// Sum, product, maximum or minimum of each output's reduced elements.

@@ -11,7 +11,7 @@ use crate::ops::kinds::ScanOp;
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
 pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {
     let Storage::Cpu(input) = &**call.input.storage else {
-        return Err(Error::gpu("cpu scan", "input is not in host memory"));
+        return Err(Error::internal("cpu scan", "input is not in host memory"));
     };
     let data = input.read();
     let mut out_data = out.write();
@@ -28,7 +28,7 @@ pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {
     };
     with_cpu_data!(&*data, src => {
         let dst = out_data.as_mut_slice().ok_or_else(|| {
-            Error::gpu("cpu scan", "internal error: storage dtype differs from the call's")
+            Error::internal("cpu scan", "storage dtype differs from the call's")
         })?;
         lines.run(call.op, src, dst);
     });

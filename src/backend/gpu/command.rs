@@ -38,7 +38,7 @@ impl Bound {
     /// `Error::Gpu` naming `op` when the storage is not on the GPU.
     pub fn new(op: &'static str, storage: &Arc<Storage>, writes: bool) -> Result<Bound> {
         let Storage::Gpu(s) = &**storage else {
-            return Err(Error::gpu(op, "operand is not on the GPU"));
+            return Err(Error::internal(op, "operand is not on the GPU"));
         };
         Ok(Bound {
             storage: Arc::downgrade(storage),

@@ -31,7 +31,7 @@ pub(crate) fn run(out: &GpuStorage, call: &Call) -> Result<()> {
         args.push(match input {
             Input::Tensor(t) => {
                 let Storage::Gpu(s) = &**t.storage else {
-                    return Err(Error::gpu("gpu kernel", "input is not on the GPU"));
+                    return Err(Error::internal("gpu kernel", "input is not on the GPU"));
                 };
                 OpArg::Tensor(operand(t, s))
             }
