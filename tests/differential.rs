@@ -1,5 +1,6 @@
 //! Differential property tests: random chains of views, in-place writes
-//! through them, fills, casts, reductions, joins and reads, with handles
+//! through them (elementwise and scatter), fills, casts, reductions, joins,
+//! take, matmul, where and reads, with handles
 //! dropped and replaced at random points, run on the CPU and on four GPU
 //! devices (fusion on with large batches, fusion off with one op per
 //! submit, batches of three, and f16 stored packed), which must all give
@@ -105,6 +106,28 @@ enum Step {
         b: usize,
         axis: i8,
     },
+    Take {
+        src: usize,
+        axis: i8,
+        seed: u8,
+    },
+    /// `dst.scatter_(index, src)` (or `scatter_add_`) through `dst`'s view.
+    Scatter {
+        dst: usize,
+        src: usize,
+        axis: i8,
+        seed: u8,
+        add: bool,
+    },
+    Matmul {
+        a: usize,
+        b: usize,
+    },
+    Where {
+        cond: usize,
+        a: usize,
+        b: usize,
+    },
     Contiguous {
         src: usize,
     },
@@ -177,6 +200,13 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         1 => (slot.clone(), slot.clone(), -2i8..2)
             .prop_map(|(a, b, axis)| Step::Concat { a, b, axis }),
         1 => slot.clone().prop_map(|src| Step::Contiguous { src }),
+        1 => (slot.clone(), -2i8..2, any::<u8>())
+            .prop_map(|(src, axis, seed)| Step::Take { src, axis, seed }),
+        1 + w / 2 => (slot.clone(), slot.clone(), -2i8..2, any::<u8>(), any::<bool>())
+            .prop_map(|(dst, src, axis, seed, add)| Step::Scatter { dst, src, axis, seed, add }),
+        1 => (slot.clone(), slot.clone()).prop_map(|(a, b)| Step::Matmul { a, b }),
+        1 => (slot.clone(), slot.clone(), slot.clone())
+            .prop_map(|(cond, a, b)| Step::Where { cond, a, b }),
         4 + w => slot.clone().prop_map(|slot| Step::Drop { slot }),
         1 => slot.prop_map(|slot| Step::Read { slot }),
     ]
@@ -363,6 +393,47 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
             let r = slots[at(*src)].contiguous()?;
             slots.push(r);
         }
+        Step::Take { src, axis, seed } => {
+            let t = &slots[at(*src)];
+            let n = match t.rank() {
+                0 => 1,
+                r => t.dims()[(*axis as isize).rem_euclid(r as isize) as usize],
+            };
+            let index = positions(&[3], n, *seed, dev)?;
+            slots.push(t.take(&index, *axis as isize)?);
+        }
+        Step::Scatter {
+            dst,
+            src,
+            axis,
+            seed,
+            add,
+        } => {
+            let d = &slots[at(*dst)];
+            let n = match d.rank() {
+                0 => 1,
+                r => d.dims()[(*axis as isize).rem_euclid(r as isize) as usize],
+            };
+            let index = positions(d.dims(), n, *seed, dev)?;
+            let s = &slots[at(*src)];
+            if *add {
+                d.scatter_add_(&index, s, *axis as isize)?;
+            } else {
+                d.scatter_(&index, s, *axis as isize)?;
+            }
+        }
+        Step::Matmul { a, b } => {
+            let (x, y) = (&slots[at(*a)], &slots[at(*b)]);
+            // f16 products round differently in each GEMM; f32 ones are exact.
+            if x.dtype() == DType::F32 && y.dtype() == DType::F32 {
+                slots.push(clamp(x.matmul(y)?)?);
+            }
+        }
+        Step::Where { cond, a, b } => {
+            let c = slots[at(*cond)].gt_scalar(0.0)?;
+            let r = Tensor::where_cond(&c, &slots[at(*a)], &slots[at(*b)])?;
+            slots.push(r);
+        }
         Step::Drop { slot } => {
             slots.remove(at(*slot));
         }
@@ -386,6 +457,16 @@ fn agree(steps: &[Step]) -> Result<(), TestCaseError> {
         }
     }
     Ok(())
+}
+
+/// An i32 index tensor of `dims` with positions in `0..n` (0 when `n` is
+/// 0, which the op must then reject), repeats included.
+fn positions(dims: &[usize], n: usize, seed: u8, dev: &Device) -> webtensor::Result<Tensor> {
+    let count: usize = dims.iter().product();
+    let values: Vec<i32> = (0..count)
+        .map(|i| ((i * 7 + seed as usize) % n.max(1)) as i32)
+        .collect();
+    Tensor::from_vec(values, dims.to_vec(), dev)
 }
 
 fn cases() -> u32 {
