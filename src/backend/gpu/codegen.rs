@@ -19,9 +19,6 @@ pub(crate) const COMMON_WGSL: &str = include_str!("../../../shaders/common.wgsl"
 pub(crate) const MATH_WGSL: &str = include_str!("../../../shaders/math.wgsl");
 pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("../../../shaders/elementwise.wgsl");
 
-/// Threads per workgroup of every elementwise kernel.
-pub(crate) const WORKGROUP_SIZE: u32 = 64;
-
 /// How one dtype is stored in a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Storage {

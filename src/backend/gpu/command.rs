@@ -1,13 +1,14 @@
-//! What the scheduler records: elementwise ops, which fusion may merge, and
-//! kernel commands of the other families (reductions, matmul), which run as
-//! recorded.
+//! What the scheduler records: elementwise ops (their operands and
+//! arguments), which fusion may merge, and kernel commands of the other
+//! families (reductions, matmul), which run as recorded.
 
-use super::context::GpuContext;
-use super::faults::FAULT_BUFFER_ID;
-use super::fusion::RecordedOp;
-use super::pipeline::{Pipeline, PipelineKey, PipelineSpec};
+use super::pipeline::Pipeline;
 use crate::backend::Storage;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ops::kinds::Kernel;
+use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
 use std::sync::{Arc, Weak};
 
@@ -18,6 +19,66 @@ use std::sync::{Arc, Weak};
 pub(crate) enum Command {
     Elementwise(RecordedOp),
     Kernel(KernelCommand),
+}
+
+/// Storage identity within one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct StorageId(pub *const Storage);
+
+/// A tensor operand of a recorded op.
+#[derive(Clone)]
+pub(crate) struct TensorOperand {
+    /// Identity and liveness of the storage (dead once every tensor on it
+    /// is dropped; the allocation, and so the identity, outlives the batch).
+    pub storage: Weak<Storage>,
+    pub buffer: wgpu::Buffer,
+    /// The pool's id of `buffer`, shared by storages that reuse it.
+    pub buffer_id: u64,
+    /// Over the op's shape (inputs already broadcast).
+    pub layout: Layout,
+    pub dtype: DType,
+}
+
+impl TensorOperand {
+    /// The storage's identity within one batch.
+    pub fn id(&self) -> StorageId {
+        StorageId(self.storage.as_ptr())
+    }
+
+    /// True once no tensor refers to the storage.
+    pub fn is_dead(&self) -> bool {
+        self.storage.strong_count() == 0
+    }
+}
+
+/// One input of a recorded op.
+#[derive(Clone)]
+pub(crate) enum OpArg {
+    Tensor(TensorOperand),
+    Scalar(TypedScalar),
+}
+
+/// An elementwise op as recorded: `out = kernel(args...)`.
+#[derive(Clone)]
+pub(crate) struct RecordedOp {
+    pub kernel: Kernel,
+    pub out: TensorOperand,
+    pub args: SmallVec<[OpArg; 3]>,
+}
+
+impl RecordedOp {
+    /// The tensor operands among the arguments.
+    pub fn tensor_args(&self) -> impl Iterator<Item = &TensorOperand> {
+        self.args.iter().filter_map(|a| match a {
+            OpArg::Tensor(t) => Some(t),
+            OpArg::Scalar(_) => None,
+        })
+    }
+
+    /// True when an argument is on storage `id`.
+    pub fn reads(&self, id: StorageId) -> bool {
+        self.tensor_args().any(|t| t.id() == id)
+    }
 }
 
 /// A storage buffer bound to a kernel command.
@@ -67,43 +128,4 @@ impl Command {
             Command::Kernel(_) => None,
         }
     }
-}
-
-/// Records one dispatch of the pipeline `key` over `groups` workgroups,
-/// building the pipeline on first use from `source()` (entry point `entry`,
-/// a parameter block of `params_size` bytes, storage bindings in the order
-/// and access of `bindings`).
-///
-/// # Errors
-/// `Error::Gpu` when the shader fails to compile; scheduler flush failures.
-pub(crate) fn record_kernel(
-    ctx: &GpuContext,
-    key: PipelineKey,
-    (label, entry, params_size): (&'static str, &'static str, u64),
-    source: impl FnOnce() -> String,
-    params: Vec<u8>,
-    bindings: SmallVec<[Bound; 4]>,
-    groups: [u32; 3],
-) -> Result<()> {
-    debug_assert_eq!(params.len() as u64, params_size);
-    let pipeline = ctx.pipelines.get(&ctx.device, key, || PipelineSpec {
-        label,
-        source: source(),
-        entry,
-        params_size,
-        read_only: bindings.iter().map(|b| !b.writes).collect(),
-    })?;
-    let mut scheduler = ctx.scheduler();
-    if bindings.iter().any(|b| b.buffer_id == FAULT_BUFFER_ID) {
-        ctx.faults.arm();
-    }
-    scheduler.record(
-        ctx,
-        Command::Kernel(KernelCommand {
-            pipeline,
-            params,
-            bindings,
-            groups,
-        }),
-    )
 }

@@ -1,9 +1,8 @@
 //! Recording elementwise ops: from a [`Call`] to a [`RecordedOp`] in the
-//! device's pending batch, and the dispatch grid.
+//! device's pending batch.
 
-use super::codegen::WORKGROUP_SIZE;
-use super::command::Command;
-use super::fusion::{OpArg, RecordedOp, TensorOperand};
+use super::command::{Command, OpArg, RecordedOp, TensorOperand};
+use super::launch::grid;
 use super::storage::GpuStorage;
 use crate::backend::{Call, Input, Storage, TensorRef};
 use crate::error::{Error, Result};
@@ -44,36 +43,4 @@ pub(crate) fn run(out: &GpuStorage, call: &Call) -> Result<()> {
         args,
     };
     ctx.scheduler().record(ctx, Command::Elementwise(op))
-}
-
-/// A 2-D grid of 64-thread workgroups covering `numel` threads, within the
-/// per-dimension limit.
-///
-/// # Errors
-/// `Error::TooLarge` when even a square grid cannot cover `numel`.
-pub(crate) fn grid(numel: usize, max_per_dim: u32) -> Result<[u32; 2]> {
-    let groups = numel.div_ceil(WORKGROUP_SIZE as usize);
-    let x = groups.min(max_per_dim as usize).max(1);
-    let y = groups.div_ceil(x);
-    if y > max_per_dim as usize {
-        return Err(Error::TooLarge {
-            op: "dispatch",
-            what: "workgroups",
-            requested: groups as u64,
-            limit: max_per_dim as u64 * max_per_dim as u64,
-        });
-    }
-    Ok([x as u32, y as u32])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grid_goes_two_dimensional_past_the_limit() {
-        assert_eq!(grid(64, 65535).unwrap(), [1, 1]);
-        assert_eq!(grid(65535 * 64 + 1, 65535).unwrap(), [65535, 2]);
-        assert!(grid(usize::MAX / 2, 65535).is_err());
-    }
 }

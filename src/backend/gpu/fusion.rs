@@ -21,50 +21,19 @@
 //!
 //! Inputs keep their own strides and offsets inside the fused kernel.
 
-use super::command::{Command, KernelCommand};
+use super::command::{Command, KernelCommand, OpArg, RecordedOp, StorageId, TensorOperand};
 use super::program::{Node, Operand, Program, ProgramLimits};
-use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::layout::Layout;
-use crate::ops::kinds::Kernel;
 use crate::scalar::TypedScalar;
 use crate::shape::MAX_RANK;
 use smallvec::{SmallVec, smallvec};
 use std::collections::HashMap;
-use std::sync::Weak;
-
-/// A tensor operand of a recorded op.
-#[derive(Clone)]
-pub(crate) struct TensorOperand {
-    /// Identity and liveness of the storage (dead once every tensor on it
-    /// is dropped; the allocation, and so the identity, outlives the batch).
-    pub storage: Weak<Storage>,
-    pub buffer: wgpu::Buffer,
-    /// The pool's id of `buffer`, shared by storages that reuse it.
-    pub buffer_id: u64,
-    /// Over the op's shape (inputs already broadcast).
-    pub layout: Layout,
-    pub dtype: DType,
-}
-
-impl TensorOperand {
-    fn id(&self) -> StorageId {
-        StorageId(self.storage.as_ptr())
-    }
-
-    fn is_dead(&self) -> bool {
-        self.storage.strong_count() == 0
-    }
-}
 
 /// The folded producers: `(j, t)` maps to the command `i` whose write of
 /// storage `t` command `j` computes inline, and the permutation `j` reads it
 /// through.
 type Producers<'a> = HashMap<(usize, StorageId), (usize, &'a RecordedOp, Perm)>;
-
-/// Storage identity within one batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct StorageId(*const Storage);
 
 /// An axis permutation: axis `d` of the result is axis `perm[d]` of the source.
 type Perm = SmallVec<[usize; MAX_RANK]>;
@@ -120,34 +89,6 @@ fn read_permutation(read: &Layout, written: &Layout) -> Option<Perm> {
         perm.push(e);
     }
     same_elements(&permuted(written, &perm), read).then_some(perm)
-}
-
-/// One input of a recorded op.
-#[derive(Clone)]
-pub(crate) enum OpArg {
-    Tensor(TensorOperand),
-    Scalar(TypedScalar),
-}
-
-/// An elementwise op as recorded: `out = kernel(args...)`.
-#[derive(Clone)]
-pub(crate) struct RecordedOp {
-    pub kernel: Kernel,
-    pub out: TensorOperand,
-    pub args: SmallVec<[OpArg; 3]>,
-}
-
-impl RecordedOp {
-    fn tensor_args(&self) -> impl Iterator<Item = &TensorOperand> {
-        self.args.iter().filter_map(|a| match a {
-            OpArg::Tensor(t) => Some(t),
-            OpArg::Scalar(_) => None,
-        })
-    }
-
-    fn reads(&self, id: StorageId) -> bool {
-        self.tensor_args().any(|t| t.id() == id)
-    }
 }
 
 /// One dispatch of a flush: a generated elementwise program or a kernel

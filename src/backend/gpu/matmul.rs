@@ -4,7 +4,8 @@
 use super::codegen::{
     buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn, with_prelude,
 };
-use super::command::{Bound, record_kernel};
+use super::command::Bound;
+use super::launch::record_kernel;
 use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;

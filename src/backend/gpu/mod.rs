@@ -10,6 +10,7 @@ mod elementwise;
 mod faults;
 mod fusion;
 mod indexing;
+mod launch;
 mod loop_budget;
 mod matmul;
 mod params;

@@ -10,8 +10,8 @@
 //! i32/u32 for integers.
 
 use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
-use super::command::{Bound, record_kernel};
-use super::elementwise::grid;
+use super::command::Bound;
+use super::launch::{grid, record_kernel};
 use super::loop_budget;
 use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
