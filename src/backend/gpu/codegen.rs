@@ -11,6 +11,7 @@
 
 use super::params::{offset_vecs, scalar_vecs};
 use super::program::{KernelKey, Node};
+use super::wgsl_type::ScalarType;
 use crate::dtype::DType;
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
 use std::fmt::Write;
@@ -23,7 +24,7 @@ pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("../../../shaders/element
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Storage {
     /// One element per array entry of this WGSL type.
-    Plain(&'static str),
+    Plain(ScalarType),
     /// Native f16 array.
     F16,
     /// f16 packed two to a u32.
@@ -34,9 +35,9 @@ enum Storage {
 
 fn storage(dtype: DType, native_f16: bool) -> Storage {
     match dtype {
-        DType::F32 | DType::F64 | DType::C64 => Storage::Plain("f32"),
-        DType::I32 => Storage::Plain("i32"),
-        DType::U32 => Storage::Plain("u32"),
+        DType::F32 | DType::F64 | DType::C64 | DType::I32 | DType::U32 => {
+            Storage::Plain(ScalarType::of(dtype))
+        }
         DType::F16 if native_f16 => Storage::F16,
         DType::F16 => Storage::PackedF16,
         DType::U8 | DType::Bool => Storage::Bytes,
@@ -44,19 +45,14 @@ fn storage(dtype: DType, native_f16: bool) -> Storage {
 }
 
 /// The WGSL type arithmetic on `dtype` runs in.
-pub(crate) fn compute_type(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 | DType::F16 | DType::F64 | DType::C64 => "f32",
-        DType::I32 => "i32",
-        DType::U32 | DType::U8 => "u32",
-        DType::Bool => "bool",
-    }
+pub(crate) fn compute_type(dtype: DType) -> ScalarType {
+    ScalarType::of(dtype)
 }
 
 fn array_type(s: Storage, atomic: bool) -> &'static str {
     match (s, atomic) {
-        (Storage::Plain("f32"), _) => "array<f32>",
-        (Storage::Plain("i32"), _) => "array<i32>",
+        (Storage::Plain(ScalarType::F32), _) => "array<f32>",
+        (Storage::Plain(ScalarType::I32), _) => "array<i32>",
         (Storage::Plain(_), _) => "array<u32>",
         (Storage::F16, _) => "array<f16>",
         (Storage::PackedF16 | Storage::Bytes, true) => "array<atomic<u32>>",
@@ -138,13 +134,14 @@ fn round_expr(dtype: DType, v: &str) -> String {
     }
 }
 
-fn unary_expr(op: UnaryOp, ct: &str) -> String {
-    let float = ct == "f32";
+fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
+    use ScalarType::{I32, U32};
+    let float = ct == ScalarType::F32;
     let e = match op {
-        UnaryOp::Neg if ct == "u32" => "0u - a",
+        UnaryOp::Neg if ct == U32 => "0u - a",
         UnaryOp::Neg => "-a",
-        UnaryOp::Abs if ct == "u32" => "a",
-        UnaryOp::Abs if ct == "i32" => "select(a, 0 - a, a < 0)",
+        UnaryOp::Abs if ct == U32 => "a",
+        UnaryOp::Abs if ct == I32 => "select(a, 0 - a, a < 0)",
         UnaryOp::Abs => "abs(a)",
         UnaryOp::Exp => "exp(a)",
         UnaryOp::Log => "log_f32(a)",
@@ -157,14 +154,14 @@ fn unary_expr(op: UnaryOp, ct: &str) -> String {
         UnaryOp::Gelu => "gelu_f32(a)",
         UnaryOp::Recip => "1.0 / a",
         UnaryOp::Relu if float => "relu_f32(a)",
-        UnaryOp::Relu if ct == "i32" => "max(a, 0)",
+        UnaryOp::Relu if ct == I32 => "max(a, 0)",
         UnaryOp::Relu => "a",
         UnaryOp::Floor if float => "floor(a)",
         UnaryOp::Ceil if float => "ceil(a)",
         UnaryOp::Round if float => "round(a)",
         UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => "a",
         UnaryOp::Sign if float => "sign_f32(a)",
-        UnaryOp::Sign if ct == "i32" => "sign_i32(a)",
+        UnaryOp::Sign if ct == I32 => "sign_i32(a)",
         UnaryOp::Sign => "select(0u, 1u, a > 0u)",
         UnaryOp::Square => "a * a",
         UnaryOp::Not => "!a",
@@ -172,23 +169,24 @@ fn unary_expr(op: UnaryOp, ct: &str) -> String {
     e.to_string()
 }
 
-fn binary_expr(op: BinaryOp, ct: &str) -> String {
+fn binary_expr(op: BinaryOp, ct: ScalarType) -> String {
+    use ScalarType::{F32, I32};
     let e = match (op, ct) {
         (BinaryOp::Add, _) => "a + b",
         (BinaryOp::Sub, _) => "a - b",
         (BinaryOp::Mul, _) => "a * b",
-        (BinaryOp::Div, "f32") => "a / b",
-        (BinaryOp::Div, "i32") => "div_i32(a, b)",
+        (BinaryOp::Div, F32) => "a / b",
+        (BinaryOp::Div, I32) => "div_i32(a, b)",
         (BinaryOp::Div, _) => "div_u32(a, b)",
-        (BinaryOp::Pow, "f32") => "pow_f32(a, b)",
-        (BinaryOp::Pow, "i32") => "pow_i32(a, b)",
+        (BinaryOp::Pow, F32) => "pow_f32(a, b)",
+        (BinaryOp::Pow, I32) => "pow_i32(a, b)",
         (BinaryOp::Pow, _) => "pow_u32(a, b)",
-        (BinaryOp::Maximum, "f32") => "maximum_f32(a, b)",
+        (BinaryOp::Maximum, F32) => "maximum_f32(a, b)",
         (BinaryOp::Maximum, _) => "max(a, b)",
-        (BinaryOp::Minimum, "f32") => "minimum_f32(a, b)",
+        (BinaryOp::Minimum, F32) => "minimum_f32(a, b)",
         (BinaryOp::Minimum, _) => "min(a, b)",
-        (BinaryOp::Remainder, "f32") => "rem_f32(a, b)",
-        (BinaryOp::Remainder, "i32") => "rem_i32(a, b)",
+        (BinaryOp::Remainder, F32) => "rem_f32(a, b)",
+        (BinaryOp::Remainder, I32) => "rem_i32(a, b)",
         (BinaryOp::Remainder, _) => "rem_u32(a, b)",
         (BinaryOp::And, _) => "a && b",
         (BinaryOp::Or, _) => "a || b",
@@ -198,21 +196,22 @@ fn binary_expr(op: BinaryOp, ct: &str) -> String {
     e.to_string()
 }
 
-fn compare_expr(op: CompareOp, ct: &str) -> String {
-    let e = match op {
-        CompareOp::Eq => "a == b",
-        CompareOp::Ne => "a != b",
-        CompareOp::Lt => "a < b",
-        CompareOp::Le => "a <= b",
-        CompareOp::Gt => "a > b",
-        CompareOp::Ge => "a >= b",
+fn compare_expr(op: CompareOp, ct: ScalarType) -> String {
+    let symbol = match op {
+        CompareOp::Eq => "==",
+        CompareOp::Ne => "!=",
+        CompareOp::Lt => "<",
+        CompareOp::Le => "<=",
+        CompareOp::Gt => ">",
+        CompareOp::Ge => ">=",
     };
-    if ct == "bool" {
+    if ct == ScalarType::Bool {
         // WGSL orders no bools; compare them as 0/1 like the CPU does.
-        return e.replace('a', "u32(a)").replace('b', "u32(b)");
+        return format!("u32(a) {symbol} u32(b)");
     }
-    if ct != "f32" {
-        return e.to_string();
+    let e = format!("a {symbol} b");
+    if ct != ScalarType::F32 {
+        return e;
     }
     // Drivers may lower float comparisons as ordered or unordered; spell
     // out IEEE: every comparison with NaN is false except `!=`.

@@ -93,12 +93,7 @@ pub(crate) fn index_source(key: &IndexKey) -> String {
         buffer_decl(3, "out_buf", dtype, native, true),
     ]
     .concat();
-    let zero = match compute_type(dtype) {
-        "f32" => "0.0",
-        "i32" => "0",
-        "bool" => "false",
-        _ => "0u",
-    };
+    let zero = compute_type(dtype).zero();
     let (raw, resolve) = if key.index == DType::I32 {
         ("bitcast<u32>(load_idx(p))", "resolve_signed")
     } else {

@@ -62,11 +62,7 @@ pub(crate) struct MatmulKey {
 pub(crate) fn matmul_source(key: &MatmulKey) -> String {
     let (dtype, native) = (key.dtype, key.native_f16);
     let acc = compute_type(dtype);
-    let zero = match acc {
-        "f32" => "0.0",
-        "i32" => "0",
-        _ => "0u",
-    };
+    let zero = acc.zero();
     let bindings = [
         buffer_decl(1, "a", dtype, native, false),
         buffer_decl(2, "b", dtype, native, false),

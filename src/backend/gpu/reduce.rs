@@ -16,6 +16,7 @@ use super::loop_budget;
 use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
+use super::wgsl_type::ScalarType;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -193,23 +194,10 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> String {
 }
 
 /// `alias Acc`, `fresh()` and `combine()` for `op` accumulating in `acc`.
-fn state_source(op: ReduceOp, acc: &str) -> String {
-    let float = acc == "f32";
-    let (lowest, highest) = match acc {
-        "f32" => ("f32_from_bits(0xff800000u)", "f32_from_bits(F32_INF_BITS)"),
-        "i32" => ("I32_MIN", "2147483647"),
-        _ => ("0u", "0xffffffffu"),
-    };
-    let zero = match acc {
-        "f32" => "0.0",
-        "i32" => "0",
-        _ => "0u",
-    };
-    let one = match acc {
-        "f32" => "1.0",
-        "i32" => "1",
-        _ => "1u",
-    };
+fn state_source(op: ReduceOp, acc: ScalarType) -> String {
+    let float = acc == ScalarType::F32;
+    let (lowest, highest) = (acc.lowest(), acc.highest());
+    let (zero, one) = (acc.zero(), acc.one());
     let (identity, combine) = match op {
         ReduceOp::Sum => (zero, "return State(a.v + b.v, 0);".to_string()),
         ReduceOp::Prod => (one, "return State(a.v * b.v, 0);".to_string()),

@@ -58,13 +58,9 @@ pub(crate) struct ScanKey {
 pub(crate) fn scan_source(key: &ScanKey) -> String {
     let (dtype, native) = (key.dtype, key.native_f16);
     let acc = compute_type(dtype);
-    let identity = match (key.op, acc) {
-        (ScanOp::Sum, "f32") => "0.0",
-        (ScanOp::Sum, "i32") => "0",
-        (ScanOp::Sum, _) => "0u",
-        (ScanOp::Prod, "f32") => "1.0",
-        (ScanOp::Prod, "i32") => "1",
-        (ScanOp::Prod, _) => "1u",
+    let identity = match key.op {
+        ScanOp::Sum => acc.zero(),
+        ScanOp::Prod => acc.one(),
     };
     let combine = match key.op {
         ScanOp::Sum => "a + b",

@@ -1,0 +1,98 @@
+//! The WGSL scalar types kernels compute in, with the literals generated
+//! code needs, so that no launcher matches on type names.
+
+use crate::dtype::DType;
+use std::fmt;
+
+/// The WGSL scalar type arithmetic on a dtype runs in: f16 computes in f32,
+/// u8 in u32 (storage may be narrower; see codegen's storage modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ScalarType {
+    F32,
+    I32,
+    U32,
+    Bool,
+}
+
+impl ScalarType {
+    /// The type `dtype` computes in.
+    pub fn of(dtype: DType) -> ScalarType {
+        match dtype {
+            DType::F32 | DType::F16 | DType::F64 | DType::C64 => ScalarType::F32,
+            DType::I32 => ScalarType::I32,
+            DType::U32 | DType::U8 => ScalarType::U32,
+            DType::Bool => ScalarType::Bool,
+        }
+    }
+
+    /// The WGSL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "f32",
+            ScalarType::I32 => "i32",
+            ScalarType::U32 => "u32",
+            ScalarType::Bool => "bool",
+        }
+    }
+
+    /// The literal 0 (`false`).
+    pub fn zero(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "0.0",
+            ScalarType::I32 => "0",
+            ScalarType::U32 => "0u",
+            ScalarType::Bool => "false",
+        }
+    }
+
+    /// The literal 1 (`true`).
+    pub fn one(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "1.0",
+            ScalarType::I32 => "1",
+            ScalarType::U32 => "1u",
+            ScalarType::Bool => "true",
+        }
+    }
+
+    /// The smallest value (the identity of a maximum): -inf for f32,
+    /// through math.wgsl's `f32_from_bits` (browsers reject a constant
+    /// bitcast to an infinity).
+    pub fn lowest(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "f32_from_bits(0xff800000u)",
+            ScalarType::I32 => "I32_MIN",
+            ScalarType::U32 => "0u",
+            ScalarType::Bool => "false",
+        }
+    }
+
+    /// The largest value (the identity of a minimum): +inf for f32.
+    pub fn highest(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "f32_from_bits(F32_INF_BITS)",
+            ScalarType::I32 => "2147483647",
+            ScalarType::U32 => "0xffffffffu",
+            ScalarType::Bool => "true",
+        }
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_and_half_dtypes_compute_wide() {
+        assert_eq!(ScalarType::of(DType::F16), ScalarType::F32);
+        assert_eq!(ScalarType::of(DType::U8), ScalarType::U32);
+        assert_eq!(format!("{}", ScalarType::of(DType::Bool)), "bool");
+        assert_eq!(ScalarType::I32.lowest(), "I32_MIN");
+    }
+}
