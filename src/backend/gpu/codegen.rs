@@ -11,8 +11,10 @@
 
 use super::params::{offset_vecs, scalar_vecs};
 use super::program::{KernelKey, Node};
+use super::template::fill;
 use super::wgsl_type::ScalarType;
 use crate::dtype::DType;
+use crate::error::Result;
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
 use std::fmt::Write;
 
@@ -318,12 +320,13 @@ pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
     )
 }
 
-/// `template` (a kernel family's shader) with its `{{HEADER}}` slot filled
-/// (`enable f16;` when `uses_f16`) and `{{MATH}}` replaced by math.wgsl.
-pub(crate) fn with_prelude(template: &str, uses_f16: bool) -> String {
-    template
-        .replace("{{HEADER}}", if uses_f16 { "enable f16;" } else { "" })
-        .replace("{{MATH}}", MATH_WGSL)
+/// The slots every kernel family's shader has: `{{HEADER}}` (`enable f16;`
+/// when `uses_f16`) and `{{MATH}}` (math.wgsl).
+pub(crate) fn prelude(uses_f16: bool) -> [(&'static str, &'static str); 2] {
+    [
+        ("HEADER", if uses_f16 { "enable f16;" } else { "" }),
+        ("MATH", MATH_WGSL),
+    ]
 }
 
 /// True when a buffer of `dtype` needs `enable f16;`.
@@ -332,7 +335,11 @@ pub(crate) fn needs_f16(dtype: DType, native_f16: bool) -> bool {
 }
 
 /// The complete WGSL source of the kernel selected by `key`.
-pub(crate) fn elementwise_source(key: &KernelKey) -> String {
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let out_storage = storage(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == Storage::F16;
@@ -392,23 +399,26 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> String {
         offset_vecs(key.operands.len()),
         scalar_vecs(key.scalars as usize),
     );
-    ELEMENTWISE_WGSL
-        .replace("{{HEADER}}", &header)
-        .replace("{{COMMON}}", COMMON_WGSL)
-        .replace("{{MATH}}", MATH_WGSL)
-        .replace("{{BINDINGS}}", &bindings)
-        .replace("{{ACCESS}}", &access)
-        .replace("{{OPS}}", &ops)
-        .replace(
-            "{{POSITIONS}}",
-            if key.contiguous {
-                "contiguous_positions"
-            } else {
-                "strided_positions"
-            },
-        )
-        .replace("{{BODY}}", body.trim_end())
-        .replace("{{RESULT}}", &format!("v{}", key.nodes.len() - 1))
+    let positions = if key.contiguous {
+        "contiguous_positions"
+    } else {
+        "strided_positions"
+    };
+    fill(
+        "elementwise kernel",
+        ELEMENTWISE_WGSL,
+        &[
+            ("HEADER", &header),
+            ("COMMON", COMMON_WGSL),
+            ("MATH", MATH_WGSL),
+            ("BINDINGS", &bindings),
+            ("ACCESS", &access),
+            ("OPS", &ops),
+            ("POSITIONS", positions),
+            ("BODY", body.trim_end()),
+            ("RESULT", &format!("v{}", key.nodes.len() - 1)),
+        ],
+    )
 }
 
 #[cfg(test)]
@@ -574,7 +584,7 @@ pub(crate) mod tests {
             }
         }
         for key in &keys {
-            validate(&elementwise_source(key), &format!("{key:?}"));
+            validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
         }
         assert!(keys.len() > 500, "{} kernels", keys.len());
     }
@@ -619,7 +629,7 @@ pub(crate) mod tests {
                 native_f16,
                 contiguous: false,
             };
-            validate(&elementwise_source(&key), &format!("{key:?}"));
+            validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
         }
         let mut wide = single(
             Kernel::Binary(BinaryOp::Add),
@@ -653,6 +663,9 @@ pub(crate) mod tests {
             wide.nodes.push(add([prev, prev + 4]));
         }
         assert_eq!(wide.operands.len(), 8);
-        validate(&elementwise_source(&wide), "eight operands, seven scalars");
+        validate(
+            &elementwise_source(&wide).unwrap(),
+            "eight operands, seven scalars",
+        );
     }
 }

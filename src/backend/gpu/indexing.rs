@@ -4,7 +4,7 @@
 //! out-of-range ones through the device's fault record (`faults.rs`).
 
 use super::codegen::{
-    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn, with_prelude,
+    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, prelude, store_out_fn,
 };
 use super::command::Bound;
 use super::faults::fault_code;
@@ -13,6 +13,7 @@ use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
+use super::template::fill;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -85,7 +86,11 @@ pub(crate) struct IndexKey {
 }
 
 /// The WGSL source of the indexing kernel for `key`.
-pub(crate) fn index_source(key: &IndexKey) -> String {
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
     let bindings = [
         buffer_decl(1, "src", dtype, native, false),
@@ -120,10 +125,12 @@ pub(crate) fn index_source(key: &IndexKey) -> String {
             (SCATTER_WGSL, "store_out(p, load_out(p) + v);")
         }
     };
-    with_prelude(template, needs_f16(dtype, native))
-        .replace("{{BINDINGS}}", &bindings)
-        .replace("{{ACCESS}}", &access)
-        .replace("{{WRITE}}", write)
+    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    slots.extend([("BINDINGS", bindings.as_str()), ("ACCESS", access.as_str())]);
+    if key.kernel != IndexKernel::Gather {
+        slots.push(("WRITE", write));
+    }
+    fill("indexing kernel", template, &slots)
 }
 
 /// The fault code of `op` on `target` with an index of `dtype`.
@@ -270,9 +277,9 @@ mod tests {
             index: DType::I32,
             native_f16: true,
         };
-        let gather = index_source(&key(IndexKernel::Gather));
+        let gather = index_source(&key(IndexKernel::Gather)).unwrap();
         assert_layout(&gather, GatherParams::FIELDS, GatherParams::SIZE, "gather");
-        let scatter = index_source(&key(IndexKernel::ScatterAdd));
+        let scatter = index_source(&key(IndexKernel::ScatterAdd)).unwrap();
         assert_layout(
             &scatter,
             ScatterParams::FIELDS,
@@ -301,7 +308,7 @@ mod tests {
                             index,
                             native_f16,
                         };
-                        validate(&index_source(&key), &format!("{key:?}"));
+                        validate(&index_source(&key).unwrap(), &format!("{key:?}"));
                     }
                 }
             }

@@ -43,18 +43,20 @@ pub(crate) fn record_kernel(
     ctx: &GpuContext,
     key: PipelineKey,
     (label, entry, params_size): (&'static str, &'static str, u64),
-    source: impl FnOnce() -> String,
+    source: impl FnOnce() -> Result<String>,
     params: Vec<u8>,
     bindings: SmallVec<[Bound; 4]>,
     groups: [u32; 3],
 ) -> Result<()> {
     debug_assert_eq!(params.len() as u64, params_size);
-    let pipeline = ctx.pipelines.get(&ctx.device, key, || PipelineSpec {
-        label,
-        source: source(),
-        entry,
-        params_size,
-        read_only: bindings.iter().map(|b| !b.writes).collect(),
+    let pipeline = ctx.pipelines.get(&ctx.device, key, || {
+        Ok(PipelineSpec {
+            label,
+            source: source()?,
+            entry,
+            params_size,
+            read_only: bindings.iter().map(|b| !b.writes).collect(),
+        })
     })?;
     let mut scheduler = ctx.scheduler();
     if bindings.iter().any(|b| b.buffer_id == FAULT_BUFFER_ID) {

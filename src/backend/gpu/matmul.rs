@@ -2,7 +2,7 @@
 //! recorded as kernel commands, one per 65535 batches.
 
 use super::codegen::{
-    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn, with_prelude,
+    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, prelude, store_out_fn,
 };
 use super::command::Bound;
 use super::launch::record_kernel;
@@ -10,6 +10,7 @@ use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
+use super::template::fill;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -59,7 +60,11 @@ pub(crate) struct MatmulKey {
 }
 
 /// The WGSL source of the matmul kernel for `key`.
-pub(crate) fn matmul_source(key: &MatmulKey) -> String {
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
     let acc = compute_type(dtype);
     let zero = acc.zero();
@@ -76,13 +81,14 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> String {
         load_out_fn(dtype, native),
     ]
     .concat();
-    with_prelude(MATMUL_WGSL, needs_f16(dtype, native))
-        .replace("{{BINDINGS}}", &bindings)
-        .replace("{{ACCESS}}", &access)
-        .replace(
-            "{{ACC}}",
-            &format!("alias Acc = {acc};\nconst ZERO: Acc = {zero};\n"),
-        )
+    let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {zero};\n");
+    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    slots.extend([
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("ACC", acc.as_str()),
+    ]);
+    fill("matmul kernel", MATMUL_WGSL, &slots)
 }
 
 /// Records `call`, whose output storage is `out`.
@@ -180,7 +186,7 @@ mod tests {
             dtype: DType::F16,
             native_f16: false,
         };
-        let source = matmul_source(&key);
+        let source = matmul_source(&key).unwrap();
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
     }
 
@@ -189,7 +195,7 @@ mod tests {
         for dtype in [DType::F32, DType::F16, DType::I32, DType::U32] {
             for native_f16 in [true, false] {
                 let key = MatmulKey { dtype, native_f16 };
-                validate(&matmul_source(&key), &format!("{key:?}"));
+                validate(&matmul_source(&key).unwrap(), &format!("{key:?}"));
             }
         }
     }

@@ -22,6 +22,7 @@ mod reduce;
 mod scan;
 mod scheduler;
 mod storage;
+mod template;
 mod wgsl_type;
 
 pub(crate) use context::GpuContext;

@@ -59,13 +59,13 @@ impl PipelineCache {
         &self,
         device: &wgpu::Device,
         key: PipelineKey,
-        spec: impl FnOnce() -> PipelineSpec,
+        spec: impl FnOnce() -> Result<PipelineSpec>,
     ) -> Result<Arc<Pipeline>> {
         let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = map.get(&key) {
             return Ok(p.clone());
         }
-        let pipeline = Arc::new(build(device, &spec()).map_err(|e| match e {
+        let pipeline = Arc::new(build(device, &spec()?).map_err(|e| match e {
             Error::Gpu { op, msg } => Error::Gpu {
                 op,
                 msg: format!("{key:?}: {msg}"),
@@ -82,15 +82,15 @@ impl PipelineCache {
     /// As [`PipelineCache::get`].
     pub fn elementwise(&self, device: &wgpu::Device, key: &KernelKey) -> Result<Arc<Pipeline>> {
         self.get(device, PipelineKey::Elementwise(key.clone()), || {
-            PipelineSpec {
+            Ok(PipelineSpec {
                 label: "webtensor elementwise",
-                source: elementwise_source(key),
+                source: elementwise_source(key)?,
                 entry: "main",
                 params_size: params_size(key.operands.len(), key.scalars as usize),
                 read_only: std::iter::once(false)
                     .chain(key.inputs.iter().map(|_| true))
                     .collect(),
-            }
+            })
         })
     }
 

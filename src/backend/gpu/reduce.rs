@@ -9,13 +9,14 @@
 //! every core has work. Accumulation is in f32 for f16 and f32, wrapping
 //! i32/u32 for integers.
 
-use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, store_out_fn, with_prelude};
+use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, prelude, store_out_fn};
 use super::command::Bound;
 use super::launch::{grid, record_kernel};
 use super::loop_budget;
 use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
+use super::template::fill;
 use super::wgsl_type::ScalarType;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::DType;
@@ -101,7 +102,11 @@ params_block! {
 }
 
 /// The WGSL source of one reduction stage.
-pub(crate) fn reduce_source(key: &ReduceKey) -> String {
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     let acc = compute_type(acc_dtype(key.dtype));
     let mut bindings = String::new();
     let mut next = 1u32;
@@ -186,11 +191,15 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> String {
     }
     let uses_f16 = key.source == Source::Tensor && needs_f16(key.dtype, key.native_f16)
         || key.dest == Dest::Output && needs_f16(key.out, key.native_f16);
-    with_prelude(REDUCE_WGSL, uses_f16)
-        .replace("{{BINDINGS}}", &bindings)
-        .replace("{{STATE}}", &state_source(key.op, acc))
-        .replace("{{LOAD}}", &load)
-        .replace("{{STORE}}", &store)
+    let state = state_source(key.op, acc);
+    let mut slots = prelude(uses_f16).to_vec();
+    slots.extend([
+        ("BINDINGS", bindings.as_str()),
+        ("STATE", state.as_str()),
+        ("LOAD", load.as_str()),
+        ("STORE", store.as_str()),
+    ]);
+    fill("reduce kernel", REDUCE_WGSL, &slots)
 }
 
 /// `alias Acc`, `fresh()` and `combine()` for `op` accumulating in `acc`.
@@ -443,7 +452,7 @@ mod tests {
                             group,
                             native_f16,
                         };
-                        validate(&reduce_source(&key), &format!("{key:?}"));
+                        validate(&reduce_source(&key).unwrap(), &format!("{key:?}"));
                     }
                 }
             }
@@ -462,7 +471,7 @@ mod tests {
             group: true,
             native_f16: true,
         };
-        let source = reduce_source(&key);
+        let source = reduce_source(&key).unwrap();
         assert_layout(&source, ReduceParams::FIELDS, ReduceParams::SIZE, "reduce");
     }
 

@@ -3,7 +3,7 @@
 //! workgroup per long one.
 
 use super::codegen::{
-    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, store_out_fn, with_prelude,
+    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, prelude, store_out_fn,
 };
 use super::command::Bound;
 use super::launch::{grid, record_kernel};
@@ -11,6 +11,7 @@ use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
+use super::template::fill;
 use crate::backend::{ScanCall, lines};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -55,7 +56,11 @@ pub(crate) struct ScanKey {
 }
 
 /// The WGSL source of the scan kernel for `key`.
-pub(crate) fn scan_source(key: &ScanKey) -> String {
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
     let acc = compute_type(dtype);
     let identity = match key.op {
@@ -83,9 +88,9 @@ pub(crate) fn scan_source(key: &ScanKey) -> String {
         store_out_fn(dtype, native),
         load_out_fn(dtype, native),
     );
-    with_prelude(SCAN_WGSL, needs_f16(dtype, native))
-        .replace("{{BINDINGS}}", &bindings)
-        .replace("{{OPS}}", &ops)
+    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    slots.extend([("BINDINGS", bindings.as_str()), ("OPS", ops.as_str())]);
+    fill("scan kernel", SCAN_WGSL, &slots)
 }
 
 /// Records `call`, whose output storage is `out`.
@@ -169,7 +174,7 @@ mod tests {
                         group,
                         native_f16,
                     };
-                    validate(&scan_source(&key), &format!("{key:?}"));
+                    validate(&scan_source(&key).unwrap(), &format!("{key:?}"));
                 }
             }
         }
@@ -184,7 +189,7 @@ mod tests {
             native_f16: true,
         };
         assert_layout(
-            &scan_source(&key),
+            &scan_source(&key).unwrap(),
             ScanParams::FIELDS,
             ScanParams::SIZE,
             "scan",
