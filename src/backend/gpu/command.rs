@@ -90,6 +90,9 @@ pub(crate) struct Bound {
     pub buffer_id: u64,
     /// True when the kernel may write it.
     pub writes: bool,
+    /// True for the device's fault record: recording the kernel arms the
+    /// record's copy at the next flush (see `faults.rs`).
+    pub fault_record: bool,
 }
 
 impl Bound {
@@ -106,6 +109,7 @@ impl Bound {
             buffer: s.buffer().clone(),
             buffer_id: s.buffer_id(),
             writes,
+            fault_record: false,
         })
     }
 }

@@ -16,8 +16,9 @@ use crate::ops::kinds::IndexOp;
 use std::sync::Weak;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The pool never hands out this id: it names the fault buffer in bindings.
-pub(crate) const FAULT_BUFFER_ID: u64 = u64::MAX;
+/// The pool never hands out this id: it names the fault buffer in the
+/// hazard checks of fusion.
+const FAULT_BUFFER_ID: u64 = u64::MAX;
 
 /// Bytes of the record: count, op code, raw index, axis extent (u32 each).
 pub(crate) const FAULT_BYTES: u64 = 16;
@@ -60,6 +61,7 @@ impl Faults {
             buffer: self.buffer.clone(),
             buffer_id: FAULT_BUFFER_ID,
             writes: true,
+            fault_record: true,
         }
     }
 

@@ -3,7 +3,6 @@
 
 use super::command::{Bound, Command, KernelCommand};
 use super::context::GpuContext;
-use super::faults::FAULT_BUFFER_ID;
 use super::pipeline::{PipelineKey, PipelineSpec};
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
@@ -59,7 +58,7 @@ pub(crate) fn record_kernel(
         })
     })?;
     let mut scheduler = ctx.scheduler();
-    if bindings.iter().any(|b| b.buffer_id == FAULT_BUFFER_ID) {
+    if bindings.iter().any(|b| b.fault_record) {
         ctx.faults.arm();
     }
     scheduler.record(
