@@ -7,7 +7,7 @@ use super::pool::BufferPool;
 use super::program::ProgramLimits;
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler};
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Options for opening a GPU device. Each `None` falls back to an
@@ -83,8 +83,6 @@ pub(crate) struct GpuContext {
     scheduler: Mutex<Scheduler>,
     /// Id of the batch being recorded; bumped by every flush.
     open_batch: AtomicU64,
-    flush_threshold: AtomicUsize,
-    fusion: AtomicBool,
 }
 
 impl GpuContext {
@@ -184,10 +182,8 @@ impl GpuContext {
             facts,
             pipelines: PipelineCache::default(),
             pool,
-            scheduler: Mutex::new(Scheduler::default()),
+            scheduler: Mutex::new(Scheduler::new(threshold, fusion)),
             open_batch: AtomicU64::new(0),
-            flush_threshold: AtomicUsize::new(threshold.max(1)),
-            fusion: AtomicBool::new(fusion),
         })
     }
 
@@ -201,21 +197,24 @@ impl GpuContext {
         self.open_batch.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// The scheduler's flush threshold.
     pub fn flush_threshold(&self) -> usize {
-        self.flush_threshold.load(Ordering::Relaxed)
+        self.scheduler().flush_threshold()
     }
 
-    /// Sets the flush threshold (at least 1).
+    /// Sets the scheduler's flush threshold (at least 1).
     pub fn set_flush_threshold(&self, ops: usize) {
-        self.flush_threshold.store(ops.max(1), Ordering::Relaxed);
+        self.scheduler().set_flush_threshold(ops);
     }
 
+    /// True when the scheduler fuses elementwise chains.
     pub fn fusion_enabled(&self) -> bool {
-        self.fusion.load(Ordering::Relaxed)
+        self.scheduler().fusion()
     }
 
+    /// Turns the scheduler's fusion on or off.
     pub fn set_fusion(&self, on: bool) {
-        self.fusion.store(on, Ordering::Relaxed);
+        self.scheduler().set_fusion(on);
     }
 
     /// What a fused kernel may bind on this device.

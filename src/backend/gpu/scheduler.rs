@@ -5,7 +5,8 @@
 //!
 //! A flush happens on readback, on `Device::sync`, before a host write into
 //! a buffer that pending work may still read, and when the number of ops
-//! recorded reaches the device's flush threshold.
+//! recorded reaches the flush threshold, a setting the scheduler owns with
+//! the fusion switch.
 
 use super::command::Command;
 use super::context::GpuContext;
@@ -35,12 +36,16 @@ pub(crate) struct SchedulerCounters {
     pub fused_ops: u64,
 }
 
-/// The commands recorded since the last submit, and the parameter arena.
-#[derive(Default)]
+/// The commands recorded since the last submit, the parameter arena, and
+/// the settings that decide when and how a batch is submitted.
 pub(crate) struct Scheduler {
     pending: Vec<Command>,
     arena: Option<wgpu::Buffer>,
     pub counters: SchedulerCounters,
+    /// Recorded ops that trigger a flush (at least 1).
+    flush_threshold: usize,
+    /// True when a flush fuses elementwise chains.
+    fusion: bool,
 }
 
 /// One dispatch, ready to encode.
@@ -56,6 +61,36 @@ struct Encoded {
 }
 
 impl Scheduler {
+    /// An empty scheduler flushing every `flush_threshold` ops (at least 1),
+    /// fusing when `fusion` is set.
+    pub fn new(flush_threshold: usize, fusion: bool) -> Scheduler {
+        Scheduler {
+            pending: Vec::new(),
+            arena: None,
+            counters: SchedulerCounters::default(),
+            flush_threshold: flush_threshold.max(1),
+            fusion,
+        }
+    }
+
+    pub fn flush_threshold(&self) -> usize {
+        self.flush_threshold
+    }
+
+    /// Sets the flush threshold (at least 1), from the next recorded op on.
+    pub fn set_flush_threshold(&mut self, ops: usize) {
+        self.flush_threshold = ops.max(1);
+    }
+
+    pub fn fusion(&self) -> bool {
+        self.fusion
+    }
+
+    /// Turns fusion on or off, from the next flush on.
+    pub fn set_fusion(&mut self, on: bool) {
+        self.fusion = on;
+    }
+
     /// Records a command; flushes when the threshold is reached.
     ///
     /// # Errors
@@ -63,7 +98,7 @@ impl Scheduler {
     pub fn record(&mut self, ctx: &GpuContext, command: Command) -> Result<()> {
         self.pending.push(command);
         self.counters.ops_recorded += 1;
-        if self.pending.len() >= ctx.flush_threshold() {
+        if self.pending.len() >= self.flush_threshold {
             self.flush(ctx, |_| {})?;
         }
         Ok(())
@@ -103,7 +138,7 @@ impl Scheduler {
         let align = ctx.facts.uniform_align as usize;
         let mut bytes = Vec::new();
         let mut encoded = Vec::new();
-        for step in programs(commands, ctx.fusion_enabled(), ctx.program_limits()) {
+        for step in programs(commands, self.fusion, ctx.program_limits()) {
             let e = match step {
                 Step::Program(program) => encode(ctx, program, &mut bytes)?,
                 Step::Kernel(k) => {
