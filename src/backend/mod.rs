@@ -7,7 +7,7 @@
 pub(crate) mod cpu;
 pub(crate) mod gpu;
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::kinds::{IndexOp, Kernel, ReduceOp, ScanOp};
@@ -24,6 +24,79 @@ pub(crate) enum Storage {
 }
 
 impl Storage {
+    /// Fresh storage for `len` elements of `dtype` (c64 as f32 pairs) on
+    /// the GPU of `gpu`, or else in host memory: zeros on the CPU,
+    /// unspecified on a GPU (the caller writes it before anyone reads it).
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` when the host refuses the allocation or the GPU's
+    /// memory cap is reached; `Error::TooLarge` over the GPU's limits.
+    pub fn alloc(
+        gpu: Option<&Arc<gpu::GpuContext>>,
+        op: &'static str,
+        dtype: DType,
+        len: usize,
+    ) -> Result<Storage> {
+        // c64 lives in f32 storage as (re, im) pairs (see ops/complex.rs).
+        let (dtype, len) = if dtype.is_complex() {
+            (DType::F32, len.saturating_mul(2))
+        } else {
+            (dtype, len)
+        };
+        Ok(match gpu {
+            None => Storage::Cpu(cpu::CpuStorage::new(cpu::CpuData::zeros(op, dtype, len)?)),
+            Some(ctx) => Storage::Gpu(gpu::GpuStorage::uninit(ctx, op, dtype, len)?),
+        })
+    }
+
+    /// Storage holding `data`: uploaded to the GPU of `gpu`, or kept in
+    /// host memory.
+    ///
+    /// # Errors
+    /// As [`Storage::alloc`] on a GPU.
+    pub fn from_vec<T: Element>(
+        gpu: Option<&Arc<gpu::GpuContext>>,
+        op: &'static str,
+        data: Vec<T>,
+    ) -> Result<Storage> {
+        Ok(match gpu {
+            None => Storage::Cpu(cpu::CpuStorage::new(cpu::CpuData::from_vec(data))),
+            Some(ctx) => Storage::Gpu(gpu::GpuStorage::upload(ctx, op, &data)?),
+        })
+    }
+
+    /// Elements `start..start + n` as `T`, which must be the stored type,
+    /// copied to the host (after the GPU's pending work, on a GPU).
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` when the host refuses the copy; GPU readback
+    /// failures and index faults (see `gpu/faults.rs`); `Error::Internal`
+    /// when `T` or the range does not fit the storage.
+    pub async fn read<T: Element>(
+        &self,
+        op: &'static str,
+        start: usize,
+        n: usize,
+    ) -> Result<Vec<T>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        match self {
+            Storage::Cpu(s) => {
+                let data = s.read();
+                let slice = data
+                    .as_slice::<T>()
+                    .and_then(|v| v.get(start..start + n))
+                    .ok_or_else(|| Error::internal(op, "cpu storage does not hold the view"))?;
+                cpu::try_collect(op, n, slice.iter().copied())
+            }
+            Storage::Gpu(s) => {
+                let bytes = s.read_bytes(start, n).await?;
+                Ok(T::read_bytes(&bytes, n))
+            }
+        }
+    }
+
     /// Number of elements the storage holds.
     pub fn len(&self) -> usize {
         match self {

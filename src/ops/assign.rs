@@ -3,8 +3,6 @@
 use super::Arg;
 use super::kinds::Kernel;
 use crate::backend::Input;
-use crate::backend::Storage;
-use crate::backend::cpu::CpuStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -129,9 +127,8 @@ impl Tensor {
             let pairs = Box::pin(self.row_major_pairs()?.to_device_async(device)).await?;
             return pairs.complex_of_pairs().reshape(self.shape().clone());
         }
-        let data = self.to_cpu_data().await?;
         let cpu = Tensor::from_parts(
-            Arc::new(Storage::Cpu(CpuStorage::new(data))),
+            Arc::new(self.host_storage().await?),
             Layout::contiguous(self.shape().clone()),
             self.dtype(),
             Device::cpu(),

@@ -1,8 +1,7 @@
 //! Creating tensors: from host data, constants, ranges and seeded noise.
 
 use super::Tensor;
-use crate::backend::cpu::{CpuData, CpuStorage, try_collect};
-use crate::backend::gpu::GpuStorage;
+use crate::backend::cpu::try_collect;
 use crate::backend::{Input, Storage};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
@@ -49,10 +48,7 @@ impl Tensor {
                 ),
             ));
         }
-        let storage = match device.gpu_context() {
-            None => Storage::Cpu(CpuStorage::new(CpuData::from_vec(data))),
-            Some(ctx) => Storage::Gpu(GpuStorage::upload(ctx, OP, &data)?),
-        };
+        let storage = Storage::from_vec(device.gpu_context(), OP, data)?;
         Ok(Tensor::from_parts(
             Arc::new(storage),
             Layout::contiguous(shape),
@@ -271,15 +267,10 @@ pub(crate) fn alloc(
     dtype: DType,
     len: usize,
 ) -> Result<Arc<Storage>> {
-    // c64 lives in f32 storage as (re, im) pairs (see ops/complex.rs).
-    let (dtype, len) = if dtype.is_complex() {
-        (DType::F32, 2 * len)
-    } else {
-        (dtype, len)
-    };
-    let storage = match device.gpu_context() {
-        None => Storage::Cpu(CpuStorage::new(CpuData::zeros(op, dtype, len)?)),
-        Some(ctx) => Storage::Gpu(GpuStorage::uninit(ctx, op, dtype, len)?),
-    };
-    Ok(Arc::new(storage))
+    Ok(Arc::new(Storage::alloc(
+        device.gpu_context(),
+        op,
+        dtype,
+        len,
+    )?))
 }

@@ -2,7 +2,6 @@
 
 use super::Tensor;
 use crate::backend::Storage;
-use crate::backend::cpu::{CpuData, try_collect};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 
@@ -32,24 +31,10 @@ impl Tensor {
             ));
         }
         let dense = self.contiguous()?;
-        let (start, n) = (dense.offset(), dense.numel());
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        match &**dense.storage() {
-            Storage::Cpu(s) => {
-                let data = s.read();
-                let slice = data
-                    .as_slice::<T>()
-                    .and_then(|v| v.get(start..start + n))
-                    .ok_or_else(|| Error::internal(OP, "cpu storage does not hold the view"))?;
-                try_collect(OP, n, slice.iter().copied())
-            }
-            Storage::Gpu(s) => {
-                let bytes = s.read_bytes(start, n).await?;
-                Ok(T::read_bytes(&bytes, n))
-            }
-        }
+        dense
+            .storage()
+            .read::<T>(OP, dense.offset(), dense.numel())
+            .await
     }
 
     /// The single element of a one-element tensor, blocking (native only).
@@ -82,11 +67,12 @@ impl Tensor {
             .ok_or_else(|| Error::shape("item", "no element"))
     }
 
-    /// A copy of the elements in host memory, as the CPU backend stores them.
-    pub(crate) async fn to_cpu_data(&self) -> Result<CpuData> {
+    /// A row-major copy of the elements in host memory.
+    pub(crate) async fn host_storage(&self) -> Result<Storage> {
+        const OP: &str = "to_device";
         macro_rules! read {
             ($t:ty) => {
-                CpuData::from_vec(self.to_vec_async::<$t>().await?)
+                Storage::from_vec(None, OP, self.to_vec_async::<$t>().await?)?
             };
         }
         Ok(match self.dtype() {
@@ -99,7 +85,8 @@ impl Tensor {
             crate::DType::Bool => read!(bool),
             // Interleaved pairs, as c64 storage holds them.
             crate::DType::C64 => {
-                CpuData::from_vec(self.row_major_pairs()?.to_vec_async::<f32>().await?)
+                let pairs = self.row_major_pairs()?.to_vec_async::<f32>().await?;
+                Storage::from_vec(None, OP, pairs)?
             }
         })
     }
