@@ -9,7 +9,8 @@
 //! for any layout. Arithmetic runs in the compute type: f32 for f16, u32 for
 //! u8 (masked on store, which gives wrapping).
 
-use super::params::{offset_vecs, scalar_vecs};
+use super::params::{offset_vecs, params_size, scalar_vecs};
+use super::pipeline::{Pipeline, PipelineCache, PipelineSpec};
 use super::program::{KernelKey, Node};
 use super::template::fill;
 use super::wgsl_type::ScalarType;
@@ -17,6 +18,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
 use std::fmt::Write;
+use std::sync::Arc;
 
 pub(crate) const COMMON_WGSL: &str = include_str!("../../../shaders/common.wgsl");
 pub(crate) const MATH_WGSL: &str = include_str!("../../../shaders/math.wgsl");
@@ -419,6 +421,28 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             ("RESULT", &format!("v{}", key.nodes.len() - 1)),
         ],
     )
+}
+
+/// The elementwise pipeline for `key`, from `cache` or built into it.
+///
+/// # Errors
+/// As [`PipelineCache::get`]; [`elementwise_source`]'s errors.
+pub(crate) fn elementwise_pipeline(
+    cache: &PipelineCache,
+    device: &wgpu::Device,
+    key: &KernelKey,
+) -> Result<Arc<Pipeline>> {
+    cache.get(device, key, || {
+        Ok(PipelineSpec {
+            label: "webtensor elementwise",
+            source: elementwise_source(key)?,
+            entry: "main",
+            params_size: params_size(key.operands.len(), key.scalars as usize),
+            read_only: std::iter::once(false)
+                .chain(key.inputs.iter().map(|_| true))
+                .collect(),
+        })
+    })
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use super::faults::fault_code;
 use super::launch::{grid, record_kernel};
 use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
-use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use super::template::fill;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
@@ -191,7 +190,7 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
     let source_key = key.clone();
     record_kernel(
         ctx,
-        PipelineKey::Index(key),
+        &key,
         ("webtensor gather", "main", GatherParams::SIZE),
         || index_source(&source_key),
         params.bytes(),
@@ -252,7 +251,7 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
         let source_key = key.clone();
         record_kernel(
             ctx,
-            PipelineKey::Index(key.clone()),
+            &key,
             ("webtensor scatter", "main", ScatterParams::SIZE),
             || index_source(&source_key),
             params.bytes(),

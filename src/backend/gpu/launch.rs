@@ -40,7 +40,7 @@ pub(crate) fn grid(numel: usize, max_per_dim: u32) -> Result<[u32; 2]> {
 /// `Error::Gpu` when the shader fails to compile; scheduler flush failures.
 pub(crate) fn record_kernel(
     ctx: &GpuContext,
-    key: PipelineKey,
+    key: &impl PipelineKey,
     (label, entry, params_size): (&'static str, &'static str, u64),
     source: impl FnOnce() -> Result<String>,
     params: Vec<u8>,

@@ -8,7 +8,6 @@ use super::command::Bound;
 use super::launch::record_kernel;
 use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
-use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use super::template::fill;
 use crate::backend::{MatmulCall, TensorRef};
@@ -125,7 +124,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         for k_range in slices(k, K_SLICE) {
             record_kernel(
                 ctx,
-                PipelineKey::Matmul(key.clone()),
+                &key,
                 ("webtensor matmul", "main", MatmulParams::SIZE),
                 || matmul_source(&key),
                 params(call, [m, n], k_range.clone(), batch_range.start).bytes(),

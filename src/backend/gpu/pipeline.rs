@@ -1,27 +1,26 @@
-//! Compiled pipelines, one per [`PipelineKey`], built on first use.
+//! Compiled pipelines, one per kernel family's key, built on first use.
 //!
 //! Every kernel family binds the same way: binding 0 is its parameter block
 //! (a uniform read at a dynamic offset into the batch's arena), bindings 1..
 //! are storage buffers. A family describes one pipeline with a
-//! [`PipelineSpec`]; the cache compiles it once per key.
+//! [`PipelineSpec`] and keys it with a type of its own (anything
+//! [`PipelineKey`]); the cache compiles it once per key and names no family:
+//! keys of different types never match.
 
-use super::codegen::elementwise_source;
-use super::params::params_size;
-use super::program::KernelKey;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-/// Everything that selects a distinct pipeline, per kernel family.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum PipelineKey {
-    Elementwise(KernelKey),
-    Reduce(super::reduce::ReduceKey),
-    Matmul(super::matmul::MatmulKey),
-    Scan(super::scan::ScanKey),
-    Index(super::indexing::IndexKey),
-}
+/// What a kernel family keys its pipelines with: everything that selects
+/// a distinct pipeline (never shapes or strides, which are parameters).
+pub(crate) trait PipelineKey: Any + Debug + Clone + Eq + Hash + Send + Sync {}
+
+impl<K: Any + Debug + Clone + Eq + Hash + Send + Sync> PipelineKey for K {}
 
 /// What a pipeline is built from.
 pub(crate) struct PipelineSpec {
@@ -43,11 +42,27 @@ pub(crate) struct Pipeline {
     pub params_size: u64,
 }
 
+/// A stored key, compared by downcasting to the looked-up key's type.
+type StoredKey = Box<dyn Any + Send + Sync>;
+
+/// The pipelines whose keys share one hash.
+type Bucket = SmallVec<[(StoredKey, Arc<Pipeline>); 1]>;
+
 /// Pipelines by key. Strides and shapes are parameters, so the cache stays
-/// small: one entry per (program, dtypes, storage modes, contiguity).
+/// small: one entry per (program, dtypes, storage modes, contiguity). Keys
+/// are bucketed by a hash of their type and value, and a lookup allocates
+/// nothing.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    pipelines: Mutex<HashMap<u64, Bucket>>,
+}
+
+/// The bucket of `key`: its type and value hashed together.
+fn bucket<K: PipelineKey>(key: &K) -> u64 {
+    let mut h = DefaultHasher::new();
+    TypeId::of::<K>().hash(&mut h);
+    key.hash(&mut h);
+    h.finish()
 }
 
 impl PipelineCache {
@@ -55,15 +70,22 @@ impl PipelineCache {
     ///
     /// # Errors
     /// `Error::Gpu` when the generated shader fails to compile (a bug).
-    pub fn get(
+    pub fn get<K: PipelineKey>(
         &self,
         device: &wgpu::Device,
-        key: PipelineKey,
+        key: &K,
         spec: impl FnOnce() -> Result<PipelineSpec>,
     ) -> Result<Arc<Pipeline>> {
+        let h = bucket(key);
         let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = map.get(&key) {
-            return Ok(p.clone());
+        let known = map.get(&h).and_then(|entries| {
+            entries
+                .iter()
+                .find(|(k, _)| k.downcast_ref::<K>() == Some(key))
+                .map(|(_, p)| p.clone())
+        });
+        if let Some(p) = known {
+            return Ok(p);
         }
         let pipeline = Arc::new(build(device, &spec()?).map_err(|e| match e {
             Error::Gpu { op, msg } => Error::Gpu {
@@ -72,26 +94,10 @@ impl PipelineCache {
             },
             other => other,
         })?);
-        map.insert(key, pipeline.clone());
+        map.entry(h)
+            .or_default()
+            .push((Box::new(key.clone()), pipeline.clone()));
         Ok(pipeline)
-    }
-
-    /// The elementwise pipeline for `key`.
-    ///
-    /// # Errors
-    /// As [`PipelineCache::get`].
-    pub fn elementwise(&self, device: &wgpu::Device, key: &KernelKey) -> Result<Arc<Pipeline>> {
-        self.get(device, PipelineKey::Elementwise(key.clone()), || {
-            Ok(PipelineSpec {
-                label: "webtensor elementwise",
-                source: elementwise_source(key)?,
-                entry: "main",
-                params_size: params_size(key.operands.len(), key.scalars as usize),
-                read_only: std::iter::once(false)
-                    .chain(key.inputs.iter().map(|_| true))
-                    .collect(),
-            })
-        })
     }
 
     /// Number of pipelines compiled so far.
@@ -99,7 +105,9 @@ impl PipelineCache {
         self.pipelines
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .len()
+            .values()
+            .map(SmallVec::len)
+            .sum()
     }
 }
 

@@ -14,7 +14,6 @@ use super::command::Bound;
 use super::launch::{grid, record_kernel};
 use super::loop_budget;
 use super::params_block::{dims8, params_block, strides8};
-use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use super::template::fill;
 use super::wgsl_type::ScalarType;
@@ -401,7 +400,7 @@ fn record(
     let key = stage.key.clone();
     record_kernel(
         ctx,
-        PipelineKey::Reduce(stage.key),
+        &stage.key,
         ("webtensor reduce", entry, ReduceParams::SIZE),
         || reduce_source(&key),
         params.bytes(),

@@ -9,7 +9,6 @@ use super::command::Bound;
 use super::launch::{grid, record_kernel};
 use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
-use super::pipeline::PipelineKey;
 use super::storage::GpuStorage;
 use super::template::fill;
 use crate::backend::{ScanCall, lines};
@@ -143,7 +142,7 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
         let source_key = key.clone();
         record_kernel(
             ctx,
-            PipelineKey::Scan(key.clone()),
+            &key,
             ("webtensor scan", entry, ScanParams::SIZE),
             || scan_source(&source_key),
             params.bytes(),

@@ -8,6 +8,7 @@
 //! recorded reaches the flush threshold, a setting the scheduler owns with
 //! the fusion switch.
 
+use super::codegen::elementwise_pipeline;
 use super::command::Command;
 use super::context::GpuContext;
 use super::fusion::{Step, programs};
@@ -222,7 +223,7 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
     }
     let [x, y] = super::launch::grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
-    let pipeline = ctx.pipelines.elementwise(&ctx.device, &key)?;
+    let pipeline = elementwise_pipeline(&ctx.pipelines, &ctx.device, &key)?;
     let offset = params.len() as u32;
     write_params(
         params,
