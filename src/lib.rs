@@ -41,6 +41,7 @@ mod error;
 mod grid;
 mod index;
 mod layout;
+mod number_format;
 mod ops;
 mod scalar;
 mod shape;

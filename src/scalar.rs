@@ -57,7 +57,7 @@ impl std::fmt::Display for Scalar {
             Scalar::Float(v) => write!(f, "{v}"),
             Scalar::Int(v) => write!(f, "{v}"),
             Scalar::Bool(v) => write!(f, "{v}"),
-            Scalar::Complex(v) => write!(f, "{}", crate::tensor::format_complex(v.re, v.im)),
+            Scalar::Complex(v) => write!(f, "{}", crate::number_format::format_complex(v.re, v.im)),
         }
     }
 }

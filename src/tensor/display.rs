@@ -2,38 +2,13 @@
 
 use super::Tensor;
 use crate::dtype::{DType, Element};
+use crate::number_format::{format_complex, format_float};
 use std::fmt;
 
 /// Elements shown at each end of an axis of a large tensor.
 const EDGE: usize = 3;
 /// Tensors above this many elements are summarised with `...`.
 const SUMMARY_THRESHOLD: usize = 1000;
-
-fn format_float(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e16 {
-        format!("{v:.0}.")
-    } else if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        format!("{v}")
-    }
-}
-
-/// A complex number as NumPy prints it: `1.+2.j`, `0.5-0.25j`.
-pub(crate) fn format_complex(re: f32, im: f32) -> String {
-    let sign = if im.is_sign_negative() && !im.is_nan() {
-        '-'
-    } else {
-        '+'
-    };
-    format!(
-        "{}{sign}{}j",
-        format_float(re as f64),
-        format_float(im.abs() as f64)
-    )
-}
 
 /// The elements now: a blocking readback on native; on wasm only what is
 /// ready at once (CPU tensors), `None` for a GPU tensor.

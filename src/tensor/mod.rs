@@ -6,7 +6,6 @@ mod readback;
 mod views;
 
 pub(crate) use create::alloc;
-pub(crate) use display::format_complex;
 
 use crate::backend::{Storage, TensorRef};
 use crate::device::Device;
