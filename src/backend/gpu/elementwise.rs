@@ -2,7 +2,7 @@
 //! device's pending batch.
 
 use super::command::{Command, OpArg, RecordedOp, TensorOperand};
-use super::launch::grid;
+use super::grid::grid;
 use super::storage::GpuStorage;
 use crate::backend::{Call, Input, Storage, TensorRef};
 use crate::error::{Error, Result};

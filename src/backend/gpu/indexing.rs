@@ -8,7 +8,8 @@ use super::codegen::{
 };
 use super::command::Bound;
 use super::faults::fault_code;
-use super::launch::{grid, record_kernel};
+use super::grid::grid;
+use super::launch::record_kernel;
 use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::storage::GpuStorage;

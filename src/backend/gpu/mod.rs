@@ -9,6 +9,7 @@ mod context;
 mod elementwise;
 mod faults;
 mod fusion;
+mod grid;
 mod indexing;
 mod launch;
 mod loop_budget;

@@ -11,7 +11,8 @@
 
 use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, prelude, store_out_fn};
 use super::command::Bound;
-use super::launch::{grid, record_kernel};
+use super::grid::grid;
+use super::launch::record_kernel;
 use super::loop_budget;
 use super::params_block::{dims8, params_block, strides8};
 use super::storage::GpuStorage;

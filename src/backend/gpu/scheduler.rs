@@ -221,14 +221,14 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
     if numel == 0 {
         return Ok(None);
     }
-    let [x, y] = super::launch::grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let [x, y] = super::grid::grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
     let pipeline = elementwise_pipeline(&ctx.pipelines, &ctx.device, &key)?;
     let offset = params.len() as u32;
     write_params(
         params,
         &plan,
-        x * super::launch::WORKGROUP_SIZE,
+        x * super::grid::WORKGROUP_SIZE,
         &program.scalars,
     );
     Ok(Some(Encoded {

@@ -1,0 +1,40 @@
+//! The dispatch grid every kernel family shares: 64-thread workgroups in
+//! two dimensions, within the device's per-dimension limit.
+
+use crate::error::{Error, Result};
+
+/// Threads per workgroup of every 1-D kernel (elementwise, reduce, scan,
+/// indexing).
+pub(crate) const WORKGROUP_SIZE: u32 = 64;
+
+/// A 2-D grid of 64-thread workgroups covering `numel` threads, within the
+/// per-dimension limit.
+///
+/// # Errors
+/// `Error::TooLarge` when even a square grid cannot cover `numel`.
+pub(crate) fn grid(numel: usize, max_per_dim: u32) -> Result<[u32; 2]> {
+    let groups = numel.div_ceil(WORKGROUP_SIZE as usize);
+    let x = groups.min(max_per_dim as usize).max(1);
+    let y = groups.div_ceil(x);
+    if y > max_per_dim as usize {
+        return Err(Error::TooLarge {
+            op: "dispatch",
+            what: "workgroups",
+            requested: groups as u64,
+            limit: max_per_dim as u64 * max_per_dim as u64,
+        });
+    }
+    Ok([x as u32, y as u32])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_goes_two_dimensional_past_the_limit() {
+        assert_eq!(grid(64, 65535).unwrap(), [1, 1]);
+        assert_eq!(grid(65535 * 64 + 1, 65535).unwrap(), [65535, 2]);
+        assert!(grid(usize::MAX / 2, 65535).is_err());
+    }
+}
