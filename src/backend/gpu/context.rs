@@ -1,11 +1,11 @@
 //! One opened GPU: wgpu device and queue, the adapter's facts, the pipeline
 //! cache and the scheduler of pending work.
 
+use super::facts::AdapterFacts;
 use super::faults::Faults;
 use super::pipeline::PipelineCache;
 use super::pool::BufferPool;
-use super::program::ProgramLimits;
-use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler};
+use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, Target};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -43,28 +43,6 @@ fn env_flag(name: &str) -> Option<bool> {
         "1" | "on" | "true" | "yes" => Some(true),
         "0" | "off" | "false" | "no" => Some(false),
         _ => None,
-    }
-}
-
-/// Facts about the adapter, kept for `Device::info`.
-#[derive(Debug, Clone)]
-pub(crate) struct AdapterFacts {
-    pub name: String,
-    pub backend: String,
-    pub device_type: String,
-    pub driver: String,
-    pub native_f16: bool,
-    pub max_storage_binding: u64,
-    pub max_buffer_size: u64,
-    pub max_workgroups_per_dim: u32,
-    pub max_storage_buffers: u32,
-    pub uniform_align: u32,
-}
-
-impl AdapterFacts {
-    /// The largest tensor buffer, in bytes.
-    pub fn max_binding_bytes(&self) -> u64 {
-        self.max_storage_binding.min(self.max_buffer_size)
     }
 }
 
@@ -192,11 +170,6 @@ impl GpuContext {
         self.open_batch.load(Ordering::Acquire)
     }
 
-    /// Marks the open batch submitted.
-    pub fn close_batch(&self) {
-        self.open_batch.fetch_add(1, Ordering::AcqRel);
-    }
-
     /// The scheduler's flush threshold.
     pub fn flush_threshold(&self) -> usize {
         self.scheduler().flush_threshold()
@@ -217,10 +190,14 @@ impl GpuContext {
         self.scheduler().set_fusion(on);
     }
 
-    /// What a fused kernel may bind on this device.
-    pub fn program_limits(&self) -> ProgramLimits {
-        ProgramLimits {
-            bindings: (self.facts.max_storage_buffers as usize).min(super::params::MAX_OPERANDS),
+    /// What a flush needs of this device.
+    pub fn target(&self) -> Target<'_> {
+        Target {
+            device: &self.device,
+            queue: &self.queue,
+            facts: &self.facts,
+            pipelines: &self.pipelines,
+            open_batch: &self.open_batch,
         }
     }
 
@@ -272,7 +249,7 @@ impl GpuContext {
     pub fn flush(&self) -> Result<()> {
         let mut scheduler = self.scheduler();
         if scheduler.has_pending() {
-            scheduler.flush(self, |_| {})?;
+            scheduler.flush(&self.target(), |_| {})?;
         }
         Ok(())
     }

@@ -42,5 +42,6 @@ pub(crate) fn run(out: &GpuStorage, call: &Call) -> Result<()> {
         out: operand(&call.out, out),
         args,
     };
-    ctx.scheduler().record(ctx, Command::Elementwise(op))
+    ctx.scheduler()
+        .record(&ctx.target(), Command::Elementwise(op))
 }

@@ -9,8 +9,6 @@
 //! run since the last check.
 
 use super::command::Bound;
-use super::context::GpuContext;
-use super::storage::read_back;
 use crate::error::{Error, Result};
 use crate::ops::kinds::IndexOp;
 use std::sync::Weak;
@@ -121,21 +119,6 @@ impl Faults {
             axis: ((code >> 8) & 0xff) as usize,
             size: word(3) as usize,
         })
-    }
-}
-
-impl GpuContext {
-    /// Submits pending work and, when an indexing kernel has run since the
-    /// last check, reads the fault record back.
-    ///
-    /// # Errors
-    /// `Error::Index` for a recorded out-of-range index; `Error::Gpu` when
-    /// the device is lost.
-    pub async fn check_faults(&self, op: &'static str) -> Result<()> {
-        if self.faults.is_armed() {
-            read_back(self, op, 0, 0..0, |_, _| {}).await?;
-        }
-        self.check_device_error(op)
     }
 }
 

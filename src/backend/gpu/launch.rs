@@ -38,7 +38,7 @@ pub(crate) fn record_kernel(
         ctx.faults.arm();
     }
     scheduler.record(
-        ctx,
+        &ctx.target(),
         Command::Kernel(KernelCommand {
             pipeline,
             params,

@@ -7,6 +7,7 @@ pub(crate) mod codegen;
 mod command;
 mod context;
 mod elementwise;
+mod facts;
 mod faults;
 mod fusion;
 mod grid;

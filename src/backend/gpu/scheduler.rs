@@ -10,15 +10,17 @@
 
 use super::codegen::elementwise_pipeline;
 use super::command::Command;
-use super::context::GpuContext;
+use super::facts::AdapterFacts;
 use super::fusion::{Step, programs};
 use super::params::write_params;
 use super::pipeline::Pipeline;
+use super::pipeline::PipelineCache;
 use super::program::Program;
 use crate::error::Result;
 use crate::layout::{IterPlan, Layout};
 use smallvec::SmallVec;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Flush threshold when neither the options nor `WEBTENSOR_FLUSH_THRESHOLD`
 /// set one: recorded ops per submit. Measured (BENCHMARKS.md, `scheduler`):
@@ -26,6 +28,17 @@ use std::sync::Arc;
 /// larger batches win both host time and total time; recording stays
 /// around a microsecond per op, so a large batch costs little latency.
 pub(crate) const DEFAULT_FLUSH_THRESHOLD: usize = 1024;
+
+/// What a flush needs of the device, borrowed from the context that owns
+/// the scheduler (so the scheduler does not depend on that context).
+pub(crate) struct Target<'a> {
+    pub device: &'a wgpu::Device,
+    pub queue: &'a wgpu::Queue,
+    pub facts: &'a AdapterFacts,
+    pub pipelines: &'a PipelineCache,
+    /// Id of the batch being recorded; a flush closes it (see the pool).
+    pub open_batch: &'a AtomicU64,
+}
 
 /// Counters reported by `Device::stats`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -96,7 +109,7 @@ impl Scheduler {
     ///
     /// # Errors
     /// As [`Scheduler::flush`].
-    pub fn record(&mut self, ctx: &GpuContext, command: Command) -> Result<()> {
+    pub fn record(&mut self, ctx: &Target<'_>, command: Command) -> Result<()> {
         self.pending.push(command);
         self.counters.ops_recorded += 1;
         if self.pending.len() >= self.flush_threshold {
@@ -118,20 +131,20 @@ impl Scheduler {
     /// dispatch exceeds the device's grid.
     pub fn flush(
         &mut self,
-        ctx: &GpuContext,
+        ctx: &Target<'_>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
         let commands = std::mem::take(&mut self.pending);
         let result = self.submit(ctx, &commands, after);
         // Whatever happened, the batch is closed: buffers released while it
         // was open are safe to write once it is submitted (or abandoned).
-        ctx.close_batch();
+        ctx.open_batch.fetch_add(1, Ordering::AcqRel);
         result
     }
 
     fn submit(
         &mut self,
-        ctx: &GpuContext,
+        ctx: &Target<'_>,
         commands: &[Command],
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
@@ -139,7 +152,7 @@ impl Scheduler {
         let align = ctx.facts.uniform_align as usize;
         let mut bytes = Vec::new();
         let mut encoded = Vec::new();
-        for step in programs(commands, self.fusion, ctx.program_limits()) {
+        for step in programs(commands, self.fusion, ctx.facts.program_limits()) {
             let e = match step {
                 Step::Program(program) => encode(ctx, program, &mut bytes)?,
                 Step::Kernel(k) => {
@@ -195,7 +208,7 @@ impl Scheduler {
     }
 
     /// The parameter arena, grown to at least `size` bytes.
-    fn arena(&mut self, ctx: &GpuContext, size: u64) -> wgpu::Buffer {
+    fn arena(&mut self, ctx: &Target<'_>, size: u64) -> wgpu::Buffer {
         match &self.arena {
             Some(a) if a.size() >= size => a.clone(),
             _ => {
@@ -214,7 +227,7 @@ impl Scheduler {
 
 /// The pipeline and grid of one program, its parameters appended to
 /// `params`; `None` (and nothing appended) when it has no elements.
-fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Option<Encoded>> {
+fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Option<Encoded>> {
     let layouts: Vec<&Layout> = program.layouts.iter().collect();
     let plan = IterPlan::new(&layouts);
     let numel = plan.numel();
@@ -223,7 +236,7 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
     }
     let [x, y] = super::grid::grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
-    let pipeline = elementwise_pipeline(&ctx.pipelines, &ctx.device, &key)?;
+    let pipeline = elementwise_pipeline(ctx.pipelines, ctx.device, &key)?;
     let offset = params.len() as u32;
     write_params(
         params,
@@ -240,7 +253,7 @@ fn encode(ctx: &GpuContext, program: Program, params: &mut Vec<u8>) -> Result<Op
     }))
 }
 
-fn bind_group(ctx: &GpuContext, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::BindGroup {
+fn bind_group(ctx: &Target<'_>, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::BindGroup {
     let size = e.pipeline.params_size;
     let mut entries = vec![wgpu::BindGroupEntry {
         binding: 0,

@@ -190,7 +190,7 @@ pub(crate) async fn read_back(
     )?;
     let staging = staging.buffer;
     let mut with_faults = false;
-    ctx.scheduler().flush(ctx, |encoder| {
+    ctx.scheduler().flush(&ctx.target(), |encoder| {
         copy(encoder, &staging.buffer);
         with_faults = ctx.faults.copy_if_armed(encoder, &staging.buffer, size);
     })?;
@@ -207,6 +207,21 @@ pub(crate) async fn read_back(
     ctx.faults.check(&ctx.queue, &record)?;
     ctx.check_device_error(op)?;
     Ok(bytes)
+}
+
+impl GpuContext {
+    /// Submits pending work and, when an indexing kernel has run since the
+    /// last check, reads the fault record back.
+    ///
+    /// # Errors
+    /// `Error::Index` for a recorded out-of-range index; `Error::Gpu` when
+    /// the device is lost.
+    pub async fn check_faults(&self, op: &'static str) -> Result<()> {
+        if self.faults.is_armed() {
+            read_back(self, op, 0, 0..0, |_, _| {}).await?;
+        }
+        self.check_device_error(op)
+    }
 }
 
 /// Maps the first `size` bytes of `staging`, passes them to `read`, then

@@ -1,0 +1,34 @@
+//! What webtensor knows of the adapter it opened: names for
+//! `Device::info`, and the limits every kernel family plans by.
+
+use super::params::MAX_OPERANDS;
+use super::program::ProgramLimits;
+
+/// Facts about the adapter, kept for `Device::info`.
+#[derive(Debug, Clone)]
+pub(crate) struct AdapterFacts {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub native_f16: bool,
+    pub max_storage_binding: u64,
+    pub max_buffer_size: u64,
+    pub max_workgroups_per_dim: u32,
+    pub max_storage_buffers: u32,
+    pub uniform_align: u32,
+}
+
+impl AdapterFacts {
+    /// The largest tensor buffer, in bytes.
+    pub fn max_binding_bytes(&self) -> u64 {
+        self.max_storage_binding.min(self.max_buffer_size)
+    }
+
+    /// What a fused kernel may bind on this device.
+    pub fn program_limits(&self) -> ProgramLimits {
+        ProgramLimits {
+            bindings: (self.max_storage_buffers as usize).min(MAX_OPERANDS),
+        }
+    }
+}
