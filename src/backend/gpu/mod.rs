@@ -2,6 +2,24 @@
 //! every operand through (shape, strides, offset) parameters, a pipeline
 //! cache and a scheduler that batches ops into few submits and fuses
 //! elementwise chains.
+//!
+//! The map, with no import cycle among these files:
+//! - the device: `context` (opens it, owns the pieces below), `facts`
+//!   (what the adapter allows), `pool` (size-bucketed buffers), `storage`
+//!   (tensor buffers, uploads and readbacks with the fault record),
+//!   `faults` (out-of-range index reports);
+//! - recording and submitting: `command` (what is recorded), `scheduler`
+//!   (batches, flushes against a borrowed `Target`), `fusion` (folds dead
+//!   elementwise intermediates into their reader), `program` (an
+//!   elementwise program and its key);
+//! - the toolkit every kernel family uses: `wgsl_type` (compute types and
+//!   their literals), `template` (fills `{{SLOT}}`s, failing on a missing
+//!   or unknown one), `params_block` (Pod parameter blocks checked against
+//!   naga) and `params` (the elementwise block), `grid`, `launch`
+//!   (`record_kernel`), `loop_budget` (how long one invocation may loop),
+//!   `pipeline` (compiled once per family key, naming no family);
+//! - the kernel families: `elementwise` + `codegen`, `reduce`, `scan`,
+//!   `matmul`, `indexing`, each with its shader in `shaders/`.
 
 pub(crate) mod codegen;
 mod command;
