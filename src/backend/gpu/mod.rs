@@ -18,8 +18,11 @@
 //!   naga) and `params` (the elementwise block), `grid`, `launch`
 //!   (`record_kernel`), `loop_budget` (how long one invocation may loop),
 //!   `pipeline` (compiled once per family key, naming no family);
-//! - the kernel families: `elementwise` + `codegen`, `reduce`, `scan`,
-//!   `matmul`, `indexing`, each with its shader in `shaders/`.
+//! - `codegen`: the storage modes, buffer declarations and accessors every
+//!   family uses, and the elementwise program's code (still one file; to
+//!   be split into the toolkit and the elementwise family);
+//! - the kernel families: `elementwise`, `reduce`, `scan`, `matmul`,
+//!   `indexing`, each with its shader in `shaders/`.
 
 pub(crate) mod codegen;
 mod command;
