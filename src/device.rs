@@ -228,7 +228,7 @@ impl Device {
                 fallback_reason: reason.as_deref().map(str::to_string),
             },
             Inner::Gpu(ctx) => {
-                let f = &ctx.facts;
+                let f = ctx.facts();
                 DeviceInfo {
                     kind: DeviceKind::Gpu,
                     name: f.name.clone(),
@@ -249,13 +249,13 @@ impl Device {
         match &self.inner {
             Inner::Cpu { .. } => DeviceStats::default(),
             Inner::Gpu(ctx) => {
-                let s = ctx.scheduler().counters;
-                let p = ctx.pool.counters();
+                let c = ctx.counters();
+                let (s, p) = (c.scheduler, c.pool);
                 DeviceStats {
                     submits: s.submits,
                     ops_recorded: s.ops_recorded,
                     dispatches: s.dispatches,
-                    pipelines: ctx.pipelines.len() as u64,
+                    pipelines: c.pipelines,
                     fused_kernels: s.fused_kernels,
                     fused_ops: s.fused_ops,
                     buffers_created: p.created,
@@ -308,7 +308,7 @@ impl Device {
     /// effect on the CPU.
     pub fn set_memory_cap(&self, bytes: Option<u64>) {
         if let Inner::Gpu(ctx) = &self.inner {
-            ctx.pool.set_cap(bytes);
+            ctx.set_memory_cap(bytes);
         }
     }
 
@@ -316,7 +316,7 @@ impl Device {
     /// back to the driver. No effect on the CPU.
     pub fn release_pooled_memory(&self) {
         if let Inner::Gpu(ctx) = &self.inner {
-            ctx.pool.clear();
+            ctx.release_pooled_memory();
         }
     }
 
@@ -348,19 +348,10 @@ impl Device {
     /// # Errors
     /// As [`Device::sync`].
     pub async fn sync_async(&self) -> Result<()> {
-        let Inner::Gpu(ctx) = &self.inner else {
-            return Ok(());
-        };
-        ctx.flush()?;
-        let (sender, receiver) = futures::channel::oneshot::channel();
-        ctx.queue.on_submitted_work_done(move || {
-            let _ = sender.send(());
-        });
-        ctx.wait_idle("sync")?;
-        receiver
-            .await
-            .map_err(|_| Error::gpu("sync", "the device was dropped"))?;
-        ctx.check_faults("sync").await
+        match &self.inner {
+            Inner::Gpu(ctx) => ctx.sync("sync").await,
+            Inner::Cpu { .. } => Ok(()),
+        }
     }
 
     pub(crate) fn gpu_context(&self) -> Option<&Arc<GpuContext>> {
@@ -392,7 +383,7 @@ impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.inner {
             Inner::Cpu { .. } => write!(f, "cpu"),
-            Inner::Gpu(ctx) => write!(f, "gpu:{}", ctx.facts.name),
+            Inner::Gpu(ctx) => write!(f, "gpu:{}", ctx.facts().name),
         }
     }
 }

@@ -4,8 +4,8 @@
 use super::facts::AdapterFacts;
 use super::faults::Faults;
 use super::pipeline::PipelineCache;
-use super::pool::BufferPool;
-use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, Target};
+use super::pool::{BufferPool, PoolCounters};
+use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters, Target};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,15 +46,25 @@ fn env_flag(name: &str) -> Option<bool> {
     }
 }
 
-/// An opened GPU device.
+/// What a GPU device has done so far, for `Device::stats`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GpuCounters {
+    pub scheduler: SchedulerCounters,
+    pub pool: PoolCounters,
+    /// Pipelines compiled.
+    pub pipelines: u64,
+}
+
+/// An opened GPU device. Its parts are the backend's own; the rest of the
+/// crate goes through the methods below.
 pub(crate) struct GpuContext {
-    pub device: wgpu::Device,
-    pub queue: wgpu::Queue,
-    pub facts: AdapterFacts,
-    pub pipelines: PipelineCache,
-    pub pool: BufferPool,
+    pub(super) device: wgpu::Device,
+    pub(super) queue: wgpu::Queue,
+    pub(super) facts: AdapterFacts,
+    pub(super) pipelines: PipelineCache,
+    pub(super) pool: BufferPool,
     /// Out-of-range index reports of indexing kernels.
-    pub faults: Faults,
+    pub(super) faults: Faults,
     /// The first validation or out-of-memory error the device raised outside
     /// any error scope, waiting to be reported by the next readback or sync.
     device_error: Arc<Mutex<Option<String>>>,
@@ -188,6 +198,48 @@ impl GpuContext {
     /// Turns the scheduler's fusion on or off.
     pub fn set_fusion(&self, on: bool) {
         self.scheduler().set_fusion(on);
+    }
+
+    /// What webtensor knows of the adapter.
+    pub fn facts(&self) -> &AdapterFacts {
+        &self.facts
+    }
+
+    /// What the device has done so far.
+    pub fn counters(&self) -> GpuCounters {
+        GpuCounters {
+            scheduler: self.scheduler().counters,
+            pool: self.pool.counters(),
+            pipelines: self.pipelines.len() as u64,
+        }
+    }
+
+    /// Caps the memory tensors and readbacks may hold (see the pool).
+    pub fn set_memory_cap(&self, bytes: Option<u64>) {
+        self.pool.set_cap(bytes);
+    }
+
+    /// Drops the pool's idle buffers.
+    pub fn release_pooled_memory(&self) {
+        self.pool.clear();
+    }
+
+    /// Submits all recorded work and resolves when the GPU has finished it.
+    ///
+    /// # Errors
+    /// `Error::Gpu` when the device is lost; `Error::Index` for an
+    /// out-of-range index met since the last readback.
+    pub async fn sync(&self, op: &'static str) -> Result<()> {
+        self.flush()?;
+        let (sender, receiver) = futures::channel::oneshot::channel();
+        self.queue.on_submitted_work_done(move || {
+            let _ = sender.send(());
+        });
+        self.wait_idle(op)?;
+        receiver
+            .await
+            .map_err(|_| Error::gpu(op, "the device was dropped"))?;
+        self.check_faults(op).await
     }
 
     /// What a flush needs of this device.
