@@ -15,8 +15,6 @@
 
 struct Params {
     lines: u32,
-    // Elements per line.
-    length: u32,
     rank: u32,
     row_threads: u32,
     // Op, axis and signedness, for the fault record.
@@ -33,6 +31,7 @@ struct Params {
     end: u32,
     pad0: u32,
     pad1: u32,
+    pad2: u32,
     shape: array<vec4<u32>, 2>,
     out_strides: array<vec4<i32>, 2>,
     src_strides: array<vec4<i32>, 2>,

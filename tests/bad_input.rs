@@ -167,7 +167,7 @@ fn case() -> impl Strategy<Value = Case> {
     ]
 }
 
-fn first(v: webtensor::Result<Vec<Tensor>>) -> webtensor::Result<Tensor> {
+fn last_piece(v: webtensor::Result<Vec<Tensor>>) -> webtensor::Result<Tensor> {
     v.and_then(|v| {
         v.into_iter().last().ok_or_else(|| Error::Argument {
             op: "test",
@@ -237,8 +237,8 @@ fn run_case(case: &Case, dev: &Device) -> webtensor::Result<Tensor> {
             match op {
                 0 => Tensor::concat(&[&t, &t], *axis),
                 1 => Tensor::stack(&[&t, &t], *axis),
-                2 => first(t.split(sizes, *axis)),
-                3 => first(t.chunk(*n, *axis)),
+                2 => last_piece(t.split(sizes, *axis)),
+                3 => last_piece(t.chunk(*n, *axis)),
                 4 => Tensor::concat(&[&t, &base(kind.wrapping_add(1), dev)?], *axis),
                 5 => Tensor::concat(&[], *axis),
                 _ => t.narrow(*axis, *n, sizes.first().copied().unwrap_or(1)),

@@ -48,11 +48,6 @@ fn storage(dtype: DType, native_f16: bool) -> Storage {
     }
 }
 
-/// The WGSL type arithmetic on `dtype` runs in.
-pub(crate) fn compute_type(dtype: DType) -> ScalarType {
-    ScalarType::of(dtype)
-}
-
 fn array_type(s: Storage, atomic: bool) -> &'static str {
     match (s, atomic) {
         (Storage::Plain(ScalarType::F32), _) => "array<f32>",
@@ -94,7 +89,7 @@ fn load_expr(dtype: DType, s: Storage, buf: &str, atomic: bool) -> String {
 }
 
 fn store_fn(dtype: DType, s: Storage) -> String {
-    let ct = compute_type(dtype);
+    let ct = ScalarType::of(dtype);
     let body = match s {
         Storage::Plain(_) => "out_buf[p] = v;".to_string(),
         Storage::F16 => format!("out_buf[p] = f16({});", round_expr(DType::F16, "v")),
@@ -230,7 +225,7 @@ fn compare_expr(op: CompareOp, ct: ScalarType) -> String {
 fn cast_expr(from: DType, to: DType) -> String {
     use DType::*;
     let e = match (from, to) {
-        _ if compute_type(from) == compute_type(to) => "a",
+        _ if ScalarType::of(from) == ScalarType::of(to) => "a",
         (F32 | F16 | F64, I32) => "f32_to_i32(a)",
         (F32 | F16 | F64, U32) => "f32_to_u32(a)",
         (F32 | F16 | F64, U8) => "f32_to_u8(a)",
@@ -251,7 +246,7 @@ fn cast_expr(from: DType, to: DType) -> String {
 /// `fn op{n}(...)` computing `kernel` from arguments of `inputs` dtypes into
 /// a value of `out`.
 fn op_fn(n: usize, kernel: Kernel, out: DType, inputs: &[DType]) -> String {
-    let out_ct = compute_type(out);
+    let out_ct = ScalarType::of(out);
     let names: &[&str] = if kernel == Kernel::Where {
         &["c", "a", "b"]
     } else {
@@ -260,14 +255,14 @@ fn op_fn(n: usize, kernel: Kernel, out: DType, inputs: &[DType]) -> String {
     let args: Vec<String> = inputs
         .iter()
         .zip(names)
-        .map(|(&d, name)| format!("{name}: {}", compute_type(d)))
+        .map(|(&d, name)| format!("{name}: {}", ScalarType::of(d)))
         .collect();
     let body = match kernel {
         Kernel::Fill => "a".to_string(),
         Kernel::Cast => cast_expr(inputs[0], out),
         Kernel::Unary(op) => unary_expr(op, out_ct),
         Kernel::Binary(op) => binary_expr(op, out_ct),
-        Kernel::Compare(op) => compare_expr(op, compute_type(inputs[0])),
+        Kernel::Compare(op) => compare_expr(op, ScalarType::of(inputs[0])),
         Kernel::Where => "select(b, a, c)".to_string(),
     };
     format!(
@@ -299,7 +294,7 @@ pub(crate) fn load_fn(name: &str, buf: &str, dtype: DType, native_f16: bool) -> 
     let expr = load_expr(dtype, storage(dtype, native_f16), buf, false);
     format!(
         "fn {name}(p: u32) -> {} {{\n    return {expr};\n}}\n",
-        compute_type(dtype)
+        ScalarType::of(dtype)
     )
 }
 
@@ -317,7 +312,7 @@ pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
     let s = storage(dtype, native_f16);
     format!(
         "fn load_out(p: u32) -> {} {{\n    return {};\n}}\n",
-        compute_type(dtype),
+        ScalarType::of(dtype),
         load_expr(dtype, s, "out_buf", packed(s))
     )
 }
@@ -371,7 +366,7 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         let _ = write!(
             access,
             "fn load_op{k}(p: u32) -> {} {{\n    return {expr};\n}}\n",
-            compute_type(operand.dtype)
+            ScalarType::of(operand.dtype)
         );
     }
     let mut ops = String::new();

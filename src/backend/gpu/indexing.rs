@@ -3,9 +3,7 @@
 //! specialised per data and index dtype. Both check each index and report
 //! out-of-range ones through the device's fault record (`faults.rs`).
 
-use super::codegen::{
-    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, prelude, store_out_fn,
-};
+use super::codegen::{buffer_decl, load_fn, load_out_fn, needs_f16, prelude, store_out_fn};
 use super::command::Bound;
 use super::faults::fault_code;
 use super::grid::grid;
@@ -14,6 +12,7 @@ use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::storage::GpuStorage;
 use super::template::fill;
+use super::wgsl_type::ScalarType;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -45,7 +44,6 @@ params_block! {
     /// `Params` of scatter.wgsl.
     pub(crate) struct ScatterParams {
         lines: u32,
-        length: u32,
         rank: u32,
         row_threads: u32,
         code: u32,
@@ -60,6 +58,7 @@ params_block! {
         end: u32,
         pad0: u32,
         pad1: u32,
+        pad2: u32,
         shape: [u32; 8],
         out_strides: [i32; 8],
         src_strides: [i32; 8],
@@ -98,7 +97,7 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
         buffer_decl(3, "out_buf", dtype, native, true),
     ]
     .concat();
-    let zero = compute_type(dtype).zero();
+    let zero = ScalarType::of(dtype).zero();
     let (raw, resolve) = if key.index == DType::I32 {
         ("bitcast<u32>(load_idx(p))", "resolve_signed")
     } else {
@@ -112,7 +111,7 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
             "const ZERO: {} = {zero};\n\
              fn load_raw(p: u32) -> u32 {{\n    return {raw};\n}}\n\
              fn resolve(raw: u32) -> i32 {{\n    return {resolve}(raw);\n}}\n",
-            compute_type(dtype)
+            ScalarType::of(dtype)
         ),
         INDEXING_WGSL.to_string(),
     ]
@@ -229,7 +228,6 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
     for slice in slices(length, loop_budget::ITERATIONS) {
         let params = ScatterParams {
             lines: count as u32,
-            length: length as u32,
             rank: index_lines.rank() as u32,
             row_threads: groups[0] * 64,
             code: code(call.op, &call.target, call.index.dtype),
@@ -244,6 +242,7 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
             end: slice.end as u32,
             pad0: 0,
             pad1: 0,
+            pad2: 0,
             shape: dims8(index_lines.dims()),
             out_strides: strides8(out_lines.strides()),
             src_strides: strides8(src_lines.strides()),

@@ -1,15 +1,14 @@
 //! GPU matrix products: `shaders/matmul.wgsl` specialised per dtype and
 //! recorded as kernel commands, one per 65535 batches.
 
-use super::codegen::{
-    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, prelude, store_out_fn,
-};
+use super::codegen::{buffer_decl, load_fn, load_out_fn, needs_f16, prelude, store_out_fn};
 use super::command::Bound;
 use super::launch::record_kernel;
 use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::storage::GpuStorage;
 use super::template::fill;
+use super::wgsl_type::ScalarType;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -65,7 +64,7 @@ pub(crate) struct MatmulKey {
 /// disagree.
 pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
-    let acc = compute_type(dtype);
+    let acc = ScalarType::of(dtype);
     let zero = acc.zero();
     let bindings = [
         buffer_decl(1, "a", dtype, native, false),

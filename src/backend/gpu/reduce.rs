@@ -9,7 +9,7 @@
 //! every core has work. Accumulation is in f32 for f16 and f32, wrapping
 //! i32/u32 for integers.
 
-use super::codegen::{buffer_decl, compute_type, load_fn, needs_f16, prelude, store_out_fn};
+use super::codegen::{buffer_decl, load_fn, needs_f16, prelude, store_out_fn};
 use super::command::Bound;
 use super::grid::grid;
 use super::launch::record_kernel;
@@ -107,7 +107,7 @@ params_block! {
 /// `Error::Internal` when the template's slots and the generated parts
 /// disagree.
 pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
-    let acc = compute_type(acc_dtype(key.dtype));
+    let acc = ScalarType::of(acc_dtype(key.dtype));
     let mut bindings = String::new();
     let mut next = 1u32;
     let mut bind = |name: &str, dtype: DType, writes: bool, out: &mut String| {
@@ -161,7 +161,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
                 } else {
                     "st.v".to_string()
                 };
-                let out = compute_type(key.out);
+                let out = ScalarType::of(key.out);
                 match key.out {
                     DType::Bool => format!("({v} != 0u)"),
                     // A bool sum accumulates in u32 and stores i32.

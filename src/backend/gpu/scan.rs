@@ -2,9 +2,7 @@
 //! specialised per op and dtype, one thread per short line or one
 //! workgroup per long one.
 
-use super::codegen::{
-    buffer_decl, compute_type, load_fn, load_out_fn, needs_f16, prelude, store_out_fn,
-};
+use super::codegen::{buffer_decl, load_fn, load_out_fn, needs_f16, prelude, store_out_fn};
 use super::command::Bound;
 use super::grid::grid;
 use super::launch::record_kernel;
@@ -12,6 +10,7 @@ use super::loop_budget::{self, slices};
 use super::params_block::{dims8, params_block, strides8};
 use super::storage::GpuStorage;
 use super::template::fill;
+use super::wgsl_type::ScalarType;
 use crate::backend::{ScanCall, lines};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -62,7 +61,7 @@ pub(crate) struct ScanKey {
 /// disagree.
 pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
-    let acc = compute_type(dtype);
+    let acc = ScalarType::of(dtype);
     let identity = match key.op {
         ScanOp::Sum => acc.zero(),
         ScanOp::Prod => acc.one(),
