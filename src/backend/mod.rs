@@ -153,7 +153,7 @@ pub(crate) fn run(call: &Call) -> Result<()> {
     }
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::run(s, call),
-        Storage::Gpu(s) => gpu::run(s, call),
+        Storage::Gpu(s) => gpu::record_elementwise(s, call),
     }
 }
 

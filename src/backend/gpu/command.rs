@@ -2,7 +2,7 @@
 //! arguments), which fusion may merge, and kernel commands of the other
 //! families (reductions, matmul), which run as recorded.
 
-use super::pipeline::Pipeline;
+use super::kernel::pipeline::Pipeline;
 use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};

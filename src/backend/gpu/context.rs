@@ -3,7 +3,7 @@
 
 use super::facts::AdapterFacts;
 use super::faults::Faults;
-use super::pipeline::PipelineCache;
+use super::kernel::pipeline::PipelineCache;
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters, Target};
 use crate::error::{Error, Result};

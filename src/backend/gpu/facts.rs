@@ -1,8 +1,8 @@
 //! What webtensor knows of the adapter it opened: names for
 //! `Device::info`, and the limits every kernel family plans by.
 
-use super::params::MAX_OPERANDS;
-use super::program::ProgramLimits;
+use super::elementwise::params::MAX_OPERANDS;
+use super::elementwise::program::ProgramLimits;
 
 /// Facts about the adapter, kept for `Device::info`.
 #[derive(Debug, Clone)]

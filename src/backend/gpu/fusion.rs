@@ -22,7 +22,7 @@
 //! Inputs keep their own strides and offsets inside the fused kernel.
 
 use super::command::{Command, KernelCommand, OpArg, RecordedOp, StorageId, TensorOperand};
-use super::program::{Node, Operand, Program, ProgramLimits};
+use super::elementwise::program::{Node, Operand, Program, ProgramLimits};
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::scalar::TypedScalar;

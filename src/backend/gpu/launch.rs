@@ -1,11 +1,17 @@
-//! Recording one kernel command: the launch helper every kernel family
-//! shares (the grid it covers comes from `grid.rs`).
+//! Recording kernels: how an op becomes a command in the device's pending
+//! batch. [`record_kernel`] records one dispatch of a fixed-function family
+//! (reduce, scan, matmul, indexing); [`record_elementwise`] records an
+//! elementwise op, which the scheduler compiles, or fuses, at flush time.
 
-use super::command::{Bound, Command, KernelCommand};
+use super::command::{Bound, Command, KernelCommand, OpArg, RecordedOp, TensorOperand};
 use super::context::GpuContext;
-use super::pipeline::{PipelineKey, PipelineSpec};
-use crate::error::Result;
+use super::kernel::grid::grid;
+use super::kernel::pipeline::{PipelineKey, PipelineSpec};
+use super::storage::GpuStorage;
+use crate::backend::{Call, Input, Storage, TensorRef};
+use crate::error::{Error, Result};
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 /// Records one dispatch of the pipeline `key` over `groups` workgroups,
 /// building the pipeline on first use from `source()` (entry point `entry`,
@@ -46,4 +52,42 @@ pub(crate) fn record_kernel(
             groups,
         }),
     )
+}
+
+/// Records `call` on the device that holds `out`.
+///
+/// # Errors
+/// `Error::TooLarge` when the dispatch grid cannot cover the destination;
+/// `Error::Gpu` when an input is not on this GPU; flush failures when the
+/// recording reaches the flush threshold.
+pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
+    let ctx = &out.ctx;
+    // Fails now, not at flush time, when the grid cannot cover the op.
+    grid(call.out.layout.numel(), ctx.facts.max_workgroups_per_dim)?;
+    let operand = |t: &TensorRef, s: &GpuStorage| TensorOperand {
+        storage: Arc::downgrade(t.storage),
+        buffer: s.buffer().clone(),
+        buffer_id: s.buffer_id(),
+        layout: t.layout.clone(),
+        dtype: t.dtype,
+    };
+    let mut args = smallvec::SmallVec::new();
+    for input in &call.inputs {
+        args.push(match input {
+            Input::Tensor(t) => {
+                let Storage::Gpu(s) = &**t.storage else {
+                    return Err(Error::internal("gpu kernel", "input is not on the GPU"));
+                };
+                OpArg::Tensor(operand(t, s))
+            }
+            Input::Scalar(s) => OpArg::Scalar(*s),
+        });
+    }
+    let op = RecordedOp {
+        kernel: call.kernel,
+        out: operand(&call.out, out),
+        args,
+    };
+    ctx.scheduler()
+        .record(&ctx.target(), Command::Elementwise(op))
 }

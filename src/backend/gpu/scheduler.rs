@@ -8,14 +8,14 @@
 //! recorded reaches the flush threshold, a setting the scheduler owns with
 //! the fusion switch.
 
-use super::codegen::elementwise_pipeline;
 use super::command::Command;
+use super::elementwise::codegen::elementwise_pipeline;
+use super::elementwise::params::write_params;
+use super::elementwise::program::Program;
 use super::facts::AdapterFacts;
 use super::fusion::{Step, programs};
-use super::params::write_params;
-use super::pipeline::Pipeline;
-use super::pipeline::PipelineCache;
-use super::program::Program;
+use super::kernel::pipeline::Pipeline;
+use super::kernel::pipeline::PipelineCache;
 use crate::error::Result;
 use crate::layout::{IterPlan, Layout};
 use smallvec::SmallVec;
@@ -234,14 +234,14 @@ fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Op
     if numel == 0 {
         return Ok(None);
     }
-    let [x, y] = super::grid::grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let [x, y] = super::kernel::grid::grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
     let pipeline = elementwise_pipeline(ctx.pipelines, ctx.device, &key)?;
     let offset = params.len() as u32;
     write_params(
         params,
         &plan,
-        x * super::grid::WORKGROUP_SIZE,
+        x * super::kernel::grid::WORKGROUP_SIZE,
         &program.scalars,
     );
     Ok(Some(Encoded {

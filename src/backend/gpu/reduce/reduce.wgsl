@@ -1,7 +1,9 @@
-// One reduction stage, specialised by src/backend/gpu/reduce.rs, which
+// One reduction stage, specialised by reduce/mod.rs, which
 // fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
-//   MATH      shaders/math.wgsl
+//   MATH      kernel/math.wgsl
+//   WALK      kept_walk and reduced_walk (kernel/strided.rs): positions
+//             over the kept and the reduced axes
 //   BINDINGS  the source (binding 1, plus its indices for a staged arg op)
 //             and the destination (the output, or partial values/indices)
 //   STATE     `alias Acc = ...;`, `fn fresh() -> State`, `fn combine`
@@ -46,17 +48,11 @@ struct State {
     i: i32,
 }
 
+{{WALK}}
+
 // Storage position of the first reduced element of output `o`.
 fn kept_base(o: u32) -> i32 {
-    var pos = i32(params.offset);
-    var rem = o;
-    for (var d = i32(params.kept_rank) - 1; d >= 0; d--) {
-        let du = u32(d);
-        let n = params.kept_shape[du / 4u][du % 4u];
-        pos += i32(rem % n) * params.kept_strides[du / 4u][du % 4u];
-        rem = rem / n;
-    }
-    return pos;
+    return kept_walk(o)[0];
 }
 
 // Storage offset of reduced element `r` from its output's base.
@@ -65,15 +61,7 @@ fn reduced_offset(r: u32) -> i32 {
     if (params.red_rank == 1u) {
         return i32(r) * params.red_strides[0][0];
     }
-    var pos = 0;
-    var rem = r;
-    for (var d = i32(params.red_rank) - 1; d >= 0; d--) {
-        let du = u32(d);
-        let n = params.red_shape[du / 4u][du % 4u];
-        pos += i32(rem % n) * params.red_strides[du / 4u][du % 4u];
-        rem = rem / n;
-    }
-    return pos;
+    return reduced_walk(r)[0];
 }
 
 {{MATH}}

@@ -1,23 +1,27 @@
-//! GPU scans (cumulative sums and products): `shaders/scan.wgsl`
+//! GPU scans (cumulative sums and products): `scan.wgsl`
 //! specialised per op and dtype, one thread per short line or one
 //! workgroup per long one.
 
-use super::codegen::{buffer_decl, load_fn, load_out_fn, needs_f16, prelude, store_out_fn};
-use super::command::Bound;
-use super::grid::grid;
-use super::launch::record_kernel;
-use super::loop_budget::{self, slices};
-use super::params_block::{dims8, params_block, strides8};
-use super::storage::GpuStorage;
-use super::template::fill;
-use super::wgsl_type::ScalarType;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{
+    buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
+};
+use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::loop_budget::{self, slices};
+use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
+use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::template::fill;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ScanCall, lines};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::kinds::ScanOp;
 use smallvec::smallvec;
 
-const SCAN_WGSL: &str = include_str!("../../../shaders/scan.wgsl");
+const SCAN_WGSL: &str = include_str!("scan.wgsl");
 
 /// Lines at most this long run one thread each.
 const THREAD_MODE_MAX: usize = 64;
@@ -87,8 +91,28 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
         store_out_fn(dtype, native),
         load_out_fn(dtype, native),
     );
+    let walk = Walk {
+        name: "line_starts",
+        rank: "params.rank",
+        shape: "params.shape",
+        operands: &[
+            Walked {
+                start: "i32(params.src_offset)",
+                strides: "params.src_strides",
+            },
+            Walked {
+                start: "i32(params.dst_offset)",
+                strides: "params.dst_strides",
+            },
+        ],
+    }
+    .wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
-    slots.extend([("BINDINGS", bindings.as_str()), ("OPS", ops.as_str())]);
+    slots.extend([
+        ("BINDINGS", bindings.as_str()),
+        ("OPS", ops.as_str()),
+        ("WALK", walk.as_str()),
+    ]);
     fill("scan kernel", SCAN_WGSL, &slots)
 }
 
@@ -159,8 +183,8 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::codegen::tests::validate;
-    use crate::backend::gpu::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
 
     #[test]
     fn every_scan_kernel_is_valid_wgsl() {

@@ -1,6 +1,7 @@
 // Indexing that writes (scatter, scatter_add), specialised by
-// src/backend/gpu/indexing.rs, which fills the {{...}} slots as for
-// gather.wgsl, plus
+// indexing/mod.rs, which fills the {{...}} slots as for
+// gather.wgsl (WALK giving the destination, source and index positions
+// of a line's first element), plus
 //   WRITE     the write of value v at position p (a store, or an add)
 //
 // One thread per line of the index (the scattered axis is last): element i
@@ -9,7 +10,7 @@
 // Lines write distinct elements, and a line writes in order, so the last
 // duplicate wins and sums are deterministic. A dispatch walks elements
 // [first, end) of every line; the launcher records one dispatch per slice
-// of a long line, in order (src/backend/gpu/loop_budget.rs says why). An
+// of a long line, in order (kernel/loop_budget.rs says why). An
 // out-of-range index skips its write and is reported in the fault record.
 {{HEADER}}
 
@@ -43,6 +44,7 @@ struct Params {
 {{MATH}}
 {{BINDINGS}}
 {{ACCESS}}
+{{WALK}}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -50,19 +52,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (l >= params.lines) {
         return;
     }
-    var op = i32(params.out_offset);
-    var sp = i32(params.src_offset);
-    var ip = i32(params.idx_offset);
-    var rem = l;
-    for (var d = i32(params.rank) - 1; d >= 0; d--) {
-        let du = u32(d);
-        let n = params.shape[du / 4u][du % 4u];
-        let c = i32(rem % n);
-        rem = rem / n;
-        op += c * params.out_strides[du / 4u][du % 4u];
-        sp += c * params.src_strides[du / 4u][du % 4u];
-        ip += c * params.idx_strides[du / 4u][du % 4u];
-    }
+    let pos = positions(l);
+    let op = pos[0];
+    let sp = pos[1];
+    let ip = pos[2];
     for (var i = params.first; i < params.end; i++) {
         let raw = load_raw(u32(ip + i32(i) * params.idx_step));
         let k = resolve(raw);

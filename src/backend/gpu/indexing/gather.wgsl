@@ -1,10 +1,11 @@
 // Indexing that reads (take, index_select, gather), specialised by
-// src/backend/gpu/indexing.rs, which fills the {{...}} slots:
+// indexing/mod.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
-//   MATH      shaders/math.wgsl
+//   MATH      kernel/math.wgsl
 //   BINDINGS  src (1), idx (2), out_buf (3), fault (4)
 //   ACCESS    load_src, load_raw (index bits), store_out, ZERO, resolve,
-//             report (shaders/indexing.wgsl)
+//             report (indexing.wgsl)
+//   WALK      positions(o): the source and index positions of output o
 //
 // Output element o (row-major, a fresh tensor) reads the source at its
 // position for o, moved `index` steps along the indexed axis; the source
@@ -33,6 +34,7 @@ struct Params {
 {{MATH}}
 {{BINDINGS}}
 {{ACCESS}}
+{{WALK}}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -40,18 +42,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (o >= params.numel) {
         return;
     }
-    var sp = i32(params.src_offset);
-    var ip = i32(params.idx_offset);
-    var rem = o;
-    for (var d = i32(params.rank) - 1; d >= 0; d--) {
-        let du = u32(d);
-        let n = params.shape[du / 4u][du % 4u];
-        let c = i32(rem % n);
-        rem = rem / n;
-        sp += c * params.src_strides[du / 4u][du % 4u];
-        ip += c * params.idx_strides[du / 4u][du % 4u];
-    }
-    let raw = load_raw(u32(ip));
+    let pos = positions(o);
+    let sp = pos[0];
+    let raw = load_raw(u32(pos[1]));
     let k = resolve(raw);
     if (k < 0) {
         report(raw);

@@ -1,4 +1,4 @@
-//! GPU reductions: `shaders/reduce.wgsl` specialised per op, dtype and
+//! GPU reductions: `reduce.wgsl` specialised per op, dtype and
 //! stage, recorded as kernel commands.
 //!
 //! Short reductions run one thread per output. Longer ones run one
@@ -9,15 +9,17 @@
 //! every core has work. Accumulation is in f32 for f16 and f32, wrapping
 //! i32/u32 for integers.
 
-use super::codegen::{buffer_decl, load_fn, needs_f16, prelude, store_out_fn};
-use super::command::Bound;
-use super::grid::grid;
-use super::launch::record_kernel;
-use super::loop_budget;
-use super::params_block::{dims8, params_block, strides8};
-use super::storage::GpuStorage;
-use super::template::fill;
-use super::wgsl_type::ScalarType;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::loop_budget;
+use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
+use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::template::fill;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -27,7 +29,7 @@ use smallvec::{SmallVec, smallvec};
 use std::fmt::Write;
 use std::sync::Arc;
 
-const REDUCE_WGSL: &str = include_str!("../../../shaders/reduce.wgsl");
+const REDUCE_WGSL: &str = include_str!("reduce.wgsl");
 
 /// Reductions at most this long run one thread per output.
 const THREAD_MODE_MAX: usize = 64;
@@ -192,8 +194,31 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     let uses_f16 = key.source == Source::Tensor && needs_f16(key.dtype, key.native_f16)
         || key.dest == Dest::Output && needs_f16(key.out, key.native_f16);
     let state = state_source(key.op, acc);
+    let walks = [
+        Walk {
+            name: "kept_walk",
+            rank: "params.kept_rank",
+            shape: "params.kept_shape",
+            operands: &[Walked {
+                start: "i32(params.offset)",
+                strides: "params.kept_strides",
+            }],
+        },
+        Walk {
+            name: "reduced_walk",
+            rank: "params.red_rank",
+            shape: "params.red_shape",
+            operands: &[Walked {
+                start: "0",
+                strides: "params.red_strides",
+            }],
+        },
+    ]
+    .map(|w| w.wgsl())
+    .concat();
     let mut slots = prelude(uses_f16).to_vec();
     slots.extend([
+        ("WALK", walks.as_str()),
         ("BINDINGS", bindings.as_str()),
         ("STATE", state.as_str()),
         ("LOAD", load.as_str()),
@@ -413,8 +438,9 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::codegen::tests::{GPU_DTYPES, validate};
-    use crate::backend::gpu::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
 
     #[test]
     fn every_reduction_stage_is_valid_wgsl() {

@@ -1,27 +1,31 @@
-//! GPU indexing through index tensors: `shaders/gather.wgsl` (take,
-//! index_select, gather) and `shaders/scatter.wgsl` (scatter, scatter_add),
+//! GPU indexing through index tensors: `gather.wgsl` (take,
+//! index_select, gather) and `scatter.wgsl` (scatter, scatter_add),
 //! specialised per data and index dtype. Both check each index and report
 //! out-of-range ones through the device's fault record (`faults.rs`).
 
-use super::codegen::{buffer_decl, load_fn, load_out_fn, needs_f16, prelude, store_out_fn};
-use super::command::Bound;
-use super::faults::fault_code;
-use super::grid::grid;
-use super::launch::record_kernel;
-use super::loop_budget::{self, slices};
-use super::params_block::{dims8, params_block, strides8};
-use super::storage::GpuStorage;
-use super::template::fill;
-use super::wgsl_type::ScalarType;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::faults::fault_code;
+use crate::backend::gpu::kernel::buffer::{
+    buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
+};
+use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::loop_budget::{self, slices};
+use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
+use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::template::fill;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::kinds::IndexOp;
 use smallvec::{SmallVec, smallvec};
 
-const GATHER_WGSL: &str = include_str!("../../../shaders/gather.wgsl");
-const SCATTER_WGSL: &str = include_str!("../../../shaders/scatter.wgsl");
-const INDEXING_WGSL: &str = include_str!("../../../shaders/indexing.wgsl");
+const GATHER_WGSL: &str = include_str!("gather.wgsl");
+const SCATTER_WGSL: &str = include_str!("scatter.wgsl");
+const INDEXING_WGSL: &str = include_str!("indexing.wgsl");
 
 params_block! {
     /// `Params` of gather.wgsl.
@@ -124,8 +128,46 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
             (SCATTER_WGSL, "store_out(p, load_out(p) + v);")
         }
     };
+    let walked: &[Walked] = if key.kernel == IndexKernel::Gather {
+        &[
+            Walked {
+                start: "i32(params.src_offset)",
+                strides: "params.src_strides",
+            },
+            Walked {
+                start: "i32(params.idx_offset)",
+                strides: "params.idx_strides",
+            },
+        ]
+    } else {
+        &[
+            Walked {
+                start: "i32(params.out_offset)",
+                strides: "params.out_strides",
+            },
+            Walked {
+                start: "i32(params.src_offset)",
+                strides: "params.src_strides",
+            },
+            Walked {
+                start: "i32(params.idx_offset)",
+                strides: "params.idx_strides",
+            },
+        ]
+    };
+    let walk = Walk {
+        name: "positions",
+        rank: "params.rank",
+        shape: "params.shape",
+        operands: walked,
+    }
+    .wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
-    slots.extend([("BINDINGS", bindings.as_str()), ("ACCESS", access.as_str())]);
+    slots.extend([
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("WALK", walk.as_str()),
+    ]);
     if key.kernel != IndexKernel::Gather {
         slots.push(("WRITE", write));
     }
@@ -265,8 +307,9 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::codegen::tests::{GPU_DTYPES, validate};
-    use crate::backend::gpu::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
 
     #[test]
     fn params_match_the_wgsl_structs() {

@@ -1,16 +1,18 @@
 // One elementwise kernel: a program of one or more fused ops, specialised
 // per (program, dtypes, storage modes, contiguity) by
-// src/backend/gpu/codegen.rs, which fills the {{...}} slots:
+// elementwise/codegen.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound, and the
 //             OPERANDS / OFFSET_VECS / SCALAR_VECS constants
 //   BINDINGS  the destination (binding 1) and input buffers (2..)
 //   ACCESS    load_opK / store_out functions for each operand's storage mode
 //   OPS       fn opN(...) computing one program node in the compute types
+//   WALK      strided_positions (kernel/strided.rs) for strided kernels
 //   POSITIONS strided_positions or contiguous_positions
 //   BODY      the program: `let vN = ...;` per node
 //   RESULT    the node stored into the destination
 {{HEADER}}
 {{COMMON}}
+{{WALK}}
 {{MATH}}
 {{BINDINGS}}
 {{ACCESS}}
@@ -24,5 +26,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let p = {{POSITIONS}}(i);
 {{BODY}}
-    store_out(p[0], {{RESULT}});
+    store_out(u32(p[0]), {{RESULT}});
 }

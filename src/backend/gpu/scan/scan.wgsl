@@ -1,8 +1,10 @@
 // Running sums or products along the lines of a tensor, specialised by
-// src/backend/gpu/scan.rs, which fills the {{...}} slots:
+// scan/mod.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
-//   MATH      shaders/math.wgsl
+//   MATH      kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
+//   WALK      line_starts(l): the source and destination positions of
+//             line l's first element
 //   OPS       `alias Acc`, `fn identity() -> Acc`, `fn combine(a, b)`,
 //             `fn load(p) -> Acc`, `fn store(p, v: Acc)`,
 //             `fn load_done(p) -> Acc` (an output already written)
@@ -36,25 +38,10 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> params: Params;
 
-// Storage positions of the first element of line `l`: (source, destination).
-fn line_starts(l: u32) -> vec2<i32> {
-    var src = i32(params.src_offset);
-    var dst = i32(params.dst_offset);
-    var rem = l;
-    for (var d = i32(params.rank) - 1; d >= 0; d--) {
-        let du = u32(d);
-        let n = params.shape[du / 4u][du % 4u];
-        let c = i32(rem % n);
-        rem = rem / n;
-        src += c * params.src_strides[du / 4u][du % 4u];
-        dst += c * params.dst_strides[du / 4u][du % 4u];
-    }
-    return vec2<i32>(src, dst);
-}
-
 {{MATH}}
 {{BINDINGS}}
 {{OPS}}
+{{WALK}}
 
 // Thread mode: one thread walks a whole (short) line.
 @compute @workgroup_size(64)
@@ -66,8 +53,8 @@ fn main_thread(@builtin(global_invocation_id) gid: vec3<u32>) {
     let start = line_starts(l);
     var acc = identity();
     for (var i = 0u; i < params.length; i++) {
-        acc = combine(acc, load(u32(start.x + i32(i) * params.src_step)));
-        store(u32(start.y + i32(i) * params.dst_step), acc);
+        acc = combine(acc, load(u32(start[0] + i32(i) * params.src_step)));
+        store(u32(start[1] + i32(i) * params.dst_step), acc);
     }
 }
 
@@ -76,7 +63,7 @@ var<workgroup> chunk: array<Acc, 64>;
 // Group mode: one workgroup per (long) line scans elements [first, end) of
 // it 64 at a time (Hillis-Steele in workgroup memory), carrying the total
 // forward. The launcher records one dispatch per slice of a long line, in
-// order (src/backend/gpu/loop_budget.rs says why).
+// order (kernel/loop_budget.rs says why).
 @compute @workgroup_size(64)
 fn main_group(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -89,13 +76,13 @@ fn main_group(
     let start = line_starts(l);
     var carry = identity();
     if (params.first > 0u) {
-        carry = load_done(u32(start.y + i32(params.first - 1u) * params.dst_step));
+        carry = load_done(u32(start[1] + i32(params.first - 1u) * params.dst_step));
     }
     for (var first = params.first; first < params.end; first += 64u) {
         let i = first + t;
         var v = identity();
         if (i < params.end) {
-            v = load(u32(start.x + i32(i) * params.src_step));
+            v = load(u32(start[0] + i32(i) * params.src_step));
         }
         chunk[t] = v;
         workgroupBarrier();
@@ -109,7 +96,7 @@ fn main_group(
             workgroupBarrier();
         }
         if (i < params.end) {
-            store(u32(start.y + i32(i) * params.dst_step), combine(carry, chunk[t]));
+            store(u32(start[1] + i32(i) * params.dst_step), combine(carry, chunk[t]));
         }
         carry = combine(carry, chunk[63]);
         workgroupBarrier();

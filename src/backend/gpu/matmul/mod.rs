@@ -1,20 +1,24 @@
-//! GPU matrix products: `shaders/matmul.wgsl` specialised per dtype and
+//! GPU matrix products: `matmul.wgsl` specialised per dtype and
 //! recorded as kernel commands, one per 65535 batches.
 
-use super::codegen::{buffer_decl, load_fn, load_out_fn, needs_f16, prelude, store_out_fn};
-use super::command::Bound;
-use super::launch::record_kernel;
-use super::loop_budget::{self, slices};
-use super::params_block::{dims8, params_block, strides8};
-use super::storage::GpuStorage;
-use super::template::fill;
-use super::wgsl_type::ScalarType;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{
+    buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
+};
+use crate::backend::gpu::kernel::loop_budget::{self, slices};
+use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
+use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::template::fill;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use std::ops::Range;
 
-const MATMUL_WGSL: &str = include_str!("../../../shaders/matmul.wgsl");
+const MATMUL_WGSL: &str = include_str!("matmul.wgsl");
 
 /// Output rows and columns per workgroup.
 const TILE: usize = 64;
@@ -80,11 +84,32 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     ]
     .concat();
     let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {zero};\n");
+    let walk = Walk {
+        name: "batch_bases",
+        rank: "params.batch_rank",
+        shape: "params.batch_shape",
+        operands: &[
+            Walked {
+                start: "i32(params.a_offset)",
+                strides: "params.a_batch",
+            },
+            Walked {
+                start: "i32(params.b_offset)",
+                strides: "params.b_batch",
+            },
+            Walked {
+                start: "i32(params.c_offset)",
+                strides: "params.c_batch",
+            },
+        ],
+    }
+    .wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("ACC", acc.as_str()),
+        ("WALK", walk.as_str()),
     ]);
     fill("matmul kernel", MATMUL_WGSL, &slots)
 }
@@ -175,8 +200,8 @@ fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::codegen::tests::validate;
-    use crate::backend::gpu::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
 
     #[test]
     fn params_match_the_wgsl_struct() {

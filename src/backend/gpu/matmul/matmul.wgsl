@@ -1,15 +1,16 @@
-// Tiled matrix product, specialised per dtype by src/backend/gpu/matmul.rs,
+// Tiled matrix product, specialised per dtype by matmul/mod.rs,
 // which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
-//   MATH      shaders/math.wgsl (f16 rounding on store)
+//   MATH      kernel/math.wgsl (f16 rounding on store)
 //   BINDINGS  a (binding 1), b (binding 2), out_buf (binding 3)
 //   ACCESS    load_a / load_b (element -> Acc), store_out and load_out
+//   WALK      batch_bases(z): where batch z starts in a, b and the output
 //   ACC       `alias Acc = f32;` (i32, u32), and `const ZERO: Acc`
 //
 // Each workgroup of 16 x 16 threads computes a 64 x 64 tile of one batch's
 // output, 4 x 4 elements per thread, over k in [k_start, k), adding what the
 // output holds when `accumulate` is set (the launcher cuts a long k into
-// slices, one dispatch each: src/backend/gpu/loop_budget.rs says why),
+// slices, one dispatch each: kernel/loop_budget.rs says why),
 // stepping through k 16 at a time with
 // both operand tiles staged in workgroup memory. Operands are read through
 // their row, column and batch strides, so transposed and broadcast views
@@ -48,6 +49,7 @@ struct Params {
 {{BINDINGS}}
 {{ACCESS}}
 {{ACC}}
+{{WALK}}
 
 const TILE: u32 = 64u;
 const TK: u32 = 16u;
@@ -61,19 +63,10 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
-    var a_base = i32(params.a_offset);
-    var b_base = i32(params.b_offset);
-    var c_base = i32(params.c_offset);
-    var rem = wid.z + params.batch_start;
-    for (var d = i32(params.batch_rank) - 1; d >= 0; d--) {
-        let du = u32(d);
-        let n = params.batch_shape[du / 4u][du % 4u];
-        let c = i32(rem % n);
-        rem = rem / n;
-        a_base += c * params.a_batch[du / 4u][du % 4u];
-        b_base += c * params.b_batch[du / 4u][du % 4u];
-        c_base += c * params.c_batch[du / 4u][du % 4u];
-    }
+    let bases = batch_bases(wid.z + params.batch_start);
+    let a_base = bases[0];
+    let b_base = bases[1];
+    let c_base = bases[2];
     let row0 = wid.y * TILE;
     let col0 = wid.x * TILE;
     let t = lid.y * 16u + lid.x;

@@ -1,117 +1,27 @@
-//! WGSL generation for elementwise kernels: `shaders/elementwise.wgsl` with
-//! its slots filled for one [`KernelKey`] (a program of one or more fused
-//! ops).
-//!
-//! Storage per dtype: f32, i32 and u32 are plain arrays; f16 is `array<f16>`
-//! with SHADER_F16 and otherwise packed two to a `u32`; u8 and bool are packed
-//! four to a `u32`. Packed destinations are written with atomic and/or on the
-//! element's bits, so neighbouring elements written by other threads are safe
-//! for any layout. Arithmetic runs in the compute type: f32 for f16, u32 for
-//! u8 (masked on store, which gives wrapping).
+//! WGSL generation for elementwise kernels: `elementwise.wgsl` with its
+//! slots filled for one [`KernelKey`] (a program of one or more fused ops).
+//! Operands are read and written in the storage modes of
+//! `kernel::buffer`; arithmetic runs in the compute types (f32 for f16,
+//! u32 for u8, masked on store, which gives wrapping).
 
 use super::params::{offset_vecs, params_size, scalar_vecs};
-use super::pipeline::{Pipeline, PipelineCache, PipelineSpec};
 use super::program::{KernelKey, Node};
-use super::template::fill;
-use super::wgsl_type::ScalarType;
+use crate::backend::gpu::kernel::buffer::{
+    StorageMode, array_type, load_expr, packed, round_expr, storage_mode, store_fn,
+};
+use crate::backend::gpu::kernel::pipeline::{Pipeline, PipelineCache, PipelineSpec};
+use crate::backend::gpu::kernel::prelude::MATH_WGSL;
+use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::template::fill;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
 use std::fmt::Write;
 use std::sync::Arc;
 
-pub(crate) const COMMON_WGSL: &str = include_str!("../../../shaders/common.wgsl");
-pub(crate) const MATH_WGSL: &str = include_str!("../../../shaders/math.wgsl");
-pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("../../../shaders/elementwise.wgsl");
-
-/// How one dtype is stored in a buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Storage {
-    /// One element per array entry of this WGSL type.
-    Plain(ScalarType),
-    /// Native f16 array.
-    F16,
-    /// f16 packed two to a u32.
-    PackedF16,
-    /// u8 or bool packed four to a u32.
-    Bytes,
-}
-
-fn storage(dtype: DType, native_f16: bool) -> Storage {
-    match dtype {
-        DType::F32 | DType::F64 | DType::C64 | DType::I32 | DType::U32 => {
-            Storage::Plain(ScalarType::of(dtype))
-        }
-        DType::F16 if native_f16 => Storage::F16,
-        DType::F16 => Storage::PackedF16,
-        DType::U8 | DType::Bool => Storage::Bytes,
-    }
-}
-
-fn array_type(s: Storage, atomic: bool) -> &'static str {
-    match (s, atomic) {
-        (Storage::Plain(ScalarType::F32), _) => "array<f32>",
-        (Storage::Plain(ScalarType::I32), _) => "array<i32>",
-        (Storage::Plain(_), _) => "array<u32>",
-        (Storage::F16, _) => "array<f16>",
-        (Storage::PackedF16 | Storage::Bytes, true) => "array<atomic<u32>>",
-        (Storage::PackedF16 | Storage::Bytes, false) => "array<u32>",
-    }
-}
-
-/// True when the destination must be written with atomics.
-fn packed(s: Storage) -> bool {
-    matches!(s, Storage::PackedF16 | Storage::Bytes)
-}
-
-/// A WGSL expression loading element `p` of buffer `buf` as the compute type.
-fn load_expr(dtype: DType, s: Storage, buf: &str, atomic: bool) -> String {
-    let word = |index: &str| {
-        if atomic {
-            format!("atomicLoad(&{buf}[{index}])")
-        } else {
-            format!("{buf}[{index}]")
-        }
-    };
-    match s {
-        Storage::Plain(_) => word("p"),
-        Storage::F16 => format!("f32({buf}[p])"),
-        Storage::PackedF16 => format!("unpack2x16float({})[p & 1u]", word("p >> 1u")),
-        Storage::Bytes => {
-            let byte = format!("(({} >> ((p & 3u) * 8u)) & 0xffu)", word("p >> 2u"));
-            if dtype == DType::Bool {
-                format!("({byte} != 0u)")
-            } else {
-                byte
-            }
-        }
-    }
-}
-
-fn store_fn(dtype: DType, s: Storage) -> String {
-    let ct = ScalarType::of(dtype);
-    let body = match s {
-        Storage::Plain(_) => "out_buf[p] = v;".to_string(),
-        Storage::F16 => format!("out_buf[p] = f16({});", round_expr(DType::F16, "v")),
-        Storage::PackedF16 => "let shift = (p & 1u) * 16u;\n    \
-             atomicAnd(&out_buf[p >> 1u], ~(0xffffu << shift));\n    \
-             atomicOr(&out_buf[p >> 1u], f16_bits(v) << shift);"
-            .to_string(),
-        Storage::Bytes => {
-            let bits = if dtype == DType::Bool {
-                "select(0u, 1u, v)"
-            } else {
-                "(v & 0xffu)"
-            };
-            format!(
-                "let shift = (p & 3u) * 8u;\n    \
-                 atomicAnd(&out_buf[p >> 2u], ~(0xffu << shift));\n    \
-                 atomicOr(&out_buf[p >> 2u], {bits} << shift);"
-            )
-        }
-    };
-    format!("fn store_out(p: u32, v: {ct}) {{\n    {body}\n}}\n")
-}
+pub(crate) const COMMON_WGSL: &str = include_str!("common.wgsl");
+pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("elementwise.wgsl");
 
 /// Scalar slot `slot` as the compute type of `dtype`.
 fn scalar_expr(dtype: DType, slot: u8) -> String {
@@ -121,15 +31,6 @@ fn scalar_expr(dtype: DType, slot: u8) -> String {
         DType::I32 => format!("bitcast<i32>({bits})"),
         DType::U32 | DType::U8 => bits,
         DType::Bool => format!("({bits} != 0u)"),
-    }
-}
-
-/// `v` (a compute-type value) rounded as storing it as `dtype` would.
-fn round_expr(dtype: DType, v: &str) -> String {
-    match dtype {
-        DType::F16 => format!("unpack2x16float(f16_bits({v})).x"),
-        DType::U8 => format!("({v} & 0xffu)"),
-        _ => v.to_string(),
     }
 }
 
@@ -271,82 +172,22 @@ fn op_fn(n: usize, kernel: Kernel, out: DType, inputs: &[DType]) -> String {
     )
 }
 
-/// A storage buffer declaration `name` at `binding` holding `dtype`; a
-/// written packed buffer (f16 without SHADER_F16, u8, bool) is atomic.
-pub(crate) fn buffer_decl(
-    binding: u32,
-    name: &str,
-    dtype: DType,
-    native_f16: bool,
-    writes: bool,
-) -> String {
-    let s = storage(dtype, native_f16);
-    let access = if writes { "read_write" } else { "read" };
-    format!(
-        "@group(0) @binding({binding}) var<storage, {access}> {name}: {};\n",
-        array_type(s, writes && packed(s))
-    )
-}
-
-/// `fn {name}(p: u32) -> compute type`: element `p` of the read-only buffer
-/// `buf` holding `dtype`.
-pub(crate) fn load_fn(name: &str, buf: &str, dtype: DType, native_f16: bool) -> String {
-    let expr = load_expr(dtype, storage(dtype, native_f16), buf, false);
-    format!(
-        "fn {name}(p: u32) -> {} {{\n    return {expr};\n}}\n",
-        ScalarType::of(dtype)
-    )
-}
-
-/// `fn store_out(p: u32, v: compute type)` into `out_buf` holding `dtype`
-/// (declared by [`buffer_decl`] as writable), safe for neighbouring
-/// elements written by other threads.
-pub(crate) fn store_out_fn(dtype: DType, native_f16: bool) -> String {
-    store_fn(dtype, storage(dtype, native_f16))
-}
-
-/// `fn load_out(p: u32) -> compute type`: element `p` of the writable
-/// `out_buf` holding `dtype` (atomic words when packed), for kernels that
-/// read what they update.
-pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
-    let s = storage(dtype, native_f16);
-    format!(
-        "fn load_out(p: u32) -> {} {{\n    return {};\n}}\n",
-        ScalarType::of(dtype),
-        load_expr(dtype, s, "out_buf", packed(s))
-    )
-}
-
-/// The slots every kernel family's shader has: `{{HEADER}}` (`enable f16;`
-/// when `uses_f16`) and `{{MATH}}` (math.wgsl).
-pub(crate) fn prelude(uses_f16: bool) -> [(&'static str, &'static str); 2] {
-    [
-        ("HEADER", if uses_f16 { "enable f16;" } else { "" }),
-        ("MATH", MATH_WGSL),
-    ]
-}
-
-/// True when a buffer of `dtype` needs `enable f16;`.
-pub(crate) fn needs_f16(dtype: DType, native_f16: bool) -> bool {
-    storage(dtype, native_f16) == Storage::F16
-}
-
 /// The complete WGSL source of the kernel selected by `key`.
 ///
 /// # Errors
 /// `Error::Internal` when the template's slots and the generated parts
 /// disagree.
 pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
-    let out_storage = storage(key.out(), key.native_f16);
+    let out_storage = storage_mode(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
-    let mut uses_f16 = out_storage == Storage::F16;
+    let mut uses_f16 = out_storage == StorageMode::F16;
     let mut bindings = format!(
         "@group(0) @binding(1) var<storage, read_write> out_buf: {};\n",
         array_type(out_storage, out_atomic)
     );
     for (k, &dtype) in key.inputs.iter().enumerate() {
-        let s = storage(dtype, key.native_f16);
-        uses_f16 |= s == Storage::F16;
+        let s = storage_mode(dtype, key.native_f16);
+        uses_f16 |= s == StorageMode::F16;
         let _ = writeln!(
             bindings,
             "@group(0) @binding({}) var<storage, read> in{k}_buf: {};",
@@ -356,7 +197,7 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     }
     let mut access = store_fn(key.out(), out_storage);
     for (k, operand) in key.operands.iter().enumerate().skip(1) {
-        let s = storage(operand.dtype, key.native_f16);
+        let s = storage_mode(operand.dtype, key.native_f16);
         let expr = if operand.binding == 1 {
             load_expr(operand.dtype, s, "out_buf", out_atomic)
         } else {
@@ -373,7 +214,7 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let mut body = String::new();
     for (n, node) in key.nodes.iter().enumerate() {
         let value = match node {
-            Node::Load(k) => format!("load_op{k}(p[{k}])"),
+            Node::Load(k) => format!("load_op{k}(u32(p[{k}]))"),
             Node::Scalar { slot, dtype } => scalar_expr(*dtype, *slot),
             Node::Round { arg, dtype } => round_expr(*dtype, &format!("v{arg}")),
             Node::Apply {
@@ -396,10 +237,10 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         offset_vecs(key.operands.len()),
         scalar_vecs(key.scalars as usize),
     );
-    let positions = if key.contiguous {
-        "contiguous_positions"
+    let (positions, walk) = if key.contiguous {
+        ("contiguous_positions", String::new())
     } else {
-        "strided_positions"
+        ("strided_positions", strided_walk(key.operands.len()))
     };
     fill(
         "elementwise kernel",
@@ -407,6 +248,7 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         &[
             ("HEADER", &header),
             ("COMMON", COMMON_WGSL),
+            ("WALK", &walk),
             ("MATH", MATH_WGSL),
             ("BINDINGS", &bindings),
             ("ACCESS", &access),
@@ -416,6 +258,29 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             ("RESULT", &format!("v{}", key.nodes.len() - 1)),
         ],
     )
+}
+
+/// `strided_positions(i)`: the storage position of row-major element `i`
+/// in each of the `operands` operands.
+fn strided_walk(operands: usize) -> String {
+    let starts: Vec<String> = (0..operands)
+        .map(|k| format!("i32(operand_offset({k}u))"))
+        .collect();
+    let strides: Vec<String> = (0..operands)
+        .map(|k| format!("params.strides[{k}]"))
+        .collect();
+    let walked: Vec<Walked> = starts
+        .iter()
+        .zip(&strides)
+        .map(|(start, strides)| Walked { start, strides })
+        .collect();
+    Walk {
+        name: "strided_positions",
+        rank: "params.rank",
+        shape: "params.shape",
+        operands: &walked,
+    }
+    .wgsl()
 }
 
 /// The elementwise pipeline for `key`, from `cache` or built into it.
@@ -441,22 +306,13 @@ pub(crate) fn elementwise_pipeline(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
+    use super::super::program::Operand;
     use super::*;
-    use crate::backend::gpu::program::Operand;
+    use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
     use crate::ops::kinds::{BinaryOp, CompareOp, UnaryOp};
     use smallvec::{SmallVec, smallvec};
-
-    pub(crate) fn validate(source: &str, what: &str) {
-        let module = naga::front::wgsl::parse_str(source)
-            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{what}: {e:?}\n{source}"));
-    }
 
     /// Where a test kernel's input comes from.
     #[derive(Clone, Copy)]
@@ -517,20 +373,10 @@ pub(crate) mod tests {
         key
     }
 
-    /// Every dtype a GPU kernel stores.
-    pub(crate) const GPU_DTYPES: [DType; 6] = [
-        DType::F32,
-        DType::F16,
-        DType::I32,
-        DType::U32,
-        DType::U8,
-        DType::Bool,
-    ];
-
     #[test]
     fn the_elementwise_block_matches_the_wgsl_struct() {
-        use crate::backend::gpu::params::{field_offsets, params_size};
-        use crate::backend::gpu::params_block::tests::assert_layout;
+        use super::super::params::{field_offsets, params_size};
+        use crate::backend::gpu::kernel::params_block::tests::assert_layout;
         for (operands, scalars) in [(1, 0), (4, 1), (5, 5), (8, 8)] {
             let source = format!(
                 "const OPERANDS: u32 = {operands}u;\nconst OFFSET_VECS: u32 = {}u;\n\

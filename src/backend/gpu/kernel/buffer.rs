@@ -1,0 +1,177 @@
+//! How each dtype lives in a storage buffer, and the WGSL every kernel
+//! family declares and accesses its buffers with.
+//!
+//! f32, i32 and u32 are plain arrays; f16 is `array<f16>` with SHADER_F16
+//! and otherwise packed two to a `u32`; u8 and bool are packed four to a
+//! `u32`. Packed destinations are written with atomic and/or on the
+//! element's bits, so neighbouring elements written by other threads are
+//! safe for any layout. Values are handled in the compute type
+//! ([`ScalarType::of`]): f32 for f16, u32 for u8 (masked on store, which
+//! gives wrapping).
+
+use super::wgsl_type::ScalarType;
+use crate::dtype::DType;
+
+/// How one dtype is stored in a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StorageMode {
+    /// One element per array entry of this WGSL type.
+    Plain(ScalarType),
+    /// Native f16 array.
+    F16,
+    /// f16 packed two to a u32.
+    PackedF16,
+    /// u8 or bool packed four to a u32.
+    Bytes,
+}
+
+pub(crate) fn storage_mode(dtype: DType, native_f16: bool) -> StorageMode {
+    match dtype {
+        DType::F32 | DType::F64 | DType::C64 | DType::I32 | DType::U32 => {
+            StorageMode::Plain(ScalarType::of(dtype))
+        }
+        DType::F16 if native_f16 => StorageMode::F16,
+        DType::F16 => StorageMode::PackedF16,
+        DType::U8 | DType::Bool => StorageMode::Bytes,
+    }
+}
+
+pub(crate) fn array_type(s: StorageMode, atomic: bool) -> &'static str {
+    match (s, atomic) {
+        (StorageMode::Plain(ScalarType::F32), _) => "array<f32>",
+        (StorageMode::Plain(ScalarType::I32), _) => "array<i32>",
+        (StorageMode::Plain(_), _) => "array<u32>",
+        (StorageMode::F16, _) => "array<f16>",
+        (StorageMode::PackedF16 | StorageMode::Bytes, true) => "array<atomic<u32>>",
+        (StorageMode::PackedF16 | StorageMode::Bytes, false) => "array<u32>",
+    }
+}
+
+/// True when the destination must be written with atomics.
+pub(crate) fn packed(s: StorageMode) -> bool {
+    matches!(s, StorageMode::PackedF16 | StorageMode::Bytes)
+}
+
+/// A WGSL expression loading element `p` of buffer `buf` as the compute type.
+pub(crate) fn load_expr(dtype: DType, s: StorageMode, buf: &str, atomic: bool) -> String {
+    let word = |index: &str| {
+        if atomic {
+            format!("atomicLoad(&{buf}[{index}])")
+        } else {
+            format!("{buf}[{index}]")
+        }
+    };
+    match s {
+        StorageMode::Plain(_) => word("p"),
+        StorageMode::F16 => format!("f32({buf}[p])"),
+        StorageMode::PackedF16 => format!("unpack2x16float({})[p & 1u]", word("p >> 1u")),
+        StorageMode::Bytes => {
+            let byte = format!("(({} >> ((p & 3u) * 8u)) & 0xffu)", word("p >> 2u"));
+            if dtype == DType::Bool {
+                format!("({byte} != 0u)")
+            } else {
+                byte
+            }
+        }
+    }
+}
+
+pub(crate) fn store_fn(dtype: DType, s: StorageMode) -> String {
+    let ct = ScalarType::of(dtype);
+    let body = match s {
+        StorageMode::Plain(_) => "out_buf[p] = v;".to_string(),
+        StorageMode::F16 => format!("out_buf[p] = f16({});", round_expr(DType::F16, "v")),
+        StorageMode::PackedF16 => "let shift = (p & 1u) * 16u;\n    \
+             atomicAnd(&out_buf[p >> 1u], ~(0xffffu << shift));\n    \
+             atomicOr(&out_buf[p >> 1u], f16_bits(v) << shift);"
+            .to_string(),
+        StorageMode::Bytes => {
+            let bits = if dtype == DType::Bool {
+                "select(0u, 1u, v)"
+            } else {
+                "(v & 0xffu)"
+            };
+            format!(
+                "let shift = (p & 3u) * 8u;\n    \
+                 atomicAnd(&out_buf[p >> 2u], ~(0xffu << shift));\n    \
+                 atomicOr(&out_buf[p >> 2u], {bits} << shift);"
+            )
+        }
+    };
+    format!("fn store_out(p: u32, v: {ct}) {{\n    {body}\n}}\n")
+}
+
+/// `v` (a compute-type value) rounded as storing it as `dtype` would.
+pub(crate) fn round_expr(dtype: DType, v: &str) -> String {
+    match dtype {
+        DType::F16 => format!("unpack2x16float(f16_bits({v})).x"),
+        DType::U8 => format!("({v} & 0xffu)"),
+        _ => v.to_string(),
+    }
+}
+
+/// A storage buffer declaration `name` at `binding` holding `dtype`; a
+/// written packed buffer (f16 without SHADER_F16, u8, bool) is atomic.
+pub(crate) fn buffer_decl(
+    binding: u32,
+    name: &str,
+    dtype: DType,
+    native_f16: bool,
+    writes: bool,
+) -> String {
+    let s = storage_mode(dtype, native_f16);
+    let access = if writes { "read_write" } else { "read" };
+    format!(
+        "@group(0) @binding({binding}) var<storage, {access}> {name}: {};\n",
+        array_type(s, writes && packed(s))
+    )
+}
+
+/// `fn {name}(p: u32) -> compute type`: element `p` of the read-only buffer
+/// `buf` holding `dtype`.
+pub(crate) fn load_fn(name: &str, buf: &str, dtype: DType, native_f16: bool) -> String {
+    let expr = load_expr(dtype, storage_mode(dtype, native_f16), buf, false);
+    format!(
+        "fn {name}(p: u32) -> {} {{\n    return {expr};\n}}\n",
+        ScalarType::of(dtype)
+    )
+}
+
+/// `fn store_out(p: u32, v: compute type)` into `out_buf` holding `dtype`
+/// (declared by [`buffer_decl`] as writable), safe for neighbouring
+/// elements written by other threads.
+pub(crate) fn store_out_fn(dtype: DType, native_f16: bool) -> String {
+    store_fn(dtype, storage_mode(dtype, native_f16))
+}
+
+/// `fn load_out(p: u32) -> compute type`: element `p` of the writable
+/// `out_buf` holding `dtype` (atomic words when packed), for kernels that
+/// read what they update.
+pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
+    let s = storage_mode(dtype, native_f16);
+    format!(
+        "fn load_out(p: u32) -> {} {{\n    return {};\n}}\n",
+        ScalarType::of(dtype),
+        load_expr(dtype, s, "out_buf", packed(s))
+    )
+}
+
+/// True when a buffer of `dtype` needs `enable f16;`.
+pub(crate) fn needs_f16(dtype: DType, native_f16: bool) -> bool {
+    storage_mode(dtype, native_f16) == StorageMode::F16
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::dtype::DType;
+
+    /// Every dtype a GPU kernel stores.
+    pub(crate) const GPU_DTYPES: [DType; 6] = [
+        DType::F32,
+        DType::F16,
+        DType::I32,
+        DType::U32,
+        DType::U8,
+        DType::Bool,
+    ];
+}

@@ -1,0 +1,31 @@
+//! What every kernel family's shader starts with: `{{HEADER}}` (`enable
+//! f16;` where a native f16 buffer is bound) and `{{MATH}}` (math.wgsl, the
+//! IEEE-exact float helpers and the integer ops WGSL lacks).
+
+/// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...).
+pub(crate) const MATH_WGSL: &str = include_str!("math.wgsl");
+
+/// The slots every kernel family's shader has: `{{HEADER}}` (`enable f16;`
+/// when `uses_f16`) and `{{MATH}}` (math.wgsl).
+pub(crate) fn prelude(uses_f16: bool) -> [(&'static str, &'static str); 2] {
+    [
+        ("HEADER", if uses_f16 { "enable f16;" } else { "" }),
+        ("MATH", MATH_WGSL),
+    ]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    /// Parses and validates `source` with naga (every capability on), or
+    /// panics naming `what` with naga's message and the source.
+    pub(crate) fn validate(source: &str, what: &str) {
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{what}: {e:?}\n{source}"));
+    }
+}
