@@ -100,8 +100,75 @@ impl fmt::Display for DType {
     }
 }
 
+/// A dtype as the backends store and compute it: every [`DType`] but c64.
+/// A c64 tensor is stored as f32 pairs ([`DType::stored_as`]) and its ops
+/// run on f32 views of them (`ops/complex.rs`), so no kernel, and no match
+/// in a backend, ever sees c64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum KernelType {
+    F32,
+    F16,
+    F64,
+    I32,
+    U32,
+    U8,
+    Bool,
+}
+
+impl KernelType {
+    /// `dtype` as a kernel type; `None` for c64.
+    pub fn of(dtype: DType) -> Option<KernelType> {
+        Some(match dtype {
+            DType::F32 => KernelType::F32,
+            DType::F16 => KernelType::F16,
+            DType::F64 => KernelType::F64,
+            DType::I32 => KernelType::I32,
+            DType::U32 => KernelType::U32,
+            DType::U8 => KernelType::U8,
+            DType::Bool => KernelType::Bool,
+            DType::C64 => return None,
+        })
+    }
+
+    /// The public dtype of the same name.
+    pub fn dtype(self) -> DType {
+        match self {
+            KernelType::F32 => DType::F32,
+            KernelType::F16 => DType::F16,
+            KernelType::F64 => DType::F64,
+            KernelType::I32 => DType::I32,
+            KernelType::U32 => DType::U32,
+            KernelType::U8 => DType::U8,
+            KernelType::Bool => DType::Bool,
+        }
+    }
+}
+
+impl fmt::Display for KernelType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.dtype().name())
+    }
+}
+
+impl DType {
+    /// How a tensor of this dtype is stored: the storage's element type
+    /// and how many of them one element takes (c64: two f32, re and im).
+    pub(crate) fn stored_as(self) -> (KernelType, usize) {
+        match KernelType::of(self) {
+            Some(k) => (k, 1),
+            None => (KernelType::F32, 2),
+        }
+    }
+}
+
 mod sealed {
-    pub trait Sealed {}
+    // Users cannot name `Sealed`, so its crate-private type stays in the crate.
+    #[allow(private_interfaces)]
+    pub trait Sealed {
+        /// The storage type of the element (never c64: no Rust element
+        /// type is complex).
+        const KERNEL_TYPE: super::KernelType;
+    }
 }
 
 /// A Rust type that can be the element of a tensor: `f32`, `half::f16`, `f64`,
@@ -127,10 +194,14 @@ pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug 
 }
 
 macro_rules! pod_element {
-    ($t:ty, $dtype:expr, $to:expr, $from:expr) => {
-        impl sealed::Sealed for $t {}
+    ($t:ty, $dtype:ident, $to:expr, $from:expr) => {
+        // Users cannot name `Sealed`, so its crate-private type stays in the crate.
+        #[allow(private_interfaces)]
+        impl sealed::Sealed for $t {
+            const KERNEL_TYPE: KernelType = KernelType::$dtype;
+        }
         impl Element for $t {
-            const DTYPE: DType = $dtype;
+            const DTYPE: DType = DType::$dtype;
             fn to_f64(self) -> f64 {
                 $to(self)
             }
@@ -151,14 +222,17 @@ macro_rules! pod_element {
     };
 }
 
-pod_element!(f32, DType::F32, |x: f32| x as f64, |v: f64| v as f32);
-pod_element!(f64, DType::F64, |x: f64| x, |v: f64| v);
-pod_element!(f16, DType::F16, |x: f16| x.to_f64(), f16::from_f64);
-pod_element!(i32, DType::I32, |x: i32| x as f64, |v: f64| v as i32);
-pod_element!(u32, DType::U32, |x: u32| x as f64, |v: f64| v as u32);
-pod_element!(u8, DType::U8, |x: u8| x as f64, |v: f64| v as u8);
+pod_element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
+pod_element!(f64, F64, |x: f64| x, |v: f64| v);
+pod_element!(f16, F16, |x: f16| x.to_f64(), f16::from_f64);
+pod_element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
+pod_element!(u32, U32, |x: u32| x as f64, |v: f64| v as u32);
+pod_element!(u8, U8, |x: u8| x as f64, |v: f64| v as u8);
 
-impl sealed::Sealed for bool {}
+#[allow(private_interfaces)]
+impl sealed::Sealed for bool {
+    const KERNEL_TYPE: KernelType = KernelType::Bool;
+}
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
     fn to_f64(self) -> f64 {

@@ -1,6 +1,6 @@
 //! Scalars for `full`, `fill_` and the `*_scalar` ops.
 
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Element, KernelType};
 use crate::error::{Error, Result};
 use half::f16;
 
@@ -67,7 +67,7 @@ impl std::fmt::Display for Scalar {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct TypedScalar {
     pub value: f64,
-    pub dtype: DType,
+    pub dtype: KernelType,
 }
 
 impl TypedScalar {
@@ -99,11 +99,13 @@ impl TypedScalar {
                 v as f64
             }
         };
+        // c64 was refused above.
+        let dtype = KernelType::of(dtype).ok_or_else(bad)?;
         Ok(TypedScalar { value, dtype })
     }
 
     /// Zero (`false`) of `dtype`.
-    pub fn zero(dtype: DType) -> Self {
+    pub fn zero(dtype: KernelType) -> Self {
         TypedScalar { value: 0.0, dtype }
     }
 
@@ -116,9 +118,9 @@ impl TypedScalar {
     /// float dtypes (f16 arithmetic runs in f32), the integer bits otherwise.
     pub fn bits(self) -> u32 {
         match self.dtype {
-            DType::F32 | DType::F16 | DType::F64 | DType::C64 => (self.value as f32).to_bits(),
-            DType::I32 => (self.value as i32) as u32,
-            DType::U32 | DType::U8 | DType::Bool => self.value as u32,
+            KernelType::F32 | KernelType::F16 | KernelType::F64 => (self.value as f32).to_bits(),
+            KernelType::I32 => (self.value as i32) as u32,
+            KernelType::U32 | KernelType::U8 | KernelType::Bool => self.value as u32,
         }
     }
 }

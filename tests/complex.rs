@@ -351,6 +351,14 @@ fn complex_errors_name_the_op() {
     let ints = Tensor::from_slice(&[1i32], [1], &dev).unwrap();
     assert!(is_dtype(Tensor::complex(&ints, &r).unwrap_err(), "complex"));
     assert!(is_dtype(z.mul(&ints).unwrap_err(), "mul"));
+    // Ops whose kernels take any tensor refuse c64 by name, before a
+    // kernel could see it, whichever operand is complex.
+    let mask = Tensor::from_slice(&[true], [1], &dev).unwrap();
+    assert!(is_dtype(Tensor::where_cond(&mask, &z, &z).unwrap_err(), "where_cond"));
+    assert!(is_dtype(Tensor::where_cond(&mask, &r, &z).unwrap_err(), "where_cond"));
+    assert!(is_dtype(z.masked_fill(&mask, 0.0).unwrap_err(), "masked_fill"));
+    let index = Tensor::from_slice(&[0i32], [1], &dev).unwrap();
+    assert!(is_dtype(r.scatter(&index, &z, 0).unwrap_err(), "scatter"));
     assert!(matches!(
         Tensor::from_interleaved(&[1.0, 2.0, 3.0], [2], &dev),
         Err(Error::Shape {

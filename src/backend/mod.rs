@@ -7,7 +7,7 @@
 pub(crate) mod cpu;
 pub(crate) mod gpu;
 
-use crate::dtype::{DType, Element};
+use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::kinds::{IndexOp, Kernel, ReduceOp, ScanOp};
@@ -24,8 +24,7 @@ pub(crate) enum Storage {
 }
 
 impl Storage {
-    /// Fresh storage for `len` elements of `dtype` (c64 as f32 pairs) on
-    /// the GPU of `gpu`, or else in host memory: zeros on the CPU,
+    /// Fresh storage for `len` elements of `dtype` on the GPU of `gpu`, or else in host memory: zeros on the CPU,
     /// unspecified on a GPU (the caller writes it before anyone reads it).
     ///
     /// # Errors
@@ -34,15 +33,9 @@ impl Storage {
     pub fn alloc(
         gpu: Option<&Arc<gpu::GpuContext>>,
         op: &'static str,
-        dtype: DType,
+        dtype: KernelType,
         len: usize,
     ) -> Result<Storage> {
-        // c64 lives in f32 storage as (re, im) pairs (see ops/complex.rs).
-        let (dtype, len) = if dtype.is_complex() {
-            (DType::F32, len.saturating_mul(2))
-        } else {
-            (dtype, len)
-        };
         Ok(match gpu {
             None => Storage::Cpu(cpu::CpuStorage::new(cpu::CpuData::zeros(op, dtype, len)?)),
             Some(ctx) => Storage::Gpu(gpu::GpuStorage::uninit(ctx, op, dtype, len)?),
@@ -112,7 +105,7 @@ impl Storage {
 pub(crate) struct TensorRef<'a> {
     pub storage: &'a Arc<Storage>,
     pub layout: Layout,
-    pub dtype: DType,
+    pub dtype: KernelType,
 }
 
 /// One kernel input.
@@ -123,7 +116,7 @@ pub(crate) enum Input<'a> {
 }
 
 impl Input<'_> {
-    pub fn dtype(&self) -> DType {
+    pub fn dtype(&self) -> KernelType {
         match self {
             Input::Tensor(t) => t.dtype,
             Input::Scalar(s) => s.dtype,
@@ -377,15 +370,8 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
 
 /// Every element a kernel touches must lie inside its storage: the op layer
 /// guarantees it, and this check keeps a bug there from becoming an
-/// out-of-bounds access in the CPU loops. Likewise c64 tensors go to kernels
-/// only through their f32 views (`ops/complex.rs`).
+/// out-of-bounds access in the CPU loops.
 fn check_bounds(t: &TensorRef) -> Result<()> {
-    if t.dtype.is_complex() {
-        return Err(Error::internal(
-            "kernel",
-            "c64 operands reach kernels only as f32 views",
-        ));
-    }
     match t.layout.span() {
         Some((_, last)) if last >= t.storage.len() => Err(Error::internal(
             "kernel",

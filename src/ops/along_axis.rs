@@ -43,8 +43,8 @@ impl Tensor {
         let dest = out.layout().transpose(axis as isize, last)?;
         scan(&ScanCall {
             op,
-            input: t.kernel_ref(input),
-            out: out.kernel_ref(dest),
+            input: t.kernel_ref(input)?,
+            out: out.kernel_ref(dest)?,
         })?;
         Ok(out)
     }

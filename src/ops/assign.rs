@@ -78,7 +78,7 @@ impl Tensor {
             out.launch_into(
                 "contiguous",
                 Kernel::Cast,
-                &[Input::Tensor(self.kernel_ref(self.layout().clone()))],
+                &[Input::Tensor(self.kernel_ref(self.layout().clone())?)],
             )?;
         }
         Ok(out)

@@ -124,9 +124,9 @@ impl Tensor {
         check_axis_not_empty(op.name(), self, axis)?;
         gather(&GatherCall {
             op,
-            src: self.kernel_ref(src),
-            index: index.kernel_ref(idx),
-            out: out.kernel_ref(out.layout().clone()),
+            src: self.kernel_ref(src)?,
+            index: index.kernel_ref(idx)?,
+            out: out.kernel_ref(out.layout().clone())?,
             target: IndexedAxis {
                 axis,
                 size: self.dims()[axis],
@@ -222,9 +222,9 @@ impl Tensor {
             .collect();
         scatter(&ScatterCall {
             op,
-            out: self.kernel_ref(out_layout.permute(&order)?),
-            src: src.kernel_ref(src_layout.permute(&order)?),
-            index: index.kernel_ref(index.layout().permute(&order)?),
+            out: self.kernel_ref(out_layout.permute(&order)?)?,
+            src: src.kernel_ref(src_layout.permute(&order)?)?,
+            index: index.kernel_ref(index.layout().permute(&order)?)?,
             target: IndexedAxis {
                 axis: a,
                 size: self.dims()[a],

@@ -106,9 +106,9 @@ impl Tensor {
             self.device().clone(),
         );
         matmul(&MatmulCall {
-            a: a.kernel_ref(a.layout().clone()),
-            b: b.kernel_ref(b.layout().clone()),
-            out: out.kernel_ref(out.layout().clone()),
+            a: a.kernel_ref(a.layout().clone())?,
+            b: b.kernel_ref(b.layout().clone())?,
+            out: out.kernel_ref(out.layout().clone())?,
         })?;
         let mut out = out;
         if other.rank() == 1 {

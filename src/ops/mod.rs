@@ -90,6 +90,7 @@ impl Tensor {
         args: &[Arg],
     ) -> Result<Tensor> {
         check_devices(op, lead, args)?;
+        check_real(op, out_dtype, args)?;
         let shape = broadcast_all(op, args)?;
         shape.check(op)?;
         let mut views: SmallVec<[Tensor; 3]> = SmallVec::new();
@@ -103,7 +104,7 @@ impl Tensor {
         let layout = dense_layout_like(&shape, &layout_refs);
         let storage = crate::tensor::alloc(lead.device(), op, out_dtype, shape.numel())?;
         let out = Tensor::from_parts(storage, layout, out_dtype, lead.device().clone());
-        out.launch_into(op, kernel, &kernel_inputs(args, &views))?;
+        out.launch_into(op, kernel, &kernel_inputs(args, &views)?)?;
         Ok(out)
     }
 
@@ -122,6 +123,7 @@ impl Tensor {
         args: &[Arg],
     ) -> Result<()> {
         check_devices(op, self, args)?;
+        check_real(op, self.dtype(), args)?;
         self.layout().check_writable(op)?;
         let mut owned: SmallVec<[Tensor; 3]> = SmallVec::new();
         for a in args {
@@ -147,7 +149,7 @@ impl Tensor {
                 });
             }
         }
-        self.launch_into(op, kernel, &kernel_inputs(args, &owned))
+        self.launch_into(op, kernel, &kernel_inputs(args, &owned)?)
     }
 
     /// [`Tensor::launch_into_args`] for inputs already prepared by the caller.
@@ -157,32 +159,51 @@ impl Tensor {
         kernel: Kernel,
         inputs: &[Input],
     ) -> Result<()> {
-        let complex = self.dtype().is_complex()
-            || inputs
-                .iter()
-                .any(|i| matches!(i, Input::Tensor(t) if t.dtype.is_complex()));
-        if complex {
+        if self.dtype().is_complex() {
             return Err(complex::not_for_complex(op));
         }
         self.layout().check_writable(op)?;
         run(&Call {
             kernel,
-            out: self.kernel_ref(self.layout().clone()),
+            out: self.kernel_ref(self.layout().clone())?,
             inputs: inputs.iter().cloned().collect(),
         })
     }
 }
 
+/// `Error::DType` naming `op` when the destination (`out`) or a tensor
+/// argument is c64: complex ops take their own path (`ops/complex.rs`).
+fn check_real(op: &'static str, out: DType, args: &[Arg]) -> Result<()> {
+    let complex_arg = args
+        .iter()
+        .any(|a| matches!(a, Arg::Tensor(t) if t.dtype().is_complex()));
+    if out.is_complex() || complex_arg {
+        return Err(complex::not_for_complex(op));
+    }
+    Ok(())
+}
+
 /// The kernel inputs for `args`, taking the tensor arguments, in order, from
 /// `tensors` (their prepared views: broadcast, aliasing resolved).
-fn kernel_inputs<'a>(args: &[Arg], tensors: &'a [Tensor]) -> SmallVec<[Input<'a>; 3]> {
+///
+/// # Errors
+/// As [`Tensor::kernel_ref`] (c64 is refused by [`check_real`] before).
+fn kernel_inputs<'a>(args: &[Arg], tensors: &'a [Tensor]) -> Result<SmallVec<[Input<'a>; 3]>> {
     let mut tensors = tensors.iter();
-    args.iter()
-        .filter_map(|a| match a {
-            Arg::Tensor(_) => tensors
-                .next()
-                .map(|t| Input::Tensor(t.kernel_ref(t.layout().clone()))),
-            Arg::Scalar(s) => Some(Input::Scalar(*s)),
-        })
-        .collect()
+    let mut inputs = SmallVec::new();
+    for a in args {
+        inputs.push(match a {
+            Arg::Tensor(_) => {
+                let Some(t) = tensors.next() else {
+                    return Err(Error::internal(
+                        "kernel",
+                        "fewer prepared views than tensors",
+                    ));
+                };
+                Input::Tensor(t.kernel_ref(t.layout().clone())?)
+            }
+            Arg::Scalar(s) => Input::Scalar(*s),
+        });
+    }
+    Ok(inputs)
 }

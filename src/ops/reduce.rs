@@ -130,9 +130,9 @@ impl Tensor {
         );
         reduce(&ReduceCall {
             op,
-            input: self.kernel_ref(input),
+            input: self.kernel_ref(input)?,
             kept: kept.len(),
-            out: out.kernel_ref(out.layout().clone()),
+            out: out.kernel_ref(out.layout().clone())?,
             mean,
         })?;
         if !keepdim {

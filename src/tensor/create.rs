@@ -4,7 +4,7 @@ use super::Tensor;
 use crate::backend::cpu::try_collect;
 use crate::backend::{Input, Storage};
 use crate::device::Device;
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::kinds::Kernel;
@@ -65,15 +65,16 @@ impl Tensor {
         let shape = shape.into();
         shape.check("zeros")?;
         let t = Self::empty_dense(shape, dtype, device, "zeros")?;
-        if device.is_gpu() && dtype.is_complex() {
-            t.fill_(0.0)?;
-        } else if device.is_gpu() {
+        if device.is_gpu() {
             // Pooled buffers hold whatever their last tensor left.
-            t.launch_into(
-                "zeros",
-                Kernel::Fill,
-                &[Input::Scalar(TypedScalar::zero(dtype))],
-            )?;
+            match KernelType::of(dtype) {
+                Some(k) => t.launch_into(
+                    "zeros",
+                    Kernel::Fill,
+                    &[Input::Scalar(TypedScalar::zero(k))],
+                )?,
+                None => t.fill_(0.0)?,
+            }
         }
         Ok(t)
     }
@@ -267,10 +268,11 @@ pub(crate) fn alloc(
     dtype: DType,
     len: usize,
 ) -> Result<Arc<Storage>> {
+    let (stored, per_element) = dtype.stored_as();
     Ok(Arc::new(Storage::alloc(
         device.gpu_context(),
         op,
-        dtype,
-        len,
+        stored,
+        len.saturating_mul(per_element),
     )?))
 }

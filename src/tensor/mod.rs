@@ -9,7 +9,8 @@ pub(crate) use create::alloc;
 
 use crate::backend::{Storage, TensorRef};
 use crate::device::Device;
-use crate::dtype::DType;
+use crate::dtype::{DType, KernelType};
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -63,12 +64,19 @@ impl Tensor {
     }
 
     /// The kernel's view of this tensor, with `layout` in place of its own.
-    pub(crate) fn kernel_ref(&self, layout: Layout) -> TensorRef<'_> {
-        TensorRef {
+    ///
+    /// # Errors
+    /// `Error::Internal` for a c64 tensor: complex ops reach kernels only
+    /// through f32 views (`ops/complex.rs`), and every other op refuses c64
+    /// with `Error::DType` before it gets here.
+    pub(crate) fn kernel_ref(&self, layout: Layout) -> Result<TensorRef<'_>> {
+        let dtype = KernelType::of(self.dtype)
+            .ok_or_else(|| Error::internal("kernel", "c64 reaches kernels only as f32 views"))?;
+        Ok(TensorRef {
             storage: &self.storage,
             layout,
-            dtype: self.dtype,
-        }
+            dtype,
+        })
     }
 
     pub(crate) fn storage(&self) -> &Arc<Storage> {

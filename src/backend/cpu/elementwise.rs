@@ -5,7 +5,7 @@ use super::numeric::{Cast, Float, Num};
 use super::storage::{CpuData, CpuStorage, with_cpu_data};
 use super::strided::{map0, map1, map2, map3};
 use crate::backend::{Call, Input, Storage};
-use crate::dtype::DType;
+use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
@@ -18,37 +18,31 @@ use std::sync::{Arc, RwLockReadGuard};
 macro_rules! with_num_type {
     ($dtype:expr, $T:ident => $body:expr, bool => $other:expr) => {
         match $dtype {
-            DType::F32 => {
+            KernelType::F32 => {
                 type $T = f32;
                 $body
             }
-            DType::F16 => {
+            KernelType::F16 => {
                 type $T = f16;
                 $body
             }
-            DType::F64 => {
+            KernelType::F64 => {
                 type $T = f64;
                 $body
             }
-            DType::I32 => {
+            KernelType::I32 => {
                 type $T = i32;
                 $body
             }
-            DType::U32 => {
+            KernelType::U32 => {
                 type $T = u32;
                 $body
             }
-            DType::U8 => {
+            KernelType::U8 => {
                 type $T = u8;
                 $body
             }
-            // Complex tensors reach kernels only as f32 views (see
-            // `backend::reject_complex`); this arm is never taken.
-            DType::C64 => {
-                type $T = f32;
-                $body
-            }
-            DType::Bool => $other,
+            KernelType::Bool => $other,
         }
     };
 }
@@ -131,8 +125,8 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
 /// See [`run`].
 unsafe fn dispatch(
     kernel: Kernel,
-    out_dtype: DType,
-    in_dtype: Option<DType>,
+    out_dtype: KernelType,
+    in_dtype: Option<KernelType>,
     plan: &IterPlan,
     out: *mut u8,
     ins: &[*const u8],
@@ -155,13 +149,13 @@ unsafe fn dispatch(
             Kernel::Unary(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 match out_dtype {
-                    DType::F32 | DType::C64 => unary_float::<f32>(op, plan, out, a),
-                    DType::F16 => unary_float::<f16>(op, plan, out, a),
-                    DType::F64 => unary_float::<f64>(op, plan, out, a),
-                    DType::I32 => unary_num::<i32>(op, plan, out, a),
-                    DType::U32 => unary_num::<u32>(op, plan, out, a),
-                    DType::U8 => unary_num::<u8>(op, plan, out, a),
-                    DType::Bool => unary_bool(op, plan, out, a),
+                    KernelType::F32 => unary_float::<f32>(op, plan, out, a),
+                    KernelType::F16 => unary_float::<f16>(op, plan, out, a),
+                    KernelType::F64 => unary_float::<f64>(op, plan, out, a),
+                    KernelType::I32 => unary_num::<i32>(op, plan, out, a),
+                    KernelType::U32 => unary_num::<u32>(op, plan, out, a),
+                    KernelType::U8 => unary_num::<u8>(op, plan, out, a),
+                    KernelType::Bool => unary_bool(op, plan, out, a),
                 }?;
             }
             Kernel::Binary(op) => {
@@ -169,8 +163,8 @@ unsafe fn dispatch(
                 let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
                 if op.is_float_only() {
                     match out_dtype {
-                        DType::F16 => binary_float::<f16>(op, plan, out, a, b),
-                        DType::F64 => binary_float::<f64>(op, plan, out, a, b),
+                        KernelType::F16 => binary_float::<f16>(op, plan, out, a, b),
+                        KernelType::F64 => binary_float::<f64>(op, plan, out, a, b),
                         _ => binary_float::<f32>(op, plan, out, a, b),
                     }?;
                 } else {

@@ -9,7 +9,7 @@
 use super::storage::{CpuData, CpuStorage};
 use super::strided::for_each_run;
 use crate::backend::{ReduceCall, Storage};
-use crate::dtype::{DType, Element};
+use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
 use crate::ops::kinds::ReduceOp;
@@ -180,13 +180,13 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
         }};
     }
     match call.input.dtype {
-        DType::F32 | DType::C64 => typed!(f32, F32),
-        DType::F16 => typed!(f16, F16),
-        DType::F64 => typed!(f64, F64),
-        DType::I32 => typed!(i32, I32),
-        DType::U32 => typed!(u32, U32),
-        DType::U8 => typed!(u8, U8),
-        DType::Bool => typed!(bool, Bool),
+        KernelType::F32 => typed!(f32, F32),
+        KernelType::F16 => typed!(f16, F16),
+        KernelType::F64 => typed!(f64, F64),
+        KernelType::I32 => typed!(i32, I32),
+        KernelType::U32 => typed!(u32, U32),
+        KernelType::U8 => typed!(u8, U8),
+        KernelType::Bool => typed!(bool, Bool),
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! sharing it can be written in place.
 
 use super::alloc::try_zeroed;
-use crate::dtype::{DType, Element};
+use crate::dtype::{Element, KernelType};
 use crate::error::Result;
 use half::f16;
 use std::any::Any;
@@ -47,15 +47,14 @@ impl CpuData {
                 }
             };
         }
-        match T::DTYPE {
-            DType::F32 => take!(F32),
-            DType::F16 => take!(F16),
-            DType::F64 => take!(F64),
-            DType::I32 => take!(I32),
-            DType::U32 => take!(U32),
-            DType::U8 => take!(U8),
-            DType::Bool => take!(Bool),
-            DType::C64 => unreachable!("no Element type has dtype c64"),
+        match T::KERNEL_TYPE {
+            KernelType::F32 => take!(F32),
+            KernelType::F16 => take!(F16),
+            KernelType::F64 => take!(F64),
+            KernelType::I32 => take!(I32),
+            KernelType::U32 => take!(U32),
+            KernelType::U8 => take!(U8),
+            KernelType::Bool => take!(Bool),
         }
     }
 
@@ -63,17 +62,15 @@ impl CpuData {
     ///
     /// # Errors
     /// `Error::OutOfMemory` naming `op` when the host cannot hold it.
-    pub fn zeros(op: &'static str, dtype: DType, len: usize) -> Result<CpuData> {
+    pub fn zeros(op: &'static str, dtype: KernelType, len: usize) -> Result<CpuData> {
         Ok(match dtype {
-            DType::F32 => CpuData::F32(try_zeroed(op, len)?),
-            // Interleaved (re, im) pairs.
-            DType::C64 => CpuData::F32(try_zeroed(op, len.saturating_mul(2))?),
-            DType::F16 => CpuData::F16(try_zeroed(op, len)?),
-            DType::F64 => CpuData::F64(try_zeroed(op, len)?),
-            DType::I32 => CpuData::I32(try_zeroed(op, len)?),
-            DType::U32 => CpuData::U32(try_zeroed(op, len)?),
-            DType::U8 => CpuData::U8(try_zeroed(op, len)?),
-            DType::Bool => CpuData::Bool(try_zeroed(op, len)?),
+            KernelType::F32 => CpuData::F32(try_zeroed(op, len)?),
+            KernelType::F16 => CpuData::F16(try_zeroed(op, len)?),
+            KernelType::F64 => CpuData::F64(try_zeroed(op, len)?),
+            KernelType::I32 => CpuData::I32(try_zeroed(op, len)?),
+            KernelType::U32 => CpuData::U32(try_zeroed(op, len)?),
+            KernelType::U8 => CpuData::U8(try_zeroed(op, len)?),
+            KernelType::Bool => CpuData::Bool(try_zeroed(op, len)?),
         })
     }
 

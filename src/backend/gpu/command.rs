@@ -4,7 +4,7 @@
 
 use super::kernel::pipeline::Pipeline;
 use crate::backend::Storage;
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::kinds::Kernel;
@@ -36,7 +36,7 @@ pub(crate) struct TensorOperand {
     pub buffer_id: u64,
     /// Over the op's shape (inputs already broadcast).
     pub layout: Layout,
-    pub dtype: DType,
+    pub dtype: KernelType,
 }
 
 impl TensorOperand {

@@ -23,7 +23,7 @@
 
 use super::command::{Command, KernelCommand, OpArg, RecordedOp, StorageId, TensorOperand};
 use super::elementwise::program::{Node, Operand, Program, ProgramLimits};
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::layout::Layout;
 use crate::scalar::TypedScalar;
 use crate::shape::MAX_RANK;
@@ -162,7 +162,7 @@ struct Leaf {
     storage: StorageId,
     buffer_id: u64,
     layout: Layout,
-    dtype: DType,
+    dtype: KernelType,
 }
 
 impl Footprint {

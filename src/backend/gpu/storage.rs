@@ -3,15 +3,15 @@
 use super::context::GpuContext;
 use super::faults::FAULT_BYTES;
 use super::pool::{BufferKind, PooledBuffer};
-use crate::dtype::{DType, Element};
+use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
 /// Bytes one element occupies in a device buffer.
-pub(crate) fn element_bytes(dtype: DType) -> usize {
+pub(crate) fn element_bytes(dtype: KernelType) -> usize {
     match dtype {
-        DType::F16 => 2,
-        DType::U8 | DType::Bool => 1,
+        KernelType::F16 => 2,
+        KernelType::U8 | KernelType::Bool => 1,
         _ => 4,
     }
 }
@@ -21,7 +21,7 @@ pub(crate) fn element_bytes(dtype: DType) -> usize {
 pub(crate) struct GpuStorage {
     loan: PooledBuffer,
     pub len: usize,
-    pub dtype: DType,
+    pub dtype: KernelType,
     pub ctx: Arc<GpuContext>,
 }
 
@@ -30,11 +30,11 @@ pub(crate) struct GpuStorage {
 ///
 /// # Errors
 /// `UnsupportedDType` for f64, `TooLarge` above the binding limit.
-fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: DType, len: usize) -> Result<u64> {
-    if dtype == DType::F64 {
+fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: KernelType, len: usize) -> Result<u64> {
+    if dtype == KernelType::F64 {
         return Err(Error::UnsupportedDType {
             op,
-            dtype,
+            dtype: dtype.dtype(),
             device: format!("the GPU ({})", ctx.facts.name),
         });
     }
@@ -70,7 +70,7 @@ impl GpuStorage {
     pub fn uninit(
         ctx: &Arc<GpuContext>,
         op: &'static str,
-        dtype: DType,
+        dtype: KernelType,
         len: usize,
     ) -> Result<GpuStorage> {
         Ok(Self::acquire(ctx, op, dtype, len)?.0)
@@ -86,11 +86,11 @@ impl GpuStorage {
         op: &'static str,
         values: &[T],
     ) -> Result<GpuStorage> {
-        let (storage, needs_flush) = Self::acquire(ctx, op, T::DTYPE, values.len())?;
+        let (storage, needs_flush) = Self::acquire(ctx, op, T::KERNEL_TYPE, values.len())?;
         if needs_flush {
             ctx.flush()?;
         }
-        let mut bytes = Vec::with_capacity(values.len() * element_bytes(T::DTYPE) + 3);
+        let mut bytes = Vec::with_capacity(values.len() * element_bytes(T::KERNEL_TYPE) + 3);
         T::write_bytes(values, &mut bytes);
         bytes.resize(bytes.len().next_multiple_of(4), 0);
         if !bytes.is_empty() {
@@ -102,7 +102,7 @@ impl GpuStorage {
     fn acquire(
         ctx: &Arc<GpuContext>,
         op: &'static str,
-        dtype: DType,
+        dtype: KernelType,
         len: usize,
     ) -> Result<(GpuStorage, bool)> {
         let bytes = storage_bytes(ctx, op, dtype, len)?;

@@ -14,7 +14,7 @@ use crate::backend::gpu::kernel::prelude::MATH_WGSL;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
 use std::fmt::Write;
@@ -24,13 +24,13 @@ pub(crate) const COMMON_WGSL: &str = include_str!("common.wgsl");
 pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("elementwise.wgsl");
 
 /// Scalar slot `slot` as the compute type of `dtype`.
-fn scalar_expr(dtype: DType, slot: u8) -> String {
+fn scalar_expr(dtype: KernelType, slot: u8) -> String {
     let bits = format!("scalar_bits({slot}u)");
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 | DType::C64 => format!("bitcast<f32>({bits})"),
-        DType::I32 => format!("bitcast<i32>({bits})"),
-        DType::U32 | DType::U8 => bits,
-        DType::Bool => format!("({bits} != 0u)"),
+        KernelType::F32 | KernelType::F16 | KernelType::F64 => format!("bitcast<f32>({bits})"),
+        KernelType::I32 => format!("bitcast<i32>({bits})"),
+        KernelType::U32 | KernelType::U8 => bits,
+        KernelType::Bool => format!("({bits} != 0u)"),
     }
 }
 
@@ -123,8 +123,8 @@ fn compare_expr(op: CompareOp, ct: ScalarType) -> String {
 }
 
 /// Rust `as` semantics from `from` to `to`, on the compute types.
-fn cast_expr(from: DType, to: DType) -> String {
-    use DType::*;
+fn cast_expr(from: KernelType, to: KernelType) -> String {
+    use KernelType::*;
     let e = match (from, to) {
         _ if ScalarType::of(from) == ScalarType::of(to) => "a",
         (F32 | F16 | F64, I32) => "f32_to_i32(a)",
@@ -146,7 +146,7 @@ fn cast_expr(from: DType, to: DType) -> String {
 
 /// `fn op{n}(...)` computing `kernel` from arguments of `inputs` dtypes into
 /// a value of `out`.
-fn op_fn(n: usize, kernel: Kernel, out: DType, inputs: &[DType]) -> String {
+fn op_fn(n: usize, kernel: Kernel, out: KernelType, inputs: &[KernelType]) -> String {
     let out_ct = ScalarType::of(out);
     let names: &[&str] = if kernel == Kernel::Where {
         &["c", "a", "b"]
@@ -222,7 +222,8 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
                 dtype,
                 args,
             } => {
-                let inputs: Vec<DType> = args.iter().map(|&a| key.node_dtype(a as usize)).collect();
+                let inputs: Vec<KernelType> =
+                    args.iter().map(|&a| key.node_dtype(a as usize)).collect();
                 ops.push_str(&op_fn(n, *kernel, *dtype, &inputs));
                 let args: Vec<String> = args.iter().map(|a| format!("v{a}")).collect();
                 format!("op{n}({})", args.join(", "))
@@ -325,8 +326,8 @@ mod tests {
     /// The key of one op reading `inputs`, as the scheduler builds it.
     fn single(
         kernel: Kernel,
-        out: DType,
-        inputs: &[(DType, Src)],
+        out: KernelType,
+        inputs: &[(KernelType, Src)],
         native_f16: bool,
         contiguous: bool,
     ) -> KernelKey {
@@ -407,7 +408,7 @@ mod tests {
         let mut keys = Vec::new();
         for native_f16 in [true, false] {
             for contiguous in [true, false] {
-                let key = |kernel, out, inputs: &[(DType, Src)]| {
+                let key = |kernel, out, inputs: &[(KernelType, Src)]| {
                     single(kernel, out, inputs, native_f16, contiguous)
                 };
                 for &d in &GPU_DTYPES {
@@ -416,7 +417,7 @@ mod tests {
                         Kernel::Where,
                         d,
                         &[
-                            (DType::Bool, Src::Binding),
+                            (KernelType::Bool, Src::Binding),
                             (d, Src::Out),
                             (d, Src::Binding),
                         ],
@@ -425,12 +426,12 @@ mod tests {
                         keys.push(key(Kernel::Cast, d, &[(from, Src::Binding)]));
                     }
                     for op in UnaryOp::ALL {
-                        if op.check(d).is_ok() {
+                        if op.check(d.dtype()).is_ok() {
                             keys.push(key(Kernel::Unary(op), d, &[(d, Src::Out)]));
                         }
                     }
                     for op in BinaryOp::ALL {
-                        if op.check(d).is_ok() {
+                        if op.check(d.dtype()).is_ok() {
                             keys.push(key(
                                 Kernel::Binary(op),
                                 d,
@@ -441,7 +442,7 @@ mod tests {
                     for op in CompareOp::ALL {
                         keys.push(key(
                             Kernel::Compare(op),
-                            DType::Bool,
+                            KernelType::Bool,
                             &[(d, Src::Binding), (d, Src::Binding)],
                         ));
                     }
@@ -459,7 +460,11 @@ mod tests {
     /// program with the most operands and scalar slots.
     #[test]
     fn fused_programs_validate() {
-        for (dtype, native_f16) in [(DType::F32, true), (DType::F16, true), (DType::F16, false)] {
+        for (dtype, native_f16) in [
+            (KernelType::F32, true),
+            (KernelType::F16, true),
+            (KernelType::F16, false),
+        ] {
             let operand = |binding| Operand { dtype, binding };
             let apply = |op, args: &[u8]| Node::Apply {
                 kernel: Kernel::Binary(op),
@@ -498,32 +503,35 @@ mod tests {
         }
         let mut wide = single(
             Kernel::Binary(BinaryOp::Add),
-            DType::U8,
-            &[(DType::U8, Src::Binding), (DType::U8, Src::Scalar)],
+            KernelType::U8,
+            &[
+                (KernelType::U8, Src::Binding),
+                (KernelType::U8, Src::Scalar),
+            ],
             false,
             true,
         );
         let add = |args: [u8; 2]| Node::Apply {
             kernel: Kernel::Binary(BinaryOp::Add),
-            dtype: DType::U8,
+            dtype: KernelType::U8,
             args: args.into_iter().collect(),
         };
         for k in 0..6u8 {
             let prev = wide.nodes.len() as u8 - 1;
-            wide.inputs.push(DType::U8);
+            wide.inputs.push(KernelType::U8);
             wide.operands.push(Operand {
-                dtype: DType::U8,
+                dtype: KernelType::U8,
                 binding: 3 + k,
             });
             wide.nodes.push(Node::Load(2 + k));
             wide.nodes.push(Node::Scalar {
                 slot: 1 + k,
-                dtype: DType::U8,
+                dtype: KernelType::U8,
             });
             wide.nodes.push(add([prev + 1, prev + 2]));
             wide.nodes.push(Node::Round {
                 arg: prev + 3,
-                dtype: DType::U8,
+                dtype: KernelType::U8,
             });
             wide.nodes.push(add([prev, prev + 4]));
         }

@@ -7,7 +7,7 @@
 //! layouts, buffers and scalar values of one dispatch.
 
 use super::params::{MAX_OPERANDS, MAX_SCALARS};
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::layout::Layout;
 use crate::ops::kinds::Kernel;
 use smallvec::SmallVec;
@@ -22,22 +22,22 @@ pub(crate) enum Node {
     /// Operand `k` (1 and up; operand 0 is the destination) at its position.
     Load(u8),
     /// Scalar slot `slot` of the parameter block, as `dtype`.
-    Scalar { slot: u8, dtype: DType },
+    Scalar { slot: u8, dtype: KernelType },
     /// `kernel` applied to earlier nodes, giving a value of `dtype`.
     Apply {
         kernel: Kernel,
-        dtype: DType,
+        dtype: KernelType,
         args: SmallVec<[u8; 3]>,
     },
     /// A fused intermediate, rounded as storing it as `dtype` would round it
     /// (f16 precision, u8 wrap), so fused and unfused results agree.
-    Round { arg: u8, dtype: DType },
+    Round { arg: u8, dtype: KernelType },
 }
 
 /// How a kernel reads one operand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Operand {
-    pub dtype: DType,
+    pub dtype: KernelType,
     /// The binding it is read from: 1 is the destination's, 2.. inputs.
     pub binding: u8,
 }
@@ -50,7 +50,7 @@ pub(crate) struct KernelKey {
     /// Operand 0 is the destination (binding 1), the others its inputs.
     pub operands: SmallVec<[Operand; 4]>,
     /// Dtypes of the read-only bindings 2, 3, ...
-    pub inputs: SmallVec<[DType; 3]>,
+    pub inputs: SmallVec<[KernelType; 3]>,
     /// Scalar slots used.
     pub scalars: u8,
     pub native_f16: bool,
@@ -60,12 +60,12 @@ pub(crate) struct KernelKey {
 
 impl KernelKey {
     /// The destination's dtype.
-    pub fn out(&self) -> DType {
+    pub fn out(&self) -> KernelType {
         self.operands[0].dtype
     }
 
     /// The dtype of node `n`'s value.
-    pub fn node_dtype(&self, n: usize) -> DType {
+    pub fn node_dtype(&self, n: usize) -> KernelType {
         match &self.nodes[n] {
             Node::Load(k) => self.operands[*k as usize].dtype,
             Node::Scalar { dtype, .. } | Node::Apply { dtype, .. } | Node::Round { dtype, .. } => {
@@ -85,7 +85,7 @@ pub(crate) struct Program {
     pub layouts: SmallVec<[Layout; 4]>,
     /// Binding 1 first (the destination), then the inputs in binding order.
     pub buffers: SmallVec<[wgpu::Buffer; 4]>,
-    pub input_dtypes: SmallVec<[DType; 3]>,
+    pub input_dtypes: SmallVec<[KernelType; 3]>,
     /// Scalar bits, one per slot.
     pub scalars: SmallVec<[u32; 4]>,
 }

@@ -18,7 +18,7 @@ use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::ops::kinds::IndexOp;
 use smallvec::{SmallVec, smallvec};
@@ -82,9 +82,9 @@ pub(crate) enum IndexKernel {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct IndexKey {
     pub kernel: IndexKernel,
-    pub dtype: DType,
+    pub dtype: KernelType,
     /// i32 or u32.
-    pub index: DType,
+    pub index: KernelType,
     pub native_f16: bool,
 }
 
@@ -102,7 +102,7 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
     ]
     .concat();
     let zero = ScalarType::of(dtype).zero();
-    let (raw, resolve) = if key.index == DType::I32 {
+    let (raw, resolve) = if key.index == KernelType::I32 {
         ("bitcast<u32>(load_idx(p))", "resolve_signed")
     } else {
         ("load_idx(p)", "resolve_unsigned")
@@ -175,8 +175,8 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
 }
 
 /// The fault code of `op` on `target` with an index of `dtype`.
-fn code(op: IndexOp, target: &IndexedAxis, index: DType) -> u32 {
-    fault_code(op, target.axis, index == DType::U32)
+fn code(op: IndexOp, target: &IndexedAxis, index: KernelType) -> u32 {
+    fault_code(op, target.axis, index == KernelType::U32)
 }
 
 /// Bindings 1..=4: source, index, destination, fault record.
@@ -315,8 +315,8 @@ mod tests {
     fn params_match_the_wgsl_structs() {
         let key = |kernel| IndexKey {
             kernel,
-            dtype: DType::F32,
-            index: DType::I32,
+            dtype: KernelType::F32,
+            index: KernelType::I32,
             native_f16: true,
         };
         let gather = index_source(&key(IndexKernel::Gather)).unwrap();
@@ -339,10 +339,10 @@ mod tests {
         ];
         for kernel in kernels {
             for dtype in GPU_DTYPES {
-                if kernel == IndexKernel::ScatterAdd && dtype == DType::Bool {
+                if kernel == IndexKernel::ScatterAdd && dtype == KernelType::Bool {
                     continue;
                 }
-                for index in [DType::I32, DType::U32] {
+                for index in [KernelType::I32, KernelType::U32] {
                     for native_f16 in [true, false] {
                         let key = IndexKey {
                             kernel,

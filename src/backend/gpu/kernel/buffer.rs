@@ -10,7 +10,7 @@
 //! gives wrapping).
 
 use super::wgsl_type::ScalarType;
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 
 /// How one dtype is stored in a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,14 +25,14 @@ pub(crate) enum StorageMode {
     Bytes,
 }
 
-pub(crate) fn storage_mode(dtype: DType, native_f16: bool) -> StorageMode {
+pub(crate) fn storage_mode(dtype: KernelType, native_f16: bool) -> StorageMode {
     match dtype {
-        DType::F32 | DType::F64 | DType::C64 | DType::I32 | DType::U32 => {
+        KernelType::F32 | KernelType::F64 | KernelType::I32 | KernelType::U32 => {
             StorageMode::Plain(ScalarType::of(dtype))
         }
-        DType::F16 if native_f16 => StorageMode::F16,
-        DType::F16 => StorageMode::PackedF16,
-        DType::U8 | DType::Bool => StorageMode::Bytes,
+        KernelType::F16 if native_f16 => StorageMode::F16,
+        KernelType::F16 => StorageMode::PackedF16,
+        KernelType::U8 | KernelType::Bool => StorageMode::Bytes,
     }
 }
 
@@ -53,7 +53,7 @@ pub(crate) fn packed(s: StorageMode) -> bool {
 }
 
 /// A WGSL expression loading element `p` of buffer `buf` as the compute type.
-pub(crate) fn load_expr(dtype: DType, s: StorageMode, buf: &str, atomic: bool) -> String {
+pub(crate) fn load_expr(dtype: KernelType, s: StorageMode, buf: &str, atomic: bool) -> String {
     let word = |index: &str| {
         if atomic {
             format!("atomicLoad(&{buf}[{index}])")
@@ -67,7 +67,7 @@ pub(crate) fn load_expr(dtype: DType, s: StorageMode, buf: &str, atomic: bool) -
         StorageMode::PackedF16 => format!("unpack2x16float({})[p & 1u]", word("p >> 1u")),
         StorageMode::Bytes => {
             let byte = format!("(({} >> ((p & 3u) * 8u)) & 0xffu)", word("p >> 2u"));
-            if dtype == DType::Bool {
+            if dtype == KernelType::Bool {
                 format!("({byte} != 0u)")
             } else {
                 byte
@@ -76,17 +76,17 @@ pub(crate) fn load_expr(dtype: DType, s: StorageMode, buf: &str, atomic: bool) -
     }
 }
 
-pub(crate) fn store_fn(dtype: DType, s: StorageMode) -> String {
+pub(crate) fn store_fn(dtype: KernelType, s: StorageMode) -> String {
     let ct = ScalarType::of(dtype);
     let body = match s {
         StorageMode::Plain(_) => "out_buf[p] = v;".to_string(),
-        StorageMode::F16 => format!("out_buf[p] = f16({});", round_expr(DType::F16, "v")),
+        StorageMode::F16 => format!("out_buf[p] = f16({});", round_expr(KernelType::F16, "v")),
         StorageMode::PackedF16 => "let shift = (p & 1u) * 16u;\n    \
              atomicAnd(&out_buf[p >> 1u], ~(0xffffu << shift));\n    \
              atomicOr(&out_buf[p >> 1u], f16_bits(v) << shift);"
             .to_string(),
         StorageMode::Bytes => {
-            let bits = if dtype == DType::Bool {
+            let bits = if dtype == KernelType::Bool {
                 "select(0u, 1u, v)"
             } else {
                 "(v & 0xffu)"
@@ -102,10 +102,10 @@ pub(crate) fn store_fn(dtype: DType, s: StorageMode) -> String {
 }
 
 /// `v` (a compute-type value) rounded as storing it as `dtype` would.
-pub(crate) fn round_expr(dtype: DType, v: &str) -> String {
+pub(crate) fn round_expr(dtype: KernelType, v: &str) -> String {
     match dtype {
-        DType::F16 => format!("unpack2x16float(f16_bits({v})).x"),
-        DType::U8 => format!("({v} & 0xffu)"),
+        KernelType::F16 => format!("unpack2x16float(f16_bits({v})).x"),
+        KernelType::U8 => format!("({v} & 0xffu)"),
         _ => v.to_string(),
     }
 }
@@ -115,7 +115,7 @@ pub(crate) fn round_expr(dtype: DType, v: &str) -> String {
 pub(crate) fn buffer_decl(
     binding: u32,
     name: &str,
-    dtype: DType,
+    dtype: KernelType,
     native_f16: bool,
     writes: bool,
 ) -> String {
@@ -129,7 +129,7 @@ pub(crate) fn buffer_decl(
 
 /// `fn {name}(p: u32) -> compute type`: element `p` of the read-only buffer
 /// `buf` holding `dtype`.
-pub(crate) fn load_fn(name: &str, buf: &str, dtype: DType, native_f16: bool) -> String {
+pub(crate) fn load_fn(name: &str, buf: &str, dtype: KernelType, native_f16: bool) -> String {
     let expr = load_expr(dtype, storage_mode(dtype, native_f16), buf, false);
     format!(
         "fn {name}(p: u32) -> {} {{\n    return {expr};\n}}\n",
@@ -140,14 +140,14 @@ pub(crate) fn load_fn(name: &str, buf: &str, dtype: DType, native_f16: bool) -> 
 /// `fn store_out(p: u32, v: compute type)` into `out_buf` holding `dtype`
 /// (declared by [`buffer_decl`] as writable), safe for neighbouring
 /// elements written by other threads.
-pub(crate) fn store_out_fn(dtype: DType, native_f16: bool) -> String {
+pub(crate) fn store_out_fn(dtype: KernelType, native_f16: bool) -> String {
     store_fn(dtype, storage_mode(dtype, native_f16))
 }
 
 /// `fn load_out(p: u32) -> compute type`: element `p` of the writable
 /// `out_buf` holding `dtype` (atomic words when packed), for kernels that
 /// read what they update.
-pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
+pub(crate) fn load_out_fn(dtype: KernelType, native_f16: bool) -> String {
     let s = storage_mode(dtype, native_f16);
     format!(
         "fn load_out(p: u32) -> {} {{\n    return {};\n}}\n",
@@ -157,21 +157,21 @@ pub(crate) fn load_out_fn(dtype: DType, native_f16: bool) -> String {
 }
 
 /// True when a buffer of `dtype` needs `enable f16;`.
-pub(crate) fn needs_f16(dtype: DType, native_f16: bool) -> bool {
+pub(crate) fn needs_f16(dtype: KernelType, native_f16: bool) -> bool {
     storage_mode(dtype, native_f16) == StorageMode::F16
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::dtype::DType;
+    use crate::dtype::KernelType;
 
     /// Every dtype a GPU kernel stores.
-    pub(crate) const GPU_DTYPES: [DType; 6] = [
-        DType::F32,
-        DType::F16,
-        DType::I32,
-        DType::U32,
-        DType::U8,
-        DType::Bool,
+    pub(crate) const GPU_DTYPES: [KernelType; 6] = [
+        KernelType::F32,
+        KernelType::F16,
+        KernelType::I32,
+        KernelType::U32,
+        KernelType::U8,
+        KernelType::Bool,
     ];
 }

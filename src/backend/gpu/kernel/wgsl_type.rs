@@ -1,7 +1,7 @@
 //! The WGSL scalar types kernels compute in, with the literals generated
 //! code needs, so that no launcher matches on type names.
 
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use std::fmt;
 
 /// The WGSL scalar type arithmetic on a dtype runs in: f16 computes in f32,
@@ -16,12 +16,12 @@ pub(crate) enum ScalarType {
 
 impl ScalarType {
     /// The type `dtype` computes in.
-    pub fn of(dtype: DType) -> ScalarType {
+    pub fn of(dtype: KernelType) -> ScalarType {
         match dtype {
-            DType::F32 | DType::F16 | DType::F64 | DType::C64 => ScalarType::F32,
-            DType::I32 => ScalarType::I32,
-            DType::U32 | DType::U8 => ScalarType::U32,
-            DType::Bool => ScalarType::Bool,
+            KernelType::F32 | KernelType::F16 | KernelType::F64 => ScalarType::F32,
+            KernelType::I32 => ScalarType::I32,
+            KernelType::U32 | KernelType::U8 => ScalarType::U32,
+            KernelType::Bool => ScalarType::Bool,
         }
     }
 
@@ -90,9 +90,9 @@ mod tests {
 
     #[test]
     fn narrow_and_half_dtypes_compute_wide() {
-        assert_eq!(ScalarType::of(DType::F16), ScalarType::F32);
-        assert_eq!(ScalarType::of(DType::U8), ScalarType::U32);
-        assert_eq!(format!("{}", ScalarType::of(DType::Bool)), "bool");
+        assert_eq!(ScalarType::of(KernelType::F16), ScalarType::F32);
+        assert_eq!(ScalarType::of(KernelType::U8), ScalarType::U32);
+        assert_eq!(format!("{}", ScalarType::of(KernelType::Bool)), "bool");
         assert_eq!(ScalarType::I32.lowest(), "I32_MIN");
     }
 }

@@ -14,7 +14,7 @@ use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use std::ops::Range;
 
@@ -57,7 +57,7 @@ params_block! {
 /// Everything that selects a distinct matmul pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct MatmulKey {
-    pub dtype: DType,
+    pub dtype: KernelType,
     pub native_f16: bool,
 }
 
@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn params_match_the_wgsl_struct() {
         let key = MatmulKey {
-            dtype: DType::F16,
+            dtype: KernelType::F16,
             native_f16: false,
         };
         let source = matmul_source(&key).unwrap();
@@ -215,7 +215,12 @@ mod tests {
 
     #[test]
     fn every_matmul_kernel_is_valid_wgsl() {
-        for dtype in [DType::F32, DType::F16, DType::I32, DType::U32] {
+        for dtype in [
+            KernelType::F32,
+            KernelType::F16,
+            KernelType::I32,
+            KernelType::U32,
+        ] {
             for native_f16 in [true, false] {
                 let key = MatmulKey { dtype, native_f16 };
                 validate(&matmul_source(&key).unwrap(), &format!("{key:?}"));

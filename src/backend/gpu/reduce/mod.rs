@@ -21,7 +21,7 @@ use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::ops::kinds::ReduceOp;
@@ -61,9 +61,9 @@ pub(crate) enum Dest {
 pub(crate) struct ReduceKey {
     pub op: ReduceOp,
     /// The input tensor's dtype (it fixes the accumulator).
-    pub dtype: DType,
+    pub dtype: KernelType,
     /// The output's dtype (i32 for arg ops).
-    pub out: DType,
+    pub out: KernelType,
     pub source: Source,
     pub dest: Dest,
     pub mean: bool,
@@ -73,11 +73,11 @@ pub(crate) struct ReduceKey {
 }
 
 /// The accumulator dtype of a reduction over `dtype`.
-fn acc_dtype(dtype: DType) -> DType {
+fn acc_dtype(dtype: KernelType) -> KernelType {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 | DType::C64 => DType::F32,
-        DType::I32 => DType::I32,
-        DType::U32 | DType::U8 | DType::Bool => DType::U32,
+        KernelType::F32 | KernelType::F16 | KernelType::F64 => KernelType::F32,
+        KernelType::I32 => KernelType::I32,
+        KernelType::U32 | KernelType::U8 | KernelType::Bool => KernelType::U32,
     }
 }
 
@@ -112,7 +112,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     let acc = ScalarType::of(acc_dtype(key.dtype));
     let mut bindings = String::new();
     let mut next = 1u32;
-    let mut bind = |name: &str, dtype: DType, writes: bool, out: &mut String| {
+    let mut bind = |name: &str, dtype: KernelType, writes: bool, out: &mut String| {
         out.push_str(&buffer_decl(next, name, dtype, key.native_f16, writes));
         next += 1;
     };
@@ -121,7 +121,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         Source::Tensor => {
             bind("src", key.dtype, false, &mut bindings);
             load.push_str(&load_fn("load_src", "src", key.dtype, key.native_f16));
-            let value = if key.dtype == DType::Bool {
+            let value = if key.dtype == KernelType::Bool {
                 "select(0u, 1u, load_src(p))"
             } else {
                 "load_src(p)"
@@ -137,7 +137,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         Source::Partials => {
             bind("src_v", acc_dtype(key.dtype), false, &mut bindings);
             let index = if key.op.is_arg() {
-                bind("src_i", DType::I32, false, &mut bindings);
+                bind("src_i", KernelType::I32, false, &mut bindings);
                 "src_i[p]"
             } else {
                 "0"
@@ -165,7 +165,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
                 };
                 let out = ScalarType::of(key.out);
                 match key.out {
-                    DType::Bool => format!("({v} != 0u)"),
+                    KernelType::Bool => format!("({v} != 0u)"),
                     // A bool sum accumulates in u32 and stores i32.
                     _ if out != acc => format!("{out}({v})"),
                     _ => v,
@@ -179,7 +179,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         Dest::Partials => {
             bind("dst_v", acc_dtype(key.dtype), true, &mut bindings);
             let index = if key.op.is_arg() {
-                bind("dst_i", DType::I32, true, &mut bindings);
+                bind("dst_i", KernelType::I32, true, &mut bindings);
                 "\n    dst_i[o * params.splits + s] = st.i;"
             } else {
                 ""
@@ -334,7 +334,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     };
     let mut partials = vec![scratch(acc_dtype(call.input.dtype))?];
     if call.op.is_arg() {
-        partials.push(scratch(DType::I32)?);
+        partials.push(scratch(KernelType::I32)?);
     }
     let part_bound = |writes| -> Result<SmallVec<[Bound; 4]>> {
         partials
@@ -463,9 +463,9 @@ mod tests {
                     for (group, native_f16) in [(true, true), (false, false)] {
                         let widening = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
                         let out = match dtype {
-                            _ if op.is_arg() => DType::I32,
-                            DType::Bool if widening => DType::I32,
-                            DType::U8 if widening => DType::U32,
+                            _ if op.is_arg() => KernelType::I32,
+                            KernelType::Bool if widening => KernelType::I32,
+                            KernelType::U8 if widening => KernelType::U32,
                             _ => dtype,
                         };
                         let key = ReduceKey {
@@ -474,7 +474,7 @@ mod tests {
                             out,
                             source,
                             dest,
-                            mean: op == ReduceOp::Sum && dtype.is_float(),
+                            mean: op == ReduceOp::Sum && dtype.dtype().is_float(),
                             group,
                             native_f16,
                         };
@@ -489,8 +489,8 @@ mod tests {
     fn params_match_the_wgsl_struct() {
         let key = ReduceKey {
             op: ReduceOp::ArgMax,
-            dtype: DType::F32,
-            out: DType::I32,
+            dtype: KernelType::F32,
+            out: KernelType::I32,
             source: Source::Tensor,
             dest: Dest::Partials,
             mean: false,

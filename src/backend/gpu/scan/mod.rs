@@ -16,7 +16,7 @@ use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ScanCall, lines};
-use crate::dtype::DType;
+use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::ops::kinds::ScanOp;
 use smallvec::smallvec;
@@ -52,7 +52,7 @@ params_block! {
 pub(crate) struct ScanKey {
     pub op: ScanOp,
     /// f32, f16, i32 or u32 (the op layer widens bool and u8).
-    pub dtype: DType,
+    pub dtype: KernelType,
     /// One workgroup per line (else one thread).
     pub group: bool,
     pub native_f16: bool,
@@ -189,7 +189,12 @@ mod tests {
     #[test]
     fn every_scan_kernel_is_valid_wgsl() {
         for op in [ScanOp::Sum, ScanOp::Prod] {
-            for dtype in [DType::F32, DType::F16, DType::I32, DType::U32] {
+            for dtype in [
+                KernelType::F32,
+                KernelType::F16,
+                KernelType::I32,
+                KernelType::U32,
+            ] {
                 for (group, native_f16) in [(true, true), (false, false), (true, false)] {
                     let key = ScanKey {
                         op,
@@ -207,7 +212,7 @@ mod tests {
     fn params_match_the_wgsl_struct() {
         let key = ScanKey {
             op: ScanOp::Sum,
-            dtype: DType::F32,
+            dtype: KernelType::F32,
             group: true,
             native_f16: true,
         };
