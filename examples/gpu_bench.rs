@@ -1,0 +1,330 @@
+//! webtensor's GPU benchmark, line for line comparable with the peers in
+//! `../shared/gpu/` (Burn-wgpu, PyTorch): one line per workload,
+//! `name  min_ms  median_ms  rate`, after 2 warm-ups and 10 timed runs that
+//! each end in a device sync; rates from the median, GB/s counting each
+//! logical element read and written once. Each workload's result is first
+//! checked against the CPU path on the same inputs (a mismatch prints
+//! `CHECK FAILED` and the run exits non-zero).
+//!
+//! ```text
+//! cargo run --release --example gpu_bench                    # everything
+//! cargo run --release --example gpu_bench -- --mm 256,1024   # matmul sizes
+//! cargo run --release --example gpu_bench -- --only add,sum_axis --runs 5
+//! cargo run --release --example gpu_bench -- --small         # 1/64 sizes (lavapipe)
+//! ```
+//!
+//! `*_x20` rows record 20 ops before one sync, so they show the kernels'
+//! rate apart from the submit-and-wait latency that a lone op pays.
+
+use std::time::Instant;
+use webtensor::{DType, Device, Result, Tensor, s};
+
+/// What to run, from the command line.
+struct Options {
+    only: Option<Vec<String>>,
+    mm: Vec<usize>,
+    runs: usize,
+    /// Divides the element counts of the bandwidth workloads by 64 and
+    /// caps matmul sizes, for a software adapter.
+    small: bool,
+}
+
+impl Options {
+    fn parse() -> Options {
+        let mut o = Options {
+            only: None,
+            mm: vec![256, 1024, 2048, 4096],
+            runs: 10,
+            small: false,
+        };
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let mut i = 0;
+        while i < args.len() {
+            let value = args.get(i + 1).cloned().unwrap_or_default();
+            match args[i].as_str() {
+                "--only" => o.only = Some(value.split(',').map(str::to_string).collect()),
+                "--mm" => o.mm = value.split(',').filter_map(|v| v.parse().ok()).collect(),
+                "--runs" => o.runs = value.parse().unwrap_or(10),
+                "--small" => {
+                    o.small = true;
+                    i += 1;
+                    continue;
+                }
+                other => {
+                    eprintln!("gpu_bench: unknown argument {other}");
+                    std::process::exit(2);
+                }
+            }
+            i += 2;
+        }
+        o
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    }
+}
+
+/// Times `f` (which must end in a sync or a readback): 2 warm-ups, then
+/// `runs` runs; (min, median) in milliseconds.
+fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
+    let mut ms = Vec::with_capacity(runs);
+    for i in 0..2 + runs {
+        let t0 = Instant::now();
+        f()?;
+        if i >= 2 {
+            ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    ms.sort_by(f64::total_cmp);
+    let n = ms.len();
+    let median = if n % 2 == 1 {
+        ms[n / 2]
+    } else {
+        (ms[n / 2 - 1] + ms[n / 2]) / 2.0
+    };
+    Ok((ms[0], median))
+}
+
+fn row(name: &str, (min, median): (f64, f64), rate: String) {
+    println!("{name:<22} {min:>10.3} {median:>10.3} {rate}");
+}
+
+fn gbs(bytes: f64, ms: f64) -> String {
+    format!("{:.2}GB/s", bytes / (ms * 1e-3) / 1e9)
+}
+
+fn gflops(flops: f64, ms: f64) -> String {
+    format!("{:.2}GFLOP/s", flops / (ms * 1e-3) / 1e9)
+}
+
+/// The largest relative difference between `got` and `want` (as f32),
+/// scaled by `1 + |want|`.
+fn max_error(got: &Tensor, want: &Tensor) -> Result<f32> {
+    let got = got.to_dtype(DType::F32)?.to_vec::<f32>()?;
+    let want = want.to_dtype(DType::F32)?.to_vec::<f32>()?;
+    if got.len() != want.len() {
+        return Ok(f32::INFINITY);
+    }
+    Ok(got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (g - w).abs() / (1.0 + w.abs()))
+        .fold(0.0, |m, e| if e.is_nan() { f32::INFINITY } else { m.max(e) }))
+}
+
+/// Checks one workload: `op` on the GPU inputs against `op` on their CPU
+/// copies. Returns false (and says so) on a mismatch.
+fn check(
+    name: &str,
+    tolerance: f32,
+    inputs: &[&Tensor],
+    op: impl Fn(&[Tensor]) -> Result<Tensor>,
+) -> Result<bool> {
+    let cpu = Device::cpu();
+    let gpu_inputs: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
+    let cpu_inputs = inputs
+        .iter()
+        .map(|t| t.to_device(&cpu))
+        .collect::<Result<Vec<_>>>()?;
+    let got = op(&gpu_inputs)?.to_device(&cpu)?;
+    let want = op(&cpu_inputs)?;
+    let error = max_error(&got, &want)?;
+    if error > tolerance {
+        println!("{name:<22} CHECK FAILED: largest relative error {error:e} (tolerance {tolerance:e})");
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+fn main() -> Result<()> {
+    let o = Options::parse();
+    let dev = Device::gpu()?;
+    let info = dev.info();
+    println!("# webtensor on {} ({}, {})", info.name, info.backend, info.driver);
+    let mut ok = true;
+    let scale = if o.small { 64 } else { 1 };
+    let n = (1usize << 24) / scale;
+    let side = if o.small { 512 } else { 4096 };
+    let runs = o.runs;
+    let sync = || dev.sync();
+
+    let a1 = Tensor::rand([n], DType::F32, 1, &dev)?;
+    let b1 = Tensor::rand([n], DType::F32, 2, &dev)?;
+    let c1 = Tensor::rand([n], DType::F32, 3, &dev)?;
+    let a2 = Tensor::rand([side, side], DType::F32, 4, &dev)?;
+    let b2 = Tensor::rand([side, side], DType::F32, 5, &dev)?;
+    let nf = n as f64;
+    let sf = (side * side) as f64;
+
+    if o.wants("add") {
+        ok &= check("add", 1e-6, &[&a1, &b1], |t| t[0].add(&t[1]))?;
+        let t = time(runs, || a1.add(&b1).map(drop).and_then(|_| sync()))?;
+        row("add", t, gbs(12.0 * nf, t.1));
+        let t = time(runs, || {
+            for _ in 0..20 {
+                drop(a1.add(&b1)?);
+            }
+            sync()
+        })?;
+        row("add_x20", t, gbs(20.0 * 12.0 * nf, t.1));
+    }
+    if o.wants("add_transposed") {
+        ok &= check("add_transposed", 1e-6, &[&a2, &b2], |t| t[0].add(&t[1].t()))?;
+        let t = time(runs, || a2.add(&b2.t()).map(drop).and_then(|_| sync()))?;
+        row("add_transposed", t, gbs(12.0 * sf, t.1));
+    }
+    if o.wants("chain") {
+        let chain = |t: &[Tensor]| t[0].mul_scalar(2.0)?.add(&t[1])?.exp()?.sub(&t[2])?.relu();
+        ok &= check("chain", 1e-5, &[&a1, &b1, &c1], chain)?;
+        let inputs = [a1.clone(), b1.clone(), c1.clone()];
+        let t = time(runs, || chain(&inputs).map(drop).and_then(|_| sync()))?;
+        row("chain", t, gbs(16.0 * nf, t.1));
+    }
+    if o.wants("small_ops") {
+        let x0 = Tensor::zeros([1024], DType::F32, &dev)?;
+        let t = time(runs, || {
+            let mut x = x0.clone();
+            for _ in 0..1000 {
+                x = x.add_scalar(1.0)?;
+            }
+            x.to_vec::<f32>().map(drop)
+        })?;
+        row("small_ops", t, format!("{:.2}us/op", t.1 * 1e3 / 1000.0));
+        let x = Tensor::zeros([1024], DType::F32, &dev)?;
+        let t = time(runs, || {
+            for _ in 0..1000 {
+                x.add_scalar_(1.0)?;
+            }
+            x.to_vec::<f32>().map(drop)
+        })?;
+        row("small_ops_inplace", t, format!("{:.2}us/op", t.1 * 1e3 / 1000.0));
+    }
+    if o.wants("permute_contiguous") {
+        let e = if o.small { 64 } else { 256 };
+        let a3 = Tensor::rand([e, e, e], DType::F32, 6, &dev)?;
+        let permute = |t: &[Tensor]| t[0].permute(&[2, 0, 1])?.contiguous();
+        ok &= check("permute_contiguous", 0.0, &[&a3], permute)?;
+        let inputs = [a3.clone()];
+        let t = time(runs, || permute(&inputs).map(drop).and_then(|_| sync()))?;
+        row("permute_contiguous", t, gbs(8.0 * (e * e * e) as f64, t.1));
+    }
+    if o.wants("sum_all") {
+        ok &= check("sum_all", 1e-5, &[&a1], |t| t[0].sum(.., false))?;
+        let t = time(runs, || a1.sum(.., false).map(drop).and_then(|_| sync()))?;
+        row("sum_all", t, gbs(4.0 * nf, t.1));
+        let t = time(runs, || {
+            for _ in 0..20 {
+                drop(a1.sum(.., false)?);
+            }
+            sync()
+        })?;
+        row("sum_all_x20", t, gbs(20.0 * 4.0 * nf, t.1));
+    }
+    if o.wants("sum_axis") {
+        for (name, axis) in [("sum_axis1", 1), ("sum_axis0", 0)] {
+            ok &= check(name, 1e-5, &[&a2], |t| t[0].sum(axis, true))?;
+            let t = time(runs, || a2.sum(axis, true).map(drop).and_then(|_| sync()))?;
+            row(name, t, gbs(4.0 * sf, t.1));
+        }
+    }
+    if o.wants("slice_step") {
+        let step = |t: &[Tensor]| t[0].slice(s![.., ..;2])?.add_scalar(1.0);
+        ok &= check("slice_step", 1e-6, &[&a2], step)?;
+        let t = time(runs, || step(&[a2.clone()]).map(drop).and_then(|_| sync()))?;
+        row("slice_step", t, gbs(4.0 * sf, t.1));
+        let target = a2.contiguous()?;
+        let view = target.slice(s![.., ..;2])?;
+        let t = time(runs, || view.add_scalar_(1.0).and_then(|_| sync()))?;
+        row("slice_step_inplace", t, gbs(4.0 * sf, t.1));
+    }
+    if o.wants("add_f16") {
+        let h1 = a1.to_dtype(DType::F16)?;
+        let h2 = b1.to_dtype(DType::F16)?;
+        ok &= check("add_f16", 1e-3, &[&h1, &h2], |t| t[0].add(&t[1]))?;
+        let t = time(runs, || h1.add(&h2).map(drop).and_then(|_| sync()))?;
+        row("add_f16", t, gbs(6.0 * nf, t.1));
+    }
+    if o.wants("softmax_rows") {
+        let rows = side;
+        let sm = Tensor::rand([rows, 1024], DType::F32, 7, &dev)?;
+        ok &= check("softmax_rows", 1e-5, &[&sm], |t| t[0].softmax(-1))?;
+        let t = time(runs, || sm.softmax(-1).map(drop).and_then(|_| sync()))?;
+        row("softmax_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
+    }
+    if o.wants("cumsum_rows") {
+        let rows = side;
+        let cs = Tensor::rand([rows, 1024], DType::F32, 8, &dev)?;
+        ok &= check("cumsum_rows", 1e-4, &[&cs], |t| t[0].cumsum(-1))?;
+        let t = time(runs, || cs.cumsum(-1).map(drop).and_then(|_| sync()))?;
+        row("cumsum_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
+    }
+    ok &= matmuls(&o, &dev)?;
+    if !ok {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// The matmul workloads: square sizes, a transposed left operand, f16, a
+/// batch of small products and a matrix-vector product.
+fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
+    let runs = o.runs;
+    let sync = || dev.sync();
+    let mut ok = true;
+    let cap = if o.small { 256 } else { usize::MAX };
+    let big = o.mm.iter().copied().filter(|&k| k <= cap).max().unwrap_or(0);
+    let mm = |t: &[Tensor]| t[0].matmul(&t[1]);
+    let mm_at = |t: &[Tensor]| t[0].t().matmul(&t[1]);
+    for &k in o.mm.iter().filter(|&&k| k <= cap) {
+        let name = format!("matmul_{k}");
+        if !o.wants(&name) {
+            continue;
+        }
+        let a = Tensor::rand([k, k], DType::F32, 10, dev)?;
+        let b = Tensor::rand([k, k], DType::F32, 11, dev)?;
+        ok &= check(&name, 1e-4, &[&a, &b], mm)?;
+        let inputs = [a, b];
+        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        row(&name, t, gflops(2.0 * (k as f64).powi(3), t.1));
+    }
+    if big > 0 && o.wants(&format!("matmul_{big}_aT")) {
+        let name = format!("matmul_{big}_aT");
+        let a = Tensor::rand([big, big], DType::F32, 12, dev)?;
+        let b = Tensor::rand([big, big], DType::F32, 13, dev)?;
+        ok &= check(&name, 1e-4, &[&a, &b], mm_at)?;
+        let inputs = [a, b];
+        let t = time(runs, || mm_at(&inputs).map(drop).and_then(|_| sync()))?;
+        row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
+    }
+    if big > 0 && o.wants(&format!("matmul_{big}_f16")) {
+        let name = format!("matmul_{big}_f16");
+        let a = Tensor::rand([big, big], DType::F16, 14, dev)?;
+        let b = Tensor::rand([big, big], DType::F16, 15, dev)?;
+        ok &= check(&name, 1e-2, &[&a, &b], mm)?;
+        let inputs = [a, b];
+        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
+    }
+    if o.wants("bmm_64x256") {
+        let e = if o.small { 64 } else { 256 };
+        let a = Tensor::rand([64, e, e], DType::F32, 16, dev)?;
+        let b = Tensor::rand([64, e, e], DType::F32, 17, dev)?;
+        ok &= check("bmm_64x256", 1e-4, &[&a, &b], mm)?;
+        let inputs = [a, b];
+        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        row("bmm_64x256", t, gflops(2.0 * 64.0 * (e as f64).powi(3), t.1));
+    }
+    if o.wants("matvec_4096") {
+        let e = if o.small { 512 } else { 4096 };
+        let a = Tensor::rand([e, e], DType::F32, 18, dev)?;
+        let x = Tensor::rand([e], DType::F32, 19, dev)?;
+        ok &= check("matvec_4096", 1e-4, &[&a, &x], mm)?;
+        let inputs = [a, x];
+        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        row("matvec_4096", t, gbs(4.0 * (e * e + 2 * e) as f64, t.1));
+    }
+    Ok(ok)
+}
