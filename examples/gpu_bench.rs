@@ -233,7 +233,7 @@ fn main() -> Result<()> {
     if o.wants("slice_step") {
         let step = |t: &[Tensor]| t[0].slice(s![.., ..;2])?.add_scalar(1.0);
         ok &= check("slice_step", 1e-6, &[&a2], step)?;
-        let t = time(runs, || step(&[a2.clone()]).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || step(std::slice::from_ref(&a2)).map(drop).and_then(|_| sync()))?;
         row("slice_step", t, gbs(4.0 * sf, t.1));
         let target = a2.contiguous()?;
         let view = target.slice(s![.., ..;2])?;
