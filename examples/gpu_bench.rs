@@ -112,7 +112,10 @@ fn max_error(got: &Tensor, want: &Tensor) -> Result<f32> {
         .iter()
         .zip(&want)
         .map(|(g, w)| (g - w).abs() / (1.0 + w.abs()))
-        .fold(0.0, |m, e| if e.is_nan() { f32::INFINITY } else { m.max(e) }))
+        .fold(
+            0.0,
+            |m, e| if e.is_nan() { f32::INFINITY } else { m.max(e) },
+        ))
 }
 
 /// Checks one workload: `op` on the GPU inputs against `op` on their CPU
@@ -133,7 +136,9 @@ fn check(
     let want = op(&cpu_inputs)?;
     let error = max_error(&got, &want)?;
     if error > tolerance {
-        println!("{name:<22} CHECK FAILED: largest relative error {error:e} (tolerance {tolerance:e})");
+        println!(
+            "{name:<22} CHECK FAILED: largest relative error {error:e} (tolerance {tolerance:e})"
+        );
         return Ok(false);
     }
     Ok(true)
@@ -143,7 +148,10 @@ fn main() -> Result<()> {
     let o = Options::parse();
     let dev = Device::gpu()?;
     let info = dev.info();
-    println!("# webtensor on {} ({}, {})", info.name, info.backend, info.driver);
+    println!(
+        "# webtensor on {} ({}, {})",
+        info.name, info.backend, info.driver
+    );
     let mut ok = true;
     let scale = if o.small { 64 } else { 1 };
     let n = (1usize << 24) / scale;
@@ -200,7 +208,11 @@ fn main() -> Result<()> {
             }
             x.to_vec::<f32>().map(drop)
         })?;
-        row("small_ops_inplace", t, format!("{:.2}us/op", t.1 * 1e3 / 1000.0));
+        row(
+            "small_ops_inplace",
+            t,
+            format!("{:.2}us/op", t.1 * 1e3 / 1000.0),
+        );
     }
     if o.wants("permute_contiguous") {
         let e = if o.small { 64 } else { 256 };
@@ -233,7 +245,11 @@ fn main() -> Result<()> {
     if o.wants("slice_step") {
         let step = |t: &[Tensor]| t[0].slice(s![.., ..;2])?.add_scalar(1.0);
         ok &= check("slice_step", 1e-6, &[&a2], step)?;
-        let t = time(runs, || step(std::slice::from_ref(&a2)).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || {
+            step(std::slice::from_ref(&a2))
+                .map(drop)
+                .and_then(|_| sync())
+        })?;
         row("slice_step", t, gbs(4.0 * sf, t.1));
         let target = a2.contiguous()?;
         let view = target.slice(s![.., ..;2])?;
@@ -275,7 +291,12 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
     let sync = || dev.sync();
     let mut ok = true;
     let cap = if o.small { 256 } else { usize::MAX };
-    let big = o.mm.iter().copied().filter(|&k| k <= cap).max().unwrap_or(0);
+    let big =
+        o.mm.iter()
+            .copied()
+            .filter(|&k| k <= cap)
+            .max()
+            .unwrap_or(0);
     let mm = |t: &[Tensor]| t[0].matmul(&t[1]);
     let mm_at = |t: &[Tensor]| t[0].t().matmul(&t[1]);
     for &k in o.mm.iter().filter(|&&k| k <= cap) {
@@ -315,7 +336,11 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         ok &= check("bmm_64x256", 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
         let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
-        row("bmm_64x256", t, gflops(2.0 * 64.0 * (e as f64).powi(3), t.1));
+        row(
+            "bmm_64x256",
+            t,
+            gflops(2.0 * 64.0 * (e as f64).powi(3), t.1),
+        );
     }
     if o.wants("matvec_4096") {
         let e = if o.small { 512 } else { 4096 };

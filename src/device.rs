@@ -1,6 +1,6 @@
 //! [`Device`]: where tensors live and ops run — a GPU through wgpu, or the CPU.
 
-use crate::backend::gpu::{GpuContext, GpuOptions};
+use crate::backend::gpu::{GpuContext, GpuOptions, MatmulTile};
 use crate::error::{Error, Result};
 use std::fmt;
 use std::sync::Arc;
@@ -291,6 +291,24 @@ impl Device {
     pub fn set_fusion(&self, on: bool) {
         if let Inner::Gpu(ctx) = &self.inner {
             ctx.set_fusion(on);
+        }
+    }
+
+    /// Fixes the tile of the GPU matmul kernels ([`MatmulTile::Auto`], the
+    /// default, picks by size), from the next matmul on. Overrides
+    /// `GpuOptions::matmul_tile` and `WEBTENSOR_MATMUL_TILE`. No effect on
+    /// the CPU.
+    pub fn set_matmul_tile(&self, tile: MatmulTile) {
+        if let Inner::Gpu(ctx) = &self.inner {
+            ctx.set_matmul_tile(tile);
+        }
+    }
+
+    /// The GPU matmul's tile setting (`Auto` on the CPU).
+    pub fn matmul_tile(&self) -> MatmulTile {
+        match &self.inner {
+            Inner::Gpu(ctx) => ctx.matmul_tile(),
+            Inner::Cpu { .. } => MatmulTile::Auto,
         }
     }
 

@@ -47,7 +47,7 @@ mod scalar;
 mod shape;
 mod tensor;
 
-pub use backend::gpu::GpuOptions;
+pub use backend::gpu::{GpuOptions, MatmulTile};
 pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

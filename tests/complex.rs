@@ -354,9 +354,18 @@ fn complex_errors_name_the_op() {
     // Ops whose kernels take any tensor refuse c64 by name, before a
     // kernel could see it, whichever operand is complex.
     let mask = Tensor::from_slice(&[true], [1], &dev).unwrap();
-    assert!(is_dtype(Tensor::where_cond(&mask, &z, &z).unwrap_err(), "where_cond"));
-    assert!(is_dtype(Tensor::where_cond(&mask, &r, &z).unwrap_err(), "where_cond"));
-    assert!(is_dtype(z.masked_fill(&mask, 0.0).unwrap_err(), "masked_fill"));
+    assert!(is_dtype(
+        Tensor::where_cond(&mask, &z, &z).unwrap_err(),
+        "where_cond"
+    ));
+    assert!(is_dtype(
+        Tensor::where_cond(&mask, &r, &z).unwrap_err(),
+        "where_cond"
+    ));
+    assert!(is_dtype(
+        z.masked_fill(&mask, 0.0).unwrap_err(),
+        "masked_fill"
+    ));
     let index = Tensor::from_slice(&[0i32], [1], &dev).unwrap();
     assert!(is_dtype(r.scatter(&index, &z, 0).unwrap_err(), "scatter"));
     assert!(matches!(

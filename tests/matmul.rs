@@ -241,3 +241,106 @@ fn outer_reads_strided_views_and_rejects_matrices() {
         assert!(matches!(m.outer(&a), Err(Error::Shape { op: "outer", .. })));
     }
 }
+
+/// Every GPU matmul tile, native and packed f16, on odd sizes across the
+/// tiles' edges and on every operand layout, against the CPU: f32 and f16
+/// by relative error, i32 exactly (wrapping).
+#[test]
+fn every_tile_matches_the_cpu_on_every_layout() {
+    use webtensor::{GpuOptions, MatmulTile};
+    let cpu = Device::cpu();
+    for tile in [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small] {
+        for packed in [false, true] {
+            let Some(gpu) = common::own_gpu(GpuOptions {
+                matmul_tile: Some(tile),
+                force_packed_f16: packed,
+                ..Default::default()
+            }) else {
+                return;
+            };
+            assert_eq!(gpu.matmul_tile(), tile);
+            for (case, &(m, k, n)) in [
+                (1, 1, 1),
+                (7, 65, 3),
+                (65, 7, 129),
+                (129, 33, 63),
+                (33, 1000, 65),
+            ]
+            .iter()
+            .enumerate()
+            {
+                let seed = case as u64 * 10;
+                let a = Tensor::from_vec(noise(m * k, seed), [m, k], &cpu).unwrap();
+                let b = Tensor::from_vec(noise(k * n, seed + 1), [k, n], &cpu).unwrap();
+                // a.t() and b.t() stored transposed; a reversed, b offset and stepped.
+                let a_t = a.t().contiguous().unwrap();
+                let b_wide =
+                    Tensor::from_vec(noise(k * (2 * n + 1), seed + 2), [k, 2 * n + 1], &cpu)
+                        .unwrap();
+                let layouts: [(&str, Tensor, Tensor); 4] = [
+                    ("a @ b", a.clone(), b.clone()),
+                    ("a.t() @ b", a_t.clone(), b.clone()),
+                    ("a @ b.t()", a.clone(), b.t().contiguous().unwrap()),
+                    (
+                        "reversed a @ stepped b",
+                        a.flip(&[0, 1]).unwrap(),
+                        b_wide.clone(),
+                    ),
+                ];
+                for (what, x, y) in layouts {
+                    let (x, y) = match what {
+                        "a.t() @ b" => (x.t(), y),
+                        "a @ b.t()" => (x, y.t()),
+                        "reversed a @ stepped b" => (x, y.slice(s![.., 1..;2]).unwrap()),
+                        _ => (x, y),
+                    };
+                    for dtype in [DType::F32, DType::F16, DType::I32] {
+                        let (xc, yc) = if dtype == DType::I32 {
+                            let ints = |t: &Tensor| {
+                                t.mul_scalar(100.0).unwrap().to_dtype(DType::I32).unwrap()
+                            };
+                            (ints(&x), ints(&y))
+                        } else {
+                            (x.to_dtype(dtype).unwrap(), y.to_dtype(dtype).unwrap())
+                        };
+                        let want = xc.matmul(&yc).unwrap();
+                        let got = xc
+                            .to_device(&gpu)
+                            .unwrap()
+                            .matmul(&yc.to_device(&gpu).unwrap())
+                            .unwrap();
+                        let label = format!("{tile:?} packed={packed} {what} {dtype} {m}x{k}x{n}");
+                        if dtype == DType::I32 {
+                            assert_eq!(
+                                got.to_vec::<i32>().unwrap(),
+                                want.to_vec::<i32>().unwrap(),
+                                "{label}"
+                            );
+                        } else {
+                            let want: Vec<f64> =
+                                read_f32(&want).iter().map(|&v| v as f64).collect();
+                            let err = relative_error(&read_f32(&got), &want);
+                            let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+                            assert!(err < tol, "{label}: relative error {err}");
+                        }
+                    }
+                }
+            }
+            // Batches broadcast against one matrix, across the tile edge.
+            let a = Tensor::from_vec(noise(3 * 65 * 9, 5), [3, 1, 65, 9], &cpu).unwrap();
+            let b = Tensor::from_vec(noise(2 * 9 * 130, 6), [2, 9, 130], &cpu).unwrap();
+            let want: Vec<f64> = read_f32(&a.matmul(&b).unwrap())
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let got = a
+                .to_device(&gpu)
+                .unwrap()
+                .matmul(&b.to_device(&gpu).unwrap())
+                .unwrap();
+            assert_eq!(got.dims(), &[3, 2, 65, 130]);
+            let err = relative_error(&read_f32(&got), &want);
+            assert!(err < 1e-6, "{tile:?} batched: {err}");
+        }
+    }
+}

@@ -6,6 +6,7 @@ use super::faults::Faults;
 use super::kernel::pipeline::PipelineCache;
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters, Target};
+use super::tuning::MatmulTile;
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,6 +31,10 @@ pub struct GpuOptions {
     /// pooled); an allocation past it is `Error::OutOfMemory`.
     /// Environment: `WEBTENSOR_MEMORY_CAP` (bytes); default none.
     pub memory_cap: Option<u64>,
+    /// Which tile the matmul kernels use.
+    /// Environment: `WEBTENSOR_MATMUL_TILE=auto|large|medium|small`;
+    /// default auto.
+    pub matmul_tile: Option<MatmulTile>,
 }
 
 /// Reads a setting from the environment; unset or unparsable gives `None`.
@@ -71,6 +76,7 @@ pub(crate) struct GpuContext {
     scheduler: Mutex<Scheduler>,
     /// Id of the batch being recorded; bumped by every flush.
     open_batch: AtomicU64,
+    matmul_tile: Mutex<MatmulTile>,
 }
 
 impl GpuContext {
@@ -147,6 +153,10 @@ impl GpuContext {
             .fusion
             .or_else(|| env_flag("WEBTENSOR_FUSION"))
             .unwrap_or(true);
+        let matmul_tile = options
+            .matmul_tile
+            .or_else(|| MatmulTile::parse(&std::env::var("WEBTENSOR_MATMUL_TILE").ok()?))
+            .unwrap_or_default();
         let faults = Faults::new(&device);
         // Errors a browser would only log (and native wgpu would panic on)
         // become an `Err` from the next readback or sync.
@@ -171,6 +181,7 @@ impl GpuContext {
             pipelines: PipelineCache::default(),
             pool,
             scheduler: Mutex::new(Scheduler::new(threshold, fusion)),
+            matmul_tile: Mutex::new(matmul_tile),
             open_batch: AtomicU64::new(0),
         })
     }
@@ -198,6 +209,16 @@ impl GpuContext {
     /// Turns the scheduler's fusion on or off.
     pub fn set_fusion(&self, on: bool) {
         self.scheduler().set_fusion(on);
+    }
+
+    /// The matmul tile setting.
+    pub fn matmul_tile(&self) -> MatmulTile {
+        *self.matmul_tile.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the matmul tile, from the next matmul recorded on.
+    pub fn set_matmul_tile(&self, tile: MatmulTile) {
+        *self.matmul_tile.lock().unwrap_or_else(|e| e.into_inner()) = tile;
     }
 
     /// What webtensor knows of the adapter.

@@ -12,7 +12,8 @@
 //! - recording: `command` (what is recorded), `fusion` (folds dead
 //!   elementwise intermediates into their reader), `scheduler` (batches,
 //!   flushes against a borrowed `Target`);
-//! - the device: `facts` (what the adapter allows), `pool` (size-bucketed
+//! - the device: `facts` (what the adapter allows), `tuning` (settings
+//!   that choose among kernel variants), `pool` (size-bucketed
 //!   buffers), `faults` (out-of-range index reports), `context` (opens the
 //!   device, owns the pieces above), `storage` (tensor buffers, uploads and
 //!   readbacks with the fault record);
@@ -35,6 +36,7 @@ mod reduce;
 mod scan;
 mod scheduler;
 mod storage;
+mod tuning;
 
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
@@ -44,3 +46,4 @@ pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
 pub(crate) use storage::GpuStorage;
+pub use tuning::MatmulTile;

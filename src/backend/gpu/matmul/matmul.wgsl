@@ -1,20 +1,19 @@
-// Tiled matrix product, specialised per dtype by matmul/mod.rs,
-// which fills the {{...}} slots:
+// Register-tiled matrix product, specialised per dtype and tile by
+// matmul/mod.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
 //   MATH      kernel/math.wgsl (f16 rounding on store)
 //   BINDINGS  a (binding 1), b (binding 2), out_buf (binding 3)
 //   ACCESS    load_a / load_b (element -> Acc), store_out and load_out
-//   WALK      batch_bases(z): where batch z starts in a, b and the output
 //   ACC       `alias Acc = f32;` (i32, u32), and `const ZERO: Acc`
+//   WALK      batch_bases(z): where batch z starts in a, b and the output
+//   KERNEL    the tile's constants, workgroup tiles and `main`
+//             (matmul/tiling.rs says how it computes)
 //
-// Each workgroup of 16 x 16 threads computes a 64 x 64 tile of one batch's
-// output, 4 x 4 elements per thread, over k in [k_start, k), adding what the
-// output holds when `accumulate` is set (the launcher cuts a long k into
-// slices, one dispatch each: kernel/loop_budget.rs says why),
-// stepping through k 16 at a time with
-// both operand tiles staged in workgroup memory. Operands are read through
-// their row, column and batch strides, so transposed and broadcast views
-// need no copy; edges are padded with zeros, so any size works.
+// A dispatch covers k in [k_start, k), adding what the output holds when
+// `accumulate` is set (the launcher cuts a long k into slices, one
+// dispatch each: kernel/loop_budget.rs says why). Operands are read
+// through their row, column and batch strides, so transposed and broadcast
+// views need no copy; edges are padded with zeros, so any size works.
 {{HEADER}}
 
 struct Params {
@@ -37,6 +36,13 @@ struct Params {
     k_start: u32,
     // 1 when the output already holds the product over k < k_start.
     accumulate: u32,
+    // 1 when a's k stride is its smaller one (consecutive threads load
+    // along k), 0 when its row stride is (a transposed a).
+    a_k_fast: u32,
+    // 1 when b's column stride is its smaller one.
+    b_n_fast: u32,
+    pad0: u32,
+    pad1: u32,
     batch_shape: array<vec4<u32>, 2>,
     a_batch: array<vec4<i32>, 2>,
     b_batch: array<vec4<i32>, 2>,
@@ -51,79 +57,17 @@ struct Params {
 {{ACC}}
 {{WALK}}
 
-const TILE: u32 = 64u;
-const TK: u32 = 16u;
-
-// Tiles stored k-major: tile_a[kk * TILE + row], tile_b[kk * TILE + col].
-var<workgroup> tile_a: array<Acc, 1024>;
-var<workgroup> tile_b: array<Acc, 1024>;
-
-@compute @workgroup_size(16, 16)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-) {
-    let bases = batch_bases(wid.z + params.batch_start);
-    let a_base = bases[0];
-    let b_base = bases[1];
-    let c_base = bases[2];
-    let row0 = wid.y * TILE;
-    let col0 = wid.x * TILE;
-    let t = lid.y * 16u + lid.x;
-    var acc: array<array<Acc, 4>, 4>;
-    for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) {
-            acc[i][j] = ZERO;
+// Element `v` of the output at (r, c) of the matrix at `base`, added to
+// what is there when accumulating; nothing outside the output.
+fn put(base: i32, r: u32, c: u32, v: Acc) {
+    if (r < params.m && c < params.n) {
+        let p = u32(base + i32(r) * params.c_rs + i32(c) * params.c_cs);
+        var x = v;
+        if (params.accumulate != 0u) {
+            x += load_out(p);
         }
-    }
-    for (var k0 = params.k_start; k0 < params.k; k0 += TK) {
-        for (var e = 0u; e < 4u; e++) {
-            let idx = t + e * 256u;
-            // a: consecutive threads take consecutive k of one row.
-            let r = idx / TK;
-            let ka = idx % TK;
-            var v = ZERO;
-            if (row0 + r < params.m && k0 + ka < params.k) {
-                v = load_a(u32(a_base + i32(row0 + r) * params.a_rs + i32(k0 + ka) * params.a_cs));
-            }
-            tile_a[ka * TILE + r] = v;
-            // b: consecutive threads take consecutive columns of one k.
-            let kb = idx / TILE;
-            let col = idx % TILE;
-            var w = ZERO;
-            if (k0 + kb < params.k && col0 + col < params.n) {
-                w = load_b(u32(b_base + i32(k0 + kb) * params.b_rs + i32(col0 + col) * params.b_cs));
-            }
-            tile_b[kb * TILE + col] = w;
-        }
-        workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk++) {
-            var av: array<Acc, 4>;
-            var bv: array<Acc, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                av[i] = tile_a[kk * TILE + lid.y + 16u * i];
-                bv[i] = tile_b[kk * TILE + lid.x + 16u * i];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i][j] += av[i] * bv[j];
-                }
-            }
-        }
-        workgroupBarrier();
-    }
-    for (var i = 0u; i < 4u; i++) {
-        let r = row0 + lid.y + 16u * i;
-        for (var j = 0u; j < 4u; j++) {
-            let c = col0 + lid.x + 16u * j;
-            if (r < params.m && c < params.n) {
-                let p = u32(c_base + i32(r) * params.c_rs + i32(c) * params.c_cs);
-                var v = acc[i][j];
-                if (params.accumulate != 0u) {
-                    v += load_out(p);
-                }
-                store_out(p, v);
-            }
-        }
+        store_out(p, x);
     }
 }
+
+{{KERNEL}}

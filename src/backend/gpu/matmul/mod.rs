@@ -1,5 +1,10 @@
-//! GPU matrix products: `matmul.wgsl` specialised per dtype and
-//! recorded as kernel commands, one per 65535 batches.
+//! GPU matrix products: `matmul.wgsl` specialised per dtype and tile
+//! (`tiling.rs`: register-tiled kernels and the choice among them) and
+//! recorded as kernel commands, one per 65535 batches and slice of k.
+
+mod tiling;
+
+use tiling::Tiling;
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
@@ -20,12 +25,8 @@ use std::ops::Range;
 
 const MATMUL_WGSL: &str = include_str!("matmul.wgsl");
 
-/// Output rows and columns per workgroup.
-const TILE: usize = 64;
-
-/// Most of k one dispatch covers: 512 steps of 16, each about 18 loop
-/// iterations on lavapipe (tile loads and the 16-deep product), so about
-/// 9,200 in all, a seventh of its limit.
+/// Most of k one dispatch covers: at most 1,024 steps of the k loop (its
+/// body is unrolled), well inside lavapipe's limit.
 const K_SLICE: usize = loop_budget::ITERATIONS;
 
 params_block! {
@@ -47,6 +48,10 @@ params_block! {
         c_cs: i32,
         k_start: u32,
         accumulate: u32,
+        a_k_fast: u32,
+        b_n_fast: u32,
+        pad0: u32,
+        pad1: u32,
         batch_shape: [u32; 8],
         a_batch: [i32; 8],
         b_batch: [i32; 8],
@@ -59,6 +64,7 @@ params_block! {
 pub(crate) struct MatmulKey {
     pub dtype: KernelType,
     pub native_f16: bool,
+    pub tiling: Tiling,
 }
 
 /// The WGSL source of the matmul kernel for `key`.
@@ -104,12 +110,14 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         ],
     }
     .wgsl();
+    let kernel = key.tiling.wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("ACC", acc.as_str()),
         ("WALK", walk.as_str()),
+        ("KERNEL", kernel.as_str()),
     ]);
     fill("matmul kernel", MATMUL_WGSL, &slots)
 }
@@ -128,7 +136,11 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         return Ok(());
     }
     let max = ctx.facts.max_workgroups_per_dim as usize;
-    let groups = [n.div_ceil(TILE), m.div_ceil(TILE)];
+    let tiling = Tiling::choose(ctx.matmul_tile(), m, n, batches);
+    let groups = [
+        n.div_ceil(tiling.bn as usize),
+        m.div_ceil(tiling.bm as usize),
+    ];
     if groups.iter().any(|&g| g > max) {
         return Err(Error::TooLarge {
             op: "matmul",
@@ -141,6 +153,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
     let key = MatmulKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
+        tiling,
     };
     // One dispatch per 65535 batches and slice of k; the slices of one
     // batch range run in order, each after the first adding to the output.
@@ -190,6 +203,10 @@ fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) 
         c_cs: strides(c).1 as i32,
         k_start: k.start as u32,
         accumulate: u32::from(k.start > 0),
+        a_k_fast: u32::from(strides(a).1.unsigned_abs() <= strides(a).0.unsigned_abs()),
+        b_n_fast: u32::from(strides(b).1.unsigned_abs() <= strides(b).0.unsigned_abs()),
+        pad0: 0,
+        pad1: 0,
         batch_shape: dims8(out_batches.dims()),
         a_batch: batch(a),
         b_batch: batch(b),
@@ -208,6 +225,7 @@ mod tests {
         let key = MatmulKey {
             dtype: KernelType::F16,
             native_f16: false,
+            tiling: tiling::LARGE,
         };
         let source = matmul_source(&key).unwrap();
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
@@ -222,8 +240,14 @@ mod tests {
             KernelType::U32,
         ] {
             for native_f16 in [true, false] {
-                let key = MatmulKey { dtype, native_f16 };
-                validate(&matmul_source(&key).unwrap(), &format!("{key:?}"));
+                for tiling in [tiling::LARGE, tiling::MEDIUM, tiling::SMALL] {
+                    let key = MatmulKey {
+                        dtype,
+                        native_f16,
+                        tiling,
+                    };
+                    validate(&matmul_source(&key).unwrap(), &format!("{key:?}"));
+                }
             }
         }
     }
