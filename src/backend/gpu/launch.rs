@@ -5,7 +5,8 @@
 
 use super::command::{Bound, Command, KernelCommand, OpArg, RecordedOp, TensorOperand};
 use super::context::GpuContext;
-use super::kernel::grid::grid;
+use super::elementwise::codegen::WORKGROUP;
+use super::kernel::grid::grid_of;
 use super::kernel::pipeline::{PipelineKey, PipelineSpec};
 use super::storage::GpuStorage;
 use crate::backend::{Call, Input, Storage, TensorRef};
@@ -63,7 +64,11 @@ pub(crate) fn record_kernel(
 pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
     let ctx = &out.ctx;
     // Fails now, not at flush time, when the grid cannot cover the op.
-    grid(call.out.layout.numel(), ctx.facts.max_workgroups_per_dim)?;
+    grid_of(
+        call.out.layout.numel(),
+        WORKGROUP,
+        ctx.facts.max_workgroups_per_dim,
+    )?;
     let operand = |t: &TensorRef, s: &GpuStorage| TensorOperand {
         storage: Arc::downgrade(t.storage),
         buffer: s.buffer().clone(),

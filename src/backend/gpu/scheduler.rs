@@ -9,11 +9,14 @@
 //! the fusion switch.
 
 use super::command::Command;
-use super::elementwise::codegen::elementwise_pipeline;
+use super::elementwise::codegen::{WORKGROUP, elementwise_pipeline};
 use super::elementwise::params::write_params;
+use super::elementwise::program::Operand;
 use super::elementwise::program::Program;
 use super::facts::AdapterFacts;
 use super::fusion::{Step, programs};
+use super::kernel::buffer::{StorageMode, storage_mode};
+use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::kernel::pipeline::PipelineCache;
 use crate::error::Result;
@@ -234,16 +237,18 @@ fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Op
     if numel == 0 {
         return Ok(None);
     }
-    let [x, y] = super::kernel::grid::grid(numel, ctx.facts.max_workgroups_per_dim)?;
-    let key = program.key(ctx.facts.native_f16, plan.is_contiguous());
+    let contiguous = plan.is_contiguous();
+    let native_f16 = ctx.facts.native_f16;
+    let plain = |o: &Operand| matches!(storage_mode(o.dtype, native_f16), StorageMode::Plain(_));
+    let vec4 = contiguous
+        && program.operands.iter().all(plain)
+        && plan.offsets.iter().all(|&o| o % 4 == 0);
+    let threads = if vec4 { numel.div_ceil(4) } else { numel };
+    let [x, y] = grid_of(threads, WORKGROUP, ctx.facts.max_workgroups_per_dim)?;
+    let key = program.key(native_f16, contiguous, vec4);
     let pipeline = elementwise_pipeline(ctx.pipelines, ctx.device, &key)?;
     let offset = params.len() as u32;
-    write_params(
-        params,
-        &plan,
-        x * super::kernel::grid::WORKGROUP_SIZE,
-        &program.scalars,
-    );
+    write_params(params, &plan, x * WORKGROUP, &program.scalars);
     Ok(Some(Encoded {
         pipeline,
         fused_ops: program.fused_ops(),

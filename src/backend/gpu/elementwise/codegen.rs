@@ -15,13 +15,14 @@ use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::dtype::KernelType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
 use std::fmt::Write;
 use std::sync::Arc;
 
 pub(crate) const COMMON_WGSL: &str = include_str!("common.wgsl");
 pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("elementwise.wgsl");
+pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = include_str!("elementwise_vec4.wgsl");
 
 /// Scalar slot `slot` as the compute type of `dtype`.
 fn scalar_expr(dtype: KernelType, slot: u8) -> String {
@@ -172,18 +173,37 @@ fn op_fn(n: usize, kernel: Kernel, out: KernelType, inputs: &[KernelType]) -> St
     )
 }
 
+/// Threads per workgroup of every elementwise kernel.
+pub(crate) const WORKGROUP: u32 = 256;
+
 /// The complete WGSL source of the kernel selected by `key`.
 ///
 /// # Errors
 /// `Error::Internal` when the template's slots and the generated parts
-/// disagree.
+/// disagree, or for a vec4 key whose operands are not all plain 32-bit.
 pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let out_storage = storage_mode(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == StorageMode::F16;
+    let vec4_of = |s: StorageMode| match s {
+        StorageMode::Plain(t) if key.vec4 => Ok(format!("array<vec4<{t}>>")),
+        _ if key.vec4 => Err(Error::internal(
+            "elementwise kernel",
+            "vec4 access to a packed or f16 operand",
+        )),
+        _ => Ok(String::new()),
+    };
+    let array = |s: StorageMode, atomic: bool| -> Result<String> {
+        let v = vec4_of(s)?;
+        Ok(if v.is_empty() {
+            array_type(s, atomic).to_string()
+        } else {
+            v
+        })
+    };
     let mut bindings = format!(
         "@group(0) @binding(1) var<storage, read_write> out_buf: {};\n",
-        array_type(out_storage, out_atomic)
+        array(out_storage, out_atomic)?
     );
     for (k, &dtype) in key.inputs.iter().enumerate() {
         let s = storage_mode(dtype, key.native_f16);
@@ -192,52 +212,70 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             bindings,
             "@group(0) @binding({}) var<storage, read> in{k}_buf: {};",
             k + 2,
-            array_type(s, false)
+            array(s, false)?
+        );
+    }
+    let (ops, program) = program_fn(key);
+    let header = format!(
+        "{}\nconst OPERANDS: u32 = {}u;\nconst OFFSET_VECS: u32 = {}u;\n\
+         const SCALAR_VECS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;",
+        if uses_f16 { "enable f16;" } else { "" },
+        key.operands.len(),
+        offset_vecs(key.operands.len()),
+        scalar_vecs(key.scalars as usize),
+    );
+    let buffer = |k: usize| match key.operands[k].binding {
+        1 => "out_buf".to_string(),
+        b => format!("in{}_buf", b - 2),
+    };
+    if key.vec4 {
+        let mut loads = String::new();
+        for k in 1..key.operands.len() {
+            let _ = writeln!(
+                loads,
+                "    let w{k} = {}[q + operand_offset({k}u) / 4u];",
+                buffer(k)
+            );
+        }
+        let lanes: Vec<String> = ["x", "y", "z", "w"]
+            .iter()
+            .map(|lane| {
+                let args: Vec<String> = (1..key.operands.len())
+                    .map(|k| format!("w{k}.{lane}"))
+                    .collect();
+                format!("program({})", args.join(", "))
+            })
+            .collect();
+        return fill(
+            "elementwise vec4 kernel",
+            ELEMENTWISE_VEC4_WGSL,
+            &[
+                ("HEADER", &header),
+                ("COMMON", COMMON_WGSL),
+                ("MATH", MATH_WGSL),
+                ("BINDINGS", &bindings),
+                ("OPS", &ops),
+                ("PROGRAM", &program),
+                ("VLOADS", loads.trim_end()),
+                ("LANES", &lanes.join(", ")),
+                ("OUT", &format!("vec4<{}>", ScalarType::of(key.out()))),
+            ],
         );
     }
     let mut access = store_fn(key.out(), out_storage);
     for (k, operand) in key.operands.iter().enumerate().skip(1) {
         let s = storage_mode(operand.dtype, key.native_f16);
-        let expr = if operand.binding == 1 {
-            load_expr(operand.dtype, s, "out_buf", out_atomic)
-        } else {
-            let buf = format!("in{}_buf", operand.binding - 2);
-            load_expr(operand.dtype, s, &buf, false)
-        };
+        let atomic = operand.binding == 1 && out_atomic;
+        let expr = load_expr(operand.dtype, s, &buffer(k), atomic);
         let _ = write!(
             access,
             "fn load_op{k}(p: u32) -> {} {{\n    return {expr};\n}}\n",
             ScalarType::of(operand.dtype)
         );
     }
-    let mut ops = String::new();
-    let mut body = String::new();
-    for (n, node) in key.nodes.iter().enumerate() {
-        let value = match node {
-            Node::Load(k) => format!("load_op{k}(u32(p[{k}]))"),
-            Node::Scalar { slot, dtype } => scalar_expr(*dtype, *slot),
-            Node::Round { arg, dtype } => round_expr(*dtype, &format!("v{arg}")),
-            Node::Apply {
-                kernel,
-                dtype,
-                args,
-            } => {
-                let inputs: Vec<KernelType> =
-                    args.iter().map(|&a| key.node_dtype(a as usize)).collect();
-                ops.push_str(&op_fn(n, *kernel, *dtype, &inputs));
-                let args: Vec<String> = args.iter().map(|a| format!("v{a}")).collect();
-                format!("op{n}({})", args.join(", "))
-            }
-        };
-        let _ = writeln!(body, "    let v{n} = {value};");
-    }
-    let header = format!(
-        "{}\nconst OPERANDS: u32 = {}u;\nconst OFFSET_VECS: u32 = {}u;\nconst SCALAR_VECS: u32 = {}u;",
-        if uses_f16 { "enable f16;" } else { "" },
-        key.operands.len(),
-        offset_vecs(key.operands.len()),
-        scalar_vecs(key.scalars as usize),
-    );
+    let loads: Vec<String> = (1..key.operands.len())
+        .map(|k| format!("load_op{k}(u32(p[{k}]))"))
+        .collect();
     let (positions, walk) = if key.contiguous {
         ("contiguous_positions", String::new())
     } else {
@@ -254,11 +292,52 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             ("BINDINGS", &bindings),
             ("ACCESS", &access),
             ("OPS", &ops),
+            ("PROGRAM", &program),
             ("POSITIONS", positions),
-            ("BODY", body.trim_end()),
-            ("RESULT", &format!("v{}", key.nodes.len() - 1)),
+            ("LOADS", &loads.join(", ")),
         ],
     )
+}
+
+/// The `fn opN` of every applied node, and `fn program(x1, x2, ...)`: the
+/// program on one element, operand K's value in `xK`, returning the value
+/// stored into the destination.
+fn program_fn(key: &KernelKey) -> (String, String) {
+    let mut ops = String::new();
+    let mut body = String::new();
+    for (n, node) in key.nodes.iter().enumerate() {
+        let value = match node {
+            Node::Load(k) => format!("x{k}"),
+            Node::Scalar { slot, dtype } => scalar_expr(*dtype, *slot),
+            Node::Round { arg, dtype } => round_expr(*dtype, &format!("v{arg}")),
+            Node::Apply {
+                kernel,
+                dtype,
+                args,
+            } => {
+                let inputs: Vec<KernelType> =
+                    args.iter().map(|&a| key.node_dtype(a as usize)).collect();
+                ops.push_str(&op_fn(n, *kernel, *dtype, &inputs));
+                let args: Vec<String> = args.iter().map(|a| format!("v{a}")).collect();
+                format!("op{n}({})", args.join(", "))
+            }
+        };
+        let _ = writeln!(body, "    let v{n} = {value};");
+    }
+    let params: Vec<String> = key
+        .operands
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(k, o)| format!("x{k}: {}", ScalarType::of(o.dtype)))
+        .collect();
+    let program = format!(
+        "fn program({}) -> {} {{\n{body}    return v{};\n}}\n",
+        params.join(", "),
+        ScalarType::of(key.out()),
+        key.nodes.len() - 1
+    );
+    (ops, program)
 }
 
 /// `strided_positions(i)`: the storage position of row-major element `i`
@@ -341,6 +420,7 @@ mod tests {
             scalars: 0,
             native_f16,
             contiguous,
+            vec4: false,
         };
         let mut args = SmallVec::new();
         for &(dtype, src) in inputs {
@@ -449,9 +529,21 @@ mod tests {
                 }
             }
         }
+        let mut vec4 = 0;
         for key in &keys {
             validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
+            // And four elements per thread, where every operand allows it.
+            let plain = |d| matches!(storage_mode(d, key.native_f16), StorageMode::Plain(_));
+            if key.contiguous && key.operands.iter().all(|o| plain(o.dtype)) {
+                let key = KernelKey {
+                    vec4: true,
+                    ..key.clone()
+                };
+                validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
+                vec4 += 1;
+            }
         }
+        assert!(vec4 > 100, "{vec4} vec4 kernels");
         assert!(keys.len() > 500, "{} kernels", keys.len());
     }
 
@@ -498,6 +590,7 @@ mod tests {
                 scalars: 1,
                 native_f16,
                 contiguous: false,
+                vec4: false,
             };
             validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
         }

@@ -1,15 +1,15 @@
-// One elementwise kernel: a program of one or more fused ops, specialised
-// per (program, dtypes, storage modes, contiguity) by
-// elementwise/codegen.rs, which fills the {{...}} slots:
+// One elementwise kernel, one element per thread: a program of one or more
+// fused ops, specialised per (program, dtypes, storage modes, contiguity)
+// by elementwise/codegen.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound, and the
-//             OPERANDS / OFFSET_VECS / SCALAR_VECS constants
+//             OPERANDS / OFFSET_VECS / SCALAR_VECS / WORKGROUP constants
 //   BINDINGS  the destination (binding 1) and input buffers (2..)
 //   ACCESS    load_opK / store_out functions for each operand's storage mode
 //   OPS       fn opN(...) computing one program node in the compute types
+//   PROGRAM   fn program(xK...): the program on one element's inputs
 //   WALK      strided_positions (kernel/strided.rs) for strided kernels
 //   POSITIONS strided_positions or contiguous_positions
-//   BODY      the program: `let vN = ...;` per node
-//   RESULT    the node stored into the destination
+//   LOADS     program's arguments: load_opK at operand K's position
 {{HEADER}}
 {{COMMON}}
 {{WALK}}
@@ -17,14 +17,14 @@
 {{BINDINGS}}
 {{ACCESS}}
 {{OPS}}
+{{PROGRAM}}
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = linear_index(gid);
     if (i >= params.numel) {
         return;
     }
     let p = {{POSITIONS}}(i);
-{{BODY}}
-    store_out(u32(p[0]), {{RESULT}});
+    store_out(u32(p[0]), program({{LOADS}}));
 }

@@ -56,6 +56,9 @@ pub(crate) struct KernelKey {
     pub native_f16: bool,
     /// Every operand is one forward run (the index math is skipped).
     pub contiguous: bool,
+    /// Contiguous, every operand plain 32-bit and starting at a multiple of
+    /// 4: four elements per thread through vec4 loads and stores.
+    pub vec4: bool,
 }
 
 impl KernelKey {
@@ -92,7 +95,7 @@ pub(crate) struct Program {
 
 impl Program {
     /// The pipeline key of this program.
-    pub fn key(&self, native_f16: bool, contiguous: bool) -> KernelKey {
+    pub fn key(&self, native_f16: bool, contiguous: bool, vec4: bool) -> KernelKey {
         KernelKey {
             nodes: self.nodes.clone(),
             operands: self.operands.clone(),
@@ -100,6 +103,7 @@ impl Program {
             scalars: self.scalars.len() as u8,
             native_f16,
             contiguous,
+            vec4,
         }
     }
 

@@ -1,5 +1,6 @@
-//! The dispatch grid every kernel family shares: 64-thread workgroups in
-//! two dimensions, within the device's per-dimension limit.
+//! The dispatch grid every kernel family shares: workgroups (of 64 threads
+//! unless a family says otherwise) in two dimensions, within the device's
+//! per-dimension limit.
 
 use crate::error::{Error, Result};
 
@@ -13,7 +14,16 @@ pub(crate) const WORKGROUP_SIZE: u32 = 64;
 /// # Errors
 /// `Error::TooLarge` when even a square grid cannot cover `numel`.
 pub(crate) fn grid(numel: usize, max_per_dim: u32) -> Result<[u32; 2]> {
-    let groups = numel.div_ceil(WORKGROUP_SIZE as usize);
+    grid_of(numel, WORKGROUP_SIZE, max_per_dim)
+}
+
+/// A 2-D grid of `group`-thread workgroups covering `threads` threads,
+/// within the per-dimension limit.
+///
+/// # Errors
+/// `Error::TooLarge` when even a square grid cannot cover `threads`.
+pub(crate) fn grid_of(threads: usize, group: u32, max_per_dim: u32) -> Result<[u32; 2]> {
+    let groups = threads.div_ceil(group as usize);
     let x = groups.min(max_per_dim as usize).max(1);
     let y = groups.div_ceil(x);
     if y > max_per_dim as usize {
