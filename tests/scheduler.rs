@@ -385,3 +385,56 @@ fn scheduler_settings_are_harmless_on_the_cpu() {
     assert_eq!(sum, 1000.0);
     assert_eq!(cpu.stats(), DeviceStats::default());
 }
+
+/// In-place ops on one view fuse into one kernel (each overwrites what the
+/// one before it wrote); a read of the view, a write through another view
+/// or a read of other elements in between keeps the order, and every
+/// result equals the CPU's.
+#[test]
+fn in_place_chains_on_one_view_fuse_and_keep_their_order() {
+    let Some(dev) = batched_gpu(true) else { return };
+    let chain = |dev: &Device| {
+        let x = Tensor::arange(0.0f32, 48.0, 1.0, dev)
+            .unwrap()
+            .reshape([6, 8])
+            .unwrap();
+        let v = x.slice(s![1.., ..;2]).unwrap();
+        for _ in 0..10 {
+            v.add_scalar_(1.0).unwrap();
+            v.mul_scalar_(0.5).unwrap();
+        }
+        x
+    };
+    dev.sync().unwrap();
+    let before = dev.stats();
+    let x = chain(&dev);
+    dev.sync().unwrap();
+    let d = delta(before, dev.stats());
+    assert_eq!(read_f32(&x), read_f32(&chain(&Device::cpu())));
+    // The 20 in-place ops take a few kernels (as many as the node limit of
+    // one program needs), not 20.
+    assert_eq!(d.ops_recorded, 20, "{d:?}");
+    assert!(d.dispatches <= 4, "{d:?}");
+    assert_eq!(d.fused_ops + d.dispatches, 20, "{d:?}");
+
+    // Breaks in the chain: a reader in between sees the value of its turn,
+    // a write through an overlapping view and a read of other elements
+    // (x += x.flip()) are never folded across. (Long enough for several
+    // workgroups, so that a wrong fold would race.)
+    let broken = |dev: &Device| {
+        let x = Tensor::arange(0.0f32, 4096.0, 1.0, dev).unwrap();
+        x.add_scalar_(1.0).unwrap();
+        let seen = x.mul_scalar(2.0).unwrap();
+        x.add_scalar_(1.0).unwrap();
+        x.slice(s![..;2]).unwrap().mul_scalar_(3.0).unwrap();
+        x.add_scalar_(1.0).unwrap();
+        x.add_(&x.flip(&[0]).unwrap()).unwrap();
+        x.add_scalar_(1.0).unwrap();
+        x.slice(s![1..])
+            .unwrap()
+            .add_(&x.slice(s![..4095]).unwrap())
+            .unwrap();
+        [read_f32(&seen), read_f32(&x)]
+    };
+    assert_eq!(broken(&dev), broken(&Device::cpu()));
+}

@@ -1,22 +1,29 @@
 //! Turning a batch of recorded commands into dispatches, fusing elementwise
 //! chains (kernel commands of other families run as recorded).
 //!
-//! Op `i` is folded into the one later op `j` that reads its destination
-//! when, at flush time:
+//! Op `i` is folded into the later op `j` that reads its destination when,
+//! at flush time, either
 //! - no tensor refers to `i`'s destination any more (the intermediate is
-//!   dead, so nobody can observe that it was never written),
-//! - `j` is the only later command touching it, is elementwise (a kernel
-//!   command such as a reduction never takes a producer's nodes), reads it
-//!   (never writes it) and reads it through the layout `i` wrote it with, up
-//!   to a permutation of the axes (so element `k` of `j` needs exactly one element of `i`, and
-//!   `i`'s inputs are read through their own layouts, permuted alike),
-//! - `i` does not read its own destination,
+//!   dead, so nobody can observe that it was never written), `j` is the
+//!   only later command touching it and does not write it, `i` does not
+//!   read it, and `j` reads it through the layout `i` wrote it with, up to
+//!   a permutation of the axes (so element `k` of `j` needs exactly one
+//!   element of `i`, and `i`'s inputs are read through their own layouts,
+//!   permuted alike); or
+//! - `j` is the next command touching `i`'s destination and overwrites the
+//!   very elements `i` wrote, reading them (and `i` reading them, if at
+//!   all) only at those elements: a chain of in-place ops on one view,
+//!   where `i`'s write is never observed;
+//!
+//! and in both cases
+//! - `j` is elementwise (a kernel command such as a reduction never takes
+//!   a producer's nodes),
 //! - nothing recorded after `i` (kernel commands included), up to and
 //!   including `j`, writes a buffer `i` reads (its reads move from `i`'s
-//!   turn to `j`'s); `j` itself may
-//!   write one when every thread reads only the element it writes or
-//!   elements nobody writes (an in-place op, or a destination that reuses
-//!   the pooled buffer of a dead input of the same dtype),
+//!   turn to `j`'s); `j` itself may write one when every thread reads only
+//!   the element it writes or elements nobody writes (an in-place op, or a
+//!   destination that reuses the pooled buffer of a dead input of the same
+//!   dtype),
 //! - the merged program fits the limits of one kernel.
 //!
 //! Inputs keep their own strides and offsets inside the fused kernel.
@@ -261,13 +268,12 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits) -> Vec<Option<(usize, 
             continue;
         };
         let t = op.out.id();
-        if !op.out.is_dead() || op.reads(t) {
+        let mut users = touching[&t].iter().copied().filter(|&c| c > i);
+        let Some(j) = users.next() else { continue };
+        let overwrite = overwritten(commands, i, j);
+        if !overwrite && (!op.out.is_dead() || op.reads(t) || users.next().is_some()) {
             continue;
         }
-        let mut users = touching[&t].iter().copied().filter(|&c| c > i);
-        let (Some(j), None) = (users.next(), users.next()) else {
-            continue;
-        };
         // Only an elementwise reader can take the producer's nodes.
         let (Some(reader), Some(reader_footprint), Some(footprint)) = (
             commands[j].elementwise(),
@@ -276,17 +282,26 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits) -> Vec<Option<(usize, 
         ) else {
             continue;
         };
-        if reader.out.id() == t {
+        if reader.out.id() == t && !overwrite {
             continue;
         }
-        // Every read of `t` must use one layout, a permutation of the write's.
+        // Every read of `t` must use one layout, a permutation of the write's
+        // (the write's own, when `j` overwrites it).
         let mut reads = reader.tensor_args().filter(|a| a.id() == t);
         let Some(first) = reads.next() else { continue };
         if !reads.all(|a| same_elements(&a.layout, &first.layout)) {
             continue;
         }
-        let Some(perm) = read_permutation(&first.layout, &op.out.layout) else {
-            continue;
+        let perm = if overwrite {
+            if !same_elements(&first.layout, &op.out.layout) {
+                continue;
+            }
+            identity(op.out.layout.rank())
+        } else {
+            let Some(perm) = read_permutation(&first.layout, &op.out.layout) else {
+                continue;
+            };
+            perm
         };
         let moved = footprint.permuted(&perm);
         if !reads_stay_valid(commands, i, j, &moved) {
@@ -299,6 +314,25 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits) -> Vec<Option<(usize, 
         }
     }
     consumer
+}
+
+/// True when `j`, the next command touching `i`'s destination, is an
+/// elementwise op writing the same elements of it, and `i` reads its own
+/// destination (if at all) only at the elements it writes: then each of
+/// `j`'s threads can compute `i`'s value at its element from what the
+/// element held before `i`, and `i`'s own write is never observed (a chain
+/// of in-place ops on one view).
+fn overwritten(commands: &[Command], i: usize, j: usize) -> bool {
+    let (Some(op), Some(reader)) = (commands[i].elementwise(), commands[j].elementwise()) else {
+        return false;
+    };
+    let t = op.out.id();
+    reader.out.id() == t
+        && same_elements(&reader.out.layout, &op.out.layout)
+        && op
+            .tensor_args()
+            .filter(|a| a.id() == t)
+            .all(|a| same_elements(&a.layout, &op.out.layout))
 }
 
 /// True when no command after `i` up to `j` writes a buffer `i` reads,
