@@ -152,6 +152,13 @@ fn softmax_ref(row: &[f64]) -> Vec<f64> {
     e.iter().map(|x| x / s).collect()
 }
 
+/// `(x - max) - ln(sum(exp(x - max)))`, finite where softmax underflows.
+fn log_softmax_ref(row: &[f64]) -> Vec<f64> {
+    let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let s: f64 = row.iter().map(|x| (x - m).exp()).sum();
+    row.iter().map(|x| (x - m) - s.ln()).collect()
+}
+
 #[test]
 fn softmax_is_stable_and_matches_a_reference() {
     for dev in devices() {
@@ -238,4 +245,93 @@ fn along_axis_errors() {
     );
     let empty = Tensor::zeros([0, 4], DType::F32, &dev).unwrap();
     assert_eq!(empty.softmax(1).unwrap().dims(), &[0, 4]);
+}
+
+/// Softmax lines across the GPU kernel's boundaries (one workgroup of 128
+/// threads per line, lines past `2^20` composed from reductions), many
+/// lines (a two-dimensional grid), and lines holding NaN, +inf, -inf or
+/// only -inf: every device agrees with the f64 reference, NaN where it has
+/// NaN.
+#[test]
+fn softmax_lines_of_every_length_and_special_values() {
+    let check = |dev: &Device, t: &Tensor, axis: isize, what: &str| {
+        let values = read_f32(&t.moveaxis(axis, -1).unwrap().contiguous().unwrap());
+        let length = t.dims()[axis as usize];
+        for log in [false, true] {
+            let got = if log {
+                t.log_softmax(axis).unwrap()
+            } else {
+                t.softmax(axis).unwrap()
+            };
+            let got = read_f32(&got.moveaxis(axis, -1).unwrap().contiguous().unwrap());
+            for (l, row) in values.chunks(length.max(1)).enumerate() {
+                let row64: Vec<f64> = row.iter().map(|&x| x as f64).collect();
+                let bad = row.iter().any(|x| x.is_nan() || *x == f32::INFINITY)
+                    || row.iter().all(|x| *x == f32::NEG_INFINITY);
+                let want = if log {
+                    log_softmax_ref(&row64)
+                } else {
+                    softmax_ref(&row64)
+                };
+                for (i, &g) in got[l * length..(l + 1) * length].iter().enumerate() {
+                    let label = format!("{dev} {what} log={log} line {l} element {i}");
+                    if bad {
+                        assert!(g.is_nan(), "{label}: {g}");
+                        continue;
+                    }
+                    let w = want[i];
+                    if w == f64::NEG_INFINITY {
+                        assert_eq!(g, f32::NEG_INFINITY, "{label}");
+                    } else {
+                        let err = (g as f64 - w).abs() / (1.0 + w.abs());
+                        assert!(err < 1e-5, "{label}: {g} vs {w}");
+                    }
+                }
+            }
+        }
+    };
+    for dev in devices() {
+        for length in [1, 2, 127, 128, 129, 1000, 4097] {
+            let t = Tensor::randn([3, length], DType::F32, length as u64, &dev)
+                .unwrap()
+                .mul_scalar(10.0)
+                .unwrap();
+            check(&dev, &t, 1, &format!("length {length}"));
+            check(&dev, &t.t(), 0, &format!("transposed, length {length}"));
+        }
+        // Lines past one workgroup per grid row, and past the kernel's line limit.
+        let many = Tensor::randn([70_000, 2], DType::F32, 1, &dev).unwrap();
+        check(&dev, &many, 1, "70000 lines");
+        let long = Tensor::randn([(1 << 20) + 3], DType::F32, 2, &dev).unwrap();
+        check(&dev, &long, 0, "a line past 2^20");
+        let inf = f32::INFINITY;
+        let special = Tensor::from_slice(
+            &[
+                1.0,
+                f32::NAN,
+                2.0,
+                3.0, // NaN
+                1.0,
+                inf,
+                2.0,
+                3.0, // +inf
+                -inf,
+                -inf,
+                -inf,
+                -inf, // only -inf
+                -inf,
+                0.0,
+                -inf,
+                1.0, // some -inf
+                -1e30,
+                1e30,
+                0.0,
+                -0.0, // far apart
+            ],
+            [5, 4],
+            &dev,
+        )
+        .unwrap();
+        check(&dev, &special, 1, "special values");
+    }
 }

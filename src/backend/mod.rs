@@ -289,6 +289,42 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
     }
 }
 
+/// The longest line a [`SoftmaxCall`] takes, on every device (the GPU
+/// walks a line with one workgroup, and lavapipe's loop limit bounds that
+/// walk); ops compose longer softmaxes from reductions.
+pub(crate) const MAX_SOFTMAX_LINE: usize = 1 << 20;
+
+/// One softmax: each line of `input` along its last axis (the op layer
+/// moved the softmax axis there) becomes `exp(x - max) / sum(exp(x - max))`
+/// (or, with `log`, `(x - max) - log(sum(exp(x - max)))`) along the last
+/// axis of `out`, a fresh float tensor of the input's dtype viewed the same
+/// way.
+pub(crate) struct SoftmaxCall<'a> {
+    pub log: bool,
+    pub input: TensorRef<'a>,
+    pub out: TensorRef<'a>,
+}
+
+impl SoftmaxCall<'_> {
+    /// Elements per line.
+    pub fn length(&self) -> usize {
+        self.input.layout.dims().last().copied().unwrap_or(1)
+    }
+}
+
+/// Runs a softmax on the backend that holds its output.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn softmax(call: &SoftmaxCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::softmax(s, call),
+        Storage::Gpu(s) => gpu::softmax(s, call),
+    }
+}
+
 /// The axis an index tensor addresses: which one (for error reports), its
 /// extent and its stride in the indexed tensor.
 #[derive(Debug, Clone, Copy)]

@@ -1,10 +1,11 @@
 //! Ops along one axis: cumulative sums and products (a scan kernel that
 //! reads the input view through its strides) and softmax / log-softmax
-//! (composed from a max, a shifted exp and a sum over the axis, so the
-//! exponentials never overflow).
+//! (one kernel per call computing `exp(x - max)` over its sum, so the
+//! exponentials never overflow; lines past `MAX_SOFTMAX_LINE` are composed
+//! from a max, a shifted exp and a sum over the axis).
 
 use super::kinds::ScanOp;
-use crate::backend::{ScanCall, scan};
+use crate::backend::{MAX_SOFTMAX_LINE, ScanCall, SoftmaxCall, scan, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::normalize_axis;
@@ -57,10 +58,14 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis`; `Error::DType` for a non-float tensor.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
-        let Some((x, axis)) = self.softmax_input("softmax", axis)? else {
+        let Some(axis) = self.softmax_axis("softmax", axis)? else {
             return self.contiguous_copy();
         };
-        // One fresh tensor, updated in place from there on.
+        if let Some(out) = self.softmax_lines("softmax", axis, false)? {
+            return Ok(out);
+        }
+        // Longer lines: one fresh tensor, updated in place from there on.
+        let x = self.in_f32_or_wider()?;
         let e = x.sub(&x.max(axis, true)?)?;
         e.exp_()?;
         e.div_(&e.sum(axis, true)?)?;
@@ -73,19 +78,41 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::softmax`].
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
-        let Some((x, axis)) = self.softmax_input("log_softmax", axis)? else {
+        let Some(axis) = self.softmax_axis("log_softmax", axis)? else {
             return self.contiguous_copy();
         };
+        if let Some(out) = self.softmax_lines("log_softmax", axis, true)? {
+            return Ok(out);
+        }
+        let x = self.in_f32_or_wider()?;
         let shifted = x.sub(&x.max(axis, true)?)?;
         let log_sum = shifted.exp()?.sum(axis, true)?.log()?;
         shifted.sub_(&log_sum)?;
         shifted.to_dtype(self.dtype())
     }
 
-    /// Checks a softmax's arguments: the tensor in the dtype it is computed
-    /// in and the resolved axis, or `None` for an empty tensor (whose result
-    /// is an empty copy).
-    fn softmax_input(&self, op: &'static str, axis: isize) -> Result<Option<(Tensor, isize)>> {
+    /// The softmax of every line along `axis` (a valid axis of a non-empty
+    /// float tensor) by one kernel: `None` for lines longer than one call
+    /// takes, which the callers compose from reductions.
+    fn softmax_lines(&self, op: &'static str, axis: isize, log: bool) -> Result<Option<Tensor>> {
+        let length = self.dims()[axis as usize];
+        if length > MAX_SOFTMAX_LINE {
+            return Ok(None);
+        }
+        let out = Tensor::empty_dense(self.shape().clone(), self.dtype(), self.device(), op)?;
+        // Both go to the kernel with the softmax axis last: free views.
+        let last = self.rank() as isize - 1;
+        softmax(&SoftmaxCall {
+            log,
+            input: self.kernel_ref(self.layout().transpose(axis, last)?)?,
+            out: out.kernel_ref(out.layout().transpose(axis, last)?)?,
+        })?;
+        Ok(Some(out))
+    }
+
+    /// Checks a softmax's arguments: the resolved axis, or `None` for an
+    /// empty tensor (whose result is an empty copy).
+    fn softmax_axis(&self, op: &'static str, axis: isize) -> Result<Option<isize>> {
         let axis = normalize_axis(op, axis, self.rank())? as isize;
         if !self.dtype().is_float() {
             return Err(Error::dtype(
@@ -96,14 +123,15 @@ impl Tensor {
                 ),
             ));
         }
-        if self.numel() == 0 {
-            return Ok(None);
-        }
-        let x = if self.dtype() == DType::F16 {
-            self.to_dtype(DType::F32)?
+        Ok((self.numel() > 0).then_some(axis))
+    }
+
+    /// This float tensor in the dtype a softmax computes in: f32 for f16.
+    fn in_f32_or_wider(&self) -> Result<Tensor> {
+        if self.dtype() == DType::F16 {
+            self.to_dtype(DType::F32)
         } else {
-            self.clone()
-        };
-        Ok(Some((x, axis)))
+            Ok(self.clone())
+        }
     }
 }

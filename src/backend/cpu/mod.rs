@@ -9,6 +9,7 @@ mod matmul;
 mod numeric;
 mod reduce;
 mod scan;
+mod softmax;
 mod storage;
 mod strided;
 
@@ -18,4 +19,5 @@ pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
+pub(crate) use softmax::softmax;
 pub(crate) use storage::{CpuData, CpuStorage};

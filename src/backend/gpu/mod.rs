@@ -19,7 +19,7 @@
 //!   readbacks with the fault record);
 //! - `launch`: how an op becomes a recorded command;
 //! - the fixed-function families, each a folder with its shader beside its
-//!   launcher: `reduce/`, `scan/`, `matmul/`, `indexing/`.
+//!   launcher: `reduce/`, `scan/`, `softmax/`, `matmul/`, `indexing/`.
 
 mod command;
 mod context;
@@ -35,6 +35,7 @@ mod pool;
 mod reduce;
 mod scan;
 mod scheduler;
+mod softmax;
 mod storage;
 mod tuning;
 
@@ -45,5 +46,6 @@ pub(crate) use launch::record_elementwise;
 pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
+pub(crate) use softmax::softmax;
 pub(crate) use storage::GpuStorage;
 pub use tuning::MatmulTile;

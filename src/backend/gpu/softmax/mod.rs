@@ -1,0 +1,171 @@
+//! GPU softmax and log-softmax: `softmax.wgsl`, one workgroup per line
+//! (an online maximum and sum in one pass, then one pass writing the
+//! results), specialised per dtype and form.
+
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::grid::grid_of;
+use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
+use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::template::fill;
+use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::{SoftmaxCall, lines};
+use crate::dtype::KernelType;
+use crate::error::Result;
+use smallvec::smallvec;
+
+const SOFTMAX_WGSL: &str = include_str!("softmax.wgsl");
+
+params_block! {
+    /// `Params` of softmax.wgsl.
+    pub(crate) struct SoftmaxParams {
+        lines: u32,
+        length: u32,
+        rank: u32,
+        row_width: u32,
+        src_offset: u32,
+        dst_offset: u32,
+        src_step: i32,
+        dst_step: i32,
+        shape: [u32; 8],
+        src_strides: [i32; 8],
+        dst_strides: [i32; 8],
+    }
+}
+
+/// Everything that selects a distinct softmax pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SoftmaxKey {
+    /// f32 or f16.
+    pub dtype: KernelType,
+    pub log: bool,
+    pub native_f16: bool,
+}
+
+/// The WGSL source of the softmax kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
+    let (dtype, native) = (key.dtype, key.native_f16);
+    let bindings = [
+        buffer_decl(1, "src", dtype, native, false),
+        buffer_decl(2, "out_buf", dtype, native, true),
+    ]
+    .concat();
+    let access = [
+        load_fn("load_src", "src", dtype, native),
+        store_out_fn(dtype, native),
+    ]
+    .concat();
+    let walk = Walk {
+        name: "line_starts",
+        rank: "params.rank",
+        shape: "params.shape",
+        operands: &[
+            Walked {
+                start: "i32(params.src_offset)",
+                strides: "params.src_strides",
+            },
+            Walked {
+                start: "i32(params.dst_offset)",
+                strides: "params.dst_strides",
+            },
+        ],
+    }
+    .wgsl();
+    let result = if key.log {
+        "(x - m) - log_f32(s)"
+    } else {
+        "exp(x - m) / s"
+    };
+    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    slots.extend([
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("WALK", walk.as_str()),
+        ("RESULT", result),
+    ]);
+    fill("softmax kernel", SOFTMAX_WGSL, &slots)
+}
+
+/// Records `call`, whose output storage is `out`.
+///
+/// # Errors
+/// `Error::Gpu` when the input is not on this GPU; `TooLarge` for more
+/// lines than one dispatch can cover.
+pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
+    let ctx = &out.ctx;
+    let (src_lines, src_step) = lines(&call.input);
+    let (dst_lines, dst_step) = lines(&call.out);
+    let (count, length) = (src_lines.numel(), call.length());
+    if count == 0 || length == 0 {
+        return Ok(());
+    }
+    let key = SoftmaxKey {
+        dtype: call.input.dtype,
+        log: call.log,
+        native_f16: ctx.facts.native_f16,
+    };
+    // One workgroup per line.
+    let groups = grid_of(count, 1, ctx.facts.max_workgroups_per_dim)?;
+    let params = SoftmaxParams {
+        lines: count as u32,
+        length: length as u32,
+        rank: src_lines.rank() as u32,
+        row_width: groups[0],
+        src_offset: src_lines.offset() as u32,
+        dst_offset: dst_lines.offset() as u32,
+        src_step: src_step as i32,
+        dst_step: dst_step as i32,
+        shape: dims8(src_lines.dims()),
+        src_strides: strides8(src_lines.strides()),
+        dst_strides: strides8(dst_lines.strides()),
+    };
+    let source_key = key.clone();
+    record_kernel(
+        ctx,
+        &key,
+        ("webtensor softmax", "main", SoftmaxParams::SIZE),
+        || softmax_source(&source_key),
+        params.bytes(),
+        smallvec![
+            Bound::new("softmax", call.input.storage, false)?,
+            Bound::new("softmax", call.out.storage, true)?,
+        ],
+        [groups[0], groups[1], 1],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
+
+    #[test]
+    fn every_softmax_kernel_is_valid_wgsl_and_matches_its_params() {
+        for dtype in [KernelType::F32, KernelType::F16] {
+            for log in [false, true] {
+                for native_f16 in [true, false] {
+                    let key = SoftmaxKey {
+                        dtype,
+                        log,
+                        native_f16,
+                    };
+                    let source = softmax_source(&key).unwrap();
+                    validate(&source, &format!("{key:?}"));
+                    assert_layout(
+                        &source,
+                        SoftmaxParams::FIELDS,
+                        SoftmaxParams::SIZE,
+                        "softmax",
+                    );
+                }
+            }
+        }
+    }
+}

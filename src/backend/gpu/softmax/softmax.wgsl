@@ -1,0 +1,110 @@
+// Softmax (or log-softmax) along the lines of a tensor, one workgroup per
+// line, specialised by softmax/mod.rs, which fills the {{...}} slots:
+//   HEADER    `enable f16;` when a native f16 buffer is bound
+//   MATH      kernel/math.wgsl
+//   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
+//   ACCESS    load_src(p) -> f32, store_out(p, v: f32)
+//   WALK      line_starts(l): the source and destination positions of
+//             line l's first element
+//   RESULT    the value stored for x: `exp(x - m) / s` or `x - m - log(s)`
+//
+// One pass over the line keeps, per thread, the running maximum m of its
+// finite elements and s, the sum of exp(x - m) rescaled whenever m grows
+// (an online softmax); the workgroup merges the threads' (m, s) pairs,
+// then a second pass writes every element. A line holding NaN or +inf, or
+// only -inf, is NaN throughout, as `exp(x - max) / sum` gives it.
+{{HEADER}}
+
+struct Params {
+    lines: u32,
+    length: u32,
+    rank: u32,
+    // Workgroups per grid row.
+    row_width: u32,
+    src_offset: u32,
+    dst_offset: u32,
+    src_step: i32,
+    dst_step: i32,
+    shape: array<vec4<u32>, 2>,
+    src_strides: array<vec4<i32>, 2>,
+    dst_strides: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+{{MATH}}
+{{BINDINGS}}
+{{ACCESS}}
+{{WALK}}
+
+const WORKGROUP: u32 = 128u;
+
+// A partial softmax: the maximum of the finite elements seen, the sum of
+// exp(x - m) over them (0 while none), and whether a NaN or +inf was seen.
+struct Partial {
+    m: f32,
+    s: f32,
+    bad: bool,
+}
+
+fn merge(a: Partial, b: Partial) -> Partial {
+    let bad = a.bad || b.bad;
+    if (a.s == 0.0) {
+        return Partial(b.m, b.s, bad);
+    }
+    if (b.s == 0.0) {
+        return Partial(a.m, a.s, bad);
+    }
+    let m = max(a.m, b.m);
+    return Partial(m, a.s * exp(a.m - m) + b.s * exp(b.m - m), bad);
+}
+
+fn result(x: f32, m: f32, s: f32) -> f32 {
+    return {{RESULT}};
+}
+
+var<workgroup> partials: array<Partial, WORKGROUP>;
+
+@compute @workgroup_size(WORKGROUP)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let l = wid.x + wid.y * params.row_width;
+    if (l >= params.lines) {
+        return;
+    }
+    let start = line_starts(l);
+    var p = Partial(0.0, 0.0, false);
+    for (var i = t; i < params.length; i += WORKGROUP) {
+        let x = load_src(u32(start[0] + i32(i) * params.src_step));
+        if (is_nan_f32(x) || (is_inf_f32(x) && !sign_bit_f32(x))) {
+            p.bad = true;
+        } else if (is_inf_f32(x)) {
+            // -inf adds exp(-inf) = 0.
+        } else if (p.s == 0.0) {
+            p = Partial(x, 1.0, p.bad);
+        } else if (x > p.m) {
+            p = Partial(x, p.s * exp(p.m - x) + 1.0, p.bad);
+        } else {
+            p.s += exp(x - p.m);
+        }
+    }
+    partials[t] = p;
+    workgroupBarrier();
+    for (var width = WORKGROUP / 2u; width > 0u; width = width / 2u) {
+        if (t < width) {
+            partials[t] = merge(partials[t], partials[t + width]);
+        }
+        workgroupBarrier();
+    }
+    let whole = partials[0];
+    let undefined = whole.bad || whole.s == 0.0;
+    for (var i = t; i < params.length; i += WORKGROUP) {
+        var y = nan_f32();
+        if (!undefined) {
+            y = result(load_src(u32(start[0] + i32(i) * params.src_step)), whole.m, whole.s);
+        }
+        store_out(u32(start[1] + i32(i) * params.dst_step), y);
+    }
+}
