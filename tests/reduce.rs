@@ -475,3 +475,66 @@ fn std_all_and_any_read_strided_views() {
         ));
     }
 }
+
+/// Reductions across the fast axis (columns of a row-major tensor) take
+/// one thread per output and split, long ones in two stages: every op and
+/// dtype equals the CPU, argmax keeps the first of tied maxima across the
+/// splits, and transposed inputs (the fast axis reduced) agree too.
+#[test]
+fn column_reductions_split_by_threads_match_the_cpu() {
+    let cpu = Device::cpu();
+    let Some(gpu) = common::gpu() else { return };
+    for (rows, cols) in [(65, 64), (300, 200), (5000, 70), (70_000, 3)] {
+        // Small integers, so every order of summation is exact; a tie for
+        // the maximum in every column, at rows 1 and rows - 1.
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                let (r, c) = (i / cols, i % cols);
+                if r == 1 || r == rows - 1 {
+                    1000.0
+                } else {
+                    ((r * 7 + c * 3) % 11) as f32 - 5.0
+                }
+            })
+            .collect();
+        let host = Tensor::from_vec(values, [rows, cols], &cpu).unwrap();
+        for dtype in [DType::F32, DType::I32, DType::F16, DType::U8, DType::Bool] {
+            let x = host.to_dtype(dtype).unwrap();
+            let g = x.to_device(&gpu).unwrap();
+            for t in [false, true] {
+                let (xc, xg, axis) = if t {
+                    (x.t(), g.t(), 1)
+                } else {
+                    (x.clone(), g.clone(), 0)
+                };
+                let label = format!("{rows}x{cols} {dtype} transposed={t}");
+                let same = |a: Tensor, b: Tensor, what: &str| {
+                    assert_eq!(read_f32(&a), read_f32(&b), "{label} {what}");
+                };
+                same(
+                    xc.sum(axis, false).unwrap(),
+                    xg.sum(axis, false).unwrap(),
+                    "sum",
+                );
+                if dtype != DType::Bool {
+                    same(
+                        xc.max(axis, true).unwrap(),
+                        xg.max(axis, true).unwrap(),
+                        "max",
+                    );
+                    same(
+                        xc.argmax(axis, false)
+                            .unwrap()
+                            .to_dtype(DType::F32)
+                            .unwrap(),
+                        xg.argmax(axis, false)
+                            .unwrap()
+                            .to_dtype(DType::F32)
+                            .unwrap(),
+                        "argmax",
+                    );
+                }
+            }
+        }
+    }
+}

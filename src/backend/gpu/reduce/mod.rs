@@ -35,8 +35,13 @@ const REDUCE_WGSL: &str = include_str!("reduce.wgsl");
 const THREAD_MODE_MAX: usize = 64;
 /// Elements per workgroup a split aims for.
 const SPLIT_CHUNK: usize = 4096;
-/// Workgroups a split stage aims for in all.
-const SPLIT_TARGET: usize = 1024;
+/// Workgroups a split stage aims for in all (an H100 holds 132 x 32
+/// workgroups of 64 threads at once).
+const SPLIT_TARGET: usize = 4096;
+/// Threads a thread-mode split stage aims for in all.
+const THREAD_TARGET: usize = 1 << 18;
+/// Fewest elements a thread-mode split gives each thread.
+const THREAD_CHUNK_MIN: usize = 16;
 
 /// Where a stage reads its elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -309,9 +314,16 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     };
     let src = Bound::new("reduce", call.input.storage, false)?;
     let dst = Bound::new("reduce", call.out.storage, true)?;
-    let splits = split_count(outputs, extent);
+    // Across the fast axis, one thread per output (and split) reads
+    // coalesced; otherwise one workgroup per output (and split) does.
+    let across = outputs >= 64 && extent > THREAD_MODE_MAX && fast_axis_kept(&kept, &reduced);
+    let splits = if across {
+        thread_split_count(outputs, extent)
+    } else {
+        split_count(outputs, extent)
+    };
     if splits == 1 {
-        let group = extent > THREAD_MODE_MAX;
+        let group = extent > THREAD_MODE_MAX && !across;
         let stage = Stage {
             key: key(Source::Tensor, Dest::Output, group),
             bindings: smallvec![src, dst],
@@ -345,7 +357,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     let mut first: SmallVec<[Bound; 4]> = smallvec![src];
     first.extend(part_bound(true)?);
     let stage = Stage {
-        key: key(Source::Tensor, Dest::Partials, true),
+        key: key(Source::Tensor, Dest::Partials, !across),
         bindings: first,
         outputs,
         extent,
@@ -364,6 +376,33 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         src_splits: splits,
     };
     record(out, stage, &kept, &reduced, extent)
+}
+
+/// True when the kept axes hold the input's smallest stride: neighbouring
+/// outputs are neighbours in memory, so threads on consecutive outputs
+/// read consecutive elements.
+fn fast_axis_kept(kept: &Layout, reduced: &Layout) -> bool {
+    let smallest = |l: &Layout| {
+        l.dims()
+            .iter()
+            .zip(l.strides())
+            .filter(|(n, _)| **n > 1)
+            .map(|(_, s)| s.unsigned_abs())
+            .min()
+    };
+    match (smallest(kept), smallest(reduced)) {
+        (Some(k), Some(r)) => k < r,
+        _ => false,
+    }
+}
+
+/// Splits per output in thread mode: enough threads for the device, each
+/// taking at least `THREAD_CHUNK_MIN` elements and at most the loop budget.
+fn thread_split_count(outputs: usize, extent: usize) -> usize {
+    let at_least = extent.div_ceil(loop_budget::ITERATIONS).max(1);
+    (THREAD_TARGET / outputs)
+        .min(extent.div_ceil(THREAD_CHUNK_MIN))
+        .max(at_least)
 }
 
 /// How many partial results each output is split into: enough workgroups
@@ -388,11 +427,7 @@ fn record(
     count: usize,
 ) -> Result<()> {
     let ctx = &out.ctx;
-    let threads = if stage.key.group {
-        stage.outputs * stage.splits * 64
-    } else {
-        stage.outputs
-    };
+    let threads = stage.outputs * stage.splits * if stage.key.group { 64 } else { 1 };
     let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let row_width = if stage.key.group {
         groups[0]
@@ -506,12 +541,27 @@ mod tests {
         assert_eq!(split_count(1, 100), 1);
         assert_eq!(split_count(1, 1 << 24), SPLIT_TARGET);
         assert_eq!(split_count(4096, 1 << 16), 1);
-        assert_eq!(split_count(8, 1 << 20), 128);
+        assert_eq!(split_count(8, 1 << 20), 256);
         // Many outputs of very long reductions still split for the loop
         // budget: 64 threads of a split take 64 x ITERATIONS elements.
         let budget = 64 * loop_budget::ITERATIONS;
         assert_eq!(split_count(4096, budget), 1);
         assert_eq!(split_count(4096, budget + 1), 2);
         assert_eq!(split_count(4096, 1 << 24), (1 << 24) / budget);
+    }
+
+    #[test]
+    fn reductions_across_the_fast_axis_split_by_threads() {
+        // A column sum of a row-major 4096 x 4096 matrix.
+        let kept = Layout::from_parts([4096].into(), smallvec![1], 0);
+        let reduced = Layout::from_parts([4096].into(), smallvec![4096], 0);
+        assert!(fast_axis_kept(&kept, &reduced));
+        assert!(!fast_axis_kept(&reduced, &kept));
+        assert_eq!(thread_split_count(4096, 4096), 64);
+        assert_eq!(thread_split_count(1 << 20, 100), 1);
+        assert_eq!(thread_split_count(4096, 20), 2);
+        // Each thread stays inside the loop budget.
+        let long: usize = 1 << 24;
+        assert!(long.div_ceil(thread_split_count(64, long)) <= loop_budget::ITERATIONS);
     }
 }

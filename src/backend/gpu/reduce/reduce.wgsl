@@ -71,11 +71,20 @@ fn reduced_offset(r: u32) -> i32 {
 {{STORE}}
 
 // The state of output `o` over reduced elements [start, end), visited by
-// one thread in steps of `step` from `start + first`.
+// one thread in steps of `step` from `start + first`, in order; four loads
+// are issued before they are combined, so more of them are in flight.
 fn fold(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
     let base = base_of(o);
     var st = fresh();
-    for (var r = start + first; r < end; r += step) {
+    var r = start + first;
+    for (; r < end && end - r > 3u * step; r += 4u * step) {
+        let a = load(base, r);
+        let b = load(base, r + step);
+        let c = load(base, r + 2u * step);
+        let d = load(base, r + 3u * step);
+        st = combine(combine(combine(combine(st, a), b), c), d);
+    }
+    for (; r < end; r += step) {
         st = combine(st, load(base, r));
     }
     return st;
@@ -112,12 +121,17 @@ fn main_group(
     }
 }
 
-// Thread mode: one thread per output, for short reductions.
+// Thread mode: one thread per (output, split), consecutive threads on
+// consecutive outputs, for short reductions and for reductions across the
+// fast axis (a column sum of a row-major matrix reads each row coalesced).
 @compute @workgroup_size(64)
 fn main_thread(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let o = gid.x + gid.y * params.row_width;
-    if (o >= params.outputs) {
+    let i = gid.x + gid.y * params.row_width;
+    if (i >= params.outputs * params.splits) {
         return;
     }
-    store(o, 0u, fold(o, 0u, params.extent, 0u, 1u));
+    let o = i % params.outputs;
+    let s = i / params.outputs;
+    let start = s * params.chunk;
+    store(o, s, fold(o, start, min(start + params.chunk, params.extent), 0u, 1u));
 }
