@@ -344,3 +344,102 @@ fn every_tile_matches_the_cpu_on_every_layout() {
         }
     }
 }
+
+/// Matrix-vector and vector-matrix products (the GPU's own kernel when the
+/// tile is automatic): both memory orders of the matrix, reversed and
+/// stepped vectors, batches, k across the kernel's lanes and slices, every
+/// dtype; f32 and f16 by relative error, i32 exactly.
+#[test]
+fn matrix_vector_products_on_every_layout() {
+    let cpu = Device::cpu();
+    let Some(gpu) = common::gpu() else { return };
+    assert_eq!(gpu.matmul_tile(), webtensor::MatmulTile::Auto);
+    for (case, &(rows, k)) in [(1, 1), (3, 63), (65, 64), (257, 129), (5, 9000), (1000, 7)]
+        .iter()
+        .enumerate()
+    {
+        let seed = 100 + case as u64 * 10;
+        let mat = Tensor::from_vec(noise(rows * k, seed), [rows, k], &cpu).unwrap();
+        let mat_t = Tensor::from_vec(noise(rows * k, seed + 1), [k, rows], &cpu)
+            .unwrap()
+            .t();
+        let wide = Tensor::from_vec(noise(2 * k + 1, seed + 2), [2 * k + 1], &cpu).unwrap();
+        let vecs = [
+            (
+                "v",
+                Tensor::from_vec(noise(k, seed + 3), [k], &cpu).unwrap(),
+            ),
+            (
+                "reversed v",
+                wide.slice(s![..k]).unwrap().flip(&[0]).unwrap(),
+            ),
+            ("stepped v", wide.slice(s![1..;2]).unwrap()),
+        ];
+        for (m_name, m) in [("A", &mat), ("A.t()", &mat_t)] {
+            for (v_name, v) in &vecs {
+                for dtype in [DType::F32, DType::F16, DType::I32] {
+                    let cast = |t: &Tensor| {
+                        if dtype == DType::I32 {
+                            t.mul_scalar(100.0).unwrap().to_dtype(DType::I32).unwrap()
+                        } else {
+                            t.to_dtype(dtype).unwrap()
+                        }
+                    };
+                    let (mc, vc) = (cast(m), cast(v));
+                    let (mg, vg) = (mc.to_device(&gpu).unwrap(), vc.to_device(&gpu).unwrap());
+                    let mt_c = mc.t();
+                    let mt_g = mg.t();
+                    let pairs = [
+                        ("M @ v", mc.matmul(&vc).unwrap(), mg.matmul(&vg).unwrap()),
+                        (
+                            "v @ M.t",
+                            vc.matmul(&mt_c).unwrap(),
+                            vg.matmul(&mt_g).unwrap(),
+                        ),
+                    ];
+                    for (what, want, got) in pairs {
+                        let label = format!("{m_name} {v_name} {what} {dtype} {rows}x{k}");
+                        assert_eq!(got.dims(), want.dims(), "{label}");
+                        if dtype == DType::I32 {
+                            assert_eq!(
+                                got.to_vec::<i32>().unwrap(),
+                                want.to_vec::<i32>().unwrap(),
+                                "{label}"
+                            );
+                        } else {
+                            let want: Vec<f64> =
+                                read_f32(&want).iter().map(|&x| x as f64).collect();
+                            let err = relative_error(&read_f32(&got), &want);
+                            // Both sides round; sums of 9000 terms differ in order.
+                            let tol = if dtype == DType::F16 { 2e-3 } else { 1e-5 };
+                            assert!(err < tol, "{label}: relative error {err}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // A batch of matrices times one vector, and one vector times a batch.
+    let a = Tensor::from_vec(noise(4 * 70 * 33, 5), [4, 70, 33], &cpu).unwrap();
+    let v = Tensor::from_vec(noise(33, 6), [33, 1], &cpu).unwrap();
+    let w = Tensor::from_vec(noise(70, 7), [1, 70], &cpu).unwrap();
+    for (want, got) in [
+        (
+            a.matmul(&v).unwrap(),
+            a.to_device(&gpu)
+                .unwrap()
+                .matmul(&v.to_device(&gpu).unwrap())
+                .unwrap(),
+        ),
+        (
+            w.matmul(&a).unwrap(),
+            w.to_device(&gpu)
+                .unwrap()
+                .matmul(&a.to_device(&gpu).unwrap())
+                .unwrap(),
+        ),
+    ] {
+        let want: Vec<f64> = read_f32(&want).iter().map(|&x| x as f64).collect();
+        assert!(relative_error(&read_f32(&got), &want) < 1e-6);
+    }
+}

@@ -2,8 +2,10 @@
 //! (`tiling.rs`: register-tiled kernels and the choice among them) and
 //! recorded as kernel commands, one per 65535 batches and slice of k.
 
+mod gemv;
 mod tiling;
 
+use crate::backend::gpu::tuning::MatmulTile;
 use tiling::Tiling;
 
 use crate::backend::gpu::command::Bound;
@@ -64,7 +66,16 @@ params_block! {
 pub(crate) struct MatmulKey {
     pub dtype: KernelType,
     pub native_f16: bool,
-    pub tiling: Tiling,
+    pub kernel: Kernel,
+}
+
+/// Which kernel a matmul runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kernel {
+    /// Register-tiled (`tiling.rs`).
+    Tiled(Tiling),
+    /// Matrix-vector (`gemv.rs`).
+    Gemv,
 }
 
 /// The WGSL source of the matmul kernel for `key`.
@@ -110,7 +121,10 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         ],
     }
     .wgsl();
-    let kernel = key.tiling.wgsl();
+    let kernel = match key.kernel {
+        Kernel::Tiled(tiling) => tiling.wgsl(),
+        Kernel::Gemv => gemv::gemv_wgsl().to_string(),
+    };
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
         ("BINDINGS", bindings.as_str()),
@@ -136,7 +150,14 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         return Ok(());
     }
     let max = ctx.facts.max_workgroups_per_dim as usize;
-    let tiling = Tiling::choose(ctx.matmul_tile(), m, n, batches);
+    let choice = ctx.matmul_tile();
+    if choice == MatmulTile::Auto && (m == 1 || n == 1) {
+        let gemv = Gemv::of(call, m, n);
+        if n.max(m).div_ceil(gemv::outputs_per_group(gemv.along_k)) <= max {
+            return gemv.record(out, call, k, batches);
+        }
+    }
+    let tiling = Tiling::choose(choice, m, n, batches);
     let groups = [
         n.div_ceil(tiling.bn as usize),
         m.div_ceil(tiling.bm as usize),
@@ -153,7 +174,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
     let key = MatmulKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
-        tiling,
+        kernel: Kernel::Tiled(tiling),
     };
     // One dispatch per 65535 batches and slice of k; the slices of one
     // batch range run in order, each after the first adding to the output.
@@ -177,6 +198,87 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A matrix-vector product as `gemv.rs` computes it: `out[j] = sum over k
+/// of A[j, k] * x[k]`, where A is `a` and x `b` when `n == 1`, and A is
+/// `b` seen transposed and x `a` when `m == 1`.
+struct Gemv {
+    /// True when `b` is A (so it goes to binding 1).
+    swapped: bool,
+    outputs: usize,
+    /// A's (j, k) strides, x's k stride, the output's j stride.
+    a_strides: (isize, isize),
+    x_stride: isize,
+    c_stride: isize,
+    along_k: bool,
+}
+
+impl Gemv {
+    fn of(call: &MatmulCall, m: usize, n: usize) -> Gemv {
+        let (a_rs, a_cs) = MatmulCall::matrix_strides(&call.a);
+        let (b_rs, b_cs) = MatmulCall::matrix_strides(&call.b);
+        let (c_rs, c_cs) = MatmulCall::matrix_strides(&call.out);
+        let swapped = n != 1;
+        let (a_strides, x_stride, c_stride, outputs) = if swapped {
+            ((b_cs, b_rs), a_cs, c_cs, n)
+        } else {
+            ((a_rs, a_cs), b_rs, c_rs, m)
+        };
+        Gemv {
+            swapped,
+            outputs,
+            a_strides,
+            x_stride,
+            c_stride,
+            along_k: a_strides.1.unsigned_abs() <= a_strides.0.unsigned_abs(),
+        }
+    }
+
+    /// Records the product, one dispatch per 65535 batches and slice of k.
+    fn record(&self, out: &GpuStorage, call: &MatmulCall, k: usize, batches: usize) -> Result<()> {
+        let ctx = &out.ctx;
+        let max = ctx.facts.max_workgroups_per_dim as usize;
+        let key = MatmulKey {
+            dtype: call.out.dtype,
+            native_f16: ctx.facts.native_f16,
+            kernel: Kernel::Gemv,
+        };
+        let (a, x) = if self.swapped {
+            (&call.b, &call.a)
+        } else {
+            (&call.a, &call.b)
+        };
+        let groups = self.outputs.div_ceil(gemv::outputs_per_group(self.along_k));
+        for batch_range in slices(batches, max) {
+            for k_range in slices(k, K_SLICE) {
+                let mut p = params(call, [self.outputs, 1], k_range, batch_range.start);
+                let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
+                (p.a_offset, p.b_offset) = (a.layout.offset() as u32, x.layout.offset() as u32);
+                (p.a_batch, p.b_batch) = (batch(a), batch(x));
+                (p.a_rs, p.a_cs) = (self.a_strides.0 as i32, self.a_strides.1 as i32);
+                (p.b_rs, p.b_cs) = (self.x_stride as i32, 0);
+                (p.c_rs, p.c_cs) = (self.c_stride as i32, 0);
+                p.a_k_fast = u32::from(self.along_k);
+                record_kernel(
+                    ctx,
+                    &key,
+                    ("webtensor matvec", "main", MatmulParams::SIZE),
+                    || matmul_source(&key),
+                    p.bytes(),
+                    [
+                        Bound::new("matmul", a.storage, false)?,
+                        Bound::new("matmul", x.storage, false)?,
+                        Bound::new("matmul", call.out.storage, true)?,
+                    ]
+                    .into_iter()
+                    .collect(),
+                    [groups as u32, 1, batch_range.len() as u32],
+                )?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The parameter block of the dispatch over `k` (of the whole product's k)
@@ -225,7 +327,7 @@ mod tests {
         let key = MatmulKey {
             dtype: KernelType::F16,
             native_f16: false,
-            tiling: tiling::LARGE,
+            kernel: Kernel::Tiled(tiling::LARGE),
         };
         let source = matmul_source(&key).unwrap();
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
@@ -240,11 +342,16 @@ mod tests {
             KernelType::U32,
         ] {
             for native_f16 in [true, false] {
-                for tiling in [tiling::LARGE, tiling::MEDIUM, tiling::SMALL] {
+                for kernel in [
+                    Kernel::Tiled(tiling::LARGE),
+                    Kernel::Tiled(tiling::MEDIUM),
+                    Kernel::Tiled(tiling::SMALL),
+                    Kernel::Gemv,
+                ] {
                     let key = MatmulKey {
                         dtype,
                         native_f16,
-                        tiling,
+                        kernel,
                     };
                     validate(&matmul_source(&key).unwrap(), &format!("{key:?}"));
                 }
