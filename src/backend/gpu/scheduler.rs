@@ -15,7 +15,7 @@ use super::elementwise::program::Operand;
 use super::elementwise::program::Program;
 use super::facts::AdapterFacts;
 use super::fusion::{Step, programs};
-use super::kernel::buffer::{StorageMode, storage_mode};
+use super::kernel::buffer::{storage_mode, vec4_access};
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::kernel::pipeline::PipelineCache;
@@ -239,9 +239,9 @@ fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Op
     }
     let contiguous = plan.is_contiguous();
     let native_f16 = ctx.facts.native_f16;
-    let plain = |o: &Operand| matches!(storage_mode(o.dtype, native_f16), StorageMode::Plain(_));
+    let whole = |o: &Operand| vec4_access(storage_mode(o.dtype, native_f16));
     let vec4 = contiguous
-        && program.operands.iter().all(plain)
+        && program.operands.iter().all(whole)
         && plan.offsets.iter().all(|&o| o % 4 == 0);
     let threads = if vec4 { numel.div_ceil(4) } else { numel };
     let [x, y] = grid_of(threads, WORKGROUP, ctx.facts.max_workgroups_per_dim)?;

@@ -6,6 +6,8 @@
 
 use super::params::{offset_vecs, params_size, scalar_vecs};
 use super::program::{KernelKey, Node};
+#[cfg(test)]
+use crate::backend::gpu::kernel::buffer::vec4_access;
 use crate::backend::gpu::kernel::buffer::{
     StorageMode, array_type, load_expr, packed, round_expr, storage_mode, store_fn,
 };
@@ -180,16 +182,17 @@ pub(crate) const WORKGROUP: u32 = 256;
 ///
 /// # Errors
 /// `Error::Internal` when the template's slots and the generated parts
-/// disagree, or for a vec4 key whose operands are not all plain 32-bit.
+/// disagree, or for a vec4 key with a packed operand.
 pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let out_storage = storage_mode(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == StorageMode::F16;
     let vec4_of = |s: StorageMode| match s {
         StorageMode::Plain(t) if key.vec4 => Ok(format!("array<vec4<{t}>>")),
+        StorageMode::F16 if key.vec4 => Ok("array<vec4<f16>>".to_string()),
         _ if key.vec4 => Err(Error::internal(
             "elementwise kernel",
-            "vec4 access to a packed or f16 operand",
+            "vec4 access to a packed operand",
         )),
         _ => Ok(String::new()),
     };
@@ -229,13 +232,18 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         b => format!("in{}_buf", b - 2),
     };
     if key.vec4 {
+        // f16 is read and written as vec4<f16> and computed in f32.
+        let half =
+            |k: usize| storage_mode(key.operands[k].dtype, key.native_f16) == StorageMode::F16;
         let mut loads = String::new();
         for k in 1..key.operands.len() {
-            let _ = writeln!(
-                loads,
-                "    let w{k} = {}[q + operand_offset({k}u) / 4u];",
-                buffer(k)
-            );
+            let load = format!("{}[q + operand_offset({k}u) / 4u]", buffer(k));
+            let load = if half(k) {
+                format!("vec4<f32>({load})")
+            } else {
+                load
+            };
+            let _ = writeln!(loads, "    let w{k} = {load};");
         }
         let lanes: Vec<String> = ["x", "y", "z", "w"]
             .iter()
@@ -243,9 +251,19 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
                 let args: Vec<String> = (1..key.operands.len())
                     .map(|k| format!("w{k}.{lane}"))
                     .collect();
-                format!("program({})", args.join(", "))
+                let value = format!("program({})", args.join(", "));
+                if half(0) {
+                    format!("f16({})", round_expr(KernelType::F16, &value))
+                } else {
+                    value
+                }
             })
             .collect();
+        let out = if half(0) {
+            "vec4<f16>".to_string()
+        } else {
+            format!("vec4<{}>", ScalarType::of(key.out()))
+        };
         return fill(
             "elementwise vec4 kernel",
             ELEMENTWISE_VEC4_WGSL,
@@ -258,7 +276,7 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
                 ("PROGRAM", &program),
                 ("VLOADS", loads.trim_end()),
                 ("LANES", &lanes.join(", ")),
-                ("OUT", &format!("vec4<{}>", ScalarType::of(key.out()))),
+                ("OUT", &out),
             ],
         );
     }
@@ -533,8 +551,8 @@ mod tests {
         for key in &keys {
             validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
             // And four elements per thread, where every operand allows it.
-            let plain = |d| matches!(storage_mode(d, key.native_f16), StorageMode::Plain(_));
-            if key.contiguous && key.operands.iter().all(|o| plain(o.dtype)) {
+            let whole = |d| vec4_access(storage_mode(d, key.native_f16));
+            if key.contiguous && key.operands.iter().all(|o| whole(o.dtype)) {
                 let key = KernelKey {
                     vec4: true,
                     ..key.clone()

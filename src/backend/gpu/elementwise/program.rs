@@ -56,8 +56,9 @@ pub(crate) struct KernelKey {
     pub native_f16: bool,
     /// Every operand is one forward run (the index math is skipped).
     pub contiguous: bool,
-    /// Contiguous, every operand plain 32-bit and starting at a multiple of
-    /// 4: four elements per thread through vec4 loads and stores.
+    /// Contiguous, every operand plain 32-bit or native f16 and starting at
+    /// a multiple of 4: four elements per thread through vec4 loads and
+    /// stores.
     pub vec4: bool,
 }
 

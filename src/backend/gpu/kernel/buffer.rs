@@ -156,6 +156,13 @@ pub(crate) fn load_out_fn(dtype: KernelType, native_f16: bool) -> String {
     )
 }
 
+/// True when elements in this mode can be read and written four at a time
+/// as one vec4 (plain 32-bit values and native f16; not the packed modes,
+/// whose words hold two or four elements).
+pub(crate) fn vec4_access(s: StorageMode) -> bool {
+    matches!(s, StorageMode::Plain(_) | StorageMode::F16)
+}
+
 /// True when a buffer of `dtype` needs `enable f16;`.
 pub(crate) fn needs_f16(dtype: KernelType, native_f16: bool) -> bool {
     storage_mode(dtype, native_f16) == StorageMode::F16
