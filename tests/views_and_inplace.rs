@@ -328,3 +328,68 @@ fn dispatch_beyond_65535_workgroups_works() {
         assert_eq!(v.len(), n);
     }
 }
+
+type Op = fn(&Tensor) -> Tensor;
+
+/// Copies and casts whose input's fastest axis is not the destination's
+/// (the GPU passes 32 x 32 tiles through workgroup memory): transposes and
+/// permutations of every dtype, sizes on both sides of the tile and of
+/// the tiling threshold, batches, reversed, stepped and offset inputs, and
+/// one-input chains, all equal to the CPU.
+#[test]
+fn transposing_copies_and_casts_match_the_cpu() {
+    let cpu = Device::cpu();
+    let devices: Vec<Device> = common::devices().into_iter().skip(1).collect();
+    for gpu in &devices {
+        for (a, b, c) in [
+            (15, 17, 3),
+            (16, 16, 1),
+            (31, 33, 2),
+            (32, 64, 1),
+            (100, 37, 2),
+        ] {
+            let base = Tensor::arange(0i32, (a * b * c * 2) as i32, 1, &cpu)
+                .unwrap()
+                .reshape([c, 2 * a, b])
+                .unwrap();
+            // Stepped rows, then reversed columns: an offset, strided view.
+            let view = base.slice(s![.., 1..;2, ..;-1]).unwrap();
+            for dtype in [DType::F32, DType::F16, DType::I32, DType::U8, DType::Bool] {
+                let x = view.to_dtype(dtype).unwrap();
+                let g = x.to_device(gpu).unwrap();
+                let cases: [(&str, Op); 5] = [
+                    ("t().contiguous()", |t| {
+                        t.transpose(1, 2).unwrap().contiguous().unwrap()
+                    }),
+                    ("permute(2, 0, 1)", |t| {
+                        t.permute(&[2, 0, 1]).unwrap().contiguous().unwrap()
+                    }),
+                    ("t() to f32", |t| {
+                        t.transpose(1, 2).unwrap().to_dtype(DType::F32).unwrap()
+                    }),
+                    ("t() to u8", |t| {
+                        t.transpose(1, 2).unwrap().to_dtype(DType::U8).unwrap()
+                    }),
+                    ("t() to i32, negated", |t| {
+                        t.transpose(1, 2)
+                            .unwrap()
+                            .to_dtype(DType::I32)
+                            .unwrap()
+                            .neg()
+                            .unwrap()
+                    }),
+                ];
+                for (what, f) in cases {
+                    let want = f(&x);
+                    let got = f(&g);
+                    assert_eq!(got.dims(), want.dims());
+                    assert_eq!(
+                        got.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+                        want.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+                        "{gpu} {dtype} {a}x{b}x{c} {what}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -5,7 +5,9 @@
 //! u32 for u8, masked on store, which gives wrapping).
 
 use super::params::{offset_vecs, params_size, scalar_vecs};
-use super::program::{KernelKey, Node};
+#[cfg(test)]
+use super::program::tileable;
+use super::program::{Access, KernelKey, Node};
 #[cfg(test)]
 use crate::backend::gpu::kernel::buffer::vec4_access;
 use crate::backend::gpu::kernel::buffer::{
@@ -25,6 +27,7 @@ use std::sync::Arc;
 pub(crate) const COMMON_WGSL: &str = include_str!("common.wgsl");
 pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("elementwise.wgsl");
 pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = include_str!("elementwise_vec4.wgsl");
+pub(crate) const ELEMENTWISE_TILE_WGSL: &str = include_str!("elementwise_tile.wgsl");
 
 /// Scalar slot `slot` as the compute type of `dtype`.
 fn scalar_expr(dtype: KernelType, slot: u8) -> String {
@@ -187,10 +190,11 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let out_storage = storage_mode(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == StorageMode::F16;
+    let vec4 = key.access == Access::Vec4;
     let vec4_of = |s: StorageMode| match s {
-        StorageMode::Plain(t) if key.vec4 => Ok(format!("array<vec4<{t}>>")),
-        StorageMode::F16 if key.vec4 => Ok("array<vec4<f16>>".to_string()),
-        _ if key.vec4 => Err(Error::internal(
+        StorageMode::Plain(t) if vec4 => Ok(format!("array<vec4<{t}>>")),
+        StorageMode::F16 if vec4 => Ok("array<vec4<f16>>".to_string()),
+        _ if vec4 => Err(Error::internal(
             "elementwise kernel",
             "vec4 access to a packed operand",
         )),
@@ -231,7 +235,7 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         1 => "out_buf".to_string(),
         b => format!("in{}_buf", b - 2),
     };
-    if key.vec4 {
+    if vec4 {
         // f16 is read and written as vec4<f16> and computed in f32.
         let half =
             |k: usize| storage_mode(key.operands[k].dtype, key.native_f16) == StorageMode::F16;
@@ -294,7 +298,10 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let loads: Vec<String> = (1..key.operands.len())
         .map(|k| format!("load_op{k}(u32(p[{k}]))"))
         .collect();
-    let (positions, walk) = if key.contiguous {
+    if key.access == Access::Tiled {
+        return tiled_source(key, &header, &bindings, &access, &ops, &program);
+    }
+    let (positions, walk) = if key.access == Access::Contiguous {
         ("contiguous_positions", String::new())
     } else {
         ("strided_positions", strided_walk(key.operands.len()))
@@ -356,6 +363,59 @@ fn program_fn(key: &KernelKey) -> (String, String) {
         key.nodes.len() - 1
     );
     (ops, program)
+}
+
+/// The tiled kernel of a one-input `key` (see [`Access::Tiled`]).
+///
+/// # Errors
+/// As [`elementwise_source`]; `Error::Internal` for a key with more than
+/// one input or a bool result (workgroup tiles hold 32-bit values).
+fn tiled_source(
+    key: &KernelKey,
+    header: &str,
+    bindings: &str,
+    access: &str,
+    ops: &str,
+    program: &str,
+) -> Result<String> {
+    let result = ScalarType::of(key.out());
+    if key.operands.len() != 2 || result == ScalarType::Bool {
+        return Err(Error::internal(
+            "elementwise tiled kernel",
+            "one input and a 32-bit result only",
+        ));
+    }
+    let walk = Walk {
+        name: "batch_positions",
+        rank: "(params.rank - 2u)",
+        shape: "params.shape",
+        operands: &[
+            Walked {
+                start: "i32(operand_offset(0u))",
+                strides: "params.strides[0]",
+            },
+            Walked {
+                start: "i32(operand_offset(1u))",
+                strides: "params.strides[1]",
+            },
+        ],
+    }
+    .wgsl();
+    fill(
+        "elementwise tiled kernel",
+        ELEMENTWISE_TILE_WGSL,
+        &[
+            ("HEADER", header),
+            ("COMMON", COMMON_WGSL),
+            ("WALK", &walk),
+            ("MATH", MATH_WGSL),
+            ("BINDINGS", bindings),
+            ("ACCESS", access),
+            ("OPS", ops),
+            ("PROGRAM", program),
+            ("RESULT", result.name()),
+        ],
+    )
 }
 
 /// `strided_positions(i)`: the storage position of row-major element `i`
@@ -426,7 +486,7 @@ mod tests {
         out: KernelType,
         inputs: &[(KernelType, Src)],
         native_f16: bool,
-        contiguous: bool,
+        access: Access,
     ) -> KernelKey {
         let mut key = KernelKey {
             nodes: SmallVec::new(),
@@ -437,8 +497,7 @@ mod tests {
             inputs: SmallVec::new(),
             scalars: 0,
             native_f16,
-            contiguous,
-            vec4: false,
+            access,
         };
         let mut args = SmallVec::new();
         for &(dtype, src) in inputs {
@@ -505,9 +564,9 @@ mod tests {
     fn every_generated_kernel_validates() {
         let mut keys = Vec::new();
         for native_f16 in [true, false] {
-            for contiguous in [true, false] {
+            for access in [Access::Contiguous, Access::Strided] {
                 let key = |kernel, out, inputs: &[(KernelType, Src)]| {
-                    single(kernel, out, inputs, native_f16, contiguous)
+                    single(kernel, out, inputs, native_f16, access)
                 };
                 for &d in &GPU_DTYPES {
                     keys.push(key(Kernel::Fill, d, &[(d, Src::Scalar)]));
@@ -547,21 +606,31 @@ mod tests {
                 }
             }
         }
-        let mut vec4 = 0;
+        let (mut vec4, mut tiled) = (0, 0);
         for key in &keys {
             validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
             // And four elements per thread, where every operand allows it.
             let whole = |d| vec4_access(storage_mode(d, key.native_f16));
-            if key.contiguous && key.operands.iter().all(|o| whole(o.dtype)) {
+            if key.access == Access::Contiguous && key.operands.iter().all(|o| whole(o.dtype)) {
                 let key = KernelKey {
-                    vec4: true,
+                    access: Access::Vec4,
                     ..key.clone()
                 };
                 validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
                 vec4 += 1;
             }
+            // And through workgroup tiles, where the program allows it.
+            if key.access == Access::Strided && tileable(&key.operands) {
+                let key = KernelKey {
+                    access: Access::Tiled,
+                    ..key.clone()
+                };
+                validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
+                tiled += 1;
+            }
         }
         assert!(vec4 > 100, "{vec4} vec4 kernels");
+        assert!(tiled > 50, "{tiled} tiled kernels");
         assert!(keys.len() > 500, "{} kernels", keys.len());
     }
 
@@ -607,8 +676,7 @@ mod tests {
                 inputs: smallvec![dtype, dtype, dtype],
                 scalars: 1,
                 native_f16,
-                contiguous: false,
-                vec4: false,
+                access: Access::Strided,
             };
             validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
         }
@@ -620,7 +688,7 @@ mod tests {
                 (KernelType::U8, Src::Scalar),
             ],
             false,
-            true,
+            Access::Contiguous,
         );
         let add = |args: [u8; 2]| Node::Apply {
             kernel: Kernel::Binary(BinaryOp::Add),

@@ -54,12 +54,27 @@ pub(crate) struct KernelKey {
     /// Scalar slots used.
     pub scalars: u8,
     pub native_f16: bool,
+    /// How the kernel walks its operands.
+    pub access: Access,
+}
+
+/// How an elementwise kernel walks its operands, chosen per dispatch from
+/// the iteration plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Access {
+    /// One element per thread, each operand through its strides.
+    Strided,
     /// Every operand is one forward run (the index math is skipped).
-    pub contiguous: bool,
+    Contiguous,
     /// Contiguous, every operand plain 32-bit or native f16 and starting at
     /// a multiple of 4: four elements per thread through vec4 loads and
     /// stores.
-    pub vec4: bool,
+    Vec4,
+    /// One input whose fastest axis is not the destination's: 32 x 32 tiles
+    /// over those two axes pass through workgroup memory, so that both the
+    /// reads and the writes are coalesced (the plan's last axis is the
+    /// destination's fastest, the one before it the input's).
+    Tiled,
 }
 
 impl KernelKey {
@@ -79,6 +94,13 @@ impl KernelKey {
     }
 }
 
+/// True when a program over `operands` can run [`Access::Tiled`]: one
+/// input, and a result that is not bool (workgroup tiles hold the results
+/// as 32-bit values).
+pub(crate) fn tileable(operands: &[Operand]) -> bool {
+    operands.len() == 2 && operands[0].dtype != KernelType::Bool
+}
+
 /// One dispatch of a generated kernel: its key without the flags fixed at
 /// flush time, and the values behind it.
 #[derive(Debug, Clone)]
@@ -96,15 +118,14 @@ pub(crate) struct Program {
 
 impl Program {
     /// The pipeline key of this program.
-    pub fn key(&self, native_f16: bool, contiguous: bool, vec4: bool) -> KernelKey {
+    pub fn key(&self, native_f16: bool, access: Access) -> KernelKey {
         KernelKey {
             nodes: self.nodes.clone(),
             operands: self.operands.clone(),
             inputs: self.input_dtypes.clone(),
             scalars: self.scalars.len() as u8,
             native_f16,
-            contiguous,
-            vec4,
+            access,
         }
     }
 
