@@ -5,10 +5,13 @@
 //!   pipeline's key) and what one dispatch of it binds (`Program`);
 //! - `params`: its parameter block, byte for byte the `Params` of
 //!   `common.wgsl`;
-//! - `codegen`: `elementwise.wgsl` filled for one key, and its pipeline.
+//! - `exprs`: each node's WGSL expression, and the program as one function;
+//! - `codegen`: the kernel for one key (`elementwise.wgsl`, or its vec4 and
+//!   tiled forms), and its pipeline.
 //!
 //! Ops reach it through `launch::record_elementwise` and the scheduler.
 
 pub(crate) mod codegen;
+mod exprs;
 pub(crate) mod params;
 pub(crate) mod program;

@@ -1,0 +1,201 @@
+//! The WGSL of one elementwise program: each node's expression in the
+//! compute types (unary, binary, comparison and cast semantics matching
+//! the CPU's), the `fn opN` of each applied node, and `fn program(...)`,
+//! the program on one element.
+
+use super::program::{KernelKey, Node};
+use crate::backend::gpu::kernel::buffer::round_expr;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::dtype::KernelType;
+use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
+use std::fmt::Write;
+
+/// Scalar slot `slot` as the compute type of `dtype`.
+fn scalar_expr(dtype: KernelType, slot: u8) -> String {
+    let bits = format!("scalar_bits({slot}u)");
+    match dtype {
+        KernelType::F32 | KernelType::F16 | KernelType::F64 => format!("bitcast<f32>({bits})"),
+        KernelType::I32 => format!("bitcast<i32>({bits})"),
+        KernelType::U32 | KernelType::U8 => bits,
+        KernelType::Bool => format!("({bits} != 0u)"),
+    }
+}
+
+fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
+    use ScalarType::{I32, U32};
+    let float = ct == ScalarType::F32;
+    let e = match op {
+        UnaryOp::Neg if ct == U32 => "0u - a",
+        UnaryOp::Neg => "-a",
+        UnaryOp::Abs if ct == U32 => "a",
+        UnaryOp::Abs if ct == I32 => "select(a, 0 - a, a < 0)",
+        UnaryOp::Abs => "abs(a)",
+        UnaryOp::Exp => "exp(a)",
+        UnaryOp::Log => "log_f32(a)",
+        UnaryOp::Sqrt => "sqrt(a)",
+        UnaryOp::Rsqrt => "1.0 / sqrt(a)",
+        UnaryOp::Sin => "sin(a)",
+        UnaryOp::Cos => "cos(a)",
+        UnaryOp::Tanh => "tanh_f32(a)",
+        UnaryOp::Sigmoid => "sigmoid_f32(a)",
+        UnaryOp::Gelu => "gelu_f32(a)",
+        UnaryOp::Recip => "1.0 / a",
+        UnaryOp::Relu if float => "relu_f32(a)",
+        UnaryOp::Relu if ct == I32 => "max(a, 0)",
+        UnaryOp::Relu => "a",
+        UnaryOp::Floor if float => "floor(a)",
+        UnaryOp::Ceil if float => "ceil(a)",
+        UnaryOp::Round if float => "round(a)",
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => "a",
+        UnaryOp::Sign if float => "sign_f32(a)",
+        UnaryOp::Sign if ct == I32 => "sign_i32(a)",
+        UnaryOp::Sign => "select(0u, 1u, a > 0u)",
+        UnaryOp::Square => "a * a",
+        UnaryOp::Not => "!a",
+    };
+    e.to_string()
+}
+
+fn binary_expr(op: BinaryOp, ct: ScalarType) -> String {
+    use ScalarType::{F32, I32};
+    let e = match (op, ct) {
+        (BinaryOp::Add, _) => "a + b",
+        (BinaryOp::Sub, _) => "a - b",
+        (BinaryOp::Mul, _) => "a * b",
+        (BinaryOp::Div, F32) => "a / b",
+        (BinaryOp::Div, I32) => "div_i32(a, b)",
+        (BinaryOp::Div, _) => "div_u32(a, b)",
+        (BinaryOp::Pow, F32) => "pow_f32(a, b)",
+        (BinaryOp::Pow, I32) => "pow_i32(a, b)",
+        (BinaryOp::Pow, _) => "pow_u32(a, b)",
+        (BinaryOp::Maximum, F32) => "maximum_f32(a, b)",
+        (BinaryOp::Maximum, _) => "max(a, b)",
+        (BinaryOp::Minimum, F32) => "minimum_f32(a, b)",
+        (BinaryOp::Minimum, _) => "min(a, b)",
+        (BinaryOp::Remainder, F32) => "rem_f32(a, b)",
+        (BinaryOp::Remainder, I32) => "rem_i32(a, b)",
+        (BinaryOp::Remainder, _) => "rem_u32(a, b)",
+        (BinaryOp::And, _) => "a && b",
+        (BinaryOp::Or, _) => "a || b",
+        (BinaryOp::Xor, _) => "a != b",
+        (BinaryOp::Atan2, _) => "atan2_f32(a, b)",
+    };
+    e.to_string()
+}
+
+fn compare_expr(op: CompareOp, ct: ScalarType) -> String {
+    let symbol = match op {
+        CompareOp::Eq => "==",
+        CompareOp::Ne => "!=",
+        CompareOp::Lt => "<",
+        CompareOp::Le => "<=",
+        CompareOp::Gt => ">",
+        CompareOp::Ge => ">=",
+    };
+    if ct == ScalarType::Bool {
+        // WGSL orders no bools; compare them as 0/1 like the CPU does.
+        return format!("u32(a) {symbol} u32(b)");
+    }
+    let e = format!("a {symbol} b");
+    if ct != ScalarType::F32 {
+        return e;
+    }
+    // Drivers may lower float comparisons as ordered or unordered; spell
+    // out IEEE: every comparison with NaN is false except `!=`.
+    let nan = "is_nan_f32(a) || is_nan_f32(b)";
+    match op {
+        CompareOp::Ne => format!("({e}) || {nan}"),
+        _ => format!("({e}) && !({nan})"),
+    }
+}
+
+/// Rust `as` semantics from `from` to `to`, on the compute types.
+fn cast_expr(from: KernelType, to: KernelType) -> String {
+    use KernelType::*;
+    let e = match (from, to) {
+        _ if ScalarType::of(from) == ScalarType::of(to) => "a",
+        (F32 | F16 | F64, I32) => "f32_to_i32(a)",
+        (F32 | F16 | F64, U32) => "f32_to_u32(a)",
+        (F32 | F16 | F64, U8) => "f32_to_u8(a)",
+        (F32 | F16 | F64, Bool) => "f32_to_bool(a)",
+        (I32 | U32 | U8, F32 | F16 | F64) => "f32(a)",
+        (I32, U32 | U8) => "bitcast<u32>(a)",
+        (U32 | U8, I32) => "bitcast<i32>(a)",
+        (I32, Bool) => "a != 0",
+        (U32 | U8, Bool) => "a != 0u",
+        (Bool, F32 | F16 | F64) => "select(0.0, 1.0, a)",
+        (Bool, I32) => "select(0, 1, a)",
+        (Bool, U32 | U8) => "select(0u, 1u, a)",
+        _ => "a",
+    };
+    e.to_string()
+}
+
+/// `fn op{n}(...)` computing `kernel` from arguments of `inputs` dtypes into
+/// a value of `out`.
+fn op_fn(n: usize, kernel: Kernel, out: KernelType, inputs: &[KernelType]) -> String {
+    let out_ct = ScalarType::of(out);
+    let names: &[&str] = if kernel == Kernel::Where {
+        &["c", "a", "b"]
+    } else {
+        &["a", "b", "c"]
+    };
+    let args: Vec<String> = inputs
+        .iter()
+        .zip(names)
+        .map(|(&d, name)| format!("{name}: {}", ScalarType::of(d)))
+        .collect();
+    let body = match kernel {
+        Kernel::Fill => "a".to_string(),
+        Kernel::Cast => cast_expr(inputs[0], out),
+        Kernel::Unary(op) => unary_expr(op, out_ct),
+        Kernel::Binary(op) => binary_expr(op, out_ct),
+        Kernel::Compare(op) => compare_expr(op, ScalarType::of(inputs[0])),
+        Kernel::Where => "select(b, a, c)".to_string(),
+    };
+    format!(
+        "fn op{n}({}) -> {out_ct} {{\n    return {body};\n}}\n",
+        args.join(", ")
+    )
+}
+
+/// The `fn opN` of every applied node, and `fn program(x1, x2, ...)`: the
+/// program on one element, operand K's value in `xK`, returning the value
+/// stored into the destination.
+pub(crate) fn program_fn(key: &KernelKey) -> (String, String) {
+    let mut ops = String::new();
+    let mut body = String::new();
+    for (n, node) in key.nodes.iter().enumerate() {
+        let value = match node {
+            Node::Load(k) => format!("x{k}"),
+            Node::Scalar { slot, dtype } => scalar_expr(*dtype, *slot),
+            Node::Round { arg, dtype } => round_expr(*dtype, &format!("v{arg}")),
+            Node::Apply {
+                kernel,
+                dtype,
+                args,
+            } => {
+                let inputs: Vec<KernelType> =
+                    args.iter().map(|&a| key.node_dtype(a as usize)).collect();
+                ops.push_str(&op_fn(n, *kernel, *dtype, &inputs));
+                let args: Vec<String> = args.iter().map(|a| format!("v{a}")).collect();
+                format!("op{n}({})", args.join(", "))
+            }
+        };
+        let _ = writeln!(body, "    let v{n} = {value};");
+    }
+    let params: Vec<String> = key
+        .operands
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(k, o)| format!("x{k}: {}", ScalarType::of(o.dtype)))
+        .collect();
+    let program = format!(
+        "fn program({}) -> {} {{\n{body}    return v{};\n}}\n",
+        params.join(", "),
+        ScalarType::of(key.out()),
+        key.nodes.len() - 1
+    );
+    (ops, program)
+}
