@@ -1,6 +1,7 @@
-//! CPU softmax: each line walked three times through the strides of its
-//! input and output: its maximum (NaN if it holds one), the sum of
-//! `exp(x - max)`, then the results. f16 computes in f32, f32 in f32, f64
+//! CPU softmax: each line copied once (widened) from its input's strides
+//! into a scratch run, its maximum (NaN if it holds one), `exp(x - max)`
+//! and their sum taken there, and the results written through the
+//! output's strides. f16 computes in f32, f32 in f32, f64
 //! in f64. A line holding +inf, or only -inf, gives NaN (`x - max` is NaN
 //! somewhere), as PyTorch.
 
@@ -27,15 +28,17 @@ pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
         log: call.log,
     };
     let starts = in_lines.positions().into_iter().zip(out_lines.positions());
+    let (mut scratch32, mut scratch64) = (Vec::new(), Vec::new());
     match (&*data, &mut *out_data) {
         (CpuData::F32(src), CpuData::F32(dst)) => {
-            starts.for_each(|s| line.run(s, src, dst, |x| x, |y| y));
+            starts.for_each(|s| line.run(s, src, dst, &mut scratch32, |x| x, |y| y));
         }
         (CpuData::F64(src), CpuData::F64(dst)) => {
-            starts.for_each(|s| line.run(s, src, dst, |x| x, |y| y));
+            starts.for_each(|s| line.run(s, src, dst, &mut scratch64, |x| x, |y| y));
         }
         (CpuData::F16(src), CpuData::F16(dst)) => {
-            starts.for_each(|s| line.run(s, src, dst, f16::to_f32, f16::from_f32));
+            let (widen, narrow) = (f16::to_f32, f16::from_f32);
+            starts.for_each(|s| line.run(s, src, dst, &mut scratch32, widen, narrow));
         }
         _ => {
             return Err(Error::internal(
@@ -51,6 +54,7 @@ pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
 trait Real: Copy + PartialOrd + std::ops::Sub<Output = Self> + std::ops::Add<Output = Self> {
     const ZERO: Self;
     const NEG_INFINITY: Self;
+    const NAN: Self;
     fn is_nan(self) -> bool;
     fn exp(self) -> Self;
     fn ln(self) -> Self;
@@ -62,6 +66,7 @@ macro_rules! real {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            const NAN: Self = <$t>::NAN;
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
@@ -80,6 +85,24 @@ macro_rules! real {
 real!(f32);
 real!(f64);
 
+/// The sum of `values` in eight interleaved partial sums (independent
+/// adds pipeline and vectorise; a line's order of summation is fixed).
+fn sum_of<R: Real>(values: &[R]) -> R {
+    let mut partial = [R::ZERO; 8];
+    let chunks = values.chunks_exact(8);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (p, &v) in partial.iter_mut().zip(chunk) {
+            *p = *p + v;
+        }
+    }
+    let mut sum = partial.iter().fold(R::ZERO, |s, &p| s + p);
+    for &v in tail {
+        sum = sum + v;
+    }
+    sum
+}
+
 /// How every line of one call is laid out.
 struct Line {
     steps: (isize, isize),
@@ -88,40 +111,68 @@ struct Line {
 }
 
 impl Line {
-    /// The line starting at `(a, b)` (input, output), computed in `R`.
+    /// The line starting at `(a, b)` (input, output), computed in `R` in a
+    /// contiguous scratch copy of the line (`scratch`, reused across lines),
+    /// so that each exponential is taken once and the loops run over
+    /// consecutive values.
     fn run<T: Copy, R: Real>(
         &self,
         (a, b): (usize, usize),
         src: &[T],
         dst: &mut [T],
+        scratch: &mut Vec<R>,
         widen: impl Fn(T) -> R,
         narrow: impl Fn(R) -> T,
     ) {
         let (si, so) = self.steps;
-        let at = |i: usize| widen(src[(a as isize + i as isize * si) as usize]);
-        let mut max = R::NEG_INFINITY;
-        for i in 0..self.length {
-            let x = at(i);
-            if x.is_nan() || x > max {
-                max = x;
+        scratch.clear();
+        scratch.resize(self.length, R::ZERO);
+        if si == 1 {
+            for (s, &x) in scratch.iter_mut().zip(&src[a..a + self.length]) {
+                *s = widen(x);
             }
-            if max.is_nan() {
-                break;
+        } else {
+            for (i, s) in scratch.iter_mut().enumerate() {
+                *s = widen(src[(a as isize + i as isize * si) as usize]);
             }
         }
-        let mut sum = R::ZERO;
-        for i in 0..self.length {
-            sum = sum + (at(i) - max).exp();
+        // NaN-blind maxima and a NaN flag vectorise; a NaN makes the line NaN.
+        let (mut max, mut nan) = (R::NEG_INFINITY, false);
+        for &x in scratch.iter() {
+            max = if x > max { x } else { max };
+            nan |= x.is_nan();
         }
-        let log_sum = sum.ln();
-        for i in 0..self.length {
-            let shifted = at(i) - max;
-            let y = if self.log {
-                shifted - log_sum
-            } else {
-                shifted.exp().div(sum)
-            };
-            dst[(b as isize + i as isize * so) as usize] = narrow(y);
+        if nan {
+            max = R::NAN;
+        }
+        for x in scratch.iter_mut() {
+            *x = *x - max;
+        }
+        // log_softmax keeps x - max and subtracts the log of the sum of
+        // the exponentials; softmax divides the exponentials by their sum.
+        if self.log {
+            let exps: Vec<R> = scratch.iter().map(|&x| x.exp()).collect();
+            let log_sum = sum_of(&exps).ln();
+            for x in scratch.iter_mut() {
+                *x = *x - log_sum;
+            }
+        } else {
+            for x in scratch.iter_mut() {
+                *x = x.exp();
+            }
+            let sum = sum_of(scratch);
+            for x in scratch.iter_mut() {
+                *x = x.div(sum);
+            }
+        }
+        if so == 1 {
+            for (d, &x) in dst[b..b + self.length].iter_mut().zip(scratch.iter()) {
+                *d = narrow(x);
+            }
+        } else {
+            for (i, &x) in scratch.iter().enumerate() {
+                dst[(b as isize + i as isize * so) as usize] = narrow(x);
+            }
         }
     }
 }

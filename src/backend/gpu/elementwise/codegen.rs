@@ -276,10 +276,10 @@ pub(crate) fn elementwise_pipeline(
 #[cfg(test)]
 mod tests {
     use super::super::program::{Node, Operand};
-    use crate::ops::kinds::Kernel;
     use super::*;
     use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
     use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::ops::kinds::Kernel;
     use crate::ops::kinds::{BinaryOp, CompareOp, UnaryOp};
     use smallvec::{SmallVec, smallvec};
 
