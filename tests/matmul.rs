@@ -36,6 +36,24 @@ fn relative_error(got: &[f32], want: &[f64]) -> f64 {
     (diff / norm.max(1e-300)).sqrt()
 }
 
+/// `got` (from a GPU) equals `want` (from the CPU): exactly for integers,
+/// within `f32_tolerance` relative error for f32 and 2e-3 for f16.
+fn assert_matches(got: &Tensor, want: &Tensor, f32_tolerance: f64, label: &str) {
+    assert_eq!(got.dims(), want.dims(), "{label}");
+    if want.dtype() == DType::I32 {
+        let exact = |t: &Tensor| t.to_vec::<i32>().unwrap();
+        assert_eq!(exact(got), exact(want), "{label}");
+        return;
+    }
+    let err = relative_error(&read_f32(got), &as_f64(want));
+    let tol = if want.dtype() == DType::F16 {
+        2e-3
+    } else {
+        f32_tolerance
+    };
+    assert!(err < tol, "{label}: relative error {err}");
+}
+
 fn as_f64(t: &Tensor) -> Vec<f64> {
     read_f32(t).iter().map(|&x| x as f64).collect()
 }
@@ -310,19 +328,7 @@ fn every_tile_matches_the_cpu_on_every_layout() {
                             .matmul(&yc.to_device(&gpu).unwrap())
                             .unwrap();
                         let label = format!("{tile:?} packed={packed} {what} {dtype} {m}x{k}x{n}");
-                        if dtype == DType::I32 {
-                            assert_eq!(
-                                got.to_vec::<i32>().unwrap(),
-                                want.to_vec::<i32>().unwrap(),
-                                "{label}"
-                            );
-                        } else {
-                            let want: Vec<f64> =
-                                read_f32(&want).iter().map(|&v| v as f64).collect();
-                            let err = relative_error(&read_f32(&got), &want);
-                            let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
-                            assert!(err < tol, "{label}: relative error {err}");
-                        }
+                        assert_matches(&got, &want, 1e-6, &label);
                     }
                 }
             }
@@ -399,21 +405,8 @@ fn matrix_vector_products_on_every_layout() {
                     ];
                     for (what, want, got) in pairs {
                         let label = format!("{m_name} {v_name} {what} {dtype} {rows}x{k}");
-                        assert_eq!(got.dims(), want.dims(), "{label}");
-                        if dtype == DType::I32 {
-                            assert_eq!(
-                                got.to_vec::<i32>().unwrap(),
-                                want.to_vec::<i32>().unwrap(),
-                                "{label}"
-                            );
-                        } else {
-                            let want: Vec<f64> =
-                                read_f32(&want).iter().map(|&x| x as f64).collect();
-                            let err = relative_error(&read_f32(&got), &want);
-                            // Both sides round; sums of 9000 terms differ in order.
-                            let tol = if dtype == DType::F16 { 2e-3 } else { 1e-5 };
-                            assert!(err < tol, "{label}: relative error {err}");
-                        }
+                        // Both sides round; sums of 9000 terms differ in order.
+                        assert_matches(&got, &want, 1e-5, &label);
                     }
                 }
             }

@@ -69,6 +69,26 @@ impl Walk<'_> {
     }
 }
 
+/// `line_starts(l)`: where line `l` starts in the source and in the
+/// destination, for the families that walk lines along the last axis (scan,
+/// softmax), whose `Params` name the lines' `rank` and `shape` and each
+/// side's `src_offset` / `src_strides` and `dst_offset` / `dst_strides`.
+pub(crate) const LINE_STARTS: Walk<'static> = Walk {
+    name: "line_starts",
+    rank: "params.rank",
+    shape: "params.shape",
+    operands: &[
+        Walked {
+            start: "i32(params.src_offset)",
+            strides: "params.src_strides",
+        },
+        Walked {
+            start: "i32(params.dst_offset)",
+            strides: "params.dst_strides",
+        },
+    ],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

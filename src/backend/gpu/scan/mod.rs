@@ -10,7 +10,7 @@ use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget::{self, slices};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::prelude;
-use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
@@ -91,22 +91,7 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
         store_out_fn(dtype, native),
         load_out_fn(dtype, native),
     );
-    let walk = Walk {
-        name: "line_starts",
-        rank: "params.rank",
-        shape: "params.shape",
-        operands: &[
-            Walked {
-                start: "i32(params.src_offset)",
-                strides: "params.src_strides",
-            },
-            Walked {
-                start: "i32(params.dst_offset)",
-                strides: "params.dst_strides",
-            },
-        ],
-    }
-    .wgsl();
+    let walk = LINE_STARTS.wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
         ("BINDINGS", bindings.as_str()),

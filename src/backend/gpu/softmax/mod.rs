@@ -7,7 +7,7 @@ use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::prelude;
-use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
@@ -61,22 +61,7 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
         store_out_fn(dtype, native),
     ]
     .concat();
-    let walk = Walk {
-        name: "line_starts",
-        rank: "params.rank",
-        shape: "params.shape",
-        operands: &[
-            Walked {
-                start: "i32(params.src_offset)",
-                strides: "params.src_strides",
-            },
-            Walked {
-                start: "i32(params.dst_offset)",
-                strides: "params.dst_strides",
-            },
-        ],
-    }
-    .wgsl();
+    let walk = LINE_STARTS.wgsl();
     let result = if key.log {
         "(x - m) - log_f32(s)"
     } else {
