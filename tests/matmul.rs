@@ -204,6 +204,10 @@ fn empty_dimensions() {
             [0.0; 6],
             "{dev}"
         );
+        // And through the matrix-vector kernel.
+        let v = Tensor::from_vec(Vec::<f32>::new(), [0], &dev).unwrap();
+        drop(Tensor::full([3], 7.0f32, DType::F32, &dev).unwrap());
+        assert_eq!(a.matmul(&v).unwrap().to_vec::<f32>().unwrap(), [0.0; 3]);
         let e = Tensor::zeros([0, 3, 4], DType::F32, &dev).unwrap();
         assert_eq!(e.matmul(&z(4, 2)).unwrap().dims(), &[0, 3, 2]);
     }
