@@ -9,13 +9,12 @@
 //! the fusion switch.
 
 use super::command::Command;
-use super::elementwise::codegen::{WORKGROUP, elementwise_pipeline};
+use super::elementwise::access::choose_access;
+use super::elementwise::codegen::elementwise_pipeline;
 use super::elementwise::params::write_params;
 use super::elementwise::program::Program;
-use super::elementwise::program::{Access, Operand, tileable};
 use super::facts::AdapterFacts;
 use super::fusion::{Step, programs};
-use super::kernel::buffer::{storage_mode, vec4_access};
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::kernel::pipeline::PipelineCache;
@@ -238,25 +237,9 @@ fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Op
         return Ok(None);
     }
     let native_f16 = ctx.facts.native_f16;
-    let whole = |o: &Operand| vec4_access(storage_mode(o.dtype, native_f16));
-    let mut plan = plan;
-    let access = if plan.is_contiguous() {
-        if program.operands.iter().all(whole) && plan.offsets.iter().all(|&o| o % 4 == 0) {
-            Access::Vec4
-        } else {
-            Access::Contiguous
-        }
-    } else if let Some(p) = tile_axis(&plan, &program.operands) {
-        plan = with_axis_before_last(plan, p);
-        Access::Tiled
-    } else {
-        Access::Strided
-    };
-    let (threads, group) = match access {
-        Access::Vec4 => (numel.div_ceil(4), WORKGROUP),
-        Access::Tiled => (tile_count(&plan), 1),
-        Access::Strided | Access::Contiguous => (numel, WORKGROUP),
-    };
+    let whole_vec4s = program.buffers.iter().all(|b| b.size() % 16 == 0);
+    let (access, plan) = choose_access(plan, &program.operands, native_f16, whole_vec4s);
+    let (threads, group) = access.grid(&plan);
     let [x, y] = grid_of(threads, group, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(native_f16, access);
     let pipeline = elementwise_pipeline(ctx.pipelines, ctx.device, &key)?;
@@ -270,45 +253,6 @@ fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Op
         offset,
         groups: [x, y, 1],
     }))
-}
-
-/// Side of the tiles of [`Access::Tiled`] (`TILE` in elementwise_tile.wgsl).
-const TILE: usize = 32;
-
-/// The axis to tile with the plan's last one (the destination's fastest):
-/// the input's fastest, when it is not the last and both fill a tile.
-fn tile_axis(plan: &IterPlan, operands: &[Operand]) -> Option<usize> {
-    let rank = plan.shape.len();
-    if !tileable(operands) || rank < 2 || plan.shape[rank - 1] < TILE / 2 {
-        return None;
-    }
-    let input = &plan.strides[1];
-    let p = (0..rank - 1)
-        .filter(|&d| plan.shape[d] >= TILE / 2)
-        .min_by_key(|&d| input[d].unsigned_abs())?;
-    (input[p].unsigned_abs() < input[rank - 1].unsigned_abs()).then_some(p)
-}
-
-/// `plan` with axis `p` moved just before the last (any axis order visits
-/// the same elements).
-fn with_axis_before_last(mut plan: IterPlan, p: usize) -> IterPlan {
-    let to = plan.shape.len() - 2;
-    let n = plan.shape.remove(p);
-    plan.shape.insert(to, n);
-    for s in plan.strides.iter_mut() {
-        let v = s.remove(p);
-        s.insert(to, v);
-    }
-    plan
-}
-
-/// Workgroups of the tiled kernel: a tile per 32 x 32 block of the last
-/// two axes, per batch.
-fn tile_count(plan: &IterPlan) -> usize {
-    let rank = plan.shape.len();
-    let (n_p, n_q) = (plan.shape[rank - 2], plan.shape[rank - 1]);
-    let batches = plan.numel() / (n_p * n_q);
-    batches * n_p.div_ceil(TILE) * n_q.div_ceil(TILE)
 }
 
 fn bind_group(ctx: &Target<'_>, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::BindGroup {

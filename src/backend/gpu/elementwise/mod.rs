@@ -5,12 +5,15 @@
 //!   pipeline's key) and what one dispatch of it binds (`Program`);
 //! - `params`: its parameter block, byte for byte the `Params` of
 //!   `common.wgsl`;
+//! - `access`: how a dispatch walks its operands (strided, contiguous,
+//!   vec4, tiled), chosen from the iteration plan;
 //! - `exprs`: each node's WGSL expression, and the program as one function;
 //! - `codegen`: the kernel for one key (`elementwise.wgsl`, or its vec4 and
 //!   tiled forms), and its pipeline.
 //!
 //! Ops reach it through `launch::record_elementwise` and the scheduler.
 
+pub(crate) mod access;
 pub(crate) mod codegen;
 mod exprs;
 pub(crate) mod params;

@@ -1,0 +1,147 @@
+//! How an elementwise kernel walks its operands, chosen per dispatch from
+//! the iteration plan: [`Access`], and the grid each access needs.
+
+use super::codegen::WORKGROUP;
+use super::program::{Access, Operand, tileable};
+use crate::backend::gpu::kernel::buffer::{storage_mode, vec4_access};
+use crate::layout::IterPlan;
+
+/// The access for a program over `operands` iterating `plan`, and the plan
+/// it walks (the tiled access moves the input's fastest axis next to the
+/// destination's). `whole_vec4s`: every bound buffer's size is a multiple
+/// of 16 bytes, so that a vec4 array reaches its last element.
+pub(crate) fn choose_access(
+    plan: IterPlan,
+    operands: &[Operand],
+    native_f16: bool,
+    whole_vec4s: bool,
+) -> (Access, IterPlan) {
+    let whole = |o: &Operand| vec4_access(storage_mode(o.dtype, native_f16));
+    if plan.is_contiguous() {
+        let aligned = whole_vec4s && plan.offsets.iter().all(|&o| o % 4 == 0);
+        let access = if aligned && operands.iter().all(whole) {
+            Access::Vec4
+        } else {
+            Access::Contiguous
+        };
+        return (access, plan);
+    }
+    match tile_axis(&plan, operands) {
+        Some(p) => (Access::Tiled, with_axis_before_last(plan, p)),
+        None => (Access::Strided, plan),
+    }
+}
+
+impl Access {
+    /// (threads or, for the tiled access, workgroups; threads per
+    /// workgroup) of a dispatch over `plan`.
+    pub fn grid(self, plan: &IterPlan) -> (usize, u32) {
+        match self {
+            Access::Vec4 => (plan.numel().div_ceil(4), WORKGROUP),
+            Access::Tiled => (tile_count(plan), 1),
+            Access::Strided | Access::Contiguous => (plan.numel(), WORKGROUP),
+        }
+    }
+}
+
+/// Side of the tiles of [`Access::Tiled`] (`TILE` in elementwise_tile.wgsl).
+const TILE: usize = 32;
+
+/// The axis to tile with the plan's last one (the destination's fastest):
+/// the input's fastest, when it is not the last and both fill a tile.
+fn tile_axis(plan: &IterPlan, operands: &[Operand]) -> Option<usize> {
+    let rank = plan.shape.len();
+    if !tileable(operands) || rank < 2 || plan.shape[rank - 1] < TILE / 2 {
+        return None;
+    }
+    let input = &plan.strides[1];
+    let p = (0..rank - 1)
+        .filter(|&d| plan.shape[d] >= TILE / 2)
+        .min_by_key(|&d| input[d].unsigned_abs())?;
+    (input[p].unsigned_abs() < input[rank - 1].unsigned_abs()).then_some(p)
+}
+
+/// `plan` with axis `p` moved just before the last (any axis order visits
+/// the same elements).
+fn with_axis_before_last(mut plan: IterPlan, p: usize) -> IterPlan {
+    let to = plan.shape.len() - 2;
+    let n = plan.shape.remove(p);
+    plan.shape.insert(to, n);
+    for s in plan.strides.iter_mut() {
+        let v = s.remove(p);
+        s.insert(to, v);
+    }
+    plan
+}
+
+/// Workgroups of the tiled kernel: a tile per 32 x 32 block of the last
+/// two axes, per batch.
+fn tile_count(plan: &IterPlan) -> usize {
+    let rank = plan.shape.len();
+    let (n_p, n_q) = (plan.shape[rank - 2], plan.shape[rank - 1]);
+    let batches = plan.numel() / (n_p * n_q);
+    batches * n_p.div_ceil(TILE) * n_q.div_ceil(TILE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::KernelType;
+    use crate::layout::Layout;
+
+    fn operands(n: usize, dtype: KernelType) -> Vec<Operand> {
+        (0..n)
+            .map(|k| Operand {
+                dtype,
+                binding: k as u8 + 1,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_plan_gets_the_access_it_allows() {
+        let f32s = operands(2, KernelType::F32);
+        let out = Layout::contiguous([3, 64, 48]);
+        let plan = |input: &Layout| IterPlan::new(&[&out, input]);
+        // Dense and aligned: vec4; at an odd offset: one element per thread.
+        assert_eq!(choose_access(plan(&out), &f32s, true, true).0, Access::Vec4);
+        let shifted = Layout::from_parts(out.dims().into(), out.strides().into(), 1);
+        assert_eq!(
+            choose_access(plan(&shifted), &f32s, true, true).0,
+            Access::Contiguous
+        );
+        // Packed f16 has no vec4 access.
+        let f16s = operands(2, KernelType::F16);
+        assert_eq!(
+            choose_access(plan(&out), &f16s, false, true).0,
+            Access::Contiguous
+        );
+        assert_eq!(choose_access(plan(&out), &f16s, true, true).0, Access::Vec4);
+        // A buffer that is not whole vec4s.
+        assert_eq!(
+            choose_access(plan(&out), &f32s, true, false).0,
+            Access::Contiguous
+        );
+        // A transposed input: tiles, its fastest axis just before the last.
+        let transposed = Layout::contiguous([3, 48, 64]).permute(&[0, 2, 1]).unwrap();
+        let (access, tiled) = choose_access(plan(&transposed), &f32s, true, true);
+        assert_eq!(access, Access::Tiled);
+        assert_eq!(&tiled.shape[..], &[3, 64, 48]);
+        assert_eq!(&tiled.strides[1][..], &[3072, 1, 64]);
+        assert_eq!(access.grid(&tiled), (3 * 2 * 2, 1));
+        // Two inputs, a bool result, or axes too short to fill a tile: strided.
+        let three = operands(3, KernelType::F32);
+        let p3 = IterPlan::new(&[&out, &transposed, &transposed]);
+        assert_eq!(choose_access(p3, &three, true, true).0, Access::Strided);
+        let mut to_bool = f32s.clone();
+        to_bool[0].dtype = KernelType::Bool;
+        assert_eq!(
+            choose_access(plan(&transposed), &to_bool, true, true).0,
+            Access::Strided
+        );
+        let thin = Layout::contiguous([8, 64]).permute(&[1, 0]).unwrap();
+        let thin_out = Layout::contiguous([64, 8]);
+        let p = IterPlan::new(&[&thin_out, &thin]);
+        assert_eq!(choose_access(p, &f32s, true, true).0, Access::Strided);
+    }
+}
