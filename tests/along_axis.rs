@@ -335,3 +335,57 @@ fn softmax_lines_of_every_length_and_special_values() {
         check(&dev, &special, 1, "special values");
     }
 }
+
+/// Long lines scan in blocks on a GPU (the blocks side by side, then their
+/// running totals): wrapping integer sums and products, bool counts and a
+/// transposed view with a tail shorter than a block equal the CPU's
+/// sequential scans exactly.
+#[test]
+fn long_lines_scan_in_blocks_exactly() {
+    let cpu = Device::cpu();
+    for dev in devices().into_iter().skip(1) {
+        for n in [(1 << 16) - 1, 1 << 16, 70_001, 3 * 4096 * 5 + 17] {
+            let values: Vec<i32> = (0..n).map(|i| (i % 7) as i32 - 2).collect();
+            let host = Tensor::from_vec(values, [n], &cpu).unwrap();
+            let odd = host.mul_scalar(2).unwrap().add_scalar(1).unwrap();
+            let cases: [(&str, Tensor); 3] = [
+                ("i32 cumsum", host.cumsum(0).unwrap()),
+                ("i32 cumprod (wrapping)", odd.cumprod(0).unwrap()),
+                ("bool count", host.gt_scalar(0).unwrap().cumsum(0).unwrap()),
+            ];
+            let got = [
+                host.to_device(&dev).unwrap().cumsum(0).unwrap(),
+                odd.to_device(&dev).unwrap().cumprod(0).unwrap(),
+                host.to_device(&dev)
+                    .unwrap()
+                    .gt_scalar(0)
+                    .unwrap()
+                    .cumsum(0)
+                    .unwrap(),
+            ];
+            for ((what, want), got) in cases.iter().zip(&got) {
+                assert_eq!(
+                    got.to_vec::<i32>().unwrap(),
+                    want.to_vec::<i32>().unwrap(),
+                    "{dev} {what} n={n}"
+                );
+            }
+            // Two long columns of a row-major matrix.
+            let cols = host
+                .narrow(0, 0, n / 2 * 2)
+                .unwrap()
+                .reshape([n / 2, 2])
+                .unwrap();
+            assert_eq!(
+                cols.to_device(&dev)
+                    .unwrap()
+                    .cumsum(0)
+                    .unwrap()
+                    .to_vec::<i32>()
+                    .unwrap(),
+                cols.cumsum(0).unwrap().to_vec::<i32>().unwrap(),
+                "{dev} columns n={n}"
+            );
+        }
+    }
+}

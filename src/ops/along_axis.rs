@@ -8,7 +8,7 @@ use super::kinds::ScanOp;
 use crate::backend::{MAX_SOFTMAX_LINE, ScanCall, SoftmaxCall, scan, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::normalize_axis;
+use crate::layout::{Layout, normalize_axis};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -38,15 +38,11 @@ impl Tensor {
         let axis = normalize_axis(op_name, axis, self.rank())?;
         let t = self.widened()?;
         let out = Tensor::empty_dense(self.shape().clone(), t.dtype(), self.device(), op_name)?;
-        // Both go to the kernel with the scanned axis last: free views.
+        // Both go to the kernels with the scanned axis last: free views.
         let last = self.rank() as isize - 1;
-        let input = t.layout().transpose(axis as isize, last)?;
-        let dest = out.layout().transpose(axis as isize, last)?;
-        scan(&ScanCall {
-            op,
-            input: t.kernel_ref(input)?,
-            out: out.kernel_ref(dest)?,
-        })?;
+        let input = t.with_layout(t.layout().transpose(axis as isize, last)?);
+        let dest = out.with_layout(out.layout().transpose(axis as isize, last)?);
+        scan_lines(op, &input, &dest)?;
         Ok(out)
     }
 
@@ -134,4 +130,92 @@ impl Tensor {
             Ok(self.clone())
         }
     }
+}
+
+/// Lines at least this long are scanned in blocks on a GPU (except f16).
+const BLOCKED_SCAN_MIN: usize = 1 << 16;
+/// Elements per block of a blocked scan.
+const SCAN_BLOCK: usize = 4096;
+
+/// Writes the running sums or products of each line of `input` (along its
+/// last axis) into the same positions of `dest`.
+///
+/// A long line on a GPU is cut into blocks that scan side by side (one
+/// workgroup each, where one line would take a single workgroup for all of
+/// it): each block is scanned on its own, the blocks' totals are scanned
+/// in turn (the same way, so any length works), and each block then
+/// combines with the running total of the blocks before it. Integers give
+/// the same values as a sequential scan (wrapping arithmetic is
+/// associative); floats round in another order. f16 keeps the one-line
+/// scan, whose running total stays in f32 within each slice.
+///
+/// # Errors
+/// As [`scan`] and the in-place ops.
+fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
+    let length = input.dims().last().copied().unwrap_or(1);
+    let blocked =
+        input.device().is_gpu() && length >= BLOCKED_SCAN_MIN && input.dtype() != DType::F16;
+    if !blocked {
+        return scan(&ScanCall {
+            op,
+            input: input.kernel_ref(input.layout().clone())?,
+            out: dest.kernel_ref(dest.layout().clone())?,
+        });
+    }
+    let blocks = length / SCAN_BLOCK;
+    let main = blocks * SCAN_BLOCK;
+    let tail = length - main;
+    // 1. Every block on its own: [.., blocks, SCAN_BLOCK] views.
+    let split = |t: &Tensor| -> Result<Tensor> {
+        let l = t.narrow(-1, 0, main)?.layout().clone();
+        let r = l.rank() - 1;
+        let step = l.strides()[r];
+        let mut dims = l.dims()[..r].to_vec();
+        dims.extend([blocks, SCAN_BLOCK]);
+        let mut strides = l.strides()[..r].to_vec();
+        strides.extend([step * SCAN_BLOCK as isize, step]);
+        Ok(t.with_layout(Layout::from_parts(dims.into(), strides.into(), l.offset())))
+    };
+    let (blocks_in, blocks_out) = (split(input)?, split(dest)?);
+    scan(&ScanCall {
+        op,
+        input: blocks_in.kernel_ref(blocks_in.layout().clone())?,
+        out: blocks_out.kernel_ref(blocks_out.layout().clone())?,
+    })?;
+    // 2. The running totals of the blocks: a scan of each block's last.
+    let totals = {
+        let l = blocks_out.narrow(-1, SCAN_BLOCK - 1, 1)?.layout().clone();
+        let r = l.rank() - 1;
+        blocks_out.with_layout(Layout::from_parts(
+            l.dims()[..r].into(),
+            l.strides()[..r].into(),
+            l.offset(),
+        ))
+    };
+    let carry = Tensor::empty_dense(
+        totals.shape().clone(),
+        totals.dtype(),
+        totals.device(),
+        "cumulative scan",
+    )?;
+    scan_lines(op, &totals, &carry)?;
+    // 3. Each block after the first, and the tail, with the total before it.
+    let combine = |part: &Tensor, carry: &Tensor| match op {
+        ScanOp::Sum => part.add_(carry),
+        ScanOp::Prod => part.mul_(carry),
+    };
+    if blocks > 1 {
+        let before = carry.narrow(-1, 0, blocks - 1)?.unsqueeze(-1)?;
+        combine(&blocks_out.narrow(-2, 1, blocks - 1)?, &before)?;
+    }
+    if tail > 0 {
+        let (tail_in, tail_out) = (input.narrow(-1, main, tail)?, dest.narrow(-1, main, tail)?);
+        scan(&ScanCall {
+            op,
+            input: tail_in.kernel_ref(tail_in.layout().clone())?,
+            out: tail_out.kernel_ref(tail_out.layout().clone())?,
+        })?;
+        combine(&tail_out, &carry.narrow(-1, blocks - 1, 1)?)?;
+    }
+    Ok(())
 }
