@@ -199,3 +199,89 @@ async fn complex_tensors_and_grids() {
     let back = Grid2::<i32, 2, 2>::from_tensor_async(&t).await.unwrap();
     assert_eq!(back, g.map(|x| 3 * x));
 }
+
+/// Every kernel form this round added, compiled by the browser's WGSL
+/// compiler and checked against the CPU path: each matmul tile and the
+/// matrix-vector kernel, vec4 and tiled (transposing) elementwise kernels,
+/// the softmax kernel, a column reduction split by threads, and a long
+/// cumsum scanned in blocks.
+#[wasm_bindgen_test]
+async fn every_new_kernel_form_matches_the_cpu() {
+    use webtensor::MatmulTile;
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let close = |got: &[f32], want: &[f32], what: &str| {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "{what}: {g} vs {w}"
+            );
+        }
+    };
+    let a = Tensor::rand([65, 33], DType::F32, 1, &cpu).unwrap();
+    let b = Tensor::rand([33, 70], DType::F32, 2, &cpu).unwrap();
+    let want = read(&a.matmul(&b).unwrap()).await;
+    let (ga, gb) = (
+        a.to_device_async(&dev).await.unwrap(),
+        b.to_device_async(&dev).await.unwrap(),
+    );
+    for tile in [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small] {
+        dev.set_matmul_tile(tile);
+        close(
+            &read(&ga.matmul(&gb).unwrap()).await,
+            &want,
+            &format!("{tile:?}"),
+        );
+    }
+    dev.set_matmul_tile(MatmulTile::Auto);
+    let v = b.slice(s![.., 0]).unwrap();
+    let gv = gb.slice(s![.., 0]).unwrap();
+    close(
+        &read(&ga.matmul(&gv).unwrap()).await,
+        &read(&a.matmul(&v).unwrap()).await,
+        "matvec",
+    );
+    // vec4 (aligned, contiguous) and tiled (transposing) elementwise kernels.
+    let x = Tensor::rand([40, 50], DType::F32, 3, &cpu).unwrap();
+    let gx = x.to_device_async(&dev).await.unwrap();
+    close(
+        &read(&gx.add(&gx).unwrap()).await,
+        &read(&x.add(&x).unwrap()).await,
+        "vec4 add",
+    );
+    close(
+        &read(&gx.t().contiguous().unwrap()).await,
+        &read(&x.t().contiguous().unwrap()).await,
+        "tiled transpose",
+    );
+    let h = gx.to_dtype(DType::F16).unwrap();
+    close(
+        &read(&h.t().to_dtype(DType::F32).unwrap()).await,
+        &read(
+            &x.to_dtype(DType::F16)
+                .unwrap()
+                .t()
+                .to_dtype(DType::F32)
+                .unwrap(),
+        )
+        .await,
+        "tiled f16 cast",
+    );
+    // softmax, a column sum split by threads, and a long blocked cumsum.
+    close(
+        &read(&gx.log_softmax(1).unwrap()).await,
+        &read(&x.log_softmax(1).unwrap()).await,
+        "log_softmax",
+    );
+    let tall = Tensor::rand([300, 70], DType::F32, 4, &cpu).unwrap();
+    let gtall = tall.to_device_async(&dev).await.unwrap();
+    close(
+        &read(&gtall.sum(0, false).unwrap()).await,
+        &read(&tall.sum(0, false).unwrap()).await,
+        "column sum",
+    );
+    let ones = Tensor::ones([70_001], DType::I32, &dev).unwrap();
+    let counts = ones.cumsum(0).unwrap().to_vec_async::<i32>().await.unwrap();
+    assert!(counts.iter().enumerate().all(|(i, &c)| c == i as i32 + 1));
+}
