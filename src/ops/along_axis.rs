@@ -8,7 +8,7 @@ use super::kinds::ScanOp;
 use crate::backend::{MAX_SOFTMAX_LINE, ScanCall, SoftmaxCall, scan, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::{Layout, normalize_axis};
+use crate::layout::normalize_axis;
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -167,14 +167,14 @@ fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
     let tail = length - main;
     // 1. Every block on its own: [.., blocks, SCAN_BLOCK] views.
     let split = |t: &Tensor| -> Result<Tensor> {
-        let l = t.narrow(-1, 0, main)?.layout().clone();
-        let r = l.rank() - 1;
-        let step = l.strides()[r];
-        let mut dims = l.dims()[..r].to_vec();
+        let line = t.narrow(-1, 0, main)?;
+        let mut dims = line.dims()[..line.rank() - 1].to_vec();
         dims.extend([blocks, SCAN_BLOCK]);
-        let mut strides = l.strides()[..r].to_vec();
-        strides.extend([step * SCAN_BLOCK as isize, step]);
-        Ok(t.with_layout(Layout::from_parts(dims.into(), strides.into(), l.offset())))
+        // Splitting one axis in two is always a view.
+        let layout = line.layout().reshaped(&dims.into()).ok_or_else(|| {
+            Error::internal("cumulative scan", "a line split into blocks is not a view")
+        })?;
+        Ok(t.with_layout(layout))
     };
     let (blocks_in, blocks_out) = (split(input)?, split(dest)?);
     scan(&ScanCall {
@@ -183,15 +183,8 @@ fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
         out: blocks_out.kernel_ref(blocks_out.layout().clone())?,
     })?;
     // 2. The running totals of the blocks: a scan of each block's last.
-    let totals = {
-        let l = blocks_out.narrow(-1, SCAN_BLOCK - 1, 1)?.layout().clone();
-        let r = l.rank() - 1;
-        blocks_out.with_layout(Layout::from_parts(
-            l.dims()[..r].into(),
-            l.strides()[..r].into(),
-            l.offset(),
-        ))
-    };
+    let last = blocks_out.narrow(-1, SCAN_BLOCK - 1, 1)?;
+    let totals = blocks_out.with_layout(last.layout().squeeze(Some(-1))?);
     let carry = Tensor::empty_dense(
         totals.shape().clone(),
         totals.dtype(),

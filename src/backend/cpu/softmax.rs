@@ -85,20 +85,21 @@ macro_rules! real {
 real!(f32);
 real!(f64);
 
-/// The sum of `values` in eight interleaved partial sums (independent
-/// adds pipeline and vectorise; a line's order of summation is fixed).
-fn sum_of<R: Real>(values: &[R]) -> R {
+/// The sum of `f(v)` over `values` in eight interleaved partial sums
+/// (independent adds pipeline and vectorise; a line's order of summation
+/// is fixed).
+fn sum_of<R: Real>(values: &[R], f: impl Fn(R) -> R) -> R {
     let mut partial = [R::ZERO; 8];
     let chunks = values.chunks_exact(8);
     let tail = chunks.remainder();
     for chunk in chunks {
         for (p, &v) in partial.iter_mut().zip(chunk) {
-            *p = *p + v;
+            *p = *p + f(v);
         }
     }
     let mut sum = partial.iter().fold(R::ZERO, |s, &p| s + p);
     for &v in tail {
-        sum = sum + v;
+        sum = sum + f(v);
     }
     sum
 }
@@ -151,8 +152,7 @@ impl Line {
         // log_softmax keeps x - max and subtracts the log of the sum of
         // the exponentials; softmax divides the exponentials by their sum.
         if self.log {
-            let exps: Vec<R> = scratch.iter().map(|&x| x.exp()).collect();
-            let log_sum = sum_of(&exps).ln();
+            let log_sum = sum_of(scratch, R::exp).ln();
             for x in scratch.iter_mut() {
                 *x = *x - log_sum;
             }
@@ -160,7 +160,7 @@ impl Line {
             for x in scratch.iter_mut() {
                 *x = x.exp();
             }
-            let sum = sum_of(scratch);
+            let sum = sum_of(scratch, |e| e);
             for x in scratch.iter_mut() {
                 *x = x.div(sum);
             }

@@ -11,9 +11,8 @@
 //!   element of `i`, and `i`'s inputs are read through their own layouts,
 //!   permuted alike); or
 //! - `j` is the next command touching `i`'s destination and overwrites the
-//!   very elements `i` wrote, reading them (and `i` reading them, if at
-//!   all) only at those elements: a chain of in-place ops on one view,
-//!   where `i`'s write is never observed;
+//!   very elements `i` wrote, reading them only at those elements: a chain
+//!   of in-place ops on one view, where `i`'s write is never observed;
 //!
 //! and in both cases
 //! - `j` is elementwise (a kernel command such as a reduction never takes
@@ -317,22 +316,16 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits) -> Vec<Option<(usize, 
 }
 
 /// True when `j`, the next command touching `i`'s destination, is an
-/// elementwise op writing the same elements of it, and `i` reads its own
-/// destination (if at all) only at the elements it writes: then each of
-/// `j`'s threads can compute `i`'s value at its element from what the
-/// element held before `i`, and `i`'s own write is never observed (a chain
-/// of in-place ops on one view).
+/// elementwise op writing the same elements of it: each of `j`'s threads
+/// can then compute `i`'s value at its element from what the element held
+/// before `i`, and `i`'s own write is never observed (a chain of in-place
+/// ops on one view). That `i` reads only elements nobody else writes in
+/// the meantime is `reads_stay_valid`'s to check, as for any fold.
 fn overwritten(commands: &[Command], i: usize, j: usize) -> bool {
     let (Some(op), Some(reader)) = (commands[i].elementwise(), commands[j].elementwise()) else {
         return false;
     };
-    let t = op.out.id();
-    reader.out.id() == t
-        && same_elements(&reader.out.layout, &op.out.layout)
-        && op
-            .tensor_args()
-            .filter(|a| a.id() == t)
-            .all(|a| same_elements(&a.layout, &op.out.layout))
+    reader.out.id() == op.out.id() && same_elements(&reader.out.layout, &op.out.layout)
 }
 
 /// True when no command after `i` up to `j` writes a buffer `i` reads,

@@ -23,6 +23,7 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
+use smallvec::SmallVec;
 use std::ops::Range;
 
 const MATMUL_WGSL: &str = include_str!("matmul.wgsl");
@@ -170,30 +171,49 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
             limit: max as u64,
         });
     }
-    let bound = |t: &TensorRef, writes| Bound::new("matmul", t.storage, writes);
+    record_slices(
+        out,
+        Kernel::Tiled(tiling),
+        [&call.a, &call.b, &call.out],
+        [groups[0] as u32, groups[1] as u32],
+        [batches, k],
+        |k, start| params(call, [m, n], k, start),
+    )
+}
+
+/// Records `kernel` over `operands` (bindings 1, 2 and the output) on a
+/// grid of `groups` per batch: one dispatch per 65535 batches and slice of
+/// k (`extents` = [batches, k]); the slices of one batch range run in
+/// order, each after the first adding to the output. `params` gives the
+/// block of a k slice starting at a batch.
+fn record_slices(
+    out: &GpuStorage,
+    kernel: Kernel,
+    operands: [&TensorRef; 3],
+    groups: [u32; 2],
+    [batches, k]: [usize; 2],
+    params: impl Fn(Range<usize>, usize) -> MatmulParams,
+) -> Result<()> {
+    let ctx = &out.ctx;
     let key = MatmulKey {
-        dtype: call.out.dtype,
+        dtype: operands[2].dtype,
         native_f16: ctx.facts.native_f16,
-        kernel: Kernel::Tiled(tiling),
+        kernel,
     };
-    // One dispatch per 65535 batches and slice of k; the slices of one
-    // batch range run in order, each after the first adding to the output.
-    for batch_range in slices(batches, max) {
+    for batch_range in slices(batches, ctx.facts.max_workgroups_per_dim as usize) {
         for k_range in slices(k, K_SLICE) {
+            let mut bindings = SmallVec::new();
+            for (t, writes) in operands.iter().zip([false, false, true]) {
+                bindings.push(Bound::new("matmul", t.storage, writes)?);
+            }
             record_kernel(
                 ctx,
                 &key,
                 ("webtensor matmul", "main", MatmulParams::SIZE),
                 || matmul_source(&key),
-                params(call, [m, n], k_range.clone(), batch_range.start).bytes(),
-                [
-                    bound(&call.a, false)?,
-                    bound(&call.b, false)?,
-                    bound(&call.out, true)?,
-                ]
-                .into_iter()
-                .collect(),
-                [groups[0] as u32, groups[1] as u32, batch_range.len() as u32],
+                params(k_range, batch_range.start).bytes(),
+                bindings,
+                [groups[0], groups[1], batch_range.len() as u32],
             )?;
         }
     }
@@ -235,49 +255,36 @@ impl Gemv {
         }
     }
 
-    /// Records the product, one dispatch per 65535 batches and slice of k.
+    /// Records the product.
     fn record(&self, out: &GpuStorage, call: &MatmulCall, k: usize, batches: usize) -> Result<()> {
-        let ctx = &out.ctx;
-        let max = ctx.facts.max_workgroups_per_dim as usize;
-        let key = MatmulKey {
-            dtype: call.out.dtype,
-            native_f16: ctx.facts.native_f16,
-            kernel: Kernel::Gemv,
-        };
         let (a, x) = if self.swapped {
             (&call.b, &call.a)
         } else {
             (&call.a, &call.b)
         };
         let groups = self.outputs.div_ceil(gemv::outputs_per_group(self.along_k));
-        for batch_range in slices(batches, max) {
-            for k_range in slices(k, K_SLICE) {
-                let mut p = params(call, [self.outputs, 1], k_range, batch_range.start);
-                let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
-                (p.a_offset, p.b_offset) = (a.layout.offset() as u32, x.layout.offset() as u32);
-                (p.a_batch, p.b_batch) = (batch(a), batch(x));
-                (p.a_rs, p.a_cs) = (self.a_strides.0 as i32, self.a_strides.1 as i32);
-                (p.b_rs, p.b_cs) = (self.x_stride as i32, 0);
-                (p.c_rs, p.c_cs) = (self.c_stride as i32, 0);
-                p.a_k_fast = u32::from(self.along_k);
-                record_kernel(
-                    ctx,
-                    &key,
-                    ("webtensor matvec", "main", MatmulParams::SIZE),
-                    || matmul_source(&key),
-                    p.bytes(),
-                    [
-                        Bound::new("matmul", a.storage, false)?,
-                        Bound::new("matmul", x.storage, false)?,
-                        Bound::new("matmul", call.out.storage, true)?,
-                    ]
-                    .into_iter()
-                    .collect(),
-                    [groups as u32, 1, batch_range.len() as u32],
-                )?;
-            }
-        }
-        Ok(())
+        let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
+        record_slices(
+            out,
+            Kernel::Gemv,
+            [a, x, &call.out],
+            [groups as u32, 1],
+            [batches, k],
+            |k, start| MatmulParams {
+                a_offset: a.layout.offset() as u32,
+                b_offset: x.layout.offset() as u32,
+                a_batch: batch(a),
+                b_batch: batch(x),
+                a_rs: self.a_strides.0 as i32,
+                a_cs: self.a_strides.1 as i32,
+                b_rs: self.x_stride as i32,
+                b_cs: 0,
+                c_rs: self.c_stride as i32,
+                c_cs: 0,
+                a_k_fast: u32::from(self.along_k),
+                ..params(call, [self.outputs, 1], k, start)
+            },
+        )
     }
 }
 
