@@ -52,9 +52,20 @@ pub struct DeviceInfo {
     pub max_storage_binding: u64,
     /// Largest workgroup count per dispatch dimension.
     pub max_workgroups_per_dim: u32,
-    /// Why a default device is the CPU, when it is (no adapter, or
-    /// `WEBTENSOR_DEVICE=cpu`).
+    /// Why a default device is the CPU, when it is (no adapter, only a
+    /// software adapter, or `WEBTENSOR_DEVICE=cpu`).
     pub fallback_reason: Option<String>,
+    /// Tells GPU devices of one process apart (1, 2 ... in the order
+    /// opened; 0 for the CPU). Devices print it: `gpu#2:llvmpipe ...`.
+    pub id: u64,
+}
+
+impl DeviceInfo {
+    /// True for a GPU adapter that runs on the CPU (wgpu's
+    /// `DeviceType::Cpu`: Mesa's llvmpipe/lavapipe, WARP, SwiftShader).
+    pub fn is_software(&self) -> bool {
+        self.kind == DeviceKind::Gpu && self.device_type == "Cpu"
+    }
 }
 
 impl fmt::Display for DeviceInfo {
@@ -69,7 +80,8 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu: {} ({}, {}, driver {:?}), f16 {}, max binding {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, max binding {} MiB, max workgroups/dim {}",
+                self.id,
                 self.name,
                 self.backend,
                 self.device_type,
@@ -160,9 +172,13 @@ impl Device {
         })
     }
 
-    /// The process-wide default device, opened once: the GPU when an adapter
-    /// exists, else the CPU with the reason in [`Device::info`].
-    /// `WEBTENSOR_DEVICE=cpu` or `=gpu` overrides the choice.
+    /// The process-wide default device, opened once: the GPU when a
+    /// hardware adapter exists, else the CPU with the reason in
+    /// [`Device::info`]. A software adapter (Mesa's llvmpipe/lavapipe, WARP:
+    /// wgpu's `DeviceType::Cpu`) is passed over for the CPU path, which runs
+    /// the same ops several times faster on the same cores.
+    /// `WEBTENSOR_DEVICE=cpu` or `=gpu` overrides the choice, and
+    /// [`Device::gpu`] opens a software adapter when asked.
     ///
     /// # Errors
     /// `WEBTENSOR_DEVICE=gpu` with no usable adapter, or an unknown value.
@@ -175,7 +191,9 @@ impl Device {
     }
 
     /// Chooses a default device as [`Device::default_device`] does, opening
-    /// a new one on each call (the form for wasm).
+    /// a new one on each call (the form for wasm). In the browser the
+    /// adapter is used whatever its type: there the CPU path is one
+    /// single-threaded wasm instance.
     ///
     /// # Errors
     /// As [`Device::default_device`].
@@ -185,6 +203,14 @@ impl Device {
             Some("cpu") => Ok(Device::cpu_because("WEBTENSOR_DEVICE=cpu")),
             Some("gpu") => Self::gpu_async().await,
             None | Some("") => match Self::gpu_async().await {
+                Ok(d) if cfg!(not(target_arch = "wasm32")) && d.info().is_software() => {
+                    let info = d.info();
+                    Ok(Device::cpu_because(&format!(
+                        "the only adapter, {} ({}), is a software one, slower than the \
+                         CPU path; set WEBTENSOR_DEVICE=gpu or call Device::gpu() to use it",
+                        info.name, info.backend
+                    )))
+                }
                 Ok(d) => Ok(d),
                 Err(e) => Ok(Device::cpu_because(&e.to_string())),
             },
@@ -226,6 +252,7 @@ impl Device {
                 max_storage_binding: u64::MAX,
                 max_workgroups_per_dim: 0,
                 fallback_reason: reason.as_deref().map(str::to_string),
+                id: 0,
             },
             Inner::Gpu(ctx) => {
                 let f = ctx.facts();
@@ -239,6 +266,7 @@ impl Device {
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
                     fallback_reason: None,
+                    id: ctx.id(),
                 }
             }
         }
@@ -401,7 +429,7 @@ impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.inner {
             Inner::Cpu { .. } => write!(f, "cpu"),
-            Inner::Gpu(ctx) => write!(f, "gpu:{}", ctx.facts().name),
+            Inner::Gpu(ctx) => write!(f, "gpu#{}:{}", ctx.id(), ctx.facts().name),
         }
     }
 }

@@ -45,6 +45,7 @@ mod number_format;
 mod ops;
 mod scalar;
 mod shape;
+mod shape_spec;
 mod tensor;
 
 pub use backend::gpu::{GpuOptions, MatmulTile};
@@ -59,6 +60,7 @@ pub use num_complex::Complex32;
 pub use ops::Axes;
 pub use scalar::Scalar;
 pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};
+pub use shape_spec::ShapeSpec;
 pub use tensor::Tensor;
 
 /// The README's examples, compiled and run as doctests so they stay true.

@@ -36,8 +36,25 @@ macro_rules! scalar_from {
         })*
     };
 }
-scalar_from!(f32 => Float as f64, f64 => Float as f64, i32 => Int as i64, i64 => Int as i64,
-    u32 => Int as i64, u8 => Int as i64, usize => Int as i64);
+scalar_from!(f32 => Float as f64, f64 => Float as f64, i8 => Int as i64, i16 => Int as i64,
+    i32 => Int as i64, i64 => Int as i64, isize => Int as i64, u8 => Int as i64, u16 => Int as i64,
+    u32 => Int as i64);
+
+/// Unsigned values past `i64::MAX` are kept as (rounded) floats: no integer
+/// dtype holds them, so converting one to an integer dtype is an error.
+macro_rules! scalar_from_wide_unsigned {
+    ($($t:ty),*) => {
+        $(impl From<$t> for Scalar {
+            fn from(v: $t) -> Self {
+                match i64::try_from(v) {
+                    Ok(i) => Scalar::Int(i),
+                    Err(_) => Scalar::Float(v as f64),
+                }
+            }
+        })*
+    };
+}
+scalar_from_wide_unsigned!(u64, usize);
 
 impl From<bool> for Scalar {
     fn from(v: bool) -> Self {

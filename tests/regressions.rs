@@ -23,7 +23,7 @@ fn overflowing_shapes_are_errors_not_panics() {
             "ones with a 0",
         );
         let empty = Tensor::zeros([0], DType::F32, &dev).unwrap();
-        shape_err(empty.reshape([1 << 32, 1 << 32]), "reshape");
+        shape_err(empty.reshape([1usize << 32, 1 << 32]), "reshape");
         let three = Tensor::ones([3], DType::F32, &dev).unwrap();
         shape_err(three.broadcast_to([1 << 62, 4, 3]), "broadcast_to");
         let col = three.reshape([3, 1]).unwrap();

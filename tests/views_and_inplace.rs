@@ -348,7 +348,7 @@ fn transposing_copies_and_casts_match_the_cpu() {
             (32, 64, 1),
             (100, 37, 2),
         ] {
-            let base = Tensor::arange(0i32, (a * b * c * 2) as i32, 1, &cpu)
+            let base = Tensor::arange(0i32, a * b * c * 2, 1, &cpu)
                 .unwrap()
                 .reshape([c, 2 * a, b])
                 .unwrap();

@@ -88,6 +88,16 @@ impl Tensor {
         )
     }
 
+    /// `s <op> self`: the scalar as the first operand (`2.0 / &x`), through a
+    /// 0-d tensor of this dtype that broadcasts.
+    pub(super) fn scalar_first(&self, op: BinaryOp, s: Scalar) -> Result<Tensor> {
+        if !self.dtype().is_complex() {
+            // Checked here so that the error names the op, not `full`.
+            TypedScalar::new(op.name(), s, self.dtype())?;
+        }
+        Tensor::full([], s, self.dtype(), self.device())?.binary(op, self)
+    }
+
     fn compare(&self, op: CompareOp, other: &Tensor) -> Result<Tensor> {
         check_same_dtype(op.name(), self.dtype(), other.dtype())?;
         Tensor::launch_new(

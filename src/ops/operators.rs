@@ -1,53 +1,235 @@
-//! Operator sugar: `&a + &b`, `&a * 2.0`, `-&a`.
+//! Operator sugar: `+ - * / %` between tensors (owned or borrowed, on
+//! either side) and scalars of every Rust numeric type (on either side), the
+//! `+= -= *= /= %=` forms as in-place ops through views, unary `-`, and
+//! `& | ^ !` as the logical ops of bool tensors.
 //!
-//! These panic with the op's error message where the method form returns
-//! `Err`; use the methods (`add`, `mul_scalar` ...) to handle errors.
+//! Operators panic with the op's error message where the method form
+//! returns `Err`; the panic points at the caller's line. Use the methods
+//! (`add`, `mul_scalar`, `add_` ...) to handle errors.
 
+use super::kinds::BinaryOp;
+use crate::error::Result;
+use crate::scalar::Scalar;
 use crate::tensor::Tensor;
-use std::ops::{Add, Div, Mul, Neg, Sub};
+use half::f16;
+use num_complex::Complex32;
+use std::ops::{
+    Add, AddAssign, BitAnd, BitOr, BitXor, Div, DivAssign, Mul, MulAssign, Neg, Not, Rem,
+    RemAssign, Sub, SubAssign,
+};
 
-macro_rules! tensor_operator {
-    ($($trait:ident, $fn:ident, $method:ident, $scalar:ident;)*) => {$(
-        impl $trait<&Tensor> for &Tensor {
+/// The tensor of an op, or a panic with its error at the caller's line.
+#[track_caller]
+fn done(result: Result<Tensor>) -> Tensor {
+    match result {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// As [`done`] for in-place ops.
+#[track_caller]
+fn done_in_place(result: Result<()>) {
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// `Trait` between two tensors, each owned or borrowed.
+macro_rules! tensor_tensor {
+    ($($Trait:ident, $fn:ident, $method:ident;)*) => {$(
+        impl $Trait<&Tensor> for &Tensor {
             type Output = Tensor;
-            /// # Panics
-            /// With the error of the method form on bad input.
+            #[doc = concat!("`Tensor::", stringify!($method), "`.\n\n# Panics\nWith the method's error on bad input.")]
+            #[track_caller]
             fn $fn(self, rhs: &Tensor) -> Tensor {
-                match self.$method(rhs) {
-                    Ok(t) => t,
-                    Err(e) => panic!("{e}"),
-                }
+                done(Tensor::$method(self, rhs))
             }
         }
-        impl $trait<f32> for &Tensor {
+        impl $Trait<Tensor> for &Tensor {
             type Output = Tensor;
-            /// # Panics
-            /// With the error of the method form on bad input.
-            fn $fn(self, rhs: f32) -> Tensor {
-                match self.$scalar(rhs) {
-                    Ok(t) => t,
-                    Err(e) => panic!("{e}"),
-                }
+            #[doc = concat!("`Tensor::", stringify!($method), "`.\n\n# Panics\nWith the method's error on bad input.")]
+            #[track_caller]
+            fn $fn(self, rhs: Tensor) -> Tensor {
+                done(Tensor::$method(self, &rhs))
+            }
+        }
+        impl $Trait<&Tensor> for Tensor {
+            type Output = Tensor;
+            #[doc = concat!("`Tensor::", stringify!($method), "`.\n\n# Panics\nWith the method's error on bad input.")]
+            #[track_caller]
+            fn $fn(self, rhs: &Tensor) -> Tensor {
+                done(Tensor::$method(&self, rhs))
+            }
+        }
+        impl $Trait<Tensor> for Tensor {
+            type Output = Tensor;
+            #[doc = concat!("`Tensor::", stringify!($method), "`.\n\n# Panics\nWith the method's error on bad input.")]
+            #[track_caller]
+            fn $fn(self, rhs: Tensor) -> Tensor {
+                done(Tensor::$method(&self, &rhs))
             }
         }
     )*};
 }
 
-tensor_operator! {
-    Add, add, add, add_scalar;
-    Sub, sub, sub, sub_scalar;
-    Mul, mul, mul, mul_scalar;
-    Div, div, div, div_scalar;
+tensor_tensor! {
+    Add, add, add;
+    Sub, sub, sub;
+    Mul, mul, mul;
+    Div, div, div;
+    Rem, rem, remainder;
+    BitAnd, bitand, logical_and;
+    BitOr, bitor, logical_or;
+    BitXor, bitxor, logical_xor;
+}
+
+/// `Trait` between a tensor (owned or borrowed) and a scalar: any type
+/// that converts into a [`Scalar`] on the right (one generic impl, so that
+/// `(&x + 1).sum(..)` infers the literal), and each type listed on the left,
+/// which runs `op` with the scalar as the first operand.
+macro_rules! tensor_scalar {
+    ($Trait:ident, $fn:ident, $scalar:ident, $op:ident; $($S:ty),*) => {
+        impl<S: Into<Scalar>> $Trait<S> for &Tensor {
+            type Output = Tensor;
+            #[doc = concat!("`Tensor::", stringify!($scalar), "`.\n\n# Panics\nWith the method's error (a scalar the dtype cannot represent ...).")]
+            #[track_caller]
+            fn $fn(self, rhs: S) -> Tensor {
+                done(self.$scalar(rhs))
+            }
+        }
+        impl<S: Into<Scalar>> $Trait<S> for Tensor {
+            type Output = Tensor;
+            #[doc = concat!("`Tensor::", stringify!($scalar), "`.\n\n# Panics\nWith the method's error (a scalar the dtype cannot represent ...).")]
+            #[track_caller]
+            fn $fn(self, rhs: S) -> Tensor {
+                done(self.$scalar(rhs))
+            }
+        }
+        $(impl $Trait<&Tensor> for $S {
+            type Output = Tensor;
+            /// The scalar as the first operand, converted to the tensor's dtype.
+            ///
+            /// # Panics
+            /// With the op's error (a scalar the dtype cannot represent ...).
+            #[track_caller]
+            fn $fn(self, rhs: &Tensor) -> Tensor {
+                done(rhs.scalar_first(BinaryOp::$op, Scalar::from(self)))
+            }
+        }
+        impl $Trait<Tensor> for $S {
+            type Output = Tensor;
+            /// The scalar as the first operand, converted to the tensor's dtype.
+            ///
+            /// # Panics
+            /// With the op's error (a scalar the dtype cannot represent ...).
+            #[track_caller]
+            fn $fn(self, rhs: Tensor) -> Tensor {
+                done(rhs.scalar_first(BinaryOp::$op, Scalar::from(self)))
+            }
+        })*
+    };
+}
+
+/// The left-hand scalar types of the arithmetic operators. A literal on the
+/// left (`2.0 * &x`) has several candidates, so a method called straight on
+/// the result needs a typed literal (`(2.0f32 * &x).exp()`); `&x * 2.0`
+/// never does.
+macro_rules! numeric_scalars {
+    ($mac:ident!($($args:tt)*)) => {
+        $mac!($($args)*; f32, f64, f16, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, Complex32);
+    };
+}
+
+numeric_scalars!(tensor_scalar!(Add, add, add_scalar, Add));
+numeric_scalars!(tensor_scalar!(Sub, sub, sub_scalar, Sub));
+numeric_scalars!(tensor_scalar!(Mul, mul, mul_scalar, Mul));
+numeric_scalars!(tensor_scalar!(Div, div, div_scalar, Div));
+numeric_scalars!(tensor_scalar!(Rem, rem, remainder_scalar, Remainder));
+tensor_scalar!(BitAnd, bitand, logical_and_scalar, And; bool);
+tensor_scalar!(BitOr, bitor, logical_or_scalar, Or; bool);
+tensor_scalar!(BitXor, bitxor, logical_xor_scalar, Xor; bool);
+
+/// `Trait` (`+=` ...) into a tensor, in place through its view, from a
+/// tensor (owned or borrowed) or a scalar.
+macro_rules! assign_ops {
+    ($($Trait:ident, $fn:ident, $method:ident, $scalar:ident;)*) => {$(
+        impl $Trait<&Tensor> for Tensor {
+            #[doc = concat!("`Tensor::", stringify!($method), "`: in place, written through this view.\n\n# Panics\nWith the method's error on bad input.")]
+            #[track_caller]
+            fn $fn(&mut self, rhs: &Tensor) {
+                done_in_place(self.$method(rhs));
+            }
+        }
+        impl $Trait<Tensor> for Tensor {
+            #[doc = concat!("`Tensor::", stringify!($method), "`: in place, written through this view.\n\n# Panics\nWith the method's error on bad input.")]
+            #[track_caller]
+            fn $fn(&mut self, rhs: Tensor) {
+                done_in_place(self.$method(&rhs));
+            }
+        }
+        impl<S: Into<Scalar>> $Trait<S> for Tensor {
+            #[doc = concat!("`Tensor::", stringify!($scalar), "`: in place, written through this view.\n\n# Panics\nWith the method's error on bad input.")]
+            #[track_caller]
+            fn $fn(&mut self, rhs: S) {
+                done_in_place(self.$scalar(rhs));
+            }
+        }
+    )*};
+}
+
+assign_ops! {
+    AddAssign, add_assign, add_, add_scalar_;
+    SubAssign, sub_assign, sub_, sub_scalar_;
+    MulAssign, mul_assign, mul_, mul_scalar_;
+    DivAssign, div_assign, div_, div_scalar_;
+    RemAssign, rem_assign, remainder_, remainder_scalar_;
 }
 
 impl Neg for &Tensor {
     type Output = Tensor;
+    /// [`Tensor::neg`].
+    ///
     /// # Panics
-    /// With the error of [`Tensor::neg`] on bad input (bool tensors).
+    /// With its error on bad input (bool tensors).
+    #[track_caller]
     fn neg(self) -> Tensor {
-        match Tensor::neg(self) {
-            Ok(t) => t,
-            Err(e) => panic!("{e}"),
-        }
+        done(Tensor::neg(self))
+    }
+}
+
+impl Neg for Tensor {
+    type Output = Tensor;
+    /// [`Tensor::neg`].
+    ///
+    /// # Panics
+    /// With its error on bad input (bool tensors).
+    #[track_caller]
+    fn neg(self) -> Tensor {
+        done(Tensor::neg(&self))
+    }
+}
+
+impl Not for &Tensor {
+    type Output = Tensor;
+    /// [`Tensor::logical_not`].
+    ///
+    /// # Panics
+    /// With its error for a dtype other than bool.
+    #[track_caller]
+    fn not(self) -> Tensor {
+        done(self.logical_not())
+    }
+}
+
+impl Not for Tensor {
+    type Output = Tensor;
+    /// [`Tensor::logical_not`].
+    ///
+    /// # Panics
+    /// With its error for a dtype other than bool.
+    #[track_caller]
+    fn not(self) -> Tensor {
+        done(self.logical_not())
     }
 }

@@ -23,7 +23,7 @@ impl Tensor {
         shape: impl Into<Shape>,
         device: &Device,
     ) -> Result<Tensor> {
-        Self::from_vec(data.to_vec(), shape, device)
+        Self::from_owned("from_slice", data.to_vec(), shape.into(), device)
     }
 
     /// A contiguous tensor of `shape` taking `data`.
@@ -35,12 +35,20 @@ impl Tensor {
         shape: impl Into<Shape>,
         device: &Device,
     ) -> Result<Tensor> {
-        const OP: &str = "from_vec";
-        let shape = shape.into();
-        shape.check(OP)?;
+        Self::from_owned("from_vec", data, shape.into(), device)
+    }
+
+    /// [`Tensor::from_vec`] with the errors naming `op`.
+    fn from_owned<T: Element>(
+        op: &'static str,
+        data: Vec<T>,
+        shape: Shape,
+        device: &Device,
+    ) -> Result<Tensor> {
+        shape.check(op)?;
         if shape.numel() != data.len() {
             return Err(Error::shape(
-                OP,
+                op,
                 format!(
                     "{} values cannot fill shape {shape} ({} elements)",
                     data.len(),
@@ -48,7 +56,7 @@ impl Tensor {
                 ),
             ));
         }
-        let storage = Storage::from_vec(device.gpu_context(), OP, data)?;
+        let storage = Storage::from_vec(device.gpu_context(), op, data)?;
         Ok(Tensor::from_parts(
             Arc::new(storage),
             Layout::contiguous(shape),

@@ -1,7 +1,7 @@
 //! Zero-copy views: each is a new layout over the same storage.
 
 use super::Tensor;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::SliceItem;
 use crate::shape::Shape;
 
@@ -78,27 +78,28 @@ impl Tensor {
     }
 
     /// The same elements in row-major order with another shape: a view when
-    /// the strides allow it, otherwise a contiguous copy (as NumPy).
+    /// the strides allow it, otherwise a contiguous copy (as NumPy). One
+    /// extent may be `-1`, inferred from the element count
+    /// (`t.reshape([-1, 3])`; see [`ShapeSpec`](crate::ShapeSpec)).
     ///
     /// # Errors
-    /// `Error::Shape` when the element counts differ.
-    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        let shape = shape.into();
-        shape.check("reshape")?;
-        if shape.numel() != self.numel() {
-            return Err(Error::shape(
-                "reshape",
-                format!(
-                    "cannot reshape {} ({} elements) into {shape} ({} elements)",
-                    self.shape(),
-                    self.numel(),
-                    shape.numel()
-                ),
-            ));
-        }
+    /// `Error::Shape` when the element counts differ, for two `-1`s or
+    /// another negative extent, and when `-1` cannot be inferred.
+    pub fn reshape(&self, shape: impl Into<crate::ShapeSpec>) -> Result<Tensor> {
+        let shape = shape.into().resolve("reshape", self.shape())?;
         match self.layout().reshaped(&shape) {
             Some(layout) => Ok(self.with_layout(layout)),
             None => self.contiguous()?.reshape(shape),
         }
+    }
+
+    /// The elements in row-major order as a 1-D tensor: a view when the
+    /// strides allow it, otherwise a contiguous copy (PyTorch's `flatten`,
+    /// NumPy's `ravel`).
+    ///
+    /// # Errors
+    /// Only as [`Tensor::contiguous`] when a copy is needed.
+    pub fn flatten(&self) -> Result<Tensor> {
+        self.reshape(self.numel())
     }
 }

@@ -77,7 +77,12 @@ pub(crate) struct GpuContext {
     /// Id of the batch being recorded; bumped by every flush.
     open_batch: AtomicU64,
     matmul_tile: Mutex<MatmulTile>,
+    /// Tells this device apart from others opened in the process (1, 2 ...).
+    id: u64,
 }
+
+/// The id of the next GPU device opened.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl GpuContext {
     /// Opens the adapter chosen by `WGPU_ADAPTER_NAME` (a case-insensitive
@@ -183,6 +188,7 @@ impl GpuContext {
             scheduler: Mutex::new(Scheduler::new(threshold, fusion)),
             matmul_tile: Mutex::new(matmul_tile),
             open_batch: AtomicU64::new(0),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -224,6 +230,11 @@ impl GpuContext {
     /// What webtensor knows of the adapter.
     pub fn facts(&self) -> &AdapterFacts {
         &self.facts
+    }
+
+    /// This device's number in the process, from 1 in the order opened.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// What the device has done so far.
