@@ -1,5 +1,6 @@
 //! Differential property tests: random chains of views, in-place writes
-//! through them (elementwise and scatter), fills, casts, reductions, joins,
+//! through them (elementwise, clamp and scatter), fills, casts, reductions,
+//! joins, roll, triangles, floor division by scalars,
 //! take, matmul, where and reads, with handles
 //! dropped and replaced at random points, run on the CPU and on four GPU
 //! devices (fusion on with large batches, fusion off with one op per
@@ -183,15 +184,15 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         3 => (dims(), any::<u8>(), prop::bool::weighted(0.25))
             .prop_map(|(dims, seed, half)| Step::New { dims, seed, half }),
         5 + w => (slot.clone(), view()).prop_map(|(src, view)| Step::View { src, view }),
-        2 => (slot.clone(), 0u8..6, any::<bool>())
+        2 => (slot.clone(), 0u8..9, any::<bool>())
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..5, 0u8..3)
             .prop_map(|(a, b, op, replace)| Step::Binary { a, b, op, replace }),
-        2 => (slot.clone(), 0u8..4, -3i8..4, any::<bool>())
+        2 => (slot.clone(), 0u8..5, -3i8..4, any::<bool>())
             .prop_map(|(src, op, value, replace)| Step::Scalar { src, op, value, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..4)
             .prop_map(|(dst, src, op)| Step::InPlace { dst, src, op }),
-        3 + w => (slot.clone(), 0u8..4, -3i8..4)
+        3 + w => (slot.clone(), 0u8..5, -3i8..4)
             .prop_map(|(dst, op, value)| Step::InPlaceScalar { dst, op, value }),
         1 => (slot.clone(), -3i8..3, any::<bool>())
             .prop_map(|(src, axis, keepdim)| Step::Reduce { src, axis, keepdim }),
@@ -318,6 +319,9 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 2 => t.relu()?,
                 3 => t.floor()?,
                 4 => t.sign()?,
+                5 => t.roll(1, -1)?,
+                6 => t.triu(0)?,
+                7 => t.clamp(-2.0, 3.0)?,
                 _ => clamp(t.square()?)?,
             };
             store(slots, k, *replace, r);
@@ -350,6 +354,7 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 0 => t.add_scalar(v)?,
                 1 => t.mul_scalar(v.clamp(-1.0, 1.0))?,
                 2 => t.maximum_scalar(v)?,
+                3 => t.floor_divide_scalar(if v == 0.0 { 2.0 } else { v })?,
                 _ => t.sub_scalar(v)?,
             };
             store(slots, k, *replace, r);
@@ -369,6 +374,7 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 0 => d.add_scalar_(v)?,
                 1 => d.mul_scalar_(-1.0)?,
                 2 => d.fill_(v)?,
+                3 => d.clamp_(-v.abs(), v.abs())?,
                 _ => d.neg_()?,
             }
         }

@@ -4,7 +4,7 @@
 //! WGSL lets a GPU flush subnormal inputs and results to zero, so for a
 //! subnormal operand the GPU may also answer as the CPU does for a zero;
 //! results are compared to a relative 1e-5 (WGSL's transcendentals are a
-//! few ulp off), infinities and NaN exactly. Sine and cosine are compared
+//! few ulp off), infinities and NaN exactly. Sine, cosine and tangent are compared
 //! on finite arguments up to 1e4 (WGSL defines their accuracy near 0 only),
 //! and on infinities and NaN.
 
@@ -66,6 +66,11 @@ fn unary_ops() -> Vec<(&'static str, Unary)> {
         ("sign", Tensor::sign),
         ("recip", Tensor::recip),
         ("square", Tensor::square),
+        ("tan", Tensor::tan),
+        ("log1p", Tensor::log1p),
+        ("expm1", Tensor::expm1),
+        ("log2", Tensor::log2),
+        ("exp2", Tensor::exp2),
     ]
 }
 
@@ -80,6 +85,7 @@ fn binary_ops() -> Vec<(&'static str, Binary)> {
         ("minimum", Tensor::minimum),
         ("remainder", Tensor::remainder),
         ("atan2", Tensor::atan2),
+        ("floor_divide", Tensor::floor_divide),
     ]
 }
 
@@ -123,7 +129,7 @@ fn unary_float_ops_follow_the_cpu_on_special_values() {
                 let want_ftz = read(&op(&values(&flushed, dtype, &cpu)).unwrap());
                 let got = read(&op(&input).unwrap());
                 for (k, &x) in stored.iter().enumerate() {
-                    let trig = matches!(name, "sin" | "cos");
+                    let trig = matches!(name, "sin" | "cos" | "tan");
                     if trig && x.is_finite() && x.abs() > 1e4 {
                         continue;
                     }

@@ -298,3 +298,30 @@ proptest! {
         prop_assert!(c.rank() <= l.rank().max(1));
     }
 }
+
+proptest! {
+    #[test]
+    fn diagonal_picks_row_plus_offset_equals_column(
+        l in strided_layout(),
+        offset in -5isize..6,
+    ) {
+        prop_assume!(l.rank() >= 2);
+        let d = l.diagonal("t", offset).unwrap();
+        let r = l.rank();
+        // Reference: every index whose column minus row is `offset`, batch
+        // by batch, in row order.
+        let mut want = Vec::new();
+        for idx in all_indices(l.dims()) {
+            if idx[r - 1] as isize - idx[r - 2] as isize == offset {
+                want.push(l.position(&idx));
+            }
+        }
+        prop_assert_eq!(d.positions(), want);
+    }
+}
+
+#[test]
+fn diagonal_needs_two_axes() {
+    let e = Layout::contiguous([4]).diagonal("diagonal", 0).unwrap_err();
+    assert!(e.to_string().contains("diagonal"), "{e}");
+}

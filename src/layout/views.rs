@@ -313,6 +313,44 @@ impl Layout {
         Layout::from_parts(dims.into(), self.strides.clone(), offset)
     }
 
+    /// The diagonal `offset` of the last two axes (above the main diagonal
+    /// for `offset > 0`, below for `< 0`) as a new last axis, the batch axes
+    /// kept in front: stride `row + column`, no copy. A diagonal outside
+    /// the matrix is empty.
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `op` for a rank below 2.
+    pub(crate) fn diagonal(&self, op: &'static str, offset: isize) -> Result<Layout> {
+        let rank = self.rank();
+        if rank < 2 {
+            return Err(Error::shape(
+                op,
+                format!("needs at least 2 axes, the shape is {}", self.shape()),
+            ));
+        }
+        let (rows, cols) = (self.dims()[rank - 2], self.dims()[rank - 1]);
+        let (rs, cs) = (self.strides[rank - 2], self.strides[rank - 1]);
+        let (skip_rows, skip_cols) = if offset >= 0 {
+            (0, offset.unsigned_abs())
+        } else {
+            (offset.unsigned_abs(), 0)
+        };
+        let len = rows
+            .saturating_sub(skip_rows)
+            .min(cols.saturating_sub(skip_cols));
+        let mut dims: DimVec<usize> = self.dims()[..rank - 2].iter().copied().collect();
+        dims.push(len);
+        let mut strides: DimVec<isize> = self.strides[..rank - 2].iter().copied().collect();
+        strides.push(rs + cs);
+        // The first element exists when the diagonal is not empty.
+        let start = if len == 0 {
+            self.offset
+        } else {
+            (self.offset as isize + skip_rows as isize * rs + skip_cols as isize * cs) as usize
+        };
+        Ok(Layout::from_parts(dims.into(), strides, start))
+    }
+
     /// The layout of `shape` over the same elements in row-major order, if the
     /// strides allow it without a copy (NumPy's no-copy reshape); `None` when a
     /// copy is needed. The element counts must already agree.

@@ -141,6 +141,44 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// Each element limited to `[min, max]` (NumPy's `clip`, PyTorch's
+    /// `clamp`): `minimum(maximum(x, min), max)`, so NaN stays NaN and
+    /// `min > max` gives `max` everywhere, as in NumPy.
+    ///
+    /// # Errors
+    /// `Error::DType` naming `clamp` for bool or c64 tensors and for bounds
+    /// the dtype cannot represent.
+    pub fn clamp(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<Tensor> {
+        let (min, max) = self.clamp_bounds("clamp", min.into(), max.into())?;
+        self.maximum_scalar(min)?.minimum_scalar(max)
+    }
+
+    /// In-place [`Tensor::clamp`], written through this view.
+    ///
+    /// # Errors
+    /// As [`Tensor::clamp`], and `Error::OverlappingWrite` for a broadcast view.
+    pub fn clamp_(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<()> {
+        let (min, max) = self.clamp_bounds("clamp_", min.into(), max.into())?;
+        self.layout().check_writable("clamp_")?;
+        self.maximum_scalar_(min)?;
+        self.minimum_scalar_(max)
+    }
+
+    /// The bounds of a clamp, checked against this dtype under `op`'s name.
+    fn clamp_bounds(&self, op: &'static str, min: Scalar, max: Scalar) -> Result<(Scalar, Scalar)> {
+        if !self.dtype().is_numeric() {
+            return Err(crate::error::Error::dtype(
+                op,
+                format!("not defined for dtype {}", self.dtype()),
+            ));
+        }
+        TypedScalar::new(op, min, self.dtype())?;
+        TypedScalar::new(op, max, self.dtype())?;
+        Ok((min, max))
+    }
+}
+
 macro_rules! unary_methods {
     ($($name:ident, $name_:ident, $op:ident, $doc:literal;)*) => {
         impl Tensor {$(
@@ -176,6 +214,11 @@ unary_methods! {
     recip, recip_, Recip, "`1 / x` (float dtypes).";
     square, square_, Square, "`x * x` (wrapping for integers).";
     logical_not, logical_not_, Not, "Logical not (bool only).";
+    tan, tan_, Tan, "Tangent (float dtypes).";
+    log1p, log1p_, Log1p, "`ln(1 + x)`, accurate for small `x` (float dtypes).";
+    expm1, expm1_, Expm1, "`e^x - 1`, accurate for small `x` (float dtypes).";
+    log2, log2_, Log2, "Base-2 logarithm (float dtypes).";
+    exp2, exp2_, Exp2, "`2^x` (float dtypes).";
 }
 
 macro_rules! binary_methods {
@@ -210,6 +253,7 @@ binary_methods! {
     maximum, maximum_, maximum_scalar, maximum_scalar_, Maximum, "Elementwise maximum, propagating NaN.";
     minimum, minimum_, minimum_scalar, minimum_scalar_, Minimum, "Elementwise minimum, propagating NaN.";
     remainder, remainder_, remainder_scalar, remainder_scalar_, Remainder, "Remainder with the sign of the divisor (NumPy's `remainder`); `x % 0 == 0` for integers.";
+    floor_divide, floor_divide_, floor_divide_scalar, floor_divide_scalar_, FloorDiv, "Division rounded toward negative infinity (NumPy's `floor_divide`, Python's `//`), so that `floor_divide(a, b) * b + remainder(a, b) == a`; `x // 0 == 0` for integers, `a / b` for a float zero divisor.";
     logical_and, logical_and_, logical_and_scalar, logical_and_scalar_, And, "Logical and (bool only).";
     logical_or, logical_or_, logical_or_scalar, logical_or_scalar_, Or, "Logical or (bool only).";
     logical_xor, logical_xor_, logical_xor_scalar, logical_xor_scalar_, Xor, "Logical exclusive or (bool only).";

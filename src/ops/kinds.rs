@@ -7,7 +7,8 @@ use crate::error::{Error, Result};
 
 /// One-input elementwise operations.
 ///
-/// Float-only: exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip.
+/// Float-only: exp, log, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, gelu,
+/// recip, log1p, expm1, log2, exp2.
 /// floor/ceil/round are the identity on integers; round is half-to-even
 /// (NumPy's `round`). gelu is the tanh approximation. relu and sign keep NaN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,12 +33,21 @@ pub(crate) enum UnaryOp {
     Square,
     /// Logical not, bool only.
     Not,
+    Tan,
+    /// `ln(1 + x)`, accurate for small `x`.
+    Log1p,
+    /// `e^x - 1`, accurate for small `x`.
+    Expm1,
+    Log2,
+    Exp2,
 }
 
 /// Two-input elementwise operations producing the inputs' dtype.
 ///
 /// Integers wrap (Rust's `wrapping_*`). Integer division truncates toward zero
-/// and `x / 0 == 0`; `remainder` takes the sign of the divisor (NumPy's and
+/// and `x / 0 == 0`; `floor_divide` rounds toward negative infinity (Python's
+/// and NumPy's `//`: `a == floor_divide(a, b) * b + remainder(a, b)`) with
+/// `x // 0 == 0` for integers and `a / b` for a float zero divisor; `remainder` takes the sign of the divisor (NumPy's and
 /// PyTorch's `remainder`) and `x % 0 == 0`; `pow` with a negative integer
 /// exponent is `0` except for bases 1 and -1. maximum/minimum propagate NaN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +60,7 @@ pub(crate) enum BinaryOp {
     Maximum,
     Minimum,
     Remainder,
+    FloorDiv,
     /// Logical and, bool only.
     And,
     /// Logical or, bool only.
@@ -75,7 +86,7 @@ pub(crate) enum CompareOp {
 impl UnaryOp {
     /// Every unary op.
     #[cfg(test)]
-    pub const ALL: [UnaryOp; 19] = [
+    pub const ALL: [UnaryOp; 24] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -95,6 +106,11 @@ impl UnaryOp {
         UnaryOp::Recip,
         UnaryOp::Square,
         UnaryOp::Not,
+        UnaryOp::Tan,
+        UnaryOp::Log1p,
+        UnaryOp::Expm1,
+        UnaryOp::Log2,
+        UnaryOp::Exp2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -118,6 +134,11 @@ impl UnaryOp {
             UnaryOp::Recip => "recip",
             UnaryOp::Square => "square",
             UnaryOp::Not => "logical_not",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Exp2 => "exp2",
         }
     }
 
@@ -135,6 +156,11 @@ impl UnaryOp {
                 | UnaryOp::Sigmoid
                 | UnaryOp::Gelu
                 | UnaryOp::Recip
+                | UnaryOp::Tan
+                | UnaryOp::Log1p
+                | UnaryOp::Expm1
+                | UnaryOp::Log2
+                | UnaryOp::Exp2
         )
     }
 
@@ -159,7 +185,7 @@ impl UnaryOp {
 impl BinaryOp {
     /// Every binary op.
     #[cfg(test)]
-    pub const ALL: [BinaryOp; 12] = [
+    pub const ALL: [BinaryOp; 13] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -168,6 +194,7 @@ impl BinaryOp {
         BinaryOp::Maximum,
         BinaryOp::Minimum,
         BinaryOp::Remainder,
+        BinaryOp::FloorDiv,
         BinaryOp::And,
         BinaryOp::Or,
         BinaryOp::Xor,
@@ -184,6 +211,7 @@ impl BinaryOp {
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
             BinaryOp::Remainder => "remainder",
+            BinaryOp::FloorDiv => "floor_divide",
             BinaryOp::And => "logical_and",
             BinaryOp::Or => "logical_or",
             BinaryOp::Xor => "logical_xor",

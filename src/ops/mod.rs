@@ -9,9 +9,14 @@ mod indexing;
 mod join;
 pub(crate) mod kinds;
 mod matmul;
+mod norm;
 mod operators;
+mod predicates;
+mod rearrange;
 mod reduce;
+mod triangles;
 
+pub use rearrange::PadMode;
 pub use reduce::Axes;
 
 use crate::backend::{Call, Input, run};

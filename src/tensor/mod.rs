@@ -2,6 +2,7 @@
 
 mod create;
 mod display;
+mod like;
 mod readback;
 mod views;
 

@@ -264,6 +264,11 @@ unsafe fn unary_float<T: Float>(
             UnaryOp::Sigmoid => map1(plan, o, a_t, T::sigmoid),
             UnaryOp::Gelu => map1(plan, o, a_t, T::gelu),
             UnaryOp::Recip => map1(plan, o, a_t, T::recip),
+            UnaryOp::Tan => map1(plan, o, a_t, T::tan),
+            UnaryOp::Log1p => map1(plan, o, a_t, T::log1p),
+            UnaryOp::Expm1 => map1(plan, o, a_t, T::expm1),
+            UnaryOp::Log2 => map1(plan, o, a_t, T::log2),
+            UnaryOp::Exp2 => map1(plan, o, a_t, T::exp2),
             _ => return unary_num::<T>(op, plan, out, a),
         }
     }
@@ -294,6 +299,7 @@ unsafe fn binary_num<T: Num>(
             BinaryOp::Maximum => apply2!(plan, o, a, b, T, T::maximum),
             BinaryOp::Minimum => apply2!(plan, o, a, b, T, T::minimum),
             BinaryOp::Remainder => apply2!(plan, o, a, b, T, T::rem),
+            BinaryOp::FloorDiv => apply2!(plan, o, a, b, T, T::floor_div),
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Atan2 => {
                 return op.check(T::DTYPE);
             }

@@ -15,6 +15,8 @@ pub(crate) trait Num: Element + PartialOrd {
     fn mul(self, o: Self) -> Self;
     fn div(self, o: Self) -> Self;
     fn rem(self, o: Self) -> Self;
+    /// Division rounded toward negative infinity (NumPy's `floor_divide`).
+    fn floor_div(self, o: Self) -> Self;
     fn pow(self, o: Self) -> Self;
     fn maximum(self, o: Self) -> Self;
     fn minimum(self, o: Self) -> Self;
@@ -41,6 +43,11 @@ pub(crate) trait Float: Num {
     fn recip(self) -> Self;
     /// The angle of the point (`o`, `self`): `atan2(y = self, x = o)`.
     fn atan2(self, o: Self) -> Self;
+    fn tan(self) -> Self;
+    fn log1p(self) -> Self;
+    fn expm1(self) -> Self;
+    fn log2(self) -> Self;
+    fn exp2(self) -> Self;
 }
 
 macro_rules! float_num {
@@ -70,6 +77,24 @@ macro_rules! float_num {
                 } else {
                     r
                 }
+            }
+            /// NumPy's `npy_divmod`: the exact remainder (C's fmod) taken
+            /// off first, so the quotient rounds to the right integer.
+            #[inline(always)]
+            fn floor_div(self, o: Self) -> Self {
+                if o == 0.0 {
+                    return self / o;
+                }
+                let m = self % o;
+                let mut div = (self - m) / o;
+                if m != 0.0 && ((o < 0.0) != (m < 0.0)) {
+                    div -= 1.0;
+                }
+                if div == 0.0 {
+                    return (0.0 as $t).copysign(self / o);
+                }
+                let f = div.floor();
+                if div - f > 0.5 { f + 1.0 } else { f }
             }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
@@ -176,6 +201,26 @@ macro_rules! float_num {
             fn atan2(self, o: Self) -> Self {
                 <$t>::atan2(self, o)
             }
+            #[inline(always)]
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            #[inline(always)]
+            fn log1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            #[inline(always)]
+            fn expm1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            #[inline(always)]
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            #[inline(always)]
+            fn exp2(self) -> Self {
+                <$t>::exp2(self)
+            }
         }
     };
 }
@@ -206,6 +251,7 @@ impl Num for f16 {
         mul(o),
         div(o),
         rem(o),
+        floor_div(o),
         pow(o),
         maximum(o),
         minimum(o),
@@ -219,7 +265,9 @@ impl Num for f16 {
     );
 }
 impl Float for f16 {
-    via_f32_float!(exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip);
+    via_f32_float!(
+        exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip, tan, log1p, expm1, log2, exp2
+    );
     #[inline(always)]
     fn atan2(self, o: Self) -> Self {
         f16::from_f32(self.to_f32().atan2(o.to_f32()))
@@ -254,6 +302,16 @@ macro_rules! int_num {
                 #[allow(unused_comparisons)]
                 let flip = r != 0 && ((r < 0) != (o < 0));
                 if flip { r.wrapping_add(o) } else { r }
+            }
+            #[inline(always)]
+            fn floor_div(self, o: Self) -> Self {
+                if o == 0 {
+                    return 0;
+                }
+                let (q, r) = (self.wrapping_div(o), self.wrapping_rem(o));
+                #[allow(unused_comparisons)]
+                let down = r != 0 && ((r < 0) != (o < 0));
+                if down { q.wrapping_sub(1) } else { q }
             }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
@@ -422,6 +480,11 @@ mod tests {
         assert_eq!(Num::add(250u8, 10), 4);
         assert_eq!(Num::neg(1u32), u32::MAX);
         assert_eq!(Num::sign(0u8), 0);
+        assert_eq!(Num::floor_div(-7i32, 2), -4);
+        assert_eq!(Num::floor_div(7i32, -2), -4);
+        assert_eq!(Num::floor_div(-8i32, 2), -4);
+        assert_eq!(Num::floor_div(7u8, 0), 0);
+        assert_eq!(Num::floor_div(i32::MIN, -1), i32::MIN);
     }
 
     #[test]
@@ -429,6 +492,11 @@ mod tests {
         assert_eq!(Num::rem(-7.0f32, 3.0), 2.0);
         assert!(Num::maximum(f32::NAN, 1.0).is_nan());
         assert_eq!(Num::round(2.5f32), 2.0);
+        assert_eq!(Num::floor_div(-7.0f32, 2.0), -4.0);
+        assert_eq!(Num::floor_div(1.0f32, 0.1), 9.0); // NumPy: 1 // 0.1 == 9
+        assert_eq!(Num::floor_div(-1.0f32, f32::INFINITY), -1.0);
+        assert!(Num::floor_div(0.0f32, -3.0).is_sign_negative());
+        assert_eq!(Num::floor_div(1.0f32, -0.0), f32::NEG_INFINITY);
         assert_eq!(Num::pow(-2.0f32, 3.0), -8.0);
         assert_eq!(
             <f16 as Num>::add(f16::from_f32(1.0), f16::from_f32(2.0)).to_f32(),

@@ -154,6 +154,14 @@ fn rem_i32(a: i32, b: i32) -> i32 {
     return select(r, r + b, r != 0 && ((r < 0) != (b < 0)));
 }
 
+// Python's `//` on i32: the quotient rounded toward negative infinity.
+fn floor_div_i32(a: i32, b: i32) -> i32 {
+    if (b == 0) { return 0; }
+    let q = div_i32(a, b);
+    let r = a - q * b;
+    return select(q, q - 1, r != 0 && ((r < 0) != (b < 0)));
+}
+
 fn div_u32(a: u32, b: u32) -> u32 {
     if (b == 0u) { return 0u; }
     return a / b;
@@ -219,4 +227,46 @@ fn f16_bits(v: f32) -> u32 {
     let sign = (bitcast<u32>(v) >> 16u) & 0x8000u;
     if (abs(v) >= 65520.0) { return sign | 0x7c00u; }
     return pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu;
+}
+
+// NumPy's floor_divide (npy_divmod): the exact remainder taken off first so
+// that the quotient rounds to the right integer. A zero (or flushed
+// subnormal) divisor gives a / b.
+fn floor_div_f32(a: f32, b: f32) -> f32 {
+    if (abs(b) < F32_MIN_NORMAL) { return a / b; }
+    let m = fmod_f32(a, b);
+    var div = (a - m) / b;
+    if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { div = div - 1.0; }
+    if (div == 0.0) { return select(0.0, -0.0, sign_bit_f32(a) != sign_bit_f32(b)); }
+    let f = floor(div);
+    return select(f, f + 1.0, div - f > 0.5);
+}
+
+// ln(1 + x), accurate for small x. WGSL's log only promises an absolute
+// error of 2^-21 near 1, so for 1 + x in [0.5, 2] it is not used: there
+// ln(1 + x) = 2 atanh(s) with s = x / (2 + x), |s| <= 1/3, by its series
+// (the terms past s^15 are below f32's precision).
+fn log1p_f32(x: f32) -> f32 {
+    if (x >= -0.5 && x <= 1.0) {
+        let s = x / (2.0 + x);
+        let s2 = s * s;
+        let p = 1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0
+            + s2 * (1.0 / 11.0 + s2 * (1.0 / 13.0 + s2 * (1.0 / 15.0)))))));
+        return 2.0 * s * p;
+    }
+    if (is_inf_f32(x) && x > 0.0) { return x; }
+    return log_f32(1.0 + x);
+}
+
+// e^x - 1, accurate for small x: its Taylor series for |x| < 0.5 (terms to
+// x^11; the rest is below 1e-12), exp(x) - 1 elsewhere, where the result is
+// at least 0.39 in magnitude and exp's relative error carries over.
+fn expm1_f32(x: f32) -> f32 {
+    if (abs(x) < 0.5) {
+        let p = 1.0 + x * (1.0 / 2.0 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0
+            + x * (1.0 / 720.0 + x * (1.0 / 5040.0 + x * (1.0 / 40320.0
+            + x * (1.0 / 362880.0 + x * (1.0 / 3628800.0 + x * (1.0 / 39916800.0))))))))));
+        return x * p;
+    }
+    return exp(x) - 1.0;
 }

@@ -1,0 +1,65 @@
+//! Vector norms over any axes (PyTorch's `linalg.vector_norm`; the
+//! Frobenius norm of a matrix is the 2-norm over its two axes).
+
+use super::reduce::Axes;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// The `p`-norm of the elements over `axes`: `(sum |x|^p)^(1/p)`, with
+    /// `p = inf` the largest `|x|`, `p = -inf` the smallest and `p = 0` the
+    /// count of non-zero elements. c64 elements count by their modulus.
+    /// Integers are taken as f32; f16 is computed in f32 and rounded to
+    /// f16, so squares do not overflow it.
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let m = Tensor::from_slice(&[3.0f32, -4.0, 0.0, 12.0], [2, 2], &Device::cpu())?;
+    /// assert_eq!(m.norm(2.0, .., false)?.item::<f32>()?, 13.0); // Frobenius
+    /// assert_eq!(m.norm(1.0, 1, false)?.to_vec::<f32>()?, vec![7.0, 12.0]);
+    /// assert_eq!(m.norm(f64::INFINITY, 0, false)?.to_vec::<f32>()?, vec![3.0, 12.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `norm` for a NaN `p`; `Error::DType` for
+    /// bool tensors; axis errors as [`Tensor::sum`]; `p = ±inf` over no
+    /// elements is an `Err`, as the maximum of nothing is.
+    pub fn norm(&self, p: f64, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+        const OP: &str = "norm";
+        if p.is_nan() {
+            return Err(Error::argument(OP, "p is NaN"));
+        }
+        let abs = match self.dtype() {
+            DType::Bool => {
+                return Err(Error::dtype(OP, "not defined for dtype bool"));
+            }
+            DType::C64 => self.abs()?,
+            DType::F16 | DType::I32 | DType::U32 | DType::U8 => self.to_dtype(DType::F32)?.abs()?,
+            _ => self.abs()?,
+        };
+        let axes = axes.into();
+        let norm = if p == f64::INFINITY {
+            abs.max(axes, keepdim)?
+        } else if p == f64::NEG_INFINITY {
+            abs.min(axes, keepdim)?
+        } else if p == 0.0 {
+            abs.ne_scalar(0.0)?
+                .to_dtype(abs.dtype())?
+                .sum(axes, keepdim)?
+        } else if p == 1.0 {
+            abs.sum(axes, keepdim)?
+        } else if p == 2.0 {
+            abs.square()?.sum(axes, keepdim)?.sqrt()?
+        } else {
+            abs.pow_scalar(p)?.sum(axes, keepdim)?.pow_scalar(1.0 / p)?
+        };
+        if self.dtype() == DType::F16 {
+            return norm.to_dtype(DType::F16);
+        }
+        Ok(norm)
+    }
+}

@@ -1,0 +1,134 @@
+//! Elementwise tests of floats (`isnan`, `isinf`, `isfinite`) and the
+//! tolerance comparisons `isclose` / `allclose`, as NumPy defines them.
+//! Each is composed of elementwise ops, which a GPU fuses into one kernel.
+
+use super::check_same_dtype;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// True where the element is NaN (a complex element: either part is).
+    /// Integer and bool tensors have none.
+    ///
+    /// # Errors
+    /// Device errors only.
+    pub fn isnan(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.real()?.isnan()?.logical_or(&self.imag()?.isnan()?);
+        }
+        if !self.dtype().is_float() {
+            return self.all_bool(false);
+        }
+        self.ne(self)
+    }
+
+    /// True where the element is +inf or -inf (a complex element: either
+    /// part is). Integer and bool tensors have none.
+    ///
+    /// # Errors
+    /// Device errors only.
+    pub fn isinf(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.real()?.isinf()?.logical_or(&self.imag()?.isinf()?);
+        }
+        if !self.dtype().is_float() {
+            return self.all_bool(false);
+        }
+        self.abs()?.eq_scalar(f64::INFINITY)
+    }
+
+    /// True where the element is neither NaN nor infinite (a complex
+    /// element: both parts are). Always true for integer and bool tensors.
+    ///
+    /// # Errors
+    /// Device errors only.
+    pub fn isfinite(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self
+                .real()?
+                .isfinite()?
+                .logical_and(&self.imag()?.isfinite()?);
+        }
+        if !self.dtype().is_float() {
+            return self.all_bool(true);
+        }
+        self.abs()?.lt_scalar(f64::INFINITY)
+    }
+
+    /// A bool tensor of this shape, every element `value`.
+    fn all_bool(&self, value: bool) -> Result<Tensor> {
+        Tensor::full(self.shape(), value, DType::Bool, self.device())
+    }
+
+    /// True where `self` and `other` (broadcast together) are equal within
+    /// a tolerance: `|self - other| <= atol + rtol * |other|` for finite
+    /// values, exact equality for infinities, and NaN equal to NaN only
+    /// when `equal_nan` (NumPy's `isclose`; its defaults are `rtol = 1e-5`,
+    /// `atol = 1e-8`). Computed in the dtype of the operands (f16 in f32,
+    /// rounded), integers in f32.
+    ///
+    /// # Errors
+    /// `Error::DType` naming `isclose` for different dtypes, bool or c64
+    /// operands, or a negative or NaN tolerance; `Error::Shape` when the
+    /// shapes do not broadcast; `Error::DeviceMismatch`.
+    pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+        const OP: &str = "isclose";
+        check_same_dtype(OP, self.dtype(), other.dtype())?;
+        if !self.dtype().is_numeric() {
+            return Err(Error::dtype(
+                OP,
+                format!("not defined for dtype {}", self.dtype()),
+            ));
+        }
+        if rtol.is_nan() || atol.is_nan() || rtol < 0.0 || atol < 0.0 {
+            return Err(Error::dtype(
+                OP,
+                format!("tolerances must be non-negative, got rtol {rtol}, atol {atol}"),
+            ));
+        }
+        super::check_devices(OP, self, &[super::Arg::Tensor(other)])?;
+        crate::shape::broadcast_shapes(OP, self.shape(), other.shape())?;
+        let (a, b) = if self.dtype().is_float() {
+            (self.clone(), other.clone())
+        } else {
+            (self.to_dtype(DType::F32)?, other.to_dtype(DType::F32)?)
+        };
+        let tolerance = b.abs()?.mul_scalar(rtol)?.add_scalar(atol)?;
+        let within = a.sub(&b)?.abs()?.le(&tolerance)?;
+        let finite = a.isfinite()?.logical_and(&b.isfinite()?)?;
+        let close = within.logical_and(&finite)?.logical_or(&a.eq(&b)?)?;
+        if equal_nan {
+            return close.logical_or(&a.isnan()?.logical_and(&b.isnan()?)?);
+        }
+        Ok(close)
+    }
+
+    /// Whether every element pair is close as [`Tensor::isclose`] says
+    /// (NumPy's `allclose`), blocking for the answer (native only; see
+    /// [`Tensor::allclose_async`]).
+    ///
+    /// # Errors
+    /// As [`Tensor::isclose`], and readback errors.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+        pollster::block_on(self.allclose_async(other, rtol, atol, equal_nan))
+    }
+
+    /// [`Tensor::allclose`] on every target.
+    ///
+    /// # Errors
+    /// As [`Tensor::allclose`].
+    pub async fn allclose_async(
+        &self,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<bool> {
+        self.isclose(other, rtol, atol, equal_nan)?
+            .all(.., false)?
+            .item_async::<bool>()
+            .await
+    }
+}

@@ -1,0 +1,178 @@
+//! `roll` and `pad`: copies that move elements along axes, built from
+//! views (`narrow`), `concat`, `assign` and `index_select`, so they run on
+//! every device and read any layout in place.
+
+use crate::error::{Error, Result};
+use crate::layout::normalize_axis;
+use crate::scalar::{Scalar, TypedScalar};
+use crate::shape::{DimVec, Shape};
+use crate::tensor::Tensor;
+
+/// How [`Tensor::pad`] fills the new elements (NumPy's `pad` modes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PadMode {
+    /// Every new element is this value (NumPy's `constant`).
+    Constant(Scalar),
+    /// The nearest edge element is repeated (NumPy's `edge`, PyTorch's
+    /// `replicate`).
+    Edge,
+    /// Mirrored about the edge element, which is not repeated (NumPy's
+    /// and PyTorch's `reflect`: `[1, 2, 3]` padded by 2 gives `3 2 1 2 3 2 1`).
+    Reflect,
+    /// The axis repeated periodically (NumPy's `wrap`, PyTorch's `circular`).
+    Wrap,
+}
+
+impl Tensor {
+    /// The elements shifted by `shift` places along `axis`, those pushed off
+    /// one end coming back at the other (NumPy's `roll` with an axis; roll
+    /// a flattened tensor for NumPy's default). A copy.
+    ///
+    /// # Errors
+    /// `Error::Axis` naming `roll` for an axis out of range.
+    pub fn roll(&self, shift: isize, axis: isize) -> Result<Tensor> {
+        let a = normalize_axis("roll", axis, self.rank())?;
+        let n = self.dims()[a];
+        let k = if n == 0 {
+            0
+        } else {
+            shift.rem_euclid(n as isize) as usize
+        };
+        if k == 0 {
+            return self.contiguous();
+        }
+        let axis = a as isize;
+        Tensor::concat(
+            &[&self.narrow(axis, n - k, k)?, &self.narrow(axis, 0, n - k)?],
+            axis,
+        )
+    }
+
+    /// A copy grown by `widths[i] = (before, after)` elements on the last
+    /// `widths.len()` axes (all axes when there are `rank` pairs), the new
+    /// elements filled as `mode` says (NumPy's `pad`).
+    ///
+    /// ```
+    /// use webtensor::{Device, PadMode, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let t = Tensor::from_slice(&[1i32, 2, 3], [3], &Device::cpu())?;
+    /// let p = t.pad(&[(2, 1)], PadMode::Constant(0.into()))?;
+    /// assert_eq!(p.to_vec::<i32>()?, vec![0, 0, 1, 2, 3, 0]);
+    /// assert_eq!(t.pad(&[(2, 2)], PadMode::Reflect)?.to_vec::<i32>()?, vec![3, 2, 1, 2, 3, 2, 1]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `pad` for more pairs than axes, a padded shape
+    /// over the limits, or padding an empty axis by `Edge`, `Reflect` or
+    /// `Wrap`; `Error::DType` for a constant the dtype cannot represent.
+    pub fn pad(&self, widths: &[(usize, usize)], mode: PadMode) -> Result<Tensor> {
+        const OP: &str = "pad";
+        let rank = self.rank();
+        if widths.len() > rank {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "{} (before, after) pairs for the {rank} axes of shape {}",
+                    widths.len(),
+                    self.shape()
+                ),
+            ));
+        }
+        let first = rank - widths.len();
+        let mut dims: DimVec<usize> = self.dims().iter().copied().collect();
+        for (k, &(before, after)) in widths.iter().enumerate() {
+            dims[first + k] = before
+                .checked_add(after)
+                .and_then(|w| w.checked_add(dims[first + k]))
+                .ok_or_else(|| Error::shape(OP, format!("padding {before} + {after} overflows")))?;
+        }
+        let shape = Shape::from(dims);
+        shape.check(OP)?;
+        match mode {
+            PadMode::Constant(value) => {
+                if !self.dtype().is_complex() {
+                    TypedScalar::new(OP, value, self.dtype())?;
+                }
+                let out = Tensor::full(&shape, value, self.dtype(), self.device())?;
+                let mut inner = out.clone();
+                for (k, &(before, _)) in widths.iter().enumerate() {
+                    let axis = (first + k) as isize;
+                    inner = inner.narrow(axis, before, self.dims()[first + k])?;
+                }
+                inner.assign(self)?;
+                Ok(out)
+            }
+            _ => {
+                let mut out = self.clone();
+                for (k, &(before, after)) in widths.iter().enumerate() {
+                    let axis = first + k;
+                    let n = self.dims()[axis];
+                    if before == 0 && after == 0 {
+                        continue;
+                    }
+                    if n == 0 {
+                        return Err(Error::shape(
+                            OP,
+                            format!("cannot pad the empty axis {axis} by {mode:?}"),
+                        ));
+                    }
+                    let index: Vec<i32> = (0..before + n + after)
+                        .map(|i| source_index(mode, i as i64 - before as i64, n as i64))
+                        .collect();
+                    let len = index.len();
+                    let index = Tensor::from_vec(index, [len], self.device())?;
+                    out = out.index_select(&index, axis as isize)?;
+                }
+                if widths.iter().all(|&(b, a)| b == 0 && a == 0) {
+                    return out.contiguous();
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// The element of an axis of extent `n` that position `i` (counted from the
+/// axis's first element, negative before it) copies under `mode`.
+fn source_index(mode: PadMode, i: i64, n: i64) -> i32 {
+    let j = match mode {
+        PadMode::Edge | PadMode::Constant(_) => i.clamp(0, n - 1),
+        PadMode::Wrap => i.rem_euclid(n),
+        PadMode::Reflect if n == 1 => 0,
+        PadMode::Reflect => {
+            let period = 2 * (n - 1);
+            let r = i.rem_euclid(period);
+            if r < n { r } else { period - r }
+        }
+    };
+    // Extents of index_select's index are i32: a padded axis over 2^31 is
+    // past every device's binding limit long before.
+    j as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_indices_follow_numpy() {
+        let along = |mode, before: i64, n: i64, after: i64| -> Vec<i32> {
+            (-before..n + after)
+                .map(|i| source_index(mode, i, n))
+                .collect()
+        };
+        // np.pad([0, 1, 2], 4, mode) indices.
+        assert_eq!(along(PadMode::Edge, 2, 3, 2), [0, 0, 0, 1, 2, 2, 2]);
+        assert_eq!(
+            along(PadMode::Wrap, 4, 3, 4),
+            [2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0]
+        );
+        assert_eq!(
+            along(PadMode::Reflect, 4, 3, 4),
+            [0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2]
+        );
+        assert_eq!(along(PadMode::Reflect, 2, 1, 1), [0, 0, 0, 0]);
+    }
+}

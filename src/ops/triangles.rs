@@ -1,0 +1,139 @@
+//! Matrix structure over the last two axes: `diagonal` (a view), `diag`,
+//! and the triangles `triu` / `tril` (with in-place forms), batched over
+//! any leading axes.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// The diagonal `offset` of the last two axes as a new last axis (above
+    /// the main diagonal for `offset > 0`, below for `< 0`): a view, so
+    /// in-place ops write into the matrix (PyTorch's `diagonal`).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `diagonal` for fewer than 2 axes.
+    pub fn diagonal(&self, offset: isize) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().diagonal("diagonal", offset)?))
+    }
+
+    /// NumPy's `diag`: a 1-D tensor becomes the square matrix with it on
+    /// diagonal `k` (zeros elsewhere); a 2-D tensor gives a copy of its
+    /// diagonal `k` (see [`Tensor::diagonal`] for the view).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `diag` for other ranks or a matrix side over
+    /// the shape limits.
+    pub fn diag(&self, k: isize) -> Result<Tensor> {
+        const OP: &str = "diag";
+        match self.rank() {
+            1 => {
+                let side = self
+                    .numel()
+                    .checked_add(k.unsigned_abs())
+                    .ok_or_else(|| Error::shape(OP, format!("offset {k} overflows")))?;
+                let out = Tensor::zeros([side, side], self.dtype(), self.device())?;
+                out.diagonal(k)?.assign(self)?;
+                Ok(out)
+            }
+            2 => self.diagonal(k)?.contiguous(),
+            _ => Err(Error::shape(
+                OP,
+                format!("needs a 1-D or 2-D tensor, the shape is {}", self.shape()),
+            )),
+        }
+    }
+
+    /// The upper triangle of the last two axes: elements with
+    /// `column - row >= k` kept, the others zero (NumPy's `triu`).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `triu` for fewer than 2 axes.
+    pub fn triu(&self, k: isize) -> Result<Tensor> {
+        self.triangle("triu", k, true)
+    }
+
+    /// The lower triangle of the last two axes: elements with
+    /// `column - row <= k` kept, the others zero (NumPy's `tril`).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `tril` for fewer than 2 axes.
+    pub fn tril(&self, k: isize) -> Result<Tensor> {
+        self.triangle("tril", k, false)
+    }
+
+    /// [`Tensor::triu`] in place: zeros written below the triangle.
+    ///
+    /// # Errors
+    /// As [`Tensor::triu`], and `Error::OverlappingWrite` for a broadcast view.
+    pub fn triu_(&self, k: isize) -> Result<()> {
+        // Outside triu(k) is inside tril(k - 1).
+        let outside = self.triangle_mask("triu_", k.saturating_sub(1), false)?;
+        self.zero_where("triu_", &outside)
+    }
+
+    /// [`Tensor::tril`] in place: zeros written above the triangle.
+    ///
+    /// # Errors
+    /// As [`Tensor::tril`], and `Error::OverlappingWrite` for a broadcast view.
+    pub fn tril_(&self, k: isize) -> Result<()> {
+        let outside = self.triangle_mask("tril_", k.saturating_add(1), true)?;
+        self.zero_where("tril_", &outside)
+    }
+
+    fn triangle(&self, op: &'static str, k: isize, upper: bool) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            let (re, im) = (self.real()?, self.imag()?);
+            return Tensor::complex(&re.triangle(op, k, upper)?, &im.triangle(op, k, upper)?);
+        }
+        let keep = self.triangle_mask(op, k, upper)?;
+        let zero = Tensor::zeros([], self.dtype(), self.device())?;
+        Tensor::where_cond(&keep, self, &zero)
+    }
+
+    /// `[rows, cols]` bool: `column - row >= k` (upper) or `<= k` (lower).
+    fn triangle_mask(&self, op: &'static str, k: isize, upper: bool) -> Result<Tensor> {
+        let rank = self.rank();
+        if rank < 2 {
+            return Err(Error::shape(
+                op,
+                format!("needs at least 2 axes, the shape is {}", self.shape()),
+            ));
+        }
+        let (rows, cols) = (self.dims()[rank - 2], self.dims()[rank - 1]);
+        // Differences column - row lie in (-rows, cols); clamping k to that
+        // range keeps it in i32 without changing the mask.
+        let k = k.clamp(-(rows as isize) - 1, cols as isize + 1);
+        let (Ok(r), Ok(c), Ok(k)) = (i32::try_from(rows), i32::try_from(cols), i32::try_from(k))
+        else {
+            return Err(Error::shape(
+                op,
+                format!("matrix sides {rows} x {cols} past the i32 range"),
+            ));
+        };
+        let dev = self.device();
+        let row = Tensor::arange(0i32, r, 1, dev)?.reshape([rows, 1])?;
+        let col = Tensor::arange(0i32, c, 1, dev)?.reshape([1, cols])?;
+        let diff = col.sub(&row)?;
+        if upper {
+            diff.ge_scalar(k)
+        } else {
+            diff.le_scalar(k)
+        }
+    }
+
+    /// Writes zero where `mask` (broadcast) is true.
+    fn zero_where(&self, op: &'static str, mask: &Tensor) -> Result<()> {
+        self.layout().check_writable(op)?;
+        if self.dtype().is_complex() {
+            self.real()?.zero_where(op, mask)?;
+            return self.imag()?.zero_where(op, mask);
+        }
+        let zero = if self.dtype() == DType::Bool {
+            crate::scalar::Scalar::Bool(false)
+        } else {
+            crate::scalar::Scalar::Int(0)
+        };
+        self.masked_fill_(mask, zero)
+    }
+}
