@@ -1,29 +1,366 @@
-//! Numbers as NumPy prints them, for tensor and scalar `Display` (pure
-//! functions, no tensor types).
+//! Numbers as NumPy prints them (`numpy.array2string` with its defaults:
+//! precision 8, `floatmode='maxprec'`, `sign='-'`): pure functions over
+//! plain values, no tensor types.
+//!
+//! Each float is written with the fewest digits that read back to the same
+//! value *in its own dtype* (so an f32 0.1 prints `0.1`, not the f64
+//! expansion), at most 8 after the point; one [`FloatFormat`] per tensor
+//! picks positional or scientific notation and the paddings that align the
+//! decimal points of a column.
 
-/// A float as NumPy prints it: `1.`, `0.5`, `nan`, `-inf`.
-pub(crate) fn format_float(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e16 {
-        format!("{v:.0}.")
-    } else if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        format!("{v}")
+/// The float dtypes, for the shortest round-trip digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FloatWidth {
+    F16,
+    F32,
+    F64,
+}
+
+/// The most digits printed after the point (NumPy's `precision`).
+const PRECISION: usize = 8;
+
+/// A finite value's shortest round-trip decimal form: sign, the digits
+/// (no leading zero unless the value is zero) and the exponent of the first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Decimal {
+    negative: bool,
+    digits: String,
+    exp: i32,
+}
+
+/// Splits Rust's `{:e}` form (`-1.2345e-7`) into a [`Decimal`].
+fn parse_sci(s: &str) -> Decimal {
+    let (negative, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let (mantissa, exp) = s.split_once('e').unwrap_or((s, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let digits = digits.trim_end_matches('0');
+    let digits = if digits.is_empty() { "0" } else { digits };
+    Decimal {
+        negative,
+        digits: digits.to_string(),
+        exp: exp.parse().unwrap_or(0),
     }
 }
 
-/// A complex number as NumPy prints it: `1.+2.j`, `0.5-0.25j`.
+/// The shortest decimal that reads back to `v` in `width`.
+fn shortest(v: f64, width: FloatWidth) -> Decimal {
+    match width {
+        FloatWidth::F64 => parse_sci(&format!("{v:e}")),
+        FloatWidth::F32 => parse_sci(&format!("{:e}", v as f32)),
+        FloatWidth::F16 => {
+            let target = half::f16::from_f64(v);
+            // f16 needs at most 5 significant digits.
+            (0..5)
+                .map(|p| format!("{v:.p$e}"))
+                .find(|s| s.parse::<f64>().map(half::f16::from_f64) == Ok(target))
+                .map_or_else(|| parse_sci(&format!("{v:.4e}")), |s| parse_sci(&s))
+        }
+    }
+}
+
+/// The value written out with the shortest digits, at most [`PRECISION`]
+/// after the point (re-rounded from the exact value when it needs more),
+/// trailing zeros dropped: `(sign + integer part, fraction)`.
+fn positional(v: f64, width: FloatWidth) -> (String, String) {
+    let d = shortest(v, width);
+    let sign = if d.negative { "-" } else { "" };
+    let frac_len = d.digits.len() as i32 - 1 - d.exp;
+    if frac_len > PRECISION as i32 {
+        let s = format!("{:.*}", PRECISION, v.abs());
+        let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+        return (
+            format!("{sign}{int}"),
+            frac.trim_end_matches('0').to_string(),
+        );
+    }
+    let (int, frac) = if d.exp >= 0 {
+        let split = (d.exp as usize + 1).min(d.digits.len());
+        let mut int = d.digits[..split].to_string();
+        int.extend(std::iter::repeat_n('0', d.exp as usize + 1 - split));
+        (int, d.digits[split..].to_string())
+    } else {
+        let zeros = "0".repeat((-d.exp - 1) as usize);
+        ("0".to_string(), format!("{zeros}{}", d.digits))
+    };
+    let frac = if d.digits == "0" { String::new() } else { frac };
+    (format!("{sign}{int}"), frac)
+}
+
+/// The value in scientific notation with the shortest digits, at most
+/// [`PRECISION`] after the point: `(sign + leading digit, fraction,
+/// exponent)`.
+fn scientific(v: f64, width: FloatWidth) -> (String, String, i32) {
+    let mut d = shortest(v, width);
+    if d.digits.len() > PRECISION + 1 {
+        d = parse_sci(&format!("{:.*e}", PRECISION, v));
+    }
+    let sign = if d.negative { "-" } else { "" };
+    (
+        format!("{sign}{}", &d.digits[..1]),
+        d.digits[1..].to_string(),
+        d.exp,
+    )
+}
+
+/// The exponent as NumPy writes it: a sign and at least `digits` digits.
+fn exponent(exp: i32, digits: usize) -> String {
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{sign}{:0digits$}", exp.unsigned_abs())
+}
+
+/// How every element of one tensor is written so that the column lines up
+/// (NumPy's `FloatingFormat`).
+#[derive(Debug, Clone)]
+pub(crate) struct FloatFormat {
+    width: FloatWidth,
+    scientific: bool,
+    /// Characters before the point (sign included).
+    pad_left: usize,
+    /// Characters after the point (in scientific notation: the fraction,
+    /// `e`, the exponent's sign and digits).
+    pad_right: usize,
+    /// Scientific notation: fraction digits and exponent digits.
+    precision: usize,
+    exp_digits: usize,
+    /// A `+` before non-negative values (the imaginary parts of complex).
+    plus: bool,
+}
+
+impl FloatFormat {
+    /// The format for `values` of dtype `width`: scientific when a finite
+    /// non-zero magnitude is at least 1e8 or below 1e-4, or the largest is
+    /// over 1000 times the smallest (the ratio taken in the dtype, as NumPy
+    /// does); positional otherwise.
+    pub fn new(values: &[f64], width: FloatWidth, plus: bool) -> FloatFormat {
+        let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let magnitudes = finite.iter().map(|v| v.abs()).filter(|&v| v != 0.0);
+        let (min, max) = magnitudes.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+        // NumPy takes the ratio in the dtype itself.
+        let ratio = match width {
+            FloatWidth::F64 => max / min,
+            FloatWidth::F32 => (max as f32 / min as f32) as f64,
+            FloatWidth::F16 => half::f16::from_f32(max as f32 / min as f32).to_f64(),
+        };
+        let scientific = max > 0.0 && (max >= 1e8 || min < 1e-4 || ratio > 1000.0);
+        let sign_len = |s: &str| usize::from(plus && !s.starts_with('-'));
+        let mut f = FloatFormat {
+            width,
+            scientific,
+            pad_left: 0,
+            pad_right: 0,
+            precision: 0,
+            exp_digits: 0,
+            plus,
+        };
+        if !finite.is_empty() {
+            if scientific {
+                let parts: Vec<_> = finite.iter().map(|&v| scientific_parts(v, width)).collect();
+                f.exp_digits = parts
+                    .iter()
+                    .map(|(_, _, e)| exponent(*e, 2).len() - 1)
+                    .max()
+                    .unwrap_or(2);
+                f.precision = parts.iter().map(|(_, fr, _)| fr.len()).max().unwrap_or(0);
+                f.pad_left = parts
+                    .iter()
+                    .map(|(i, _, _)| i.len() + sign_len(i))
+                    .max()
+                    .unwrap_or(1);
+                f.pad_right = f.exp_digits + 2 + f.precision;
+            } else {
+                let parts: Vec<_> = finite.iter().map(|&v| positional(v, width)).collect();
+                f.pad_left = parts
+                    .iter()
+                    .map(|(i, _)| i.len() + sign_len(i))
+                    .max()
+                    .unwrap_or(1);
+                f.pad_right = parts.iter().map(|(_, fr)| fr.len()).max().unwrap_or(0);
+            }
+        }
+        if finite.len() != values.len() {
+            let neg_inf = values.contains(&f64::NEG_INFINITY);
+            let plus_len = usize::from(plus);
+            let nan_len = 3 + plus_len;
+            let inf_len = 3 + if neg_inf { 1 } else { plus_len };
+            let offset = f.pad_right + 1;
+            f.pad_left = f
+                .pad_left
+                .max(nan_len.saturating_sub(offset))
+                .max(inf_len.saturating_sub(offset));
+        }
+        f
+    }
+
+    /// One element, padded to the common width.
+    pub fn format(&self, v: f64) -> String {
+        let total = self.pad_left + self.pad_right + 1;
+        let plus = if self.plus { "+" } else { "" };
+        if v.is_nan() {
+            return format!("{:>total$}", format!("{plus}nan"));
+        }
+        if v.is_infinite() {
+            let s = if v < 0.0 {
+                "-inf".to_string()
+            } else {
+                format!("{plus}inf")
+            };
+            return format!("{s:>total$}");
+        }
+        let with_plus = |int: String| {
+            if self.plus && !int.starts_with('-') {
+                format!("+{int}")
+            } else {
+                int
+            }
+        };
+        if self.scientific {
+            let (int, frac, exp) = scientific_parts(v, self.width);
+            format!(
+                "{:>pl$}.{frac:0<pr$}e{}",
+                with_plus(int),
+                exponent(exp, self.exp_digits),
+                pl = self.pad_left,
+                pr = self.precision,
+            )
+        } else {
+            let (int, frac) = positional(v, self.width);
+            format!(
+                "{:>pl$}.{frac:<pr$}",
+                with_plus(int),
+                pl = self.pad_left,
+                pr = self.pad_right,
+            )
+        }
+    }
+}
+
+/// [`scientific`], with a mantissa of zero written as `0`.
+fn scientific_parts(v: f64, width: FloatWidth) -> (String, String, i32) {
+    if v == 0.0 {
+        let sign = if v.is_sign_negative() { "-" } else { "" };
+        return (format!("{sign}0"), String::new(), 0);
+    }
+    scientific(v, width)
+}
+
+/// A lone float as NumPy prints a 0-d array or a scalar (Python's `repr`):
+/// `3.0`, `0.1`, `1e-05`, `1e+16`, `nan`, `-inf`.
+pub(crate) fn format_scalar_float(v: f64, width: FloatWidth) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let d = shortest(v, width);
+    if v != 0.0 && (d.exp < -4 || d.exp >= 16) {
+        let sign = if d.negative { "-" } else { "" };
+        let frac = if d.digits.len() > 1 {
+            format!(".{}", &d.digits[1..])
+        } else {
+            String::new()
+        };
+        return format!("{sign}{}{frac}e{}", &d.digits[..1], exponent(d.exp, 2));
+    }
+    let (int, frac) = positional(v, width);
+    let frac = if frac.is_empty() {
+        "0".to_string()
+    } else {
+        frac
+    };
+    format!("{int}.{frac}")
+}
+
+/// A complex number as NumPy prints a lone one: `(1+2j)`, `(0.5-0.25j)`.
 pub(crate) fn format_complex(re: f32, im: f32) -> String {
+    let part = |v: f32| -> String {
+        let s = format_scalar_float(v as f64, FloatWidth::F32);
+        s.strip_suffix(".0").map_or(s.clone(), str::to_string)
+    };
     let sign = if im.is_sign_negative() && !im.is_nan() {
         '-'
     } else {
         '+'
     };
-    format!(
-        "{}{sign}{}j",
-        format_float(re as f64),
-        format_float(im.abs() as f64)
-    )
+    format!("({}{sign}{}j)", part(re), part(im.abs()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each value of `values` as a column of one tensor.
+    fn column(values: &[f64], width: FloatWidth) -> Vec<String> {
+        let f = FloatFormat::new(values, width, false);
+        values.iter().map(|&v| f.format(v)).collect()
+    }
+
+    // The expected strings are NumPy 2.4's `str` of the same arrays.
+    #[test]
+    fn positional_columns_align_the_point() {
+        assert_eq!(
+            column(&[1.5, 2.0, 3.25, -10.0], FloatWidth::F64),
+            ["  1.5 ", "  2.  ", "  3.25", "-10.  "]
+        );
+        assert_eq!(
+            column(
+                &[0.1f32 as f64, (1.0f32 / 3.0) as f64, 100.0],
+                FloatWidth::F32
+            ),
+            ["  0.1       ", "  0.33333334", "100.        "]
+        );
+        let h = |v: f32| half::f16::from_f32(v).to_f64();
+        assert_eq!(
+            column(&[h(0.1), h(1.0 / 3.0), 100.0], FloatWidth::F16),
+            ["  0.1   ", "  0.3333", "100.    "]
+        );
+        assert_eq!(column(&[0.0, -0.0], FloatWidth::F64), [" 0.", "-0."]);
+        assert_eq!(column(&[0.00012345678], FloatWidth::F64), ["0.00012346"]);
+        assert_eq!(
+            column(&[f64::NAN, 1.5, f64::NEG_INFINITY], FloatWidth::F32),
+            [" nan", " 1.5", "-inf"]
+        );
+        assert_eq!(
+            column(&[f64::NAN, 1.0, f64::NEG_INFINITY], FloatWidth::F32),
+            [" nan", "  1.", "-inf"]
+        );
+    }
+
+    #[test]
+    fn scientific_columns_pad_mantissa_and_exponent() {
+        assert_eq!(
+            column(&[1.5e-5f32 as f64, 1.0], FloatWidth::F32),
+            ["1.5e-05", "1.0e+00"]
+        );
+        assert_eq!(column(&[1e-5, 1.0], FloatWidth::F64), ["1.e-05", "1.e+00"]);
+        assert_eq!(
+            column(&[1e-5, 3.3e-5, 1e10], FloatWidth::F64),
+            ["1.0e-05", "3.3e-05", "1.0e+10"]
+        );
+        assert_eq!(
+            column(&[123456789.0f32 as f64], FloatWidth::F32),
+            ["1.2345679e+08"]
+        );
+        assert_eq!(column(&[1e16], FloatWidth::F64), ["1.e+16"]);
+        assert_eq!(
+            column(&[0.0, 1.0, 1997.0], FloatWidth::F64),
+            ["0.000e+00", "1.000e+00", "1.997e+03"]
+        );
+    }
+
+    #[test]
+    fn lone_values_read_as_python_repr() {
+        assert_eq!(format_scalar_float(3.5, FloatWidth::F32), "3.5");
+        assert_eq!(format_scalar_float(3.0, FloatWidth::F32), "3.0");
+        assert_eq!(format_scalar_float(0.1f32 as f64, FloatWidth::F32), "0.1");
+        assert_eq!(format_scalar_float(1e-5, FloatWidth::F64), "1e-05");
+        assert_eq!(format_scalar_float(1e16, FloatWidth::F64), "1e+16");
+        assert_eq!(format_scalar_float(-2.5e-7, FloatWidth::F64), "-2.5e-07");
+        assert_eq!(format_complex(1.0, -2.5), "(1-2.5j)");
+    }
 }

@@ -80,7 +80,7 @@ fn construction_and_readback() {
                 "{}",
                 Tensor::from_complex(&[c(1.0, 2.0), c(0.5, -0.25)], [2], &dev).unwrap()
             ),
-            "[   1.+2.j 0.5-0.25j]"
+            "[1. +2.j   0.5-0.25j]"
         );
     }
 }

@@ -219,7 +219,7 @@ fn creation_and_readback() {
 #[test]
 fn display_is_numpy_like() {
     let t = Tensor::from_slice(&[1.0f32, 2.5, -3.0, 4.0], [2, 2], &Device::cpu()).unwrap();
-    assert_eq!(t.to_string(), "[[ 1. 2.5]\n [-3.  4.]]");
+    assert_eq!(t.to_string(), "[[ 1.   2.5]\n [-3.   4. ]]");
     let b = Tensor::from_slice(&[true, false], [2], &Device::cpu()).unwrap();
     assert_eq!(b.to_string(), "[ True False]");
     let big = Tensor::zeros([2000], DType::I32, &Device::cpu()).unwrap();

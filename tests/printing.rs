@@ -1,0 +1,183 @@
+//! `Display` prints what NumPy 2.4's `str` prints for the same array, on
+//! every device and through views (the expected strings were printed by
+//! NumPy); `Debug` adds the shape, dtype, device and a view's strides.
+
+mod common;
+
+use common::devices;
+use webtensor::{Complex32, DType, Device, Tensor, f16};
+
+fn f32s(v: &[f32], shape: &[usize], dev: &Device) -> Tensor {
+    Tensor::from_slice(v, shape, dev).unwrap()
+}
+
+fn cases(dev: &Device) -> Vec<(&'static str, Tensor, &'static str)> {
+    let arange = |n: usize| Tensor::arange(0.0f32, n as f32, 1.0, dev).unwrap();
+    let iarange = |n: i32| Tensor::arange(0i32, n, 1, dev).unwrap();
+    vec![
+        (
+            "wrap",
+            arange(40).reshape([2, 20]).unwrap(),
+            "[[ 0.  1.  2.  3.  4.  5.  6.  7.  8.  9. 10. 11. 12. 13. 14. 15. 16. 17.\n  18. 19.]\n [20. 21. 22. 23. 24. 25. 26. 27. 28. 29. 30. 31. 32. 33. 34. 35. 36. 37.\n  38. 39.]]",
+        ),
+        (
+            "summary",
+            arange(2000),
+            "[0.000e+00 1.000e+00 2.000e+00 ... 1.997e+03 1.998e+03 1.999e+03]",
+        ),
+        (
+            "ints",
+            Tensor::from_slice(&[1i32, -200, 3, 4], [2, 2], dev).unwrap(),
+            "[[   1 -200]\n [   3    4]]",
+        ),
+        (
+            "bools",
+            Tensor::from_slice(&[true, false], [2], dev).unwrap(),
+            "[ True False]",
+        ),
+        (
+            "cube",
+            iarange(8).reshape([2, 2, 2]).unwrap(),
+            "[[[0 1]\n  [2 3]]\n\n [[4 5]\n  [6 7]]]",
+        ),
+        (
+            "complex",
+            Tensor::from_complex(
+                &[Complex32::new(1.0, 2.0), Complex32::new(-0.5, -1.25)],
+                [2],
+                dev,
+            )
+            .unwrap(),
+            "[ 1. +2.j   -0.5-1.25j]",
+        ),
+        (
+            "half",
+            Tensor::from_slice(
+                &[
+                    f16::from_f64(0.1),
+                    f16::from_f64(1.0 / 3.0),
+                    f16::from_f64(100.0),
+                ],
+                [3],
+                dev,
+            )
+            .unwrap(),
+            "[  0.1      0.3333 100.    ]",
+        ),
+        (
+            "grid",
+            iarange(2000).reshape([20, 100]).unwrap(),
+            "[[   0    1    2 ...   97   98   99]\n [ 100  101  102 ...  197  198  199]\n [ 200  201  202 ...  297  298  299]\n ...\n [1700 1701 1702 ... 1797 1798 1799]\n [1800 1801 1802 ... 1897 1898 1899]\n [1900 1901 1902 ... 1997 1998 1999]]",
+        ),
+        (
+            "special",
+            f32s(&[f32::NAN, 1.5, f32::NEG_INFINITY], &[3], dev),
+            "[ nan  1.5 -inf]",
+        ),
+        (
+            "sums",
+            f32s(&[0.1, 0.2, 0.7], &[3], dev).add_scalar(0.2).unwrap(),
+            "[0.3 0.4 0.9]",
+        ),
+        (
+            "wide_u8",
+            Tensor::arange(200u8, 240, 1, dev).unwrap(),
+            "[200 201 202 203 204 205 206 207 208 209 210 211 212 213 214 215 216 217\n 218 219 220 221 222 223 224 225 226 227 228 229 230 231 232 233 234 235\n 236 237 238 239]",
+        ),
+        (
+            "matrix_t",
+            arange(12)
+                .reshape([3, 4])
+                .unwrap()
+                .t()
+                .div_scalar(3.0)
+                .unwrap(),
+            "[[0.         1.3333334  2.6666667 ]\n [0.33333334 1.6666666  3.        ]\n [0.6666667  2.         3.3333333 ]\n [1.         2.3333333  3.6666667 ]]",
+        ),
+        (
+            "small",
+            f32s(&[1e-5, 2.5, -3.0], &[3], dev),
+            "[ 1.0e-05  2.5e+00 -3.0e+00]",
+        ),
+        (
+            "boolgrid",
+            iarange(1200)
+                .reshape([40, 30])
+                .unwrap()
+                .remainder_scalar(3)
+                .unwrap()
+                .eq_scalar(0)
+                .unwrap(),
+            "[[ True False False ...  True False False]\n [ True False False ...  True False False]\n [ True False False ...  True False False]\n ...\n [ True False False ...  True False False]\n [ True False False ...  True False False]\n [ True False False ...  True False False]]",
+        ),
+        ("scalar f32", f32s(&[3.5], &[], dev), "3.5"),
+        ("scalar whole f32", f32s(&[2.0], &[], dev), "2.0"),
+        (
+            "scalar i32",
+            Tensor::from_slice(&[7i32], [], dev).unwrap(),
+            "7",
+        ),
+        (
+            "scalar bool",
+            Tensor::from_slice(&[true], [], dev).unwrap(),
+            "True",
+        ),
+        (
+            "scalar c64",
+            Tensor::from_complex(&[Complex32::new(1.0, 2.0)], [], dev).unwrap(),
+            "(1+2j)",
+        ),
+        (
+            "empty",
+            Tensor::zeros([2, 0], DType::F32, dev).unwrap(),
+            "[]",
+        ),
+    ]
+}
+
+#[test]
+fn display_matches_numpy_str() {
+    for dev in devices() {
+        for (name, t, want) in cases(&dev) {
+            assert_eq!(t.to_string(), want, "{dev} {name}");
+        }
+    }
+}
+
+#[test]
+fn summaries_show_the_corners_of_strided_views() {
+    // A summary of a large GPU tensor shows its corners; each of them is
+    // right even when the view is reversed and stepped.
+    for dev in devices() {
+        let t = Tensor::arange(0i32, 3000, 1, &dev)
+            .unwrap()
+            .reshape([60, 50])
+            .unwrap()
+            .slice(webtensor::s![..;-1, ..;2])
+            .unwrap();
+        let s = t.to_string();
+        assert!(
+            s.starts_with("[[2950 2952 2954 ... 2994 2996 2998]"),
+            "{dev}: {s}"
+        );
+        assert!(
+            s.ends_with(" [   0    2    4 ...   44   46   48]]"),
+            "{dev}: {s}"
+        );
+        assert_eq!(s.lines().count(), 7);
+    }
+}
+
+#[test]
+fn debug_adds_shape_dtype_device_and_view_layout() {
+    let dev = Device::cpu();
+    let t = f32s(&[1.0, 2.5, 3.0, 4.0], &[2, 2], &dev);
+    assert_eq!(
+        format!("{t:?}"),
+        "tensor([[1.  2.5]\n        [3.  4. ]], shape=[2, 2], dtype=f32, device=cpu)"
+    );
+    assert_eq!(
+        format!("{:?}", t.t()),
+        "tensor([[1.  3. ]\n        [2.5 4. ]], shape=[2, 2], dtype=f32, device=cpu, strides=[1, 2], offset=0)"
+    );
+}
