@@ -289,6 +289,38 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
     }
 }
 
+/// One sort: the lines of `input` along its last axis (the op layer moved
+/// the sorted axis there) are sorted stably, ascending with NaN last (or,
+/// with `descending`, descending with NaN first), and the position along
+/// the line of each element in sorted order is written along the last axis
+/// of `out`, a fresh i32 tensor viewed the same way. Equal elements (and
+/// -0 and +0) keep their order.
+pub(crate) struct SortCall<'a> {
+    pub input: TensorRef<'a>,
+    pub out: TensorRef<'a>,
+    pub descending: bool,
+}
+
+impl SortCall<'_> {
+    /// Elements per line.
+    pub fn length(&self) -> usize {
+        self.input.layout.dims().last().copied().unwrap_or(1)
+    }
+}
+
+/// Runs a sort on the backend that holds its output.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn sort(call: &SortCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::sort(s, call),
+        Storage::Gpu(s) => gpu::sort(s, call),
+    }
+}
+
 /// The longest line a [`SoftmaxCall`] takes, on every device (the GPU
 /// walks a line with one workgroup, and lavapipe's loop limit bounds that
 /// walk); ops compose longer softmaxes from reductions.

@@ -14,6 +14,7 @@ mod operators;
 mod predicates;
 mod rearrange;
 mod reduce;
+mod sort;
 mod triangles;
 
 pub use rearrange::PadMode;

@@ -10,6 +10,7 @@ mod numeric;
 mod reduce;
 mod scan;
 mod softmax;
+mod sort;
 mod storage;
 mod strided;
 
@@ -20,4 +21,5 @@ pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;
+pub(crate) use sort::sort;
 pub(crate) use storage::{CpuData, CpuStorage};

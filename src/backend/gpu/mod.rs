@@ -19,7 +19,7 @@
 //!   readbacks with the fault record);
 //! - `launch`: how an op becomes a recorded command;
 //! - the fixed-function families, each a folder with its shader beside its
-//!   launcher: `reduce/`, `scan/`, `softmax/`, `matmul/`, `indexing/`.
+//!   launcher: `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`, `indexing/`.
 
 mod command;
 mod context;
@@ -36,6 +36,7 @@ mod reduce;
 mod scan;
 mod scheduler;
 mod softmax;
+mod sort;
 mod storage;
 mod tuning;
 
@@ -47,5 +48,6 @@ pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;
+pub(crate) use sort::sort;
 pub(crate) use storage::GpuStorage;
 pub use tuning::MatmulTile;
