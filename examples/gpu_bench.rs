@@ -13,6 +13,9 @@
 //! cargo run --release --example gpu_bench -- --small         # 1/64 sizes (lavapipe)
 //! ```
 //!
+//! The sort rows (`argsort_1m`, `argsort_rows`, `topk_rows`) count 4 bytes
+//! read and 4 written per element (topk: read only).
+//!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
 
@@ -276,6 +279,36 @@ fn main() -> Result<()> {
         ok &= check("cumsum_rows", 1e-4, &[&cs], |t| t[0].cumsum(-1))?;
         let t = time(runs, || cs.cumsum(-1).map(drop).and_then(|_| sync()))?;
         row("cumsum_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
+    }
+    if o.wants("argsort_1m") {
+        let line = Tensor::rand([n / 16], DType::F32, 9, &dev)?;
+        ok &= check("argsort_1m", 0.0, &[&line], |t| {
+            t[0].argsort(0, false)?.to_dtype(DType::F32)
+        })?;
+        let t = time(runs, || {
+            line.argsort(0, false).map(drop).and_then(|_| sync())
+        })?;
+        row("argsort_1m", t, gbs(8.0 * (n / 16) as f64, t.1));
+    }
+    if o.wants("argsort_rows") {
+        let rows = Tensor::rand([side, 1024], DType::F32, 10, &dev)?;
+        ok &= check("argsort_rows", 0.0, &[&rows], |t| {
+            t[0].argsort(-1, false)?.to_dtype(DType::F32)
+        })?;
+        let t = time(runs, || {
+            rows.argsort(-1, false).map(drop).and_then(|_| sync())
+        })?;
+        row("argsort_rows", t, gbs(8.0 * (side * 1024) as f64, t.1));
+    }
+    if o.wants("topk_rows") {
+        let rows = Tensor::rand([side, 1024], DType::F32, 11, &dev)?;
+        ok &= check("topk_rows", 0.0, &[&rows], |t| {
+            Ok(t[0].topk(10, -1, true)?.0)
+        })?;
+        let t = time(runs, || {
+            rows.topk(10, -1, true).map(drop).and_then(|_| sync())
+        })?;
+        row("topk_rows", t, gbs(4.0 * (side * 1024) as f64, t.1));
     }
     ok &= matmuls(&o, &dev)?;
     if !ok {

@@ -285,3 +285,73 @@ async fn every_new_kernel_form_matches_the_cpu() {
     let counts = ones.cumsum(0).unwrap().to_vec_async::<i32>().await.unwrap();
     assert!(counts.iter().enumerate().all(|(i, &c)| c == i as i32 + 1));
 }
+
+/// The kernels and WGSL added for NumPy's everyday ops, through Chromium's
+/// WGSL compiler: the sort network (argsort, sort, topk on strided views,
+/// across the 512-element block), the new float functions and
+/// floor_divide, against the CPU.
+#[wasm_bindgen_test]
+async fn sorts_and_new_functions_match_the_cpu() {
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let x = Tensor::rand([3, 1100], DType::F32, 9, &cpu)
+        .unwrap()
+        .mul_scalar(8.0)
+        .unwrap()
+        .round()
+        .unwrap();
+    let gx = x.to_device_async(&dev).await.unwrap();
+    for descending in [false, true] {
+        for (cpu_view, gpu_view) in [
+            (x.clone(), gx.clone()),
+            (
+                x.slice(s![.., ..;-3]).unwrap(),
+                gx.slice(s![.., ..;-3]).unwrap(),
+            ),
+        ] {
+            let want = cpu_view.argsort(-1, descending).unwrap();
+            let got = gpu_view.argsort(-1, descending).unwrap();
+            assert_eq!(
+                got.to_vec_async::<i32>().await.unwrap(),
+                want.to_vec_async::<i32>().await.unwrap(),
+                "argsort descending={descending}"
+            );
+        }
+    }
+    let (values, indices) = gx.t().topk(2, 0, true).unwrap();
+    let (want_v, want_i) = x.t().topk(2, 0, true).unwrap();
+    assert_eq!(read(&values).await, read(&want_v).await);
+    assert_eq!(
+        indices.to_vec_async::<i32>().await.unwrap(),
+        want_i.to_vec_async::<i32>().await.unwrap()
+    );
+    let h = gx.to_dtype(DType::F16).unwrap().sort(1, false).unwrap();
+    let want = x.to_dtype(DType::F16).unwrap().sort(1, false).unwrap();
+    assert_eq!(
+        read(&h.to_dtype(DType::F32).unwrap()).await,
+        read(&want.to_dtype(DType::F32).unwrap()).await
+    );
+    let v = Tensor::from_slice(&[0.3f32, -0.2, 1e-6, 2.5, -7.0], [5], &cpu).unwrap();
+    let gv = v.to_device_async(&dev).await.unwrap();
+    type Unary = fn(&Tensor) -> webtensor::Result<Tensor>;
+    let ops: [(&str, Unary); 5] = [
+        ("tan", Tensor::tan),
+        ("log1p", Tensor::log1p),
+        ("expm1", Tensor::expm1),
+        ("log2", Tensor::log2),
+        ("exp2", Tensor::exp2),
+    ];
+    for (name, op) in ops {
+        let (got, want) = (read(&op(&gv).unwrap()).await, read(&op(&v).unwrap()).await);
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-5 * w.abs().max(1e-6),
+                "{name}: {g} vs {w}"
+            );
+        }
+    }
+    assert_eq!(
+        read(&gv.floor_divide_scalar(-0.25).unwrap()).await,
+        read(&v.floor_divide_scalar(-0.25).unwrap()).await
+    );
+}
