@@ -29,6 +29,37 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## The ops by family
+//!
+//! Every op is a method returning [`Result`]; each runs on both devices
+//! with the same semantics (the README's "A short tour" lists them all).
+//!
+//! - Creation: [`Tensor::from_slice`], [`Tensor::zeros`], [`Tensor::full`],
+//!   [`Tensor::arange`], [`Tensor::linspace`], [`Tensor::eye`],
+//!   [`Tensor::rand`], [`Tensor::zeros_like`] ...
+//! - Views (no copy): [`Tensor::slice`] with [`s!`], [`Tensor::reshape`]
+//!   (one extent may be `-1`; see [`ShapeSpec`]), [`Tensor::permute`],
+//!   [`Tensor::t`], [`Tensor::broadcast_to`], [`Tensor::diagonal`],
+//!   [`Tensor::narrow`] ...
+//! - Elementwise: `exp log tan sqrt ...`, `add mul floor_divide pow ...`
+//!   (and `_scalar` / in-place `_` forms), comparisons, [`Tensor::clamp`],
+//!   [`Tensor::isnan`], [`Tensor::isclose`], [`Tensor::where_cond`]; with
+//!   operators `+ - * / %` (tensors and scalars on either side), `+=`
+//!   and friends in place, `-x`, and `& | ^ !` for bool.
+//! - Reductions and norms: [`Tensor::sum`], [`Tensor::mean`],
+//!   [`Tensor::var`], [`Tensor::argmax`], [`Tensor::norm`] ... over [`Axes`].
+//! - Along an axis: [`Tensor::cumsum`], [`Tensor::softmax`],
+//!   [`Tensor::sort`], [`Tensor::argsort`], [`Tensor::topk`],
+//!   [`Tensor::roll`].
+//! - Products and matrices: [`Tensor::matmul`], [`Tensor::dot`],
+//!   [`Tensor::triu`], [`Tensor::diag`].
+//! - Joins, padding and indexing: [`Tensor::concat`], [`Tensor::stack`],
+//!   [`Tensor::pad`] ([`PadMode`]), [`Tensor::take`], [`Tensor::gather`],
+//!   [`Tensor::scatter`], [`Tensor::masked_fill`].
+//! - Complex: [`Tensor::complex`], [`Tensor::real`], [`Tensor::imag`].
+//! - Reading back: [`Tensor::to_vec`], [`Tensor::item`], the `_async`
+//!   forms; `Display` prints as NumPy does.
 #![warn(missing_docs)]
 // In the browser wgpu's handles are neither Send nor Sync (one thread, the
 // page's); the same Arc-based code serves both targets.
