@@ -139,6 +139,25 @@ pub enum Error {
         /// Why no adapter was usable.
         reason: String,
     },
+    /// Reading or writing a file failed.
+    #[error("{op}: {path}: {msg}")]
+    Io {
+        /// The operation that failed.
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// What the operating system said.
+        msg: String,
+    },
+    /// Data in a file format (.npy, .npz, safetensors) that is malformed or
+    /// holds what webtensor cannot represent.
+    #[error("{op}: {msg}")]
+    Format {
+        /// The operation that failed.
+        op: &'static str,
+        /// What was wrong, with the values read.
+        msg: String,
+    },
     /// The GPU reported a failure (device lost, out of memory, mapping failed).
     #[error("{op}: GPU failure: {msg}")]
     Gpu {
@@ -183,6 +202,13 @@ impl Error {
 
     pub(crate) fn internal(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Internal {
+            op,
+            msg: msg.into(),
+        }
+    }
+
+    pub(crate) fn format(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Format {
             op,
             msg: msg.into(),
         }

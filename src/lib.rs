@@ -71,6 +71,7 @@ mod dtype;
 mod error;
 mod grid;
 mod index;
+pub mod io;
 mod layout;
 mod number_format;
 mod ops;

@@ -1,0 +1,63 @@
+//! Files and interop: NumPy's `.npy` and `.npz`, safetensors, and (with the
+//! default `ndarray` feature) conversions to and from `ndarray` arrays.
+//!
+//! Every format has a bytes form (any target; writing reads the tensor
+//! back, so it is `async` with a blocking native form) and a file form
+//! (native only). Views of any layout are written in row-major order;
+//! `.npy` files in Fortran order load as transposed views without a copy.
+//! Integer arrays of widths webtensor does not hold (NumPy's default int64,
+//! int8, int16, uint16, uint64) load as i32 or u32 when every value fits,
+//! and bf16 safetensors load as f32 (exactly); anything else a file holds
+//! that no dtype here can represent is an `Error::Format` naming the file's
+//! dtype.
+//!
+//! ```
+//! use webtensor::{Device, Tensor, io};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let t = Tensor::arange(0.0f32, 6.0, 1.0, &dev)?.reshape([2, 3])?;
+//! let bytes = io::to_npy_bytes(&t.t())?;        // a view, written in C order
+//! let back = io::from_npy_bytes(&bytes, &dev)?;
+//! assert_eq!(back.dims(), &[3, 2]);
+//! assert_eq!(back.to_vec::<f32>()?, vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+//! # Ok(())
+//! # }
+//! ```
+
+mod host_bytes;
+#[cfg(feature = "ndarray")]
+mod ndarray;
+mod npy;
+mod npz;
+mod safetensors;
+mod zip;
+
+pub use npy::{from_npy_bytes, to_npy_bytes_async};
+#[cfg(not(target_arch = "wasm32"))]
+pub use npy::{load_npy, save_npy, to_npy_bytes};
+pub use npz::{from_npz_bytes, to_npz_bytes_async};
+#[cfg(not(target_arch = "wasm32"))]
+pub use npz::{load_npz, save_npz, to_npz_bytes};
+pub use safetensors::{from_safetensors_bytes, to_safetensors_bytes_async};
+#[cfg(not(target_arch = "wasm32"))]
+pub use safetensors::{load_safetensors, save_safetensors, to_safetensors_bytes};
+
+/// Reads a whole file, naming `op` and the path in the error.
+#[cfg(not(target_arch = "wasm32"))]
+fn read_file(op: &'static str, path: &std::path::Path) -> crate::Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| crate::Error::Io {
+        op,
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    })
+}
+
+/// Writes a whole file, naming `op` and the path in the error.
+#[cfg(not(target_arch = "wasm32"))]
+fn write_file(op: &'static str, path: &std::path::Path, bytes: &[u8]) -> crate::Result<()> {
+    std::fs::write(path, bytes).map_err(|e| crate::Error::Io {
+        op,
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    })
+}

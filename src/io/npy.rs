@@ -1,0 +1,312 @@
+//! NumPy's `.npy` format (versions 1.0 to 3.0): a magic string, a Python
+//! dict literal naming the dtype, the memory order and the shape, then the
+//! elements.
+
+use super::host_bytes::{FileType, row_major_bytes, tensor_from_bytes};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+const MAGIC: &[u8] = b"\x93NUMPY";
+
+/// The `descr` NumPy writes for `dtype` (little-endian).
+fn descr(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "<f4",
+        DType::F16 => "<f2",
+        DType::F64 => "<f8",
+        DType::I32 => "<i4",
+        DType::U32 => "<u4",
+        DType::U8 => "|u1",
+        DType::Bool => "|b1",
+        DType::C64 => "<c8",
+    }
+}
+
+/// The element type and byte order of a `descr` (`<f4`, `>i8`, `|b1` ...).
+fn parse_descr(op: &'static str, d: &str) -> Result<(FileType, bool)> {
+    let (order, code) = d.split_at(d.len().min(1));
+    let big = match order {
+        "<" | "=" | "|" => false,
+        ">" => true,
+        _ => return Err(Error::format(op, format!("unknown dtype {d:?}"))),
+    };
+    let t = match code {
+        "f4" => FileType::Held(DType::F32),
+        "f2" => FileType::Held(DType::F16),
+        "f8" => FileType::Held(DType::F64),
+        "i4" => FileType::Held(DType::I32),
+        "u4" => FileType::Held(DType::U32),
+        "u1" => FileType::Held(DType::U8),
+        "b1" => FileType::Held(DType::Bool),
+        "c8" => FileType::Held(DType::C64),
+        "i1" => FileType::I8,
+        "i2" => FileType::I16,
+        "i8" => FileType::I64,
+        "u2" => FileType::U16,
+        "u8" => FileType::U64,
+        _ => {
+            return Err(Error::format(
+                op,
+                format!(
+                    "dtype {d:?} has no webtensor dtype (f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1 c8 are read)"
+                ),
+            ));
+        }
+    };
+    Ok((t, big))
+}
+
+/// The header of a `.npy` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Header {
+    descr: String,
+    fortran_order: bool,
+    shape: Vec<usize>,
+}
+
+/// The quoted string after `'key':` in a Python dict literal.
+fn dict_value<'a>(op: &'static str, dict: &'a str, key: &str) -> Result<&'a str> {
+    let missing = || Error::format(op, format!("the header has no {key:?}: {dict}"));
+    let at = dict.find(&format!("'{key}'")).ok_or_else(missing)?;
+    let rest = dict[at + key.len() + 2..].trim_start();
+    let rest = rest.strip_prefix(':').ok_or_else(missing)?.trim_start();
+    Ok(rest)
+}
+
+fn parse_header(op: &'static str, dict: &str) -> Result<Header> {
+    let bad = |what: &str| Error::format(op, format!("{what} in the header {dict}"));
+    let d = dict_value(op, dict, "descr")?;
+    let quote = d
+        .chars()
+        .next()
+        .filter(|&c| c == '\'' || c == '"')
+        .ok_or_else(|| bad("a structured dtype (webtensor reads plain numeric arrays)"))?;
+    let descr = d[1..]
+        .split(quote)
+        .next()
+        .ok_or_else(|| bad("an unterminated descr"))?;
+    let f = dict_value(op, dict, "fortran_order")?;
+    let fortran_order = if f.starts_with("True") {
+        true
+    } else if f.starts_with("False") {
+        false
+    } else {
+        return Err(bad("a fortran_order that is neither True nor False"));
+    };
+    let s = dict_value(op, dict, "shape")?;
+    let inner = s
+        .strip_prefix('(')
+        .and_then(|s| s.split(')').next())
+        .ok_or_else(|| bad("a shape that is not a tuple"))?;
+    let shape = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            x.trim_end_matches('L')
+                .parse::<usize>()
+                .map_err(|_| bad(&format!("the extent {x:?}")))
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    Ok(Header {
+        descr: descr.to_string(),
+        fortran_order,
+        shape,
+    })
+}
+
+/// The header dict as NumPy writes it.
+fn header_text(dtype: DType, shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let tuple = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {tuple}, }}",
+        descr(dtype)
+    )
+}
+
+/// A whole `.npy` file: the header padded with spaces so that the data
+/// starts at a multiple of 64 bytes (as NumPy does), then `data`.
+fn encode(dtype: DType, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let text = header_text(dtype, shape);
+    // Version 1.0 has a 2-byte header length; 2.0 a 4-byte one.
+    let v1_prefix = MAGIC.len() + 2 + 2;
+    let v1 = (v1_prefix + text.len() + 1).next_multiple_of(64) - v1_prefix <= u16::MAX as usize;
+    let prefix = MAGIC.len() + 2 + if v1 { 2 } else { 4 };
+    let total = (prefix + text.len() + 1).next_multiple_of(64);
+    let header_len = total - prefix;
+    let mut out = Vec::with_capacity(total + data.len());
+    out.extend_from_slice(MAGIC);
+    if v1 {
+        out.extend_from_slice(&[1, 0]);
+        out.extend_from_slice(&(header_len as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(&[2, 0]);
+        out.extend_from_slice(&(header_len as u32).to_le_bytes());
+    }
+    out.extend_from_slice(text.as_bytes());
+    out.resize(total - 1, b' ');
+    out.push(b'\n');
+    out.extend_from_slice(data);
+    out
+}
+
+/// The header and the data of a `.npy` file.
+fn decode<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Header, &'a [u8])> {
+    let short = || {
+        Error::format(
+            op,
+            format!("{} bytes are too short for a .npy file", bytes.len()),
+        )
+    };
+    if !bytes.starts_with(MAGIC) {
+        return Err(Error::format(op, "not a .npy file (no \\x93NUMPY magic)"));
+    }
+    let major = *bytes.get(6).ok_or_else(short)?;
+    let (len, start): (usize, usize) = match major {
+        1 => {
+            let b = bytes.get(8..10).ok_or_else(short)?;
+            (u16::from_le_bytes([b[0], b[1]]) as usize, 10)
+        }
+        2 | 3 => {
+            let b = bytes.get(8..12).ok_or_else(short)?;
+            (u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize, 12)
+        }
+        v => {
+            return Err(Error::format(
+                op,
+                format!(".npy version {v} is not one of 1, 2, 3"),
+            ));
+        }
+    };
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(short)?;
+    let dict = std::str::from_utf8(&bytes[start..end])
+        .map_err(|_| Error::format(op, "the header is not text"))?;
+    Ok((parse_header(op, dict)?, &bytes[end..]))
+}
+
+/// A tensor from the bytes of a `.npy` file, on `device`. A file in
+/// Fortran order becomes a view with reversed strides (no copy).
+///
+/// # Errors
+/// `Error::Format` naming `from_npy_bytes` for a malformed file, a dtype
+/// without a webtensor dtype, or wide integers that do not fit i32 / u32;
+/// device errors (f64 on a GPU ...).
+pub fn from_npy_bytes(bytes: &[u8], device: &Device) -> Result<Tensor> {
+    read("from_npy_bytes", bytes, device)
+}
+
+pub(super) fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Tensor> {
+    let (header, data) = decode(op, bytes)?;
+    let (file_type, big) = parse_descr(op, &header.descr)?;
+    if header.fortran_order {
+        let reversed: Vec<usize> = header.shape.iter().rev().copied().collect();
+        return Ok(tensor_from_bytes(op, file_type, big, &reversed, data, device)?.t());
+    }
+    tensor_from_bytes(op, file_type, big, &header.shape, data, device)
+}
+
+/// The bytes of a `.npy` file holding `t` (any view, written in row-major
+/// order), blocking (native only).
+///
+/// # Errors
+/// Readback errors.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn to_npy_bytes(t: &Tensor) -> Result<Vec<u8>> {
+    pollster::block_on(to_npy_bytes_async(t))
+}
+
+/// [`to_npy_bytes`] on every target.
+///
+/// # Errors
+/// Readback errors.
+pub async fn to_npy_bytes_async(t: &Tensor) -> Result<Vec<u8>> {
+    Ok(encode(t.dtype(), t.dims(), &row_major_bytes(t).await?))
+}
+
+/// Writes `t` to a `.npy` file at `path` (NumPy's `np.save`).
+///
+/// # Errors
+/// `Error::Io` naming `save_npy` and the path; readback errors.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn save_npy(path: impl AsRef<std::path::Path>, t: &Tensor) -> Result<()> {
+    super::write_file("save_npy", path.as_ref(), &to_npy_bytes(t)?)
+}
+
+/// Reads a `.npy` file onto `device` (NumPy's `np.load`).
+///
+/// # Errors
+/// `Error::Io` naming `load_npy` and the path; as [`from_npy_bytes`].
+#[cfg(not(target_arch = "wasm32"))]
+pub fn load_npy(path: impl AsRef<std::path::Path>, device: &Device) -> Result<Tensor> {
+    let bytes = super::read_file("load_npy", path.as_ref())?;
+    read("load_npy", &bytes, device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_read_as_numpy_writes_them() {
+        let h = parse_header(
+            "t",
+            "{'descr': '<f8', 'fortran_order': True, 'shape': (3, 4), }",
+        )
+        .unwrap();
+        assert_eq!(h.descr, "<f8");
+        assert!(h.fortran_order);
+        assert_eq!(h.shape, [3, 4]);
+        let h = parse_header(
+            "t",
+            "{'descr': '|b1', 'fortran_order': False, 'shape': (), }",
+        )
+        .unwrap();
+        assert!(h.shape.is_empty());
+        let h = parse_header(
+            "t",
+            "{'descr': '>i8', 'fortran_order': False, 'shape': (5,), }",
+        )
+        .unwrap();
+        assert_eq!(h.shape, [5]);
+        assert_eq!(parse_descr("t", ">i8").unwrap(), (FileType::I64, true));
+        let e = parse_header(
+            "t",
+            "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+        );
+        assert!(e.unwrap_err().to_string().contains("structured"));
+        assert!(
+            parse_descr("t", "<c16")
+                .unwrap_err()
+                .to_string()
+                .contains("c16")
+        );
+    }
+
+    #[test]
+    fn written_headers_align_the_data_to_64_bytes() {
+        for shape in [vec![], vec![3], vec![2, 3, 4]] {
+            let file = encode(DType::F32, &shape, &[]);
+            assert_eq!(file.len() % 64, 0);
+            assert_eq!(file[file.len() - 1], b'\n');
+            let (h, data) = decode("t", &file).unwrap();
+            assert_eq!(
+                (h.descr.as_str(), h.fortran_order, h.shape),
+                ("<f4", false, shape)
+            );
+            assert!(data.is_empty());
+        }
+        assert_eq!(
+            header_text(DType::U8, &[7]),
+            "{'descr': '|u1', 'fortran_order': False, 'shape': (7,), }"
+        );
+    }
+}

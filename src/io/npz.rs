@@ -1,0 +1,72 @@
+//! NumPy's `.npz` format: a zip archive of `.npy` files, one per named
+//! array (`np.savez`, `np.savez_compressed`, `np.load`).
+
+use super::{npy, zip};
+use crate::device::Device;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// The tensors of an `.npz` archive's bytes, in the archive's order, named
+/// as NumPy names them (the entry name without `.npy`).
+///
+/// # Errors
+/// `Error::Format` naming `from_npz_bytes` for a malformed archive or
+/// entry; as [`from_npy_bytes`](super::from_npy_bytes) for each array.
+pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
+    read("from_npz_bytes", bytes, device)
+}
+
+fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
+    zip::read(op, bytes)?
+        .into_iter()
+        .map(|(name, data)| {
+            let name = name.strip_suffix(".npy").unwrap_or(&name).to_string();
+            Ok((name, npy::read(op, &data, device)?))
+        })
+        .collect()
+}
+
+/// The bytes of an `.npz` archive (uncompressed, as `np.savez`) holding
+/// each named tensor, blocking (native only).
+///
+/// # Errors
+/// Readback errors; `Error::Format` for an archive past 4 GiB.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn to_npz_bytes(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
+    pollster::block_on(to_npz_bytes_async(tensors))
+}
+
+/// [`to_npz_bytes`] on every target.
+///
+/// # Errors
+/// As [`to_npz_bytes`].
+pub async fn to_npz_bytes_async(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
+    let mut entries = Vec::with_capacity(tensors.len());
+    for (name, t) in tensors {
+        entries.push((format!("{name}.npy"), npy::to_npy_bytes_async(t).await?));
+    }
+    zip::write("to_npz_bytes", &entries)
+}
+
+/// Writes the named tensors to an `.npz` file at `path` (NumPy's
+/// `np.savez`).
+///
+/// # Errors
+/// `Error::Io` naming `save_npz` and the path; as [`to_npz_bytes`].
+#[cfg(not(target_arch = "wasm32"))]
+pub fn save_npz(path: impl AsRef<std::path::Path>, tensors: &[(&str, &Tensor)]) -> Result<()> {
+    super::write_file("save_npz", path.as_ref(), &to_npz_bytes(tensors)?)
+}
+
+/// Reads every array of an `.npz` file onto `device`, stored or compressed.
+///
+/// # Errors
+/// `Error::Io` naming `load_npz` and the path; as [`from_npz_bytes`].
+#[cfg(not(target_arch = "wasm32"))]
+pub fn load_npz(
+    path: impl AsRef<std::path::Path>,
+    device: &Device,
+) -> Result<Vec<(String, Tensor)>> {
+    let bytes = super::read_file("load_npz", path.as_ref())?;
+    read("load_npz", &bytes, device)
+}

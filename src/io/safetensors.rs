@@ -1,0 +1,167 @@
+//! The safetensors format (a JSON header of names, dtypes, shapes and byte
+//! ranges, then the data), read and written through the `safetensors`
+//! crate.
+
+use super::host_bytes::{FileType, row_major_bytes, tensor_from_bytes};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use safetensors::tensor::{Dtype, SafeTensors, View};
+use std::borrow::Cow;
+
+/// The safetensors dtype of `dtype`.
+fn file_dtype(dtype: DType) -> Dtype {
+    match dtype {
+        DType::F32 => Dtype::F32,
+        DType::F16 => Dtype::F16,
+        DType::F64 => Dtype::F64,
+        DType::I32 => Dtype::I32,
+        DType::U32 => Dtype::U32,
+        DType::U8 => Dtype::U8,
+        DType::Bool => Dtype::BOOL,
+        DType::C64 => Dtype::C64,
+    }
+}
+
+/// What a safetensors dtype loads as.
+fn file_type(op: &'static str, name: &str, d: Dtype) -> Result<FileType> {
+    Ok(match d {
+        Dtype::F32 => FileType::Held(DType::F32),
+        Dtype::F16 => FileType::Held(DType::F16),
+        Dtype::F64 => FileType::Held(DType::F64),
+        Dtype::I32 => FileType::Held(DType::I32),
+        Dtype::U32 => FileType::Held(DType::U32),
+        Dtype::U8 => FileType::Held(DType::U8),
+        Dtype::BOOL => FileType::Held(DType::Bool),
+        Dtype::C64 => FileType::Held(DType::C64),
+        Dtype::BF16 => FileType::Bf16,
+        Dtype::I8 => FileType::I8,
+        Dtype::I16 => FileType::I16,
+        Dtype::I64 => FileType::I64,
+        Dtype::U16 => FileType::U16,
+        Dtype::U64 => FileType::U64,
+        other => {
+            return Err(Error::format(
+                op,
+                format!("tensor {name:?} has dtype {other}, which has no webtensor dtype"),
+            ));
+        }
+    })
+}
+
+/// One tensor's bytes, as the `safetensors` crate takes them.
+struct Prepared {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data: Vec<u8>,
+}
+
+impl View for &Prepared {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.data)
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// The tensors of a safetensors file's bytes, sorted by name (the format
+/// keeps no order of its own). bf16 loads as f32 (exactly); i8, i16, i64, u16 and u64 as
+/// i32 or u32 when every value fits.
+///
+/// # Errors
+/// `Error::Format` naming `from_safetensors_bytes` for a malformed file or
+/// a dtype without a webtensor dtype; device errors.
+pub fn from_safetensors_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
+    read("from_safetensors_bytes", bytes, device)
+}
+
+fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
+    let file = SafeTensors::deserialize(bytes).map_err(|e| Error::format(op, e.to_string()))?;
+    let mut views = file.tensors();
+    views.sort_by(|(a, _), (b, _)| a.cmp(b));
+    views
+        .into_iter()
+        .map(|(name, v)| {
+            let t = file_type(op, &name, v.dtype())?;
+            let tensor = tensor_from_bytes(op, t, false, v.shape(), v.data(), device)?;
+            Ok((name, tensor))
+        })
+        .collect()
+}
+
+/// The bytes of a safetensors file holding each named tensor (any view,
+/// written in row-major order), blocking (native only).
+///
+/// # Errors
+/// `Error::Format` naming `to_safetensors_bytes` for a repeated name;
+/// readback errors.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn to_safetensors_bytes(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
+    pollster::block_on(to_safetensors_bytes_async(tensors))
+}
+
+/// [`to_safetensors_bytes`] on every target.
+///
+/// # Errors
+/// As [`to_safetensors_bytes`].
+pub async fn to_safetensors_bytes_async(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
+    const OP: &str = "to_safetensors_bytes";
+    let mut prepared = Vec::with_capacity(tensors.len());
+    for (k, (name, t)) in tensors.iter().enumerate() {
+        if tensors[..k].iter().any(|(other, _)| other == name) {
+            return Err(Error::format(
+                OP,
+                format!("the name {name:?} is given twice"),
+            ));
+        }
+        prepared.push((
+            *name,
+            Prepared {
+                dtype: file_dtype(t.dtype()),
+                shape: t.dims().to_vec(),
+                data: row_major_bytes(t).await?,
+            },
+        ));
+    }
+    safetensors::serialize(prepared.iter().map(|(n, p)| (*n, p)), None)
+        .map_err(|e| Error::format(OP, e.to_string()))
+}
+
+/// Writes the named tensors to a safetensors file at `path`.
+///
+/// # Errors
+/// `Error::Io` naming `save_safetensors` and the path; as
+/// [`to_safetensors_bytes`].
+#[cfg(not(target_arch = "wasm32"))]
+pub fn save_safetensors(
+    path: impl AsRef<std::path::Path>,
+    tensors: &[(&str, &Tensor)],
+) -> Result<()> {
+    super::write_file(
+        "save_safetensors",
+        path.as_ref(),
+        &to_safetensors_bytes(tensors)?,
+    )
+}
+
+/// Reads every tensor of a safetensors file onto `device`.
+///
+/// # Errors
+/// `Error::Io` naming `load_safetensors` and the path; as
+/// [`from_safetensors_bytes`].
+#[cfg(not(target_arch = "wasm32"))]
+pub fn load_safetensors(
+    path: impl AsRef<std::path::Path>,
+    device: &Device,
+) -> Result<Vec<(String, Tensor)>> {
+    let bytes = super::read_file("load_safetensors", path.as_ref())?;
+    read("load_safetensors", &bytes, device)
+}

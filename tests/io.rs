@@ -1,0 +1,379 @@
+//! Files and interop on every device: `.npy`, `.npz` and safetensors round
+//! trips of every dtype and view layout; files NumPy wrote (tests/data,
+//! made by make_numpy_files.py: C and Fortran order, int64, big-endian,
+//! f16, c64, compressed archives) read exactly; files written here read
+//! back by NumPy itself (python3 with numpy; `WEBTENSOR_REQUIRE_NUMPY=1`,
+//! as CI sets, makes a missing NumPy a failure); ndarray conversions;
+//! malformed and unrepresentable input as errors naming the op.
+
+mod common;
+
+use common::{devices, read_f32, views_of};
+use webtensor::{Complex32, DType, Device, Error, Tensor, f16, io, s};
+
+fn data(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// A fresh directory for this test's files.
+fn scratch(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("webtensor-io-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One tensor of each dtype, each a strided view.
+fn every_dtype(dev: &Device) -> Vec<(&'static str, Tensor)> {
+    let base = Tensor::arange(-6.0f32, 6.0, 1.0, dev)
+        .unwrap()
+        .reshape([3, 4])
+        .unwrap();
+    let view = base
+        .slice(s![..;-1, 1..;2])
+        .unwrap()
+        .mul_scalar(1.25)
+        .unwrap();
+    let mut v = vec![
+        ("f32", base.t().div_scalar(3.0).unwrap()),
+        ("f16", view.to_dtype(DType::F16).unwrap().t()),
+        (
+            "i32",
+            base.to_dtype(DType::I32)
+                .unwrap()
+                .slice(s![.., ..;-3])
+                .unwrap(),
+        ),
+        ("u32", base.abs().unwrap().to_dtype(DType::U32).unwrap().t()),
+        ("u8", base.abs().unwrap().to_dtype(DType::U8).unwrap()),
+        ("bool", base.gt_scalar(0.0).unwrap().t()),
+        (
+            "c64",
+            Tensor::complex(&base, &base.neg().unwrap()).unwrap().t(),
+        ),
+    ];
+    if dev.is_cpu() {
+        v.push(("f64", base.to_dtype(DType::F64).unwrap().t()));
+    }
+    v
+}
+
+/// The elements of `t` as text, exactly (bits for floats).
+fn exact(t: &Tensor) -> Vec<String> {
+    match t.dtype() {
+        DType::C64 => t
+            .to_complex_vec()
+            .unwrap()
+            .iter()
+            .map(|c| format!("{:x}/{:x}", c.re.to_bits(), c.im.to_bits()))
+            .collect(),
+        DType::F64 => t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| format!("{:x}", v.to_bits()))
+            .collect(),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_string())
+            .collect(),
+        _ => read_f32(&t.to_dtype(DType::F32).unwrap())
+            .iter()
+            .map(|v| format!("{:x}", v.to_bits()))
+            .collect(),
+    }
+}
+
+fn same(a: &Tensor, b: &Tensor, what: &str) {
+    assert_eq!((a.dims(), a.dtype()), (b.dims(), b.dtype()), "{what}");
+    assert_eq!(exact(a), exact(b), "{what}");
+}
+
+#[test]
+fn every_format_round_trips_every_dtype_and_view() {
+    for dev in devices() {
+        let tensors = every_dtype(&dev);
+        let named: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+        for (name, t) in &tensors {
+            let back = io::from_npy_bytes(&io::to_npy_bytes(t).unwrap(), &dev).unwrap();
+            same(&back, t, &format!("{dev} npy {name}"));
+        }
+        let npz = io::from_npz_bytes(&io::to_npz_bytes(&named).unwrap(), &dev).unwrap();
+        let st =
+            io::from_safetensors_bytes(&io::to_safetensors_bytes(&named).unwrap(), &dev).unwrap();
+        // npz keeps the order written; safetensors comes back by name.
+        let names: Vec<&str> = npz.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, tensors.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(
+            st.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            sorted
+        );
+        for loaded in [&npz, &st] {
+            assert_eq!(loaded.len(), tensors.len());
+            for (name, t) in &tensors {
+                let got = &loaded.iter().find(|(n, _)| n == name).unwrap().1;
+                same(got, t, &format!("{dev} archive {name}"));
+            }
+        }
+        // Files, and a 0-d and an empty tensor.
+        let dir = scratch(&format!("files-{}", dev.info().id));
+        let scalar = Tensor::full([], 2.5, DType::F32, &dev).unwrap();
+        let empty = Tensor::zeros([0, 4], DType::I32, &dev).unwrap();
+        io::save_npy(dir.join("s.npy"), &scalar).unwrap();
+        same(
+            &io::load_npy(dir.join("s.npy"), &dev).unwrap(),
+            &scalar,
+            "0-d npy",
+        );
+        io::save_npz(dir.join("a.npz"), &[("s", &scalar), ("e", &empty)]).unwrap();
+        let back = io::load_npz(dir.join("a.npz"), &dev).unwrap();
+        same(&back[1].1, &empty, "empty npz");
+        io::save_safetensors(dir.join("a.safetensors"), &[("e", &empty), ("s", &scalar)]).unwrap();
+        let back = io::load_safetensors(dir.join("a.safetensors"), &dev).unwrap();
+        assert_eq!(back[0].0, "e");
+        same(&back[1].1, &scalar, "0-d safetensors");
+        std::fs::remove_dir_all(dir).unwrap();
+        // Views of every layout in f16, through npy.
+        for (view, t) in views_of(&dev, DType::F16) {
+            let back = io::from_npy_bytes(&io::to_npy_bytes(&t).unwrap(), &dev).unwrap();
+            same(&back, &t, &format!("{dev} f16 {view}"));
+        }
+    }
+}
+
+#[test]
+fn files_numpy_wrote_read_exactly() {
+    for dev in devices() {
+        for file in ["numpy_arrays.npz", "numpy_compressed.npz"] {
+            let arrays = io::load_npz(data(file), &Device::cpu()).unwrap();
+            let get = |name: &str| -> Tensor {
+                let t = &arrays.iter().find(|(n, _)| n == name).unwrap().1;
+                if t.dtype() == DType::F64 && dev.is_gpu() {
+                    t.clone()
+                } else {
+                    t.to_device(&dev).unwrap()
+                }
+            };
+            assert_eq!(
+                get("c_f32").to_vec::<f32>().unwrap(),
+                [0.0, 0.25, 0.5, 0.75, 1.0, 1.25],
+                "{file}"
+            );
+            let f = get("fortran_f64");
+            assert_eq!(f.dims(), &[3, 4]);
+            assert_eq!(f.strides(), &[1, 3], "a Fortran file is a view, not a copy");
+            let want: Vec<f64> = (0..12).map(|k| k as f64 - 5.5).collect();
+            assert_eq!(f.to_vec::<f64>().unwrap(), want);
+            let i = get("default_int");
+            assert_eq!(i.dtype(), DType::I32);
+            assert_eq!(
+                i.to_vec::<i32>().unwrap(),
+                [-3, 0, 7, i32::MAX, i32::MIN, 1]
+            );
+            assert_eq!(get("flags").to_vec::<bool>().unwrap(), [true, false, true]);
+            assert_eq!(
+                get("waves").to_complex_vec().unwrap(),
+                [
+                    Complex32::new(1.0, 2.0),
+                    Complex32::new(-0.5, -1.25),
+                    Complex32::new(0.0, 3.0)
+                ]
+            );
+            assert_eq!(
+                get("big_endian").to_vec::<f32>().unwrap(),
+                [-1.5, -0.5, 0.5, 1.5]
+            );
+            assert_eq!(
+                get("halves").to_vec::<f16>().unwrap(),
+                [f16::from_f64(0.1), f16::from_f32(-2.5), f16::MAX]
+            );
+            let u = get("scalar_u8");
+            assert_eq!((u.rank(), u.item::<u8>().unwrap()), (0, 200));
+            assert_eq!(get("small_ints").to_vec::<i32>().unwrap(), [-128, 5, 127]);
+            assert_eq!(get("shorts").to_vec::<u32>().unwrap(), [0, 65535]);
+            assert_eq!(get("empty").dims(), &[0, 3]);
+        }
+    }
+    let f = io::load_npy(data("numpy_fortran.npy"), &Device::cpu()).unwrap();
+    assert_eq!(
+        (f.dims(), f.strides()),
+        (&[3usize, 4][..], &[1isize, 3][..])
+    );
+}
+
+#[test]
+fn bad_files_are_errors_naming_the_op() {
+    let cpu = Device::cpu();
+    let e = io::load_npy(data("numpy_too_wide.npy"), &cpu).unwrap_err();
+    assert!(
+        matches!(e, Error::Format { op: "load_npy", .. })
+            && e.to_string().contains("1099511627776"),
+        "{e}"
+    );
+    let e = io::load_npy(data("numpy_complex128.npy"), &cpu).unwrap_err();
+    assert!(e.to_string().contains("c16"), "{e}");
+    let e = io::load_npy(data("no_such_file.npy"), &cpu).unwrap_err();
+    assert!(
+        matches!(e, Error::Io { op: "load_npy", .. }) && e.to_string().contains("no_such_file.npy"),
+        "{e}"
+    );
+    let good = io::to_npy_bytes(&Tensor::zeros([3], DType::F32, &cpu).unwrap()).unwrap();
+    for (what, bytes) in [
+        ("empty", vec![]),
+        ("truncated data", good[..good.len() - 1].to_vec()),
+        ("truncated header", good[..12].to_vec()),
+        ("not npy", b"hello world, not a file".to_vec()),
+    ] {
+        let e = io::from_npy_bytes(&bytes, &cpu).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Format {
+                    op: "from_npy_bytes",
+                    ..
+                }
+            ),
+            "{what}: {e}"
+        );
+    }
+    let e = io::from_npz_bytes(&good, &cpu).unwrap_err();
+    assert!(e.to_string().contains("from_npz_bytes"), "{e}");
+    let e = io::from_safetensors_bytes(&good, &cpu).unwrap_err();
+    assert!(e.to_string().contains("from_safetensors_bytes"), "{e}");
+    let t = Tensor::zeros([2], DType::F32, &cpu).unwrap();
+    let e = io::to_safetensors_bytes(&[("w", &t), ("w", &t)]).unwrap_err();
+    assert!(e.to_string().contains("\"w\""), "{e}");
+    // f64 cannot go to a GPU: the device's own error.
+    if let Some(gpu) = common::gpu() {
+        let bytes = io::to_npy_bytes(&Tensor::zeros([2], DType::F64, &cpu).unwrap()).unwrap();
+        assert!(matches!(
+            io::from_npy_bytes(&bytes, &gpu),
+            Err(Error::UnsupportedDType { .. })
+        ));
+    }
+}
+
+/// A safetensors file with one bf16 tensor, written by hand: bf16 is the
+/// high half of an f32, so it loads as f32 exactly.
+#[test]
+fn bf16_safetensors_load_as_f32() {
+    let values = [1.0f32, -2.5, 3.140625, f32::INFINITY];
+    let header = r#"{"w":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]}}"#;
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    for v in values {
+        file.extend_from_slice(&((v.to_bits() >> 16) as u16).to_le_bytes());
+    }
+    for dev in devices() {
+        let t = io::from_safetensors_bytes(&file, &dev).unwrap();
+        assert_eq!((t[0].0.as_str(), t[0].1.dtype()), ("w", DType::F32));
+        assert_eq!(t[0].1.to_vec::<f32>().unwrap(), values, "{dev}");
+    }
+}
+
+#[test]
+fn files_written_here_load_in_numpy() {
+    let has_numpy = std::process::Command::new("python3")
+        .args(["-c", "import numpy"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_numpy {
+        assert!(
+            std::env::var("WEBTENSOR_REQUIRE_NUMPY").as_deref() != Ok("1"),
+            "WEBTENSOR_REQUIRE_NUMPY=1 but python3 cannot import numpy"
+        );
+        eprintln!(
+            "python3 with numpy is not here: files are checked against NumPy's own files only"
+        );
+        return;
+    }
+    let dev = common::gpu().unwrap_or_else(Device::cpu);
+    let dir = scratch("numpy");
+    let base = Tensor::arange(0i32, 24, 1, &dev)
+        .unwrap()
+        .reshape([2, 3, 4])
+        .unwrap();
+    let view = base.slice(s![.., ..;-1, 1..;2]).unwrap();
+    let h = view.to_dtype(DType::F16).unwrap().div_scalar(8.0).unwrap();
+    let z = Tensor::complex(
+        &view.to_dtype(DType::F32).unwrap(),
+        &Tensor::ones([2, 3, 2], DType::F32, &dev).unwrap(),
+    )
+    .unwrap();
+    io::save_npy(dir.join("view.npy"), &view).unwrap();
+    io::save_npz(
+        dir.join("all.npz"),
+        &[("h", &h), ("z", &z), ("b", &view.gt_scalar(10).unwrap())],
+    )
+    .unwrap();
+    let script = r#"
+import sys, numpy as np
+d = sys.argv[1]
+base = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+view = base[:, ::-1, 1::2]
+v = np.load(d + "/view.npy")
+assert v.dtype == np.int32 and (v == view).all(), v
+a = np.load(d + "/all.npz")
+assert a["h"].dtype == np.float16 and (a["h"] == view.astype(np.float16) / np.float16(8)).all()
+assert a["z"].dtype == np.complex64 and (a["z"] == view + 1j).all()
+assert a["b"].dtype == np.bool_ and (a["b"] == (view > 10)).all()
+print("numpy read them")
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        out.status.success(),
+        "NumPy refused the files: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn ndarray_arrays_convert_both_ways() {
+    use ndarray::{Array2, Array3, s as nd};
+    for dev in devices() {
+        let a = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as f32);
+        // Negative strides and an offset, moved onto the device.
+        let flipped = a.clone().slice_move(nd![..;-1, 1..;2]);
+        let want: Vec<f32> = flipped.iter().copied().collect();
+        let t = Tensor::from_ndarray(flipped, &dev).unwrap();
+        assert_eq!(t.to_vec::<f32>().unwrap(), want, "{dev}");
+        if dev.is_cpu() {
+            assert_eq!(t.strides(), &[-4, 2], "the array's own layout, no copy");
+        }
+        let view = a.slice(nd![1.., ..;-3]);
+        let v = Tensor::from_ndarray_view(&view, &dev).unwrap();
+        assert_eq!(
+            v.to_vec::<f32>().unwrap(),
+            view.iter().copied().collect::<Vec<_>>()
+        );
+        let back = t.t().to_ndarray::<f32>().unwrap();
+        assert_eq!(back.shape(), &[2, 3]);
+        assert_eq!(back[[1, 0]], want[1]);
+        let b = Array3::from_shape_fn((2, 2, 2), |(i, j, k)| i + j + k > 1);
+        assert_eq!(
+            Tensor::from_ndarray(b.clone(), &dev)
+                .unwrap()
+                .to_ndarray::<bool>()
+                .unwrap(),
+            b.into_dyn()
+        );
+        assert!(
+            t.to_ndarray::<i32>()
+                .unwrap_err()
+                .to_string()
+                .contains("dtype")
+        );
+    }
+    let nine = ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[1; 9]));
+    let e = Tensor::from_ndarray(nine, &Device::cpu()).unwrap_err();
+    assert!(e.to_string().contains("from_ndarray"), "{e}");
+}
