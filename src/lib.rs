@@ -58,6 +58,8 @@
 //!   [`Tensor::pad`] ([`PadMode`]), [`Tensor::take`], [`Tensor::gather`],
 //!   [`Tensor::scatter`], [`Tensor::masked_fill`].
 //! - Complex: [`Tensor::complex`], [`Tensor::real`], [`Tensor::imag`].
+//! - Files and interop: [`io`] (`.npy`, `.npz`, safetensors),
+//!   [`Tensor::from_ndarray`] and [`Tensor::to_ndarray`].
 //! - Reading back: [`Tensor::to_vec`], [`Tensor::item`], the `_async`
 //!   forms; `Display` prints as NumPy does.
 #![warn(missing_docs)]

@@ -68,6 +68,21 @@ impl Tensor {
     /// `atol = 1e-8`). Computed in the dtype of the operands (f16 in f32,
     /// rounded), integers in f32.
     ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let dev = Device::cpu();
+    /// let a = Tensor::from_slice(&[1.0f32, f32::NAN, f32::INFINITY, 2.0], [4], &dev)?;
+    /// let b = Tensor::from_slice(&[1.000001f32, f32::NAN, f32::INFINITY, 2.1], [4], &dev)?;
+    /// let close = a.isclose(&b, 1e-5, 1e-8, true)?;
+    /// assert_eq!(close.to_vec::<bool>()?, vec![true, true, true, false]);
+    /// assert!(!a.allclose(&b, 1e-5, 1e-8, true)?);
+    /// assert_eq!(a.isnan()?.to_vec::<bool>()?, vec![false, true, false, false]);
+    /// assert_eq!(a.clamp(0.0, 1.5)?.isfinite()?.to_vec::<bool>()?, vec![true, false, true, true]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     /// `Error::DType` naming `isclose` for different dtypes, bool or c64
     /// operands, or a negative or NaN tolerance; `Error::Shape` when the

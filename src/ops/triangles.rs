@@ -47,6 +47,18 @@ impl Tensor {
     /// The upper triangle of the last two axes: elements with
     /// `column - row >= k` kept, the others zero (NumPy's `triu`).
     ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let m = Tensor::arange(1i32, 10, 1, &Device::cpu())?.reshape([3, 3])?;
+    /// assert_eq!(m.triu(0)?.to_vec::<i32>()?, vec![1, 2, 3, 0, 5, 6, 0, 0, 9]);
+    /// assert_eq!(m.tril(-1)?.to_vec::<i32>()?, vec![0, 0, 0, 4, 0, 0, 7, 8, 0]);
+    /// m.diagonal(0)?.fill_(0)?; // a view: writes into m
+    /// assert_eq!(m.diag(0)?.to_vec::<i32>()?, vec![0, 0, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     /// `Error::Shape` naming `triu` for fewer than 2 axes.
     pub fn triu(&self, k: isize) -> Result<Tensor> {
