@@ -59,7 +59,7 @@ fn new_float_functions_on_every_view_and_special_values() {
                     let got = read_f32(&f(&x).unwrap());
                     for (k, (&g, &v)) in got.iter().zip(&read_f32(&x)).enumerate() {
                         let want = common::round_to(dtype, reference(v as f64)) as f64;
-                        // tan near its poles amplifies the input's rounding.
+                        // Near its poles tan amplifies the argument reduction's rounding.
                         let rel = if name == "tan" { rel * 20.0 } else { rel };
                         assert!(
                             near(g, want, rel),

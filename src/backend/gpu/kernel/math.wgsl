@@ -65,7 +65,10 @@ const F32_MIN_NORMAL: f32 = 1.17549435e-38;
 
 // log2 that is right for subnormal inputs too (some drivers read their
 // exponent field as if they were normal): they are scaled up by 2^64 first.
+// WGSL leaves log, log2 and sqrt of a negative number (and of NaN) open;
+// some browsers' compilers return the logarithm of |x|. These say NaN.
 fn log2_f32(x: f32) -> f32 {
+    if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log2(x * 18446744073709551616.0) - 64.0;
     }
@@ -73,6 +76,7 @@ fn log2_f32(x: f32) -> f32 {
 }
 
 fn log_f32(x: f32) -> f32 {
+    if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log(x * 18446744073709551616.0) - 44.3614195558365;
     }
@@ -269,4 +273,34 @@ fn expm1_f32(x: f32) -> f32 {
         return x * p;
     }
     return exp(x) - 1.0;
+}
+
+// tan, to a few ulp for |x| up to about 8192 (Cephes' tanf): WGSL's tan is
+// only as good as sin / cos, whose error bound is absolute (2^-11 on
+// [-pi, pi]), and browsers' compilers use that freedom. x is reduced by
+// multiples of pi/4 in three exact-ish steps, then a minimax polynomial on
+// [-pi/4, pi/4]; odd octant pairs take -1/tan.
+fn tan_f32(a: f32) -> f32 {
+    if (is_nan_f32(a) || is_inf_f32(a)) { return nan_f32(); }
+    let x = abs(a);
+    var j = u32(x * 1.2732395447351628);
+    var y = f32(j);
+    if ((j & 1u) == 1u) {
+        j = j + 1u;
+        y = y + 1.0;
+    }
+    let z = ((x - y * 0.78515625) - y * 2.4187564849853515625e-4) - y * 3.77489497744594108e-8;
+    let zz = z * z;
+    var t = z;
+    if (zz > 1.0e-4) {
+        t = (((((9.38540185543e-3 * zz + 3.11992232697e-3) * zz + 2.44301354525e-2) * zz
+            + 5.34112807005e-2) * zz + 1.33387994085e-1) * zz + 3.33331568548e-1) * zz * z + z;
+    }
+    if ((j & 2u) == 2u) { t = -1.0 / t; }
+    return select(t, -t, sign_bit_f32(a));
+}
+
+fn sqrt_f32(x: f32) -> f32 {
+    if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
+    return sqrt(x);
 }
