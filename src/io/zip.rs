@@ -189,7 +189,7 @@ mod tests {
         let zip = write("t", &entries).unwrap();
         assert_eq!(read("t", &zip).unwrap(), entries);
         let mut broken = zip.clone();
-        broken[32] ^= 1; // inside a.npy's data
+        broken[36] ^= 1; // the second byte of a.npy's data (after a 30-byte header and the name)
         assert!(read("t", &broken).unwrap_err().to_string().contains("CRC"));
         assert!(read("t", &zip[..20]).is_err());
         assert!(read("t", b"").is_err());
