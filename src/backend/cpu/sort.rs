@@ -1,13 +1,13 @@
-//! CPU sorts: each line's positions sorted stably by value (Rust's stable
-//! merge sort), with the order of [`SortCall`](crate::backend::SortCall):
-//! NaN after everything ascending, before everything descending, -0 equal
-//! to +0.
+//! CPU sorts: each line's (key, position) pairs sorted by Rust's unstable
+//! pattern-defeating quicksort, where the key is the element mapped to a
+//! u64 whose order is the order of [`SortCall`](crate::backend::SortCall)
+//! (NaN after everything ascending, before everything descending, -0 equal
+//! to +0): pairs are all distinct, so the result is the stable order.
 
 use super::storage::{CpuStorage, with_cpu_data};
 use crate::backend::{SortCall, Storage, lines};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use std::cmp::Ordering;
 
 /// Runs `call`, whose output storage is `out` (fresh i32).
 pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
@@ -28,20 +28,16 @@ pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
         .zip(out_lines.positions())
         .collect();
     with_cpu_data!(&*data, src => {
-        let mut order: Vec<usize> = Vec::with_capacity(n);
-        let mut line: Vec<f64> = Vec::with_capacity(n);
+        let mut pairs: Vec<(u64, u32)> = Vec::with_capacity(n);
         for &(a, b) in &starts {
-            line.clear();
-            line.extend((0..n).map(|i| src[(a as isize + i as isize * in_step) as usize].to_f64()));
-            order.clear();
-            order.extend(0..n);
-            if call.descending {
-                order.sort_by(|&i, &j| ascending(line[j], line[i]));
-            } else {
-                order.sort_by(|&i, &j| ascending(line[i], line[j]));
-            }
-            for (k, &i) in order.iter().enumerate() {
+            pairs.clear();
+            pairs.extend((0..n).map(|i| {
+                let key = sort_key(src[(a as isize + i as isize * in_step) as usize].to_f64());
                 // Lines are at most i32::MAX long (the op layer checks).
+                (if call.descending { !key } else { key }, i as u32)
+            }));
+            pairs.sort_unstable();
+            for (k, &(_, i)) in pairs.iter().enumerate() {
                 dst[(b as isize + k as isize * out_step) as usize] = i as i32;
             }
         }
@@ -49,13 +45,41 @@ pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
     Ok(())
 }
 
-/// The ascending order of two elements (exact in f64 for every dtype the
-/// CPU holds): NaN after every number, -0 equal to +0.
-fn ascending(a: f64, b: f64) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
+/// A u64 whose unsigned order is the ascending order of `v` (exact in f64
+/// for every dtype the CPU holds): NaN after every number, -0 equal to +0.
+fn sort_key(v: f64) -> u64 {
+    if v.is_nan() {
+        return u64::MAX;
+    }
+    let bits = if v == 0.0 { 0 } else { v.to_bits() };
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sort_key;
+
+    #[test]
+    fn keys_order_as_numbers_with_nan_last() {
+        let ordered = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -1.0,
+            -1e-310,
+            0.0,
+            1e-310,
+            2.0,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for w in ordered.windows(2) {
+            assert!(sort_key(w[0]) < sort_key(w[1]), "{} < {}", w[0], w[1]);
+        }
+        assert_eq!(sort_key(-0.0), sort_key(0.0));
+        assert_eq!(sort_key(-f64::NAN), sort_key(f64::NAN));
     }
 }
