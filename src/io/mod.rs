@@ -24,6 +24,8 @@
 //! # }
 //! ```
 
+#[cfg(not(target_arch = "wasm32"))]
+mod files;
 mod host_bytes;
 #[cfg(feature = "ndarray")]
 mod ndarray;
@@ -41,23 +43,3 @@ pub use npz::{load_npz, save_npz, to_npz_bytes};
 pub use safetensors::{from_safetensors_bytes, to_safetensors_bytes_async};
 #[cfg(not(target_arch = "wasm32"))]
 pub use safetensors::{load_safetensors, save_safetensors, to_safetensors_bytes};
-
-/// Reads a whole file, naming `op` and the path in the error.
-#[cfg(not(target_arch = "wasm32"))]
-fn read_file(op: &'static str, path: &std::path::Path) -> crate::Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| crate::Error::Io {
-        op,
-        path: path.display().to_string(),
-        msg: e.to_string(),
-    })
-}
-
-/// Writes a whole file, naming `op` and the path in the error.
-#[cfg(not(target_arch = "wasm32"))]
-fn write_file(op: &'static str, path: &std::path::Path, bytes: &[u8]) -> crate::Result<()> {
-    std::fs::write(path, bytes).map_err(|e| crate::Error::Io {
-        op,
-        path: path.display().to_string(),
-        msg: e.to_string(),
-    })
-}

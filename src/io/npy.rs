@@ -238,7 +238,7 @@ pub async fn to_npy_bytes_async(t: &Tensor) -> Result<Vec<u8>> {
 /// `Error::Io` naming `save_npy` and the path; readback errors.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn save_npy(path: impl AsRef<std::path::Path>, t: &Tensor) -> Result<()> {
-    super::write_file("save_npy", path.as_ref(), &to_npy_bytes(t)?)
+    super::files::write_file("save_npy", path.as_ref(), &to_npy_bytes(t)?)
 }
 
 /// Reads a `.npy` file onto `device` (NumPy's `np.load`).
@@ -247,7 +247,7 @@ pub fn save_npy(path: impl AsRef<std::path::Path>, t: &Tensor) -> Result<()> {
 /// `Error::Io` naming `load_npy` and the path; as [`from_npy_bytes`].
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_npy(path: impl AsRef<std::path::Path>, device: &Device) -> Result<Tensor> {
-    let bytes = super::read_file("load_npy", path.as_ref())?;
+    let bytes = super::files::read_file("load_npy", path.as_ref())?;
     read("load_npy", &bytes, device)
 }
 

@@ -55,7 +55,7 @@ pub async fn to_npz_bytes_async(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> 
 /// `Error::Io` naming `save_npz` and the path; as [`to_npz_bytes`].
 #[cfg(not(target_arch = "wasm32"))]
 pub fn save_npz(path: impl AsRef<std::path::Path>, tensors: &[(&str, &Tensor)]) -> Result<()> {
-    super::write_file("save_npz", path.as_ref(), &to_npz_bytes(tensors)?)
+    super::files::write_file("save_npz", path.as_ref(), &to_npz_bytes(tensors)?)
 }
 
 /// Reads every array of an `.npz` file onto `device`, stored or compressed.
@@ -67,6 +67,6 @@ pub fn load_npz(
     path: impl AsRef<std::path::Path>,
     device: &Device,
 ) -> Result<Vec<(String, Tensor)>> {
-    let bytes = super::read_file("load_npz", path.as_ref())?;
+    let bytes = super::files::read_file("load_npz", path.as_ref())?;
     read("load_npz", &bytes, device)
 }

@@ -145,7 +145,7 @@ pub fn save_safetensors(
     path: impl AsRef<std::path::Path>,
     tensors: &[(&str, &Tensor)],
 ) -> Result<()> {
-    super::write_file(
+    super::files::write_file(
         "save_safetensors",
         path.as_ref(),
         &to_safetensors_bytes(tensors)?,
@@ -162,6 +162,6 @@ pub fn load_safetensors(
     path: impl AsRef<std::path::Path>,
     device: &Device,
 ) -> Result<Vec<(String, Tensor)>> {
-    let bytes = super::read_file("load_safetensors", path.as_ref())?;
+    let bytes = super::files::read_file("load_safetensors", path.as_ref())?;
     read("load_safetensors", &bytes, device)
 }
