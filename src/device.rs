@@ -400,6 +400,13 @@ impl Device {
         }
     }
 
+    /// The device of an opened GPU context.
+    pub(crate) fn from_gpu_context(ctx: Arc<GpuContext>) -> Device {
+        Device {
+            inner: Inner::Gpu(ctx),
+        }
+    }
+
     pub(crate) fn gpu_context(&self) -> Option<&Arc<GpuContext>> {
         match &self.inner {
             Inner::Gpu(ctx) => Some(ctx),

@@ -82,7 +82,7 @@ mod shape;
 mod shape_spec;
 mod tensor;
 
-pub use backend::gpu::{GpuOptions, MatmulTile};
+pub use backend::gpu::{GpuBuffer, GpuOptions, MatmulTile};
 pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
@@ -96,6 +96,9 @@ pub use scalar::Scalar;
 pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};
 pub use shape_spec::ShapeSpec;
 pub use tensor::Tensor;
+/// The wgpu crate webtensor runs on, for [`Device::from_wgpu`],
+/// [`Tensor::from_gpu_buffer`] and [`GpuBuffer`].
+pub use wgpu;
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]

@@ -37,6 +37,36 @@ pub struct GpuOptions {
     pub matmul_tile: Option<MatmulTile>,
 }
 
+/// The one wgpu instance every device webtensor opens comes from, so that
+/// wgpu tells their resources apart: a buffer of one device bound on
+/// another is a validation error (with separate instances wgpu cannot even
+/// see that the buffer is foreign).
+#[cfg(not(target_arch = "wasm32"))]
+fn instance() -> wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE
+        .get_or_init(|| {
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+        })
+        .clone()
+}
+
+/// The page's one wgpu instance (see the native form).
+#[cfg(target_arch = "wasm32")]
+fn instance() -> wgpu::Instance {
+    thread_local! {
+        static INSTANCE: wgpu::Instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    }
+    INSTANCE.with(wgpu::Instance::clone)
+}
+
+/// True when f16 is to be stored packed whatever the adapter has.
+fn force_packed(options: &GpuOptions) -> bool {
+    options.force_packed_f16
+        || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.eq_ignore_ascii_case("packed"))
+}
+
 /// Reads a setting from the environment; unset or unparsable gives `None`.
 fn env_setting<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok()?.trim().parse().ok()
@@ -103,14 +133,11 @@ impl GpuContext {
                     .into(),
             });
         }
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pick_adapter(&instance, options).await?;
+        let adapter = pick_adapter(&instance(), options).await?;
         let info = adapter.get_info();
         let limits = adapter.limits();
-        let force_packed = options.force_packed_f16
-            || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.eq_ignore_ascii_case("packed"));
-        let native_f16 = adapter.features().contains(wgpu::Features::SHADER_F16) && !force_packed;
+        let native_f16 =
+            adapter.features().contains(wgpu::Features::SHADER_F16) && !force_packed(options);
         let required_features = if native_f16 {
             wgpu::Features::SHADER_F16
         } else {
@@ -130,6 +157,38 @@ impl GpuContext {
                 op: OP,
                 reason: format!("adapter {:?} refused a device: {e}", info.name),
             })?;
+        Ok(Self::assemble(
+            &info, device, queue, options, native_f16, true,
+        ))
+    }
+
+    /// A context on a device and queue the application opened (see
+    /// `Device::from_wgpu`): limits and features are the device's own, f16
+    /// is native when it was opened with SHADER_F16. The application keeps
+    /// its handler of uncaptured errors.
+    pub fn from_wgpu(
+        info: &wgpu::AdapterInfo,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        options: &GpuOptions,
+    ) -> GpuContext {
+        let native_f16 =
+            device.features().contains(wgpu::Features::SHADER_F16) && !force_packed(options);
+        Self::assemble(info, device, queue, options, native_f16, false)
+    }
+
+    /// The context of an opened device. `own_device`: webtensor opened it,
+    /// so it takes the device's uncaptured errors (to report them from the
+    /// next readback or sync).
+    fn assemble(
+        info: &wgpu::AdapterInfo,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        options: &GpuOptions,
+        native_f16: bool,
+        own_device: bool,
+    ) -> GpuContext {
+        let limits = device.limits();
         let facts = AdapterFacts {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
@@ -138,7 +197,7 @@ impl GpuContext {
                 .trim()
                 .to_string(),
             native_f16,
-            max_storage_binding: limits.max_storage_buffer_binding_size as u64,
+            max_storage_binding: limits.max_storage_buffer_binding_size,
             max_buffer_size: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
@@ -167,7 +226,7 @@ impl GpuContext {
         // become an `Err` from the next readback or sync.
         let device_error: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = device_error.clone();
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        let handler = move |e: wgpu::Error| {
             let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
             match &mut *slot {
                 Some(s) => {
@@ -176,8 +235,11 @@ impl GpuContext {
                 }
                 None => *slot = Some(e.to_string()),
             }
-        }));
-        Ok(GpuContext {
+        };
+        if own_device {
+            device.on_uncaptured_error(Arc::new(handler));
+        }
+        GpuContext {
             faults,
             device_error,
             device,
@@ -189,7 +251,7 @@ impl GpuContext {
             matmul_tile: Mutex::new(matmul_tile),
             open_batch: AtomicU64::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        })
+        }
     }
 
     /// Id of the batch being recorded.

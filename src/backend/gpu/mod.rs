@@ -17,7 +17,9 @@
 //!   buffers), `faults` (out-of-range index reports), `context` (opens the
 //!   device, owns the pieces above), `storage` (tensor buffers, uploads and
 //!   readbacks with the fault record);
-//! - `launch`: how an op becomes a recorded command;
+//! - `launch`: how an op becomes a recorded command; `interop`: devices,
+//!   buffers and tensors shared with the application (the public API that
+//!   names wgpu types);
 //! - the fixed-function families, each a folder with its shader beside its
 //!   launcher: `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`, `indexing/`.
 
@@ -28,6 +30,7 @@ mod facts;
 mod faults;
 mod fusion;
 mod indexing;
+mod interop;
 mod kernel;
 mod launch;
 mod matmul;
@@ -43,6 +46,7 @@ mod tuning;
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
 pub(crate) use indexing::{gather, scatter};
+pub use interop::GpuBuffer;
 pub(crate) use launch::record_elementwise;
 pub(crate) use matmul::matmul;
 pub(crate) use reduce::reduce;

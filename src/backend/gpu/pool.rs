@@ -211,6 +211,14 @@ impl BufferPool {
         })
     }
 
+    /// A new buffer id for a buffer the pool does not own (one the
+    /// application lent), so that batches tell it apart from pooled ones.
+    pub fn foreign_id(&self) -> u64 {
+        let mut state = self.state();
+        state.next_id += 1;
+        state.next_id
+    }
+
     /// Takes a buffer back; `open_batch` is the id of the batch being
     /// recorded, which may still hold commands that use it.
     pub fn release(&self, buffer: PooledBuffer, open_batch: u64) {

@@ -17,12 +17,14 @@ pub(crate) fn element_bytes(dtype: KernelType) -> usize {
 }
 
 /// A buffer of `len` elements of `dtype` on one GPU. Dropping it returns
-/// the buffer to the pool.
+/// the buffer to the pool, unless the application lent it.
 pub(crate) struct GpuStorage {
     loan: PooledBuffer,
     pub len: usize,
     pub dtype: KernelType,
     pub ctx: Arc<GpuContext>,
+    /// The application's buffer (`Tensor::from_gpu_buffer`): never pooled.
+    lent: bool,
 }
 
 /// Checks that `len` elements of `dtype` fit one storage binding, and
@@ -119,8 +121,32 @@ impl GpuStorage {
             len,
             dtype,
             ctx: ctx.clone(),
+            lent: false,
         };
         Ok((storage, got.needs_flush))
+    }
+
+    /// Storage on a buffer the application owns, holding `len` elements of
+    /// `dtype` from its start (the caller checked size, usage and dtype).
+    pub fn lent(
+        ctx: &Arc<GpuContext>,
+        buffer: wgpu::Buffer,
+        dtype: KernelType,
+        len: usize,
+    ) -> GpuStorage {
+        let size = buffer.size();
+        GpuStorage {
+            loan: PooledBuffer {
+                buffer,
+                id: ctx.pool.foreign_id(),
+                size,
+                kind: BufferKind::Tensor,
+            },
+            len,
+            dtype,
+            ctx: ctx.clone(),
+            lent: true,
+        }
     }
 
     pub fn buffer(&self) -> &wgpu::Buffer {
@@ -257,6 +283,9 @@ async fn map_and_read<R>(
 
 impl Drop for GpuStorage {
     fn drop(&mut self) {
+        if self.lent {
+            return;
+        }
         // The pool gets a second handle to the buffer; this one goes with `self`.
         self.ctx
             .pool

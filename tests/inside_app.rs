@@ -1,0 +1,314 @@
+//! webtensor inside an application's GPU (lavapipe here; the browser suite
+//! has its own): a device on the application's own wgpu device and queue,
+//! tensors handed out as wgpu buffers (strided views, packed f16, held
+//! buffers never reused), the application's buffers wrapped as tensors and
+//! written in place, the ordering of the application's submissions and
+//! webtensor's, and bad input as errors naming the op.
+
+mod common;
+
+use webtensor::{DType, Device, GpuOptions, Tensor, f16, s, wgpu};
+
+/// The application's one wgpu instance.
+fn app_instance() -> wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE
+        .get_or_init(|| wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle()))
+        .clone()
+}
+
+/// A wgpu device and queue opened the way an application opens its own
+/// (no SHADER_F16 asked for, default limits), with its adapter's info.
+fn app_device() -> Option<(wgpu::AdapterInfo, wgpu::Device, wgpu::Queue)> {
+    common::gpu()?;
+    let instance = app_instance();
+    let adapter =
+        pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+            .ok()?;
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).ok()?;
+    Some((adapter.get_info(), device, queue))
+}
+
+/// The application's way to read a buffer: copy to a staging buffer,
+/// submit, map.
+fn app_read(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer) -> Vec<u8> {
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("app staging"),
+        size: buffer.size(),
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
+    queue.submit([encoder.finish()]);
+    staging
+        .slice(..)
+        .map_async(wgpu::MapMode::Read, |r| r.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let bytes = staging.slice(..).get_mapped_range().unwrap().to_vec();
+    staging.unmap();
+    bytes
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn app_buffer(device: &wgpu::Device, queue: &wgpu::Queue, values: &[f32]) -> wgpu::Buffer {
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("app data"),
+        size: (values.len() * 4) as u64,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    queue.write_buffer(&buffer, 0, &bytes);
+    queue.submit([]);
+    buffer
+}
+
+#[test]
+fn a_device_on_the_applications_own_wgpu_device() {
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    assert!(dev.is_gpu());
+    assert_eq!(dev.info().name, info.name);
+    // The application asked for no SHADER_F16: f16 is packed.
+    assert!(!dev.info().native_f16);
+    let cpu = Device::cpu();
+    let a = Tensor::rand([33, 20], DType::F32, 1, &cpu).unwrap();
+    let want = a
+        .matmul(&a.t())
+        .unwrap()
+        .softmax(-1)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let got = a.to_device(&dev).unwrap();
+    let got = got
+        .matmul(&got.t())
+        .unwrap()
+        .softmax(-1)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    common::assert_close(&got, &want, 1e-5, "matmul + softmax on the app's device");
+    let h = a.to_dtype(DType::F16).unwrap();
+    assert_eq!(
+        h.to_device(&dev)
+            .unwrap()
+            .t()
+            .add_scalar(1.0)
+            .unwrap()
+            .to_vec::<f16>()
+            .unwrap(),
+        h.t().add_scalar(1.0).unwrap().to_vec::<f16>().unwrap()
+    );
+    let (d2, _) = dev.wgpu().unwrap();
+    assert_eq!(d2, device);
+}
+
+#[test]
+fn application_buffers_become_tensors_both_ways() {
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    // The application writes, webtensor reads.
+    let values: Vec<f32> = (0..24).map(|k| k as f32).collect();
+    let buffer = app_buffer(&device, &queue, &values);
+    let t = Tensor::from_gpu_buffer(&buffer, DType::F32, [4, 6], 0, &dev).unwrap();
+    assert_eq!(
+        t.t().mul_scalar(2.0).unwrap().to_vec::<f32>().unwrap()[..4],
+        [0.0, 12.0, 24.0, 36.0]
+    );
+    // webtensor writes in place (through a view), the application reads
+    // after a flush.
+    t.slice(s![.., ..;-2]).unwrap().add_scalar_(100.0).unwrap();
+    dev.flush().unwrap();
+    let seen = f32s(&app_read(&device, &queue, &buffer));
+    let want: Vec<f32> = (0..24)
+        .map(|k| {
+            if k % 2 == 1 {
+                k as f32 + 100.0
+            } else {
+                k as f32
+            }
+        })
+        .collect();
+    assert_eq!(seen, want);
+    // The application writes again; ops recorded after see the new data.
+    queue.write_buffer(&buffer, 0, &[0u8; 96]);
+    assert_eq!(t.sum(.., false).unwrap().item::<f32>().unwrap(), 0.0);
+    // An offset into the buffer, and a tensor that outlives nothing: the
+    // buffer is the application's, never pooled.
+    let tail = Tensor::from_gpu_buffer(&buffer, DType::F32, [2], 88, &dev).unwrap();
+    tail.fill_(7.0).unwrap();
+    drop(tail);
+    drop(t);
+    let fresh = Tensor::zeros([24], DType::F32, &dev).unwrap();
+    fresh.fill_(-1.0).unwrap();
+    dev.flush().unwrap();
+    let seen = f32s(&app_read(&device, &queue, &buffer));
+    assert_eq!(&seen[20..], [0.0, 0.0, 7.0, 7.0]);
+}
+
+#[test]
+fn tensors_hand_out_their_buffers() {
+    let Some(dev) = common::own_batching_gpu() else {
+        return;
+    };
+    let packed = common::gpu_packed_f16().unwrap();
+    let (device, queue) = dev.wgpu().unwrap();
+    let base = Tensor::arange(0.0f32, 12.0, 1.0, &dev)
+        .unwrap()
+        .reshape([3, 4])
+        .unwrap();
+    let view = base
+        .slice(s![..;-1, 1..;2])
+        .unwrap()
+        .mul_scalar(1.0)
+        .unwrap()
+        .t();
+    let out = view.gpu_buffer().unwrap();
+    assert_eq!(
+        (out.shape.clone(), out.dtype, out.element_bytes),
+        (vec![2, 3], DType::F32, 4)
+    );
+    let bytes = app_read(&device, &queue, &out.buffer);
+    let at = |i: usize, j: usize| {
+        let p = out.byte_offset as isize
+            + (i as isize * out.strides[0] + j as isize * out.strides[1]) * 4;
+        f32::from_le_bytes(bytes[p as usize..p as usize + 4].try_into().unwrap())
+    };
+    let want = view.to_vec::<f32>().unwrap();
+    for i in 0..2 {
+        for j in 0..3 {
+            assert_eq!(at(i, j), want[i * 3 + j]);
+        }
+    }
+    // A held buffer is not reused after its tensor is gone.
+    let before: Vec<u8> = bytes.clone();
+    drop(view);
+    let others: Vec<Tensor> = (0..8)
+        .map(|_| Tensor::full([2, 3], 9.0, DType::F32, &dev).unwrap())
+        .collect();
+    dev.sync().unwrap();
+    assert_eq!(app_read(&device, &queue, &out.buffer), before);
+    drop(others);
+    // A strided view exports its own layout; contiguous_gpu_buffer copies.
+    let strided = base.slice(s![1.., ..;-3]).unwrap().gpu_buffer().unwrap();
+    assert_eq!(
+        (strided.strides.clone(), strided.byte_offset),
+        (vec![4, -3], 7 * 4)
+    );
+    let dense = base.t().contiguous_gpu_buffer().unwrap();
+    assert_eq!(dense.strides, [3, 1]);
+    // f16, packed: two bytes per element either way.
+    let (pdev, pqueue) = packed.wgpu().unwrap();
+    let h = Tensor::from_slice(
+        &[f16::from_f32(1.5), f16::from_f32(-2.0), f16::from_f32(0.25)],
+        [3],
+        &packed,
+    )
+    .unwrap();
+    let hb = h.gpu_buffer().unwrap();
+    assert_eq!((hb.element_bytes, hb.wgsl_array), (2, "array<u32>"));
+    let raw = app_read(&pdev, &pqueue, &hb.buffer);
+    let halves: Vec<f32> = raw[..6]
+        .chunks_exact(2)
+        .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
+        .collect();
+    assert_eq!(halves, [1.5, -2.0, 0.25]);
+    // Imported packed f16 reads back the same.
+    let again = Tensor::from_gpu_buffer(&hb.buffer, DType::F16, [3], 0, &packed).unwrap();
+    assert_eq!(again.to_vec::<f16>().unwrap(), h.to_vec::<f16>().unwrap());
+}
+
+#[test]
+fn bad_buffers_are_errors_naming_the_op() {
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    let buffer = app_buffer(&device, &queue, &[0.0; 8]);
+    let err = |r: webtensor::Result<Tensor>| r.unwrap_err().to_string();
+    let e = err(Tensor::from_gpu_buffer(&buffer, DType::F32, [9], 0, &dev));
+    assert!(
+        e.contains("from_gpu_buffer") && e.contains("32 bytes"),
+        "{e}"
+    );
+    let e = err(Tensor::from_gpu_buffer(&buffer, DType::F32, [2], 6, &dev));
+    assert!(e.contains("offset 6"), "{e}");
+    let e = err(Tensor::from_gpu_buffer(&buffer, DType::F64, [2], 0, &dev));
+    assert!(e.contains("from_gpu_buffer") && e.contains("f64"), "{e}");
+    let e = err(Tensor::from_gpu_buffer(
+        &buffer,
+        DType::F32,
+        [2],
+        0,
+        &Device::cpu(),
+    ));
+    assert!(e.contains("CPU"), "{e}");
+    let uniform = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 16,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let e = err(Tensor::from_gpu_buffer(&uniform, DType::F32, [2], 0, &dev));
+    assert!(e.contains("STORAGE"), "{e}");
+    // A buffer of another wgpu device of the same instance.
+    let (info2, device2, queue2) = app_device().unwrap();
+    let other = Device::from_wgpu(&info2, device2, queue2, GpuOptions::default());
+    let e = err(Tensor::from_gpu_buffer(&buffer, DType::F32, [2], 0, &other));
+    assert!(
+        e.contains("from_gpu_buffer") && e.contains("cannot be bound"),
+        "{e}"
+    );
+    // Two devices webtensor opened share one instance: a buffer of one is
+    // refused by the other.
+    let (a, b) = (
+        common::own_gpu(GpuOptions::default()).unwrap(),
+        common::own_gpu(GpuOptions::default()).unwrap(),
+    );
+    let exported = Tensor::zeros([4], DType::F32, &a)
+        .unwrap()
+        .gpu_buffer()
+        .unwrap();
+    let e = err(Tensor::from_gpu_buffer(
+        &exported.buffer,
+        DType::F32,
+        [4],
+        0,
+        &b,
+    ));
+    assert!(e.contains("cannot be bound"), "{e}");
+    assert!(Tensor::from_gpu_buffer(&exported.buffer, DType::F32, [4], 0, &a).is_ok());
+    let cpu_tensor = Tensor::zeros([2], DType::F32, &Device::cpu()).unwrap();
+    assert!(
+        cpu_tensor
+            .gpu_buffer()
+            .unwrap_err()
+            .to_string()
+            .contains("gpu_buffer")
+    );
+    // The device still works after the refusals.
+    assert_eq!(
+        Tensor::from_gpu_buffer(&buffer, DType::F32, [8], 0, &dev)
+            .unwrap()
+            .sum(.., false)
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
+        0.0
+    );
+}
