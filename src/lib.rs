@@ -91,7 +91,7 @@ pub use half::f16;
 pub use index::{NewAxis, SliceItem};
 pub use layout::Layout;
 pub use num_complex::Complex32;
-pub use ops::{Axes, PadMode};
+pub use ops::{Axes, CustomKernel, PadMode};
 pub use scalar::Scalar;
 pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};
 pub use shape_spec::ShapeSpec;

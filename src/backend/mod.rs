@@ -321,6 +321,32 @@ pub(crate) fn sort(call: &SortCall) -> Result<()> {
     }
 }
 
+/// One run of a user's WGSL kernel (GPU only; the op layer refuses the
+/// CPU): each input read through its layout broadcast to `out` (for the
+/// element at hand) and through its own layout (for `NAME_at`).
+pub(crate) struct CustomCall<'a> {
+    pub op: &'static str,
+    pub spec: &'a crate::ops::CustomSpec,
+    pub inputs: Vec<(TensorRef<'a>, Layout)>,
+    pub scalars: Vec<TypedScalar>,
+    pub out: TensorRef<'a>,
+}
+
+/// Runs a custom kernel on the GPU that holds its output.
+///
+/// # Errors
+/// GPU failures, device limits and WGSL that does not compile.
+pub(crate) fn custom(call: &CustomCall) -> Result<()> {
+    for (input, _) in &call.inputs {
+        check_bounds(input)?;
+    }
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(_) => Err(Error::internal(call.op, "a custom kernel reached the CPU")),
+        Storage::Gpu(s) => gpu::custom(s, call),
+    }
+}
+
 /// The longest line a [`SoftmaxCall`] takes, on every device (the GPU
 /// walks a line with one workgroup, and lavapipe's loop limit bounds that
 /// walk); ops compose longer softmaxes from reductions.

@@ -4,6 +4,7 @@
 mod along_axis;
 mod assign;
 pub(crate) mod complex;
+mod custom;
 mod elementwise;
 mod indexing;
 mod join;
@@ -17,6 +18,8 @@ mod reduce;
 mod sort;
 mod triangles;
 
+pub use custom::CustomKernel;
+pub(crate) use custom::CustomSpec;
 pub use rearrange::PadMode;
 pub use reduce::Axes;
 

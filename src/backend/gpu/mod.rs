@@ -21,10 +21,12 @@
 //!   buffers and tensors shared with the application (the public API that
 //!   names wgpu types);
 //! - the fixed-function families, each a folder with its shader beside its
-//!   launcher: `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`, `indexing/`.
+//!   launcher: `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`, `indexing/`;
+//!   and `custom`, the user's WGSL kernels.
 
 mod command;
 mod context;
+mod custom;
 mod elementwise;
 mod facts;
 mod faults;
@@ -45,6 +47,7 @@ mod tuning;
 
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
+pub(crate) use custom::custom;
 pub(crate) use indexing::{gather, scatter};
 pub use interop::GpuBuffer;
 pub(crate) use launch::record_elementwise;

@@ -1,0 +1,336 @@
+//! Custom kernels: WGSL written by the user, run by webtensor over every
+//! element of an output, with each tensor argument read through its own
+//! (shape, strides, offset), so views stay views. The user writes a
+//! function body; webtensor writes the bindings, the strided accessors,
+//! the parameters and the entry point, and records the kernel in its
+//! batches like its own (fusion stops at it).
+
+use super::Arg;
+use crate::backend::{CustomCall, custom};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::scalar::{Scalar, TypedScalar};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The id of the next custom kernel (pipelines are cached per kernel).
+static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
+
+/// A WGSL kernel of the user's, run once per element of its output (GPU
+/// devices only, native and in the browser).
+///
+/// The body sees, for the output element being computed:
+/// - each tensor argument by its name: its element at the same position
+///   (arguments broadcast to the output's shape, as NumPy's ufuncs);
+/// - `NAME_at(i: u32)`: element `i`, counted row-major over the argument's
+///   own shape, for stencils and gathers, and `NAME_dim(d: u32) -> u32`,
+///   its extent along axis `d`;
+/// - each scalar argument by its name;
+/// - `index: u32`, the output element's row-major position, with
+///   `out_coord(d: u32) -> u32` its coordinate along axis `d` and
+///   `out_dim(d: u32) -> u32` the output's extent;
+/// - the output as a variable named as the output, which the body assigns.
+///
+/// Values are in their compute type: `f32` for f32 and f16 (rounded once
+/// when stored), `i32`, `u32` for u32 and u8, `bool`. The functions of
+/// webtensor's own kernels (`log_f32`, `tan_f32` ...) are in scope too.
+///
+/// ```
+/// use webtensor::{CustomKernel, DType, Device, Tensor};
+/// # fn main() -> webtensor::Result<()> {
+/// let lerp = CustomKernel::new(
+///     "lerp",
+///     &[("a", DType::F32), ("b", DType::F32)],
+///     &[("t", DType::F32)],
+///     ("out", DType::F32),
+///     "out = a + t * (b - a);",
+/// )?;
+/// if let Ok(gpu) = Device::gpu() {
+///     let a = Tensor::zeros([2, 3], DType::F32, &gpu)?;
+///     let b = Tensor::ones([3], DType::F32, &gpu)?; // broadcast
+///     let y = lerp.call(&[&a, &b], &[0.25.into()])?;
+///     assert_eq!(y.to_vec::<f32>()?, vec![0.25; 6]);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CustomKernel {
+    spec: Arc<CustomSpec>,
+}
+
+/// What a custom kernel is: its name, arguments, output and body.
+#[derive(Debug)]
+pub(crate) struct CustomSpec {
+    pub id: u64,
+    pub name: String,
+    pub inputs: Vec<(String, DType)>,
+    pub scalars: Vec<(String, DType)>,
+    pub output: (String, DType),
+    pub body: String,
+}
+
+/// Names a body cannot take: WGSL's keywords and types, and what the
+/// generated code defines.
+const RESERVED: &[&str] = &[
+    "alias",
+    "array",
+    "atomic",
+    "bitcast",
+    "bool",
+    "break",
+    "case",
+    "const",
+    "const_assert",
+    "continue",
+    "continuing",
+    "default",
+    "diagnostic",
+    "discard",
+    "else",
+    "enable",
+    "f16",
+    "f32",
+    "false",
+    "fn",
+    "for",
+    "i32",
+    "if",
+    "let",
+    "loop",
+    "mat2x2",
+    "mat3x3",
+    "mat4x4",
+    "override",
+    "private",
+    "ptr",
+    "requires",
+    "return",
+    "sampler",
+    "storage",
+    "struct",
+    "switch",
+    "true",
+    "u32",
+    "uniform",
+    "var",
+    "vec2",
+    "vec3",
+    "vec4",
+    "while",
+    "workgroup",
+    "index",
+    "out_coord",
+    "out_dim",
+    "params",
+    "main",
+    "body",
+    "Params",
+    "Operand",
+];
+
+fn check_name(kernel: &str, name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let ident = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident || name.starts_with("__") || RESERVED.contains(&name) {
+        return Err(Error::argument(
+            "CustomKernel::new",
+            format!(
+                "kernel {kernel:?}: {name:?} is not a name a kernel argument can take (a WGSL identifier, not a keyword or one of webtensor's)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl CustomKernel {
+    /// A kernel named `name` (for errors and labels) with tensor arguments
+    /// `inputs` and scalar arguments `scalars` (name and dtype each),
+    /// writing `output`, computed by the WGSL `body` (see the type's docs
+    /// for what it sees). The WGSL is compiled on each device on first use.
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `CustomKernel::new` for a name that is not a
+    /// WGSL identifier or is taken, a repeated name, or an empty body;
+    /// `Error::DType` for c64 or f64 arguments (GPU kernels hold neither).
+    pub fn new(
+        name: &str,
+        inputs: &[(&str, DType)],
+        scalars: &[(&str, DType)],
+        output: (&str, DType),
+        body: &str,
+    ) -> Result<CustomKernel> {
+        const OP: &str = "CustomKernel::new";
+        let all = inputs.iter().chain(scalars).chain([&output]);
+        let mut seen: Vec<&str> = Vec::new();
+        for &(arg, dtype) in all {
+            check_name(name, arg)?;
+            if seen.contains(&arg)
+                || seen
+                    .iter()
+                    .any(|s| arg == format!("{s}_at") || arg == format!("{s}_dim"))
+            {
+                return Err(Error::argument(
+                    OP,
+                    format!("kernel {name:?}: the name {arg:?} is taken twice"),
+                ));
+            }
+            seen.push(arg);
+            if matches!(dtype, DType::C64 | DType::F64) {
+                return Err(Error::dtype(
+                    OP,
+                    format!(
+                        "kernel {name:?}: argument {arg:?} is {dtype}; GPU kernels take f32, f16, i32, u32, u8 and bool"
+                    ),
+                ));
+            }
+        }
+        if body.trim().is_empty() {
+            return Err(Error::argument(
+                OP,
+                format!("kernel {name:?}: the body is empty"),
+            ));
+        }
+        let owned = |v: &[(&str, DType)]| v.iter().map(|&(n, d)| (n.to_string(), d)).collect();
+        Ok(CustomKernel {
+            spec: Arc::new(CustomSpec {
+                id: NEXT_KERNEL.fetch_add(1, Ordering::Relaxed),
+                name: name.to_string(),
+                inputs: owned(inputs),
+                scalars: owned(scalars),
+                output: (output.0.to_string(), output.1),
+                body: body.to_string(),
+            }),
+        })
+    }
+
+    /// Runs the kernel into a fresh tensor whose shape is the inputs'
+    /// broadcast shape (a scalar with no inputs).
+    ///
+    /// # Errors
+    /// As [`CustomKernel::call_into`].
+    pub fn call(&self, inputs: &[&Tensor], scalars: &[Scalar]) -> Result<Tensor> {
+        let op = "CustomKernel::call";
+        let lead = inputs.first().ok_or_else(|| {
+            Error::argument(
+                op,
+                format!(
+                    "kernel {:?} takes no tensor to tell the device; use call_into",
+                    self.spec.name
+                ),
+            )
+        })?;
+        let mut shape = Shape::scalar();
+        for t in inputs {
+            shape = crate::shape::broadcast_shapes(op, &shape, t.shape())?;
+        }
+        let out = Tensor::empty_dense(shape, self.spec.output.1, lead.device(), op)?;
+        self.run(op, &out, inputs, scalars)?;
+        Ok(out)
+    }
+
+    /// Runs the kernel writing every element of `out` (any writable view
+    /// of the output dtype, on a GPU), the inputs broadcast to its shape.
+    /// An input sharing `out`'s storage (`x` updated from itself) is copied
+    /// first, so the result never depends on the order threads run in.
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `CustomKernel::call_into` for a CPU device
+    /// or wrong argument counts, and for WGSL that does not compile (with
+    /// the line of the body, on native; in a browser the compiler's message
+    /// comes back from the next readback or sync as `Error::Gpu`);
+    /// `Error::DType` for dtypes other than declared or scalars the dtype
+    /// cannot hold; `Error::Shape` when an input does not broadcast to
+    /// `out`; `Error::DeviceMismatch`; `Error::OverlappingWrite` for a
+    /// broadcast `out`.
+    pub fn call_into(&self, out: &Tensor, inputs: &[&Tensor], scalars: &[Scalar]) -> Result<()> {
+        self.run("CustomKernel::call_into", out, inputs, scalars)
+    }
+
+    fn run(
+        &self,
+        op: &'static str,
+        out: &Tensor,
+        inputs: &[&Tensor],
+        scalars: &[Scalar],
+    ) -> Result<()> {
+        let spec = &self.spec;
+        let name = &spec.name;
+        if !out.device().is_gpu() {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "kernel {name:?}: custom WGSL kernels run on GPU devices; {} is the CPU",
+                    out.device()
+                ),
+            ));
+        }
+        if inputs.len() != spec.inputs.len() || scalars.len() != spec.scalars.len() {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "kernel {name:?} takes {} tensors and {} scalars, given {} and {}",
+                    spec.inputs.len(),
+                    spec.scalars.len(),
+                    inputs.len(),
+                    scalars.len()
+                ),
+            ));
+        }
+        let args: Vec<Arg> = inputs.iter().map(|t| Arg::Tensor(t)).collect();
+        super::check_devices(op, out, &args)?;
+        out.layout().check_writable(op)?;
+        let declared = inputs
+            .iter()
+            .zip(&spec.inputs)
+            .map(|(t, (n, d))| (t.dtype(), n, *d));
+        for (got, arg, want) in declared.chain([(out.dtype(), &spec.output.0, spec.output.1)]) {
+            if got != want {
+                return Err(Error::dtype(
+                    op,
+                    format!("kernel {name:?}: {arg:?} is declared {want}, given {got}"),
+                ));
+            }
+        }
+        let scalars = scalars
+            .iter()
+            .zip(&spec.scalars)
+            .map(|(&s, (_, d))| TypedScalar::new(op, s, *d))
+            .collect::<Result<Vec<_>>>()?;
+        let mut prepared = Vec::with_capacity(inputs.len());
+        for (t, (arg, _)) in inputs.iter().zip(&spec.inputs) {
+            t.layout().broadcast_to(out.shape()).map_err(|_| {
+                Error::shape(op, format!("kernel {name:?}: {arg:?} of shape {} does not broadcast to the output's {}", t.shape(), out.shape()))
+            })?;
+            // A buffer bound for writing cannot be bound for reading in the
+            // same dispatch, and threads would race on it anyway.
+            prepared.push(if t.shares_storage(out) {
+                t.contiguous_copy()?
+            } else {
+                (*t).clone()
+            });
+        }
+        if out.numel() == 0 {
+            return Ok(());
+        }
+        let refs = prepared
+            .iter()
+            .map(|t| {
+                let broadcast = t.layout().broadcast_to(out.shape())?;
+                Ok((t.kernel_ref(broadcast)?, t.layout().clone()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        custom(&CustomCall {
+            op,
+            spec,
+            inputs: refs,
+            scalars,
+            out: out.kernel_ref(out.layout().clone())?,
+        })
+    }
+}

@@ -1,0 +1,301 @@
+//! The user's WGSL kernels on every GPU device (native and packed f16):
+//! against the CPU path on views of every layout and broadcast inputs, a
+//! stencil reading neighbours through `NAME_at`, in place through a view,
+//! inside fused chains, past the first grid row, and WGSL errors and bad
+//! calls as errors naming the op and, for WGSL, the line of the body.
+
+mod common;
+
+use webtensor::{CustomKernel, DType, Device, GpuOptions, Tensor, s};
+
+fn gpus() -> Vec<Device> {
+    common::gpu()
+        .into_iter()
+        .chain(common::gpu_packed_f16())
+        .collect()
+}
+
+fn lerp(dtype: DType) -> CustomKernel {
+    CustomKernel::new(
+        "lerp",
+        &[("a", dtype), ("b", dtype)],
+        &[("t", DType::F32)],
+        ("out", dtype),
+        "out = a + t * (b - a);",
+    )
+    .unwrap()
+}
+
+#[test]
+fn elementwise_bodies_on_views_of_every_layout() {
+    let cpu = Device::cpu();
+    for dev in gpus() {
+        for dtype in [DType::F32, DType::F16] {
+            let k = lerp(dtype);
+            let views = common::views_of(&dev, dtype);
+            for (va, a) in &views {
+                for (vb, b) in &views {
+                    let got = common::read_f32(&k.call(&[a, b], &[0.25.into()]).unwrap());
+                    let (ca, cb) = (a.to_device(&cpu).unwrap(), b.to_device(&cpu).unwrap());
+                    let want = common::read_f32(
+                        &ca.add(&cb.sub(&ca).unwrap().mul_scalar(0.25).unwrap())
+                            .unwrap(),
+                    );
+                    let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+                    common::assert_close(&got, &want, tol, &format!("{dev} {dtype} {va} {vb}"));
+                }
+            }
+        }
+        // Integers, bool and broadcasting a row against a column.
+        let k = CustomKernel::new(
+            "mix",
+            &[("i", DType::I32), ("u", DType::U8), ("m", DType::Bool)],
+            &[("bias", DType::I32)],
+            ("out", DType::I32),
+            "if (m) {\n    out = i * i32(u) + bias;\n} else {\n    out = -1;\n}",
+        )
+        .unwrap();
+        let i = Tensor::arange(0i32, 4, 1, &dev)
+            .unwrap()
+            .reshape([4, 1])
+            .unwrap();
+        let u = Tensor::from_slice(&[2u8, 3, 5], [3], &dev).unwrap();
+        let m = Tensor::from_slice(&[true, false, true], [3], &dev).unwrap();
+        let y = k.call(&[&i, &u, &m], &[10.into()]).unwrap();
+        assert_eq!(y.dims(), &[4, 3]);
+        assert_eq!(
+            y.to_vec::<i32>().unwrap(),
+            [10, -1, 10, 12, -1, 15, 14, -1, 20, 16, -1, 25],
+            "{dev}"
+        );
+    }
+}
+
+#[test]
+fn a_stencil_reads_neighbours_and_updates_in_place() {
+    let blur = CustomKernel::new(
+        "blur",
+        &[("x", DType::F32)],
+        &[],
+        ("y", DType::F32),
+        "let r = out_coord(0u);
+let c = out_coord(1u);
+let w = x_dim(1u);
+var sum = x;
+var n = 1.0;
+if (r > 0u) { sum += x_at(index - w); n += 1.0; }
+if (r + 1u < x_dim(0u)) { sum += x_at(index + w); n += 1.0; }
+if (c > 0u) { sum += x_at(index - 1u); n += 1.0; }
+if (c + 1u < w) { sum += x_at(index + 1u); n += 1.0; }
+y = sum / n;",
+    )
+    .unwrap();
+    for dev in gpus() {
+        let (rows, cols) = (9, 13);
+        let data = common::noise(rows * cols, 5);
+        let t = Tensor::from_slice(&data, [rows, cols], &dev).unwrap();
+        let want: Vec<f32> = (0..rows * cols)
+            .map(|k| {
+                let (r, c) = (k / cols, k % cols);
+                let mut v = vec![data[k]];
+                if r > 0 {
+                    v.push(data[k - cols]);
+                }
+                if r + 1 < rows {
+                    v.push(data[k + cols]);
+                }
+                if c > 0 {
+                    v.push(data[k - 1]);
+                }
+                if c + 1 < cols {
+                    v.push(data[k + 1]);
+                }
+                v.iter().sum::<f32>() / v.len() as f32
+            })
+            .collect();
+        // In place: the input is the output's own storage, read whole.
+        blur.call_into(&t, &[&t], &[]).unwrap();
+        common::assert_close(
+            &t.to_vec::<f32>().unwrap(),
+            &want,
+            1e-6,
+            &format!("{dev} in place"),
+        );
+        // Into a stepped view of a larger tensor: only the view changes.
+        let big = Tensor::zeros([rows, 2 * cols], DType::F32, &dev).unwrap();
+        let x = Tensor::from_slice(&data, [rows, cols], &dev).unwrap();
+        blur.call_into(&big.slice(s![.., 1..;2]).unwrap(), &[&x], &[])
+            .unwrap();
+        let host = big.to_vec::<f32>().unwrap();
+        for r in 0..rows {
+            for c in 0..cols {
+                assert_eq!(host[r * 2 * cols + 2 * c], 0.0);
+                assert!((host[r * 2 * cols + 2 * c + 1] - want[r * cols + c]).abs() < 1e-6);
+            }
+        }
+    }
+}
+
+#[test]
+fn custom_kernels_sit_inside_fused_chains() {
+    let Some(dev) = common::own_batching_gpu() else {
+        return;
+    };
+    let double = CustomKernel::new(
+        "double",
+        &[("x", DType::F32)],
+        &[],
+        ("y", DType::F32),
+        "y = 2.0 * x;",
+    )
+    .unwrap();
+    let cpu = Device::cpu();
+    let a = Tensor::rand([64, 48], DType::F32, 3, &cpu).unwrap();
+    let g = a.to_device(&dev).unwrap();
+    // Dropped intermediates on both sides of the custom kernel.
+    let got = double
+        .call(&[&g.exp().unwrap().add_scalar(1.0).unwrap().t()], &[])
+        .unwrap()
+        .sqrt()
+        .unwrap()
+        .neg()
+        .unwrap();
+    let want = a
+        .exp()
+        .unwrap()
+        .add_scalar(1.0)
+        .unwrap()
+        .t()
+        .mul_scalar(2.0)
+        .unwrap()
+        .sqrt()
+        .unwrap()
+        .neg()
+        .unwrap();
+    common::assert_close(
+        &got.to_vec::<f32>().unwrap(),
+        &want.to_vec::<f32>().unwrap(),
+        1e-5,
+        "chain",
+    );
+    let before = dev.stats().submits;
+    let _ = double.call(&[&g], &[]).unwrap();
+    assert_eq!(
+        dev.stats().submits,
+        before,
+        "a custom kernel is recorded, not submitted at once"
+    );
+}
+
+#[test]
+fn more_elements_than_one_grid_row_holds() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let n = 65_535 * 256 + 3;
+    let k = CustomKernel::new(
+        "mark",
+        &[("x", DType::U8)],
+        &[],
+        ("y", DType::U8),
+        "y = x + u32(index % 7u);",
+    )
+    .unwrap();
+    let x = Tensor::zeros([n], DType::U8, &dev).unwrap();
+    let y = k.call(&[&x], &[]).unwrap().to_vec::<u8>().unwrap();
+    assert!(y.iter().enumerate().all(|(i, &v)| v as usize == i % 7));
+}
+
+#[test]
+fn wgsl_errors_and_bad_calls_are_errors() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let broken = CustomKernel::new(
+        "broken",
+        &[("x", DType::F32)],
+        &[],
+        ("y", DType::F32),
+        "y = x;\ny = x +;",
+    )
+    .unwrap();
+    let e = broken.call(&[&x], &[]).unwrap_err().to_string();
+    assert!(
+        e.contains("CustomKernel::call")
+            && e.contains("\"broken\"")
+            && e.contains("line 2 of the body"),
+        "{e}"
+    );
+    let undefined = CustomKernel::new(
+        "undefined",
+        &[("x", DType::F32)],
+        &[],
+        ("y", DType::F32),
+        "y = z;",
+    )
+    .unwrap();
+    let e = undefined.call(&[&x], &[]).unwrap_err().to_string();
+    assert!(e.contains("line 1 of the body"), "{e}");
+    // The device still works.
+    assert_eq!(
+        lerp(DType::F32)
+            .call(&[&x, &x], &[0.5.into()])
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [1.0; 4]
+    );
+
+    let new_err = |inputs: &[(&str, DType)], out: (&str, DType)| {
+        CustomKernel::new("k", inputs, &[], out, "y = 1.0;")
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(new_err(&[("fn", DType::F32)], ("y", DType::F32)).contains("\"fn\""));
+    assert!(new_err(&[("x", DType::F32)], ("x", DType::F32)).contains("twice"));
+    assert!(new_err(&[("x y", DType::F32)], ("y", DType::F32)).contains("CustomKernel::new"));
+    assert!(new_err(&[("x", DType::C64)], ("y", DType::F32)).contains("c64"));
+    assert!(CustomKernel::new("k", &[], &[], ("y", DType::F32), "  ").is_err());
+
+    let k = lerp(DType::F32);
+    let e = k.call(&[&x], &[0.5.into()]).unwrap_err().to_string();
+    assert!(e.contains("takes 2 tensors"), "{e}");
+    let i = Tensor::ones([4], DType::I32, &dev).unwrap();
+    let e = k.call(&[&x, &i], &[0.5.into()]).unwrap_err().to_string();
+    assert!(e.contains("\"b\"") && e.contains("i32"), "{e}");
+    let e = k
+        .call(
+            &[&x, &Tensor::ones([3], DType::F32, &dev).unwrap()],
+            &[0.5.into()],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("broadcast"), "{e}");
+    let cpu = Tensor::ones([4], DType::F32, &Device::cpu()).unwrap();
+    let e = k
+        .call(&[&cpu, &cpu], &[0.5.into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("GPU"), "{e}");
+    let other = common::own_gpu(GpuOptions::default()).unwrap();
+    let far = Tensor::ones([4], DType::F32, &other).unwrap();
+    assert!(k.call(&[&x, &far], &[0.5.into()]).is_err());
+    let ik = CustomKernel::new(
+        "ik",
+        &[("a", DType::I32)],
+        &[("s", DType::I32)],
+        ("y", DType::I32),
+        "y = a + s;",
+    )
+    .unwrap();
+    let e = ik.call(&[&i], &[2.5.into()]).unwrap_err().to_string();
+    assert!(e.contains("2.5"), "{e}");
+    let e = k
+        .call_into(&x.broadcast_to([2, 4]).unwrap(), &[&x, &x], &[0.5.into()])
+        .unwrap_err();
+    assert!(
+        matches!(e, webtensor::Error::OverlappingWrite { .. }),
+        "{e}"
+    );
+}
