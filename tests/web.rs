@@ -358,3 +358,68 @@ async fn sorts_and_new_functions_match_the_cpu() {
         read(&v.floor_divide_scalar(-0.25).unwrap()).await
     );
 }
+
+/// Custom WGSL kernels and buffers shared with the page's own WebGPU code,
+/// through Chromium: a kernel over strided views against the CPU, a
+/// stencil through `NAME_at`, a tensor's buffer wrapped again as a tensor
+/// (writes through one seen through the other), and WGSL that does not
+/// compile as an `Err` (from the call, or from the next readback).
+#[wasm_bindgen_test]
+async fn custom_kernels_and_shared_buffers() {
+    use webtensor::CustomKernel;
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let lerp = CustomKernel::new(
+        "lerp",
+        &[("a", DType::F32), ("b", DType::F32)],
+        &[("t", DType::F32)],
+        ("out", DType::F32),
+        "out = a + t * (b - a);",
+    )
+    .unwrap();
+    let a = Tensor::rand([5, 7], DType::F32, 1, &cpu).unwrap();
+    let b = Tensor::rand([7], DType::F32, 2, &cpu).unwrap();
+    let (ga, gb) = (
+        a.to_device_async(&dev).await.unwrap(),
+        b.to_device_async(&dev).await.unwrap(),
+    );
+    let got = lerp
+        .call(&[&ga.slice(s![..;-1, ..]).unwrap(), &gb], &[0.75.into()])
+        .unwrap();
+    let av = a.slice(s![..;-1, ..]).unwrap();
+    let want = av.add(&b.sub(&av).unwrap().mul_scalar(0.75).unwrap()).unwrap();
+    for (g, w) in read(&got).await.iter().zip(read(&want).await) {
+        assert!((g - w).abs() < 1e-6, "lerp: {g} vs {w}");
+    }
+    let shift = CustomKernel::new(
+        "shift",
+        &[("x", DType::I32)],
+        &[],
+        ("y", DType::I32),
+        "y = x_at((index + 1u) % x_dim(0u));",
+    )
+    .unwrap();
+    let x = Tensor::arange(0i32, 5, 1, &dev).unwrap();
+    shift.call_into(&x, &[&x], &[]).unwrap();
+    assert_eq!(x.to_vec_async::<i32>().await.unwrap(), [1, 2, 3, 4, 0]);
+    // A tensor's buffer, wrapped again: one storage seen twice.
+    let exported = x.gpu_buffer().unwrap();
+    assert_eq!(exported.element_bytes, 4);
+    let again =
+        Tensor::from_gpu_buffer(&exported.buffer, DType::I32, [5], exported.byte_offset, &dev)
+            .unwrap();
+    again.mul_scalar_(10).unwrap();
+    assert_eq!(x.to_vec_async::<i32>().await.unwrap(), [10, 20, 30, 40, 0]);
+    let broken = CustomKernel::new(
+        "broken",
+        &[("x", DType::I32)],
+        &[],
+        ("y", DType::I32),
+        "y = x +;",
+    )
+    .unwrap();
+    match broken.call(&[&x], &[]) {
+        Err(e) => assert!(e.to_string().contains("broken"), "{e}"),
+        Ok(t) => assert!(t.to_vec_async::<i32>().await.is_err()),
+    }
+}
