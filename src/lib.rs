@@ -82,7 +82,7 @@ mod shape;
 mod shape_spec;
 mod tensor;
 
-pub use backend::gpu::{GpuBuffer, GpuOptions, MatmulTile};
+pub use backend::gpu::{ColorMap, GpuBuffer, GpuOptions, MatmulTile};
 pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

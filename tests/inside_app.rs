@@ -9,11 +9,18 @@ mod common;
 
 use webtensor::{DType, Device, GpuOptions, Tensor, f16, s, wgpu};
 
-/// The application's one wgpu instance.
+/// The application's one wgpu instance (Vulkan, Metal or DX12: an
+/// application drawing with GL would not share its context across the
+/// test threads).
 fn app_instance() -> wgpu::Instance {
     static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
     INSTANCE
-        .get_or_init(|| wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle()))
+        .get_or_init(|| {
+            wgpu::Instance::new(wgpu::InstanceDescriptor {
+                backends: wgpu::Backends::PRIMARY,
+                ..wgpu::InstanceDescriptor::new_without_display_handle()
+            })
+        })
         .clone()
 }
 
@@ -311,4 +318,167 @@ fn bad_buffers_are_errors_naming_the_op() {
             .unwrap(),
         0.0
     );
+}
+
+/// Reads the top-left `w x h` pixels of an Rgba8/Bgra8 texture as the
+/// application would (texture to buffer, rows padded to 256 bytes).
+fn app_pixels(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    texture: &wgpu::Texture,
+    w: u32,
+    h: u32,
+) -> Vec<[u8; 4]> {
+    let pitch = (w * 4).next_multiple_of(256);
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: (pitch * h) as u64,
+        usage: wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.copy_texture_to_buffer(
+        texture.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buffer,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(pitch),
+                rows_per_image: Some(h),
+            },
+        },
+        wgpu::Extent3d {
+            width: w,
+            height: h,
+            depth_or_array_layers: 1,
+        },
+    );
+    queue.submit([encoder.finish()]);
+    let bytes = app_read(device, queue, &buffer);
+    (0..h as usize)
+        .flat_map(|r| {
+            let row = &bytes[r * pitch as usize..];
+            (0..w as usize).map(move |c| row[4 * c..4 * c + 4].try_into().unwrap())
+        })
+        .collect()
+}
+
+fn texture(device: &wgpu::Device, format: wgpu::TextureFormat, w: u32, h: u32) -> wgpu::Texture {
+    device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("app texture"),
+        size: wgpu::Extent3d {
+            width: w,
+            height: h,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage: wgpu::TextureUsages::COPY_DST
+            | wgpu::TextureUsages::COPY_SRC
+            | wgpu::TextureUsages::TEXTURE_BINDING,
+        view_formats: &[],
+    })
+}
+
+#[test]
+fn tensors_draw_into_the_applications_textures() {
+    use webtensor::ColorMap;
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    let (w, h) = (70u32, 5u32);
+    // A transposed view: values -1 .. 2 and a NaN.
+    let base = Tensor::linspace(-1.0, 2.0, (w * h) as usize, DType::F32, &dev)
+        .unwrap()
+        .reshape([w as usize, h as usize])
+        .unwrap();
+    base.slice(s![3, 1]).unwrap().fill_(f32::NAN).unwrap();
+    let x = base.t();
+    let host = x.to_vec::<f32>().unwrap();
+    let tex = texture(&device, wgpu::TextureFormat::Rgba8Unorm, 80, 8);
+    x.write_to_texture(&tex, ColorMap::Gray { min: 0.0, max: 1.0 })
+        .unwrap();
+    let px = app_pixels(&device, &queue, &tex, w, h);
+    let level = |v: f32| {
+        if v.is_nan() {
+            0
+        } else {
+            (v.clamp(0.0, 1.0) * 255.0).round() as u8
+        }
+    };
+    for (k, p) in px.iter().enumerate() {
+        let g = level(host[k]);
+        assert_eq!(*p, [g, g, g, 255], "pixel {k} of value {}", host[k]);
+    }
+    // Heat into a Bgra8 texture: the bytes come out b, g, r, a.
+    let bgra = texture(&device, wgpu::TextureFormat::Bgra8Unorm, w, h);
+    x.write_to_texture(
+        &bgra,
+        ColorMap::Heat {
+            min: -1.0,
+            max: 2.0,
+        },
+    )
+    .unwrap();
+    let px = app_pixels(&device, &queue, &bgra, w, h);
+    for (k, p) in px.iter().enumerate() {
+        let t = if host[k].is_nan() {
+            0.0
+        } else {
+            ((host[k] + 1.0) / 3.0).clamp(0.0, 1.0) * 3.0
+        };
+        let c = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+        let want = [c(t - 2.0), c(t - 1.0), c(t), 255];
+        for (ch, (&got, &want)) in p.iter().zip(&want).enumerate() {
+            assert!(
+                got.abs_diff(want) <= 1,
+                "pixel {k} channel {ch}: {got} vs {want}"
+            );
+        }
+    }
+    // RGBA u8, RGB f32.
+    let rgba = Tensor::from_slice(&[10u8, 20, 30, 40, 250, 0, 1, 255], [1, 2, 4], &dev).unwrap();
+    rgba.write_to_texture(&tex, ColorMap::Rgba).unwrap();
+    assert_eq!(
+        app_pixels(&device, &queue, &tex, 2, 1),
+        [[10, 20, 30, 40], [250, 0, 1, 255]]
+    );
+    let rgb = Tensor::from_slice(&[0.0f32, 0.5, 1.0], [1, 1, 3], &dev).unwrap();
+    rgb.write_to_texture(&tex, ColorMap::Rgba).unwrap();
+    assert_eq!(
+        app_pixels(&device, &queue, &tex, 1, 1),
+        [[0, 128, 255, 255]]
+    );
+    // Bad input.
+    let e = |r: webtensor::Result<()>| r.unwrap_err().to_string();
+    let small = texture(&device, wgpu::TextureFormat::Rgba8Unorm, 4, 4);
+    assert!(e(x.write_to_texture(&small, ColorMap::Rgba)).contains("write_to_texture"));
+    assert!(
+        e(x.write_to_texture(&small, ColorMap::Gray { min: 0.0, max: 1.0 }))
+            .contains("does not fit")
+    );
+    let float_tex = texture(&device, wgpu::TextureFormat::R32Float, 80, 8);
+    assert!(
+        e(x.write_to_texture(&float_tex, ColorMap::Gray { min: 0.0, max: 1.0 }))
+            .contains("R32Float")
+    );
+    let cpu = x.to_device(&Device::cpu()).unwrap();
+    assert!(e(cpu.write_to_texture(&tex, ColorMap::Gray { min: 0.0, max: 1.0 })).contains("CPU"));
+    // A texture of another device of the same instance.
+    let (info2, device2, queue2) = app_device().unwrap();
+    let other = Device::from_wgpu(&info2, device2, queue2, GpuOptions::default());
+    let far = Tensor::zeros([2, 2], DType::F32, &other).unwrap();
+    let err = e(far.write_to_texture(&tex, ColorMap::Gray { min: 0.0, max: 1.0 }));
+    assert!(
+        err.contains("write_to_texture") && err.contains("failed"),
+        "{err}"
+    );
+    // The device still draws.
+    x.write_to_texture(&tex, ColorMap::Gray { min: 0.0, max: 1.0 })
+        .unwrap();
 }

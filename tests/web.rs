@@ -387,7 +387,9 @@ async fn custom_kernels_and_shared_buffers() {
         .call(&[&ga.slice(s![..;-1, ..]).unwrap(), &gb], &[0.75.into()])
         .unwrap();
     let av = a.slice(s![..;-1, ..]).unwrap();
-    let want = av.add(&b.sub(&av).unwrap().mul_scalar(0.75).unwrap()).unwrap();
+    let want = av
+        .add(&b.sub(&av).unwrap().mul_scalar(0.75).unwrap())
+        .unwrap();
     for (g, w) in read(&got).await.iter().zip(read(&want).await) {
         assert!((g - w).abs() < 1e-6, "lerp: {g} vs {w}");
     }
@@ -405,9 +407,14 @@ async fn custom_kernels_and_shared_buffers() {
     // A tensor's buffer, wrapped again: one storage seen twice.
     let exported = x.gpu_buffer().unwrap();
     assert_eq!(exported.element_bytes, 4);
-    let again =
-        Tensor::from_gpu_buffer(&exported.buffer, DType::I32, [5], exported.byte_offset, &dev)
-            .unwrap();
+    let again = Tensor::from_gpu_buffer(
+        &exported.buffer,
+        DType::I32,
+        [5],
+        exported.byte_offset,
+        &dev,
+    )
+    .unwrap();
     again.mul_scalar_(10).unwrap();
     assert_eq!(x.to_vec_async::<i32>().await.unwrap(), [10, 20, 30, 40, 0]);
     let broken = CustomKernel::new(

@@ -19,7 +19,8 @@
 //!   readbacks with the fault record);
 //! - `launch`: how an op becomes a recorded command; `interop`: devices,
 //!   buffers and tensors shared with the application (the public API that
-//!   names wgpu types);
+//!   names wgpu types), `texture` (tensors drawn into the application's
+//!   textures);
 //! - the fixed-function families, each a folder with its shader beside its
 //!   launcher: `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`, `indexing/`;
 //!   and `custom`, the user's WGSL kernels.
@@ -43,6 +44,7 @@ mod scheduler;
 mod softmax;
 mod sort;
 mod storage;
+mod texture;
 mod tuning;
 
 pub(crate) use context::GpuContext;
@@ -57,4 +59,5 @@ pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;
 pub(crate) use sort::sort;
 pub(crate) use storage::GpuStorage;
+pub use texture::ColorMap;
 pub use tuning::MatmulTile;
