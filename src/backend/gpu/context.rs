@@ -44,19 +44,27 @@ pub struct GpuOptions {
 #[cfg(not(target_arch = "wasm32"))]
 fn instance() -> wgpu::Instance {
     static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
-    INSTANCE
-        .get_or_init(|| {
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
-        })
-        .clone()
+    INSTANCE.get_or_init(|| wgpu::Instance::new(instance_descriptor())).clone()
+}
+
+/// The instance's settings: `WGPU_BACKEND` and wgpu's other variables, and
+/// without `WGPU_BACKEND` the primary backends (Vulkan, Metal, DX12,
+/// WebGPU). OpenGL has no compute shaders before GLES 3.1, and its EGL
+/// context, shared by the instance, refuses to be made current from
+/// several threads at once (devices opened in parallel panicked in wgpu).
+fn instance_descriptor() -> wgpu::InstanceDescriptor {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    if std::env::var_os("WGPU_BACKEND").is_none() {
+        desc.backends = wgpu::Backends::PRIMARY;
+    }
+    desc
 }
 
 /// The page's one wgpu instance (see the native form).
 #[cfg(target_arch = "wasm32")]
 fn instance() -> wgpu::Instance {
     thread_local! {
-        static INSTANCE: wgpu::Instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        static INSTANCE: wgpu::Instance = wgpu::Instance::new(instance_descriptor());
     }
     INSTANCE.with(wgpu::Instance::clone)
 }
