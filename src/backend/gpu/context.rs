@@ -44,7 +44,9 @@ pub struct GpuOptions {
 #[cfg(not(target_arch = "wasm32"))]
 fn instance() -> wgpu::Instance {
     static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
-    INSTANCE.get_or_init(|| wgpu::Instance::new(instance_descriptor())).clone()
+    INSTANCE
+        .get_or_init(|| wgpu::Instance::new(instance_descriptor()))
+        .clone()
 }
 
 /// The instance's settings: `WGPU_BACKEND` and wgpu's other variables, and
