@@ -254,6 +254,20 @@ fn wgsl_errors_and_bad_calls_are_errors() {
     };
     assert!(new_err(&[("fn", DType::F32)], ("y", DType::F32)).contains("\"fn\""));
     assert!(new_err(&[("x", DType::F32)], ("x", DType::F32)).contains("twice"));
+    assert!(
+        new_err(
+            &[("x_at", DType::F32), ("x", DType::F32)],
+            ("y", DType::F32)
+        )
+        .contains("twice")
+    );
+    assert!(
+        new_err(
+            &[("x", DType::F32), ("x_dim", DType::F32)],
+            ("y", DType::F32)
+        )
+        .contains("twice")
+    );
     assert!(new_err(&[("x y", DType::F32)], ("y", DType::F32)).contains("CustomKernel::new"));
     assert!(new_err(&[("x", DType::C64)], ("y", DType::F32)).contains("c64"));
     assert!(CustomKernel::new("k", &[], &[], ("y", DType::F32), "  ").is_err());

@@ -171,9 +171,11 @@ impl CustomKernel {
         for &(arg, dtype) in all {
             check_name(name, arg)?;
             if seen.contains(&arg)
-                || seen
-                    .iter()
-                    .any(|s| arg == format!("{s}_at") || arg == format!("{s}_dim"))
+                || seen.iter().any(|s| {
+                    let clash =
+                        |a: &str, b: &str| a == format!("{b}_at") || a == format!("{b}_dim");
+                    clash(arg, s) || clash(s, arg)
+                })
             {
                 return Err(Error::argument(
                     OP,
@@ -210,10 +212,12 @@ impl CustomKernel {
     }
 
     /// Runs the kernel into a fresh tensor whose shape is the inputs'
-    /// broadcast shape (a scalar with no inputs).
+    /// broadcast shape, on their device (a kernel without tensor arguments
+    /// runs through [`CustomKernel::call_into`]).
     ///
     /// # Errors
-    /// As [`CustomKernel::call_into`].
+    /// As [`CustomKernel::call_into`], and `Error::Argument` naming
+    /// `CustomKernel::call` for a kernel without tensor arguments.
     pub fn call(&self, inputs: &[&Tensor], scalars: &[Scalar]) -> Result<Tensor> {
         let op = "CustomKernel::call";
         let lead = inputs.first().ok_or_else(|| {
