@@ -607,7 +607,17 @@ fn norms_over_axes() {
             empty.norm(2.0, .., false).unwrap().item::<f32>().unwrap(),
             0.0
         );
-        assert!(empty.norm(f64::INFINITY, .., false).is_err());
+        let e = empty
+            .norm(f64::INFINITY, .., false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("norm"), "{e}");
+        assert!(
+            m.norm(2.0, 5, false)
+                .unwrap_err()
+                .to_string()
+                .starts_with("norm")
+        );
     }
 }
 

@@ -42,24 +42,35 @@ impl Tensor {
             _ => self.abs()?,
         };
         let axes = axes.into();
-        let norm = if p == f64::INFINITY {
-            abs.max(axes, keepdim)?
-        } else if p == f64::NEG_INFINITY {
-            abs.min(axes, keepdim)?
-        } else if p == 0.0 {
-            abs.ne_scalar(0.0)?
-                .to_dtype(abs.dtype())?
-                .sum(axes, keepdim)?
-        } else if p == 1.0 {
-            abs.sum(axes, keepdim)?
-        } else if p == 2.0 {
-            abs.square()?.sum(axes, keepdim)?.sqrt()?
-        } else {
-            abs.pow_scalar(p)?.sum(axes, keepdim)?.pow_scalar(1.0 / p)?
-        };
+        let norm = norm_of(&abs, p, axes, keepdim).map_err(|e| match e {
+            // The reduction's errors (axes, the maximum of nothing) name norm.
+            Error::Shape { msg, .. } => Error::Shape { op: OP, msg },
+            Error::Argument { msg, .. } => Error::Argument { op: OP, msg },
+            Error::Axis { axis, rank, .. } => Error::Axis { op: OP, axis, rank },
+            other => other,
+        })?;
         if self.dtype() == DType::F16 {
             return norm.to_dtype(DType::F16);
         }
         Ok(norm)
     }
+}
+
+/// The norm of the magnitudes `abs`.
+fn norm_of(abs: &Tensor, p: f64, axes: Axes, keepdim: bool) -> Result<Tensor> {
+    Ok(if p == f64::INFINITY {
+        abs.max(axes, keepdim)?
+    } else if p == f64::NEG_INFINITY {
+        abs.min(axes, keepdim)?
+    } else if p == 0.0 {
+        abs.ne_scalar(0.0)?
+            .to_dtype(abs.dtype())?
+            .sum(axes, keepdim)?
+    } else if p == 1.0 {
+        abs.sum(axes, keepdim)?
+    } else if p == 2.0 {
+        abs.square()?.sum(axes, keepdim)?.sqrt()?
+    } else {
+        abs.pow_scalar(p)?.sum(axes, keepdim)?.pow_scalar(1.0 / p)?
+    })
 }
