@@ -4,7 +4,8 @@
 use webtensor::{DType, Device, Tensor, s};
 
 fn main() -> webtensor::Result<()> {
-    // The GPU when an adapter exists, else the CPU (set WEBTENSOR_DEVICE=cpu|gpu to choose).
+    // A hardware GPU when one exists, else the CPU path (a software adapter
+    // such as lavapipe is passed over; WEBTENSOR_DEVICE=cpu|gpu chooses).
     let dev = Device::default_device()?;
     println!("device: {}", dev.info());
 
@@ -33,6 +34,9 @@ fn main() -> webtensor::Result<()> {
 
     // Readback.
     let total: f32 = m.to_vec::<f32>()?.iter().sum();
-    println!("sum of m = {total}; device stats: {:?}", dev.stats());
+    println!("sum of m = {total}");
+    if dev.is_gpu() {
+        println!("device stats: {:?}", dev.stats());
+    }
     Ok(())
 }
