@@ -135,26 +135,28 @@ pub(crate) fn tensor_from_bytes(
                 .collect();
             Tensor::from_vec(values, shape, device)
         }
-        FileType::I8 => narrow_signed(op, words(1).map(|w| w[0] as i8 as i64), shape, device),
-        FileType::I16 => narrow_signed(
+        FileType::I8 => {
+            narrowed::<i64, i32>(op, words(1).map(|w| w[0] as i8 as i64), shape, device)
+        }
+        FileType::I16 => narrowed::<i64, i32>(
             op,
             words(2).map(|w| i16::from_le_bytes([w[0], w[1]]) as i64),
             shape,
             device,
         ),
-        FileType::I64 => narrow_signed(
+        FileType::I64 => narrowed::<i64, i32>(
             op,
             words(8).map(|w| i64::from_le_bytes(w.try_into().unwrap_or_default())),
             shape,
             device,
         ),
-        FileType::U16 => narrow_unsigned(
+        FileType::U16 => narrowed::<u64, u32>(
             op,
             words(2).map(|w| u16::from_le_bytes([w[0], w[1]]) as u64),
             shape,
             device,
         ),
-        FileType::U64 => narrow_unsigned(
+        FileType::U64 => narrowed::<u64, u32>(
             op,
             words(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default())),
             shape,
@@ -163,42 +165,25 @@ pub(crate) fn tensor_from_bytes(
     }
 }
 
-/// Signed integers as i32, each checked.
-fn narrow_signed(
+/// Integers of a width webtensor lacks as `T` (i32 or u32), each checked.
+fn narrowed<W: Copy + std::fmt::Display, T: Element + TryFrom<W>>(
     op: &'static str,
-    values: impl Iterator<Item = i64>,
+    values: impl Iterator<Item = W>,
     shape: crate::shape::Shape,
     device: &Device,
 ) -> Result<Tensor> {
     let v = values
         .map(|x| {
-            i32::try_from(x).map_err(|_| {
+            T::try_from(x).map_err(|_| {
                 Error::format(
                     op,
-                    format!("the integer {x} does not fit i32, the widest signed dtype here"),
+                    format!(
+                        "the integer {x} does not fit {}, the widest such dtype here",
+                        T::DTYPE
+                    ),
                 )
             })
         })
-        .collect::<Result<Vec<i32>>>()?;
-    Tensor::from_vec(v, shape, device)
-}
-
-/// Unsigned integers as u32, each checked.
-fn narrow_unsigned(
-    op: &'static str,
-    values: impl Iterator<Item = u64>,
-    shape: crate::shape::Shape,
-    device: &Device,
-) -> Result<Tensor> {
-    let v = values
-        .map(|x| {
-            u32::try_from(x).map_err(|_| {
-                Error::format(
-                    op,
-                    format!("the integer {x} does not fit u32, the widest unsigned dtype here"),
-                )
-            })
-        })
-        .collect::<Result<Vec<u32>>>()?;
+        .collect::<Result<Vec<T>>>()?;
     Tensor::from_vec(v, shape, device)
 }

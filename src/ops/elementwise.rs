@@ -160,6 +160,7 @@ impl Tensor {
     /// As [`Tensor::clamp`], and `Error::OverlappingWrite` for a broadcast view.
     pub fn clamp_(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<()> {
         let (min, max) = self.clamp_bounds("clamp_", min.into(), max.into())?;
+        // Checked here so that the error names clamp_, not maximum.
         self.layout().check_writable("clamp_")?;
         self.maximum_scalar_(min)?;
         self.minimum_scalar_(max)

@@ -5,6 +5,7 @@
 use super::command::Bound;
 use super::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use super::kernel::grid::grid_of;
+use super::kernel::params_block::{dims8, strides8};
 use super::kernel::pipeline::PipelineSpec;
 use super::kernel::prelude::prelude;
 use super::kernel::strided::{Walk, Walked};
@@ -16,7 +17,6 @@ use crate::backend::CustomCall;
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
 use crate::ops::CustomSpec;
-use crate::shape::MAX_RANK;
 use smallvec::SmallVec;
 use std::fmt::Write;
 
@@ -208,12 +208,8 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
 /// own strides (the output last).
 fn params(call: &CustomCall, row_width: u32) -> Vec<u8> {
     let mut words: Vec<u32> = Vec::new();
-    let dims = |w: &mut Vec<u32>, d: &[usize]| {
-        w.extend((0..MAX_RANK).map(|a| d.get(a).map_or(0, |&x| x as u32)));
-    };
-    let strides = |w: &mut Vec<u32>, s: &[isize]| {
-        w.extend((0..MAX_RANK).map(|a| s.get(a).map_or(0, |&x| x as i32 as u32)));
-    };
+    let dims = |w: &mut Vec<u32>, d: &[usize]| w.extend(dims8(d));
+    let strides = |w: &mut Vec<u32>, s: &[isize]| w.extend(strides8(s).map(|x| x as u32));
     let out = &call.out.layout;
     words.extend([out.numel() as u32, out.rank() as u32, row_width, 0]);
     dims(&mut words, out.dims());

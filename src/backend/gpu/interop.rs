@@ -16,6 +16,7 @@
 
 use super::context::GpuContext;
 use super::kernel::buffer::{array_type, storage_mode};
+use super::kernel::pipeline::pop_now;
 use super::storage::GpuStorage;
 use crate::backend::Storage;
 use crate::device::Device;
@@ -98,6 +99,16 @@ impl std::fmt::Debug for GpuBuffer {
     }
 }
 
+/// How `dtype` sits in a device buffer: its storage dtype (f32 for c64) and
+/// bytes per element.
+fn layout_of(dtype: DType) -> (crate::dtype::KernelType, u64) {
+    let (stored, per_element) = dtype.stored_as();
+    (
+        stored,
+        (super::storage::element_bytes(stored) * per_element) as u64,
+    )
+}
+
 /// The GPU storage of `t`, or `Error::Argument` naming `op`.
 fn gpu_storage<'a>(op: &'static str, t: &'a Tensor) -> Result<&'a GpuStorage> {
     match &**t.storage() {
@@ -121,8 +132,7 @@ impl Tensor {
         const OP: &str = "gpu_buffer";
         let s = gpu_storage(OP, self)?;
         s.ctx.flush()?;
-        let (stored, per_element) = self.dtype().stored_as();
-        let element_bytes = (super::storage::element_bytes(stored) * per_element) as u64;
+        let (stored, element_bytes) = layout_of(self.dtype());
         Ok(GpuBuffer {
             buffer: s.buffer().clone(),
             byte_offset: self.offset() as u64 * element_bytes,
@@ -204,8 +214,8 @@ impl Tensor {
                 format!("the buffer has {size} bytes, not a multiple of 4"),
             ));
         }
-        let (stored, per_element) = dtype.stored_as();
-        let element_bytes = (super::storage::element_bytes(stored) * per_element) as u64;
+        let (stored, element_bytes) = layout_of(dtype);
+        let per_element = dtype.stored_as().1;
         if !byte_offset.is_multiple_of(element_bytes) {
             return Err(Error::argument(
                 OP,
@@ -283,12 +293,7 @@ fn check_same_device(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) 
             resource: buffer.as_entire_binding(),
         }],
     });
-    let popped = scope.pop();
-    #[cfg(not(target_arch = "wasm32"))]
-    let error = pollster::block_on(popped);
-    #[cfg(target_arch = "wasm32")]
-    let error = futures::FutureExt::now_or_never(popped).flatten();
-    match error {
+    match pop_now(scope) {
         Some(e) => Err(Error::argument(
             op,
             format!(

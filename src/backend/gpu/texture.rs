@@ -2,6 +2,7 @@
 //! `wgpu::Texture`, its values turned into colours by GPU ops and copied
 //! buffer-to-texture on the device.
 
+use super::kernel::pipeline::pop_now;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::PadMode;
@@ -159,12 +160,7 @@ impl Tensor {
             },
         );
         queue.submit([encoder.finish()]);
-        let popped = scope.pop();
-        #[cfg(not(target_arch = "wasm32"))]
-        let error = pollster::block_on(popped);
-        #[cfg(target_arch = "wasm32")]
-        let error = futures::FutureExt::now_or_never(popped).flatten();
-        match error {
+        match pop_now(scope) {
             Some(e) => Err(Error::argument(
                 OP,
                 format!("the copy into the texture failed: {e}"),

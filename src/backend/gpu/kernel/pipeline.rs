@@ -167,9 +167,9 @@ fn build(device: &wgpu::Device, spec: &PipelineSpec) -> Result<Pipeline> {
 }
 
 /// Pops an error scope without blocking: on native the result is ready at
-/// once for validation errors; on the web it is not awaited (compilation
-/// errors there surface as uncaptured errors).
-fn pop_now(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
+/// once for validation errors; on the web it is not awaited (errors there
+/// surface as uncaptured errors, reported by the next readback or sync).
+pub(crate) fn pop_now(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
     use futures::FutureExt;
     scope.pop().now_or_never().flatten()
 }
