@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Loads examples/web in headless Chromium and checks that the page reports
-success on the GPU and that its canvas is not blank.
+success on the GPU and that what it shows on its canvas is the simulation,
+drawn while it runs: not blank at the end, not blank in the middle of the
+run, and changed between the two.
 
 Serves examples/web on a free localhost port, drives Chromium through
-chromedriver's WebDriver HTTP API (standard library only), waits for the
-page's #status to leave "running", then reads the canvas pixels back in the
-page. Saves a screenshot to target/web-page.png. Exits non-zero on failure.
+chromedriver's WebDriver HTTP API (standard library only), takes a
+screenshot of the page (what a visitor sees, composited by the browser)
+once the page has drawn its first frame and again when #status leaves
+"running", and looks at the canvas's rectangle in both. Saves them to
+target/web-page-mid.png and target/web-page.png. Exits non-zero on failure.
 
 Usage: scripts/check_web_page.py  (after examples/web/build.sh)
 Environment: CHROMEDRIVER (default /usr/bin/chromedriver), CHROMIUM
@@ -14,6 +18,8 @@ Environment: CHROMEDRIVER (default /usr/bin/chromedriver), CHROMIUM
 
 import base64
 import functools
+import struct
+import zlib
 import http.server
 import json
 import os
@@ -29,18 +35,74 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE_DIR = os.path.join(ROOT, "examples", "web")
 TIMEOUT_S = 120
 
-# Counts the pixels that differ from the top-left one and the distinct
-# colours, over the whole canvas.
-CANVAS_SCRIPT = """
-const c = document.getElementById('view');
-const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-let differ = 0; const colours = new Set();
-for (let i = 0; i < d.length; i += 4) {
-  if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) differ++;
-  colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-}
-return {differ: differ, colours: colours.size, pixels: d.length / 4};
+# The canvas's rectangle in screenshot pixels, inside its border.
+RECT_SCRIPT = """
+const r = document.getElementById('view').getBoundingClientRect();
+const k = window.devicePixelRatio;
+return [Math.ceil((r.left + 1) * k), Math.ceil((r.top + 1) * k),
+        Math.floor((r.right - 1) * k), Math.floor((r.bottom - 1) * k)];
 """
+
+STATUS_SCRIPT = """
+const e = document.getElementById('status');
+return [e.dataset.state, e.textContent, Number(e.dataset.frames || 0)];
+"""
+
+
+def read_png(data):
+    """Decodes an 8-bit RGB or RGBA, non-interlaced PNG (as Chromium's
+    screenshots are) to (width, rows of (r, g, b) tuples)."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        sys.exit("the screenshot is not a PNG")
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or colour not in (2, 6) or interlace:
+                sys.exit("unexpected screenshot PNG (depth %d, colour type %d)" % (depth, colour))
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    channels = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b = prev[i]
+            c = prev[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                line[i] = (line[i] + pred) & 255
+        rows.append([tuple(line[x * channels:x * channels + 3]) for x in range(width)])
+        prev = line
+    return width, rows
+
+
+def canvas_pixels(shot, rect):
+    """The (r, g, b) pixels of the screenshot inside rect."""
+    _, rows = read_png(shot)
+    left, top, right, bottom = rect
+    return [p for row in rows[top:bottom] for p in row[left:right]]
+
+
+def describe(pixels):
+    """(pixels not black, distinct colours, all pixels)."""
+    lit = sum(1 for p in pixels if max(p) > 8)
+    return lit, len(set(pixels)), len(pixels)
 
 
 def free_port():
@@ -82,12 +144,19 @@ def main():
                 break
             except OSError:
                 time.sleep(0.1)
+        # Without a GPU, Chromium composites a WebGPU canvas only when its
+        # compositor runs on SwiftShader's Vulkan too; with the default
+        # flags the page's device is lost ("Device was destroyed") at its
+        # first present.
         args = ["--headless=new", "--no-sandbox", "--enable-unsafe-webgpu",
+                "--use-angle=swiftshader", "--enable-features=Vulkan",
+                "--use-vulkan=swiftshader",
                 "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync",
-                "--user-data-dir=" + profile, "--window-size=800,800"]
+                "--user-data-dir=" + profile, "--window-size=900,1000"]
         caps = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            "goog:loggingPrefs": {"browser": "ALL"},
             "goog:chromeOptions": {
                 "binary": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
                 "args": args}}}}
@@ -95,41 +164,67 @@ def main():
         s = "/session/" + session
         try:
             call(base, "POST", s + "/url", {"url": page})
-            state, text = "running", ""
+            state, text, frames, mid = "running", "", 0, None
             deadline = time.time() + TIMEOUT_S
             while state == "running" and time.time() < deadline:
-                time.sleep(0.5)
-                state, text = call(base, "POST", s + "/execute/sync", {
-                    "script": "const e = document.getElementById('status');"
-                              "return [e.dataset.state, e.textContent];",
-                    "args": []})
-            shot = call(base, "GET", s + "/screenshot")
-            os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)
-            with open(os.path.join(ROOT, "target", "web-page.png"), "wb") as f:
-                f.write(base64.b64decode(shot))
+                time.sleep(0.2)
+                state, text, frames = call(base, "POST", s + "/execute/sync",
+                                           {"script": STATUS_SCRIPT, "args": []})
+                if mid is None and state == "running" and frames >= 1:
+                    mid = base64.b64decode(call(base, "GET", s + "/screenshot"))
+                    mid_text = text
+            shot = base64.b64decode(call(base, "GET", s + "/screenshot"))
+            rect = call(base, "POST", s + "/execute/sync", {"script": RECT_SCRIPT, "args": []})
             kind = call(base, "POST", s + "/execute/sync", {
                 "script": "return document.getElementById('status').dataset.kind;",
                 "args": []})
-            canvas = call(base, "POST", s + "/execute/sync",
-                          {"script": CANVAS_SCRIPT, "args": []})
+            console = call(base, "POST", s + "/se/log", {"type": "browser"})
+            notice = call(base, "POST", s + "/execute/sync", {
+                "script": "const n = document.getElementById('notice');"
+                          "return n.hidden ? '' : n.textContent;",
+                "args": []})
         finally:
             call(base, "DELETE", s)
     finally:
         driver.terminate()
         server.shutdown()
-    print("page status: %s (%s)" % (state, text))
-    print("canvas: %(differ)d of %(pixels)d pixels differ from the corner, "
-          "%(colours)d colours" % canvas)
+    os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)
+    for name, png in (("web-page.png", shot), ("web-page-mid.png", mid)):
+        if png is not None:
+            with open(os.path.join(ROOT, "target", name), "wb") as f:
+                f.write(png)
+    for entry in console:
+        print("console %s: %s" % (entry.get("level"), entry.get("message")))
+    print("page status: %s (%s), %d frames drawn" % (state, text, frames))
+    if notice:
+        print("page notice: " + notice)
     failures = []
     if state != "done":
         failures.append("the page did not report success")
     if kind != "Gpu":
         failures.append("the page did not run on the GPU (device kind %r)" % kind)
-    if canvas["differ"] < canvas["pixels"] // 20 or canvas["colours"] < 16:
-        failures.append("the canvas is (nearly) blank")
+    if frames < 2:
+        failures.append("the page drew %d frames, not one every few steps" % frames)
+    end = canvas_pixels(shot, rect)
+    print("canvas at the end: %d of %d pixels lit, %d colours"
+          % (describe(end)[0], len(end), describe(end)[1]))
+    if describe(end)[0] < len(end) // 50 or describe(end)[1] < 16:
+        failures.append("the canvas is (nearly) blank at the end")
+    if mid is None:
+        failures.append("no frame was seen while the page was running")
+    else:
+        during = canvas_pixels(mid, rect)
+        print("canvas while running (%s): %d pixels lit, %d colours"
+              % (mid_text, describe(during)[0], describe(during)[1]))
+        if describe(during)[0] < len(during) // 50 or describe(during)[1] < 16:
+            failures.append("the canvas is (nearly) blank while running")
+        changed = sum(1 for a, b in zip(during, end) if a != b)
+        if changed < len(end) // 100:
+            failures.append("the canvas did not change while the page ran")
     if failures:
         sys.exit("examples/web check failed: " + "; ".join(failures))
-    print("examples/web check passed (screenshot: target/web-page.png)")
+    print("examples/web check passed (screenshots: target/web-page-mid.png, "
+          "target/web-page.png)")
 
 
 if __name__ == "__main__":

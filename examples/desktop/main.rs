@@ -1,0 +1,39 @@
+//! A desktop window whose picture webtensor computes on the window's own
+//! GPU device: Gray-Scott reaction-diffusion stepped each frame, its field
+//! written into the application's texture (`Tensor::write_to_texture`) and
+//! drawn by the application's render pass. Nothing is read back to the CPU.
+//!
+//! ```sh
+//! cargo run --release --example desktop
+//! cargo run --example desktop -- --frames 60 --hold-ms 3000   # as CI runs it
+//! ```
+//!
+//! Options: `--frames N` stops after N frames (default: when the window
+//! closes), `--steps N` simulation steps per frame (default 8), `--side N`
+//! grid side (default 256), `--hold-ms T` keeps showing the last frame for
+//! T ms before exiting (for a screenshot). After the last frame it prints a
+//! line starting `ready:`. `scripts/check-desktop` runs it under Xvfb and
+//! checks a screenshot of the screen.
+//!
+//! The window is X11 (Wayland desktops run it through XWayland).
+
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "../common/blit.rs"]
+mod blit;
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "../common/gray_scott.rs"]
+mod gray_scott;
+#[cfg(not(target_arch = "wasm32"))]
+mod window;
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    if let Err(e) = window::run() {
+        eprintln!("desktop example: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// A window needs a desktop; the browser has examples/web.
+#[cfg(target_arch = "wasm32")]
+fn main() {}
