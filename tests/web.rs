@@ -6,7 +6,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
-use webtensor::{DType, Device, DeviceKind, Error, Tensor, f16, s};
+use webtensor::{DType, Device, DeviceKind, Error, Tensor, f16, s, wgpu};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -428,5 +428,139 @@ async fn custom_kernels_and_shared_buffers() {
     match broken.call(&[&x], &[]) {
         Err(e) => assert!(e.to_string().contains("broken"), "{e}"),
         Ok(t) => assert!(t.to_vec_async::<i32>().await.is_err()),
+    }
+}
+
+/// The page's own WebGPU device (its instance, adapter and queue), as an
+/// application opens it.
+async fn page_device() -> (webtensor::wgpu::AdapterInfo, wgpu::Device, wgpu::Queue) {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::BROWSER_WEBGPU,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    let adapter = instance
+        .request_adapter(&wgpu::RequestAdapterOptions::default())
+        .await
+        .expect("the browser offers no WebGPU adapter");
+    let (device, queue) = adapter
+        .request_device(&wgpu::DeviceDescriptor {
+            required_features: adapter.features() & wgpu::Features::SHADER_F16,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        })
+        .await
+        .expect("the adapter refused a device");
+    (adapter.get_info(), device, queue)
+}
+
+/// The page's way to read a buffer: copy to a staging buffer, submit, map
+/// (the browser resolves the map; nothing blocks).
+async fn page_read(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer) -> Vec<u8> {
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("page staging"),
+        size: buffer.size(),
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
+    queue.submit([encoder.finish()]);
+    let (tx, rx) = futures::channel::oneshot::channel();
+    staging
+        .slice(..)
+        .map_async(wgpu::MapMode::Read, move |r| drop(tx.send(r)));
+    rx.await.unwrap().expect("map");
+    let bytes = staging.slice(..).get_mapped_range().unwrap().to_vec();
+    staging.unmap();
+    bytes
+}
+
+/// webtensor inside the page's own device, in Chromium: the page writes a
+/// buffer and a tensor over it reads the new values; ops write it and the
+/// page's own copy reads them after `gpu_buffer` (which submits first);
+/// a transposed, reversed view drawn into the page's Bgra8 texture with
+/// the heat map comes back pixel for pixel.
+#[wasm_bindgen_test]
+async fn inside_the_pages_own_device() {
+    use webtensor::{ColorMap, GpuOptions};
+    let (info, device, queue) = page_device().await;
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    assert_eq!(dev.info().kind, DeviceKind::Gpu);
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("page buffer"),
+        size: 6 * 4,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let values: Vec<u8> = (1..=6).flat_map(|v| (v as f32).to_le_bytes()).collect();
+    queue.write_buffer(&buffer, 0, &values);
+    let x = Tensor::from_gpu_buffer(&buffer, DType::F32, [2, 3], 0, &dev).unwrap();
+    // The page writes, the tensor reads.
+    assert_eq!(read(&x.t()).await, [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    // The tensor writes (recorded), the page reads after gpu_buffer.
+    x.slice(s![.., 1..]).unwrap().mul_scalar_(-2.0).unwrap();
+    let handed = x.gpu_buffer().unwrap();
+    let bytes = page_read(&device, &queue, &handed.buffer).await;
+    let got: Vec<f32> = bytes
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [1.0, -4.0, -6.0, 4.0, -10.0, -12.0]);
+    drop(handed);
+    // Drawing: a [3, 2] view (transposed, rows reversed) into Bgra8.
+    let view = x.t().slice(s![..;-1, ..]).unwrap();
+    let host = read(&view).await;
+    let texture = device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("page texture"),
+        size: wgpu::Extent3d {
+            width: 2,
+            height: 3,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Bgra8Unorm,
+        usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    });
+    view.write_to_texture(
+        &texture,
+        ColorMap::Heat {
+            min: -12.0,
+            max: 4.0,
+        },
+    )
+    .unwrap();
+    let rows = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("page pixels"),
+        size: 256 * 3,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.copy_texture_to_buffer(
+        texture.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &rows,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(256),
+                rows_per_image: Some(3),
+            },
+        },
+        texture.size(),
+    );
+    queue.submit([encoder.finish()]);
+    let pixels = page_read(&device, &queue, &rows).await;
+    // Heat: black, red, yellow, white; Bgra8 holds b, g, r, a.
+    let byte = |t: f32| (t.clamp(0.0, 1.0) * 255.0).round() as u8;
+    for (k, v) in host.iter().enumerate() {
+        let t = ((v + 12.0) / 16.0).clamp(0.0, 1.0) * 3.0;
+        let want = [byte(t - 2.0), byte(t - 1.0), byte(t), 255];
+        let at = (k / 2) * 256 + (k % 2) * 4;
+        assert_eq!(pixels[at..at + 4], want, "pixel {k} of value {v}");
     }
 }
