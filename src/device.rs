@@ -48,8 +48,12 @@ pub struct DeviceInfo {
     pub driver: String,
     /// Whether f16 is stored natively (SHADER_F16) rather than packed in u32.
     pub native_f16: bool,
-    /// Largest storage binding in bytes: the largest tensor on this device.
+    /// Largest storage binding in bytes: elementwise ops (and fused chains,
+    /// casts, copies, fills) over larger tensors bind them in windows;
+    /// other ops refuse such tensors with `Error::TooLarge`.
     pub max_storage_binding: u64,
+    /// Largest buffer in bytes: the largest tensor on this device.
+    pub max_buffer_size: u64,
     /// Largest workgroup count per dispatch dimension.
     pub max_workgroups_per_dim: u32,
     /// Why a default device is the CPU, when it is (no adapter, only a
@@ -80,7 +84,7 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, max binding {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
                 self.id,
                 self.name,
                 self.backend,
@@ -88,6 +92,7 @@ impl fmt::Display for DeviceInfo {
                 self.driver,
                 if self.native_f16 { "native" } else { "packed" },
                 self.max_storage_binding >> 20,
+                self.max_buffer_size >> 20,
                 self.max_workgroups_per_dim
             ),
         }
@@ -250,6 +255,7 @@ impl Device {
                 driver: String::new(),
                 native_f16: false,
                 max_storage_binding: u64::MAX,
+                max_buffer_size: u64::MAX,
                 max_workgroups_per_dim: 0,
                 fallback_reason: reason.as_deref().map(str::to_string),
                 id: 0,
@@ -264,6 +270,7 @@ impl Device {
                     driver: f.driver.clone(),
                     native_f16: f.native_f16,
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
+                    max_buffer_size: f.max_buffer_size,
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
                     fallback_reason: None,
                     id: ctx.id(),

@@ -299,12 +299,13 @@ fn bad_input_is_an_error_naming_op_and_values() {
                 ..
             })
         ));
-        // One element past the storage binding limit.
-        let limit = gpu.info().max_storage_binding;
+        // One element past the device's largest buffer (tensors over one
+        // storage binding are allowed: tests/large_tensors.rs).
+        let limit = gpu.info().max_buffer_size;
         let too_big = (limit / 4 + 1) as usize;
         assert!(matches!(
             Tensor::zeros([too_big], DType::F32, &gpu),
-            Err(Error::TooLarge { .. })
+            Err(Error::TooLarge { op: "zeros", requested, limit: l, .. }) if requested > l && l == limit
         ));
     }
 }

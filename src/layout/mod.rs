@@ -8,12 +8,16 @@
 mod overlap;
 mod plan;
 mod views;
+mod windows;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod windows_tests;
 
 pub(crate) use plan::{IterPlan, dense_layout_like};
 pub(crate) use views::normalize_axis;
+pub(crate) use windows::{Window, WindowOperand, split_into_windows};
 
 use crate::error::{Error, Result};
 use crate::shape::{DimVec, Shape};

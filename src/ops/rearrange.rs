@@ -148,7 +148,7 @@ fn source_index(mode: PadMode, i: i64, n: i64) -> i32 {
         }
     };
     // Extents of index_select's index are i32: a padded axis over 2^31 is
-    // past every device's binding limit long before.
+    // past the 2^31 - 1 elements a GPU tensor may hold.
     j as i32
 }
 

@@ -209,7 +209,7 @@ impl Tensor {
 
     /// A sum or product, into i32 for bool and u32 for u8. GPU kernels read
     /// the narrow input and accumulate wide; the CPU path widens a copy
-    /// first (host memory has no binding limit to stay under).
+    /// first.
     fn widening_reduce(
         &self,
         name: &'static str,

@@ -17,7 +17,7 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Shape` when `data.len()` differs from the shape's element
-    /// count; device errors (f64 on the GPU, size over the binding limit).
+    /// count; device errors (f64 on the GPU, size over the largest buffer).
     pub fn from_slice<T: Element>(
         data: &[T],
         shape: impl Into<Shape>,
@@ -68,7 +68,7 @@ impl Tensor {
     /// A contiguous zero-filled tensor.
     ///
     /// # Errors
-    /// Device errors (f64 on the GPU, size over the binding limit), rank over 8.
+    /// Device errors (f64 on the GPU, size over the largest buffer), rank over 8.
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         let shape = shape.into();
         shape.check("zeros")?;
@@ -269,7 +269,7 @@ fn uniform(seed: u64, i: u64) -> f64 {
 /// unspecified (a pooled buffer) on the GPU.
 ///
 /// # Errors
-/// `UnsupportedDType` for f64 on the GPU, `TooLarge` over the binding limit.
+/// `UnsupportedDType` for f64 on the GPU, `TooLarge` over the largest buffer.
 pub(crate) fn alloc(
     device: &Device,
     op: &'static str,

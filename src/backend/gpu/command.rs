@@ -96,14 +96,26 @@ pub(crate) struct Bound {
 }
 
 impl Bound {
-    /// `storage`'s buffer, bound for reading or (with `writes`) writing.
+    /// `storage`'s buffer, bound whole for reading or (with `writes`)
+    /// writing.
     ///
     /// # Errors
-    /// `Error::Gpu` naming `op` when the storage is not on the GPU.
+    /// `Error::Gpu` naming `op` when the storage is not on the GPU;
+    /// `Error::TooLarge` naming `op` when the buffer is larger than one
+    /// storage binding (only elementwise ops bind such buffers, in windows).
     pub fn new(op: &'static str, storage: &Arc<Storage>, writes: bool) -> Result<Bound> {
         let Storage::Gpu(s) = &**storage else {
             return Err(Error::internal(op, "operand is not on the GPU"));
         };
+        let limit = s.ctx.facts.max_storage_binding;
+        if s.buffer().size() > limit {
+            return Err(Error::TooLarge {
+                op,
+                what: "operand bytes in one storage binding (this op does not split larger tensors)",
+                requested: s.buffer().size(),
+                limit,
+            });
+        }
         Ok(Bound {
             storage: Arc::downgrade(storage),
             buffer: s.buffer().clone(),

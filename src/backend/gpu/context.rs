@@ -31,6 +31,13 @@ pub struct GpuOptions {
     /// pooled); an allocation past it is `Error::OutOfMemory`.
     /// Environment: `WEBTENSOR_MEMORY_CAP` (bytes); default none.
     pub memory_cap: Option<u64>,
+    /// Most bytes of a buffer bound to one kernel at once, below the
+    /// device's own limit (at least twice the device's storage offset
+    /// alignment, 256 bytes in WebGPU): elementwise ops over larger
+    /// tensors run in windows, other ops refuse them. For testing the
+    /// windowed path with small tensors.
+    /// Environment: `WEBTENSOR_MAX_BINDING` (bytes); default the device's.
+    pub max_binding_bytes: Option<u64>,
     /// Which tile the matmul kernels use.
     /// Environment: `WEBTENSOR_MATMUL_TILE=auto|large|medium|small`;
     /// default auto.
@@ -207,11 +214,19 @@ impl GpuContext {
                 .trim()
                 .to_string(),
             native_f16,
-            max_storage_binding: limits.max_storage_buffer_binding_size,
+            max_storage_binding: options
+                .max_binding_bytes
+                .or_else(|| env_setting("WEBTENSOR_MAX_BINDING"))
+                .map_or(limits.max_storage_buffer_binding_size, |cap: u64| {
+                    // A window holds any one element after an aligned start.
+                    let least = 2 * u64::from(limits.min_storage_buffer_offset_alignment);
+                    cap.max(least).min(limits.max_storage_buffer_binding_size)
+                }),
             max_buffer_size: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
             uniform_align: limits.min_uniform_buffer_offset_alignment,
+            storage_align: limits.min_storage_buffer_offset_alignment,
         };
         let pool = BufferPool::default();
         pool.set_cap(

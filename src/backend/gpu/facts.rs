@@ -17,12 +17,16 @@ pub(crate) struct AdapterFacts {
     pub max_workgroups_per_dim: u32,
     pub max_storage_buffers: u32,
     pub uniform_align: u32,
+    /// Storage bindings start at multiples of this many bytes.
+    pub storage_align: u32,
 }
 
 impl AdapterFacts {
-    /// The largest tensor buffer, in bytes.
-    pub fn max_binding_bytes(&self) -> u64 {
-        self.max_storage_binding.min(self.max_buffer_size)
+    /// The largest tensor buffer, in bytes: the device's largest buffer.
+    /// Ops over a buffer larger than one storage binding bind it in
+    /// windows (elementwise) or refuse it as `TooLarge` (see `Bound`).
+    pub fn max_tensor_bytes(&self) -> u64 {
+        self.max_buffer_size
     }
 
     /// What a fused kernel may bind on this device.

@@ -176,7 +176,7 @@ impl Tensor {
     /// offset that is not a multiple of the element size, or a buffer of
     /// another wgpu device; `Error::Shape` when the elements do not fit the
     /// buffer; `Error::UnsupportedDType` for f64; `Error::TooLarge` past the
-    /// device's binding limit.
+    /// device's largest buffer.
     pub fn from_gpu_buffer(
         buffer: &wgpu::Buffer,
         dtype: DType,
@@ -236,7 +236,7 @@ impl Tensor {
                 ),
             ));
         }
-        let limit = ctx.facts.max_binding_bytes();
+        let limit = ctx.facts.max_tensor_bytes();
         if size > limit {
             return Err(Error::TooLarge {
                 op: OP,
@@ -288,9 +288,14 @@ fn check_same_device(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) 
     let _group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some("webtensor buffer check"),
         layout: &layout,
+        // Its first binding's worth: a buffer may be larger than a binding.
         entries: &[wgpu::BindGroupEntry {
             binding: 0,
-            resource: buffer.as_entire_binding(),
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset: 0,
+                size: wgpu::BufferSize::new(buffer.size().min(ctx.facts.max_storage_binding)),
+            }),
         }],
     });
     match pop_now(scope) {

@@ -12,14 +12,15 @@ use super::command::Command;
 use super::elementwise::access::choose_access;
 use super::elementwise::codegen::elementwise_pipeline;
 use super::elementwise::params::write_params;
-use super::elementwise::program::Program;
+use super::elementwise::program::{Operand, Program};
 use super::facts::AdapterFacts;
 use super::fusion::{Step, programs};
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::kernel::pipeline::PipelineCache;
-use crate::error::Result;
-use crate::layout::{IterPlan, Layout};
+use super::storage::element_bytes;
+use crate::error::{Error, Result};
+use crate::layout::{IterPlan, Layout, Window, WindowOperand, split_into_windows};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,11 +65,42 @@ pub(crate) struct Scheduler {
     fusion: bool,
 }
 
+/// A storage binding: `size` bytes of `buffer` from `offset`, or all of it.
+#[derive(Clone)]
+struct Binding {
+    buffer: wgpu::Buffer,
+    window: Option<Window>,
+}
+
+impl Binding {
+    fn whole(buffer: &wgpu::Buffer) -> Binding {
+        Binding {
+            buffer: buffer.clone(),
+            window: None,
+        }
+    }
+
+    fn resource(&self) -> wgpu::BindingResource<'_> {
+        match self.window {
+            None => self.buffer.as_entire_binding(),
+            Some(w) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.buffer,
+                offset: w.offset,
+                size: wgpu::BufferSize::new(w.size),
+            }),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.window.map_or(self.buffer.size(), |w| w.size)
+    }
+}
+
 /// One dispatch, ready to encode.
 struct Encoded {
     pipeline: Arc<Pipeline>,
     /// Bindings 1.., in order.
-    buffers: SmallVec<[wgpu::Buffer; 4]>,
+    buffers: SmallVec<[Binding; 4]>,
     /// Where its parameter block starts in the arena.
     offset: u32,
     groups: [u32; 3],
@@ -156,13 +188,22 @@ impl Scheduler {
         let mut encoded = Vec::new();
         for step in programs(commands, self.fusion, ctx.facts.program_limits()) {
             let e = match step {
-                Step::Program(program) => encode(ctx, program, &mut bytes)?,
+                Step::Program(program) => {
+                    for e in encode_windows(ctx, program, &mut bytes, align)? {
+                        encoded.push(e);
+                    }
+                    continue;
+                }
                 Step::Kernel(k) => {
                     let offset = bytes.len() as u32;
                     bytes.extend_from_slice(&k.params);
                     Some(Encoded {
                         pipeline: k.pipeline.clone(),
-                        buffers: k.bindings.iter().map(|b| b.buffer.clone()).collect(),
+                        buffers: k
+                            .bindings
+                            .iter()
+                            .map(|b| Binding::whole(&b.buffer))
+                            .collect(),
                         offset,
                         groups: k.groups,
                         fused_ops: 0,
@@ -227,17 +268,120 @@ impl Scheduler {
     }
 }
 
-/// The pipeline and grid of one program, its parameters appended to
-/// `params`; `None` (and nothing appended) when it has no elements.
-fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Option<Encoded>> {
-    let layouts: Vec<&Layout> = program.layouts.iter().collect();
+/// The dispatches of one program, their parameters appended to `params`
+/// (each block aligned to `align`): one over whole buffers when they all
+/// fit a storage binding, else one per block of the program's index space
+/// whose operands fit a window of their buffers (see `layout::windows`),
+/// each input on a binding of its own. A program reading its destination's
+/// buffer more than half a binding away from where it writes runs in two
+/// steps through a temporary buffer (see `Program::through`).
+fn encode_windows(
+    ctx: &Target<'_>,
+    program: Program,
+    params: &mut Vec<u8>,
+    align: usize,
+) -> Result<Vec<Encoded>> {
+    let limit = ctx.facts.max_storage_binding;
+    let mut out = Vec::new();
+    if program.buffers.iter().all(|b| b.size() <= limit) {
+        let bindings = program.buffers.iter().map(Binding::whole).collect();
+        if let Some(e) = encode(ctx, &program, &program.layouts, bindings, params)? {
+            out.push(e);
+            params.resize(params.len().next_multiple_of(align), 0);
+        }
+        return Ok(out);
+    }
+    let program = program.unshared();
+    let bytes_of = |o: &Operand| element_bytes(o.dtype) as u64;
+    if program.self_read_distance(bytes_of) > limit / 2 {
+        let numel = program.layouts[0].numel() as u64;
+        let temp = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("webtensor window temp"),
+            size: (numel * bytes_of(&program.operands[0]))
+                .next_multiple_of(16)
+                .max(16),
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let (compute, copy) = program.through(&temp);
+        encode_blocks(ctx, &compute, params, align, &mut out)?;
+        encode_blocks(ctx, &copy, params, align, &mut out)?;
+    } else {
+        encode_blocks(ctx, &program, params, align, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Appends to `out` the dispatches of `program` over the blocks whose
+/// windows fit the device's binding.
+///
+/// # Errors
+/// `Error::Internal` when a block does not fit (a bug: splitting reaches
+/// single elements, which fit any device).
+fn encode_blocks(
+    ctx: &Target<'_>,
+    program: &Program,
+    params: &mut Vec<u8>,
+    align: usize,
+    out: &mut Vec<Encoded>,
+) -> Result<()> {
+    let limit = ctx.facts.max_storage_binding;
+    let operands: Vec<WindowOperand<'_>> = program
+        .operands
+        .iter()
+        .zip(&program.layouts)
+        .map(|(o, layout)| WindowOperand {
+            layout,
+            binding: o.binding as usize - 1,
+            element_bytes: element_bytes(o.dtype) as u64,
+        })
+        .collect();
+    for block in split_into_windows(&operands, limit, u64::from(ctx.facts.storage_align)) {
+        let mut bindings = SmallVec::new();
+        for (buffer, window) in program.buffers.iter().zip(&block.windows) {
+            let mut w = window.unwrap_or(Window { offset: 0, size: 4 });
+            if w.size > limit {
+                return Err(Error::internal(
+                    "elementwise",
+                    format!("a block's window of {} bytes exceeds the binding", w.size),
+                ));
+            }
+            // Whole vec4s where the buffer and the limit allow.
+            let whole = w.size.next_multiple_of(16);
+            if w.offset + whole <= buffer.size() && whole <= limit {
+                w.size = whole;
+            }
+            bindings.push(Binding {
+                buffer: buffer.clone(),
+                window: Some(w),
+            });
+        }
+        if let Some(e) = encode(ctx, program, &block.layouts, bindings, params)? {
+            out.push(e);
+            params.resize(params.len().next_multiple_of(align), 0);
+        }
+    }
+    Ok(())
+}
+
+/// The pipeline and grid of `program` over `layouts` (its own, or one
+/// block's) bound to `bindings`, its parameters appended to `params`;
+/// `None` (and nothing appended) when it has no elements.
+fn encode(
+    ctx: &Target<'_>,
+    program: &Program,
+    layouts: &[Layout],
+    bindings: SmallVec<[Binding; 4]>,
+    params: &mut Vec<u8>,
+) -> Result<Option<Encoded>> {
+    let layouts: Vec<&Layout> = layouts.iter().collect();
     let plan = IterPlan::new(&layouts);
     let numel = plan.numel();
     if numel == 0 {
         return Ok(None);
     }
     let native_f16 = ctx.facts.native_f16;
-    let whole_vec4s = program.buffers.iter().all(|b| b.size() % 16 == 0);
+    let whole_vec4s = bindings.iter().all(|b| b.bytes() % 16 == 0);
     let (access, plan) = choose_access(plan, &program.operands, native_f16, whole_vec4s);
     let (threads, group) = access.grid(&plan);
     let [x, y] = grid_of(threads, group, ctx.facts.max_workgroups_per_dim)?;
@@ -249,7 +393,7 @@ fn encode(ctx: &Target<'_>, program: Program, params: &mut Vec<u8>) -> Result<Op
     Ok(Some(Encoded {
         pipeline,
         fused_ops: program.fused_ops(),
-        buffers: program.buffers,
+        buffers: bindings,
         offset,
         groups: [x, y, 1],
     }))
@@ -265,10 +409,10 @@ fn bind_group(ctx: &Target<'_>, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::Bind
             size: wgpu::BufferSize::new(size),
         }),
     }];
-    for (k, buffer) in e.buffers.iter().enumerate() {
+    for (k, binding) in e.buffers.iter().enumerate() {
         entries.push(wgpu::BindGroupEntry {
             binding: 1 + k as u32,
-            resource: buffer.as_entire_binding(),
+            resource: binding.resource(),
         });
     }
     ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {

@@ -27,11 +27,12 @@ pub(crate) struct GpuStorage {
     lent: bool,
 }
 
-/// Checks that `len` elements of `dtype` fit one storage binding, and
+/// Checks that `len` elements of `dtype` fit one device buffer, and
 /// returns the bytes they need (a multiple of 4, at least 4).
 ///
 /// # Errors
-/// `UnsupportedDType` for f64, `TooLarge` above the binding limit.
+/// `UnsupportedDType` for f64, `TooLarge` above the device's largest buffer
+/// or 2^31 - 1 elements.
 fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: KernelType, len: usize) -> Result<u64> {
     if dtype == KernelType::F64 {
         return Err(Error::UnsupportedDType {
@@ -43,7 +44,7 @@ fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: KernelType, len: usi
     let bytes = (len as u64 * element_bytes(dtype) as u64)
         .next_multiple_of(4)
         .max(4);
-    let limit = ctx.facts.max_binding_bytes();
+    let limit = ctx.facts.max_tensor_bytes();
     if bytes > limit {
         return Err(Error::TooLarge {
             op,
@@ -113,7 +114,7 @@ impl GpuStorage {
             op,
             BufferKind::Tensor,
             bytes,
-            ctx.facts.max_binding_bytes(),
+            ctx.facts.max_tensor_bytes(),
             ctx.open_batch(),
         )?;
         let storage = GpuStorage {

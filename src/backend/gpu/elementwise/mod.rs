@@ -9,7 +9,8 @@
 //!   vec4, tiled), chosen from the iteration plan;
 //! - `exprs`: each node's WGSL expression, and the program as one function;
 //! - `codegen`: the kernel for one key (`elementwise.wgsl`, or its vec4 and
-//!   tiled forms), and its pipeline.
+//!   tiled forms), and its pipeline;
+//! - `windowed`: a program made ready for buffers larger than one binding.
 //!
 //! Ops reach it through `launch::record_elementwise` and the scheduler.
 
@@ -18,3 +19,4 @@ pub(crate) mod codegen;
 mod exprs;
 pub(crate) mod params;
 pub(crate) mod program;
+mod windowed;

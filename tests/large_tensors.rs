@@ -1,0 +1,362 @@
+//! Tensors larger than one storage binding (issue 18, first part): storage
+//! up to the device's largest buffer, elementwise ops (fused chains, casts,
+//! copies, fills, in-place writes through views) bound in windows, and the
+//! other op families refusing such tensors with `TooLarge` naming the op.
+//!
+//! Most of it runs with small tensors on devices whose binding is capped at
+//! a few hundred bytes (`GpuOptions::max_binding_bytes`), so an op splits
+//! into many windows on every view layout; two tests then take real
+//! tensors over lavapipe's 128 MiB binding.
+
+mod common;
+
+use proptest::prelude::*;
+use std::sync::OnceLock;
+use webtensor::{DType, Device, Error, GpuOptions, Tensor, s};
+
+/// GPU devices with a tiny binding: fusion on and off, f16 native and
+/// packed.
+fn capped() -> &'static [(&'static str, Device)] {
+    static GPUS: OnceLock<Vec<(&'static str, Device)>> = OnceLock::new();
+    GPUS.get_or_init(|| {
+        let settings = [
+            ("fusion", true, false),
+            ("no fusion", false, false),
+            ("fusion, packed f16", true, true),
+        ];
+        settings
+            .into_iter()
+            .filter_map(|(name, fusion, packed)| {
+                common::own_gpu(GpuOptions {
+                    max_binding_bytes: Some(512),
+                    fusion: Some(fusion),
+                    flush_threshold: Some(if fusion { 1024 } else { 1 }),
+                    force_packed_f16: packed,
+                    ..Default::default()
+                })
+                .map(|d| (name, d))
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn a_capped_device_reports_its_binding() {
+    for (name, dev) in capped() {
+        let info = dev.info();
+        assert!(info.max_storage_binding <= 512, "{name}: {info}");
+        assert!(info.max_buffer_size >= 1 << 20, "{name}: {info}");
+        // One op over 6400 bytes runs as a dispatch per window.
+        let x = Tensor::ones([40, 40], DType::F32, dev).unwrap();
+        dev.sync().unwrap();
+        let before = dev.stats().dispatches;
+        x.t().add_scalar_(1.0).unwrap();
+        dev.sync().unwrap();
+        let windows = dev.stats().dispatches - before;
+        assert!(windows >= 13, "{name}: {windows} dispatches");
+        assert_eq!(
+            x.sum(.., false)
+                .err()
+                .map(|e| e.to_string().contains("binding")),
+            Some(true)
+        );
+    }
+}
+
+/// Values that stay exact in f16: small integers.
+fn values(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7 + seed * 13) % 23) as f32 - 11.0)
+        .collect()
+}
+
+/// An elementwise program over views of two tensors of `dims`, on `dev`:
+/// transposed, reversed, stepped, offset and broadcast operands, a fused
+/// chain, a cast, in-place writes through views (one reading its own
+/// storage), a fill and a copy; returns every result as f32.
+fn program(dev: &Device, dims: [usize; 2], dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
+    let [r, c] = dims;
+    let a = Tensor::from_vec(values(r * c, 1), [r, c], dev)?.to_dtype(dtype)?;
+    let b = Tensor::from_vec(values(c * r, 2), [c, r], dev)?.to_dtype(dtype)?;
+    let row = Tensor::from_vec(values(c, 3), [c], dev)?.to_dtype(dtype)?;
+    let mut out = Vec::new();
+    let read = |t: &Tensor| -> webtensor::Result<Vec<f32>> { t.to_dtype(DType::F32)?.to_vec() };
+    // Contiguous + transposed, then a fused chain with a broadcast row.
+    let sum = a.add(&b.t())?;
+    out.push(read(&sum)?);
+    let chain = sum.mul_scalar(3.0)?.sub(&row)?.abs()?.maximum_scalar(2.0)?;
+    out.push(read(&chain)?);
+    // Reversed and stepped views, offset into the far end.
+    let flipped = a.slice(s![..;-1, 1..;2])?;
+    out.push(read(&flipped.mul(&b.t().slice(s![..;-1, 1..;2])?)?)?);
+    out.push(read(&a.slice(s![r / 2.., c / 3..])?.neg()?)?);
+    // A cast to u8 and back (values shifted into range).
+    out.push(read(
+        &a.add_scalar(11.0)?
+            .to_dtype(DType::U8)?
+            .to_dtype(DType::F32)?,
+    )?);
+    // In place through views: a transposed self-read and a stepped fill.
+    let d = a.contiguous()?;
+    if r == c {
+        d.add_(&d.t().contiguous()?)?;
+    } else {
+        d.add_(&b.t())?;
+    }
+    d.slice(s![1..;3, ..;-2])?.fill_(7.0)?;
+    d.slice(s![.., c / 2..])?.mul_scalar_(-1.0)?;
+    // Reads of the destination's own buffer far from the write (through a
+    // temporary) and close to it (one window).
+    let k = (r / 2).max(1);
+    d.slice(s![..k, ..])?.add_(&d.slice(s![r - k.., ..;-1])?)?;
+    d.slice(s![.., 1..])?
+        .sub_(&d.slice(s![.., ..c - 1])?.maximum_scalar(0.0)?)?;
+    out.push(read(&d)?);
+    // A copy of a transposed view into a fresh tensor, and a where.
+    out.push(read(&b.t().contiguous()?)?);
+    let mask = a.gt(&b.t())?;
+    out.push(read(&Tensor::where_cond(
+        &mask,
+        &a,
+        &row.broadcast_to([r, c])?,
+    )?)?);
+    Ok(out)
+}
+
+#[test]
+fn elementwise_ops_in_windows_match_the_cpu() {
+    let cpu = Device::cpu();
+    for dims in [[40, 40], [37, 61], [1, 700], [300, 3], [64, 65]] {
+        for dtype in [DType::F32, DType::F16, DType::I32] {
+            let want = program(&cpu, dims, dtype).unwrap();
+            for (name, dev) in capped() {
+                let got = program(dev, dims, dtype).unwrap();
+                assert_eq!(got, want, "{name}, {dims:?} {dtype}");
+            }
+        }
+    }
+}
+
+#[test]
+fn u8_and_bool_in_windows_match_the_cpu() {
+    let cpu = Device::cpu();
+    let run = |dev: &Device| -> webtensor::Result<(Vec<u8>, Vec<bool>)> {
+        let x = Tensor::from_vec(
+            (0..3000u32)
+                .map(|i| (i * 37 % 251) as u8)
+                .collect::<Vec<_>>(),
+            [50, 60],
+            dev,
+        )?;
+        let y = x.t().slice(s![..;-1, 3..])?.add_scalar(3)?;
+        x.slice(s![10.., ..;7])?.fill_(1)?;
+        let z = y.gt(&x.t().slice(s![..;-1, 3..])?)?.logical_not()?;
+        Ok((y.contiguous()?.to_vec()?, z.to_vec()?))
+    };
+    let want = run(&cpu).unwrap();
+    for (name, dev) in capped() {
+        assert_eq!(run(dev).unwrap(), want, "{name}");
+    }
+}
+
+#[test]
+fn other_ops_refuse_tensors_over_a_binding_naming_the_op() {
+    for (name, dev) in capped() {
+        let x = Tensor::ones([64, 64], DType::F32, dev).unwrap();
+        let checks: [(&str, webtensor::Result<Tensor>); 3] = [
+            ("sum", x.sum(.., false)),
+            ("matmul", x.matmul(&x)),
+            ("cumsum", x.cumsum(0)),
+        ];
+        for (op, r) in checks {
+            match r.and_then(|t| t.to_vec::<f32>().map(|_| t)) {
+                Err(Error::TooLarge { op: got, what, .. }) => {
+                    assert!(what.contains("binding"), "{name} {op}: {what}");
+                    assert!(!got.is_empty(), "{name} {op}");
+                }
+                other => panic!("{name} {op}: expected TooLarge, got {other:?}"),
+            }
+        }
+        // Small tensors on the same device still run everything.
+        let small = Tensor::ones([4, 4], DType::F32, dev).unwrap();
+        assert_eq!(small.sum(.., false).unwrap().item::<f32>().unwrap(), 16.0);
+    }
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+}
+
+/// One random elementwise step over the two slots.
+#[derive(Debug, Clone)]
+struct Step {
+    /// Which view of slot `src` to read: transposed, flipped, stepped.
+    view: u8,
+    op: u8,
+    scalar: i8,
+    /// Write in place through a view of slot 0 instead of replacing slot 1.
+    in_place: bool,
+}
+
+fn apply(slots: &mut [Tensor; 2], step: &Step) -> webtensor::Result<()> {
+    let [a, b] = &*slots;
+    let view = |t: &Tensor| -> webtensor::Result<Tensor> {
+        match step.view % 4 {
+            0 => Ok(t.clone()),
+            1 => Ok(t.t()),
+            2 => t.flip(&[0]),
+            _ => t.flip(&[1]),
+        }
+    };
+    let x = view(b)?;
+    let s = f64::from(step.scalar);
+    let r = match step.op % 5 {
+        0 => a.add(&x)?,
+        1 => a.sub(&x)?.mul_scalar(s)?,
+        2 => a.maximum(&x)?.add_scalar(s)?,
+        3 => x.abs()?.minimum_scalar(40.0)?,
+        _ => a.mul(&x)?.clamp(-50.0, 50.0)?,
+    };
+    if step.in_place {
+        let target = if step.view.is_multiple_of(2) {
+            a.clone()
+        } else {
+            a.t()
+        };
+        target.assign(&r.t().t())?;
+        target.slice(s![..;2, 1..])?.add_scalar_(s)?;
+    } else {
+        slots[1] = r;
+    }
+    Ok(())
+}
+
+fn chain(dev: &Device, n: usize, steps: &[Step]) -> Vec<f32> {
+    let mk = |seed| Tensor::from_vec(values(n * n, seed), [n, n], dev).unwrap();
+    let mut slots = [mk(4), mk(5)];
+    for step in steps {
+        apply(&mut slots, step).unwrap();
+    }
+    let [a, b] = &slots;
+    let mut v: Vec<f32> = a.to_vec().unwrap();
+    v.extend(b.to_vec::<f32>().unwrap());
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Random chains of elementwise ops through views, with handles
+    /// replaced (fusion folds the dropped ones), agree with the CPU on
+    /// every capped device.
+    #[test]
+    fn random_chains_in_windows_agree_with_the_cpu(
+        n in 9usize..48,
+        steps in prop::collection::vec(
+            (any::<u8>(), any::<u8>(), -3i8..4, any::<bool>())
+                .prop_map(|(view, op, scalar, in_place)| Step { view, op, scalar, in_place }),
+            1..12,
+        )
+    ) {
+        let want = chain(&Device::cpu(), n, &steps);
+        for (name, dev) in capped() {
+            prop_assert_eq!(&chain(dev, n, &steps), &want, "{}", name);
+        }
+    }
+}
+
+/// The default GPU device, when its binding is smaller than `bytes`.
+fn gpu_with_binding_below(bytes: u64) -> Option<Device> {
+    let dev = common::gpu()?;
+    let info = dev.info();
+    if info.max_storage_binding >= bytes || info.max_buffer_size < bytes {
+        // An adapter binding this much at once (or unable to hold it) has
+        // nothing to split; lavapipe binds 128 MiB and holds far more.
+        eprintln!("skipped: {info} binds {bytes} bytes at once or cannot hold them");
+        return None;
+    }
+    Some(dev)
+}
+
+/// 200 MiB of f32 on lavapipe (128 MiB bindings): created, added to a
+/// transposed view, run through a fused chain, sliced at the far end and
+/// read back, all equal to the CPU.
+#[test]
+fn a_200_mib_f32_tensor_works_elementwise() {
+    let Some(dev) = gpu_with_binding_below(200 << 20) else {
+        return;
+    };
+    let n = 7240; // 7240^2 * 4 bytes = 200 MiB
+    let base: Vec<f32> = (0..n * n).map(|i| (i % 1021) as f32).collect();
+    let a = Tensor::from_slice(&base, [n, n], &dev).unwrap();
+    let sum = a.add(&a.t()).unwrap();
+    let chain = sum
+        .mul_scalar(0.5)
+        .unwrap()
+        .sub_scalar(3.0)
+        .unwrap()
+        .abs()
+        .unwrap();
+    let far = chain
+        .slice(s![n - 3.., n - 5..])
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let want_at = |i: usize, j: usize| ((base[i * n + j] + base[j * n + i]) * 0.5 - 3.0).abs();
+    let mut k = 0;
+    for i in n - 3..n {
+        for j in n - 5..n {
+            assert_eq!(far[k], want_at(i, j), "[{i}, {j}]");
+            k += 1;
+        }
+    }
+    let all = chain.to_vec::<f32>().unwrap();
+    for i in (0..n).step_by(97) {
+        for j in (0..n).step_by(89) {
+            assert_eq!(all[i * n + j], want_at(i, j), "[{i}, {j}]");
+        }
+    }
+    // The whole first and last rows, across every window.
+    for j in 0..n {
+        assert_eq!(all[j], want_at(0, j));
+        assert_eq!(all[(n - 1) * n + j], want_at(n - 1, j));
+    }
+}
+
+/// 600 MiB of u8 and 300 MiB of f16 (packed and native): created, cast,
+/// written in place at the far end and read back.
+#[test]
+fn a_600_mib_u8_tensor_and_a_300_mib_f16_tensor_work_elementwise() {
+    let Some(dev) = gpu_with_binding_below(300 << 20) else {
+        return;
+    };
+    let n = 600 << 20;
+    let x = Tensor::zeros([n], DType::U8, &dev).unwrap();
+    x.slice(s![n - 10..]).unwrap().fill_(9).unwrap();
+    x.slice(s![..;(1 << 20)]).unwrap().add_scalar_(5).unwrap();
+    let v: Vec<u8> = x.to_vec().unwrap();
+    for (i, &got) in v.iter().enumerate() {
+        let want = u8::from(i % (1 << 20) == 0) * 5 + if i >= n - 10 { 9 } else { 0 };
+        assert_eq!(got, want, "u8 element {i}");
+    }
+    drop(v);
+    drop(x);
+    for dev in [dev].into_iter().chain(common::gpu_packed_f16()) {
+        let m = 150 << 20;
+        let h = Tensor::ones([m], DType::F16, &dev).unwrap();
+        h.slice(s![..;-3]).unwrap().mul_scalar_(-2.0).unwrap();
+        let f = h.slice(s![m - 6..]).unwrap().to_dtype(DType::F32).unwrap();
+        let got: Vec<f32> = f.to_vec().unwrap();
+        let want: Vec<f32> = (m - 6..m)
+            .map(|i| if (m - 1 - i) % 3 == 0 { -2.0 } else { 1.0 })
+            .collect();
+        assert_eq!(got, want, "{}", dev.info());
+    }
+}
