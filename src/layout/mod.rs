@@ -17,7 +17,7 @@ mod windows_tests;
 
 pub(crate) use plan::{IterPlan, dense_layout_like};
 pub(crate) use views::normalize_axis;
-pub(crate) use windows::{Window, WindowOperand, split_into_windows};
+pub(crate) use windows::{Window, WindowOperand, split_into_windows, window_of};
 
 use crate::error::{Error, Result};
 use crate::shape::{DimVec, Shape};

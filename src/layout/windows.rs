@@ -45,7 +45,7 @@ pub(crate) struct Block {
 
 /// The window of a binding covering elements `lo..=hi` of `element_bytes`
 /// each, starting at a multiple of `align` and ending on a 4-byte word.
-fn window_of(lo: usize, hi: usize, element_bytes: u64, align: u64) -> Window {
+pub(crate) fn window_of(lo: usize, hi: usize, element_bytes: u64, align: u64) -> Window {
     let offset = (lo as u64 * element_bytes) / align * align;
     let end = ((hi as u64 + 1) * element_bytes).next_multiple_of(4);
     Window {

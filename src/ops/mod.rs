@@ -9,6 +9,7 @@ mod elementwise;
 mod indexing;
 mod join;
 pub(crate) mod kinds;
+mod large;
 mod matmul;
 mod norm;
 mod operators;

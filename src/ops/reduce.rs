@@ -108,6 +108,9 @@ impl Tensor {
         }
         let rank = self.rank();
         let mask = axes.mask(op_name, self.rank())?;
+        if let Some(cut) = self.binding_cut() {
+            return self.reduce_in_parts(op_name, op, &mask, keepdim, out_dtype, mean, cut);
+        }
         let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
         let order: SmallVec<[isize; MAX_RANK]> = kept
             .iter()
@@ -142,6 +145,76 @@ impl Tensor {
             .map(|k| if mask[k] { 1 } else { self.dims()[k] })
             .collect();
         out.reshape(kept_dims)
+    }
+
+    /// A reduction over a GPU view spanning more than one storage binding,
+    /// as reductions of the parts of `cut` joined. Along a kept axis the
+    /// parts' results are concatenated. Along a reduced axis they are
+    /// stacked on a new last axis (contiguous per output, so that this
+    /// second reduction needs no cut along it) and reduced again, a mean
+    /// as a sum divided by the count. An arg reduction across a cut would
+    /// need the parts' offsets: refused.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_in_parts(
+        &self,
+        op_name: &'static str,
+        op: ReduceOp,
+        mask: &[bool; MAX_RANK],
+        keepdim: bool,
+        out_dtype: DType,
+        mean: bool,
+        cut: super::large::Cut,
+    ) -> Result<Tensor> {
+        let rank = self.rank();
+        let reduced: SmallVec<[isize; MAX_RANK]> =
+            (0..rank).filter(|&k| mask[k]).map(|k| k as isize).collect();
+        let axes = Axes::List(reduced.clone());
+        let parts = self.cut_parts(cut)?;
+        let out_dims: Vec<usize> = (0..rank)
+            .filter(|&k| keepdim || !mask[k])
+            .map(|k| if mask[k] { 1 } else { self.dims()[k] })
+            .collect();
+        if !mask[cut.axis] {
+            let results = parts
+                .iter()
+                .map(|p| p.reduce_into(op_name, op, &axes, true, out_dtype, mean))
+                .collect::<Result<Vec<_>>>()?;
+            let joined = Tensor::concat(&results.iter().collect::<Vec<_>>(), cut.axis as isize)?;
+            return joined.reshape(out_dims);
+        }
+        if op.is_arg() {
+            let (lo, hi) = self.layout().span().unwrap_or((0, 0));
+            return Err(Error::TooLarge {
+                op: op_name,
+                what: "bytes the reduced axis spans in one storage binding (an arg reduction is not split along it)",
+                requested: ((hi - lo + 1) * self.dtype().size_in_bytes()) as u64,
+                limit: self.device().info().max_storage_binding,
+            });
+        }
+        let results = parts
+            .iter()
+            .map(|p| p.reduce_into(op_name, op, &axes, true, out_dtype, false))
+            .collect::<Result<Vec<_>>>()?;
+        let results: Vec<&Tensor> = results.iter().collect();
+        let (joined, again) = if rank < MAX_RANK {
+            let mut again = reduced;
+            again.push(rank as isize);
+            (Tensor::stack(&results, rank as isize)?, again)
+        } else {
+            // No axis left to stack on: joined along the cut axis instead.
+            (Tensor::concat(&results, cut.axis as isize)?, reduced)
+        };
+        let total = joined
+            .reduce_into(op_name, op, &Axes::List(again), true, out_dtype, false)?
+            .reshape(out_dims)?;
+        if !mean {
+            return Ok(total);
+        }
+        let count: usize = (0..rank)
+            .filter(|&k| mask[k])
+            .map(|k| self.dims()[k])
+            .product();
+        total.div_scalar(count as f64)
     }
 
     /// Checks that every output of a reduction over `axes` covers at least

@@ -3,10 +3,11 @@
 //! families (reductions, matmul), which run as recorded.
 
 use super::kernel::pipeline::Pipeline;
-use crate::backend::Storage;
+use super::storage::element_bytes;
+use crate::backend::{Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, Window, window_of};
 use crate::ops::kinds::Kernel;
 use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
@@ -93,6 +94,8 @@ pub(crate) struct Bound {
     /// True for the device's fault record: recording the kernel arms the
     /// record's copy at the next flush (see `faults.rs`).
     pub fault_record: bool,
+    /// The bytes bound, when not the whole buffer (see [`Bound::view`]).
+    pub window: Option<Window>,
 }
 
 impl Bound {
@@ -122,7 +125,53 @@ impl Bound {
             buffer_id: s.buffer_id(),
             writes,
             fault_record: false,
+            window: None,
         })
+    }
+
+    /// The bytes of `t`'s buffer that its layout touches, bound for
+    /// reading or (with `writes`) writing, and its layout counted from the
+    /// first byte bound: the whole buffer when it fits one storage binding,
+    /// else a window of it (an op over a view of a tensor larger than one
+    /// binding).
+    ///
+    /// # Errors
+    /// As [`Bound::new`]; `Error::TooLarge` naming `op` when the view itself
+    /// spans more than one binding.
+    pub fn view(op: &'static str, t: &TensorRef<'_>, writes: bool) -> Result<(Bound, Layout)> {
+        let Storage::Gpu(s) = &**t.storage else {
+            return Err(Error::internal(op, "operand is not on the GPU"));
+        };
+        let facts = &s.ctx.facts;
+        let limit = facts.max_storage_binding;
+        if s.buffer().size() <= limit {
+            return Ok((Bound::new(op, t.storage, writes)?, t.layout.clone()));
+        }
+        let bytes = element_bytes(s.dtype) as u64;
+        let (lo, hi) = t.layout.span().unwrap_or((0, 0));
+        let window = window_of(lo, hi, bytes, u64::from(facts.storage_align));
+        if window.size > limit {
+            return Err(Error::TooLarge {
+                op,
+                what: "bytes one operand view spans in one storage binding (this op does not split it)",
+                requested: window.size,
+                limit,
+            });
+        }
+        let l = &t.layout;
+        let shift = (window.offset / bytes) as usize;
+        let layout = Layout::from_parts(l.shape().clone(), l.strides().into(), l.offset() - shift);
+        Ok((
+            Bound {
+                storage: Arc::downgrade(t.storage),
+                buffer: s.buffer().clone(),
+                buffer_id: s.buffer_id(),
+                writes,
+                fault_record: false,
+                window: Some(window),
+            },
+            layout,
+        ))
     }
 }
 

@@ -60,6 +60,7 @@ impl Faults {
             buffer_id: FAULT_BUFFER_ID,
             writes: true,
             fault_record: true,
+            window: None,
         }
     }
 

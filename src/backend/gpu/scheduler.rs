@@ -202,7 +202,10 @@ impl Scheduler {
                         buffers: k
                             .bindings
                             .iter()
-                            .map(|b| Binding::whole(&b.buffer))
+                            .map(|b| Binding {
+                                buffer: b.buffer.clone(),
+                                window: b.window,
+                            })
                             .collect(),
                         offset,
                         groups: k.groups,

@@ -5,6 +5,7 @@ use super::faults::FAULT_BYTES;
 use super::pool::{BufferKind, PooledBuffer};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
+use crate::layout::window_of;
 use std::sync::Arc;
 
 /// Bytes one element occupies in a device buffer.
@@ -161,6 +162,26 @@ impl GpuStorage {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Bytes one storage binding holds on this device.
+    pub fn binding_limit(&self) -> u64 {
+        self.ctx.facts.max_storage_binding
+    }
+
+    /// True when elements `lo..=hi` can be bound at once: the buffer fits
+    /// one storage binding, or the aligned window over them does.
+    pub fn window_fits(&self, lo: usize, hi: usize) -> bool {
+        let limit = self.binding_limit();
+        self.buffer().size() <= limit
+            || window_of(
+                lo,
+                hi,
+                element_bytes(self.dtype) as u64,
+                u64::from(self.ctx.facts.storage_align),
+            )
+            .size
+                <= limit
     }
 
     /// Reads elements `start..start + count` back to the host as raw bytes

@@ -20,7 +20,7 @@ use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{ReduceCall, Storage};
+use crate::backend::{ReduceCall, Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -295,6 +295,18 @@ struct Stage {
 /// scratch buffers; `TooLarge` for a grid over the device's limit.
 pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     let ctx = &out.ctx;
+    // A view of a tensor larger than one binding binds just its window.
+    let (src, input) = Bound::view("reduce", &call.input, false)?;
+    let call = &ReduceCall {
+        op: call.op,
+        input: TensorRef {
+            layout: input,
+            ..call.input.clone()
+        },
+        kept: call.kept,
+        out: call.out.clone(),
+        mean: call.mean,
+    };
     let kept = call.kept_layout();
     let reduced = call.reduced_layout();
     let outputs = kept.numel();
@@ -312,7 +324,6 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         group,
         native_f16: ctx.facts.native_f16,
     };
-    let src = Bound::new("reduce", call.input.storage, false)?;
     let dst = Bound::new("reduce", call.out.storage, true)?;
     // Across the fast axis, one thread per output (and split) reads
     // coalesced; otherwise one workgroup per output (and split) does.
