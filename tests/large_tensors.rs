@@ -220,6 +220,34 @@ fn reductions_of_views_over_many_bindings_match_the_cpu() {
     }
 }
 
+/// Scans and joins over views spanning many bindings: cut across the
+/// lines, or along them with each part carrying on from the one before.
+fn scans_and_joins(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
+    let x = Tensor::from_vec(values(40 * 50, 8), [40, 50], dev)?.to_dtype(dtype)?;
+    let read = |t: Tensor| -> webtensor::Result<Vec<f32>> { t.to_dtype(DType::F32)?.to_vec() };
+    let mut out = Vec::new();
+    for view in [x.clone(), x.t(), x.slice(s![..;-1, 1..;3])?] {
+        out.push(read(view.cumsum(0)?)?);
+        out.push(read(view.cumsum(1)?)?);
+        let small = view.abs()?.minimum_scalar(2.0)?.maximum_scalar(1.0)?;
+        out.push(read(small.cumprod(1)?)?);
+        out.push(read(Tensor::concat(&[&view, &view.flip(&[0])?], 0)?)?);
+        out.push(read(Tensor::stack(&[&view, &view], 1)?)?);
+    }
+    Ok(out)
+}
+
+#[test]
+fn scans_and_joins_over_many_bindings_match_the_cpu() {
+    let cpu = Device::cpu();
+    for dtype in [DType::F32, DType::I32, DType::U8] {
+        let want = scans_and_joins(&cpu, dtype).unwrap();
+        for (name, dev) in capped() {
+            assert_eq!(scans_and_joins(dev, dtype).unwrap(), want, "{name} {dtype}");
+        }
+    }
+}
+
 #[test]
 fn ops_that_do_not_split_refuse_naming_the_op() {
     for (name, dev) in capped() {
@@ -227,7 +255,7 @@ fn ops_that_do_not_split_refuse_naming_the_op() {
         let checks: [(&str, webtensor::Result<Tensor>); 3] = [
             ("argmax", x.argmax(.., false)),
             ("matmul", x.matmul(&x)),
-            ("cumsum", x.cumsum(0)),
+            ("softmax", x.softmax(0)),
         ];
         for (op, r) in checks {
             match r.and_then(|t| t.to_vec::<f32>().map(|_| t)) {

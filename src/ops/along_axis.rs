@@ -42,7 +42,7 @@ impl Tensor {
         let last = self.rank() as isize - 1;
         let input = t.with_layout(t.layout().transpose(axis as isize, last)?);
         let dest = out.with_layout(out.layout().transpose(axis as isize, last)?);
-        scan_lines(op, &input, &dest)?;
+        scan_in_parts(op, &input, &dest)?;
         Ok(out)
     }
 
@@ -151,6 +151,30 @@ const SCAN_BLOCK: usize = 4096;
 ///
 /// # Errors
 /// As [`scan`] and the in-place ops.
+/// [`scan_lines`] over GPU views spanning more than one storage binding,
+/// cut into parts that fit one (see `ops/large.rs`): parts across the
+/// lines are scanned on their own; parts along the lines in order, each
+/// then combined with the last value of the part before it.
+fn scan_in_parts(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
+    let Some(cut) = input.binding_cut().or_else(|| dest.binding_cut()) else {
+        return scan_lines(op, input, dest);
+    };
+    let last = input.rank() - 1;
+    let outs = dest.cut_parts(cut)?;
+    for (k, (i, o)) in input.cut_parts(cut)?.iter().zip(&outs).enumerate() {
+        scan_in_parts(op, i, o)?;
+        if cut.axis == last && k > 0 {
+            let before = &outs[k - 1];
+            let carry = before.narrow(last as isize, before.dims()[last] - 1, 1)?;
+            match op {
+                ScanOp::Sum => o.add_(&carry)?,
+                ScanOp::Prod => o.mul_(&carry)?,
+            }
+        }
+    }
+    Ok(())
+}
+
 fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
     let length = input.dims().last().copied().unwrap_or(1);
     let blocked =

@@ -83,6 +83,7 @@ impl RecordedOp {
 }
 
 /// A storage buffer bound to a kernel command.
+#[derive(Clone)]
 pub(crate) struct Bound {
     /// Identity and liveness of the storage, as for elementwise operands.
     pub storage: Weak<Storage>,

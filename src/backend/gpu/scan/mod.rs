@@ -15,7 +15,7 @@ use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{ScanCall, lines};
+use crate::backend::{ScanCall, TensorRef, lines};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::ops::kinds::ScanOp;
@@ -108,6 +108,20 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
 /// lines than one dispatch can cover.
 pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     let ctx = &out.ctx;
+    // Views of tensors larger than one binding bind just their windows.
+    let (src, input) = Bound::view("scan", &call.input, false)?;
+    let (dst, dest) = Bound::view("scan", &call.out, true)?;
+    let call = &ScanCall {
+        op: call.op,
+        input: TensorRef {
+            layout: input,
+            ..call.input.clone()
+        },
+        out: TensorRef {
+            layout: dest,
+            ..call.out.clone()
+        },
+    };
     let (src_lines, src_step) = lines(&call.input);
     let (dst_lines, dst_step) = lines(&call.out);
     let (lines, length) = (src_lines.numel(), call.length());
@@ -155,10 +169,7 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
             ("webtensor scan", entry, ScanParams::SIZE),
             || scan_source(&source_key),
             params.bytes(),
-            smallvec![
-                Bound::new("scan", call.input.storage, false)?,
-                Bound::new("scan", call.out.storage, true)?,
-            ],
+            smallvec![src.clone(), dst.clone()],
             [groups[0], groups[1], 1],
         )?;
     }
