@@ -105,11 +105,7 @@ impl Tensor {
             self.dtype(),
             self.device().clone(),
         );
-        matmul(&MatmulCall {
-            a: a.kernel_ref(a.layout().clone())?,
-            b: b.kernel_ref(b.layout().clone())?,
-            out: out.kernel_ref(out.layout().clone())?,
-        })?;
+        matmul_in_parts(&a, &b, &out)?;
         let mut out = out;
         if other.rank() == 1 {
             out = out.squeeze_axis(-1)?;
@@ -155,4 +151,73 @@ impl Tensor {
         }
         self.unsqueeze(1)?.mul(&other.unsqueeze(0)?)
     }
+}
+
+/// `out = a @ b` (operands already broadcast to one batch shape), cut
+/// into products of parts that each fit one storage binding when a GPU
+/// view spans more (see `ops/large.rs`): batches, rows of `a` and `out`,
+/// columns of `b` and `out` are written part by part into views of `out`;
+/// parts of the inner dimension are multiplied into a fresh tensor and
+/// added to `out` after the first.
+fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    let r = out.rank();
+    // (operand, its cut) of the first operand needing one.
+    let cut = [a, b, out]
+        .into_iter()
+        .enumerate()
+        .find_map(|(k, t)| t.binding_cut().map(|c| (k, c)));
+    let Some((operand, cut)) = cut else {
+        return matmul(&MatmulCall {
+            a: a.kernel_ref(a.layout().clone())?,
+            b: b.kernel_ref(b.layout().clone())?,
+            out: out.kernel_ref(out.layout().clone())?,
+        });
+    };
+    // Which of batch, m, k, n the cut axis is.
+    let along = |axis: usize| super::large::Cut {
+        axis,
+        parts: cut.parts,
+    };
+    let (m_axis, n_axis) = (r - 2, r - 1);
+    let inner = (operand == 0 && cut.axis == n_axis) || (operand == 1 && cut.axis == m_axis);
+    if inner {
+        let a_parts = a.cut_parts(along(n_axis))?;
+        let b_parts = b.cut_parts(along(m_axis))?;
+        for (k, (ap, bp)) in a_parts.iter().zip(&b_parts).enumerate() {
+            if k == 0 {
+                matmul_in_parts(ap, bp, out)?;
+            } else {
+                let part =
+                    Tensor::empty_dense(out.shape().clone(), out.dtype(), out.device(), "matmul")?;
+                matmul_in_parts(ap, bp, &part)?;
+                out.add_(&part)?;
+            }
+        }
+        return Ok(());
+    }
+    // Batches cut all three; rows cut a and out; columns cut b and out.
+    let (a_cut, b_cut) = match cut.axis {
+        x if x < m_axis => (Some(x), Some(x)),
+        x if x == m_axis && operand != 1 => (Some(m_axis), None),
+        _ => (None, Some(n_axis)),
+    };
+    let out_axis = if cut.axis < m_axis {
+        cut.axis
+    } else if a_cut == Some(m_axis) {
+        m_axis
+    } else {
+        n_axis
+    };
+    let outs = out.cut_parts(along(out_axis))?;
+    let pieces = |t: &Tensor, axis: Option<usize>| -> Result<Vec<Tensor>> {
+        match axis {
+            Some(x) => t.cut_parts(along(x)),
+            None => Ok(vec![t.clone(); outs.len()]),
+        }
+    };
+    let (a_parts, b_parts) = (pieces(a, a_cut)?, pieces(b, b_cut)?);
+    for ((ap, bp), op) in a_parts.iter().zip(&b_parts).zip(&outs) {
+        matmul_in_parts(ap, bp, op)?;
+    }
+    Ok(())
 }

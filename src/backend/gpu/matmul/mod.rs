@@ -144,6 +144,25 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
 /// output's rows or columns need more workgroups than the device allows.
 pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
     let ctx = &out.ctx;
+    // Views of tensors larger than one binding bind just their windows.
+    let (a, a_layout) = Bound::view("matmul", &call.a, false)?;
+    let (b, b_layout) = Bound::view("matmul", &call.b, false)?;
+    let (c, c_layout) = Bound::view("matmul", &call.out, true)?;
+    let bound = [a, b, c];
+    let call = &MatmulCall {
+        a: TensorRef {
+            layout: a_layout,
+            ..call.a.clone()
+        },
+        b: TensorRef {
+            layout: b_layout,
+            ..call.b.clone()
+        },
+        out: TensorRef {
+            layout: c_layout,
+            ..call.out.clone()
+        },
+    };
     let (m, k, n) = call.dims();
     let batch = MatmulCall::batch_layout(&call.out);
     let batches = batch.numel();
@@ -155,7 +174,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
     if choice == MatmulTile::Auto && (m == 1 || n == 1) {
         let gemv = Gemv::of(call, m, n);
         if n.max(m).div_ceil(gemv::outputs_per_group(gemv.along_k)) <= max {
-            return gemv.record(out, call, k, batches);
+            return gemv.record(out, call, &bound, k, batches);
         }
     }
     let tiling = Tiling::choose(choice, m, n, batches);
@@ -175,13 +194,15 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         out,
         Kernel::Tiled(tiling),
         [&call.a, &call.b, &call.out],
+        [&bound[0], &bound[1], &bound[2]],
         [groups[0] as u32, groups[1] as u32],
         [batches, k],
         |k, start| params(call, [m, n], k, start),
     )
 }
 
-/// Records `kernel` over `operands` (bindings 1, 2 and the output) on a
+/// Records `kernel` over `operands` (bindings 1, 2 and the output, bound
+/// as `bound`) on a
 /// grid of `groups` per batch: one dispatch per 65535 batches and slice of
 /// k (`extents` = [batches, k]); the slices of one batch range run in
 /// order, each after the first adding to the output. `params` gives the
@@ -190,6 +211,7 @@ fn record_slices(
     out: &GpuStorage,
     kernel: Kernel,
     operands: [&TensorRef; 3],
+    bound: [&Bound; 3],
     groups: [u32; 2],
     [batches, k]: [usize; 2],
     params: impl Fn(Range<usize>, usize) -> MatmulParams,
@@ -202,10 +224,7 @@ fn record_slices(
     };
     for batch_range in slices(batches, ctx.facts.max_workgroups_per_dim as usize) {
         for k_range in slices(k, K_SLICE) {
-            let mut bindings = SmallVec::new();
-            for (t, writes) in operands.iter().zip([false, false, true]) {
-                bindings.push(Bound::new("matmul", t.storage, writes)?);
-            }
+            let bindings: SmallVec<[Bound; 4]> = bound.iter().map(|&b| b.clone()).collect();
             record_kernel(
                 ctx,
                 &key,
@@ -256,11 +275,18 @@ impl Gemv {
     }
 
     /// Records the product.
-    fn record(&self, out: &GpuStorage, call: &MatmulCall, k: usize, batches: usize) -> Result<()> {
-        let (a, x) = if self.swapped {
-            (&call.b, &call.a)
+    fn record(
+        &self,
+        out: &GpuStorage,
+        call: &MatmulCall,
+        bound: &[Bound; 3],
+        k: usize,
+        batches: usize,
+    ) -> Result<()> {
+        let ((a, x), (a_bound, x_bound)) = if self.swapped {
+            ((&call.b, &call.a), (&bound[1], &bound[0]))
         } else {
-            (&call.a, &call.b)
+            ((&call.a, &call.b), (&bound[0], &bound[1]))
         };
         let groups = self.outputs.div_ceil(gemv::outputs_per_group(self.along_k));
         let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
@@ -268,6 +294,7 @@ impl Gemv {
             out,
             Kernel::Gemv,
             [a, x, &call.out],
+            [a_bound, x_bound, &bound[2]],
             [groups as u32, 1],
             [batches, k],
             |k, start| MatmulParams {
