@@ -283,8 +283,15 @@ fn products_over_many_bindings_match_the_cpu() {
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(g.len(), w.len(), "{name} {dtype} product {k}");
                 for (x, y) in g.iter().zip(w) {
-                    let tol = if dtype == DType::F16 { 0.02 * y.abs().max(1.0) } else { 1e-4 };
-                    assert!((x - y).abs() <= tol, "{name} {dtype} product {k}: {x} vs {y}");
+                    let tol = if dtype == DType::F16 {
+                        0.02 * y.abs().max(1.0)
+                    } else {
+                        1e-4
+                    };
+                    assert!(
+                        (x - y).abs() <= tol,
+                        "{name} {dtype} product {k}: {x} vs {y}"
+                    );
                 }
             }
         }
@@ -512,8 +519,12 @@ fn a_200_mib_f32_tensor_works() {
     let right: Vec<f32> = wt.t().matmul(&a).unwrap().to_vec().unwrap();
     for i in (0..n).step_by(53) {
         for c in 0..2 {
-            let l: f64 = (0..n).map(|j| base[i * n + j] as f64 * w[j * 2 + c] as f64).sum();
-            let r: f64 = (0..n).map(|j| w[j * 2 + c] as f64 * base[j * n + i] as f64).sum();
+            let l: f64 = (0..n)
+                .map(|j| base[i * n + j] as f64 * w[j * 2 + c] as f64)
+                .sum();
+            let r: f64 = (0..n)
+                .map(|j| w[j * 2 + c] as f64 * base[j * n + i] as f64)
+                .sum();
             close(left[i * 2 + c], l, &format!("(a @ w)[{i}, {c}]"));
             close(right[c * n + i], r, &format!("(w.t @ a)[{c}, {i}]"));
         }
@@ -521,7 +532,7 @@ fn a_200_mib_f32_tensor_works() {
 }
 
 /// 600 MiB of u8 and 300 MiB of f16 (packed and native): created, cast,
-/// written in place at the far end and read back.
+/// written in place at the far end, summed and read back.
 #[test]
 fn a_600_mib_u8_tensor_and_a_300_mib_f16_tensor_work_elementwise() {
     let Some(dev) = gpu_with_binding_below(300 << 20) else {
@@ -532,11 +543,30 @@ fn a_600_mib_u8_tensor_and_a_300_mib_f16_tensor_work_elementwise() {
     x.slice(s![n - 10..]).unwrap().fill_(9).unwrap();
     x.slice(s![..;(1 << 20)]).unwrap().add_scalar_(5).unwrap();
     let v: Vec<u8> = x.to_vec().unwrap();
-    for (i, &got) in v.iter().enumerate() {
-        let want = u8::from(i % (1 << 20) == 0) * 5 + if i >= n - 10 { 9 } else { 0 };
-        assert_eq!(got, want, "u8 element {i}");
+    // Each MiB: a 5, then zeros (compared as slices: memcmp, fast in debug).
+    let zeros = vec![0u8; 1 << 20];
+    for (k, mib) in v.chunks(1 << 20).enumerate() {
+        assert_eq!(mib[0], 5, "u8 element {}", k << 20);
+        let rest = if k == 599 {
+            &mib[1..mib.len() - 10]
+        } else {
+            &mib[1..]
+        };
+        assert!(rest == &zeros[..rest.len()], "MiB {k} holds stray values");
     }
+    assert_eq!(&v[n - 10..], &[9; 10]);
     drop(v);
+    // Sums across the windows, into u32.
+    let total: u32 = x.sum(.., false).unwrap().item().unwrap();
+    assert_eq!(total, 600 * 5 + 10 * 9);
+    let tail: Vec<u32> = x
+        .reshape([600, 1 << 20])
+        .unwrap()
+        .sum(1, false)
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    assert_eq!(&tail[598..], &[5, 5 + 90]);
     drop(x);
     for dev in [dev].into_iter().chain(common::gpu_packed_f16()) {
         let m = 150 << 20;
