@@ -148,10 +148,14 @@ pub(crate) struct ProgramLimits {
 }
 
 impl ProgramLimits {
-    /// True when a program of this size can be generated and bound.
+    /// True when a program of this size can be generated and bound. Each
+    /// operand may need a binding of its own (over a buffer larger than one
+    /// binding, see `windowed.rs`), which a device with fewer bindings than
+    /// `MAX_OPERANDS` must then have.
     pub fn fits(&self, operands: usize, bindings: usize, scalars: usize, nodes: usize) -> bool {
         operands <= MAX_OPERANDS
             && bindings <= self.bindings
+            && (self.bindings >= MAX_OPERANDS || operands <= self.bindings)
             && scalars <= MAX_SCALARS
             && nodes <= MAX_NODES
     }
