@@ -5,7 +5,7 @@ use crate::index::SliceItem;
 use proptest::prelude::*;
 
 /// Row-major index tuples of `dims`.
-fn all_indices(dims: &[usize]) -> Vec<Vec<usize>> {
+pub(super) fn all_indices(dims: &[usize]) -> Vec<Vec<usize>> {
     let mut out = vec![vec![]];
     for &d in dims {
         out = out

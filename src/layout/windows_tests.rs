@@ -3,26 +3,9 @@
 //! window fits the limit.
 
 use super::Layout;
+use super::tests::all_indices;
 use super::windows::{WindowOperand, split_into_windows};
 use proptest::prelude::*;
-
-/// Row-major index tuples of `dims`.
-fn all_indices(dims: &[usize]) -> Vec<Vec<usize>> {
-    let mut out = vec![vec![]];
-    for &d in dims {
-        out = out
-            .into_iter()
-            .flat_map(|p| {
-                (0..d).map(move |i| {
-                    let mut v = p.clone();
-                    v.push(i);
-                    v
-                })
-            })
-            .collect();
-    }
-    out
-}
 
 /// Splits and checks: the (position per operand) tuples over all blocks,
 /// mapped back through the windows, are the op's own, each once; windows

@@ -174,6 +174,25 @@ impl Bound {
             layout,
         ))
     }
+    /// [`Bound::view`] with `t` itself rebased: the operand a kernel of a
+    /// fixed-function family reads its layout from.
+    ///
+    /// # Errors
+    /// As [`Bound::view`].
+    pub fn view_ref<'a>(
+        op: &'static str,
+        t: &TensorRef<'a>,
+        writes: bool,
+    ) -> Result<(Bound, TensorRef<'a>)> {
+        let (bound, layout) = Self::view(op, t, writes)?;
+        Ok((
+            bound,
+            TensorRef {
+                layout,
+                ..t.clone()
+            },
+        ))
+    }
 }
 
 /// A dispatch whose pipeline, parameters and grid are fixed at recording:

@@ -145,24 +145,11 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
 pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
     let ctx = &out.ctx;
     // Views of tensors larger than one binding bind just their windows.
-    let (a, a_layout) = Bound::view("matmul", &call.a, false)?;
-    let (b, b_layout) = Bound::view("matmul", &call.b, false)?;
-    let (c, c_layout) = Bound::view("matmul", &call.out, true)?;
-    let bound = [a, b, c];
-    let call = &MatmulCall {
-        a: TensorRef {
-            layout: a_layout,
-            ..call.a.clone()
-        },
-        b: TensorRef {
-            layout: b_layout,
-            ..call.b.clone()
-        },
-        out: TensorRef {
-            layout: c_layout,
-            ..call.out.clone()
-        },
-    };
+    let (a_bound, a) = Bound::view_ref("matmul", &call.a, false)?;
+    let (b_bound, b) = Bound::view_ref("matmul", &call.b, false)?;
+    let (c_bound, c) = Bound::view_ref("matmul", &call.out, true)?;
+    let bound = [a_bound, b_bound, c_bound];
+    let call = &MatmulCall { a, b, out: c };
     let (m, k, n) = call.dims();
     let batch = MatmulCall::batch_layout(&call.out);
     let batches = batch.numel();

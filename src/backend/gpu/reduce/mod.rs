@@ -20,7 +20,7 @@ use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{ReduceCall, Storage, TensorRef};
+use crate::backend::{ReduceCall, Storage};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -296,13 +296,10 @@ struct Stage {
 pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     let ctx = &out.ctx;
     // A view of a tensor larger than one binding binds just its window.
-    let (src, input) = Bound::view("reduce", &call.input, false)?;
+    let (src, input) = Bound::view_ref("reduce", &call.input, false)?;
     let call = &ReduceCall {
         op: call.op,
-        input: TensorRef {
-            layout: input,
-            ..call.input.clone()
-        },
+        input,
         kept: call.kept,
         out: call.out.clone(),
         mean: call.mean,

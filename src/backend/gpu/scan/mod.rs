@@ -15,7 +15,7 @@ use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{ScanCall, TensorRef, lines};
+use crate::backend::{ScanCall, lines};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::ops::kinds::ScanOp;
@@ -109,18 +109,12 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
 pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     let ctx = &out.ctx;
     // Views of tensors larger than one binding bind just their windows.
-    let (src, input) = Bound::view("scan", &call.input, false)?;
-    let (dst, dest) = Bound::view("scan", &call.out, true)?;
+    let (src, input) = Bound::view_ref("scan", &call.input, false)?;
+    let (dst, out) = Bound::view_ref("scan", &call.out, true)?;
     let call = &ScanCall {
         op: call.op,
-        input: TensorRef {
-            layout: input,
-            ..call.input.clone()
-        },
-        out: TensorRef {
-            layout: dest,
-            ..call.out.clone()
-        },
+        input,
+        out,
     };
     let (src_lines, src_step) = lines(&call.input);
     let (dst_lines, dst_step) = lines(&call.out);
