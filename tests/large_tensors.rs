@@ -179,9 +179,17 @@ fn reductions(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
                 .maximum_scalar(1.0)?
                 .prod(1, false),
         )?);
-        // Along an axis a part holds whole (the cut goes across it).
-        if view.strides()[1].unsigned_abs() == 1 {
-            out.push(read(view.argmax(1, false))?);
+        out.push(read(view.argmax(1, false))?);
+        out.push(read(view.argmin(0, true))?);
+        // Over all of a view with a flat form; others are refused.
+        if view.is_contiguous() {
+            out.push(read(view.argmax(.., false))?);
+        } else if dev.info().kind == webtensor::DeviceKind::Gpu {
+            let r = view.argmax(.., false);
+            assert!(
+                matches!(r, Err(Error::TooLarge { op: "argmax", .. })),
+                "{r:?}"
+            );
         }
         if dtype != DType::I32 {
             out.push(read(view.mean(0, false))?);
@@ -303,9 +311,12 @@ fn ops_that_do_not_split_refuse_naming_the_op() {
     for (name, dev) in capped() {
         let x = Tensor::ones([64, 64], DType::F32, dev).unwrap();
         let checks: [(&str, webtensor::Result<Tensor>); 3] = [
-            ("argmax", x.argmax(.., false)),
             ("softmax", x.softmax(0)),
             ("sort", x.sort(0, false)),
+            (
+                "take",
+                Tensor::from_vec(vec![3i32, 1], [2], dev).and_then(|i| x.take(&i, 0)),
+            ),
         ];
         for (op, r) in checks {
             match r.and_then(|t| t.to_vec::<f32>().map(|_| t)) {
@@ -512,6 +523,26 @@ fn a_200_mib_f32_tensor_works() {
     );
     let max = a.slice(s![..;-1, 1..]).unwrap().max(0, false).unwrap();
     assert_eq!(max.to_vec::<f32>().unwrap().len(), n - 1);
+    // Arg reductions along rows and columns (cut along the reduced axis).
+    let first_max = |line: &mut dyn Iterator<Item = f32>| {
+        let v: Vec<f32> = line.collect();
+        let m = v.iter().cloned().fold(f32::MIN, f32::max);
+        v.iter().position(|&x| x == m).unwrap() as i32
+    };
+    let along_rows: Vec<i32> = a.argmax(1, false).unwrap().to_vec().unwrap();
+    let along_cols: Vec<i32> = a.argmax(0, false).unwrap().to_vec().unwrap();
+    for i in (0..n).step_by(97) {
+        assert_eq!(
+            along_rows[i],
+            first_max(&mut (0..n).map(|j| base[i * n + j])),
+            "row {i}"
+        );
+        assert_eq!(
+            along_cols[i],
+            first_max(&mut (0..n).map(|j| base[j * n + i])),
+            "column {i}"
+        );
+    }
     // A product with the large operand on either side.
     let w: Vec<f32> = (0..n * 2).map(|i| (i % 5) as f32 - 2.0).collect();
     let wt = Tensor::from_slice(&w, [n, 2], &dev).unwrap();

@@ -152,8 +152,8 @@ impl Tensor {
     /// parts' results are concatenated. Along a reduced axis they are
     /// stacked on a new last axis (contiguous per output, so that this
     /// second reduction needs no cut along it) and reduced again, a mean
-    /// as a sum divided by the count. An arg reduction across a cut would
-    /// need the parts' offsets: refused.
+    /// as a sum divided by the count. An arg reduction along a cut axis
+    /// combines its parts' values and indices (`arg_of_parts`).
     #[allow(clippy::too_many_arguments)]
     fn reduce_in_parts(
         &self,
@@ -182,28 +182,26 @@ impl Tensor {
             let joined = Tensor::concat(&results.iter().collect::<Vec<_>>(), cut.axis as isize)?;
             return joined.reshape(out_dims);
         }
-        if op.is_arg() {
+        if rank == MAX_RANK {
+            // No axis left to stack the parts' results on.
             let (lo, hi) = self.layout().span().unwrap_or((0, 0));
             return Err(Error::TooLarge {
                 op: op_name,
-                what: "bytes the reduced axis spans in one storage binding (an arg reduction is not split along it)",
+                what: "bytes a rank-8 view spans along its reduced axes (not split)",
                 requested: ((hi - lo + 1) * self.dtype().size_in_bytes()) as u64,
                 limit: self.device().info().max_storage_binding,
             });
+        }
+        if op.is_arg() {
+            return Self::arg_of_parts(op_name, op, &parts, cut.axis, out_dims);
         }
         let results = parts
             .iter()
             .map(|p| p.reduce_into(op_name, op, &axes, true, out_dtype, false))
             .collect::<Result<Vec<_>>>()?;
-        let results: Vec<&Tensor> = results.iter().collect();
-        let (joined, again) = if rank < MAX_RANK {
-            let mut again = reduced;
-            again.push(rank as isize);
-            (Tensor::stack(&results, rank as isize)?, again)
-        } else {
-            // No axis left to stack on: joined along the cut axis instead.
-            (Tensor::concat(&results, cut.axis as isize)?, reduced)
-        };
+        let mut again = reduced;
+        again.push(rank as isize);
+        let joined = Tensor::stack(&results.iter().collect::<Vec<_>>(), rank as isize)?;
         let total = joined
             .reduce_into(op_name, op, &Axes::List(again), true, out_dtype, false)?
             .reshape(out_dims)?;
@@ -215,6 +213,46 @@ impl Tensor {
             .map(|k| self.dims()[k])
             .product();
         total.div_scalar(count as f64)
+    }
+
+    /// An arg reduction along `axis` from the `parts` of a cut along it:
+    /// each part's extreme value and its index there (offset by where the
+    /// part starts), stacked on a new last axis; the part whose value wins
+    /// (the first, on ties and for NaN, as the value reductions and arg
+    /// reductions agree on) gives the index. The result has `out_dims`.
+    fn arg_of_parts(
+        op_name: &'static str,
+        op: ReduceOp,
+        parts: &[Tensor],
+        axis: usize,
+        out_dims: Vec<usize>,
+    ) -> Result<Tensor> {
+        let value_op = if op == ReduceOp::ArgMax {
+            ReduceOp::Max
+        } else {
+            ReduceOp::Min
+        };
+        let one = Axes::List(smallvec::smallvec![axis as isize]);
+        let (mut values, mut indices) = (Vec::new(), Vec::new());
+        let mut start = 0;
+        for p in parts {
+            values.push(p.reduce_into(op_name, value_op, &one, true, p.dtype(), false)?);
+            let local = p.reduce_into(op_name, op, &one, true, DType::I32, false)?;
+            indices.push(local.add_scalar(start as f64)?);
+            start += p.dims()[axis];
+        }
+        let last = parts[0].rank();
+        let values = Tensor::stack(&values.iter().collect::<Vec<_>>(), last as isize)?;
+        let indices = Tensor::stack(&indices.iter().collect::<Vec<_>>(), last as isize)?;
+        let along = Axes::List(smallvec::smallvec![last as isize]);
+        let winner = values.reduce_into(op_name, op, &along, true, DType::I32, false)?;
+        // The winning part's index, picked by elementwise ops (which bind
+        // any size in windows) and a sum over the parts.
+        let ks = Tensor::arange(0i32, parts.len() as i32, 1, values.device())?;
+        let picked = Tensor::where_cond(&winner.eq(&ks)?, &indices, &indices.zeros_like()?)?;
+        picked
+            .reduce_into(op_name, ReduceOp::Sum, &along, true, DType::I32, false)?
+            .reshape(out_dims)
     }
 
     /// Checks that every output of a reduction over `axes` covers at least
@@ -481,6 +519,31 @@ impl Tensor {
                 requested: self.numel() as u64,
                 limit: i32::MAX as u64,
             });
+        }
+        if matches!(axis, Axes::All) && self.rank() > 1 && self.binding_cut().is_some() {
+            // Over a view spanning many bindings, along its flat view (one
+            // axis, cut into parts); a view that has none would need a copy.
+            let flat = self.layout().reshaped(&Shape::from([self.numel()])).ok_or_else(|| {
+                Error::TooLarge {
+                    op: name,
+                    what: "bytes a view without a flat form spans (an arg reduction over all of it is not split)",
+                    requested: (self.numel() * self.dtype().size_in_bytes()) as u64,
+                    limit: self.device().info().max_storage_binding,
+                }
+            })?;
+            let index = self.with_layout(flat).reduce_into(
+                name,
+                op,
+                &Axes::List(smallvec::smallvec![0]),
+                false,
+                DType::I32,
+                false,
+            )?;
+            return if keepdim {
+                index.reshape(vec![1; self.rank()])
+            } else {
+                Ok(index)
+            };
         }
         self.reduce_into(name, op, &axis, keepdim, DType::I32, false)
     }
