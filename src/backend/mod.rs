@@ -7,7 +7,7 @@
 pub(crate) mod cpu;
 pub(crate) mod gpu;
 
-use crate::dtype::{Element, KernelType};
+use crate::dtype::{DType, Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::kinds::{IndexOp, Kernel, ReduceOp, ScanOp};
@@ -321,12 +321,25 @@ pub(crate) fn sort(call: &SortCall) -> Result<()> {
     }
 }
 
+/// What a custom kernel is: its name, arguments, output and body (the
+/// op layer's `CustomKernel` holds one; the GPU backend generates its
+/// WGSL).
+#[derive(Debug)]
+pub(crate) struct CustomSpec {
+    pub id: u64,
+    pub name: String,
+    pub inputs: Vec<(String, DType)>,
+    pub scalars: Vec<(String, DType)>,
+    pub output: (String, DType),
+    pub body: String,
+}
+
 /// One run of a user's WGSL kernel (GPU only; the op layer refuses the
 /// CPU): each input read through its layout broadcast to `out` (for the
 /// element at hand) and through its own layout (for `NAME_at`).
 pub(crate) struct CustomCall<'a> {
     pub op: &'static str,
-    pub spec: &'a crate::ops::CustomSpec,
+    pub spec: &'a CustomSpec,
     pub inputs: Vec<(TensorRef<'a>, Layout)>,
     pub scalars: Vec<TypedScalar>,
     pub out: TensorRef<'a>,

@@ -6,7 +6,7 @@
 //! batches like its own (fusion stops at it).
 
 use super::Arg;
-use crate::backend::{CustomCall, custom};
+use crate::backend::{CustomCall, CustomSpec, custom};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::scalar::{Scalar, TypedScalar};
@@ -59,17 +59,6 @@ static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug, Clone)]
 pub struct CustomKernel {
     spec: Arc<CustomSpec>,
-}
-
-/// What a custom kernel is: its name, arguments, output and body.
-#[derive(Debug)]
-pub(crate) struct CustomSpec {
-    pub id: u64,
-    pub name: String,
-    pub inputs: Vec<(String, DType)>,
-    pub scalars: Vec<(String, DType)>,
-    pub output: (String, DType),
-    pub body: String,
 }
 
 /// Names a body cannot take: WGSL's keywords and types, and what the

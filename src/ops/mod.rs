@@ -20,7 +20,6 @@ mod sort;
 mod triangles;
 
 pub use custom::CustomKernel;
-pub(crate) use custom::CustomSpec;
 pub use rearrange::PadMode;
 pub use reduce::Axes;
 

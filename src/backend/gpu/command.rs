@@ -2,8 +2,8 @@
 //! arguments), which fusion may merge, and kernel commands of the other
 //! families (reductions, matmul), which run as recorded.
 
+use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::Pipeline;
-use super::storage::element_bytes;
 use crate::backend::{Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};

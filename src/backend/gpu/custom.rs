@@ -14,9 +14,9 @@ use super::kernel::wgsl_type::ScalarType;
 use super::launch::record_kernel;
 use super::storage::GpuStorage;
 use crate::backend::CustomCall;
+use crate::backend::CustomSpec;
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
-use crate::ops::CustomSpec;
 use smallvec::SmallVec;
 use std::fmt::Write;
 

@@ -2,20 +2,12 @@
 
 use super::context::GpuContext;
 use super::faults::FAULT_BYTES;
+pub(crate) use super::kernel::buffer::element_bytes;
 use super::pool::{BufferKind, PooledBuffer};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::window_of;
 use std::sync::Arc;
-
-/// Bytes one element occupies in a device buffer.
-pub(crate) fn element_bytes(dtype: KernelType) -> usize {
-    match dtype {
-        KernelType::F16 => 2,
-        KernelType::U8 | KernelType::Bool => 1,
-        _ => 4,
-    }
-}
 
 /// A buffer of `len` elements of `dtype` on one GPU. Dropping it returns
 /// the buffer to the pool, unless the application lent it.

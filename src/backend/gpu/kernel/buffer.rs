@@ -168,6 +168,15 @@ pub(crate) fn needs_f16(dtype: KernelType, native_f16: bool) -> bool {
     storage_mode(dtype, native_f16) == StorageMode::F16
 }
 
+/// Bytes one element occupies in a device buffer.
+pub(crate) fn element_bytes(dtype: KernelType) -> usize {
+    match dtype {
+        KernelType::F16 => 2,
+        KernelType::U8 | KernelType::Bool => 1,
+        _ => 4,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use crate::dtype::KernelType;
