@@ -129,8 +129,20 @@ impl Blit {
         &self.texture
     }
 
+    /// Draws the texture over all of `frame` in a render pass of its own,
+    /// submits it and presents the frame.
+    pub fn present(&self, device: &wgpu::Device, queue: &wgpu::Queue, frame: wgpu::SurfaceTexture) {
+        let view = frame
+            .texture
+            .create_view(&wgpu::TextureViewDescriptor::default());
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        self.draw(&mut encoder, &view);
+        queue.submit([encoder.finish()]);
+        queue.present(frame);
+    }
+
     /// Records a render pass drawing the texture over all of `target`.
-    pub fn draw(&self, encoder: &mut wgpu::CommandEncoder, target: &wgpu::TextureView) {
+    fn draw(&self, encoder: &mut wgpu::CommandEncoder, target: &wgpu::TextureView) {
         let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("blit"),
             color_attachments: &[Some(wgpu::RenderPassColorAttachment {

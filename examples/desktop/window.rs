@@ -182,15 +182,7 @@ impl Scene {
                 return Err("the surface raised a validation error".into());
             }
         };
-        let view = frame
-            .texture
-            .create_view(&wgpu::TextureViewDescriptor::default());
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        self.blit.draw(&mut encoder, &view);
-        self.queue.submit([encoder.finish()]);
-        self.queue.present(frame);
+        self.blit.present(&self.device, &self.queue, frame);
         if !computing {
             return Ok(());
         }

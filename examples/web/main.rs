@@ -154,15 +154,7 @@ impl Gpu {
                 return Err(format!("the canvas gave no texture to draw into ({other:?})").into());
             }
         };
-        let view = frame
-            .texture
-            .create_view(&wgpu::TextureViewDescriptor::default());
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        blit.draw(&mut encoder, &view);
-        self.queue.submit([encoder.finish()]);
-        self.queue.present(frame);
+        blit.present(&self.device, &self.queue, frame);
         Ok(())
     }
 }

@@ -313,6 +313,21 @@ impl Layout {
         Layout::from_parts(dims.into(), self.strides.clone(), offset)
     }
 
+    /// The extents of the last two axes (the matrices of a batch).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `op` for a rank below 2.
+    pub(crate) fn matrix_sides(&self, op: &'static str) -> Result<(usize, usize)> {
+        let rank = self.rank();
+        if rank < 2 {
+            return Err(Error::shape(
+                op,
+                format!("needs at least 2 axes, the shape is {}", self.shape()),
+            ));
+        }
+        Ok((self.dims()[rank - 2], self.dims()[rank - 1]))
+    }
+
     /// The diagonal `offset` of the last two axes (above the main diagonal
     /// for `offset > 0`, below for `< 0`) as a new last axis, the batch axes
     /// kept in front: stride `row + column`, no copy. A diagonal outside
@@ -321,14 +336,8 @@ impl Layout {
     /// # Errors
     /// `Error::Shape` naming `op` for a rank below 2.
     pub(crate) fn diagonal(&self, op: &'static str, offset: isize) -> Result<Layout> {
+        let (rows, cols) = self.matrix_sides(op)?;
         let rank = self.rank();
-        if rank < 2 {
-            return Err(Error::shape(
-                op,
-                format!("needs at least 2 axes, the shape is {}", self.shape()),
-            ));
-        }
-        let (rows, cols) = (self.dims()[rank - 2], self.dims()[rank - 1]);
         let (rs, cs) = (self.strides[rank - 2], self.strides[rank - 1]);
         let (skip_rows, skip_cols) = if offset >= 0 {
             (0, offset.unsigned_abs())

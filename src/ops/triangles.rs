@@ -105,14 +105,7 @@ impl Tensor {
 
     /// `[rows, cols]` bool: `column - row >= k` (upper) or `<= k` (lower).
     fn triangle_mask(&self, op: &'static str, k: isize, upper: bool) -> Result<Tensor> {
-        let rank = self.rank();
-        if rank < 2 {
-            return Err(Error::shape(
-                op,
-                format!("needs at least 2 axes, the shape is {}", self.shape()),
-            ));
-        }
-        let (rows, cols) = (self.dims()[rank - 2], self.dims()[rank - 1]);
+        let (rows, cols) = self.layout().matrix_sides(op)?;
         // Differences column - row lie in (-rows, cols); clamping k to that
         // range keeps it in i32 without changing the mask.
         let k = k.clamp(-(rows as isize) - 1, cols as isize + 1);

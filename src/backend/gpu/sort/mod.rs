@@ -16,7 +16,7 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SortCall, Storage, lines};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use smallvec::smallvec;
+use smallvec::{SmallVec, smallvec};
 use std::sync::Arc;
 
 const SORT_WGSL: &str = include_str!("sort.wgsl");
@@ -151,8 +151,9 @@ fn network(padded: usize, block: usize) -> Vec<(Stage, usize, usize)> {
 /// Records `call`, whose output storage is `out`.
 ///
 /// # Errors
-/// `Error::Gpu` when the input is not on this GPU; `TooLarge` for scratch
-/// past the binding limit or more workgroups than a dispatch can cover.
+/// `Error::Gpu` when the input is not on this GPU; `TooLarge` for more
+/// scratch elements than u32 counts, a buffer over one storage binding, or
+/// more workgroups than a dispatch can cover.
 pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
     const OP: &str = "sort";
     let ctx = &out.ctx;
@@ -185,6 +186,13 @@ pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
         KernelType::U32,
         scratch,
     )?));
+    // Every stage binds the same four buffers.
+    let bound: SmallVec<[Bound; 4]> = smallvec![
+        Bound::new(OP, call.input.storage, false)?,
+        Bound::new(OP, call.out.storage, true)?,
+        Bound::new(OP, &keys, true)?,
+        Bound::new(OP, &slots, true)?,
+    ];
     let max = ctx.facts.max_workgroups_per_dim;
     let mut steps = vec![(Stage::Init, 0, 0)];
     steps.extend(network(padded, block));
@@ -231,12 +239,7 @@ pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
             ("webtensor sort", stage.entry(), SortParams::SIZE),
             || sort_source(&source_key),
             params.bytes(),
-            smallvec![
-                Bound::new(OP, call.input.storage, false)?,
-                Bound::new(OP, call.out.storage, true)?,
-                Bound::new(OP, &keys, true)?,
-                Bound::new(OP, &slots, true)?,
-            ],
+            bound.clone(),
             [groups[0], groups[1], 1],
         )?;
     }
