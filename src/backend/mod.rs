@@ -397,15 +397,40 @@ pub(crate) fn softmax(call: &SoftmaxCall) -> Result<()> {
 }
 
 /// The axis an index tensor addresses: which one (for error reports), its
-/// extent and its stride in the indexed tensor.
+/// extent and its stride in the indexed tensor, and the positions along it
+/// that one call touches.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct IndexedAxis {
     pub axis: usize,
     pub size: usize,
     pub stride: isize,
+    /// The call touches positions `first..first + count` along the axis,
+    /// and the indexed layout (`src` of a gather, `out` of a scatter) is
+    /// at position `first`: indices that resolve outside are skipped
+    /// without a fault. All of the axis (`first` 0, `count` `size`) but in
+    /// the parts of a GPU op over a view larger than one storage binding
+    /// (`ops/large.rs`); the CPU takes only the whole axis.
+    pub first: usize,
+    pub count: usize,
 }
 
 impl IndexedAxis {
+    /// All of axis `axis`, of extent `size` and stride `stride`.
+    pub fn whole(axis: usize, size: usize, stride: isize) -> IndexedAxis {
+        IndexedAxis {
+            axis,
+            size,
+            stride,
+            first: 0,
+            count: size,
+        }
+    }
+
+    /// True when the call touches all of the axis.
+    pub fn is_whole(&self) -> bool {
+        self.first == 0 && self.count == self.size
+    }
+
     /// The position along the axis that `raw` (an i32 or u32 index)
     /// names: `-size..size` for signed indices (negative ones count from
     /// the end, as NumPy), `0..size` for unsigned; `None` outside.

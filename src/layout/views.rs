@@ -313,6 +313,30 @@ impl Layout {
         Layout::from_parts(dims.into(), self.strides.clone(), offset)
     }
 
+    /// This layout with one more axis, last, of extent `size` and stride
+    /// `stride` (the reach of an indexed axis beside the coordinates an
+    /// index op walks; it may pass the maximum rank).
+    pub(crate) fn with_last_axis(&self, size: usize, stride: isize) -> Layout {
+        let dims: DimVec<usize> = self.dims().iter().copied().chain([size]).collect();
+        let strides: DimVec<isize> = self.strides.iter().copied().chain([stride]).collect();
+        Layout::from_parts(dims.into(), strides, self.offset)
+    }
+
+    /// This layout without its last axis (at that axis's first position);
+    /// itself when it has none.
+    pub(crate) fn without_last_axis(&self) -> Layout {
+        let keep = self.rank().saturating_sub(1);
+        Layout::from_parts(
+            self.dims()[..keep]
+                .iter()
+                .copied()
+                .collect::<DimVec<usize>>()
+                .into(),
+            self.strides[..keep].iter().copied().collect(),
+            self.offset,
+        )
+    }
+
     /// The extents of the last two axes (the matrices of a batch).
     ///
     /// # Errors

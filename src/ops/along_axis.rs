@@ -5,6 +5,7 @@
 //! from a max, a shifted exp and a sum over the axis).
 
 use super::kinds::ScanOp;
+use super::large::for_each_part_across;
 use crate::backend::{MAX_SOFTMAX_LINE, ScanCall, SoftmaxCall, scan, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -89,19 +90,31 @@ impl Tensor {
 
     /// The softmax of every line along `axis` (a valid axis of a non-empty
     /// float tensor) by one kernel: `None` for lines longer than one call
-    /// takes, which the callers compose from reductions.
+    /// takes or than half a storage binding, which the callers compose
+    /// from reductions.
     fn softmax_lines(&self, op: &'static str, axis: isize, log: bool) -> Result<Option<Tensor>> {
         let length = self.dims()[axis as usize];
         if length > MAX_SOFTMAX_LINE {
             return Ok(None);
         }
         let out = Tensor::empty_dense(self.shape().clone(), self.dtype(), self.device(), op)?;
-        // Both go to the kernel with the softmax axis last: free views.
+        let a = axis as usize;
+        if !self.line_fits_binding(a) || !out.line_fits_binding(a) {
+            return Ok(None);
+        }
+        // Both go to the kernel with the softmax axis last: free views. A
+        // view over many storage bindings goes in parts across the lines.
         let last = self.rank() as isize - 1;
-        softmax(&SoftmaxCall {
-            log,
-            input: self.kernel_ref(self.layout().transpose(axis, last)?)?,
-            out: out.kernel_ref(out.layout().transpose(axis, last)?)?,
+        let both = [self.clone(), out.clone()];
+        for_each_part_across(&both, a, usize::MAX, &mut |part| {
+            let [input, out] = part else {
+                return Err(Error::internal(op, "a softmax part has two views"));
+            };
+            softmax(&SoftmaxCall {
+                log,
+                input: input.kernel_ref(input.layout().transpose(axis, last)?)?,
+                out: out.kernel_ref(out.layout().transpose(axis, last)?)?,
+            })
         })?;
         Ok(Some(out))
     }

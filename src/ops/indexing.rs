@@ -13,6 +13,7 @@
 //! returns `Error::Index` naming the op, the first bad index and the axis.
 
 use super::kinds::{IndexOp, Kernel};
+use super::large::{IndexedPart, for_each_indexed_part};
 use super::{Arg, check_devices, check_same_dtype};
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, gather, scatter};
 use crate::dtype::DType;
@@ -122,16 +123,29 @@ impl Tensor {
             return Ok(out);
         }
         check_axis_not_empty(op.name(), self, axis)?;
-        gather(&GatherCall {
-            op,
-            src: self.kernel_ref(src)?,
-            index: index.kernel_ref(idx)?,
-            out: out.kernel_ref(out.layout().clone())?,
-            target: IndexedAxis {
-                axis,
-                size: self.dims()[axis],
-                stride: self.strides()[axis],
-            },
+        let (size, stride) = (self.dims()[axis], self.strides()[axis]);
+        // Operands larger than one storage binding go in parts.
+        let whole = IndexedPart {
+            views: &[out.clone(), index.with_layout(idx)],
+            target: &self.with_layout(src.with_last_axis(size, stride)),
+            first: 0,
+        };
+        for_each_indexed_part(whole, &mut |part| {
+            let [out, index] = part.views else {
+                return Err(Error::internal(op.name(), "a gather part has two views"));
+            };
+            let src = part.target.layout().without_last_axis();
+            gather(&GatherCall {
+                op,
+                src: part.target.kernel_ref(src)?,
+                index: index.kernel_ref(index.layout().clone())?,
+                out: out.kernel_ref(out.layout().clone())?,
+                target: IndexedAxis {
+                    first: part.first,
+                    count: part.target.dims()[part.target.rank() - 1],
+                    ..IndexedAxis::whole(axis, size, stride)
+                },
+            })
         })?;
         Ok(out)
     }
@@ -207,29 +221,44 @@ impl Tensor {
         if index.shares_storage(self) || index.shares_storage(&src) {
             index = index.contiguous_copy()?;
         }
-        // The source cut to the index's shape; everything with `axis` last.
+        // The source cut to the index's shape.
         let mut src_layout = src.layout().clone();
         for (d, &n) in index.dims().iter().enumerate() {
             src_layout = src_layout.narrowed(d, 0, n);
         }
+        let (size, stride) = (self.dims()[a], self.strides()[a]);
         let mut out_strides: DimVec<isize> = self.strides().iter().copied().collect();
         out_strides[a] = 0;
         let out_layout = Layout::from_parts(index.shape().clone(), out_strides, self.offset());
+        // Operands larger than one storage binding go in parts, in order
+        // along the lines (so the last duplicate still wins).
+        let whole = IndexedPart {
+            views: &[src.with_layout(src_layout), index.clone()],
+            target: &self.with_layout(out_layout.with_last_axis(size, stride)),
+            first: 0,
+        };
+        // The kernel walks lines along `axis`, moved last.
         let order: DimVec<isize> = (0..self.rank())
             .filter(|&d| d != a)
             .chain([a])
             .map(|d| d as isize)
             .collect();
-        scatter(&ScatterCall {
-            op,
-            out: self.kernel_ref(out_layout.permute(&order)?)?,
-            src: src.kernel_ref(src_layout.permute(&order)?)?,
-            index: index.kernel_ref(index.layout().permute(&order)?)?,
-            target: IndexedAxis {
-                axis: a,
-                size: self.dims()[a],
-                stride: self.strides()[a],
-            },
+        for_each_indexed_part(whole, &mut |part| {
+            let [src, index] = part.views else {
+                return Err(Error::internal(name, "a scatter part has two views"));
+            };
+            let out = part.target.layout().without_last_axis();
+            scatter(&ScatterCall {
+                op,
+                out: part.target.kernel_ref(out.permute(&order)?)?,
+                src: src.kernel_ref(src.layout().permute(&order)?)?,
+                index: index.kernel_ref(index.layout().permute(&order)?)?,
+                target: IndexedAxis {
+                    first: part.first,
+                    count: part.target.dims()[part.target.rank() - 1],
+                    ..IndexedAxis::whole(a, size, stride)
+                },
+            })
         })
     }
 

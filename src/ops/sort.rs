@@ -5,6 +5,7 @@
 //! CPU); values are gathered through it, so every dtype and -0 come back
 //! exactly.
 
+use super::large::for_each_part_across;
 use crate::backend::{SortCall, sort};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -34,7 +35,10 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis` naming `sort` for an axis out of range or a 0-d
     /// tensor; `Error::DType` for c64; `Error::Shape` for a line longer
-    /// than `i32::MAX`.
+    /// than `i32::MAX`; `Error::TooLarge` on a GPU for one line whose
+    /// scratch (4 bytes per element, padded to a power of two) or compact
+    /// copy (twice its bytes) is over one storage binding (views larger
+    /// than a binding go in parts of fewer lines).
     pub fn sort(&self, axis: isize, descending: bool) -> Result<Tensor> {
         let order = self.order("sort", axis, descending)?;
         self.gather(&order, axis)
@@ -87,14 +91,55 @@ impl Tensor {
             ));
         }
         let out = Tensor::empty_dense(self.shape().clone(), DType::I32, self.device(), op)?;
-        // Both go to the kernel with the sorted axis last: free views.
+        // A view over many storage bindings goes in parts across the lines,
+        // each with its GPU scratch (4 bytes per element of a line padded to
+        // a power of two) within one binding; a part whose lines do not fit
+        // one binding where they are goes through a compact copy of itself
+        // with the lines contiguous.
+        let n64 = n as u64;
+        let per_line =
+            (n64.next_power_of_two() * 4).max(2 * n64 * self.dtype().size_in_bytes() as u64);
+        let max_lines = match self.gpu_binding_limit() {
+            Some(limit) if per_line > limit => {
+                return Err(Error::TooLarge {
+                    op,
+                    what: "bytes of one line's sort scratch or compact copy (twice the line) in one storage binding",
+                    requested: per_line,
+                    limit,
+                });
+            }
+            Some(limit) => (limit / per_line) as usize,
+            None => usize::MAX,
+        };
         let last = self.rank() as isize - 1;
-        let input = self.layout().transpose(axis as isize, last)?;
-        let dest = out.layout().transpose(axis as isize, last)?;
-        sort(&SortCall {
-            input: self.kernel_ref(input)?,
-            out: out.kernel_ref(dest)?,
-            descending,
+        let (a, z) = (axis as isize, last);
+        // Lines made contiguous: the part's copy with the axis last,
+        // viewed back in the part's coordinates.
+        let compact =
+            |t: &Tensor| -> Result<Tensor> { t.transpose(a, z)?.contiguous()?.transpose(a, z) };
+        let both = [self.clone(), out.clone()];
+        for_each_part_across(&both, axis, max_lines, &mut |part| {
+            let [input, out] = part else {
+                return Err(Error::internal(op, "a sort part has two views"));
+            };
+            let input = match input.binding_cut() {
+                Some(_) => compact(input)?,
+                None => input.clone(),
+            };
+            let dest = match out.binding_cut() {
+                Some(_) => compact(out)?,
+                None => out.clone(),
+            };
+            // Both go to the kernel with the sorted axis last: free views.
+            sort(&SortCall {
+                input: input.kernel_ref(input.layout().transpose(a, z)?)?,
+                out: dest.kernel_ref(dest.layout().transpose(a, z)?)?,
+                descending,
+            })?;
+            if !dest.shares_storage(out) {
+                out.assign(&dest)?;
+            }
+            Ok(())
         })?;
         Ok(out)
     }

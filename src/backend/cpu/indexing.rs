@@ -46,8 +46,21 @@ macro_rules! with_indices {
     };
 }
 
+/// The CPU takes every call whole (only GPU ops over views larger than one
+/// storage binding come in parts).
+fn check_whole(op: IndexOp, target: &IndexedAxis) -> Result<()> {
+    if target.is_whole() {
+        return Ok(());
+    }
+    Err(Error::internal(
+        op.name(),
+        "the CPU takes an indexed axis whole, not in parts",
+    ))
+}
+
 /// Runs `call`, whose fresh output storage is `out`.
 pub(crate) fn gather(out: &CpuStorage, call: &GatherCall) -> Result<()> {
+    check_whole(call.op, &call.target)?;
     let src = host(&call.src)?;
     let index = host(&call.index)?;
     let mut dst = out.write();
@@ -108,6 +121,7 @@ fn gather_typed<T: Copy, I: Copy + Into<i64>>(
 /// Runs `call`, writing into `out`, the destination's storage (which the
 /// op layer keeps apart from the source's and the index's).
 pub(crate) fn scatter(out: &CpuStorage, call: &ScatterCall) -> Result<()> {
+    check_whole(call.op, &call.target)?;
     let src = host(&call.src)?;
     let index = host(&call.index)?;
     let mut dst = out.write();

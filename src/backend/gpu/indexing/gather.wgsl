@@ -5,13 +5,18 @@
 //   BINDINGS  src (1), idx (2), out_buf (3), fault (4)
 //   ACCESS    load_src, load_raw (index bits), store_out, ZERO, resolve,
 //             report (indexing.wgsl)
-//   WALK      positions(o): the source and index positions of output o
+//   WALK      positions(o): the source, index and output positions of
+//             output element o
 //
-// Output element o (row-major, a fresh tensor) reads the source at its
-// position for o, moved `index` steps along the indexed axis; the source
-// and the index are read through (strides, offset) over the output's
-// coordinates, so views go in without a copy. An out-of-range index
-// writes 0 and is reported in the fault record.
+// Output element o (row-major over the output's shape) reads the source at
+// its position for o, moved `index` steps along the indexed axis; the
+// source, the index and the output are read and written through (strides,
+// offset) over the output's coordinates, so views go in without a copy.
+// An out-of-range index writes 0 and is reported in the fault record.
+// A dispatch may take only positions first..first + count of the indexed
+// axis (the source's offset is at `first`): it skips indices outside them,
+// which another dispatch of the op takes (ops/large.rs, for a source
+// larger than one storage binding).
 {{HEADER}}
 
 struct Params {
@@ -24,9 +29,14 @@ struct Params {
     idx_offset: u32,
     axis_size: u32,
     axis_stride: i32,
+    first: u32,
+    count: u32,
+    out_offset: u32,
+    pad0: u32,
     shape: array<vec4<u32>, 2>,
     src_strides: array<vec4<i32>, 2>,
     idx_strides: array<vec4<i32>, 2>,
+    out_strides: array<vec4<i32>, 2>,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -44,12 +54,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let pos = positions(o);
     let sp = pos[0];
+    let op = u32(pos[2]);
     let raw = load_raw(u32(pos[1]));
     let k = resolve(raw);
     if (k < 0) {
         report(raw);
-        store_out(o, ZERO);
+        store_out(op, ZERO);
         return;
     }
-    store_out(o, load_src(u32(sp + k * params.axis_stride)));
+    let j = k - i32(params.first);
+    if (j < 0 || j >= i32(params.count)) {
+        return;
+    }
+    store_out(op, load_src(u32(sp + j * params.axis_stride)));
 }

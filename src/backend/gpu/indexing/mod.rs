@@ -38,9 +38,14 @@ params_block! {
         idx_offset: u32,
         axis_size: u32,
         axis_stride: i32,
+        first: u32,
+        count: u32,
+        out_offset: u32,
+        pad0: u32,
         shape: [u32; 8],
         src_strides: [i32; 8],
         idx_strides: [i32; 8],
+        out_strides: [i32; 8],
     }
 }
 
@@ -60,9 +65,9 @@ params_block! {
         idx_step: i32,
         first: u32,
         end: u32,
+        part_first: u32,
+        part_count: u32,
         pad0: u32,
-        pad1: u32,
-        pad2: u32,
         shape: [u32; 8],
         out_strides: [i32; 8],
         src_strides: [i32; 8],
@@ -138,6 +143,10 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
                 start: "i32(params.idx_offset)",
                 strides: "params.idx_strides",
             },
+            Walked {
+                start: "i32(params.out_offset)",
+                strides: "params.out_strides",
+            },
         ]
     } else {
         &[
@@ -179,35 +188,50 @@ fn code(op: IndexOp, target: &IndexedAxis, index: KernelType) -> u32 {
     fault_code(op, target.axis, index == KernelType::U32)
 }
 
-/// Bindings 1..=4: source, index, destination, fault record.
-fn bindings(
-    out: &GpuStorage,
-    op: IndexOp,
-    src: &TensorRef,
-    index: &TensorRef,
-    dest: &TensorRef,
-) -> Result<SmallVec<[Bound; 4]>> {
-    let name = op.name();
-    Ok(smallvec![
-        Bound::new(name, src.storage, false)?,
-        Bound::new(name, index.storage, false)?,
-        Bound::new(name, dest.storage, true)?,
-        out.ctx.faults.bound(),
-    ])
+/// `t`, the indexed operand (a layout at position `target.first` of the
+/// indexed axis), bound over every element positions `target.first..
+/// target.first + target.count` along the axis reach from it, and its
+/// layout counted from the first byte bound (see [`Bound::view`]).
+///
+/// # Errors
+/// As [`Bound::view`].
+fn bind_indexed<'a>(
+    op: &'static str,
+    t: &TensorRef<'a>,
+    target: &IndexedAxis,
+    writes: bool,
+) -> Result<(Bound, TensorRef<'a>)> {
+    let reach = TensorRef {
+        layout: t.layout.with_last_axis(target.count, target.stride),
+        ..t.clone()
+    };
+    let (bound, rebased) = Bound::view(op, &reach, writes)?;
+    let layout = rebased.without_last_axis();
+    Ok((
+        bound,
+        TensorRef {
+            layout,
+            ..t.clone()
+        },
+    ))
 }
 
-/// Records `call`, whose fresh output storage is `out`.
+/// Records `call`, whose output storage is `out`.
 ///
 /// # Errors
 /// `Error::Gpu` when an operand is not on this GPU; `TooLarge` for an
-/// output over one dispatch's grid.
+/// output over one dispatch's grid or an operand view over one storage
+/// binding (the op layer cuts larger views).
 pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
     let ctx = &out.ctx;
     let numel = call.out.layout.numel();
     if numel == 0 {
         return Ok(());
     }
-    debug_assert!(call.out.layout.is_contiguous() && call.out.layout.offset() == 0);
+    let name = call.op.name();
+    let (src_bound, src) = bind_indexed(name, &call.src, &call.target, false)?;
+    let (index_bound, index) = Bound::view_ref(name, &call.index, false)?;
+    let (out_bound, dest) = Bound::view_ref(name, &call.out, true)?;
     let groups = grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = IndexKey {
         kernel: IndexKernel::Gather,
@@ -215,19 +239,24 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
         index: call.index.dtype,
         native_f16: ctx.facts.native_f16,
     };
-    let (src, index) = (&call.src.layout, &call.index.layout);
+    let (src, index, dest) = (&src.layout, &index.layout, &dest.layout);
     let params = GatherParams {
         numel: numel as u32,
-        rank: call.out.layout.rank() as u32,
+        rank: dest.rank() as u32,
         row_threads: groups[0] * 64,
         code: code(call.op, &call.target, call.index.dtype),
         src_offset: src.offset() as u32,
         idx_offset: index.offset() as u32,
         axis_size: call.target.size as u32,
         axis_stride: call.target.stride as i32,
-        shape: dims8(call.out.layout.dims()),
+        first: call.target.first as u32,
+        count: call.target.count as u32,
+        out_offset: dest.offset() as u32,
+        pad0: 0,
+        shape: dims8(dest.dims()),
         src_strides: strides8(src.strides()),
         idx_strides: strides8(index.strides()),
+        out_strides: strides8(dest.strides()),
     };
     let source_key = key.clone();
     record_kernel(
@@ -236,7 +265,7 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
         ("webtensor gather", "main", GatherParams::SIZE),
         || index_source(&source_key),
         params.bytes(),
-        bindings(out, call.op, &call.src, &call.index, &call.out)?,
+        smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()],
         [groups[0], groups[1], 1],
     )
 }
@@ -247,9 +276,15 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
 /// As [`gather`], for the number of lines.
 pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
     let ctx = &out.ctx;
-    let (out_lines, _) = lines(&call.out);
-    let (src_lines, src_step) = lines(&call.src);
-    let (index_lines, index_step) = lines(&call.index);
+    let name = call.op.name();
+    let (src_bound, src) = Bound::view_ref(name, &call.src, false)?;
+    let (index_bound, index) = Bound::view_ref(name, &call.index, false)?;
+    let (out_bound, dest) = bind_indexed(name, &call.out, &call.target, true)?;
+    let bound: SmallVec<[Bound; 4]> =
+        smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()];
+    let (out_lines, _) = lines(&dest);
+    let (src_lines, src_step) = lines(&src);
+    let (index_lines, index_step) = lines(&index);
     let count = index_lines.numel();
     let length = call.index.layout.dims().last().copied().unwrap_or(1);
     if count == 0 || length == 0 {
@@ -282,9 +317,9 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
             idx_step: index_step as i32,
             first: slice.start as u32,
             end: slice.end as u32,
+            part_first: call.target.first as u32,
+            part_count: call.target.count as u32,
             pad0: 0,
-            pad1: 0,
-            pad2: 0,
             shape: dims8(index_lines.dims()),
             out_strides: strides8(out_lines.strides()),
             src_strides: strides8(src_lines.strides()),
@@ -297,7 +332,7 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
             ("webtensor scatter", "main", ScatterParams::SIZE),
             || index_source(&source_key),
             params.bytes(),
-            bindings(out, call.op, &call.src, &call.index, &call.out)?,
+            bound.clone(),
             [groups[0], groups[1], 1],
         )?;
     }

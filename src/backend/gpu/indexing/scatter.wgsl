@@ -12,6 +12,10 @@
 // [first, end) of every line; the launcher records one dispatch per slice
 // of a long line, in order (kernel/loop_budget.rs says why). An
 // out-of-range index skips its write and is reported in the fault record.
+// A dispatch may take only positions part_first..part_first + part_count
+// of the indexed axis (the destination's offset is at part_first): it
+// skips indices outside them, which another dispatch of the op takes
+// (ops/large.rs, for a destination larger than one storage binding).
 {{HEADER}}
 
 struct Params {
@@ -30,9 +34,9 @@ struct Params {
     // The slice of every line this dispatch walks.
     first: u32,
     end: u32,
+    part_first: u32,
+    part_count: u32,
     pad0: u32,
-    pad1: u32,
-    pad2: u32,
     shape: array<vec4<u32>, 2>,
     out_strides: array<vec4<i32>, 2>,
     src_strides: array<vec4<i32>, 2>,
@@ -63,7 +67,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             report(raw);
             continue;
         }
-        let p = u32(op + k * params.axis_stride);
+        let j = k - i32(params.part_first);
+        if (j < 0 || j >= i32(params.part_count)) {
+            continue;
+        }
+        let p = u32(op + j * params.axis_stride);
         let v = load_src(u32(sp + i32(i) * params.src_step));
         {{WRITE}}
     }

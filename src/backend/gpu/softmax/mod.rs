@@ -81,11 +81,14 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
 ///
 /// # Errors
 /// `Error::Gpu` when the input is not on this GPU; `TooLarge` for more
-/// lines than one dispatch can cover.
+/// lines than one dispatch can cover, or a view over one storage binding
+/// (the op layer cuts larger views).
 pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
     let ctx = &out.ctx;
-    let (src_lines, src_step) = lines(&call.input);
-    let (dst_lines, dst_step) = lines(&call.out);
+    let (input_bound, input) = Bound::view_ref("softmax", &call.input, false)?;
+    let (out_bound, dest) = Bound::view_ref("softmax", &call.out, true)?;
+    let (src_lines, src_step) = lines(&input);
+    let (dst_lines, dst_step) = lines(&dest);
     let (count, length) = (src_lines.numel(), call.length());
     if count == 0 || length == 0 {
         return Ok(());
@@ -117,10 +120,7 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
         ("webtensor softmax", "main", SoftmaxParams::SIZE),
         || softmax_source(&source_key),
         params.bytes(),
-        smallvec![
-            Bound::new("softmax", call.input.storage, false)?,
-            Bound::new("softmax", call.out.storage, true)?,
-        ],
+        smallvec![input_bound, out_bound],
         [groups[0], groups[1], 1],
     )
 }

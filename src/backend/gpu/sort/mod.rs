@@ -157,8 +157,10 @@ fn network(padded: usize, block: usize) -> Vec<(Stage, usize, usize)> {
 pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
     const OP: &str = "sort";
     let ctx = &out.ctx;
-    let (src_lines, src_step) = lines(&call.input);
-    let (dst_lines, dst_step) = lines(&call.out);
+    let (input_bound, input) = Bound::view_ref(OP, &call.input, false)?;
+    let (out_bound, dest) = Bound::view_ref(OP, &call.out, true)?;
+    let (src_lines, src_step) = lines(&input);
+    let (dst_lines, dst_step) = lines(&dest);
     let (count, length) = (src_lines.numel(), call.length());
     if count == 0 || length == 0 {
         return Ok(());
@@ -188,8 +190,8 @@ pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
     )?));
     // Every stage binds the same four buffers.
     let bound: SmallVec<[Bound; 4]> = smallvec![
-        Bound::new(OP, call.input.storage, false)?,
-        Bound::new(OP, call.out.storage, true)?,
+        input_bound,
+        out_bound,
         Bound::new(OP, &keys, true)?,
         Bound::new(OP, &slots, true)?,
     ];
