@@ -215,6 +215,31 @@ impl Tensor {
         total.div_scalar(count as f64)
     }
 
+    /// An arg reduction over all of a view (of rank 2 or more): each row's
+    /// extreme and its index along the last axis, then the first row whose
+    /// extreme wins (an arg reduction over all of the fresh, hence flat,
+    /// per-row extremes), whose index in the row is picked with `take`.
+    /// First on ties and for NaN, in row-major order, as over all at once.
+    fn arg_by_rows(&self, name: &'static str, op: ReduceOp, keepdim: bool) -> Result<Tensor> {
+        let last = self.rank() - 1;
+        let along = Axes::List(smallvec::smallvec![last as isize]);
+        let value_op = if op == ReduceOp::ArgMax {
+            ReduceOp::Max
+        } else {
+            ReduceOp::Min
+        };
+        let extremes = self.reduce_into(name, value_op, &along, false, self.dtype(), false)?;
+        let within = self.reduce_into(name, op, &along, false, DType::I32, false)?;
+        let row = extremes.arg_reduce(name, op, Axes::All, false)?;
+        let column = within.reshape([within.numel()])?.take(&row, 0)?;
+        let index = row.mul_scalar(self.dims()[last] as f64)?.add(&column)?;
+        if keepdim {
+            index.reshape(vec![1; self.rank()])
+        } else {
+            Ok(index)
+        }
+    }
+
     /// An arg reduction along `axis` from the `parts` of a cut along it:
     /// each part's extreme value and its index there (offset by where the
     /// part starts), stacked on a new last axis; the part whose value wins
@@ -522,15 +547,10 @@ impl Tensor {
         }
         if matches!(axis, Axes::All) && self.rank() > 1 && self.binding_cut().is_some() {
             // Over a view spanning many bindings, along its flat view (one
-            // axis, cut into parts); a view that has none would need a copy.
-            let flat = self.layout().reshaped(&Shape::from([self.numel()])).ok_or_else(|| {
-                Error::TooLarge {
-                    op: name,
-                    what: "bytes a view without a flat form spans (an arg reduction over all of it is not split)",
-                    requested: (self.numel() * self.dtype().size_in_bytes()) as u64,
-                    limit: self.device().info().max_storage_binding,
-                }
-            })?;
+            // axis, cut into parts), or row by row when it has none.
+            let Some(flat) = self.layout().reshaped(&Shape::from([self.numel()])) else {
+                return self.arg_by_rows(name, op, keepdim);
+            };
             let index = self.with_layout(flat).reduce_into(
                 name,
                 op,
