@@ -355,10 +355,13 @@ impl Device {
         }
     }
 
-    /// Caps the device memory that tensors and readbacks may hold, live and
-    /// pooled (`None` removes the cap); idle pooled buffers are dropped to
-    /// get under it. An allocation past the cap is `Error::OutOfMemory`. No
-    /// effect on the CPU.
+    /// Caps the device memory that tensors, readbacks and the temporaries
+    /// of a flush may hold, live and pooled (`None` removes the cap); idle
+    /// pooled buffers are dropped to get under it. An allocation past the
+    /// cap is `Error::OutOfMemory` (a flush's temporary, for an in-place op
+    /// over a tensor larger than one storage binding that reads its own
+    /// buffer far from where it writes, reports it at the next readback or
+    /// `sync`). No effect on the CPU.
     pub fn set_memory_cap(&self, bytes: Option<u64>) {
         if let Inner::Gpu(ctx) = &self.inner {
             ctx.set_memory_cap(bytes);

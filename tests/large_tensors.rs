@@ -301,6 +301,51 @@ fn products_over_many_bindings_match_the_cpu() {
     }
 }
 
+/// An in-place op reading its own buffer far from where it writes goes
+/// through a temporary buffer from the pool: counted by the stats, reused,
+/// and held to the memory cap.
+#[test]
+fn a_far_self_read_takes_its_temporary_from_the_pool() {
+    let Some(dev) = common::own_gpu(GpuOptions {
+        max_binding_bytes: Some(512),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let step = |d: &Tensor| d.slice(s![..20, ..])?.add_(&d.slice(s![20.., ..;-1])?);
+    let want = Tensor::from_vec(values(40 * 50, 1), [40, 50], &cpu).unwrap();
+    step(&want).unwrap();
+    let d = Tensor::from_vec(values(40 * 50, 1), [40, 50], &dev).unwrap();
+    dev.sync().unwrap();
+    let taken = |s: webtensor::DeviceStats| s.buffers_created + s.buffers_reused;
+    let before = dev.stats();
+    step(&d).unwrap();
+    dev.sync().unwrap();
+    let first = dev.stats();
+    assert_eq!(taken(first) - taken(before), 1, "{first:?}");
+    step(&d).unwrap();
+    step(&want).unwrap();
+    dev.sync().unwrap();
+    let second = dev.stats();
+    assert_eq!(second.buffers_created, first.buffers_created, "{second:?}");
+    assert_eq!(
+        second.buffers_reused - first.buffers_reused,
+        1,
+        "{second:?}"
+    );
+    assert_eq!(d.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    // No room for the temporary: the flush reports it, the device goes on.
+    dev.release_pooled_memory();
+    dev.set_memory_cap(Some(dev.stats().bytes_live));
+    step(&d).unwrap();
+    let r = dev.sync();
+    assert!(matches!(r, Err(Error::OutOfMemory { .. })), "{r:?}");
+    dev.set_memory_cap(None);
+    step(&d).unwrap();
+    dev.sync().unwrap();
+}
+
 /// Indexing through index tensors where the indexed view, the index or
 /// the result spans many bindings: take, index_select and gather read
 /// across them (the indexed axis cut into parts, each taking the indices

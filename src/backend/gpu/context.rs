@@ -369,6 +369,7 @@ impl GpuContext {
             facts: &self.facts,
             pipelines: &self.pipelines,
             open_batch: &self.open_batch,
+            pool: &self.pool,
         }
     }
 

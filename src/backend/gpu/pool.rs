@@ -148,6 +148,40 @@ impl BufferPool {
         limit: u64,
         open_batch: u64,
     ) -> Result<Acquired> {
+        self.take(device, op, (kind, bytes, limit), open_batch, false)
+    }
+
+    /// A tensor buffer of at least `bytes` that a flush of batch
+    /// `open_batch` uses in its own commands (a temporary of the
+    /// scheduler): never one released while that batch was open, which
+    /// commands recorded before such a buffer's reader, encoded ahead of
+    /// it, could overwrite. The flush gives it back with
+    /// [`BufferPool::release`] once encoded: later batches run after it.
+    ///
+    /// # Errors
+    /// As [`BufferPool::acquire`].
+    pub fn acquire_for_flush(
+        &self,
+        device: &wgpu::Device,
+        op: &'static str,
+        bytes: u64,
+        limit: u64,
+        open_batch: u64,
+    ) -> Result<PooledBuffer> {
+        let request = (BufferKind::Tensor, bytes, limit);
+        Ok(self.take(device, op, request, open_batch, true)?.buffer)
+    }
+
+    /// [`BufferPool::acquire`], passing over buffers released in
+    /// `open_batch` when `settled_only`.
+    fn take(
+        &self,
+        device: &wgpu::Device,
+        op: &'static str,
+        (kind, bytes, limit): (BufferKind, u64, u64),
+        open_batch: u64,
+        settled_only: bool,
+    ) -> Result<Acquired> {
         let bucket = bucket_size(bytes);
         // Whole vec4s where the limit allows (see the elementwise vec4 access).
         let size = if bucket <= limit {
@@ -158,7 +192,13 @@ impl BufferPool {
             bytes.next_multiple_of(4)
         };
         let mut state = self.state();
-        if let Some(free) = state.free.get_mut(&(kind, size)).and_then(Vec::pop) {
+        let reusable = state.free.get_mut(&(kind, size)).and_then(|list| {
+            let at = list
+                .iter()
+                .rposition(|f| !settled_only || f.released_in_batch != open_batch)?;
+            Some(list.remove(at))
+        });
+        if let Some(free) = reusable {
             let c = &mut state.counters;
             c.reused += 1;
             c.bytes_pooled -= size;

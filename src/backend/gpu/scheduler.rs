@@ -19,6 +19,7 @@ use super::kernel::buffer::element_bytes;
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::kernel::pipeline::PipelineCache;
+use super::pool::BufferPool;
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout, Window, WindowOperand, split_into_windows};
 use smallvec::SmallVec;
@@ -41,6 +42,8 @@ pub(crate) struct Target<'a> {
     pub pipelines: &'a PipelineCache,
     /// Id of the batch being recorded; a flush closes it (see the pool).
     pub open_batch: &'a AtomicU64,
+    /// The device's buffer pool, for temporaries of a flush.
+    pub pool: &'a BufferPool,
 }
 
 /// Counters reported by `Device::stats`.
@@ -298,17 +301,20 @@ fn encode_windows(
     let bytes_of = |o: &Operand| element_bytes(o.dtype) as u64;
     if program.self_read_distance(bytes_of) > limit / 2 {
         let numel = program.layouts[0].numel() as u64;
-        let temp = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("webtensor window temp"),
-            size: (numel * bytes_of(&program.operands[0]))
-                .next_multiple_of(16)
-                .max(16),
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        });
-        let (compute, copy) = program.through(&temp);
-        encode_blocks(ctx, &compute, params, align, &mut out)?;
-        encode_blocks(ctx, &copy, params, align, &mut out)?;
+        // From the pool, so that the memory cap counts it.
+        let batch = ctx.open_batch.load(Ordering::Acquire);
+        let temp = ctx.pool.acquire_for_flush(
+            ctx.device,
+            "elementwise (through a temporary)",
+            (numel * bytes_of(&program.operands[0])).max(4),
+            ctx.facts.max_tensor_bytes(),
+            batch,
+        )?;
+        let (compute, copy) = program.through(&temp.buffer);
+        let encoded = encode_blocks(ctx, &compute, params, align, &mut out)
+            .and_then(|()| encode_blocks(ctx, &copy, params, align, &mut out));
+        ctx.pool.release(temp, batch);
+        encoded?;
     } else {
         encode_blocks(ctx, &program, params, align, &mut out)?;
     }
