@@ -48,9 +48,13 @@ pub struct DeviceInfo {
     pub driver: String,
     /// Whether f16 is stored natively (SHADER_F16) rather than packed in u32.
     pub native_f16: bool,
+    /// Whether kernels use subgroup operations (the adapter has SUBGROUP,
+    /// natively, unless `GpuOptions::subgroups` says no).
+    pub subgroups: bool,
     /// Largest storage binding in bytes: elementwise ops (and fused chains,
-    /// casts, copies, fills) over larger tensors bind them in windows;
-    /// other ops refuse such tensors with `Error::TooLarge`.
+    /// casts, copies, fills) over larger tensors bind them in windows,
+    /// other op families cut them into parts, custom kernels refuse them
+    /// with `Error::TooLarge`.
     pub max_storage_binding: u64,
     /// Largest buffer in bytes: the largest tensor on this device.
     pub max_buffer_size: u64,
@@ -84,13 +88,14 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
                 self.id,
                 self.name,
                 self.backend,
                 self.device_type,
                 self.driver,
                 if self.native_f16 { "native" } else { "packed" },
+                if self.subgroups { "on" } else { "off" },
                 self.max_storage_binding >> 20,
                 self.max_buffer_size >> 20,
                 self.max_workgroups_per_dim
@@ -121,6 +126,11 @@ pub struct DeviceStats {
     pub buffers_created: u64,
     /// Buffer requests served from the pool.
     pub buffers_reused: u64,
+    /// Bind groups created (one per dispatch unless kept from an earlier
+    /// dispatch on the same buffers).
+    pub bind_groups_created: u64,
+    /// Dispatches that reused a kept bind group.
+    pub bind_groups_reused: u64,
     /// Bytes held by live tensors (and readbacks in progress).
     pub bytes_live: u64,
     /// The most `bytes_live` has been.
@@ -254,6 +264,7 @@ impl Device {
                 device_type: "Cpu".into(),
                 driver: String::new(),
                 native_f16: false,
+                subgroups: false,
                 max_storage_binding: u64::MAX,
                 max_buffer_size: u64::MAX,
                 max_workgroups_per_dim: 0,
@@ -269,6 +280,7 @@ impl Device {
                     device_type: f.device_type.clone(),
                     driver: f.driver.clone(),
                     native_f16: f.native_f16,
+                    subgroups: f.subgroups,
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
                     max_buffer_size: f.max_buffer_size,
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
@@ -295,6 +307,8 @@ impl Device {
                     fused_ops: s.fused_ops,
                     buffers_created: p.created,
                     buffers_reused: p.reused,
+                    bind_groups_created: c.groups.created,
+                    bind_groups_reused: c.groups.reused,
                     bytes_live: p.bytes_live,
                     peak_bytes_live: p.peak_bytes_live,
                     bytes_pooled: p.bytes_pooled,

@@ -4,8 +4,82 @@
 
 mod common;
 
-use common::{assert_close, devices, noise, own_batching_gpu, read_f32, round_to, views_of};
-use webtensor::{Axes, DType, Device, Error, Tensor, s};
+use common::{assert_close, noise, own_batching_gpu, read_f32, round_to, views_of};
+use std::sync::OnceLock;
+use webtensor::{Axes, DType, Device, Error, GpuOptions, Tensor, s};
+
+/// The CPU and every GPU device present, plus, where the GPU combines a
+/// workgroup's results across subgroup lanes, one that combines them in
+/// workgroup memory (the path of adapters and browsers without subgroups).
+fn devices() -> Vec<Device> {
+    static PLAIN: OnceLock<Option<Device>> = OnceLock::new();
+    let mut v = common::devices();
+    let subgroups = v.iter().any(|d| d.info().subgroups);
+    if subgroups {
+        v.extend(
+            PLAIN
+                .get_or_init(|| {
+                    common::own_gpu(GpuOptions {
+                        subgroups: Some(false),
+                        ..Default::default()
+                    })
+                })
+                .clone(),
+        );
+    }
+    v
+}
+
+/// Rows long enough for one workgroup per output, with many ties and a
+/// NaN: both ways of combining a workgroup's states (subgroup shuffles,
+/// workgroup memory) give the CPU's answers.
+#[test]
+fn subgroup_and_workgroup_memory_combines_agree() {
+    let devs = devices();
+    let gpus: Vec<&Device> = devs
+        .iter()
+        .filter(|d| d.info().kind == webtensor::DeviceKind::Gpu)
+        .collect();
+    if gpus.iter().any(|d| d.info().subgroups) {
+        assert!(gpus.iter().any(|d| !d.info().subgroups));
+    }
+    let (rows, n) = (7, 5000);
+    let mut values: Vec<f32> = (0..rows * n).map(|i| ((i * 37) % 97) as f32).collect();
+    values[3 * n + 4000] = f32::NAN;
+    let want = |dev: &Device| -> Vec<Vec<f32>> {
+        let x = Tensor::from_slice(&values, [rows, n], dev).unwrap();
+        let ints: Vec<i32> = values
+            .iter()
+            .map(|&v| if v.is_nan() { 96 } else { v as i32 })
+            .collect();
+        let xi = Tensor::from_vec(ints, [rows, n], dev).unwrap();
+        let f = |t: Tensor| read_f32(&t);
+        let i = |t: Tensor| -> Vec<f32> {
+            t.to_vec::<i32>()
+                .unwrap()
+                .into_iter()
+                .map(|v| v as f32)
+                .collect()
+        };
+        vec![
+            f(x.sum(1, false).unwrap()),
+            f(x.max(1, false).unwrap()),
+            f(x.min(1, false).unwrap()),
+            i(x.argmax(1, false).unwrap()),
+            i(x.argmin(1, false).unwrap()),
+            i(xi.argmax(1, false).unwrap()),
+            i(xi.argmin(1, false).unwrap()),
+            i(xi.sum(1, false).unwrap()),
+        ]
+    };
+    let cpu = want(&Device::cpu());
+    for dev in gpus {
+        let got = want(dev);
+        for (k, (g, w)) in got.iter().zip(&cpu).enumerate() {
+            assert_close(g, w, 1e-6, &format!("{} result {k}", dev.info()));
+        }
+    }
+}
 
 fn grid(dev: &Device) -> Tensor {
     Tensor::arange(0.0f32, 12.0, 1.0, dev)

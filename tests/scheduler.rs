@@ -34,6 +34,8 @@ fn delta(before: DeviceStats, after: DeviceStats) -> DeviceStats {
         fused_ops: after.fused_ops - before.fused_ops,
         buffers_created: after.buffers_created - before.buffers_created,
         buffers_reused: after.buffers_reused - before.buffers_reused,
+        bind_groups_created: after.bind_groups_created - before.bind_groups_created,
+        bind_groups_reused: after.bind_groups_reused - before.bind_groups_reused,
         ..after
     }
 }
@@ -437,4 +439,49 @@ fn in_place_chains_on_one_view_fuse_and_keep_their_order() {
         [read_f32(&seen), read_f32(&x)]
     };
     assert_eq!(broken(&dev), broken(&Device::cpu()));
+}
+
+/// A loop that runs the same dispatches on the same buffers (the pool
+/// hands them back) reuses their bind groups instead of creating one per
+/// dispatch, and gives the right values; releasing pooled memory drops the
+/// kept groups with the buffers.
+#[test]
+fn a_loop_reuses_its_bind_groups() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let step = |x: &Tensor, w: &Tensor| -> webtensor::Result<Tensor> {
+        let y = x.matmul(w)?.add_scalar(1.0)?;
+        let s = y.sum(1, true)?;
+        y.div(&s.abs()?.add_scalar(1.0)?)
+    };
+    let run = |dev: &Device, rounds: usize| -> (Vec<f32>, Vec<DeviceStats>) {
+        let w =
+            Tensor::from_vec((0..64).map(|i| (i % 7) as f32 - 3.0).collect(), [8, 8], dev).unwrap();
+        let mut x =
+            Tensor::from_vec((0..32).map(|i| (i % 5) as f32).collect(), [4, 8], dev).unwrap();
+        let mut stats = vec![dev.stats()];
+        for _ in 0..rounds {
+            x = step(&x, &w).unwrap();
+            dev.sync().unwrap();
+            stats.push(dev.stats());
+        }
+        (x.to_vec().unwrap(), stats)
+    };
+    let (want, _) = run(&cpu, 16);
+    let (got, stats) = run(&dev, 16);
+    assert_close(&got, &want, 1e-5, "the loop");
+    // The pool hands the loop's buffers round in a cycle of a few rounds;
+    // once round, every dispatch finds its group kept.
+    for pair in stats[8..].windows(2) {
+        let d = delta(pair[0], pair[1]);
+        assert!(d.dispatches > 0, "{d:?}");
+        assert_eq!(d.bind_groups_created, 0, "{d:?}");
+        assert_eq!(d.bind_groups_reused, d.dispatches, "{d:?}");
+    }
+    dev.release_pooled_memory();
+    let before = dev.stats();
+    let x = Tensor::ones([4, 8], DType::F32, &dev).unwrap();
+    x.add_scalar(1.0).unwrap().to_vec::<f32>().unwrap();
+    let d = delta(before, dev.stats());
+    assert_eq!(d.bind_groups_reused, 0, "{d:?}");
 }

@@ -1,6 +1,7 @@
 //! One opened GPU: wgpu device and queue, the adapter's facts, the pipeline
 //! cache and the scheduler of pending work.
 
+use super::bind_groups::GroupCounters;
 use super::facts::AdapterFacts;
 use super::faults::Faults;
 use super::kernel::pipeline::PipelineCache;
@@ -34,14 +35,21 @@ pub struct GpuOptions {
     /// Most bytes of a buffer bound to one kernel at once, below the
     /// device's own limit (at least twice the device's storage offset
     /// alignment, 256 bytes in WebGPU): elementwise ops over larger
-    /// tensors run in windows, other ops refuse them. For testing the
-    /// windowed path with small tensors.
+    /// tensors run in windows, other op families cut them into parts,
+    /// custom kernels refuse them. For testing those paths with small
+    /// tensors.
     /// Environment: `WEBTENSOR_MAX_BINDING` (bytes); default the device's.
     pub max_binding_bytes: Option<u64>,
     /// Which tile the matmul kernels use.
     /// Environment: `WEBTENSOR_MATMUL_TILE=auto|large|medium|small`;
     /// default auto.
     pub matmul_tile: Option<MatmulTile>,
+    /// Use subgroup operations (reductions combine across a subgroup's
+    /// lanes) where the adapter has `SUBGROUP`; native only (a browser's
+    /// WGSL needs a directive naga does not take). Off runs the plain
+    /// kernels every adapter runs.
+    /// Environment: `WEBTENSOR_SUBGROUPS=0|1`; default on.
+    pub subgroups: Option<bool>,
 }
 
 /// The one wgpu instance every device webtensor opens comes from, so that
@@ -79,6 +87,17 @@ fn instance() -> wgpu::Instance {
 }
 
 /// True when f16 is to be stored packed whatever the adapter has.
+/// True when kernels may use subgroup operations on a device with
+/// `features`.
+fn use_subgroups(options: &GpuOptions, features: wgpu::Features) -> bool {
+    !cfg!(target_arch = "wasm32")
+        && features.contains(wgpu::Features::SUBGROUP)
+        && options
+            .subgroups
+            .or_else(|| env_flag("WEBTENSOR_SUBGROUPS"))
+            .unwrap_or(true)
+}
+
 fn force_packed(options: &GpuOptions) -> bool {
     options.force_packed_f16
         || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.eq_ignore_ascii_case("packed"))
@@ -102,6 +121,7 @@ fn env_flag(name: &str) -> Option<bool> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GpuCounters {
     pub scheduler: SchedulerCounters,
+    pub groups: GroupCounters,
     pub pool: PoolCounters,
     /// Pipelines compiled.
     pub pipelines: u64,
@@ -155,11 +175,10 @@ impl GpuContext {
         let limits = adapter.limits();
         let native_f16 =
             adapter.features().contains(wgpu::Features::SHADER_F16) && !force_packed(options);
-        let required_features = if native_f16 {
-            wgpu::Features::SHADER_F16
-        } else {
-            wgpu::Features::empty()
-        };
+        let subgroups = use_subgroups(options, adapter.features());
+        let mut required_features = wgpu::Features::empty();
+        required_features.set(wgpu::Features::SHADER_F16, native_f16);
+        required_features.set(wgpu::Features::SUBGROUP, subgroups);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("webtensor"),
@@ -174,9 +193,7 @@ impl GpuContext {
                 op: OP,
                 reason: format!("adapter {:?} refused a device: {e}", info.name),
             })?;
-        Ok(Self::assemble(
-            &info, device, queue, options, native_f16, true,
-        ))
+        Ok(Self::assemble(&info, device, queue, options, true))
     }
 
     /// A context on a device and queue the application opened (see
@@ -189,9 +206,7 @@ impl GpuContext {
         queue: wgpu::Queue,
         options: &GpuOptions,
     ) -> GpuContext {
-        let native_f16 =
-            device.features().contains(wgpu::Features::SHADER_F16) && !force_packed(options);
-        Self::assemble(info, device, queue, options, native_f16, false)
+        Self::assemble(info, device, queue, options, false)
     }
 
     /// The context of an opened device. `own_device`: webtensor opened it,
@@ -202,10 +217,13 @@ impl GpuContext {
         device: wgpu::Device,
         queue: wgpu::Queue,
         options: &GpuOptions,
-        native_f16: bool,
         own_device: bool,
     ) -> GpuContext {
         let limits = device.limits();
+        // What the device was opened with, by webtensor or the application.
+        let features = device.features();
+        let native_f16 = features.contains(wgpu::Features::SHADER_F16) && !force_packed(options);
+        let subgroups = use_subgroups(options, features);
         let facts = AdapterFacts {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
@@ -214,6 +232,7 @@ impl GpuContext {
                 .trim()
                 .to_string(),
             native_f16,
+            subgroups,
             max_storage_binding: options
                 .max_binding_bytes
                 .or_else(|| env_setting("WEBTENSOR_MAX_BINDING"))
@@ -326,8 +345,10 @@ impl GpuContext {
 
     /// What the device has done so far.
     pub fn counters(&self) -> GpuCounters {
+        let scheduler = self.scheduler();
         GpuCounters {
-            scheduler: self.scheduler().counters,
+            scheduler: scheduler.counters,
+            groups: scheduler.groups.counters,
             pool: self.pool.counters(),
             pipelines: self.pipelines.len() as u64,
         }
@@ -336,11 +357,14 @@ impl GpuContext {
     /// Caps the memory tensors and readbacks may hold (see the pool).
     pub fn set_memory_cap(&self, bytes: Option<u64>) {
         self.pool.set_cap(bytes);
+        self.scheduler().groups.clear();
     }
 
-    /// Drops the pool's idle buffers.
+    /// Drops the pool's idle buffers, and the kept bind groups that would
+    /// hold them alive.
     pub fn release_pooled_memory(&self) {
         self.pool.clear();
+        self.scheduler().groups.clear();
     }
 
     /// Submits all recorded work and resolves when the GPU has finished it.

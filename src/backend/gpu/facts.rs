@@ -12,6 +12,8 @@ pub(crate) struct AdapterFacts {
     pub device_type: String,
     pub driver: String,
     pub native_f16: bool,
+    /// Kernels may use subgroup operations (see `GpuOptions::subgroups`).
+    pub subgroups: bool,
     pub max_storage_binding: u64,
     pub max_buffer_size: u64,
     pub max_workgroups_per_dim: u32,

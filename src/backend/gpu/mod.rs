@@ -25,6 +25,7 @@
 //!   launcher: `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`, `indexing/`;
 //!   and `custom`, the user's WGSL kernels.
 
+mod bind_groups;
 mod command;
 mod context;
 mod custom;

@@ -84,6 +84,10 @@ pub(crate) struct PoolCounters {
     pub bytes_live: u64,
     pub peak_bytes_live: u64,
     pub bytes_pooled: u64,
+    /// Buffers gone for good: idle ones dropped (to get under the cap, or
+    /// cleared) and foreign ones whose storage went. Whatever holds
+    /// buffers beyond the pool (kept bind groups) lets go when it moves.
+    pub dropped: u64,
 }
 
 #[derive(Default)]
@@ -116,6 +120,7 @@ impl PoolState {
                     break;
                 }
                 self.counters.bytes_pooled -= key.1;
+                self.counters.dropped += 1;
             }
         }
         self.free.retain(|_, list| !list.is_empty());
@@ -259,6 +264,12 @@ impl BufferPool {
         state.next_id
     }
 
+    /// Counts the drop of a storage on a buffer the pool does not own (see
+    /// [`PoolCounters::dropped`]).
+    pub fn foreign_dropped(&self) {
+        self.state().counters.dropped += 1;
+    }
+
     /// Takes a buffer back; `open_batch` is the id of the batch being
     /// recorded, which may still hold commands that use it.
     pub fn release(&self, buffer: PooledBuffer, open_batch: u64) {
@@ -288,8 +299,10 @@ impl BufferPool {
     /// Drops every idle buffer.
     pub fn clear(&self) {
         let mut state = self.state();
+        let idle: usize = state.free.values().map(Vec::len).sum();
         state.free.clear();
         state.counters.bytes_pooled = 0;
+        state.counters.dropped += idle as u64;
     }
 
     pub fn counters(&self) -> PoolCounters {

@@ -8,6 +8,7 @@
 //! recorded reaches the flush threshold, a setting the scheduler owns with
 //! the fusion switch.
 
+use super::bind_groups::{BindGroupCache, GroupKey};
 use super::command::Command;
 use super::elementwise::access::choose_access;
 use super::elementwise::codegen::elementwise_pipeline;
@@ -61,6 +62,8 @@ pub(crate) struct SchedulerCounters {
 pub(crate) struct Scheduler {
     pending: Vec<Command>,
     arena: Option<wgpu::Buffer>,
+    /// Bind groups kept across flushes.
+    pub groups: BindGroupCache,
     pub counters: SchedulerCounters,
     /// Recorded ops that trigger a flush (at least 1).
     flush_threshold: usize,
@@ -80,17 +83,6 @@ impl Binding {
         Binding {
             buffer: buffer.clone(),
             window: None,
-        }
-    }
-
-    fn resource(&self) -> wgpu::BindingResource<'_> {
-        match self.window {
-            None => self.buffer.as_entire_binding(),
-            Some(w) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.buffer,
-                offset: w.offset,
-                size: wgpu::BufferSize::new(w.size),
-            }),
         }
     }
 
@@ -118,6 +110,7 @@ impl Scheduler {
         Scheduler {
             pending: Vec::new(),
             arena: None,
+            groups: BindGroupCache::default(),
             counters: SchedulerCounters::default(),
             flush_threshold: flush_threshold.max(1),
             fusion,
@@ -231,8 +224,15 @@ impl Scheduler {
             // Ordered after every earlier submit and before this one, so an
             // earlier batch never sees these parameters.
             ctx.queue.write_buffer(&arena, 0, &bytes);
-            let groups: Vec<wgpu::BindGroup> =
-                encoded.iter().map(|e| bind_group(ctx, e, &arena)).collect();
+            self.groups.begin_flush(ctx.pool.counters().dropped);
+            let groups: Vec<wgpu::BindGroup> = encoded
+                .iter()
+                .map(|e| {
+                    let key = group_key(e, &arena);
+                    self.groups.get(key, |key| create_group(ctx.device, key))
+                })
+                .collect();
+            self.groups.end_flush();
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("webtensor batch"),
                 timestamp_writes: None,
@@ -267,6 +267,8 @@ impl Scheduler {
                     usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
+                // Groups binding the old arena would keep it alive.
+                self.groups.clear();
                 self.arena = Some(a.clone());
                 a
             }
@@ -408,25 +410,48 @@ fn encode(
     }))
 }
 
-fn bind_group(ctx: &Target<'_>, e: &Encoded, arena: &wgpu::Buffer) -> wgpu::BindGroup {
-    let size = e.pipeline.params_size;
+/// What `e`'s bind group binds, with the parameter `arena`.
+fn group_key(e: &Encoded, arena: &wgpu::Buffer) -> GroupKey {
+    GroupKey {
+        layout: e.pipeline.layout.clone(),
+        arena: arena.clone(),
+        params_size: e.pipeline.params_size,
+        buffers: e
+            .buffers
+            .iter()
+            .map(|b| (b.buffer.clone(), b.window.map(|w| (w.offset, w.size))))
+            .collect(),
+    }
+}
+
+/// A bind group binding what `key` names: the arena's parameter block
+/// (at a dynamic offset) at 0, the storage buffers from 1.
+fn create_group(device: &wgpu::Device, key: &GroupKey) -> wgpu::BindGroup {
     let mut entries = vec![wgpu::BindGroupEntry {
         binding: 0,
         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: arena,
+            buffer: &key.arena,
             offset: 0,
-            size: wgpu::BufferSize::new(size),
+            size: wgpu::BufferSize::new(key.params_size),
         }),
     }];
-    for (k, binding) in e.buffers.iter().enumerate() {
+    for (k, (buffer, window)) in key.buffers.iter().enumerate() {
+        let resource = match *window {
+            None => buffer.as_entire_binding(),
+            Some((offset, size)) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset,
+                size: wgpu::BufferSize::new(size),
+            }),
+        };
         entries.push(wgpu::BindGroupEntry {
             binding: 1 + k as u32,
-            resource: binding.resource(),
+            resource,
         });
     }
-    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
-        layout: &e.pipeline.layout,
+        layout: &key.layout,
         entries: &entries,
     })
 }

@@ -298,6 +298,9 @@ async fn map_and_read<R>(
 impl Drop for GpuStorage {
     fn drop(&mut self) {
         if self.lent {
+            // Not the pool's: it goes with its last handle, so kept bind
+            // groups must let it go too.
+            self.ctx.pool.foreign_dropped();
             return;
         }
         // The pool gets a second handle to the buffer; this one goes with `self`.

@@ -74,8 +74,50 @@ pub(crate) struct ReduceKey {
     pub mean: bool,
     /// One workgroup per output (else one thread).
     pub group: bool,
+    /// A workgroup combines across subgroup lanes first (group mode on
+    /// adapters with subgroups).
+    pub subgroups: bool,
     pub native_f16: bool,
 }
+
+/// How a workgroup of 64 combines its threads' states into
+/// `shared_states[0]`: a tree in workgroup memory.
+const GROUP_COMBINE_SHARED: &str = "    shared_states[t] = st;
+    workgroupBarrier();
+    for (var width = 32u; width > 0u; width = width / 2u) {
+        if (t < width) {
+            shared_states[t] = combine(shared_states[t], shared_states[t + width]);
+        }
+        workgroupBarrier();
+    }";
+
+/// The builtins [`GROUP_COMBINE_SUBGROUPS`] reads.
+const GROUP_BUILTINS_SUBGROUPS: &str = "
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) sg_count: u32,";
+
+/// [`GROUP_COMBINE_SHARED`] across subgroup lanes first: a butterfly of
+/// shuffles within each subgroup (within 64 lanes, the workgroup, should a
+/// subgroup be wider), then one thread combines the subgroups' results in
+/// order. `combine` is symmetric (ties go to the lower index), so every
+/// order gives an arg op's answer.
+const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, 64u);
+    for (var m = lanes / 2u; m > 0u; m = m / 2u) {
+        st = combine(st, State(subgroupShuffleXor(st.v, m), subgroupShuffleXor(st.i, m)));
+    }
+    if (sg_lane == 0u) {
+        shared_states[sg_id] = st;
+    }
+    workgroupBarrier();
+    if (t == 0u) {
+        var total = shared_states[0];
+        for (var g = 1u; g < sg_count; g++) {
+            total = combine(total, shared_states[g]);
+        }
+        shared_states[0] = total;
+    }";
 
 /// The accumulator dtype of a reduction over `dtype`.
 fn acc_dtype(dtype: KernelType) -> KernelType {
@@ -229,6 +271,17 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         ("LOAD", load.as_str()),
         ("STORE", store.as_str()),
     ]);
+    slots.extend(if key.subgroups {
+        [
+            ("GROUP_BUILTINS", GROUP_BUILTINS_SUBGROUPS),
+            ("GROUP_COMBINE", GROUP_COMBINE_SUBGROUPS),
+        ]
+    } else {
+        [
+            ("GROUP_BUILTINS", ""),
+            ("GROUP_COMBINE", GROUP_COMBINE_SHARED),
+        ]
+    });
     fill("reduce kernel", REDUCE_WGSL, &slots)
 }
 
@@ -319,6 +372,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         dest,
         mean: call.mean,
         group,
+        subgroups: group && ctx.facts.subgroups,
         native_f16: ctx.facts.native_f16,
     };
     let dst = Bound::new("reduce", call.out.storage, true)?;
@@ -503,7 +557,12 @@ mod tests {
         for op in ops {
             for dtype in GPU_DTYPES {
                 for (source, dest) in stages {
-                    for (group, native_f16) in [(true, true), (false, false)] {
+                    let variants = [
+                        (true, true, false),
+                        (true, false, true),
+                        (false, false, false),
+                    ];
+                    for (group, native_f16, subgroups) in variants {
                         let widening = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
                         let out = match dtype {
                             _ if op.is_arg() => KernelType::I32,
@@ -519,6 +578,7 @@ mod tests {
                             dest,
                             mean: op == ReduceOp::Sum && dtype.dtype().is_float(),
                             group,
+                            subgroups,
                             native_f16,
                         };
                         validate(&reduce_source(&key).unwrap(), &format!("{key:?}"));
@@ -538,6 +598,7 @@ mod tests {
             dest: Dest::Partials,
             mean: false,
             group: true,
+            subgroups: false,
             native_f16: true,
         };
         let source = reduce_source(&key).unwrap();

@@ -10,6 +10,10 @@
 //   LOAD      `fn base_of(o) -> i32` and `fn load(base, r) -> State`:
 //             element r of the reduced set of the output at `base`
 //   STORE     `fn store(o, s, st)`: the output, or partial s of output o
+//   GROUP_BUILTINS, GROUP_COMBINE  how a workgroup combines its threads'
+//             states into shared_states[0]: through workgroup memory, or
+//             (on adapters with subgroups) across each subgroup's lanes
+//             first, then the subgroups' results
 //
 // Output o reduces `extent` elements; a stage may split that into `splits`
 // partial results of `chunk` elements each, which a second stage combines.
@@ -96,7 +100,7 @@ var<workgroup> shared_states: array<State, 64>;
 @compute @workgroup_size(64)
 fn main_group(
     @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
+    @builtin(local_invocation_index) t: u32,{{GROUP_BUILTINS}}
 ) {
     let w = wid.x + wid.y * params.row_width;
     let o = w / params.splits;
@@ -108,14 +112,7 @@ fn main_group(
         let end = min(start + params.chunk, params.extent);
         st = fold(o, start, end, t, 64u);
     }
-    shared_states[t] = st;
-    workgroupBarrier();
-    for (var width = 32u; width > 0u; width = width / 2u) {
-        if (t < width) {
-            shared_states[t] = combine(shared_states[t], shared_states[t + width]);
-        }
-        workgroupBarrier();
-    }
+{{GROUP_COMBINE}}
     if (t == 0u && live) {
         store(o, s, shared_states[0]);
     }
