@@ -152,8 +152,12 @@ fn main() -> Result<()> {
     let dev = Device::gpu()?;
     let info = dev.info();
     println!(
-        "# webtensor on {} ({}, {})",
-        info.name, info.backend, info.driver
+        "# webtensor on {} ({}, {}), subgroups {}, autotune {}",
+        info.name,
+        info.backend,
+        info.driver,
+        if info.subgroups { "on" } else { "off" },
+        if info.autotune { "on" } else { "off" },
     );
     let mut ok = true;
     let scale = if o.small { 64 } else { 1 };

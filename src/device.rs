@@ -51,6 +51,9 @@ pub struct DeviceInfo {
     /// Whether kernels use subgroup operations (the adapter has SUBGROUP,
     /// natively, unless `GpuOptions::subgroups` says no).
     pub subgroups: bool,
+    /// Whether the matmul tile is found by timing (see
+    /// `GpuOptions::autotune`).
+    pub autotune: bool,
     /// Largest storage binding in bytes: elementwise ops (and fused chains,
     /// casts, copies, fills) over larger tensors bind them in windows,
     /// other op families cut them into parts, custom kernels refuse them
@@ -88,7 +91,7 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {}, autotune {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
                 self.id,
                 self.name,
                 self.backend,
@@ -96,6 +99,7 @@ impl fmt::Display for DeviceInfo {
                 self.driver,
                 if self.native_f16 { "native" } else { "packed" },
                 if self.subgroups { "on" } else { "off" },
+                if self.autotune { "on" } else { "off" },
                 self.max_storage_binding >> 20,
                 self.max_buffer_size >> 20,
                 self.max_workgroups_per_dim
@@ -131,6 +135,8 @@ pub struct DeviceStats {
     pub bind_groups_created: u64,
     /// Dispatches that reused a kept bind group.
     pub bind_groups_reused: u64,
+    /// Timed runs of matmul autotuning (warm-ups included).
+    pub tuning_runs: u64,
     /// Bytes held by live tensors (and readbacks in progress).
     pub bytes_live: u64,
     /// The most `bytes_live` has been.
@@ -265,6 +271,7 @@ impl Device {
                 driver: String::new(),
                 native_f16: false,
                 subgroups: false,
+                autotune: false,
                 max_storage_binding: u64::MAX,
                 max_buffer_size: u64::MAX,
                 max_workgroups_per_dim: 0,
@@ -281,6 +288,7 @@ impl Device {
                     driver: f.driver.clone(),
                     native_f16: f.native_f16,
                     subgroups: f.subgroups,
+                    autotune: ctx.tuner.enabled(),
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
                     max_buffer_size: f.max_buffer_size,
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
@@ -309,6 +317,7 @@ impl Device {
                     buffers_reused: p.reused,
                     bind_groups_created: c.groups.created,
                     bind_groups_reused: c.groups.reused,
+                    tuning_runs: c.tuning_runs,
                     bytes_live: p.bytes_live,
                     peak_bytes_live: p.peak_bytes_live,
                     bytes_pooled: p.bytes_pooled,

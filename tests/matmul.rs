@@ -440,3 +440,71 @@ fn matrix_vector_products_on_every_layout() {
         assert!(relative_error(&read_f32(&got), &want) < 1e-6);
     }
 }
+
+/// Autotuning (on where asked; off by default on a software adapter such
+/// as lavapipe, whose timings are the CPU's): the first product of a class
+/// times every tile that fits it, later products of the class reuse the
+/// winner without timing, another class (another layout, size or dtype)
+/// is timed again, and every result equals the CPU's.
+#[test]
+fn autotuning_times_each_class_once_and_keeps_results_exact() {
+    use webtensor::GpuOptions;
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        autotune: Some(true),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    assert!(gpu.info().autotune, "{}", gpu.info());
+    if let Some(default) = common::gpu() {
+        let info = default.info();
+        if info.is_software() && std::env::var("WEBTENSOR_AUTOTUNE").is_err() {
+            assert!(!info.autotune, "{info}");
+        }
+    }
+    let cpu = Device::cpu();
+    let product = |m: usize, k: usize, n: usize, seed: u64, transposed: bool, dtype: DType| {
+        let a = Tensor::from_vec(noise(m * k, seed), [m, k], &cpu).unwrap();
+        let b = Tensor::from_vec(noise(k * n, seed + 1), [k, n], &cpu).unwrap();
+        let (a, b) = (a.to_dtype(dtype).unwrap(), b.to_dtype(dtype).unwrap());
+        let want = a.matmul(&b).unwrap();
+        // Stored transposed on the GPU: a view whose k axis is not the fast one.
+        let on_gpu = a.to_device(&gpu).unwrap();
+        let a = if transposed {
+            on_gpu.t().contiguous().unwrap().t()
+        } else {
+            on_gpu
+        };
+        let before = gpu.stats().tuning_runs;
+        let got = a.matmul(&b.to_device(&gpu).unwrap()).unwrap();
+        assert_matches(
+            &got,
+            &want,
+            1e-6,
+            &format!("{m}x{k}x{n} {dtype} t={transposed}"),
+        );
+        gpu.stats().tuning_runs - before
+    };
+    // 100 x 100 fits all three tiles: each runs once untimed, twice timed.
+    assert_eq!(product(100, 80, 100, 1, false, DType::F32), 9);
+    // The same class (sizes 64..127): no timing.
+    assert_eq!(product(120, 90, 70, 3, false, DType::F32), 0);
+    // Another layout, another dtype, another size: timed again.
+    assert_eq!(product(100, 80, 100, 5, true, DType::F32), 9);
+    assert_eq!(product(100, 80, 100, 7, false, DType::F16), 9);
+    assert_eq!(product(300, 40, 20, 9, false, DType::F32), 9);
+    assert_eq!(product(300, 40, 20, 11, false, DType::F32), 0);
+    // Matrix-vector products have one kernel: nothing to time.
+    assert_eq!(product(100, 80, 1, 13, false, DType::F32), 0);
+    // A device that does not tune never times.
+    let Some(fixed) = common::own_gpu(GpuOptions {
+        autotune: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let a = Tensor::ones([100, 100], DType::F32, &fixed).unwrap();
+    a.matmul(&a).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(fixed.stats().tuning_runs, 0);
+    assert!(!fixed.info().autotune);
+}

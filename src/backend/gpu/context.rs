@@ -7,7 +7,7 @@ use super::faults::Faults;
 use super::kernel::pipeline::PipelineCache;
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters, Target};
-use super::tuning::MatmulTile;
+use super::tuning::{MatmulTile, MatmulTuner};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,6 +50,13 @@ pub struct GpuOptions {
     /// kernels every adapter runs.
     /// Environment: `WEBTENSOR_SUBGROUPS=0|1`; default on.
     pub subgroups: Option<bool>,
+    /// Time the matmul tiles that fit on the first product of each class
+    /// (dtype, sizes by powers of two, operand layouts) and keep the
+    /// fastest, when the tile setting is auto. Native only (a browser's
+    /// clock is coarse and its queue cannot be waited on).
+    /// Environment: `WEBTENSOR_AUTOTUNE=0|1`; default on for hardware
+    /// adapters, off for software ones (whose timings are the CPU's).
+    pub autotune: Option<bool>,
 }
 
 /// The one wgpu instance every device webtensor opens comes from, so that
@@ -125,6 +132,8 @@ pub(crate) struct GpuCounters {
     pub pool: PoolCounters,
     /// Pipelines compiled.
     pub pipelines: u64,
+    /// Timed runs of matmul autotuning.
+    pub tuning_runs: u64,
 }
 
 /// An opened GPU device. Its parts are the backend's own; the rest of the
@@ -144,6 +153,8 @@ pub(crate) struct GpuContext {
     /// Id of the batch being recorded; bumped by every flush.
     open_batch: AtomicU64,
     matmul_tile: Mutex<MatmulTile>,
+    /// Matmul autotuning: on or off, and its winners.
+    pub tuner: MatmulTuner,
     /// Tells this device apart from others opened in the process (1, 2 ...).
     id: u64,
 }
@@ -265,6 +276,11 @@ impl GpuContext {
             .matmul_tile
             .or_else(|| MatmulTile::parse(&std::env::var("WEBTENSOR_MATMUL_TILE").ok()?))
             .unwrap_or_default();
+        let autotune = !cfg!(target_arch = "wasm32")
+            && options
+                .autotune
+                .or_else(|| env_flag("WEBTENSOR_AUTOTUNE"))
+                .unwrap_or(facts.device_type != "Cpu");
         let faults = Faults::new(&device);
         // Errors a browser would only log (and native wgpu would panic on)
         // become an `Err` from the next readback or sync.
@@ -293,6 +309,7 @@ impl GpuContext {
             pool,
             scheduler: Mutex::new(Scheduler::new(threshold, fusion)),
             matmul_tile: Mutex::new(matmul_tile),
+            tuner: MatmulTuner::new(autotune),
             open_batch: AtomicU64::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
@@ -351,6 +368,7 @@ impl GpuContext {
             groups: scheduler.groups.counters,
             pool: self.pool.counters(),
             pipelines: self.pipelines.len() as u64,
+            tuning_runs: self.tuner.runs(),
         }
     }
 

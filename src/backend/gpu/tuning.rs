@@ -1,11 +1,19 @@
 //! Settings that choose among kernel variants: which tile the matmul
-//! uses. The device holds them (`GpuOptions`, `WEBTENSOR_MATMUL_TILE`,
-//! `Device::set_matmul_tile`); the kernel families read them when they
-//! record.
+//! uses, fixed or found by autotuning. The device holds them
+//! (`GpuOptions`, `WEBTENSOR_MATMUL_TILE`, `WEBTENSOR_AUTOTUNE`,
+//! `Device::set_matmul_tile`) with the tuning results; the kernel families
+//! read them when they record.
+
+use crate::dtype::KernelType;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Which tile the GPU matmul uses. [`MatmulTile::Auto`] picks by the
-/// product's size; the others fix one kernel (for reproducible timings,
-/// and so that tests run every kernel on every size).
+/// product's size, or, where the device autotunes (`GpuOptions::autotune`),
+/// by timing every tile that fits on the first product of each class; the
+/// others fix one kernel (for reproducible timings, and so that tests run
+/// every kernel on every size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MatmulTile {
     /// By the number of output blocks each tile gives (the default).
@@ -30,5 +38,79 @@ impl MatmulTile {
             "small" => MatmulTile::Small,
             _ => return None,
         })
+    }
+}
+
+/// What makes two products alike for autotuning: the dtype, each extent
+/// and the batch count by powers of two, and which way each operand's
+/// matrix runs in memory (the tiles load them differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct MatmulClass {
+    pub dtype: KernelType,
+    /// Bit lengths of m, n, k and the batch count.
+    pub sizes: [u8; 4],
+    /// a's k axis has the smaller stride; b's n axis has.
+    pub fast: [bool; 2],
+}
+
+impl MatmulClass {
+    /// The class of an `m` x `k` by `k` x `n` product over `batches`.
+    pub fn of(dtype: KernelType, [m, n, k, batches]: [usize; 4], fast: [bool; 2]) -> MatmulClass {
+        let bits = |x: usize| (usize::BITS - x.leading_zeros()) as u8;
+        MatmulClass {
+            dtype,
+            sizes: [bits(m), bits(n), bits(k), bits(batches)],
+            fast,
+        }
+    }
+}
+
+/// The device's autotuning: whether it runs, the winning tile of each
+/// product class it has timed, and how many timed runs it took.
+#[derive(Default)]
+pub(crate) struct MatmulTuner {
+    enabled: AtomicBool,
+    winners: Mutex<HashMap<MatmulClass, MatmulTile>>,
+    runs: AtomicU64,
+}
+
+impl MatmulTuner {
+    /// A tuner, on or off.
+    pub fn new(enabled: bool) -> MatmulTuner {
+        let tuner = MatmulTuner::default();
+        tuner.set_enabled(enabled);
+        tuner
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// The tile that won `class`, if it has been timed.
+    pub fn winner(&self, class: &MatmulClass) -> Option<MatmulTile> {
+        self.lock().get(class).copied()
+    }
+
+    /// Keeps `tile` as the winner of `class`.
+    pub fn remember(&self, class: MatmulClass, tile: MatmulTile) {
+        self.lock().insert(class, tile);
+    }
+
+    /// Counts one timed run.
+    pub fn count_run(&self) {
+        self.runs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Timed runs so far (warm-ups included).
+    pub fn runs(&self) -> u64 {
+        self.runs.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MatmulClass, MatmulTile>> {
+        self.winners.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -2,6 +2,7 @@
 //! (`tiling.rs`: register-tiled kernels and the choice among them) and
 //! recorded as kernel commands, one per 65535 batches and slice of k.
 
+mod autotune;
 mod gemv;
 mod tiling;
 
@@ -164,25 +165,58 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
             return gemv.record(out, call, &bound, k, batches);
         }
     }
-    let tiling = Tiling::choose(choice, m, n, batches);
+    let dims = [m, n, k, batches];
+    let tile = match choice {
+        MatmulTile::Auto if ctx.tuner.enabled() => autotune::tile(out, call, &bound, dims)?,
+        fixed => fixed,
+    };
+    record_tiled(out, call, &bound, tile, dims)
+}
+
+/// The output tiles per axis (columns, rows) of `tiling` over an `m` x `n`
+/// output, or `None` past the device's workgroups per dimension.
+fn tile_grid(out: &GpuStorage, tiling: &Tiling, m: usize, n: usize) -> Option<[u32; 2]> {
+    let max = out.ctx.facts.max_workgroups_per_dim as usize;
     let groups = [
         n.div_ceil(tiling.bn as usize),
         m.div_ceil(tiling.bm as usize),
     ];
-    if groups.iter().any(|&g| g > max) {
+    groups
+        .iter()
+        .all(|&g| g <= max)
+        .then(|| groups.map(|g| g as u32))
+}
+
+/// Records `call` (bound as `bound`, of extents `[m, n, k, batches]`) with
+/// the register-tiled kernel `tile` picks.
+///
+/// # Errors
+/// `TooLarge` when the output needs more tiles per axis than the device
+/// has workgroups per dimension.
+fn record_tiled(
+    out: &GpuStorage,
+    call: &MatmulCall,
+    bound: &[Bound; 3],
+    tile: MatmulTile,
+    [m, n, k, batches]: [usize; 4],
+) -> Result<()> {
+    let tiling = Tiling::choose(tile, m, n, batches);
+    let Some(groups) = tile_grid(out, &tiling, m, n) else {
         return Err(Error::TooLarge {
             op: "matmul",
             what: "output tiles per axis",
-            requested: groups[0].max(groups[1]) as u64,
-            limit: max as u64,
+            requested: n
+                .div_ceil(tiling.bn as usize)
+                .max(m.div_ceil(tiling.bm as usize)) as u64,
+            limit: u64::from(out.ctx.facts.max_workgroups_per_dim),
         });
-    }
+    };
     record_slices(
         out,
         Kernel::Tiled(tiling),
         [&call.a, &call.b, &call.out],
         [&bound[0], &bound[1], &bound[2]],
-        [groups[0] as u32, groups[1] as u32],
+        groups,
         [batches, k],
         |k, start| params(call, [m, n], k, start),
     )

@@ -1,0 +1,151 @@
+//! Matmul autotuning: the first product of each class (dtype, extents by
+//! powers of two, operand layouts; see `MatmulClass`) on a device times
+//! every register tile that fits it, on the product's own operands into a
+//! scratch output, and the device keeps the fastest for the class. The
+//! clock is the host's around a submit and a wait for the queue, after
+//! the pending work has been drained, so a run's time is its kernels' and
+//! its launch costs (what the product costs in use). Every tile computes
+//! the same product (each is tested against the CPU), so the winner
+//! changes the speed, never the result's meaning.
+//!
+//! Native only: in a browser the queue cannot be waited on and the clock
+//! is coarse (`GpuOptions::autotune` is off there).
+
+use super::tiling::Tiling;
+use super::{record_tiled, tile_grid};
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::gpu::tuning::{MatmulClass, MatmulTile};
+use crate::backend::{MatmulCall, Storage, TensorRef};
+use crate::error::Result;
+use crate::layout::Layout;
+use std::sync::Arc;
+
+/// Timed runs of each tile after one untimed (which compiles it).
+const RUNS: usize = 2;
+
+/// The tiles autotuning chooses among.
+const TILES: [MatmulTile; 3] = [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small];
+
+/// The tile for `call` (bound as `bound`, of extents `[m, n, k,
+/// batches]`): its class's winner, timed now on its first product.
+///
+/// # Errors
+/// GPU failures while timing; pool failures for the scratch output.
+pub(super) fn tile(
+    out: &GpuStorage,
+    call: &MatmulCall,
+    bound: &[Bound; 3],
+    dims: [usize; 4],
+) -> Result<MatmulTile> {
+    let ctx = &out.ctx;
+    let [m, n, _, batches] = dims;
+    // Whether each operand's matrix runs along its columns (a's k, b's n).
+    let along_columns = |t: &TensorRef| {
+        let (rs, cs) = MatmulCall::matrix_strides(t);
+        cs.unsigned_abs() <= rs.unsigned_abs()
+    };
+    let fast = [along_columns(&call.a), along_columns(&call.b)];
+    let class = MatmulClass::of(call.out.dtype, dims, fast);
+    if let Some(tile) = ctx.tuner.winner(&class) {
+        return Ok(tile);
+    }
+    let fits: Vec<MatmulTile> = TILES
+        .into_iter()
+        .filter(|&t| tile_grid(out, &Tiling::choose(t, m, n, batches), m, n).is_some())
+        .collect();
+    if fits.len() < 2 {
+        let tile = fits.first().copied().unwrap_or(MatmulTile::Auto);
+        ctx.tuner.remember(class, tile);
+        return Ok(tile);
+    }
+    let tile = tune(out, call, bound, dims, &fits)?;
+    ctx.tuner.remember(class, tile);
+    Ok(tile)
+}
+
+/// Times each of `tiles` on `call`'s operands into a scratch output; the
+/// fastest (the first on a tie).
+fn tune(
+    out: &GpuStorage,
+    call: &MatmulCall,
+    bound: &[Bound; 3],
+    dims: [usize; 4],
+    tiles: &[MatmulTile],
+) -> Result<MatmulTile> {
+    const OP: &str = "matmul (autotuning)";
+    let ctx = &out.ctx;
+    let shape = call.out.layout.shape().clone();
+    let scratch = Arc::new(Storage::Gpu(GpuStorage::uninit(
+        ctx,
+        OP,
+        call.out.dtype,
+        shape.numel(),
+    )?));
+    let trial = MatmulCall {
+        a: call.a.clone(),
+        b: call.b.clone(),
+        out: TensorRef {
+            storage: &scratch,
+            layout: Layout::contiguous(shape),
+            dtype: call.out.dtype,
+        },
+    };
+    let trial_bound = [
+        bound[0].clone(),
+        bound[1].clone(),
+        Bound::new(OP, &scratch, true)?,
+    ];
+    // The operands' pending work first, so that no run pays for it.
+    ctx.flush()?;
+    ctx.wait_idle(OP)?;
+    let mut best = (f64::INFINITY, tiles[0]);
+    for &tile in tiles {
+        let mut fastest = f64::INFINITY;
+        for run in 0..=RUNS {
+            let t0 = clock::now();
+            record_tiled(out, &trial, &trial_bound, tile, dims)?;
+            ctx.flush()?;
+            ctx.wait_idle(OP)?;
+            ctx.tuner.count_run();
+            if run > 0 {
+                fastest = fastest.min(clock::seconds_since(t0));
+            }
+        }
+        if fastest < best.0 {
+            best = (fastest, tile);
+        }
+    }
+    ctx.check_device_error(OP)?;
+    Ok(best.1)
+}
+
+/// The host's clock (`std::time::Instant` panics in a browser, where
+/// autotuning is off).
+#[cfg(not(target_arch = "wasm32"))]
+mod clock {
+    pub type Stamp = std::time::Instant;
+
+    pub fn now() -> Stamp {
+        std::time::Instant::now()
+    }
+
+    pub fn seconds_since(t0: Stamp) -> f64 {
+        t0.elapsed().as_secs_f64()
+    }
+}
+
+/// No clock in a browser: autotuning never runs there.
+#[cfg(target_arch = "wasm32")]
+mod clock {
+    #[derive(Clone, Copy)]
+    pub struct Stamp;
+
+    pub fn now() -> Stamp {
+        Stamp
+    }
+
+    pub fn seconds_since(_: Stamp) -> f64 {
+        0.0
+    }
+}
