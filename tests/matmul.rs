@@ -287,50 +287,67 @@ fn every_tile_matches_the_cpu_on_every_layout() {
                 (65, 7, 129),
                 (129, 33, 63),
                 (33, 1000, 65),
+                // Multiples of four: vec4 loads along either axis, and k
+                // across the kernel's slices.
+                (132, 36, 68),
+                (64, 1028, 96),
             ]
             .iter()
             .enumerate()
             {
                 let seed = case as u64 * 10;
-                let a = Tensor::from_vec(noise(m * k, seed), [m, k], &cpu).unwrap();
-                let b = Tensor::from_vec(noise(k * n, seed + 1), [k, n], &cpu).unwrap();
-                // a.t() and b.t() stored transposed; a reversed, b offset and stepped.
-                let a_t = a.t().contiguous().unwrap();
-                let b_wide =
+                // Contiguous bases (to_device copies a view row-major, so
+                // every view below is taken on the device it runs on).
+                let bases = [
+                    Tensor::from_vec(noise(m * k, seed), [m, k], &cpu).unwrap(),
+                    Tensor::from_vec(noise(k * n, seed + 1), [k, n], &cpu).unwrap(),
                     Tensor::from_vec(noise(k * (2 * n + 1), seed + 2), [k, 2 * n + 1], &cpu)
-                        .unwrap();
-                let layouts: [(&str, Tensor, Tensor); 4] = [
-                    ("a @ b", a.clone(), b.clone()),
-                    ("a.t() @ b", a_t.clone(), b.clone()),
-                    ("a @ b.t()", a.clone(), b.t().contiguous().unwrap()),
-                    (
-                        "reversed a @ stepped b",
-                        a.flip(&[0, 1]).unwrap(),
-                        b_wide.clone(),
-                    ),
+                        .unwrap(),
+                    // a and b inside wider rows, at offsets of four and one.
+                    Tensor::from_vec(noise(m * (k + 8), seed + 3), [m, k + 8], &cpu).unwrap(),
+                    Tensor::from_vec(noise(k * (n + 8), seed + 4), [k, n + 8], &cpu).unwrap(),
                 ];
-                for (what, x, y) in layouts {
-                    let (x, y) = match what {
-                        "a.t() @ b" => (x.t(), y),
-                        "a @ b.t()" => (x, y.t()),
-                        "reversed a @ stepped b" => (x, y.slice(s![.., 1..;2]).unwrap()),
-                        _ => (x, y),
-                    };
-                    for dtype in [DType::F32, DType::F16, DType::I32] {
-                        let (xc, yc) = if dtype == DType::I32 {
-                            let ints = |t: &Tensor| {
+                let views = |[a, b, b_wide, a_wider, b_wider]: [Tensor; 5]| {
+                    let a_t = a.t().contiguous().unwrap().t();
+                    let b_t = b.t().contiguous().unwrap().t();
+                    vec![
+                        ("a @ b", a.clone(), b.clone()),
+                        ("a.t() @ b (a stored transposed)", a_t, b.clone()),
+                        ("a @ b.t() (b stored transposed)", a.clone(), b_t),
+                        (
+                            "reversed a @ stepped b",
+                            a.flip(&[0, 1]).unwrap(),
+                            b_wide.slice(s![.., 1..;2]).unwrap(),
+                        ),
+                        (
+                            "a @ b at offset 4",
+                            a_wider.slice(s![.., 4..4 + k]).unwrap(),
+                            b_wider.slice(s![.., 4..4 + n]).unwrap(),
+                        ),
+                        (
+                            "a @ b at offset 1",
+                            a_wider.slice(s![.., 1..1 + k]).unwrap(),
+                            b_wider.slice(s![.., 1..1 + n]).unwrap(),
+                        ),
+                    ]
+                };
+                for dtype in [DType::F32, DType::F16, DType::I32] {
+                    let typed = |dev: &Device| -> [Tensor; 5] {
+                        bases.clone().map(|t| {
+                            let t = if dtype == DType::I32 {
                                 t.mul_scalar(100.0).unwrap().to_dtype(DType::I32).unwrap()
+                            } else {
+                                t.to_dtype(dtype).unwrap()
                             };
-                            (ints(&x), ints(&y))
-                        } else {
-                            (x.to_dtype(dtype).unwrap(), y.to_dtype(dtype).unwrap())
-                        };
-                        let want = xc.matmul(&yc).unwrap();
-                        let got = xc
-                            .to_device(&gpu)
-                            .unwrap()
-                            .matmul(&yc.to_device(&gpu).unwrap())
-                            .unwrap();
+                            t.to_device(dev).unwrap()
+                        })
+                    };
+                    let on_cpu = views(typed(&cpu));
+                    let on_gpu = views(typed(&gpu));
+                    for ((what, xc, yc), (_, xg, yg)) in on_cpu.iter().zip(&on_gpu) {
+                        assert_eq!(xg.strides(), xc.strides(), "{what}");
+                        let want = xc.matmul(yc).unwrap();
+                        let got = xg.matmul(yg).unwrap();
                         let label = format!("{tile:?} packed={packed} {what} {dtype} {m}x{k}x{n}");
                         assert_matches(&got, &want, 1e-6, &label);
                     }

@@ -7,11 +7,12 @@ mod gemv;
 mod tiling;
 
 use crate::backend::gpu::tuning::MatmulTile;
-use tiling::Tiling;
+use tiling::{Loads, Tiling};
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
-    buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
+    StorageMode, buffer_decl, load_fn, load_out_fn, needs_f16, storage_mode, store_out_fn,
+    vec4_access,
 };
 use crate::backend::gpu::kernel::loop_budget::{self, slices};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
@@ -25,6 +26,7 @@ use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
+use std::fmt::Write;
 use std::ops::Range;
 
 const MATMUL_WGSL: &str = include_str!("matmul.wgsl");
@@ -74,8 +76,8 @@ pub(crate) struct MatmulKey {
 /// Which kernel a matmul runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Kernel {
-    /// Register-tiled (`tiling.rs`).
-    Tiled(Tiling),
+    /// Register-tiled (`tiling.rs`), loading `a` and `b` as each says.
+    Tiled(Tiling, [Loads; 2]),
     /// Matrix-vector (`gemv.rs`).
     Gemv,
 }
@@ -89,19 +91,38 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
     let acc = ScalarType::of(dtype);
     let zero = acc.zero();
-    let bindings = [
-        buffer_decl(1, "a", dtype, native, false),
-        buffer_decl(2, "b", dtype, native, false),
-        buffer_decl(3, "out_buf", dtype, native, true),
-    ]
-    .concat();
-    let access = [
-        load_fn("load_a", "a", dtype, native),
-        load_fn("load_b", "b", dtype, native),
-        store_out_fn(dtype, native),
-        load_out_fn(dtype, native),
-    ]
-    .concat();
+    let loads = match key.kernel {
+        Kernel::Tiled(_, loads) => loads,
+        Kernel::Gemv => [Loads::Scalar; 2],
+    };
+    // Each operand bound as elements (with its scalar loader) or as vec4s.
+    let mut bindings = String::new();
+    let mut access = String::new();
+    for (k, (name, loads)) in ["a", "b"].into_iter().zip(loads).enumerate() {
+        let binding = k as u32 + 1;
+        if loads == Loads::Scalar {
+            bindings.push_str(&buffer_decl(binding, name, dtype, native, false));
+            access.push_str(&load_fn(&format!("load_{name}"), name, dtype, native));
+            continue;
+        }
+        let element = match storage_mode(dtype, native) {
+            StorageMode::Plain(t) => t.to_string(),
+            StorageMode::F16 => "f16".to_string(),
+            StorageMode::PackedF16 | StorageMode::Bytes => {
+                return Err(Error::internal(
+                    "matmul kernel",
+                    "vec4 loads of a packed operand",
+                ));
+            }
+        };
+        let _ = writeln!(
+            bindings,
+            "@group(0) @binding({binding}) var<storage, read> {name}: array<vec4<{element}>>;"
+        );
+    }
+    bindings.push_str(&buffer_decl(3, "out_buf", dtype, native, true));
+    access.push_str(&store_out_fn(dtype, native));
+    access.push_str(&load_out_fn(dtype, native));
     let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {zero};\n");
     let walk = Walk {
         name: "batch_bases",
@@ -124,7 +145,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     }
     .wgsl();
     let kernel = match key.kernel {
-        Kernel::Tiled(tiling) => tiling.wgsl(),
+        Kernel::Tiled(tiling, loads) => tiling.wgsl(loads),
         Kernel::Gemv => gemv::gemv_wgsl().to_string(),
     };
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
@@ -201,6 +222,7 @@ fn record_tiled(
     [m, n, k, batches]: [usize; 4],
 ) -> Result<()> {
     let tiling = Tiling::choose(tile, m, n, batches);
+    let loads = vec_loads(call, [m, n, k], out.ctx.facts.native_f16);
     let Some(groups) = tile_grid(out, &tiling, m, n) else {
         return Err(Error::TooLarge {
             op: "matmul",
@@ -213,13 +235,41 @@ fn record_tiled(
     };
     record_slices(
         out,
-        Kernel::Tiled(tiling),
+        Kernel::Tiled(tiling, loads),
         [&call.a, &call.b, &call.out],
         [&bound[0], &bound[1], &bound[2]],
         groups,
         [batches, k],
         |k, start| params(call, [m, n], k, start),
     )
+}
+
+/// How the tiled kernels can load `call`'s operands (of extents `[m, n,
+/// k]`): four elements at a time along an axis of stride 1 where the
+/// elements are 32-bit or native f16, the other matrix stride, every batch
+/// stride and the offset are multiples of four, and so is the extent
+/// along that axis (so a vec4 is aligned, and all in or all out of the
+/// matrix); one at a time otherwise.
+fn vec_loads(call: &MatmulCall, [m, n, k]: [usize; 3], native_f16: bool) -> [Loads; 2] {
+    if !vec4_access(storage_mode(call.out.dtype, native_f16)) {
+        return [Loads::Scalar; 2];
+    }
+    let of = |t: &TensorRef, [rows, cols]: [usize; 2]| {
+        let (rs, cs) = MatmulCall::matrix_strides(t);
+        let batch = MatmulCall::batch_layout(t);
+        let aligned =
+            t.layout.offset().is_multiple_of(4) && batch.strides().iter().all(|s| s % 4 == 0);
+        if !aligned {
+            Loads::Scalar
+        } else if cs == 1 && rs % 4 == 0 && cols.is_multiple_of(4) {
+            Loads::VecCols
+        } else if rs == 1 && cs % 4 == 0 && rows.is_multiple_of(4) {
+            Loads::VecRows
+        } else {
+            Loads::Scalar
+        }
+    };
+    [of(&call.a, [m, k]), of(&call.b, [k, n])]
 }
 
 /// Records `kernel` over `operands` (bindings 1, 2 and the output, bound
@@ -382,7 +432,7 @@ mod tests {
         let key = MatmulKey {
             dtype: KernelType::F16,
             native_f16: false,
-            kernel: Kernel::Tiled(tiling::LARGE),
+            kernel: Kernel::Tiled(tiling::LARGE, [Loads::Scalar; 2]),
         };
         let source = matmul_source(&key).unwrap();
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
@@ -397,18 +447,34 @@ mod tests {
             KernelType::U32,
         ] {
             for native_f16 in [true, false] {
-                for kernel in [
-                    Kernel::Tiled(tiling::LARGE),
-                    Kernel::Tiled(tiling::MEDIUM),
-                    Kernel::Tiled(tiling::SMALL),
-                    Kernel::Gemv,
-                ] {
+                let all = [Loads::Scalar, Loads::VecCols, Loads::VecRows];
+                let vec = dtype != KernelType::F16 || native_f16;
+                let mut kernels = vec![Kernel::Gemv];
+                for tiling in [tiling::LARGE, tiling::MEDIUM, tiling::SMALL] {
+                    for a in all {
+                        for b in all {
+                            if vec || (a == Loads::Scalar && b == Loads::Scalar) {
+                                kernels.push(Kernel::Tiled(tiling, [a, b]));
+                            }
+                        }
+                    }
+                }
+                for kernel in kernels {
                     let key = MatmulKey {
                         dtype,
                         native_f16,
                         kernel,
                     };
                     validate(&matmul_source(&key).unwrap(), &format!("{key:?}"));
+                }
+                // Packed f16 has no vec4 loads.
+                if !vec {
+                    let key = MatmulKey {
+                        dtype,
+                        native_f16,
+                        kernel: Kernel::Tiled(tiling::SMALL, [Loads::VecCols, Loads::Scalar]),
+                    };
+                    assert!(matmul_source(&key).is_err());
                 }
             }
         }

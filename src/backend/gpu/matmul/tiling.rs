@@ -20,7 +20,11 @@
 //! Global loads are coalesced for either memory order of each operand:
 //! the launcher says which axis has the smaller stride (`a_k_fast`,
 //! `b_n_fast`) and consecutive threads walk along it, so `a.t()` is read in
-//! place as fast as `a`.
+//! place as fast as `a`. Where that axis has stride 1 and the layout is
+//! aligned to four elements (`Loads`, chosen by the launcher per operand),
+//! the operand is bound as vec4s and each thread loads four elements at
+//! once, along the matrix's rows or columns, stored into the tile as one
+//! vec4 (along the tile) or four elements (across it).
 
 use crate::backend::gpu::tuning::MatmulTile;
 use std::fmt::Write;
@@ -36,6 +40,19 @@ pub(crate) struct Tiling {
     /// Output rows and columns per thread (multiples of 4).
     pub tm: u32,
     pub tn: u32,
+}
+
+/// How a kernel loads one operand's tile from global memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Loads {
+    /// One element at a time, consecutive threads along whichever axis
+    /// has the smaller stride (the launcher says which, at run time).
+    Scalar,
+    /// Four elements at a time along the matrix's columns (a's k, b's n),
+    /// contiguous and aligned to four (the buffer bound as vec4s).
+    VecCols,
+    /// Four elements at a time along its rows (a's m, b's k).
+    VecRows,
 }
 
 pub(crate) const LARGE: Tiling = Tiling {
@@ -93,14 +110,15 @@ impl Tiling {
         x * y
     }
 
-    /// The WGSL of the kernel: constants, workgroup tiles, the element
-    /// loaders and `main`. Expects `Params`, `Acc`, `ZERO`, `load_a`,
-    /// `load_b`, `load_out`, `store_out` and `batch_bases` declared.
-    pub fn wgsl(&self) -> String {
+    /// The WGSL of the kernel loading `a` and `b` as `loads` says:
+    /// constants, workgroup tiles, the loaders and `main`. Expects
+    /// `Params`, `Acc`, `ZERO`, `batch_bases`, `load_out`, `store_out` and,
+    /// for each operand, `load_a` / `load_b` (scalar loads) or the
+    /// operand's buffer bound as vec4s (vec loads) declared.
+    pub fn wgsl(&self, loads: [Loads; 2]) -> String {
         let Tiling { bm, bn, bk, tm, tn } = *self;
         let (tx, ty) = self.threads_xy();
         let threads = self.threads();
-        let (loads_a, loads_b) = (bm * bk / threads, bk * bn / threads);
         let (groups_a, groups_b) = (tm / 4, tn / 4);
         let mut w = String::new();
         let _ = write!(
@@ -116,22 +134,10 @@ impl Tiling {
             bk * (bm / 4 + 1),
             bk * (bn / 4 + 1),
         );
-        w.push_str(
-            "// Element (r, kk) of a's matrix at `base`, or ZERO outside this slice.\n\
-             fn a_at(base: i32, r: u32, kk: u32) -> Acc {\n    \
-                 if (r < params.m && kk < params.k) {\n        \
-                     return load_a(u32(base + i32(r) * params.a_rs + i32(kk) * params.a_cs));\n    \
-                 }\n    \
-                 return ZERO;\n\
-             }\n\n\
-             // Element (kk, c) of b's matrix at `base`, or ZERO outside this slice.\n\
-             fn b_at(base: i32, kk: u32, c: u32) -> Acc {\n    \
-                 if (kk < params.k && c < params.n) {\n        \
-                     return load_b(u32(base + i32(kk) * params.b_rs + i32(c) * params.b_cs));\n    \
-                 }\n    \
-                 return ZERO;\n\
-             }\n\n",
-        );
+        let a = OperandLoads::a(*self, loads[0]);
+        let b = OperandLoads::b(*self, loads[1]);
+        w.push_str(&a.loader());
+        w.push_str(&b.loader());
         let _ = write!(
             w,
             "@compute @workgroup_size({tx}, {ty})\n\
@@ -146,58 +152,20 @@ impl Tiling {
                  let a_fast = params.a_k_fast != 0u;\n    \
                  let b_fast = params.b_n_fast != 0u;\n"
         );
-        // Each thread's share of the tile copies: (row, k) of a, (k, column) of b.
-        for e in 0..loads_a {
-            let _ = write!(
-                w,
-                "    let ia{e} = t + {}u;\n    \
-                 let ar{e} = select(ia{e} % BM, ia{e} / BK, a_fast);\n    \
-                 let ak{e} = select(ia{e} / BM, ia{e} % BK, a_fast);\n    \
-                 var pa{e} = a_at(bases[0], row0 + ar{e}, params.k_start + ak{e});\n",
-                e * threads
-            );
-        }
-        for e in 0..loads_b {
-            let _ = write!(
-                w,
-                "    let ib{e} = t + {}u;\n    \
-                 let bc{e} = select(ib{e} / BK, ib{e} % BN, b_fast);\n    \
-                 let bk{e} = select(ib{e} % BK, ib{e} / BN, b_fast);\n    \
-                 var pb{e} = b_at(bases[1], params.k_start + bk{e}, col0 + bc{e});\n",
-                e * threads
-            );
-        }
+        // Each thread's share of the tile copies, first loaded before the loop.
+        w.push_str(&a.first_loads(threads));
+        w.push_str(&b.first_loads(threads));
         for i in 0..tm {
             for g in 0..groups_b {
                 let _ = writeln!(w, "    var acc{i}_{g} = vec4<Acc>(ZERO);");
             }
         }
         w.push_str("    for (var k0 = params.k_start; k0 < params.k; k0 += BK) {\n");
-        for e in 0..loads_a {
-            let _ = writeln!(
-                w,
-                "        tile_a[ak{e} * PITCH_A + ar{e} / 4u][ar{e} % 4u] = pa{e};"
-            );
-        }
-        for e in 0..loads_b {
-            let _ = writeln!(
-                w,
-                "        tile_b[bk{e} * PITCH_B + bc{e} / 4u][bc{e} % 4u] = pb{e};"
-            );
-        }
+        w.push_str(&a.stores(threads));
+        w.push_str(&b.stores(threads));
         w.push_str("        workgroupBarrier();\n        let k1 = k0 + BK;\n");
-        for e in 0..loads_a {
-            let _ = writeln!(
-                w,
-                "        pa{e} = a_at(bases[0], row0 + ar{e}, k1 + ak{e});"
-            );
-        }
-        for e in 0..loads_b {
-            let _ = writeln!(
-                w,
-                "        pb{e} = b_at(bases[1], k1 + bk{e}, col0 + bc{e});"
-            );
-        }
+        w.push_str(&a.next_loads(threads));
+        w.push_str(&b.next_loads(threads));
         for kk in 0..bk {
             for g in 0..groups_a {
                 let _ = writeln!(
@@ -252,6 +220,205 @@ impl Tiling {
             }
         }
         w.push_str("}\n");
+        w
+    }
+}
+
+/// The WGSL that copies one operand's tile from global memory into
+/// workgroup memory: each thread loads its share of the next tile into
+/// registers (`pa{e}` / `pb{e}`, scalars or vec4s) and stores it into the
+/// k-major tile (`tile_a[kk][row]`, `tile_b[kk][column]`).
+#[derive(Debug, Clone, Copy)]
+struct OperandLoads {
+    /// "a" or "b".
+    name: &'static str,
+    loads: Loads,
+    /// The tile's extent along its matrix's rows and columns (bm x bk for
+    /// a, bk x bn for b), and the tile's pitch in vec4s.
+    rows: u32,
+    cols: u32,
+    pitch: &'static str,
+}
+
+impl OperandLoads {
+    fn a(t: Tiling, loads: Loads) -> OperandLoads {
+        OperandLoads {
+            name: "a",
+            loads,
+            rows: t.bm,
+            cols: t.bk,
+            pitch: "PITCH_A",
+        }
+    }
+
+    fn b(t: Tiling, loads: Loads) -> OperandLoads {
+        OperandLoads {
+            name: "b",
+            loads,
+            rows: t.bk,
+            cols: t.bn,
+            pitch: "PITCH_B",
+        }
+    }
+
+    /// Loads per thread per tile (of one element or one vec4).
+    fn per_thread(&self, threads: u32) -> u32 {
+        let elements = self.rows * self.cols / threads;
+        if self.loads == Loads::Scalar {
+            elements
+        } else {
+            elements / 4
+        }
+    }
+
+    /// The loader: `{name}_at(base, row, col)`, one element or four along
+    /// the vec4 axis starting there, ZERO outside this slice (a vec4 is
+    /// all in or all out: the launcher checks the extent along it is a
+    /// multiple of four).
+    fn loader(&self) -> String {
+        let n = self.name;
+        // Row and column bounds, and the strides, of a's (m, k) or b's (k, n).
+        let (rows, cols) = if n == "a" {
+            ("params.m", "params.k")
+        } else {
+            ("params.k", "params.n")
+        };
+        let (rs, cs) = (format!("params.{n}_rs"), format!("params.{n}_cs"));
+        let (ret, load, offset) = match self.loads {
+            Loads::Scalar => (
+                "Acc",
+                format!("load_{n}(p)"),
+                format!("i32(r) * {rs} + i32(c) * {cs}"),
+            ),
+            Loads::VecCols => (
+                "vec4<Acc>",
+                format!("vec4<Acc>({n}[p / 4u])"),
+                format!("i32(r) * {rs} + i32(c)"),
+            ),
+            Loads::VecRows => (
+                "vec4<Acc>",
+                format!("vec4<Acc>({n}[p / 4u])"),
+                format!("i32(r) + i32(c) * {cs}"),
+            ),
+        };
+        let zero = if self.loads == Loads::Scalar {
+            "ZERO".to_string()
+        } else {
+            "vec4<Acc>(ZERO)".to_string()
+        };
+        format!(
+            "// {n}'s matrix at `base` from (r, c) ({what}), or zero outside this slice.\n\
+             fn {n}_at(base: i32, r: u32, c: u32) -> {ret} {{\n    \
+                 if (r < {rows} && c < {cols}) {{\n        \
+                     let p = u32(base + {offset});\n        \
+                     return {load};\n    \
+                 }}\n    \
+                 return {zero};\n\
+             }}\n\n",
+            what = match self.loads {
+                Loads::Scalar => "one element",
+                Loads::VecCols => "four along the row",
+                Loads::VecRows => "four down the column",
+            }
+        )
+    }
+
+    /// The thread's (row, column) in the tile of load `e`, declared, and
+    /// its first load.
+    fn first_loads(&self, threads: u32) -> String {
+        let (n, rows, cols) = (self.name, self.rows, self.cols);
+        let mut w = String::new();
+        for e in 0..self.per_thread(threads) {
+            let i = format!("i{n}{e}");
+            let (r, c) = (format!("{n}r{e}"), format!("{n}c{e}"));
+            // Consecutive threads along the axis the loads run along.
+            let (rv, cv) = match self.loads {
+                Loads::Scalar if n == "a" => (
+                    format!("select({i} % {rows}u, {i} / {cols}u, a_fast)"),
+                    format!("select({i} / {rows}u, {i} % {cols}u, a_fast)"),
+                ),
+                Loads::Scalar => (
+                    format!("select({i} % {rows}u, {i} / {cols}u, b_fast)"),
+                    format!("select({i} / {rows}u, {i} % {cols}u, b_fast)"),
+                ),
+                Loads::VecCols => (
+                    format!("{i} / {}u", cols / 4),
+                    format!("({i} % {}u) * 4u", cols / 4),
+                ),
+                Loads::VecRows => (
+                    format!("({i} % {}u) * 4u", rows / 4),
+                    format!("{i} / {}u", rows / 4),
+                ),
+            };
+            let _ = write!(
+                w,
+                "    let {i} = t + {}u;\n    let {r} = {rv};\n    let {c} = {cv};\n    \
+                 var p{n}{e} = {};\n",
+                e * threads,
+                self.at(e, "params.k_start")
+            );
+        }
+        w
+    }
+
+    /// The call loading load `e` of the tile whose k starts at `k`.
+    fn at(&self, e: u32, k: &str) -> String {
+        let n = self.name;
+        if n == "a" {
+            format!("a_at(bases[0], row0 + ar{e}, {k} + ac{e})")
+        } else {
+            format!("b_at(bases[1], {k} + br{e}, col0 + bc{e})")
+        }
+    }
+
+    /// The loads of the next tile (k from `k1`).
+    fn next_loads(&self, threads: u32) -> String {
+        (0..self.per_thread(threads))
+            .map(|e| format!("        p{}{e} = {};\n", self.name, self.at(e, "k1")))
+            .collect()
+    }
+
+    /// The stores of the loaded values into the k-major tile.
+    fn stores(&self, threads: u32) -> String {
+        let (n, pitch) = (self.name, self.pitch);
+        let mut w = String::new();
+        for e in 0..self.per_thread(threads) {
+            // a's tile runs along its rows (m), b's along its columns (n);
+            // k picks the tile's row.
+            let (k, x) = if n == "a" {
+                (format!("ac{e}"), format!("ar{e}"))
+            } else {
+                (format!("br{e}"), format!("bc{e}"))
+            };
+            let tile = format!("tile_{n}");
+            let v = format!("p{n}{e}");
+            // Whether the vec4 runs along the tile's vec4s (one store) or
+            // along k (four).
+            let along_tile = match self.loads {
+                Loads::Scalar => None,
+                Loads::VecRows => Some(n == "a"),
+                Loads::VecCols => Some(n == "b"),
+            };
+            match along_tile {
+                None => {
+                    let _ = writeln!(
+                        w,
+                        "        {tile}[{k} * {pitch} + {x} / 4u][{x} % 4u] = {v};"
+                    );
+                }
+                Some(true) => {
+                    let _ = writeln!(w, "        {tile}[{k} * {pitch} + {x} / 4u] = {v};");
+                }
+                Some(false) => {
+                    for (lane, name) in ["x", "y", "z", "w"].iter().enumerate() {
+                        let _ = writeln!(
+                            w,
+                            "        {tile}[({k} + {lane}u) * {pitch} + {x} / 4u][{x} % 4u] = {v}.{name};"
+                        );
+                    }
+                }
+            }
+        }
         w
     }
 }
