@@ -201,8 +201,8 @@ async fn complex_tensors_and_grids() {
 }
 
 /// Every kernel form this round added, compiled by the browser's WGSL
-/// compiler and checked against the CPU path: each matmul tile and the
-/// matrix-vector kernel, vec4 and tiled (transposing) elementwise kernels,
+/// compiler and checked against the CPU path: each matmul tile (with
+/// scalar and vec4 loads) and the matrix-vector kernel, vec4 and tiled (transposing) elementwise kernels,
 /// the softmax kernel, a column reduction split by threads, and a long
 /// cumsum scanned in blocks.
 #[wasm_bindgen_test]
@@ -233,6 +233,24 @@ async fn every_new_kernel_form_matches_the_cpu() {
             &want,
             &format!("{tile:?}"),
         );
+    }
+    // Aligned operands load four elements at a time: along a's k and b's
+    // n, and down a's m where a is stored transposed (taken on the GPU).
+    let a4 = Tensor::rand([64, 36], DType::F32, 3, &cpu).unwrap();
+    let b4 = Tensor::rand([36, 68], DType::F32, 4, &cpu).unwrap();
+    let want4 = read(&a4.matmul(&b4).unwrap()).await;
+    let ga4 = a4.to_device_async(&dev).await.unwrap();
+    let gb4 = b4.to_device_async(&dev).await.unwrap();
+    let ga4t = ga4.t().contiguous().unwrap().t();
+    for tile in [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small] {
+        dev.set_matmul_tile(tile);
+        for (what, x) in [("a", &ga4), ("a stored transposed", &ga4t)] {
+            close(
+                &read(&x.matmul(&gb4).unwrap()).await,
+                &want4,
+                &format!("{tile:?} vec4 loads, {what}"),
+            );
+        }
     }
     dev.set_matmul_tile(MatmulTile::Auto);
     let v = b.slice(s![.., 0]).unwrap();
