@@ -28,9 +28,14 @@ pub(crate) fn choose_access(
     }
     match tile_axis(&plan, operands) {
         Some(p) => (Access::Tiled, with_axis_before_last(plan, p)),
+        None if plan.shape.last().is_some_and(|&n| n >= ROW_RUN) => (Access::Rows, plan),
         None => (Access::Strided, plan),
     }
 }
+
+/// Elements a thread of [`Access::Rows`] takes along the last axis (`RUN`
+/// in elementwise_rows.wgsl).
+pub(crate) const ROW_RUN: usize = 4;
 
 impl Access {
     /// (threads or, for the tiled access, workgroups; threads per
@@ -40,6 +45,10 @@ impl Access {
             Access::Vec4 => (plan.numel().div_ceil(4), WORKGROUP),
             Access::Tiled => (tile_count(plan), 1),
             Access::Strided | Access::Contiguous => (plan.numel(), WORKGROUP),
+            Access::Rows => {
+                let inner = plan.shape.last().copied().unwrap_or(1).max(1);
+                (plan.numel() / inner * inner.div_ceil(ROW_RUN), WORKGROUP)
+            }
         }
     }
 }
@@ -129,19 +138,35 @@ mod tests {
         assert_eq!(&tiled.shape[..], &[3, 64, 48]);
         assert_eq!(&tiled.strides[1][..], &[3072, 1, 64]);
         assert_eq!(access.grid(&tiled), (3 * 2 * 2, 1));
-        // Two inputs, a bool result, or axes too short to fill a tile: strided.
+        // Two inputs, a bool result, or axes too short to fill a tile:
+        // strided, in runs along the last axis where it has four elements.
         let three = operands(3, KernelType::F32);
         let p3 = IterPlan::new(&[&out, &transposed, &transposed]);
-        assert_eq!(choose_access(p3, &three, true, true).0, Access::Strided);
+        let (access, rows) = choose_access(p3, &three, true, true);
+        assert_eq!(access, Access::Rows);
+        assert_eq!(access.grid(&rows), (3 * 64 * 12, WORKGROUP));
         let mut to_bool = f32s.clone();
         to_bool[0].dtype = KernelType::Bool;
         assert_eq!(
             choose_access(plan(&transposed), &to_bool, true, true).0,
-            Access::Strided
+            Access::Rows
         );
         let thin = Layout::contiguous([8, 64]).permute(&[1, 0]).unwrap();
         let thin_out = Layout::contiguous([64, 8]);
         let p = IterPlan::new(&[&thin_out, &thin]);
+        assert_eq!(choose_access(p, &f32s, true, true).0, Access::Rows);
+        let narrow = Layout::contiguous([3, 64]).permute(&[1, 0]).unwrap();
+        let narrow_out = Layout::contiguous([64, 3]);
+        let p = IterPlan::new(&[&narrow_out, &narrow]);
         assert_eq!(choose_access(p, &f32s, true, true).0, Access::Strided);
+        // A run of 4 over 7 elements: two threads per row.
+        let odd = Layout::contiguous([5, 7]).permute(&[1, 0]).unwrap();
+        let p = IterPlan::new(&[&Layout::contiguous([7, 5]), &odd]);
+        let (access, plan) = choose_access(p, &three[..2], true, true);
+        assert_eq!(
+            (access, plan.shape.last().copied()),
+            (Access::Rows, Some(5))
+        );
+        assert_eq!(access.grid(&plan), (7 * 2, WORKGROUP));
     }
 }

@@ -28,6 +28,7 @@ pub(crate) const COMMON_WGSL: &str = include_str!("common.wgsl");
 pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("elementwise.wgsl");
 pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = include_str!("elementwise_vec4.wgsl");
 pub(crate) const ELEMENTWISE_TILE_WGSL: &str = include_str!("elementwise_tile.wgsl");
+pub(crate) const ELEMENTWISE_ROWS_WGSL: &str = include_str!("elementwise_rows.wgsl");
 
 /// Threads per workgroup of every elementwise kernel.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -151,6 +152,27 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         .collect();
     if key.access == Access::Tiled {
         return tiled_source(key, &header, &bindings, &access, &ops, &program);
+    }
+    if key.access == Access::Rows {
+        let steps: String = (0..key.operands.len())
+            .map(|k| format!("        p[{k}] += params.strides[{k}][last / 4u][last % 4u];\n"))
+            .collect();
+        return fill(
+            "elementwise rows kernel",
+            ELEMENTWISE_ROWS_WGSL,
+            &[
+                ("HEADER", &header),
+                ("COMMON", COMMON_WGSL),
+                ("WALK", &strided_walk(key.operands.len())),
+                ("MATH", MATH_WGSL),
+                ("BINDINGS", &bindings),
+                ("ACCESS", &access),
+                ("OPS", &ops),
+                ("PROGRAM", &program),
+                ("LOADS", &loads.join(", ")),
+                ("STEP", steps.trim_end_matches('\n')),
+            ],
+        );
     }
     let (positions, walk) = if key.access == Access::Contiguous {
         ("contiguous_positions", String::new())
@@ -375,7 +397,7 @@ mod tests {
     fn every_generated_kernel_validates() {
         let mut keys = Vec::new();
         for native_f16 in [true, false] {
-            for access in [Access::Contiguous, Access::Strided] {
+            for access in [Access::Contiguous, Access::Strided, Access::Rows] {
                 let key = |kernel, out, inputs: &[(KernelType, Src)]| {
                     single(kernel, out, inputs, native_f16, access)
                 };

@@ -64,6 +64,10 @@ pub(crate) struct KernelKey {
 pub(crate) enum Access {
     /// One element per thread, each operand through its strides.
     Strided,
+    /// Strided, [`ROW_RUN`](super::access::ROW_RUN) elements per thread
+    /// along the last axis: the walk's index math once per run, then a
+    /// step by each operand's last-axis stride.
+    Rows,
     /// Every operand is one forward run (the index math is skipped).
     Contiguous,
     /// Contiguous, every operand plain 32-bit or native f16 and starting at
