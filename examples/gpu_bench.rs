@@ -152,12 +152,13 @@ fn main() -> Result<()> {
     let dev = Device::gpu()?;
     let info = dev.info();
     println!(
-        "# webtensor on {} ({}, {}), subgroups {}, autotune {}",
+        "# webtensor on {} ({}, {}), subgroups {}, autotune {}, GPU timestamps {}",
         info.name,
         info.backend,
         info.driver,
         if info.subgroups { "on" } else { "off" },
         if info.autotune { "on" } else { "off" },
+        if info.gpu_timestamps { "yes" } else { "no" },
     );
     let mut ok = true;
     let scale = if o.small { 64 } else { 1 };

@@ -54,6 +54,10 @@ pub struct DeviceInfo {
     /// Whether the matmul tile is found by timing (see
     /// `GpuOptions::autotune`).
     pub autotune: bool,
+    /// Whether the device writes GPU timestamps (`TIMESTAMP_QUERY`,
+    /// natively): autotuning times kernels by them, else by the host's
+    /// clock around a submit.
+    pub gpu_timestamps: bool,
     /// Largest storage binding in bytes: elementwise ops (and fused chains,
     /// casts, copies, fills) over larger tensors bind them in windows,
     /// other op families cut them into parts, custom kernels refuse them
@@ -91,7 +95,7 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {}, autotune {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {}, autotune {} (timed by {}), max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
                 self.id,
                 self.name,
                 self.backend,
@@ -100,6 +104,11 @@ impl fmt::Display for DeviceInfo {
                 if self.native_f16 { "native" } else { "packed" },
                 if self.subgroups { "on" } else { "off" },
                 if self.autotune { "on" } else { "off" },
+                if self.gpu_timestamps {
+                    "GPU timestamps"
+                } else {
+                    "the host clock"
+                },
                 self.max_storage_binding >> 20,
                 self.max_buffer_size >> 20,
                 self.max_workgroups_per_dim
@@ -130,6 +139,13 @@ pub struct DeviceStats {
     pub buffers_created: u64,
     /// Buffer requests served from the pool.
     pub buffers_reused: u64,
+    /// Op outputs that never took a buffer: intermediates fused into
+    /// their reader and dropped before the flush (an elementwise op's
+    /// output takes its buffer when a flush first writes it).
+    pub buffers_avoided: u64,
+    /// Ops never run because their results were dropped unread before
+    /// the flush (each counts in `buffers_avoided` too).
+    pub dead_ops: u64,
     /// Bind groups created (one per dispatch unless kept from an earlier
     /// dispatch on the same buffers).
     pub bind_groups_created: u64,
@@ -137,7 +153,11 @@ pub struct DeviceStats {
     pub bind_groups_reused: u64,
     /// Timed runs of matmul autotuning (warm-ups included).
     pub tuning_runs: u64,
-    /// Bytes held by live tensors (and readbacks in progress).
+    /// Nanoseconds the timed runs of autotuning measured (GPU time where
+    /// the device writes timestamps, else the host's clock).
+    pub tuning_ns: u64,
+    /// Bytes held by live tensors (and readbacks in progress), including
+    /// those reserved for outputs whose buffers the next flush takes.
     pub bytes_live: u64,
     /// The most `bytes_live` has been.
     pub peak_bytes_live: u64,
@@ -272,6 +292,7 @@ impl Device {
                 native_f16: false,
                 subgroups: false,
                 autotune: false,
+                gpu_timestamps: false,
                 max_storage_binding: u64::MAX,
                 max_buffer_size: u64::MAX,
                 max_workgroups_per_dim: 0,
@@ -289,6 +310,7 @@ impl Device {
                     native_f16: f.native_f16,
                     subgroups: f.subgroups,
                     autotune: ctx.tuner.enabled(),
+                    gpu_timestamps: f.timestamps,
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
                     max_buffer_size: f.max_buffer_size,
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
@@ -315,10 +337,13 @@ impl Device {
                     fused_ops: s.fused_ops,
                     buffers_created: p.created,
                     buffers_reused: p.reused,
+                    buffers_avoided: s.buffers_avoided,
+                    dead_ops: s.dead_ops,
                     bind_groups_created: c.groups.created,
                     bind_groups_reused: c.groups.reused,
                     tuning_runs: c.tuning_runs,
-                    bytes_live: p.bytes_live,
+                    tuning_ns: c.tuning_ns,
+                    bytes_live: p.bytes_live + p.bytes_reserved,
                     peak_bytes_live: p.peak_bytes_live,
                     bytes_pooled: p.bytes_pooled,
                 }

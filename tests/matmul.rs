@@ -502,6 +502,7 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
         );
         gpu.stats().tuning_runs - before
     };
+    let started = std::time::Instant::now();
     // 100 x 100 fits all three tiles: each runs once untimed, twice timed.
     assert_eq!(product(100, 80, 100, 1, false, DType::F32), 9);
     // The same class (sizes 64..127): no timing.
@@ -513,6 +514,18 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
     assert_eq!(product(300, 40, 20, 11, false, DType::F32), 0);
     // Matrix-vector products have one kernel: nothing to time.
     assert_eq!(product(100, 80, 1, 13, false, DType::F32), 0);
+    // The timed runs measured some time, within the time they ran in (a
+    // timer reading zeros, or GPU timestamps scaled by the wrong period,
+    // shows here). Natively with TIMESTAMP_QUERY (lavapipe, Vulkan
+    // drivers) it is GPU time.
+    let ns = gpu.stats().tuning_ns;
+    let wall = started.elapsed().as_nanos() as u64;
+    let by = if gpu.info().gpu_timestamps {
+        "GPU timestamps"
+    } else {
+        "the host clock"
+    };
+    assert!(ns > 0 && ns < wall, "{ns} ns by {by} in {wall} ns");
     // A device that does not tune never times.
     let Some(fixed) = common::own_gpu(GpuOptions {
         autotune: Some(false),

@@ -34,6 +34,8 @@ fn delta(before: DeviceStats, after: DeviceStats) -> DeviceStats {
         fused_ops: after.fused_ops - before.fused_ops,
         buffers_created: after.buffers_created - before.buffers_created,
         buffers_reused: after.buffers_reused - before.buffers_reused,
+        buffers_avoided: after.buffers_avoided - before.buffers_avoided,
+        dead_ops: after.dead_ops - before.dead_ops,
         bind_groups_created: after.bind_groups_created - before.bind_groups_created,
         bind_groups_reused: after.bind_groups_reused - before.bind_groups_reused,
         ..after
@@ -158,6 +160,9 @@ fn an_elementwise_chain_runs_as_one_fused_kernel() {
         assert_eq!(d.ops_recorded, 5, "{dtype}: {d:?}");
         assert_eq!(d.dispatches, 1, "{dtype}: {d:?}");
         assert_eq!((d.fused_kernels, d.fused_ops), (1, 4), "{dtype}: {d:?}");
+        // The four intermediates never took a buffer; the result took one.
+        assert_eq!(d.buffers_avoided, 4, "{dtype}: {d:?}");
+        assert_eq!(d.buffers_created + d.buffers_reused, 1, "{dtype}: {d:?}");
         let [ca, cb, cc] = chain_inputs(&Device::cpu(), dtype);
         let want = read_f32(&chain(&ca, &cb, &cc));
         assert_close(&got, &want, tol, &format!("fused chain in {dtype}"));
@@ -240,8 +245,20 @@ fn a_long_loop_that_drops_temporaries_keeps_memory_flat() {
             assert_eq!(m.peak_bytes_live, first.peak_bytes_live, "fusion {fusion}");
         }
         let last = marks[marks.len() - 1];
-        assert!(last.buffers_reused >= 9_000, "fusion {fusion}: {last:?}");
         assert_eq!(last.fused_ops > 0, fusion, "{last:?}");
+        if fusion {
+            // Outputs fused away and dropped never take a buffer.
+            assert_eq!(last.buffers_avoided, last.fused_ops, "{last:?}");
+            assert!(last.buffers_avoided >= 9_000, "{last:?}");
+        } else {
+            assert_eq!(last.buffers_avoided, 0, "{last:?}");
+        }
+        // Without fusion each op writes a buffer, but the flush lends a
+        // dropped output's buffer on to the next: the pool serves few.
+        assert!(
+            last.buffers_reused + last.buffers_created < 1_000,
+            "fusion {fusion}: {last:?}"
+        );
         assert_close(&read_f32(&x), &read_f32(&x_cpu), 1e-5, "loop result");
     }
 }
@@ -267,7 +284,9 @@ fn fusion_never_moves_a_read_past_a_write_to_its_buffer() {
     let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
     let t = a.mul_scalar(2.0).unwrap();
     drop(a);
-    let d = Tensor::full([64], 7.0, DType::F32, &dev).unwrap(); // reuses a's buffer
+    // Same size as a: the flush must not give it a's buffer before the
+    // fused t + 1 has read a.
+    let d = Tensor::full([64], 7.0, DType::F32, &dev).unwrap();
     let u = t.add_scalar(1.0).unwrap();
     drop(t);
     assert_eq!(u.to_vec::<f32>().unwrap(), [3.0; 64]);
@@ -289,6 +308,75 @@ fn fusion_never_moves_a_read_past_a_write_to_its_buffer() {
     x.add_(&x.mul_scalar(2.0).unwrap()).unwrap();
     assert_eq!(x.to_vec::<f32>().unwrap(), [4.5; 64]);
     assert_eq!(delta(before, dev.stats()).dispatches, 1);
+}
+
+#[test]
+fn an_output_takes_a_buffer_freed_in_its_batch_only_after_its_last_read() {
+    // Outputs take their buffers when the flush (or another family's
+    // kernel) first needs them, after `a` is dropped: a's buffer, the one
+    // idle buffer of their size, is still to be read by `t`'s op (fused
+    // into `u` when fusion is on, so read after `y` is written).
+    for fusion in [true, false] {
+        let Some(dev) = batched_gpu(fusion) else {
+            return;
+        };
+        let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
+        let b = Tensor::full([64], 3.0, DType::F32, &dev).unwrap();
+        dev.sync().unwrap();
+        let t = a.mul_scalar(2.0).unwrap();
+        let y = b.exp().unwrap();
+        drop(a);
+        let u = t.add_scalar(1.0).unwrap();
+        drop(t);
+        assert_eq!(u.to_vec::<f32>().unwrap(), [3.0; 64], "fusion {fusion}");
+        for v in y.to_vec::<f32>().unwrap() {
+            assert!((v - 3.0f32.exp()).abs() < 1e-4, "fusion {fusion}: {v}");
+        }
+        drop((b, y, u));
+
+        // Taken by a reduction before the flush: the same holds.
+        let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
+        let b = Tensor::full([64], 3.0, DType::F32, &dev).unwrap();
+        dev.sync().unwrap();
+        let t = a.mul_scalar(2.0).unwrap();
+        let y = b.exp().unwrap();
+        drop(a);
+        let total = y.sum(.., false).unwrap();
+        let u = t.add_scalar(1.0).unwrap();
+        drop(t);
+        assert_eq!(u.to_vec::<f32>().unwrap(), [3.0; 64], "fusion {fusion}");
+        let expected = 64.0 * 3.0f32.exp();
+        let got = total.to_vec::<f32>().unwrap()[0];
+        assert!((got - expected).abs() < 1e-3, "fusion {fusion}: {got}");
+    }
+}
+
+#[test]
+fn a_result_dropped_unread_is_never_computed() {
+    for fusion in [true, false] {
+        let Some(dev) = batched_gpu(fusion) else {
+            return;
+        };
+        let a = Tensor::full([1000], 2.0, DType::F32, &dev).unwrap();
+        dev.sync().unwrap();
+        let before = dev.stats();
+        let unused = a.exp().unwrap();
+        let kept = a.add_scalar(1.0).unwrap();
+        drop(unused);
+        assert_eq!(kept.to_vec::<f32>().unwrap(), [3.0; 1000]);
+        let d = delta(before, dev.stats());
+        assert_eq!((d.dead_ops, d.dispatches), (1, 1), "fusion {fusion}: {d:?}");
+        // A dropped chain: fused, none of it runs; unfused, its last op
+        // does not (the first one's result is still read by it).
+        let before = dev.stats();
+        drop(a.mul_scalar(3.0).unwrap().sin().unwrap());
+        // An in-place write into a live tensor always runs.
+        kept.add_scalar_(1.0).unwrap();
+        assert_eq!(kept.to_vec::<f32>().unwrap(), [4.0; 1000]);
+        let d = delta(before, dev.stats());
+        let want = if fusion { (2, 1) } else { (1, 2) };
+        assert_eq!((d.dead_ops, d.dispatches), want, "fusion {fusion}: {d:?}");
+    }
 }
 
 #[test]
@@ -366,9 +454,9 @@ fn the_memory_cap_is_an_error_not_an_abort() {
     assert_eq!(half.to_vec::<f32>().unwrap(), vec![3.0; 100_000]);
     drop(half);
     let again = Tensor::zeros([100_000], DType::F32, &dev).unwrap();
-    assert!(dev.stats().buffers_reused > reused);
     // A reused buffer is zeroed like a new one.
     assert_eq!(again.to_vec::<f32>().unwrap(), vec![0.0; 100_000]);
+    assert!(dev.stats().buffers_reused > reused, "{:?}", dev.stats());
     drop(again);
     dev.set_memory_cap(None);
     dev.release_pooled_memory();

@@ -4,6 +4,7 @@
 
 use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::Pipeline;
+use super::slot::Slot;
 use crate::backend::{Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -32,8 +33,9 @@ pub(crate) struct TensorOperand {
     /// Identity and liveness of the storage (dead once every tensor on it
     /// is dropped; the allocation, and so the identity, outlives the batch).
     pub storage: Weak<Storage>,
-    pub buffer: wgpu::Buffer,
-    /// The pool's id of `buffer`, shared by storages that reuse it.
+    /// The storage's buffer, taken when a flush needs it (see `slot.rs`).
+    pub slot: Arc<Slot>,
+    /// The id of the buffer, shared by storages that reuse it.
     pub buffer_id: u64,
     /// Over the op's shape (inputs already broadcast).
     pub layout: Layout,
@@ -112,17 +114,17 @@ impl Bound {
             return Err(Error::internal(op, "operand is not on the GPU"));
         };
         let limit = s.ctx.facts.max_storage_binding;
-        if s.buffer().size() > limit {
+        if s.size() > limit {
             return Err(Error::TooLarge {
                 op,
                 what: "operand bytes in one storage binding (this op does not split larger tensors)",
-                requested: s.buffer().size(),
+                requested: s.size(),
                 limit,
             });
         }
         Ok(Bound {
             storage: Arc::downgrade(storage),
-            buffer: s.buffer().clone(),
+            buffer: s.buffer(op)?,
             buffer_id: s.buffer_id(),
             writes,
             fault_record: false,
@@ -145,7 +147,7 @@ impl Bound {
         };
         let facts = &s.ctx.facts;
         let limit = facts.max_storage_binding;
-        if s.buffer().size() <= limit {
+        if s.size() <= limit {
             return Ok((Bound::new(op, t.storage, writes)?, t.layout.clone()));
         }
         let bytes = element_bytes(s.dtype) as u64;
@@ -165,7 +167,7 @@ impl Bound {
         Ok((
             Bound {
                 storage: Arc::downgrade(t.storage),
-                buffer: s.buffer().clone(),
+                buffer: s.buffer(op)?,
                 buffer_id: s.buffer_id(),
                 writes,
                 fault_record: false,

@@ -134,6 +134,7 @@ pub(crate) struct GpuCounters {
     pub pipelines: u64,
     /// Timed runs of matmul autotuning.
     pub tuning_runs: u64,
+    pub tuning_ns: u64,
 }
 
 /// An opened GPU device. Its parts are the backend's own; the rest of the
@@ -190,6 +191,12 @@ impl GpuContext {
         let mut required_features = wgpu::Features::empty();
         required_features.set(wgpu::Features::SHADER_F16, native_f16);
         required_features.set(wgpu::Features::SUBGROUP, subgroups);
+        // For autotuning's clock (native only, as autotuning is).
+        required_features.set(
+            wgpu::Features::TIMESTAMP_QUERY,
+            cfg!(not(target_arch = "wasm32"))
+                && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY),
+        );
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("webtensor"),
@@ -244,6 +251,9 @@ impl GpuContext {
                 .to_string(),
             native_f16,
             subgroups,
+            // Read by blocking on the queue: native only.
+            timestamps: cfg!(not(target_arch = "wasm32"))
+                && features.contains(wgpu::Features::TIMESTAMP_QUERY),
             max_storage_binding: options
                 .max_binding_bytes
                 .or_else(|| env_setting("WEBTENSOR_MAX_BINDING"))
@@ -369,6 +379,7 @@ impl GpuContext {
             pool: self.pool.counters(),
             pipelines: self.pipelines.len() as u64,
             tuning_runs: self.tuner.runs(),
+            tuning_ns: self.tuner.timed_ns(),
         }
     }
 

@@ -14,6 +14,9 @@ pub(crate) struct AdapterFacts {
     pub native_f16: bool,
     /// Kernels may use subgroup operations (see `GpuOptions::subgroups`).
     pub subgroups: bool,
+    /// The device writes GPU timestamps (`TIMESTAMP_QUERY`): autotuning
+    /// times kernels by them.
+    pub timestamps: bool,
     pub max_storage_binding: u64,
     pub max_buffer_size: u64,
     pub max_workgroups_per_dim: u32,

@@ -134,7 +134,7 @@ impl Tensor {
         s.ctx.flush()?;
         let (stored, element_bytes) = layout_of(self.dtype());
         Ok(GpuBuffer {
-            buffer: s.buffer().clone(),
+            buffer: s.buffer(OP)?,
             byte_offset: self.offset() as u64 * element_bytes,
             element_bytes,
             dtype: self.dtype(),

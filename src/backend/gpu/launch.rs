@@ -71,7 +71,7 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
     )?;
     let operand = |t: &TensorRef, s: &GpuStorage| TensorOperand {
         storage: Arc::downgrade(t.storage),
-        buffer: s.buffer().clone(),
+        slot: s.slot().clone(),
         buffer_id: s.buffer_id(),
         layout: t.layout.clone(),
         dtype: t.dtype,

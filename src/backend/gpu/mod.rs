@@ -42,10 +42,12 @@ mod pool;
 mod reduce;
 mod scan;
 mod scheduler;
+mod slot;
 mod softmax;
 mod sort;
 mod storage;
 mod texture;
+mod timer;
 mod tuning;
 
 pub(crate) use context::GpuContext;

@@ -51,6 +51,20 @@ pub(crate) fn bucket_size(bytes: u64) -> u64 {
     base + (bytes - base).div_ceil(step) * step
 }
 
+/// The size of the buffer the pool gives for a request of `bytes` when the
+/// device's largest buffer is `limit`: its bucket, or whole vec4s (see the
+/// elementwise vec4 access) where the bucket would exceed the limit.
+pub(crate) fn buffer_size(bytes: u64, limit: u64) -> u64 {
+    let bucket = bucket_size(bytes);
+    if bucket <= limit {
+        bucket
+    } else if bytes.next_multiple_of(16) <= limit {
+        bytes.next_multiple_of(16)
+    } else {
+        bytes.next_multiple_of(4)
+    }
+}
+
 /// A buffer on loan from the pool. Cloning clones the handle.
 #[derive(Debug, Clone)]
 pub(crate) struct PooledBuffer {
@@ -74,6 +88,17 @@ struct Free {
     buffer: wgpu::Buffer,
     id: u64,
     released_in_batch: u64,
+    /// The id the commands of that batch know the buffer by: `id`, or
+    /// another (see [`BufferPool::release_held`]).
+    known_as: u64,
+}
+
+impl Free {
+    /// True when commands of the batch it was released in know it by
+    /// another id than the pool's.
+    fn held(&self) -> bool {
+        self.known_as != self.id
+    }
 }
 
 /// Counters reported by `Device::stats`.
@@ -84,6 +109,9 @@ pub(crate) struct PoolCounters {
     pub bytes_live: u64,
     pub peak_bytes_live: u64,
     pub bytes_pooled: u64,
+    /// Bytes promised to tensors whose buffers are taken at the next flush
+    /// (see `slot.rs`): counted under the cap like live ones.
+    pub bytes_reserved: u64,
     /// Buffers gone for good: idle ones dropped (to get under the cap, or
     /// cleared) and foreign ones whose storage went. Whatever holds
     /// buffers beyond the pool (kept bind groups) lets go when it moves.
@@ -100,7 +128,21 @@ struct PoolState {
 
 impl PoolState {
     fn allocated(&self) -> u64 {
-        self.counters.bytes_live + self.counters.bytes_pooled
+        self.counters.bytes_live + self.counters.bytes_pooled + self.counters.bytes_reserved
+    }
+
+    /// Refuses `size` more bytes over the cap (after dropping idle buffers).
+    fn check_cap(&mut self, op: &'static str, size: u64) -> Result<()> {
+        self.trim_for(size);
+        match self.cap {
+            Some(cap) if self.allocated() + size > cap => Err(Error::OutOfMemory {
+                op,
+                requested: size,
+                in_use: self.counters.bytes_live + self.counters.bytes_reserved,
+                cap: Some(cap),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Drops idle buffers until `extra` more bytes fit under the cap.
@@ -153,14 +195,17 @@ impl BufferPool {
         limit: u64,
         open_batch: u64,
     ) -> Result<Acquired> {
-        self.take(device, op, (kind, bytes, limit), open_batch, false)
+        // A held buffer would be known by two ids in one batch.
+        self.take(device, op, (kind, bytes, limit), open_batch, |f| !f.held())
     }
 
-    /// A tensor buffer of at least `bytes` that a flush of batch
-    /// `open_batch` uses in its own commands (a temporary of the
-    /// scheduler): never one released while that batch was open, which
-    /// commands recorded before such a buffer's reader, encoded ahead of
-    /// it, could overwrite. The flush gives it back with
+    /// A tensor buffer of at least `bytes` for commands of batch
+    /// `open_batch` recorded before it was taken (a temporary of the
+    /// scheduler, or a tensor's buffer taken late, see `slot.rs`): of the
+    /// buffers released while that batch was open, only one known by an id
+    /// that `unused_from_here` says no command encoded from here on knows
+    /// (any other could be overwritten before a command recorded earlier
+    /// reads it). A temporary goes back with
     /// [`BufferPool::release`] once encoded: later batches run after it.
     ///
     /// # Errors
@@ -169,38 +214,31 @@ impl BufferPool {
         &self,
         device: &wgpu::Device,
         op: &'static str,
-        bytes: u64,
-        limit: u64,
+        (bytes, limit): (u64, u64),
         open_batch: u64,
+        unused_from_here: impl Fn(u64) -> bool,
     ) -> Result<PooledBuffer> {
         let request = (BufferKind::Tensor, bytes, limit);
-        Ok(self.take(device, op, request, open_batch, true)?.buffer)
+        let reusable = |f: &Free| unused_from_here(f.known_as);
+        Ok(self.take(device, op, request, open_batch, reusable)?.buffer)
     }
 
-    /// [`BufferPool::acquire`], passing over buffers released in
-    /// `open_batch` when `settled_only`.
+    /// [`BufferPool::acquire`], taking of the buffers released in
+    /// `open_batch` only those `reusable` accepts.
     fn take(
         &self,
         device: &wgpu::Device,
         op: &'static str,
         (kind, bytes, limit): (BufferKind, u64, u64),
         open_batch: u64,
-        settled_only: bool,
+        reusable: impl Fn(&Free) -> bool,
     ) -> Result<Acquired> {
-        let bucket = bucket_size(bytes);
-        // Whole vec4s where the limit allows (see the elementwise vec4 access).
-        let size = if bucket <= limit {
-            bucket
-        } else if bytes.next_multiple_of(16) <= limit {
-            bytes.next_multiple_of(16)
-        } else {
-            bytes.next_multiple_of(4)
-        };
+        let size = buffer_size(bytes, limit);
         let mut state = self.state();
         let reusable = state.free.get_mut(&(kind, size)).and_then(|list| {
             let at = list
                 .iter()
-                .rposition(|f| !settled_only || f.released_in_batch != open_batch)?;
+                .rposition(|f| f.released_in_batch != open_batch || reusable(f))?;
             Some(list.remove(at))
         });
         if let Some(free) = reusable {
@@ -208,7 +246,7 @@ impl BufferPool {
             c.reused += 1;
             c.bytes_pooled -= size;
             c.bytes_live += size;
-            c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live);
+            c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live + c.bytes_reserved);
             return Ok(Acquired {
                 buffer: PooledBuffer {
                     buffer: free.buffer,
@@ -219,17 +257,7 @@ impl BufferPool {
                 needs_flush: free.released_in_batch == open_batch,
             });
         }
-        state.trim_for(size);
-        if let Some(cap) = state.cap
-            && state.allocated() + size > cap
-        {
-            return Err(Error::OutOfMemory {
-                op,
-                requested: size,
-                in_use: state.counters.bytes_live,
-                cap: Some(cap),
-            });
-        }
+        state.check_cap(op, size)?;
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(match kind {
                 BufferKind::Tensor => "webtensor tensor",
@@ -244,7 +272,7 @@ impl BufferPool {
         let c = &mut state.counters;
         c.created += 1;
         c.bytes_live += size;
-        c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live);
+        c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live + c.bytes_reserved);
         Ok(Acquired {
             buffer: PooledBuffer {
                 buffer,
@@ -256,9 +284,49 @@ impl BufferPool {
         })
     }
 
+    /// Promises `size` bytes (a [`buffer_size`]) under the cap to a buffer
+    /// taken later (which then fits, idle buffers dropped if need be);
+    /// [`BufferPool::unreserve`] gives the promise back.
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` naming `op` when the cap leaves no room.
+    pub fn reserve(&self, op: &'static str, size: u64) -> Result<()> {
+        let mut state = self.state();
+        // Idle buffers do not count: taking the buffer reuses one of them
+        // or drops them to make room.
+        if let Some(cap) = state.cap {
+            let c = &state.counters;
+            let in_use = c.bytes_live + c.bytes_reserved;
+            if in_use + size > cap {
+                return Err(Error::OutOfMemory {
+                    op,
+                    requested: size,
+                    in_use,
+                    cap: Some(cap),
+                });
+            }
+        }
+        let c = &mut state.counters;
+        c.bytes_reserved += size;
+        c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live + c.bytes_reserved);
+        Ok(())
+    }
+
+    /// Gives back a promise of [`BufferPool::reserve`].
+    pub fn unreserve(&self, size: u64) {
+        self.state().counters.bytes_reserved -= size;
+    }
+
+    /// Makes a promise given back for a buffer that could not be taken
+    /// again, whatever the cap (it was under the cap before).
+    pub fn restore_reservation(&self, size: u64) {
+        self.state().counters.bytes_reserved += size;
+    }
+
     /// A new buffer id for a buffer the pool does not own (one the
-    /// application lent), so that batches tell it apart from pooled ones.
-    pub fn foreign_id(&self) -> u64 {
+    /// application lent) or not yet taken, so that batches tell it apart
+    /// from pooled ones.
+    pub fn fresh_id(&self) -> u64 {
         let mut state = self.state();
         state.next_id += 1;
         state.next_id
@@ -273,6 +341,20 @@ impl BufferPool {
     /// Takes a buffer back; `open_batch` is the id of the batch being
     /// recorded, which may still hold commands that use it.
     pub fn release(&self, buffer: PooledBuffer, open_batch: u64) {
+        let id = buffer.id;
+        self.put_back(buffer, open_batch, id);
+    }
+
+    /// [`BufferPool::release`] of a buffer that commands of the open batch
+    /// know by `known_as`, not the pool's id (a tensor's buffer taken after
+    /// it was recorded, see `slot.rs`): before the batch closes only a
+    /// flush takes it, for a step after every use of `known_as`, so that
+    /// within one batch a buffer has one id at a time.
+    pub fn release_held(&self, buffer: PooledBuffer, open_batch: u64, known_as: u64) {
+        self.put_back(buffer, open_batch, known_as);
+    }
+
+    fn put_back(&self, buffer: PooledBuffer, open_batch: u64, known_as: u64) {
         let mut state = self.state();
         state.counters.bytes_live -= buffer.size;
         state.counters.bytes_pooled += buffer.size;
@@ -284,6 +366,7 @@ impl BufferPool {
                 buffer: buffer.buffer,
                 id: buffer.id,
                 released_in_batch: open_batch,
+                known_as,
             });
         state.trim_for(0);
     }

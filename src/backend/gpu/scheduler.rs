@@ -20,10 +20,12 @@ use super::kernel::buffer::element_bytes;
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::kernel::pipeline::PipelineCache;
-use super::pool::BufferPool;
+use super::pool::{BufferPool, PooledBuffer};
+use super::slot::{Slot, Taken};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout, Window, WindowOperand, split_into_windows};
 use smallvec::SmallVec;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -55,6 +57,10 @@ pub(crate) struct SchedulerCounters {
     pub dispatches: u64,
     pub fused_kernels: u64,
     pub fused_ops: u64,
+    /// Outputs whose buffers were never taken: fused away and dropped.
+    pub buffers_avoided: u64,
+    /// Ops never run: their results were dropped unread before the flush.
+    pub dead_ops: u64,
 }
 
 /// The commands recorded since the last submit, the parameter arena, and
@@ -79,9 +85,9 @@ struct Binding {
 }
 
 impl Binding {
-    fn whole(buffer: &wgpu::Buffer) -> Binding {
+    fn whole(buffer: wgpu::Buffer) -> Binding {
         Binding {
-            buffer: buffer.clone(),
+            buffer,
             window: None,
         }
     }
@@ -164,8 +170,23 @@ impl Scheduler {
         ctx: &Target<'_>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
+        self.flush_timed(ctx, None, after)
+    }
+
+    /// [`Scheduler::flush`] whose compute pass writes GPU timestamps at
+    /// its start and end into queries 0 and 1 of `timestamps` (a pass is
+    /// encoded even with nothing pending).
+    ///
+    /// # Errors
+    /// As [`Scheduler::flush`].
+    pub fn flush_timed(
+        &mut self,
+        ctx: &Target<'_>,
+        timestamps: Option<&wgpu::QuerySet>,
+        after: impl FnOnce(&mut wgpu::CommandEncoder),
+    ) -> Result<()> {
         let commands = std::mem::take(&mut self.pending);
-        let result = self.submit(ctx, &commands, after);
+        let result = self.submit(ctx, &commands, timestamps, after);
         // Whatever happened, the batch is closed: buffers released while it
         // was open are safe to write once it is submitted (or abandoned).
         ctx.open_batch.fetch_add(1, Ordering::AcqRel);
@@ -176,18 +197,106 @@ impl Scheduler {
         &mut self,
         ctx: &Target<'_>,
         commands: &[Command],
+        timestamps: Option<&wgpu::QuerySet>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
+        let steps = programs(commands, self.fusion, ctx.facts.program_limits());
+        let mut temporaries = Temporaries::new(&steps);
+        let encoded = self.encode_steps(ctx, steps, &mut temporaries);
+        // Later batches run after this one: its temporaries go back now.
+        let open_batch = ctx.open_batch.load(Ordering::Acquire);
+        for t in temporaries.all {
+            ctx.pool.release(t, open_batch);
+        }
+        let (encoded, bytes) = encoded?;
+        self.counters.buffers_avoided += commands
+            .iter()
+            .filter_map(Command::elementwise)
+            .filter(|op| !op.out.slot.is_taken())
+            .count() as u64;
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("webtensor batch"),
+            });
+        let timestamp_writes = timestamps.map(|query_set| wgpu::ComputePassTimestampWrites {
+            query_set,
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
+        });
+        if encoded.is_empty() && timestamp_writes.is_some() {
+            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("webtensor batch"),
+                timestamp_writes,
+            });
+        } else if !encoded.is_empty() {
+            let arena = self.arena(ctx, bytes.len() as u64);
+            // Ordered after every earlier submit and before this one, so an
+            // earlier batch never sees these parameters.
+            ctx.queue.write_buffer(&arena, 0, &bytes);
+            self.groups.begin_flush(ctx.pool.counters().dropped);
+            let groups: Vec<wgpu::BindGroup> = encoded
+                .iter()
+                .map(|e| {
+                    let key = group_key(e, &arena);
+                    self.groups.get(key, |key| create_group(ctx.device, key))
+                })
+                .collect();
+            self.groups.end_flush();
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("webtensor batch"),
+                timestamp_writes,
+            });
+            for (e, group) in encoded.iter().zip(&groups) {
+                pass.set_pipeline(&e.pipeline.pipeline);
+                pass.set_bind_group(0, group, &[e.offset]);
+                pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
+            }
+        }
+        after(&mut encoder);
+        ctx.queue.submit(Some(encoder.finish()));
+        let c = &mut self.counters;
+        c.submits += 1;
+        c.dispatches += encoded.len() as u64;
+        for e in &encoded {
+            let fused = e.fused_ops as u64;
+            c.fused_ops += fused;
+            c.fused_kernels += u64::from(fused > 0);
+        }
+        Ok(())
+    }
+
+    /// Encodes `steps` in order, taking each program's buffers as it
+    /// comes (see `slot.rs`): the dispatches and their parameter blocks.
+    ///
+    /// # Errors
+    /// As [`Scheduler::flush`]; `OutOfMemory` when a buffer taken now does
+    /// not fit under the memory cap.
+    fn encode_steps(
+        &mut self,
+        ctx: &Target<'_>,
+        steps: Vec<Step<'_>>,
+        temporaries: &mut Temporaries,
+    ) -> Result<(Vec<Encoded>, Vec<u8>)> {
         // Every parameter block goes straight into the arena's bytes.
         let align = ctx.facts.uniform_align as usize;
         let mut bytes = Vec::new();
         let mut encoded = Vec::new();
-        for step in programs(commands, self.fusion, ctx.facts.program_limits()) {
+        for (index, step) in steps.into_iter().enumerate() {
             let e = match step {
                 Step::Program(program) => {
+                    // A result dropped unread before the flush is never
+                    // computed (its write could not be observed).
+                    if temporaries.is_dead(index, &program.buffers[0]) {
+                        self.counters.dead_ops += program.fused_ops() as u64 + 1;
+                        temporaries.after(index);
+                        continue;
+                    }
+                    temporaries.take(ctx, index, &program.buffers)?;
                     for e in encode_windows(ctx, program, &mut bytes, align)? {
                         encoded.push(e);
                     }
+                    temporaries.after(index);
                     continue;
                 }
                 Step::Kernel(k) => {
@@ -214,46 +323,7 @@ impl Scheduler {
                 bytes.resize(bytes.len().next_multiple_of(align), 0);
             }
         }
-        let mut encoder = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("webtensor batch"),
-            });
-        if !encoded.is_empty() {
-            let arena = self.arena(ctx, bytes.len() as u64);
-            // Ordered after every earlier submit and before this one, so an
-            // earlier batch never sees these parameters.
-            ctx.queue.write_buffer(&arena, 0, &bytes);
-            self.groups.begin_flush(ctx.pool.counters().dropped);
-            let groups: Vec<wgpu::BindGroup> = encoded
-                .iter()
-                .map(|e| {
-                    let key = group_key(e, &arena);
-                    self.groups.get(key, |key| create_group(ctx.device, key))
-                })
-                .collect();
-            self.groups.end_flush();
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("webtensor batch"),
-                timestamp_writes: None,
-            });
-            for (e, group) in encoded.iter().zip(&groups) {
-                pass.set_pipeline(&e.pipeline.pipeline);
-                pass.set_bind_group(0, group, &[e.offset]);
-                pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
-            }
-        }
-        after(&mut encoder);
-        ctx.queue.submit(Some(encoder.finish()));
-        let c = &mut self.counters;
-        c.submits += 1;
-        c.dispatches += encoded.len() as u64;
-        for e in &encoded {
-            let fused = e.fused_ops as u64;
-            c.fused_ops += fused;
-            c.fused_kernels += u64::from(fused > 0);
-        }
-        Ok(())
+        Ok((encoded, bytes))
     }
 
     /// The parameter arena, grown to at least `size` bytes.
@@ -292,7 +362,10 @@ fn encode_windows(
     let limit = ctx.facts.max_storage_binding;
     let mut out = Vec::new();
     if program.buffers.iter().all(|b| b.size() <= limit) {
-        let bindings = program.buffers.iter().map(Binding::whole).collect();
+        let bindings = buffers_of(&program)?
+            .into_iter()
+            .map(Binding::whole)
+            .collect();
         if let Some(e) = encode(ctx, &program, &program.layouts, bindings, params)? {
             out.push(e);
             params.resize(params.len().next_multiple_of(align), 0);
@@ -308,11 +381,14 @@ fn encode_windows(
         let temp = ctx.pool.acquire_for_flush(
             ctx.device,
             "elementwise (through a temporary)",
-            (numel * bytes_of(&program.operands[0])).max(4),
-            ctx.facts.max_tensor_bytes(),
+            (
+                (numel * bytes_of(&program.operands[0])).max(4),
+                ctx.facts.max_tensor_bytes(),
+            ),
             batch,
+            |_| false,
         )?;
-        let (compute, copy) = program.through(&temp.buffer);
+        let (compute, copy) = program.through(&Arc::new(Slot::ready(temp.clone())));
         let encoded = encode_blocks(ctx, &compute, params, align, &mut out)
             .and_then(|()| encode_blocks(ctx, &copy, params, align, &mut out));
         ctx.pool.release(temp, batch);
@@ -347,9 +423,10 @@ fn encode_blocks(
             element_bytes: element_bytes(o.dtype) as u64,
         })
         .collect();
+    let buffers = buffers_of(program)?;
     for block in split_into_windows(&operands, limit, u64::from(ctx.facts.storage_align)) {
         let mut bindings = SmallVec::new();
-        for (buffer, window) in program.buffers.iter().zip(&block.windows) {
+        for (buffer, window) in buffers.iter().zip(&block.windows) {
             let mut w = window.unwrap_or(Window { offset: 0, size: 4 });
             if w.size > limit {
                 return Err(Error::internal(
@@ -373,6 +450,130 @@ fn encode_blocks(
         }
     }
     Ok(())
+}
+
+/// The buffers of `program`, which the flush has taken.
+///
+/// # Errors
+/// `Error::Internal` for a buffer not taken (a bug).
+fn buffers_of(program: &Program) -> Result<SmallVec<[wgpu::Buffer; 4]>> {
+    program
+        .buffers
+        .iter()
+        .map(|slot| {
+            slot.buffer()
+                .ok_or_else(|| Error::internal("flush", "a program's buffer was not taken"))
+        })
+        .collect()
+}
+
+/// Temporaries of one flush: buffers for the outputs of ops whose tensors
+/// are gone but whose writes were not fused away (see `slot.rs`). Each
+/// goes to the next such output once the flush has encoded its last use,
+/// so a chain that fusion leaves alone needs two, not one per op.
+struct Temporaries {
+    /// Every temporary taken, to give back when the flush ends.
+    all: Vec<PooledBuffer>,
+    /// Those free for the next output.
+    free: Vec<PooledBuffer>,
+    /// The last step using each slot of a program.
+    last_use: HashMap<*const Slot, usize>,
+    /// The last step using each buffer id.
+    last_use_of_id: HashMap<u64, usize>,
+    /// Slots holding a temporary, by the step that uses them last.
+    lent: Vec<(usize, Arc<Slot>)>,
+}
+
+impl Temporaries {
+    fn new(steps: &[Step<'_>]) -> Temporaries {
+        let mut last_use = HashMap::new();
+        let mut last_use_of_id = HashMap::new();
+        for (index, step) in steps.iter().enumerate() {
+            match step {
+                Step::Program(p) => {
+                    for slot in &p.buffers {
+                        last_use.insert(Arc::as_ptr(slot), index);
+                        last_use_of_id.insert(slot.id(), index);
+                    }
+                }
+                Step::Kernel(k) => {
+                    for b in &k.bindings {
+                        last_use_of_id.insert(b.buffer_id, index);
+                    }
+                }
+            }
+        }
+        Temporaries {
+            all: Vec::new(),
+            free: Vec::new(),
+            last_use,
+            last_use_of_id,
+            lent: Vec::new(),
+        }
+    }
+
+    /// True when step `index` writes `out`, whose tensor is gone, which
+    /// has no buffer, and which no later step uses: nothing can observe
+    /// the write.
+    fn is_dead(&self, index: usize, out: &Arc<Slot>) -> bool {
+        out.is_unobservable() && self.last_use.get(&Arc::as_ptr(out)) == Some(&index)
+    }
+
+    /// Takes the buffers of step `index`'s `slots`.
+    ///
+    /// # Errors
+    /// `OutOfMemory` over the memory cap.
+    fn take(&mut self, ctx: &Target<'_>, index: usize, slots: &[Arc<Slot>]) -> Result<()> {
+        let open_batch = ctx.open_batch.load(Ordering::Acquire);
+        let limit = ctx.facts.max_tensor_bytes();
+        // A buffer released while this batch was open is free for this
+        // step when no step from here on uses it.
+        let last_use_of_id = &self.last_use_of_id;
+        let unused_from_here = |id: u64| last_use_of_id.get(&id).is_none_or(|&last| last < index);
+        for slot in slots {
+            let (_, taken) = slot.take_for_flush(
+                ctx.pool,
+                (ctx.device, "flush", limit),
+                open_batch,
+                &unused_from_here,
+                |bytes| {
+                    let size = slot.size();
+                    if let Some(at) = self.free.iter().position(|b| b.size == size) {
+                        return Ok(self.free.swap_remove(at));
+                    }
+                    let b = ctx.pool.acquire_for_flush(
+                        ctx.device,
+                        "elementwise (an intermediate kept by the flush)",
+                        (bytes, limit),
+                        open_batch,
+                        unused_from_here,
+                    )?;
+                    self.all.push(b.clone());
+                    Ok(b)
+                },
+            )?;
+            if let Taken::Temporary = taken {
+                let last = self.last_use.get(&Arc::as_ptr(slot)).copied();
+                self.lent.push((last.unwrap_or(index), slot.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees the temporaries whose last use was step `index`.
+    fn after(&mut self, index: usize) {
+        let mut k = 0;
+        while k < self.lent.len() {
+            if self.lent[k].0 <= index {
+                let (_, slot) = self.lent.swap_remove(k);
+                if let Some(b) = slot.temporary() {
+                    self.free.push(b);
+                }
+            } else {
+                k += 1;
+            }
+        }
+    }
 }
 
 /// The pipeline and grid of `program` over `layouts` (its own, or one

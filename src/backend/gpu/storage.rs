@@ -3,16 +3,18 @@
 use super::context::GpuContext;
 use super::faults::FAULT_BYTES;
 pub(crate) use super::kernel::buffer::element_bytes;
-use super::pool::{BufferKind, PooledBuffer};
+use super::pool::{BufferKind, PooledBuffer, buffer_size};
+use super::slot::Slot;
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::window_of;
 use std::sync::Arc;
 
-/// A buffer of `len` elements of `dtype` on one GPU. Dropping it returns
-/// the buffer to the pool, unless the application lent it.
+/// A buffer of `len` elements of `dtype` on one GPU, taken from the pool
+/// when first needed (see `slot.rs`). Dropping it returns the buffer to
+/// the pool, unless the application lent it.
 pub(crate) struct GpuStorage {
-    loan: PooledBuffer,
+    slot: Arc<Slot>,
     pub len: usize,
     pub dtype: KernelType,
     pub ctx: Arc<GpuContext>,
@@ -58,8 +60,9 @@ fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: KernelType, len: usi
 }
 
 impl GpuStorage {
-    /// A buffer whose contents are unspecified: for a destination the next
-    /// recorded command overwrites entirely.
+    /// Storage whose contents are unspecified, for a destination the next
+    /// recorded command overwrites entirely: its bytes are reserved under
+    /// the memory cap now, its buffer taken when first needed.
     ///
     /// # Errors
     /// As [`storage_bytes`]; `OutOfMemory` over the memory cap.
@@ -69,7 +72,16 @@ impl GpuStorage {
         dtype: KernelType,
         len: usize,
     ) -> Result<GpuStorage> {
-        Ok(Self::acquire(ctx, op, dtype, len)?.0)
+        let bytes = storage_bytes(ctx, op, dtype, len)?;
+        let size = buffer_size(bytes, ctx.facts.max_tensor_bytes());
+        let slot = Slot::deferred(&ctx.pool, op, bytes, size, ctx.pool.fresh_id())?;
+        Ok(GpuStorage {
+            slot: Arc::new(slot),
+            len,
+            dtype,
+            ctx: ctx.clone(),
+            lent: false,
+        })
     }
 
     /// A buffer holding `values`. A reused buffer that a pending command may
@@ -82,7 +94,7 @@ impl GpuStorage {
         op: &'static str,
         values: &[T],
     ) -> Result<GpuStorage> {
-        let (storage, needs_flush) = Self::acquire(ctx, op, T::KERNEL_TYPE, values.len())?;
+        let (storage, buffer, needs_flush) = Self::acquire(ctx, op, T::KERNEL_TYPE, values.len())?;
         if needs_flush {
             ctx.flush()?;
         }
@@ -90,7 +102,7 @@ impl GpuStorage {
         T::write_bytes(values, &mut bytes);
         bytes.resize(bytes.len().next_multiple_of(4), 0);
         if !bytes.is_empty() {
-            ctx.queue.write_buffer(storage.buffer(), 0, &bytes);
+            ctx.queue.write_buffer(&buffer, 0, &bytes);
         }
         Ok(storage)
     }
@@ -100,7 +112,7 @@ impl GpuStorage {
         op: &'static str,
         dtype: KernelType,
         len: usize,
-    ) -> Result<(GpuStorage, bool)> {
+    ) -> Result<(GpuStorage, wgpu::Buffer, bool)> {
         let bytes = storage_bytes(ctx, op, dtype, len)?;
         let got = ctx.pool.acquire(
             &ctx.device,
@@ -110,14 +122,15 @@ impl GpuStorage {
             ctx.facts.max_tensor_bytes(),
             ctx.open_batch(),
         )?;
+        let buffer = got.buffer.buffer.clone();
         let storage = GpuStorage {
-            loan: got.buffer,
+            slot: Arc::new(Slot::ready(got.buffer)),
             len,
             dtype,
             ctx: ctx.clone(),
             lent: false,
         };
-        Ok((storage, got.needs_flush))
+        Ok((storage, buffer, got.needs_flush))
     }
 
     /// Storage on a buffer the application owns, holding `len` elements of
@@ -130,12 +143,12 @@ impl GpuStorage {
     ) -> GpuStorage {
         let size = buffer.size();
         GpuStorage {
-            loan: PooledBuffer {
+            slot: Arc::new(Slot::ready(PooledBuffer {
                 buffer,
-                id: ctx.pool.foreign_id(),
+                id: ctx.pool.fresh_id(),
                 size,
                 kind: BufferKind::Tensor,
-            },
+            })),
             len,
             dtype,
             ctx: ctx.clone(),
@@ -143,13 +156,37 @@ impl GpuStorage {
         }
     }
 
-    pub fn buffer(&self) -> &wgpu::Buffer {
-        &self.loan.buffer
+    /// The buffer, taken from the pool now if it is not yet (see
+    /// `slot.rs`).
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` naming `op` over the memory cap.
+    pub fn buffer(&self, op: &'static str) -> Result<wgpu::Buffer> {
+        let ctx = &self.ctx;
+        // Commands of the open batch are all still to be encoded.
+        self.slot.take(
+            &ctx.pool,
+            (&ctx.device, op, ctx.facts.max_tensor_bytes()),
+            ctx.open_batch(),
+            &|_| false,
+        )
     }
 
-    /// The pool's id of the buffer (shared by every storage that ever held it).
+    /// The slot of the buffer, for a recorded command.
+    pub fn slot(&self) -> &Arc<Slot> {
+        &self.slot
+    }
+
+    /// Bytes of the buffer, taken or not.
+    pub fn size(&self) -> u64 {
+        self.slot.size()
+    }
+
+    /// The id recorded commands know the buffer by (shared by every
+    /// storage that held a pooled buffer before any command knew it):
+    /// from now on, a command does.
     pub fn buffer_id(&self) -> u64 {
-        self.loan.id
+        self.slot.reference()
     }
 
     pub fn len(&self) -> usize {
@@ -165,7 +202,7 @@ impl GpuStorage {
     /// one storage binding, or the aligned window over them does.
     pub fn window_fits(&self, lo: usize, hi: usize) -> bool {
         let limit = self.binding_limit();
-        self.buffer().size() <= limit
+        self.size() <= limit
             || window_of(
                 lo,
                 hi,
@@ -192,16 +229,31 @@ impl GpuStorage {
         let aligned_start = first & !3;
         let size = (first + wanted).next_multiple_of(4) - aligned_start;
         let skip = (first - aligned_start) as usize;
-        read_back(
+        // A buffer no command knows is taken now; one that pending
+        // commands know is taken by their flush, which the copy follows
+        // (so it may reuse a buffer freed in this batch, see `slot.rs`).
+        if !self.slot.is_referenced() {
+            self.buffer("to_vec")?;
+        }
+        let mut taken = true;
+        let bytes = read_back(
             &self.ctx,
             "to_vec",
             size,
             skip..skip + wanted as usize,
-            |encoder, staging| {
-                encoder.copy_buffer_to_buffer(self.buffer(), aligned_start, staging, 0, size);
+            |encoder, staging| match self.slot.buffer() {
+                Some(b) => encoder.copy_buffer_to_buffer(&b, aligned_start, staging, 0, size),
+                None => taken = false,
             },
         )
-        .await
+        .await?;
+        if !taken {
+            return Err(Error::internal(
+                "to_vec",
+                "no buffer was taken for a tensor that pending commands know",
+            ));
+        }
+        Ok(bytes)
     }
 }
 
@@ -266,7 +318,7 @@ impl GpuContext {
 
 /// Maps the first `size` bytes of `staging`, passes them to `read`, then
 /// unmaps.
-async fn map_and_read<R>(
+pub(crate) async fn map_and_read<R>(
     ctx: &GpuContext,
     op: &'static str,
     staging: &wgpu::Buffer,
@@ -303,9 +355,7 @@ impl Drop for GpuStorage {
             self.ctx.pool.foreign_dropped();
             return;
         }
-        // The pool gets a second handle to the buffer; this one goes with `self`.
-        self.ctx
-            .pool
-            .release(self.loan.clone(), self.ctx.open_batch());
+        // Recorded commands keep the slot; the buffer goes back to the pool.
+        self.slot.orphan(&self.ctx.pool, self.ctx.open_batch());
     }
 }

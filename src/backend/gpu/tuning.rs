@@ -72,6 +72,7 @@ pub(crate) struct MatmulTuner {
     enabled: AtomicBool,
     winners: Mutex<HashMap<MatmulClass, MatmulTile>>,
     runs: AtomicU64,
+    timed_ns: AtomicU64,
 }
 
 impl MatmulTuner {
@@ -108,6 +109,17 @@ impl MatmulTuner {
     /// Timed runs so far (warm-ups included).
     pub fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
+    }
+
+    /// Adds the time a run measured.
+    pub fn add_time(&self, seconds: f64) {
+        self.timed_ns
+            .fetch_add((seconds * 1e9) as u64, Ordering::Relaxed);
+    }
+
+    /// Nanoseconds the timed runs measured so far.
+    pub fn timed_ns(&self) -> u64 {
+        self.timed_ns.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MatmulClass, MatmulTile>> {

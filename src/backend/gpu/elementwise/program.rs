@@ -7,10 +7,12 @@
 //! layouts, buffers and scalar values of one dispatch.
 
 use super::params::{MAX_OPERANDS, MAX_SCALARS};
+use crate::backend::gpu::slot::Slot;
 use crate::dtype::KernelType;
 use crate::layout::Layout;
 use crate::ops::kinds::Kernel;
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 /// Most nodes in one fused program (keeps generated kernels small).
 pub(crate) const MAX_NODES: usize = 64;
@@ -113,8 +115,9 @@ pub(crate) struct Program {
     pub operands: SmallVec<[Operand; 4]>,
     /// Per operand, over the program's common shape.
     pub layouts: SmallVec<[Layout; 4]>,
-    /// Binding 1 first (the destination), then the inputs in binding order.
-    pub buffers: SmallVec<[wgpu::Buffer; 4]>,
+    /// Binding 1 first (the destination), then the inputs in binding order;
+    /// a flush takes their buffers before it encodes the program.
+    pub buffers: SmallVec<[Arc<Slot>; 4]>,
     pub input_dtypes: SmallVec<[KernelType; 3]>,
     /// Scalar bits, one per slot.
     pub scalars: SmallVec<[u32; 4]>,

@@ -5,9 +5,11 @@
 //! through a temporary buffer.
 
 use super::program::{Node, Operand, Program};
+use crate::backend::gpu::slot::Slot;
 use crate::layout::Layout;
 use crate::ops::kinds::Kernel;
 use smallvec::{SmallVec, smallvec};
+use std::sync::Arc;
 
 impl Program {
     /// This program with every input not on the destination's buffer on a
@@ -60,7 +62,7 @@ impl Program {
     /// destination's elements contiguously: this program writing `temp`
     /// (every input on a binding of its own, the destination's buffer read
     /// only), then a copy of `temp` into the destination.
-    pub fn through(&self, temp: &wgpu::Buffer) -> (Program, Program) {
+    pub fn through(&self, temp: &Arc<Slot>) -> (Program, Program) {
         let dest = self.operands[0];
         let dense = Layout::contiguous(self.layouts[0].shape().clone());
         let mut compute = Program {

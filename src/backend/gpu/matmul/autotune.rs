@@ -2,9 +2,11 @@
 //! powers of two, operand layouts; see `MatmulClass`) on a device times
 //! every register tile that fits it, on the product's own operands into a
 //! scratch output, and the device keeps the fastest for the class. The
-//! clock is the host's around a submit and a wait for the queue, after
-//! the pending work has been drained, so a run's time is its kernels' and
-//! its launch costs (what the product costs in use). Every tile computes
+//! clock is the GPU's where the device writes timestamps (`timer.rs`: the
+//! pass's start to its end, the kernels alone), else the host's around a
+//! submit and a wait for the queue, after the pending work has been
+//! drained (the kernels plus launch costs, which a short kernel's time can
+//! drown in). Every tile computes
 //! the same product (each is tested against the CPU), so the winner
 //! changes the speed, never the result's meaning.
 //!
@@ -14,7 +16,9 @@
 use super::tiling::Tiling;
 use super::{record_tiled, tile_grid};
 use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::gpu::timer::PassTimer;
 use crate::backend::gpu::tuning::{MatmulClass, MatmulTile};
 use crate::backend::{MatmulCall, Storage, TensorRef};
 use crate::error::Result;
@@ -99,17 +103,25 @@ fn tune(
     // The operands' pending work first, so that no run pays for it.
     ctx.flush()?;
     ctx.wait_idle(OP)?;
+    let timer = PassTimer::new(ctx);
     let mut best = (f64::INFINITY, tiles[0]);
     for &tile in tiles {
         let mut fastest = f64::INFINITY;
         for run in 0..=RUNS {
-            let t0 = clock::now();
-            record_tiled(out, &trial, &trial_bound, tile, dims)?;
-            ctx.flush()?;
-            ctx.wait_idle(OP)?;
+            let seconds = if let Some(timer) = &timer {
+                record_tiled(out, &trial, &trial_bound, tile, dims)?;
+                clock::gpu_seconds(timer, ctx, OP)?
+            } else {
+                let t0 = clock::now();
+                record_tiled(out, &trial, &trial_bound, tile, dims)?;
+                ctx.flush()?;
+                ctx.wait_idle(OP)?;
+                clock::seconds_since(t0)
+            };
             ctx.tuner.count_run();
             if run > 0 {
-                fastest = fastest.min(clock::seconds_since(t0));
+                ctx.tuner.add_time(seconds);
+                fastest = fastest.min(seconds);
             }
         }
         if fastest < best.0 {
@@ -133,6 +145,15 @@ mod clock {
     pub fn seconds_since(t0: Stamp) -> f64 {
         t0.elapsed().as_secs_f64()
     }
+
+    /// The GPU time of flushing what is pending (see `PassTimer`).
+    pub fn gpu_seconds(
+        timer: &super::PassTimer,
+        ctx: &super::GpuContext,
+        op: &'static str,
+    ) -> crate::error::Result<f64> {
+        pollster::block_on(timer.time_flush(ctx, op))
+    }
 }
 
 /// No clock in a browser: autotuning never runs there.
@@ -147,5 +168,18 @@ mod clock {
 
     pub fn seconds_since(_: Stamp) -> f64 {
         0.0
+    }
+
+    /// A browser's device writes no timestamps for webtensor (see
+    /// `AdapterFacts::timestamps`), so no timer exists to read.
+    pub fn gpu_seconds(
+        _: &super::PassTimer,
+        _: &super::GpuContext,
+        op: &'static str,
+    ) -> crate::error::Result<f64> {
+        Err(crate::error::Error::gpu(
+            op,
+            "GPU timestamps cannot be waited for in a browser",
+        ))
     }
 }

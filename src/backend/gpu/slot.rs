@@ -1,0 +1,278 @@
+//! A tensor's claim on a device buffer, which an op's output takes only
+//! when something needs it.
+//!
+//! An elementwise op records its output without a buffer: the bytes are
+//! reserved under the memory cap (so `OutOfMemory` still comes from the op
+//! that asks too much), and the buffer is taken when a flush encodes a
+//! dispatch that touches the tensor, or when anything else needs the
+//! buffer first (another family's kernel, a readback, the application).
+//! An intermediate that fusion folds into its reader and that was dropped
+//! before the flush never takes one: its bytes never exist on the device.
+//!
+//! Recorded commands know a buffer by an id (fusion's hazard checks compare
+//! ids, see `fusion.rs`). A slot's id is its buffer's pool id when the
+//! buffer is taken before any command knows the slot; otherwise a fresh id
+//! stays the slot's for good, and its buffer, taken later, never carries
+//! another id in the batch that knows this one:
+//! - it is taken only from buffers not released in the open batch, or
+//!   released but known by no command still to be encoded (the flush
+//!   knows which), and
+//! - released, it is held from everyone but such a flush until the batch
+//!   closes.
+//!
+//! A slot whose tensor is gone before the flush but whose write is not
+//! fused away (fusion off, or a chain too long for one kernel) gets a
+//! temporary of the flush (see the scheduler), given back once the flush
+//! has encoded its last reader.
+
+use super::pool::{BufferKind, BufferPool, PooledBuffer};
+use crate::error::Result;
+use std::sync::{Mutex, MutexGuard};
+
+/// One tensor's buffer, taken now or later.
+pub(crate) struct Slot {
+    /// Bytes the buffer will have (the pool's size for the request).
+    size: u64,
+    /// Bytes asked for.
+    bytes: u64,
+    state: Mutex<SlotState>,
+}
+
+struct SlotState {
+    buffer: Option<PooledBuffer>,
+    /// The id recorded commands know the buffer by.
+    id: u64,
+    /// A recorded command knows `id`.
+    referenced: bool,
+    /// The tensor is gone; only recorded commands hold the slot.
+    orphan: bool,
+    /// `size` bytes are reserved under the pool's cap.
+    reserved: bool,
+    /// The buffer is a temporary of the flush that took it.
+    temporary: bool,
+}
+
+/// Where a buffer taken by a flush came from.
+pub(crate) enum Taken {
+    /// The slot already had it, or it is the tensor's own for good.
+    Kept,
+    /// A temporary of this flush (the tensor is gone): the flush gives it
+    /// back after its last use.
+    Temporary,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state();
+        f.debug_struct("Slot")
+            .field("size", &self.size)
+            .field("id", &s.id)
+            .field("taken", &s.buffer.is_some())
+            .finish()
+    }
+}
+
+impl Slot {
+    /// A slot holding `buffer` from the start.
+    pub fn ready(buffer: PooledBuffer) -> Slot {
+        Slot {
+            size: buffer.size,
+            bytes: buffer.size,
+            state: Mutex::new(SlotState {
+                id: buffer.id,
+                buffer: Some(buffer),
+                referenced: false,
+                orphan: false,
+                reserved: false,
+                temporary: false,
+            }),
+        }
+    }
+
+    /// A slot with no buffer yet: `bytes` asked for, `size` reserved under
+    /// `pool`'s cap, known by the fresh id `id` until a buffer is taken.
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` naming `op` when the cap leaves no room.
+    pub fn deferred(
+        pool: &BufferPool,
+        op: &'static str,
+        bytes: u64,
+        size: u64,
+        id: u64,
+    ) -> Result<Slot> {
+        pool.reserve(op, size)?;
+        Ok(Slot {
+            size,
+            bytes,
+            state: Mutex::new(SlotState {
+                buffer: None,
+                id,
+                referenced: false,
+                orphan: false,
+                reserved: true,
+                temporary: false,
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes of the buffer, taken or not.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The id recorded commands know the buffer by; from now on a command
+    /// does.
+    pub fn reference(&self) -> u64 {
+        let mut s = self.state();
+        s.referenced = true;
+        s.id
+    }
+
+    /// True when the tensor is gone and no buffer was taken: a write into
+    /// it cannot be observed.
+    pub fn is_unobservable(&self) -> bool {
+        let s = self.state();
+        s.orphan && s.buffer.is_none()
+    }
+
+    /// True once a recorded command knows the slot.
+    pub fn is_referenced(&self) -> bool {
+        self.state().referenced
+    }
+
+    /// The id recorded commands know the buffer by.
+    pub fn id(&self) -> u64 {
+        self.state().id
+    }
+
+    /// The buffer, if taken.
+    pub fn buffer(&self) -> Option<wgpu::Buffer> {
+        self.state().buffer.as_ref().map(|b| b.buffer.clone())
+    }
+
+    /// True once a buffer is taken.
+    pub fn is_taken(&self) -> bool {
+        self.state().buffer.is_some()
+    }
+
+    /// The buffer, taken now if it is not yet. Before any command knows
+    /// the slot, any idle buffer will do and the slot takes its id; after,
+    /// of the buffers released in the open batch only those whose ids
+    /// `unused_from_here` says no command still to be encoded knows.
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` naming `op` over the cap.
+    pub fn take(
+        &self,
+        pool: &BufferPool,
+        (device, op, limit): (&wgpu::Device, &'static str, u64),
+        open_batch: u64,
+        unused_from_here: &dyn Fn(u64) -> bool,
+    ) -> Result<wgpu::Buffer> {
+        let mut s = self.state();
+        if let Some(b) = &s.buffer {
+            return Ok(b.buffer.clone());
+        }
+        // The reservation makes room for the buffer itself.
+        if s.reserved {
+            pool.unreserve(self.size);
+        }
+        let got = if s.referenced {
+            pool.acquire_for_flush(
+                device,
+                op,
+                (self.bytes, limit),
+                open_batch,
+                unused_from_here,
+            )
+        } else {
+            pool.acquire(
+                device,
+                op,
+                BufferKind::Tensor,
+                self.bytes,
+                limit,
+                open_batch,
+            )
+            .map(|a| a.buffer)
+        };
+        let b = match got {
+            Ok(b) => b,
+            Err(e) => {
+                if s.reserved {
+                    pool.restore_reservation(self.size);
+                }
+                return Err(e);
+            }
+        };
+        if !s.referenced {
+            s.id = b.id;
+        }
+        s.reserved = false;
+        let buffer = b.buffer.clone();
+        s.buffer = Some(b);
+        Ok(buffer)
+    }
+
+    /// The buffer for a flush encoding a dispatch that touches it: the
+    /// slot's own (taken now if the tensor lives, as [`Slot::take`] says),
+    /// or, for a gone tensor, a temporary: `temporary()` gives one of this
+    /// slot's size.
+    ///
+    /// # Errors
+    /// As [`Slot::take`], and what `temporary` returns.
+    pub fn take_for_flush(
+        &self,
+        pool: &BufferPool,
+        target: (&wgpu::Device, &'static str, u64),
+        open_batch: u64,
+        unused_from_here: &dyn Fn(u64) -> bool,
+        temporary: impl FnOnce(u64) -> Result<PooledBuffer>,
+    ) -> Result<(wgpu::Buffer, Taken)> {
+        {
+            let mut s = self.state();
+            if let Some(b) = &s.buffer {
+                return Ok((b.buffer.clone(), Taken::Kept));
+            }
+            if s.orphan {
+                let b = temporary(self.bytes)?;
+                let buffer = b.buffer.clone();
+                s.buffer = Some(b);
+                s.temporary = true;
+                return Ok((buffer, Taken::Temporary));
+            }
+        }
+        let buffer = self.take(pool, target, open_batch, unused_from_here)?;
+        Ok((buffer, Taken::Kept))
+    }
+
+    /// The temporary a flush lent this slot, to lend again after the
+    /// slot's last use.
+    pub fn temporary(&self) -> Option<PooledBuffer> {
+        let s = self.state();
+        s.buffer.clone().filter(|_| s.temporary)
+    }
+
+    /// The tensor is gone: its buffer goes back to the pool (held from
+    /// reuse in the open batch when commands know it by another id), or
+    /// its reservation is given back. Recorded commands keep the slot.
+    pub fn orphan(&self, pool: &BufferPool, open_batch: u64) {
+        let mut s = self.state();
+        s.orphan = true;
+        if let Some(b) = &s.buffer {
+            if b.id == s.id {
+                pool.release(b.clone(), open_batch);
+            } else {
+                pool.release_held(b.clone(), open_batch, s.id);
+            }
+        } else if s.reserved {
+            s.reserved = false;
+            pool.unreserve(self.size);
+        }
+    }
+}
