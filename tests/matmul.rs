@@ -271,7 +271,13 @@ fn outer_reads_strided_views_and_rejects_matrices() {
 fn every_tile_matches_the_cpu_on_every_layout() {
     use webtensor::{GpuOptions, MatmulTile};
     let cpu = Device::cpu();
-    for tile in [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small] {
+    for tile in [
+        MatmulTile::Large,
+        MatmulTile::Medium,
+        MatmulTile::Small,
+        MatmulTile::FewRows,
+        MatmulTile::FewColumns,
+    ] {
         for packed in [false, true] {
             let Some(gpu) = common::own_gpu(GpuOptions {
                 matmul_tile: Some(tile),
@@ -512,6 +518,8 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
     assert_eq!(product(100, 80, 100, 7, false, DType::F16), 9);
     assert_eq!(product(300, 40, 20, 9, false, DType::F32), 9);
     assert_eq!(product(300, 40, 20, 11, false, DType::F32), 0);
+    // A product of few rows times the few-rows tile too.
+    assert_eq!(product(8, 64, 300, 15, false, DType::F32), 12);
     // Matrix-vector products have one kernel: nothing to time.
     assert_eq!(product(100, 80, 1, 13, false, DType::F32), 0);
     // The timed runs measured some time, within the time they ran in (a

@@ -226,7 +226,13 @@ async fn every_new_kernel_form_matches_the_cpu() {
         a.to_device_async(&dev).await.unwrap(),
         b.to_device_async(&dev).await.unwrap(),
     );
-    for tile in [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small] {
+    for tile in [
+        MatmulTile::Large,
+        MatmulTile::Medium,
+        MatmulTile::Small,
+        MatmulTile::FewRows,
+        MatmulTile::FewColumns,
+    ] {
         dev.set_matmul_tile(tile);
         close(
             &read(&ga.matmul(&gb).unwrap()).await,
@@ -242,7 +248,13 @@ async fn every_new_kernel_form_matches_the_cpu() {
     let ga4 = a4.to_device_async(&dev).await.unwrap();
     let gb4 = b4.to_device_async(&dev).await.unwrap();
     let ga4t = ga4.t().contiguous().unwrap().t();
-    for tile in [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small] {
+    for tile in [
+        MatmulTile::Large,
+        MatmulTile::Medium,
+        MatmulTile::Small,
+        MatmulTile::FewRows,
+        MatmulTile::FewColumns,
+    ] {
         dev.set_matmul_tile(tile);
         for (what, x) in [("a", &ga4), ("a stored transposed", &ga4t)] {
             close(

@@ -25,17 +25,25 @@ pub enum MatmulTile {
     Medium,
     /// 32 x 32 blocks, 4 x 4 outputs per thread, 64 threads.
     Small,
+    /// 16 x 64 blocks (rows by columns), 4 x 4 outputs per thread, 64
+    /// threads: for products of few rows (a short `a`), which a square
+    /// block would mostly pad.
+    FewRows,
+    /// 64 x 16 blocks: for products of few columns (a narrow `b`).
+    FewColumns,
 }
 
 impl MatmulTile {
-    /// Parses `auto`, `large`, `medium` or `small` (the values of
-    /// `WEBTENSOR_MATMUL_TILE`).
+    /// Parses `auto`, `large`, `medium`, `small`, `few-rows` or
+    /// `few-columns` (the values of `WEBTENSOR_MATMUL_TILE`).
     pub fn parse(s: &str) -> Option<MatmulTile> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "auto" => MatmulTile::Auto,
             "large" => MatmulTile::Large,
             "medium" => MatmulTile::Medium,
             "small" => MatmulTile::Small,
+            "few-rows" => MatmulTile::FewRows,
+            "few-columns" => MatmulTile::FewColumns,
             _ => return None,
         })
     }

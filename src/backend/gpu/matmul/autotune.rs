@@ -13,7 +13,7 @@
 //! Native only: in a browser the queue cannot be waited on and the clock
 //! is coarse (`GpuOptions::autotune` is off there).
 
-use super::tiling::Tiling;
+use super::tiling::{SKINNY, Tiling};
 use super::{record_tiled, tile_grid};
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::context::GpuContext;
@@ -28,8 +28,25 @@ use std::sync::Arc;
 /// Timed runs of each tile after one untimed (which compiles it).
 const RUNS: usize = 2;
 
-/// The tiles autotuning chooses among.
-const TILES: [MatmulTile; 3] = [MatmulTile::Large, MatmulTile::Medium, MatmulTile::Small];
+/// The tiles autotuning chooses among (the skinny ones for skinny
+/// products only, see [`eligible`]).
+const TILES: [MatmulTile; 5] = [
+    MatmulTile::Large,
+    MatmulTile::Medium,
+    MatmulTile::Small,
+    MatmulTile::FewRows,
+    MatmulTile::FewColumns,
+];
+
+/// True when `tile` is worth timing on an `m` x `n` output: a skinny tile
+/// only where its short side covers the output's.
+fn eligible(tile: MatmulTile, m: usize, n: usize) -> bool {
+    match tile {
+        MatmulTile::FewRows => m <= SKINNY,
+        MatmulTile::FewColumns => n <= SKINNY,
+        _ => true,
+    }
+}
 
 /// The tile for `call` (bound as `bound`, of extents `[m, n, k,
 /// batches]`): its class's winner, timed now on its first product.
@@ -56,6 +73,7 @@ pub(super) fn tile(
     }
     let fits: Vec<MatmulTile> = TILES
         .into_iter()
+        .filter(|&t| eligible(t, m, n))
         .filter(|&t| tile_grid(out, &Tiling::choose(t, m, n, batches), m, n).is_some())
         .collect();
     if fits.len() < 2 {

@@ -450,7 +450,7 @@ mod tests {
                 let all = [Loads::Scalar, Loads::VecCols, Loads::VecRows];
                 let vec = dtype != KernelType::F16 || native_f16;
                 let mut kernels = vec![Kernel::Gemv];
-                for tiling in [tiling::LARGE, tiling::MEDIUM, tiling::SMALL] {
+                for tiling in tiling::ALL {
                     for a in all {
                         for b in all {
                             if vec || (a == Loads::Scalar && b == Loads::Scalar) {

@@ -77,6 +77,29 @@ pub(crate) const SMALL: Tiling = Tiling {
     tn: 4,
 };
 
+pub(crate) const FEW_ROWS: Tiling = Tiling {
+    bm: 16,
+    bn: 64,
+    bk: 16,
+    tm: 4,
+    tn: 4,
+};
+pub(crate) const FEW_COLUMNS: Tiling = Tiling {
+    bm: 64,
+    bn: 16,
+    bk: 16,
+    tm: 4,
+    tn: 4,
+};
+
+/// Every tile, for tests and validation.
+#[cfg(test)]
+pub(crate) const ALL: [Tiling; 5] = [LARGE, MEDIUM, SMALL, FEW_ROWS, FEW_COLUMNS];
+
+/// Rows (or columns) up to which a product counts as skinny: the skinny
+/// tiles pad it to 16, a square tile to 32 or more.
+pub(crate) const SKINNY: usize = 16;
+
 /// Output blocks a large GPU needs to keep every multiprocessor busy (an
 /// H100 has 132): below this, a smaller tile's extra blocks win over a
 /// larger tile's better reuse.
@@ -94,6 +117,12 @@ impl Tiling {
             MatmulTile::Large => LARGE,
             MatmulTile::Medium => MEDIUM,
             MatmulTile::Small => SMALL,
+            MatmulTile::FewRows => FEW_ROWS,
+            MatmulTile::FewColumns => FEW_COLUMNS,
+            // Skinny products: the block of the short side, when the long
+            // one is at least four blocks long.
+            MatmulTile::Auto if m <= SKINNY && n >= 4 * FEW_ROWS.bn as usize => FEW_ROWS,
+            MatmulTile::Auto if n <= SKINNY && m >= 4 * FEW_COLUMNS.bm as usize => FEW_COLUMNS,
             MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS => LARGE,
             MatmulTile::Auto if blocks(&MEDIUM) >= BUSY_BLOCKS / 2 => MEDIUM,
             MatmulTile::Auto => SMALL,
@@ -429,7 +458,7 @@ mod tests {
 
     #[test]
     fn every_tile_divides_its_work_evenly() {
-        for t in [LARGE, MEDIUM, SMALL] {
+        for t in ALL {
             let threads = t.threads();
             assert_eq!(t.tm % 4, 0);
             assert_eq!(t.tn % 4, 0);
@@ -438,6 +467,10 @@ mod tests {
             assert_eq!(t.bm * t.bk % threads, 0, "{t:?}");
             assert_eq!(t.bk * t.bn % threads, 0, "{t:?}");
             assert!(threads <= 256, "{t:?}");
+            // Whole vec4s per thread for vec loads of either operand.
+            assert_eq!(t.bm * t.bk / threads % 4, 0, "{t:?}");
+            assert_eq!(t.bk * t.bn / threads % 4, 0, "{t:?}");
+            assert_eq!(t.bk % 4, 0, "{t:?}");
             // Both tiles fit WebGPU's default 16 KiB of workgroup memory.
             assert!(t.bk * (t.bm / 4 + t.bn / 4 + 2) * 16 <= 16384, "{t:?}");
         }
@@ -452,6 +485,15 @@ mod tests {
         assert_eq!(auto(256, 256, 1), SMALL);
         assert_eq!(auto(256, 256, 64), LARGE);
         assert_eq!(auto(1, 1, 1), SMALL);
+        assert_eq!(auto(8, 4096, 1), FEW_ROWS);
+        assert_eq!(auto(16, 256, 1), FEW_ROWS);
+        assert_eq!(auto(16, 128, 1), SMALL);
+        assert_eq!(auto(4096, 3, 1), FEW_COLUMNS);
+        assert_eq!(auto(17, 4096, 1), MEDIUM);
+        assert_eq!(
+            MatmulTile::parse("few-columns"),
+            Some(MatmulTile::FewColumns)
+        );
         assert_eq!(Tiling::choose(MatmulTile::Medium, 1, 1, 1), MEDIUM);
         assert_eq!(MatmulTile::parse(" Large "), Some(MatmulTile::Large));
         assert_eq!(MatmulTile::parse("huge"), None);
