@@ -380,6 +380,16 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
             gflops(2.0 * 64.0 * (e as f64).powi(3), t.1),
         );
     }
+    if o.wants("bmm_16384x8") {
+        // Many tiny products: the per-output kernel's case.
+        let batches = if o.small { 1024 } else { 16384 };
+        let a = Tensor::rand([batches, 8, 8], DType::F32, 20, dev)?;
+        let b = Tensor::rand([batches, 8, 8], DType::F32, 21, dev)?;
+        ok &= check("bmm_16384x8", 1e-4, &[&a, &b], mm)?;
+        let inputs = [a, b];
+        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        row("bmm_16384x8", t, gflops(2.0 * batches as f64 * 512.0, t.1));
+    }
     if o.wants("matvec_4096") {
         let e = if o.small { 512 } else { 4096 };
         let a = Tensor::rand([e, e], DType::F32, 18, dev)?;

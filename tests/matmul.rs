@@ -277,6 +277,7 @@ fn every_tile_matches_the_cpu_on_every_layout() {
         MatmulTile::Small,
         MatmulTile::FewRows,
         MatmulTile::FewColumns,
+        MatmulTile::PerOutput,
     ] {
         for packed in [false, true] {
             let Some(gpu) = common::own_gpu(GpuOptions {
@@ -375,6 +376,56 @@ fn every_tile_matches_the_cpu_on_every_layout() {
             let err = relative_error(&read_f32(&got), &want);
             assert!(err < 1e-6, "{tile:?} batched: {err}");
         }
+    }
+}
+
+/// Batches of small matrices (the per-output kernel when the tile is
+/// automatic): more outputs than one row of the dispatch grid holds, a
+/// transposed left operand and a right operand broadcast over the batch,
+/// and a batch of 8 x 8 products in f16 and i32.
+#[test]
+fn batches_of_small_matrices_match_the_cpu() {
+    let cpu = Device::cpu();
+    let Some(gpu) = common::gpu() else { return };
+    // 70,000 x 16 x 16 outputs: 17.9M threads, past 65535 workgroups of 256.
+    let batches = 70_000;
+    let a = Tensor::from_vec(noise(batches * 3 * 16, 21), [batches, 3, 16], &cpu).unwrap();
+    let b = Tensor::from_vec(noise(3 * 16, 22), [1, 3, 16], &cpu).unwrap();
+    let want = a.transpose(-1, -2).unwrap().matmul(&b).unwrap();
+    let got = a
+        .to_device(&gpu)
+        .unwrap()
+        .transpose(-1, -2)
+        .unwrap()
+        .matmul(&b.to_device(&gpu).unwrap())
+        .unwrap();
+    assert_eq!(got.dims(), &[batches, 16, 16]);
+    assert_matches(
+        &got,
+        &want,
+        1e-6,
+        "70,000 transposed 16 x 3 @ broadcast 3 x 16",
+    );
+    for dtype in [DType::F16, DType::I32] {
+        let a = Tensor::from_vec(noise(500 * 8 * 9, 23), [500, 8, 9], &cpu)
+            .unwrap()
+            .mul_scalar(10.0)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let b = Tensor::from_vec(noise(500 * 9 * 8, 24), [500, 9, 8], &cpu)
+            .unwrap()
+            .mul_scalar(10.0)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let want = a.matmul(&b).unwrap();
+        let got = a
+            .to_device(&gpu)
+            .unwrap()
+            .matmul(&b.to_device(&gpu).unwrap())
+            .unwrap();
+        assert_matches(&got, &want, 1e-6, &format!("500 x 8 x 9 x 8 {dtype}"));
     }
 }
 
@@ -520,6 +571,8 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
     assert_eq!(product(300, 40, 20, 11, false, DType::F32), 0);
     // A product of few rows times the few-rows tile too.
     assert_eq!(product(8, 64, 300, 15, false, DType::F32), 12);
+    // Small matrices: every tile, and the per-output kernel.
+    assert_eq!(product(12, 20, 10, 17, false, DType::F32), 18);
     // Matrix-vector products have one kernel: nothing to time.
     assert_eq!(product(100, 80, 1, 13, false, DType::F32), 0);
     // The timed runs measured some time, within the time they ran in (a

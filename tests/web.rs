@@ -232,6 +232,7 @@ async fn every_new_kernel_form_matches_the_cpu() {
         MatmulTile::Small,
         MatmulTile::FewRows,
         MatmulTile::FewColumns,
+        MatmulTile::PerOutput,
     ] {
         dev.set_matmul_tile(tile);
         close(
@@ -254,6 +255,7 @@ async fn every_new_kernel_form_matches_the_cpu() {
         MatmulTile::Small,
         MatmulTile::FewRows,
         MatmulTile::FewColumns,
+        MatmulTile::PerOutput,
     ] {
         dev.set_matmul_tile(tile);
         for (what, x) in [("a", &ga4), ("a stored transposed", &ga4t)] {

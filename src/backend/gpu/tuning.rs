@@ -31,11 +31,16 @@ pub enum MatmulTile {
     FewRows,
     /// 64 x 16 blocks: for products of few columns (a narrow `b`).
     FewColumns,
+    /// No tile: one thread per output element, the outputs of consecutive
+    /// matrices sharing workgroups, for batches of small matrices (what
+    /// `Auto` runs for outputs of at most 16 x 16).
+    PerOutput,
 }
 
 impl MatmulTile {
-    /// Parses `auto`, `large`, `medium`, `small`, `few-rows` or
-    /// `few-columns` (the values of `WEBTENSOR_MATMUL_TILE`).
+    /// Parses `auto`, `large`, `medium`, `small`, `few-rows`,
+    /// `few-columns` or `per-output` (the values of
+    /// `WEBTENSOR_MATMUL_TILE`).
     pub fn parse(s: &str) -> Option<MatmulTile> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "auto" => MatmulTile::Auto,
@@ -44,6 +49,7 @@ impl MatmulTile {
             "small" => MatmulTile::Small,
             "few-rows" => MatmulTile::FewRows,
             "few-columns" => MatmulTile::FewColumns,
+            "per-output" => MatmulTile::PerOutput,
             _ => return None,
         })
     }

@@ -13,8 +13,8 @@
 //! Native only: in a browser the queue cannot be waited on and the clock
 //! is coarse (`GpuOptions::autotune` is off there).
 
-use super::tiling::{SKINNY, Tiling};
-use super::{record_tiled, tile_grid};
+use super::tiling::SKINNY;
+use super::{fits, record_with};
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::storage::GpuStorage;
@@ -28,22 +28,26 @@ use std::sync::Arc;
 /// Timed runs of each tile after one untimed (which compiles it).
 const RUNS: usize = 2;
 
-/// The tiles autotuning chooses among (the skinny ones for skinny
-/// products only, see [`eligible`]).
-const TILES: [MatmulTile; 5] = [
+/// The kernels autotuning chooses among (the skinny tiles for skinny
+/// products only, the per-output kernel for small matrices, see
+/// [`eligible`]).
+const TILES: [MatmulTile; 6] = [
     MatmulTile::Large,
     MatmulTile::Medium,
     MatmulTile::Small,
     MatmulTile::FewRows,
     MatmulTile::FewColumns,
+    MatmulTile::PerOutput,
 ];
 
 /// True when `tile` is worth timing on an `m` x `n` output: a skinny tile
-/// only where its short side covers the output's.
+/// only where its short side covers the output's, the per-output kernel
+/// only for matrices of at most 32 x 32.
 fn eligible(tile: MatmulTile, m: usize, n: usize) -> bool {
     match tile {
         MatmulTile::FewRows => m <= SKINNY,
         MatmulTile::FewColumns => n <= SKINNY,
+        MatmulTile::PerOutput => m <= 2 * SKINNY && n <= 2 * SKINNY,
         _ => true,
     }
 }
@@ -60,7 +64,7 @@ pub(super) fn tile(
     dims: [usize; 4],
 ) -> Result<MatmulTile> {
     let ctx = &out.ctx;
-    let [m, n, _, batches] = dims;
+    let [m, n, ..] = dims;
     // Whether each operand's matrix runs along its columns (a's k, b's n).
     let along_columns = |t: &TensorRef| {
         let (rs, cs) = MatmulCall::matrix_strides(t);
@@ -74,7 +78,7 @@ pub(super) fn tile(
     let fits: Vec<MatmulTile> = TILES
         .into_iter()
         .filter(|&t| eligible(t, m, n))
-        .filter(|&t| tile_grid(out, &Tiling::choose(t, m, n, batches), m, n).is_some())
+        .filter(|&t| fits(out, t, dims))
         .collect();
     if fits.len() < 2 {
         let tile = fits.first().copied().unwrap_or(MatmulTile::Auto);
@@ -127,11 +131,11 @@ fn tune(
         let mut fastest = f64::INFINITY;
         for run in 0..=RUNS {
             let seconds = if let Some(timer) = &timer {
-                record_tiled(out, &trial, &trial_bound, tile, dims)?;
+                record_with(out, &trial, &trial_bound, tile, dims)?;
                 clock::gpu_seconds(timer, ctx, OP)?
             } else {
                 let t0 = clock::now();
-                record_tiled(out, &trial, &trial_bound, tile, dims)?;
+                record_with(out, &trial, &trial_bound, tile, dims)?;
                 ctx.flush()?;
                 ctx.wait_idle(OP)?;
                 clock::seconds_since(t0)

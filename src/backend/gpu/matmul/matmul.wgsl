@@ -41,7 +41,8 @@ struct Params {
     a_k_fast: u32,
     // 1 when b's column stride is its smaller one.
     b_n_fast: u32,
-    pad0: u32,
+    // Matrices of this dispatch (the per-output kernel, small.rs).
+    batches: u32,
     pad1: u32,
     batch_shape: array<vec4<u32>, 2>,
     a_batch: array<vec4<i32>, 2>,

@@ -4,6 +4,7 @@
 
 mod autotune;
 mod gemv;
+mod small;
 mod tiling;
 
 use crate::backend::gpu::tuning::MatmulTile;
@@ -14,6 +15,7 @@ use crate::backend::gpu::kernel::buffer::{
     StorageMode, buffer_decl, load_fn, load_out_fn, needs_f16, storage_mode, store_out_fn,
     vec4_access,
 };
+use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::loop_budget::{self, slices};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::prelude;
@@ -56,7 +58,7 @@ params_block! {
         accumulate: u32,
         a_k_fast: u32,
         b_n_fast: u32,
-        pad0: u32,
+        batches: u32,
         pad1: u32,
         batch_shape: [u32; 8],
         a_batch: [i32; 8],
@@ -80,6 +82,8 @@ pub(crate) enum Kernel {
     Tiled(Tiling, [Loads; 2]),
     /// Matrix-vector (`gemv.rs`).
     Gemv,
+    /// One thread per output (`small.rs`).
+    PerOutput,
 }
 
 /// The WGSL source of the matmul kernel for `key`.
@@ -93,7 +97,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let zero = acc.zero();
     let loads = match key.kernel {
         Kernel::Tiled(_, loads) => loads,
-        Kernel::Gemv => [Loads::Scalar; 2],
+        Kernel::Gemv | Kernel::PerOutput => [Loads::Scalar; 2],
     };
     // Each operand bound as elements (with its scalar loader) or as vec4s.
     let mut bindings = String::new();
@@ -147,6 +151,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let kernel = match key.kernel {
         Kernel::Tiled(tiling, loads) => tiling.wgsl(loads),
         Kernel::Gemv => gemv::gemv_wgsl().to_string(),
+        Kernel::PerOutput => small::per_output_wgsl().to_string(),
     };
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
@@ -191,7 +196,80 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         MatmulTile::Auto if ctx.tuner.enabled() => autotune::tile(out, call, &bound, dims)?,
         fixed => fixed,
     };
-    record_tiled(out, call, &bound, tile, dims)
+    record_with(out, call, &bound, tile, dims)
+}
+
+/// Records `call` (bound as `bound`, of extents `[m, n, k, batches]`) with
+/// the kernel `tile` names, or picks by size.
+///
+/// # Errors
+/// As [`record_tiled`].
+fn record_with(
+    out: &GpuStorage,
+    call: &MatmulCall,
+    bound: &[Bound; 3],
+    tile: MatmulTile,
+    dims: [usize; 4],
+) -> Result<()> {
+    let [m, n, ..] = dims;
+    match tile {
+        MatmulTile::PerOutput => record_per_output(out, call, bound, dims),
+        MatmulTile::Auto if m <= tiling::SKINNY && n <= tiling::SKINNY => {
+            record_per_output(out, call, bound, dims)
+        }
+        tile => record_tiled(out, call, bound, tile, dims),
+    }
+}
+
+/// True when the kernel `tile` names can cover an `m` x `n` output on this
+/// device.
+fn fits(out: &GpuStorage, tile: MatmulTile, [m, n, _, batches]: [usize; 4]) -> bool {
+    tile == MatmulTile::PerOutput
+        || tile_grid(out, &Tiling::choose(tile, m, n, batches), m, n).is_some()
+}
+
+/// Records `call` with the per-output kernel (`small.rs`): as many
+/// matrices per dispatch as keep its thread numbers in range, each slice
+/// of k a dispatch of its own.
+///
+/// # Errors
+/// `TooLarge` when a dispatch's threads exceed the device's grid.
+fn record_per_output(
+    out: &GpuStorage,
+    call: &MatmulCall,
+    bound: &[Bound; 3],
+    [m, n, k, batches]: [usize; 4],
+) -> Result<()> {
+    let ctx = &out.ctx;
+    let key = MatmulKey {
+        dtype: call.out.dtype,
+        native_f16: ctx.facts.native_f16,
+        kernel: Kernel::PerOutput,
+    };
+    let per = m * n;
+    for batch_range in slices(batches, small::batches_per_dispatch(per)) {
+        let [x, y] = grid_of(
+            batch_range.len() * per,
+            small::THREADS,
+            ctx.facts.max_workgroups_per_dim,
+        )?;
+        for k_range in slices(k, K_SLICE) {
+            let block = MatmulParams {
+                batches: batch_range.len() as u32,
+                ..params(call, [m, n], k_range, batch_range.start)
+            };
+            record_kernel(
+                ctx,
+                &key,
+                ("webtensor matmul", "main", MatmulParams::SIZE),
+                || matmul_source(&key),
+                block.bytes(),
+                bound.iter().cloned().collect(),
+                [x, y, 1],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// The output tiles per axis (columns, rows) of `tiling` over an `m` x `n`
@@ -412,7 +490,7 @@ fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) 
         accumulate: u32::from(k.start > 0),
         a_k_fast: u32::from(strides(a).1.unsigned_abs() <= strides(a).0.unsigned_abs()),
         b_n_fast: u32::from(strides(b).1.unsigned_abs() <= strides(b).0.unsigned_abs()),
-        pad0: 0,
+        batches: 0,
         pad1: 0,
         batch_shape: dims8(out_batches.dims()),
         a_batch: batch(a),
@@ -449,7 +527,7 @@ mod tests {
             for native_f16 in [true, false] {
                 let all = [Loads::Scalar, Loads::VecCols, Loads::VecRows];
                 let vec = dtype != KernelType::F16 || native_f16;
-                let mut kernels = vec![Kernel::Gemv];
+                let mut kernels = vec![Kernel::Gemv, Kernel::PerOutput];
                 for tiling in tiling::ALL {
                     for a in all {
                         for b in all {

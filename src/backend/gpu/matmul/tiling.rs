@@ -116,7 +116,8 @@ impl Tiling {
         match choice {
             MatmulTile::Large => LARGE,
             MatmulTile::Medium => MEDIUM,
-            MatmulTile::Small => SMALL,
+            // The per-output kernel has no tile (the launcher never asks).
+            MatmulTile::Small | MatmulTile::PerOutput => SMALL,
             MatmulTile::FewRows => FEW_ROWS,
             MatmulTile::FewColumns => FEW_COLUMNS,
             // Skinny products: the block of the short side, when the long
