@@ -47,6 +47,7 @@ mod softmax;
 mod sort;
 mod storage;
 mod texture;
+#[cfg(not(target_arch = "wasm32"))]
 mod timer;
 mod tuning;
 
