@@ -16,6 +16,9 @@
 //! The sort rows (`argsort_1m`, `argsort_rows`, `topk_rows`) count 4 bytes
 //! read and 4 written per element (topk: read only).
 //!
+//! Every timed run keeps its results alive until its sync: webtensor never
+//! computes a result dropped unread before the flush.
+//!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
 
@@ -68,6 +71,15 @@ impl Options {
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name))
     }
+}
+
+/// Syncs `dev` while `out` (a workload's result) is alive, then drops it: a
+/// result dropped unread before the sync is never computed (dead-op
+/// elimination), so every timed run keeps its results to the sync.
+fn synced<T>(dev: &Device, out: T) -> Result<()> {
+    dev.sync()?;
+    drop(out);
+    Ok(())
 }
 
 /// Times `f` (which must end in a sync or a readback): 2 warm-ups, then
@@ -177,26 +189,24 @@ fn main() -> Result<()> {
 
     if o.wants("add") {
         ok &= check("add", 1e-6, &[&a1, &b1], |t| t[0].add(&t[1]))?;
-        let t = time(runs, || a1.add(&b1).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || a1.add(&b1).and_then(|out| synced(&dev, out)))?;
         row("add", t, gbs(12.0 * nf, t.1));
         let t = time(runs, || {
-            for _ in 0..20 {
-                drop(a1.add(&b1)?);
-            }
-            sync()
+            let outs = (0..20).map(|_| a1.add(&b1)).collect::<Result<Vec<_>>>()?;
+            synced(&dev, outs)
         })?;
         row("add_x20", t, gbs(20.0 * 12.0 * nf, t.1));
     }
     if o.wants("add_transposed") {
         ok &= check("add_transposed", 1e-6, &[&a2, &b2], |t| t[0].add(&t[1].t()))?;
-        let t = time(runs, || a2.add(&b2.t()).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || a2.add(&b2.t()).and_then(|out| synced(&dev, out)))?;
         row("add_transposed", t, gbs(12.0 * sf, t.1));
     }
     if o.wants("chain") {
         let chain = |t: &[Tensor]| t[0].mul_scalar(2.0)?.add(&t[1])?.exp()?.sub(&t[2])?.relu();
         ok &= check("chain", 1e-5, &[&a1, &b1, &c1], chain)?;
         let inputs = [a1.clone(), b1.clone(), c1.clone()];
-        let t = time(runs, || chain(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || chain(&inputs).and_then(|out| synced(&dev, out)))?;
         row("chain", t, gbs(16.0 * nf, t.1));
     }
     if o.wants("small_ops") {
@@ -228,25 +238,27 @@ fn main() -> Result<()> {
         let permute = |t: &[Tensor]| t[0].permute(&[2, 0, 1])?.contiguous();
         ok &= check("permute_contiguous", 0.0, &[&a3], permute)?;
         let inputs = [a3.clone()];
-        let t = time(runs, || permute(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || permute(&inputs).and_then(|out| synced(&dev, out)))?;
         row("permute_contiguous", t, gbs(8.0 * (e * e * e) as f64, t.1));
     }
     if o.wants("sum_all") {
         ok &= check("sum_all", 1e-5, &[&a1], |t| t[0].sum(.., false))?;
-        let t = time(runs, || a1.sum(.., false).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || a1.sum(.., false).and_then(|out| synced(&dev, out)))?;
         row("sum_all", t, gbs(4.0 * nf, t.1));
         let t = time(runs, || {
-            for _ in 0..20 {
-                drop(a1.sum(.., false)?);
-            }
-            sync()
+            let outs = (0..20)
+                .map(|_| a1.sum(.., false))
+                .collect::<Result<Vec<_>>>()?;
+            synced(&dev, outs)
         })?;
         row("sum_all_x20", t, gbs(20.0 * 4.0 * nf, t.1));
     }
     if o.wants("sum_axis") {
         for (name, axis) in [("sum_axis1", 1), ("sum_axis0", 0)] {
             ok &= check(name, 1e-5, &[&a2], |t| t[0].sum(axis, true))?;
-            let t = time(runs, || a2.sum(axis, true).map(drop).and_then(|_| sync()))?;
+            let t = time(runs, || {
+                a2.sum(axis, true).and_then(|out| synced(&dev, out))
+            })?;
             row(name, t, gbs(4.0 * sf, t.1));
         }
     }
@@ -254,9 +266,7 @@ fn main() -> Result<()> {
         let step = |t: &[Tensor]| t[0].slice(s![.., ..;2])?.add_scalar(1.0);
         ok &= check("slice_step", 1e-6, &[&a2], step)?;
         let t = time(runs, || {
-            step(std::slice::from_ref(&a2))
-                .map(drop)
-                .and_then(|_| sync())
+            step(std::slice::from_ref(&a2)).and_then(|out| synced(&dev, out))
         })?;
         row("slice_step", t, gbs(4.0 * sf, t.1));
         let target = a2.contiguous()?;
@@ -268,21 +278,21 @@ fn main() -> Result<()> {
         let h1 = a1.to_dtype(DType::F16)?;
         let h2 = b1.to_dtype(DType::F16)?;
         ok &= check("add_f16", 1e-3, &[&h1, &h2], |t| t[0].add(&t[1]))?;
-        let t = time(runs, || h1.add(&h2).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || h1.add(&h2).and_then(|out| synced(&dev, out)))?;
         row("add_f16", t, gbs(6.0 * nf, t.1));
     }
     if o.wants("softmax_rows") {
         let rows = side;
         let sm = Tensor::rand([rows, 1024], DType::F32, 7, &dev)?;
         ok &= check("softmax_rows", 1e-5, &[&sm], |t| t[0].softmax(-1))?;
-        let t = time(runs, || sm.softmax(-1).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || sm.softmax(-1).and_then(|out| synced(&dev, out)))?;
         row("softmax_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
     }
     if o.wants("cumsum_rows") {
         let rows = side;
         let cs = Tensor::rand([rows, 1024], DType::F32, 8, &dev)?;
         ok &= check("cumsum_rows", 1e-4, &[&cs], |t| t[0].cumsum(-1))?;
-        let t = time(runs, || cs.cumsum(-1).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || cs.cumsum(-1).and_then(|out| synced(&dev, out)))?;
         row("cumsum_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
     }
     if o.wants("argsort_1m") {
@@ -291,7 +301,7 @@ fn main() -> Result<()> {
             t[0].argsort(0, false)?.to_dtype(DType::F32)
         })?;
         let t = time(runs, || {
-            line.argsort(0, false).map(drop).and_then(|_| sync())
+            line.argsort(0, false).and_then(|out| synced(&dev, out))
         })?;
         row("argsort_1m", t, gbs(8.0 * (n / 16) as f64, t.1));
     }
@@ -301,7 +311,7 @@ fn main() -> Result<()> {
             t[0].argsort(-1, false)?.to_dtype(DType::F32)
         })?;
         let t = time(runs, || {
-            rows.argsort(-1, false).map(drop).and_then(|_| sync())
+            rows.argsort(-1, false).and_then(|out| synced(&dev, out))
         })?;
         row("argsort_rows", t, gbs(8.0 * (side * 1024) as f64, t.1));
     }
@@ -311,7 +321,7 @@ fn main() -> Result<()> {
             Ok(t[0].topk(10, -1, true)?.0)
         })?;
         let t = time(runs, || {
-            rows.topk(10, -1, true).map(drop).and_then(|_| sync())
+            rows.topk(10, -1, true).and_then(|out| synced(&dev, out))
         })?;
         row("topk_rows", t, gbs(4.0 * (side * 1024) as f64, t.1));
     }
@@ -326,7 +336,6 @@ fn main() -> Result<()> {
 /// batch of small products and a matrix-vector product.
 fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
     let runs = o.runs;
-    let sync = || dev.sync();
     let mut ok = true;
     let cap = if o.small { 256 } else { usize::MAX };
     let big =
@@ -346,7 +355,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([k, k], DType::F32, 11, dev)?;
         ok &= check(&name, 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (k as f64).powi(3), t.1));
     }
     if big > 0 && o.wants(&format!("matmul_{big}_aT")) {
@@ -355,7 +364,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([big, big], DType::F32, 13, dev)?;
         ok &= check(&name, 1e-4, &[&a, &b], mm_at)?;
         let inputs = [a, b];
-        let t = time(runs, || mm_at(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || mm_at(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
     }
     if big > 0 && o.wants(&format!("matmul_{big}_f16")) {
@@ -364,7 +373,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([big, big], DType::F16, 15, dev)?;
         ok &= check(&name, 1e-2, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
     }
     if o.wants("bmm_64x256") {
@@ -373,7 +382,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([64, e, e], DType::F32, 17, dev)?;
         ok &= check("bmm_64x256", 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(
             "bmm_64x256",
             t,
@@ -387,7 +396,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([batches, 8, 8], DType::F32, 21, dev)?;
         ok &= check("bmm_16384x8", 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row("bmm_16384x8", t, gflops(2.0 * batches as f64 * 512.0, t.1));
     }
     if o.wants("matvec_4096") {
@@ -396,7 +405,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let x = Tensor::rand([e], DType::F32, 19, dev)?;
         ok &= check("matvec_4096", 1e-4, &[&a, &x], mm)?;
         let inputs = [a, x];
-        let t = time(runs, || mm(&inputs).map(drop).and_then(|_| sync()))?;
+        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row("matvec_4096", t, gbs(4.0 * (e * e + 2 * e) as f64, t.1));
     }
     Ok(ok)
