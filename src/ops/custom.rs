@@ -235,8 +235,9 @@ impl CustomKernel {
     /// # Errors
     /// `Error::Argument` naming `CustomKernel::call_into` for a CPU device
     /// or wrong argument counts, and for WGSL that does not compile (with
-    /// the line of the body, on native; in a browser the compiler's message
-    /// comes back from the next readback or sync as `Error::Gpu`);
+    /// the line of the body, on native; in a browser the readback or sync
+    /// that submits the call returns `Error::Gpu` with the browser's
+    /// message);
     /// `Error::DType` for dtypes other than declared or scalars the dtype
     /// cannot hold; `Error::Shape` when an input does not broadcast to
     /// `out`; `Error::DeviceMismatch`; `Error::OverlappingWrite` for a

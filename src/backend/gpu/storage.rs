@@ -3,6 +3,7 @@
 use super::context::GpuContext;
 use super::faults::FAULT_BYTES;
 pub(crate) use super::kernel::buffer::element_bytes;
+use super::kernel::pipeline::submit_scoped;
 use super::pool::{BufferKind, PooledBuffer, buffer_size};
 use super::slot::Slot;
 use crate::dtype::{Element, KernelType};
@@ -282,10 +283,16 @@ pub(crate) async fn read_back(
     )?;
     let staging = staging.buffer;
     let mut with_faults = false;
-    ctx.scheduler().flush(&ctx.target(), |encoder| {
-        copy(encoder, &staging.buffer);
-        with_faults = ctx.faults.copy_if_armed(encoder, &staging.buffer, size);
-    })?;
+    let mut copy = Some(copy);
+    let (flushed, submit_errors) = submit_scoped(&ctx.device, &mut || {
+        ctx.scheduler().flush(&ctx.target(), |encoder| {
+            if let Some(copy) = copy.take() {
+                copy(encoder, &staging.buffer);
+            }
+            with_faults = ctx.faults.copy_if_armed(encoder, &staging.buffer, size);
+        })
+    });
+    flushed?;
     let fault_range = size as usize..(size + if with_faults { FAULT_BYTES } else { 0 }) as usize;
     let result = map_and_read(ctx, op, &staging.buffer, total, |view| {
         (view[range].to_vec(), view[fault_range].to_vec())
@@ -293,6 +300,9 @@ pub(crate) async fn read_back(
     .await;
     // Mapping completes only once the GPU is done with the copy.
     ctx.pool.release(staging, ctx.open_batch());
+    if let Some(e) = submit_errors.await {
+        return Err(Error::gpu(op, format!("the device reported: {e}")));
+    }
     let (bytes, record) = result?;
     // An index fault is cleared as it is reported; a device error waits in
     // its slot, so neither is lost when both are there.

@@ -167,9 +167,40 @@ fn build(device: &wgpu::Device, spec: &PipelineSpec) -> Result<Pipeline> {
 }
 
 /// Pops an error scope without blocking: on native the result is ready at
-/// once for validation errors; on the web it is not awaited (errors there
-/// surface as uncaptured errors, reported by the next readback or sync).
+/// once for validation errors; on the web it is not awaited and what the
+/// scope caught is dropped (an object it made invalid fails again where
+/// it is used, an error [`submit_scoped`] catches).
 pub(crate) fn pop_now(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
     use futures::FutureExt;
     scope.pop().now_or_never().flatten()
+}
+
+/// Runs `submit` and returns its result with a future for the validation
+/// errors the work it recorded and submitted raised.
+///
+/// On the web an error scope is around `submit`, popped as it returns
+/// (other tasks may push scopes of their own while a readback awaits),
+/// and the caller awaits its promise with the readback: a browser may
+/// deliver an uncaptured error's event after the readback has resolved,
+/// so the device's error handler alone would miss it. Natively such
+/// errors reach the device's handler before `submit` returns, and the
+/// future is ready at once with `None`.
+pub(crate) fn submit_scoped(
+    device: &wgpu::Device,
+    submit: &mut dyn FnMut() -> Result<()>,
+) -> (
+    Result<()>,
+    impl Future<Output = Option<wgpu::Error>> + use<>,
+) {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = submit();
+        (result, scope.pop())
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = device;
+        (submit(), std::future::ready(None))
+    }
 }
