@@ -19,11 +19,15 @@
 //! Every timed run keeps its results alive until its sync: webtensor never
 //! computes a result dropped unread before the flush.
 //!
+//! `matmul_N_large`, `_medium` and `_subgroup` time the largest square
+//! product with that tile fixed (the subgroup kernel runs as the medium
+//! tile where the device has no subgroups of eight lanes).
+//!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
 
 use std::time::Instant;
-use webtensor::{DType, Device, Result, Tensor, s};
+use webtensor::{DType, Device, MatmulTile, Result, Tensor, s};
 
 /// What to run, from the command line.
 struct Options {
@@ -375,6 +379,26 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let inputs = [a, b];
         let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
+    }
+    // The largest square product with each register tile fixed (what
+    // autotuning chooses among), then back to the device's choice.
+    for (tile, label) in [
+        (MatmulTile::Large, "large"),
+        (MatmulTile::Medium, "medium"),
+        (MatmulTile::Subgroup, "subgroup"),
+    ] {
+        let name = format!("matmul_{big}_{label}");
+        if big == 0 || !o.wants(&name) {
+            continue;
+        }
+        dev.set_matmul_tile(tile);
+        let a = Tensor::rand([big, big], DType::F32, 22, dev)?;
+        let b = Tensor::rand([big, big], DType::F32, 23, dev)?;
+        ok &= check(&name, 1e-4, &[&a, &b], mm)?;
+        let inputs = [a, b];
+        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
+        row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
+        dev.set_matmul_tile(MatmulTile::Auto);
     }
     if o.wants("bmm_64x256") {
         let e = if o.small { 64 } else { 256 };

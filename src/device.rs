@@ -51,6 +51,10 @@ pub struct DeviceInfo {
     /// Whether kernels use subgroup operations (the adapter has SUBGROUP,
     /// natively, unless `GpuOptions::subgroups` says no).
     pub subgroups: bool,
+    /// The fewest lanes the adapter's subgroups have (its
+    /// `subgroup_min_size`, 4 to 128; 0 for the CPU): the subgroup matmul
+    /// (`MatmulTile::Subgroup`) needs eight.
+    pub subgroup_min_size: u32,
     /// Whether the matmul tile is found by timing (see
     /// `GpuOptions::autotune`).
     pub autotune: bool,
@@ -95,7 +99,7 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {}, autotune {} (timed by {}), max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
                 self.id,
                 self.name,
                 self.backend,
@@ -103,6 +107,7 @@ impl fmt::Display for DeviceInfo {
                 self.driver,
                 if self.native_f16 { "native" } else { "packed" },
                 if self.subgroups { "on" } else { "off" },
+                self.subgroup_min_size,
                 if self.autotune { "on" } else { "off" },
                 if self.gpu_timestamps {
                     "GPU timestamps"
@@ -291,6 +296,7 @@ impl Device {
                 driver: String::new(),
                 native_f16: false,
                 subgroups: false,
+                subgroup_min_size: 0,
                 autotune: false,
                 gpu_timestamps: false,
                 max_storage_binding: u64::MAX,
@@ -309,6 +315,7 @@ impl Device {
                     driver: f.driver.clone(),
                     native_f16: f.native_f16,
                     subgroups: f.subgroups,
+                    subgroup_min_size: f.subgroup_min_size,
                     autotune: ctx.tuner.enabled(),
                     gpu_timestamps: f.timestamps,
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),

@@ -320,12 +320,15 @@ fn an_output_takes_a_buffer_freed_in_its_batch_only_after_its_last_read() {
         let Some(dev) = batched_gpu(fusion) else {
             return;
         };
-        let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
-        let b = Tensor::full([64], 3.0, DType::F32, &dev).unwrap();
-        dev.sync().unwrap();
-        let t = a.mul_scalar(2.0).unwrap();
-        let y = b.exp().unwrap();
-        drop(a);
+        // t = a * 2 and y = exp(b) recorded, then a dropped.
+        let start = || {
+            let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
+            let b = Tensor::full([64], 3.0, DType::F32, &dev).unwrap();
+            dev.sync().unwrap();
+            let t = a.mul_scalar(2.0).unwrap();
+            (t, b.exp().unwrap(), b)
+        };
+        let (t, y, b) = start();
         let u = t.add_scalar(1.0).unwrap();
         drop(t);
         assert_eq!(u.to_vec::<f32>().unwrap(), [3.0; 64], "fusion {fusion}");
@@ -335,12 +338,7 @@ fn an_output_takes_a_buffer_freed_in_its_batch_only_after_its_last_read() {
         drop((b, y, u));
 
         // Taken by a reduction before the flush: the same holds.
-        let a = Tensor::full([64], 1.0, DType::F32, &dev).unwrap();
-        let b = Tensor::full([64], 3.0, DType::F32, &dev).unwrap();
-        dev.sync().unwrap();
-        let t = a.mul_scalar(2.0).unwrap();
-        let y = b.exp().unwrap();
-        drop(a);
+        let (t, y, _b) = start();
         let total = y.sum(.., false).unwrap();
         let u = t.add_scalar(1.0).unwrap();
         drop(t);

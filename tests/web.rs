@@ -226,14 +226,7 @@ async fn every_new_kernel_form_matches_the_cpu() {
         a.to_device_async(&dev).await.unwrap(),
         b.to_device_async(&dev).await.unwrap(),
     );
-    for tile in [
-        MatmulTile::Large,
-        MatmulTile::Medium,
-        MatmulTile::Small,
-        MatmulTile::FewRows,
-        MatmulTile::FewColumns,
-        MatmulTile::PerOutput,
-    ] {
+    for tile in MatmulTile::FIXED {
         dev.set_matmul_tile(tile);
         close(
             &read(&ga.matmul(&gb).unwrap()).await,
@@ -249,14 +242,7 @@ async fn every_new_kernel_form_matches_the_cpu() {
     let ga4 = a4.to_device_async(&dev).await.unwrap();
     let gb4 = b4.to_device_async(&dev).await.unwrap();
     let ga4t = ga4.t().contiguous().unwrap().t();
-    for tile in [
-        MatmulTile::Large,
-        MatmulTile::Medium,
-        MatmulTile::Small,
-        MatmulTile::FewRows,
-        MatmulTile::FewColumns,
-        MatmulTile::PerOutput,
-    ] {
+    for tile in MatmulTile::FIXED {
         dev.set_matmul_tile(tile);
         for (what, x) in [("a", &ga4), ("a stored transposed", &ga4t)] {
             close(
@@ -459,7 +445,17 @@ async fn custom_kernels_and_shared_buffers() {
     .unwrap();
     match broken.call(&[&x], &[]) {
         Err(e) => assert!(e.to_string().contains("broken"), "{e}"),
-        Ok(t) => assert!(t.to_vec_async::<i32>().await.is_err()),
+        Ok(t) => {
+            // The readback that submits it fails (the browser's error is
+            // caught with the submit, never left to a later event) ...
+            let e = t.to_vec_async::<i32>().await.unwrap_err();
+            assert!(matches!(e, Error::Gpu { .. }), "{e}");
+            // ... and so does a sync, each once: the device goes on.
+            let _unread = broken.call(&[&x], &[]).unwrap();
+            assert!(dev.sync_async().await.is_err());
+            assert_eq!(x.to_vec_async::<i32>().await.unwrap(), [10, 20, 30, 40, 0]);
+            dev.sync_async().await.unwrap();
+        }
     }
 }
 

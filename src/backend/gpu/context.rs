@@ -4,7 +4,7 @@
 use super::bind_groups::GroupCounters;
 use super::facts::AdapterFacts;
 use super::faults::Faults;
-use super::kernel::pipeline::PipelineCache;
+use super::kernel::pipeline::{PipelineCache, submit_scoped};
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters, Target};
 use super::tuning::{MatmulTile, MatmulTuner};
@@ -41,11 +41,12 @@ pub struct GpuOptions {
     /// Environment: `WEBTENSOR_MAX_BINDING` (bytes); default the device's.
     pub max_binding_bytes: Option<u64>,
     /// Which tile the matmul kernels use.
-    /// Environment: `WEBTENSOR_MATMUL_TILE=auto|large|medium|small`;
-    /// default auto.
+    /// Environment: `WEBTENSOR_MATMUL_TILE=auto|large|medium|small|`
+    /// `few-rows|few-columns|per-output|subgroup`; default auto.
     pub matmul_tile: Option<MatmulTile>,
     /// Use subgroup operations (reductions combine across a subgroup's
-    /// lanes) where the adapter has `SUBGROUP`; native only (a browser's
+    /// lanes; `MatmulTile::Subgroup` shuffles where subgroups have eight
+    /// lanes or more) where the adapter has `SUBGROUP`; native only (a browser's
     /// WGSL needs a directive naga does not take). Off runs the plain
     /// kernels every adapter runs.
     /// Environment: `WEBTENSOR_SUBGROUPS=0|1`; default on.
@@ -251,6 +252,7 @@ impl GpuContext {
                 .to_string(),
             native_f16,
             subgroups,
+            subgroup_min_size: info.subgroup_min_size,
             // Read by blocking on the queue: native only.
             timestamps: cfg!(not(target_arch = "wasm32"))
                 && features.contains(wgpu::Features::TIMESTAMP_QUERY),
@@ -402,7 +404,8 @@ impl GpuContext {
     /// `Error::Gpu` when the device is lost; `Error::Index` for an
     /// out-of-range index met since the last readback.
     pub async fn sync(&self, op: &'static str) -> Result<()> {
-        self.flush()?;
+        let (flushed, submit_errors) = submit_scoped(&self.device, &mut || self.flush());
+        flushed?;
         let (sender, receiver) = futures::channel::oneshot::channel();
         self.queue.on_submitted_work_done(move || {
             let _ = sender.send(());
@@ -411,6 +414,9 @@ impl GpuContext {
         receiver
             .await
             .map_err(|_| Error::gpu(op, "the device was dropped"))?;
+        if let Some(e) = submit_errors.await {
+            return Err(Error::gpu(op, format!("the device reported: {e}")));
+        }
         self.check_faults(op).await
     }
 

@@ -14,6 +14,8 @@ pub(crate) struct AdapterFacts {
     pub native_f16: bool,
     /// Kernels may use subgroup operations (see `GpuOptions::subgroups`).
     pub subgroups: bool,
+    /// The fewest lanes a subgroup of this adapter has (4 to 128).
+    pub subgroup_min_size: u32,
     /// The device writes GPU timestamps (`TIMESTAMP_QUERY`): autotuning
     /// times kernels by them.
     pub timestamps: bool,
@@ -32,6 +34,11 @@ impl AdapterFacts {
     /// windows (elementwise) or refuse it as `TooLarge` (see `Bound`).
     pub fn max_tensor_bytes(&self) -> u64 {
         self.max_buffer_size
+    }
+
+    /// True when kernels may use subgroups of at least `lanes` lanes.
+    pub fn subgroups_of(&self, lanes: u32) -> bool {
+        self.subgroups && self.subgroup_min_size >= lanes
     }
 
     /// What a fused kernel may bind on this device.

@@ -35,11 +35,29 @@ pub enum MatmulTile {
     /// matrices sharing workgroups, for batches of small matrices (what
     /// `Auto` runs for outputs of at most 16 x 16).
     PerOutput,
+    /// 64 x 64 blocks, 8 x 4 outputs per thread, 128 threads, in teams of
+    /// eight subgroup lanes that load `a` straight from memory and pass
+    /// its values among themselves by subgroup shuffles (only `b` goes
+    /// through workgroup memory). On devices without subgroups of at
+    /// least eight lanes (browsers, `GpuOptions::subgroups` off) it runs
+    /// as [`MatmulTile::Medium`], the same block without shuffles.
+    Subgroup,
 }
 
 impl MatmulTile {
+    /// Every fixed choice (all but [`MatmulTile::Auto`]).
+    pub const FIXED: [MatmulTile; 7] = [
+        MatmulTile::Large,
+        MatmulTile::Medium,
+        MatmulTile::Small,
+        MatmulTile::FewRows,
+        MatmulTile::FewColumns,
+        MatmulTile::PerOutput,
+        MatmulTile::Subgroup,
+    ];
+
     /// Parses `auto`, `large`, `medium`, `small`, `few-rows`,
-    /// `few-columns` or `per-output` (the values of
+    /// `few-columns`, `per-output` or `subgroup` (the values of
     /// `WEBTENSOR_MATMUL_TILE`).
     pub fn parse(s: &str) -> Option<MatmulTile> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
@@ -50,6 +68,7 @@ impl MatmulTile {
             "few-rows" => MatmulTile::FewRows,
             "few-columns" => MatmulTile::FewColumns,
             "per-output" => MatmulTile::PerOutput,
+            "subgroup" => MatmulTile::Subgroup,
             _ => return None,
         })
     }

@@ -14,7 +14,7 @@
 //! is coarse (`GpuOptions::autotune` is off there).
 
 use super::tiling::SKINNY;
-use super::{fits, record_with};
+use super::{fits, record_with, subgroup};
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::gpu::tuning::{MatmulClass, MatmulTile};
@@ -27,25 +27,20 @@ use std::sync::Arc;
 const RUNS: usize = 2;
 
 /// The kernels autotuning chooses among (the skinny tiles for skinny
-/// products only, the per-output kernel for small matrices, see
-/// [`eligible`]).
-const TILES: [MatmulTile; 6] = [
-    MatmulTile::Large,
-    MatmulTile::Medium,
-    MatmulTile::Small,
-    MatmulTile::FewRows,
-    MatmulTile::FewColumns,
-    MatmulTile::PerOutput,
-];
+/// products only, the per-output kernel for small matrices, the subgroup
+/// kernel where it runs as itself, see [`eligible`]).
+const TILES: [MatmulTile; 7] = MatmulTile::FIXED;
 
 /// True when `tile` is worth timing on an `m` x `n` output: a skinny tile
 /// only where its short side covers the output's, the per-output kernel
-/// only for matrices of at most 32 x 32.
-fn eligible(tile: MatmulTile, m: usize, n: usize) -> bool {
+/// only for matrices of at most 32 x 32, the subgroup kernel only where
+/// the device has its `subgroup_lanes` (elsewhere it is the medium tile).
+fn eligible(tile: MatmulTile, m: usize, n: usize, subgroup_lanes: bool) -> bool {
     match tile {
         MatmulTile::FewRows => m <= SKINNY,
         MatmulTile::FewColumns => n <= SKINNY,
         MatmulTile::PerOutput => m <= 2 * SKINNY && n <= 2 * SKINNY,
+        MatmulTile::Subgroup => subgroup_lanes,
         _ => true,
     }
 }
@@ -73,9 +68,10 @@ pub(super) fn tile(
     if let Some(tile) = ctx.tuner.winner(&class) {
         return Ok(tile);
     }
+    let lanes = ctx.facts.subgroups_of(subgroup::TEAM);
     let fits: Vec<MatmulTile> = TILES
         .into_iter()
-        .filter(|&t| eligible(t, m, n))
+        .filter(|&t| eligible(t, m, n, lanes))
         .filter(|&t| fits(out, t, dims))
         .collect();
     if fits.len() < 2 {

@@ -1,10 +1,13 @@
-//! GPU matrix products: `matmul.wgsl` specialised per dtype and tile
-//! (`tiling.rs`: register-tiled kernels and the choice among them) and
+//! GPU matrix products: `matmul.wgsl` specialised per dtype and kernel
+//! (`tiling.rs`: register-tiled kernels and the choice among them;
+//! `subgroup.rs`: teams of subgroup lanes sharing `a` by shuffles;
+//! `small.rs`: one thread per output; `gemv.rs`: matrix-vector) and
 //! recorded as kernel commands, one per 65535 batches and slice of k.
 
 mod autotune;
 mod gemv;
 mod small;
+mod subgroup;
 mod tiling;
 
 use crate::backend::gpu::tuning::MatmulTile;
@@ -84,6 +87,9 @@ pub(crate) enum Kernel {
     Gemv,
     /// One thread per output (`small.rs`).
     PerOutput,
+    /// Teams of subgroup lanes sharing `a` by shuffles (`subgroup.rs`),
+    /// loading `b` as it says.
+    Subgroup(Loads),
 }
 
 /// The WGSL source of the matmul kernel for `key`.
@@ -98,6 +104,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let loads = match key.kernel {
         Kernel::Tiled(_, loads) => loads,
         Kernel::Gemv | Kernel::PerOutput => [Loads::Scalar; 2],
+        Kernel::Subgroup(b) => [Loads::Scalar, b],
     };
     // Each operand bound as elements (with its scalar loader) or as vec4s.
     let mut bindings = String::new();
@@ -152,6 +159,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         Kernel::Tiled(tiling, loads) => tiling.wgsl(loads),
         Kernel::Gemv => gemv::gemv_wgsl().to_string(),
         Kernel::PerOutput => small::per_output_wgsl().to_string(),
+        Kernel::Subgroup(b) => subgroup::wgsl(b),
     };
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
@@ -299,8 +307,16 @@ fn record_tiled(
     tile: MatmulTile,
     [m, n, k, batches]: [usize; 4],
 ) -> Result<()> {
+    let facts = &out.ctx.facts;
     let tiling = Tiling::choose(tile, m, n, batches);
-    let loads = vec_loads(call, [m, n, k], out.ctx.facts.native_f16);
+    let loads = vec_loads(call, [m, n, k], facts.native_f16);
+    // The subgroup kernel where the device has the lanes, else its block
+    // without shuffles.
+    let kernel = if tile == MatmulTile::Subgroup && facts.subgroups_of(subgroup::TEAM) {
+        Kernel::Subgroup(loads[1])
+    } else {
+        Kernel::Tiled(tiling, loads)
+    };
     let Some(groups) = tile_grid(out, &tiling, m, n) else {
         return Err(Error::TooLarge {
             op: "matmul",
@@ -313,7 +329,7 @@ fn record_tiled(
     };
     record_slices(
         out,
-        Kernel::Tiled(tiling, loads),
+        kernel,
         [&call.a, &call.b, &call.out],
         [&bound[0], &bound[1], &bound[2]],
         groups,
@@ -528,6 +544,11 @@ mod tests {
                 let all = [Loads::Scalar, Loads::VecCols, Loads::VecRows];
                 let vec = dtype != KernelType::F16 || native_f16;
                 let mut kernels = vec![Kernel::Gemv, Kernel::PerOutput];
+                for b in all {
+                    if vec || b == Loads::Scalar {
+                        kernels.push(Kernel::Subgroup(b));
+                    }
+                }
                 for tiling in tiling::ALL {
                     for a in all {
                         for b in all {

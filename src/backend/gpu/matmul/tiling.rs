@@ -115,7 +115,8 @@ impl Tiling {
         };
         match choice {
             MatmulTile::Large => LARGE,
-            MatmulTile::Medium => MEDIUM,
+            // The subgroup kernel's block, and its plain form.
+            MatmulTile::Medium | MatmulTile::Subgroup => MEDIUM,
             // The per-output kernel has no tile (the launcher never asks).
             MatmulTile::Small | MatmulTile::PerOutput => SMALL,
             MatmulTile::FewRows => FEW_ROWS,
@@ -257,9 +258,12 @@ impl Tiling {
 /// The WGSL that copies one operand's tile from global memory into
 /// workgroup memory: each thread loads its share of the next tile into
 /// registers (`pa{e}` / `pb{e}`, scalars or vec4s) and stores it into the
-/// k-major tile (`tile_a[kk][row]`, `tile_b[kk][column]`).
+/// k-major tile (`tile_a[kk][row]`, `tile_b[kk][column]`). The code it
+/// writes reads `t` (the thread's number in the workgroup), `bases`,
+/// `row0` and `col0` (the block's first row and column), `a_fast` or
+/// `b_fast`, and the tile's pitch constant.
 #[derive(Debug, Clone, Copy)]
-struct OperandLoads {
+pub(crate) struct OperandLoads {
     /// "a" or "b".
     name: &'static str,
     loads: Loads,
@@ -271,7 +275,7 @@ struct OperandLoads {
 }
 
 impl OperandLoads {
-    fn a(t: Tiling, loads: Loads) -> OperandLoads {
+    pub fn a(t: Tiling, loads: Loads) -> OperandLoads {
         OperandLoads {
             name: "a",
             loads,
@@ -281,7 +285,7 @@ impl OperandLoads {
         }
     }
 
-    fn b(t: Tiling, loads: Loads) -> OperandLoads {
+    pub fn b(t: Tiling, loads: Loads) -> OperandLoads {
         OperandLoads {
             name: "b",
             loads,
@@ -305,7 +309,7 @@ impl OperandLoads {
     /// the vec4 axis starting there, ZERO outside this slice (a vec4 is
     /// all in or all out: the launcher checks the extent along it is a
     /// multiple of four).
-    fn loader(&self) -> String {
+    pub fn loader(&self) -> String {
         let n = self.name;
         // Row and column bounds, and the strides, of a's (m, k) or b's (k, n).
         let (rows, cols) = if n == "a" {
@@ -355,7 +359,7 @@ impl OperandLoads {
 
     /// The thread's (row, column) in the tile of load `e`, declared, and
     /// its first load.
-    fn first_loads(&self, threads: u32) -> String {
+    pub fn first_loads(&self, threads: u32) -> String {
         let (n, rows, cols) = (self.name, self.rows, self.cols);
         let mut w = String::new();
         for e in 0..self.per_thread(threads) {
@@ -402,14 +406,14 @@ impl OperandLoads {
     }
 
     /// The loads of the next tile (k from `k1`).
-    fn next_loads(&self, threads: u32) -> String {
+    pub fn next_loads(&self, threads: u32) -> String {
         (0..self.per_thread(threads))
             .map(|e| format!("        p{}{e} = {};\n", self.name, self.at(e, "k1")))
             .collect()
     }
 
     /// The stores of the loaded values into the k-major tile.
-    fn stores(&self, threads: u32) -> String {
+    pub fn stores(&self, threads: u32) -> String {
         let (n, pitch) = (self.name, self.pitch);
         let mut w = String::new();
         for e in 0..self.per_thread(threads) {
