@@ -436,6 +436,30 @@ fn atan2_quadrants_and_float_only() {
 /// one otherwise; either way the result, and every element outside the
 /// written run, equals the CPU's. Out of place, in place with a misaligned
 /// or aligned second operand, aliasing itself, and a fused chain.
+/// The bool part of [`contiguous_runs_at_every_alignment_and_length`]:
+/// a run of a bool tensor `len` long at `start`, with a second run at
+/// `other`; what each op gives and what the whole tensor holds after.
+fn bool_run(dev: &Device, start: usize, len: usize, other: usize) -> [Vec<bool>; 4] {
+    let n = Tensor::arange(0i32, 48, 1, dev).unwrap();
+    let base = n.remainder_scalar(3).unwrap().eq_scalar(0).unwrap();
+    let x = base.slice(s![start..start + len]).unwrap();
+    let y = base.slice(s![other..other + len]).unwrap();
+    let ints = n.slice(s![other..other + len]).unwrap();
+    let xor = x.logical_xor(&y).unwrap();
+    let chain = ints
+        .mul_scalar(5)
+        .unwrap()
+        .add_scalar(1)
+        .unwrap()
+        .gt_scalar(60)
+        .unwrap();
+    x.logical_or_(&y).unwrap();
+    let again = base.slice(s![start..start + len]).unwrap();
+    again.logical_xor_(&again.clone()).unwrap();
+    let read = |t: &Tensor| t.to_vec::<bool>().unwrap();
+    [read(&xor), read(&chain), read(&x), read(&base)]
+}
+
 #[test]
 fn contiguous_runs_at_every_alignment_and_length() {
     let cpu = Device::cpu();
@@ -465,6 +489,19 @@ fn contiguous_runs_at_every_alignment_and_length() {
                             "{dev} {dtype} start {start} len {len} other {other}"
                         );
                     }
+                }
+            }
+        }
+        // bool destinations (four to a word): comparisons, logical ops in
+        // place and a fused chain ending in a comparison.
+        for start in 0..5 {
+            for len in [0, 1, 3, 4, 5, 7, 8, 9, 21] {
+                for other in [0, 1, 4, 24] {
+                    assert_eq!(
+                        bool_run(&dev, start, len, other),
+                        bool_run(&cpu, start, len, other),
+                        "{dev} bool start {start} len {len} other {other}"
+                    );
                 }
             }
         }

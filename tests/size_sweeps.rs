@@ -92,13 +92,19 @@ fn sizes() -> impl Iterator<Item = usize> {
 #[test]
 fn elementwise_and_fused_kernels_at_every_boundary() {
     for n in sizes() {
-        for dtype in [DType::F32, DType::F16, DType::I32] {
+        for dtype in [DType::F32, DType::F16, DType::I32, DType::U8] {
             agree(&format!("add {dtype} n={n}"), |d| {
                 small_ints(n, 1, dtype, d)
                     .add(&small_ints(n, 2, dtype, d))
                     .unwrap()
             });
         }
+        // A bool result (packed four to a word) and a logical op on bools.
+        agree(&format!("compare and xor n={n}"), |d| {
+            let a = small_ints(n, 8, DType::F32, d);
+            let b = small_ints(n, 9, DType::F32, d);
+            a.gt(&b).unwrap().logical_xor(&a.eq(&b).unwrap()).unwrap()
+        });
         // A reversed read, a stepped in-place write and a fused chain.
         agree(&format!("reversed in place n={n}"), |d| {
             let x = small_ints(n, 3, DType::F32, d);

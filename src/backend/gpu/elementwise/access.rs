@@ -3,7 +3,6 @@
 
 use super::codegen::WORKGROUP;
 use super::program::{Access, Operand, tileable};
-use crate::backend::gpu::kernel::buffer::{storage_mode, vec4_access};
 use crate::layout::IterPlan;
 
 /// The access for a program over `operands` iterating `plan`, and the plan
@@ -13,13 +12,12 @@ use crate::layout::IterPlan;
 pub(crate) fn choose_access(
     plan: IterPlan,
     operands: &[Operand],
-    native_f16: bool,
     whole_vec4s: bool,
 ) -> (Access, IterPlan) {
-    let whole = |o: &Operand| vec4_access(storage_mode(o.dtype, native_f16));
     if plan.is_contiguous() {
+        // Every storage mode holds four elements in one array entry.
         let aligned = whole_vec4s && plan.offsets.iter().all(|&o| o % 4 == 0);
-        let access = if aligned && operands.iter().all(whole) {
+        let access = if aligned {
             Access::Vec4
         } else {
             Access::Contiguous
@@ -113,27 +111,27 @@ mod tests {
         let out = Layout::contiguous([3, 64, 48]);
         let plan = |input: &Layout| IterPlan::new(&[&out, input]);
         // Dense and aligned: vec4; at an odd offset: one element per thread.
-        assert_eq!(choose_access(plan(&out), &f32s, true, true).0, Access::Vec4);
+        assert_eq!(choose_access(plan(&out), &f32s, true).0, Access::Vec4);
         let shifted = Layout::from_parts(out.dims().into(), out.strides().into(), 1);
         assert_eq!(
-            choose_access(plan(&shifted), &f32s, true, true).0,
+            choose_access(plan(&shifted), &f32s, true).0,
             Access::Contiguous
         );
-        // Packed f16 has no vec4 access.
-        let f16s = operands(2, KernelType::F16);
-        assert_eq!(
-            choose_access(plan(&out), &f16s, false, true).0,
-            Access::Contiguous
-        );
-        assert_eq!(choose_access(plan(&out), &f16s, true, true).0, Access::Vec4);
+        // f16 (native or packed), u8 and bool take four elements per
+        // thread too (packed as one or two words).
+        for dtype in [KernelType::F16, KernelType::U8, KernelType::Bool] {
+            let ops = operands(2, dtype);
+            let (access, _) = choose_access(plan(&out), &ops, true);
+            assert_eq!(access, Access::Vec4, "{dtype:?}");
+        }
         // A buffer that is not whole vec4s.
         assert_eq!(
-            choose_access(plan(&out), &f32s, true, false).0,
+            choose_access(plan(&out), &f32s, false).0,
             Access::Contiguous
         );
         // A transposed input: tiles, its fastest axis just before the last.
         let transposed = Layout::contiguous([3, 48, 64]).permute(&[0, 2, 1]).unwrap();
-        let (access, tiled) = choose_access(plan(&transposed), &f32s, true, true);
+        let (access, tiled) = choose_access(plan(&transposed), &f32s, true);
         assert_eq!(access, Access::Tiled);
         assert_eq!(&tiled.shape[..], &[3, 64, 48]);
         assert_eq!(&tiled.strides[1][..], &[3072, 1, 64]);
@@ -142,27 +140,27 @@ mod tests {
         // strided, in runs along the last axis where it has four elements.
         let three = operands(3, KernelType::F32);
         let p3 = IterPlan::new(&[&out, &transposed, &transposed]);
-        let (access, rows) = choose_access(p3, &three, true, true);
+        let (access, rows) = choose_access(p3, &three, true);
         assert_eq!(access, Access::Rows);
         assert_eq!(access.grid(&rows), (3 * 64 * 12, WORKGROUP));
         let mut to_bool = f32s.clone();
         to_bool[0].dtype = KernelType::Bool;
         assert_eq!(
-            choose_access(plan(&transposed), &to_bool, true, true).0,
+            choose_access(plan(&transposed), &to_bool, true).0,
             Access::Rows
         );
         let thin = Layout::contiguous([8, 64]).permute(&[1, 0]).unwrap();
         let thin_out = Layout::contiguous([64, 8]);
         let p = IterPlan::new(&[&thin_out, &thin]);
-        assert_eq!(choose_access(p, &f32s, true, true).0, Access::Rows);
+        assert_eq!(choose_access(p, &f32s, true).0, Access::Rows);
         let narrow = Layout::contiguous([3, 64]).permute(&[1, 0]).unwrap();
         let narrow_out = Layout::contiguous([64, 3]);
         let p = IterPlan::new(&[&narrow_out, &narrow]);
-        assert_eq!(choose_access(p, &f32s, true, true).0, Access::Strided);
+        assert_eq!(choose_access(p, &f32s, true).0, Access::Strided);
         // A run of 4 over 7 elements: two threads per row.
         let odd = Layout::contiguous([5, 7]).permute(&[1, 0]).unwrap();
         let p = IterPlan::new(&[&Layout::contiguous([7, 5]), &odd]);
-        let (access, plan) = choose_access(p, &three[..2], true, true);
+        let (access, plan) = choose_access(p, &three[..2], true);
         assert_eq!(
             (access, plan.shape.last().copied()),
             (Access::Rows, Some(5))

@@ -9,10 +9,9 @@ use super::params::{offset_vecs, params_size, scalar_vecs};
 #[cfg(test)]
 use super::program::tileable;
 use super::program::{Access, KernelKey};
-#[cfg(test)]
-use crate::backend::gpu::kernel::buffer::vec4_access;
 use crate::backend::gpu::kernel::buffer::{
-    StorageMode, array_type, load_expr, packed, round_expr, storage_mode, store_fn,
+    StorageMode, array_type, load_expr, packed, quad_lanes, quad_of, quad_type, round_expr,
+    storage_mode, store_fn,
 };
 use crate::backend::gpu::kernel::pipeline::{Pipeline, PipelineCache, PipelineSpec};
 use crate::backend::gpu::kernel::prelude::MATH_WGSL;
@@ -37,32 +36,24 @@ pub(crate) const WORKGROUP: u32 = 256;
 ///
 /// # Errors
 /// `Error::Internal` when the template's slots and the generated parts
-/// disagree, or for a vec4 key with a packed operand.
+/// disagree.
 pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let out_storage = storage_mode(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == StorageMode::F16;
     let vec4 = key.access == Access::Vec4;
-    let vec4_of = |s: StorageMode| match s {
-        StorageMode::Plain(t) if vec4 => Ok(format!("array<vec4<{t}>>")),
-        StorageMode::F16 if vec4 => Ok("array<vec4<f16>>".to_string()),
-        _ if vec4 => Err(Error::internal(
-            "elementwise kernel",
-            "vec4 access to a packed operand",
-        )),
-        _ => Ok(String::new()),
-    };
-    let array = |s: StorageMode, atomic: bool| -> Result<String> {
-        let v = vec4_of(s)?;
-        Ok(if v.is_empty() {
-            array_type(s, atomic).to_string()
+    // The vec4 access binds every buffer as entries of four elements (one
+    // thread owns each, so even a packed destination needs no atomics).
+    let array = |s: StorageMode, atomic: bool| {
+        if vec4 {
+            format!("array<{}>", quad_type(s))
         } else {
-            v
-        })
+            array_type(s, atomic).to_string()
+        }
     };
     let mut bindings = format!(
         "@group(0) @binding(1) var<storage, read_write> out_buf: {};\n",
-        array(out_storage, out_atomic)?
+        array(out_storage, out_atomic)
     );
     for (k, &dtype) in key.inputs.iter().enumerate() {
         let s = storage_mode(dtype, key.native_f16);
@@ -71,7 +62,7 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             bindings,
             "@group(0) @binding({}) var<storage, read> in{k}_buf: {};",
             k + 2,
-            array(s, false)?
+            array(s, false)
         );
     }
     let (ops, program) = program_fn(key);
@@ -83,58 +74,9 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         offset_vecs(key.operands.len()),
         scalar_vecs(key.scalars as usize),
     );
-    let buffer = |k: usize| match key.operands[k].binding {
-        1 => "out_buf".to_string(),
-        b => format!("in{}_buf", b - 2),
-    };
+    let buffer = |k: usize| operand_buffer(key, k);
     if vec4 {
-        // f16 is read and written as vec4<f16> and computed in f32.
-        let half =
-            |k: usize| storage_mode(key.operands[k].dtype, key.native_f16) == StorageMode::F16;
-        let mut loads = String::new();
-        for k in 1..key.operands.len() {
-            let load = format!("{}[q + operand_offset({k}u) / 4u]", buffer(k));
-            let load = if half(k) {
-                format!("vec4<f32>({load})")
-            } else {
-                load
-            };
-            let _ = writeln!(loads, "    let w{k} = {load};");
-        }
-        let lanes: Vec<String> = ["x", "y", "z", "w"]
-            .iter()
-            .map(|lane| {
-                let args: Vec<String> = (1..key.operands.len())
-                    .map(|k| format!("w{k}.{lane}"))
-                    .collect();
-                let value = format!("program({})", args.join(", "));
-                if half(0) {
-                    format!("f16({})", round_expr(KernelType::F16, &value))
-                } else {
-                    value
-                }
-            })
-            .collect();
-        let out = if half(0) {
-            "vec4<f16>".to_string()
-        } else {
-            format!("vec4<{}>", ScalarType::of(key.out()))
-        };
-        return fill(
-            "elementwise vec4 kernel",
-            ELEMENTWISE_VEC4_WGSL,
-            &[
-                ("HEADER", &header),
-                ("COMMON", COMMON_WGSL),
-                ("MATH", MATH_WGSL),
-                ("BINDINGS", &bindings),
-                ("OPS", &ops),
-                ("PROGRAM", &program),
-                ("VLOADS", loads.trim_end()),
-                ("LANES", &lanes.join(", ")),
-                ("OUT", &out),
-            ],
-        );
+        return vec4_source(key, &header, &bindings, &ops, &program);
     }
     let mut access = store_fn(key.out(), out_storage);
     for (k, operand) in key.operands.iter().enumerate().skip(1) {
@@ -193,6 +135,90 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             ("PROGRAM", &program),
             ("POSITIONS", positions),
             ("LOADS", &loads.join(", ")),
+        ],
+    )
+}
+
+/// The buffer operand `k` of `key` is read from: the destination's, or
+/// its input binding's.
+fn operand_buffer(key: &KernelKey, k: usize) -> String {
+    match key.operands[k].binding {
+        1 => "out_buf".to_string(),
+        b => format!("in{}_buf", b - 2),
+    }
+}
+
+/// The vec4 kernel of `key` (see [`Access::Vec4`]): each thread reads
+/// four elements of every operand as one array entry, runs the program on
+/// each lane in the compute types, and writes one entry of the
+/// destination (f16 rounded, u8 wrapped as the other kernels store).
+///
+/// # Errors
+/// As [`elementwise_source`].
+fn vec4_source(
+    key: &KernelKey,
+    header: &str,
+    bindings: &str,
+    ops: &str,
+    program: &str,
+) -> Result<String> {
+    let mode = |k: usize| storage_mode(key.operands[k].dtype, key.native_f16);
+    let buffer = |k: usize| operand_buffer(key, k);
+    let mut loads = String::new();
+    for k in 1..key.operands.len() {
+        let lanes = quad_lanes(key.operands[k].dtype, mode(k), &format!("u{k}"));
+        let _ = writeln!(
+            loads,
+            "    let u{k} = {}[q + operand_offset({k}u) / 4u];\n    let w{k} = {lanes};",
+            buffer(k)
+        );
+    }
+    // Native f16 is computed in f32 and rounded per lane into a vec4<f16>.
+    let half = mode(0) == StorageMode::F16;
+    let lanes: Vec<String> = ["x", "y", "z", "w"]
+        .iter()
+        .map(|lane| {
+            let args: Vec<String> = (1..key.operands.len())
+                .map(|k| format!("w{k}.{lane}"))
+                .collect();
+            let value = format!("program({})", args.join(", "));
+            if half {
+                format!("f16({})", round_expr(KernelType::F16, &value))
+            } else {
+                value
+            }
+        })
+        .collect();
+    let (out, quad) = (key.out(), quad_type(mode(0)));
+    let out_lanes = if half {
+        "vec4<f16>".to_string()
+    } else {
+        format!("vec4<{}>", ScalarType::of(out))
+    };
+    let unpack = if half {
+        "q".to_string()
+    } else {
+        quad_lanes(out, mode(0), "q")
+    };
+    let out_fns = format!(
+        "fn pack_out(v: {out_lanes}) -> {quad} {{\n    return {};\n}}\n\
+         fn unpack_out(q: {quad}) -> {out_lanes} {{\n    return {unpack};\n}}\n",
+        quad_of(out, mode(0), "v")
+    );
+    fill(
+        "elementwise vec4 kernel",
+        ELEMENTWISE_VEC4_WGSL,
+        &[
+            ("HEADER", header),
+            ("COMMON", COMMON_WGSL),
+            ("MATH", MATH_WGSL),
+            ("BINDINGS", bindings),
+            ("OPS", ops),
+            ("PROGRAM", program),
+            ("OUT_FNS", &out_fns),
+            ("VLOADS", loads.trim_end()),
+            ("LANES", &lanes.join(", ")),
+            ("OUT", &out_lanes),
         ],
     )
 }
@@ -442,9 +468,8 @@ mod tests {
         let (mut vec4, mut tiled) = (0, 0);
         for key in &keys {
             validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
-            // And four elements per thread, where every operand allows it.
-            let whole = |d| vec4_access(storage_mode(d, key.native_f16));
-            if key.access == Access::Contiguous && key.operands.iter().all(|o| whole(o.dtype)) {
+            // And four elements per thread (every storage mode allows it).
+            if key.access == Access::Contiguous {
                 let key = KernelKey {
                     access: Access::Vec4,
                     ..key.clone()

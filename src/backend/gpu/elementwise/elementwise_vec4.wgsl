@@ -1,24 +1,28 @@
 // One elementwise kernel, four elements per thread, for programs whose
-// operands are all 32-bit plain values (f32, i32, u32) or native f16 (read
-// as vec4<f16>, computed in f32) in one forward run starting at a multiple
-// of 4: each thread reads one vec4 of every input,
-// runs the program on its four lanes and writes one vec4. The last vec4 of
-// a length that is not a multiple of 4 keeps the lanes past the end as
-// they were (no other thread writes that vec4). Filled by
-// elementwise/codegen.rs:
+// operands all run forward from a multiple of 4: each thread reads the
+// array entry holding four elements of every input (a vec4 of 32-bit
+// values or native f16, two words of packed f16, one word of u8 or bool),
+// runs the program on its four lanes in the compute types and writes one
+// entry of the destination. One thread owns each entry, so packed
+// destinations need no atomics. The last entry of a length that is not a
+// multiple of 4 keeps the lanes past the end as they were (no other
+// thread writes that entry). Filled by elementwise/codegen.rs:
 //   HEADER    as elementwise.wgsl
-//   BINDINGS  the destination and inputs as arrays of vec4
+//   BINDINGS  the destination and inputs as arrays of four-element entries
 //   OPS       fn opN(...) as elementwise.wgsl
 //   PROGRAM   fn program(xK...) as elementwise.wgsl
-//   VLOADS    `let wK = ...;`: operand K's vec4 for this thread
+//   OUT_FNS   pack_out (the destination's lanes to one entry, rounded or
+//             wrapped) and unpack_out (one entry to its lanes)
+//   VLOADS    `let wK = ...;`: operand K's four lanes for this thread
 //   LANES     program on lane 0, 1, 2 and 3: `program(w1.x, ...), ...`
-//   OUT       the destination's vec4 type (LANES round to f16 for f16)
+//   OUT       the destination's vec4 of lanes (vec4<f16> for native f16)
 {{HEADER}}
 {{COMMON}}
 {{MATH}}
 {{BINDINGS}}
 {{OPS}}
 {{PROGRAM}}
+{{OUT_FNS}}
 
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -31,12 +35,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let r = {{OUT}}({{LANES}});
     let o = q + operand_offset(0u) / 4u;
     if (first + 4u <= params.numel) {
-        out_buf[o] = r;
+        out_buf[o] = pack_out(r);
     } else {
-        var kept = out_buf[o];
+        var kept = unpack_out(out_buf[o]);
         for (var l = 0u; l < params.numel - first; l++) {
             kept[l] = r[l];
         }
-        out_buf[o] = kept;
+        out_buf[o] = pack_out(kept);
     }
 }

@@ -72,9 +72,11 @@ pub(crate) enum Access {
     Rows,
     /// Every operand is one forward run (the index math is skipped).
     Contiguous,
-    /// Contiguous, every operand plain 32-bit or native f16 and starting at
-    /// a multiple of 4: four elements per thread through vec4 loads and
-    /// stores.
+    /// Contiguous, every operand starting at a multiple of 4 in a binding
+    /// of whole 16-byte entries: four elements per thread, read and written
+    /// as one array entry of each operand (a vec4 of 32-bit values or
+    /// native f16, two words of packed f16, one word of u8 or bool; no
+    /// atomics for a packed destination).
     Vec4,
     /// One input whose fastest axis is not the destination's: 32 x 32 tiles
     /// over those two axes pass through workgroup memory, so that both the

@@ -163,6 +163,63 @@ pub(crate) fn vec4_access(s: StorageMode) -> bool {
     matches!(s, StorageMode::Plain(_) | StorageMode::F16)
 }
 
+/// The array entry holding four consecutive elements (the first at a
+/// multiple of four) in mode `s`, so that one thread reads or writes them
+/// whole: `vec4` of plain values or native f16, two words of packed f16,
+/// one word of u8 or bool. A thread owning a whole entry writes it without
+/// atomics.
+pub(crate) fn quad_type(s: StorageMode) -> String {
+    match s {
+        StorageMode::Plain(t) => format!("vec4<{t}>"),
+        StorageMode::F16 => "vec4<f16>".to_string(),
+        StorageMode::PackedF16 => "vec2<u32>".to_string(),
+        StorageMode::Bytes => "u32".to_string(),
+    }
+}
+
+/// A WGSL expression turning the entry `q` (of [`quad_type`]) of `dtype`
+/// into a vec4 of the compute type (`q` is read more than once: pass a
+/// name).
+pub(crate) fn quad_lanes(dtype: KernelType, s: StorageMode, q: &str) -> String {
+    let bytes = format!("((vec4<u32>({q}) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu))");
+    match s {
+        StorageMode::Plain(_) => q.to_string(),
+        StorageMode::F16 => format!("vec4<f32>({q})"),
+        StorageMode::PackedF16 => {
+            format!("vec4<f32>(unpack2x16float({q}.x), unpack2x16float({q}.y))")
+        }
+        StorageMode::Bytes if dtype == KernelType::Bool => format!("({bytes} != vec4<u32>(0u))"),
+        StorageMode::Bytes => bytes,
+    }
+}
+
+/// A WGSL expression storing the compute-type vec4 `v` of `dtype` as one
+/// entry of [`quad_type`], rounded (f16) or wrapped (u8) as a store of
+/// each element would (`v` is read more than once: pass a name). Native
+/// f16 takes a `vec4<f16>` (rounded by the caller).
+pub(crate) fn quad_of(dtype: KernelType, s: StorageMode, v: &str) -> String {
+    match s {
+        StorageMode::Plain(_) | StorageMode::F16 => v.to_string(),
+        StorageMode::PackedF16 => format!(
+            "vec2<u32>(f16_bits({v}.x) | (f16_bits({v}.y) << 16u), \
+             f16_bits({v}.z) | (f16_bits({v}.w) << 16u))"
+        ),
+        StorageMode::Bytes => ["x", "y", "z", "w"]
+            .iter()
+            .enumerate()
+            .map(|(l, lane)| {
+                let byte = if dtype == KernelType::Bool {
+                    format!("select(0u, 1u, {v}.{lane})")
+                } else {
+                    format!("({v}.{lane} & 0xffu)")
+                };
+                format!("({byte} << {}u)", 8 * l)
+            })
+            .collect::<Vec<_>>()
+            .join(" | "),
+    }
+}
+
 /// True when a buffer of `dtype` needs `enable f16;`.
 pub(crate) fn needs_f16(dtype: KernelType, native_f16: bool) -> bool {
     storage_mode(dtype, native_f16) == StorageMode::F16
