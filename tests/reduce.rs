@@ -612,3 +612,147 @@ fn column_reductions_split_by_threads_match_the_cpu() {
         }
     }
 }
+
+/// Rows of a contiguous run are reduced four elements at a time where each
+/// row starts at a multiple of four (in whole 16-byte entries, packed
+/// f16, u8 and bool too), and one element at a time where not: at every
+/// start and row length around four, in group mode (rows over 64) and split
+/// (one long row), sums, extremes and arg extremes (with a planted tie)
+/// equal the CPU's, in every dtype.
+#[test]
+fn rows_read_in_quads_at_every_alignment() {
+    let cpu = Device::cpu();
+    let run = |dev: &Device, dtype: DType, start: usize, rows: usize, len: usize| {
+        let n = start + rows * len + 3;
+        // Small integers (exact sums in any order), largest at 1/3 and
+        // at 2/3 of each row (a tie: the first wins).
+        let values: Vec<i32> = (0..n)
+            .map(|i| {
+                let j = i.wrapping_sub(start) % len;
+                if j == len / 3 || j == 2 * len / 3 {
+                    9
+                } else {
+                    (i * 7 % 5) as i32
+                }
+            })
+            .collect();
+        let base = Tensor::from_vec(values, [n], dev)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let x = base
+            .slice(s![start..start + rows * len])
+            .unwrap()
+            .reshape([rows, len])
+            .unwrap();
+        let f = |t: Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        let mut got = vec![
+            f(x.sum(1, false).unwrap()),
+            f(x.argmax(1, false).unwrap()),
+            f(x.sum(.., false).unwrap()),
+        ];
+        if dtype != DType::Bool {
+            got.push(f(x.max(1, false).unwrap()));
+            got.push(f(x.argmin(1, false).unwrap()));
+        }
+        got
+    };
+    let dtypes = [DType::F32, DType::F16, DType::I32, DType::U8, DType::Bool];
+    for dev in devices().into_iter().filter(|d| !d.is_cpu()) {
+        for dtype in dtypes {
+            for start in 0..5 {
+                for (rows, len) in [(3, 65), (3, 68), (2, 127), (2, 1024), (1, 20003)] {
+                    assert_eq!(
+                        run(&dev, dtype, start, rows, len),
+                        run(&cpu, dtype, start, rows, len),
+                        "{dev} {dtype} start {start} {rows} x {len}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// var and std sum each element's squared deviation as they read it (one
+/// pass after the mean, no tensor of squares) on every GPU path: short rows
+/// (a thread per output), long rows (a workgroup each, read in quads and,
+/// at an offset of one, not), one long row split into partials, columns
+/// and everything; values far from zero (a mean of 100) against an f64
+/// reference, and an f16 input.
+#[test]
+fn variance_takes_every_reduction_path() {
+    let reference = |v: &[f32], rows: usize, cols: usize, axis: Option<usize>, ddof: usize| {
+        let at = |i: usize, j: usize| v[i * cols + j] as f64;
+        let lines: Vec<Vec<f64>> = match axis {
+            Some(1) => (0..rows)
+                .map(|i| (0..cols).map(|j| at(i, j)).collect())
+                .collect(),
+            Some(_) => (0..cols)
+                .map(|j| (0..rows).map(|i| at(i, j)).collect())
+                .collect(),
+            None => vec![v.iter().map(|&x| x as f64).collect()],
+        };
+        lines
+            .iter()
+            .map(|g| {
+                let n = g.len() as f64;
+                let mean = g.iter().sum::<f64>() / n;
+                let ss: f64 = g.iter().map(|x| (x - mean).powi(2)).sum();
+                (ss / (n - ddof as f64)) as f32
+            })
+            .collect::<Vec<f32>>()
+    };
+    for dev in devices() {
+        for (k, [rows, cols]) in [[300, 10], [5, 1000], [3, 1001], [1, 1 << 18]]
+            .into_iter()
+            .enumerate()
+        {
+            let data: Vec<f32> = noise(rows * cols, 40 + k as u64)
+                .iter()
+                .map(|x| 100.0 + 3.0 * x)
+                .collect();
+            let t = Tensor::from_vec(data.clone(), [rows, cols], &dev).unwrap();
+            let what = |w: &str| format!("{dev} {w} of {rows} x {cols}");
+            let f = |t: Tensor| t.to_vec::<f32>().unwrap();
+            let rows_var = f(t.var(1, 1, false).unwrap());
+            assert_close(
+                &rows_var,
+                &reference(&data, rows, cols, Some(1), 1),
+                1e-4,
+                &what("row var"),
+            );
+            let cols_var = f(t.var(0, 0, false).unwrap());
+            assert_close(
+                &cols_var,
+                &reference(&data, rows, cols, Some(0), 0),
+                1e-4,
+                &what("column var"),
+            );
+            let all_std = t.std(.., 0, true).unwrap();
+            assert_eq!(all_std.dims(), &[1, 1]);
+            let want = reference(&data, rows, cols, None, 0)[0].sqrt();
+            assert_close(&f(all_std), &[want], 1e-4, &what("std"));
+            // Rows at an offset of one: read one element at a time.
+            let shifted = t.slice(s![.., 1..]).unwrap();
+            let tail: Vec<f32> = (0..rows)
+                .flat_map(|i| data[i * cols + 1..(i + 1) * cols].to_vec())
+                .collect();
+            let got = f(shifted.var(1, 0, false).unwrap());
+            assert_close(
+                &got,
+                &reference(&tail, rows, cols - 1, Some(1), 0),
+                1e-4,
+                &what("offset row var"),
+            );
+            // f16 input: computed in f32, rounded to f16 once.
+            let half = t.to_dtype(DType::F16).unwrap();
+            let got = f(half.var(1, 1, false).unwrap().to_dtype(DType::F32).unwrap());
+            let rounded: Vec<f32> = half.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+            let want: Vec<f32> = reference(&rounded, rows, cols, Some(1), 1)
+                .iter()
+                .map(|&v| round_to(DType::F16, v as f64))
+                .collect();
+            assert_close(&got, &want, 2e-3, &what("f16 row var"));
+        }
+    }
+}

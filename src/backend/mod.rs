@@ -161,6 +161,11 @@ pub(crate) struct ReduceCall<'a> {
     pub out: TensorRef<'a>,
     /// Divide each sum by the number of reduced elements (a mean).
     pub mean: bool,
+    /// A sum of squared deviations: each element `x` of output `o` enters
+    /// the sum as `(x - center[o])^2`, `center` holding one f32 per output
+    /// in row-major order at offset 0 (a variance's second pass; `op` is
+    /// `Sum` and the input and output are f32).
+    pub center: Option<TensorRef<'a>>,
 }
 
 impl ReduceCall<'_> {
@@ -195,6 +200,20 @@ impl ReduceCall<'_> {
 pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
+    if let Some(center) = &call.center {
+        check_bounds(center)?;
+        let outputs = call.out.layout.numel();
+        let plain = center.layout.numel() == outputs
+            && center.layout.is_contiguous()
+            && center.layout.offset() == 0;
+        let f32s = [call.input.dtype, center.dtype, call.out.dtype] == [KernelType::F32; 3];
+        if !(plain && f32s && call.op == ReduceOp::Sum && !call.mean) {
+            return Err(Error::internal(
+                "reduce",
+                "a centered reduction takes one contiguous f32 center per output of an f32 sum",
+            ));
+        }
+    }
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::reduce(s, call),
         Storage::Gpu(s) => gpu::reduce(s, call),

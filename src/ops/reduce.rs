@@ -106,11 +106,28 @@ impl Tensor {
         if self.dtype().is_complex() {
             return Err(super::complex::not_for_complex(op_name));
         }
-        let rank = self.rank();
         let mask = axes.mask(op_name, self.rank())?;
         if let Some(cut) = self.binding_cut() {
             return self.reduce_in_parts(op_name, op, &mask, keepdim, out_dtype, mean, cut);
         }
+        self.reduce_masked(op_name, op, &mask, keepdim, out_dtype, mean, None)
+    }
+
+    /// `op` over the axes `mask` marks into a fresh tensor of `out_dtype`,
+    /// one backend call (see `ReduceCall`; `center`, one value per output
+    /// in row-major order, makes it a sum of squared deviations).
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_masked(
+        &self,
+        op_name: &'static str,
+        op: ReduceOp,
+        mask: &[bool; MAX_RANK],
+        keepdim: bool,
+        out_dtype: DType,
+        mean: bool,
+        center: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        let rank = self.rank();
         let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
         let order: SmallVec<[isize; MAX_RANK]> = kept
             .iter()
@@ -131,12 +148,17 @@ impl Tensor {
             out_dtype,
             self.device().clone(),
         );
+        let center = match center {
+            Some(c) => Some(c.kernel_ref(Layout::contiguous(out_shape.clone()))?),
+            None => None,
+        };
         reduce(&ReduceCall {
             op,
             input: self.kernel_ref(input)?,
             kept: kept.len(),
             out: out.kernel_ref(out.layout().clone())?,
             mean,
+            center,
         })?;
         if !keepdim {
             return Ok(out);
@@ -432,11 +454,26 @@ impl Tensor {
             self.clone()
         };
         let mean = x.mean(axes.clone(), true)?;
-        let sq = x.sub(&mean)?.square()?;
         let divisor = count as f64 - ddof as f64;
-        let var = sq
-            .reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?
-            .div_scalar(divisor.max(0.0))?;
+        let one_pass = x.dtype() == DType::F32 && x.binding_cut().is_none();
+        let squares = if one_pass && mean.layout().is_contiguous() {
+            // One pass over x: each element's squared deviation from its
+            // mean summed as it is read (no tensor of squares).
+            let mask = axes.mask("var", x.rank())?;
+            x.reduce_masked(
+                "var",
+                ReduceOp::Sum,
+                &mask,
+                keepdim,
+                DType::F32,
+                false,
+                Some(&mean),
+            )?
+        } else {
+            let sq = x.sub(&mean)?.square()?;
+            sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?
+        };
+        let var = squares.div_scalar(divisor.max(0.0))?;
         let out_dtype = if self.dtype().is_float() {
             self.dtype()
         } else {

@@ -8,7 +8,7 @@
 
 use super::storage::{CpuData, CpuStorage};
 use super::strided::for_each_run;
-use crate::backend::{ReduceCall, Storage};
+use crate::backend::{ReduceCall, Storage, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
@@ -151,6 +151,9 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
     let Storage::Cpu(input) = &**call.input.storage else {
         return Err(Error::internal("cpu reduce", "input is not in host memory"));
     };
+    if let Some(center) = &call.center {
+        return centered_sum(out, input, call, center);
+    }
     let data = input.read();
     let mut out_data = out.write();
     let kept = call.kept_layout();
@@ -188,6 +191,54 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
         KernelType::U8 => typed!(u8, U8),
         KernelType::Bool => typed!(bool, Bool),
     }
+    Ok(())
+}
+
+/// A sum of squared deviations (see `ReduceCall::center`): each output's
+/// squares `(x - center[o])^2`, in row-major order, summed as any f32 sum
+/// (lanes and the pairwise tree) is.
+fn centered_sum(
+    out: &CpuStorage,
+    input: &CpuStorage,
+    call: &ReduceCall,
+    center: &TensorRef,
+) -> Result<()> {
+    let Storage::Cpu(center) = &**center.storage else {
+        return Err(Error::internal(
+            "cpu reduce",
+            "center is not in host memory",
+        ));
+    };
+    let (data, centers) = (input.read(), center.read());
+    let (CpuData::F32(src), CpuData::F32(centers)) = (&*data, &*centers) else {
+        return Err(dtype_mismatch());
+    };
+    let kept = call.kept_layout();
+    let reduced = call.reduced_layout();
+    let plan = row_major_plan(&reduced);
+    let mut squares = Vec::with_capacity(kept.numel() * reduced.numel());
+    for (&base, &c) in kept.positions().iter().zip(centers.iter()) {
+        for_each_run::<1>(&plan, |[p], [s], len| {
+            squares.extend((0..len as isize).map(|i| {
+                let d = src[(base as isize + p + i * s) as usize] - c;
+                d * d
+            }));
+        });
+    }
+    let mut out_data = out.write();
+    let CpuData::F32(dst) = &mut *out_data else {
+        return Err(dtype_mismatch());
+    };
+    // The squares as `[outputs, count]` row-major.
+    let (outputs, count) = (kept.numel(), reduced.numel());
+    fold::<f32>(
+        ReduceOp::Sum,
+        false,
+        &squares,
+        dst,
+        &Layout::from_parts([outputs].into(), smallvec::smallvec![count as isize], 0),
+        &Layout::contiguous([count]),
+    );
     Ok(())
 }
 

@@ -176,6 +176,11 @@ impl Bound {
             layout,
         ))
     }
+    /// Bytes the kernel sees: the window's, or the whole buffer's.
+    pub fn bytes(&self) -> u64 {
+        self.window.map_or(self.buffer.size(), |w| w.size)
+    }
+
     /// [`Bound::view`] with `t` itself rebased: the operand a kernel of a
     /// fixed-function family reads its layout from.
     ///

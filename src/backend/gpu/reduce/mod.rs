@@ -10,7 +10,9 @@
 //! i32/u32 for integers.
 
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::buffer::{
+    buffer_decl, load_fn, needs_f16, quad_lanes, quad_type, storage_mode, store_out_fn,
+};
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
@@ -78,6 +80,14 @@ pub(crate) struct ReduceKey {
     /// adapters with subgroups).
     pub subgroups: bool,
     pub native_f16: bool,
+    /// The tensor source is read four elements at a time (group mode):
+    /// each output's reduced elements are one run of stride 1 starting at
+    /// a multiple of four, in a binding of whole four-element entries (see
+    /// [`quads_fit`]).
+    pub quads: bool,
+    /// The tensor source's elements enter as squared deviations from their
+    /// output's center (`ReduceCall::center`, bound after the source).
+    pub centered: bool,
 }
 
 /// How a workgroup of 64 combines its threads' states into
@@ -159,15 +169,36 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     let acc = ScalarType::of(acc_dtype(key.dtype));
     let mut bindings = String::new();
     let mut next = 1u32;
-    let mut bind = |name: &str, dtype: KernelType, writes: bool, out: &mut String| {
-        out.push_str(&buffer_decl(next, name, dtype, key.native_f16, writes));
+    // Declares a buffer at the next binding (`decl` given its number).
+    let mut bind = |decl: &dyn Fn(u32) -> String, out: &mut String| {
+        out.push_str(&decl(next));
         next += 1;
+    };
+    let buffer = |name: &'static str, dtype: KernelType, writes: bool| {
+        move |b: u32| buffer_decl(b, name, dtype, key.native_f16, writes)
     };
     let mut load = String::new();
     match key.source {
+        Source::Tensor if key.quads => {
+            let quads = |b: u32| {
+                let entry = quad_type(storage_mode(key.dtype, key.native_f16));
+                format!("@group(0) @binding({b}) var<storage, read> src: array<{entry}>;\n")
+            };
+            bind(&quads, &mut bindings);
+            load.push_str(&quad_loads(key.dtype, key.native_f16, acc, key.centered));
+        }
         Source::Tensor => {
-            bind("src", key.dtype, false, &mut bindings);
+            bind(&buffer("src", key.dtype, false), &mut bindings);
             load.push_str(&load_fn("load_src", "src", key.dtype, key.native_f16));
+        }
+        Source::Partials => {}
+    }
+    match key.source {
+        Source::Tensor if key.centered => {
+            bind(&buffer("center", KernelType::F32, false), &mut bindings);
+            load.push_str(CENTERED_LOADS);
+        }
+        Source::Tensor => {
             let value = if key.dtype == KernelType::Bool {
                 "select(0u, 1u, load_src(p))"
             } else {
@@ -176,15 +207,16 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             let _ = write!(
                 load,
                 "fn base_of(o: u32) -> i32 {{\n    return kept_base(o);\n}}\n\
+                 fn set_center(o: u32) {{}}\n\
                  fn load(base: i32, r: u32) -> State {{\n    \
                  let p = u32(base + reduced_offset(r));\n    \
                  return State({acc}({value}), i32(r));\n}}\n"
             );
         }
         Source::Partials => {
-            bind("src_v", acc_dtype(key.dtype), false, &mut bindings);
+            bind(&buffer("src_v", acc_dtype(key.dtype), false), &mut bindings);
             let index = if key.op.is_arg() {
-                bind("src_i", KernelType::I32, false, &mut bindings);
+                bind(&buffer("src_i", KernelType::I32, false), &mut bindings);
                 "src_i[p]"
             } else {
                 "0"
@@ -192,6 +224,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             let _ = write!(
                 load,
                 "fn base_of(o: u32) -> i32 {{\n    return i32(o * params.src_splits);\n}}\n\
+                 fn set_center(o: u32) {{}}\n\
                  fn load(base: i32, r: u32) -> State {{\n    \
                  let p = u32(base) + r;\n    return State(src_v[p], {index});\n}}\n"
             );
@@ -200,7 +233,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     let mut store = String::new();
     match key.dest {
         Dest::Output => {
-            bind("out_buf", key.out, true, &mut bindings);
+            bind(&buffer("out_buf", key.out, true), &mut bindings);
             store.push_str(&store_out_fn(key.out, key.native_f16));
             let value = if key.op.is_arg() {
                 "max(st.i, 0)".to_string()
@@ -224,9 +257,9 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             );
         }
         Dest::Partials => {
-            bind("dst_v", acc_dtype(key.dtype), true, &mut bindings);
+            bind(&buffer("dst_v", acc_dtype(key.dtype), true), &mut bindings);
             let index = if key.op.is_arg() {
-                bind("dst_i", KernelType::I32, true, &mut bindings);
+                bind(&buffer("dst_i", KernelType::I32, true), &mut bindings);
                 "\n    dst_i[o * params.splits + s] = st.i;"
             } else {
                 ""
@@ -263,8 +296,15 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     ]
     .map(|w| w.wgsl())
     .concat();
+    let (quads, fold) = if key.quads {
+        (QUAD_FOLD, "fold_quads")
+    } else {
+        ("", "fold")
+    };
     let mut slots = prelude(uses_f16).to_vec();
     slots.extend([
+        ("QUADS", quads),
+        ("FOLD", fold),
         ("WALK", walks.as_str()),
         ("BINDINGS", bindings.as_str()),
         ("STATE", state.as_str()),
@@ -283,6 +323,88 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         ]
     });
     fill("reduce kernel", REDUCE_WGSL, &slots)
+}
+
+/// The `fold` of group mode over a source read in quads: thread `first`
+/// of `step` takes the quads from `start + 4 first` (start is a multiple
+/// of four) in steps of `4 step`, then the elements past the last whole
+/// quad one at a time.
+const QUAD_FOLD: &str =
+    "fn fold_quads(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
+    var st = fresh();
+    if (start >= end) {
+        return st;
+    }
+    set_center(o);
+    let base = base_of(o);
+    let whole = start + (end - start) / 4u * 4u;
+    for (var r = start + 4u * first; r < whole; r += 4u * step) {
+        let v = load_quad(base, r);
+        let i = i32(r);
+        st = combine(st, State(v.x, i));
+        st = combine(st, State(v.y, i + 1));
+        st = combine(st, State(v.z, i + 2));
+        st = combine(st, State(v.w, i + 3));
+    }
+    for (var r = whole + first; r < end; r += step) {
+        st = combine(st, load(base, r));
+    }
+    return st;
+}";
+
+/// `base_of`, `set_center` and `load` of an f32 source whose elements
+/// enter as squared deviations from their output's center (`center[o]`,
+/// set once per output by `fold`); `load_quad` too, where it is read in
+/// quads.
+const CENTERED_LOADS: &str = "var<private> center_value: f32;
+fn base_of(o: u32) -> i32 {
+    return kept_base(o);
+}
+fn set_center(o: u32) {
+    center_value = center[o];
+}
+fn load(base: i32, r: u32) -> State {
+    let d = load_src(u32(base + reduced_offset(r))) - center_value;
+    return State(d * d, i32(r));
+}
+";
+
+/// `load_src(p)` (one element) and `load_quad(base, r)` (the four
+/// elements from `base + r`, a multiple of four, in the accumulator type)
+/// over `src` bound as four-element entries of `dtype`.
+fn quad_loads(dtype: KernelType, native_f16: bool, acc: ScalarType, centered: bool) -> String {
+    let mode = storage_mode(dtype, native_f16);
+    let lanes = quad_lanes(dtype, mode, "q");
+    let acc_lanes = if dtype == KernelType::Bool {
+        format!("select(vec4<u32>(0u), vec4<u32>(1u), {lanes})")
+    } else if centered {
+        format!("({lanes} - vec4<f32>(center_value)) * ({lanes} - vec4<f32>(center_value))")
+    } else {
+        format!("vec4<{acc}>({lanes})")
+    };
+    format!(
+        "fn load_src(p: u32) -> {} {{\n    let q = src[p / 4u];\n    return ({lanes})[p % 4u];\n}}\n\
+         fn load_quad(base: i32, r: u32) -> vec4<Acc> {{\n    \
+         let q = src[u32(base + i32(r)) / 4u];\n    return {acc_lanes};\n}}\n",
+        ScalarType::of(dtype)
+    )
+}
+
+/// True when a group-mode stage may read `src` (bound as `src_bound`) in
+/// quads: its reduced elements are one run of stride 1 and every output's
+/// run starts at a multiple of four, in a binding of whole 16-byte
+/// entries (so that the last entry is there to read).
+fn quads_fit(kept: &Layout, reduced: &Layout, src_bound: &Bound) -> bool {
+    let aligned = |s: isize| s % 4 == 0;
+    reduced.rank() == 1
+        && reduced.strides()[0] == 1
+        && kept.offset().is_multiple_of(4)
+        && kept
+            .dims()
+            .iter()
+            .zip(kept.strides())
+            .all(|(&n, &s)| n == 1 || aligned(s))
+        && src_bound.bytes().is_multiple_of(16)
 }
 
 /// `alias Acc`, `fresh()` and `combine()` for `op` accumulating in `acc`.
@@ -356,6 +478,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         kept: call.kept,
         out: call.out.clone(),
         mean: call.mean,
+        center: call.center.clone(),
     };
     let kept = call.kept_layout();
     let reduced = call.reduced_layout();
@@ -364,6 +487,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     if outputs == 0 {
         return Ok(());
     }
+    let quads = quads_fit(&kept, &reduced, &src);
     let key = |source, dest, group| ReduceKey {
         op: call.op,
         dtype: call.input.dtype,
@@ -374,7 +498,14 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         group,
         subgroups: group && ctx.facts.subgroups,
         native_f16: ctx.facts.native_f16,
+        quads: group && source == Source::Tensor && quads,
+        centered: source == Source::Tensor && call.center.is_some(),
     };
+    // The tensor source's bindings: the source, and its centers.
+    let mut sources: SmallVec<[Bound; 4]> = smallvec![src];
+    if let Some(center) = &call.center {
+        sources.push(Bound::new("reduce", center.storage, false)?);
+    }
     let dst = Bound::new("reduce", call.out.storage, true)?;
     // Across the fast axis, one thread per output (and split) reads
     // coalesced; otherwise one workgroup per output (and split) does.
@@ -388,7 +519,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
         let group = extent > THREAD_MODE_MAX && !across;
         let stage = Stage {
             key: key(Source::Tensor, Dest::Output, group),
-            bindings: smallvec![src, dst],
+            bindings: sources.into_iter().chain([dst]).collect(),
             outputs,
             extent,
             splits: 1,
@@ -416,7 +547,7 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
             .map(|p| Bound::new("reduce", p, writes))
             .collect()
     };
-    let mut first: SmallVec<[Bound; 4]> = smallvec![src];
+    let mut first = sources;
     first.extend(part_bound(true)?);
     let stage = Stage {
         key: key(Source::Tensor, Dest::Partials, !across),
@@ -496,7 +627,13 @@ fn record(
     } else {
         groups[0] * 64
     };
+    // A split of a source read in quads starts at a multiple of four.
     let chunk = stage.extent.div_ceil(stage.splits).max(1);
+    let chunk = if stage.key.quads {
+        chunk.next_multiple_of(4)
+    } else {
+        chunk
+    };
     let params = ReduceParams {
         outputs: stage.outputs as u32,
         extent: stage.extent as u32,
@@ -563,25 +700,38 @@ mod tests {
                         (false, false, false),
                     ];
                     for (group, native_f16, subgroups) in variants {
-                        let widening = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
-                        let out = match dtype {
-                            _ if op.is_arg() => KernelType::I32,
-                            KernelType::Bool if widening => KernelType::I32,
-                            KernelType::U8 if widening => KernelType::U32,
-                            _ => dtype,
-                        };
-                        let key = ReduceKey {
-                            op,
-                            dtype,
-                            out,
-                            source,
-                            dest,
-                            mean: op == ReduceOp::Sum && dtype.dtype().is_float(),
-                            group,
-                            subgroups,
-                            native_f16,
-                        };
-                        validate(&reduce_source(&key).unwrap(), &format!("{key:?}"));
+                        for (quads, centered) in
+                            [(false, false), (true, false), (false, true), (true, true)]
+                        {
+                            if quads && !(group && source == Source::Tensor) {
+                                continue;
+                            }
+                            let sum_of_f32 = op == ReduceOp::Sum && dtype == KernelType::F32;
+                            if centered && !(source == Source::Tensor && sum_of_f32) {
+                                continue;
+                            }
+                            let widening = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
+                            let out = match dtype {
+                                _ if op.is_arg() => KernelType::I32,
+                                KernelType::Bool if widening => KernelType::I32,
+                                KernelType::U8 if widening => KernelType::U32,
+                                _ => dtype,
+                            };
+                            let key = ReduceKey {
+                                op,
+                                dtype,
+                                out,
+                                source,
+                                dest,
+                                mean: op == ReduceOp::Sum && dtype.dtype().is_float(),
+                                group,
+                                subgroups,
+                                native_f16,
+                                quads,
+                                centered,
+                            };
+                            validate(&reduce_source(&key).unwrap(), &format!("{key:?}"));
+                        }
                     }
                 }
             }
@@ -600,6 +750,8 @@ mod tests {
             group: true,
             subgroups: false,
             native_f16: true,
+            quads: false,
+            centered: false,
         };
         let source = reduce_source(&key).unwrap();
         assert_layout(&source, ReduceParams::FIELDS, ReduceParams::SIZE, "reduce");

@@ -8,8 +8,14 @@
 //             and the destination (the output, or partial values/indices)
 //   STATE     `alias Acc = ...;`, `fn fresh() -> State`, `fn combine`
 //   LOAD      `fn base_of(o) -> i32` and `fn load(base, r) -> State`:
-//             element r of the reduced set of the output at `base`
+//             element r of the reduced set of the output at `base`;
+//             `fn set_center(o)`, which a fold calls first (a sum of
+//             squared deviations keeps output o's center for `load`)
 //   STORE     `fn store(o, s, st)`: the output, or partial s of output o
+//   QUADS     for a source read four elements at a time (see reduce/mod.rs:
+//             each output's reduced elements are one run from a multiple of
+//             four): `fn load_quad(base, r) -> vec4<Acc>` and `fold_quads`
+//   FOLD      the fold group mode runs: `fold` or `fold_quads`
 //   GROUP_BUILTINS, GROUP_COMBINE  how a workgroup combines its threads'
 //             states into shared_states[0]: through workgroup memory, or
 //             (on adapters with subgroups) across each subgroup's lanes
@@ -78,6 +84,7 @@ fn reduced_offset(r: u32) -> i32 {
 // one thread in steps of `step` from `start + first`, in order; four loads
 // are issued before they are combined, so more of them are in flight.
 fn fold(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
+    set_center(o);
     let base = base_of(o);
     var st = fresh();
     var r = start + first;
@@ -93,6 +100,8 @@ fn fold(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
     }
     return st;
 }
+
+{{QUADS}}
 
 var<workgroup> shared_states: array<State, 64>;
 
@@ -110,7 +119,7 @@ fn main_group(
     if (live) {
         let start = s * params.chunk;
         let end = min(start + params.chunk, params.extent);
-        st = fold(o, start, end, t, 64u);
+        st = {{FOLD}}(o, start, end, t, 64u);
     }
 {{GROUP_COMBINE}}
     if (t == 0u && live) {
