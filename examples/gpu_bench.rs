@@ -14,7 +14,9 @@
 //! ```
 //!
 //! The sort rows (`argsort_1m`, `argsort_rows`, `topk_rows`) count 4 bytes
-//! read and 4 written per element (topk: read only).
+//! read and 4 written per element (topk: read only); `compare` 8 read and
+//! one (a bool) written; `var_axis1` 4 read per element (it reads them
+//! twice: the mean, then the squared deviations).
 //!
 //! Every timed run keeps its results alive until its sync: webtensor never
 //! computes a result dropped unread before the flush.
@@ -284,6 +286,20 @@ fn main() -> Result<()> {
         ok &= check("add_f16", 1e-3, &[&h1, &h2], |t| t[0].add(&t[1]))?;
         let t = time(runs, || h1.add(&h2).and_then(|out| synced(&dev, out)))?;
         row("add_f16", t, gbs(6.0 * nf, t.1));
+    }
+    if o.wants("compare") {
+        // A bool mask: four results to a word, written whole.
+        ok &= check("compare", 0.0, &[&a1, &b1], |t| t[0].gt(&t[1]))?;
+        let t = time(runs, || a1.gt(&b1).and_then(|out| synced(&dev, out)))?;
+        row("compare", t, gbs(9.0 * nf, t.1));
+    }
+    if o.wants("var_axis1") {
+        // The mean, then the squared deviations summed as they are read.
+        ok &= check("var_axis1", 1e-4, &[&a2], |t| t[0].var(1, 0, true))?;
+        let t = time(runs, || {
+            a2.var(1, 0, true).and_then(|out| synced(&dev, out))
+        })?;
+        row("var_axis1", t, gbs(4.0 * sf, t.1));
     }
     if o.wants("softmax_rows") {
         let rows = side;
