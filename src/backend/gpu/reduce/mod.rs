@@ -1,37 +1,34 @@
-//! GPU reductions: `reduce.wgsl` specialised per op, dtype and
-//! stage, recorded as kernel commands.
+//! GPU reductions: the stages of a reduction planned and recorded as
+//! kernel commands (`source.rs` writes each stage's WGSL).
 //!
-//! Short reductions run one thread per output. Longer ones run one
-//! workgroup of 64 threads per output, which strides over the reduced
-//! elements and combines in workgroup memory. When there are few outputs
-//! and many elements each (a full sum), each output is split into partial
-//! results written to a scratch buffer, and a second stage combines them, so
-//! every core has work. Accumulation is in f32 for f16 and f32, wrapping
-//! i32/u32 for integers.
+//! Short reductions run one thread per output, and so do reductions across
+//! the fast axis (a column sum reads each row coalesced). Longer ones run
+//! one workgroup of 64 threads per output, which strides over the reduced
+//! elements (four at a time where each output's elements are an aligned
+//! run) and combines across subgroup lanes or in workgroup memory. When
+//! there are few outputs and many elements each (a full sum), each output
+//! is split into partial results written to a scratch buffer, and a second
+//! stage combines them, so every core has work. Accumulation is in f32 for
+//! f16 and f32, wrapping i32/u32 for integers. A sum with centers
+//! (`ReduceCall::center`) sums squared deviations, a variance's second
+//! pass.
+
+mod source;
+
+use source::{Dest, ReduceKey, ReduceParams, Source, acc_dtype, reduce_source};
 
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{
-    buffer_decl, load_fn, needs_f16, quad_lanes, quad_type, storage_mode, store_out_fn,
-};
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget;
-use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
-use crate::backend::gpu::kernel::prelude::prelude;
-use crate::backend::gpu::kernel::strided::{Walk, Walked};
-use crate::backend::gpu::kernel::template::fill;
-use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::kernel::params_block::{dims8, strides8};
 use crate::backend::gpu::launch::record_kernel;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::layout::Layout;
-use crate::ops::kinds::ReduceOp;
 use smallvec::{SmallVec, smallvec};
-use std::fmt::Write;
 use std::sync::Arc;
-
-const REDUCE_WGSL: &str = include_str!("reduce.wgsl");
 
 /// Reductions at most this long run one thread per output.
 const THREAD_MODE_MAX: usize = 64;
@@ -44,351 +41,6 @@ const SPLIT_TARGET: usize = 4096;
 const THREAD_TARGET: usize = 1 << 18;
 /// Fewest elements a thread-mode split gives each thread.
 const THREAD_CHUNK_MIN: usize = 16;
-
-/// Where a stage reads its elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Source {
-    /// The input tensor, through its strides.
-    Tensor,
-    /// Partial results of an earlier stage, `splits` per output.
-    Partials,
-}
-
-/// Where a stage writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Dest {
-    /// The output tensor.
-    Output,
-    /// Partial results, `splits` per output.
-    Partials,
-}
-
-/// Everything that selects a distinct reduction pipeline.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct ReduceKey {
-    pub op: ReduceOp,
-    /// The input tensor's dtype (it fixes the accumulator).
-    pub dtype: KernelType,
-    /// The output's dtype (i32 for arg ops).
-    pub out: KernelType,
-    pub source: Source,
-    pub dest: Dest,
-    pub mean: bool,
-    /// One workgroup per output (else one thread).
-    pub group: bool,
-    /// A workgroup combines across subgroup lanes first (group mode on
-    /// adapters with subgroups).
-    pub subgroups: bool,
-    pub native_f16: bool,
-    /// The tensor source is read four elements at a time (group mode):
-    /// each output's reduced elements are one run of stride 1 starting at
-    /// a multiple of four, in a binding of whole four-element entries (see
-    /// [`quads_fit`]).
-    pub quads: bool,
-    /// The tensor source's elements enter as squared deviations from their
-    /// output's center (`ReduceCall::center`, bound after the source).
-    pub centered: bool,
-}
-
-/// How a workgroup of 64 combines its threads' states into
-/// `shared_states[0]`: a tree in workgroup memory.
-const GROUP_COMBINE_SHARED: &str = "    shared_states[t] = st;
-    workgroupBarrier();
-    for (var width = 32u; width > 0u; width = width / 2u) {
-        if (t < width) {
-            shared_states[t] = combine(shared_states[t], shared_states[t + width]);
-        }
-        workgroupBarrier();
-    }";
-
-/// The builtins [`GROUP_COMBINE_SUBGROUPS`] reads.
-const GROUP_BUILTINS_SUBGROUPS: &str = "
-    @builtin(subgroup_size) sg_size: u32,
-    @builtin(subgroup_invocation_id) sg_lane: u32,
-    @builtin(subgroup_id) sg_id: u32,
-    @builtin(num_subgroups) sg_count: u32,";
-
-/// [`GROUP_COMBINE_SHARED`] across subgroup lanes first: a butterfly of
-/// shuffles within each subgroup (within 64 lanes, the workgroup, should a
-/// subgroup be wider), then one thread combines the subgroups' results in
-/// order. `combine` is symmetric (ties go to the lower index), so every
-/// order gives an arg op's answer.
-const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, 64u);
-    for (var m = lanes / 2u; m > 0u; m = m / 2u) {
-        st = combine(st, State(subgroupShuffleXor(st.v, m), subgroupShuffleXor(st.i, m)));
-    }
-    if (sg_lane == 0u) {
-        shared_states[sg_id] = st;
-    }
-    workgroupBarrier();
-    if (t == 0u) {
-        var total = shared_states[0];
-        for (var g = 1u; g < sg_count; g++) {
-            total = combine(total, shared_states[g]);
-        }
-        shared_states[0] = total;
-    }";
-
-/// The accumulator dtype of a reduction over `dtype`.
-fn acc_dtype(dtype: KernelType) -> KernelType {
-    match dtype {
-        KernelType::F32 | KernelType::F16 | KernelType::F64 => KernelType::F32,
-        KernelType::I32 => KernelType::I32,
-        KernelType::U32 | KernelType::U8 | KernelType::Bool => KernelType::U32,
-    }
-}
-
-params_block! {
-    /// `Params` of reduce.wgsl.
-    pub(crate) struct ReduceParams {
-        outputs: u32,
-        extent: u32,
-        splits: u32,
-        chunk: u32,
-        kept_rank: u32,
-        red_rank: u32,
-        row_width: u32,
-        offset: u32,
-        count: u32,
-        src_splits: u32,
-        pad1: u32,
-        pad2: u32,
-        kept_shape: [u32; 8],
-        kept_strides: [i32; 8],
-        red_shape: [u32; 8],
-        red_strides: [i32; 8],
-    }
-}
-
-/// The WGSL source of one reduction stage.
-///
-/// # Errors
-/// `Error::Internal` when the template's slots and the generated parts
-/// disagree.
-pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
-    let acc = ScalarType::of(acc_dtype(key.dtype));
-    let mut bindings = String::new();
-    let mut next = 1u32;
-    // Declares a buffer at the next binding (`decl` given its number).
-    let mut bind = |decl: &dyn Fn(u32) -> String, out: &mut String| {
-        out.push_str(&decl(next));
-        next += 1;
-    };
-    let buffer = |name: &'static str, dtype: KernelType, writes: bool| {
-        move |b: u32| buffer_decl(b, name, dtype, key.native_f16, writes)
-    };
-    let mut load = String::new();
-    match key.source {
-        Source::Tensor if key.quads => {
-            let quads = |b: u32| {
-                let entry = quad_type(storage_mode(key.dtype, key.native_f16));
-                format!("@group(0) @binding({b}) var<storage, read> src: array<{entry}>;\n")
-            };
-            bind(&quads, &mut bindings);
-            load.push_str(&quad_loads(key.dtype, key.native_f16, acc, key.centered));
-        }
-        Source::Tensor => {
-            bind(&buffer("src", key.dtype, false), &mut bindings);
-            load.push_str(&load_fn("load_src", "src", key.dtype, key.native_f16));
-        }
-        Source::Partials => {}
-    }
-    match key.source {
-        Source::Tensor if key.centered => {
-            bind(&buffer("center", KernelType::F32, false), &mut bindings);
-            load.push_str(CENTERED_LOADS);
-        }
-        Source::Tensor => {
-            let value = if key.dtype == KernelType::Bool {
-                "select(0u, 1u, load_src(p))"
-            } else {
-                "load_src(p)"
-            };
-            let _ = write!(
-                load,
-                "fn base_of(o: u32) -> i32 {{\n    return kept_base(o);\n}}\n\
-                 fn set_center(o: u32) {{}}\n\
-                 fn load(base: i32, r: u32) -> State {{\n    \
-                 let p = u32(base + reduced_offset(r));\n    \
-                 return State({acc}({value}), i32(r));\n}}\n"
-            );
-        }
-        Source::Partials => {
-            bind(&buffer("src_v", acc_dtype(key.dtype), false), &mut bindings);
-            let index = if key.op.is_arg() {
-                bind(&buffer("src_i", KernelType::I32, false), &mut bindings);
-                "src_i[p]"
-            } else {
-                "0"
-            };
-            let _ = write!(
-                load,
-                "fn base_of(o: u32) -> i32 {{\n    return i32(o * params.src_splits);\n}}\n\
-                 fn set_center(o: u32) {{}}\n\
-                 fn load(base: i32, r: u32) -> State {{\n    \
-                 let p = u32(base) + r;\n    return State(src_v[p], {index});\n}}\n"
-            );
-        }
-    }
-    let mut store = String::new();
-    match key.dest {
-        Dest::Output => {
-            bind(&buffer("out_buf", key.out, true), &mut bindings);
-            store.push_str(&store_out_fn(key.out, key.native_f16));
-            let value = if key.op.is_arg() {
-                "max(st.i, 0)".to_string()
-            } else {
-                let v = if key.mean {
-                    format!("st.v / {acc}(params.count)")
-                } else {
-                    "st.v".to_string()
-                };
-                let out = ScalarType::of(key.out);
-                match key.out {
-                    KernelType::Bool => format!("({v} != 0u)"),
-                    // A bool sum accumulates in u32 and stores i32.
-                    _ if out != acc => format!("{out}({v})"),
-                    _ => v,
-                }
-            };
-            let _ = write!(
-                store,
-                "fn store(o: u32, s: u32, st: State) {{\n    store_out(o, {value});\n}}\n"
-            );
-        }
-        Dest::Partials => {
-            bind(&buffer("dst_v", acc_dtype(key.dtype), true), &mut bindings);
-            let index = if key.op.is_arg() {
-                bind(&buffer("dst_i", KernelType::I32, true), &mut bindings);
-                "\n    dst_i[o * params.splits + s] = st.i;"
-            } else {
-                ""
-            };
-            let _ = write!(
-                store,
-                "fn store(o: u32, s: u32, st: State) {{\n    \
-                 dst_v[o * params.splits + s] = st.v;{index}\n}}\n"
-            );
-        }
-    }
-    let uses_f16 = key.source == Source::Tensor && needs_f16(key.dtype, key.native_f16)
-        || key.dest == Dest::Output && needs_f16(key.out, key.native_f16);
-    let state = state_source(key.op, acc);
-    let walks = [
-        Walk {
-            name: "kept_walk",
-            rank: "params.kept_rank",
-            shape: "params.kept_shape",
-            operands: &[Walked {
-                start: "i32(params.offset)",
-                strides: "params.kept_strides",
-            }],
-        },
-        Walk {
-            name: "reduced_walk",
-            rank: "params.red_rank",
-            shape: "params.red_shape",
-            operands: &[Walked {
-                start: "0",
-                strides: "params.red_strides",
-            }],
-        },
-    ]
-    .map(|w| w.wgsl())
-    .concat();
-    let (quads, fold) = if key.quads {
-        (QUAD_FOLD, "fold_quads")
-    } else {
-        ("", "fold")
-    };
-    let mut slots = prelude(uses_f16).to_vec();
-    slots.extend([
-        ("QUADS", quads),
-        ("FOLD", fold),
-        ("WALK", walks.as_str()),
-        ("BINDINGS", bindings.as_str()),
-        ("STATE", state.as_str()),
-        ("LOAD", load.as_str()),
-        ("STORE", store.as_str()),
-    ]);
-    slots.extend(if key.subgroups {
-        [
-            ("GROUP_BUILTINS", GROUP_BUILTINS_SUBGROUPS),
-            ("GROUP_COMBINE", GROUP_COMBINE_SUBGROUPS),
-        ]
-    } else {
-        [
-            ("GROUP_BUILTINS", ""),
-            ("GROUP_COMBINE", GROUP_COMBINE_SHARED),
-        ]
-    });
-    fill("reduce kernel", REDUCE_WGSL, &slots)
-}
-
-/// The `fold` of group mode over a source read in quads: thread `first`
-/// of `step` takes the quads from `start + 4 first` (start is a multiple
-/// of four) in steps of `4 step`, then the elements past the last whole
-/// quad one at a time.
-const QUAD_FOLD: &str =
-    "fn fold_quads(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
-    var st = fresh();
-    if (start >= end) {
-        return st;
-    }
-    set_center(o);
-    let base = base_of(o);
-    let whole = start + (end - start) / 4u * 4u;
-    for (var r = start + 4u * first; r < whole; r += 4u * step) {
-        let v = load_quad(base, r);
-        let i = i32(r);
-        st = combine(st, State(v.x, i));
-        st = combine(st, State(v.y, i + 1));
-        st = combine(st, State(v.z, i + 2));
-        st = combine(st, State(v.w, i + 3));
-    }
-    for (var r = whole + first; r < end; r += step) {
-        st = combine(st, load(base, r));
-    }
-    return st;
-}";
-
-/// `base_of`, `set_center` and `load` of an f32 source whose elements
-/// enter as squared deviations from their output's center (`center[o]`,
-/// set once per output by `fold`); `load_quad` too, where it is read in
-/// quads.
-const CENTERED_LOADS: &str = "var<private> center_value: f32;
-fn base_of(o: u32) -> i32 {
-    return kept_base(o);
-}
-fn set_center(o: u32) {
-    center_value = center[o];
-}
-fn load(base: i32, r: u32) -> State {
-    let d = load_src(u32(base + reduced_offset(r))) - center_value;
-    return State(d * d, i32(r));
-}
-";
-
-/// `load_src(p)` (one element) and `load_quad(base, r)` (the four
-/// elements from `base + r`, a multiple of four, in the accumulator type)
-/// over `src` bound as four-element entries of `dtype`.
-fn quad_loads(dtype: KernelType, native_f16: bool, acc: ScalarType, centered: bool) -> String {
-    let mode = storage_mode(dtype, native_f16);
-    let lanes = quad_lanes(dtype, mode, "q");
-    let acc_lanes = if dtype == KernelType::Bool {
-        format!("select(vec4<u32>(0u), vec4<u32>(1u), {lanes})")
-    } else if centered {
-        format!("({lanes} - vec4<f32>(center_value)) * ({lanes} - vec4<f32>(center_value))")
-    } else {
-        format!("vec4<{acc}>({lanes})")
-    };
-    format!(
-        "fn load_src(p: u32) -> {} {{\n    let q = src[p / 4u];\n    return ({lanes})[p % 4u];\n}}\n\
-         fn load_quad(base: i32, r: u32) -> vec4<Acc> {{\n    \
-         let q = src[u32(base + i32(r)) / 4u];\n    return {acc_lanes};\n}}\n",
-        ScalarType::of(dtype)
-    )
-}
 
 /// True when a group-mode stage may read `src` (bound as `src_bound`) in
 /// quads: its reduced elements are one run of stride 1 and every output's
@@ -405,49 +57,6 @@ fn quads_fit(kept: &Layout, reduced: &Layout, src_bound: &Bound) -> bool {
             .zip(kept.strides())
             .all(|(&n, &s)| n == 1 || aligned(s))
         && src_bound.bytes().is_multiple_of(16)
-}
-
-/// `alias Acc`, `fresh()` and `combine()` for `op` accumulating in `acc`.
-fn state_source(op: ReduceOp, acc: ScalarType) -> String {
-    let float = acc == ScalarType::F32;
-    let (lowest, highest) = (acc.lowest(), acc.highest());
-    let (zero, one) = (acc.zero(), acc.one());
-    let (identity, combine) = match op {
-        ReduceOp::Sum => (zero, "return State(a.v + b.v, 0);".to_string()),
-        ReduceOp::Prod => (one, "return State(a.v * b.v, 0);".to_string()),
-        ReduceOp::Max if float => (lowest, "return State(maximum_f32(a.v, b.v), 0);".into()),
-        ReduceOp::Max => (lowest, "return State(max(a.v, b.v), 0);".into()),
-        ReduceOp::Min if float => (highest, "return State(minimum_f32(a.v, b.v), 0);".into()),
-        ReduceOp::Min => (highest, "return State(min(a.v, b.v), 0);".into()),
-        ReduceOp::ArgMax | ReduceOp::ArgMin => {
-            let better = if op == ReduceOp::ArgMax { ">" } else { "<" };
-            let nan = if float { "is_nan_f32" } else { "never_nan" };
-            (
-                zero,
-                format!(
-                    "if (a.i < 0) {{ return b; }}\n    \
-                     if (b.i < 0) {{ return a; }}\n    \
-                     let an = {nan}(a.v);\n    \
-                     let bn = {nan}(b.v);\n    \
-                     // A NaN wins; among equals (or NaNs) the first index.\n    \
-                     if (an != bn) {{ if (an) {{ return a; }} return b; }}\n    \
-                     if (!an) {{\n        \
-                     if (a.v {better} b.v) {{ return a; }}\n        \
-                     if (b.v {better} a.v) {{ return b; }}\n    \
-                     }}\n    \
-                     if (a.i <= b.i) {{ return a; }}\n    \
-                     return b;"
-                ),
-            )
-        }
-    };
-    let fresh_index = if op.is_arg() { -1 } else { 0 };
-    format!(
-        "alias Acc = {acc};\n\
-         fn never_nan(x: Acc) -> bool {{\n    return false;\n}}\n\
-         fn fresh() -> State {{\n    return State({identity}, {fresh_index});\n}}\n\
-         fn combine(a: State, b: State) -> State {{\n    {combine}\n}}\n"
-    )
 }
 
 /// One stage to record: its key, bindings and shape.
@@ -672,90 +281,6 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
-    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
-    use crate::backend::gpu::kernel::prelude::tests::validate;
-
-    #[test]
-    fn every_reduction_stage_is_valid_wgsl() {
-        let ops = [
-            ReduceOp::Sum,
-            ReduceOp::Prod,
-            ReduceOp::Max,
-            ReduceOp::Min,
-            ReduceOp::ArgMax,
-            ReduceOp::ArgMin,
-        ];
-        let stages = [
-            (Source::Tensor, Dest::Output),
-            (Source::Tensor, Dest::Partials),
-            (Source::Partials, Dest::Output),
-        ];
-        for op in ops {
-            for dtype in GPU_DTYPES {
-                for (source, dest) in stages {
-                    let variants = [
-                        (true, true, false),
-                        (true, false, true),
-                        (false, false, false),
-                    ];
-                    for (group, native_f16, subgroups) in variants {
-                        for (quads, centered) in
-                            [(false, false), (true, false), (false, true), (true, true)]
-                        {
-                            if quads && !(group && source == Source::Tensor) {
-                                continue;
-                            }
-                            let sum_of_f32 = op == ReduceOp::Sum && dtype == KernelType::F32;
-                            if centered && !(source == Source::Tensor && sum_of_f32) {
-                                continue;
-                            }
-                            let widening = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
-                            let out = match dtype {
-                                _ if op.is_arg() => KernelType::I32,
-                                KernelType::Bool if widening => KernelType::I32,
-                                KernelType::U8 if widening => KernelType::U32,
-                                _ => dtype,
-                            };
-                            let key = ReduceKey {
-                                op,
-                                dtype,
-                                out,
-                                source,
-                                dest,
-                                mean: op == ReduceOp::Sum && dtype.dtype().is_float(),
-                                group,
-                                subgroups,
-                                native_f16,
-                                quads,
-                                centered,
-                            };
-                            validate(&reduce_source(&key).unwrap(), &format!("{key:?}"));
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn params_match_the_wgsl_struct() {
-        let key = ReduceKey {
-            op: ReduceOp::ArgMax,
-            dtype: KernelType::F32,
-            out: KernelType::I32,
-            source: Source::Tensor,
-            dest: Dest::Partials,
-            mean: false,
-            group: true,
-            subgroups: false,
-            native_f16: true,
-            quads: false,
-            centered: false,
-        };
-        let source = reduce_source(&key).unwrap();
-        assert_layout(&source, ReduceParams::FIELDS, ReduceParams::SIZE, "reduce");
-    }
 
     #[test]
     fn long_reductions_over_few_outputs_split() {
