@@ -530,6 +530,44 @@ fn in_place_chains_on_one_view_fuse_and_keep_their_order() {
     assert_eq!(broken(&dev), broken(&Device::cpu()));
 }
 
+/// A loop of scalar ops (`x = x + 1`, `x += 1`, and a chain of sixteen
+/// different scalars) fuses into programs of many ops each: a program
+/// holds each distinct scalar once, so the repeated `1.0` does not fill its
+/// scalar slots; the results equal the CPU's.
+#[test]
+fn scalar_loops_fuse_into_long_programs() {
+    let Some(dev) = batched_gpu(true) else { return };
+    let run = |dev: &Device, in_place: bool| {
+        let x = Tensor::arange(0.0f32, 300.0, 1.0, dev).unwrap();
+        let mut y = x.clone();
+        for k in 0..1000 {
+            if in_place {
+                x.add_scalar_(1.0).unwrap();
+            } else {
+                y = y.add_scalar(1.0).unwrap();
+            }
+            if k % 100 == 99 {
+                // Sixteen scalars in a row, each its own slot.
+                for s in 0..16 {
+                    y = y.mul_scalar(1.0 + s as f32 / 64.0).unwrap();
+                }
+            }
+        }
+        [read_f32(&x), read_f32(&y)]
+    };
+    for in_place in [false, true] {
+        dev.sync().unwrap();
+        let before = dev.stats();
+        let got = run(&dev, in_place);
+        let d = delta(before, dev.stats());
+        assert_eq!(got, run(&Device::cpu(), in_place), "in place {in_place}");
+        assert_eq!(d.ops_recorded, 1160, "{d:?}");
+        // A program holds 128 nodes: some 40 of these ops (8 scalar
+        // slots, each 1.0 counted again, made it 8).
+        assert!(d.dispatches <= 48, "in place {in_place}: {d:?}");
+    }
+}
+
 /// A loop that runs the same dispatches on the same buffers (the pool
 /// hands them back) reuses their bind groups instead of creating one per
 /// dispatch, and gives the right values; releasing pooled memory drops the

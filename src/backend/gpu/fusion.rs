@@ -159,7 +159,8 @@ fn touched(command: &Command) -> SmallVec<[StorageId; 4]> {
 #[derive(Clone)]
 struct Footprint {
     leaves: Vec<Leaf>,
-    scalars: usize,
+    /// The distinct scalar values (their bits): a program holds each once.
+    scalars: SmallVec<[u32; 8]>,
     nodes: usize,
 }
 
@@ -175,9 +176,14 @@ impl Footprint {
     fn of(op: &RecordedOp) -> Footprint {
         let mut f = Footprint {
             leaves: Vec::new(),
-            scalars: op.args.len() - op.tensor_args().count(),
+            scalars: SmallVec::new(),
             nodes: op.args.len() + 1,
         };
+        for arg in &op.args {
+            if let OpArg::Scalar(s) = arg {
+                f.add_scalar(s.bits());
+            }
+        }
         for t in op.tensor_args() {
             f.add_leaf(Leaf {
                 storage: t.id(),
@@ -196,6 +202,12 @@ impl Footprint {
             leaf.layout = permuted(&leaf.layout, perm);
         }
         f
+    }
+
+    fn add_scalar(&mut self, bits: u32) {
+        if !self.scalars.contains(&bits) {
+            self.scalars.push(bits);
+        }
     }
 
     fn add_leaf(&mut self, leaf: Leaf) {
@@ -217,12 +229,15 @@ impl Footprint {
                 .filter(|l| l.storage != t)
                 .cloned()
                 .collect(),
-            scalars: self.scalars + producer.scalars,
+            scalars: self.scalars.clone(),
             // The load of `t` becomes the producer's nodes plus a rounding.
             nodes: self.nodes + producer.nodes,
         };
         for leaf in &producer.leaves {
             merged.add_leaf(leaf.clone());
+        }
+        for &bits in &producer.scalars {
+            merged.add_scalar(bits);
         }
         merged
     }
@@ -238,7 +253,7 @@ impl Footprint {
         limits.fits(
             self.leaves.len() + 1,
             inputs.len() + 1,
-            self.scalars,
+            self.scalars.len(),
             self.nodes,
         )
     }

@@ -323,7 +323,8 @@ pub(crate) fn elementwise_pipeline(
 
 #[cfg(test)]
 mod tests {
-    use super::super::program::{Node, Operand};
+    use super::super::params::MAX_SCALARS;
+    use super::super::program::{MAX_NODES, Node, Operand};
     use super::*;
     use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
     use crate::backend::gpu::kernel::prelude::tests::validate;
@@ -576,6 +577,22 @@ mod tests {
         validate(
             &elementwise_source(&wide).unwrap(),
             "eight operands, seven scalars",
+        );
+        // Then every scalar slot, and nodes up to the limit.
+        let mut slot = 7;
+        while wide.nodes.len() + 2 <= MAX_NODES {
+            let prev = wide.nodes.len() as u8 - 1;
+            wide.nodes.push(Node::Scalar {
+                slot: slot.min(MAX_SCALARS as u8 - 1),
+                dtype: KernelType::U8,
+            });
+            wide.nodes.push(add([prev, prev + 1]));
+            slot += 1;
+        }
+        wide.scalars = MAX_SCALARS as u8;
+        validate(
+            &elementwise_source(&wide).unwrap(),
+            "eight operands, every scalar slot and node",
         );
     }
 }

@@ -17,7 +17,7 @@ use crate::shape::MAX_RANK;
 pub(crate) const MAX_OPERANDS: usize = 8;
 
 /// Most scalar slots of one kernel.
-pub(crate) const MAX_SCALARS: usize = 8;
+pub(crate) const MAX_SCALARS: usize = 16;
 
 /// vec4s holding the offsets of `operands` operands.
 pub(crate) fn offset_vecs(operands: usize) -> usize {

@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// Most nodes in one fused program (keeps generated kernels small).
-pub(crate) const MAX_NODES: usize = 64;
+pub(crate) const MAX_NODES: usize = 128;
 
 /// One step of a program. Nodes refer to earlier nodes by index; the last
 /// node is the value stored into the destination.
