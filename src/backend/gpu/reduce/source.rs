@@ -54,7 +54,7 @@ pub(crate) struct ReduceKey {
     /// The tensor source is read four elements at a time (group mode):
     /// each output's reduced elements are one run of stride 1 starting at
     /// a multiple of four, in a binding of whole four-element entries (see
-    /// [`quads_fit`]).
+    /// `quads_fit` in the family's planning).
     pub quads: bool,
     /// The tensor source's elements enter as squared deviations from their
     /// output's center (`ReduceCall::center`, bound after the source).
@@ -325,8 +325,8 @@ const QUAD_FOLD: &str =
 
 /// `base_of`, `set_center` and `load` of an f32 source whose elements
 /// enter as squared deviations from their output's center (`center[o]`,
-/// set once per output by `fold`); `load_quad` too, where it is read in
-/// quads.
+/// set once per output by the fold); a source read in quads squares its
+/// quads in `load_quad` (see [`quad_loads`]).
 const CENTERED_LOADS: &str = "var<private> center_value: f32;
 fn base_of(o: u32) -> i32 {
     return kept_base(o);
