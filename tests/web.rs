@@ -304,6 +304,100 @@ async fn every_new_kernel_form_matches_the_cpu() {
     assert!(counts.iter().enumerate().all(|(i, &c)| c == i as i32 + 1));
 }
 
+/// Through Chromium's WGSL compiler, against the CPU: elementwise kernels
+/// writing four elements as whole words (a bool mask, wrapping u8, f16
+/// stored natively or packed), rows reduced four elements at a time (sum,
+/// argmax), var in one pass, and a long scalar loop fused into long
+/// programs.
+#[wasm_bindgen_test]
+async fn packed_words_quads_and_long_programs_match_the_cpu() {
+    let native = gpu().await;
+    let packed = Device::gpu_async_with(webtensor::GpuOptions {
+        force_packed_f16: true,
+        ..Default::default()
+    })
+    .await
+    .expect("a packed-f16 device");
+    let cpu = Device::cpu();
+    let close = |got: &[f32], want: &[f32], what: &str| {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "{what}: {g} vs {w}"
+            );
+        }
+    };
+    let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+    let forms = |a: &Tensor, b: &Tensor| {
+        vec![
+            (
+                "mask",
+                f32s(
+                    a.gt(b)
+                        .unwrap()
+                        .logical_xor(&a.lt_scalar(0.5).unwrap())
+                        .unwrap(),
+                ),
+            ),
+            (
+                "u8",
+                f32s(
+                    a.mul_scalar(255.0)
+                        .unwrap()
+                        .to_dtype(DType::U8)
+                        .unwrap()
+                        .add_scalar(200)
+                        .unwrap(),
+                ),
+            ),
+            (
+                "f16",
+                f32s(
+                    a.to_dtype(DType::F16)
+                        .unwrap()
+                        .mul(&b.to_dtype(DType::F16).unwrap())
+                        .unwrap(),
+                ),
+            ),
+            ("row sums", a.sum(1, false).unwrap()),
+            ("row argmax", f32s(a.argmax(1, false).unwrap())),
+            ("row var", a.var(1, 1, false).unwrap()),
+            (
+                "f16 row sums",
+                f32s(a.to_dtype(DType::F16).unwrap().sum(1, true).unwrap()),
+            ),
+        ]
+    };
+    // Rows of 256 (aligned, a workgroup each) and of 257 (not aligned).
+    for cols in [256, 257] {
+        let a = Tensor::rand([12, cols], DType::F32, 5, &cpu).unwrap();
+        let b = Tensor::rand([12, cols], DType::F32, 6, &cpu).unwrap();
+        let want = forms(&a, &b);
+        for dev in [&native, &packed] {
+            let ga = a.to_device_async(dev).await.unwrap();
+            let gb = b.to_device_async(dev).await.unwrap();
+            for ((what, got), (_, want)) in forms(&ga, &gb).iter().zip(&want) {
+                close(
+                    &read(got).await,
+                    &read(want).await,
+                    &format!("{what}, {cols} columns on {dev}"),
+                );
+            }
+        }
+    }
+    // 1000 scalar ops fuse into programs of many ops each.
+    let x = Tensor::zeros([300], DType::F32, &native).unwrap();
+    native.sync_async().await.unwrap();
+    let before = native.stats().dispatches;
+    for _ in 0..1000 {
+        x.add_scalar_(1.0).unwrap();
+    }
+    assert!(read(&x).await.iter().all(|&v| v == 1000.0));
+    let dispatches = native.stats().dispatches - before;
+    assert!(dispatches <= 40, "{dispatches} dispatches for 1000 ops");
+}
+
 /// The kernels and WGSL added for NumPy's everyday ops, through Chromium's
 /// WGSL compiler: the sort network (argsort, sort, topk on strided views,
 /// across the 512-element block), the new float functions and
