@@ -5,7 +5,7 @@
 mod common;
 
 use common::{assert_close, devices, noise, read_f32, round_to, views_of};
-use webtensor::{DType, Device, Error, Tensor};
+use webtensor::{DType, Device, Error, Tensor, s};
 
 /// Running sums (or products) of the row-major `values` of shape `dims`
 /// along `axis`, in f64.
@@ -291,7 +291,9 @@ fn softmax_lines_of_every_length_and_special_values() {
         }
     };
     for dev in devices() {
-        for length in [1, 2, 127, 128, 129, 1000, 4097] {
+        // Rows whose length is a multiple of four, from aligned starts, are
+        // read and written four elements at a time.
+        for length in [1, 2, 4, 127, 128, 129, 1000, 1024, 4097] {
             let t = Tensor::randn([3, length], DType::F32, length as u64, &dev)
                 .unwrap()
                 .mul_scalar(10.0)
@@ -299,6 +301,24 @@ fn softmax_lines_of_every_length_and_special_values() {
             check(&dev, &t, 1, &format!("length {length}"));
             check(&dev, &t.t(), 0, &format!("transposed, length {length}"));
         }
+        let wide = Tensor::randn([3, 1032], DType::F32, 7, &dev).unwrap();
+        for (what, start) in [("aligned", 4), ("unaligned", 1)] {
+            let view = wide.slice(s![.., start..start + 1024]).unwrap();
+            check(&dev, &view, 1, &format!("{what} rows inside wider ones"));
+        }
+        // f16, stored natively or packed, against the CPU's f16 softmax.
+        let half = wide
+            .slice(s![.., ..1024])
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        let cpu_half = half.to_device(&Device::cpu()).unwrap();
+        assert_close(
+            &read_f32(&half.softmax(1).unwrap()),
+            &read_f32(&cpu_half.softmax(1).unwrap()),
+            1e-3,
+            &format!("{dev} f16 softmax"),
+        );
         // Lines past one workgroup per grid row, and past the kernel's line limit.
         let many = Tensor::randn([70_000, 2], DType::F32, 1, &dev).unwrap();
         check(&dev, &many, 1, "70000 lines");

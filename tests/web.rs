@@ -307,8 +307,8 @@ async fn every_new_kernel_form_matches_the_cpu() {
 /// Through Chromium's WGSL compiler, against the CPU: elementwise kernels
 /// writing four elements as whole words (a bool mask, wrapping u8, f16
 /// stored natively or packed), rows reduced four elements at a time (sum,
-/// argmax), var in one pass, and a long scalar loop fused into long
-/// programs.
+/// argmax), var in one pass, softmax rows read and written four at a
+/// time, and a long scalar loop fused into long programs.
 #[wasm_bindgen_test]
 async fn packed_words_quads_and_long_programs_match_the_cpu() {
     let native = gpu().await;
@@ -363,6 +363,7 @@ async fn packed_words_quads_and_long_programs_match_the_cpu() {
             ("row sums", a.sum(1, false).unwrap()),
             ("row argmax", f32s(a.argmax(1, false).unwrap())),
             ("row var", a.var(1, 1, false).unwrap()),
+            ("softmax", a.softmax(1).unwrap()),
             (
                 "f16 row sums",
                 f32s(a.to_dtype(DType::F16).unwrap().sum(1, true).unwrap()),

@@ -115,6 +115,19 @@ impl Layout {
                 .any(|(&d, &s)| d > 1 && s == 0)
     }
 
+    /// True when every element's storage position is a multiple of `n`
+    /// (the offset and every stride of an axis longer than one are): a
+    /// kernel may then read whole groups of `n` from each position.
+    pub(crate) fn positions_aligned(&self, n: usize) -> bool {
+        let n = n as isize;
+        self.offset as isize % n == 0
+            && self
+                .dims()
+                .iter()
+                .zip(self.strides.iter())
+                .all(|(&d, &s)| d <= 1 || s % n == 0)
+    }
+
     /// The smallest and largest storage positions touched, inclusive, or `None`
     /// for an empty tensor.
     pub fn span(&self) -> Option<(usize, usize)> {

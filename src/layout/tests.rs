@@ -325,3 +325,19 @@ fn diagonal_needs_two_axes() {
     let e = Layout::contiguous([4]).diagonal("diagonal", 0).unwrap_err();
     assert!(e.to_string().contains("diagonal"), "{e}");
 }
+
+proptest! {
+    /// `positions_aligned(n)` says whether every position `positions()`
+    /// lists is a multiple of `n`.
+    #[test]
+    fn aligned_positions_match_the_positions(layout in strided_layout(), n in 1usize..6) {
+        let all = layout.positions().iter().all(|&p| p % n == 0);
+        if layout.positions_aligned(n) {
+            prop_assert!(all);
+        } else if layout.numel() > 0 {
+            // Unaligned: some position is off, unless only one element
+            // would reveal it (an axis of extent 1 or an empty layout).
+            prop_assert!(!all);
+        }
+    }
+}

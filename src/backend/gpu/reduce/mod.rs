@@ -47,15 +47,9 @@ const THREAD_CHUNK_MIN: usize = 16;
 /// run starts at a multiple of four, in a binding of whole 16-byte
 /// entries (so that the last entry is there to read).
 fn quads_fit(kept: &Layout, reduced: &Layout, src_bound: &Bound) -> bool {
-    let aligned = |s: isize| s % 4 == 0;
     reduced.rank() == 1
         && reduced.strides()[0] == 1
-        && kept.offset().is_multiple_of(4)
-        && kept
-            .dims()
-            .iter()
-            .zip(kept.strides())
-            .all(|(&n, &s)| n == 1 || aligned(s))
+        && kept.positions_aligned(4)
         && src_bound.bytes().is_multiple_of(16)
 }
 

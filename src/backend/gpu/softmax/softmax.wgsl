@@ -3,7 +3,11 @@
 //   HEADER    `enable f16;` when a native f16 buffer is bound
 //   MATH      kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
-//   ACCESS    load_src(p) -> f32, store_out(p, v: f32)
+//   ACCESS    how a line is read and written: `gather` (a thread's
+//             Partial over its elements) and `spread` (the results of its
+//             elements stored), one element at a time through the lines'
+//             steps, or four at a time as whole array entries where every
+//             line is an aligned run of a length that is a multiple of four
 //   WALK      line_starts(l): the source and destination positions of
 //             line l's first element
 //   RESULT    the value stored for x: `exp(x - m) / s` or `x - m - log(s)`
@@ -34,7 +38,6 @@ struct Params {
 
 {{MATH}}
 {{BINDINGS}}
-{{ACCESS}}
 {{WALK}}
 
 const WORKGROUP: u32 = 128u;
@@ -59,9 +62,29 @@ fn merge(a: Partial, b: Partial) -> Partial {
     return Partial(m, a.s * exp(a.m - m) + b.s * exp(b.m - m), bad);
 }
 
+// `p` with element x taken in.
+fn absorb(p: Partial, x: f32) -> Partial {
+    if (is_nan_f32(x) || (is_inf_f32(x) && !sign_bit_f32(x))) {
+        return Partial(p.m, p.s, true);
+    }
+    if (is_inf_f32(x)) {
+        // -inf adds exp(-inf) = 0.
+        return p;
+    }
+    if (p.s == 0.0) {
+        return Partial(x, 1.0, p.bad);
+    }
+    if (x > p.m) {
+        return Partial(x, p.s * exp(p.m - x) + 1.0, p.bad);
+    }
+    return Partial(p.m, p.s + exp(x - p.m), p.bad);
+}
+
 fn result(x: f32, m: f32, s: f32) -> f32 {
     return {{RESULT}};
 }
+
+{{ACCESS}}
 
 var<workgroup> partials: array<Partial, WORKGROUP>;
 
@@ -75,21 +98,7 @@ fn main(
         return;
     }
     let start = line_starts(l);
-    var p = Partial(0.0, 0.0, false);
-    for (var i = t; i < params.length; i += WORKGROUP) {
-        let x = load_src(u32(start[0] + i32(i) * params.src_step));
-        if (is_nan_f32(x) || (is_inf_f32(x) && !sign_bit_f32(x))) {
-            p.bad = true;
-        } else if (is_inf_f32(x)) {
-            // -inf adds exp(-inf) = 0.
-        } else if (p.s == 0.0) {
-            p = Partial(x, 1.0, p.bad);
-        } else if (x > p.m) {
-            p = Partial(x, p.s * exp(p.m - x) + 1.0, p.bad);
-        } else {
-            p.s += exp(x - p.m);
-        }
-    }
+    let p = gather(start[0], t);
     partials[t] = p;
     workgroupBarrier();
     for (var width = WORKGROUP / 2u; width > 0u; width = width / 2u) {
@@ -98,13 +107,5 @@ fn main(
         }
         workgroupBarrier();
     }
-    let whole = partials[0];
-    let undefined = whole.bad || whole.s == 0.0;
-    for (var i = t; i < params.length; i += WORKGROUP) {
-        var y = nan_f32();
-        if (!undefined) {
-            y = result(load_src(u32(start[0] + i32(i) * params.src_step)), whole.m, whole.s);
-        }
-        store_out(u32(start[1] + i32(i) * params.dst_step), y);
-    }
+    spread(start[0], start[1], t, partials[0]);
 }
