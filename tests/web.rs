@@ -21,6 +21,17 @@ async fn read(t: &Tensor) -> Vec<f32> {
     t.to_vec_async::<f32>().await.expect("readback")
 }
 
+/// Asserts `got` equals `want` within a relative 1e-4.
+fn close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "{what}: {g} vs {w}"
+        );
+    }
+}
+
 #[wasm_bindgen_test]
 async fn opens_the_browsers_adapter() {
     let dev = gpu().await;
@@ -210,15 +221,6 @@ async fn every_new_kernel_form_matches_the_cpu() {
     use webtensor::MatmulTile;
     let dev = gpu().await;
     let cpu = Device::cpu();
-    let close = |got: &[f32], want: &[f32], what: &str| {
-        assert_eq!(got.len(), want.len(), "{what}");
-        for (g, w) in got.iter().zip(want) {
-            assert!(
-                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                "{what}: {g} vs {w}"
-            );
-        }
-    };
     let a = Tensor::rand([65, 33], DType::F32, 1, &cpu).unwrap();
     let b = Tensor::rand([33, 70], DType::F32, 2, &cpu).unwrap();
     let want = read(&a.matmul(&b).unwrap()).await;
@@ -319,15 +321,6 @@ async fn packed_words_quads_and_long_programs_match_the_cpu() {
     .await
     .expect("a packed-f16 device");
     let cpu = Device::cpu();
-    let close = |got: &[f32], want: &[f32], what: &str| {
-        assert_eq!(got.len(), want.len(), "{what}");
-        for (g, w) in got.iter().zip(want) {
-            assert!(
-                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                "{what}: {g} vs {w}"
-            );
-        }
-    };
     let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
     let forms = |a: &Tensor, b: &Tensor| {
         vec![
