@@ -10,15 +10,14 @@ use super::params::{offset_vecs, params_size, scalar_vecs};
 use super::program::tileable;
 use super::program::{Access, KernelKey};
 use crate::backend::gpu::kernel::buffer::{
-    StorageMode, array_type, load_expr, packed, quad_lanes, quad_of, quad_type, round_expr,
-    storage_mode, store_fn,
+    StorageMode, array_type, load_expr, packed, quad_lanes, quad_of, quad_type, storage_mode,
+    store_fn,
 };
 use crate::backend::gpu::kernel::pipeline::{Pipeline, PipelineCache, PipelineSpec};
 use crate::backend::gpu::kernel::prelude::MATH_WGSL;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -173,37 +172,24 @@ fn vec4_source(
             buffer(k)
         );
     }
-    // Native f16 is computed in f32 and rounded per lane into a vec4<f16>.
-    let half = mode(0) == StorageMode::F16;
+    // Lanes in the compute types; pack_out rounds (f16) or wraps (u8) them
+    // as the other kernels' stores do.
     let lanes: Vec<String> = ["x", "y", "z", "w"]
         .iter()
         .map(|lane| {
             let args: Vec<String> = (1..key.operands.len())
                 .map(|k| format!("w{k}.{lane}"))
                 .collect();
-            let value = format!("program({})", args.join(", "));
-            if half {
-                format!("f16({})", round_expr(KernelType::F16, &value))
-            } else {
-                value
-            }
+            format!("program({})", args.join(", "))
         })
         .collect();
     let (out, quad) = (key.out(), quad_type(mode(0)));
-    let out_lanes = if half {
-        "vec4<f16>".to_string()
-    } else {
-        format!("vec4<{}>", ScalarType::of(out))
-    };
-    let unpack = if half {
-        "q".to_string()
-    } else {
-        quad_lanes(out, mode(0), "q")
-    };
+    let out_lanes = format!("vec4<{}>", ScalarType::of(out));
     let out_fns = format!(
         "fn pack_out(v: {out_lanes}) -> {quad} {{\n    return {};\n}}\n\
-         fn unpack_out(q: {quad}) -> {out_lanes} {{\n    return {unpack};\n}}\n",
-        quad_of(out, mode(0), "v")
+         fn unpack_out(q: {quad}) -> {out_lanes} {{\n    return {};\n}}\n",
+        quad_of(out, mode(0), "v"),
+        quad_lanes(out, mode(0), "q"),
     );
     fill(
         "elementwise vec4 kernel",
@@ -328,6 +314,7 @@ mod tests {
     use super::*;
     use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
     use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::dtype::KernelType;
     use crate::ops::kinds::Kernel;
     use crate::ops::kinds::{BinaryOp, CompareOp, UnaryOp};
     use smallvec::{SmallVec, smallvec};

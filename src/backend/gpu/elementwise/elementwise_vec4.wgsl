@@ -15,7 +15,7 @@
 //             wrapped) and unpack_out (one entry to its lanes)
 //   VLOADS    `let wK = ...;`: operand K's four lanes for this thread
 //   LANES     program on lane 0, 1, 2 and 3: `program(w1.x, ...), ...`
-//   OUT       the destination's vec4 of lanes (vec4<f16> for native f16)
+//   OUT       the destination's vec4 of lanes in its compute type
 {{HEADER}}
 {{COMMON}}
 {{MATH}}

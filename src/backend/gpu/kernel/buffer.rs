@@ -195,16 +195,23 @@ pub(crate) fn quad_lanes(dtype: KernelType, s: StorageMode, q: &str) -> String {
 
 /// A WGSL expression storing the compute-type vec4 `v` of `dtype` as one
 /// entry of [`quad_type`], rounded (f16) or wrapped (u8) as a store of
-/// each element would (`v` is read more than once: pass a name). Native
-/// f16 takes a `vec4<f16>` (rounded by the caller).
+/// each element would (`v` is read more than once: pass a name).
 pub(crate) fn quad_of(dtype: KernelType, s: StorageMode, v: &str) -> String {
+    let lanes = ["x", "y", "z", "w"];
     match s {
-        StorageMode::Plain(_) | StorageMode::F16 => v.to_string(),
+        StorageMode::Plain(_) => v.to_string(),
+        StorageMode::F16 => {
+            let rounded: Vec<String> = lanes
+                .iter()
+                .map(|l| format!("f16({})", round_expr(dtype, &format!("{v}.{l}"))))
+                .collect();
+            format!("vec4<f16>({})", rounded.join(", "))
+        }
         StorageMode::PackedF16 => format!(
             "vec2<u32>(f16_bits({v}.x) | (f16_bits({v}.y) << 16u), \
              f16_bits({v}.z) | (f16_bits({v}.w) << 16u))"
         ),
-        StorageMode::Bytes => ["x", "y", "z", "w"]
+        StorageMode::Bytes => lanes
             .iter()
             .enumerate()
             .map(|(l, lane)| {

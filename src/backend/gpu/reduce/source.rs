@@ -178,7 +178,6 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             let _ = write!(
                 load,
                 "fn base_of(o: u32) -> i32 {{\n    return kept_base(o);\n}}\n\
-                 fn set_center(o: u32) {{}}\n\
                  fn load(base: i32, r: u32) -> State {{\n    \
                  let p = u32(base + reduced_offset(r));\n    \
                  return State({acc}({value}), i32(r));\n}}\n"
@@ -195,11 +194,13 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             let _ = write!(
                 load,
                 "fn base_of(o: u32) -> i32 {{\n    return i32(o * params.src_splits);\n}}\n\
-                 fn set_center(o: u32) {{}}\n\
                  fn load(base: i32, r: u32) -> State {{\n    \
                  let p = u32(base) + r;\n    return State(src_v[p], {index});\n}}\n"
             );
         }
+    }
+    if !key.centered {
+        load.push_str("fn set_center(o: u32) {}\n");
     }
     let mut store = String::new();
     match key.dest {
@@ -346,17 +347,17 @@ fn load(base: i32, r: u32) -> State {
 fn quad_loads(dtype: KernelType, native_f16: bool, acc: ScalarType, centered: bool) -> String {
     let mode = storage_mode(dtype, native_f16);
     let lanes = quad_lanes(dtype, mode, "q");
-    let acc_lanes = if dtype == KernelType::Bool {
-        format!("select(vec4<u32>(0u), vec4<u32>(1u), {lanes})")
+    let value = if dtype == KernelType::Bool {
+        format!("return select(vec4<u32>(0u), vec4<u32>(1u), {lanes});")
     } else if centered {
-        format!("({lanes} - vec4<f32>(center_value)) * ({lanes} - vec4<f32>(center_value))")
+        format!("let d = {lanes} - vec4<f32>(center_value);\n    return d * d;")
     } else {
-        format!("vec4<{acc}>({lanes})")
+        format!("return vec4<{acc}>({lanes});")
     };
     format!(
         "fn load_src(p: u32) -> {} {{\n    let q = src[p / 4u];\n    return ({lanes})[p % 4u];\n}}\n\
          fn load_quad(base: i32, r: u32) -> vec4<Acc> {{\n    \
-         let q = src[u32(base + i32(r)) / 4u];\n    return {acc_lanes};\n}}\n",
+         let q = src[u32(base + i32(r)) / 4u];\n    {value}\n}}\n",
         ScalarType::of(dtype)
     )
 }

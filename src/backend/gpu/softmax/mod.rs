@@ -5,8 +5,7 @@
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
-    StorageMode, buffer_decl, load_fn, needs_f16, quad_lanes, quad_of, quad_type, round_expr,
-    storage_mode, store_out_fn,
+    buffer_decl, load_fn, needs_f16, quad_lanes, quad_of, quad_type, storage_mode, store_out_fn,
 };
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
@@ -110,19 +109,6 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
     let (bindings, access) = if key.quads {
         let mode = storage_mode(dtype, native);
         let quad = quad_type(mode);
-        // Native f16 lanes are rounded as `store_out` rounds them.
-        let stored = if mode == StorageMode::F16 {
-            let lane = |l: &str| format!("f16({})", round_expr(dtype, &format!("y.{l}")));
-            format!(
-                "vec4<f16>({}, {}, {}, {})",
-                lane("x"),
-                lane("y"),
-                lane("z"),
-                lane("w")
-            )
-        } else {
-            "y".to_string()
-        };
         (
             format!(
                 "@group(0) @binding(1) var<storage, read> src: array<{quad}>;\n\
@@ -130,9 +116,9 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
             ),
             format!(
                 "fn load_quad(q: u32) -> vec4<f32> {{\n    let e = src[q];\n    return {};\n}}\n\
-                 fn store_quad(q: u32, y: vec4<f32>) {{\n    let v = {stored};\n    out_buf[q] = {};\n}}\n{FOUR_AT_A_TIME}",
+                 fn store_quad(q: u32, y: vec4<f32>) {{\n    out_buf[q] = {};\n}}\n{FOUR_AT_A_TIME}",
                 quad_lanes(dtype, mode, "e"),
-                quad_of(dtype, mode, "v"),
+                quad_of(dtype, mode, "y"),
             ),
         )
     } else {
