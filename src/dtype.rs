@@ -193,6 +193,36 @@ pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug 
     fn read_bytes(bytes: &[u8], count: usize) -> Vec<Self>;
 }
 
+/// `value` rounded once to the nearest f16 (ties to even), overflowing to
+/// infinity from 65520 on, as NumPy's `np.float16(value)` does.
+/// `half::f16::from_f64` goes through f32 where the CPU converts in hardware
+/// (x86 with F16C), which rounds twice: 2049.0001 became 2048, not 2050.
+pub(crate) fn f16_from_f64(value: f64) -> f16 {
+    let a = value.abs();
+    if !a.is_finite() {
+        return f16::from_f64(value);
+    }
+    if a >= 65520.0 {
+        return if value < 0.0 {
+            f16::NEG_INFINITY
+        } else {
+            f16::INFINITY
+        };
+    }
+    // The f16 quantum at `a`: 2^(e - 10) in the binade 2^e, 2^-24 below
+    // the smallest normal (2^-14). Scaling by it is exact, so one
+    // round-to-even of the scaled value is the f16 rounding; the result is
+    // an f16 value, which the conversion below keeps exactly.
+    let e = if a >= f64::powi(2.0, -14) {
+        ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023
+    } else {
+        -14
+    };
+    let quantum = f64::powi(2.0, e - 10);
+    let rounded = (a / quantum).round_ties_even() * quantum;
+    f16::from_f64(rounded.copysign(value))
+}
+
 macro_rules! pod_element {
     ($t:ty, $dtype:ident, $to:expr, $from:expr) => {
         // Users cannot name `Sealed`, so its crate-private type stays in the crate.
@@ -224,7 +254,7 @@ macro_rules! pod_element {
 
 pod_element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
 pod_element!(f64, F64, |x: f64| x, |v: f64| v);
-pod_element!(f16, F16, |x: f16| x.to_f64(), f16::from_f64);
+pod_element!(f16, F16, |x: f16| x.to_f64(), f16_from_f64);
 pod_element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
 pod_element!(u32, U32, |x: u32| x as f64, |v: f64| v as u32);
 pod_element!(u8, U8, |x: u8| x as f64, |v: f64| v as u8);
@@ -252,6 +282,37 @@ impl Element for bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every f16 and every midpoint between neighbours (and a hair either
+    /// side of it), against the exact rule: the nearer f16, ties to the one
+    /// with an even last bit, 65520 and up to infinity.
+    #[test]
+    fn f64_to_f16_rounds_once() {
+        assert_eq!(f16_from_f64(2049.0001).to_f64(), 2050.0);
+        assert_eq!(f16_from_f64(-498.1250059734055).to_f64(), -498.25);
+        assert_eq!(f16_from_f64(65519.99).to_f64(), 65504.0);
+        assert_eq!(f16_from_f64(65520.0), f16::INFINITY);
+        assert_eq!(f16_from_f64(-1e300), f16::NEG_INFINITY);
+        assert!(f16_from_f64(f64::NAN).is_nan());
+        assert!(f16_from_f64(-0.0).is_sign_negative());
+        assert_eq!(f16_from_f64(f64::powi(2.0, -25)).to_f64(), 0.0);
+        assert_eq!(
+            f16_from_f64(f64::powi(2.0, -25) * 1.0000001).to_f64(),
+            f64::powi(2.0, -24)
+        );
+        for bits in 0u16..0x7bff {
+            let lo = f16::from_bits(bits);
+            let hi = f16::from_bits(bits + 1);
+            let mid = (lo.to_f64() + hi.to_f64()) / 2.0;
+            let even = if bits % 2 == 0 { lo } else { hi };
+            assert_eq!(f16_from_f64(lo.to_f64()), lo);
+            assert_eq!(f16_from_f64(mid), even, "midpoint {mid}");
+            assert_eq!(f16_from_f64(-mid), -even, "midpoint -{mid}");
+            let nudge = (hi.to_f64() - lo.to_f64()) * 1e-9;
+            assert_eq!(f16_from_f64(mid - nudge), lo, "below {mid}");
+            assert_eq!(f16_from_f64(mid + nudge), hi, "above {mid}");
+        }
+    }
 
     #[test]
     fn bytes_round_trip_for_every_element_type() {

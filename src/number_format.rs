@@ -1,12 +1,22 @@
 //! Numbers as NumPy prints them (`numpy.array2string` with its defaults:
-//! precision 8, `floatmode='maxprec'`, `sign='-'`): pure functions over
-//! plain values, no tensor types.
+//! precision 8, `floatmode='maxprec'`, `sign='-'`, and the scalar `str`):
+//! pure functions over plain values, no tensor types.
 //!
-//! Each float is written with the fewest digits that read back to the same
-//! value *in its own dtype* (so an f32 0.1 prints `0.1`, not the f64
-//! expansion), at most 8 after the point; one [`FloatFormat`] per tensor
-//! picks positional or scientific notation and the paddings that align the
-//! decimal points of a column.
+//! NumPy 2.4's Dragon4 rules, per dtype:
+//! - the *shortest* digits that read back to the same value in its own dtype
+//!   (an f32 0.1 prints `0.1`, not the f64 expansion); where a cut-off (8
+//!   digits after the point in an array) is shorter, the exact value rounded
+//!   there;
+//! - *more* digits than the shortest where a scientific column is wider: the
+//!   value's own digits, exactly rounded (f32 9.99e-5 beside 1.2345679e8 is
+//!   `9.9899997e-05`), never zeros;
+//! - an array is scientific when a non-zero magnitude reaches
+//!   10^min(8, digits of the dtype) (f16 1e3, f32 1e6, f64 1e8) or is below
+//!   1e-4 (both bounds as values of the dtype), or the largest is over 1000
+//!   times the smallest; a lone value when it is below 1e-4 or reaches 1e3,
+//!   1e6 or 1e16 (f16, f32, f64; compared as f64).
+
+use crate::dtype::f16_from_f64;
 
 /// The float dtypes, for the shortest round-trip digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,11 +26,42 @@ pub(crate) enum FloatWidth {
     F64,
 }
 
-/// The most digits printed after the point (NumPy's `precision`).
+impl FloatWidth {
+    /// `v` rounded to this dtype (NumPy compares an array's values with a
+    /// Python float converted to the array's dtype).
+    fn round(self, v: f64) -> f64 {
+        match self {
+            FloatWidth::F16 => f16_from_f64(v).to_f64(),
+            FloatWidth::F32 => v as f32 as f64,
+            FloatWidth::F64 => v,
+        }
+    }
+
+    /// Where an array turns scientific: 10^min(8, `finfo(dtype).precision`).
+    fn array_cutoff(self) -> f64 {
+        match self {
+            FloatWidth::F16 => 1e3,
+            FloatWidth::F32 => 1e6,
+            FloatWidth::F64 => 1e8,
+        }
+    }
+
+    /// Where a lone value turns scientific.
+    fn scalar_cutoff(self) -> f64 {
+        match self {
+            FloatWidth::F16 => 1e3,
+            FloatWidth::F32 => 1e6,
+            FloatWidth::F64 => 1e16,
+        }
+    }
+}
+
+/// The most digits printed after the point in an array (NumPy's
+/// `precision`).
 const PRECISION: usize = 8;
 
-/// A finite value's shortest round-trip decimal form: sign, the digits
-/// (no leading zero unless the value is zero) and the exponent of the first.
+/// A finite value's decimal digits: sign, the digits (no leading zero unless
+/// the value is zero) and the exponent of the first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Decimal {
     negative: bool,
@@ -28,15 +69,27 @@ struct Decimal {
     exp: i32,
 }
 
-/// Splits Rust's `{:e}` form (`-1.2345e-7`) into a [`Decimal`].
-fn parse_sci(s: &str) -> Decimal {
+impl Decimal {
+    /// Digits after the point in positional notation.
+    fn frac_len(&self) -> i32 {
+        self.digits.len() as i32 - 1 - self.exp
+    }
+}
+
+/// Splits Rust's `{:e}` form (`-1.2345e-7`) into a [`Decimal`]; `trim`
+/// drops trailing zeros.
+fn parse_sci(s: &str, trim: bool) -> Decimal {
     let (negative, s) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, s),
     };
     let (mantissa, exp) = s.split_once('e').unwrap_or((s, "0"));
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let digits = digits.trim_end_matches('0');
+    let digits = if trim {
+        digits.trim_end_matches('0')
+    } else {
+        &digits
+    };
     let digits = if digits.is_empty() { "0" } else { digits };
     Decimal {
         negative,
@@ -48,28 +101,36 @@ fn parse_sci(s: &str) -> Decimal {
 /// The shortest decimal that reads back to `v` in `width`.
 fn shortest(v: f64, width: FloatWidth) -> Decimal {
     match width {
-        FloatWidth::F64 => parse_sci(&format!("{v:e}")),
-        FloatWidth::F32 => parse_sci(&format!("{:e}", v as f32)),
+        FloatWidth::F64 => parse_sci(&format!("{v:e}"), true),
+        FloatWidth::F32 => parse_sci(&format!("{:e}", v as f32), true),
         FloatWidth::F16 => {
-            let target = half::f16::from_f64(v);
+            let target = f16_from_f64(v);
             // f16 needs at most 5 significant digits.
             (0..5)
                 .map(|p| format!("{v:.p$e}"))
-                .find(|s| s.parse::<f64>().map(half::f16::from_f64) == Ok(target))
-                .map_or_else(|| parse_sci(&format!("{v:.4e}")), |s| parse_sci(&s))
+                .find(|s| s.parse::<f64>().map(f16_from_f64) == Ok(target))
+                .map_or_else(
+                    || parse_sci(&format!("{v:.4e}"), true),
+                    |s| parse_sci(&s, true),
+                )
         }
     }
 }
 
-/// The value written out with the shortest digits, at most [`PRECISION`]
-/// after the point (re-rounded from the exact value when it needs more),
-/// trailing zeros dropped: `(sign + integer part, fraction)`.
-fn positional(v: f64, width: FloatWidth) -> (String, String) {
+/// `v`'s own digits rounded to `frac` after the first (ties to even; every
+/// float is exact in binary, so Rust's `{:.*e}` rounds the exact value).
+fn exact_sci(v: f64, frac: usize) -> Decimal {
+    parse_sci(&format!("{v:.frac$e}"), false)
+}
+
+/// The value written out with the shortest digits, at most `cutoff` after
+/// the point where one is given (re-rounded from the exact value when it
+/// needs more), trailing zeros dropped: `(sign + integer part, fraction)`.
+fn positional(v: f64, width: FloatWidth, cutoff: Option<usize>) -> (String, String) {
     let d = shortest(v, width);
     let sign = if d.negative { "-" } else { "" };
-    let frac_len = d.digits.len() as i32 - 1 - d.exp;
-    if frac_len > PRECISION as i32 {
-        let s = format!("{:.*}", PRECISION, v.abs());
+    if let Some(cut) = cutoff.filter(|&c| d.frac_len() > c as i32) {
+        let s = format!("{:.*}", cut, v.abs());
         let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
         return (
             format!("{sign}{int}"),
@@ -90,13 +151,18 @@ fn positional(v: f64, width: FloatWidth) -> (String, String) {
 }
 
 /// The value in scientific notation with the shortest digits, at most
-/// [`PRECISION`] after the point: `(sign + leading digit, fraction,
-/// exponent)`.
+/// [`PRECISION`] after the point (exactly rounded where it needs more):
+/// `(sign + leading digit, fraction, exponent)`. Zero is `0`.
 fn scientific(v: f64, width: FloatWidth) -> (String, String, i32) {
     let mut d = shortest(v, width);
     if d.digits.len() > PRECISION + 1 {
-        d = parse_sci(&format!("{:.*e}", PRECISION, v));
+        d = parse_sci(&format!("{:.*e}", PRECISION, v), true);
     }
+    split_sci(&d)
+}
+
+/// A [`Decimal`] as `(sign + leading digit, fraction, exponent)`.
+fn split_sci(d: &Decimal) -> (String, String, i32) {
     let sign = if d.negative { "-" } else { "" };
     (
         format!("{sign}{}", &d.digits[..1]),
@@ -131,9 +197,10 @@ pub(crate) struct FloatFormat {
 
 impl FloatFormat {
     /// The format for `values` of dtype `width`: scientific when a finite
-    /// non-zero magnitude is at least 1e8 or below 1e-4, or the largest is
-    /// over 1000 times the smallest (the ratio taken in the dtype, as NumPy
-    /// does); positional otherwise.
+    /// non-zero magnitude reaches the dtype's cut-off (f16 1e3, f32 1e6, f64
+    /// 1e8) or is below 1e-4 (both as values of the dtype), or the largest
+    /// is over 1000 times the smallest (the ratio taken in the dtype, as
+    /// NumPy does); positional otherwise.
     pub fn new(values: &[f64], width: FloatWidth, plus: bool) -> FloatFormat {
         let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         let magnitudes = finite.iter().map(|v| v.abs()).filter(|&v| v != 0.0);
@@ -146,7 +213,8 @@ impl FloatFormat {
             FloatWidth::F32 => (max as f32 / min as f32) as f64,
             FloatWidth::F16 => half::f16::from_f32(max as f32 / min as f32).to_f64(),
         };
-        let scientific = max > 0.0 && (max >= 1e8 || min < 1e-4 || ratio > 1000.0);
+        let scientific =
+            max > 0.0 && (max >= width.array_cutoff() || min < width.round(1e-4) || ratio > 1000.0);
         let sign_len = |s: &str| usize::from(plus && !s.starts_with('-'));
         let mut f = FloatFormat {
             width,
@@ -173,7 +241,10 @@ impl FloatFormat {
                     .unwrap_or(1);
                 f.pad_right = f.exp_digits + 2 + f.precision;
             } else {
-                let parts: Vec<_> = finite.iter().map(|&v| positional(v, width)).collect();
+                let parts: Vec<_> = finite
+                    .iter()
+                    .map(|&v| positional(v, width, Some(PRECISION)))
+                    .collect();
                 f.pad_left = parts
                     .iter()
                     .map(|(i, _)| i.len() + sign_len(i))
@@ -219,7 +290,13 @@ impl FloatFormat {
             }
         };
         if self.scientific {
-            let (int, frac, exp) = scientific_parts(v, self.width);
+            // The column's digits after the point, past the shortest where
+            // the column is wider: the value's own, exactly rounded.
+            let (int, frac, exp) = if v == 0.0 {
+                scientific_parts(v, self.width)
+            } else {
+                split_sci(&exact_sci(v, self.precision))
+            };
             format!(
                 "{:>pl$}.{frac:0<pr$}e{}",
                 with_plus(int),
@@ -228,7 +305,7 @@ impl FloatFormat {
                 pr = self.precision,
             )
         } else {
-            let (int, frac) = positional(v, self.width);
+            let (int, frac) = positional(v, self.width, Some(PRECISION));
             format!(
                 "{:>pl$}.{frac:<pr$}",
                 with_plus(int),
@@ -248,8 +325,10 @@ fn scientific_parts(v: f64, width: FloatWidth) -> (String, String, i32) {
     scientific(v, width)
 }
 
-/// A lone float as NumPy prints a 0-d array or a scalar (Python's `repr`):
-/// `3.0`, `0.1`, `1e-05`, `1e+16`, `nan`, `-inf`.
+/// A lone float as NumPy prints a 0-d array or a scalar (its `str`): the
+/// shortest digits, positional from 1e-4 up to the dtype's cut-off (1e3,
+/// 1e6, 1e16 for f16, f32, f64) and scientific elsewhere: `3.0`, `0.1`,
+/// `1e-04`, `2e+06`, `nan`, `-inf`.
 pub(crate) fn format_scalar_float(v: f64, width: FloatWidth) -> String {
     if v.is_nan() {
         return "nan".into();
@@ -257,8 +336,9 @@ pub(crate) fn format_scalar_float(v: f64, width: FloatWidth) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "inf" } else { "-inf" }.into();
     }
-    let d = shortest(v, width);
-    if v != 0.0 && (d.exp < -4 || d.exp >= 16) {
+    let a = v.abs();
+    if v != 0.0 && (a < 1e-4 || a >= width.scalar_cutoff()) {
+        let d = shortest(v, width);
         let sign = if d.negative { "-" } else { "" };
         let frac = if d.digits.len() > 1 {
             format!(".{}", &d.digits[1..])
@@ -267,7 +347,7 @@ pub(crate) fn format_scalar_float(v: f64, width: FloatWidth) -> String {
         };
         return format!("{sign}{}{frac}e{}", &d.digits[..1], exponent(d.exp, 2));
     }
-    let (int, frac) = positional(v, width);
+    let (int, frac) = positional(v, width, None);
     let frac = if frac.is_empty() {
         "0".to_string()
     } else {
@@ -351,6 +431,38 @@ mod tests {
             column(&[0.0, 1.0, 1997.0], FloatWidth::F64),
             ["0.000e+00", "1.000e+00", "1.997e+03"]
         );
+    }
+
+    // Issue 26's repros: digits past the shortest are the value's own; the
+    // cut-offs follow the dtype; a lone value's 1e-4 bound is on the value.
+    #[test]
+    fn wider_columns_and_cutoffs_follow_numpy() {
+        let f = |v: f32| v as f64;
+        assert_eq!(
+            column(&[f(9.99e-5), f(1.2345679e8)], FloatWidth::F32),
+            ["9.9899997e-05", "1.2345679e+08"]
+        );
+        assert_eq!(
+            column(&[f(1e-45), 1.5], FloatWidth::F32),
+            ["1.4e-45", "1.5e+00"]
+        );
+        assert_eq!(column(&[2e6, 3e6], FloatWidth::F32), ["2.e+06", "3.e+06"]);
+        assert_eq!(
+            column(&[1000.0, 2000.0], FloatWidth::F16),
+            ["1.e+03", "2.e+03"]
+        );
+        assert_eq!(column(&[f(1e-4)], FloatWidth::F32), ["0.0001"]);
+        assert_eq!(format_scalar_float(2e6, FloatWidth::F32), "2e+06");
+        assert_eq!(format_scalar_float(f(1e-4), FloatWidth::F32), "1e-04");
+        assert_eq!(
+            format_scalar_float(f(-0.0011211223), FloatWidth::F32),
+            "-0.0011211223"
+        );
+        assert_eq!(
+            format_scalar_float(1e15, FloatWidth::F64),
+            "1000000000000000.0"
+        );
+        assert_eq!(format_scalar_float(999.0, FloatWidth::F16), "999.0");
     }
 
     #[test]

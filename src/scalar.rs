@@ -1,6 +1,6 @@
 //! Scalars for `full`, `fill_` and the `*_scalar` ops.
 
-use crate::dtype::{DType, Element, KernelType};
+use crate::dtype::{DType, Element, KernelType, f16_from_f64};
 use crate::error::{Error, Result};
 use half::f16;
 
@@ -116,6 +116,14 @@ impl TypedScalar {
                 v as f64
             }
         };
+        // A float scalar is rounded to the tensor's dtype before any use, as
+        // NumPy converts it: the GPU computes f16 in f32, and must see the
+        // f16 value (1.0001 is 1.0 in f16, 65519.99 is 65504), not the f32.
+        let value = match dtype {
+            DType::F32 => value as f32 as f64,
+            DType::F16 => f16_from_f64(value).to_f64(),
+            _ => value,
+        };
         // c64 was refused above.
         let dtype = KernelType::of(dtype).ok_or_else(bad)?;
         Ok(TypedScalar { value, dtype })
@@ -170,6 +178,16 @@ mod tests {
                 .unwrap()
                 .bits(),
             u32::MAX
+        );
+        // Rounded to the dtype once, for both devices.
+        let h = |v: f64| TypedScalar::new("t", v.into(), DType::F16).unwrap();
+        assert_eq!(h(1.0001).bits(), 1.0f32.to_bits());
+        assert_eq!(h(2049.0001).bits(), 2050.0f32.to_bits());
+        assert_eq!(h(65519.99).bits(), 65504.0f32.to_bits());
+        assert_eq!(h(65520.0).bits(), f32::INFINITY.to_bits());
+        assert_eq!(
+            TypedScalar::new("t", 0.1.into(), DType::F32).unwrap().value,
+            0.1f32 as f64
         );
         assert_eq!(
             TypedScalar::new("t", 1.5.into(), DType::F16)

@@ -181,3 +181,57 @@ fn debug_adds_shape_dtype_device_and_view_layout() {
         "tensor([[1.  3. ]\n        [2.5 4. ]], shape=[2, 2], dtype=f32, device=cpu, strides=[1, 2], offset=0)"
     );
 }
+
+/// The arrays of tests/data/numpy_print_cases.txt (1,200 generated f16, f32
+/// and f64 arrays and 0-d values across every rule NumPy's printing turns
+/// on), printed as NumPy 2.4 printed them. f64 is CPU-only; f16 runs on each
+/// device, native and packed.
+#[test]
+fn display_matches_numpy_on_generated_arrays() {
+    let text = include_str!("data/numpy_print_cases.txt");
+    let mut devs = devices();
+    devs.extend(common::gpu_packed_f16());
+    for dev in devs {
+        let mut wrong = Vec::new();
+        let mut count = 0;
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let [dtype, shape, bits, want] = fields[..] else {
+                panic!("bad case line: {line}");
+            };
+            let shape: Vec<usize> = shape
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().unwrap())
+                .collect();
+            let bits = bits.split(',').map(|b| u64::from_str_radix(b, 16).unwrap());
+            let t = match dtype {
+                "f16" => {
+                    let v: Vec<f16> = bits.map(|b| f16::from_bits(b as u16)).collect();
+                    Tensor::from_slice(&v, shape.as_slice(), &dev).unwrap()
+                }
+                "f32" => {
+                    let v: Vec<f32> = bits.map(|b| f32::from_bits(b as u32)).collect();
+                    Tensor::from_slice(&v, shape.as_slice(), &dev).unwrap()
+                }
+                _ if dev.is_gpu() => continue,
+                _ => {
+                    let v: Vec<f64> = bits.map(f64::from_bits).collect();
+                    Tensor::from_slice(&v, shape.as_slice(), &dev).unwrap()
+                }
+            };
+            count += 1;
+            let got = t.to_string().replace('\n', "|");
+            if got != want {
+                wrong.push(format!("{dtype} {shape:?}\n  got  {got}\n  want {want}"));
+            }
+        }
+        assert!(count >= 800, "{dev}: only {count} cases ran");
+        assert!(
+            wrong.is_empty(),
+            "{dev}: {} of {count} differ from NumPy:\n{}",
+            wrong.len(),
+            wrong[..wrong.len().min(20)].join("\n")
+        );
+    }
+}

@@ -182,7 +182,20 @@ impl Tensor {
     pub fn rollaxis(&self, axis: isize, start: isize) -> Result<Tensor> {
         const OP: &str = "rollaxis";
         let a = normalize_axis(OP, axis, self.rank())?;
-        let mut s = normalize_axis(OP, start, self.rank() + 1)?;
+        // NumPy adds the rank (not rank + 1) to a negative start, then
+        // takes 0..=rank.
+        let r = self.rank() as isize;
+        let mut s = match start {
+            s if (-r..0).contains(&s) => (s + r) as usize,
+            s if (0..=r).contains(&s) => s as usize,
+            _ => {
+                return Err(Error::Axis {
+                    op: OP,
+                    axis: start,
+                    rank: self.rank(),
+                });
+            }
+        };
         if a < s {
             s -= 1;
         }

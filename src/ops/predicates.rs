@@ -66,7 +66,9 @@ impl Tensor {
     /// values, exact equality for infinities, and NaN equal to NaN only
     /// when `equal_nan` (NumPy's `isclose`; its defaults are `rtol = 1e-5`,
     /// `atol = 1e-8`). Computed in the dtype of the operands (f16 in f32,
-    /// rounded), integers in f32.
+    /// rounded); for integers the difference is taken exactly (as NumPy's
+    /// f64 takes it below 2^53: 16777217 is not close to 16777216 with zero
+    /// tolerances) and compared in f32 with the tolerance.
     ///
     /// ```
     /// use webtensor::{Device, Tensor};
@@ -104,15 +106,28 @@ impl Tensor {
         }
         super::check_devices(OP, self, &[super::Arg::Tensor(other)])?;
         crate::shape::broadcast_shapes(OP, self.shape(), other.shape())?;
-        let (a, b) = if self.dtype().is_float() {
-            (self.clone(), other.clone())
-        } else {
-            (self.to_dtype(DType::F32)?, other.to_dtype(DType::F32)?)
-        };
+        let (a, b) = (self, other);
+        if !a.dtype().is_float() {
+            // |a - b| exactly: the larger less the smaller, in the dtype's
+            // wrapping arithmetic, is the distance modulo 2^32 (i32 ones at
+            // or past 2^31 wrap negative and get 2^32 back), then in f32.
+            let distance = a.maximum(b)?.sub(&a.minimum(b)?)?;
+            let mut far = distance.to_dtype(DType::F32)?;
+            if a.dtype() == DType::I32 {
+                let wrapped = distance.lt_scalar(0)?.to_dtype(DType::F32)?;
+                far = far.add(&wrapped.mul_scalar(4294967296.0)?)?;
+            }
+            let tolerance = b
+                .to_dtype(DType::F32)?
+                .abs()?
+                .mul_scalar(rtol)?
+                .add_scalar(atol)?;
+            return far.le(&tolerance)?.logical_or(&a.eq(b)?);
+        }
         let tolerance = b.abs()?.mul_scalar(rtol)?.add_scalar(atol)?;
-        let within = a.sub(&b)?.abs()?.le(&tolerance)?;
+        let within = a.sub(b)?.abs()?.le(&tolerance)?;
         let finite = a.isfinite()?.logical_and(&b.isfinite()?)?;
-        let close = within.logical_and(&finite)?.logical_or(&a.eq(&b)?)?;
+        let close = within.logical_and(&finite)?.logical_or(&a.eq(b)?)?;
         if equal_nan {
             return close.logical_or(&a.isnan()?.logical_and(&b.isnan()?)?);
         }

@@ -2,7 +2,7 @@
 //! (`ops/kinds.rs`): wrapping integers, defined integer division by zero,
 //! NaN-propagating maximum/minimum, f16 computed in f32 and rounded once.
 
-use crate::dtype::Element;
+use crate::dtype::{Element, f16_from_f64};
 use half::f16;
 
 /// sqrt(2 / pi), the GELU tanh-approximation constant.
@@ -70,9 +70,13 @@ macro_rules! float_num {
                 self / o
             }
             #[inline(always)]
+            /// NumPy's `npy_divmod`: C's fmod moved to the divisor's sign;
+            /// a zero remainder is a zero of the divisor's sign.
             fn rem(self, o: Self) -> Self {
                 let r = self % o;
-                if r != 0.0 && ((r < 0.0) != (o < 0.0)) {
+                if r == 0.0 {
+                    (0.0 as $t).copysign(o)
+                } else if (r < 0.0) != (o < 0.0) {
                     r + o
                 } else {
                     r
@@ -444,8 +448,8 @@ impl Cast for f16 {
     #[inline(always)]
     fn from_wide(w: Wide) -> Self {
         match w {
-            Wide::Float(v) => f16::from_f64(v),
-            Wide::Int(v) => f16::from_f64(v as f64),
+            Wide::Float(v) => f16_from_f64(v),
+            Wide::Int(v) => f16_from_f64(v as f64),
         }
     }
 }

@@ -39,9 +39,20 @@ fn relu_f32(a: f32) -> f32 {
     return select(a, 0.0, a < 0.0);
 }
 
+// tanh to a few ulp everywhere. WGSL's tanh is bounded only absolutely
+// (2^-25 off at tanh(1e-6), 1.3% of the value), so below |a| = 0.5 it is
+// expm1(2|a|) / (expm1(2|a|) + 2), whose error is relative; above, the
+// built-in's absolute error is relatively small. tanh of |a| > 10 is +-1 in
+// f32; clamping keeps exp-based lowerings finite.
 fn tanh_f32(a: f32) -> f32 {
-    // tanh of |a| > 10 is +-1 in f32; clamping keeps exp-based lowerings finite.
-    return select(tanh(clamp(a, -10.0, 10.0)), a, is_nan_f32(a));
+    if (is_nan_f32(a)) { return a; }
+    let x = abs(a);
+    if (x < 0.5) {
+        let e = expm1_f32(2.0 * x);
+        let t = e / (e + 2.0);
+        return select(t, -t, sign_bit_f32(a));
+    }
+    return tanh(clamp(a, -10.0, 10.0));
 }
 
 fn sigmoid_f32(a: f32) -> f32 {
@@ -83,15 +94,43 @@ fn log_f32(x: f32) -> f32 {
     return log(x);
 }
 
+// atan of x >= 0 to a few ulp (Cephes' atanf): arguments past tan(3pi/8)
+// are taken as pi/2 - atan(1/x), those past tan(pi/8) as
+// pi/4 + atan((x - 1) / (x + 1)), then a minimax polynomial on
+// [0, tan(pi/8)]. WGSL bounds its built-in atan only loosely, and the
+// built-in atan2 has been seen 2e-5 off (relatively) near zero.
+fn atan_abs_f32(x: f32) -> f32 {
+    var base = 0.0;
+    var t = x;
+    if (x > 2.414213562373095) {
+        base = 1.5707963267948966;
+        t = -1.0 / x;
+    } else if (x > 0.41421356237309503) {
+        base = 0.7853981633974483;
+        t = (x - 1.0) / (x + 1.0);
+    }
+    let z = t * t;
+    return base + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
+        - 3.33329491539e-1) * z * t + t);
+}
+
 // atan2 with IEEE's rules where WGSL leaves them open: NaN in, NaN out;
-// atan2(+-0, +0) = +-0 and atan2(+-0, -0) = +-pi.
+// atan2(+-0, +0) = +-0 and atan2(+-0, -0) = +-pi; the angle of |a| / |b|
+// from atan_abs_f32, moved to b's half plane and a's sign.
 fn atan2_f32(a: f32, b: f32) -> f32 {
     if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
     if (a == 0.0) {
         if (b > 0.0 || (b == 0.0 && !sign_bit_f32(b))) { return a; }
         return select(3.14159265358979, -3.14159265358979, sign_bit_f32(a));
     }
-    return atan2(a, b);
+    var q: f32;
+    if (is_inf_f32(a) && is_inf_f32(b)) {
+        q = 0.7853981633974483;
+    } else {
+        q = atan_abs_f32(abs(a) / abs(b));
+    }
+    if (sign_bit_f32(b)) { q = 3.141592653589793 - q; }
+    return select(q, -q, sign_bit_f32(a));
 }
 
 // C's fmod, exactly: |a| reduced by |b| scaled to its binade, one exact
@@ -114,10 +153,12 @@ fn fmod_f32(a: f32, b: f32) -> f32 {
     return select(x, -x, sign_bit_f32(a));
 }
 
-// NumPy's remainder: fmod, moved to the divisor's sign.
+// NumPy's remainder: fmod, moved to the divisor's sign; a zero remainder
+// is a zero of the divisor's sign.
 fn rem_f32(a: f32, b: f32) -> f32 {
     let r = fmod_f32(a, b);
-    return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0)));
+    if (r == 0.0) { return select(0.0, -0.0, sign_bit_f32(b)); }
+    return select(r, r + b, (r < 0.0) != (b < 0.0));
 }
 
 // IEEE pow (C's powf), whose special cases WGSL's pow leaves open.
@@ -275,29 +316,153 @@ fn expm1_f32(x: f32) -> f32 {
     return exp(x) - 1.0;
 }
 
-// tan, to a few ulp for |x| up to about 8192 (Cephes' tanf): WGSL's tan is
-// only as good as sin / cos, whose error bound is absolute (2^-11 on
-// [-pi, pi]), and browsers' compilers use that freedom. x is reduced by
-// multiples of pi/4 in three exact-ish steps, then a minimax polynomial on
-// [-pi/4, pi/4]; odd octant pairs take -1/tan.
+// The low and high words of the 64-bit product a * b.
+fn mul_wide_u32(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    let lo = (p00 & 0xffffu) | (mid << 16u);
+    let hi = a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+    return vec2<u32>(lo, hi);
+}
+
+// x = q * pi/2 + r with |r| <= pi/4 (q taken mod 4).
+struct HalfPiTurns {
+    q: u32,
+    r: f32,
+}
+
+// Argument reduction for sin, cos and tan, to about an ulp at any
+// magnitude (WGSL bounds its built-ins only on [-pi, pi]; sin(3e38) came
+// back -1). Up to 8192, Cody and Waite: j * pi/2 taken off in four parts
+// whose first three products with j are exact (8, 11 and 11 bits). Beyond, Payne and Hanek: the
+// 24-bit significand times 192 bits of 2/pi in integer arithmetic, from
+// which the 64 bits around the binary point give the quadrant and the
+// fraction (the error of the cut 2/pi is below 2^-64 for every f32).
+fn reduce_half_pi(x: f32) -> HalfPiTurns {
+    let ax = abs(x);
+    var q: u32;
+    var r: f32;
+    if (ax <= 8192.0) {
+        let j = round(ax * 0.6366197723675814);
+        r = (((ax - j * 1.5703125) - j * 4.837512969970703125e-4) - j * 7.549533620476723e-8)
+            - j * 2.5633440682570896e-12;
+        q = u32(j);
+    } else {
+        let bits = bitcast<u32>(ax);
+        let e = i32((bits >> 23u) & 0xffu) - 127;
+        // ax = m * 2^(e - 31); 2/pi = t * 2^-192; ax * 2/pi = (m * t) * 2^(e - 223).
+        let m = (bits << 8u) | 0x80000000u;
+        var prod: array<u32, 7>;
+        var carry = 0u;
+        var p = mul_wide_u32(m, 0x3c439041u);
+        prod[0] = p.x;
+        carry = p.y;
+        p = mul_wide_u32(m, 0xdb629599u);
+        prod[1] = p.x + carry;
+        carry = p.y + select(0u, 1u, prod[1] < p.x);
+        p = mul_wide_u32(m, 0xf534ddc0u);
+        prod[2] = p.x + carry;
+        carry = p.y + select(0u, 1u, prod[2] < p.x);
+        p = mul_wide_u32(m, 0xfc2757d1u);
+        prod[3] = p.x + carry;
+        carry = p.y + select(0u, 1u, prod[3] < p.x);
+        p = mul_wide_u32(m, 0x4e441529u);
+        prod[4] = p.x + carry;
+        carry = p.y + select(0u, 1u, prod[4] < p.x);
+        p = mul_wide_u32(m, 0xa2f9836eu);
+        prod[5] = p.x + carry;
+        prod[6] = p.y + select(0u, 1u, prod[5] < p.x);
+        // Bits 161 - e to 224 - e: two integer bits, then 62 of fraction.
+        let low = u32(161 - e);
+        let word = low >> 5u;
+        let shift = low & 31u;
+        var lo = prod[word];
+        var hi = prod[word + 1u];
+        if (shift != 0u) {
+            lo = (lo >> shift) | (hi << (32u - shift));
+            hi = (hi >> shift) | (prod[word + 2u] << (32u - shift));
+        }
+        q = hi >> 30u;
+        var fh = (hi << 2u) | (lo >> 30u);
+        var fl = lo << 2u;
+        // A fraction of a half or more is the next quadrant less the rest.
+        let up = (fh >> 31u) == 1u;
+        if (up) {
+            q = q + 1u;
+            fl = 0u - fl;
+            fh = select(~fh, ~fh + 1u, fl == 0u);
+        }
+        var scale = -32;
+        if (fh == 0u) {
+            fh = fl;
+            fl = 0u;
+            scale = -64;
+        }
+        let lead = countLeadingZeros(fh);
+        if (lead != 0u && lead < 32u) {
+            fh = (fh << lead) | (fl >> (32u - lead));
+        }
+        r = ldexp(f32(fh), scale - i32(lead)) * 1.5707963267948966;
+        if (up) { r = -r; }
+    }
+    if (sign_bit_f32(x)) {
+        q = 0u - q;
+        r = -r;
+    }
+    return HalfPiTurns(q & 3u, r);
+}
+
+// sin and cos on [-pi/4, pi/4] (Cephes' sinf and cosf polynomials).
+fn sin_kernel_f32(r: f32) -> f32 {
+    let z = r * r;
+    return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+}
+
+fn cos_kernel_f32(r: f32) -> f32 {
+    let z = r * r;
+    return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z
+        - 0.5 * z + 1.0;
+}
+
+fn sin_f32(x: f32) -> f32 {
+    if (is_nan_f32(x) || is_inf_f32(x)) { return nan_f32(); }
+    if (x == 0.0) { return x; }
+    let t = reduce_half_pi(x);
+    let s = select(sin_kernel_f32(t.r), cos_kernel_f32(t.r), (t.q & 1u) == 1u);
+    return select(s, -s, (t.q & 2u) != 0u);
+}
+
+fn cos_f32(x: f32) -> f32 {
+    if (is_nan_f32(x) || is_inf_f32(x)) { return nan_f32(); }
+    let t = reduce_half_pi(x);
+    let c = select(cos_kernel_f32(t.r), sin_kernel_f32(t.r), (t.q & 1u) == 1u);
+    return select(c, -c, ((t.q + 1u) & 2u) != 0u);
+}
+
+// tan to a few ulp at any magnitude: WGSL's tan is only as good as
+// sin / cos, whose error bound is absolute (2^-11 on [-pi, pi]), and
+// browsers' compilers use that freedom. The argument is reduced by
+// multiples of pi/2, then Cephes' tanf polynomial on [-pi/4, pi/4]; odd
+// quadrants take -1/tan.
 fn tan_f32(a: f32) -> f32 {
     if (is_nan_f32(a) || is_inf_f32(a)) { return nan_f32(); }
-    let x = abs(a);
-    var j = u32(x * 1.2732395447351628);
-    var y = f32(j);
-    if ((j & 1u) == 1u) {
-        j = j + 1u;
-        y = y + 1.0;
-    }
-    let z = ((x - y * 0.78515625) - y * 2.4187564849853515625e-4) - y * 3.77489497744594108e-8;
+    if (a == 0.0) { return a; }
+    let turns = reduce_half_pi(a);
+    let z = turns.r;
     let zz = z * z;
-    var t = z;
-    if (zz > 1.0e-4) {
-        t = (((((9.38540185543e-3 * zz + 3.11992232697e-3) * zz + 2.44301354525e-2) * zz
-            + 5.34112807005e-2) * zz + 1.33387994085e-1) * zz + 3.33331568548e-1) * zz * z + z;
-    }
-    if ((j & 2u) == 2u) { t = -1.0 / t; }
-    return select(t, -t, sign_bit_f32(a));
+    // The polynomial for every z: for small z it is z to the last bit, and
+    // skipping it (Cephes skips it only below |x| = 1e-4, not for small
+    // reduced z) left z^3 / 3 out, ~280 ulp.
+    var t = (((((9.38540185543e-3 * zz + 3.11992232697e-3) * zz + 2.44301354525e-2) * zz
+        + 5.34112807005e-2) * zz + 1.33387994085e-1) * zz + 3.33331568548e-1) * zz * z + z;
+    if ((turns.q & 1u) == 1u) { t = -1.0 / t; }
+    return t;
 }
 
 fn sqrt_f32(x: f32) -> f32 {

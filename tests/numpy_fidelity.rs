@@ -1,0 +1,241 @@
+//! NumPy's own answers where webtensor once differed from it silently
+//! (issue 26), from tests/data/numpy_op_cases.txt (written by NumPy through
+//! make_op_cases.py), on every device (f16 native and packed): `rollaxis`
+//! for every axis and start, float `remainder` with the divisor's sign on a
+//! zero (compared bit for bit), f64 values rounded once to f16 everywhere a
+//! scalar enters, and scalar operands rounded to the tensor's dtype before
+//! the GPU computes. Also integer `isclose` compared exactly.
+
+mod common;
+
+use common::devices;
+use webtensor::{DType, Device, PadMode, Tensor, f16};
+
+fn cases(kind: &str) -> impl Iterator<Item = Vec<&'static str>> {
+    include_str!("data/numpy_op_cases.txt")
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .filter(move |w| w[0] == kind)
+}
+
+fn hex(s: &str) -> u64 {
+    u64::from_str_radix(s, 16).unwrap()
+}
+
+/// Elements with these bits in `dtype` (f32 or f16).
+fn from_bits(bits: &[u64], dtype: &str, dev: &Device) -> Tensor {
+    let n = [bits.len()];
+    match dtype {
+        "f32" => {
+            let v: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b as u32)).collect();
+            Tensor::from_slice(&v, n, dev).unwrap()
+        }
+        _ => {
+            let v: Vec<f16> = bits.iter().map(|&b| f16::from_bits(b as u16)).collect();
+            Tensor::from_slice(&v, n, dev).unwrap()
+        }
+    }
+}
+
+/// The elements' bits, NaN read as one pattern (NumPy's NaN payloads are
+/// not compared).
+fn bits_of(t: &Tensor) -> Vec<u64> {
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                if v.is_nan() {
+                    0x7fc0_0000
+                } else {
+                    v.to_bits() as u64
+                }
+            })
+            .collect(),
+        _ => t
+            .to_vec::<f16>()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                if v.is_nan() {
+                    0x7e00
+                } else {
+                    v.to_bits() as u64
+                }
+            })
+            .collect(),
+    }
+}
+
+fn canonical(bits: u64, dtype: &str) -> u64 {
+    match dtype {
+        "f32" if f32::from_bits(bits as u32).is_nan() => 0x7fc0_0000,
+        "f16" if f16::from_bits(bits as u16).is_nan() => 0x7e00,
+        _ => bits,
+    }
+}
+
+#[test]
+fn rollaxis_matches_numpy_for_every_axis_and_start() {
+    let mut n = 0;
+    for c in cases("rollaxis") {
+        let dims: Vec<usize> = c[1].split(',').map(|d| d.parse().unwrap()).collect();
+        let (axis, start): (isize, isize) = (c[2].parse().unwrap(), c[3].parse().unwrap());
+        let t = Tensor::zeros(dims.as_slice(), DType::F32, &Device::cpu()).unwrap();
+        let got = t.rollaxis(axis, start);
+        match c[4] {
+            "error" => assert!(got.is_err(), "rollaxis({dims:?}, {axis}, {start}) is Ok"),
+            want => {
+                let want: Vec<usize> = want.split(',').map(|d| d.parse().unwrap()).collect();
+                let got =
+                    got.unwrap_or_else(|e| panic!("rollaxis({dims:?}, {axis}, {start}): {e}"));
+                assert_eq!(got.dims(), want, "rollaxis({dims:?}, {axis}, {start})");
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 200);
+}
+
+#[test]
+fn float_remainder_matches_numpy_bit_for_bit() {
+    for dev in devices() {
+        for dtype in ["f32", "f16"] {
+            let rows: Vec<_> = cases("remainder").filter(|c| c[1] == dtype).collect();
+            let a: Vec<u64> = rows.iter().map(|c| hex(c[2])).collect();
+            let b: Vec<u64> = rows.iter().map(|c| hex(c[3])).collect();
+            let (ta, tb) = (from_bits(&a, dtype, &dev), from_bits(&b, dtype, &dev));
+            let tensor = bits_of(&ta.remainder(&tb).unwrap());
+            let mut wrong = Vec::new();
+            for (k, c) in rows.iter().enumerate() {
+                let want = canonical(hex(c[4]), dtype);
+                if tensor[k] != want {
+                    wrong.push(format!(
+                        "{} % {}: {:x}, want {want:x}",
+                        c[2], c[3], tensor[k]
+                    ));
+                }
+                // The scalar form, for every tenth divisor.
+                if k % 10 == 0 {
+                    let divisor = from_bits(&[b[k]], dtype, &Device::cpu());
+                    let s = divisor
+                        .to_dtype(DType::F32)
+                        .unwrap()
+                        .to_vec::<f32>()
+                        .unwrap()[0];
+                    let one = from_bits(&[a[k]], dtype, &dev).remainder_scalar(s).unwrap();
+                    let got = bits_of(&one)[0];
+                    if got != want {
+                        wrong.push(format!("{} % scalar {s}: {got:x}, want {want:x}", c[2]));
+                    }
+                }
+            }
+            assert!(wrong.is_empty(), "{dev} {dtype}:\n{}", wrong.join("\n"));
+        }
+    }
+}
+
+#[test]
+fn f64_values_round_once_to_f16_everywhere_a_scalar_enters() {
+    let rows: Vec<_> = cases("f16").collect();
+    let xs: Vec<f64> = rows.iter().map(|c| f64::from_bits(hex(c[1]))).collect();
+    let want: Vec<f64> = rows.iter().map(|c| f64::from_bits(hex(c[2]))).collect();
+    for dev in devices() {
+        let mut wrong = Vec::new();
+        for (k, &x) in xs.iter().enumerate() {
+            let t = Tensor::full([1], x, DType::F16, &dev).unwrap();
+            let got = t.to_vec::<f16>().unwrap()[0].to_f64();
+            if got != want[k] && !(got.is_nan() && want[k].is_nan()) {
+                wrong.push(format!("full({x:e}) = {got}, want {}", want[k]));
+            }
+        }
+        assert!(wrong.is_empty(), "{dev}:\n{}", wrong.join("\n"));
+        // The issue's repros through each way a scalar enters.
+        let h = |t: Tensor| t.to_vec::<f16>().unwrap()[0].to_f64();
+        let zeros = Tensor::zeros([1], DType::F16, &dev).unwrap();
+        assert_eq!(
+            h(Tensor::full([1], 2049.0001, DType::F16, &dev).unwrap()),
+            2050.0
+        );
+        assert_eq!(
+            h(Tensor::linspace(-498.1250059734055, 0.0, 2, DType::F16, &dev).unwrap()),
+            -498.25
+        );
+        assert_eq!(h(zeros.full_like(2049.0001).unwrap()), 2050.0);
+        let filled = zeros.clone();
+        filled.fill_(2049.0001).unwrap();
+        assert_eq!(h(filled), 2050.0);
+        let padded = zeros
+            .pad(&[(1, 0)], PadMode::Constant(2049.0001.into()))
+            .unwrap();
+        assert_eq!(h(padded), 2050.0);
+        let clamped = Tensor::full([1], 3000.0, DType::F16, &dev)
+            .unwrap()
+            .clamp(0.0, 2049.0001)
+            .unwrap();
+        assert_eq!(h(clamped), 2050.0);
+    }
+}
+
+#[test]
+fn scalar_operands_are_rounded_to_the_tensor_dtype_first() {
+    type Op = fn(&Tensor, f64) -> webtensor::Result<Tensor>;
+    let op = |name: &str| -> Op {
+        match name {
+            "add" => |t, s| t.add_scalar(s),
+            "sub" => |t, s| t.sub_scalar(s),
+            "mul" => |t, s| t.mul_scalar(s),
+            "div" => |t, s| t.div_scalar(s),
+            "maximum" => |t, s| t.maximum_scalar(s),
+            _ => |t, s| t.minimum_scalar(s),
+        }
+    };
+    for dev in devices() {
+        let mut wrong = Vec::new();
+        for c in cases("scalar") {
+            let (dtype, s) = (c[2], f64::from_bits(hex(c[4])));
+            let t = from_bits(&[hex(c[3])], dtype, &dev);
+            let got = bits_of(&op(c[1])(&t, s).unwrap())[0];
+            let want = canonical(hex(c[5]), dtype);
+            if got != want {
+                wrong.push(format!(
+                    "{} {dtype} {} with {s}: {got:x}, want {want:x}",
+                    c[1], c[3]
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{dev}:\n{}", wrong.join("\n"));
+    }
+}
+
+#[test]
+fn integer_isclose_compares_exactly() {
+    for dev in devices() {
+        let a = Tensor::from_slice(&[16777217i32, i32::MAX, i32::MIN, 5, -7], [5], &dev).unwrap();
+        let b = Tensor::from_slice(&[16777216i32, i32::MIN, i32::MAX, 5, -6], [5], &dev).unwrap();
+        let close = a
+            .isclose(&b, 0.0, 0.0, false)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap();
+        assert_eq!(close, [false, false, false, true, false], "{dev}");
+        let close = a
+            .isclose(&b, 0.0, 1.0, false)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap();
+        assert_eq!(close, [true, false, false, true, true], "{dev}");
+        // i32::MIN and i32::MAX are 2^32 - 1 apart: within 2^32.
+        let far = a.isclose(&b, 0.0, 4294967296.0, false).unwrap();
+        assert_eq!(far.to_vec::<bool>().unwrap(), [true; 5], "{dev}");
+        let u = Tensor::from_slice(&[16777217u32, 0, 255], [3], &dev).unwrap();
+        let v = Tensor::from_slice(&[16777216u32, u32::MAX, 255], [3], &dev).unwrap();
+        let close = u
+            .isclose(&v, 0.0, 0.0, false)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap();
+        assert_eq!(close, [false, false, true], "{dev}");
+    }
+}
