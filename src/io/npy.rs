@@ -26,7 +26,10 @@ fn descr(dtype: DType) -> &'static str {
 
 /// The element type and byte order of a `descr` (`<f4`, `>i8`, `|b1` ...).
 fn parse_descr(op: &'static str, d: &str) -> Result<(FileType, bool)> {
-    let (order, code) = d.split_at(d.len().min(1));
+    // The first character, whatever its width (a multi-byte one is refused
+    // below, never split).
+    let first = d.chars().next().map_or(0, char::len_utf8);
+    let (order, code) = d.split_at(first);
     let big = match order {
         "<" | "=" | "|" => false,
         ">" => true,
@@ -66,54 +69,147 @@ struct Header {
     shape: Vec<usize>,
 }
 
-/// The quoted string after `'key':` in a Python dict literal.
-fn dict_value<'a>(op: &'static str, dict: &'a str, key: &str) -> Result<&'a str> {
-    let missing = || Error::format(op, format!("the header has no {key:?}: {dict}"));
-    let at = dict.find(&format!("'{key}'")).ok_or_else(missing)?;
-    let rest = dict[at + key.len() + 2..].trim_start();
-    let rest = rest.strip_prefix(':').ok_or_else(missing)?.trim_start();
-    Ok(rest)
+/// A value of the header dict: the three kinds NumPy writes there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Literal {
+    Str(String),
+    Bool(bool),
+    Tuple(Vec<usize>),
+}
+
+/// The entries of the header, a Python dict literal of strings, `True`,
+/// `False` and tuples of integers (what `ast.literal_eval` reads in a
+/// `.npy` header), read token by token: a key's name inside a string value
+/// is part of that string, never a key. Later duplicates win, as in Python.
+fn parse_dict(op: &'static str, dict: &str) -> Result<Vec<(String, Literal)>> {
+    let bad = |what: &str| Error::format(op, format!("{what} in the header {dict}"));
+    let mut chars = dict.char_indices().peekable();
+    let skip_space = |c: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+        while c.next_if(|&(_, ch)| ch.is_whitespace()).is_some() {}
+    };
+    let string = |c: &mut std::iter::Peekable<std::str::CharIndices<'_>>| -> Result<String> {
+        let quote = c
+            .next_if(|&(_, ch)| ch == '\'' || ch == '"')
+            .ok_or_else(|| bad("a key or value that is not a string"))?
+            .1;
+        let mut out = String::new();
+        loop {
+            match c.next().map(|(_, ch)| ch) {
+                None => return Err(bad("an unterminated string")),
+                Some(ch) if ch == quote => return Ok(out),
+                Some('\\') => out.push(c.next().ok_or_else(|| bad("an unterminated string"))?.1),
+                Some(ch) => out.push(ch),
+            }
+        }
+    };
+    skip_space(&mut chars);
+    chars
+        .next_if(|&(_, ch)| ch == '{')
+        .ok_or_else(|| bad("no dict"))?;
+    let mut entries: Vec<(String, Literal)> = Vec::new();
+    loop {
+        skip_space(&mut chars);
+        if chars.next_if(|&(_, ch)| ch == '}').is_some() {
+            break;
+        }
+        let key = string(&mut chars)?;
+        skip_space(&mut chars);
+        chars
+            .next_if(|&(_, ch)| ch == ':')
+            .ok_or_else(|| bad("a key without ':'"))?;
+        skip_space(&mut chars);
+        let value = match chars.peek().map(|&(_, ch)| ch) {
+            Some('\'' | '"') => Literal::Str(string(&mut chars)?),
+            Some('(') => {
+                chars.next();
+                let mut dims = Vec::new();
+                loop {
+                    skip_space(&mut chars);
+                    if chars.next_if(|&(_, ch)| ch == ')').is_some() {
+                        break;
+                    }
+                    let mut digits = String::new();
+                    while let Some((_, ch)) = chars.next_if(|&(_, ch)| ch.is_ascii_digit()) {
+                        digits.push(ch);
+                    }
+                    chars.next_if(|&(_, ch)| ch == 'L');
+                    let extent = digits
+                        .parse::<usize>()
+                        .map_err(|_| bad(&format!("the extent {digits:?}")))?;
+                    dims.push(extent);
+                    skip_space(&mut chars);
+                    if chars.next_if(|&(_, ch)| ch == ',').is_none() {
+                        skip_space(&mut chars);
+                        chars
+                            .next_if(|&(_, ch)| ch == ')')
+                            .ok_or_else(|| bad("a shape that is not a tuple of integers"))?;
+                        break;
+                    }
+                }
+                Literal::Tuple(dims)
+            }
+            Some('T' | 'F') => {
+                let word: String = std::iter::from_fn(|| {
+                    chars
+                        .next_if(|&(_, ch)| ch.is_ascii_alphabetic())
+                        .map(|(_, ch)| ch)
+                })
+                .collect();
+                match word.as_str() {
+                    "True" => Literal::Bool(true),
+                    "False" => Literal::Bool(false),
+                    _ => return Err(bad(&format!("the value {word:?}"))),
+                }
+            }
+            _ if key == "descr" => {
+                return Err(bad(
+                    "a structured dtype (webtensor reads plain numeric arrays)",
+                ));
+            }
+            _ => return Err(bad(&format!("a value of {key:?} that is not read"))),
+        };
+        entries.retain(|(k, _)| *k != key);
+        entries.push((key, value));
+        skip_space(&mut chars);
+        if chars.next_if(|&(_, ch)| ch == ',').is_none() {
+            skip_space(&mut chars);
+            chars
+                .next_if(|&(_, ch)| ch == '}')
+                .ok_or_else(|| bad("entries not separated by ','"))?;
+            break;
+        }
+    }
+    if chars.any(|(_, ch)| !ch.is_whitespace()) {
+        return Err(bad("text after the dict"));
+    }
+    Ok(entries)
 }
 
 fn parse_header(op: &'static str, dict: &str) -> Result<Header> {
     let bad = |what: &str| Error::format(op, format!("{what} in the header {dict}"));
-    let d = dict_value(op, dict, "descr")?;
-    let quote = d
-        .chars()
-        .next()
-        .filter(|&c| c == '\'' || c == '"')
-        .ok_or_else(|| bad("a structured dtype (webtensor reads plain numeric arrays)"))?;
-    let descr = d[1..]
-        .split(quote)
-        .next()
-        .ok_or_else(|| bad("an unterminated descr"))?;
-    let f = dict_value(op, dict, "fortran_order")?;
-    let fortran_order = if f.starts_with("True") {
-        true
-    } else if f.starts_with("False") {
-        false
-    } else {
+    let entries = parse_dict(op, dict)?;
+    // NumPy takes exactly these three keys.
+    let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    if keys != ["descr", "fortran_order", "shape"] {
+        return Err(bad(&format!(
+            "keys {keys:?} (NumPy writes exactly descr, fortran_order and shape)"
+        )));
+    }
+    let value = |key: &str| &entries.iter().find(|(k, _)| k == key).expect("checked").1;
+    let Literal::Str(descr) = value("descr") else {
+        return Err(bad("a descr that is not a string"));
+    };
+    let &Literal::Bool(fortran_order) = value("fortran_order") else {
         return Err(bad("a fortran_order that is neither True nor False"));
     };
-    let s = dict_value(op, dict, "shape")?;
-    let inner = s
-        .strip_prefix('(')
-        .and_then(|s| s.split(')').next())
-        .ok_or_else(|| bad("a shape that is not a tuple"))?;
-    let shape = inner
-        .split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(|x| {
-            x.trim_end_matches('L')
-                .parse::<usize>()
-                .map_err(|_| bad(&format!("the extent {x:?}")))
-        })
-        .collect::<Result<Vec<usize>>>()?;
+    let Literal::Tuple(shape) = value("shape") else {
+        return Err(bad("a shape that is not a tuple"));
+    };
     Ok(Header {
-        descr: descr.to_string(),
+        descr: descr.clone(),
         fortran_order,
-        shape,
+        shape: shape.clone(),
     })
 }
 
@@ -283,6 +379,35 @@ mod tests {
             "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
         );
         assert!(e.unwrap_err().to_string().contains("structured"));
+        // Issue 26: a key inside a string is not a key; extra keys, a
+        // multi-byte descr and text after the dict are refused.
+        let quoted = "{'descr': '<f4', 'note': \"'shape': (3, 2)\", 'shape': (2, 3), 'fortran_order': False}";
+        assert!(
+            parse_header("t", quoted)
+                .unwrap_err()
+                .to_string()
+                .contains("keys")
+        );
+        let h = parse_header(
+            "t",
+            "{\"shape\": (2, 3L), 'fortran_order': False, 'descr': \"<f4\"}",
+        )
+        .unwrap();
+        assert_eq!(h.shape, [2, 3]);
+        assert!(parse_descr("t", "é4").is_err());
+        assert!(parse_descr("t", "").is_err());
+        for bad in [
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } x",
+            "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2 3)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)",
+            "{'descr': '<f4\\', 'fortran_order': False, 'shape': (2,)}",
+            "{'descr': '<f4' 'fortran_order': False, 'shape': (2,)}",
+            "",
+        ] {
+            assert!(parse_header("t", bad).is_err(), "{bad}");
+        }
         assert!(
             parse_descr("t", "<c16")
                 .unwrap_err()

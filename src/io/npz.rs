@@ -16,12 +16,15 @@ pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tens
     read("from_npz_bytes", bytes, device)
 }
 
+/// Every entry checked first, then inflated one at a time: the host holds
+/// the tensors made so far and one entry's bytes, never every entry's.
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
-    zip::read(op, bytes)?
-        .into_iter()
-        .map(|(name, data)| {
-            let name = name.strip_suffix(".npy").unwrap_or(&name).to_string();
-            Ok((name, npy::read(op, &data, device)?))
+    zip::entries(op, bytes)?
+        .iter()
+        .map(|entry| {
+            let name = &entry.name;
+            let name = name.strip_suffix(".npy").unwrap_or(name).to_string();
+            Ok((name, npy::read(op, &entry.contents(op)?, device)?))
         })
         .collect()
 }

@@ -101,8 +101,8 @@ fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, 
 /// written in row-major order), blocking (native only).
 ///
 /// # Errors
-/// `Error::Format` naming `to_safetensors_bytes` for a repeated name;
-/// readback errors.
+/// `Error::Format` naming `to_safetensors_bytes` for a repeated name or
+/// the name `__metadata__`; readback errors.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn to_safetensors_bytes(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
     pollster::block_on(to_safetensors_bytes_async(tensors))
@@ -116,6 +116,12 @@ pub async fn to_safetensors_bytes_async(tensors: &[(&str, &Tensor)]) -> Result<V
     const OP: &str = "to_safetensors_bytes";
     let mut prepared = Vec::with_capacity(tensors.len());
     for (k, (name, t)) in tensors.iter().enumerate() {
+        if *name == "__metadata__" {
+            return Err(Error::format(
+                OP,
+                "the name \"__metadata__\" is the format's own header entry",
+            ));
+        }
         if tensors[..k].iter().any(|(other, _)| other == name) {
             return Err(Error::format(
                 OP,

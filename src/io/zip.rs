@@ -2,7 +2,11 @@
 //! `np.savez`), read stored or deflated (as `np.savez_compressed` writes),
 //! with the zip64 sizes Python's zipfile records.
 
+use crate::backend::cpu::try_zeroed;
 use crate::error::{Error, Result};
+use miniz_oxide::inflate::TINFLStatus;
+use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+use std::borrow::Cow;
 
 const LOCAL: u32 = 0x0403_4b50;
 const CENTRAL: u32 = 0x0201_4b50;
@@ -11,22 +15,29 @@ const END: u32 = 0x0605_4b50;
 const DOS_DATE: u16 = 0x21;
 
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+    Some(u16::from_le_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    Some(u64::from_le_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
 }
 
 /// A zip archive holding `entries` uncompressed.
 ///
 /// # Errors
 /// `Error::Format` naming `op` for an entry or archive past 4 GiB (zip64
-/// is not written).
+/// sizes and offsets are not written; a zip64 count is, past 65,535
+/// entries).
 pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
     let too_big = || {
         Error::format(
@@ -66,15 +77,29 @@ pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<V
         central.extend_from_slice(&offset.to_le_bytes());
         central.extend_from_slice(name.as_bytes());
     }
-    let count = u16::try_from(entries.len()).map_err(|_| {
-        Error::format(
-            op,
-            format!("{} entries are more than a zip holds", entries.len()),
-        )
-    })?;
     let central_at = u32::try_from(out.len()).map_err(|_| too_big())?;
     let central_len = u32::try_from(central.len()).map_err(|_| too_big())?;
     out.extend_from_slice(&central);
+    // Past 65,535 entries the count goes in a zip64 end record (as Python's
+    // zipfile writes it) and the plain record says 0xffff.
+    let count = u16::try_from(entries.len()).unwrap_or(u16::MAX);
+    if entries.len() >= u16::MAX as usize {
+        let record_at = out.len() as u64;
+        let n = entries.len() as u64;
+        out.extend_from_slice(&END64.to_le_bytes());
+        out.extend_from_slice(&44u64.to_le_bytes()); // the record's size after this field
+        out.extend_from_slice(&45u16.to_le_bytes()); // version made by
+        out.extend_from_slice(&45u16.to_le_bytes()); // version needed
+        out.extend_from_slice(&[0; 8]); // this disk, the central directory's disk
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&(central_len as u64).to_le_bytes());
+        out.extend_from_slice(&(central_at as u64).to_le_bytes());
+        out.extend_from_slice(&END64_LOCATOR.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&record_at.to_le_bytes());
+        out.extend_from_slice(&1u32.to_le_bytes()); // disks
+    }
     out.extend_from_slice(&END.to_le_bytes());
     out.extend_from_slice(&[0; 4]); // this disk, the central directory's disk
     out.extend_from_slice(&count.to_le_bytes());
@@ -85,13 +110,42 @@ pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<V
     Ok(out)
 }
 
-/// Every entry of a zip archive: its name and its (inflated) bytes, in the
-/// central directory's order.
+/// One entry of a zip archive, as its central directory and local header
+/// describe it: its bytes are still in the archive.
+pub(crate) struct Entry<'a> {
+    pub name: String,
+    method: u16,
+    crc: u32,
+    size: u64,
+    data: &'a [u8],
+}
+
+/// The zip64 end of central directory locator and record.
+const END64_LOCATOR: u32 = 0x0706_4b50;
+const END64: u32 = 0x0606_4b50;
+/// Deflate writes at least one bit per 258 bytes of output, so no stream
+/// inflates more than 1032 times its length (plus its last block).
+const MAX_DEFLATE_RATIO: u64 = 1032;
+
+/// `len` bytes of `bytes` from `at`, where both are whatever a header
+/// claims (never past the end, never overflowing).
+fn span(bytes: &[u8], at: u64, len: u64) -> Option<&[u8]> {
+    let at = usize::try_from(at).ok()?;
+    let end = at.checked_add(usize::try_from(len).ok()?)?;
+    bytes.get(at..end)
+}
+
+/// The entries of a zip archive in the central directory's order, checked
+/// before any is inflated: each lies inside the archive, before the central
+/// directory, and no two share bytes (as Python's zipfile refuses
+/// "overlapped entries": a small file whose records all point at one large
+/// entry would otherwise inflate it over and over). An archive of more than
+/// 65,535 entries is read through its zip64 end record.
 ///
 /// # Errors
-/// `Error::Format` naming `op` for a malformed archive, an entry whose CRC
-/// does not match, or a compression other than stored and deflate.
-pub(crate) fn read(op: &'static str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+/// `Error::Format` naming `op` for a malformed archive or a compression
+/// other than stored and deflate.
+pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry<'a>>> {
     let bad = |what: &str| Error::format(op, format!("not a readable zip archive: {what}"));
     // The end record is the last 22 bytes plus a comment of up to 64 KiB.
     let end = (0..=bytes.len().saturating_sub(22))
@@ -99,9 +153,37 @@ pub(crate) fn read(op: &'static str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8
         .take(22 + u16::MAX as usize)
         .find(|&at| u32_at(bytes, at) == Some(END))
         .ok_or_else(|| bad("no end of central directory"))?;
-    let count = u16_at(bytes, end + 10).ok_or_else(|| bad("a short end record"))? as usize;
-    let mut at = u32_at(bytes, end + 16).ok_or_else(|| bad("a short end record"))? as usize;
-    let mut entries = Vec::with_capacity(count);
+    let short_end = || bad("a short end record");
+    let mut count = u16_at(bytes, end + 10).ok_or_else(short_end)? as u64;
+    let mut central_at = u32_at(bytes, end + 16).ok_or_else(short_end)? as u64;
+    // Counts and offsets that do not fit are 0xffff / 0xffffffff there and
+    // held in the zip64 record, which a locator just before names.
+    let locator = end
+        .checked_sub(20)
+        .filter(|&l| u32_at(bytes, l) == Some(END64_LOCATOR));
+    if let Some(locator) = locator
+        && (count == u16::MAX as u64 || central_at == u32::MAX as u64)
+    {
+        let record = u64_at(bytes, locator + 8).ok_or_else(short_end)?;
+        let record =
+            span(bytes, record, 56).ok_or_else(|| bad("a zip64 end record past the end"))?;
+        if u32_at(record, 0) != Some(END64) {
+            return Err(bad("a zip64 end record without its signature"));
+        }
+        count = u64_at(record, 32).ok_or_else(short_end)?;
+        central_at = u64_at(record, 48).ok_or_else(short_end)?;
+    }
+    // Each central record takes at least 46 bytes: a larger count is a lie.
+    if count > (bytes.len() as u64) / 46 {
+        return Err(bad(&format!("{count} entries in {} bytes", bytes.len())));
+    }
+    let mut at = usize::try_from(central_at)
+        .ok()
+        .filter(|&at| at <= bytes.len())
+        .ok_or_else(|| bad("a central directory past the end"))?;
+    let mut entries = Vec::with_capacity(count as usize);
+    // (first byte, one past the last) of each entry's header and data.
+    let mut extents = Vec::with_capacity(count as usize);
     for _ in 0..count {
         if u32_at(bytes, at) != Some(CENTRAL) {
             return Err(bad("a central directory entry without its signature"));
@@ -141,38 +223,107 @@ pub(crate) fn read(op: &'static str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8
             }
             e += 4 + len;
         }
-        let local = local as usize;
-        if u32_at(bytes, local) != Some(LOCAL) {
+        let header = span(bytes, local, 30)
+            .ok_or_else(|| bad(&format!("entry {name:?} has no local header")))?;
+        if u32_at(header, 0) != Some(LOCAL) {
             return Err(bad("an entry without its local header"));
         }
-        let data_at = local
-            + 30
-            + u16_at(bytes, local + 26).ok_or_else(|| bad("a short local header"))? as usize
-            + u16_at(bytes, local + 28).ok_or_else(|| bad("a short local header"))? as usize;
-        let data = usize::try_from(packed)
-            .ok()
-            .and_then(|p| bytes.get(data_at..data_at.checked_add(p)?))
+        let header_len =
+            30 + u16_at(header, 26).unwrap_or(0) as u64 + u16_at(header, 28).unwrap_or(0) as u64;
+        let data = local
+            .checked_add(header_len)
+            .and_then(|data_at| span(bytes, data_at, packed))
             .ok_or_else(|| bad(&format!("entry {name:?} runs past the end")))?;
-        let data = match method {
-            0 => data.to_vec(),
-            8 => miniz_oxide::inflate::decompress_to_vec_with_limit(data, size as usize)
-                .map_err(|e| bad(&format!("entry {name:?} does not inflate: {e:?}")))?,
-            m => {
-                return Err(Error::format(
-                    op,
-                    format!(
-                        "entry {name:?} uses compression method {m}; stored (0) and deflate (8) are read"
-                    ),
-                ));
-            }
-        };
-        if data.len() as u64 != size || crc32fast::hash(&data) != crc {
-            return Err(bad(&format!("entry {name:?} fails its size or CRC check")));
+        if !matches!(method, 0 | 8) {
+            return Err(Error::format(
+                op,
+                format!(
+                    "entry {name:?} uses compression method {method}; stored (0) and deflate (8) are read"
+                ),
+            ));
         }
-        entries.push((name, data));
+        extents.push((local, local + header_len + packed));
+        entries.push(Entry {
+            name,
+            method,
+            crc,
+            size,
+            data,
+        });
         at = name_at + name_len + extra_len + comment_len;
     }
+    extents.sort_unstable();
+    let overlapping = extents.windows(2).any(|w| w[1].0 < w[0].1);
+    if overlapping || extents.last().is_some_and(|&(_, last)| last > central_at) {
+        return Err(bad("overlapped entries"));
+    }
     Ok(entries)
+}
+
+impl<'a> Entry<'a> {
+    /// The entry's bytes: a stored entry's as they lie in the archive, a
+    /// deflated one's inflated into one buffer of its recorded size (never
+    /// more than deflate can produce from its bytes), CRC checked.
+    ///
+    /// # Errors
+    /// `Error::Format` naming `op` for data that does not inflate to its
+    /// recorded size or fails its CRC; `Error::OutOfMemory` when the host
+    /// cannot hold the inflated bytes.
+    pub fn contents(&self, op: &'static str) -> Result<Cow<'a, [u8]>> {
+        let name = &self.name;
+        let bad = |what: &str| {
+            Error::format(
+                op,
+                format!("not a readable zip archive: entry {name:?} {what}"),
+            )
+        };
+        let data: Cow<'a, [u8]> = if self.method == 0 {
+            Cow::Borrowed(self.data)
+        } else {
+            let most = (self.data.len() as u64)
+                .saturating_mul(MAX_DEFLATE_RATIO)
+                .saturating_add(1024);
+            if self.size > most {
+                return Err(bad(&format!(
+                    "claims {} bytes, more than its {} deflated bytes can hold",
+                    self.size,
+                    self.data.len()
+                )));
+            }
+            let size =
+                usize::try_from(self.size).map_err(|_| bad("is too large for this machine"))?;
+            let mut out: Vec<u8> = try_zeroed(op, size)?;
+            let mut state = Box::<DecompressorOxide>::default();
+            let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+            // Only the status is reported: a decompressor's error value can
+            // carry every byte it inflated.
+            let (status, _, written) = decompress(&mut state, self.data, &mut out, 0, flags);
+            match status {
+                TINFLStatus::Done if written == size => {}
+                TINFLStatus::Done => return Err(bad("fails its size check")),
+                TINFLStatus::HasMoreOutput => return Err(bad("inflates past its recorded size")),
+                other => return Err(bad(&format!("does not inflate ({other:?})"))),
+            }
+            Cow::Owned(out)
+        };
+        if data.len() as u64 != self.size || crc32fast::hash(&data) != self.crc {
+            return Err(bad("fails its size or CRC check"));
+        }
+        Ok(data)
+    }
+}
+
+/// Every entry of a zip archive: its name and its (inflated) bytes, in the
+/// central directory's order.
+///
+/// # Errors
+/// As [`entries`] and [`Entry::contents`].
+#[cfg(test)]
+pub(crate) fn read(op: &'static str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    entries(op, bytes)?
+        .iter()
+        .map(|e| Ok((e.name.clone(), e.contents(op)?.into_owned())))
+        .collect()
 }
 
 #[cfg(test)]

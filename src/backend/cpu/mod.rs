@@ -14,7 +14,7 @@ mod sort;
 mod storage;
 mod strided;
 
-pub(crate) use alloc::try_collect;
+pub(crate) use alloc::{try_collect, try_zeroed};
 pub(crate) use elementwise::run;
 pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;

@@ -1,0 +1,276 @@
+//! The byte loaders against hostile input (issue 26): `.npz` archives
+//! whose records overlap or claim more than their bytes hold, more than
+//! 65,535 arrays, inflate errors, zip64 offsets near `u64::MAX`, `.npy`
+//! headers with a key inside a string or a multi-byte descr, and a fuzz
+//! test of mutated valid `.npy`, `.npz` and safetensors files (a few
+//! thousand cases; `WEBTENSOR_LONG_TESTS=1` runs a hundred times more, and
+//! `cargo test --profile fuzz --test file_loaders` runs them optimised with
+//! overflow checks on). Every case is `Ok` or an `Err`, never a panic, and
+//! no allocation follows a size that a header claims.
+
+use webtensor::{DType, Device, Error, Tensor, io};
+
+fn cpu() -> Device {
+    Device::cpu()
+}
+
+fn npz_of(n: usize) -> Vec<u8> {
+    let t = Tensor::arange(0.0f32, 4.0, 1.0, &cpu()).unwrap();
+    let names: Vec<String> = (0..n).map(|k| format!("a{k}")).collect();
+    let pairs: Vec<(&str, &Tensor)> = names.iter().map(|s| (s.as_str(), &t)).collect();
+    io::to_npz_bytes(&pairs).unwrap()
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+/// The offset of the end record and of the central directory.
+fn ends(zip: &[u8]) -> (usize, usize) {
+    let end = zip.len() - 22;
+    assert_eq!(u32_at(zip, end), 0x0605_4b50);
+    (end, u32_at(zip, end + 16) as usize)
+}
+
+fn format_error(r: webtensor::Result<Vec<(String, Tensor)>>, what: &str) -> String {
+    match r {
+        Err(e @ Error::Format { .. }) => e.to_string(),
+        Err(e) => panic!("{what}: wrong error {e}"),
+        Ok(v) => panic!("{what}: Ok with {} tensors", v.len()),
+    }
+}
+
+#[test]
+fn npz_records_that_overlap_are_refused() {
+    // One entry, its central record repeated 2,000 times: each would
+    // inflate the same bytes again.
+    let zip = npz_of(1);
+    let (end, central) = ends(&zip);
+    let record = &zip[central..end];
+    let mut evil = zip[..central].to_vec();
+    let copies = 2000u16;
+    for _ in 0..copies {
+        evil.extend_from_slice(record);
+    }
+    let mut tail = zip[end..].to_vec();
+    tail[8..10].copy_from_slice(&copies.to_le_bytes());
+    tail[10..12].copy_from_slice(&copies.to_le_bytes());
+    tail[12..16].copy_from_slice(&((record.len() * copies as usize) as u32).to_le_bytes());
+    evil.extend_from_slice(&tail);
+    let e = format_error(io::from_npz_bytes(&evil, &cpu()), "overlapping records");
+    assert!(e.contains("overlapped"), "{e}");
+}
+
+#[test]
+fn npz_with_more_than_65535_arrays_reads_them_all() {
+    let n = 70_000;
+    let zip = npz_of(n);
+    let back = io::from_npz_bytes(&zip, &cpu()).unwrap();
+    assert_eq!(back.len(), n);
+    assert_eq!(back[n - 1].0, format!("a{}", n - 1));
+    assert_eq!(back[n - 1].1.to_vec::<f32>().unwrap(), [0.0, 1.0, 2.0, 3.0]);
+}
+
+/// A one-entry archive whose entry is deflated: `data` as its deflate
+/// stream, `size` and `crc` as its central record claims.
+fn deflated_npz(data: &[u8], size: u32, crc: u32) -> Vec<u8> {
+    let name = b"x.npy";
+    let mut out = Vec::new();
+    let fields = |v: &mut Vec<u8>| {
+        v.extend_from_slice(&20u16.to_le_bytes());
+        v.extend_from_slice(&0u16.to_le_bytes());
+        v.extend_from_slice(&8u16.to_le_bytes()); // deflate
+        v.extend_from_slice(&[0; 4]);
+        v.extend_from_slice(&crc.to_le_bytes());
+        v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        v.extend_from_slice(&size.to_le_bytes());
+        v.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        v.extend_from_slice(&0u16.to_le_bytes());
+    };
+    out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+    fields(&mut out);
+    out.extend_from_slice(name);
+    out.extend_from_slice(data);
+    let central_at = out.len() as u32;
+    out.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+    out.extend_from_slice(&20u16.to_le_bytes());
+    fields(&mut out);
+    out.extend_from_slice(&[0; 10]);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(name);
+    let central_len = out.len() as u32 - central_at;
+    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&central_len.to_le_bytes());
+    out.extend_from_slice(&central_at.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+#[test]
+fn npz_entries_claiming_more_than_their_bytes_are_refused_before_allocating() {
+    // 4 GiB claimed by 100 bytes of deflate: refused from the ratio alone.
+    let e = format_error(
+        io::from_npz_bytes(&deflated_npz(&[0u8; 100], u32::MAX - 1, 0), &cpu()),
+        "a 4 GiB claim",
+    );
+    assert!(e.contains("claims"), "{e}");
+    // Deflate data that does not inflate: the message is short (it once
+    // held every inflated byte).
+    let junk: Vec<u8> = (0..250_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let e = format_error(
+        io::from_npz_bytes(&deflated_npz(&junk, 200_000_000, 0), &cpu()),
+        "junk deflate",
+    );
+    assert!(e.len() < 300, "an error of {} bytes", e.len());
+}
+
+#[test]
+fn zip64_offsets_near_the_end_of_u64_are_errors() {
+    let zip = npz_of(1);
+    let (end, central) = ends(&zip);
+    // The local header offset becomes 0xffffffff with a zip64 extra field
+    // holding u64::MAX - 3.
+    let mut evil = zip[..central].to_vec();
+    let mut record = zip[central..end].to_vec();
+    record[42..46].copy_from_slice(&u32::MAX.to_le_bytes());
+    let name_len = u16::from_le_bytes([record[28], record[29]]) as usize;
+    let mut extra = vec![1, 0, 8, 0];
+    extra.extend_from_slice(&(u64::MAX - 3).to_le_bytes());
+    record[30..32].copy_from_slice(&(extra.len() as u16).to_le_bytes());
+    record.splice(46 + name_len..46 + name_len, extra);
+    evil.extend_from_slice(&record);
+    let mut tail = zip[end..].to_vec();
+    tail[12..16].copy_from_slice(&(record.len() as u32).to_le_bytes());
+    evil.extend_from_slice(&tail);
+    format_error(
+        io::from_npz_bytes(&evil, &cpu()),
+        "a zip64 offset near u64::MAX",
+    );
+}
+
+fn npy_with_header(dict: &str) -> Vec<u8> {
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    let text = format!("{dict}\n");
+    out.extend_from_slice(&(text.len() as u16).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&[0u8; 24]);
+    out
+}
+
+#[test]
+fn npy_headers_are_read_as_python_reads_them() {
+    let ok = npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }");
+    assert_eq!(io::from_npy_bytes(&ok, &cpu()).unwrap().dims(), [2, 3]);
+    for dict in [
+        // A key inside a string value, and an extra key NumPy refuses.
+        "{'descr': '<f4', 'note': \"'shape': (3, 2)\", 'shape': (2, 3), 'fortran_order': False}",
+        // A descr starting with a multi-byte character.
+        "{'descr': 'é4', 'fortran_order': False, 'shape': (2, 3), }",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (3, 2)",
+    ] {
+        match io::from_npy_bytes(&npy_with_header(dict), &cpu()) {
+            Err(Error::Format { .. }) => {}
+            other => panic!("{dict}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn safetensors_refuses_to_write_a_tensor_named_metadata() {
+    let t = Tensor::zeros([2], DType::F32, &cpu()).unwrap();
+    assert!(matches!(
+        io::to_safetensors_bytes(&[("__metadata__", &t)]),
+        Err(Error::Format { .. })
+    ));
+}
+
+/// A small xorshift generator: the fuzz cases are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// `file` with a few bytes changed: flipped, set to 0x00 or 0xff, runs
+/// of 0xff, cut short or lengthened.
+fn mutate(file: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut f = file.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(f.len());
+        match rng.below(7) {
+            0 => f[at] ^= 1 << rng.below(8),
+            1 => f[at] = 0xff,
+            2 => f[at] = 0,
+            3 => {
+                let end = (at + 1 + rng.below(8)).min(f.len());
+                f[at..end].fill(0xff);
+            }
+            4 => f.truncate(at),
+            5 => f.insert(at, rng.next() as u8),
+            _ => f[at] = rng.next() as u8,
+        }
+        if f.is_empty() {
+            break;
+        }
+    }
+    f
+}
+
+#[test]
+fn mutated_files_load_or_fail_cleanly() {
+    let dev = cpu();
+    let a = Tensor::arange(0.0f32, 12.0, 1.0, &dev)
+        .unwrap()
+        .reshape([3, 4])
+        .unwrap();
+    let b = Tensor::from_slice(&[1u8, 2, 3], [3], &dev).unwrap();
+    let h = a.to_dtype(DType::F16).unwrap();
+    let npy = io::to_npy_bytes(&a).unwrap();
+    let npz = io::to_npz_bytes(&[("a", &a), ("b", &b), ("h", &h)]).unwrap();
+    let compressed = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/numpy_compressed.npz"
+    ))
+    .unwrap();
+    let st = io::to_safetensors_bytes(&[("a", &a), ("b", &b), ("h", &h)]).unwrap();
+    let long = std::env::var("WEBTENSOR_LONG_TESTS").is_ok_and(|v| v == "1");
+    let cases = if long { 300_000 } else { 3_000 };
+    let mut rng = Rng(0x2026_1125);
+    let mut loaded = 0;
+    for k in 0..cases {
+        let (source, what): (&[u8], _) = match k % 4 {
+            0 => (&npy, "npy"),
+            1 => (&npz, "npz"),
+            2 => (&compressed, "compressed npz"),
+            _ => (&st, "safetensors"),
+        };
+        let bytes = mutate(source, &mut rng);
+        let result = match what {
+            "npy" => io::from_npy_bytes(&bytes, &dev).map(|t| vec![(String::new(), t)]),
+            "safetensors" => io::from_safetensors_bytes(&bytes, &dev),
+            _ => io::from_npz_bytes(&bytes, &dev),
+        };
+        if let Ok(tensors) = result {
+            // What loads is readable.
+            for (_, t) in tensors {
+                let _ = t.to_string();
+            }
+            loaded += 1;
+        }
+    }
+    // Mutations in the data leave files that still load.
+    assert!(loaded > cases / 20, "only {loaded} of {cases} loaded");
+}
