@@ -1,13 +1,13 @@
-//! Defects found by adversarial testing (issue 17), each pinned on every
-//! device: overflowing shapes, empty views with an offset, rank-8 complex
-//! ops, impossible host allocations, narrow-dtype sums past the binding
-//! limit, and long float sums. Fusion ordering and the long-line kernels
+//! Defects found by adversarial testing (issues 17 and 26), each pinned on
+//! every device: overflowing shapes, empty views with an offset, rank-8
+//! complex ops, impossible host allocations (pad's index too), narrow-dtype
+//! sums past the binding limit, long float sums, and complex pads. Fusion ordering and the long-line kernels
 //! have theirs in scheduler.rs and size_sweeps.rs.
 
 mod common;
 
 use common::devices;
-use webtensor::{Complex32, DType, Device, Error, Tensor, s};
+use webtensor::{Complex32, DType, Device, Error, PadMode, Tensor, s};
 
 #[test]
 fn overflowing_shapes_are_errors_not_panics() {
@@ -209,5 +209,51 @@ fn long_float_sums_stay_accurate() {
         );
         let mean = t.reshape([1, n]).unwrap().mean(1, false).unwrap();
         assert_eq!(mean.item::<f32>().unwrap(), 2.0);
+    }
+}
+
+#[test]
+fn huge_pads_are_out_of_memory_errors_in_every_mode() {
+    for dev in devices() {
+        let t = Tensor::ones([3], DType::F32, &dev).unwrap();
+        for mode in [
+            PadMode::Constant(0.0.into()),
+            PadMode::Edge,
+            PadMode::Reflect,
+            PadMode::Wrap,
+        ] {
+            match t.pad(&[(1 << 50, 0)], mode) {
+                Err(Error::OutOfMemory { .. } | Error::TooLarge { .. }) => {}
+                other => panic!("{dev} {mode:?}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn complex_tensors_pad_in_every_mode() {
+    for dev in devices() {
+        let z = Tensor::from_complex(
+            &[
+                Complex32::new(1.0, -1.0),
+                Complex32::new(2.0, -2.0),
+                Complex32::new(3.0, -3.0),
+            ],
+            [3],
+            &dev,
+        )
+        .unwrap();
+        for (mode, order) in [
+            (PadMode::Edge, [1, 1, 2, 3, 3, 3]),
+            (PadMode::Reflect, [2, 1, 2, 3, 2, 1]),
+            (PadMode::Wrap, [3, 1, 2, 3, 1, 2]),
+        ] {
+            let got = z.pad(&[(1, 2)], mode).unwrap().to_complex_vec().unwrap();
+            let want: Vec<Complex32> = order
+                .iter()
+                .map(|&k| Complex32::new(k as f32, -(k as f32)))
+                .collect();
+            assert_eq!(got, want, "{dev} {mode:?}");
+        }
     }
 }

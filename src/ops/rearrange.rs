@@ -2,6 +2,7 @@
 //! views (`narrow`), `concat`, `assign` and `index_select`, so they run on
 //! every device and read any layout in place.
 
+use crate::backend::cpu::try_collect;
 use crate::error::{Error, Result};
 use crate::layout::normalize_axis;
 use crate::scalar::{Scalar, TypedScalar};
@@ -66,7 +67,9 @@ impl Tensor {
     /// # Errors
     /// `Error::Shape` naming `pad` for more pairs than axes, a padded shape
     /// over the limits, or padding an empty axis by `Edge`, `Reflect` or
-    /// `Wrap`; `Error::DType` for a constant the dtype cannot represent.
+    /// `Wrap`; `Error::DType` for a constant the dtype cannot represent;
+    /// `Error::OutOfMemory` when the padded tensor (or, for `Edge`,
+    /// `Reflect` and `Wrap`, its index along an axis) cannot be allocated.
     pub fn pad(&self, widths: &[(usize, usize)], mode: PadMode) -> Result<Tensor> {
         const OP: &str = "pad";
         let rank = self.rank();
@@ -104,6 +107,12 @@ impl Tensor {
                 inner.assign(self)?;
                 Ok(out)
             }
+            // c64 has no index_select: its real and imaginary views are
+            // padded alike.
+            _ if self.dtype().is_complex() => Tensor::complex(
+                &self.real()?.pad(widths, mode)?,
+                &self.imag()?.pad(widths, mode)?,
+            ),
             _ => {
                 let mut out = self.clone();
                 for (k, &(before, after)) in widths.iter().enumerate() {
@@ -118,10 +127,14 @@ impl Tensor {
                             format!("cannot pad the empty axis {axis} by {mode:?}"),
                         ));
                     }
-                    let index: Vec<i32> = (0..before + n + after)
-                        .map(|i| source_index(mode, i as i64 - before as i64, n as i64))
-                        .collect();
-                    let len = index.len();
+                    // The host may refuse an index as long as the padded
+                    // axis: an OutOfMemory, as the output's own allocation.
+                    let len = before + n + after;
+                    let index = try_collect(
+                        OP,
+                        len,
+                        (0..len).map(|i| source_index(mode, i as i64 - before as i64, n as i64)),
+                    )?;
                     let index = Tensor::from_vec(index, [len], self.device())?;
                     out = out.index_select(&index, axis as isize)?;
                 }
