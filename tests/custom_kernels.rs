@@ -313,3 +313,165 @@ fn wgsl_errors_and_bad_calls_are_errors() {
         "{e}"
     );
 }
+
+/// Issue 26: a body reaches its arguments only through their views, and
+/// names that would break the generated code are refused when the kernel
+/// is made.
+#[test]
+fn bodies_cannot_reach_past_their_views() {
+    for dev in gpus() {
+        // Data of a dropped tensor stays in the pooled buffer a small
+        // tensor is given.
+        drop(Tensor::full([64], 1000.0, DType::F32, &dev).unwrap());
+        let x = Tensor::full([1], 7.0, DType::F32, &dev).unwrap();
+        for body in [
+            "y = x_buf[5];",
+            "y = wt_buf0[5];",
+            "wt_out[7u] = -99.0; y = x;",
+            "wt_store(7u, -99.0); y = x;",
+            "y = wt_load0(5u);",
+            "y = bitcast<f32>(wt_params.numel);",
+        ] {
+            let k = CustomKernel::new("peek", &[("x", DType::F32)], &[], ("y", DType::F32), body)
+                .unwrap();
+            let e = k.call(&[&x], &[]);
+            assert!(
+                e.is_err(),
+                "{dev}: {body} ran: {:?}",
+                e.map(|t| t.to_vec::<f32>())
+            );
+        }
+        // NAME_at past the argument's end reads zero, not the pool.
+        let k = CustomKernel::new(
+            "far",
+            &[("x", DType::F32)],
+            &[],
+            ("y", DType::F32),
+            "y = x_at(5u) + x_at(0u);",
+        )
+        .unwrap();
+        assert_eq!(k.call(&[&x], &[]).unwrap().to_vec::<f32>().unwrap(), [7.0]);
+        // An input named as webtensor's old internals changes nothing.
+        let k = CustomKernel::new(
+            "named",
+            &[("current_index", DType::F32), ("x_buf", DType::F32)],
+            &[("params", DType::F32), ("out", DType::F32)],
+            ("y", DType::F32),
+            "y = f32(index) + 0.0 * current_index * out * params;",
+        )
+        .unwrap();
+        let zeros = Tensor::zeros([5], DType::F32, &dev).unwrap();
+        let y = k
+            .call(&[&zeros, &zeros], &[1.0.into(), 2.0.into()])
+            .unwrap();
+        assert_eq!(
+            y.to_vec::<f32>().unwrap(),
+            [0.0, 1.0, 2.0, 3.0, 4.0],
+            "{dev}"
+        );
+    }
+    // Each refused by `new` (they once failed only at `call`).
+    for name in ["_", "self", "type", "mod", "wt_x", "index", "out"] {
+        assert!(
+            CustomKernel::new(
+                "k",
+                &[(name, DType::F32)],
+                &[],
+                ("y", DType::F32),
+                "y = 1.0;"
+            )
+            .is_err(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_parameter_block_over_the_uniform_limit_is_an_error_at_call() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    // 16,400 scalars take more than WebGPU's 64 KiB of uniform binding.
+    let names: Vec<String> = (0..16_400).map(|k| format!("s{k}")).collect();
+    let scalars: Vec<(&str, DType)> = names.iter().map(|n| (n.as_str(), DType::F32)).collect();
+    let k = CustomKernel::new(
+        "wide",
+        &[("x", DType::F32)],
+        &scalars,
+        ("y", DType::F32),
+        "y = x + s0;",
+    )
+    .unwrap();
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let values: Vec<webtensor::Scalar> = (0..names.len()).map(|_| 1.0.into()).collect();
+    let e = k.call(&[&x], &values).unwrap_err().to_string();
+    assert!(e.contains("uniform") && e.contains("\"wide\""), "{e}");
+    // Nothing was recorded: the device goes on.
+    assert_eq!((&x + 1.0).to_vec::<f32>().unwrap(), [2.0; 4]);
+}
+
+#[test]
+fn equal_kernels_share_a_pipeline_and_dropped_ones_free_theirs() {
+    let dev = common::own_gpu(GpuOptions::default()).unwrap();
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let make = |body: &str| {
+        CustomKernel::new("k", &[("x", DType::F32)], &[], ("y", DType::F32), body).unwrap()
+    };
+    make("y = x;").call(&[&x], &[]).unwrap();
+    dev.sync().unwrap();
+    let base = dev.stats().pipelines;
+    let held = make("y = x;");
+    for _ in 0..300 {
+        make("y = x;").call(&[&x], &[]).unwrap();
+    }
+    dev.sync().unwrap();
+    assert_eq!(dev.stats().pipelines, base, "300 equal kernels");
+    // Distinct kernels, each dropped after its call: their pipelines go.
+    for k in 0..50 {
+        make(&format!("y = x + {k}.0;")).call(&[&x], &[]).unwrap();
+    }
+    held.call(&[&x], &[]).unwrap();
+    dev.sync().unwrap();
+    assert!(
+        dev.stats().pipelines <= base + 1,
+        "{} pipelines",
+        dev.stats().pipelines
+    );
+}
+
+#[test]
+fn a_slow_compile_does_not_stall_cached_ops_of_another_thread() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    (&x + 1.0).to_vec::<f32>().unwrap();
+    // A body long enough to take a while to compile.
+    let body: String = (0..1000)
+        .map(|k| format!("y = y + sin(x * {k}.0);\n"))
+        .collect();
+    let slow =
+        CustomKernel::new("slow", &[("x", DType::F32)], &[], ("y", DType::F32), &body).unwrap();
+    let compiling = std::thread::spawn({
+        let x = x.clone();
+        move || {
+            let start = std::time::Instant::now();
+            slow.call(&[&x], &[]).unwrap().to_vec::<f32>().unwrap();
+            start.elapsed()
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let start = std::time::Instant::now();
+    for _ in 0..10 {
+        (&x + 1.0).to_vec::<f32>().unwrap();
+    }
+    let cached = start.elapsed();
+    let slow_took = compiling.join().unwrap();
+    // Only meaningful when the compile outlasts the cached ops by far.
+    if slow_took > std::time::Duration::from_secs(1) {
+        assert!(
+            cached < slow_took / 2,
+            "cached ops took {cached:?} beside a {slow_took:?} compile"
+        );
+    }
+}

@@ -5,13 +5,15 @@
 //! Nothing in here re-checks user input.
 
 pub(crate) mod cpu;
+mod custom_spec;
 pub(crate) mod gpu;
 
-use crate::dtype::{DType, Element, KernelType};
+use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::kinds::{IndexOp, Kernel, ReduceOp, ScanOp};
 use crate::scalar::TypedScalar;
+pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -338,19 +340,6 @@ pub(crate) fn sort(call: &SortCall) -> Result<()> {
         Storage::Cpu(s) => cpu::sort(s, call),
         Storage::Gpu(s) => gpu::sort(s, call),
     }
-}
-
-/// What a custom kernel is: its name, arguments, output and body (the
-/// op layer's `CustomKernel` holds one; the GPU backend generates its
-/// WGSL).
-#[derive(Debug)]
-pub(crate) struct CustomSpec {
-    pub id: u64,
-    pub name: String,
-    pub inputs: Vec<(String, DType)>,
-    pub scalars: Vec<(String, DType)>,
-    pub output: (String, DType),
-    pub body: String,
 }
 
 /// One run of a user's WGSL kernel (GPU only; the op layer refuses the

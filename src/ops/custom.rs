@@ -6,17 +6,14 @@
 //! batches like its own (fusion stops at it).
 
 use super::Arg;
-use crate::backend::{CustomCall, CustomSpec, custom};
+use super::custom_names::check_name;
+use crate::backend::{CustomCall, CustomSpec, CustomSpecs, custom};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::scalar::{Scalar, TypedScalar};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The id of the next custom kernel (pipelines are cached per kernel).
-static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
 
 /// A WGSL kernel of the user's, run once per element of its output (GPU
 /// devices only, native and in the browser).
@@ -32,6 +29,15 @@ static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
 ///   `out_coord(d: u32) -> u32` its coordinate along axis `d` and
 ///   `out_dim(d: u32) -> u32` the output's extent;
 /// - the output as a variable named as the output, which the body assigns.
+///
+/// Nothing else of the kernel's is in the body's reach: the buffers, the
+/// parameters and webtensor's own functions that touch them are shadowed
+/// there, so a body reads its arguments only through their views (`NAME_at`
+/// past the argument's last element is zero) and writes only its output
+/// element. Argument names are WGSL identifiers that are not keywords,
+/// reserved words or types, not `index`, `out_coord` or `out_dim`, and
+/// neither start with `wt_` (webtensor's own) nor end in another argument's
+/// name plus `_at` or `_dim`.
 ///
 /// Values are in their compute type: `f32` for f32 and f16 (rounded once
 /// when stored), `i32`, `u32` for u32 and u8, `bool`. The functions of
@@ -61,82 +67,6 @@ pub struct CustomKernel {
     spec: Arc<CustomSpec>,
 }
 
-/// Names a body cannot take: WGSL's keywords and types, and what the
-/// generated code defines.
-const RESERVED: &[&str] = &[
-    "alias",
-    "array",
-    "atomic",
-    "bitcast",
-    "bool",
-    "break",
-    "case",
-    "const",
-    "const_assert",
-    "continue",
-    "continuing",
-    "default",
-    "diagnostic",
-    "discard",
-    "else",
-    "enable",
-    "f16",
-    "f32",
-    "false",
-    "fn",
-    "for",
-    "i32",
-    "if",
-    "let",
-    "loop",
-    "mat2x2",
-    "mat3x3",
-    "mat4x4",
-    "override",
-    "private",
-    "ptr",
-    "requires",
-    "return",
-    "sampler",
-    "storage",
-    "struct",
-    "switch",
-    "true",
-    "u32",
-    "uniform",
-    "var",
-    "vec2",
-    "vec3",
-    "vec4",
-    "while",
-    "workgroup",
-    "index",
-    "out_coord",
-    "out_dim",
-    "params",
-    "main",
-    "body",
-    "Params",
-    "Operand",
-];
-
-fn check_name(kernel: &str, name: &str) -> Result<()> {
-    let mut chars = name.chars();
-    let ident = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ident || name.starts_with("__") || RESERVED.contains(&name) {
-        return Err(Error::argument(
-            "CustomKernel::new",
-            format!(
-                "kernel {kernel:?}: {name:?} is not a name a kernel argument can take (a WGSL identifier, not a keyword or one of webtensor's)"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 impl CustomKernel {
     /// A kernel named `name` (for errors and labels) with tensor arguments
     /// `inputs` and scalar arguments `scalars` (name and dtype each),
@@ -159,6 +89,20 @@ impl CustomKernel {
         let mut seen: Vec<&str> = Vec::new();
         for &(arg, dtype) in all {
             check_name(name, arg)?;
+            // An input's accessors must not take the body's own names (an
+            // input `out` would define a second `out_dim`).
+            if inputs.iter().any(|&(i, _)| i == arg)
+                && ["index", "out_coord", "out_dim"]
+                    .iter()
+                    .any(|b| *b == format!("{arg}_at") || *b == format!("{arg}_dim"))
+            {
+                return Err(Error::argument(
+                    OP,
+                    format!(
+                        "kernel {name:?}: an input named {arg:?} would define {arg}_dim, which the body has already"
+                    ),
+                ));
+            }
             if seen.contains(&arg)
                 || seen.iter().any(|s| {
                     let clash =
@@ -188,9 +132,11 @@ impl CustomKernel {
             ));
         }
         let owned = |v: &[(&str, DType)]| v.iter().map(|&(n, d)| (n.to_string(), d)).collect();
+        // Kernels of equal text share one spec, so one pipeline per device,
+        // which goes with the last of them.
         Ok(CustomKernel {
-            spec: Arc::new(CustomSpec {
-                id: NEXT_KERNEL.fetch_add(1, Ordering::Relaxed),
+            spec: CustomSpecs::intern(CustomSpec {
+                id: 0,
                 name: name.to_string(),
                 inputs: owned(inputs),
                 scalars: owned(scalars),

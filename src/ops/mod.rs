@@ -5,6 +5,7 @@ mod along_axis;
 mod assign;
 pub(crate) mod complex;
 mod custom;
+mod custom_names;
 mod elementwise;
 mod indexing;
 mod join;

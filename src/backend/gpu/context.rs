@@ -159,6 +159,9 @@ pub(crate) struct GpuContext {
     pub tuner: MatmulTuner,
     /// Tells this device apart from others opened in the process (1, 2 ...).
     id: u64,
+    /// How many custom kernel specs had been dropped when this device last
+    /// dropped the pipelines of those no kernel holds.
+    pub(super) custom_sweep: AtomicU64,
 }
 
 /// The id of the next GPU device opened.
@@ -267,6 +270,7 @@ impl GpuContext {
             max_buffer_size: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
+            max_uniform_binding: limits.max_uniform_buffer_binding_size,
             uniform_align: limits.min_uniform_buffer_offset_alignment,
             storage_align: limits.min_storage_buffer_offset_alignment,
         };
@@ -324,6 +328,7 @@ impl GpuContext {
             tuner: MatmulTuner::new(autotune),
             open_batch: AtomicU64::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            custom_sweep: AtomicU64::new(0),
         }
     }
 

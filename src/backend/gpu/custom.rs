@@ -3,7 +3,7 @@
 //! once per output element.
 
 use super::command::Bound;
-use super::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use super::kernel::buffer::{buffer_decl, load_fn, needs_f16, storage_mode, store_fn_named};
 use super::kernel::grid::grid_of;
 use super::kernel::params_block::{dims8, strides8};
 use super::kernel::pipeline::PipelineSpec;
@@ -14,11 +14,12 @@ use super::kernel::wgsl_type::ScalarType;
 use super::launch::record_kernel;
 use super::storage::GpuStorage;
 use crate::backend::CustomCall;
-use crate::backend::CustomSpec;
+use crate::backend::{CustomSpec, CustomSpecs};
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
 use std::fmt::Write;
+use std::sync::atomic::Ordering;
 
 const WORKGROUP: u32 = 256;
 
@@ -29,11 +30,15 @@ struct CustomKey {
     native_f16: bool,
 }
 
+// Everything of webtensor's is named `wt_...` (argument names may not
+// start so) and the body's function shadows what touches memory, so the
+// body reaches its arguments only through their views.
 const TEMPLATE: &str = "{{HEADER}}
-struct Operand {
+struct WtOperand {
     offset: u32,
     rank: u32,
-    pad0: u32,
+    // Elements of the operand's own shape (NAME_at reads zero past them).
+    numel: u32,
     pad1: u32,
     // Over the output's shape (broadcast), then over the operand's own.
     strides: array<vec4<i32>, 2>,
@@ -41,52 +46,51 @@ struct Operand {
     own_strides: array<vec4<i32>, 2>,
 }
 
-struct Params {
+struct WtParams {
     numel: u32,
     rank: u32,
     row_width: u32,
     pad0: u32,
     shape: array<vec4<u32>, 2>,
     scalars: array<vec4<u32>, {{SCALAR_WORDS}}>,
-    operands: array<Operand, {{OPERANDS}}>,
+    operands: array<WtOperand, {{OPERANDS}}>,
 }
 
-@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(0) var<uniform> wt_params: WtParams;
 
 {{MATH}}
 {{BINDINGS}}
 {{ACCESS}}
-var<private> current_index: u32;
+var<private> wt_index: u32;
 
 fn out_dim(d: u32) -> u32 {
-    return params.shape[d / 4u][d % 4u];
+    return wt_params.shape[d / 4u][d % 4u];
 }
 
 // The current output element's coordinate along axis d.
 fn out_coord(d: u32) -> u32 {
-    var rem = current_index;
-    for (var a = i32(params.rank) - 1; a > i32(d); a--) {
+    var rem = wt_index;
+    for (var a = i32(wt_params.rank) - 1; a > i32(d); a--) {
         rem = rem / out_dim(u32(a));
     }
     return rem % out_dim(d);
 }
 
-fn body({{PARAMS}}) -> {{OUT_TYPE}} {
-    let index = current_index;
-{{SCALARS}}    var {{OUT}}: {{OUT_TYPE}};
+fn wt_body({{PARAMS}}) -> {{OUT_TYPE}} {
+{{SHADOWS}}    var {{OUT}}: {{OUT_TYPE}};
 {{BODY}}
     return {{OUT}};
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let index = gid.x + gid.y * params.row_width;
-    if (index >= params.numel) {
+fn wt_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let index = gid.x + gid.y * wt_params.row_width;
+    if (index >= wt_params.numel) {
         return;
     }
-    current_index = index;
-    let pos = positions(index);
-    store_out(u32(pos[{{N}}]), body({{ARGS}}));
+    wt_index = index;
+    let pos = wt_positions(index);
+    wt_store(u32(pos[{{N}}]), wt_body({{ARGS}}));
 }
 ";
 
@@ -103,20 +107,32 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
     let mut bindings = String::new();
     let mut access = String::new();
     let mut uses_f16 = false;
+    // webtensor's names that reach memory, shadowed inside the body.
+    let mut hidden = vec![
+        "wt_params".to_string(),
+        "wt_index".into(),
+        "wt_out".into(),
+        "wt_store".into(),
+        "wt_positions".into(),
+    ];
     for (k, (name, dtype)) in spec.inputs.iter().enumerate() {
         let d = kernel_type(*dtype);
         uses_f16 |= needs_f16(d, native);
-        let buf = format!("{name}_buf");
+        let (buf, load, pos) = (
+            format!("wt_buf{k}"),
+            format!("wt_load{k}"),
+            format!("wt_pos{k}"),
+        );
         bindings.push_str(&buffer_decl(1 + k as u32, &buf, d, native, false));
-        access.push_str(&load_fn(&format!("load_{name}"), &buf, d, native));
-        let start = format!("i32(params.operands[{k}].offset)");
+        access.push_str(&load_fn(&load, &buf, d, native));
+        let start = format!("i32(wt_params.operands[{k}].offset)");
         let (rank, shape, strides) = (
-            format!("params.operands[{k}].rank"),
-            format!("params.operands[{k}].own_shape"),
-            format!("params.operands[{k}].own_strides"),
+            format!("wt_params.operands[{k}].rank"),
+            format!("wt_params.operands[{k}].own_shape"),
+            format!("wt_params.operands[{k}].own_strides"),
         );
         let walk = Walk {
-            name: &format!("{name}_pos"),
+            name: &pos,
             rank: &rank,
             shape: &shape,
             operands: &[Walked {
@@ -128,19 +144,27 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
         let ct = ScalarType::of(d);
         let _ = write!(
             access,
-            "fn {name}_at(i: u32) -> {ct} {{\n    return load_{name}(u32({name}_pos(i)[0]));\n}}\n\
-             fn {name}_dim(d: u32) -> u32 {{\n    return params.operands[{k}].own_shape[d / 4u][d % 4u];\n}}\n"
+            "fn {name}_at(i: u32) -> {ct} {{\n    \
+             if (i >= wt_params.operands[{k}].numel) {{ return {ct}(); }}\n    \
+             return {load}(u32({pos}(i)[0]));\n}}\n\
+             fn {name}_dim(d: u32) -> u32 {{\n    return wt_params.operands[{k}].own_shape[d / 4u][d % 4u];\n}}\n"
         );
+        hidden.extend([buf, load, pos]);
     }
     let out = kernel_type(spec.output.1);
     uses_f16 |= needs_f16(out, native);
-    bindings.push_str(&buffer_decl(1 + n as u32, "out_buf", out, native, true));
-    access.push_str(&store_out_fn(out, native));
+    bindings.push_str(&buffer_decl(1 + n as u32, "wt_out", out, native, true));
+    access.push_str(&store_fn_named(
+        "wt_store",
+        "wt_out",
+        out,
+        storage_mode(out, native),
+    ));
     let starts: Vec<String> = (0..=n)
-        .map(|k| format!("i32(params.operands[{k}].offset)"))
+        .map(|k| format!("i32(wt_params.operands[{k}].offset)"))
         .collect();
     let strides: Vec<String> = (0..=n)
-        .map(|k| format!("params.operands[{k}].strides"))
+        .map(|k| format!("wt_params.operands[{k}].strides"))
         .collect();
     let walked: Vec<Walked> = starts
         .iter()
@@ -149,31 +173,35 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
         .collect();
     access.push_str(
         &Walk {
-            name: "positions",
-            rank: "params.rank",
-            shape: "params.shape",
+            name: "wt_positions",
+            rank: "wt_params.rank",
+            shape: "wt_params.shape",
             operands: &walked,
         }
         .wgsl(),
     );
-    let mut scalars = String::new();
+    // The body's parameters: the index, each input's element, each scalar
+    // (decoded in the entry point, where no argument name is in scope).
+    let mut params = vec!["index: u32".to_string()];
+    let mut args = vec!["index".to_string()];
+    for (k, (name, d)) in spec.inputs.iter().enumerate() {
+        params.push(format!("{name}: {}", ScalarType::of(kernel_type(*d))));
+        args.push(format!("wt_load{k}(u32(pos[{k}]))"));
+    }
     for (k, (name, dtype)) in spec.scalars.iter().enumerate() {
-        let bits = format!("params.scalars[{}][{}]", k / 4, k % 4);
-        let value = match ScalarType::of(kernel_type(*dtype)) {
+        let bits = format!("wt_params.scalars[{}][{}]", k / 4, k % 4);
+        let ct = ScalarType::of(kernel_type(*dtype));
+        params.push(format!("{name}: {ct}"));
+        args.push(match ct {
             ScalarType::F32 => format!("bitcast<f32>({bits})"),
             ScalarType::I32 => format!("bitcast<i32>({bits})"),
             ScalarType::U32 => bits,
             ScalarType::Bool => format!("{bits} != 0u"),
-        };
-        let _ = writeln!(scalars, "    let {name} = {value};");
+        });
     }
-    let params: Vec<String> = spec
-        .inputs
+    let shadows: String = hidden
         .iter()
-        .map(|(name, d)| format!("{name}: {}", ScalarType::of(kernel_type(*d))))
-        .collect();
-    let args: Vec<String> = (0..n)
-        .map(|k| format!("load_{}(u32(pos[{k}]))", spec.inputs[k].0))
+        .map(|h| format!("    let {h} = 0u;\n"))
         .collect();
     let scalar_words = spec.scalars.len().div_ceil(4).max(1).to_string();
     let operands = (n + 1).to_string();
@@ -189,7 +217,7 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
         ("ACCESS", access.as_str()),
         ("PARAMS", params.as_str()),
         ("OUT_TYPE", out_type.as_str()),
-        ("SCALARS", scalars.as_str()),
+        ("SHADOWS", shadows.as_str()),
         ("OUT", spec.output.0.as_str()),
         ("N", n_text.as_str()),
         ("ARGS", args.as_str()),
@@ -222,7 +250,12 @@ fn params(call: &CustomCall, row_width: u32) -> Vec<u8> {
         .map(|(r, own)| (&r.layout, own))
         .chain([(out, out)]);
     for (over_out, own) in operands {
-        words.extend([over_out.offset() as u32, own.rank() as u32, 0, 0]);
+        words.extend([
+            over_out.offset() as u32,
+            own.rank() as u32,
+            own.numel() as u32,
+            0,
+        ]);
         strides(&mut words, over_out.strides());
         dims(&mut words, own.dims());
         strides(&mut words, own.strides());
@@ -244,8 +277,9 @@ fn body_line(message: &str, first: usize, lines: usize) -> Option<usize> {
 ///
 /// # Errors
 /// `Error::Argument` naming the op for WGSL that does not compile (with
-/// the body's line where the compiler names one) or more tensors than the
-/// device binds; `TooLarge` for more elements than a dispatch covers.
+/// the body's line where the compiler names one), more tensors than the
+/// device binds or a parameter block larger than its uniform bindings;
+/// `TooLarge` for more elements than a dispatch covers.
 pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
     let ctx = &out.ctx;
     let spec = call.spec;
@@ -259,27 +293,45 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
             ),
         ));
     }
+    let params_size = (48 + 16 * spec.scalars.len().div_ceil(4).max(1) + 112 * bound) as u64;
+    if params_size > ctx.facts.max_uniform_binding {
+        return Err(Error::argument(
+            call.op,
+            format!(
+                "kernel {:?}: {} scalars and {bound} tensors take a parameter block of {params_size} bytes; this device's uniform bindings hold at most {}",
+                spec.name,
+                spec.scalars.len(),
+                ctx.facts.max_uniform_binding
+            ),
+        ));
+    }
     let native = ctx.facts.native_f16;
     let key = CustomKey {
         id: spec.id,
         native_f16: native,
     };
-    let (wgsl, first) = source(spec, native)?;
-    let lines = spec.body.lines().count().max(1);
+    // The pipelines of kernels no handle holds any more go, once a spec has
+    // been dropped since the last sweep.
+    let dropped = CustomSpecs::dropped();
+    if ctx.custom_sweep.swap(dropped, Ordering::Relaxed) != dropped {
+        ctx.pipelines
+            .retain(|k: &CustomKey| CustomSpecs::is_held(k.id));
+    }
     let read_only: SmallVec<[bool; 4]> = (0..bound).map(|k| k < call.inputs.len()).collect();
-    let params_size = (48 + 16 * spec.scalars.len().div_ceil(4).max(1) + 112 * bound) as u64;
     ctx.pipelines
         .get(&ctx.device, &key, || {
             Ok(PipelineSpec {
                 label: "webtensor custom kernel",
-                source: wgsl.clone(),
-                entry: "main",
+                source: source(spec, native)?.0,
+                entry: "wt_main",
                 params_size,
                 read_only: read_only.iter().copied().collect(),
             })
         })
         .map_err(|e| {
             let message = e.to_string();
+            let first = source(spec, native).map_or(0, |(_, first)| first);
+            let lines = spec.body.lines().count().max(1);
             let at = body_line(&message, first, lines)
                 .map_or(String::new(), |l| format!(" at line {l} of the body"));
             Error::argument(
@@ -302,8 +354,8 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
     record_kernel(
         ctx,
         &key,
-        ("webtensor custom kernel", "main", params_size),
-        || Ok(wgsl),
+        ("webtensor custom kernel", "wt_main", params_size),
+        || Ok(source(spec, native)?.0),
         params,
         bindings,
         [groups[0], groups[1], 1],

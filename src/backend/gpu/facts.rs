@@ -23,6 +23,8 @@ pub(crate) struct AdapterFacts {
     pub max_buffer_size: u64,
     pub max_workgroups_per_dim: u32,
     pub max_storage_buffers: u32,
+    /// The largest uniform binding (a custom kernel's parameter block).
+    pub max_uniform_binding: u64,
     pub uniform_align: u32,
     /// Storage bindings start at multiples of this many bytes.
     pub storage_align: u32,

@@ -77,14 +77,20 @@ pub(crate) fn load_expr(dtype: KernelType, s: StorageMode, buf: &str, atomic: bo
 }
 
 pub(crate) fn store_fn(dtype: KernelType, s: StorageMode) -> String {
+    store_fn_named("store_out", "out_buf", dtype, s)
+}
+
+/// [`store_fn`] as `fn {name}` into the buffer `buf`.
+pub(crate) fn store_fn_named(name: &str, buf: &str, dtype: KernelType, s: StorageMode) -> String {
     let ct = ScalarType::of(dtype);
     let body = match s {
-        StorageMode::Plain(_) => "out_buf[p] = v;".to_string(),
-        StorageMode::F16 => format!("out_buf[p] = f16({});", round_expr(KernelType::F16, "v")),
-        StorageMode::PackedF16 => "let shift = (p & 1u) * 16u;\n    \
-             atomicAnd(&out_buf[p >> 1u], ~(0xffffu << shift));\n    \
-             atomicOr(&out_buf[p >> 1u], f16_bits(v) << shift);"
-            .to_string(),
+        StorageMode::Plain(_) => format!("{buf}[p] = v;"),
+        StorageMode::F16 => format!("{buf}[p] = f16({});", round_expr(KernelType::F16, "v")),
+        StorageMode::PackedF16 => format!(
+            "let shift = (p & 1u) * 16u;\n    \
+             atomicAnd(&{buf}[p >> 1u], ~(0xffffu << shift));\n    \
+             atomicOr(&{buf}[p >> 1u], f16_bits(v) << shift);"
+        ),
         StorageMode::Bytes => {
             let bits = if dtype == KernelType::Bool {
                 "select(0u, 1u, v)"
@@ -93,12 +99,12 @@ pub(crate) fn store_fn(dtype: KernelType, s: StorageMode) -> String {
             };
             format!(
                 "let shift = (p & 3u) * 8u;\n    \
-                 atomicAnd(&out_buf[p >> 2u], ~(0xffu << shift));\n    \
-                 atomicOr(&out_buf[p >> 2u], {bits} << shift);"
+                 atomicAnd(&{buf}[p >> 2u], ~(0xffu << shift));\n    \
+                 atomicOr(&{buf}[p >> 2u], {bits} << shift);"
             )
         }
     };
-    format!("fn store_out(p: u32, v: {ct}) {{\n    {body}\n}}\n")
+    format!("fn {name}(p: u32, v: {ct}) {{\n    {body}\n}}\n")
 }
 
 /// `v` (a compute-type value) rounded as storing it as `dtype` would.

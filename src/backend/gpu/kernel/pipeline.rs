@@ -45,13 +45,18 @@ pub(crate) struct Pipeline {
 /// A stored key, compared by downcasting to the looked-up key's type.
 type StoredKey = Box<dyn Any + Send + Sync>;
 
+/// One key's pipeline, built by the first thread that needs it while the
+/// others that need the same key wait on this slot (not on the cache).
+type Slot = Arc<Mutex<Option<Arc<Pipeline>>>>;
+
 /// The pipelines whose keys share one hash.
-type Bucket = SmallVec<[(StoredKey, Arc<Pipeline>); 1]>;
+type Bucket = SmallVec<[(StoredKey, Slot); 1]>;
 
 /// Pipelines by key. Strides and shapes are parameters, so the cache stays
 /// small: one entry per (program, dtypes, storage modes, contiguity). Keys
 /// are bucketed by a hash of their type and value, and a lookup allocates
-/// nothing.
+/// nothing. The cache's lock is held only to find or add a key's slot: a
+/// slow compile stalls only the threads that wait for that pipeline.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
     pipelines: Mutex<HashMap<u64, Bucket>>,
@@ -76,17 +81,27 @@ impl PipelineCache {
         key: &K,
         spec: impl FnOnce() -> Result<PipelineSpec>,
     ) -> Result<Arc<Pipeline>> {
-        let h = bucket(key);
-        let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        let known = map.get(&h).and_then(|entries| {
-            entries
+        let slot = {
+            let h = bucket(key);
+            let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+            let entries = map.entry(h).or_default();
+            match entries
                 .iter()
                 .find(|(k, _)| k.downcast_ref::<K>() == Some(key))
-                .map(|(_, p)| p.clone())
-        });
-        if let Some(p) = known {
-            return Ok(p);
+            {
+                Some((_, slot)) => slot.clone(),
+                None => {
+                    let slot = Slot::default();
+                    entries.push((Box::new(key.clone()), slot.clone()));
+                    slot
+                }
+            }
+        };
+        let mut built = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = built.as_ref() {
+            return Ok(p.clone());
         }
+        // A failed build leaves the slot empty: the next use tries again.
         let pipeline = Arc::new(build(device, &spec()?).map_err(|e| match e {
             Error::Gpu { op, msg } => Error::Gpu {
                 op,
@@ -94,20 +109,31 @@ impl PipelineCache {
             },
             other => other,
         })?);
-        map.entry(h)
-            .or_default()
-            .push((Box::new(key.clone()), pipeline.clone()));
+        *built = Some(pipeline.clone());
         Ok(pipeline)
     }
 
-    /// Number of pipelines compiled so far.
+    /// Drops the pipelines of keys of type `K` for which `keep` is false
+    /// (dispatches already recorded keep theirs until they are done).
+    pub fn retain<K: PipelineKey>(&self, mut keep: impl FnMut(&K) -> bool) {
+        let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, entries| {
+            entries.retain(|(k, _)| k.downcast_ref::<K>().is_none_or(&mut keep));
+            !entries.is_empty()
+        });
+    }
+
+    /// Number of pipelines compiled so far (and not dropped).
     pub fn len(&self) -> usize {
         self.pipelines
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
-            .map(SmallVec::len)
-            .sum()
+            .flatten()
+            // A slot being built is locked by its builder: not counted, and
+            // not waited for while the cache is locked.
+            .filter(|(_, slot)| matches!(slot.try_lock().as_deref(), Ok(Some(_))))
+            .count()
     }
 }
 
