@@ -188,7 +188,7 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..5, 0u8..3)
             .prop_map(|(a, b, op, replace)| Step::Binary { a, b, op, replace }),
-        2 => (slot.clone(), 0u8..5, -3i8..4, any::<bool>())
+        2 => (slot.clone(), 0u8..6, -3i8..4, any::<bool>())
             .prop_map(|(src, op, value, replace)| Step::Scalar { src, op, value, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..4)
             .prop_map(|(dst, src, op)| Step::InPlace { dst, src, op }),
@@ -350,11 +350,15 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
         } => {
             let k = at(*src);
             let (t, v) = (&slots[k], *value as f32);
+            // A value no f16 holds: rounded to the tensor's dtype first on
+            // both devices.
+            let odd = v * 0.7 + 1e-4;
             let r = match op {
-                0 => t.add_scalar(v)?,
+                0 => t.add_scalar(odd)?,
                 1 => t.mul_scalar(v.clamp(-1.0, 1.0))?,
-                2 => t.maximum_scalar(v)?,
+                2 => t.maximum_scalar(odd)?,
                 3 => t.floor_divide_scalar(if v == 0.0 { 2.0 } else { v })?,
+                4 => t.remainder_scalar(if v == 0.0 { 1.5 } else { odd })?,
                 _ => t.sub_scalar(v)?,
             };
             store(slots, k, *replace, r);

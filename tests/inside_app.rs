@@ -482,3 +482,109 @@ fn tensors_draw_into_the_applications_textures() {
     x.write_to_texture(&tex, ColorMap::Gray { min: 0.0, max: 1.0 })
         .unwrap();
 }
+
+/// Issue 26: a batch that fails (here: it reads an application buffer
+/// destroyed before the flush) poisons every tensor it was to write, on
+/// webtensor's own device and on the application's; other tensors and
+/// later work go on.
+#[test]
+fn a_failed_batch_poisons_what_it_was_to_write() {
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    let own = common::own_gpu(GpuOptions::default()).unwrap();
+    let on_app = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    for dev in [own, on_app] {
+        let (device, queue) = dev.wgpu().unwrap();
+        let before = Tensor::full([4], 3.0, DType::F32, &dev).unwrap();
+        before.to_vec::<f32>().unwrap();
+        let buffer = app_buffer(&device, &queue, &[1.0, 2.0, 3.0, 4.0]);
+        let w = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap();
+        let y = (&w + 1.0).exp().unwrap();
+        let u = before.mul_scalar(2.0).unwrap();
+        buffer.destroy();
+        let first = y.to_vec::<f32>().unwrap_err().to_string();
+        for again in 0..2 {
+            let e = y.to_vec::<f32>().unwrap_err().to_string();
+            assert!(e.contains("failed"), "{dev} read {again}: {e}");
+        }
+        // Written by the same batch: poisoned too, with the same failure.
+        let e = u.to_vec::<f32>().unwrap_err().to_string();
+        assert!(e.contains("failed"), "{dev}: {e}");
+        assert!(
+            y.mul_scalar(2.0).is_err(),
+            "{dev}: an op reading a poisoned tensor"
+        );
+        assert!(
+            y.sum(.., false).is_err(),
+            "{dev}: a reduction of a poisoned tensor"
+        );
+        assert!(!first.is_empty());
+        // What the batch did not write, and new work, are fine.
+        assert_eq!(before.to_vec::<f32>().unwrap(), [3.0; 4], "{dev}");
+        let fresh = (&before + 1.0).to_vec::<f32>().unwrap();
+        assert_eq!(fresh, [4.0; 4], "{dev}");
+    }
+}
+
+/// Issue 26: two tensors over one wgpu buffer are one storage to the
+/// overlap rules, whichever handles wrap it.
+#[test]
+fn one_buffer_wrapped_twice_is_one_storage() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let t = Tensor::arange(0.0f32, 6.0, 1.0, &dev).unwrap();
+    let gb = t.gpu_buffer().unwrap();
+    let w = Tensor::from_gpu_buffer(&gb.buffer, DType::F32, [6], 0, &dev).unwrap();
+    assert!(w.shares_storage(&t));
+    // NumPy: t += t_alias[::-1] reads the alias before any write.
+    t.add_(&w.flip(&[0]).unwrap()).unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), [5.0; 6]);
+    drop(gb);
+    let (device, queue) = dev.wgpu().unwrap();
+    let buffer = app_buffer(&device, &queue, &[1.0, 2.0, 3.0, 4.0]);
+    let a = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap();
+    let b = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap();
+    assert!(a.shares_storage(&b));
+    a.add_(&b.flip(&[0]).unwrap()).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), [5.0; 4]);
+    assert!(Tensor::from_gpu_buffer(&buffer, DType::I32, [4], 0, &dev).is_err());
+}
+
+/// Issue 26: a buffer of another wgpu instance has an id that may be one
+/// of webtensor's own buffers: refused, never read.
+#[test]
+fn buffers_of_another_instance_are_refused() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let open = || {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: wgpu::Backends::PRIMARY,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter = pollster::block_on(instance.request_adapter(&Default::default())).unwrap();
+        let info = adapter.get_info();
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&Default::default())).unwrap();
+        (instance, info, device, queue)
+    };
+    let (_ours, info, device, queue) = open();
+    let dev = Device::from_wgpu(&info, device, queue, GpuOptions::default());
+    let secret = Tensor::full([64], 4200.0, DType::F32, &dev).unwrap();
+    secret.to_vec::<f32>().unwrap();
+    let (_theirs, _, device, queue) = open();
+    for k in 0..4 {
+        let buffer = app_buffer(&device, &queue, &[k as f32; 64]);
+        match Tensor::from_gpu_buffer(&buffer, DType::F32, [64], 0, &dev) {
+            Err(_) => {}
+            Ok(t) => panic!(
+                "buffer {k} of another instance wrapped: {:?}",
+                t.to_vec::<f32>()
+            ),
+        }
+    }
+    // The device goes on.
+    assert_eq!((&secret + 1.0).to_vec::<f32>().unwrap(), [4201.0; 64]);
+}

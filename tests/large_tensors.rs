@@ -336,13 +336,18 @@ fn a_far_self_read_takes_its_temporary_from_the_pool() {
     );
     assert_eq!(d.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
     // No room for the temporary: the flush reports it (at the op when it
-    // flushes at once, else at the sync), and the device goes on.
+    // flushes at once, else at the sync), the tensor that batch was to
+    // write is poisoned by it, and the device goes on.
     dev.release_pooled_memory();
     dev.set_memory_cap(Some(dev.stats().bytes_live));
     let r = step(&d).and_then(|()| dev.sync());
     assert!(matches!(r, Err(Error::OutOfMemory { .. })), "{r:?}");
     dev.set_memory_cap(None);
-    step(&d).unwrap();
+    let e = d.to_vec::<f32>().unwrap_err().to_string();
+    assert!(e.contains("failed") && e.contains("memory cap"), "{e}");
+    assert!(step(&d).is_err());
+    let fresh = Tensor::from_vec(values(40 * 50, 1), [40, 50], &dev).unwrap();
+    step(&fresh).unwrap();
     dev.sync().unwrap();
 }
 

@@ -741,3 +741,65 @@ async fn tensors_over_one_binding() {
     let head = read(&x.slice(s![..3]).unwrap()).await;
     assert_eq!(head, [1.0, 1.0, 1.0]);
 }
+
+/// Issue 26's repros in the browser: NumPy's answers on SwiftShader too.
+#[wasm_bindgen_test]
+async fn numpys_answers_where_webtensor_once_differed() {
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    // A zero remainder takes the divisor's sign.
+    let a = Tensor::from_slice(&[-4.0f32, 4.0, -0.0, 0.0], [4], &dev).unwrap();
+    let b = Tensor::from_slice(&[2.0f32, -2.0, 3.0, -3.0], [4], &dev).unwrap();
+    let r = read(&a.remainder(&b).unwrap()).await;
+    let signs: Vec<bool> = r.iter().map(|v| v.is_sign_negative()).collect();
+    assert_eq!(signs, [false, true, false, true], "{r:?}");
+    // Scalars are rounded to f16 before the GPU computes.
+    let h: Vec<f16> = [-1.0f32, 0.5, -0.897].map(f16::from_f32).to_vec();
+    let (gh, ch) = (
+        Tensor::from_slice(&h, [3], &dev).unwrap(),
+        Tensor::from_slice(&h, [3], &cpu).unwrap(),
+    );
+    for s in [1.0001, 65519.99, 2049.0001] {
+        let got = gh
+            .add_scalar(s)
+            .unwrap()
+            .to_vec_async::<f16>()
+            .await
+            .unwrap();
+        let want = ch
+            .add_scalar(s)
+            .unwrap()
+            .to_vec_async::<f16>()
+            .await
+            .unwrap();
+        assert_eq!(got, want, "+ {s}");
+    }
+    let full = Tensor::full([1], 2049.0001, DType::F16, &dev).unwrap();
+    assert_eq!(
+        full.to_vec_async::<f16>().await.unwrap()[0].to_f32(),
+        2050.0
+    );
+    // Trigonometry at any magnitude, tanh near zero.
+    let x = [3e38f32, -3e38, 1e10, 1e5, 1e-6];
+    let (gx, cx) = (
+        Tensor::from_slice(&x, [5], &dev).unwrap(),
+        Tensor::from_slice(&x, [5], &cpu).unwrap(),
+    );
+    for (name, op) in [
+        (
+            "sin",
+            Tensor::sin as fn(&Tensor) -> webtensor::Result<Tensor>,
+        ),
+        ("cos", Tensor::cos),
+        ("tan", Tensor::tan),
+        ("tanh", Tensor::tanh),
+    ] {
+        let (got, want) = (read(&op(&gx).unwrap()).await, read(&op(&cx).unwrap()).await);
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-6 * w.abs() + 1e-30,
+                "{name}: {got:?} vs {want:?}"
+            );
+        }
+    }
+}

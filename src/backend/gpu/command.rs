@@ -23,6 +23,25 @@ pub(crate) enum Command {
     Kernel(KernelCommand),
 }
 
+/// Poisons every buffer that `commands` (a batch that failed) were to
+/// write, with the batch's `failure`: a later read or use of those tensors
+/// is that error, never the stale bytes the buffers still hold.
+pub(crate) fn poison_outputs(commands: &[Command], failure: &str) {
+    for command in commands {
+        match command {
+            Command::Elementwise(op) => op.out.slot.poison(failure),
+            Command::Kernel(k) => {
+                let written = k.bindings.iter().filter(|b| b.writes && !b.fault_record);
+                for storage in written.filter_map(|b| b.storage.upgrade()) {
+                    if let Storage::Gpu(s) = &*storage {
+                        s.slot().poison(failure);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Storage identity within one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct StorageId(pub *const Storage);

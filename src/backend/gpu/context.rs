@@ -8,9 +8,10 @@ use super::kernel::pipeline::{PipelineCache, submit_scoped};
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters, Target};
 use super::tuning::{MatmulTile, MatmulTuner};
+use crate::backend::Storage;
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Options for opening a GPU device. Each `None` falls back to an
 /// environment variable, then to the default.
@@ -162,6 +163,9 @@ pub(crate) struct GpuContext {
     /// How many custom kernel specs had been dropped when this device last
     /// dropped the pipelines of those no kernel holds.
     pub(super) custom_sweep: AtomicU64,
+    /// Buffers handed to the application or wrapped from it, with the
+    /// storage each is: a buffer wrapped again is that storage again.
+    shared: Mutex<Vec<(wgpu::Buffer, Weak<Storage>)>>,
 }
 
 /// The id of the next GPU device opened.
@@ -298,6 +302,7 @@ impl GpuContext {
                 .or_else(|| env_flag("WEBTENSOR_AUTOTUNE"))
                 .unwrap_or(facts.device_type != "Cpu");
         let faults = Faults::new(&device);
+        pool.note_made(&faults.bound().buffer);
         // Errors a browser would only log (and native wgpu would panic on)
         // become an `Err` from the next readback or sync.
         let device_error: Arc<Mutex<Option<String>>> = Arc::default();
@@ -329,6 +334,7 @@ impl GpuContext {
             open_batch: AtomicU64::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             custom_sweep: AtomicU64::new(0),
+            shared: Mutex::default(),
         }
     }
 
@@ -476,6 +482,25 @@ impl GpuContext {
             Some(msg) => Err(Error::gpu(op, format!("the device reported: {msg}"))),
             None => Ok(()),
         }
+    }
+
+    /// Remembers that `buffer` is `storage`'s, handed out or wrapped.
+    pub fn share(&self, buffer: &wgpu::Buffer, storage: &Arc<Storage>) {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.retain(|(_, s)| s.strong_count() > 0);
+        if !shared.iter().any(|(b, _)| b == buffer) {
+            shared.push((buffer.clone(), Arc::downgrade(storage)));
+        }
+    }
+
+    /// The live storage `buffer` is, when it was handed out or wrapped
+    /// before, with the handle it was known by then.
+    pub fn shared_storage(&self, buffer: &wgpu::Buffer) -> Option<(wgpu::Buffer, Arc<Storage>)> {
+        let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared
+            .iter()
+            .find(|(b, _)| b == buffer)
+            .and_then(|(b, s)| Some((b.clone(), s.upgrade()?)))
     }
 
     /// Submits everything pending (nothing when nothing is).

@@ -133,8 +133,11 @@ impl Tensor {
         let s = gpu_storage(OP, self)?;
         s.ctx.flush()?;
         let (stored, element_bytes) = layout_of(self.dtype());
+        let buffer = s.buffer(OP)?;
+        // Wrapped back, it is this tensor's storage again.
+        s.ctx.share(&buffer, self.storage());
         Ok(GpuBuffer {
-            buffer: s.buffer(OP)?,
+            buffer,
             byte_offset: self.offset() as u64 * element_bytes,
             element_bytes,
             dtype: self.dtype(),
@@ -164,17 +167,23 @@ impl Tensor {
     /// buffer needs usage `STORAGE | COPY_SRC` (and `COPY_DST` if the
     /// application writes it with `queue.write_buffer`) and must belong to
     /// `device`'s wgpu device (a buffer of another device from the same
-    /// wgpu `Instance` is refused; wgpu cannot tell a buffer of another
-    /// instance at all, so keep one instance, as webtensor does for the
-    /// devices it opens); webtensor never returns it to its pool. The
-    /// elements are laid out as [`GpuBuffer`] describes. See the module
-    /// docs for ordering with the application's own work.
+    /// wgpu `Instance` is refused; wgpu tells a buffer of another instance
+    /// only by an id that may be one of this instance's: such a buffer is
+    /// refused where that id is a buffer of webtensor's, so keep one
+    /// instance, as webtensor does for the devices it opens); webtensor
+    /// never returns it to its pool. A buffer wrapped twice, or a tensor's
+    /// own buffer from [`Tensor::gpu_buffer`] wrapped back, is the same
+    /// storage as before (ops that read one and write the other copy first,
+    /// as for any overlapping views). The elements are laid out as
+    /// [`GpuBuffer`] describes. See the module docs for ordering with the
+    /// application's own work.
     ///
     /// # Errors
     /// `Error::Argument` naming `from_gpu_buffer` for a CPU device, a
     /// buffer without the usages, of a size that is not a multiple of 4, an
-    /// offset that is not a multiple of the element size, or a buffer of
-    /// another wgpu device; `Error::Shape` when the elements do not fit the
+    /// offset that is not a multiple of the element size, a buffer of
+    /// another wgpu device or instance, or one already wrapped as a dtype
+    /// stored otherwise; `Error::Shape` when the elements do not fit the
     /// buffer; `Error::UnsupportedDType` for f64; `Error::TooLarge` past the
     /// device's largest buffer.
     pub fn from_gpu_buffer(
@@ -245,9 +254,6 @@ impl Tensor {
                 limit,
             });
         }
-        check_same_device(OP, ctx, buffer)?;
-        let len = (size / element_bytes) as usize * per_element;
-        let storage = GpuStorage::lent(ctx, buffer.clone(), stored, len);
         let mut layout = Layout::contiguous(shape);
         if layout.numel() > 0 {
             layout = Layout::from_parts(
@@ -256,13 +262,56 @@ impl Tensor {
                 (byte_offset / element_bytes) as usize,
             );
         }
-        Ok(Tensor::from_parts(
-            Arc::new(Storage::Gpu(storage)),
-            layout,
-            dtype,
-            device.clone(),
-        ))
+        // A buffer wrapped or handed out before is that storage again, so
+        // the overlap rules see one storage however many handles wrap it.
+        if let Some((known, storage)) = ctx.shared_storage(buffer) {
+            check_same_device(OP, ctx, buffer)?;
+            let Storage::Gpu(s) = &*storage else {
+                return Err(Error::internal(
+                    OP,
+                    "a shared buffer's storage is not on the GPU",
+                ));
+            };
+            if known.size() != size || known.usage() != buffer.usage() {
+                return Err(foreign(OP));
+            }
+            if s.dtype != stored {
+                return Err(Error::argument(
+                    OP,
+                    format!(
+                        "the buffer already holds a tensor stored as {:?}; wrap it as a dtype stored alike, not {dtype}",
+                        s.dtype
+                    ),
+                ));
+            }
+            return Ok(Tensor::from_parts(storage, layout, dtype, device.clone()));
+        }
+        // wgpu compares buffers by their id in the instance that made them;
+        // one this device made and never handed out cannot be the
+        // application's.
+        if ctx.pool.made(buffer) {
+            return Err(foreign(OP));
+        }
+        check_same_device(OP, ctx, buffer)?;
+        let len = (size / element_bytes) as usize * per_element;
+        let storage = Arc::new(Storage::Gpu(GpuStorage::lent(
+            ctx,
+            buffer.clone(),
+            stored,
+            len,
+        )));
+        ctx.share(buffer, &storage);
+        Ok(Tensor::from_parts(storage, layout, dtype, device.clone()))
     }
+}
+
+/// A buffer that has the identity of one of webtensor's own: wgpu tells a
+/// buffer only by its id within its instance, so it is another instance's.
+fn foreign(op: &'static str) -> Error {
+    Error::argument(
+        op,
+        "the buffer has the identity of a buffer of webtensor's own that no live tensor handed out: a buffer of another wgpu::Instance (which wgpu tells only by an id that may be one of this instance's: keep one instance), or one kept after its tensor was dropped",
+    )
 }
 
 /// `Error::Argument` naming `op` when `buffer` belongs to another wgpu
@@ -270,6 +319,21 @@ impl Tensor {
 /// validation error, caught in an error scope. (In a browser the scope's
 /// answer comes later; there a mismatch surfaces as a WebGPU error.)
 fn check_same_device(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) -> Result<()> {
+    // A buffer of another instance whose id names a slot of this one that
+    // holds another buffer makes wgpu-core panic ("Cannot get BufferId");
+    // natively that is caught here and refused (nothing is written before
+    // the lookup fails).
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let probe = std::panic::AssertUnwindSafe(|| probe_binding(op, ctx, buffer));
+        std::panic::catch_unwind(probe).unwrap_or_else(|_| Err(foreign(op)))
+    }
+    #[cfg(target_arch = "wasm32")]
+    probe_binding(op, ctx, buffer)
+}
+
+/// Binds `buffer` in a bind group of `ctx`'s device inside an error scope.
+fn probe_binding(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) -> Result<()> {
     let device = &ctx.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {

@@ -69,12 +69,15 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
         WORKGROUP,
         ctx.facts.max_workgroups_per_dim,
     )?;
-    let operand = |t: &TensorRef, s: &GpuStorage| TensorOperand {
-        storage: Arc::downgrade(t.storage),
-        slot: s.slot().clone(),
-        buffer_id: s.buffer_id(),
-        layout: t.layout.clone(),
-        dtype: t.dtype,
+    let operand = |t: &TensorRef, s: &GpuStorage| -> Result<TensorOperand> {
+        s.check_poison("gpu kernel")?;
+        Ok(TensorOperand {
+            storage: Arc::downgrade(t.storage),
+            slot: s.slot().clone(),
+            buffer_id: s.buffer_id(),
+            layout: t.layout.clone(),
+            dtype: t.dtype,
+        })
     };
     let mut args = smallvec::SmallVec::new();
     for input in &call.inputs {
@@ -83,14 +86,14 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
                 let Storage::Gpu(s) = &**t.storage else {
                     return Err(Error::internal("gpu kernel", "input is not on the GPU"));
                 };
-                OpArg::Tensor(operand(t, s))
+                OpArg::Tensor(operand(t, s)?)
             }
             Input::Scalar(s) => OpArg::Scalar(*s),
         });
     }
     let op = RecordedOp {
         kernel: call.kernel,
-        out: operand(&call.out, out),
+        out: operand(&call.out, out)?,
         args,
     };
     ctx.scheduler()

@@ -12,7 +12,9 @@
 //! when the GPU is done with them.
 
 use crate::error::{Error, Result};
-use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 /// What a pooled buffer is for (pools never mix them).
@@ -121,6 +123,8 @@ pub(crate) struct PoolCounters {
 #[derive(Default)]
 struct PoolState {
     free: HashMap<(BufferKind, u64), Vec<Free>>,
+    /// The [`identity`] of every buffer the pool made.
+    made: HashSet<u64>,
     next_id: u64,
     counters: PoolCounters,
     cap: Option<u64>,
@@ -175,7 +179,28 @@ pub(crate) struct BufferPool {
     state: Mutex<PoolState>,
 }
 
+/// A buffer handle's identity as wgpu compares handles: for wgpu-core, its
+/// id within the instance that made it (so a buffer of another instance
+/// can have the identity of one of this device's).
+pub(crate) fn identity(buffer: &wgpu::Buffer) -> u64 {
+    let mut h = DefaultHasher::new();
+    buffer.hash(&mut h);
+    h.finish()
+}
+
 impl BufferPool {
+    /// Counts `buffer`, made by the device's own code outside the pool (the
+    /// parameter arena, the fault record ...), among the buffers it made.
+    pub fn note_made(&self, buffer: &wgpu::Buffer) {
+        self.state().made.insert(identity(buffer));
+    }
+
+    /// True when `buffer` has the identity of a buffer this pool made (or
+    /// was told of by [`BufferPool::note_made`]).
+    pub fn made(&self, buffer: &wgpu::Buffer) -> bool {
+        self.state().made.contains(&identity(buffer))
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, PoolState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -269,6 +294,7 @@ impl BufferPool {
         });
         state.next_id += 1;
         let id = state.next_id;
+        state.made.insert(identity(&buffer));
         let c = &mut state.counters;
         c.created += 1;
         c.bytes_live += size;

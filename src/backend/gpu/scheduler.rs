@@ -9,7 +9,7 @@
 //! the fusion switch.
 
 use super::bind_groups::{BindGroupCache, GroupKey};
-use super::command::Command;
+use super::command::{Command, poison_outputs};
 use super::elementwise::access::choose_access;
 use super::elementwise::codegen::elementwise_pipeline;
 use super::elementwise::params::write_params;
@@ -20,6 +20,8 @@ use super::kernel::buffer::element_bytes;
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::kernel::pipeline::PipelineCache;
+#[cfg(not(target_arch = "wasm32"))]
+use super::kernel::pipeline::pop_now;
 use super::pool::{BufferPool, PooledBuffer};
 use super::slot::{Slot, Taken};
 use crate::error::{Error, Result};
@@ -186,10 +188,24 @@ impl Scheduler {
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
         let commands = std::mem::take(&mut self.pending);
+        // Natively the device reports a batch's validation errors (a
+        // destroyed application buffer ...) as it is submitted: a scope
+        // around it gives them to this batch, never to the device's
+        // handler (a `Device::from_wgpu` application's would panic).
+        #[cfg(not(target_arch = "wasm32"))]
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let result = self.submit(ctx, &commands, timestamps, after);
+        #[cfg(not(target_arch = "wasm32"))]
+        let result = match (result, pop_now(scope)) {
+            (Ok(()), Some(e)) => Err(Error::gpu("flush", format!("the device reported: {e}"))),
+            (result, _) => result,
+        };
         // Whatever happened, the batch is closed: buffers released while it
         // was open are safe to write once it is submitted (or abandoned).
         ctx.open_batch.fetch_add(1, Ordering::AcqRel);
+        if let Err(e) = &result {
+            poison_outputs(&commands, &e.to_string());
+        }
         result
     }
 
@@ -337,6 +353,7 @@ impl Scheduler {
                     usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
+                ctx.pool.note_made(&a);
                 // Groups binding the old arena would keep it alive.
                 self.groups.clear();
                 self.arena = Some(a.clone());

@@ -27,7 +27,7 @@
 
 use super::pool::{BufferKind, BufferPool, PooledBuffer};
 use crate::error::Result;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// One tensor's buffer, taken now or later.
 pub(crate) struct Slot {
@@ -36,6 +36,9 @@ pub(crate) struct Slot {
     /// Bytes asked for.
     bytes: u64,
     state: Mutex<SlotState>,
+    /// The failure of a batch that was to write this buffer: every later
+    /// use of the tensor is that error (see [`Slot::poison`]).
+    poison: OnceLock<String>,
 }
 
 struct SlotState {
@@ -86,6 +89,7 @@ impl Slot {
                 reserved: false,
                 temporary: false,
             }),
+            poison: OnceLock::new(),
         }
     }
 
@@ -113,7 +117,19 @@ impl Slot {
                 reserved: true,
                 temporary: false,
             }),
+            poison: OnceLock::new(),
         })
+    }
+
+    /// Marks the buffer as not written as recorded: a batch that was to
+    /// write it failed with `failure` (the first failure is kept).
+    pub fn poison(&self, failure: &str) {
+        let _ = self.poison.set(failure.to_string());
+    }
+
+    /// The failure that poisoned the buffer, if one did.
+    pub fn poisoned(&self) -> Option<&str> {
+        self.poison.get().map(String::as_str)
     }
 
     fn state(&self) -> MutexGuard<'_, SlotState> {

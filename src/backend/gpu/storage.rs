@@ -161,8 +161,10 @@ impl GpuStorage {
     /// `slot.rs`).
     ///
     /// # Errors
-    /// `Error::OutOfMemory` naming `op` over the memory cap.
+    /// `Error::OutOfMemory` naming `op` over the memory cap; as
+    /// [`GpuStorage::check_poison`].
     pub fn buffer(&self, op: &'static str) -> Result<wgpu::Buffer> {
+        self.check_poison(op)?;
         let ctx = &self.ctx;
         // Commands of the open batch are all still to be encoded.
         self.slot.take(
@@ -171,6 +173,21 @@ impl GpuStorage {
             ctx.open_batch(),
             &|_| false,
         )
+    }
+
+    /// `Error::Gpu` naming `op` with the first failure of a batch that was
+    /// to write this tensor: it holds no data anyone can trust.
+    ///
+    /// # Errors
+    /// As described.
+    pub fn check_poison(&self, op: &'static str) -> Result<()> {
+        match self.slot.poisoned() {
+            Some(failure) => Err(Error::gpu(
+                op,
+                format!("the batch that was to write this tensor failed: {failure}"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The slot of the buffer, for a recorded command.
@@ -221,6 +238,7 @@ impl GpuStorage {
     /// `Error::Gpu` when mapping fails or the device is lost; `Error::Index`
     /// when an indexing kernel met an out-of-range index (see `faults.rs`).
     pub async fn read_bytes(&self, start: usize, count: usize) -> Result<Vec<u8>> {
+        self.check_poison("to_vec")?;
         let eb = element_bytes(self.dtype) as u64;
         let first = start as u64 * eb;
         let wanted = count as u64 * eb;

@@ -25,12 +25,14 @@ impl PassTimer {
             return None;
         }
         let buffer = |label, usage| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            let b = ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size: BYTES,
                 usage,
                 mapped_at_creation: false,
-            })
+            });
+            ctx.pool.note_made(&b);
+            b
         };
         Some(PassTimer {
             queries: ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
