@@ -484,10 +484,17 @@ impl GpuContext {
         }
     }
 
-    /// Remembers that `buffer` is `storage`'s, handed out or wrapped.
-    pub fn share(&self, buffer: &wgpu::Buffer, storage: &Arc<Storage>) {
+    /// Lets go of the handles of storages that are gone (an application's
+    /// buffer goes with its last tensor).
+    pub fn forget_unshared(&self) {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         shared.retain(|(_, s)| s.strong_count() > 0);
+    }
+
+    /// Remembers that `buffer` is `storage`'s, handed out or wrapped.
+    pub fn share(&self, buffer: &wgpu::Buffer, storage: &Arc<Storage>) {
+        self.forget_unshared();
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if !shared.iter().any(|(b, _)| b == buffer) {
             shared.push((buffer.clone(), Arc::downgrade(storage)));
         }
@@ -496,6 +503,7 @@ impl GpuContext {
     /// The live storage `buffer` is, when it was handed out or wrapped
     /// before, with the handle it was known by then.
     pub fn shared_storage(&self, buffer: &wgpu::Buffer) -> Option<(wgpu::Buffer, Arc<Storage>)> {
+        self.forget_unshared();
         let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         shared
             .iter()

@@ -379,8 +379,9 @@ impl Drop for GpuStorage {
     fn drop(&mut self) {
         if self.lent {
             // Not the pool's: it goes with its last handle, so kept bind
-            // groups must let it go too.
+            // groups and the shared buffers must let it go too.
             self.ctx.pool.foreign_dropped();
+            self.ctx.forget_unshared();
             return;
         }
         // Recorded commands keep the slot; the buffer goes back to the pool.

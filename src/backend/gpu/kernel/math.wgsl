@@ -67,6 +67,12 @@ fn is_inf_f32(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) == F32_INF_BITS;
 }
 
+// A zero with the sign bit of `bits`. Built from bits at run time: a
+// literal -0.0 has been compiled to +0.0 (SwiftShader in Chromium).
+fn signed_zero_f32(bits: u32) -> f32 {
+    return bitcast<f32>(bits & 0x80000000u);
+}
+
 // True for -0.0 and every other value with the sign bit set.
 fn sign_bit_f32(x: f32) -> bool {
     return (bitcast<u32>(x) >> 31u) == 1u;
@@ -157,7 +163,7 @@ fn fmod_f32(a: f32, b: f32) -> f32 {
 // is a zero of the divisor's sign.
 fn rem_f32(a: f32, b: f32) -> f32 {
     let r = fmod_f32(a, b);
-    if (r == 0.0) { return select(0.0, -0.0, sign_bit_f32(b)); }
+    if (r == 0.0) { return signed_zero_f32(bitcast<u32>(b)); }
     return select(r, r + b, (r < 0.0) != (b < 0.0));
 }
 
@@ -282,7 +288,7 @@ fn floor_div_f32(a: f32, b: f32) -> f32 {
     let m = fmod_f32(a, b);
     var div = (a - m) / b;
     if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { div = div - 1.0; }
-    if (div == 0.0) { return select(0.0, -0.0, sign_bit_f32(a) != sign_bit_f32(b)); }
+    if (div == 0.0) { return signed_zero_f32(bitcast<u32>(a) ^ bitcast<u32>(b)); }
     let f = floor(div);
     return select(f, f + 1.0, div - f > 0.5);
 }
@@ -358,26 +364,17 @@ fn reduce_half_pi(x: f32) -> HalfPiTurns {
         let e = i32((bits >> 23u) & 0xffu) - 127;
         // ax = m * 2^(e - 31); 2/pi = t * 2^-192; ax * 2/pi = (m * t) * 2^(e - 223).
         let m = (bits << 8u) | 0x80000000u;
+        // 2/pi's first 192 bits, least significant word first.
+        var words = array<u32, 6>(0x3c439041u, 0xdb629599u, 0xf534ddc0u, 0xfc2757d1u,
+            0x4e441529u, 0xa2f9836eu);
         var prod: array<u32, 7>;
         var carry = 0u;
-        var p = mul_wide_u32(m, 0x3c439041u);
-        prod[0] = p.x;
-        carry = p.y;
-        p = mul_wide_u32(m, 0xdb629599u);
-        prod[1] = p.x + carry;
-        carry = p.y + select(0u, 1u, prod[1] < p.x);
-        p = mul_wide_u32(m, 0xf534ddc0u);
-        prod[2] = p.x + carry;
-        carry = p.y + select(0u, 1u, prod[2] < p.x);
-        p = mul_wide_u32(m, 0xfc2757d1u);
-        prod[3] = p.x + carry;
-        carry = p.y + select(0u, 1u, prod[3] < p.x);
-        p = mul_wide_u32(m, 0x4e441529u);
-        prod[4] = p.x + carry;
-        carry = p.y + select(0u, 1u, prod[4] < p.x);
-        p = mul_wide_u32(m, 0xa2f9836eu);
-        prod[5] = p.x + carry;
-        prod[6] = p.y + select(0u, 1u, prod[5] < p.x);
+        for (var k = 0u; k < 6u; k++) {
+            let p = mul_wide_u32(m, words[k]);
+            prod[k] = p.x + carry;
+            carry = p.y + select(0u, 1u, prod[k] < p.x);
+        }
+        prod[6] = carry;
         // Bits 161 - e to 224 - e: two integer bits, then 62 of fraction.
         let low = u32(161 - e);
         let word = low >> 5u;
