@@ -492,8 +492,14 @@ fn a_failed_batch_poisons_what_it_was_to_write() {
     let Some((info, device, queue)) = app_device() else {
         return;
     };
-    let own = common::own_gpu(GpuOptions::default()).unwrap();
-    let on_app = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    // Batches of many ops, whatever the environment says: the ops below
+    // are recorded before the buffer goes, and flushed after.
+    let batching = GpuOptions {
+        flush_threshold: Some(1024),
+        ..Default::default()
+    };
+    let own = common::own_gpu(batching.clone()).unwrap();
+    let on_app = Device::from_wgpu(&info, device.clone(), queue.clone(), batching);
     for dev in [own, on_app] {
         let (device, queue) = dev.wgpu().unwrap();
         let before = Tensor::full([4], 3.0, DType::F32, &dev).unwrap();
