@@ -35,9 +35,10 @@ use std::sync::Arc;
 /// there, so a body reads its arguments only through their views (`NAME_at`
 /// past the argument's last element is zero) and writes only its output
 /// element. Argument names are WGSL identifiers that are not keywords,
-/// reserved words or types, not `index`, `out_coord` or `out_dim`, and
-/// neither start with `wt_` (webtensor's own) nor end in another argument's
-/// name plus `_at` or `_dim`.
+/// reserved words or types, nor `index`, `out_coord` or `out_dim`; they do
+/// not start with `wt_` (webtensor's own) and are not another argument's
+/// name followed by `_at` or `_dim` (so no input is named `out`: its
+/// `out_dim` would be the body's).
 ///
 /// Values are in their compute type: `f32` for f32 and f16 (rounded once
 /// when stored), `i32`, `u32` for u32 and u8, `bool`. The functions of
