@@ -102,6 +102,20 @@ fn parse_dict(op: &'static str, dict: &str) -> Result<Vec<(String, Literal)>> {
             }
         }
     };
+    // After an item: `,` (more may follow: false) or the closing `close`
+    // (true).
+    let closes = |c: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+                  close: char,
+                  what: &str|
+     -> Result<bool> {
+        skip_space(c);
+        if c.next_if(|&(_, ch)| ch == ',').is_some() {
+            return Ok(false);
+        }
+        skip_space(c);
+        c.next_if(|&(_, ch)| ch == close).ok_or_else(|| bad(what))?;
+        Ok(true)
+    };
     skip_space(&mut chars);
     chars
         .next_if(|&(_, ch)| ch == '{')
@@ -137,12 +151,7 @@ fn parse_dict(op: &'static str, dict: &str) -> Result<Vec<(String, Literal)>> {
                         .parse::<usize>()
                         .map_err(|_| bad(&format!("the extent {digits:?}")))?;
                     dims.push(extent);
-                    skip_space(&mut chars);
-                    if chars.next_if(|&(_, ch)| ch == ',').is_none() {
-                        skip_space(&mut chars);
-                        chars
-                            .next_if(|&(_, ch)| ch == ')')
-                            .ok_or_else(|| bad("a shape that is not a tuple of integers"))?;
+                    if closes(&mut chars, ')', "a shape that is not a tuple of integers")? {
                         break;
                     }
                 }
@@ -170,12 +179,7 @@ fn parse_dict(op: &'static str, dict: &str) -> Result<Vec<(String, Literal)>> {
         };
         entries.retain(|(k, _)| *k != key);
         entries.push((key, value));
-        skip_space(&mut chars);
-        if chars.next_if(|&(_, ch)| ch == ',').is_none() {
-            skip_space(&mut chars);
-            chars
-                .next_if(|&(_, ch)| ch == '}')
-                .ok_or_else(|| bad("entries not separated by ','"))?;
+        if closes(&mut chars, '}', "entries not separated by ','")? {
             break;
         }
     }
@@ -196,14 +200,14 @@ fn parse_header(op: &'static str, dict: &str) -> Result<Header> {
             "keys {keys:?} (NumPy writes exactly descr, fortran_order and shape)"
         )));
     }
-    let value = |key: &str| &entries.iter().find(|(k, _)| k == key).expect("checked").1;
-    let Literal::Str(descr) = value("descr") else {
+    let value = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let Some(Literal::Str(descr)) = value("descr") else {
         return Err(bad("a descr that is not a string"));
     };
-    let &Literal::Bool(fortran_order) = value("fortran_order") else {
+    let Some(&Literal::Bool(fortran_order)) = value("fortran_order") else {
         return Err(bad("a fortran_order that is neither True nor False"));
     };
-    let Literal::Tuple(shape) = value("shape") else {
+    let Some(Literal::Tuple(shape)) = value("shape") else {
         return Err(bad("a shape that is not a tuple"));
     };
     Ok(Header {
