@@ -26,6 +26,11 @@ impl Shape {
         Shape(DimVec::new())
     }
 
+    /// The shape with extents `dims` (no copy to the heap).
+    pub(crate) fn from_dims(dims: DimVec<usize>) -> Self {
+        Shape(dims)
+    }
+
     /// The extents, outermost first.
     pub fn dims(&self) -> &[usize] {
         &self.0

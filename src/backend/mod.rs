@@ -14,7 +14,6 @@ use crate::layout::Layout;
 use crate::ops::kinds::{IndexOp, Kernel, ReduceOp, ScanOp};
 use crate::scalar::TypedScalar;
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
-use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// The memory behind one or more tensors.
@@ -132,7 +131,7 @@ impl Input<'_> {
 pub(crate) struct Call<'a> {
     pub kernel: Kernel,
     pub out: TensorRef<'a>,
-    pub inputs: SmallVec<[Input<'a>; 3]>,
+    pub inputs: &'a [Input<'a>],
 }
 
 /// Runs `call` on the backend that holds the destination.
@@ -141,7 +140,7 @@ pub(crate) struct Call<'a> {
 /// GPU failures (device lost, out of memory) and device limits.
 pub(crate) fn run(call: &Call) -> Result<()> {
     check_bounds(&call.out)?;
-    for input in &call.inputs {
+    for input in call.inputs {
         if let Input::Tensor(t) = input {
             check_bounds(t)?;
         }

@@ -176,7 +176,7 @@ impl Tensor {
         run(&Call {
             kernel,
             out: self.kernel_ref(self.layout().clone())?,
-            inputs: inputs.iter().cloned().collect(),
+            inputs,
         })
     }
 }

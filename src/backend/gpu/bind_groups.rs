@@ -12,8 +12,8 @@
 //! `PoolCounters::dropped`) and when the parameter arena is replaced;
 //! beyond [`MAX_GROUPS`] the least recently used go.
 
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 /// Groups kept at most (after a flush); past it the least recently used
 /// go, down to half as many.
@@ -43,7 +43,7 @@ pub(crate) struct GroupCounters {
 #[derive(Default)]
 pub(crate) struct BindGroupCache {
     /// Each group with the stamp of its last use.
-    groups: HashMap<GroupKey, (wgpu::BindGroup, u64)>,
+    groups: FxHashMap<GroupKey, (wgpu::BindGroup, u64)>,
     stamp: u64,
     /// The pool's count of buffers gone for good, at the last flush.
     pool_dropped: u64,

@@ -42,9 +42,17 @@ pub(crate) fn poison_outputs(commands: &[Command], failure: &str) {
     }
 }
 
-/// Storage identity within one batch.
+/// Storage identity within one batch: the storage's address (a number, so
+/// that scratch keyed by it can outlive the batch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct StorageId(pub *const Storage);
+pub(crate) struct StorageId(usize);
+
+impl StorageId {
+    /// The identity of the storage `weak` points to.
+    pub fn of(weak: &Weak<Storage>) -> StorageId {
+        StorageId(weak.as_ptr() as usize)
+    }
+}
 
 /// A tensor operand of a recorded op.
 #[derive(Clone)]
@@ -64,7 +72,7 @@ pub(crate) struct TensorOperand {
 impl TensorOperand {
     /// The storage's identity within one batch.
     pub fn id(&self) -> StorageId {
-        StorageId(self.storage.as_ptr())
+        StorageId::of(&self.storage)
     }
 
     /// True once no tensor refers to the storage.

@@ -80,7 +80,7 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
         })
     };
     let mut args = smallvec::SmallVec::new();
-    for input in &call.inputs {
+    for input in call.inputs {
         args.push(match input {
             Input::Tensor(t) => {
                 let Storage::Gpu(s) = &**t.storage else {

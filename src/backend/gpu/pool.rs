@@ -12,8 +12,8 @@
 //! when the GPU is done with them.
 
 use crate::error::{Error, Result};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
@@ -122,9 +122,9 @@ pub(crate) struct PoolCounters {
 
 #[derive(Default)]
 struct PoolState {
-    free: HashMap<(BufferKind, u64), Vec<Free>>,
+    free: FxHashMap<(BufferKind, u64), Vec<Free>>,
     /// The [`identity`] of every buffer the pool made.
-    made: HashSet<u64>,
+    made: FxHashSet<u64>,
     next_id: u64,
     counters: PoolCounters,
     cap: Option<u64>,

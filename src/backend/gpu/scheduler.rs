@@ -15,7 +15,7 @@ use super::elementwise::codegen::elementwise_pipeline;
 use super::elementwise::params::write_params;
 use super::elementwise::program::{Operand, Program};
 use super::facts::AdapterFacts;
-use super::fusion::{Step, programs};
+use super::fusion::{FusionScratch, Step, programs};
 use super::kernel::buffer::element_bytes;
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
@@ -26,8 +26,8 @@ use super::pool::{BufferPool, PooledBuffer};
 use super::slot::{Slot, Taken};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout, Window, WindowOperand, split_into_windows};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -77,6 +77,12 @@ pub(crate) struct Scheduler {
     flush_threshold: usize,
     /// True when a flush fuses elementwise chains.
     fusion: bool,
+    /// Planning scratch and the steps, dispatches and parameter bytes of
+    /// the last flush: kept (emptied) so that their memory is reused.
+    scratch: FusionScratch,
+    steps: Vec<Step>,
+    encoded: Vec<Encoded>,
+    params: Vec<u8>,
 }
 
 /// A storage binding: `size` bytes of `buffer` from `offset`, or all of it.
@@ -122,6 +128,10 @@ impl Scheduler {
             counters: SchedulerCounters::default(),
             flush_threshold: flush_threshold.max(1),
             fusion,
+            scratch: FusionScratch::default(),
+            steps: Vec::new(),
+            encoded: Vec::new(),
+            params: Vec::new(),
         }
     }
 
@@ -187,7 +197,7 @@ impl Scheduler {
         timestamps: Option<&wgpu::QuerySet>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
-        let commands = std::mem::take(&mut self.pending);
+        let mut commands = std::mem::take(&mut self.pending);
         // Natively the device reports a batch's validation errors (a
         // destroyed application buffer ...) as it is submitted: a scope
         // around it gives them to this batch, never to the device's
@@ -206,6 +216,11 @@ impl Scheduler {
         if let Err(e) = &result {
             poison_outputs(&commands, &e.to_string());
         }
+        // The emptied list keeps its memory for the next batch.
+        commands.clear();
+        if self.pending.is_empty() {
+            self.pending = commands;
+        }
         result
     }
 
@@ -216,15 +231,47 @@ impl Scheduler {
         timestamps: Option<&wgpu::QuerySet>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
-        let steps = programs(commands, self.fusion, ctx.facts.program_limits());
-        let mut temporaries = Temporaries::new(&steps);
-        let encoded = self.encode_steps(ctx, steps, &mut temporaries);
+        let mut steps = std::mem::take(&mut self.steps);
+        let limits = ctx.facts.program_limits();
+        programs(commands, self.fusion, limits, &mut self.scratch, &mut steps);
+        let mut temporaries = Temporaries::new(&steps, commands);
+        let mut encoded = std::mem::take(&mut self.encoded);
+        let mut bytes = std::mem::take(&mut self.params);
+        let result = self.encode_steps(
+            ctx,
+            commands,
+            &mut steps,
+            &mut temporaries,
+            &mut encoded,
+            &mut bytes,
+        );
+        self.steps = steps;
         // Later batches run after this one: its temporaries go back now.
         let open_batch = ctx.open_batch.load(Ordering::Acquire);
         for t in temporaries.all {
             ctx.pool.release(t, open_batch);
         }
-        let (encoded, bytes) = encoded?;
+        let result = result.and_then(|()| {
+            self.encode_and_submit(ctx, commands, timestamps, after, &encoded, &bytes)
+        });
+        encoded.clear();
+        bytes.clear();
+        self.encoded = encoded;
+        self.params = bytes;
+        result
+    }
+
+    /// Encodes the dispatches `encoded` (their parameter blocks in
+    /// `bytes`), then whatever `after` adds, and submits once.
+    fn encode_and_submit(
+        &mut self,
+        ctx: &Target<'_>,
+        commands: &[Command],
+        timestamps: Option<&wgpu::QuerySet>,
+        after: impl FnOnce(&mut wgpu::CommandEncoder),
+        encoded: &[Encoded],
+        bytes: &[u8],
+    ) -> Result<()> {
         self.counters.buffers_avoided += commands
             .iter()
             .filter_map(Command::elementwise)
@@ -249,7 +296,7 @@ impl Scheduler {
             let arena = self.arena(ctx, bytes.len() as u64);
             // Ordered after every earlier submit and before this one, so an
             // earlier batch never sees these parameters.
-            ctx.queue.write_buffer(&arena, 0, &bytes);
+            ctx.queue.write_buffer(&arena, 0, bytes);
             self.groups.begin_flush(ctx.pool.counters().dropped);
             let groups: Vec<wgpu::BindGroup> = encoded
                 .iter()
@@ -274,7 +321,7 @@ impl Scheduler {
         let c = &mut self.counters;
         c.submits += 1;
         c.dispatches += encoded.len() as u64;
-        for e in &encoded {
+        for e in encoded {
             let fused = e.fused_ops as u64;
             c.fused_ops += fused;
             c.fused_kernels += u64::from(fused > 0);
@@ -291,14 +338,15 @@ impl Scheduler {
     fn encode_steps(
         &mut self,
         ctx: &Target<'_>,
-        steps: Vec<Step<'_>>,
+        commands: &[Command],
+        steps: &mut Vec<Step>,
         temporaries: &mut Temporaries,
-    ) -> Result<(Vec<Encoded>, Vec<u8>)> {
+        encoded: &mut Vec<Encoded>,
+        bytes: &mut Vec<u8>,
+    ) -> Result<()> {
         // Every parameter block goes straight into the arena's bytes.
         let align = ctx.facts.uniform_align as usize;
-        let mut bytes = Vec::new();
-        let mut encoded = Vec::new();
-        for (index, step) in steps.into_iter().enumerate() {
+        for (index, step) in steps.drain(..).enumerate() {
             let e = match step {
                 Step::Program(program) => {
                     // A result dropped unread before the flush is never
@@ -309,13 +357,17 @@ impl Scheduler {
                         continue;
                     }
                     temporaries.take(ctx, index, &program.buffers)?;
-                    for e in encode_windows(ctx, program, &mut bytes, align)? {
-                        encoded.push(e);
-                    }
+                    encode_windows(ctx, program, bytes, align, encoded)?;
                     temporaries.after(index);
                     continue;
                 }
-                Step::Kernel(k) => {
+                Step::Kernel(c) => {
+                    let Some(Command::Kernel(k)) = commands.get(c) else {
+                        return Err(Error::internal(
+                            "flush",
+                            "a kernel step without its command",
+                        ));
+                    };
                     let offset = bytes.len() as u32;
                     bytes.extend_from_slice(&k.params);
                     Some(Encoded {
@@ -339,7 +391,7 @@ impl Scheduler {
                 bytes.resize(bytes.len().next_multiple_of(align), 0);
             }
         }
-        Ok((encoded, bytes))
+        Ok(())
     }
 
     /// The parameter arena, grown to at least `size` bytes.
@@ -375,9 +427,9 @@ fn encode_windows(
     program: Program,
     params: &mut Vec<u8>,
     align: usize,
-) -> Result<Vec<Encoded>> {
+    out: &mut Vec<Encoded>,
+) -> Result<()> {
     let limit = ctx.facts.max_storage_binding;
-    let mut out = Vec::new();
     if program.buffers.iter().all(|b| b.size() <= limit) {
         let bindings = buffers_of(&program)?
             .into_iter()
@@ -387,7 +439,7 @@ fn encode_windows(
             out.push(e);
             params.resize(params.len().next_multiple_of(align), 0);
         }
-        return Ok(out);
+        return Ok(());
     }
     let program = program.unshared();
     let bytes_of = |o: &Operand| element_bytes(o.dtype) as u64;
@@ -406,14 +458,14 @@ fn encode_windows(
             |_| false,
         )?;
         let (compute, copy) = program.through(&Arc::new(Slot::ready(temp.clone())));
-        let encoded = encode_blocks(ctx, &compute, params, align, &mut out)
-            .and_then(|()| encode_blocks(ctx, &copy, params, align, &mut out));
+        let encoded = encode_blocks(ctx, &compute, params, align, out)
+            .and_then(|()| encode_blocks(ctx, &copy, params, align, out));
         ctx.pool.release(temp, batch);
         encoded?;
     } else {
-        encode_blocks(ctx, &program, params, align, &mut out)?;
+        encode_blocks(ctx, &program, params, align, out)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Appends to `out` the dispatches of `program` over the blocks whose
@@ -494,17 +546,17 @@ struct Temporaries {
     /// Those free for the next output.
     free: Vec<PooledBuffer>,
     /// The last step using each slot of a program.
-    last_use: HashMap<*const Slot, usize>,
+    last_use: FxHashMap<*const Slot, usize>,
     /// The last step using each buffer id.
-    last_use_of_id: HashMap<u64, usize>,
+    last_use_of_id: FxHashMap<u64, usize>,
     /// Slots holding a temporary, by the step that uses them last.
     lent: Vec<(usize, Arc<Slot>)>,
 }
 
 impl Temporaries {
-    fn new(steps: &[Step<'_>]) -> Temporaries {
-        let mut last_use = HashMap::new();
-        let mut last_use_of_id = HashMap::new();
+    fn new(steps: &[Step], commands: &[Command]) -> Temporaries {
+        let mut last_use = FxHashMap::default();
+        let mut last_use_of_id = FxHashMap::default();
         for (index, step) in steps.iter().enumerate() {
             match step {
                 Step::Program(p) => {
@@ -513,8 +565,8 @@ impl Temporaries {
                         last_use_of_id.insert(slot.id(), index);
                     }
                 }
-                Step::Kernel(k) => {
-                    for b in &k.bindings {
+                Step::Kernel(_) => {
+                    for b in step.kernel(commands).iter().flat_map(|k| &k.bindings) {
                         last_use_of_id.insert(b.buffer_id, index);
                     }
                 }

@@ -8,10 +8,9 @@
 //! keys of different types never match.
 
 use crate::error::{Error, Result};
+use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
@@ -59,12 +58,12 @@ type Bucket = SmallVec<[(StoredKey, Slot); 1]>;
 /// slow compile stalls only the threads that wait for that pipeline.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    pipelines: Mutex<HashMap<u64, Bucket>>,
+    pipelines: Mutex<FxHashMap<u64, Bucket>>,
 }
 
 /// The bucket of `key`: its type and value hashed together.
 fn bucket<K: PipelineKey>(key: &K) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = FxHasher::default();
     TypeId::of::<K>().hash(&mut h);
     key.hash(&mut h);
     h.finish()
