@@ -17,8 +17,15 @@ pub const MAX_ELEMENTS: usize = (isize::MAX as usize >> 3) + 1;
 pub(crate) type DimVec<T> = SmallVec<[T; MAX_RANK]>;
 
 /// The extent of each dimension, outermost first. A rank-0 shape is a scalar.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(PartialEq, Eq, Hash, Default)]
 pub struct Shape(DimVec<usize>);
+
+// One copy of the extents (a derived clone copies them one at a time).
+impl Clone for Shape {
+    fn clone(&self) -> Self {
+        Shape(DimVec::from_slice(&self.0))
+    }
+}
 
 impl Shape {
     /// The shape of a rank-0 (scalar) tensor.

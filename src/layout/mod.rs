@@ -23,11 +23,23 @@ use crate::error::{Error, Result};
 use crate::shape::{DimVec, Shape};
 
 /// Shape, strides and offset of a tensor over its storage, all in elements.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
     shape: Shape,
     strides: DimVec<isize>,
     offset: usize,
+}
+
+// One copy of each array (a derived clone copies them one at a time): a
+// layout is cloned several times on the way from an op to its kernel.
+impl Clone for Layout {
+    fn clone(&self) -> Self {
+        Layout {
+            shape: self.shape.clone(),
+            strides: DimVec::from_slice(&self.strides),
+            offset: self.offset,
+        }
+    }
 }
 
 impl Layout {

@@ -68,13 +68,14 @@ impl<'a> Footprint<'a> {
         f
     }
 
-    /// The footprint with every leaf's axes permuted by `perm`.
-    pub fn permuted(&self, perm: &Perm) -> Footprint<'a> {
-        let mut f = self.clone();
-        for leaf in &mut f.leaves {
+    /// Permutes every leaf's axes by `perm`.
+    pub fn permute(&mut self, perm: &Perm) {
+        if perm.is_identity() {
+            return;
+        }
+        for leaf in &mut self.leaves {
             leaf.perm = leaf.perm.then(perm);
         }
-        f
     }
 
     fn add_scalar(&mut self, bits: u32) {

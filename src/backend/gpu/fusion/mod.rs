@@ -198,8 +198,8 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits, scratch: &mut FusionSc
             };
             perm
         };
-        let footprint = footprints[i].take().unwrap_or_else(|| Footprint::of(op));
-        let moved = footprint.permuted(&perm);
+        let mut moved = footprints[i].take().unwrap_or_else(|| Footprint::of(op));
+        moved.permute(&perm);
         if !reads_stay_valid(commands, i, j, &moved) {
             continue;
         }
