@@ -222,6 +222,13 @@ enum Outcome {
 }
 
 /// Keeps values bounded (and so exact in f32) after ops that grow them.
+/// `t` rounded to integers, for the ops whose order of additions differs
+/// between devices (sums, scans, products): on the non-integers that
+/// scalar ops leave, their results would differ in the last bit.
+fn exact(t: &Tensor) -> webtensor::Result<Tensor> {
+    t.round()
+}
+
 fn clamp(t: Tensor) -> webtensor::Result<Tensor> {
     t.minimum_scalar(1000.0)?.maximum_scalar(-1000.0)
 }
@@ -383,11 +390,11 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
             }
         }
         Step::Reduce { src, axis, keepdim } => {
-            let r = slots[at(*src)].sum(*axis as isize, *keepdim)?;
+            let r = exact(&slots[at(*src)])?.sum(*axis as isize, *keepdim)?;
             slots.push(clamp(r)?);
         }
         Step::Cumsum { src, axis } => {
-            let r = slots[at(*src)].cumsum(*axis as isize)?;
+            let r = exact(&slots[at(*src)])?.cumsum(*axis as isize)?;
             slots.push(clamp(r)?);
         }
         Step::Cast { src } => {
@@ -434,9 +441,10 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
         }
         Step::Matmul { a, b } => {
             let (x, y) = (&slots[at(*a)], &slots[at(*b)]);
-            // f16 products round differently in each GEMM; f32 ones are exact.
+            // f16 products round differently in each GEMM; f32 ones of
+            // integers are exact.
             if x.dtype() == DType::F32 && y.dtype() == DType::F32 {
-                slots.push(clamp(x.matmul(y)?)?);
+                slots.push(clamp(exact(x)?.matmul(&exact(y)?)?)?);
             }
         }
         Step::Where { cond, a, b } => {
