@@ -156,6 +156,9 @@ pub struct DeviceStats {
     pub bind_groups_created: u64,
     /// Dispatches that reused a kept bind group.
     pub bind_groups_reused: u64,
+    /// Runs of captured steps ([`Device::capture`], [`Graph::run`](crate::Graph::run)),
+    /// the run at capture included; each is one submit.
+    pub graph_runs: u64,
     /// Timed runs of matmul autotuning (warm-ups included).
     pub tuning_runs: u64,
     /// Nanoseconds the timed runs of autotuning measured (GPU time where
@@ -348,6 +351,7 @@ impl Device {
                     dead_ops: s.dead_ops,
                     bind_groups_created: c.groups.created,
                     bind_groups_reused: c.groups.reused,
+                    graph_runs: s.graph_runs,
                     tuning_runs: c.tuning_runs,
                     tuning_ns: c.tuning_ns,
                     bytes_live: p.bytes_live + p.bytes_reserved,

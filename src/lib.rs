@@ -60,6 +60,8 @@
 //! - Complex: [`Tensor::complex`], [`Tensor::real`], [`Tensor::imag`].
 //! - Files and interop: [`io`] (`.npy`, `.npz`, safetensors),
 //!   [`Tensor::from_ndarray`] and [`Tensor::to_ndarray`].
+//! - Captured steps, run again without recording: [`Device::capture`],
+//!   [`Graph::run`].
 //! - Reading back: [`Tensor::to_vec`], [`Tensor::item`], the `_async`
 //!   forms; `Display` prints as NumPy does.
 #![warn(missing_docs)]
@@ -71,6 +73,7 @@ mod backend;
 mod device;
 mod dtype;
 mod error;
+mod graph;
 mod grid;
 mod index;
 pub mod io;
@@ -86,6 +89,7 @@ pub use backend::gpu::{ColorMap, GpuBuffer, GpuOptions, MatmulTile};
 pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use graph::Graph;
 pub use grid::{Grid1, Grid2, Grid3, Grid4, Point};
 pub use half::f16;
 pub use index::{NewAxis, SliceItem};

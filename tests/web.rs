@@ -803,3 +803,61 @@ async fn numpys_answers_where_webtensor_once_differed() {
         }
     }
 }
+
+/// A captured step in the browser: runs equal the same ops run eagerly on
+/// the CPU, application writes between runs are read, a readback inside
+/// the step is refused, and an index fault of a replayed step reaches the
+/// next readback.
+#[wasm_bindgen_test]
+async fn captured_steps_replay_what_eager_ops_compute() {
+    let gpu = gpu().await;
+    let cpu = Device::cpu();
+    let step = |x: &Tensor, y: &Tensor, acc: &Tensor| -> webtensor::Result<()> {
+        let view = x.slice(s![..;-1, 1..;2])?;
+        view.add_(&view.mul(&y.slice(s![.., 1..;2])?)?.tanh()?)?;
+        acc.add_(&x.sum(1, false)?.mul_scalar(0.5)?)
+    };
+    let make = |dev: &Device| {
+        let x: Vec<f32> = (0..40).map(|i| (i as f32 * 0.37).sin()).collect();
+        let y: Vec<f32> = (0..40).map(|i| (i as f32 * 0.11).cos()).collect();
+        (
+            Tensor::from_slice(&x, [5, 8], dev).unwrap(),
+            Tensor::from_slice(&y, [5, 8], dev).unwrap(),
+            Tensor::zeros([5], DType::F32, dev).unwrap(),
+        )
+    };
+    let (cx, cy, cacc) = make(&cpu);
+    let (gx, gy, gacc) = make(&gpu);
+    let (x2, y2, a2) = (gx.clone(), gy.clone(), gacc.clone());
+    let mut graph = gpu.capture(move || step(&x2, &y2, &a2)).unwrap();
+    step(&cx, &cy, &cacc).unwrap();
+    for k in 0..3 {
+        let fill = k as f32 * 0.1;
+        cy.fill_(fill).unwrap();
+        gy.fill_(fill).unwrap();
+        step(&cx, &cy, &cacc).unwrap();
+        graph.run().unwrap();
+    }
+    close(&read(&gx).await, &read(&cx).await, "captured x");
+    close(&read(&gacc).await, &read(&cacc).await, "captured acc");
+    assert!(graph.dispatches() < graph.ops(), "{graph:?}");
+    // A submit inside the step.
+    let x3 = gx.clone();
+    let refused = gpu.capture(move || {
+        x3.add_scalar_(1.0)?;
+        x3.device().flush()
+    });
+    assert!(
+        matches!(refused, Err(Error::Argument { .. })),
+        "{refused:?}"
+    );
+    // An index fault in a replayed step.
+    let idx = Tensor::from_slice(&[0i32, 2], [2], &gpu).unwrap();
+    let out = Tensor::zeros([2, 8], DType::F32, &gpu).unwrap();
+    let (src, i2, o2) = (gx.clone(), idx.clone(), out.clone());
+    let mut gather = gpu.capture(move || o2.add_(&src.take(&i2, 0)?)).unwrap();
+    idx.fill_(9).unwrap();
+    gather.run().unwrap();
+    let faulted = gx.to_vec_async::<f32>().await;
+    assert!(matches!(faulted, Err(Error::Index { .. })), "{faulted:?}");
+}

@@ -8,9 +8,10 @@
 //!
 //! The five-point Laplacian reads the four neighbours as shifted strided
 //! views of the grid (no copies), and each update is written through the
-//! interior view in place; the border stays at its start values.
+//! interior view in place; the border stays at its start values. The
+//! examples step through a captured step ([`GrayScott::step_captured`]).
 
-use webtensor::{DType, Device, Result, Tensor, s};
+use webtensor::{DType, Device, Graph, Result, Tensor, s};
 
 /// Diffusion rates and the feed and kill rates ("coral" growth).
 const DU: f32 = 0.16;
@@ -24,6 +25,25 @@ pub struct GrayScott {
     v: Tensor,
     /// Steps taken so far.
     pub steps: usize,
+    /// One step captured, once [`GrayScott::step_captured`] has run.
+    graph: Option<Graph>,
+}
+
+/// One step of the system `u`, `v`, written in place.
+fn step(u: &Tensor, v: &Tensor) -> Result<()> {
+    let uc = u.slice(s![1..-1, 1..-1])?;
+    let vc = v.slice(s![1..-1, 1..-1])?;
+    let uvv = uc.mul(&vc)?.mul(&vc)?;
+    let du = laplacian(u)?
+        .mul_scalar(DU)?
+        .sub(&uvv)?
+        .add(&uc.mul_scalar(-FEED)?.add_scalar(FEED)?)?;
+    let dv = laplacian(v)?
+        .mul_scalar(DV)?
+        .add(&uvv)?
+        .sub(&vc.mul_scalar(FEED + KILL)?)?;
+    uc.add_(&du)?;
+    vc.add_(&dv)
 }
 
 impl GrayScott {
@@ -45,29 +65,47 @@ impl GrayScott {
             let v_patch = v.slice(patch)?;
             v_patch.assign(&noise.slice(patch)?.mul_scalar(0.1)?.add_scalar(0.25)?)?;
         }
-        Ok(Self { u, v, steps: 0 })
+        Ok(Self {
+            u,
+            v,
+            steps: 0,
+            graph: None,
+        })
     }
 
-    /// Advances `n` steps (recorded on the device; nothing is read back).
+    /// Advances `n` steps, each recording its ops (on a GPU, recorded
+    /// and submitted in batches; nothing is read back).
     ///
     /// # Errors
     /// As the tensor ops it runs.
+    // The examples step captured; benches/host_cost.rs and tests/capture.rs
+    // compare with this.
+    #[allow(dead_code)]
     pub fn step(&mut self, n: usize) -> Result<()> {
         for _ in 0..n {
-            let (u, v) = (&self.u, &self.v);
-            let uc = u.slice(s![1..-1, 1..-1])?;
-            let vc = v.slice(s![1..-1, 1..-1])?;
-            let uvv = uc.mul(&vc)?.mul(&vc)?;
-            let du = laplacian(u)?
-                .mul_scalar(DU)?
-                .sub(&uvv)?
-                .add(&uc.mul_scalar(-FEED)?.add_scalar(FEED)?)?;
-            let dv = laplacian(v)?
-                .mul_scalar(DV)?
-                .add(&uvv)?
-                .sub(&vc.mul_scalar(FEED + KILL)?)?;
-            uc.add_(&du)?;
-            vc.add_(&dv)?;
+            step(&self.u, &self.v)?;
+            self.steps += 1;
+        }
+        Ok(())
+    }
+
+    /// Advances `n` steps through a captured step: the first call captures
+    /// one step's ops into a [`Graph`] (running it once), every later step
+    /// runs that graph (on a GPU, one submit of the dispatches recorded the
+    /// first time: no recording, fusion planning or encoding per step).
+    ///
+    /// # Errors
+    /// As the tensor ops it runs; a capture's errors.
+    pub fn step_captured(&mut self, n: usize) -> Result<()> {
+        for _ in 0..n {
+            match &mut self.graph {
+                Some(graph) => graph.run()?,
+                None => {
+                    let (u, v) = (self.u.clone(), self.v.clone());
+                    let dev = self.u.device().clone();
+                    self.graph = Some(dev.capture(move || step(&u, &v))?);
+                }
+            }
             self.steps += 1;
         }
         Ok(())

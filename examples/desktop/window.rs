@@ -161,7 +161,7 @@ impl Scene {
     fn frame(&mut self, args: &Args) -> AnyResult<()> {
         let computing = self.hold_until.is_none();
         if computing {
-            self.sim.step(args.steps)?;
+            self.sim.step_captured(args.steps)?;
             // Submits the steps and the copy into the texture; the render
             // pass below is submitted after them on the same queue.
             self.sim

@@ -177,7 +177,7 @@ async fn run_on_gpu(page: &Page, gpu: Gpu) -> AnyResult<String> {
     let start = page.now();
     let mut frames = 0;
     while sim.steps < steps {
-        sim.step(STEPS_PER_FRAME.min(steps - sim.steps))?;
+        sim.step_captured(STEPS_PER_FRAME.min(steps - sim.steps))?;
         sim.v().write_to_texture(blit.texture(), HEAT)?;
         gpu.present(&blit)?;
         // Wait for the GPU (so the progress is true), then let the browser
@@ -208,7 +208,7 @@ async fn run_on_cpu(page: &Page) -> AnyResult<String> {
     let start = page.now();
     let mut frames = 0;
     while sim.steps < SOFTWARE_STEPS {
-        sim.step(STEPS_PER_FRAME.min(SOFTWARE_STEPS - sim.steps))?;
+        sim.step_captured(STEPS_PER_FRAME.min(SOFTWARE_STEPS - sim.steps))?;
         page.paint(&sim.v().to_vec_async::<f32>().await?, SIDE, HEAT);
         frames += 1;
         page.progress(sim.steps, SOFTWARE_STEPS, frames, page.now() - start);

@@ -10,13 +10,17 @@
 //! - `elementwise/`, the elementwise family: programs, their parameter
 //!   block and code generation;
 //! - recording: `command` (what is recorded), `fusion` (folds dead
-//!   elementwise intermediates into their reader), `scheduler` (batches,
-//!   flushes against a borrowed `Target`);
+//!   elementwise intermediates into their reader), `dispatch` (a
+//!   program's pipeline, grid, parameters and bindings; bind groups),
+//!   `temporaries` (buffers of a flush for outputs whose tensors are
+//!   gone), `target` (what a flush borrows of the device), `scheduler`
+//!   (batches, flushes against a borrowed `Target`);
 //! - the device: `facts` (what the adapter allows), `tuning` (settings
 //!   that choose among kernel variants), `pool` (size-bucketed
 //!   buffers), `faults` (out-of-range index reports), `context` (opens the
 //!   device, owns the pieces above), `storage` (tensor buffers, uploads and
 //!   readbacks with the fault record);
+//! - `capture` and `graph`: steps captured once and submitted again;
 //! - `launch`: how an op becomes a recorded command; `interop`: devices,
 //!   buffers and tensors shared with the application (the public API that
 //!   names wgpu types), `texture` (tensors drawn into the application's
@@ -26,13 +30,16 @@
 //!   and `custom`, the user's WGSL kernels.
 
 mod bind_groups;
+mod capture;
 mod command;
 mod context;
 mod custom;
+mod dispatch;
 mod elementwise;
 mod facts;
 mod faults;
 mod fusion;
+mod graph;
 mod indexing;
 mod interop;
 mod kernel;
@@ -46,6 +53,8 @@ mod slot;
 mod softmax;
 mod sort;
 mod storage;
+mod target;
+mod temporaries;
 mod texture;
 #[cfg(not(target_arch = "wasm32"))]
 mod timer;
@@ -54,6 +63,7 @@ mod tuning;
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
 pub(crate) use custom::custom;
+pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
 pub use interop::GpuBuffer;
 pub(crate) use launch::record_elementwise;

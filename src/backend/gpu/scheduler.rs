@@ -8,28 +8,18 @@
 //! recorded reaches the flush threshold, a setting the scheduler owns with
 //! the fusion switch.
 
-use super::bind_groups::{BindGroupCache, GroupKey};
+use super::bind_groups::BindGroupCache;
+use super::capture::{self, Capture, CapturedBatch, CapturedDispatch, written_slots};
 use super::command::{Command, poison_outputs};
-use super::elementwise::access::choose_access;
-use super::elementwise::codegen::elementwise_pipeline;
-use super::elementwise::params::write_params;
-use super::elementwise::program::{Operand, Program};
-use super::facts::AdapterFacts;
+use super::dispatch::{Binding, Encoded, create_group, encode_windows, group_key};
 use super::fusion::{FusionScratch, Step, programs};
-use super::kernel::buffer::element_bytes;
-use super::kernel::grid::grid_of;
-use super::kernel::pipeline::Pipeline;
-use super::kernel::pipeline::PipelineCache;
 #[cfg(not(target_arch = "wasm32"))]
 use super::kernel::pipeline::pop_now;
-use super::pool::{BufferPool, PooledBuffer};
-use super::slot::{Slot, Taken};
+use super::pool::PooledBuffer;
+use super::target::Target;
+use super::temporaries::Temporaries;
 use crate::error::{Error, Result};
-use crate::layout::{IterPlan, Layout, Window, WindowOperand, split_into_windows};
-use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Flush threshold when neither the options nor `WEBTENSOR_FLUSH_THRESHOLD`
 /// set one: recorded ops per submit. Measured (BENCHMARKS.md, `scheduler`):
@@ -37,19 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// larger batches win both host time and total time; recording stays
 /// around a microsecond per op, so a large batch costs little latency.
 pub(crate) const DEFAULT_FLUSH_THRESHOLD: usize = 1024;
-
-/// What a flush needs of the device, borrowed from the context that owns
-/// the scheduler (so the scheduler does not depend on that context).
-pub(crate) struct Target<'a> {
-    pub device: &'a wgpu::Device,
-    pub queue: &'a wgpu::Queue,
-    pub facts: &'a AdapterFacts,
-    pub pipelines: &'a PipelineCache,
-    /// Id of the batch being recorded; a flush closes it (see the pool).
-    pub open_batch: &'a AtomicU64,
-    /// The device's buffer pool, for temporaries of a flush.
-    pub pool: &'a BufferPool,
-}
 
 /// Counters reported by `Device::stats`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,6 +40,8 @@ pub(crate) struct SchedulerCounters {
     pub buffers_avoided: u64,
     /// Ops never run: their results were dropped unread before the flush.
     pub dead_ops: u64,
+    /// Runs of captured steps (each one submit).
+    pub graph_runs: u64,
 }
 
 /// The commands recorded since the last submit, the parameter arena, and
@@ -83,38 +62,9 @@ pub(crate) struct Scheduler {
     steps: Vec<Step>,
     encoded: Vec<Encoded>,
     params: Vec<u8>,
-}
-
-/// A storage binding: `size` bytes of `buffer` from `offset`, or all of it.
-#[derive(Clone)]
-struct Binding {
-    buffer: wgpu::Buffer,
-    window: Option<Window>,
-}
-
-impl Binding {
-    fn whole(buffer: wgpu::Buffer) -> Binding {
-        Binding {
-            buffer,
-            window: None,
-        }
-    }
-
-    fn bytes(&self) -> u64 {
-        self.window.map_or(self.buffer.size(), |w| w.size)
-    }
-}
-
-/// One dispatch, ready to encode.
-struct Encoded {
-    pipeline: Arc<Pipeline>,
-    /// Bindings 1.., in order.
-    buffers: SmallVec<[Binding; 4]>,
-    /// Where its parameter block starts in the arena.
-    offset: u32,
-    groups: [u32; 3],
-    /// Elementwise ops folded into it by fusion.
-    fused_ops: usize,
+    /// The step being captured, if one is: nothing is submitted meanwhile
+    /// (see `graph.rs`).
+    capture: Option<Capture>,
 }
 
 impl Scheduler {
@@ -132,6 +82,7 @@ impl Scheduler {
             steps: Vec::new(),
             encoded: Vec::new(),
             params: Vec::new(),
+            capture: None,
         }
     }
 
@@ -158,9 +109,12 @@ impl Scheduler {
     /// # Errors
     /// As [`Scheduler::flush`].
     pub fn record(&mut self, ctx: &Target<'_>, command: Command) -> Result<()> {
+        if let Some(capture) = &mut self.capture {
+            capture.hold_recorded(&command);
+        }
         self.pending.push(command);
         self.counters.ops_recorded += 1;
-        if self.pending.len() >= self.flush_threshold {
+        if self.capture.is_none() && self.pending.len() >= self.flush_threshold {
             self.flush(ctx, |_| {})?;
         }
         Ok(())
@@ -197,6 +151,9 @@ impl Scheduler {
         timestamps: Option<&wgpu::QuerySet>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
+        if let Some(capture) = &mut self.capture {
+            return Err(capture.refuse_submit());
+        }
         let mut commands = std::mem::take(&mut self.pending);
         // Natively the device reports a batch's validation errors (a
         // destroyed application buffer ...) as it is submitted: a scope
@@ -247,10 +204,7 @@ impl Scheduler {
         );
         self.steps = steps;
         // Later batches run after this one: its temporaries go back now.
-        let open_batch = ctx.open_batch.load(Ordering::Acquire);
-        for t in temporaries.all {
-            ctx.pool.release(t, open_batch);
-        }
+        release(ctx, temporaries.all);
         let result = result.and_then(|()| {
             self.encode_and_submit(ctx, commands, timestamps, after, &encoded, &bytes)
         });
@@ -272,11 +226,7 @@ impl Scheduler {
         encoded: &[Encoded],
         bytes: &[u8],
     ) -> Result<()> {
-        self.counters.buffers_avoided += commands
-            .iter()
-            .filter_map(Command::elementwise)
-            .filter(|op| !op.out.slot.is_taken())
-            .count() as u64;
+        self.counters.buffers_avoided += unwritten(commands);
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -357,7 +307,8 @@ impl Scheduler {
                         continue;
                     }
                     temporaries.take(ctx, index, &program.buffers)?;
-                    encode_windows(ctx, program, bytes, align, encoded)?;
+                    let kept = &mut temporaries.all;
+                    encode_windows(ctx, program, (bytes, align), encoded, kept)?;
                     temporaries.after(index);
                     continue;
                 }
@@ -394,6 +345,204 @@ impl Scheduler {
         Ok(())
     }
 
+    /// True while a step is being captured.
+    pub fn is_capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// Starts capturing a step (see `graph.rs`): what is pending is
+    /// submitted first, then nothing is until [`Scheduler::end_capture`].
+    ///
+    /// # Errors
+    /// `Error::Argument` when a step is being captured already; as
+    /// [`Scheduler::flush`].
+    pub fn begin_capture(&mut self, ctx: &Target<'_>) -> Result<()> {
+        if self.capture.is_some() {
+            return Err(Error::argument(
+                capture::OP,
+                "a step is being captured on this device already",
+            ));
+        }
+        if self.has_pending() {
+            self.flush(ctx, |_| {})?;
+        }
+        self.capture = Some(Capture::default());
+        Ok(())
+    }
+
+    /// Ends the capture. When `step` (what the step's code returned)
+    /// succeeded and no op inside it was refused, encodes the batch once,
+    /// submits it (the step's first run) and returns it for later runs.
+    /// Otherwise what the step recorded is submitted as any batch (as
+    /// eager ops up to the error would have run) and the error returned.
+    ///
+    /// # Errors
+    /// The step's error, or the refusal; as [`Scheduler::flush`] (the
+    /// step's outputs are poisoned then).
+    pub fn end_capture(&mut self, ctx: &Target<'_>, step: Result<()>) -> Result<CapturedBatch> {
+        let Some(mut capture) = self.capture.take() else {
+            return Err(Error::internal(capture::OP, "no step is being captured"));
+        };
+        let refused = capture.refused().map(|r| Error::argument(capture::OP, r));
+        if let Some(e) = step.err().or(refused) {
+            // A failed submit poisons what it was to write; the step's
+            // error says more.
+            let _submitted = self.flush(ctx, |_| {});
+            return Err(e);
+        }
+        let mut commands = std::mem::take(&mut self.pending);
+        capture.hold_live(&commands);
+        #[cfg(not(target_arch = "wasm32"))]
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = self.encode_captured(ctx, &commands, capture);
+        #[cfg(not(target_arch = "wasm32"))]
+        let result = match (result, pop_now(scope)) {
+            (Ok(_), Some(e)) => Err(Error::gpu(capture::OP, format!("the device reported: {e}"))),
+            (result, _) => result,
+        };
+        ctx.open_batch.fetch_add(1, Ordering::AcqRel);
+        match &result {
+            Err(e) => poison_outputs(&commands, &e.to_string()),
+            Ok(_) => self.counters.buffers_avoided += unwritten(&commands),
+        }
+        commands.clear();
+        if self.pending.is_empty() {
+            self.pending = commands;
+        }
+        let mut batch = result?;
+        if let Err(e) = self.replay(ctx, &batch) {
+            release(ctx, batch.temporaries.drain(..));
+            return Err(e);
+        }
+        Ok(batch)
+    }
+
+    /// The dispatches of `commands` encoded once, bound to a parameter
+    /// buffer of their own, with the buffers they need held.
+    ///
+    /// # Errors
+    /// As [`Scheduler::flush`].
+    fn encode_captured(
+        &mut self,
+        ctx: &Target<'_>,
+        commands: &[Command],
+        capture: Capture,
+    ) -> Result<CapturedBatch> {
+        let mut steps = Vec::new();
+        let limits = ctx.facts.program_limits();
+        programs(commands, self.fusion, limits, &mut self.scratch, &mut steps);
+        let mut temporaries = Temporaries::new(&steps, commands);
+        let (mut encoded, mut bytes) = (Vec::new(), Vec::new());
+        let encoding = self.encode_steps(
+            ctx,
+            commands,
+            &mut steps,
+            &mut temporaries,
+            &mut encoded,
+            &mut bytes,
+        );
+        if let Err(e) = encoding {
+            release(ctx, temporaries.all);
+            return Err(e);
+        }
+        let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("webtensor captured params"),
+            size: (bytes.len() as u64).next_multiple_of(16).max(16),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        ctx.pool.note_made(&params);
+        if !bytes.is_empty() {
+            ctx.queue.write_buffer(&params, 0, &bytes);
+        }
+        let dispatches = encoded
+            .iter()
+            .map(|e| CapturedDispatch {
+                pipeline: e.pipeline.clone(),
+                group: create_group(ctx.device, &group_key(e, &params)),
+                offset: e.offset,
+                groups: e.groups,
+                fused_ops: e.fused_ops,
+            })
+            .collect();
+        Ok(CapturedBatch {
+            dispatches,
+            _params: params,
+            temporaries: temporaries.all,
+            held: capture.into_held(),
+            written: written_slots(commands),
+            ops: commands.len(),
+            faults: commands.iter().any(|c| match c {
+                Command::Kernel(k) => k.bindings.iter().any(|b| b.fault_record),
+                Command::Elementwise(_) => false,
+            }),
+        })
+    }
+
+    /// Submits a captured batch (after what is pending), as one submit.
+    ///
+    /// # Errors
+    /// `Error::Argument` while a step is being captured; a tensor the batch
+    /// binds that a failed batch poisoned; the device's validation errors
+    /// (the batch's outputs are poisoned then); as [`Scheduler::flush`].
+    pub fn replay(&mut self, ctx: &Target<'_>, batch: &CapturedBatch) -> Result<()> {
+        if let Some(capture) = &mut self.capture {
+            return Err(capture.refuse_submit());
+        }
+        if self.has_pending() {
+            self.flush(ctx, |_| {})?;
+        }
+        for storage in &batch.held {
+            if let crate::backend::Storage::Gpu(s) = &**storage {
+                s.check_poison("Graph::run")?;
+            }
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("webtensor captured step"),
+            });
+        if !batch.dispatches.is_empty() {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("webtensor captured step"),
+                timestamp_writes: None,
+            });
+            for d in &batch.dispatches {
+                pass.set_pipeline(&d.pipeline.pipeline);
+                pass.set_bind_group(0, &d.group, &[d.offset]);
+                pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+            }
+        }
+        ctx.queue.submit(Some(encoder.finish()));
+        let result: Result<()> = Ok(());
+        #[cfg(not(target_arch = "wasm32"))]
+        let result = match pop_now(scope) {
+            Some(e) => Err(Error::gpu(
+                "Graph::run",
+                format!("the device reported: {e}"),
+            )),
+            None => result,
+        };
+        ctx.open_batch.fetch_add(1, Ordering::AcqRel);
+        if let Err(e) = &result {
+            let failure = e.to_string();
+            for slot in &batch.written {
+                slot.poison(&failure);
+            }
+        }
+        let c = &mut self.counters;
+        c.submits += 1;
+        c.graph_runs += 1;
+        c.dispatches += batch.dispatches.len() as u64;
+        for d in &batch.dispatches {
+            c.fused_ops += d.fused_ops as u64;
+            c.fused_kernels += u64::from(d.fused_ops > 0);
+        }
+        result
+    }
+
     /// The parameter arena, grown to at least `size` bytes.
     fn arena(&mut self, ctx: &Target<'_>, size: u64) -> wgpu::Buffer {
         match &self.arena {
@@ -415,313 +564,20 @@ impl Scheduler {
     }
 }
 
-/// The dispatches of one program, their parameters appended to `params`
-/// (each block aligned to `align`): one over whole buffers when they all
-/// fit a storage binding, else one per block of the program's index space
-/// whose operands fit a window of their buffers (see `layout::windows`),
-/// each input on a binding of its own. A program reading its destination's
-/// buffer more than half a binding away from where it writes runs in two
-/// steps through a temporary buffer (see `Program::through`).
-fn encode_windows(
-    ctx: &Target<'_>,
-    program: Program,
-    params: &mut Vec<u8>,
-    align: usize,
-    out: &mut Vec<Encoded>,
-) -> Result<()> {
-    let limit = ctx.facts.max_storage_binding;
-    if program.buffers.iter().all(|b| b.size() <= limit) {
-        let bindings = buffers_of(&program)?
-            .into_iter()
-            .map(Binding::whole)
-            .collect();
-        if let Some(e) = encode(ctx, &program, &program.layouts, bindings, params)? {
-            out.push(e);
-            params.resize(params.len().next_multiple_of(align), 0);
-        }
-        return Ok(());
+/// Gives `buffers` back to the pool: work submitted so far may still use
+/// them, work submitted later runs after it.
+fn release(ctx: &Target<'_>, buffers: impl IntoIterator<Item = PooledBuffer>) {
+    let open_batch = ctx.open_batch.load(Ordering::Acquire);
+    for b in buffers {
+        ctx.pool.release(b, open_batch);
     }
-    let program = program.unshared();
-    let bytes_of = |o: &Operand| element_bytes(o.dtype) as u64;
-    if program.self_read_distance(bytes_of) > limit / 2 {
-        let numel = program.layouts[0].numel() as u64;
-        // From the pool, so that the memory cap counts it.
-        let batch = ctx.open_batch.load(Ordering::Acquire);
-        let temp = ctx.pool.acquire_for_flush(
-            ctx.device,
-            "elementwise (through a temporary)",
-            (
-                (numel * bytes_of(&program.operands[0])).max(4),
-                ctx.facts.max_tensor_bytes(),
-            ),
-            batch,
-            |_| false,
-        )?;
-        let (compute, copy) = program.through(&Arc::new(Slot::ready(temp.clone())));
-        let encoded = encode_blocks(ctx, &compute, params, align, out)
-            .and_then(|()| encode_blocks(ctx, &copy, params, align, out));
-        ctx.pool.release(temp, batch);
-        encoded?;
-    } else {
-        encode_blocks(ctx, &program, params, align, out)?;
-    }
-    Ok(())
 }
 
-/// Appends to `out` the dispatches of `program` over the blocks whose
-/// windows fit the device's binding.
-///
-/// # Errors
-/// `Error::Internal` when a block does not fit (a bug: splitting reaches
-/// single elements, which fit any device).
-fn encode_blocks(
-    ctx: &Target<'_>,
-    program: &Program,
-    params: &mut Vec<u8>,
-    align: usize,
-    out: &mut Vec<Encoded>,
-) -> Result<()> {
-    let limit = ctx.facts.max_storage_binding;
-    let operands: Vec<WindowOperand<'_>> = program
-        .operands
+/// How many of `commands`' elementwise outputs never took a buffer.
+fn unwritten(commands: &[Command]) -> u64 {
+    commands
         .iter()
-        .zip(&program.layouts)
-        .map(|(o, layout)| WindowOperand {
-            layout,
-            binding: o.binding as usize - 1,
-            element_bytes: element_bytes(o.dtype) as u64,
-        })
-        .collect();
-    let buffers = buffers_of(program)?;
-    for block in split_into_windows(&operands, limit, u64::from(ctx.facts.storage_align)) {
-        let mut bindings = SmallVec::new();
-        for (buffer, window) in buffers.iter().zip(&block.windows) {
-            let mut w = window.unwrap_or(Window { offset: 0, size: 4 });
-            if w.size > limit {
-                return Err(Error::internal(
-                    "elementwise",
-                    format!("a block's window of {} bytes exceeds the binding", w.size),
-                ));
-            }
-            // Whole vec4s where the buffer and the limit allow.
-            let whole = w.size.next_multiple_of(16);
-            if w.offset + whole <= buffer.size() && whole <= limit {
-                w.size = whole;
-            }
-            bindings.push(Binding {
-                buffer: buffer.clone(),
-                window: Some(w),
-            });
-        }
-        if let Some(e) = encode(ctx, program, &block.layouts, bindings, params)? {
-            out.push(e);
-            params.resize(params.len().next_multiple_of(align), 0);
-        }
-    }
-    Ok(())
-}
-
-/// The buffers of `program`, which the flush has taken.
-///
-/// # Errors
-/// `Error::Internal` for a buffer not taken (a bug).
-fn buffers_of(program: &Program) -> Result<SmallVec<[wgpu::Buffer; 4]>> {
-    program
-        .buffers
-        .iter()
-        .map(|slot| {
-            slot.buffer()
-                .ok_or_else(|| Error::internal("flush", "a program's buffer was not taken"))
-        })
-        .collect()
-}
-
-/// Temporaries of one flush: buffers for the outputs of ops whose tensors
-/// are gone but whose writes were not fused away (see `slot.rs`). Each
-/// goes to the next such output once the flush has encoded its last use,
-/// so a chain that fusion leaves alone needs two, not one per op.
-struct Temporaries {
-    /// Every temporary taken, to give back when the flush ends.
-    all: Vec<PooledBuffer>,
-    /// Those free for the next output.
-    free: Vec<PooledBuffer>,
-    /// The last step using each slot of a program.
-    last_use: FxHashMap<*const Slot, usize>,
-    /// The last step using each buffer id.
-    last_use_of_id: FxHashMap<u64, usize>,
-    /// Slots holding a temporary, by the step that uses them last.
-    lent: Vec<(usize, Arc<Slot>)>,
-}
-
-impl Temporaries {
-    fn new(steps: &[Step], commands: &[Command]) -> Temporaries {
-        let mut last_use = FxHashMap::default();
-        let mut last_use_of_id = FxHashMap::default();
-        for (index, step) in steps.iter().enumerate() {
-            match step {
-                Step::Program(p) => {
-                    for slot in &p.buffers {
-                        last_use.insert(Arc::as_ptr(slot), index);
-                        last_use_of_id.insert(slot.id(), index);
-                    }
-                }
-                Step::Kernel(_) => {
-                    for b in step.kernel(commands).iter().flat_map(|k| &k.bindings) {
-                        last_use_of_id.insert(b.buffer_id, index);
-                    }
-                }
-            }
-        }
-        Temporaries {
-            all: Vec::new(),
-            free: Vec::new(),
-            last_use,
-            last_use_of_id,
-            lent: Vec::new(),
-        }
-    }
-
-    /// True when step `index` writes `out`, whose tensor is gone, which
-    /// has no buffer, and which no later step uses: nothing can observe
-    /// the write.
-    fn is_dead(&self, index: usize, out: &Arc<Slot>) -> bool {
-        out.is_unobservable() && self.last_use.get(&Arc::as_ptr(out)) == Some(&index)
-    }
-
-    /// Takes the buffers of step `index`'s `slots`.
-    ///
-    /// # Errors
-    /// `OutOfMemory` over the memory cap.
-    fn take(&mut self, ctx: &Target<'_>, index: usize, slots: &[Arc<Slot>]) -> Result<()> {
-        let open_batch = ctx.open_batch.load(Ordering::Acquire);
-        let limit = ctx.facts.max_tensor_bytes();
-        // A buffer released while this batch was open is free for this
-        // step when no step from here on uses it.
-        let last_use_of_id = &self.last_use_of_id;
-        let unused_from_here = |id: u64| last_use_of_id.get(&id).is_none_or(|&last| last < index);
-        for slot in slots {
-            let (_, taken) = slot.take_for_flush(
-                ctx.pool,
-                (ctx.device, "flush", limit),
-                open_batch,
-                &unused_from_here,
-                |bytes| {
-                    let size = slot.size();
-                    if let Some(at) = self.free.iter().position(|b| b.size == size) {
-                        return Ok(self.free.swap_remove(at));
-                    }
-                    let b = ctx.pool.acquire_for_flush(
-                        ctx.device,
-                        "elementwise (an intermediate kept by the flush)",
-                        (bytes, limit),
-                        open_batch,
-                        unused_from_here,
-                    )?;
-                    self.all.push(b.clone());
-                    Ok(b)
-                },
-            )?;
-            if let Taken::Temporary = taken {
-                let last = self.last_use.get(&Arc::as_ptr(slot)).copied();
-                self.lent.push((last.unwrap_or(index), slot.clone()));
-            }
-        }
-        Ok(())
-    }
-
-    /// Frees the temporaries whose last use was step `index`.
-    fn after(&mut self, index: usize) {
-        let mut k = 0;
-        while k < self.lent.len() {
-            if self.lent[k].0 <= index {
-                let (_, slot) = self.lent.swap_remove(k);
-                if let Some(b) = slot.temporary() {
-                    self.free.push(b);
-                }
-            } else {
-                k += 1;
-            }
-        }
-    }
-}
-
-/// The pipeline and grid of `program` over `layouts` (its own, or one
-/// block's) bound to `bindings`, its parameters appended to `params`;
-/// `None` (and nothing appended) when it has no elements.
-fn encode(
-    ctx: &Target<'_>,
-    program: &Program,
-    layouts: &[Layout],
-    bindings: SmallVec<[Binding; 4]>,
-    params: &mut Vec<u8>,
-) -> Result<Option<Encoded>> {
-    let layouts: Vec<&Layout> = layouts.iter().collect();
-    let plan = IterPlan::new(&layouts);
-    let numel = plan.numel();
-    if numel == 0 {
-        return Ok(None);
-    }
-    let native_f16 = ctx.facts.native_f16;
-    let whole_vec4s = bindings.iter().all(|b| b.bytes() % 16 == 0);
-    let (access, plan) = choose_access(plan, &program.operands, whole_vec4s);
-    let (threads, group) = access.grid(&plan);
-    let [x, y] = grid_of(threads, group, ctx.facts.max_workgroups_per_dim)?;
-    let key = program.key(native_f16, access);
-    let pipeline = elementwise_pipeline(ctx.pipelines, ctx.device, &key)?;
-    let offset = params.len() as u32;
-    // The tiled kernel numbers workgroups, the others threads, per grid row.
-    write_params(params, &plan, x * group, &program.scalars);
-    Ok(Some(Encoded {
-        pipeline,
-        fused_ops: program.fused_ops(),
-        buffers: bindings,
-        offset,
-        groups: [x, y, 1],
-    }))
-}
-
-/// What `e`'s bind group binds, with the parameter `arena`.
-fn group_key(e: &Encoded, arena: &wgpu::Buffer) -> GroupKey {
-    GroupKey {
-        layout: e.pipeline.layout.clone(),
-        arena: arena.clone(),
-        params_size: e.pipeline.params_size,
-        buffers: e
-            .buffers
-            .iter()
-            .map(|b| (b.buffer.clone(), b.window.map(|w| (w.offset, w.size))))
-            .collect(),
-    }
-}
-
-/// A bind group binding what `key` names: the arena's parameter block
-/// (at a dynamic offset) at 0, the storage buffers from 1.
-fn create_group(device: &wgpu::Device, key: &GroupKey) -> wgpu::BindGroup {
-    let mut entries = vec![wgpu::BindGroupEntry {
-        binding: 0,
-        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &key.arena,
-            offset: 0,
-            size: wgpu::BufferSize::new(key.params_size),
-        }),
-    }];
-    for (k, (buffer, window)) in key.buffers.iter().enumerate() {
-        let resource = match *window {
-            None => buffer.as_entire_binding(),
-            Some((offset, size)) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer,
-                offset,
-                size: wgpu::BufferSize::new(size),
-            }),
-        };
-        entries.push(wgpu::BindGroupEntry {
-            binding: 1 + k as u32,
-            resource,
-        });
-    }
-    device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &key.layout,
-        entries: &entries,
-    })
+        .filter_map(Command::elementwise)
+        .filter(|op| !op.out.slot.is_taken())
+        .count() as u64
 }

@@ -79,6 +79,11 @@ pub(super) fn tile(
         ctx.tuner.remember(class, tile);
         return Ok(tile);
     }
+    if ctx.scheduler().is_capturing() {
+        // Timing needs submits, which a captured step cannot have: the
+        // tile by size, this once, and the class is tuned later.
+        return Ok(MatmulTile::Auto);
+    }
     let tile = tune(out, call, bound, dims, &fits)?;
     ctx.tuner.remember(class, tile);
     Ok(tile)

@@ -1,0 +1,132 @@
+//! [`Graph`]: a step of ops captured once and run again for almost nothing
+//! on the host.
+
+use crate::backend::gpu::{GpuGraph, capture_step};
+use crate::device::Device;
+use crate::error::Result;
+
+/// A captured step: the ops a closure recorded on its device, run again by
+/// [`Graph::run`] without recording them again. Made by
+/// [`Device::capture`].
+///
+/// On a GPU a run submits the dispatches the step recorded the first time
+/// (same pipelines, bind groups, parameters and fused kernels): none of
+/// webtensor's recording, fusion planning or encoding happens again, so a
+/// run costs one submit whatever the number of ops. On the CPU a run calls
+/// the closure again, which computes the same thing.
+///
+/// What a run computes is what the step's ops computed at capture, on the
+/// same tensors: values the application wrote into those tensors since
+/// (`x.assign(&new)?`, `x.fill_(0.0)?`, in-place ops) are read by the next
+/// run. Tensors the step made are the graph's own, written again by every
+/// run. Host-side work inside the closure (a tensor uploaded from a slice,
+/// a Rust `if` on anything) happened once, at capture, on a GPU.
+///
+/// Not `Send`: on the GPU a graph holds the device's buffers the step
+/// binds, given back when the graph is dropped.
+///
+/// ```
+/// use webtensor::{Device, Tensor};
+/// # fn main() -> webtensor::Result<()> {
+/// let dev = Device::default_device()?;
+/// let x = Tensor::zeros([4], webtensor::DType::F32, &dev)?;
+/// let y = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [4], &dev)?;
+/// let (xs, ys) = (x.clone(), y.clone());
+/// // Captured, and run once: x = 2x + y.
+/// let mut step = dev.capture(move || {
+///     let twice = xs.mul_scalar(2.0)?;
+///     xs.assign(&twice.add(&ys)?)
+/// })?;
+/// step.run()?;
+/// step.run()?;
+/// assert_eq!(x.to_vec::<f32>()?, vec![7.0, 14.0, 21.0, 28.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub struct Graph {
+    inner: Inner,
+}
+
+enum Inner {
+    Gpu(GpuGraph),
+    Cpu(Box<dyn FnMut() -> Result<()>>),
+}
+
+impl Device {
+    /// Captures the ops `step` records on this device into a [`Graph`],
+    /// running them once; [`Graph::run`] runs them again. `step` works on
+    /// tensors made before the capture (it moves clones of their handles
+    /// in) and updates them in place.
+    ///
+    /// On a GPU nothing is submitted while `step` runs: an op that needs
+    /// its work submitted at once (a readback such as `to_vec`, `sync`,
+    /// `flush`, `gpu_buffer`, drawing into a texture, or an upload into a
+    /// buffer that recorded work still reads) returns
+    /// `Error::Argument`, and the capture fails with that error even if
+    /// `step` ignored it. Ops other threads record on this device while
+    /// `step` runs become part of the step. A matmul whose class autotuning
+    /// has not timed yet takes the tile its size picks. On the CPU the
+    /// capture runs
+    /// `step` once and keeps it.
+    ///
+    /// # Errors
+    /// What `step` returned (on a GPU nothing of it runs then, and the
+    /// tensors it was to write read as that error); `Error::Argument` as
+    /// above, and for a capture inside a capture on one device; the
+    /// device's errors.
+    pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
+        let mut step = step;
+        let inner = match self.gpu_context() {
+            Some(ctx) => Inner::Gpu(capture_step(ctx, &mut step)?),
+            None => {
+                step()?;
+                Inner::Cpu(Box::new(step))
+            }
+        };
+        Ok(Graph { inner })
+    }
+}
+
+impl Graph {
+    /// Runs the step again, after the work recorded before it (on a GPU:
+    /// one submit; it does not wait for the GPU).
+    ///
+    /// # Errors
+    /// On a GPU, `Error::Gpu` when a tensor the step reads or writes was
+    /// poisoned by a failed batch, or the device rejects the submit (the
+    /// step's outputs are poisoned then); index faults of indexing ops in
+    /// the step are reported by the next readback, as for any op. On the
+    /// CPU, what the step returns.
+    pub fn run(&mut self) -> Result<()> {
+        match &mut self.inner {
+            Inner::Gpu(g) => g.run(),
+            Inner::Cpu(step) => step(),
+        }
+    }
+
+    /// The ops the step recorded at capture (0 on the CPU, which records
+    /// nothing).
+    pub fn ops(&self) -> usize {
+        match &self.inner {
+            Inner::Gpu(g) => g.ops(),
+            Inner::Cpu(_) => 0,
+        }
+    }
+
+    /// The kernel dispatches one run submits (0 on the CPU).
+    pub fn dispatches(&self) -> usize {
+        match &self.inner {
+            Inner::Gpu(g) => g.dispatches(),
+            Inner::Cpu(_) => 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("ops", &self.ops())
+            .field("dispatches", &self.dispatches())
+            .finish()
+    }
+}

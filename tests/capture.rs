@@ -1,0 +1,361 @@
+//! Captured steps (`Device::capture`, `Graph::run`): a run computes what
+//! the same ops computed eagerly, on every device (the CPU re-runs the
+//! closure), across scheduler settings, with in-place updates between
+//! runs, through strided views; what cannot be replayed is an error at
+//! capture; index faults of a replayed step reach the next readback.
+
+mod common;
+
+#[path = "../examples/common/gray_scott.rs"]
+#[allow(dead_code)]
+mod gray_scott;
+
+use common::{assert_close, own_gpu, read_f32};
+use webtensor::{DType, Device, Error, GpuOptions, Graph, Tensor, s};
+
+/// The CPU and GPU devices of this test's own (a capture records what any
+/// thread records on its device, and the tests run in parallel): f16
+/// native and packed, fusion on and off, and one submit per op or small
+/// batches (which a capture ignores: it records one batch).
+fn capture_devices() -> Vec<Device> {
+    let mut all = vec![Device::cpu()];
+    for (fusion, threshold, packed) in [
+        (true, 1024, false),
+        (true, 1024, true),
+        (false, 1024, false),
+        (true, 7, false),
+        (false, 1, true),
+    ] {
+        all.extend(own_gpu(GpuOptions {
+            fusion: Some(fusion),
+            flush_threshold: Some(threshold),
+            force_packed_f16: packed,
+            ..Default::default()
+        }));
+    }
+    all
+}
+
+fn label(dev: &Device) -> String {
+    format!(
+        "{dev} (fusion {}, batch {})",
+        dev.fusion(),
+        dev.flush_threshold()
+    )
+}
+
+#[test]
+fn a_replayed_gray_scott_step_equals_the_eager_one() {
+    for dev in capture_devices() {
+        let mut eager = gray_scott::GrayScott::new(24, &dev).unwrap();
+        let replayed = gray_scott::GrayScott::new(24, &dev).unwrap();
+        let v = replayed.v().clone();
+        let mut replayed = replayed;
+        eager.step(5).unwrap();
+        let mut graph = dev.capture(move || replayed.step(1)).unwrap();
+        for _ in 0..4 {
+            graph.run().unwrap();
+        }
+        let (want, got) = (read_f32(eager.v()), read_f32(&v));
+        assert_close(&got, &want, 1e-6, &format!("gray-scott on {}", label(&dev)));
+        if dev.is_gpu() {
+            assert!(graph.ops() >= 20, "{}: {graph:?}", label(&dev));
+            assert!(graph.dispatches() >= 1);
+            if dev.fusion() {
+                assert!(graph.dispatches() < graph.ops(), "{graph:?} fused nothing");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_run_submits_once_and_records_nothing() {
+    let Some(dev) = own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let x = Tensor::ones([64, 64], DType::F32, &dev).unwrap();
+    let y = Tensor::rand([64, 64], DType::F32, 3, &dev).unwrap();
+    let (xs, ys) = (x.clone(), y.clone());
+    let mut graph = dev
+        .capture(move || {
+            for _ in 0..50 {
+                xs.mul_scalar_(0.5)?;
+                xs.add_(&ys)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    dev.sync().unwrap();
+    let before = dev.stats();
+    for _ in 0..10 {
+        graph.run().unwrap();
+    }
+    dev.sync().unwrap();
+    let after = dev.stats();
+    assert_eq!(after.ops_recorded, before.ops_recorded, "a run records");
+    assert_eq!(after.submits - before.submits, 10);
+    assert_eq!(after.graph_runs - before.graph_runs, 10);
+    assert_eq!(
+        after.dispatches - before.dispatches,
+        10 * graph.dispatches() as u64
+    );
+    // x converges to 2y: x <- x/2 + y, 550 times.
+    let (got, want) = (read_f32(&x), read_f32(&y.mul_scalar(2.0).unwrap()));
+    assert_close(&got, &want, 1e-5, "x/2 + y converged");
+}
+
+#[test]
+fn runs_read_what_the_application_wrote_between_them() {
+    for dev in capture_devices() {
+        let x = Tensor::zeros([5, 7], DType::F32, &dev).unwrap();
+        let acc = Tensor::zeros([5, 7], DType::F32, &dev).unwrap();
+        let (xs, accs) = (x.clone(), acc.clone());
+        // acc += 3x + 1 (a fused chain whose intermediates are dropped).
+        let mut graph = dev
+            .capture(move || accs.add_(&xs.mul_scalar(3.0)?.add_scalar(1.0)?))
+            .unwrap();
+        let mut want = vec![1.0f32; 35];
+        for k in 1..4 {
+            let new = Tensor::full([5, 7], k as f32, DType::F32, &dev).unwrap();
+            x.assign(&new).unwrap();
+            graph.run().unwrap();
+            want.iter_mut().for_each(|w| *w += 3.0 * k as f32 + 1.0);
+        }
+        x.slice(s![.., 2]).unwrap().fill_(10.0).unwrap();
+        graph.run().unwrap();
+        for (i, w) in want.iter_mut().enumerate() {
+            *w += if i % 7 == 2 { 31.0 } else { 10.0 };
+        }
+        assert_eq!(acc.to_vec::<f32>().unwrap(), want, "{}", label(&dev));
+    }
+}
+
+#[test]
+fn a_step_writes_through_strided_reversed_and_broadcast_views() {
+    for dev in capture_devices() {
+        let data: Vec<f32> = (0..48).map(|i| i as f32 * 0.25 - 3.0).collect();
+        let make = || Tensor::from_slice(&data, [6, 8], &dev).unwrap();
+        let (eager, captured) = (make(), make());
+        let row = Tensor::from_slice(&[1.0f32, -1.0, 2.0, 0.5], [4], &dev).unwrap();
+        let step = |t: &Tensor, row: &Tensor| -> webtensor::Result<()> {
+            // Every other column, rows reversed, plus a broadcast row.
+            let view = t.slice(s![..;-1, 1..;2])?;
+            view.add_(&view.mul(row)?)?;
+            // The other columns, read through a transposed view.
+            let other = t.slice(s![.., ..;2])?.t();
+            other.sub_(&other.exp()?.mul_scalar(0.01)?)?;
+            Ok(())
+        };
+        for _ in 0..3 {
+            step(&eager, &row).unwrap();
+        }
+        let (c, r) = (captured.clone(), row.clone());
+        let mut graph = dev.capture(move || step(&c, &r)).unwrap();
+        graph.run().unwrap();
+        graph.run().unwrap();
+        let (got, want) = (read_f32(&captured), read_f32(&eager));
+        assert_close(&got, &want, 1e-6, &format!("views on {}", label(&dev)));
+    }
+}
+
+#[test]
+fn reductions_and_matmul_replay_into_the_tensors_the_step_writes() {
+    for dev in capture_devices() {
+        let a = Tensor::rand([9, 13], DType::F32, 1, &dev).unwrap();
+        let b = Tensor::rand([13, 5], DType::F32, 2, &dev).unwrap();
+        let out = Tensor::zeros([9], DType::F32, &dev).unwrap();
+        let (a2, b2, o2) = (a.clone(), b.clone(), out.clone());
+        let mut graph = dev
+            .capture(move || {
+                let p = a2.matmul(&b2)?.softmax(-1)?;
+                o2.add_(&p.sum(1, false)?.mul_scalar(0.5)?)
+            })
+            .unwrap();
+        graph.run().unwrap();
+        a.mul_scalar_(2.0).unwrap();
+        graph.run().unwrap();
+        // Each softmax row sums to one: out = 3 * 0.5.
+        let got = read_f32(&out);
+        assert_close(&got, &[1.5; 9], 1e-5, &format!("matmul on {}", label(&dev)));
+    }
+}
+
+#[test]
+fn what_cannot_be_replayed_is_an_error_at_capture() {
+    for dev in capture_devices() {
+        let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+        let xs = x.clone();
+        // A readback inside the step.
+        let read = dev.capture(move || {
+            xs.add_scalar_(1.0)?;
+            let _ = xs.to_vec::<f32>()?;
+            Ok(())
+        });
+        if dev.is_gpu() {
+            let e = read.unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::Argument {
+                        op: "Device::capture",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+            assert!(e.to_string().contains("readback"), "{e}");
+        } else {
+            read.unwrap();
+        }
+        // What the step recorded before the refusal ran, as eagerly.
+        assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0; 4], "{}", label(&dev));
+        // A step that swallows the refusal does not capture either.
+        let xs = x.clone();
+        let swallowed = dev.capture(move || {
+            xs.add_scalar_(1.0)?;
+            let _ignored = xs.sum(0, false)?.item::<f32>();
+            Ok(())
+        });
+        assert_eq!(swallowed.is_err(), dev.is_gpu(), "{}", label(&dev));
+        // The step's own error.
+        let xs = x.clone();
+        let bad = dev.capture(move || xs.add_(&Tensor::ones([3], DType::F32, xs.device())?));
+        assert!(matches!(bad.unwrap_err(), Error::Shape { .. }));
+        // The device records and submits as before.
+        x.add_scalar_(1.0).unwrap();
+        assert_eq!(x.to_vec::<f32>().unwrap(), vec![4.0; 4], "{}", label(&dev));
+    }
+}
+
+#[test]
+fn a_capture_inside_a_capture_is_refused() {
+    let Some(dev) = own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let inner_dev = dev.clone();
+    let x = Tensor::zeros([3], DType::F32, &dev).unwrap();
+    let xs = x.clone();
+    let outer = dev.capture(move || {
+        let xi = xs.clone();
+        inner_dev
+            .capture(move || xi.add_scalar_(1.0))
+            .map(|_: Graph| ())
+    });
+    let e = outer.unwrap_err();
+    assert!(e.to_string().contains("already"), "{e}");
+    // Nothing is left half-captured.
+    let mut again = dev.capture(move || x.add_scalar_(1.0)).unwrap();
+    again.run().unwrap();
+}
+
+#[test]
+fn a_panicking_step_leaves_the_device_as_it_was() {
+    let Some(dev) = own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let x = Tensor::zeros([3], DType::F32, &dev).unwrap();
+    let xs = x.clone();
+    let d = dev.clone();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        d.capture(move || {
+            xs.add_scalar_(1.0)?;
+            panic!("inside the step");
+        })
+    }));
+    assert!(panicked.is_err());
+    x.add_scalar_(1.0).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0; 3]);
+}
+
+#[test]
+fn index_faults_of_a_replayed_step_reach_the_next_readback() {
+    for dev in capture_devices() {
+        let src = Tensor::arange(0.0f32, 10.0, 1.0, &dev).unwrap();
+        let idx = Tensor::from_slice(&[1i32, 3, 5], [3], &dev).unwrap();
+        let out = Tensor::zeros([3], DType::F32, &dev).unwrap();
+        let (s2, i2, o2) = (src.clone(), idx.clone(), out.clone());
+        let mut graph = dev.capture(move || o2.add_(&s2.take(&i2, 0)?)).unwrap();
+        graph.run().unwrap();
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![2.0, 6.0, 10.0]);
+        idx.fill_(42).unwrap();
+        let faulted = graph.run().and_then(|()| out.to_vec::<f32>().map(|_| ()));
+        assert!(
+            matches!(faulted, Err(Error::Index { .. })),
+            "{}: {faulted:?}",
+            label(&dev)
+        );
+        // Reported once; the indices mended, runs go on.
+        idx.fill_(0).unwrap();
+        graph.run().unwrap();
+        out.to_vec::<f32>().unwrap();
+    }
+}
+
+#[test]
+fn dropping_a_graph_gives_its_buffers_back() {
+    let Some(dev) = own_gpu(GpuOptions {
+        fusion: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let x = Tensor::ones([1 << 14], DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    let live_before = dev.stats().bytes_live;
+    let xs = x.clone();
+    // Unfused, the dropped intermediates take temporaries the graph keeps.
+    let mut graph = dev
+        .capture(move || xs.assign(&xs.exp()?.mul_scalar(0.5)?.sqrt()?))
+        .unwrap();
+    graph.run().unwrap();
+    dev.sync().unwrap();
+    assert!(
+        dev.stats().bytes_live > live_before,
+        "the graph holds temporaries"
+    );
+    drop(graph);
+    dev.sync().unwrap();
+    assert_eq!(dev.stats().bytes_live, live_before);
+    // The buffers it held serve new tensors, and x is intact.
+    let y = x.add_scalar(1.0).unwrap();
+    assert_close(
+        &read_f32(&y),
+        &read_f32(&x.add_scalar(1.0).unwrap()),
+        0.0,
+        "x",
+    );
+}
+
+#[test]
+fn buffers_only_the_graph_uses_are_lent_to_no_one_else() {
+    for dev in capture_devices() {
+        let out = Tensor::zeros([256], DType::F32, &dev).unwrap();
+        let o2 = out.clone();
+        // Only the closure holds `w` and `scale`, and the closure is gone
+        // after capture on a GPU: the graph holds their buffers.
+        let w = Tensor::full([256], 2.0, DType::F32, &dev).unwrap();
+        let scale = Tensor::full([256], 3.0, DType::F32, &dev).unwrap();
+        let mut graph = dev
+            .capture(move || {
+                let t = w.mul(&scale)?;
+                o2.add_(&t)
+            })
+            .unwrap();
+        // New tensors of the same size, which a pool would serve from
+        // buffers given back.
+        let others: Vec<Tensor> = (0..8)
+            .map(|k| Tensor::full([256], -100.0 - k as f32, DType::F32, &dev).unwrap())
+            .collect();
+        graph.run().unwrap();
+        graph.run().unwrap();
+        assert_eq!(
+            out.to_vec::<f32>().unwrap(),
+            vec![18.0; 256],
+            "{}",
+            label(&dev)
+        );
+        for (k, t) in others.iter().enumerate() {
+            assert_eq!(t.to_vec::<f32>().unwrap(), vec![-100.0 - k as f32; 256]);
+        }
+    }
+}
