@@ -188,23 +188,11 @@ impl Scheduler {
         timestamps: Option<&wgpu::QuerySet>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
-        let mut steps = std::mem::take(&mut self.steps);
-        let limits = ctx.facts.program_limits();
-        programs(commands, self.fusion, limits, &mut self.scratch, &mut steps);
-        let mut temporaries = Temporaries::new(&steps, commands);
         let mut encoded = std::mem::take(&mut self.encoded);
         let mut bytes = std::mem::take(&mut self.params);
-        let result = self.encode_steps(
-            ctx,
-            commands,
-            &mut steps,
-            &mut temporaries,
-            &mut encoded,
-            &mut bytes,
-        );
-        self.steps = steps;
+        let (result, temporaries) = self.plan_and_encode(ctx, commands, &mut encoded, &mut bytes);
         // Later batches run after this one: its temporaries go back now.
-        release(ctx, temporaries.all);
+        release(ctx, temporaries);
         let result = result.and_then(|()| {
             self.encode_and_submit(ctx, commands, timestamps, after, &encoded, &bytes)
         });
@@ -213,6 +201,26 @@ impl Scheduler {
         self.encoded = encoded;
         self.params = bytes;
         result
+    }
+
+    /// Plans `commands` (fusing when on) and appends their dispatches to
+    /// `encoded` and their parameter blocks to `bytes`, taking buffers as
+    /// the dispatches come; also returns the temporaries taken, which the
+    /// caller gives back or keeps.
+    fn plan_and_encode(
+        &mut self,
+        ctx: &Target<'_>,
+        commands: &[Command],
+        encoded: &mut Vec<Encoded>,
+        bytes: &mut Vec<u8>,
+    ) -> (Result<()>, Vec<PooledBuffer>) {
+        let mut steps = std::mem::take(&mut self.steps);
+        let limits = ctx.facts.program_limits();
+        programs(commands, self.fusion, limits, &mut self.scratch, &mut steps);
+        let mut temporaries = Temporaries::new(&steps, commands);
+        let result = self.encode_steps(ctx, commands, &mut steps, &mut temporaries, encoded, bytes);
+        self.steps = steps;
+        (result, temporaries.all)
     }
 
     /// Encodes the dispatches `encoded` (their parameter blocks in
@@ -428,21 +436,10 @@ impl Scheduler {
         commands: &[Command],
         capture: Capture,
     ) -> Result<CapturedBatch> {
-        let mut steps = Vec::new();
-        let limits = ctx.facts.program_limits();
-        programs(commands, self.fusion, limits, &mut self.scratch, &mut steps);
-        let mut temporaries = Temporaries::new(&steps, commands);
         let (mut encoded, mut bytes) = (Vec::new(), Vec::new());
-        let encoding = self.encode_steps(
-            ctx,
-            commands,
-            &mut steps,
-            &mut temporaries,
-            &mut encoded,
-            &mut bytes,
-        );
+        let (encoding, temporaries) = self.plan_and_encode(ctx, commands, &mut encoded, &mut bytes);
         if let Err(e) = encoding {
-            release(ctx, temporaries.all);
+            release(ctx, temporaries);
             return Err(e);
         }
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -468,7 +465,7 @@ impl Scheduler {
         Ok(CapturedBatch {
             dispatches,
             _params: params,
-            temporaries: temporaries.all,
+            temporaries,
             held: capture.into_held(),
             written: written_slots(commands),
             ops: commands.len(),
