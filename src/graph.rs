@@ -59,21 +59,19 @@ impl Device {
     /// in) and updates them in place.
     ///
     /// On a GPU nothing is submitted while `step` runs: an op that needs
-    /// its work submitted at once (a readback such as `to_vec`, `sync`,
-    /// `flush`, `gpu_buffer`, drawing into a texture, or an upload into a
-    /// buffer that recorded work still reads) returns
+    /// the step's recorded work submitted at once (a readback such as
+    /// `to_vec`, `sync`, `flush`, `gpu_buffer`, drawing into a texture, or
+    /// an upload into a buffer that recorded work still reads) returns
     /// `Error::Argument`, and the capture fails with that error even if
     /// `step` ignored it. Ops other threads record on this device while
     /// `step` runs become part of the step. A matmul whose class autotuning
     /// has not timed yet takes the tile its size picks. On the CPU the
-    /// capture runs
-    /// `step` once and keeps it.
+    /// capture runs `step` once and keeps it.
     ///
     /// # Errors
-    /// What `step` returned (on a GPU nothing of it runs then, and the
-    /// tensors it was to write read as that error); `Error::Argument` as
-    /// above, and for a capture inside a capture on one device; the
-    /// device's errors.
+    /// What `step` returned, and on a GPU `Error::Argument` as above (what
+    /// the step recorded until then runs, as eager ops would have); a
+    /// capture inside a capture on one device; the device's errors.
     pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
         let mut step = step;
         let inner = match self.gpu_context() {

@@ -47,9 +47,9 @@ impl Drop for Capturing<'_> {
 /// Captures `step` on `ctx` and runs it once (see the module docs).
 ///
 /// # Errors
-/// The step's own error (nothing of it runs then); `Error::Argument` when
-/// an op inside it needs a submit at once, or a step is being captured on
-/// the device already; as a flush.
+/// The step's own error (what it recorded until then runs, as eager ops
+/// would have); `Error::Argument` when an op inside it needs a submit at
+/// once, or a step is being captured on the device already; as a flush.
 pub(crate) fn capture_step(
     ctx: &Arc<GpuContext>,
     step: &mut dyn FnMut() -> Result<()>,
