@@ -36,20 +36,11 @@ pub(crate) struct Capture {
 impl Capture {
     /// Holds what `command` binds that holds a buffer already.
     pub fn hold_recorded(&mut self, command: &Command) {
-        match command {
-            Command::Elementwise(op) => {
-                for t in std::iter::once(&op.out).chain(op.tensor_args()) {
-                    if t.slot.is_taken()
-                        && let Some(storage) = t.storage.upgrade()
-                    {
-                        self.hold(storage);
-                    }
-                }
-            }
-            Command::Kernel(k) => {
-                for storage in k.bindings.iter().filter_map(|b| b.storage.upgrade()) {
-                    self.hold(storage);
-                }
+        for (storage, slot) in command.operands() {
+            if slot.is_none_or(|s| s.is_taken())
+                && let Some(storage) = storage.upgrade()
+            {
+                self.hold(storage);
             }
         }
     }
@@ -57,17 +48,9 @@ impl Capture {
     /// Holds every storage of `commands` that a tensor still holds.
     pub fn hold_live(&mut self, commands: &[Command]) {
         for command in commands {
-            match command {
-                Command::Elementwise(op) => {
-                    let operands = std::iter::once(&op.out).chain(op.tensor_args());
-                    for storage in operands.filter_map(|t| t.storage.upgrade()) {
-                        self.hold(storage);
-                    }
-                }
-                Command::Kernel(k) => {
-                    for storage in k.bindings.iter().filter_map(|b| b.storage.upgrade()) {
-                        self.hold(storage);
-                    }
+            for (storage, _) in command.operands() {
+                if let Some(storage) = storage.upgrade() {
+                    self.hold(storage);
                 }
             }
         }
@@ -132,27 +115,4 @@ pub(crate) struct CapturedBatch {
     /// True when a dispatch may record an index fault: each run arms the
     /// device's fault record (see `faults.rs`).
     pub faults: bool,
-}
-
-/// The slots of the buffers `commands` write that a tensor still holds.
-pub(crate) fn written_slots(commands: &[Command]) -> Vec<Arc<Slot>> {
-    let mut slots = Vec::new();
-    for command in commands {
-        match command {
-            Command::Elementwise(op) => {
-                if op.out.storage.strong_count() > 0 {
-                    slots.push(op.out.slot.clone());
-                }
-            }
-            Command::Kernel(k) => {
-                let written = k.bindings.iter().filter(|b| b.writes && !b.fault_record);
-                for storage in written.filter_map(|b| b.storage.upgrade()) {
-                    if let Storage::Gpu(s) = &*storage {
-                        slots.push(s.slot().clone());
-                    }
-                }
-            }
-        }
-    }
-    slots
 }

@@ -14,6 +14,10 @@ use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
 use std::sync::{Arc, Weak};
 
+/// A storage a command binds, and its slot when the buffer may not be
+/// taken yet (see [`Command::operands`]).
+pub(crate) type Operand<'a> = (&'a Weak<Storage>, Option<&'a Arc<Slot>>);
+
 /// One recorded GPU command.
 // Elementwise ops are the common case and the large variant: boxing them
 // would add an allocation per recorded op.
@@ -27,18 +31,8 @@ pub(crate) enum Command {
 /// write, with the batch's `failure`: a later read or use of those tensors
 /// is that error, never the stale bytes the buffers still hold.
 pub(crate) fn poison_outputs(commands: &[Command], failure: &str) {
-    for command in commands {
-        match command {
-            Command::Elementwise(op) => op.out.slot.poison(failure),
-            Command::Kernel(k) => {
-                let written = k.bindings.iter().filter(|b| b.writes && !b.fault_record);
-                for storage in written.filter_map(|b| b.storage.upgrade()) {
-                    if let Storage::Gpu(s) = &*storage {
-                        s.slot().poison(failure);
-                    }
-                }
-            }
-        }
+    for slot in commands.iter().flat_map(Command::written_slots) {
+        slot.poison(failure);
     }
 }
 
@@ -240,6 +234,36 @@ pub(crate) struct KernelCommand {
 }
 
 impl Command {
+    /// The storages the command binds, each with its slot when it may not
+    /// have taken its buffer yet (an elementwise operand; a kernel command
+    /// binds buffers taken when it was recorded).
+    pub fn operands(&self) -> SmallVec<[Operand<'_>; 4]> {
+        match self {
+            Command::Elementwise(op) => std::iter::once(&op.out)
+                .chain(op.tensor_args())
+                .map(|t| (&t.storage, Some(&t.slot)))
+                .collect(),
+            Command::Kernel(k) => k.bindings.iter().map(|b| (&b.storage, None)).collect(),
+        }
+    }
+
+    /// The slots of the buffers the command writes (the fault record
+    /// aside; a kernel command's, while a tensor holds them).
+    pub fn written_slots(&self) -> SmallVec<[Arc<Slot>; 2]> {
+        match self {
+            Command::Elementwise(op) => smallvec::smallvec![op.out.slot.clone()],
+            Command::Kernel(k) => k
+                .bindings
+                .iter()
+                .filter(|b| b.writes && !b.fault_record)
+                .filter_map(|b| match &*b.storage.upgrade()? {
+                    Storage::Gpu(s) => Some(s.slot().clone()),
+                    Storage::Cpu(_) => None,
+                })
+                .collect(),
+        }
+    }
+
     /// The elementwise op, if this is one.
     pub fn elementwise(&self) -> Option<&RecordedOp> {
         match self {

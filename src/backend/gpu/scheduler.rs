@@ -9,7 +9,7 @@
 //! the fusion switch.
 
 use super::bind_groups::BindGroupCache;
-use super::capture::{self, Capture, CapturedBatch, CapturedDispatch, written_slots};
+use super::capture::{self, Capture, CapturedBatch, CapturedDispatch};
 use super::command::{Command, poison_outputs};
 use super::dispatch::{Binding, Encoded, create_group, encode_windows, group_key};
 use super::fusion::{FusionScratch, Step, programs};
@@ -42,6 +42,18 @@ pub(crate) struct SchedulerCounters {
     pub dead_ops: u64,
     /// Runs of captured steps (each one submit).
     pub graph_runs: u64,
+}
+
+impl SchedulerCounters {
+    /// Counts a submit of dispatches that each folded in `fused_ops`.
+    fn count_submit(&mut self, fused_ops: impl Iterator<Item = usize>) {
+        self.submits += 1;
+        for fused in fused_ops {
+            self.dispatches += 1;
+            self.fused_ops += fused as u64;
+            self.fused_kernels += u64::from(fused > 0);
+        }
+    }
 }
 
 /// The commands recorded since the last submit, the parameter arena, and
@@ -276,14 +288,8 @@ impl Scheduler {
         }
         after(&mut encoder);
         ctx.queue.submit(Some(encoder.finish()));
-        let c = &mut self.counters;
-        c.submits += 1;
-        c.dispatches += encoded.len() as u64;
-        for e in encoded {
-            let fused = e.fused_ops as u64;
-            c.fused_ops += fused;
-            c.fused_kernels += u64::from(fused > 0);
-        }
+        self.counters
+            .count_submit(encoded.iter().map(|e| e.fused_ops));
         Ok(())
     }
 
@@ -467,7 +473,7 @@ impl Scheduler {
             _params: params,
             temporaries,
             held: capture.into_held(),
-            written: written_slots(commands),
+            written: commands.iter().flat_map(Command::written_slots).collect(),
             ops: commands.len(),
             faults: commands.iter().any(|c| match c {
                 Command::Kernel(k) => k.bindings.iter().any(|b| b.fault_record),
@@ -529,14 +535,9 @@ impl Scheduler {
                 slot.poison(&failure);
             }
         }
-        let c = &mut self.counters;
-        c.submits += 1;
-        c.graph_runs += 1;
-        c.dispatches += batch.dispatches.len() as u64;
-        for d in &batch.dispatches {
-            c.fused_ops += d.fused_ops as u64;
-            c.fused_kernels += u64::from(d.fused_ops > 0);
-        }
+        self.counters.graph_runs += 1;
+        self.counters
+            .count_submit(batch.dispatches.iter().map(|d| d.fused_ops));
         result
     }
 

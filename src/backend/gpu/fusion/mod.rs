@@ -31,7 +31,7 @@ mod builder;
 mod footprint;
 mod perm;
 
-use super::command::{Command, KernelCommand, StorageId, TensorOperand};
+use super::command::{Command, KernelCommand, StorageId};
 use super::elementwise::program::{Program, ProgramLimits};
 use builder::Builder;
 use footprint::Footprint;
@@ -121,20 +121,6 @@ pub(crate) fn programs(
     }
 }
 
-/// The storages a command touches.
-fn touched(command: &Command) -> SmallVec<[StorageId; 4]> {
-    match command {
-        Command::Elementwise(op) => std::iter::once(op.out.id())
-            .chain(op.tensor_args().map(TensorOperand::id))
-            .collect(),
-        Command::Kernel(k) => k
-            .bindings
-            .iter()
-            .map(|b| StorageId::of(&b.storage))
-            .collect(),
-    }
-}
-
 /// Sets `scratch.consumer` (all `None` on entry): for each command, the
 /// command it is folded into and the permutation that command reads its
 /// destination through (see the module docs for when).
@@ -145,7 +131,7 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits, scratch: &mut FusionSc
     } = scratch;
     touching.clear();
     for (c, command) in commands.iter().enumerate() {
-        for id in touched(command) {
+        for id in command.operands().iter().map(|(s, _)| StorageId::of(s)) {
             let list = touching.entry(id).or_default();
             if list.last() != Some(&c) {
                 list.push(c);
