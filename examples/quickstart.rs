@@ -1,5 +1,5 @@
-//! webtensor quickstart: the device, views, in-place ops through a view and
-//! a readback. Run with `cargo run --example quickstart`.
+//! webtensor quickstart: the device, views, in-place ops through a view, a
+//! readback and a profile. Run with `cargo run --example quickstart`.
 
 use webtensor::{DType, Device, Tensor, s};
 
@@ -38,5 +38,17 @@ fn main() -> webtensor::Result<()> {
     if dev.is_gpu() {
         println!("device stats: {:?}", dev.stats());
     }
+
+    // Where the time goes: each op's host time and the kernels it ran in
+    // (a fused chain shares one), each kernel's GPU time where the device
+    // writes timestamps, each submit's host time.
+    let (a, b) = (m.clone(), w.clone());
+    let profile = dev.profile(move || {
+        let scores = a.t().mul(&b)?.exp()?;
+        let _total = scores.sum(.., false)?;
+        let _products = a.matmul(&b)?;
+        Ok(())
+    })?;
+    println!("{profile}");
     Ok(())
 }

@@ -70,6 +70,7 @@
 #![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
 
 mod backend;
+mod clock;
 mod device;
 mod dtype;
 mod error;
@@ -80,6 +81,8 @@ pub mod io;
 mod layout;
 mod number_format;
 mod ops;
+mod profile;
+mod profiling;
 mod scalar;
 mod shape;
 mod shape_spec;
@@ -96,6 +99,7 @@ pub use index::{NewAxis, SliceItem};
 pub use layout::Layout;
 pub use num_complex::Complex32;
 pub use ops::{Axes, CustomKernel, PadMode};
+pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledSubmit};
 pub use scalar::Scalar;
 pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};
 pub use shape_spec::ShapeSpec;

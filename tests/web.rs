@@ -861,3 +861,31 @@ async fn captured_steps_replay_what_eager_ops_compute() {
     let faulted = gx.to_vec_async::<f32>().await;
     assert!(matches!(faulted, Err(Error::Index { .. })), "{faulted:?}");
 }
+
+/// A profile in the browser: ops named and linked to their kernels (a
+/// fused chain shares one), host times from `performance.now()`, and no
+/// GPU times (a browser's timestamps are not used), said so.
+#[wasm_bindgen_test]
+async fn a_profile_names_ops_and_kernels() {
+    let gpu = gpu().await;
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [4], &gpu).unwrap();
+    let (xs, kept) = (x.clone(), std::rc::Rc::new(std::cell::RefCell::new(None)));
+    let out = kept.clone();
+    let p = gpu
+        .profile(move || {
+            *out.borrow_mut() = Some(xs.mul_scalar(2.0)?.exp()?);
+            Ok(())
+        })
+        .unwrap();
+    let names: Vec<&str> = p.ops().iter().map(|o| o.name).collect();
+    assert_eq!(names, ["mul", "exp"], "{p}");
+    assert_eq!(p.ops()[0].kernels, 0..1, "{p}");
+    assert_eq!(p.kernels()[0].ops, [0, 1], "{p}");
+    assert!(p.kernels()[0].gpu.is_none() && p.gpu_times_unavailable().is_some());
+    let y = kept.borrow_mut().take().unwrap();
+    let want: Vec<f32> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .map(|v| (2.0 * v).exp())
+        .collect();
+    close(&read(&y).await, &want, "profiled exp(2x)");
+}

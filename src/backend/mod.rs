@@ -82,7 +82,9 @@ impl Storage {
                     .as_slice::<T>()
                     .and_then(|v| v.get(start..start + n))
                     .ok_or_else(|| Error::internal(op, "cpu storage does not hold the view"))?;
-                cpu::try_collect(op, n, slice.iter().copied())
+                let copied = cpu::try_collect(op, n, slice.iter().copied());
+                cpu::profile_mark();
+                copied
             }
             Storage::Gpu(s) => {
                 let bytes = s.read_bytes(start, n).await?;
@@ -146,7 +148,7 @@ pub(crate) fn run(call: &Call) -> Result<()> {
         }
     }
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::run(s, call),
+        Storage::Cpu(s) => cpu::profiled(call.kernel.name(), || cpu::run(s, call)),
         Storage::Gpu(s) => gpu::record_elementwise(s, call),
     }
 }
@@ -216,7 +218,7 @@ pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
         }
     }
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::reduce(s, call),
+        Storage::Cpu(s) => cpu::profiled("reduce", || cpu::reduce(s, call)),
         Storage::Gpu(s) => gpu::reduce(s, call),
     }
 }
@@ -263,7 +265,7 @@ pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
     check_bounds(&call.b)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::matmul(s, call),
+        Storage::Cpu(s) => cpu::profiled("matmul", || cpu::matmul(s, call)),
         Storage::Gpu(s) => gpu::matmul(s, call),
     }
 }
@@ -304,7 +306,7 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::scan(s, call),
+        Storage::Cpu(s) => cpu::profiled("scan", || cpu::scan(s, call)),
         Storage::Gpu(s) => gpu::scan(s, call),
     }
 }
@@ -336,7 +338,7 @@ pub(crate) fn sort(call: &SortCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::sort(s, call),
+        Storage::Cpu(s) => cpu::profiled("sort", || cpu::sort(s, call)),
         Storage::Gpu(s) => gpu::sort(s, call),
     }
 }
@@ -398,7 +400,7 @@ pub(crate) fn softmax(call: &SoftmaxCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::softmax(s, call),
+        Storage::Cpu(s) => cpu::profiled("softmax", || cpu::softmax(s, call)),
         Storage::Gpu(s) => gpu::softmax(s, call),
     }
 }
@@ -471,7 +473,7 @@ pub(crate) fn gather(call: &GatherCall) -> Result<()> {
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::gather(s, call),
+        Storage::Cpu(s) => cpu::profiled("gather", || cpu::gather(s, call)),
         Storage::Gpu(s) => gpu::gather(s, call),
     }
 }
@@ -502,7 +504,7 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::scatter(s, call),
+        Storage::Cpu(s) => cpu::profiled("scatter", || cpu::scatter(s, call)),
         Storage::Gpu(s) => gpu::scatter(s, call),
     }
 }

@@ -293,6 +293,20 @@ pub(crate) enum Kernel {
     Fill,
 }
 
+impl Kernel {
+    /// The function's name (`add`, `exp`, `where`, `cast` ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Unary(op) => op.name(),
+            Kernel::Binary(op) => op.name(),
+            Kernel::Compare(op) => op.name(),
+            Kernel::Where => "where",
+            Kernel::Cast => "cast",
+            Kernel::Fill => "fill",
+        }
+    }
+}
+
 /// What a reduction computes over the reduced elements of each output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ReduceOp {

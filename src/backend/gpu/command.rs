@@ -264,6 +264,15 @@ impl Command {
         }
     }
 
+    /// What a profile calls the command: the elementwise function, or the
+    /// kernel family.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Elementwise(op) => op.kernel.name(),
+            Command::Kernel(k) => k.pipeline.name,
+        }
+    }
+
     /// The elementwise op, if this is one.
     pub fn elementwise(&self) -> Option<&RecordedOp> {
         match self {

@@ -426,6 +426,8 @@ impl GpuContext {
         receiver
             .await
             .map_err(|_| Error::gpu(op, "the device was dropped"))?;
+        // The wait is no op's host time.
+        self.scheduler().profile_mark();
         if let Some(e) = submit_errors.await {
             return Err(Error::gpu(op, format!("the device reported: {e}")));
         }

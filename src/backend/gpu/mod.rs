@@ -21,6 +21,8 @@
 //!   device, owns the pieces above), `storage` (tensor buffers, uploads and
 //!   readbacks with the fault record);
 //! - `capture` and `graph`: steps captured once and submitted again;
+//!   `profile_log` and `profile`: what the scheduler notes while a profile
+//!   is open (host times, kernels timed per dispatch), and the profile's run;
 //! - `launch`: how an op becomes a recorded command; `interop`: devices,
 //!   buffers and tensors shared with the application (the public API that
 //!   names wgpu types), `texture` (tensors drawn into the application's
@@ -46,6 +48,8 @@ mod kernel;
 mod launch;
 mod matmul;
 mod pool;
+mod profile;
+mod profile_log;
 mod reduce;
 mod scan;
 mod scheduler;
@@ -68,6 +72,7 @@ pub(crate) use indexing::{gather, scatter};
 pub use interop::GpuBuffer;
 pub(crate) use launch::record_elementwise;
 pub(crate) use matmul::matmul;
+pub(crate) use profile::profile_ops;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;

@@ -16,8 +16,10 @@ use super::fusion::{FusionScratch, Step, programs};
 #[cfg(not(target_arch = "wasm32"))]
 use super::kernel::pipeline::pop_now;
 use super::pool::PooledBuffer;
+use super::profile_log::{self, Dispatch, Origin, ProfileLog};
 use super::target::Target;
 use super::temporaries::Temporaries;
+use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use std::sync::atomic::Ordering;
 
@@ -74,9 +76,13 @@ pub(crate) struct Scheduler {
     steps: Vec<Step>,
     encoded: Vec<Encoded>,
     params: Vec<u8>,
+    /// Per step of the last flush, the index of its first dispatch.
+    step_starts: Vec<usize>,
     /// The step being captured, if one is: nothing is submitted meanwhile
     /// (see `graph.rs`).
     capture: Option<Capture>,
+    /// The open profile, if one is (see `profile_log.rs`).
+    profile: Option<ProfileLog>,
 }
 
 impl Scheduler {
@@ -94,7 +100,9 @@ impl Scheduler {
             steps: Vec::new(),
             encoded: Vec::new(),
             params: Vec::new(),
+            step_starts: Vec::new(),
             capture: None,
+            profile: None,
         }
     }
 
@@ -123,6 +131,9 @@ impl Scheduler {
     pub fn record(&mut self, ctx: &Target<'_>, command: Command) -> Result<()> {
         if let Some(capture) = &mut self.capture {
             capture.hold_recorded(&command);
+        }
+        if let Some(profile) = &mut self.profile {
+            profile.record(command.name(), self.pending.len());
         }
         self.pending.push(command);
         self.counters.ops_recorded += 1;
@@ -166,6 +177,7 @@ impl Scheduler {
         if let Some(capture) = &mut self.capture {
             return Err(capture.refuse_submit());
         }
+        let started = self.profile.as_ref().map(|_| Stamp::now());
         let mut commands = std::mem::take(&mut self.pending);
         // Natively the device reports a batch's validation errors (a
         // destroyed application buffer ...) as it is submitted: a scope
@@ -184,6 +196,9 @@ impl Scheduler {
         ctx.open_batch.fetch_add(1, Ordering::AcqRel);
         if let Err(e) = &result {
             poison_outputs(&commands, &e.to_string());
+        }
+        if let (Some(profile), Some(started)) = (&mut self.profile, started) {
+            profile.close_batch(started, result.is_ok());
         }
         // The emptied list keeps its memory for the next batch.
         commands.clear();
@@ -276,14 +291,34 @@ impl Scheduler {
                 })
                 .collect();
             self.groups.end_flush();
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("webtensor batch"),
-                timestamp_writes,
-            });
-            for (e, group) in encoded.iter().zip(&groups) {
-                pass.set_pipeline(&e.pipeline.pipeline);
-                pass.set_bind_group(0, group, &[e.offset]);
-                pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
+            if let (Some(profile), None) = (&mut self.profile, &timestamp_writes) {
+                let dispatches: Vec<Dispatch> = encoded
+                    .iter()
+                    .zip(&groups)
+                    .map(|(e, group)| Dispatch {
+                        pipeline: &e.pipeline,
+                        group,
+                        offset: e.offset,
+                        groups: e.groups,
+                    })
+                    .collect();
+                let mut command_steps = Vec::with_capacity(commands.len());
+                self.scratch.steps_of_commands(&mut command_steps);
+                let origin = Origin::Batch {
+                    command_steps: &command_steps,
+                    step_starts: &self.step_starts,
+                };
+                profile.encode(ctx, &mut encoder, &dispatches, origin);
+            } else {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("webtensor batch"),
+                    timestamp_writes,
+                });
+                for (e, group) in encoded.iter().zip(&groups) {
+                    pass.set_pipeline(&e.pipeline.pipeline);
+                    pass.set_bind_group(0, group, &[e.offset]);
+                    pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
+                }
             }
         }
         after(&mut encoder);
@@ -310,7 +345,9 @@ impl Scheduler {
     ) -> Result<()> {
         // Every parameter block goes straight into the arena's bytes.
         let align = ctx.facts.uniform_align as usize;
+        self.step_starts.clear();
         for (index, step) in steps.drain(..).enumerate() {
+            self.step_starts.push(encoded.len());
             let e = match step {
                 Step::Program(program) => {
                     // A result dropped unread before the flush is never
@@ -375,6 +412,12 @@ impl Scheduler {
             return Err(Error::argument(
                 capture::OP,
                 "a step is being captured on this device already",
+            ));
+        }
+        if self.profile.is_some() {
+            return Err(Error::argument(
+                capture::OP,
+                "the device is being profiled: capture the step before the profile, run it inside",
             ));
         }
         if self.has_pending() {
@@ -500,6 +543,10 @@ impl Scheduler {
                 s.check_poison("Graph::run")?;
             }
         }
+        let started = self.profile.as_mut().map(|profile| {
+            profile.record("Graph::run", 0);
+            Stamp::now()
+        });
         #[cfg(not(target_arch = "wasm32"))]
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = ctx
@@ -507,7 +554,19 @@ impl Scheduler {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("webtensor captured step"),
             });
-        if !batch.dispatches.is_empty() {
+        if let Some(profile) = &mut self.profile {
+            let dispatches: Vec<Dispatch> = batch
+                .dispatches
+                .iter()
+                .map(|d| Dispatch {
+                    pipeline: &d.pipeline,
+                    group: &d.group,
+                    offset: d.offset,
+                    groups: d.groups,
+                })
+                .collect();
+            profile.encode(ctx, &mut encoder, &dispatches, Origin::Replay);
+        } else if !batch.dispatches.is_empty() {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("webtensor captured step"),
                 timestamp_writes: None,
@@ -535,10 +594,68 @@ impl Scheduler {
                 slot.poison(&failure);
             }
         }
+        if let (Some(profile), Some(started)) = (&mut self.profile, started) {
+            profile.close_batch(started, result.is_ok());
+        }
         self.counters.graph_runs += 1;
         self.counters
             .count_submit(batch.dispatches.iter().map(|d| d.fused_ops));
         result
+    }
+
+    /// True while a profile is open.
+    pub fn is_profiling(&self) -> bool {
+        self.profile.is_some()
+    }
+
+    /// Opens a profile (see `profile_log.rs`): what is pending is submitted
+    /// first, outside it.
+    ///
+    /// # Errors
+    /// `Error::Argument` while a step is being captured or a profile is
+    /// open; as [`Scheduler::flush`].
+    pub fn begin_profile(&mut self, ctx: &Target<'_>) -> Result<()> {
+        let busy = if self.capture.is_some() {
+            Some("a step is being captured on this device")
+        } else if self.profile.is_some() {
+            Some("the device is being profiled already")
+        } else {
+            None
+        };
+        if let Some(why) = busy {
+            return Err(Error::argument(profile_log::OP, why));
+        }
+        if self.has_pending() {
+            self.flush(ctx, |_| {})?;
+        }
+        self.profile = Some(ProfileLog::new(ctx.facts.timestamps));
+        Ok(())
+    }
+
+    /// Submits what is pending, inside the open profile, and closes it.
+    ///
+    /// # Errors
+    /// `Error::Internal` when no profile is open. A failed submit is not an
+    /// error here: it poisons its outputs, and the profile shows its ops
+    /// without kernels.
+    pub fn end_profile(&mut self, ctx: &Target<'_>) -> Result<ProfileLog> {
+        if self.profile.is_none() {
+            return Err(Error::internal(profile_log::OP, "no profile is open"));
+        }
+        if self.has_pending() {
+            let _poisoned = self.flush(ctx, |_| {});
+        }
+        self.profile
+            .take()
+            .ok_or_else(|| Error::internal(profile_log::OP, "no profile is open"))
+    }
+
+    /// Starts the profile's next op's host time now, if one is open (after
+    /// a wait for the GPU).
+    pub fn profile_mark(&mut self) {
+        if let Some(profile) = &mut self.profile {
+            profile.mark();
+        }
     }
 
     /// The parameter arena, grown to at least `size` bytes.

@@ -372,6 +372,8 @@ pub(crate) async fn map_and_read<R>(
         read(&view)
     };
     staging.unmap();
+    // The wait is no op's host time.
+    ctx.scheduler().profile_mark();
     Ok(result)
 }
 

@@ -83,6 +83,25 @@ pub(crate) struct FusionScratch {
     producer: Producers,
 }
 
+impl FusionScratch {
+    /// For each command of the batch planned last, the index of the step
+    /// that computes it: its own, or that of the command it is folded into.
+    pub fn steps_of_commands(&self, out: &mut Vec<usize>) {
+        out.clear();
+        let mut steps = 0;
+        for c in &self.consumer {
+            out.push(steps);
+            steps += usize::from(c.is_none());
+        }
+        // A command is folded into a later one: theirs is known first.
+        for i in (0..out.len()).rev() {
+            if let Some((j, _)) = self.consumer[i] {
+                out[i] = out[j];
+            }
+        }
+    }
+}
+
 /// Appends to `steps` the steps for `commands`, in recording order: one per
 /// command, or fewer when `fuse` folds dead elementwise intermediates into
 /// their elementwise reader.

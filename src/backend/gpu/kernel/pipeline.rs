@@ -35,6 +35,9 @@ pub(crate) struct PipelineSpec {
 
 /// A compute pipeline and the bind group layout its dispatches use.
 pub(crate) struct Pipeline {
+    /// The kernel family (its label without `webtensor `): what profiles
+    /// call its dispatches.
+    pub name: &'static str,
     pub pipeline: wgpu::ComputePipeline,
     pub layout: wgpu::BindGroupLayout,
     /// Size of the parameter block each dispatch binds.
@@ -185,6 +188,7 @@ fn build(device: &wgpu::Device, spec: &PipelineSpec) -> Result<Pipeline> {
         return Err(Error::gpu("pipeline", err.to_string()));
     }
     Ok(Pipeline {
+        name: spec.label.strip_prefix("webtensor ").unwrap_or(spec.label),
         pipeline,
         layout,
         params_size: spec.params_size,

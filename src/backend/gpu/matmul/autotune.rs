@@ -79,9 +79,14 @@ pub(super) fn tile(
         ctx.tuner.remember(class, tile);
         return Ok(tile);
     }
-    if ctx.scheduler().is_capturing() {
-        // Timing needs submits, which a captured step cannot have: the
-        // tile by size, this once, and the class is tuned later.
+    let busy = {
+        let scheduler = ctx.scheduler();
+        scheduler.is_capturing() || scheduler.is_profiling()
+    };
+    if busy {
+        // Timing needs submits, which a captured step cannot have and
+        // which a profile should not show: the tile by size, this once,
+        // and the class is tuned later.
         return Ok(MatmulTile::Auto);
     }
     let tile = tune(out, call, bound, dims, &fits)?;

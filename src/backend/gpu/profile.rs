@@ -1,0 +1,62 @@
+//! Profiling a closure's ops on a GPU (see `profile_log.rs` for what is
+//! measured, `crate::profile` for what users get).
+
+use super::context::GpuContext;
+use super::profile_log::{OP, ProfileLog};
+use crate::error::Result;
+use crate::profile::Profile;
+
+/// Closes a profile that `profile_ops` did not close (its closure
+/// panicked): the device records as before.
+struct Profiling<'a> {
+    ctx: &'a GpuContext,
+    ended: bool,
+}
+
+impl Drop for Profiling<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.ctx.scheduler().end_profile(&self.ctx.target());
+        }
+    }
+}
+
+/// Runs `ops` under a profile of `ctx`, then submits what they left
+/// pending and waits for the GPU's timestamps.
+///
+/// # Errors
+/// `Error::Argument` while a step is being captured or a profile is open
+/// on the device; what `ops` returned (the profile is closed then); the
+/// device's errors reading the timestamps back.
+pub(crate) fn profile_ops(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
+    ctx.scheduler().begin_profile(&ctx.target())?;
+    let mut profiling = Profiling { ctx, ended: false };
+    // The scheduler is not locked while the ops record.
+    let result = ops();
+    profiling.ended = true;
+    let log = ctx.scheduler().end_profile(&ctx.target())?;
+    result?;
+    finish(ctx, log)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn finish(ctx: &GpuContext, log: ProfileLog) -> Result<Profile> {
+    let period = ctx.queue.get_timestamp_period();
+    log.finish(period, |buffer| {
+        pollster::block_on(super::storage::map_and_read(
+            ctx,
+            OP,
+            buffer,
+            buffer.size(),
+            <[u8]>::to_vec,
+        ))
+    })
+}
+
+/// In a browser no timestamps are written (nothing to wait for).
+#[cfg(target_arch = "wasm32")]
+fn finish(_: &GpuContext, log: ProfileLog) -> Result<Profile> {
+    log.finish(1.0, |_| {
+        Err(crate::error::Error::internal(OP, "timestamps in a browser"))
+    })
+}

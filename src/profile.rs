@@ -1,0 +1,247 @@
+//! [`Profile`]: where the time of a block of ops went, per recorded op and
+//! per kernel dispatched, as [`Device::profile`](crate::Device::profile)
+//! measured it; printable as a table.
+
+use std::fmt;
+use std::ops::Range;
+use std::time::Duration;
+
+/// What [`Device::profile`](crate::Device::profile) measured: the ops the
+/// closure recorded, the kernels they ran in and the submits that sent
+/// them, in order.
+///
+/// On a GPU an op's host time is what the library spent on it before any
+/// kernel runs (checks, layouts, recording); the planning, fusing and
+/// encoding of a batch is its submit's host time; a kernel's GPU time comes
+/// from timestamps the GPU writes at the start and end of its dispatch.
+/// Fusion folds chains of elementwise ops into one kernel, so several ops
+/// may point at one kernel; an op over a tensor larger than one binding may
+/// run in several; an op whose result was dropped unread runs in none.
+///
+/// `Display` prints three tables (ops, kernels, submits):
+///
+/// ```
+/// use webtensor::{Device, Tensor};
+/// # fn main() -> webtensor::Result<()> {
+/// let dev = Device::default_device()?;
+/// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev)?;
+/// let y = x.clone();
+/// let profile = dev.profile(move || {
+///     let z = y.mul_scalar(2.0)?.exp()?;
+///     z.sum(.., false)?;
+///     Ok(())
+/// })?;
+/// assert_eq!(profile.ops()[0].name, "mul");
+/// assert_eq!(profile.ops()[1].name, "exp");
+/// println!("{profile}");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Profile {
+    ops: Vec<ProfiledOp>,
+    kernels: Vec<ProfiledKernel>,
+    submits: Vec<ProfiledSubmit>,
+    wall: Duration,
+    gpu_note: Option<&'static str>,
+}
+
+/// One op as recorded: an elementwise op (`add`, `exp`, `cast`, `fill`
+/// ...), or one kernel of another family (`reduce`, `matmul`, `scan`,
+/// `sort`, `softmax`, `gather`, `scatter`, `custom kernel`); a `Graph::run`
+/// is one op whose kernels are the step's. Some ops record several (a
+/// reduction in two passes, a sort in stages), views record none.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ProfiledOp {
+    /// What was recorded (see the type's docs).
+    pub name: &'static str,
+    /// Host time from the end of the previous op, submit or readback (or
+    /// the profile's start) to the end of this op's recording: the op's
+    /// checks, layouts and recording, and whatever the closure did between
+    /// the two. On the CPU device, the op's whole run.
+    pub host: Duration,
+    /// Indices into [`Profile::kernels`] of the kernels that computed it:
+    /// empty on the CPU device, for an op whose result was dropped unread
+    /// (never computed), and for one whose batch failed.
+    pub kernels: Range<usize>,
+}
+
+/// One kernel dispatched.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ProfiledKernel {
+    /// The kernel family: `elementwise` (a generated kernel, one or more
+    /// fused ops), `reduce`, `matmul` ...
+    pub name: &'static str,
+    /// Indices into [`Profile::ops`] of the ops it computes.
+    pub ops: Vec<usize>,
+    /// Workgroups dispatched in x, y and z.
+    pub workgroups: [u32; 3],
+    /// Time on the GPU from the start to the end of its dispatch, where the
+    /// device writes timestamps (see [`Profile::gpu_times_unavailable`]).
+    pub gpu: Option<Duration>,
+    /// Index into [`Profile::submits`] of the submit that sent it.
+    pub submit: usize,
+}
+
+/// One submit: a batch of recorded ops planned, fused, encoded and sent
+/// to the GPU (or a captured step's dispatches sent again).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ProfiledSubmit {
+    /// Host time planning, encoding and submitting it.
+    pub host: Duration,
+    /// Indices into [`Profile::kernels`] of its kernels.
+    pub kernels: Range<usize>,
+}
+
+impl Profile {
+    /// A profile of `ops`, whose kernels list none yet (their op lists
+    /// are filled in from the ops' kernel ranges).
+    pub(crate) fn new(
+        ops: Vec<ProfiledOp>,
+        mut kernels: Vec<ProfiledKernel>,
+        submits: Vec<ProfiledSubmit>,
+        wall: Duration,
+        gpu_note: Option<&'static str>,
+    ) -> Profile {
+        for (index, op) in ops.iter().enumerate() {
+            for kernel in kernels.get_mut(op.kernels.clone()).into_iter().flatten() {
+                kernel.ops.push(index);
+            }
+        }
+        Profile {
+            ops,
+            kernels,
+            submits,
+            wall,
+            gpu_note,
+        }
+    }
+
+    /// The ops recorded, in order.
+    pub fn ops(&self) -> &[ProfiledOp] {
+        &self.ops
+    }
+
+    /// The kernels dispatched, in order.
+    pub fn kernels(&self) -> &[ProfiledKernel] {
+        &self.kernels
+    }
+
+    /// The submits, in order.
+    pub fn submits(&self) -> &[ProfiledSubmit] {
+        &self.submits
+    }
+
+    /// Host time from the profile's start to the end of its last op,
+    /// submit or readback (the wait for the GPU's timestamps at the end not
+    /// included): at least the sum of the ops' and submits' host times.
+    pub fn wall(&self) -> Duration {
+        self.wall
+    }
+
+    /// Host time of the ops and the submits together.
+    pub fn host(&self) -> Duration {
+        let ops: Duration = self.ops.iter().map(|o| o.host).sum();
+        ops + self.submits.iter().map(|s| s.host).sum::<Duration>()
+    }
+
+    /// GPU time of all kernels, when every kernel has one.
+    pub fn gpu(&self) -> Option<Duration> {
+        self.kernels.iter().map(|k| k.gpu).sum()
+    }
+
+    /// Why kernels have no GPU time, when they have none: the CPU device,
+    /// a GPU that writes no timestamps (no `TIMESTAMP_QUERY`), or a
+    /// browser (whose timestamps, quantised to 100 µs and read only
+    /// asynchronously, are not used).
+    pub fn gpu_times_unavailable(&self) -> Option<&'static str> {
+        self.gpu_note
+    }
+}
+
+/// Microseconds with two decimals.
+struct Micros(Duration);
+
+impl fmt::Display for Micros {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = f.width().unwrap_or(0);
+        write!(f, "{:>width$.2}", self.0.as_secs_f64() * 1e6)
+    }
+}
+
+/// `k3`, `k3..k5`, or `-` for no kernel.
+struct Kernels<'a>(&'a Range<usize>);
+
+impl fmt::Display for Kernels<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        match r.len() {
+            0 => write!(f, "-"),
+            1 => write!(f, "k{}", r.start),
+            _ => write!(f, "k{}..k{}", r.start, r.end - 1),
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "profile: ops {}, kernels {}, submits {}; wall {} µs, host {} µs, GPU ",
+            self.ops.len(),
+            self.kernels.len(),
+            self.submits.len(),
+            Micros(self.wall),
+            Micros(self.host()),
+        )?;
+        match (self.gpu(), self.gpu_note) {
+            (Some(t), None) => writeln!(f, "{} µs", Micros(t))?,
+            (_, note) => writeln!(f, "not available ({})", note.unwrap_or("partial"))?,
+        }
+        writeln!(f, "{:>6}  {:<16} {:>10}  kernels", "op", "name", "host µs")?;
+        for (i, op) in self.ops.iter().enumerate() {
+            writeln!(
+                f,
+                "{i:>6}  {:<16} {:>10}  {}",
+                op.name,
+                Micros(op.host),
+                Kernels(&op.kernels)
+            )?;
+        }
+        if !self.kernels.is_empty() {
+            writeln!(
+                f,
+                "{:>6}  {:<16} {:>16} {:>10}  submit  ops",
+                "kernel", "name", "workgroups", "GPU µs"
+            )?;
+        }
+        for (i, k) in self.kernels.iter().enumerate() {
+            let [x, y, z] = k.workgroups;
+            let gpu = k.gpu.map_or("-".to_string(), |t| Micros(t).to_string());
+            let ops: Vec<String> = k
+                .ops
+                .iter()
+                .map(|&o| format!("{o} {}", self.ops[o].name))
+                .collect();
+            writeln!(
+                f,
+                "{:>6}  {:<16} {:>16} {gpu:>10}  {:>6}  {}",
+                format!("k{i}"),
+                k.name,
+                format!("{x}x{y}x{z}"),
+                k.submit,
+                ops.join(", ")
+            )?;
+        }
+        if !self.submits.is_empty() {
+            writeln!(f, "{:>6}  {:>10}  kernels", "submit", "host µs")?;
+        }
+        for (i, s) in self.submits.iter().enumerate() {
+            writeln!(f, "{i:>6}  {:>10}  {}", Micros(s.host), Kernels(&s.kernels))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,37 @@
+//! [`Device::profile`]: where a block of ops spends its time.
+
+use crate::backend::{cpu, gpu};
+use crate::device::Device;
+use crate::error::Result;
+use crate::profile::Profile;
+
+impl Device {
+    /// Runs `ops` and returns where their time went: per recorded op its
+    /// host time and the kernels it ran in, per kernel its GPU time, per
+    /// submit the host time of planning, fusing and encoding its batch
+    /// (see [`Profile`]; print it for a table).
+    ///
+    /// On a GPU, what was pending is submitted before `ops` run, and what
+    /// they leave pending after; then the call waits for the GPU. Each
+    /// kernel is dispatched in a compute pass of its own, whose start and
+    /// end the GPU timestamps where the device writes timestamps
+    /// (`TIMESTAMP_QUERY`, natively; a browser's are not used, and host
+    /// times there are quantised by `performance.now()`); fusion and
+    /// batching work as outside a profile, and ops other threads record on
+    /// the device meanwhile are profiled too. Matmul autotuning does not
+    /// run inside a profile (a class not tuned yet takes the tile its size
+    /// picks). A submit that fails poisons its outputs as usual (the next
+    /// read of them is the error) and shows its ops without kernels. On the
+    /// CPU device, the ops this thread runs, each with its host time.
+    ///
+    /// # Errors
+    /// What `ops` returned; `Error::Argument` when the device (on the CPU,
+    /// this thread) is being profiled already, or (on a GPU) a step is
+    /// being captured; the device's errors reading timestamps back.
+    pub fn profile(&self, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
+        match self.gpu_context() {
+            Some(ctx) => gpu::profile_ops(ctx, ops),
+            None => cpu::profile_ops(ops),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Profiles (`Device::profile`): each recorded op with its host time and
+//! the kernels it ran in (fused chains share one), each kernel with its GPU
+//! time where the device writes timestamps (lavapipe does), each submit;
+//! the ops compute what they compute outside a profile; replays, readbacks
+//! and small batches inside a profile; what a profile refuses.
+
+mod common;
+
+use common::{assert_close, own_gpu, read_f32};
+use webtensor::{DType, Device, Error, GpuOptions, Profile, Tensor};
+
+/// A GPU device of this test's own (a profile notes what any thread
+/// records on its device, and the tests run in parallel).
+fn gpu(fusion: bool, threshold: usize) -> Option<Device> {
+    own_gpu(GpuOptions {
+        fusion: Some(fusion),
+        flush_threshold: Some(threshold),
+        ..Default::default()
+    })
+}
+
+fn names(p: &Profile) -> Vec<&'static str> {
+    p.ops().iter().map(|o| o.name).collect()
+}
+
+/// Every op's kernels name it back, every kernel's ops point at it, and
+/// every kernel lies in its submit's range.
+fn check_links(p: &Profile) {
+    for (i, op) in p.ops().iter().enumerate() {
+        for k in op.kernels.clone() {
+            assert!(
+                p.kernels()[k].ops.contains(&i),
+                "op {i} not in kernel {k}\n{p}"
+            );
+        }
+    }
+    for (k, kernel) in p.kernels().iter().enumerate() {
+        for &o in &kernel.ops {
+            assert!(
+                p.ops()[o].kernels.contains(&k),
+                "kernel {k} not in op {o}\n{p}"
+            );
+        }
+        assert!(p.submits()[kernel.submit].kernels.contains(&k), "{p}");
+    }
+}
+
+/// `x * 2`, `exp` of it, and its sum: three ops recorded on a GPU.
+fn chain(x: &Tensor) -> webtensor::Result<Tensor> {
+    x.mul_scalar(2.0)?.exp()?.sum(.., false)
+}
+
+#[test]
+fn a_fused_chain_shares_one_kernel_and_every_kernel_is_timed() {
+    let Some(dev) = gpu(true, 1024) else { return };
+    let x = Tensor::arange(0.0f32, 1.0, 1.0 / 4096.0, &dev).unwrap();
+    let want = read_f32(&chain(&x.to_device(&Device::cpu()).unwrap()).unwrap());
+    let out = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let (xs, got) = (x.clone(), out.clone());
+    let p = dev
+        .profile(move || {
+            *got.borrow_mut() = Some(chain(&xs)?);
+            Ok(())
+        })
+        .unwrap();
+    let sum = out.borrow_mut().take().unwrap();
+    assert_close(&read_f32(&sum), &want, 1e-5, "the profiled chain");
+    assert_eq!(&names(&p)[..2], ["mul", "exp"], "{p}");
+    assert!(names(&p)[2..].iter().all(|&n| n == "reduce"), "{p}");
+    check_links(&p);
+    // mul and exp are one generated kernel; the sum reads its output.
+    assert_eq!(p.ops()[0].kernels, p.ops()[1].kernels, "{p}");
+    assert_eq!(p.ops()[0].kernels.len(), 1, "{p}");
+    let fused = &p.kernels()[p.ops()[0].kernels.start];
+    assert_eq!(
+        (fused.name, &fused.ops[..]),
+        ("elementwise", &[0, 1][..]),
+        "{p}"
+    );
+    assert_eq!(p.submits().len(), 1, "{p}");
+    assert_eq!(p.submits()[0].kernels, 0..p.kernels().len(), "{p}");
+    if dev.info().gpu_timestamps {
+        assert!(p.gpu_times_unavailable().is_none(), "{p}");
+        assert!(p.kernels().iter().all(|k| k.gpu.is_some()), "{p}");
+        assert!(p.gpu().is_some());
+    } else {
+        assert!(p.gpu_times_unavailable().is_some(), "{p}");
+    }
+    assert!(p.wall() >= p.host(), "{p}");
+    let table = p.to_string();
+    for needle in ["mul", "exp", "reduce", "elementwise", "GPU µs", "host µs"] {
+        assert!(table.contains(needle), "{needle} missing from\n{table}");
+    }
+}
+
+#[test]
+fn without_fusion_each_op_has_a_kernel_of_its_own() {
+    let Some(dev) = gpu(false, 1024) else { return };
+    let x = Tensor::ones([300], DType::F32, &dev).unwrap();
+    let xs = x.clone();
+    let p = dev.profile(move || chain(&xs).map(drop)).unwrap();
+    check_links(&p);
+    assert_eq!(p.ops()[0].kernels, 0..1, "{p}");
+    assert_eq!(p.ops()[1].kernels, 1..2, "{p}");
+    assert!(p.kernels().iter().all(|k| k.ops.len() == 1), "{p}");
+}
+
+#[test]
+fn small_batches_readbacks_and_dropped_results_inside_a_profile() {
+    let Some(dev) = gpu(true, 2) else { return };
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev).unwrap();
+    let (xs, read) = (x.clone(), std::rc::Rc::new(std::cell::Cell::new(0.0)));
+    let seen = read.clone();
+    let p = dev
+        .profile(move || {
+            // Dropped unread before any flush: never computed.
+            drop(xs.neg()?);
+            let y = xs.add_scalar(1.0)?;
+            seen.set(y.to_vec::<f32>()?[2]);
+            xs.add_(&y)?;
+            xs.mul_(&y)?;
+            xs.sub_scalar(1.0).map(drop)
+        })
+        .unwrap();
+    assert_eq!(read.get(), 4.0);
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![6.0, 15.0, 28.0]);
+    assert_eq!(names(&p), ["neg", "add", "add", "mul", "sub"], "{p}");
+    check_links(&p);
+    assert!(
+        p.ops()[0].kernels.is_empty(),
+        "a dropped result runs no kernel\n{p}"
+    );
+    assert!(!p.ops()[1].kernels.is_empty(), "{p}");
+    // Batches of two, the readback's and the rest.
+    assert!(p.submits().len() >= 3, "{p}");
+    assert!(p.ops()[4].kernels.is_empty(), "{p}");
+}
+
+#[test]
+fn a_replayed_step_is_one_op_with_the_steps_kernels() {
+    let Some(dev) = gpu(true, 1024) else { return };
+    let x = Tensor::zeros([64], DType::F32, &dev).unwrap();
+    let xs = x.clone();
+    let mut graph = dev
+        .capture(move || {
+            let y = xs.add_scalar(1.0)?;
+            xs.assign(&y.sqrt()?)?;
+            xs.add_(&xs.sum(.., true)?)
+        })
+        .unwrap();
+    let p = dev.profile(move || graph.run()).unwrap();
+    assert_eq!(names(&p), ["Graph::run"], "{p}");
+    check_links(&p);
+    assert_eq!(p.ops()[0].kernels.len(), p.kernels().len(), "{p}");
+    assert!(p.kernels().len() >= 2, "{p}");
+}
+
+#[test]
+fn many_kernels_in_one_submit_are_all_timed() {
+    let Some(dev) = gpu(false, 4096) else { return };
+    let x = Tensor::zeros([5], DType::F32, &dev).unwrap();
+    let xs = x.clone();
+    let p = dev
+        .profile(move || {
+            for _ in 0..2100 {
+                xs.add_scalar_(1.0)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![2100.0; 5]);
+    assert_eq!((p.ops().len(), p.kernels().len()), (2100, 2100));
+    assert_eq!(p.submits().len(), 1);
+    check_links(&p);
+    if dev.info().gpu_timestamps {
+        assert!(p.kernels().iter().all(|k| k.gpu.is_some()));
+    }
+}
+
+#[test]
+fn what_a_profile_refuses_and_what_it_returns() {
+    let mut devices = vec![Device::cpu()];
+    devices.extend(gpu(true, 1024));
+    for dev in devices {
+        let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+        // The closure's error comes back; the device profiles again after.
+        let failed = dev.profile(|| {
+            Err(Error::Argument {
+                op: "mine",
+                msg: "no".into(),
+            })
+        });
+        assert!(matches!(failed, Err(Error::Argument { op: "mine", .. })));
+        let inner = dev.clone();
+        let nested = dev.profile(move || inner.profile(|| Ok(())).map(drop));
+        assert!(
+            matches!(
+                nested,
+                Err(Error::Argument {
+                    op: "Device::profile",
+                    ..
+                })
+            ),
+            "{dev}"
+        );
+        let xs = x.clone();
+        let p = dev.profile(move || xs.exp_().map(drop)).unwrap();
+        assert_eq!(names(&p), ["exp"], "{dev}");
+        if dev.is_cpu() {
+            assert!(p.kernels().is_empty() && p.submits().is_empty());
+            assert!(p.gpu_times_unavailable().is_some());
+            continue;
+        }
+        let inner = dev.clone();
+        let capture = dev.profile(move || inner.capture(|| Ok(())).map(drop));
+        assert!(matches!(
+            capture,
+            Err(Error::Argument {
+                op: "Device::capture",
+                ..
+            })
+        ));
+        let inner = dev.clone();
+        let profile = dev.capture(move || inner.profile(|| Ok(())).map(drop));
+        assert!(matches!(
+            profile,
+            Err(Error::Argument {
+                op: "Device::profile",
+                ..
+            })
+        ));
+        assert!(dev.profile(|| Ok(())).unwrap().ops().is_empty());
+    }
+}
+
+#[test]
+fn an_op_over_more_than_one_binding_runs_in_several_kernels() {
+    let Some(dev) = own_gpu(GpuOptions {
+        max_binding_bytes: Some(4096),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let x = Tensor::arange(0.0f32, 5000.0, 1.0, &dev).unwrap();
+    let (xs, kept) = (x.clone(), std::rc::Rc::new(std::cell::RefCell::new(None)));
+    let out = kept.clone();
+    let p = dev
+        .profile(move || {
+            *out.borrow_mut() = Some(xs.add(&xs.flip(&[0])?)?);
+            Ok(())
+        })
+        .unwrap();
+    let y = kept.borrow_mut().take().unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![4999.0; 5000]);
+    assert_eq!(names(&p), ["add"], "{p}");
+    check_links(&p);
+    assert!(
+        p.ops()[0].kernels.len() >= 5,
+        "20,000 bytes in 4,096-byte windows\n{p}"
+    );
+    assert_eq!(p.ops()[0].kernels.len(), p.kernels().len(), "{p}");
+}
