@@ -13,8 +13,12 @@ pub const MAX_RANK: usize = 8;
 /// every element offset fit in an `isize`.
 pub const MAX_ELEMENTS: usize = (isize::MAX as usize >> 3) + 1;
 
-/// Inline storage for per-dimension values: no heap for rank <= [`MAX_RANK`].
-pub(crate) type DimVec<T> = SmallVec<[T; MAX_RANK]>;
+/// Inline storage for per-dimension values: no heap up to rank 4, the
+/// common case (a layout, two of these, is copied several times on the way
+/// from an op to its kernel: room for [`MAX_RANK`] inline cost ~10% of an
+/// elementwise op's host instructions, BENCHMARKS.md). Ranks 5 to 8 spill
+/// to the heap.
+pub(crate) type DimVec<T> = SmallVec<[T; 4]>;
 
 /// The extent of each dimension, outermost first. A rank-0 shape is a scalar.
 #[derive(PartialEq, Eq, Hash, Default)]
