@@ -1,6 +1,8 @@
-//! The elementwise operations both backends implement, and which dtypes each
-//! accepts. The semantics of every op are written down here once; the CPU
-//! kernels and the WGSL generator follow them.
+//! The op vocabulary: the elementwise, reduction, scan and indexing ops
+//! both backends implement, and which dtypes each accepts. The semantics of
+//! every op are written down here once; the CPU kernels and the WGSL
+//! generator follow them. It sits below `ops/` (which checks arguments and
+//! builds calls) and `backend/` (which runs them), and imports neither.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -278,7 +280,7 @@ fn unsupported(op: &'static str, dtype: DType) -> Error {
 /// What an elementwise kernel computes. Inputs and output dtypes travel with
 /// the operands; this names the function applied per element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Kernel {
+pub(crate) enum ElementwiseOp {
     /// `out = f(in0)`.
     Unary(UnaryOp),
     /// `out = f(in0, in1)` (in1 may be a scalar).
@@ -293,16 +295,16 @@ pub(crate) enum Kernel {
     Fill,
 }
 
-impl Kernel {
+impl ElementwiseOp {
     /// The function's name (`add`, `exp`, `where`, `cast` ...).
     pub fn name(self) -> &'static str {
         match self {
-            Kernel::Unary(op) => op.name(),
-            Kernel::Binary(op) => op.name(),
-            Kernel::Compare(op) => op.name(),
-            Kernel::Where => "where",
-            Kernel::Cast => "cast",
-            Kernel::Fill => "fill",
+            ElementwiseOp::Unary(op) => op.name(),
+            ElementwiseOp::Binary(op) => op.name(),
+            ElementwiseOp::Compare(op) => op.name(),
+            ElementwiseOp::Where => "where",
+            ElementwiseOp::Cast => "cast",
+            ElementwiseOp::Fill => "fill",
         }
     }
 }

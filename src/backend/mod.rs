@@ -7,11 +7,13 @@
 pub(crate) mod cpu;
 mod custom_spec;
 pub(crate) mod gpu;
+#[cfg(test)]
+mod layering;
 
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::ops::kinds::{IndexOp, Kernel, ReduceOp, ScanOp};
+use crate::op::{ElementwiseOp, IndexOp, ReduceOp, ScanOp};
 use crate::scalar::TypedScalar;
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
@@ -131,7 +133,7 @@ impl Input<'_> {
 /// either have the destination's layout or touch none of its elements (the op
 /// layer copies any other overlapping input first).
 pub(crate) struct Call<'a> {
-    pub kernel: Kernel,
+    pub kernel: ElementwiseOp,
     pub out: TensorRef<'a>,
     pub inputs: &'a [Input<'a>],
 }

@@ -2,7 +2,7 @@
 //! `wgpu::Texture`, its values turned into colours by GPU ops and copied
 //! buffer-to-texture on the device.
 
-use super::kernel::pipeline::pop_now;
+use crate::backend::gpu::interop;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::PadMode;
@@ -57,7 +57,7 @@ impl Tensor {
     /// other than 3 or 4 for `Rgba`); `Error::DType` for bool or c64.
     pub fn write_to_texture(&self, texture: &wgpu::Texture, map: ColorMap) -> Result<()> {
         const OP: &str = "write_to_texture";
-        let Some((device, queue)) = self.device().wgpu() else {
+        let Some(ctx) = self.device().gpu_context() else {
             return Err(Error::argument(
                 OP,
                 "the tensor is on the CPU; move it to the texture's GPU device",
@@ -134,39 +134,13 @@ impl Tensor {
         let pitch = (width * 4).next_multiple_of(256) / 4;
         let padded = pixels.pad(&[(0, pitch - width)], PadMode::Constant(0.into()))?;
         let source = padded.contiguous_gpu_buffer()?;
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("webtensor write_to_texture"),
-        });
-        encoder.copy_buffer_to_texture(
-            wgpu::TexelCopyBufferInfo {
-                buffer: &source.buffer,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: source.byte_offset,
-                    bytes_per_row: Some((pitch * 4) as u32),
-                    rows_per_image: Some(height as u32),
-                },
-            },
-            wgpu::TexelCopyTextureInfo {
-                texture,
-                mip_level: 0,
-                origin: wgpu::Origin3d::ZERO,
-                aspect: wgpu::TextureAspect::All,
-            },
-            wgpu::Extent3d {
-                width: width as u32,
-                height: height as u32,
-                depth_or_array_layers: 1,
-            },
-        );
-        queue.submit([encoder.finish()]);
-        match pop_now(scope) {
-            Some(e) => Err(Error::argument(
-                OP,
-                format!("the copy into the texture failed: {e}"),
-            )),
-            None => Ok(()),
-        }
+        interop::copy_to_texture(
+            OP,
+            ctx,
+            (&source.buffer, source.byte_offset, (pitch * 4) as u32),
+            texture,
+            (width as u32, height as u32),
+        )
     }
 
     /// The red, green, blue and alpha of each pixel, f32 in `[0, 1]`.

@@ -4,12 +4,12 @@
 //! exponentials never overflow; lines past `MAX_SOFTMAX_LINE` are composed
 //! from a max, a shifted exp and a sum over the axis).
 
-use super::kinds::ScanOp;
 use super::large::for_each_part_across;
 use crate::backend::{MAX_SOFTMAX_LINE, ScanCall, SoftmaxCall, scan, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::normalize_axis;
+use crate::op::ScanOp;
 use crate::tensor::Tensor;
 
 impl Tensor {

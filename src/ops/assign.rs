@@ -1,12 +1,12 @@
 //! Copies, casts, fills and moves between devices.
 
 use super::Arg;
-use super::kinds::Kernel;
 use crate::backend::Input;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
+use crate::op::ElementwiseOp;
 use crate::scalar::{Scalar, TypedScalar};
 use crate::tensor::Tensor;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ impl Tensor {
             return self.complex_fill_(value.into());
         }
         let value = TypedScalar::new("fill_", value.into(), self.dtype())?;
-        self.launch_into("fill_", Kernel::Fill, &[Input::Scalar(value)])
+        self.launch_into("fill_", ElementwiseOp::Fill, &[Input::Scalar(value)])
     }
 
     /// Writes `src` into this tensor (a view of any layout), broadcasting
@@ -37,7 +37,7 @@ impl Tensor {
         if self.dtype().is_complex() || src.dtype().is_complex() {
             return self.complex_assign(src);
         }
-        self.launch_into_args("assign", Kernel::Cast, &[Arg::Tensor(src)])
+        self.launch_into_args("assign", ElementwiseOp::Cast, &[Arg::Tensor(src)])
     }
 
     /// Alias of [`Tensor::assign`] (PyTorch's `copy_`).
@@ -77,7 +77,7 @@ impl Tensor {
         } else {
             out.launch_into(
                 "contiguous",
-                Kernel::Cast,
+                ElementwiseOp::Cast,
                 &[Input::Tensor(self.kernel_ref(self.layout().clone())?)],
             )?;
         }
@@ -101,7 +101,13 @@ impl Tensor {
             out.imag()?.fill_(0.0)?;
             return Ok(out);
         }
-        Tensor::launch_new(self, "to_dtype", Kernel::Cast, dtype, &[Arg::Tensor(self)])
+        Tensor::launch_new(
+            self,
+            "to_dtype",
+            ElementwiseOp::Cast,
+            dtype,
+            &[Arg::Tensor(self)],
+        )
     }
 
     /// A copy on `device` (this handle when it is already there). The copy

@@ -11,11 +11,11 @@
 //!   and are public: writing through them changes the complex tensor.
 
 use super::Axes;
-use super::kinds::{BinaryOp, UnaryOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
+use crate::op::{BinaryOp, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::{DimVec, MAX_RANK, Shape};
 use crate::tensor::Tensor;

@@ -2,10 +2,10 @@
 //! comparisons, `where_cond`, logical ops, each with an in-place form that
 //! writes through views.
 
-use super::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
 use super::{Arg, check_same_dtype};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
 use crate::scalar::{Scalar, TypedScalar};
 use crate::tensor::Tensor;
 
@@ -18,7 +18,7 @@ impl Tensor {
         Tensor::launch_new(
             self,
             op.name(),
-            Kernel::Unary(op),
+            ElementwiseOp::Unary(op),
             self.dtype(),
             &[Arg::Tensor(self)],
         )
@@ -29,7 +29,7 @@ impl Tensor {
             return self.complex_unary_(op);
         }
         op.check(self.dtype())?;
-        self.launch_into_args(op.name(), Kernel::Unary(op), &[Arg::Tensor(self)])
+        self.launch_into_args(op.name(), ElementwiseOp::Unary(op), &[Arg::Tensor(self)])
     }
 
     fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
@@ -41,7 +41,7 @@ impl Tensor {
         Tensor::launch_new(
             self,
             op.name(),
-            Kernel::Binary(op),
+            ElementwiseOp::Binary(op),
             self.dtype(),
             &[Arg::Tensor(self), Arg::Tensor(other)],
         )
@@ -55,7 +55,7 @@ impl Tensor {
         op.check(self.dtype())?;
         self.launch_into_args(
             op.name(),
-            Kernel::Binary(op),
+            ElementwiseOp::Binary(op),
             &[Arg::Tensor(self), Arg::Tensor(other)],
         )
     }
@@ -69,7 +69,7 @@ impl Tensor {
         Tensor::launch_new(
             self,
             op.name(),
-            Kernel::Binary(op),
+            ElementwiseOp::Binary(op),
             self.dtype(),
             &[Arg::Tensor(self), Arg::Scalar(s)],
         )
@@ -83,7 +83,7 @@ impl Tensor {
         let s = TypedScalar::new(op.name(), s, self.dtype())?;
         self.launch_into_args(
             op.name(),
-            Kernel::Binary(op),
+            ElementwiseOp::Binary(op),
             &[Arg::Tensor(self), Arg::Scalar(s)],
         )
     }
@@ -103,7 +103,7 @@ impl Tensor {
         Tensor::launch_new(
             self,
             op.name(),
-            Kernel::Compare(op),
+            ElementwiseOp::Compare(op),
             DType::Bool,
             &[Arg::Tensor(self), Arg::Tensor(other)],
         )
@@ -114,7 +114,7 @@ impl Tensor {
         Tensor::launch_new(
             self,
             op.name(),
-            Kernel::Compare(op),
+            ElementwiseOp::Compare(op),
             DType::Bool,
             &[Arg::Tensor(self), Arg::Scalar(s)],
         )
@@ -134,7 +134,7 @@ impl Tensor {
         Tensor::launch_new(
             x,
             OP,
-            Kernel::Where,
+            ElementwiseOp::Where,
             x.dtype(),
             &[Arg::Tensor(cond), Arg::Tensor(x), Arg::Tensor(y)],
         )

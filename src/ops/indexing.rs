@@ -12,13 +12,13 @@
 //! readback from that device (`to_vec`, `item`, `to_device`, `sync`)
 //! returns `Error::Index` naming the op, the first bad index and the axis.
 
-use super::kinds::{IndexOp, Kernel};
 use super::large::{IndexedPart, for_each_indexed_part};
 use super::{Arg, check_devices, check_same_dtype};
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, gather, scatter};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
+use crate::op::{ElementwiseOp, IndexOp};
 use crate::scalar::{Scalar, TypedScalar};
 use crate::shape::{DimVec, Shape};
 use crate::tensor::Tensor;
@@ -275,7 +275,7 @@ impl Tensor {
         Tensor::launch_new(
             self,
             OP,
-            Kernel::Where,
+            ElementwiseOp::Where,
             self.dtype(),
             &[Arg::Tensor(mask), Arg::Scalar(value), Arg::Tensor(self)],
         )
@@ -291,7 +291,7 @@ impl Tensor {
         let value = self.check_mask(OP, mask, value.into())?;
         self.launch_into_args(
             OP,
-            Kernel::Where,
+            ElementwiseOp::Where,
             &[Arg::Tensor(mask), Arg::Scalar(value), Arg::Tensor(self)],
         )
     }

@@ -9,7 +9,6 @@ mod custom_names;
 mod elementwise;
 mod indexing;
 mod join;
-pub(crate) mod kinds;
 mod large;
 mod matmul;
 mod norm;
@@ -28,9 +27,9 @@ use crate::backend::{Call, Input, run};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::dense_layout_like;
+use crate::op::ElementwiseOp;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
-use kinds::Kernel;
 use smallvec::SmallVec;
 
 /// An operand given to an op: a tensor or a checked scalar.
@@ -95,7 +94,7 @@ impl Tensor {
     pub(crate) fn launch_new(
         lead: &Tensor,
         op: &'static str,
-        kernel: Kernel,
+        kernel: ElementwiseOp,
         out_dtype: DType,
         args: &[Arg],
     ) -> Result<Tensor> {
@@ -129,7 +128,7 @@ impl Tensor {
     pub(crate) fn launch_into_args(
         &self,
         op: &'static str,
-        kernel: Kernel,
+        kernel: ElementwiseOp,
         args: &[Arg],
     ) -> Result<()> {
         check_devices(op, self, args)?;
@@ -166,7 +165,7 @@ impl Tensor {
     pub(crate) fn launch_into(
         &self,
         op: &'static str,
-        kernel: Kernel,
+        kernel: ElementwiseOp,
         inputs: &[Input],
     ) -> Result<()> {
         if self.dtype().is_complex() {

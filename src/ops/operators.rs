@@ -7,8 +7,8 @@
 //! returns `Err`; the panic points at the caller's line. Use the methods
 //! (`add`, `mul_scalar`, `add_` ...) to handle errors.
 
-use super::kinds::BinaryOp;
 use crate::error::Result;
+use crate::op::BinaryOp;
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
 use half::f16;

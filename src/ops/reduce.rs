@@ -5,11 +5,11 @@
 //! kept ones come first, which is a free view, and the kernel walks the
 //! reduced ones through their strides.
 
-use super::kinds::ReduceOp;
 use crate::backend::{ReduceCall, reduce};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
+use crate::op::ReduceOp;
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::Tensor;
 use smallvec::SmallVec;

@@ -7,7 +7,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Element, KernelType, f16_from_f64};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::ops::kinds::Kernel;
+use crate::op::ElementwiseOp;
 use crate::scalar::{Scalar, TypedScalar};
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -78,7 +78,7 @@ impl Tensor {
             match KernelType::of(dtype) {
                 Some(k) => t.launch_into(
                     "zeros",
-                    Kernel::Fill,
+                    ElementwiseOp::Fill,
                     &[Input::Scalar(TypedScalar::zero(k))],
                 )?,
                 None => t.fill_(0.0)?,
@@ -137,7 +137,7 @@ impl Tensor {
         }
         let value = TypedScalar::new("full", value, dtype)?;
         let t = Self::empty_dense(shape.into(), dtype, device, "full")?;
-        t.launch_into("full", Kernel::Fill, &[Input::Scalar(value)])?;
+        t.launch_into("full", ElementwiseOp::Fill, &[Input::Scalar(value)])?;
         Ok(t)
     }
 

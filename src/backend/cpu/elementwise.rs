@@ -8,7 +8,7 @@ use crate::backend::{Call, Input, Storage};
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
-use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
+use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
 use crate::scalar::TypedScalar;
 use half::f16;
 use smallvec::SmallVec;
@@ -124,7 +124,7 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
 /// # Safety
 /// See [`run`].
 unsafe fn dispatch(
-    kernel: Kernel,
+    kernel: ElementwiseOp,
     out_dtype: KernelType,
     in_dtype: Option<KernelType>,
     plan: &IterPlan,
@@ -137,16 +137,16 @@ unsafe fn dispatch(
     let in_dtype = in_dtype.unwrap_or(out_dtype);
     unsafe {
         match kernel {
-            Kernel::Fill => {
+            ElementwiseOp::Fill => {
                 let s = scalar.ok_or_else(missing)?;
                 with_any_type!(out_dtype, T => map0(plan, out as *mut T, || s.get::<T>()));
             }
-            Kernel::Cast => {
+            ElementwiseOp::Cast => {
                 let a = *ins.first().ok_or_else(missing)?;
                 with_any_type!(in_dtype, A => with_any_type!(out_dtype, O =>
                     map1(plan, out as *mut O, a as *const A, |x: A| O::from_wide(x.to_wide()))));
             }
-            Kernel::Unary(op) => {
+            ElementwiseOp::Unary(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 match out_dtype {
                     KernelType::F32 => unary_float::<f32>(op, plan, out, a),
@@ -158,7 +158,7 @@ unsafe fn dispatch(
                     KernelType::Bool => unary_bool(op, plan, out, a),
                 }?;
             }
-            Kernel::Binary(op) => {
+            ElementwiseOp::Binary(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
                 if op.is_float_only() {
@@ -172,12 +172,12 @@ unsafe fn dispatch(
                         bool => binary_bool(op, plan, out, a, b))?;
                 }
             }
-            Kernel::Compare(op) => {
+            ElementwiseOp::Compare(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
                 with_any_type!(in_dtype, T => compare::<T>(op, plan, out as *mut bool, a, b));
             }
-            Kernel::Where => match (ins, scalar_input) {
+            ElementwiseOp::Where => match (ins, scalar_input) {
                 ([c, a, b], None) => {
                     with_any_type!(out_dtype, T => map3(plan, out as *mut T, *c as *const bool,
                         *a as *const T, *b as *const T, |c, a, b| if c { a } else { b }));

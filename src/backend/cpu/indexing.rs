@@ -7,7 +7,7 @@ use super::strided::for_each_run;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, Storage, TensorRef, lines};
 use crate::error::{Error, Result};
 use crate::layout::IterPlan;
-use crate::ops::kinds::IndexOp;
+use crate::op::IndexOp;
 use std::sync::RwLockReadGuard;
 
 /// The host data behind `t`.

@@ -1,5 +1,5 @@
 //! Per-dtype arithmetic with the semantics documented on the op enums
-//! (`ops/kinds.rs`): wrapping integers, defined integer division by zero,
+//! (`op.rs`): wrapping integers, defined integer division by zero,
 //! NaN-propagating maximum/minimum, f16 computed in f32 and rounded once.
 
 use crate::dtype::{Element, f16_from_f64};

@@ -12,7 +12,7 @@ use crate::backend::{ReduceCall, Storage, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
-use crate::ops::kinds::ReduceOp;
+use crate::op::ReduceOp;
 use half::f16;
 
 /// The accumulator of a reduction: f32 for f16 and f32, f64 for f64,

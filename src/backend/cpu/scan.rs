@@ -6,7 +6,7 @@ use super::reduce::{Acc, Reducible};
 use super::storage::{CpuStorage, with_cpu_data};
 use crate::backend::{ScanCall, Storage, lines};
 use crate::error::{Error, Result};
-use crate::ops::kinds::ScanOp;
+use crate::op::ScanOp;
 
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
 pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {

@@ -9,7 +9,7 @@ use crate::backend::{Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, Window, window_of};
-use crate::ops::kinds::Kernel;
+use crate::op::ElementwiseOp;
 use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
 use std::sync::{Arc, Weak};
@@ -85,7 +85,7 @@ pub(crate) enum OpArg {
 /// An elementwise op as recorded: `out = kernel(args...)`.
 #[derive(Clone)]
 pub(crate) struct RecordedOp {
-    pub kernel: Kernel,
+    pub kernel: ElementwiseOp,
     pub out: TensorOperand,
     pub args: SmallVec<[OpArg; 3]>,
 }

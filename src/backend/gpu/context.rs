@@ -446,6 +446,11 @@ impl GpuContext {
         }
     }
 
+    /// The wgpu device and queue (clones of the handles).
+    pub fn wgpu_handles(&self) -> (wgpu::Device, wgpu::Queue) {
+        (self.device.clone(), self.queue.clone())
+    }
+
     /// The pending work of this device.
     pub fn scheduler(&self) -> MutexGuard<'_, Scheduler> {
         self.scheduler.lock().unwrap_or_else(|e| e.into_inner())

@@ -10,7 +10,7 @@
 
 use super::command::Bound;
 use crate::error::{Error, Result};
-use crate::ops::kinds::IndexOp;
+use crate::op::IndexOp;
 use std::sync::Weak;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -23,13 +23,24 @@
 //! - `capture` and `graph`: steps captured once and submitted again;
 //!   `profile_log` and `profile`: what the scheduler notes while a profile
 //!   is open (host times, kernels timed per dispatch), and the profile's run;
-//! - `launch`: how an op becomes a recorded command; `interop`: devices,
-//!   buffers and tensors shared with the application (the public API that
-//!   names wgpu types), `texture` (tensors drawn into the application's
-//!   textures);
-//! - the fixed-function families, each a folder with its shader beside its
-//!   launcher: `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`, `indexing/`;
-//!   and `custom`, the user's WGSL kernels.
+//! - `launch`: how an op becomes a recorded command; `interop`: what the
+//!   public interop (`src/interop/`) needs of the backend (a storage's
+//!   buffer handed out, an application's buffer wrapped, a copy into a
+//!   texture);
+//! - the fixed-function families, each a folder with its launcher (its
+//!   WGSL in the same folder under `shaders/` at the crate's root, see
+//!   `shader!`): `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`,
+//!   `indexing/`; and `custom`, the user's WGSL kernels.
+
+/// The WGSL source `shaders/<path>`, built into the crate. The tree under
+/// `shaders/` mirrors this one, a folder per kernel family (a launcher in
+/// `src/backend/gpu/<family>/` loads `shaders/<family>/...`); a test checks
+/// that every file there has a loader.
+macro_rules! shader {
+    ($path:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders/", $path))
+    };
+}
 
 mod bind_groups;
 mod capture;
@@ -43,7 +54,7 @@ mod faults;
 mod fusion;
 mod graph;
 mod indexing;
-mod interop;
+pub(crate) mod interop;
 mod kernel;
 mod launch;
 mod matmul;
@@ -59,7 +70,6 @@ mod sort;
 mod storage;
 mod target;
 mod temporaries;
-mod texture;
 #[cfg(not(target_arch = "wasm32"))]
 mod timer;
 mod tuning;
@@ -69,7 +79,6 @@ pub use context::GpuOptions;
 pub(crate) use custom::custom;
 pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
-pub use interop::GpuBuffer;
 pub(crate) use launch::record_elementwise;
 pub(crate) use matmul::matmul;
 pub(crate) use profile::profile_ops;
@@ -78,5 +87,51 @@ pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;
 pub(crate) use sort::sort;
 pub(crate) use storage::GpuStorage;
-pub use texture::ColorMap;
 pub use tuning::MatmulTile;
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Every file under `dir`, recursively, as paths relative to `root`.
+    fn files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap();
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+
+    /// A shader without a loader is dead code nobody compiles or tests (a
+    /// loader naming a missing file fails to build).
+    #[test]
+    fn every_shader_has_a_loader_beside_its_family() {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (shaders, sources) = (crate_dir.join("shaders"), crate_dir.join("src/backend/gpu"));
+        let (mut wgsl, mut rust) = (Vec::new(), Vec::new());
+        files(&shaders, &shaders, &mut wgsl);
+        files(&sources, &sources, &mut rust);
+        assert!(!wgsl.is_empty());
+        for shader in &wgsl {
+            assert!(shader.ends_with(".wgsl"), "shaders/{shader} is not WGSL");
+            let family = shader.split('/').next().unwrap();
+            let loader = format!("shader!(\"{shader}\")");
+            let loaded = rust
+                .iter()
+                .filter(|r| r.starts_with(&format!("{family}/")))
+                .any(|r| {
+                    std::fs::read_to_string(sources.join(r))
+                        .unwrap()
+                        .contains(&loader)
+                });
+            assert!(
+                loaded,
+                "shaders/{shader}: no {loader} in src/backend/gpu/{family}/"
+            );
+        }
+    }
+}

@@ -22,11 +22,11 @@ use crate::error::{Error, Result};
 use std::fmt::Write;
 use std::sync::Arc;
 
-pub(crate) const COMMON_WGSL: &str = include_str!("common.wgsl");
-pub(crate) const ELEMENTWISE_WGSL: &str = include_str!("elementwise.wgsl");
-pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = include_str!("elementwise_vec4.wgsl");
-pub(crate) const ELEMENTWISE_TILE_WGSL: &str = include_str!("elementwise_tile.wgsl");
-pub(crate) const ELEMENTWISE_ROWS_WGSL: &str = include_str!("elementwise_rows.wgsl");
+pub(crate) const COMMON_WGSL: &str = shader!("elementwise/common.wgsl");
+pub(crate) const ELEMENTWISE_WGSL: &str = shader!("elementwise/elementwise.wgsl");
+pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = shader!("elementwise/elementwise_vec4.wgsl");
+pub(crate) const ELEMENTWISE_TILE_WGSL: &str = shader!("elementwise/elementwise_tile.wgsl");
+pub(crate) const ELEMENTWISE_ROWS_WGSL: &str = shader!("elementwise/elementwise_rows.wgsl");
 
 /// Threads per workgroup of every elementwise kernel.
 pub(crate) const WORKGROUP: u32 = 256;
@@ -315,8 +315,8 @@ mod tests {
     use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
     use crate::backend::gpu::kernel::prelude::tests::validate;
     use crate::dtype::KernelType;
-    use crate::ops::kinds::Kernel;
-    use crate::ops::kinds::{BinaryOp, CompareOp, UnaryOp};
+    use crate::op::ElementwiseOp;
+    use crate::op::{BinaryOp, CompareOp, UnaryOp};
     use smallvec::{SmallVec, smallvec};
 
     /// Where a test kernel's input comes from.
@@ -329,7 +329,7 @@ mod tests {
 
     /// The key of one op reading `inputs`, as the scheduler builds it.
     fn single(
-        kernel: Kernel,
+        kernel: ElementwiseOp,
         out: KernelType,
         inputs: &[(KernelType, Src)],
         native_f16: bool,
@@ -416,9 +416,9 @@ mod tests {
                     single(kernel, out, inputs, native_f16, access)
                 };
                 for &d in &GPU_DTYPES {
-                    keys.push(key(Kernel::Fill, d, &[(d, Src::Scalar)]));
+                    keys.push(key(ElementwiseOp::Fill, d, &[(d, Src::Scalar)]));
                     keys.push(key(
-                        Kernel::Where,
+                        ElementwiseOp::Where,
                         d,
                         &[
                             (KernelType::Bool, Src::Binding),
@@ -427,17 +427,17 @@ mod tests {
                         ],
                     ));
                     for &from in &GPU_DTYPES {
-                        keys.push(key(Kernel::Cast, d, &[(from, Src::Binding)]));
+                        keys.push(key(ElementwiseOp::Cast, d, &[(from, Src::Binding)]));
                     }
                     for op in UnaryOp::ALL {
                         if op.check(d.dtype()).is_ok() {
-                            keys.push(key(Kernel::Unary(op), d, &[(d, Src::Out)]));
+                            keys.push(key(ElementwiseOp::Unary(op), d, &[(d, Src::Out)]));
                         }
                     }
                     for op in BinaryOp::ALL {
                         if op.check(d.dtype()).is_ok() {
                             keys.push(key(
-                                Kernel::Binary(op),
+                                ElementwiseOp::Binary(op),
                                 d,
                                 &[(d, Src::Binding), (d, Src::Scalar)],
                             ));
@@ -445,7 +445,7 @@ mod tests {
                     }
                     for op in CompareOp::ALL {
                         keys.push(key(
-                            Kernel::Compare(op),
+                            ElementwiseOp::Compare(op),
                             KernelType::Bool,
                             &[(d, Src::Binding), (d, Src::Binding)],
                         ));
@@ -492,7 +492,7 @@ mod tests {
         ] {
             let operand = |binding| Operand { dtype, binding };
             let apply = |op, args: &[u8]| Node::Apply {
-                kernel: Kernel::Binary(op),
+                kernel: ElementwiseOp::Binary(op),
                 dtype,
                 args: args.iter().copied().collect(),
             };
@@ -506,14 +506,14 @@ mod tests {
                     apply(BinaryOp::Add, &[3, 4]),
                     Node::Round { arg: 5, dtype },
                     Node::Apply {
-                        kernel: Kernel::Unary(UnaryOp::Exp),
+                        kernel: ElementwiseOp::Unary(UnaryOp::Exp),
                         dtype,
                         args: smallvec![6]
                     },
                     Node::Load(3),
                     apply(BinaryOp::Sub, &[7, 8]),
                     Node::Apply {
-                        kernel: Kernel::Unary(UnaryOp::Relu),
+                        kernel: ElementwiseOp::Unary(UnaryOp::Relu),
                         dtype,
                         args: smallvec![9]
                     },
@@ -527,7 +527,7 @@ mod tests {
             validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
         }
         let mut wide = single(
-            Kernel::Binary(BinaryOp::Add),
+            ElementwiseOp::Binary(BinaryOp::Add),
             KernelType::U8,
             &[
                 (KernelType::U8, Src::Binding),
@@ -537,7 +537,7 @@ mod tests {
             Access::Contiguous,
         );
         let add = |args: [u8; 2]| Node::Apply {
-            kernel: Kernel::Binary(BinaryOp::Add),
+            kernel: ElementwiseOp::Binary(BinaryOp::Add),
             dtype: KernelType::U8,
             args: args.into_iter().collect(),
         };

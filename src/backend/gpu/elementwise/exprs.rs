@@ -7,7 +7,7 @@ use super::program::{KernelKey, Node};
 use crate::backend::gpu::kernel::buffer::round_expr;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::dtype::KernelType;
-use crate::ops::kinds::{BinaryOp, CompareOp, Kernel, UnaryOp};
+use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
 use std::fmt::Write;
 
 /// Scalar slot `slot` as the compute type of `dtype`.
@@ -141,9 +141,9 @@ fn cast_expr(from: KernelType, to: KernelType) -> String {
 
 /// `fn op{n}(...)` computing `kernel` from arguments of `inputs` dtypes into
 /// a value of `out`.
-fn op_fn(n: usize, kernel: Kernel, out: KernelType, inputs: &[KernelType]) -> String {
+fn op_fn(n: usize, kernel: ElementwiseOp, out: KernelType, inputs: &[KernelType]) -> String {
     let out_ct = ScalarType::of(out);
-    let names: &[&str] = if kernel == Kernel::Where {
+    let names: &[&str] = if kernel == ElementwiseOp::Where {
         &["c", "a", "b"]
     } else {
         &["a", "b", "c"]
@@ -154,12 +154,12 @@ fn op_fn(n: usize, kernel: Kernel, out: KernelType, inputs: &[KernelType]) -> St
         .map(|(&d, name)| format!("{name}: {}", ScalarType::of(d)))
         .collect();
     let body = match kernel {
-        Kernel::Fill => "a".to_string(),
-        Kernel::Cast => cast_expr(inputs[0], out),
-        Kernel::Unary(op) => unary_expr(op, out_ct),
-        Kernel::Binary(op) => binary_expr(op, out_ct),
-        Kernel::Compare(op) => compare_expr(op, ScalarType::of(inputs[0])),
-        Kernel::Where => "select(b, a, c)".to_string(),
+        ElementwiseOp::Fill => "a".to_string(),
+        ElementwiseOp::Cast => cast_expr(inputs[0], out),
+        ElementwiseOp::Unary(op) => unary_expr(op, out_ct),
+        ElementwiseOp::Binary(op) => binary_expr(op, out_ct),
+        ElementwiseOp::Compare(op) => compare_expr(op, ScalarType::of(inputs[0])),
+        ElementwiseOp::Where => "select(b, a, c)".to_string(),
     };
     format!(
         "fn op{n}({}) -> {out_ct} {{\n    return {body};\n}}\n",

@@ -10,7 +10,7 @@ use super::params::{MAX_OPERANDS, MAX_SCALARS};
 use crate::backend::gpu::slot::Slot;
 use crate::dtype::KernelType;
 use crate::layout::Layout;
-use crate::ops::kinds::Kernel;
+use crate::op::ElementwiseOp;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ pub(crate) enum Node {
     Scalar { slot: u8, dtype: KernelType },
     /// `kernel` applied to earlier nodes, giving a value of `dtype`.
     Apply {
-        kernel: Kernel,
+        kernel: ElementwiseOp,
         dtype: KernelType,
         args: SmallVec<[u8; 3]>,
     },

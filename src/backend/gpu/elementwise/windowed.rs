@@ -7,7 +7,7 @@
 use super::program::{Node, Operand, Program};
 use crate::backend::gpu::slot::Slot;
 use crate::layout::Layout;
-use crate::ops::kinds::Kernel;
+use crate::op::ElementwiseOp;
 use smallvec::{SmallVec, smallvec};
 use std::sync::Arc;
 
@@ -88,7 +88,7 @@ impl Program {
             nodes: smallvec![
                 Node::Load(1),
                 Node::Apply {
-                    kernel: Kernel::Cast,
+                    kernel: ElementwiseOp::Cast,
                     dtype: dest.dtype,
                     args: smallvec![0],
                 },

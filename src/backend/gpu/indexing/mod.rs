@@ -20,12 +20,12 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::KernelType;
 use crate::error::Result;
-use crate::ops::kinds::IndexOp;
+use crate::op::IndexOp;
 use smallvec::{SmallVec, smallvec};
 
-const GATHER_WGSL: &str = include_str!("gather.wgsl");
-const SCATTER_WGSL: &str = include_str!("scatter.wgsl");
-const INDEXING_WGSL: &str = include_str!("indexing.wgsl");
+const GATHER_WGSL: &str = shader!("indexing/gather.wgsl");
+const SCATTER_WGSL: &str = shader!("indexing/scatter.wgsl");
+const INDEXING_WGSL: &str = shader!("indexing/indexing.wgsl");
 
 params_block! {
     /// `Params` of gather.wgsl.

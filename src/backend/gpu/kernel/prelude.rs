@@ -3,7 +3,7 @@
 //! IEEE-exact float helpers and the integer ops WGSL lacks).
 
 /// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...).
-pub(crate) const MATH_WGSL: &str = include_str!("math.wgsl");
+pub(crate) const MATH_WGSL: &str = shader!("kernel/math.wgsl");
 
 /// The slots every kernel family's shader has: `{{HEADER}}` (`enable f16;`
 /// when `uses_f16`) and `{{MATH}}` (math.wgsl).

@@ -34,7 +34,7 @@ use smallvec::SmallVec;
 use std::fmt::Write;
 use std::ops::Range;
 
-const MATMUL_WGSL: &str = include_str!("matmul.wgsl");
+const MATMUL_WGSL: &str = shader!("matmul/matmul.wgsl");
 
 /// Most of k one dispatch covers: at most 1,024 steps of the k loop (its
 /// body is unrolled), well inside lavapipe's limit.
@@ -75,12 +75,12 @@ params_block! {
 pub(crate) struct MatmulKey {
     pub dtype: KernelType,
     pub native_f16: bool,
-    pub kernel: Kernel,
+    pub kernel: MatmulKernel,
 }
 
 /// Which kernel a matmul runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Kernel {
+pub(crate) enum MatmulKernel {
     /// Register-tiled (`tiling.rs`), loading `a` and `b` as each says.
     Tiled(Tiling, [Loads; 2]),
     /// Matrix-vector (`gemv.rs`).
@@ -102,9 +102,9 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let acc = ScalarType::of(dtype);
     let zero = acc.zero();
     let loads = match key.kernel {
-        Kernel::Tiled(_, loads) => loads,
-        Kernel::Gemv | Kernel::PerOutput => [Loads::Scalar; 2],
-        Kernel::Subgroup(b) => [Loads::Scalar, b],
+        MatmulKernel::Tiled(_, loads) => loads,
+        MatmulKernel::Gemv | MatmulKernel::PerOutput => [Loads::Scalar; 2],
+        MatmulKernel::Subgroup(b) => [Loads::Scalar, b],
     };
     // Each operand bound as elements (with its scalar loader) or as vec4s.
     let mut bindings = String::new();
@@ -156,10 +156,10 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     }
     .wgsl();
     let kernel = match key.kernel {
-        Kernel::Tiled(tiling, loads) => tiling.wgsl(loads),
-        Kernel::Gemv => gemv::gemv_wgsl().to_string(),
-        Kernel::PerOutput => small::per_output_wgsl().to_string(),
-        Kernel::Subgroup(b) => subgroup::wgsl(b),
+        MatmulKernel::Tiled(tiling, loads) => tiling.wgsl(loads),
+        MatmulKernel::Gemv => gemv::gemv_wgsl().to_string(),
+        MatmulKernel::PerOutput => small::per_output_wgsl().to_string(),
+        MatmulKernel::Subgroup(b) => subgroup::wgsl(b),
     };
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
@@ -252,7 +252,7 @@ fn record_per_output(
     let key = MatmulKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
-        kernel: Kernel::PerOutput,
+        kernel: MatmulKernel::PerOutput,
     };
     let per = m * n;
     for batch_range in slices(batches, small::batches_per_dispatch(per)) {
@@ -313,9 +313,9 @@ fn record_tiled(
     // The subgroup kernel where the device has the lanes, else its block
     // without shuffles.
     let kernel = if tile == MatmulTile::Subgroup && facts.subgroups_of(subgroup::TEAM) {
-        Kernel::Subgroup(loads[1])
+        MatmulKernel::Subgroup(loads[1])
     } else {
-        Kernel::Tiled(tiling, loads)
+        MatmulKernel::Tiled(tiling, loads)
     };
     let Some(groups) = tile_grid(out, &tiling, m, n) else {
         return Err(Error::TooLarge {
@@ -374,7 +374,7 @@ fn vec_loads(call: &MatmulCall, [m, n, k]: [usize; 3], native_f16: bool) -> [Loa
 /// block of a k slice starting at a batch.
 fn record_slices(
     out: &GpuStorage,
-    kernel: Kernel,
+    kernel: MatmulKernel,
     operands: [&TensorRef; 3],
     bound: [&Bound; 3],
     groups: [u32; 2],
@@ -457,7 +457,7 @@ impl Gemv {
         let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
         record_slices(
             out,
-            Kernel::Gemv,
+            MatmulKernel::Gemv,
             [a, x, &call.out],
             [a_bound, x_bound, &bound[2]],
             [groups as u32, 1],
@@ -526,7 +526,7 @@ mod tests {
         let key = MatmulKey {
             dtype: KernelType::F16,
             native_f16: false,
-            kernel: Kernel::Tiled(tiling::LARGE, [Loads::Scalar; 2]),
+            kernel: MatmulKernel::Tiled(tiling::LARGE, [Loads::Scalar; 2]),
         };
         let source = matmul_source(&key).unwrap();
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
@@ -543,17 +543,17 @@ mod tests {
             for native_f16 in [true, false] {
                 let all = [Loads::Scalar, Loads::VecCols, Loads::VecRows];
                 let vec = dtype != KernelType::F16 || native_f16;
-                let mut kernels = vec![Kernel::Gemv, Kernel::PerOutput];
+                let mut kernels = vec![MatmulKernel::Gemv, MatmulKernel::PerOutput];
                 for b in all {
                     if vec || b == Loads::Scalar {
-                        kernels.push(Kernel::Subgroup(b));
+                        kernels.push(MatmulKernel::Subgroup(b));
                     }
                 }
                 for tiling in tiling::ALL {
                     for a in all {
                         for b in all {
                             if vec || (a == Loads::Scalar && b == Loads::Scalar) {
-                                kernels.push(Kernel::Tiled(tiling, [a, b]));
+                                kernels.push(MatmulKernel::Tiled(tiling, [a, b]));
                             }
                         }
                     }
@@ -571,7 +571,7 @@ mod tests {
                     let key = MatmulKey {
                         dtype,
                         native_f16,
-                        kernel: Kernel::Tiled(tiling::SMALL, [Loads::VecCols, Loads::Scalar]),
+                        kernel: MatmulKernel::Tiled(tiling::SMALL, [Loads::VecCols, Loads::Scalar]),
                     };
                     assert!(matmul_source(&key).is_err());
                 }

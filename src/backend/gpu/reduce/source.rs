@@ -11,10 +11,10 @@ use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::dtype::KernelType;
 use crate::error::Result;
-use crate::ops::kinds::ReduceOp;
+use crate::op::ReduceOp;
 use std::fmt::Write;
 
-const REDUCE_WGSL: &str = include_str!("reduce.wgsl");
+const REDUCE_WGSL: &str = shader!("reduce/reduce.wgsl");
 
 /// Where a stage reads its elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

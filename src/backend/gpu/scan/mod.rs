@@ -18,10 +18,10 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ScanCall, lines};
 use crate::dtype::KernelType;
 use crate::error::Result;
-use crate::ops::kinds::ScanOp;
+use crate::op::ScanOp;
 use smallvec::smallvec;
 
-const SCAN_WGSL: &str = include_str!("scan.wgsl");
+const SCAN_WGSL: &str = shader!("scan/scan.wgsl");
 
 /// Lines at most this long run one thread each.
 const THREAD_MODE_MAX: usize = 64;

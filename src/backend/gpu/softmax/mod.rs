@@ -19,7 +19,7 @@ use crate::dtype::KernelType;
 use crate::error::Result;
 use smallvec::smallvec;
 
-const SOFTMAX_WGSL: &str = include_str!("softmax.wgsl");
+const SOFTMAX_WGSL: &str = shader!("softmax/softmax.wgsl");
 
 params_block! {
     /// `Params` of softmax.wgsl.

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use smallvec::{SmallVec, smallvec};
 use std::sync::Arc;
 
-const SORT_WGSL: &str = include_str!("sort.wgsl");
+const SORT_WGSL: &str = shader!("sort/sort.wgsl");
 
 /// Threads per workgroup of every entry point.
 const WORKGROUP: u32 = 256;
