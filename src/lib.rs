@@ -58,8 +58,11 @@
 //!   [`Tensor::pad`] ([`PadMode`]), [`Tensor::take`], [`Tensor::gather`],
 //!   [`Tensor::scatter`], [`Tensor::masked_fill`].
 //! - Complex: [`Tensor::complex`], [`Tensor::real`], [`Tensor::imag`].
-//! - Files and interop: [`io`] (`.npy`, `.npz`, safetensors),
-//!   [`Tensor::from_ndarray`] and [`Tensor::to_ndarray`].
+//! - Files: [`io`] (`.npy`, `.npz`, safetensors). Interop:
+//!   [`Tensor::from_ndarray`] and [`Tensor::to_ndarray`]; on a GPU,
+//!   [`Device::from_wgpu`], [`Tensor::gpu_buffer`],
+//!   [`Tensor::from_gpu_buffer`], [`Tensor::write_to_texture`].
+//! - Profiles: [`Device::profile`] ([`Profile`]).
 //! - Captured steps, run again without recording: [`Device::capture`],
 //!   [`Graph::run`].
 //! - Reading back: [`Tensor::to_vec`], [`Tensor::item`], the `_async`

@@ -1,5 +1,6 @@
-//! Files and interop: NumPy's `.npy` and `.npz`, safetensors, and (with the
-//! default `ndarray` feature) conversions to and from `ndarray` arrays.
+//! Files: NumPy's `.npy` and `.npz`, and safetensors (conversions to and
+//! from `ndarray` arrays live with the rest of the interop, in
+//! `src/interop/`).
 //!
 //! Every format has a bytes form (any target; writing reads the tensor
 //! back, so it is `async` with a blocking native form) and a file form
@@ -27,8 +28,6 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod files;
 mod host_bytes;
-#[cfg(feature = "ndarray")]
-mod ndarray;
 mod npy;
 mod npz;
 mod safetensors;
