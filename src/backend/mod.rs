@@ -95,6 +95,29 @@ impl Storage {
         }
     }
 
+    /// The largest storage binding in bytes of the GPU holding this
+    /// storage; `None` in host memory, where nothing is bound. The one
+    /// place ops learn of the limit (views larger than one binding are
+    /// handled in `layout/windows.rs`, `ops/binding_parts.rs`,
+    /// `gpu/command.rs`, `gpu/elementwise/windowed.rs` and
+    /// `gpu/dispatch.rs`; see the GPU backend's module docs).
+    pub fn binding_limit(&self) -> Option<u64> {
+        match self {
+            Storage::Cpu(_) => None,
+            Storage::Gpu(s) => Some(s.binding_limit()),
+        }
+    }
+
+    /// True when storage elements `lo..=hi` can be bound at once: always in
+    /// host memory; on a GPU when the buffer fits one binding or the
+    /// aligned window over them does.
+    pub fn window_fits(&self, lo: usize, hi: usize) -> bool {
+        match self {
+            Storage::Cpu(_) => true,
+            Storage::Gpu(s) => s.window_fits(lo, hi),
+        }
+    }
+
     /// Number of elements the storage holds.
     pub fn len(&self) -> usize {
         match self {
@@ -420,7 +443,7 @@ pub(crate) struct IndexedAxis {
     /// at position `first`: indices that resolve outside are skipped
     /// without a fault. All of the axis (`first` 0, `count` `size`) but in
     /// the parts of a GPU op over a view larger than one storage binding
-    /// (`ops/large.rs`); the CPU takes only the whole axis.
+    /// (`ops/binding_parts.rs`); the CPU takes only the whole axis.
     pub first: usize,
     pub count: usize,
 }

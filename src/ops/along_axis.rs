@@ -4,7 +4,7 @@
 //! exponentials never overflow; lines past `MAX_SOFTMAX_LINE` are composed
 //! from a max, a shifted exp and a sum over the axis).
 
-use super::large::for_each_part_across;
+use super::binding_parts::for_each_part_across;
 use crate::backend::{MAX_SOFTMAX_LINE, ScanCall, SoftmaxCall, scan, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -165,7 +165,7 @@ const SCAN_BLOCK: usize = 4096;
 /// # Errors
 /// As [`scan`] and the in-place ops.
 /// [`scan_lines`] over GPU views spanning more than one storage binding,
-/// cut into parts that fit one (see `ops/large.rs`): parts across the
+/// cut into parts that fit one (see `ops/binding_parts.rs`): parts across the
 /// lines are scanned on their own; parts along the lines in order, each
 /// then combined with the last value of the part before it.
 fn scan_in_parts(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {

@@ -12,7 +12,7 @@
 //! readback from that device (`to_vec`, `item`, `to_device`, `sync`)
 //! returns `Error::Index` naming the op, the first bad index and the axis.
 
-use super::large::{IndexedPart, for_each_indexed_part};
+use super::binding_parts::{IndexedPart, for_each_indexed_part};
 use super::{Arg, check_devices, check_same_dtype};
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, gather, scatter};
 use crate::dtype::DType;

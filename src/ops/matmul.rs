@@ -155,7 +155,7 @@ impl Tensor {
 
 /// `out = a @ b` (operands already broadcast to one batch shape), cut
 /// into products of parts that each fit one storage binding when a GPU
-/// view spans more (see `ops/large.rs`): batches, rows of `a` and `out`,
+/// view spans more (see `ops/binding_parts.rs`): batches, rows of `a` and `out`,
 /// columns of `b` and `out` are written part by part into views of `out`;
 /// parts of the inner dimension are multiplied into a fresh tensor and
 /// added to `out` after the first.
@@ -174,7 +174,7 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         });
     };
     // Which of batch, m, k, n the cut axis is.
-    let along = |axis: usize| super::large::Cut {
+    let along = |axis: usize| super::binding_parts::Cut {
         axis,
         parts: cut.parts,
     };

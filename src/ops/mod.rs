@@ -3,13 +3,13 @@
 
 mod along_axis;
 mod assign;
+mod binding_parts;
 pub(crate) mod complex;
 mod custom;
 mod custom_names;
 mod elementwise;
 mod indexing;
 mod join;
-mod large;
 mod matmul;
 mod norm;
 mod operators;

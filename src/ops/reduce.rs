@@ -185,7 +185,7 @@ impl Tensor {
         keepdim: bool,
         out_dtype: DType,
         mean: bool,
-        cut: super::large::Cut,
+        cut: super::binding_parts::Cut,
     ) -> Result<Tensor> {
         let rank = self.rank();
         let reduced: SmallVec<[isize; MAX_RANK]> =

@@ -5,7 +5,7 @@
 //! CPU); values are gathered through it, so every dtype and -0 come back
 //! exactly.
 
-use super::large::for_each_part_across;
+use super::binding_parts::for_each_part_across;
 use crate::backend::{SortCall, sort};
 use crate::dtype::DType;
 use crate::error::{Error, Result};

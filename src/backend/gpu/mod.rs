@@ -31,6 +31,27 @@
 //!   WGSL in the same folder under `shaders/` at the crate's root, see
 //!   `shader!`): `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`,
 //!   `indexing/`; and `custom`, the user's WGSL kernels.
+//!
+//! Views over buffers larger than one storage binding (the device's
+//! `max_storage_buffer_binding_size`, which `Storage::binding_limit` alone
+//! reports above the backend) are handled in five places, each doing one
+//! part: `layout/windows.rs` (the pure math: the aligned window over a
+//! view's elements, the blocks of an index space whose operands fit
+//! windows), `ops/binding_parts.rs` (ops of the fixed-function families
+//! cut views spanning more than one binding into parts that each fit,
+//! and join the results), `command.rs` (`Bound::view` binds a view in a
+//! window of its buffer), `elementwise/windowed.rs` (an elementwise program
+//! rebased onto windows) and `dispatch.rs` (one dispatch per block, through
+//! a temporary where a program reads its own destination far away).
+//!
+//! One operand on its way from an op to a kernel: a `Tensor` (handle:
+//! storage, layout, dtype, device) becomes a `TensorRef` in a `Call`
+//! (storage, layout broadcast to the output, kernel dtype); recorded, a
+//! `TensorOperand` of a `RecordedOp` (elementwise: the storage held weakly,
+//! its `Slot`, a lazily taken buffer) or a `Bound` of a `KernelCommand`
+//! (other families: a buffer taken at recording, maybe a window); planned,
+//! an `Operand` and a layout of a fused `Program`; encoded, a `Binding` of
+//! an `Encoded` dispatch, and in the end a bind group entry.
 
 /// The WGSL source `shaders/<path>`, built into the crate. The tree under
 /// `shaders/` mirrors this one, a folder per kernel family (a launcher in

@@ -3,7 +3,6 @@
 //! `Bound::view`), whose results are joined. Elementwise ops need none of
 //! this: the scheduler binds them in windows itself.
 
-use crate::backend::Storage;
 use crate::tensor::Tensor;
 
 /// A cut of a view into parts along one axis.
@@ -28,18 +27,16 @@ impl Tensor {
     /// spans more than one binding along `keep` alone: `None`, and binding
     /// it fails).
     pub(super) fn binding_cut_except(&self, keep: Option<usize>) -> Option<Cut> {
-        let Storage::Gpu(s) = &**self.storage() else {
-            return None;
-        };
+        let limit = self.storage().binding_limit()?;
         // Positions in storage elements (a c64 element is two f32).
         let per = self.dtype().stored_as().1;
         let (lo, hi) = self.layout().span()?;
-        if s.window_fits(lo * per, hi * per + per - 1) {
+        if self.storage().window_fits(lo * per, hi * per + per - 1) {
             return None;
         }
         let bytes = (self.dtype().size_in_bytes()) as u64;
         let span = (hi - lo + 1) as u64 * bytes;
-        let half = (s.binding_limit() / 2).max(1);
+        let half = (limit / 2).max(1);
         let dims = self.dims();
         let reach = |a: &usize| self.layout().strides()[*a].unsigned_abs() * (dims[*a] - 1);
         let axis = (0..self.rank())
@@ -52,10 +49,7 @@ impl Tensor {
     /// The storage binding limit in bytes of this tensor's GPU device;
     /// `None` on the CPU.
     pub(super) fn gpu_binding_limit(&self) -> Option<u64> {
-        match &**self.storage() {
-            Storage::Gpu(s) => Some(s.binding_limit()),
-            Storage::Cpu(_) => None,
-        }
+        self.storage().binding_limit()
     }
 
     /// True when one line of this view along `axis` spans at most half a
