@@ -1,6 +1,7 @@
 // Indexing that reads (take, index_select, gather), specialised by
 // indexing/mod.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
+//   PARAMS    `struct Params`, written by the launcher's `params_block!`
 //   MATH      kernel/math.wgsl
 //   BINDINGS  src (1), idx (2), out_buf (3), fault (4)
 //   ACCESS    load_src, load_raw (index bits), store_out, ZERO, resolve,
@@ -19,25 +20,7 @@
 // larger than one storage binding).
 {{HEADER}}
 
-struct Params {
-    numel: u32,
-    rank: u32,
-    row_threads: u32,
-    // Op, axis and signedness, for the fault record.
-    code: u32,
-    src_offset: u32,
-    idx_offset: u32,
-    axis_size: u32,
-    axis_stride: i32,
-    first: u32,
-    count: u32,
-    out_offset: u32,
-    pad0: u32,
-    shape: array<vec4<u32>, 2>,
-    src_strides: array<vec4<i32>, 2>,
-    idx_strides: array<vec4<i32>, 2>,
-    out_strides: array<vec4<i32>, 2>,
-}
+{{PARAMS}}
 
 @group(0) @binding(0) var<uniform> params: Params;
 

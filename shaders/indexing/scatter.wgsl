@@ -18,30 +18,7 @@
 // (ops/large.rs, for a destination larger than one storage binding).
 {{HEADER}}
 
-struct Params {
-    lines: u32,
-    rank: u32,
-    row_threads: u32,
-    // Op, axis and signedness, for the fault record.
-    code: u32,
-    axis_size: u32,
-    axis_stride: i32,
-    out_offset: u32,
-    src_offset: u32,
-    idx_offset: u32,
-    src_step: i32,
-    idx_step: i32,
-    // The slice of every line this dispatch walks.
-    first: u32,
-    end: u32,
-    part_first: u32,
-    part_count: u32,
-    pad0: u32,
-    shape: array<vec4<u32>, 2>,
-    out_strides: array<vec4<i32>, 2>,
-    src_strides: array<vec4<i32>, 2>,
-    idx_strides: array<vec4<i32>, 2>,
-}
+{{PARAMS}}
 
 @group(0) @binding(0) var<uniform> params: Params;
 

@@ -1,6 +1,7 @@
 // Register-tiled matrix product, specialised per dtype and tile by
 // matmul/mod.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
+//   PARAMS    `struct Params`, written by the launcher's `params_block!`
 //   MATH      kernel/math.wgsl (f16 rounding on store)
 //   BINDINGS  a (binding 1), b (binding 2), out_buf (binding 3)
 //   ACCESS    load_a / load_b (element -> Acc), store_out and load_out
@@ -16,39 +17,7 @@
 // views need no copy; edges are padded with zeros, so any size works.
 {{HEADER}}
 
-struct Params {
-    m: u32,
-    n: u32,
-    // The end of this dispatch's slice of k.
-    k: u32,
-    batch_rank: u32,
-    a_offset: u32,
-    b_offset: u32,
-    c_offset: u32,
-    // First batch of this dispatch (z covers at most 65535 batches).
-    batch_start: u32,
-    a_rs: i32,
-    a_cs: i32,
-    b_rs: i32,
-    b_cs: i32,
-    c_rs: i32,
-    c_cs: i32,
-    k_start: u32,
-    // 1 when the output already holds the product over k < k_start.
-    accumulate: u32,
-    // 1 when a's k stride is its smaller one (consecutive threads load
-    // along k), 0 when its row stride is (a transposed a).
-    a_k_fast: u32,
-    // 1 when b's column stride is its smaller one.
-    b_n_fast: u32,
-    // Matrices of this dispatch (the per-output kernel, small.rs).
-    batches: u32,
-    pad1: u32,
-    batch_shape: array<vec4<u32>, 2>,
-    a_batch: array<vec4<i32>, 2>,
-    b_batch: array<vec4<i32>, 2>,
-    c_batch: array<vec4<i32>, 2>,
-}
+{{PARAMS}}
 
 @group(0) @binding(0) var<uniform> params: Params;
 

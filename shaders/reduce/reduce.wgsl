@@ -1,6 +1,7 @@
 // One reduction stage, specialised by reduce/mod.rs, which
 // fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
+//   PARAMS    `struct Params`, written by the launcher's `params_block!`
 //   MATH      kernel/math.wgsl
 //   WALK      kept_walk and reduced_walk (kernel/strided.rs): positions
 //             over the kept and the reduced axes
@@ -28,27 +29,7 @@
 // without a copy.
 {{HEADER}}
 
-struct Params {
-    outputs: u32,
-    extent: u32,
-    splits: u32,
-    chunk: u32,
-    kept_rank: u32,
-    red_rank: u32,
-    // Workgroups (group mode) or threads (thread mode) per grid row.
-    row_width: u32,
-    offset: u32,
-    // Elements behind each output overall (the divisor of a mean).
-    count: u32,
-    // Partial results per output in a partials source.
-    src_splits: u32,
-    pad1: u32,
-    pad2: u32,
-    kept_shape: array<vec4<u32>, 2>,
-    kept_strides: array<vec4<i32>, 2>,
-    red_shape: array<vec4<u32>, 2>,
-    red_strides: array<vec4<i32>, 2>,
-}
+{{PARAMS}}
 
 @group(0) @binding(0) var<uniform> params: Params;
 

@@ -1,6 +1,7 @@
 // Running sums or products along the lines of a tensor, specialised by
 // scan/mod.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
+//   PARAMS    `struct Params`, written by the launcher's `params_block!`
 //   MATH      kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
 //   WALK      line_starts(l): the source and destination positions of
@@ -15,26 +16,7 @@
 // without a copy.
 {{HEADER}}
 
-struct Params {
-    lines: u32,
-    length: u32,
-    rank: u32,
-    // Workgroups (group mode) or threads (thread mode) per grid row.
-    row_width: u32,
-    src_offset: u32,
-    dst_offset: u32,
-    src_step: i32,
-    dst_step: i32,
-    // Group mode: the slice of every line this dispatch scans; a slice
-    // after the first carries on from the output just before it.
-    first: u32,
-    end: u32,
-    pad0: u32,
-    pad1: u32,
-    shape: array<vec4<u32>, 2>,
-    src_strides: array<vec4<i32>, 2>,
-    dst_strides: array<vec4<i32>, 2>,
-}
+{{PARAMS}}
 
 @group(0) @binding(0) var<uniform> params: Params;
 

@@ -1,6 +1,7 @@
 // Softmax (or log-softmax) along the lines of a tensor, one workgroup per
 // line, specialised by softmax/mod.rs, which fills the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
+//   PARAMS    `struct Params`, written by the launcher's `params_block!`
 //   MATH      kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
 //   ACCESS    how a line is read and written: `gather` (a thread's
@@ -19,20 +20,7 @@
 // only -inf, is NaN throughout, as `exp(x - max) / sum` gives it.
 {{HEADER}}
 
-struct Params {
-    lines: u32,
-    length: u32,
-    rank: u32,
-    // Workgroups per grid row.
-    row_width: u32,
-    src_offset: u32,
-    dst_offset: u32,
-    src_step: i32,
-    dst_step: i32,
-    shape: array<vec4<u32>, 2>,
-    src_strides: array<vec4<i32>, 2>,
-    dst_strides: array<vec4<i32>, 2>,
-}
+{{PARAMS}}
 
 @group(0) @binding(0) var<uniform> params: Params;
 

@@ -2,6 +2,7 @@
 // line padded to a power of two, specialised by sort/mod.rs, which fills
 // the {{...}} slots:
 //   HEADER    `enable f16;` when a native f16 buffer is bound
+//   PARAMS    `struct Params`, written by the launcher's `params_block!`
 //   MATH      kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and the i32 `out_buf` (binding 2)
 //   WALK      line_starts(l): the source and destination positions of
@@ -19,29 +20,7 @@
 // finish, then `emit`: no invocation loops in proportion to the line.
 {{HEADER}}
 
-struct Params {
-    lines: u32,
-    length: u32,
-    // The line length rounded up to a power of two.
-    padded: u32,
-    rank: u32,
-    // Threads (init, global, emit) or workgroups (local) per grid row.
-    row_width: u32,
-    src_offset: u32,
-    dst_offset: u32,
-    src_step: i32,
-    dst_step: i32,
-    // Elements one `local` workgroup sorts: min(padded, 512).
-    block: u32,
-    // The merge (bitonic sequence length) and step span of a `global`
-    // step; `local` runs every merge up to `block` when k is 0, else the
-    // steps of merge k with spans below `block`.
-    k: u32,
-    j: u32,
-    shape: array<vec4<u32>, 2>,
-    src_strides: array<vec4<i32>, 2>,
-    dst_strides: array<vec4<i32>, 2>,
-}
+{{PARAMS}}
 
 @group(0) @binding(0) var<uniform> params: Params;
 

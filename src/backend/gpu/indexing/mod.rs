@@ -33,6 +33,7 @@ params_block! {
         numel: u32,
         rank: u32,
         row_threads: u32,
+        /// Op, axis and signedness, for the fault record.
         code: u32,
         src_offset: u32,
         idx_offset: u32,
@@ -55,6 +56,7 @@ params_block! {
         lines: u32,
         rank: u32,
         row_threads: u32,
+        /// Op, axis and signedness, for the fault record.
         code: u32,
         axis_size: u32,
         axis_stride: i32,
@@ -63,6 +65,7 @@ params_block! {
         idx_offset: u32,
         src_step: i32,
         idx_step: i32,
+        /// The slice of every line this dispatch walks.
         first: u32,
         end: u32,
         part_first: u32,
@@ -171,8 +174,14 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
         operands: walked,
     }
     .wgsl();
+    let params = if key.kernel == IndexKernel::Gather {
+        GatherParams::wgsl()
+    } else {
+        ScatterParams::wgsl()
+    };
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
+        ("PARAMS", params.as_str()),
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("WALK", walk.as_str()),

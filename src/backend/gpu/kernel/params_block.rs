@@ -1,26 +1,70 @@
 //! Typed parameter blocks: each kernel family's uniform `Params` is a
-//! `#[repr(C)]` Pod struct declared with [`params_block!`], which also lists
-//! every field's byte offset so that a test can compare them with naga's
-//! layout of the WGSL struct (field order, types and padding all checked,
-//! not only the total size). Extents and strides travel as
-//! `array<vec4<u32>, 2>` / `array<vec4<i32>, 2>`, here `[u32; 8]` / `[i32; 8]`.
+//! `#[repr(C)]` Pod struct declared once, in Rust, with [`params_block!`],
+//! which also writes the WGSL `struct Params` a template's `{{PARAMS}}`
+//! slot takes (field docs carried over as comments), and lists every
+//! field's byte offset so that a test can compare them with naga's layout
+//! of the WGSL struct (field order, types and padding all checked, not only
+//! the total size: WGSL's alignment rules against `repr(C)`'s). Extents
+//! and strides travel as `array<vec4<u32>, 2>` / `array<vec4<i32>, 2>`,
+//! here `[u32; 8]` / `[i32; 8]`.
 
 use crate::shape::MAX_RANK;
 
-/// Declares a `#[repr(C)]`, `Pod` parameter block with public fields and
-/// its `FIELDS`: each field's name and byte offset, in order.
+/// A parameter block's field type and the WGSL type it is declared as.
+pub(crate) trait WgslField {
+    const WGSL: &'static str;
+}
+
+impl WgslField for u32 {
+    const WGSL: &'static str = "u32";
+}
+
+impl WgslField for i32 {
+    const WGSL: &'static str = "i32";
+}
+
+impl WgslField for [u32; MAX_RANK] {
+    const WGSL: &'static str = "array<vec4<u32>, 2>";
+}
+
+impl WgslField for [i32; MAX_RANK] {
+    const WGSL: &'static str = "array<vec4<i32>, 2>";
+}
+
+/// Declares a `#[repr(C)]`, `Pod` parameter block with public fields, its
+/// WGSL declaration (`wgsl()`: `struct Params { ... }`, each field's docs
+/// as comments) and its `FIELDS`: each field's name and byte offset, in
+/// order.
 macro_rules! params_block {
     ($(#[$meta:meta])* $vis:vis struct $name:ident {
-        $($(#[$fmeta:meta])* $field:ident: $ty:ty,)*
+        $($(#[doc = $doc:literal])* $field:ident: $ty:ty,)*
     }) => {
         $(#[$meta])*
         #[repr(C)]
         #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
         $vis struct $name {
-            $($(#[$fmeta])* pub $field: $ty,)*
+            $($(#[doc = $doc])* pub $field: $ty,)*
         }
 
         impl $name {
+            /// The block as WGSL declares it, for a template's `{{PARAMS}}`
+            /// slot: `struct Params { ... }`.
+            pub fn wgsl() -> String {
+                let mut s = String::from("struct Params {\n");
+                $(
+                    $(
+                        s.push_str("    //");
+                        s.push_str($doc);
+                        s.push('\n');
+                    )*
+                    s.push_str(concat!("    ", stringify!($field), ": "));
+                    s.push_str(<$ty as $crate::backend::gpu::kernel::params_block::WgslField>::WGSL);
+                    s.push_str(",\n");
+                )*
+                s.push_str("}\n");
+                s
+            }
+
             /// Each field's name and byte offset, in declaration order.
             #[cfg(test)]
             pub const FIELDS: &'static [(&'static str, usize)] =

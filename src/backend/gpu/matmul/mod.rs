@@ -45,11 +45,13 @@ params_block! {
     pub(crate) struct MatmulParams {
         m: u32,
         n: u32,
+        /// The end of this dispatch's slice of k.
         k: u32,
         batch_rank: u32,
         a_offset: u32,
         b_offset: u32,
         c_offset: u32,
+        /// First batch of this dispatch (z covers at most 65535 batches).
         batch_start: u32,
         a_rs: i32,
         a_cs: i32,
@@ -58,9 +60,14 @@ params_block! {
         c_rs: i32,
         c_cs: i32,
         k_start: u32,
+        /// 1 when the output already holds the product over k < k_start.
         accumulate: u32,
+        /// 1 when a's k stride is its smaller one (consecutive threads load
+        /// along k), 0 when its row stride is (a transposed a).
         a_k_fast: u32,
+        /// 1 when b's column stride is its smaller one.
         b_n_fast: u32,
+        /// Matrices of this dispatch (the per-output kernel, small.rs).
         batches: u32,
         pad1: u32,
         batch_shape: [u32; 8],
@@ -161,8 +168,10 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         MatmulKernel::PerOutput => small::per_output_wgsl().to_string(),
         MatmulKernel::Subgroup(b) => subgroup::wgsl(b),
     };
+    let params = MatmulParams::wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
     slots.extend([
+        ("PARAMS", params.as_str()),
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("ACC", acc.as_str()),

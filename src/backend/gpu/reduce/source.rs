@@ -118,9 +118,12 @@ params_block! {
         chunk: u32,
         kept_rank: u32,
         red_rank: u32,
+        /// Workgroups (group mode) or threads (thread mode) per grid row.
         row_width: u32,
         offset: u32,
+        /// Elements behind each output overall (the divisor of a mean).
         count: u32,
+        /// Partial results per output in a partials source.
         src_splits: u32,
         pad1: u32,
         pad2: u32,
@@ -273,7 +276,9 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     } else {
         ("", "fold")
     };
+    let params = ReduceParams::wgsl();
     let mut slots = prelude(uses_f16).to_vec();
+    slots.push(("PARAMS", params.as_str()));
     slots.extend([
         ("QUADS", quads),
         ("FOLD", fold),

@@ -32,11 +32,14 @@ params_block! {
         lines: u32,
         length: u32,
         rank: u32,
+        /// Workgroups (group mode) or threads (thread mode) per grid row.
         row_width: u32,
         src_offset: u32,
         dst_offset: u32,
         src_step: i32,
         dst_step: i32,
+        /// Group mode: the slice of every line this dispatch scans; a slice
+        /// after the first carries on from the output just before it.
         first: u32,
         end: u32,
         pad0: u32,
@@ -92,7 +95,9 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
         load_out_fn(dtype, native),
     );
     let walk = LINE_STARTS.wgsl();
+    let params = ScanParams::wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    slots.push(("PARAMS", params.as_str()));
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("OPS", ops.as_str()),

@@ -27,6 +27,7 @@ params_block! {
         lines: u32,
         length: u32,
         rank: u32,
+        /// Workgroups per grid row.
         row_width: u32,
         src_offset: u32,
         dst_offset: u32,
@@ -142,7 +143,9 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
     } else {
         "exp(x - m) / s"
     };
+    let params = SoftmaxParams::wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    slots.push(("PARAMS", params.as_str()));
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),

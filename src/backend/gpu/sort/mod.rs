@@ -33,14 +33,20 @@ params_block! {
     pub(crate) struct SortParams {
         lines: u32,
         length: u32,
+        /// The line length rounded up to a power of two.
         padded: u32,
         rank: u32,
+        /// Threads (init, global, emit) or workgroups (local) per grid row.
         row_width: u32,
         src_offset: u32,
         dst_offset: u32,
         src_step: i32,
         dst_step: i32,
+        /// Elements one `local` workgroup sorts: min(padded, 512).
         block: u32,
+        /// The merge (bitonic sequence length) and step span of a `global`
+        /// step; `local` runs every merge up to `block` when k is 0, else the
+        /// steps of merge k with spans below `block`.
         k: u32,
         j: u32,
         shape: [u32; 8],
@@ -121,7 +127,9 @@ pub(crate) fn sort_source(key: &SortKey) -> Result<String> {
         key_fn(dtype, key.descending),
     );
     let walk = LINE_STARTS.wgsl();
+    let params = SortParams::wgsl();
     let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    slots.push(("PARAMS", params.as_str()));
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("OPS", ops.as_str()),
