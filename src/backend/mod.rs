@@ -1,9 +1,12 @@
 //! Backends: where storage lives and where kernels run.
 //!
 //! `ops/` validates user input and computes output layouts, then hands a
-//! [`Call`] to [`run`]; the backend of the destination's storage executes it.
-//! Nothing in here re-checks user input.
+//! [`Call`] (one of the structs of `calls.rs`) to [`run`] (or the family's
+//! function here); the backend of the destination's storage executes it.
+//! This file holds [`Storage`] and that dispatch. Nothing in here re-checks
+//! user input.
 
+mod calls;
 pub(crate) mod cpu;
 mod custom_spec;
 pub(crate) mod gpu;
@@ -12,9 +15,11 @@ mod layering;
 
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
-use crate::op::{ElementwiseOp, IndexOp, ReduceOp, ScanOp};
-use crate::scalar::TypedScalar;
+use crate::op::ReduceOp;
+pub(crate) use calls::{
+    Call, CustomCall, GatherCall, IndexedAxis, Input, MAX_SOFTMAX_LINE, MatmulCall, ReduceCall,
+    ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
+};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
 
@@ -127,40 +132,6 @@ impl Storage {
     }
 }
 
-/// A tensor as a kernel sees it: storage, layout (already broadcast to the
-/// destination's shape) and dtype.
-#[derive(Clone)]
-pub(crate) struct TensorRef<'a> {
-    pub storage: &'a Arc<Storage>,
-    pub layout: Layout,
-    pub dtype: KernelType,
-}
-
-/// One kernel input.
-#[derive(Clone)]
-pub(crate) enum Input<'a> {
-    Tensor(TensorRef<'a>),
-    Scalar(TypedScalar),
-}
-
-impl Input<'_> {
-    pub fn dtype(&self) -> KernelType {
-        match self {
-            Input::Tensor(t) => t.dtype,
-            Input::Scalar(s) => s.dtype,
-        }
-    }
-}
-
-/// One elementwise kernel launch. Inputs that share the destination's storage
-/// either have the destination's layout or touch none of its elements (the op
-/// layer copies any other overlapping input first).
-pub(crate) struct Call<'a> {
-    pub kernel: ElementwiseOp,
-    pub out: TensorRef<'a>,
-    pub inputs: &'a [Input<'a>],
-}
-
 /// Runs `call` on the backend that holds the destination.
 ///
 /// # Errors
@@ -175,49 +146,6 @@ pub(crate) fn run(call: &Call) -> Result<()> {
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled(call.kernel.name(), || cpu::run(s, call)),
         Storage::Gpu(s) => gpu::record_elementwise(s, call),
-    }
-}
-
-/// One reduction: each element of `out` (a fresh row-major tensor whose
-/// shape is the first `kept` axes of `input`) reduces the elements of
-/// `input` that share those leading indices. The op layer has permuted the
-/// kept axes first and the reduced axes last; the input may be any view.
-pub(crate) struct ReduceCall<'a> {
-    pub op: ReduceOp,
-    pub input: TensorRef<'a>,
-    pub kept: usize,
-    pub out: TensorRef<'a>,
-    /// Divide each sum by the number of reduced elements (a mean).
-    pub mean: bool,
-    /// A sum of squared deviations: each element `x` of output `o` enters
-    /// the sum as `(x - center[o])^2`, `center` holding one f32 per output
-    /// in row-major order at offset 0 (a variance's second pass; `op` is
-    /// `Sum` and the input and output are f32).
-    pub center: Option<TensorRef<'a>>,
-}
-
-impl ReduceCall<'_> {
-    /// The kept axes of the input (one output each, row-major), coalesced.
-    pub fn kept_layout(&self) -> Layout {
-        let l = &self.input.layout;
-        Layout::from_parts(
-            l.dims()[..self.kept].into(),
-            l.strides()[..self.kept].into(),
-            l.offset(),
-        )
-        .coalesced()
-    }
-
-    /// The reduced axes of the input at offset 0, coalesced (row-major
-    /// order, so arg ops' indices are unchanged).
-    pub fn reduced_layout(&self) -> Layout {
-        let l = &self.input.layout;
-        Layout::from_parts(
-            l.dims()[self.kept..].into(),
-            l.strides()[self.kept..].into(),
-            0,
-        )
-        .coalesced()
     }
 }
 
@@ -248,39 +176,6 @@ pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
     }
 }
 
-/// One (batched) matrix product `out = a @ b`: `a` is `[batch.., m, k]`,
-/// `b` is `[batch.., k, n]` (batch axes already broadcast, possibly with
-/// stride 0) and `out` a fresh row-major `[batch.., m, n]`. Operands may be
-/// any view; kernels read them through their strides.
-pub(crate) struct MatmulCall<'a> {
-    pub a: TensorRef<'a>,
-    pub b: TensorRef<'a>,
-    pub out: TensorRef<'a>,
-}
-
-impl MatmulCall<'_> {
-    /// (m, k, n).
-    pub fn dims(&self) -> (usize, usize, usize) {
-        let a = self.a.layout.dims();
-        let b = self.b.layout.dims();
-        let r = a.len();
-        (a[r - 2], a[r - 1], b[r - 1])
-    }
-
-    /// The batch axes of `t` (all but the last two), at `t`'s offset.
-    pub fn batch_layout(t: &TensorRef) -> Layout {
-        let l = &t.layout;
-        let r = l.rank() - 2;
-        Layout::from_parts(l.dims()[..r].into(), l.strides()[..r].into(), l.offset())
-    }
-
-    /// (row stride, column stride) of the matrices of `t`.
-    pub fn matrix_strides(t: &TensorRef) -> (isize, isize) {
-        let s = t.layout.strides();
-        (s[s.len() - 2], s[s.len() - 1])
-    }
-}
-
 /// Runs a matrix product on the backend that holds its output.
 ///
 /// # Errors
@@ -292,34 +187,6 @@ pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("matmul", || cpu::matmul(s, call)),
         Storage::Gpu(s) => gpu::matmul(s, call),
-    }
-}
-
-/// One scan: each line of `input` along its last axis (the op layer moved
-/// the scanned axis there) becomes the running sums or products written
-/// along the last axis of `out`, a fresh tensor viewed the same way.
-pub(crate) struct ScanCall<'a> {
-    pub op: ScanOp,
-    pub input: TensorRef<'a>,
-    pub out: TensorRef<'a>,
-}
-
-/// (lines, step) of `t` for kernels that walk lines along the last axis:
-/// the layout of all axes but the last (at `t`'s offset), and the last
-/// axis's stride.
-pub(crate) fn lines(t: &TensorRef) -> (Layout, isize) {
-    let l = &t.layout;
-    let r = l.rank() - 1;
-    (
-        Layout::from_parts(l.dims()[..r].into(), l.strides()[..r].into(), l.offset()),
-        l.strides()[r],
-    )
-}
-
-impl ScanCall<'_> {
-    /// Elements per line.
-    pub fn length(&self) -> usize {
-        self.input.layout.dims().last().copied().unwrap_or(1)
     }
 }
 
@@ -336,25 +203,6 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
     }
 }
 
-/// One sort: the lines of `input` along its last axis (the op layer moved
-/// the sorted axis there) are sorted stably, ascending with NaN last (or,
-/// with `descending`, descending with NaN first), and the position along
-/// the line of each element in sorted order is written along the last axis
-/// of `out`, a fresh i32 tensor viewed the same way. Equal elements (and
-/// -0 and +0) keep their order.
-pub(crate) struct SortCall<'a> {
-    pub input: TensorRef<'a>,
-    pub out: TensorRef<'a>,
-    pub descending: bool,
-}
-
-impl SortCall<'_> {
-    /// Elements per line.
-    pub fn length(&self) -> usize {
-        self.input.layout.dims().last().copied().unwrap_or(1)
-    }
-}
-
 /// Runs a sort on the backend that holds its output.
 ///
 /// # Errors
@@ -366,17 +214,6 @@ pub(crate) fn sort(call: &SortCall) -> Result<()> {
         Storage::Cpu(s) => cpu::profiled("sort", || cpu::sort(s, call)),
         Storage::Gpu(s) => gpu::sort(s, call),
     }
-}
-
-/// One run of a user's WGSL kernel (GPU only; the op layer refuses the
-/// CPU): each input read through its layout broadcast to `out` (for the
-/// element at hand) and through its own layout (for `NAME_at`).
-pub(crate) struct CustomCall<'a> {
-    pub op: &'static str,
-    pub spec: &'a CustomSpec,
-    pub inputs: Vec<(TensorRef<'a>, Layout)>,
-    pub scalars: Vec<TypedScalar>,
-    pub out: TensorRef<'a>,
 }
 
 /// Runs a custom kernel on the GPU that holds its output.
@@ -394,29 +231,6 @@ pub(crate) fn custom(call: &CustomCall) -> Result<()> {
     }
 }
 
-/// The longest line a [`SoftmaxCall`] takes, on every device (the GPU
-/// walks a line with one workgroup, and lavapipe's loop limit bounds that
-/// walk); ops compose longer softmaxes from reductions.
-pub(crate) const MAX_SOFTMAX_LINE: usize = 1 << 20;
-
-/// One softmax: each line of `input` along its last axis (the op layer
-/// moved the softmax axis there) becomes `exp(x - max) / sum(exp(x - max))`
-/// (or, with `log`, `(x - max) - log(sum(exp(x - max)))`) along the last
-/// axis of `out`, a fresh float tensor of the input's dtype viewed the same
-/// way.
-pub(crate) struct SoftmaxCall<'a> {
-    pub log: bool,
-    pub input: TensorRef<'a>,
-    pub out: TensorRef<'a>,
-}
-
-impl SoftmaxCall<'_> {
-    /// Elements per line.
-    pub fn length(&self) -> usize {
-        self.input.layout.dims().last().copied().unwrap_or(1)
-    }
-}
-
 /// Runs a softmax on the backend that holds its output.
 ///
 /// # Errors
@@ -428,64 +242,6 @@ pub(crate) fn softmax(call: &SoftmaxCall) -> Result<()> {
         Storage::Cpu(s) => cpu::profiled("softmax", || cpu::softmax(s, call)),
         Storage::Gpu(s) => gpu::softmax(s, call),
     }
-}
-
-/// The axis an index tensor addresses: which one (for error reports), its
-/// extent and its stride in the indexed tensor, and the positions along it
-/// that one call touches.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct IndexedAxis {
-    pub axis: usize,
-    pub size: usize,
-    pub stride: isize,
-    /// The call touches positions `first..first + count` along the axis,
-    /// and the indexed layout (`src` of a gather, `out` of a scatter) is
-    /// at position `first`: indices that resolve outside are skipped
-    /// without a fault. All of the axis (`first` 0, `count` `size`) but in
-    /// the parts of a GPU op over a view larger than one storage binding
-    /// (`ops/binding_parts.rs`); the CPU takes only the whole axis.
-    pub first: usize,
-    pub count: usize,
-}
-
-impl IndexedAxis {
-    /// All of axis `axis`, of extent `size` and stride `stride`.
-    pub fn whole(axis: usize, size: usize, stride: isize) -> IndexedAxis {
-        IndexedAxis {
-            axis,
-            size,
-            stride,
-            first: 0,
-            count: size,
-        }
-    }
-
-    /// True when the call touches all of the axis.
-    pub fn is_whole(&self) -> bool {
-        self.first == 0 && self.count == self.size
-    }
-
-    /// The position along the axis that `raw` (an i32 or u32 index)
-    /// names: `-size..size` for signed indices (negative ones count from
-    /// the end, as NumPy), `0..size` for unsigned; `None` outside.
-    pub fn resolve(&self, raw: i64) -> Option<usize> {
-        let size = self.size as i64;
-        let k = if raw < 0 { raw + size } else { raw };
-        (0..size).contains(&k).then_some(k as usize)
-    }
-}
-
-/// Indexing that reads (take, index_select, gather): output element `o`
-/// is the element of the source at `src`'s position for `o` plus
-/// `target.stride` times the index at `index`'s position for `o`. Both are
-/// layouts over the output's coordinates (stride 0 where they do not vary).
-pub(crate) struct GatherCall<'a> {
-    pub op: IndexOp,
-    pub src: TensorRef<'a>,
-    pub index: TensorRef<'a>,
-    /// A fresh row-major tensor.
-    pub out: TensorRef<'a>,
-    pub target: IndexedAxis,
 }
 
 /// Runs a gather on the backend that holds its output.
@@ -501,21 +257,6 @@ pub(crate) fn gather(call: &GatherCall) -> Result<()> {
         Storage::Cpu(s) => cpu::profiled("gather", || cpu::gather(s, call)),
         Storage::Gpu(s) => gpu::gather(s, call),
     }
-}
-
-/// Indexing that writes (scatter, scatter_add) in place: along each line
-/// (the index's last axis, to which the op layer moved the scatter axis)
-/// element `i` of `src` goes to the destination at `out`'s position for
-/// the line plus `target.stride` times the index. `out` is a layout over
-/// the index's coordinates with stride 0 along the line; `src` and `index`
-/// have the index's shape. Lines write distinct elements; within a line the
-/// writes happen in order.
-pub(crate) struct ScatterCall<'a> {
-    pub op: IndexOp,
-    pub out: TensorRef<'a>,
-    pub src: TensorRef<'a>,
-    pub index: TensorRef<'a>,
-    pub target: IndexedAxis,
 }
 
 /// Runs a scatter on the backend that holds its destination.

@@ -320,6 +320,33 @@ proptest! {
     }
 }
 
+proptest! {
+    /// A layout cut anywhere addresses every element as the leading part's
+    /// position plus the trailing part's; the last axis split off gives the
+    /// same lines and the step along them.
+    #[test]
+    fn a_split_layout_adds_up_to_the_whole(l in strided_layout(), at in 0usize..6) {
+        let at = at.min(l.rank());
+        let (lead, trail) = l.split_at(at);
+        prop_assert_eq!(lead.rank() + trail.rank(), l.rank());
+        prop_assert_eq!(trail.offset(), 0);
+        for idx in all_indices(l.dims()) {
+            let (i, j) = idx.split_at(at);
+            // Relative to a start: below zero along negative strides.
+            let rel: isize = j.iter().zip(trail.strides()).map(|(&j, &s)| j as isize * s).sum();
+            prop_assert_eq!(lead.position(i) as isize + rel, l.position(&idx) as isize);
+        }
+        prop_assume!(l.rank() >= 1);
+        let (lines, step) = l.split_last();
+        let n = l.dims()[l.rank() - 1];
+        let mut want = Vec::new();
+        for start in lines.positions() {
+            want.extend((0..n).map(|k| (start as isize + k as isize * step) as usize));
+        }
+        prop_assert_eq!(want, l.positions());
+    }
+}
+
 #[test]
 fn diagonal_needs_two_axes() {
     let e = Layout::contiguous([4]).diagonal("diagonal", 0).unwrap_err();
