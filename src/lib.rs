@@ -63,6 +63,8 @@
 //!   [`Device::from_wgpu`], [`Tensor::gpu_buffer`],
 //!   [`Tensor::from_gpu_buffer`], [`Tensor::write_to_texture`].
 //! - Profiles: [`Device::profile`] ([`Profile`]).
+//! - Coming from NumPy or PyTorch: [`doc::webtensor_for_numpy_users`], the
+//!   everyday calls side by side.
 //! - Captured steps, run again without recording: [`Device::capture`],
 //!   [`Graph::run`].
 //! - Reading back: [`Tensor::to_vec`], [`Tensor::item`], the `_async`
@@ -75,6 +77,7 @@
 mod backend;
 mod clock;
 mod device;
+pub mod doc;
 mod dtype;
 mod error;
 mod graph;

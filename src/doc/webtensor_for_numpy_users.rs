@@ -1,0 +1,241 @@
+//! webtensor for NumPy (and PyTorch) users: the everyday calls side by
+//! side, and where the semantics differ.
+//!
+//! webtensor follows NumPy's semantics (broadcasting, views, negative
+//! indices and steps, `keepdims`, half-to-even rounding, how arrays print)
+//! and runs them on a GPU or the CPU alike. What changes is the spelling:
+//! methods that return `Result` (errors name the op and the values), axes
+//! as `isize`, shapes as arrays or slices, and an explicit
+//! [`Device`](crate::Device).
+//!
+//! Every webtensor form in the tables runs in the example below its table
+//! (they are doctests).
+//!
+//! # Devices and readback
+//!
+//! | NumPy / PyTorch | webtensor |
+//! |---|---|
+//! | `torch.device("cuda")` | `Device::gpu()?`, or `Device::default_device()?` (a hardware GPU, else the CPU) |
+//! | `x.to("cuda")` | `x.to_device(&gpu)?` |
+//! | `x.numpy()`, `x.tolist()` | `x.to_vec::<f32>()?` (row-major; `to_vec_async` in a browser) |
+//! | `x.item()` | `x.item::<f32>()?` |
+//! | `torch.cuda.synchronize()` | `dev.sync()?` (ops are batched; a readback waits by itself) |
+//!
+//! ```
+//! use webtensor::{DType, Device, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::default_device()?;
+//! let cpu = Device::cpu();
+//! let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &cpu)?;
+//! let y = x.to_device(&dev)?;
+//! assert_eq!(y.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
+//! assert_eq!(y.sum(.., false)?.item::<f32>()?, 6.0);
+//! dev.sync()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Creation
+//!
+//! | NumPy | webtensor |
+//! |---|---|
+//! | `np.array([[1, 2], [3, 4]], np.float32)` | `Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &dev)?` |
+//! | `np.zeros((2, 3))`, `np.ones`, `np.full((2, 3), 7)` | `Tensor::zeros([2, 3], DType::F32, &dev)?`, `ones`, `Tensor::full([2, 3], 7.0, DType::F32, &dev)?` |
+//! | `np.arange(0, 6)` | `Tensor::arange(0.0f32, 6.0, 1.0, &dev)?` |
+//! | `np.linspace(0, 1, 5)` | `Tensor::linspace(0.0, 1.0, 5, DType::F32, &dev)?` |
+//! | `np.eye(3)` | `Tensor::eye(3, DType::F32, &dev)?` |
+//! | `np.zeros_like(a)` | `a.zeros_like()?` |
+//! | `rng.standard_normal((2, 2))` | `Tensor::randn([2, 2], DType::F32, seed, &dev)?` (the same values on every device) |
+//!
+//! ```
+//! use webtensor::{DType, Device, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &dev)?;
+//! let z = Tensor::zeros([2, 3], DType::F32, &dev)?;
+//! let o = Tensor::ones([2, 3], DType::F32, &dev)?;
+//! let f = Tensor::full([2, 3], 7.0, DType::F32, &dev)?;
+//! let r = Tensor::arange(0.0f32, 6.0, 1.0, &dev)?;
+//! let l = Tensor::linspace(0.0, 1.0, 5, DType::F32, &dev)?;
+//! let i = Tensor::eye(3, DType::F32, &dev)?;
+//! let zl = a.zeros_like()?;
+//! let n = Tensor::randn([2, 2], DType::F32, 7, &dev)?;
+//! assert_eq!(l.to_vec::<f32>()?, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+//! assert_eq!(f.sum(.., false)?.item::<f32>()?, 42.0);
+//! # let _ = (z, o, r, i, zl, n);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Indexing and views
+//!
+//! Basic indexing gives views, as in NumPy: no copy, and writes through a
+//! view reach the tensor it views (on the GPU too). [`s!`](crate::s) takes
+//! NumPy's items; a step goes after `;`.
+//!
+//! | NumPy | webtensor |
+//! |---|---|
+//! | `a[1]`, `a[-1]` | `a.slice(s![1])?`, `a.slice(s![-1])?` |
+//! | `a[1:, ::2]` | `a.slice(s![1.., ..;2])?` |
+//! | `a[::-1]` | `a.slice(s![..;-1])?` or `a.flip(&[0])?` |
+//! | `a[:, None]` | `a.slice(s![.., NewAxis])?` or `a.unsqueeze(1)?` |
+//! | `a.T`, `a.transpose(1, 0)` | `a.t()`, `a.permute(&[1, 0])?` |
+//! | `a.reshape(-1)` | `a.reshape([-1])?` (a view when the strides allow, else a copy) |
+//! | `a[[2, 0]]` | `a.take(&idx, 0)?` (`idx` an i32 tensor) |
+//! | `np.take_along_axis(a, i, 1)` | `a.gather(&i, 1)?` |
+//! | `a[mask] = 0` | `a.masked_fill_(&mask, 0.0)?` |
+//! | `np.where(c, x, y)` | `Tensor::where_cond(&c, &x, &y)?` |
+//!
+//! ```
+//! use webtensor::{s, DType, Device, NewAxis, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let a = Tensor::arange(0.0f32, 12.0, 1.0, &dev)?.reshape([3, 4])?;
+//! assert_eq!(a.slice(s![-1])?.to_vec::<f32>()?, vec![8.0, 9.0, 10.0, 11.0]);
+//! assert_eq!(a.slice(s![1.., ..;2])?.dims(), &[2, 2]);
+//! assert_eq!(a.slice(s![..;-1])?.to_vec::<f32>()?, a.flip(&[0])?.to_vec::<f32>()?);
+//! assert_eq!(a.slice(s![.., NewAxis])?.dims(), a.unsqueeze(1)?.dims());
+//! assert_eq!(a.t().to_vec::<f32>()?, a.permute(&[1, 0])?.to_vec::<f32>()?);
+//! let flat = a.reshape([-1])?;
+//! let idx = Tensor::from_slice(&[2i32, 0], [2], &dev)?;
+//! let rows = a.take(&idx, 0)?;
+//! let picked = a.gather(&Tensor::zeros([3, 1], DType::I32, &dev)?, 1)?;
+//! let mask = a.gt_scalar(9.0)?;
+//! let c = Tensor::where_cond(&mask, &a, &a.neg()?)?;
+//! a.masked_fill_(&mask, 0.0)?;
+//! a.slice(s![0, ..])?.fill_(-1.0)?;   // writes into `a`
+//! assert_eq!(a.slice(s![0])?.to_vec::<f32>()?, vec![-1.0; 4]);
+//! assert_eq!(a.max(.., false)?.item::<f32>()?, 9.0);
+//! # let _ = (flat, rows, picked, c);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Arithmetic, broadcasting and in-place ops
+//!
+//! Broadcasting follows NumPy's rules. Methods return new tensors; the
+//! forms ending in `_` write in place, through any view. Operators are
+//! sugar for the methods (they panic where a method would return `Err`).
+//!
+//! | NumPy | webtensor |
+//! |---|---|
+//! | `a + b`, `a * 2` | `a.add(&b)?`, `a.mul_scalar(2.0)?`, or `&a + &b`, `&a * 2.0` |
+//! | `a += b`, `a *= 2` | `a.add_(&b)?`, `a.mul_scalar_(2.0)?`, or `a += &b` |
+//! | `a[...] = b` | `a.assign(&b)?` |
+//! | `np.exp(a)`, `np.clip(a, 0, 1)` | `a.exp()?`, `a.clamp(0.0, 1.0)?` |
+//! | `a // b`, `a % b` | `a.floor_divide(&b)?`, `a.remainder(&b)?` |
+//! | `a @ b` | `a.matmul(&b)?` |
+//! | `a > 0.5` | `a.gt_scalar(0.5)?` (a bool tensor) |
+//!
+//! ```
+//! use webtensor::{DType, Device, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let mut a = Tensor::arange(0.0f32, 6.0, 1.0, &dev)?.reshape([2, 3])?;
+//! let b = Tensor::from_slice(&[10.0f32, 20.0, 30.0], [3], &dev)?;
+//! let c = a.add(&b)?;                 // [2, 3] + [3]
+//! let d = &a * 2.0;
+//! a.add_(&b)?;
+//! a.mul_scalar_(0.5)?;
+//! a += &b;
+//! a.assign(&c)?;
+//! let e = a.exp()?.clamp(0.0, 1.0)?;
+//! let f = a.floor_divide(&b)?;
+//! let g = a.remainder(&b)?;
+//! let h = a.matmul(&a.t())?;          // [2, 2]
+//! let m = a.gt_scalar(20.0)?;
+//! assert_eq!(m.dtype(), DType::Bool);
+//! assert_eq!(h.dims(), &[2, 2]);
+//! # let _ = (d, e, f, g);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Reductions: axes, `keepdims`, `axis=-1`
+//!
+//! Reductions take the axes (`..` for all, an axis, or a list; negative
+//! counts from the end) and `keepdim` (NumPy's `keepdims`) in that order.
+//!
+//! | NumPy | webtensor |
+//! |---|---|
+//! | `a.sum()` | `a.sum(.., false)?` (a 0-d tensor; `.item()` reads it) |
+//! | `a.mean(axis=0, keepdims=True)` | `a.mean(0, true)?` |
+//! | `a.max(axis=-1)` | `a.max(-1, false)?` |
+//! | `a.sum(axis=(0, 2))` | `a.sum(&[0, 2][..], false)?` |
+//! | `a.std(axis=0, ddof=1)` | `a.std(0, 1, false)?` |
+//! | `a.argmax(axis=1)` | `a.argmax(1, false)?` (i32 indices) |
+//! | `np.cumsum(a, axis=1)` | `a.cumsum(1)?` |
+//! | `np.sort(a, axis=-1)` | `a.sort(-1, false)?` (`true`: descending) |
+//! | `torch.topk(a, 2)` | `a.topk(2, -1, true)?` (values and i32 positions) |
+//! | `scipy.special.softmax(a, axis=-1)` | `a.softmax(-1)?` |
+//!
+//! ```
+//! use webtensor::{Device, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let a = Tensor::arange(0.0f32, 24.0, 1.0, &dev)?.reshape([2, 3, 4])?;
+//! assert_eq!(a.sum(.., false)?.item::<f32>()?, 276.0);
+//! assert_eq!(a.mean(0, true)?.dims(), &[1, 3, 4]);
+//! assert_eq!(a.max(-1, false)?.dims(), &[2, 3]);
+//! assert_eq!(a.sum(&[0, 2][..], false)?.dims(), &[3]);
+//! let s = a.std(0, 1, false)?;
+//! let i = a.argmax(1, false)?;
+//! let c = a.cumsum(1)?;
+//! let sorted = a.sort(-1, false)?;
+//! let (top, at) = a.topk(2, -1, true)?;
+//! let p = a.softmax(-1)?;
+//! # let _ = (s, i, c, sorted, top, at, p);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # dtypes
+//!
+//! f32, f16, i32, u32, u8, bool and c64 (complex), on every device; f64 on
+//! the CPU only. There is no implicit promotion yet: operands of one op
+//! share a dtype (convert with `to_dtype`, NumPy's `astype`), and a scalar
+//! must fit the tensor's dtype. Integer `div` truncates toward zero and
+//! divides by zero to 0 (NumPy's `/` would give floats); `floor_divide` is
+//! NumPy's `//`. Sums of bool count in i32; means of integers are f32.
+//!
+//! ```
+//! use webtensor::{DType, Device, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let a = Tensor::from_slice(&[1.0f32, 2.5], [2], &dev)?;
+//! let i = Tensor::from_slice(&[7i32, -7], [2], &dev)?;
+//! assert!(a.add(&i).is_err());               // f32 + i32: convert first
+//! assert_eq!(a.add(&i.to_dtype(DType::F32)?)?.to_vec::<f32>()?, vec![8.0, -4.5]);
+//! let two = Tensor::full([2], 2, DType::I32, &dev)?;
+//! assert_eq!(i.div(&two)?.to_vec::<i32>()?, vec![3, -3]);
+//! assert_eq!(i.floor_divide(&two)?.to_vec::<i32>()?, vec![3, -4]);
+//! assert_eq!(i.gt_scalar(0)?.sum(.., false)?.item::<i32>()?, 1);
+//! assert_eq!(i.mean(.., false)?.dtype(), DType::F32);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Saving and loading
+//!
+//! | NumPy | webtensor |
+//! |---|---|
+//! | `np.save("a.npy", a)`, `np.load` | `io::save_npy("a.npy", &a)?`, `io::load_npy("a.npy", &dev)?` |
+//! | `np.savez`, `np.load("a.npz")` | `io::save_npz`, `io::load_npz` |
+//! | safetensors' `save_file`, `load_file` | `io::save_safetensors`, `io::load_safetensors` |
+//! | bytes in memory | `io::to_npy_bytes(&a)?`, `io::from_npy_bytes(&bytes, &dev)?` (any target, the browser too) |
+//!
+//! ```
+//! use webtensor::{io, Device, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let a = Tensor::arange(0.0f32, 6.0, 1.0, &dev)?.reshape([2, 3])?;
+//! let bytes = io::to_npy_bytes(&a.t())?;     // a view, written in C order
+//! let back = io::from_npy_bytes(&bytes, &dev)?;
+//! assert_eq!(back.dims(), &[3, 2]);
+//! let path = std::env::temp_dir().join("webtensor_numpy_guide.npy");
+//! io::save_npy(&path, &a)?;
+//! assert_eq!(io::load_npy(&path, &dev)?.to_vec::<f32>()?, a.to_vec::<f32>()?);
+//! # std::fs::remove_file(&path).ok();
+//! # Ok(())
+//! # }
+//! ```
