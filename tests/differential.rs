@@ -10,7 +10,7 @@
 //! Values are small integers in f32 (a quarter of the tensors in f16, with a
 //! fourth device that stores f16 packed), and every op keeps them exact or
 //! rounds them the same way on every device, so any difference is a bug. `PROPTEST_CASES` sets the number of
-//! chains per test (256 by default, about 10 s each on lavapipe); a longer run is, for example,
+//! chains per test (64 in the fast form, 256 with `WEBTENSOR_LONG_TESTS=1`); a longer run is, for example,
 //! `PROPTEST_CASES=2000 cargo test --test differential`.
 
 mod common;
@@ -488,10 +488,7 @@ fn positions(dims: &[usize], n: usize, seed: u8, dev: &Device) -> webtensor::Res
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
+    common::cases(64, 256)
 }
 
 proptest! {

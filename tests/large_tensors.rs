@@ -8,7 +8,10 @@
 //! Most of it runs with small tensors on devices whose binding is capped at
 //! a few hundred bytes (`GpuOptions::max_binding_bytes`), so an op splits
 //! into many windows on every view layout; two tests then take real
-//! tensors over lavapipe's 128 MiB binding.
+//! tensors over lavapipe's 128 MiB binding (long tests: `#[ignore]`d in
+//! the fast form, run by `WEBTENSOR_LONG_TESTS=1 cargo test --
+//! --include-ignored`). The fast form checks each case on one capped
+//! device in turn, the long form on all three.
 
 mod common;
 
@@ -20,26 +23,43 @@ use webtensor::{DType, Device, Error, GpuOptions, Tensor, s};
 /// packed.
 fn capped() -> &'static [(&'static str, Device)] {
     static GPUS: OnceLock<Vec<(&'static str, Device)>> = OnceLock::new();
-    GPUS.get_or_init(|| {
-        let settings = [
-            ("fusion", true, false),
-            ("no fusion", false, false),
-            ("fusion, packed f16", true, true),
-        ];
-        settings
-            .into_iter()
-            .filter_map(|(name, fusion, packed)| {
-                common::own_gpu(GpuOptions {
-                    max_binding_bytes: Some(512),
-                    fusion: Some(fusion),
-                    flush_threshold: Some(if fusion { 1024 } else { 1 }),
-                    force_packed_f16: packed,
-                    ..Default::default()
-                })
-                .map(|d| (name, d))
+    GPUS.get_or_init(own_capped)
+}
+
+/// Capped devices of the caller's own: a test that makes an index fault
+/// on a shared device would hand it to the next readback of another test
+/// running beside it.
+fn own_capped() -> Vec<(&'static str, Device)> {
+    let settings = [
+        ("fusion", true, false),
+        ("no fusion", false, false),
+        ("fusion, packed f16", true, true),
+    ];
+    settings
+        .into_iter()
+        .filter_map(|(name, fusion, packed)| {
+            common::own_gpu(GpuOptions {
+                max_binding_bytes: Some(512),
+                fusion: Some(fusion),
+                flush_threshold: Some(if fusion { 1024 } else { 1 }),
+                force_packed_f16: packed,
+                ..Default::default()
             })
-            .collect()
-    })
+            .map(|d| (name, d))
+        })
+        .collect()
+}
+
+/// The capped devices that check case `k` of a test: all of them in the
+/// long form (`WEBTENSOR_LONG_TESTS=1`), one in turn in the fast form (so
+/// that a test's cases still reach every device).
+fn capped_for(k: usize) -> Vec<&'static (&'static str, Device)> {
+    let all = capped();
+    if common::long_tests() || all.is_empty() {
+        all.iter().collect()
+    } else {
+        vec![&all[k % all.len()]]
+    }
 }
 
 #[test]
@@ -122,10 +142,12 @@ fn program(dev: &Device, dims: [usize; 2], dtype: DType) -> webtensor::Result<Ve
 #[test]
 fn elementwise_ops_in_windows_match_the_cpu() {
     let cpu = Device::cpu();
+    let mut k = 0;
     for dims in [[40, 40], [37, 61], [1, 700], [300, 3], [64, 65]] {
         for dtype in [DType::F32, DType::F16, DType::I32] {
             let want = program(&cpu, dims, dtype).unwrap();
-            for (name, dev) in capped() {
+            k += 1;
+            for (name, dev) in capped_for(k) {
                 let got = program(dev, dims, dtype).unwrap();
                 assert_eq!(got, want, "{name}, {dims:?} {dtype}");
             }
@@ -202,9 +224,9 @@ fn reductions(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn reductions_of_views_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    for dtype in [DType::F32, DType::F16, DType::I32] {
+    for (k, dtype) in [DType::F32, DType::F16, DType::I32].into_iter().enumerate() {
         let want = reductions(&cpu, dtype).unwrap();
-        for (name, dev) in capped() {
+        for (name, dev) in capped_for(k) {
             let got = reductions(dev, dtype).unwrap();
             assert_eq!(got.len(), want.len());
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -243,9 +265,9 @@ fn scans_and_joins(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>
 #[test]
 fn scans_and_joins_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    for dtype in [DType::F32, DType::I32, DType::U8] {
+    for (k, dtype) in [DType::F32, DType::I32, DType::U8].into_iter().enumerate() {
         let want = scans_and_joins(&cpu, dtype).unwrap();
-        for (name, dev) in capped() {
+        for (name, dev) in capped_for(k) {
             assert_eq!(scans_and_joins(dev, dtype).unwrap(), want, "{name} {dtype}");
         }
     }
@@ -279,9 +301,9 @@ fn products(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn products_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    for dtype in [DType::F32, DType::F16] {
+    for (k, dtype) in [DType::F32, DType::F16].into_iter().enumerate() {
         let want = products(&cpu, dtype).unwrap();
-        for (name, dev) in capped() {
+        for (name, dev) in capped_for(k) {
             let got = products(dev, dtype).unwrap();
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(g.len(), w.len(), "{name} {dtype} product {k}");
@@ -400,9 +422,9 @@ fn indexing(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn indexing_over_many_bindings_matches_the_cpu() {
     let cpu = Device::cpu();
-    for dtype in [DType::F32, DType::F16, DType::U8] {
+    for (k, dtype) in [DType::F32, DType::F16, DType::U8].into_iter().enumerate() {
         let want = indexing(&cpu, dtype).unwrap();
-        for (name, dev) in capped() {
+        for (name, dev) in capped_for(k) {
             assert_eq!(indexing(dev, dtype).unwrap(), want, "{name} {dtype}");
         }
     }
@@ -412,7 +434,7 @@ fn indexing_over_many_bindings_matches_the_cpu() {
 /// next readback, as for a tensor that fits one binding.
 #[test]
 fn an_index_out_of_range_across_bindings_is_reported() {
-    for (name, dev) in capped() {
+    for (name, dev) in &own_capped() {
         let x = Tensor::ones([40, 50], DType::F32, dev).unwrap();
         let i = Tensor::from_vec(vec![3i32, 40, 1], [3], dev).unwrap();
         let r = x.take(&i, 0).and_then(|t| t.to_vec::<f32>());
@@ -478,9 +500,9 @@ fn along_lines(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn ops_along_lines_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    for dtype in [DType::F32, DType::F16, DType::I32] {
+    for (k, dtype) in [DType::F32, DType::F16, DType::I32].into_iter().enumerate() {
         let want = along_lines(&cpu, dtype).unwrap();
-        for (name, dev) in capped() {
+        for (name, dev) in capped_for(k) {
             let got = along_lines(dev, dtype).unwrap();
             assert_eq!(got.len(), want.len());
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -541,10 +563,7 @@ fn ops_that_do_not_split_refuse_naming_the_op() {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
+    common::cases(24, 64)
 }
 
 /// One random elementwise step over the two slots.
@@ -623,7 +642,7 @@ proptest! {
         )
     ) {
         let want = chain(&Device::cpu(), n, &steps);
-        for (name, dev) in capped() {
+        for (name, dev) in capped_for(n) {
             prop_assert_eq!(&chain(dev, n, &steps), &want, "{}", name);
         }
     }
@@ -655,6 +674,7 @@ fn gpu_binding_128_mib(bytes: u64, force_packed_f16: bool) -> Option<Device> {
 /// side, summed cumulatively along both axes, indexed from both ends and
 /// scattered into, equal to the host's values.
 #[test]
+#[ignore = "long: tensors of hundreds of MiB (WEBTENSOR_LONG_TESTS=1 cargo test -- --include-ignored)"]
 fn a_200_mib_f32_tensor_works() {
     let Some(dev) = gpu_binding_128_mib(200 << 20, false) else {
         return;
@@ -839,6 +859,7 @@ fn a_200_mib_f32_tensor_works() {
 /// written in place at the far end, summed, scattered into, indexed and
 /// read back.
 #[test]
+#[ignore = "long: tensors of hundreds of MiB (WEBTENSOR_LONG_TESTS=1 cargo test -- --include-ignored)"]
 fn a_600_mib_u8_tensor_and_a_300_mib_f16_tensor_work() {
     let Some(dev) = gpu_binding_128_mib(600 << 20, false) else {
         return;

@@ -81,18 +81,32 @@ const GRID_ROW: [usize; 3] = [65535, 65536, 65537];
 const HALF_MEGA: [usize; 3] = [(1 << 19) - 1, 1 << 19, (1 << 19) + 1];
 const LARGE: [usize; 2] = [(1 << 20) + 3, 65535 * 64 + 1];
 
-fn sizes() -> impl Iterator<Item = usize> {
-    WORKGROUP
-        .into_iter()
-        .chain(GRID_ROW)
-        .chain(HALF_MEGA)
-        .chain(LARGE)
+/// Sizes on both sides of every boundary: all of them in the long form
+/// (`WEBTENSOR_LONG_TESTS=1`); the fast form keeps one size either side of
+/// 2^19 and, of the two large sizes, the one past the second grid
+/// dimension.
+fn sizes() -> Vec<usize> {
+    let mut sizes: Vec<usize> = WORKGROUP.into_iter().chain(GRID_ROW).collect();
+    if common::long_tests() {
+        sizes.extend(HALF_MEGA.into_iter().chain(LARGE));
+    } else {
+        sizes.extend([HALF_MEGA[0], HALF_MEGA[2], LARGE[1]]);
+    }
+    sizes
 }
 
 #[test]
 fn elementwise_and_fused_kernels_at_every_boundary() {
-    for n in sizes() {
-        for dtype in [DType::F32, DType::F16, DType::I32, DType::U8] {
+    for (i, n) in sizes().into_iter().enumerate() {
+        // Every dtype at the small sizes; past 2^19 one in turn in the
+        // fast form.
+        let all = [DType::F32, DType::F16, DType::I32, DType::U8];
+        let dtypes = if n < 1 << 19 || common::long_tests() {
+            all.to_vec()
+        } else {
+            vec![all[i % all.len()]]
+        };
+        for dtype in dtypes {
             agree(&format!("add {dtype} n={n}"), |d| {
                 small_ints(n, 1, dtype, d)
                     .add(&small_ints(n, 2, dtype, d))

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::scalar::{Scalar, TypedScalar};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 /// A WGSL kernel of the user's, run once per element of its output (GPU
@@ -87,7 +88,10 @@ impl CustomKernel {
     ) -> Result<CustomKernel> {
         const OP: &str = "CustomKernel::new";
         let all = inputs.iter().chain(scalars).chain([&output]);
-        let mut seen: Vec<&str> = Vec::new();
+        // The names so far and the accessors they define (`x_at`, `x_dim`):
+        // sets, so that a kernel of many scalars is checked in linear time.
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        let mut accessors: FxHashSet<String> = FxHashSet::default();
         for &(arg, dtype) in all {
             check_name(name, arg)?;
             // An input's accessors must not take the body's own names (an
@@ -104,19 +108,19 @@ impl CustomKernel {
                     ),
                 ));
             }
-            if seen.contains(&arg)
-                || seen.iter().any(|s| {
-                    let clash =
-                        |a: &str, b: &str| a == format!("{b}_at") || a == format!("{b}_dim");
-                    clash(arg, s) || clash(s, arg)
-                })
+            let (at, dim) = (format!("{arg}_at"), format!("{arg}_dim"));
+            if seen.contains(arg)
+                || accessors.contains(arg)
+                || seen.contains(at.as_str())
+                || seen.contains(dim.as_str())
             {
                 return Err(Error::argument(
                     OP,
                     format!("kernel {name:?}: the name {arg:?} is taken twice"),
                 ));
             }
-            seen.push(arg);
+            seen.insert(arg);
+            accessors.extend([at, dim]);
             if matches!(dtype, DType::C64 | DType::F64) {
                 return Err(Error::dtype(
                     OP,

@@ -6,6 +6,23 @@
 use std::sync::OnceLock;
 use webtensor::{Device, GpuOptions, Tensor};
 
+/// True when `WEBTENSOR_LONG_TESTS=1`: the long form of the suite (tensors
+/// over the real binding limit, long size sweeps, property tests at full
+/// case counts). Plain `cargo test` runs the fast form: every op on every
+/// device, at sizes that still cross each kernel's boundaries.
+pub fn long_tests() -> bool {
+    std::env::var("WEBTENSOR_LONG_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// `PROPTEST_CASES` when set, else `long` cases in the long form and
+/// `fast` in the fast one.
+pub fn cases(fast: u32, long: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if long_tests() { long } else { fast })
+}
+
 fn require_gpu() -> bool {
     std::env::var("WEBTENSOR_REQUIRE_GPU").is_ok_and(|v| v == "1")
 }
