@@ -11,7 +11,7 @@ use super::kernel::prelude::prelude;
 use super::kernel::strided::{Walk, Walked};
 use super::kernel::template::fill;
 use super::kernel::wgsl_type::ScalarType;
-use super::launch::record_kernel;
+use super::launch::{KernelLaunch, record_kernel};
 use super::storage::GpuStorage;
 use crate::backend::CustomCall;
 use crate::backend::{CustomSpec, CustomSpecs};
@@ -353,12 +353,16 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
     debug_assert_eq!(params.len() as u64, params_size);
     record_kernel(
         ctx,
-        &key,
-        ("webtensor custom kernel", "wt_main", params_size),
-        || Ok(source(spec, native)?.0),
-        params,
-        bindings,
-        [groups[0], groups[1], 1],
+        KernelLaunch {
+            key: &key,
+            label: "webtensor custom kernel",
+            entry: "wt_main",
+            params_size,
+            source: || Ok(source(spec, native)?.0),
+            params,
+            bindings,
+            groups: [groups[0], groups[1], 1],
+        },
     )
 }
 

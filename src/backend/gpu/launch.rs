@@ -14,22 +14,46 @@ use crate::error::{Error, Result};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
-/// Records one dispatch of the pipeline `key` over `groups` workgroups,
-/// building the pipeline on first use from `source()` (entry point `entry`,
-/// a parameter block of `params_size` bytes, storage bindings in the order
-/// and access of `bindings`).
+/// One dispatch of a fixed-function family, as [`record_kernel`] records
+/// it.
+pub(crate) struct KernelLaunch<'a, K, S> {
+    /// What selects the pipeline in the device's cache.
+    pub key: &'a K,
+    /// The pipeline's label (`webtensor <family>`: profiles call its
+    /// dispatches by the family's name).
+    pub label: &'static str,
+    /// The shader's entry point.
+    pub entry: &'static str,
+    /// Bytes of the family's parameter block (its `SIZE`).
+    pub params_size: u64,
+    /// Builds the WGSL source, on the pipeline's first use.
+    pub source: S,
+    /// The parameter block's bytes.
+    pub params: Vec<u8>,
+    /// Storage bindings 1.., in order, each read or written.
+    pub bindings: SmallVec<[Bound; 4]>,
+    /// Workgroups in x, y and z.
+    pub groups: [u32; 3],
+}
+
+/// Records `launch`, building its pipeline on first use.
 ///
 /// # Errors
 /// `Error::Gpu` when the shader fails to compile; scheduler flush failures.
-pub(crate) fn record_kernel(
+pub(crate) fn record_kernel<K: PipelineKey>(
     ctx: &GpuContext,
-    key: &impl PipelineKey,
-    (label, entry, params_size): (&'static str, &'static str, u64),
-    source: impl FnOnce() -> Result<String>,
-    params: Vec<u8>,
-    bindings: SmallVec<[Bound; 4]>,
-    groups: [u32; 3],
+    launch: KernelLaunch<'_, K, impl FnOnce() -> Result<String>>,
 ) -> Result<()> {
+    let KernelLaunch {
+        key,
+        label,
+        entry,
+        params_size,
+        source,
+        params,
+        bindings,
+        groups,
+    } = launch;
     debug_assert_eq!(params.len() as u64, params_size);
     let pipeline = ctx.pipelines.get(&ctx.device, key, || {
         Ok(PipelineSpec {

@@ -15,7 +15,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::KernelType;
@@ -270,12 +270,16 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
     let source_key = key.clone();
     record_kernel(
         ctx,
-        &key,
-        ("webtensor gather", "main", GatherParams::SIZE),
-        || index_source(&source_key),
-        params.bytes(),
-        smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()],
-        [groups[0], groups[1], 1],
+        KernelLaunch {
+            key: &key,
+            label: "webtensor gather",
+            entry: "main",
+            params_size: GatherParams::SIZE,
+            source: || index_source(&source_key),
+            params: params.bytes(),
+            bindings: smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()],
+            groups: [groups[0], groups[1], 1],
+        },
     )
 }
 
@@ -337,12 +341,16 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
         let source_key = key.clone();
         record_kernel(
             ctx,
-            &key,
-            ("webtensor scatter", "main", ScatterParams::SIZE),
-            || index_source(&source_key),
-            params.bytes(),
-            bound.clone(),
-            [groups[0], groups[1], 1],
+            KernelLaunch {
+                key: &key,
+                label: "webtensor scatter",
+                entry: "main",
+                params_size: ScatterParams::SIZE,
+                source: || index_source(&source_key),
+                params: params.bytes(),
+                bindings: bound.clone(),
+                groups: [groups[0], groups[1], 1],
+            },
         )?;
     }
     Ok(())

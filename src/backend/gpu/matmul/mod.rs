@@ -25,7 +25,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::KernelType;
@@ -277,12 +277,16 @@ fn record_per_output(
             };
             record_kernel(
                 ctx,
-                &key,
-                ("webtensor matmul", "main", MatmulParams::SIZE),
-                || matmul_source(&key),
-                block.bytes(),
-                bound.iter().cloned().collect(),
-                [x, y, 1],
+                KernelLaunch {
+                    key: &key,
+                    label: "webtensor matmul",
+                    entry: "main",
+                    params_size: MatmulParams::SIZE,
+                    source: || matmul_source(&key),
+                    params: block.bytes(),
+                    bindings: bound.iter().cloned().collect(),
+                    groups: [x, y, 1],
+                },
             )?;
         }
     }
@@ -401,12 +405,16 @@ fn record_slices(
             let bindings: SmallVec<[Bound; 4]> = bound.iter().map(|&b| b.clone()).collect();
             record_kernel(
                 ctx,
-                &key,
-                ("webtensor matmul", "main", MatmulParams::SIZE),
-                || matmul_source(&key),
-                params(k_range, batch_range.start).bytes(),
-                bindings,
-                [groups[0], groups[1], batch_range.len() as u32],
+                KernelLaunch {
+                    key: &key,
+                    label: "webtensor matmul",
+                    entry: "main",
+                    params_size: MatmulParams::SIZE,
+                    source: || matmul_source(&key),
+                    params: params(k_range, batch_range.start).bytes(),
+                    bindings,
+                    groups: [groups[0], groups[1], batch_range.len() as u32],
+                },
             )?;
         }
     }

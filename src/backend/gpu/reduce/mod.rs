@@ -21,7 +21,7 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::{dims8, strides8};
-use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::KernelType;
@@ -263,12 +263,16 @@ fn record(
     let key = stage.key.clone();
     record_kernel(
         ctx,
-        &stage.key,
-        ("webtensor reduce", entry, ReduceParams::SIZE),
-        || reduce_source(&key),
-        params.bytes(),
-        stage.bindings,
-        [groups[0], groups[1], 1],
+        KernelLaunch {
+            key: &stage.key,
+            label: "webtensor reduce",
+            entry,
+            params_size: ReduceParams::SIZE,
+            source: || reduce_source(&key),
+            params: params.bytes(),
+            bindings: stage.bindings,
+            groups: [groups[0], groups[1], 1],
+        },
     )
 }
 

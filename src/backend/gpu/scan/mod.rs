@@ -13,7 +13,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ScanCall, lines};
 use crate::dtype::KernelType;
@@ -164,12 +164,16 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
         let source_key = key.clone();
         record_kernel(
             ctx,
-            &key,
-            ("webtensor scan", entry, ScanParams::SIZE),
-            || scan_source(&source_key),
-            params.bytes(),
-            smallvec![src.clone(), dst.clone()],
-            [groups[0], groups[1], 1],
+            KernelLaunch {
+                key: &key,
+                label: "webtensor scan",
+                entry,
+                params_size: ScanParams::SIZE,
+                source: || scan_source(&source_key),
+                params: params.bytes(),
+                bindings: smallvec![src.clone(), dst.clone()],
+                groups: [groups[0], groups[1], 1],
+            },
         )?;
     }
     Ok(())

@@ -12,7 +12,7 @@ use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
-use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SoftmaxCall, lines};
 use crate::dtype::KernelType;
@@ -202,12 +202,16 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
     let source_key = key.clone();
     record_kernel(
         ctx,
-        &key,
-        ("webtensor softmax", "main", SoftmaxParams::SIZE),
-        || softmax_source(&source_key),
-        params.bytes(),
-        smallvec![input_bound, out_bound],
-        [groups[0], groups[1], 1],
+        KernelLaunch {
+            key: &key,
+            label: "webtensor softmax",
+            entry: "main",
+            params_size: SoftmaxParams::SIZE,
+            source: || softmax_source(&source_key),
+            params: params.bytes(),
+            bindings: smallvec![input_bound, out_bound],
+            groups: [groups[0], groups[1], 1],
+        },
     )
 }
 

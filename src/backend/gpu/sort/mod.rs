@@ -11,7 +11,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::launch::record_kernel;
+use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SortCall, Storage, lines};
 use crate::dtype::KernelType;
@@ -245,12 +245,16 @@ pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
         let source_key = key.clone();
         record_kernel(
             ctx,
-            &key,
-            ("webtensor sort", stage.entry(), SortParams::SIZE),
-            || sort_source(&source_key),
-            params.bytes(),
-            bound.clone(),
-            [groups[0], groups[1], 1],
+            KernelLaunch {
+                key: &key,
+                label: "webtensor sort",
+                entry: stage.entry(),
+                params_size: SortParams::SIZE,
+                source: || sort_source(&source_key),
+                params: params.bytes(),
+                bindings: bound.clone(),
+                groups: [groups[0], groups[1], 1],
+            },
         )?;
     }
     Ok(())
