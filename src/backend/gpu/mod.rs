@@ -13,8 +13,9 @@
 //!   elementwise intermediates into their reader), `dispatch` (a
 //!   program's pipeline, grid, parameters and bindings; bind groups),
 //!   `temporaries` (buffers of a flush for outputs whose tensors are
-//!   gone), `target` (what a flush borrows of the device), `scheduler`
-//!   (batches, flushes against a borrowed `Target`);
+//!   gone), `target` (what a flush borrows of the device), `scheduler/`
+//!   (batches, flushes against a borrowed `Target`; its `replay` and
+//!   `profiling` serve captured steps and profiles);
 //! - the device: `facts` (what the adapter allows), `tuning` (settings
 //!   that choose among kernel variants), `pool` (size-bucketed
 //!   buffers), `faults` (out-of-range index reports), `context` (opens the

@@ -7,16 +7,23 @@
 //! a buffer that pending work may still read, and when the number of ops
 //! recorded reaches the flush threshold, a setting the scheduler owns with
 //! the fusion switch.
+//!
+//! This file is the stream (record, flush, plan, encode, the parameter
+//! arena, submit); `replay.rs` holds the scheduler's side of captured
+//! steps, `profiling.rs` that of profiles.
+
+mod profiling;
+mod replay;
 
 use super::bind_groups::BindGroupCache;
-use super::capture::{self, Capture, CapturedBatch, CapturedDispatch};
+use super::capture::Capture;
 use super::command::{Command, poison_outputs};
 use super::dispatch::{Binding, Encoded, create_group, encode_windows, group_key};
 use super::fusion::{FusionScratch, Step, programs};
 #[cfg(not(target_arch = "wasm32"))]
 use super::kernel::pipeline::pop_now;
 use super::pool::PooledBuffer;
-use super::profile_log::{self, Dispatch, Origin, ProfileLog};
+use super::profile_log::{Dispatch, Origin, ProfileLog};
 use super::target::Target;
 use super::temporaries::Temporaries;
 use crate::clock::Stamp;
@@ -394,268 +401,6 @@ impl Scheduler {
             }
         }
         Ok(())
-    }
-
-    /// True while a step is being captured.
-    pub fn is_capturing(&self) -> bool {
-        self.capture.is_some()
-    }
-
-    /// Starts capturing a step (see `graph.rs`): what is pending is
-    /// submitted first, then nothing is until [`Scheduler::end_capture`].
-    ///
-    /// # Errors
-    /// `Error::Argument` when a step is being captured already; as
-    /// [`Scheduler::flush`].
-    pub fn begin_capture(&mut self, ctx: &Target<'_>) -> Result<()> {
-        if self.capture.is_some() {
-            return Err(Error::argument(
-                capture::OP,
-                "a step is being captured on this device already",
-            ));
-        }
-        if self.profile.is_some() {
-            return Err(Error::argument(
-                capture::OP,
-                "the device is being profiled: capture the step before the profile, run it inside",
-            ));
-        }
-        if self.has_pending() {
-            self.flush(ctx, |_| {})?;
-        }
-        self.capture = Some(Capture::default());
-        Ok(())
-    }
-
-    /// Ends the capture. When `step` (what the step's code returned)
-    /// succeeded and no op inside it was refused, encodes the batch once,
-    /// submits it (the step's first run) and returns it for later runs.
-    /// Otherwise what the step recorded is submitted as any batch (as
-    /// eager ops up to the error would have run) and the error returned.
-    ///
-    /// # Errors
-    /// The step's error, or the refusal; as [`Scheduler::flush`] (the
-    /// step's outputs are poisoned then).
-    pub fn end_capture(&mut self, ctx: &Target<'_>, step: Result<()>) -> Result<CapturedBatch> {
-        let Some(mut capture) = self.capture.take() else {
-            return Err(Error::internal(capture::OP, "no step is being captured"));
-        };
-        let refused = capture.refused().map(|r| Error::argument(capture::OP, r));
-        if let Some(e) = step.err().or(refused) {
-            // A failed submit poisons what it was to write; the step's
-            // error says more.
-            let _submitted = self.flush(ctx, |_| {});
-            return Err(e);
-        }
-        let mut commands = std::mem::take(&mut self.pending);
-        capture.hold_live(&commands);
-        #[cfg(not(target_arch = "wasm32"))]
-        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let result = self.encode_captured(ctx, &commands, capture);
-        #[cfg(not(target_arch = "wasm32"))]
-        let result = match (result, pop_now(scope)) {
-            (Ok(_), Some(e)) => Err(Error::gpu(capture::OP, format!("the device reported: {e}"))),
-            (result, _) => result,
-        };
-        ctx.open_batch.fetch_add(1, Ordering::AcqRel);
-        match &result {
-            Err(e) => poison_outputs(&commands, &e.to_string()),
-            Ok(_) => self.counters.buffers_avoided += unwritten(&commands),
-        }
-        commands.clear();
-        if self.pending.is_empty() {
-            self.pending = commands;
-        }
-        let mut batch = result?;
-        if let Err(e) = self.replay(ctx, &batch) {
-            release(ctx, batch.temporaries.drain(..));
-            return Err(e);
-        }
-        Ok(batch)
-    }
-
-    /// The dispatches of `commands` encoded once, bound to a parameter
-    /// buffer of their own, with the buffers they need held.
-    ///
-    /// # Errors
-    /// As [`Scheduler::flush`].
-    fn encode_captured(
-        &mut self,
-        ctx: &Target<'_>,
-        commands: &[Command],
-        capture: Capture,
-    ) -> Result<CapturedBatch> {
-        let (mut encoded, mut bytes) = (Vec::new(), Vec::new());
-        let (encoding, temporaries) = self.plan_and_encode(ctx, commands, &mut encoded, &mut bytes);
-        if let Err(e) = encoding {
-            release(ctx, temporaries);
-            return Err(e);
-        }
-        let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("webtensor captured params"),
-            size: (bytes.len() as u64).next_multiple_of(16).max(16),
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        ctx.pool.note_made(&params);
-        if !bytes.is_empty() {
-            ctx.queue.write_buffer(&params, 0, &bytes);
-        }
-        let dispatches = encoded
-            .iter()
-            .map(|e| CapturedDispatch {
-                pipeline: e.pipeline.clone(),
-                group: create_group(ctx.device, &group_key(e, &params)),
-                offset: e.offset,
-                groups: e.groups,
-                fused_ops: e.fused_ops,
-            })
-            .collect();
-        Ok(CapturedBatch {
-            dispatches,
-            _params: params,
-            temporaries,
-            held: capture.into_held(),
-            written: commands.iter().flat_map(Command::written_slots).collect(),
-            ops: commands.len(),
-            faults: commands.iter().any(|c| match c {
-                Command::Kernel(k) => k.bindings.iter().any(|b| b.fault_record),
-                Command::Elementwise(_) => false,
-            }),
-        })
-    }
-
-    /// Submits a captured batch (after what is pending), as one submit.
-    ///
-    /// # Errors
-    /// `Error::Argument` while a step is being captured; a tensor the batch
-    /// binds that a failed batch poisoned; the device's validation errors
-    /// (the batch's outputs are poisoned then); as [`Scheduler::flush`].
-    pub fn replay(&mut self, ctx: &Target<'_>, batch: &CapturedBatch) -> Result<()> {
-        if let Some(capture) = &mut self.capture {
-            return Err(capture.refuse_submit());
-        }
-        if self.has_pending() {
-            self.flush(ctx, |_| {})?;
-        }
-        for storage in &batch.held {
-            if let crate::backend::Storage::Gpu(s) = &**storage {
-                s.check_poison("Graph::run")?;
-            }
-        }
-        let started = self.profile.as_mut().map(|profile| {
-            profile.record("Graph::run", 0);
-            Stamp::now()
-        });
-        #[cfg(not(target_arch = "wasm32"))]
-        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut encoder = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("webtensor captured step"),
-            });
-        if let Some(profile) = &mut self.profile {
-            let dispatches: Vec<Dispatch> = batch
-                .dispatches
-                .iter()
-                .map(|d| Dispatch {
-                    pipeline: &d.pipeline,
-                    group: &d.group,
-                    offset: d.offset,
-                    groups: d.groups,
-                })
-                .collect();
-            profile.encode(ctx, &mut encoder, &dispatches, Origin::Replay);
-        } else if !batch.dispatches.is_empty() {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("webtensor captured step"),
-                timestamp_writes: None,
-            });
-            for d in &batch.dispatches {
-                pass.set_pipeline(&d.pipeline.pipeline);
-                pass.set_bind_group(0, &d.group, &[d.offset]);
-                pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
-            }
-        }
-        ctx.queue.submit(Some(encoder.finish()));
-        let result: Result<()> = Ok(());
-        #[cfg(not(target_arch = "wasm32"))]
-        let result = match pop_now(scope) {
-            Some(e) => Err(Error::gpu(
-                "Graph::run",
-                format!("the device reported: {e}"),
-            )),
-            None => result,
-        };
-        ctx.open_batch.fetch_add(1, Ordering::AcqRel);
-        if let Err(e) = &result {
-            let failure = e.to_string();
-            for slot in &batch.written {
-                slot.poison(&failure);
-            }
-        }
-        if let (Some(profile), Some(started)) = (&mut self.profile, started) {
-            profile.close_batch(started, result.is_ok());
-        }
-        self.counters.graph_runs += 1;
-        self.counters
-            .count_submit(batch.dispatches.iter().map(|d| d.fused_ops));
-        result
-    }
-
-    /// True while a profile is open.
-    pub fn is_profiling(&self) -> bool {
-        self.profile.is_some()
-    }
-
-    /// Opens a profile (see `profile_log.rs`): what is pending is submitted
-    /// first, outside it.
-    ///
-    /// # Errors
-    /// `Error::Argument` while a step is being captured or a profile is
-    /// open; as [`Scheduler::flush`].
-    pub fn begin_profile(&mut self, ctx: &Target<'_>) -> Result<()> {
-        let busy = if self.capture.is_some() {
-            Some("a step is being captured on this device")
-        } else if self.profile.is_some() {
-            Some("the device is being profiled already")
-        } else {
-            None
-        };
-        if let Some(why) = busy {
-            return Err(Error::argument(profile_log::OP, why));
-        }
-        if self.has_pending() {
-            self.flush(ctx, |_| {})?;
-        }
-        self.profile = Some(ProfileLog::new(ctx.facts.timestamps));
-        Ok(())
-    }
-
-    /// Submits what is pending, inside the open profile, and closes it.
-    ///
-    /// # Errors
-    /// `Error::Internal` when no profile is open. A failed submit is not an
-    /// error here: it poisons its outputs, and the profile shows its ops
-    /// without kernels.
-    pub fn end_profile(&mut self, ctx: &Target<'_>) -> Result<ProfileLog> {
-        if self.profile.is_none() {
-            return Err(Error::internal(profile_log::OP, "no profile is open"));
-        }
-        if self.has_pending() {
-            let _poisoned = self.flush(ctx, |_| {});
-        }
-        self.profile
-            .take()
-            .ok_or_else(|| Error::internal(profile_log::OP, "no profile is open"))
-    }
-
-    /// Starts the profile's next op's host time now, if one is open (after
-    /// a wait for the GPU).
-    pub fn profile_mark(&mut self) {
-        if let Some(profile) = &mut self.profile {
-            profile.mark();
-        }
     }
 
     /// The parameter arena, grown to at least `size` bytes.
