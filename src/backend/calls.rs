@@ -67,13 +67,13 @@ pub(crate) struct ReduceCall<'a> {
 impl ReduceCall<'_> {
     /// The kept axes of the input (one output each, row-major), coalesced.
     pub fn kept_layout(&self) -> Layout {
-        self.input.layout.split_at(self.kept).0.coalesced()
+        self.input.layout.leading(self.kept).coalesced()
     }
 
     /// The reduced axes of the input at offset 0, coalesced (row-major
     /// order, so arg ops' indices are unchanged).
     pub fn reduced_layout(&self) -> Layout {
-        self.input.layout.split_at(self.kept).1.coalesced()
+        self.input.layout.trailing(self.kept).coalesced()
     }
 }
 
@@ -98,7 +98,7 @@ impl MatmulCall<'_> {
 
     /// The batch axes of `t` (all but the last two), at `t`'s offset.
     pub fn batch_layout(t: &TensorRef) -> Layout {
-        t.layout.split_at(t.layout.rank() - 2).0
+        t.layout.leading(t.layout.rank() - 2)
     }
 
     /// (row stride, column stride) of the matrices of `t`.

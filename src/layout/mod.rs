@@ -218,28 +218,34 @@ impl Layout {
         Layout::from_parts(dims.to_vec().into(), strides, self.offset)
     }
 
-    /// The layout cut before axis `axis` (at most the rank): the leading
-    /// axes at this layout's offset, and the trailing axes at offset 0, so
-    /// that the position of index `(i, j)` is `lead.position(i)` plus the
+    /// The axes before `axis` (at most the rank), at this layout's offset;
+    /// [`Layout::trailing`] gives the rest at offset 0, so that the
+    /// position of index `(i, j)` is `leading.position(i)` plus the
     /// trailing strides dotted with `j` (below zero along negative
     /// strides). Kernels walk the leading axes to find a start
     /// and the trailing ones from it (kept and reduced axes, batches and
     /// matrices, lines and the steps along them).
-    pub(crate) fn split_at(&self, axis: usize) -> (Layout, Layout) {
+    pub(crate) fn leading(&self, axis: usize) -> Layout {
         let axis = axis.min(self.rank());
         let (dims, strides) = (self.dims(), self.strides());
-        (
-            Layout::from_parts(dims[..axis].into(), strides[..axis].into(), self.offset),
-            Layout::from_parts(dims[axis..].into(), strides[axis..].into(), 0),
-        )
+        Layout::from_parts(dims[..axis].into(), strides[..axis].into(), self.offset)
+    }
+
+    /// The axes from `axis` on (at most the rank), at offset 0 (see
+    /// [`Layout::leading`]).
+    pub(crate) fn trailing(&self, axis: usize) -> Layout {
+        let axis = axis.min(self.rank());
+        let (dims, strides) = (self.dims(), self.strides());
+        Layout::from_parts(dims[axis..].into(), strides[axis..].into(), 0)
     }
 
     /// The layout of all axes but the last (at this layout's offset) and
     /// the last axis's stride: lines along the last axis, and the step
     /// along them. A rank-0 layout is one line of one element.
     pub(crate) fn split_last(&self) -> (Layout, isize) {
-        let (lines, last) = self.split_at(self.rank().saturating_sub(1));
-        (lines, last.strides().first().copied().unwrap_or(1))
+        let last = self.rank().saturating_sub(1);
+        let step = self.strides().get(last).copied().unwrap_or(1);
+        (self.leading(last), step)
     }
 
     /// Checks that writing through this layout touches each element once.
