@@ -213,7 +213,7 @@ fn workloads() -> Vec<Workload> {
             setup: |dev| {
                 let x = n1024(dev, 1)?;
                 Ok(Box::new(move || {
-                    std::hint::black_box(x.sum(0, false)?);
+                    std::hint::black_box(x.sum(0)?);
                     Ok(())
                 }))
             },

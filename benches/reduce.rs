@@ -37,16 +37,16 @@ fn reductions(c: &mut Criterion) {
             out
         };
         group.bench_function(format!("{name}_sum"), |b| {
-            b.iter(|| black_box(run(&|| t.sum(.., false).expect("sum"))))
+            b.iter(|| black_box(run(&|| t.sum(..).expect("sum"))))
         });
         group.bench_function(format!("{name}_row_sums"), |b| {
-            b.iter(|| black_box(run(&|| t.sum(1, false).expect("sum"))))
+            b.iter(|| black_box(run(&|| t.sum(1).expect("sum"))))
         });
         group.bench_function(format!("{name}_column_sums"), |b| {
-            b.iter(|| black_box(run(&|| t.sum(0, false).expect("sum"))))
+            b.iter(|| black_box(run(&|| t.sum(0).expect("sum"))))
         });
         group.bench_function(format!("{name}_max"), |b| {
-            b.iter(|| black_box(run(&|| t.max(.., false).expect("max"))))
+            b.iter(|| black_box(run(&|| t.max(..).expect("max"))))
         });
     }
     group.finish();

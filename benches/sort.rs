@@ -13,7 +13,7 @@ use common::devices;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use webtensor::{DType, Tensor};
+use webtensor::{DType, SortOrder, Tensor, TopK};
 
 const LINE: usize = 1 << 20;
 const SIDE: usize = 1024;
@@ -48,13 +48,21 @@ fn sorts(c: &mut Criterion) {
             out
         };
         group.bench_function(format!("{name}_argsort_1M"), |b| {
-            b.iter(|| black_box(run(&|| t.argsort(0, false).expect("argsort"))))
+            b.iter(|| {
+                black_box(run(&|| {
+                    t.argsort(0, SortOrder::Ascending).expect("argsort")
+                }))
+            })
         });
         group.bench_function(format!("{name}_argsort_rows_1024x1024"), |b| {
-            b.iter(|| black_box(run(&|| m.argsort(1, false).expect("argsort"))))
+            b.iter(|| {
+                black_box(run(&|| {
+                    m.argsort(1, SortOrder::Ascending).expect("argsort")
+                }))
+            })
         });
         group.bench_function(format!("{name}_topk10_rows_1024x1024"), |b| {
-            b.iter(|| black_box(run(&|| m.topk(10, 1, true).expect("topk").1)))
+            b.iter(|| black_box(run(&|| m.topk(10, 1, TopK::Largest).expect("topk").1)))
         });
     }
     group.finish();

@@ -29,7 +29,7 @@
 //! rate apart from the submit-and-wait latency that a lone op pays.
 
 use std::time::Instant;
-use webtensor::{DType, Device, MatmulTile, Result, Tensor, s};
+use webtensor::{DType, Device, MatmulTile, Result, SortOrder, Tensor, TopK, s};
 
 /// What to run, from the command line.
 struct Options {
@@ -248,22 +248,20 @@ fn main() -> Result<()> {
         row("permute_contiguous", t, gbs(8.0 * (e * e * e) as f64, t.1));
     }
     if o.wants("sum_all") {
-        ok &= check("sum_all", 1e-5, &[&a1], |t| t[0].sum(.., false))?;
-        let t = time(runs, || a1.sum(.., false).and_then(|out| synced(&dev, out)))?;
+        ok &= check("sum_all", 1e-5, &[&a1], |t| t[0].sum(..))?;
+        let t = time(runs, || a1.sum(..).and_then(|out| synced(&dev, out)))?;
         row("sum_all", t, gbs(4.0 * nf, t.1));
         let t = time(runs, || {
-            let outs = (0..20)
-                .map(|_| a1.sum(.., false))
-                .collect::<Result<Vec<_>>>()?;
+            let outs = (0..20).map(|_| a1.sum(..)).collect::<Result<Vec<_>>>()?;
             synced(&dev, outs)
         })?;
         row("sum_all_x20", t, gbs(20.0 * 4.0 * nf, t.1));
     }
     if o.wants("sum_axis") {
         for (name, axis) in [("sum_axis1", 1), ("sum_axis0", 0)] {
-            ok &= check(name, 1e-5, &[&a2], |t| t[0].sum(axis, true))?;
+            ok &= check(name, 1e-5, &[&a2], |t| t[0].sum_keepdim(axis))?;
             let t = time(runs, || {
-                a2.sum(axis, true).and_then(|out| synced(&dev, out))
+                a2.sum_keepdim(axis).and_then(|out| synced(&dev, out))
             })?;
             row(name, t, gbs(4.0 * sf, t.1));
         }
@@ -295,9 +293,9 @@ fn main() -> Result<()> {
     }
     if o.wants("var_axis1") {
         // The mean, then the squared deviations summed as they are read.
-        ok &= check("var_axis1", 1e-4, &[&a2], |t| t[0].var(1, 0, true))?;
+        ok &= check("var_axis1", 1e-4, &[&a2], |t| t[0].var_keepdim(1, 0))?;
         let t = time(runs, || {
-            a2.var(1, 0, true).and_then(|out| synced(&dev, out))
+            a2.var_keepdim(1, 0).and_then(|out| synced(&dev, out))
         })?;
         row("var_axis1", t, gbs(4.0 * sf, t.1));
     }
@@ -318,30 +316,33 @@ fn main() -> Result<()> {
     if o.wants("argsort_1m") {
         let line = Tensor::rand([n / 16], DType::F32, 9, &dev)?;
         ok &= check("argsort_1m", 0.0, &[&line], |t| {
-            t[0].argsort(0, false)?.to_dtype(DType::F32)
+            t[0].argsort(0, SortOrder::Ascending)?.to_dtype(DType::F32)
         })?;
         let t = time(runs, || {
-            line.argsort(0, false).and_then(|out| synced(&dev, out))
+            line.argsort(0, SortOrder::Ascending)
+                .and_then(|out| synced(&dev, out))
         })?;
         row("argsort_1m", t, gbs(8.0 * (n / 16) as f64, t.1));
     }
     if o.wants("argsort_rows") {
         let rows = Tensor::rand([side, 1024], DType::F32, 10, &dev)?;
         ok &= check("argsort_rows", 0.0, &[&rows], |t| {
-            t[0].argsort(-1, false)?.to_dtype(DType::F32)
+            t[0].argsort(-1, SortOrder::Ascending)?.to_dtype(DType::F32)
         })?;
         let t = time(runs, || {
-            rows.argsort(-1, false).and_then(|out| synced(&dev, out))
+            rows.argsort(-1, SortOrder::Ascending)
+                .and_then(|out| synced(&dev, out))
         })?;
         row("argsort_rows", t, gbs(8.0 * (side * 1024) as f64, t.1));
     }
     if o.wants("topk_rows") {
         let rows = Tensor::rand([side, 1024], DType::F32, 11, &dev)?;
         ok &= check("topk_rows", 0.0, &[&rows], |t| {
-            Ok(t[0].topk(10, -1, true)?.0)
+            Ok(t[0].topk(10, -1, TopK::Largest)?.0)
         })?;
         let t = time(runs, || {
-            rows.topk(10, -1, true).and_then(|out| synced(&dev, out))
+            rows.topk(10, -1, TopK::Largest)
+                .and_then(|out| synced(&dev, out))
         })?;
         row("topk_rows", t, gbs(4.0 * (side * 1024) as f64, t.1));
     }

@@ -45,7 +45,7 @@ fn main() -> webtensor::Result<()> {
     let (a, b) = (m.clone(), w.clone());
     let profile = dev.profile(move || {
         let scores = a.t().mul(&b)?.exp()?;
-        let _total = scores.sum(.., false)?;
+        let _total = scores.sum(..)?;
         let _products = a.matmul(&b)?;
         Ok(())
     })?;

@@ -111,6 +111,11 @@ slice_item_from_ints!(i32, i64, isize, usize, u32);
 ///   backwards (`..; -1` reverses the axis, like NumPy's `::-1`);
 /// - `NewAxis`: insert an axis of extent 1.
 ///
+/// Negative steps follow NumPy, not ndarray's `s!`: `a..b; -1` starts at `a`
+/// and walks down to just above `b`, as NumPy's `x[a:b:-1]` does, so `3..0;
+/// -1` is positions 3, 2, 1 and `1..4; -1` is empty (ndarray would reverse
+/// the range `1..4` and give 3, 2, 1).
+///
 /// Axes not mentioned at the end are kept whole.
 ///
 /// ```
@@ -118,6 +123,8 @@ slice_item_from_ints!(i32, i64, isize, usize, u32);
 /// let t = Tensor::arange(0.0f32, 12.0, 1.0, &Device::cpu())?.reshape([3, 4])?;
 /// let v = t.slice(s![1.., ..;-2])?;            // rows 1..3, columns 3 and 1
 /// assert_eq!(v.to_vec::<f32>()?, vec![7.0, 5.0, 11.0, 9.0]);
+/// assert_eq!(t.slice(s![0, 3..0;-1])?.to_vec::<f32>()?, vec![3.0, 2.0, 1.0]);
+/// assert_eq!(t.slice(s![0, 1..4;-1])?.numel(), 0); // NumPy's x[0, 1:4:-1]
 /// assert_eq!(t.slice(s![-1, NewAxis])?.shape().dims(), &[1, 4]);
 /// # Ok::<(), webtensor::Error>(())
 /// ```

@@ -28,7 +28,7 @@ use std::time::Duration;
 /// let y = x.clone();
 /// let profile = dev.profile(move || {
 ///     let z = y.mul_scalar(2.0)?.exp()?;
-///     z.sum(.., false)?;
+///     z.sum(..)?;
 ///     Ok(())
 /// })?;
 /// assert_eq!(profile.ops()[0].name, "mul");

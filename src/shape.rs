@@ -190,12 +190,25 @@ pub(crate) fn add_extents(op: &'static str, a: usize, b: usize) -> Result<usize>
         .ok_or_else(|| Error::shape(op, format!("extent {a} + {b} is over {MAX_ELEMENTS}")))
 }
 
-/// The shape two operands broadcast to, by NumPy's rule: align trailing
-/// dimensions; each pair must be equal or contain a 1.
+/// The shape two operands broadcast to, by NumPy's rule (`np.broadcast_shapes`):
+/// align trailing dimensions; each pair must be equal or contain a 1.
+///
+/// ```
+/// use webtensor::{Shape, broadcast_shapes};
+/// let out = broadcast_shapes(&Shape::from([2, 1, 3]), &Shape::from([4, 1]))?;
+/// assert_eq!(out.dims(), &[2, 4, 3]);
+/// # Ok::<(), webtensor::Error>(())
+/// ```
 ///
 /// # Errors
-/// `Error::Shape` naming `op` and both shapes when a pair is incompatible.
-pub fn broadcast_shapes(op: &'static str, a: &Shape, b: &Shape) -> Result<Shape> {
+/// `Error::Shape` naming `broadcast_shapes` and both shapes when a pair is
+/// incompatible.
+pub fn broadcast_shapes(a: &Shape, b: &Shape) -> Result<Shape> {
+    broadcast_for("broadcast_shapes", a, b)
+}
+
+/// [`broadcast_shapes`] for `op`, whose name the error carries.
+pub(crate) fn broadcast_for(op: &'static str, a: &Shape, b: &Shape) -> Result<Shape> {
     let rank = a.rank().max(b.rank());
     let mut out: DimVec<usize> = smallvec::smallvec![0; rank];
     for (i, o) in out.iter_mut().enumerate() {
@@ -233,12 +246,12 @@ mod tests {
     fn broadcasting_follows_numpy() {
         let s = |d: &[usize]| Shape::from(d);
         assert_eq!(
-            broadcast_shapes("t", &s(&[2, 1, 3]), &s(&[4, 1])).unwrap(),
+            broadcast_for("t", &s(&[2, 1, 3]), &s(&[4, 1])).unwrap(),
             s(&[2, 4, 3])
         );
-        assert_eq!(broadcast_shapes("t", &s(&[]), &s(&[5])).unwrap(), s(&[5]));
-        assert_eq!(broadcast_shapes("t", &s(&[0]), &s(&[1])).unwrap(), s(&[0]));
-        let err = broadcast_shapes("add", &s(&[2, 3]), &s(&[4])).unwrap_err();
+        assert_eq!(broadcast_for("t", &s(&[]), &s(&[5])).unwrap(), s(&[5]));
+        assert_eq!(broadcast_for("t", &s(&[0]), &s(&[1])).unwrap(), s(&[0]));
+        let err = broadcast_for("add", &s(&[2, 3]), &s(&[4])).unwrap_err();
         assert_eq!(
             err.to_string(),
             "add: cannot broadcast shapes [2, 3] and [4]"

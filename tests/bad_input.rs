@@ -252,15 +252,15 @@ fn run_case(case: &Case, dev: &Device) -> webtensor::Result<Tensor> {
         } => {
             let t = base(*kind, dev)?;
             match op {
-                0 => t.sum(*axis, true),
-                1 => t.max(vec![*axis, *axis], false),
-                2 => t.argmax(*axis, false),
-                3 => t.var(*axis, *ddof, false),
+                0 => t.sum_keepdim(*axis),
+                1 => t.max(vec![*axis, *axis]),
+                2 => t.argmax(*axis),
+                3 => t.var(*axis, *ddof),
                 4 => t.cumsum(*axis),
                 5 => t.cumprod(*axis),
                 6 => t.softmax(*axis),
-                7 => t.mean(.., false),
-                _ => t.prod(*axis, false),
+                7 => t.mean(..),
+                _ => t.prod(*axis),
             }
         }
         Case::Index {

@@ -168,7 +168,7 @@ fn reductions_and_matmul_replay_into_the_tensors_the_step_writes() {
         let mut graph = dev
             .capture(move || {
                 let p = a2.matmul(&b2)?.softmax(-1)?;
-                o2.add_(&p.sum(1, false)?.mul_scalar(0.5)?)
+                o2.add_(&p.sum(1)?.mul_scalar(0.5)?)
             })
             .unwrap();
         graph.run().unwrap();
@@ -213,7 +213,7 @@ fn what_cannot_be_replayed_is_an_error_at_capture() {
         let xs = x.clone();
         let swallowed = dev.capture(move || {
             xs.add_scalar_(1.0)?;
-            let _ignored = xs.sum(0, false)?.item::<f32>();
+            let _ignored = xs.sum(0)?.item::<f32>();
             Ok(())
         });
         assert_eq!(swallowed.is_err(), dev.is_gpu(), "{}", label(&dev));

@@ -390,7 +390,12 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
             }
         }
         Step::Reduce { src, axis, keepdim } => {
-            let r = exact(&slots[at(*src)])?.sum(*axis as isize, *keepdim)?;
+            let x = exact(&slots[at(*src)])?;
+            let r = if *keepdim {
+                x.sum_keepdim(*axis as isize)?
+            } else {
+                x.sum(*axis as isize)?
+            };
             slots.push(clamp(r)?);
         }
         Step::Cumsum { src, axis } => {

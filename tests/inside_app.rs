@@ -154,7 +154,7 @@ fn application_buffers_become_tensors_both_ways() {
     assert_eq!(seen, want);
     // The application writes again; ops recorded after see the new data.
     queue.write_buffer(&buffer, 0, &[0u8; 96]);
-    assert_eq!(t.sum(.., false).unwrap().item::<f32>().unwrap(), 0.0);
+    assert_eq!(t.sum(..).unwrap().item::<f32>().unwrap(), 0.0);
     // An offset into the buffer, and a tensor that outlives nothing: the
     // buffer is the application's, never pooled.
     let tail = Tensor::from_gpu_buffer(&buffer, DType::F32, [2], 88, &dev).unwrap();
@@ -312,7 +312,7 @@ fn bad_buffers_are_errors_naming_the_op() {
     assert_eq!(
         Tensor::from_gpu_buffer(&buffer, DType::F32, [8], 0, &dev)
             .unwrap()
-            .sum(.., false)
+            .sum(..)
             .unwrap()
             .item::<f32>()
             .unwrap(),
@@ -522,7 +522,7 @@ fn a_failed_batch_poisons_what_it_was_to_write() {
             "{dev}: an op reading a poisoned tensor"
         );
         assert!(
-            y.sum(.., false).is_err(),
+            y.sum(..).is_err(),
             "{dev}: a reduction of a poisoned tensor"
         );
         assert!(!first.is_empty());

@@ -17,7 +17,7 @@ mod common;
 
 use proptest::prelude::*;
 use std::sync::OnceLock;
-use webtensor::{DType, Device, Error, GpuOptions, Tensor, s};
+use webtensor::{DType, Device, Error, GpuOptions, SortOrder, Tensor, TopK, s};
 
 /// GPU devices with a tiny binding: fusion on and off, f16 native and
 /// packed.
@@ -192,32 +192,32 @@ fn reductions(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
         x.slice(s![..;-1, 1..;3])?,
         x.slice(s![3.., ..])?.t().flip(&[0])?,
     ] {
-        out.push(read(view.sum(.., false))?);
-        out.push(read(view.sum(0, false))?);
-        out.push(read(view.sum(1, true))?);
-        out.push(read(view.max(0, false))?);
-        out.push(read(view.min(.., true))?);
+        out.push(read(view.sum(..))?);
+        out.push(read(view.sum(0))?);
+        out.push(read(view.sum_keepdim(1))?);
+        out.push(read(view.max(0))?);
+        out.push(read(view.min_keepdim(..))?);
         out.push(read(
             view.abs()?
                 .minimum_scalar(2.0)?
                 .maximum_scalar(1.0)?
-                .prod(1, false),
+                .prod(1),
         )?);
-        out.push(read(view.argmax(1, false))?);
-        out.push(read(view.argmin(0, true))?);
+        out.push(read(view.argmax(1))?);
+        out.push(read(view.argmin_keepdim(0))?);
         // Over all of a view: along its flat form, or row by row.
-        out.push(read(view.argmax(.., false))?);
-        out.push(read(view.argmin(.., true))?);
+        out.push(read(view.argmax(..))?);
+        out.push(read(view.argmin_keepdim(..))?);
         if dtype != DType::I32 {
-            out.push(read(view.mean(0, false))?);
-            out.push(read(view.var(1, 0, false))?);
+            out.push(read(view.mean(0))?);
+            out.push(read(view.var(1, 0))?);
         }
     }
     // bool and u8 widen into i32 and u32.
     let b = x.gt_scalar(0.0)?;
-    out.push(read(b.t().sum(1, false))?);
+    out.push(read(b.t().sum(1))?);
     let u = x.abs()?.to_dtype(DType::U8)?;
-    out.push(read(u.slice(s![..;-1, ..])?.sum(.., false))?);
+    out.push(read(u.slice(s![..;-1, ..])?.sum(..))?);
     Ok(out)
 }
 
@@ -466,7 +466,7 @@ fn an_index_out_of_range_across_bindings_is_reported() {
             "{name}: {r:?}"
         );
         // The device goes on.
-        assert_eq!(x.sum(.., false).unwrap().item::<f32>().unwrap(), 2000.0);
+        assert_eq!(x.sum(..).unwrap().item::<f32>().unwrap(), 2000.0);
     }
 }
 
@@ -483,9 +483,12 @@ fn along_lines(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
     let mut out = Vec::new();
     for view in [x.clone(), x.t(), x.slice(s![..;-1, 1..;3])?] {
         for axis in [0, 1] {
-            out.push(read(view.sort(axis, axis == 1)?)?);
-            out.push(read(view.argsort(axis, false)?)?);
-            let (values, indices) = view.topk(5, axis, true)?;
+            out.push(read(view.sort(
+                axis,
+                [SortOrder::Ascending, SortOrder::Descending][axis as usize],
+            )?)?);
+            out.push(read(view.argsort(axis, SortOrder::Ascending)?)?);
+            let (values, indices) = view.topk(5, axis, TopK::Largest)?;
             out.push(read(values)?);
             out.push(read(indices)?);
             if dtype.is_float() {
@@ -536,7 +539,7 @@ fn ops_that_do_not_split_refuse_naming_the_op() {
         let long = Tensor::ones([200], DType::F32, dev).unwrap();
         let checks: [(&str, webtensor::Result<Tensor>); 2] = [
             ("CustomKernel::call", double.call(&[&x], &[])),
-            ("sort", long.sort(0, false)),
+            ("sort", long.sort(0, SortOrder::Ascending)),
         ];
         for (op, r) in checks {
             match r.and_then(|t| t.to_vec::<f32>().map(|_| t)) {
@@ -553,7 +556,7 @@ fn ops_that_do_not_split_refuse_naming_the_op() {
             double
                 .call(&[&small.matmul(&small).unwrap()], &[])
                 .unwrap()
-                .sum(.., false)
+                .sum(..)
                 .unwrap()
                 .item::<f32>()
                 .unwrap(),
@@ -730,24 +733,20 @@ fn a_200_mib_f32_tensor_works() {
             cols[j] += base[i * n + j] as f64;
         }
     }
-    let row_sums: Vec<f32> = a.sum(1, false).unwrap().to_vec().unwrap();
-    let col_sums: Vec<f32> = a.t().sum(1, false).unwrap().to_vec().unwrap();
+    let row_sums: Vec<f32> = a.sum(1).unwrap().to_vec().unwrap();
+    let col_sums: Vec<f32> = a.t().sum(1).unwrap().to_vec().unwrap();
     for i in 0..n {
         close(row_sums[i], rows[i], &format!("row {i}"));
         close(col_sums[i], cols[i], &format!("column {i}"));
     }
     let total: f64 = rows.iter().sum();
+    close(a.sum(..).unwrap().item::<f32>().unwrap(), total, "sum");
     close(
-        a.sum(.., false).unwrap().item::<f32>().unwrap(),
-        total,
-        "sum",
-    );
-    close(
-        a.mean(.., false).unwrap().item::<f32>().unwrap(),
+        a.mean(..).unwrap().item::<f32>().unwrap(),
         total / (n * n) as f64,
         "mean",
     );
-    let max = a.slice(s![..;-1, 1..]).unwrap().max(0, false).unwrap();
+    let max = a.slice(s![..;-1, 1..]).unwrap().max(0).unwrap();
     assert_eq!(max.to_vec::<f32>().unwrap().len(), n - 1);
     // Arg reductions along rows and columns (cut along the reduced axis).
     let first_max = |line: &mut dyn Iterator<Item = f32>| {
@@ -755,8 +754,8 @@ fn a_200_mib_f32_tensor_works() {
         let m = v.iter().cloned().fold(f32::MIN, f32::max);
         v.iter().position(|&x| x == m).unwrap() as i32
     };
-    let along_rows: Vec<i32> = a.argmax(1, false).unwrap().to_vec().unwrap();
-    let along_cols: Vec<i32> = a.argmax(0, false).unwrap().to_vec().unwrap();
+    let along_rows: Vec<i32> = a.argmax(1).unwrap().to_vec().unwrap();
+    let along_cols: Vec<i32> = a.argmax(0).unwrap().to_vec().unwrap();
     for i in (0..n).step_by(97) {
         assert_eq!(
             along_rows[i],
@@ -778,7 +777,7 @@ fn a_200_mib_f32_tensor_works() {
             }
         }
     }
-    let flat: i32 = a.t().argmax(.., false).unwrap().item().unwrap();
+    let flat: i32 = a.t().argmax(..).unwrap().item().unwrap();
     assert_eq!(flat as usize, best.1, "argmax over all of a.t()");
     // A product with the large operand on either side.
     let w: Vec<f32> = (0..n * 2).map(|i| (i % 5) as f32 - 2.0).collect();
@@ -883,12 +882,12 @@ fn a_600_mib_u8_tensor_and_a_300_mib_f16_tensor_work() {
     assert_eq!(&v[n - 10..], &[9; 10]);
     drop(v);
     // Sums across the windows, into u32.
-    let total: u32 = x.sum(.., false).unwrap().item().unwrap();
+    let total: u32 = x.sum(..).unwrap().item().unwrap();
     assert_eq!(total, 600 * 5 + 10 * 9);
     let tail: Vec<u32> = x
         .reshape([600, 1 << 20])
         .unwrap()
-        .sum(1, false)
+        .sum(1)
         .unwrap()
         .to_vec()
         .unwrap();

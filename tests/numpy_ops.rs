@@ -561,7 +561,7 @@ fn norms_over_axes() {
         for (view, x) in views_of(&dev, DType::F32) {
             let host = read_f32(&x);
             for p in [1.0, 2.0, 3.0, 0.0, f64::INFINITY, f64::NEG_INFINITY, 0.5] {
-                let got = read_f32(&x.norm(p, 1, false).unwrap());
+                let got = read_f32(&x.norm(p, 1).unwrap());
                 for (r, &g) in got.iter().enumerate() {
                     let row: Vec<f64> = host[r * 6..r * 6 + 6]
                         .iter()
@@ -584,40 +584,29 @@ fn norms_over_axes() {
             }
         }
         let m = Tensor::from_slice(&data, [2, 3], &dev).unwrap();
-        let fro: f32 = m.norm(2.0, .., false).unwrap().item().unwrap();
+        let fro: f32 = m.norm(2.0, ..).unwrap().item().unwrap();
         assert!((fro - 13.1624).abs() < 1e-3, "{dev}: {fro}");
-        assert_eq!(m.norm(2.0, [0, 1], true).unwrap().dims(), &[1, 1]);
+        assert_eq!(m.norm_keepdim(2.0, [0, 1]).unwrap().dims(), &[1, 1]);
         // f16 squares past 65504 do not overflow.
         let h = Tensor::full([4], 300.0, DType::F16, &dev).unwrap();
-        let n = h.norm(2.0, .., false).unwrap();
+        let n = h.norm(2.0, ..).unwrap();
         assert_eq!(n.dtype(), DType::F16);
         assert_eq!(read_f32(&n), [600.0], "{dev}");
         let i = Tensor::from_slice(&[3i32, 4], [2], &dev).unwrap();
-        assert_eq!(i.norm(2.0, .., false).unwrap().item::<f32>().unwrap(), 5.0);
+        assert_eq!(i.norm(2.0, ..).unwrap().item::<f32>().unwrap(), 5.0);
         let z = Tensor::from_complex(&[webtensor::Complex32::new(3.0, 4.0)], [1], &dev).unwrap();
-        assert_eq!(z.norm(1.0, .., false).unwrap().item::<f32>().unwrap(), 5.0);
+        assert_eq!(z.norm(1.0, ..).unwrap().item::<f32>().unwrap(), 5.0);
         assert!(
-            m.norm(f64::NAN, .., false)
+            m.norm(f64::NAN, ..)
                 .unwrap_err()
                 .to_string()
                 .contains("norm")
         );
         let empty = Tensor::zeros([0], DType::F32, &dev).unwrap();
-        assert_eq!(
-            empty.norm(2.0, .., false).unwrap().item::<f32>().unwrap(),
-            0.0
-        );
-        let e = empty
-            .norm(f64::INFINITY, .., false)
-            .unwrap_err()
-            .to_string();
+        assert_eq!(empty.norm(2.0, ..).unwrap().item::<f32>().unwrap(), 0.0);
+        let e = empty.norm(f64::INFINITY, ..).unwrap_err().to_string();
         assert!(e.starts_with("norm"), "{e}");
-        assert!(
-            m.norm(2.0, 5, false)
-                .unwrap_err()
-                .to_string()
-                .starts_with("norm")
-        );
+        assert!(m.norm(2.0, 5).unwrap_err().to_string().starts_with("norm"));
     }
 }
 

@@ -34,8 +34,8 @@ fn every_owned_and_borrowed_combination() {
         assert_eq!(vals(&(&a % &b)), vec![1.0, 0.0, -0.5, 2.0]);
         // A chain without a borrow in sight, as a NumPy user writes it.
         let x = t(&dev, &[1.0, 2.0, 3.0, 6.0]);
-        let mean = x.mean(.., true).unwrap();
-        let std = x.std(.., 0, true).unwrap();
+        let mean = x.mean_keepdim(..).unwrap();
+        let std = x.std_keepdim(.., 0).unwrap();
         let z = (&x - &mean) / &std;
         let want: Vec<f32> = [1.0f32, 2.0, 3.0, 6.0]
             .iter()

@@ -47,7 +47,7 @@ fn check_links(p: &Profile) {
 
 /// `x * 2`, `exp` of it, and its sum: three ops recorded on a GPU.
 fn chain(x: &Tensor) -> webtensor::Result<Tensor> {
-    x.mul_scalar(2.0)?.exp()?.sum(.., false)
+    x.mul_scalar(2.0)?.exp()?.sum(..)
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn a_replayed_step_is_one_op_with_the_steps_kernels() {
         .capture(move || {
             let y = xs.add_scalar(1.0)?;
             xs.assign(&y.sqrt()?)?;
-            xs.add_(&xs.sum(.., true)?)
+            xs.add_(&xs.sum_keepdim(..)?)
         })
         .unwrap();
     let p = dev.profile(move || graph.run()).unwrap();

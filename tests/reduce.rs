@@ -62,14 +62,14 @@ fn subgroup_and_workgroup_memory_combines_agree() {
                 .collect()
         };
         vec![
-            f(x.sum(1, false).unwrap()),
-            f(x.max(1, false).unwrap()),
-            f(x.min(1, false).unwrap()),
-            i(x.argmax(1, false).unwrap()),
-            i(x.argmin(1, false).unwrap()),
-            i(xi.argmax(1, false).unwrap()),
-            i(xi.argmin(1, false).unwrap()),
-            i(xi.sum(1, false).unwrap()),
+            f(x.sum(1).unwrap()),
+            f(x.max(1).unwrap()),
+            f(x.min(1).unwrap()),
+            i(x.argmax(1).unwrap()),
+            i(x.argmin(1).unwrap()),
+            i(xi.argmax(1).unwrap()),
+            i(xi.argmin(1).unwrap()),
+            i(xi.sum(1).unwrap()),
         ]
     };
     let cpu = want(&Device::cpu());
@@ -93,58 +93,44 @@ fn hand_worked_values() {
     for dev in devices() {
         let t = grid(&dev);
         let f = |x: Tensor| x.to_vec::<f32>().unwrap();
-        assert_eq!(f(t.sum(.., false).unwrap()), [66.0]);
-        assert_eq!(t.sum(.., false).unwrap().rank(), 0);
-        assert_eq!(f(t.sum(0, false).unwrap()), [12.0, 15.0, 18.0, 21.0]);
-        assert_eq!(f(t.sum(-1, false).unwrap()), [6.0, 22.0, 38.0]);
-        assert_eq!(t.sum(-1, true).unwrap().dims(), &[3, 1]);
-        assert_eq!(t.sum([0, 1], true).unwrap().dims(), &[1, 1]);
-        assert_eq!(f(t.mean(1, false).unwrap()), [1.5, 5.5, 9.5]);
-        assert_eq!(f(t.max(0, false).unwrap()), [8.0, 9.0, 10.0, 11.0]);
-        assert_eq!(f(t.min(1, false).unwrap()), [0.0, 4.0, 8.0]);
+        assert_eq!(f(t.sum(..).unwrap()), [66.0]);
+        assert_eq!(t.sum(..).unwrap().rank(), 0);
+        assert_eq!(f(t.sum(0).unwrap()), [12.0, 15.0, 18.0, 21.0]);
+        assert_eq!(f(t.sum(-1).unwrap()), [6.0, 22.0, 38.0]);
+        assert_eq!(t.sum_keepdim(-1).unwrap().dims(), &[3, 1]);
+        assert_eq!(t.sum_keepdim([0, 1]).unwrap().dims(), &[1, 1]);
+        assert_eq!(f(t.mean(1).unwrap()), [1.5, 5.5, 9.5]);
+        assert_eq!(f(t.max(0).unwrap()), [8.0, 9.0, 10.0, 11.0]);
+        assert_eq!(f(t.min(1).unwrap()), [0.0, 4.0, 8.0]);
         assert_eq!(
-            f(t.slice(s![.., 1..3]).unwrap().prod(1, false).unwrap()),
+            f(t.slice(s![.., 1..3]).unwrap().prod(1).unwrap()),
             [2.0, 30.0, 90.0]
         );
         // var of [0, 1, 2, 3] is 1.25 (ddof 0) or 5/3 (ddof 1).
-        assert_close(&f(t.var(1, 0, false).unwrap()), &[1.25; 3], 1e-6, "var");
+        assert_close(&f(t.var(1, 0).unwrap()), &[1.25; 3], 1e-6, "var");
+        assert_close(&f(t.var(1, 1).unwrap()), &[5.0 / 3.0; 3], 1e-6, "var1");
         assert_close(
-            &f(t.var(1, 1, false).unwrap()),
-            &[5.0 / 3.0; 3],
-            1e-6,
-            "var1",
-        );
-        assert_close(
-            &f(t.std(0, 0, false).unwrap()),
+            &f(t.std(0, 0).unwrap()),
             &[(32.0f32 / 3.0).sqrt(); 4],
             1e-6,
             "std",
         );
         let ties = Tensor::from_slice(&[1.0f32, 3.0, 3.0, 0.0, 0.0, -1.0], [2, 3], &dev).unwrap();
-        assert_eq!(
-            ties.argmax(1, false).unwrap().to_vec::<i32>().unwrap(),
-            [1, 0]
-        );
-        assert_eq!(
-            ties.argmin(1, false).unwrap().to_vec::<i32>().unwrap(),
-            [0, 2]
-        );
-        assert_eq!(ties.argmax(.., false).unwrap().item::<i32>().unwrap(), 1);
-        assert_eq!(ties.argmin(.., false).unwrap().item::<i32>().unwrap(), 5);
-        assert_eq!(ties.argmax(0, true).unwrap().dims(), &[1, 3]);
-        assert_eq!(ties.argmax(0, false).unwrap().dtype(), DType::I32);
+        assert_eq!(ties.argmax(1).unwrap().to_vec::<i32>().unwrap(), [1, 0]);
+        assert_eq!(ties.argmin(1).unwrap().to_vec::<i32>().unwrap(), [0, 2]);
+        assert_eq!(ties.argmax(..).unwrap().item::<i32>().unwrap(), 1);
+        assert_eq!(ties.argmin(..).unwrap().item::<i32>().unwrap(), 5);
+        assert_eq!(ties.argmax_keepdim(0).unwrap().dims(), &[1, 3]);
+        assert_eq!(ties.argmax(0).unwrap().dtype(), DType::I32);
         let b =
             Tensor::from_slice(&[true, true, false, false, false, false], [3, 2], &dev).unwrap();
         assert_eq!(
-            b.all(1, false).unwrap().to_vec::<bool>().unwrap(),
+            b.all(1).unwrap().to_vec::<bool>().unwrap(),
             [true, false, false]
         );
-        assert_eq!(
-            b.any(0, false).unwrap().to_vec::<bool>().unwrap(),
-            [true, true]
-        );
-        assert!(!b.all(.., false).unwrap().item::<bool>().unwrap());
-        assert!(b.any(.., false).unwrap().item::<bool>().unwrap());
+        assert_eq!(b.any(0).unwrap().to_vec::<bool>().unwrap(), [true, true]);
+        assert!(!b.all(..).unwrap().item::<bool>().unwrap());
+        assert!(b.any(..).unwrap().item::<bool>().unwrap());
     }
 }
 
@@ -210,17 +196,17 @@ fn every_view_layout_matches_the_reference() {
                         "sum", "mean", "prod", "max", "min", "var", "argmax", "argmin",
                     ] {
                         let got = match op {
-                            "sum" => view.sum(axes.clone(), false),
-                            "mean" => view.mean(axes.clone(), false),
-                            "prod" => view.prod(axes.clone(), false),
-                            "max" => view.max(axes.clone(), false),
-                            "min" => view.min(axes.clone(), false),
-                            "var" => view.var(axes.clone(), 1, false),
+                            "sum" => view.sum(axes.clone()),
+                            "mean" => view.mean(axes.clone()),
+                            "prod" => view.prod(axes.clone()),
+                            "max" => view.max(axes.clone()),
+                            "min" => view.min(axes.clone()),
+                            "var" => view.var(axes.clone(), 1),
                             "argmax" if list.len() == 1 || matches!(axes, Axes::All) => {
-                                view.argmax(axes.clone(), false)
+                                view.argmax(axes.clone())
                             }
                             "argmin" if list.len() == 1 || matches!(axes, Axes::All) => {
-                                view.argmin(axes.clone(), false)
+                                view.argmin(axes.clone())
                             }
                             _ => continue,
                         }
@@ -253,51 +239,39 @@ fn integer_and_bool_dtypes() {
     for dev in devices() {
         let i = Tensor::from_slice(&[i32::MAX, 1, -5, 7], [2, 2], &dev).unwrap();
         // Sums wrap, as elementwise integer arithmetic does.
+        assert_eq!(i.sum(1).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, 2]);
         assert_eq!(
-            i.sum(1, false).unwrap().to_vec::<i32>().unwrap(),
-            [i32::MIN, 2]
-        );
-        assert_eq!(
-            i.sum(0, false).unwrap().to_vec::<i32>().unwrap(),
+            i.sum(0).unwrap().to_vec::<i32>().unwrap(),
             [i32::MAX - 5, 8]
         );
-        assert_eq!(i.max(.., false).unwrap().item::<i32>().unwrap(), i32::MAX);
-        assert_eq!(i.min(1, false).unwrap().to_vec::<i32>().unwrap(), [1, -5]);
-        assert_eq!(
-            i.prod(1, false).unwrap().to_vec::<i32>().unwrap(),
-            [i32::MAX, -35]
-        );
-        assert_eq!(i.argmin(.., false).unwrap().item::<i32>().unwrap(), 2);
+        assert_eq!(i.max(..).unwrap().item::<i32>().unwrap(), i32::MAX);
+        assert_eq!(i.min(1).unwrap().to_vec::<i32>().unwrap(), [1, -5]);
+        assert_eq!(i.prod(1).unwrap().to_vec::<i32>().unwrap(), [i32::MAX, -35]);
+        assert_eq!(i.argmin(..).unwrap().item::<i32>().unwrap(), 2);
         assert_close(
-            &i.mean(1, false).unwrap().to_vec::<f32>().unwrap(),
+            &i.mean(1).unwrap().to_vec::<f32>().unwrap(),
             &[1073741824.0, 1.0],
             1e-6,
             "mean i32",
         );
         let u = Tensor::from_slice(&[200u8, 100, 50, 255], [4], &dev).unwrap();
-        let su = u.sum(.., false).unwrap();
+        let su = u.sum(..).unwrap();
         assert_eq!(su.dtype(), DType::U32);
         assert_eq!(su.item::<u32>().unwrap(), 605);
-        assert_eq!(u.max(.., false).unwrap().item::<u8>().unwrap(), 255);
-        assert_eq!(u.argmin(.., false).unwrap().item::<i32>().unwrap(), 2);
+        assert_eq!(u.max(..).unwrap().item::<u8>().unwrap(), 255);
+        assert_eq!(u.argmin(..).unwrap().item::<i32>().unwrap(), 2);
         let w = Tensor::from_slice(&[u32::MAX, 2], [2], &dev).unwrap();
-        assert_eq!(w.sum(.., false).unwrap().item::<u32>().unwrap(), 1);
+        assert_eq!(w.sum(..).unwrap().item::<u32>().unwrap(), 1);
         let b = Tensor::from_slice(&[true, false, true, true], [4], &dev).unwrap();
-        let count = b.sum(.., false).unwrap();
+        let count = b.sum(..).unwrap();
         assert_eq!(count.dtype(), DType::I32);
         assert_eq!(count.item::<i32>().unwrap(), 3);
-        assert!(b.max(.., false).unwrap().item::<bool>().unwrap());
-        assert_eq!(b.argmin(.., false).unwrap().item::<i32>().unwrap(), 1);
+        assert!(b.max(..).unwrap().item::<bool>().unwrap());
+        assert_eq!(b.argmin(..).unwrap().item::<i32>().unwrap(), 1);
         // all/any on numbers test for non-zero.
         let n = Tensor::from_slice(&[0.0f32, 2.0, 0.5, 0.0], [2, 2], &dev).unwrap();
-        assert_eq!(
-            n.any(1, false).unwrap().to_vec::<bool>().unwrap(),
-            [true, true]
-        );
-        assert_eq!(
-            n.all(0, false).unwrap().to_vec::<bool>().unwrap(),
-            [false, false]
-        );
+        assert_eq!(n.any(1).unwrap().to_vec::<bool>().unwrap(), [true, true]);
+        assert_eq!(n.all(0).unwrap().to_vec::<bool>().unwrap(), [false, false]);
     }
 }
 
@@ -305,20 +279,15 @@ fn integer_and_bool_dtypes() {
 fn empty_axes_follow_numpy() {
     for dev in devices() {
         let e = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
-        assert_eq!(e.sum(0, false).unwrap().to_vec::<f32>().unwrap(), [0.0; 3]);
-        assert_eq!(e.prod(0, false).unwrap().to_vec::<f32>().unwrap(), [1.0; 3]);
-        assert_eq!(e.sum(.., false).unwrap().item::<f32>().unwrap(), 0.0);
-        assert!(e.mean(0, false).unwrap().to_vec::<f32>().unwrap()[0].is_nan());
+        assert_eq!(e.sum(0).unwrap().to_vec::<f32>().unwrap(), [0.0; 3]);
+        assert_eq!(e.prod(0).unwrap().to_vec::<f32>().unwrap(), [1.0; 3]);
+        assert_eq!(e.sum(..).unwrap().item::<f32>().unwrap(), 0.0);
+        assert!(e.mean(0).unwrap().to_vec::<f32>().unwrap()[0].is_nan());
         // No outputs: nothing to reduce, no error.
-        assert_eq!(e.max(1, false).unwrap().dims(), &[0]);
-        assert_eq!(e.sum(1, true).unwrap().dims(), &[0, 1]);
+        assert_eq!(e.max(1).unwrap().dims(), &[0]);
+        assert_eq!(e.sum_keepdim(1).unwrap().dims(), &[0, 1]);
         // An empty reduced axis has no maximum.
-        for r in [
-            e.max(0, false),
-            e.min(.., false),
-            e.argmax(0, false),
-            e.argmin(.., false),
-        ] {
+        for r in [e.max(0), e.min(..), e.argmax(0), e.argmin(..)] {
             match r {
                 Err(Error::Argument { op, msg }) => assert!(msg.contains("empty"), "{op}: {msg}"),
                 other => panic!(
@@ -327,13 +296,13 @@ fn empty_axes_follow_numpy() {
                 ),
             }
         }
-        assert!(e.all(.., false).unwrap().item::<bool>().unwrap());
-        assert!(!e.any(.., false).unwrap().item::<bool>().unwrap());
+        assert!(e.all(..).unwrap().item::<bool>().unwrap());
+        assert!(!e.any(..).unwrap().item::<bool>().unwrap());
         // Reducing no axes keeps every element.
         let t = grid(&dev);
         let none: &[isize] = &[];
         assert_eq!(
-            t.sum(none, false).unwrap().to_vec::<f32>().unwrap(),
+            t.sum(none).unwrap().to_vec::<f32>().unwrap(),
             t.to_vec::<f32>().unwrap()
         );
     }
@@ -344,15 +313,12 @@ fn nan_propagates_and_wins_argmax() {
     for dev in devices() {
         let t =
             Tensor::from_slice(&[1.0f32, f32::NAN, 5.0, f32::NAN, 2.0, 0.0], [2, 3], &dev).unwrap();
-        let m = t.max(1, false).unwrap().to_vec::<f32>().unwrap();
+        let m = t.max(1).unwrap().to_vec::<f32>().unwrap();
         assert!(m[0].is_nan() && m[1].is_nan(), "{dev}: {m:?}");
-        assert!(t.min(.., false).unwrap().item::<f32>().unwrap().is_nan());
-        assert_eq!(t.argmax(1, false).unwrap().to_vec::<i32>().unwrap(), [1, 0]);
-        assert_eq!(t.argmin(.., false).unwrap().item::<i32>().unwrap(), 1);
-        assert_eq!(
-            t.argmax(0, false).unwrap().to_vec::<i32>().unwrap(),
-            [1, 0, 0]
-        );
+        assert!(t.min(..).unwrap().item::<f32>().unwrap().is_nan());
+        assert_eq!(t.argmax(1).unwrap().to_vec::<i32>().unwrap(), [1, 0]);
+        assert_eq!(t.argmin(..).unwrap().item::<i32>().unwrap(), 1);
+        assert_eq!(t.argmax(0).unwrap().to_vec::<i32>().unwrap(), [1, 0, 0]);
     }
 }
 
@@ -391,11 +357,11 @@ fn long_and_wide_reductions_take_every_gpu_path() {
             let t = Tensor::from_vec(data.clone(), [rows, cols], &dev).unwrap();
             let row = |i: usize| &data[i * cols..(i + 1) * cols];
             let sums: Vec<(f64, f64)> = (0..rows).map(|i| exact_sum(row(i).iter())).collect();
-            let got = t.sum(1, false).unwrap().to_vec::<f32>().unwrap();
+            let got = t.sum(1).unwrap().to_vec::<f32>().unwrap();
             assert_sums(&got, &sums, &format!("{dev} row sums {rows}x{cols}"));
-            let am = t.argmax(1, false).unwrap().to_vec::<i32>().unwrap();
+            let am = t.argmax(1).unwrap().to_vec::<i32>().unwrap();
             assert_eq!(am[0], (cols / 2) as i32, "{dev} argmax {rows}x{cols}");
-            let col_sums = t.t().sum(1, false).unwrap().to_vec::<f32>().unwrap();
+            let col_sums = t.t().sum(1).unwrap().to_vec::<f32>().unwrap();
             let want: Vec<(f64, f64)> = (0..cols)
                 .map(|j| exact_sum((0..rows).map(|i| &data[i * cols + j])))
                 .collect();
@@ -404,14 +370,14 @@ fn long_and_wide_reductions_take_every_gpu_path() {
                 &want,
                 &format!("{dev} column sums {rows}x{cols}"),
             );
-            let got = t.sum(.., false).unwrap().item::<f32>().unwrap();
+            let got = t.sum(..).unwrap().item::<f32>().unwrap();
             assert_sums(
                 &[got],
                 &[exact_sum(data.iter())],
                 &format!("{dev} total {rows}x{cols}"),
             );
             assert_eq!(
-                t.argmax(.., false).unwrap().item::<i32>().unwrap(),
+                t.argmax(..).unwrap().item::<i32>().unwrap(),
                 (cols / 2) as i32
             );
         }
@@ -423,20 +389,17 @@ fn reductions_of_reversed_and_stepped_views() {
     for dev in devices() {
         let t = grid(&dev);
         let v = t.slice(s![..;-1, ..;-2]).unwrap(); // [[11, 9], [7, 5], [3, 1]]
+        assert_eq!(v.sum(0).unwrap().to_vec::<f32>().unwrap(), [21.0, 15.0]);
+        assert_eq!(v.argmax(0).unwrap().to_vec::<i32>().unwrap(), [0, 0]);
+        assert_eq!(v.argmin(..).unwrap().item::<i32>().unwrap(), 5);
         assert_eq!(
-            v.sum(0, false).unwrap().to_vec::<f32>().unwrap(),
-            [21.0, 15.0]
-        );
-        assert_eq!(v.argmax(0, false).unwrap().to_vec::<i32>().unwrap(), [0, 0]);
-        assert_eq!(v.argmin(.., false).unwrap().item::<i32>().unwrap(), 5);
-        assert_eq!(
-            v.max(1, true).unwrap().to_vec::<f32>().unwrap(),
+            v.max_keepdim(1).unwrap().to_vec::<f32>().unwrap(),
             [11.0, 7.0, 3.0]
         );
         // A broadcast view reduces each repeated element.
         let b = t.slice(s![0..1, ..]).unwrap().broadcast_to([5, 4]).unwrap();
         assert_eq!(
-            b.sum(0, false).unwrap().to_vec::<f32>().unwrap(),
+            b.sum(0).unwrap().to_vec::<f32>().unwrap(),
             [0.0, 5.0, 10.0, 15.0]
         );
     }
@@ -446,17 +409,14 @@ fn reductions_of_reversed_and_stepped_views() {
 fn bad_axes_are_errors() {
     for dev in devices() {
         let t = grid(&dev);
-        assert!(matches!(
-            t.sum(2, false),
-            Err(Error::Axis { op: "sum", .. })
-        ));
-        assert!(matches!(t.max(-3, false), Err(Error::Axis { .. })));
-        match t.sum([1, -1], false) {
+        assert!(matches!(t.sum(2), Err(Error::Axis { op: "sum", .. })));
+        assert!(matches!(t.max(-3), Err(Error::Axis { .. })));
+        match t.sum([1, -1]) {
             Err(Error::Argument { op: "sum", msg }) => assert!(msg.contains("repeated"), "{msg}"),
             other => panic!("{:?}", other.map(|t| t.dims().to_vec())),
         }
         assert!(matches!(
-            t.argmax([0, 1], false),
+            t.argmax([0, 1]),
             Err(Error::Argument { op: "argmax", .. })
         ));
     }
@@ -476,9 +436,9 @@ fn gpu_reductions_batch_and_never_fuse_their_input_away() {
     // written, because the reduction (not an elementwise op) reads it.
     let run = |x: &Tensor| {
         let e = x.exp().unwrap();
-        let s = e.sum(1, false).unwrap();
+        let s = e.sum(1).unwrap();
         drop(e);
-        s.mul_scalar(2.0).unwrap().max(.., false).unwrap()
+        s.mul_scalar(2.0).unwrap().max(..).unwrap()
     };
     let got = run(&a);
     let mid = dev.stats();
@@ -505,7 +465,7 @@ fn fusion_does_not_move_a_read_past_a_reduction_scratch_write() {
     let y = a.mul_scalar(2.0).unwrap();
     drop(a);
     let reused = dev.stats().buffers_reused;
-    let total = big.sum(.., false).unwrap();
+    let total = big.sum(..).unwrap();
     assert!(
         dev.stats().buffers_reused > reused,
         "the scratch took a pooled buffer"
@@ -523,28 +483,22 @@ fn std_all_and_any_read_strided_views() {
         let t = grid(&dev);
         // Columns 3 and 1, rows reversed: [[11, 9], [7, 5], [3, 1]].
         let v = t.slice(s![..;-1, ..;-2]).unwrap();
-        let sd = v.std(0, 0, false).unwrap().to_vec::<f32>().unwrap();
+        let sd = v.std(0, 0).unwrap().to_vec::<f32>().unwrap();
         assert_close(&sd, &[(32.0f32 / 3.0).sqrt(); 2], 1e-6, "std of a view");
         // Stepped and transposed bool views.
         let b = t.gt_scalar(4.0).unwrap(); // rows: FFFF, FTTT, TTTT
         let bt = b.t(); // [4, 3]
         assert_eq!(
-            bt.all(1, false).unwrap().to_vec::<bool>().unwrap(),
+            bt.all(1).unwrap().to_vec::<bool>().unwrap(),
             [false, false, false, false]
         );
-        assert_eq!(
-            bt.any(1, false).unwrap().to_vec::<bool>().unwrap(),
-            [true; 4]
-        );
+        assert_eq!(bt.any(1).unwrap().to_vec::<bool>().unwrap(), [true; 4]);
         let stepped = b.slice(s![1..;1, 1..;2]).unwrap(); // [[T, T], [T, T]]
-        assert!(stepped.all(.., false).unwrap().item::<bool>().unwrap());
+        assert!(stepped.all(..).unwrap().item::<bool>().unwrap());
+        assert!(matches!(b.all(3), Err(Error::Axis { op: "all", .. })));
+        assert!(matches!(v.std_keepdim(0, 0).map(|s| s.dims().to_vec()), Ok(d) if d == [1, 2]));
         assert!(matches!(
-            b.all(3, false),
-            Err(Error::Axis { op: "all", .. })
-        ));
-        assert!(matches!(v.std(0, 0, true).map(|s| s.dims().to_vec()), Ok(d) if d == [1, 2]));
-        assert!(matches!(
-            v.std([0, 0], 1, false),
+            v.std([0, 0], 1),
             Err(Error::Argument { op: "var", .. })
         ));
     }
@@ -585,26 +539,16 @@ fn column_reductions_split_by_threads_match_the_cpu() {
                 let same = |a: Tensor, b: Tensor, what: &str| {
                     assert_eq!(read_f32(&a), read_f32(&b), "{label} {what}");
                 };
-                same(
-                    xc.sum(axis, false).unwrap(),
-                    xg.sum(axis, false).unwrap(),
-                    "sum",
-                );
+                same(xc.sum(axis).unwrap(), xg.sum(axis).unwrap(), "sum");
                 if dtype != DType::Bool {
                     same(
-                        xc.max(axis, true).unwrap(),
-                        xg.max(axis, true).unwrap(),
+                        xc.max_keepdim(axis).unwrap(),
+                        xg.max_keepdim(axis).unwrap(),
                         "max",
                     );
                     same(
-                        xc.argmax(axis, false)
-                            .unwrap()
-                            .to_dtype(DType::F32)
-                            .unwrap(),
-                        xg.argmax(axis, false)
-                            .unwrap()
-                            .to_dtype(DType::F32)
-                            .unwrap(),
+                        xc.argmax(axis).unwrap().to_dtype(DType::F32).unwrap(),
+                        xg.argmax(axis).unwrap().to_dtype(DType::F32).unwrap(),
                         "argmax",
                     );
                 }
@@ -647,13 +591,13 @@ fn rows_read_in_quads_at_every_alignment() {
             .unwrap();
         let f = |t: Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
         let mut got = vec![
-            f(x.sum(1, false).unwrap()),
-            f(x.argmax(1, false).unwrap()),
-            f(x.sum(.., false).unwrap()),
+            f(x.sum(1).unwrap()),
+            f(x.argmax(1).unwrap()),
+            f(x.sum(..).unwrap()),
         ];
         if dtype != DType::Bool {
-            got.push(f(x.max(1, false).unwrap()));
-            got.push(f(x.argmin(1, false).unwrap()));
+            got.push(f(x.max(1).unwrap()));
+            got.push(f(x.argmin(1).unwrap()));
         }
         got
     };
@@ -714,21 +658,21 @@ fn variance_takes_every_reduction_path() {
             let t = Tensor::from_vec(data.clone(), [rows, cols], &dev).unwrap();
             let what = |w: &str| format!("{dev} {w} of {rows} x {cols}");
             let f = |t: Tensor| t.to_vec::<f32>().unwrap();
-            let rows_var = f(t.var(1, 1, false).unwrap());
+            let rows_var = f(t.var(1, 1).unwrap());
             assert_close(
                 &rows_var,
                 &reference(&data, rows, cols, Some(1), 1),
                 1e-4,
                 &what("row var"),
             );
-            let cols_var = f(t.var(0, 0, false).unwrap());
+            let cols_var = f(t.var(0, 0).unwrap());
             assert_close(
                 &cols_var,
                 &reference(&data, rows, cols, Some(0), 0),
                 1e-4,
                 &what("column var"),
             );
-            let all_std = t.std(.., 0, true).unwrap();
+            let all_std = t.std_keepdim(.., 0).unwrap();
             assert_eq!(all_std.dims(), &[1, 1]);
             let want = reference(&data, rows, cols, None, 0)[0].sqrt();
             assert_close(&f(all_std), &[want], 1e-4, &what("std"));
@@ -737,7 +681,7 @@ fn variance_takes_every_reduction_path() {
             let tail: Vec<f32> = (0..rows)
                 .flat_map(|i| data[i * cols + 1..(i + 1) * cols].to_vec())
                 .collect();
-            let got = f(shifted.var(1, 0, false).unwrap());
+            let got = f(shifted.var(1, 0).unwrap());
             assert_close(
                 &got,
                 &reference(&tail, rows, cols - 1, Some(1), 0),
@@ -746,7 +690,7 @@ fn variance_takes_every_reduction_path() {
             );
             // f16 input: computed in f32, rounded to f16 once.
             let half = t.to_dtype(DType::F16).unwrap();
-            let got = f(half.var(1, 1, false).unwrap().to_dtype(DType::F32).unwrap());
+            let got = f(half.var(1, 1).unwrap().to_dtype(DType::F32).unwrap());
             let rounded: Vec<f32> = half.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
             let want: Vec<f32> = reference(&rounded, rows, cols, Some(1), 1)
                 .iter()

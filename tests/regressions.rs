@@ -71,7 +71,7 @@ fn empty_views_with_an_offset_read_as_empty() {
                 } else {
                     assert!(common::read_f32(&v).is_empty());
                 }
-                assert_eq!(v.sum(.., false).unwrap().numel(), 1);
+                assert_eq!(v.sum(..).unwrap().numel(), 1);
                 assert_eq!(format!("{v}"), "[]");
             }
         }
@@ -91,12 +91,12 @@ fn rank_8_complex_tensors_reduce_and_combine() {
         let zt = z.permute(&[7, 6, 5, 4, 3, 2, 1, 0]).unwrap();
         let flat = Tensor::from_complex(&values, [24], &dev).unwrap();
         assert_eq!(
-            zt.sum(.., false).unwrap().to_complex_vec().unwrap(),
-            flat.sum(.., false).unwrap().to_complex_vec().unwrap(),
+            zt.sum(..).unwrap().to_complex_vec().unwrap(),
+            flat.sum(..).unwrap().to_complex_vec().unwrap(),
             "{dev}"
         );
-        let by_rows = z.reshape([4, 6]).unwrap().sum(1, false).unwrap();
-        let rank8 = z.sum(vec![4isize, 6], false).unwrap();
+        let by_rows = z.reshape([4, 6]).unwrap().sum(1).unwrap();
+        let rank8 = z.sum(vec![4isize, 6]).unwrap();
         assert_eq!(rank8.dims(), &[2, 1, 2, 1, 1, 1]);
         assert_eq!(
             rank8.to_complex_vec().unwrap(),
@@ -121,7 +121,7 @@ fn rank_8_complex_tensors_reduce_and_combine() {
         assert!(format!("{zt}").contains("j"));
         let zeros = Tensor::zeros([1; 8], DType::C64, &dev).unwrap();
         assert_eq!(
-            zeros.sum(.., false).unwrap().to_complex_vec().unwrap(),
+            zeros.sum(..).unwrap().to_complex_vec().unwrap(),
             [Complex32::new(0.0, 0.0)]
         );
     }
@@ -169,19 +169,16 @@ fn narrow_sums_read_the_input_as_it_is() {
         let n = 1usize << 26;
         let ones = Tensor::ones([n], DType::U8, &dev).unwrap();
         assert_eq!(
-            ones.sum(.., false).unwrap().to_vec::<u32>().unwrap(),
+            ones.sum(..).unwrap().to_vec::<u32>().unwrap(),
             [n as u32],
             "{dev}"
         );
         let flags = Tensor::ones([3, 5], DType::Bool, &dev).unwrap();
-        let counts = flags.slice(s![.., ..;2]).unwrap().sum(1, false).unwrap();
+        let counts = flags.slice(s![.., ..;2]).unwrap().sum(1).unwrap();
         assert_eq!(counts.dtype(), DType::I32);
         assert_eq!(counts.to_vec::<i32>().unwrap(), [3, 3, 3], "{dev}");
         let small = Tensor::from_slice(&[2u8, 3, 4], [3], &dev).unwrap();
-        assert_eq!(
-            small.prod(.., false).unwrap().to_vec::<u32>().unwrap(),
-            [24]
-        );
+        assert_eq!(small.prod(..).unwrap().to_vec::<u32>().unwrap(), [24]);
     }
 }
 
@@ -195,19 +192,16 @@ fn long_float_sums_stay_accurate() {
             // One binding holds 128 MiB on lavapipe; the GPU tree is tested
             // at 2^24 below.
             let t = Tensor::full([1 << 24], 2.0, DType::F32, &dev).unwrap();
-            assert_eq!(
-                t.sum(.., false).unwrap().item::<f32>().unwrap(),
-                (1 << 25) as f32
-            );
+            assert_eq!(t.sum(..).unwrap().item::<f32>().unwrap(), (1 << 25) as f32);
             continue;
         }
         let t = Tensor::full([n], 2.0, DType::F32, &dev).unwrap();
         assert_eq!(
-            t.sum(.., false).unwrap().item::<f32>().unwrap(),
+            t.sum(..).unwrap().item::<f32>().unwrap(),
             (2 * n) as f32,
             "{dev}"
         );
-        let mean = t.reshape([1, n]).unwrap().mean(1, false).unwrap();
+        let mean = t.reshape([1, n]).unwrap().mean(1).unwrap();
         assert_eq!(mean.item::<f32>().unwrap(), 2.0);
     }
 }

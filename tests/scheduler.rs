@@ -339,7 +339,7 @@ fn an_output_takes_a_buffer_freed_in_its_batch_only_after_its_last_read() {
 
         // Taken by a reduction before the flush: the same holds.
         let (t, y, _b) = start();
-        let total = y.sum(.., false).unwrap();
+        let total = y.sum(..).unwrap();
         let u = t.add_scalar(1.0).unwrap();
         drop(t);
         assert_eq!(u.to_vec::<f32>().unwrap(), [3.0; 64], "fusion {fusion}");
@@ -578,7 +578,7 @@ fn a_loop_reuses_its_bind_groups() {
     let cpu = Device::cpu();
     let step = |x: &Tensor, w: &Tensor| -> webtensor::Result<Tensor> {
         let y = x.matmul(w)?.add_scalar(1.0)?;
-        let s = y.sum(1, true)?;
+        let s = y.sum_keepdim(1)?;
         y.div(&s.abs()?.add_scalar(1.0)?)
     };
     let run = |dev: &Device, rounds: usize| -> (Vec<f32>, Vec<DeviceStats>) {

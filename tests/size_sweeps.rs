@@ -155,31 +155,31 @@ fn elementwise_and_fused_kernels_at_every_boundary() {
 fn reductions_at_every_boundary() {
     for n in sizes() {
         agree(&format!("sum f32 n={n}"), |d| {
-            small_ints(n, 8, DType::F32, d).sum(.., false).unwrap()
+            small_ints(n, 8, DType::F32, d).sum(..).unwrap()
         });
         agree(&format!("sum i32 reversed n={n}"), |d| {
             small_ints(n, 9, DType::I32, d)
                 .flip(&[0])
                 .unwrap()
-                .sum(.., false)
+                .sum(..)
                 .unwrap()
         });
         agree(&format!("argmax n={n}"), |d| {
-            small_ints(n, 10, DType::F32, d).argmax(0, false).unwrap()
+            small_ints(n, 10, DType::F32, d).argmax(0).unwrap()
         });
         // n outputs of short reductions, and a column sum.
         agree(&format!("row sums n={n}"), |d| {
             small_ints(3 * n, 11, DType::I32, d)
                 .reshape([n, 3])
                 .unwrap()
-                .sum(1, false)
+                .sum(1)
                 .unwrap()
         });
         agree(&format!("column sums n={n}"), |d| {
             small_ints(3 * n, 12, DType::I32, d)
                 .reshape([n, 3])
                 .unwrap()
-                .sum(0, false)
+                .sum(0)
                 .unwrap()
         });
     }

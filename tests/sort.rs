@@ -9,10 +9,10 @@ mod common;
 
 use common::{devices, noise, read_f32, views_of};
 use std::cmp::Ordering;
-use webtensor::{DType, Device, Tensor, s};
+use webtensor::{DType, Device, SortOrder, Tensor, TopK, s};
 
 /// NumPy's stable order of one line: NaN last ascending, first descending.
-fn reference_order(line: &[f64], descending: bool) -> Vec<i32> {
+fn reference_order(line: &[f64], dir: SortOrder) -> Vec<i32> {
     let cmp = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
         (false, false) => a.partial_cmp(&b).unwrap(),
         (true, true) => Ordering::Equal,
@@ -20,7 +20,7 @@ fn reference_order(line: &[f64], descending: bool) -> Vec<i32> {
         (false, true) => Ordering::Less,
     };
     let mut order: Vec<usize> = (0..line.len()).collect();
-    if descending {
+    if dir == SortOrder::Descending {
         order.sort_by(|&i, &j| cmp(line[j], line[i]));
     } else {
         order.sort_by(|&i, &j| cmp(line[i], line[j]));
@@ -29,19 +29,14 @@ fn reference_order(line: &[f64], descending: bool) -> Vec<i32> {
 }
 
 /// Checks argsort and sort of `t` along its last axis, lines of `n`.
-fn check_lines(t: &Tensor, descending: bool, what: &str) {
+fn check_lines(t: &Tensor, dir: SortOrder, what: &str) {
     let n = *t.dims().last().unwrap();
     let host = read_f32(&t.to_dtype(DType::F32).unwrap());
-    let order = t.argsort(-1, descending).unwrap().to_vec::<i32>().unwrap();
-    let sorted = read_f32(
-        &t.sort(-1, descending)
-            .unwrap()
-            .to_dtype(DType::F32)
-            .unwrap(),
-    );
+    let order = t.argsort(-1, dir).unwrap().to_vec::<i32>().unwrap();
+    let sorted = read_f32(&t.sort(-1, dir).unwrap().to_dtype(DType::F32).unwrap());
     for (l, line) in host.chunks(n.max(1)).enumerate() {
         let line64: Vec<f64> = line.iter().map(|&v| v as f64).collect();
-        let want = reference_order(&line64, descending);
+        let want = reference_order(&line64, dir);
         assert_eq!(
             &order[l * n..(l + 1) * n],
             &want[..],
@@ -69,12 +64,8 @@ fn lines_of_every_length_across_the_block() {
                 .map(|v| (v * 8.0).round())
                 .collect();
             let t = Tensor::from_vec(data, [2, n], &dev).unwrap();
-            for descending in [false, true] {
-                check_lines(
-                    &t,
-                    descending,
-                    &format!("{dev} n={n} descending={descending}"),
-                );
+            for dir in [SortOrder::Ascending, SortOrder::Descending] {
+                check_lines(&t, dir, &format!("{dev} n={n} {dir:?}"));
             }
         }
     }
@@ -102,18 +93,14 @@ fn special_values_sort_as_numpy() {
                 .unwrap()
                 .to_dtype(dtype)
                 .unwrap();
-            for descending in [false, true] {
-                check_lines(
-                    &t,
-                    descending,
-                    &format!("{dev} {dtype} special descending={descending}"),
-                );
+            for dir in [SortOrder::Ascending, SortOrder::Descending] {
+                check_lines(&t, dir, &format!("{dev} {dtype} special {dir:?}"));
             }
         }
         // -0 and +0 come back as they were, in their original order.
         let z = Tensor::from_slice(&[0.0f32, -0.0, 0.0, -0.0], [4], &dev).unwrap();
         let bits: Vec<u32> = z
-            .sort(0, false)
+            .sort(0, SortOrder::Ascending)
             .unwrap()
             .to_vec::<f32>()
             .unwrap()
@@ -130,20 +117,12 @@ fn every_dtype_and_view_along_each_axis() {
         for dtype in [DType::F32, DType::F16] {
             for (view, t) in views_of(&dev, dtype) {
                 for axis in [0isize, 1, -1] {
-                    for descending in [false, true] {
+                    for dir in [SortOrder::Ascending, SortOrder::Descending] {
                         let moved = t.moveaxis(axis, -1).unwrap();
-                        let want = moved.argsort(-1, descending).unwrap();
-                        let got = t
-                            .argsort(axis, descending)
-                            .unwrap()
-                            .moveaxis(axis, -1)
-                            .unwrap();
+                        let want = moved.argsort(-1, dir).unwrap();
+                        let got = t.argsort(axis, dir).unwrap().moveaxis(axis, -1).unwrap();
                         assert_eq!(got.to_vec::<i32>().unwrap(), want.to_vec::<i32>().unwrap());
-                        check_lines(
-                            &moved,
-                            descending,
-                            &format!("{dev} {dtype} {view} axis {axis}"),
-                        );
+                        check_lines(&moved, dir, &format!("{dev} {dtype} {view} axis {axis}"));
                     }
                 }
             }
@@ -158,8 +137,8 @@ fn every_dtype_and_view_along_each_axis() {
             i.to_dtype(DType::U8).unwrap().t(),
             i.gt_scalar(0).unwrap(),
         ] {
-            for descending in [false, true] {
-                let order = t.argsort(-1, descending).unwrap().to_vec::<i32>().unwrap();
+            for dir in [SortOrder::Ascending, SortOrder::Descending] {
+                let order = t.argsort(-1, dir).unwrap().to_vec::<i32>().unwrap();
                 let n = t.dims()[1];
                 let host: Vec<f64> = match t.dtype() {
                     DType::I32 => t
@@ -190,12 +169,12 @@ fn every_dtype_and_view_along_each_axis() {
                 for (l, line) in host.chunks(n).enumerate() {
                     assert_eq!(
                         &order[l * n..(l + 1) * n],
-                        &reference_order(line, descending)[..],
+                        &reference_order(line, dir)[..],
                         "{dev} {} line {l}",
                         t.dtype()
                     );
                 }
-                let sorted = t.sort(-1, descending).unwrap();
+                let sorted = t.sort(-1, dir).unwrap();
                 assert_eq!(sorted.dtype(), t.dtype());
             }
         }
@@ -211,12 +190,20 @@ fn many_short_lines_and_one_long_line() {
             .map(|v| (v * 4.0).round())
             .collect();
         let t = Tensor::from_vec(data, [70_000, 3], &dev).unwrap();
-        check_lines(&t, false, &format!("{dev} 70000 x 3"));
-        check_lines(&t.t(), true, &format!("{dev} 3 x 70000 transposed"));
+        check_lines(&t, SortOrder::Ascending, &format!("{dev} 70000 x 3"));
+        check_lines(
+            &t.t(),
+            SortOrder::Descending,
+            &format!("{dev} 3 x 70000 transposed"),
+        );
         // One line of 2^17 + 5: global steps, several local finishes.
         let n = (1 << 17) + 5;
         let long = Tensor::from_vec(noise(n, 5), [n], &dev).unwrap();
-        check_lines(&long, false, &format!("{dev} one line of {n}"));
+        check_lines(
+            &long,
+            SortOrder::Ascending,
+            &format!("{dev} one line of {n}"),
+        );
     }
 }
 
@@ -224,27 +211,34 @@ fn many_short_lines_and_one_long_line() {
 fn topk_picks_the_extremes_in_order() {
     for dev in devices() {
         let t = Tensor::from_slice(&[4.0f32, 9.0, f32::NAN, 9.0, -2.0, 0.5], [2, 3], &dev).unwrap();
-        let (v, i) = t.topk(2, 1, true).unwrap();
+        let (v, i) = t.topk(2, 1, TopK::Largest).unwrap();
         let v: Vec<f32> = v.to_vec().unwrap();
         assert!(v[0].is_nan() && v[1] == 9.0, "{dev}: {v:?}");
         assert_eq!(&v[2..], [9.0, 0.5]);
         assert_eq!(i.to_vec::<i32>().unwrap(), [2, 1, 0, 2]);
-        let (v, i) = t.topk(1, 0, false).unwrap();
+        let (v, i) = t.topk(1, 0, TopK::Smallest).unwrap();
         assert_eq!(v.dims(), &[1, 3]);
         // The smallest of column 2 is 0.5: NaN counts as the largest.
         assert_eq!(v.to_vec::<f32>().unwrap(), [4.0, -2.0, 0.5]);
         assert_eq!(i.to_vec::<i32>().unwrap(), [0, 1, 1]);
-        let (v, i) = t.topk(0, 1, true).unwrap();
+        let (v, i) = t.topk(0, 1, TopK::Largest).unwrap();
         assert_eq!((v.dims(), i.dims()), (&[2usize, 0][..], &[2usize, 0][..]));
-        let all = t.topk(3, -1, false).unwrap().1;
+        let all = t.topk(3, -1, TopK::Smallest).unwrap().1;
         assert_eq!(
             all.to_vec::<i32>().unwrap(),
-            t.argsort(-1, false).unwrap().to_vec::<i32>().unwrap()
+            t.argsort(-1, SortOrder::Ascending)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap()
         );
         // Ties keep the earlier position first.
         let ties = Tensor::from_slice(&[5i32, 7, 7, 5, 7], [5], &dev).unwrap();
         assert_eq!(
-            ties.topk(3, 0, true).unwrap().1.to_vec::<i32>().unwrap(),
+            ties.topk(3, 0, TopK::Largest)
+                .unwrap()
+                .1
+                .to_vec::<i32>()
+                .unwrap(),
             [1, 2, 4]
         );
     }
@@ -254,12 +248,12 @@ fn topk_picks_the_extremes_in_order() {
 fn empty_and_bad_input() {
     for dev in devices() {
         let e = Tensor::zeros([0, 4], DType::F32, &dev).unwrap();
-        assert_eq!(e.sort(0, false).unwrap().dims(), &[0, 4]);
-        assert_eq!(e.argsort(1, true).unwrap().dims(), &[0, 4]);
+        assert_eq!(e.sort(0, SortOrder::Ascending).unwrap().dims(), &[0, 4]);
+        assert_eq!(e.argsort(1, SortOrder::Descending).unwrap().dims(), &[0, 4]);
         let t = Tensor::zeros([3], DType::F32, &dev).unwrap();
-        let err = t.sort(1, false).unwrap_err().to_string();
+        let err = t.sort(1, SortOrder::Ascending).unwrap_err().to_string();
         assert!(err.contains("sort"), "{err}");
-        let err = t.topk(4, 0, true).unwrap_err().to_string();
+        let err = t.topk(4, 0, TopK::Largest).unwrap_err().to_string();
         assert!(
             err.contains("topk") && err.contains('4') && err.contains('3'),
             "{err}"
@@ -267,17 +261,25 @@ fn empty_and_bad_input() {
         let scalar = Tensor::zeros([], DType::F32, &dev).unwrap();
         assert!(
             scalar
-                .argsort(0, false)
+                .argsort(0, SortOrder::Ascending)
                 .unwrap_err()
                 .to_string()
                 .contains("argsort")
         );
         let z = Tensor::zeros([2], DType::C64, &dev).unwrap();
-        assert!(z.sort(0, false).unwrap_err().to_string().contains("sort"));
+        assert!(
+            z.sort(0, SortOrder::Ascending)
+                .unwrap_err()
+                .to_string()
+                .contains("sort")
+        );
     }
     let f = Tensor::from_slice(&[2.0f64, -1.0, 0.5], [3], &Device::cpu()).unwrap();
     assert_eq!(
-        f.sort(0, false).unwrap().to_vec::<f64>().unwrap(),
+        f.sort(0, SortOrder::Ascending)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap(),
         [-1.0, 0.5, 2.0]
     );
 }

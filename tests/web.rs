@@ -6,7 +6,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
-use webtensor::{DType, Device, DeviceKind, Error, Tensor, f16, s, wgpu};
+use webtensor::{DType, Device, DeviceKind, Error, SortOrder, Tensor, TopK, f16, s, wgpu};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -127,16 +127,9 @@ async fn reductions_matmul_and_indexing() {
         .unwrap()
         .reshape([2, 3])
         .unwrap();
-    assert_eq!(read(&a.sum(1, false).unwrap()).await, [3., 12.]);
-    assert_eq!(read(&a.max(0, false).unwrap()).await, [3., 4., 5.]);
-    assert_eq!(
-        a.argmax(.., false)
-            .unwrap()
-            .item_async::<i32>()
-            .await
-            .unwrap(),
-        5
-    );
+    assert_eq!(read(&a.sum(1).unwrap()).await, [3., 12.]);
+    assert_eq!(read(&a.max(0).unwrap()).await, [3., 4., 5.]);
+    assert_eq!(a.argmax(..).unwrap().item_async::<i32>().await.unwrap(), 5);
     // [[0, 1, 2], [3, 4, 5]] @ its transpose.
     assert_eq!(read(&a.matmul(&a.t()).unwrap()).await, [5., 14., 14., 50.]);
     assert_eq!(read(&a.cumsum(1).unwrap()).await, [0., 1., 3., 3., 7., 12.]);
@@ -187,7 +180,7 @@ async fn the_cpu_path_runs_in_the_browser_too() {
         .unwrap();
     assert_eq!(read(&a.matmul(&a.t()).unwrap()).await, [5., 14., 14., 50.]);
     let g = a.to_device_async(&gpu().await).await.unwrap();
-    let sums = read(&g.softmax(1).unwrap().sum(1, false).unwrap()).await;
+    let sums = read(&g.softmax(1).unwrap().sum(1).unwrap()).await;
     assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-6), "{sums:?}");
 }
 
@@ -297,8 +290,8 @@ async fn every_new_kernel_form_matches_the_cpu() {
     let tall = Tensor::rand([300, 70], DType::F32, 4, &cpu).unwrap();
     let gtall = tall.to_device_async(&dev).await.unwrap();
     close(
-        &read(&gtall.sum(0, false).unwrap()).await,
-        &read(&tall.sum(0, false).unwrap()).await,
+        &read(&gtall.sum(0).unwrap()).await,
+        &read(&tall.sum(0).unwrap()).await,
         "column sum",
     );
     let ones = Tensor::ones([70_001], DType::I32, &dev).unwrap();
@@ -353,13 +346,13 @@ async fn packed_words_quads_and_long_programs_match_the_cpu() {
                         .unwrap(),
                 ),
             ),
-            ("row sums", a.sum(1, false).unwrap()),
-            ("row argmax", f32s(a.argmax(1, false).unwrap())),
-            ("row var", a.var(1, 1, false).unwrap()),
+            ("row sums", a.sum(1).unwrap()),
+            ("row argmax", f32s(a.argmax(1).unwrap())),
+            ("row var", a.var(1, 1).unwrap()),
             ("softmax", a.softmax(1).unwrap()),
             (
                 "f16 row sums",
-                f32s(a.to_dtype(DType::F16).unwrap().sum(1, true).unwrap()),
+                f32s(a.to_dtype(DType::F16).unwrap().sum_keepdim(1).unwrap()),
             ),
         ]
     };
@@ -407,7 +400,7 @@ async fn sorts_and_new_functions_match_the_cpu() {
         .round()
         .unwrap();
     let gx = x.to_device_async(&dev).await.unwrap();
-    for descending in [false, true] {
+    for dir in [SortOrder::Ascending, SortOrder::Descending] {
         for (cpu_view, gpu_view) in [
             (x.clone(), gx.clone()),
             (
@@ -415,24 +408,32 @@ async fn sorts_and_new_functions_match_the_cpu() {
                 gx.slice(s![.., ..;-3]).unwrap(),
             ),
         ] {
-            let want = cpu_view.argsort(-1, descending).unwrap();
-            let got = gpu_view.argsort(-1, descending).unwrap();
+            let want = cpu_view.argsort(-1, dir).unwrap();
+            let got = gpu_view.argsort(-1, dir).unwrap();
             assert_eq!(
                 got.to_vec_async::<i32>().await.unwrap(),
                 want.to_vec_async::<i32>().await.unwrap(),
-                "argsort descending={descending}"
+                "argsort {dir:?}"
             );
         }
     }
-    let (values, indices) = gx.t().topk(2, 0, true).unwrap();
-    let (want_v, want_i) = x.t().topk(2, 0, true).unwrap();
+    let (values, indices) = gx.t().topk(2, 0, TopK::Largest).unwrap();
+    let (want_v, want_i) = x.t().topk(2, 0, TopK::Largest).unwrap();
     assert_eq!(read(&values).await, read(&want_v).await);
     assert_eq!(
         indices.to_vec_async::<i32>().await.unwrap(),
         want_i.to_vec_async::<i32>().await.unwrap()
     );
-    let h = gx.to_dtype(DType::F16).unwrap().sort(1, false).unwrap();
-    let want = x.to_dtype(DType::F16).unwrap().sort(1, false).unwrap();
+    let h = gx
+        .to_dtype(DType::F16)
+        .unwrap()
+        .sort(1, SortOrder::Ascending)
+        .unwrap();
+    let want = x
+        .to_dtype(DType::F16)
+        .unwrap()
+        .sort(1, SortOrder::Ascending)
+        .unwrap();
     assert_eq!(
         read(&h.to_dtype(DType::F32).unwrap()).await,
         read(&want.to_dtype(DType::F32).unwrap()).await
@@ -815,7 +816,7 @@ async fn captured_steps_replay_what_eager_ops_compute() {
     let step = |x: &Tensor, y: &Tensor, acc: &Tensor| -> webtensor::Result<()> {
         let view = x.slice(s![..;-1, 1..;2])?;
         view.add_(&view.mul(&y.slice(s![.., 1..;2])?)?.tanh()?)?;
-        acc.add_(&x.sum(1, false)?.mul_scalar(0.5)?)
+        acc.add_(&x.sum(1)?.mul_scalar(0.5)?)
     };
     let make = |dev: &Device| {
         let x: Vec<f32> = (0..40).map(|i| (i as f32 * 0.37).sin()).collect();

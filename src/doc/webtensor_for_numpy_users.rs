@@ -29,7 +29,7 @@
 //! let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &cpu)?;
 //! let y = x.to_device(&dev)?;
 //! assert_eq!(y.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
-//! assert_eq!(y.sum(.., false)?.item::<f32>()?, 6.0);
+//! assert_eq!(y.sum(..)?.item::<f32>()?, 6.0);
 //! dev.sync()?;
 //! # Ok(())
 //! # }
@@ -61,7 +61,7 @@
 //! let zl = a.zeros_like()?;
 //! let n = Tensor::randn([2, 2], DType::F32, 7, &dev)?;
 //! assert_eq!(l.to_vec::<f32>()?, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
-//! assert_eq!(f.sum(.., false)?.item::<f32>()?, 42.0);
+//! assert_eq!(f.sum(..)?.item::<f32>()?, 42.0);
 //! # let _ = (z, o, r, i, zl, n);
 //! # Ok(())
 //! # }
@@ -105,7 +105,7 @@
 //! a.masked_fill_(&mask, 0.0)?;
 //! a.slice(s![0, ..])?.fill_(-1.0)?;   // writes into `a`
 //! assert_eq!(a.slice(s![0])?.to_vec::<f32>()?, vec![-1.0; 4]);
-//! assert_eq!(a.max(.., false)?.item::<f32>()?, 9.0);
+//! assert_eq!(a.max(..)?.item::<f32>()?, 9.0);
 //! # let _ = (flat, rows, picked, c);
 //! # Ok(())
 //! # }
@@ -153,36 +153,38 @@
 //!
 //! # Reductions: axes, `keepdims`, `axis=-1`
 //!
-//! Reductions take the axes (`..` for all, an axis, or a list; negative
-//! counts from the end) and `keepdim` (NumPy's `keepdims`) in that order.
+//! Reductions take the axes: `..` for all, an axis, or a list; negative
+//! counts from the end. Each has a `_keepdim` twin for NumPy's
+//! `keepdims=True` (`sum_keepdim`, `mean_keepdim`, ...), so no call ends in
+//! a bare `true` or `false`.
 //!
 //! | NumPy | webtensor |
 //! |---|---|
-//! | `a.sum()` | `a.sum(.., false)?` (a 0-d tensor; `.item()` reads it) |
-//! | `a.mean(axis=0, keepdims=True)` | `a.mean(0, true)?` |
-//! | `a.max(axis=-1)` | `a.max(-1, false)?` |
-//! | `a.sum(axis=(0, 2))` | `a.sum(&[0, 2][..], false)?` |
-//! | `a.std(axis=0, ddof=1)` | `a.std(0, 1, false)?` |
-//! | `a.argmax(axis=1)` | `a.argmax(1, false)?` (i32 indices) |
+//! | `a.sum()` | `a.sum(..)?` (a 0-d tensor; `.item()` reads it) |
+//! | `a.mean(axis=0, keepdims=True)` | `a.mean_keepdim(0)?` |
+//! | `a.max(axis=-1)` | `a.max(-1)?` |
+//! | `a.sum(axis=(0, 2))` | `a.sum(&[0, 2][..])?` |
+//! | `a.std(axis=0, ddof=1)` | `a.std(0, 1)?` |
+//! | `a.argmax(axis=1)` | `a.argmax(1)?` (i32 indices) |
 //! | `np.cumsum(a, axis=1)` | `a.cumsum(1)?` |
-//! | `np.sort(a, axis=-1)` | `a.sort(-1, false)?` (`true`: descending) |
-//! | `torch.topk(a, 2)` | `a.topk(2, -1, true)?` (values and i32 positions) |
+//! | `np.sort(a, axis=-1)` | `a.sort(-1, SortOrder::Ascending)?` (or `Descending`) |
+//! | `torch.topk(a, 2)` | `a.topk(2, -1, TopK::Largest)?` (values and i32 positions; or `Smallest`) |
 //! | `scipy.special.softmax(a, axis=-1)` | `a.softmax(-1)?` |
 //!
 //! ```
-//! use webtensor::{Device, Tensor};
+//! use webtensor::{Device, SortOrder, Tensor, TopK};
 //! # fn main() -> webtensor::Result<()> {
 //! let dev = Device::cpu();
 //! let a = Tensor::arange(0.0f32, 24.0, 1.0, &dev)?.reshape([2, 3, 4])?;
-//! assert_eq!(a.sum(.., false)?.item::<f32>()?, 276.0);
-//! assert_eq!(a.mean(0, true)?.dims(), &[1, 3, 4]);
-//! assert_eq!(a.max(-1, false)?.dims(), &[2, 3]);
-//! assert_eq!(a.sum(&[0, 2][..], false)?.dims(), &[3]);
-//! let s = a.std(0, 1, false)?;
-//! let i = a.argmax(1, false)?;
+//! assert_eq!(a.sum(..)?.item::<f32>()?, 276.0);
+//! assert_eq!(a.mean_keepdim(0)?.dims(), &[1, 3, 4]);
+//! assert_eq!(a.max(-1)?.dims(), &[2, 3]);
+//! assert_eq!(a.sum(&[0, 2][..])?.dims(), &[3]);
+//! let s = a.std(0, 1)?;
+//! let i = a.argmax(1)?;
 //! let c = a.cumsum(1)?;
-//! let sorted = a.sort(-1, false)?;
-//! let (top, at) = a.topk(2, -1, true)?;
+//! let sorted = a.sort(-1, SortOrder::Ascending)?;
+//! let (top, at) = a.topk(2, -1, TopK::Largest)?;
 //! let p = a.softmax(-1)?;
 //! # let _ = (s, i, c, sorted, top, at, p);
 //! # Ok(())
@@ -209,8 +211,8 @@
 //! let two = Tensor::full([2], 2, DType::I32, &dev)?;
 //! assert_eq!(i.div(&two)?.to_vec::<i32>()?, vec![3, -3]);
 //! assert_eq!(i.floor_divide(&two)?.to_vec::<i32>()?, vec![3, -4]);
-//! assert_eq!(i.gt_scalar(0)?.sum(.., false)?.item::<i32>()?, 1);
-//! assert_eq!(i.mean(.., false)?.dtype(), DType::F32);
+//! assert_eq!(i.gt_scalar(0)?.sum(..)?.item::<i32>()?, 1);
+//! assert_eq!(i.mean(..)?.dtype(), DType::F32);
 //! # Ok(())
 //! # }
 //! ```

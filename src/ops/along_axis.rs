@@ -63,9 +63,9 @@ impl Tensor {
         }
         // Longer lines: one fresh tensor, updated in place from there on.
         let x = self.in_f32_or_wider()?;
-        let e = x.sub(&x.max(axis, true)?)?;
+        let e = x.sub(&x.max_keepdim(axis)?)?;
         e.exp_()?;
-        e.div_(&e.sum(axis, true)?)?;
+        e.div_(&e.sum_keepdim(axis)?)?;
         e.to_dtype(self.dtype())
     }
 
@@ -82,8 +82,8 @@ impl Tensor {
             return Ok(out);
         }
         let x = self.in_f32_or_wider()?;
-        let shifted = x.sub(&x.max(axis, true)?)?;
-        let log_sum = shifted.exp()?.sum(axis, true)?.log()?;
+        let shifted = x.sub(&x.max_keepdim(axis)?)?;
+        let log_sum = shifted.exp()?.sum_keepdim(axis)?.log()?;
         shifted.sub_(&log_sum)?;
         shifted.to_dtype(self.dtype())
     }

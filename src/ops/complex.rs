@@ -85,7 +85,7 @@ impl Tensor {
             }
         }
         super::check_devices(OP, re, &[super::Arg::Tensor(im)])?;
-        let shape = crate::shape::broadcast_shapes(OP, re.shape(), im.shape())?;
+        let shape = crate::shape::broadcast_for(OP, re.shape(), im.shape())?;
         let out = Tensor::empty_dense(shape, DType::C64, re.device(), OP)?;
         out.real()?.assign(re)?;
         out.imag()?.assign(im)?;
@@ -356,9 +356,9 @@ impl Tensor {
         };
         let sum = |t: Tensor| {
             if mean {
-                t.mean(axes.clone(), keepdim)
+                t.mean_axes(axes.clone().into(), keepdim)
             } else {
-                t.sum(axes.clone(), keepdim)
+                t.sum_axes(axes.clone().into(), keepdim)
             }
         };
         if !Tensor::pairs_fit(self.rank()) {

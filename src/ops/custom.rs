@@ -171,7 +171,7 @@ impl CustomKernel {
         })?;
         let mut shape = Shape::scalar();
         for t in inputs {
-            shape = crate::shape::broadcast_shapes(op, &shape, t.shape())?;
+            shape = crate::shape::broadcast_for(op, &shape, t.shape())?;
         }
         let out = Tensor::empty_dense(shape, self.spec.output.1, lead.device(), op)?;
         self.run(op, &out, inputs, scalars)?;

@@ -5,7 +5,7 @@ use crate::backend::{MatmulCall, matmul};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::shape::{Shape, broadcast_shapes};
+use crate::shape::{Shape, broadcast_for};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -84,7 +84,7 @@ impl Tensor {
                 ),
             ));
         }
-        let batch = broadcast_shapes(
+        let batch = broadcast_for(
             OP,
             &Shape::from(&a.dims()[..ra - 2]),
             &Shape::from(&b.dims()[..rb - 2]),

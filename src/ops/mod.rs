@@ -16,12 +16,14 @@ mod operators;
 mod predicates;
 mod rearrange;
 mod reduce;
+mod reductions;
 mod sort;
 mod triangles;
 
 pub use custom::CustomKernel;
 pub use rearrange::PadMode;
 pub use reduce::Axes;
+pub use sort::{SortOrder, TopK};
 
 use crate::backend::{Call, Input, run};
 use crate::dtype::DType;
@@ -79,7 +81,7 @@ fn broadcast_all(op: &'static str, args: &[Arg]) -> Result<Shape> {
     let mut shape = Shape::scalar();
     for a in args {
         if let Arg::Tensor(t) = a {
-            shape = crate::shape::broadcast_shapes(op, &shape, t.shape())?;
+            shape = crate::shape::broadcast_for(op, &shape, t.shape())?;
         }
     }
     Ok(shape)

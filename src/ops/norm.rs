@@ -17,9 +17,9 @@ impl Tensor {
     /// use webtensor::{Device, Tensor};
     /// # fn main() -> webtensor::Result<()> {
     /// let m = Tensor::from_slice(&[3.0f32, -4.0, 0.0, 12.0], [2, 2], &Device::cpu())?;
-    /// assert_eq!(m.norm(2.0, .., false)?.item::<f32>()?, 13.0); // Frobenius
-    /// assert_eq!(m.norm(1.0, 1, false)?.to_vec::<f32>()?, vec![7.0, 12.0]);
-    /// assert_eq!(m.norm(f64::INFINITY, 0, false)?.to_vec::<f32>()?, vec![3.0, 12.0]);
+    /// assert_eq!(m.norm(2.0, ..)?.item::<f32>()?, 13.0); // Frobenius
+    /// assert_eq!(m.norm(1.0, 1)?.to_vec::<f32>()?, vec![7.0, 12.0]);
+    /// assert_eq!(m.norm(f64::INFINITY, 0)?.to_vec::<f32>()?, vec![3.0, 12.0]);
     /// # Ok(())
     /// # }
     /// ```
@@ -28,7 +28,21 @@ impl Tensor {
     /// `Error::Argument` naming `norm` for a NaN `p`; `Error::DType` for
     /// bool tensors; axis errors as [`Tensor::sum`]; `p = ±inf` over no
     /// elements is an `Err`, as the maximum of nothing is.
-    pub fn norm(&self, p: f64, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+    pub fn norm(&self, p: f64, axes: impl Into<Axes>) -> Result<Tensor> {
+        self.norm_axes(p, axes.into(), false)
+    }
+
+    /// [`Tensor::norm`] with the reduced axes kept, with length 1 (NumPy's
+    /// `keepdims=True`), so the result broadcasts against `self`: `x /
+    /// x.norm_keepdim(2.0, -1)?` normalises each row.
+    ///
+    /// # Errors
+    /// As [`Tensor::norm`].
+    pub fn norm_keepdim(&self, p: f64, axes: impl Into<Axes>) -> Result<Tensor> {
+        self.norm_axes(p, axes.into(), true)
+    }
+
+    fn norm_axes(&self, p: f64, axes: Axes, keepdim: bool) -> Result<Tensor> {
         const OP: &str = "norm";
         if p.is_nan() {
             return Err(Error::argument(OP, "p is NaN"));
@@ -41,7 +55,6 @@ impl Tensor {
             DType::F16 | DType::I32 | DType::U32 | DType::U8 => self.to_dtype(DType::F32)?.abs()?,
             _ => self.abs()?,
         };
-        let axes = axes.into();
         let norm = norm_of(&abs, p, axes, keepdim).map_err(|e| match e {
             // The reduction's errors (axes, the maximum of nothing) name norm.
             Error::Shape { msg, .. } => Error::Shape { op: OP, msg },
@@ -59,18 +72,20 @@ impl Tensor {
 /// The norm of the magnitudes `abs`.
 fn norm_of(abs: &Tensor, p: f64, axes: Axes, keepdim: bool) -> Result<Tensor> {
     Ok(if p == f64::INFINITY {
-        abs.max(axes, keepdim)?
+        abs.max_axes(axes, keepdim)?
     } else if p == f64::NEG_INFINITY {
-        abs.min(axes, keepdim)?
+        abs.min_axes(axes, keepdim)?
     } else if p == 0.0 {
         abs.ne_scalar(0.0)?
             .to_dtype(abs.dtype())?
-            .sum(axes, keepdim)?
+            .sum_axes(axes, keepdim)?
     } else if p == 1.0 {
-        abs.sum(axes, keepdim)?
+        abs.sum_axes(axes, keepdim)?
     } else if p == 2.0 {
-        abs.square()?.sum(axes, keepdim)?.sqrt()?
+        abs.square()?.sum_axes(axes, keepdim)?.sqrt()?
     } else {
-        abs.pow_scalar(p)?.sum(axes, keepdim)?.pow_scalar(1.0 / p)?
+        abs.pow_scalar(p)?
+            .sum_axes(axes, keepdim)?
+            .pow_scalar(1.0 / p)?
     })
 }

@@ -105,7 +105,7 @@ impl Tensor {
             ));
         }
         super::check_devices(OP, self, &[super::Arg::Tensor(other)])?;
-        crate::shape::broadcast_shapes(OP, self.shape(), other.shape())?;
+        crate::shape::broadcast_for(OP, self.shape(), other.shape())?;
         let (a, b) = (self, other);
         if !a.dtype().is_float() {
             // |a - b| exactly: the larger less the smaller, in the dtype's
@@ -157,7 +157,7 @@ impl Tensor {
         equal_nan: bool,
     ) -> Result<bool> {
         self.isclose(other, rtol, atol, equal_nan)?
-            .all(.., false)?
+            .all(..)?
             .item_async::<bool>()
             .await
     }

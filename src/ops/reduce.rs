@@ -21,9 +21,9 @@ use std::ops::RangeFull;
 /// ```
 /// use webtensor::{Device, Tensor};
 /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &Device::cpu())?;
-/// assert_eq!(t.sum(.., false)?.item::<f32>()?, 21.0);
-/// assert_eq!(t.sum(-1, false)?.to_vec::<f32>()?, vec![6.0, 15.0]);
-/// assert_eq!(t.sum([0, 1], true)?.dims(), &[1, 1]);
+/// assert_eq!(t.sum(..)?.item::<f32>()?, 21.0);
+/// assert_eq!(t.sum(-1)?.to_vec::<f32>()?, vec![6.0, 15.0]);
+/// assert_eq!(t.sum_keepdim([0, 1])?.dims(), &[1, 1]);
 /// # Ok::<(), webtensor::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,27 +342,17 @@ impl Tensor {
         }
     }
 
-    /// Sum over `axes` (wrapping for integers). bool sums count into i32 and
-    /// u8 sums into u32; other dtypes keep theirs, f16 accumulating in f32.
-    /// The sum of no elements is 0.
-    ///
-    /// # Errors
-    /// `Error::Axis` for an axis out of range, `Error::Argument` for a
-    /// repeated axis.
-    pub fn sum(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+    /// [`Tensor::sum`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn sum_axes(&self, axes: Axes, keepdim: bool) -> Result<Tensor> {
         if self.dtype().is_complex() {
-            return self.complex_sum(axes.into(), keepdim, false);
+            return self.complex_sum(axes, keepdim, false);
         }
-        self.widening_reduce("sum", ReduceOp::Sum, &axes.into(), keepdim)
+        self.widening_reduce("sum", ReduceOp::Sum, &axes, keepdim)
     }
 
-    /// Product over `axes`, with the dtypes of [`Tensor::sum`]; the product
-    /// of no elements is 1.
-    ///
-    /// # Errors
-    /// As [`Tensor::sum`].
-    pub fn prod(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
-        self.widening_reduce("prod", ReduceOp::Prod, &axes.into(), keepdim)
+    /// [`Tensor::prod`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn prod_axes(&self, axes: Axes, keepdim: bool) -> Result<Tensor> {
+        self.widening_reduce("prod", ReduceOp::Prod, &axes, keepdim)
     }
 
     /// A sum or product, into i32 for bool and u32 for u8. GPU kernels read
@@ -396,64 +386,36 @@ impl Tensor {
         }
     }
 
-    /// Arithmetic mean over `axes`: floats keep their dtype (f16 accumulates
-    /// in f32), integers and bool give f32. The mean of no elements is NaN.
-    ///
-    /// # Errors
-    /// As [`Tensor::sum`].
-    pub fn mean(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+    /// [`Tensor::mean`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn mean_axes(&self, axes: Axes, keepdim: bool) -> Result<Tensor> {
         if self.dtype().is_complex() {
-            return self.complex_sum(axes.into(), keepdim, true);
+            return self.complex_sum(axes, keepdim, true);
         }
         let t = self.as_float()?;
-        t.reduce_into(
-            "mean",
-            ReduceOp::Sum,
-            &axes.into(),
-            keepdim,
-            t.dtype(),
-            true,
-        )
+        t.reduce_into("mean", ReduceOp::Sum, &axes, keepdim, t.dtype(), true)
     }
 
-    /// Maximum over `axes`; NaN if any element is NaN (as NumPy's `max`).
-    ///
-    /// # Errors
-    /// As [`Tensor::sum`], and `Error::Argument` for an empty reduced axis
-    /// (the maximum of nothing is undefined).
-    pub fn max(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
-        let axes = axes.into();
+    /// [`Tensor::max`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn max_axes(&self, axes: Axes, keepdim: bool) -> Result<Tensor> {
         self.check_not_empty("max", &axes)?;
         self.reduce_into("max", ReduceOp::Max, &axes, keepdim, self.dtype(), false)
     }
 
-    /// Minimum over `axes`; NaN if any element is NaN.
-    ///
-    /// # Errors
-    /// As [`Tensor::max`].
-    pub fn min(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
-        let axes = axes.into();
+    /// [`Tensor::min`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn min_axes(&self, axes: Axes, keepdim: bool) -> Result<Tensor> {
         self.check_not_empty("min", &axes)?;
         self.reduce_into("min", ReduceOp::Min, &axes, keepdim, self.dtype(), false)
     }
 
-    /// Variance over `axes`: the mean squared deviation from the mean,
-    /// divided by `count - ddof` (`ddof = 0` as NumPy's default, 1 for the
-    /// sample variance as PyTorch's). Integers give f32; f16 is computed in
-    /// f32 and rounded once. A divisor of zero or less gives inf or NaN, as
-    /// NumPy.
-    ///
-    /// # Errors
-    /// As [`Tensor::sum`].
-    pub fn var(&self, axes: impl Into<Axes>, ddof: usize, keepdim: bool) -> Result<Tensor> {
-        let axes = axes.into();
+    /// [`Tensor::var`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn var_axes(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
         let count = self.reduced_count("var", &axes)?;
         let x = if self.dtype() == DType::F16 || !self.dtype().is_float() {
             self.to_dtype(DType::F32)?
         } else {
             self.clone()
         };
-        let mean = x.mean(axes.clone(), true)?;
+        let mean = x.mean_keepdim(axes.clone())?;
         let divisor = count as f64 - ddof as f64;
         let one_pass = x.dtype() == DType::F32 && x.binding_cut().is_none();
         let squares = if one_pass && mean.layout().is_contiguous() {
@@ -486,48 +448,23 @@ impl Tensor {
         }
     }
 
-    /// Standard deviation: the square root of [`Tensor::var`].
-    ///
-    /// # Errors
-    /// As [`Tensor::var`].
-    pub fn std(&self, axes: impl Into<Axes>, ddof: usize, keepdim: bool) -> Result<Tensor> {
-        let var = self.var(axes, ddof, keepdim)?;
+    /// [`Tensor::std`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn std_axes(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
+        let var = self.var_axes(axes, ddof, keepdim)?;
         var.sqrt_()?;
         Ok(var)
     }
 
-    /// True where every element over `axes` is true (non-zero for other
-    /// dtypes); true over no elements.
-    ///
-    /// # Errors
-    /// As [`Tensor::sum`].
-    pub fn all(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+    /// [`Tensor::all`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn all_axes(&self, axes: Axes, keepdim: bool) -> Result<Tensor> {
         let t = self.as_bool()?;
-        t.reduce_into(
-            "all",
-            ReduceOp::Min,
-            &axes.into(),
-            keepdim,
-            DType::Bool,
-            false,
-        )
+        t.reduce_into("all", ReduceOp::Min, &axes, keepdim, DType::Bool, false)
     }
 
-    /// True where any element over `axes` is true (non-zero for other
-    /// dtypes); false over no elements.
-    ///
-    /// # Errors
-    /// As [`Tensor::sum`].
-    pub fn any(&self, axes: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
+    /// [`Tensor::any`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn any_axes(&self, axes: Axes, keepdim: bool) -> Result<Tensor> {
         let t = self.as_bool()?;
-        t.reduce_into(
-            "any",
-            ReduceOp::Max,
-            &axes.into(),
-            keepdim,
-            DType::Bool,
-            false,
-        )
+        t.reduce_into("any", ReduceOp::Max, &axes, keepdim, DType::Bool, false)
     }
 
     fn as_bool(&self) -> Result<Tensor> {
@@ -538,24 +475,14 @@ impl Tensor {
         }
     }
 
-    /// Index (i32) of the first maximum along `axis`, or into the
-    /// row-major flattened tensor for `..`; a NaN counts as the maximum
-    /// (as NumPy).
-    ///
-    /// # Errors
-    /// `Error::Argument` for several axes or an empty reduced axis,
-    /// `Error::Axis` for an axis out of range.
-    pub fn argmax(&self, axis: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
-        self.arg_reduce("argmax", ReduceOp::ArgMax, axis.into(), keepdim)
+    /// [`Tensor::argmax`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn argmax_axes(&self, axis: Axes, keepdim: bool) -> Result<Tensor> {
+        self.arg_reduce("argmax", ReduceOp::ArgMax, axis, keepdim)
     }
 
-    /// Index (i32) of the first minimum along `axis` (or over all elements
-    /// for `..`); a NaN counts as the minimum.
-    ///
-    /// # Errors
-    /// As [`Tensor::argmax`].
-    pub fn argmin(&self, axis: impl Into<Axes>, keepdim: bool) -> Result<Tensor> {
-        self.arg_reduce("argmin", ReduceOp::ArgMin, axis.into(), keepdim)
+    /// [`Tensor::argmin`], keeping the reduced axes when `keepdim`.
+    pub(crate) fn argmin_axes(&self, axis: Axes, keepdim: bool) -> Result<Tensor> {
+        self.arg_reduce("argmin", ReduceOp::ArgMin, axis, keepdim)
     }
 
     fn arg_reduce(

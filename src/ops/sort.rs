@@ -12,20 +12,39 @@ use crate::error::{Error, Result};
 use crate::layout::normalize_axis;
 use crate::tensor::Tensor;
 
+/// The direction of [`Tensor::sort`] and [`Tensor::argsort`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SortOrder {
+    /// From the smallest; NaN last (NumPy's `sort`).
+    Ascending,
+    /// From the largest; NaN first (PyTorch's `descending=True`, NaN being
+    /// the largest value).
+    Descending,
+}
+
+/// Which end of each line [`Tensor::topk`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TopK {
+    /// The `k` largest, largest first (NaN counts as the largest).
+    Largest,
+    /// The `k` smallest, smallest first.
+    Smallest,
+}
+
 impl Tensor {
-    /// The elements sorted along `axis`, ascending (NaN last) or with
-    /// `descending` from the largest (NaN first). The sort is stable:
-    /// equal elements keep their order.
+    /// The elements sorted along `axis` in `order`: ascending (NaN last) or
+    /// descending from the largest (NaN first). The sort is stable: equal
+    /// elements keep their order.
     ///
     /// ```
-    /// use webtensor::{Device, Tensor};
+    /// use webtensor::{Device, SortOrder, Tensor, TopK};
     /// # fn main() -> webtensor::Result<()> {
     /// let t = Tensor::from_slice(&[3.0f32, f32::NAN, -1.0, 2.0], [4], &Device::cpu())?;
-    /// let up: Vec<f32> = t.sort(0, false)?.to_vec()?;
+    /// let up: Vec<f32> = t.sort(0, SortOrder::Ascending)?.to_vec()?;
     /// assert_eq!(&up[..3], [-1.0, 2.0, 3.0]);
     /// assert!(up[3].is_nan());
-    /// assert_eq!(t.argsort(0, false)?.to_vec::<i32>()?, vec![2, 3, 0, 1]);
-    /// let (values, indices) = t.topk(2, 0, false)?; // the two smallest
+    /// assert_eq!(t.argsort(0, SortOrder::Ascending)?.to_vec::<i32>()?, vec![2, 3, 0, 1]);
+    /// let (values, indices) = t.topk(2, 0, TopK::Smallest)?; // the two smallest
     /// assert_eq!(values.to_vec::<f32>()?, vec![-1.0, 2.0]);
     /// assert_eq!(indices.to_vec::<i32>()?, vec![2, 3]);
     /// # Ok(())
@@ -39,8 +58,8 @@ impl Tensor {
     /// scratch (4 bytes per element, padded to a power of two) or compact
     /// copy (twice its bytes) is over one storage binding (views larger
     /// than a binding go in parts of fewer lines).
-    pub fn sort(&self, axis: isize, descending: bool) -> Result<Tensor> {
-        let order = self.order("sort", axis, descending)?;
+    pub fn sort(&self, axis: isize, order: SortOrder) -> Result<Tensor> {
+        let order = self.order("sort", axis, order == SortOrder::Descending)?;
         self.gather(&order, axis)
     }
 
@@ -49,19 +68,19 @@ impl Tensor {
     ///
     /// # Errors
     /// As [`Tensor::sort`], naming `argsort`.
-    pub fn argsort(&self, axis: isize, descending: bool) -> Result<Tensor> {
-        self.order("argsort", axis, descending)
+    pub fn argsort(&self, axis: isize, order: SortOrder) -> Result<Tensor> {
+        self.order("argsort", axis, order == SortOrder::Descending)
     }
 
-    /// The `k` largest (or, without `largest`, smallest) elements along
-    /// `axis` in order, and their positions (i32) along it (PyTorch's
+    /// The `k` largest or smallest elements along `axis` (as `which`
+    /// says), in order from that end, and their positions (i32) along it (PyTorch's
     /// `topk`; NaN counts as the largest value). Ties keep the earlier
     /// position first.
     ///
     /// # Errors
     /// `Error::Argument` naming `topk` when `k` exceeds the axis; as
     /// [`Tensor::sort`] otherwise.
-    pub fn topk(&self, k: usize, axis: isize, largest: bool) -> Result<(Tensor, Tensor)> {
+    pub fn topk(&self, k: usize, axis: isize, which: TopK) -> Result<(Tensor, Tensor)> {
         const OP: &str = "topk";
         let a = normalize_axis(OP, axis, self.rank())?;
         let n = self.dims()[a];
@@ -71,7 +90,7 @@ impl Tensor {
                 format!("k = {k} is more than the {n} elements along axis {a}"),
             ));
         }
-        let order = self.order(OP, axis, largest)?;
+        let order = self.order(OP, axis, which == TopK::Largest)?;
         let indices = order.narrow(a as isize, 0, k)?.contiguous()?;
         let values = self.gather(&indices, axis)?;
         Ok((values, indices))

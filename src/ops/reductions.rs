@@ -1,0 +1,128 @@
+//! The public reductions, each in two forms: `sum(axes)` drops the reduced
+//! axes and `sum_keepdim(axes)` keeps them with length 1 (NumPy's
+//! `keepdims=True`), so no call ends in a bare `true` or `false`. The work
+//! is done in `reduce.rs`.
+
+use super::reduce::Axes;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// Writes a reduction and its `_keepdim` twin over the crate-private
+/// `<name>_axes(axes, [extra,] keepdim)` that computes both.
+macro_rules! reductions {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident / $keep:ident => $inner:ident ($axes:ident $(, $arg:ident: $ty:ty)?);
+    )*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, $axes: impl Into<Axes> $(, $arg: $ty)?) -> Result<Tensor> {
+            self.$inner($axes.into() $(, $arg)?, false)
+        }
+
+        #[doc = concat!(
+            "[`Tensor::", stringify!($name), "`] with the reduced axes kept, with length 1 ",
+            "(NumPy's `keepdims=True`), so the result broadcasts against `self`.\n\n",
+            "# Errors\nAs [`Tensor::", stringify!($name), "`]."
+        )]
+        pub fn $keep(&self, $axes: impl Into<Axes> $(, $arg: $ty)?) -> Result<Tensor> {
+            self.$inner($axes.into() $(, $arg)?, true)
+        }
+    )*};
+}
+
+impl Tensor {
+    reductions! {
+        /// Sum over `axes` (wrapping for integers). bool sums count into i32
+        /// and u8 sums into u32; other dtypes keep theirs, f16 accumulating in
+        /// f32. The sum of no elements is 0.
+        ///
+        /// ```
+        /// use webtensor::{Device, Tensor};
+        /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &Device::cpu())?;
+        /// assert_eq!(t.sum(..)?.item::<f32>()?, 21.0);
+        /// assert_eq!(t.sum(-1)?.to_vec::<f32>()?, vec![6.0, 15.0]);
+        /// assert_eq!(t.sum_keepdim(-1)?.dims(), &[2, 1]);
+        /// # Ok::<(), webtensor::Error>(())
+        /// ```
+        ///
+        /// # Errors
+        /// `Error::Axis` for an axis out of range, `Error::Argument` for a
+        /// repeated axis.
+        sum / sum_keepdim => sum_axes(axes);
+
+        /// Product over `axes`, with the dtypes of [`Tensor::sum`]; the
+        /// product of no elements is 1.
+        ///
+        /// # Errors
+        /// As [`Tensor::sum`].
+        prod / prod_keepdim => prod_axes(axes);
+
+        /// Arithmetic mean over `axes`: floats keep their dtype (f16
+        /// accumulates in f32), integers and bool give f32. The mean of no
+        /// elements is NaN.
+        ///
+        /// # Errors
+        /// As [`Tensor::sum`].
+        mean / mean_keepdim => mean_axes(axes);
+
+        /// Maximum over `axes`; NaN if any element is NaN (as NumPy's `max`).
+        ///
+        /// # Errors
+        /// As [`Tensor::sum`], and `Error::Argument` for an empty reduced axis
+        /// (the maximum of nothing is undefined).
+        max / max_keepdim => max_axes(axes);
+
+        /// Minimum over `axes`; NaN if any element is NaN.
+        ///
+        /// # Errors
+        /// As [`Tensor::max`].
+        min / min_keepdim => min_axes(axes);
+
+        /// Variance over `axes`: the mean squared deviation from the mean,
+        /// divided by `count - ddof` (`ddof = 0` as NumPy's default, 1 for the
+        /// sample variance as PyTorch's). Integers give f32; f16 is computed
+        /// in f32 and rounded once. A divisor of zero or less gives inf or
+        /// NaN, as NumPy.
+        ///
+        /// # Errors
+        /// As [`Tensor::sum`].
+        var / var_keepdim => var_axes(axes, ddof: usize);
+
+        /// Standard deviation: the square root of [`Tensor::var`], with the
+        /// same `ddof`.
+        ///
+        /// # Errors
+        /// As [`Tensor::var`].
+        std / std_keepdim => std_axes(axes, ddof: usize);
+
+        /// True where every element over `axes` is true (non-zero for other
+        /// dtypes); true over no elements.
+        ///
+        /// # Errors
+        /// As [`Tensor::sum`].
+        all / all_keepdim => all_axes(axes);
+
+        /// True where any element over `axes` is true (non-zero for other
+        /// dtypes); false over no elements.
+        ///
+        /// # Errors
+        /// As [`Tensor::sum`].
+        any / any_keepdim => any_axes(axes);
+
+        /// Index (i32) of the first maximum along `axis`, or into the
+        /// row-major flattened tensor for `..`; a NaN counts as the maximum
+        /// (as NumPy).
+        ///
+        /// # Errors
+        /// `Error::Argument` for several axes or an empty reduced axis,
+        /// `Error::Axis` for an axis out of range.
+        argmax / argmax_keepdim => argmax_axes(axis);
+
+        /// Index (i32) of the first minimum along `axis` (or over all
+        /// elements for `..`); a NaN counts as the minimum.
+        ///
+        /// # Errors
+        /// As [`Tensor::argmax`].
+        argmin / argmin_keepdim => argmin_axes(axis);
+    }
+}
