@@ -8,7 +8,8 @@
 //!   inner stride 1), for data movement (copies, sums, adds);
 //! - [`Tensor::real`] and [`Tensor::imag`] are that view at 0 and 1 along
 //!   the new axis, for arithmetic (`(a+bi)(c+di) = (ac-bd) + (ad+bc)i`),
-//!   and are public: writing through them changes the complex tensor.
+//!   and are public views (in `tensor/views.rs`): writing through them
+//!   changes the complex tensor.
 
 use super::Axes;
 use crate::device::Device;
@@ -90,46 +91,6 @@ impl Tensor {
         out.real()?.assign(re)?;
         out.imag()?.assign(im)?;
         Ok(out)
-    }
-
-    /// The real parts of a c64 tensor as an f32 **view** of its storage
-    /// (doubled strides, same offset): writing through it changes the
-    /// complex tensor, and every f32 op and view applies. For a real tensor,
-    /// the tensor itself.
-    ///
-    /// The c64 ops: `add sub mul div` (tensor, scalar, in-place forms; a real
-    /// f32 operand or a real or [`Complex32`] scalar is promoted), `neg conj
-    /// exp` (and `_` forms), `abs` and `angle` (giving f32), `sum` and
-    /// `mean`, `matmul`, `assign`/`fill_`, copies, views, joins, device moves.
-    ///
-    /// # Errors
-    /// None for c64 and real dtypes (kept as `Result` for symmetry with
-    /// [`Tensor::imag`]).
-    pub fn real(&self) -> Result<Tensor> {
-        if !self.dtype().is_complex() {
-            return Ok(self.clone());
-        }
-        self.part(0)
-    }
-
-    /// The imaginary parts of a c64 tensor as an f32 view of its storage
-    /// (offset by one f32); see [`Tensor::real`].
-    ///
-    /// # Errors
-    /// `Error::DType` for a real tensor (it has no imaginary storage to view).
-    pub fn imag(&self) -> Result<Tensor> {
-        if !self.dtype().is_complex() {
-            return Err(Error::dtype(
-                "imag",
-                format!("a {} tensor has no imaginary part to view", self.dtype()),
-            ));
-        }
-        self.part(1)
-    }
-
-    fn part(&self, k: usize) -> Result<Tensor> {
-        let pairs = self.pairs();
-        pairs.narrow(-1, k, 1)?.squeeze_axis(-1)
     }
 
     /// The f32 view of a c64 tensor with a trailing axis of (re, im). Its

@@ -1,7 +1,8 @@
-//! Joins, splits and axis moves: concat and stack copy each input into a
-//! slice of one fresh tensor (any input layout, one recorded copy each);
-//! split, chunk, narrow, moveaxis and rollaxis are views; tile and repeat
-//! copy a broadcast (stride-0) view of the input once.
+//! Joins and repeats: concat and stack copy each input into a slice of one
+//! fresh tensor (any input layout, one recorded copy each); tile and repeat
+//! copy a broadcast (stride-0) view of the input once. The views that split
+//! a tensor (narrow, split, chunk) and move its axes are in
+//! `tensor/views.rs`.
 
 use super::Arg;
 use super::check_devices;
@@ -84,122 +85,6 @@ impl Tensor {
         }
         let refs: Vec<&Tensor> = views.iter().collect();
         Tensor::concat(&refs, axis as isize)
-    }
-
-    /// Elements `start..start + len` along `axis`: a view (PyTorch's `narrow`).
-    ///
-    /// # Errors
-    /// `Error::Axis`; `Error::Index` when the range passes the end of the axis.
-    pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
-        const OP: &str = "narrow";
-        let a = normalize_axis(OP, axis, self.rank())?;
-        let size = self.dims()[a];
-        if start.checked_add(len).is_none_or(|end| end > size) {
-            return Err(Error::Index {
-                op: OP,
-                index: start.saturating_add(len) as isize,
-                axis: a,
-                size,
-            });
-        }
-        Ok(self.with_layout(self.layout().narrowed(a, start, len)))
-    }
-
-    /// Views of consecutive pieces along `axis` with the given extents, which
-    /// must add up to the axis (PyTorch's `split` with a list of sizes).
-    ///
-    /// # Errors
-    /// `Error::Axis`; `Error::Shape` when the sizes do not add up.
-    pub fn split(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
-        const OP: &str = "split";
-        let a = normalize_axis(OP, axis, self.rank())?;
-        let total = sizes
-            .iter()
-            .try_fold(0, |total, &n| add_extents(OP, total, n))?;
-        if total != self.dims()[a] {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "sizes {sizes:?} add up to {total}, axis {a} of shape {} has {}",
-                    self.shape(),
-                    self.dims()[a]
-                ),
-            ));
-        }
-        let mut start = 0;
-        Ok(sizes
-            .iter()
-            .map(|&n| {
-                let view = self.with_layout(self.layout().narrowed(a, start, n));
-                start += n;
-                view
-            })
-            .collect())
-    }
-
-    /// At most `chunks` views along `axis`, each `ceil(extent / chunks)` long
-    /// except a shorter last one (PyTorch's `chunk`: `chunk(3)` of 4 gives
-    /// 2 + 2; an empty axis gives one empty view).
-    ///
-    /// # Errors
-    /// `Error::Axis`; `Error::Argument` for zero chunks.
-    pub fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
-        const OP: &str = "chunk";
-        let a = normalize_axis(OP, axis, self.rank())?;
-        if chunks == 0 {
-            return Err(Error::argument(OP, "chunks must be at least 1"));
-        }
-        let n = self.dims()[a];
-        let step = n.div_ceil(chunks).max(1);
-        let mut sizes: Vec<usize> = (0..n / step).map(|_| step).collect();
-        if !n.is_multiple_of(step) || n == 0 {
-            sizes.push(n % step);
-        }
-        self.split(&sizes, axis)
-    }
-
-    /// Moves axis `source` to position `destination`, keeping the order of
-    /// the others (NumPy's `moveaxis`): a view.
-    ///
-    /// # Errors
-    /// `Error::Axis` when either axis is out of range.
-    pub fn moveaxis(&self, source: isize, destination: isize) -> Result<Tensor> {
-        const OP: &str = "moveaxis";
-        let src = normalize_axis(OP, source, self.rank())?;
-        let dst = normalize_axis(OP, destination, self.rank())?;
-        let mut order: DimVec<isize> = (0..self.rank() as isize)
-            .filter(|&a| a != src as isize)
-            .collect();
-        order.insert(dst, src as isize);
-        self.permute(&order)
-    }
-
-    /// Rolls `axis` backwards until it lies before position `start` (NumPy's
-    /// `rollaxis`; `start` in `-rank..=rank`): a view.
-    ///
-    /// # Errors
-    /// `Error::Axis` when `axis` or `start` is out of range.
-    pub fn rollaxis(&self, axis: isize, start: isize) -> Result<Tensor> {
-        const OP: &str = "rollaxis";
-        let a = normalize_axis(OP, axis, self.rank())?;
-        // NumPy adds the rank (not rank + 1) to a negative start, then
-        // takes 0..=rank.
-        let r = self.rank() as isize;
-        let mut s = match start {
-            s if (-r..0).contains(&s) => (s + r) as usize,
-            s if (0..=r).contains(&s) => s as usize,
-            _ => {
-                return Err(Error::Axis {
-                    op: OP,
-                    axis: start,
-                    rank: self.rank(),
-                });
-            }
-        };
-        if a < s {
-            s -= 1;
-        }
-        self.moveaxis(a as isize, s as isize)
     }
 
     /// The tensor repeated `reps[k]` times along each axis (NumPy's `tile`,

@@ -1,22 +1,12 @@
-//! Matrix structure over the last two axes: `diagonal` (a view), `diag`,
-//! and the triangles `triu` / `tril` (with in-place forms), batched over
-//! any leading axes.
+//! Matrix structure over the last two axes: `diag`, and the triangles
+//! `triu` / `tril` (with in-place forms), batched over any leading axes.
+//! The `diagonal` view is in `tensor/views.rs`.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 impl Tensor {
-    /// The diagonal `offset` of the last two axes as a new last axis (above
-    /// the main diagonal for `offset > 0`, below for `< 0`): a view, so
-    /// in-place ops write into the matrix (PyTorch's `diagonal`).
-    ///
-    /// # Errors
-    /// `Error::Shape` naming `diagonal` for fewer than 2 axes.
-    pub fn diagonal(&self, offset: isize) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout().diagonal("diagonal", offset)?))
-    }
-
     /// NumPy's `diag`: a 1-D tensor becomes the square matrix with it on
     /// diagonal `k` (zeros elsewhere); a 2-D tensor gives a copy of its
     /// diagonal `k` (see [`Tensor::diagonal`] for the view).

@@ -10,10 +10,10 @@
 //! kernels) is held from that op on: a tensor dropped inside the step
 //! would otherwise give its buffer back while the graph still reads it.
 
+use super::buffer_claim::BufferClaim;
 use super::command::Command;
 use super::kernel::pipeline::Pipeline;
 use super::pool::PooledBuffer;
-use super::slot::Slot;
 use crate::backend::Storage;
 use crate::error::Error;
 use rustc_hash::FxHashSet;
@@ -36,8 +36,8 @@ pub(crate) struct Capture {
 impl Capture {
     /// Holds what `command` binds that holds a buffer already.
     pub fn hold_recorded(&mut self, command: &Command) {
-        for (storage, slot) in command.operands() {
-            if slot.is_none_or(|s| s.is_taken())
+        for (storage, claim) in command.operands() {
+            if claim.is_none_or(|s| s.is_taken())
                 && let Some(storage) = storage.upgrade()
             {
                 self.hold(storage);
@@ -109,7 +109,7 @@ pub(crate) struct CapturedBatch {
     /// The storages whose buffers the dispatches bind.
     pub held: Vec<Arc<Storage>>,
     /// The buffers the dispatches write, poisoned when a run fails.
-    pub written: Vec<Arc<Slot>>,
+    pub written: Vec<Arc<BufferClaim>>,
     /// Ops recorded by the step.
     pub ops: usize,
     /// True when a dispatch may record an index fault: each run arms the

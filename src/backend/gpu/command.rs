@@ -2,9 +2,9 @@
 //! arguments), which fusion may merge, and kernel commands of the other
 //! families (reductions, matmul), which run as recorded.
 
+use super::buffer_claim::BufferClaim;
 use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::Pipeline;
-use super::slot::Slot;
 use crate::backend::{Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -14,9 +14,9 @@ use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
 use std::sync::{Arc, Weak};
 
-/// A storage a command binds, and its slot when the buffer may not be
+/// A storage a command binds, and its claim when the buffer may not be
 /// taken yet (see [`Command::operands`]).
-pub(crate) type Operand<'a> = (&'a Weak<Storage>, Option<&'a Arc<Slot>>);
+pub(crate) type Operand<'a> = (&'a Weak<Storage>, Option<&'a Arc<BufferClaim>>);
 
 /// One recorded GPU command.
 // Elementwise ops are the common case and the large variant: boxing them
@@ -31,8 +31,8 @@ pub(crate) enum Command {
 /// write, with the batch's `failure`: a later read or use of those tensors
 /// is that error, never the stale bytes the buffers still hold.
 pub(crate) fn poison_outputs(commands: &[Command], failure: &str) {
-    for slot in commands.iter().flat_map(Command::written_slots) {
-        slot.poison(failure);
+    for claim in commands.iter().flat_map(Command::written_claims) {
+        claim.poison(failure);
     }
 }
 
@@ -54,8 +54,8 @@ pub(crate) struct TensorOperand {
     /// Identity and liveness of the storage (dead once every tensor on it
     /// is dropped; the allocation, and so the identity, outlives the batch).
     pub storage: Weak<Storage>,
-    /// The storage's buffer, taken when a flush needs it (see `slot.rs`).
-    pub slot: Arc<Slot>,
+    /// The storage's buffer, taken when a flush needs it (see `buffer_claim.rs`).
+    pub claim: Arc<BufferClaim>,
     /// The id of the buffer, shared by storages that reuse it.
     pub buffer_id: u64,
     /// Over the op's shape (inputs already broadcast).
@@ -234,30 +234,30 @@ pub(crate) struct KernelCommand {
 }
 
 impl Command {
-    /// The storages the command binds, each with its slot when it may not
+    /// The storages the command binds, each with its claim when it may not
     /// have taken its buffer yet (an elementwise operand; a kernel command
     /// binds buffers taken when it was recorded).
     pub fn operands(&self) -> SmallVec<[Operand<'_>; 4]> {
         match self {
             Command::Elementwise(op) => std::iter::once(&op.out)
                 .chain(op.tensor_args())
-                .map(|t| (&t.storage, Some(&t.slot)))
+                .map(|t| (&t.storage, Some(&t.claim)))
                 .collect(),
             Command::Kernel(k) => k.bindings.iter().map(|b| (&b.storage, None)).collect(),
         }
     }
 
-    /// The slots of the buffers the command writes (the fault record
+    /// The claims of the buffers the command writes (the fault record
     /// aside; a kernel command's, while a tensor holds them).
-    pub fn written_slots(&self) -> SmallVec<[Arc<Slot>; 2]> {
+    pub fn written_claims(&self) -> SmallVec<[Arc<BufferClaim>; 2]> {
         match self {
-            Command::Elementwise(op) => smallvec::smallvec![op.out.slot.clone()],
+            Command::Elementwise(op) => smallvec::smallvec![op.out.claim.clone()],
             Command::Kernel(k) => k
                 .bindings
                 .iter()
                 .filter(|b| b.writes && !b.fault_record)
                 .filter_map(|b| match &*b.storage.upgrade()? {
-                    Storage::Gpu(s) => Some(s.slot().clone()),
+                    Storage::Gpu(s) => Some(s.claim().clone()),
                     Storage::Cpu(_) => None,
                 })
                 .collect(),

@@ -1,14 +1,14 @@
 //! One opened GPU: wgpu device and queue, the adapter's facts, the pipeline
 //! cache and the scheduler of pending work.
 
+use super::adapter_facts::AdapterFacts;
 use super::bind_groups::GroupCounters;
-use super::facts::AdapterFacts;
 use super::faults::Faults;
 use super::kernel::pipeline::{PipelineCache, submit_scoped};
+use super::matmul_tile_choice::{MatmulTile, MatmulTuner};
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters};
 use super::target::Target;
-use super::tuning::{MatmulTile, MatmulTuner};
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};

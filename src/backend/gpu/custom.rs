@@ -11,7 +11,7 @@ use super::kernel::prelude::prelude;
 use super::kernel::strided::{Walk, Walked};
 use super::kernel::template::fill;
 use super::kernel::wgsl_type::ScalarType;
-use super::launch::{KernelLaunch, record_kernel};
+use super::record::{KernelLaunch, record_kernel};
 use super::storage::GpuStorage;
 use crate::backend::CustomCall;
 use crate::backend::{CustomSpec, CustomSpecs};

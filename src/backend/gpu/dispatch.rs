@@ -3,6 +3,7 @@
 //! than one binding), and the bind group a dispatch binds.
 
 use super::bind_groups::GroupKey;
+use super::buffer_claim::BufferClaim;
 use super::elementwise::access::choose_access;
 use super::elementwise::codegen::elementwise_pipeline;
 use super::elementwise::params::write_params;
@@ -11,7 +12,6 @@ use super::kernel::buffer::element_bytes;
 use super::kernel::grid::grid_of;
 use super::kernel::pipeline::Pipeline;
 use super::pool::PooledBuffer;
-use super::slot::Slot;
 use super::target::Target;
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout, Window, WindowOperand, split_into_windows};
@@ -95,7 +95,7 @@ pub(super) fn encode_windows(
             batch,
             |_| false,
         )?;
-        let (compute, copy) = program.through(&Arc::new(Slot::ready(temp.clone())));
+        let (compute, copy) = program.through(&Arc::new(BufferClaim::ready(temp.clone())));
         let encoded = encode_blocks(ctx, &compute, params, align, out)
             .and_then(|()| encode_blocks(ctx, &copy, params, align, out));
         temporaries.push(temp);
@@ -167,8 +167,9 @@ fn buffers_of(program: &Program) -> Result<SmallVec<[wgpu::Buffer; 4]>> {
     program
         .buffers
         .iter()
-        .map(|slot| {
-            slot.buffer()
+        .map(|claim| {
+            claim
+                .buffer()
                 .ok_or_else(|| Error::internal("flush", "a program's buffer was not taken"))
         })
         .collect()

@@ -9,22 +9,24 @@
 //!   budget, the pipeline cache (see its module doc);
 //! - `elementwise/`, the elementwise family: programs, their parameter
 //!   block and code generation;
-//! - recording: `command` (what is recorded), `fusion` (folds dead
+//! - recording: `command` (what is recorded), `buffer_claim` (a tensor's
+//!   buffer, taken when a flush or anything else first needs it), `fusion` (folds dead
 //!   elementwise intermediates into their reader), `dispatch` (a
 //!   program's pipeline, grid, parameters and bindings; bind groups),
 //!   `temporaries` (buffers of a flush for outputs whose tensors are
 //!   gone), `target` (what a flush borrows of the device), `scheduler/`
 //!   (batches, flushes against a borrowed `Target`; its `replay` and
 //!   `profiling` serve captured steps and profiles);
-//! - the device: `facts` (what the adapter allows), `tuning` (settings
-//!   that choose among kernel variants), `pool` (size-bucketed
+//! - the device: `adapter_facts` (what the adapter allows),
+//!   `matmul_tile_choice` (which tile the matmul uses, fixed or autotuned;
+//!   the device holds it, so it sits beside `matmul/`, not in it), `pool` (size-bucketed
 //!   buffers), `faults` (out-of-range index reports), `context` (opens the
 //!   device, owns the pieces above), `storage` (tensor buffers, uploads and
 //!   readbacks with the fault record);
 //! - `capture` and `graph`: steps captured once and submitted again;
 //!   `profile_log` and `profile`: what the scheduler notes while a profile
 //!   is open (host times, kernels timed per dispatch), and the profile's run;
-//! - `launch`: how an op becomes a recorded command; `interop`: what the
+//! - `record`: how an op becomes a recorded command; `interop`: what the
 //!   public interop (`src/interop/`) needs of the backend (a storage's
 //!   buffer handed out, an application's buffer wrapped, a copy into a
 //!   texture);
@@ -49,7 +51,7 @@
 //! storage, layout, dtype, device) becomes a `TensorRef` in a `Call`
 //! (storage, layout broadcast to the output, kernel dtype); recorded, a
 //! `TensorOperand` of a `RecordedOp` (elementwise: the storage held weakly,
-//! its `Slot`, a lazily taken buffer) or a `Bound` of a `KernelCommand`
+//! its `BufferClaim`, a buffer taken when first needed) or a `Bound` of a `KernelCommand`
 //! (other families: a buffer taken at recording, maybe a window); planned,
 //! an `Operand` and a layout of a fused `Program`; encoded, a `Binding` of
 //! an `Encoded` dispatch, and in the end a bind group entry.
@@ -64,29 +66,30 @@ macro_rules! shader {
     };
 }
 
+mod adapter_facts;
 mod bind_groups;
+mod buffer_claim;
 mod capture;
 mod command;
 mod context;
 mod custom;
 mod dispatch;
 mod elementwise;
-mod facts;
 mod faults;
 mod fusion;
 mod graph;
 mod indexing;
 pub(crate) mod interop;
 mod kernel;
-mod launch;
 mod matmul;
+mod matmul_tile_choice;
 mod pool;
 mod profile;
 mod profile_log;
+mod record;
 mod reduce;
 mod scan;
 mod scheduler;
-mod slot;
 mod softmax;
 mod sort;
 mod storage;
@@ -94,22 +97,21 @@ mod target;
 mod temporaries;
 #[cfg(not(target_arch = "wasm32"))]
 mod timer;
-mod tuning;
 
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
 pub(crate) use custom::custom;
 pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
-pub(crate) use launch::record_elementwise;
 pub(crate) use matmul::matmul;
+pub use matmul_tile_choice::MatmulTile;
 pub(crate) use profile::profile_ops;
+pub(crate) use record::record_elementwise;
 pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;
 pub(crate) use sort::sort;
 pub(crate) use storage::GpuStorage;
-pub use tuning::MatmulTile;
 
 #[cfg(test)]
 mod tests {

@@ -112,7 +112,7 @@ pub(crate) struct PoolCounters {
     pub peak_bytes_live: u64,
     pub bytes_pooled: u64,
     /// Bytes promised to tensors whose buffers are taken at the next flush
-    /// (see `slot.rs`): counted under the cap like live ones.
+    /// (see `buffer_claim.rs`): counted under the cap like live ones.
     pub bytes_reserved: u64,
     /// Buffers gone for good: idle ones dropped (to get under the cap, or
     /// cleared) and foreign ones whose storage went. Whatever holds
@@ -226,7 +226,7 @@ impl BufferPool {
 
     /// A tensor buffer of at least `bytes` for commands of batch
     /// `open_batch` recorded before it was taken (a temporary of the
-    /// scheduler, or a tensor's buffer taken late, see `slot.rs`): of the
+    /// scheduler, or a tensor's buffer taken late, see `buffer_claim.rs`): of the
     /// buffers released while that batch was open, only one known by an id
     /// that `unused_from_here` says no command encoded from here on knows
     /// (any other could be overwritten before a command recorded earlier
@@ -373,7 +373,7 @@ impl BufferPool {
 
     /// [`BufferPool::release`] of a buffer that commands of the open batch
     /// know by `known_as`, not the pool's id (a tensor's buffer taken after
-    /// it was recorded, see `slot.rs`): before the batch closes only a
+    /// it was recorded, see `buffer_claim.rs`): before the batch closes only a
     /// flush takes it, for a step after every use of `known_as`, so that
     /// within one batch a buffer has one id at a time.
     pub fn release_held(&self, buffer: PooledBuffer, open_batch: u64, known_as: u64) {

@@ -1,21 +1,21 @@
 //! Device buffers holding tensor elements, on loan from the device's pool.
 
+use super::buffer_claim::BufferClaim;
 use super::context::GpuContext;
 use super::faults::FAULT_BYTES;
 pub(crate) use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::submit_scoped;
 use super::pool::{BufferKind, PooledBuffer, buffer_size};
-use super::slot::Slot;
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::window_of;
 use std::sync::Arc;
 
 /// A buffer of `len` elements of `dtype` on one GPU, taken from the pool
-/// when first needed (see `slot.rs`). Dropping it returns the buffer to
+/// when first needed (see `buffer_claim.rs`). Dropping it returns the buffer to
 /// the pool, unless the application lent it.
 pub(crate) struct GpuStorage {
-    slot: Arc<Slot>,
+    claim: Arc<BufferClaim>,
     pub len: usize,
     pub dtype: KernelType,
     pub ctx: Arc<GpuContext>,
@@ -75,9 +75,9 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         let bytes = storage_bytes(ctx, op, dtype, len)?;
         let size = buffer_size(bytes, ctx.facts.max_tensor_bytes());
-        let slot = Slot::deferred(&ctx.pool, op, bytes, size, ctx.pool.fresh_id())?;
+        let claim = BufferClaim::deferred(&ctx.pool, op, bytes, size, ctx.pool.fresh_id())?;
         Ok(GpuStorage {
-            slot: Arc::new(slot),
+            claim: Arc::new(claim),
             len,
             dtype,
             ctx: ctx.clone(),
@@ -125,7 +125,7 @@ impl GpuStorage {
         )?;
         let buffer = got.buffer.buffer.clone();
         let storage = GpuStorage {
-            slot: Arc::new(Slot::ready(got.buffer)),
+            claim: Arc::new(BufferClaim::ready(got.buffer)),
             len,
             dtype,
             ctx: ctx.clone(),
@@ -144,7 +144,7 @@ impl GpuStorage {
     ) -> GpuStorage {
         let size = buffer.size();
         GpuStorage {
-            slot: Arc::new(Slot::ready(PooledBuffer {
+            claim: Arc::new(BufferClaim::ready(PooledBuffer {
                 buffer,
                 id: ctx.pool.fresh_id(),
                 size,
@@ -158,7 +158,7 @@ impl GpuStorage {
     }
 
     /// The buffer, taken from the pool now if it is not yet (see
-    /// `slot.rs`).
+    /// `buffer_claim.rs`).
     ///
     /// # Errors
     /// `Error::OutOfMemory` naming `op` over the memory cap; as
@@ -167,7 +167,7 @@ impl GpuStorage {
         self.check_poison(op)?;
         let ctx = &self.ctx;
         // Commands of the open batch are all still to be encoded.
-        self.slot.take(
+        self.claim.take(
             &ctx.pool,
             (&ctx.device, op, ctx.facts.max_tensor_bytes()),
             ctx.open_batch(),
@@ -181,7 +181,7 @@ impl GpuStorage {
     /// # Errors
     /// As described.
     pub fn check_poison(&self, op: &'static str) -> Result<()> {
-        match self.slot.poisoned() {
+        match self.claim.poisoned() {
             Some(failure) => Err(Error::gpu(
                 op,
                 format!("the batch that was to write this tensor failed: {failure}"),
@@ -190,21 +190,21 @@ impl GpuStorage {
         }
     }
 
-    /// The slot of the buffer, for a recorded command.
-    pub fn slot(&self) -> &Arc<Slot> {
-        &self.slot
+    /// The claim of the buffer, for a recorded command.
+    pub fn claim(&self) -> &Arc<BufferClaim> {
+        &self.claim
     }
 
     /// Bytes of the buffer, taken or not.
     pub fn size(&self) -> u64 {
-        self.slot.size()
+        self.claim.size()
     }
 
     /// The id recorded commands know the buffer by (shared by every
     /// storage that held a pooled buffer before any command knew it):
     /// from now on, a command does.
     pub fn buffer_id(&self) -> u64 {
-        self.slot.reference()
+        self.claim.reference()
     }
 
     pub fn len(&self) -> usize {
@@ -250,8 +250,8 @@ impl GpuStorage {
         let skip = (first - aligned_start) as usize;
         // A buffer no command knows is taken now; one that pending
         // commands know is taken by their flush, which the copy follows
-        // (so it may reuse a buffer freed in this batch, see `slot.rs`).
-        if !self.slot.is_referenced() {
+        // (so it may reuse a buffer freed in this batch, see `buffer_claim.rs`).
+        if !self.claim.is_referenced() {
             self.buffer("to_vec")?;
         }
         let mut taken = true;
@@ -260,7 +260,7 @@ impl GpuStorage {
             "to_vec",
             size,
             skip..skip + wanted as usize,
-            |encoder, staging| match self.slot.buffer() {
+            |encoder, staging| match self.claim.buffer() {
                 Some(b) => encoder.copy_buffer_to_buffer(&b, aligned_start, staging, 0, size),
                 None => taken = false,
             },
@@ -323,7 +323,7 @@ pub(crate) async fn read_back(
     }
     let (bytes, record) = result?;
     // An index fault is cleared as it is reported; a device error waits in
-    // its slot, so neither is lost when both are there.
+    // its claim, so neither is lost when both are there.
     ctx.faults.check(&ctx.queue, &record)?;
     ctx.check_device_error(op)?;
     Ok(bytes)
@@ -386,7 +386,7 @@ impl Drop for GpuStorage {
             self.ctx.forget_unshared();
             return;
         }
-        // Recorded commands keep the slot; the buffer goes back to the pool.
-        self.slot.orphan(&self.ctx.pool, self.ctx.open_batch());
+        // Recorded commands keep the claim; the buffer goes back to the pool.
+        self.claim.orphan(&self.ctx.pool, self.ctx.open_batch());
     }
 }

@@ -2,7 +2,7 @@
 //! from the context that owns the scheduler (so that the scheduler and
 //! the pieces a flush uses do not depend on that context).
 
-use super::facts::AdapterFacts;
+use super::adapter_facts::AdapterFacts;
 use super::kernel::pipeline::PipelineCache;
 use super::pool::BufferPool;
 use std::sync::atomic::AtomicU64;

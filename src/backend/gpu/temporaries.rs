@@ -1,10 +1,10 @@
 //! Temporaries of one flush: buffers for the outputs of ops whose tensors
-//! are gone but whose writes were not fused away (see `slot.rs`).
+//! are gone but whose writes were not fused away (see `buffer_claim.rs`).
 
+use super::buffer_claim::{BufferClaim, Taken};
 use super::command::Command;
 use super::fusion::Step;
 use super::pool::PooledBuffer;
-use super::slot::{Slot, Taken};
 use super::target::Target;
 use crate::error::Result;
 use rustc_hash::FxHashMap;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// Temporaries of one flush: buffers for the outputs of ops whose tensors
-/// are gone but whose writes were not fused away (see `slot.rs`). Each
+/// are gone but whose writes were not fused away (see `buffer_claim.rs`). Each
 /// goes to the next such output once the flush has encoded its last use,
 /// so a chain that fusion leaves alone needs two, not one per op.
 pub(super) struct Temporaries {
@@ -20,12 +20,12 @@ pub(super) struct Temporaries {
     pub all: Vec<PooledBuffer>,
     /// Those free for the next output.
     free: Vec<PooledBuffer>,
-    /// The last step using each slot of a program.
-    last_use: FxHashMap<*const Slot, usize>,
+    /// The last step using each claim of a program.
+    last_use: FxHashMap<*const BufferClaim, usize>,
     /// The last step using each buffer id.
     last_use_of_id: FxHashMap<u64, usize>,
-    /// Slots holding a temporary, by the step that uses them last.
-    lent: Vec<(usize, Arc<Slot>)>,
+    /// Claims holding a temporary, by the step that uses them last.
+    lent: Vec<(usize, Arc<BufferClaim>)>,
 }
 
 impl Temporaries {
@@ -35,9 +35,9 @@ impl Temporaries {
         for (index, step) in steps.iter().enumerate() {
             match step {
                 Step::Program(p) => {
-                    for slot in &p.buffers {
-                        last_use.insert(Arc::as_ptr(slot), index);
-                        last_use_of_id.insert(slot.id(), index);
+                    for claim in &p.buffers {
+                        last_use.insert(Arc::as_ptr(claim), index);
+                        last_use_of_id.insert(claim.id(), index);
                     }
                 }
                 Step::Kernel(_) => {
@@ -59,29 +59,34 @@ impl Temporaries {
     /// True when step `index` writes `out`, whose tensor is gone, which
     /// has no buffer, and which no later step uses: nothing can observe
     /// the write.
-    pub fn is_dead(&self, index: usize, out: &Arc<Slot>) -> bool {
+    pub fn is_dead(&self, index: usize, out: &Arc<BufferClaim>) -> bool {
         out.is_unobservable() && self.last_use.get(&Arc::as_ptr(out)) == Some(&index)
     }
 
-    /// Takes the buffers of step `index`'s `slots`.
+    /// Takes the buffers of step `index`'s `claims`.
     ///
     /// # Errors
     /// `OutOfMemory` over the memory cap.
-    pub fn take(&mut self, ctx: &Target<'_>, index: usize, slots: &[Arc<Slot>]) -> Result<()> {
+    pub fn take(
+        &mut self,
+        ctx: &Target<'_>,
+        index: usize,
+        claims: &[Arc<BufferClaim>],
+    ) -> Result<()> {
         let open_batch = ctx.open_batch.load(Ordering::Acquire);
         let limit = ctx.facts.max_tensor_bytes();
         // A buffer released while this batch was open is free for this
         // step when no step from here on uses it.
         let last_use_of_id = &self.last_use_of_id;
         let unused_from_here = |id: u64| last_use_of_id.get(&id).is_none_or(|&last| last < index);
-        for slot in slots {
-            let (_, taken) = slot.take_for_flush(
+        for claim in claims {
+            let (_, taken) = claim.take_for_flush(
                 ctx.pool,
                 (ctx.device, "flush", limit),
                 open_batch,
                 &unused_from_here,
                 |bytes| {
-                    let size = slot.size();
+                    let size = claim.size();
                     if let Some(at) = self.free.iter().position(|b| b.size == size) {
                         return Ok(self.free.swap_remove(at));
                     }
@@ -97,8 +102,8 @@ impl Temporaries {
                 },
             )?;
             if let Taken::Temporary = taken {
-                let last = self.last_use.get(&Arc::as_ptr(slot)).copied();
-                self.lent.push((last.unwrap_or(index), slot.clone()));
+                let last = self.last_use.get(&Arc::as_ptr(claim)).copied();
+                self.lent.push((last.unwrap_or(index), claim.clone()));
             }
         }
         Ok(())
@@ -109,8 +114,8 @@ impl Temporaries {
         let mut k = 0;
         while k < self.lent.len() {
             if self.lent[k].0 <= index {
-                let (_, slot) = self.lent.swap_remove(k);
-                if let Some(b) = slot.temporary() {
+                let (_, claim) = self.lent.swap_remove(k);
+                if let Some(b) = claim.temporary() {
                     self.free.push(b);
                 }
             } else {

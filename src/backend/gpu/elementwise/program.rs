@@ -7,7 +7,7 @@
 //! layouts, buffers and scalar values of one dispatch.
 
 use super::params::{MAX_OPERANDS, MAX_SCALARS};
-use crate::backend::gpu::slot::Slot;
+use crate::backend::gpu::buffer_claim::BufferClaim;
 use crate::dtype::KernelType;
 use crate::layout::Layout;
 use crate::op::ElementwiseOp;
@@ -119,7 +119,7 @@ pub(crate) struct Program {
     pub layouts: SmallVec<[Layout; 4]>,
     /// Binding 1 first (the destination), then the inputs in binding order;
     /// a flush takes their buffers before it encodes the program.
-    pub buffers: SmallVec<[Arc<Slot>; 4]>,
+    pub buffers: SmallVec<[Arc<BufferClaim>; 4]>,
     pub input_dtypes: SmallVec<[KernelType; 3]>,
     /// Scalar bits, one per slot.
     pub scalars: SmallVec<[u32; 4]>,

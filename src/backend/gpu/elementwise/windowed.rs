@@ -5,7 +5,7 @@
 //! through a temporary buffer.
 
 use super::program::{Node, Operand, Program};
-use crate::backend::gpu::slot::Slot;
+use crate::backend::gpu::buffer_claim::BufferClaim;
 use crate::layout::Layout;
 use crate::op::ElementwiseOp;
 use smallvec::{SmallVec, smallvec};
@@ -62,7 +62,7 @@ impl Program {
     /// destination's elements contiguously: this program writing `temp`
     /// (every input on a binding of its own, the destination's buffer read
     /// only), then a copy of `temp` into the destination.
-    pub fn through(&self, temp: &Arc<Slot>) -> (Program, Program) {
+    pub fn through(&self, temp: &Arc<BufferClaim>) -> (Program, Program) {
         let dest = self.operands[0];
         let dense = Layout::contiguous(self.layouts[0].shape().clone());
         let mut compute = Program {

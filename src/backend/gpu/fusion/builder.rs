@@ -46,7 +46,7 @@ impl<'a> Builder<'a> {
                     binding: 1
                 }],
                 layouts: smallvec![out.layout.clone()],
-                buffers: smallvec![out.slot.clone()],
+                buffers: smallvec![out.claim.clone()],
                 input_dtypes: SmallVec::new(),
                 scalars: SmallVec::new(),
             },
@@ -166,7 +166,7 @@ impl<'a> Builder<'a> {
             Some(k) => k,
             None => {
                 self.binding_buffers.push(t.buffer_id);
-                self.program.buffers.push(t.slot.clone());
+                self.program.buffers.push(t.claim.clone());
                 self.program.input_dtypes.push(t.dtype);
                 self.binding_buffers.len() - 1
             }

@@ -15,7 +15,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::KernelType;

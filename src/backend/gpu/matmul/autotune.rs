@@ -16,8 +16,8 @@
 use super::tiling::SKINNY;
 use super::{fits, record_with, subgroup};
 use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::matmul_tile_choice::{MatmulClass, MatmulTile};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::gpu::tuning::{MatmulClass, MatmulTile};
 use crate::backend::{MatmulCall, Storage, TensorRef};
 use crate::error::Result;
 use crate::layout::Layout;

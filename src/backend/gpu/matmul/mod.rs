@@ -10,7 +10,7 @@ mod small;
 mod subgroup;
 mod tiling;
 
-use crate::backend::gpu::tuning::MatmulTile;
+use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use tiling::{Loads, Tiling};
 
 use crate::backend::gpu::command::Bound;
@@ -25,7 +25,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::KernelType;

@@ -26,7 +26,7 @@
 //! once, along the matrix's rows or columns, stored into the tile as one
 //! vec4 (along the tile) or four elements (across it).
 
-use crate::backend::gpu::tuning::MatmulTile;
+use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use std::fmt::Write;
 
 /// One kernel's tile shape.

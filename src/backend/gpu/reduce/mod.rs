@@ -21,7 +21,7 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::{dims8, strides8};
-use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::KernelType;

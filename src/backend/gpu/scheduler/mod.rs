@@ -1,5 +1,5 @@
 //! Pending GPU work. Ops record themselves here instead of submitting; a
-//! flush fuses what it can (see `fusion.rs`), encodes every dispatch into
+//! flush fuses what it can (see `fusion/`), encodes every dispatch into
 //! one compute pass of one command encoder, writes all their parameters into
 //! one arena buffer bound with dynamic offsets, and submits once.
 //!
@@ -336,7 +336,7 @@ impl Scheduler {
     }
 
     /// Encodes `steps` in order, taking each program's buffers as it
-    /// comes (see `slot.rs`): the dispatches and their parameter blocks.
+    /// comes (see `buffer_claim.rs`): the dispatches and their parameter blocks.
     ///
     /// # Errors
     /// As [`Scheduler::flush`]; `OutOfMemory` when a buffer taken now does
@@ -438,6 +438,6 @@ fn unwritten(commands: &[Command]) -> u64 {
     commands
         .iter()
         .filter_map(Command::elementwise)
-        .filter(|op| !op.out.slot.is_taken())
+        .filter(|op| !op.out.claim.is_taken())
         .count() as u64
 }

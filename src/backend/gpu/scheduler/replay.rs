@@ -135,7 +135,7 @@ impl Scheduler {
             _params: params,
             temporaries,
             held: capture.into_held(),
-            written: commands.iter().flat_map(Command::written_slots).collect(),
+            written: commands.iter().flat_map(Command::written_claims).collect(),
             ops: commands.len(),
             faults: commands.iter().any(|c| match c {
                 Command::Kernel(k) => k.bindings.iter().any(|b| b.fault_record),
@@ -209,8 +209,8 @@ impl Scheduler {
         ctx.open_batch.fetch_add(1, Ordering::AcqRel);
         if let Err(e) = &result {
             let failure = e.to_string();
-            for slot in &batch.written {
-                slot.poison(&failure);
+            for claim in &batch.written {
+                claim.poison(&failure);
             }
         }
         if let (Some(profile), Some(started)) = (&mut self.profile, started) {

@@ -11,7 +11,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::launch::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{KernelLaunch, record_kernel};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SortCall, Storage, lines};
 use crate::dtype::KernelType;

@@ -10,9 +10,9 @@
 //! before the flush never takes one: its bytes never exist on the device.
 //!
 //! Recorded commands know a buffer by an id (fusion's hazard checks compare
-//! ids, see `fusion.rs`). A slot's id is its buffer's pool id when the
-//! buffer is taken before any command knows the slot; otherwise a fresh id
-//! stays the slot's for good, and its buffer, taken later, never carries
+//! ids, see `fusion/`). A claim's id is its buffer's pool id when the
+//! buffer is taken before any command knows the claim; otherwise a fresh id
+//! stays the claim's for good, and its buffer, taken later, never carries
 //! another id in the batch that knows this one:
 //! - it is taken only from buffers not released in the open batch, or
 //!   released but known by no command still to be encoded (the flush
@@ -20,7 +20,7 @@
 //! - released, it is held from everyone but such a flush until the batch
 //!   closes.
 //!
-//! A slot whose tensor is gone before the flush but whose write is not
+//! A claim whose tensor is gone before the flush but whose write is not
 //! fused away (fusion off, or a chain too long for one kernel) gets a
 //! temporary of the flush (see the scheduler), given back once the flush
 //! has encoded its last reader.
@@ -30,24 +30,24 @@ use crate::error::Result;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// One tensor's buffer, taken now or later.
-pub(crate) struct Slot {
+pub(crate) struct BufferClaim {
     /// Bytes the buffer will have (the pool's size for the request).
     size: u64,
     /// Bytes asked for.
     bytes: u64,
-    state: Mutex<SlotState>,
+    state: Mutex<ClaimState>,
     /// The failure of a batch that was to write this buffer: every later
-    /// use of the tensor is that error (see [`Slot::poison`]).
+    /// use of the tensor is that error (see [`BufferClaim::poison`]).
     poison: OnceLock<String>,
 }
 
-struct SlotState {
+struct ClaimState {
     buffer: Option<PooledBuffer>,
     /// The id recorded commands know the buffer by.
     id: u64,
     /// A recorded command knows `id`.
     referenced: bool,
-    /// The tensor is gone; only recorded commands hold the slot.
+    /// The tensor is gone; only recorded commands hold the claim.
     orphan: bool,
     /// `size` bytes are reserved under the pool's cap.
     reserved: bool,
@@ -57,17 +57,17 @@ struct SlotState {
 
 /// Where a buffer taken by a flush came from.
 pub(crate) enum Taken {
-    /// The slot already had it, or it is the tensor's own for good.
+    /// The claim already had it, or it is the tensor's own for good.
     Kept,
     /// A temporary of this flush (the tensor is gone): the flush gives it
     /// back after its last use.
     Temporary,
 }
 
-impl std::fmt::Debug for Slot {
+impl std::fmt::Debug for BufferClaim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self.state();
-        f.debug_struct("Slot")
+        f.debug_struct("BufferClaim")
             .field("size", &self.size)
             .field("id", &s.id)
             .field("taken", &s.buffer.is_some())
@@ -75,13 +75,13 @@ impl std::fmt::Debug for Slot {
     }
 }
 
-impl Slot {
-    /// A slot holding `buffer` from the start.
-    pub fn ready(buffer: PooledBuffer) -> Slot {
-        Slot {
+impl BufferClaim {
+    /// A claim holding `buffer` from the start.
+    pub fn ready(buffer: PooledBuffer) -> BufferClaim {
+        BufferClaim {
             size: buffer.size,
             bytes: buffer.size,
-            state: Mutex::new(SlotState {
+            state: Mutex::new(ClaimState {
                 id: buffer.id,
                 buffer: Some(buffer),
                 referenced: false,
@@ -93,7 +93,7 @@ impl Slot {
         }
     }
 
-    /// A slot with no buffer yet: `bytes` asked for, `size` reserved under
+    /// A claim with no buffer yet: `bytes` asked for, `size` reserved under
     /// `pool`'s cap, known by the fresh id `id` until a buffer is taken.
     ///
     /// # Errors
@@ -104,12 +104,12 @@ impl Slot {
         bytes: u64,
         size: u64,
         id: u64,
-    ) -> Result<Slot> {
+    ) -> Result<BufferClaim> {
         pool.reserve(op, size)?;
-        Ok(Slot {
+        Ok(BufferClaim {
             size,
             bytes,
-            state: Mutex::new(SlotState {
+            state: Mutex::new(ClaimState {
                 buffer: None,
                 id,
                 referenced: false,
@@ -132,7 +132,7 @@ impl Slot {
         self.poison.get().map(String::as_str)
     }
 
-    fn state(&self) -> MutexGuard<'_, SlotState> {
+    fn state(&self) -> MutexGuard<'_, ClaimState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -156,7 +156,7 @@ impl Slot {
         s.orphan && s.buffer.is_none()
     }
 
-    /// True once a recorded command knows the slot.
+    /// True once a recorded command knows the claim.
     pub fn is_referenced(&self) -> bool {
         self.state().referenced
     }
@@ -177,7 +177,7 @@ impl Slot {
     }
 
     /// The buffer, taken now if it is not yet. Before any command knows
-    /// the slot, any idle buffer will do and the slot takes its id; after,
+    /// the claim, any idle buffer will do and the claim takes its id; after,
     /// of the buffers released in the open batch only those whose ids
     /// `unused_from_here` says no command still to be encoded knows.
     ///
@@ -236,12 +236,12 @@ impl Slot {
     }
 
     /// The buffer for a flush encoding a dispatch that touches it: the
-    /// slot's own (taken now if the tensor lives, as [`Slot::take`] says),
+    /// claim's own (taken now if the tensor lives, as [`BufferClaim::take`] says),
     /// or, for a gone tensor, a temporary: `temporary()` gives one of this
-    /// slot's size.
+    /// claim's size.
     ///
     /// # Errors
-    /// As [`Slot::take`], and what `temporary` returns.
+    /// As [`BufferClaim::take`], and what `temporary` returns.
     pub fn take_for_flush(
         &self,
         pool: &BufferPool,
@@ -267,8 +267,8 @@ impl Slot {
         Ok((buffer, Taken::Kept))
     }
 
-    /// The temporary a flush lent this slot, to lend again after the
-    /// slot's last use.
+    /// The temporary a flush lent this claim, to lend again after the
+    /// claim's last use.
     pub fn temporary(&self) -> Option<PooledBuffer> {
         let s = self.state();
         s.buffer.clone().filter(|_| s.temporary)
@@ -276,7 +276,7 @@ impl Slot {
 
     /// The tensor is gone: its buffer goes back to the pool (held from
     /// reuse in the open batch when commands know it by another id), or
-    /// its reservation is given back. Recorded commands keep the slot.
+    /// its reservation is given back. Recorded commands keep the claim.
     pub fn orphan(&self, pool: &BufferPool, open_batch: u64) {
         let mut s = self.state();
         s.orphan = true;

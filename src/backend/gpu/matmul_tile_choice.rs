@@ -1,8 +1,9 @@
-//! Settings that choose among kernel variants: which tile the matmul
-//! uses, fixed or found by autotuning. The device holds them
-//! (`GpuOptions`, `WEBTENSOR_MATMUL_TILE`, `WEBTENSOR_AUTOTUNE`,
-//! `Device::set_matmul_tile`) with the tuning results; the kernel families
-//! read them when they record.
+//! Which tile the matmul uses, fixed or found by autotuning. The device
+//! holds the setting (`GpuOptions`, `WEBTENSOR_MATMUL_TILE`,
+//! `WEBTENSOR_AUTOTUNE`, `Device::set_matmul_tile`) with the tuning results,
+//! and `matmul/` reads them when it records; the file sits beside `matmul/`
+//! rather than in it because the device context, which `matmul/` uses,
+//! owns it.
 
 use crate::dtype::KernelType;
 use std::collections::HashMap;

@@ -97,7 +97,7 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
         s.check_poison("gpu kernel")?;
         Ok(TensorOperand {
             storage: Arc::downgrade(t.storage),
-            slot: s.slot().clone(),
+            claim: s.claim().clone(),
             buffer_id: s.buffer_id(),
             layout: t.layout.clone(),
             dtype: t.dtype,
