@@ -4,14 +4,7 @@
 // so the walk's divisions are paid once per RUN elements. Filled by
 // elementwise/codegen.rs as elementwise.wgsl is, plus
 //   STEP      the step of every operand's position along the last axis
-{{HEADER}}
-{{COMMON}}
-{{WALK}}
-{{MATH}}
-{{BINDINGS}}
-{{ACCESS}}
-{{OPS}}
-{{PROGRAM}}
+{{PRELUDE}}
 
 // Elements a thread takes along the last axis (elementwise/access.rs has
 // the same number).

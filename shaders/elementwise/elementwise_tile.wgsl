@@ -6,17 +6,10 @@
 // program, keeps the results in workgroup memory, and writes them with
 // consecutive threads along q, so that both sides are coalesced. Filled
 // by elementwise/codegen.rs:
-//   HEADER, BINDINGS, ACCESS, OPS, PROGRAM   as elementwise.wgsl
-//   WALK      batch_positions(b): where batch b starts in each operand
+//   PRELUDE   as elementwise.wgsl, whose walk is batch_positions(b):
+//             where batch b starts in each operand
 //   RESULT    the program's result type (f32, i32 or u32)
-{{HEADER}}
-{{COMMON}}
-{{WALK}}
-{{MATH}}
-{{BINDINGS}}
-{{ACCESS}}
-{{OPS}}
-{{PROGRAM}}
+{{PRELUDE}}
 
 const TILE: u32 = 32u;
 // One column of padding, so that a column of the tile spans every bank.

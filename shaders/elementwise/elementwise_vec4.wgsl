@@ -7,21 +7,15 @@
 // destinations need no atomics. The last entry of a length that is not a
 // multiple of 4 keeps the lanes past the end as they were (no other
 // thread writes that entry). Filled by elementwise/codegen.rs:
-//   HEADER    as elementwise.wgsl
-//   BINDINGS  the destination and inputs as arrays of four-element entries
-//   OPS       fn opN(...) as elementwise.wgsl
-//   PROGRAM   fn program(xK...) as elementwise.wgsl
+//   PRELUDE   as elementwise.wgsl, with no walk or access functions; its
+//             bindings are the destination and inputs as arrays of
+//             four-element entries
 //   OUT_FNS   pack_out (the destination's lanes to one entry, rounded or
 //             wrapped) and unpack_out (one entry to its lanes)
 //   VLOADS    `let wK = ...;`: operand K's four lanes for this thread
 //   LANES     program on lane 0, 1, 2 and 3: `program(w1.x, ...), ...`
 //   OUT       the destination's vec4 of lanes in its compute type
-{{HEADER}}
-{{COMMON}}
-{{MATH}}
-{{BINDINGS}}
-{{OPS}}
-{{PROGRAM}}
+{{PRELUDE}}
 {{OUT_FNS}}
 
 @compute @workgroup_size(WORKGROUP)

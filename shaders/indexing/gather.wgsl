@@ -1,8 +1,7 @@
 // Indexing that reads (take, index_select, gather), specialised by
 // indexing/mod.rs, which fills the {{...}} slots:
-//   HEADER    `enable f16;` when a native f16 buffer is bound
-//   PARAMS    `struct Params`, written by the launcher's `params_block!`
-//   MATH      kernel/math.wgsl
+//   PRELUDE   `enable f16;` where needed, `struct Params` (the launcher's
+//             `params_block!`) bound at 0, and kernel/math.wgsl
 //   BINDINGS  src (1), idx (2), out_buf (3), fault (4)
 //   ACCESS    load_src, load_raw (index bits), store_out, ZERO, resolve,
 //             report (indexing.wgsl)
@@ -16,15 +15,9 @@
 // An out-of-range index writes 0 and is reported in the fault record.
 // A dispatch may take only positions first..first + count of the indexed
 // axis (the source's offset is at `first`): it skips indices outside them,
-// which another dispatch of the op takes (ops/large.rs, for a source
+// which another dispatch of the op takes (ops/binding_parts.rs, for a source
 // larger than one storage binding).
-{{HEADER}}
-
-{{PARAMS}}
-
-@group(0) @binding(0) var<uniform> params: Params;
-
-{{MATH}}
+{{PRELUDE}}
 {{BINDINGS}}
 {{ACCESS}}
 {{WALK}}

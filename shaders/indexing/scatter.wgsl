@@ -15,14 +15,8 @@
 // A dispatch may take only positions part_first..part_first + part_count
 // of the indexed axis (the destination's offset is at part_first): it
 // skips indices outside them, which another dispatch of the op takes
-// (ops/large.rs, for a destination larger than one storage binding).
-{{HEADER}}
-
-{{PARAMS}}
-
-@group(0) @binding(0) var<uniform> params: Params;
-
-{{MATH}}
+// (ops/binding_parts.rs, for a destination larger than one storage binding).
+{{PRELUDE}}
 {{BINDINGS}}
 {{ACCESS}}
 {{WALK}}

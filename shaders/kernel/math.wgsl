@@ -1,5 +1,5 @@
 // Scalar helpers for the elementwise kernels. The semantics are those
-// documented in src/ops/kinds.rs and implemented for the CPU in
+// documented in src/op.rs and implemented for the CPU in
 // src/backend/cpu/numeric.rs; f16 values are computed in f32.
 
 const F32_NAN_BITS: u32 = 0x7fc00000u;

@@ -1,8 +1,7 @@
 // Register-tiled matrix product, specialised per dtype and tile by
 // matmul/mod.rs, which fills the {{...}} slots:
-//   HEADER    `enable f16;` when a native f16 buffer is bound
-//   PARAMS    `struct Params`, written by the launcher's `params_block!`
-//   MATH      kernel/math.wgsl (f16 rounding on store)
+//   PRELUDE   `enable f16;` where needed, `struct Params` (the launcher's
+//             `params_block!`) bound at 0, and kernel/math.wgsl
 //   BINDINGS  a (binding 1), b (binding 2), out_buf (binding 3)
 //   ACCESS    load_a / load_b (element -> Acc), store_out and load_out
 //   ACC       `alias Acc = f32;` (i32, u32), and `const ZERO: Acc`
@@ -15,13 +14,7 @@
 // dispatch each: kernel/loop_budget.rs says why). Operands are read
 // through their row, column and batch strides, so transposed and broadcast
 // views need no copy; edges are padded with zeros, so any size works.
-{{HEADER}}
-
-{{PARAMS}}
-
-@group(0) @binding(0) var<uniform> params: Params;
-
-{{MATH}}
+{{PRELUDE}}
 {{BINDINGS}}
 {{ACCESS}}
 {{ACC}}

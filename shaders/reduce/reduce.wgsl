@@ -1,8 +1,7 @@
 // One reduction stage, specialised by reduce/mod.rs, which
 // fills the {{...}} slots:
-//   HEADER    `enable f16;` when a native f16 buffer is bound
-//   PARAMS    `struct Params`, written by the launcher's `params_block!`
-//   MATH      kernel/math.wgsl
+//   PRELUDE   `enable f16;` where needed, `struct Params` (the launcher's
+//             `params_block!`) bound at 0, and kernel/math.wgsl
 //   WALK      kept_walk and reduced_walk (kernel/strided.rs): positions
 //             over the kept and the reduced axes
 //   BINDINGS  the source (binding 1, plus its indices for a staged arg op)
@@ -27,12 +26,7 @@
 // A tensor source is read through (shape, strides, offset) of its kept axes
 // (o, row-major) and its reduced axes (r, row-major), so any view reduces
 // without a copy.
-{{HEADER}}
-
-{{PARAMS}}
-
-@group(0) @binding(0) var<uniform> params: Params;
-
+{{PRELUDE}}
 struct State {
     v: Acc,
     // Row-major index of `v` among the reduced elements (arg ops); -1 while empty.
@@ -55,7 +49,6 @@ fn reduced_offset(r: u32) -> i32 {
     return reduced_walk(r)[0];
 }
 
-{{MATH}}
 {{BINDINGS}}
 {{STATE}}
 {{LOAD}}

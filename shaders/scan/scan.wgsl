@@ -1,8 +1,7 @@
 // Running sums or products along the lines of a tensor, specialised by
 // scan/mod.rs, which fills the {{...}} slots:
-//   HEADER    `enable f16;` when a native f16 buffer is bound
-//   PARAMS    `struct Params`, written by the launcher's `params_block!`
-//   MATH      kernel/math.wgsl
+//   PRELUDE   `enable f16;` where needed, `struct Params` (the launcher's
+//             `params_block!`) bound at 0, and kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
 //   WALK      line_starts(l): the source and destination positions of
 //             line l's first element
@@ -14,13 +13,7 @@
 // their (shape, strides, offset) for the source and the destination, and
 // steps `src_step` / `dst_step` along the scanned axis: any view scans
 // without a copy.
-{{HEADER}}
-
-{{PARAMS}}
-
-@group(0) @binding(0) var<uniform> params: Params;
-
-{{MATH}}
+{{PRELUDE}}
 {{BINDINGS}}
 {{OPS}}
 {{WALK}}

@@ -1,8 +1,7 @@
 // Softmax (or log-softmax) along the lines of a tensor, one workgroup per
 // line, specialised by softmax/mod.rs, which fills the {{...}} slots:
-//   HEADER    `enable f16;` when a native f16 buffer is bound
-//   PARAMS    `struct Params`, written by the launcher's `params_block!`
-//   MATH      kernel/math.wgsl
+//   PRELUDE   `enable f16;` where needed, `struct Params` (the launcher's
+//             `params_block!`) bound at 0, and kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and `out_buf` (binding 2)
 //   ACCESS    how a line is read and written: `gather` (a thread's
 //             Partial over its elements) and `spread` (the results of its
@@ -18,13 +17,7 @@
 // (an online softmax); the workgroup merges the threads' (m, s) pairs,
 // then a second pass writes every element. A line holding NaN or +inf, or
 // only -inf, is NaN throughout, as `exp(x - max) / sum` gives it.
-{{HEADER}}
-
-{{PARAMS}}
-
-@group(0) @binding(0) var<uniform> params: Params;
-
-{{MATH}}
+{{PRELUDE}}
 {{BINDINGS}}
 {{WALK}}
 

@@ -1,9 +1,8 @@
 // Stable sorts of the lines of a tensor, as a bitonic network over each
 // line padded to a power of two, specialised by sort/mod.rs, which fills
 // the {{...}} slots:
-//   HEADER    `enable f16;` when a native f16 buffer is bound
-//   PARAMS    `struct Params`, written by the launcher's `params_block!`
-//   MATH      kernel/math.wgsl
+//   PRELUDE   `enable f16;` where needed, `struct Params` (the launcher's
+//             `params_block!`) bound at 0, and kernel/math.wgsl
 //   BINDINGS  the source (binding 1) and the i32 `out_buf` (binding 2)
 //   WALK      line_starts(l): the source and destination positions of
 //             line l's first element
@@ -18,13 +17,7 @@
 // (every step of the network with a span below `block`, in workgroup
 // memory), then for each longer merge its `global` steps and a `local`
 // finish, then `emit`: no invocation loops in proportion to the line.
-{{HEADER}}
-
-{{PARAMS}}
-
-@group(0) @binding(0) var<uniform> params: Params;
-
-{{MATH}}
+{{PRELUDE}}
 {{BINDINGS}}
 @group(0) @binding(3) var<storage, read_write> keys: array<u32>;
 @group(0) @binding(4) var<storage, read_write> slots: array<u32>;

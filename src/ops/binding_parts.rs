@@ -110,30 +110,22 @@ pub(super) fn for_each_indexed_part(
     let along = target.rank() - 1;
     let step = target.dims()[cut.axis].div_ceil(cut.parts);
     let targets = target.cut_parts(cut)?;
-    if cut.axis == along {
-        for (k, target) in targets.iter().enumerate() {
-            let first = first + k * step;
-            for_each_indexed_part(
-                IndexedPart {
-                    views,
-                    target,
-                    first,
-                },
-                f,
-            )?;
-        }
-        return Ok(());
-    }
-    let cut_views = views
-        .iter()
-        .map(|v| v.cut_parts(cut))
-        .collect::<crate::error::Result<Vec<_>>>()?;
+    // Cut along the indexed axis, the parts keep the views whole and move
+    // `first`; cut along another, the views are cut alike.
+    let cut_views = if cut.axis == along {
+        None
+    } else {
+        let cut_views = views.iter().map(|v| v.cut_parts(cut));
+        Some(cut_views.collect::<crate::error::Result<Vec<_>>>()?)
+    };
     for (k, target) in targets.iter().enumerate() {
-        let views: Vec<Tensor> = cut_views.iter().map(|p| p[k].clone()).collect();
-        let views = views.as_slice();
+        let (views, first): (Vec<Tensor>, usize) = match &cut_views {
+            None => (views.to_vec(), first + k * step),
+            Some(cut_views) => (cut_views.iter().map(|p| p[k].clone()).collect(), first),
+        };
         for_each_indexed_part(
             IndexedPart {
-                views,
+                views: &views,
                 target,
                 first,
             },

@@ -92,6 +92,18 @@ impl Axes {
     }
 }
 
+/// What one reduction computes: `op` (named `name` in errors) into
+/// `out_dtype`, a `mean` divides the sum by the count, `keepdim` keeps the
+/// reduced axes with length 1.
+#[derive(Clone, Copy)]
+struct Reduction {
+    name: &'static str,
+    op: ReduceOp,
+    keepdim: bool,
+    out_dtype: DType,
+    mean: bool,
+}
+
 impl Tensor {
     /// Runs `op` over `axes` into a fresh tensor of `out_dtype`.
     fn reduce_into(
@@ -107,26 +119,35 @@ impl Tensor {
             return Err(super::complex::not_for_complex(op_name));
         }
         let mask = axes.mask(op_name, self.rank())?;
+        let r = Reduction {
+            name: op_name,
+            op,
+            keepdim,
+            out_dtype,
+            mean,
+        };
         if let Some(cut) = self.binding_cut() {
-            return self.reduce_in_parts(op_name, op, &mask, keepdim, out_dtype, mean, cut);
+            return self.reduce_in_parts(r, &mask, cut);
         }
-        self.reduce_masked(op_name, op, &mask, keepdim, out_dtype, mean, None)
+        self.reduce_masked(r, &mask, None)
     }
 
     /// `op` over the axes `mask` marks into a fresh tensor of `out_dtype`,
     /// one backend call (see `ReduceCall`; `center`, one value per output
     /// in row-major order, makes it a sum of squared deviations).
-    #[allow(clippy::too_many_arguments)]
     fn reduce_masked(
         &self,
-        op_name: &'static str,
-        op: ReduceOp,
+        r: Reduction,
         mask: &[bool; MAX_RANK],
-        keepdim: bool,
-        out_dtype: DType,
-        mean: bool,
         center: Option<&Tensor>,
     ) -> Result<Tensor> {
+        let Reduction {
+            name: op_name,
+            op,
+            keepdim,
+            out_dtype,
+            mean,
+        } = r;
         let rank = self.rank();
         let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
         let order: SmallVec<[isize; MAX_RANK]> = kept
@@ -176,17 +197,19 @@ impl Tensor {
     /// second reduction needs no cut along it) and reduced again, a mean
     /// as a sum divided by the count. An arg reduction along a cut axis
     /// combines its parts' values and indices (`arg_of_parts`).
-    #[allow(clippy::too_many_arguments)]
     fn reduce_in_parts(
         &self,
-        op_name: &'static str,
-        op: ReduceOp,
+        r: Reduction,
         mask: &[bool; MAX_RANK],
-        keepdim: bool,
-        out_dtype: DType,
-        mean: bool,
         cut: super::binding_parts::Cut,
     ) -> Result<Tensor> {
+        let Reduction {
+            name: op_name,
+            op,
+            keepdim,
+            out_dtype,
+            mean,
+        } = r;
         let rank = self.rank();
         let reduced: SmallVec<[isize; MAX_RANK]> =
             (0..rank).filter(|&k| mask[k]).map(|k| k as isize).collect();
@@ -422,15 +445,14 @@ impl Tensor {
             // One pass over x: each element's squared deviation from its
             // mean summed as it is read (no tensor of squares).
             let mask = axes.mask("var", x.rank())?;
-            x.reduce_masked(
-                "var",
-                ReduceOp::Sum,
-                &mask,
+            let r = Reduction {
+                name: "var",
+                op: ReduceOp::Sum,
                 keepdim,
-                DType::F32,
-                false,
-                Some(&mean),
-            )?
+                out_dtype: DType::F32,
+                mean: false,
+            };
+            x.reduce_masked(r, &mask, Some(&mean))?
         } else {
             let sq = x.sub(&mean)?.square()?;
             sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?

@@ -17,31 +17,15 @@ use std::sync::{Arc, RwLockReadGuard};
 /// Binds `$T` to the Rust type of a numeric dtype and evaluates `$body`.
 macro_rules! with_num_type {
     ($dtype:expr, $T:ident => $body:expr, bool => $other:expr) => {
+        with_num_type!(@arms $dtype, $T, $body, $other;
+            F32 f32, F16 f16, F64 f64, I32 i32, U32 u32, U8 u8)
+    };
+    (@arms $dtype:expr, $T:ident, $body:expr, $other:expr; $($kt:ident $rt:ty),*) => {
         match $dtype {
-            KernelType::F32 => {
-                type $T = f32;
+            $(KernelType::$kt => {
+                type $T = $rt;
                 $body
-            }
-            KernelType::F16 => {
-                type $T = f16;
-                $body
-            }
-            KernelType::F64 => {
-                type $T = f64;
-                $body
-            }
-            KernelType::I32 => {
-                type $T = i32;
-                $body
-            }
-            KernelType::U32 => {
-                type $T = u32;
-                $body
-            }
-            KernelType::U8 => {
-                type $T = u8;
-                $body
-            }
+            })*
             KernelType::Bool => $other,
         }
     };

@@ -50,9 +50,22 @@ pub(crate) trait Float: Num {
     fn exp2(self) -> Self;
 }
 
+/// Trait methods that are the float type's own method of the same or
+/// another name.
+macro_rules! std_methods {
+    ($t:ty: $($name:ident => $std:ident($($arg:ident)?)),* $(,)?) => {$(
+        #[inline(always)]
+        fn $name(self $(, $arg: Self)?) -> Self {
+            <$t>::$std(self $(, $arg)?)
+        }
+    )*};
+}
+
 macro_rules! float_num {
     ($t:ty) => {
         impl Num for $t {
+            std_methods!($t: abs => abs(), floor => floor(), ceil => ceil(),
+                round => round_ties_even(), pow => powf(o));
             #[inline(always)]
             fn add(self, o: Self) -> Self {
                 self + o
@@ -101,10 +114,6 @@ macro_rules! float_num {
                 if div - f > 0.5 { f + 1.0 } else { f }
             }
             #[inline(always)]
-            fn pow(self, o: Self) -> Self {
-                self.powf(o)
-            }
-            #[inline(always)]
             fn maximum(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
                     Self::NAN
@@ -129,10 +138,6 @@ macro_rules! float_num {
                 -self
             }
             #[inline(always)]
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            #[inline(always)]
             fn sign(self) -> Self {
                 if self > 0.0 {
                     1.0
@@ -146,47 +151,14 @@ macro_rules! float_num {
             fn relu(self) -> Self {
                 if self < 0.0 { 0.0 } else { self }
             }
-            #[inline(always)]
-            fn floor(self) -> Self {
-                <$t>::floor(self)
-            }
-            #[inline(always)]
-            fn ceil(self) -> Self {
-                <$t>::ceil(self)
-            }
-            #[inline(always)]
-            fn round(self) -> Self {
-                self.round_ties_even()
-            }
         }
         impl Float for $t {
-            #[inline(always)]
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            #[inline(always)]
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
+            std_methods!($t: exp => exp(), ln => ln(), sqrt => sqrt(), sin => sin(),
+                cos => cos(), tanh => tanh(), tan => tan(), log1p => ln_1p(),
+                expm1 => exp_m1(), log2 => log2(), exp2 => exp2(), atan2 => atan2(o));
             #[inline(always)]
             fn rsqrt(self) -> Self {
                 1.0 / <$t>::sqrt(self)
-            }
-            #[inline(always)]
-            fn sin(self) -> Self {
-                <$t>::sin(self)
-            }
-            #[inline(always)]
-            fn cos(self) -> Self {
-                <$t>::cos(self)
-            }
-            #[inline(always)]
-            fn tanh(self) -> Self {
-                <$t>::tanh(self)
             }
             #[inline(always)]
             fn sigmoid(self) -> Self {
@@ -200,30 +172,6 @@ macro_rules! float_num {
             #[inline(always)]
             fn recip(self) -> Self {
                 1.0 / self
-            }
-            #[inline(always)]
-            fn atan2(self, o: Self) -> Self {
-                <$t>::atan2(self, o)
-            }
-            #[inline(always)]
-            fn tan(self) -> Self {
-                <$t>::tan(self)
-            }
-            #[inline(always)]
-            fn log1p(self) -> Self {
-                <$t>::ln_1p(self)
-            }
-            #[inline(always)]
-            fn expm1(self) -> Self {
-                <$t>::exp_m1(self)
-            }
-            #[inline(always)]
-            fn log2(self) -> Self {
-                <$t>::log2(self)
-            }
-            #[inline(always)]
-            fn exp2(self) -> Self {
-                <$t>::exp2(self)
             }
         }
     };
@@ -403,11 +351,11 @@ pub(crate) trait Cast: Element {
 }
 
 macro_rules! cast_impl {
-    ($t:ty, float) => {
+    ($($t:ty => $wide:ident($as:ty)),*) => {$(
         impl Cast for $t {
             #[inline(always)]
             fn to_wide(self) -> Wide {
-                Wide::Float(self as f64)
+                Wide::$wide(self as $as)
             }
             #[inline(always)]
             fn from_wide(w: Wide) -> Self {
@@ -417,28 +365,9 @@ macro_rules! cast_impl {
                 }
             }
         }
-    };
-    ($t:ty, int) => {
-        impl Cast for $t {
-            #[inline(always)]
-            fn to_wide(self) -> Wide {
-                Wide::Int(self as i64)
-            }
-            #[inline(always)]
-            fn from_wide(w: Wide) -> Self {
-                match w {
-                    Wide::Float(v) => v as $t,
-                    Wide::Int(v) => v as $t,
-                }
-            }
-        }
-    };
+    )*};
 }
-cast_impl!(f32, float);
-cast_impl!(f64, float);
-cast_impl!(i32, int);
-cast_impl!(u32, int);
-cast_impl!(u8, int);
+cast_impl!(f32 => Float(f64), f64 => Float(f64), i32 => Int(i64), u32 => Int(i64), u8 => Int(i64));
 
 impl Cast for f16 {
     #[inline(always)]

@@ -33,7 +33,7 @@ struct CustomKey {
 // Everything of webtensor's is named `wt_...` (argument names may not
 // start so) and the body's function shadows what touches memory, so the
 // body reaches its arguments only through their views.
-const TEMPLATE: &str = "{{HEADER}}
+const TEMPLATE: &str = "{{PRELUDE}}
 struct WtOperand {
     offset: u32,
     rank: u32,
@@ -58,7 +58,6 @@ struct WtParams {
 
 @group(0) @binding(0) var<uniform> wt_params: WtParams;
 
-{{MATH}}
 {{BINDINGS}}
 {{ACCESS}}
 var<private> wt_index: u32;
@@ -208,7 +207,8 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
     let n_text = n.to_string();
     let out_type = ScalarType::of(out).to_string();
     let (params, args) = (params.join(", "), args.join(", "));
-    let mut slots = prelude(uses_f16).to_vec();
+    let prelude = prelude(uses_f16, "");
+    let mut slots = vec![("PRELUDE", prelude.as_str())];
     // The body goes in last, so that nothing it holds is taken for a slot.
     slots.extend([
         ("SCALAR_WORDS", scalar_words.as_str()),
@@ -357,8 +357,7 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
             key: &key,
             label: "webtensor custom kernel",
             entry: "wt_main",
-            params_size,
-            source: || Ok(source(spec, native)?.0),
+            source: |_: &CustomKey| Ok(source(spec, native)?.0),
             params,
             bindings,
             groups: [groups[0], groups[1], 1],

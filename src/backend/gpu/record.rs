@@ -24,11 +24,10 @@ pub(crate) struct KernelLaunch<'a, K, S> {
     pub label: &'static str,
     /// The shader's entry point.
     pub entry: &'static str,
-    /// Bytes of the family's parameter block (its `SIZE`).
-    pub params_size: u64,
-    /// Builds the WGSL source, on the pipeline's first use.
+    /// Builds the WGSL source from the key, on the pipeline's first use.
     pub source: S,
-    /// The parameter block's bytes.
+    /// The parameter block's bytes (the pipeline's uniform binding has
+    /// their size).
     pub params: Vec<u8>,
     /// Storage bindings 1.., in order, each read or written.
     pub bindings: SmallVec<[Bound; 4]>,
@@ -42,25 +41,23 @@ pub(crate) struct KernelLaunch<'a, K, S> {
 /// `Error::Gpu` when the shader fails to compile; scheduler flush failures.
 pub(crate) fn record_kernel<K: PipelineKey>(
     ctx: &GpuContext,
-    launch: KernelLaunch<'_, K, impl FnOnce() -> Result<String>>,
+    launch: KernelLaunch<'_, K, impl FnOnce(&K) -> Result<String>>,
 ) -> Result<()> {
     let KernelLaunch {
         key,
         label,
         entry,
-        params_size,
         source,
         params,
         bindings,
         groups,
     } = launch;
-    debug_assert_eq!(params.len() as u64, params_size);
     let pipeline = ctx.pipelines.get(&ctx.device, key, || {
         Ok(PipelineSpec {
             label,
-            source: source()?,
+            source: source(key)?,
             entry,
-            params_size,
+            params_size: params.len() as u64,
             read_only: bindings.iter().map(|b| !b.writes).collect(),
         })
     })?;

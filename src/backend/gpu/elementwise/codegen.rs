@@ -74,8 +74,16 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         scalar_vecs(key.scalars as usize),
     );
     let buffer = |k: usize| operand_buffer(key, k);
+    let base = Prelude {
+        header: &header,
+        walk: "",
+        bindings: &bindings,
+        access: "",
+        ops: &ops,
+        program: &program,
+    };
     if vec4 {
-        return vec4_source(key, &header, &bindings, &ops, &program);
+        return vec4_source(key, &base);
     }
     let mut access = store_fn(key.out(), out_storage);
     for (k, operand) in key.operands.iter().enumerate().skip(1) {
@@ -92,24 +100,29 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         .map(|k| format!("load_op{k}(u32(p[{k}]))"))
         .collect();
     if key.access == Access::Tiled {
-        return tiled_source(key, &header, &bindings, &access, &ops, &program);
+        return tiled_source(
+            key,
+            &Prelude {
+                access: &access,
+                ..base
+            },
+        );
     }
     if key.access == Access::Rows {
         let steps: String = (0..key.operands.len())
             .map(|k| format!("        p[{k}] += params.strides[{k}][last / 4u][last % 4u];\n"))
             .collect();
+        let walk = strided_walk(key.operands.len());
+        let prelude = Prelude {
+            walk: &walk,
+            access: &access,
+            ..base
+        };
         return fill(
             "elementwise rows kernel",
             ELEMENTWISE_ROWS_WGSL,
             &[
-                ("HEADER", &header),
-                ("COMMON", COMMON_WGSL),
-                ("WALK", &strided_walk(key.operands.len())),
-                ("MATH", MATH_WGSL),
-                ("BINDINGS", &bindings),
-                ("ACCESS", &access),
-                ("OPS", &ops),
-                ("PROGRAM", &program),
+                ("PRELUDE", &prelude.wgsl()),
                 ("LOADS", &loads.join(", ")),
                 ("STEP", steps.trim_end_matches('\n')),
             ],
@@ -120,22 +133,53 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     } else {
         ("strided_positions", strided_walk(key.operands.len()))
     };
+    let prelude = Prelude {
+        walk: &walk,
+        access: &access,
+        ..base
+    };
     fill(
         "elementwise kernel",
         ELEMENTWISE_WGSL,
         &[
-            ("HEADER", &header),
-            ("COMMON", COMMON_WGSL),
-            ("WALK", &walk),
-            ("MATH", MATH_WGSL),
-            ("BINDINGS", &bindings),
-            ("ACCESS", &access),
-            ("OPS", &ops),
-            ("PROGRAM", &program),
+            ("PRELUDE", &prelude.wgsl()),
             ("POSITIONS", positions),
             ("LOADS", &loads.join(", ")),
         ],
     )
+}
+
+/// What every elementwise template declares before its entry point, in
+/// this order, as its `{{PRELUDE}}` slot.
+#[derive(Clone, Copy)]
+struct Prelude<'a> {
+    /// `enable f16;` where needed, and the kernel's constants.
+    header: &'a str,
+    /// The walk from an element to its operands' positions, if any.
+    walk: &'a str,
+    bindings: &'a str,
+    /// `load_opK` / `store_out`, where the template calls them.
+    access: &'a str,
+    ops: &'a str,
+    program: &'a str,
+}
+
+impl Prelude<'_> {
+    /// The prelude with the parameter block (`common.wgsl`) and the math
+    /// functions between its parts.
+    fn wgsl(&self) -> String {
+        [
+            self.header,
+            COMMON_WGSL,
+            self.walk,
+            MATH_WGSL,
+            self.bindings,
+            self.access,
+            self.ops,
+            self.program,
+        ]
+        .join("\n")
+    }
 }
 
 /// The buffer operand `k` of `key` is read from: the destination's, or
@@ -154,13 +198,7 @@ fn operand_buffer(key: &KernelKey, k: usize) -> String {
 ///
 /// # Errors
 /// As [`elementwise_source`].
-fn vec4_source(
-    key: &KernelKey,
-    header: &str,
-    bindings: &str,
-    ops: &str,
-    program: &str,
-) -> Result<String> {
+fn vec4_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
     let mode = |k: usize| storage_mode(key.operands[k].dtype, key.native_f16);
     let buffer = |k: usize| operand_buffer(key, k);
     let mut loads = String::new();
@@ -195,12 +233,7 @@ fn vec4_source(
         "elementwise vec4 kernel",
         ELEMENTWISE_VEC4_WGSL,
         &[
-            ("HEADER", header),
-            ("COMMON", COMMON_WGSL),
-            ("MATH", MATH_WGSL),
-            ("BINDINGS", bindings),
-            ("OPS", ops),
-            ("PROGRAM", program),
+            ("PRELUDE", &prelude.wgsl()),
             ("OUT_FNS", &out_fns),
             ("VLOADS", loads.trim_end()),
             ("LANES", &lanes.join(", ")),
@@ -214,14 +247,7 @@ fn vec4_source(
 /// # Errors
 /// As [`elementwise_source`]; `Error::Internal` for a key with more than
 /// one input or a bool result (workgroup tiles hold 32-bit values).
-fn tiled_source(
-    key: &KernelKey,
-    header: &str,
-    bindings: &str,
-    access: &str,
-    ops: &str,
-    program: &str,
-) -> Result<String> {
+fn tiled_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
     let result = ScalarType::of(key.out());
     if key.operands.len() != 2 || result == ScalarType::Bool {
         return Err(Error::internal(
@@ -249,14 +275,14 @@ fn tiled_source(
         "elementwise tiled kernel",
         ELEMENTWISE_TILE_WGSL,
         &[
-            ("HEADER", header),
-            ("COMMON", COMMON_WGSL),
-            ("WALK", &walk),
-            ("MATH", MATH_WGSL),
-            ("BINDINGS", bindings),
-            ("ACCESS", access),
-            ("OPS", ops),
-            ("PROGRAM", program),
+            (
+                "PRELUDE",
+                &Prelude {
+                    walk: &walk,
+                    ..*prelude
+                }
+                .wgsl(),
+            ),
             ("RESULT", result.name()),
         ],
     )

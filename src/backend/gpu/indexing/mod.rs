@@ -179,9 +179,9 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
     } else {
         ScatterParams::wgsl()
     };
-    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    let prelude = prelude(needs_f16(dtype, native), &params);
+    let mut slots = vec![("PRELUDE", prelude.as_str())];
     slots.extend([
-        ("PARAMS", params.as_str()),
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("WALK", walk.as_str()),
@@ -267,15 +267,13 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
         idx_strides: strides8(index.strides()),
         out_strides: strides8(dest.strides()),
     };
-    let source_key = key.clone();
     record_kernel(
         ctx,
         KernelLaunch {
             key: &key,
             label: "webtensor gather",
             entry: "main",
-            params_size: GatherParams::SIZE,
-            source: || index_source(&source_key),
+            source: index_source,
             params: params.bytes(),
             bindings: smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()],
             groups: [groups[0], groups[1], 1],
@@ -338,15 +336,13 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
             src_strides: strides8(src_lines.strides()),
             idx_strides: strides8(index_lines.strides()),
         };
-        let source_key = key.clone();
         record_kernel(
             ctx,
             KernelLaunch {
                 key: &key,
                 label: "webtensor scatter",
                 entry: "main",
-                params_size: ScatterParams::SIZE,
-                source: || index_source(&source_key),
+                source: index_source,
                 params: params.bytes(),
                 bindings: bound.clone(),
                 groups: [groups[0], groups[1], 1],

@@ -47,8 +47,8 @@ macro_rules! params_block {
         }
 
         impl $name {
-            /// The block as WGSL declares it, for a template's `{{PARAMS}}`
-            /// slot: `struct Params { ... }`.
+            /// The block as WGSL declares it, for a kernel's prelude:
+            /// `struct Params { ... }` and its uniform binding at 0.
             pub fn wgsl() -> String {
                 let mut s = String::from("struct Params {\n");
                 $(
@@ -61,7 +61,7 @@ macro_rules! params_block {
                     s.push_str(<$ty as $crate::backend::gpu::kernel::params_block::WgslField>::WGSL);
                     s.push_str(",\n");
                 )*
-                s.push_str("}\n");
+                s.push_str("}\n\n@group(0) @binding(0) var<uniform> params: Params;\n");
                 s
             }
 
@@ -76,6 +76,7 @@ macro_rules! params_block {
             }
 
             /// The block's size in bytes.
+            #[cfg(test)]
             pub const SIZE: u64 = std::mem::size_of::<$name>() as u64;
         }
     };

@@ -1,17 +1,17 @@
-//! What every kernel family's shader starts with: `{{HEADER}}` (`enable
-//! f16;` where a native f16 buffer is bound) and `{{MATH}}` (math.wgsl, the
-//! IEEE-exact float helpers and the integer ops WGSL lacks).
+//! What every kernel family's shader starts with, its `{{PRELUDE}}` slot:
+//! `enable f16;` where a native f16 buffer is bound, the family's parameter
+//! block bound at 0, and math.wgsl (the IEEE-exact float helpers and the
+//! integer ops WGSL lacks).
 
 /// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...).
 pub(crate) const MATH_WGSL: &str = shader!("kernel/math.wgsl");
 
-/// The slots every kernel family's shader has: `{{HEADER}}` (`enable f16;`
-/// when `uses_f16`) and `{{MATH}}` (math.wgsl).
-pub(crate) fn prelude(uses_f16: bool) -> [(&'static str, &'static str); 2] {
-    [
-        ("HEADER", if uses_f16 { "enable f16;" } else { "" }),
-        ("MATH", MATH_WGSL),
-    ]
+/// The `{{PRELUDE}}` of a kernel: `enable f16;` when `uses_f16`, then
+/// `params` (a family's `Params::wgsl()`, which binds the block at 0; empty
+/// for a kernel that declares its own) and math.wgsl.
+pub(crate) fn prelude(uses_f16: bool, params: &str) -> String {
+    let enable = if uses_f16 { "enable f16;" } else { "" };
+    format!("{enable}\n{params}\n{MATH_WGSL}")
 }
 
 #[cfg(test)]

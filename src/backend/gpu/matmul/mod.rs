@@ -13,6 +13,7 @@ mod tiling;
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use tiling::{Loads, Tiling};
 
+use crate::backend::gpu::GpuContext;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
     StorageMode, buffer_decl, load_fn, load_out_fn, needs_f16, storage_mode, store_out_fn,
@@ -169,9 +170,9 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         MatmulKernel::Subgroup(b) => subgroup::wgsl(b),
     };
     let params = MatmulParams::wgsl();
-    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
+    let prelude = prelude(needs_f16(dtype, native), &params);
+    let mut slots = vec![("PRELUDE", prelude.as_str())];
     slots.extend([
-        ("PARAMS", params.as_str()),
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("ACC", acc.as_str()),
@@ -275,19 +276,8 @@ fn record_per_output(
                 batches: batch_range.len() as u32,
                 ..params(call, [m, n], k_range, batch_range.start)
             };
-            record_kernel(
-                ctx,
-                KernelLaunch {
-                    key: &key,
-                    label: "webtensor matmul",
-                    entry: "main",
-                    params_size: MatmulParams::SIZE,
-                    source: || matmul_source(&key),
-                    params: block.bytes(),
-                    bindings: bound.iter().cloned().collect(),
-                    groups: [x, y, 1],
-                },
-            )?;
+            let bindings = bound.iter().cloned().collect();
+            launch(ctx, &key, &block, bindings, [x, y, 1])?;
         }
     }
     Ok(())
@@ -402,20 +392,10 @@ fn record_slices(
     };
     for batch_range in slices(batches, ctx.facts.max_workgroups_per_dim as usize) {
         for k_range in slices(k, K_SLICE) {
-            let bindings: SmallVec<[Bound; 4]> = bound.iter().map(|&b| b.clone()).collect();
-            record_kernel(
-                ctx,
-                KernelLaunch {
-                    key: &key,
-                    label: "webtensor matmul",
-                    entry: "main",
-                    params_size: MatmulParams::SIZE,
-                    source: || matmul_source(&key),
-                    params: params(k_range, batch_range.start).bytes(),
-                    bindings,
-                    groups: [groups[0], groups[1], batch_range.len() as u32],
-                },
-            )?;
+            let bindings = bound.iter().map(|&b| b.clone()).collect();
+            let block = params(k_range, batch_range.start);
+            let groups = [groups[0], groups[1], batch_range.len() as u32];
+            launch(ctx, &key, &block, bindings, groups)?;
         }
     }
     Ok(())
@@ -530,6 +510,31 @@ fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) 
         b_batch: batch(b),
         c_batch: batch(c),
     }
+}
+
+/// Records one matmul dispatch of `key` with the parameter `block`.
+///
+/// # Errors
+/// As `record_kernel`.
+fn launch(
+    ctx: &GpuContext,
+    key: &MatmulKey,
+    block: &MatmulParams,
+    bindings: SmallVec<[Bound; 4]>,
+    groups: [u32; 3],
+) -> Result<()> {
+    record_kernel(
+        ctx,
+        KernelLaunch {
+            key,
+            label: "webtensor matmul",
+            entry: "main",
+            source: matmul_source,
+            params: block.bytes(),
+            bindings,
+            groups,
+        },
+    )
 }
 
 #[cfg(test)]

@@ -260,15 +260,13 @@ fn record(
     } else {
         "main_thread"
     };
-    let key = stage.key.clone();
     record_kernel(
         ctx,
         KernelLaunch {
             key: &stage.key,
             label: "webtensor reduce",
             entry,
-            params_size: ReduceParams::SIZE,
-            source: || reduce_source(&key),
+            source: reduce_source,
             params: params.bytes(),
             bindings: stage.bindings,
             groups: [groups[0], groups[1], 1],

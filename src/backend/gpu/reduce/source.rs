@@ -277,8 +277,8 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         ("", "fold")
     };
     let params = ReduceParams::wgsl();
-    let mut slots = prelude(uses_f16).to_vec();
-    slots.push(("PARAMS", params.as_str()));
+    let prelude = prelude(uses_f16, &params);
+    let mut slots = vec![("PRELUDE", prelude.as_str())];
     slots.extend([
         ("QUADS", quads),
         ("FOLD", fold),

@@ -96,8 +96,8 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
     );
     let walk = LINE_STARTS.wgsl();
     let params = ScanParams::wgsl();
-    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
-    slots.push(("PARAMS", params.as_str()));
+    let prelude = prelude(needs_f16(dtype, native), &params);
+    let mut slots = vec![("PRELUDE", prelude.as_str())];
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("OPS", ops.as_str()),
@@ -161,15 +161,13 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
             src_strides: strides8(src_lines.strides()),
             dst_strides: strides8(dst_lines.strides()),
         };
-        let source_key = key.clone();
         record_kernel(
             ctx,
             KernelLaunch {
                 key: &key,
                 label: "webtensor scan",
                 entry,
-                params_size: ScanParams::SIZE,
-                source: || scan_source(&source_key),
+                source: scan_source,
                 params: params.bytes(),
                 bindings: smallvec![src.clone(), dst.clone()],
                 groups: [groups[0], groups[1], 1],

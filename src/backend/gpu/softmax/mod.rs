@@ -144,8 +144,8 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
         "exp(x - m) / s"
     };
     let params = SoftmaxParams::wgsl();
-    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
-    slots.push(("PARAMS", params.as_str()));
+    let prelude = prelude(needs_f16(dtype, native), &params);
+    let mut slots = vec![("PRELUDE", prelude.as_str())];
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
@@ -199,15 +199,13 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
         src_strides: strides8(src_lines.strides()),
         dst_strides: strides8(dst_lines.strides()),
     };
-    let source_key = key.clone();
     record_kernel(
         ctx,
         KernelLaunch {
             key: &key,
             label: "webtensor softmax",
             entry: "main",
-            params_size: SoftmaxParams::SIZE,
-            source: || softmax_source(&source_key),
+            source: softmax_source,
             params: params.bytes(),
             bindings: smallvec![input_bound, out_bound],
             groups: [groups[0], groups[1], 1],

@@ -128,8 +128,8 @@ pub(crate) fn sort_source(key: &SortKey) -> Result<String> {
     );
     let walk = LINE_STARTS.wgsl();
     let params = SortParams::wgsl();
-    let mut slots = prelude(needs_f16(dtype, native)).to_vec();
-    slots.push(("PARAMS", params.as_str()));
+    let prelude = prelude(needs_f16(dtype, native), &params);
+    let mut slots = vec![("PRELUDE", prelude.as_str())];
     slots.extend([
         ("BINDINGS", bindings.as_str()),
         ("OPS", ops.as_str()),
@@ -242,15 +242,13 @@ pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
             stage,
             native_f16: ctx.facts.native_f16,
         };
-        let source_key = key.clone();
         record_kernel(
             ctx,
             KernelLaunch {
                 key: &key,
                 label: "webtensor sort",
                 entry: stage.entry(),
-                params_size: SortParams::SIZE,
-                source: || sort_source(&source_key),
+                source: sort_source,
                 params: params.bytes(),
                 bindings: bound.clone(),
                 groups: [groups[0], groups[1], 1],
