@@ -141,13 +141,6 @@ impl Tensor {
         mask: &[bool; MAX_RANK],
         center: Option<&Tensor>,
     ) -> Result<Tensor> {
-        let Reduction {
-            name: op_name,
-            op,
-            keepdim,
-            out_dtype,
-            mean,
-        } = r;
         let rank = self.rank();
         let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
         let order: SmallVec<[isize; MAX_RANK]> = kept
@@ -162,11 +155,11 @@ impl Tensor {
             .map(|&k| self.dims()[k])
             .collect::<Vec<_>>()
             .into();
-        let storage = crate::tensor::alloc(self.device(), op_name, out_dtype, out_shape.numel())?;
+        let storage = crate::tensor::alloc(self.device(), r.name, r.out_dtype, out_shape.numel())?;
         let out = Tensor::from_parts(
             storage,
             Layout::contiguous(out_shape.clone()),
-            out_dtype,
+            r.out_dtype,
             self.device().clone(),
         );
         let center = match center {
@@ -174,14 +167,14 @@ impl Tensor {
             None => None,
         };
         reduce(&ReduceCall {
-            op,
+            op: r.op,
             input: self.kernel_ref(input)?,
             kept: kept.len(),
             out: out.kernel_ref(out.layout().clone())?,
-            mean,
+            mean: r.mean,
             center,
         })?;
-        if !keepdim {
+        if !r.keepdim {
             return Ok(out);
         }
         let kept_dims: Vec<usize> = (0..rank)
@@ -203,26 +196,19 @@ impl Tensor {
         mask: &[bool; MAX_RANK],
         cut: super::binding_parts::Cut,
     ) -> Result<Tensor> {
-        let Reduction {
-            name: op_name,
-            op,
-            keepdim,
-            out_dtype,
-            mean,
-        } = r;
         let rank = self.rank();
         let reduced: SmallVec<[isize; MAX_RANK]> =
             (0..rank).filter(|&k| mask[k]).map(|k| k as isize).collect();
         let axes = Axes::List(reduced.clone());
         let parts = self.cut_parts(cut)?;
         let out_dims: Vec<usize> = (0..rank)
-            .filter(|&k| keepdim || !mask[k])
+            .filter(|&k| r.keepdim || !mask[k])
             .map(|k| if mask[k] { 1 } else { self.dims()[k] })
             .collect();
         if !mask[cut.axis] {
             let results = parts
                 .iter()
-                .map(|p| p.reduce_into(op_name, op, &axes, true, out_dtype, mean))
+                .map(|p| p.reduce_into(r.name, r.op, &axes, true, r.out_dtype, r.mean))
                 .collect::<Result<Vec<_>>>()?;
             let joined = Tensor::concat(&results.iter().collect::<Vec<_>>(), cut.axis as isize)?;
             return joined.reshape(out_dims);
@@ -231,26 +217,26 @@ impl Tensor {
             // No axis left to stack the parts' results on.
             let (lo, hi) = self.layout().span().unwrap_or((0, 0));
             return Err(Error::TooLarge {
-                op: op_name,
+                op: r.name,
                 what: "bytes a rank-8 view spans along its reduced axes (not split)",
                 requested: ((hi - lo + 1) * self.dtype().size_in_bytes()) as u64,
                 limit: self.device().info().max_storage_binding,
             });
         }
-        if op.is_arg() {
-            return Self::arg_of_parts(op_name, op, &parts, cut.axis, out_dims);
+        if r.op.is_arg() {
+            return Self::arg_of_parts(r.name, r.op, &parts, cut.axis, out_dims);
         }
         let results = parts
             .iter()
-            .map(|p| p.reduce_into(op_name, op, &axes, true, out_dtype, false))
+            .map(|p| p.reduce_into(r.name, r.op, &axes, true, r.out_dtype, false))
             .collect::<Result<Vec<_>>>()?;
         let mut again = reduced;
         again.push(rank as isize);
         let joined = Tensor::stack(&results.iter().collect::<Vec<_>>(), rank as isize)?;
         let total = joined
-            .reduce_into(op_name, op, &Axes::List(again), true, out_dtype, false)?
+            .reduce_into(r.name, r.op, &Axes::List(again), true, r.out_dtype, false)?
             .reshape(out_dims)?;
-        if !mean {
+        if !r.mean {
             return Ok(total);
         }
         let count: usize = (0..rank)

@@ -76,6 +76,55 @@ pub(crate) fn record_kernel<K: PipelineKey>(
     )
 }
 
+/// The pipeline key of a fixed-function family: it names the pipeline,
+/// picks the entry point and writes the WGSL, so that recording one of the
+/// family's dispatches takes only the key and the dispatch's data.
+pub(crate) trait FamilyKey: PipelineKey {
+    /// The pipeline's label, `webtensor <family>` (profiles call its
+    /// dispatches by the family's name).
+    fn label(&self) -> &'static str;
+    /// The entry point this key's dispatches run.
+    fn entry(&self) -> &'static str {
+        "main"
+    }
+    /// The WGSL source, built on the pipeline's first use.
+    ///
+    /// # Errors
+    /// `Error::Internal` for a key the family has no kernel for.
+    fn source(&self) -> Result<String>;
+}
+
+/// The entry point of a family with a workgroup mode (a workgroup per
+/// line or output, `main_group`) and a thread mode (`main_thread`).
+pub(crate) fn group_or_thread(group: bool) -> &'static str {
+    if group { "main_group" } else { "main_thread" }
+}
+
+/// Records one dispatch of `key`'s pipeline: `params`, the parameter
+/// block's bytes; `bindings`, the storage bindings 1.. in order;
+/// `groups`, the workgroups in x, y and z.
+///
+/// # Errors
+/// As [`record_kernel`].
+pub(crate) fn record_family<K: FamilyKey>(
+    ctx: &GpuContext,
+    key: &K,
+    params: Vec<u8>,
+    bindings: SmallVec<[Bound; 4]>,
+    groups: [u32; 3],
+) -> Result<()> {
+    let launch = KernelLaunch {
+        key,
+        label: key.label(),
+        entry: key.entry(),
+        source: K::source,
+        params,
+        bindings,
+        groups,
+    };
+    record_kernel(ctx, launch)
+}
+
 /// Records `call` on the device that holds `out`.
 ///
 /// # Errors

@@ -15,7 +15,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::KernelType;
@@ -94,6 +94,19 @@ pub(crate) struct IndexKey {
     /// i32 or u32.
     pub index: KernelType,
     pub native_f16: bool,
+}
+
+impl FamilyKey for IndexKey {
+    fn label(&self) -> &'static str {
+        match self.kernel {
+            IndexKernel::Gather => "webtensor gather",
+            IndexKernel::Scatter | IndexKernel::ScatterAdd => "webtensor scatter",
+        }
+    }
+
+    fn source(&self) -> Result<String> {
+        index_source(self)
+    }
 }
 
 /// The WGSL source of the indexing kernel for `key`.
@@ -267,17 +280,12 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
         idx_strides: strides8(index.strides()),
         out_strides: strides8(dest.strides()),
     };
-    record_kernel(
+    record_family(
         ctx,
-        KernelLaunch {
-            key: &key,
-            label: "webtensor gather",
-            entry: "main",
-            source: index_source,
-            params: params.bytes(),
-            bindings: smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()],
-            groups: [groups[0], groups[1], 1],
-        },
+        &key,
+        params.bytes(),
+        smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()],
+        [groups[0], groups[1], 1],
     )
 }
 
@@ -336,17 +344,12 @@ pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
             src_strides: strides8(src_lines.strides()),
             idx_strides: strides8(index_lines.strides()),
         };
-        record_kernel(
+        record_family(
             ctx,
-            KernelLaunch {
-                key: &key,
-                label: "webtensor scatter",
-                entry: "main",
-                source: index_source,
-                params: params.bytes(),
-                bindings: bound.clone(),
-                groups: [groups[0], groups[1], 1],
-            },
+            &key,
+            params.bytes(),
+            bound.clone(),
+            [groups[0], groups[1], 1],
         )?;
     }
     Ok(())

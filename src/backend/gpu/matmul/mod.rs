@@ -13,7 +13,6 @@ mod tiling;
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use tiling::{Loads, Tiling};
 
-use crate::backend::gpu::GpuContext;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
     StorageMode, buffer_decl, load_fn, load_out_fn, needs_f16, storage_mode, store_out_fn,
@@ -26,12 +25,11 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use smallvec::SmallVec;
 use std::fmt::Write;
 use std::ops::Range;
 
@@ -98,6 +96,16 @@ pub(crate) enum MatmulKernel {
     /// Teams of subgroup lanes sharing `a` by shuffles (`subgroup.rs`),
     /// loading `b` as it says.
     Subgroup(Loads),
+}
+
+impl FamilyKey for MatmulKey {
+    fn label(&self) -> &'static str {
+        "webtensor matmul"
+    }
+
+    fn source(&self) -> Result<String> {
+        matmul_source(self)
+    }
 }
 
 /// The WGSL source of the matmul kernel for `key`.
@@ -277,7 +285,7 @@ fn record_per_output(
                 ..params(call, [m, n], k_range, batch_range.start)
             };
             let bindings = bound.iter().cloned().collect();
-            launch(ctx, &key, &block, bindings, [x, y, 1])?;
+            record_family(ctx, &key, block.bytes(), bindings, [x, y, 1])?;
         }
     }
     Ok(())
@@ -395,7 +403,7 @@ fn record_slices(
             let bindings = bound.iter().map(|&b| b.clone()).collect();
             let block = params(k_range, batch_range.start);
             let groups = [groups[0], groups[1], batch_range.len() as u32];
-            launch(ctx, &key, &block, bindings, groups)?;
+            record_family(ctx, &key, block.bytes(), bindings, groups)?;
         }
     }
     Ok(())
@@ -510,31 +518,6 @@ fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) 
         b_batch: batch(b),
         c_batch: batch(c),
     }
-}
-
-/// Records one matmul dispatch of `key` with the parameter `block`.
-///
-/// # Errors
-/// As `record_kernel`.
-fn launch(
-    ctx: &GpuContext,
-    key: &MatmulKey,
-    block: &MatmulParams,
-    bindings: SmallVec<[Bound; 4]>,
-    groups: [u32; 3],
-) -> Result<()> {
-    record_kernel(
-        ctx,
-        KernelLaunch {
-            key,
-            label: "webtensor matmul",
-            entry: "main",
-            source: matmul_source,
-            params: block.bytes(),
-            bindings,
-            groups,
-        },
-    )
 }
 
 #[cfg(test)]

@@ -15,13 +15,13 @@
 
 mod source;
 
-use source::{Dest, ReduceKey, ReduceParams, Source, acc_dtype, reduce_source};
+use source::{Dest, ReduceKey, ReduceParams, Source, acc_dtype};
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::{dims8, strides8};
-use crate::backend::gpu::record::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::record_family;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
 use crate::dtype::KernelType;
@@ -255,22 +255,12 @@ fn record(
         red_shape: dims8(reduced.dims()),
         red_strides: strides8(reduced.strides()),
     };
-    let entry = if stage.key.group {
-        "main_group"
-    } else {
-        "main_thread"
-    };
-    record_kernel(
+    record_family(
         ctx,
-        KernelLaunch {
-            key: &stage.key,
-            label: "webtensor reduce",
-            entry,
-            source: reduce_source,
-            params: params.bytes(),
-            bindings: stage.bindings,
-            groups: [groups[0], groups[1], 1],
-        },
+        &stage.key,
+        params.bytes(),
+        stage.bindings,
+        [groups[0], groups[1], 1],
     )
 }
 

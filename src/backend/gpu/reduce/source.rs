@@ -9,6 +9,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::record::{FamilyKey, group_or_thread};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::op::ReduceOp;
@@ -131,6 +132,20 @@ params_block! {
         kept_strides: [i32; 8],
         red_shape: [u32; 8],
         red_strides: [i32; 8],
+    }
+}
+
+impl FamilyKey for ReduceKey {
+    fn label(&self) -> &'static str {
+        "webtensor reduce"
+    }
+
+    fn entry(&self) -> &'static str {
+        group_or_thread(self.group)
+    }
+
+    fn source(&self) -> Result<String> {
+        reduce_source(self)
     }
 }
 

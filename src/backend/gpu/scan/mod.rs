@@ -13,7 +13,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{FamilyKey, group_or_thread, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ScanCall, lines};
 use crate::dtype::KernelType;
@@ -59,6 +59,20 @@ pub(crate) struct ScanKey {
     /// One workgroup per line (else one thread).
     pub group: bool,
     pub native_f16: bool,
+}
+
+impl FamilyKey for ScanKey {
+    fn label(&self) -> &'static str {
+        "webtensor scan"
+    }
+
+    fn entry(&self) -> &'static str {
+        group_or_thread(self.group)
+    }
+
+    fn source(&self) -> Result<String> {
+        scan_source(self)
+    }
 }
 
 /// The WGSL source of the scan kernel for `key`.
@@ -136,11 +150,6 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     let threads = if key.group { lines * 64 } else { lines };
     let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let row_width = if key.group { groups[0] } else { groups[0] * 64 };
-    let entry = if key.group {
-        "main_group"
-    } else {
-        "main_thread"
-    };
     // 64 elements per step of a workgroup's loop; a thread-mode line is
     // one slice, never longer than THREAD_MODE_MAX.
     for slice in slices(length, 64 * loop_budget::ITERATIONS / 8) {
@@ -161,17 +170,12 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
             src_strides: strides8(src_lines.strides()),
             dst_strides: strides8(dst_lines.strides()),
         };
-        record_kernel(
+        record_family(
             ctx,
-            KernelLaunch {
-                key: &key,
-                label: "webtensor scan",
-                entry,
-                source: scan_source,
-                params: params.bytes(),
-                bindings: smallvec![src.clone(), dst.clone()],
-                groups: [groups[0], groups[1], 1],
-            },
+            &key,
+            params.bytes(),
+            smallvec![src.clone(), dst.clone()],
+            [groups[0], groups[1], 1],
         )?;
     }
     Ok(())

@@ -12,7 +12,7 @@ use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
-use crate::backend::gpu::record::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SoftmaxCall, lines};
 use crate::dtype::KernelType;
@@ -99,6 +99,16 @@ fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
     }
 }
 ";
+
+impl FamilyKey for SoftmaxKey {
+    fn label(&self) -> &'static str {
+        "webtensor softmax"
+    }
+
+    fn source(&self) -> Result<String> {
+        softmax_source(self)
+    }
+}
 
 /// The WGSL source of the softmax kernel for `key`.
 ///
@@ -199,17 +209,12 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
         src_strides: strides8(src_lines.strides()),
         dst_strides: strides8(dst_lines.strides()),
     };
-    record_kernel(
+    record_family(
         ctx,
-        KernelLaunch {
-            key: &key,
-            label: "webtensor softmax",
-            entry: "main",
-            source: softmax_source,
-            params: params.bytes(),
-            bindings: smallvec![input_bound, out_bound],
-            groups: [groups[0], groups[1], 1],
-        },
+        &key,
+        params.bytes(),
+        smallvec![input_bound, out_bound],
+        [groups[0], groups[1], 1],
     )
 }
 

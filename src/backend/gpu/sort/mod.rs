@@ -11,7 +11,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{KernelLaunch, record_kernel};
+use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SortCall, Storage, lines};
 use crate::dtype::KernelType;
@@ -103,6 +103,20 @@ fn key_fn(dtype: KernelType, descending: bool) -> String {
         "fn finish(k: u32) -> u32 {{\n    return {finish};\n}}\n\
          fn sort_key(v: Acc) -> u32 {{\n    {body}\n}}\n"
     )
+}
+
+impl FamilyKey for SortKey {
+    fn label(&self) -> &'static str {
+        "webtensor sort"
+    }
+
+    fn entry(&self) -> &'static str {
+        self.stage.entry()
+    }
+
+    fn source(&self) -> Result<String> {
+        sort_source(self)
+    }
 }
 
 /// The WGSL source of the sort kernel for `key`.
@@ -242,17 +256,12 @@ pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
             stage,
             native_f16: ctx.facts.native_f16,
         };
-        record_kernel(
+        record_family(
             ctx,
-            KernelLaunch {
-                key: &key,
-                label: "webtensor sort",
-                entry: stage.entry(),
-                source: sort_source,
-                params: params.bytes(),
-                bindings: bound.clone(),
-                groups: [groups[0], groups[1], 1],
-            },
+            &key,
+            params.bytes(),
+            bound.clone(),
+            [groups[0], groups[1], 1],
         )?;
     }
     Ok(())
