@@ -8,7 +8,7 @@ use super::kernel::grid::grid_of;
 use super::kernel::params_block::{dims8, strides8};
 use super::kernel::pipeline::PipelineSpec;
 use super::kernel::prelude::prelude;
-use super::kernel::strided::{Walk, Walked};
+use super::kernel::strided::{Walk, Walked, numbered_walk};
 use super::kernel::template::fill;
 use super::kernel::wgsl_type::ScalarType;
 use super::record::{KernelLaunch, record_kernel};
@@ -159,26 +159,13 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
         out,
         storage_mode(out, native),
     ));
-    let starts: Vec<String> = (0..=n)
-        .map(|k| format!("i32(wt_params.operands[{k}].offset)"))
-        .collect();
-    let strides: Vec<String> = (0..=n)
-        .map(|k| format!("wt_params.operands[{k}].strides"))
-        .collect();
-    let walked: Vec<Walked> = starts
-        .iter()
-        .zip(&strides)
-        .map(|(start, strides)| Walked { start, strides })
-        .collect();
-    access.push_str(
-        &Walk {
-            name: "wt_positions",
-            rank: "wt_params.rank",
-            shape: "wt_params.shape",
-            operands: &walked,
-        }
-        .wgsl(),
-    );
+    access.push_str(&numbered_walk(
+        "wt_positions",
+        ["wt_params.rank", "wt_params.shape"],
+        n + 1,
+        |k| format!("i32(wt_params.operands[{k}].offset)"),
+        |k| format!("wt_params.operands[{k}].strides"),
+    ));
     // The body's parameters: the index, each input's element, each scalar
     // (decoded in the entry point, where no argument name is in scope).
     let mut params = vec!["index: u32".to_string()];

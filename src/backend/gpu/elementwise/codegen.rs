@@ -15,7 +15,7 @@ use crate::backend::gpu::kernel::buffer::{
 };
 use crate::backend::gpu::kernel::pipeline::{Pipeline, PipelineCache, PipelineSpec};
 use crate::backend::gpu::kernel::prelude::MATH_WGSL;
-use crate::backend::gpu::kernel::strided::{Walk, Walked};
+use crate::backend::gpu::kernel::strided::{Walk, Walked, numbered_walk};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::error::{Error, Result};
@@ -291,24 +291,13 @@ fn tiled_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
 /// `strided_positions(i)`: the storage position of row-major element `i`
 /// in each of the `operands` operands.
 fn strided_walk(operands: usize) -> String {
-    let starts: Vec<String> = (0..operands)
-        .map(|k| format!("i32(operand_offset({k}u))"))
-        .collect();
-    let strides: Vec<String> = (0..operands)
-        .map(|k| format!("params.strides[{k}]"))
-        .collect();
-    let walked: Vec<Walked> = starts
-        .iter()
-        .zip(&strides)
-        .map(|(start, strides)| Walked { start, strides })
-        .collect();
-    Walk {
-        name: "strided_positions",
-        rank: "params.rank",
-        shape: "params.shape",
-        operands: &walked,
-    }
-    .wgsl()
+    numbered_walk(
+        "strided_positions",
+        ["params.rank", "params.shape"],
+        operands,
+        |k| format!("i32(operand_offset({k}u))"),
+        |k| format!("params.strides[{k}]"),
+    )
 }
 
 /// The elementwise pipeline for `key`, from `cache` or built into it.

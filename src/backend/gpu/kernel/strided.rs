@@ -69,6 +69,32 @@ impl Walk<'_> {
     }
 }
 
+/// The walk `fn {name}(index: u32)` over `operands` operands numbered
+/// from 0, operand `k` starting at the WGSL expression `start(k)` with the
+/// strides `strides(k)`, over `shape[..rank]` (see [`Walk`]).
+pub(crate) fn numbered_walk(
+    name: &str,
+    [rank, shape]: [&str; 2],
+    operands: usize,
+    start: impl Fn(usize) -> String,
+    strides: impl Fn(usize) -> String,
+) -> String {
+    let starts: Vec<String> = (0..operands).map(start).collect();
+    let strides: Vec<String> = (0..operands).map(strides).collect();
+    let walked: Vec<Walked> = starts
+        .iter()
+        .zip(&strides)
+        .map(|(start, strides)| Walked { start, strides })
+        .collect();
+    Walk {
+        name,
+        rank,
+        shape,
+        operands: &walked,
+    }
+    .wgsl()
+}
+
 /// `line_starts(l)`: where line `l` starts in the source and in the
 /// destination, for the families that walk lines along the last axis (scan,
 /// softmax), whose `Params` name the lines' `rank` and `shape` and each
