@@ -62,6 +62,9 @@ pub struct DeviceInfo {
     /// natively): autotuning times kernels by them, else by the host's
     /// clock around a submit.
     pub gpu_timestamps: bool,
+    /// Whether webtensor's own kernels run with wgpu's runtime checks
+    /// (see `GpuOptions::runtime_checks`; custom kernels always do).
+    pub runtime_checks: bool,
     /// Largest storage binding in bytes: elementwise ops (and fused chains,
     /// casts, copies, fills) over larger tensors bind them in windows,
     /// other op families cut them into parts, custom kernels refuse them
@@ -99,7 +102,7 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), runtime checks {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
                 self.id,
                 self.name,
                 self.backend,
@@ -114,6 +117,7 @@ impl fmt::Display for DeviceInfo {
                 } else {
                     "the host clock"
                 },
+                if self.runtime_checks { "on" } else { "off" },
                 self.max_storage_binding >> 20,
                 self.max_buffer_size >> 20,
                 self.max_workgroups_per_dim
@@ -302,6 +306,7 @@ impl Device {
                 subgroup_min_size: 0,
                 autotune: false,
                 gpu_timestamps: false,
+                runtime_checks: false,
                 max_storage_binding: u64::MAX,
                 max_buffer_size: u64::MAX,
                 max_workgroups_per_dim: 0,
@@ -321,6 +326,7 @@ impl Device {
                     subgroup_min_size: f.subgroup_min_size,
                     autotune: ctx.tuner.enabled(),
                     gpu_timestamps: f.timestamps,
+                    runtime_checks: f.runtime_checks,
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
                     max_buffer_size: f.max_buffer_size,
                     max_workgroups_per_dim: f.max_workgroups_per_dim,

@@ -612,3 +612,40 @@ fn a_loop_reuses_its_bind_groups() {
     let d = delta(before, dev.stats());
     assert_eq!(d.bind_groups_reused, 0, "{d:?}");
 }
+
+/// webtensor's kernels run without wgpu's runtime checks unless a device
+/// asks for them; both compute the same bits, and `info()` says which.
+#[test]
+fn kernels_compute_alike_with_and_without_runtime_checks() {
+    let Some(plain) = own_gpu(GpuOptions {
+        runtime_checks: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let checked = own_gpu(GpuOptions {
+        runtime_checks: Some(true),
+        ..Default::default()
+    })
+    .expect("a second GPU device");
+    assert!(!plain.info().runtime_checks && checked.info().runtime_checks);
+    assert!(checked.info().to_string().contains("runtime checks on"));
+    let run = |dev: &Device| -> webtensor::Result<Vec<Vec<f32>>> {
+        let a = Tensor::from_vec(common::noise(37 * 29, 1), [37, 29], dev)?;
+        let b = Tensor::from_vec(common::noise(41 * 29, 2), [41, 29], dev)?;
+        let f16 = a.to_dtype(DType::F16)?;
+        let index = Tensor::from_slice(&[3i32, 0, 36, 5], [4], dev)?;
+        let outs = [
+            a.matmul(&b.t())?,
+            f16.matmul(&b.t().to_dtype(DType::F16)?)?,
+            a.sum(0)?,
+            a.t().cumsum(1)?,
+            a.softmax(-1)?,
+            a.sort(1, webtensor::SortOrder::Descending)?,
+            a.take(&index, 0)?,
+            &a.slice(s![..;-2, 1..;3])? * 2.0 + 1.0,
+        ];
+        outs.iter().map(read_f32).map(Ok).collect()
+    };
+    assert_eq!(run(&plain).unwrap(), run(&checked).unwrap());
+}

@@ -28,6 +28,9 @@ pub(crate) struct AdapterFacts {
     pub uniform_align: u32,
     /// Storage bindings start at multiples of this many bytes.
     pub storage_align: u32,
+    /// webtensor's own kernels keep wgpu's runtime checks (see
+    /// `GpuOptions::runtime_checks`).
+    pub runtime_checks: bool,
 }
 
 impl AdapterFacts {

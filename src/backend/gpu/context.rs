@@ -60,6 +60,17 @@ pub struct GpuOptions {
     /// Environment: `WEBTENSOR_AUTOTUNE=0|1`; default on for hardware
     /// adapters, off for software ones (whose timings are the CPU's).
     pub autotune: Option<bool>,
+    /// Build webtensor's own kernels with wgpu's runtime checks: clamped
+    /// indices into buffers and workgroup and private arrays, bounded
+    /// loops, workgroup memory zeroed at the start of each dispatch. Off,
+    /// they run without (every index they take is in range by
+    /// construction, every loop bounded by its parameters, and every
+    /// workgroup array written before it is read; see the GPU backend's
+    /// module doc); integer division keeps its guard either way, and
+    /// custom kernels (`CustomKernel`) always keep every check. For
+    /// debugging a kernel. Environment: `WEBTENSOR_RUNTIME_CHECKS=0|1`;
+    /// default off.
+    pub runtime_checks: Option<bool>,
 }
 
 /// The one wgpu instance every device webtensor opens comes from, so that
@@ -278,7 +289,12 @@ impl GpuContext {
             max_uniform_binding: limits.max_uniform_buffer_binding_size,
             uniform_align: limits.min_uniform_buffer_offset_alignment,
             storage_align: limits.min_storage_buffer_offset_alignment,
+            runtime_checks: options
+                .runtime_checks
+                .or_else(|| env_flag("WEBTENSOR_RUNTIME_CHECKS"))
+                .unwrap_or(false),
         };
+        let runtime_checks = facts.runtime_checks;
         let pool = BufferPool::default();
         pool.set_cap(
             options
@@ -327,7 +343,7 @@ impl GpuContext {
             device,
             queue,
             facts,
-            pipelines: PipelineCache::default(),
+            pipelines: PipelineCache::new(runtime_checks),
             pool,
             scheduler: Mutex::new(Scheduler::new(threshold, fusion)),
             matmul_tile: Mutex::new(matmul_tile),

@@ -313,6 +313,7 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
                 entry: "wt_main",
                 params_size,
                 read_only: read_only.iter().copied().collect(),
+                trusted: false,
             })
         })
         .map_err(|e| {

@@ -47,6 +47,32 @@
 //! rebased onto windows) and `dispatch.rs` (one dispatch per block, through
 //! a temporary where a program reads its own destination far away).
 //!
+//! Runtime checks. wgpu guards every shader by default: indices into
+//! buffers and into workgroup and private arrays are clamped, every loop
+//! gets a counter, workgroup memory is zeroed before each dispatch. The
+//! kernels of this module are built without those guards (`PipelineSpec`'s
+//! `trusted`; `GpuOptions::runtime_checks` keeps them), because each family
+//! is written so that none could fire:
+//! - buffers: every position a kernel computes lies in its operand's view
+//!   (the op layer checks views against their storage, and `Bound::view`
+//!   binds a window that holds the view), indexed reads resolve the index
+//!   first and never read with one out of range (`indexing/`), and packed
+//!   f16 and u8 stores touch only the words of their elements;
+//! - arrays: private arrays (`array<i32, N>` of positions, the unravelled
+//!   coordinates) are indexed by loop counters below their length, and
+//!   workgroup arrays by a thread's local index or a tile coordinate below
+//!   the array's extent (`reduce/`, `scan/`, `softmax/`, `sort/`,
+//!   `matmul/`, `elementwise_tile.wgsl`);
+//! - loops: every loop runs to a bound the parameters fix (a rank, an
+//!   extent, a slice that `kernel/loop_budget.rs` keeps short);
+//! - workgroup memory: each kernel writes the entries it reads before a
+//!   barrier (tiles are loaded with zeros past the edges, reduction trees
+//!   start from every thread's own value or the identity).
+//!
+//! Integer division keeps its guard (elementwise `div`, `rem` and
+//! `floor_divide` divide by values the user passes), and custom kernels
+//! keep every check.
+//!
 //! One operand on its way from an op to a kernel: a `Tensor` (handle:
 //! storage, layout, dtype, device) becomes a `TensorRef` in a `Call`
 //! (storage, layout broadcast to the output, kernel dtype); recorded, a

@@ -59,6 +59,7 @@ pub(crate) fn record_kernel<K: PipelineKey>(
             entry,
             params_size: params.len() as u64,
             read_only: bindings.iter().map(|b| !b.writes).collect(),
+            trusted: true,
         })
     })?;
     let mut scheduler = ctx.scheduler();

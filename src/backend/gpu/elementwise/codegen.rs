@@ -318,6 +318,7 @@ pub(crate) fn elementwise_pipeline(
             read_only: std::iter::once(false)
                 .chain(key.inputs.iter().map(|_| true))
                 .collect(),
+            trusted: true,
         })
     })
 }

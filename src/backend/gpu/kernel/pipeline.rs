@@ -31,6 +31,11 @@ pub(crate) struct PipelineSpec {
     pub params_size: u64,
     /// Per storage binding 1, 2, ...: true when the kernel only reads it.
     pub read_only: SmallVec<[bool; 4]>,
+    /// The kernel is webtensor's own, written so that no runtime check can
+    /// fire (see the GPU backend's module doc): unless the device keeps
+    /// the checks (`GpuOptions::runtime_checks`), it is built without them
+    /// and without zeroing workgroup memory. False for custom kernels.
+    pub trusted: bool,
 }
 
 /// A compute pipeline and the bind group layout its dispatches use.
@@ -59,9 +64,10 @@ type Bucket = SmallVec<[(StoredKey, Slot); 1]>;
 /// are bucketed by a hash of their type and value, and a lookup allocates
 /// nothing. The cache's lock is held only to find or add a key's slot: a
 /// slow compile stalls only the threads that wait for that pipeline.
-#[derive(Default)]
 pub(crate) struct PipelineCache {
     pipelines: Mutex<FxHashMap<u64, Bucket>>,
+    /// Trusted kernels keep wgpu's runtime checks too.
+    runtime_checks: bool,
 }
 
 /// The bucket of `key`: its type and value hashed together.
@@ -73,6 +79,15 @@ fn bucket<K: PipelineKey>(key: &K) -> u64 {
 }
 
 impl PipelineCache {
+    /// An empty cache; `runtime_checks` keeps wgpu's checks in every
+    /// kernel, trusted or not.
+    pub fn new(runtime_checks: bool) -> PipelineCache {
+        PipelineCache {
+            pipelines: Mutex::default(),
+            runtime_checks,
+        }
+    }
+
     /// The pipeline for `key`, built from `spec()` on first use.
     ///
     /// # Errors
@@ -104,7 +119,9 @@ impl PipelineCache {
             return Ok(p.clone());
         }
         // A failed build leaves the slot empty: the next use tries again.
-        let pipeline = Arc::new(build(device, &spec()?).map_err(|e| match e {
+        let spec = spec()?;
+        let checked = self.runtime_checks || !spec.trusted;
+        let pipeline = Arc::new(build(device, &spec, checked).map_err(|e| match e {
             Error::Gpu { op, msg } => Error::Gpu {
                 op,
                 msg: format!("{key:?}: {msg}"),
@@ -139,12 +156,33 @@ impl PipelineCache {
     }
 }
 
-fn build(device: &wgpu::Device, spec: &PipelineSpec) -> Result<Pipeline> {
+/// The runtime checks a trusted kernel is built with: none, but the guard
+/// of integer division (its divisors include values the user passes).
+fn trusted_checks() -> wgpu::ShaderRuntimeChecks {
+    // SAFETY: only webtensor's own kernels are built so. Every index they
+    // take into a buffer, a workgroup array or a private array is in range
+    // by construction, every loop is bounded by its parameters (see the
+    // GPU backend's module doc, "Runtime checks"); integer division keeps
+    // its guard.
+    let mut checks = unsafe { wgpu::ShaderRuntimeChecks::all(false) };
+    checks.int_div_checks = true;
+    checks
+}
+
+/// Builds `spec`'s pipeline, with wgpu's runtime checks when `checked`
+/// (else as [`trusted_checks`], without zeroing workgroup memory).
+fn build(device: &wgpu::Device, spec: &PipelineSpec, checked: bool) -> Result<Pipeline> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+    let descriptor = wgpu::ShaderModuleDescriptor {
         label: Some(spec.label),
         source: wgpu::ShaderSource::Wgsl(spec.source.as_str().into()),
-    });
+    };
+    let module = if checked {
+        device.create_shader_module(descriptor)
+    } else {
+        // SAFETY: `spec` is a trusted kernel (see `trusted_checks`).
+        unsafe { device.create_shader_module_trusted(descriptor, trusted_checks()) }
+    };
     let mut entries = vec![wgpu::BindGroupLayoutEntry {
         binding: 0,
         visibility: wgpu::ShaderStages::COMPUTE,
@@ -181,7 +219,11 @@ fn build(device: &wgpu::Device, spec: &PipelineSpec) -> Result<Pipeline> {
         layout: Some(&pipeline_layout),
         module: &module,
         entry_point: Some(spec.entry),
-        compilation_options: Default::default(),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            // A trusted kernel writes its workgroup arrays before reading.
+            zero_initialize_workgroup_memory: checked,
+            ..Default::default()
+        },
         cache: None,
     });
     if let Some(err) = pop_now(scope) {
