@@ -77,6 +77,13 @@ pub struct DeviceInfo {
     /// Why a default device is the CPU, when it is (no adapter, only a
     /// software adapter, or `WEBTENSOR_DEVICE=cpu`).
     pub fallback_reason: Option<String>,
+    /// Matmul kernels this device dropped (`"matmul large f16"`): before
+    /// a kernel computes its first product of a dtype, natively, it
+    /// computes small probe products whose answers are known (edges that
+    /// are not multiples of its tile, both operand layouts); one that
+    /// answers wrong (a driver bug, a kernel wrong on this adapter) is never
+    /// used on this device, and its products go to another kernel.
+    pub dropped_kernels: Vec<String>,
     /// Tells GPU devices of one process apart (1, 2 ... in the order
     /// opened; 0 for the CPU). Devices print it: `gpu#2:llvmpipe ...`.
     pub id: u64,
@@ -121,7 +128,11 @@ impl fmt::Display for DeviceInfo {
                 self.max_storage_binding >> 20,
                 self.max_buffer_size >> 20,
                 self.max_workgroups_per_dim
-            ),
+            )
+            .and_then(|()| match self.dropped_kernels.is_empty() {
+                true => Ok(()),
+                false => write!(f, ", dropped {}", self.dropped_kernels.join(", ")),
+            }),
         }
     }
 }
@@ -168,6 +179,13 @@ pub struct DeviceStats {
     /// Nanoseconds the timed runs of autotuning measured (GPU time where
     /// the device writes timestamps, else the host's clock).
     pub tuning_ns: u64,
+    /// Matmul kernels (a tile's or the matrix-vector kernel, per dtype)
+    /// that computed probe products before their first use, natively (see
+    /// `DeviceInfo::dropped_kernels`).
+    pub kernels_checked: u64,
+    /// Of those, the kernels whose probe products were wrong: never used
+    /// on this device.
+    pub kernels_dropped: u64,
     /// Bytes held by live tensors (and readbacks in progress), including
     /// those reserved for outputs whose buffers the next flush takes.
     pub bytes_live: u64,
@@ -311,6 +329,7 @@ impl Device {
                 max_buffer_size: u64::MAX,
                 max_workgroups_per_dim: 0,
                 fallback_reason: reason.as_deref().map(str::to_string),
+                dropped_kernels: Vec::new(),
                 id: 0,
             },
             Inner::Gpu(ctx) => {
@@ -331,6 +350,7 @@ impl Device {
                     max_buffer_size: f.max_buffer_size,
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
                     fallback_reason: None,
+                    dropped_kernels: ctx.tuner.checked().1,
                     id: ctx.id(),
                 }
             }
@@ -360,6 +380,8 @@ impl Device {
                     graph_runs: s.graph_runs,
                     tuning_runs: c.tuning_runs,
                     tuning_ns: c.tuning_ns,
+                    kernels_checked: c.kernels_checked,
+                    kernels_dropped: c.kernels_dropped,
                     bytes_live: p.bytes_live + p.bytes_reserved,
                     peak_bytes_live: p.peak_bytes_live,
                     bytes_pooled: p.bytes_pooled,

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{devices, noise, read_f32};
+use common::{assert_close, devices, noise, read_f32};
 use webtensor::{DType, Device, Error, Tensor, s};
 
 /// `a @ b` in f64 for row-major [batch, m, k] and [batch, k, n] values.
@@ -612,4 +612,112 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
     a.matmul(&a).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(fixed.stats().tuning_runs, 0);
     assert!(!fixed.info().autotune);
+}
+
+/// The self-check: a kernel made wrong on purpose (`sabotage_matmul`, each
+/// output off by one) fails its probe products before its first use, is
+/// dropped, named in `info()` and counted in `stats()`, and its products
+/// go to another kernel, so every result still equals the CPU's: with the
+/// tile fixed, under autotuning, and, when the reference kernel itself is
+/// the wrong one and also the one asked for, as an `Err`.
+#[test]
+fn the_self_check_drops_a_wrong_kernel_and_results_stay_exact() {
+    use webtensor::{GpuOptions, MatmulTile};
+    let cpu = Device::cpu();
+    let operands = |m: usize, k: usize, n: usize| {
+        let a = Tensor::from_vec(noise(m * k, 7), [m, k], &cpu).unwrap();
+        let b = Tensor::from_vec(noise(k * n, 8), [n, k], &cpu).unwrap().t();
+        (a.matmul(&b).unwrap().to_vec::<f32>().unwrap(), a, b)
+    };
+    let cases = [
+        // (made wrong, asked for, autotune, output extents)
+        (MatmulTile::Small, MatmulTile::Small, false, [35, 37]),
+        (MatmulTile::Medium, MatmulTile::Auto, true, [70, 66]),
+        (MatmulTile::Large, MatmulTile::Large, false, [130, 129]),
+    ];
+    for (wrong, asked, autotune, [m, n]) in cases {
+        let Some(gpu) = common::own_gpu(GpuOptions {
+            sabotage_matmul: Some(wrong),
+            matmul_tile: Some(asked),
+            autotune: Some(autotune),
+            ..Default::default()
+        }) else {
+            return;
+        };
+        let (want, a, b) = operands(m, 29, n);
+        let got = a
+            .to_device(&gpu)
+            .unwrap()
+            .matmul(&b.to_device(&gpu).unwrap())
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let name = format!("matmul {wrong:?} f32").to_ascii_lowercase();
+        assert_close(
+            &got,
+            &want,
+            1e-5,
+            &format!("{name} made wrong, {asked:?} asked"),
+        );
+        let info = gpu.info();
+        assert_eq!(info.dropped_kernels, vec![name.clone()], "{info}");
+        assert!(
+            info.to_string().contains(&format!("dropped {name}")),
+            "{info}"
+        );
+        let stats = gpu.stats();
+        assert_eq!(stats.kernels_dropped, 1, "{stats:?}");
+        assert!(stats.kernels_checked >= 2, "{stats:?}");
+    }
+    // The per-output kernel is the reference the others give way to: when
+    // it is wrong and asked for, nothing is left to compute with.
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        sabotage_matmul: Some(MatmulTile::PerOutput),
+        matmul_tile: Some(MatmulTile::PerOutput),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (_, a, b) = operands(5, 7, 3);
+    let err = a
+        .to_device(&gpu)
+        .unwrap()
+        .matmul(&b.to_device(&gpu).unwrap())
+        .unwrap_err();
+    assert!(matches!(err, Error::Gpu { op: "matmul", .. }), "{err}");
+    assert!(err.to_string().contains("matmul peroutput f32"), "{err}");
+}
+
+/// On every device the suite runs on, no kernel in use disagrees with the
+/// exact probe products: after products of every kind (each tile, the
+/// matrix-vector kernel, f32 and f16), nothing was dropped.
+#[test]
+fn no_kernel_of_this_device_is_dropped() {
+    use webtensor::{GpuOptions, MatmulTile};
+    let Some(gpu) = common::own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    for dtype in [DType::F32, DType::F16] {
+        for tile in [MatmulTile::Auto].into_iter().chain(MatmulTile::FIXED) {
+            gpu.set_matmul_tile(tile);
+            for [m, k, n] in [[33, 20, 31], [1, 20, 40], [40, 20, 1]] {
+                let a = Tensor::from_vec(noise(m * k, 3), [m, k], &cpu).unwrap();
+                let b = Tensor::from_vec(noise(k * n, 4), [k, n], &cpu).unwrap();
+                let (a, b) = (a.to_dtype(dtype).unwrap(), b.to_dtype(dtype).unwrap());
+                let want = read_f32(&a.matmul(&b).unwrap());
+                let got = a
+                    .to_device(&gpu)
+                    .unwrap()
+                    .matmul(&b.to_device(&gpu).unwrap())
+                    .unwrap();
+                let rel = if dtype == DType::F16 { 1e-2 } else { 1e-5 };
+                let what = format!("{dtype} {tile:?} {m}x{k}x{n}");
+                assert_close(&read_f32(&got), &want, rel, &what);
+            }
+        }
+    }
+    let info = gpu.info();
+    assert!(info.dropped_kernels.is_empty(), "{info}");
+    assert!(gpu.stats().kernels_checked >= 8, "{:?}", gpu.stats());
 }

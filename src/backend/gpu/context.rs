@@ -71,6 +71,11 @@ pub struct GpuOptions {
     /// debugging a kernel. Environment: `WEBTENSOR_RUNTIME_CHECKS=0|1`;
     /// default off.
     pub runtime_checks: Option<bool>,
+    /// Testing only: the kernel of this matmul tile computes a wrong
+    /// product (each output negated), so that a test can show the
+    /// self-check dropping it. Never set it otherwise.
+    #[doc(hidden)]
+    pub sabotage_matmul: Option<MatmulTile>,
 }
 
 /// The one wgpu instance every device webtensor opens comes from, so that
@@ -149,6 +154,9 @@ pub(crate) struct GpuCounters {
     /// Timed runs of matmul autotuning.
     pub tuning_runs: u64,
     pub tuning_ns: u64,
+    /// Matmul kernels the self-check probed, and those it dropped.
+    pub kernels_checked: u64,
+    pub kernels_dropped: u64,
 }
 
 /// An opened GPU device. Its parts are the backend's own; the rest of the
@@ -347,7 +355,7 @@ impl GpuContext {
             pool,
             scheduler: Mutex::new(Scheduler::new(threshold, fusion)),
             matmul_tile: Mutex::new(matmul_tile),
-            tuner: MatmulTuner::new(autotune),
+            tuner: MatmulTuner::new(autotune, options.sabotage_matmul),
             open_batch: AtomicU64::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             custom_sweep: AtomicU64::new(0),
@@ -402,6 +410,7 @@ impl GpuContext {
 
     /// What the device has done so far.
     pub fn counters(&self) -> GpuCounters {
+        let (checked, dropped) = self.tuner.checked();
         let scheduler = self.scheduler();
         GpuCounters {
             scheduler: scheduler.counters,
@@ -410,6 +419,8 @@ impl GpuContext {
             pipelines: self.pipelines.len() as u64,
             tuning_runs: self.tuner.runs(),
             tuning_ns: self.tuner.timed_ns(),
+            kernels_checked: checked,
+            kernels_dropped: dropped.len() as u64,
         }
     }
 

@@ -75,6 +75,26 @@ impl MatmulTile {
     }
 }
 
+/// A matmul kernel the self-check verifies (see `matmul/self_check.rs`):
+/// a fixed tile's kernel, or the matrix-vector kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum MatmulVariant {
+    /// Never `MatmulTile::Auto`, which runs one of the others.
+    Tile(MatmulTile),
+    Gemv,
+}
+
+impl MatmulVariant {
+    /// Its name in `DeviceInfo::dropped_kernels`: `matmul large f16`.
+    pub fn describe(self, dtype: KernelType) -> String {
+        let name = match self {
+            MatmulVariant::Tile(tile) => format!("{tile:?}").to_ascii_lowercase(),
+            MatmulVariant::Gemv => "gemv".to_string(),
+        };
+        format!("matmul {name} {dtype}")
+    }
+}
+
 /// What makes two products alike for autotuning: the dtype, each extent
 /// and the batch count by powers of two, and which way each operand's
 /// matrix runs in memory (the tiles load them differently).
@@ -107,14 +127,59 @@ pub(crate) struct MatmulTuner {
     winners: Mutex<HashMap<MatmulClass, MatmulTile>>,
     runs: AtomicU64,
     timed_ns: AtomicU64,
+    /// The self-check's verdict on each variant and dtype probed so far:
+    /// true where it computed the probe products right.
+    verdicts: Mutex<Vec<(MatmulVariant, KernelType, bool)>>,
+    /// A tile whose kernel computes a wrong product on purpose (a test's
+    /// way to show the self-check at work; see `GpuOptions`).
+    sabotaged: Option<MatmulTile>,
 }
 
 impl MatmulTuner {
-    /// A tuner, on or off.
-    pub fn new(enabled: bool) -> MatmulTuner {
-        let tuner = MatmulTuner::default();
+    /// A tuner, on or off; `sabotaged` names a tile whose kernel is to be
+    /// wrong (tests only).
+    pub fn new(enabled: bool, sabotaged: Option<MatmulTile>) -> MatmulTuner {
+        let tuner = MatmulTuner {
+            sabotaged,
+            ..MatmulTuner::default()
+        };
         tuner.set_enabled(enabled);
         tuner
+    }
+
+    /// The tile whose kernel is wrong on purpose, if any.
+    pub fn sabotaged(&self) -> Option<MatmulTile> {
+        self.sabotaged
+    }
+
+    /// The self-check's verdict on `variant` over `dtype`, once probed.
+    pub fn verdict(&self, variant: MatmulVariant, dtype: KernelType) -> Option<bool> {
+        let verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        verdicts
+            .iter()
+            .find(|&&(v, d, _)| v == variant && d == dtype)
+            .map(|&(.., right)| right)
+    }
+
+    /// Keeps the self-check's verdict on `variant` over `dtype`.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    pub fn set_verdict(&self, variant: MatmulVariant, dtype: KernelType, right: bool) {
+        let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        if !verdicts.iter().any(|&(v, d, _)| v == variant && d == dtype) {
+            verdicts.push((variant, dtype, right));
+        }
+    }
+
+    /// (variants probed, variants dropped) so far, and the names of the
+    /// dropped ones in the order found.
+    pub fn checked(&self) -> (u64, Vec<String>) {
+        let verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        let dropped = verdicts
+            .iter()
+            .filter(|&&(.., right)| !right)
+            .map(|&(v, d, _)| v.describe(d))
+            .collect();
+        (verdicts.len() as u64, dropped)
     }
 
     pub fn enabled(&self) -> bool {

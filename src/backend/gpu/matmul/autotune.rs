@@ -13,6 +13,7 @@
 //! Native only: in a browser the queue cannot be waited on and the clock
 //! is coarse (`GpuOptions::autotune` is off there).
 
+use super::self_check::{self, Verdict, variant_of};
 use super::tiling::SKINNY;
 use super::{fits, record_with, subgroup};
 use crate::backend::gpu::command::Bound;
@@ -68,28 +69,34 @@ pub(super) fn tile(
     if let Some(tile) = ctx.tuner.winner(&class) {
         return Ok(tile);
     }
-    let lanes = ctx.facts.subgroups_of(subgroup::TEAM);
-    let fits: Vec<MatmulTile> = TILES
-        .into_iter()
-        .filter(|&t| eligible(t, m, n, lanes))
-        .filter(|&t| fits(out, t, dims))
-        .collect();
-    if fits.len() < 2 {
-        let tile = fits.first().copied().unwrap_or(MatmulTile::Auto);
-        ctx.tuner.remember(class, tile);
-        return Ok(tile);
-    }
     let busy = {
         let scheduler = ctx.scheduler();
         scheduler.is_capturing() || scheduler.is_profiling()
     };
     if busy {
-        // Timing needs submits, which a captured step cannot have and
-        // which a profile should not show: the tile by size, this once,
-        // and the class is tuned later.
+        // Timing (and the self-check's probes) need submits, which a
+        // captured step cannot have and which a profile should not show:
+        // the tile by size, this once, and the class is tuned later.
         return Ok(MatmulTile::Auto);
     }
-    let tile = tune(out, call, bound, dims, &fits)?;
+    let lanes = ctx.facts.subgroups_of(subgroup::TEAM);
+    let mut candidates = Vec::new();
+    for tile in TILES {
+        // Only kernels that passed the self-check are timed.
+        if eligible(tile, m, n, lanes)
+            && fits(out, tile, dims)
+            && self_check::verdict(ctx, variant_of(out, tile, dims), call.out.dtype)?
+                == Verdict::Right
+        {
+            candidates.push(tile);
+        }
+    }
+    if candidates.len() < 2 {
+        let tile = candidates.first().copied().unwrap_or(MatmulTile::Auto);
+        ctx.tuner.remember(class, tile);
+        return Ok(tile);
+    }
+    let tile = tune(out, call, bound, dims, &candidates)?;
     ctx.tuner.remember(class, tile);
     Ok(tile)
 }

@@ -6,11 +6,16 @@
 
 mod autotune;
 mod gemv;
+#[cfg(not(target_arch = "wasm32"))]
+mod probe;
+mod self_check;
 mod small;
 mod subgroup;
 mod tiling;
 
-use crate::backend::gpu::matmul_tile_choice::MatmulTile;
+use crate::backend::gpu::GpuContext;
+use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
+use self_check::Verdict;
 use tiling::{Loads, Tiling};
 
 use crate::backend::gpu::command::Bound;
@@ -82,6 +87,25 @@ pub(crate) struct MatmulKey {
     pub dtype: KernelType,
     pub native_f16: bool,
     pub kernel: MatmulKernel,
+    /// The kernel adds 1 to every output (`GpuOptions::sabotage_matmul`:
+    /// tests of the self-check only).
+    pub sabotaged: bool,
+}
+
+impl MatmulKey {
+    /// The key of `kernel` over `dtype` on the device of `ctx`.
+    fn new(ctx: &GpuContext, dtype: KernelType, kernel: MatmulKernel) -> MatmulKey {
+        let variant = kernel.variant();
+        MatmulKey {
+            dtype,
+            native_f16: ctx.facts.native_f16,
+            kernel,
+            sabotaged: ctx
+                .tuner
+                .sabotaged()
+                .is_some_and(|tile| MatmulVariant::Tile(tile) == variant),
+        }
+    }
 }
 
 /// Which kernel a matmul runs.
@@ -96,6 +120,18 @@ pub(crate) enum MatmulKernel {
     /// Teams of subgroup lanes sharing `a` by shuffles (`subgroup.rs`),
     /// loading `b` as it says.
     Subgroup(Loads),
+}
+
+impl MatmulKernel {
+    /// The variant the self-check knows this kernel by.
+    fn variant(self) -> MatmulVariant {
+        match self {
+            MatmulKernel::Tiled(tiling, _) => MatmulVariant::Tile(tiling::tile_of(tiling)),
+            MatmulKernel::Gemv => MatmulVariant::Gemv,
+            MatmulKernel::PerOutput => MatmulVariant::Tile(MatmulTile::PerOutput),
+            MatmulKernel::Subgroup(_) => MatmulVariant::Tile(MatmulTile::Subgroup),
+        }
+    }
 }
 
 impl FamilyKey for MatmulKey {
@@ -187,7 +223,11 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         ("WALK", walk.as_str()),
         ("KERNEL", kernel.as_str()),
     ]);
-    fill("matmul kernel", MATMUL_WGSL, &slots)
+    let source = fill("matmul kernel", MATMUL_WGSL, &slots)?;
+    Ok(match key.sabotaged {
+        true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
+        false => source,
+    })
 }
 
 /// Records `call`, whose output storage is `out`.
@@ -213,7 +253,9 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
     let choice = ctx.matmul_tile();
     if choice == MatmulTile::Auto && (m == 1 || n == 1) {
         let gemv = Gemv::of(call, m, n);
-        if n.max(m).div_ceil(gemv::outputs_per_group(gemv.along_k)) <= max {
+        let verdict = self_check::verdict(ctx, MatmulVariant::Gemv, call.out.dtype)?;
+        let usable = matches!(verdict, Verdict::Right | Verdict::Unchecked);
+        if usable && n.max(m).div_ceil(gemv::outputs_per_group(gemv.along_k)) <= max {
             return gemv.record(out, call, &bound, k, batches);
         }
     }
@@ -222,6 +264,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
         MatmulTile::Auto if ctx.tuner.enabled() => autotune::tile(out, call, &bound, dims)?,
         fixed => fixed,
     };
+    let tile = self_check::checked_tile(out, tile, dims, call.out.dtype)?;
     record_with(out, call, &bound, tile, dims)
 }
 
@@ -267,11 +310,7 @@ fn record_per_output(
     [m, n, k, batches]: [usize; 4],
 ) -> Result<()> {
     let ctx = &out.ctx;
-    let key = MatmulKey {
-        dtype: call.out.dtype,
-        native_f16: ctx.facts.native_f16,
-        kernel: MatmulKernel::PerOutput,
-    };
+    let key = MatmulKey::new(ctx, call.out.dtype, MatmulKernel::PerOutput);
     let per = m * n;
     for batch_range in slices(batches, small::batches_per_dispatch(per)) {
         let [x, y] = grid_of(
@@ -393,11 +432,7 @@ fn record_slices(
     params: impl Fn(Range<usize>, usize) -> MatmulParams,
 ) -> Result<()> {
     let ctx = &out.ctx;
-    let key = MatmulKey {
-        dtype: operands[2].dtype,
-        native_f16: ctx.facts.native_f16,
-        kernel,
-    };
+    let key = MatmulKey::new(ctx, operands[2].dtype, kernel);
     for batch_range in slices(batches, ctx.facts.max_workgroups_per_dim as usize) {
         for k_range in slices(k, K_SLICE) {
             let bindings = bound.iter().map(|&b| b.clone()).collect();
@@ -532,6 +567,7 @@ mod tests {
             dtype: KernelType::F16,
             native_f16: false,
             kernel: MatmulKernel::Tiled(tiling::LARGE, [Loads::Scalar; 2]),
+            sabotaged: false,
         };
         let source = matmul_source(&key).unwrap();
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
@@ -568,8 +604,18 @@ mod tests {
                         dtype,
                         native_f16,
                         kernel,
+                        sabotaged: false,
                     };
-                    validate(&matmul_source(&key).unwrap(), &format!("{key:?}"));
+                    let source = matmul_source(&key).unwrap();
+                    validate(&source, &format!("{key:?}"));
+                    // The self-check's tests run a kernel made wrong.
+                    let wrong = MatmulKey {
+                        sabotaged: true,
+                        ..key
+                    };
+                    let wrong = matmul_source(&wrong).unwrap();
+                    assert_ne!(wrong, source);
+                    validate(&wrong, &format!("{key:?}, sabotaged"));
                 }
                 // Packed f16 has no vec4 loads.
                 if !vec {
@@ -577,6 +623,7 @@ mod tests {
                         dtype,
                         native_f16,
                         kernel: MatmulKernel::Tiled(tiling::SMALL, [Loads::VecCols, Loads::Scalar]),
+                        sabotaged: false,
                     };
                     assert!(matmul_source(&key).is_err());
                 }

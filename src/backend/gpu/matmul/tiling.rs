@@ -92,6 +92,17 @@ pub(crate) const FEW_COLUMNS: Tiling = Tiling {
     tn: 4,
 };
 
+/// The fixed tile whose kernel `tiling` is.
+pub(crate) fn tile_of(tiling: Tiling) -> MatmulTile {
+    match tiling {
+        LARGE => MatmulTile::Large,
+        MEDIUM => MatmulTile::Medium,
+        FEW_ROWS => MatmulTile::FewRows,
+        FEW_COLUMNS => MatmulTile::FewColumns,
+        _ => MatmulTile::Small,
+    }
+}
+
 /// Every tile, for tests and validation.
 #[cfg(test)]
 pub(crate) const ALL: [Tiling; 5] = [LARGE, MEDIUM, SMALL, FEW_ROWS, FEW_COLUMNS];

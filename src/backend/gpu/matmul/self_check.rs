@@ -1,0 +1,138 @@
+//! The matmul self-check: before a kernel variant (a tile's kernel or the
+//! matrix-vector kernel) computes its first product of a dtype on a
+//! device, it computes small probe products whose answers are known
+//! exactly, and a variant that answers wrong is dropped for that device
+//! (`DeviceInfo::dropped_kernels`, `DeviceStats::kernels_dropped`): its
+//! products go to another kernel. A driver bug or a kernel that is wrong
+//! on one adapter becomes a slower product, never a wrong one.
+//!
+//! The probes are chosen so that a wrong kernel cannot pass by symmetry:
+//! extents that are not multiples of the variant's tile and differ from
+//! each other, k not a multiple of the tile's k step in one probe, operand
+//! values with a · b ≠ b · a, two batches, and both operand layouts (rows
+//! along k and, through transposed views, columns along k), which the
+//! kernels load differently. The values are small integers, so every dtype
+//! (f16 included) holds the products exactly and the check is equality.
+//!
+//! A probe submits and waits for its answer, so it runs natively and
+//! outside captures and profiles. Inside those, a variant not yet probed
+//! gives way to the per-output kernel (the reference: one thread per
+//! output, the simplest loop); in a browser, where the queue cannot be
+//! waited on, and on a device whose bindings are capped below the probes'
+//! operands (a testing setting), kernels run unprobed.
+
+use super::subgroup;
+use super::tiling::{self, SKINNY, Tiling};
+use crate::backend::gpu::context::GpuContext;
+use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
+use crate::backend::gpu::storage::GpuStorage;
+use crate::dtype::KernelType;
+use crate::error::{Error, Result};
+use std::sync::Arc;
+
+/// What the self-check knows of a variant on this device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Its probe products were right.
+    Right,
+    /// One was wrong: the variant is not used on this device.
+    Wrong,
+    /// Not probed, and it cannot be now: a capture or a profile is open.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    NotNow,
+    /// Never probed on this device: a browser's (whose queue cannot be
+    /// waited on), or one whose storage bindings are capped below the
+    /// probes' operands (`GpuOptions::max_binding_bytes`, a testing
+    /// setting). Its kernels run as chosen.
+    Unchecked,
+}
+
+/// The kernel variant that `tile` runs for an `m` x `n` output over
+/// `batches` on the device of `out` (`MatmulTile::Auto` picks by size, the
+/// subgroup tile runs the medium one where the lanes are missing).
+pub(super) fn variant_of(
+    out: &GpuStorage,
+    tile: MatmulTile,
+    [m, n, _, batches]: [usize; 4],
+) -> MatmulVariant {
+    MatmulVariant::Tile(match tile {
+        MatmulTile::PerOutput => MatmulTile::PerOutput,
+        MatmulTile::Auto if m <= SKINNY && n <= SKINNY => MatmulTile::PerOutput,
+        MatmulTile::Subgroup if out.ctx.facts.subgroups_of(subgroup::TEAM) => MatmulTile::Subgroup,
+        tile => tiling::tile_of(Tiling::choose(tile, m, n, batches)),
+    })
+}
+
+/// The tile to record a product with in place of `tile` (over extents
+/// `dims` and `dtype`): the fixed tile of the kernel `tile` runs when that
+/// kernel is right on this device (or cannot be probed now, in a browser),
+/// the per-output reference kernel when it is wrong, or inside a capture or
+/// profile before its probe.
+///
+/// # Errors
+/// `Error::Gpu` naming `matmul` when the reference kernel is wrong too (no
+/// kernel of this device computes the dtype's products right); failures of
+/// the probes themselves.
+pub(super) fn checked_tile(
+    out: &GpuStorage,
+    tile: MatmulTile,
+    dims: [usize; 4],
+    dtype: KernelType,
+) -> Result<MatmulTile> {
+    let variant = variant_of(out, tile, dims);
+    let MatmulVariant::Tile(fixed) = variant else {
+        return Err(Error::internal("matmul", "a tile ran the gemv kernel"));
+    };
+    match verdict(&out.ctx, variant, dtype)? {
+        Verdict::Right | Verdict::Unchecked => return Ok(fixed),
+        Verdict::NotNow | Verdict::Wrong => {}
+    }
+    let reference = MatmulVariant::Tile(MatmulTile::PerOutput);
+    match verdict(&out.ctx, reference, dtype)? {
+        Verdict::Right | Verdict::NotNow | Verdict::Unchecked => Ok(MatmulTile::PerOutput),
+        Verdict::Wrong => Err(Error::gpu(
+            "matmul",
+            format!(
+                "no matmul kernel computes {dtype} products right on this device \
+                 (dropped: {})",
+                out.ctx.tuner.checked().1.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The verdict on `variant` over `dtype`: known, or probed now.
+///
+/// # Errors
+/// Failures of the probe's uploads, dispatches or readback.
+pub(super) fn verdict(
+    ctx: &Arc<GpuContext>,
+    variant: MatmulVariant,
+    dtype: KernelType,
+) -> Result<Verdict> {
+    let as_verdict = |right| match right {
+        true => Verdict::Right,
+        false => Verdict::Wrong,
+    };
+    if let Some(right) = ctx.tuner.verdict(variant, dtype) {
+        return Ok(as_verdict(right));
+    }
+    #[cfg(target_arch = "wasm32")]
+    return Ok(Verdict::Unchecked);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        if !super::probe::fits(ctx, variant, dtype) {
+            return Ok(Verdict::Unchecked);
+        }
+        let busy = {
+            let scheduler = ctx.scheduler();
+            scheduler.is_capturing() || scheduler.is_profiling()
+        };
+        if busy {
+            return Ok(Verdict::NotNow);
+        }
+        let right = super::probe::answers_right(ctx, variant, dtype)?;
+        ctx.tuner.set_verdict(variant, dtype, right);
+        Ok(as_verdict(right))
+    }
+}
