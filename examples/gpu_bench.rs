@@ -24,12 +24,19 @@
 //! `matmul_N_large`, `_medium` and `_subgroup` time the largest square
 //! product with that tile fixed (the subgroup kernel runs as the medium
 //! tile where the device has no subgroups of eight lanes).
+//! `matmul_N_f16_coop` fixes the cooperative-matrix tile for f16 (the
+//! medium tile where the device has no cooperative matrices),
+//! `matmul_N_f32_fast` does so for f32 on a device whose f32 products may
+//! round to f16 (`MatmulPrecision::Fast`), and `matmul_N_checked` and
+//! `sum_all_checked` run on a device with wgpu's runtime checks on.
 //!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
 
 use std::time::Instant;
-use webtensor::{DType, Device, MatmulTile, Result, SortOrder, Tensor, TopK, s};
+use webtensor::{
+    DType, Device, GpuOptions, MatmulPrecision, MatmulTile, Result, SortOrder, Tensor, TopK, s,
+};
 
 /// What to run, from the command line.
 struct Options {
@@ -170,13 +177,14 @@ fn main() -> Result<()> {
     let dev = Device::gpu()?;
     let info = dev.info();
     println!(
-        "# webtensor on {} ({}, {}), subgroups {}, autotune {}, GPU timestamps {}",
+        "# webtensor on {} ({}, {}), subgroups {}, autotune {}, GPU timestamps {}, cooperative matrices {}",
         info.name,
         info.backend,
         info.driver,
         if info.subgroups { "on" } else { "off" },
         if info.autotune { "on" } else { "off" },
         if info.gpu_timestamps { "yes" } else { "no" },
+        if info.cooperative_matrix { "on" } else { "off" },
     );
     let mut ok = true;
     let scale = if o.small { 64 } else { 1 };
@@ -353,6 +361,54 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// The largest square product on the kernel variants of issue 29, each
+/// on a device of its own settings: f16 on cooperative matrices
+/// (`matmul_N_f16_coop`; the medium tile where the device has none), f32
+/// rounded to f16 on them (`matmul_N_f32_fast`), and the f32 product and
+/// the full sum with wgpu's runtime checks back on (`matmul_N_checked`,
+/// `sum_all_checked`), beside the unchecked rows above.
+fn variants(o: &Options, dev: &Device, big: usize) -> Result<bool> {
+    let mut ok = true;
+    let mm = |t: &[Tensor]| t[0].matmul(&t[1]);
+    let flops = 2.0 * (big as f64).powi(3);
+    let fast = Device::gpu_with(GpuOptions {
+        matmul_precision: Some(MatmulPrecision::Fast),
+        ..Default::default()
+    })?;
+    let checked = Device::gpu_with(GpuOptions {
+        runtime_checks: Some(true),
+        ..Default::default()
+    })?;
+    let products = [
+        (format!("matmul_{big}_f16_coop"), dev, DType::F16, 1e-2),
+        (format!("matmul_{big}_f32_fast"), &fast, DType::F32, 1e-2),
+        (format!("matmul_{big}_checked"), &checked, DType::F32, 1e-4),
+    ];
+    for (name, on, dtype, tolerance) in products {
+        if big == 0 || !o.wants(&name) {
+            continue;
+        }
+        if dtype == DType::F16 || on.info().matmul_precision == MatmulPrecision::Fast {
+            on.set_matmul_tile(MatmulTile::Cooperative);
+        }
+        let a = Tensor::rand([big, big], dtype, 24, on)?;
+        let b = Tensor::rand([big, big], dtype, 25, on)?;
+        ok &= check(&name, tolerance, &[&a, &b], mm)?;
+        let inputs = [a, b];
+        let t = time(o.runs, || mm(&inputs).and_then(|out| synced(on, out)))?;
+        row(&name, t, gflops(flops, t.1));
+        on.set_matmul_tile(MatmulTile::Auto);
+    }
+    if o.wants("sum_all_checked") {
+        let n = (1usize << 24) / if o.small { 64 } else { 1 };
+        let a = Tensor::rand([n], DType::F32, 26, &checked)?;
+        ok &= check("sum_all_checked", 1e-5, &[&a], |t| t[0].sum(..))?;
+        let t = time(o.runs, || a.sum(..).and_then(|out| synced(&checked, out)))?;
+        row("sum_all_checked", t, gbs(4.0 * n as f64, t.1));
+    }
+    Ok(ok)
+}
+
 /// The matmul workloads: square sizes, a transposed left operand, f16, a
 /// batch of small products and a matrix-vector product.
 fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
@@ -417,6 +473,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
         dev.set_matmul_tile(MatmulTile::Auto);
     }
+    ok &= variants(o, dev, big)?;
     if o.wants("bmm_64x256") {
         let e = if o.small { 64 } else { 256 };
         let a = Tensor::rand([64, e, e], DType::F32, 16, dev)?;

@@ -1,6 +1,6 @@
 //! [`Device`]: where tensors live and ops run — a GPU through wgpu, or the CPU.
 
-use crate::backend::gpu::{GpuContext, GpuOptions, MatmulTile};
+use crate::backend::gpu::{GpuContext, GpuOptions, MatmulPrecision, MatmulTile};
 use crate::error::{Error, Result};
 use std::fmt;
 use std::sync::Arc;
@@ -62,6 +62,12 @@ pub struct DeviceInfo {
     /// natively): autotuning times kernels by them, else by the host's
     /// clock around a submit.
     pub gpu_timestamps: bool,
+    /// Whether f16 products (and f32 ones under
+    /// `MatmulPrecision::Fast`) may run on cooperative matrices (tensor
+    /// cores; see `GpuOptions::cooperative_matrix`).
+    pub cooperative_matrix: bool,
+    /// How f32 products may compute (`GpuOptions::matmul_precision`).
+    pub matmul_precision: MatmulPrecision,
     /// Whether webtensor's own kernels run with wgpu's runtime checks
     /// (see `GpuOptions::runtime_checks`; custom kernels always do).
     pub runtime_checks: bool,
@@ -109,7 +115,7 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), runtime checks {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), cooperative matrices {}, f32 matmul {:?}, runtime checks {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
                 self.id,
                 self.name,
                 self.backend,
@@ -124,6 +130,8 @@ impl fmt::Display for DeviceInfo {
                 } else {
                     "the host clock"
                 },
+                if self.cooperative_matrix { "on" } else { "off" },
+                self.matmul_precision,
                 if self.runtime_checks { "on" } else { "off" },
                 self.max_storage_binding >> 20,
                 self.max_buffer_size >> 20,
@@ -325,6 +333,8 @@ impl Device {
                 autotune: false,
                 gpu_timestamps: false,
                 runtime_checks: false,
+                cooperative_matrix: false,
+                matmul_precision: MatmulPrecision::Exact,
                 max_storage_binding: u64::MAX,
                 max_buffer_size: u64::MAX,
                 max_workgroups_per_dim: 0,
@@ -346,6 +356,8 @@ impl Device {
                     autotune: ctx.tuner.enabled(),
                     gpu_timestamps: f.timestamps,
                     runtime_checks: f.runtime_checks,
+                    cooperative_matrix: f.cooperative,
+                    matmul_precision: f.matmul_precision,
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
                     max_buffer_size: f.max_buffer_size,
                     max_workgroups_per_dim: f.max_workgroups_per_dim,

@@ -96,7 +96,7 @@ mod shape;
 mod shape_spec;
 mod tensor;
 
-pub use backend::gpu::{GpuOptions, MatmulTile};
+pub use backend::gpu::{GpuOptions, MatmulPrecision, MatmulTile};
 pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

@@ -721,3 +721,58 @@ fn no_kernel_of_this_device_is_dropped() {
     assert!(info.dropped_kernels.is_empty(), "{info}");
     assert!(gpu.stats().kernels_checked >= 8, "{:?}", gpu.stats());
 }
+
+/// Cooperative matrices and `MatmulPrecision::Fast`: `info()` reports
+/// both; where the device has no cooperative matrices (lavapipe, browsers)
+/// the cooperative tile runs the medium one and f32 stays exact under
+/// `Fast`; where it has them, f16 products and fast f32 ones run on them,
+/// pass the self-check and agree with the CPU to f16's precision.
+#[test]
+fn cooperative_matrices_and_fast_precision() {
+    use webtensor::{GpuOptions, MatmulPrecision, MatmulTile};
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        matmul_precision: Some(MatmulPrecision::Fast),
+        matmul_tile: Some(MatmulTile::Cooperative),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let info = gpu.info();
+    assert_eq!(info.matmul_precision, MatmulPrecision::Fast, "{info}");
+    let on = info.cooperative_matrix;
+    assert!(info.to_string().contains(if on {
+        "cooperative matrices on"
+    } else {
+        "cooperative matrices off"
+    }));
+    let cpu = Device::cpu();
+    for (dtype, [m, k, n]) in [(DType::F32, [70, 45, 133]), (DType::F16, [131, 37, 66])] {
+        let a = Tensor::from_vec(noise(m * k, 5), [m, k], &cpu)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let b = Tensor::from_vec(noise(k * n, 6), [n, k], &cpu)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let want = read_f32(&a.matmul(&b.t()).unwrap());
+        let got = a
+            .to_device(&gpu)
+            .unwrap()
+            .matmul(&b.to_device(&gpu).unwrap().t())
+            .unwrap();
+        // Exact f32 where nothing rounds operands; f16 operands otherwise.
+        let rel = if dtype == DType::F32 && !on {
+            1e-5
+        } else {
+            1e-2
+        };
+        assert_close(
+            &read_f32(&got),
+            &want,
+            rel,
+            &format!("{dtype}, cooperative {on}"),
+        );
+    }
+    assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
+}

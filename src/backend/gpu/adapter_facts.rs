@@ -3,6 +3,8 @@
 
 use super::elementwise::params::MAX_OPERANDS;
 use super::elementwise::program::ProgramLimits;
+use super::matmul_tile_choice::MatmulPrecision;
+use crate::dtype::KernelType;
 
 /// Facts about the adapter, kept for `Device::info`.
 #[derive(Debug, Clone)]
@@ -31,6 +33,12 @@ pub(crate) struct AdapterFacts {
     /// webtensor's own kernels keep wgpu's runtime checks (see
     /// `GpuOptions::runtime_checks`).
     pub runtime_checks: bool,
+    /// The device was opened with cooperative matrices, and the adapter
+    /// lists 16 x 16 x 16 products of f16 into f32 (see
+    /// `matmul/cooperative.rs`).
+    pub cooperative: bool,
+    /// How f32 products may compute (`GpuOptions::matmul_precision`).
+    pub matmul_precision: MatmulPrecision,
 }
 
 impl AdapterFacts {
@@ -44,6 +52,16 @@ impl AdapterFacts {
     /// True when kernels may use subgroups of at least `lanes` lanes.
     pub fn subgroups_of(&self, lanes: u32) -> bool {
         self.subgroups && self.subgroup_min_size >= lanes
+    }
+
+    /// True when products of `dtype` may run on cooperative matrices.
+    pub fn cooperative_for(&self, dtype: KernelType) -> bool {
+        self.cooperative
+            && match dtype {
+                KernelType::F16 => true,
+                KernelType::F32 => self.matmul_precision == MatmulPrecision::Fast,
+                _ => false,
+            }
     }
 
     /// What a fused kernel may bind on this device.

@@ -5,7 +5,7 @@ use super::adapter_facts::AdapterFacts;
 use super::bind_groups::GroupCounters;
 use super::faults::Faults;
 use super::kernel::pipeline::{PipelineCache, submit_scoped};
-use super::matmul_tile_choice::{MatmulTile, MatmulTuner};
+use super::matmul_tile_choice::{MatmulPrecision, MatmulTile, MatmulTuner};
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters};
 use super::target::Target;
@@ -44,7 +44,7 @@ pub struct GpuOptions {
     pub max_binding_bytes: Option<u64>,
     /// Which tile the matmul kernels use.
     /// Environment: `WEBTENSOR_MATMUL_TILE=auto|large|medium|small|`
-    /// `few-rows|few-columns|per-output|subgroup`; default auto.
+    /// `few-rows|few-columns|per-output|subgroup|cooperative`; default auto.
     pub matmul_tile: Option<MatmulTile>,
     /// Use subgroup operations (reductions combine across a subgroup's
     /// lanes; `MatmulTile::Subgroup` shuffles where subgroups have eight
@@ -71,6 +71,18 @@ pub struct GpuOptions {
     /// debugging a kernel. Environment: `WEBTENSOR_RUNTIME_CHECKS=0|1`;
     /// default off.
     pub runtime_checks: Option<bool>,
+    /// Run f16 products (and f32 ones under `matmul_precision: Fast`) on
+    /// cooperative matrices where the adapter has them (wgpu's
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, a listed 16 x 16 x 16 f16 shape
+    /// with f32 accumulation, subgroups of at most 32 lanes, native f16);
+    /// native only. Environment: `WEBTENSOR_COOPERATIVE_MATRIX=0|1`;
+    /// default on.
+    pub cooperative_matrix: Option<bool>,
+    /// How f32 products may compute: [`MatmulPrecision::Exact`] by
+    /// default, `Fast` to let them round their operands to f16 on
+    /// cooperative matrices. Environment:
+    /// `WEBTENSOR_MATMUL_PRECISION=exact|fast`.
+    pub matmul_precision: Option<MatmulPrecision>,
     /// Testing only: the kernel of this matmul tile computes a wrong
     /// product (each output negated), so that a test can show the
     /// self-check dropping it. Never set it otherwise.
@@ -122,6 +134,30 @@ fn use_subgroups(options: &GpuOptions, features: wgpu::Features) -> bool {
             .subgroups
             .or_else(|| env_flag("WEBTENSOR_SUBGROUPS"))
             .unwrap_or(true)
+}
+
+/// True when the cooperative matmul may run on `adapter` (see
+/// `GpuOptions::cooperative_matrix`; native f16 is checked by the caller).
+fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) -> bool {
+    let wanted = options
+        .cooperative_matrix
+        .or_else(|| env_flag("WEBTENSOR_COOPERATIVE_MATRIX"))
+        .unwrap_or(true);
+    let info = adapter.get_info();
+    let listed = || {
+        adapter.cooperative_matrix_properties().iter().any(|p| {
+            (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+                && p.ab_type == wgpu::CooperativeScalarType::F16
+                && p.cr_type == wgpu::CooperativeScalarType::F32
+        })
+    };
+    !cfg!(target_arch = "wasm32")
+        && wanted
+        && adapter
+            .features()
+            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        && (1..=32).contains(&info.subgroup_max_size)
+        && listed()
 }
 
 fn force_packed(options: &GpuOptions) -> bool {
@@ -216,8 +252,10 @@ impl GpuContext {
         let native_f16 =
             adapter.features().contains(wgpu::Features::SHADER_F16) && !force_packed(options);
         let subgroups = use_subgroups(options, adapter.features());
+        let cooperative = native_f16 && offers_cooperative(&adapter, options);
         let mut required_features = wgpu::Features::empty();
         required_features.set(wgpu::Features::SHADER_F16, native_f16);
+        required_features.set(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX, cooperative);
         required_features.set(wgpu::Features::SUBGROUP, subgroups);
         // For autotuning's clock (native only, as autotuning is).
         required_features.set(
@@ -230,7 +268,15 @@ impl GpuContext {
                 label: Some("webtensor"),
                 required_features,
                 required_limits: limits.clone(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                experimental_features: if cooperative {
+                    // SAFETY: the one experimental API used is cooperative
+                    // matrices, by the cooperative matmul kernel alone,
+                    // only on a device that lists its shape, and probed by
+                    // the matmul self-check before its first product.
+                    unsafe { wgpu::ExperimentalFeatures::enabled() }
+                } else {
+                    wgpu::ExperimentalFeatures::disabled()
+                },
                 memory_hints: wgpu::MemoryHints::Performance,
                 trace: wgpu::Trace::Off,
             })
@@ -301,6 +347,16 @@ impl GpuContext {
                 .runtime_checks
                 .or_else(|| env_flag("WEBTENSOR_RUNTIME_CHECKS"))
                 .unwrap_or(false),
+            // Requested only where the adapter lists the kernel's shape.
+            cooperative: own_device
+                && native_f16
+                && features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
+            matmul_precision: options
+                .matmul_precision
+                .or_else(|| {
+                    MatmulPrecision::parse(&std::env::var("WEBTENSOR_MATMUL_PRECISION").ok()?)
+                })
+                .unwrap_or_default(),
         };
         let runtime_checks = facts.runtime_checks;
         let pool = BufferPool::default();

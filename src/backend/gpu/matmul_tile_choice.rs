@@ -43,11 +43,44 @@ pub enum MatmulTile {
     /// least eight lanes (browsers, `GpuOptions::subgroups` off) it runs
     /// as [`MatmulTile::Medium`], the same block without shuffles.
     Subgroup,
+    /// 64 x 64 blocks on cooperative matrices (tensor cores: 16 x 16 x 16
+    /// products of f16 accumulating in f32), one subgroup of 32 lanes per
+    /// block, for f16 products, and f32 ones under
+    /// [`MatmulPrecision::Fast`]. On devices without cooperative matrices
+    /// (`DeviceInfo::cooperative_matrix`), and for other dtypes, it runs as
+    /// [`MatmulTile::Medium`].
+    Cooperative,
+}
+
+/// How an f32 matmul may compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MatmulPrecision {
+    /// As f32 products accumulating in f32 (the default).
+    #[default]
+    Exact,
+    /// Where the device has cooperative matrices, f32 operands may be
+    /// rounded to f16 and multiplied on them, accumulating in f32
+    /// (PyTorch's `allow_tf32`, with f16's 11-bit significand): several
+    /// times faster, about three decimal digits per operand. f16 products
+    /// use cooperative matrices either way.
+    Fast,
+}
+
+impl MatmulPrecision {
+    /// Parses `exact` or `fast` (the values of
+    /// `WEBTENSOR_MATMUL_PRECISION`).
+    pub fn parse(s: &str) -> Option<MatmulPrecision> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "exact" => Some(MatmulPrecision::Exact),
+            "fast" => Some(MatmulPrecision::Fast),
+            _ => None,
+        }
+    }
 }
 
 impl MatmulTile {
     /// Every fixed choice (all but [`MatmulTile::Auto`]).
-    pub const FIXED: [MatmulTile; 7] = [
+    pub const FIXED: [MatmulTile; 8] = [
         MatmulTile::Large,
         MatmulTile::Medium,
         MatmulTile::Small,
@@ -55,11 +88,12 @@ impl MatmulTile {
         MatmulTile::FewColumns,
         MatmulTile::PerOutput,
         MatmulTile::Subgroup,
+        MatmulTile::Cooperative,
     ];
 
     /// Parses `auto`, `large`, `medium`, `small`, `few-rows`,
-    /// `few-columns`, `per-output` or `subgroup` (the values of
-    /// `WEBTENSOR_MATMUL_TILE`).
+    /// `few-columns`, `per-output`, `subgroup` or `cooperative` (the values
+    /// of `WEBTENSOR_MATMUL_TILE`).
     pub fn parse(s: &str) -> Option<MatmulTile> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "auto" => MatmulTile::Auto,
@@ -70,6 +104,7 @@ impl MatmulTile {
             "few-columns" => MatmulTile::FewColumns,
             "per-output" => MatmulTile::PerOutput,
             "subgroup" => MatmulTile::Subgroup,
+            "cooperative" => MatmulTile::Cooperative,
             _ => return None,
         })
     }

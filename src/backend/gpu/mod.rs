@@ -130,7 +130,7 @@ pub(crate) use custom::custom;
 pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;
-pub use matmul_tile_choice::MatmulTile;
+pub use matmul_tile_choice::{MatmulPrecision, MatmulTile};
 pub(crate) use profile::profile_ops;
 pub(crate) use record::record_elementwise;
 pub(crate) use reduce::reduce;

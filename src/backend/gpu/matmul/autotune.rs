@@ -29,19 +29,27 @@ const RUNS: usize = 2;
 
 /// The kernels autotuning chooses among (the skinny tiles for skinny
 /// products only, the per-output kernel for small matrices, the subgroup
-/// kernel where it runs as itself, see [`eligible`]).
-const TILES: [MatmulTile; 7] = MatmulTile::FIXED;
+/// and cooperative kernels where they run as themselves, see
+/// [`eligible`]).
+const TILES: [MatmulTile; 8] = MatmulTile::FIXED;
 
 /// True when `tile` is worth timing on an `m` x `n` output: a skinny tile
 /// only where its short side covers the output's, the per-output kernel
 /// only for matrices of at most 32 x 32, the subgroup kernel only where
-/// the device has its `subgroup_lanes` (elsewhere it is the medium tile).
-fn eligible(tile: MatmulTile, m: usize, n: usize, subgroup_lanes: bool) -> bool {
+/// the device has its `subgroup_lanes`, the cooperative one only where it
+/// takes the dtype (elsewhere each is the medium tile).
+fn eligible(
+    tile: MatmulTile,
+    m: usize,
+    n: usize,
+    [subgroup_lanes, cooperative]: [bool; 2],
+) -> bool {
     match tile {
         MatmulTile::FewRows => m <= SKINNY,
         MatmulTile::FewColumns => n <= SKINNY,
         MatmulTile::PerOutput => m <= 2 * SKINNY && n <= 2 * SKINNY,
         MatmulTile::Subgroup => subgroup_lanes,
+        MatmulTile::Cooperative => cooperative,
         _ => true,
     }
 }
@@ -80,12 +88,14 @@ pub(super) fn tile(
         return Ok(MatmulTile::Auto);
     }
     let lanes = ctx.facts.subgroups_of(subgroup::TEAM);
+    let dtype = call.out.dtype;
+    let cooperative = ctx.facts.cooperative_for(dtype);
     let mut candidates = Vec::new();
     for tile in TILES {
         // Only kernels that passed the self-check are timed.
-        if eligible(tile, m, n, lanes)
+        if eligible(tile, m, n, [lanes, cooperative])
             && fits(out, tile, dims)
-            && self_check::verdict(ctx, variant_of(out, tile, dims), call.out.dtype)?
+            && self_check::verdict(ctx, variant_of(out, tile, dims, dtype), dtype)?
                 == Verdict::Right
         {
             candidates.push(tile);

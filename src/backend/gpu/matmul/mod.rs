@@ -5,6 +5,7 @@
 //! recorded as kernel commands, one per 65535 batches and slice of k.
 
 mod autotune;
+mod cooperative;
 mod gemv;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe;
@@ -15,6 +16,7 @@ mod tiling;
 
 use crate::backend::gpu::GpuContext;
 use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
+use cooperative::CoopTiling;
 use self_check::Verdict;
 use tiling::{Loads, Tiling};
 
@@ -120,6 +122,8 @@ pub(crate) enum MatmulKernel {
     /// Teams of subgroup lanes sharing `a` by shuffles (`subgroup.rs`),
     /// loading `b` as it says.
     Subgroup(Loads),
+    /// Cooperative matrices (`cooperative.rs`).
+    Cooperative(CoopTiling),
 }
 
 impl MatmulKernel {
@@ -130,6 +134,7 @@ impl MatmulKernel {
             MatmulKernel::Gemv => MatmulVariant::Gemv,
             MatmulKernel::PerOutput => MatmulVariant::Tile(MatmulTile::PerOutput),
             MatmulKernel::Subgroup(_) => MatmulVariant::Tile(MatmulTile::Subgroup),
+            MatmulKernel::Cooperative(_) => MatmulVariant::Tile(MatmulTile::Cooperative),
         }
     }
 }
@@ -155,7 +160,9 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let zero = acc.zero();
     let loads = match key.kernel {
         MatmulKernel::Tiled(_, loads) => loads,
-        MatmulKernel::Gemv | MatmulKernel::PerOutput => [Loads::Scalar; 2],
+        MatmulKernel::Gemv | MatmulKernel::PerOutput | MatmulKernel::Cooperative(_) => {
+            [Loads::Scalar; 2]
+        }
         MatmulKernel::Subgroup(b) => [Loads::Scalar, b],
     };
     // Each operand bound as elements (with its scalar loader) or as vec4s.
@@ -212,9 +219,15 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         MatmulKernel::Gemv => gemv::gemv_wgsl().to_string(),
         MatmulKernel::PerOutput => small::per_output_wgsl().to_string(),
         MatmulKernel::Subgroup(b) => subgroup::wgsl(b),
+        MatmulKernel::Cooperative(tiling) => tiling.wgsl(),
     };
     let params = MatmulParams::wgsl();
-    let prelude = prelude(needs_f16(dtype, native), &params);
+    // The cooperative kernel's fragments are f16 whatever the dtype.
+    let cooperative = matches!(key.kernel, MatmulKernel::Cooperative(_));
+    let mut prelude = prelude(cooperative || needs_f16(dtype, native), &params);
+    if cooperative {
+        prelude = format!("enable wgpu_cooperative_matrix;\n{prelude}");
+    }
     let mut slots = vec![("PRELUDE", prelude.as_str())];
     slots.extend([
         ("BINDINGS", bindings.as_str()),
@@ -360,12 +373,16 @@ fn record_tiled(
     let facts = &out.ctx.facts;
     let tiling = Tiling::choose(tile, m, n, batches);
     let loads = vec_loads(call, [m, n, k], facts.native_f16);
-    // The subgroup kernel where the device has the lanes, else its block
-    // without shuffles.
-    let kernel = if tile == MatmulTile::Subgroup && facts.subgroups_of(subgroup::TEAM) {
-        MatmulKernel::Subgroup(loads[1])
-    } else {
-        MatmulKernel::Tiled(tiling, loads)
+    // The subgroup and cooperative kernels where the device runs them,
+    // else their block as a plain register tile.
+    let kernel = match tile {
+        MatmulTile::Subgroup if facts.subgroups_of(subgroup::TEAM) => {
+            MatmulKernel::Subgroup(loads[1])
+        }
+        MatmulTile::Cooperative if facts.cooperative_for(call.out.dtype) => {
+            MatmulKernel::Cooperative(cooperative::COOP_LARGE)
+        }
+        _ => MatmulKernel::Tiled(tiling, loads),
     };
     let Some(groups) = tile_grid(out, &tiling, m, n) else {
         return Err(Error::TooLarge {
@@ -573,6 +590,37 @@ mod tests {
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
     }
 
+    /// The cooperative kernel is validated with the other kernels; no
+    /// adapter of CI has cooperative matrices, so it also goes through
+    /// naga's SPIR-V writer here, as wgpu's Vulkan backend will take it.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn the_cooperative_kernel_translates_to_spirv() {
+        for dtype in [KernelType::F16, KernelType::F32] {
+            let key = MatmulKey {
+                dtype,
+                native_f16: true,
+                kernel: MatmulKernel::Cooperative(cooperative::COOP_LARGE),
+                sabotaged: false,
+            };
+            let source = matmul_source(&key).unwrap();
+            let module = naga::front::wgsl::parse_str(&source).unwrap();
+            let info = naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap();
+            let options = naga::back::spv::Options {
+                lang_version: (1, 6),
+                ..Default::default()
+            };
+            let words = naga::back::spv::write_vec(&module, &info, &options, None)
+                .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+            assert!(words.len() > 100);
+        }
+    }
+
     #[test]
     fn every_matmul_kernel_is_valid_wgsl() {
         for dtype in [
@@ -598,6 +646,11 @@ mod tests {
                             }
                         }
                     }
+                }
+                // Cooperative matrices need native f16 (their fragments are
+                // f16), for f16 and fast f32 products.
+                if native_f16 && matches!(dtype, KernelType::F16 | KernelType::F32) {
+                    kernels.push(MatmulKernel::Cooperative(cooperative::COOP_LARGE));
                 }
                 for kernel in kernels {
                     let key = MatmulKey {

@@ -123,6 +123,7 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
     let shapes: &[[usize; 2]] = match variant {
         MatmulVariant::Tile(MatmulTile::Large) => &[[131, 133]],
         MatmulVariant::Tile(MatmulTile::Medium | MatmulTile::Subgroup) => &[[67, 69]],
+        MatmulVariant::Tile(MatmulTile::Cooperative) => &[[131, 69]],
         MatmulVariant::Tile(MatmulTile::Small) => &[[35, 37]],
         MatmulVariant::Tile(MatmulTile::FewRows) => &[[5, 70]],
         MatmulVariant::Tile(MatmulTile::FewColumns) => &[[70, 5]],

@@ -48,17 +48,20 @@ pub(super) enum Verdict {
 }
 
 /// The kernel variant that `tile` runs for an `m` x `n` output over
-/// `batches` on the device of `out` (`MatmulTile::Auto` picks by size, the
-/// subgroup tile runs the medium one where the lanes are missing).
+/// `batches` of `dtype` on the device of `out` (`MatmulTile::Auto` picks by
+/// size, the subgroup and cooperative tiles run the medium one where the
+/// device or the dtype cannot run them).
 pub(super) fn variant_of(
     out: &GpuStorage,
     tile: MatmulTile,
     [m, n, _, batches]: [usize; 4],
+    dtype: KernelType,
 ) -> MatmulVariant {
     MatmulVariant::Tile(match tile {
         MatmulTile::PerOutput => MatmulTile::PerOutput,
         MatmulTile::Auto if m <= SKINNY && n <= SKINNY => MatmulTile::PerOutput,
         MatmulTile::Subgroup if out.ctx.facts.subgroups_of(subgroup::TEAM) => MatmulTile::Subgroup,
+        MatmulTile::Cooperative if out.ctx.facts.cooperative_for(dtype) => MatmulTile::Cooperative,
         tile => tiling::tile_of(Tiling::choose(tile, m, n, batches)),
     })
 }
@@ -79,7 +82,7 @@ pub(super) fn checked_tile(
     dims: [usize; 4],
     dtype: KernelType,
 ) -> Result<MatmulTile> {
-    let variant = variant_of(out, tile, dims);
+    let variant = variant_of(out, tile, dims, dtype);
     let MatmulVariant::Tile(fixed) = variant else {
         return Err(Error::internal("matmul", "a tile ran the gemv kernel"));
     };

@@ -126,8 +126,9 @@ impl Tiling {
         };
         match choice {
             MatmulTile::Large => LARGE,
-            // The subgroup kernel's block, and its plain form.
-            MatmulTile::Medium | MatmulTile::Subgroup => MEDIUM,
+            // The subgroup and cooperative kernels' block, and its plain
+            // form.
+            MatmulTile::Medium | MatmulTile::Subgroup | MatmulTile::Cooperative => MEDIUM,
             // The per-output kernel has no tile (the launcher never asks).
             MatmulTile::Small | MatmulTile::PerOutput => SMALL,
             MatmulTile::FewRows => FEW_ROWS,
