@@ -91,6 +91,7 @@ mod op;
 mod ops;
 mod profile;
 mod profiling;
+mod promotion;
 mod scalar;
 mod shape;
 mod shape_spec;

@@ -301,8 +301,11 @@ fn joins_reject_bad_input() {
         Tensor::concat(&[&scalar], 0),
         Err(Error::Shape { .. })
     ));
+    // Mixed dtypes promote; i32 with u32 has no common dtype here.
     let ints = a.to_dtype(DType::I32).unwrap();
-    let e = Tensor::concat(&[&a, &ints], 0).unwrap_err();
+    assert_eq!(Tensor::concat(&[&a, &ints], 0).unwrap().dtype(), DType::F32);
+    let unsigned = a.to_dtype(DType::U32).unwrap();
+    let e = Tensor::concat(&[&ints, &unsigned], 0).unwrap_err();
     assert!(matches!(e, Error::DType { op: "concat", .. }), "{e}");
     assert!(matches!(
         Tensor::stack(&[&a, &b], 0),

@@ -120,13 +120,13 @@ fn program(dev: &Device, dims: [usize; 2], dtype: DType) -> webtensor::Result<Ve
         d.add_(&b.t())?;
     }
     d.slice(s![1..;3, ..;-2])?.fill_(7.0)?;
-    d.slice(s![.., c / 2..])?.mul_scalar_(-1.0)?;
+    d.slice(s![.., c / 2..])?.mul_scalar_(-1)?;
     // Reads of the destination's own buffer far from the write (through a
     // temporary) and close to it (one window).
     let k = (r / 2).max(1);
     d.slice(s![..k, ..])?.add_(&d.slice(s![r - k.., ..;-1])?)?;
     d.slice(s![.., 1..])?
-        .sub_(&d.slice(s![.., ..c - 1])?.maximum_scalar(0.0)?)?;
+        .sub_(&d.slice(s![.., ..c - 1])?.maximum_scalar(0)?)?;
     out.push(read(&d)?);
     // A copy of a transposed view into a fresh tensor, and a where.
     out.push(read(&b.t().contiguous()?)?);
@@ -208,6 +208,11 @@ fn reductions(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
         // Over all of a view: along its flat form, or row by row.
         out.push(read(view.argmax(..))?);
         out.push(read(view.argmin_keepdim(..))?);
+        // Indices stay i32 whichever path computed them (the reads above
+        // would not tell an f32 index apart).
+        for index in [view.argmax(..)?, view.argmin_keepdim(0)?, view.argmax(1)?] {
+            assert_eq!(index.dtype(), DType::I32, "{dev} {dtype}");
+        }
         if dtype != DType::I32 {
             out.push(read(view.mean(0))?);
             out.push(read(view.var(1, 0))?);
@@ -393,7 +398,7 @@ fn indexing(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
         let in_rows = Tensor::from_vec(picks.iter().map(|i| i % r).collect(), [90], dev)?;
         out.push(read(view.take(&in_rows, 0)?)?);
         out.push(read(view.index_select(&in_rows, 0)?)?);
-        let in_cols = cols.remainder_scalar(c as f64)?;
+        let in_cols = cols.remainder_scalar(c)?;
         out.push(read(view.take(&in_cols, 1)?)?);
         // gather: an index of the view's shape, reversed.
         let g: Vec<i32> = (0..r * c).map(|k| (k * 31 % r) - r / 2).collect();
@@ -401,12 +406,12 @@ fn indexing(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
         out.push(read(view.gather(&g, 0)?)?);
         // scatter and scatter_add along both axes, into copies and in
         // place through the view (repeats: the last wins, sums in order).
-        let src = view.mul_scalar(3.0)?.add_scalar(1.0)?;
+        let src = view.mul_scalar(3)?.add_scalar(1)?;
         let s0: Vec<i32> = (0..r * c).map(|k| (k * 7 + k / c) % r).collect();
         let s0 = Tensor::from_vec(s0, [r as usize, c as usize], dev)?;
         out.push(read(view.scatter(&s0, &src, 0)?)?);
         out.push(read(view.scatter_add(&s0, &src, 0)?)?);
-        let s1 = s0.t().remainder_scalar(c as f64)?.t();
+        let s1 = s0.t().remainder_scalar(c)?.t();
         let half = s1.slice(s![..r / 2, ..])?;
         out.push(read(view.scatter_add(&half, &src, 1)?)?);
         // In place through a transposed view of a fresh tensor.

@@ -7,7 +7,7 @@ mod common;
 
 use common::devices;
 use std::cell::RefCell;
-use webtensor::{DType, Device, Tensor, f16, s};
+use webtensor::{DType, Device, Scalar, Tensor, f16, s};
 
 fn t(dev: &Device, v: &[f32]) -> Tensor {
     Tensor::from_slice(v, [v.len()], dev).unwrap()
@@ -58,10 +58,18 @@ fn scalars_of_every_type_on_either_side() {
         assert_eq!(vals(&(&f + 1.5f32)), vec![2.5, 3.5, 5.5]);
         assert_eq!(vals(&(&f * 2)), vec![2.0, 4.0, 8.0]);
         assert_eq!(vals(&(2.0 * &f)), vec![2.0, 4.0, 8.0]);
+        // Unsuffixed literals on the left need no annotation, chained too.
+        let z = 2.0 * &f + 1.0;
+        assert_eq!(vals(&z), vec![3.0, 5.0, 9.0]);
+        assert_eq!(vals(&(1 - &f).abs().unwrap()), vec![0.0, 1.0, 3.0]);
+        assert_eq!(
+            vals(&(2.0 / f.clone()).sqrt().unwrap()),
+            vec![2f32.sqrt(), 1.0, 0.5f32.sqrt()]
+        );
         assert_eq!(vals(&(f16::from_f32(0.5) * f.clone())), vec![0.5, 1.0, 2.0]);
         assert_eq!(vals(&(10.0 - &f)), vec![9.0, 8.0, 6.0]);
         assert_eq!(vals(&(1.0 / &f)), vec![1.0, 0.5, 0.25]);
-        assert_eq!(vals(&(5u8 % &f)), vec![0.0, 1.0, 1.0]);
+        assert_eq!(vals(&(Scalar::from(5u8) % &f)), vec![0.0, 1.0, 1.0]);
         assert_eq!(vals(&(-5i64 % f.clone())), vec![0.0, 1.0, 3.0]);
 
         let i = Tensor::from_slice(&[7i32, -7, 3], [3], &dev).unwrap();
@@ -69,12 +77,12 @@ fn scalars_of_every_type_on_either_side() {
         assert_eq!((&i * 2u16).to_vec::<i32>().unwrap(), vec![14, -14, 6]);
         assert_eq!((&i / 2).to_vec::<i32>().unwrap(), vec![3, -3, 1]);
         assert_eq!((&i % 2i8).to_vec::<i32>().unwrap(), vec![1, 1, 1]);
-        assert_eq!((100i32 - &i).to_vec::<i32>().unwrap(), vec![93, 107, 97]);
-        assert_eq!((20isize / &i).to_vec::<i32>().unwrap(), vec![2, -2, 6]);
+        assert_eq!((100 - &i).to_vec::<i32>().unwrap(), vec![93, 107, 97]);
+        assert_eq!((20 / &i).to_vec::<i32>().unwrap(), vec![2, -2, 6]);
         assert_eq!((&i - 3usize).to_vec::<i32>().unwrap(), vec![4, -10, 0]);
         let u = Tensor::from_slice(&[1u32, 5], [2], &dev).unwrap();
         // Wrapping, as the method forms.
-        assert_eq!((3u64 - &u).to_vec::<u32>().unwrap(), vec![2, u32::MAX - 1]);
+        assert_eq!((3 - &u).to_vec::<u32>().unwrap(), vec![2, u32::MAX - 1]);
         let h = t(&dev, &[1.0, 3.0]).to_dtype(DType::F16).unwrap();
         assert_eq!(vals(&(0.5 + &h * 2)), vec![2.5, 6.5], "{dev}");
         let z = Tensor::from_complex(&[webtensor::Complex32::new(1.0, 2.0)], [1], &dev).unwrap();
@@ -185,11 +193,12 @@ fn operator_panics_carry_the_error_and_the_callers_line() {
     let a = Tensor::zeros([2, 3], DType::F32, &dev).unwrap();
     let b = Tensor::zeros([4], DType::F32, &dev).unwrap();
     let i = Tensor::zeros([2], DType::I32, &dev).unwrap();
+    let u = Tensor::zeros([2], DType::U8, &dev).unwrap();
     let cases: Vec<(u32, (String, u32, String), &str)> = vec![
         (line!(), panic_site(|| drop(&a + &b)), "add"),
         (line!(), panic_site(|| drop(&a / b.clone())), "div"),
-        (line!(), panic_site(|| drop(&i * 2.5)), "mul"),
-        (line!(), panic_site(|| drop(7.5 - &i)), "sub"),
+        (line!(), panic_site(|| drop(&u * 300)), "mul"),
+        (line!(), panic_site(|| drop(300 - &u)), "sub"),
         (line!(), panic_site(|| drop(!&a)), "logical_not"),
         (
             line!(),

@@ -253,9 +253,10 @@ fn bad_input_is_an_error_naming_op_and_values() {
             })
         ));
         assert!(msg(a.slice(s![..;0]).unwrap_err()).contains("step must not be zero"));
+        let ints = a.to_dtype(DType::I32).unwrap();
         assert!(
-            msg(a.add(&a.to_dtype(DType::I32).unwrap()).unwrap_err())
-                .contains("different dtypes (f32 and i32)")
+            msg(ints.add(&a.to_dtype(DType::U32).unwrap()).unwrap_err())
+                .contains("dtypes i32 and u32 have no common dtype")
         );
         assert!(
             msg(a.to_dtype(DType::I32).unwrap().exp().unwrap_err())
@@ -270,8 +271,12 @@ fn bad_input_is_an_error_naming_op_and_values() {
             msg(a.to_vec::<i32>().unwrap_err()).contains("tensor has dtype f32, asked for i32")
         );
         assert!(
-            msg(a.to_dtype(DType::I32).unwrap().add_scalar(2.5).unwrap_err())
-                .contains("2.5 cannot be represented in dtype i32")
+            msg(a.to_dtype(DType::U8).unwrap().add_scalar(300).unwrap_err())
+                .contains("300 cannot be represented in dtype u8")
+        );
+        assert!(
+            msg(ints.add_scalar_(2.5).unwrap_err())
+                .contains("in place, the scalar 2.5 would make the i32 destination f32")
         );
         assert!(
             msg(Tensor::from_slice(&[1.0f32; 5], [2, 3], &dev).unwrap_err())

@@ -194,9 +194,12 @@
 //! # dtypes
 //!
 //! f32, f16, i32, u32, u8, bool and c64 (complex), on every device; f64 on
-//! the CPU only. There is no implicit promotion yet: operands of one op
-//! share a dtype (convert with `to_dtype`, NumPy's `astype`), and a scalar
-//! must fit the tensor's dtype. Integer `div` truncates toward zero and
+//! the CPU only. Mixed dtypes promote as PyTorch's `result_type` does (the
+//! README has the table): `f32 + i32` is f32 and `i32 * 0.5` is f32 (NumPy
+//! gives float64 for both; f64 is not a GPU dtype), and a scalar never
+//! widens a tensor within its category (`f16 * 2.0` stays f16, as in
+//! NumPy); `astype` is `to_dtype`. In-place ops refuse to change their
+//! destination's dtype. Integer `div` truncates toward zero and
 //! divides by zero to 0 (NumPy's `/` would give floats); `floor_divide` is
 //! NumPy's `//`. Sums of bool count in i32; means of integers are f32.
 //!
@@ -206,8 +209,11 @@
 //! let dev = Device::cpu();
 //! let a = Tensor::from_slice(&[1.0f32, 2.5], [2], &dev)?;
 //! let i = Tensor::from_slice(&[7i32, -7], [2], &dev)?;
-//! assert!(a.add(&i).is_err());               // f32 + i32: convert first
-//! assert_eq!(a.add(&i.to_dtype(DType::F32)?)?.to_vec::<f32>()?, vec![8.0, -4.5]);
+//! assert_eq!(a.add(&i)?.to_vec::<f32>()?, vec![8.0, -4.5]); // f32 + i32: f32
+//! assert_eq!((&i * 0.5).to_vec::<f32>()?, vec![3.5, -3.5]);
+//! assert!(i.add_(&a).is_err());              // in place would make i32 f32
+//! let z = 2.0 * &a + 1.0;                    // unsuffixed literals on the left
+//! assert_eq!(z.to_vec::<f32>()?, vec![3.0, 6.0]);
 //! let two = Tensor::full([2], 2, DType::I32, &dev)?;
 //! assert_eq!(i.div(&two)?.to_vec::<i32>()?, vec![3, -3]);
 //! assert_eq!(i.floor_divide(&two)?.to_vec::<i32>()?, vec![3, -4]);

@@ -352,14 +352,12 @@ impl Tensor {
                 self.real()?.assign(&src.real()?)?;
                 self.imag()?.assign(&src.imag()?)
             }
-            (DType::C64, DType::F32) => {
+            // A real source: its values (cast to f32) with zero imaginary
+            // parts, as `to_dtype(DType::C64)` gives.
+            (DType::C64, _) => {
                 self.real()?.assign(src)?;
                 self.imag()?.fill_(0.0)
             }
-            (DType::C64, other) => Err(Error::dtype(
-                OP,
-                format!("cannot assign {other} to c64; cast to f32 first"),
-            )),
             (dst, _) => Err(Error::dtype(
                 OP,
                 format!("cannot assign c64 to {dst}; take .real() or .abs() first"),
@@ -382,10 +380,13 @@ impl Tensor {
                 let zeros = Tensor::zeros(self.shape().clone(), DType::F32, self.device())?;
                 Tensor::complex(self, &zeros)
             }
-            other => Err(Error::dtype(
+            // No complex128 here: f64 does not promote with c64.
+            DType::F64 => Err(Error::dtype(
                 op,
-                format!("cannot combine {other} with c64; cast to f32 first"),
+                "cannot combine f64 with c64 (no complex128); cast to f32 first",
             )),
+            // Promoted (see `promotion.rs`): the real values as f32.
+            _ => self.to_dtype(DType::F32)?.as_complex(op),
         }
     }
 }

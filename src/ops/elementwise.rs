@@ -4,8 +4,9 @@
 
 use super::{Arg, check_same_dtype};
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
+use crate::promotion;
 use crate::scalar::{Scalar, TypedScalar};
 use crate::tensor::Tensor;
 
@@ -33,25 +34,27 @@ impl Tensor {
     }
 
     fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
-        if self.dtype().is_complex() || other.dtype().is_complex() {
+        let dtype = result_dtype(op.name(), self.dtype(), other.dtype())?;
+        if dtype.is_complex() {
             return self.complex_binary(op, other);
         }
-        check_same_dtype(op.name(), self.dtype(), other.dtype())?;
-        op.check(self.dtype())?;
+        let (a, b) = (self.cast_to(dtype)?, other.cast_to(dtype)?);
+        op.check(dtype)?;
         Tensor::launch_new(
-            self,
+            &a,
             op.name(),
             ElementwiseOp::Binary(op),
-            self.dtype(),
-            &[Arg::Tensor(self), Arg::Tensor(other)],
+            dtype,
+            &[Arg::Tensor(&a), Arg::Tensor(&b)],
         )
     }
 
     fn binary_(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
-        if self.dtype().is_complex() || other.dtype().is_complex() {
+        self.check_keeps_dtype(op.name(), other.dtype())?;
+        if self.dtype().is_complex() {
             return self.complex_binary_(op, other);
         }
-        check_same_dtype(op.name(), self.dtype(), other.dtype())?;
+        let other = &other.cast_to(self.dtype())?;
         op.check(self.dtype())?;
         self.launch_into_args(
             op.name(),
@@ -61,6 +64,10 @@ impl Tensor {
     }
 
     fn binary_scalar(&self, op: BinaryOp, s: Scalar) -> Result<Tensor> {
+        let dtype = self.scalar_dtype(op.name(), &s)?;
+        if dtype != self.dtype() {
+            return self.to_dtype(dtype)?.binary_scalar(op, s);
+        }
         if self.dtype().is_complex() {
             return self.complex_scalar(op, s);
         }
@@ -76,6 +83,8 @@ impl Tensor {
     }
 
     fn binary_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
+        let dtype = self.scalar_dtype(op.name(), &s)?;
+        self.check_keeps_dtype_as(op.name(), dtype, &format!("the scalar {s}"))?;
         if self.dtype().is_complex() {
             return self.complex_scalar_(op, s);
         }
@@ -91,6 +100,10 @@ impl Tensor {
     /// `s <op> self`: the scalar as the first operand (`2.0 / &x`), through a
     /// 0-d tensor of this dtype that broadcasts.
     pub(super) fn scalar_first(&self, op: BinaryOp, s: Scalar) -> Result<Tensor> {
+        let dtype = self.scalar_dtype(op.name(), &s)?;
+        if dtype != self.dtype() {
+            return self.to_dtype(dtype)?.scalar_first(op, s);
+        }
         if !self.dtype().is_complex() {
             // Checked here so that the error names the op, not `full`.
             TypedScalar::new(op.name(), s, self.dtype())?;
@@ -99,17 +112,22 @@ impl Tensor {
     }
 
     fn compare(&self, op: CompareOp, other: &Tensor) -> Result<Tensor> {
-        check_same_dtype(op.name(), self.dtype(), other.dtype())?;
+        let dtype = result_dtype(op.name(), self.dtype(), other.dtype())?;
+        let (a, b) = (self.cast_to(dtype)?, other.cast_to(dtype)?);
         Tensor::launch_new(
-            self,
+            &a,
             op.name(),
             ElementwiseOp::Compare(op),
             DType::Bool,
-            &[Arg::Tensor(self), Arg::Tensor(other)],
+            &[Arg::Tensor(&a), Arg::Tensor(&b)],
         )
     }
 
     fn compare_scalar(&self, op: CompareOp, s: Scalar) -> Result<Tensor> {
+        let dtype = self.scalar_dtype(op.name(), &s)?;
+        if dtype != self.dtype() {
+            return self.to_dtype(dtype)?.compare_scalar(op, s);
+        }
         let s = TypedScalar::new(op.name(), s, self.dtype())?;
         Tensor::launch_new(
             self,
@@ -122,15 +140,17 @@ impl Tensor {
 
     /// Elements of `x` where `cond` is true and of `y` elsewhere (NumPy's
     /// `where`), all three broadcast together. `cond` must be bool; `x` and
-    /// `y` share a dtype.
+    /// `y` are promoted to their common dtype ([`Tensor::result_type`]).
     ///
     /// # Errors
-    /// `Error::DType` for a non-bool condition or mismatched dtypes;
-    /// `Error::Shape` when the shapes do not broadcast; device mismatch.
+    /// `Error::DType` for a non-bool condition or dtypes with no common
+    /// one; `Error::Shape` when the shapes do not broadcast; device
+    /// mismatch.
     pub fn where_cond(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         const OP: &str = "where_cond";
         check_same_dtype(OP, cond.dtype(), DType::Bool)?;
-        check_same_dtype(OP, x.dtype(), y.dtype())?;
+        let dtype = result_dtype(OP, x.dtype(), y.dtype())?;
+        let (x, y) = (&x.cast_to(dtype)?, &y.cast_to(dtype)?);
         Tensor::launch_new(
             x,
             OP,
@@ -139,6 +159,91 @@ impl Tensor {
             &[Arg::Tensor(cond), Arg::Tensor(x), Arg::Tensor(y)],
         )
     }
+
+    /// The dtype an op on `a` and `b` computes in and returns (PyTorch's
+    /// `torch.result_type`): the higher of their categories (bool <
+    /// integers < floats < complex) and, within one, the wider dtype. i32
+    /// with u32 and c64 with f64 have no common dtype here. Binary ops,
+    /// comparisons, `where_cond`, `concat` and `stack` promote their
+    /// operands so; in-place ops refuse to change their destination's
+    /// dtype; `matmul` takes one dtype, as PyTorch's does.
+    ///
+    /// ```
+    /// use webtensor::{DType, Device, Tensor};
+    /// let dev = Device::cpu();
+    /// let i = Tensor::from_slice(&[1i32, 2, 3], [3], &dev)?;
+    /// let h = Tensor::from_slice(&[0.5f32, 0.5, 0.5], [3], &dev)?.to_dtype(DType::F16)?;
+    /// assert_eq!(Tensor::result_type(&i, &h)?, DType::F16);
+    /// assert_eq!((&i + &h).to_dtype(DType::F32)?.to_vec::<f32>()?, vec![1.5, 2.5, 3.5]);
+    /// assert_eq!((&i * 0.5).dtype(), DType::F32); // a float scalar lifts an integer tensor
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::DType` naming `result_type` and both dtypes when there is no
+    /// common dtype.
+    pub fn result_type(a: &Tensor, b: &Tensor) -> Result<DType> {
+        result_dtype("result_type", a.dtype(), b.dtype())
+    }
+
+    /// This tensor in `dtype`: itself when it has it, else a cast.
+    pub(super) fn cast_to(&self, dtype: DType) -> Result<Tensor> {
+        if self.dtype() == dtype {
+            Ok(self.clone())
+        } else {
+            self.to_dtype(dtype)
+        }
+    }
+
+    /// The dtype this tensor computes in with the scalar `s` under `op`.
+    fn scalar_dtype(&self, op: &'static str, s: &Scalar) -> Result<DType> {
+        promotion::with_scalar(self.dtype(), s).ok_or_else(|| {
+            Error::dtype(
+                op,
+                format!(
+                    "no common dtype for {} and the scalar {s} (no complex128)",
+                    self.dtype()
+                ),
+            )
+        })
+    }
+
+    /// `Err` unless an in-place op with an operand of `other` dtype keeps
+    /// this destination's dtype.
+    fn check_keeps_dtype(&self, op: &'static str, other: DType) -> Result<()> {
+        let dtype = result_dtype(op, self.dtype(), other)?;
+        self.check_keeps_dtype_as(op, dtype, &format!("a {other} operand"))
+    }
+
+    /// `Err` unless `dtype`, the result's dtype with `what`, is this
+    /// destination's (PyTorch's rule: in place, the result is cast to the
+    /// destination only where it keeps its category).
+    fn check_keeps_dtype_as(&self, op: &'static str, dtype: DType, what: &str) -> Result<()> {
+        if dtype == self.dtype() {
+            return Ok(());
+        }
+        Err(Error::dtype(
+            op,
+            format!(
+                "in place, {what} would make the {} destination {dtype}; \
+                 use the out-of-place op or cast the destination",
+                self.dtype()
+            ),
+        ))
+    }
+}
+
+/// The common dtype of operands `a` and `b` of `op` (see `promotion.rs`).
+///
+/// # Errors
+/// `Error::DType` naming `op` and both dtypes when they have none.
+pub(super) fn result_dtype(op: &'static str, a: DType, b: DType) -> Result<DType> {
+    a.promote(b).ok_or_else(|| {
+        Error::dtype(
+            op,
+            format!("operands of dtypes {a} and {b} have no common dtype; cast one with to_dtype"),
+        )
+    })
 }
 
 impl Tensor {

@@ -6,6 +6,7 @@
 
 use super::Arg;
 use super::check_devices;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
 use crate::shape::{DimVec, MAX_RANK, Shape, add_extents, mul_extents};
@@ -13,17 +14,18 @@ use crate::tensor::Tensor;
 
 impl Tensor {
     /// Joins tensors along an existing `axis` (NumPy's `concatenate`,
-    /// PyTorch's `cat`). Every input has the same rank, dtype and device,
-    /// and the same extents except along `axis`; inputs may be views of any
-    /// layout. The result is a new row-major tensor.
+    /// PyTorch's `cat`). Every input has the same rank and device, and the
+    /// same extents except along `axis`; inputs may be views of any layout
+    /// and of any dtypes, which are promoted to their common one
+    /// ([`Tensor::result_type`]). The result is a new row-major tensor.
     ///
     /// # Errors
     /// `Error::Argument` for an empty list, `Error::Shape` for a 0-d input or
-    /// mismatched extents, `Error::Axis`, `Error::DType` for mixed dtypes,
-    /// `Error::DeviceMismatch`.
+    /// mismatched extents, `Error::Axis`, `Error::DType` for dtypes with no
+    /// common one, `Error::DeviceMismatch`.
     pub fn concat(tensors: &[&Tensor], axis: isize) -> Result<Tensor> {
         const OP: &str = "concat";
-        let first = lead(OP, tensors)?;
+        let (first, dtype) = lead(OP, tensors)?;
         if first.rank() == 0 {
             return Err(Error::shape(OP, "cannot concatenate 0-d tensors"));
         }
@@ -45,7 +47,7 @@ impl Tensor {
             }
             dims[axis] = add_extents(OP, dims[axis], t.dims()[axis])?;
         }
-        let out = Tensor::empty_dense(Shape::from(dims), first.dtype(), first.device(), OP)?;
+        let out = Tensor::empty_dense(Shape::from(dims), dtype, first.device(), OP)?;
         let mut start = 0;
         for t in tensors {
             let n = t.dims()[axis];
@@ -67,7 +69,7 @@ impl Tensor {
     /// `Error::DType`, `Error::DeviceMismatch`.
     pub fn stack(tensors: &[&Tensor], axis: isize) -> Result<Tensor> {
         const OP: &str = "stack";
-        let first = lead(OP, tensors)?;
+        let (first, _) = lead(OP, tensors)?;
         let axis = normalize_axis(OP, axis, first.rank() + 1)?;
         let mut views = Vec::with_capacity(tensors.len());
         for (k, t) in tensors.iter().enumerate() {
@@ -164,25 +166,17 @@ impl Tensor {
 }
 
 /// The first of `tensors`, after checking that all share its dtype and device.
-fn lead<'a>(op: &'static str, tensors: &[&'a Tensor]) -> Result<&'a Tensor> {
+fn lead<'a>(op: &'static str, tensors: &[&'a Tensor]) -> Result<(&'a Tensor, DType)> {
     let Some(&first) = tensors.first() else {
         return Err(Error::argument(op, "needs at least one tensor"));
     };
     let args: Vec<Arg> = tensors.iter().map(|t| Arg::Tensor(t)).collect();
     check_devices(op, first, &args)?;
-    for (k, t) in tensors.iter().enumerate() {
-        if t.dtype() != first.dtype() {
-            return Err(Error::dtype(
-                op,
-                format!(
-                    "input {k} has dtype {}, input 0 has {}; cast with to_dtype first",
-                    t.dtype(),
-                    first.dtype()
-                ),
-            ));
-        }
+    let mut dtype = first.dtype();
+    for t in tensors {
+        dtype = super::elementwise::result_dtype(op, dtype, t.dtype())?;
     }
-    Ok(first)
+    Ok((first, dtype))
 }
 
 /// A new row-major tensor of `out_dims` holding, in row-major order, the

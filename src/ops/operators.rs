@@ -131,13 +131,15 @@ macro_rules! tensor_scalar {
     };
 }
 
-/// The left-hand scalar types of the arithmetic operators. A literal on the
-/// left (`2.0 * &x`) has several candidates, so a method called straight on
-/// the result needs a typed literal (`(2.0f32 * &x).exp()`); `&x * 2.0`
-/// never does.
+/// The left-hand scalar types of the arithmetic operators: the types of
+/// unsuffixed literals (`f64` for `2.0`, `i64` for `2`), so that `2.0 *
+/// &x + 1.0` infers them with no suffix, and types no literal can take
+/// (`f16`, `Complex32`, [`Scalar`]). A variable of another type goes on the
+/// right (`&x * v`) or through `Scalar::from(v) * &x`. The scalar promotes
+/// as on the right: `2.0 * &i32_tensor` is f32.
 macro_rules! numeric_scalars {
     ($mac:ident!($($args:tt)*)) => {
-        $mac!($($args)*; f32, f64, f16, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, Complex32);
+        $mac!($($args)*; f64, i64, f16, Complex32, Scalar);
     };
 }
 

@@ -2,7 +2,6 @@
 //! tolerance comparisons `isclose` / `allclose`, as NumPy defines them.
 //! Each is composed of elementwise ops, which a GPU fuses into one kernel.
 
-use super::check_same_dtype;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -86,17 +85,14 @@ impl Tensor {
     /// ```
     ///
     /// # Errors
-    /// `Error::DType` naming `isclose` for different dtypes, bool or c64
-    /// operands, or a negative or NaN tolerance; `Error::Shape` when the
+    /// `Error::DType` naming `isclose` for dtypes with no common one, bool
+    /// or c64 operands (after promotion), or a negative or NaN tolerance; `Error::Shape` when the
     /// shapes do not broadcast; `Error::DeviceMismatch`.
     pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
         const OP: &str = "isclose";
-        check_same_dtype(OP, self.dtype(), other.dtype())?;
-        if !self.dtype().is_numeric() {
-            return Err(Error::dtype(
-                OP,
-                format!("not defined for dtype {}", self.dtype()),
-            ));
+        let dtype = super::elementwise::result_dtype(OP, self.dtype(), other.dtype())?;
+        if !dtype.is_numeric() {
+            return Err(Error::dtype(OP, format!("not defined for dtype {dtype}")));
         }
         if rtol.is_nan() || atol.is_nan() || rtol < 0.0 || atol < 0.0 {
             return Err(Error::dtype(
@@ -106,7 +102,7 @@ impl Tensor {
         }
         super::check_devices(OP, self, &[super::Arg::Tensor(other)])?;
         crate::shape::broadcast_for(OP, self.shape(), other.shape())?;
-        let (a, b) = (self, other);
+        let (a, b) = (&self.cast_to(dtype)?, &other.cast_to(dtype)?);
         if !a.dtype().is_float() {
             // |a - b| exactly: the larger less the smaller, in the dtype's
             // wrapping arithmetic, is the distance modulo 2^32 (i32 ones at

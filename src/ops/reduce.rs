@@ -263,7 +263,7 @@ impl Tensor {
         let within = self.reduce_into(name, op, &along, false, DType::I32, false)?;
         let row = extremes.arg_reduce(name, op, Axes::All, false)?;
         let column = within.reshape([within.numel()])?.take(&row, 0)?;
-        let index = row.mul_scalar(self.dims()[last] as f64)?.add(&column)?;
+        let index = row.mul_scalar(self.dims()[last] as i64)?.add(&column)?;
         if keepdim {
             index.reshape(vec![1; self.rank()])
         } else {
@@ -294,7 +294,7 @@ impl Tensor {
         for p in parts {
             values.push(p.reduce_into(op_name, value_op, &one, true, p.dtype(), false)?);
             let local = p.reduce_into(op_name, op, &one, true, DType::I32, false)?;
-            indices.push(local.add_scalar(start as f64)?);
+            indices.push(local.add_scalar(start as i64)?);
             start += p.dims()[axis];
         }
         let last = parts[0].rank();

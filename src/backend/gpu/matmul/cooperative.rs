@@ -84,29 +84,20 @@ impl CoopTiling {
                 let _ = writeln!(w, "    var c{i}_{j} = coop_mat16x16<f32, C>();");
             }
         }
-        w.push_str(
-            "    for (var k0 = params.k_start; k0 < params.k; k0 += BK) {
-        for (var e = lane; e < BLOCK * BK; e += LANES) {
-            let r = row0 + e / BK;
-            let kk = k0 + e % BK;
-            var v = ZERO;
-            if (r < params.m && kk < params.k) {
-                v = load_a(u32(bases[0] + i32(r) * params.a_rs + i32(kk) * params.a_cs));
-            }
-            tile_a[e] = f16(v);
-        }
-        for (var e = lane; e < BK * BLOCK; e += LANES) {
-            let kk = k0 + e / BLOCK;
-            let c = col0 + e % BLOCK;
-            var v = ZERO;
-            if (kk < params.k && c < params.n) {
-                v = load_b(u32(bases[1] + i32(kk) * params.b_rs + i32(c) * params.b_cs));
-            }
-            tile_b[e] = f16(v);
-        }
-        workgroupBarrier();
-",
-        );
+        w.push_str("    for (var k0 = params.k_start; k0 < params.k; k0 += BK) {\n");
+        w.push_str(&stage(
+            "a",
+            ["BLOCK", "BK"],
+            ["row0", "k0"],
+            ["params.m", "params.k"],
+        ));
+        w.push_str(&stage(
+            "b",
+            ["BK", "BLOCK"],
+            ["k0", "col0"],
+            ["params.k", "params.n"],
+        ));
+        w.push_str("        workgroupBarrier();\n");
         for i in 0..t {
             let _ = writeln!(
                 w,
@@ -149,4 +140,24 @@ impl CoopTiling {
         );
         w
     }
+}
+
+/// The loop in which the lanes copy the block's part of operand `name` (of
+/// `extents` rows and columns, from `starts`) into `tile_{name}` as f16,
+/// zeros past the operand's `ends`.
+fn stage(name: &str, extents: [&str; 2], starts: [&str; 2], ends: [&str; 2]) -> String {
+    let ([rows, cols], [r0, c0], [r_end, c_end]) = (extents, starts, ends);
+    format!(
+        "        for (var e = lane; e < {rows} * {cols}; e += LANES) {{
+            let r = {r0} + e / {cols};
+            let c = {c0} + e % {cols};
+            var v = ZERO;
+            if (r < {r_end} && c < {c_end}) {{
+                v = load_{name}(u32(bases[{b}] + i32(r) * params.{name}_rs + i32(c) * params.{name}_cs));
+            }}
+            tile_{name}[e] = f16(v);
+        }}
+",
+        b = if name == "a" { 0 } else { 1 },
+    )
 }

@@ -1,0 +1,170 @@
+//! Type promotion on every device, pair by pair: binary ops, comparisons,
+//! `where_cond`, `concat`, in-place ops and Rust scalars compute in the
+//! dtype `Tensor::result_type` names (PyTorch's rules), with the values of
+//! the same op on operands cast by hand; pairs without a common dtype, and
+//! in-place ops that would change their destination's dtype, are errors
+//! naming the op and the dtypes.
+
+mod common;
+
+use common::devices;
+use webtensor::{Complex32, DType, Device, Error, Scalar, Tensor};
+
+/// Every dtype a device computes in (f64 on the CPU only).
+fn dtypes(dev: &Device) -> Vec<DType> {
+    DType::ALL
+        .into_iter()
+        .filter(|&d| d != DType::F64 || !dev.is_gpu())
+        .collect()
+}
+
+/// A [2, 3] tensor of `dtype` holding small values every dtype holds
+/// exactly (bool: their truth), broadcast against [3] where `row`.
+fn operand(dtype: DType, seed: usize, dev: &Device) -> Tensor {
+    let values: Vec<f32> = (0..6).map(|k| ((k * 3 + seed) % 5) as f32).collect();
+    let t = Tensor::from_vec(values, [2, 3], dev).unwrap();
+    t.to_dtype(dtype).unwrap()
+}
+
+/// The elements as f64 pairs (re, im), whatever the dtype.
+fn values(t: &Tensor) -> (DType, Vec<(f64, f64)>) {
+    let d = t.dtype();
+    let v = match d {
+        DType::C64 => t
+            .to_complex_vec()
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.re as f64, c.im as f64))
+            .collect(),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .unwrap()
+            .into_iter()
+            .map(|b| (f64::from(u8::from(b)), 0.0))
+            .collect(),
+        _ => t
+            .to_dtype(DType::F64)
+            .and_then(|w| w.to_vec::<f64>())
+            .or_else(|_| t.to_device(&Device::cpu())?.to_dtype(DType::F64)?.to_vec())
+            .unwrap()
+            .into_iter()
+            .map(|x| (x, 0.0))
+            .collect(),
+    };
+    (d, v)
+}
+
+/// Both results alike: the same dtype and values, or both errors.
+fn same(got: webtensor::Result<Tensor>, want: webtensor::Result<Tensor>, what: &str) {
+    match (got, want) {
+        (Ok(g), Ok(w)) => assert_eq!(values(&g), values(&w), "{what}"),
+        (Err(_), Err(_)) => {}
+        (g, w) => panic!("{what}: got {g:?}, want {w:?}"),
+    }
+}
+
+#[test]
+fn every_pair_of_dtypes_promotes_as_the_table_says() {
+    for dev in devices() {
+        for a_dtype in dtypes(&dev) {
+            for b_dtype in dtypes(&dev) {
+                let what = format!("{dev} {a_dtype} with {b_dtype}");
+                let a = operand(a_dtype, 1, &dev);
+                let b = operand(b_dtype, 2, &dev).slice(webtensor::s![1]).unwrap();
+                let Some(common) = a_dtype.promote(b_dtype) else {
+                    for err in [
+                        Tensor::result_type(&a, &b).unwrap_err(),
+                        a.add(&b).unwrap_err(),
+                        a.lt(&b).unwrap_err(),
+                        Tensor::concat(&[&a, &b.unsqueeze(0).unwrap()], 0).unwrap_err(),
+                    ] {
+                        assert!(matches!(err, Error::DType { .. }), "{what}: {err}");
+                        let msg = err.to_string();
+                        assert!(
+                            msg.contains(a_dtype.name()) && msg.contains(b_dtype.name()),
+                            "{what}: {msg}"
+                        );
+                    }
+                    continue;
+                };
+                assert_eq!(Tensor::result_type(&a, &b).unwrap(), common, "{what}");
+                let (ac, bc) = (a.to_dtype(common).unwrap(), b.to_dtype(common).unwrap());
+                // Arithmetic: the op in the common dtype (or the same error,
+                // for an op the common dtype lacks, as add of bools).
+                let got = a.add(&b);
+                if let Ok(g) = &got {
+                    assert_eq!(g.dtype(), common, "{what}");
+                }
+                same(got, ac.add(&bc), &format!("{what}: add"));
+                same(b.mul(&a), bc.mul(&ac), &format!("{what}: mul"));
+                if common != DType::C64 {
+                    same(a.lt(&b), ac.lt(&bc), &format!("{what}: lt"));
+                    let cond = operand(DType::Bool, 3, &dev);
+                    same(
+                        Tensor::where_cond(&cond, &a, &b),
+                        Tensor::where_cond(&cond, &ac, &bc),
+                        &format!("{what}: where"),
+                    );
+                }
+                let rows = [&a, &b.unsqueeze(0).unwrap()];
+                let joined = Tensor::concat(&rows, 0).unwrap();
+                assert_eq!(joined.dtype(), common, "{what}: concat");
+                let cast = [&ac, &bc.unsqueeze(0).unwrap()];
+                same(
+                    Ok(joined),
+                    Tensor::concat(&cast, 0),
+                    &format!("{what}: concat"),
+                );
+                // In place: only where the destination keeps its dtype.
+                let want = ac.add(&bc).map(|t| values(&t));
+                let done = a.add_(&b);
+                if common == a_dtype {
+                    if let (Ok(()), Ok(want)) = (done, want) {
+                        assert_eq!(values(&a), want, "{what}: add_");
+                    }
+                } else {
+                    let err = done.unwrap_err();
+                    assert!(err.to_string().contains("in place"), "{what}: {err}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rust_scalars_widen_only_across_categories() {
+    for dev in devices() {
+        let i = Tensor::from_slice(&[1i32, 2, 3], [3], &dev).unwrap();
+        let half = &i * 0.5;
+        assert_eq!(half.dtype(), DType::F32, "{dev}");
+        assert_eq!(half.to_vec::<f32>().unwrap(), vec![0.5, 1.0, 1.5]);
+        assert_eq!((0.5 * &i).dtype(), DType::F32);
+        assert_eq!((&i + 2).dtype(), DType::I32);
+        assert_eq!(
+            i.gt_scalar(1.5).unwrap().to_vec::<bool>().unwrap(),
+            vec![false, true, true]
+        );
+        let b = i.gt_scalar(1).unwrap();
+        assert_eq!((&b + 1).dtype(), DType::I32);
+        assert_eq!((&b + 1).to_vec::<i32>().unwrap(), vec![1, 2, 2]);
+        let h = i.to_dtype(DType::F16).unwrap();
+        assert_eq!((&h * 2.0).dtype(), DType::F16, "a scalar never widens f16");
+        let z = &i * Complex32::new(0.0, 1.0);
+        assert_eq!(z.dtype(), DType::C64);
+        assert_eq!(z.to_complex_vec().unwrap()[2], Complex32::new(0.0, 3.0));
+        // The scalar must fit the dtype it computes in.
+        let u = i.to_dtype(DType::U8).unwrap();
+        let err = u.add_scalar(300).unwrap_err();
+        assert!(err.to_string().contains("300"), "{err}");
+        // In place, a scalar of a higher category would change the dtype.
+        let err = i.add_scalar_(0.5).unwrap_err();
+        assert!(
+            err.to_string().contains("in place") && err.to_string().contains("f32"),
+            "{err}"
+        );
+        let err = i.mul_scalar_(Scalar::from(2.0)).unwrap_err();
+        assert!(matches!(err, Error::DType { op: "mul", .. }), "{err}");
+        i.add_scalar_(1).unwrap();
+        assert_eq!(i.to_vec::<i32>().unwrap(), vec![2, 3, 4]);
+    }
+}
