@@ -776,3 +776,23 @@ fn cooperative_matrices_and_fast_precision() {
     }
     assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
 }
+
+/// The self-check's probes read back their own products, submitting what
+/// the application recorded before: an index fault of its ops stays for
+/// its own next readback, not the matmul that probed.
+#[test]
+fn a_probe_leaves_index_faults_to_the_applications_readback() {
+    let Some(gpu) = common::own_gpu(webtensor::GpuOptions::default()) else {
+        return;
+    };
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &gpu).unwrap();
+    let bad = Tensor::from_slice(&[5i32], [1], &gpu).unwrap();
+    let picked = x.take(&bad, 0).unwrap();
+    // The device's first product: its kernel is probed now.
+    let a = Tensor::ones([20, 20], DType::F32, &gpu).unwrap();
+    let product = a.matmul(&a).unwrap();
+    assert!(gpu.stats().kernels_checked >= 1, "{:?}", gpu.stats());
+    let err = picked.to_vec::<f32>().unwrap_err();
+    assert!(matches!(err, Error::Index { op: "take", .. }), "{err}");
+    assert_eq!(product.to_vec::<f32>().unwrap(), vec![20.0; 400]);
+}

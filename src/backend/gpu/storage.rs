@@ -238,6 +238,22 @@ impl GpuStorage {
     /// `Error::Gpu` when mapping fails or the device is lost; `Error::Index`
     /// when an indexing kernel met an out-of-range index (see `faults.rs`).
     pub async fn read_bytes(&self, start: usize, count: usize) -> Result<Vec<u8>> {
+        self.read_bytes_with(start, count, Faults::Report).await
+    }
+
+    /// [`GpuStorage::read_bytes`] of every element, leaving the fault
+    /// record for the application's next readback: for webtensor's own
+    /// reads (the matmul self-check's probes), which must not take an
+    /// index fault of the application's ops as theirs.
+    ///
+    /// # Errors
+    /// `Error::Gpu` when mapping fails or the device is lost.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    pub async fn read_own_bytes(&self) -> Result<Vec<u8>> {
+        self.read_bytes_with(0, self.len, Faults::Leave).await
+    }
+
+    async fn read_bytes_with(&self, start: usize, count: usize, faults: Faults) -> Result<Vec<u8>> {
         self.check_poison("to_vec")?;
         let eb = element_bytes(self.dtype) as u64;
         let first = start as u64 * eb;
@@ -260,6 +276,7 @@ impl GpuStorage {
             "to_vec",
             size,
             skip..skip + wanted as usize,
+            faults,
             |encoder, staging| match self.claim.buffer() {
                 Some(b) => encoder.copy_buffer_to_buffer(&b, aligned_start, staging, 0, size),
                 None => taken = false,
@@ -276,9 +293,19 @@ impl GpuStorage {
     }
 }
 
+/// Whether a readback reports the fault record (see `faults.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Faults {
+    /// Read it when armed and report what it holds (then it is cleared).
+    Report,
+    /// Leave it armed for the next readback that reports.
+    Leave,
+}
+
 /// Submits all pending work plus `copy` (which fills the first `size` bytes
 /// of a staging buffer), waits for it and returns bytes `range` of the
-/// staging buffer. The device's fault record rides along when armed.
+/// staging buffer. The device's fault record rides along when armed and
+/// `faults` says to report it.
 ///
 /// # Errors
 /// `Error::Gpu` naming `op` when mapping fails or the device is lost;
@@ -288,6 +315,7 @@ pub(crate) async fn read_back(
     op: &'static str,
     size: u64,
     range: std::ops::Range<usize>,
+    faults: Faults,
     copy: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer),
 ) -> Result<Vec<u8>> {
     let total = size + FAULT_BYTES;
@@ -307,7 +335,8 @@ pub(crate) async fn read_back(
             if let Some(copy) = copy.take() {
                 copy(encoder, &staging.buffer);
             }
-            with_faults = ctx.faults.copy_if_armed(encoder, &staging.buffer, size);
+            with_faults = faults == Faults::Report
+                && ctx.faults.copy_if_armed(encoder, &staging.buffer, size);
         })
     });
     flushed?;
@@ -324,7 +353,9 @@ pub(crate) async fn read_back(
     let (bytes, record) = result?;
     // An index fault is cleared as it is reported; a device error waits in
     // its claim, so neither is lost when both are there.
-    ctx.faults.check(&ctx.queue, &record)?;
+    if with_faults {
+        ctx.faults.check(&ctx.queue, &record)?;
+    }
     ctx.check_device_error(op)?;
     Ok(bytes)
 }
@@ -338,7 +369,7 @@ impl GpuContext {
     /// the device is lost.
     pub async fn check_faults(&self, op: &'static str) -> Result<()> {
         if self.faults.is_armed() {
-            read_back(self, op, 0, 0..0, |_, _| {}).await?;
+            read_back(self, op, 0, 0..0, Faults::Report, |_, _| {}).await?;
         }
         self.check_device_error(op)
     }

@@ -97,7 +97,8 @@ async fn read(out: &GpuStorage, dtype: KernelType) -> Result<Vec<f64>> {
         T::read_bytes(bytes, n).into_iter().map(T::to_f64).collect()
     }
     let n = out.len();
-    let bytes = out.read_bytes(0, n).await?;
+    // The application's index faults stay for its own next readback.
+    let bytes = out.read_own_bytes().await?;
     Ok(match dtype {
         KernelType::F16 => decode::<f16>(&bytes, n),
         KernelType::I32 => decode::<i32>(&bytes, n),
