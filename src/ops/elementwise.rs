@@ -38,14 +38,21 @@ impl Tensor {
         if dtype.is_complex() {
             return self.complex_binary(op, other);
         }
-        let (a, b) = (self.cast_to(dtype)?, other.cast_to(dtype)?);
+        // Promoted operands go round again (the common case, one dtype,
+        // takes no copy of either handle).
+        if self.dtype() != dtype {
+            return self.to_dtype(dtype)?.binary(op, other);
+        }
+        if other.dtype() != dtype {
+            return self.binary(op, &other.to_dtype(dtype)?);
+        }
         op.check(dtype)?;
         Tensor::launch_new(
-            &a,
+            self,
             op.name(),
             ElementwiseOp::Binary(op),
             dtype,
-            &[Arg::Tensor(&a), Arg::Tensor(&b)],
+            &[Arg::Tensor(self), Arg::Tensor(other)],
         )
     }
 
@@ -54,7 +61,9 @@ impl Tensor {
         if self.dtype().is_complex() {
             return self.complex_binary_(op, other);
         }
-        let other = &other.cast_to(self.dtype())?;
+        if other.dtype() != self.dtype() {
+            return self.binary_(op, &other.to_dtype(self.dtype())?);
+        }
         op.check(self.dtype())?;
         self.launch_into_args(
             op.name(),
@@ -113,13 +122,18 @@ impl Tensor {
 
     fn compare(&self, op: CompareOp, other: &Tensor) -> Result<Tensor> {
         let dtype = result_dtype(op.name(), self.dtype(), other.dtype())?;
-        let (a, b) = (self.cast_to(dtype)?, other.cast_to(dtype)?);
+        if self.dtype() != dtype {
+            return self.to_dtype(dtype)?.compare(op, other);
+        }
+        if other.dtype() != dtype {
+            return self.compare(op, &other.to_dtype(dtype)?);
+        }
         Tensor::launch_new(
-            &a,
+            self,
             op.name(),
             ElementwiseOp::Compare(op),
             DType::Bool,
-            &[Arg::Tensor(&a), Arg::Tensor(&b)],
+            &[Arg::Tensor(self), Arg::Tensor(other)],
         )
     }
 
