@@ -34,17 +34,16 @@ impl Tensor {
     }
 
     fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
-        let dtype = result_dtype(op.name(), self.dtype(), other.dtype())?;
-        if dtype.is_complex() {
-            return self.complex_binary(op, other);
-        }
-        // Promoted operands go round again (the common case, one dtype,
-        // takes no copy of either handle).
-        if self.dtype() != dtype {
-            return self.to_dtype(dtype)?.binary(op, other);
-        }
-        if other.dtype() != dtype {
-            return self.binary(op, &other.to_dtype(dtype)?);
+        let dtype = self.dtype();
+        if dtype.is_complex() || other.dtype() != dtype {
+            let common = result_dtype(op.name(), dtype, other.dtype())?;
+            // Promoted operands go round again (the common case, one
+            // dtype, takes no copy of either handle).
+            return match common {
+                DType::C64 => self.complex_binary(op, other),
+                _ if dtype != common => self.to_dtype(common)?.binary(op, other),
+                _ => self.binary(op, &other.to_dtype(common)?),
+            };
         }
         op.check(dtype)?;
         Tensor::launch_new(
@@ -57,11 +56,11 @@ impl Tensor {
     }
 
     fn binary_(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
-        self.check_keeps_dtype(op.name(), other.dtype())?;
-        if self.dtype().is_complex() {
-            return self.complex_binary_(op, other);
-        }
-        if other.dtype() != self.dtype() {
+        if self.dtype().is_complex() || other.dtype() != self.dtype() {
+            self.check_keeps_dtype(op.name(), other.dtype())?;
+            if self.dtype().is_complex() {
+                return self.complex_binary_(op, other);
+            }
             return self.binary_(op, &other.to_dtype(self.dtype())?);
         }
         op.check(self.dtype())?;
@@ -93,7 +92,7 @@ impl Tensor {
 
     fn binary_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
         let dtype = self.scalar_dtype(op.name(), &s)?;
-        self.check_keeps_dtype_as(op.name(), dtype, &format!("the scalar {s}"))?;
+        self.check_keeps_dtype_as(op.name(), dtype, || format!("the scalar {s}"))?;
         if self.dtype().is_complex() {
             return self.complex_scalar_(op, s);
         }
@@ -121,12 +120,12 @@ impl Tensor {
     }
 
     fn compare(&self, op: CompareOp, other: &Tensor) -> Result<Tensor> {
-        let dtype = result_dtype(op.name(), self.dtype(), other.dtype())?;
-        if self.dtype() != dtype {
-            return self.to_dtype(dtype)?.compare(op, other);
-        }
-        if other.dtype() != dtype {
-            return self.compare(op, &other.to_dtype(dtype)?);
+        if other.dtype() != self.dtype() {
+            let dtype = result_dtype(op.name(), self.dtype(), other.dtype())?;
+            return match dtype == self.dtype() {
+                true => self.compare(op, &other.to_dtype(dtype)?),
+                false => self.to_dtype(dtype)?.compare(op, other),
+            };
         }
         Tensor::launch_new(
             self,
@@ -226,21 +225,27 @@ impl Tensor {
     /// this destination's dtype.
     fn check_keeps_dtype(&self, op: &'static str, other: DType) -> Result<()> {
         let dtype = result_dtype(op, self.dtype(), other)?;
-        self.check_keeps_dtype_as(op, dtype, &format!("a {other} operand"))
+        self.check_keeps_dtype_as(op, dtype, || format!("a {other} operand"))
     }
 
     /// `Err` unless `dtype`, the result's dtype with `what`, is this
     /// destination's (PyTorch's rule: in place, the result is cast to the
     /// destination only where it keeps its category).
-    fn check_keeps_dtype_as(&self, op: &'static str, dtype: DType, what: &str) -> Result<()> {
+    fn check_keeps_dtype_as(
+        &self,
+        op: &'static str,
+        dtype: DType,
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
         if dtype == self.dtype() {
             return Ok(());
         }
         Err(Error::dtype(
             op,
             format!(
-                "in place, {what} would make the {} destination {dtype}; \
+                "in place, {} would make the {} destination {dtype}; \
                  use the out-of-place op or cast the destination",
+                what(),
                 self.dtype()
             ),
         ))

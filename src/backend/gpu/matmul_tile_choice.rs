@@ -8,7 +8,7 @@
 use crate::dtype::KernelType;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 /// Which tile the GPU matmul uses. [`MatmulTile::Auto`] picks by the
 /// product's size, or, where the device autotunes (`GpuOptions::autotune`),
@@ -154,6 +154,34 @@ impl MatmulClass {
     }
 }
 
+/// Verdicts by (variant, dtype): every tile (`Auto` too, though no verdict
+/// names it) and the matrix-vector kernel, by every kernel dtype.
+struct Known([AtomicU8; Known::LEN]);
+
+impl Known {
+    const VARIANTS: usize = MatmulTile::FIXED.len() + 2;
+    const DTYPES: usize = 7;
+    const LEN: usize = Self::VARIANTS * Self::DTYPES;
+
+    fn slot(variant: MatmulVariant, dtype: KernelType) -> usize {
+        let fixed = MatmulTile::FIXED.len();
+        let v = match variant {
+            MatmulVariant::Tile(tile) => MatmulTile::FIXED
+                .iter()
+                .position(|&t| t == tile)
+                .unwrap_or(fixed + 1),
+            MatmulVariant::Gemv => fixed,
+        };
+        v * Self::DTYPES + dtype as usize
+    }
+}
+
+impl Default for Known {
+    fn default() -> Known {
+        Known(std::array::from_fn(|_| AtomicU8::new(0)))
+    }
+}
+
 /// The device's autotuning: whether it runs, the winning tile of each
 /// product class it has timed, and how many timed runs it took.
 #[derive(Default)]
@@ -165,6 +193,9 @@ pub(crate) struct MatmulTuner {
     /// The self-check's verdict on each variant and dtype probed so far:
     /// true where it computed the probe products right.
     verdicts: Mutex<Vec<(MatmulVariant, KernelType, bool)>>,
+    /// The same verdicts by (variant, dtype), read without a lock on
+    /// every product: 0 not probed, 1 right, 2 wrong.
+    known: Known,
     /// A tile whose kernel computes a wrong product on purpose (a test's
     /// way to show the self-check at work; see `GpuOptions`).
     sabotaged: Option<MatmulTile>,
@@ -189,19 +220,20 @@ impl MatmulTuner {
 
     /// The self-check's verdict on `variant` over `dtype`, once probed.
     pub fn verdict(&self, variant: MatmulVariant, dtype: KernelType) -> Option<bool> {
-        let verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        verdicts
-            .iter()
-            .find(|&&(v, d, _)| v == variant && d == dtype)
-            .map(|&(.., right)| right)
+        match self.known.0[Known::slot(variant, dtype)].load(Ordering::Acquire) {
+            0 => None,
+            state => Some(state == 1),
+        }
     }
 
     /// Keeps the self-check's verdict on `variant` over `dtype`.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub fn set_verdict(&self, variant: MatmulVariant, dtype: KernelType, right: bool) {
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        if !verdicts.iter().any(|&(v, d, _)| v == variant && d == dtype) {
+        let known = &self.known.0[Known::slot(variant, dtype)];
+        if known.load(Ordering::Acquire) == 0 {
             verdicts.push((variant, dtype, right));
+            known.store(if right { 1 } else { 2 }, Ordering::Release);
         }
     }
 
@@ -258,5 +290,38 @@ impl MatmulTuner {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MatmulClass, MatmulTile>> {
         self.winners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_and_dtype_has_a_verdict_slot_of_its_own() {
+        let dtypes = [
+            KernelType::F32,
+            KernelType::F16,
+            KernelType::F64,
+            KernelType::I32,
+            KernelType::U32,
+            KernelType::U8,
+            KernelType::Bool,
+        ];
+        let variants = MatmulTile::FIXED
+            .into_iter()
+            .chain([MatmulTile::Auto])
+            .map(MatmulVariant::Tile)
+            .chain([MatmulVariant::Gemv]);
+        let mut seen = std::collections::HashSet::new();
+        for variant in variants {
+            for dtype in dtypes {
+                let slot = Known::slot(variant, dtype);
+                assert!(
+                    slot < Known::LEN && seen.insert(slot),
+                    "{variant:?} {dtype}"
+                );
+            }
+        }
     }
 }

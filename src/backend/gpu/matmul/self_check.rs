@@ -41,9 +41,10 @@ pub(super) enum Verdict {
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     NotNow,
     /// Never probed on this device: a browser's (whose queue cannot be
-    /// waited on), or one whose storage bindings are capped below the
-    /// probes' operands (`GpuOptions::max_binding_bytes`, a testing
-    /// setting). Its kernels run as chosen.
+    /// waited on), wgpu's noop backend (which runs no kernel), or one whose
+    /// storage bindings are capped below the probes' operands
+    /// (`GpuOptions::max_binding_bytes`, a testing setting). Its kernels
+    /// run as chosen.
     Unchecked,
 }
 
@@ -124,7 +125,9 @@ pub(super) fn verdict(
     return Ok(Verdict::Unchecked);
     #[cfg(not(target_arch = "wasm32"))]
     {
-        if !super::probe::fits(ctx, variant, dtype) {
+        // wgpu's noop backend runs no kernel (it measures the host's
+        // cost): nothing there could answer a probe.
+        if ctx.facts.backend == "Noop" || !super::probe::fits(ctx, variant, dtype) {
             return Ok(Verdict::Unchecked);
         }
         let busy = {
