@@ -8,8 +8,11 @@
 //! the same values and fail on the same steps with the same error.
 //!
 //! Values are small integers in f32 (a quarter of the tensors in f16, with a
-//! fourth device that stores f16 packed), and every op keeps them exact or
-//! rounds them the same way on every device, so any difference is a bug. `PROPTEST_CASES` sets the number of
+//! fourth device that stores f16 packed, and a fifth in i32), and every op
+//! keeps them exact or rounds them the same way on every device, so any
+//! difference is a bug. Operands of different dtypes promote (see
+//! `Tensor::result_type`), in-place ops that would change their
+//! destination's dtype fail, and both must agree everywhere. `PROPTEST_CASES` sets the number of
 //! chains per test (64 in the fast form, 256 with `WEBTENSOR_LONG_TESTS=1`); a longer run is, for example,
 //! `PROPTEST_CASES=2000 cargo test --test differential`.
 
@@ -56,7 +59,7 @@ enum Step {
     New {
         dims: Vec<usize>,
         seed: u8,
-        half: bool,
+        dtype: DType,
     },
     View {
         src: usize,
@@ -176,13 +179,20 @@ fn view() -> impl Strategy<Value = View> {
     ]
 }
 
+/// The dtype of a new tensor: mostly f32, a quarter f16, some i32, so
+/// that chains mix dtypes and promote (f32 with f16 is f32, i32 with f16 is
+/// f16 ...) the same way on every device.
+fn dtype() -> impl Strategy<Value = DType> {
+    prop_oneof![9 => Just(DType::F32), 4 => Just(DType::F16), 3 => Just(DType::I32)]
+}
+
 /// A step of a chain; `w` weighs writes through views and rebinding (the
 /// patterns fusion must order right) against the other ops.
 fn step(w: u32) -> impl Strategy<Value = Step> {
     let slot = 0usize..64;
     prop_oneof![
-        3 => (dims(), any::<u8>(), prop::bool::weighted(0.25))
-            .prop_map(|(dims, seed, half)| Step::New { dims, seed, half }),
+        3 => (dims(), any::<u8>(), dtype())
+            .prop_map(|(dims, seed, dtype)| Step::New { dims, seed, dtype }),
         5 + w => (slot.clone(), view()).prop_map(|(src, view)| Step::View { src, view }),
         2 => (slot.clone(), 0u8..9, any::<bool>())
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
@@ -229,8 +239,9 @@ fn exact(t: &Tensor) -> webtensor::Result<Tensor> {
     t.round()
 }
 
+/// Values kept within ±1000 (integer bounds, so that no dtype is lifted).
 fn clamp(t: Tensor) -> webtensor::Result<Tensor> {
-    t.minimum_scalar(1000.0)?.maximum_scalar(-1000.0)
+    t.minimum_scalar(1000)?.maximum_scalar(-1000)
 }
 
 fn read(t: &Tensor) -> Outcome {
@@ -280,13 +291,13 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
     }
     let at = |k: usize| pick(slots, k).unwrap_or(0);
     match step {
-        Step::New { dims, seed, half } => {
+        Step::New { dims, seed, dtype } => {
             let n: usize = dims.iter().product();
             let data: Vec<f32> = (0..n)
                 .map(|i| ((i * 7 + *seed as usize * 13) % 17) as f32 - 8.0)
                 .collect();
             let t = Tensor::from_vec(data, dims.clone(), dev)?;
-            slots.push(if *half { t.to_dtype(DType::F16)? } else { t });
+            slots.push(t.to_dtype(*dtype)?);
         }
         Step::View { src, view } => {
             let t = &slots[at(*src)];

@@ -83,6 +83,54 @@ async fn every_dtype_round_trips() {
     );
 }
 
+/// Mixed dtypes promote on the browser's GPU as everywhere (f16 packed
+/// there, as browsers store it): every pair of its dtypes but the one
+/// without a common dtype, against the same op on operands cast by hand.
+#[wasm_bindgen_test]
+async fn mixed_dtypes_promote() {
+    let dev = gpu().await;
+    let dtypes = [
+        DType::Bool,
+        DType::U8,
+        DType::I32,
+        DType::U32,
+        DType::F16,
+        DType::F32,
+    ];
+    let base = Tensor::from_slice(&[0.0f32, 1.0, 2.0, 3.0], [4], &dev).unwrap();
+    for a_dtype in dtypes {
+        for b_dtype in dtypes {
+            let (a, b) = (
+                base.to_dtype(a_dtype).unwrap(),
+                base.flip(&[0]).unwrap().to_dtype(b_dtype).unwrap(),
+            );
+            let Some(common) = a_dtype.promote(b_dtype) else {
+                assert!(a.maximum(&b).is_err(), "{a_dtype} with {b_dtype}");
+                continue;
+            };
+            let want = a
+                .to_dtype(common)
+                .unwrap()
+                .maximum(&b.to_dtype(common).unwrap());
+            match (a.maximum(&b), want) {
+                (Ok(got), Ok(want)) => {
+                    assert_eq!(got.dtype(), common, "{a_dtype} with {b_dtype}");
+                    let f32s = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+                    let (got, want) = (read(&f32s(&got)).await, read(&f32s(&want)).await);
+                    assert_eq!(got, want, "{a_dtype} with {b_dtype}");
+                }
+                // An op the common dtype lacks fails either way.
+                (Err(_), Err(_)) => {}
+                (got, want) => panic!("{a_dtype} with {b_dtype}: {got:?} against {want:?}"),
+            }
+        }
+    }
+    let i = base.to_dtype(DType::I32).unwrap();
+    assert_eq!(read(&(&i * 0.5)).await, vec![0.0, 0.5, 1.0, 1.5]);
+    assert_eq!(read(&(2.0 * &i + 1.0)).await, vec![1.0, 3.0, 5.0, 7.0]);
+    assert!(i.add_scalar_(0.5).is_err());
+}
+
 #[wasm_bindgen_test]
 async fn strided_views_go_into_kernels_and_in_place_ops_write_through() {
     let dev = gpu().await;
