@@ -11,9 +11,8 @@ use crate::backend::gpu::kernel::buffer::{
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget::{self, slices};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
-use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
-use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
@@ -192,17 +191,16 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
     } else {
         ScatterParams::wgsl()
     };
-    let prelude = prelude(needs_f16(dtype, native), &params);
-    let mut slots = vec![("PRELUDE", prelude.as_str())];
-    slots.extend([
+    let mut slots = vec![
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("WALK", walk.as_str()),
-    ]);
+    ];
     if key.kernel != IndexKernel::Gather {
         slots.push(("WRITE", write));
     }
-    fill("indexing kernel", template, &slots)
+    let f16 = needs_f16(dtype, native);
+    fill_kernel("indexing kernel", template, f16, &params, &slots)
 }
 
 /// The fault code of `op` on `target` with an index of `dtype`.

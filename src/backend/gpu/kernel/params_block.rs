@@ -83,6 +83,73 @@ macro_rules! params_block {
 }
 pub(crate) use params_block;
 
+/// A `params_block!` for a kernel that walks lines of a source and a
+/// destination (scan, softmax, sort): the walk's fields (how many lines,
+/// how long, the grid's row width; where the lines start, the step along a
+/// line, the lines' extents and each side's strides over them), which
+/// `LINE_STARTS` and the kernels read by these names, with the family's own
+/// fields between its scalars and its arrays. The family's fields fill
+/// whole 16-byte rows, so that `shape` starts one (the naga layout tests
+/// check it). `walking` fills the walk's fields.
+macro_rules! line_params {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($fields:tt)* }) => {
+        $crate::backend::gpu::kernel::params_block::params_block! {
+            $(#[$meta])*
+            $vis struct $name {
+                /// Lines, and elements in each.
+                lines: u32,
+                length: u32,
+                rank: u32,
+                /// Threads or workgroups (as the family's entry point takes
+                /// them) per grid row.
+                row_width: u32,
+                src_offset: u32,
+                dst_offset: u32,
+                /// Elements between consecutive elements of a line.
+                src_step: i32,
+                dst_step: i32,
+                $($fields)*
+                /// The lines' extents, and each side's strides over them.
+                shape: [u32; 8],
+                src_strides: [i32; 8],
+                dst_strides: [i32; 8],
+            }
+        }
+
+        impl $name {
+            /// The block with the walk over the lines `src` and `dst` (their
+            /// views without the line axis), `length` elements long,
+            /// stepping `steps` along a line, on a grid `row_width` wide.
+            // A family with no fields of its own updates nothing.
+            #[allow(clippy::needless_update)]
+            pub fn walking(
+                self,
+                [src, dst]: [&$crate::layout::Layout; 2],
+                steps: [isize; 2],
+                length: usize,
+                row_width: u32,
+            ) -> $name {
+                use $crate::backend::gpu::kernel::params_block::{dims8, strides8};
+                $name {
+                    lines: src.numel() as u32,
+                    length: length as u32,
+                    rank: src.rank() as u32,
+                    row_width,
+                    src_offset: src.offset() as u32,
+                    dst_offset: dst.offset() as u32,
+                    src_step: steps[0] as i32,
+                    dst_step: steps[1] as i32,
+                    shape: dims8(src.dims()),
+                    src_strides: strides8(src.strides()),
+                    dst_strides: strides8(dst.strides()),
+                    ..self
+                }
+            }
+        }
+    };
+}
+pub(crate) use line_params;
+
 /// Extents as `array<vec4<u32>, 2>` (zero-padded to [`MAX_RANK`]).
 pub(crate) fn dims8(dims: &[usize]) -> [u32; MAX_RANK] {
     std::array::from_fn(|d| dims.get(d).map_or(0, |&n| n as u32))

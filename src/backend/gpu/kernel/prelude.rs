@@ -3,6 +3,9 @@
 //! block bound at 0, and math.wgsl (the IEEE-exact float helpers and the
 //! integer ops WGSL lacks).
 
+use super::template::fill;
+use crate::error::Result;
+
 /// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...).
 pub(crate) const MATH_WGSL: &str = shader!("kernel/math.wgsl");
 
@@ -12,6 +15,26 @@ pub(crate) const MATH_WGSL: &str = shader!("kernel/math.wgsl");
 pub(crate) fn prelude(uses_f16: bool, params: &str) -> String {
     let enable = if uses_f16 { "enable f16;" } else { "" };
     format!("{enable}\n{params}\n{MATH_WGSL}")
+}
+
+/// `template` filled: its `{{PRELUDE}}` (see [`prelude`], of `uses_f16`
+/// and `params`) and `slots`.
+///
+/// # Errors
+/// As [`fill`]: `Error::Internal` naming `what` when the template's slots
+/// and the given ones disagree.
+pub(crate) fn fill_kernel(
+    what: &'static str,
+    template: &str,
+    uses_f16: bool,
+    params: &str,
+    slots: &[(&str, &str)],
+) -> Result<String> {
+    let prelude = prelude(uses_f16, params);
+    let mut all = Vec::with_capacity(slots.len() + 1);
+    all.push(("PRELUDE", prelude.as_str()));
+    all.extend_from_slice(slots);
+    fill(what, template, &all)
 }
 
 #[cfg(test)]

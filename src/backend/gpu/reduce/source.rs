@@ -5,9 +5,8 @@ use crate::backend::gpu::kernel::buffer::{
     buffer_decl, load_fn, needs_f16, quad_lanes, quad_type, storage_mode, store_out_fn,
 };
 use crate::backend::gpu::kernel::params_block::params_block;
-use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
-use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{FamilyKey, group_or_thread};
 use crate::dtype::KernelType;
@@ -291,10 +290,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     } else {
         ("", "fold")
     };
-    let params = ReduceParams::wgsl();
-    let prelude = prelude(uses_f16, &params);
-    let mut slots = vec![("PRELUDE", prelude.as_str())];
-    slots.extend([
+    let mut slots = vec![
         ("QUADS", quads),
         ("FOLD", fold),
         ("WALK", walks.as_str()),
@@ -302,7 +298,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         ("STATE", state.as_str()),
         ("LOAD", load.as_str()),
         ("STORE", store.as_str()),
-    ]);
+    ];
     slots.extend(if key.subgroups {
         [
             ("GROUP_BUILTINS", GROUP_BUILTINS_SUBGROUPS),
@@ -314,7 +310,8 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             ("GROUP_COMBINE", GROUP_COMBINE_SHARED),
         ]
     });
-    fill("reduce kernel", REDUCE_WGSL, &slots)
+    let params = ReduceParams::wgsl();
+    fill_kernel("reduce kernel", REDUCE_WGSL, uses_f16, &params, &slots)
 }
 
 /// The `fold` of group mode over a source read in quads: thread `first`

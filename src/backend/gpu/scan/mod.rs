@@ -8,10 +8,9 @@ use crate::backend::gpu::kernel::buffer::{
 };
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget::{self, slices};
-use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
-use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::params_block::line_params;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
-use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{FamilyKey, group_or_thread, record_family};
 use crate::backend::gpu::storage::GpuStorage;
@@ -26,27 +25,16 @@ const SCAN_WGSL: &str = shader!("scan/scan.wgsl");
 /// Lines at most this long run one thread each.
 const THREAD_MODE_MAX: usize = 64;
 
-params_block! {
+line_params! {
     /// `Params` of scan.wgsl.
+    /// `row_width` counts workgroups (group mode) or threads (thread mode).
     pub(crate) struct ScanParams {
-        lines: u32,
-        length: u32,
-        rank: u32,
-        /// Workgroups (group mode) or threads (thread mode) per grid row.
-        row_width: u32,
-        src_offset: u32,
-        dst_offset: u32,
-        src_step: i32,
-        dst_step: i32,
         /// Group mode: the slice of every line this dispatch scans; a slice
         /// after the first carries on from the output just before it.
         first: u32,
         end: u32,
         pad0: u32,
         pad1: u32,
-        shape: [u32; 8],
-        src_strides: [i32; 8],
-        dst_strides: [i32; 8],
     }
 }
 
@@ -109,15 +97,13 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
         load_out_fn(dtype, native),
     );
     let walk = LINE_STARTS.wgsl();
-    let params = ScanParams::wgsl();
-    let prelude = prelude(needs_f16(dtype, native), &params);
-    let mut slots = vec![("PRELUDE", prelude.as_str())];
-    slots.extend([
+    let slots = [
         ("BINDINGS", bindings.as_str()),
         ("OPS", ops.as_str()),
         ("WALK", walk.as_str()),
-    ]);
-    fill("scan kernel", SCAN_WGSL, &slots)
+    ];
+    let f16 = needs_f16(dtype, native);
+    fill_kernel("scan kernel", SCAN_WGSL, f16, &ScanParams::wgsl(), &slots)
 }
 
 /// Records `call`, whose output storage is `out`.
@@ -154,22 +140,16 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     // one slice, never longer than THREAD_MODE_MAX.
     for slice in slices(length, 64 * loop_budget::ITERATIONS / 8) {
         let params = ScanParams {
-            lines: lines as u32,
-            length: length as u32,
-            rank: src_lines.rank() as u32,
-            row_width,
-            src_offset: src_lines.offset() as u32,
-            dst_offset: dst_lines.offset() as u32,
-            src_step: src_step as i32,
-            dst_step: dst_step as i32,
             first: slice.start as u32,
             end: slice.end as u32,
-            pad0: 0,
-            pad1: 0,
-            shape: dims8(src_lines.dims()),
-            src_strides: strides8(src_lines.strides()),
-            dst_strides: strides8(dst_lines.strides()),
-        };
+            ..bytemuck::Zeroable::zeroed()
+        }
+        .walking(
+            [&src_lines, &dst_lines],
+            [src_step, dst_step],
+            length,
+            row_width,
+        );
         record_family(
             ctx,
             &key,

@@ -8,10 +8,9 @@ use crate::backend::gpu::kernel::buffer::{
     buffer_decl, load_fn, needs_f16, quad_lanes, quad_of, quad_type, storage_mode, store_out_fn,
 };
 use crate::backend::gpu::kernel::grid::grid_of;
-use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
-use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::params_block::line_params;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
-use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SoftmaxCall, lines};
@@ -21,22 +20,10 @@ use smallvec::smallvec;
 
 const SOFTMAX_WGSL: &str = shader!("softmax/softmax.wgsl");
 
-params_block! {
+line_params! {
     /// `Params` of softmax.wgsl.
-    pub(crate) struct SoftmaxParams {
-        lines: u32,
-        length: u32,
-        rank: u32,
-        /// Workgroups per grid row.
-        row_width: u32,
-        src_offset: u32,
-        dst_offset: u32,
-        src_step: i32,
-        dst_step: i32,
-        shape: [u32; 8],
-        src_strides: [i32; 8],
-        dst_strides: [i32; 8],
-    }
+    /// `row_width` counts workgroups, one per line.
+    pub(crate) struct SoftmaxParams {}
 }
 
 /// Everything that selects a distinct softmax pipeline.
@@ -153,16 +140,14 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
     } else {
         "exp(x - m) / s"
     };
-    let params = SoftmaxParams::wgsl();
-    let prelude = prelude(needs_f16(dtype, native), &params);
-    let mut slots = vec![("PRELUDE", prelude.as_str())];
-    slots.extend([
+    let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("WALK", walk.as_str()),
         ("RESULT", result),
-    ]);
-    fill("softmax kernel", SOFTMAX_WGSL, &slots)
+    ];
+    let (f16, params) = (needs_f16(dtype, native), SoftmaxParams::wgsl());
+    fill_kernel("softmax kernel", SOFTMAX_WGSL, f16, &params, &slots)
 }
 
 /// Records `call`, whose output storage is `out`.
@@ -196,19 +181,13 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
     };
     // One workgroup per line.
     let groups = grid_of(count, 1, ctx.facts.max_workgroups_per_dim)?;
-    let params = SoftmaxParams {
-        lines: count as u32,
-        length: length as u32,
-        rank: src_lines.rank() as u32,
-        row_width: groups[0],
-        src_offset: src_lines.offset() as u32,
-        dst_offset: dst_lines.offset() as u32,
-        src_step: src_step as i32,
-        dst_step: dst_step as i32,
-        shape: dims8(src_lines.dims()),
-        src_strides: strides8(src_lines.strides()),
-        dst_strides: strides8(dst_lines.strides()),
-    };
+    let lines = [&src_lines, &dst_lines];
+    let params = <SoftmaxParams as bytemuck::Zeroable>::zeroed().walking(
+        lines,
+        [src_step, dst_step],
+        length,
+        groups[0],
+    );
     record_family(
         ctx,
         &key,

@@ -6,10 +6,9 @@
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use crate::backend::gpu::kernel::grid::grid_of;
-use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
-use crate::backend::gpu::kernel::prelude::prelude;
+use crate::backend::gpu::kernel::params_block::line_params;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
-use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
@@ -28,20 +27,12 @@ const WORKGROUP: u32 = 256;
 /// thread; the arrays in sort.wgsl hold this many).
 const BLOCK: usize = 512;
 
-params_block! {
+line_params! {
     /// `Params` of sort.wgsl.
+    /// `row_width` counts threads (init, global, emit) or workgroups (local).
     pub(crate) struct SortParams {
-        lines: u32,
-        length: u32,
         /// The line length rounded up to a power of two.
         padded: u32,
-        rank: u32,
-        /// Threads (init, global, emit) or workgroups (local) per grid row.
-        row_width: u32,
-        src_offset: u32,
-        dst_offset: u32,
-        src_step: i32,
-        dst_step: i32,
         /// Elements one `local` workgroup sorts: min(padded, 512).
         block: u32,
         /// The merge (bitonic sequence length) and step span of a `global`
@@ -49,9 +40,6 @@ params_block! {
         /// steps of merge k with spans below `block`.
         k: u32,
         j: u32,
-        shape: [u32; 8],
-        src_strides: [i32; 8],
-        dst_strides: [i32; 8],
     }
 }
 
@@ -141,15 +129,13 @@ pub(crate) fn sort_source(key: &SortKey) -> Result<String> {
         key_fn(dtype, key.descending),
     );
     let walk = LINE_STARTS.wgsl();
-    let params = SortParams::wgsl();
-    let prelude = prelude(needs_f16(dtype, native), &params);
-    let mut slots = vec![("PRELUDE", prelude.as_str())];
-    slots.extend([
+    let slots = [
         ("BINDINGS", bindings.as_str()),
         ("OPS", ops.as_str()),
         ("WALK", walk.as_str()),
-    ]);
-    fill("sort kernel", SORT_WGSL, &slots)
+    ];
+    let f16 = needs_f16(dtype, native);
+    fill_kernel("sort kernel", SORT_WGSL, f16, &SortParams::wgsl(), &slots)
 }
 
 /// The merges and spans a line padded to `padded` takes after the first
@@ -234,22 +220,18 @@ pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
             _ => groups[0] * WORKGROUP,
         };
         let params = SortParams {
-            lines: count as u32,
-            length: length as u32,
             padded: padded as u32,
-            rank: src_lines.rank() as u32,
-            row_width,
-            src_offset: src_lines.offset() as u32,
-            dst_offset: dst_lines.offset() as u32,
-            src_step: src_step as i32,
-            dst_step: dst_step as i32,
             block: block as u32,
             k: k as u32,
             j: j as u32,
-            shape: dims8(src_lines.dims()),
-            src_strides: strides8(src_lines.strides()),
-            dst_strides: strides8(dst_lines.strides()),
-        };
+            ..bytemuck::Zeroable::zeroed()
+        }
+        .walking(
+            [&src_lines, &dst_lines],
+            [src_step, dst_step],
+            length,
+            row_width,
+        );
         let key = SortKey {
             dtype: call.input.dtype,
             descending: call.descending,
