@@ -137,9 +137,11 @@ impl fmt::Display for DeviceInfo {
                 self.max_buffer_size >> 20,
                 self.max_workgroups_per_dim
             )
-            .and_then(|()| match self.dropped_kernels.is_empty() {
-                true => Ok(()),
-                false => write!(f, ", dropped {}", self.dropped_kernels.join(", ")),
+            .and_then(|()| {
+                if self.dropped_kernels.is_empty() {
+                    return Ok(());
+                }
+                write!(f, ", dropped {}", self.dropped_kernels.join(", "))
             }),
         }
     }

@@ -163,7 +163,7 @@ impl Tensor {
         const OP: &str = "where_cond";
         check_same_dtype(OP, cond.dtype(), DType::Bool)?;
         let dtype = result_dtype(OP, x.dtype(), y.dtype())?;
-        let (x, y) = (&x.cast_to(dtype)?, &y.cast_to(dtype)?);
+        let (x, y) = (&x.to_dtype(dtype)?, &y.to_dtype(dtype)?);
         Tensor::launch_new(
             x,
             OP,
@@ -197,15 +197,6 @@ impl Tensor {
     /// common dtype.
     pub fn result_type(a: &Tensor, b: &Tensor) -> Result<DType> {
         result_dtype("result_type", a.dtype(), b.dtype())
-    }
-
-    /// This tensor in `dtype`: itself when it has it, else a cast.
-    pub(super) fn cast_to(&self, dtype: DType) -> Result<Tensor> {
-        if self.dtype() == dtype {
-            Ok(self.clone())
-        } else {
-            self.to_dtype(dtype)
-        }
     }
 
     /// The dtype this tensor computes in with the scalar `s` under `op`.

@@ -102,7 +102,7 @@ impl Tensor {
         }
         super::check_devices(OP, self, &[super::Arg::Tensor(other)])?;
         crate::shape::broadcast_for(OP, self.shape(), other.shape())?;
-        let (a, b) = (&self.cast_to(dtype)?, &other.cast_to(dtype)?);
+        let (a, b) = (&self.to_dtype(dtype)?, &other.to_dtype(dtype)?);
         if !a.dtype().is_float() {
             // |a - b| exactly: the larger less the smaller, in the dtype's
             // wrapping arithmetic, is the distance modulo 2^32 (i32 ones at

@@ -97,7 +97,6 @@ pub(crate) struct MatmulKey {
 impl MatmulKey {
     /// The key of `kernel` over `dtype` on the device of `ctx`.
     fn new(ctx: &GpuContext, dtype: KernelType, kernel: MatmulKernel) -> MatmulKey {
-        let variant = kernel.variant();
         MatmulKey {
             dtype,
             native_f16: ctx.facts.native_f16,
@@ -105,7 +104,7 @@ impl MatmulKey {
             sabotaged: ctx
                 .tuner
                 .sabotaged()
-                .is_some_and(|tile| MatmulVariant::Tile(tile) == variant),
+                .is_some_and(|tile| MatmulVariant::Tile(tile) == kernel.variant()),
         }
     }
 }
