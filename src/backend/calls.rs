@@ -256,3 +256,77 @@ pub(crate) struct ScatterCall<'a> {
     pub index: TensorRef<'a>,
     pub target: IndexedAxis,
 }
+
+/// How an FFT reads the elements of its input lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum FftRead {
+    /// Complex elements: the input is the pair view of a c64 tensor.
+    Complex,
+    /// Real elements (f32 or f16), each with a zero imaginary part.
+    Real,
+    /// The first half of a Hermitian spectrum (the pair view of a c64
+    /// tensor): element `k` of the transformed line is the input's `k` for
+    /// `k <= n / 2` and the conjugate of its `n - k` beyond (NumPy's
+    /// `irfft`).
+    Hermitian,
+}
+
+/// A twiddle applied to every output of a four-step FFT's first pass:
+/// output `k` of line `l` is multiplied by `w^(j k)`, `w` the `total`-th
+/// root of unity (conjugated for an inverse), `j = l % period`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FftTwist {
+    pub period: usize,
+    pub total: usize,
+}
+
+/// One discrete Fourier transform of length `n` of every line of `input`
+/// along its last axis (the op layer moved the transformed axis there;
+/// complex operands are pair views, whose line axis is the one before
+/// their trailing axis of 2). A line shorter than `n` reads zeros past its
+/// end; a longer one is read up to `n`. Output `k` of a line, for `k` up to
+/// the output's line length, is `scale` times `sum_j x[j] w^(j k)` with `w
+/// = exp(-2 pi i / n)` (its conjugate for an `inverse`), written along the
+/// last axis of `out`: the pair view of a c64 tensor, or (after a
+/// `Hermitian` read) an f32 tensor of the real parts.
+pub(crate) struct FftCall<'a> {
+    pub input: TensorRef<'a>,
+    pub read: FftRead,
+    pub out: TensorRef<'a>,
+    pub n: usize,
+    pub inverse: bool,
+    pub scale: f32,
+    /// GPU only: the twiddle of a four-step FFT's first pass.
+    pub twist: Option<FftTwist>,
+}
+
+impl FftCall<'_> {
+    /// The lines of `t` (pair axis dropped when `complex`), with the step
+    /// and length of each, in elements of its storage.
+    fn line_walk(t: &TensorRef, complex: bool) -> (Layout, isize, usize) {
+        let layout = if complex {
+            t.layout.leading(t.layout.rank() - 1)
+        } else {
+            t.layout.clone()
+        };
+        let length = layout.dims().last().copied().unwrap_or(1);
+        let (lines, step) = layout.split_last();
+        (lines, step, length)
+    }
+
+    /// The input's lines, step and elements per line (in f32 units for a
+    /// complex input, pointing at the real parts).
+    pub fn input_lines(&self) -> (Layout, isize, usize) {
+        Self::line_walk(&self.input, self.read != FftRead::Real)
+    }
+
+    /// The output's lines, step and elements per line, as the input's.
+    pub fn out_lines(&self) -> (Layout, isize, usize) {
+        Self::line_walk(&self.out, self.complex_out())
+    }
+
+    /// True when the output is complex (every read but `Hermitian`).
+    pub fn complex_out(&self) -> bool {
+        self.read != FftRead::Hermitian
+    }
+}

@@ -17,8 +17,8 @@ use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
-    Call, CustomCall, GatherCall, IndexedAxis, Input, MAX_SOFTMAX_LINE, MatmulCall, ReduceCall,
-    ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
+    Call, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input, MAX_SOFTMAX_LINE,
+    MatmulCall, ReduceCall, ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
@@ -241,6 +241,28 @@ pub(crate) fn softmax(call: &SoftmaxCall) -> Result<()> {
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("softmax", || cpu::softmax(s, call)),
         Storage::Gpu(s) => gpu::softmax(s, call),
+    }
+}
+
+/// Runs an FFT on the backend that holds its output.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn fft(call: &FftCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::profiled("fft", || cpu::fft(s, call)),
+        Storage::Gpu(s) => gpu::fft(s, call),
+    }
+}
+
+/// The longest line one FFT call takes on the device holding `storage`
+/// (`None`: any length), and the largest prime factor its length may have.
+pub(crate) fn fft_line_limit(storage: &Storage) -> Option<(usize, usize)> {
+    match storage {
+        Storage::Cpu(_) => None,
+        Storage::Gpu(s) => Some(gpu::fft_line_limit(s)),
     }
 }
 

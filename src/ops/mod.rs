@@ -8,6 +8,8 @@ pub(crate) mod complex;
 mod custom;
 mod custom_names;
 mod elementwise;
+mod fft;
+mod fft_lines;
 mod indexing;
 mod join;
 mod matmul;
@@ -21,6 +23,7 @@ mod sort;
 mod triangles;
 
 pub use custom::CustomKernel;
+pub use fft::{Fft, FftNorm};
 pub use rearrange::PadMode;
 pub use reduce::Axes;
 pub use sort::{SortOrder, TopK};

@@ -4,6 +4,7 @@
 
 mod alloc;
 mod elementwise;
+mod fft;
 mod indexing;
 mod matmul;
 mod numeric;
@@ -17,6 +18,7 @@ mod strided;
 
 pub(crate) use alloc::{try_collect, try_zeroed};
 pub(crate) use elementwise::run;
+pub(crate) use fft::fft;
 pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;
 pub(crate) use profile::{mark as profile_mark, profile_ops, profiled};

@@ -25,6 +25,8 @@ pub(crate) struct AdapterFacts {
     pub max_buffer_size: u64,
     pub max_workgroups_per_dim: u32,
     pub max_storage_buffers: u32,
+    /// Bytes of workgroup memory one workgroup may use.
+    pub max_workgroup_storage: u32,
     /// The largest uniform binding (a custom kernel's parameter block).
     pub max_uniform_binding: u64,
     pub uniform_align: u32,

@@ -340,6 +340,7 @@ impl GpuContext {
             max_buffer_size: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
+            max_workgroup_storage: limits.max_compute_workgroup_storage_size,
             max_uniform_binding: limits.max_uniform_buffer_binding_size,
             uniform_align: limits.min_uniform_buffer_offset_alignment,
             storage_align: limits.min_storage_buffer_offset_alignment,

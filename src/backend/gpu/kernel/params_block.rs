@@ -19,6 +19,10 @@ impl WgslField for u32 {
     const WGSL: &'static str = "u32";
 }
 
+impl WgslField for f32 {
+    const WGSL: &'static str = "f32";
+}
+
 impl WgslField for i32 {
     const WGSL: &'static str = "i32";
 }

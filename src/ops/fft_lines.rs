@@ -1,0 +1,315 @@
+//! One FFT along one axis, on either device. The CPU transforms lines of
+//! any length in one call. A GPU kernel holds a line in workgroup memory,
+//! so longer lines and lengths with a prime factor past the kernel's
+//! radices are composed here from kernel calls and elementwise ops:
+//! - the four-step algorithm for lengths whose factors the kernel takes:
+//!   `n = n1 n2`, the line viewed as an `n1 x n2` matrix (a free view),
+//!   `n2` transforms of `n1` points down its columns, each output twiddled
+//!   by `w^(j2 k1)` in the same kernel, then `n1` transforms of `n2` points
+//!   along its rows written straight into the transposed view of the
+//!   output (recursively, when `n2` is still too long);
+//! - Bluestein's algorithm for the others: `jk = (j^2 + k^2 - (k-j)^2)/2`
+//!   turns the transform into a circular convolution with a chirp, done by
+//!   transforms of a power of two at least `2n - 1` long (the chirp's own
+//!   transform computed once on the host in f64).
+
+use super::binding_parts::for_each_part_across;
+use crate::backend::{FftCall, FftRead, FftTwist, fft, fft_line_limit};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+use num_complex::{Complex, Complex32};
+
+/// The transform along `axis` of `x` (c64 for a `Complex` or `Hermitian`
+/// read, f32 or f16 for a `Real` one) into a fresh tensor whose `axis` is
+/// `out_len` long: c64, or f32 after a `Hermitian` read.
+///
+/// # Errors
+/// `Error::Shape` for a c64 tensor of the highest rank on the GPU;
+/// device errors.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn transform_axis(
+    op: &'static str,
+    x: &Tensor,
+    axis: usize,
+    read: FftRead,
+    n: usize,
+    inverse: bool,
+    scale: f32,
+    out_len: usize,
+) -> Result<Tensor> {
+    let dtype = if read == FftRead::Hermitian {
+        DType::F32
+    } else {
+        DType::C64
+    };
+    let mut dims = x.dims().to_vec();
+    dims[axis] = out_len;
+    let out = Tensor::empty_dense(Shape::from(dims), dtype, x.device(), op)?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let last = x.rank() as isize - 1;
+    let x = x.with_layout(x.layout().transpose(axis as isize, last)?);
+    let view = out.with_layout(out.layout().transpose(axis as isize, last)?);
+    let lines = Lines {
+        op,
+        read,
+        n,
+        inverse,
+        scale,
+    };
+    lines.run(&x, &view)?;
+    Ok(out)
+}
+
+/// A transform of every line along the last axis of its operands.
+#[derive(Clone, Copy)]
+struct Lines {
+    op: &'static str,
+    read: FftRead,
+    n: usize,
+    inverse: bool,
+    scale: f32,
+}
+
+impl Lines {
+    /// Writes the transforms of `x`'s lines into `out` (a view of a fresh
+    /// tensor whose lines are as long as the outputs kept).
+    fn run(&self, x: &Tensor, out: &Tensor) -> Result<()> {
+        let Some((longest, largest_prime)) = fft_line_limit(x.storage()) else {
+            return self.call(x, out, None);
+        };
+        if self.n <= longest && smooth(self.n, largest_prime) {
+            let last = x.rank() - 1;
+            return for_each_part_across(&[x.clone(), out.clone()], last, usize::MAX, &mut |p| {
+                self.call(&p[0], &p[1], None)
+            });
+        }
+        self.composed(x, out, longest, largest_prime)
+    }
+
+    /// One backend call.
+    fn call(&self, x: &Tensor, out: &Tensor, twist: Option<FftTwist>) -> Result<()> {
+        let x = self.pairs_of(x, self.read != FftRead::Real)?;
+        let out = self.pairs_of(out, self.read != FftRead::Hermitian)?;
+        fft(&FftCall {
+            input: x.kernel_ref(x.layout().clone())?,
+            read: self.read,
+            out: out.kernel_ref(out.layout().clone())?,
+            n: self.n,
+            inverse: self.inverse,
+            scale: self.scale,
+            twist,
+        })
+    }
+
+    /// The f32 pair view of a complex operand (itself for a real one).
+    fn pairs_of(&self, t: &Tensor, complex: bool) -> Result<Tensor> {
+        if !complex {
+            return Ok(t.clone());
+        }
+        if !Tensor::pairs_fit(t.rank()) {
+            return Err(Error::shape(
+                self.op,
+                format!(
+                    "c64 tensors of rank {} are transformed up to rank {}; reshape first",
+                    t.rank(),
+                    t.rank() - 1
+                ),
+            ));
+        }
+        Ok(t.pairs())
+    }
+
+    /// A GPU transform the kernel does not take in one call: the input
+    /// made complex (or kept real) and exactly `n` long, transformed whole
+    /// by the four-step or Bluestein algorithm, and the outputs kept.
+    fn composed(&self, x: &Tensor, out: &Tensor, longest: usize, largest: usize) -> Result<()> {
+        let n = self.n;
+        let (x, read) = match self.read {
+            FftRead::Hermitian => (hermitian_whole(x, n)?, FftRead::Complex),
+            read => (fitted(x, n)?, read),
+        };
+        let whole = self.read != FftRead::Hermitian && out.dims()[out.rank() - 1] == n;
+        let full = if whole {
+            out.clone()
+        } else {
+            Tensor::empty_dense(with_last(&x, n), DType::C64, x.device(), self.op)?
+        };
+        let lines = Lines { read, ..*self };
+        if smooth(n, largest) {
+            lines.four_step(&x, &full, longest)?;
+        } else {
+            lines.bluestein(&x, &full)?;
+        }
+        if !whole {
+            let kept = full.narrow(-1, 0, out.dims()[out.rank() - 1])?;
+            if self.read == FftRead::Hermitian {
+                out.assign(&kept.real()?)?;
+            } else {
+                out.assign(&kept)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The four-step algorithm: `x` is `n` long, `out` complex and `n` long.
+    fn four_step(&self, x: &Tensor, out: &Tensor, longest: usize) -> Result<()> {
+        let n = self.n;
+        let n1 = (2..=longest.min(n))
+            .rev()
+            .find(|d| n.is_multiple_of(*d))
+            .unwrap_or(n);
+        let n2 = n / n1;
+        // x[j1 n2 + j2] as [.., n1, n2]; the first pass takes its columns.
+        let columns = split_last(x, n1, n2)?.transpose(-1, -2)?;
+        let mut dims = x.dims()[..x.rank() - 1].to_vec();
+        dims.extend([n2, n1]);
+        let middle = Tensor::empty_dense(Shape::from(dims), DType::C64, x.device(), self.op)?;
+        let first = Lines {
+            n: n1,
+            scale: 1.0,
+            ..*self
+        };
+        let twist = FftTwist {
+            period: n2,
+            total: n,
+        };
+        first.call(&columns, &middle, Some(twist))?;
+        // X[k1 + n1 k2] as [.., n2, n1], transposed: rows of k2 per k1.
+        let rows_out = split_last(out, n2, n1)?.transpose(-1, -2)?;
+        let second = Lines {
+            n: n2,
+            read: FftRead::Complex,
+            ..*self
+        };
+        second.run(&middle.transpose(-1, -2)?, &rows_out)
+    }
+
+    /// Bluestein's algorithm: `x` is `n` long, `out` complex and `n` long.
+    fn bluestein(&self, x: &Tensor, out: &Tensor) -> Result<()> {
+        let n = self.n;
+        let m = (2 * n - 1).next_power_of_two();
+        let device = x.device();
+        // chirp[j] = exp(-+ i pi j^2 / n), with j^2 reduced mod 2n first.
+        let sign = if self.inverse { 1.0 } else { -1.0 };
+        let chirp: Vec<Complex<f64>> = (0..n)
+            .map(|j| {
+                let j2 = (j as u128 * j as u128 % (2 * n as u128)) as f64;
+                Complex::from_polar(1.0, sign * std::f64::consts::PI * j2 / n as f64)
+            })
+            .collect();
+        let narrow = |v: &[Complex<f64>]| -> Vec<Complex32> {
+            v.iter()
+                .map(|c| Complex32::new(c.re as f32, c.im as f32))
+                .collect()
+        };
+        let chirp_t = Tensor::from_complex(&narrow(&chirp), [n], device)?;
+        // The convolution's kernel: conj(chirp) at j and m - j, transformed
+        // here, with the inverse transform's 1/m folded in.
+        let mut kernel = vec![Complex::new(0.0, 0.0); m];
+        for (j, c) in chirp.iter().enumerate() {
+            kernel[j] = c.conj();
+            if j > 0 {
+                kernel[m - j] = c.conj();
+            }
+        }
+        rustfft::FftPlanner::<f64>::new()
+            .plan_fft_forward(m)
+            .process(&mut kernel);
+        let kernel: Vec<Complex<f64>> = kernel.iter().map(|c| c / m as f64).collect();
+        let kernel_t = Tensor::from_complex(&narrow(&kernel), [m], device)?;
+        let padded = Tensor::zeros(with_last(x, m), DType::C64, device)?;
+        padded.narrow(-1, 0, n)?.assign(&x.mul(&chirp_t)?)?;
+        let spectrum = Tensor::empty_dense(with_last(x, m), DType::C64, device, self.op)?;
+        let pass = |inverse: bool, from: &Tensor, to: &Tensor| {
+            let lines = Lines {
+                read: FftRead::Complex,
+                n: m,
+                inverse,
+                scale: 1.0,
+                ..*self
+            };
+            lines.run(from, to)
+        };
+        pass(false, &padded, &spectrum)?;
+        spectrum.mul_(&kernel_t)?;
+        pass(true, &spectrum, &padded)?;
+        let y = padded.narrow(-1, 0, n)?.mul(&chirp_t)?;
+        if self.scale != 1.0 {
+            y.mul_scalar_(self.scale)?;
+        }
+        out.assign(&y)
+    }
+}
+
+/// True when every prime factor of `n` is at most `largest`.
+fn smooth(n: usize, largest: usize) -> bool {
+    let mut rest = n.max(1);
+    for p in 2..=largest {
+        while rest.is_multiple_of(p) {
+            rest /= p;
+        }
+    }
+    rest == 1
+}
+
+/// `t`'s shape with its last axis `len` long.
+fn with_last(t: &Tensor, len: usize) -> Shape {
+    let mut dims = t.dims().to_vec();
+    let last = dims.len() - 1;
+    dims[last] = len;
+    Shape::from(dims)
+}
+
+/// `t`'s last axis split into `[a, b]` (always a view).
+fn split_last(t: &Tensor, a: usize, b: usize) -> Result<Tensor> {
+    let mut dims = t.dims()[..t.rank() - 1].to_vec();
+    dims.extend([a, b]);
+    let layout = t
+        .layout()
+        .reshaped(&Shape::from(dims))
+        .ok_or_else(|| Error::internal("fft", "a line split in two is not a view"))?;
+    Ok(t.with_layout(layout))
+}
+
+/// `t` cropped or padded with zeros to `n` along its last axis.
+fn fitted(t: &Tensor, n: usize) -> Result<Tensor> {
+    let len = t.dims()[t.rank() - 1];
+    if len >= n {
+        return t.narrow(-1, 0, n);
+    }
+    let padded = Tensor::zeros(with_last(t, n), t.dtype(), t.device())?;
+    padded.narrow(-1, 0, len)?.assign(t)?;
+    Ok(padded)
+}
+
+/// The whole spectrum of `n` points whose first half `t` holds (c64):
+/// element `k` is `t[k]` up to `n / 2` and `conj(t[n - k])` beyond.
+fn hermitian_whole(t: &Tensor, n: usize) -> Result<Tensor> {
+    let half = n / 2 + 1;
+    let h = fitted(t, half)?;
+    let whole = Tensor::empty_dense(with_last(t, n), DType::C64, t.device(), "irfft")?;
+    whole.narrow(-1, 0, half)?.assign(&h)?;
+    let rest = n - half;
+    if rest > 0 {
+        let mirrored = h.narrow(-1, 1, rest)?.flip(&[-1])?.conj()?;
+        whole.narrow(-1, half, rest)?.assign(&mirrored)?;
+    }
+    Ok(whole)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smooth_lengths_have_only_small_primes() {
+        assert!(smooth(1, 13));
+        assert!(smooth(2 * 3 * 5 * 7 * 11 * 13, 13));
+        assert!(!smooth(17, 13));
+        assert!(!smooth(2 * 17, 13));
+    }
+}

@@ -1,0 +1,387 @@
+//! FFTs on every device: against what numpy.fft computed
+//! (tests/data/numpy_fft_cases.npz, written by make_fft_cases.py), and
+//! against a direct double-precision DFT on views of every layout, f16
+//! inputs, empty and long axes, and bad input.
+
+mod common;
+
+use common::{devices, noise};
+use webtensor::{Complex32, DType, Device, Error, Fft, FftNorm, Tensor, s};
+
+/// The cases NumPy computed, by name, on the CPU.
+fn numpy_cases() -> Vec<(String, Tensor)> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/numpy_fft_cases.npz");
+    webtensor::io::load_npz(path, &Device::cpu()).unwrap()
+}
+
+/// Values of a tensor as complex numbers (real tensors with zero imaginary parts).
+fn complex_values(t: &Tensor) -> Vec<Complex32> {
+    if t.dtype() == DType::C64 {
+        t.to_complex_vec().unwrap()
+    } else {
+        common::read_f32(t)
+            .into_iter()
+            .map(|v| Complex32::new(v, 0.0))
+            .collect()
+    }
+}
+
+/// Asserts `got` equals `want` within an FFT's f32 error: the largest
+/// difference at most `1e-5 log2(n)` of the largest magnitude.
+fn assert_spectrum(got: &Tensor, want: &Tensor, n: usize, what: &str) {
+    assert_eq!(got.dims(), want.dims(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    let (g, w) = (complex_values(got), complex_values(want));
+    let scale = w.iter().map(|c| c.norm()).fold(1e-30f32, f32::max);
+    let worst = g
+        .iter()
+        .zip(&w)
+        .map(|(a, b)| (a - b).norm())
+        .fold(0.0f32, f32::max);
+    let tol = 1e-5 * (n.max(2) as f32).log2();
+    assert!(
+        worst <= tol * scale,
+        "{what}: error {worst} over {scale} (tolerance {tol})"
+    );
+}
+
+/// The transform NumPy's case `name` ran, on `x`.
+fn run_case(name: &str, x: &Tensor) -> webtensor::Result<Tensor> {
+    match name {
+        "fft_rows" | "fft_prime" | "fft_prime_97" | "fft_long_smooth" | "fft_long_prime" => {
+            x.fft(-1)
+        }
+        "ifft_ortho" => x.ifft(Fft::along(-1).norm(FftNorm::Ortho)),
+        "ifft_forward" => x.ifft(Fft::along(-1).norm(FftNorm::Forward)),
+        "ifft_long_pow2" => x.ifft(-1),
+        "fft_pad_axis0" => x.fft(Fft::along(0).size(10)),
+        "fft_crop" => x.fft(Fft::along(-1).size(4)),
+        "rfft_even" | "rfft_odd" | "rfft_long_mixed" => x.rfft(-1),
+        "rfft_crop_ortho" => x.rfft(Fft::along(-1).size(16).norm(FftNorm::Ortho)),
+        "irfft_default" | "irfft_long" => x.irfft(-1),
+        "irfft_odd" => x.irfft(Fft::along(-1).size(17)),
+        "irfft_pad_forward" => x.irfft(Fft::along(-1).size(14).norm(FftNorm::Forward)),
+        "fft2" => x.fft(Fft::over([-2, -1])),
+        "ifft2" => x.ifft(Fft::over([-2, -1])),
+        "rfft2" => x.rfft(Fft::over([-2, -1])),
+        "irfft2" => x.irfft(Fft::over([-2, -1])),
+        "fftn_all" => x.fft(Fft::over(..)),
+        "rfftn_axes" => x.rfft(Fft::over([0, 2])),
+        "fftshift_odd" => x.fftshift(..),
+        "ifftshift_2d" => x.ifftshift(..),
+        other => panic!("no op for NumPy's case {other}"),
+    }
+}
+
+#[test]
+fn every_transform_equals_numpy() {
+    let cases = numpy_cases();
+    let get = |name: &str| &cases.iter().find(|(n, _)| n == name).unwrap().1;
+    let mut ran = 0;
+    for dev in devices() {
+        for (key, input) in &cases {
+            let Some(name) = key.strip_suffix("_in") else {
+                continue;
+            };
+            let want = get(&format!("{name}_out"));
+            let x = input.to_device(&dev).unwrap();
+            let got = run_case(name, &x).unwrap_or_else(|e| panic!("{name} on {dev}: {e}"));
+            let n = x
+                .dims()
+                .iter()
+                .chain(want.dims())
+                .copied()
+                .max()
+                .unwrap_or(1);
+            assert_spectrum(&got, want, n, &format!("{name} on {dev}"));
+            ran += 1;
+        }
+        let freq = |t: webtensor::Result<Tensor>| t.unwrap().to_vec::<f32>().unwrap();
+        let want = |name: &str| get(name).to_vec::<f32>().unwrap();
+        assert_eq!(freq(Tensor::fftfreq(7, 0.5, &dev)), want("fftfreq_7_half"));
+        assert_eq!(freq(Tensor::fftfreq(8, 1.0, &dev)), want("fftfreq_8"));
+        assert_eq!(
+            freq(Tensor::rfftfreq(9, 0.1, &dev)),
+            want("rfftfreq_9_tenth")
+        );
+    }
+    assert!(ran >= 26 * devices().len(), "only {ran} cases ran");
+}
+
+/// `sum_j x[j] exp(-+2 pi i j k / n)` in f64 along the last axis of
+/// row-major `rows` x `n` values.
+fn dft(x: &[Complex32], n: usize, inverse: bool) -> Vec<Complex32> {
+    let sign = if inverse { 1.0 } else { -1.0 };
+    x.chunks(n)
+        .flat_map(|line| {
+            (0..n).map(move |k| {
+                let mut acc = (0.0f64, 0.0f64);
+                for (j, v) in line.iter().enumerate() {
+                    let angle = sign * 2.0 * std::f64::consts::PI * ((j * k) % n) as f64 / n as f64;
+                    let (s, c) = angle.sin_cos();
+                    acc.0 += v.re as f64 * c - v.im as f64 * s;
+                    acc.1 += v.re as f64 * s + v.im as f64 * c;
+                }
+                Complex32::new(acc.0 as f32, acc.1 as f32)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn views_of_every_layout_transform_in_place() {
+    for dev in devices() {
+        for (label, view) in common::views(&dev) {
+            // Along each axis of the [4, 6] view, as a real and as a complex input.
+            for axis in [0usize, 1] {
+                let moved = view
+                    .transpose(axis as isize, 1)
+                    .unwrap()
+                    .contiguous()
+                    .unwrap();
+                let values: Vec<Complex32> = complex_values(&moved).into_iter().collect();
+                let n = moved.dims()[1];
+                let want_rows = dft(&values, n, false);
+                let want = Tensor::from_complex(&want_rows, moved.dims(), &Device::cpu())
+                    .unwrap()
+                    .transpose(axis as isize, 1)
+                    .unwrap()
+                    .contiguous()
+                    .unwrap();
+                let got = view.fft(axis as isize).unwrap();
+                assert_spectrum(
+                    &got.to_device(&Device::cpu()).unwrap(),
+                    &want,
+                    n,
+                    &format!("real {label} axis {axis} on {dev}"),
+                );
+                let z = Tensor::complex(&view, &view.neg().unwrap()).unwrap();
+                let zv: Vec<Complex32> =
+                    values.iter().map(|c| Complex32::new(c.re, -c.re)).collect();
+                let want_z = Tensor::from_complex(&dft(&zv, n, true), moved.dims(), &Device::cpu())
+                    .unwrap()
+                    .transpose(axis as isize, 1)
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+                    .div_scalar(n as f64)
+                    .unwrap();
+                let got_z = z.ifft(axis as isize).unwrap();
+                assert_spectrum(
+                    &got_z.to_device(&Device::cpu()).unwrap(),
+                    &want_z,
+                    n,
+                    &format!("complex {label} axis {axis} on {dev}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn complex_views_are_read_through_their_strides() {
+    for dev in devices() {
+        let values: Vec<Complex32> = noise(2 * 5 * 18, 3)
+            .chunks(2)
+            .map(|p| Complex32::new(p[0], p[1]))
+            .collect();
+        let z = Tensor::from_complex(&values, [5, 18], &dev).unwrap();
+        for (label, view) in [
+            ("reversed", z.slice(s![.., ..;-1]).unwrap()),
+            ("stepped, offset", z.slice(s![1..;2, 3..;3]).unwrap()),
+            ("transposed", z.t()),
+        ] {
+            let rows = view.contiguous().unwrap();
+            let n = rows.dims()[1];
+            let want = Tensor::from_complex(
+                &dft(&rows.to_complex_vec().unwrap(), n, false),
+                rows.dims(),
+                &Device::cpu(),
+            )
+            .unwrap();
+            let got = view.fft(-1).unwrap().to_device(&Device::cpu()).unwrap();
+            assert_spectrum(&got, &want, n, &format!("{label} on {dev}"));
+            // The imaginary view of a complex tensor is a strided real input.
+            let imag = view.imag().unwrap();
+            let want_imag = imag
+                .contiguous()
+                .unwrap()
+                .rfft(-1)
+                .unwrap()
+                .to_device(&Device::cpu())
+                .unwrap();
+            let got_imag = imag.rfft(-1).unwrap().to_device(&Device::cpu()).unwrap();
+            assert_spectrum(
+                &got_imag,
+                &want_imag,
+                n,
+                &format!("imag of {label} on {dev}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn round_trips_hold_for_every_length_kind() {
+    // Powers of two, mixed radices, primes the kernel takes and ones it
+    // does not, one point, and lengths around the GPU kernel's limits.
+    let lengths = [
+        1usize, 2, 3, 5, 7, 8, 11, 13, 16, 17, 30, 64, 97, 100, 210, 256, 500, 512, 513, 1000,
+        1024, 1025, 2048, 2310, 4096,
+    ];
+    for dev in devices() {
+        for &n in &lengths {
+            let values = noise(3 * n, n as u64);
+            let x = Tensor::from_slice(&values, [3, n], &dev).unwrap();
+            let back = x.rfft(-1).unwrap().irfft(Fft::along(-1).size(n)).unwrap();
+            common::assert_close(
+                &back.to_vec::<f32>().unwrap(),
+                &values,
+                1e-5 * (n.max(2) as f32).log2(),
+                &format!("irfft(rfft) of {n} on {dev}"),
+            );
+            let z = x.fft(-1).unwrap();
+            let want = dft(&complex_values(&x), n, false);
+            let want = Tensor::from_complex(&want, [3, n], &Device::cpu()).unwrap();
+            assert_spectrum(
+                &z.to_device(&Device::cpu()).unwrap(),
+                &want,
+                n,
+                &format!("fft of {n} on {dev}"),
+            );
+            let zz = z.ifft(-1).unwrap().real().unwrap();
+            common::assert_close(
+                &zz.contiguous().unwrap().to_vec::<f32>().unwrap(),
+                &values,
+                1e-5 * (n.max(2) as f32).log2(),
+                &format!("ifft(fft) of {n} on {dev}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_inputs_are_computed_in_f32() {
+    for dev in devices() {
+        let values: Vec<f32> = noise(4 * 24, 11)
+            .iter()
+            .map(|v| half::f16::from_f32(*v).to_f32())
+            .collect();
+        let x32 = Tensor::from_slice(&values, [4, 24], &dev).unwrap();
+        let x16 = x32.to_dtype(DType::F16).unwrap();
+        for axis in [0isize, 1] {
+            let want = x32.fft(axis).unwrap().to_device(&Device::cpu()).unwrap();
+            let got = x16
+                .slice(s![.., ..])
+                .unwrap()
+                .fft(axis)
+                .unwrap()
+                .to_device(&Device::cpu())
+                .unwrap();
+            assert_spectrum(&got, &want, 24, &format!("f16 axis {axis} on {dev}"));
+            let got = x16
+                .t()
+                .rfft(1 - axis)
+                .unwrap()
+                .to_device(&Device::cpu())
+                .unwrap();
+            let want = x32
+                .t()
+                .rfft(1 - axis)
+                .unwrap()
+                .to_device(&Device::cpu())
+                .unwrap();
+            assert_spectrum(&got, &want, 24, &format!("f16 rfft axis {axis} on {dev}"));
+        }
+        // Integers are cast to f32 first.
+        let ints = Tensor::from_slice(&[1i32, 2, 3, 4], [4], &dev).unwrap();
+        assert_eq!(
+            ints.fft(0).unwrap().to_complex_vec().unwrap()[0],
+            Complex32::new(10.0, 0.0)
+        );
+    }
+}
+
+#[test]
+fn many_short_lines_share_workgroups() {
+    // 70,000 lines of 8 (more lines than one grid row of workgroups holds
+    // at 64 lines each) and 3 lines of 1.
+    for dev in devices() {
+        let values = noise(70_000 * 8, 5);
+        let x = Tensor::from_slice(&values, [70_000, 8], &dev).unwrap();
+        let got = x.rfft(-1).unwrap().irfft(-1).unwrap();
+        common::assert_close(
+            &got.to_vec::<f32>().unwrap(),
+            &values,
+            1e-5,
+            &format!("70,000 lines on {dev}"),
+        );
+        let one = Tensor::from_slice(&[2.0f32, -1.0, 0.5], [3, 1], &dev).unwrap();
+        let z = one.fft(-1).unwrap().to_complex_vec().unwrap();
+        assert_eq!(
+            z,
+            vec![
+                Complex32::new(2.0, 0.0),
+                Complex32::new(-1.0, 0.0),
+                Complex32::new(0.5, 0.0)
+            ]
+        );
+    }
+}
+
+#[test]
+fn empty_axes_and_padding_from_nothing() {
+    for dev in devices() {
+        let empty_lines = Tensor::zeros([0, 8], DType::F32, &dev).unwrap();
+        assert_eq!(empty_lines.fft(-1).unwrap().dims(), [0, 8]);
+        assert_eq!(empty_lines.rfft(-1).unwrap().dims(), [0, 5]);
+        let no_points = Tensor::zeros([3, 0], DType::F32, &dev).unwrap();
+        let e = no_points.fft(-1).unwrap_err();
+        assert!(
+            matches!(e, Error::Argument { .. }) && e.to_string().contains("fft"),
+            "{e}"
+        );
+        // A size pads an empty axis with zeros.
+        let padded = no_points.fft(Fft::along(-1).size(4)).unwrap();
+        assert_eq!(
+            padded.to_complex_vec().unwrap(),
+            vec![Complex32::new(0.0, 0.0); 12]
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_op() {
+    let dev = Device::cpu();
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &dev).unwrap();
+    let z = x.to_dtype(DType::C64).unwrap();
+    let cases: Vec<(&str, webtensor::Result<Tensor>)> = vec![
+        ("fft", x.fft(2)),
+        ("fft", x.fft(Fft::over([0, 1]).sizes(&[4]))),
+        ("rfft", z.rfft(-1)),
+        (
+            "irfft",
+            Tensor::from_complex(&[Complex32::new(1.0, 0.0)], [1], &dev)
+                .unwrap()
+                .irfft(-1),
+        ),
+        (
+            "fft",
+            Tensor::from_slice(&[true, false], [2], &dev)
+                .unwrap()
+                .fft(0),
+        ),
+        (
+            "fft",
+            Tensor::from_slice(&[1.0f32], [], &dev).unwrap().fft(0),
+        ),
+        ("fftfreq", Tensor::fftfreq(0, 1.0, &dev)),
+        ("rfftfreq", Tensor::rfftfreq(4, 0.0, &dev)),
+        ("fftshift", x.fftshift(3)),
+    ];
+    for (op, result) in cases {
+        let e = result.unwrap_err();
+        assert!(e.to_string().contains(op), "{op}: {e}");
+    }
+}
