@@ -30,12 +30,16 @@
 //! round to f16 (`MatmulPrecision::Fast`), and `matmul_N_checked` and
 //! `sum_all_checked` run on a device with wgpu's runtime checks on.
 //!
+//! The FFT rows (`fft_1d_2^20`, `fft2_1024`, `rfft_rows`) count 16 bytes
+//! per complex point (8 read, 8 written; a real row 4 read and 8 written
+//! per output), as the PyTorch peer does.
+//!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
 
 use std::time::Instant;
 use webtensor::{
-    DType, Device, GpuOptions, MatmulPrecision, MatmulTile, Result, SortOrder, Tensor, TopK, s,
+    DType, Device, Fft, GpuOptions, MatmulPrecision, MatmulTile, Result, SortOrder, Tensor, TopK, s,
 };
 
 /// What to run, from the command line.
@@ -354,11 +358,54 @@ fn main() -> Result<()> {
         })?;
         row("topk_rows", t, gbs(4.0 * (side * 1024) as f64, t.1));
     }
+    ok &= ffts(&o, &dev, n, side)?;
     ok &= matmuls(&o, &dev)?;
     if !ok {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The FFT rows: one line of `n / 16` complex points (2^20; the four-step
+/// algorithm past one kernel's line), a complex `fft2` of 1024 x 1024 (256
+/// x 256 with `--small`), and the `rfft` of each of `side` rows of 1024
+/// reals.
+fn ffts(o: &Options, dev: &Device, n: usize, side: usize) -> Result<bool> {
+    let mut ok = true;
+    // Results compared as their real parts, then their imaginary parts.
+    let parts = |z: Tensor| Tensor::concat(&[&z.real()?, &z.imag()?], 0);
+    if o.wants("fft_1d_2^20") {
+        let len = n / 16;
+        let z = Tensor::complex(
+            &Tensor::rand([len], DType::F32, 12, dev)?,
+            &Tensor::rand([len], DType::F32, 13, dev)?,
+        )?;
+        ok &= check("fft_1d_2^20", 1e-3, &[&z], |t| parts(t[0].fft(-1)?))?;
+        let t = time(o.runs, || z.fft(-1).and_then(|out| synced(dev, out)))?;
+        row("fft_1d_2^20", t, gbs(16.0 * len as f64, t.1));
+    }
+    if o.wants("fft2_1024") {
+        let e = if o.small { 256 } else { 1024 };
+        let z = Tensor::complex(
+            &Tensor::rand([e, e], DType::F32, 14, dev)?,
+            &Tensor::rand([e, e], DType::F32, 15, dev)?,
+        )?;
+        let fft2 = || Fft::over([-2, -1]);
+        ok &= check("fft2_1024", 1e-3, &[&z], |t| parts(t[0].fft(fft2())?))?;
+        let t = time(o.runs, || z.fft(fft2()).and_then(|out| synced(dev, out)))?;
+        row("fft2_1024", t, gbs(16.0 * (e * e) as f64, t.1));
+    }
+    if o.wants("rfft_rows") {
+        let rows = Tensor::rand([side, 1024], DType::F32, 16, dev)?;
+        ok &= check("rfft_rows", 1e-3, &[&rows], |t| parts(t[0].rfft(-1)?))?;
+        let t = time(o.runs, || rows.rfft(-1).and_then(|out| synced(dev, out)))?;
+        row(
+            "rfft_rows",
+            t,
+            gbs((4 * side * 1024 + 8 * side * 513) as f64, t.1),
+        );
+    }
+    Ok(ok)
 }
 
 /// The largest square product on the kernel variants of issue 29, each

@@ -385,3 +385,53 @@ fn bad_input_is_an_error_naming_the_op() {
         assert!(e.to_string().contains(op), "{op}: {e}");
     }
 }
+
+#[test]
+fn short_kernel_lines_compose_every_length_recursively() {
+    // A device whose kernel takes lines of 16 at most: 1024 is 16 x 64,
+    // the 64 again 16 x 4; 4096 three levels deep; 1000 is 10 x 100;
+    // 17 and 291 (3 x 97) go through Bluestein's algorithm, whose
+    // power-of-two transforms are four-step ones.
+    let Some(gpu) = common::own_gpu(webtensor::GpuOptions {
+        max_fft_line: Some(16),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    for &n in &[1024usize, 4096, 1000, 17, 291, 48] {
+        let values = noise(2 * 3 * n, n as u64 + 1);
+        let x = Tensor::from_slice(&values, [2, n, 3], &cpu).unwrap();
+        let z = Tensor::complex(&x, &x.flip(&[1]).unwrap()).unwrap();
+        let tol_n = n;
+        type Op<'a> = &'a dyn Fn(&Tensor) -> webtensor::Result<Tensor>;
+        let ops: [(&str, Op); 5] = [
+            ("fft", &|t: &Tensor| t.fft(1)),
+            ("ifft ortho", &|t: &Tensor| {
+                t.ifft(Fft::along(1).norm(FftNorm::Ortho))
+            }),
+            ("rfft", &|t: &Tensor| t.real()?.rfft(1)),
+            ("irfft", &|t: &Tensor| {
+                t.irfft(Fft::along(1).size(2 * n - 3))
+            }),
+            ("fft padded", &|t: &Tensor| t.fft(Fft::along(1).size(n + 5))),
+        ];
+        for (label, op) in ops {
+            let want = op(&z).unwrap();
+            let got = op(&z.to_device(&gpu).unwrap())
+                .unwrap()
+                .to_device(&cpu)
+                .unwrap();
+            assert_spectrum(
+                &got,
+                &want,
+                2 * tol_n,
+                &format!("{label} of {n} on short lines"),
+            );
+        }
+        let x16 = x.to_device(&gpu).unwrap().to_dtype(DType::F16).unwrap();
+        let want = x16.to_device(&cpu).unwrap().rfft(1).unwrap();
+        let got = x16.rfft(1).unwrap().to_device(&cpu).unwrap();
+        assert_spectrum(&got, &want, n, &format!("f16 rfft of {n} on short lines"));
+    }
+}

@@ -938,3 +938,44 @@ async fn a_profile_names_ops_and_kernels() {
         .collect();
     close(&read(&y).await, &want, "profiled exp(2x)");
 }
+
+#[wasm_bindgen_test]
+async fn ffts_match_the_cpu_path() {
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    // A cosine of 3 cycles over 16 samples: rfft has 8 at k = 3 only.
+    let wave: Vec<f32> = (0..16)
+        .map(|j| (2.0 * std::f32::consts::PI * 3.0 * j as f32 / 16.0).cos())
+        .collect();
+    let spectrum = Tensor::from_slice(&wave, [16], &dev)
+        .unwrap()
+        .rfft(-1)
+        .unwrap();
+    let magnitude = read(&spectrum.abs().unwrap()).await;
+    for (k, m) in magnitude.iter().enumerate() {
+        let want = if k == 3 { 8.0 } else { 0.0 };
+        assert!((m - want).abs() < 1e-4, "|X[{k}]| = {m}");
+    }
+    // A prime length (Bluestein's algorithm), one past the kernel's line
+    // (the four-step algorithm), and a strided view, against the CPU.
+    for (n, rows) in [(17usize, 3usize), (4096, 2), (100, 5)] {
+        let values: Vec<f32> = (0..n * rows)
+            .map(|k| ((k * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect();
+        let x = Tensor::from_slice(&values, [rows, n], &cpu).unwrap();
+        let gx = x.to_device_async(&dev).await.unwrap();
+        let views = |t: &Tensor| [t.clone(), t.slice(s![..;-1, ..;2]).unwrap()];
+        for (view, gpu_view) in views(&x).iter().zip(views(&gx)) {
+            let want = view.fft(-1).unwrap();
+            let got = gpu_view.fft(-1).unwrap();
+            let parts =
+                |z: &Tensor| Tensor::concat(&[&z.real().unwrap(), &z.imag().unwrap()], 0).unwrap();
+            let got = read(&parts(&got)).await;
+            let want = parts(&want).to_vec_async::<f32>().await.unwrap();
+            let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-4 * scale, "fft of {n}: {g} against {w}");
+            }
+        }
+    }
+}

@@ -191,6 +191,39 @@
 //! # }
 //! ```
 //!
+//! # Fourier transforms: `numpy.fft`
+//!
+//! The same names, one argument: an axis, or an [`Fft`](crate::Fft) for
+//! several axes, a size (`n`, `s`) and a `norm`. Spectra are c64 (NumPy
+//! gives complex128).
+//!
+//! | NumPy | webtensor |
+//! |---|---|
+//! | `np.fft.fft(a)` | `a.fft(-1)?` |
+//! | `np.fft.ifft(a, n=64, axis=0, norm="ortho")` | `a.ifft(Fft::along(0).size(64).norm(FftNorm::Ortho))?` |
+//! | `np.fft.fft2(a)`, `np.fft.fftn(a)` | `a.fft(Fft::over([-2, -1]))?`, `a.fft(Fft::over(..))?` |
+//! | `np.fft.rfft(a)`, `np.fft.irfft(x, n=9)` | `a.rfft(-1)?`, `x.irfft(Fft::along(-1).size(9))?` |
+//! | `np.fft.fftfreq(8, d=0.1)` | `Tensor::fftfreq(8, 0.1, &dev)?` |
+//! | `np.fft.fftshift(a)` | `a.fftshift(..)?` |
+//!
+//! ```
+//! use webtensor::{Device, Fft, FftNorm, Tensor};
+//! # fn main() -> webtensor::Result<()> {
+//! let dev = Device::cpu();
+//! let t = Tensor::arange(0.0f32, 8.0, 1.0, &dev)?;
+//! let wave = t.mul_scalar(std::f64::consts::PI / 2.0)?.cos()?; // 2 cycles in 8 samples
+//! let spectrum = wave.rfft(-1)?; // 5 c64 bins
+//! let peak = spectrum.abs()?.argmax(-1)?.item::<i32>()?;
+//! assert_eq!(peak, 2);
+//! let back = spectrum.irfft(Fft::along(-1).size(8))?;
+//! assert!(back.allclose(&wave, 1e-5, 1e-5, false)?);
+//! let unitary = wave.fft(Fft::along(-1).norm(FftNorm::Ortho))?;
+//! let freqs = Tensor::rfftfreq(8, 1.0, &dev)?;
+//! # let _ = (unitary, freqs);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # dtypes
 //!
 //! f32, f16, i32, u32, u8, bool and c64 (complex), on every device; f64 on

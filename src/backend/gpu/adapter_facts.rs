@@ -25,8 +25,9 @@ pub(crate) struct AdapterFacts {
     pub max_buffer_size: u64,
     pub max_workgroups_per_dim: u32,
     pub max_storage_buffers: u32,
-    /// Bytes of workgroup memory one workgroup may use.
-    pub max_workgroup_storage: u32,
+    /// The longest line one FFT kernel transforms (what two buffers of
+    /// complex f32 per line in workgroup memory allow).
+    pub max_fft_line: usize,
     /// The largest uniform binding (a custom kernel's parameter block).
     pub max_uniform_binding: u64,
     pub uniform_align: u32,

@@ -88,6 +88,11 @@ pub struct GpuOptions {
     /// self-check dropping it. Never set it otherwise.
     #[doc(hidden)]
     pub sabotage_matmul: Option<MatmulTile>,
+    /// Testing only: the longest line one FFT kernel transforms (at least
+    /// 16), below what the device's workgroup memory holds, so that tests
+    /// reach the four-step algorithm's recursion with short lines.
+    #[doc(hidden)]
+    pub max_fft_line: Option<usize>,
 }
 
 /// The one wgpu instance every device webtensor opens comes from, so that
@@ -340,7 +345,10 @@ impl GpuContext {
             max_buffer_size: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
-            max_workgroup_storage: limits.max_compute_workgroup_storage_size,
+            max_fft_line: {
+                let fits = super::fft::max_line(limits.max_compute_workgroup_storage_size);
+                options.max_fft_line.map_or(fits, |m| m.clamp(16, fits))
+            },
             max_uniform_binding: limits.max_uniform_buffer_binding_size,
             uniform_align: limits.min_uniform_buffer_offset_alignment,
             storage_align: limits.min_storage_buffer_offset_alignment,

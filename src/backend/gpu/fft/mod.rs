@@ -17,12 +17,12 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{FftCall, FftRead, Storage};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use plan::{group_shape, max_line, radices, twiddle_table};
+use plan::{group_shape, radices, twiddle_table};
 use smallvec::smallvec;
 use std::fmt::Write;
 use std::sync::Arc;
 
-pub(crate) use plan::MAX_RADIX;
+pub(crate) use plan::{MAX_RADIX, max_line};
 
 const FFT_WGSL: &str = shader!("fft/fft.wgsl");
 
@@ -72,7 +72,7 @@ impl FamilyKey for FftKey {
 /// (the longest line, the largest prime factor of its length) one call
 /// takes on the GPU of `s`.
 pub(crate) fn fft_line_limit(s: &GpuStorage) -> (usize, usize) {
-    (max_line(s.ctx.facts.max_workgroup_storage), MAX_RADIX)
+    (s.ctx.facts.max_fft_line, MAX_RADIX)
 }
 
 /// The WGSL source of the FFT kernel for `key`.
