@@ -6,7 +6,7 @@
 mod common;
 
 use common::{devices, noise};
-use webtensor::{Complex32, DType, Device, Error, Fft, FftNorm, Tensor, s};
+use webtensor::{Complex32, DType, Device, Error, Fft, FftNorm, Stft, Tensor, s};
 
 /// The cases NumPy computed, by name, on the CPU.
 fn numpy_cases() -> Vec<(String, Tensor)> {
@@ -434,4 +434,147 @@ fn short_kernel_lines_compose_every_length_recursively() {
         let got = x16.rfft(1).unwrap().to_device(&cpu).unwrap();
         assert_spectrum(&got, &want, n, &format!("f16 rfft of {n} on short lines"));
     }
+}
+
+/// PyTorch's `stft` by its definition: frames of the signal (padded by
+/// `n / 2` reflected samples with `center`) times the window centred in
+/// `n`, each transformed; `[frequencies, frames]` per row.
+fn stft_reference(
+    rows: &[Vec<Complex32>],
+    n: usize,
+    hop: usize,
+    window: &[f32],
+    center: bool,
+    kept: usize,
+) -> Vec<Complex32> {
+    let left = (n - window.len()) / 2;
+    let mut w = vec![0.0f32; n];
+    w[left..left + window.len()].copy_from_slice(window);
+    let mut out = Vec::new();
+    for row in rows {
+        let len = row.len() as isize;
+        let pad = if center { (n / 2) as isize } else { 0 };
+        let at = |i: isize| {
+            let mut j = i - pad;
+            if j < 0 {
+                j = -j;
+            }
+            if j >= len {
+                j = 2 * (len - 1) - j;
+            }
+            row[j as usize]
+        };
+        let frames = 1 + (row.len() + 2 * pad as usize - n) / hop;
+        let mut spectra = Vec::new();
+        for t in 0..frames {
+            let frame: Vec<Complex32> = (0..n).map(|m| at((t * hop + m) as isize) * w[m]).collect();
+            spectra.push(dft(&frame, n, false));
+        }
+        for k in 0..kept {
+            for s in &spectra {
+                out.push(s[k]);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn stft_frames_the_signal_as_pytorch_defines() {
+    for dev in devices() {
+        let (len, n, hop) = (50usize, 16usize, 5usize);
+        let values = noise(2 * len, 21);
+        let x = Tensor::from_slice(&values, [2, len], &dev).unwrap();
+        let rows: Vec<Vec<Complex32>> = values
+            .chunks(len)
+            .map(|r| r.iter().map(|&v| Complex32::new(v, 0.0)).collect())
+            .collect();
+        let hann = Tensor::hann_window(12, &dev).unwrap();
+        let hann_values = hann.to_vec::<f32>().unwrap();
+        let ones = vec![1.0f32; n];
+        let check = |got: Tensor, want: Vec<Complex32>, frames: usize, kept: usize, what: &str| {
+            assert_eq!(got.dims(), [2, kept, frames], "{what} on {dev}");
+            let want = Tensor::from_complex(&want, [2, kept, frames], &Device::cpu()).unwrap();
+            assert_spectrum(
+                &got.to_device(&Device::cpu()).unwrap(),
+                &want,
+                n,
+                &format!("{what} on {dev}"),
+            );
+        };
+        let got = x.stft(&Stft::new(n).hop(hop).window(&hann)).unwrap();
+        check(
+            got,
+            stft_reference(&rows, n, hop, &hann_values, true, 9),
+            11,
+            9,
+            "centred, Hann of 12",
+        );
+        let got = x.stft(&Stft::new(n).center(false)).unwrap();
+        check(
+            got,
+            stft_reference(&rows, n, n / 4, &ones, false, 9),
+            9,
+            9,
+            "uncentred, no window",
+        );
+        // A reversed view of the signal, read in place.
+        let reversed = x.slice(s![.., ..;-1]).unwrap();
+        let rev_rows: Vec<Vec<Complex32>> = rows
+            .iter()
+            .map(|r| r.iter().rev().copied().collect())
+            .collect();
+        let got = reversed.stft(&Stft::new(n).hop(hop).window(&hann)).unwrap();
+        check(
+            got,
+            stft_reference(&rev_rows, n, hop, &hann_values, true, 9),
+            11,
+            9,
+            "reversed view",
+        );
+        // Normalized, two-sided, of a complex signal.
+        let z = Tensor::complex(&x, &x.flip(&[1]).unwrap()).unwrap();
+        let z_rows: Vec<Vec<Complex32>> = rows
+            .iter()
+            .zip(&rev_rows)
+            .map(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .map(|(p, q)| Complex32::new(p.re, q.re))
+                    .collect()
+            })
+            .collect();
+        let got = z.stft(&Stft::new(n).hop(hop).normalized(true)).unwrap();
+        let want: Vec<Complex32> = stft_reference(&z_rows, n, hop, &ones, true, n)
+            .into_iter()
+            .map(|c| c / (n as f32).sqrt())
+            .collect();
+        check(got, want, 11, n, "complex, normalized");
+    }
+    let cpu = Device::cpu();
+    let short = Tensor::zeros([8], DType::F32, &cpu).unwrap();
+    let window = Tensor::hann_window(32, &cpu).unwrap();
+    for result in [
+        short.stft(&Stft::new(16)),
+        short.stft(&Stft::new(0)),
+        short.stft(&Stft::new(4).hop(0)),
+        short.stft(&Stft::new(16).center(false)),
+        short.stft(&Stft::new(8).window(&window)),
+        short
+            .to_dtype(DType::C64)
+            .unwrap()
+            .stft(&Stft::new(4).onesided(true)),
+    ] {
+        let e = result.unwrap_err();
+        assert!(e.to_string().contains("stft"), "{e}");
+    }
+}
+
+#[test]
+fn hann_window_is_periodic() {
+    let w = Tensor::hann_window(4, &Device::cpu())
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    common::assert_close(&w, &[0.0, 0.5, 1.0, 0.5], 1e-7, "hann 4");
 }

@@ -205,6 +205,7 @@
 //! | `np.fft.rfft(a)`, `np.fft.irfft(x, n=9)` | `a.rfft(-1)?`, `x.irfft(Fft::along(-1).size(9))?` |
 //! | `np.fft.fftfreq(8, d=0.1)` | `Tensor::fftfreq(8, 0.1, &dev)?` |
 //! | `np.fft.fftshift(a)` | `a.fftshift(..)?` |
+//! | `torch.stft(x, 512, 128, window=torch.hann_window(512), return_complex=True)` | `x.stft(&Stft::new(512).hop(128).window(&Tensor::hann_window(512, &dev)?))?` |
 //!
 //! ```
 //! use webtensor::{Device, Fft, FftNorm, Tensor};

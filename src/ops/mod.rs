@@ -20,6 +20,7 @@ mod rearrange;
 mod reduce;
 mod reductions;
 mod sort;
+mod stft;
 mod triangles;
 
 pub use custom::CustomKernel;
@@ -27,6 +28,7 @@ pub use fft::{Fft, FftNorm};
 pub use rearrange::PadMode;
 pub use reduce::Axes;
 pub use sort::{SortOrder, TopK};
+pub use stft::Stft;
 
 use crate::backend::{Call, Input, run};
 use crate::dtype::DType;
