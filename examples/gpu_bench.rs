@@ -34,12 +34,16 @@
 //! per complex point (8 read, 8 written; a real row 4 read and 8 written
 //! per output), as the PyTorch peer does.
 //!
+//! The image rows (`conv2d_resnet`, `conv2d_depthwise`, `maxpool`,
+//! `resize_bilinear`) count as the PyTorch peer does (see `images`).
+//!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
 
 use std::time::Instant;
 use webtensor::{
-    DType, Device, Fft, GpuOptions, MatmulPrecision, MatmulTile, Result, SortOrder, Tensor, TopK, s,
+    Conv, DType, Device, Fft, GpuOptions, MatmulPrecision, MatmulTile, Pool, Resize, Result,
+    SortOrder, Tensor, TopK, s,
 };
 
 /// What to run, from the command line.
@@ -359,6 +363,7 @@ fn main() -> Result<()> {
         row("topk_rows", t, gbs(4.0 * (side * 1024) as f64, t.1));
     }
     ok &= ffts(&o, &dev, n, side)?;
+    ok &= images(&o, &dev)?;
     ok &= matmuls(&o, &dev)?;
     if !ok {
         std::process::exit(1);
@@ -403,6 +408,67 @@ fn ffts(o: &Options, dev: &Device, n: usize, side: usize) -> Result<bool> {
             "rfft_rows",
             t,
             gbs((4 * side * 1024 + 8 * side * 513) as f64, t.1),
+        );
+    }
+    Ok(ok)
+}
+
+/// The convolution, pooling and resizing rows, on the PyTorch peer's
+/// shapes (`--small`: batch 2 and a 256 x 256 image): a ResNet layer
+/// (`[32, 64, 56, 56]`, 64 3 x 3 filters, padding 1; GFLOP/s counting 2
+/// per multiply-add), the depthwise 3 x 3 on it (8 bytes per element), a
+/// 2 x 2 max pooling (5 bytes per input element) and a bilinear resize of
+/// `[8, 3, 1024, 1024]` to 512 x 512 (5 bytes per input element).
+fn images(o: &Options, dev: &Device) -> Result<bool> {
+    let mut ok = true;
+    let batch = if o.small { 2 } else { 32 };
+    let x = Tensor::randn([batch, 64, 56, 56], DType::F32, 17, dev)?;
+    let elements = x.numel() as f64;
+    if o.wants("conv2d_resnet") {
+        let w = Tensor::randn([64, 64, 3, 3], DType::F32, 18, dev)?;
+        let conv = || Conv::new().padding(1);
+        ok &= check("conv2d_resnet", 1e-3, &[&x, &w], |t| {
+            t[0].conv2d(&t[1], &conv())
+        })?;
+        let t = time(o.runs, || {
+            x.conv2d(&w, &conv()).and_then(|out| synced(dev, out))
+        })?;
+        let flops = 2.0 * elements * 64.0 * 9.0;
+        row("conv2d_resnet", t, gflops(flops, t.1));
+    }
+    if o.wants("conv2d_depthwise") {
+        let w = Tensor::randn([64, 1, 3, 3], DType::F32, 19, dev)?;
+        let conv = || Conv::new().padding(1).groups(64);
+        ok &= check("conv2d_depthwise", 1e-4, &[&x, &w], |t| {
+            t[0].conv2d(&t[1], &conv())
+        })?;
+        let t = time(o.runs, || {
+            x.conv2d(&w, &conv()).and_then(|out| synced(dev, out))
+        })?;
+        row("conv2d_depthwise", t, gbs(8.0 * elements, t.1));
+    }
+    if o.wants("maxpool") {
+        ok &= check("maxpool", 0.0, &[&x], |t| t[0].max_pool2d(&Pool::new(2)))?;
+        let t = time(o.runs, || {
+            x.max_pool2d(&Pool::new(2)).and_then(|out| synced(dev, out))
+        })?;
+        row("maxpool", t, gbs(4.0 * elements * 5.0 / 4.0, t.1));
+    }
+    if o.wants("resize_bilinear") {
+        let (images, side) = if o.small { (1, 256) } else { (8, 1024) };
+        let img = Tensor::rand([images, 3, side, side], DType::F32, 20, dev)?;
+        let half = [side / 2, side / 2];
+        ok &= check("resize_bilinear", 1e-5, &[&img], |t| {
+            t[0].resize(half, Resize::Bilinear)
+        })?;
+        let t = time(o.runs, || {
+            img.resize(half, Resize::Bilinear)
+                .and_then(|out| synced(dev, out))
+        })?;
+        row(
+            "resize_bilinear",
+            t,
+            gbs(4.0 * img.numel() as f64 * 5.0 / 4.0, t.1),
         );
     }
     Ok(ok)

@@ -108,7 +108,10 @@ pub use index::{NewAxis, SliceItem};
 pub use interop::{ColorMap, GpuBuffer};
 pub use layout::Layout;
 pub use num_complex::Complex32;
-pub use ops::{Axes, CustomKernel, Fft, FftNorm, PadMode, SortOrder, Stft, TopK};
+pub use ops::{
+    Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair, Pool, Resize, SortOrder,
+    Stft, TopK,
+};
 pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledSubmit};
 pub use scalar::Scalar;
 pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};

@@ -11,7 +11,7 @@ mod common;
 mod gray_scott;
 
 use common::{assert_close, own_gpu, read_f32};
-use webtensor::{DType, Device, Error, GpuOptions, Graph, Tensor, s};
+use webtensor::{Conv, DType, Device, Error, GpuOptions, Graph, Resize, Tensor, s};
 
 /// The CPU and GPU devices of this test's own (a capture records what any
 /// thread records on its device, and the tests run in parallel): f16
@@ -356,6 +356,41 @@ fn buffers_only_the_graph_uses_are_lent_to_no_one_else() {
         );
         for (k, t) in others.iter().enumerate() {
             assert_eq!(t.to_vec::<f32>().unwrap(), vec![-100.0 - k as f32; 256]);
+        }
+    }
+}
+
+#[test]
+fn steps_with_ffts_convolutions_and_resizing_replay() {
+    // These ops upload constants (twiddle tables, interpolation indices)
+    // and make temporaries inside the step: a replay must see the inputs
+    // the application writes between runs.
+    for dev in capture_devices() {
+        let x = Tensor::from_slice(&common::noise(2 * 3 * 8 * 8, 5), [2, 3, 8, 8], &dev).unwrap();
+        let w = Tensor::from_slice(&common::noise(4 * 3 * 3 * 3, 6), [4, 3, 3, 3], &dev).unwrap();
+        let out = Tensor::zeros([2, 4, 5, 8], DType::F32, &dev).unwrap();
+        let spectrum = Tensor::zeros([2, 4, 5, 5], DType::C64, &dev).unwrap();
+        let (xs, ws, o, sp) = (x.clone(), w.clone(), out.clone(), spectrum.clone());
+        let step = move || -> webtensor::Result<()> {
+            let y = xs.conv2d(&ws, &Conv::new().padding(1))?;
+            o.assign(&y.resize([5, 8], Resize::Bilinear)?)?;
+            sp.assign(&o.rfft(-1)?)
+        };
+        let mut graph = dev.capture(step).unwrap();
+        for round in 0..2 {
+            x.mul_scalar_(-0.5).unwrap();
+            graph.run().unwrap();
+            let y = x.conv2d(&w, &Conv::new().padding(1)).unwrap();
+            let want = y.resize([5, 8], Resize::Bilinear).unwrap();
+            let what = format!("round {round} on {}", label(&dev));
+            assert_close(&read_f32(&out), &read_f32(&want), 1e-5, &what);
+            let want = want.rfft(-1).unwrap().abs().unwrap();
+            assert_close(
+                &read_f32(&spectrum.abs().unwrap()),
+                &read_f32(&want),
+                1e-5,
+                &what,
+            );
         }
     }
 }

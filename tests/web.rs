@@ -6,7 +6,9 @@
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
-use webtensor::{DType, Device, DeviceKind, Error, SortOrder, Tensor, TopK, f16, s, wgpu};
+use webtensor::{
+    Conv, DType, Device, DeviceKind, Error, Pool, Resize, SortOrder, Tensor, TopK, f16, s, wgpu,
+};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -977,5 +979,49 @@ async fn ffts_match_the_cpu_path() {
                 assert!((g - w).abs() <= 1e-4 * scale, "fft of {n}: {g} against {w}");
             }
         }
+    }
+}
+
+#[wasm_bindgen_test]
+async fn convolution_pooling_and_resizing_match_the_cpu_path() {
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let values = |n: usize, seed: usize| -> Vec<f32> {
+        (0..n)
+            .map(|k| (((k + seed) * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect()
+    };
+    let x = Tensor::from_slice(&values(2 * 8 * 9 * 7, 1), [2, 8, 9, 7], &cpu).unwrap();
+    let w = Tensor::from_slice(&values(6 * 4 * 3 * 3, 2), [6, 4, 3, 3], &cpu).unwrap();
+    let dw = Tensor::from_slice(&values(8 * 3 * 3, 3), [8, 1, 3, 3], &cpu).unwrap();
+    let (gx, gw, gdw) = (
+        x.to_device_async(&dev).await.unwrap(),
+        w.to_device_async(&dev).await.unwrap(),
+        dw.to_device_async(&dev).await.unwrap(),
+    );
+    type Op = fn(&Tensor, &Tensor, &Tensor) -> Tensor;
+    let ops: [(&str, Op); 5] = [
+        ("grouped conv2d", |x, w, _| {
+            x.conv2d(w, &Conv::new().groups(2).stride(2).padding(1))
+                .unwrap()
+        }),
+        ("depthwise conv2d", |x, _, dw| {
+            x.conv2d(dw, &Conv::new().groups(8).same()).unwrap()
+        }),
+        ("max_pool2d", |x, _, _| {
+            x.max_pool2d(&Pool::new(3).stride(2).ceil_mode(true))
+                .unwrap()
+        }),
+        ("avg_pool2d", |x, _, _| {
+            x.avg_pool2d(&Pool::new(2).padding(1)).unwrap()
+        }),
+        ("resize", |x, _, _| {
+            x.resize([5, 11], Resize::Bilinear).unwrap()
+        }),
+    ];
+    for (name, op) in ops {
+        let want = op(&x, &w, &dw).to_vec_async::<f32>().await.unwrap();
+        let got = read(&op(&gx, &gw, &gdw)).await;
+        close(&got, &want, name);
     }
 }

@@ -225,6 +225,18 @@
 //! # }
 //! ```
 //!
+//! # Convolution, pooling and resizing: `torch.nn.functional`
+//!
+//! | PyTorch | webtensor |
+//! |---|---|
+//! | `F.conv2d(x, w, b, stride=2, padding=1, groups=4)` | `x.conv2d(&w, &Conv::new().stride(2).padding(1).groups(4).bias(&b))?` |
+//! | `F.conv2d(x, w, padding="same", dilation=2)` | `x.conv2d(&w, &Conv::new().same().dilation(2))?` |
+//! | `F.conv1d(x, w)`, `F.conv_transpose2d(x, w, stride=2)` | `x.conv1d(&w, &Conv::new())?`, `x.conv_transpose2d(&w, &Conv::new().stride(2))?` |
+//! | `F.max_pool2d(x, 3, 2, 1, ceil_mode=True)` | `x.max_pool2d(&Pool::new(3).stride(2).padding(1).ceil_mode(true))?` |
+//! | `F.avg_pool2d(x, 2)`, `F.adaptive_avg_pool2d(x, (7, 7))` | `x.avg_pool2d(&Pool::new(2))?`, `x.adaptive_avg_pool2d([7, 7])?` |
+//! | `F.interpolate(x, size=(h, w), mode="bilinear")` | `x.resize([h, w], Resize::Bilinear)?` |
+//! | `F.interpolate(x, scale_factor=2, mode="nearest")` | `x.resize_by([2.0, 2.0], Resize::Nearest)?` |
+//!
 //! # dtypes
 //!
 //! f32, f16, i32, u32, u8, bool and c64 (complex), on every device; f64 on

@@ -346,7 +346,7 @@ impl GpuContext {
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
             max_fft_line: {
-                let fits = super::fft::max_line(limits.max_compute_workgroup_storage_size);
+                let fits = super::fft::plan::max_line(limits.max_compute_workgroup_storage_size);
                 options.max_fft_line.map_or(fits, |m| m.clamp(16, fits))
             },
             max_uniform_binding: limits.max_uniform_buffer_binding_size,

@@ -4,7 +4,7 @@
 //! mode and direction. Longer lines and lengths with larger prime factors
 //! are composed by the op layer from these (`ops/fft_lines.rs`).
 
-mod plan;
+pub(crate) mod plan;
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16};
@@ -22,7 +22,7 @@ use smallvec::smallvec;
 use std::fmt::Write;
 use std::sync::Arc;
 
-pub(crate) use plan::{MAX_RADIX, max_line};
+pub(crate) use plan::MAX_RADIX;
 
 const FFT_WGSL: &str = shader!("fft/fft.wgsl");
 

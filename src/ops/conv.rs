@@ -1,0 +1,463 @@
+//! Convolutions, NCHW as PyTorch's: `conv1d`, `conv2d` and
+//! `conv_transpose2d` with stride, padding (`same` too), dilation, groups
+//! and bias, f32, f16 (computed and accumulated in f32) and f64 on the CPU.
+//!
+//! No im2col tensor is made. Each tap `(i, j)` of the kernel reads the
+//! (padded) input through a strided view (`windows::window`) and adds its
+//! share to the output in place:
+//! - as a batched matrix product over the batch and output rows, the tap's
+//!   `[out channels, in channels]` weights times the view's `[in channels,
+//!   width]` rows, on the matmul kernels (any strides, read in place);
+//! - for depthwise convolutions (one input channel per group) and few input
+//!   channels, as a broadcast multiply-add per tap and channel, which the
+//!   GPU fuses into one kernel.
+//!
+//! A transposed convolution adds each tap's product into a strided view of
+//! its output instead.
+
+use super::PadMode;
+use super::windows::{Pair, batched, compute_dtype, outputs, window};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// Input channels per group at most this many take the multiply-add path
+/// (one op per tap and channel) instead of products.
+const FEW_CHANNELS: usize = 4;
+
+/// How a convolution pads its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvPadding {
+    /// Zeros before and after each spatial axis, this many.
+    Zeros(Pair),
+    /// Zeros so the output is as large as the input (stride 1 only;
+    /// PyTorch's `"same"`: an odd total puts the extra zero after).
+    Same,
+}
+
+/// The arguments of a convolution, PyTorch's defaults unless set: stride
+/// 1, no padding, dilation 1, one group, no bias. One value sets both
+/// spatial axes (`stride(2)`), a pair each (`stride([2, 1])`); a 1-D
+/// convolution uses the second.
+///
+/// ```
+/// use webtensor::{Conv, DType, Device, Tensor};
+/// # fn main() -> webtensor::Result<()> {
+/// let dev = Device::cpu();
+/// let image = Tensor::ones([1, 1, 5, 5], DType::F32, &dev)?;
+/// let blur = Tensor::full([1, 1, 3, 3], 1.0 / 9.0, DType::F32, &dev)?;
+/// let out = image.conv2d(&blur, &Conv::new().padding(1))?;
+/// assert_eq!(out.dims(), [1, 1, 5, 5]);
+/// assert!((out.to_vec::<f32>()?[0] - 4.0 / 9.0).abs() < 1e-6); // a corner sees 4 of 9
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Conv<'a> {
+    stride: Pair,
+    padding: ConvPadding,
+    dilation: Pair,
+    groups: usize,
+    output_padding: Pair,
+    bias: Option<&'a Tensor>,
+}
+
+impl Default for Conv<'_> {
+    fn default() -> Self {
+        Conv::new()
+    }
+}
+
+impl<'a> Conv<'a> {
+    /// Stride 1, no padding, dilation 1, one group, no bias.
+    pub fn new() -> Conv<'a> {
+        Conv {
+            stride: Pair([1, 1]),
+            padding: ConvPadding::Zeros(Pair([0, 0])),
+            dilation: Pair([1, 1]),
+            groups: 1,
+            output_padding: Pair([0, 0]),
+            bias: None,
+        }
+    }
+
+    /// Output positions this many input positions apart.
+    pub fn stride(mut self, stride: impl Into<Pair>) -> Conv<'a> {
+        self.stride = stride.into();
+        self
+    }
+
+    /// Zeros added before and after each spatial axis (for a transposed
+    /// convolution: removed from each side of its output, as PyTorch's).
+    pub fn padding(mut self, padding: impl Into<Pair>) -> Conv<'a> {
+        self.padding = ConvPadding::Zeros(padding.into());
+        self
+    }
+
+    /// PyTorch's `padding="same"`.
+    pub fn same(mut self) -> Conv<'a> {
+        self.padding = ConvPadding::Same;
+        self
+    }
+
+    /// Kernel taps this many input positions apart.
+    pub fn dilation(mut self, dilation: impl Into<Pair>) -> Conv<'a> {
+        self.dilation = dilation.into();
+        self
+    }
+
+    /// Input and output channels split into this many groups, each group's
+    /// outputs computed from its inputs alone (channels = groups is a
+    /// depthwise convolution).
+    pub fn groups(mut self, groups: usize) -> Conv<'a> {
+        self.groups = groups;
+        self
+    }
+
+    /// A transposed convolution's extra output rows and columns at the
+    /// end (less than the stride or the dilation).
+    pub fn output_padding(mut self, output_padding: impl Into<Pair>) -> Conv<'a> {
+        self.output_padding = output_padding.into();
+        self
+    }
+
+    /// Added to each output channel: a 1-D tensor of one value per channel.
+    pub fn bias(mut self, bias: &'a Tensor) -> Conv<'a> {
+        self.bias = Some(bias);
+        self
+    }
+
+    /// The padding before and after each axis for a kernel of `k` taps.
+    fn pads(&self, k: [usize; 2]) -> [(usize, usize); 2] {
+        match self.padding {
+            ConvPadding::Zeros(Pair(p)) => [(p[0], p[0]), (p[1], p[1])],
+            ConvPadding::Same => std::array::from_fn(|a| {
+                let total = self.dilation.0[a] * (k[a] - 1);
+                (total / 2, total - total / 2)
+            }),
+        }
+    }
+
+    /// Checks what does not depend on the tensors.
+    fn check(&self, op: &'static str) -> Result<()> {
+        if self.stride.0.contains(&0) || self.dilation.0.contains(&0) || self.groups == 0 {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "stride {:?}, dilation {:?} and groups {} must be at least 1",
+                    self.stride.0, self.dilation.0, self.groups
+                ),
+            ));
+        }
+        if self.padding == ConvPadding::Same && self.stride.0 != [1, 1] {
+            return Err(Error::argument(
+                op,
+                format!("padding \"same\" needs stride 1, got {:?}", self.stride.0),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Tensor {
+    /// The 2-D convolution (cross-correlation, as in every deep-learning
+    /// library) of this `[batch, in_channels, height, width]` input (or
+    /// one without the batch axis) with `weight` `[out_channels,
+    /// in_channels / groups, kh, kw]` (PyTorch's `conv2d`).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `conv2d` for ranks or channels that do not
+    /// match, groups that do not divide the channels, or a kernel larger
+    /// than the padded input; `Error::Argument` for a stride, dilation or
+    /// group count of 0, or `same` with a stride; `Error::DType` for
+    /// non-float tensors; `Error::DeviceMismatch`.
+    pub fn conv2d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+        convolve("conv2d", self, weight, conv)
+    }
+
+    /// The 1-D convolution of this `[batch, in_channels, length]` input (or
+    /// one without the batch axis) with `weight` `[out_channels,
+    /// in_channels / groups, k]` (PyTorch's `conv1d`); `conv`'s second
+    /// values (or single ones) apply.
+    ///
+    /// # Errors
+    /// As [`Tensor::conv2d`], naming `conv1d`.
+    pub fn conv1d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+        const OP: &str = "conv1d";
+        let (x, unbatched) = batched(OP, self, 3, "[batch, channels, length]")?;
+        if weight.rank() != 3 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "the weight must be [out, in / groups, k], got shape {}",
+                    weight.shape()
+                ),
+            ));
+        }
+        // The height axis added here takes no stride, padding or dilation.
+        let along_width = Conv {
+            stride: Pair([1, conv.stride.0[1]]),
+            padding: match conv.padding {
+                ConvPadding::Zeros(Pair(p)) => ConvPadding::Zeros(Pair([0, p[1]])),
+                same => same,
+            },
+            dilation: Pair([1, conv.dilation.0[1]]),
+            output_padding: Pair([0, conv.output_padding.0[1]]),
+            ..conv.clone()
+        };
+        let out = convolve(OP, &x.unsqueeze(2)?, &weight.unsqueeze(2)?, &along_width)?;
+        let out = out.squeeze_axis(2)?;
+        if unbatched {
+            out.squeeze_axis(0)
+        } else {
+            Ok(out)
+        }
+    }
+
+    /// The transposed 2-D convolution (the gradient of `conv2d` with
+    /// respect to its input; PyTorch's `conv_transpose2d`) of this `[batch,
+    /// in_channels, height, width]` input with `weight` `[in_channels,
+    /// out_channels / groups, kh, kw]`: output rows `(h - 1) stride - 2
+    /// padding + dilation (kh - 1) + output_padding + 1`.
+    ///
+    /// # Errors
+    /// As [`Tensor::conv2d`], naming `conv_transpose2d`; `Error::Argument`
+    /// for `same` padding or an output padding not below the stride or
+    /// dilation.
+    pub fn conv_transpose2d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+        transpose_convolve(self, weight, conv)
+    }
+}
+
+/// Checks a convolution's operands: (input batched, whether to drop the
+/// batch axis, compute dtype).
+fn operands(
+    op: &'static str,
+    x: &Tensor,
+    weight: &Tensor,
+    conv: &Conv,
+) -> Result<(Tensor, bool, DType)> {
+    conv.check(op)?;
+    let (x, unbatched) = batched(op, x, 4, "[batch, channels, height, width]")?;
+    super::check_devices(op, &x, &[super::Arg::Tensor(weight)])?;
+    if weight.rank() != 4 {
+        return Err(Error::shape(
+            op,
+            format!("the weight must have 4 axes, got shape {}", weight.shape()),
+        ));
+    }
+    let dtype = Tensor::result_type(&x, weight)?;
+    let compute = compute_dtype(op, dtype)?;
+    if let Some(b) = conv.bias {
+        super::check_devices(op, &x, &[super::Arg::Tensor(b)])?;
+        compute_dtype(op, b.dtype())?;
+    }
+    Ok((x, unbatched, compute))
+}
+
+/// `t` as `dtype` (itself when it is already).
+fn as_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        Ok(t.clone())
+    } else {
+        t.to_dtype(dtype)
+    }
+}
+
+/// The result in the operands' dtype, with the bias added and the batch
+/// axis dropped for an unbatched input.
+fn finish(
+    op: &'static str,
+    out: Tensor,
+    conv: &Conv,
+    dtype: DType,
+    unbatched: bool,
+) -> Result<Tensor> {
+    if let Some(bias) = conv.bias {
+        let o = out.dims()[1];
+        if bias.rank() != 1 || bias.dims()[0] != o {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "the bias must be [{o}] (one per output channel), got shape {}",
+                    bias.shape()
+                ),
+            ));
+        }
+        out.add_(&bias.reshape([1, o as isize, 1, 1])?)?;
+    }
+    let out = as_dtype(&out, dtype)?;
+    if unbatched {
+        out.squeeze_axis(0)
+    } else {
+        Ok(out)
+    }
+}
+
+fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+    let (x, unbatched, compute) = operands(op, input, weight, conv)?;
+    let dtype = Tensor::result_type(&x, weight)?;
+    let [n, c, h, w] = dims4(&x);
+    let [o, cg, kh, kw] = dims4(weight);
+    let g = conv.groups;
+    if !c.is_multiple_of(g) || !o.is_multiple_of(g) || c / g != cg {
+        return Err(Error::shape(
+            op,
+            format!(
+                "input channels {c} and output channels {o} in {g} groups need a weight of \
+                 [{o}, {}, kh, kw], got shape {}",
+                c / g.max(1),
+                weight.shape()
+            ),
+        ));
+    }
+    let pads = conv.pads([kh, kw]);
+    let (s, d) = (conv.stride.0, conv.dilation.0);
+    let padded = [h + pads[0].0 + pads[0].1, w + pads[1].0 + pads[1].1];
+    let extent = [d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1];
+    let (Some(ho), Some(wo)) = (
+        outputs(padded[0], extent[0], s[0], None),
+        outputs(padded[1], extent[1], s[1], None),
+    ) else {
+        return Err(Error::shape(
+            op,
+            format!(
+                "a kernel spanning {extent:?} is larger than the padded input {padded:?} \
+                 (input {:?}, padding {pads:?})",
+                [h, w]
+            ),
+        ));
+    };
+    let x = as_dtype(&x, compute)?;
+    let weight = as_dtype(weight, compute)?;
+    let x = if pads.iter().any(|&(a, b)| a + b > 0) {
+        x.pad(&pads, PadMode::Constant(0.into()))?
+    } else {
+        x
+    };
+    let out = Tensor::zeros([n, o, ho, wo], compute, x.device())?;
+    // Outputs as [batch, rows, channels, columns]: what a tap's product is.
+    let acc = out.permute(&[0, 2, 1, 3])?;
+    let (og, oc) = (o / g, [ho, wo]);
+    for i in 0..kh {
+        for j in 0..kw {
+            let taps = window(&x, [i * d[0], j * d[1]], oc, s);
+            if cg == 1 {
+                // One input channel per group: output channel k reads input
+                // channel k / og. acc [n, ho, g, og, wo] += x [n, ho, g, 1, wo] * w [g, og].
+                let acc5 = split_axis(&acc, 2, [g, og])?;
+                let xs = taps.permute(&[0, 2, 1, 3])?.unsqueeze(3)?;
+                let wk = tap_weights(&weight, i, j)?.reshape([g as isize, og as isize, 1])?;
+                acc5.add_(&xs.mul(&wk)?)?;
+            } else if g == 1 && cg <= FEW_CHANNELS {
+                let xs = taps.permute(&[0, 2, 1, 3])?;
+                let wk = tap_weights(&weight, i, j)?;
+                for ch in 0..cg {
+                    let column = wk.narrow(1, ch, 1)?.reshape([o as isize, 1])?;
+                    acc.add_(&xs.narrow(2, ch, 1)?.mul(&column)?)?;
+                }
+            } else {
+                for gi in 0..g {
+                    let xs = taps.narrow(1, gi * cg, cg)?.permute(&[0, 2, 1, 3])?;
+                    let wk = tap_weights(&weight.narrow(0, gi * og, og)?, i, j)?;
+                    acc.narrow(2, gi * og, og)?.add_(&wk.matmul(&xs)?)?;
+                }
+            }
+        }
+    }
+    finish(op, out, conv, dtype, unbatched)
+}
+
+fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+    const OP: &str = "conv_transpose2d";
+    let (x, unbatched, compute) = operands(OP, input, weight, conv)?;
+    let dtype = Tensor::result_type(&x, weight)?;
+    let ConvPadding::Zeros(Pair(p)) = conv.padding else {
+        return Err(Error::argument(
+            OP,
+            "padding \"same\" is not defined for a transposed convolution",
+        ));
+    };
+    let [n, c, h, w] = dims4(&x);
+    let [ci, og, kh, kw] = dims4(weight);
+    let g = conv.groups;
+    if ci != c || !c.is_multiple_of(g) {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "input channels {c} in {g} groups need a weight of [{c}, out / {g}, kh, kw], got shape {}",
+                weight.shape()
+            ),
+        ));
+    }
+    let (s, d, op) = (conv.stride.0, conv.dilation.0, conv.output_padding.0);
+    if (0..2).any(|a| op[a] >= s[a].max(d[a])) {
+        return Err(Error::argument(
+            OP,
+            format!("output padding {op:?} must be below the stride {s:?} or the dilation {d:?}"),
+        ));
+    }
+    // The whole output before `padding` is cropped from each side.
+    let full = [
+        (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op[0],
+        (w - 1) * s[1] + d[1] * (kw - 1) + 1 + op[1],
+    ];
+    if full[0] <= 2 * p[0] || full[1] <= 2 * p[1] || h == 0 || w == 0 {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "padding {p:?} leaves no output of the {full:?} a {:?} input gives",
+                [h, w]
+            ),
+        ));
+    }
+    let x = as_dtype(&x, compute)?;
+    let weight = as_dtype(weight, compute)?;
+    let (cg, o) = (c / g, og * g);
+    let whole = Tensor::zeros([n, o, full[0], full[1]], compute, x.device())?;
+    for i in 0..kh {
+        for j in 0..kw {
+            // Input (y, x) times tap (i, j) lands on (y s + i d, x s + j d).
+            let target = window(&whole, [i * d[0], j * d[1]], [h, w], s).permute(&[0, 2, 1, 3])?;
+            for gi in 0..g {
+                let xs = x.narrow(1, gi * cg, cg)?.permute(&[0, 2, 1, 3])?;
+                let wk = tap_weights(&weight.narrow(0, gi * cg, cg)?, i, j)?.t();
+                target.narrow(2, gi * og, og)?.add_(&wk.matmul(&xs)?)?;
+            }
+        }
+    }
+    let out = whole
+        .narrow(2, p[0], full[0] - 2 * p[0])?
+        .narrow(3, p[1], full[1] - 2 * p[1])?
+        .contiguous()?;
+    finish(OP, out, conv, dtype, unbatched)
+}
+
+/// The four extents of a rank-4 tensor.
+fn dims4(t: &Tensor) -> [usize; 4] {
+    let d = t.dims();
+    [d[0], d[1], d[2], d[3]]
+}
+
+/// The `[out, in]` weights of tap `(i, j)` of a `[out, in, kh, kw]` kernel
+/// (a view).
+fn tap_weights(weight: &Tensor, i: usize, j: usize) -> Result<Tensor> {
+    weight
+        .narrow(2, i, 1)?
+        .narrow(3, j, 1)?
+        .squeeze_axis(3)?
+        .squeeze_axis(2)
+}
+
+/// `t` with `axis` split into two (always a view).
+fn split_axis(t: &Tensor, axis: usize, parts: [usize; 2]) -> Result<Tensor> {
+    let mut dims = t.dims().to_vec();
+    dims.splice(axis..=axis, parts);
+    let layout: Layout = t
+        .layout()
+        .reshaped(&Shape::from(dims))
+        .ok_or_else(|| Error::internal("conv2d", "an axis split in two is not a view"))?;
+    Ok(t.with_layout(layout))
+}

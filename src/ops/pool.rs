@@ -1,0 +1,279 @@
+//! Pooling over the last two axes, as PyTorch's: `max_pool2d` and
+//! `avg_pool2d` (kernel, stride, padding, dilation for max, ceil mode,
+//! whether padding counts in an average) fold one strided view of the
+//! (padded) input per tap with `maximum` or `add`, which the GPU fuses
+//! into one kernel; `adaptive_avg_pool2d` is two products with averaging
+//! matrices (rows of `1/n` over each output's bin), which cover bins of
+//! any sizes.
+
+use super::PadMode;
+use super::windows::{Pair, compute_dtype, outputs, window};
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// The arguments of a pooling, PyTorch's defaults unless set: the stride
+/// is the kernel's size, no padding, dilation 1, floor mode, padding
+/// counted in averages.
+///
+/// ```
+/// use webtensor::{Device, Pool, Tensor};
+/// # fn main() -> webtensor::Result<()> {
+/// let x = Tensor::arange(0.0f32, 16.0, 1.0, &Device::cpu())?.reshape([1, 1, 4, 4])?;
+/// assert_eq!(x.max_pool2d(&Pool::new(2))?.to_vec::<f32>()?, vec![5.0, 7.0, 13.0, 15.0]);
+/// assert_eq!(x.avg_pool2d(&Pool::new(2))?.to_vec::<f32>()?, vec![2.5, 4.5, 10.5, 12.5]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Pool {
+    kernel: Pair,
+    stride: Option<Pair>,
+    padding: Pair,
+    dilation: Pair,
+    ceil_mode: bool,
+    count_include_pad: bool,
+}
+
+impl Pool {
+    /// A window of `kernel` elements per axis, moving by as many.
+    pub fn new(kernel: impl Into<Pair>) -> Pool {
+        Pool {
+            kernel: kernel.into(),
+            stride: None,
+            padding: Pair([0, 0]),
+            dilation: Pair([1, 1]),
+            ceil_mode: false,
+            count_include_pad: true,
+        }
+    }
+
+    /// Windows this many elements apart.
+    pub fn stride(mut self, stride: impl Into<Pair>) -> Pool {
+        self.stride = Some(stride.into());
+        self
+    }
+
+    /// Implicit padding on both sides of each axis (at most half the
+    /// kernel): `-inf` for a maximum, zeros for an average.
+    pub fn padding(mut self, padding: impl Into<Pair>) -> Pool {
+        self.padding = padding.into();
+        self
+    }
+
+    /// Taps this many elements apart (a maximum only, as PyTorch's).
+    pub fn dilation(mut self, dilation: impl Into<Pair>) -> Pool {
+        self.dilation = dilation.into();
+        self
+    }
+
+    /// A last window that would run past the end counts when it starts
+    /// inside the input or its leading padding (PyTorch's `ceil_mode`).
+    pub fn ceil_mode(mut self, ceil: bool) -> Pool {
+        self.ceil_mode = ceil;
+        self
+    }
+
+    /// Whether an average divides by the padding it covers too (true, the
+    /// default) or only by the input elements.
+    pub fn count_include_pad(mut self, count: bool) -> Pool {
+        self.count_include_pad = count;
+        self
+    }
+}
+
+/// A pooling worked out for one input: per axis the taps, stride,
+/// padding, dilation, outputs, and the padding after the input that the
+/// last window needs.
+struct Plan {
+    k: [usize; 2],
+    s: [usize; 2],
+    p: [usize; 2],
+    d: [usize; 2],
+    out: [usize; 2],
+    after: [usize; 2],
+}
+
+impl Pool {
+    fn plan(&self, op: &'static str, x: &Tensor) -> Result<Plan> {
+        if x.rank() < 3 {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "needs [.., channels, height, width], got shape {}",
+                    x.shape()
+                ),
+            ));
+        }
+        let (k, p, d) = (self.kernel.0, self.padding.0, self.dilation.0);
+        let s = self.stride.map_or(k, |s| s.0);
+        if k.contains(&0) || s.contains(&0) || d.contains(&0) {
+            return Err(Error::argument(
+                op,
+                format!("kernel {k:?}, stride {s:?} and dilation {d:?} must be at least 1"),
+            ));
+        }
+        if (0..2).any(|a| 2 * p[a] > k[a]) {
+            return Err(Error::argument(
+                op,
+                format!("padding {p:?} must be at most half the kernel {k:?}"),
+            ));
+        }
+        let r = x.rank();
+        let size = [x.dims()[r - 2], x.dims()[r - 1]];
+        let mut out = [0; 2];
+        let mut after = [0; 2];
+        for a in 0..2 {
+            let extent = d[a] * (k[a] - 1) + 1;
+            let ceil = self.ceil_mode.then_some(p[a]);
+            out[a] = outputs(size[a] + 2 * p[a], extent, s[a], ceil).ok_or_else(|| {
+                Error::shape(
+                    op,
+                    format!(
+                        "a window of {extent} is larger than the padded input of {} along axis {}",
+                        size[a] + 2 * p[a],
+                        r - 2 + a
+                    ),
+                )
+            })?;
+            let end = (out[a] - 1) * s[a] + extent;
+            after[a] = end.saturating_sub(size[a] + p[a]);
+        }
+        Ok(Plan {
+            k,
+            s,
+            p,
+            d,
+            out,
+            after,
+        })
+    }
+}
+
+impl Tensor {
+    /// The maximum of each window over the last two axes (PyTorch's
+    /// `max_pool2d` on `[.., channels, height, width]`); NaN propagates.
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `max_pool2d` for fewer than 3 axes or a window
+    /// larger than the padded input; `Error::Argument` for sizes of 0 or
+    /// padding over half the kernel; `Error::DType` for non-float tensors.
+    pub fn max_pool2d(&self, pool: &Pool) -> Result<Tensor> {
+        const OP: &str = "max_pool2d";
+        compute_dtype(OP, self.dtype())?;
+        let plan = pool.plan(OP, self)?;
+        let x = self.padded(&plan, f64::NEG_INFINITY)?;
+        let mut out: Option<Tensor> = None;
+        for i in 0..plan.k[0] {
+            for j in 0..plan.k[1] {
+                let tap = window(&x, [i * plan.d[0], j * plan.d[1]], plan.out, plan.s);
+                out = Some(match out {
+                    None => tap.contiguous_copy()?,
+                    Some(acc) => {
+                        acc.maximum_(&tap)?;
+                        acc
+                    }
+                });
+            }
+        }
+        out.ok_or_else(|| Error::internal(OP, "a kernel without taps"))
+    }
+
+    /// The mean of each window over the last two axes (PyTorch's
+    /// `avg_pool2d`), computed in f32 for f16.
+    ///
+    /// # Errors
+    /// As [`Tensor::max_pool2d`], naming `avg_pool2d`; a dilation other
+    /// than 1 is an `Error::Argument`.
+    pub fn avg_pool2d(&self, pool: &Pool) -> Result<Tensor> {
+        const OP: &str = "avg_pool2d";
+        let compute = compute_dtype(OP, self.dtype())?;
+        if pool.dilation.0 != [1, 1] {
+            return Err(Error::argument(OP, "an average pooling has no dilation"));
+        }
+        let plan = pool.plan(OP, self)?;
+        let x = self.to_dtype(compute)?.padded(&plan, 0.0)?;
+        let r = self.rank();
+        let mut dims = self.dims().to_vec();
+        dims[r - 2..].copy_from_slice(&plan.out);
+        let out = Tensor::zeros(dims, compute, self.device())?;
+        for i in 0..plan.k[0] {
+            for j in 0..plan.k[1] {
+                out.add_(&window(&x, [i, j], plan.out, plan.s))?;
+            }
+        }
+        // What each output divides by: the window's elements inside the
+        // padded input (or, without counting padding, inside the input).
+        let size = [self.dims()[r - 2], self.dims()[r - 1]];
+        let counts = |a: usize| -> Vec<f32> {
+            let (lo, hi) = if pool.count_include_pad {
+                (0, size[a] + 2 * plan.p[a])
+            } else {
+                (plan.p[a], plan.p[a] + size[a])
+            };
+            (0..plan.out[a])
+                .map(|o| {
+                    let start = o * plan.s[a];
+                    let end = start + plan.k[a];
+                    end.min(hi).saturating_sub(start.max(lo)) as f32
+                })
+                .collect()
+        };
+        let (rows, cols) = (counts(0), counts(1));
+        let divisors: Vec<f32> = rows
+            .iter()
+            .flat_map(|h| cols.iter().map(move |w| h * w))
+            .collect();
+        let divisors = Tensor::from_slice(&divisors, plan.out, self.device())?;
+        out.div_(&divisors)?;
+        out.to_dtype(self.dtype())
+    }
+
+    /// The mean over `size` bins per axis of the last two (PyTorch's
+    /// `adaptive_avg_pool2d`): output `i` averages input elements
+    /// `floor(i n / size)` to `ceil((i + 1) n / size)`, so bins of several
+    /// sizes cover any input.
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `adaptive_avg_pool2d` for fewer than 2 axes
+    /// or an output size of 0 over a non-empty axis; `Error::DType` for
+    /// non-float tensors.
+    pub fn adaptive_avg_pool2d(&self, size: impl Into<Pair>) -> Result<Tensor> {
+        const OP: &str = "adaptive_avg_pool2d";
+        let compute = compute_dtype(OP, self.dtype())?;
+        let size = size.into().0;
+        let r = self.rank();
+        if r < 2 {
+            return Err(Error::shape(
+                OP,
+                format!("needs 2 spatial axes, got shape {}", self.shape()),
+            ));
+        }
+        let input = [self.dims()[r - 2], self.dims()[r - 1]];
+        if (0..2).any(|a| size[a] == 0 && input[a] > 0) {
+            return Err(Error::shape(OP, format!("an output size {size:?} of 0")));
+        }
+        let averaging = |a: usize| -> Result<Tensor> {
+            let (n, m) = (input[a], size[a]);
+            let mut values = vec![0.0f32; m * n];
+            for i in 0..m {
+                let (start, end) = (i * n / m, ((i + 1) * n).div_ceil(m));
+                for j in start..end {
+                    values[i * n + j] = 1.0 / (end - start) as f32;
+                }
+            }
+            Tensor::from_slice(&values, [m, n], self.device())?.to_dtype(compute)
+        };
+        let x = self.to_dtype(compute)?;
+        let rows = averaging(0)?.matmul(&x)?;
+        rows.matmul(&averaging(1)?.t())?.to_dtype(self.dtype())
+    }
+
+    /// This tensor with `plan`'s padding of `value` around its last two axes.
+    fn padded(&self, plan: &Plan, value: f64) -> Result<Tensor> {
+        let widths = [(plan.p[0], plan.after[0]), (plan.p[1], plan.after[1])];
+        if widths.iter().all(|&(a, b)| a + b == 0) {
+            return Ok(self.clone());
+        }
+        self.pad(&widths, PadMode::Constant(value.into()))
+    }
+}

@@ -1,0 +1,140 @@
+//! What convolution, pooling and resizing share: per-axis arguments given
+//! once or per axis, the output extent of a sliding window, and the
+//! strided view of the elements one tap of a window reads at every
+//! output position (a view of the input, never a copy).
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+
+/// A value per spatial axis (height, width), given once for both or as a
+/// pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair(pub [usize; 2]);
+
+impl From<usize> for Pair {
+    fn from(v: usize) -> Pair {
+        Pair([v, v])
+    }
+}
+
+impl From<[usize; 2]> for Pair {
+    fn from(v: [usize; 2]) -> Pair {
+        Pair(v)
+    }
+}
+
+impl From<(usize, usize)> for Pair {
+    fn from((h, w): (usize, usize)) -> Pair {
+        Pair([h, w])
+    }
+}
+
+/// The outputs of a window of `extent` elements (its taps spread out:
+/// `dilation (k - 1) + 1`) sliding `step` at a time over `len` elements;
+/// with `ceil`, a last partial window that starts inside `len - after`
+/// (PyTorch's `ceil_mode`: the input and its leading padding) counts too.
+/// `None` when the window is longer than the input.
+pub(super) fn outputs(
+    len: usize,
+    extent: usize,
+    step: usize,
+    ceil: Option<usize>,
+) -> Option<usize> {
+    if extent > len {
+        return None;
+    }
+    let span = len - extent;
+    let mut n = span / step + 1;
+    if let Some(after) = ceil
+        && !span.is_multiple_of(step)
+        && n * step < len - after
+    {
+        n += 1;
+    }
+    Some(n)
+}
+
+/// The view of `t` (rank 2 or more, the last two axes spatial) holding,
+/// at output position `(y, x)`, the element at `start + (y, x) * step`:
+/// `count` positions per axis.
+pub(super) fn window(t: &Tensor, start: [usize; 2], count: [usize; 2], step: [usize; 2]) -> Tensor {
+    let l = t.layout();
+    let r = l.rank();
+    let strides = l.strides();
+    let (sh, sw) = (strides[r - 2], strides[r - 1]);
+    let offset = l.offset() as isize + start[0] as isize * sh + start[1] as isize * sw;
+    let mut dims: Vec<usize> = l.dims()[..r - 2].to_vec();
+    dims.extend(count);
+    let mut new_strides: Vec<isize> = strides[..r - 2].to_vec();
+    new_strides.extend([sh * step[0] as isize, sw * step[1] as isize]);
+    t.with_layout(Layout::from_parts(
+        dims.into(),
+        new_strides.into(),
+        offset as usize,
+    ))
+}
+
+/// The dtype a spatial op computes in for `dtype`: f32 for f16 (f32
+/// accumulation), the float dtypes as they are.
+///
+/// # Errors
+/// `Error::DType` naming `op` for other dtypes.
+pub(super) fn compute_dtype(op: &'static str, dtype: DType) -> Result<DType> {
+    match dtype {
+        DType::F16 | DType::F32 => Ok(DType::F32),
+        DType::F64 => Ok(DType::F64),
+        other => Err(Error::dtype(
+            op,
+            format!("takes f32, f16 or f64 tensors, got {other}; cast first"),
+        )),
+    }
+}
+
+/// Checks that `t` has `rank` axes, or `rank - 1` (an unbatched input,
+/// given a batch axis of 1 here): the tensor to work on, and whether to
+/// drop the batch axis from the result.
+///
+/// # Errors
+/// `Error::Shape` naming `op` for another rank.
+pub(super) fn batched(
+    op: &'static str,
+    t: &Tensor,
+    rank: usize,
+    what: &str,
+) -> Result<(Tensor, bool)> {
+    if t.rank() == rank {
+        return Ok((t.clone(), false));
+    }
+    if t.rank() + 1 == rank {
+        return Ok((t.unsqueeze(0)?, true));
+    }
+    Err(Error::shape(
+        op,
+        format!(
+            "the input must be {what} (or without its batch axis), got shape {}",
+            t.shape()
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_follow_pytorchs_formula() {
+        // floor((len - extent) / step) + 1.
+        assert_eq!(outputs(7, 3, 2, None), Some(3));
+        assert_eq!(outputs(8, 3, 2, None), Some(3));
+        assert_eq!(outputs(2, 3, 1, None), None);
+        // ceil mode: a partial window that starts inside the input counts.
+        assert_eq!(outputs(8, 3, 2, Some(0)), Some(4));
+        assert_eq!(outputs(7, 3, 2, Some(0)), Some(3));
+        // ... but not one starting in the trailing padding (an input of
+        // 5 padded by 1 on each side: the third window would start at 6).
+        assert_eq!(outputs(7, 2, 3, Some(1)), Some(2));
+        assert_eq!(outputs(7, 2, 3, Some(0)), Some(3));
+    }
+}

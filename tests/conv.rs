@@ -1,0 +1,716 @@
+//! Convolution, pooling and resizing on every device, against direct
+//! double-precision loops written from PyTorch's definitions (and values
+//! PyTorch gives, hand-worked), on contiguous and strided inputs, f16, odd
+//! sizes and bad input.
+
+mod common;
+
+use common::{devices, noise};
+use webtensor::{Conv, DType, Device, Pool, Resize, Tensor, s};
+
+/// Row-major values of a 4-D shape.
+struct Array4 {
+    dims: [usize; 4],
+    v: Vec<f32>,
+}
+
+impl Array4 {
+    fn new(dims: [usize; 4], seed: u64) -> Array4 {
+        Array4 {
+            dims,
+            v: noise(dims.iter().product(), seed),
+        }
+    }
+
+    fn at(&self, [a, b, c, d]: [usize; 4]) -> f64 {
+        let [_, n1, n2, n3] = self.dims;
+        self.v[((a * n1 + b) * n2 + c) * n3 + d] as f64
+    }
+
+    fn tensor(&self, dev: &Device) -> Tensor {
+        Tensor::from_slice(&self.v, self.dims, dev).unwrap()
+    }
+}
+
+/// A convolution's settings, for the reference.
+#[derive(Clone, Copy)]
+struct Setting {
+    stride: [usize; 2],
+    pad: [(usize, usize); 2],
+    dilation: [usize; 2],
+    groups: usize,
+}
+
+/// PyTorch's conv2d, by its definition.
+fn conv_reference(
+    x: &Array4,
+    w: &Array4,
+    bias: Option<&[f32]>,
+    st: Setting,
+) -> (Vec<f32>, [usize; 4]) {
+    let [n, c, h, wd] = x.dims;
+    let [o, cg, kh, kw] = w.dims;
+    let (s, d, p) = (st.stride, st.dilation, st.pad);
+    let ho = (h + p[0].0 + p[0].1 - d[0] * (kh - 1) - 1) / s[0] + 1;
+    let wo = (wd + p[1].0 + p[1].1 - d[1] * (kw - 1) - 1) / s[1] + 1;
+    let og = o / st.groups;
+    let mut out = Vec::new();
+    for b in 0..n {
+        for oc in 0..o {
+            let group = oc / og;
+            for y in 0..ho {
+                for xx in 0..wo {
+                    let mut acc = bias.map_or(0.0, |b| b[oc] as f64);
+                    for ci in 0..cg {
+                        let ch = group * cg + ci;
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let yy = (y * s[0] + i * d[0]) as isize - p[0].0 as isize;
+                                let xw = (xx * s[1] + j * d[1]) as isize - p[1].0 as isize;
+                                if yy >= 0 && xw >= 0 && (yy as usize) < h && (xw as usize) < wd {
+                                    acc += w.at([oc, ci, i, j])
+                                        * x.at([b, ch, yy as usize, xw as usize]);
+                                }
+                            }
+                        }
+                    }
+                    out.push(acc as f32);
+                }
+            }
+        }
+    }
+    assert_eq!(c, cg * st.groups);
+    (out, [n, o, ho, wo])
+}
+
+/// A conv2d case: label, input and weight extents, the reference's
+/// settings and the same as a `Conv`.
+type ConvCase = (&'static str, [usize; 4], [usize; 4], Setting, Conv<'static>);
+
+/// A transposed case: label, input and weight extents, stride, padding,
+/// dilation, output padding and groups.
+type TransposeCase = (
+    &'static str,
+    [usize; 4],
+    [usize; 4],
+    [usize; 2],
+    [usize; 2],
+    [usize; 2],
+    [usize; 2],
+    usize,
+);
+
+fn check(got: &Tensor, want: &[f32], dims: &[usize], tol: f32, what: &str) {
+    assert_eq!(got.dims(), dims, "{what}: shape");
+    common::assert_close(&common::read_f32(got), want, tol, what);
+}
+
+#[test]
+fn conv2d_equals_its_definition_on_every_path() {
+    let plain = Setting {
+        stride: [1, 1],
+        pad: [(0, 0); 2],
+        dilation: [1, 1],
+        groups: 1,
+    };
+    // (label, input dims, weight dims, setting, the Conv): few channels,
+    // products, groups, depthwise with a multiplier, same padding with an
+    // even dilated kernel, strides and dilations per axis.
+    let cases: Vec<ConvCase> = vec![
+        (
+            "rgb 3x3 padded",
+            [2, 3, 7, 6],
+            [4, 3, 3, 3],
+            Setting {
+                pad: [(1, 1); 2],
+                ..plain
+            },
+            Conv::new().padding(1),
+        ),
+        (
+            "products, strided, dilated",
+            [2, 8, 9, 11],
+            [6, 8, 3, 2],
+            Setting {
+                stride: [2, 1],
+                pad: [(1, 1), (0, 0)],
+                dilation: [1, 2],
+                ..plain
+            },
+            Conv::new().stride([2, 1]).padding([1, 0]).dilation([1, 2]),
+        ),
+        (
+            "two groups",
+            [1, 8, 6, 5],
+            [6, 4, 3, 3],
+            Setting { groups: 2, ..plain },
+            Conv::new().groups(2),
+        ),
+        (
+            "depthwise x2",
+            [2, 5, 6, 7],
+            [10, 1, 3, 3],
+            Setting {
+                groups: 5,
+                pad: [(1, 1); 2],
+                ..plain
+            },
+            Conv::new().groups(5).padding(1),
+        ),
+        (
+            "same, even kernel, dilation 2",
+            [1, 6, 8, 7],
+            [3, 6, 4, 2],
+            Setting {
+                pad: [(3, 3), (0, 1)],
+                dilation: [2, 1],
+                ..plain
+            },
+            Conv::new().same().dilation([2, 1]),
+        ),
+        ("1x1", [3, 16, 4, 4], [8, 16, 1, 1], plain, Conv::new()),
+    ];
+    for dev in devices() {
+        for (k, (label, xd, wd, setting, conv)) in cases.iter().enumerate() {
+            let (x, w) = (
+                Array4::new(*xd, k as u64 + 1),
+                Array4::new(*wd, k as u64 + 50),
+            );
+            let bias: Vec<f32> = noise(wd[0], 99);
+            let b = Tensor::from_slice(&bias, [wd[0]], &dev).unwrap();
+            let (want, dims) = conv_reference(&x, &w, Some(&bias), *setting);
+            let got = x
+                .tensor(&dev)
+                .conv2d(&w.tensor(&dev), &conv.clone().bias(&b))
+                .unwrap();
+            check(&got, &want, &dims, 1e-5, &format!("{label} on {dev}"));
+            // The same data through strided views: NHWC permuted, a reversed copy read backwards.
+            let nhwc = x
+                .tensor(&dev)
+                .permute(&[0, 2, 3, 1])
+                .unwrap()
+                .contiguous()
+                .unwrap();
+            let view = nhwc.permute(&[0, 3, 1, 2]).unwrap();
+            let got = view
+                .conv2d(&w.tensor(&dev), &conv.clone().bias(&b))
+                .unwrap();
+            check(
+                &got,
+                &want,
+                &dims,
+                1e-5,
+                &format!("{label}, NHWC view, on {dev}"),
+            );
+            let flipped = x.tensor(&dev).flip(&[2, 3]).unwrap().contiguous().unwrap();
+            let back = flipped.slice(s![.., .., ..;-1, ..;-1]).unwrap();
+            let got = back
+                .conv2d(&w.tensor(&dev), &conv.clone().bias(&b))
+                .unwrap();
+            check(
+                &got,
+                &want,
+                &dims,
+                1e-5,
+                &format!("{label}, reversed view, on {dev}"),
+            );
+            // f16 operands, computed in f32.
+            let (x16, w16) = (
+                x.tensor(&dev).to_dtype(DType::F16).unwrap(),
+                w.tensor(&dev).to_dtype(DType::F16).unwrap(),
+            );
+            let got = x16.conv2d(&w16, conv).unwrap();
+            assert_eq!(got.dtype(), DType::F16);
+            let (x32, w32) = (
+                x16.to_dtype(DType::F32).unwrap(),
+                w16.to_dtype(DType::F32).unwrap(),
+            );
+            let want16 = x32.conv2d(&w32, conv).unwrap();
+            check(
+                &got,
+                &common::read_f32(&want16),
+                &dims,
+                2e-3,
+                &format!("{label}, f16, on {dev}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn conv1d_and_unbatched_inputs() {
+    for dev in devices() {
+        let x = Array4::new([2, 3, 1, 20], 7);
+        let w = Array4::new([5, 3, 1, 4], 8);
+        let setting = Setting {
+            stride: [1, 3],
+            pad: [(0, 0), (2, 2)],
+            dilation: [1, 2],
+            groups: 1,
+        };
+        let (want, dims) = conv_reference(&x, &w, None, setting);
+        let x1 = x.tensor(&dev).squeeze_axis(2).unwrap();
+        let w1 = w.tensor(&dev).squeeze_axis(2).unwrap();
+        let got = x1
+            .conv1d(&w1, &Conv::new().stride(3).padding(2).dilation(2))
+            .unwrap();
+        check(
+            &got,
+            &want,
+            &[dims[0], dims[1], dims[3]],
+            1e-5,
+            &format!("conv1d on {dev}"),
+        );
+        // One sample without its batch axis.
+        let single = x
+            .tensor(&dev)
+            .narrow(0, 1, 1)
+            .unwrap()
+            .squeeze_axis(0)
+            .unwrap();
+        let got = single
+            .conv2d(
+                &w.tensor(&dev),
+                &Conv::new().stride([1, 3]).padding([0, 2]).dilation([1, 2]),
+            )
+            .unwrap();
+        let per_sample = want.len() / 2;
+        check(
+            &got,
+            &want[per_sample..],
+            &dims[1..],
+            1e-5,
+            &format!("unbatched on {dev}"),
+        );
+    }
+}
+
+/// PyTorch's conv_transpose2d, by its definition: each input element
+/// times the kernel, added at `input position * stride + tap * dilation -
+/// padding`.
+#[test]
+fn conv_transpose2d_scatters_each_input_through_the_kernel() {
+    let cases: [TransposeCase; 3] = [
+        (
+            "stride 2, padding 1, output padding 1",
+            [2, 4, 3, 5],
+            [4, 3, 3, 3],
+            [2, 2],
+            [1, 1],
+            [1, 1],
+            [1, 1],
+            1,
+        ),
+        (
+            "dilated, grouped",
+            [1, 4, 4, 3],
+            [4, 2, 2, 3],
+            [1, 2],
+            [0, 1],
+            [2, 1],
+            [0, 1],
+            2,
+        ),
+        (
+            "plain",
+            [1, 2, 3, 3],
+            [2, 1, 2, 2],
+            [1, 1],
+            [0, 0],
+            [1, 1],
+            [0, 0],
+            1,
+        ),
+    ];
+    for dev in devices() {
+        for (k, (label, xd, wd, s, p, d, op, g)) in cases.iter().enumerate() {
+            let (x, w) = (
+                Array4::new(*xd, k as u64 + 10),
+                Array4::new(*wd, k as u64 + 20),
+            );
+            let [n, c, h, wi] = *xd;
+            let [_, og, kh, kw] = *wd;
+            let o = og * g;
+            let full = [
+                (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op[0],
+                (wi - 1) * s[1] + d[1] * (kw - 1) + 1 + op[1],
+            ];
+            let out_dims = [n, o, full[0] - 2 * p[0], full[1] - 2 * p[1]];
+            let mut want = vec![0.0f64; out_dims.iter().product()];
+            let cg = c / g;
+            for b in 0..n {
+                for ch in 0..c {
+                    let group = ch / cg;
+                    for y in 0..h {
+                        for xx in 0..wi {
+                            for oc in 0..og {
+                                for i in 0..kh {
+                                    for j in 0..kw {
+                                        let yy = (y * s[0] + i * d[0]) as isize - p[0] as isize;
+                                        let xw = (xx * s[1] + j * d[1]) as isize - p[1] as isize;
+                                        if yy < 0
+                                            || xw < 0
+                                            || yy as usize >= out_dims[2]
+                                            || xw as usize >= out_dims[3]
+                                        {
+                                            continue;
+                                        }
+                                        let at = ((b * o + group * og + oc) * out_dims[2]
+                                            + yy as usize)
+                                            * out_dims[3]
+                                            + xw as usize;
+                                        want[at] += x.at([b, ch, y, xx]) * w.at([ch, oc, i, j]);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let want: Vec<f32> = want.iter().map(|v| *v as f32).collect();
+            let conv = Conv::new()
+                .stride(*s)
+                .padding(*p)
+                .dilation(*d)
+                .output_padding(*op)
+                .groups(*g);
+            let got = x
+                .tensor(&dev)
+                .conv_transpose2d(&w.tensor(&dev), &conv)
+                .unwrap();
+            check(&got, &want, &out_dims, 1e-5, &format!("{label} on {dev}"));
+        }
+    }
+}
+
+/// PyTorch's max_pool2d / avg_pool2d by their definitions.
+fn pool_reference(
+    x: &Array4,
+    k: [usize; 2],
+    s: [usize; 2],
+    p: [usize; 2],
+    ceil: bool,
+    max: bool,
+    count_pad: bool,
+) -> (Vec<f32>, [usize; 4]) {
+    let [n, c, h, w] = x.dims;
+    let size = |len: usize, a: usize| {
+        let span = len + 2 * p[a] - k[a];
+        let mut out = if ceil {
+            span.div_ceil(s[a]) + 1
+        } else {
+            span / s[a] + 1
+        };
+        if ceil && (out - 1) * s[a] >= len + p[a] {
+            out -= 1;
+        }
+        out
+    };
+    let (ho, wo) = (size(h, 0), size(w, 1));
+    let mut out = Vec::new();
+    for b in 0..n {
+        for ch in 0..c {
+            for y in 0..ho {
+                for xx in 0..wo {
+                    let (y0, x0) = (
+                        (y * s[0]) as isize - p[0] as isize,
+                        (xx * s[1]) as isize - p[1] as isize,
+                    );
+                    let (y1, x1) = (
+                        (y0 + k[0] as isize).min((h + p[0]) as isize),
+                        (x0 + k[1] as isize).min((w + p[1]) as isize),
+                    );
+                    let pool_size = ((y1 - y0) * (x1 - x0)) as f64;
+                    let (mut best, mut sum, mut inside) = (f64::NEG_INFINITY, 0.0, 0.0);
+                    for yy in y0.max(0)..y1.min(h as isize) {
+                        for xw in x0.max(0)..x1.min(w as isize) {
+                            let v = x.at([b, ch, yy as usize, xw as usize]);
+                            best = best.max(v);
+                            sum += v;
+                            inside += 1.0;
+                        }
+                    }
+                    out.push(if max {
+                        best as f32
+                    } else {
+                        (sum / if count_pad { pool_size } else { inside }) as f32
+                    });
+                }
+            }
+        }
+    }
+    (out, [n, c, ho, wo])
+}
+
+#[test]
+fn pooling_equals_its_definition() {
+    let x = Array4::new([2, 3, 9, 8], 31);
+    let cases = [
+        ([2, 2], [2, 2], [0, 0], false),
+        ([3, 3], [2, 2], [1, 1], false),
+        ([3, 2], [2, 3], [1, 0], true),
+        ([3, 3], [3, 3], [0, 1], true),
+    ];
+    for dev in devices() {
+        for (k, s, p, ceil) in cases {
+            let pool = Pool::new(k).stride(s).padding(p).ceil_mode(ceil);
+            let what = format!("kernel {k:?} stride {s:?} padding {p:?} ceil {ceil} on {dev}");
+            let (want, dims) = pool_reference(&x, k, s, p, ceil, true, true);
+            check(
+                &x.tensor(&dev).max_pool2d(&pool).unwrap(),
+                &want,
+                &dims,
+                0.0,
+                &format!("max, {what}"),
+            );
+            for count in [true, false] {
+                let (want, dims) = pool_reference(&x, k, s, p, ceil, false, count);
+                let got = x
+                    .tensor(&dev)
+                    .avg_pool2d(&pool.count_include_pad(count))
+                    .unwrap();
+                check(
+                    &got,
+                    &want,
+                    &dims,
+                    1e-6,
+                    &format!("avg (count padding {count}), {what}"),
+                );
+            }
+            // A transposed view pools in place, and f16 keeps its dtype.
+            let t = x
+                .tensor(&dev)
+                .transpose(2, 3)
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .transpose(2, 3)
+                .unwrap();
+            check(
+                &t.max_pool2d(&pool).unwrap(),
+                &pool_reference(&x, k, s, p, ceil, true, true).0,
+                &dims,
+                0.0,
+                &format!("max of a view, {what}"),
+            );
+            let h = x.tensor(&dev).to_dtype(DType::F16).unwrap();
+            assert_eq!(h.avg_pool2d(&pool).unwrap().dtype(), DType::F16);
+        }
+        // NaN propagates through a maximum.
+        let nan = Tensor::from_slice(&[1.0f32, f32::NAN, 3.0, 2.0], [1, 1, 2, 2], &dev).unwrap();
+        assert!(
+            nan.max_pool2d(&Pool::new(2))
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap()[0]
+                .is_nan()
+        );
+    }
+}
+
+#[test]
+fn adaptive_average_pooling_covers_uneven_bins() {
+    let x = Array4::new([2, 3, 7, 10], 41);
+    for dev in devices() {
+        for out in [[3usize, 4], [7, 10], [1, 1], [5, 3]] {
+            let mut want = Vec::new();
+            for b in 0..2 {
+                for ch in 0..3 {
+                    for i in 0..out[0] {
+                        let (h0, h1) = (i * 7 / out[0], ((i + 1) * 7).div_ceil(out[0]));
+                        for j in 0..out[1] {
+                            let (w0, w1) = (j * 10 / out[1], ((j + 1) * 10).div_ceil(out[1]));
+                            let mut sum = 0.0;
+                            for y in h0..h1 {
+                                for xx in w0..w1 {
+                                    sum += x.at([b, ch, y, xx]);
+                                }
+                            }
+                            want.push((sum / ((h1 - h0) * (w1 - w0)) as f64) as f32);
+                        }
+                    }
+                }
+            }
+            let got = x.tensor(&dev).adaptive_avg_pool2d(out).unwrap();
+            check(
+                &got,
+                &want,
+                &[2, 3, out[0], out[1]],
+                1e-5,
+                &format!("adaptive {out:?} on {dev}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn resizing_gives_pytorchs_values() {
+    for dev in devices() {
+        let row = |v: &[f32]| Tensor::from_slice(v, [1, 1, 1, v.len()], &dev).unwrap();
+        let read = |t: Tensor| t.to_vec::<f32>().unwrap();
+        // interpolate([0, 1], size=4, mode="nearest") and "bilinear".
+        assert_eq!(
+            read(row(&[0.0, 1.0]).resize([1, 4], Resize::Nearest).unwrap()),
+            [0.0, 0.0, 1.0, 1.0]
+        );
+        assert_eq!(
+            read(row(&[0.0, 1.0]).resize([1, 4], Resize::Bilinear).unwrap()),
+            [0.0, 0.25, 0.75, 1.0]
+        );
+        // Downscaling [0, 1, 2, 3] to 2 samples at 0.5 and 2.5.
+        assert_eq!(
+            read(
+                row(&[0.0, 1.0, 2.0, 3.0])
+                    .resize([1, 2], Resize::Bilinear)
+                    .unwrap()
+            ),
+            [0.5, 2.5]
+        );
+        assert_eq!(
+            read(
+                row(&[0.0, 1.0, 2.0, 3.0])
+                    .resize([1, 3], Resize::BilinearAlignCorners)
+                    .unwrap()
+            ),
+            [0.0, 1.5, 3.0]
+        );
+        // scale_factor=2 on [0, 1, 2]: positions (i + 0.5) / 2 - 0.5.
+        assert_eq!(
+            read(
+                row(&[0.0, 1.0, 2.0])
+                    .resize_by([1.0, 2.0], Resize::Bilinear)
+                    .unwrap()
+            ),
+            [0.0, 0.25, 0.75, 1.25, 1.75, 2.0]
+        );
+        // scale_factor=1.5 nearest on [5, 6]: floor(i / 1.5).
+        assert_eq!(
+            read(
+                row(&[5.0, 6.0])
+                    .resize_by([1.0, 1.5], Resize::Nearest)
+                    .unwrap()
+            ),
+            [5.0, 5.0, 6.0]
+        );
+        // Both axes of a strided view, against separable blending done here.
+        let img = Array4::new([1, 2, 5, 6], 61);
+        let view = img.tensor(&dev).flip(&[3]).unwrap();
+        let got = view.resize([8, 3], Resize::Bilinear).unwrap();
+        let source = |i: usize, n: usize, m: usize| {
+            let s = ((i as f64 + 0.5) * n as f64 / m as f64 - 0.5).max(0.0);
+            let i0 = (s.floor() as usize).min(n - 1);
+            (i0, (i0 + 1).min(n - 1), s - i0 as f64)
+        };
+        let mut want = Vec::new();
+        for ch in 0..2 {
+            for y in 0..8 {
+                let (y0, y1, ly) = source(y, 5, 8);
+                for x in 0..3 {
+                    let (x0, x1, lx) = source(x, 6, 3);
+                    let at = |yy: usize, xx: usize| img.at([0, ch, yy, 5 - xx]);
+                    let top = at(y0, x0) * (1.0 - lx) + at(y0, x1) * lx;
+                    let bottom = at(y1, x0) * (1.0 - lx) + at(y1, x1) * lx;
+                    want.push((top * (1.0 - ly) + bottom * ly) as f32);
+                }
+            }
+        }
+        check(
+            &got,
+            &want,
+            &[1, 2, 8, 3],
+            1e-6,
+            &format!("bilinear view on {dev}"),
+        );
+        // u8 images resize by nearest as they are.
+        let bytes = Tensor::from_slice(&[10u8, 20, 30, 40], [2, 2], &dev).unwrap();
+        assert_eq!(
+            bytes
+                .resize([4, 4], Resize::Nearest)
+                .unwrap()
+                .to_vec::<u8>()
+                .unwrap()[..4],
+            [10, 10, 20, 20]
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_op() {
+    let dev = Device::cpu();
+    let x = Tensor::zeros([1, 4, 5, 5], DType::F32, &dev).unwrap();
+    let w = Tensor::zeros([6, 4, 3, 3], DType::F32, &dev).unwrap();
+    let cases: Vec<(&str, webtensor::Result<Tensor>)> = vec![
+        ("conv2d", x.conv2d(&w, &Conv::new().groups(3))),
+        (
+            "conv2d",
+            x.conv2d(
+                &Tensor::zeros([6, 4, 7, 3], DType::F32, &dev).unwrap(),
+                &Conv::new(),
+            ),
+        ),
+        ("conv2d", x.conv2d(&w, &Conv::new().same().stride(2))),
+        ("conv2d", x.conv2d(&w, &Conv::new().stride(0))),
+        (
+            "conv2d",
+            x.conv2d(
+                &Tensor::zeros([6, 4, 3], DType::F32, &dev).unwrap(),
+                &Conv::new(),
+            ),
+        ),
+        (
+            "conv2d",
+            x.conv2d(
+                &w,
+                &Conv::new().bias(&Tensor::zeros([5], DType::F32, &dev).unwrap()),
+            ),
+        ),
+        (
+            "conv2d",
+            x.to_dtype(DType::I32)
+                .unwrap()
+                .conv2d(&w.to_dtype(DType::I32).unwrap(), &Conv::new()),
+        ),
+        (
+            "conv2d",
+            Tensor::zeros([5, 5], DType::F32, &dev)
+                .unwrap()
+                .conv2d(&w, &Conv::new()),
+        ),
+        (
+            "conv1d",
+            Tensor::zeros([1, 4, 5], DType::F32, &dev)
+                .unwrap()
+                .conv1d(&w, &Conv::new()),
+        ),
+        (
+            "conv_transpose2d",
+            x.conv_transpose2d(&w, &Conv::new().stride(2).output_padding(2)),
+        ),
+        (
+            "conv_transpose2d",
+            x.conv_transpose2d(&w, &Conv::new().same()),
+        ),
+        ("max_pool2d", x.max_pool2d(&Pool::new(2).padding(2))),
+        ("max_pool2d", x.max_pool2d(&Pool::new(6))),
+        ("avg_pool2d", x.avg_pool2d(&Pool::new(2).dilation(2))),
+        (
+            "max_pool2d",
+            Tensor::zeros([5, 5], DType::F32, &dev)
+                .unwrap()
+                .max_pool2d(&Pool::new(2)),
+        ),
+        ("adaptive_avg_pool2d", x.adaptive_avg_pool2d([0, 2])),
+        ("resize", x.resize([0, 3], Resize::Bilinear)),
+        ("resize_by", x.resize_by([f64::NAN, 1.0], Resize::Bilinear)),
+        (
+            "resize",
+            x.to_dtype(DType::I32)
+                .unwrap()
+                .resize([3, 3], Resize::Bilinear),
+        ),
+    ];
+    for (op, result) in cases {
+        let e = result.unwrap_err();
+        assert!(e.to_string().contains(op), "{op}: {e}");
+    }
+}
