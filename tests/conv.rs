@@ -714,3 +714,53 @@ fn bad_input_is_an_error_naming_the_op() {
         assert!(e.to_string().contains(op), "{op}: {e}");
     }
 }
+
+#[test]
+fn tensors_past_one_storage_binding_go_in_parts() {
+    // Bindings of 64 KiB against tensors of several hundred KiB.
+    let Some(gpu) = common::own_gpu(webtensor::GpuOptions {
+        max_binding_bytes: Some(64 << 10),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let x = Array4::new([4, 8, 40, 36], 91);
+    let w = Array4::new([6, 8, 3, 3], 92);
+    let dw = Array4::new([8, 1, 3, 3], 93);
+    let (gx, cx) = (x.tensor(&gpu), x.tensor(&cpu));
+    // conv_transpose2d's weight is [in, out, kh, kw]: the [6, 8, 3, 3]
+    // weight with its first two axes swapped (a view) makes an 8 -> 6 one.
+    type Op = fn(&Tensor, &[Tensor; 3]) -> webtensor::Result<Tensor>;
+    let ops: [(&str, Op); 6] = [
+        ("conv2d", |x, [w, _, _]| {
+            x.conv2d(w, &Conv::new().padding(1).stride([1, 2]))
+        }),
+        ("depthwise", |x, [_, dw, _]| {
+            x.conv2d(dw, &Conv::new().groups(8).same())
+        }),
+        ("conv_transpose2d", |x, [_, _, wt]| {
+            x.conv_transpose2d(wt, &Conv::new().stride(2))
+        }),
+        ("max_pool2d", |x, _| {
+            x.max_pool2d(&Pool::new(3).stride(2).padding(1))
+        }),
+        ("adaptive_avg_pool2d", |x, _| x.adaptive_avg_pool2d([5, 7])),
+        ("resize", |x, _| x.resize([61, 17], Resize::Bilinear)),
+    ];
+    let weights = |dev: &Device| {
+        let wt = w.tensor(dev).permute(&[1, 0, 2, 3]).unwrap();
+        [w.tensor(dev), dw.tensor(dev), wt]
+    };
+    let (gw, cw) = (weights(&gpu), weights(&cpu));
+    for (name, op) in ops {
+        let want = op(&cx, &cw).map(|t| common::read_f32(&t));
+        let got = op(&gx, &gw).map(|t| common::read_f32(&t));
+        match (got, want) {
+            (Ok(got), Ok(want)) => {
+                common::assert_close(&got, &want, 1e-5, &format!("{name} past one binding"))
+            }
+            (got, want) => panic!("{name}: {:?} against {:?}", got.err(), want.err()),
+        }
+    }
+}

@@ -20,7 +20,7 @@ mod common;
 
 use proptest::prelude::*;
 use std::sync::OnceLock;
-use webtensor::{DType, Device, Error, GpuOptions, SliceItem, Tensor};
+use webtensor::{DType, Device, Error, Fft, GpuOptions, Pool, SliceItem, Tensor};
 
 /// The GPU devices the chains run on, with what sets them apart.
 fn gpus() -> &'static [(&'static str, Device)] {
@@ -135,6 +135,14 @@ enum Step {
     Contiguous {
         src: usize,
     },
+    /// A real FFT and its inverse along `axis` (rounded back to integers),
+    /// or a 2 x 2 max or average pooling (times 4: a sum) of the last two
+    /// axes.
+    Signal {
+        src: usize,
+        axis: i8,
+        op: u8,
+    },
     Drop {
         slot: usize,
     },
@@ -211,6 +219,7 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         1 => (slot.clone(), slot.clone(), -2i8..2)
             .prop_map(|(a, b, axis)| Step::Concat { a, b, axis }),
         1 => slot.clone().prop_map(|src| Step::Contiguous { src }),
+        1 => (slot.clone(), -3i8..3, 0u8..3).prop_map(|(src, axis, op)| Step::Signal { src, axis, op }),
         1 => (slot.clone(), -2i8..2, any::<u8>())
             .prop_map(|(src, axis, seed)| Step::Take { src, axis, seed }),
         1 + w / 2 => (slot.clone(), slot.clone(), -2i8..2, any::<u8>(), any::<bool>())
@@ -424,6 +433,23 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
         }
         Step::Contiguous { src } => {
             let r = slots[at(*src)].contiguous()?;
+            slots.push(r);
+        }
+        Step::Signal { src, axis, op } => {
+            let t = &slots[at(*src)];
+            let r = match op {
+                0 => {
+                    let n = match t.rank() {
+                        0 => 1,
+                        r => t.dims()[(*axis as isize).rem_euclid(r as isize) as usize],
+                    };
+                    let round_trip = Fft::along(*axis as isize).size(n);
+                    let back = t.rfft(*axis as isize)?.irfft(round_trip)?;
+                    back.round()?.to_dtype(t.dtype())?
+                }
+                1 => t.max_pool2d(&Pool::new(2))?,
+                _ => t.avg_pool2d(&Pool::new(2))?.mul_scalar(4.0)?,
+            };
             slots.push(r);
         }
         Step::Take { src, axis, seed } => {

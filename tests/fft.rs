@@ -578,3 +578,44 @@ fn hann_window_is_periodic() {
         .unwrap();
     common::assert_close(&w, &[0.0, 0.5, 1.0, 0.5], 1e-7, "hann 4");
 }
+
+#[test]
+fn views_past_one_storage_binding_go_in_parts() {
+    // Bindings of 64 KiB: 16 lines of 4096 c64 (512 KiB) transform in
+    // parts across the lines, directly and (with kernel lines of 16) by
+    // the four-step algorithm; a line of 128 KiB is an error, not a crash.
+    for max_fft_line in [None, Some(16)] {
+        let Some(gpu) = common::own_gpu(webtensor::GpuOptions {
+            max_binding_bytes: Some(64 << 10),
+            max_fft_line,
+            ..Default::default()
+        }) else {
+            return;
+        };
+        let cpu = Device::cpu();
+        let values: Vec<Complex32> = noise(2 * 16 * 2048, 77)
+            .chunks(2)
+            .map(|p| Complex32::new(p[0], p[1]))
+            .collect();
+        let z = Tensor::from_complex(&values, [16, 2048], &cpu).unwrap();
+        for (label, view) in [("rows", z.clone()), ("columns of the transpose", z.t())] {
+            let axis = if label == "rows" { -1 } else { 0 };
+            let want = view.fft(axis).unwrap();
+            let on_gpu = z.to_device(&gpu).unwrap();
+            let gpu_view = if label == "rows" { on_gpu } else { on_gpu.t() };
+            let got = gpu_view.fft(axis).unwrap().to_device(&cpu).unwrap();
+            assert_spectrum(
+                &got,
+                &want,
+                2048,
+                &format!("{label}, kernel lines {max_fft_line:?}"),
+            );
+        }
+        let long = Tensor::zeros([1, 16384], DType::C64, &gpu).unwrap();
+        let e = long.fft(-1).and_then(|t| t.to_complex_vec()).unwrap_err();
+        assert!(
+            matches!(e, Error::TooLarge { .. }) && e.to_string().contains("fft"),
+            "{e}"
+        );
+    }
+}

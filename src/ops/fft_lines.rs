@@ -23,7 +23,8 @@ use num_complex::{Complex, Complex32};
 
 /// The transform along `axis` of `x` (c64 for a `Complex` or `Hermitian`
 /// read, f32 or f16 for a `Real` one) into a fresh tensor whose `axis` is
-/// `out_len` long: c64, or f32 after a `Hermitian` read.
+/// `out_len` long: c64, or f32 after a `Hermitian` read. Its buffer holds
+/// the transformed axis last (the view returned puts it back in place).
 ///
 /// # Errors
 /// `Error::Shape` for a c64 tensor of the highest rank on the GPU;
@@ -44,24 +45,26 @@ pub(super) fn transform_axis(
     } else {
         DType::C64
     };
-    let mut dims = x.dims().to_vec();
-    dims[axis] = out_len;
-    let out = Tensor::empty_dense(Shape::from(dims), dtype, x.device(), op)?;
-    if out.numel() == 0 {
-        return Ok(out);
-    }
+    // The kernel's lines along the last axis of both: the output is laid
+    // out that way (each line one run, so a view of it over many bindings
+    // goes in parts across lines) and handed back as the view with the
+    // axis where it was.
     let last = x.rank() as isize - 1;
     let x = x.with_layout(x.layout().transpose(axis as isize, last)?);
-    let view = out.with_layout(out.layout().transpose(axis as isize, last)?);
-    let lines = Lines {
-        op,
-        read,
-        n,
-        inverse,
-        scale,
-    };
-    lines.run(&x, &view)?;
-    Ok(out)
+    let mut dims = x.dims().to_vec();
+    *dims.last_mut().unwrap_or(&mut 0) = out_len;
+    let out = Tensor::empty_dense(Shape::from(dims), dtype, x.device(), op)?;
+    if out.numel() > 0 {
+        let lines = Lines {
+            op,
+            read,
+            n,
+            inverse,
+            scale,
+        };
+        lines.run(&x, &out)?;
+    }
+    out.transpose(axis as isize, last)
 }
 
 /// A transform of every line along the last axis of its operands.
@@ -81,13 +84,17 @@ impl Lines {
         let Some((longest, largest_prime)) = fft_line_limit(x.storage()) else {
             return self.call(x, out, None);
         };
-        if self.n <= longest && smooth(self.n, largest_prime) {
-            let last = x.rank() - 1;
-            return for_each_part_across(&[x.clone(), out.clone()], last, usize::MAX, &mut |p| {
+        let direct = self.n <= longest && smooth(self.n, largest_prime);
+        // Views over more than one storage binding go in parts across their
+        // lines (a line longer than half a binding is an error).
+        let last = x.rank() - 1;
+        for_each_part_across(&[x.clone(), out.clone()], last, usize::MAX, &mut |p| {
+            if direct {
                 self.call(&p[0], &p[1], None)
-            });
-        }
-        self.composed(x, out, longest, largest_prime)
+            } else {
+                self.composed(&p[0], &p[1], longest, largest_prime)
+            }
+        })
     }
 
     /// One backend call.
