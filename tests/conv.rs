@@ -115,7 +115,8 @@ fn conv2d_equals_its_definition_on_every_path() {
     };
     // (label, input dims, weight dims, setting, the Conv): few channels,
     // products, groups, depthwise with a multiplier, same padding with an
-    // even dilated kernel, strides and dilations per axis.
+    // even dilated kernel, strides and dilations per axis; on a GPU the
+    // implicit-GEMM kernel but for depthwise and few-pixel outputs.
     let cases: Vec<ConvCase> = vec![
         (
             "rgb 3x3 padded",
@@ -141,7 +142,7 @@ fn conv2d_equals_its_definition_on_every_path() {
         ),
         (
             "two groups",
-            [1, 8, 6, 5],
+            [1, 8, 7, 8],
             [6, 4, 3, 3],
             Setting { groups: 2, ..plain },
             Conv::new().groups(2),
@@ -169,6 +170,21 @@ fn conv2d_equals_its_definition_on_every_path() {
             Conv::new().same().dilation([2, 1]),
         ),
         ("1x1", [3, 16, 4, 4], [8, 16, 1, 1], plain, Conv::new()),
+        // Outputs of a few pixels: products per tap on a GPU too.
+        (
+            "few pixels, grouped",
+            [2, 6, 3, 3],
+            [4, 3, 2, 2],
+            Setting { groups: 2, ..plain },
+            Conv::new().groups(2),
+        ),
+        (
+            "few pixels, few channels",
+            [2, 3, 3, 4],
+            [5, 3, 2, 2],
+            plain,
+            Conv::new(),
+        ),
     ];
     for dev in devices() {
         for (k, (label, xd, wd, setting, conv)) in cases.iter().enumerate() {
@@ -761,6 +777,43 @@ fn tensors_past_one_storage_binding_go_in_parts() {
                 common::assert_close(&got, &want, 1e-5, &format!("{name} past one binding"))
             }
             (got, want) => panic!("{name}: {:?} against {:?}", got.err(), want.err()),
+        }
+    }
+}
+
+#[test]
+fn the_implicit_gemm_kernel_crosses_its_slices() {
+    // 1000 channels of 3 x 3 taps: k = 9000, past one dispatch's slice of
+    // k (later slices add to the output). The long form adds 65,540
+    // groups of one 4 x 4 image: more batches than one dispatch's grid
+    // holds (several seconds on lavapipe).
+    let plain = Setting {
+        stride: [1, 1],
+        pad: [(1, 1); 2],
+        dilation: [1, 1],
+        groups: 1,
+    };
+    let mut cases = vec![([1usize, 1000, 5, 4], [3usize, 1000, 3, 3], plain)];
+    if common::long_tests() {
+        let groups = 65_540;
+        let setting = Setting {
+            pad: [(0, 0); 2],
+            groups,
+            ..plain
+        };
+        cases.push(([1, 2 * groups, 4, 4], [groups, 2, 1, 1], setting));
+    }
+    for dev in devices() {
+        for (k, (xd, wd, setting)) in cases.iter().enumerate() {
+            let (x, w) = (
+                Array4::new(*xd, 200 + k as u64),
+                Array4::new(*wd, 300 + k as u64),
+            );
+            let (want, dims) = conv_reference(&x, &w, None, *setting);
+            let p = setting.pad[0].0;
+            let conv = Conv::new().padding(p).groups(setting.groups);
+            let got = x.tensor(&dev).conv2d(&w.tensor(&dev), &conv).unwrap();
+            check(&got, &want, &dims, 1e-4, &format!("case {k} on {dev}"));
         }
     }
 }

@@ -330,3 +330,23 @@ impl FftCall<'_> {
         self.read != FftRead::Hermitian
     }
 }
+
+/// One 2-D convolution by the GPU's implicit-GEMM kernel: `out` (a fresh
+/// row-major `[batch, out_channels, out_h, out_w]`) is, per image and
+/// group, the `[out_channels / groups, in_channels / groups * kh * kw]`
+/// weight matrix (`weight`, row-major `[out_channels, in_channels / groups,
+/// kh, kw]`) times the input's patches (`input`, `[batch, in_channels, h,
+/// w]`, any strides), read where they are: tap `(i, j)` of output `(y, x)`
+/// is input `(y stride + i dilation - pad, x stride + j dilation - pad)`,
+/// zero outside the input.
+pub(crate) struct ConvCall<'a> {
+    pub input: TensorRef<'a>,
+    pub weight: TensorRef<'a>,
+    pub out: TensorRef<'a>,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    /// Zeros before each axis (those after are implied by the output's size).
+    pub pad: [usize; 2],
+    pub dilation: [usize; 2],
+    pub groups: usize,
+}

@@ -17,8 +17,9 @@ use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
-    Call, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input, MAX_SOFTMAX_LINE,
-    MatmulCall, ReduceCall, ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
+    Call, ConvCall, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input,
+    MAX_SOFTMAX_LINE, MatmulCall, ReduceCall, ScanCall, ScatterCall, SoftmaxCall, SortCall,
+    TensorRef, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
@@ -263,6 +264,24 @@ pub(crate) fn fft_line_limit(storage: &Storage) -> Option<(usize, usize)> {
     match storage {
         Storage::Cpu(_) => None,
         Storage::Gpu(s) => Some(gpu::fft_line_limit(s)),
+    }
+}
+
+/// Runs a convolution on the GPU's implicit-GEMM kernel.
+///
+/// # Errors
+/// `Error::Internal` on the CPU (the op layer composes convolutions there
+/// from products); GPU failures and device limits.
+pub(crate) fn conv(call: &ConvCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.weight)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(_) => Err(Error::internal(
+            "conv2d",
+            "a convolution kernel call reached the CPU",
+        )),
+        Storage::Gpu(s) => gpu::conv(s, call),
     }
 }
 

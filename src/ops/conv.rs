@@ -2,9 +2,12 @@
 //! `conv_transpose2d` with stride, padding (`same` too), dilation, groups
 //! and bias, f32, f16 (computed and accumulated in f32) and f64 on the CPU.
 //!
-//! No im2col tensor is made. Each tap `(i, j)` of the kernel reads the
-//! (padded) input through a strided view (`windows::window`) and adds its
-//! share to the output in place:
+//! No im2col tensor is made. On a GPU a convolution is one implicit
+//! matrix product (`backend/gpu/conv/`: the matmul's tiled kernel reading
+//! patch elements from the input where they lie), but for depthwise ones
+//! and outputs of a few pixels. Otherwise each tap `(i, j)` of the kernel
+//! reads the (padded) input through a strided view (`windows::window`) and
+//! adds its share to the output in place:
 //! - as a batched matrix product over the batch and output rows, the tap's
 //!   `[out channels, in channels]` weights times the view's `[in channels,
 //!   width]` rows, on the matmul kernels (any strides, read in place);
@@ -17,6 +20,7 @@
 
 use super::PadMode;
 use super::windows::{Pair, batched, compute_dtype, outputs, window};
+use crate::backend::ConvCall;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -26,6 +30,10 @@ use crate::tensor::Tensor;
 /// Input channels per group at most this many take the multiply-add path
 /// (one op per tap and channel) instead of products.
 const FEW_CHANNELS: usize = 4;
+
+/// Output pixels per image from which a GPU convolution runs as one
+/// implicit-GEMM kernel (a tile's columns are pixels).
+const IMPLICIT_MIN_PIXELS: usize = 16;
 
 /// How a convolution pads its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,6 +338,20 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
             ),
         ));
     };
+    // A GPU runs one implicit-GEMM kernel, but for depthwise convolutions
+    // and outputs of a few pixels (whose tiles would be mostly empty).
+    let geometry = Geometry {
+        kernel: [kh, kw],
+        out: [n, o, ho, wo],
+        pad: [pads[0].0, pads[1].0],
+    };
+    if x.device().is_gpu()
+        && !(cg == 1 && g > 1)
+        && ho * wo >= IMPLICIT_MIN_PIXELS
+        && let Some(out) = implicit_gemm(op, &x, weight, conv, &geometry)?
+    {
+        return finish(op, out, conv, dtype, unbatched);
+    }
     let x = as_dtype(&x, compute)?;
     let weight = as_dtype(weight, compute)?;
     let x = if pads.iter().any(|&(a, b)| a + b > 0) {
@@ -433,6 +455,52 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
         .narrow(3, p[1], full[1] - 2 * p[1])?
         .contiguous()?;
     finish(OP, out, conv, dtype, unbatched)
+}
+
+/// What the implicit-GEMM kernel needs besides its operands: the kernel's
+/// extents, the output's, and the zeros before each spatial axis.
+struct Geometry {
+    kernel: [usize; 2],
+    out: [usize; 4],
+    pad: [usize; 2],
+}
+
+/// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel,
+/// in f32 or f16 (accumulating in f32): `None` where the kernel does not
+/// take it (other dtypes, operands over one storage binding), which the
+/// caller composes from products instead.
+fn implicit_gemm(
+    op: &'static str,
+    x: &Tensor,
+    weight: &Tensor,
+    conv: &Conv,
+    geometry: &Geometry,
+) -> Result<Option<Tensor>> {
+    let dtype = match Tensor::result_type(x, weight)? {
+        DType::F16 => DType::F16,
+        DType::F32 => DType::F32,
+        _ => return Ok(None),
+    };
+    let x = as_dtype(x, dtype)?;
+    let weight = as_dtype(weight, dtype)?.contiguous()?;
+    let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
+    if [&x, &weight, &out]
+        .iter()
+        .any(|t| t.binding_cut().is_some())
+    {
+        return Ok(None);
+    }
+    crate::backend::conv(&ConvCall {
+        input: x.kernel_ref(x.layout().clone())?,
+        weight: weight.kernel_ref(weight.layout().clone())?,
+        out: out.kernel_ref(out.layout().clone())?,
+        kernel: geometry.kernel,
+        stride: conv.stride.0,
+        pad: geometry.pad,
+        dilation: conv.dilation.0,
+        groups: conv.groups,
+    })?;
+    Ok(Some(out))
 }
 
 /// The four extents of a rank-4 tensor.

@@ -98,6 +98,7 @@ mod buffer_claim;
 mod capture;
 mod command;
 mod context;
+mod conv;
 mod custom;
 mod dispatch;
 mod elementwise;
@@ -127,6 +128,7 @@ mod timer;
 
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
+pub(crate) use conv::conv;
 pub(crate) use custom::custom;
 pub(crate) use fft::{fft, fft_line_limit};
 pub(crate) use graph::{GpuGraph, capture_step};

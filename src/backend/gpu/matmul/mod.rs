@@ -12,7 +12,7 @@ mod probe;
 mod self_check;
 mod small;
 mod subgroup;
-mod tiling;
+pub(crate) mod tiling;
 
 use crate::backend::gpu::GpuContext;
 use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
@@ -44,7 +44,7 @@ const MATMUL_WGSL: &str = shader!("matmul/matmul.wgsl");
 
 /// Most of k one dispatch covers: at most 1,024 steps of the k loop (its
 /// body is unrolled), well inside lavapipe's limit.
-const K_SLICE: usize = loop_budget::ITERATIONS;
+pub(crate) const K_SLICE: usize = loop_budget::ITERATIONS;
 
 params_block! {
     /// `Params` of matmul.wgsl.

@@ -159,6 +159,14 @@ impl Tiling {
     /// for each operand, `load_a` / `load_b` (scalar loads) or the
     /// operand's buffer bound as vec4s (vec loads) declared.
     pub fn wgsl(&self, loads: [Loads; 2]) -> String {
+        self.wgsl_loading(loads, true)
+    }
+
+    /// [`Tiling::wgsl`], with its own `b_at` only when `own_b`: otherwise
+    /// the caller's source defines it (a scalar loader of the same
+    /// signature), for an operand computed from another tensor, such as a
+    /// convolution's implicit im2col matrix.
+    pub fn wgsl_loading(&self, loads: [Loads; 2], own_b: bool) -> String {
         let Tiling { bm, bn, bk, tm, tn } = *self;
         let (tx, ty) = self.threads_xy();
         let threads = self.threads();
@@ -180,7 +188,9 @@ impl Tiling {
         let a = OperandLoads::a(*self, loads[0]);
         let b = OperandLoads::b(*self, loads[1]);
         w.push_str(&a.loader());
-        w.push_str(&b.loader());
+        if own_b {
+            w.push_str(&b.loader());
+        }
         let _ = write!(
             w,
             "@compute @workgroup_size({tx}, {ty})\n\
