@@ -230,6 +230,21 @@ fn conv2d_equals_its_definition_on_every_path() {
                 1e-5,
                 &format!("{label}, reversed view, on {dev}"),
             );
+            // A stepped, offset view (every other channel and column, from row 1).
+            let [n, c, h, wd_] = *xd;
+            let big = Tensor::zeros([n, 2 * c, h + 1, 2 * wd_], DType::F32, &dev).unwrap();
+            let stepped = big.slice(s![.., ..;2, 1.., ..;2]).unwrap();
+            stepped.assign(&x.tensor(&dev)).unwrap();
+            let got = stepped
+                .conv2d(&w.tensor(&dev), &conv.clone().bias(&b))
+                .unwrap();
+            check(
+                &got,
+                &want,
+                &dims,
+                1e-5,
+                &format!("{label}, stepped view, on {dev}"),
+            );
             // f16 operands, computed in f32.
             let (x16, w16) = (
                 x.tensor(&dev).to_dtype(DType::F16).unwrap(),

@@ -1,20 +1,25 @@
 //! CPU FFTs: the `rustfft` crate (mixed radix, Rader and Bluestein plans
-//! for every length, SIMD on native targets), one plan per length and
-//! direction kept by a planner per thread. The lines of a call are gathered
-//! from their input's strides into one contiguous run (f16 widened, a real
-//! input given zero imaginary parts, a Hermitian half spectrum mirrored),
-//! transformed in one go, scaled and written through the output's strides.
+//! for every length, SIMD on native targets) and, for real inputs and
+//! outputs, `realfft` on top of it (half the work: a real line of `n` is a
+//! complex one of `n / 2`). Plans (and their twiddles) are kept by a
+//! planner per thread. Each line is gathered from its input's strides into
+//! a contiguous run (f16 widened; complex lines all into one run,
+//! transformed in one call), transformed, scaled and written through the
+//! output's strides.
 
 use super::storage::{CpuData, CpuStorage};
 use crate::backend::{FftCall, FftRead, Storage};
 use crate::error::{Error, Result};
 use num_complex::Complex32;
+use realfft::RealFftPlanner;
 use rustfft::{FftDirection, FftPlanner};
 use std::cell::RefCell;
 
+const OP: &str = "cpu fft";
+
 thread_local! {
-    /// Plans (and the twiddles they hold) are reused across calls.
     static PLANNER: RefCell<FftPlanner<f32>> = RefCell::new(FftPlanner::new());
+    static REAL_PLANNER: RefCell<RealFftPlanner<f32>> = RefCell::new(RealFftPlanner::new());
 }
 
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
@@ -23,7 +28,6 @@ thread_local! {
 /// `Error::Internal` when the storages are not the call's; `OutOfMemory`
 /// when the lines do not fit in memory.
 pub(crate) fn fft(out: &CpuStorage, call: &FftCall) -> Result<()> {
-    const OP: &str = "cpu fft";
     if call.twist.is_some() {
         return Err(Error::internal(OP, "a four-step twiddle reached the CPU"));
     }
@@ -32,99 +36,143 @@ pub(crate) fn fft(out: &CpuStorage, call: &FftCall) -> Result<()> {
     };
     let (in_lines, in_step, avail) = call.input_lines();
     let (out_lines, out_step, count) = call.out_lines();
-    let n = call.n;
     let starts: Vec<(usize, usize)> = in_lines
         .positions()
         .into_iter()
         .zip(out_lines.positions())
         .collect();
-    if n == 0 || starts.is_empty() {
+    if call.n == 0 || starts.is_empty() {
         return Ok(());
     }
-    let mut buffer = super::try_zeroed::<Complex32>(OP, starts.len() * n)?;
-    {
-        let data = input.read();
-        let gather = Gather {
-            read: call.read,
-            step: in_step,
-            avail: avail.min(n),
-            n,
-        };
-        for (line, &(a, _)) in buffer.chunks_exact_mut(n).zip(&starts) {
-            match &*data {
-                CpuData::F32(src) => gather.line(line, a, |p| src[p]),
-                CpuData::F16(src) => gather.line(line, a, |p| src[p].to_f32()),
-                _ => return Err(Error::internal(OP, "input storage is not f32 or f16")),
-            }
-        }
-    }
-    let direction = if call.inverse {
-        FftDirection::Inverse
-    } else {
-        FftDirection::Forward
-    };
-    let plan = PLANNER.with(|p| p.borrow_mut().plan_fft(n, direction));
-    plan.process(&mut buffer);
+    let data = input.read();
     let mut out_data = out.write();
     let CpuData::F32(dst) = &mut *out_data else {
         return Err(Error::internal(OP, "output storage is not f32"));
     };
-    let scale = call.scale;
-    for (line, &(_, b)) in buffer.chunks_exact(n).zip(&starts) {
-        for (k, y) in line[..count].iter().enumerate() {
-            let p = (b as isize + k as isize * out_step) as usize;
-            if call.complex_out() {
-                dst[p] = y.re * scale;
-                dst[p + 1] = y.im * scale;
-            } else {
-                dst[p] = y.re * scale;
-            }
+    let lines = Lines {
+        call,
+        starts: &starts,
+        steps: (in_step, out_step),
+        avail: avail.min(call.n),
+        count,
+    };
+    match &*data {
+        CpuData::F32(src) => lines.run(|p| src[p], dst),
+        CpuData::F16(src) => lines.run(|p| src[p].to_f32(), dst),
+        _ => Err(Error::internal(OP, "input storage is not f32 or f16")),
+    }
+}
+
+/// One call's lines: where each starts (input, output), the steps along
+/// them, the input elements that exist (zeros past them) and the outputs
+/// kept.
+struct Lines<'a> {
+    call: &'a FftCall<'a>,
+    starts: &'a [(usize, usize)],
+    steps: (isize, isize),
+    avail: usize,
+    count: usize,
+}
+
+impl Lines<'_> {
+    fn run(&self, at: impl Fn(usize) -> f32, dst: &mut [f32]) -> Result<()> {
+        match self.call.read {
+            FftRead::Complex => self.complex(at, dst),
+            FftRead::Real => self.real_input(at, dst),
+            FftRead::Hermitian => self.real_output(at, dst),
         }
     }
-    Ok(())
-}
 
-/// How the elements of a line are read into its transform's run.
-struct Gather {
-    read: FftRead,
-    step: isize,
-    /// Elements of the line that exist (at most `n`); zeros past them.
-    avail: usize,
-    n: usize,
-}
+    /// Storage position `j` elements into the line starting at `start`.
+    fn pos(start: usize, step: isize, j: usize) -> usize {
+        (start as isize + j as isize * step) as usize
+    }
 
-impl Gather {
-    /// Fills `line` (`n` long, zeroed) from the line starting at storage
-    /// position `start`, `at(p)` reading storage position `p`.
-    fn line(&self, line: &mut [Complex32], start: usize, at: impl Fn(usize) -> f32) {
-        let pos = |j: usize| (start as isize + j as isize * self.step) as usize;
-        match self.read {
-            FftRead::Real => {
-                for (j, x) in line[..self.avail].iter_mut().enumerate() {
-                    *x = Complex32::new(at(pos(j)), 0.0);
-                }
+    /// Complex lines, all in one run and one call.
+    fn complex(&self, at: impl Fn(usize) -> f32, dst: &mut [f32]) -> Result<()> {
+        let n = self.call.n;
+        let mut buffer = super::try_zeroed::<Complex32>(OP, self.starts.len() * n)?;
+        for (line, &(a, _)) in buffer.chunks_exact_mut(n).zip(self.starts) {
+            for (j, x) in line[..self.avail].iter_mut().enumerate() {
+                let p = Self::pos(a, self.steps.0, j);
+                *x = Complex32::new(at(p), at(p + 1));
             }
-            FftRead::Complex => {
-                for (j, x) in line[..self.avail].iter_mut().enumerate() {
-                    let p = pos(j);
-                    *x = Complex32::new(at(p), at(p + 1));
-                }
+        }
+        let direction = if self.call.inverse {
+            FftDirection::Inverse
+        } else {
+            FftDirection::Forward
+        };
+        let plan = PLANNER.with(|p| p.borrow_mut().plan_fft(n, direction));
+        plan.process(&mut buffer);
+        for (line, &(_, b)) in buffer.chunks_exact(n).zip(self.starts) {
+            self.store_complex(b, dst, |k| line[k]);
+        }
+        Ok(())
+    }
+
+    /// Real lines: each by `realfft`, its other half by symmetry.
+    fn real_input(&self, at: impl Fn(usize) -> f32, dst: &mut [f32]) -> Result<()> {
+        let n = self.call.n;
+        let plan = REAL_PLANNER.with(|p| p.borrow_mut().plan_fft_forward(n));
+        let mut signal = vec![0.0f32; n];
+        let mut half = plan.make_output_vec();
+        let mut scratch = plan.make_scratch_vec();
+        for &(a, b) in self.starts {
+            signal.fill(0.0);
+            for (j, x) in signal[..self.avail].iter_mut().enumerate() {
+                *x = at(Self::pos(a, self.steps.0, j));
             }
-            FftRead::Hermitian => {
-                let half = self.n / 2 + 1;
-                for (k, x) in line.iter_mut().enumerate() {
-                    let (j, mirrored) = if k < half {
-                        (k, false)
-                    } else {
-                        (self.n - k, true)
-                    };
-                    if j < self.avail {
-                        let p = pos(j);
-                        let im = at(p + 1);
-                        *x = Complex32::new(at(p), if mirrored { -im } else { im });
-                    }
+            plan.process_with_scratch(&mut signal, &mut half, &mut scratch)
+                .map_err(|e| Error::internal(OP, e.to_string()))?;
+            let half = &half;
+            self.store_complex(b, dst, |k| {
+                if k <= n / 2 {
+                    half[k]
+                } else {
+                    half[n - k].conj()
                 }
+            });
+        }
+        Ok(())
+    }
+
+    /// Hermitian half spectra to real lines by `realfft`; the imaginary
+    /// parts of the first element and (for an even length) the middle one
+    /// are dropped, as NumPy's `irfft` ignores them.
+    fn real_output(&self, at: impl Fn(usize) -> f32, dst: &mut [f32]) -> Result<()> {
+        let n = self.call.n;
+        let plan = REAL_PLANNER.with(|p| p.borrow_mut().plan_fft_inverse(n));
+        let mut half = plan.make_input_vec();
+        let mut signal = plan.make_output_vec();
+        let mut scratch = plan.make_scratch_vec();
+        let kept = self.avail.min(half.len());
+        for &(a, b) in self.starts {
+            half.fill(Complex32::new(0.0, 0.0));
+            for (k, x) in half[..kept].iter_mut().enumerate() {
+                let p = Self::pos(a, self.steps.0, k);
+                *x = Complex32::new(at(p), at(p + 1));
             }
+            half[0].im = 0.0;
+            if n.is_multiple_of(2) {
+                half[n / 2].im = 0.0;
+            }
+            plan.process_with_scratch(&mut half, &mut signal, &mut scratch)
+                .map_err(|e| Error::internal(OP, e.to_string()))?;
+            for (k, y) in signal[..self.count].iter().enumerate() {
+                dst[Self::pos(b, self.steps.1, k)] = y * self.call.scale;
+            }
+        }
+        Ok(())
+    }
+
+    /// Outputs `0..count` of the line starting at `b`, `y(k)` each, scaled.
+    fn store_complex(&self, b: usize, dst: &mut [f32], y: impl Fn(usize) -> Complex32) {
+        let scale = self.call.scale;
+        for k in 0..self.count {
+            let (p, v) = (Self::pos(b, self.steps.1, k), y(k));
+            dst[p] = v.re * scale;
+            dst[p + 1] = v.im * scale;
         }
     }
 }
