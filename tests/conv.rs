@@ -832,3 +832,50 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
         }
     }
 }
+
+/// The convolution kernel's self-check: made wrong on purpose (its Small
+/// tile, each output off by one), it fails its probe before its first
+/// convolution, is dropped and named, and the convolution is composed
+/// from products instead, still equal to the CPU's.
+#[test]
+fn a_wrong_convolution_kernel_is_dropped_and_results_stay_right() {
+    let Some(gpu) = common::own_gpu(webtensor::GpuOptions {
+        sabotage_matmul: Some(webtensor::MatmulTile::Small),
+        autotune: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    // 4 output channels of 8 x 8: the Small tile.
+    let (x, w) = (
+        Array4::new([1, 3, 8, 8], 401),
+        Array4::new([4, 3, 3, 3], 402),
+    );
+    let conv = Conv::new().padding(1);
+    let want = x.tensor(&cpu).conv2d(&w.tensor(&cpu), &conv).unwrap();
+    let got = x.tensor(&gpu).conv2d(&w.tensor(&gpu), &conv).unwrap();
+    check(
+        &got,
+        &common::read_f32(&want),
+        want.dims(),
+        1e-5,
+        "a dropped conv kernel",
+    );
+    let info = gpu.info();
+    assert!(
+        info.dropped_kernels.contains(&"conv small f32".to_string()),
+        "{info}"
+    );
+    // A second convolution goes straight to the composed path.
+    let got = x.tensor(&gpu).conv2d(&w.tensor(&gpu), &conv).unwrap();
+    check(
+        &got,
+        &common::read_f32(&want),
+        want.dims(),
+        1e-5,
+        "after the drop",
+    );
+    let stats = gpu.stats();
+    assert_eq!(stats.kernels_dropped, 1, "{stats:?}");
+}

@@ -267,12 +267,14 @@ pub(crate) fn fft_line_limit(storage: &Storage) -> Option<(usize, usize)> {
     }
 }
 
-/// Runs a convolution on the GPU's implicit-GEMM kernel.
+/// Runs a convolution on the GPU's implicit-GEMM kernel: false when the
+/// kernel is not to run (dropped by its self-check, or not yet probed
+/// inside a capture or profile), for the op layer to compose it instead.
 ///
 /// # Errors
 /// `Error::Internal` on the CPU (the op layer composes convolutions there
 /// from products); GPU failures and device limits.
-pub(crate) fn conv(call: &ConvCall) -> Result<()> {
+pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     check_bounds(&call.input)?;
     check_bounds(&call.weight)?;
     check_bounds(&call.out)?;

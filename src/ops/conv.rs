@@ -467,8 +467,8 @@ struct Geometry {
 
 /// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel,
 /// in f32 or f16 (accumulating in f32): `None` where the kernel does not
-/// take it (other dtypes, operands over one storage binding), which the
-/// caller composes from products instead.
+/// take it (other dtypes, operands over one storage binding, a kernel its
+/// self-check dropped), which the caller composes from products instead.
 fn implicit_gemm(
     op: &'static str,
     x: &Tensor,
@@ -490,7 +490,7 @@ fn implicit_gemm(
     {
         return Ok(None);
     }
-    crate::backend::conv(&ConvCall {
+    let recorded = crate::backend::conv(&ConvCall {
         input: x.kernel_ref(x.layout().clone())?,
         weight: weight.kernel_ref(weight.layout().clone())?,
         out: out.kernel_ref(out.layout().clone())?,
@@ -500,7 +500,7 @@ fn implicit_gemm(
         dilation: conv.dilation.0,
         groups: conv.groups,
     })?;
-    Ok(Some(out))
+    Ok(recorded.then_some(out))
 }
 
 /// The four extents of a rank-4 tensor.

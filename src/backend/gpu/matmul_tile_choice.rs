@@ -117,16 +117,20 @@ pub(crate) enum MatmulVariant {
     /// Never `MatmulTile::Auto`, which runs one of the others.
     Tile(MatmulTile),
     Gemv,
+    /// The convolution's implicit-GEMM kernel on this tile
+    /// (`backend/gpu/conv/`).
+    Conv(MatmulTile),
 }
 
 impl MatmulVariant {
     /// Its name in `DeviceInfo::dropped_kernels`: `matmul large f16`.
     pub fn describe(self, dtype: KernelType) -> String {
         let name = match self {
-            MatmulVariant::Tile(tile) => format!("{tile:?}").to_ascii_lowercase(),
-            MatmulVariant::Gemv => "gemv".to_string(),
+            MatmulVariant::Tile(tile) => format!("matmul {tile:?}"),
+            MatmulVariant::Gemv => "matmul gemv".to_string(),
+            MatmulVariant::Conv(tile) => format!("conv {tile:?}"),
         };
-        format!("matmul {name} {dtype}")
+        format!("{} {dtype}", name.to_ascii_lowercase())
     }
 }
 
@@ -155,22 +159,27 @@ impl MatmulClass {
 }
 
 /// Verdicts by (variant, dtype): every tile (`Auto` too, though no verdict
-/// names it) and the matrix-vector kernel, by every kernel dtype.
+/// names it), the matrix-vector kernel and the convolution kernel on every
+/// tile, by every kernel dtype.
 struct Known([AtomicU8; Known::LEN]);
 
 impl Known {
-    const VARIANTS: usize = MatmulTile::FIXED.len() + 2;
+    const VARIANTS: usize = 2 * (MatmulTile::FIXED.len() + 2);
     const DTYPES: usize = 7;
     const LEN: usize = Self::VARIANTS * Self::DTYPES;
 
     fn slot(variant: MatmulVariant, dtype: KernelType) -> usize {
         let fixed = MatmulTile::FIXED.len();
-        let v = match variant {
-            MatmulVariant::Tile(tile) => MatmulTile::FIXED
+        let tile_slot = |tile| {
+            MatmulTile::FIXED
                 .iter()
                 .position(|&t| t == tile)
-                .unwrap_or(fixed + 1),
+                .unwrap_or(fixed + 1)
+        };
+        let v = match variant {
+            MatmulVariant::Tile(tile) => tile_slot(tile),
             MatmulVariant::Gemv => fixed,
+            MatmulVariant::Conv(tile) => fixed + 2 + tile_slot(tile),
         };
         v * Self::DTYPES + dtype as usize
     }

@@ -8,8 +8,8 @@ mod autotune;
 mod cooperative;
 mod gemv;
 #[cfg(not(target_arch = "wasm32"))]
-mod probe;
-mod self_check;
+pub(crate) mod probe;
+pub(crate) mod self_check;
 mod small;
 mod subgroup;
 pub(crate) mod tiling;

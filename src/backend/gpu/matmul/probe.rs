@@ -77,7 +77,11 @@ pub(super) fn answers_right(
 /// # Errors
 /// As [`GpuStorage::upload`]; `Error::Internal` for a dtype the GPU
 /// matmul does not take.
-fn upload(ctx: &Arc<GpuContext>, dtype: KernelType, values: &[i64]) -> Result<GpuStorage> {
+pub(crate) fn upload(
+    ctx: &Arc<GpuContext>,
+    dtype: KernelType,
+    values: &[i64],
+) -> Result<GpuStorage> {
     fn typed<T: Element>(ctx: &Arc<GpuContext>, values: &[i64]) -> Result<GpuStorage> {
         let values: Vec<T> = values.iter().map(|&v| T::from_f64(v as f64)).collect();
         GpuStorage::upload(ctx, OP, &values)
@@ -92,7 +96,7 @@ fn upload(ctx: &Arc<GpuContext>, dtype: KernelType, values: &[i64]) -> Result<Gp
 }
 
 /// The values of `out` as f64.
-async fn read(out: &GpuStorage, dtype: KernelType) -> Result<Vec<f64>> {
+pub(crate) async fn read(out: &GpuStorage, dtype: KernelType) -> Result<Vec<f64>> {
     fn decode<T: Element>(bytes: &[u8], n: usize) -> Vec<f64> {
         T::read_bytes(bytes, n).into_iter().map(T::to_f64).collect()
     }
@@ -130,6 +134,8 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
         MatmulVariant::Tile(MatmulTile::FewColumns) => &[[70, 5]],
         MatmulVariant::Tile(MatmulTile::PerOutput | MatmulTile::Auto) => &[[13, 11]],
         MatmulVariant::Gemv => &[[1, 70], [70, 1]],
+        // The convolution's kernel has probes of its own (conv/probe.rs).
+        MatmulVariant::Conv(_) => &[],
     };
     shapes
         .iter()
@@ -235,6 +241,9 @@ fn record(
     match variant {
         MatmulVariant::Tile(tile) => record_with(out, &call, &bound, tile, [m, n, k, batches])?,
         MatmulVariant::Gemv => Gemv::of(&call, m, n).record(out, &call, &bound, k, batches)?,
+        MatmulVariant::Conv(_) => {
+            return Err(Error::internal(OP, "the convolution probes itself"));
+        }
     }
     Ok(c)
 }

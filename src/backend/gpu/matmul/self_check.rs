@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 /// What the self-check knows of a variant on this device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     /// Its probe products were right.
     Right,
     /// One was wrong: the variant is not used on this device.
@@ -114,6 +114,34 @@ pub(super) fn verdict(
     variant: MatmulVariant,
     dtype: KernelType,
 ) -> Result<Verdict> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return verdict_with(
+        ctx,
+        variant,
+        dtype,
+        || super::probe::fits(ctx, variant, dtype),
+        || super::probe::answers_right(ctx, variant, dtype),
+    );
+    // A browser probes nothing (its queue cannot be waited on).
+    #[cfg(target_arch = "wasm32")]
+    verdict_with(ctx, variant, dtype, || false, || Ok(false))
+}
+
+/// The verdict on `variant` over `dtype`: known, or found now by `probe`
+/// (true when its answers are right) where `fits` says the probe's
+/// operands fit this device's bindings. Kernels of other families built on
+/// the matmul's tiles (the convolution's) are checked through it too.
+///
+/// # Errors
+/// Failures of the probe.
+#[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+pub(crate) fn verdict_with(
+    ctx: &Arc<GpuContext>,
+    variant: MatmulVariant,
+    dtype: KernelType,
+    fits: impl FnOnce() -> bool,
+    probe: impl FnOnce() -> Result<bool>,
+) -> Result<Verdict> {
     let as_verdict = |right| match right {
         true => Verdict::Right,
         false => Verdict::Wrong,
@@ -127,7 +155,7 @@ pub(super) fn verdict(
     {
         // wgpu's noop backend runs no kernel (it measures the host's
         // cost): nothing there could answer a probe.
-        if ctx.facts.backend == "Noop" || !super::probe::fits(ctx, variant, dtype) {
+        if ctx.facts.backend == "Noop" || !fits() {
             return Ok(Verdict::Unchecked);
         }
         let busy = {
@@ -137,7 +165,7 @@ pub(super) fn verdict(
         if busy {
             return Ok(Verdict::NotNow);
         }
-        let right = super::probe::answers_right(ctx, variant, dtype)?;
+        let right = probe()?;
         ctx.tuner.set_verdict(variant, dtype, right);
         Ok(as_verdict(right))
     }

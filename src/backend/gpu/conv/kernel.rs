@@ -1,0 +1,261 @@
+//! The convolution kernel: `conv.wgsl` runs the matmul family's
+//! register-tiled kernel (`matmul/tiling.rs`) with a `b` operand that reads
+//! each patch element from the input where it lies (strided, padding
+//! implied), one batch per image and group; the output is written in NCHW
+//! order directly.
+
+use crate::backend::ConvCall;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{
+    buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
+};
+use crate::backend::gpu::kernel::loop_budget::slices;
+use crate::backend::gpu::kernel::params_block::params_block;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::matmul::K_SLICE;
+use crate::backend::gpu::matmul::tiling::{Loads, Tiling, tile_of};
+use crate::backend::gpu::matmul_tile_choice::MatmulTile;
+use crate::backend::gpu::record::{FamilyKey, record_family};
+use crate::backend::gpu::storage::GpuStorage;
+use crate::dtype::KernelType;
+use crate::error::{Error, Result};
+use smallvec::smallvec;
+
+const CONV_WGSL: &str = shader!("conv/conv.wgsl");
+
+params_block! {
+    /// `Params` of conv.wgsl: the names the tiled kernel reads (as
+    /// matmul.wgsl's), then the convolution's geometry.
+    pub(crate) struct ConvParams {
+        /// Output channels per group, output pixels, and the end of this
+        /// dispatch's slice of k (in channels per group x taps).
+        m: u32,
+        n: u32,
+        k: u32,
+        k_start: u32,
+        batch_start: u32,
+        a_rs: i32,
+        a_cs: i32,
+        a_k_fast: u32,
+        b_n_fast: u32,
+        c_rs: i32,
+        c_cs: i32,
+        /// 1 when the output already holds the product over k < k_start.
+        accumulate: u32,
+        groups: u32,
+        a_offset: u32,
+        b_offset: u32,
+        c_offset: u32,
+        /// Output elements per image; input channels per group.
+        c_image: u32,
+        group_channels: u32,
+        /// The input's strides: image, channel, row, column.
+        x_batch: i32,
+        x_cs: i32,
+        x_hs: i32,
+        x_ws: i32,
+        /// Taps per channel (kh kw), kw, and the output's width.
+        taps: u32,
+        kw: u32,
+        out_w: u32,
+        stride_h: u32,
+        stride_w: u32,
+        dil_h: u32,
+        dil_w: u32,
+        pad_h: u32,
+        pad_w: u32,
+        /// The input's height and width.
+        height: u32,
+        width: u32,
+        pad0: u32,
+        pad1: u32,
+        pad2: u32,
+    }
+}
+
+/// Everything that selects a distinct convolution pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ConvKey {
+    /// f32 or f16.
+    pub dtype: KernelType,
+    pub native_f16: bool,
+    pub tiling: Tiling,
+    /// Testing only: every output is one too large (see
+    /// `GpuOptions::sabotage_matmul`).
+    pub sabotaged: bool,
+}
+
+impl FamilyKey for ConvKey {
+    fn label(&self) -> &'static str {
+        "webtensor conv"
+    }
+
+    fn source(&self) -> Result<String> {
+        conv_source(self)
+    }
+}
+
+/// The WGSL source of the convolution kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
+    let (dtype, native) = (key.dtype, key.native_f16);
+    let acc = ScalarType::of(dtype);
+    let bindings = [
+        buffer_decl(1, "a", dtype, native, false),
+        buffer_decl(2, "b", dtype, native, false),
+        buffer_decl(3, "out_buf", dtype, native, true),
+    ]
+    .concat();
+    let access = [
+        load_fn("load_a", "a", dtype, native),
+        load_fn("load_b", "b", dtype, native),
+        store_out_fn(dtype, native),
+        load_out_fn(dtype, native),
+    ]
+    .concat();
+    let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {};\n", acc.zero());
+    // conv.wgsl defines b_at.
+    let kernel = key.tiling.wgsl_loading([Loads::Scalar; 2], false);
+    let slots = [
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("ACC", acc.as_str()),
+        ("KERNEL", kernel.as_str()),
+    ];
+    let (f16, params) = (needs_f16(dtype, native), ConvParams::wgsl());
+    let source = fill_kernel("conv kernel", CONV_WGSL, f16, &params, &slots)?;
+    Ok(match key.sabotaged {
+        true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
+        false => source,
+    })
+}
+
+/// The tile `call` runs on: the matmul's choice for its extents.
+pub(super) fn tiling_for(call: &ConvCall) -> Tiling {
+    let (x, o) = (call.input.layout.dims(), call.out.layout.dims());
+    let batches = x[0] * call.groups;
+    Tiling::choose(MatmulTile::Auto, o[1] / call.groups, o[2] * o[3], batches)
+}
+
+/// Records `call`, whose output storage is `out`, on the kernel of
+/// `tiling`.
+///
+/// # Errors
+/// `Error::Gpu` when an operand is not on this GPU; `TooLarge` for more
+/// output tiles per axis than the device has workgroups per dimension, or
+/// an operand over one storage binding.
+pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Result<()> {
+    const OP: &str = "conv2d";
+    let ctx = &out.ctx;
+    let (weight_bound, weight) = Bound::view_ref(OP, &call.weight, false)?;
+    let (input_bound, input) = Bound::view_ref(OP, &call.input, false)?;
+    let (out_bound, dest) = Bound::view_ref(OP, &call.out, true)?;
+    let (x, xs) = (input.layout.dims(), input.layout.strides());
+    let o = dest.layout.dims();
+    let g = call.groups;
+    let (og, cg, taps) = (o[1] / g, x[1] / g, call.kernel[0] * call.kernel[1]);
+    let (m, n, k) = (og, o[2] * o[3], cg * taps);
+    let batches = x[0] * g;
+    if batches == 0 || m == 0 || n == 0 {
+        return Ok(());
+    }
+    let max = ctx.facts.max_workgroups_per_dim as usize;
+    let grid = [
+        n.div_ceil(tiling.bn as usize),
+        m.div_ceil(tiling.bm as usize),
+    ];
+    if grid.iter().any(|&t| t > max) {
+        return Err(Error::TooLarge {
+            op: OP,
+            what: "output tiles per axis",
+            requested: grid[0].max(grid[1]) as u64,
+            limit: max as u64,
+        });
+    }
+    let key = ConvKey {
+        dtype: call.out.dtype,
+        native_f16: ctx.facts.native_f16,
+        tiling,
+        sabotaged: ctx.tuner.sabotaged() == Some(tile_of(tiling)),
+    };
+    let block = ConvParams {
+        m: m as u32,
+        n: n as u32,
+        a_rs: k as i32,
+        a_cs: 1,
+        a_k_fast: 1,
+        b_n_fast: 1,
+        c_rs: n as i32,
+        c_cs: 1,
+        groups: g as u32,
+        a_offset: weight.layout.offset() as u32,
+        b_offset: input.layout.offset() as u32,
+        c_offset: dest.layout.offset() as u32,
+        c_image: (o[1] * n) as u32,
+        group_channels: cg as u32,
+        x_batch: xs[0] as i32,
+        x_cs: xs[1] as i32,
+        x_hs: xs[2] as i32,
+        x_ws: xs[3] as i32,
+        taps: taps as u32,
+        kw: call.kernel[1] as u32,
+        out_w: o[3] as u32,
+        stride_h: call.stride[0] as u32,
+        stride_w: call.stride[1] as u32,
+        dil_h: call.dilation[0] as u32,
+        dil_w: call.dilation[1] as u32,
+        pad_h: call.pad[0] as u32,
+        pad_w: call.pad[1] as u32,
+        height: x[2] as u32,
+        width: x[3] as u32,
+        ..bytemuck::Zeroable::zeroed()
+    };
+    for batch_range in slices(batches, max) {
+        for k_range in slices(k, K_SLICE) {
+            let params = ConvParams {
+                k: k_range.end as u32,
+                k_start: k_range.start as u32,
+                accumulate: u32::from(k_range.start > 0),
+                batch_start: batch_range.start as u32,
+                ..block
+            };
+            let bindings = smallvec![weight_bound.clone(), input_bound.clone(), out_bound.clone()];
+            let groups = [grid[0] as u32, grid[1] as u32, batch_range.len() as u32];
+            record_family(ctx, &key, params.bytes(), bindings, groups)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::backend::gpu::matmul::tiling::ALL;
+
+    #[test]
+    fn every_conv_kernel_is_valid_wgsl_and_matches_its_params() {
+        for tiling in ALL {
+            for (dtype, native_f16) in [
+                (KernelType::F32, true),
+                (KernelType::F16, true),
+                (KernelType::F16, false),
+            ] {
+                let key = ConvKey {
+                    dtype,
+                    native_f16,
+                    tiling,
+                    sabotaged: false,
+                };
+                let source = conv_source(&key).unwrap();
+                validate(&source, &format!("{key:?}"));
+                assert_layout(&source, ConvParams::FIELDS, ConvParams::SIZE, "conv");
+            }
+        }
+    }
+}

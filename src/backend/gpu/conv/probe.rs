@@ -1,0 +1,151 @@
+//! The convolution kernel's self-check (as the matmul's, whose tiles it
+//! runs: `matmul/self_check.rs`): before the kernel computes its first
+//! convolution of a dtype on a tile, it computes a probe whose answer is
+//! known exactly, and a kernel that answers wrong is dropped for the
+//! device (its convolutions are composed from products instead).
+//!
+//! The probe exercises what the convolution adds to the matmul's tile: two
+//! images in two groups, a stride, a dilation and padding on one axis
+//! each, an input read through a permuted (NHWC) view, an output wider
+//! than the largest tile and a k (channels x taps) that is not a multiple
+//! of any tile's k step. Its values are small integers, exact in f16.
+
+use super::kernel::record;
+use crate::backend::gpu::context::GpuContext;
+use crate::backend::gpu::matmul::probe::{read, upload};
+use crate::backend::gpu::matmul::tiling::Tiling;
+use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::{ConvCall, Storage, TensorRef};
+use crate::dtype::KernelType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use std::sync::Arc;
+
+const OP: &str = "conv2d (self-check)";
+
+/// The probe: input `[2, 4, 9, 40]`, weights `[10, 2, 3, 2]` in 2 groups,
+/// stride (2, 1), padding (1, 0), dilation (1, 2).
+const INPUT: [usize; 4] = [2, 4, 9, 40];
+const WEIGHT: [usize; 4] = [10, 2, 3, 2];
+const GROUPS: usize = 2;
+const STRIDE: [usize; 2] = [2, 1];
+const PAD: [usize; 2] = [1, 0];
+const DILATION: [usize; 2] = [1, 2];
+
+/// The output's extents.
+fn out_dims() -> [usize; 4] {
+    let extent = |a: usize| DILATION[a] * (WEIGHT[2 + a] - 1) + 1;
+    let size = |a: usize| (INPUT[2 + a] + 2 * PAD[a] - extent(a)) / STRIDE[a] + 1;
+    [INPUT[0], WEIGHT[0], size(0), size(1)]
+}
+
+fn x_value([n, c, y, x]: [usize; 4]) -> i64 {
+    ((n * 3 + c * 5 + y * 7 + x * 11) % 5) as i64 - 2
+}
+
+fn w_value([o, c, i, j]: [usize; 4]) -> i64 {
+    ((o * 3 + c * 7 + i * 5 + j) % 7) as i64 - 3
+}
+
+/// True when the probe's operands fit one storage binding of the device.
+pub(super) fn fits(ctx: &GpuContext, dtype: KernelType) -> bool {
+    let largest = INPUT
+        .iter()
+        .product::<usize>()
+        .max(out_dims().iter().product());
+    (largest * dtype.dtype().size_in_bytes()) as u64 <= ctx.facts.max_storage_binding
+}
+
+/// True when the kernel of `tiling` computes the probe right.
+///
+/// # Errors
+/// Failures of the uploads, the dispatch or the readback.
+pub(super) fn answers_right(
+    ctx: &Arc<GpuContext>,
+    tiling: Tiling,
+    dtype: KernelType,
+) -> Result<bool> {
+    let [n, c, h, w] = INPUT;
+    // The input stored NHWC and read through its NCHW view.
+    let mut x_values = Vec::with_capacity(n * c * h * w);
+    for b in 0..n {
+        for y in 0..h {
+            for xx in 0..w {
+                x_values.extend((0..c).map(|ch| x_value([b, ch, y, xx])));
+            }
+        }
+    }
+    let x_layout = Layout::contiguous(vec![n, h, w, c]).permute(&[0, 3, 1, 2])?;
+    let [o, cg, kh, kw] = WEIGHT;
+    let mut w_values = Vec::with_capacity(o * cg * kh * kw);
+    for oc in 0..o {
+        for ch in 0..cg {
+            for i in 0..kh {
+                w_values.extend((0..kw).map(|j| w_value([oc, ch, i, j])));
+            }
+        }
+    }
+    let dims = out_dims();
+    let x = Arc::new(Storage::Gpu(upload(ctx, dtype, &x_values)?));
+    let weight = Arc::new(Storage::Gpu(upload(ctx, dtype, &w_values)?));
+    let y = Arc::new(Storage::Gpu(GpuStorage::uninit(
+        ctx,
+        OP,
+        dtype,
+        dims.iter().product(),
+    )?));
+    let Storage::Gpu(out) = &*y else {
+        return Err(Error::internal(OP, "the probe's output is not on the GPU"));
+    };
+    let call = ConvCall {
+        input: TensorRef {
+            storage: &x,
+            layout: x_layout,
+            dtype,
+        },
+        weight: TensorRef {
+            storage: &weight,
+            layout: Layout::contiguous(WEIGHT.to_vec()),
+            dtype,
+        },
+        out: TensorRef {
+            storage: &y,
+            layout: Layout::contiguous(dims.to_vec()),
+            dtype,
+        },
+        kernel: [kh, kw],
+        stride: STRIDE,
+        pad: PAD,
+        dilation: DILATION,
+        groups: GROUPS,
+    };
+    record(out, &call, tiling)?;
+    let got = pollster::block_on(read(out, dtype))?;
+    Ok(got.iter().copied().eq(expected(dims)))
+}
+
+/// The probe's exact answer, row-major.
+fn expected([n, o, ho, wo]: [usize; 4]) -> impl Iterator<Item = f64> {
+    let (og, cg) = (o / GROUPS, WEIGHT[1]);
+    let out = move |b: usize, oc: usize, y: usize, xx: usize| {
+        let mut acc = 0i64;
+        for ch in 0..cg {
+            let channel = (oc / og) * cg + ch;
+            for i in 0..WEIGHT[2] {
+                for j in 0..WEIGHT[3] {
+                    let yy = (y * STRIDE[0] + i * DILATION[0]) as isize - PAD[0] as isize;
+                    let xi = (xx * STRIDE[1] + j * DILATION[1]) as isize - PAD[1] as isize;
+                    let inside = (0..INPUT[2] as isize).contains(&yy)
+                        && (0..INPUT[3] as isize).contains(&xi);
+                    if inside {
+                        acc += w_value([oc, ch, i, j])
+                            * x_value([b, channel, yy as usize, xi as usize]);
+                    }
+                }
+            }
+        }
+        acc as f64
+    };
+    (0..n * o * ho * wo)
+        .map(move |k| out(k / (o * ho * wo), k / (ho * wo) % o, k / wo % ho, k % wo))
+}
