@@ -714,6 +714,19 @@ fn bad_input_is_an_error_naming_the_op() {
                 .conv1d(&w, &Conv::new()),
         ),
         (
+            "conv2d",
+            x.conv2d(
+                &Tensor::zeros([6, 4, 0, 3], DType::F32, &dev).unwrap(),
+                &Conv::new(),
+            ),
+        ),
+        (
+            "conv_transpose2d",
+            Tensor::zeros([1, 4, 0, 5], DType::F32, &dev)
+                .unwrap()
+                .conv_transpose2d(&w, &Conv::new()),
+        ),
+        (
             "conv_transpose2d",
             x.conv_transpose2d(&w, &Conv::new().stride(2).output_padding(2)),
         ),
@@ -733,6 +746,9 @@ fn bad_input_is_an_error_naming_the_op() {
         ("adaptive_avg_pool2d", x.adaptive_avg_pool2d([0, 2])),
         ("resize", x.resize([0, 3], Resize::Bilinear)),
         ("resize_by", x.resize_by([f64::NAN, 1.0], Resize::Bilinear)),
+        // Sizes the host cannot hold are errors, not aborts.
+        ("resize", x.resize([1 << 62, 2], Resize::Bilinear)),
+        ("adaptive_avg_pool2d", x.adaptive_avg_pool2d([1 << 62, 1])),
         (
             "resize",
             x.to_dtype(DType::I32)

@@ -250,10 +250,13 @@ fn operands(
     conv.check(op)?;
     let (x, unbatched) = batched(op, x, 4, "[batch, channels, height, width]")?;
     super::check_devices(op, &x, &[super::Arg::Tensor(weight)])?;
-    if weight.rank() != 4 {
+    if weight.rank() != 4 || weight.dims()[2] == 0 || weight.dims()[3] == 0 {
         return Err(Error::shape(
             op,
-            format!("the weight must have 4 axes, got shape {}", weight.shape()),
+            format!(
+                "the weight must have 4 axes and a kernel of at least one tap, got shape {}",
+                weight.shape()
+            ),
         ));
     }
     let dtype = Tensor::result_type(&x, weight)?;
@@ -421,12 +424,18 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             format!("output padding {op:?} must be below the stride {s:?} or the dilation {d:?}"),
         ));
     }
+    if h == 0 || w == 0 {
+        return Err(Error::shape(
+            OP,
+            format!("an input of {:?} pixels has no output", [h, w]),
+        ));
+    }
     // The whole output before `padding` is cropped from each side.
     let full = [
         (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op[0],
         (w - 1) * s[1] + d[1] * (kw - 1) + 1 + op[1],
     ];
-    if full[0] <= 2 * p[0] || full[1] <= 2 * p[1] || h == 0 || w == 0 {
+    if full[0] <= 2 * p[0] || full[1] <= 2 * p[1] {
         return Err(Error::shape(
             OP,
             format!(

@@ -8,6 +8,7 @@
 use super::Axes;
 use super::fft_lines::transform_axis;
 use crate::backend::FftRead;
+use crate::backend::cpu::try_collect;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -263,21 +264,22 @@ impl Tensor {
     /// ```
     ///
     /// # Errors
-    /// `Error::Argument` for `n` 0 or a spacing that is 0 or not finite.
+    /// `Error::Argument` for `n` 0 or a spacing that is 0 or not finite;
+    /// `OutOfMemory` for an `n` the host cannot hold.
     pub fn fftfreq(n: usize, d: f64, device: &Device) -> Result<Tensor> {
         let step = freq_step("fftfreq", n, d)?;
         let half = n.div_ceil(2);
-        let values: Vec<f32> = (0..n)
-            .map(|k| {
-                let k = if k < half {
-                    k as f64
-                } else {
-                    k as f64 - n as f64
-                };
-                (k * step) as f32
-            })
-            .collect();
-        Tensor::from_slice(&values, [n], device)
+        let value = |k: usize| {
+            let k = if k < half {
+                k as f64
+            } else {
+                k as f64 - n as f64
+            };
+            (k * step) as f32
+        };
+        // `n` comes from the caller: the host may refuse it.
+        let values = try_collect("fftfreq", n, (0..n).map(value))?;
+        Tensor::from_vec(values, [n], device)
     }
 
     /// The frequencies of the `n / 2 + 1` outputs of an `rfft` of `n`
@@ -287,8 +289,13 @@ impl Tensor {
     /// As [`Tensor::fftfreq`].
     pub fn rfftfreq(n: usize, d: f64, device: &Device) -> Result<Tensor> {
         let step = freq_step("rfftfreq", n, d)?;
-        let values: Vec<f32> = (0..=n / 2).map(|k| (k as f64 * step) as f32).collect();
-        Tensor::from_slice(&values, [n / 2 + 1], device)
+        let count = n / 2 + 1;
+        let values = try_collect(
+            "rfftfreq",
+            count,
+            (0..count).map(|k| (k as f64 * step) as f32),
+        )?;
+        Tensor::from_vec(values, [count], device)
     }
 
     /// `fft` or `ifft` over `spec`'s axes, the last first (NumPy's order).

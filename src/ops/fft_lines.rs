@@ -27,8 +27,8 @@ use num_complex::{Complex, Complex32};
 /// the transformed axis last (the view returned puts it back in place).
 ///
 /// # Errors
-/// `Error::Shape` for a c64 tensor of the highest rank on the GPU;
-/// device errors.
+/// `Error::Shape` when the input or output is c64 of rank 8 (its f32 pair
+/// view would need a ninth axis); device errors.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn transform_axis(
     op: &'static str,
@@ -52,7 +52,9 @@ pub(super) fn transform_axis(
     let last = x.rank() as isize - 1;
     let x = x.with_layout(x.layout().transpose(axis as isize, last)?);
     let mut dims = x.dims().to_vec();
-    *dims.last_mut().unwrap_or(&mut 0) = out_len;
+    if let Some(last) = dims.last_mut() {
+        *last = out_len;
+    }
     let out = Tensor::empty_dense(Shape::from(dims), dtype, x.device(), op)?;
     if out.numel() > 0 {
         let lines = Lines {

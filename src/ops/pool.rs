@@ -8,6 +8,7 @@
 
 use super::PadMode;
 use super::windows::{Pair, compute_dtype, outputs, window};
+use crate::backend::cpu::try_collect;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -254,7 +255,10 @@ impl Tensor {
         }
         let averaging = |a: usize| -> Result<Tensor> {
             let (n, m) = (input[a], size[a]);
-            let mut values = vec![0.0f32; m * n];
+            let len = m
+                .checked_mul(n)
+                .ok_or_else(|| Error::shape(OP, format!("bins of {m} x {n} elements overflow")))?;
+            let mut values = try_collect(OP, len, std::iter::repeat_n(0.0f32, len))?;
             for i in 0..m {
                 let (start, end) = (i * n / m, ((i + 1) * n).div_ceil(m));
                 for j in start..end {

@@ -5,6 +5,7 @@
 //! leading axes and any view work.
 
 use super::windows::compute_dtype;
+use crate::backend::cpu::try_collect;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -122,30 +123,40 @@ fn resize_axis(
     ratio: f64,
     mode: Resize,
 ) -> Result<Tensor> {
+    const OP: &str = "resize";
     let device = x.device();
     let index = |v: Vec<i32>| Tensor::from_vec(v, [m], device);
     let last = (n - 1) as f64;
-    let sources: Vec<f64> = (0..m)
-        .map(|i| match mode {
+    // The output's extent comes from the caller: the host may refuse it.
+    let sources = try_collect(
+        OP,
+        m,
+        (0..m).map(|i| match mode {
             Resize::Nearest => (i as f64 * ratio).floor().min(last),
             Resize::Bilinear => ((i as f64 + 0.5) * ratio - 0.5).max(0.0),
             Resize::BilinearAlignCorners if m > 1 => i as f64 * last / (m - 1) as f64,
             Resize::BilinearAlignCorners => 0.0,
-        })
-        .collect();
-    let lower: Vec<i32> = sources
-        .iter()
-        .map(|s| (s.floor() as usize).min(n - 1) as i32)
-        .collect();
+        }),
+    )?;
+    let lower = try_collect(
+        OP,
+        m,
+        sources
+            .iter()
+            .map(|s| (s.floor() as usize).min(n - 1) as i32),
+    )?;
     if mode == Resize::Nearest {
         return x.index_select(&index(lower)?, axis as isize);
     }
-    let upper: Vec<i32> = lower.iter().map(|&i| (i + 1).min(n as i32 - 1)).collect();
-    let weight: Vec<f32> = sources
-        .iter()
-        .zip(&lower)
-        .map(|(s, &i)| (s - i as f64).clamp(0.0, 1.0) as f32)
-        .collect();
+    let upper = try_collect(OP, m, lower.iter().map(|&i| (i + 1).min(n as i32 - 1)))?;
+    let weight = try_collect(
+        OP,
+        m,
+        sources
+            .iter()
+            .zip(&lower)
+            .map(|(s, &i)| (s - i as f64).clamp(0.0, 1.0) as f32),
+    )?;
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
     let w1 = Tensor::from_vec(weight, [m], device)?

@@ -6,6 +6,7 @@
 
 use super::PadMode;
 use super::fft::{Fft, FftNorm};
+use crate::backend::cpu::try_collect;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -162,15 +163,14 @@ impl Tensor {
     /// the one spectral analysis uses): `sin^2(pi k / n)`, f32.
     ///
     /// # Errors
-    /// Device errors.
+    /// `OutOfMemory` for a window the host cannot hold; device errors.
     pub fn hann_window(n: usize, device: &Device) -> Result<Tensor> {
-        let values: Vec<f32> = (0..n)
-            .map(|k| {
-                let s = (std::f64::consts::PI * k as f64 / n as f64).sin();
-                (s * s) as f32
-            })
-            .collect();
-        Tensor::from_slice(&values, [n], device)
+        let value = |k: usize| {
+            let s = (std::f64::consts::PI * k as f64 / n as f64).sin();
+            (s * s) as f32
+        };
+        let values = try_collect("hann_window", n, (0..n).map(value))?;
+        Tensor::from_vec(values, [n], device)
     }
 }
 
