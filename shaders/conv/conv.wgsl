@@ -10,6 +10,7 @@
 //             (binding 3)
 //   ACCESS    load_a / load_b (element -> Acc), store_out and load_out
 //   ACC       `alias Acc = f32;` and `const ZERO: Acc`
+//   PUT       put(base, r, c, v): an output stored (matmul/put.wgsl)
 //   KERNEL    the tile's constants, workgroup tiles, loaders and `main`
 //
 // A dispatch covers k in [k_start, k), adding what the output holds when
@@ -32,18 +33,7 @@ fn batch_bases(z: u32) -> array<i32, 3> {
     );
 }
 
-// Element `v` of the output at (r, c) of the matrix at `base`, added to
-// what is there when accumulating; nothing outside the output.
-fn put(base: i32, r: u32, c: u32, v: Acc) {
-    if (r < params.m && c < params.n) {
-        let p = u32(base + i32(r) * params.c_rs + i32(c) * params.c_cs);
-        var x = v;
-        if (params.accumulate != 0u) {
-            x += load_out(p);
-        }
-        store_out(p, x);
-    }
-}
+{{PUT}}
 
 // Patch element (r, c) of the image at `base`: channel r / (kh kw), tap
 // (i, j) = r % (kh kw), output pixel c = (y, x); zero in the padding and

@@ -6,6 +6,8 @@
 //   ACCESS    load_a / load_b (element -> Acc), store_out and load_out
 //   ACC       `alias Acc = f32;` (i32, u32), and `const ZERO: Acc`
 //   WALK      batch_bases(z): where batch z starts in a, b and the output
+//   PUT       put(base, r, c, v): an output stored (matmul/put.wgsl, which
+//             the convolution's kernel shares)
 //   KERNEL    the tile's constants, workgroup tiles and `main`
 //             (matmul/tiling.rs says how it computes)
 //
@@ -20,17 +22,6 @@
 {{ACC}}
 {{WALK}}
 
-// Element `v` of the output at (r, c) of the matrix at `base`, added to
-// what is there when accumulating; nothing outside the output.
-fn put(base: i32, r: u32, c: u32, v: Acc) {
-    if (r < params.m && c < params.n) {
-        let p = u32(base + i32(r) * params.c_rs + i32(c) * params.c_cs);
-        var x = v;
-        if (params.accumulate != 0u) {
-            x += load_out(p);
-        }
-        store_out(p, x);
-    }
-}
+{{PUT}}
 
 {{KERNEL}}

@@ -105,13 +105,7 @@ impl Fft {
     /// The axes resolved against `rank`, each with its length (`None`:
     /// the input's) in order.
     fn resolve(&self, op: &'static str, t: &Tensor) -> Result<Vec<(usize, Option<usize>)>> {
-        let axes: Vec<usize> = match &self.axes {
-            Axes::All => (0..t.rank()).collect(),
-            Axes::List(list) => list
-                .iter()
-                .map(|&a| normalize_axis(op, a, t.rank()))
-                .collect::<Result<_>>()?,
-        };
+        let axes = axes_of(op, &self.axes, t.rank())?;
         if axes.is_empty() {
             return Err(Error::argument(op, "no axis to transform"));
         }
@@ -192,7 +186,7 @@ impl Tensor {
         let x = self.fft_real_input(OP)?;
         let axes = spec.resolve(OP, &x)?;
         let (&(last, size), rest) = axes.split_last().unwrap_or((&(0, None), &[]));
-        let n = points(OP, &x, last, size)?;
+        let n = points(OP, &x, last, size.unwrap_or(x.dims()[last]))?;
         let scale = spec.norm.scale(n, false);
         let mut out = transform_axis(OP, &x, last, FftRead::Real, n, false, scale, n / 2 + 1)?;
         for &(axis, size) in rest.iter().rev() {
@@ -221,16 +215,12 @@ impl Tensor {
         for &(axis, size) in rest.iter().rev() {
             x = x.transform_complex(OP, axis, size, spec.norm, true)?;
         }
-        let n = size.unwrap_or(2 * x.dims()[last].saturating_sub(1));
-        if n == 0 {
-            return Err(Error::argument(
-                OP,
-                format!(
-                    "0 output points along axis {last} (of length {}); give a size",
-                    x.dims()[last]
-                ),
-            ));
-        }
+        let n = points(
+            OP,
+            &x,
+            last,
+            size.unwrap_or(2 * x.dims()[last].saturating_sub(1)),
+        )?;
         let scale = spec.norm.scale(n, true);
         transform_axis(OP, &x, last, FftRead::Hermitian, n, true, scale, n)
     }
@@ -322,7 +312,7 @@ impl Tensor {
         norm: FftNorm,
         inverse: bool,
     ) -> Result<Tensor> {
-        let n = points(op, self, axis, size)?;
+        let n = points(op, self, axis, size.unwrap_or(self.dims()[axis]))?;
         let read = if self.dtype().is_complex() {
             FftRead::Complex
         } else {
@@ -355,13 +345,7 @@ impl Tensor {
     }
 
     fn shift_halves(&self, op: &'static str, axes: Axes, inverse: bool) -> Result<Tensor> {
-        let axes: Vec<usize> = match axes {
-            Axes::All => (0..self.rank()).collect(),
-            Axes::List(list) => list
-                .iter()
-                .map(|&a| normalize_axis(op, a, self.rank()))
-                .collect::<Result<_>>()?,
-        };
+        let axes = axes_of(op, &axes, self.rank())?;
         let mut out = self.contiguous()?;
         for a in axes {
             let half = (self.dims()[a] / 2) as isize;
@@ -371,13 +355,11 @@ impl Tensor {
     }
 }
 
-/// The length of a transform along `axis` of `t`: `size`, or the axis's
-/// own length.
+/// `n`, the length of a transform along `axis` of `t`, checked.
 ///
 /// # Errors
 /// `Error::Argument` naming `op` for 0 points.
-fn points(op: &'static str, t: &Tensor, axis: usize, size: Option<usize>) -> Result<usize> {
-    let n = size.unwrap_or(t.dims()[axis]);
+fn points(op: &'static str, t: &Tensor, axis: usize, n: usize) -> Result<usize> {
     if n == 0 {
         return Err(Error::argument(
             op,
@@ -388,6 +370,17 @@ fn points(op: &'static str, t: &Tensor, axis: usize, size: Option<usize>) -> Res
         ));
     }
     Ok(n)
+}
+
+/// `axes` resolved against `rank`, in order.
+///
+/// # Errors
+/// `Error::Axis` naming `op` for an axis out of range.
+fn axes_of(op: &'static str, axes: &Axes, rank: usize) -> Result<Vec<usize>> {
+    match axes {
+        Axes::All => Ok((0..rank).collect()),
+        Axes::List(list) => list.iter().map(|&a| normalize_axis(op, a, rank)).collect(),
+    }
 }
 
 /// `1 / (d n)`, checked.

@@ -95,6 +95,29 @@ pub(crate) trait FamilyKey: PipelineKey {
     fn source(&self) -> Result<String>;
 }
 
+/// Implements [`FamilyKey`] for a family's key type: pipelines labelled
+/// `$label`, their WGSL from `$source(&key)`, their entry point `main` or
+/// (after `entry:`) the one `$entry(&key)` names.
+macro_rules! family_key {
+    ($key:ty, $label:literal, $source:path $(, entry: $entry:expr)?) => {
+        impl $crate::backend::gpu::record::FamilyKey for $key {
+            fn label(&self) -> &'static str {
+                $label
+            }
+
+            $(fn entry(&self) -> &'static str {
+                let entry: fn(&$key) -> &'static str = $entry;
+                entry(self)
+            })?
+
+            fn source(&self) -> $crate::error::Result<String> {
+                $source(self)
+            }
+        }
+    };
+}
+pub(crate) use family_key;
+
 /// The entry point of a family with a workgroup mode (a workgroup per
 /// line or output, `main_group`) and a thread mode (`main_thread`).
 pub(crate) fn group_or_thread(group: bool) -> &'static str {

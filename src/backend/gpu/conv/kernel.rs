@@ -13,10 +13,10 @@ use crate::backend::gpu::kernel::loop_budget::slices;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::matmul::K_SLICE;
 use crate::backend::gpu::matmul::tiling::{Loads, Tiling, tile_of};
+use crate::backend::gpu::matmul::{K_SLICE, PUT_WGSL};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
-use crate::backend::gpu::record::{FamilyKey, record_family};
+use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -86,15 +86,7 @@ pub(crate) struct ConvKey {
     pub sabotaged: bool,
 }
 
-impl FamilyKey for ConvKey {
-    fn label(&self) -> &'static str {
-        "webtensor conv"
-    }
-
-    fn source(&self) -> Result<String> {
-        conv_source(self)
-    }
-}
+family_key!(ConvKey, "webtensor conv", conv_source);
 
 /// The WGSL source of the convolution kernel for `key`.
 ///
@@ -124,6 +116,7 @@ pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("ACC", acc.as_str()),
+        ("PUT", PUT_WGSL),
         ("KERNEL", kernel.as_str()),
     ];
     let (f16, params) = (needs_f16(dtype, native), ConvParams::wgsl());

@@ -12,7 +12,7 @@ use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::line_params;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
-use crate::backend::gpu::record::{FamilyKey, record_family};
+use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{FftCall, FftRead, Storage};
 use crate::dtype::KernelType;
@@ -59,15 +59,7 @@ pub(crate) struct FftKey {
     pub twist: bool,
 }
 
-impl FamilyKey for FftKey {
-    fn label(&self) -> &'static str {
-        "webtensor fft"
-    }
-
-    fn source(&self) -> Result<String> {
-        fft_source(self)
-    }
-}
+family_key!(FftKey, "webtensor fft", fft_source);
 
 /// (the longest line, the largest prime factor of its length) one call
 /// takes on the GPU of `s`.

@@ -32,7 +32,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{FamilyKey, record_family};
+use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::KernelType;
@@ -41,6 +41,9 @@ use std::fmt::Write;
 use std::ops::Range;
 
 const MATMUL_WGSL: &str = shader!("matmul/matmul.wgsl");
+/// `put`, the store every kernel on the matmul's tiles ends with (the
+/// convolution's too).
+pub(crate) const PUT_WGSL: &str = shader!("matmul/put.wgsl");
 
 /// Most of k one dispatch covers: at most 1,024 steps of the k loop (its
 /// body is unrolled), well inside lavapipe's limit.
@@ -138,15 +141,7 @@ impl MatmulKernel {
     }
 }
 
-impl FamilyKey for MatmulKey {
-    fn label(&self) -> &'static str {
-        "webtensor matmul"
-    }
-
-    fn source(&self) -> Result<String> {
-        matmul_source(self)
-    }
-}
+family_key!(MatmulKey, "webtensor matmul", matmul_source);
 
 /// The WGSL source of the matmul kernel for `key`.
 ///
@@ -233,6 +228,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         ("ACCESS", access.as_str()),
         ("ACC", acc.as_str()),
         ("WALK", walk.as_str()),
+        ("PUT", PUT_WGSL),
         ("KERNEL", kernel.as_str()),
     ]);
     let source = fill("matmul kernel", MATMUL_WGSL, &slots)?;

@@ -8,7 +8,7 @@ use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{FamilyKey, group_or_thread};
+use crate::backend::gpu::record::{family_key, group_or_thread};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use crate::op::ReduceOp;
@@ -134,19 +134,7 @@ params_block! {
     }
 }
 
-impl FamilyKey for ReduceKey {
-    fn label(&self) -> &'static str {
-        "webtensor reduce"
-    }
-
-    fn entry(&self) -> &'static str {
-        group_or_thread(self.group)
-    }
-
-    fn source(&self) -> Result<String> {
-        reduce_source(self)
-    }
-}
+family_key!(ReduceKey, "webtensor reduce", reduce_source, entry: |k| group_or_thread(k.group));
 
 /// The WGSL source of one reduction stage.
 ///

@@ -12,7 +12,7 @@ use crate::backend::gpu::kernel::params_block::line_params;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{FamilyKey, group_or_thread, record_family};
+use crate::backend::gpu::record::{family_key, group_or_thread, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ScanCall, lines};
 use crate::dtype::KernelType;
@@ -49,19 +49,7 @@ pub(crate) struct ScanKey {
     pub native_f16: bool,
 }
 
-impl FamilyKey for ScanKey {
-    fn label(&self) -> &'static str {
-        "webtensor scan"
-    }
-
-    fn entry(&self) -> &'static str {
-        group_or_thread(self.group)
-    }
-
-    fn source(&self) -> Result<String> {
-        scan_source(self)
-    }
-}
+family_key!(ScanKey, "webtensor scan", scan_source, entry: |k| group_or_thread(k.group));
 
 /// The WGSL source of the scan kernel for `key`.
 ///

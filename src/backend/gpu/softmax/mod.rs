@@ -11,7 +11,7 @@ use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::line_params;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
-use crate::backend::gpu::record::{FamilyKey, record_family};
+use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SoftmaxCall, lines};
 use crate::dtype::KernelType;
@@ -87,15 +87,7 @@ fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
 }
 ";
 
-impl FamilyKey for SoftmaxKey {
-    fn label(&self) -> &'static str {
-        "webtensor softmax"
-    }
-
-    fn source(&self) -> Result<String> {
-        softmax_source(self)
-    }
-}
+family_key!(SoftmaxKey, "webtensor softmax", softmax_source);
 
 /// The WGSL source of the softmax kernel for `key`.
 ///

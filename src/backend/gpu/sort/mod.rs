@@ -10,7 +10,7 @@ use crate::backend::gpu::kernel::params_block::line_params;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{FamilyKey, record_family};
+use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{SortCall, Storage, lines};
 use crate::dtype::KernelType;
@@ -93,19 +93,7 @@ fn key_fn(dtype: KernelType, descending: bool) -> String {
     )
 }
 
-impl FamilyKey for SortKey {
-    fn label(&self) -> &'static str {
-        "webtensor sort"
-    }
-
-    fn entry(&self) -> &'static str {
-        self.stage.entry()
-    }
-
-    fn source(&self) -> Result<String> {
-        sort_source(self)
-    }
-}
+family_key!(SortKey, "webtensor sort", sort_source, entry: |k| k.stage.entry());
 
 /// The WGSL source of the sort kernel for `key`.
 ///
