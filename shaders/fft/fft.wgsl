@@ -12,18 +12,22 @@
 //             (zero past the line's `length` elements), and store_y(start,
 //             k, y): output k of a line written (both parts, or the real
 //             part alone)
-//   CONSTANTS N (the transform's length), LINES (lines per workgroup),
-//             LANES (threads per line), CONJ (1 forward, -1 inverse) and
-//             SLOTS (LINES * N)
+//   CONSTANTS N (the passes' length), LINES (lines per workgroup),
+//             LANES (threads per line), CONJ (1 forward, -1 inverse),
+//             SLOTS (LINES * N) and TW (the twiddle table's step per
+//             pass twiddle: 2 where the table is for a real line of 2N)
 //   STAGES    one function per pass: a radix-2 or radix-4 butterfly per
 //             thread and index, or a general radix one output per thread
 //   RUN       the passes in order, a barrier after each
-//   FINAL     the buffer the last pass wrote (`ping` or `pong`)
+//   OUTPUT    output(base, k): output k of the line at `base`, from the
+//             buffer the last pass wrote; for a real line of even length
+//             2N, transformed as N complex points (even samples real, odd
+//             ones imaginary), the spectrum separated from them
 //   TWIST     what multiplies output k of line l before it is stored:
 //             nothing, or a four-step FFT's twiddle
 //
 // Twiddles come from a table the host computed in double precision
-// (twiddles[m] = exp(-2 pi i m / N)): WGSL's sin and cos promise only an
+// (twiddles[m] = exp(-2 pi i m / L), L the line's length): WGSL's sin and cos promise only an
 // absolute error of 2^-11, far from an FFT's accuracy.
 {{PRELUDE}}
 {{BINDINGS}}
@@ -37,14 +41,21 @@ fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
-// exp(-+2 pi i m / N) for 0 <= m < N (the conjugate for an inverse).
-fn w(m: u32) -> vec2<f32> {
+// The table's root m (exp(-+2 pi i m / its length), conjugated for an
+// inverse).
+fn root(m: u32) -> vec2<f32> {
     let t = twiddles[m];
     return vec2<f32>(t.x, CONJ * t.y);
 }
 
+// exp(-+2 pi i m / N) for 0 <= m < N.
+fn w(m: u32) -> vec2<f32> {
+    return root(m * TW);
+}
+
 {{ACCESS}}
 {{STAGES}}
+{{OUTPUT}}
 
 @compute @workgroup_size(LINES * LANES)
 fn main(
@@ -67,7 +78,7 @@ fn main(
 {{RUN}}
     if (live) {
         for (var k = lane; k < params.count; k += LANES) {
-            var y = {{FINAL}}[base + k] * params.scale;
+            var y = output(base, k) * params.scale;
 {{TWIST}}
             store_y(start[1], k, y);
         }

@@ -1,7 +1,8 @@
 //! GPU FFTs: `fft.wgsl`, lines held in workgroup memory and transformed by
 //! Stockham passes (radix 4 and 2 butterflies, a general radix for 3 to
 //! 13), several short lines per workgroup, specialised per length, read
-//! mode and direction. Longer lines and lengths with larger prime factors
+//! mode and direction. A real line of even length is transformed as half
+//! as many complex points and its spectrum separated from theirs. Longer lines and lengths with larger prime factors
 //! are composed by the op layer from these (`ops/fft_lines.rs`).
 
 pub(crate) mod plan;
@@ -73,10 +74,11 @@ pub(crate) fn fft_line_limit(s: &GpuStorage) -> (usize, usize) {
 /// `Error::Internal` for a length with a prime factor over [`MAX_RADIX`],
 /// or when the template's slots and the generated parts disagree.
 pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
-    let n = key.n;
+    let n = passes_len(key.read, key.n);
     let radices = radices(n)
         .ok_or_else(|| Error::internal("fft kernel", format!("length {n} has a large prime")))?;
     let (lines, lanes) = group_shape(n);
+    let packed = n != key.n;
     let complex_in = key.read != FftRead::Real;
     let in_type = if complex_in {
         KernelType::F32
@@ -91,9 +93,10 @@ pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
     .concat();
     let constants = format!(
         "const N: u32 = {n}u;\nconst LINES: u32 = {lines}u;\nconst LANES: u32 = {lanes}u;\n\
-         const SLOTS: u32 = {}u;\nconst CONJ: f32 = {};\n",
+         const SLOTS: u32 = {}u;\nconst CONJ: f32 = {};\nconst TW: u32 = {}u;\n",
         lines * n,
-        if key.inverse { "-1.0" } else { "1.0" }
+        if key.inverse { "-1.0" } else { "1.0" },
+        if packed { 2 } else { 1 },
     );
     let access = [
         load_fn("load_src", "src", in_type, key.native_f16),
@@ -101,9 +104,14 @@ pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
     ]
     .concat();
     let (stages, run, last) = passes(n, &radices);
+    let output = if packed {
+        PACKED_OUTPUT.replace("FINAL", last)
+    } else {
+        format!("fn output(base: u32, k: u32) -> vec2<f32> {{\n    return {last}[base + k];\n}}\n")
+    };
     let twist = if key.twist {
         "            let m = (l % params.period) * k;\n            \
-         y = cmul(y, cmul(w(params.coarse_at + m / params.split), w(params.fine_at + m % params.split)));"
+         y = cmul(y, cmul(root(params.coarse_at + m / params.split), root(params.fine_at + m % params.split)));"
     } else {
         ""
     };
@@ -115,16 +123,65 @@ pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
         ("ACCESS", access.as_str()),
         ("STAGES", stages.as_str()),
         ("RUN", run.as_str()),
-        ("FINAL", last),
+        ("OUTPUT", output.as_str()),
         ("TWIST", twist),
     ];
     let (f16, params) = (needs_f16(in_type, key.native_f16), FftParams::wgsl());
     fill_kernel("fft kernel", FFT_WGSL, f16, &params, &slots)
 }
 
+/// The length of the passes of a kernel transforming lines of `n` read as
+/// `read`: a real line of even length is transformed as `n / 2` complex
+/// points (its even samples the real parts, its odd ones the imaginary),
+/// half the work, and its spectrum separated from theirs.
+fn passes_len(read: FftRead, n: usize) -> usize {
+    if read == FftRead::Real && n.is_multiple_of(2) {
+        n / 2
+    } else {
+        n
+    }
+}
+
+/// `output` of a real line transformed as `N` complex points
+/// (`z[j] = x[2j] + i x[2j + 1]`) whose transform `Z` the buffer `FINAL`
+/// holds. The transforms of the even and odd samples are
+/// `E = (Z[k] + conj Z[N - k]) / 2` and `O = (Z[k] - conj Z[N - k]) / 2i`;
+/// output `k <= N` is `E + w^k O` (`w` the line's root, table entry `k`),
+/// and the outputs past `N` mirror those below it.
+const PACKED_OUTPUT: &str = "fn half_output(base: u32, k: u32) -> vec2<f32> {
+    let a = FINAL[base + k % N];
+    let b = FINAL[base + (N - k) % N];
+    let even = 0.5 * vec2<f32>(a.x + b.x, a.y - b.y);
+    let i_odd = 0.5 * vec2<f32>(a.x - b.x, a.y + b.y);
+    return even + cmul(root(k), vec2<f32>(i_odd.y, -i_odd.x));
+}
+
+fn output(base: u32, k: u32) -> vec2<f32> {
+    if (k > N) {
+        let y = half_output(base, 2u * N - k);
+        return vec2<f32>(y.x, -y.y);
+    }
+    return half_output(base, k);
+}
+";
+
 /// `load_x` and `store_y` for `key`'s read mode and output.
 fn access(key: &FftKey) -> String {
     let load = match key.read {
+        FftRead::Real if passes_len(key.read, key.n) != key.n => {
+            "fn load_x(start: i32, j: u32) -> vec2<f32> {
+    var z = vec2<f32>(0.0, 0.0);
+    let e = 2u * j;
+    if (e < params.length) {
+        z.x = load_src(u32(start + i32(e) * params.src_step));
+    }
+    if (e + 1u < params.length) {
+        z.y = load_src(u32(start + i32(e + 1u) * params.src_step));
+    }
+    return z;
+}
+"
+        }
         FftRead::Real => {
             "fn load_x(start: i32, j: u32) -> vec2<f32> {
     if (j >= params.length) {
@@ -296,7 +353,7 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
     let (table, parts) = twiddle_table(n, call.twist.map(|t| t.total));
     let table = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &table)?));
     let table_bound = Bound::new(OP, &table, false)?;
-    let (lines, _) = group_shape(n);
+    let (lines, _) = group_shape(passes_len(call.read, n));
     let groups = grid_of(
         src_lines.numel(),
         lines as u32,
