@@ -252,6 +252,9 @@ fn conv2d_equals_its_definition_on_every_path() {
             );
             let got = x16.conv2d(&w16, conv).unwrap();
             assert_eq!(got.dtype(), DType::F16);
+            // An f32 bias on f16 operands.
+            let biased = x16.conv2d(&w16, &conv.clone().bias(&b)).unwrap();
+            assert_eq!(biased.dtype(), DType::F16, "{label} on {dev}");
             let (x32, w32) = (
                 x16.to_dtype(DType::F32).unwrap(),
                 w16.to_dtype(DType::F32).unwrap(),

@@ -297,6 +297,8 @@ fn finish(
                 ),
             ));
         }
+        // In the output's dtype: an f16 output takes an f32 bias too.
+        let bias = as_dtype(bias, out.dtype())?;
         out.add_(&bias.reshape([1, o as isize, 1, 1])?)?;
     }
     let out = as_dtype(&out, dtype)?;
