@@ -117,18 +117,26 @@ impl Tensor {
         check_real(op, out_dtype, args)?;
         let shape = broadcast_all(op, args)?;
         shape.check(op)?;
-        let mut views: SmallVec<[Tensor; 3]> = SmallVec::new();
+        // Each tensor's view broadcast to the output, read in place.
+        let mut views: SmallVec<[crate::layout::Layout; 3]> = SmallVec::new();
         for a in args {
             if let Arg::Tensor(t) = a {
-                views.push(t.with_layout(t.layout().broadcast_to(&shape)?));
+                views.push(t.layout().broadcast_to(&shape)?);
             }
         }
-        let layout_refs: SmallVec<[&crate::layout::Layout; 3]> =
-            views.iter().map(Tensor::layout).collect();
-        let layout = dense_layout_like(&shape, &layout_refs);
+        let layout = {
+            let layout_refs: SmallVec<[&crate::layout::Layout; 3]> = views.iter().collect();
+            dense_layout_like(&shape, &layout_refs)
+        };
         let storage = crate::tensor::alloc(lead.device(), op, out_dtype, shape.numel())?;
         let out = Tensor::from_parts(storage, layout, out_dtype, lead.device().clone());
-        out.launch_into(op, kernel, &kernel_inputs(args, &views)?)?;
+        let mut views = views.into_iter();
+        let inputs = kernel_inputs(args, |t| {
+            let layout = views.next().ok_or_else(missing_view)?;
+            Ok(Input::Tensor(t.kernel_ref(layout)?))
+        })?;
+        // A fresh dense tensor: writable.
+        out.record_into(op, kernel, &inputs)?;
         Ok(out)
     }
 
@@ -149,7 +157,11 @@ impl Tensor {
         check_devices(op, self, args)?;
         check_real(op, self.dtype(), args)?;
         self.layout().check_writable(op)?;
-        let mut owned: SmallVec<[Tensor; 3]> = SmallVec::new();
+        // Each tensor's view broadcast to the destination, read in place
+        // (`Some`), or copied first where it overlaps the destination with
+        // another layout (`None`, the copy in `copies`).
+        let mut copies: SmallVec<[Tensor; 3]> = SmallVec::new();
+        let mut views: SmallVec<[Option<crate::layout::Layout>; 3]> = SmallVec::new();
         for a in args {
             if let Arg::Tensor(t) = a {
                 let layout = t.layout().broadcast_to(self.shape()).map_err(|_| {
@@ -162,18 +174,30 @@ impl Tensor {
                         ),
                     )
                 })?;
-                let view = t.with_layout(layout);
                 let overlaps = t.shares_storage(self)
-                    && view.layout() != self.layout()
-                    && view.layout().may_overlap(self.layout());
-                owned.push(if overlaps {
-                    view.contiguous_copy()?
+                    && &layout != self.layout()
+                    && layout.may_overlap(self.layout());
+                if overlaps {
+                    copies.push(t.with_layout(layout).contiguous_copy()?);
+                    views.push(None);
                 } else {
-                    view
-                });
+                    views.push(Some(layout));
+                }
             }
         }
-        self.launch_into(op, kernel, &kernel_inputs(args, &owned)?)
+        let (mut views, mut copies) = (views.into_iter(), copies.iter());
+        let inputs = kernel_inputs(args, |t| {
+            Ok(Input::Tensor(
+                match views.next().ok_or_else(missing_view)? {
+                    Some(layout) => t.kernel_ref(layout)?,
+                    None => {
+                        let copy = copies.next().ok_or_else(missing_view)?;
+                        copy.kernel_ref(copy.layout().clone())?
+                    }
+                },
+            ))
+        })?;
+        self.record_into(op, kernel, &inputs)
     }
 
     /// [`Tensor::launch_into_args`] for inputs already prepared by the caller.
@@ -183,10 +207,15 @@ impl Tensor {
         kernel: ElementwiseOp,
         inputs: &[Input],
     ) -> Result<()> {
+        self.layout().check_writable(op)?;
+        self.record_into(op, kernel, inputs)
+    }
+
+    /// [`Tensor::launch_into`] once the destination is known writable.
+    fn record_into(&self, op: &'static str, kernel: ElementwiseOp, inputs: &[Input]) -> Result<()> {
         if self.dtype().is_complex() {
             return Err(complex::not_for_complex(op));
         }
-        self.layout().check_writable(op)?;
         run(&Call {
             kernel,
             out: self.kernel_ref(self.layout().clone())?,
@@ -207,25 +236,21 @@ fn check_real(op: &'static str, out: DType, args: &[Arg]) -> Result<()> {
     Ok(())
 }
 
-/// The kernel inputs for `args`, taking the tensor arguments, in order, from
-/// `tensors` (their prepared views: broadcast, aliasing resolved).
-///
-/// # Errors
-/// As [`Tensor::kernel_ref`] (c64 is refused by [`check_real`] before).
-fn kernel_inputs<'a>(args: &[Arg], tensors: &'a [Tensor]) -> Result<SmallVec<[Input<'a>; 3]>> {
-    let mut tensors = tensors.iter();
+/// The error of a prepared view missing for a tensor argument.
+fn missing_view() -> Error {
+    Error::internal("kernel", "fewer prepared views than tensors")
+}
+
+/// The kernel inputs of `args`: each tensor as `tensor` reads it (its
+/// storage through a prepared layout), each scalar as it is.
+fn kernel_inputs<'b>(
+    args: &'b [Arg<'b>],
+    mut tensor: impl FnMut(&'b Tensor) -> Result<Input<'b>>,
+) -> Result<SmallVec<[Input<'b>; 3]>> {
     let mut inputs = SmallVec::new();
     for a in args {
         inputs.push(match a {
-            Arg::Tensor(_) => {
-                let Some(t) = tensors.next() else {
-                    return Err(Error::internal(
-                        "kernel",
-                        "fewer prepared views than tensors",
-                    ));
-                };
-                Input::Tensor(t.kernel_ref(t.layout().clone())?)
-            }
+            Arg::Tensor(t) => tensor(t)?,
             Arg::Scalar(s) => Input::Scalar(*s),
         });
     }
