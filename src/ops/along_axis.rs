@@ -205,13 +205,7 @@ fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
     // 1. Every block on its own: [.., blocks, SCAN_BLOCK] views.
     let split = |t: &Tensor| -> Result<Tensor> {
         let line = t.narrow(-1, 0, main)?;
-        let mut dims = line.dims()[..line.rank() - 1].to_vec();
-        dims.extend([blocks, SCAN_BLOCK]);
-        // Splitting one axis in two is always a view.
-        let layout = line.layout().reshaped(&dims.into()).ok_or_else(|| {
-            Error::internal("cumulative scan", "a line split into blocks is not a view")
-        })?;
-        Ok(t.with_layout(layout))
+        line.split_axis("cumulative scan", line.rank() - 1, [blocks, SCAN_BLOCK])
     };
     let (blocks_in, blocks_out) = (split(input)?, split(dest)?);
     scan(&ScanCall {

@@ -23,7 +23,6 @@ use super::windows::{Pair, batched, compute_dtype, outputs, window};
 use crate::backend::ConvCall;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
@@ -268,15 +267,6 @@ fn operands(
     Ok((x, unbatched, compute))
 }
 
-/// `t` as `dtype` (itself when it is already).
-fn as_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    if t.dtype() == dtype {
-        Ok(t.clone())
-    } else {
-        t.to_dtype(dtype)
-    }
-}
-
 /// The result in the operands' dtype, with the bias added and the batch
 /// axis dropped for an unbatched input.
 fn finish(
@@ -298,10 +288,10 @@ fn finish(
             ));
         }
         // In the output's dtype: an f16 output takes an f32 bias too.
-        let bias = as_dtype(bias, out.dtype())?;
+        let bias = bias.to_dtype(out.dtype())?;
         out.add_(&bias.reshape([1, o as isize, 1, 1])?)?;
     }
-    let out = as_dtype(&out, dtype)?;
+    let out = out.to_dtype(dtype)?;
     if unbatched {
         out.squeeze_axis(0)
     } else {
@@ -357,8 +347,8 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
     {
         return finish(op, out, conv, dtype, unbatched);
     }
-    let x = as_dtype(&x, compute)?;
-    let weight = as_dtype(weight, compute)?;
+    let x = x.to_dtype(compute)?;
+    let weight = weight.to_dtype(compute)?;
     let x = if pads.iter().any(|&(a, b)| a + b > 0) {
         x.pad(&pads, PadMode::Constant(0.into()))?
     } else {
@@ -374,7 +364,7 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
             if cg == 1 {
                 // One input channel per group: output channel k reads input
                 // channel k / og. acc [n, ho, g, og, wo] += x [n, ho, g, 1, wo] * w [g, og].
-                let acc5 = split_axis(&acc, 2, [g, og])?;
+                let acc5 = acc.split_axis(op, 2, [g, og])?;
                 let xs = taps.permute(&[0, 2, 1, 3])?.unsqueeze(3)?;
                 let wk = tap_weights(&weight, i, j)?.reshape([g as isize, og as isize, 1])?;
                 acc5.add_(&xs.mul(&wk)?)?;
@@ -446,8 +436,8 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             ),
         ));
     }
-    let x = as_dtype(&x, compute)?;
-    let weight = as_dtype(weight, compute)?;
+    let x = x.to_dtype(compute)?;
+    let weight = weight.to_dtype(compute)?;
     let (cg, o) = (c / g, og * g);
     let whole = Tensor::zeros([n, o, full[0], full[1]], compute, x.device())?;
     for i in 0..kh {
@@ -492,8 +482,8 @@ fn implicit_gemm(
         DType::F32 => DType::F32,
         _ => return Ok(None),
     };
-    let x = as_dtype(x, dtype)?;
-    let weight = as_dtype(weight, dtype)?.contiguous()?;
+    let x = x.to_dtype(dtype)?;
+    let weight = weight.to_dtype(dtype)?.contiguous()?;
     let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
     if [&x, &weight, &out]
         .iter()
@@ -528,15 +518,4 @@ fn tap_weights(weight: &Tensor, i: usize, j: usize) -> Result<Tensor> {
         .narrow(3, j, 1)?
         .squeeze_axis(3)?
         .squeeze_axis(2)
-}
-
-/// `t` with `axis` split into two (always a view).
-fn split_axis(t: &Tensor, axis: usize, parts: [usize; 2]) -> Result<Tensor> {
-    let mut dims = t.dims().to_vec();
-    dims.splice(axis..=axis, parts);
-    let layout: Layout = t
-        .layout()
-        .reshaped(&Shape::from(dims))
-        .ok_or_else(|| Error::internal("conv2d", "an axis split in two is not a view"))?;
-    Ok(t.with_layout(layout))
 }

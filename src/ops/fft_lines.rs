@@ -13,6 +13,7 @@
 //!   transforms of a power of two at least `2n - 1` long (the chirp's own
 //!   transform computed once on the host in f64).
 
+use super::PadMode;
 use super::binding_parts::for_each_part_across;
 use crate::backend::{FftCall, FftRead, FftTwist, fft, fft_line_limit};
 use crate::dtype::DType;
@@ -173,7 +174,9 @@ impl Lines {
             .unwrap_or(n);
         let n2 = n / n1;
         // x[j1 n2 + j2] as [.., n1, n2]; the first pass takes its columns.
-        let columns = split_last(x, n1, n2)?.transpose(-1, -2)?;
+        let columns = x
+            .split_axis(self.op, x.rank() - 1, [n1, n2])?
+            .transpose(-1, -2)?;
         let mut dims = x.dims()[..x.rank() - 1].to_vec();
         dims.extend([n2, n1]);
         let middle = Tensor::empty_dense(Shape::from(dims), DType::C64, x.device(), self.op)?;
@@ -188,7 +191,9 @@ impl Lines {
         };
         first.call(&columns, &middle, Some(twist))?;
         // X[k1 + n1 k2] as [.., n2, n1], transposed: rows of k2 per k1.
-        let rows_out = split_last(out, n2, n1)?.transpose(-1, -2)?;
+        let rows_out = out
+            .split_axis(self.op, out.rank() - 1, [n2, n1])?
+            .transpose(-1, -2)?;
         let second = Lines {
             n: n2,
             read: FftRead::Complex,
@@ -273,26 +278,13 @@ fn with_last(t: &Tensor, len: usize) -> Shape {
     Shape::from(dims)
 }
 
-/// `t`'s last axis split into `[a, b]` (always a view).
-fn split_last(t: &Tensor, a: usize, b: usize) -> Result<Tensor> {
-    let mut dims = t.dims()[..t.rank() - 1].to_vec();
-    dims.extend([a, b]);
-    let layout = t
-        .layout()
-        .reshaped(&Shape::from(dims))
-        .ok_or_else(|| Error::internal("fft", "a line split in two is not a view"))?;
-    Ok(t.with_layout(layout))
-}
-
 /// `t` cropped or padded with zeros to `n` along its last axis.
 fn fitted(t: &Tensor, n: usize) -> Result<Tensor> {
     let len = t.dims()[t.rank() - 1];
     if len >= n {
         return t.narrow(-1, 0, n);
     }
-    let padded = Tensor::zeros(with_last(t, n), t.dtype(), t.device())?;
-    padded.narrow(-1, 0, len)?.assign(t)?;
-    Ok(padded)
+    t.pad(&[(0, n - len)], PadMode::Constant(0.into()))
 }
 
 /// The whole spectrum of `n` points whose first half `t` holds (c64):

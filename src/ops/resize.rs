@@ -107,10 +107,7 @@ impl Tensor {
             };
             x = resize_axis(&x, axis, n, m, ratio, mode)?;
         }
-        if x.dtype() != self.dtype() {
-            x = x.to_dtype(self.dtype())?;
-        }
-        Ok(x)
+        x.to_dtype(self.dtype())
     }
 }
 

@@ -10,6 +10,26 @@ use crate::layout::normalize_axis;
 use crate::shape::{DimVec, Shape, add_extents};
 
 impl Tensor {
+    /// This tensor with `axis` split into two of extents `parts` (whose
+    /// product is the axis's extent): always a view.
+    ///
+    /// # Errors
+    /// `Error::Internal` naming `op` should the split not be a view.
+    pub(crate) fn split_axis(
+        &self,
+        op: &'static str,
+        axis: usize,
+        parts: [usize; 2],
+    ) -> Result<Tensor> {
+        let mut dims = self.dims().to_vec();
+        dims.splice(axis..=axis, parts);
+        let layout = self
+            .layout()
+            .reshaped(&Shape::from(dims))
+            .ok_or_else(|| Error::internal(op, "an axis split in two is not a view"))?;
+        Ok(self.with_layout(layout))
+    }
+
     /// NumPy basic indexing with [`s!`](crate::s): a view, never a copy.
     ///
     /// # Errors
