@@ -622,3 +622,31 @@ fn views_past_one_storage_binding_go_in_parts() {
         );
     }
 }
+
+#[test]
+fn lines_past_one_grid_row_of_workgroups() {
+    // 64 lines of 2 per workgroup: 4,194,307 lines need more than 65,535
+    // workgroups, so the grid takes a second row (long form: 33 MB in,
+    // 67 MB out). X[0] = a + b and X[1] = a - b.
+    if !common::long_tests() {
+        return;
+    }
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let rows = 64 * 65_536 + 3;
+    let values: Vec<f32> = (0..2 * rows).map(|k| (k % 7) as f32 - 3.0).collect();
+    let x = Tensor::from_slice(&values, [rows, 2], &gpu).unwrap();
+    let got = x.fft(-1).unwrap().to_complex_vec().unwrap();
+    for (r, pair) in values.chunks(2).enumerate() {
+        let want = [pair[0] + pair[1], pair[0] - pair[1]];
+        for (k, w) in want.iter().enumerate() {
+            // exp(-i pi) in f32 has an imaginary part of -1.2e-16.
+            let g = got[2 * r + k];
+            assert!(
+                (g.re - w).abs() < 1e-6 && g.im.abs() < 1e-6,
+                "line {r}, output {k}: {g}"
+            );
+        }
+    }
+}
