@@ -1,6 +1,6 @@
 //! Element types: the runtime [`DType`] tag and the compile-time [`Element`] trait.
 
-use half::f16;
+use half::{bf16, f16};
 use std::fmt;
 
 /// The element type of a tensor, known at run time.
@@ -15,6 +15,11 @@ pub enum DType {
     /// adapter has `SHADER_F16`, otherwise packed two to a `u32`; arithmetic
     /// runs in f32 and rounds once on store on every device.
     F16,
+    /// bfloat16 (`half::bf16`): the top half of an f32, with f32's range and
+    /// 8 significant bits. Stored two to a `u32` on the GPU on every
+    /// adapter (WGSL has no bf16 type); arithmetic runs in f32 and rounds
+    /// once on store (to nearest, ties to even) on every device.
+    BF16,
     /// 64-bit IEEE float. CPU only: the GPU reports `UnsupportedDType`.
     F64,
     /// 32-bit signed integer (wrapping arithmetic).
@@ -37,9 +42,10 @@ pub enum DType {
 
 impl DType {
     /// All dtypes, in declaration order.
-    pub const ALL: [DType; 8] = [
+    pub const ALL: [DType; 9] = [
         DType::F32,
         DType::F16,
+        DType::BF16,
         DType::F64,
         DType::I32,
         DType::U32,
@@ -53,14 +59,19 @@ impl DType {
         match self {
             DType::F64 | DType::C64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F16 => 2,
+            DType::F16 | DType::BF16 => 2,
             DType::U8 | DType::Bool => 1,
         }
     }
 
-    /// True for f16, f32 and f64.
+    /// True for f16, bf16, f32 and f64.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::F32 | DType::F64)
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for the 16-bit floats, f16 and bf16, which compute in f32.
+    pub(crate) fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
     }
 
     /// True for i32, u32 and u8.
@@ -84,6 +95,7 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
+            DType::BF16 => "bf16",
             DType::F64 => "f64",
             DType::I32 => "i32",
             DType::U32 => "u32",
@@ -108,6 +120,7 @@ impl fmt::Display for DType {
 pub(crate) enum KernelType {
     F32,
     F16,
+    BF16,
     F64,
     I32,
     U32,
@@ -116,11 +129,24 @@ pub(crate) enum KernelType {
 }
 
 impl KernelType {
+    /// Every kernel type, in declaration order.
+    pub const ALL: [KernelType; 8] = [
+        KernelType::F32,
+        KernelType::F16,
+        KernelType::BF16,
+        KernelType::F64,
+        KernelType::I32,
+        KernelType::U32,
+        KernelType::U8,
+        KernelType::Bool,
+    ];
+
     /// `dtype` as a kernel type; `None` for c64.
     pub fn of(dtype: DType) -> Option<KernelType> {
         Some(match dtype {
             DType::F32 => KernelType::F32,
             DType::F16 => KernelType::F16,
+            DType::BF16 => KernelType::BF16,
             DType::F64 => KernelType::F64,
             DType::I32 => KernelType::I32,
             DType::U32 => KernelType::U32,
@@ -135,6 +161,7 @@ impl KernelType {
         match self {
             KernelType::F32 => DType::F32,
             KernelType::F16 => DType::F16,
+            KernelType::BF16 => DType::BF16,
             KernelType::F64 => DType::F64,
             KernelType::I32 => DType::I32,
             KernelType::U32 => DType::U32,
@@ -171,7 +198,8 @@ mod sealed {
     }
 }
 
-/// A Rust type that can be the element of a tensor: `f32`, `half::f16`, `f64`,
+/// A Rust type that can be the element of a tensor: `f32`, `half::f16`,
+/// `half::bf16`, `f64`,
 /// `i32`, `u32`, `u8` and `bool`. Sealed: the set is fixed by the kernels.
 pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     /// The runtime tag of this type.
@@ -193,34 +221,53 @@ pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug 
     fn read_bytes(bytes: &[u8], count: usize) -> Vec<Self>;
 }
 
+/// `value` rounded once to a binary float format of `bits` significant bits
+/// whose normal numbers start at 2^`min_exp`, to nearest with ties to even,
+/// and to infinity from `overflow` on (the largest finite value plus half
+/// its quantum). The result is a value of that format, as an f64.
+fn round_to_format(value: f64, bits: i32, min_exp: i32, overflow: f64) -> f64 {
+    let a = value.abs();
+    if !a.is_finite() {
+        return value;
+    }
+    if a >= overflow {
+        return f64::INFINITY.copysign(value);
+    }
+    // The quantum at `a`: 2^(e - bits + 1) in the binade 2^e, that of the
+    // smallest normal below it. Scaling by it is exact, so one
+    // round-to-even of the scaled value is the format's rounding.
+    let e = if a >= f64::powi(2.0, min_exp) {
+        ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023
+    } else {
+        min_exp
+    };
+    let quantum = f64::powi(2.0, e - bits + 1);
+    ((a / quantum).round_ties_even() * quantum).copysign(value)
+}
+
 /// `value` rounded once to the nearest f16 (ties to even), overflowing to
 /// infinity from 65520 on, as NumPy's `np.float16(value)` does.
 /// `half::f16::from_f64` goes through f32 where the CPU converts in hardware
 /// (x86 with F16C), which rounds twice: 2049.0001 became 2048, not 2050.
 pub(crate) fn f16_from_f64(value: f64) -> f16 {
-    let a = value.abs();
-    if !a.is_finite() {
+    if value.is_nan() {
         return f16::from_f64(value);
     }
-    if a >= 65520.0 {
-        return if value < 0.0 {
-            f16::NEG_INFINITY
-        } else {
-            f16::INFINITY
-        };
+    // An f16 value: the conversion keeps it exactly.
+    f16::from_f64(round_to_format(value, 11, -14, 65520.0))
+}
+
+/// `value` rounded once to the nearest bf16 (ties to even), overflowing to
+/// infinity from (2 - 2^-8) * 2^127 on. `half::bf16::from_f64` drops the
+/// low 32 bits of the f64 first, which rounds a value just past a midpoint
+/// down.
+pub(crate) fn bf16_from_f64(value: f64) -> bf16 {
+    if value.is_nan() {
+        return bf16::from_f64(value);
     }
-    // The f16 quantum at `a`: 2^(e - 10) in the binade 2^e, 2^-24 below
-    // the smallest normal (2^-14). Scaling by it is exact, so one
-    // round-to-even of the scaled value is the f16 rounding; the result is
-    // an f16 value, which the conversion below keeps exactly.
-    let e = if a >= f64::powi(2.0, -14) {
-        ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023
-    } else {
-        -14
-    };
-    let quantum = f64::powi(2.0, e - 10);
-    let rounded = (a / quantum).round_ties_even() * quantum;
-    f16::from_f64(rounded.copysign(value))
+    let overflow = (2.0 - f64::powi(2.0, -8)) * f64::powi(2.0, 127);
+    // A bf16 value, so an f32 value: both conversions keep it exactly.
+    bf16::from_f32(round_to_format(value, 8, -126, overflow) as f32)
 }
 
 macro_rules! pod_element {
@@ -255,6 +302,7 @@ macro_rules! pod_element {
 pod_element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
 pod_element!(f64, F64, |x: f64| x, |v: f64| v);
 pod_element!(f16, F16, |x: f16| x.to_f64(), f16_from_f64);
+pod_element!(bf16, BF16, |x: bf16| x.to_f64(), bf16_from_f64);
 pod_element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
 pod_element!(u32, U32, |x: u32| x as f64, |v: f64| v as u32);
 pod_element!(u8, U8, |x: u8| x as f64, |v: f64| v as u8);
@@ -314,6 +362,40 @@ mod tests {
         }
     }
 
+    /// The same exact rule for bf16, over every finite bf16 (largest
+    /// finite (2 - 2^-7) * 2^127, infinity from (2 - 2^-8) * 2^127 on).
+    #[test]
+    fn f64_to_bf16_rounds_once() {
+        // 1 + 2^-8 + 2^-40 is just past the midpoint of 1 and 1 + 2^-7:
+        // dropping the low f64 word (as `bf16::from_f64` does) loses that.
+        let past_midpoint = 1.0 + f64::powi(2.0, -8) + f64::powi(2.0, -40);
+        assert_eq!(bf16_from_f64(past_midpoint).to_f64(), 1.0078125);
+        let max = (2.0 - f64::powi(2.0, -7)) * f64::powi(2.0, 127);
+        let overflow = (2.0 - f64::powi(2.0, -8)) * f64::powi(2.0, 127);
+        assert_eq!(bf16_from_f64(max).to_f64(), max);
+        assert_eq!(bf16_from_f64(overflow * 0.999_999_999), bf16::MAX);
+        assert_eq!(bf16_from_f64(overflow), bf16::INFINITY);
+        assert_eq!(bf16_from_f64(-1e300), bf16::NEG_INFINITY);
+        assert!(bf16_from_f64(f64::NAN).is_nan());
+        assert!(bf16_from_f64(-0.0).is_sign_negative());
+        assert_eq!(bf16_from_f64(f64::powi(2.0, -134)).to_f64(), 0.0);
+        for bits in 0u16..0x7f7f {
+            let lo = bf16::from_bits(bits);
+            let hi = bf16::from_bits(bits + 1);
+            let mid = (lo.to_f64() + hi.to_f64()) / 2.0;
+            let even = if bits % 2 == 0 { lo } else { hi };
+            assert_eq!(bf16_from_f64(lo.to_f64()), lo);
+            assert_eq!(bf16_from_f64(mid), even, "midpoint {mid}");
+            assert_eq!(bf16_from_f64(-mid), -even, "midpoint -{mid}");
+            let nudge = (hi.to_f64() - lo.to_f64()) * 1e-9;
+            assert_eq!(bf16_from_f64(mid - nudge), lo, "below {mid}");
+            assert_eq!(bf16_from_f64(mid + nudge), hi, "above {mid}");
+            // f32 to bf16 (how every op rounds its f32 result) is the
+            // same rule.
+            assert_eq!(bf16::from_f32(mid as f32), even, "f32 midpoint {mid}");
+        }
+    }
+
     #[test]
     fn bytes_round_trip_for_every_element_type() {
         fn round_trip<T: Element>(values: &[T]) {
@@ -325,6 +407,7 @@ mod tests {
         round_trip(&[1.5f32, -2.0]);
         round_trip(&[1.5f64, -2.0]);
         round_trip(&[f16::from_f32(1.5), f16::from_f32(-2.0)]);
+        round_trip(&[bf16::from_f32(1.5), bf16::from_f32(-2.0)]);
         round_trip(&[i32::MIN, 7]);
         round_trip(&[u32::MAX, 7]);
         round_trip(&[255u8, 7]);

@@ -103,7 +103,7 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::Graph;
 pub use grid::{Grid1, Grid2, Grid3, Grid4, Point};
-pub use half::f16;
+pub use half::{bf16, f16};
 pub use index::{NewAxis, SliceItem};
 pub use interop::{ColorMap, GpuBuffer};
 pub use layout::Layout;

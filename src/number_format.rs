@@ -15,13 +15,18 @@
 //!   1e-4 (both bounds as values of the dtype), or the largest is over 1000
 //!   times the smallest; a lone value when it is below 1e-4 or reaches 1e3,
 //!   1e6 or 1e16 (f16, f32, f64; compared as f64).
+//!
+//! NumPy has no bf16; a bf16 value prints as an f32 one does (it has f32's
+//! range, so f32's cut-offs), with the shortest digits that read back to
+//! the same bf16 (`0.1` in bf16 prints `0.1`, not `0.10009766`).
 
-use crate::dtype::f16_from_f64;
+use crate::dtype::{bf16_from_f64, f16_from_f64};
 
 /// The float dtypes, for the shortest round-trip digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FloatWidth {
     F16,
+    BF16,
     F32,
     F64,
 }
@@ -32,7 +37,7 @@ impl FloatWidth {
     fn round(self, v: f64) -> f64 {
         match self {
             FloatWidth::F16 => f16_from_f64(v).to_f64(),
-            FloatWidth::F32 => v as f32 as f64,
+            FloatWidth::BF16 | FloatWidth::F32 => v as f32 as f64,
             FloatWidth::F64 => v,
         }
     }
@@ -41,7 +46,7 @@ impl FloatWidth {
     fn array_cutoff(self) -> f64 {
         match self {
             FloatWidth::F16 => 1e3,
-            FloatWidth::F32 => 1e6,
+            FloatWidth::BF16 | FloatWidth::F32 => 1e6,
             FloatWidth::F64 => 1e8,
         }
     }
@@ -50,7 +55,7 @@ impl FloatWidth {
     fn scalar_cutoff(self) -> f64 {
         match self {
             FloatWidth::F16 => 1e3,
-            FloatWidth::F32 => 1e6,
+            FloatWidth::BF16 | FloatWidth::F32 => 1e6,
             FloatWidth::F64 => 1e16,
         }
     }
@@ -103,18 +108,23 @@ fn shortest(v: f64, width: FloatWidth) -> Decimal {
     match width {
         FloatWidth::F64 => parse_sci(&format!("{v:e}"), true),
         FloatWidth::F32 => parse_sci(&format!("{:e}", v as f32), true),
-        FloatWidth::F16 => {
-            let target = f16_from_f64(v);
-            // f16 needs at most 5 significant digits.
-            (0..5)
-                .map(|p| format!("{v:.p$e}"))
-                .find(|s| s.parse::<f64>().map(f16_from_f64) == Ok(target))
-                .map_or_else(
-                    || parse_sci(&format!("{v:.4e}"), true),
-                    |s| parse_sci(&s, true),
-                )
-        }
+        // f16 needs at most 5 significant digits, bf16 at most 4.
+        FloatWidth::F16 => shortest_of(v, 5, |x| f16_from_f64(x).to_bits()),
+        FloatWidth::BF16 => shortest_of(v, 4, |x| bf16_from_f64(x).to_bits()),
     }
+}
+
+/// The shortest of `v` written with 1 to `most` significant digits that
+/// reads back to the same value in a 16-bit format (`bits` rounds to it).
+fn shortest_of(v: f64, most: usize, bits: impl Fn(f64) -> u16) -> Decimal {
+    let target = bits(v);
+    (0..most)
+        .map(|p| format!("{v:.p$e}"))
+        .find(|s| s.parse::<f64>().map(&bits) == Ok(target))
+        .map_or_else(
+            || parse_sci(&format!("{v:.*e}", most - 1), true),
+            |s| parse_sci(&s, true),
+        )
 }
 
 /// `v`'s own digits rounded to `frac` after the first (ties to even; every
@@ -210,7 +220,7 @@ impl FloatFormat {
         // NumPy takes the ratio in the dtype itself.
         let ratio = match width {
             FloatWidth::F64 => max / min,
-            FloatWidth::F32 => (max as f32 / min as f32) as f64,
+            FloatWidth::BF16 | FloatWidth::F32 => (max as f32 / min as f32) as f64,
             FloatWidth::F16 => half::f16::from_f32(max as f32 / min as f32).to_f64(),
         };
         let scientific =

@@ -7,16 +7,17 @@
 //! in the higher category's dtype and, within one category, in the wider
 //! dtype:
 //!
-//! |      | bool | u8  | i32 | u32 | f16 | f32 | f64 | c64 |
-//! |------|------|-----|-----|-----|-----|-----|-----|-----|
-//! | bool | bool | u8  | i32 | u32 | f16 | f32 | f64 | c64 |
-//! | u8   | u8   | u8  | i32 | u32 | f16 | f32 | f64 | c64 |
-//! | i32  | i32  | i32 | i32 | –   | f16 | f32 | f64 | c64 |
-//! | u32  | u32  | u32 | –   | u32 | f16 | f32 | f64 | c64 |
-//! | f16  | f16  | f16 | f16 | f16 | f16 | f32 | f64 | c64 |
-//! | f32  | f32  | f32 | f32 | f32 | f32 | f32 | f64 | c64 |
-//! | f64  | f64  | f64 | f64 | f64 | f64 | f64 | f64 | –   |
-//! | c64  | c64  | c64 | c64 | c64 | c64 | c64 | –   | c64 |
+//! |      | bool | u8   | i32  | u32  | f16  | bf16 | f32 | f64 | c64 |
+//! |------|------|------|------|------|------|------|-----|-----|-----|
+//! | bool | bool | u8   | i32  | u32  | f16  | bf16 | f32 | f64 | c64 |
+//! | u8   | u8   | u8   | i32  | u32  | f16  | bf16 | f32 | f64 | c64 |
+//! | i32  | i32  | i32  | i32  | –    | f16  | bf16 | f32 | f64 | c64 |
+//! | u32  | u32  | u32  | –    | u32  | f16  | bf16 | f32 | f64 | c64 |
+//! | f16  | f16  | f16  | f16  | f16  | f16  | f32  | f32 | f64 | c64 |
+//! | bf16 | bf16 | bf16 | bf16 | bf16 | f32  | bf16 | f32 | f64 | c64 |
+//! | f32  | f32  | f32  | f32  | f32  | f32  | f32  | f32 | f64 | c64 |
+//! | f64  | f64  | f64  | f64  | f64  | f64  | f64  | f64 | f64 | –   |
+//! | c64  | c64  | c64  | c64  | c64  | c64  | c64  | c64 | –   | c64 |
 //!
 //! – : no common dtype here (i32 with u32 needs i64, c64 with f64 needs a
 //! complex128; both are an `Error::DType` asking for a cast).
@@ -36,7 +37,7 @@ fn category(d: DType) -> u8 {
     match d {
         DType::Bool => 0,
         DType::U8 | DType::I32 | DType::U32 => 1,
-        DType::F16 | DType::F32 | DType::F64 => 2,
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => 2,
         DType::C64 => 3,
     }
 }
@@ -52,6 +53,7 @@ impl DType {
     /// assert_eq!(DType::I32.promote(DType::F16), Some(DType::F16));
     /// assert_eq!(DType::U8.promote(DType::I32), Some(DType::I32));
     /// assert_eq!(DType::F16.promote(DType::F32), Some(DType::F32));
+    /// assert_eq!(DType::F16.promote(DType::BF16), Some(DType::F32));
     /// assert_eq!(DType::I32.promote(DType::U32), None);
     /// ```
     pub fn promote(self, other: DType) -> Option<DType> {
@@ -74,7 +76,8 @@ impl DType {
             (I32, U8) | (U8, I32) => Some(I32),
             (U32, U8) | (U8, U32) => Some(U32),
             (F64, _) | (_, F64) => Some(F64),
-            (F32, F16) | (F16, F32) => Some(F32),
+            // f16 and bf16 each hold values the other cannot.
+            (F32 | BF16, F16) | (F16 | F32, BF16) | (F16 | BF16, F32) => Some(F32),
             _ => None,
         }
     }
@@ -108,14 +111,15 @@ mod tests {
     #[test]
     fn the_table_is_symmetric_and_as_documented() {
         let table = "
-            bool | bool | u8  | i32 | u32 | f16 | f32 | f64 | c64
-            u8   | u8   | u8  | i32 | u32 | f16 | f32 | f64 | c64
-            i32  | i32  | i32 | i32 | –   | f16 | f32 | f64 | c64
-            u32  | u32  | u32 | –   | u32 | f16 | f32 | f64 | c64
-            f16  | f16  | f16 | f16 | f16 | f16 | f32 | f64 | c64
-            f32  | f32  | f32 | f32 | f32 | f32 | f32 | f64 | c64
-            f64  | f64  | f64 | f64 | f64 | f64 | f64 | f64 | –
-            c64  | c64  | c64 | c64 | c64 | c64 | c64 | –   | c64";
+            bool | bool | u8 | i32 | u32 | f16 | bf16 | f32 | f64 | c64
+            u8 | u8 | u8 | i32 | u32 | f16 | bf16 | f32 | f64 | c64
+            i32 | i32 | i32 | i32 | – | f16 | bf16 | f32 | f64 | c64
+            u32 | u32 | u32 | – | u32 | f16 | bf16 | f32 | f64 | c64
+            f16 | f16 | f16 | f16 | f16 | f16 | f32 | f32 | f64 | c64
+            bf16 | bf16 | bf16 | bf16 | bf16 | f32 | bf16 | f32 | f64 | c64
+            f32 | f32 | f32 | f32 | f32 | f32 | f32 | f32 | f64 | c64
+            f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | –
+            c64 | c64 | c64 | c64 | c64 | c64 | c64 | c64 | – | c64";
         let dtype = |name: &str| DType::ALL.into_iter().find(|d| d.name() == name);
         let rows: Vec<Vec<&str>> = table
             .trim()
@@ -142,6 +146,7 @@ mod tests {
             (Bool, Scalar::Bool(true), Some(Bool)),
             (F16, Scalar::Float(2.0), Some(F16)),
             (F16, Scalar::Int(2), Some(F16)),
+            (BF16, Scalar::Float(0.1), Some(BF16)),
             (
                 F32,
                 Scalar::Complex(num_complex::Complex32::new(0.0, 1.0)),

@@ -1,8 +1,8 @@
 //! Scalars for `full`, `fill_` and the `*_scalar` ops.
 
-use crate::dtype::{DType, Element, KernelType, f16_from_f64};
+use crate::dtype::{DType, Element, KernelType, bf16_from_f64, f16_from_f64};
 use crate::error::{Error, Result};
-use half::f16;
+use half::{bf16, f16};
 
 /// A number or bool given by the caller, converted to a tensor's dtype when used.
 ///
@@ -68,6 +68,12 @@ impl From<f16> for Scalar {
     }
 }
 
+impl From<bf16> for Scalar {
+    fn from(v: bf16) -> Self {
+        Scalar::Float(v.to_f64())
+    }
+}
+
 impl std::fmt::Display for Scalar {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -80,7 +86,7 @@ impl std::fmt::Display for Scalar {
 }
 
 /// A scalar checked against one dtype: its value as f64 (exact for every
-/// dtype but f16/f32 rounding) and the 32-bit pattern a kernel reads.
+/// dtype but f16/bf16/f32 rounding) and the 32-bit pattern a kernel reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct TypedScalar {
     pub value: f64,
@@ -122,6 +128,7 @@ impl TypedScalar {
         let value = match dtype {
             DType::F32 => value as f32 as f64,
             DType::F16 => f16_from_f64(value).to_f64(),
+            DType::BF16 => bf16_from_f64(value).to_f64(),
             _ => value,
         };
         // c64 was refused above.
@@ -143,7 +150,9 @@ impl TypedScalar {
     /// float dtypes (f16 arithmetic runs in f32), the integer bits otherwise.
     pub fn bits(self) -> u32 {
         match self.dtype {
-            KernelType::F32 | KernelType::F16 | KernelType::F64 => (self.value as f32).to_bits(),
+            KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => {
+                (self.value as f32).to_bits()
+            }
             KernelType::I32 => (self.value as i32) as u32,
             KernelType::U32 | KernelType::U8 | KernelType::Bool => self.value as u32,
         }

@@ -70,7 +70,7 @@ fn cumsum_and_cumprod_hand_worked() {
 #[test]
 fn scans_read_every_view_layout() {
     for dev in devices() {
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             for (name, v) in views_of(&dev, dtype) {
                 let values = read_f32(&v.contiguous().unwrap());
                 for axis in 0..2 {
@@ -86,7 +86,7 @@ fn scans_read_every_view_layout() {
                             .iter()
                             .map(|&x| round_to(dtype, x))
                             .collect();
-                        let tol = if dtype == DType::F16 { 4e-3 } else { 1e-5 };
+                        let tol = common::half_tol(dtype, 4e-3, 1e-5);
                         assert_close(
                             &read_f32(&got),
                             &want,
@@ -194,7 +194,7 @@ fn softmax_is_stable_and_matches_a_reference() {
             "far",
         );
 
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             for (name, v) in views_of(&dev, dtype) {
                 let values = read_f32(&v.contiguous().unwrap());
                 let got = v.softmax(0).unwrap();
@@ -204,7 +204,7 @@ fn softmax_is_stable_and_matches_a_reference() {
                 for c in 0..6 {
                     let col: Vec<f64> = (0..4).map(|r| values[r * 6 + c] as f64).collect();
                     let want = softmax_ref(&col);
-                    let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+                    let tol = common::half_tol(dtype, 2e-3, 1e-6);
                     for r in 0..4 {
                         let what = format!("{dev} {dtype} {name} [{r}, {c}]");
                         assert_close(&[got[r * 6 + c]], &[want[r] as f32], tol, &what);

@@ -30,7 +30,7 @@ fn lerp(dtype: DType) -> CustomKernel {
 fn elementwise_bodies_on_views_of_every_layout() {
     let cpu = Device::cpu();
     for dev in gpus() {
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             let k = lerp(dtype);
             let views = common::views_of(&dev, dtype);
             for (va, a) in &views {
@@ -41,7 +41,7 @@ fn elementwise_bodies_on_views_of_every_layout() {
                         &ca.add(&cb.sub(&ca).unwrap().mul_scalar(0.25).unwrap())
                             .unwrap(),
                     );
-                    let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+                    let tol = common::half_tol(dtype, 2e-3, 1e-6);
                     common::assert_close(&got, &want, tol, &format!("{dev} {dtype} {va} {vb}"));
                 }
             }

@@ -16,8 +16,13 @@ type BinaryCase = (
 
 /// The float dtypes every float op is checked in, with the relative
 /// tolerance of each against an f64 reference rounded to the dtype (f16 on
-/// the GPU computes in f16, a few units in its last place).
-const FLOAT_TOLERANCES: [(DType, f32); 2] = [(DType::F32, 5e-5), (DType::F16, 4e-3)];
+/// the GPU computes in f16, a few units in its last place; bf16 has three
+/// fewer bits).
+const FLOAT_TOLERANCES: [(DType, f32); 3] = [
+    (DType::F32, 5e-5),
+    (DType::F16, 4e-3),
+    (DType::BF16, 3.2e-2),
+];
 
 fn gelu(x: f64) -> f64 {
     0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh())
@@ -479,7 +484,14 @@ fn contiguous_runs_at_every_alignment_and_length() {
         [read(&sum), read(&chain), read(&base)]
     };
     for dev in devices().into_iter().skip(1) {
-        for dtype in [DType::F32, DType::I32, DType::U32, DType::F16, DType::U8] {
+        for dtype in [
+            DType::F32,
+            DType::I32,
+            DType::U32,
+            DType::F16,
+            DType::BF16,
+            DType::U8,
+        ] {
             for start in 0..5 {
                 for len in [0, 1, 3, 4, 5, 7, 8, 9, 21] {
                     for other in [0, 1, 4, 24] {

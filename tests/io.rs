@@ -9,7 +9,7 @@
 mod common;
 
 use common::{devices, read_f32, views_of};
-use webtensor::{Complex32, DType, Device, Error, Tensor, f16, io, s};
+use webtensor::{Complex32, DType, Device, Error, Tensor, bf16, f16, io, s};
 
 fn data(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -258,21 +258,56 @@ fn bad_files_are_errors_naming_the_op() {
     }
 }
 
-/// A safetensors file with one bf16 tensor, written by hand: bf16 is the
-/// high half of an f32, so it loads as f32 exactly.
+/// A safetensors file with one bf16 tensor, written by hand: it loads as
+/// bf16, bit for bit (NaN's payload too), and saves back to the same bytes;
+/// `.npy` has no bf16 dtype and refuses it.
 #[test]
-fn bf16_safetensors_load_as_f32() {
-    let values = [1.0f32, -2.5, 3.140625, f32::INFINITY];
-    let header = r#"{"w":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]}}"#;
+fn bf16_safetensors_load_as_bf16_and_save_back() {
+    let bits: [u16; 6] = [0x3f80, 0xc020, 0x4049, 0x7f80, 0x0001, 0x7fc1];
+    let header = r#"{"w":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]}}"#;
     let mut file = (header.len() as u64).to_le_bytes().to_vec();
     file.extend_from_slice(header.as_bytes());
-    for v in values {
-        file.extend_from_slice(&((v.to_bits() >> 16) as u16).to_le_bytes());
+    for b in bits {
+        file.extend_from_slice(&b.to_le_bytes());
     }
     for dev in devices() {
         let t = io::from_safetensors_bytes(&file, &dev).unwrap();
-        assert_eq!((t[0].0.as_str(), t[0].1.dtype()), ("w", DType::F32));
-        assert_eq!(t[0].1.to_vec::<f32>().unwrap(), values, "{dev}");
+        let w = &t[0].1;
+        assert_eq!((t[0].0.as_str(), w.dtype()), ("w", DType::BF16));
+        let bits_of = |t: &Tensor| -> Vec<u16> {
+            t.to_vec::<bf16>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        assert_eq!(bits_of(w), bits, "{dev}");
+        let saved = io::to_safetensors_bytes(&[("w", w)]).unwrap();
+        assert_eq!(saved[saved.len() - 12..], file[file.len() - 12..]);
+        let back = io::from_safetensors_bytes(&saved, &dev).unwrap();
+        assert_eq!(back[0].1.dtype(), DType::BF16);
+        assert_eq!(bits_of(&back[0].1), bits, "{dev}");
+        // A view is written in row-major order.
+        let col = io::to_safetensors_bytes(&[("c", &w.t())]).unwrap();
+        let col = io::from_safetensors_bytes(&col, &dev).unwrap();
+        assert_eq!(col[0].1.dims(), &[3, 2]);
+        assert_eq!(
+            col[0].1.to_vec::<bf16>().unwrap()[1].to_bits(),
+            0x7f80,
+            "{dev}"
+        );
+        let err = io::to_npy_bytes(w).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::DType {
+                    op: "to_npy_bytes",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("bf16"), "{err}");
     }
 }
 

@@ -144,7 +144,7 @@ fn elementwise_ops_in_windows_match_the_cpu() {
     let cpu = Device::cpu();
     let mut k = 0;
     for dims in [[40, 40], [37, 61], [1, 700], [300, 3], [64, 65]] {
-        for dtype in [DType::F32, DType::F16, DType::I32] {
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::I32] {
             let want = program(&cpu, dims, dtype).unwrap();
             k += 1;
             for (name, dev) in capped_for(k) {
@@ -229,7 +229,8 @@ fn reductions(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn reductions_of_views_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    for (k, dtype) in [DType::F32, DType::F16, DType::I32].into_iter().enumerate() {
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32];
+    for (k, dtype) in dtypes.into_iter().enumerate() {
         let want = reductions(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {
             let got = reductions(dev, dtype).unwrap();
@@ -238,8 +239,7 @@ fn reductions_of_views_over_many_bindings_match_the_cpu() {
                 assert_eq!(g.len(), w.len(), "{name} {dtype} result {k}");
                 for (a, b) in g.iter().zip(w) {
                     // Means and variances are summed in another order.
-                    let tol =
-                        1e-4 * b.abs().max(1.0) + if dtype == DType::F16 { 0.05 } else { 0.0 };
+                    let tol = 1e-4 * b.abs().max(1.0) + common::half_tol(dtype, 0.05, 0.0);
                     assert!(
                         a == b || (a - b).abs() <= tol,
                         "{name} {dtype} result {k}: {a} vs {b}"
@@ -306,18 +306,18 @@ fn products(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn products_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    for (k, dtype) in [DType::F32, DType::F16].into_iter().enumerate() {
+    for (k, dtype) in [DType::F32, DType::F16, DType::BF16]
+        .into_iter()
+        .enumerate()
+    {
         let want = products(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {
             let got = products(dev, dtype).unwrap();
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(g.len(), w.len(), "{name} {dtype} product {k}");
                 for (x, y) in g.iter().zip(w) {
-                    let tol = if dtype == DType::F16 {
-                        0.02 * y.abs().max(1.0)
-                    } else {
-                        1e-4
-                    };
+                    let tol =
+                        common::half_tol(dtype, 0.02, 1e-4 / y.abs().max(1.0)) * y.abs().max(1.0);
                     assert!(
                         (x - y).abs() <= tol,
                         "{name} {dtype} product {k}: {x} vs {y}"
@@ -427,7 +427,8 @@ fn indexing(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn indexing_over_many_bindings_matches_the_cpu() {
     let cpu = Device::cpu();
-    for (k, dtype) in [DType::F32, DType::F16, DType::U8].into_iter().enumerate() {
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::U8];
+    for (k, dtype) in dtypes.into_iter().enumerate() {
         let want = indexing(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {
             assert_eq!(indexing(dev, dtype).unwrap(), want, "{name} {dtype}");
@@ -508,7 +509,8 @@ fn along_lines(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn ops_along_lines_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    for (k, dtype) in [DType::F32, DType::F16, DType::I32].into_iter().enumerate() {
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32];
+    for (k, dtype) in dtypes.into_iter().enumerate() {
         let want = along_lines(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {
             let got = along_lines(dev, dtype).unwrap();
@@ -516,7 +518,7 @@ fn ops_along_lines_over_many_bindings_match_the_cpu() {
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(g.len(), w.len(), "{name} {dtype} result {k}");
                 for (a, b) in g.iter().zip(w) {
-                    let tol = 1e-5 + if dtype == DType::F16 { 2e-3 } else { 0.0 };
+                    let tol = 1e-5 + common::half_tol(dtype, 2e-3, 0.0);
                     assert!(
                         a == b || (a - b).abs() <= tol * b.abs().max(1.0),
                         "{name} {dtype} result {k}: {a} vs {b}"

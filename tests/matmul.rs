@@ -37,7 +37,8 @@ fn relative_error(got: &[f32], want: &[f64]) -> f64 {
 }
 
 /// `got` (from a GPU) equals `want` (from the CPU): exactly for integers,
-/// within `f32_tolerance` relative error for f32 and 2e-3 for f16.
+/// within `f32_tolerance` relative error for f32, 2e-3 for f16 and 1.6e-2
+/// for bf16.
 fn assert_matches(got: &Tensor, want: &Tensor, f32_tolerance: f64, label: &str) {
     assert_eq!(got.dims(), want.dims(), "{label}");
     if want.dtype() == DType::I32 {
@@ -46,11 +47,7 @@ fn assert_matches(got: &Tensor, want: &Tensor, f32_tolerance: f64, label: &str) 
         return;
     }
     let err = relative_error(&read_f32(got), &as_f64(want));
-    let tol = if want.dtype() == DType::F16 {
-        2e-3
-    } else {
-        f32_tolerance
-    };
+    let tol = common::half_tol(want.dtype(), 2e-3, f32_tolerance as f32) as f64;
     assert!(err < tol, "{label}: relative error {err}");
 }
 
@@ -114,8 +111,8 @@ const SIZES: [(usize, usize, usize); 6] = [
 #[test]
 fn float_products_match_float64() {
     for dev in devices() {
-        for dtype in [DType::F32, DType::F16] {
-            let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let tol = common::half_tol(dtype, 2e-3, 1e-6) as f64;
             for (case, &(m, k, n)) in SIZES.iter().enumerate() {
                 let a = Tensor::from_vec(noise(m * k, case as u64 + 1), [m, k], &dev)
                     .unwrap()
@@ -336,14 +333,15 @@ fn every_tile_matches_the_cpu_on_every_layout() {
                     ]
                 };
                 // Packing stores f16 alone. The fast form takes one dtype
-                // per shape in turn; the long form every one.
-                let dtypes = [DType::F32, DType::F16, DType::I32];
+                // per shape in turn; the long form every one. bf16 is
+                // packed on every device.
+                let dtypes = [DType::F32, DType::F16, DType::I32, DType::BF16];
                 let dtypes: Vec<DType> = if packed {
                     vec![DType::F16]
                 } else if common::long_tests() {
                     dtypes.to_vec()
                 } else {
-                    vec![dtypes[case % 3]]
+                    vec![dtypes[case % 4]]
                 };
                 for dtype in dtypes {
                     let typed = |dev: &Device| -> [Tensor; 5] {
@@ -413,7 +411,7 @@ fn batches_of_small_matrices_match_the_cpu() {
         1e-6,
         "70,000 transposed 16 x 3 @ broadcast 3 x 16",
     );
-    for dtype in [DType::F16, DType::I32] {
+    for dtype in [DType::F16, DType::BF16, DType::I32] {
         let a = Tensor::from_vec(noise(500 * 8 * 9, 23), [500, 8, 9], &cpu)
             .unwrap()
             .mul_scalar(10.0)
@@ -468,7 +466,7 @@ fn matrix_vector_products_on_every_layout() {
         ];
         for (m_name, m) in [("A", &mat), ("A.t()", &mat_t)] {
             for (v_name, v) in &vecs {
-                for dtype in [DType::F32, DType::F16, DType::I32] {
+                for dtype in [DType::F32, DType::F16, DType::BF16, DType::I32] {
                     let cast = |t: &Tensor| {
                         if dtype == DType::I32 {
                             t.mul_scalar(100.0).unwrap().to_dtype(DType::I32).unwrap()
@@ -698,7 +696,7 @@ fn no_kernel_of_this_device_is_dropped() {
         return;
     };
     let cpu = Device::cpu();
-    for dtype in [DType::F32, DType::F16] {
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
         for tile in [MatmulTile::Auto].into_iter().chain(MatmulTile::FIXED) {
             gpu.set_matmul_tile(tile);
             for [m, k, n] in [[33, 20, 31], [1, 20, 40], [40, 20, 1]] {
@@ -711,7 +709,7 @@ fn no_kernel_of_this_device_is_dropped() {
                     .unwrap()
                     .matmul(&b.to_device(&gpu).unwrap())
                     .unwrap();
-                let rel = if dtype == DType::F16 { 1e-2 } else { 1e-5 };
+                let rel = common::half_tol(dtype, 1e-2, 1e-5);
                 let what = format!("{dtype} {tile:?} {m}x{k}x{n}");
                 assert_close(&read_f32(&got), &want, rel, &what);
             }
@@ -746,7 +744,12 @@ fn cooperative_matrices_and_fast_precision() {
         "cooperative matrices off"
     }));
     let cpu = Device::cpu();
-    for (dtype, [m, k, n]) in [(DType::F32, [70, 45, 133]), (DType::F16, [131, 37, 66])] {
+    let products = [
+        (DType::F32, [70, 45, 133]),
+        (DType::F16, [131, 37, 66]),
+        (DType::BF16, [67, 41, 130]),
+    ];
+    for (dtype, [m, k, n]) in products {
         let a = Tensor::from_vec(noise(m * k, 5), [m, k], &cpu)
             .unwrap()
             .to_dtype(dtype)

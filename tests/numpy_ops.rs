@@ -52,8 +52,8 @@ fn near(got: f32, want: f64, rel: f64) -> bool {
 #[test]
 fn new_float_functions_on_every_view_and_special_values() {
     for dev in devices() {
-        for dtype in [DType::F32, DType::F16] {
-            let rel = if dtype == DType::F16 { 2e-3 } else { 2e-6 };
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let rel = common::half_tol(dtype, 2e-3, 2e-6) as f64;
             for (name, f, reference) in unary_cases() {
                 for (view, x) in views_of(&dev, dtype) {
                     let got = read_f32(&f(&x).unwrap());
@@ -216,7 +216,7 @@ fn floor_divide_follows_numpy() {
 #[test]
 fn float_classes_of_every_dtype() {
     for dev in devices() {
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             let x = Tensor::from_slice(&SPECIAL, [SPECIAL.len()], &dev)
                 .unwrap()
                 .to_dtype(dtype)

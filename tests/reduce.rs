@@ -187,8 +187,8 @@ fn every_view_layout_matches_the_reference() {
         ([1, 0].into(), &[0, 1]),
     ];
     for dev in devices() {
-        for dtype in [DType::F32, DType::F16] {
-            let rel = if dtype == DType::F16 { 4e-3 } else { 2e-5 };
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let rel = common::half_tol(dtype, 4e-3, 2e-5);
             for (name, view) in views_of(&dev, dtype) {
                 let values: Vec<f64> = read_f32(&view).iter().map(|&x| x as f64).collect();
                 for (axes, list) in &axes_sets {
@@ -526,7 +526,15 @@ fn column_reductions_split_by_threads_match_the_cpu() {
             })
             .collect();
         let host = Tensor::from_vec(values, [rows, cols], &cpu).unwrap();
-        for dtype in [DType::F32, DType::I32, DType::F16, DType::U8, DType::Bool] {
+        let dtypes = [
+            DType::F32,
+            DType::I32,
+            DType::F16,
+            DType::BF16,
+            DType::U8,
+            DType::Bool,
+        ];
+        for dtype in dtypes {
             let x = host.to_dtype(dtype).unwrap();
             let g = x.to_device(&gpu).unwrap();
             for t in [false, true] {
@@ -601,7 +609,14 @@ fn rows_read_in_quads_at_every_alignment() {
         }
         got
     };
-    let dtypes = [DType::F32, DType::F16, DType::I32, DType::U8, DType::Bool];
+    let dtypes = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::U8,
+        DType::Bool,
+    ];
     for dev in devices().into_iter().filter(|d| !d.is_cpu()) {
         for dtype in dtypes {
             for start in 0..5 {

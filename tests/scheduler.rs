@@ -149,7 +149,11 @@ fn chain_inputs(dev: &Device, dtype: DType) -> [Tensor; 3] {
 #[test]
 fn an_elementwise_chain_runs_as_one_fused_kernel() {
     let Some(dev) = batched_gpu(true) else { return };
-    for (dtype, tol) in [(DType::F32, 1e-5), (DType::F16, 4e-3)] {
+    for (dtype, tol) in [
+        (DType::F32, 1e-5),
+        (DType::F16, 4e-3),
+        (DType::BF16, 3.2e-2),
+    ] {
         let [a, b, c] = chain_inputs(&dev, dtype);
         dev.sync().unwrap();
         let before = dev.stats();

@@ -88,7 +88,7 @@ fn special_values_sort_as_numpy() {
         0.0,
     ];
     for dev in devices() {
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             let t = Tensor::from_slice(&v, [v.len()], &dev)
                 .unwrap()
                 .to_dtype(dtype)
@@ -114,7 +114,7 @@ fn special_values_sort_as_numpy() {
 #[test]
 fn every_dtype_and_view_along_each_axis() {
     for dev in devices() {
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             for (view, t) in views_of(&dev, dtype) {
                 for axis in [0isize, 1, -1] {
                     for dir in [SortOrder::Ascending, SortOrder::Descending] {

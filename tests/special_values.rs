@@ -109,7 +109,7 @@ fn read(t: &Tensor) -> Vec<f32> {
 }
 
 fn agrees(got: f32, wants: &[f32], dtype: DType) -> bool {
-    let rel = if dtype == DType::F16 { 2e-3 } else { 1e-5 };
+    let rel = common::half_tol(dtype, 2e-3, 1e-5);
     wants.iter().any(|&w| {
         (got.is_nan() && w.is_nan())
             || got == w
@@ -128,7 +128,7 @@ fn unary_float_ops_follow_the_cpu_on_special_values() {
     let cpu = Device::cpu();
     let mut failures = Vec::new();
     for dev in gpus() {
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             let input = values(&VALUES, dtype, &dev);
             let stored = read(&input);
             let flushed: Vec<f32> = stored.iter().map(|&x| ftz(x)).collect();
@@ -159,7 +159,7 @@ fn binary_float_ops_follow_the_cpu_on_special_values() {
     let a: Vec<f32> = (0..n * n).map(|i| VALUES[i / n]).collect();
     let b: Vec<f32> = (0..n * n).map(|i| VALUES[i % n]).collect();
     for dev in gpus() {
-        for dtype in [DType::F32, DType::F16] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
             let (ga, gb) = (values(&a, dtype, &dev), values(&b, dtype, &dev));
             let (sa, sb) = (read(&ga), read(&gb));
             let (fa, fb): (Vec<f32>, Vec<f32>) =

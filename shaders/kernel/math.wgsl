@@ -280,6 +280,24 @@ fn f16_bits(v: f32) -> u32 {
     return pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu;
 }
 
+// Round-to-nearest-even bf16 bits (the top half) of an f32, overflowing to
+// infinity; a NaN stays a quiet NaN of its sign.
+fn bf16_bits(v: f32) -> u32 {
+    let b = bitcast<u32>(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) { return (b >> 16u) | 0x40u; }
+    return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
+}
+
+// The f32 of bf16 bits.
+fn bf16_value(bits: u32) -> f32 {
+    return bitcast<f32>(bits << 16u);
+}
+
+// Half `odd` (0 low, 1 high) of a word of two bf16, as an f32.
+fn bf16_at(word: u32, odd: u32) -> f32 {
+    return bitcast<f32>(select(word << 16u, word & 0xffff0000u, odd == 1u));
+}
+
 // NumPy's floor_divide (npy_divmod): the exact remainder taken off first so
 // that the quotient rounds to the right integer. A zero (or flushed
 // subnormal) divisor gives a / b.

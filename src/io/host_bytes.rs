@@ -6,7 +6,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
-use half::f16;
+use half::{bf16, f16};
 use num_complex::Complex32;
 
 /// The element types a file may hold, beyond the dtypes webtensor has.
@@ -19,8 +19,6 @@ pub(crate) enum FileType {
     I64,
     U16,
     U64,
-    /// bfloat16: the high half of an f32.
-    Bf16,
 }
 
 impl FileType {
@@ -29,7 +27,7 @@ impl FileType {
         match self {
             FileType::Held(d) => d.size_in_bytes(),
             FileType::I8 => 1,
-            FileType::I16 | FileType::U16 | FileType::Bf16 => 2,
+            FileType::I16 | FileType::U16 => 2,
             FileType::I64 | FileType::U64 => 8,
         }
     }
@@ -47,6 +45,7 @@ pub(crate) async fn row_major_bytes(t: &Tensor) -> Result<Vec<u8>> {
     match t.dtype() {
         DType::F32 => bytes_of::<f32>(t).await,
         DType::F16 => bytes_of::<f16>(t).await,
+        DType::BF16 => bytes_of::<bf16>(t).await,
         DType::F64 => bytes_of::<f64>(t).await,
         DType::I32 => bytes_of::<i32>(t).await,
         DType::U32 => bytes_of::<u32>(t).await,
@@ -116,6 +115,7 @@ pub(crate) fn tensor_from_bytes(
     match file_type {
         FileType::Held(DType::F32) => held::<f32>(bytes, count, shape, device),
         FileType::Held(DType::F16) => held::<f16>(bytes, count, shape, device),
+        FileType::Held(DType::BF16) => held::<bf16>(bytes, count, shape, device),
         FileType::Held(DType::F64) => held::<f64>(bytes, count, shape, device),
         FileType::Held(DType::I32) => held::<i32>(bytes, count, shape, device),
         FileType::Held(DType::U32) => held::<u32>(bytes, count, shape, device),
@@ -128,12 +128,6 @@ pub(crate) fn tensor_from_bytes(
                 .map(|p| Complex32::new(p[0], p[1]))
                 .collect();
             Tensor::from_complex(&values, shape, device)
-        }
-        FileType::Bf16 => {
-            let values: Vec<f32> = words(2)
-                .map(|w| f32::from_bits((u16::from_le_bytes([w[0], w[1]]) as u32) << 16))
-                .collect();
-            Tensor::from_vec(values, shape, device)
         }
         FileType::I8 => {
             narrowed::<i64, i32>(op, words(1).map(|w| w[0] as i8 as i64), shape, device)

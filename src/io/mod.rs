@@ -7,8 +7,9 @@
 //! (native only). Views of any layout are written in row-major order;
 //! `.npy` files in Fortran order load as transposed views without a copy.
 //! Integer arrays of widths webtensor does not hold (NumPy's default int64,
-//! int8, int16, uint16, uint64) load as i32 or u32 when every value fits,
-//! and bf16 safetensors load as f32 (exactly); anything else a file holds
+//! int8, int16, uint16, uint64) load as i32 or u32 when every value fits;
+//! bf16 safetensors load as bf16 (NumPy has no bf16 dtype, so `.npy`
+//! refuses bf16 tensors); anything else a file holds
 //! that no dtype here can represent is an `Error::Format` naming the file's
 //! dtype.
 //!

@@ -11,8 +11,13 @@ use crate::tensor::Tensor;
 const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// The `descr` NumPy writes for `dtype` (little-endian).
-fn descr(dtype: DType) -> &'static str {
-    match dtype {
+///
+/// # Errors
+/// `Error::DType` naming `op` for bf16, which NumPy has no dtype for
+/// (`ml_dtypes`' bfloat16 is saved as raw `<V2` bytes, which load back as
+/// void).
+fn descr(op: &'static str, dtype: DType) -> Result<&'static str> {
+    Ok(match dtype {
         DType::F32 => "<f4",
         DType::F16 => "<f2",
         DType::F64 => "<f8",
@@ -21,7 +26,14 @@ fn descr(dtype: DType) -> &'static str {
         DType::U8 => "|u1",
         DType::Bool => "|b1",
         DType::C64 => "<c8",
-    }
+        DType::BF16 => {
+            return Err(Error::dtype(
+                op,
+                "bf16 has no NumPy dtype (.npy would hold raw 2-byte voids): \
+                 cast to f32 first, or save safetensors, which hold bf16",
+            ));
+        }
+    })
 }
 
 /// The element type and byte order of a `descr` (`<f4`, `>i8`, `|b1` ...).
@@ -218,22 +230,19 @@ fn parse_header(op: &'static str, dict: &str) -> Result<Header> {
 }
 
 /// The header dict as NumPy writes it.
-fn header_text(dtype: DType, shape: &[usize]) -> String {
+fn header_text(descr: &str, shape: &[usize]) -> String {
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
     let tuple = match dims.len() {
         1 => format!("({},)", dims[0]),
         _ => format!("({})", dims.join(", ")),
     };
-    format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {tuple}, }}",
-        descr(dtype)
-    )
+    format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}")
 }
 
 /// A whole `.npy` file: the header padded with spaces so that the data
 /// starts at a multiple of 64 bytes (as NumPy does), then `data`.
-fn encode(dtype: DType, shape: &[usize], data: &[u8]) -> Vec<u8> {
-    let text = header_text(dtype, shape);
+fn encode(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let text = header_text(descr, shape);
     // Version 1.0 has a 2-byte header length; 2.0 a 4-byte one.
     let v1_prefix = MAGIC.len() + 2 + 2;
     let v1 = (v1_prefix + text.len() + 1).next_multiple_of(64) - v1_prefix <= u16::MAX as usize;
@@ -329,7 +338,8 @@ pub fn to_npy_bytes(t: &Tensor) -> Result<Vec<u8>> {
 /// # Errors
 /// Readback errors.
 pub async fn to_npy_bytes_async(t: &Tensor) -> Result<Vec<u8>> {
-    Ok(encode(t.dtype(), t.dims(), &row_major_bytes(t).await?))
+    let descr = descr("to_npy_bytes", t.dtype())?;
+    Ok(encode(descr, t.dims(), &row_major_bytes(t).await?))
 }
 
 /// Writes `t` to a `.npy` file at `path` (NumPy's `np.save`).
@@ -423,7 +433,7 @@ mod tests {
     #[test]
     fn written_headers_align_the_data_to_64_bytes() {
         for shape in [vec![], vec![3], vec![2, 3, 4]] {
-            let file = encode(DType::F32, &shape, &[]);
+            let file = encode("<f4", &shape, &[]);
             assert_eq!(file.len() % 64, 0);
             assert_eq!(file[file.len() - 1], b'\n');
             let (h, data) = decode("t", &file).unwrap();
@@ -434,7 +444,7 @@ mod tests {
             assert!(data.is_empty());
         }
         assert_eq!(
-            header_text(DType::U8, &[7]),
+            header_text("|u1", &[7]),
             "{'descr': '|u1', 'fortran_order': False, 'shape': (7,), }"
         );
     }

@@ -15,6 +15,7 @@ fn file_dtype(dtype: DType) -> Dtype {
     match dtype {
         DType::F32 => Dtype::F32,
         DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
         DType::F64 => Dtype::F64,
         DType::I32 => Dtype::I32,
         DType::U32 => Dtype::U32,
@@ -35,7 +36,7 @@ fn file_type(op: &'static str, name: &str, d: Dtype) -> Result<FileType> {
         Dtype::U8 => FileType::Held(DType::U8),
         Dtype::BOOL => FileType::Held(DType::Bool),
         Dtype::C64 => FileType::Held(DType::C64),
-        Dtype::BF16 => FileType::Bf16,
+        Dtype::BF16 => FileType::Held(DType::BF16),
         Dtype::I8 => FileType::I8,
         Dtype::I16 => FileType::I16,
         Dtype::I64 => FileType::I64,
@@ -73,7 +74,7 @@ impl View for &Prepared {
 }
 
 /// The tensors of a safetensors file's bytes, sorted by name (the format
-/// keeps no order of its own). bf16 loads as f32 (exactly); i8, i16, i64, u16 and u64 as
+/// keeps no order of its own). bf16 loads as bf16; i8, i16, i64, u16 and u64 as
 /// i32 or u32 when every value fits.
 ///
 /// # Errors

@@ -135,9 +135,10 @@ impl Tensor {
         Ok((self.numel() > 0).then_some(axis))
     }
 
-    /// This float tensor in the dtype a softmax computes in: f32 for f16.
+    /// This float tensor in the dtype a softmax computes in: f32 for f16
+    /// and bf16.
     fn in_f32_or_wider(&self) -> Result<Tensor> {
-        if self.dtype() == DType::F16 {
+        if self.dtype().is_half() {
             self.to_dtype(DType::F32)
         } else {
             Ok(self.clone())
@@ -145,7 +146,8 @@ impl Tensor {
     }
 }
 
-/// Lines at least this long are scanned in blocks on a GPU (except f16).
+/// Lines at least this long are scanned in blocks on a GPU (except f16 and
+/// bf16).
 const BLOCKED_SCAN_MIN: usize = 1 << 16;
 /// Elements per block of a blocked scan.
 const SCAN_BLOCK: usize = 4096;
@@ -159,7 +161,7 @@ const SCAN_BLOCK: usize = 4096;
 /// in turn (the same way, so any length works), and each block then
 /// combines with the running total of the blocks before it. Integers give
 /// the same values as a sequential scan (wrapping arithmetic is
-/// associative); floats round in another order. f16 keeps the one-line
+/// associative); floats round in another order. f16 and bf16 keep the one-line
 /// scan, whose running total stays in f32 within each slice.
 ///
 /// # Errors
@@ -190,8 +192,7 @@ fn scan_in_parts(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
 
 fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
     let length = input.dims().last().copied().unwrap_or(1);
-    let blocked =
-        input.device().is_gpu() && length >= BLOCKED_SCAN_MIN && input.dtype() != DType::F16;
+    let blocked = input.device().is_gpu() && length >= BLOCKED_SCAN_MIN && !input.dtype().is_half();
     if !blocked {
         return scan(&ScanCall {
             op,

@@ -154,6 +154,7 @@ impl Tensor {
         match self.dtype() {
             DType::F32 => upload!(f32),
             DType::F16 => upload!(half::f16),
+            DType::BF16 => upload!(half::bf16),
             DType::F64 => upload!(f64),
             DType::I32 => upload!(i32),
             DType::U32 => upload!(u32),

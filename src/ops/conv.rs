@@ -478,8 +478,7 @@ fn implicit_gemm(
     geometry: &Geometry,
 ) -> Result<Option<Tensor>> {
     let dtype = match Tensor::result_type(x, weight)? {
-        DType::F16 => DType::F16,
-        DType::F32 => DType::F32,
+        d @ (DType::F16 | DType::BF16 | DType::F32) => d,
         _ => return Ok(None),
     };
     let x = x.to_dtype(dtype)?;

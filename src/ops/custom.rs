@@ -125,7 +125,7 @@ impl CustomKernel {
                 return Err(Error::dtype(
                     OP,
                     format!(
-                        "kernel {name:?}: argument {arg:?} is {dtype}; GPU kernels take f32, f16, i32, u32, u8 and bool"
+                        "kernel {name:?}: argument {arg:?} is {dtype}; GPU kernels take f32, f16, bf16, i32, u32, u8 and bool"
                     ),
                 ));
             }

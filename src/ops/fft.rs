@@ -322,11 +322,11 @@ impl Tensor {
         transform_axis(op, self, axis, read, n, inverse, scale, n)
     }
 
-    /// This real tensor as an FFT reads it: f32 and f16 as they are, other
-    /// real dtypes cast to f32.
+    /// This real tensor as an FFT reads it: f32, f16 and bf16 as they are,
+    /// other real dtypes cast to f32.
     fn fft_real_input(&self, op: &'static str) -> Result<Tensor> {
         match self.dtype() {
-            DType::F32 | DType::F16 => Ok(self.clone()),
+            DType::F32 | DType::F16 | DType::BF16 => Ok(self.clone()),
             DType::C64 => Err(Error::dtype(
                 op,
                 "takes a real tensor, got c64 (use fft, or take .real() first)",

@@ -52,7 +52,9 @@ impl Tensor {
                 return Err(Error::dtype(OP, "not defined for dtype bool"));
             }
             DType::C64 => self.abs()?,
-            DType::F16 | DType::I32 | DType::U32 | DType::U8 => self.to_dtype(DType::F32)?.abs()?,
+            DType::F16 | DType::BF16 | DType::I32 | DType::U32 | DType::U8 => {
+                self.to_dtype(DType::F32)?.abs()?
+            }
             _ => self.abs()?,
         };
         let norm = norm_of(&abs, p, axes, keepdim).map_err(|e| match e {
@@ -62,8 +64,8 @@ impl Tensor {
             Error::Axis { axis, rank, .. } => Error::Axis { op: OP, axis, rank },
             other => other,
         })?;
-        if self.dtype() == DType::F16 {
-            return norm.to_dtype(DType::F16);
+        if self.dtype().is_half() {
+            return norm.to_dtype(self.dtype());
         }
         Ok(norm)
     }

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::op::BinaryOp;
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
-use half::f16;
+use half::{bf16, f16};
 use num_complex::Complex32;
 use std::ops::{
     Add, AddAssign, BitAnd, BitOr, BitXor, Div, DivAssign, Mul, MulAssign, Neg, Not, Rem,
@@ -134,12 +134,12 @@ macro_rules! tensor_scalar {
 /// The left-hand scalar types of the arithmetic operators: the types of
 /// unsuffixed literals (`f64` for `2.0`, `i64` for `2`), so that `2.0 *
 /// &x + 1.0` infers them with no suffix, and types no literal can take
-/// (`f16`, `Complex32`, [`Scalar`]). A variable of another type goes on the
+/// (`f16`, `bf16`, `Complex32`, [`Scalar`]). A variable of another type goes on the
 /// right (`&x * v`) or through `Scalar::from(v) * &x`. The scalar promotes
 /// as on the right: `2.0 * &i32_tensor` is f32.
 macro_rules! numeric_scalars {
     ($mac:ident!($($args:tt)*)) => {
-        $mac!($($args)*; f64, i64, f16, Complex32, Scalar);
+        $mac!($($args)*; f64, i64, f16, bf16, Complex32, Scalar);
     };
 }
 

@@ -419,7 +419,7 @@ impl Tensor {
     /// [`Tensor::var`], keeping the reduced axes when `keepdim`.
     pub(crate) fn var_axes(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
         let count = self.reduced_count("var", &axes)?;
-        let x = if self.dtype() == DType::F16 || !self.dtype().is_float() {
+        let x = if self.dtype().is_half() || !self.dtype().is_float() {
             self.to_dtype(DType::F32)?
         } else {
             self.clone()

@@ -76,18 +76,18 @@ pub(super) fn window(t: &Tensor, start: [usize; 2], count: [usize; 2], step: [us
     ))
 }
 
-/// The dtype a spatial op computes in for `dtype`: f32 for f16 (f32
-/// accumulation), the float dtypes as they are.
+/// The dtype a spatial op computes in for `dtype`: f32 for f16 and bf16
+/// (f32 accumulation), the float dtypes as they are.
 ///
 /// # Errors
 /// `Error::DType` naming `op` for other dtypes.
 pub(super) fn compute_dtype(op: &'static str, dtype: DType) -> Result<DType> {
     match dtype {
-        DType::F16 | DType::F32 => Ok(DType::F32),
+        DType::F16 | DType::BF16 | DType::F32 => Ok(DType::F32),
         DType::F64 => Ok(DType::F64),
         other => Err(Error::dtype(
             op,
-            format!("takes f32, f16 or f64 tensors, got {other}; cast first"),
+            format!("takes f32, f16, bf16 or f64 tensors, got {other}; cast first"),
         )),
     }
 }

@@ -4,7 +4,7 @@ use super::Tensor;
 use crate::backend::cpu::try_collect;
 use crate::backend::{Input, Storage};
 use crate::device::Device;
-use crate::dtype::{DType, Element, KernelType, f16_from_f64};
+use crate::dtype::{DType, Element, KernelType, bf16_from_f64, f16_from_f64};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::ElementwiseOp;
@@ -241,6 +241,10 @@ impl Tensor {
             DType::F64 => Self::from_vec(try_collect(op, n, indices.map(sample))?, shape, device),
             DType::F16 => {
                 let data = try_collect(op, n, indices.map(|i| f16_from_f64(sample(i))))?;
+                Self::from_vec(data, shape, device)
+            }
+            DType::BF16 => {
+                let data = try_collect(op, n, indices.map(|i| bf16_from_f64(sample(i))))?;
                 Self::from_vec(data, shape, device)
             }
             other => Err(Error::dtype(

@@ -57,6 +57,7 @@ fn cells(t: &Tensor, scalar: bool) -> Option<crate::Result<Vec<String>>> {
     Some(match t.dtype() {
         DType::F32 => floats(FloatWidth::F32, read_f64::<f32>(t)?),
         DType::F16 => floats(FloatWidth::F16, read_f64::<half::f16>(t)?),
+        DType::BF16 => floats(FloatWidth::BF16, read_f64::<half::bf16>(t)?),
         DType::F64 => floats(FloatWidth::F64, read_f64::<f64>(t)?),
         DType::I32 | DType::U32 | DType::U8 => ints(text(t)?),
         DType::Bool => read_now::<bool>(t)?.map(|v| {

@@ -97,6 +97,7 @@ impl Tensor {
         match dtype {
             DType::F32 => host::<f32>(OP, n, value, device),
             DType::F16 => host::<f16>(OP, n, value, device),
+            DType::BF16 => host::<half::bf16>(OP, n, value, device),
             DType::F64 => host::<f64>(OP, n, value, device),
             DType::I32 => host::<i32>(OP, n, floor, device),
             DType::U32 => host::<u32>(OP, n, floor, device),

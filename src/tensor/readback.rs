@@ -78,6 +78,7 @@ impl Tensor {
         Ok(match self.dtype() {
             crate::DType::F32 => read!(f32),
             crate::DType::F16 => read!(half::f16),
+            crate::DType::BF16 => read!(half::bf16),
             crate::DType::F64 => read!(f64),
             crate::DType::I32 => read!(i32),
             crate::DType::U32 => read!(u32),

@@ -86,11 +86,24 @@ pub fn read_f32(t: &Tensor) -> Vec<f32> {
     t.to_dtype(webtensor::DType::F32).unwrap().to_vec().unwrap()
 }
 
-/// Rounds `x` to the precision of `dtype` (f32 or f16), as a stored result is.
+/// Rounds `x` to the precision of `dtype` (f32, f16 or bf16), as a stored
+/// result is.
 pub fn round_to(dtype: webtensor::DType, x: f64) -> f32 {
     match dtype {
         webtensor::DType::F16 => half::f16::from_f64(x).to_f32(),
+        webtensor::DType::BF16 => half::bf16::from_f64(x).to_f32(),
         _ => x as f32,
+    }
+}
+
+/// A relative tolerance for results of `dtype`: `f16` for f16, eight times
+/// it for bf16 (three fewer significant bits), `other` for the rest.
+#[allow(dead_code)]
+pub fn half_tol(dtype: webtensor::DType, f16: f32, other: f32) -> f32 {
+    match dtype {
+        webtensor::DType::F16 => f16,
+        webtensor::DType::BF16 => 8.0 * f16,
+        _ => other,
     }
 }
 

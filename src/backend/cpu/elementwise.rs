@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
 use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
 use crate::scalar::TypedScalar;
-use half::f16;
+use half::{bf16, f16};
 use smallvec::SmallVec;
 use std::sync::{Arc, RwLockReadGuard};
 
@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLockReadGuard};
 macro_rules! with_num_type {
     ($dtype:expr, $T:ident => $body:expr, bool => $other:expr) => {
         with_num_type!(@arms $dtype, $T, $body, $other;
-            F32 f32, F16 f16, F64 f64, I32 i32, U32 u32, U8 u8)
+            F32 f32, F16 f16, BF16 bf16, F64 f64, I32 i32, U32 u32, U8 u8)
     };
     (@arms $dtype:expr, $T:ident, $body:expr, $other:expr; $($kt:ident $rt:ty),*) => {
         match $dtype {
@@ -135,6 +135,7 @@ unsafe fn dispatch(
                 match out_dtype {
                     KernelType::F32 => unary_float::<f32>(op, plan, out, a),
                     KernelType::F16 => unary_float::<f16>(op, plan, out, a),
+                    KernelType::BF16 => unary_float::<bf16>(op, plan, out, a),
                     KernelType::F64 => unary_float::<f64>(op, plan, out, a),
                     KernelType::I32 => unary_num::<i32>(op, plan, out, a),
                     KernelType::U32 => unary_num::<u32>(op, plan, out, a),
@@ -148,6 +149,7 @@ unsafe fn dispatch(
                 if op.is_float_only() {
                     match out_dtype {
                         KernelType::F16 => binary_float::<f16>(op, plan, out, a, b),
+                        KernelType::BF16 => binary_float::<bf16>(op, plan, out, a, b),
                         KernelType::F64 => binary_float::<f64>(op, plan, out, a, b),
                         _ => binary_float::<f32>(op, plan, out, a, b),
                     }?;

@@ -3,7 +3,7 @@
 //! outputs, `realfft` on top of it (half the work: a real line of `n` is a
 //! complex one of `n / 2`). Plans (and their twiddles) are kept by a
 //! planner per thread. Each line is gathered from its input's strides into
-//! a contiguous run (f16 widened; complex lines all into one run,
+//! a contiguous run (f16 and bf16 widened; complex lines all into one run,
 //! transformed in one call), transformed, scaled and written through the
 //! output's strides.
 
@@ -59,7 +59,8 @@ pub(crate) fn fft(out: &CpuStorage, call: &FftCall) -> Result<()> {
     match &*data {
         CpuData::F32(src) => lines.run(|p| src[p], dst),
         CpuData::F16(src) => lines.run(|p| src[p].to_f32(), dst),
-        _ => Err(Error::internal(OP, "input storage is not f32 or f16")),
+        CpuData::BF16(src) => lines.run(|p| src[p].to_f32(), dst),
+        _ => Err(Error::internal(OP, "input storage is not f32, f16 or bf16")),
     }
 }
 

@@ -174,7 +174,7 @@ fn scatter_typed<T: ScatterElement, I: Copy + Into<i64>>(
     Ok(())
 }
 
-/// Element addition as scatter_add does it: wrapping for integers, f16 in
+/// Element addition as scatter_add does it: wrapping for integers, f16 and bf16 in
 /// f32 (the GPU's arithmetic), logical or for bool (never reached: the op
 /// layer rejects bool).
 trait ScatterElement: Copy {
@@ -195,6 +195,7 @@ scatter_element!(
     f32 => |a: f32, b| a + b,
     f64 => |a: f64, b| a + b,
     half::f16 => |a: half::f16, b: half::f16| half::f16::from_f32(a.to_f32() + b.to_f32()),
+    half::bf16 => |a: half::bf16, b: half::bf16| half::bf16::from_f32(a.to_f32() + b.to_f32()),
     i32 => i32::wrapping_add,
     u32 => u32::wrapping_add,
     u8 => u8::wrapping_add,

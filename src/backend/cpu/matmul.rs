@@ -1,13 +1,13 @@
 //! CPU matrix products. f32 and f64 go to the `gemm` crate, which reads
 //! each operand through its own row and column strides (a transposed view
-//! is not copied) and runs on every core on native targets; f16 is widened
+//! is not copied) and runs on every core on native targets; f16 and bf16 are widened
 //! to f32 per batch so that it accumulates in f32 as on the GPU; i32 and
 //! u32 use a wrapping i-k-j loop.
 
+use super::numeric::Half;
 use super::storage::{CpuData, CpuStorage};
 use crate::backend::{MatmulCall, Storage};
 use crate::error::{Error, Result};
-use half::f16;
 use std::sync::{Arc, RwLockReadGuard};
 
 fn host(s: &Arc<Storage>) -> Result<&CpuStorage> {
@@ -46,7 +46,8 @@ pub(crate) fn matmul(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
     match (&*a_guard, b_data) {
         (CpuData::F32(_), _) => typed!(F32, float_gemm),
         (CpuData::F64(_), _) => typed!(F64, float_gemm),
-        (CpuData::F16(_), _) => typed!(F16, f16_gemm),
+        (CpuData::F16(_), _) => typed!(F16, half_gemm),
+        (CpuData::BF16(_), _) => typed!(BF16, half_gemm),
         (CpuData::I32(_), _) => typed!(I32, int_matmul),
         (CpuData::U32(_), _) => typed!(U32, int_matmul),
         _ => {
@@ -155,20 +156,20 @@ fn float_gemm<T: GemmFloat>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
     }
 }
 
-/// f16 through f32: each batch's operands are widened into row-major f32
-/// matrices, multiplied with f32 accumulation (as on the GPU) and rounded
-/// once into the output.
-fn f16_gemm(a: &[f16], b: &[f16], c: &mut [f16], mm: &Batches) {
+/// f16 and bf16 through f32: each batch's operands are widened into
+/// row-major f32 matrices, multiplied with f32 accumulation (as on the GPU)
+/// and rounded once into the output.
+fn half_gemm<T: Half>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
     let (m, k, n) = (mm.m, mm.k, mm.n);
     if m == 0 || n == 0 || k == 0 {
         return;
     }
-    let widen = |src: &[f16], base: usize, s: (isize, isize), rows: usize, cols: usize| {
+    let widen = |src: &[T], base: usize, s: (isize, isize), rows: usize, cols: usize| {
         let mut out = Vec::with_capacity(rows * cols);
         for i in 0..rows {
             for j in 0..cols {
                 let p = base as isize + i as isize * s.0 + j as isize * s.1;
-                out.push(src[p as usize].to_f32());
+                out.push(src[p as usize].widen());
             }
         }
         out
@@ -190,7 +191,7 @@ fn f16_gemm(a: &[f16], b: &[f16], c: &mut [f16], mm: &Batches) {
         for i in 0..m {
             for j in 0..n {
                 let p = oc as isize + i as isize * mm.c.0 + j as isize * mm.c.1;
-                c[p as usize] = f16::from_f32(product[i * n + j]);
+                c[p as usize] = T::narrow(product[i * n + j]);
             }
         }
     }

@@ -1,9 +1,10 @@
 //! Per-dtype arithmetic with the semantics documented on the op enums
 //! (`op.rs`): wrapping integers, defined integer division by zero,
-//! NaN-propagating maximum/minimum, f16 computed in f32 and rounded once.
+//! NaN-propagating maximum/minimum, f16 and bf16 computed in f32 and
+//! rounded once.
 
-use crate::dtype::{Element, f16_from_f64};
-use half::f16;
+use crate::dtype::{Element, bf16_from_f64, f16_from_f64};
+use half::{bf16, f16};
 
 /// sqrt(2 / pi), the GELU tanh-approximation constant.
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -179,50 +180,84 @@ macro_rules! float_num {
 float_num!(f32);
 float_num!(f64);
 
-/// f16 arithmetic: widen to f32, compute, round once (as the GPU does).
+/// f16 and bf16 arithmetic: widen to f32, compute, round once (as the GPU
+/// does).
 macro_rules! via_f32 {
-    ($($name:ident($($arg:ident),*)),*) => {$(
+    ($t:ty: $($name:ident($($arg:ident),*)),*) => {$(
         #[inline(always)]
         fn $name(self $(, $arg: Self)*) -> Self {
-            f16::from_f32(<f32 as Num>::$name(self.to_f32() $(, $arg.to_f32())*))
+            <$t>::from_f32(<f32 as Num>::$name(self.to_f32() $(, $arg.to_f32())*))
         }
     )*};
 }
 macro_rules! via_f32_float {
-    ($($name:ident),*) => {$(
+    ($t:ty: $($name:ident),*) => {$(
         #[inline(always)]
         fn $name(self) -> Self {
-            f16::from_f32(<f32 as Float>::$name(self.to_f32()))
+            <$t>::from_f32(<f32 as Float>::$name(self.to_f32()))
         }
     )*};
 }
-impl Num for f16 {
-    via_f32!(
-        add(o),
-        sub(o),
-        mul(o),
-        div(o),
-        rem(o),
-        floor_div(o),
-        pow(o),
-        maximum(o),
-        minimum(o),
-        neg(),
-        abs(),
-        sign(),
-        relu(),
-        floor(),
-        ceil(),
-        round()
-    );
+macro_rules! half_float {
+    ($t:ty) => {
+        impl Num for $t {
+            via_f32!($t:
+                add(o),
+                sub(o),
+                mul(o),
+                div(o),
+                rem(o),
+                floor_div(o),
+                pow(o),
+                maximum(o),
+                minimum(o),
+                neg(),
+                abs(),
+                sign(),
+                relu(),
+                floor(),
+                ceil(),
+                round()
+            );
+        }
+        impl Float for $t {
+            via_f32_float!($t:
+                exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip, tan, log1p, expm1,
+                log2, exp2
+            );
+            #[inline(always)]
+            fn atan2(self, o: Self) -> Self {
+                <$t>::from_f32(self.to_f32().atan2(o.to_f32()))
+            }
+        }
+    };
 }
-impl Float for f16 {
-    via_f32_float!(
-        exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip, tan, log1p, expm1, log2, exp2
-    );
+half_float!(f16);
+half_float!(bf16);
+
+/// The 16-bit floats, which compute in f32 and round once on store.
+pub(crate) trait Half: Copy {
+    fn widen(self) -> f32;
+    fn narrow(v: f32) -> Self;
+}
+impl Half for f16 {
     #[inline(always)]
-    fn atan2(self, o: Self) -> Self {
-        f16::from_f32(self.to_f32().atan2(o.to_f32()))
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn narrow(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+impl Half for bf16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn narrow(v: f32) -> Self {
+        bf16::from_f32(v)
     }
 }
 
@@ -379,6 +414,22 @@ impl Cast for f16 {
         match w {
             Wide::Float(v) => f16_from_f64(v),
             Wide::Int(v) => f16_from_f64(v as f64),
+        }
+    }
+}
+
+/// An integer becomes a bf16 through f32, as the GPU (which has no wider
+/// float) and PyTorch convert it: beyond 2^24 that can round twice.
+impl Cast for bf16 {
+    #[inline(always)]
+    fn to_wide(self) -> Wide {
+        Wide::Float(self.to_f64())
+    }
+    #[inline(always)]
+    fn from_wide(w: Wide) -> Self {
+        match w {
+            Wide::Float(v) => bf16_from_f64(v),
+            Wide::Int(v) => bf16::from_f32(v as f32),
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
 use crate::op::ReduceOp;
-use half::f16;
+use half::{bf16, f16};
 
 /// The accumulator of a reduction: f32 for f16 and f32, f64 for f64,
 /// wrapping i32/u32 for integers, u32 for u8 and bool.
@@ -141,6 +141,7 @@ macro_rules! reducible {
 reducible!(f32, f32, |x| x, |a| a);
 reducible!(f64, f64, |x| x, |a| a);
 reducible!(f16, f32, f16::to_f32, f16::from_f32);
+reducible!(bf16, f32, bf16::to_f32, bf16::from_f32);
 reducible!(i32, i32, |x| x, |a| a);
 reducible!(u32, u32, |x| x, |a| a);
 reducible!(u8, u32, u32::from, |a: u32| a as u8);
@@ -185,6 +186,7 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
     match call.input.dtype {
         KernelType::F32 => typed!(f32, F32),
         KernelType::F16 => typed!(f16, F16),
+        KernelType::BF16 => typed!(bf16, BF16),
         KernelType::F64 => typed!(f64, F64),
         KernelType::I32 => typed!(i32, I32),
         KernelType::U32 => typed!(u32, U32),

@@ -1,14 +1,14 @@
 //! CPU softmax: each line copied once (widened) from its input's strides
 //! into a scratch run, its maximum (NaN if it holds one), `exp(x - max)`
 //! and their sum taken there, and the results written through the
-//! output's strides. f16 computes in f32, f32 in f32, f64
+//! output's strides. f16 and bf16 compute in f32, f32 in f32, f64
 //! in f64. A line holding +inf, or only -inf, gives NaN (`x - max` is NaN
 //! somewhere), as PyTorch.
 
 use super::storage::{CpuData, CpuStorage};
 use crate::backend::{SoftmaxCall, Storage, lines};
 use crate::error::{Error, Result};
-use half::f16;
+use half::{bf16, f16};
 
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
 pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
@@ -38,6 +38,10 @@ pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
         }
         (CpuData::F16(src), CpuData::F16(dst)) => {
             let (widen, narrow) = (f16::to_f32, f16::from_f32);
+            starts.for_each(|s| line.run(s, src, dst, &mut scratch32, widen, narrow));
+        }
+        (CpuData::BF16(src), CpuData::BF16(dst)) => {
+            let (widen, narrow) = (bf16::to_f32, bf16::from_f32);
             starts.for_each(|s| line.run(s, src, dst, &mut scratch32, widen, narrow));
         }
         _ => {

@@ -4,7 +4,7 @@
 use super::alloc::try_zeroed;
 use crate::dtype::{Element, KernelType};
 use crate::error::Result;
-use half::f16;
+use half::{bf16, f16};
 use std::any::Any;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -12,6 +12,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub(crate) enum CpuData {
     F32(Vec<f32>),
     F16(Vec<f16>),
+    BF16(Vec<bf16>),
     F64(Vec<f64>),
     I32(Vec<i32>),
     U32(Vec<u32>),
@@ -25,6 +26,7 @@ macro_rules! with_cpu_data {
         match $data {
             $crate::backend::cpu::CpuData::F32($v) => $body,
             $crate::backend::cpu::CpuData::F16($v) => $body,
+            $crate::backend::cpu::CpuData::BF16($v) => $body,
             $crate::backend::cpu::CpuData::F64($v) => $body,
             $crate::backend::cpu::CpuData::I32($v) => $body,
             $crate::backend::cpu::CpuData::U32($v) => $body,
@@ -50,6 +52,7 @@ impl CpuData {
         match T::KERNEL_TYPE {
             KernelType::F32 => take!(F32),
             KernelType::F16 => take!(F16),
+            KernelType::BF16 => take!(BF16),
             KernelType::F64 => take!(F64),
             KernelType::I32 => take!(I32),
             KernelType::U32 => take!(U32),
@@ -66,6 +69,7 @@ impl CpuData {
         Ok(match dtype {
             KernelType::F32 => CpuData::F32(try_zeroed(op, len)?),
             KernelType::F16 => CpuData::F16(try_zeroed(op, len)?),
+            KernelType::BF16 => CpuData::BF16(try_zeroed(op, len)?),
             KernelType::F64 => CpuData::F64(try_zeroed(op, len)?),
             KernelType::I32 => CpuData::I32(try_zeroed(op, len)?),
             KernelType::U32 => CpuData::U32(try_zeroed(op, len)?),

@@ -165,7 +165,7 @@ struct Known([AtomicU8; Known::LEN]);
 
 impl Known {
     const VARIANTS: usize = 2 * (MatmulTile::FIXED.len() + 2);
-    const DTYPES: usize = 7;
+    const DTYPES: usize = KernelType::ALL.len();
     const LEN: usize = Self::VARIANTS * Self::DTYPES;
 
     fn slot(variant: MatmulVariant, dtype: KernelType) -> usize {
@@ -308,15 +308,7 @@ mod tests {
 
     #[test]
     fn every_variant_and_dtype_has_a_verdict_slot_of_its_own() {
-        let dtypes = [
-            KernelType::F32,
-            KernelType::F16,
-            KernelType::F64,
-            KernelType::I32,
-            KernelType::U32,
-            KernelType::U8,
-            KernelType::Bool,
-        ];
+        let dtypes = KernelType::ALL;
         let variants = MatmulTile::FIXED
             .into_iter()
             .chain([MatmulTile::Auto])

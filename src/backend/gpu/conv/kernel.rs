@@ -238,6 +238,7 @@ mod tests {
                 (KernelType::F32, true),
                 (KernelType::F16, true),
                 (KernelType::F16, false),
+                (KernelType::BF16, true),
             ] {
                 let key = ConvKey {
                     dtype,

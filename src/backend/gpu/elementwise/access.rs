@@ -117,9 +117,14 @@ mod tests {
             choose_access(plan(&shifted), &f32s, true).0,
             Access::Contiguous
         );
-        // f16 (native or packed), u8 and bool take four elements per
-        // thread too (packed as one or two words).
-        for dtype in [KernelType::F16, KernelType::U8, KernelType::Bool] {
+        // f16 (native or packed), bf16, u8 and bool take four elements
+        // per thread too (packed as one or two words).
+        for dtype in [
+            KernelType::F16,
+            KernelType::BF16,
+            KernelType::U8,
+            KernelType::Bool,
+        ] {
             let ops = operands(2, dtype);
             let (access, _) = choose_access(plan(&out), &ops, true);
             assert_eq!(access, Access::Vec4, "{dtype:?}");

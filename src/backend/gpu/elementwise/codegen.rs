@@ -505,6 +505,7 @@ mod tests {
             (KernelType::F32, true),
             (KernelType::F16, true),
             (KernelType::F16, false),
+            (KernelType::BF16, true),
         ] {
             let operand = |binding| Operand { dtype, binding };
             let apply = |op, args: &[u8]| Node::Apply {

@@ -14,7 +14,9 @@ use std::fmt::Write;
 fn scalar_expr(dtype: KernelType, slot: u8) -> String {
     let bits = format!("scalar_bits({slot}u)");
     match dtype {
-        KernelType::F32 | KernelType::F16 | KernelType::F64 => format!("bitcast<f32>({bits})"),
+        KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => {
+            format!("bitcast<f32>({bits})")
+        }
         KernelType::I32 => format!("bitcast<i32>({bits})"),
         KernelType::U32 | KernelType::U8 => bits,
         KernelType::Bool => format!("({bits} != 0u)"),
@@ -122,16 +124,16 @@ fn cast_expr(from: KernelType, to: KernelType) -> String {
     use KernelType::*;
     let e = match (from, to) {
         _ if ScalarType::of(from) == ScalarType::of(to) => "a",
-        (F32 | F16 | F64, I32) => "f32_to_i32(a)",
-        (F32 | F16 | F64, U32) => "f32_to_u32(a)",
-        (F32 | F16 | F64, U8) => "f32_to_u8(a)",
-        (F32 | F16 | F64, Bool) => "f32_to_bool(a)",
-        (I32 | U32 | U8, F32 | F16 | F64) => "f32(a)",
+        (F32 | F16 | BF16 | F64, I32) => "f32_to_i32(a)",
+        (F32 | F16 | BF16 | F64, U32) => "f32_to_u32(a)",
+        (F32 | F16 | BF16 | F64, U8) => "f32_to_u8(a)",
+        (F32 | F16 | BF16 | F64, Bool) => "f32_to_bool(a)",
+        (I32 | U32 | U8, F32 | F16 | BF16 | F64) => "f32(a)",
         (I32, U32 | U8) => "bitcast<u32>(a)",
         (U32 | U8, I32) => "bitcast<i32>(a)",
         (I32, Bool) => "a != 0",
         (U32 | U8, Bool) => "a != 0u",
-        (Bool, F32 | F16 | F64) => "select(0.0, 1.0, a)",
+        (Bool, F32 | F16 | BF16 | F64) => "select(0.0, 1.0, a)",
         (Bool, I32) => "select(0, 1, a)",
         (Bool, U32 | U8) => "select(0u, 1u, a)",
         _ => "a",

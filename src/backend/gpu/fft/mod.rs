@@ -403,6 +403,7 @@ mod tests {
                     (KernelType::F32, true),
                     (KernelType::F16, true),
                     (KernelType::F16, false),
+                    (KernelType::BF16, true),
                 ] {
                     let key = FftKey {
                         n,

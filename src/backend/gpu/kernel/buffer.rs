@@ -2,8 +2,9 @@
 //! family declares and accesses its buffers with.
 //!
 //! f32, i32 and u32 are plain arrays; f16 is `array<f16>` with SHADER_F16
-//! and otherwise packed two to a `u32`; u8 and bool are packed four to a
-//! `u32`. Packed destinations are written with atomic and/or on the
+//! and otherwise packed two to a `u32`; bf16 (which WGSL has no type for)
+//! is packed two to a `u32` on every adapter; u8 and bool are packed four
+//! to a `u32`. Packed destinations are written with atomic and/or on the
 //! element's bits, so neighbouring elements written by other threads are
 //! safe for any layout. Values are handled in the compute type
 //! ([`ScalarType::of`]): f32 for f16, u32 for u8 (masked on store, which
@@ -21,6 +22,8 @@ pub(crate) enum StorageMode {
     F16,
     /// f16 packed two to a u32.
     PackedF16,
+    /// bf16 packed two to a u32 (each the top half of an f32).
+    PackedBF16,
     /// u8 or bool packed four to a u32.
     Bytes,
 }
@@ -32,6 +35,7 @@ pub(crate) fn storage_mode(dtype: KernelType, native_f16: bool) -> StorageMode {
         }
         KernelType::F16 if native_f16 => StorageMode::F16,
         KernelType::F16 => StorageMode::PackedF16,
+        KernelType::BF16 => StorageMode::PackedBF16,
         KernelType::U8 | KernelType::Bool => StorageMode::Bytes,
     }
 }
@@ -42,14 +46,21 @@ pub(crate) fn array_type(s: StorageMode, atomic: bool) -> &'static str {
         (StorageMode::Plain(ScalarType::I32), _) => "array<i32>",
         (StorageMode::Plain(_), _) => "array<u32>",
         (StorageMode::F16, _) => "array<f16>",
-        (StorageMode::PackedF16 | StorageMode::Bytes, true) => "array<atomic<u32>>",
-        (StorageMode::PackedF16 | StorageMode::Bytes, false) => "array<u32>",
+        (StorageMode::PackedF16 | StorageMode::PackedBF16 | StorageMode::Bytes, true) => {
+            "array<atomic<u32>>"
+        }
+        (StorageMode::PackedF16 | StorageMode::PackedBF16 | StorageMode::Bytes, false) => {
+            "array<u32>"
+        }
     }
 }
 
 /// True when the destination must be written with atomics.
 pub(crate) fn packed(s: StorageMode) -> bool {
-    matches!(s, StorageMode::PackedF16 | StorageMode::Bytes)
+    matches!(
+        s,
+        StorageMode::PackedF16 | StorageMode::PackedBF16 | StorageMode::Bytes
+    )
 }
 
 /// A WGSL expression loading element `p` of buffer `buf` as the compute type.
@@ -65,6 +76,7 @@ pub(crate) fn load_expr(dtype: KernelType, s: StorageMode, buf: &str, atomic: bo
         StorageMode::Plain(_) => word("p"),
         StorageMode::F16 => format!("f32({buf}[p])"),
         StorageMode::PackedF16 => format!("unpack2x16float({})[p & 1u]", word("p >> 1u")),
+        StorageMode::PackedBF16 => format!("bf16_at({}, p & 1u)", word("p >> 1u")),
         StorageMode::Bytes => {
             let byte = format!("(({} >> ((p & 3u) * 8u)) & 0xffu)", word("p >> 2u"));
             if dtype == KernelType::Bool {
@@ -91,6 +103,11 @@ pub(crate) fn store_fn_named(name: &str, buf: &str, dtype: KernelType, s: Storag
              atomicAnd(&{buf}[p >> 1u], ~(0xffffu << shift));\n    \
              atomicOr(&{buf}[p >> 1u], f16_bits(v) << shift);"
         ),
+        StorageMode::PackedBF16 => format!(
+            "let shift = (p & 1u) * 16u;\n    \
+             atomicAnd(&{buf}[p >> 1u], ~(0xffffu << shift));\n    \
+             atomicOr(&{buf}[p >> 1u], bf16_bits(v) << shift);"
+        ),
         StorageMode::Bytes => {
             let bits = if dtype == KernelType::Bool {
                 "select(0u, 1u, v)"
@@ -111,6 +128,7 @@ pub(crate) fn store_fn_named(name: &str, buf: &str, dtype: KernelType, s: Storag
 pub(crate) fn round_expr(dtype: KernelType, v: &str) -> String {
     match dtype {
         KernelType::F16 => format!("unpack2x16float(f16_bits({v})).x"),
+        KernelType::BF16 => format!("bf16_value(bf16_bits({v}))"),
         KernelType::U8 => format!("({v} & 0xffu)"),
         _ => v.to_string(),
     }
@@ -178,7 +196,7 @@ pub(crate) fn quad_type(s: StorageMode) -> String {
     match s {
         StorageMode::Plain(t) => format!("vec4<{t}>"),
         StorageMode::F16 => "vec4<f16>".to_string(),
-        StorageMode::PackedF16 => "vec2<u32>".to_string(),
+        StorageMode::PackedF16 | StorageMode::PackedBF16 => "vec2<u32>".to_string(),
         StorageMode::Bytes => "u32".to_string(),
     }
 }
@@ -194,6 +212,9 @@ pub(crate) fn quad_lanes(dtype: KernelType, s: StorageMode, q: &str) -> String {
         StorageMode::PackedF16 => {
             format!("vec4<f32>(unpack2x16float({q}.x), unpack2x16float({q}.y))")
         }
+        StorageMode::PackedBF16 => format!(
+            "vec4<f32>(bf16_at({q}.x, 0u), bf16_at({q}.x, 1u), bf16_at({q}.y, 0u), bf16_at({q}.y, 1u))"
+        ),
         StorageMode::Bytes if dtype == KernelType::Bool => format!("({bytes} != vec4<u32>(0u))"),
         StorageMode::Bytes => bytes,
     }
@@ -216,6 +237,10 @@ pub(crate) fn quad_of(dtype: KernelType, s: StorageMode, v: &str) -> String {
         StorageMode::PackedF16 => format!(
             "vec2<u32>(f16_bits({v}.x) | (f16_bits({v}.y) << 16u), \
              f16_bits({v}.z) | (f16_bits({v}.w) << 16u))"
+        ),
+        StorageMode::PackedBF16 => format!(
+            "vec2<u32>(bf16_bits({v}.x) | (bf16_bits({v}.y) << 16u), \
+             bf16_bits({v}.z) | (bf16_bits({v}.w) << 16u))"
         ),
         StorageMode::Bytes => lanes
             .iter()
@@ -241,7 +266,7 @@ pub(crate) fn needs_f16(dtype: KernelType, native_f16: bool) -> bool {
 /// Bytes one element occupies in a device buffer.
 pub(crate) fn element_bytes(dtype: KernelType) -> usize {
     match dtype {
-        KernelType::F16 => 2,
+        KernelType::F16 | KernelType::BF16 => 2,
         KernelType::U8 | KernelType::Bool => 1,
         _ => 4,
     }
@@ -252,9 +277,10 @@ pub(crate) mod tests {
     use crate::dtype::KernelType;
 
     /// Every dtype a GPU kernel stores.
-    pub(crate) const GPU_DTYPES: [KernelType; 6] = [
+    pub(crate) const GPU_DTYPES: [KernelType; 7] = [
         KernelType::F32,
         KernelType::F16,
+        KernelType::BF16,
         KernelType::I32,
         KernelType::U32,
         KernelType::U8,

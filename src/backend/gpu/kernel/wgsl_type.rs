@@ -18,7 +18,9 @@ impl ScalarType {
     /// The type `dtype` computes in.
     pub fn of(dtype: KernelType) -> ScalarType {
         match dtype {
-            KernelType::F32 | KernelType::F16 | KernelType::F64 => ScalarType::F32,
+            KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => {
+                ScalarType::F32
+            }
             KernelType::I32 => ScalarType::I32,
             KernelType::U32 | KernelType::U8 => ScalarType::U32,
             KernelType::Bool => ScalarType::Bool,

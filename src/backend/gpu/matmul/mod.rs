@@ -172,7 +172,7 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         let element = match storage_mode(dtype, native) {
             StorageMode::Plain(t) => t.to_string(),
             StorageMode::F16 => "f16".to_string(),
-            StorageMode::PackedF16 | StorageMode::Bytes => {
+            StorageMode::PackedF16 | StorageMode::PackedBF16 | StorageMode::Bytes => {
                 return Err(Error::internal(
                     "matmul kernel",
                     "vec4 loads of a packed operand",
@@ -621,12 +621,13 @@ mod tests {
         for dtype in [
             KernelType::F32,
             KernelType::F16,
+            KernelType::BF16,
             KernelType::I32,
             KernelType::U32,
         ] {
             for native_f16 in [true, false] {
                 let all = [Loads::Scalar, Loads::VecCols, Loads::VecRows];
-                let vec = dtype != KernelType::F16 || native_f16;
+                let vec = vec4_access(storage_mode(dtype, native_f16));
                 let mut kernels = vec![MatmulKernel::Gemv, MatmulKernel::PerOutput];
                 for b in all {
                     if vec || b == Loads::Scalar {

@@ -12,7 +12,7 @@ use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use half::f16;
+use half::{bf16, f16};
 use std::sync::Arc;
 
 const OP: &str = "matmul (self-check)";
@@ -89,6 +89,7 @@ pub(crate) fn upload(
     match dtype {
         KernelType::F32 => typed::<f32>(ctx, values),
         KernelType::F16 => typed::<f16>(ctx, values),
+        KernelType::BF16 => typed::<bf16>(ctx, values),
         KernelType::I32 => typed::<i32>(ctx, values),
         KernelType::U32 => typed::<u32>(ctx, values),
         other => Err(Error::internal(OP, format!("no GPU matmul of {other}"))),
@@ -105,6 +106,7 @@ pub(crate) async fn read(out: &GpuStorage, dtype: KernelType) -> Result<Vec<f64>
     let bytes = out.read_own_bytes().await?;
     Ok(match dtype {
         KernelType::F16 => decode::<f16>(&bytes, n),
+        KernelType::BF16 => decode::<bf16>(&bytes, n),
         KernelType::I32 => decode::<i32>(&bytes, n),
         KernelType::U32 => decode::<u32>(&bytes, n),
         _ => decode::<f32>(&bytes, n),

@@ -161,6 +161,7 @@ mod tests {
             for dtype in [
                 KernelType::F32,
                 KernelType::F16,
+                KernelType::BF16,
                 KernelType::I32,
                 KernelType::U32,
             ] {

@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn every_softmax_kernel_is_valid_wgsl_and_matches_its_params() {
-        for dtype in [KernelType::F32, KernelType::F16] {
+        for dtype in [KernelType::F32, KernelType::F16, KernelType::BF16] {
             for log in [false, true] {
                 for (native_f16, quads) in
                     [(true, false), (false, false), (true, true), (false, true)]
