@@ -214,6 +214,17 @@ impl Error {
         }
     }
 
+    /// A format error of one tensor of a file of several, saying which.
+    pub(crate) fn in_tensor(self, name: &str) -> Error {
+        match self {
+            Error::Format { op, msg } => Error::Format {
+                op,
+                msg: format!("tensor {name:?}: {msg}"),
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn gpu(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Gpu {
             op,

@@ -83,6 +83,14 @@ impl DType {
     }
 }
 
+/// True when a result of dtype `from` may be stored into a destination of
+/// dtype `to` in place (PyTorch's `can_cast`): within one category, or
+/// from a lower one (so never a float into an integer, nor anything but
+/// bool into bool).
+pub(crate) fn same_kind(from: DType, to: DType) -> bool {
+    category(from) <= category(to)
+}
+
 /// The dtype a tensor of `dtype` computes in with `scalar` (see the module
 /// doc), or `None` for a complex scalar with an f64 tensor.
 pub(crate) fn with_scalar(dtype: DType, scalar: &Scalar) -> Option<DType> {

@@ -412,3 +412,67 @@ fn ndarray_arrays_convert_both_ways() {
     let e = Tensor::from_ndarray(nine, &Device::cpu()).unwrap_err();
     assert!(e.to_string().contains("from_ndarray"), "{e}");
 }
+
+/// Files PyTorch wrote (tests/data/make_torch_files.py): bf16 loads as
+/// bf16, bit for bit; this library's bf16 products, sums and casts from f32
+/// are PyTorch's, bit for bit, on every device; saved again, the bf16 bytes
+/// are the file's. int64 loads narrowed to i32 where every value fits, and
+/// is refused, naming the tensor, where one does not.
+#[test]
+fn pytorch_bf16_and_int64_safetensors_load_and_compute_as_pytorch() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let file = std::fs::read(data.join("torch_dtypes.safetensors")).unwrap();
+    // NaN's payload is the device's; NaN is all that must match.
+    let bits_of = |t: &Tensor| -> Vec<u16> {
+        let v = t.to_vec::<bf16>().unwrap();
+        v.iter()
+            .map(|x| if x.is_nan() { 0x7fc0 } else { x.to_bits() })
+            .collect()
+    };
+    for dev in devices() {
+        let loaded = io::from_safetensors_bytes(&file, &dev).unwrap();
+        let get = |name: &str| loaded.iter().find(|(n, _)| n == name).unwrap().1.clone();
+        let (w, v) = (get("w"), get("v"));
+        assert_eq!(w.dtype(), DType::BF16);
+        let widened = w.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        let want = get("w_f32").to_vec::<f32>().unwrap();
+        for (a, b) in widened.iter().zip(&want) {
+            assert!(
+                a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan(),
+                "{dev}"
+            );
+        }
+        assert_eq!(
+            bits_of(&w.mul(&v).unwrap()),
+            bits_of(&get("w_times_v")),
+            "{dev} w * v"
+        );
+        assert_eq!(
+            bits_of(&w.add(&v).unwrap()),
+            bits_of(&get("w_plus_v")),
+            "{dev} w + v"
+        );
+        let cast = get("x_f32").to_dtype(DType::BF16).unwrap();
+        assert_eq!(
+            bits_of(&cast),
+            bits_of(&get("x_to_bf16")),
+            "{dev} f32 to bf16"
+        );
+        let saved = io::to_safetensors_bytes(&[("w", &w)]).unwrap();
+        let payload = &saved[saved.len() - 128..];
+        assert!(
+            file.windows(128).any(|x| x == payload),
+            "{dev}: w saved as read"
+        );
+        let ids = get("ids");
+        assert_eq!(ids.dtype(), DType::I32);
+        let max = i32::MAX;
+        assert_eq!(
+            ids.to_vec::<i32>().unwrap(),
+            [0, 17, 50256, max, i32::MIN, 3, 9, 1]
+        );
+    }
+    let big = std::fs::read(data.join("torch_i64_big.safetensors")).unwrap();
+    let err = io::from_safetensors_bytes(&big, &Device::cpu()).unwrap_err();
+    assert!(err.to_string().contains("big"), "{err}");
+}

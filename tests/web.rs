@@ -7,7 +7,8 @@
 
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 use webtensor::{
-    Conv, DType, Device, DeviceKind, Error, Pool, Resize, SortOrder, Tensor, TopK, f16, s, wgpu,
+    Conv, DType, Device, DeviceKind, Error, Pool, Resize, SortOrder, Tensor, TopK, bf16, f16, s,
+    wgpu,
 };
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -85,6 +86,67 @@ async fn every_dtype_round_trips() {
     );
 }
 
+/// bf16 (packed two to a word in the browser too) rounds to nearest even,
+/// bit for bit as the CPU does: casts of values around every kind of
+/// midpoint, whole-word and single-element stores, a fused chain, a sum
+/// and a product.
+#[wasm_bindgen_test]
+async fn bf16_rounds_as_the_cpu_does() {
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let mut values = Vec::new();
+    for hi in (0x0080u32..0x7f80).step_by(211).chain([0x7f7f, 0x3f80]) {
+        for low in [0x0000u32, 0x7fff, 0x8000, 0x8001, 0xffff] {
+            values.push(f32::from_bits((hi << 16) | low));
+            values.push(-f32::from_bits((hi << 16) | low));
+        }
+    }
+    let n = values.len();
+    let bits = |v: Vec<bf16>| v.iter().map(|x| x.to_bits()).collect::<Vec<u16>>();
+    let want: Vec<u16> = values
+        .iter()
+        .map(|&v| bf16::from_f32(v).to_bits())
+        .collect();
+    let x = Tensor::from_vec(values, [n], &dev).unwrap();
+    let h = x.to_dtype(DType::BF16).unwrap();
+    assert_eq!(bits(h.to_vec_async::<bf16>().await.unwrap()), want);
+    let stepped = x.slice(s![1..;3]).unwrap().to_dtype(DType::BF16).unwrap();
+    let stepped_want: Vec<u16> = want.iter().skip(1).step_by(3).copied().collect();
+    assert_eq!(
+        bits(stepped.to_vec_async::<bf16>().await.unwrap()),
+        stepped_want
+    );
+    let ints = |seed| {
+        Tensor::rand([24, 40], DType::F32, seed, &cpu)
+            .unwrap()
+            .mul_scalar(9.0)
+            .unwrap()
+            .round()
+            .unwrap()
+            .to_dtype(DType::BF16)
+            .unwrap()
+    };
+    let (a, b) = (ints(1), ints(2));
+    let forms = |a: &Tensor, b: &Tensor| {
+        vec![
+            a.mul(b).unwrap().add(a).unwrap().mul_scalar(1.5).unwrap(),
+            a.sum(1).unwrap(),
+            a.matmul(&b.t()).unwrap(),
+        ]
+    };
+    let (ga, gb) = (
+        a.to_device_async(&dev).await.unwrap(),
+        b.to_device_async(&dev).await.unwrap(),
+    );
+    for (k, (got, want)) in forms(&ga, &gb).iter().zip(forms(&a, &b)).enumerate() {
+        assert_eq!(
+            bits(got.to_vec_async::<bf16>().await.unwrap()),
+            bits(want.to_vec_async::<bf16>().await.unwrap()),
+            "form {k}"
+        );
+    }
+}
+
 /// Mixed dtypes promote on the browser's GPU as everywhere (f16 packed
 /// there, as browsers store it): every pair of its dtypes but the one
 /// without a common dtype, against the same op on operands cast by hand.
@@ -97,6 +159,7 @@ async fn mixed_dtypes_promote() {
         DType::I32,
         DType::U32,
         DType::F16,
+        DType::BF16,
         DType::F32,
     ];
     let base = Tensor::from_slice(&[0.0f32, 1.0, 2.0, 3.0], [4], &dev).unwrap();

@@ -244,8 +244,9 @@
 //! README has the table): `f32 + i32` is f32 and `i32 * 0.5` is f32 (NumPy
 //! gives float64 for both; f64 is not a GPU dtype), and a scalar never
 //! widens a tensor within its category (`f16 * 2.0` stays f16, as in
-//! NumPy); `astype` is `to_dtype`. In-place ops refuse to change their
-//! destination's dtype. Integer `div` truncates toward zero and
+//! NumPy); `astype` is `to_dtype`. In place, a result is stored
+//! in the destination's dtype within its category (`f16 += f32` works, as
+//! NumPy's `same_kind` casting; `i32 += f32` is an error). Integer `div` truncates toward zero and
 //! divides by zero to 0 (NumPy's `/` would give floats); `floor_divide` is
 //! NumPy's `//`. Sums of bool count in i32; means of integers are f32.
 //!

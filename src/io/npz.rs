@@ -24,7 +24,9 @@ fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, 
         .map(|entry| {
             let name = &entry.name;
             let name = name.strip_suffix(".npy").unwrap_or(name).to_string();
-            Ok((name, npy::read(op, &entry.contents(op)?, device)?))
+            let tensor =
+                npy::read(op, &entry.contents(op)?, device).map_err(|e| e.in_tensor(&name))?;
+            Ok((name, tensor))
         })
         .collect()
 }

@@ -92,7 +92,8 @@ fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, 
         .into_iter()
         .map(|(name, v)| {
             let t = file_type(op, &name, v.dtype())?;
-            let tensor = tensor_from_bytes(op, t, false, v.shape(), v.data(), device)?;
+            let tensor = tensor_from_bytes(op, t, false, v.shape(), v.data(), device)
+                .map_err(|e| e.in_tensor(&name))?;
             Ok((name, tensor))
         })
         .collect()

@@ -57,9 +57,15 @@ impl Tensor {
 
     fn binary_(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
         if self.dtype().is_complex() || other.dtype() != self.dtype() {
-            self.check_keeps_dtype(op.name(), other.dtype())?;
+            let common = result_dtype(op.name(), self.dtype(), other.dtype())?;
+            self.check_stores(op.name(), common, || format!("a {} operand", other.dtype()))?;
             if self.dtype().is_complex() {
                 return self.complex_binary_(op, other);
+            }
+            if common != self.dtype() {
+                // PyTorch's rule: computed in the common dtype (f16 with
+                // f32 in f32), then stored in this one.
+                return self.assign(&self.binary(op, other)?);
             }
             return self.binary_(op, &other.to_dtype(self.dtype())?);
         }
@@ -92,7 +98,7 @@ impl Tensor {
 
     fn binary_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
         let dtype = self.scalar_dtype(op.name(), &s)?;
-        self.check_keeps_dtype_as(op.name(), dtype, || format!("the scalar {s}"))?;
+        self.check_stores(op.name(), dtype, || format!("the scalar {s}"))?;
         if self.dtype().is_complex() {
             return self.complex_scalar_(op, s);
         }
@@ -178,8 +184,9 @@ impl Tensor {
     /// integers < floats < complex) and, within one, the wider dtype. i32
     /// with u32 and c64 with f64 have no common dtype here. Binary ops,
     /// comparisons, `where_cond`, `concat` and `stack` promote their
-    /// operands so; in-place ops refuse to change their destination's
-    /// dtype; `matmul` takes one dtype, as PyTorch's does.
+    /// operands so; an in-place op stores its result in its destination's
+    /// dtype where that keeps the result's category (f32 into f16, not
+    /// into i32); `matmul` takes one dtype, as PyTorch's does.
     ///
     /// ```
     /// use webtensor::{DType, Device, Tensor};
@@ -212,23 +219,17 @@ impl Tensor {
         })
     }
 
-    /// `Err` unless an in-place op with an operand of `other` dtype keeps
-    /// this destination's dtype.
-    fn check_keeps_dtype(&self, op: &'static str, other: DType) -> Result<()> {
-        let dtype = result_dtype(op, self.dtype(), other)?;
-        self.check_keeps_dtype_as(op, dtype, || format!("a {other} operand"))
-    }
-
-    /// `Err` unless `dtype`, the result's dtype with `what`, is this
-    /// destination's (PyTorch's rule: in place, the result is cast to the
-    /// destination only where it keeps its category).
-    fn check_keeps_dtype_as(
+    /// `Err` unless a result of `dtype` (the dtype with `what`) may be
+    /// stored in this destination in place (PyTorch's rule: within its
+    /// category, so an f32 result into f16 or bf16, an i32 one into u8, but
+    /// never a float into an integer).
+    fn check_stores(
         &self,
         op: &'static str,
         dtype: DType,
         what: impl FnOnce() -> String,
     ) -> Result<()> {
-        if dtype == self.dtype() {
+        if crate::promotion::same_kind(dtype, self.dtype()) {
             return Ok(());
         }
         Err(Error::dtype(
