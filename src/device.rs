@@ -320,6 +320,22 @@ impl Device {
         matches!(self.inner, Inner::Gpu(_))
     }
 
+    /// `Err` unless this device holds tensors of `dtype` (a GPU holds no
+    /// f64 or i64).
+    ///
+    /// # Errors
+    /// `Error::UnsupportedDType` naming `op`.
+    pub(crate) fn check_holds(&self, op: &'static str, dtype: crate::DType) -> crate::Result<()> {
+        if self.is_gpu() && matches!(dtype, crate::DType::F64 | crate::DType::I64) {
+            return Err(crate::Error::UnsupportedDType {
+                op,
+                dtype,
+                device: self.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// The adapter, backend, type and limits of this device.
     pub fn info(&self) -> DeviceInfo {
         match &self.inner {

@@ -24,6 +24,10 @@ pub enum DType {
     F64,
     /// 32-bit signed integer (wrapping arithmetic).
     I32,
+    /// 64-bit signed integer (wrapping arithmetic): NumPy's default integer
+    /// and PyTorch's `long`, for indices and token ids. CPU only for now:
+    /// the GPU reports `UnsupportedDType`.
+    I64,
     /// 32-bit unsigned integer (wrapping arithmetic).
     U32,
     /// 8-bit unsigned integer (wrapping arithmetic).
@@ -42,12 +46,13 @@ pub enum DType {
 
 impl DType {
     /// All dtypes, in declaration order.
-    pub const ALL: [DType; 9] = [
+    pub const ALL: [DType; 10] = [
         DType::F32,
         DType::F16,
         DType::BF16,
         DType::F64,
         DType::I32,
+        DType::I64,
         DType::U32,
         DType::U8,
         DType::Bool,
@@ -57,7 +62,7 @@ impl DType {
     /// Bytes per element in host memory.
     pub fn size_in_bytes(self) -> usize {
         match self {
-            DType::F64 | DType::C64 => 8,
+            DType::F64 | DType::I64 | DType::C64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 => 2,
             DType::U8 | DType::Bool => 1,
@@ -74,9 +79,9 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16)
     }
 
-    /// True for i32, u32 and u8.
+    /// True for i32, i64, u32 and u8.
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I32 | DType::U32 | DType::U8)
+        matches!(self, DType::I32 | DType::I64 | DType::U32 | DType::U8)
     }
 
     /// True for the real dtypes that arithmetic applies to (all but bool
@@ -98,6 +103,7 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F64 => "f64",
             DType::I32 => "i32",
+            DType::I64 => "i64",
             DType::U32 => "u32",
             DType::U8 => "u8",
             DType::Bool => "bool",
@@ -123,6 +129,7 @@ pub(crate) enum KernelType {
     BF16,
     F64,
     I32,
+    I64,
     U32,
     U8,
     Bool,
@@ -130,12 +137,13 @@ pub(crate) enum KernelType {
 
 impl KernelType {
     /// Every kernel type, in declaration order.
-    pub const ALL: [KernelType; 8] = [
+    pub const ALL: [KernelType; 9] = [
         KernelType::F32,
         KernelType::F16,
         KernelType::BF16,
         KernelType::F64,
         KernelType::I32,
+        KernelType::I64,
         KernelType::U32,
         KernelType::U8,
         KernelType::Bool,
@@ -149,6 +157,7 @@ impl KernelType {
             DType::BF16 => KernelType::BF16,
             DType::F64 => KernelType::F64,
             DType::I32 => KernelType::I32,
+            DType::I64 => KernelType::I64,
             DType::U32 => KernelType::U32,
             DType::U8 => KernelType::U8,
             DType::Bool => KernelType::Bool,
@@ -164,6 +173,7 @@ impl KernelType {
             KernelType::BF16 => DType::BF16,
             KernelType::F64 => DType::F64,
             KernelType::I32 => DType::I32,
+            KernelType::I64 => DType::I64,
             KernelType::U32 => DType::U32,
             KernelType::U8 => DType::U8,
             KernelType::Bool => DType::Bool,
@@ -199,7 +209,7 @@ mod sealed {
 }
 
 /// A Rust type that can be the element of a tensor: `f32`, `half::f16`,
-/// `half::bf16`, `f64`,
+/// `half::bf16`, `f64`, `i64`,
 /// `i32`, `u32`, `u8` and `bool`. Sealed: the set is fixed by the kernels.
 pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     /// The runtime tag of this type.
@@ -211,6 +221,13 @@ pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug 
     /// Converts from f64 with Rust `as` semantics (saturating, NaN to 0 for ints;
     /// non-zero is `true` for bool).
     fn from_f64(value: f64) -> Self;
+
+    /// Converts from i64 with Rust `as` semantics (exact for i64, through
+    /// f64 for the floats).
+    #[doc(hidden)]
+    fn from_i64(value: i64) -> Self {
+        Self::from_f64(value as f64)
+    }
 
     /// Appends the little-endian device representation of `values` to `out`.
     #[doc(hidden)]
@@ -271,7 +288,7 @@ pub(crate) fn bf16_from_f64(value: f64) -> bf16 {
 }
 
 macro_rules! pod_element {
-    ($t:ty, $dtype:ident, $to:expr, $from:expr) => {
+    ($t:ty, $dtype:ident, $to:expr, $from:expr $(, $from_int:expr)?) => {
         // Users cannot name `Sealed`, so its crate-private type stays in the crate.
         #[allow(private_interfaces)]
         impl sealed::Sealed for $t {
@@ -285,6 +302,11 @@ macro_rules! pod_element {
             fn from_f64(value: f64) -> Self {
                 $from(value)
             }
+            $(
+                fn from_i64(value: i64) -> Self {
+                    $from_int(value)
+                }
+            )?
             fn write_bytes(values: &[Self], out: &mut Vec<u8>) {
                 out.extend_from_slice(bytemuck::cast_slice(values));
             }
@@ -304,6 +326,7 @@ pod_element!(f64, F64, |x: f64| x, |v: f64| v);
 pod_element!(f16, F16, |x: f16| x.to_f64(), f16_from_f64);
 pod_element!(bf16, BF16, |x: bf16| x.to_f64(), bf16_from_f64);
 pod_element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
+pod_element!(i64, I64, |x: i64| x as f64, |v: f64| v as i64, |v: i64| v);
 pod_element!(u32, U32, |x: u32| x as f64, |v: f64| v as u32);
 pod_element!(u8, U8, |x: u8| x as f64, |v: f64| v as u8);
 
@@ -409,6 +432,7 @@ mod tests {
         round_trip(&[f16::from_f32(1.5), f16::from_f32(-2.0)]);
         round_trip(&[bf16::from_f32(1.5), bf16::from_f32(-2.0)]);
         round_trip(&[i32::MIN, 7]);
+        round_trip(&[i64::MIN, 7, i64::MAX]);
         round_trip(&[u32::MAX, 7]);
         round_trip(&[255u8, 7]);
         round_trip(&[true, false, true]);

@@ -7,20 +7,21 @@
 //! in the higher category's dtype and, within one category, in the wider
 //! dtype:
 //!
-//! |      | bool | u8   | i32  | u32  | f16  | bf16 | f32 | f64 | c64 |
-//! |------|------|------|------|------|------|------|-----|-----|-----|
-//! | bool | bool | u8   | i32  | u32  | f16  | bf16 | f32 | f64 | c64 |
-//! | u8   | u8   | u8   | i32  | u32  | f16  | bf16 | f32 | f64 | c64 |
-//! | i32  | i32  | i32  | i32  | –    | f16  | bf16 | f32 | f64 | c64 |
-//! | u32  | u32  | u32  | –    | u32  | f16  | bf16 | f32 | f64 | c64 |
-//! | f16  | f16  | f16  | f16  | f16  | f16  | f32  | f32 | f64 | c64 |
-//! | bf16 | bf16 | bf16 | bf16 | bf16 | f32  | bf16 | f32 | f64 | c64 |
-//! | f32  | f32  | f32  | f32  | f32  | f32  | f32  | f32 | f64 | c64 |
-//! | f64  | f64  | f64  | f64  | f64  | f64  | f64  | f64 | f64 | –   |
-//! | c64  | c64  | c64  | c64  | c64  | c64  | c64  | c64 | –   | c64 |
+//! |      | bool | u8   | i32  | i64  | u32  | f16  | bf16 | f32  | f64  | c64  |
+//! |------|------|------|------|------|------|------|------|------|------|------|
+//! | bool | bool | u8   | i32  | i64  | u32  | f16  | bf16 | f32  | f64  | c64  |
+//! | u8   | u8   | u8   | i32  | i64  | u32  | f16  | bf16 | f32  | f64  | c64  |
+//! | i32  | i32  | i32  | i32  | i64  | i64  | f16  | bf16 | f32  | f64  | c64  |
+//! | i64  | i64  | i64  | i64  | i64  | i64  | f16  | bf16 | f32  | f64  | c64  |
+//! | u32  | u32  | u32  | i64  | i64  | u32  | f16  | bf16 | f32  | f64  | c64  |
+//! | f16  | f16  | f16  | f16  | f16  | f16  | f16  | f32  | f32  | f64  | c64  |
+//! | bf16 | bf16 | bf16 | bf16 | bf16 | bf16 | f32  | bf16 | f32  | f64  | c64  |
+//! | f32  | f32  | f32  | f32  | f32  | f32  | f32  | f32  | f32  | f64  | c64  |
+//! | f64  | f64  | f64  | f64  | f64  | f64  | f64  | f64  | f64  | f64  | –    |
+//! | c64  | c64  | c64  | c64  | c64  | c64  | c64  | c64  | c64  | –    | c64  |
 //!
-//! – : no common dtype here (i32 with u32 needs i64, c64 with f64 needs a
-//! complex128; both are an `Error::DType` asking for a cast).
+//! – : no common dtype here (c64 with f64 needs a complex128: an
+//! `Error::DType` asking for a cast).
 //!
 //! A tensor with a Rust scalar keeps its dtype unless the scalar's category
 //! is higher: a float scalar takes bool and integer tensors to f32, an
@@ -36,7 +37,7 @@ use crate::scalar::Scalar;
 fn category(d: DType) -> u8 {
     match d {
         DType::Bool => 0,
-        DType::U8 | DType::I32 | DType::U32 => 1,
+        DType::U8 | DType::I32 | DType::I64 | DType::U32 => 1,
         DType::F16 | DType::BF16 | DType::F32 | DType::F64 => 2,
         DType::C64 => 3,
     }
@@ -46,7 +47,7 @@ impl DType {
     /// The dtype that operands of dtypes `self` and `other` compute in
     /// (PyTorch's `promote_types`; the table is in the crate's README and
     /// on [`Tensor::result_type`](crate::Tensor::result_type)), or `None`
-    /// for i32 with u32 and c64 with f64, which have none here.
+    /// for c64 with f64, which have none here.
     ///
     /// ```
     /// use webtensor::DType;
@@ -54,7 +55,8 @@ impl DType {
     /// assert_eq!(DType::U8.promote(DType::I32), Some(DType::I32));
     /// assert_eq!(DType::F16.promote(DType::F32), Some(DType::F32));
     /// assert_eq!(DType::F16.promote(DType::BF16), Some(DType::F32));
-    /// assert_eq!(DType::I32.promote(DType::U32), None);
+    /// assert_eq!(DType::I32.promote(DType::U32), Some(DType::I64));
+    /// assert_eq!(DType::C64.promote(DType::F64), None);
     /// ```
     pub fn promote(self, other: DType) -> Option<DType> {
         use DType::*;
@@ -75,6 +77,8 @@ impl DType {
         match (high, low) {
             (I32, U8) | (U8, I32) => Some(I32),
             (U32, U8) | (U8, U32) => Some(U32),
+            // i64 holds every other integer; i32 with u32 needs it.
+            (I64, _) | (_, I64) | (I32, U32) | (U32, I32) => Some(I64),
             (F64, _) | (_, F64) => Some(F64),
             // f16 and bf16 each hold values the other cannot.
             (F32 | BF16, F16) | (F16 | F32, BF16) | (F16 | BF16, F32) => Some(F32),
@@ -119,15 +123,16 @@ mod tests {
     #[test]
     fn the_table_is_symmetric_and_as_documented() {
         let table = "
-            bool | bool | u8 | i32 | u32 | f16 | bf16 | f32 | f64 | c64
-            u8 | u8 | u8 | i32 | u32 | f16 | bf16 | f32 | f64 | c64
-            i32 | i32 | i32 | i32 | – | f16 | bf16 | f32 | f64 | c64
-            u32 | u32 | u32 | – | u32 | f16 | bf16 | f32 | f64 | c64
-            f16 | f16 | f16 | f16 | f16 | f16 | f32 | f32 | f64 | c64
-            bf16 | bf16 | bf16 | bf16 | bf16 | f32 | bf16 | f32 | f64 | c64
-            f32 | f32 | f32 | f32 | f32 | f32 | f32 | f32 | f64 | c64
-            f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | –
-            c64 | c64 | c64 | c64 | c64 | c64 | c64 | c64 | – | c64";
+            bool | bool | u8 | i32 | i64 | u32 | f16 | bf16 | f32 | f64 | c64
+            u8 | u8 | u8 | i32 | i64 | u32 | f16 | bf16 | f32 | f64 | c64
+            i32 | i32 | i32 | i32 | i64 | i64 | f16 | bf16 | f32 | f64 | c64
+            i64 | i64 | i64 | i64 | i64 | i64 | f16 | bf16 | f32 | f64 | c64
+            u32 | u32 | u32 | i64 | i64 | u32 | f16 | bf16 | f32 | f64 | c64
+            f16 | f16 | f16 | f16 | f16 | f16 | f16 | f32 | f32 | f64 | c64
+            bf16 | bf16 | bf16 | bf16 | bf16 | bf16 | f32 | bf16 | f32 | f64 | c64
+            f32 | f32 | f32 | f32 | f32 | f32 | f32 | f32 | f32 | f64 | c64
+            f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | –
+            c64 | c64 | c64 | c64 | c64 | c64 | c64 | c64 | c64 | – | c64";
         let dtype = |name: &str| DType::ALL.into_iter().find(|d| d.name() == name);
         let rows: Vec<Vec<&str>> = table
             .trim()

@@ -90,6 +90,9 @@ impl std::fmt::Display for Scalar {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct TypedScalar {
     pub value: f64,
+    /// The value exactly as an integer (f64 holds integers to 2^53 only):
+    /// what an i64 destination takes.
+    pub int: i64,
     pub dtype: KernelType,
 }
 
@@ -101,6 +104,12 @@ impl TypedScalar {
                 op,
                 format!("scalar {scalar} cannot be represented in dtype {dtype}"),
             )
+        };
+        let int = match scalar {
+            Scalar::Int(v) => v,
+            Scalar::Float(v) => v as i64,
+            Scalar::Bool(b) => b as i64,
+            Scalar::Complex(_) => 0,
         };
         let value = match (scalar, dtype) {
             (Scalar::Bool(b), DType::Bool) => b as u8 as f64,
@@ -116,7 +125,8 @@ impl TypedScalar {
                 v
             }
             (Scalar::Int(v), d) => {
-                if !int_in_range(v as f64, d) {
+                // Every i64 fits i64 (its f64 may round past the range).
+                if d != DType::I64 && !int_in_range(v as f64, d) {
                     return Err(bad());
                 }
                 v as f64
@@ -133,17 +143,25 @@ impl TypedScalar {
         };
         // c64 was refused above.
         let dtype = KernelType::of(dtype).ok_or_else(bad)?;
-        Ok(TypedScalar { value, dtype })
+        Ok(TypedScalar { value, int, dtype })
     }
 
     /// Zero (`false`) of `dtype`.
     pub fn zero(dtype: KernelType) -> Self {
-        TypedScalar { value: 0.0, dtype }
+        TypedScalar {
+            value: 0.0,
+            int: 0,
+            dtype,
+        }
     }
 
     /// The value as an element of the matching Rust type.
     pub fn get<T: Element>(self) -> T {
-        T::from_f64(self.value)
+        if self.dtype == KernelType::I64 {
+            T::from_i64(self.int)
+        } else {
+            T::from_f64(self.value)
+        }
     }
 
     /// The bit pattern a WGSL kernel reads from its parameters: f32 bits for
@@ -154,6 +172,8 @@ impl TypedScalar {
                 (self.value as f32).to_bits()
             }
             KernelType::I32 => (self.value as i32) as u32,
+            // The low word (no GPU kernel takes i64 yet).
+            KernelType::I64 => self.int as u32,
             KernelType::U32 | KernelType::U8 | KernelType::Bool => self.value as u32,
         }
     }
@@ -162,6 +182,8 @@ impl TypedScalar {
 fn int_in_range(v: f64, dtype: DType) -> bool {
     let (lo, hi) = match dtype {
         DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        // -2^63 ..= 2^63 - 1024 (the last f64 below 2^63).
+        DType::I64 => (i64::MIN as f64, 9_223_372_036_854_774_784.0),
         DType::U32 => (0.0, u32::MAX as f64),
         DType::U8 => (0.0, u8::MAX as f64),
         _ => return true,
@@ -182,6 +204,9 @@ mod tests {
         assert!(TypedScalar::new("t", 1.into(), DType::Bool).is_err());
         let s = TypedScalar::new("t", 3.0.into(), DType::I32).unwrap();
         assert_eq!(s.get::<i32>(), 3);
+        let big = TypedScalar::new("t", (i64::MAX - 1).into(), DType::I64).unwrap();
+        assert_eq!(big.get::<i64>(), i64::MAX - 1);
+        assert!(TypedScalar::new("t", 9.3e18.into(), DType::I64).is_err());
         assert_eq!(
             TypedScalar::new("t", (-1).into(), DType::I32)
                 .unwrap()

@@ -153,7 +153,8 @@ fn files_numpy_wrote_read_exactly() {
             let arrays = io::load_npz(data(file), &Device::cpu()).unwrap();
             let get = |name: &str| -> Tensor {
                 let t = &arrays.iter().find(|(n, _)| n == name).unwrap().1;
-                if t.dtype() == DType::F64 && dev.is_gpu() {
+                // f64 and i64 stay on the CPU (no GPU holds them).
+                if matches!(t.dtype(), DType::F64 | DType::I64) && dev.is_gpu() {
                     t.clone()
                 } else {
                     t.to_device(&dev).unwrap()
@@ -169,11 +170,12 @@ fn files_numpy_wrote_read_exactly() {
             assert_eq!(f.strides(), &[1, 3], "a Fortran file is a view, not a copy");
             let want: Vec<f64> = (0..12).map(|k| k as f64 - 5.5).collect();
             assert_eq!(f.to_vec::<f64>().unwrap(), want);
+            // NumPy's default int64 loads as i64, without narrowing.
             let i = get("default_int");
-            assert_eq!(i.dtype(), DType::I32);
+            assert_eq!(i.dtype(), DType::I64);
             assert_eq!(
-                i.to_vec::<i32>().unwrap(),
-                [-3, 0, 7, i32::MAX, i32::MIN, 1]
+                i.to_vec::<i64>().unwrap(),
+                [-3, 0, 7, i32::MAX as i64, i32::MIN as i64, 1]
             );
             assert_eq!(get("flags").to_vec::<bool>().unwrap(), [true, false, true]);
             assert_eq!(
@@ -209,10 +211,38 @@ fn files_numpy_wrote_read_exactly() {
 #[test]
 fn bad_files_are_errors_naming_the_op() {
     let cpu = Device::cpu();
-    let e = io::load_npy(data("numpy_too_wide.npy"), &cpu).unwrap_err();
+    // int64 past i32 loads as i64; a GPU holds no i64 yet, and says so.
+    let wide = io::load_npy(data("numpy_too_wide.npy"), &cpu).unwrap();
+    assert_eq!(wide.to_vec::<i64>().unwrap(), [1, 1 << 40]);
+    for gpu in devices().iter().filter(|d| d.is_gpu()) {
+        let e = io::load_npy(data("numpy_too_wide.npy"), gpu).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::UnsupportedDType {
+                    dtype: DType::I64,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    // uint64 past u32 has no dtype here.
+    let mut too_wide = io::to_npy_bytes(&Tensor::zeros([2], DType::U32, &cpu).unwrap()).unwrap();
+    let at = too_wide.windows(3).position(|w| w == b"<u4").unwrap();
+    too_wide[at + 2] = b'8';
+    too_wide.truncate(too_wide.len() - 8);
+    too_wide.extend_from_slice(&7u64.to_le_bytes());
+    too_wide.extend_from_slice(&(1u64 << 40).to_le_bytes());
+    let e = io::from_npy_bytes(&too_wide, &cpu).unwrap_err();
     assert!(
-        matches!(e, Error::Format { op: "load_npy", .. })
-            && e.to_string().contains("1099511627776"),
+        matches!(
+            e,
+            Error::Format {
+                op: "from_npy_bytes",
+                ..
+            }
+        ) && e.to_string().contains("1099511627776"),
         "{e}"
     );
     let e = io::load_npy(data("numpy_complex128.npy"), &cpu).unwrap_err();
@@ -416,8 +446,7 @@ fn ndarray_arrays_convert_both_ways() {
 /// Files PyTorch wrote (tests/data/make_torch_files.py): bf16 loads as
 /// bf16, bit for bit; this library's bf16 products, sums and casts from f32
 /// are PyTorch's, bit for bit, on every device; saved again, the bf16 bytes
-/// are the file's. int64 loads narrowed to i32 where every value fits, and
-/// is refused, naming the tensor, where one does not.
+/// are the file's. int64 loads as i64 on the CPU, whole.
 #[test]
 fn pytorch_bf16_and_int64_safetensors_load_and_compute_as_pytorch() {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
@@ -429,9 +458,19 @@ fn pytorch_bf16_and_int64_safetensors_load_and_compute_as_pytorch() {
             .map(|x| if x.is_nan() { 0x7fc0 } else { x.to_bits() })
             .collect()
     };
+    // Loaded on the CPU (a GPU holds no i64 yet), each tensor then moved.
+    let cpu = Device::cpu();
+    let loaded = io::from_safetensors_bytes(&file, &cpu).unwrap();
+    let on_cpu = |name: &str| loaded.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let ids = on_cpu("ids");
+    assert_eq!(ids.dtype(), DType::I64);
+    let (max, min) = (i32::MAX as i64, i32::MIN as i64);
+    assert_eq!(
+        ids.to_vec::<i64>().unwrap(),
+        [0, 17, 50256, max, min, 3, 9, 1]
+    );
     for dev in devices() {
-        let loaded = io::from_safetensors_bytes(&file, &dev).unwrap();
-        let get = |name: &str| loaded.iter().find(|(n, _)| n == name).unwrap().1.clone();
+        let get = |name: &str| on_cpu(name).to_device(&dev).unwrap();
         let (w, v) = (get("w"), get("v"));
         assert_eq!(w.dtype(), DType::BF16);
         let widened = w.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
@@ -464,15 +503,10 @@ fn pytorch_bf16_and_int64_safetensors_load_and_compute_as_pytorch() {
             file.windows(128).any(|x| x == payload),
             "{dev}: w saved as read"
         );
-        let ids = get("ids");
-        assert_eq!(ids.dtype(), DType::I32);
-        let max = i32::MAX;
-        assert_eq!(
-            ids.to_vec::<i32>().unwrap(),
-            [0, 17, 50256, max, i32::MIN, 3, 9, 1]
-        );
     }
-    let big = std::fs::read(data.join("torch_i64_big.safetensors")).unwrap();
-    let err = io::from_safetensors_bytes(&big, &Device::cpu()).unwrap_err();
-    assert!(err.to_string().contains("big"), "{err}");
+    let file = std::fs::read(data.join("torch_i64_big.safetensors")).unwrap();
+    let big = &io::from_safetensors_bytes(&file, &cpu).unwrap()[0].1;
+    assert_eq!(big.to_vec::<i64>().unwrap(), [1 << 40, -(1 << 33) - 5, 7]);
+    let saved = io::to_safetensors_bytes(&[("big", big)]).unwrap();
+    assert_eq!(saved[saved.len() - 24..], file[file.len() - 24..]);
 }

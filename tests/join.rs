@@ -301,11 +301,20 @@ fn joins_reject_bad_input() {
         Tensor::concat(&[&scalar], 0),
         Err(Error::Shape { .. })
     ));
-    // Mixed dtypes promote; i32 with u32 has no common dtype here.
+    // Mixed dtypes promote.
     let ints = a.to_dtype(DType::I32).unwrap();
     assert_eq!(Tensor::concat(&[&a, &ints], 0).unwrap().dtype(), DType::F32);
+    // i32 with u32 is i64 (which no GPU holds yet); c64 with f64 has no
+    // common dtype.
     let unsigned = a.to_dtype(DType::U32).unwrap();
-    let e = Tensor::concat(&[&ints, &unsigned], 0).unwrap_err();
+    match Tensor::concat(&[&ints, &unsigned], 0) {
+        Ok(wide) => assert!(dev.is_cpu() && wide.dtype() == DType::I64),
+        Err(e) => assert!(matches!(e, Error::UnsupportedDType { .. }) && dev.is_gpu()),
+    }
+    let cpu = Device::cpu();
+    let doubles = Tensor::zeros([2, 3], DType::F64, &cpu).unwrap();
+    let waves = Tensor::zeros([2, 3], DType::C64, &cpu).unwrap();
+    let e = Tensor::concat(&[&waves, &doubles], 0).unwrap_err();
     assert!(matches!(e, Error::DType { op: "concat", .. }), "{e}");
     assert!(matches!(
         Tensor::stack(&[&a, &b], 0),

@@ -16,7 +16,6 @@ pub(crate) enum FileType {
     Held(DType),
     I8,
     I16,
-    I64,
     U16,
     U64,
 }
@@ -28,7 +27,7 @@ impl FileType {
             FileType::Held(d) => d.size_in_bytes(),
             FileType::I8 => 1,
             FileType::I16 | FileType::U16 => 2,
-            FileType::I64 | FileType::U64 => 8,
+            FileType::U64 => 8,
         }
     }
 }
@@ -48,6 +47,7 @@ pub(crate) async fn row_major_bytes(t: &Tensor) -> Result<Vec<u8>> {
         DType::BF16 => bytes_of::<bf16>(t).await,
         DType::F64 => bytes_of::<f64>(t).await,
         DType::I32 => bytes_of::<i32>(t).await,
+        DType::I64 => bytes_of::<i64>(t).await,
         DType::U32 => bytes_of::<u32>(t).await,
         DType::U8 => bytes_of::<u8>(t).await,
         DType::Bool => bytes_of::<bool>(t).await,
@@ -118,6 +118,7 @@ pub(crate) fn tensor_from_bytes(
         FileType::Held(DType::BF16) => held::<bf16>(bytes, count, shape, device),
         FileType::Held(DType::F64) => held::<f64>(bytes, count, shape, device),
         FileType::Held(DType::I32) => held::<i32>(bytes, count, shape, device),
+        FileType::Held(DType::I64) => held::<i64>(bytes, count, shape, device),
         FileType::Held(DType::U32) => held::<u32>(bytes, count, shape, device),
         FileType::Held(DType::U8) => held::<u8>(bytes, count, shape, device),
         FileType::Held(DType::Bool) => held::<bool>(bytes, count, shape, device),
@@ -135,12 +136,6 @@ pub(crate) fn tensor_from_bytes(
         FileType::I16 => narrowed::<i64, i32>(
             op,
             words(2).map(|w| i16::from_le_bytes([w[0], w[1]]) as i64),
-            shape,
-            device,
-        ),
-        FileType::I64 => narrowed::<i64, i32>(
-            op,
-            words(8).map(|w| i64::from_le_bytes(w.try_into().unwrap_or_default())),
             shape,
             device,
         ),

@@ -22,6 +22,7 @@ fn descr(op: &'static str, dtype: DType) -> Result<&'static str> {
         DType::F16 => "<f2",
         DType::F64 => "<f8",
         DType::I32 => "<i4",
+        DType::I64 => "<i8",
         DType::U32 => "<u4",
         DType::U8 => "|u1",
         DType::Bool => "|b1",
@@ -58,7 +59,7 @@ fn parse_descr(op: &'static str, d: &str) -> Result<(FileType, bool)> {
         "c8" => FileType::Held(DType::C64),
         "i1" => FileType::I8,
         "i2" => FileType::I16,
-        "i8" => FileType::I64,
+        "i8" => FileType::Held(DType::I64),
         "u2" => FileType::U16,
         "u8" => FileType::U64,
         _ => {
@@ -308,7 +309,7 @@ fn decode<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Header, &'a [u8])> {
 /// # Errors
 /// `Error::Format` naming `from_npy_bytes` for a malformed file, a dtype
 /// without a webtensor dtype, or wide integers that do not fit i32 / u32;
-/// device errors (f64 on a GPU ...).
+/// device errors (f64 or i64 on a GPU ...).
 pub fn from_npy_bytes(bytes: &[u8], device: &Device) -> Result<Tensor> {
     read("from_npy_bytes", bytes, device)
 }
@@ -387,7 +388,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(h.shape, [5]);
-        assert_eq!(parse_descr("t", ">i8").unwrap(), (FileType::I64, true));
+        assert_eq!(
+            parse_descr("t", ">i8").unwrap(),
+            (FileType::Held(DType::I64), true)
+        );
         let e = parse_header(
             "t",
             "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",

@@ -18,6 +18,7 @@ fn file_dtype(dtype: DType) -> Dtype {
         DType::BF16 => Dtype::BF16,
         DType::F64 => Dtype::F64,
         DType::I32 => Dtype::I32,
+        DType::I64 => Dtype::I64,
         DType::U32 => Dtype::U32,
         DType::U8 => Dtype::U8,
         DType::Bool => Dtype::BOOL,
@@ -39,7 +40,7 @@ fn file_type(op: &'static str, name: &str, d: Dtype) -> Result<FileType> {
         Dtype::BF16 => FileType::Held(DType::BF16),
         Dtype::I8 => FileType::I8,
         Dtype::I16 => FileType::I16,
-        Dtype::I64 => FileType::I64,
+        Dtype::I64 => FileType::Held(DType::I64),
         Dtype::U16 => FileType::U16,
         Dtype::U64 => FileType::U64,
         other => {
@@ -74,8 +75,8 @@ impl View for &Prepared {
 }
 
 /// The tensors of a safetensors file's bytes, sorted by name (the format
-/// keeps no order of its own). bf16 loads as bf16; i8, i16, i64, u16 and u64 as
-/// i32 or u32 when every value fits.
+/// keeps no order of its own). bf16 loads as bf16 and i64 as i64; i8, i16, u16
+/// and u64 as i32 or u32 when every value fits.
 ///
 /// # Errors
 /// `Error::Format` naming `from_safetensors_bytes` for a malformed file or

@@ -114,7 +114,8 @@ impl Tensor {
     /// is contiguous.
     ///
     /// # Errors
-    /// `UnsupportedDType` for f64 to the GPU; device limits; GPU failures.
+    /// `UnsupportedDType` for f64 and i64 to the GPU; device limits; GPU
+    /// failures.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
         pollster::block_on(self.to_device_async(device))
@@ -128,6 +129,7 @@ impl Tensor {
         if device == self.device() {
             return Ok(self.clone());
         }
+        device.check_holds("to_device", self.dtype())?;
         if self.dtype().is_complex() {
             // The pair view moves as f32 and comes back row-major.
             let pairs = Box::pin(self.row_major_pairs()?.to_device_async(device)).await?;
@@ -157,6 +159,7 @@ impl Tensor {
             DType::BF16 => upload!(half::bf16),
             DType::F64 => upload!(f64),
             DType::I32 => upload!(i32),
+            DType::I64 => upload!(i64),
             DType::U32 => upload!(u32),
             DType::U8 => upload!(u8),
             DType::Bool => upload!(bool),

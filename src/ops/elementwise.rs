@@ -3,6 +3,7 @@
 //! writes through views.
 
 use super::{Arg, check_same_dtype};
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
@@ -36,7 +37,7 @@ impl Tensor {
     fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
         let dtype = self.dtype();
         if dtype.is_complex() || other.dtype() != dtype {
-            let common = result_dtype(op.name(), dtype, other.dtype())?;
+            let common = result_dtype_on(op.name(), self.device(), dtype, other.dtype())?;
             // Promoted operands go round again (the common case, one
             // dtype, takes no copy of either handle).
             return match common {
@@ -57,7 +58,7 @@ impl Tensor {
 
     fn binary_(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
         if self.dtype().is_complex() || other.dtype() != self.dtype() {
-            let common = result_dtype(op.name(), self.dtype(), other.dtype())?;
+            let common = result_dtype_on(op.name(), self.device(), self.dtype(), other.dtype())?;
             self.check_stores(op.name(), common, || format!("a {} operand", other.dtype()))?;
             if self.dtype().is_complex() {
                 return self.complex_binary_(op, other);
@@ -127,7 +128,7 @@ impl Tensor {
 
     fn compare(&self, op: CompareOp, other: &Tensor) -> Result<Tensor> {
         if other.dtype() != self.dtype() {
-            let dtype = result_dtype(op.name(), self.dtype(), other.dtype())?;
+            let dtype = result_dtype_on(op.name(), self.device(), self.dtype(), other.dtype())?;
             return match dtype == self.dtype() {
                 true => self.compare(op, &other.to_dtype(dtype)?),
                 false => self.to_dtype(dtype)?.compare(op, other),
@@ -168,7 +169,7 @@ impl Tensor {
     pub fn where_cond(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         const OP: &str = "where_cond";
         check_same_dtype(OP, cond.dtype(), DType::Bool)?;
-        let dtype = result_dtype(OP, x.dtype(), y.dtype())?;
+        let dtype = result_dtype_on(OP, x.device(), x.dtype(), y.dtype())?;
         let (x, y) = (&x.to_dtype(dtype)?, &y.to_dtype(dtype)?);
         Tensor::launch_new(
             x,
@@ -255,6 +256,23 @@ pub(super) fn result_dtype(op: &'static str, a: DType, b: DType) -> Result<DType
             format!("operands of dtypes {a} and {b} have no common dtype; cast one with to_dtype"),
         )
     })
+}
+
+/// [`result_dtype`] of operands on `device`.
+///
+/// # Errors
+/// As [`result_dtype`], and `Error::UnsupportedDType` naming `op` where
+/// the common dtype is one the device holds no tensor of (f64 and i64 on a
+/// GPU: i32 with u32 is i64).
+pub(super) fn result_dtype_on(
+    op: &'static str,
+    device: &Device,
+    a: DType,
+    b: DType,
+) -> Result<DType> {
+    let dtype = result_dtype(op, a, b)?;
+    device.check_holds(op, dtype)?;
+    Ok(dtype)
 }
 
 impl Tensor {

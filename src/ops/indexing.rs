@@ -325,10 +325,10 @@ impl Tensor {
             return Err(super::complex::not_for_complex(op));
         }
         check_devices(op, self, &[Arg::Tensor(index)])?;
-        if !matches!(index.dtype(), DType::I32 | DType::U32) {
+        if !matches!(index.dtype(), DType::I32 | DType::I64 | DType::U32) {
             return Err(Error::dtype(
                 op,
-                format!("the index must be i32 or u32, it is {}", index.dtype()),
+                format!("the index must be i32, i64 or u32, it is {}", index.dtype()),
             ));
         }
         if index.shares_storage(self) {

@@ -174,7 +174,7 @@ fn lead<'a>(op: &'static str, tensors: &[&'a Tensor]) -> Result<(&'a Tensor, DTy
     check_devices(op, first, &args)?;
     let mut dtype = first.dtype();
     for t in tensors {
-        dtype = super::elementwise::result_dtype(op, dtype, t.dtype())?;
+        dtype = super::elementwise::result_dtype_on(op, first.device(), dtype, t.dtype())?;
     }
     Ok((first, dtype))
 }

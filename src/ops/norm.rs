@@ -52,7 +52,7 @@ impl Tensor {
                 return Err(Error::dtype(OP, "not defined for dtype bool"));
             }
             DType::C64 => self.abs()?,
-            DType::F16 | DType::BF16 | DType::I32 | DType::U32 | DType::U8 => {
+            DType::F16 | DType::BF16 | DType::I32 | DType::I64 | DType::U32 | DType::U8 => {
                 self.to_dtype(DType::F32)?.abs()?
             }
             _ => self.abs()?,

@@ -90,7 +90,8 @@ impl Tensor {
     /// shapes do not broadcast; `Error::DeviceMismatch`.
     pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
         const OP: &str = "isclose";
-        let dtype = super::elementwise::result_dtype(OP, self.dtype(), other.dtype())?;
+        let dtype =
+            super::elementwise::result_dtype_on(OP, self.device(), self.dtype(), other.dtype())?;
         if !dtype.is_numeric() {
             return Err(Error::dtype(OP, format!("not defined for dtype {dtype}")));
         }
@@ -105,13 +106,19 @@ impl Tensor {
         let (a, b) = (&self.to_dtype(dtype)?, &other.to_dtype(dtype)?);
         if !a.dtype().is_float() {
             // |a - b| exactly: the larger less the smaller, in the dtype's
-            // wrapping arithmetic, is the distance modulo 2^32 (i32 ones at
-            // or past 2^31 wrap negative and get 2^32 back), then in f32.
+            // wrapping arithmetic, is the distance modulo 2^32 or 2^64
+            // (signed ones at or past half of that wrap negative and get
+            // it back), then in f32.
             let distance = a.maximum(b)?.sub(&a.minimum(b)?)?;
             let mut far = distance.to_dtype(DType::F32)?;
-            if a.dtype() == DType::I32 {
+            let wrap = match a.dtype() {
+                DType::I32 => 4294967296.0,
+                DType::I64 => 18446744073709551616.0,
+                _ => 0.0,
+            };
+            if wrap != 0.0 {
                 let wrapped = distance.lt_scalar(0)?.to_dtype(DType::F32)?;
-                far = far.add(&wrapped.mul_scalar(4294967296.0)?)?;
+                far = far.add(&wrapped.mul_scalar(wrap)?)?;
             }
             let tolerance = b
                 .to_dtype(DType::F32)?

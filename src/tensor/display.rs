@@ -50,6 +50,7 @@ fn cells(t: &Tensor, scalar: bool) -> Option<crate::Result<Vec<String>>> {
     let text = |t: &Tensor| -> Option<crate::Result<Vec<String>>> {
         Some(match t.dtype() {
             DType::I32 => read_now::<i32>(t)?.map(|v| v.iter().map(i32::to_string).collect()),
+            DType::I64 => read_now::<i64>(t)?.map(|v| v.iter().map(i64::to_string).collect()),
             DType::U32 => read_now::<u32>(t)?.map(|v| v.iter().map(u32::to_string).collect()),
             _ => read_now::<u8>(t)?.map(|v| v.iter().map(u8::to_string).collect()),
         })
@@ -59,7 +60,7 @@ fn cells(t: &Tensor, scalar: bool) -> Option<crate::Result<Vec<String>>> {
         DType::F16 => floats(FloatWidth::F16, read_f64::<half::f16>(t)?),
         DType::BF16 => floats(FloatWidth::BF16, read_f64::<half::bf16>(t)?),
         DType::F64 => floats(FloatWidth::F64, read_f64::<f64>(t)?),
-        DType::I32 | DType::U32 | DType::U8 => ints(text(t)?),
+        DType::I32 | DType::I64 | DType::U32 | DType::U8 => ints(text(t)?),
         DType::Bool => read_now::<bool>(t)?.map(|v| {
             let word = |b: bool| match (b, scalar) {
                 (true, true) => "True",

@@ -100,6 +100,7 @@ impl Tensor {
             DType::BF16 => host::<half::bf16>(OP, n, value, device),
             DType::F64 => host::<f64>(OP, n, value, device),
             DType::I32 => host::<i32>(OP, n, floor, device),
+            DType::I64 => host::<i64>(OP, n, floor, device),
             DType::U32 => host::<u32>(OP, n, floor, device),
             DType::U8 => host::<u8>(OP, n, floor, device),
             DType::C64 => {

@@ -81,6 +81,7 @@ impl Tensor {
             crate::DType::BF16 => read!(half::bf16),
             crate::DType::F64 => read!(f64),
             crate::DType::I32 => read!(i32),
+            crate::DType::I64 => read!(i64),
             crate::DType::U32 => read!(u32),
             crate::DType::U8 => read!(u8),
             crate::DType::Bool => read!(bool),

@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLockReadGuard};
 macro_rules! with_num_type {
     ($dtype:expr, $T:ident => $body:expr, bool => $other:expr) => {
         with_num_type!(@arms $dtype, $T, $body, $other;
-            F32 f32, F16 f16, BF16 bf16, F64 f64, I32 i32, U32 u32, U8 u8)
+            F32 f32, F16 f16, BF16 bf16, F64 f64, I32 i32, I64 i64, U32 u32, U8 u8)
     };
     (@arms $dtype:expr, $T:ident, $body:expr, $other:expr; $($kt:ident $rt:ty),*) => {
         match $dtype {
@@ -138,6 +138,7 @@ unsafe fn dispatch(
                     KernelType::BF16 => unary_float::<bf16>(op, plan, out, a),
                     KernelType::F64 => unary_float::<f64>(op, plan, out, a),
                     KernelType::I32 => unary_num::<i32>(op, plan, out, a),
+                    KernelType::I64 => unary_num::<i64>(op, plan, out, a),
                     KernelType::U32 => unary_num::<u32>(op, plan, out, a),
                     KernelType::U8 => unary_num::<u8>(op, plan, out, a),
                     KernelType::Bool => unary_bool(op, plan, out, a),

@@ -1,4 +1,4 @@
-//! CPU indexing through an index tensor (i32 or u32): gathers read, scatters
+//! CPU indexing through an index tensor (i32, i64 or u32): gathers read, scatters
 //! write. An out-of-range index is an `Error::Index`; a scatter checks every
 //! index before it writes anything.
 
@@ -40,6 +40,7 @@ macro_rules! with_indices {
     ($data:expr, $i:ident => $body:expr) => {
         match $data {
             CpuData::I32($i) => $body,
+            CpuData::I64($i) => $body,
             CpuData::U32($i) => $body,
             _ => Err(mismatch()),
         }
@@ -197,6 +198,7 @@ scatter_element!(
     half::f16 => |a: half::f16, b: half::f16| half::f16::from_f32(a.to_f32() + b.to_f32()),
     half::bf16 => |a: half::bf16, b: half::bf16| half::bf16::from_f32(a.to_f32() + b.to_f32()),
     i32 => i32::wrapping_add,
+    i64 => i64::wrapping_add,
     u32 => u32::wrapping_add,
     u8 => u8::wrapping_add,
     bool => |a: bool, b| a | b,

@@ -49,6 +49,7 @@ pub(crate) fn matmul(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
         (CpuData::F16(_), _) => typed!(F16, half_gemm),
         (CpuData::BF16(_), _) => typed!(BF16, half_gemm),
         (CpuData::I32(_), _) => typed!(I32, int_matmul),
+        (CpuData::I64(_), _) => typed!(I64, int_matmul),
         (CpuData::U32(_), _) => typed!(U32, int_matmul),
         _ => {
             return Err(Error::dtype(
@@ -203,6 +204,12 @@ trait WrappingInt: Copy + Default {
 }
 
 impl WrappingInt for i32 {
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        self.wrapping_add(a.wrapping_mul(b))
+    }
+}
+
+impl WrappingInt for i64 {
     fn mul_add(self, a: Self, b: Self) -> Self {
         self.wrapping_add(a.wrapping_mul(b))
     }

@@ -317,7 +317,17 @@ macro_rules! int_num {
                         _ => 0,
                     };
                 }
-                self.wrapping_pow(o as u32)
+                // Square and multiply over the whole exponent (an i64
+                // one may pass u32).
+                let (mut base, mut e, mut acc) = (self, o as u64, 1 as $t);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                acc
             }
             #[inline(always)]
             fn maximum(self, o: Self) -> Self {
@@ -368,6 +378,7 @@ macro_rules! int_num {
     };
 }
 int_num!(i32, true);
+int_num!(i64, true);
 int_num!(u32, false);
 int_num!(u8, false);
 
@@ -402,7 +413,8 @@ macro_rules! cast_impl {
         }
     )*};
 }
-cast_impl!(f32 => Float(f64), f64 => Float(f64), i32 => Int(i64), u32 => Int(i64), u8 => Int(i64));
+cast_impl!(f32 => Float(f64), f64 => Float(f64), i32 => Int(i64), i64 => Int(i64),
+    u32 => Int(i64), u8 => Int(i64));
 
 impl Cast for f16 {
     #[inline(always)]
@@ -469,6 +481,12 @@ mod tests {
         assert_eq!(Num::floor_div(-8i32, 2), -4);
         assert_eq!(Num::floor_div(7u8, 0), 0);
         assert_eq!(Num::floor_div(i32::MIN, -1), i32::MIN);
+        assert_eq!(
+            Num::pow(3i64, 1 << 33),
+            3i64.wrapping_pow(1 << 31).wrapping_pow(4)
+        );
+        assert_eq!(Num::pow(2i64, 64), 0);
+        assert_eq!(Num::add(i64::MAX, 1), i64::MIN);
     }
 
     #[test]

@@ -114,6 +114,7 @@ macro_rules! int_acc {
     };
 }
 int_acc!(i32);
+int_acc!(i64);
 int_acc!(u32);
 
 /// An element type with its accumulator.
@@ -143,6 +144,7 @@ reducible!(f64, f64, |x| x, |a| a);
 reducible!(f16, f32, f16::to_f32, f16::from_f32);
 reducible!(bf16, f32, bf16::to_f32, bf16::from_f32);
 reducible!(i32, i32, |x| x, |a| a);
+reducible!(i64, i64, |x| x, |a| a);
 reducible!(u32, u32, |x| x, |a| a);
 reducible!(u8, u32, u32::from, |a: u32| a as u8);
 reducible!(bool, u32, u32::from, |a: u32| a != 0);
@@ -189,6 +191,7 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
         KernelType::BF16 => typed!(bf16, BF16),
         KernelType::F64 => typed!(f64, F64),
         KernelType::I32 => typed!(i32, I32),
+        KernelType::I64 => typed!(i64, I64),
         KernelType::U32 => typed!(u32, U32),
         KernelType::U8 => typed!(u8, U8),
         KernelType::Bool => typed!(bool, Bool),

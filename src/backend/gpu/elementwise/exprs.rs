@@ -17,7 +17,7 @@ fn scalar_expr(dtype: KernelType, slot: u8) -> String {
         KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => {
             format!("bitcast<f32>({bits})")
         }
-        KernelType::I32 => format!("bitcast<i32>({bits})"),
+        KernelType::I32 | KernelType::I64 => format!("bitcast<i32>({bits})"),
         KernelType::U32 | KernelType::U8 => bits,
         KernelType::Bool => format!("({bits} != 0u)"),
     }

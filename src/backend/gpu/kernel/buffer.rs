@@ -30,7 +30,8 @@ pub(crate) enum StorageMode {
 
 pub(crate) fn storage_mode(dtype: KernelType, native_f16: bool) -> StorageMode {
     match dtype {
-        KernelType::F32 | KernelType::F64 | KernelType::I32 | KernelType::U32 => {
+        // f64 and i64 never reach a kernel: GPU storage refuses them.
+        KernelType::F32 | KernelType::F64 | KernelType::I32 | KernelType::I64 | KernelType::U32 => {
             StorageMode::Plain(ScalarType::of(dtype))
         }
         KernelType::F16 if native_f16 => StorageMode::F16,

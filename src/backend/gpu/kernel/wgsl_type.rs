@@ -21,7 +21,8 @@ impl ScalarType {
             KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => {
                 ScalarType::F32
             }
-            KernelType::I32 => ScalarType::I32,
+            // i64 never reaches a kernel (GPU storage refuses it).
+            KernelType::I32 | KernelType::I64 => ScalarType::I32,
             KernelType::U32 | KernelType::U8 => ScalarType::U32,
             KernelType::Bool => ScalarType::Bool,
         }

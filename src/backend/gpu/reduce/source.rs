@@ -104,7 +104,7 @@ const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, 64u);
 pub(super) fn acc_dtype(dtype: KernelType) -> KernelType {
     match dtype {
         KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => KernelType::F32,
-        KernelType::I32 => KernelType::I32,
+        KernelType::I32 | KernelType::I64 => KernelType::I32,
         KernelType::U32 | KernelType::U8 | KernelType::Bool => KernelType::U32,
     }
 }
