@@ -321,12 +321,12 @@ impl Device {
     }
 
     /// `Err` unless this device holds tensors of `dtype` (a GPU holds no
-    /// f64 or i64).
+    /// f64).
     ///
     /// # Errors
     /// `Error::UnsupportedDType` naming `op`.
     pub(crate) fn check_holds(&self, op: &'static str, dtype: crate::DType) -> crate::Result<()> {
-        if self.is_gpu() && matches!(dtype, crate::DType::F64 | crate::DType::I64) {
+        if self.is_gpu() && dtype == crate::DType::F64 {
             return Err(crate::Error::UnsupportedDType {
                 op,
                 dtype,

@@ -25,8 +25,13 @@ pub enum DType {
     /// 32-bit signed integer (wrapping arithmetic).
     I32,
     /// 64-bit signed integer (wrapping arithmetic): NumPy's default integer
-    /// and PyTorch's `long`, for indices and token ids. CPU only for now:
-    /// the GPU reports `UnsupportedDType`.
+    /// and PyTorch's `long`, for indices and token ids. Every op on the
+    /// CPU. A GPU stores it as two u32 words on every adapter and runs its
+    /// elementwise ops, copies and casts (add, sub, mul, neg, abs, sign,
+    /// maximum, minimum, comparisons, `where`); its division, remainders,
+    /// powers, reductions, scans, sorts, indexing and products are an
+    /// `UnsupportedDType` naming the op there (cast to i32 or move it to
+    /// the CPU).
     I64,
     /// 32-bit unsigned integer (wrapping arithmetic).
     U32,

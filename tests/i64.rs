@@ -1,8 +1,10 @@
 //! i64 (NumPy's default integer, PyTorch's `long`) on the CPU: exact past
 //! 2^53 and wrapping at 2^63 as i32 does at 2^31, through creation, views,
 //! casts, arithmetic, comparisons, `where`, reductions, scans, sorting,
-//! indexing (as data and as indices), products, printing and files. A GPU
-//! holds no i64 yet: each way in is an `UnsupportedDType` naming the op.
+//! indexing (as data and as indices), products, printing and files. GPUs
+//! hold i64 as two u32 words and run its elementwise ops, copies and casts
+//! bit for bit as the CPU does; the rest is an `UnsupportedDType` naming
+//! the op.
 
 mod common;
 
@@ -136,19 +138,164 @@ fn i64_files_load_without_narrowing() {
     );
 }
 
+/// Values that exercise both words: carries between them, signs, the
+/// extremes, and f32 rounding ties past 2^24.
+fn wide_values() -> Vec<i64> {
+    let mut v = vec![
+        0,
+        1,
+        -1,
+        BIG,
+        -BIG,
+        i64::MAX,
+        i64::MIN,
+        0xffff_ffff,
+        1 << 32,
+        -(1 << 32),
+    ];
+    for k in [24, 25, 31, 40, 53, 62] {
+        let base = 1i64 << k;
+        // Exact, a tie (rounds to even), just past a tie, in f32.
+        let half_ulp = 1i64 << (k - 24);
+        v.extend([
+            base + 1,
+            base + 3 * half_ulp,
+            base + half_ulp + 1,
+            -(base + half_ulp),
+        ]);
+    }
+    v.extend((0..16).map(|k: i64| k.wrapping_mul(0x1234_5678_9abc_def1).wrapping_mul(k - 7)));
+    v
+}
+
+type Op = fn(&Tensor, &Tensor) -> webtensor::Result<Tensor>;
+
 #[test]
-fn a_gpu_refuses_i64_naming_the_op() {
+fn gpus_compute_i64_elementwise_as_the_cpu_does() {
     let cpu = Device::cpu();
-    let t = Tensor::from_vec(vec![1i64, 2], [2], &cpu).unwrap();
+    let values = wide_values();
+    let n = values.len();
+    let a = Tensor::from_vec(values.clone(), [n], &cpu).unwrap();
+    let b = a.flip(&[0]).unwrap().contiguous().unwrap();
+    let grid = Tensor::from_vec(
+        values.iter().cycle().take(8 * 9).copied().collect(),
+        [8, 9],
+        &cpu,
+    )
+    .unwrap();
+    let ops: [(&str, Op); 14] = [
+        ("add", |a, b| a.add(b)),
+        ("sub", |a, b| a.sub(b)),
+        ("mul", |a, b| a.mul(b)),
+        ("maximum", |a, b| a.maximum(b)),
+        ("minimum", |a, b| a.minimum(b)),
+        ("neg abs sign", |a, _| a.neg()?.abs()?.add(&a.sign()?)),
+        ("relu square", |a, _| a.relu()?.square()),
+        ("scalars", |a, _| {
+            a.add_scalar(3)?.mul_scalar(-5)?.sub_scalar(BIG)
+        }),
+        ("compare", |a, b| {
+            let all = [a.lt(b)?, a.le(b)?, a.gt(b)?, a.ge(b)?, a.eq(b)?, a.ne(b)?];
+            Tensor::stack(&all.iter().collect::<Vec<_>>(), 0)
+        }),
+        ("where", |a, b| Tensor::where_cond(&a.lt(b)?, a, b)),
+        ("to f32", |a, _| a.to_dtype(DType::F32)),
+        ("casts", |a, _| {
+            let parts = [
+                a.to_dtype(DType::I32)?.to_dtype(DType::I64)?,
+                a.to_dtype(DType::U32)?.to_dtype(DType::I64)?,
+                a.to_dtype(DType::U8)?.to_dtype(DType::I64)?,
+                a.to_dtype(DType::Bool)?.to_dtype(DType::I64)?,
+                a.to_dtype(DType::F16)?
+                    .to_dtype(DType::F32)?
+                    .to_dtype(DType::I64)?,
+                a.to_dtype(DType::BF16)?
+                    .to_dtype(DType::F32)?
+                    .to_dtype(DType::I64)?,
+            ];
+            Tensor::stack(&parts.iter().collect::<Vec<_>>(), 0)
+        }),
+        ("from f32", |a, _| {
+            // Exact f32 values, out-of-range ones (saturated), NaN (0).
+            let f = a.to_dtype(DType::F32)?.mul_scalar(3.0)?;
+            let odd = Tensor::from_vec(vec![f32::NAN, -0.9, 2.5e19, -2.5e19], [4], a.device())?;
+            Tensor::concat(&[&f.to_dtype(DType::I64)?, &odd.to_dtype(DType::I64)?], 0)
+        }),
+        ("fused chain", |a, b| {
+            a.mul(b)?.add(a)?.sub_scalar(7)?.maximum(b)
+        }),
+    ];
     for gpu in common::devices().iter().filter(|d| d.is_gpu()) {
-        let f = Tensor::zeros([2], DType::F32, gpu).unwrap();
-        let i = Tensor::zeros([2], DType::I32, gpu).unwrap();
-        let u = Tensor::zeros([2], DType::U32, gpu).unwrap();
+        let (ag, bg) = (a.to_device(gpu).unwrap(), b.to_device(gpu).unwrap());
+        for (name, op) in ops {
+            let (want, got) = (op(&a, &b).unwrap(), op(&ag, &bg).unwrap());
+            if want.dtype() == DType::I64 {
+                assert_eq!(
+                    vals(&got.to_device(&cpu).unwrap()),
+                    vals(&want),
+                    "{name} on {gpu}"
+                );
+            } else {
+                // f32 and bool results, exactly (NaN only from NaN).
+                let g = got.to_device(&cpu).unwrap();
+                assert_eq!(g.to_string(), want.to_string(), "{name} on {gpu}");
+            }
+        }
+        // Views: transposed (a tiled copy), reversed and stepped, written
+        // through in place.
+        let gg = grid.to_device(gpu).unwrap();
+        assert_eq!(
+            vals(&gg.t().contiguous().unwrap().to_device(&cpu).unwrap()),
+            vals(&grid.t().contiguous().unwrap())
+        );
+        let (vc, vg) = (
+            grid.slice(s![..;-2, 1..;3]).unwrap(),
+            gg.slice(s![..;-2, 1..;3]).unwrap(),
+        );
+        vc.add_(&vc.t().t()).unwrap();
+        vg.add_(&vg.t().t()).unwrap();
+        vc.mul_scalar_(BIG).unwrap();
+        vg.mul_scalar_(BIG).unwrap();
+        assert_eq!(
+            vals(&gg.to_device(&cpu).unwrap()),
+            vals(&grid),
+            "in place on {gpu}"
+        );
+        // Creation with values past i32, and masked fills.
+        let full = Tensor::full([5], Scalar::Int(BIG), DType::I64, gpu).unwrap();
+        assert_eq!(vals(&full.to_device(&cpu).unwrap()), [BIG; 5]);
+        full.slice(s![1..;2]).unwrap().fill_(i64::MIN).unwrap();
+        let mask = full.eq_scalar(BIG).unwrap();
+        let filled = full.masked_fill(&mask, -BIG).unwrap();
+        assert_eq!(
+            vals(&filled.to_device(&cpu).unwrap()),
+            [-BIG, i64::MIN, -BIG, i64::MIN, -BIG]
+        );
+        let z = Tensor::zeros([3], DType::I64, gpu).unwrap();
+        assert_eq!(vals(&z.to_device(&cpu).unwrap()), [0; 3]);
+    }
+}
+
+#[test]
+fn gpus_refuse_what_they_do_not_compute_on_i64_naming_the_op() {
+    let cpu = Device::cpu();
+    let t = Tensor::from_vec(vec![1i64, 2, 3, 4], [2, 2], &cpu).unwrap();
+    for gpu in common::devices().iter().filter(|d| d.is_gpu()) {
+        let g = t.to_device(gpu).unwrap();
+        let f = Tensor::zeros([2, 2], DType::F32, gpu).unwrap();
+        let idx = g.slice(s![0]).unwrap().sub_scalar(1).unwrap();
         for (op, got) in [
-            ("zeros", Tensor::zeros([2], DType::I64, gpu)),
-            ("to_device", t.to_device(gpu)),
-            ("to_dtype", f.to_dtype(DType::I64)),
-            ("add", i.add(&u)),
+            ("div", g.div(&g)),
+            ("pow", g.pow_scalar(2)),
+            ("reduce", g.sum(..)),
+            ("scan", g.cumsum(1)),
+            ("sort", g.sort(1, SortOrder::Ascending)),
+            ("matmul", g.matmul(&g)),
+            (
+                "gather",
+                g.take(&f.to_dtype(DType::I32).unwrap().reshape([4]).unwrap(), 0),
+            ),
+            ("gather", f.index_select(&idx, 0)),
         ] {
             match got {
                 Err(Error::UnsupportedDType {

@@ -356,12 +356,10 @@ fn isclose_and_allclose_follow_numpy() {
             [true, true]
         );
         assert!(!i.allclose(&j, 0.0, 0.5, false).unwrap());
-        // i32 with u32 compares in i64 (CPU only so far).
+        // i32 with u32 compares in i64.
         let unsigned = i.abs().unwrap().to_dtype(DType::U32).unwrap();
-        match i.isclose(&unsigned, 1e-5, 1e-8, false) {
-            Ok(c) => assert!(dev.is_cpu() && c.to_vec::<bool>().unwrap() == [true, true]),
-            Err(e) => assert!(dev.is_gpu() && e.to_string().contains("i64"), "{e}"),
-        }
+        let close = i.isclose(&unsigned, 1e-5, 1e-8, false).unwrap();
+        assert_eq!(close.to_vec::<bool>().unwrap(), [true, true], "{dev}");
         assert!(
             x.isclose(&y, -1.0, 0.0, false)
                 .unwrap_err()

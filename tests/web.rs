@@ -147,9 +147,60 @@ async fn bf16_rounds_as_the_cpu_does() {
     }
 }
 
+/// i64 in the browser (two u32 words; WebGPU has no 64-bit integer):
+/// arithmetic across the word boundary, comparisons, casts (to f32
+/// rounded once, ties to even), a wide scalar and a transposed copy, bit
+/// for bit as the CPU; a reduction is an `UnsupportedDType` naming it.
+#[wasm_bindgen_test]
+async fn i64_elementwise_matches_the_cpu() {
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let big = (1i64 << 60) + 1;
+    let values: Vec<i64> = vec![
+        0,
+        -1,
+        big,
+        -big,
+        i64::MAX,
+        i64::MIN,
+        0xffff_ffff,
+        (1 << 25) + 3,
+        (1 << 40) + (1 << 16),
+        -(1 << 31),
+        1 << 31,
+        12345,
+    ];
+    let a = Tensor::from_vec(values, [3, 4], &cpu).unwrap();
+    let forms = |a: &Tensor| -> Vec<Tensor> {
+        let b = a.flip(&[0, 1]).unwrap();
+        vec![
+            a.mul(&b).unwrap().add(a).unwrap().sub_scalar(big).unwrap(),
+            a.maximum(&b).unwrap().neg().unwrap(),
+            a.lt(&b).unwrap().to_dtype(DType::I64).unwrap(),
+            a.to_dtype(DType::F32)
+                .unwrap()
+                .to_dtype(DType::I64)
+                .unwrap(),
+            a.t().contiguous().unwrap(),
+        ]
+    };
+    let g = a.to_device_async(&dev).await.unwrap();
+    for (k, (got, want)) in forms(&g).iter().zip(forms(&a)).enumerate() {
+        assert_eq!(
+            got.to_vec_async::<i64>().await.unwrap(),
+            want.to_vec_async::<i64>().await.unwrap(),
+            "form {k}"
+        );
+    }
+    assert!(matches!(
+        g.sum(..),
+        Err(Error::UnsupportedDType { op: "reduce", .. })
+    ));
+}
+
 /// Mixed dtypes promote on the browser's GPU as everywhere (f16 packed
-/// there, as browsers store it): every pair of its dtypes but the one
-/// without a common dtype, against the same op on operands cast by hand.
+/// there, as browsers store it): every pair of its dtypes (i32 with u32
+/// in i64), against the same op on operands cast by hand.
 #[wasm_bindgen_test]
 async fn mixed_dtypes_promote() {
     let dev = gpu().await;
@@ -158,6 +209,7 @@ async fn mixed_dtypes_promote() {
         DType::U8,
         DType::I32,
         DType::U32,
+        DType::I64,
         DType::F16,
         DType::BF16,
         DType::F32,

@@ -8,7 +8,7 @@
 // by elementwise/codegen.rs:
 //   PRELUDE   as elementwise.wgsl, whose walk is batch_positions(b):
 //             where batch b starts in each operand
-//   RESULT    the program's result type (f32, i32 or u32)
+//   RESULT    the program's result type (f32, i32, u32, or vec2<u32> for i64)
 {{PRELUDE}}
 
 const TILE: u32 = 32u;

@@ -15,7 +15,7 @@ mod layering;
 
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
-use crate::op::ReduceOp;
+use crate::op::{BinaryOp, ElementwiseOp, ReduceOp};
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input,
     MAX_SOFTMAX_LINE, MatmulCall, ReduceCall, ScanCall, ScatterCall, SoftmaxCall, SortCall,
@@ -138,10 +138,29 @@ impl Storage {
 /// # Errors
 /// GPU failures (device lost, out of memory) and device limits.
 pub(crate) fn run(call: &Call) -> Result<()> {
+    if let ElementwiseOp::Binary(
+        op @ (BinaryOp::Div | BinaryOp::Remainder | BinaryOp::FloorDiv | BinaryOp::Pow),
+    ) = call.kernel
+    {
+        no_i64_on_gpu(op.name(), call.out.storage, &[call.out.dtype])?;
+    }
     check_bounds(&call.out)?;
     for input in call.inputs {
-        if let Input::Tensor(t) = input {
-            check_bounds(t)?;
+        match input {
+            Input::Tensor(t) => check_bounds(t)?,
+            // A GPU kernel's scalar slot holds 32 bits; the op layer passes
+            // wider i64 scalars as tensors (`Tensor::wide_scalar`).
+            Input::Scalar(s)
+                if s.dtype == KernelType::I64
+                    && i32::try_from(s.int).is_err()
+                    && matches!(**call.out.storage, Storage::Gpu(_)) =>
+            {
+                return Err(Error::internal(
+                    call.kernel.name(),
+                    format!("the i64 scalar {} reached a 32-bit slot", s.int),
+                ));
+            }
+            Input::Scalar(_) => {}
         }
     }
     match &**call.out.storage {
@@ -155,6 +174,11 @@ pub(crate) fn run(call: &Call) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
+    no_i64_on_gpu(
+        "reduce",
+        call.out.storage,
+        &[call.input.dtype, call.out.dtype],
+    )?;
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     if let Some(center) = &call.center {
@@ -182,6 +206,7 @@ pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
+    no_i64_on_gpu("matmul", call.out.storage, &[call.a.dtype, call.b.dtype])?;
     check_bounds(&call.a)?;
     check_bounds(&call.b)?;
     check_bounds(&call.out)?;
@@ -196,6 +221,7 @@ pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn scan(call: &ScanCall) -> Result<()> {
+    no_i64_on_gpu("scan", call.out.storage, &[call.input.dtype])?;
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
@@ -209,6 +235,7 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn sort(call: &SortCall) -> Result<()> {
+    no_i64_on_gpu("sort", call.out.storage, &[call.input.dtype])?;
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
@@ -293,6 +320,11 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
 /// `Error::Index` on the CPU for an out-of-range index; GPU failures and
 /// device limits (the GPU reports out-of-range indices at the next readback).
 pub(crate) fn gather(call: &GatherCall) -> Result<()> {
+    no_i64_on_gpu(
+        "gather",
+        call.out.storage,
+        &[call.src.dtype, call.index.dtype],
+    )?;
     check_bounds(&call.src)?;
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
@@ -309,12 +341,35 @@ pub(crate) fn gather(call: &GatherCall) -> Result<()> {
 /// then); GPU failures and device limits (the GPU skips out-of-range
 /// writes and reports them at the next readback).
 pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
+    no_i64_on_gpu(
+        "scatter",
+        call.out.storage,
+        &[call.src.dtype, call.index.dtype],
+    )?;
     check_bounds(&call.src)?;
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("scatter", || cpu::scatter(s, call)),
         Storage::Gpu(s) => gpu::scatter(s, call),
+    }
+}
+
+/// `Err` for an i64 operand of a GPU kernel that computes on no i64 yet:
+/// GPUs hold i64 and run elementwise ops, copies and casts on it (add, sub,
+/// mul, maximum, minimum, comparisons, `where`), not divisions, powers,
+/// reductions, scans, sorts, indexing or products.
+///
+/// # Errors
+/// `Error::UnsupportedDType` naming `op`.
+fn no_i64_on_gpu(op: &'static str, storage: &Storage, dtypes: &[KernelType]) -> Result<()> {
+    match storage {
+        Storage::Gpu(s) if dtypes.contains(&KernelType::I64) => Err(Error::UnsupportedDType {
+            op,
+            dtype: KernelType::I64.dtype(),
+            device: format!("the GPU ({})", s.ctx.facts().name),
+        }),
+        _ => Ok(()),
     }
 }
 

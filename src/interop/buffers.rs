@@ -140,7 +140,7 @@ impl Tensor {
     /// offset that is not a multiple of the element size, a buffer of
     /// another wgpu device or instance, or one already wrapped as a dtype
     /// stored otherwise; `Error::Shape` when the elements do not fit the
-    /// buffer; `Error::UnsupportedDType` for f64 and i64; `Error::TooLarge` past the
+    /// buffer; `Error::UnsupportedDType` for f64; `Error::TooLarge` past the
     /// device's largest buffer.
     pub fn from_gpu_buffer(
         buffer: &wgpu::Buffer,
@@ -155,7 +155,7 @@ impl Tensor {
         })?;
         let shape = shape.into();
         shape.check(OP)?;
-        if matches!(dtype, DType::F64 | DType::I64) {
+        if dtype == DType::F64 {
             return Err(Error::UnsupportedDType {
                 op: OP,
                 dtype,

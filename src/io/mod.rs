@@ -6,7 +6,7 @@
 //! back, so it is `async` with a blocking native form) and a file form
 //! (native only). Views of any layout are written in row-major order;
 //! `.npy` files in Fortran order load as transposed views without a copy.
-//! int64 arrays load as i64 (a CPU dtype); integer arrays of widths
+//! int64 arrays load as i64; integer arrays of widths
 //! webtensor does not hold (int8, int16, uint16, uint64) load as i32 or u32
 //! when every value fits; bf16 safetensors load as bf16 (NumPy has no bf16
 //! dtype, so `.npy` refuses bf16 tensors); anything else a file holds that

@@ -309,7 +309,7 @@ fn decode<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Header, &'a [u8])> {
 /// # Errors
 /// `Error::Format` naming `from_npy_bytes` for a malformed file, a dtype
 /// without a webtensor dtype, or wide integers that do not fit i32 / u32;
-/// device errors (f64 or i64 on a GPU ...).
+/// device errors (f64 on a GPU ...).
 pub fn from_npy_bytes(bytes: &[u8], device: &Device) -> Result<Tensor> {
     read("from_npy_bytes", bytes, device)
 }

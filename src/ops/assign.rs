@@ -22,6 +22,9 @@ impl Tensor {
             return self.complex_fill_(value.into());
         }
         let value = TypedScalar::new("fill_", value.into(), self.dtype())?;
+        if let Some(wide) = self.wide_scalar(&value)? {
+            return self.assign(&wide);
+        }
         self.launch_into("fill_", ElementwiseOp::Fill, &[Input::Scalar(value)])
     }
 
@@ -114,8 +117,7 @@ impl Tensor {
     /// is contiguous.
     ///
     /// # Errors
-    /// `UnsupportedDType` for f64 and i64 to the GPU; device limits; GPU
-    /// failures.
+    /// `UnsupportedDType` for f64 to the GPU; device limits; GPU failures.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
         pollster::block_on(self.to_device_async(device))

@@ -121,7 +121,7 @@ impl CustomKernel {
             }
             seen.insert(arg);
             accessors.extend([at, dim]);
-            if matches!(dtype, DType::C64 | DType::F64) {
+            if matches!(dtype, DType::C64 | DType::F64 | DType::I64) {
                 return Err(Error::dtype(
                     OP,
                     format!(

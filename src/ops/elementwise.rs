@@ -4,7 +4,7 @@
 
 use super::{Arg, check_same_dtype};
 use crate::device::Device;
-use crate::dtype::DType;
+use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
 use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
 use crate::promotion;
@@ -88,6 +88,9 @@ impl Tensor {
         }
         op.check(self.dtype())?;
         let s = TypedScalar::new(op.name(), s, self.dtype())?;
+        if let Some(wide) = self.wide_scalar(&s)? {
+            return self.binary(op, &wide);
+        }
         Tensor::launch_new(
             self,
             op.name(),
@@ -105,6 +108,9 @@ impl Tensor {
         }
         op.check(self.dtype())?;
         let s = TypedScalar::new(op.name(), s, self.dtype())?;
+        if let Some(wide) = self.wide_scalar(&s)? {
+            return self.binary_(op, &wide);
+        }
         self.launch_into_args(
             op.name(),
             ElementwiseOp::Binary(op),
@@ -149,6 +155,9 @@ impl Tensor {
             return self.to_dtype(dtype)?.compare_scalar(op, s);
         }
         let s = TypedScalar::new(op.name(), s, self.dtype())?;
+        if let Some(wide) = self.wide_scalar(&s)? {
+            return self.compare(op, &wide);
+        }
         Tensor::launch_new(
             self,
             op.name(),
@@ -258,12 +267,26 @@ pub(super) fn result_dtype(op: &'static str, a: DType, b: DType) -> Result<DType
     })
 }
 
+impl Tensor {
+    /// An i64 scalar outside i32, which a kernel's 32-bit scalar slot cannot
+    /// hold, as a 0-d tensor on this GPU to broadcast instead (`None`
+    /// elsewhere: the slot sign-extends the others).
+    ///
+    /// # Errors
+    /// Device errors of the upload.
+    pub(crate) fn wide_scalar(&self, s: &TypedScalar) -> Result<Option<Tensor>> {
+        if s.dtype != KernelType::I64 || !self.device().is_gpu() || i32::try_from(s.int).is_ok() {
+            return Ok(None);
+        }
+        Tensor::from_vec(vec![s.int], [], self.device()).map(Some)
+    }
+}
+
 /// [`result_dtype`] of operands on `device`.
 ///
 /// # Errors
 /// As [`result_dtype`], and `Error::UnsupportedDType` naming `op` where
-/// the common dtype is one the device holds no tensor of (f64 and i64 on a
-/// GPU: i32 with u32 is i64).
+/// the common dtype is one the device holds no tensor of (f64 on a GPU).
 pub(super) fn result_dtype_on(
     op: &'static str,
     device: &Device,

@@ -272,6 +272,9 @@ impl Tensor {
     pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         const OP: &str = "masked_fill";
         let value = self.check_mask(OP, mask, value.into())?;
+        if let Some(wide) = self.wide_scalar(&value)? {
+            return Tensor::where_cond(mask, &wide, self);
+        }
         Tensor::launch_new(
             self,
             OP,
@@ -289,6 +292,9 @@ impl Tensor {
     pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<()> {
         const OP: &str = "masked_fill_";
         let value = self.check_mask(OP, mask, value.into())?;
+        if let Some(wide) = self.wide_scalar(&value)? {
+            return self.assign(&Tensor::where_cond(mask, &wide, self)?);
+        }
         self.launch_into_args(
             OP,
             ElementwiseOp::Where,

@@ -137,7 +137,10 @@ impl Tensor {
         }
         let value = TypedScalar::new("full", value, dtype)?;
         let t = Self::empty_dense(shape.into(), dtype, device, "full")?;
-        t.launch_into("full", ElementwiseOp::Fill, &[Input::Scalar(value)])?;
+        match t.wide_scalar(&value)? {
+            Some(wide) => t.assign(&wide)?,
+            None => t.launch_into("full", ElementwiseOp::Fill, &[Input::Scalar(value)])?,
+        }
         Ok(t)
     }
 

@@ -183,6 +183,8 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
             ScalarType::I32 => format!("bitcast<i32>({bits})"),
             ScalarType::U32 => bits,
             ScalarType::Bool => format!("{bits} != 0u"),
+            // The op layer refuses i64 in custom kernels.
+            ScalarType::I64 => format!("vec2<u32>({bits}, 0u)"),
         });
     }
     let shadows: String = hidden

@@ -27,10 +27,10 @@ pub(crate) struct GpuStorage {
 /// returns the bytes they need (a multiple of 4, at least 4).
 ///
 /// # Errors
-/// `UnsupportedDType` for f64 and i64, `TooLarge` above the device's largest buffer
+/// `UnsupportedDType` for f64, `TooLarge` above the device's largest buffer
 /// or 2^31 - 1 elements.
 fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: KernelType, len: usize) -> Result<u64> {
-    if matches!(dtype, KernelType::F64 | KernelType::I64) {
+    if dtype == KernelType::F64 {
         return Err(Error::UnsupportedDType {
             op,
             dtype: dtype.dtype(),

@@ -3,6 +3,7 @@
 
 use super::codegen::WORKGROUP;
 use super::program::{Access, Operand, tileable};
+use crate::dtype::KernelType;
 use crate::layout::IterPlan;
 
 /// The access for a program over `operands` iterating `plan`, and the plan
@@ -15,8 +16,11 @@ pub(crate) fn choose_access(
     whole_vec4s: bool,
 ) -> (Access, IterPlan) {
     if plan.is_contiguous() {
-        // Every storage mode holds four elements in one array entry.
-        let aligned = whole_vec4s && plan.offsets.iter().all(|&o| o % 4 == 0);
+        // Every storage mode but i64's holds four elements in one array
+        // entry.
+        let aligned = whole_vec4s
+            && plan.offsets.iter().all(|&o| o % 4 == 0)
+            && operands.iter().all(|o| o.dtype != KernelType::I64);
         let access = if aligned {
             Access::Vec4
         } else {

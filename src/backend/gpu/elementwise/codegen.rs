@@ -14,10 +14,11 @@ use crate::backend::gpu::kernel::buffer::{
     store_fn,
 };
 use crate::backend::gpu::kernel::pipeline::{Pipeline, PipelineCache, PipelineSpec};
-use crate::backend::gpu::kernel::prelude::MATH_WGSL;
+use crate::backend::gpu::kernel::prelude::{INT64_WGSL, MATH_WGSL};
 use crate::backend::gpu::kernel::strided::{Walk, Walked, numbered_walk};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -65,13 +66,16 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         );
     }
     let (ops, program) = program_fn(key);
+    let uses_i64 = (0..key.nodes.len()).any(|n| key.node_dtype(n) == KernelType::I64)
+        || key.operands.iter().any(|o| o.dtype == KernelType::I64);
     let header = format!(
         "{}\nconst OPERANDS: u32 = {}u;\nconst OFFSET_VECS: u32 = {}u;\n\
-         const SCALAR_VECS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;",
+         const SCALAR_VECS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
         if uses_f16 { "enable f16;" } else { "" },
         key.operands.len(),
         offset_vecs(key.operands.len()),
         scalar_vecs(key.scalars as usize),
+        if uses_i64 { INT64_WGSL } else { "" },
     );
     let buffer = |k: usize| operand_buffer(key, k);
     let base = Prelude {
@@ -426,12 +430,14 @@ mod tests {
     #[test]
     fn every_generated_kernel_validates() {
         let mut keys = Vec::new();
+        // i64 too: the elementwise family computes on it (int64.wgsl).
+        let dtypes: Vec<KernelType> = GPU_DTYPES.into_iter().chain([KernelType::I64]).collect();
         for native_f16 in [true, false] {
             for access in [Access::Contiguous, Access::Strided, Access::Rows] {
                 let key = |kernel, out, inputs: &[(KernelType, Src)]| {
                     single(kernel, out, inputs, native_f16, access)
                 };
-                for &d in &GPU_DTYPES {
+                for &d in &dtypes {
                     keys.push(key(ElementwiseOp::Fill, d, &[(d, Src::Scalar)]));
                     keys.push(key(
                         ElementwiseOp::Where,
@@ -442,7 +448,7 @@ mod tests {
                             (d, Src::Binding),
                         ],
                     ));
-                    for &from in &GPU_DTYPES {
+                    for &from in &dtypes {
                         keys.push(key(ElementwiseOp::Cast, d, &[(from, Src::Binding)]));
                     }
                     for op in UnaryOp::ALL {
@@ -451,7 +457,17 @@ mod tests {
                         }
                     }
                     for op in BinaryOp::ALL {
-                        if op.check(d.dtype()).is_ok() {
+                        // A GPU divides and raises no i64 (the backend
+                        // refuses them).
+                        let gpu_i64 = d != KernelType::I64
+                            || !matches!(
+                                op,
+                                BinaryOp::Div
+                                    | BinaryOp::Remainder
+                                    | BinaryOp::FloorDiv
+                                    | BinaryOp::Pow
+                            );
+                        if op.check(d.dtype()).is_ok() && gpu_i64 {
                             keys.push(key(
                                 ElementwiseOp::Binary(op),
                                 d,
@@ -472,8 +488,10 @@ mod tests {
         let (mut vec4, mut tiled) = (0, 0);
         for key in &keys {
             validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
-            // And four elements per thread (every storage mode allows it).
-            if key.access == Access::Contiguous {
+            // And four elements per thread (every storage mode but i64's
+            // allows it).
+            let i64s = key.operands.iter().any(|o| o.dtype == KernelType::I64);
+            if key.access == Access::Contiguous && !i64s {
                 let key = KernelKey {
                     access: Access::Vec4,
                     ..key.clone()

@@ -17,14 +17,30 @@ fn scalar_expr(dtype: KernelType, slot: u8) -> String {
         KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => {
             format!("bitcast<f32>({bits})")
         }
-        KernelType::I32 | KernelType::I64 => format!("bitcast<i32>({bits})"),
+        KernelType::I32 => format!("bitcast<i32>({bits})"),
+        // The op layer passes only i64 scalars within i32 as slots (sign
+        // extended here); others arrive as 0-d tensors.
+        KernelType::I64 => format!("i64_from_i32(bitcast<i32>({bits}))"),
         KernelType::U32 | KernelType::U8 => bits,
         KernelType::Bool => format!("({bits} != 0u)"),
     }
 }
 
 fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
-    use ScalarType::{I32, U32};
+    use ScalarType::{I32, I64, U32};
+    if ct == I64 {
+        return match op {
+            UnaryOp::Neg => "i64_neg(a)",
+            UnaryOp::Abs => "i64_abs(a)",
+            UnaryOp::Sign => "i64_sign(a)",
+            UnaryOp::Relu => "i64_max(a, vec2<u32>(0u, 0u))",
+            UnaryOp::Square => "i64_mul(a, a)",
+            // Floor, ceil and round keep integers; the op layer lets no
+            // float function through to an integer.
+            _ => "a",
+        }
+        .to_string();
+    }
     let float = ct == ScalarType::F32;
     let e = match op {
         UnaryOp::Neg if ct == U32 => "0u - a",
@@ -64,7 +80,20 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
 }
 
 fn binary_expr(op: BinaryOp, ct: ScalarType) -> String {
-    use ScalarType::{F32, I32};
+    use ScalarType::{F32, I32, I64};
+    if ct == I64 {
+        return match op {
+            BinaryOp::Add => "i64_add(a, b)",
+            BinaryOp::Sub => "i64_sub(a, b)",
+            BinaryOp::Mul => "i64_mul(a, b)",
+            BinaryOp::Maximum => "i64_max(a, b)",
+            BinaryOp::Minimum => "i64_min(a, b)",
+            // Division, remainders and powers of i64 stay on the CPU (the
+            // op layer refuses them on a GPU).
+            _ => "a",
+        }
+        .to_string();
+    }
     let e = match (op, ct) {
         (BinaryOp::Add, _) => "a + b",
         (BinaryOp::Sub, _) => "a - b",
@@ -106,6 +135,17 @@ fn compare_expr(op: CompareOp, ct: ScalarType) -> String {
         // WGSL orders no bools; compare them as 0/1 like the CPU does.
         return format!("u32(a) {symbol} u32(b)");
     }
+    if ct == ScalarType::I64 {
+        return match op {
+            CompareOp::Eq => "i64_eq(a, b)",
+            CompareOp::Ne => "!i64_eq(a, b)",
+            CompareOp::Lt => "i64_lt(a, b)",
+            CompareOp::Le => "!i64_lt(b, a)",
+            CompareOp::Gt => "i64_lt(b, a)",
+            CompareOp::Ge => "!i64_lt(a, b)",
+        }
+        .to_string();
+    }
     let e = format!("a {symbol} b");
     if ct != ScalarType::F32 {
         return e;
@@ -124,6 +164,14 @@ fn cast_expr(from: KernelType, to: KernelType) -> String {
     use KernelType::*;
     let e = match (from, to) {
         _ if ScalarType::of(from) == ScalarType::of(to) => "a",
+        (F32 | F16 | BF16 | F64, I64) => "i64_from_f32(a)",
+        (I32, I64) => "i64_from_i32(a)",
+        (U32 | U8, I64) => "vec2<u32>(a, 0u)",
+        (Bool, I64) => "vec2<u32>(select(0u, 1u, a), 0u)",
+        (I64, F32 | F16 | BF16 | F64) => "i64_to_f32(a)",
+        (I64, I32) => "bitcast<i32>(a.x)",
+        (I64, U32 | U8) => "a.x",
+        (I64, Bool) => "(a.x | a.y) != 0u",
         (F32 | F16 | BF16 | F64, I32) => "f32_to_i32(a)",
         (F32 | F16 | BF16 | F64, U32) => "f32_to_u32(a)",
         (F32 | F16 | BF16 | F64, U8) => "f32_to_u8(a)",

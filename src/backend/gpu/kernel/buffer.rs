@@ -26,14 +26,17 @@ pub(crate) enum StorageMode {
     PackedBF16,
     /// u8 or bool packed four to a u32.
     Bytes,
+    /// i64 as two u32 words, one `vec2<u32>` entry each.
+    Words64,
 }
 
 pub(crate) fn storage_mode(dtype: KernelType, native_f16: bool) -> StorageMode {
     match dtype {
-        // f64 and i64 never reach a kernel: GPU storage refuses them.
-        KernelType::F32 | KernelType::F64 | KernelType::I32 | KernelType::I64 | KernelType::U32 => {
+        // f64 never reaches a kernel: GPU storage refuses it.
+        KernelType::F32 | KernelType::F64 | KernelType::I32 | KernelType::U32 => {
             StorageMode::Plain(ScalarType::of(dtype))
         }
+        KernelType::I64 => StorageMode::Words64,
         KernelType::F16 if native_f16 => StorageMode::F16,
         KernelType::F16 => StorageMode::PackedF16,
         KernelType::BF16 => StorageMode::PackedBF16,
@@ -46,6 +49,7 @@ pub(crate) fn array_type(s: StorageMode, atomic: bool) -> &'static str {
         (StorageMode::Plain(ScalarType::F32), _) => "array<f32>",
         (StorageMode::Plain(ScalarType::I32), _) => "array<i32>",
         (StorageMode::Plain(_), _) => "array<u32>",
+        (StorageMode::Words64, _) => "array<vec2<u32>>",
         (StorageMode::F16, _) => "array<f16>",
         (StorageMode::PackedF16 | StorageMode::PackedBF16 | StorageMode::Bytes, true) => {
             "array<atomic<u32>>"
@@ -74,7 +78,7 @@ pub(crate) fn load_expr(dtype: KernelType, s: StorageMode, buf: &str, atomic: bo
         }
     };
     match s {
-        StorageMode::Plain(_) => word("p"),
+        StorageMode::Plain(_) | StorageMode::Words64 => word("p"),
         StorageMode::F16 => format!("f32({buf}[p])"),
         StorageMode::PackedF16 => format!("unpack2x16float({})[p & 1u]", word("p >> 1u")),
         StorageMode::PackedBF16 => format!("bf16_at({}, p & 1u)", word("p >> 1u")),
@@ -97,7 +101,7 @@ pub(crate) fn store_fn(dtype: KernelType, s: StorageMode) -> String {
 pub(crate) fn store_fn_named(name: &str, buf: &str, dtype: KernelType, s: StorageMode) -> String {
     let ct = ScalarType::of(dtype);
     let body = match s {
-        StorageMode::Plain(_) => format!("{buf}[p] = v;"),
+        StorageMode::Plain(_) | StorageMode::Words64 => format!("{buf}[p] = v;"),
         StorageMode::F16 => format!("{buf}[p] = f16({});", round_expr(KernelType::F16, "v")),
         StorageMode::PackedF16 => format!(
             "let shift = (p & 1u) * 16u;\n    \
@@ -198,6 +202,8 @@ pub(crate) fn quad_type(s: StorageMode) -> String {
         StorageMode::Plain(t) => format!("vec4<{t}>"),
         StorageMode::F16 => "vec4<f16>".to_string(),
         StorageMode::PackedF16 | StorageMode::PackedBF16 => "vec2<u32>".to_string(),
+        // Never chosen (see `vec4_access`): two entries hold four.
+        StorageMode::Words64 => "vec2<u32>".to_string(),
         StorageMode::Bytes => "u32".to_string(),
     }
 }
@@ -208,7 +214,7 @@ pub(crate) fn quad_type(s: StorageMode) -> String {
 pub(crate) fn quad_lanes(dtype: KernelType, s: StorageMode, q: &str) -> String {
     let bytes = format!("((vec4<u32>({q}) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu))");
     match s {
-        StorageMode::Plain(_) => q.to_string(),
+        StorageMode::Plain(_) | StorageMode::Words64 => q.to_string(),
         StorageMode::F16 => format!("vec4<f32>({q})"),
         StorageMode::PackedF16 => {
             format!("vec4<f32>(unpack2x16float({q}.x), unpack2x16float({q}.y))")
@@ -227,7 +233,7 @@ pub(crate) fn quad_lanes(dtype: KernelType, s: StorageMode, q: &str) -> String {
 pub(crate) fn quad_of(dtype: KernelType, s: StorageMode, v: &str) -> String {
     let lanes = ["x", "y", "z", "w"];
     match s {
-        StorageMode::Plain(_) => v.to_string(),
+        StorageMode::Plain(_) | StorageMode::Words64 => v.to_string(),
         StorageMode::F16 => {
             let rounded: Vec<String> = lanes
                 .iter()
@@ -269,6 +275,7 @@ pub(crate) fn element_bytes(dtype: KernelType) -> usize {
     match dtype {
         KernelType::F16 | KernelType::BF16 => 2,
         KernelType::U8 | KernelType::Bool => 1,
+        KernelType::I64 => 8,
         _ => 4,
     }
 }

@@ -8,6 +8,8 @@ use crate::error::Result;
 
 /// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...).
 pub(crate) const MATH_WGSL: &str = shader!("kernel/math.wgsl");
+/// i64 arithmetic on `vec2<u32>` words, for kernels that compute on i64.
+pub(crate) const INT64_WGSL: &str = shader!("kernel/int64.wgsl");
 
 /// The `{{PRELUDE}}` of a kernel: `enable f16;` when `uses_f16`, then
 /// `params` (a family's `Params::wgsl()`, which binds the block at 0; empty

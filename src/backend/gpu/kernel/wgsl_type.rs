@@ -10,6 +10,9 @@ use std::fmt;
 pub(crate) enum ScalarType {
     F32,
     I32,
+    /// i64 as `vec2<u32>` (low word, high word), with `int64.wgsl`'s
+    /// functions for its arithmetic.
+    I64,
     U32,
     Bool,
 }
@@ -21,8 +24,8 @@ impl ScalarType {
             KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => {
                 ScalarType::F32
             }
-            // i64 never reaches a kernel (GPU storage refuses it).
-            KernelType::I32 | KernelType::I64 => ScalarType::I32,
+            KernelType::I32 => ScalarType::I32,
+            KernelType::I64 => ScalarType::I64,
             KernelType::U32 | KernelType::U8 => ScalarType::U32,
             KernelType::Bool => ScalarType::Bool,
         }
@@ -33,6 +36,7 @@ impl ScalarType {
         match self {
             ScalarType::F32 => "f32",
             ScalarType::I32 => "i32",
+            ScalarType::I64 => "vec2<u32>",
             ScalarType::U32 => "u32",
             ScalarType::Bool => "bool",
         }
@@ -43,6 +47,7 @@ impl ScalarType {
         match self {
             ScalarType::F32 => "0.0",
             ScalarType::I32 => "0",
+            ScalarType::I64 => "vec2<u32>(0u, 0u)",
             ScalarType::U32 => "0u",
             ScalarType::Bool => "false",
         }
@@ -53,6 +58,7 @@ impl ScalarType {
         match self {
             ScalarType::F32 => "1.0",
             ScalarType::I32 => "1",
+            ScalarType::I64 => "vec2<u32>(1u, 0u)",
             ScalarType::U32 => "1u",
             ScalarType::Bool => "true",
         }
@@ -65,6 +71,7 @@ impl ScalarType {
         match self {
             ScalarType::F32 => "f32_from_bits(0xff800000u)",
             ScalarType::I32 => "I32_MIN",
+            ScalarType::I64 => "vec2<u32>(0u, 0x80000000u)",
             ScalarType::U32 => "0u",
             ScalarType::Bool => "false",
         }
@@ -75,6 +82,7 @@ impl ScalarType {
         match self {
             ScalarType::F32 => "f32_from_bits(F32_INF_BITS)",
             ScalarType::I32 => "2147483647",
+            ScalarType::I64 => "vec2<u32>(0xffffffffu, 0x7fffffffu)",
             ScalarType::U32 => "0xffffffffu",
             ScalarType::Bool => "true",
         }

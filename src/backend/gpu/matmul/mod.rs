@@ -172,7 +172,10 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
         let element = match storage_mode(dtype, native) {
             StorageMode::Plain(t) => t.to_string(),
             StorageMode::F16 => "f16".to_string(),
-            StorageMode::PackedF16 | StorageMode::PackedBF16 | StorageMode::Bytes => {
+            StorageMode::PackedF16
+            | StorageMode::PackedBF16
+            | StorageMode::Bytes
+            | StorageMode::Words64 => {
                 return Err(Error::internal(
                     "matmul kernel",
                     "vec4 loads of a packed operand",

@@ -85,6 +85,8 @@ fn key_fn(dtype: KernelType, descending: bool) -> String {
         ScalarType::I32 => "return finish(bitcast<u32>(v) ^ 0x80000000u);",
         ScalarType::U32 => "return finish(v);",
         ScalarType::Bool => "return finish(select(0u, 1u, v));",
+        // The backend refuses GPU sorts of i64 before any kernel.
+        ScalarType::I64 => "return finish(v.y ^ 0x80000000u);",
     };
     let finish = if descending { "~k" } else { "k" };
     format!(
