@@ -2,9 +2,9 @@
 //! 2^53 and wrapping at 2^63 as i32 does at 2^31, through creation, views,
 //! casts, arithmetic, comparisons, `where`, reductions, scans, sorting,
 //! indexing (as data and as indices), products, printing and files. GPUs
-//! hold i64 as two u32 words and run its elementwise ops, copies and casts
-//! bit for bit as the CPU does; the rest is an `UnsupportedDType` naming
-//! the op.
+//! hold i64 as two u32 words and run its elementwise ops, copies, casts and
+//! indexing bit for bit as the CPU does; the rest is an `UnsupportedDType`
+//! naming the op.
 
 mod common;
 
@@ -277,13 +277,64 @@ fn gpus_compute_i64_elementwise_as_the_cpu_does() {
 }
 
 #[test]
+fn gpus_index_with_i64_and_move_i64_as_the_cpu_does() {
+    let cpu = Device::cpu();
+    let data = Tensor::from_vec(wide_values(), [5, 10], &cpu).unwrap();
+    let idx = Tensor::from_vec(vec![4i64, -1, 0, 2], [4], &cpu).unwrap();
+    let picks: Vec<i64> = (0..20).map(|k| (k * 7 % 10) as i64).collect();
+    let picks = Tensor::from_vec(picks, [5, 4], &cpu).unwrap();
+    // Distinct along each line (a scatter's duplicates may land in any order).
+    let spots = picks.remainder_scalar(5).unwrap();
+    let run = |d: &Tensor, i: &Tensor, p: &Tensor, at: &Tensor| -> Vec<Tensor> {
+        // Scatter through a stepped view, and add into zeros (i64 sums).
+        // A copy: `d` itself stays as it is for the next device.
+        let dest = d.add_scalar(0).unwrap();
+        let cols = dest.slice(s![.., ..;2]).unwrap();
+        cols.scatter_(at, &d.slice(s![.., ..4]).unwrap(), 1)
+            .unwrap();
+        let sums = Tensor::zeros([5, 10], DType::I64, d.device()).unwrap();
+        sums.scatter_add_(p, &d.slice(s![.., 5..9]).unwrap(), 1)
+            .unwrap();
+        vec![
+            d.take(i, 0).unwrap(),
+            d.t().index_select(i, 1).unwrap(),
+            d.gather(p, 1).unwrap(),
+            dest,
+            sums,
+            d.to_dtype(DType::F32)
+                .unwrap()
+                .index_select(i, 0)
+                .unwrap()
+                .to_dtype(DType::I64)
+                .unwrap(),
+        ]
+    };
+    let want = run(&data, &idx, &picks, &spots);
+    for gpu in common::devices().iter().filter(|d| d.is_gpu()) {
+        let [d, i, p, at] = [&data, &idx, &picks, &spots].map(|t| t.to_device(gpu).unwrap());
+        for (k, (got, want)) in run(&d, &i, &p, &at).iter().zip(&want).enumerate() {
+            assert_eq!(
+                vals(&got.to_device(&cpu).unwrap()),
+                vals(want),
+                "form {k} on {gpu}"
+            );
+        }
+        // An i64 index past i32 is reported whole.
+        let far = Tensor::from_vec(vec![1i64, BIG], [2], gpu).unwrap();
+        let taken = d.take(&far, 0).unwrap();
+        match taken.to_vec::<i64>() {
+            Err(Error::Index { index, size: 5, .. }) => assert_eq!(index as i64, BIG, "{gpu}"),
+            other => panic!("{gpu}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn gpus_refuse_what_they_do_not_compute_on_i64_naming_the_op() {
     let cpu = Device::cpu();
     let t = Tensor::from_vec(vec![1i64, 2, 3, 4], [2, 2], &cpu).unwrap();
     for gpu in common::devices().iter().filter(|d| d.is_gpu()) {
         let g = t.to_device(gpu).unwrap();
-        let f = Tensor::zeros([2, 2], DType::F32, gpu).unwrap();
-        let idx = g.slice(s![0]).unwrap().sub_scalar(1).unwrap();
         for (op, got) in [
             ("div", g.div(&g)),
             ("pow", g.pow_scalar(2)),
@@ -291,11 +342,6 @@ fn gpus_refuse_what_they_do_not_compute_on_i64_naming_the_op() {
             ("scan", g.cumsum(1)),
             ("sort", g.sort(1, SortOrder::Ascending)),
             ("matmul", g.matmul(&g)),
-            (
-                "gather",
-                g.take(&f.to_dtype(DType::I32).unwrap().reshape([4]).unwrap(), 0),
-            ),
-            ("gather", f.index_select(&idx, 0)),
         ] {
             match got {
                 Err(Error::UnsupportedDType {

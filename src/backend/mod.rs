@@ -320,11 +320,6 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
 /// `Error::Index` on the CPU for an out-of-range index; GPU failures and
 /// device limits (the GPU reports out-of-range indices at the next readback).
 pub(crate) fn gather(call: &GatherCall) -> Result<()> {
-    no_i64_on_gpu(
-        "gather",
-        call.out.storage,
-        &[call.src.dtype, call.index.dtype],
-    )?;
     check_bounds(&call.src)?;
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
@@ -341,11 +336,6 @@ pub(crate) fn gather(call: &GatherCall) -> Result<()> {
 /// then); GPU failures and device limits (the GPU skips out-of-range
 /// writes and reports them at the next readback).
 pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
-    no_i64_on_gpu(
-        "scatter",
-        call.out.storage,
-        &[call.src.dtype, call.index.dtype],
-    )?;
     check_bounds(&call.src)?;
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
@@ -356,9 +346,10 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
 }
 
 /// `Err` for an i64 operand of a GPU kernel that computes on no i64 yet:
-/// GPUs hold i64 and run elementwise ops, copies and casts on it (add, sub,
-/// mul, maximum, minimum, comparisons, `where`), not divisions, powers,
-/// reductions, scans, sorts, indexing or products.
+/// GPUs hold i64 and run elementwise ops, copies, casts and indexing on it
+/// (add, sub, mul, maximum, minimum, comparisons, `where`; i64 data and
+/// i64 indices), not divisions, powers, reductions, scans, sorts or
+/// products.
 ///
 /// # Errors
 /// `Error::UnsupportedDType` naming `op`.

@@ -2,9 +2,10 @@
 //! index tensor; scatter and scatter_add write through one; masked_fill
 //! writes a value where a bool mask is set.
 //!
-//! Index tensors hold i32 or u32. A signed index may be negative and then
-//! counts from the end of the axis (NumPy), so the valid range is
-//! `-size..size` for i32 and `0..size` for u32.
+//! Index tensors hold i32, i64 (NumPy's and PyTorch's default) or u32. A
+//! signed index may be negative and then counts from the end of the axis
+//! (NumPy), so the valid range is `-size..size` for i32 and i64 and
+//! `0..size` for u32.
 //!
 //! Out-of-range indices: on the CPU the op returns `Error::Index`. On the
 //! GPU the indices are not on the host, so the kernel checks them: a read
@@ -38,7 +39,7 @@ impl Tensor {
     /// ```
     ///
     /// # Errors
-    /// `Error::DType` for an index that is not i32 or u32; `Error::Axis`;
+    /// `Error::DType` for an index that is not i32, i64 or u32; `Error::Axis`;
     /// `Error::Shape` above the maximum rank or for indices into an empty
     /// axis; `Error::Index` for an out-of-range index (see the module docs
     /// for the GPU); `Error::DeviceMismatch`.

@@ -9,6 +9,7 @@
 //! run since the last check.
 
 use super::command::Bound;
+use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::op::IndexOp;
 use std::sync::Weak;
@@ -18,13 +19,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// hazard checks of fusion.
 const FAULT_BUFFER_ID: u64 = u64::MAX;
 
-/// Bytes of the record: count, op code, raw index, axis extent (u32 each).
-pub(crate) const FAULT_BYTES: u64 = 16;
+/// Bytes of the record: count, op code, raw index (its low word), axis
+/// extent, the raw index's high word (i64 indices), as u32 each, and
+/// padding to 32 bytes.
+pub(crate) const FAULT_BYTES: u64 = 32;
 
 /// The op code a kernel records: the op in bits 0..8, the axis in bits
-/// 8..16, and bit 16 set for an unsigned index.
-pub(crate) fn fault_code(op: IndexOp, axis: usize, unsigned: bool) -> u32 {
-    op as u32 | (axis as u32) << 8 | u32::from(unsigned) << 16
+/// 8..16, bit 16 set for an unsigned (u32) index and bit 17 for an i64 one.
+pub(crate) fn fault_code(op: IndexOp, axis: usize, index: KernelType) -> u32 {
+    op as u32
+        | (axis as u32) << 8
+        | u32::from(index == KernelType::U32) << 16
+        | u32::from(index == KernelType::I64) << 17
 }
 
 /// The fault record of one device.
@@ -109,7 +115,9 @@ impl Faults {
             .get((code & 0xff) as usize)
             .map_or("indexing", |op| op.name());
         let raw = word(2);
-        let index = if code & (1 << 16) != 0 {
+        let index = if code & (1 << 17) != 0 {
+            ((word(4) as u64) << 32 | raw as u64) as i64 as isize
+        } else if code & (1 << 16) != 0 {
             raw as isize
         } else {
             raw as i32 as isize
@@ -129,10 +137,12 @@ mod tests {
 
     #[test]
     fn codes_name_op_axis_and_signedness() {
-        let code = fault_code(IndexOp::Gather, 3, true);
+        let code = fault_code(IndexOp::Gather, 3, KernelType::U32);
         assert_eq!(code & 0xff, 2);
         assert_eq!((code >> 8) & 0xff, 3);
         assert_ne!(code & (1 << 16), 0);
+        let wide = fault_code(IndexOp::Gather, 3, KernelType::I64);
+        assert_eq!(wide & (3 << 16), 1 << 17);
         assert_eq!(
             IndexOp::ALL[IndexOp::ScatterAdd as usize],
             IndexOp::ScatterAdd

@@ -1,4 +1,4 @@
-//! GPU indexing through index tensors: `gather.wgsl` (take,
+//! GPU indexing through index tensors (i32, u32 or i64): `gather.wgsl` (take,
 //! index_select, gather) and `scatter.wgsl` (scatter, scatter_add),
 //! specialised per data and index dtype. Both check each index and report
 //! out-of-range ones through the device's fault record (`faults.rs`).
@@ -11,7 +11,7 @@ use crate::backend::gpu::kernel::buffer::{
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget::{self, slices};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
-use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::prelude::{INT64_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{FamilyKey, record_family};
@@ -122,10 +122,14 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
     ]
     .concat();
     let zero = ScalarType::of(dtype).zero();
-    let (raw, resolve) = if key.index == KernelType::I32 {
-        ("bitcast<u32>(load_idx(p))", "resolve_signed")
-    } else {
-        ("load_idx(p)", "resolve_unsigned")
+    // The raw index as (low word, high word).
+    let (raw, resolve) = match key.index {
+        KernelType::I32 => (
+            "vec2<u32>(bitcast<u32>(load_idx(p)), 0u)",
+            "resolve_signed(raw.x)",
+        ),
+        KernelType::I64 => ("load_idx(p)", "resolve_wide(raw)"),
+        _ => ("vec2<u32>(load_idx(p), 0u)", "resolve_unsigned(raw.x)"),
     };
     let mut access = [
         load_fn("load_src", "src", dtype, native),
@@ -133,8 +137,8 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
         store_out_fn(dtype, native),
         format!(
             "const ZERO: {} = {zero};\n\
-             fn load_raw(p: u32) -> u32 {{\n    return {raw};\n}}\n\
-             fn resolve(raw: u32) -> i32 {{\n    return {resolve}(raw);\n}}\n",
+             fn load_raw(p: u32) -> vec2<u32> {{\n    return {raw};\n}}\n\
+             fn resolve(raw: vec2<u32>) -> i32 {{\n    return {resolve};\n}}\n",
             ScalarType::of(dtype)
         ),
         INDEXING_WGSL.to_string(),
@@ -143,6 +147,11 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
     let (template, write) = match key.kernel {
         IndexKernel::Gather => (GATHER_WGSL, ""),
         IndexKernel::Scatter => (SCATTER_WGSL, "store_out(p, v);"),
+        IndexKernel::ScatterAdd if dtype == KernelType::I64 => {
+            access.push_str(&load_out_fn(dtype, native));
+            access.push_str(INT64_WGSL);
+            (SCATTER_WGSL, "store_out(p, i64_add(load_out(p), v));")
+        }
         IndexKernel::ScatterAdd => {
             access.push_str(&load_out_fn(dtype, native));
             (SCATTER_WGSL, "store_out(p, load_out(p) + v);")
@@ -205,7 +214,7 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
 
 /// The fault code of `op` on `target` with an index of `dtype`.
 fn code(op: IndexOp, target: &IndexedAxis, index: KernelType) -> u32 {
-    fault_code(op, target.axis, index == KernelType::U32)
+    fault_code(op, target.axis, index)
 }
 
 /// `t`, the indexed operand (a layout at position `target.first` of the
@@ -387,11 +396,11 @@ mod tests {
             IndexKernel::ScatterAdd,
         ];
         for kernel in kernels {
-            for dtype in GPU_DTYPES {
+            for dtype in GPU_DTYPES.into_iter().chain([KernelType::I64]) {
                 if kernel == IndexKernel::ScatterAdd && dtype == KernelType::Bool {
                     continue;
                 }
-                for index in [KernelType::I32, KernelType::U32] {
+                for index in [KernelType::I32, KernelType::U32, KernelType::I64] {
                     for native_f16 in [true, false] {
                         let key = IndexKey {
                             kernel,
