@@ -2,9 +2,9 @@
 //! 2^53 and wrapping at 2^63 as i32 does at 2^31, through creation, views,
 //! casts, arithmetic, comparisons, `where`, reductions, scans, sorting,
 //! indexing (as data and as indices), products, printing and files. GPUs
-//! hold i64 as two u32 words and run its elementwise ops, copies, casts and
-//! indexing bit for bit as the CPU does; the rest is an `UnsupportedDType`
-//! naming the op.
+//! hold i64 as two u32 words and run its elementwise ops, copies, casts,
+//! indexing, reductions and scans bit for bit as the CPU does; the rest is
+//! an `UnsupportedDType` naming the op.
 
 mod common;
 
@@ -330,6 +330,46 @@ fn gpus_index_with_i64_and_move_i64_as_the_cpu_does() {
 }
 
 #[test]
+fn gpus_reduce_and_scan_i64_as_the_cpu_does() {
+    let cpu = Device::cpu();
+    let values = wide_values();
+    let cycle = |n: usize| -> Vec<i64> { values.iter().cycle().take(n).copied().collect() };
+    let x = Tensor::from_vec(cycle(37 * 300), [37, 300], &cpu).unwrap();
+    // One line past the blocked scan's threshold (65,536).
+    let long = Tensor::from_vec(cycle(70_001), [70_001], &cpu).unwrap();
+    let run = |x: &Tensor, long: &Tensor| -> Vec<Tensor> {
+        let arg = |t: Tensor| t.to_dtype(DType::I64).unwrap();
+        vec![
+            x.sum(1).unwrap(),
+            x.t().sum(1).unwrap(),
+            x.sum(..).unwrap(),
+            x.slice(s![..;-3, 5..9]).unwrap().prod(0).unwrap(),
+            x.max(1).unwrap(),
+            x.t().min(1).unwrap(),
+            arg(x.argmax(1).unwrap()),
+            arg(x.t().argmin(1).unwrap()),
+            x.cumsum(1).unwrap(),
+            x.t().cumprod(1).unwrap(),
+            long.cumsum(0).unwrap(),
+            long.sum(..).unwrap(),
+        ]
+    };
+    let want = run(&x, &long);
+    for gpu in common::devices().iter().filter(|d| d.is_gpu()) {
+        let (xg, lg) = (x.to_device(gpu).unwrap(), long.to_device(gpu).unwrap());
+        for (k, (got, want)) in run(&xg, &lg).iter().zip(&want).enumerate() {
+            assert_eq!(
+                vals(&got.to_device(&cpu).unwrap()),
+                vals(want),
+                "form {k} on {gpu}"
+            );
+        }
+        // A mean of integers is f32 on every device.
+        assert_eq!(xg.mean(1).unwrap().dtype(), DType::F32);
+    }
+}
+
+#[test]
 fn gpus_refuse_what_they_do_not_compute_on_i64_naming_the_op() {
     let cpu = Device::cpu();
     let t = Tensor::from_vec(vec![1i64, 2, 3, 4], [2, 2], &cpu).unwrap();
@@ -338,8 +378,6 @@ fn gpus_refuse_what_they_do_not_compute_on_i64_naming_the_op() {
         for (op, got) in [
             ("div", g.div(&g)),
             ("pow", g.pow_scalar(2)),
-            ("reduce", g.sum(..)),
-            ("scan", g.cumsum(1)),
             ("sort", g.sort(1, SortOrder::Ascending)),
             ("matmul", g.matmul(&g)),
         ] {

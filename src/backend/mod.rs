@@ -174,11 +174,6 @@ pub(crate) fn run(call: &Call) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
-    no_i64_on_gpu(
-        "reduce",
-        call.out.storage,
-        &[call.input.dtype, call.out.dtype],
-    )?;
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     if let Some(center) = &call.center {
@@ -221,7 +216,6 @@ pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn scan(call: &ScanCall) -> Result<()> {
-    no_i64_on_gpu("scan", call.out.storage, &[call.input.dtype])?;
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
@@ -346,10 +340,8 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
 }
 
 /// `Err` for an i64 operand of a GPU kernel that computes on no i64 yet:
-/// GPUs hold i64 and run elementwise ops, copies, casts and indexing on it
-/// (add, sub, mul, maximum, minimum, comparisons, `where`; i64 data and
-/// i64 indices), not divisions, powers, reductions, scans, sorts or
-/// products.
+/// GPUs hold i64 and run elementwise ops, copies, casts, indexing,
+/// reductions and scans on it, not divisions, powers, sorts or products.
 ///
 /// # Errors
 /// `Error::UnsupportedDType` naming `op`.

@@ -90,7 +90,8 @@ pub(crate) fn reduce(out: &GpuStorage, call: &ReduceCall) -> Result<()> {
     if outputs == 0 {
         return Ok(());
     }
-    let quads = quads_fit(&kept, &reduced, &src);
+    // i64's two-word elements are read one at a time.
+    let quads = call.input.dtype != KernelType::I64 && quads_fit(&kept, &reduced, &src);
     let key = |source, dest, group| ReduceKey {
         op: call.op,
         dtype: call.input.dtype,

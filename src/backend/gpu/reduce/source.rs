@@ -5,7 +5,7 @@ use crate::backend::gpu::kernel::buffer::{
     buffer_decl, load_fn, needs_f16, quad_lanes, quad_type, storage_mode, store_out_fn,
 };
 use crate::backend::gpu::kernel::params_block::params_block;
-use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::prelude::{INT64_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{family_key, group_or_thread};
@@ -104,7 +104,8 @@ const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, 64u);
 pub(super) fn acc_dtype(dtype: KernelType) -> KernelType {
     match dtype {
         KernelType::F32 | KernelType::F16 | KernelType::BF16 | KernelType::F64 => KernelType::F32,
-        KernelType::I32 | KernelType::I64 => KernelType::I32,
+        KernelType::I32 => KernelType::I32,
+        KernelType::I64 => KernelType::I64,
         KernelType::U32 | KernelType::U8 | KernelType::Bool => KernelType::U32,
     }
 }
@@ -250,7 +251,10 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     }
     let uses_f16 = key.source == Source::Tensor && needs_f16(key.dtype, key.native_f16)
         || key.dest == Dest::Output && needs_f16(key.out, key.native_f16);
-    let state = state_source(key.op, acc);
+    let mut state = state_source(key.op, acc);
+    if acc == ScalarType::I64 {
+        state.push_str(INT64_WGSL);
+    }
     let walks = [
         Walk {
             name: "kept_walk",
@@ -372,7 +376,13 @@ fn state_source(op: ReduceOp, acc: ScalarType) -> String {
     let float = acc == ScalarType::F32;
     let (lowest, highest) = (acc.lowest(), acc.highest());
     let (zero, one) = (acc.zero(), acc.one());
+    let wide = acc == ScalarType::I64;
     let (identity, combine) = match op {
+        // i64 through int64.wgsl's functions.
+        ReduceOp::Sum if wide => (zero, "return State(i64_add(a.v, b.v), 0);".to_string()),
+        ReduceOp::Prod if wide => (one, "return State(i64_mul(a.v, b.v), 0);".to_string()),
+        ReduceOp::Max if wide => (lowest, "return State(i64_max(a.v, b.v), 0);".into()),
+        ReduceOp::Min if wide => (highest, "return State(i64_min(a.v, b.v), 0);".into()),
         ReduceOp::Sum => (zero, "return State(a.v + b.v, 0);".to_string()),
         ReduceOp::Prod => (one, "return State(a.v * b.v, 0);".to_string()),
         ReduceOp::Max if float => (lowest, "return State(maximum_f32(a.v, b.v), 0);".into()),
@@ -380,7 +390,15 @@ fn state_source(op: ReduceOp, acc: ScalarType) -> String {
         ReduceOp::Min if float => (highest, "return State(minimum_f32(a.v, b.v), 0);".into()),
         ReduceOp::Min => (highest, "return State(min(a.v, b.v), 0);".into()),
         ReduceOp::ArgMax | ReduceOp::ArgMin => {
-            let better = if op == ReduceOp::ArgMax { ">" } else { "<" };
+            let max = op == ReduceOp::ArgMax;
+            // `x {better} y`, spelled for the accumulator.
+            let better = |x: &str, y: &str| match (wide, max) {
+                (true, true) => format!("i64_lt({y}, {x})"),
+                (true, false) => format!("i64_lt({x}, {y})"),
+                (false, true) => format!("{x} > {y}"),
+                (false, false) => format!("{x} < {y}"),
+            };
+            let (a_wins, b_wins) = (better("a.v", "b.v"), better("b.v", "a.v"));
             let nan = if float { "is_nan_f32" } else { "never_nan" };
             (
                 zero,
@@ -392,8 +410,8 @@ fn state_source(op: ReduceOp, acc: ScalarType) -> String {
                      // A NaN wins; among equals (or NaNs) the first index.\n    \
                      if (an != bn) {{ if (an) {{ return a; }} return b; }}\n    \
                      if (!an) {{\n        \
-                     if (a.v {better} b.v) {{ return a; }}\n        \
-                     if (b.v {better} a.v) {{ return b; }}\n    \
+                     if ({a_wins}) {{ return a; }}\n        \
+                     if ({b_wins}) {{ return b; }}\n    \
                      }}\n    \
                      if (a.i <= b.i) {{ return a; }}\n    \
                      return b;"
@@ -433,7 +451,7 @@ mod tests {
             (Source::Partials, Dest::Output),
         ];
         for op in ops {
-            for dtype in GPU_DTYPES {
+            for dtype in GPU_DTYPES.into_iter().chain([KernelType::I64]) {
                 for (source, dest) in stages {
                     let variants = [
                         (true, true, false),
@@ -444,7 +462,9 @@ mod tests {
                         for (quads, centered) in
                             [(false, false), (true, false), (false, true), (true, true)]
                         {
-                            if quads && !(group && source == Source::Tensor) {
+                            // i64's words hold no quads (`quads_fit`).
+                            let i64_quads = quads && dtype == KernelType::I64;
+                            if i64_quads || quads && !(group && source == Source::Tensor) {
                                 continue;
                             }
                             let sum_of_f32 = op == ReduceOp::Sum && dtype == KernelType::F32;

@@ -9,7 +9,7 @@ use crate::backend::gpu::kernel::buffer::{
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::loop_budget::{self, slices};
 use crate::backend::gpu::kernel::params_block::line_params;
-use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::prelude::{INT64_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{family_key, group_or_thread, record_family};
@@ -63,9 +63,11 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
         ScanOp::Sum => acc.zero(),
         ScanOp::Prod => acc.one(),
     };
-    let combine = match key.op {
-        ScanOp::Sum => "a + b",
-        ScanOp::Prod => "a * b",
+    let combine = match (key.op, acc) {
+        (ScanOp::Sum, ScalarType::I64) => "i64_add(a, b)",
+        (ScanOp::Prod, ScalarType::I64) => "i64_mul(a, b)",
+        (ScanOp::Sum, _) => "a + b",
+        (ScanOp::Prod, _) => "a * b",
     };
     let bindings = [
         buffer_decl(1, "src", dtype, native, false),
@@ -79,10 +81,15 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
          {}{}{}\
          fn load(p: u32) -> Acc {{\n    return load_src(p);\n}}\n\
          fn store(p: u32, v: Acc) {{\n    store_out(p, v);\n}}\n\
-         fn load_done(p: u32) -> Acc {{\n    return load_out(p);\n}}\n",
+         fn load_done(p: u32) -> Acc {{\n    return load_out(p);\n}}\n{}",
         load_fn("load_src", "src", dtype, native),
         store_out_fn(dtype, native),
         load_out_fn(dtype, native),
+        if acc == ScalarType::I64 {
+            INT64_WGSL
+        } else {
+            ""
+        },
     );
     let walk = LINE_STARTS.wgsl();
     let slots = [
@@ -163,6 +170,7 @@ mod tests {
                 KernelType::F16,
                 KernelType::BF16,
                 KernelType::I32,
+                KernelType::I64,
                 KernelType::U32,
             ] {
                 for (group, native_f16) in [(true, true), (false, false), (true, false)] {
