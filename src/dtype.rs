@@ -27,12 +27,11 @@ pub enum DType {
     /// 64-bit signed integer (wrapping arithmetic): NumPy's default integer
     /// and PyTorch's `long`, for indices and token ids. Every op on the
     /// CPU. A GPU stores it as two u32 words on every adapter and runs its
-    /// elementwise ops, copies and casts (add, sub, mul, neg, abs, sign,
-    /// maximum, minimum, comparisons, `where`), indexing (i64 data and i64
-    /// indices), reductions (sum, prod, max, min, argmax, argmin) and scans;
-    /// its division, remainders, powers, sorts and products are an
-    /// `UnsupportedDType` naming the op there (cast to i32 or move it to
-    /// the CPU).
+    /// elementwise ops (division, remainders and powers too), copies,
+    /// casts, comparisons, `where`, indexing (i64 data and i64 indices),
+    /// reductions (sum, prod, max, min, argmax, argmin) and scans; its
+    /// sorts and products are an `UnsupportedDType` naming the op there
+    /// (cast to i32 or move it to the CPU).
     I64,
     /// 32-bit unsigned integer (wrapping arithmetic).
     U32,

@@ -1,7 +1,7 @@
 // 64-bit two's complement integers (i64) as vec2<u32>(low word, high word),
 // the way they lie in storage: WGSL has no 64-bit integer on the web.
 // Arithmetic wraps at 2^64 as Rust's wrapping ops do; conversions follow
-// Rust's `as`. Included by kernels that compute on i64.
+// Rust's `as`. Included, after math.wgsl, by kernels that compute on i64.
 
 fn i64_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let lo = a.x + b.x;
@@ -16,22 +16,9 @@ fn i64_sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return i64_add(a, i64_neg(b));
 }
 
-// The full 64-bit product of two u32, from 16-bit halves.
-fn u32_mul_wide(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xffffu;
-    let a1 = a >> 16u;
-    let b0 = b & 0xffffu;
-    let b1 = b >> 16u;
-    let p00 = a0 * b0;
-    let p01 = a0 * b1;
-    let p10 = a1 * b0;
-    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-    let lo = (p00 & 0xffffu) | (mid << 16u);
-    return vec2<u32>(lo, a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
-}
-
+// (math.wgsl's `mul_wide_u32` gives the low words' full product.)
 fn i64_mul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let p = u32_mul_wide(a.x, b.x);
+    let p = mul_wide_u32(a.x, b.x);
     return vec2<u32>(p.x, p.y + a.x * b.y + a.y * b.x);
 }
 
@@ -113,4 +100,74 @@ fn i64_to_f32(a: vec2<u32>) -> f32 {
     if (tie_or_more) { mantissa = mantissa + 1u; }
     let r = ldexp(f32(mantissa), shift + 8);
     return select(r, -r, neg);
+}
+
+fn u64_lt(a: vec2<u32>, b: vec2<u32>) -> bool {
+    return a.y < b.y || (a.y == b.y && a.x < b.x);
+}
+
+// Unsigned 64-bit division of n by d (d not 0, at most 2^63, as i64
+// magnitudes are): the quotient and the remainder, one bit at a time.
+fn u64_divmod(n: vec2<u32>, d: vec2<u32>) -> array<vec2<u32>, 2> {
+    var q = vec2<u32>(0u, 0u);
+    var r = vec2<u32>(0u, 0u);
+    for (var k = 0u; k < 64u; k++) {
+        let i = 63u - k;
+        let bit = select((n.x >> i) & 1u, (n.y >> (i - 32u)) & 1u, i >= 32u);
+        // r < d <= 2^63 before the shift, so it stays within 64 bits.
+        r = vec2<u32>((r.x << 1u) | bit, (r.y << 1u) | (r.x >> 31u));
+        if (!u64_lt(r, d)) {
+            r = i64_sub(r, d);
+            if (i >= 32u) { q.y = q.y | (1u << (i - 32u)); } else { q.x = q.x | (1u << i); }
+        }
+    }
+    return array<vec2<u32>, 2>(q, r);
+}
+
+// Rust's wrapping_div and wrapping_rem together (toward zero; i64::MIN / -1
+// is i64::MIN); a zero divisor gives 0 and 0, as the CPU's do.
+fn i64_divmod(a: vec2<u32>, b: vec2<u32>) -> array<vec2<u32>, 2> {
+    if ((b.x | b.y) == 0u) { return array<vec2<u32>, 2>(vec2<u32>(0u, 0u), vec2<u32>(0u, 0u)); }
+    let qr = u64_divmod(i64_abs(a), i64_abs(b));
+    let q = select(qr[0], i64_neg(qr[0]), i64_is_neg(a) != i64_is_neg(b));
+    let r = select(qr[1], i64_neg(qr[1]), i64_is_neg(a));
+    return array<vec2<u32>, 2>(q, r);
+}
+
+fn i64_div(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return i64_divmod(a, b)[0];
+}
+
+// NumPy's remainder: the sign of the divisor.
+fn i64_rem(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let r = i64_divmod(a, b)[1];
+    let flip = (r.x | r.y) != 0u && i64_is_neg(r) != i64_is_neg(b);
+    return select(r, i64_add(r, b), flip);
+}
+
+// Python's `//`: the quotient rounded toward negative infinity.
+fn i64_floor_div(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let qr = i64_divmod(a, b);
+    let down = (qr[1].x | qr[1].y) != 0u && i64_is_neg(qr[1]) != i64_is_neg(b);
+    return select(qr[0], i64_sub(qr[0], vec2<u32>(1u, 0u)), down);
+}
+
+// Wrapping a^b; a negative b leaves 1, -1 (by b's parity) or 0.
+fn i64_pow(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (i64_is_neg(b)) {
+        if (a.x == 1u && a.y == 0u) { return a; }
+        if (a.x == 0xffffffffu && a.y == 0xffffffffu) {
+            return select(vec2<u32>(1u, 0u), a, (b.x & 1u) == 1u);
+        }
+        return vec2<u32>(0u, 0u);
+    }
+    var acc = vec2<u32>(1u, 0u);
+    var base = a;
+    var e = b;
+    for (var k = 0u; k < 64u && (e.x | e.y) != 0u; k++) {
+        if ((e.x & 1u) == 1u) { acc = i64_mul(acc, base); }
+        base = i64_mul(base, base);
+        e = vec2<u32>((e.x >> 1u) | (e.y << 31u), e.y >> 1u);
+    }
+    return acc;
 }

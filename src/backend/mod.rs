@@ -15,7 +15,7 @@ mod layering;
 
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
-use crate::op::{BinaryOp, ElementwiseOp, ReduceOp};
+use crate::op::ReduceOp;
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input,
     MAX_SOFTMAX_LINE, MatmulCall, ReduceCall, ScanCall, ScatterCall, SoftmaxCall, SortCall,
@@ -138,12 +138,6 @@ impl Storage {
 /// # Errors
 /// GPU failures (device lost, out of memory) and device limits.
 pub(crate) fn run(call: &Call) -> Result<()> {
-    if let ElementwiseOp::Binary(
-        op @ (BinaryOp::Div | BinaryOp::Remainder | BinaryOp::FloorDiv | BinaryOp::Pow),
-    ) = call.kernel
-    {
-        no_i64_on_gpu(op.name(), call.out.storage, &[call.out.dtype])?;
-    }
     check_bounds(&call.out)?;
     for input in call.inputs {
         match input {
@@ -341,7 +335,7 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
 
 /// `Err` for an i64 operand of a GPU kernel that computes on no i64 yet:
 /// GPUs hold i64 and run elementwise ops, copies, casts, indexing,
-/// reductions and scans on it, not divisions, powers, sorts or products.
+/// reductions and scans on it, not sorts or products.
 ///
 /// # Errors
 /// `Error::UnsupportedDType` naming `op`.

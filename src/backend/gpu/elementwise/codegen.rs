@@ -457,17 +457,7 @@ mod tests {
                         }
                     }
                     for op in BinaryOp::ALL {
-                        // A GPU divides and raises no i64 (the backend
-                        // refuses them).
-                        let gpu_i64 = d != KernelType::I64
-                            || !matches!(
-                                op,
-                                BinaryOp::Div
-                                    | BinaryOp::Remainder
-                                    | BinaryOp::FloorDiv
-                                    | BinaryOp::Pow
-                            );
-                        if op.check(d.dtype()).is_ok() && gpu_i64 {
+                        if op.check(d.dtype()).is_ok() {
                             keys.push(key(
                                 ElementwiseOp::Binary(op),
                                 d,

@@ -88,8 +88,12 @@ fn binary_expr(op: BinaryOp, ct: ScalarType) -> String {
             BinaryOp::Mul => "i64_mul(a, b)",
             BinaryOp::Maximum => "i64_max(a, b)",
             BinaryOp::Minimum => "i64_min(a, b)",
-            // Division, remainders and powers of i64 stay on the CPU (the
-            // op layer refuses them on a GPU).
+            BinaryOp::Div => "i64_div(a, b)",
+            BinaryOp::Remainder => "i64_rem(a, b)",
+            BinaryOp::FloorDiv => "i64_floor_div(a, b)",
+            BinaryOp::Pow => "i64_pow(a, b)",
+            // Logical ops and atan2 take no integers (the op layer refuses
+            // them).
             _ => "a",
         }
         .to_string();
