@@ -26,12 +26,12 @@ pub enum DType {
     I32,
     /// 64-bit signed integer (wrapping arithmetic): NumPy's default integer
     /// and PyTorch's `long`, for indices and token ids. Every op on the
-    /// CPU. A GPU stores it as two u32 words on every adapter and runs its
-    /// elementwise ops (division, remainders and powers too), copies,
-    /// casts, comparisons, `where`, indexing (i64 data and i64 indices),
-    /// reductions (sum, prod, max, min, argmax, argmin) and scans; its
-    /// sorts and products are an `UnsupportedDType` naming the op there
-    /// (cast to i32 or move it to the CPU).
+    /// CPU and the GPU. A GPU stores it as two u32 words on every adapter
+    /// (`shaders/kernel/int64.wgsl` computes on them) and runs elementwise
+    /// ops, copies, casts, indexing (i64 data and i64 indices), reductions
+    /// and scans in kernels; it composes sorts (two stable passes over the
+    /// words) and products (an m x k x n tensor of products, summed) from
+    /// other kernels.
     I64,
     /// 32-bit unsigned integer (wrapping arithmetic).
     U32,

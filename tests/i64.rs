@@ -2,10 +2,9 @@
 //! 2^53 and wrapping at 2^63 as i32 does at 2^31, through creation, views,
 //! casts, arithmetic, comparisons, `where`, reductions, scans, sorting,
 //! indexing (as data and as indices), products, printing and files. GPUs
-//! hold i64 as two u32 words and run its elementwise ops (division and
-//! powers too), copies, casts, indexing, reductions and scans bit for bit
-//! as the CPU does; sorts and products are an `UnsupportedDType` naming
-//! the op.
+//! hold i64 as two u32 words and run every op on it bit for bit as the
+//! CPU does: elementwise ops, copies, casts, indexing, reductions and scans
+//! in kernels, sorts and products composed from 32-bit kernels.
 
 mod common;
 
@@ -66,6 +65,10 @@ fn i64_is_exact_and_wraps_through_every_op_family() {
         vals(&flat.sort(0, SortOrder::Ascending).unwrap()),
         [i64::MIN, -3, 0, 7, BIG, i64::MAX]
     );
+    // Neighbours past 2^53 are one f64: the sort keys are the integers.
+    let close = Tensor::from_vec(vec![BIG, BIG - 1, BIG + 1], [3], &cpu).unwrap();
+    let order = close.argsort(0, SortOrder::Descending).unwrap();
+    assert_eq!(order.to_vec::<i32>().unwrap(), [2, 0, 1]);
     // Casts: to f64 rounds once, to i32 wraps (Rust `as`), from f32 exact.
     let wide = Tensor::from_vec(vec![BIG, -1, 3_000_000_000], [3], &cpu).unwrap();
     assert_eq!(
@@ -189,7 +192,9 @@ fn gpus_compute_i64_elementwise_as_the_cpu_does() {
         ("div", |a, b| a.div(b)),
         ("remainder", |a, b| a.remainder(b)),
         ("floor_divide", |a, b| a.floor_divide(b)),
-        ("pow", |a, b| a.pow(&b.remainder_scalar(70)?)?.add(&a.pow(b)?)),
+        ("pow", |a, b| {
+            a.pow(&b.remainder_scalar(70)?)?.add(&a.pow(b)?)
+        }),
         ("add", |a, b| a.add(b)),
         ("sub", |a, b| a.sub(b)),
         ("mul", |a, b| a.mul(b)),
@@ -375,24 +380,52 @@ fn gpus_reduce_and_scan_i64_as_the_cpu_does() {
     }
 }
 
+/// Sorts (two stable passes over the words) and products (summed
+/// products) compose on a GPU, which has 32-bit kernels for both.
 #[test]
-fn gpus_refuse_what_they_do_not_compute_on_i64_naming_the_op() {
+fn gpus_sort_and_multiply_i64_as_the_cpu_does() {
     let cpu = Device::cpu();
-    let t = Tensor::from_vec(vec![1i64, 2, 3, 4], [2, 2], &cpu).unwrap();
+    let values = wide_values();
+    // Ties, equal high words and equal low words, and every sign.
+    let mut line: Vec<i64> = values.clone();
+    line.extend(values.iter().map(|v| v ^ 0xffff_ffff));
+    line.extend(values.iter().map(|v| v.wrapping_add(1 << 32)));
+    line.extend(&values[..20]);
+    let n = line.len();
+    let x = Tensor::from_vec(line, [1, n], &cpu).unwrap();
+    let x = x.broadcast_to([3, n]).unwrap().contiguous().unwrap();
+    let small = Tensor::from_vec(
+        (0..35).map(|k| (k * 7919 % 97) as i64 - 48).collect(),
+        [5, 7],
+        &cpu,
+    )
+    .unwrap();
+    let big = Tensor::from_vec(values[..21].to_vec(), [3, 7], &cpu).unwrap();
+    let run = |x: &Tensor, small: &Tensor, big: &Tensor| -> Vec<Tensor> {
+        let as_i64 = |t: Tensor| t.to_dtype(DType::I64).unwrap();
+        vec![
+            x.sort(1, SortOrder::Ascending).unwrap(),
+            x.flip(&[1])
+                .unwrap()
+                .sort(1, SortOrder::Descending)
+                .unwrap(),
+            as_i64(x.argsort(1, SortOrder::Descending).unwrap()),
+            as_i64(x.t().argsort(0, SortOrder::Ascending).unwrap()),
+            x.topk(5, 1, webtensor::TopK::Largest).unwrap().0,
+            small.matmul(&small.t()).unwrap(),
+            big.t().matmul(big).unwrap(),
+            big.slice(s![0]).unwrap().matmul(&big.t()).unwrap(),
+        ]
+    };
+    let want = run(&x, &small, &big);
     for gpu in common::devices().iter().filter(|d| d.is_gpu()) {
-        let g = t.to_device(gpu).unwrap();
-        for (op, got) in [
-            ("sort", g.sort(1, SortOrder::Ascending)),
-            ("matmul", g.matmul(&g)),
-        ] {
-            match got {
-                Err(Error::UnsupportedDType {
-                    op: named,
-                    dtype: DType::I64,
-                    ..
-                }) => assert_eq!(named, op),
-                other => panic!("{op} on {gpu}: {other:?}"),
-            }
+        let [x, small, big] = [&x, &small, &big].map(|t| t.to_device(gpu).unwrap());
+        for (k, (got, want)) in run(&x, &small, &big).iter().zip(&want).enumerate() {
+            assert_eq!(
+                vals(&got.to_device(&cpu).unwrap()),
+                vals(want),
+                "form {k} on {gpu}"
+            );
         }
     }
 }

@@ -195,7 +195,7 @@ pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
-    no_i64_on_gpu("matmul", call.out.storage, &[call.a.dtype, call.b.dtype])?;
+    no_wide_kernel("matmul", call.out.storage, call.a.dtype)?;
     check_bounds(&call.a)?;
     check_bounds(&call.b)?;
     check_bounds(&call.out)?;
@@ -223,7 +223,7 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn sort(call: &SortCall) -> Result<()> {
-    no_i64_on_gpu("sort", call.out.storage, &[call.input.dtype])?;
+    no_wide_kernel("sort", call.out.storage, call.input.dtype)?;
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
@@ -333,19 +333,18 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
     }
 }
 
-/// `Err` for an i64 operand of a GPU kernel that computes on no i64 yet:
-/// GPUs hold i64 and run elementwise ops, copies, casts, indexing,
-/// reductions and scans on it, not sorts or products.
+/// GPU products and sorts have no i64 kernel: the op layer composes them
+/// (`Tensor::matmul`, `Tensor::order_of_words`), and this keeps a call that
+/// reached one anyway from running on the 32-bit kernel.
 ///
 /// # Errors
-/// `Error::UnsupportedDType` naming `op`.
-fn no_i64_on_gpu(op: &'static str, storage: &Storage, dtypes: &[KernelType]) -> Result<()> {
+/// `Error::Internal` naming `op`.
+fn no_wide_kernel(op: &'static str, storage: &Storage, dtype: KernelType) -> Result<()> {
     match storage {
-        Storage::Gpu(s) if dtypes.contains(&KernelType::I64) => Err(Error::UnsupportedDType {
+        Storage::Gpu(_) if dtype == KernelType::I64 => Err(Error::internal(
             op,
-            dtype: KernelType::I64.dtype(),
-            device: format!("the GPU ({})", s.ctx.facts().name),
-        }),
+            "an i64 call reached a 32-bit GPU kernel",
+        )),
         _ => Ok(()),
     }
 }

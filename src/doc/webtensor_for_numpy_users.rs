@@ -240,9 +240,8 @@
 //! # dtypes
 //!
 //! f32, f16, bf16 (`ml_dtypes.bfloat16`), i32, u32, u8, bool and c64
-//! (complex), on every device; f64 on the CPU only; i64 (NumPy's default
-//! integer) on the CPU, and on a GPU for elementwise ops, casts, indexing,
-//! reductions and scans. Mixed dtypes promote as PyTorch's `result_type` does (the
+//! (complex), and i64 (NumPy's default integer) on every device; f64 on
+//! the CPU only. Mixed dtypes promote as PyTorch's `result_type` does (the
 //! README has the table): `f32 + i32` is f32 and `i32 * 0.5` is f32 (NumPy
 //! gives float64 for both; f64 is not a GPU dtype), and a scalar never
 //! widens a tensor within its category (`f16 * 2.0` stays f16, as in

@@ -14,8 +14,9 @@ impl Tensor {
     /// whose leading (batch) axes broadcast; a 1-D left operand is a row
     /// vector and a 1-D right operand a column vector, and that axis is
     /// dropped from the result. Operands may be any views (`a.t()` is not
-    /// copied). f32, f16 (accumulated in f32), f64 (CPU), i32 and u32
-    /// (wrapping).
+    /// copied). f32, f16 and bf16 (accumulated in f32), f64 (CPU), i32,
+    /// i64 and u32 (wrapping). A GPU has no i64 product kernel: it sums an
+    /// m x k x n tensor of the products (one elementwise op and a sum).
     ///
     /// ```
     /// use webtensor::{Device, Tensor};
@@ -98,15 +99,21 @@ impl Tensor {
         out_shape.check(OP)?;
         let a = a.broadcast_to(with([m, k]))?;
         let b = b.broadcast_to(with([k, n]))?;
-        let storage = crate::tensor::alloc(self.device(), OP, self.dtype(), out_shape.numel())?;
-        let out = Tensor::from_parts(
-            storage,
-            Layout::contiguous(out_shape),
-            self.dtype(),
-            self.device().clone(),
-        );
-        matmul_in_parts(&a, &b, &out)?;
-        let mut out = out;
+        let mut out = if self.dtype() == DType::I64 && self.device().is_gpu() {
+            // No i64 product kernel: each output sums its k products (an
+            // m x k x n tensor of them).
+            a.unsqueeze(-1)?.mul(&b.unsqueeze(-3)?)?.sum(-2)?
+        } else {
+            let storage = crate::tensor::alloc(self.device(), OP, self.dtype(), out_shape.numel())?;
+            let out = Tensor::from_parts(
+                storage,
+                Layout::contiguous(out_shape),
+                self.dtype(),
+                self.device().clone(),
+            );
+            matmul_in_parts(&a, &b, &out)?;
+            out
+        };
         if other.rank() == 1 {
             out = out.squeeze_axis(-1)?;
         }

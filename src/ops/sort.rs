@@ -96,12 +96,30 @@ impl Tensor {
         Ok((values, indices))
     }
 
+    /// [`Tensor::order`] of an i64 tensor on a GPU, whose sort kernel keys
+    /// are 32-bit: two stable passes (least significant first), by the low
+    /// word unsigned, then by the high word signed.
+    ///
+    /// # Errors
+    /// As [`Tensor::order`].
+    fn order_of_words(&self, op: &'static str, axis: usize, descending: bool) -> Result<Tensor> {
+        let axis = axis as isize;
+        let low = self.to_dtype(DType::U32)?;
+        let high = self.floor_divide_scalar(1i64 << 32)?.to_dtype(DType::I32)?;
+        let by_low = low.order(op, axis, descending)?;
+        let by_high = high.gather(&by_low, axis)?.order(op, axis, descending)?;
+        by_low.gather(&by_high, axis)
+    }
+
     /// The i32 positions that sort each line along `axis`.
     fn order(&self, op: &'static str, axis: isize, descending: bool) -> Result<Tensor> {
         if self.dtype().is_complex() {
             return Err(super::complex::not_for_complex(op));
         }
         let axis = normalize_axis(op, axis, self.rank())?;
+        if self.dtype() == DType::I64 && self.device().is_gpu() {
+            return self.order_of_words(op, axis, descending);
+        }
         let n = self.dims()[axis];
         if n > i32::MAX as usize {
             return Err(Error::shape(

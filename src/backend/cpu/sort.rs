@@ -32,7 +32,7 @@ pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
         for &(a, b) in &starts {
             pairs.clear();
             pairs.extend((0..n).map(|i| {
-                let key = sort_key(src[(a as isize + i as isize * in_step) as usize].to_f64());
+                let key = src[(a as isize + i as isize * in_step) as usize].key();
                 // Lines are at most i32::MAX long (the op layer checks).
                 (if call.descending { !key } else { key }, i as u32)
             }));
@@ -45,8 +45,35 @@ pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
     Ok(())
 }
 
-/// A u64 whose unsigned order is the ascending order of `v` (exact in f64
-/// for every dtype the CPU holds): NaN after every number, -0 equal to +0.
+/// An element's sort key: a u64 whose unsigned order is the ascending
+/// order of the elements.
+trait Keyed: Element {
+    fn key(self) -> u64;
+}
+
+macro_rules! keyed_through_f64 {
+    ($($t:ty),*) => {$(
+        impl Keyed for $t {
+            #[inline]
+            fn key(self) -> u64 {
+                sort_key(self.to_f64())
+            }
+        }
+    )*};
+}
+// Exact in f64.
+keyed_through_f64!(f32, half::f16, half::bf16, f64, i32, u32, u8, bool);
+
+/// i64 past 2^53 is not exact in f64: its own bits, the sign flipped.
+impl Keyed for i64 {
+    #[inline]
+    fn key(self) -> u64 {
+        (self as u64) ^ (1 << 63)
+    }
+}
+
+/// A u64 whose unsigned order is the ascending order of `v`: NaN after
+/// every number, -0 equal to +0.
 fn sort_key(v: f64) -> u64 {
     if v.is_nan() {
         return u64::MAX;
