@@ -187,15 +187,17 @@ fn view() -> impl Strategy<Value = View> {
     ]
 }
 
-/// The dtype of a new tensor: mostly f32, some f16, bf16 and i32, so that
-/// chains mix dtypes and promote (f32 with f16 is f32, i32 with f16 is
-/// f16, f16 with bf16 is f32 ...) the same way on every device.
+/// The dtype of a new tensor: mostly f32, some f16, bf16, i32 and i64, so
+/// that chains mix dtypes and promote (f32 with f16 is f32, i32 with f16
+/// is f16, f16 with bf16 is f32, i32 with i64 is i64 ...) the same way on
+/// every device.
 fn dtype() -> impl Strategy<Value = DType> {
     prop_oneof![
         9 => Just(DType::F32),
         3 => Just(DType::F16),
         2 => Just(DType::BF16),
-        3 => Just(DType::I32)
+        3 => Just(DType::I32),
+        2 => Just(DType::I64)
     ]
 }
 
