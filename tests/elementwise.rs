@@ -487,6 +487,7 @@ fn contiguous_runs_at_every_alignment_and_length() {
         for dtype in [
             DType::F32,
             DType::I32,
+            DType::I64,
             DType::U32,
             DType::F16,
             DType::BF16,

@@ -144,7 +144,7 @@ fn elementwise_ops_in_windows_match_the_cpu() {
     let cpu = Device::cpu();
     let mut k = 0;
     for dims in [[40, 40], [37, 61], [1, 700], [300, 3], [64, 65]] {
-        for dtype in [DType::F32, DType::F16, DType::BF16, DType::I32] {
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64] {
             let want = program(&cpu, dims, dtype).unwrap();
             k += 1;
             for (name, dev) in capped_for(k) {
@@ -229,7 +229,7 @@ fn reductions(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn reductions_of_views_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32];
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64];
     for (k, dtype) in dtypes.into_iter().enumerate() {
         let want = reductions(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {
@@ -427,7 +427,7 @@ fn indexing(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn indexing_over_many_bindings_matches_the_cpu() {
     let cpu = Device::cpu();
-    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::U8];
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::U8, DType::I64];
     for (k, dtype) in dtypes.into_iter().enumerate() {
         let want = indexing(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {
@@ -509,7 +509,7 @@ fn along_lines(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn ops_along_lines_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
-    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32];
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64];
     for (k, dtype) in dtypes.into_iter().enumerate() {
         let want = along_lines(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {

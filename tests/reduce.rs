@@ -529,6 +529,7 @@ fn column_reductions_split_by_threads_match_the_cpu() {
         let dtypes = [
             DType::F32,
             DType::I32,
+            DType::I64,
             DType::F16,
             DType::BF16,
             DType::U8,
@@ -614,6 +615,7 @@ fn rows_read_in_quads_at_every_alignment() {
         DType::F16,
         DType::BF16,
         DType::I32,
+        DType::I64,
         DType::U8,
         DType::Bool,
     ];

@@ -368,6 +368,7 @@ fn transposing_copies_and_casts_match_the_cpu() {
                 DType::F16,
                 DType::BF16,
                 DType::I32,
+                DType::I64,
                 DType::U8,
                 DType::Bool,
             ];
