@@ -191,8 +191,8 @@ impl Tensor {
 
     /// The dtype an op on `a` and `b` computes in and returns (PyTorch's
     /// `torch.result_type`): the higher of their categories (bool <
-    /// integers < floats < complex) and, within one, the wider dtype. i32
-    /// with u32 and c64 with f64 have no common dtype here. Binary ops,
+    /// integers < floats < complex) and, within one, the wider dtype (i32
+    /// with u32 is i64; c64 with f64 has no common dtype here). Binary ops,
     /// comparisons, `where_cond`, `concat` and `stack` promote their
     /// operands so; an in-place op stores its result in its destination's
     /// dtype where that keeps the result's category (f32 into f16, not
