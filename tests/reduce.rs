@@ -610,15 +610,7 @@ fn rows_read_in_quads_at_every_alignment() {
         }
         got
     };
-    let dtypes = [
-        DType::F32,
-        DType::F16,
-        DType::BF16,
-        DType::I32,
-        DType::I64,
-        DType::U8,
-        DType::Bool,
-    ];
+    let dtypes = common::STORAGE_DTYPES;
     for dev in devices().into_iter().filter(|d| !d.is_cpu()) {
         for dtype in dtypes {
             for start in 0..5 {

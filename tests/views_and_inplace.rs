@@ -363,16 +363,7 @@ fn transposing_copies_and_casts_match_the_cpu() {
                 .unwrap();
             // Stepped rows, then reversed columns: an offset, strided view.
             let view = base.slice(s![.., 1..;2, ..;-1]).unwrap();
-            let dtypes = [
-                DType::F32,
-                DType::F16,
-                DType::BF16,
-                DType::I32,
-                DType::I64,
-                DType::U8,
-                DType::Bool,
-            ];
-            for dtype in dtypes {
+            for dtype in common::STORAGE_DTYPES {
                 let x = view.to_dtype(dtype).unwrap();
                 let g = x.to_device(gpu).unwrap();
                 let cases: [(&str, Op); 5] = [

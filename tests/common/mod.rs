@@ -96,9 +96,21 @@ pub fn round_to(dtype: webtensor::DType, x: f64) -> f32 {
     }
 }
 
+/// The dtypes a GPU stores each its own way, once each: f32, f16, bf16
+/// (packed words), i32, i64 (two words), u8 and bool (packed bytes); u32 is
+/// stored as i32 is, c64 as f32 pairs.
+pub const STORAGE_DTYPES: [webtensor::DType; 7] = [
+    webtensor::DType::F32,
+    webtensor::DType::F16,
+    webtensor::DType::BF16,
+    webtensor::DType::I32,
+    webtensor::DType::I64,
+    webtensor::DType::U8,
+    webtensor::DType::Bool,
+];
+
 /// A relative tolerance for results of `dtype`: `f16` for f16, eight times
 /// it for bf16 (three fewer significant bits), `other` for the rest.
-#[allow(dead_code)]
 pub fn half_tol(dtype: webtensor::DType, f16: f32, other: f32) -> f32 {
     match dtype {
         webtensor::DType::F16 => f16,

@@ -416,35 +416,31 @@ macro_rules! cast_impl {
 cast_impl!(f32 => Float(f64), f64 => Float(f64), i32 => Int(i64), i64 => Int(i64),
     u32 => Int(i64), u8 => Int(i64));
 
-impl Cast for f16 {
-    #[inline(always)]
-    fn to_wide(self) -> Wide {
-        Wide::Float(self.to_f64())
-    }
-    #[inline(always)]
-    fn from_wide(w: Wide) -> Self {
-        match w {
-            Wide::Float(v) => f16_from_f64(v),
-            Wide::Int(v) => f16_from_f64(v as f64),
+/// The 16-bit floats from the wide form: a float rounded once from f64;
+/// an integer rounded once (f16) or, for bf16, through f32, as the GPU
+/// (which has no wider float) and PyTorch convert it, which past 2^24 can
+/// round twice.
+macro_rules! half_cast {
+    ($($t:ty => $from_float:expr, $from_int:expr);*) => {$(
+        impl Cast for $t {
+            #[inline(always)]
+            fn to_wide(self) -> Wide {
+                Wide::Float(self.to_f64())
+            }
+            #[inline(always)]
+            fn from_wide(w: Wide) -> Self {
+                match w {
+                    Wide::Float(v) => $from_float(v),
+                    Wide::Int(v) => $from_int(v),
+                }
+            }
         }
-    }
+    )*};
 }
-
-/// An integer becomes a bf16 through f32, as the GPU (which has no wider
-/// float) and PyTorch convert it: beyond 2^24 that can round twice.
-impl Cast for bf16 {
-    #[inline(always)]
-    fn to_wide(self) -> Wide {
-        Wide::Float(self.to_f64())
-    }
-    #[inline(always)]
-    fn from_wide(w: Wide) -> Self {
-        match w {
-            Wide::Float(v) => bf16_from_f64(v),
-            Wide::Int(v) => bf16::from_f32(v as f32),
-        }
-    }
-}
+half_cast!(
+    f16 => f16_from_f64, |v: i64| f16_from_f64(v as f64);
+    bf16 => bf16_from_f64, |v: i64| bf16::from_f32(v as f32)
+);
 
 impl Cast for bool {
     #[inline(always)]
