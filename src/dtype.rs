@@ -227,8 +227,9 @@ pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug 
     /// non-zero is `true` for bool).
     fn from_f64(value: f64) -> Self;
 
-    /// Converts from i64 with Rust `as` semantics (exact for i64, through
-    /// f64 for the floats).
+    /// Converts from i64: exactly for i64, through [`Element::from_f64`]
+    /// for the other types (a scalar checked against a dtype is read only
+    /// as that dtype's type).
     #[doc(hidden)]
     fn from_i64(value: i64) -> Self {
         Self::from_f64(value as f64)
@@ -246,7 +247,8 @@ pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug 
 /// `value` rounded once to a binary float format of `bits` significant bits
 /// whose normal numbers start at 2^`min_exp`, to nearest with ties to even,
 /// and to infinity from `overflow` on (the largest finite value plus half
-/// its quantum). The result is a value of that format, as an f64.
+/// its quantum). The result is a value of that format, as an f64; NaN and
+/// the infinities pass through.
 fn round_to_format(value: f64, bits: i32, min_exp: i32, overflow: f64) -> f64 {
     let a = value.abs();
     if !a.is_finite() {
@@ -272,10 +274,7 @@ fn round_to_format(value: f64, bits: i32, min_exp: i32, overflow: f64) -> f64 {
 /// `half::f16::from_f64` goes through f32 where the CPU converts in hardware
 /// (x86 with F16C), which rounds twice: 2049.0001 became 2048, not 2050.
 pub(crate) fn f16_from_f64(value: f64) -> f16 {
-    if value.is_nan() {
-        return f16::from_f64(value);
-    }
-    // An f16 value: the conversion keeps it exactly.
+    // An f16 value (or NaN, or an infinity): the conversion keeps it.
     f16::from_f64(round_to_format(value, 11, -14, 65520.0))
 }
 
@@ -284,11 +283,9 @@ pub(crate) fn f16_from_f64(value: f64) -> f16 {
 /// low 32 bits of the f64 first, which rounds a value just past a midpoint
 /// down.
 pub(crate) fn bf16_from_f64(value: f64) -> bf16 {
-    if value.is_nan() {
-        return bf16::from_f64(value);
-    }
     let overflow = (2.0 - f64::powi(2.0, -8)) * f64::powi(2.0, 127);
-    // A bf16 value, so an f32 value: both conversions keep it exactly.
+    // A bf16 value (or NaN, or an infinity), so an f32 one: both
+    // conversions keep it.
     bf16::from_f32(round_to_format(value, 8, -126, overflow) as f32)
 }
 

@@ -172,7 +172,9 @@ impl TypedScalar {
                 (self.value as f32).to_bits()
             }
             KernelType::I32 => (self.value as i32) as u32,
-            // The low word (no GPU kernel takes i64 yet).
+            // The low word: a kernel sign-extends it, and the op layer
+            // passes only i64 scalars within i32 as slots (wider ones go
+            // in as 0-d tensors, `Tensor::wide_scalar`).
             KernelType::I64 => self.int as u32,
             KernelType::U32 | KernelType::U8 | KernelType::Bool => self.value as u32,
         }

@@ -230,6 +230,16 @@ macro_rules! half_float {
                 <$t>::from_f32(self.to_f32().atan2(o.to_f32()))
             }
         }
+        impl Half for $t {
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn narrow(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+        }
     };
 }
 half_float!(f16);
@@ -239,26 +249,6 @@ half_float!(bf16);
 pub(crate) trait Half: Copy {
     fn widen(self) -> f32;
     fn narrow(v: f32) -> Self;
-}
-impl Half for f16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn narrow(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-}
-impl Half for bf16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn narrow(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
 }
 
 macro_rules! int_num {
