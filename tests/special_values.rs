@@ -9,11 +9,16 @@
 //! itself, as WGSL's built-ins are accurate only near 0). Sine, cosine,
 //! tangent, tanh and atan2 are also held to a relative error near the f32
 //! ulp across magnitudes from 1e-30 to 3e38.
+//!
+//! An op on one tensor twice (`x - x` is NaN at infinities) and short
+//! chains of fused ops (`(a - b) + b` is not `a`) must come out as the
+//! CPU's, bit for bit: a driver's compiler folds such algebra unless the
+//! kernel stops it.
 
 mod common;
 
 use common::{gpu, gpu_packed_f16};
-use webtensor::{DType, Device, Tensor};
+use webtensor::{DType, Device, GpuOptions, Tensor};
 
 const VALUES: [f32; 25] = [
     0.0,
@@ -188,6 +193,97 @@ fn binary_float_ops_follow_the_cpu_on_special_values() {
         "{} failures:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn ops_of_a_tensor_with_itself_follow_the_cpu() {
+    let cpu = Device::cpu();
+    let mut failures = Vec::new();
+    for dev in gpus() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let x = values(&VALUES, dtype, &dev);
+            let stored = read(&x);
+            let flushed: Vec<f32> = stored.iter().map(|&v| ftz(v)).collect();
+            for (name, op) in binary_ops() {
+                let on_cpu = |v: &[f32]| {
+                    let t = values(v, dtype, &cpu);
+                    read(&op(&t, &t).unwrap())
+                };
+                let (want, want_ftz) = (on_cpu(&stored), on_cpu(&flushed));
+                let got = read(&op(&x, &x).unwrap());
+                for (k, &v) in stored.iter().enumerate() {
+                    if !agrees(got[k], &[want[k], want_ftz[k]], dtype) {
+                        failures.push(format!(
+                            "{dev} {dtype} {name}({v:e}, itself) = {:e}, cpu {:e}",
+                            got[k], want[k]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `(a - b) + b`, `(a + b) - b`, `(a * b) - a * b` and `(a - a) * b`, each
+/// recorded as separate ops, on every pair of normal values: additions,
+/// subtractions and products round exactly once per op in WGSL as on the
+/// CPU, so fused (one kernel) or not, the GPU must give the CPU's bits.
+#[test]
+fn fused_chains_round_each_op_as_the_cpu() {
+    let normal: Vec<f32> = VALUES
+        .iter()
+        .copied()
+        .filter(|v| !v.is_subnormal())
+        .chain([1e-4, 36.0, 0.1, 3.0])
+        .collect();
+    let n = normal.len();
+    let a: Vec<f32> = (0..n * n).map(|i| normal[i / n]).collect();
+    let b: Vec<f32> = (0..n * n).map(|i| normal[i % n]).collect();
+    type Chain = fn(&Tensor, &Tensor) -> webtensor::Result<Tensor>;
+    let chains: [(&str, Chain); 4] = [
+        ("(a - b) + b", |a, b| a.sub(b)?.add(b)),
+        ("(a + b) - b", |a, b| a.add(b)?.sub(b)),
+        ("a * b - a * b", |a, b| a.mul(b)?.sub(&a.mul(b)?)),
+        ("(a - a) * b", |a, b| a.sub(a)?.mul(b)),
+    ];
+    let unfused = common::own_gpu(GpuOptions {
+        flush_threshold: Some(1),
+        fusion: Some(false),
+        ..Default::default()
+    });
+    let cpu = Device::cpu();
+    let mut failures = Vec::new();
+    for dev in gpus().into_iter().chain(unfused) {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let (ga, gb) = (values(&a, dtype, &dev), values(&b, dtype, &dev));
+            let (ca, cb) = (values(&a, dtype, &cpu), values(&b, dtype, &cpu));
+            let (sa, sb) = (read(&ca), read(&cb));
+            for (name, chain) in chains {
+                let want = read(&chain(&ca, &cb).unwrap());
+                let got = read(&chain(&ga, &gb).unwrap());
+                // A GPU may flush a subnormal product or difference to 0.
+                let inner = read(&ca.mul(&cb).unwrap());
+                for k in 0..n * n {
+                    let same = got[k].to_bits() == want[k].to_bits()
+                        || (got[k].is_nan() && want[k].is_nan());
+                    let flushed = inner[k].is_subnormal() || want[k].is_subnormal();
+                    if !same && !flushed {
+                        failures.push(format!(
+                            "{dev} {dtype} {name} at a = {:e}, b = {:e}: {:e}, cpu {:e}",
+                            sa[k], sb[k], got[k], want[k]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(40)].join("\n")
     );
 }
 

@@ -14,7 +14,8 @@ struct Params {
     rank: u32,
     // Threads per row of the 2-D dispatch grid (x workgroups * 64).
     row_threads: u32,
-    pad: u32,
+    // Always 0; the compiler cannot know that (see `opaque_f32`).
+    zero: u32,
     shape: array<vec4<u32>, 2>,
     offsets: array<vec4<u32>, OFFSET_VECS>,
     strides: array<array<vec4<i32>, 2>, OPERANDS>,
@@ -30,6 +31,16 @@ fn linear_index(gid: vec3<u32>) -> u32 {
 
 fn operand_offset(k: u32) -> u32 {
     return params.offsets[k / 4u][k % 4u];
+}
+
+// `x` itself, hidden from the compiler's algebra. A fused program passes
+// each op's f32 result through this, so that no driver folds across ops
+// what the unfused ops round one at a time (Mesa turns `(a - b) + b` into
+// `a`, and `a * b - a * b` or `a - a` into 0, which is wrong for
+// infinities): fused or not, every op rounds as the CPU's does. Each call
+// site has its own `tag` (> 0), so that two equal values stay two values.
+fn opaque_f32(x: f32, tag: u32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ (params.zero * tag));
 }
 
 fn scalar_bits(slot: u32) -> u32 {

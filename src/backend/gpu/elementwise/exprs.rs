@@ -240,8 +240,33 @@ pub(crate) fn program_fn(key: &KernelKey) -> (String, String) {
                 let inputs: Vec<KernelType> =
                     args.iter().map(|&a| key.node_dtype(a as usize)).collect();
                 ops.push_str(&op_fn(n, *kernel, *dtype, &inputs));
-                let args: Vec<String> = args.iter().map(|a| format!("v{a}")).collect();
-                format!("op{n}({})", args.join(", "))
+                let float = ScalarType::of(*dtype) == ScalarType::F32;
+                let args: Vec<String> = args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        // An operand that comes twice (`x - x`) comes the
+                        // second time as another value, so that no compiler
+                        // folds `a - a` to 0 (inf - inf is NaN).
+                        let again = args[..i].contains(a)
+                            && ScalarType::of(inputs[i]) == ScalarType::F32
+                            && *kernel != ElementwiseOp::Where;
+                        if again {
+                            let tag = key.nodes.len() + 3 * n + i;
+                            format!("opaque_f32(v{a}, {tag}u)")
+                        } else {
+                            format!("v{a}")
+                        }
+                    })
+                    .collect();
+                let call = format!("op{n}({})", args.join(", "));
+                // Each op's f32 result is rounded once, as the CPU's, and
+                // not folded with the next op's (see `opaque_f32`).
+                if float && n + 1 < key.nodes.len() {
+                    format!("opaque_f32({call}, {}u)", n + 1)
+                } else {
+                    call
+                }
             }
         };
         let _ = writeln!(body, "    let v{n} = {value};");

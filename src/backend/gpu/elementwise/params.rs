@@ -4,7 +4,7 @@
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 16 | numel, rank, row_threads, padding |
+//! | 16 | numel, rank, row_threads, zero (always 0: see `opaque_f32`) |
 //! | 32 | shape (8 x u32) |
 //! | 16 * ceil(OPERANDS / 4) | offsets (u32 per operand) |
 //! | 32 * OPERANDS | strides (8 x i32 per operand) |
@@ -55,7 +55,7 @@ pub(crate) fn field_offsets(operands: usize) -> [(&'static str, usize); 8] {
         ("numel", 0),
         ("rank", 4),
         ("row_threads", 8),
-        ("pad", 12),
+        ("zero", 12),
         ("shape", 16),
         ("offsets", offsets),
         ("strides", strides),
@@ -79,6 +79,9 @@ fn push_strides(out: &mut Vec<u8>, strides: &[isize]) {
     );
 }
 
+/// The `zero` word of every block: `opaque_f32` xors with it.
+const ZERO: u32 = 0;
+
 /// Appends the parameter block of one dispatch over `plan` (one stride
 /// vector and offset per operand) to `out`.
 pub(crate) fn write_params(out: &mut Vec<u8>, plan: &IterPlan, row_threads: u32, scalars: &[u32]) {
@@ -86,7 +89,12 @@ pub(crate) fn write_params(out: &mut Vec<u8>, plan: &IterPlan, row_threads: u32,
     let start = out.len();
     push_words(
         out,
-        [plan.numel() as u32, plan.shape.len() as u32, row_threads, 0],
+        [
+            plan.numel() as u32,
+            plan.shape.len() as u32,
+            row_threads,
+            ZERO,
+        ],
     );
     push_dims(out, &plan.shape);
     push_words(
