@@ -10,6 +10,7 @@ use crate::dtype::KernelType;
 use crate::layout::Layout;
 use crate::op::{ElementwiseOp, IndexOp, ReduceOp, ScanOp};
 use crate::scalar::TypedScalar;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// A tensor as a kernel sees it: storage, layout (already broadcast to the
@@ -43,8 +44,12 @@ impl Input<'_> {
 pub(crate) struct Call<'a> {
     pub kernel: ElementwiseOp,
     pub out: TensorRef<'a>,
-    pub inputs: &'a [Input<'a>],
+    /// Owned, so that a GPU recording moves their layouts into its command.
+    pub inputs: Inputs<'a>,
 }
+
+/// The inputs of one elementwise call (inline for up to three).
+pub(crate) type Inputs<'a> = SmallVec<[Input<'a>; 3]>;
 
 /// One reduction: each element of `out` (a fresh row-major tensor whose
 /// shape is the first `kept` axes of `input`) reduces the elements of

@@ -17,7 +17,7 @@ use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
-    Call, ConvCall, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input,
+    Call, ConvCall, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input, Inputs,
     MAX_SOFTMAX_LINE, MatmulCall, ReduceCall, ScanCall, ScatterCall, SoftmaxCall, SortCall,
     TensorRef, lines,
 };
@@ -137,9 +137,9 @@ impl Storage {
 ///
 /// # Errors
 /// GPU failures (device lost, out of memory) and device limits.
-pub(crate) fn run(call: &Call) -> Result<()> {
+pub(crate) fn run(call: Call) -> Result<()> {
     check_bounds(&call.out)?;
-    for input in call.inputs {
+    for input in &call.inputs {
         match input {
             Input::Tensor(t) => check_bounds(t)?,
             // A GPU kernel's scalar slot holds 32 bits; the op layer passes
@@ -157,8 +157,9 @@ pub(crate) fn run(call: &Call) -> Result<()> {
             Input::Scalar(_) => {}
         }
     }
-    match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled(call.kernel.name(), || cpu::run(s, call)),
+    let storage = call.out.storage;
+    match &**storage {
+        Storage::Cpu(s) => cpu::profiled(call.kernel.name(), || cpu::run(s, &call)),
         Storage::Gpu(s) => gpu::record_elementwise(s, call),
     }
 }

@@ -143,11 +143,11 @@ impl Layout {
     /// The smallest and largest storage positions touched, inclusive, or `None`
     /// for an empty tensor.
     pub fn span(&self) -> Option<(usize, usize)> {
-        if self.numel() == 0 {
-            return None;
-        }
         let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
         for (&d, &s) in self.dims().iter().zip(self.strides.iter()) {
+            if d == 0 {
+                return None;
+            }
             let reach = (d as isize - 1) * s;
             if reach < 0 {
                 lo += reach;

@@ -9,6 +9,7 @@ use crate::layout::Layout;
 use crate::op::ElementwiseOp;
 use crate::scalar::{Scalar, TypedScalar};
 use crate::tensor::Tensor;
+use smallvec::smallvec;
 use std::sync::Arc;
 
 impl Tensor {
@@ -25,7 +26,11 @@ impl Tensor {
         if let Some(wide) = self.wide_scalar(&value)? {
             return self.assign(&wide);
         }
-        self.launch_into("fill_", ElementwiseOp::Fill, &[Input::Scalar(value)])
+        self.launch_into(
+            "fill_",
+            ElementwiseOp::Fill,
+            smallvec![Input::Scalar(value)],
+        )
     }
 
     /// Writes `src` into this tensor (a view of any layout), broadcasting
@@ -81,7 +86,7 @@ impl Tensor {
             out.launch_into(
                 "contiguous",
                 ElementwiseOp::Cast,
-                &[Input::Tensor(self.kernel_ref(self.layout().clone())?)],
+                smallvec![Input::Tensor(self.kernel_ref(self.layout().clone())?)],
             )?;
         }
         Ok(out)

@@ -38,7 +38,7 @@ pub use sort::{SortOrder, TopK};
 pub use stft::Stft;
 pub use windows::Pair;
 
-use crate::backend::{Call, Input, run};
+use crate::backend::{Call, Input, Inputs, run};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::dense_layout_like;
@@ -136,7 +136,7 @@ impl Tensor {
             Ok(Input::Tensor(t.kernel_ref(layout)?))
         })?;
         // A fresh dense tensor: writable.
-        out.record_into(op, kernel, &inputs)?;
+        out.record_into(op, kernel, inputs)?;
         Ok(out)
     }
 
@@ -157,6 +157,52 @@ impl Tensor {
         check_devices(op, self, args)?;
         check_real(op, self.dtype(), args)?;
         self.layout().check_writable(op)?;
+        // The common case in one pass: each tensor's view broadcast to the
+        // destination and read in place.
+        let mut inputs = Inputs::new();
+        for a in args {
+            inputs.push(match a {
+                Arg::Tensor(t) => {
+                    let layout = self.broadcast_arg(op, t)?;
+                    if self.overlaps_other(t, &layout) {
+                        return self.launch_through_copies(op, kernel, args);
+                    }
+                    Input::Tensor(t.kernel_ref(layout)?)
+                }
+                Arg::Scalar(s) => Input::Scalar(*s),
+            });
+        }
+        self.record_into(op, kernel, inputs)
+    }
+
+    /// `t`'s view broadcast to this tensor's shape.
+    fn broadcast_arg(&self, op: &'static str, t: &Tensor) -> Result<crate::layout::Layout> {
+        t.layout().broadcast_to(self.shape()).map_err(|_| {
+            Error::shape(
+                op,
+                format!(
+                    "cannot broadcast shape {} into the destination's shape {}",
+                    t.shape(),
+                    self.shape()
+                ),
+            )
+        })
+    }
+
+    /// True when `t`, read through `layout`, shares elements with this
+    /// tensor under another layout.
+    fn overlaps_other(&self, t: &Tensor, layout: &crate::layout::Layout) -> bool {
+        t.shares_storage(self) && layout != self.layout() && layout.may_overlap(self.layout())
+    }
+
+    /// [`Tensor::launch_into_args`] where an argument overlaps the
+    /// destination under another layout: such arguments are copied first.
+    fn launch_through_copies(
+        &self,
+        op: &'static str,
+        kernel: ElementwiseOp,
+        args: &[Arg],
+    ) -> Result<()> {
         // Each tensor's view broadcast to the destination, read in place
         // (`Some`), or copied first where it overlaps the destination with
         // another layout (`None`, the copy in `copies`).
@@ -164,20 +210,8 @@ impl Tensor {
         let mut views: SmallVec<[Option<crate::layout::Layout>; 3]> = SmallVec::new();
         for a in args {
             if let Arg::Tensor(t) = a {
-                let layout = t.layout().broadcast_to(self.shape()).map_err(|_| {
-                    Error::shape(
-                        op,
-                        format!(
-                            "cannot broadcast shape {} into the destination's shape {}",
-                            t.shape(),
-                            self.shape()
-                        ),
-                    )
-                })?;
-                let overlaps = t.shares_storage(self)
-                    && &layout != self.layout()
-                    && layout.may_overlap(self.layout());
-                if overlaps {
+                let layout = self.broadcast_arg(op, t)?;
+                if self.overlaps_other(t, &layout) {
                     copies.push(t.with_layout(layout).contiguous_copy()?);
                     views.push(None);
                 } else {
@@ -197,26 +231,31 @@ impl Tensor {
                 },
             ))
         })?;
-        self.record_into(op, kernel, &inputs)
+        self.record_into(op, kernel, inputs)
     }
 
     /// [`Tensor::launch_into_args`] for inputs already prepared by the caller.
-    pub(crate) fn launch_into(
-        &self,
+    pub(crate) fn launch_into<'a>(
+        &'a self,
         op: &'static str,
         kernel: ElementwiseOp,
-        inputs: &[Input],
+        inputs: Inputs<'a>,
     ) -> Result<()> {
         self.layout().check_writable(op)?;
         self.record_into(op, kernel, inputs)
     }
 
     /// [`Tensor::launch_into`] once the destination is known writable.
-    fn record_into(&self, op: &'static str, kernel: ElementwiseOp, inputs: &[Input]) -> Result<()> {
+    fn record_into<'a>(
+        &'a self,
+        op: &'static str,
+        kernel: ElementwiseOp,
+        inputs: Inputs<'a>,
+    ) -> Result<()> {
         if self.dtype().is_complex() {
             return Err(complex::not_for_complex(op));
         }
-        run(&Call {
+        run(Call {
             kernel,
             out: self.kernel_ref(self.layout().clone())?,
             inputs,
@@ -246,8 +285,8 @@ fn missing_view() -> Error {
 fn kernel_inputs<'b>(
     args: &'b [Arg<'b>],
     mut tensor: impl FnMut(&'b Tensor) -> Result<Input<'b>>,
-) -> Result<SmallVec<[Input<'b>; 3]>> {
-    let mut inputs = SmallVec::new();
+) -> Result<Inputs<'b>> {
+    let mut inputs = Inputs::new();
     for a in args {
         inputs.push(match a {
             Arg::Tensor(t) => tensor(t)?,

@@ -10,6 +10,7 @@ use crate::layout::Layout;
 use crate::op::ElementwiseOp;
 use crate::scalar::{Scalar, TypedScalar};
 use crate::shape::Shape;
+use smallvec::smallvec;
 use std::sync::Arc;
 
 impl Tensor {
@@ -79,7 +80,7 @@ impl Tensor {
                 Some(k) => t.launch_into(
                     "zeros",
                     ElementwiseOp::Fill,
-                    &[Input::Scalar(TypedScalar::zero(k))],
+                    smallvec![Input::Scalar(TypedScalar::zero(k))],
                 )?,
                 None => t.fill_(0.0)?,
             }
@@ -139,7 +140,7 @@ impl Tensor {
         let t = Self::empty_dense(shape.into(), dtype, device, "full")?;
         match t.wide_scalar(&value)? {
             Some(wide) => t.assign(&wide)?,
-            None => t.launch_into("full", ElementwiseOp::Fill, &[Input::Scalar(value)])?,
+            None => t.launch_into("full", ElementwiseOp::Fill, smallvec![Input::Scalar(value)])?,
         }
         Ok(t)
     }

@@ -50,7 +50,7 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
     // Lock every distinct input storage once; an input sharing the
     // destination's storage reads through the destination's pointer.
     let mut guards: SmallVec<[(&Arc<Storage>, RwLockReadGuard<'_, CpuData>); 3]> = SmallVec::new();
-    for input in call.inputs {
+    for input in &call.inputs {
         if let Input::Tensor(t) = input {
             let shared = Arc::ptr_eq(t.storage, call.out.storage)
                 || guards.iter().any(|(s, _)| Arc::ptr_eq(s, t.storage));

@@ -155,7 +155,7 @@ pub(crate) fn record_family<K: FamilyKey>(
 /// `Error::TooLarge` when the dispatch grid cannot cover the destination;
 /// `Error::Gpu` when an input is not on this GPU; flush failures when the
 /// recording reaches the flush threshold.
-pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
+pub(crate) fn record_elementwise(out: &GpuStorage, call: Call) -> Result<()> {
     let ctx = &out.ctx;
     // Fails now, not at flush time, when the grid cannot cover the op.
     grid_of(
@@ -163,13 +163,14 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
         WORKGROUP,
         ctx.facts.max_workgroups_per_dim,
     )?;
-    let operand = |t: &TensorRef, s: &GpuStorage| -> Result<TensorOperand> {
+    // The layouts move from the call into the command.
+    let operand = |t: TensorRef, s: &GpuStorage| -> Result<TensorOperand> {
         s.check_poison("gpu kernel")?;
         Ok(TensorOperand {
             storage: Arc::downgrade(t.storage),
             claim: s.claim().clone(),
             buffer_id: s.buffer_id(),
-            layout: t.layout.clone(),
+            layout: t.layout,
             dtype: t.dtype,
         })
     };
@@ -182,12 +183,12 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: &Call) -> Result<()> {
                 };
                 OpArg::Tensor(operand(t, s)?)
             }
-            Input::Scalar(s) => OpArg::Scalar(*s),
+            Input::Scalar(s) => OpArg::Scalar(s),
         });
     }
     let op = RecordedOp {
         kernel: call.kernel,
-        out: operand(&call.out, out)?,
+        out: operand(call.out, out)?,
         args,
     };
     ctx.scheduler()

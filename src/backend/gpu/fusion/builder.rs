@@ -11,6 +11,7 @@ use crate::backend::gpu::elementwise::program::{Node, Operand, Program};
 use crate::layout::Layout;
 use crate::scalar::TypedScalar;
 use smallvec::{SmallVec, smallvec};
+use std::borrow::Cow;
 
 /// Builds the program of one emitted op, expanding folded producers.
 pub(super) struct Builder<'a> {
@@ -82,7 +83,7 @@ impl<'a> Builder<'a> {
                     });
                     match folded {
                         Some((p, producer, read)) => self.folded_value(p, producer, &read),
-                        None => self.load(t, to_program.apply(&t.layout)),
+                        None => self.load(t, to_program.view(&t.layout)),
                     }
                 }
             };
@@ -125,7 +126,7 @@ impl<'a> Builder<'a> {
     }
 
     /// The load of `t` through `layout` (its layout in program space).
-    fn load(&mut self, t: &TensorOperand, layout: Layout) -> u8 {
+    fn load(&mut self, t: &TensorOperand, layout: Cow<'_, Layout>) -> u8 {
         let id = t.id();
         let layouts = &self.program.layouts[1..];
         let known = self
@@ -141,7 +142,7 @@ impl<'a> Builder<'a> {
                     dtype: t.dtype,
                     binding,
                 });
-                self.program.layouts.push(layout);
+                self.program.layouts.push(layout.into_owned());
                 self.operand_storages.push(id);
                 self.loads.push(None);
                 self.operand_storages.len()

@@ -36,11 +36,7 @@ impl<'a> Leaf<'a> {
     /// The layout the program reads this leaf through (the recorded one
     /// itself when the permutation keeps every axis).
     pub fn layout(&self) -> Cow<'a, Layout> {
-        if self.perm.is_identity() {
-            Cow::Borrowed(self.recorded)
-        } else {
-            Cow::Owned(self.perm.apply(self.recorded))
-        }
+        self.perm.view(self.recorded)
     }
 }
 

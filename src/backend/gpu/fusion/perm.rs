@@ -3,6 +3,7 @@
 
 use crate::layout::Layout;
 use crate::shape::{DimVec, MAX_RANK, Shape};
+use std::borrow::Cow;
 
 /// An axis permutation: axis `d` of the result is axis `get(d)` of the
 /// source.
@@ -54,6 +55,16 @@ impl Perm {
         Perm::from_axes(outer.axes().map(|d| self.get(d)))
     }
 
+    /// [`Perm::apply`], borrowing `layout` itself when this keeps every
+    /// axis in place.
+    pub fn view<'a>(&self, layout: &'a Layout) -> Cow<'a, Layout> {
+        if self.is_identity() {
+            Cow::Borrowed(layout)
+        } else {
+            Cow::Owned(self.apply(layout))
+        }
+    }
+
     /// `layout` with its axes permuted by this (a permutation of its rank).
     pub fn apply(&self, layout: &Layout) -> Layout {
         if self.is_identity() {
@@ -71,13 +82,22 @@ impl Perm {
 /// True when two layouts of one shape address the same element at every
 /// index (strides of extent-1 axes do not matter).
 pub(super) fn same_elements(a: &Layout, b: &Layout) -> bool {
-    a.dims() == b.dims()
-        && (a.numel() == 0
-            || (a.offset() == b.offset()
-                && a.dims()
-                    .iter()
-                    .zip(a.strides().iter().zip(b.strides()))
-                    .all(|(&n, (sa, sb))| n == 1 || sa == sb)))
+    // One pass over the few axes (fusion asks this several times an op).
+    let (dims, other) = (a.dims(), b.dims());
+    if dims.len() != other.len() {
+        return false;
+    }
+    let (sa, sb) = (a.strides(), b.strides());
+    let (mut empty, mut strides_agree) = (false, true);
+    for d in 0..dims.len() {
+        let n = dims[d];
+        if n != other[d] {
+            return false;
+        }
+        empty |= n == 0;
+        strides_agree &= n == 1 || sa[d] == sb[d];
+    }
+    empty || (strides_agree && a.offset() == b.offset())
 }
 
 /// The permutation `p` with `p.apply(written)` addressing what `read`
@@ -97,7 +117,7 @@ pub(super) fn read_permutation(read: &Layout, written: &Layout) -> Option<Perm> 
         axes.push(e);
     }
     let perm = Perm::from_axes(axes);
-    same_elements(&perm.apply(written), read).then_some(perm)
+    same_elements(&perm.view(written), read).then_some(perm)
 }
 
 #[cfg(test)]
@@ -143,5 +163,15 @@ mod tests {
         let b = Layout::contiguous([1, 4]);
         assert!(same_elements(&a, &b));
         assert!(!same_elements(&b, &Layout::contiguous([4, 1])));
+        assert!(!same_elements(&b, &Layout::contiguous([1, 4, 1])));
+        // Empty layouts address nothing, whatever their strides.
+        let empty = Layout::from_parts([0, 4].into(), smallvec![7, 2], 0);
+        assert!(same_elements(&empty, &Layout::contiguous([0, 4])));
+        assert!(!same_elements(&empty, &Layout::contiguous([4, 0])));
+        // Other strides or another offset are other elements.
+        let shifted = Layout::from_parts([2, 4].into(), smallvec![4, 1], 1);
+        assert!(!same_elements(&shifted, &Layout::contiguous([2, 4])));
+        let stepped = Layout::from_parts([2, 4].into(), smallvec![8, 1], 0);
+        assert!(!same_elements(&stepped, &Layout::contiguous([2, 4])));
     }
 }

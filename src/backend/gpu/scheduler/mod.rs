@@ -131,10 +131,12 @@ impl Scheduler {
         self.fusion = on;
     }
 
-    /// Records a command; flushes when the threshold is reached.
+    /// Records a command; flushes when the threshold is reached. (Inline:
+    /// the command, several hundred bytes, is then built in place.)
     ///
     /// # Errors
     /// As [`Scheduler::flush`].
+    #[inline]
     pub fn record(&mut self, ctx: &Target<'_>, command: Command) -> Result<()> {
         if let Some(capture) = &mut self.capture {
             capture.hold_recorded(&command);
