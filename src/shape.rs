@@ -118,13 +118,13 @@ impl fmt::Display for Shape {
 
 impl From<&[usize]> for Shape {
     fn from(d: &[usize]) -> Self {
-        Shape(d.iter().copied().collect())
+        Shape(DimVec::from_slice(d))
     }
 }
 
 impl From<Vec<usize>> for Shape {
     fn from(d: Vec<usize>) -> Self {
-        Shape(d.into_iter().collect())
+        Shape(SmallVec::from_vec(d))
     }
 }
 

@@ -106,6 +106,11 @@ impl MatmulCall<'_> {
         t.layout.leading(t.layout.rank() - 2)
     }
 
+    /// The strides of [`MatmulCall::batch_layout`], without building it.
+    pub fn batch_strides<'t>(t: &'t TensorRef) -> &'t [isize] {
+        &t.layout.strides()[..t.layout.rank() - 2]
+    }
+
     /// (row stride, column stride) of the matrices of `t`.
     pub fn matrix_strides(t: &TensorRef) -> (isize, isize) {
         let s = t.layout.strides();

@@ -215,7 +215,7 @@ impl Layout {
                 }
             }
         }
-        Layout::from_parts(dims.to_vec().into(), strides, self.offset)
+        Layout::from_parts(Shape::from_dims(dims), strides, self.offset)
     }
 
     /// The axes before `axis` (at most the rank), at this layout's offset;
@@ -228,7 +228,11 @@ impl Layout {
     pub(crate) fn leading(&self, axis: usize) -> Layout {
         let axis = axis.min(self.rank());
         let (dims, strides) = (self.dims(), self.strides());
-        Layout::from_parts(dims[..axis].into(), strides[..axis].into(), self.offset)
+        Layout::from_parts(
+            dims[..axis].into(),
+            DimVec::from_slice(&strides[..axis]),
+            self.offset,
+        )
     }
 
     /// The axes from `axis` on (at most the rank), at offset 0 (see
@@ -236,7 +240,7 @@ impl Layout {
     pub(crate) fn trailing(&self, axis: usize) -> Layout {
         let axis = axis.min(self.rank());
         let (dims, strides) = (self.dims(), self.strides());
-        Layout::from_parts(dims[axis..].into(), strides[axis..].into(), 0)
+        Layout::from_parts(dims[axis..].into(), DimVec::from_slice(&strides[axis..]), 0)
     }
 
     /// The layout of all axes but the last (at this layout's offset) and

@@ -188,7 +188,7 @@ impl Layout {
 
     /// Reverses the order of all axes (NumPy's `.T`).
     pub fn reversed_axes(&self) -> Layout {
-        let mut shape: DimVec<usize> = self.dims().iter().copied().collect();
+        let mut shape: DimVec<usize> = DimVec::from_slice(self.dims());
         let mut strides = self.strides.clone();
         shape.reverse();
         strides.reverse();
@@ -233,7 +233,7 @@ impl Layout {
     /// `Error::Axis` when out of range, `Error::Shape` above the maximum rank.
     pub fn unsqueeze(&self, axis: isize) -> Result<Layout> {
         let axis = normalize_axis("unsqueeze", axis, self.rank() + 1)?;
-        let mut shape: DimVec<usize> = self.dims().iter().copied().collect();
+        let mut shape: DimVec<usize> = DimVec::from_slice(self.dims());
         let mut strides = self.strides.clone();
         shape.insert(axis, 1);
         strides.insert(axis, 0);
@@ -304,7 +304,7 @@ impl Layout {
     /// the caller): the same strides from a moved offset.
     pub(crate) fn narrowed(&self, axis: usize, start: usize, len: usize) -> Layout {
         debug_assert!(start + len <= self.dims()[axis]);
-        let mut dims: DimVec<usize> = self.dims().iter().copied().collect();
+        let mut dims: DimVec<usize> = DimVec::from_slice(self.dims());
         dims[axis] = len;
         // A non-empty range starts at an element of the view, so the new
         // offset is a valid position even for a negative stride.
@@ -374,9 +374,9 @@ impl Layout {
         let len = rows
             .saturating_sub(skip_rows)
             .min(cols.saturating_sub(skip_cols));
-        let mut dims: DimVec<usize> = self.dims()[..rank - 2].iter().copied().collect();
+        let mut dims: DimVec<usize> = DimVec::from_slice(&self.dims()[..rank - 2]);
         dims.push(len);
-        let mut strides: DimVec<isize> = self.strides[..rank - 2].iter().copied().collect();
+        let mut strides: DimVec<isize> = DimVec::from_slice(&self.strides[..rank - 2]);
         strides.push(rs + cs);
         // The first element exists when the diagonal is not empty.
         let start = if len == 0 {

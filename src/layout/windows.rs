@@ -70,7 +70,7 @@ pub(crate) fn split_into_windows(
     let Some(first) = operands.first() else {
         return Vec::new();
     };
-    let dims: DimVec<usize> = first.layout.dims().iter().copied().collect();
+    let dims: DimVec<usize> = DimVec::from_slice(first.layout.dims());
     if dims.contains(&0) {
         return Vec::new();
     }

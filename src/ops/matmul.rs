@@ -5,7 +5,7 @@ use crate::backend::{MatmulCall, matmul};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::shape::{Shape, broadcast_for};
+use crate::shape::{DimVec, Shape, broadcast_for};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -91,9 +91,9 @@ impl Tensor {
             &Shape::from(&b.dims()[..rb - 2]),
         )?;
         let with = |tail: [usize; 2]| -> Shape {
-            let mut dims = batch.dims().to_vec();
-            dims.extend(tail);
-            dims.into()
+            let mut dims = DimVec::from_slice(batch.dims());
+            dims.extend_from_slice(&tail);
+            Shape::from_dims(dims)
         };
         let out_shape = with([m, n]);
         out_shape.check(OP)?;

@@ -91,13 +91,22 @@ pub(crate) fn check_same_dtype(op: &'static str, a: DType, b: DType) -> Result<(
 /// # Errors
 /// `Error::Shape` naming `op` when two shapes are incompatible.
 fn broadcast_all(op: &'static str, args: &[Arg]) -> Result<Shape> {
-    let mut shape = Shape::scalar();
-    for a in args {
-        if let Arg::Tensor(t) = a {
-            shape = crate::shape::broadcast_for(op, &shape, t.shape())?;
+    let mut shapes = args.iter().filter_map(|a| match a {
+        Arg::Tensor(t) => Some(t.shape()),
+        Arg::Scalar(_) => None,
+    });
+    let Some(first) = shapes.next() else {
+        return Ok(Shape::scalar());
+    };
+    // Worked out only where a shape differs (most ops' operands agree).
+    let mut broadcast: Option<Shape> = None;
+    for shape in shapes {
+        let so_far = broadcast.as_ref().unwrap_or(first);
+        if shape != so_far {
+            broadcast = Some(crate::shape::broadcast_for(op, so_far, shape)?);
         }
     }
-    Ok(shape)
+    Ok(broadcast.unwrap_or_else(|| first.clone()))
 }
 
 impl Tensor {
@@ -131,10 +140,15 @@ impl Tensor {
         let storage = crate::tensor::alloc(lead.device(), op, out_dtype, shape.numel())?;
         let out = Tensor::from_parts(storage, layout, out_dtype, lead.device().clone());
         let mut views = views.into_iter();
-        let inputs = kernel_inputs(args, |t| {
-            let layout = views.next().ok_or_else(missing_view)?;
-            Ok(Input::Tensor(t.kernel_ref(layout)?))
-        })?;
+        let mut inputs = Inputs::new();
+        for a in args {
+            inputs.push(match a {
+                Arg::Tensor(t) => {
+                    Input::Tensor(t.kernel_ref(views.next().ok_or_else(missing_view)?)?)
+                }
+                Arg::Scalar(s) => Input::Scalar(*s),
+            });
+        }
         // A fresh dense tensor: writable.
         out.record_into(op, kernel, inputs)?;
         Ok(out)

@@ -216,8 +216,9 @@ impl Bound {
         Ok((
             bound,
             TensorRef {
+                storage: t.storage,
                 layout,
-                ..t.clone()
+                dtype: t.dtype,
             },
         ))
     }

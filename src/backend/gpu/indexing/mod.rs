@@ -231,16 +231,18 @@ fn bind_indexed<'a>(
     writes: bool,
 ) -> Result<(Bound, TensorRef<'a>)> {
     let reach = TensorRef {
+        storage: t.storage,
         layout: t.layout.with_last_axis(target.count, target.stride),
-        ..t.clone()
+        dtype: t.dtype,
     };
     let (bound, rebased) = Bound::view(op, &reach, writes)?;
     let layout = rebased.without_last_axis();
     Ok((
         bound,
         TensorRef {
+            storage: t.storage,
             layout,
-            ..t.clone()
+            dtype: t.dtype,
         },
     ))
 }

@@ -255,8 +255,9 @@ pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
     let bound = [a_bound, b_bound, c_bound];
     let call = &MatmulCall { a, b, out: c };
     let (m, k, n) = call.dims();
-    let batch = MatmulCall::batch_layout(&call.out);
-    let batches = batch.numel();
+    let batches: usize = call.out.layout.dims()[..call.out.layout.rank() - 2]
+        .iter()
+        .product();
     if m == 0 || n == 0 || batches == 0 {
         return Ok(());
     }
@@ -415,9 +416,8 @@ fn vec_loads(call: &MatmulCall, [m, n, k]: [usize; 3], native_f16: bool) -> [Loa
     }
     let of = |t: &TensorRef, [rows, cols]: [usize; 2]| {
         let (rs, cs) = MatmulCall::matrix_strides(t);
-        let batch = MatmulCall::batch_layout(t);
-        let aligned =
-            t.layout.offset().is_multiple_of(4) && batch.strides().iter().all(|s| s % 4 == 0);
+        let aligned = t.layout.offset().is_multiple_of(4)
+            && MatmulCall::batch_strides(t).iter().all(|s| s % 4 == 0);
         if !aligned {
             Loads::Scalar
         } else if cs == 1 && rs % 4 == 0 && cols.is_multiple_of(4) {
@@ -509,7 +509,7 @@ impl Gemv {
             ((&call.a, &call.b), (&bound[0], &bound[1]))
         };
         let groups = self.outputs.div_ceil(gemv::outputs_per_group(self.along_k));
-        let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
+        let batch = |t: &TensorRef| strides8(MatmulCall::batch_strides(t));
         record_slices(
             out,
             MatmulKernel::Gemv,
@@ -540,13 +540,12 @@ impl Gemv {
 fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) -> MatmulParams {
     let (a, b, c) = (&call.a, &call.b, &call.out);
     let strides = |t: &TensorRef| MatmulCall::matrix_strides(t);
-    let batch = |t: &TensorRef| strides8(MatmulCall::batch_layout(t).strides());
-    let out_batches = MatmulCall::batch_layout(c);
+    let batch = |t: &TensorRef| strides8(MatmulCall::batch_strides(t));
     MatmulParams {
         m: m as u32,
         n: n as u32,
         k: k.end as u32,
-        batch_rank: out_batches.rank() as u32,
+        batch_rank: MatmulCall::batch_strides(c).len() as u32,
         a_offset: a.layout.offset() as u32,
         b_offset: b.layout.offset() as u32,
         c_offset: c.layout.offset() as u32,
@@ -563,7 +562,7 @@ fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) 
         b_n_fast: u32::from(strides(b).1.unsigned_abs() <= strides(b).0.unsigned_abs()),
         batches: 0,
         pad1: 0,
-        batch_shape: dims8(out_batches.dims()),
+        batch_shape: dims8(&c.layout.dims()[..c.layout.rank() - 2]),
         a_batch: batch(a),
         b_batch: batch(b),
         c_batch: batch(c),
