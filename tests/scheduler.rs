@@ -539,6 +539,54 @@ fn in_place_chains_on_one_view_fuse_and_keep_their_order() {
 /// holds each distinct scalar once, so the repeated `1.0` does not fill its
 /// scalar slots; the results equal the CPU's.
 #[test]
+fn programs_split_where_their_reads_outgrow_one_kernel() {
+    let Some(dev) = batched_gpu(true) else { return };
+    let inputs = |dev: &Device| {
+        let base = Tensor::arange(0.0f32, 64.0, 1.0, dev)
+            .unwrap()
+            .reshape([8, 8])
+            .unwrap();
+        let own: Vec<Tensor> = (0..12)
+            .map(|k| base.add_scalar(k as f32).unwrap())
+            .collect();
+        (base, own)
+    };
+    // Twelve tensors of their own, then six views of one tensor: more
+    // reads than one program binds (eight operands, the destination
+    // included), in a chain whose intermediates all fold.
+    let sum = |base: &Tensor, own: &[Tensor]| {
+        let mut acc = own[0].add(&own[1]).unwrap();
+        for t in &own[2..] {
+            acc = acc.add(t).unwrap();
+        }
+        let t = base.t();
+        let views = [
+            t.clone(),
+            base.flip(&[0]).unwrap(),
+            base.flip(&[1]).unwrap(),
+            t.flip(&[0]).unwrap(),
+            t.flip(&[1]).unwrap(),
+            base.flip(&[0, 1]).unwrap(),
+        ];
+        for v in &views {
+            acc = acc.add(v).unwrap();
+        }
+        acc
+    };
+    let (base, own) = inputs(&dev);
+    dev.sync().unwrap();
+    let before = dev.stats();
+    let got = read_f32(&sum(&base, &own));
+    let d = delta(before, dev.stats());
+    let (cpu_base, cpu_own) = inputs(&Device::cpu());
+    assert_eq!(got, read_f32(&sum(&cpu_base, &cpu_own)));
+    assert_eq!(d.ops_recorded, 17, "{d:?}");
+    // At most seven reads a program: six adds each, at least three kernels.
+    assert!((3..=5).contains(&d.dispatches), "{d:?}");
+    assert_eq!(d.dispatches + d.fused_ops, 17, "{d:?}");
+}
+
+#[test]
 fn scalar_loops_fuse_into_long_programs() {
     let Some(dev) = batched_gpu(true) else { return };
     let run = |dev: &Device, in_place: bool| {

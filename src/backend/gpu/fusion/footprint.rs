@@ -5,6 +5,7 @@
 
 use super::perm::{Perm, same_elements};
 use crate::backend::gpu::command::{OpArg, RecordedOp, StorageId};
+use crate::backend::gpu::elementwise::params::MAX_OPERANDS;
 use crate::backend::gpu::elementwise::program::ProgramLimits;
 use crate::dtype::KernelType;
 use crate::layout::Layout;
@@ -13,7 +14,8 @@ use std::borrow::Cow;
 
 #[derive(Clone)]
 pub(super) struct Footprint<'a> {
-    /// Inline for the common few.
+    /// Inline for the common few (room for all eight a program can bind
+    /// measured slower: every fold moves footprints).
     pub leaves: SmallVec<[Leaf<'a>; 4]>,
     /// The distinct scalar values (their bits): a program holds each once.
     scalars: SmallVec<[u32; 8]>,
@@ -81,51 +83,79 @@ impl<'a> Footprint<'a> {
     }
 
     fn add_leaf(&mut self, leaf: Leaf<'a>) {
-        let known = self.leaves.iter().any(|l| {
-            l.storage == leaf.storage
-                && (l.perm == leaf.perm && std::ptr::eq(l.recorded, leaf.recorded)
-                    || same_elements(&l.layout(), &leaf.layout()))
-        });
-        if !known {
+        if !self.leaves.iter().any(|l| l.reads_as(&leaf)) {
             self.leaves.push(leaf);
         }
     }
 
-    /// This footprint with the reads of `t` replaced by `producer`'s.
-    pub fn inline(&self, t: StorageId, producer: &Footprint<'a>) -> Footprint<'a> {
-        let mut merged = Footprint {
-            leaves: self
-                .leaves
-                .iter()
-                .filter(|l| l.storage != t)
-                .copied()
-                .collect(),
-            scalars: self.scalars.clone(),
-            // The load of `t` becomes the producer's nodes plus a rounding.
-            nodes: self.nodes + producer.nodes,
-        };
-        for leaf in &producer.leaves {
-            merged.add_leaf(*leaf);
+    /// Replaces this footprint's reads of `t` by `producer`'s, when the
+    /// merged program, writing the buffer `out`, fits `limits`; returns
+    /// whether it did (else this is unchanged). Merges in place: the common
+    /// fold copies nothing but the producer's new leaves.
+    pub fn try_inline(
+        &mut self,
+        t: StorageId,
+        producer: &Footprint<'a>,
+        limits: ProgramLimits,
+        out: u64,
+    ) -> bool {
+        let kept = |l: &&Leaf<'a>| l.storage != t;
+        // The producer's leaves the merged program reads anew (a producer
+        // that fits has fewer than 64).
+        let mut new_leaves = 0u64;
+        for (k, leaf) in producer.leaves.iter().enumerate() {
+            if !self.leaves.iter().filter(kept).any(|l| l.reads_as(leaf)) {
+                new_leaves |= 1 << k;
+            }
         }
-        for &bits in &producer.scalars {
-            merged.add_scalar(bits);
-        }
-        merged
-    }
-
-    /// True when a program reading this and writing the buffer `out` fits.
-    pub fn fits(&self, limits: ProgramLimits, out: u64) -> bool {
-        let mut inputs: SmallVec<[u64; 8]> = SmallVec::new();
-        for l in &self.leaves {
+        let is_new = |k: usize| new_leaves & (1 << k) != 0;
+        let leaves = self.leaves.iter().filter(kept).count() + new_leaves.count_ones() as usize;
+        let new_scalars = producer
+            .scalars
+            .iter()
+            .filter(|b| !self.scalars.contains(b))
+            .count();
+        let mut inputs: SmallVec<[u64; MAX_OPERANDS]> = SmallVec::new();
+        let reads = self.leaves.iter().filter(kept).chain(
+            (0..producer.leaves.len())
+                .filter(|&k| is_new(k))
+                .map(|k| &producer.leaves[k]),
+        );
+        for l in reads {
             if l.buffer_id != out && !inputs.contains(&l.buffer_id) {
                 inputs.push(l.buffer_id);
             }
         }
-        limits.fits(
-            self.leaves.len() + 1,
+        // The load of `t` becomes the producer's nodes plus a rounding.
+        let nodes = self.nodes + producer.nodes;
+        if !limits.fits(
+            leaves + 1,
             inputs.len() + 1,
-            self.scalars.len(),
-            self.nodes,
-        )
+            self.scalars.len() + new_scalars,
+            nodes,
+        ) {
+            return false;
+        }
+        self.leaves.retain(|l| l.storage != t);
+        for (k, leaf) in producer.leaves.iter().enumerate() {
+            if is_new(k) {
+                self.leaves.push(*leaf);
+            }
+        }
+        for &bits in &producer.scalars {
+            self.add_scalar(bits);
+        }
+        self.nodes = nodes;
+        true
+    }
+}
+
+impl Leaf<'_> {
+    /// True when a program reads the same elements of the same storage
+    /// through `self` as through `other`.
+    fn reads_as(&self, other: &Leaf<'_>) -> bool {
+        self.storage == other.storage
+            && (self.perm == other.perm && std::ptr::eq(self.recorded, other.recorded)
+                || same_elements(&self.layout(), &other.layout()))
     }
 }

@@ -209,9 +209,7 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits, scratch: &mut FusionSc
             continue;
         }
         let reader_footprint = footprints[j].get_or_insert_with(|| Footprint::of(reader));
-        let merged = reader_footprint.inline(t, &moved);
-        if merged.fits(limits, reader.out.buffer_id) {
-            *reader_footprint = merged;
+        if reader_footprint.try_inline(t, &moved, limits, reader.out.buffer_id) {
             consumer[i] = Some((j, perm));
         }
     }
