@@ -7,7 +7,7 @@ use super::Producers;
 use super::perm::{Perm, same_elements};
 use crate::backend::gpu::command::StorageId;
 use crate::backend::gpu::command::{Command, OpArg, RecordedOp, TensorOperand};
-use crate::backend::gpu::elementwise::program::{Node, Operand, Program};
+use crate::backend::gpu::elementwise::program::{MAX_NODES, Node, Operand, Program};
 use crate::layout::Layout;
 use crate::scalar::TypedScalar;
 use smallvec::{SmallVec, smallvec};
@@ -31,17 +31,20 @@ pub(super) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
+    /// A builder of the program writing `out`, with room for `nodes`
+    /// nodes (a hint: fewer or more are fine).
     pub fn new(
         commands: &'a [Command],
         producer: &'a Producers,
         out: &TensorOperand,
+        nodes: usize,
     ) -> Builder<'a> {
         Builder {
             commands,
             producer,
             out_buffer: out.buffer_id,
             program: Program {
-                nodes: SmallVec::new(),
+                nodes: SmallVec::with_capacity(nodes.min(MAX_NODES)),
                 operands: smallvec![Operand {
                     dtype: out.dtype,
                     binding: 1
@@ -54,7 +57,8 @@ impl<'a> Builder<'a> {
             operand_storages: SmallVec::new(),
             loads: SmallVec::new(),
             binding_buffers: SmallVec::new(),
-            values: SmallVec::new(),
+            // About one per folded producer (a few nodes each).
+            values: SmallVec::with_capacity(nodes / 3),
         }
     }
 

@@ -66,6 +66,11 @@ impl<'a> Footprint<'a> {
         f
     }
 
+    /// Nodes of the program, at most (loads counted once per read).
+    pub fn nodes(&self) -> usize {
+        self.nodes
+    }
+
     /// Permutes every leaf's axes by `perm`.
     pub fn permute(&mut self, perm: &Perm) {
         if perm.is_identity() {

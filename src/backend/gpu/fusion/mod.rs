@@ -81,6 +81,9 @@ pub(crate) struct FusionScratch {
     /// that command reads its destination through.
     consumer: Vec<Option<(usize, Perm)>>,
     producer: Producers,
+    /// For each command that took producers, about how many nodes its
+    /// program will have (room its builder reserves at once).
+    nodes: Vec<usize>,
 }
 
 impl FusionScratch {
@@ -114,6 +117,8 @@ pub(crate) fn programs(
 ) {
     scratch.consumer.clear();
     scratch.consumer.resize(commands.len(), None);
+    scratch.nodes.clear();
+    scratch.nodes.resize(commands.len(), 0);
     if fuse {
         fold_plan(commands, limits, scratch);
     }
@@ -133,7 +138,8 @@ pub(crate) fn programs(
         }
         steps.push(match command {
             Command::Elementwise(op) => {
-                Step::Program(Builder::new(commands, producer, &op.out).build(j, op))
+                let nodes = scratch.nodes[j];
+                Step::Program(Builder::new(commands, producer, &op.out, nodes).build(j, op))
             }
             Command::Kernel(_) => Step::Kernel(j),
         });
@@ -146,7 +152,10 @@ pub(crate) fn programs(
 fn fold_plan(commands: &[Command], limits: ProgramLimits, scratch: &mut FusionScratch) {
     // The commands touching each storage, in order, so finding a reader is cheap.
     let FusionScratch {
-        touching, consumer, ..
+        touching,
+        consumer,
+        nodes,
+        ..
     } = scratch;
     touching.clear();
     for (c, command) in commands.iter().enumerate() {
@@ -211,6 +220,7 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits, scratch: &mut FusionSc
         let reader_footprint = footprints[j].get_or_insert_with(|| Footprint::of(reader));
         if reader_footprint.try_inline(t, &moved, limits, reader.out.buffer_id) {
             consumer[i] = Some((j, perm));
+            nodes[j] = reader_footprint.nodes();
         }
     }
 }
