@@ -22,6 +22,17 @@ pub(crate) struct TensorRef<'a> {
     pub dtype: KernelType,
 }
 
+impl<'a> TensorRef<'a> {
+    /// The same tensor read through `layout` (this one's is not cloned).
+    pub fn with_layout(&self, layout: Layout) -> TensorRef<'a> {
+        TensorRef {
+            storage: self.storage,
+            layout,
+            dtype: self.dtype,
+        }
+    }
+}
+
 /// One kernel input.
 #[derive(Clone)]
 pub(crate) enum Input<'a> {

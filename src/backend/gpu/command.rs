@@ -213,14 +213,7 @@ impl Bound {
         writes: bool,
     ) -> Result<(Bound, TensorRef<'a>)> {
         let (bound, layout) = Self::view(op, t, writes)?;
-        Ok((
-            bound,
-            TensorRef {
-                storage: t.storage,
-                layout,
-                dtype: t.dtype,
-            },
-        ))
+        Ok((bound, t.with_layout(layout)))
     }
 }
 

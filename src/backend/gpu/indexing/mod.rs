@@ -230,21 +230,10 @@ fn bind_indexed<'a>(
     target: &IndexedAxis,
     writes: bool,
 ) -> Result<(Bound, TensorRef<'a>)> {
-    let reach = TensorRef {
-        storage: t.storage,
-        layout: t.layout.with_last_axis(target.count, target.stride),
-        dtype: t.dtype,
-    };
+    let reach = t.with_layout(t.layout.with_last_axis(target.count, target.stride));
     let (bound, rebased) = Bound::view(op, &reach, writes)?;
     let layout = rebased.without_last_axis();
-    Ok((
-        bound,
-        TensorRef {
-            storage: t.storage,
-            layout,
-            dtype: t.dtype,
-        },
-    ))
+    Ok((bound, t.with_layout(layout)))
 }
 
 /// Records `call`, whose output storage is `out`.
