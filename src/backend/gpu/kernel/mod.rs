@@ -6,6 +6,7 @@
 //!   f16, bytes packed in words) and the WGSL declaring, loading and
 //!   storing it;
 //! - `prelude`: what every shader starts with (`enable f16;`, math.wgsl);
+//!   `library`: math.wgsl cut to what one kernel uses, before it compiles;
 //! - `strided`: the one row-major walk from an index to strided positions;
 //! - `template`: fills a shader's `{{SLOT}}`s, failing on a missing or
 //!   unknown one;
@@ -18,6 +19,7 @@
 
 pub(crate) mod buffer;
 pub(crate) mod grid;
+pub(crate) mod library;
 pub(crate) mod loop_budget;
 pub(crate) mod params_block;
 pub(crate) mod pipeline;

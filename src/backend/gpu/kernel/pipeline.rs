@@ -7,6 +7,7 @@
 //! [`PipelineKey`]); the cache compiles it once per key and names no family:
 //! keys of different types never match.
 
+use super::library::with_used_math;
 use crate::error::{Error, Result};
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
@@ -173,9 +174,16 @@ fn trusted_checks() -> wgpu::ShaderRuntimeChecks {
 /// (else as [`trusted_checks`], without zeroing workgroup memory).
 fn build(device: &wgpu::Device, spec: &PipelineSpec, checked: bool) -> Result<Pipeline> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    // webtensor's own kernels drop the math they never call; a custom
+    // kernel compiles as written, so that errors name the user's lines.
+    let source = if spec.trusted {
+        with_used_math(&spec.source).into()
+    } else {
+        spec.source.as_str().into()
+    };
     let descriptor = wgpu::ShaderModuleDescriptor {
         label: Some(spec.label),
-        source: wgpu::ShaderSource::Wgsl(spec.source.as_str().into()),
+        source: wgpu::ShaderSource::Wgsl(source),
     };
     let module = if checked {
         device.create_shader_module(descriptor)
