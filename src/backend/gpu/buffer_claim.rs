@@ -186,11 +186,40 @@ impl BufferClaim {
     pub fn take(
         &self,
         pool: &BufferPool,
-        (device, op, limit): (&wgpu::Device, &'static str, u64),
+        target: (&wgpu::Device, &'static str, u64),
         open_batch: u64,
         unused_from_here: &dyn Fn(u64) -> bool,
     ) -> Result<wgpu::Buffer> {
         let mut s = self.state();
+        self.take_locked(&mut s, pool, target, open_batch, unused_from_here)
+    }
+
+    /// [`BufferClaim::take`], and the id recorded commands know the buffer
+    /// by, as [`BufferClaim::reference`] (under one lock).
+    ///
+    /// # Errors
+    /// As [`BufferClaim::take`].
+    pub fn take_and_reference(
+        &self,
+        pool: &BufferPool,
+        target: (&wgpu::Device, &'static str, u64),
+        open_batch: u64,
+        unused_from_here: &dyn Fn(u64) -> bool,
+    ) -> Result<(wgpu::Buffer, u64)> {
+        let mut s = self.state();
+        let buffer = self.take_locked(&mut s, pool, target, open_batch, unused_from_here)?;
+        s.referenced = true;
+        Ok((buffer, s.id))
+    }
+
+    fn take_locked(
+        &self,
+        s: &mut ClaimState,
+        pool: &BufferPool,
+        (device, op, limit): (&wgpu::Device, &'static str, u64),
+        open_batch: u64,
+        unused_from_here: &dyn Fn(u64) -> bool,
+    ) -> Result<wgpu::Buffer> {
         if let Some(b) = &s.buffer {
             return Ok(b.buffer.clone());
         }

@@ -143,10 +143,11 @@ impl Bound {
                 limit,
             });
         }
+        let (buffer, buffer_id) = s.bound_buffer(op)?;
         Ok(Bound {
             storage: Arc::downgrade(storage),
-            buffer: s.buffer(op)?,
-            buffer_id: s.buffer_id(),
+            buffer,
+            buffer_id,
             writes,
             fault_record: false,
             window: None,
@@ -185,11 +186,12 @@ impl Bound {
         let l = &t.layout;
         let shift = (window.offset / bytes) as usize;
         let layout = Layout::from_parts(l.shape().clone(), l.strides().into(), l.offset() - shift);
+        let (buffer, buffer_id) = s.bound_buffer(op)?;
         Ok((
             Bound {
                 storage: Arc::downgrade(t.storage),
-                buffer: s.buffer(op)?,
-                buffer_id: s.buffer_id(),
+                buffer,
+                buffer_id,
                 writes,
                 fault_record: false,
                 window: Some(window),
@@ -221,7 +223,9 @@ impl Bound {
 /// bindings 1.. are `bindings` in order, binding 0 its parameter block.
 pub(crate) struct KernelCommand {
     pub pipeline: Arc<Pipeline>,
-    pub params: Vec<u8>,
+    /// Where its parameter block lies in the batch's parameter bytes
+    /// (`Scheduler::record_kernel`: no allocation of its own).
+    pub params: std::ops::Range<usize>,
     pub bindings: SmallVec<[Bound; 4]>,
     /// Workgroups in x, y and z.
     pub groups: [u32; 3],

@@ -348,7 +348,7 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
             label: "webtensor custom kernel",
             entry: "wt_main",
             source: |_: &CustomKey| Ok(source(spec, native)?.0),
-            params,
+            params: &params,
             bindings,
             groups: [groups[0], groups[1], 1],
         },

@@ -3,7 +3,7 @@
 //! (reduce, scan, matmul, indexing); [`record_elementwise`] records an
 //! elementwise op, which the scheduler compiles, or fuses, at flush time.
 
-use super::command::{Bound, Command, KernelCommand, OpArg, RecordedOp, TensorOperand};
+use super::command::{Bound, Command, OpArg, RecordedOp, TensorOperand};
 use super::context::GpuContext;
 use super::elementwise::codegen::WORKGROUP;
 use super::kernel::grid::grid_of;
@@ -27,8 +27,8 @@ pub(crate) struct KernelLaunch<'a, K, S> {
     /// Builds the WGSL source from the key, on the pipeline's first use.
     pub source: S,
     /// The parameter block's bytes (the pipeline's uniform binding has
-    /// their size).
-    pub params: Vec<u8>,
+    /// their size), copied into the batch's parameter bytes.
+    pub params: &'a [u8],
     /// Storage bindings 1.., in order, each read or written.
     pub bindings: SmallVec<[Bound; 4]>,
     /// Workgroups in x, y and z.
@@ -66,15 +66,7 @@ pub(crate) fn record_kernel<K: PipelineKey>(
     if bindings.iter().any(|b| b.fault_record) {
         ctx.faults.arm();
     }
-    scheduler.record(
-        &ctx.target(),
-        Command::Kernel(KernelCommand {
-            pipeline,
-            params,
-            bindings,
-            groups,
-        }),
-    )
+    scheduler.record_kernel(&ctx.target(), pipeline, params, bindings, groups)
 }
 
 /// The pipeline key of a fixed-function family: it names the pipeline,
@@ -133,7 +125,7 @@ pub(crate) fn group_or_thread(group: bool) -> &'static str {
 pub(crate) fn record_family<K: FamilyKey>(
     ctx: &GpuContext,
     key: &K,
-    params: Vec<u8>,
+    params: &[u8],
     bindings: SmallVec<[Bound; 4]>,
     groups: [u32; 3],
 ) -> Result<()> {

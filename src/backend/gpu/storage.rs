@@ -195,6 +195,21 @@ impl GpuStorage {
         &self.claim
     }
 
+    /// [`GpuStorage::buffer`] and [`GpuStorage::buffer_id`] at once.
+    ///
+    /// # Errors
+    /// As [`GpuStorage::buffer`].
+    pub fn bound_buffer(&self, op: &'static str) -> Result<(wgpu::Buffer, u64)> {
+        self.check_poison(op)?;
+        let ctx = &self.ctx;
+        self.claim.take_and_reference(
+            &ctx.pool,
+            (&ctx.device, op, ctx.facts.max_tensor_bytes()),
+            ctx.open_batch(),
+            &|_| false,
+        )
+    }
+
     /// Bytes of the buffer, taken or not.
     pub fn size(&self) -> u64 {
         self.claim.size()

@@ -75,8 +75,8 @@ macro_rules! params_block {
                 &[$((stringify!($field), std::mem::offset_of!($name, $field)),)*];
 
             /// The block's bytes, as the uniform buffer holds them.
-            pub fn bytes(&self) -> Vec<u8> {
-                bytemuck::bytes_of(self).to_vec()
+            pub fn bytes(&self) -> &[u8] {
+                bytemuck::bytes_of(self)
             }
 
             /// The block's size in bytes.

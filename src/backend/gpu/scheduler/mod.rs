@@ -17,9 +17,10 @@ mod replay;
 
 use super::bind_groups::BindGroupCache;
 use super::capture::Capture;
-use super::command::{Command, poison_outputs};
+use super::command::{Bound, Command, KernelCommand, poison_outputs};
 use super::dispatch::{Binding, Encoded, create_group, encode_windows, group_key};
 use super::fusion::{FusionScratch, Step, programs};
+use super::kernel::pipeline::Pipeline;
 #[cfg(not(target_arch = "wasm32"))]
 use super::kernel::pipeline::pop_now;
 use super::pool::PooledBuffer;
@@ -28,6 +29,8 @@ use super::target::Target;
 use super::temporaries::Temporaries;
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
+use smallvec::SmallVec;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// Flush threshold when neither the options nor `WEBTENSOR_FLUSH_THRESHOLD`
@@ -36,6 +39,14 @@ use std::sync::atomic::Ordering;
 /// larger batches win both host time and total time; recording stays
 /// around a microsecond per op, so a large batch costs little latency.
 pub(crate) const DEFAULT_FLUSH_THRESHOLD: usize = 1024;
+
+/// A batch's recorded commands and the parameter bytes its kernel
+/// commands hold ranges of.
+#[derive(Clone, Copy)]
+struct Batch<'a> {
+    commands: &'a [Command],
+    params: &'a [u8],
+}
 
 /// Counters reported by `Device::stats`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,6 +80,9 @@ impl SchedulerCounters {
 /// the settings that decide when and how a batch is submitted.
 pub(crate) struct Scheduler {
     pending: Vec<Command>,
+    /// The parameter blocks of the pending kernel commands, each command
+    /// holding its range (one growing buffer: no allocation per command).
+    pending_params: Vec<u8>,
     arena: Option<wgpu::Buffer>,
     /// Bind groups kept across flushes.
     pub groups: BindGroupCache,
@@ -98,6 +112,7 @@ impl Scheduler {
     pub fn new(flush_threshold: usize, fusion: bool) -> Scheduler {
         Scheduler {
             pending: Vec::new(),
+            pending_params: Vec::new(),
             arena: None,
             groups: BindGroupCache::default(),
             counters: SchedulerCounters::default(),
@@ -152,6 +167,51 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Records a dispatch of `pipeline` with the parameter block `params`,
+    /// the storage `bindings` 1.. and `groups` workgroups; flushes when the
+    /// threshold is reached.
+    ///
+    /// # Errors
+    /// As [`Scheduler::flush`].
+    #[inline]
+    pub fn record_kernel(
+        &mut self,
+        ctx: &Target<'_>,
+        pipeline: Arc<Pipeline>,
+        params: &[u8],
+        bindings: SmallVec<[Bound; 4]>,
+        groups: [u32; 3],
+    ) -> Result<()> {
+        let start = self.pending_params.len();
+        self.pending_params.extend_from_slice(params);
+        let command = Command::Kernel(KernelCommand {
+            pipeline,
+            params: start..self.pending_params.len(),
+            bindings,
+            groups,
+        });
+        self.record(ctx, command)
+    }
+
+    /// Takes the pending commands and their kernels' parameter bytes.
+    fn take_pending(&mut self) -> (Vec<Command>, Vec<u8>) {
+        (
+            std::mem::take(&mut self.pending),
+            std::mem::take(&mut self.pending_params),
+        )
+    }
+
+    /// Gives back the lists [`Scheduler::take_pending`] took, emptied, to
+    /// keep their memory, unless commands were recorded meanwhile.
+    fn restore_pending(&mut self, (mut commands, mut params): (Vec<Command>, Vec<u8>)) {
+        commands.clear();
+        params.clear();
+        if self.pending.is_empty() {
+            self.pending = commands;
+            self.pending_params = params;
+        }
+    }
+
     /// True when ops are waiting to be submitted.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
@@ -187,14 +247,18 @@ impl Scheduler {
             return Err(capture.refuse_submit());
         }
         let started = self.profile.as_ref().map(|_| Stamp::now());
-        let mut commands = std::mem::take(&mut self.pending);
+        let (commands, kernel_params) = self.take_pending();
         // Natively the device reports a batch's validation errors (a
         // destroyed application buffer ...) as it is submitted: a scope
         // around it gives them to this batch, never to the device's
         // handler (a `Device::from_wgpu` application's would panic).
         #[cfg(not(target_arch = "wasm32"))]
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let result = self.submit(ctx, &commands, timestamps, after);
+        let batch = Batch {
+            commands: &commands,
+            params: &kernel_params,
+        };
+        let result = self.submit(ctx, batch, timestamps, after);
         #[cfg(not(target_arch = "wasm32"))]
         let result = match (result, pop_now(scope)) {
             (Ok(()), Some(e)) => Err(Error::gpu("flush", format!("the device reported: {e}"))),
@@ -209,28 +273,25 @@ impl Scheduler {
         if let (Some(profile), Some(started)) = (&mut self.profile, started) {
             profile.close_batch(started, result.is_ok());
         }
-        // The emptied list keeps its memory for the next batch.
-        commands.clear();
-        if self.pending.is_empty() {
-            self.pending = commands;
-        }
+        // The emptied lists keep their memory for the next batch.
+        self.restore_pending((commands, kernel_params));
         result
     }
 
     fn submit(
         &mut self,
         ctx: &Target<'_>,
-        commands: &[Command],
+        batch: Batch<'_>,
         timestamps: Option<&wgpu::QuerySet>,
         after: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
         let mut encoded = std::mem::take(&mut self.encoded);
         let mut bytes = std::mem::take(&mut self.params);
-        let (result, temporaries) = self.plan_and_encode(ctx, commands, &mut encoded, &mut bytes);
+        let (result, temporaries) = self.plan_and_encode(ctx, batch, &mut encoded, &mut bytes);
         // Later batches run after this one: its temporaries go back now.
         release(ctx, temporaries);
         let result = result.and_then(|()| {
-            self.encode_and_submit(ctx, commands, timestamps, after, &encoded, &bytes)
+            self.encode_and_submit(ctx, batch.commands, timestamps, after, &encoded, &bytes)
         });
         encoded.clear();
         bytes.clear();
@@ -246,15 +307,15 @@ impl Scheduler {
     fn plan_and_encode(
         &mut self,
         ctx: &Target<'_>,
-        commands: &[Command],
+        batch: Batch<'_>,
         encoded: &mut Vec<Encoded>,
         bytes: &mut Vec<u8>,
     ) -> (Result<()>, Vec<PooledBuffer>) {
         let mut steps = std::mem::take(&mut self.steps);
-        let limits = ctx.facts.program_limits();
+        let (limits, commands) = (ctx.facts.program_limits(), batch.commands);
         programs(commands, self.fusion, limits, &mut self.scratch, &mut steps);
         let mut temporaries = Temporaries::new(&steps, commands);
-        let result = self.encode_steps(ctx, commands, &mut steps, &mut temporaries, encoded, bytes);
+        let result = self.encode_steps(ctx, batch, &mut steps, &mut temporaries, encoded, bytes);
         self.steps = steps;
         (result, temporaries.all)
     }
@@ -346,7 +407,7 @@ impl Scheduler {
     fn encode_steps(
         &mut self,
         ctx: &Target<'_>,
-        commands: &[Command],
+        batch: Batch<'_>,
         steps: &mut Vec<Step>,
         temporaries: &mut Temporaries,
         encoded: &mut Vec<Encoded>,
@@ -373,14 +434,20 @@ impl Scheduler {
                     continue;
                 }
                 Step::Kernel(c) => {
-                    let Some(Command::Kernel(k)) = commands.get(c) else {
+                    let Some(Command::Kernel(k)) = batch.commands.get(c) else {
                         return Err(Error::internal(
                             "flush",
                             "a kernel step without its command",
                         ));
                     };
                     let offset = bytes.len() as u32;
-                    bytes.extend_from_slice(&k.params);
+                    let Some(params) = batch.params.get(k.params.clone()) else {
+                        return Err(Error::internal(
+                            "flush",
+                            "a kernel command's parameters outside its batch's",
+                        ));
+                    };
+                    bytes.extend_from_slice(params);
                     Some(Encoded {
                         pipeline: k.pipeline.clone(),
                         buffers: k

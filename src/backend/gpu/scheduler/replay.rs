@@ -2,7 +2,7 @@
 //! opened and closed around the step's code, the batch encoded once with
 //! parameters of its own, and runs submitted again.
 
-use super::{Scheduler, release, unwritten};
+use super::{Batch, Scheduler, release, unwritten};
 use crate::backend::gpu::capture::{self, Capture, CapturedBatch, CapturedDispatch};
 use crate::backend::gpu::command::{Command, poison_outputs};
 use crate::backend::gpu::dispatch::{create_group, group_key};
@@ -66,11 +66,15 @@ impl Scheduler {
             let _submitted = self.flush(ctx, |_| {});
             return Err(e);
         }
-        let mut commands = std::mem::take(&mut self.pending);
+        let (commands, kernel_params) = self.take_pending();
         capture.hold_live(&commands);
         #[cfg(not(target_arch = "wasm32"))]
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let result = self.encode_captured(ctx, &commands, capture);
+        let batch = Batch {
+            commands: &commands,
+            params: &kernel_params,
+        };
+        let result = self.encode_captured(ctx, batch, capture);
         #[cfg(not(target_arch = "wasm32"))]
         let result = match (result, pop_now(scope)) {
             (Ok(_), Some(e)) => Err(Error::gpu(capture::OP, format!("the device reported: {e}"))),
@@ -81,10 +85,7 @@ impl Scheduler {
             Err(e) => poison_outputs(&commands, &e.to_string()),
             Ok(_) => self.counters.buffers_avoided += unwritten(&commands),
         }
-        commands.clear();
-        if self.pending.is_empty() {
-            self.pending = commands;
-        }
+        self.restore_pending((commands, kernel_params));
         let mut batch = result?;
         if let Err(e) = self.replay(ctx, &batch) {
             release(ctx, batch.temporaries.drain(..));
@@ -101,11 +102,12 @@ impl Scheduler {
     fn encode_captured(
         &mut self,
         ctx: &Target<'_>,
-        commands: &[Command],
+        batch: Batch<'_>,
         capture: Capture,
     ) -> Result<CapturedBatch> {
+        let commands = batch.commands;
         let (mut encoded, mut bytes) = (Vec::new(), Vec::new());
-        let (encoding, temporaries) = self.plan_and_encode(ctx, commands, &mut encoded, &mut bytes);
+        let (encoding, temporaries) = self.plan_and_encode(ctx, batch, &mut encoded, &mut bytes);
         if let Err(e) = encoding {
             release(ctx, temporaries);
             return Err(e);
