@@ -168,7 +168,7 @@ pub(crate) fn run(call: Call) -> Result<()> {
 ///
 /// # Errors
 /// GPU failures and device limits.
-pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
+pub(crate) fn reduce(call: ReduceCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     if let Some(center) = &call.center {
@@ -185,8 +185,9 @@ pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
             ));
         }
     }
-    match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("reduce", || cpu::reduce(s, call)),
+    let out = call.out.storage;
+    match &**out {
+        Storage::Cpu(s) => cpu::profiled("reduce", || cpu::reduce(s, &call)),
         Storage::Gpu(s) => gpu::reduce(s, call),
     }
 }
@@ -195,13 +196,14 @@ pub(crate) fn reduce(call: &ReduceCall) -> Result<()> {
 ///
 /// # Errors
 /// GPU failures and device limits.
-pub(crate) fn matmul(call: &MatmulCall) -> Result<()> {
+pub(crate) fn matmul(call: MatmulCall) -> Result<()> {
     no_wide_kernel("matmul", call.out.storage, call.a.dtype)?;
     check_bounds(&call.a)?;
     check_bounds(&call.b)?;
     check_bounds(&call.out)?;
-    match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("matmul", || cpu::matmul(s, call)),
+    let out = call.out.storage;
+    match &**out {
+        Storage::Cpu(s) => cpu::profiled("matmul", || cpu::matmul(s, &call)),
         Storage::Gpu(s) => gpu::matmul(s, call),
     }
 }

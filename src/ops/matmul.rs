@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::{DimVec, Shape, broadcast_for};
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 
 impl Tensor {
     /// The matrix product, as NumPy's `matmul`: 2-D operands multiply as
@@ -58,15 +59,14 @@ impl Tensor {
                 ),
             ));
         }
-        let a = if self.rank() == 1 {
-            self.unsqueeze(0)?
-        } else {
-            self.clone()
+        // Borrowed where no view is needed (the common case: no clones).
+        let a = match self.rank() {
+            1 => Cow::Owned(self.unsqueeze(0)?),
+            _ => Cow::Borrowed(self),
         };
-        let b = if other.rank() == 1 {
-            other.unsqueeze(1)?
-        } else {
-            other.clone()
+        let b = match other.rank() {
+            1 => Cow::Owned(other.unsqueeze(1)?),
+            _ => Cow::Borrowed(other),
         };
         let (ra, rb) = (a.rank(), b.rank());
         let (m, k, kb, n) = (
@@ -97,8 +97,14 @@ impl Tensor {
         };
         let out_shape = with([m, n]);
         out_shape.check(OP)?;
-        let a = a.broadcast_to(with([m, k]))?;
-        let b = b.broadcast_to(with([k, n]))?;
+        let a = match &a.dims()[..ra - 2] == batch.dims() {
+            true => a,
+            false => Cow::Owned(a.broadcast_to(with([m, k]))?),
+        };
+        let b = match &b.dims()[..rb - 2] == batch.dims() {
+            true => b,
+            false => Cow::Owned(b.broadcast_to(with([k, n]))?),
+        };
         let mut out = if self.dtype() == DType::I64 && self.device().is_gpu() {
             // No i64 product kernel: each output sums its k products (an
             // m x k x n tensor of them).
@@ -174,7 +180,7 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         .enumerate()
         .find_map(|(k, t)| t.binding_cut().map(|c| (k, c)));
     let Some((operand, cut)) = cut else {
-        return matmul(&MatmulCall {
+        return matmul(MatmulCall {
             a: a.kernel_ref(a.layout().clone())?,
             b: b.kernel_ref(b.layout().clone())?,
             out: out.kernel_ref(out.layout().clone())?,

@@ -166,7 +166,7 @@ impl Tensor {
             Some(c) => Some(c.kernel_ref(Layout::contiguous(out_shape.clone()))?),
             None => None,
         };
-        reduce(&ReduceCall {
+        reduce(ReduceCall {
             op: r.op,
             input: self.kernel_ref(input)?,
             kept: kept.len(),

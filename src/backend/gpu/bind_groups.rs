@@ -12,15 +12,20 @@
 //! `PoolCounters::dropped`) and when the parameter arena is replaced;
 //! beyond [`MAX_GROUPS`] the least recently used go.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
+use std::hash::{Hash, Hasher};
 
 /// Groups kept at most (after a flush); past it the least recently used
 /// go, down to half as many.
 const MAX_GROUPS: usize = 1024;
 
-/// One storage binding: the buffer and the bytes bound (`None`: all).
-pub(crate) type BoundBytes = (wgpu::Buffer, Option<(u64, u64)>);
+/// The bytes of a buffer one storage binding covers, as (offset, size);
+/// `None`: all of them.
+pub(crate) type Span = Option<(u64, u64)>;
+
+/// One storage binding: the buffer and the bytes bound.
+pub(crate) type BoundBytes = (wgpu::Buffer, Span);
 
 /// What a bind group binds (wgpu handles compare by identity).
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -30,6 +35,70 @@ pub(crate) struct GroupKey {
     pub params_size: u64,
     /// Bindings 1.., in order.
     pub buffers: SmallVec<[BoundBytes; 4]>,
+}
+
+/// A [`GroupKey`] as a dispatch has it, borrowed: looking a group up
+/// clones no handle (each clone and drop is two atomic counts), only
+/// making one does.
+#[derive(Clone, Copy)]
+pub(crate) struct GroupProbe<'a, B> {
+    pub layout: &'a wgpu::BindGroupLayout,
+    pub arena: &'a wgpu::Buffer,
+    pub params_size: u64,
+    /// Bindings 1.., in order, each read by `bound`.
+    pub buffers: &'a [B],
+    pub bound: fn(&B) -> (&wgpu::Buffer, Span),
+}
+
+impl<B> GroupProbe<'_, B> {
+    /// The hash the cache files the group under.
+    fn hash(&self) -> u64 {
+        let mut h = FxHasher::default();
+        self.layout.hash(&mut h);
+        self.arena.hash(&mut h);
+        self.params_size.hash(&mut h);
+        for b in self.buffers {
+            (self.bound)(b).hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// True when `key` binds what this names.
+    fn matches(&self, key: &GroupKey) -> bool {
+        key.layout == *self.layout
+            && key.arena == *self.arena
+            && key.params_size == self.params_size
+            && key.buffers.len() == self.buffers.len()
+            && key
+                .buffers
+                .iter()
+                .zip(self.buffers)
+                .all(|((buffer, window), b)| (buffer, *window) == (self.bound)(b))
+    }
+
+    /// The owned key (handles cloned).
+    pub fn key(&self) -> GroupKey {
+        GroupKey {
+            layout: self.layout.clone(),
+            arena: self.arena.clone(),
+            params_size: self.params_size,
+            buffers: self
+                .buffers
+                .iter()
+                .map(|b| {
+                    let (buffer, window) = (self.bound)(b);
+                    (buffer.clone(), window)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A kept group, its key and the stamp of its last use.
+struct Kept {
+    key: GroupKey,
+    group: wgpu::BindGroup,
+    used: u64,
 }
 
 /// Counters reported by `Device::stats`.
@@ -42,8 +111,10 @@ pub(crate) struct GroupCounters {
 /// The cache, owned by the scheduler (flushes run one at a time).
 #[derive(Default)]
 pub(crate) struct BindGroupCache {
-    /// Each group with the stamp of its last use.
-    groups: FxHashMap<GroupKey, (wgpu::BindGroup, u64)>,
+    /// Each group with the stamp of its last use, by its probe's hash.
+    groups: FxHashMap<u64, SmallVec<[Kept; 1]>>,
+    /// Groups kept.
+    len: usize,
     stamp: u64,
     /// The pool's count of buffers gone for good, at the last flush.
     pool_dropped: u64,
@@ -56,43 +127,55 @@ impl BindGroupCache {
     pub fn begin_flush(&mut self, pool_dropped: u64) {
         if pool_dropped != self.pool_dropped {
             self.pool_dropped = pool_dropped;
-            self.groups.clear();
+            self.clear();
         }
     }
 
-    /// The group for `key`, made by `create` when none is kept.
-    pub fn get(
+    /// The group `probe` names, made by `create` when none is kept.
+    pub fn get<B>(
         &mut self,
-        key: GroupKey,
+        probe: GroupProbe<'_, B>,
         create: impl FnOnce(&GroupKey) -> wgpu::BindGroup,
     ) -> wgpu::BindGroup {
         self.stamp += 1;
         let stamp = self.stamp;
-        if let Some((group, used)) = self.groups.get_mut(&key) {
-            *used = stamp;
+        let kept = self.groups.entry(probe.hash()).or_default();
+        if let Some(k) = kept.iter_mut().find(|k| probe.matches(&k.key)) {
+            k.used = stamp;
             self.counters.reused += 1;
-            return group.clone();
+            return k.group.clone();
         }
+        let key = probe.key();
         let group = create(&key);
         self.counters.created += 1;
-        self.groups.insert(key, (group.clone(), stamp));
+        self.len += 1;
+        kept.push(Kept {
+            key,
+            group: group.clone(),
+            used: stamp,
+        });
         group
     }
 
     /// Ends a flush: past [`MAX_GROUPS`], the least recently used go, down
     /// to half as many (so that this happens once per many new groups).
     pub fn end_flush(&mut self) {
-        if self.groups.len() <= MAX_GROUPS {
+        if self.len <= MAX_GROUPS {
             return;
         }
-        let mut stamps: Vec<u64> = self.groups.values().map(|(_, used)| *used).collect();
+        let mut stamps: Vec<u64> = self.groups.values().flatten().map(|k| k.used).collect();
         stamps.sort_unstable();
         let oldest_kept = stamps[stamps.len() - MAX_GROUPS / 2];
-        self.groups.retain(|_, (_, used)| *used >= oldest_kept);
+        for kept in self.groups.values_mut() {
+            kept.retain(|k| k.used >= oldest_kept);
+        }
+        self.groups.retain(|_, kept| !kept.is_empty());
+        self.len = self.groups.values().map(SmallVec::len).sum();
     }
 
     /// Drops every group (their buffers may then go).
     pub fn clear(&mut self) {
         self.groups.clear();
+        self.len = 0;
     }
 }

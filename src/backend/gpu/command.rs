@@ -164,13 +164,26 @@ impl Bound {
     /// As [`Bound::new`]; `Error::TooLarge` naming `op` when the view itself
     /// spans more than one binding.
     pub fn view(op: &'static str, t: &TensorRef<'_>, writes: bool) -> Result<(Bound, Layout)> {
+        let (bound, rebased) = Self::rebased(op, t, writes)?;
+        Ok((bound, rebased.unwrap_or_else(|| t.layout.clone())))
+    }
+
+    /// [`Bound::view`], with `None` for a layout that stays as it is.
+    ///
+    /// # Errors
+    /// As [`Bound::view`].
+    fn rebased(
+        op: &'static str,
+        t: &TensorRef<'_>,
+        writes: bool,
+    ) -> Result<(Bound, Option<Layout>)> {
         let Storage::Gpu(s) = &**t.storage else {
             return Err(Error::internal(op, "operand is not on the GPU"));
         };
         let facts = &s.ctx.facts;
         let limit = facts.max_storage_binding;
         if s.size() <= limit {
-            return Ok((Bound::new(op, t.storage, writes)?, t.layout.clone()));
+            return Ok((Bound::new(op, t.storage, writes)?, None));
         }
         let bytes = element_bytes(s.dtype) as u64;
         let (lo, hi) = t.layout.span().unwrap_or((0, 0));
@@ -196,7 +209,7 @@ impl Bound {
                 fault_record: false,
                 window: Some(window),
             },
-            layout,
+            Some(layout),
         ))
     }
     /// Bytes the kernel sees: the window's, or the whole buffer's.
@@ -216,6 +229,23 @@ impl Bound {
     ) -> Result<(Bound, TensorRef<'a>)> {
         let (bound, layout) = Self::view(op, t, writes)?;
         Ok((bound, t.with_layout(layout)))
+    }
+
+    /// [`Bound::view_ref`] taking `t`, whose layout moves into the result
+    /// unless it is rebased (no clone).
+    ///
+    /// # Errors
+    /// As [`Bound::view`].
+    pub fn view_owned<'a>(
+        op: &'static str,
+        mut t: TensorRef<'a>,
+        writes: bool,
+    ) -> Result<(Bound, TensorRef<'a>)> {
+        let (bound, rebased) = Self::rebased(op, &t, writes)?;
+        if let Some(layout) = rebased {
+            t.layout = layout;
+        }
+        Ok((bound, t))
     }
 }
 

@@ -2,7 +2,7 @@
 //! parameters and bindings (whole buffers, or windows of buffers larger
 //! than one binding), and the bind group a dispatch binds.
 
-use super::bind_groups::GroupKey;
+use super::bind_groups::{GroupKey, GroupProbe};
 use super::buffer_claim::BufferClaim;
 use super::elementwise::access::choose_access;
 use super::elementwise::codegen::elementwise_pipeline;
@@ -211,16 +211,13 @@ fn encode(
 }
 
 /// What `e`'s bind group binds, with the parameter `arena`.
-pub(super) fn group_key(e: &Encoded, arena: &wgpu::Buffer) -> GroupKey {
-    GroupKey {
-        layout: e.pipeline.layout.clone(),
-        arena: arena.clone(),
+pub(super) fn group_probe<'a>(e: &'a Encoded, arena: &'a wgpu::Buffer) -> GroupProbe<'a, Binding> {
+    GroupProbe {
+        layout: &e.pipeline.layout,
+        arena,
         params_size: e.pipeline.params_size,
-        buffers: e
-            .buffers
-            .iter()
-            .map(|b| (b.buffer.clone(), b.window.map(|w| (w.offset, w.size))))
-            .collect(),
+        buffers: &e.buffers,
+        bound: |b| (&b.buffer, b.window.map(|w| (w.offset, w.size))),
     }
 }
 

@@ -246,12 +246,12 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
 /// # Errors
 /// `Error::Gpu` when an operand is not on this GPU; `TooLarge` when the
 /// output's rows or columns need more workgroups than the device allows.
-pub(crate) fn matmul(out: &GpuStorage, call: &MatmulCall) -> Result<()> {
+pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
     let ctx = &out.ctx;
     // Views of tensors larger than one binding bind just their windows.
-    let (a_bound, a) = Bound::view_ref("matmul", &call.a, false)?;
-    let (b_bound, b) = Bound::view_ref("matmul", &call.b, false)?;
-    let (c_bound, c) = Bound::view_ref("matmul", &call.out, true)?;
+    let (a_bound, a) = Bound::view_owned("matmul", call.a, false)?;
+    let (b_bound, b) = Bound::view_owned("matmul", call.b, false)?;
+    let (c_bound, c) = Bound::view_owned("matmul", call.out, true)?;
     let bound = [a_bound, b_bound, c_bound];
     let call = &MatmulCall { a, b, out: c };
     let (m, k, n) = call.dims();

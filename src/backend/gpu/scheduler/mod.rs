@@ -18,7 +18,7 @@ mod replay;
 use super::bind_groups::BindGroupCache;
 use super::capture::Capture;
 use super::command::{Bound, Command, KernelCommand, poison_outputs};
-use super::dispatch::{Binding, Encoded, create_group, encode_windows, group_key};
+use super::dispatch::{Binding, Encoded, create_group, encode_windows, group_probe};
 use super::fusion::{FusionScratch, Step, programs};
 use super::kernel::pipeline::Pipeline;
 #[cfg(not(target_arch = "wasm32"))]
@@ -356,8 +356,8 @@ impl Scheduler {
             let groups: Vec<wgpu::BindGroup> = encoded
                 .iter()
                 .map(|e| {
-                    let key = group_key(e, &arena);
-                    self.groups.get(key, |key| create_group(ctx.device, key))
+                    let probe = group_probe(e, &arena);
+                    self.groups.get(probe, |key| create_group(ctx.device, key))
                 })
                 .collect();
             self.groups.end_flush();

@@ -5,7 +5,7 @@
 use super::{Batch, Scheduler, release, unwritten};
 use crate::backend::gpu::capture::{self, Capture, CapturedBatch, CapturedDispatch};
 use crate::backend::gpu::command::{Command, poison_outputs};
-use crate::backend::gpu::dispatch::{create_group, group_key};
+use crate::backend::gpu::dispatch::{create_group, group_probe};
 #[cfg(not(target_arch = "wasm32"))]
 use crate::backend::gpu::kernel::pipeline::pop_now;
 use crate::backend::gpu::profile_log::{Dispatch, Origin};
@@ -126,7 +126,7 @@ impl Scheduler {
             .iter()
             .map(|e| CapturedDispatch {
                 pipeline: e.pipeline.clone(),
-                group: create_group(ctx.device, &group_key(e, &params)),
+                group: create_group(ctx.device, &group_probe(e, &params).key()),
                 offset: e.offset,
                 groups: e.groups,
                 fused_ops: e.fused_ops,
