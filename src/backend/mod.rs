@@ -114,6 +114,15 @@ impl Storage {
         }
     }
 
+    /// True when the whole storage can be bound at once: always in host
+    /// memory; on a GPU when the buffer fits one storage binding.
+    pub fn fits_one_binding(&self) -> bool {
+        match self {
+            Storage::Cpu(_) => true,
+            Storage::Gpu(s) => s.size() <= s.binding_limit(),
+        }
+    }
+
     /// True when storage elements `lo..=hi` can be bound at once: always in
     /// host memory; on a GPU when the buffer fits one binding or the
     /// aligned window over them does.

@@ -27,6 +27,10 @@ impl Tensor {
     /// spans more than one binding along `keep` alone: `None`, and binding
     /// it fails).
     pub(super) fn binding_cut_except(&self, keep: Option<usize>) -> Option<Cut> {
+        // Most tensors: no view of them needs a cut.
+        if self.storage().fits_one_binding() {
+            return None;
+        }
         let limit = self.storage().binding_limit()?;
         // Positions in storage elements (a c64 element is two f32).
         let per = self.dtype().stored_as().1;

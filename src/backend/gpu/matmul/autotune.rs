@@ -152,11 +152,11 @@ fn tune(
         let mut fastest = f64::INFINITY;
         for run in 0..=RUNS {
             let seconds = if let Some(timer) = &timer {
-                record_with(out, &trial, &trial_bound, tile, dims)?;
+                record_with(out, &trial, trial_bound.clone(), tile, dims)?;
                 clock::gpu_seconds(timer, ctx, OP)?
             } else {
                 let t0 = clock::now();
-                record_with(out, &trial, &trial_bound, tile, dims)?;
+                record_with(out, &trial, trial_bound.clone(), tile, dims)?;
                 ctx.flush()?;
                 ctx.wait_idle(OP)?;
                 clock::seconds_since(t0)

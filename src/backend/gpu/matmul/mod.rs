@@ -268,7 +268,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
         let verdict = self_check::verdict(ctx, MatmulVariant::Gemv, call.out.dtype)?;
         let usable = matches!(verdict, Verdict::Right | Verdict::Unchecked);
         if usable && n.max(m).div_ceil(gemv::outputs_per_group(gemv.along_k)) <= max {
-            return gemv.record(out, call, &bound, k, batches);
+            return gemv.record(out, call, bound, k, batches);
         }
     }
     let dims = [m, n, k, batches];
@@ -277,7 +277,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
         fixed => fixed,
     };
     let tile = self_check::checked_tile(out, tile, dims, call.out.dtype)?;
-    record_with(out, call, &bound, tile, dims)
+    record_with(out, call, bound, tile, dims)
 }
 
 /// Records `call` (bound as `bound`, of extents `[m, n, k, batches]`) with
@@ -288,7 +288,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
 fn record_with(
     out: &GpuStorage,
     call: &MatmulCall,
-    bound: &[Bound; 3],
+    bound: [Bound; 3],
     tile: MatmulTile,
     dims: [usize; 4],
 ) -> Result<()> {
@@ -318,26 +318,32 @@ fn fits(out: &GpuStorage, tile: MatmulTile, [m, n, _, batches]: [usize; 4]) -> b
 fn record_per_output(
     out: &GpuStorage,
     call: &MatmulCall,
-    bound: &[Bound; 3],
+    bound: [Bound; 3],
     [m, n, k, batches]: [usize; 4],
 ) -> Result<()> {
     let ctx = &out.ctx;
     let key = MatmulKey::new(ctx, call.out.dtype, MatmulKernel::PerOutput);
     let per = m * n;
-    for batch_range in slices(batches, small::batches_per_dispatch(per)) {
+    let mut ranges = slices(batches, small::batches_per_dispatch(per))
+        .flat_map(|batch| slices(k, K_SLICE).map(move |k| (batch.clone(), k)))
+        .peekable();
+    while let Some((batch_range, k_range)) = ranges.next() {
         let [x, y] = grid_of(
             batch_range.len() * per,
             small::THREADS,
             ctx.facts.max_workgroups_per_dim,
         )?;
-        for k_range in slices(k, K_SLICE) {
-            let block = MatmulParams {
-                batches: batch_range.len() as u32,
-                ..params(call, [m, n], k_range, batch_range.start)
-            };
-            let bindings = bound.iter().cloned().collect();
-            record_family(ctx, &key, block.bytes(), bindings, [x, y, 1])?;
+        let block = MatmulParams {
+            batches: batch_range.len() as u32,
+            ..params(call, [m, n], k_range, batch_range.start)
+        };
+        if ranges.peek().is_none() {
+            // The last dispatch takes the bindings; those before clone them.
+            let bindings = bound.into_iter().collect();
+            return record_family(ctx, &key, block.bytes(), bindings, [x, y, 1]);
         }
+        let bindings = bound.iter().cloned().collect();
+        record_family(ctx, &key, block.bytes(), bindings, [x, y, 1])?;
     }
     Ok(())
 }
@@ -365,7 +371,7 @@ fn tile_grid(out: &GpuStorage, tiling: &Tiling, m: usize, n: usize) -> Option<[u
 fn record_tiled(
     out: &GpuStorage,
     call: &MatmulCall,
-    bound: &[Bound; 3],
+    bound: [Bound; 3],
     tile: MatmulTile,
     [m, n, k, batches]: [usize; 4],
 ) -> Result<()> {
@@ -397,7 +403,7 @@ fn record_tiled(
         out,
         kernel,
         [&call.a, &call.b, &call.out],
-        [&bound[0], &bound[1], &bound[2]],
+        bound,
         groups,
         [batches, k],
         |k, start| params(call, [m, n], k, start),
@@ -441,20 +447,24 @@ fn record_slices(
     out: &GpuStorage,
     kernel: MatmulKernel,
     operands: [&TensorRef; 3],
-    bound: [&Bound; 3],
+    bound: [Bound; 3],
     groups: [u32; 2],
     [batches, k]: [usize; 2],
     params: impl Fn(Range<usize>, usize) -> MatmulParams,
 ) -> Result<()> {
     let ctx = &out.ctx;
     let key = MatmulKey::new(ctx, operands[2].dtype, kernel);
-    for batch_range in slices(batches, ctx.facts.max_workgroups_per_dim as usize) {
-        for k_range in slices(k, K_SLICE) {
-            let bindings = bound.iter().map(|&b| b.clone()).collect();
-            let block = params(k_range, batch_range.start);
-            let groups = [groups[0], groups[1], batch_range.len() as u32];
-            record_family(ctx, &key, block.bytes(), bindings, groups)?;
+    let mut ranges = slices(batches, ctx.facts.max_workgroups_per_dim as usize)
+        .flat_map(|batch| slices(k, K_SLICE).map(move |k| (batch.clone(), k)))
+        .peekable();
+    while let Some((batch_range, k_range)) = ranges.next() {
+        let block = params(k_range, batch_range.start);
+        let groups = [groups[0], groups[1], batch_range.len() as u32];
+        if ranges.peek().is_none() {
+            // The last dispatch takes the bindings; those before clone them.
+            return record_family(ctx, &key, block.bytes(), bound.into_iter().collect(), groups);
         }
+        record_family(ctx, &key, block.bytes(), bound.iter().cloned().collect(), groups)?;
     }
     Ok(())
 }
@@ -499,14 +509,15 @@ impl Gemv {
         &self,
         out: &GpuStorage,
         call: &MatmulCall,
-        bound: &[Bound; 3],
+        bound: [Bound; 3],
         k: usize,
         batches: usize,
     ) -> Result<()> {
+        let [a_bound, b_bound, out_bound] = bound;
         let ((a, x), (a_bound, x_bound)) = if self.swapped {
-            ((&call.b, &call.a), (&bound[1], &bound[0]))
+            ((&call.b, &call.a), (b_bound, a_bound))
         } else {
-            ((&call.a, &call.b), (&bound[0], &bound[1]))
+            ((&call.a, &call.b), (a_bound, b_bound))
         };
         let groups = self.outputs.div_ceil(gemv::outputs_per_group(self.along_k));
         let batch = |t: &TensorRef| strides8(MatmulCall::batch_strides(t));
@@ -514,7 +525,7 @@ impl Gemv {
             out,
             MatmulKernel::Gemv,
             [a, x, &call.out],
-            [a_bound, x_bound, &bound[2]],
+            [a_bound, x_bound, out_bound],
             [groups as u32, 1],
             [batches, k],
             |k, start| MatmulParams {

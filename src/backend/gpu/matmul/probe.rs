@@ -241,8 +241,8 @@ fn record(
         Bound::new(OP, call.out.storage, true)?,
     ];
     match variant {
-        MatmulVariant::Tile(tile) => record_with(out, &call, &bound, tile, [m, n, k, batches])?,
-        MatmulVariant::Gemv => Gemv::of(&call, m, n).record(out, &call, &bound, k, batches)?,
+        MatmulVariant::Tile(tile) => record_with(out, &call, bound, tile, [m, n, k, batches])?,
+        MatmulVariant::Gemv => Gemv::of(&call, m, n).record(out, &call, bound, k, batches)?,
         MatmulVariant::Conv(_) => {
             return Err(Error::internal(OP, "the convolution probes itself"));
         }
