@@ -24,7 +24,7 @@ pub(crate) struct WindowOperand<'a> {
 }
 
 /// The bytes of one binding a block touches: bind `size` bytes at `offset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Window {
     /// A multiple of the alignment.
     pub offset: u64,

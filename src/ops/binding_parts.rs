@@ -1,6 +1,6 @@
 //! Ops over GPU views that span more than one storage binding, split into
 //! ops over views that fit one (each bound in a window of the buffer, see
-//! `Bound::view`), whose results are joined. Elementwise ops need none of
+//! `Bound::rebased`), whose results are joined. Elementwise ops need none of
 //! this: the scheduler binds them in windows itself.
 
 use crate::tensor::Tensor;

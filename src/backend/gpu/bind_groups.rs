@@ -12,6 +12,7 @@
 //! `PoolCounters::dropped`) and when the parameter arena is replaced;
 //! beyond [`MAX_GROUPS`] the least recently used go.
 
+use crate::layout::Window;
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
@@ -20,12 +21,26 @@ use std::hash::{Hash, Hasher};
 /// go, down to half as many.
 const MAX_GROUPS: usize = 1024;
 
-/// The bytes of a buffer one storage binding covers, as (offset, size);
-/// `None`: all of them.
-pub(crate) type Span = Option<(u64, u64)>;
+/// A storage binding: `size` bytes of `buffer` from `offset`, or all of it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Binding {
+    pub buffer: wgpu::Buffer,
+    pub window: Option<Window>,
+}
 
-/// One storage binding: the buffer and the bytes bound.
-pub(crate) type BoundBytes = (wgpu::Buffer, Span);
+impl Binding {
+    pub fn whole(buffer: wgpu::Buffer) -> Binding {
+        Binding {
+            buffer,
+            window: None,
+        }
+    }
+
+    /// Bytes the kernel sees.
+    pub fn bytes(&self) -> u64 {
+        self.window.map_or(self.buffer.size(), |w| w.size)
+    }
+}
 
 /// What a bind group binds (wgpu handles compare by identity).
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -34,32 +49,24 @@ pub(crate) struct GroupKey {
     pub arena: wgpu::Buffer,
     pub params_size: u64,
     /// Bindings 1.., in order.
-    pub buffers: SmallVec<[BoundBytes; 4]>,
+    pub buffers: SmallVec<[Binding; 4]>,
 }
 
 /// A [`GroupKey`] as a dispatch has it, borrowed: looking a group up
 /// clones no handle (each clone and drop is two atomic counts), only
 /// making one does.
-#[derive(Clone, Copy)]
-pub(crate) struct GroupProbe<'a, B> {
+pub(crate) struct GroupProbe<'a> {
     pub layout: &'a wgpu::BindGroupLayout,
     pub arena: &'a wgpu::Buffer,
     pub params_size: u64,
-    /// Bindings 1.., in order, each read by `bound`.
-    pub buffers: &'a [B],
-    pub bound: fn(&B) -> (&wgpu::Buffer, Span),
+    pub buffers: &'a [Binding],
 }
 
-impl<B> GroupProbe<'_, B> {
+impl GroupProbe<'_> {
     /// The hash the cache files the group under.
     fn hash(&self) -> u64 {
         let mut h = FxHasher::default();
-        self.layout.hash(&mut h);
-        self.arena.hash(&mut h);
-        self.params_size.hash(&mut h);
-        for b in self.buffers {
-            (self.bound)(b).hash(&mut h);
-        }
+        (self.layout, self.arena, self.params_size, self.buffers).hash(&mut h);
         h.finish()
     }
 
@@ -68,12 +75,7 @@ impl<B> GroupProbe<'_, B> {
         key.layout == *self.layout
             && key.arena == *self.arena
             && key.params_size == self.params_size
-            && key.buffers.len() == self.buffers.len()
-            && key
-                .buffers
-                .iter()
-                .zip(self.buffers)
-                .all(|((buffer, window), b)| (buffer, *window) == (self.bound)(b))
+            && key.buffers[..] == *self.buffers
     }
 
     /// The owned key (handles cloned).
@@ -82,14 +84,7 @@ impl<B> GroupProbe<'_, B> {
             layout: self.layout.clone(),
             arena: self.arena.clone(),
             params_size: self.params_size,
-            buffers: self
-                .buffers
-                .iter()
-                .map(|b| {
-                    let (buffer, window) = (self.bound)(b);
-                    (buffer.clone(), window)
-                })
-                .collect(),
+            buffers: self.buffers.iter().cloned().collect(),
         }
     }
 }
@@ -132,9 +127,9 @@ impl BindGroupCache {
     }
 
     /// The group `probe` names, made by `create` when none is kept.
-    pub fn get<B>(
+    pub fn get(
         &mut self,
-        probe: GroupProbe<'_, B>,
+        probe: GroupProbe<'_>,
         create: impl FnOnce(&GroupKey) -> wgpu::BindGroup,
     ) -> wgpu::BindGroup {
         self.stamp += 1;

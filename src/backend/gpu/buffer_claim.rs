@@ -176,9 +176,11 @@ impl BufferClaim {
         self.state().buffer.is_some()
     }
 
-    /// The buffer, taken now if it is not yet. Before any command knows
-    /// the claim, any idle buffer will do and the claim takes its id; after,
-    /// of the buffers released in the open batch only those whose ids
+    /// The buffer, taken now if it is not yet, and the id commands know it
+    /// by (with `reference`, from now on a command does, as
+    /// [`BufferClaim::reference`] says). Before any command knows the
+    /// claim, any idle buffer will do and the claim takes its id; after, of
+    /// the buffers released in the open batch only those whose ids
     /// `unused_from_here` says no command still to be encoded knows.
     ///
     /// # Errors
@@ -186,42 +188,16 @@ impl BufferClaim {
     pub fn take(
         &self,
         pool: &BufferPool,
-        target: (&wgpu::Device, &'static str, u64),
-        open_batch: u64,
-        unused_from_here: &dyn Fn(u64) -> bool,
-    ) -> Result<wgpu::Buffer> {
-        let mut s = self.state();
-        self.take_locked(&mut s, pool, target, open_batch, unused_from_here)
-    }
-
-    /// [`BufferClaim::take`], and the id recorded commands know the buffer
-    /// by, as [`BufferClaim::reference`] (under one lock).
-    ///
-    /// # Errors
-    /// As [`BufferClaim::take`].
-    pub fn take_and_reference(
-        &self,
-        pool: &BufferPool,
-        target: (&wgpu::Device, &'static str, u64),
-        open_batch: u64,
-        unused_from_here: &dyn Fn(u64) -> bool,
-    ) -> Result<(wgpu::Buffer, u64)> {
-        let mut s = self.state();
-        let buffer = self.take_locked(&mut s, pool, target, open_batch, unused_from_here)?;
-        s.referenced = true;
-        Ok((buffer, s.id))
-    }
-
-    fn take_locked(
-        &self,
-        s: &mut ClaimState,
-        pool: &BufferPool,
         (device, op, limit): (&wgpu::Device, &'static str, u64),
         open_batch: u64,
         unused_from_here: &dyn Fn(u64) -> bool,
-    ) -> Result<wgpu::Buffer> {
+        reference: bool,
+    ) -> Result<(wgpu::Buffer, u64)> {
+        let mut s = self.state();
         if let Some(b) = &s.buffer {
-            return Ok(b.buffer.clone());
+            let buffer = b.buffer.clone();
+            s.referenced |= reference;
+            return Ok((buffer, s.id));
         }
         // The reservation makes room for the buffer itself.
         if s.reserved {
@@ -261,7 +237,8 @@ impl BufferClaim {
         s.reserved = false;
         let buffer = b.buffer.clone();
         s.buffer = Some(b);
-        Ok(buffer)
+        s.referenced |= reference;
+        Ok((buffer, s.id))
     }
 
     /// The buffer for a flush encoding a dispatch that touches it: the
@@ -292,7 +269,7 @@ impl BufferClaim {
                 return Ok((buffer, Taken::Temporary));
             }
         }
-        let buffer = self.take(pool, target, open_batch, unused_from_here)?;
+        let (buffer, _) = self.take(pool, target, open_batch, unused_from_here, false)?;
         Ok((buffer, Taken::Kept))
     }
 

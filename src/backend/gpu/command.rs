@@ -118,7 +118,7 @@ pub(crate) struct Bound {
     /// True for the device's fault record: recording the kernel arms the
     /// record's copy at the next flush (see `faults.rs`).
     pub fault_record: bool,
-    /// The bytes bound, when not the whole buffer (see [`Bound::view`]).
+    /// The bytes bound, when not the whole buffer (see [`Bound::rebased`]).
     pub window: Option<Window>,
 }
 
@@ -156,22 +156,13 @@ impl Bound {
 
     /// The bytes of `t`'s buffer that its layout touches, bound for
     /// reading or (with `writes`) writing, and its layout counted from the
-    /// first byte bound: the whole buffer when it fits one storage binding,
-    /// else a window of it (an op over a view of a tensor larger than one
-    /// binding).
+    /// first byte bound (`None`: unchanged): the whole buffer when it fits
+    /// one storage binding, else a window of it (an op over a view of a
+    /// tensor larger than one binding).
     ///
     /// # Errors
     /// As [`Bound::new`]; `Error::TooLarge` naming `op` when the view itself
     /// spans more than one binding.
-    pub fn view(op: &'static str, t: &TensorRef<'_>, writes: bool) -> Result<(Bound, Layout)> {
-        let (bound, rebased) = Self::rebased(op, t, writes)?;
-        Ok((bound, rebased.unwrap_or_else(|| t.layout.clone())))
-    }
-
-    /// [`Bound::view`], with `None` for a layout that stays as it is.
-    ///
-    /// # Errors
-    /// As [`Bound::view`].
     fn rebased(
         op: &'static str,
         t: &TensorRef<'_>,
@@ -217,26 +208,13 @@ impl Bound {
         self.window.map_or(self.buffer.size(), |w| w.size)
     }
 
-    /// [`Bound::view`] with `t` itself rebased: the operand a kernel of a
-    /// fixed-function family reads its layout from.
+    /// `t` bound, with its layout rebased as [`Bound::rebased`] says (moved
+    /// into the result otherwise): the operand a kernel of a fixed-function
+    /// family reads its layout from.
     ///
     /// # Errors
-    /// As [`Bound::view`].
-    pub fn view_ref<'a>(
-        op: &'static str,
-        t: &TensorRef<'a>,
-        writes: bool,
-    ) -> Result<(Bound, TensorRef<'a>)> {
-        let (bound, layout) = Self::view(op, t, writes)?;
-        Ok((bound, t.with_layout(layout)))
-    }
-
-    /// [`Bound::view_ref`] taking `t`, whose layout moves into the result
-    /// unless it is rebased (no clone).
-    ///
-    /// # Errors
-    /// As [`Bound::view`].
-    pub fn view_owned<'a>(
+    /// As [`Bound::rebased`].
+    pub fn view<'a>(
         op: &'static str,
         mut t: TensorRef<'a>,
         writes: bool,

@@ -2,7 +2,7 @@
 //! parameters and bindings (whole buffers, or windows of buffers larger
 //! than one binding), and the bind group a dispatch binds.
 
-use super::bind_groups::{GroupKey, GroupProbe};
+use super::bind_groups::{Binding, GroupKey, GroupProbe};
 use super::buffer_claim::BufferClaim;
 use super::elementwise::access::choose_access;
 use super::elementwise::codegen::elementwise_pipeline;
@@ -18,26 +18,6 @@ use crate::layout::{IterPlan, Layout, Window, WindowOperand, split_into_windows}
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-
-/// A storage binding: `size` bytes of `buffer` from `offset`, or all of it.
-#[derive(Clone)]
-pub(super) struct Binding {
-    pub buffer: wgpu::Buffer,
-    pub window: Option<Window>,
-}
-
-impl Binding {
-    fn whole(buffer: wgpu::Buffer) -> Binding {
-        Binding {
-            buffer,
-            window: None,
-        }
-    }
-
-    fn bytes(&self) -> u64 {
-        self.window.map_or(self.buffer.size(), |w| w.size)
-    }
-}
 
 /// One dispatch, ready to encode.
 pub(super) struct Encoded {
@@ -211,13 +191,12 @@ fn encode(
 }
 
 /// What `e`'s bind group binds, with the parameter `arena`.
-pub(super) fn group_probe<'a>(e: &'a Encoded, arena: &'a wgpu::Buffer) -> GroupProbe<'a, Binding> {
+pub(super) fn group_probe<'a>(e: &'a Encoded, arena: &'a wgpu::Buffer) -> GroupProbe<'a> {
     GroupProbe {
         layout: &e.pipeline.layout,
         arena,
         params_size: e.pipeline.params_size,
         buffers: &e.buffers,
-        bound: |b| (&b.buffer, b.window.map(|w| (w.offset, w.size))),
     }
 }
 
@@ -232,13 +211,13 @@ pub(super) fn create_group(device: &wgpu::Device, key: &GroupKey) -> wgpu::BindG
             size: wgpu::BufferSize::new(key.params_size),
         }),
     }];
-    for (k, (buffer, window)) in key.buffers.iter().enumerate() {
+    for (k, Binding { buffer, window }) in key.buffers.iter().enumerate() {
         let resource = match *window {
             None => buffer.as_entire_binding(),
-            Some((offset, size)) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            Some(w) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                 buffer,
-                offset,
-                size: wgpu::BufferSize::new(size),
+                offset: w.offset,
+                size: wgpu::BufferSize::new(w.size),
             }),
         };
         entries.push(wgpu::BindGroupEntry {

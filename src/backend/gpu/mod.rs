@@ -42,7 +42,7 @@
 //! view's elements, the blocks of an index space whose operands fit
 //! windows), `ops/binding_parts.rs` (ops of the fixed-function families
 //! cut views spanning more than one binding into parts that each fit,
-//! and join the results), `command.rs` (`Bound::view` binds a view in a
+//! and join the results), `command.rs` (`Bound::rebased` binds a view in a
 //! window of its buffer), `elementwise/windowed.rs` (an elementwise program
 //! rebased onto windows) and `dispatch.rs` (one dispatch per block, through
 //! a temporary where a program reads its own destination far away).
@@ -54,7 +54,7 @@
 //! `trusted`; `GpuOptions::runtime_checks` keeps them), because each family
 //! is written so that none could fire:
 //! - buffers: every position a kernel computes lies in its operand's view
-//!   (the op layer checks views against their storage, and `Bound::view`
+//!   (the op layer checks views against their storage, and `Bound::rebased`
 //!   binds a window that holds the view), indexed reads resolve the index
 //!   first and never read with one out of range (`indexing/`), and packed
 //!   f16 and u8 stores touch only the words of their elements;

@@ -164,15 +164,25 @@ impl GpuStorage {
     /// `Error::OutOfMemory` naming `op` over the memory cap; as
     /// [`GpuStorage::check_poison`].
     pub fn buffer(&self, op: &'static str) -> Result<wgpu::Buffer> {
+        Ok(self.take(op, false)?.0)
+    }
+
+    /// [`GpuStorage::buffer`] and [`GpuStorage::buffer_id`] at once.
+    ///
+    /// # Errors
+    /// As [`GpuStorage::buffer`].
+    pub fn bound_buffer(&self, op: &'static str) -> Result<(wgpu::Buffer, u64)> {
+        self.take(op, true)
+    }
+
+    fn take(&self, op: &'static str, reference: bool) -> Result<(wgpu::Buffer, u64)> {
         self.check_poison(op)?;
         let ctx = &self.ctx;
         // Commands of the open batch are all still to be encoded.
-        self.claim.take(
-            &ctx.pool,
-            (&ctx.device, op, ctx.facts.max_tensor_bytes()),
-            ctx.open_batch(),
-            &|_| false,
-        )
+        let limit = ctx.facts.max_tensor_bytes();
+        let target = (&ctx.device, op, limit);
+        self.claim
+            .take(&ctx.pool, target, ctx.open_batch(), &|_| false, reference)
     }
 
     /// `Error::Gpu` naming `op` with the first failure of a batch that was
@@ -193,21 +203,6 @@ impl GpuStorage {
     /// The claim of the buffer, for a recorded command.
     pub fn claim(&self) -> &Arc<BufferClaim> {
         &self.claim
-    }
-
-    /// [`GpuStorage::buffer`] and [`GpuStorage::buffer_id`] at once.
-    ///
-    /// # Errors
-    /// As [`GpuStorage::buffer`].
-    pub fn bound_buffer(&self, op: &'static str) -> Result<(wgpu::Buffer, u64)> {
-        self.check_poison(op)?;
-        let ctx = &self.ctx;
-        self.claim.take_and_reference(
-            &ctx.pool,
-            (&ctx.device, op, ctx.facts.max_tensor_bytes()),
-            ctx.open_batch(),
-            &|_| false,
-        )
     }
 
     /// Bytes of the buffer, taken or not.

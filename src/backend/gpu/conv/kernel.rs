@@ -144,9 +144,9 @@ pub(super) fn tiling_for(call: &ConvCall) -> Tiling {
 pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Result<()> {
     const OP: &str = "conv2d";
     let ctx = &out.ctx;
-    let (weight_bound, weight) = Bound::view_ref(OP, &call.weight, false)?;
-    let (input_bound, input) = Bound::view_ref(OP, &call.input, false)?;
-    let (out_bound, dest) = Bound::view_ref(OP, &call.out, true)?;
+    let (weight_bound, weight) = Bound::view(OP, call.weight.clone(), false)?;
+    let (input_bound, input) = Bound::view(OP, call.input.clone(), false)?;
+    let (out_bound, dest) = Bound::view(OP, call.out.clone(), true)?;
     let (x, xs) = (input.layout.dims(), input.layout.strides());
     let o = dest.layout.dims();
     let g = call.groups;

@@ -322,8 +322,8 @@ fn passes(n: usize, radices: &[usize]) -> (String, String, &'static str) {
 pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
     const OP: &str = "fft";
     let ctx = &out.ctx;
-    let (input_bound, input) = Bound::view_ref(OP, &call.input, false)?;
-    let (out_bound, dest) = Bound::view_ref(OP, &call.out, true)?;
+    let (input_bound, input) = Bound::view(OP, call.input.clone(), false)?;
+    let (out_bound, dest) = Bound::view(OP, call.out.clone(), true)?;
     let rebased = FftCall {
         input,
         out: dest,

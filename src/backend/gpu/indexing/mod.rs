@@ -220,7 +220,7 @@ fn code(op: IndexOp, target: &IndexedAxis, index: KernelType) -> u32 {
 /// `t`, the indexed operand (a layout at position `target.first` of the
 /// indexed axis), bound over every element positions `target.first..
 /// target.first + target.count` along the axis reach from it, and its
-/// layout counted from the first byte bound (see [`Bound::view`]).
+/// layout counted from the first byte bound (see [`Bound::rebased`]).
 ///
 /// # Errors
 /// As [`Bound::view`].
@@ -231,8 +231,8 @@ fn bind_indexed<'a>(
     writes: bool,
 ) -> Result<(Bound, TensorRef<'a>)> {
     let reach = t.with_layout(t.layout.with_last_axis(target.count, target.stride));
-    let (bound, rebased) = Bound::view(op, &reach, writes)?;
-    let layout = rebased.without_last_axis();
+    let (bound, reach) = Bound::view(op, reach, writes)?;
+    let layout = reach.layout.without_last_axis();
     Ok((bound, t.with_layout(layout)))
 }
 
@@ -250,8 +250,8 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
     }
     let name = call.op.name();
     let (src_bound, src) = bind_indexed(name, &call.src, &call.target, false)?;
-    let (index_bound, index) = Bound::view_ref(name, &call.index, false)?;
-    let (out_bound, dest) = Bound::view_ref(name, &call.out, true)?;
+    let (index_bound, index) = Bound::view(name, call.index.clone(), false)?;
+    let (out_bound, dest) = Bound::view(name, call.out.clone(), true)?;
     let groups = grid(numel, ctx.facts.max_workgroups_per_dim)?;
     let key = IndexKey {
         kernel: IndexKernel::Gather,
@@ -294,8 +294,8 @@ pub(crate) fn gather(out: &GpuStorage, call: &GatherCall) -> Result<()> {
 pub(crate) fn scatter(out: &GpuStorage, call: &ScatterCall) -> Result<()> {
     let ctx = &out.ctx;
     let name = call.op.name();
-    let (src_bound, src) = Bound::view_ref(name, &call.src, false)?;
-    let (index_bound, index) = Bound::view_ref(name, &call.index, false)?;
+    let (src_bound, src) = Bound::view(name, call.src.clone(), false)?;
+    let (index_bound, index) = Bound::view(name, call.index.clone(), false)?;
     let (out_bound, dest) = bind_indexed(name, &call.out, &call.target, true)?;
     let bound: SmallVec<[Bound; 4]> =
         smallvec![src_bound, index_bound, out_bound, ctx.faults.bound()];

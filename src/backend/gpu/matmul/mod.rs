@@ -249,9 +249,9 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
 pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
     let ctx = &out.ctx;
     // Views of tensors larger than one binding bind just their windows.
-    let (a_bound, a) = Bound::view_owned("matmul", call.a, false)?;
-    let (b_bound, b) = Bound::view_owned("matmul", call.b, false)?;
-    let (c_bound, c) = Bound::view_owned("matmul", call.out, true)?;
+    let (a_bound, a) = Bound::view("matmul", call.a, false)?;
+    let (b_bound, b) = Bound::view("matmul", call.b, false)?;
+    let (c_bound, c) = Bound::view("matmul", call.out, true)?;
     let bound = [a_bound, b_bound, c_bound];
     let call = &MatmulCall { a, b, out: c };
     let (m, k, n) = call.dims();
@@ -324,26 +324,20 @@ fn record_per_output(
     let ctx = &out.ctx;
     let key = MatmulKey::new(ctx, call.out.dtype, MatmulKernel::PerOutput);
     let per = m * n;
-    let mut ranges = slices(batches, small::batches_per_dispatch(per))
-        .flat_map(|batch| slices(k, K_SLICE).map(move |k| (batch.clone(), k)))
-        .peekable();
-    while let Some((batch_range, k_range)) = ranges.next() {
+    for batch_range in slices(batches, small::batches_per_dispatch(per)) {
         let [x, y] = grid_of(
             batch_range.len() * per,
             small::THREADS,
             ctx.facts.max_workgroups_per_dim,
         )?;
-        let block = MatmulParams {
-            batches: batch_range.len() as u32,
-            ..params(call, [m, n], k_range, batch_range.start)
-        };
-        if ranges.peek().is_none() {
-            // The last dispatch takes the bindings; those before clone them.
-            let bindings = bound.into_iter().collect();
-            return record_family(ctx, &key, block.bytes(), bindings, [x, y, 1]);
+        for k_range in slices(k, K_SLICE) {
+            let block = MatmulParams {
+                batches: batch_range.len() as u32,
+                ..params(call, [m, n], k_range, batch_range.start)
+            };
+            let bindings = bound.iter().cloned().collect();
+            record_family(ctx, &key, block.bytes(), bindings, [x, y, 1])?;
         }
-        let bindings = bound.iter().cloned().collect();
-        record_family(ctx, &key, block.bytes(), bindings, [x, y, 1])?;
     }
     Ok(())
 }
@@ -454,17 +448,13 @@ fn record_slices(
 ) -> Result<()> {
     let ctx = &out.ctx;
     let key = MatmulKey::new(ctx, operands[2].dtype, kernel);
-    let mut ranges = slices(batches, ctx.facts.max_workgroups_per_dim as usize)
-        .flat_map(|batch| slices(k, K_SLICE).map(move |k| (batch.clone(), k)))
-        .peekable();
-    while let Some((batch_range, k_range)) = ranges.next() {
-        let block = params(k_range, batch_range.start);
-        let groups = [groups[0], groups[1], batch_range.len() as u32];
-        if ranges.peek().is_none() {
-            // The last dispatch takes the bindings; those before clone them.
-            return record_family(ctx, &key, block.bytes(), bound.into_iter().collect(), groups);
+    for batch_range in slices(batches, ctx.facts.max_workgroups_per_dim as usize) {
+        for k_range in slices(k, K_SLICE) {
+            let bindings = bound.iter().cloned().collect();
+            let block = params(k_range, batch_range.start);
+            let groups = [groups[0], groups[1], batch_range.len() as u32];
+            record_family(ctx, &key, block.bytes(), bindings, groups)?;
         }
-        record_family(ctx, &key, block.bytes(), bound.iter().cloned().collect(), groups)?;
     }
     Ok(())
 }

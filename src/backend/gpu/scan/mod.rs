@@ -109,8 +109,8 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
 pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     let ctx = &out.ctx;
     // Views of tensors larger than one binding bind just their windows.
-    let (src, input) = Bound::view_ref("scan", &call.input, false)?;
-    let (dst, out) = Bound::view_ref("scan", &call.out, true)?;
+    let (src, input) = Bound::view("scan", call.input.clone(), false)?;
+    let (dst, out) = Bound::view("scan", call.out.clone(), true)?;
     let call = &ScanCall {
         op: call.op,
         input,

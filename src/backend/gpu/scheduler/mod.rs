@@ -15,10 +15,10 @@
 mod profiling;
 mod replay;
 
-use super::bind_groups::BindGroupCache;
+use super::bind_groups::{BindGroupCache, Binding};
 use super::capture::Capture;
 use super::command::{Bound, Command, KernelCommand, poison_outputs};
-use super::dispatch::{Binding, Encoded, create_group, encode_windows, group_probe};
+use super::dispatch::{Encoded, create_group, encode_windows, group_probe};
 use super::fusion::{FusionScratch, Step, programs};
 use super::kernel::pipeline::Pipeline;
 #[cfg(not(target_arch = "wasm32"))]

@@ -150,8 +150,8 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
 /// (the op layer cuts larger views).
 pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
     let ctx = &out.ctx;
-    let (input_bound, input) = Bound::view_ref("softmax", &call.input, false)?;
-    let (out_bound, dest) = Bound::view_ref("softmax", &call.out, true)?;
+    let (input_bound, input) = Bound::view("softmax", call.input.clone(), false)?;
+    let (out_bound, dest) = Bound::view("softmax", call.out.clone(), true)?;
     let (src_lines, src_step) = lines(&input);
     let (dst_lines, dst_step) = lines(&dest);
     let (count, length) = (src_lines.numel(), call.length());

@@ -155,8 +155,8 @@ fn network(padded: usize, block: usize) -> Vec<(Stage, usize, usize)> {
 pub(crate) fn sort(out: &GpuStorage, call: &SortCall) -> Result<()> {
     const OP: &str = "sort";
     let ctx = &out.ctx;
-    let (input_bound, input) = Bound::view_ref(OP, &call.input, false)?;
-    let (out_bound, dest) = Bound::view_ref(OP, &call.out, true)?;
+    let (input_bound, input) = Bound::view(OP, call.input.clone(), false)?;
+    let (out_bound, dest) = Bound::view(OP, call.out.clone(), true)?;
     let (src_lines, src_step) = lines(&input);
     let (dst_lines, dst_step) = lines(&dest);
     let (count, length) = (src_lines.numel(), call.length());
