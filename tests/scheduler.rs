@@ -665,6 +665,47 @@ fn a_loop_reuses_its_bind_groups() {
     assert_eq!(d.bind_groups_reused, 0, "{d:?}");
 }
 
+/// One flush binding more distinct buffer sets than the bind-group cache
+/// keeps (1024): every dispatch gets its group (the cache then drops its
+/// least recently used), and every result is right, twice over.
+#[test]
+fn a_flush_past_the_bind_group_cache_size_stays_right() {
+    let Some(dev) = own_gpu(GpuOptions {
+        flush_threshold: Some(4096),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let values = |k: usize| -> Vec<f32> { (0..4).map(|i| (k * 4 + i) as f32).collect() };
+    let inputs: Vec<Tensor> = (0..1500)
+        .map(|k| Tensor::from_vec(values(k), [4], &dev).unwrap())
+        .collect();
+    for round in 0..2 {
+        let before = dev.stats();
+        let sums: Vec<Tensor> = inputs.iter().map(|x| x.sum(0).unwrap()).collect();
+        dev.sync().unwrap();
+        let d = delta(before, dev.stats());
+        assert_eq!(d.submits, 1, "round {round}: {d:?}");
+        assert!(d.dispatches >= 1500, "round {round}: {d:?}");
+        assert_eq!(
+            d.bind_groups_created + d.bind_groups_reused,
+            d.dispatches,
+            "{d:?}"
+        );
+        if round == 0 {
+            assert_eq!(d.bind_groups_created, d.dispatches, "{d:?}");
+        }
+        for (k, s) in sums.iter().enumerate() {
+            let want: f32 = values(k).iter().sum();
+            assert_eq!(
+                s.to_vec::<f32>().unwrap(),
+                vec![want],
+                "round {round}, sum {k}"
+            );
+        }
+    }
+}
+
 /// webtensor's kernels run without wgpu's runtime checks unless a device
 /// asks for them; both compute the same bits, and `info()` says which.
 #[test]
