@@ -42,8 +42,8 @@ impl Binding {
     }
 }
 
-/// What a bind group binds (wgpu handles compare by identity).
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// What a bind group binds (wgpu handles compare by identity); the cache
+/// files it under its [`GroupProbe`]'s hash.
 pub(crate) struct GroupKey {
     pub layout: wgpu::BindGroupLayout,
     pub arena: wgpu::Buffer,
