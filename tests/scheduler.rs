@@ -706,6 +706,67 @@ fn a_flush_past_the_bind_group_cache_size_stays_right() {
     }
 }
 
+/// One op a submit, cycling through more distinct parameter blocks than
+/// the parameter arena remembers (32 regions) and back: blocks found again
+/// are bound where they were written, the others are written over old
+/// ones, and one large batch grows the arena in between; every result is
+/// right.
+#[test]
+fn parameter_blocks_reused_across_submits_stay_right() {
+    let Some(dev) = own_gpu(GpuOptions {
+        flush_threshold: Some(4096),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    // Each readback below submits the one op recorded before it.
+    let values: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let x = Tensor::from_vec(values.clone(), [64], &dev).unwrap();
+    let m = Tensor::from_vec(values.clone(), [8, 8], &dev).unwrap();
+    let check = |n: usize, round: usize| {
+        let sum = x.narrow(0, 0, n).unwrap().sum(0).unwrap();
+        let want: f32 = values[..n].iter().sum();
+        assert_eq!(
+            sum.to_vec::<f32>().unwrap(),
+            vec![want],
+            "round {round}, n {n}"
+        );
+        let k = 1 + n % 8;
+        let p = m
+            .narrow(1, 0, k)
+            .unwrap()
+            .matmul(&m.narrow(0, 0, k).unwrap());
+        let want: Vec<f32> = (0..64)
+            .map(|e| {
+                (0..k)
+                    .map(|j| values[e / 8 * 8 + j] * values[j * 8 + e % 8])
+                    .sum()
+            })
+            .collect();
+        assert_eq!(
+            p.unwrap().to_vec::<f32>().unwrap(),
+            want,
+            "round {round}, k {k}"
+        );
+    };
+    for round in 0..3 {
+        for n in 1..=40 {
+            check(n, round);
+        }
+        if round == 1 {
+            // 1,200 blocks in one submit: past the arena's first 64 KiB
+            // whatever the device's uniform offset alignment.
+            let sums: Vec<Tensor> = (0..1200)
+                .map(|i| x.narrow(0, 0, 1 + i % 64).unwrap().sum(0).unwrap())
+                .collect();
+            for (i, sum) in sums.iter().enumerate() {
+                let want: f32 = values[..1 + i % 64].iter().sum();
+                assert_eq!(sum.to_vec::<f32>().unwrap(), vec![want], "batched sum {i}");
+            }
+        }
+    }
+}
+
 /// webtensor's kernels run without wgpu's runtime checks unless a device
 /// asks for them; both compute the same bits, and `info()` says which.
 #[test]

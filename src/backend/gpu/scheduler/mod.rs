@@ -12,8 +12,11 @@
 //! arena, submit); `replay.rs` holds the scheduler's side of captured
 //! steps, `profiling.rs` that of profiles.
 
+mod arena;
 mod profiling;
 mod replay;
+
+use arena::ParamArena;
 
 use super::bind_groups::{BindGroupCache, Binding};
 use super::capture::Capture;
@@ -83,7 +86,7 @@ pub(crate) struct Scheduler {
     /// The parameter blocks of the pending kernel commands, each command
     /// holding its range (one growing buffer: no allocation per command).
     pending_params: Vec<u8>,
-    arena: Option<wgpu::Buffer>,
+    arena: ParamArena,
     /// Bind groups kept across flushes.
     pub groups: BindGroupCache,
     pub counters: SchedulerCounters,
@@ -113,7 +116,7 @@ impl Scheduler {
         Scheduler {
             pending: Vec::new(),
             pending_params: Vec::new(),
-            arena: None,
+            arena: ParamArena::default(),
             groups: BindGroupCache::default(),
             counters: SchedulerCounters::default(),
             flush_threshold: flush_threshold.max(1),
@@ -348,11 +351,8 @@ impl Scheduler {
                 timestamp_writes,
             });
         } else if !encoded.is_empty() {
-            let arena = self.arena(ctx, bytes.len() as u64);
-            // Ordered after every earlier submit and before this one, so an
-            // earlier batch never sees these parameters.
-            ctx.queue.write_buffer(&arena, 0, bytes);
             self.groups.begin_flush(ctx.pool.counters().dropped);
+            let (arena, base) = self.arena.place(ctx, bytes, &mut self.groups);
             let groups: Vec<wgpu::BindGroup> = encoded
                 .iter()
                 .map(|e| {
@@ -368,7 +368,7 @@ impl Scheduler {
                     .map(|(e, group)| Dispatch {
                         pipeline: &e.pipeline,
                         group,
-                        offset: e.offset,
+                        offset: base + e.offset,
                         groups: e.groups,
                     })
                     .collect();
@@ -386,7 +386,7 @@ impl Scheduler {
                 });
                 for (e, group) in encoded.iter().zip(&groups) {
                     pass.set_pipeline(&e.pipeline.pipeline);
-                    pass.set_bind_group(0, group, &[e.offset]);
+                    pass.set_bind_group(0, group, &[base + e.offset]);
                     pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
                 }
             }
@@ -470,26 +470,6 @@ impl Scheduler {
             }
         }
         Ok(())
-    }
-
-    /// The parameter arena, grown to at least `size` bytes.
-    fn arena(&mut self, ctx: &Target<'_>, size: u64) -> wgpu::Buffer {
-        match &self.arena {
-            Some(a) if a.size() >= size => a.clone(),
-            _ => {
-                let a = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("webtensor params"),
-                    size: size.next_power_of_two().max(4096),
-                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                ctx.pool.note_made(&a);
-                // Groups binding the old arena would keep it alive.
-                self.groups.clear();
-                self.arena = Some(a.clone());
-                a
-            }
-        }
     }
 }
 
