@@ -528,3 +528,88 @@ fn contiguous_runs_at_every_alignment_and_length() {
         }
     }
 }
+
+/// Strided and contiguous kernels take runs of elements: each thread up to
+/// `elementwise_run` of them, interleaved with its neighbours' (16 on a software
+/// adapter, 4 on a GPU; every length here, 1 to 64, runs on this adapter
+/// too). Rows of every length around the runs' multiples, through views
+/// that step, reverse, start inside their buffer and broadcast, rows too
+/// short to run along, and a contiguous run at an odd offset; out of
+/// place, in place (through an interior view, the Gray-Scott update, and
+/// overlapping itself) and in a fused chain; in f32, f16 (native and
+/// packed), i64 and u8: each equals the CPU's, and nothing outside the
+/// written views changes.
+#[test]
+fn strided_rows_equal_the_cpu_at_every_run_length() {
+    let cpu = Device::cpu();
+    let run = |dev: &Device, dtype: DType, rows: usize, n: usize| {
+        let base = Tensor::arange(0i32, ((rows + 2) * (n + 2) * 2) as i32, 1, dev)
+            .unwrap()
+            .remainder_scalar(97)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
+            .reshape([rows + 2, 2 * (n + 2)])
+            .unwrap();
+        let grid = base.slice(s![.., ..n + 2]).unwrap();
+        let inner = grid.slice(s![1..-1, 1..-1]).unwrap();
+        let left = grid.slice(s![1..-1, ..-2]).unwrap();
+        let reversed = grid
+            .slice(s![..;-1, ..;-1])
+            .unwrap()
+            .slice(s![1..-1, 1..-1])
+            .unwrap();
+        let stepped = base.slice(s![1..-1, 1..2 * n + 1;2]).unwrap();
+        let column = grid.slice(s![1..-1, 0..1]).unwrap();
+        let sum = left.add(&reversed).unwrap().add(&stepped).unwrap();
+        let mixed = left.mul(&column).unwrap().sub(&reversed).unwrap();
+        let picked = Tensor::where_cond(&left.gt(&stepped).unwrap(), &reversed, &column).unwrap();
+        // Three columns: too short for rows, strided element by element.
+        let narrow = grid
+            .slice(s![1..-1, 1..4])
+            .unwrap()
+            .add(&grid.slice(s![1..-1, ..3]).unwrap())
+            .unwrap();
+        inner.add_(&sum).unwrap();
+        // Contiguous at an odd offset, out of place and in place.
+        let total = (rows + 2) * 2 * (n + 2);
+        let flat = base.reshape([total]).unwrap();
+        let (head, tail) = (
+            flat.slice(s![1..total - 2]).unwrap(),
+            flat.slice(s![3..]).unwrap(),
+        );
+        let shifted = head.sub(&tail).unwrap();
+        head.add_(&tail).unwrap();
+        let read = |t: &Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        [
+            read(&sum),
+            read(&mixed),
+            read(&picked),
+            read(&narrow),
+            read(&shifted),
+            read(&base),
+        ]
+    };
+    for elementwise_run in [1, 3, 4, 16, 64] {
+        for force_packed_f16 in [false, true] {
+            let Some(dev) = common::own_gpu(webtensor::GpuOptions {
+                elementwise_run: Some(elementwise_run),
+                force_packed_f16,
+                ..Default::default()
+            }) else {
+                return;
+            };
+            for dtype in [DType::F32, DType::F16, DType::I64, DType::U8] {
+                for n in [4, 5, 15, 16, 17, 63, 64, 65, 190] {
+                    for rows in [1, 3] {
+                        assert_eq!(
+                            run(&dev, dtype, rows, n),
+                            run(&cpu, dtype, rows, n),
+                            "run {elementwise_run} packed {force_packed_f16} {dtype} {rows} x {n}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

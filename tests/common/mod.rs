@@ -61,12 +61,15 @@ pub fn gpu() -> Option<Device> {
 }
 
 /// A second GPU device that stores f16 packed in u32 (the path of adapters
-/// without SHADER_F16).
+/// without SHADER_F16), and whose elementwise kernels take the runs of a
+/// hardware GPU (4 elements a thread at most) whatever the adapter, so
+/// that every suite over [`devices`] runs both kinds on a software adapter.
 pub fn gpu_packed_f16() -> Option<Device> {
     static GPU: OnceLock<Option<Device>> = OnceLock::new();
     GPU.get_or_init(|| {
         open(GpuOptions {
             force_packed_f16: true,
+            elementwise_run: Some(4),
             ..Default::default()
         })
     })

@@ -30,6 +30,10 @@ pub(crate) struct AdapterFacts {
     pub max_fft_line: usize,
     /// The largest uniform binding (a custom kernel's parameter block).
     pub max_uniform_binding: u64,
+    /// Elements a thread of the strided, row and contiguous elementwise
+    /// kernels takes at most (`elementwise::Access`): 16 on software
+    /// adapters, 4 on others (see `context.rs`, `elementwise_run_for`).
+    pub elementwise_run: u8,
     pub uniform_align: u32,
     /// Storage bindings start at multiples of this many bytes.
     pub storage_align: u32,

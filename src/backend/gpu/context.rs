@@ -93,6 +93,12 @@ pub struct GpuOptions {
     /// reach the four-step algorithm's recursion with short lines.
     #[doc(hidden)]
     pub max_fft_line: Option<usize>,
+    /// Testing only: elements a thread of the strided, row and contiguous
+    /// elementwise kernels takes at most (clamped to 1 to 64), in place of
+    /// the adapter's (see `AdapterFacts::elementwise_run`), so that tests on
+    /// a software adapter also run the kernels a GPU runs.
+    #[doc(hidden)]
+    pub elementwise_run: Option<u8>,
 }
 
 /// The one wgpu instance every device webtensor opens comes from, so that
@@ -168,6 +174,21 @@ fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) -> bool {
 fn force_packed(options: &GpuOptions) -> bool {
     options.force_packed_f16
         || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.eq_ignore_ascii_case("packed"))
+}
+
+/// Elements a thread of the strided, row and contiguous elementwise
+/// kernels takes at most on an adapter of `device_type`. A software adapter
+/// (lavapipe, SwiftShader, WARP) pays a high fixed cost per invocation on
+/// the CPU, so fewer, longer threads win there (BENCHMARKS.md, "Elementwise
+/// kernels on software adapters": 16 halves the web page's Gray-Scott
+/// step on Chromium's SwiftShader). A GPU wants many threads in flight: 4,
+/// as PyTorch's elementwise kernels take.
+fn elementwise_run_for(device_type: wgpu::DeviceType) -> u8 {
+    if device_type == wgpu::DeviceType::Cpu {
+        16
+    } else {
+        4
+    }
 }
 
 /// Reads a setting from the environment; unset or unparsable gives `None`.
@@ -350,6 +371,10 @@ impl GpuContext {
                 options.max_fft_line.map_or(fits, |m| m.clamp(16, fits))
             },
             max_uniform_binding: limits.max_uniform_buffer_binding_size,
+            elementwise_run: options.elementwise_run.map_or_else(
+                || elementwise_run_for(info.device_type),
+                |run| run.clamp(1, 64),
+            ),
             uniform_align: limits.min_uniform_buffer_offset_alignment,
             storage_align: limits.min_storage_buffer_offset_alignment,
             runtime_checks: options

@@ -173,7 +173,12 @@ fn encode(
     }
     let native_f16 = ctx.facts.native_f16;
     let whole_vec4s = bindings.iter().all(|b| b.bytes() % 16 == 0);
-    let (access, plan) = choose_access(plan, &program.operands, whole_vec4s);
+    let (access, plan) = choose_access(
+        plan,
+        &program.operands,
+        whole_vec4s,
+        ctx.facts.elementwise_run,
+    );
     let (threads, group) = access.grid(&plan);
     let [x, y] = grid_of(threads, group, ctx.facts.max_workgroups_per_dim)?;
     let key = program.key(native_f16, access);

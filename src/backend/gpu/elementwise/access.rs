@@ -9,11 +9,14 @@ use crate::layout::IterPlan;
 /// The access for a program over `operands` iterating `plan`, and the plan
 /// it walks (the tiled access moves the input's fastest axis next to the
 /// destination's). `whole_vec4s`: every bound buffer's size is a multiple
-/// of 16 bytes, so that a vec4 array reaches its last element.
+/// of 16 bytes, so that a vec4 array reaches its last element. `run`:
+/// elements a thread of the strided, row and contiguous accesses takes
+/// (the device's).
 pub(crate) fn choose_access(
     plan: IterPlan,
     operands: &[Operand],
     whole_vec4s: bool,
+    run: u8,
 ) -> (Access, IterPlan) {
     if plan.is_contiguous() {
         // Every storage mode but i64's holds four elements in one array
@@ -24,20 +27,20 @@ pub(crate) fn choose_access(
         let access = if aligned {
             Access::Vec4
         } else {
-            Access::Contiguous
+            Access::Contiguous { run }
         };
         return (access, plan);
     }
     match tile_axis(&plan, operands) {
         Some(p) => (Access::Tiled, with_axis_before_last(plan, p)),
-        None if plan.shape.last().is_some_and(|&n| n >= ROW_RUN) => (Access::Rows, plan),
-        None => (Access::Strided, plan),
+        None if plan.shape.last().is_some_and(|&n| n >= ROW_MIN) => (Access::Rows { run }, plan),
+        None => (Access::Strided { run }, plan),
     }
 }
 
-/// Elements a thread of [`Access::Rows`] takes along the last axis (`RUN`
-/// in elementwise_rows.wgsl).
-pub(crate) const ROW_RUN: usize = 4;
+/// The shortest last axis walked in rows (shorter ones gain too little
+/// from a run to pay for its loop).
+const ROW_MIN: usize = 4;
 
 impl Access {
     /// (threads or, for the tiled access, workgroups; threads per
@@ -46,10 +49,13 @@ impl Access {
         match self {
             Access::Vec4 => (plan.numel().div_ceil(4), WORKGROUP),
             Access::Tiled => (tile_count(plan), 1),
-            Access::Strided | Access::Contiguous => (plan.numel(), WORKGROUP),
-            Access::Rows => {
+            Access::Strided { run } | Access::Contiguous { run } => {
+                (plan.numel().div_ceil(usize::from(run.max(1))), WORKGROUP)
+            }
+            Access::Rows { run } => {
                 let inner = plan.shape.last().copied().unwrap_or(1).max(1);
-                (plan.numel() / inner * inner.div_ceil(ROW_RUN), WORKGROUP)
+                let per_row = inner.div_ceil(usize::from(run.max(1)));
+                (plan.numel() / inner * per_row, WORKGROUP)
             }
         }
     }
@@ -115,11 +121,11 @@ mod tests {
         let out = Layout::contiguous([3, 64, 48]);
         let plan = |input: &Layout| IterPlan::new(&[&out, input]);
         // Dense and aligned: vec4; at an odd offset: one element per thread.
-        assert_eq!(choose_access(plan(&out), &f32s, true).0, Access::Vec4);
+        assert_eq!(choose_access(plan(&out), &f32s, true, 4).0, Access::Vec4);
         let shifted = Layout::from_parts(out.dims().into(), out.strides().into(), 1);
         assert_eq!(
-            choose_access(plan(&shifted), &f32s, true).0,
-            Access::Contiguous
+            choose_access(plan(&shifted), &f32s, true, 4).0,
+            Access::Contiguous { run: 4 }
         );
         // f16 (native or packed), bf16, u8 and bool take four elements
         // per thread too (packed as one or two words).
@@ -130,17 +136,17 @@ mod tests {
             KernelType::Bool,
         ] {
             let ops = operands(2, dtype);
-            let (access, _) = choose_access(plan(&out), &ops, true);
+            let (access, _) = choose_access(plan(&out), &ops, true, 4);
             assert_eq!(access, Access::Vec4, "{dtype:?}");
         }
         // A buffer that is not whole vec4s.
         assert_eq!(
-            choose_access(plan(&out), &f32s, false).0,
-            Access::Contiguous
+            choose_access(plan(&out), &f32s, false, 4).0,
+            Access::Contiguous { run: 4 }
         );
         // A transposed input: tiles, its fastest axis just before the last.
         let transposed = Layout::contiguous([3, 48, 64]).permute(&[0, 2, 1]).unwrap();
-        let (access, tiled) = choose_access(plan(&transposed), &f32s, true);
+        let (access, tiled) = choose_access(plan(&transposed), &f32s, true, 4);
         assert_eq!(access, Access::Tiled);
         assert_eq!(&tiled.shape[..], &[3, 64, 48]);
         assert_eq!(&tiled.strides[1][..], &[3072, 1, 64]);
@@ -149,31 +155,42 @@ mod tests {
         // strided, in runs along the last axis where it has four elements.
         let three = operands(3, KernelType::F32);
         let p3 = IterPlan::new(&[&out, &transposed, &transposed]);
-        let (access, rows) = choose_access(p3, &three, true);
-        assert_eq!(access, Access::Rows);
+        let (access, rows) = choose_access(p3, &three, true, 4);
+        assert_eq!(access, Access::Rows { run: 4 });
         assert_eq!(access.grid(&rows), (3 * 64 * 12, WORKGROUP));
         let mut to_bool = f32s.clone();
         to_bool[0].dtype = KernelType::Bool;
         assert_eq!(
-            choose_access(plan(&transposed), &to_bool, true).0,
-            Access::Rows
+            choose_access(plan(&transposed), &to_bool, true, 4).0,
+            Access::Rows { run: 4 }
         );
         let thin = Layout::contiguous([8, 64]).permute(&[1, 0]).unwrap();
         let thin_out = Layout::contiguous([64, 8]);
         let p = IterPlan::new(&[&thin_out, &thin]);
-        assert_eq!(choose_access(p, &f32s, true).0, Access::Rows);
+        assert_eq!(choose_access(p, &f32s, true, 4).0, Access::Rows { run: 4 });
         let narrow = Layout::contiguous([3, 64]).permute(&[1, 0]).unwrap();
         let narrow_out = Layout::contiguous([64, 3]);
         let p = IterPlan::new(&[&narrow_out, &narrow]);
-        assert_eq!(choose_access(p, &f32s, true).0, Access::Strided);
+        assert_eq!(
+            choose_access(p, &f32s, true, 4).0,
+            Access::Strided { run: 4 }
+        );
         // A run of 4 over 7 elements: two threads per row.
         let odd = Layout::contiguous([5, 7]).permute(&[1, 0]).unwrap();
         let p = IterPlan::new(&[&Layout::contiguous([7, 5]), &odd]);
-        let (access, plan) = choose_access(p, &three[..2], true);
+        let (access, plan) = choose_access(p, &three[..2], true, 4);
         assert_eq!(
             (access, plan.shape.last().copied()),
-            (Access::Rows, Some(5))
+            (Access::Rows { run: 4 }, Some(5))
         );
         assert_eq!(access.grid(&plan), (7 * 2, WORKGROUP));
+        // Runs of 16 (a software adapter's): one thread per row of 5, and
+        // three for a row of 48.
+        let p = IterPlan::new(&[&Layout::contiguous([7, 5]), &odd]);
+        let (access, plan) = choose_access(p, &three[..2], true, 16);
+        assert_eq!(access.grid(&plan), (7, WORKGROUP));
+        let p3 = IterPlan::new(&[&out, &transposed, &transposed]);
+        let (access, rows) = choose_access(p3, &three, true, 16);
+        assert_eq!(access.grid(&rows), (3 * 64 * 3, WORKGROUP));
     }
 }

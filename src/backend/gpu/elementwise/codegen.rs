@@ -112,9 +112,12 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             },
         );
     }
-    if key.access == Access::Rows {
+    if let Access::Rows { run } = key.access {
+        let strides: String = (0..key.operands.len())
+            .map(|k| format!("    let step{k} = params.strides[{k}][lv][lc] * jump;\n"))
+            .collect();
         let steps: String = (0..key.operands.len())
-            .map(|k| format!("        p[{k}] += params.strides[{k}][last / 4u][last % 4u];\n"))
+            .map(|k| format!("        p[{k}] += step{k};\n"))
             .collect();
         let walk = strided_walk(key.operands.len());
         let prelude = Prelude {
@@ -127,15 +130,35 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             ELEMENTWISE_ROWS_WGSL,
             &[
                 ("PRELUDE", &prelude.wgsl()),
+                ("RUN", &run.to_string()),
                 ("LOADS", &loads.join(", ")),
+                ("STRIDES", strides.trim_end_matches('\n')),
                 ("STEP", steps.trim_end_matches('\n')),
             ],
         );
     }
-    let (positions, walk) = if key.access == Access::Contiguous {
-        ("contiguous_positions", String::new())
-    } else {
-        ("strided_positions", strided_walk(key.operands.len()))
+    let (positions, walk, next, run) = match key.access {
+        Access::Contiguous { run } => (
+            "contiguous_positions",
+            String::new(),
+            (0..key.operands.len())
+                .map(|k| format!("        p[{k}] += threads;"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            run,
+        ),
+        Access::Strided { run } => (
+            "strided_positions",
+            strided_walk(key.operands.len()),
+            "        p = strided_positions(i + threads);".to_string(),
+            run,
+        ),
+        other => {
+            return Err(Error::internal(
+                "elementwise kernel",
+                format!("no template walks {other:?}"),
+            ));
+        }
     };
     let prelude = Prelude {
         walk: &walk,
@@ -147,8 +170,10 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         ELEMENTWISE_WGSL,
         &[
             ("PRELUDE", &prelude.wgsl()),
+            ("RUN", &run.to_string()),
             ("POSITIONS", positions),
             ("LOADS", &loads.join(", ")),
+            ("NEXT", &next),
         ],
     )
 }
@@ -433,7 +458,12 @@ mod tests {
         // i64 too: the elementwise family computes on it (int64.wgsl).
         let dtypes: Vec<KernelType> = GPU_DTYPES.into_iter().chain([KernelType::I64]).collect();
         for native_f16 in [true, false] {
-            for access in [Access::Contiguous, Access::Strided, Access::Rows] {
+            for access in [
+                Access::Contiguous { run: 1 },
+                Access::Strided { run: 4 },
+                Access::Rows { run: 1 },
+                Access::Rows { run: 16 },
+            ] {
                 let key = |kernel, out, inputs: &[(KernelType, Src)]| {
                     single(kernel, out, inputs, native_f16, access)
                 };
@@ -481,7 +511,7 @@ mod tests {
             // And four elements per thread (every storage mode but i64's
             // allows it).
             let i64s = key.operands.iter().any(|o| o.dtype == KernelType::I64);
-            if key.access == Access::Contiguous && !i64s {
+            if matches!(key.access, Access::Contiguous { .. }) && !i64s {
                 let key = KernelKey {
                     access: Access::Vec4,
                     ..key.clone()
@@ -490,7 +520,7 @@ mod tests {
                 vec4 += 1;
             }
             // And through workgroup tiles, where the program allows it.
-            if key.access == Access::Strided && tileable(&key.operands) {
+            if matches!(key.access, Access::Strided { .. }) && tileable(&key.operands) {
                 let key = KernelKey {
                     access: Access::Tiled,
                     ..key.clone()
@@ -547,7 +577,7 @@ mod tests {
                 inputs: smallvec![dtype, dtype, dtype],
                 scalars: 1,
                 native_f16,
-                access: Access::Strided,
+                access: Access::Strided { run: 16 },
             };
             validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
         }
@@ -559,7 +589,7 @@ mod tests {
                 (KernelType::U8, Src::Scalar),
             ],
             false,
-            Access::Contiguous,
+            Access::Contiguous { run: 4 },
         );
         let add = |args: [u8; 2]| Node::Apply {
             kernel: ElementwiseOp::Binary(BinaryOp::Add),

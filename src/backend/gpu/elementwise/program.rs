@@ -64,14 +64,19 @@ pub(crate) struct KernelKey {
 /// the iteration plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Access {
-    /// One element per thread, each operand through its strides.
-    Strided,
-    /// Strided, [`ROW_RUN`](super::access::ROW_RUN) elements per thread
-    /// along the last axis: the walk's index math once per run, then a
-    /// step by each operand's last-axis stride.
-    Rows,
-    /// Every operand is one forward run (the index math is skipped).
-    Contiguous,
+    /// Each operand through its strides, element by element: thread `t`
+    /// of `n` takes elements `t`, `t + n`, `t + 2n` ..., `run` at most
+    /// (the device's run, `AdapterFacts::elementwise_run`).
+    Strided { run: u8 },
+    /// Strided, along the last axis: each thread walks to its first
+    /// element once, then takes up to `run` elements of the row, stepping
+    /// each operand by its last-axis stride (the walk's index math once
+    /// per run). A row's threads interleave: thread `q` of `n` takes
+    /// elements `q`, `q + n`, `q + 2n` ...
+    Rows { run: u8 },
+    /// Every operand is one forward run (the index math is skipped);
+    /// threads take elements as [`Access::Strided`] does.
+    Contiguous { run: u8 },
     /// Contiguous, every operand starting at a multiple of 4 in a binding
     /// of whole 16-byte entries: four elements per thread, read and written
     /// as one array entry of each operand (a vec4 of 32-bit values or
