@@ -94,7 +94,7 @@ impl BufferClaim {
     }
 
     /// A claim with no buffer yet: `bytes` asked for, `size` reserved under
-    /// `pool`'s cap, known by the fresh id `id` until a buffer is taken.
+    /// `pool`'s cap, known by a fresh id until a buffer is taken.
     ///
     /// # Errors
     /// `Error::OutOfMemory` naming `op` when the cap leaves no room.
@@ -103,9 +103,8 @@ impl BufferClaim {
         op: &'static str,
         bytes: u64,
         size: u64,
-        id: u64,
     ) -> Result<BufferClaim> {
-        pool.reserve(op, size)?;
+        let id = pool.reserve(op, size)?;
         Ok(BufferClaim {
             size,
             bytes,

@@ -312,11 +312,13 @@ impl BufferPool {
 
     /// Promises `size` bytes (a [`buffer_size`]) under the cap to a buffer
     /// taken later (which then fits, idle buffers dropped if need be);
-    /// [`BufferPool::unreserve`] gives the promise back.
+    /// [`BufferPool::unreserve`] gives the promise back. Returns a fresh
+    /// buffer id for the claim (as [`BufferPool::fresh_id`], under the same
+    /// lock).
     ///
     /// # Errors
     /// `Error::OutOfMemory` naming `op` when the cap leaves no room.
-    pub fn reserve(&self, op: &'static str, size: u64) -> Result<()> {
+    pub fn reserve(&self, op: &'static str, size: u64) -> Result<u64> {
         let mut state = self.state();
         // Idle buffers do not count: taking the buffer reuses one of them
         // or drops them to make room.
@@ -335,7 +337,8 @@ impl BufferPool {
         let c = &mut state.counters;
         c.bytes_reserved += size;
         c.peak_bytes_live = c.peak_bytes_live.max(c.bytes_live + c.bytes_reserved);
-        Ok(())
+        state.next_id += 1;
+        Ok(state.next_id)
     }
 
     /// Gives back a promise of [`BufferPool::reserve`].

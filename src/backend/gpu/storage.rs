@@ -75,7 +75,7 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         let bytes = storage_bytes(ctx, op, dtype, len)?;
         let size = buffer_size(bytes, ctx.facts.max_tensor_bytes());
-        let claim = BufferClaim::deferred(&ctx.pool, op, bytes, size, ctx.pool.fresh_id())?;
+        let claim = BufferClaim::deferred(&ctx.pool, op, bytes, size)?;
         Ok(GpuStorage {
             claim: Arc::new(claim),
             len,
