@@ -530,7 +530,7 @@ fn contiguous_runs_at_every_alignment_and_length() {
 }
 
 /// Strided and contiguous kernels take runs of elements: each thread up to
-/// `elementwise_run` of them, interleaved with its neighbours' (16 on a software
+/// `elementwise_run` of them, interleaved with its neighbours' (32 on a software
 /// adapter, 4 on a GPU; every length here, 1 to 64, runs on this adapter
 /// too). Rows of every length around the runs' multiples, through views
 /// that step, reverse, start inside their buffer and broadcast, rows too
@@ -590,7 +590,7 @@ fn strided_rows_equal_the_cpu_at_every_run_length() {
             read(&base),
         ]
     };
-    for elementwise_run in [1, 3, 4, 16, 64] {
+    for elementwise_run in [1, 3, 4, 16, 32, 64] {
         for force_packed_f16 in [false, true] {
             let Some(dev) = common::own_gpu(webtensor::GpuOptions {
                 elementwise_run: Some(elementwise_run),

@@ -31,7 +31,7 @@ pub(crate) struct AdapterFacts {
     /// The largest uniform binding (a custom kernel's parameter block).
     pub max_uniform_binding: u64,
     /// Elements a thread of the strided, row and contiguous elementwise
-    /// kernels takes at most (`elementwise::Access`): 16 on software
+    /// kernels takes at most (`elementwise::Access`): 32 on software
     /// adapters, 4 on others (see `context.rs`, `elementwise_run_for`).
     pub elementwise_run: u8,
     pub uniform_align: u32,

@@ -185,7 +185,7 @@ fn force_packed(options: &GpuOptions) -> bool {
 /// as PyTorch's elementwise kernels take.
 fn elementwise_run_for(device_type: wgpu::DeviceType) -> u8 {
     if device_type == wgpu::DeviceType::Cpu {
-        16
+        32
     } else {
         4
     }
