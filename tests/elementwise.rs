@@ -534,7 +534,7 @@ fn contiguous_runs_at_every_alignment_and_length() {
 /// adapter, 4 on a GPU; every length here, 1 to 64, runs on this adapter
 /// too). Rows of every length around the runs' multiples, through views
 /// that step, reverse, start inside their buffer and broadcast, rows too
-/// short to run along, and a contiguous run at an odd offset; out of
+/// short to run along, and contiguous runs at odd and aligned offsets; out of
 /// place, in place (through an interior view, the Gray-Scott update, and
 /// overlapping itself) and in a fused chain; in f32, f16 (native and
 /// packed), i64 and u8: each equals the CPU's, and nothing outside the
@@ -580,6 +580,13 @@ fn strided_rows_equal_the_cpu_at_every_run_length() {
         );
         let shifted = head.sub(&tail).unwrap();
         head.add_(&tail).unwrap();
+        // Contiguous from multiples of 4: four elements a thread, as vec4s.
+        let (from4, to4) = (
+            flat.slice(s![4..total - 4]).unwrap(),
+            flat.slice(s![..total - 8]).unwrap(),
+        );
+        let aligned = from4.mul(&to4).unwrap().add(&from4).unwrap();
+        from4.sub_(&aligned).unwrap();
         let read = |t: &Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
         [
             read(&sum),
@@ -587,6 +594,7 @@ fn strided_rows_equal_the_cpu_at_every_run_length() {
             read(&picked),
             read(&narrow),
             read(&shifted),
+            read(&aligned),
             read(&base),
         ]
     };
