@@ -1,7 +1,7 @@
 //! How an elementwise kernel walks its operands, chosen per dispatch from
 //! the iteration plan: [`Access`], and the grid each access needs.
 
-use super::codegen::WORKGROUP;
+use super::codegen::{WORKGROUP, workgroup};
 use super::program::{Access, Operand, tileable};
 use crate::dtype::KernelType;
 use crate::layout::IterPlan;
@@ -49,13 +49,14 @@ impl Access {
         match self {
             Access::Vec4 => (plan.numel().div_ceil(4), WORKGROUP),
             Access::Tiled => (tile_count(plan), 1),
-            Access::Strided { run } | Access::Contiguous { run } => {
-                (plan.numel().div_ceil(usize::from(run.max(1))), WORKGROUP)
-            }
+            Access::Strided { run } | Access::Contiguous { run } => (
+                plan.numel().div_ceil(usize::from(run.max(1))),
+                workgroup(self),
+            ),
             Access::Rows { run } => {
                 let inner = plan.shape.last().copied().unwrap_or(1).max(1);
                 let per_row = inner.div_ceil(usize::from(run.max(1)));
-                (plan.numel() / inner * per_row, WORKGROUP)
+                (plan.numel() / inner * per_row, workgroup(self))
             }
         }
     }
@@ -188,9 +189,9 @@ mod tests {
         // three for a row of 48.
         let p = IterPlan::new(&[&Layout::contiguous([7, 5]), &odd]);
         let (access, plan) = choose_access(p, &three[..2], true, 16);
-        assert_eq!(access.grid(&plan), (7, WORKGROUP));
+        assert_eq!(access.grid(&plan), (7, 64));
         let p3 = IterPlan::new(&[&out, &transposed, &transposed]);
         let (access, rows) = choose_access(p3, &three, true, 16);
-        assert_eq!(access.grid(&rows), (3 * 64 * 3, WORKGROUP));
+        assert_eq!(access.grid(&rows), (3 * 64 * 3, 64));
     }
 }

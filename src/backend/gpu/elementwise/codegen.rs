@@ -29,8 +29,21 @@ pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = shader!("elementwise/elementwise_
 pub(crate) const ELEMENTWISE_TILE_WGSL: &str = shader!("elementwise/elementwise_tile.wgsl");
 pub(crate) const ELEMENTWISE_ROWS_WGSL: &str = shader!("elementwise/elementwise_rows.wgsl");
 
-/// Threads per workgroup of every elementwise kernel.
+/// Threads per workgroup of the elementwise kernels (but see
+/// [`workgroup`]).
 pub(crate) const WORKGROUP: u32 = 256;
+
+/// Threads per workgroup of the kernel walking `access`: 64 where threads
+/// take runs longer than a GPU's (a software adapter's), so that a
+/// dispatch still has a workgroup for each of the CPU's cores.
+pub(crate) fn workgroup(access: Access) -> u32 {
+    match access {
+        Access::Strided { run } | Access::Rows { run } | Access::Contiguous { run } if run > 4 => {
+            64
+        }
+        _ => WORKGROUP,
+    }
+}
 
 /// The complete WGSL source of the kernel selected by `key`.
 ///
@@ -70,11 +83,12 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         || key.operands.iter().any(|o| o.dtype == KernelType::I64);
     let header = format!(
         "{}\nconst OPERANDS: u32 = {}u;\nconst OFFSET_VECS: u32 = {}u;\n\
-         const SCALAR_VECS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
+         const SCALAR_VECS: u32 = {}u;\nconst WORKGROUP: u32 = {}u;\n{}",
         if uses_f16 { "enable f16;" } else { "" },
         key.operands.len(),
         offset_vecs(key.operands.len()),
         scalar_vecs(key.scalars as usize),
+        workgroup(key.access),
         if uses_i64 { INT64_WGSL } else { "" },
     );
     let buffer = |k: usize| operand_buffer(key, k);
