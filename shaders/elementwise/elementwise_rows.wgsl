@@ -1,10 +1,7 @@
-// One elementwise kernel over strided operands, walked along the last
-// axis: a thread finds the positions of its first element with the strided
-// walk, then takes up to RUN elements of its row, stepping each operand by
-// its last-axis stride, so the walk's divisions are paid once per run. A
-// row's threads interleave (thread q of n takes elements q, q + n,
-// q + 2n ...), so neighbouring threads touch neighbouring elements. Filled
-// by elementwise/codegen.rs as elementwise.wgsl is, plus
+// One elementwise kernel over strided operands, along the last axis: a
+// thread walks to its first element once, then takes up to RUN elements of
+// its row (thread q of a row's n takes q, q + n, q + 2n ...), stepping each
+// operand by its last-axis stride. Filled as elementwise.wgsl is, plus
 //   RUN       elements a thread takes (the device's; see AdapterFacts)
 //   STRIDES   each operand's step between a thread's elements
 //   STEP      the steps taken after each element

@@ -45,11 +45,9 @@ impl ParamArena {
         bytes: &[u8],
         groups: &mut BindGroupCache,
     ) -> (wgpu::Buffer, u32) {
-        let hash = {
-            let mut h = FxHasher::default();
-            h.write(bytes);
-            h.finish()
-        };
+        let mut hasher = FxHasher::default();
+        hasher.write(bytes);
+        let hash = hasher.finish();
         let found = self.regions.iter().find(|r| {
             r.len == bytes.len() && r.hash == hash && {
                 let at = r.offset as usize;
