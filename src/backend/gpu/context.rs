@@ -180,9 +180,9 @@ fn force_packed(options: &GpuOptions) -> bool {
 /// kernels takes at most on an adapter of `device_type`. A software adapter
 /// (lavapipe, SwiftShader, WARP) pays a high fixed cost per invocation on
 /// the CPU, so fewer, longer threads win there (BENCHMARKS.md, "Elementwise
-/// kernels on software adapters": 16 halves the web page's Gray-Scott
-/// step on Chromium's SwiftShader). A GPU wants many threads in flight: 4,
-/// as PyTorch's elementwise kernels take.
+/// kernels on software adapters": runs of 32 take the web page's Gray-Scott
+/// step on Chromium's SwiftShader from 19 to 7 ms). A GPU wants many
+/// threads in flight: 4, as PyTorch's elementwise kernels take.
 fn elementwise_run_for(device_type: wgpu::DeviceType) -> u8 {
     if device_type == wgpu::DeviceType::Cpu {
         32

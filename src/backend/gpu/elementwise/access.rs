@@ -121,7 +121,7 @@ mod tests {
         let f32s = operands(2, KernelType::F32);
         let out = Layout::contiguous([3, 64, 48]);
         let plan = |input: &Layout| IterPlan::new(&[&out, input]);
-        // Dense and aligned: vec4; at an odd offset: one element per thread.
+        // Dense and aligned: vec4; at an odd offset: contiguous, in runs.
         assert_eq!(choose_access(plan(&out), &f32s, true, 4).0, Access::Vec4);
         let shifted = Layout::from_parts(out.dims().into(), out.strides().into(), 1);
         assert_eq!(
@@ -185,8 +185,8 @@ mod tests {
             (Access::Rows { run: 4 }, Some(5))
         );
         assert_eq!(access.grid(&plan), (7 * 2, WORKGROUP));
-        // Runs of 16 (a software adapter's): one thread per row of 5, and
-        // three for a row of 48.
+        // Runs of 16, longer than a GPU's (workgroups of 64): one thread per
+        // row of 5, and three for a row of 48.
         let p = IterPlan::new(&[&Layout::contiguous([7, 5]), &odd]);
         let (access, plan) = choose_access(p, &three[..2], true, 16);
         assert_eq!(access.grid(&plan), (7, 64));

@@ -473,7 +473,7 @@ mod tests {
         let dtypes: Vec<KernelType> = GPU_DTYPES.into_iter().chain([KernelType::I64]).collect();
         for native_f16 in [true, false] {
             for access in [
-                Access::Contiguous { run: 1 },
+                Access::Contiguous { run: 32 },
                 Access::Strided { run: 4 },
                 Access::Rows { run: 1 },
                 Access::Rows { run: 16 },

@@ -1,6 +1,6 @@
 //! The parameter arena: one uniform buffer holding the flushes' parameter
 //! blocks, bound at dynamic offsets. Writing it is a `write_buffer` (in
-//! wgpu a staging buffer, a copy and its tracking: about a ninth of a
+//! wgpu a staging buffer, a copy and its tracking: about an eighth of a
 //! one-op submit on the host), so the arena remembers the last few batches
 //! of blocks it holds, and a flush whose blocks equal one of them (a loop
 //! submitting the same ops each time) binds that region instead.
