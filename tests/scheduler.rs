@@ -803,3 +803,155 @@ fn kernels_compute_alike_with_and_without_runtime_checks() {
     };
     assert_eq!(run(&plain).unwrap(), run(&checked).unwrap());
 }
+
+/// A flush of one elementwise op reuses the plan of the previous one when
+/// the op matches it (see `scheduler/one_op.rs`). Each case below runs
+/// twice in a row (the second a reuse) after a case that differs from it
+/// in one thing the plan depends on (an offset, a stride, a dtype, a
+/// shared storage or buffer, a buffer's size, a scalar's value or slot,
+/// writing in place), and every result equals the CPU's, on native and
+/// packed f16 devices alike.
+#[test]
+fn one_op_flushes_reuse_plans_only_for_the_same_op() {
+    type Case = (&'static str, fn(&[Tensor]) -> webtensor::Result<Tensor>);
+    fn narrow(t: &Tensor, start: usize) -> webtensor::Result<Tensor> {
+        t.narrow(0, start, 1024)
+    }
+    let cases: Vec<Case> = vec![
+        ("add", |t| narrow(&t[0], 0)?.add(&narrow(&t[1], 0)?)),
+        ("add i32", |t| narrow(&t[3], 0)?.add(&narrow(&t[4], 0)?)),
+        ("add at offset 1", |t| {
+            narrow(&t[0], 1)?.add(&narrow(&t[1], 0)?)
+        }),
+        ("add at offset 4", |t| {
+            narrow(&t[0], 4)?.add(&narrow(&t[1], 4)?)
+        }),
+        ("add on a smaller buffer", |t| t[2].add(&narrow(&t[1], 0)?)),
+        ("add to itself", |t| {
+            narrow(&t[0], 0)?.add(&narrow(&t[0], 0)?)
+        }),
+        ("add to itself shifted", |t| {
+            narrow(&t[0], 0)?.add(&narrow(&t[0], 4)?)
+        }),
+        ("add transposed", |t| {
+            let m = narrow(&t[0], 0)?.reshape([32, 32])?;
+            m.t().add(&narrow(&t[1], 0)?.reshape([32, 32])?)
+        }),
+        ("add to a transposed", |t| {
+            let m = narrow(&t[0], 0)?.reshape([32, 32])?;
+            m.add(&narrow(&t[1], 0)?.reshape([32, 32])?.t())
+        }),
+        ("add stepped", |t| {
+            t[0].slice(s![..;2])?.add(&t[1].slice(s![1..;2])?)
+        }),
+        ("add reversed", |t| t[0].flip(&[0])?.add(&t[1])),
+        ("add a broadcast row", |t| {
+            let m = narrow(&t[0], 0)?.reshape([32, 32])?;
+            m.add(&t[1].narrow(0, 3, 32)?)
+        }),
+        ("add 1", |t| narrow(&t[0], 0)?.add_scalar(1.0)),
+        ("add 2.5", |t| narrow(&t[0], 0)?.add_scalar(2.5)),
+        ("add 2.5 at offset 2", |t| narrow(&t[0], 2)?.add_scalar(2.5)),
+        ("clamp to -3, 3", |t| t[0].clamp(-3.0, 3.0)),
+        ("clamp to 2, 2", |t| t[0].clamp(2.0, 2.0)),
+        ("clamp to 1, 5", |t| t[0].clamp(1.0, 5.0)),
+        ("add f16", |t| narrow(&t[5], 0)?.add(&narrow(&t[6], 0)?)),
+        ("where", |t| Tensor::where_cond(&t[7], &t[0], &t[1])),
+        ("where, one operand twice", |t| {
+            Tensor::where_cond(&t[7], &t[0], &t[0])
+        }),
+        ("add in place", |t| {
+            let c = t[0].add_scalar(0.0)?;
+            c.add_(&t[1])?;
+            Ok(c)
+        }),
+        ("add in place to itself", |t| {
+            let c = t[0].add_scalar(0.0)?;
+            c.add_(&c)?;
+            Ok(c)
+        }),
+        ("add in place, overlapping", |t| {
+            let c = t[0].add_scalar(0.0)?;
+            c.narrow(0, 1, 1029)?.add_(&c.narrow(0, 0, 1029)?)?;
+            Ok(c)
+        }),
+    ];
+    let inputs = |dev: &Device| -> Vec<Tensor> {
+        let a: Vec<f32> = (0..1030).map(|i| i as f32 * 0.5 - 100.0).collect();
+        let b: Vec<f32> = (0..1030).map(|i| ((i * 7) % 31) as f32).collect();
+        let a = Tensor::from_vec(a, [1030], dev).unwrap();
+        let b = Tensor::from_vec(b, [1030], dev).unwrap();
+        let small = Tensor::from_vec((0..1024).map(|i| i as f32).collect(), [1024], dev);
+        let as_dtype = |t: &Tensor, d| t.to_dtype(d).unwrap();
+        vec![
+            as_dtype(&a, DType::F32),
+            b.clone(),
+            small.unwrap(),
+            as_dtype(&a.mul_scalar(2.0).unwrap(), DType::I32),
+            as_dtype(&b, DType::I32),
+            as_dtype(&a, DType::F16),
+            as_dtype(&b, DType::F16),
+            a.gt_scalar(0.0).unwrap(),
+        ]
+    };
+    let cpu = Device::cpu();
+    let on_cpu = inputs(&cpu);
+    let want: Vec<Vec<f32>> = cases
+        .iter()
+        .map(|(_, case)| read_f32(&case(&on_cpu).unwrap()))
+        .collect();
+    for packed in [false, true] {
+        let Some(dev) = own_gpu(GpuOptions {
+            flush_threshold: Some(1),
+            force_packed_f16: packed,
+            elementwise_run: packed.then_some(4),
+            ..Default::default()
+        }) else {
+            return;
+        };
+        let on_gpu = inputs(&dev);
+        let mut order: Vec<usize> = (0..cases.len()).collect();
+        for round in 0..2 {
+            for &c in &order {
+                let (name, case) = cases[c];
+                for run in 0..2 {
+                    let got = read_f32(&case(&on_gpu).unwrap());
+                    assert_eq!(
+                        got, want[c],
+                        "{name}, round {round}, run {run}, packed {packed}"
+                    );
+                }
+            }
+            order.reverse();
+        }
+        // More distinct ops than the plans kept: the oldest are replaced.
+        for round in 0..3 {
+            for n in 1..=40 {
+                let got = on_gpu[0].narrow(0, n, 8 * n).unwrap().mul_scalar(2.0);
+                let want: Vec<f32> = (n..9 * n).map(|i| i as f32 - 200.0).collect();
+                assert_eq!(read_f32(&got.unwrap()), want, "round {round}, n {n}");
+            }
+        }
+    }
+}
+
+/// A one-op flush whose result was dropped unread runs nothing, even when
+/// the op matches the plan the last one-op flush kept.
+#[test]
+fn a_dropped_result_is_not_computed_by_a_kept_plan() {
+    let Some(dev) = own_gpu(GpuOptions {
+        flush_threshold: Some(4096),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let a = Tensor::from_vec(vec![1.0f32; 256], [256], &dev).unwrap();
+    let b = Tensor::from_vec(vec![2.0f32; 256], [256], &dev).unwrap();
+    assert_eq!(a.add(&b).unwrap().to_vec::<f32>().unwrap(), vec![3.0; 256]);
+    let before = dev.stats();
+    drop(a.add(&b).unwrap());
+    dev.sync().unwrap();
+    let d = delta(before, dev.stats());
+    assert_eq!((d.dead_ops, d.dispatches), (1, 0), "{d:?}");
+    assert_eq!(a.add(&b).unwrap().to_vec::<f32>().unwrap(), vec![3.0; 256]);
+}

@@ -13,10 +13,12 @@
 //! steps, `profiling.rs` that of profiles.
 
 mod arena;
+mod one_op;
 mod profiling;
 mod replay;
 
 use arena::ParamArena;
+use one_op::OneOpMemo;
 
 use super::bind_groups::{BindGroupCache, Binding};
 use super::capture::Capture;
@@ -102,6 +104,8 @@ pub(crate) struct Scheduler {
     params: Vec<u8>,
     /// Per step of the last flush, the index of its first dispatch.
     step_starts: Vec<usize>,
+    /// Plans of the last flushes of one elementwise op (see `one_op.rs`).
+    one_op: OneOpMemo,
     /// The step being captured, if one is: nothing is submitted meanwhile
     /// (see `graph.rs`).
     capture: Option<Capture>,
@@ -126,6 +130,7 @@ impl Scheduler {
             encoded: Vec::new(),
             params: Vec::new(),
             step_starts: Vec::new(),
+            one_op: OneOpMemo::default(),
             capture: None,
             profile: None,
         }
@@ -314,12 +319,32 @@ impl Scheduler {
         encoded: &mut Vec<Encoded>,
         bytes: &mut Vec<u8>,
     ) -> (Result<()>, Vec<PooledBuffer>) {
+        // A profile attributes dispatches to steps: it takes the long way.
+        let one_op = match batch.commands {
+            [Command::Elementwise(op)] if self.profile.is_none() => Some((op, self.fusion)),
+            _ => None,
+        };
+        let (start, align) = (encoded.len(), ctx.facts.uniform_align as usize);
+        if let Some(op) = one_op {
+            match self.one_op.encode(ctx, op, (bytes, align), encoded) {
+                Ok(false) => {}
+                done => return (done.map(|_| ()), Vec::new()),
+            }
+        }
         let mut steps = std::mem::take(&mut self.steps);
         let (limits, commands) = (ctx.facts.program_limits(), batch.commands);
         programs(commands, self.fusion, limits, &mut self.scratch, &mut steps);
         let mut temporaries = Temporaries::new(&steps, commands);
         let result = self.encode_steps(ctx, batch, &mut steps, &mut temporaries, encoded, bytes);
         self.steps = steps;
+        if let (Some(op), Ok(()), [e], true) = (
+            one_op,
+            &result,
+            &encoded[start..],
+            temporaries.all.is_empty(),
+        ) {
+            self.one_op.remember(op, e, bytes);
+        }
         (result, temporaries.all)
     }
 
