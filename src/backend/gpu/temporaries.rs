@@ -32,7 +32,10 @@ impl Temporaries {
     pub fn new(steps: &[Step], commands: &[Command]) -> Temporaries {
         let mut last_use = FxHashMap::default();
         let mut last_use_of_id = FxHashMap::default();
-        for (index, step) in steps.iter().enumerate() {
+        // Only programs take buffers at flush time (kernel commands bound
+        // theirs when recorded): without one, nothing asks.
+        let programs = steps.iter().any(|s| matches!(s, Step::Program(_)));
+        for (index, step) in steps.iter().enumerate().filter(|_| programs) {
             match step {
                 Step::Program(p) => {
                     for claim in &p.buffers {

@@ -119,7 +119,14 @@ pub(crate) fn programs(
     scratch.consumer.resize(commands.len(), None);
     scratch.nodes.clear();
     scratch.nodes.resize(commands.len(), 0);
-    if fuse {
+    // Only an elementwise op can be folded, into a later one.
+    if fuse
+        && commands
+            .iter()
+            .filter(|c| c.elementwise().is_some())
+            .nth(1)
+            .is_some()
+    {
         fold_plan(commands, limits, scratch);
     }
     // Keyed by the consumer as well as the storage: a command recorded
