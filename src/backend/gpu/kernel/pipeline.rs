@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 use std::any::{Any, TypeId};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What a kernel family keys its pipelines with: everything that selects
 /// a distinct pipeline (never shapes or strides, which are parameters).
@@ -54,8 +54,9 @@ pub(crate) struct Pipeline {
 type StoredKey = Box<dyn Any + Send + Sync>;
 
 /// One key's pipeline, built by the first thread that needs it while the
-/// others that need the same key wait on this slot (not on the cache).
-type Slot = Arc<Mutex<Option<Arc<Pipeline>>>>;
+/// others that need the same key wait on this slot's lock (not on the
+/// cache's); once built, finding it takes no lock of its own.
+type Slot = Arc<(OnceLock<Arc<Pipeline>>, Mutex<()>)>;
 
 /// The pipelines whose keys share one hash.
 type Bucket = SmallVec<[(StoredKey, Slot); 1]>;
@@ -107,7 +108,10 @@ impl PipelineCache {
                 .iter()
                 .find(|(k, _)| k.downcast_ref::<K>() == Some(key))
             {
-                Some((_, slot)) => slot.clone(),
+                Some((_, slot)) => match slot.0.get() {
+                    Some(p) => return Ok(p.clone()),
+                    None => slot.clone(),
+                },
                 None => {
                     let slot = Slot::default();
                     entries.push((Box::new(key.clone()), slot.clone()));
@@ -115,8 +119,8 @@ impl PipelineCache {
                 }
             }
         };
-        let mut built = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = built.as_ref() {
+        let _building = slot.1.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = slot.0.get() {
             return Ok(p.clone());
         }
         // A failed build leaves the slot empty: the next use tries again.
@@ -129,7 +133,8 @@ impl PipelineCache {
             },
             other => other,
         })?);
-        *built = Some(pipeline.clone());
+        // Only the holder of the slot's lock sets it.
+        let _ = slot.0.set(pipeline.clone());
         Ok(pipeline)
     }
 
@@ -150,9 +155,8 @@ impl PipelineCache {
             .unwrap_or_else(|e| e.into_inner())
             .values()
             .flatten()
-            // A slot being built is locked by its builder: not counted, and
-            // not waited for while the cache is locked.
-            .filter(|(_, slot)| matches!(slot.try_lock().as_deref(), Ok(Some(_))))
+            // A slot being built is not set yet: not counted.
+            .filter(|(_, slot)| slot.0.get().is_some())
             .count()
     }
 }

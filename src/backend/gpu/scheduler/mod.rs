@@ -378,7 +378,8 @@ impl Scheduler {
         } else if !encoded.is_empty() {
             self.groups.begin_flush(ctx.pool.counters().dropped);
             let (arena, base) = self.arena.place(ctx, bytes, &mut self.groups);
-            let groups: Vec<wgpu::BindGroup> = encoded
+            // Inline for a flush of one dispatch (no allocation).
+            let groups: SmallVec<[wgpu::BindGroup; 1]> = encoded
                 .iter()
                 .map(|e| {
                     let probe = group_probe(e, &arena);
@@ -409,8 +410,13 @@ impl Scheduler {
                     label: Some("webtensor batch"),
                     timestamp_writes,
                 });
+                let mut last: Option<&Arc<Pipeline>> = None;
                 for (e, group) in encoded.iter().zip(&groups) {
-                    pass.set_pipeline(&e.pipeline.pipeline);
+                    // Set again only when it changes (a pass keeps it).
+                    if last.is_none_or(|p| !Arc::ptr_eq(p, &e.pipeline)) {
+                        pass.set_pipeline(&e.pipeline.pipeline);
+                        last = Some(&e.pipeline);
+                    }
                     pass.set_bind_group(0, group, &[base + e.offset]);
                     pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
                 }

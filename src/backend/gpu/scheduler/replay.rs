@@ -12,6 +12,7 @@ use crate::backend::gpu::profile_log::{Dispatch, Origin};
 use crate::backend::gpu::target::Target;
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 impl Scheduler {
@@ -192,8 +193,11 @@ impl Scheduler {
                 label: Some("webtensor captured step"),
                 timestamp_writes: None,
             });
-            for d in &batch.dispatches {
-                pass.set_pipeline(&d.pipeline.pipeline);
+            for (k, d) in batch.dispatches.iter().enumerate() {
+                let previous = k.checked_sub(1).map(|p| &batch.dispatches[p].pipeline);
+                if previous.is_none_or(|p| !Arc::ptr_eq(p, &d.pipeline)) {
+                    pass.set_pipeline(&d.pipeline.pipeline);
+                }
                 pass.set_bind_group(0, &d.group, &[d.offset]);
                 pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
             }
