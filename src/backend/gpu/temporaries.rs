@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 /// are gone but whose writes were not fused away (see `buffer_claim.rs`). Each
 /// goes to the next such output once the flush has encoded its last use,
 /// so a chain that fusion leaves alone needs two, not one per op.
+#[derive(Default)]
 pub(super) struct Temporaries {
     /// Every temporary taken, to give back when the flush ends.
     pub all: Vec<PooledBuffer>,
@@ -30,12 +31,14 @@ pub(super) struct Temporaries {
 
 impl Temporaries {
     pub fn new(steps: &[Step], commands: &[Command]) -> Temporaries {
-        let mut last_use = FxHashMap::default();
-        let mut last_use_of_id = FxHashMap::default();
         // Only programs take buffers at flush time (kernel commands bound
         // theirs when recorded): without one, nothing asks.
-        let programs = steps.iter().any(|s| matches!(s, Step::Program(_)));
-        for (index, step) in steps.iter().enumerate().filter(|_| programs) {
+        if !steps.iter().any(|s| matches!(s, Step::Program(_))) {
+            return Temporaries::default();
+        }
+        let mut last_use = FxHashMap::default();
+        let mut last_use_of_id = FxHashMap::default();
+        for (index, step) in steps.iter().enumerate() {
             match step {
                 Step::Program(p) => {
                     for claim in &p.buffers {

@@ -56,7 +56,14 @@ type StoredKey = Box<dyn Any + Send + Sync>;
 /// One key's pipeline, built by the first thread that needs it while the
 /// others that need the same key wait on this slot's lock (not on the
 /// cache's); once built, finding it takes no lock of its own.
-type Slot = Arc<(OnceLock<Arc<Pipeline>>, Mutex<()>)>;
+#[derive(Default)]
+struct SlotState {
+    built: OnceLock<Arc<Pipeline>>,
+    /// Held while the pipeline is built; only its holder sets `built`.
+    building: Mutex<()>,
+}
+
+type Slot = Arc<SlotState>;
 
 /// The pipelines whose keys share one hash.
 type Bucket = SmallVec<[(StoredKey, Slot); 1]>;
@@ -108,7 +115,7 @@ impl PipelineCache {
                 .iter()
                 .find(|(k, _)| k.downcast_ref::<K>() == Some(key))
             {
-                Some((_, slot)) => match slot.0.get() {
+                Some((_, slot)) => match slot.built.get() {
                     Some(p) => return Ok(p.clone()),
                     None => slot.clone(),
                 },
@@ -119,8 +126,8 @@ impl PipelineCache {
                 }
             }
         };
-        let _building = slot.1.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = slot.0.get() {
+        let _building = slot.building.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = slot.built.get() {
             return Ok(p.clone());
         }
         // A failed build leaves the slot empty: the next use tries again.
@@ -133,8 +140,7 @@ impl PipelineCache {
             },
             other => other,
         })?);
-        // Only the holder of the slot's lock sets it.
-        let _ = slot.0.set(pipeline.clone());
+        let _ = slot.built.set(pipeline.clone());
         Ok(pipeline)
     }
 
@@ -156,7 +162,7 @@ impl PipelineCache {
             .values()
             .flatten()
             // A slot being built is not set yet: not counted.
-            .filter(|(_, slot)| slot.0.get().is_some())
+            .filter(|(_, slot)| slot.built.get().is_some())
             .count()
     }
 }

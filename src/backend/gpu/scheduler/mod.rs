@@ -410,13 +410,9 @@ impl Scheduler {
                     label: Some("webtensor batch"),
                     timestamp_writes,
                 });
-                let mut last: Option<&Arc<Pipeline>> = None;
+                let mut last = None;
                 for (e, group) in encoded.iter().zip(&groups) {
-                    // Set again only when it changes (a pass keeps it).
-                    if last.is_none_or(|p| !Arc::ptr_eq(p, &e.pipeline)) {
-                        pass.set_pipeline(&e.pipeline.pipeline);
-                        last = Some(&e.pipeline);
-                    }
+                    set_pipeline(&mut pass, &mut last, &e.pipeline);
                     pass.set_bind_group(0, group, &[base + e.offset]);
                     pass.dispatch_workgroups(e.groups[0], e.groups[1], e.groups[2]);
                 }
@@ -501,6 +497,19 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+}
+
+/// Sets `pipeline` on `pass` unless it is `last`, the one set before (a
+/// pass keeps it between dispatches).
+fn set_pipeline<'a>(
+    pass: &mut wgpu::ComputePass<'_>,
+    last: &mut Option<&'a Arc<Pipeline>>,
+    pipeline: &'a Arc<Pipeline>,
+) {
+    if last.is_none_or(|p| !Arc::ptr_eq(p, pipeline)) {
+        pass.set_pipeline(&pipeline.pipeline);
+        *last = Some(pipeline);
     }
 }
 

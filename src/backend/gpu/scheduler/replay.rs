@@ -2,7 +2,7 @@
 //! opened and closed around the step's code, the batch encoded once with
 //! parameters of its own, and runs submitted again.
 
-use super::{Batch, Scheduler, release, unwritten};
+use super::{Batch, Scheduler, release, set_pipeline, unwritten};
 use crate::backend::gpu::capture::{self, Capture, CapturedBatch, CapturedDispatch};
 use crate::backend::gpu::command::{Command, poison_outputs};
 use crate::backend::gpu::dispatch::{create_group, group_probe};
@@ -12,7 +12,6 @@ use crate::backend::gpu::profile_log::{Dispatch, Origin};
 use crate::backend::gpu::target::Target;
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 impl Scheduler {
@@ -193,11 +192,9 @@ impl Scheduler {
                 label: Some("webtensor captured step"),
                 timestamp_writes: None,
             });
-            for (k, d) in batch.dispatches.iter().enumerate() {
-                let previous = k.checked_sub(1).map(|p| &batch.dispatches[p].pipeline);
-                if previous.is_none_or(|p| !Arc::ptr_eq(p, &d.pipeline)) {
-                    pass.set_pipeline(&d.pipeline.pipeline);
-                }
+            let mut last = None;
+            for d in &batch.dispatches {
+                set_pipeline(&mut pass, &mut last, &d.pipeline);
                 pass.set_bind_group(0, &d.group, &[d.offset]);
                 pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
             }
