@@ -13,12 +13,10 @@
 use super::buffer_claim::BufferClaim;
 use super::command::Command;
 use super::kernel::pipeline::Pipeline;
-use super::pool::PooledBuffer;
-use super::target::Target;
+use super::pool::{BufferPool, PooledBuffer};
 use crate::error::Error;
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 /// What the operation that refused to be captured is called in errors.
 pub(crate) const OP: &str = "Device::capture";
@@ -80,24 +78,17 @@ impl Capture {
         self.refused.as_deref()
     }
 
-    /// The buffers held, for the step to let go when it goes (see
-    /// [`CapturedBatch::give_back`]).
+    /// The buffers held, for the step to let go (see [`let_go`]).
     pub fn into_held(self) -> Vec<Arc<BufferClaim>> {
         self.held
-    }
-
-    /// Lets go of the buffers held: the capture failed.
-    pub fn let_go(self, ctx: &Target<'_>) {
-        let_go(self.held, ctx);
     }
 }
 
 /// Lets go of the buffers a captured step held: those whose tensors are
-/// gone go back to the pool.
-fn let_go(held: Vec<Arc<BufferClaim>>, ctx: &Target<'_>) {
-    let open_batch = ctx.open_batch.load(Ordering::Acquire);
+/// gone go back to `pool`.
+pub(crate) fn let_go(held: Vec<Arc<BufferClaim>>, pool: &BufferPool, open_batch: u64) {
     for claim in held {
-        claim.let_go(ctx.pool, open_batch);
+        claim.let_go(pool, open_batch);
     }
 }
 
@@ -135,13 +126,12 @@ pub(crate) struct CapturedBatch {
 }
 
 impl CapturedBatch {
-    /// Gives the step's temporaries back to the pool and lets go of the
+    /// Gives the step's temporaries back to `pool` and lets go of the
     /// buffers it held: the step will not run again.
-    pub fn give_back(&mut self, ctx: &Target<'_>) {
-        let open_batch = ctx.open_batch.load(Ordering::Acquire);
+    pub fn give_back(&mut self, pool: &BufferPool, open_batch: u64) {
         for t in self.temporaries.drain(..) {
-            ctx.pool.release(t, open_batch);
+            pool.release(t, open_batch);
         }
-        let_go(std::mem::take(&mut self.held), ctx);
+        let_go(std::mem::take(&mut self.held), pool, open_batch);
     }
 }

@@ -94,6 +94,7 @@ impl GpuGraph {
 impl Drop for GpuGraph {
     fn drop(&mut self) {
         // Runs already submitted finish before a later batch reuses these.
-        self.batch.give_back(&self.ctx.target());
+        let open_batch = self.ctx.open_batch();
+        self.batch.give_back(&self.ctx.pool, open_batch);
     }
 }

@@ -64,7 +64,11 @@ impl Scheduler {
             // A failed submit poisons what it was to write; the step's
             // error says more.
             let _submitted = self.flush(ctx, |_| {});
-            capture.let_go(ctx);
+            capture::let_go(
+                capture.into_held(),
+                ctx.pool,
+                ctx.open_batch.load(Ordering::Acquire),
+            );
             return Err(e);
         }
         let (commands, kernel_params) = self.take_pending();
@@ -79,7 +83,7 @@ impl Scheduler {
         #[cfg(not(target_arch = "wasm32"))]
         let result = match (result, pop_now(scope)) {
             (Ok(mut batch), Some(e)) => {
-                batch.give_back(ctx);
+                batch.give_back(ctx.pool, ctx.open_batch.load(Ordering::Acquire));
                 Err(Error::gpu(capture::OP, format!("the device reported: {e}")))
             }
             (result, _) => result,
@@ -92,7 +96,7 @@ impl Scheduler {
         self.restore_pending((commands, kernel_params));
         let mut batch = result?;
         if let Err(e) = self.replay(ctx, &batch) {
-            batch.give_back(ctx);
+            batch.give_back(ctx.pool, ctx.open_batch.load(Ordering::Acquire));
             return Err(e);
         }
         Ok(batch)
@@ -114,7 +118,11 @@ impl Scheduler {
         let (encoding, temporaries) = self.plan_and_encode(ctx, batch, &mut encoded, &mut bytes);
         if let Err(e) = encoding {
             release(ctx, temporaries);
-            capture.let_go(ctx);
+            capture::let_go(
+                capture.into_held(),
+                ctx.pool,
+                ctx.open_batch.load(Ordering::Acquire),
+            );
             return Err(e);
         }
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
