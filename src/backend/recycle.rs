@@ -85,7 +85,6 @@ pub(crate) fn cell<T: Recycle>(value: T) -> Arc<T> {
 pub(crate) struct Shared<T: Recycle>(ManuallyDrop<Arc<T>>);
 
 impl<T: Recycle> Shared<T> {
-    /// The first handle to `cell` (from [`cell`], or a cell of its own).
     pub fn new(cell: Arc<T>) -> Shared<T> {
         Shared(ManuallyDrop::new(cell))
     }
