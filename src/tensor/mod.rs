@@ -8,7 +8,6 @@ mod views;
 
 pub(crate) use create::alloc;
 
-use crate::backend::recycle::Shared;
 use crate::backend::{Storage, TensorRef};
 use crate::device::Device;
 use crate::dtype::{DType, KernelType};
@@ -34,8 +33,7 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone)]
 pub struct Tensor {
-    /// Its last handle parks the cell for reuse (see `backend/recycle.rs`).
-    storage: Shared<Storage>,
+    storage: Arc<Storage>,
     layout: Layout,
     dtype: DType,
     device: Device,
@@ -49,7 +47,7 @@ impl Tensor {
         device: Device,
     ) -> Tensor {
         Tensor {
-            storage: Shared::new(storage),
+            storage,
             layout,
             dtype,
             device,

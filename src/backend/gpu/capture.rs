@@ -13,7 +13,8 @@
 use super::buffer_claim::BufferClaim;
 use super::command::Command;
 use super::kernel::pipeline::Pipeline;
-use super::pool::{BufferPool, PooledBuffer};
+use super::pool::PooledBuffer;
+use crate::backend::Storage;
 use crate::error::Error;
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
@@ -21,12 +22,12 @@ use std::sync::Arc;
 /// What the operation that refused to be captured is called in errors.
 pub(crate) const OP: &str = "Device::capture";
 
-/// The buffers a captured step holds (see [`BufferClaim::hold`]), and
-/// whether an op inside it was refused.
+/// The storages a captured step holds, and whether an op inside it was
+/// refused.
 #[derive(Default)]
 pub(crate) struct Capture {
-    held: Vec<Arc<BufferClaim>>,
-    /// Addresses of the claims in `held`.
+    held: Vec<Arc<Storage>>,
+    /// Addresses of the storages in `held`.
     seen: FxHashSet<usize>,
     /// Why the capture cannot be replayed, once an op inside it was refused.
     refused: Option<String>,
@@ -35,30 +36,29 @@ pub(crate) struct Capture {
 impl Capture {
     /// Holds what `command` binds that holds a buffer already.
     pub fn hold_recorded(&mut self, command: &Command) {
-        for operand in command.operands() {
-            if let Some(claim) = operand.claim
-                && (!operand.deferred || claim.is_taken())
+        for (storage, claim) in command.operands() {
+            if claim.is_none_or(|s| s.is_taken())
+                && let Some(storage) = storage.upgrade()
             {
-                self.hold(claim);
+                self.hold(storage);
             }
         }
     }
 
-    /// Holds every buffer of `commands` that a tensor still holds.
+    /// Holds every storage of `commands` that a tensor still holds.
     pub fn hold_live(&mut self, commands: &[Command]) {
         for command in commands {
-            for claim in command.operands().iter().filter_map(|o| o.claim) {
-                self.hold(claim);
+            for (storage, _) in command.operands() {
+                if let Some(storage) = storage.upgrade() {
+                    self.hold(storage);
+                }
             }
         }
     }
 
-    /// Holds `claim`'s buffer unless its tensor (and any other step
-    /// holding it) is gone.
-    fn hold(&mut self, claim: &Arc<BufferClaim>) {
-        if !claim.is_gone() && self.seen.insert(Arc::as_ptr(claim) as usize) {
-            claim.hold();
-            self.held.push(claim.clone());
+    fn hold(&mut self, storage: Arc<Storage>) {
+        if self.seen.insert(Arc::as_ptr(&storage) as usize) {
+            self.held.push(storage);
         }
     }
 
@@ -78,17 +78,9 @@ impl Capture {
         self.refused.as_deref()
     }
 
-    /// The buffers held, for the step to let go (see [`let_go`]).
-    pub fn into_held(self) -> Vec<Arc<BufferClaim>> {
+    /// The storages held.
+    pub fn into_held(self) -> Vec<Arc<Storage>> {
         self.held
-    }
-}
-
-/// Lets go of the buffers a captured step held: those whose tensors are
-/// gone go back to `pool`.
-pub(crate) fn let_go(held: Vec<Arc<BufferClaim>>, pool: &BufferPool, open_batch: u64) {
-    for claim in held {
-        claim.let_go(pool, open_batch);
     }
 }
 
@@ -114,8 +106,8 @@ pub(crate) struct CapturedBatch {
     /// The flush's temporaries, the graph's for good (given back to the
     /// pool when the graph goes).
     pub temporaries: Vec<PooledBuffer>,
-    /// The buffers the dispatches bind, held (see [`BufferClaim::hold`]).
-    pub held: Vec<Arc<BufferClaim>>,
+    /// The storages whose buffers the dispatches bind.
+    pub held: Vec<Arc<Storage>>,
     /// The buffers the dispatches write, poisoned when a run fails.
     pub written: Vec<Arc<BufferClaim>>,
     /// Ops recorded by the step.
@@ -123,15 +115,4 @@ pub(crate) struct CapturedBatch {
     /// True when a dispatch may record an index fault: each run arms the
     /// device's fault record (see `faults.rs`).
     pub faults: bool,
-}
-
-impl CapturedBatch {
-    /// Gives the step's temporaries back to `pool` and lets go of the
-    /// buffers it held: the step will not run again.
-    pub fn give_back(&mut self, pool: &BufferPool, open_batch: u64) {
-        for t in self.temporaries.drain(..) {
-            pool.release(t, open_batch);
-        }
-        let_go(std::mem::take(&mut self.held), pool, open_batch);
-    }
 }

@@ -5,7 +5,6 @@
 use super::buffer_claim::BufferClaim;
 use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::Pipeline;
-use crate::backend::recycle::Shared;
 use crate::backend::{Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -13,24 +12,11 @@ use crate::layout::{Layout, Window, window_of};
 use crate::op::ElementwiseOp;
 use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-/// A buffer a command binds: its claim (`None`: the device's fault
-/// record), and whether the buffer may not be taken yet (see
-/// [`Command::operands`]).
-#[derive(Clone, Copy)]
-pub(crate) struct Operand<'a> {
-    pub claim: Option<&'a Arc<BufferClaim>>,
-    /// Taken at the flush, not when the command was recorded.
-    pub deferred: bool,
-}
-
-impl Operand<'_> {
-    /// The storage's identity within one batch.
-    pub fn id(&self) -> StorageId {
-        StorageId::of(self.claim)
-    }
-}
+/// A storage a command binds, and its claim when the buffer may not be
+/// taken yet (see [`Command::operands`]).
+pub(crate) type Operand<'a> = (&'a Weak<Storage>, Option<&'a Arc<BufferClaim>>);
 
 /// One recorded GPU command.
 // Elementwise ops are the common case and the large variant: boxing them
@@ -50,27 +36,26 @@ pub(crate) fn poison_outputs(commands: &[Command], failure: &str) {
     }
 }
 
-/// Storage identity within one batch: the address of the storage's
-/// buffer claim, one to a storage (a number, so that scratch keyed by it
-/// can outlive the batch). Commands hold the claims they name, so no
-/// address is reused while the batch is recorded.
+/// Storage identity within one batch: the storage's address (a number, so
+/// that scratch keyed by it can outlive the batch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct StorageId(usize);
 
 impl StorageId {
-    /// The identity of the storage of `claim` (`None`: the fault record).
-    pub fn of(claim: Option<&Arc<BufferClaim>>) -> StorageId {
-        StorageId(claim.map_or(0, |c| Arc::as_ptr(c) as usize))
+    /// The identity of the storage `weak` points to.
+    pub fn of(weak: &Weak<Storage>) -> StorageId {
+        StorageId(weak.as_ptr() as usize)
     }
 }
 
 /// A tensor operand of a recorded op.
 #[derive(Clone)]
 pub(crate) struct TensorOperand {
-    /// The storage's buffer, taken when a flush needs it (see
-    /// `buffer_claim.rs`); also the storage's identity and liveness (gone
-    /// once every tensor on it is dropped).
-    pub claim: Shared<BufferClaim>,
+    /// Identity and liveness of the storage (dead once every tensor on it
+    /// is dropped; the allocation, and so the identity, outlives the batch).
+    pub storage: Weak<Storage>,
+    /// The storage's buffer, taken when a flush needs it (see `buffer_claim.rs`).
+    pub claim: Arc<BufferClaim>,
     /// The id of the buffer, shared by storages that reuse it.
     pub buffer_id: u64,
     /// Over the op's shape (inputs already broadcast).
@@ -81,12 +66,12 @@ pub(crate) struct TensorOperand {
 impl TensorOperand {
     /// The storage's identity within one batch.
     pub fn id(&self) -> StorageId {
-        StorageId::of(Some(&self.claim))
+        StorageId::of(&self.storage)
     }
 
-    /// True once no tensor (nor captured step) refers to the storage.
+    /// True once no tensor refers to the storage.
     pub fn is_dead(&self) -> bool {
-        self.claim.is_gone()
+        self.storage.strong_count() == 0
     }
 }
 
@@ -123,9 +108,8 @@ impl RecordedOp {
 /// A storage buffer bound to a kernel command.
 #[derive(Clone)]
 pub(crate) struct Bound {
-    /// The storage's claim (its buffer taken), its identity and liveness as
-    /// for elementwise operands; `None` for the fault record.
-    pub claim: Option<Shared<BufferClaim>>,
+    /// Identity and liveness of the storage, as for elementwise operands.
+    pub storage: Weak<Storage>,
     pub buffer: wgpu::Buffer,
     /// The pool's id of `buffer`.
     pub buffer_id: u64,
@@ -161,7 +145,7 @@ impl Bound {
         }
         let (buffer, buffer_id) = s.bound_buffer(op)?;
         Ok(Bound {
-            claim: Some(s.claim().clone()),
+            storage: Arc::downgrade(storage),
             buffer,
             buffer_id,
             writes,
@@ -209,7 +193,7 @@ impl Bound {
         let (buffer, buffer_id) = s.bound_buffer(op)?;
         Ok((
             Bound {
-                claim: Some(s.claim().clone()),
+                storage: Arc::downgrade(t.storage),
                 buffer,
                 buffer_id,
                 writes,
@@ -263,19 +247,9 @@ impl Command {
         match self {
             Command::Elementwise(op) => std::iter::once(&op.out)
                 .chain(op.tensor_args())
-                .map(|t| Operand {
-                    claim: Some(&t.claim),
-                    deferred: true,
-                })
+                .map(|t| (&t.storage, Some(&t.claim)))
                 .collect(),
-            Command::Kernel(k) => k
-                .bindings
-                .iter()
-                .map(|b| Operand {
-                    claim: b.claim.as_deref(),
-                    deferred: false,
-                })
-                .collect(),
+            Command::Kernel(k) => k.bindings.iter().map(|b| (&b.storage, None)).collect(),
         }
     }
 
@@ -283,12 +257,15 @@ impl Command {
     /// aside; a kernel command's, while a tensor holds them).
     pub fn written_claims(&self) -> SmallVec<[Arc<BufferClaim>; 2]> {
         match self {
-            Command::Elementwise(op) => smallvec::smallvec![Arc::clone(&op.out.claim)],
+            Command::Elementwise(op) => smallvec::smallvec![op.out.claim.clone()],
             Command::Kernel(k) => k
                 .bindings
                 .iter()
                 .filter(|b| b.writes && !b.fault_record)
-                .filter_map(|b| b.claim.as_deref().filter(|c| !c.is_gone()).cloned())
+                .filter_map(|b| match &*b.storage.upgrade()? {
+                    Storage::Gpu(s) => Some(s.claim().clone()),
+                    Storage::Cpu(_) => None,
+                })
                 .collect(),
         }
     }
