@@ -327,6 +327,46 @@ fn dropping_a_graph_gives_its_buffers_back() {
 }
 
 #[test]
+fn a_graph_keeps_the_buffers_of_tensors_dropped_after_capture() {
+    for dev in capture_devices().into_iter().skip(1) {
+        dev.sync().unwrap();
+        let live_before = dev.stats().bytes_live;
+        let x = Tensor::ones([1 << 12], DType::F32, &dev).unwrap();
+        let out = Tensor::zeros([1 << 12], DType::F32, &dev).unwrap();
+        let (xs, outs) = (x.clone(), out.clone());
+        let mut graph = dev
+            .capture(move || outs.assign(&xs.mul_scalar(2.0)?))
+            .unwrap();
+        // The graph binds x's buffer on every run: no new tensor may get it.
+        drop(x);
+        let others: Vec<Tensor> = (0..4)
+            .map(|i| Tensor::full([1 << 12], -(i as f64), DType::F32, &dev).unwrap())
+            .collect();
+        out.fill_(0.0).unwrap();
+        graph.run().unwrap();
+        assert_close(
+            &read_f32(&out),
+            &[2.0; 1 << 12],
+            0.0,
+            "a run after x was dropped",
+        );
+        drop((others, out));
+        dev.sync().unwrap();
+        assert!(
+            dev.stats().bytes_live > live_before,
+            "the graph still holds the buffers of x and out"
+        );
+        drop(graph);
+        dev.sync().unwrap();
+        assert_eq!(
+            dev.stats().bytes_live,
+            live_before,
+            "dropping the graph gives back the buffers of the tensors dropped before it"
+        );
+    }
+}
+
+#[test]
 fn buffers_only_the_graph_uses_are_lent_to_no_one_else() {
     for dev in capture_devices() {
         let out = Tensor::zeros([256], DType::F32, &dev).unwrap();

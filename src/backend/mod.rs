@@ -12,6 +12,7 @@ mod custom_spec;
 pub(crate) mod gpu;
 #[cfg(test)]
 mod layering;
+pub(crate) mod recycle;
 
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};

@@ -2,7 +2,7 @@
 
 use super::Tensor;
 use crate::backend::cpu::try_collect;
-use crate::backend::{Input, Storage};
+use crate::backend::{Input, Storage, recycle};
 use crate::device::Device;
 use crate::dtype::{DType, Element, KernelType, bf16_from_f64, f16_from_f64};
 use crate::error::{Error, Result};
@@ -59,7 +59,7 @@ impl Tensor {
         }
         let storage = Storage::from_vec(device.gpu_context(), op, data)?;
         Ok(Tensor::from_parts(
-            Arc::new(storage),
+            recycle::cell(storage),
             Layout::contiguous(shape),
             T::DTYPE,
             device.clone(),
@@ -285,7 +285,7 @@ pub(crate) fn alloc(
     len: usize,
 ) -> Result<Arc<Storage>> {
     let (stored, per_element) = dtype.stored_as();
-    Ok(Arc::new(Storage::alloc(
+    Ok(recycle::cell(Storage::alloc(
         device.gpu_context(),
         op,
         stored,

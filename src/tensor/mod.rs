@@ -8,6 +8,7 @@ mod views;
 
 pub(crate) use create::alloc;
 
+use crate::backend::recycle::Shared;
 use crate::backend::{Storage, TensorRef};
 use crate::device::Device;
 use crate::dtype::{DType, KernelType};
@@ -33,7 +34,8 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone)]
 pub struct Tensor {
-    storage: Arc<Storage>,
+    /// Its last handle parks the cell for reuse (see `backend/recycle.rs`).
+    storage: Shared<Storage>,
     layout: Layout,
     dtype: DType,
     device: Device,
@@ -47,7 +49,7 @@ impl Tensor {
         device: Device,
     ) -> Tensor {
         Tensor {
-            storage,
+            storage: Shared::new(storage),
             layout,
             dtype,
             device,

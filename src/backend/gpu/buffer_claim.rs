@@ -26,7 +26,7 @@
 //! has encoded its last reader.
 
 use super::pool::{BufferKind, BufferPool, PooledBuffer};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// One tensor's buffer, taken now or later.
@@ -47,8 +47,12 @@ struct ClaimState {
     id: u64,
     /// A recorded command knows `id`.
     referenced: bool,
-    /// The tensor is gone; only recorded commands hold the claim.
+    /// The tensor is gone; only recorded commands (and captured steps)
+    /// hold the claim.
     orphan: bool,
+    /// Captured steps holding the buffer: an orphan gives it back only
+    /// once none does (see [`BufferClaim::hold`]).
+    holds: u32,
     /// `size` bytes are reserved under the pool's cap.
     reserved: bool,
     /// The buffer is a temporary of the flush that took it.
@@ -86,6 +90,7 @@ impl BufferClaim {
                 buffer: Some(buffer),
                 referenced: false,
                 orphan: false,
+                holds: 0,
                 reserved: false,
                 temporary: false,
             }),
@@ -113,6 +118,7 @@ impl BufferClaim {
                 id,
                 referenced: false,
                 orphan: false,
+                holds: 0,
                 reserved: true,
                 temporary: false,
             }),
@@ -126,9 +132,29 @@ impl BufferClaim {
         let _ = self.poison.set(failure.to_string());
     }
 
+    /// Drops the claim's handle on its buffer: no handle to the claim is
+    /// left (see `backend/recycle.rs`).
+    pub fn let_go_of_buffer(&mut self) {
+        let s = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        s.buffer = None;
+    }
+
     /// The failure that poisoned the buffer, if one did.
     pub fn poisoned(&self) -> Option<&str> {
         self.poison.get().map(String::as_str)
+    }
+
+    /// # Errors
+    /// `Error::Gpu` naming `op` when a batch that was to write the buffer
+    /// failed (see [`BufferClaim::poison`]).
+    pub fn check_poison(&self, op: &'static str) -> Result<()> {
+        match self.poisoned() {
+            Some(failure) => Err(Error::gpu(
+                op,
+                format!("the batch that was to write this tensor failed: {failure}"),
+            )),
+            None => Ok(()),
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, ClaimState> {
@@ -152,7 +178,12 @@ impl BufferClaim {
     /// it cannot be observed.
     pub fn is_unobservable(&self) -> bool {
         let s = self.state();
-        s.orphan && s.buffer.is_none()
+        s.is_gone() && s.buffer.is_none()
+    }
+
+    /// True once neither a tensor nor a captured step holds the buffer.
+    pub fn is_gone(&self) -> bool {
+        self.state().is_gone()
     }
 
     /// True once a recorded command knows the claim.
@@ -260,7 +291,7 @@ impl BufferClaim {
             if let Some(b) = &s.buffer {
                 return Ok((b.buffer.clone(), Taken::Kept));
             }
-            if s.orphan {
+            if s.is_gone() {
                 let b = temporary(self.bytes)?;
                 let buffer = b.buffer.clone();
                 s.buffer = Some(b);
@@ -281,19 +312,51 @@ impl BufferClaim {
 
     /// The tensor is gone: its buffer goes back to the pool (held from
     /// reuse in the open batch when commands know it by another id), or
-    /// its reservation is given back. Recorded commands keep the claim.
+    /// its reservation is given back, once no captured step holds it.
+    /// Recorded commands keep the claim.
     pub fn orphan(&self, pool: &BufferPool, open_batch: u64) {
         let mut s = self.state();
         s.orphan = true;
-        if let Some(b) = &s.buffer {
-            if b.id == s.id {
+        s.give_back_when_gone(pool, self.size, open_batch);
+    }
+
+    /// A captured step binds the buffer on every run: it stays the
+    /// claim's, even once the tensor is gone, until the step lets go.
+    pub fn hold(&self) {
+        self.state().holds += 1;
+    }
+
+    /// Ends a [`BufferClaim::hold`]; the buffer of a gone tensor goes back
+    /// to the pool with the last.
+    pub fn let_go(&self, pool: &BufferPool, open_batch: u64) {
+        let mut s = self.state();
+        if s.holds > 0 {
+            s.holds -= 1;
+            s.give_back_when_gone(pool, self.size, open_batch);
+        }
+    }
+}
+
+impl ClaimState {
+    fn is_gone(&self) -> bool {
+        self.orphan && self.holds == 0
+    }
+
+    /// Gives the buffer (or the reservation of `size` bytes) back to
+    /// `pool` once neither the tensor nor a captured step holds it.
+    fn give_back_when_gone(&mut self, pool: &BufferPool, size: u64, open_batch: u64) {
+        if !self.is_gone() {
+            return;
+        }
+        if let Some(b) = &self.buffer {
+            if b.id == self.id {
                 pool.release(b.clone(), open_batch);
             } else {
-                pool.release_held(b.clone(), open_batch, s.id);
+                pool.release_held(b.clone(), open_batch, self.id);
             }
-        } else if s.reserved {
-            s.reserved = false;
-            pool.unreserve(self.size);
+        } else if self.reserved {
+            self.reserved = false;
+            pool.unreserve(size);
         }
     }
 }

@@ -14,20 +14,21 @@ use super::buffer_claim::BufferClaim;
 use super::command::Command;
 use super::kernel::pipeline::Pipeline;
 use super::pool::PooledBuffer;
-use crate::backend::Storage;
+use super::target::Target;
 use crate::error::Error;
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// What the operation that refused to be captured is called in errors.
 pub(crate) const OP: &str = "Device::capture";
 
-/// The storages a captured step holds, and whether an op inside it was
-/// refused.
+/// The buffers a captured step holds (see [`BufferClaim::hold`]), and
+/// whether an op inside it was refused.
 #[derive(Default)]
 pub(crate) struct Capture {
-    held: Vec<Arc<Storage>>,
-    /// Addresses of the storages in `held`.
+    held: Vec<Arc<BufferClaim>>,
+    /// Addresses of the claims in `held`.
     seen: FxHashSet<usize>,
     /// Why the capture cannot be replayed, once an op inside it was refused.
     refused: Option<String>,
@@ -36,29 +37,30 @@ pub(crate) struct Capture {
 impl Capture {
     /// Holds what `command` binds that holds a buffer already.
     pub fn hold_recorded(&mut self, command: &Command) {
-        for (storage, claim) in command.operands() {
-            if claim.is_none_or(|s| s.is_taken())
-                && let Some(storage) = storage.upgrade()
+        for operand in command.operands() {
+            if let Some(claim) = operand.claim
+                && (!operand.deferred || claim.is_taken())
             {
-                self.hold(storage);
+                self.hold(claim);
             }
         }
     }
 
-    /// Holds every storage of `commands` that a tensor still holds.
+    /// Holds every buffer of `commands` that a tensor still holds.
     pub fn hold_live(&mut self, commands: &[Command]) {
         for command in commands {
-            for (storage, _) in command.operands() {
-                if let Some(storage) = storage.upgrade() {
-                    self.hold(storage);
-                }
+            for claim in command.operands().iter().filter_map(|o| o.claim) {
+                self.hold(claim);
             }
         }
     }
 
-    fn hold(&mut self, storage: Arc<Storage>) {
-        if self.seen.insert(Arc::as_ptr(&storage) as usize) {
-            self.held.push(storage);
+    /// Holds `claim`'s buffer unless its tensor (and any other step
+    /// holding it) is gone.
+    fn hold(&mut self, claim: &Arc<BufferClaim>) {
+        if !claim.is_gone() && self.seen.insert(Arc::as_ptr(claim) as usize) {
+            claim.hold();
+            self.held.push(claim.clone());
         }
     }
 
@@ -78,9 +80,24 @@ impl Capture {
         self.refused.as_deref()
     }
 
-    /// The storages held.
-    pub fn into_held(self) -> Vec<Arc<Storage>> {
+    /// The buffers held, for the step to let go when it goes (see
+    /// [`CapturedBatch::give_back`]).
+    pub fn into_held(self) -> Vec<Arc<BufferClaim>> {
         self.held
+    }
+
+    /// Lets go of the buffers held: the capture failed.
+    pub fn let_go(self, ctx: &Target<'_>) {
+        let_go(self.held, ctx);
+    }
+}
+
+/// Lets go of the buffers a captured step held: those whose tensors are
+/// gone go back to the pool.
+fn let_go(held: Vec<Arc<BufferClaim>>, ctx: &Target<'_>) {
+    let open_batch = ctx.open_batch.load(Ordering::Acquire);
+    for claim in held {
+        claim.let_go(ctx.pool, open_batch);
     }
 }
 
@@ -106,8 +123,8 @@ pub(crate) struct CapturedBatch {
     /// The flush's temporaries, the graph's for good (given back to the
     /// pool when the graph goes).
     pub temporaries: Vec<PooledBuffer>,
-    /// The storages whose buffers the dispatches bind.
-    pub held: Vec<Arc<Storage>>,
+    /// The buffers the dispatches bind, held (see [`BufferClaim::hold`]).
+    pub held: Vec<Arc<BufferClaim>>,
     /// The buffers the dispatches write, poisoned when a run fails.
     pub written: Vec<Arc<BufferClaim>>,
     /// Ops recorded by the step.
@@ -115,4 +132,16 @@ pub(crate) struct CapturedBatch {
     /// True when a dispatch may record an index fault: each run arms the
     /// device's fault record (see `faults.rs`).
     pub faults: bool,
+}
+
+impl CapturedBatch {
+    /// Gives the step's temporaries back to the pool and lets go of the
+    /// buffers it held: the step will not run again.
+    pub fn give_back(&mut self, ctx: &Target<'_>) {
+        let open_batch = ctx.open_batch.load(Ordering::Acquire);
+        for t in self.temporaries.drain(..) {
+            ctx.pool.release(t, open_batch);
+        }
+        let_go(std::mem::take(&mut self.held), ctx);
+    }
 }

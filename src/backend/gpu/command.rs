@@ -5,6 +5,7 @@
 use super::buffer_claim::BufferClaim;
 use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::Pipeline;
+use crate::backend::recycle::Shared;
 use crate::backend::{Storage, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -12,11 +13,24 @@ use crate::layout::{Layout, Window, window_of};
 use crate::op::ElementwiseOp;
 use crate::scalar::TypedScalar;
 use smallvec::SmallVec;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-/// A storage a command binds, and its claim when the buffer may not be
-/// taken yet (see [`Command::operands`]).
-pub(crate) type Operand<'a> = (&'a Weak<Storage>, Option<&'a Arc<BufferClaim>>);
+/// A buffer a command binds: its claim (`None`: the device's fault
+/// record), and whether the buffer may not be taken yet (see
+/// [`Command::operands`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Operand<'a> {
+    pub claim: Option<&'a Arc<BufferClaim>>,
+    /// Taken at the flush, not when the command was recorded.
+    pub deferred: bool,
+}
+
+impl Operand<'_> {
+    /// The storage's identity within one batch.
+    pub fn id(&self) -> StorageId {
+        StorageId::of(self.claim)
+    }
+}
 
 /// One recorded GPU command.
 // Elementwise ops are the common case and the large variant: boxing them
@@ -36,26 +50,27 @@ pub(crate) fn poison_outputs(commands: &[Command], failure: &str) {
     }
 }
 
-/// Storage identity within one batch: the storage's address (a number, so
-/// that scratch keyed by it can outlive the batch).
+/// Storage identity within one batch: the address of the storage's
+/// buffer claim, one to a storage (a number, so that scratch keyed by it
+/// can outlive the batch). Commands hold the claims they name, so no
+/// address is reused while the batch is recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct StorageId(usize);
 
 impl StorageId {
-    /// The identity of the storage `weak` points to.
-    pub fn of(weak: &Weak<Storage>) -> StorageId {
-        StorageId(weak.as_ptr() as usize)
+    /// The identity of the storage of `claim` (`None`: the fault record).
+    pub fn of(claim: Option<&Arc<BufferClaim>>) -> StorageId {
+        StorageId(claim.map_or(0, |c| Arc::as_ptr(c) as usize))
     }
 }
 
 /// A tensor operand of a recorded op.
 #[derive(Clone)]
 pub(crate) struct TensorOperand {
-    /// Identity and liveness of the storage (dead once every tensor on it
-    /// is dropped; the allocation, and so the identity, outlives the batch).
-    pub storage: Weak<Storage>,
-    /// The storage's buffer, taken when a flush needs it (see `buffer_claim.rs`).
-    pub claim: Arc<BufferClaim>,
+    /// The storage's buffer, taken when a flush needs it (see
+    /// `buffer_claim.rs`); also the storage's identity and liveness (gone
+    /// once every tensor on it is dropped).
+    pub claim: Shared<BufferClaim>,
     /// The id of the buffer, shared by storages that reuse it.
     pub buffer_id: u64,
     /// Over the op's shape (inputs already broadcast).
@@ -66,12 +81,12 @@ pub(crate) struct TensorOperand {
 impl TensorOperand {
     /// The storage's identity within one batch.
     pub fn id(&self) -> StorageId {
-        StorageId::of(&self.storage)
+        StorageId::of(Some(&self.claim))
     }
 
-    /// True once no tensor refers to the storage.
+    /// True once no tensor (nor captured step) refers to the storage.
     pub fn is_dead(&self) -> bool {
-        self.storage.strong_count() == 0
+        self.claim.is_gone()
     }
 }
 
@@ -108,8 +123,9 @@ impl RecordedOp {
 /// A storage buffer bound to a kernel command.
 #[derive(Clone)]
 pub(crate) struct Bound {
-    /// Identity and liveness of the storage, as for elementwise operands.
-    pub storage: Weak<Storage>,
+    /// The storage's claim (its buffer taken), its identity and liveness as
+    /// for elementwise operands; `None` for the fault record.
+    pub claim: Option<Shared<BufferClaim>>,
     pub buffer: wgpu::Buffer,
     /// The pool's id of `buffer`.
     pub buffer_id: u64,
@@ -145,7 +161,7 @@ impl Bound {
         }
         let (buffer, buffer_id) = s.bound_buffer(op)?;
         Ok(Bound {
-            storage: Arc::downgrade(storage),
+            claim: Some(s.claim().clone()),
             buffer,
             buffer_id,
             writes,
@@ -193,7 +209,7 @@ impl Bound {
         let (buffer, buffer_id) = s.bound_buffer(op)?;
         Ok((
             Bound {
-                storage: Arc::downgrade(t.storage),
+                claim: Some(s.claim().clone()),
                 buffer,
                 buffer_id,
                 writes,
@@ -247,9 +263,19 @@ impl Command {
         match self {
             Command::Elementwise(op) => std::iter::once(&op.out)
                 .chain(op.tensor_args())
-                .map(|t| (&t.storage, Some(&t.claim)))
+                .map(|t| Operand {
+                    claim: Some(&t.claim),
+                    deferred: true,
+                })
                 .collect(),
-            Command::Kernel(k) => k.bindings.iter().map(|b| (&b.storage, None)).collect(),
+            Command::Kernel(k) => k
+                .bindings
+                .iter()
+                .map(|b| Operand {
+                    claim: b.claim.as_deref(),
+                    deferred: false,
+                })
+                .collect(),
         }
     }
 
@@ -257,15 +283,12 @@ impl Command {
     /// aside; a kernel command's, while a tensor holds them).
     pub fn written_claims(&self) -> SmallVec<[Arc<BufferClaim>; 2]> {
         match self {
-            Command::Elementwise(op) => smallvec::smallvec![op.out.claim.clone()],
+            Command::Elementwise(op) => smallvec::smallvec![Arc::clone(&op.out.claim)],
             Command::Kernel(k) => k
                 .bindings
                 .iter()
                 .filter(|b| b.writes && !b.fault_record)
-                .filter_map(|b| match &*b.storage.upgrade()? {
-                    Storage::Gpu(s) => Some(s.claim().clone()),
-                    Storage::Cpu(_) => None,
-                })
+                .filter_map(|b| b.claim.as_deref().filter(|c| !c.is_gone()).cloned())
                 .collect(),
         }
     }

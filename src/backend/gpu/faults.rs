@@ -12,7 +12,6 @@ use super::command::Bound;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::op::IndexOp;
-use std::sync::Weak;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The pool never hands out this id: it names the fault buffer in the
@@ -61,7 +60,7 @@ impl Faults {
     /// The record, bound for a kernel to write.
     pub fn bound(&self) -> Bound {
         Bound {
-            storage: Weak::new(),
+            claim: None,
             buffer: self.buffer.clone(),
             buffer_id: FAULT_BUFFER_ID,
             writes: true,

@@ -94,9 +94,6 @@ impl GpuGraph {
 impl Drop for GpuGraph {
     fn drop(&mut self) {
         // Runs already submitted finish before a later batch reuses these.
-        let open_batch = self.ctx.open_batch();
-        for t in self.batch.temporaries.drain(..) {
-            self.ctx.pool.release(t, open_batch);
-        }
+        self.batch.give_back(&self.ctx.target());
     }
 }

@@ -126,6 +126,7 @@ mod temporaries;
 #[cfg(not(target_arch = "wasm32"))]
 mod timer;
 
+pub(crate) use buffer_claim::BufferClaim;
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
 pub(crate) use conv::conv;

@@ -12,7 +12,6 @@ use super::storage::GpuStorage;
 use crate::backend::{Call, Input, Storage, TensorRef};
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
-use std::sync::Arc;
 
 /// One dispatch of a fixed-function family, as [`record_kernel`] records
 /// it.
@@ -159,7 +158,6 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: Call) -> Result<()> {
     let operand = |t: TensorRef, s: &GpuStorage| -> Result<TensorOperand> {
         s.check_poison("gpu kernel")?;
         Ok(TensorOperand {
-            storage: Arc::downgrade(t.storage),
             claim: s.claim().clone(),
             buffer_id: s.buffer_id(),
             layout: t.layout,

@@ -6,6 +6,7 @@ use super::faults::FAULT_BYTES;
 pub(crate) use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::submit_scoped;
 use super::pool::{BufferKind, PooledBuffer, buffer_size};
+use crate::backend::recycle::{self, Shared};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::window_of;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 /// when first needed (see `buffer_claim.rs`). Dropping it returns the buffer to
 /// the pool, unless the application lent it.
 pub(crate) struct GpuStorage {
-    claim: Arc<BufferClaim>,
+    claim: Shared<BufferClaim>,
     pub len: usize,
     pub dtype: KernelType,
     pub ctx: Arc<GpuContext>,
@@ -77,7 +78,7 @@ impl GpuStorage {
         let size = buffer_size(bytes, ctx.facts.max_tensor_bytes());
         let claim = BufferClaim::deferred(&ctx.pool, op, bytes, size)?;
         Ok(GpuStorage {
-            claim: Arc::new(claim),
+            claim: Shared::new(recycle::cell(claim)),
             len,
             dtype,
             ctx: ctx.clone(),
@@ -125,7 +126,7 @@ impl GpuStorage {
         )?;
         let buffer = got.buffer.buffer.clone();
         let storage = GpuStorage {
-            claim: Arc::new(BufferClaim::ready(got.buffer)),
+            claim: Shared::new(recycle::cell(BufferClaim::ready(got.buffer))),
             len,
             dtype,
             ctx: ctx.clone(),
@@ -144,12 +145,12 @@ impl GpuStorage {
     ) -> GpuStorage {
         let size = buffer.size();
         GpuStorage {
-            claim: Arc::new(BufferClaim::ready(PooledBuffer {
+            claim: Shared::new(Arc::new(BufferClaim::ready(PooledBuffer {
                 buffer,
                 id: ctx.pool.fresh_id(),
                 size,
                 kind: BufferKind::Tensor,
-            })),
+            }))),
             len,
             dtype,
             ctx: ctx.clone(),
@@ -191,17 +192,11 @@ impl GpuStorage {
     /// # Errors
     /// As described.
     pub fn check_poison(&self, op: &'static str) -> Result<()> {
-        match self.claim.poisoned() {
-            Some(failure) => Err(Error::gpu(
-                op,
-                format!("the batch that was to write this tensor failed: {failure}"),
-            )),
-            None => Ok(()),
-        }
+        self.claim.check_poison(op)
     }
 
     /// The claim of the buffer, for a recorded command.
-    pub fn claim(&self) -> &Arc<BufferClaim> {
+    pub fn claim(&self) -> &Shared<BufferClaim> {
         &self.claim
     }
 

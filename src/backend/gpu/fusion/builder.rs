@@ -12,6 +12,7 @@ use crate::layout::Layout;
 use crate::scalar::TypedScalar;
 use smallvec::{SmallVec, smallvec};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Builds the program of one emitted op, expanding folded producers.
 pub(super) struct Builder<'a> {
@@ -50,7 +51,7 @@ impl<'a> Builder<'a> {
                     binding: 1
                 }],
                 layouts: smallvec![out.layout.clone()],
-                buffers: smallvec![out.claim.clone()],
+                buffers: smallvec![Arc::clone(&out.claim)],
                 input_dtypes: SmallVec::new(),
                 scalars: SmallVec::new(),
             },
@@ -171,7 +172,7 @@ impl<'a> Builder<'a> {
             Some(k) => k,
             None => {
                 self.binding_buffers.push(t.buffer_id);
-                self.program.buffers.push(t.claim.clone());
+                self.program.buffers.push(Arc::clone(&t.claim));
                 self.program.input_dtypes.push(t.dtype);
                 self.binding_buffers.len() - 1
             }

@@ -31,7 +31,7 @@ mod builder;
 mod footprint;
 mod perm;
 
-use super::command::{Command, KernelCommand, StorageId};
+use super::command::{Command, KernelCommand, Operand, StorageId};
 use super::elementwise::program::{Program, ProgramLimits};
 use builder::Builder;
 use footprint::Footprint;
@@ -166,7 +166,7 @@ fn fold_plan(commands: &[Command], limits: ProgramLimits, scratch: &mut FusionSc
     } = scratch;
     touching.clear();
     for (c, command) in commands.iter().enumerate() {
-        for id in command.operands().iter().map(|(s, _)| StorageId::of(s)) {
+        for id in command.operands().iter().map(Operand::id) {
             let list = touching.entry(id).or_default();
             if list.last() != Some(&c) {
                 list.push(c);

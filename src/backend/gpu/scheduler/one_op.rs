@@ -170,13 +170,13 @@ fn same_operands(kept: &[Kept], op: &RecordedOp) -> Option<SmallVec<[u32; 4]>> {
 /// then each input buffer other than the destination's, first use first.
 fn bound_claims(op: &RecordedOp) -> SmallVec<[&Arc<BufferClaim>; 4]> {
     let mut claims = SmallVec::new();
-    claims.push(&op.out.claim);
+    claims.push(&*op.out.claim);
     let mut ids: SmallVec<[u64; 4]> = SmallVec::new();
     ids.push(op.out.buffer_id);
     for t in op.tensor_args() {
         if !ids.contains(&t.buffer_id) {
             ids.push(t.buffer_id);
-            claims.push(&t.claim);
+            claims.push(&*t.claim);
         }
     }
     claims

@@ -64,6 +64,7 @@ impl Scheduler {
             // A failed submit poisons what it was to write; the step's
             // error says more.
             let _submitted = self.flush(ctx, |_| {});
+            capture.let_go(ctx);
             return Err(e);
         }
         let (commands, kernel_params) = self.take_pending();
@@ -77,7 +78,10 @@ impl Scheduler {
         let result = self.encode_captured(ctx, batch, capture);
         #[cfg(not(target_arch = "wasm32"))]
         let result = match (result, pop_now(scope)) {
-            (Ok(_), Some(e)) => Err(Error::gpu(capture::OP, format!("the device reported: {e}"))),
+            (Ok(mut batch), Some(e)) => {
+                batch.give_back(ctx);
+                Err(Error::gpu(capture::OP, format!("the device reported: {e}")))
+            }
             (result, _) => result,
         };
         ctx.open_batch.fetch_add(1, Ordering::AcqRel);
@@ -88,7 +92,7 @@ impl Scheduler {
         self.restore_pending((commands, kernel_params));
         let mut batch = result?;
         if let Err(e) = self.replay(ctx, &batch) {
-            release(ctx, batch.temporaries.drain(..));
+            batch.give_back(ctx);
             return Err(e);
         }
         Ok(batch)
@@ -110,6 +114,7 @@ impl Scheduler {
         let (encoding, temporaries) = self.plan_and_encode(ctx, batch, &mut encoded, &mut bytes);
         if let Err(e) = encoding {
             release(ctx, temporaries);
+            capture.let_go(ctx);
             return Err(e);
         }
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -159,10 +164,8 @@ impl Scheduler {
         if self.has_pending() {
             self.flush(ctx, |_| {})?;
         }
-        for storage in &batch.held {
-            if let crate::backend::Storage::Gpu(s) = &**storage {
-                s.check_poison("Graph::run")?;
-            }
+        for claim in &batch.held {
+            claim.check_poison("Graph::run")?;
         }
         let started = self.profile.as_mut().map(|profile| {
             profile.record("Graph::run", 0);

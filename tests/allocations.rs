@@ -1,0 +1,118 @@
+//! Recording elementwise ops allocates nothing on the heap once warm: a
+//! command's operands and layouts are inline, and a result's storage and
+//! buffer claim reuse the cells of the tensors it replaces (see
+//! `src/backend/recycle.rs`). Allocations are counted on the test's own
+//! thread, so tests running beside it do not count.
+
+mod common;
+
+use common::{assert_close, noise, own_gpu, read_f32};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use webtensor::{Device, GpuOptions, Result, Tensor};
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static COUNTED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts this thread's allocations and reallocations while `COUNTING`.
+fn note() {
+    // Constant thread locals of plain cells: reading them allocates nothing.
+    let _ = COUNTING.try_with(|on| {
+        if on.get() {
+            COUNTED.with(|n| n.set(n.get() + 1));
+        }
+    });
+}
+
+/// The system allocator, counting as [`note`] says.
+struct Counting;
+
+// SAFETY: forwards every call to `System` unchanged; counting touches
+// only constant thread locals and allocates nothing.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: the caller's contract for `alloc` is passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note();
+        // SAFETY: as for `alloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `alloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Heap allocations `f` makes on this thread.
+fn allocations_of(f: impl FnOnce()) -> u64 {
+    COUNTED.with(|n| n.set(0));
+    COUNTING.with(|on| on.set(true));
+    f();
+    COUNTING.with(|on| on.set(false));
+    COUNTED.with(Cell::get)
+}
+
+/// `steps` rounds of an out-of-place op replacing `x`, an in-place one,
+/// and an out-of-place one with a scalar.
+fn record(x: &mut Tensor, y: &Tensor, steps: usize) -> Result<()> {
+    for _ in 0..steps {
+        *x = x.add(y)?;
+        x.mul_scalar_(0.5)?;
+        *x = x.add_scalar(1.0)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn recording_elementwise_ops_allocates_nothing_once_warm() -> Result<()> {
+    for fusion in [true, false] {
+        // Everything recorded stays pending until the readback: submits
+        // (wgpu's own allocations) come after the count.
+        let Some(dev) = own_gpu(GpuOptions {
+            flush_threshold: Some(4096),
+            fusion: Some(fusion),
+            ..Default::default()
+        }) else {
+            return Ok(());
+        };
+        let (a, b) = (noise(1000, 1), noise(1000, 2));
+        let mut x = Tensor::from_slice(&a, [1000], &dev)?;
+        let y = Tensor::from_slice(&b, [1000], &dev)?;
+        // Warm: the pending list grows and the flush parks the claims.
+        record(&mut x, &y, 200)?;
+        dev.sync()?;
+        let mut recorded = Ok(());
+        let allocations = allocations_of(|| recorded = record(&mut x, &y, 100));
+        recorded?;
+        assert_eq!(
+            allocations, 0,
+            "fusion {fusion}: heap allocations while recording 300 elementwise ops"
+        );
+        let cpu = Device::cpu();
+        let mut want = Tensor::from_slice(&a, [1000], &cpu)?;
+        record(&mut want, &Tensor::from_slice(&b, [1000], &cpu)?, 300)?;
+        assert_close(
+            &read_f32(&x),
+            &read_f32(&want),
+            1e-5,
+            "the recorded ops' result",
+        );
+    }
+    Ok(())
+}
