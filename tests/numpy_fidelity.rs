@@ -239,3 +239,151 @@ fn integer_isclose_compares_exactly() {
         assert_eq!(close, [false, false, true], "{dev}");
     }
 }
+
+type Binary = fn(&Tensor, &Tensor) -> webtensor::Result<Tensor>;
+
+/// Operand pairs for division: random bit patterns over every exponent
+/// (subnormals and infinities among them), and the cases a GPU's `a * (1 /
+/// b)` gets wrong: divisors past 2^126 (whose reciprocal is subnormal),
+/// quotients that round to the last bit, and results that overflow or
+/// fall into the subnormals.
+fn division_operands() -> (Vec<f32>, Vec<f32>) {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u32
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..6000 {
+        let (x, y) = (f32::from_bits(next()), f32::from_bits(next()));
+        // Half the pairs with exponents near each other: quotients in the
+        // normal range, where rounding is decided.
+        let y = if a.len() % 2 == 0 {
+            f32::from_bits((y.to_bits() & 0x807f_ffff) | (x.to_bits() & 0x7f80_0000) ^ 0x0080_0000)
+        } else {
+            y
+        };
+        a.push(x);
+        b.push(y);
+    }
+    let edges = [
+        (3.0e38, 3.0e38),
+        (-3.0e38, 3.0e38),
+        (f32::INFINITY, 3.0e38),
+        (1.0, 1.0e38),
+        (1.0, f32::MAX),
+        (f32::MAX, 0.5),
+        (f32::MAX, f32::MAX),
+        (1.0e-30, 1.0e10),
+        (1.0e-38, 3.0),
+        (1.0e-40, 7.0),
+        (1.0e-45, 2.0),
+        (3.0e-45, 2.0),
+        (1.0e-45, 1.5),
+        (1.1754942e-38, 0.99999994),
+        (1.0, 3.0),
+        (2.0, 3.0),
+        (-0.6, 3.0000002),
+        (65504.0, 1.0e-8),
+        (1.0, 1.0e-40),
+        (1.0e-40, 1.0e-40),
+        (0.0, -0.0),
+        (-0.0, 5.0),
+        (5.0, -0.0),
+        (f32::INFINITY, 0.0),
+        (f32::INFINITY, f32::NEG_INFINITY),
+        (7.0, f32::NEG_INFINITY),
+        (f32::NAN, 1.0),
+        (16777215.0, 16777216.0),
+        (16777216.0, 16777215.0),
+    ];
+    for (x, y) in edges {
+        a.push(x);
+        b.push(y);
+    }
+    (a, b)
+}
+
+/// NumPy (IEEE) divides to the nearest f32. WGSL allows `/` 2.5 ulp, and
+/// NVIDIA's Vulkan driver computes `a * (1 / b)`: an ulp off for ordinary
+/// operands and 0 or NaN once |b| > 2^126. webtensor's kernels divide
+/// exactly on every adapter, subnormal operands and results included;
+/// `reciprocal` and the quotient inside `atan2` with them.
+#[test]
+fn division_is_correctly_rounded_bit_for_bit() {
+    let cpu = Device::cpu();
+    let (a, b) = division_operands();
+    let ones = vec![1.0f32; b.len()];
+    for dev in devices() {
+        let at = |v: &[f32], dtype: DType, d: &Device| {
+            Tensor::from_slice(v, [v.len()], d)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+        };
+        let mut wrong = Vec::new();
+        for dtype in [DType::F32, DType::F16] {
+            let ops: [(&str, Binary); 3] = [
+                ("div", Tensor::div),
+                ("recip", |_, y| y.recip()),
+                ("div through a view", |x, y| {
+                    x.flip(&[0])?.div(&y.flip(&[0])?)?.flip(&[0])
+                }),
+            ];
+            for (name, op) in ops {
+                let (x, y) = if name == "recip" {
+                    (&ones, &b)
+                } else {
+                    (&a, &b)
+                };
+                let want = bits_of(&op(&at(x, dtype, &cpu), &at(y, dtype, &cpu)).unwrap());
+                let got = bits_of(&op(&at(x, dtype, &dev), &at(y, dtype, &dev)).unwrap());
+                for k in 0..want.len() {
+                    if got[k] != want[k] {
+                        wrong.push(format!(
+                            "{dtype} {name}({:e}, {:e}): {:x}, want {:x}",
+                            x[k], y[k], got[k], want[k]
+                        ));
+                    }
+                }
+            }
+        }
+        let n = wrong.len();
+        wrong.truncate(20);
+        assert!(n == 0, "{dev}: {n} wrong\n{}", wrong.join("\n"));
+    }
+}
+
+/// NumPy's `maximum` and `minimum` keep the first of two equal operands
+/// (so the sign of a zero), and `relu` keeps NaN and -0: decided on the
+/// bits, where a driver may otherwise compile a float select to its
+/// max instruction (NVIDIA's takes +0 over -0, and 0 over NaN).
+#[test]
+fn maximum_minimum_and_relu_keep_signed_zeros_and_nan() {
+    let cpu = Device::cpu();
+    let a = [-0.0f32, 0.0, -0.0, 0.0, f32::NAN, -1.0, 2.0];
+    let b = [0.0f32, -0.0, -0.0, 0.0, 1.0, f32::NAN, 2.0];
+    for dev in devices() {
+        for dtype in [DType::F32, DType::F16] {
+            let t = |v: &[f32], d: &Device| {
+                Tensor::from_slice(v, [v.len()], d)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap()
+            };
+            let ops: [(&str, Binary); 4] = [
+                ("maximum", Tensor::maximum),
+                ("minimum", Tensor::minimum),
+                ("relu", |x, _| x.relu()),
+                ("relu of b", |_, y| y.relu()),
+            ];
+            for (name, op) in ops {
+                let want = bits_of(&op(&t(&a, &cpu), &t(&b, &cpu)).unwrap());
+                let got = bits_of(&op(&t(&a, &dev), &t(&b, &dev)).unwrap());
+                assert_eq!(got, want, "{dev} {dtype} {name}");
+            }
+        }
+    }
+}

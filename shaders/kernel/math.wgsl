@@ -21,22 +21,40 @@ fn nan_f32() -> f32 {
     return f32_from_bits(F32_NAN_BITS);
 }
 
+// Orders and picks f32 operands on their bits, as integers: Vulkan lets a
+// driver ignore signed zeros and NaNs in float arithmetic unless told
+// otherwise, and NVIDIA's compiles a select on a float comparison (even
+// one between the operands' bits) to its max instruction, which takes +0
+// over -0 (NumPy keeps the first of two equal operands) and 0 over NaN
+// (relu). The key orders non-NaN floats as their values, -0 equal to +0.
+fn order_key_f32(u: u32) -> i32 {
+    let m = i32(u & 0x7fffffffu);
+    return select(m, -m, (u >> 31u) == 1u);
+}
+
 fn maximum_f32(a: f32, b: f32) -> f32 {
     if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
-    return select(b, a, a >= b);
+    let ua = bitcast<u32>(a);
+    let ub = bitcast<u32>(b);
+    return bitcast<f32>(select(ub, ua, order_key_f32(ua) >= order_key_f32(ub)));
 }
 
 fn minimum_f32(a: f32, b: f32) -> f32 {
     if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
-    return select(b, a, a <= b);
+    let ua = bitcast<u32>(a);
+    let ub = bitcast<u32>(b);
+    return bitcast<f32>(select(ub, ua, order_key_f32(ua) <= order_key_f32(ub)));
 }
 
 fn sign_f32(a: f32) -> f32 {
     return select(select(a, -1.0, a < 0.0), 1.0, a > 0.0);
 }
 
+// 0 for a negative number (not -0, not NaN), decided on the bits (see
+// order_key_f32).
 fn relu_f32(a: f32) -> f32 {
-    return select(a, 0.0, a < 0.0);
+    let u = bitcast<u32>(a);
+    return bitcast<f32>(select(u, 0u, u > 0x80000000u && u <= 0xff800000u));
 }
 
 // tanh to a few ulp everywhere. WGSL's tanh is bounded only absolutely
@@ -79,6 +97,79 @@ fn sign_bit_f32(x: f32) -> bool {
 }
 
 const F32_MIN_NORMAL: f32 = 1.17549435e-38;
+
+// The significand of the finite, nonzero |x| whose bits are `u`, as an
+// integer m with 2^23 <= m < 2^24, and its exponent: |x| = m * 2^(e - 23).
+// Subnormals are normalised from their bits, so a GPU that flushes them
+// in arithmetic still sees their value here.
+struct SignificandF32 {
+    m: u32,
+    e: i32,
+}
+
+fn significand_f32(u: u32) -> SignificandF32 {
+    let field = (u >> 23u) & 0xffu;
+    let frac = u & 0x7fffffu;
+    if (field == 0u) {
+        let shift = countLeadingZeros(frac) - 8u;
+        return SignificandF32(frac << shift, -126 - i32(shift));
+    }
+    return SignificandF32(frac | 0x800000u, i32(field) - 127);
+}
+
+// a / b correctly rounded, as IEEE (and the CPU) divide: to nearest even,
+// subnormal results kept. WGSL allows `/` an error of 2.5 ulp, and
+// NVIDIA's is a * (1 / b): an ulp off for ordinary operands, and 0 or NaN
+// once |b| > 2^126, where 1 / b is a flushed subnormal. Here the
+// significands' quotient is estimated in f32 and made exact with integers:
+// its remainder fits in 32 bits, so wrapping u32 products give it exactly.
+fn div_f32(a: f32, b: f32) -> f32 {
+    let ua = bitcast<u32>(a);
+    let ub = bitcast<u32>(b);
+    let sign = (ua ^ ub) & 0x80000000u;
+    let xa = ua & 0x7fffffffu;
+    let xb = ub & 0x7fffffffu;
+    let inf = bitcast<f32>(sign | F32_INF_BITS);
+    if (xa > F32_INF_BITS || xb > F32_INF_BITS) { return nan_f32(); }
+    if (xa == F32_INF_BITS) { return select(inf, nan_f32(), xb == F32_INF_BITS); }
+    if (xb == 0u) { return select(inf, nan_f32(), xa == 0u); }
+    if (xa == 0u || xb == F32_INF_BITS) { return bitcast<f32>(sign); }
+    let sa = significand_f32(xa);
+    let sb = significand_f32(xb);
+    // n / sb.m in [1, 2): the quotient's significand is
+    // q = floor(n * 2^23 / sb.m), 2^23 <= q < 2^24, and r its remainder.
+    let low = sa.m < sb.m;
+    let n = select(sa.m, sa.m << 1u, low);
+    let e = sa.e - sb.e - select(0, 1, low);
+    var q = u32(clamp(f32(n) / f32(sb.m), 1.0, 1.9999999) * 8388608.0);
+    var r = bitcast<i32>((n << 23u) - q * sb.m);
+    let d = i32(sb.m);
+    for (var k = 0; k < 16 && r < 0; k++) {
+        q -= 1u;
+        r += d;
+    }
+    for (var k = 0; k < 16 && r >= d; k++) {
+        q += 1u;
+        r -= d;
+    }
+    let biased = e + 127;
+    if (biased >= 255) { return inf; }
+    if (biased >= 1) {
+        // No ties: n * 2^24 / sb.m is never an odd integer. A carry out of
+        // the significand moves into the exponent, up to infinity.
+        let up = select(0u, 1u, 2 * r > d);
+        return bitcast<f32>(sign | ((u32(biased) << 23u) + (q & 0x7fffffu) + up));
+    }
+    // Subnormal: q rounded at bit s, the exact remainder breaking ties.
+    let s = u32(1 - biased);
+    if (s > 25u) { return bitcast<f32>(sign); }
+    let kept = q >> s;
+    let rest = q & ((1u << s) - 1u);
+    let half = 1u << (s - 1u);
+    let up = rest > half || (rest == half && (r != 0 || (kept & 1u) == 1u));
+    return bitcast<f32>(sign | (kept + select(0u, 1u, up)));
+}
+
 
 // log2 that is right for subnormal inputs too (some drivers read their
 // exponent field as if they were normal): they are scaled up by 2^64 first.
@@ -133,7 +224,7 @@ fn atan2_f32(a: f32, b: f32) -> f32 {
     if (is_inf_f32(a) && is_inf_f32(b)) {
         q = 0.7853981633974483;
     } else {
-        q = atan_abs_f32(abs(a) / abs(b));
+        q = atan_abs_f32(div_f32(abs(a), abs(b)));
     }
     if (sign_bit_f32(b)) { q = 3.141592653589793 - q; }
     return select(q, -q, sign_bit_f32(a));
@@ -299,12 +390,16 @@ fn bf16_at(word: u32, odd: u32) -> f32 {
 }
 
 // NumPy's floor_divide (npy_divmod): the exact remainder taken off first so
-// that the quotient rounds to the right integer. A zero (or flushed
-// subnormal) divisor gives a / b.
+// that the quotient rounds to the right integer. A zero divisor gives
+// a / b; a subnormal one (which fmod_f32 takes as zero) the floor of a / b.
 fn floor_div_f32(a: f32, b: f32) -> f32 {
-    if (abs(b) < F32_MIN_NORMAL) { return a / b; }
+    if ((bitcast<u32>(b) & 0x7fffffffu) < 0x800000u) {
+        let q = div_f32(a, b);
+        if (is_nan_f32(q) || is_inf_f32(q)) { return q; }
+        return floor(q);
+    }
     let m = fmod_f32(a, b);
-    var div = (a - m) / b;
+    var div = div_f32(a - m, b);
     if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { div = div - 1.0; }
     if (div == 0.0) { return signed_zero_f32(bitcast<u32>(a) ^ bitcast<u32>(b)); }
     let f = floor(div);

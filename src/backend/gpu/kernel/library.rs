@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-/// A library of top-level `fn`s and `const`s (each with the comment lines
+/// A library of top-level `fn`s, `const`s and `struct`s (each with the comment lines
 /// right above it), and the items each one names.
 struct Library {
     text: &'static str,
@@ -38,7 +38,10 @@ impl Library {
         let (mut starts, mut names) = (Vec::new(), Vec::new());
         let (mut at, mut comment_from) = (0, None);
         for line in text.split_inclusive('\n') {
-            match ["fn ", "const "].iter().find_map(|k| line.strip_prefix(k)) {
+            match ["fn ", "const ", "struct "]
+                .iter()
+                .find_map(|k| line.strip_prefix(k))
+            {
                 Some(rest) => {
                     starts.push(comment_from.take().unwrap_or(at));
                     names.push(identifiers(rest).next().unwrap_or_default());
