@@ -76,6 +76,22 @@ pub fn gpu_packed_f16() -> Option<Device> {
     .clone()
 }
 
+/// The CPU, then GPU devices of their own configured as [`gpu`] and
+/// [`gpu_packed_f16`] are: for tests that cause index faults, which the
+/// next readback of the device reports whichever thread makes it (tests
+/// sharing a device would take each other's).
+pub fn own_devices() -> Vec<Device> {
+    let packed = GpuOptions {
+        force_packed_f16: true,
+        elementwise_run: Some(4),
+        ..Default::default()
+    };
+    let mut v = vec![Device::cpu()];
+    v.extend(open(GpuOptions::default()));
+    v.extend(open(packed));
+    v
+}
+
 /// The CPU, then every GPU device present.
 pub fn devices() -> Vec<Device> {
     let mut v = vec![Device::cpu()];
