@@ -1,7 +1,8 @@
 //! Matmul autotuning: the first product of each class (dtype, extents by
 //! powers of two, operand layouts; see `MatmulClass`) on a device times
 //! every register tile that fits it, on the product's own operands into a
-//! scratch output, and the device keeps the fastest for the class. The
+//! scratch output, in rounds (each tile once a round: untimed, then twice
+//! timed), and the device keeps the one of the fastest run for the class. The
 //! clock is the GPU's where the device writes timestamps (`timer.rs`: the
 //! pass's start to its end, the kernels alone), else the host's around a
 //! submit and a wait for the queue, after the pending work has been
@@ -24,7 +25,8 @@ use crate::error::Result;
 use crate::layout::Layout;
 use std::sync::Arc;
 
-/// Timed runs of each tile after one untimed (which compiles it).
+/// Timed runs of each tile after one untimed (which compiles it and warms
+/// the GPU up).
 const RUNS: usize = 2;
 
 /// The kernels autotuning chooses among (the skinny tiles for skinny
@@ -147,10 +149,12 @@ fn tune(
     ctx.flush()?;
     ctx.wait_idle(OP)?;
     let timer = clock::Timer::new(ctx);
-    let mut best = (f64::INFINITY, tiles[0]);
-    for &tile in tiles {
-        let mut fastest = f64::INFINITY;
-        for run in 0..=RUNS {
+    // In rounds, every tile once a round: a GPU whose clock is still
+    // ramping up after the idle wait (or is slowed by other work) weighs on
+    // all tiles alike, not on the first one timed.
+    let mut fastest = vec![f64::INFINITY; tiles.len()];
+    for round in 0..=RUNS {
+        for (k, &tile) in tiles.iter().enumerate() {
             let seconds = if let Some(timer) = &timer {
                 record_with(out, &trial, trial_bound.clone(), tile, dims)?;
                 clock::gpu_seconds(timer, ctx, OP)?
@@ -162,13 +166,16 @@ fn tune(
                 clock::seconds_since(t0)
             };
             ctx.tuner.count_run();
-            if run > 0 {
+            if round > 0 {
                 ctx.tuner.add_time(seconds);
-                fastest = fastest.min(seconds);
+                fastest[k] = fastest[k].min(seconds);
             }
         }
-        if fastest < best.0 {
-            best = (fastest, tile);
+    }
+    let mut best = (f64::INFINITY, tiles[0]);
+    for (&seconds, &tile) in fastest.iter().zip(tiles) {
+        if seconds < best.0 {
+            best = (seconds, tile);
         }
     }
     ctx.check_device_error(OP)?;
