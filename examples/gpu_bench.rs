@@ -39,6 +39,8 @@
 //!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
+//! `div_x20` divides correctly rounded, checked bit for bit; read it beside
+//! `add_x20`.
 
 use std::time::Instant;
 use webtensor::{
@@ -218,6 +220,16 @@ fn main() -> Result<()> {
             synced(&dev, outs)
         })?;
         row("add_x20", t, gbs(20.0 * 12.0 * nf, t.1));
+    }
+    if o.wants("div") {
+        // Correctly rounded division (`div_f32` in shaders/kernel/math.wgsl)
+        // beside `add_x20`: what exactness costs where `/` is a * (1 / b).
+        ok &= check("div", 0.0, &[&a1, &b1], |t| t[0].div(&t[1]))?;
+        let t = time(runs, || {
+            let outs = (0..20).map(|_| a1.div(&b1)).collect::<Result<Vec<_>>>()?;
+            synced(&dev, outs)
+        })?;
+        row("div_x20", t, gbs(20.0 * 12.0 * nf, t.1));
     }
     if o.wants("add_transposed") {
         ok &= check("add_transposed", 1e-6, &[&a2, &b2], |t| t[0].add(&t[1].t()))?;
