@@ -356,6 +356,59 @@ fn division_is_correctly_rounded_bit_for_bit() {
     }
 }
 
+/// NumPy's `sqrt` is correctly rounded too, where WGSL allows its `sqrt`
+/// the error of `1 / inverseSqrt` (several ulp): webtensor's is exact on
+/// every adapter, subnormals included, and `rsqrt` is `1 / sqrt` rounded
+/// twice, as on the CPU.
+#[test]
+fn sqrt_is_correctly_rounded_bit_for_bit() {
+    let cpu = Device::cpu();
+    let (mut x, _) = division_operands();
+    x.extend([
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1e-45,
+        2.0,
+        0.5,
+        16777215.0,
+        16777217.0,
+        1.9999999,
+        2.2e-44,
+    ]);
+    for dev in devices() {
+        let mut wrong = Vec::new();
+        for dtype in [DType::F32, DType::F16] {
+            let at = |d: &Device| {
+                Tensor::from_slice(&x, [x.len()], d)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap()
+            };
+            type Unary = fn(&Tensor) -> webtensor::Result<Tensor>;
+            let ops: [(&str, Unary); 2] = [("sqrt", Tensor::sqrt), ("rsqrt", Tensor::rsqrt)];
+            for (name, op) in ops {
+                let want = bits_of(&op(&at(&cpu)).unwrap());
+                let got = bits_of(&op(&at(&dev)).unwrap());
+                for k in 0..want.len() {
+                    if got[k] != want[k] {
+                        wrong.push(format!(
+                            "{dtype} {name}({:e}): {:x}, want {:x}",
+                            x[k], got[k], want[k]
+                        ));
+                    }
+                }
+            }
+        }
+        let n = wrong.len();
+        wrong.truncate(20);
+        assert!(n == 0, "{dev}: {n} wrong\n{}", wrong.join("\n"));
+    }
+}
+
 /// NumPy's `maximum` and `minimum` keep the first of two equal operands
 /// (so the sign of a zero), and `relu` keeps NaN and -0: decided on the
 /// bits, where a driver may otherwise compile a float select to its

@@ -575,7 +575,30 @@ fn tan_f32(a: f32) -> f32 {
     return t;
 }
 
+// sqrt correctly rounded (WGSL allows its sqrt the error of
+// 1 / inverseSqrt, several ulp), subnormals included, NaN for a negative
+// number: as div_f32, an f32 estimate of the significand's root made exact
+// with integers. x = n * 2^(2h - 46) with 2^46 <= n < 2^48, so the root's
+// significand is s = floor(sqrt(n)) and r = n - s^2 fits 32 bits.
 fn sqrt_f32(x: f32) -> f32 {
-    if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
-    return sqrt(x);
+    let u = bitcast<u32>(x);
+    if (is_nan_f32(x) || u > 0x80000000u) { return nan_f32(); }
+    if ((u & 0x7fffffffu) == 0u || u == F32_INF_BITS) { return x; }
+    let sx = significand_f32(u);
+    let odd = u32(sx.e) & 1u;
+    let h = (sx.e - i32(odd)) / 2;
+    var s = u32(sqrt(f32(sx.m) * f32(2u << odd)) * 2048.0);
+    s = clamp(s, 0x800000u, 0xffffffu);
+    var r = bitcast<i32>((sx.m << (23u + odd)) - s * s);
+    for (var k = 0; k < 16 && r < 0; k++) {
+        r += 2 * i32(s) - 1;
+        s -= 1u;
+    }
+    for (var k = 0; k < 16 && r > 2 * i32(s); k++) {
+        r -= 2 * i32(s) + 1;
+        s += 1u;
+    }
+    // No ties: n is never (s + 1/2)^2. A carry moves into the exponent.
+    let up = select(0u, 1u, r > i32(s));
+    return bitcast<f32>((u32(h + 127) << 23u) + (s & 0x7fffffu) + up);
 }

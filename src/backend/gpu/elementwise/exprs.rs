@@ -51,7 +51,7 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
         UnaryOp::Exp => "exp(a)",
         UnaryOp::Log => "log_f32(a)",
         UnaryOp::Sqrt => "sqrt_f32(a)",
-        UnaryOp::Rsqrt => "1.0 / sqrt_f32(a)",
+        UnaryOp::Rsqrt => "div_f32(1.0, sqrt_f32(a))",
         UnaryOp::Sin => "sin_f32(a)",
         UnaryOp::Cos => "cos_f32(a)",
         UnaryOp::Tanh => "tanh_f32(a)",
