@@ -170,7 +170,6 @@ fn div_f32(a: f32, b: f32) -> f32 {
     return bitcast<f32>(sign | (kept + select(0u, 1u, up)));
 }
 
-
 // log2 that is right for subnormal inputs too (some drivers read their
 // exponent field as if they were normal): they are scaled up by 2^64 first.
 // WGSL leaves log, log2 and sqrt of a negative number (and of NaN) open;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-/// A library of top-level `fn`s, `const`s and `struct`s (each with the comment lines
-/// right above it), and the items each one names.
+/// A library of top-level `fn`s, `const`s and `struct`s (each with the
+/// comment lines right above it), and the items each one names.
 struct Library {
     text: &'static str,
     spans: Vec<Range<usize>>,
