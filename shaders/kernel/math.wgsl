@@ -144,11 +144,16 @@ fn div_f32(a: f32, b: f32) -> f32 {
     var q = u32(clamp(f32(n) / f32(sb.m), 1.0, 1.9999999) * 8388608.0);
     var r = bitcast<i32>((n << 23u) - q * sb.m);
     let d = i32(sb.m);
-    for (var k = 0; k < 16 && r < 0; k++) {
+    // q moves by the units r holds (the estimate is a few off), then by the
+    // one unit that rounding f32(r) / d may have missed. No loops: a fused
+    // kernel inlines every division, and loops made compiling it slow.
+    let c = i32(floor(f32(r) / f32(d)));
+    q = u32(i32(q) + c);
+    r -= c * d;
+    if (r < 0) {
         q -= 1u;
         r += d;
-    }
-    for (var k = 0; k < 16 && r >= d; k++) {
+    } else if (r >= d) {
         q += 1u;
         r -= d;
     }
@@ -589,11 +594,15 @@ fn sqrt_f32(x: f32) -> f32 {
     var s = u32(sqrt(f32(sx.m) * f32(2u << odd)) * 2048.0);
     s = clamp(s, 0x800000u, 0xffffffu);
     var r = bitcast<i32>((sx.m << (23u + odd)) - s * s);
-    for (var k = 0; k < 16 && r < 0; k++) {
+    // s moves by c = r / 2s units (n - (s + c)^2 = r - 2sc - c^2), then by
+    // the one unit rounding may have missed; no loops (see div_f32).
+    let c = i32(floor(f32(r) / f32(2u * s)));
+    r -= (2 * i32(s) + c) * c;
+    s = u32(i32(s) + c);
+    if (r < 0) {
         r += 2 * i32(s) - 1;
         s -= 1u;
-    }
-    for (var k = 0; k < 16 && r > 2 * i32(s); k++) {
+    } else if (r > 2 * i32(s)) {
         r -= 2 * i32(s) + 1;
         s += 1u;
     }
