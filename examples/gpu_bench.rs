@@ -37,6 +37,10 @@
 //! The image rows (`conv2d_resnet`, `conv2d_depthwise`, `maxpool`,
 //! `resize_bilinear`) count as the PyTorch peer does (see `images`).
 //!
+//! After each `matmul_N` row a `#` line names the kernels one more product
+//! dispatched, with their workgroups and GPU time: which tile autotuning
+//! chose, and how much of the row is the kernel.
+//!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
 //! `div_x20` divides correctly rounded, checked bit for bit; read it beside
@@ -124,6 +128,32 @@ fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
         (ms[n / 2 - 1] + ms[n / 2]) / 2.0
     };
     Ok((ms[0], median))
+}
+
+/// A `#` line (which the peers' readers skip) naming the kernels one more
+/// run of `f` dispatched, their workgroups and GPU time (from
+/// `Device::profile`): which tile autotuning chose, and how much of a
+/// row's time is the kernel's. `f`'s result lives until the profile has
+/// waited for the GPU (a result dropped unread would never be computed).
+fn kernels<T>(name: &str, dev: &Device, f: impl FnOnce() -> Result<T>) -> Result<()> {
+    let mut kept = None;
+    let profile = dev.profile(|| {
+        kept = Some(f()?);
+        Ok(())
+    })?;
+    drop(kept);
+    let ran: Vec<String> = profile
+        .kernels()
+        .iter()
+        .map(|k| {
+            let gpu = k
+                .gpu
+                .map_or("?".into(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
+            format!("{} {:?} {gpu} ms", k.name, k.workgroups)
+        })
+        .collect();
+    println!("# {name} kernels: {}", ran.join(", "));
+    Ok(())
 }
 
 fn row(name: &str, (min, median): (f64, f64), rate: String) {
@@ -559,6 +589,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let inputs = [a, b];
         let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (k as f64).powi(3), t.1));
+        kernels(&name, dev, || mm(&inputs))?;
     }
     if big > 0 && o.wants(&format!("matmul_{big}_aT")) {
         let name = format!("matmul_{big}_aT");
