@@ -242,6 +242,21 @@ fn integer_isclose_compares_exactly() {
 
 type Binary = fn(&Tensor, &Tensor) -> webtensor::Result<Tensor>;
 
+/// `v` in `dtype` on `dev`.
+fn floats(v: &[f32], dtype: DType, dev: &Device) -> Tensor {
+    Tensor::from_slice(v, [v.len()], dev)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+}
+
+/// Fails naming the first 20 of the elements `wrong` on `dev`.
+fn assert_none_wrong(dev: &Device, mut wrong: Vec<String>) {
+    let n = wrong.len();
+    wrong.truncate(20);
+    assert!(n == 0, "{dev}: {n} wrong\n{}", wrong.join("\n"));
+}
+
 /// Operand pairs for division: random bit patterns over every exponent
 /// (subnormals and infinities among them), and the cases a GPU's `a * (1 /
 /// b)` gets wrong: divisors past 2^126 (whose reciprocal is subnormal),
@@ -317,12 +332,6 @@ fn division_is_correctly_rounded_bit_for_bit() {
     let (a, b) = division_operands();
     let ones = vec![1.0f32; b.len()];
     for dev in devices() {
-        let at = |v: &[f32], dtype: DType, d: &Device| {
-            Tensor::from_slice(v, [v.len()], d)
-                .unwrap()
-                .to_dtype(dtype)
-                .unwrap()
-        };
         let mut wrong = Vec::new();
         for dtype in [DType::F32, DType::F16] {
             let ops: [(&str, Binary); 3] = [
@@ -338,8 +347,8 @@ fn division_is_correctly_rounded_bit_for_bit() {
                 } else {
                     (&a, &b)
                 };
-                let want = bits_of(&op(&at(x, dtype, &cpu), &at(y, dtype, &cpu)).unwrap());
-                let got = bits_of(&op(&at(x, dtype, &dev), &at(y, dtype, &dev)).unwrap());
+                let on = |d: &Device| op(&floats(x, dtype, d), &floats(y, dtype, d)).unwrap();
+                let (want, got) = (bits_of(&on(&cpu)), bits_of(&on(&dev)));
                 for k in 0..want.len() {
                     if got[k] != want[k] {
                         wrong.push(format!(
@@ -350,9 +359,7 @@ fn division_is_correctly_rounded_bit_for_bit() {
                 }
             }
         }
-        let n = wrong.len();
-        wrong.truncate(20);
-        assert!(n == 0, "{dev}: {n} wrong\n{}", wrong.join("\n"));
+        assert_none_wrong(&dev, wrong);
     }
 }
 
@@ -382,17 +389,11 @@ fn sqrt_is_correctly_rounded_bit_for_bit() {
     for dev in devices() {
         let mut wrong = Vec::new();
         for dtype in [DType::F32, DType::F16] {
-            let at = |d: &Device| {
-                Tensor::from_slice(&x, [x.len()], d)
-                    .unwrap()
-                    .to_dtype(dtype)
-                    .unwrap()
-            };
             type Unary = fn(&Tensor) -> webtensor::Result<Tensor>;
             let ops: [(&str, Unary); 2] = [("sqrt", Tensor::sqrt), ("rsqrt", Tensor::rsqrt)];
             for (name, op) in ops {
-                let want = bits_of(&op(&at(&cpu)).unwrap());
-                let got = bits_of(&op(&at(&dev)).unwrap());
+                let on = |d: &Device| op(&floats(&x, dtype, d)).unwrap();
+                let (want, got) = (bits_of(&on(&cpu)), bits_of(&on(&dev)));
                 for k in 0..want.len() {
                     if got[k] != want[k] {
                         wrong.push(format!(
@@ -403,9 +404,7 @@ fn sqrt_is_correctly_rounded_bit_for_bit() {
                 }
             }
         }
-        let n = wrong.len();
-        wrong.truncate(20);
-        assert!(n == 0, "{dev}: {n} wrong\n{}", wrong.join("\n"));
+        assert_none_wrong(&dev, wrong);
     }
 }
 
@@ -420,12 +419,6 @@ fn maximum_minimum_and_relu_keep_signed_zeros_and_nan() {
     let b = [0.0f32, -0.0, -0.0, 0.0, 1.0, f32::NAN, 2.0];
     for dev in devices() {
         for dtype in [DType::F32, DType::F16] {
-            let t = |v: &[f32], d: &Device| {
-                Tensor::from_slice(v, [v.len()], d)
-                    .unwrap()
-                    .to_dtype(dtype)
-                    .unwrap()
-            };
             let ops: [(&str, Binary); 4] = [
                 ("maximum", Tensor::maximum),
                 ("minimum", Tensor::minimum),
@@ -433,8 +426,8 @@ fn maximum_minimum_and_relu_keep_signed_zeros_and_nan() {
                 ("relu of b", |_, y| y.relu()),
             ];
             for (name, op) in ops {
-                let want = bits_of(&op(&t(&a, &cpu), &t(&b, &cpu)).unwrap());
-                let got = bits_of(&op(&t(&a, &dev), &t(&b, &dev)).unwrap());
+                let on = |d: &Device| op(&floats(&a, dtype, d), &floats(&b, dtype, d)).unwrap();
+                let (want, got) = (bits_of(&on(&cpu)), bits_of(&on(&dev)));
                 assert_eq!(got, want, "{dev} {dtype} {name}");
             }
         }

@@ -66,14 +66,16 @@ pub fn gpu() -> Option<Device> {
 /// that every suite over [`devices`] runs both kinds on a software adapter.
 pub fn gpu_packed_f16() -> Option<Device> {
     static GPU: OnceLock<Option<Device>> = OnceLock::new();
-    GPU.get_or_init(|| {
-        open(GpuOptions {
-            force_packed_f16: true,
-            elementwise_run: Some(4),
-            ..Default::default()
-        })
-    })
-    .clone()
+    GPU.get_or_init(|| open(packed_f16())).clone()
+}
+
+/// The options of [`gpu_packed_f16`].
+fn packed_f16() -> GpuOptions {
+    GpuOptions {
+        force_packed_f16: true,
+        elementwise_run: Some(4),
+        ..Default::default()
+    }
 }
 
 /// The CPU, then GPU devices of their own configured as [`gpu`] and
@@ -81,14 +83,9 @@ pub fn gpu_packed_f16() -> Option<Device> {
 /// next readback of the device reports whichever thread makes it (tests
 /// sharing a device would take each other's).
 pub fn own_devices() -> Vec<Device> {
-    let packed = GpuOptions {
-        force_packed_f16: true,
-        elementwise_run: Some(4),
-        ..Default::default()
-    };
     let mut v = vec![Device::cpu()];
     v.extend(open(GpuOptions::default()));
-    v.extend(open(packed));
+    v.extend(open(packed_f16()));
     v
 }
 
