@@ -68,6 +68,19 @@ fn run_case(name: &str, x: &Tensor) -> webtensor::Result<Tensor> {
         "irfft2" => x.irfft(Fft::over([-2, -1])),
         "fftn_all" => x.fft(Fft::over(..)),
         "rfftn_axes" => x.rfft(Fft::over([0, 2])),
+        "ifft_real_backward" | "ifft_real_ortho" | "ifft_real_forward" => {
+            let norm = match name {
+                "ifft_real_ortho" => FftNorm::Ortho,
+                "ifft_real_forward" => FftNorm::Forward,
+                _ => FftNorm::Backward,
+            };
+            x.ifft(Fft::along(-1).norm(norm))
+        }
+        "ifft_real_axis0" => x.ifft(0),
+        "ifft2_real" => x.ifft(Fft::over([-2, -1])),
+        "ifftn_real_all" => x.ifft(Fft::over(..).norm(FftNorm::Ortho)),
+        "ifftn_real_axes" => x.ifft(Fft::over([0, 2])),
+        "ifft_real_pad" => x.ifft(Fft::along(-1).size(12)),
         "fftshift_odd" => x.fftshift(..),
         "ifftshift_2d" => x.ifftshift(..),
         other => panic!("no op for NumPy's case {other}"),
@@ -106,7 +119,7 @@ fn every_transform_equals_numpy() {
             want("rfftfreq_9_tenth")
         );
     }
-    assert!(ran >= 26 * devices().len(), "only {ran} cases ran");
+    assert!(ran >= 34 * devices().len(), "only {ran} cases ran");
 }
 
 /// `sum_j x[j] exp(-+2 pi i j k / n)` in f64 along the last axis of

@@ -57,4 +57,13 @@ x = np.arange(12, dtype=np.float32).reshape(3, 4); case("ifftshift_2d", x, np.ff
 cases["fftfreq_7_half"] = np.fft.fftfreq(7, 0.5).astype(np.float32)
 cases["fftfreq_8"] = np.fft.fftfreq(8).astype(np.float32)
 cases["rfftfreq_9_tenth"] = np.fft.rfftfreq(9, 0.1).astype(np.float32)
+# Inverse transforms of real input (once conjugated on the CPU, issue 44):
+# every norm, one axis, two, all, and a repeated-looking axis set.
+for norm in ("backward", "ortho", "forward"):
+    x = real(3, 10); case(f"ifft_real_{norm}", x, np.fft.ifft(x, norm=norm))
+x = real(7, 4); case("ifft_real_axis0", x, np.fft.ifft(x, axis=0))
+x = real(4, 6); case("ifft2_real", x, np.fft.ifft2(x))
+x = real(2, 3, 5); case("ifftn_real_all", x, np.fft.ifftn(x, norm="ortho"))
+x = real(3, 4, 5); case("ifftn_real_axes", x, np.fft.ifftn(x, axes=(0, 2)))
+x = real(5, 9); case("ifft_real_pad", x, np.fft.ifft(x, n=12))
 np.savez_compressed("numpy_fft_cases.npz", **cases)

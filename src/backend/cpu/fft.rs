@@ -112,7 +112,8 @@ impl Lines<'_> {
         Ok(())
     }
 
-    /// Real lines: each by `realfft`, its other half by symmetry.
+    /// Real lines: each by `realfft`, its other half by symmetry (forward
+    /// or inverse).
     fn real_input(&self, at: impl Fn(usize) -> f32, dst: &mut [f32]) -> Result<()> {
         let n = self.call.n;
         let plan = REAL_PLANNER.with(|p| p.borrow_mut().plan_fft_forward(n));
@@ -126,13 +127,12 @@ impl Lines<'_> {
             }
             plan.process_with_scratch(&mut signal, &mut half, &mut scratch)
                 .map_err(|e| Error::internal(OP, e.to_string()))?;
-            let half = &half;
+            // The inverse of a real line is the conjugate of its forward
+            // transform (the scale is the call's).
+            let (half, inverse) = (&half, self.call.inverse);
             self.store_complex(b, dst, |k| {
-                if k <= n / 2 {
-                    half[k]
-                } else {
-                    half[n - k].conj()
-                }
+                let y = if k <= n / 2 { half[k] } else { half[n - k].conj() };
+                if inverse { y.conj() } else { y }
             });
         }
         Ok(())
