@@ -577,6 +577,79 @@ fn adaptive_average_pooling_covers_uneven_bins() {
     }
 }
 
+/// The cases PyTorch computed (tests/data/torch_resize_cases.npz, written
+/// by make_resize_cases.py), by name, on the CPU.
+fn torch_resize_cases() -> Vec<(String, Tensor)> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_resize_cases.npz");
+    webtensor::io::load_npz(path, &Device::cpu()).unwrap()
+}
+
+#[test]
+fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
+    let cases = torch_resize_cases();
+    let get = |name: &str| &cases.iter().find(|(n, _)| n == name).unwrap().1;
+    for dev in devices() {
+        let mut ran = 0;
+        for (key, input) in &cases {
+            let Some(name) = key.strip_suffix("_in") else {
+                continue;
+            };
+            let want = get(&format!("{name}_out"));
+            let w: Vec<&str> = name.split('_').collect();
+            let mode = match w[0] {
+                "nearest" => Resize::Nearest,
+                "bilinear" => Resize::Bilinear,
+                _ => Resize::BilinearAlignCorners,
+            };
+            let (h, wd) = (want.dims()[2], want.dims()[3]);
+            let factors: Vec<f64> = w[3].split('x').map(|f| f.parse().unwrap()).collect();
+            let x = input.to_device(&dev).unwrap();
+            // Contiguous, and a view of a transposed copy.
+            let flipped = x.transpose(-1, -2).unwrap().contiguous().unwrap();
+            for (layout, x) in [
+                ("contiguous", x),
+                ("transposed", flipped.transpose(-1, -2).unwrap()),
+            ] {
+                let got = match w[1] {
+                    "size" => x.resize([h, wd], mode),
+                    _ => x.resize_by([factors[0], factors[1]], mode),
+                };
+                let got = got.unwrap_or_else(|e| panic!("{name} on {dev}: {e}"));
+                assert_eq!(got.dims(), want.dims(), "{name} {layout} on {dev}");
+                let (g, v) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+                let what = format!("{name} {layout} on {dev}");
+                if mode == Resize::Nearest {
+                    // The same source pixels: the values bit for bit.
+                    assert_eq!(g, v, "{what}");
+                } else {
+                    // The same pixels and weights; PyTorch's own kernel
+                    // rounds its blends a few ulp apart from the f32
+                    // formula (contracted products, by their look).
+                    common::assert_close(&g, &v, 1e-5, &what);
+                }
+                // f16 (native or packed) computes in f32, rounded once.
+                let half = x.to_dtype(DType::F16).unwrap();
+                let got = match w[1] {
+                    "size" => half.resize([h, wd], mode),
+                    _ => half.resize_by([factors[0], factors[1]], mode),
+                };
+                let want_half: Vec<f32> = want
+                    .to_dtype(DType::F16)
+                    .unwrap()
+                    .to_dtype(DType::F32)
+                    .unwrap()
+                    .to_vec()
+                    .unwrap();
+                let tol = if mode == Resize::Nearest { 0.0 } else { 2e-3 };
+                common::assert_close(&common::read_f32(&got.unwrap()), &want_half, tol, &what);
+            }
+            ran += 1;
+        }
+        assert!(ran >= 38, "{dev}: only {ran} cases");
+    }
+}
+
 #[test]
 fn resizing_gives_pytorchs_values() {
     for dev in devices() {
@@ -897,4 +970,48 @@ fn a_wrong_convolution_kernel_is_dropped_and_results_stay_right() {
     );
     let stats = gpu.stats();
     assert_eq!(stats.kernels_dropped, 1, "{stats:?}");
+}
+
+#[test]
+fn adaptive_pooling_keeps_non_finite_values_in_their_bins() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    // PyTorch 2.11's adaptive_avg_pool2d of each, by hand (bins of one
+    // length, bins of two lengths, NaN and -inf, both axes binned).
+    let cases: [(&[f32], [usize; 2], [usize; 2], &[f32]); 4] = [
+        (&[1.0, 2.0, 3.0, inf], [1, 4], [1, 2], &[1.5, inf]),
+        (&[1.0, inf, 3.0, 4.0, 5.0], [1, 5], [1, 3], &[inf, inf, 4.5]),
+        (
+            &[nan, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0, -inf],
+            [2, 4],
+            [2, 2],
+            &[nan, 2.5, 1.5, -inf],
+        ),
+        (
+            &[nan, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0, -inf, 0.0, 0.0, 0.0, 0.0],
+            [3, 4],
+            [2, 1],
+            &[nan, -inf],
+        ),
+    ];
+    for dev in devices() {
+        for (values, [h, w], out, want) in cases {
+            let x = Tensor::from_slice(values, [1, 1, h, w], &dev).unwrap();
+            // As given, and as a reversed view of reversed values.
+            let reversed: Vec<f32> = values.iter().rev().copied().collect();
+            let r = Tensor::from_slice(&reversed, [1, 1, h, w], &dev).unwrap();
+            for (layout, x) in [("contiguous", x), ("reversed", r.flip(&[2, 3]).unwrap())] {
+                let got = x.adaptive_avg_pool2d(out).unwrap().to_vec::<f32>().unwrap();
+                common::assert_close(&got, want, 1e-6, &format!("{values:?} {layout} on {dev}"));
+            }
+        }
+        // An empty spatial axis averages nothing: PyTorch refuses it.
+        for shape in [[1, 1, 0, 4], [1, 1, 4, 0]] {
+            let x = Tensor::zeros(shape, DType::F32, &dev).unwrap();
+            let err = x.adaptive_avg_pool2d(2).unwrap_err().to_string();
+            assert!(err.starts_with("adaptive_avg_pool2d: axis"), "{err}");
+        }
+        // An empty batch is fine.
+        let x = Tensor::zeros([0, 2, 4, 4], DType::F32, &dev).unwrap();
+        assert_eq!(x.adaptive_avg_pool2d(2).unwrap().dims(), &[0, 2, 2, 2]);
+    }
 }

@@ -1,8 +1,9 @@
 //! Resizing the last two axes, as PyTorch's `interpolate`: `nearest`
-//! picks rows and then columns by index (`index_select`), `bilinear`
-//! blends the two nearest rows, then the two nearest columns, with weights
-//! worked out on the host in f64. Each axis is its own pass, so any
-//! leading axes and any view work.
+//! picks columns and then rows by index (`index_select`), `bilinear`
+//! blends the two nearest columns, then the two nearest rows. Positions
+//! and weights are worked out on the host in f32 by PyTorch's CPU
+//! formulas, so the same source elements are picked. Each axis is its own
+//! pass, so any leading axes and any view work.
 
 use super::windows::compute_dtype;
 use crate::backend::cpu::try_collect;
@@ -12,7 +13,8 @@ use crate::tensor::Tensor;
 /// How [`Tensor::resize`] samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resize {
-    /// The element at `floor(out_index * in / out)` (PyTorch's `nearest`).
+    /// The element at `floor(out_index * (in / out))`, in f32 (PyTorch's
+    /// `nearest`).
     Nearest,
     /// Linear between the two nearest elements of each axis, pixel centres
     /// aligned (PyTorch's `bilinear`, `align_corners=False`).
@@ -75,6 +77,9 @@ impl Tensor {
         scale: Option<[f64; 2]>,
         mode: Resize,
     ) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return Err(super::complex::not_for_complex(op));
+        }
         // Nearest copies elements of any dtype; bilinear computes in f32.
         let compute = match mode {
             Resize::Nearest => self.dtype(),
@@ -88,7 +93,9 @@ impl Tensor {
             ));
         }
         let mut x = self.to_dtype(compute)?;
-        for a in 0..2 {
+        // Columns, then rows: PyTorch blends each row's pair of columns
+        // first, so the roundings fall alike.
+        for a in [1, 0] {
             let axis = r - 2 + a;
             let (n, m) = (self.dims()[axis], size[a]);
             if (n == 0) != (m == 0) {
@@ -97,63 +104,50 @@ impl Tensor {
                     format!("axis {axis} of {n} cannot be resized to {m}"),
                 ));
             }
-            if n == m && scale.is_none() {
+            // An axis as long as its input is a copy, even with a factor
+            // (PyTorch's CPU kernels).
+            if n == m {
                 continue;
             }
-            // Input positions per output position.
-            let ratio = match scale {
-                Some(s) => 1.0 / s[a],
-                None => n as f64 / m as f64,
-            };
-            x = resize_axis(&x, axis, n, m, ratio, mode)?;
+            x = resize_axis(&x, axis, [n, m], scale.map(|s| s[a]), mode)?;
         }
         x.to_dtype(self.dtype())
     }
 }
 
-/// One axis of `x` (`n` long) resized to `m`.
+/// One axis of `x` (`n` long) resized to `m`; `scale` is the caller's
+/// factor for this axis (`resize_by`), if any.
 fn resize_axis(
     x: &Tensor,
     axis: usize,
-    n: usize,
-    m: usize,
-    ratio: f64,
+    [n, m]: [usize; 2],
+    scale: Option<f64>,
     mode: Resize,
 ) -> Result<Tensor> {
     const OP: &str = "resize";
     let device = x.device();
-    let index = |v: Vec<i32>| Tensor::from_vec(v, [m], device);
-    let last = (n - 1) as f64;
+    // i32 indices, i64 past them (a broadcast view makes such axes cheap).
+    let index = |v: Vec<usize>| match i32::try_from(n) {
+        Ok(_) => Tensor::from_vec(
+            v.into_iter().map(|k| k as i32).collect::<Vec<_>>(),
+            [m],
+            device,
+        ),
+        Err(_) => Tensor::from_vec(
+            v.into_iter().map(|k| k as i64).collect::<Vec<_>>(),
+            [m],
+            device,
+        ),
+    };
+    let ratio = source_ratio(n, m, scale, mode);
     // The output's extent comes from the caller: the host may refuse it.
-    let sources = try_collect(
-        OP,
-        m,
-        (0..m).map(|i| match mode {
-            Resize::Nearest => (i as f64 * ratio).floor().min(last),
-            Resize::Bilinear => ((i as f64 + 0.5) * ratio - 0.5).max(0.0),
-            Resize::BilinearAlignCorners if m > 1 => i as f64 * last / (m - 1) as f64,
-            Resize::BilinearAlignCorners => 0.0,
-        }),
-    )?;
-    let lower = try_collect(
-        OP,
-        m,
-        sources
-            .iter()
-            .map(|s| (s.floor() as usize).min(n - 1) as i32),
-    )?;
+    let taps = try_collect(OP, m, (0..m).map(|i| source_taps(i, n, m, ratio, mode)))?;
+    let lower = try_collect(OP, m, taps.iter().map(|t| t.0))?;
     if mode == Resize::Nearest {
         return x.index_select(&index(lower)?, axis as isize);
     }
-    let upper = try_collect(OP, m, lower.iter().map(|&i| (i + 1).min(n as i32 - 1)))?;
-    let weight = try_collect(
-        OP,
-        m,
-        sources
-            .iter()
-            .zip(&lower)
-            .map(|(s, &i)| (s - i as f64).clamp(0.0, 1.0) as f32),
-    )?;
+    let upper = try_collect(OP, m, taps.iter().map(|t| t.1))?;
+    let weight = try_collect(OP, m, taps.iter().map(|t| t.2))?;
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
     let w1 = Tensor::from_vec(weight, [m], device)?
@@ -163,4 +157,39 @@ fn resize_axis(
     let a = x.index_select(&index(lower)?, axis as isize)?;
     let b = x.index_select(&index(upper)?, axis as isize)?;
     a.mul(&w0)?.add(&b.mul(&w1)?)
+}
+
+/// Input positions per output position, in f32 as PyTorch's CPU kernels
+/// compute it (`area_pixel_compute_scale`): `n / m` in f32, `1 / scale`
+/// rounded to f32 when a factor is given, `(n - 1) / (m - 1)` with
+/// corners aligned (which ignores the factor).
+fn source_ratio(n: usize, m: usize, scale: Option<f64>, mode: Resize) -> f32 {
+    match (mode, scale) {
+        (Resize::BilinearAlignCorners, _) if m > 1 => (n - 1) as f32 / (m - 1) as f32,
+        (Resize::BilinearAlignCorners, _) => 0.0,
+        (_, Some(s)) => (1.0 / s) as f32,
+        (_, None) => n as f32 / m as f32,
+    }
+}
+
+/// Output `i`'s two input positions and the second one's weight (the
+/// nearest mode uses the first), bit for bit as PyTorch's CPU kernels
+/// (`nearest_idx`, `compute_source_index_and_lambda`): f32 throughout, an
+/// output as long as its input copies it, and a nearest output twice as
+/// long takes `i / 2`, whatever factor was given.
+fn source_taps(i: usize, n: usize, m: usize, ratio: f32, mode: Resize) -> (usize, usize, f32) {
+    let last = n - 1;
+    let at = |k: usize| k.min(last);
+    if n == m {
+        return (at(i), at(i), 0.0);
+    }
+    let source = match mode {
+        Resize::Nearest if m == 2 * n => return (at(i / 2), 0, 0.0),
+        Resize::Nearest => return (at(((i as f32) * ratio).floor() as usize), 0, 0.0),
+        Resize::Bilinear => (ratio * (i as f32 + 0.5) - 0.5).max(0.0),
+        Resize::BilinearAlignCorners => ratio * i as f32,
+    };
+    let lower = (source.floor() as usize).min(last);
+    let weight = (source - lower as f32).clamp(0.0, 1.0);
+    (at(lower), at(lower + 1), weight)
 }

@@ -1,0 +1,37 @@
+"""Writes torch_resize_cases.npz for tests/conv.rs: PyTorch's
+`interpolate` (CPU, f32) of random images at many size ratios, by size
+and by scale factor, nearest and bilinear with and without aligned
+corners. Each case `NAME_in` ([2, 1, h, w]) and `NAME_out`; the name says
+the mode (`nearest`, `bilinear`, `corners`), whether a size or a factor
+was given, and the sizes or factors (`x` between the two axes). Run from
+tests/data with `python3 make_resize_cases.py` (PyTorch 2.11 wrote the
+committed file)."""
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+rng = np.random.default_rng(11)
+cases = {}
+MODES = {"nearest": ("nearest", None), "bilinear": ("bilinear", False), "corners": ("bilinear", True)}
+
+def add(name, x, **kw):
+    mode, corners = MODES[name.split("_")[0]]
+    y = F.interpolate(torch.from_numpy(x), mode=mode, align_corners=corners, **kw)
+    cases[name + "_in"] = x
+    cases[name + "_out"] = y.numpy()
+
+SIZES = [((1, 14), (1, 46)), ((7, 5), (3, 9)), ((14, 16), (46, 28)), ((5, 3), (10, 6)),
+         ((31, 2), (33, 64)), ((3, 7), (3, 7)), ((16, 9), (7, 4)), ((1, 1), (4, 3)),
+         ((10, 13), (20, 27)), ((23, 40), (17, 100))]
+FACTORS = [((10, 10), (2.01, 0.5)), ((7, 9), (1.7, 2.5)), ((13, 6), (0.3, 3.0)),
+           ((20, 11), (1.01, 1.9))]
+for mode in MODES:
+    for (h, w), (oh, ow) in SIZES:
+        x = rng.standard_normal((2, 1, h, w)).astype(np.float32)
+        add(f"{mode}_size_{h}x{w}_{oh}x{ow}", x, size=(oh, ow))
+    if mode == "corners":
+        continue  # a factor with aligned corners: PyTorch uses the sizes
+    for (h, w), (sh, sw) in FACTORS:
+        x = rng.standard_normal((2, 1, h, w)).astype(np.float32)
+        add(f"{mode}_factor_{h}x{w}_{sh}x{sw}", x, scale_factor=(sh, sw))
+np.savez_compressed("torch_resize_cases.npz", **cases)
