@@ -2,14 +2,16 @@
 //! `avg_pool2d` (kernel, stride, padding, dilation for max, ceil mode,
 //! whether padding counts in an average) fold one strided view of the
 //! (padded) input per tap with `maximum` or `add`, which the GPU fuses
-//! into one kernel; `adaptive_avg_pool2d` is two products with averaging
-//! matrices (rows of `1/n` over each output's bin), which cover bins of
-//! any sizes.
+//! into one kernel; `adaptive_avg_pool2d` sums each axis's bins (one
+//! reduction over a split view where the bins are of one length, a sum of
+//! gathered taps otherwise) and divides by their lengths.
 
 use super::PadMode;
 use super::windows::{Pair, compute_dtype, outputs, window};
 use crate::backend::cpu::try_collect;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::MAX_RANK;
 use crate::tensor::Tensor;
 
 /// The arguments of a pooling, PyTorch's defaults unless set: the stride
@@ -232,12 +234,13 @@ impl Tensor {
     /// The mean over `size` bins per axis of the last two (PyTorch's
     /// `adaptive_avg_pool2d`): output `i` averages input elements
     /// `floor(i n / size)` to `ceil((i + 1) n / size)`, so bins of several
-    /// sizes cover any input.
+    /// sizes cover any input. A non-finite input stays in its own bins.
     ///
     /// # Errors
-    /// `Error::Shape` naming `adaptive_avg_pool2d` for fewer than 2 axes
-    /// or an output size of 0 over a non-empty axis; `Error::DType` for
-    /// non-float tensors.
+    /// `Error::Shape` naming `adaptive_avg_pool2d` for fewer than 2 axes,
+    /// an empty spatial axis (its bins would average nothing, as PyTorch
+    /// refuses) or an output size of 0; `Error::DType` for non-float
+    /// tensors.
     pub fn adaptive_avg_pool2d(&self, size: impl Into<Pair>) -> Result<Tensor> {
         const OP: &str = "adaptive_avg_pool2d";
         let compute = compute_dtype(OP, self.dtype())?;
@@ -249,27 +252,24 @@ impl Tensor {
                 format!("needs 2 spatial axes, got shape {}", self.shape()),
             ));
         }
-        let input = [self.dims()[r - 2], self.dims()[r - 1]];
-        if (0..2).any(|a| size[a] == 0 && input[a] > 0) {
-            return Err(Error::shape(OP, format!("an output size {size:?} of 0")));
-        }
-        let averaging = |a: usize| -> Result<Tensor> {
-            let (n, m) = (input[a], size[a]);
-            let len = m
-                .checked_mul(n)
-                .ok_or_else(|| Error::shape(OP, format!("bins of {m} x {n} elements overflow")))?;
-            let mut values = try_collect(OP, len, std::iter::repeat_n(0.0f32, len))?;
-            for i in 0..m {
-                let (start, end) = (i * n / m, ((i + 1) * n).div_ceil(m));
-                for j in start..end {
-                    values[i * n + j] = 1.0 / (end - start) as f32;
-                }
+        for a in 0..2 {
+            let (axis, n) = (r - 2 + a, self.dims()[r - 2 + a]);
+            if n == 0 || size[a] == 0 {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "axis {axis} of {n} elements cannot be averaged into {} bins (shape {})",
+                        size[a],
+                        self.shape()
+                    ),
+                ));
             }
-            Tensor::from_slice(&values, [m, n], self.device())?.to_dtype(compute)
-        };
-        let x = self.to_dtype(compute)?;
-        let rows = averaging(0)?.matmul(&x)?;
-        rows.matmul(&averaging(1)?.t())?.to_dtype(self.dtype())
+        }
+        let mut x = self.to_dtype(compute)?;
+        for (a, &m) in size.iter().enumerate() {
+            x = adaptive_mean_axis(&x, r - 2 + a, m)?;
+        }
+        x.to_dtype(self.dtype())
     }
 
     /// This tensor with `plan`'s padding of `value` around its last two axes.
@@ -280,4 +280,57 @@ impl Tensor {
         }
         self.pad(&widths, PadMode::Constant(value.into()))
     }
+}
+
+/// Axis `axis` of `x` (`n` long, `n` and `m` at least 1) averaged into `m`
+/// bins, bin `i` spanning `floor(i n / m)..ceil((i + 1) n / m)`. Bins of
+/// one length are a view of the axis split in two, summed; bins of two
+/// lengths are summed tap by tap from gathers, the shorter ones reading a
+/// zero past the axis's end. Either way no element is scaled before it is
+/// summed, so an infinity or NaN reaches only its own bins.
+fn adaptive_mean_axis(x: &Tensor, axis: usize, m: usize) -> Result<Tensor> {
+    const OP: &str = "adaptive_avg_pool2d";
+    let n = x.dims()[axis];
+    if n == m {
+        return Ok(x.clone());
+    }
+    if n.is_multiple_of(m) && x.rank() < MAX_RANK {
+        let k = n / m;
+        let l = x.layout();
+        let (mut dims, mut strides) = (l.dims().to_vec(), l.strides().to_vec());
+        let step = strides[axis];
+        dims.splice(axis..=axis, [m, k]);
+        strides.splice(axis..=axis, [step * k as isize, step]);
+        let bins = x.with_layout(Layout::from_parts(dims.into(), strides.into(), l.offset()));
+        return bins.sum(axis as isize + 1)?.div_scalar(k as f64);
+    }
+    // In u128, so `i * n` cannot wrap.
+    let bin = |i: usize| {
+        let (i, n, m) = (i as u128, n as u128, m as u128);
+        ((i * n / m) as usize, ((i + 1) * n).div_ceil(m) as usize)
+    };
+    let bins = try_collect(OP, m, (0..m).map(bin))?;
+    let longest = bins.iter().map(|&(s, e)| e - s).max().unwrap_or(0);
+    let mut widths = vec![(0, 0); x.rank() - axis];
+    widths[0] = (0, 1);
+    let padded = x.pad(&widths, PadMode::Constant(0.into()))?;
+    let device = x.device();
+    let mut sum: Option<Tensor> = None;
+    for t in 0..longest {
+        let taps = bins
+            .iter()
+            .map(|&(s, e)| if s + t < e { s + t } else { n } as i64);
+        let index = Tensor::from_vec(try_collect(OP, m, taps)?, [m], device)?;
+        let tap = padded.index_select(&index, axis as isize)?;
+        sum = Some(match sum {
+            Some(s) => s.add(&tap)?,
+            None => tap,
+        });
+    }
+    let mut shape = vec![1usize; x.rank()];
+    shape[axis] = m;
+    let counts = try_collect(OP, m, bins.iter().map(|&(s, e)| (e - s) as f32))?;
+    let counts = Tensor::from_vec(counts, shape, device)?.to_dtype(x.dtype())?;
+    sum.ok_or_else(|| Error::internal(OP, "a bin of no elements"))?
+        .div(&counts)
 }
