@@ -131,7 +131,11 @@ impl Lines<'_> {
             // transform (the scale is the call's).
             let (half, inverse) = (&half, self.call.inverse);
             self.store_complex(b, dst, |k| {
-                let y = if k <= n / 2 { half[k] } else { half[n - k].conj() };
+                let y = if k <= n / 2 {
+                    half[k]
+                } else {
+                    half[n - k].conj()
+                };
                 if inverse { y.conj() } else { y }
             });
         }
