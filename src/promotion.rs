@@ -23,11 +23,16 @@
 //! – : no common dtype here (c64 with f64 needs a complex128: an
 //! `Error::DType` asking for a cast).
 //!
+//! A dimensioned tensor with a 0-d one keeps its dtype unless the 0-d
+//! tensor's category is higher, and then takes the two's common dtype
+//! (`i32[3] + i64 0-d` is i32, `i32[3] + f64 0-d` f64); two 0-d tensors
+//! promote as the table says.
+//!
 //! A tensor with a Rust scalar keeps its dtype unless the scalar's category
 //! is higher: a float scalar takes bool and integer tensors to f32, an
 //! integer scalar takes a bool tensor to i32, a complex scalar takes real
 //! tensors to c64. The scalar must then fit the dtype (300 into u8 is an
-//! error, not a wrap).
+//! error, not a wrap); a bool scalar is 0 or 1 in any dtype.
 
 use crate::dtype::DType;
 use crate::scalar::Scalar;
@@ -85,6 +90,22 @@ impl DType {
             _ => None,
         }
     }
+}
+
+/// The dtype an op on tensors of dtypes `a` and `b` computes in, where
+/// `a_0d` and `b_0d` say which are 0-d (PyTorch's `result_type`): a 0-d
+/// tensor beside a dimensioned one promotes like a scalar, so it widens
+/// the result only from a higher category (`i32[3] + i64 0-d` is i32,
+/// `f16[3] * f32 0-d` f16, `i32[3] + f64 0-d` f64).
+pub(crate) fn of_tensors(a: DType, a_0d: bool, b: DType, b_0d: bool) -> Option<DType> {
+    if a_0d == b_0d {
+        return a.promote(b);
+    }
+    let (dim, zero) = if a_0d { (b, a) } else { (a, b) };
+    if category(zero) <= category(dim) {
+        return Some(dim);
+    }
+    dim.promote(zero)
 }
 
 /// True when a result of dtype `from` may be stored into a destination of
@@ -147,6 +168,38 @@ mod tests {
                 assert_eq!(a.promote(*b), b.promote(a), "{a} with {b}");
             }
         }
+    }
+
+    #[test]
+    fn zero_d_tensors_widen_only_across_categories() {
+        use DType::*;
+        let cases = [
+            (I32, I64, Some(I32)),
+            (F16, F32, Some(F16)),
+            (U8, I32, Some(U8)),
+            (I32, F64, Some(F64)),
+            (I32, F16, Some(F16)),
+            (Bool, I64, Some(I64)),
+            (Bool, Bool, Some(Bool)),
+            (F32, C64, Some(C64)),
+            (F64, C64, None),
+            (C64, F64, Some(C64)),
+            (BF16, F16, Some(BF16)),
+        ];
+        for (dim, zero, want) in cases {
+            assert_eq!(
+                of_tensors(dim, false, zero, true),
+                want,
+                "{dim} with 0-d {zero}"
+            );
+            assert_eq!(
+                of_tensors(zero, true, dim, false),
+                want,
+                "0-d {zero} with {dim}"
+            );
+        }
+        assert_eq!(of_tensors(I32, true, I64, true), Some(I64));
+        assert_eq!(of_tensors(F16, false, F32, false), Some(F32));
     }
 
     #[test]

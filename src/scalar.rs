@@ -112,10 +112,11 @@ impl TypedScalar {
             Scalar::Complex(_) => 0,
         };
         let value = match (scalar, dtype) {
-            (Scalar::Bool(b), DType::Bool) => b as u8 as f64,
-            (Scalar::Bool(_), _) | (_, DType::Bool) => return Err(bad()),
             // c64 tensors take scalars through the complex ops (ops/complex.rs).
             (Scalar::Complex(_), _) | (_, DType::C64) => return Err(bad()),
+            // A bool is 0 or 1 in any dtype (NumPy's and PyTorch's rule).
+            (Scalar::Bool(b), _) => b as u8 as f64,
+            (_, DType::Bool) => return Err(bad()),
             (Scalar::Float(v), d) if d.is_float() => v,
             (Scalar::Int(v), d) if d.is_float() => v as f64,
             (Scalar::Float(v), d) => {
@@ -202,7 +203,14 @@ mod tests {
         assert!(TypedScalar::new("t", 2.5.into(), DType::I32).is_err());
         assert!(TypedScalar::new("t", (-1).into(), DType::U8).is_err());
         assert!(TypedScalar::new("t", 256.into(), DType::U8).is_err());
-        assert!(TypedScalar::new("t", true.into(), DType::F32).is_err());
+        let one = TypedScalar::new("t", true.into(), DType::U8).unwrap();
+        assert_eq!((one.value, one.int), (1.0, 1));
+        assert_eq!(
+            TypedScalar::new("t", true.into(), DType::F32)
+                .unwrap()
+                .value,
+            1.0
+        );
         assert!(TypedScalar::new("t", 1.into(), DType::Bool).is_err());
         let s = TypedScalar::new("t", 3.0.into(), DType::I32).unwrap();
         assert_eq!(s.get::<i32>(), 3);

@@ -186,3 +186,84 @@ fn rust_scalars_widen_only_across_categories() {
         assert_eq!(i.to_vec::<i32>().unwrap(), vec![2, 3, 4]);
     }
 }
+
+/// The dtype a line of torch_promotion_cases.txt names (`c32`, PyTorch's
+/// half complex, is c64 here: the one complex dtype, which holds it).
+fn torch_dtype(name: &str) -> Option<DType> {
+    match name {
+        "none" => None,
+        "c32" => Some(DType::C64),
+        _ => Some(DType::ALL.into_iter().find(|d| d.name() == name).unwrap()),
+    }
+}
+
+#[test]
+fn zero_d_tensors_and_bool_scalars_promote_as_pytorch() {
+    let cases = include_str!("data/torch_promotion_cases.txt");
+    for dev in devices() {
+        let mut ran = 0;
+        for line in cases.lines() {
+            let w: Vec<&str> = line.split(' ').collect();
+            let (a, mut want) = (torch_dtype(w[1]).unwrap(), torch_dtype(w[3]));
+            // By design (README): an integer scalar takes a bool tensor to
+            // i32, where PyTorch's default integer is i64.
+            if line == "scalar bool int i64" {
+                want = Some(DType::I32);
+            }
+            let what = format!("{dev} {line}");
+            let tensor = |d: DType, zero_d: bool| {
+                let t = operand(d, 1, &dev);
+                match zero_d {
+                    true => t.slice(webtensor::s![1, 2]).unwrap(),
+                    false => t,
+                }
+            };
+            if w[0] == "scalar" {
+                if !dtypes(&dev).contains(&a) {
+                    continue;
+                }
+                let x = tensor(a, false);
+                let s = match w[2] {
+                    "bool" => Scalar::from(true),
+                    "int" => Scalar::from(2),
+                    "float" => Scalar::from(0.5),
+                    _ => Scalar::from(Complex32::new(0.0, 1.0)),
+                };
+                // (Bool with a bool has no arithmetic: PyTorch's result_type
+                // is bool, and mul is an error naming the dtype.)
+                match x.mul_scalar(s) {
+                    Ok(p) => assert_eq!(Some(p.dtype()), want, "{what}"),
+                    Err(e) if want == Some(DType::Bool) => assert!(e.to_string().contains("bool")),
+                    Err(e) => assert_eq!(None, want, "{what}: {e}"),
+                }
+                // A bool scalar is 1 in any dtype (PyTorch's `u8 + True`).
+                if w[2] == "bool" && a != DType::Bool {
+                    let (sum, one) = (x.add_scalar(true).unwrap(), x.add_scalar(1).unwrap());
+                    assert_eq!(values(&sum), values(&one), "{what}: add");
+                }
+                ran += 1;
+                continue;
+            }
+            let b = torch_dtype(w[2]).unwrap();
+            if !dtypes(&dev).contains(&a) || !dtypes(&dev).contains(&b) {
+                continue;
+            }
+            let x = tensor(a, w[0].starts_with("0d"));
+            let y = tensor(b, w[0].ends_with("0d"));
+            let common = Tensor::result_type(&x, &y).ok();
+            assert_eq!(common, want, "{what}: result_type");
+            // The op computes in that dtype, with the values of the
+            // operands cast by hand (or fails, with no common dtype).
+            match (x.mul(&y), common) {
+                (Ok(p), Some(c)) => {
+                    let cast = x.to_dtype(c).unwrap().mul(&y.to_dtype(c).unwrap());
+                    assert_eq!(values(&p), values(&cast.unwrap()), "{what}: mul");
+                }
+                (Err(_), None | Some(DType::Bool)) => {}
+                (p, c) => panic!("{what}: mul gave {p:?} for {c:?}"),
+            }
+            ran += 1;
+        }
+        assert!(ran >= 200, "{dev}: only {ran} cases");
+    }
+}

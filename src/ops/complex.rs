@@ -266,12 +266,12 @@ impl Tensor {
 
     /// `op` with a real or complex scalar, for a c64 tensor.
     pub(super) fn complex_scalar(&self, op: BinaryOp, s: Scalar) -> Result<Tensor> {
-        self.complex_binary(op, &complex_scalar_tensor(op.name(), s, self.device())?)
+        self.complex_binary(op, &complex_scalar_tensor(s, self.device())?)
     }
 
     /// In-place [`Tensor::complex_scalar`].
     pub(super) fn complex_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
-        self.complex_binary_(op, &complex_scalar_tensor(op.name(), s, self.device())?)
+        self.complex_binary_(op, &complex_scalar_tensor(s, self.device())?)
     }
 
     /// `op` of a c64 tensor: neg, exp (c64) and abs (f32).
@@ -367,7 +367,7 @@ impl Tensor {
 
     /// Fills a c64 view with a real or complex scalar.
     pub(super) fn complex_fill_(&self, value: Scalar) -> Result<()> {
-        let c = complex_value("fill_", value)?;
+        let c = complex_value(value);
         self.real()?.fill_(c.re)?;
         self.imag()?.fill_(c.im)
     }
@@ -380,33 +380,27 @@ impl Tensor {
                 let zeros = Tensor::zeros(self.shape().clone(), DType::F32, self.device())?;
                 Tensor::complex(self, &zeros)
             }
-            // No complex128 here: f64 does not promote with c64.
-            DType::F64 => Err(Error::dtype(
-                op,
-                "cannot combine f64 with c64 (no complex128); cast to f32 first",
-            )),
-            // Promoted (see `promotion.rs`): the real values as f32.
+            // Promoted (see `promotion.rs`): the real values as f32. An f64
+            // one is 0-d beside a c64 tensor (two dimensioned ones have no
+            // common dtype, there being no complex128), so c64 holds it.
             _ => self.to_dtype(DType::F32)?.as_complex(op),
         }
     }
 }
 
-/// A scalar as a complex number.
-///
-/// # Errors
-/// `Error::DType` naming `op` for a bool.
-fn complex_value(op: &'static str, s: Scalar) -> Result<Complex32> {
+/// A scalar as a complex number (a bool 0 or 1, as in any dtype).
+fn complex_value(s: Scalar) -> Complex32 {
     match s {
-        Scalar::Float(v) => Ok(Complex32::new(v as f32, 0.0)),
-        Scalar::Int(v) => Ok(Complex32::new(v as f32, 0.0)),
-        Scalar::Complex(c) => Ok(c),
-        Scalar::Bool(_) => Err(Error::dtype(op, "a bool scalar has no complex value")),
+        Scalar::Float(v) => Complex32::new(v as f32, 0.0),
+        Scalar::Int(v) => Complex32::new(v as f32, 0.0),
+        Scalar::Complex(c) => c,
+        Scalar::Bool(b) => Complex32::new(f32::from(u8::from(b)), 0.0),
     }
 }
 
 /// A 0-d c64 tensor holding scalar `s` on `device`.
-fn complex_scalar_tensor(op: &'static str, s: Scalar, device: &Device) -> Result<Tensor> {
-    Tensor::from_complex(&[complex_value(op, s)?], Shape::scalar(), device)
+fn complex_scalar_tensor(s: Scalar, device: &Device) -> Result<Tensor> {
+    Tensor::from_complex(&[complex_value(s)], Shape::scalar(), device)
 }
 
 /// The error of an op that has no c64 form.

@@ -37,7 +37,7 @@ impl Tensor {
     fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
         let dtype = self.dtype();
         if dtype.is_complex() || other.dtype() != dtype {
-            let common = result_dtype_on(op.name(), self.device(), dtype, other.dtype())?;
+            let common = tensors_dtype_on(op.name(), self, other)?;
             // Promoted operands go round again (the common case, one
             // dtype, takes no copy of either handle).
             return match common {
@@ -58,7 +58,7 @@ impl Tensor {
 
     fn binary_(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
         if self.dtype().is_complex() || other.dtype() != self.dtype() {
-            let common = result_dtype_on(op.name(), self.device(), self.dtype(), other.dtype())?;
+            let common = tensors_dtype_on(op.name(), self, other)?;
             self.check_stores(op.name(), common, || format!("a {} operand", other.dtype()))?;
             if self.dtype().is_complex() {
                 return self.complex_binary_(op, other);
@@ -134,7 +134,7 @@ impl Tensor {
 
     fn compare(&self, op: CompareOp, other: &Tensor) -> Result<Tensor> {
         if other.dtype() != self.dtype() {
-            let dtype = result_dtype_on(op.name(), self.device(), self.dtype(), other.dtype())?;
+            let dtype = tensors_dtype_on(op.name(), self, other)?;
             return match dtype == self.dtype() {
                 true => self.compare(op, &other.to_dtype(dtype)?),
                 false => self.to_dtype(dtype)?.compare(op, other),
@@ -178,7 +178,7 @@ impl Tensor {
     pub fn where_cond(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         const OP: &str = "where_cond";
         check_same_dtype(OP, cond.dtype(), DType::Bool)?;
-        let dtype = result_dtype_on(OP, x.device(), x.dtype(), y.dtype())?;
+        let dtype = tensors_dtype_on(OP, x, y)?;
         let (x, y) = (&x.to_dtype(dtype)?, &y.to_dtype(dtype)?);
         Tensor::launch_new(
             x,
@@ -192,7 +192,10 @@ impl Tensor {
     /// The dtype an op on `a` and `b` computes in and returns (PyTorch's
     /// `torch.result_type`): the higher of their categories (bool <
     /// integers < floats < complex) and, within one, the wider dtype (i32
-    /// with u32 is i64; c64 with f64 has no common dtype here). Binary ops,
+    /// with u32 is i64; c64 with f64 has no common dtype here). A 0-d
+    /// tensor beside a dimensioned one counts as a scalar does: it widens
+    /// the result only from a higher category (`i32[3] + i64 0-d` is
+    /// i32, `f16[3] * f32 0-d` f16). Binary ops,
     /// comparisons, `where_cond`, `concat` and `stack` promote their
     /// operands so; an in-place op stores its result in its destination's
     /// dtype where that keeps the result's category (f32 into f16, not
@@ -213,7 +216,7 @@ impl Tensor {
     /// `Error::DType` naming `result_type` and both dtypes when there is no
     /// common dtype.
     pub fn result_type(a: &Tensor, b: &Tensor) -> Result<DType> {
-        result_dtype("result_type", a.dtype(), b.dtype())
+        tensors_dtype("result_type", a, b)
     }
 
     /// The dtype this tensor computes in with the scalar `s` under `op`.
@@ -280,6 +283,32 @@ impl Tensor {
         }
         Tensor::from_vec(vec![s.int], [], self.device()).map(Some)
     }
+}
+
+/// The common dtype of tensors `a` and `b` under `op`, a 0-d one beside a
+/// dimensioned one counting as a scalar (see `promotion.rs`).
+///
+/// # Errors
+/// `Error::DType` naming `op` and both dtypes when they have none.
+pub(super) fn tensors_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<DType> {
+    let (x, y) = (a.dtype(), b.dtype());
+    promotion::of_tensors(x, a.rank() == 0, y, b.rank() == 0).ok_or_else(|| {
+        Error::dtype(
+            op,
+            format!("operands of dtypes {x} and {y} have no common dtype; cast one with to_dtype"),
+        )
+    })
+}
+
+/// [`tensors_dtype`] of operands on `a`'s device.
+///
+/// # Errors
+/// As [`tensors_dtype`], and `Error::UnsupportedDType` naming `op` where
+/// the common dtype is one the device holds no tensor of (f64 on a GPU).
+pub(super) fn tensors_dtype_on(op: &'static str, a: &Tensor, b: &Tensor) -> Result<DType> {
+    let dtype = tensors_dtype(op, a, b)?;
+    a.device().check_holds(op, dtype)?;
+    Ok(dtype)
 }
 
 /// [`result_dtype`] of operands on `device`.

@@ -90,8 +90,7 @@ impl Tensor {
     /// shapes do not broadcast; `Error::DeviceMismatch`.
     pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
         const OP: &str = "isclose";
-        let dtype =
-            super::elementwise::result_dtype_on(OP, self.device(), self.dtype(), other.dtype())?;
+        let dtype = super::elementwise::tensors_dtype_on(OP, self, other)?;
         if !dtype.is_numeric() {
             return Err(Error::dtype(OP, format!("not defined for dtype {dtype}")));
         }
