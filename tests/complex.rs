@@ -382,3 +382,95 @@ fn complex_errors_name_the_op() {
     assert!(r.real().unwrap().shares_storage(&r));
     assert!(!r.conj().unwrap().shares_storage(&r));
 }
+
+/// The cases NumPy computed (tests/data/numpy_complex_cases.npz, written by
+/// make_complex_cases.py), on the CPU.
+fn numpy_complex_cases() -> Vec<(String, Tensor)> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/numpy_complex_cases.npz");
+    webtensor::io::load_npz(path, &Device::cpu()).unwrap()
+}
+
+/// The elements of `got` that differ from `want` in their bits (any NaN
+/// equal to any NaN), with their inputs, for a failure message.
+fn differing(got: &[f32], want: &[f32]) -> Vec<(usize, f32, f32)> {
+    got.iter()
+        .zip(want)
+        .enumerate()
+        .filter(|(_, (g, w))| !(g.is_nan() && w.is_nan()) && g.to_bits() != w.to_bits())
+        .map(|(i, (&g, &w))| (i, g, w))
+        .collect()
+}
+
+#[test]
+fn division_and_magnitude_neither_overflow_nor_underflow_as_numpys() {
+    let cases = numpy_complex_cases();
+    let get = |name: &str| cases.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let pairs = |t: &Tensor| -> Vec<f32> {
+        t.to_complex_vec()
+            .unwrap()
+            .iter()
+            .flat_map(|c| [c.re, c.im])
+            .collect()
+    };
+    let (quot, mag) = (pairs(&get("quot")), get("abs").to_vec::<f32>().unwrap());
+    for dev in devices() {
+        let (a, b) = (
+            get("a").to_device(&dev).unwrap(),
+            get("b").to_device(&dev).unwrap(),
+        );
+        let n = a.dims()[0];
+        // Contiguous, and reversed views of reversed copies.
+        let flip = |t: &Tensor| {
+            t.flip(&[0])
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .flip(&[0])
+                .unwrap()
+        };
+        for (layout, a, b) in [
+            ("contiguous", a.clone(), b.clone()),
+            ("reversed", flip(&a), flip(&b)),
+        ] {
+            let bad = differing(&pairs(&a.div(&b).unwrap()), &quot);
+            assert!(
+                bad.is_empty(),
+                "{dev} {layout}: {} of {} parts of a / b differ, first (part, got, NumPy) {:?}",
+                bad.len(),
+                2 * n,
+                &bad[..bad.len().min(6)]
+            );
+            let bad = differing(&a.abs().unwrap().to_vec::<f32>().unwrap(), &mag);
+            // hypot composed of f32 steps: within 2 ulp of C's.
+            let far: Vec<_> = bad
+                .iter()
+                .filter(|(_, g, w)| {
+                    !g.is_finite()
+                        || !w.is_finite()
+                        || (g.to_bits() as i64 - w.to_bits() as i64).abs() > 2
+                })
+                .collect();
+            assert!(
+                far.is_empty(),
+                "{dev} {layout}: |a| differs: {:?}",
+                &far[..far.len().min(6)]
+            );
+        }
+        // The repro, with a scalar divisor and in place too.
+        let z = Tensor::from_complex(&[Complex32::new(3.0, 4.0)], [1], &dev).unwrap();
+        let q = z
+            .div_scalar(Complex32::new(1e-25, 0.0))
+            .unwrap()
+            .to_complex_vec()
+            .unwrap();
+        assert_eq!(q, vec![Complex32::new(3e25, 4e25)], "{dev}");
+        z.div_(&Tensor::from_complex(&[Complex32::new(0.0, 0.0)], [], &dev).unwrap())
+            .unwrap();
+        let inf = z.to_complex_vec().unwrap()[0];
+        assert!(
+            inf.re == f32::INFINITY && inf.im == f32::INFINITY,
+            "{dev}: {inf}"
+        );
+    }
+}

@@ -237,13 +237,7 @@ impl Tensor {
                 let im = ar.mul(&bi)?.add(&ai.mul(&br)?)?;
                 Tensor::complex(&re, &im)
             }
-            BinaryOp::Div => {
-                let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
-                let den = br.square()?.add(&bi.square()?)?;
-                let re = ar.mul(&br)?.add(&ai.mul(&bi)?)?.div(&den)?;
-                let im = ai.mul(&br)?.sub(&ar.mul(&bi)?)?.div(&den)?;
-                Tensor::complex(&re, &im)
-            }
+            BinaryOp::Div => super::complex_scaled::quotient(&a, &b),
             _ => Err(not_for_complex(op.name())),
         }
     }
@@ -286,7 +280,7 @@ impl Tensor {
                 let scale = re.exp()?;
                 Tensor::complex(&scale.mul(&im.cos()?)?, &scale.mul(&im.sin()?)?)
             }
-            UnaryOp::Abs => re.square()?.add(&im.square()?)?.sqrt(),
+            UnaryOp::Abs => super::complex_scaled::hypot(&re, &im),
             _ => Err(not_for_complex(op.name())),
         }
     }

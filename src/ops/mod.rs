@@ -5,6 +5,7 @@ mod along_axis;
 mod assign;
 mod binding_parts;
 pub(crate) mod complex;
+mod complex_scaled;
 mod conv;
 mod custom;
 mod custom_names;

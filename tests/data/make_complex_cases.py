@@ -1,0 +1,45 @@
+"""Writes numpy_complex_cases.npz for tests/complex.rs: complex64 pairs `a`,
+`b` over magnitudes from 1e-45 to 3e38 and every combination of zeros,
+infinities and NaN in their parts, with NumPy's complex64 `a / b`
+(`quot`, Smith's scaled division) and `abs(a)` (`abs`, C's hypot). Run
+from tests/data with `python3 make_complex_cases.py` (NumPy 2.4 wrote the
+committed file)."""
+import itertools
+import numpy as np
+
+rng = np.random.default_rng(44)
+special = np.array([0.0, -0.0, 1.0, -3.0, 1e-45, 3e38, np.inf, -np.inf, np.nan], np.float32)
+parts = np.array(list(itertools.product(range(len(special)), repeat=4)))
+
+
+def cplx(re, im):
+    # Set part by part: `re + 1j * im` would make inf's real part NaN.
+    z = np.empty(len(re), np.complex64)
+    z.real, z.imag = re, im
+    return z
+
+
+sa = cplx(special[parts[:, 0]], special[parts[:, 1]])
+sb = cplx(special[parts[:, 2]], special[parts[:, 3]])
+
+
+def magnitudes(n):
+    exp = rng.uniform(-38, 38.5, n)
+    sign = rng.choice([-1.0, 1.0], n)
+    return (sign * 10.0 ** exp).astype(np.float32)
+
+
+n = 4000
+ra = cplx(magnitudes(n), magnitudes(n))
+rb = cplx(magnitudes(n), magnitudes(n))
+# Parts of like magnitude too, where cancellation and rounding matter.
+m = rng.uniform(-2, 2, (4, n)).astype(np.float32) * np.float32(1e20) ** rng.integers(-1, 2, (1, n))
+la = cplx(m[0], m[1])
+lb = cplx(m[2], m[3])
+a = np.concatenate([sa, ra, la])
+b = np.concatenate([sb, rb, lb])
+with np.errstate(all="ignore"):
+    quot = (a / b).astype(np.complex64)
+    mag = np.abs(a).astype(np.float32)
+assert quot.dtype == np.complex64 and mag.dtype == np.float32
+np.savez_compressed("numpy_complex_cases.npz", a=a, b=b, quot=quot, abs=mag)
