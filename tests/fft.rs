@@ -593,6 +593,39 @@ fn hann_window_is_periodic() {
         .to_vec::<f32>()
         .unwrap();
     common::assert_close(&w, &[0.0, 0.5, 1.0, 0.5], 1e-7, "hann 4");
+    // PyTorch's hann_window(1), (2) and (3): [1], [0, 1], [0, 0.75, 0.75].
+    for (n, want) in [
+        (1, &[1.0f32][..]),
+        (2, &[0.0, 1.0]),
+        (3, &[0.0, 0.75, 0.75]),
+    ] {
+        let w = Tensor::hann_window(n, &Device::cpu()).unwrap();
+        common::assert_close(&w.to_vec::<f32>().unwrap(), want, 1e-7, "hann");
+    }
+}
+
+#[test]
+fn stft_refuses_what_pytorch_refuses_naming_itself() {
+    for dev in devices() {
+        // A window of one sample keeps the signal: frames of one sample,
+        // each its own transform.
+        let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0], [3], &dev).unwrap();
+        let w = Tensor::hann_window(1, &dev).unwrap();
+        let spec = Stft::new(1).hop(1).center(false).window(&w);
+        let got = x.stft(&spec).unwrap().to_complex_vec().unwrap();
+        let want: Vec<Complex32> = [1.0, -2.0, 3.0].map(|v| Complex32::new(v, 0.0)).to_vec();
+        assert_eq!(got, want, "{dev}");
+        // Frames of a rank-8 signal would be of rank 9.
+        let deep = Tensor::zeros([1, 1, 1, 1, 1, 1, 1, 8], DType::F32, &dev).unwrap();
+        let e = deep
+            .stft(&Stft::new(4).center(false))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("stft:") && e.contains("rank"), "{e}");
+        let b = Tensor::from_slice(&[true; 8], [8], &dev).unwrap();
+        let e = b.stft(&Stft::new(4)).unwrap_err().to_string();
+        assert!(e.starts_with("stft:") && e.contains("bool"), "{e}");
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::shape::MAX_RANK;
 use crate::tensor::Tensor;
 
 /// The arguments of [`Tensor::stft`], PyTorch's defaults unless set.
@@ -95,8 +96,9 @@ impl Tensor {
     /// `Error::Argument` naming `stft` for `n_fft` or `hop` 0, a frame
     /// longer than the (padded) signal, centre padding as long as the
     /// signal, a window that is not 1-D real of at most `n_fft` samples or
-    /// on another device, or one-sided output of a complex signal;
-    /// `Error::DType` for bool.
+    /// on another device, one-sided output of a complex signal, or a
+    /// signal of rank 8 (its frames would be of rank 9); `Error::DType`
+    /// for bool.
     pub fn stft(&self, spec: &Stft) -> Result<Tensor> {
         const OP: &str = "stft";
         let n = spec.n_fft;
@@ -109,6 +111,19 @@ impl Tensor {
         }
         if self.rank() == 0 {
             return Err(Error::argument(OP, "a 0-d tensor has no samples"));
+        }
+        if self.rank() >= MAX_RANK {
+            return Err(Error::argument(
+                OP,
+                format!(
+                    "a signal of rank {} gives frames of rank {}, over the limit of {MAX_RANK}",
+                    self.rank(),
+                    self.rank() + 1
+                ),
+            ));
+        }
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype(OP, "not defined for bool; cast first"));
         }
         let complex = self.dtype().is_complex();
         let onesided = spec.onesided.unwrap_or(!complex);
@@ -160,12 +175,18 @@ impl Tensor {
     }
 
     /// The periodic Hann window of `n` samples (PyTorch's `hann_window`,
-    /// the one spectral analysis uses): `sin^2(pi k / n)`, f32.
+    /// the one spectral analysis uses): `sin^2(pi k / n)`, f32; `[1]` for
+    /// `n = 1`, as PyTorch's.
     ///
     /// # Errors
     /// `OutOfMemory` for a window the host cannot hold; device errors.
     pub fn hann_window(n: usize, device: &Device) -> Result<Tensor> {
+        // PyTorch's window of one sample is [1] (the periodic formula's
+        // sin^2(0) would make a frame of zeros).
         let value = |k: usize| {
+            if n == 1 {
+                return 1.0;
+            }
             let s = (std::f64::consts::PI * k as f64 / n as f64).sin();
             (s * s) as f32
         };
