@@ -1015,3 +1015,108 @@ fn adaptive_pooling_keeps_non_finite_values_in_their_bins() {
         assert_eq!(x.adaptive_avg_pool2d(2).unwrap().dims(), &[0, 2, 2, 2]);
     }
 }
+
+#[test]
+fn integer_arguments_at_their_extremes_are_errors_or_the_cpus_answer() {
+    // Each argument of each op at 0, 1, around 2^31, 2^32 and 2^63 and at
+    // usize::MAX: an error naming the op (never an internal one, a panic
+    // or a wrapped size), or, where PyTorch gives a result, the CPU's.
+    let extremes = [
+        0,
+        1,
+        (1 << 31) - 1,
+        (1 << 31) + 1,
+        (1 << 32) - 1,
+        (1 << 32) + 1,
+        1 << 63,
+        usize::MAX / 2,
+        usize::MAX,
+    ];
+    type Run = fn(&Tensor, &Tensor, [usize; 2]) -> webtensor::Result<Tensor>;
+    let runs: [(&str, Run); 12] = [
+        ("conv2d", |x, w, v| x.conv2d(w, &Conv::new().stride(v))),
+        ("conv2d", |x, w, v| x.conv2d(w, &Conv::new().padding(v))),
+        ("conv2d", |x, w, v| x.conv2d(w, &Conv::new().dilation(v))),
+        ("conv2d", |x, w, v| {
+            x.conv2d(w, &Conv::new().stride(v).padding(v))
+        }),
+        ("conv2d", |x, w, v| x.conv2d(w, &Conv::new().groups(v[0]))),
+        ("conv1d", |x, w, v| {
+            let w1 = w.narrow(2, 0, 1)?.squeeze_axis(2)?;
+            x.narrow(2, 0, 1)?
+                .squeeze_axis(2)?
+                .conv1d(&w1, &Conv::new().dilation(v).padding(v[1] / 2))
+        }),
+        ("conv_transpose2d", |x, w, v| {
+            x.conv_transpose2d(w, &Conv::new().stride(v))
+        }),
+        ("conv_transpose2d", |x, w, v| {
+            x.conv_transpose2d(w, &Conv::new().dilation(v))
+        }),
+        ("conv_transpose2d", |x, w, v| {
+            x.conv_transpose2d(w, &Conv::new().padding(v))
+        }),
+        ("max_pool2d", |x, _, v| {
+            x.max_pool2d(&Pool::new(3).dilation(v))
+        }),
+        ("max_pool2d", |x, _, v| {
+            x.max_pool2d(&Pool::new(v).stride(2))
+        }),
+        ("avg_pool2d", |x, _, v| {
+            x.avg_pool2d(&Pool::new(2).stride(v))
+        }),
+    ];
+    let cpu = Device::cpu();
+    let x = Tensor::from_vec(noise(2 * 4 * 16, 5), [1, 2, 4, 16], &cpu).unwrap();
+    let w = Tensor::from_vec(noise(2 * 2 * 9, 6), [2, 2, 3, 3], &cpu).unwrap();
+    for dev in devices() {
+        let (xd, wd) = (x.to_device(&dev).unwrap(), w.to_device(&dev).unwrap());
+        for (op, run) in runs {
+            for &big in &extremes {
+                for v in [[big, 1], [1, big]] {
+                    let what = format!("{op} {v:?} on {dev}");
+                    match (run(&xd, &wd, v), run(&x, &w, v)) {
+                        (Ok(got), Ok(want)) => {
+                            assert_eq!(got.dims(), want.dims(), "{what}");
+                            check(&got, &common::read_f32(&want), want.dims(), 1e-5, &what);
+                        }
+                        (Err(e), Err(_)) => {
+                            let msg = e.to_string();
+                            assert!(msg.starts_with(op), "{what}: {msg}");
+                            assert!(
+                                !matches!(e, webtensor::Error::Internal { .. }),
+                                "{what}: {msg}"
+                            );
+                        }
+                        (got, want) => panic!("{what}: got {got:?}, the CPU {want:?}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_f16_convolution_adds_its_bias_before_its_one_rounding() {
+    // Channels 1000 and 0.3 summed by a 1x1 f16 convolution with bias
+    // -1000: 1000 + 0.30004883 - 1000 rounded once, not 1000.5 - 1000.
+    for dev in devices() {
+        let mut values = vec![1000.0f32; 16];
+        values.extend([0.3f32; 16]);
+        let x = Tensor::from_vec(values, [1, 2, 4, 4], &dev)
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        let w = Tensor::ones([1, 2, 1, 1], DType::F16, &dev).unwrap();
+        let bias = Tensor::full([1], -1000.0, DType::F16, &dev).unwrap();
+        let out = x.conv2d(&w, &Conv::new().bias(&bias)).unwrap();
+        assert_eq!(out.dtype(), DType::F16);
+        let want =
+            webtensor::f16::from_f32(1000.0 + webtensor::f16::from_f32(0.3).to_f32() - 1000.0);
+        assert_eq!(
+            out.to_vec::<webtensor::f16>().unwrap(),
+            vec![want; 16],
+            "{dev}"
+        );
+    }
+}

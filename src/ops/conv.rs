@@ -19,7 +19,7 @@
 //! its output instead.
 
 use super::PadMode;
-use super::windows::{Pair, batched, compute_dtype, outputs, window};
+use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, span, window};
 use crate::backend::ConvCall;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -136,15 +136,24 @@ impl<'a> Conv<'a> {
         self
     }
 
-    /// The padding before and after each axis for a kernel of `k` taps.
-    fn pads(&self, k: [usize; 2]) -> [(usize, usize); 2] {
-        match self.padding {
+    /// The padding before and after each axis for a kernel of `k` taps,
+    /// and the elements it spans along each (`dilation (k - 1) + 1`).
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `op` for a span past `MAX_EXTENT`.
+    fn pads(&self, op: &'static str, k: [usize; 2]) -> Result<([(usize, usize); 2], [usize; 2])> {
+        let extent = [
+            span(op, 2, k[0], self.dilation.0[0])?,
+            span(op, 3, k[1], self.dilation.0[1])?,
+        ];
+        let pads = match self.padding {
             ConvPadding::Zeros(Pair(p)) => [(p[0], p[0]), (p[1], p[1])],
             ConvPadding::Same => std::array::from_fn(|a| {
-                let total = self.dilation.0[a] * (k[a] - 1);
+                let total = extent[a] - 1;
                 (total / 2, total - total / 2)
             }),
-        }
+        };
+        Ok((pads, extent))
     }
 
     /// Checks what does not depend on the tensors.
@@ -316,10 +325,13 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
             ),
         ));
     }
-    let pads = conv.pads([kh, kw]);
+    // Checked, as every index the kernels form fits in i32.
+    let (pads, extent) = conv.pads(op, [kh, kw])?;
     let (s, d) = (conv.stride.0, conv.dilation.0);
-    let padded = [h + pads[0].0 + pads[0].1, w + pads[1].0 + pads[1].1];
-    let extent = [d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1];
+    let padded = [
+        padded_len(op, 2, h, pads[0])?,
+        padded_len(op, 3, w, pads[1])?,
+    ];
     let (Some(ho), Some(wo)) = (
         outputs(padded[0], extent[0], s[0], None),
         outputs(padded[1], extent[1], s[1], None),
@@ -422,12 +434,29 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             format!("an input of {:?} pixels has no output", [h, w]),
         ));
     }
-    // The whole output before `padding` is cropped from each side.
-    let full = [
-        (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op[0],
-        (w - 1) * s[1] + d[1] * (kw - 1) + 1 + op[1],
-    ];
-    if full[0] <= 2 * p[0] || full[1] <= 2 * p[1] {
+    // The whole output before `padding` is cropped from each side, checked
+    // (its indices fit in i32 as the input's do).
+    let (_, extent) = conv.pads(OP, [kh, kw])?;
+    let full: [usize; 2] = std::array::from_fn(|a| {
+        [h, w][a]
+            .checked_sub(1)
+            .and_then(|v| v.checked_mul(s[a]))
+            .and_then(|v| v.checked_add(extent[a]))
+            .and_then(|v| v.checked_add(op[a]))
+            .filter(|&v| v <= MAX_EXTENT)
+            .unwrap_or(usize::MAX)
+    });
+    if full.contains(&usize::MAX) {
+        return Err(Error::argument(
+            OP,
+            format!(
+                "stride {s:?} and dilation {d:?} make the output of a {:?} input longer than \
+                 {MAX_EXTENT} along an axis",
+                [h, w]
+            ),
+        ));
+    }
+    if (0..2).any(|a| p[a].checked_mul(2).is_none_or(|t| t >= full[a])) {
         return Err(Error::shape(
             OP,
             format!(
@@ -467,7 +496,7 @@ struct Geometry {
 }
 
 /// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel,
-/// in f32 or f16 (accumulating in f32): `None` where the kernel does not
+/// in f32 or f16 (accumulating in f32; f32 with a bias): `None` where the kernel does not
 /// take it (other dtypes, operands over one storage binding, a kernel its
 /// self-check dropped), which the caller composes from products instead.
 fn implicit_gemm(
@@ -478,6 +507,9 @@ fn implicit_gemm(
     geometry: &Geometry,
 ) -> Result<Option<Tensor>> {
     let dtype = match Tensor::result_type(x, weight)? {
+        // A bias is added to the f32 result before its one rounding, as
+        // the CPU does (an f16 result plus an f16 bias rounds twice).
+        DType::F16 | DType::BF16 if conv.bias.is_some() => DType::F32,
         d @ (DType::F16 | DType::BF16 | DType::F32) => d,
         _ => return Ok(None),
     };

@@ -7,7 +7,7 @@
 //! gathered taps otherwise) and divides by their lengths.
 
 use super::PadMode;
-use super::windows::{Pair, compute_dtype, outputs, window};
+use super::windows::{Pair, compute_dtype, outputs, padded_len, span, window};
 use crate::backend::cpu::try_collect;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -115,7 +115,7 @@ impl Pool {
                 format!("kernel {k:?}, stride {s:?} and dilation {d:?} must be at least 1"),
             ));
         }
-        if (0..2).any(|a| 2 * p[a] > k[a]) {
+        if (0..2).any(|a| p[a] > k[a] / 2) {
             return Err(Error::argument(
                 op,
                 format!("padding {p:?} must be at most half the kernel {k:?}"),
@@ -126,14 +126,14 @@ impl Pool {
         let mut out = [0; 2];
         let mut after = [0; 2];
         for a in 0..2 {
-            let extent = d[a] * (k[a] - 1) + 1;
+            let extent = span(op, r - 2 + a, k[a], d[a])?;
+            let padded = padded_len(op, r - 2 + a, size[a], (p[a], p[a]))?;
             let ceil = self.ceil_mode.then_some(p[a]);
-            out[a] = outputs(size[a] + 2 * p[a], extent, s[a], ceil).ok_or_else(|| {
+            out[a] = outputs(padded, extent, s[a], ceil).ok_or_else(|| {
                 Error::shape(
                     op,
                     format!(
-                        "a window of {extent} is larger than the padded input of {} along axis {}",
-                        size[a] + 2 * p[a],
+                        "a window of {extent} is larger than the padded input of {padded} along axis {}",
                         r - 2 + a
                     ),
                 )

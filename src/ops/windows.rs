@@ -56,6 +56,55 @@ pub(super) fn outputs(
     Some(n)
 }
 
+/// The longest (padded) axis a sliding window runs over: the GPU kernels
+/// form input positions in i32.
+pub(super) const MAX_EXTENT: usize = i32::MAX as usize;
+
+/// The elements a window of `k` taps `dilation` apart spans along `axis`,
+/// `dilation (k - 1) + 1`, at most [`MAX_EXTENT`].
+///
+/// # Errors
+/// `Error::Argument` naming `op`, the axis, the dilation and the taps.
+pub(super) fn span(op: &'static str, axis: usize, k: usize, dilation: usize) -> Result<usize> {
+    dilation
+        .checked_mul(k.saturating_sub(1))
+        .and_then(|v| v.checked_add(1))
+        .filter(|&v| v <= MAX_EXTENT)
+        .ok_or_else(|| {
+            Error::argument(
+                op,
+                format!(
+                    "a dilation of {dilation} spreads {k} taps along axis {axis} past \
+                     {MAX_EXTENT} elements"
+                ),
+            )
+        })
+}
+
+/// `len` with `before` and `after` padding, at most [`MAX_EXTENT`].
+///
+/// # Errors
+/// `Error::Argument` naming `op`, the axis and the padding.
+pub(super) fn padded_len(
+    op: &'static str,
+    axis: usize,
+    len: usize,
+    (before, after): (usize, usize),
+) -> Result<usize> {
+    len.checked_add(before)
+        .and_then(|v| v.checked_add(after))
+        .filter(|&v| v <= MAX_EXTENT)
+        .ok_or_else(|| {
+            Error::argument(
+                op,
+                format!(
+                    "padding ({before}, {after}) makes axis {axis} of {len} longer than \
+                     {MAX_EXTENT} elements"
+                ),
+            )
+        })
+}
+
 /// The view of `t` (rank 2 or more, the last two axes spatial) holding,
 /// at output position `(y, x)`, the element at `start + (y, x) * step`:
 /// `count` positions per axis.
@@ -68,7 +117,16 @@ pub(super) fn window(t: &Tensor, start: [usize; 2], count: [usize; 2], step: [us
     let mut dims: Vec<usize> = l.dims()[..r - 2].to_vec();
     dims.extend(count);
     let mut new_strides: Vec<isize> = strides[..r - 2].to_vec();
-    new_strides.extend([sh * step[0] as isize, sw * step[1] as isize]);
+    // An axis of one position takes the input's stride: its step may be
+    // any size (a stride past the input's extent), and never multiplies.
+    let stride = |s: isize, a: usize| {
+        if count[a] == 1 {
+            s
+        } else {
+            s * step[a] as isize
+        }
+    };
+    new_strides.extend([stride(sh, 0), stride(sw, 1)]);
     t.with_layout(Layout::from_parts(
         dims.into(),
         new_strides.into(),
