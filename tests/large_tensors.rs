@@ -941,3 +941,30 @@ fn a_600_mib_u8_tensor_and_a_300_mib_f16_tensor_work() {
         );
     }
 }
+
+/// Reductions of more elements per output than a GPU kernel counts in 32
+/// bits (issue 44: a sum of 2^32 + 8 broadcast ones gave 8): cut into
+/// parts. Long: each reads 2^32 elements (about 18 s on lavapipe).
+#[test]
+#[ignore = "long: 2^32 elements read per reduction (WEBTENSOR_LONG_TESTS=1 runs it)"]
+fn gpu_reductions_past_2_pow_32_elements_count_them_all() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let n = (1usize << 32) + 8;
+    let ones = Tensor::ones([1], DType::I64, &dev)
+        .unwrap()
+        .broadcast_to([n])
+        .unwrap();
+    assert_eq!(
+        ones.sum(..).unwrap().to_vec::<i64>().unwrap(),
+        vec![n as i64]
+    );
+    // Two axes, each within 32 bits, their product past it.
+    let grid = Tensor::ones([1, 1], DType::F32, &dev)
+        .unwrap()
+        .broadcast_to([1 << 16, (1 << 16) + 1])
+        .unwrap();
+    let mean = grid.mean(..).unwrap().to_vec::<f32>().unwrap()[0];
+    assert!((mean - 1.0).abs() <= 1e-6, "mean {mean}");
+}

@@ -104,6 +104,10 @@ struct Reduction {
     mean: bool,
 }
 
+/// The most elements a GPU reduction kernel combines into one output: its
+/// counts and positions are 32-bit.
+const MAX_KERNEL_EXTENT: usize = (1 << 31) - 1;
+
 impl Tensor {
     /// Runs `op` over `axes` into a fresh tensor of `out_dtype`.
     fn reduce_into(
@@ -126,10 +130,30 @@ impl Tensor {
             out_dtype,
             mean,
         };
-        if let Some(cut) = self.binding_cut() {
+        if let Some(cut) = self.binding_cut().or_else(|| self.extent_cut(&mask)) {
             return self.reduce_in_parts(r, &mask, cut);
         }
         self.reduce_masked(r, &mask, None)
+    }
+
+    /// Where to cut a GPU reduction of more elements per output than its
+    /// kernels count (in 32 bits; a broadcast view makes such sizes
+    /// cheap): along the longest reduced axis, into parts of at most
+    /// `MAX_KERNEL_EXTENT` elements each where that axis allows (a part
+    /// still longer is cut again, along another axis). `None` on the CPU
+    /// and for shorter reductions.
+    fn extent_cut(&self, mask: &[bool; MAX_RANK]) -> Option<super::binding_parts::Cut> {
+        let dims = self.dims();
+        let reduced = (0..self.rank()).filter(|&k| mask[k]);
+        let extent = reduced
+            .clone()
+            .fold(1usize, |n, k| n.saturating_mul(dims[k]));
+        if !self.device().is_gpu() || extent <= MAX_KERNEL_EXTENT {
+            return None;
+        }
+        let axis = reduced.filter(|&k| dims[k] > 1).max_by_key(|&k| dims[k])?;
+        let parts = extent.div_ceil(MAX_KERNEL_EXTENT).clamp(2, dims[axis]);
+        Some(super::binding_parts::Cut { axis, parts })
     }
 
     /// `op` over the axes `mask` marks into a fresh tensor of `out_dtype`,
@@ -426,11 +450,12 @@ impl Tensor {
         };
         let mean = x.mean_keepdim(axes.clone())?;
         let divisor = count as f64 - ddof as f64;
-        let one_pass = x.dtype() == DType::F32 && x.binding_cut().is_none();
+        let mask = axes.mask("var", x.rank())?;
+        let one_pass =
+            x.dtype() == DType::F32 && x.binding_cut().is_none() && x.extent_cut(&mask).is_none();
         let squares = if one_pass && mean.layout().is_contiguous() {
             // One pass over x: each element's squared deviation from its
             // mean summed as it is read (no tensor of squares).
-            let mask = axes.mask("var", x.rank())?;
             let r = Reduction {
                 name: "var",
                 op: ReduceOp::Sum,
