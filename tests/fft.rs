@@ -81,6 +81,9 @@ fn run_case(name: &str, x: &Tensor) -> webtensor::Result<Tensor> {
         "ifftn_real_all" => x.ifft(Fft::over(..).norm(FftNorm::Ortho)),
         "ifftn_real_axes" => x.ifft(Fft::over([0, 2])),
         "ifft_real_pad" => x.ifft(Fft::along(-1).size(12)),
+        "irfftn_repeated" => x.irfft(Fft::over([0, 0, 1]).sizes(&[3, 5, 6])),
+        "rfftn_repeated" => x.rfft(Fft::over([0, 0, 1]).sizes(&[3, 5, 6])),
+        "fftn_repeated" => x.fft(Fft::over([0, 0, 1]).sizes(&[3, 5, 6])),
         "fftshift_odd" => x.fftshift(..),
         "ifftshift_2d" => x.ifftshift(..),
         other => panic!("no op for NumPy's case {other}"),
@@ -119,7 +122,7 @@ fn every_transform_equals_numpy() {
             want("rfftfreq_9_tenth")
         );
     }
-    assert!(ran >= 34 * devices().len(), "only {ran} cases ran");
+    assert!(ran >= 37 * devices().len(), "only {ran} cases ran");
 }
 
 /// `sum_j x[j] exp(-+2 pi i j k / n)` in f64 along the last axis of

@@ -197,7 +197,7 @@ impl Tensor {
 
     /// The real signal whose `rfft` this half spectrum is (NumPy's
     /// `irfft`, `irfft2`, `irfftn`): the inverse over all but the last of
-    /// `spec`'s axes, then a real inverse along the last, whose length is
+    /// `spec`'s axes, in order, then a real inverse along the last, whose length is
     /// `spec`'s size or `2 (m - 1)` for `m` inputs. An f32 tensor. The
     /// imaginary parts of the first element (and of the middle one for an
     /// even length) are ignored, as NumPy's.
@@ -212,7 +212,9 @@ impl Tensor {
         let mut x = self.fft_complex_input(OP)?;
         let axes = spec.resolve(OP, &x)?;
         let (&(last, size), rest) = axes.split_last().unwrap_or((&(0, None), &[]));
-        for &(axis, size) in rest.iter().rev() {
+        // In the order given, as NumPy's irfftn (which matters for an axis
+        // given twice: its last size wins).
+        for &(axis, size) in rest {
             x = x.transform_complex(OP, axis, size, spec.norm, true)?;
         }
         let n = points(

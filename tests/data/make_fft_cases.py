@@ -66,4 +66,9 @@ x = real(4, 6); case("ifft2_real", x, np.fft.ifft2(x))
 x = real(2, 3, 5); case("ifftn_real_all", x, np.fft.ifftn(x, norm="ortho"))
 x = real(3, 4, 5); case("ifftn_real_axes", x, np.fft.ifftn(x, axes=(0, 2)))
 x = real(5, 9); case("ifft_real_pad", x, np.fft.ifft(x, n=12))
+# An axis given twice: NumPy applies irfftn's inverses in the order given,
+# fftn's and rfftn's complex ones in reverse, so the sizes differ.
+x = cplx(4, 4); case("irfftn_repeated", x, np.fft.irfftn(x, s=(3, 5, 6), axes=(0, 0, 1)))
+x = real(4, 4); case("rfftn_repeated", x, np.fft.rfftn(x, s=(3, 5, 6), axes=(0, 0, 1)))
+x = cplx(4, 4); case("fftn_repeated", x, np.fft.fftn(x, s=(3, 5, 6), axes=(0, 0, 1)))
 np.savez_compressed("numpy_fft_cases.npz", **cases)
