@@ -71,6 +71,38 @@ fn npz_with_more_than_65535_arrays_reads_them_all() {
     assert_eq!(back[n - 1].1.to_vec::<f32>().unwrap(), [0.0, 1.0, 2.0, 3.0]);
 }
 
+#[test]
+fn npz_counts_that_disagree_with_the_central_directory_read_every_entry() {
+    // 70,000 arrays with 0xffff in the classic end record and no zip64
+    // record (its 56 bytes and the 20 of its locator cut out): Python's
+    // zipfile walks the central directory by its size and reads them all.
+    let n = 70_000;
+    let zip = npz_of(n);
+    let end = zip.len() - 22;
+    assert_eq!(u32_at(&zip, end - 20), 0x0706_4b50, "the zip64 locator");
+    let mut plain = zip[..end - 76].to_vec();
+    plain.extend_from_slice(&zip[end..]);
+    assert_eq!(
+        u16::from_le_bytes([plain[plain.len() - 12], plain[plain.len() - 11]]),
+        0xffff
+    );
+    let back = io::from_npz_bytes(&plain, &cpu()).unwrap();
+    assert_eq!(back.len(), n);
+    assert_eq!(back[n - 1].0, format!("a{}", n - 1));
+    // Three entries whose end record says two: three, as Python reads.
+    let mut zip = npz_of(3);
+    let (end, _) = ends(&zip);
+    zip[end + 8..end + 12].copy_from_slice(&[2, 0, 2, 0]);
+    assert_eq!(io::from_npz_bytes(&zip, &cpu()).unwrap().len(), 3);
+    // A directory size that cuts a record short is an error.
+    let mut zip = npz_of(3);
+    let (end, _) = ends(&zip);
+    let size = u32_at(&zip, end + 12) - 10;
+    zip[end + 12..end + 16].copy_from_slice(&size.to_le_bytes());
+    let e = format_error(io::from_npz_bytes(&zip, &cpu()), "short directory");
+    assert!(e.contains("central directory"), "{e}");
+}
+
 /// A one-entry archive whose entry is deflated: `data` as its deflate
 /// stream, `size` and `crc` as its central record claims.
 fn deflated_npz(data: &[u8], size: u32, crc: u32) -> Vec<u8> {

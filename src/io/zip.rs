@@ -139,8 +139,10 @@ fn span(bytes: &[u8], at: u64, len: u64) -> Option<&[u8]> {
 /// before any is inflated: each lies inside the archive, before the central
 /// directory, and no two share bytes (as Python's zipfile refuses
 /// "overlapped entries": a small file whose records all point at one large
-/// entry would otherwise inflate it over and over). An archive of more than
-/// 65,535 entries is read through its zip64 end record.
+/// entry would otherwise inflate it over and over). The central directory
+/// is read whole, by its size (as Python's zipfile reads it), so the
+/// entry count of the end record (0xffff past 65,535 entries, where a
+/// zip64 record may hold the true one) is not relied on.
 ///
 /// # Errors
 /// `Error::Format` naming `op` for a malformed archive or a compression
@@ -154,7 +156,8 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
         .find(|&at| u32_at(bytes, at) == Some(END))
         .ok_or_else(|| bad("no end of central directory"))?;
     let short_end = || bad("a short end record");
-    let mut count = u16_at(bytes, end + 10).ok_or_else(short_end)? as u64;
+    let count = u16_at(bytes, end + 10).ok_or_else(short_end)? as u64;
+    let mut central_len = u32_at(bytes, end + 12).ok_or_else(short_end)? as u64;
     let mut central_at = u32_at(bytes, end + 16).ok_or_else(short_end)? as u64;
     // Counts and offsets that do not fit are 0xffff / 0xffffffff there and
     // held in the zip64 record, which a locator just before names.
@@ -162,7 +165,9 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
         .checked_sub(20)
         .filter(|&l| u32_at(bytes, l) == Some(END64_LOCATOR));
     if let Some(locator) = locator
-        && (count == u16::MAX as u64 || central_at == u32::MAX as u64)
+        && (count == u16::MAX as u64
+            || central_len == u32::MAX as u64
+            || central_at == u32::MAX as u64)
     {
         let record = u64_at(bytes, locator + 8).ok_or_else(short_end)?;
         let record =
@@ -170,21 +175,23 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
         if u32_at(record, 0) != Some(END64) {
             return Err(bad("a zip64 end record without its signature"));
         }
-        count = u64_at(record, 32).ok_or_else(short_end)?;
+        central_len = u64_at(record, 40).ok_or_else(short_end)?;
         central_at = u64_at(record, 48).ok_or_else(short_end)?;
     }
-    // Each central record takes at least 46 bytes: a larger count is a lie.
-    if count > (bytes.len() as u64) / 46 {
-        return Err(bad(&format!("{count} entries in {} bytes", bytes.len())));
-    }
-    let mut at = usize::try_from(central_at)
-        .ok()
-        .filter(|&at| at <= bytes.len())
-        .ok_or_else(|| bad("a central directory past the end"))?;
-    let mut entries = Vec::with_capacity(count as usize);
+    // The central directory is walked by its size, as Python's zipfile
+    // does: a count of 0xffff with no zip64 record (an archive of more
+    // entries written without one) reads every entry, not 65,535.
+    let central_end = central_at
+        .checked_add(central_len)
+        .and_then(|e| usize::try_from(e).ok())
+        .filter(|&e| e <= end)
+        .ok_or_else(|| bad("a central directory past its end record"))?;
+    let mut at = central_at as usize;
+    // Each central record takes at least 46 bytes.
+    let mut entries = Vec::with_capacity(central_len as usize / 46);
     // (first byte, one past the last) of each entry's header and data.
-    let mut extents = Vec::with_capacity(count as usize);
-    for _ in 0..count {
+    let mut extents = Vec::with_capacity(central_len as usize / 46);
+    while at < central_end {
         if u32_at(bytes, at) != Some(CENTRAL) {
             return Err(bad("a central directory entry without its signature"));
         }
@@ -251,6 +258,9 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
             data,
         });
         at = name_at + name_len + extra_len + comment_len;
+        if at > central_end {
+            return Err(bad("a central directory entry past the directory's end"));
+        }
     }
     extents.sort_unstable();
     let overlapping = extents.windows(2).any(|w| w[1].0 < w[0].1);
