@@ -228,6 +228,39 @@ fn what_cannot_be_replayed_is_an_error_at_capture() {
 }
 
 #[test]
+fn a_step_with_ops_on_another_gpu_is_refused_naming_both() {
+    let (Some(d1), Some(d2)) = (
+        own_gpu(GpuOptions::default()),
+        own_gpu(GpuOptions::default()),
+    ) else {
+        return;
+    };
+    let x = Tensor::zeros([3], DType::F32, &d2).unwrap();
+    let xs = x.clone();
+    let e = d1.capture(move || xs.add_scalar_(1.0)).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(
+            e,
+            Error::Argument {
+                op: "Device::capture",
+                ..
+            }
+        ),
+        "{msg}"
+    );
+    let id = |d: &Device| d.to_string().split(':').next().unwrap().to_string();
+    assert!(msg.contains(&id(&d1)) && msg.contains(&id(&d2)), "{msg}");
+    // The op ran once, eagerly; both devices record as before.
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+    let y = Tensor::zeros([3], DType::F32, &d1).unwrap();
+    let ys = y.clone();
+    let mut graph = d1.capture(move || ys.add_scalar_(1.0)).unwrap();
+    graph.run().unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0; 3]);
+}
+
+#[test]
 fn a_capture_inside_a_capture_is_refused() {
     let Some(dev) = own_gpu(GpuOptions::default()) else {
         return;

@@ -17,11 +17,59 @@ use super::pool::PooledBuffer;
 use super::target::Target;
 use crate::error::Error;
 use rustc_hash::FxHashSet;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// What the operation that refused to be captured is called in errors.
 pub(crate) const OP: &str = "Device::capture";
+
+thread_local! {
+    /// The GPU (its context's id, 0 for none) whose step this thread is
+    /// capturing, the ops this thread recorded on other GPUs meanwhile,
+    /// and the last of those GPUs' id.
+    static CAPTURING: Cell<(u64, usize, u64)> = const { Cell::new((0, 0, 0)) };
+}
+
+/// Notes an op recorded on the GPU `id` outside a capture of its own: one
+/// recorded inside another GPU's step is counted there (it ran eagerly,
+/// and that step's replays would not run it).
+#[inline]
+pub(crate) fn note_op(id: u64) {
+    CAPTURING.with(|c| {
+        let (capturing, ops, _) = c.get();
+        if capturing != 0 && capturing != id {
+            c.set((capturing, ops + 1, id));
+        }
+    });
+}
+
+/// The capture of GPU `id`'s step on this thread, from its start until
+/// [`Watch::end`] (or a panic) restores what was being captured before.
+pub(crate) struct Watch {
+    before: (u64, usize, u64),
+}
+
+impl Watch {
+    pub fn start(id: u64) -> Watch {
+        Watch {
+            before: CAPTURING.with(|c| c.replace((id, 0, 0))),
+        }
+    }
+
+    /// Ends the watch: the ops recorded on other GPUs meanwhile, and the
+    /// last of those GPUs' id.
+    pub fn end(self) -> (usize, u64) {
+        let (_, ops, other) = CAPTURING.with(|c| c.get());
+        (ops, other)
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        CAPTURING.with(|c| c.set(self.before));
+    }
+}
 
 /// The buffers a captured step holds (see [`BufferClaim::hold`]), and
 /// whether an op inside it was refused.

@@ -435,6 +435,7 @@ impl GpuContext {
         if own_device {
             device.on_uncaptured_error(Arc::new(handler));
         }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         GpuContext {
             faults,
             device_error,
@@ -443,11 +444,11 @@ impl GpuContext {
             facts,
             pipelines: PipelineCache::new(runtime_checks),
             pool,
-            scheduler: Mutex::new(Scheduler::new(threshold, fusion)),
+            scheduler: Mutex::new(Scheduler::new(id, threshold, fusion)),
             matmul_tile: Mutex::new(matmul_tile),
             tuner: MatmulTuner::new(autotune, options.sabotage_matmul),
             open_batch: AtomicU64::new(0),
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             custom_sweep: AtomicU64::new(0),
             shared: Mutex::default(),
         }

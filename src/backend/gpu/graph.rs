@@ -13,7 +13,7 @@
 
 use super::capture::CapturedBatch;
 use super::context::GpuContext;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::sync::Arc;
 
 /// A captured step on one GPU.
@@ -49,7 +49,8 @@ impl Drop for Capturing<'_> {
 /// # Errors
 /// The step's own error (what it recorded until then runs, as eager ops
 /// would have); `Error::Argument` when an op inside it needs a submit at
-/// once, or a step is being captured on the device already; as a flush.
+/// once, an op inside it ran on another GPU, or a step is being captured
+/// on the device already; as a flush.
 pub(crate) fn capture_step(
     ctx: &Arc<GpuContext>,
     step: &mut dyn FnMut() -> Result<()>,
@@ -57,7 +58,22 @@ pub(crate) fn capture_step(
     ctx.scheduler().begin_capture(&ctx.target())?;
     let mut capturing = Capturing { ctx, ended: false };
     // The scheduler is not locked while the step records.
+    let watch = super::capture::Watch::start(ctx.id());
     let result = step();
+    let (foreign, other) = watch.end();
+    let result = match result {
+        Ok(()) if foreign > 0 => Err(Error::argument(
+            super::capture::OP,
+            format!(
+                "the step ran {foreign} op(s) on gpu#{other}, not on gpu#{} whose step is \
+                 captured (they ran once, now, and its runs would not repeat them); make \
+                 the step's tensors on gpu#{}, or capture a step on each device",
+                ctx.id(),
+                ctx.id()
+            ),
+        )),
+        other => other,
+    };
     capturing.ended = true;
     let batch = ctx.scheduler().end_capture(&ctx.target(), result)?;
     Ok(GpuGraph {

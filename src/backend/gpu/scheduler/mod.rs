@@ -84,6 +84,8 @@ impl SchedulerCounters {
 /// The commands recorded since the last submit, the parameter arena, and
 /// the settings that decide when and how a batch is submitted.
 pub(crate) struct Scheduler {
+    /// The id of the device's context (see `capture::note_op`).
+    device_id: u64,
     pending: Vec<Command>,
     /// The parameter blocks of the pending kernel commands, each command
     /// holding its range (one growing buffer: no allocation per command).
@@ -116,8 +118,9 @@ pub(crate) struct Scheduler {
 impl Scheduler {
     /// An empty scheduler flushing every `flush_threshold` ops (at least 1),
     /// fusing when `fusion` is set.
-    pub fn new(flush_threshold: usize, fusion: bool) -> Scheduler {
+    pub fn new(device_id: u64, flush_threshold: usize, fusion: bool) -> Scheduler {
         Scheduler {
+            device_id,
             pending: Vec::new(),
             pending_params: Vec::new(),
             arena: ParamArena::default(),
@@ -161,8 +164,9 @@ impl Scheduler {
     /// As [`Scheduler::flush`].
     #[inline]
     pub fn record(&mut self, ctx: &Target<'_>, command: Command) -> Result<()> {
-        if let Some(capture) = &mut self.capture {
-            capture.hold_recorded(&command);
+        match &mut self.capture {
+            Some(capture) => capture.hold_recorded(&command),
+            None => crate::backend::gpu::capture::note_op(self.device_id),
         }
         if let Some(profile) = &mut self.profile {
             profile.record(command.name(), self.pending.len());
