@@ -242,14 +242,9 @@ impl BufferClaim {
                 unused_from_here,
             )
         } else {
-            pool.acquire(
-                device,
-                op,
-                BufferKind::Tensor,
-                self.bytes,
-                limit,
-                open_batch,
-            )
+            pool.acquire(device, op, BufferKind::Tensor, self.bytes, limit, || {
+                open_batch
+            })
             .map(|a| a.buffer)
         };
         let b = match got {

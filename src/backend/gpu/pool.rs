@@ -207,7 +207,11 @@ impl BufferPool {
 
     /// A buffer of at least `bytes` for `kind`, reused when one of the same
     /// bucket is idle. `limit` is the largest buffer the device allows;
-    /// `open_batch` the id of the batch being recorded.
+    /// `open_batch` reads the id of the batch being recorded, which is read
+    /// under the pool's lock: read before it, another thread's flush and a
+    /// release in the newer batch could come between, and a buffer with a
+    /// reader still unsubmitted would seem idle (an upload into it would
+    /// then land before that reader runs).
     ///
     /// # Errors
     /// `Error::OutOfMemory` when the memory cap leaves no room.
@@ -218,7 +222,7 @@ impl BufferPool {
         kind: BufferKind,
         bytes: u64,
         limit: u64,
-        open_batch: u64,
+        open_batch: impl Fn() -> u64,
     ) -> Result<Acquired> {
         // A held buffer would be known by two ids in one batch.
         self.take(device, op, (kind, bytes, limit), open_batch, |f| !f.held())
@@ -245,7 +249,9 @@ impl BufferPool {
     ) -> Result<PooledBuffer> {
         let request = (BufferKind::Tensor, bytes, limit);
         let reusable = |f: &Free| unused_from_here(f.known_as);
-        Ok(self.take(device, op, request, open_batch, reusable)?.buffer)
+        Ok(self
+            .take(device, op, request, || open_batch, reusable)?
+            .buffer)
     }
 
     /// [`BufferPool::acquire`], taking of the buffers released in
@@ -255,11 +261,12 @@ impl BufferPool {
         device: &wgpu::Device,
         op: &'static str,
         (kind, bytes, limit): (BufferKind, u64, u64),
-        open_batch: u64,
+        open_batch: impl Fn() -> u64,
         reusable: impl Fn(&Free) -> bool,
     ) -> Result<Acquired> {
         let size = buffer_size(bytes, limit);
         let mut state = self.state();
+        let open_batch = open_batch();
         let reusable = state.free.get_mut(&(kind, size)).and_then(|list| {
             let at = list
                 .iter()

@@ -122,7 +122,7 @@ impl GpuStorage {
             BufferKind::Tensor,
             bytes,
             ctx.facts.max_tensor_bytes(),
-            ctx.open_batch(),
+            || ctx.open_batch(),
         )?;
         let buffer = got.buffer.buffer.clone();
         let storage = GpuStorage {
@@ -330,7 +330,7 @@ pub(crate) async fn read_back(
         BufferKind::Readback,
         total,
         u64::MAX,
-        ctx.open_batch(),
+        || ctx.open_batch(),
     )?;
     let staging = staging.buffer;
     let mut with_faults = false;
