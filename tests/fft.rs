@@ -663,6 +663,16 @@ fn views_past_one_storage_binding_go_in_parts() {
                 &format!("{label}, kernel lines {max_fft_line:?}"),
             );
         }
+        // The columns of a tall matrix (issue 44): each line is 16 KiB of
+        // f32 strided across the whole 256 KiB buffer, so no part of lines
+        // fits a binding until copied compact.
+        let tall: Vec<f32> = noise(4096 * 16, 78);
+        let tall = Tensor::from_slice(&tall, [4096, 16], &cpu).unwrap();
+        let want = tall.fft(0).unwrap();
+        let got = tall.to_device(&gpu).unwrap().fft(0).unwrap();
+        let got = got.to_device(&cpu).unwrap();
+        let what = format!("tall columns, kernel lines {max_fft_line:?}");
+        assert_spectrum(&got, &want, 4096, &what);
         let long = Tensor::zeros([1, 16384], DType::C64, &gpu).unwrap();
         let e = long.fft(-1).and_then(|t| t.to_complex_vec()).unwrap_err();
         assert!(

@@ -89,13 +89,20 @@ impl Lines {
         };
         let direct = self.n <= longest && smooth(self.n, largest_prime);
         // Views over more than one storage binding go in parts across their
-        // lines (a line longer than half a binding is an error).
+        // lines (a line longer than half a binding is an error). A part of
+        // the input whose lines interleave with others' (the columns of a
+        // tall matrix: each line strided across the whole buffer) is
+        // copied to a compact one first; the output's parts bound its size.
         let last = x.rank() - 1;
         for_each_part_across(&[x.clone(), out.clone()], last, usize::MAX, &mut |p| {
+            let input = match p[0].binding_cut() {
+                Some(_) => p[0].contiguous()?,
+                None => p[0].clone(),
+            };
             if direct {
-                self.call(&p[0], &p[1], None)
+                self.call(&input, &p[1], None)
             } else {
-                self.composed(&p[0], &p[1], longest, largest_prime)
+                self.composed(&input, &p[1], longest, largest_prime)
             }
         })
     }
