@@ -977,7 +977,9 @@ fn adaptive_pooling_keeps_non_finite_values_in_their_bins() {
     let (inf, nan) = (f32::INFINITY, f32::NAN);
     // PyTorch 2.11's adaptive_avg_pool2d of each, by hand (bins of one
     // length, bins of two lengths, NaN and -inf, both axes binned).
-    let cases: [(&[f32], [usize; 2], [usize; 2], &[f32]); 4] = [
+    // (input, its [h, w], the bins, PyTorch's output)
+    type Case<'a> = (&'a [f32], [usize; 2], [usize; 2], &'a [f32]);
+    let cases: [Case; 4] = [
         (&[1.0, 2.0, 3.0, inf], [1, 4], [1, 2], &[1.5, inf]),
         (&[1.0, inf, 3.0, 4.0, 5.0], [1, 5], [1, 3], &[inf, inf, 4.5]),
         (

@@ -217,7 +217,7 @@ impl Tensor {
 
     /// `op` for c64 operands: `self` or `other` is c64, the other c64 or f32.
     pub(super) fn complex_binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
-        let (a, b) = (self.as_complex(op.name())?, other.as_complex(op.name())?);
+        let (a, b) = (self.as_complex()?, other.as_complex()?);
         super::check_devices(op.name(), &a, &[super::Arg::Tensor(&b)])?;
         let fit = Tensor::pairs_fit(a.rank().max(b.rank()));
         match op {
@@ -325,7 +325,13 @@ impl Tensor {
     /// Matrix product of c64 operands (one may be f32): four real products
     /// of the strided real and imaginary views.
     pub(super) fn complex_matmul(&self, other: &Tensor) -> Result<Tensor> {
-        let (a, b) = (self.as_complex("matmul")?, other.as_complex("matmul")?);
+        if self.dtype() == DType::F64 || other.dtype() == DType::F64 {
+            return Err(Error::dtype(
+                "matmul",
+                "cannot combine f64 with c64 (no complex128); cast to f32 first",
+            ));
+        }
+        let (a, b) = (self.as_complex()?, other.as_complex()?);
         let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
         let re = ar.matmul(&br)?.sub(&ai.matmul(&bi)?)?;
         let im = ar.matmul(&bi)?.add(&ai.matmul(&br)?)?;
@@ -367,7 +373,7 @@ impl Tensor {
     }
 
     /// This tensor as c64: itself, or an f32 tensor promoted.
-    fn as_complex(&self, op: &'static str) -> Result<Tensor> {
+    fn as_complex(&self) -> Result<Tensor> {
         match self.dtype() {
             DType::C64 => Ok(self.clone()),
             DType::F32 => {
@@ -377,7 +383,7 @@ impl Tensor {
             // Promoted (see `promotion.rs`): the real values as f32. An f64
             // one is 0-d beside a c64 tensor (two dimensioned ones have no
             // common dtype, there being no complex128), so c64 holds it.
-            _ => self.to_dtype(DType::F32)?.as_complex(op),
+            _ => self.to_dtype(DType::F32)?.as_complex(),
         }
     }
 }

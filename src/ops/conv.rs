@@ -34,6 +34,9 @@ const FEW_CHANNELS: usize = 4;
 /// implicit-GEMM kernel (a tile's columns are pixels).
 const IMPLICIT_MIN_PIXELS: usize = 16;
 
+/// The zeros before and after each spatial axis.
+type Pads = [(usize, usize); 2];
+
 /// How a convolution pads its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConvPadding {
@@ -141,7 +144,7 @@ impl<'a> Conv<'a> {
     ///
     /// # Errors
     /// `Error::Argument` naming `op` for a span past `MAX_EXTENT`.
-    fn pads(&self, op: &'static str, k: [usize; 2]) -> Result<([(usize, usize); 2], [usize; 2])> {
+    fn pads(&self, op: &'static str, k: [usize; 2]) -> Result<(Pads, [usize; 2])> {
         let extent = [
             span(op, 2, k[0], self.dilation.0[0])?,
             span(op, 3, k[1], self.dilation.0[1])?,

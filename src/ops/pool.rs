@@ -252,14 +252,13 @@ impl Tensor {
                 format!("needs 2 spatial axes, got shape {}", self.shape()),
             ));
         }
-        for a in 0..2 {
+        for (a, &bins) in size.iter().enumerate() {
             let (axis, n) = (r - 2 + a, self.dims()[r - 2 + a]);
-            if n == 0 || size[a] == 0 {
+            if n == 0 || bins == 0 {
                 return Err(Error::shape(
                     OP,
                     format!(
-                        "axis {axis} of {n} elements cannot be averaged into {} bins (shape {})",
-                        size[a],
+                        "axis {axis} of {n} elements cannot be averaged into {bins} bins (shape {})",
                         self.shape()
                     ),
                 ));
