@@ -347,7 +347,9 @@ fn complex_errors_name_the_op() {
     assert!(is_dtype(r.assign(&z).unwrap_err(), "assign"));
     // In place, a complex scalar would make a real destination c64.
     assert!(is_dtype(r.add_scalar_(c(1.0, 1.0)).unwrap_err(), "add"));
-    assert!(is_dtype(z.add_scalar(true).unwrap_err(), "add"));
+    // A bool scalar is 1 (NumPy's `(1+1j) + True`).
+    let plus = z.add_scalar(true).unwrap().to_complex_vec().unwrap();
+    assert_eq!(plus, vec![c(2.0, 1.0)]);
     assert!(is_dtype(z.abs_().unwrap_err(), "abs_"));
     let ints = Tensor::from_slice(&[1i32], [1], &dev).unwrap();
     assert!(is_dtype(Tensor::complex(&ints, &r).unwrap_err(), "complex"));

@@ -431,10 +431,10 @@ fn indexing_rejects_bad_input() {
             ..
         })
     ));
-    assert!(matches!(
-        t.masked_fill(&flags, true),
-        Err(Error::DType { .. })
-    ));
+    // A bool fill is 1 in any dtype, as PyTorch's masked_fill(mask, True).
+    let all = flags.logical_not().unwrap();
+    let filled = t.masked_fill(&all, true).unwrap();
+    assert_eq!(filled.to_vec::<f32>().unwrap(), vec![1.0; 12]);
     if let Some(g) = gpu() {
         let gi = ints(&[0], &[1], &g);
         assert!(matches!(

@@ -630,7 +630,8 @@ fn like_constructors_and_linspace() {
         }
         assert_eq!(read_f32(&x.full_like(2.5).unwrap()), [2.5; 6]);
         assert_eq!(read_f32(&x.ones_like().unwrap()), [1.0; 6]);
-        assert!(x.full_like(true).is_err());
+        // A bool is 1 in any dtype (NumPy's and PyTorch's full_like(x, True)).
+        assert_eq!(read_f32(&x.full_like(true).unwrap()), [1.0; 6]);
         let l = Tensor::linspace(0.0, 1.0, 7, DType::F32, &dev).unwrap();
         assert_eq!(
             l.to_vec::<f32>().unwrap(),
