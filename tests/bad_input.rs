@@ -115,6 +115,15 @@ enum Case {
         kind: u8,
         dtype: u8,
     },
+    /// The spectral and image families and sorting: FFT lengths, STFT
+    /// frames and hops, resize sizes and factors, pooling windows, padding
+    /// widths and `topk`'s k at their extremes.
+    Spectral {
+        kind: u8,
+        op: u8,
+        n: usize,
+        m: usize,
+    },
 }
 
 const DTYPES: [DType; 8] = [
@@ -164,6 +173,8 @@ fn case() -> impl Strategy<Value = Case> {
             .prop_map(|(kind, op, axis, index)| Case::Index { kind, op, axis, index }),
         (any::<u8>(), any::<u8>(), 0u8..12).prop_map(|(kind, other, op)| Case::Binary { kind, other, op }),
         (any::<u8>(), 0u8..8).prop_map(|(kind, dtype)| Case::Cast { kind, dtype }),
+        (any::<u8>(), 0u8..10, big_usize(), big_usize())
+            .prop_map(|(kind, op, n, m)| Case::Spectral { kind, op, n, m }),
     ]
 }
 
@@ -307,6 +318,23 @@ fn run_case(case: &Case, dev: &Device) -> webtensor::Result<Tensor> {
         Case::Cast { kind, dtype } => {
             base(*kind, dev)?.to_dtype(DTYPES[*dtype as usize % DTYPES.len()])
         }
+        Case::Spectral { kind, op, n, m } => {
+            use webtensor::{Fft, PadMode, Pool, Resize, Stft};
+            let t = base(*kind, dev)?;
+            let (n, m) = (*n, *m);
+            match op {
+                0 => t.fft(Fft::along(-1).size(n)),
+                1 => t.irfft(Fft::along(-1).size(n)),
+                2 => t.stft(&Stft::new(n).hop(m).center(m % 2 == 0)),
+                3 => t.resize([n, m], Resize::Nearest),
+                4 => t.resize_by([n as f64, 1.0 / (m as f64 + 1e-300)], Resize::Bilinear),
+                5 => t.pad(&[(n, m)], PadMode::Constant(0.into())),
+                6 => t.topk(n, -1, webtensor::TopK::Largest).map(|(v, _)| v),
+                7 => t.adaptive_avg_pool2d([n, m]),
+                8 => t.max_pool2d(&Pool::new(n).stride(m)),
+                _ => t.avg_pool2d(&Pool::new([n, 1]).stride([1, m]).padding([n / 2, 0])),
+            }
+        }
     }
 }
 
@@ -405,6 +433,10 @@ fn legal_but_large(case: &Case) -> bool {
         // The bases hold at most 16 elements.
         Case::View { op: 9, dims, .. } => product(dims).saturating_mul(16),
         Case::View { op: 10, a, .. } => a.unsigned_abs().saturating_mul(16),
+        // Outputs of a resize, a pad or an FFT scale with the arguments.
+        Case::Spectral {
+            op: 0..=7, n, m, ..
+        } => n.saturating_mul(*m).max(*n).saturating_mul(16),
         _ => 0,
     };
     n > 1 << 22 && n <= webtensor::MAX_ELEMENTS
