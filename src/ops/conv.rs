@@ -190,8 +190,9 @@ impl Tensor {
     /// `Error::Shape` naming `conv2d` for ranks or channels that do not
     /// match, groups that do not divide the channels, or a kernel larger
     /// than the padded input; `Error::Argument` for a stride, dilation or
-    /// group count of 0, or `same` with a stride; `Error::DType` for
-    /// non-float tensors; `Error::DeviceMismatch`.
+    /// group count of 0, `same` with a stride, or a padded extent or a
+    /// kernel's reach past 2^31 - 1 (the kernels' index width);
+    /// `Error::DType` for non-float tensors; `Error::DeviceMismatch`.
     pub fn conv2d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
         convolve("conv2d", self, weight, conv)
     }

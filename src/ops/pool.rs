@@ -158,8 +158,9 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Shape` naming `max_pool2d` for fewer than 3 axes or a window
-    /// larger than the padded input; `Error::Argument` for sizes of 0 or
-    /// padding over half the kernel; `Error::DType` for non-float tensors.
+    /// larger than the padded input; `Error::Argument` for sizes of 0,
+    /// padding over half the kernel, or a padded extent or a window's
+    /// reach past 2^31 - 1; `Error::DType` for non-float tensors.
     pub fn max_pool2d(&self, pool: &Pool) -> Result<Tensor> {
         const OP: &str = "max_pool2d";
         compute_dtype(OP, self.dtype())?;

@@ -42,7 +42,7 @@ impl Tensor {
     /// # Errors
     /// `Error::Shape` naming `resize` for fewer than 2 axes or a size of 0
     /// from a non-empty axis (or any size from an empty one);
-    /// `Error::DType` for non-float tensors (bilinear).
+    /// `Error::DType` for c64 and for non-float tensors (bilinear).
     pub fn resize(&self, size: [usize; 2], mode: Resize) -> Result<Tensor> {
         self.resize_with("resize", size, None, mode)
     }
