@@ -955,3 +955,48 @@ fn a_dropped_result_is_not_computed_by_a_kept_plan() {
     assert_eq!((d.dead_ops, d.dispatches), (1, 0), "{d:?}");
     assert_eq!(a.add(&b).unwrap().to_vec::<f32>().unwrap(), vec![3.0; 256]);
 }
+
+#[test]
+fn uploads_never_write_a_buffer_an_unsubmitted_op_still_reads() {
+    // Issue 44: under threads, an upload took a buffer released in a newer
+    // batch than the one it had read as open, and wrote it before that
+    // batch's reader ran. Here one thread uploads a tensor, records an op
+    // reading it, drops it and reads the result, while others upload
+    // sentinel tensors of the same size and drop them, and flush.
+    let Some(dev) = gpu() else {
+        return;
+    };
+    const N: usize = 4096;
+    let rounds = if common::long_tests() { 4000 } else { 400 };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for t in 0..2 {
+            let (dev, stop) = (&dev, &stop);
+            scope.spawn(move || {
+                let sentinel = vec![-1.0e9f32 - t as f32; N];
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    drop(Tensor::from_slice(&sentinel, [N], dev).unwrap());
+                    if t == 1 {
+                        dev.sync().unwrap();
+                    }
+                }
+            });
+        }
+        let check = scope.spawn(|| {
+            for k in 0..rounds {
+                let x = Tensor::full([N], k as f32, DType::F32, &dev).unwrap();
+                let x = Tensor::from_slice(&read_f32(&x), [N], &dev).unwrap();
+                let y = x.add_scalar(1.0).unwrap();
+                drop(x);
+                let got = read_f32(&y);
+                if let Some(bad) = got.iter().find(|&&v| v != k as f32 + 1.0) {
+                    return Err(format!("round {k}: read {bad}"));
+                }
+            }
+            Ok(())
+        });
+        let result = check.join().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        result.unwrap();
+    });
+}
