@@ -262,7 +262,95 @@ fn rem_f32(a: f32, b: f32) -> f32 {
     return select(r, r + b, (r < 0.0) != (b < 0.0));
 }
 
-// IEEE pow (C's powf), whose special cases WGSL's pow leaves open.
+// A positive number with a 64-bit significand: (high word, low word, k)
+// is (hi 2^32 + lo) / 2^63 * 2^k, the top bit of hi set. The product of
+// two, truncated to 64 bits (under 2^-63 relative below the exact one).
+fn mul_wide64(a: vec3<u32>, b: vec3<u32>) -> vec3<u32> {
+    // Each (low word, high word).
+    let p00 = mul_wide_u32(a.y, b.y);
+    let p01 = mul_wide_u32(a.y, b.x);
+    let p10 = mul_wide_u32(a.x, b.y);
+    let p11 = mul_wide_u32(a.x, b.x);
+    // The 128-bit product's words w3 w2 w1 (w0 is dropped).
+    let s1 = p00.y + p01.x;
+    let w1 = s1 + p10.x;
+    let c1 = select(0u, 1u, s1 < p00.y) + select(0u, 1u, w1 < s1);
+    let s2 = p01.y + p10.y;
+    let s3 = s2 + p11.x;
+    let w2 = s3 + c1;
+    let c2 = select(0u, 1u, s2 < p01.y) + select(0u, 1u, s3 < s2) + select(0u, 1u, w2 < s3);
+    let w3 = p11.y + c2;
+    let k = bitcast<i32>(a.z) + bitcast<i32>(b.z);
+    if ((w3 & 0x80000000u) != 0u) {
+        return vec3<u32>(w3, w2, bitcast<u32>(k + 1));
+    }
+    return vec3<u32>((w3 << 1u) | (w2 >> 31u), (w2 << 1u) | (w1 >> 31u), bitcast<u32>(k));
+}
+
+// A wide number (see mul_wide64) rounded to the nearest f32, ties to even,
+// subnormals included.
+fn wide_to_f32(w: vec3<u32>) -> f32 {
+    let k = bitcast<i32>(w.z);
+    if (k > 127) { return f32_from_bits(F32_INF_BITS); }
+    if (k < -150) { return 0.0; }
+    // [2^-150, 2^-149): the least subnormal, or 0 for the tie.
+    if (k == -150) { return select(f32_from_bits(1u), 0.0, w.x == 0x80000000u && w.y == 0u); }
+    // Bits below the kept ones: 8 of hi for a normal result, more below.
+    let s = u32(max(-126 - k, 0));
+    let q = w.x >> (8u + s);
+    let rest = w.x & ((1u << (8u + s)) - 1u);
+    let half = 1u << (7u + s);
+    let up = rest > half || (rest == half && (w.y != 0u || (q & 1u) == 1u));
+    let rounded = q + select(0u, 1u, up);
+    // A carry out of the significand moves into the exponent, to infinity.
+    if (s == 0u) { return f32_from_bits((u32(k + 126) << 23u) + rounded); }
+    return f32_from_bits(rounded);
+}
+
+// x^n for a finite x > 0 and an integer 1 <= n < 2^24 as a wide number, by
+// squaring: within n 2^-62 of the exact power (relative), so its rounding is
+// exact where the power is an f32, and correct but within that of a tie.
+fn pow_int_wide(x: f32, n: u32) -> vec3<u32> {
+    let bits = bitcast<u32>(x) & 0x7fffffffu;
+    var m = bits & 0x7fffffu;
+    var e = i32(bits >> 23u) - 127;
+    if (e == -127) {
+        // Subnormal: its leading bit moved to bit 23.
+        let lz = countLeadingZeros(m);
+        m = m << (lz - 8u);
+        e = -118 - i32(lz);
+    } else {
+        m = m | 0x800000u;
+    }
+    var base = vec3<u32>(m << 8u, 0u, bitcast<u32>(e));
+    var acc = vec3<u32>(0x80000000u, 0u, 0u);
+    var rest = n;
+    // One trip per bit of n: at most 24.
+    loop {
+        if ((rest & 1u) == 1u) { acc = mul_wide64(acc, base); }
+        rest = rest >> 1u;
+        if (rest == 0u) { break; }
+        base = mul_wide64(base, base);
+    }
+    return acc;
+}
+
+// x^b for a finite x > 0 and an integer 0 < |b| < 2^24: a positive power
+// rounded once from its wide value; a negative one as the reciprocal of
+// that value's significand (exact division), scaled in two steps.
+fn pow_int_f32(x: f32, b: f32) -> f32 {
+    let w = pow_int_wide(x, u32(abs(b)));
+    if (b > 0.0) { return wide_to_f32(w); }
+    let k = bitcast<i32>(w.z);
+    if (k > 160) { return 0.0; }
+    if (k < -160) { return f32_from_bits(F32_INF_BITS); }
+    let r = div_f32(1.0, wide_to_f32(vec3<u32>(w.x, w.y, 0u)));
+    return ldexp(ldexp(r, -k / 2), -k - (-k / 2));
+}
+
+// IEEE pow (C's powf), whose special cases WGSL's pow leaves open. Integer
+// exponents below 2^24 are computed with 64-bit significands (exact where
+// the power is an f32); others as exp2(b log2 a) in f32.
 fn pow_f32(a: f32, b: f32) -> f32 {
     if (b == 0.0 || a == 1.0) { return 1.0; }
     if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
@@ -282,7 +370,11 @@ fn pow_f32(a: f32, b: f32) -> f32 {
         m = select(0.0, f32_from_bits(F32_INF_BITS), b > 0.0);
     } else {
         if (sign_bit_f32(a) && !integer) { return nan_f32(); }
-        m = exp2(b * log2_f32(x));
+        if (integer && abs(b) < 16777216.0) {
+            m = pow_int_f32(x, b);
+        } else {
+            m = exp2(b * log2_f32(x));
+        }
     }
     // A negative base (-0 and -inf too) keeps its sign for odd exponents.
     return select(m, -m, sign_bit_f32(a) && odd);
