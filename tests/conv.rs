@@ -621,7 +621,10 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
                 let what = format!("{name} {layout} on {dev}");
                 if mode == Resize::Nearest {
                     // The same source pixels: the values bit for bit.
-                    assert_eq!(g, v, "{what}");
+                    let same = |(a, b): (&f32, &f32)| {
+                        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+                    };
+                    assert!(g.iter().zip(&v).all(same), "{what}: {g:?}, want {v:?}");
                 } else {
                     // The same pixels and weights; PyTorch's own kernel
                     // rounds its blends a few ulp apart from the f32
@@ -646,7 +649,7 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
             }
             ran += 1;
         }
-        assert!(ran >= 38, "{dev}: only {ran} cases");
+        assert!(ran >= 41, "{dev}: only {ran} cases");
     }
 }
 

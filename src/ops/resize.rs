@@ -104,9 +104,13 @@ impl Tensor {
                     format!("axis {axis} of {n} cannot be resized to {m}"),
                 ));
             }
-            // An axis as long as its input is a copy, even with a factor
-            // (PyTorch's CPU kernels).
+            // An axis as long as its input takes each element with weight 1
+            // and again with weight 0, even with a factor (PyTorch's CPU
+            // kernels): a copy, but that an infinity becomes NaN.
             if n == m {
+                if mode != Resize::Nearest {
+                    x = x.add(&x.mul_scalar(0.0)?)?;
+                }
                 continue;
             }
             x = resize_axis(&x, axis, [n, m], scale.map(|s| s[a]), mode)?;

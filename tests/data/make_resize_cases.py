@@ -34,4 +34,10 @@ for mode in MODES:
     for (h, w), (sh, sw) in FACTORS:
         x = rng.standard_normal((2, 1, h, w)).astype(np.float32)
         add(f"{mode}_factor_{h}x{w}_{sh}x{sw}", x, scale_factor=(sh, sw))
+# Non-finite pixels: PyTorch's blend multiplies every tap by its weight,
+# so an infinity next to a pixel weighted 0 still gives NaN there.
+x = np.array([[[[1.0, np.inf, 3.0, 4.0], [np.nan, 1.0, -np.inf, 2.0]]]], np.float32)
+add("bilinear_size_2x4_3x8", x, size=(3, 8))
+add("corners_size_2x4_2x7", x, size=(2, 7))
+add("nearest_size_2x4_5x9", x, size=(5, 9))
 np.savez_compressed("torch_resize_cases.npz", **cases)
