@@ -490,15 +490,22 @@ fn integer_powers_are_exact_where_the_power_is_an_f32() {
     }
     for dev in devices() {
         let (want, got) = (
-            floats(&a, DType::F32, &cpu).pow(&floats(&b, DType::F32, &cpu)).unwrap(),
-            floats(&a, DType::F32, &dev).pow(&floats(&b, DType::F32, &dev)).unwrap(),
+            floats(&a, DType::F32, &cpu)
+                .pow(&floats(&b, DType::F32, &cpu))
+                .unwrap(),
+            floats(&a, DType::F32, &dev)
+                .pow(&floats(&b, DType::F32, &dev))
+                .unwrap(),
         );
         let (want, got) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
         let mut wrong = Vec::new();
         for k in 0..a.len() {
             let allowed = if k < exact.len() { 0 } else { 1 };
             if ulps(got[k], want[k]) > allowed {
-                wrong.push(format!("{:e}^{}: {:e}, powf {:e}", a[k], b[k], got[k], want[k]));
+                wrong.push(format!(
+                    "{:e}^{}: {:e}, powf {:e}",
+                    a[k], b[k], got[k], want[k]
+                ));
             }
         }
         assert_none_wrong(&dev, wrong);
