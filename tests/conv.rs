@@ -978,7 +978,7 @@ fn a_wrong_convolution_kernel_is_dropped_and_results_stay_right() {
 #[test]
 fn adaptive_pooling_keeps_non_finite_values_in_their_bins() {
     let (inf, nan) = (f32::INFINITY, f32::NAN);
-    // PyTorch 2.11's adaptive_avg_pool2d of each, by hand (bins of one
+    // PyTorch 2.15's adaptive_avg_pool2d of each (bins of one
     // length, bins of two lengths, NaN and -inf, both axes binned).
     // (input, its [h, w], the bins, PyTorch's output)
     type Case<'a> = (&'a [f32], [usize; 2], [usize; 2], &'a [f32]);

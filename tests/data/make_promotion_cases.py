@@ -4,7 +4,7 @@ orders), for two 0-d tensors, and for a tensor beside a Python bool, int,
 float and complex, over webtensor's dtypes (u32 left out: PyTorch does not
 promote it). Each line: `kind a b result`, `none` where PyTorch has no
 common dtype or webtensor none (complex128). Run from tests/data with
-`python3 make_promotion_cases.py` (PyTorch 2.11 wrote the committed
+`python3 make_promotion_cases.py` (PyTorch 2.15 wrote the committed
 file)."""
 import torch
 

@@ -4,7 +4,7 @@ and by scale factor, nearest and bilinear with and without aligned
 corners. Each case `NAME_in` ([2, 1, h, w]) and `NAME_out`; the name says
 the mode (`nearest`, `bilinear`, `corners`), whether a size or a factor
 was given, and the sizes or factors (`x` between the two axes). Run from
-tests/data with `python3 make_resize_cases.py` (PyTorch 2.11 wrote the
+tests/data with `python3 make_resize_cases.py` (PyTorch 2.15 wrote the
 committed file)."""
 import numpy as np
 import torch
