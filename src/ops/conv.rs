@@ -441,16 +441,15 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
     // The whole output before `padding` is cropped from each side, checked
     // (its indices fit in i32 as the input's do).
     let (_, extent) = conv.pads(OP, [kh, kw])?;
-    let full: [usize; 2] = std::array::from_fn(|a| {
+    let full = [0, 1].map(|a| {
         [h, w][a]
             .checked_sub(1)
             .and_then(|v| v.checked_mul(s[a]))
             .and_then(|v| v.checked_add(extent[a]))
             .and_then(|v| v.checked_add(op[a]))
             .filter(|&v| v <= MAX_EXTENT)
-            .unwrap_or(usize::MAX)
     });
-    if full.contains(&usize::MAX) {
+    let [Some(full_h), Some(full_w)] = full else {
         return Err(Error::argument(
             OP,
             format!(
@@ -459,7 +458,8 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
                 [h, w]
             ),
         ));
-    }
+    };
+    let full = [full_h, full_w];
     if (0..2).any(|a| p[a].checked_mul(2).is_none_or(|t| t >= full[a])) {
         return Err(Error::shape(
             OP,

@@ -216,7 +216,11 @@ impl Tensor {
     /// `Error::DType` naming `result_type` and both dtypes when there is no
     /// common dtype.
     pub fn result_type(a: &Tensor, b: &Tensor) -> Result<DType> {
-        tensors_dtype("result_type", a, b)
+        common_dtype(
+            "result_type",
+            (a.dtype(), a.rank() == 0),
+            (b.dtype(), b.rank() == 0),
+        )
     }
 
     /// The dtype this tensor computes in with the scalar `s` under `op`.
@@ -257,12 +261,18 @@ impl Tensor {
     }
 }
 
-/// The common dtype of operands `a` and `b` of `op` (see `promotion.rs`).
+/// The common dtype of operands of dtypes `a` and `b` under `op`, each
+/// with whether it is a 0-d tensor (which beside a dimensioned one counts
+/// as a scalar; see `promotion.rs`).
 ///
 /// # Errors
 /// `Error::DType` naming `op` and both dtypes when they have none.
-pub(super) fn result_dtype(op: &'static str, a: DType, b: DType) -> Result<DType> {
-    a.promote(b).ok_or_else(|| {
+fn common_dtype(
+    op: &'static str,
+    (a, a_0d): (DType, bool),
+    (b, b_0d): (DType, bool),
+) -> Result<DType> {
+    promotion::of_tensors(a, a_0d, b, b_0d).ok_or_else(|| {
         Error::dtype(
             op,
             format!("operands of dtypes {a} and {b} have no common dtype; cast one with to_dtype"),
@@ -285,44 +295,30 @@ impl Tensor {
     }
 }
 
-/// The common dtype of tensors `a` and `b` under `op`, a 0-d one beside a
-/// dimensioned one counting as a scalar (see `promotion.rs`).
+/// The common dtype of tensors `a` and `b` under `op` (see
+/// [`common_dtype`]) on `a`'s device.
 ///
 /// # Errors
-/// `Error::DType` naming `op` and both dtypes when they have none.
-pub(super) fn tensors_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<DType> {
-    let (x, y) = (a.dtype(), b.dtype());
-    promotion::of_tensors(x, a.rank() == 0, y, b.rank() == 0).ok_or_else(|| {
-        Error::dtype(
-            op,
-            format!("operands of dtypes {x} and {y} have no common dtype; cast one with to_dtype"),
-        )
-    })
-}
-
-/// [`tensors_dtype`] of operands on `a`'s device.
-///
-/// # Errors
-/// As [`tensors_dtype`], and `Error::UnsupportedDType` naming `op` where
+/// As [`common_dtype`], and `Error::UnsupportedDType` naming `op` where
 /// the common dtype is one the device holds no tensor of (f64 on a GPU).
 pub(super) fn tensors_dtype_on(op: &'static str, a: &Tensor, b: &Tensor) -> Result<DType> {
-    let dtype = tensors_dtype(op, a, b)?;
+    let dtype = common_dtype(op, (a.dtype(), a.rank() == 0), (b.dtype(), b.rank() == 0))?;
     a.device().check_holds(op, dtype)?;
     Ok(dtype)
 }
 
-/// [`result_dtype`] of operands on `device`.
+/// The common dtype of operands of dtypes `a` and `b` (of any rank but 0)
+/// under `op` on `device`.
 ///
 /// # Errors
-/// As [`result_dtype`], and `Error::UnsupportedDType` naming `op` where
-/// the common dtype is one the device holds no tensor of (f64 on a GPU).
+/// As [`tensors_dtype_on`].
 pub(super) fn result_dtype_on(
     op: &'static str,
     device: &Device,
     a: DType,
     b: DType,
 ) -> Result<DType> {
-    let dtype = result_dtype(op, a, b)?;
+    let dtype = common_dtype(op, (a, false), (b, false))?;
     device.check_holds(op, dtype)?;
     Ok(dtype)
 }
