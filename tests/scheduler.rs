@@ -1000,3 +1000,34 @@ fn uploads_never_write_a_buffer_an_unsubmitted_op_still_reads() {
         result.unwrap();
     });
 }
+
+#[test]
+fn issue_44_composed_ops_keep_their_kernel_budget() {
+    // The ops issue 44 recomposed, pinned at what they dispatch today so
+    // that they cannot grow unseen (issue 45 is to make them single
+    // kernels): complex division (Smith's form, 34 ops), the magnitude
+    // (a hypotenuse, 18), a global adaptive average (a reduction and a
+    // divide per axis) and a bilinear resize with an axis kept.
+    let Some(dev) = batched_gpu(true) else { return };
+    let z: Vec<webtensor::Complex32> = (0..64)
+        .map(|k| webtensor::Complex32::new(k as f32, 1.0 - k as f32))
+        .collect();
+    let a = Tensor::from_complex(&z, [64], &dev).unwrap();
+    let b = a.flip(&[0]).unwrap();
+    let img = Tensor::ones([2, 3, 8, 8], DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    let run = |f: &dyn Fn() -> Tensor| {
+        let before = dev.stats();
+        let out = f();
+        dev.sync().unwrap();
+        delta(before, dev.stats())
+    };
+    let d = run(&|| a.div(&b).unwrap());
+    assert!(d.submits == 1 && d.dispatches <= 12, "div: {d:?}");
+    let d = run(&|| a.abs().unwrap());
+    assert!(d.submits == 1 && d.dispatches <= 5, "abs: {d:?}");
+    let d = run(&|| img.adaptive_avg_pool2d(1).unwrap());
+    assert!(d.submits == 1 && d.dispatches <= 4, "adaptive: {d:?}");
+    let d = run(&|| img.resize([8, 16], webtensor::Resize::Bilinear).unwrap());
+    assert!(d.submits <= 3 && d.dispatches <= 5, "resize: {d:?}");
+}
