@@ -1018,7 +1018,7 @@ fn issue_44_composed_ops_keep_their_kernel_budget() {
     dev.sync().unwrap();
     let run = |f: &dyn Fn() -> Tensor| {
         let before = dev.stats();
-        let out = f();
+        let _kept = f(); // alive until the sync: a result dropped unread never runs
         dev.sync().unwrap();
         delta(before, dev.stats())
     };
