@@ -105,7 +105,7 @@ fn binary_expr(op: BinaryOp, ct: ScalarType) -> String {
         (BinaryOp::Div, F32) => "div_f32(a, b)",
         (BinaryOp::Div, I32) => "div_i32(a, b)",
         (BinaryOp::Div, _) => "div_u32(a, b)",
-        (BinaryOp::Pow, F32) => "pow_f32(a, b)",
+        (BinaryOp::Pow, F32) => "pow_f32(a, b, params.zero)",
         (BinaryOp::Pow, I32) => "pow_i32(a, b)",
         (BinaryOp::Pow, _) => "pow_u32(a, b)",
         (BinaryOp::Maximum, F32) => "maximum_f32(a, b)",

@@ -6,8 +6,9 @@
 use super::template::fill;
 use crate::error::Result;
 
-/// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...).
-pub(crate) const MATH_WGSL: &str = shader!("kernel/math.wgsl");
+/// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...):
+/// math.wgsl, then pow.wgsl.
+pub(crate) const MATH_WGSL: &str = concat!(shader!("kernel/math.wgsl"), shader!("kernel/pow.wgsl"));
 /// i64 arithmetic on `vec2<u32>` words, for kernels that compute on i64.
 pub(crate) const INT64_WGSL: &str = shader!("kernel/int64.wgsl");
 
