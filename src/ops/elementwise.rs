@@ -432,7 +432,7 @@ binary_methods! {
     sub, sub_, sub_scalar, sub_scalar_, Sub, "`self - other` (wrapping for integers).";
     mul, mul_, mul_scalar, mul_scalar_, Mul, "`self * other` (wrapping for integers).";
     div, div_, div_scalar, div_scalar_, Div, "`self / other`; integers truncate toward zero and `x / 0 == 0`.";
-    pow, pow_, pow_scalar, pow_scalar_, Pow, "`self ^ other`; for integers a negative exponent gives 0 (except bases 1 and -1).";
+    pow, pow_, pow_scalar, pow_scalar_, Pow, "`self ^ other`: for floats C's `powf` (NumPy's `power`; a GPU is within an ulp of it), for integers wrapping, a negative exponent giving 0 (except bases 1 and -1).";
     maximum, maximum_, maximum_scalar, maximum_scalar_, Maximum, "Elementwise maximum, propagating NaN.";
     minimum, minimum_, minimum_scalar, minimum_scalar_, Minimum, "Elementwise minimum, propagating NaN.";
     remainder, remainder_, remainder_scalar, remainder_scalar_, Remainder, "Remainder with the sign of the divisor (NumPy's `remainder`); `x % 0 == 0` for integers.";
