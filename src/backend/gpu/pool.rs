@@ -431,7 +431,35 @@ impl BufferPool {
 
 #[cfg(test)]
 mod tests {
-    use super::bucket_size;
+    use super::{BufferKind, BufferPool, bucket_size};
+
+    #[test]
+    fn the_open_batch_is_read_under_the_pools_lock() {
+        // Issue 44 item 17: an upload read the open batch's id, then took
+        // a buffer. Another thread's flush and a release in the newer batch
+        // could come between; the buffer, released while its reader was
+        // still unsubmitted, seemed idle, and the upload's write landed
+        // before that reader ran. Read under the lock, no flush or release
+        // comes between.
+        let (device, _queue) = wgpu::Device::noop(&Default::default());
+        let pool = BufferPool::default();
+        let take = |batch: u64| {
+            pool.acquire(&device, "test", BufferKind::Tensor, 1024, 1 << 20, || {
+                assert!(pool.state.try_lock().is_err(), "read outside the lock");
+                batch
+            })
+            .unwrap()
+        };
+        let first = take(3);
+        assert!(!first.needs_flush);
+        pool.release(first.buffer, 3);
+        // The same buffer, with a reader that may be pending in batch 3.
+        let again = take(3);
+        assert!(again.needs_flush);
+        pool.release(again.buffer, 3);
+        // Batch 3 is submitted: nothing to wait for.
+        assert!(!take(4).needs_flush);
+    }
 
     #[test]
     fn buckets_waste_at_most_a_quarter() {
