@@ -5,6 +5,11 @@
 
 use crate::tensor::Tensor;
 
+/// The most elements a GPU kernel combines into one output (a reduction's,
+/// a product's inner dimension): its counts and positions are 32-bit. A
+/// broadcast view makes longer ones cheap to ask for; they are cut.
+pub(super) const MAX_KERNEL_EXTENT: usize = (1 << 31) - 1;
+
 /// A cut of a view into parts along one axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Cut {

@@ -1,5 +1,6 @@
 //! Matrix products with NumPy's `matmul` rules, and `dot`/`outer`.
 
+use super::binding_parts::{Cut, MAX_KERNEL_EXTENT};
 use super::{Arg, check_devices, check_same_dtype};
 use crate::backend::{MatmulCall, matmul};
 use crate::dtype::DType;
@@ -166,6 +167,21 @@ impl Tensor {
     }
 }
 
+/// The cut of a GPU product whose inner dimension is longer than its
+/// kernels count in 32 bits (only a view broadcast along it fits a binding
+/// then): `a`'s last axis (operand 0's, so an inner cut) into parts of at
+/// most `MAX_KERNEL_EXTENT`.
+fn inner_extent_cut(a: &Tensor) -> Option<(usize, Cut)> {
+    let k = *a.dims().last()?;
+    (a.device().is_gpu() && k > MAX_KERNEL_EXTENT).then(|| {
+        let cut = Cut {
+            axis: a.rank() - 1,
+            parts: k.div_ceil(MAX_KERNEL_EXTENT),
+        };
+        (0, cut)
+    })
+}
+
 /// `out = a @ b` (operands already broadcast to one batch shape), cut
 /// into products of parts that each fit one storage binding when a GPU
 /// view spans more (see `ops/binding_parts.rs`): batches, rows of `a` and `out`,
@@ -178,7 +194,8 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     let cut = [a, b, out]
         .into_iter()
         .enumerate()
-        .find_map(|(k, t)| t.binding_cut().map(|c| (k, c)));
+        .find_map(|(k, t)| t.binding_cut().map(|c| (k, c)))
+        .or_else(|| inner_extent_cut(a));
     let Some((operand, cut)) = cut else {
         return matmul(MatmulCall {
             a: a.kernel_ref(a.layout().clone())?,
@@ -187,7 +204,7 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         });
     };
     // Which of batch, m, k, n the cut axis is.
-    let along = |axis: usize| super::binding_parts::Cut {
+    let along = |axis: usize| Cut {
         axis,
         parts: cut.parts,
     };

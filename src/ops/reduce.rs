@@ -5,6 +5,7 @@
 //! kept ones come first, which is a free view, and the kernel walks the
 //! reduced ones through their strides.
 
+use super::binding_parts::MAX_KERNEL_EXTENT;
 use crate::backend::{ReduceCall, reduce};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -103,10 +104,6 @@ struct Reduction {
     out_dtype: DType,
     mean: bool,
 }
-
-/// The most elements a GPU reduction kernel combines into one output: its
-/// counts and positions are 32-bit.
-const MAX_KERNEL_EXTENT: usize = (1 << 31) - 1;
 
 impl Tensor {
     /// Runs `op` over `axes` into a fresh tensor of `out_dtype`.

@@ -261,6 +261,13 @@ pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
     if m == 0 || n == 0 || batches == 0 {
         return Ok(());
     }
+    // The kernels count k in 32 bits; the op layer cuts longer products.
+    if u32::try_from(k).is_err() {
+        return Err(Error::internal(
+            "matmul",
+            format!("an inner dimension of {k} reached a 32-bit kernel"),
+        ));
+    }
     let max = ctx.facts.max_workgroups_per_dim as usize;
     let choice = ctx.matmul_tile();
     if choice == MatmulTile::Auto && (m == 1 || n == 1) {
