@@ -42,7 +42,9 @@ impl Tensor {
     /// `Error::DType` for an index that is not i32, i64 or u32; `Error::Axis`;
     /// `Error::Shape` above the maximum rank or for indices into an empty
     /// axis; `Error::Index` for an out-of-range index (see the module docs
-    /// for the GPU); `Error::DeviceMismatch`.
+    /// for the GPU); `Error::DeviceMismatch`; `Error::TooLarge` on a GPU
+    /// for an axis past 2^31 - 1 elements (its indices resolve in i32; only
+    /// a broadcast view is that long there).
     pub fn take(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
         self.take_as(IndexOp::Take, index, axis)
     }

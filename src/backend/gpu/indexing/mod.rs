@@ -18,7 +18,7 @@ use crate::backend::gpu::record::{FamilyKey, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::dtype::KernelType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::op::IndexOp;
 use smallvec::{SmallVec, smallvec};
 
@@ -230,6 +230,17 @@ fn bind_indexed<'a>(
     target: &IndexedAxis,
     writes: bool,
 ) -> Result<(Bound, TensorRef<'a>)> {
+    // Indices resolve in i32 (indexing.wgsl). A longer axis fits a binding
+    // only broadcast; its extent would wrap, and a valid index seem out of
+    // range (or a negative one land elsewhere).
+    if target.size > i32::MAX as usize {
+        return Err(Error::TooLarge {
+            op,
+            what: "elements along an indexed axis (indices resolve in i32)",
+            requested: target.size as u64,
+            limit: i32::MAX as u64,
+        });
+    }
     let reach = t.with_layout(t.layout.with_last_axis(target.count, target.stride));
     let (bound, reach) = Bound::view(op, reach, writes)?;
     let layout = reach.layout.without_last_axis();
