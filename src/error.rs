@@ -179,6 +179,30 @@ fn oom_reason(in_use: u64, cap: Option<u64>) -> String {
 }
 
 impl Error {
+    /// This error as the op the caller called reports it: `name` in place
+    /// of the op that failed inside it (a composed op's parts fail under
+    /// their own names: softmax's under `sub`).
+    pub(crate) fn named(mut self, name: &'static str) -> Self {
+        match &mut self {
+            Error::Shape { op, .. }
+            | Error::Axis { op, .. }
+            | Error::Index { op, .. }
+            | Error::Argument { op, .. }
+            | Error::DType { op, .. }
+            | Error::UnsupportedDType { op, .. }
+            | Error::DeviceMismatch { op, .. }
+            | Error::OverlappingWrite { op, .. }
+            | Error::TooLarge { op, .. }
+            | Error::OutOfMemory { op, .. }
+            | Error::Internal { op, .. }
+            | Error::NoAdapter { op, .. }
+            | Error::Io { op, .. }
+            | Error::Format { op, .. }
+            | Error::Gpu { op, .. } => *op = name,
+        }
+        self
+    }
+
     pub(crate) fn shape(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Shape {
             op,

@@ -495,3 +495,70 @@ proptest! {
         agree(&case)?;
     }
 }
+
+/// A composed op's error names the op called, not the one inside it that
+/// failed (issue 44 item 20: softmax's said `sub`, isnan's `ne`, roll's
+/// `concat`): each here needs an intermediate past a GPU's largest buffer.
+#[test]
+fn composed_ops_name_themselves_in_their_errors() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let n = (1usize << 32) + 8;
+    let wide = |dtype: DType| {
+        Tensor::ones([1, 1], dtype, &dev)
+            .unwrap()
+            .broadcast_to([2, n])
+            .unwrap()
+    };
+    let (x, mask) = (wide(DType::F32), wide(DType::Bool));
+    let ops: Vec<(&str, webtensor::Result<Tensor>)> = vec![
+        ("softmax", x.softmax(-1)),
+        ("log_softmax", x.log_softmax(-1)),
+        ("norm", x.norm(2.0, -1)),
+        ("var", x.var(-1, 1)),
+        ("std", x.std(-1, 1)),
+        ("roll", x.roll(1, -1)),
+        ("isclose", x.isclose(&x, 1e-5, 1e-8, false)),
+        ("clamp", x.clamp(0.0, 1.0)),
+        ("fftshift", x.fftshift(-1)),
+        ("ifftshift", x.ifftshift(-1)),
+        ("isnan", x.isnan()),
+        ("isinf", x.isinf()),
+        ("isfinite", x.isfinite()),
+        ("stack", Tensor::stack(&[&x, &x], 0)),
+        ("masked_fill", x.masked_fill(&mask, 0.0)),
+    ];
+    for (op, result) in ops {
+        let e = result.expect_err(op);
+        assert!(e.to_string().starts_with(&format!("{op}: ")), "{op}: {e}");
+    }
+}
+
+/// Indices into an axis past 2^31 - 1 elements (only a broadcast view is
+/// that long on a GPU): the CPU takes them; a GPU, whose indices resolve
+/// in i32, refuses naming the op. Before, the extent wrapped to 8 and a
+/// valid index 9 was "out of range for size 8".
+#[test]
+fn indices_into_an_axis_past_i32_are_taken_or_refused() {
+    let n = (1usize << 32) + 8;
+    for dev in common::devices() {
+        let x = Tensor::ones([1], DType::F32, &dev)
+            .unwrap()
+            .broadcast_to([n])
+            .unwrap();
+        let index = Tensor::from_slice(&[9i64, (1 << 32) + 5, -1], [3], &dev).unwrap();
+        let results = [
+            ("take", x.take(&index, 0)),
+            ("index_select", x.index_select(&index, 0)),
+            ("gather", x.gather(&index, 0)),
+        ];
+        for (op, result) in results {
+            match (dev.is_gpu(), result) {
+                (false, Ok(t)) => assert_eq!(t.to_vec::<f32>().unwrap(), [1.0; 3], "{op}"),
+                (true, Err(Error::TooLarge { op: named, .. })) => assert_eq!(named, op),
+                (_, other) => panic!("{dev} {op}: {other:?}"),
+            }
+        }
+    }
+}

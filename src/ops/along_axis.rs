@@ -55,18 +55,20 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis`; `Error::DType` for a non-float tensor.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
-        let Some(axis) = self.softmax_axis("softmax", axis)? else {
-            return self.contiguous_copy();
-        };
-        if let Some(out) = self.softmax_lines("softmax", axis, false)? {
-            return Ok(out);
-        }
-        // Longer lines: one fresh tensor, updated in place from there on.
-        let x = self.in_f32_or_wider()?;
-        let e = x.sub(&x.max_keepdim(axis)?)?;
-        e.exp_()?;
-        e.div_(&e.sum_keepdim(axis)?)?;
-        e.to_dtype(self.dtype())
+        super::as_op("softmax", || {
+            let Some(axis) = self.softmax_axis("softmax", axis)? else {
+                return self.contiguous_copy();
+            };
+            if let Some(out) = self.softmax_lines("softmax", axis, false)? {
+                return Ok(out);
+            }
+            // Longer lines: one fresh tensor, updated in place from there on.
+            let x = self.in_f32_or_wider()?;
+            let e = x.sub(&x.max_keepdim(axis)?)?;
+            e.exp_()?;
+            e.div_(&e.sum_keepdim(axis)?)?;
+            e.to_dtype(self.dtype())
+        })
     }
 
     /// `log(softmax(x))` along `axis`, computed as `(x - max) -
@@ -75,17 +77,19 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::softmax`].
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
-        let Some(axis) = self.softmax_axis("log_softmax", axis)? else {
-            return self.contiguous_copy();
-        };
-        if let Some(out) = self.softmax_lines("log_softmax", axis, true)? {
-            return Ok(out);
-        }
-        let x = self.in_f32_or_wider()?;
-        let shifted = x.sub(&x.max_keepdim(axis)?)?;
-        let log_sum = shifted.exp()?.sum_keepdim(axis)?.log()?;
-        shifted.sub_(&log_sum)?;
-        shifted.to_dtype(self.dtype())
+        super::as_op("log_softmax", || {
+            let Some(axis) = self.softmax_axis("log_softmax", axis)? else {
+                return self.contiguous_copy();
+            };
+            if let Some(out) = self.softmax_lines("log_softmax", axis, true)? {
+                return Ok(out);
+            }
+            let x = self.in_f32_or_wider()?;
+            let shifted = x.sub(&x.max_keepdim(axis)?)?;
+            let log_sum = shifted.exp()?.sum_keepdim(axis)?.log()?;
+            shifted.sub_(&log_sum)?;
+            shifted.to_dtype(self.dtype())
+        })
     }
 
     /// The softmax of every line along `axis` (a valid axis of a non-empty

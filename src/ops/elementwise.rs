@@ -332,8 +332,10 @@ impl Tensor {
     /// `Error::DType` naming `clamp` for bool or c64 tensors and for bounds
     /// the dtype cannot represent.
     pub fn clamp(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<Tensor> {
-        let (min, max) = self.clamp_bounds("clamp", min.into(), max.into())?;
-        self.maximum_scalar(min)?.minimum_scalar(max)
+        super::as_op("clamp", || {
+            let (min, max) = self.clamp_bounds("clamp", min.into(), max.into())?;
+            self.maximum_scalar(min)?.minimum_scalar(max)
+        })
     }
 
     /// In-place [`Tensor::clamp`], written through this view.

@@ -233,7 +233,9 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis` for an axis out of range.
     pub fn fftshift(&self, axes: impl Into<Axes>) -> Result<Tensor> {
-        self.shift_halves("fftshift", axes.into(), false)
+        super::as_op("fftshift", || {
+            self.shift_halves("fftshift", axes.into(), false)
+        })
     }
 
     /// The inverse of [`Tensor::fftshift`] (NumPy's `ifftshift`; the two
@@ -242,7 +244,9 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::fftshift`].
     pub fn ifftshift(&self, axes: impl Into<Axes>) -> Result<Tensor> {
-        self.shift_halves("ifftshift", axes.into(), true)
+        super::as_op("ifftshift", || {
+            self.shift_halves("ifftshift", axes.into(), true)
+        })
     }
 
     /// The frequencies of the `n` outputs of an FFT of samples `d` apart

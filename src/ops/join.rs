@@ -68,25 +68,27 @@ impl Tensor {
     /// differ or the result would exceed the maximum rank, `Error::Axis`,
     /// `Error::DType`, `Error::DeviceMismatch`.
     pub fn stack(tensors: &[&Tensor], axis: isize) -> Result<Tensor> {
-        const OP: &str = "stack";
-        let (first, _) = lead(OP, tensors)?;
-        let axis = normalize_axis(OP, axis, first.rank() + 1)?;
-        let mut views = Vec::with_capacity(tensors.len());
-        for (k, t) in tensors.iter().enumerate() {
-            if t.shape() != first.shape() {
-                return Err(Error::shape(
-                    OP,
-                    format!(
-                        "input {k} has shape {}, input 0 has {}; stack needs equal shapes",
-                        t.shape(),
-                        first.shape()
-                    ),
-                ));
+        super::as_op("stack", || {
+            const OP: &str = "stack";
+            let (first, _) = lead(OP, tensors)?;
+            let axis = normalize_axis(OP, axis, first.rank() + 1)?;
+            let mut views = Vec::with_capacity(tensors.len());
+            for (k, t) in tensors.iter().enumerate() {
+                if t.shape() != first.shape() {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "input {k} has shape {}, input 0 has {}; stack needs equal shapes",
+                            t.shape(),
+                            first.shape()
+                        ),
+                    ));
+                }
+                views.push(t.unsqueeze(axis as isize)?);
             }
-            views.push(t.unsqueeze(axis as isize)?);
-        }
-        let refs: Vec<&Tensor> = views.iter().collect();
-        Tensor::concat(&refs, axis as isize)
+            let refs: Vec<&Tensor> = views.iter().collect();
+            Tensor::concat(&refs, axis as isize)
+        })
     }
 
     /// The tensor repeated `reps[k]` times along each axis (NumPy's `tile`,

@@ -54,6 +54,15 @@ pub(crate) enum Arg<'a> {
     Scalar(crate::scalar::TypedScalar),
 }
 
+/// `f`'s result, an error named `op` (see `Error::named`): the body of a
+/// public op composed of others, whose parts fail under their own names.
+///
+/// # Errors
+/// Those of `f`.
+pub(super) fn as_op<T>(op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    f().map_err(|e| e.named(op))
+}
+
 /// Checks that every tensor argument is on `device` of `lead`.
 ///
 /// # Errors

@@ -29,7 +29,7 @@ impl Tensor {
     /// bool tensors; axis errors as [`Tensor::sum`]; `p = ±inf` over no
     /// elements is an `Err`, as the maximum of nothing is.
     pub fn norm(&self, p: f64, axes: impl Into<Axes>) -> Result<Tensor> {
-        self.norm_axes(p, axes.into(), false)
+        super::as_op("norm", || self.norm_axes(p, axes.into(), false))
     }
 
     /// [`Tensor::norm`] with the reduced axes kept, with length 1 (NumPy's
@@ -39,7 +39,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::norm`].
     pub fn norm_keepdim(&self, p: f64, axes: impl Into<Axes>) -> Result<Tensor> {
-        self.norm_axes(p, axes.into(), true)
+        super::as_op("norm", || self.norm_axes(p, axes.into(), true))
     }
 
     fn norm_axes(&self, p: f64, axes: Axes, keepdim: bool) -> Result<Tensor> {

@@ -13,13 +13,15 @@ impl Tensor {
     /// # Errors
     /// Device errors only.
     pub fn isnan(&self) -> Result<Tensor> {
-        if self.dtype().is_complex() {
-            return self.real()?.isnan()?.logical_or(&self.imag()?.isnan()?);
-        }
-        if !self.dtype().is_float() {
-            return self.all_bool(false);
-        }
-        self.ne(self)
+        super::as_op("isnan", || {
+            if self.dtype().is_complex() {
+                return self.real()?.isnan()?.logical_or(&self.imag()?.isnan()?);
+            }
+            if !self.dtype().is_float() {
+                return self.all_bool(false);
+            }
+            self.ne(self)
+        })
     }
 
     /// True where the element is +inf or -inf (a complex element: either
@@ -28,13 +30,15 @@ impl Tensor {
     /// # Errors
     /// Device errors only.
     pub fn isinf(&self) -> Result<Tensor> {
-        if self.dtype().is_complex() {
-            return self.real()?.isinf()?.logical_or(&self.imag()?.isinf()?);
-        }
-        if !self.dtype().is_float() {
-            return self.all_bool(false);
-        }
-        self.abs()?.eq_scalar(f64::INFINITY)
+        super::as_op("isinf", || {
+            if self.dtype().is_complex() {
+                return self.real()?.isinf()?.logical_or(&self.imag()?.isinf()?);
+            }
+            if !self.dtype().is_float() {
+                return self.all_bool(false);
+            }
+            self.abs()?.eq_scalar(f64::INFINITY)
+        })
     }
 
     /// True where the element is neither NaN nor infinite (a complex
@@ -43,16 +47,18 @@ impl Tensor {
     /// # Errors
     /// Device errors only.
     pub fn isfinite(&self) -> Result<Tensor> {
-        if self.dtype().is_complex() {
-            return self
-                .real()?
-                .isfinite()?
-                .logical_and(&self.imag()?.isfinite()?);
-        }
-        if !self.dtype().is_float() {
-            return self.all_bool(true);
-        }
-        self.abs()?.lt_scalar(f64::INFINITY)
+        super::as_op("isfinite", || {
+            if self.dtype().is_complex() {
+                return self
+                    .real()?
+                    .isfinite()?
+                    .logical_and(&self.imag()?.isfinite()?);
+            }
+            if !self.dtype().is_float() {
+                return self.all_bool(true);
+            }
+            self.abs()?.lt_scalar(f64::INFINITY)
+        })
     }
 
     /// A bool tensor of this shape, every element `value`.
@@ -89,51 +95,53 @@ impl Tensor {
     /// or c64 operands (after promotion), or a negative or NaN tolerance; `Error::Shape` when the
     /// shapes do not broadcast; `Error::DeviceMismatch`.
     pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
-        const OP: &str = "isclose";
-        let dtype = super::elementwise::tensors_dtype_on(OP, self, other)?;
-        if !dtype.is_numeric() {
-            return Err(Error::dtype(OP, format!("not defined for dtype {dtype}")));
-        }
-        if rtol.is_nan() || atol.is_nan() || rtol < 0.0 || atol < 0.0 {
-            return Err(Error::dtype(
-                OP,
-                format!("tolerances must be non-negative, got rtol {rtol}, atol {atol}"),
-            ));
-        }
-        super::check_devices(OP, self, &[super::Arg::Tensor(other)])?;
-        crate::shape::broadcast_for(OP, self.shape(), other.shape())?;
-        let (a, b) = (&self.to_dtype(dtype)?, &other.to_dtype(dtype)?);
-        if !a.dtype().is_float() {
-            // |a - b| exactly: the larger less the smaller, in the dtype's
-            // wrapping arithmetic, is the distance modulo 2^32 or 2^64
-            // (signed ones at or past half of that wrap negative and get
-            // it back), then in f32.
-            let distance = a.maximum(b)?.sub(&a.minimum(b)?)?;
-            let mut far = distance.to_dtype(DType::F32)?;
-            let wrap = match a.dtype() {
-                DType::I32 => 4294967296.0,
-                DType::I64 => 18446744073709551616.0,
-                _ => 0.0,
-            };
-            if wrap != 0.0 {
-                let wrapped = distance.lt_scalar(0)?.to_dtype(DType::F32)?;
-                far = far.add(&wrapped.mul_scalar(wrap)?)?;
+        super::as_op("isclose", || {
+            const OP: &str = "isclose";
+            let dtype = super::elementwise::tensors_dtype_on(OP, self, other)?;
+            if !dtype.is_numeric() {
+                return Err(Error::dtype(OP, format!("not defined for dtype {dtype}")));
             }
-            let tolerance = b
-                .to_dtype(DType::F32)?
-                .abs()?
-                .mul_scalar(rtol)?
-                .add_scalar(atol)?;
-            return far.le(&tolerance)?.logical_or(&a.eq(b)?);
-        }
-        let tolerance = b.abs()?.mul_scalar(rtol)?.add_scalar(atol)?;
-        let within = a.sub(b)?.abs()?.le(&tolerance)?;
-        let finite = a.isfinite()?.logical_and(&b.isfinite()?)?;
-        let close = within.logical_and(&finite)?.logical_or(&a.eq(b)?)?;
-        if equal_nan {
-            return close.logical_or(&a.isnan()?.logical_and(&b.isnan()?)?);
-        }
-        Ok(close)
+            if rtol.is_nan() || atol.is_nan() || rtol < 0.0 || atol < 0.0 {
+                return Err(Error::dtype(
+                    OP,
+                    format!("tolerances must be non-negative, got rtol {rtol}, atol {atol}"),
+                ));
+            }
+            super::check_devices(OP, self, &[super::Arg::Tensor(other)])?;
+            crate::shape::broadcast_for(OP, self.shape(), other.shape())?;
+            let (a, b) = (&self.to_dtype(dtype)?, &other.to_dtype(dtype)?);
+            if !a.dtype().is_float() {
+                // |a - b| exactly: the larger less the smaller, in the dtype's
+                // wrapping arithmetic, is the distance modulo 2^32 or 2^64
+                // (signed ones at or past half of that wrap negative and get
+                // it back), then in f32.
+                let distance = a.maximum(b)?.sub(&a.minimum(b)?)?;
+                let mut far = distance.to_dtype(DType::F32)?;
+                let wrap = match a.dtype() {
+                    DType::I32 => 4294967296.0,
+                    DType::I64 => 18446744073709551616.0,
+                    _ => 0.0,
+                };
+                if wrap != 0.0 {
+                    let wrapped = distance.lt_scalar(0)?.to_dtype(DType::F32)?;
+                    far = far.add(&wrapped.mul_scalar(wrap)?)?;
+                }
+                let tolerance = b
+                    .to_dtype(DType::F32)?
+                    .abs()?
+                    .mul_scalar(rtol)?
+                    .add_scalar(atol)?;
+                return far.le(&tolerance)?.logical_or(&a.eq(b)?);
+            }
+            let tolerance = b.abs()?.mul_scalar(rtol)?.add_scalar(atol)?;
+            let within = a.sub(b)?.abs()?.le(&tolerance)?;
+            let finite = a.isfinite()?.logical_and(&b.isfinite()?)?;
+            let close = within.logical_and(&finite)?.logical_or(&a.eq(b)?)?;
+            if equal_nan {
+                return close.logical_or(&a.isnan()?.logical_and(&b.isnan()?)?);
+            }
+            Ok(close)
+        })
     }
 
     /// Whether every element pair is close as [`Tensor::isclose`] says

@@ -32,21 +32,23 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis` naming `roll` for an axis out of range.
     pub fn roll(&self, shift: isize, axis: isize) -> Result<Tensor> {
-        let a = normalize_axis("roll", axis, self.rank())?;
-        let n = self.dims()[a];
-        let k = if n == 0 {
-            0
-        } else {
-            shift.rem_euclid(n as isize) as usize
-        };
-        if k == 0 {
-            return self.contiguous();
-        }
-        let axis = a as isize;
-        Tensor::concat(
-            &[&self.narrow(axis, n - k, k)?, &self.narrow(axis, 0, n - k)?],
-            axis,
-        )
+        super::as_op("roll", || {
+            let a = normalize_axis("roll", axis, self.rank())?;
+            let n = self.dims()[a];
+            let k = if n == 0 {
+                0
+            } else {
+                shift.rem_euclid(n as isize) as usize
+            };
+            if k == 0 {
+                return self.contiguous();
+            }
+            let axis = a as isize;
+            Tensor::concat(
+                &[&self.narrow(axis, n - k, k)?, &self.narrow(axis, 0, n - k)?],
+                axis,
+            )
+        })
     }
 
     /// A copy grown by `widths[i] = (before, after)` elements on the last

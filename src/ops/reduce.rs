@@ -439,6 +439,11 @@ impl Tensor {
 
     /// [`Tensor::var`], keeping the reduced axes when `keepdim`.
     pub(crate) fn var_axes(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
+        super::as_op("var", || self.variance(axes, ddof, keepdim))
+    }
+
+    /// [`Tensor::var_axes`], its errors named by the ops inside.
+    fn variance(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
         let count = self.reduced_count("var", &axes)?;
         let x = if self.dtype().is_half() || !self.dtype().is_float() {
             self.to_dtype(DType::F32)?
@@ -480,9 +485,11 @@ impl Tensor {
 
     /// [`Tensor::std`], keeping the reduced axes when `keepdim`.
     pub(crate) fn std_axes(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
-        let var = self.var_axes(axes, ddof, keepdim)?;
-        var.sqrt_()?;
-        Ok(var)
+        super::as_op("std", || {
+            let var = self.variance(axes, ddof, keepdim)?;
+            var.sqrt_()?;
+            Ok(var)
+        })
     }
 
     /// [`Tensor::all`], keeping the reduced axes when `keepdim`.
