@@ -1158,3 +1158,45 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         close(&got, &want, name);
     }
 }
+
+/// A browser's GPU takes `pow` of non-integer exponents in float-float
+/// arithmetic within an ulp of powf (the error-free transforms survive
+/// its shader compiler), where exp2(b log2 a) in f32 was tens of ulp off.
+#[wasm_bindgen_test]
+async fn pow_is_within_an_ulp_of_powf() {
+    let dev = gpu().await;
+    // The last three: integer exponents with subnormal results and base.
+    let a = [
+        1.000_000_1f32,
+        10.0,
+        2.0,
+        1e-40,
+        0.999_999_94,
+        3.4e38,
+        7.5,
+        2.0,
+        3.0,
+        1e-40,
+    ];
+    let b = [
+        5e8f32,
+        38.5,
+        0.5,
+        1.0 / 3.0,
+        -1.5e9,
+        -1.01,
+        2.5,
+        -140.0,
+        -90.0,
+        1.0,
+    ];
+    let got = Tensor::from_slice(&a, [10], &dev)
+        .unwrap()
+        .pow(&Tensor::from_slice(&b, [10], &dev).unwrap())
+        .unwrap();
+    for ((g, x), y) in read(&got).await.into_iter().zip(a).zip(b) {
+        let want = x.powf(y);
+        let apart = (g.to_bits() as i64 - want.to_bits() as i64).abs();
+        assert!(apart <= 1, "{x:e}^{y:e}: {g:e}, powf {want:e}");
+    }
+}

@@ -78,7 +78,8 @@ fn pow_int_wide(x: f32, n: u32) -> vec3<u32> {
 
 // x^b for a finite x > 0 and an integer 0 < |b| < 2^24: a positive power
 // rounded once from its wide value; a negative one as the reciprocal of
-// that value's significand (exact division), scaled in two steps.
+// that value's significand (exact division), scaled by 2^-k in integers
+// (ldexp into the subnormals gives 0 on a GPU that flushes them).
 fn pow_int_f32(x: f32, b: f32) -> f32 {
     let w = pow_int_wide(x, u32(abs(b)));
     if (b > 0.0) { return wide_to_f32(w); }
@@ -86,28 +87,34 @@ fn pow_int_f32(x: f32, b: f32) -> f32 {
     if (k > 160) { return 0.0; }
     if (k < -160) { return f32_from_bits(F32_INF_BITS); }
     let r = div_f32(1.0, wide_to_f32(vec3<u32>(w.x, w.y, 0u)));
-    return ldexp(ldexp(r, -k / 2), -k - (-k / 2));
+    return wide_to_f32(ff_to_wide(vec2<f32>(r, 0.0), -k));
 }
 
 // IEEE pow (C's powf), whose special cases WGSL's pow leaves open; `z` is
 // a word that is always 0 (see `ff_keep`).
 fn pow_f32(a: f32, b: f32, z: u32) -> f32 {
-    if (b == 0.0 || a == 1.0) { return 1.0; }
+    // Zeros, signs and |b| < 1 are read from bits: a GPU that flushes
+    // subnormals compares a subnormal equal to 0 (and would call it an
+    // integer exponent, or the base 0).
+    let b_bits = bitcast<u32>(b) & 0x7fffffffu;
+    let x_bits = bitcast<u32>(a) & 0x7fffffffu;
+    if (b_bits == 0u || a == 1.0) { return 1.0; }
     if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }
-    let x = abs(a);
+    let x = bitcast<f32>(x_bits);
+    let inf = f32_from_bits(F32_INF_BITS);
     // Infinite exponents: 1 for |a| = 1, else 0 or inf by |a| against 1.
     if (is_inf_f32(b)) {
         if (x == 1.0) { return 1.0; }
-        return select(0.0, f32_from_bits(F32_INF_BITS), (x > 1.0) == (b > 0.0));
+        return select(0.0, inf, (x > 1.0) == (b > 0.0));
     }
-    let integer = floor(b) == b;
+    let integer = b_bits >= 0x3f800000u && floor(b) == b;
     // Odd integers below 2^24; every float above is even.
     let odd = integer && abs(b) < 16777216.0 && (i32(abs(b)) & 1) == 1;
     var m: f32;
-    if (x == 0.0) {
-        m = select(0.0, f32_from_bits(F32_INF_BITS), b < 0.0);
+    if (x_bits == 0u) {
+        m = select(0.0, inf, sign_bit_f32(b));
     } else if (is_inf_f32(x)) {
-        m = select(0.0, f32_from_bits(F32_INF_BITS), b > 0.0);
+        m = select(inf, 0.0, sign_bit_f32(b));
     } else {
         if (sign_bit_f32(a) && !integer) { return nan_f32(); }
         if (integer && abs(b) < 16777216.0) {
