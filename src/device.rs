@@ -203,6 +203,13 @@ pub struct DeviceStats {
     pub peak_bytes_live: u64,
     /// Bytes of idle buffers kept in the pool for reuse.
     pub bytes_pooled: u64,
+    /// Bytes written from the host into tensor storage: tensors made from
+    /// host data, and the tables an op uploads (kernel parameter blocks
+    /// are not counted).
+    pub bytes_uploaded: u64,
+    /// Readbacks the host waited on: one per `to_vec`, `sync` with work
+    /// to check, or fault-record check.
+    pub readbacks: u64,
 }
 
 impl Device {
@@ -415,6 +422,8 @@ impl Device {
                     bytes_live: p.bytes_live + p.bytes_reserved,
                     peak_bytes_live: p.peak_bytes_live,
                     bytes_pooled: p.bytes_pooled,
+                    bytes_uploaded: c.bytes_uploaded,
+                    readbacks: c.readbacks,
                 }
             }
         }

@@ -1125,3 +1125,158 @@ fn an_f16_convolution_adds_its_bias_before_its_one_rounding() {
         );
     }
 }
+
+/// The GPU's one-pass resize kernel against the CPU's composed resize, bit
+/// for bit: every mode, sizes down, up, twice (nearest's shortcut),
+/// unchanged on one axis (bilinear's `x + 0 x`, which makes an infinity
+/// NaN) and 1; `resize_by` factors; contiguous, transposed, reversed,
+/// stepped, offset, permuted and broadcast views, with infinities and NaN
+/// in the image; f32, f16 (native and packed) and bf16, and the integer
+/// dtypes nearest copies; an output past 65535 workgroups of 64.
+#[test]
+fn the_resize_kernel_matches_the_cpu_bit_for_bit() {
+    let gpus: Vec<Device> = common::gpu()
+        .into_iter()
+        .chain(common::gpu_packed_f16())
+        .collect();
+    let cpu = Device::cpu();
+    let mut v = noise(2 * 3 * 14 * 18, 7);
+    v[5] = f32::INFINITY;
+    v[40] = f32::NAN;
+    v[77] = f32::NEG_INFINITY;
+    let base = |dev: &Device, dtype: DType| {
+        Tensor::from_slice(&v, [2, 3, 14, 18], dev)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
+    };
+    // Views of [2, 3, 7, 9] (the last of [2, 3, 7, 1], broadcast along w).
+    let views = |x: &Tensor| -> Vec<(&str, Tensor)> {
+        vec![
+            (
+                "contiguous",
+                x.slice(s![.., .., ..7, ..9]).unwrap().contiguous().unwrap(),
+            ),
+            (
+                "transposed",
+                x.slice(s![.., .., ..9, ..7])
+                    .unwrap()
+                    .transpose(-1, -2)
+                    .unwrap(),
+            ),
+            (
+                "reversed",
+                x.slice(s![.., .., ..7, ..9])
+                    .unwrap()
+                    .flip(&[2, 3])
+                    .unwrap(),
+            ),
+            ("stepped", x.slice(s![.., .., ..;2, ..;2]).unwrap()),
+            ("offset", x.slice(s![1.., 1.., 3..10, 5..14]).unwrap()),
+            (
+                "permuted",
+                x.slice(s![.., .., ..7, ..9])
+                    .unwrap()
+                    .permute(&[1, 0, 2, 3])
+                    .unwrap(),
+            ),
+            (
+                "broadcast",
+                x.slice(s![..1, .., ..7, ..1])
+                    .unwrap()
+                    .broadcast_to([2, 3, 7, 9])
+                    .unwrap(),
+            ),
+        ]
+    };
+    let modes = [
+        Resize::Nearest,
+        Resize::Bilinear,
+        Resize::BilinearAlignCorners,
+    ];
+    let sizes = [[5, 13], [14, 18], [7, 20], [3, 9], [1, 1]];
+    let dtypes = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::U8,
+        DType::I64,
+    ];
+    let bits = |t: &Tensor| -> Vec<u64> {
+        match t.dtype() {
+            DType::I64 => t
+                .to_vec::<i64>()
+                .unwrap()
+                .iter()
+                .map(|&x| x as u64)
+                .collect(),
+            DType::I32 | DType::U8 => t
+                .to_dtype(DType::I64)
+                .unwrap()
+                .to_vec::<i64>()
+                .unwrap()
+                .iter()
+                .map(|&x| x as u64)
+                .collect(),
+            // Any NaN is NaN (a NaN's sign and payload are not kept
+            // through f16 alike everywhere).
+            _ => common::read_f32(t)
+                .iter()
+                .map(|x| {
+                    if x.is_nan() {
+                        u64::MAX
+                    } else {
+                        x.to_bits() as u64
+                    }
+                })
+                .collect(),
+        }
+    };
+    for gpu in &gpus {
+        for dtype in dtypes {
+            let (c, g) = (base(&cpu, dtype), base(gpu, dtype));
+            for ((name, cv), (_, gv)) in views(&c).into_iter().zip(views(&g)) {
+                for mode in modes {
+                    if !dtype.is_float() && mode != Resize::Nearest {
+                        continue;
+                    }
+                    let mut runs: Vec<(String, Tensor, Tensor)> = sizes
+                        .iter()
+                        .map(|&size| {
+                            let what = format!("{size:?}");
+                            (
+                                what,
+                                cv.resize(size, mode).unwrap(),
+                                gv.resize(size, mode).unwrap(),
+                            )
+                        })
+                        .collect();
+                    for factors in [[1.5, 0.7], [2.0, 2.0]] {
+                        let what = format!("by {factors:?}");
+                        let (a, b) = (cv.resize_by(factors, mode), gv.resize_by(factors, mode));
+                        runs.push((what, a.unwrap(), b.unwrap()));
+                    }
+                    for (what, want, got) in runs {
+                        assert_eq!(got.dims(), want.dims());
+                        assert!(
+                            bits(&got) == bits(&want),
+                            "{gpu} {dtype} {name} {mode:?} {what}:\n{:?}\nwant\n{:?}",
+                            common::read_f32(&got),
+                            common::read_f32(&want)
+                        );
+                    }
+                }
+            }
+        }
+        // 2048 x 2100 outputs: more than 65535 workgroups of 64.
+        let img = Tensor::from_vec(noise(1024 * 1050, 3), [1, 1, 1024, 1050], &cpu).unwrap();
+        let want = img.resize([2048, 2100], Resize::Bilinear).unwrap();
+        let got = img
+            .to_device(gpu)
+            .unwrap()
+            .resize([2048, 2100], Resize::Bilinear)
+            .unwrap();
+        assert!(bits(&got) == bits(&want), "{gpu}: the large resize differs");
+    }
+}

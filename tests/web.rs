@@ -1133,7 +1133,7 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         dw.to_device_async(&dev).await.unwrap(),
     );
     type Op = fn(&Tensor, &Tensor, &Tensor) -> Tensor;
-    let ops: [(&str, Op); 5] = [
+    let ops: [(&str, Op); 7] = [
         ("grouped conv2d", |x, w, _| {
             x.conv2d(w, &Conv::new().groups(2).stride(2).padding(1))
                 .unwrap()
@@ -1150,6 +1150,15 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         }),
         ("resize", |x, _, _| {
             x.resize([5, 11], Resize::Bilinear).unwrap()
+        }),
+        ("resize nearest", |x, _, _| {
+            x.resize_by([1.5, 0.7], Resize::Nearest).unwrap()
+        }),
+        ("resize align corners", |x, _, _| {
+            x.flip(&[3])
+                .unwrap()
+                .resize([9, 4], Resize::BilinearAlignCorners)
+                .unwrap()
         }),
     ];
     for (name, op) in ops {

@@ -205,6 +205,17 @@ impl SoftmaxCall<'_> {
     }
 }
 
+/// One resize on a GPU's single-pass kernel: the last two axes of `input`
+/// (a float tensor for the blending modes) resized into `out`, a fresh
+/// contiguous tensor of its dtype; `ratio` is each axis's input positions
+/// per output position in f32 (`ops/resize.rs`'s `source_ratio`).
+pub(crate) struct ResizeCall<'a> {
+    pub mode: crate::ops::Resize,
+    pub ratio: [f32; 2],
+    pub input: TensorRef<'a>,
+    pub out: TensorRef<'a>,
+}
+
 /// The axis an index tensor addresses: which one (for error reports), its
 /// extent and its stride in the indexed tensor, and the positions along it
 /// that one call touches.

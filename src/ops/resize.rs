@@ -1,13 +1,17 @@
 //! Resizing the last two axes, as PyTorch's `interpolate`: `nearest`
-//! picks columns and then rows by index (`index_select`), `bilinear`
-//! blends the two nearest columns, then the two nearest rows. Positions
-//! and weights are worked out on the host in f32 by PyTorch's CPU
-//! formulas, so the same source elements are picked. Each axis is its own
-//! pass, so any leading axes and any view work.
+//! picks columns and then rows by index, `bilinear` blends the two nearest
+//! columns, then the two nearest rows. Positions and weights are worked
+//! out in f32 by PyTorch's CPU formulas, so the same source elements are
+//! picked. A GPU runs one kernel that computes them in the shader
+//! (`backend::gpu::resize`); the CPU, and a GPU for views over more than
+//! one storage binding, compose it here axis by axis (`index_select`, then
+//! a blend), from positions worked out on the host.
 
 use super::windows::compute_dtype;
 use crate::backend::cpu::try_collect;
+use crate::backend::{ResizeCall, resize};
 use crate::error::{Error, Result};
+use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 /// How [`Tensor::resize`] samples.
@@ -92,9 +96,6 @@ impl Tensor {
                 format!("needs 2 spatial axes, got shape {}", self.shape()),
             ));
         }
-        let mut x = self.to_dtype(compute)?;
-        // Columns, then rows: PyTorch blends each row's pair of columns
-        // first, so the roundings fall alike.
         for a in [1, 0] {
             let axis = r - 2 + a;
             let (n, m) = (self.dims()[axis], size[a]);
@@ -104,6 +105,16 @@ impl Tensor {
                     format!("axis {axis} of {n} cannot be resized to {m}"),
                 ));
             }
+        }
+        if let Some(out) = self.resize_in_one_pass(op, size, scale, mode)? {
+            return Ok(out);
+        }
+        let mut x = self.to_dtype(compute)?;
+        // Columns, then rows: PyTorch blends each row's pair of columns
+        // first, so the roundings fall alike.
+        for a in [1, 0] {
+            let axis = r - 2 + a;
+            let (n, m) = (self.dims()[axis], size[a]);
             // An axis as long as its input takes each element with weight 1
             // and again with weight 0, even with a factor (PyTorch's CPU
             // kernels): a copy, but that an infinity becomes NaN.
@@ -116,6 +127,45 @@ impl Tensor {
             x = resize_axis(&x, axis, [n, m], scale.map(|s| s[a]), mode)?;
         }
         x.to_dtype(self.dtype())
+    }
+}
+
+impl Tensor {
+    /// On a GPU, the resize as one kernel (`backend::gpu::resize`), which
+    /// works out the same positions and weights as `source_taps` in the
+    /// shader: `None` where the op layer composes it instead (the CPU,
+    /// views over more than one storage binding, extents past 2^24, whose
+    /// positions f32 no longer counts exactly).
+    fn resize_in_one_pass(
+        &self,
+        op: &'static str,
+        size: [usize; 2],
+        scale: Option<[f64; 2]>,
+        mode: Resize,
+    ) -> Result<Option<Tensor>> {
+        let r = self.rank();
+        let n = [self.dims()[r - 2], self.dims()[r - 1]];
+        let long = n.iter().chain(&size).any(|&e| e >= 1 << 24);
+        if !self.device().is_gpu() || long || self.binding_cut().is_some() {
+            return Ok(None);
+        }
+        let mut dims = self.dims().to_vec();
+        dims[r - 2..].copy_from_slice(&size);
+        let out = Tensor::empty_dense(Shape::from(dims), self.dtype(), self.device(), op)?;
+        if out.numel() == 0 {
+            return Ok(Some(out));
+        }
+        if out.binding_cut().is_some() {
+            return Ok(None);
+        }
+        let ratio = [0, 1].map(|a| source_ratio(n[a], size[a], scale.map(|s| s[a]), mode));
+        resize(&ResizeCall {
+            mode,
+            ratio,
+            input: self.kernel_ref(self.layout().clone())?,
+            out: out.kernel_ref(out.layout().clone())?,
+        })?;
+        Ok(Some(out))
     }
 }
 

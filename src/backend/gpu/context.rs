@@ -219,6 +219,10 @@ pub(crate) struct GpuCounters {
     /// Matmul kernels the self-check probed, and those it dropped.
     pub kernels_checked: u64,
     pub kernels_dropped: u64,
+    /// Bytes written from the host into tensor storage.
+    pub bytes_uploaded: u64,
+    /// Staging buffers mapped for the host to read (each one wait).
+    pub readbacks: u64,
 }
 
 /// An opened GPU device. Its parts are the backend's own; the rest of the
@@ -242,6 +246,10 @@ pub(crate) struct GpuContext {
     pub tuner: MatmulTuner,
     /// Tells this device apart from others opened in the process (1, 2 ...).
     id: u64,
+    /// Bytes written from the host into tensor storage, for `Device::stats`.
+    pub(super) bytes_uploaded: AtomicU64,
+    /// Staging buffers mapped for the host to read, for `Device::stats`.
+    pub(super) readbacks: AtomicU64,
     /// How many custom kernel specs had been dropped when this device last
     /// dropped the pipelines of those no kernel holds.
     pub(super) custom_sweep: AtomicU64,
@@ -451,6 +459,8 @@ impl GpuContext {
             id,
             custom_sweep: AtomicU64::new(0),
             shared: Mutex::default(),
+            bytes_uploaded: AtomicU64::new(0),
+            readbacks: AtomicU64::new(0),
         }
     }
 
@@ -512,6 +522,8 @@ impl GpuContext {
             tuning_ns: self.tuner.timed_ns(),
             kernels_checked: checked,
             kernels_dropped: dropped.len() as u64,
+            bytes_uploaded: self.bytes_uploaded.load(Ordering::Relaxed),
+            readbacks: self.readbacks.load(Ordering::Relaxed),
         }
     }
 

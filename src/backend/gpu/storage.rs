@@ -11,6 +11,7 @@ use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::window_of;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// A buffer of `len` elements of `dtype` on one GPU, taken from the pool
 /// when first needed (see `buffer_claim.rs`). Dropping it returns the buffer to
@@ -105,6 +106,8 @@ impl GpuStorage {
         bytes.resize(bytes.len().next_multiple_of(4), 0);
         if !bytes.is_empty() {
             ctx.queue.write_buffer(&buffer, 0, &bytes);
+            ctx.bytes_uploaded
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
         Ok(storage)
     }
@@ -389,6 +392,7 @@ pub(crate) async fn map_and_read<R>(
     size: u64,
     read: impl FnOnce(&[u8]) -> R,
 ) -> Result<R> {
+    ctx.readbacks.fetch_add(1, Ordering::Relaxed);
     let (sender, receiver) = futures::channel::oneshot::channel();
     staging
         .slice(..size)

@@ -1,0 +1,88 @@
+// Resizing the last two axes in one pass (PyTorch's `interpolate`,
+// `nearest` and `bilinear`), specialised by gpu/resize.rs, which fills the
+// {{...}} slots:
+//   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
+//             kernel/math.wgsl
+//   BINDINGS  x (1), out_buf (2)
+//   ACCESS    load_x (element -> compute type), store_out
+//   SAMPLE    sample(base, th, tw): output element from the input at
+//             `base` (nearest: one element; bilinear: a blend of four)
+//
+// Thread o writes output element o (row-major over the output, which is
+// contiguous from `out_offset`). Its source positions and weights along
+// each axis are computed here by PyTorch's CPU formulas in f32, as
+// ops/resize.rs's `source_taps` does on the host (the two are tested
+// against each other and against PyTorch): no index or weight tables.
+{{PRELUDE}}
+{{BINDINGS}}
+{{ACCESS}}
+
+// A value the compiler cannot see through (`params.zero` is always 0): a
+// product kept from being fused into the add after it, so that each rounds
+// as the CPU's does.
+fn kept(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ params.zero);
+}
+
+// Output position i's two input positions along an axis of n resized to m,
+// and the second one's weight.
+struct Taps {
+    lo: u32,
+    hi: u32,
+    w: f32,
+}
+
+fn taps(i: u32, n: u32, m: u32, ratio: f32) -> Taps {
+    let last = n - 1u;
+    if (n == m) {
+        return Taps(min(i, last), min(i, last), 0.0);
+    }
+    var source: f32;
+    switch params.mode {
+        case 0u: {
+            // Nearest: twice as long takes i / 2 (PyTorch's shortcut).
+            if (m == 2u * n) {
+                return Taps(min(i / 2u, last), 0u, 0.0);
+            }
+            return Taps(min(u32(floor(kept(f32(i) * ratio))), last), 0u, 0.0);
+        }
+        case 1u: {
+            source = max(kept(ratio * (f32(i) + 0.5)) - 0.5, 0.0);
+        }
+        default: {
+            source = kept(ratio * f32(i));
+        }
+    }
+    let lo = min(u32(floor(source)), last);
+    let w = clamp(source - f32(lo), 0.0, 1.0);
+    return Taps(lo, min(lo + 1u, last), w);
+}
+
+// (1 - w) a + w b, each product rounded on its own.
+fn blend(a: f32, b: f32, w: f32) -> f32 {
+    return kept(a * (1.0 - w)) + kept(b * w);
+}
+
+{{SAMPLE}}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let o = gid.x + gid.y * params.row_threads;
+    if (o >= params.numel) {
+        return;
+    }
+    let ow = o % params.out_w;
+    let rest = o / params.out_w;
+    let oh = rest % params.out_h;
+    // The leading axes, innermost last, from the output's coordinates.
+    var lead = rest / params.out_h;
+    var base = i32(params.x_offset);
+    for (var k = i32(params.lead_rank) - 1; k >= 0; k--) {
+        let d = params.lead_shape[k / 4][k % 4];
+        base += i32(lead % d) * params.lead_strides[k / 4][k % 4];
+        lead = lead / d;
+    }
+    let th = taps(oh, params.in_h, params.out_h, bitcast<f32>(params.ratio_h));
+    let tw = taps(ow, params.in_w, params.out_w, bitcast<f32>(params.ratio_w));
+    store_out(params.out_offset + o, sample(base, th, tw));
+}

@@ -1,0 +1,213 @@
+//! Resizing in one pass (`resize/resize.wgsl`): each output element's
+//! source positions and weights computed in the shader, so a resize is one
+//! dispatch that reads its input where it lies (any view), with no index
+//! or weight tables to upload and no fault record to arm.
+
+use crate::backend::ResizeCall;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::params_block::{params_block, strides8};
+use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::wgsl_type::ScalarType;
+use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::storage::GpuStorage;
+use crate::dtype::KernelType;
+use crate::error::{Error, Result};
+use crate::ops::Resize;
+use crate::shape::MAX_RANK;
+use smallvec::smallvec;
+
+const RESIZE_WGSL: &str = shader!("resize/resize.wgsl");
+
+params_block! {
+    /// `Params` of resize.wgsl.
+    pub(crate) struct ResizeParams {
+        numel: u32,
+        row_threads: u32,
+        /// Leading axes (all but the last two).
+        lead_rank: u32,
+        /// 0 nearest, 1 bilinear, 2 bilinear with corners aligned.
+        mode: u32,
+        /// Always 0 (see `kept` in resize.wgsl).
+        zero: u32,
+        in_h: u32,
+        in_w: u32,
+        out_h: u32,
+        out_w: u32,
+        /// Input positions per output position, as f32 bits.
+        ratio_h: u32,
+        ratio_w: u32,
+        x_offset: u32,
+        x_hs: i32,
+        x_ws: i32,
+        out_offset: u32,
+        pad0: u32,
+        lead_shape: [u32; 8],
+        lead_strides: [i32; 8],
+    }
+}
+
+/// Everything that selects a distinct resize pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ResizeKey {
+    pub dtype: KernelType,
+    pub native_f16: bool,
+    /// Blending (bilinear, either alignment) or picking (nearest).
+    pub blends: bool,
+}
+
+family_key!(ResizeKey, "webtensor resize", resize_source);
+
+/// The WGSL source of the resize kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn resize_source(key: &ResizeKey) -> Result<String> {
+    let (dtype, native) = (key.dtype, key.native_f16);
+    let bindings = [
+        buffer_decl(1, "x", dtype, native, false),
+        buffer_decl(2, "out_buf", dtype, native, true),
+    ]
+    .concat();
+    let access = [
+        load_fn("load_x", "x", dtype, native),
+        store_out_fn(dtype, native),
+    ]
+    .concat();
+    let at = "fn at(base: i32, h: u32, w: u32) -> {T} {\n    \
+              return load_x(u32(base + i32(h) * params.x_hs + i32(w) * params.x_ws));\n}\n";
+    let sample = if key.blends {
+        // Columns first, then rows: PyTorch blends each row's pair of
+        // columns, so the roundings fall alike.
+        "fn sample(base: i32, th: Taps, tw: Taps) -> f32 {\n    \
+         let top = blend(at(base, th.lo, tw.lo), at(base, th.lo, tw.hi), tw.w);\n    \
+         let bottom = blend(at(base, th.hi, tw.lo), at(base, th.hi, tw.hi), tw.w);\n    \
+         return blend(top, bottom, th.w);\n}\n"
+    } else {
+        "fn sample(base: i32, th: Taps, tw: Taps) -> {T} {\n    \
+         return at(base, th.lo, tw.lo);\n}\n"
+    };
+    let t = ScalarType::of(dtype).to_string();
+    let sample = [at, sample].concat().replace("{T}", &t);
+    let slots = [
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("SAMPLE", sample.as_str()),
+    ];
+    let (f16, params) = (needs_f16(dtype, native), ResizeParams::wgsl());
+    fill_kernel("resize kernel", RESIZE_WGSL, f16, &params, &slots)
+}
+
+/// True when the kernel takes `dtype` in `mode`: any dtype picked, the
+/// float ones blended.
+pub(crate) fn takes(dtype: KernelType, mode: Resize) -> bool {
+    let blends = mode != Resize::Nearest;
+    !blends || matches!(dtype, KernelType::F32 | KernelType::F16 | KernelType::BF16)
+}
+
+/// Records `call`, whose output storage is `out`.
+///
+/// # Errors
+/// `Error::Gpu` when an operand is not on this GPU; `TooLarge` for an
+/// output over one dispatch's grid or an operand view over one storage
+/// binding (the op layer composes those resizes).
+pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
+    const OP: &str = "resize";
+    let ctx = &out.ctx;
+    let numel = call.out.layout.numel();
+    if numel == 0 {
+        return Ok(());
+    }
+    if !takes(call.out.dtype, call.mode) || call.input.dtype != call.out.dtype {
+        return Err(Error::internal(
+            OP,
+            "the resize kernel got a dtype it does not take",
+        ));
+    }
+    let (x_bound, x) = Bound::view(OP, call.input.clone(), false)?;
+    let (out_bound, dest) = Bound::view(OP, call.out.clone(), true)?;
+    let (dims, strides) = (x.layout.dims(), x.layout.strides());
+    let r = dims.len();
+    let o = dest.layout.dims();
+    let groups = grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let key = ResizeKey {
+        dtype: call.out.dtype,
+        native_f16: ctx.facts.native_f16,
+        blends: call.mode != Resize::Nearest,
+    };
+    let mut lead_shape = [0u32; MAX_RANK];
+    for (k, &d) in dims[..r - 2].iter().enumerate() {
+        lead_shape[k] = d as u32;
+    }
+    let params = ResizeParams {
+        numel: numel as u32,
+        row_threads: groups[0] * 64,
+        lead_rank: (r - 2) as u32,
+        mode: match call.mode {
+            Resize::Nearest => 0,
+            Resize::Bilinear => 1,
+            Resize::BilinearAlignCorners => 2,
+        },
+        zero: 0,
+        in_h: dims[r - 2] as u32,
+        in_w: dims[r - 1] as u32,
+        out_h: o[r - 2] as u32,
+        out_w: o[r - 1] as u32,
+        ratio_h: call.ratio[0].to_bits(),
+        ratio_w: call.ratio[1].to_bits(),
+        x_offset: x.layout.offset() as u32,
+        x_hs: strides[r - 2] as i32,
+        x_ws: strides[r - 1] as i32,
+        out_offset: dest.layout.offset() as u32,
+        pad0: 0,
+        lead_shape,
+        lead_strides: strides8(&strides[..r - 2]),
+    };
+    let bindings = smallvec![x_bound, out_bound];
+    record_family(
+        ctx,
+        &key,
+        params.bytes(),
+        bindings,
+        [groups[0], groups[1], 1],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
+
+    #[test]
+    fn every_resize_kernel_is_valid_wgsl_and_matches_its_params() {
+        let dtypes = [
+            (KernelType::F32, true),
+            (KernelType::F16, true),
+            (KernelType::F16, false),
+            (KernelType::BF16, true),
+            (KernelType::I32, true),
+            (KernelType::U32, true),
+            (KernelType::U8, true),
+            (KernelType::Bool, true),
+            (KernelType::I64, true),
+        ];
+        for (dtype, native_f16) in dtypes {
+            for blends in [false, true] {
+                if blends && !takes(dtype, Resize::Bilinear) {
+                    continue;
+                }
+                let key = ResizeKey {
+                    dtype,
+                    native_f16,
+                    blends,
+                };
+                let source = resize_source(&key).unwrap();
+                validate(&source, &format!("{key:?}"));
+                assert_layout(&source, ResizeParams::FIELDS, ResizeParams::SIZE, "resize");
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Kernel budgets (issue 45): what an op costs in steady state, counted on
+//! the device's own stats so that it holds on every GPU the suite runs
+//! (lavapipe in CI), not only on a lent one: dispatches per op, submits and
+//! readbacks per op and sync, buffers created, bytes uploaded from the
+//! host. Each op runs once to warm up (pipelines, pool buckets), then is
+//! counted on a second run over the same shapes.
+
+mod common;
+
+use webtensor::{DType, Device, DeviceStats, Resize, Tensor, s};
+
+/// What one run of `f` and a readback of its result cost on `dev`.
+fn cost(dev: &Device, f: &dyn Fn() -> Tensor) -> DeviceStats {
+    // Warm-up: pipelines compiled, pool buckets filled.
+    let _ = f().to_vec::<f32>().unwrap();
+    let before = dev.stats();
+    let _ = f().to_vec::<f32>().unwrap();
+    let after = dev.stats();
+    DeviceStats {
+        submits: after.submits - before.submits,
+        dispatches: after.dispatches - before.dispatches,
+        buffers_created: after.buffers_created - before.buffers_created,
+        bytes_uploaded: after.bytes_uploaded - before.bytes_uploaded,
+        readbacks: after.readbacks - before.readbacks,
+        ..after
+    }
+}
+
+/// Asserts one op's budget: `dispatches` kernels, one submit and one
+/// readback for the op and its read, no buffer created, nothing uploaded.
+fn assert_budget(what: &str, d: &DeviceStats, dispatches: u64) {
+    assert!(
+        d.dispatches == dispatches
+            && d.submits == 1
+            && d.readbacks == 1
+            && d.buffers_created == 0
+            && d.bytes_uploaded == 0,
+        "{what}: {} dispatches (budget {dispatches}), {} submits, {} readbacks, \
+         {} buffers created, {} bytes uploaded",
+        d.dispatches,
+        d.submits,
+        d.readbacks,
+        d.buffers_created,
+        d.bytes_uploaded
+    );
+}
+
+fn gpus() -> Vec<(&'static str, Device)> {
+    let options = |fusion: bool| webtensor::GpuOptions {
+        fusion: Some(fusion),
+        flush_threshold: Some(1024),
+        ..Default::default()
+    };
+    [("fusion", true), ("no fusion", false)]
+        .into_iter()
+        .filter_map(|(name, fusion)| common::own_gpu(options(fusion)).map(|d| (name, d)))
+        .collect()
+}
+
+#[test]
+fn uploads_and_readbacks_are_counted() {
+    for (name, dev) in gpus() {
+        let before = dev.stats();
+        let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev).unwrap();
+        let _ = x.add_scalar(1.0).unwrap().to_vec::<f32>().unwrap();
+        let d = dev.stats();
+        // 12 bytes of data (a buffer's write is whole words).
+        assert_eq!(d.bytes_uploaded - before.bytes_uploaded, 12, "{name}");
+        assert_eq!(d.readbacks - before.readbacks, 1, "{name}");
+    }
+}
+
+#[test]
+fn elementwise_ops_on_views_are_one_kernel() {
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([16, 24], DType::F32, 3, &dev).unwrap();
+        let view = x.slice(s![1..;2, ..;-3]).unwrap().t();
+        let d = cost(&dev, &|| view.mul_scalar(2.0).unwrap());
+        assert_budget(&format!("{name}: mul_scalar of a view"), &d, 1);
+    }
+}
+
+#[test]
+fn a_resize_is_one_kernel_with_no_tables() {
+    // Before issue 45, a bilinear resize was two index_select gathers and
+    // a blend per axis, with index and weight tables uploaded per call.
+    for (name, dev) in gpus() {
+        let img = Tensor::rand([2, 3, 20, 30], DType::F32, 5, &dev).unwrap();
+        let view = img.flip(&[3]).unwrap();
+        let half = img.to_dtype(DType::F16).unwrap();
+        for mode in [
+            Resize::Nearest,
+            Resize::Bilinear,
+            Resize::BilinearAlignCorners,
+        ] {
+            let what = format!("{name}: {mode:?} resize of a view");
+            let d = cost(&dev, &|| view.resize([33, 17], mode).unwrap());
+            assert_budget(&what, &d, 1);
+            let d = cost(&dev, &|| view.resize_by([1.5, 0.5], mode).unwrap());
+            assert_budget(&format!("{what} by factors"), &d, 1);
+            // f16 in and out, computed in f32: still one kernel (read
+            // back as f32 through a cast, a second).
+            let d = cost(&dev, &|| {
+                let out = half.resize([33, 17], mode).unwrap();
+                out.to_dtype(DType::F32).unwrap()
+            });
+            assert_budget(&format!("{what} in f16"), &d, 2);
+        }
+    }
+}
