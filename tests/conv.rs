@@ -1280,3 +1280,133 @@ fn the_resize_kernel_matches_the_cpu_bit_for_bit() {
         assert!(bits(&got) == bits(&want), "{gpu}: the large resize differs");
     }
 }
+
+/// The GPU's one-pass pooling kernel against the CPU's composed pooling,
+/// bit for bit (any NaN as NaN): max and average, square and oblong
+/// windows, strides, padding, dilation (max), ceil mode, padding counted
+/// or not; contiguous, transposed, reversed, stepped, offset, permuted and
+/// broadcast views with infinities, NaN and signed zeros; f32, f16 (native
+/// and packed) and bf16; an output past 65535 workgroups of 64.
+#[test]
+fn the_pooling_kernel_matches_the_cpu_bit_for_bit() {
+    let gpus: Vec<Device> = common::gpu()
+        .into_iter()
+        .chain(common::gpu_packed_f16())
+        .collect();
+    let cpu = Device::cpu();
+    let mut v = noise(2 * 3 * 14 * 18, 9);
+    v[5] = f32::INFINITY;
+    v[40] = f32::NAN;
+    v[77] = f32::NEG_INFINITY;
+    v[78] = -0.0;
+    v[79] = 0.0;
+    let base = |dev: &Device, dtype: DType| {
+        Tensor::from_slice(&v, [2, 3, 14, 18], dev)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
+    };
+    let views = |x: &Tensor| -> Vec<(&str, Tensor)> {
+        vec![
+            (
+                "contiguous",
+                x.slice(s![.., .., ..7, ..9]).unwrap().contiguous().unwrap(),
+            ),
+            (
+                "transposed",
+                x.slice(s![.., .., ..9, ..7])
+                    .unwrap()
+                    .transpose(-1, -2)
+                    .unwrap(),
+            ),
+            (
+                "reversed",
+                x.slice(s![.., .., ..7, ..9])
+                    .unwrap()
+                    .flip(&[2, 3])
+                    .unwrap(),
+            ),
+            ("stepped", x.slice(s![.., .., ..;2, ..;2]).unwrap()),
+            ("offset", x.slice(s![1.., 1.., 3..10, 5..14]).unwrap()),
+            (
+                "permuted",
+                x.slice(s![.., .., ..7, ..9])
+                    .unwrap()
+                    .permute(&[1, 0, 2, 3])
+                    .unwrap(),
+            ),
+            (
+                "broadcast",
+                x.slice(s![..1, .., ..7, ..1])
+                    .unwrap()
+                    .broadcast_to([2, 3, 7, 9])
+                    .unwrap(),
+            ),
+        ]
+    };
+    let pools = [
+        Pool::new(2),
+        Pool::new(3).stride(2).padding(1),
+        Pool::new(3).stride(2).padding(1).ceil_mode(true),
+        Pool::new([3, 2])
+            .stride([1, 2])
+            .padding([1, 0])
+            .count_include_pad(false),
+        Pool::new([2, 4])
+            .stride(3)
+            .padding([1, 2])
+            .ceil_mode(true)
+            .count_include_pad(false),
+        Pool::new([7, 9]),
+    ];
+    let bits = |t: &Tensor| -> Vec<u32> {
+        let v = common::read_f32(t);
+        v.iter()
+            .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+            .collect()
+    };
+    for gpu in &gpus {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let (c, g) = (base(&cpu, dtype), base(gpu, dtype));
+            for ((name, cv), (_, gv)) in views(&c).into_iter().zip(views(&g)) {
+                for (k, pool) in pools.iter().enumerate() {
+                    let dilated = (*pool).dilation([2, 1]);
+                    let runs = [
+                        ("max", cv.max_pool2d(pool), gv.max_pool2d(pool)),
+                        ("avg", cv.avg_pool2d(pool), gv.avg_pool2d(pool)),
+                        (
+                            "dilated max",
+                            cv.max_pool2d(&dilated),
+                            gv.max_pool2d(&dilated),
+                        ),
+                    ];
+                    for (what, want, got) in runs {
+                        let (want, got) = match (want, got) {
+                            (Ok(w), Ok(g)) => (w, g),
+                            (Err(w), Err(g)) => {
+                                assert_eq!(w.to_string(), g.to_string());
+                                continue;
+                            }
+                            (w, g) => panic!("{gpu} {dtype} {name} {what} {k}: {w:?} vs {g:?}"),
+                        };
+                        assert_eq!(got.dims(), want.dims());
+                        assert!(
+                            bits(&got) == bits(&want),
+                            "{gpu} {dtype} {name} {what} pool {k}:\n{:?}\nwant\n{:?}",
+                            common::read_f32(&got),
+                            common::read_f32(&want)
+                        );
+                    }
+                }
+            }
+        }
+        let img = Tensor::from_vec(noise(2049 * 2101, 4), [1, 1, 2049, 2101], &cpu).unwrap();
+        let pool = Pool::new(2).stride(1);
+        let want = img.avg_pool2d(&pool).unwrap();
+        let got = img.to_device(gpu).unwrap().avg_pool2d(&pool).unwrap();
+        assert!(
+            bits(&got) == bits(&want),
+            "{gpu}: the large pooling differs"
+        );
+    }
+}

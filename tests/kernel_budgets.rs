@@ -7,7 +7,7 @@
 
 mod common;
 
-use webtensor::{DType, Device, DeviceStats, Resize, Tensor, s};
+use webtensor::{DType, Device, DeviceStats, Pool, Resize, Tensor, s};
 
 /// What one run of `f` and a readback of its result cost on `dev`.
 fn cost(dev: &Device, f: &dyn Fn() -> Tensor) -> DeviceStats {
@@ -105,6 +105,28 @@ fn a_resize_is_one_kernel_with_no_tables() {
                 out.to_dtype(DType::F32).unwrap()
             });
             assert_budget(&format!("{what} in f16"), &d, 2);
+        }
+    }
+}
+
+#[test]
+fn a_pooling_is_one_kernel() {
+    // Before issue 45: a padded copy and a pass per tap (4 dispatches for
+    // a padded 3x3 window on lavapipe), and an average uploaded its table
+    // of divisors every call.
+    for (name, dev) in gpus() {
+        let img = Tensor::rand([2, 3, 20, 30], DType::F32, 5, &dev).unwrap();
+        let view = img.transpose(-1, -2).unwrap();
+        let pools = [
+            Pool::new(2),
+            Pool::new(3).stride(2).padding(1).ceil_mode(true),
+            Pool::new([3, 5]).padding([1, 2]).count_include_pad(false),
+        ];
+        for (k, pool) in pools.iter().enumerate() {
+            let d = cost(&dev, &|| view.max_pool2d(pool).unwrap());
+            assert_budget(&format!("{name}: max_pool2d {k} of a view"), &d, 1);
+            let d = cost(&dev, &|| view.avg_pool2d(pool).unwrap());
+            assert_budget(&format!("{name}: avg_pool2d {k} of a view"), &d, 1);
         }
     }
 }

@@ -216,6 +216,23 @@ pub(crate) struct ResizeCall<'a> {
     pub out: TensorRef<'a>,
 }
 
+/// One pooling on a GPU's single-pass kernel: each window over the last two
+/// axes of `input` (a float tensor) reduced into `out`, a fresh contiguous
+/// tensor of its dtype; `pad` is the padding before each axis (the space
+/// after is implied by `out`'s extents).
+pub(crate) struct PoolCall<'a> {
+    /// An average (true) or a maximum.
+    pub average: bool,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub pad: [usize; 2],
+    pub dilation: [usize; 2],
+    /// Whether an average divides by the padding its window covers.
+    pub count_include_pad: bool,
+    pub input: TensorRef<'a>,
+    pub out: TensorRef<'a>,
+}
+
 /// The axis an index tensor addresses: which one (for error reports), its
 /// extent and its stride in the indexed tensor, and the positions along it
 /// that one call touches.

@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input, Inputs,
-    MAX_SOFTMAX_LINE, MatmulCall, ReduceCall, ResizeCall, ScanCall, ScatterCall, SoftmaxCall,
-    SortCall, TensorRef, lines,
+    MAX_SOFTMAX_LINE, MatmulCall, PoolCall, ReduceCall, ResizeCall, ScanCall, ScatterCall,
+    SoftmaxCall, SortCall, TensorRef, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
@@ -312,6 +312,23 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
             "a convolution kernel call reached the CPU",
         )),
         Storage::Gpu(s) => gpu::conv(s, call),
+    }
+}
+
+/// Runs a pooling on the GPU's single-pass kernel.
+///
+/// # Errors
+/// `Error::Internal` on the CPU (the op layer composes poolings there);
+/// GPU failures and device limits.
+pub(crate) fn pool(call: &PoolCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(_) => Err(Error::internal(
+            "pool",
+            "a pooling kernel call reached the CPU",
+        )),
+        Storage::Gpu(s) => gpu::pool(s, call),
     }
 }
 

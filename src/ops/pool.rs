@@ -1,17 +1,20 @@
 //! Pooling over the last two axes, as PyTorch's: `max_pool2d` and
 //! `avg_pool2d` (kernel, stride, padding, dilation for max, ceil mode,
-//! whether padding counts in an average) fold one strided view of the
-//! (padded) input per tap with `maximum` or `add`, which the GPU fuses
-//! into one kernel; `adaptive_avg_pool2d` sums each axis's bins (one
+//! whether padding counts in an average) are one kernel on a GPU
+//! (`backend::gpu::pooling`); the CPU, and a GPU for views over more than
+//! one storage binding, fold one strided view of the (padded) input per
+//! tap with `maximum` or `add`, in the same order; `adaptive_avg_pool2d` sums each axis's bins (one
 //! reduction over a split view where the bins are of one length, a sum of
 //! gathered taps otherwise) and divides by their lengths.
 
 use super::PadMode;
 use super::windows::{Pair, compute_dtype, outputs, padded_len, span, window};
 use crate::backend::cpu::try_collect;
+use crate::backend::{PoolCall, pool as pool_kernel};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::shape::MAX_RANK;
+use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::Tensor;
 
 /// The arguments of a pooling, PyTorch's defaults unless set: the stride
@@ -165,6 +168,9 @@ impl Tensor {
         const OP: &str = "max_pool2d";
         compute_dtype(OP, self.dtype())?;
         let plan = pool.plan(OP, self)?;
+        if let Some(out) = self.pool_in_one_pass(OP, pool, &plan)? {
+            return Ok(out);
+        }
         let x = self.padded(&plan, f64::NEG_INFINITY)?;
         let mut out: Option<Tensor> = None;
         for i in 0..plan.k[0] {
@@ -195,6 +201,9 @@ impl Tensor {
             return Err(Error::argument(OP, "an average pooling has no dilation"));
         }
         let plan = pool.plan(OP, self)?;
+        if let Some(out) = self.pool_in_one_pass(OP, pool, &plan)? {
+            return Ok(out);
+        }
         let x = self.to_dtype(compute)?.padded(&plan, 0.0)?;
         let r = self.rank();
         let mut dims = self.dims().to_vec();
@@ -270,6 +279,43 @@ impl Tensor {
             x = adaptive_mean_axis(&x, r - 2 + a, m)?;
         }
         x.to_dtype(self.dtype())
+    }
+
+    /// On a GPU, `op` (`max_pool2d` or `avg_pool2d`) by `plan` as one
+    /// kernel, which reads each window's taps in the order the composed
+    /// form folds them: `None` where the op layer composes it instead (the
+    /// CPU, f64, views over more than one storage binding).
+    fn pool_in_one_pass(
+        &self,
+        op: &'static str,
+        pool: &Pool,
+        plan: &Plan,
+    ) -> Result<Option<Tensor>> {
+        let float = matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16);
+        if !self.device().is_gpu() || !float || self.binding_cut().is_some() {
+            return Ok(None);
+        }
+        let r = self.rank();
+        let mut dims = self.dims().to_vec();
+        dims[r - 2..].copy_from_slice(&plan.out);
+        let out = Tensor::empty_dense(Shape::from(dims), self.dtype(), self.device(), op)?;
+        if out.numel() == 0 {
+            return Ok(Some(out));
+        }
+        if out.binding_cut().is_some() {
+            return Ok(None);
+        }
+        pool_kernel(&PoolCall {
+            average: op == "avg_pool2d",
+            kernel: plan.k,
+            stride: plan.s,
+            pad: plan.p,
+            dilation: plan.d,
+            count_include_pad: pool.count_include_pad,
+            input: self.kernel_ref(self.layout().clone())?,
+            out: out.kernel_ref(out.layout().clone())?,
+        })?;
+        Ok(Some(out))
     }
 
     /// This tensor with `plan`'s padding of `value` around its last two axes.

@@ -1,0 +1,84 @@
+// Max and average pooling over the last two axes in one pass (PyTorch's
+// `max_pool2d` and `avg_pool2d`), specialised by gpu/pooling.rs, which
+// fills the {{...}} slots:
+//   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
+//             kernel/math.wgsl
+//   BINDINGS  x (1), out_buf (2)
+//   ACCESS    load_x (element -> f32), store_out
+//
+// Thread o writes output element o (row-major over the output, contiguous
+// from `out_offset`). It reads its window's taps where they lie in the
+// input (any view), in the order ops/pool.rs composes them on the CPU
+// (rows, then columns): a maximum starts from the first tap and keeps the
+// first of equals (NaN wins); an average adds the taps to 0, then divides
+// by the window's count exactly. Padding, and the space a ceil-mode
+// window reaches past the input, read as -inf for a maximum and 0 for an
+// average.
+{{PRELUDE}}
+{{BINDINGS}}
+{{ACCESS}}
+
+// Tap (i, j) of the window at output (oy, ox) of the image at `base`, or
+// `pad` outside the input.
+fn tap(base: i32, oy: u32, ox: u32, i: u32, j: u32, pad: f32) -> f32 {
+    let y = i32(oy * params.stride_h + i * params.dil_h) - i32(params.pad_h);
+    let x = i32(ox * params.stride_w + j * params.dil_w) - i32(params.pad_w);
+    if (y < 0 || y >= i32(params.in_h) || x < 0 || x >= i32(params.in_w)) {
+        return pad;
+    }
+    return load_x(u32(base + y * params.x_hs + x * params.x_ws));
+}
+
+// The window's elements an average divides by along one axis: those inside
+// [lo, hi) of the padded axis.
+fn count(o: u32, stride: u32, taps: u32, size: u32, pad: u32) -> u32 {
+    let start = o * stride;
+    var lo = 0u;
+    var hi = size + 2u * pad;
+    if (params.count_include_pad == 0u) {
+        lo = pad;
+        hi = pad + size;
+    }
+    let end = min(start + taps, hi);
+    let first = max(start, lo);
+    return select(0u, end - first, end > first);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let o = gid.x + gid.y * params.row_threads;
+    if (o >= params.numel) {
+        return;
+    }
+    let ox = o % params.out_w;
+    let rest = o / params.out_w;
+    let oy = rest % params.out_h;
+    var lead = rest / params.out_h;
+    var base = i32(params.x_offset);
+    for (var k = i32(params.lead_rank) - 1; k >= 0; k--) {
+        let d = params.lead_shape[k / 4][k % 4];
+        base += i32(lead % d) * params.lead_strides[k / 4][k % 4];
+        lead = lead / d;
+    }
+    var acc: f32;
+    if (params.average == 0u) {
+        let neg_inf = f32_from_bits(0xff800000u);
+        acc = tap(base, oy, ox, 0u, 0u, neg_inf);
+        for (var i = 0u; i < params.kernel_h; i++) {
+            for (var j = select(0u, 1u, i == 0u); j < params.kernel_w; j++) {
+                acc = maximum_f32(acc, tap(base, oy, ox, i, j, neg_inf));
+            }
+        }
+    } else {
+        acc = 0.0;
+        for (var i = 0u; i < params.kernel_h; i++) {
+            for (var j = 0u; j < params.kernel_w; j++) {
+                acc = acc + tap(base, oy, ox, i, j, 0.0);
+            }
+        }
+        let rows = count(oy, params.stride_h, params.kernel_h, params.in_h, params.pad_h);
+        let cols = count(ox, params.stride_w, params.kernel_w, params.in_w, params.pad_w);
+        acc = div_f32(acc, f32(rows) * f32(cols));
+    }
+    store_out(params.out_offset + o, acc);
+}
