@@ -5,6 +5,7 @@
 //             kernel/math.wgsl
 //   BINDINGS  x (1), out_buf (2)
 //   ACCESS    load_x (element -> f32), store_out
+//   LEAD      lead_base (kernel/lead_axes.wgsl)
 //
 // Thread o writes output element o (row-major over the output, contiguous
 // from `out_offset`). It reads its window's taps where they lie in the
@@ -17,6 +18,7 @@
 {{PRELUDE}}
 {{BINDINGS}}
 {{ACCESS}}
+{{LEAD}}
 
 // Tap (i, j) of the window at output (oy, ox) of the image at `base`, or
 // `pad` outside the input.
@@ -53,13 +55,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let ox = o % params.out_w;
     let rest = o / params.out_w;
     let oy = rest % params.out_h;
-    var lead = rest / params.out_h;
-    var base = i32(params.x_offset);
-    for (var k = i32(params.lead_rank) - 1; k >= 0; k--) {
-        let d = params.lead_shape[k / 4][k % 4];
-        base += i32(lead % d) * params.lead_strides[k / 4][k % 4];
-        lead = lead / d;
-    }
+    let base = lead_base(rest / params.out_h);
     var acc: f32;
     if (params.average == 0u) {
         let neg_inf = f32_from_bits(0xff800000u);

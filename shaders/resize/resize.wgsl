@@ -5,6 +5,7 @@
 //             kernel/math.wgsl
 //   BINDINGS  x (1), out_buf (2)
 //   ACCESS    load_x (element -> compute type), store_out
+//   LEAD      lead_base (kernel/lead_axes.wgsl)
 //   SAMPLE    sample(base, th, tw): output element from the input at
 //             `base` (nearest: one element; bilinear: a blend of four)
 //
@@ -16,6 +17,7 @@
 {{PRELUDE}}
 {{BINDINGS}}
 {{ACCESS}}
+{{LEAD}}
 
 // A value the compiler cannot see through (`params.zero` is always 0): a
 // product kept from being fused into the add after it, so that each rounds
@@ -74,14 +76,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let ow = o % params.out_w;
     let rest = o / params.out_w;
     let oh = rest % params.out_h;
-    // The leading axes, innermost last, from the output's coordinates.
-    var lead = rest / params.out_h;
-    var base = i32(params.x_offset);
-    for (var k = i32(params.lead_rank) - 1; k >= 0; k--) {
-        let d = params.lead_shape[k / 4][k % 4];
-        base += i32(lead % d) * params.lead_strides[k / 4][k % 4];
-        lead = lead / d;
-    }
+    let base = lead_base(rest / params.out_h);
     let th = taps(oh, params.in_h, params.out_h, bitcast<f32>(params.ratio_h));
     let tw = taps(ow, params.in_w, params.out_w, bitcast<f32>(params.ratio_w));
     store_out(params.out_offset + o, sample(base, th, tw));

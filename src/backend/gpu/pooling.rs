@@ -8,7 +8,7 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::params_block::{params_block, strides8};
-use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
@@ -79,7 +79,11 @@ pub(crate) fn pool_source(key: &PoolKey) -> Result<String> {
         store_out_fn(dtype, native),
     ]
     .concat();
-    let slots = [("BINDINGS", bindings.as_str()), ("ACCESS", access.as_str())];
+    let slots = [
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("LEAD", LEAD_AXES_WGSL),
+    ];
     let (f16, params) = (needs_f16(dtype, native), PoolParams::wgsl());
     fill_kernel("pooling kernel", POOLING_WGSL, f16, &params, &slots)
 }

@@ -8,7 +8,7 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use crate::backend::gpu::kernel::grid::grid;
 use crate::backend::gpu::kernel::params_block::{params_block, strides8};
-use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
@@ -94,6 +94,7 @@ pub(crate) fn resize_source(key: &ResizeKey) -> Result<String> {
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
+        ("LEAD", LEAD_AXES_WGSL),
         ("SAMPLE", sample.as_str()),
     ];
     let (f16, params) = (needs_f16(dtype, native), ResizeParams::wgsl());

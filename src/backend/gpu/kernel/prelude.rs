@@ -9,6 +9,9 @@ use crate::error::Result;
 /// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...):
 /// math.wgsl, then pow.wgsl.
 pub(crate) const MATH_WGSL: &str = concat!(shader!("kernel/math.wgsl"), shader!("kernel/pow.wgsl"));
+/// `lead_base`: where an image kernel's output image starts in its input
+/// (resize, pooling).
+pub(crate) const LEAD_AXES_WGSL: &str = shader!("kernel/lead_axes.wgsl");
 /// i64 arithmetic on `vec2<u32>` words, for kernels that compute on i64.
 pub(crate) const INT64_WGSL: &str = shader!("kernel/int64.wgsl");
 
