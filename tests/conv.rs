@@ -1410,3 +1410,145 @@ fn the_pooling_kernel_matches_the_cpu_bit_for_bit() {
         );
     }
 }
+
+/// The GPU's one-pass depthwise convolution against the CPU's composed
+/// one, bit for bit (any NaN as NaN): channel multipliers 1 and 2,
+/// strides, padding (`same` too), dilation, a bias (f32, f16) or none, an
+/// unbatched input; contiguous, transposed, reversed, stepped, offset and
+/// broadcast inputs with infinities and NaN (in the weights too: the
+/// padding's 0 times inf is NaN on both); f32, f16 (native and packed),
+/// bf16 and an f16 input with f32 weights; an output past 65535
+/// workgroups of 64.
+#[test]
+fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
+    let gpus: Vec<Device> = common::gpu()
+        .into_iter()
+        .chain(common::gpu_packed_f16())
+        .collect();
+    let cpu = Device::cpu();
+    let mut v = noise(2 * 4 * 14 * 18, 11);
+    v[5] = f32::INFINITY;
+    v[40] = f32::NAN;
+    v[77] = f32::NEG_INFINITY;
+    let mut wv = noise(8 * 3 * 3, 12);
+    wv[13] = f32::INFINITY;
+    let views = |x: &Tensor| -> Vec<(&str, Tensor)> {
+        vec![
+            (
+                "contiguous",
+                x.slice(s![.., .., ..7, ..9]).unwrap().contiguous().unwrap(),
+            ),
+            (
+                "transposed",
+                x.slice(s![.., .., ..9, ..7])
+                    .unwrap()
+                    .transpose(-1, -2)
+                    .unwrap(),
+            ),
+            (
+                "reversed",
+                x.slice(s![.., .., ..7, ..9])
+                    .unwrap()
+                    .flip(&[1, 3])
+                    .unwrap(),
+            ),
+            ("stepped", x.slice(s![.., .., ..;2, ..;2]).unwrap()),
+            ("offset", x.slice(s![1.., .., 3..10, 5..14]).unwrap()),
+            (
+                "broadcast",
+                x.slice(s![..1, .., ..7, ..1])
+                    .unwrap()
+                    .broadcast_to([2, 4, 7, 9])
+                    .unwrap(),
+            ),
+        ]
+    };
+    let bits = |t: &Tensor| -> Vec<u32> {
+        let v = common::read_f32(t);
+        v.iter()
+            .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+            .collect()
+    };
+    for gpu in &gpus {
+        for (xd, wd) in [
+            (DType::F32, DType::F32),
+            (DType::F16, DType::F16),
+            (DType::BF16, DType::BF16),
+            (DType::F16, DType::F32),
+        ] {
+            let on = |dev: &Device| {
+                let x = Tensor::from_slice(&v, [2, 4, 14, 18], dev)
+                    .unwrap()
+                    .to_dtype(xd)
+                    .unwrap();
+                let w = Tensor::from_slice(&wv, [8, 1, 3, 3], dev)
+                    .unwrap()
+                    .to_dtype(wd)
+                    .unwrap();
+                let b = Tensor::from_slice(&noise(8, 13), [8], dev).unwrap();
+                (x, w, b)
+            };
+            let ((cx, cw, cb), (gx, gw, gb)) = (on(&cpu), on(gpu));
+            let (cb16, gb16) = (
+                cb.to_dtype(DType::F16).unwrap(),
+                gb.to_dtype(DType::F16).unwrap(),
+            );
+            for ((name, cv), (_, gv)) in views(&cx).into_iter().zip(views(&gx)) {
+                for multiplier in [1, 2] {
+                    let o = 4 * multiplier;
+                    let (cwk, gwk) = (cw.narrow(0, 0, o).unwrap(), gw.narrow(0, 0, o).unwrap());
+                    let (cbk, gbk) = (cb.narrow(0, 0, o).unwrap(), gb.narrow(0, 0, o).unwrap());
+                    let (cbh, gbh) = (cb16.narrow(0, 0, o).unwrap(), gb16.narrow(0, 0, o).unwrap());
+                    let settings: Vec<(&str, Conv, Conv)> = vec![
+                        ("plain", Conv::new().groups(4), Conv::new().groups(4)),
+                        (
+                            "strided padded",
+                            Conv::new().groups(4).stride(2).padding(1).bias(&cbk),
+                            Conv::new().groups(4).stride(2).padding(1).bias(&gbk),
+                        ),
+                        (
+                            "same dilated",
+                            Conv::new().groups(4).same().dilation([2, 1]).bias(&cbh),
+                            Conv::new().groups(4).same().dilation([2, 1]).bias(&gbh),
+                        ),
+                        (
+                            "oblong padding",
+                            Conv::new().groups(4).stride([1, 3]).padding([2, 0]),
+                            Conv::new().groups(4).stride([1, 3]).padding([2, 0]),
+                        ),
+                    ];
+                    for (what, cc, gc) in settings {
+                        let want = cv.conv2d(&cwk, &cc).unwrap();
+                        let got = gv.conv2d(&gwk, &gc).unwrap();
+                        assert_eq!(got.dims(), want.dims());
+                        assert!(
+                            bits(&got) == bits(&want),
+                            "{gpu} {xd}/{wd} {name} x{multiplier} {what}:\n{:?}\nwant\n{:?}",
+                            common::read_f32(&got),
+                            common::read_f32(&want)
+                        );
+                    }
+                }
+            }
+            // Unbatched: [channels, h, w].
+            let (c3, g3) = (cx.slice(s![1]).unwrap(), gx.slice(s![1]).unwrap());
+            let conv = Conv::new().groups(4).padding(1);
+            let want = c3.conv2d(&cw.narrow(0, 0, 4).unwrap(), &conv).unwrap();
+            let got = g3.conv2d(&gw.narrow(0, 0, 4).unwrap(), &conv).unwrap();
+            assert!(bits(&got) == bits(&want), "{gpu} {xd}/{wd} unbatched");
+        }
+        let img = Tensor::from_vec(noise(2 * 1024 * 1050, 4), [1, 2, 1024, 1050], &cpu).unwrap();
+        let w = Tensor::from_vec(noise(4 * 9, 5), [4, 1, 3, 3], &cpu).unwrap();
+        let conv = Conv::new().groups(2).padding(1);
+        let want = img.conv2d(&w, &conv).unwrap();
+        let got = img
+            .to_device(gpu)
+            .unwrap()
+            .conv2d(&w.to_device(gpu).unwrap(), &conv)
+            .unwrap();
+        assert!(
+            bits(&got) == bits(&want),
+            "{gpu}: the large depthwise convolution differs"
+        );
+    }
+}

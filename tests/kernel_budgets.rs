@@ -7,7 +7,7 @@
 
 mod common;
 
-use webtensor::{DType, Device, DeviceStats, Pool, Resize, Tensor, s};
+use webtensor::{Conv, DType, Device, DeviceStats, Pool, Resize, Tensor, s};
 
 /// What one run of `f` and a readback of its result cost on `dev`.
 fn cost(dev: &Device, f: &dyn Fn() -> Tensor) -> DeviceStats {
@@ -127,6 +127,27 @@ fn a_pooling_is_one_kernel() {
             assert_budget(&format!("{name}: max_pool2d {k} of a view"), &d, 1);
             let d = cost(&dev, &|| view.avg_pool2d(pool).unwrap());
             assert_budget(&format!("{name}: avg_pool2d {k} of a view"), &d, 1);
+        }
+    }
+}
+
+#[test]
+fn a_depthwise_convolution_is_one_kernel() {
+    // Before issue 45: a padded copy, a zero fill and a multiply-add pass
+    // per tap (6 dispatches for a padded 3x3 on lavapipe, fused), and the
+    // bias another.
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([2, 8, 20, 30], DType::F32, 5, &dev).unwrap();
+        let view = x.transpose(-1, -2).unwrap();
+        let w = Tensor::rand([16, 1, 3, 3], DType::F32, 6, &dev).unwrap();
+        let b = Tensor::rand([16], DType::F32, 7, &dev).unwrap();
+        let convs = [
+            Conv::new().groups(8).same(),
+            Conv::new().groups(8).stride(2).padding(1).bias(&b),
+        ];
+        for (k, conv) in convs.iter().enumerate() {
+            let d = cost(&dev, &|| view.conv2d(&w, conv).unwrap());
+            assert_budget(&format!("{name}: depthwise conv {k} of a view"), &d, 1);
         }
     }
 }

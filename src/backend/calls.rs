@@ -216,6 +216,22 @@ pub(crate) struct ResizeCall<'a> {
     pub out: TensorRef<'a>,
 }
 
+/// One depthwise convolution on a GPU's single-pass kernel: `input`
+/// `[batch, channels, h, w]` (any view), `weight` `[out, 1, kh, kw]`
+/// contiguous, of the input's dtype, an optional f32 `bias` of one value
+/// per output channel, into `out`, a fresh contiguous `[batch, out, ho,
+/// wo]` of that dtype; `pad` is the padding before each axis.
+pub(crate) struct DepthwiseCall<'a> {
+    pub input: TensorRef<'a>,
+    pub weight: TensorRef<'a>,
+    pub bias: Option<TensorRef<'a>>,
+    pub out: TensorRef<'a>,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub pad: [usize; 2],
+    pub dilation: [usize; 2],
+}
+
 /// One pooling on a GPU's single-pass kernel: each window over the last two
 /// axes of `input` (a float tensor) reduced into `out`, a fresh contiguous
 /// tensor of its dtype; `pad` is the padding before each axis (the space

@@ -18,9 +18,9 @@ use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
-    Call, ConvCall, CustomCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis, Input, Inputs,
-    MAX_SOFTMAX_LINE, MatmulCall, PoolCall, ReduceCall, ResizeCall, ScanCall, ScatterCall,
-    SoftmaxCall, SortCall, TensorRef, lines,
+    Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
+    Input, Inputs, MAX_SOFTMAX_LINE, MatmulCall, PoolCall, ReduceCall, ResizeCall, ScanCall,
+    ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
@@ -312,6 +312,27 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
             "a convolution kernel call reached the CPU",
         )),
         Storage::Gpu(s) => gpu::conv(s, call),
+    }
+}
+
+/// Runs a depthwise convolution on the GPU's single-pass kernel.
+///
+/// # Errors
+/// `Error::Internal` on the CPU (the op layer composes convolutions
+/// there); GPU failures and device limits.
+pub(crate) fn depthwise(call: &DepthwiseCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.weight)?;
+    check_bounds(&call.out)?;
+    if let Some(b) = &call.bias {
+        check_bounds(b)?;
+    }
+    match &**call.out.storage {
+        Storage::Cpu(_) => Err(Error::internal(
+            "conv2d",
+            "a depthwise kernel call reached the CPU",
+        )),
+        Storage::Gpu(s) => gpu::depthwise(s, call),
     }
 }
 

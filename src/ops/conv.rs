@@ -2,25 +2,27 @@
 //! `conv_transpose2d` with stride, padding (`same` too), dilation, groups
 //! and bias, f32, f16 (computed and accumulated in f32) and f64 on the CPU.
 //!
-//! No im2col tensor is made. On a GPU a convolution is one implicit
-//! matrix product (`backend/gpu/conv/`: the matmul's tiled kernel reading
-//! patch elements from the input where they lie), but for depthwise ones
-//! and outputs of a few pixels. Otherwise each tap `(i, j)` of the kernel
+//! No im2col tensor is made. On a GPU a depthwise convolution (one input
+//! channel per group) is one pass, its bias included
+//! (`backend/gpu/conv/depthwise.rs`), and another is one implicit matrix
+//! product (`backend/gpu/conv/`: the matmul's tiled kernel reading patch
+//! elements from the input where they lie), but for outputs of a few
+//! pixels. Otherwise each tap `(i, j)` of the kernel
 //! reads the (padded) input through a strided view (`windows::window`) and
 //! adds its share to the output in place:
 //! - as a batched matrix product over the batch and output rows, the tap's
 //!   `[out channels, in channels]` weights times the view's `[in channels,
 //!   width]` rows, on the matmul kernels (any strides, read in place);
 //! - for depthwise convolutions (one input channel per group) and few input
-//!   channels, as a broadcast multiply-add per tap and channel, which the
-//!   GPU fuses into one kernel.
+//!   channels, as a broadcast multiply-add per tap and channel, in the
+//!   order the GPU's depthwise kernel adds them.
 //!
 //! A transposed convolution adds each tap's product into a strided view of
 //! its output instead.
 
 use super::PadMode;
 use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, span, window};
-use crate::backend::ConvCall;
+use crate::backend::{ConvCall, DepthwiseCall};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
@@ -289,17 +291,8 @@ fn finish(
     dtype: DType,
     unbatched: bool,
 ) -> Result<Tensor> {
-    if let Some(bias) = conv.bias {
+    if let Some(bias) = checked_bias(op, conv, out.dims()[1])? {
         let o = out.dims()[1];
-        if bias.rank() != 1 || bias.dims()[0] != o {
-            return Err(Error::shape(
-                op,
-                format!(
-                    "the bias must be [{o}] (one per output channel), got shape {}",
-                    bias.shape()
-                ),
-            ));
-        }
         // In the output's dtype: an f16 output takes an f32 bias too.
         let bias = bias.to_dtype(out.dtype())?;
         out.add_(&bias.reshape([1, o as isize, 1, 1])?)?;
@@ -309,6 +302,24 @@ fn finish(
         out.squeeze_axis(0)
     } else {
         Ok(out)
+    }
+}
+
+/// The convolution's bias, checked to hold one value per output channel
+/// (`o` of them).
+///
+/// # Errors
+/// `Error::Shape` naming `op` for another shape.
+fn checked_bias<'a>(op: &'static str, conv: &Conv<'a>, o: usize) -> Result<Option<&'a Tensor>> {
+    match conv.bias {
+        Some(bias) if bias.rank() != 1 || bias.dims()[0] != o => Err(Error::shape(
+            op,
+            format!(
+                "the bias must be [{o}] (one per output channel), got shape {}",
+                bias.shape()
+            ),
+        )),
+        bias => Ok(bias),
     }
 }
 
@@ -356,6 +367,17 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
         out: [n, o, ho, wo],
         pad: [pads[0].0, pads[1].0],
     };
+    if x.device().is_gpu()
+        && cg == 1
+        && g > 1
+        && let Some(out) = depthwise_kernel(op, &x, weight, conv, &geometry)?
+    {
+        let unbiased = Conv {
+            bias: None,
+            ..conv.clone()
+        };
+        return finish(op, out, &unbiased, dtype, unbatched);
+    }
     if x.device().is_gpu()
         && !(cg == 1 && g > 1)
         && ho * wo >= IMPLICIT_MIN_PIXELS
@@ -537,6 +559,51 @@ fn implicit_gemm(
         groups: conv.groups,
     })?;
     Ok(recorded.then_some(out))
+}
+
+/// The depthwise convolution of `x` by `weight` (one input channel per
+/// group) on the GPU's one-pass kernel, its bias added before the one
+/// rounding: `None` where the kernel does not take it (dtypes other than
+/// f32, f16 and bf16, operands over one storage binding), which the
+/// caller composes instead.
+fn depthwise_kernel(
+    op: &'static str,
+    x: &Tensor,
+    weight: &Tensor,
+    conv: &Conv,
+    geometry: &Geometry,
+) -> Result<Option<Tensor>> {
+    let dtype = Tensor::result_type(x, weight)?;
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Ok(None);
+    }
+    let bias = match checked_bias(op, conv, geometry.out[1])? {
+        Some(b) => Some(b.to_dtype(DType::F32)?.contiguous()?),
+        None => None,
+    };
+    let x = x.to_dtype(dtype)?;
+    let weight = weight.to_dtype(dtype)?.contiguous()?;
+    let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
+    if [&x, &weight, &out]
+        .iter()
+        .any(|t| t.binding_cut().is_some())
+    {
+        return Ok(None);
+    }
+    crate::backend::depthwise(&DepthwiseCall {
+        input: x.kernel_ref(x.layout().clone())?,
+        weight: weight.kernel_ref(weight.layout().clone())?,
+        bias: match &bias {
+            Some(b) => Some(b.kernel_ref(b.layout().clone())?),
+            None => None,
+        },
+        out: out.kernel_ref(out.layout().clone())?,
+        kernel: geometry.kernel,
+        stride: conv.stride.0,
+        pad: geometry.pad,
+        dilation: conv.dilation.0,
+    })?;
+    Ok(Some(out))
 }
 
 /// The four extents of a rank-4 tensor.

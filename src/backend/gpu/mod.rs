@@ -131,7 +131,7 @@ mod timer;
 pub(crate) use buffer_claim::BufferClaim;
 pub(crate) use context::GpuContext;
 pub use context::GpuOptions;
-pub(crate) use conv::conv;
+pub(crate) use conv::{conv, depthwise};
 pub(crate) use custom::custom;
 pub(crate) use fft::{fft, fft_line_limit};
 pub(crate) use graph::{GpuGraph, capture_step};

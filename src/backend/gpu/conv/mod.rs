@@ -1,13 +1,17 @@
-//! GPU convolutions as implicit matrix products (`kernel.rs`), each
+//! GPU convolutions: depthwise ones in one pass (`depthwise.rs`), the
+//! others as implicit matrix products (`kernel.rs`), each
 //! kernel checked by a probe before its first convolution of a dtype on a
 //! device (`probe.rs`, through the matmul's self-check): a kernel that
 //! answers wrong, or one not yet probed inside a capture or a profile,
 //! leaves its convolutions to the op layer, which composes them from
 //! (self-checked) products.
 
+mod depthwise;
 mod kernel;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe;
+
+pub(crate) use depthwise::depthwise;
 
 use crate::backend::ConvCall;
 use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};

@@ -1,0 +1,60 @@
+// A depthwise convolution (one input channel per group, any number of
+// output channels per group) in one pass, specialised by conv/depthwise.rs,
+// which fills the {{...}} slots:
+//   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
+//             kernel/math.wgsl
+//   BINDINGS  x (1), the weights w (2, [out, 1, kh, kw] contiguous),
+//             out_buf (3), and with a bias, the bias (4, f32, one per
+//             output channel)
+//   ACCESS    load_x, load_w (element -> f32), store_out, and load_bias
+//   BIAS      `acc = acc + load_bias(params.bias_offset + k);`, or nothing
+//
+// Thread o writes output element o of [batch, out channels, height,
+// width] (contiguous from `out_offset`), reading its channel's taps where
+// they lie in the input (any view; the padding reads 0). It adds the taps'
+// products to 0 in the order ops/conv.rs composes them on the CPU (rows,
+// then columns, each product rounded before it is added), then the bias,
+// and rounds once into the output's dtype.
+{{PRELUDE}}
+{{BINDINGS}}
+{{ACCESS}}
+
+// A product the compiler cannot fuse into the add after it (`params.zero`
+// is always 0): each rounds as the CPU's does.
+fn kept(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ params.zero);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let o = gid.x + gid.y * params.row_threads;
+    if (o >= params.numel) {
+        return;
+    }
+    let ox = o % params.out_w;
+    var rest = o / params.out_w;
+    let oy = rest % params.out_h;
+    rest = rest / params.out_h;
+    let k = rest % params.channels;
+    let image = rest / params.channels;
+    let base = i32(params.x_offset) + i32(image) * params.x_ns
+        + i32(k / params.per_group) * params.x_cs;
+    let taps = params.kernel_h * params.kernel_w;
+    var acc = 0.0;
+    for (var i = 0u; i < params.kernel_h; i++) {
+        let y = i32(oy * params.stride_h + i * params.dil_h) - i32(params.pad_h);
+        let row = y >= 0 && y < i32(params.in_h);
+        for (var j = 0u; j < params.kernel_w; j++) {
+            let x = i32(ox * params.stride_w + j * params.dil_w) - i32(params.pad_w);
+            var v = 0.0;
+            if (row && x >= 0 && x < i32(params.in_w)) {
+                v = load_x(u32(base + y * params.x_hs + x * params.x_ws));
+            }
+            // The padding's 0 is multiplied too (0 times inf is NaN, as on
+            // the CPU, which pads with zeros).
+            acc = acc + kept(v * load_w(params.w_offset + k * taps + i * params.kernel_w + j));
+        }
+    }
+    {{BIAS}}
+    store_out(params.out_offset + o, acc);
+}
