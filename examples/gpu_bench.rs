@@ -35,7 +35,9 @@
 //! per output), as the PyTorch peer does.
 //!
 //! The image rows (`conv2d_resnet`, `conv2d_depthwise`, `maxpool`,
-//! `resize_bilinear`) count as the PyTorch peer does (see `images`).
+//! `avgpool_3x3`, `resize_bilinear`, `resize_nearest`) count as the
+//! PyTorch peer does (see `images`); `sync_1_element` is one op on one
+//! element and its sync, the fixed cost under every single-op row.
 //!
 //! After each `matmul_N` row a `#` line names the kernels one more product
 //! dispatched, with their workgroups and GPU time: which tile autotuning
@@ -273,6 +275,15 @@ fn main() -> Result<()> {
         let t = time(runs, || chain(&inputs).and_then(|out| synced(&dev, out)))?;
         row("chain", t, gbs(16.0 * nf, t.1));
     }
+    if o.wants("sync_1_element") {
+        // What one op and its sync cost apart from any kernel's work.
+        let x = Tensor::zeros([1], DType::F32, &dev)?;
+        let t = time(runs, || {
+            x.add_scalar_(1.0)?;
+            dev.sync()
+        })?;
+        row("sync_1_element", t, format!("{:.2}us", t.1 * 1e3));
+    }
     if o.wants("small_ops") {
         let x0 = Tensor::zeros([1024], DType::F32, &dev)?;
         let t = time(runs, || {
@@ -459,8 +470,9 @@ fn ffts(o: &Options, dev: &Device, n: usize, side: usize) -> Result<bool> {
 /// shapes (`--small`: batch 2 and a 256 x 256 image): a ResNet layer
 /// (`[32, 64, 56, 56]`, 64 3 x 3 filters, padding 1; GFLOP/s counting 2
 /// per multiply-add), the depthwise 3 x 3 on it (8 bytes per element), a
-/// 2 x 2 max pooling (5 bytes per input element) and a bilinear resize of
-/// `[8, 3, 1024, 1024]` to 512 x 512 (5 bytes per input element).
+/// 2 x 2 max pooling (5 bytes per input element), a padded 3 x 3 average
+/// pooling of stride 1 (8 bytes per element) and a bilinear and a nearest
+/// resize of `[8, 3, 1024, 1024]` to 512 x 512 (5 bytes per input element).
 fn images(o: &Options, dev: &Device) -> Result<bool> {
     let mut ok = true;
     let batch = if o.small { 2 } else { 32 };
@@ -496,7 +508,15 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         })?;
         row("maxpool", t, gbs(4.0 * elements * 5.0 / 4.0, t.1));
     }
-    if o.wants("resize_bilinear") {
+    if o.wants("avgpool_3x3") {
+        let pool = Pool::new(3).stride(1).padding(1);
+        ok &= check("avgpool_3x3", 1e-6, &[&x], |t| t[0].avg_pool2d(&pool))?;
+        let t = time(o.runs, || {
+            x.avg_pool2d(&pool).and_then(|out| synced(dev, out))
+        })?;
+        row("avgpool_3x3", t, gbs(8.0 * elements, t.1));
+    }
+    if o.wants("resize_bilinear") || o.wants("resize_nearest") {
         let (images, side) = if o.small { (1, 256) } else { (8, 1024) };
         let img = Tensor::rand([images, 3, side, side], DType::F32, 20, dev)?;
         let half = [side / 2, side / 2];
@@ -509,6 +529,18 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         })?;
         row(
             "resize_bilinear",
+            t,
+            gbs(4.0 * img.numel() as f64 * 5.0 / 4.0, t.1),
+        );
+        ok &= check("resize_nearest", 0.0, &[&img], |t| {
+            t[0].resize(half, Resize::Nearest)
+        })?;
+        let t = time(o.runs, || {
+            img.resize(half, Resize::Nearest)
+                .and_then(|out| synced(dev, out))
+        })?;
+        row(
+            "resize_nearest",
             t,
             gbs(4.0 * img.numel() as f64 * 5.0 / 4.0, t.1),
         );
