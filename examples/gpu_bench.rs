@@ -375,6 +375,22 @@ fn main() -> Result<()> {
         let t = time(runs, || sm.softmax(-1).and_then(|out| synced(&dev, out)))?;
         row("softmax_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
     }
+    if o.wants("layer_norm") || o.wants("rms_norm") {
+        // The PyTorch peer's shapes: rows of 1024 with a weight (and bias).
+        let rows = side;
+        let x = Tensor::rand([rows, 1024], DType::F32, 9, &dev)?;
+        let g = Tensor::rand([1024], DType::F32, 10, &dev)?;
+        let b = Tensor::rand([1024], DType::F32, 11, &dev)?;
+        let ln = |t: &[Tensor]| t[0].layer_norm(&[1024], Some(&t[1]), Some(&t[2]), 1e-5);
+        let rms = |t: &[Tensor]| t[0].rms_norm(&[1024], Some(&t[1]), None);
+        let inputs = [x.clone(), g.clone(), b.clone()];
+        ok &= check("layer_norm", 1e-4, &[&x, &g, &b], ln)?;
+        let t = time(runs, || ln(&inputs).and_then(|out| synced(&dev, out)))?;
+        row("layer_norm", t, gbs(8.0 * (rows * 1024) as f64, t.1));
+        ok &= check("rms_norm", 1e-4, &[&x, &g, &b], rms)?;
+        let t = time(runs, || rms(&inputs).and_then(|out| synced(&dev, out)))?;
+        row("rms_norm", t, gbs(8.0 * (rows * 1024) as f64, t.1));
+    }
     if o.wants("cumsum_rows") {
         let rows = side;
         let cs = Tensor::rand([rows, 1024], DType::F32, 8, &dev)?;

@@ -186,3 +186,22 @@ fn reductions_softmax_and_gathers_are_one_kernel() {
         }
     }
 }
+
+#[test]
+fn a_normalisation_is_one_kernel() {
+    // layer_norm and rms_norm (issue 45 item 3): one kernel with the weight
+    // and bias, where the composed form takes a mean, a centred mean of
+    // squares and five elementwise ops.
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([6, 8, 40], DType::F32, 5, &dev).unwrap();
+        let view = x.slice(s![..;-1]).unwrap();
+        let w = Tensor::rand([40], DType::F32, 6, &dev).unwrap();
+        let b = Tensor::rand([40], DType::F32, 7, &dev).unwrap();
+        let d = cost(&dev, &|| {
+            view.layer_norm(&[40], Some(&w), Some(&b), 1e-5).unwrap()
+        });
+        assert_budget(&format!("{name}: layer_norm of a view"), &d, 1);
+        let d = cost(&dev, &|| view.rms_norm(&[40], Some(&w), None).unwrap());
+        assert_budget(&format!("{name}: rms_norm of a view"), &d, 1);
+    }
+}

@@ -1209,3 +1209,41 @@ async fn pow_is_within_an_ulp_of_powf() {
         assert!(apart <= 1, "{x:e}^{y:e}: {g:e}, powf {want:e}");
     }
 }
+
+/// layer_norm and rms_norm on a browser's GPU (one kernel each) against the
+/// CPU path.
+#[wasm_bindgen_test]
+async fn normalisations_match_the_cpu_path() {
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let values: Vec<f32> = (0..3 * 200)
+        .map(|k| ((k * 37 % 101) as f32) * 0.1 - 3.0)
+        .collect();
+    let x = Tensor::from_slice(&values, [3, 200], &cpu).unwrap();
+    let w = Tensor::from_vec(
+        (0..200).map(|k| 1.0 + k as f32 * 0.01).collect(),
+        [200],
+        &cpu,
+    )
+    .unwrap();
+    let b = Tensor::from_vec((0..200).map(|k| k as f32 * -0.02).collect(), [200], &cpu).unwrap();
+    let (gx, gw, gb) = (
+        x.to_device_async(&dev).await.unwrap(),
+        w.to_device_async(&dev).await.unwrap(),
+        b.to_device_async(&dev).await.unwrap(),
+    );
+    let want = x.layer_norm(&[200], Some(&w), Some(&b), 1e-5).unwrap();
+    let got = gx.layer_norm(&[200], Some(&gw), Some(&gb), 1e-5).unwrap();
+    close(
+        &read(&got).await,
+        &want.to_vec_async::<f32>().await.unwrap(),
+        "layer_norm",
+    );
+    let want = x.rms_norm(&[200], Some(&w), None).unwrap();
+    let got = gx.rms_norm(&[200], Some(&gw), None).unwrap();
+    close(
+        &read(&got).await,
+        &want.to_vec_async::<f32>().await.unwrap(),
+        "rms_norm",
+    );
+}

@@ -232,6 +232,21 @@ pub(crate) struct DepthwiseCall<'a> {
     pub dilation: [usize; 2],
 }
 
+/// One layer or RMS normalisation on a GPU's single-pass kernel: each line
+/// of `input` along its last axis (the op layer flattened the normalised
+/// axes there) normalised into `out`, a fresh tensor of its dtype viewed
+/// the same way, times the f32 `weight` and plus the f32 `bias` (one per
+/// line element, contiguous) where given.
+pub(crate) struct NormCall<'a> {
+    /// RMS (no centring) or layer normalisation.
+    pub rms: bool,
+    pub eps: f32,
+    pub input: TensorRef<'a>,
+    pub weight: Option<TensorRef<'a>>,
+    pub bias: Option<TensorRef<'a>>,
+    pub out: TensorRef<'a>,
+}
+
 /// One pooling on a GPU's single-pass kernel: each window over the last two
 /// axes of `input` (a float tensor) reduced into `out`, a fresh contiguous
 /// tensor of its dtype; `pad` is the padding before each axis (the space

@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
-    Input, Inputs, MAX_SOFTMAX_LINE, MatmulCall, PoolCall, ReduceCall, ResizeCall, ScanCall,
-    ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
+    Input, Inputs, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall, ReduceCall, ResizeCall,
+    ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
@@ -333,6 +333,32 @@ pub(crate) fn depthwise(call: &DepthwiseCall) -> Result<()> {
             "a depthwise kernel call reached the CPU",
         )),
         Storage::Gpu(s) => gpu::depthwise(s, call),
+    }
+}
+
+/// Runs a layer or RMS normalisation on the GPU's single-pass kernel.
+///
+/// # Errors
+/// `Error::Internal` on the CPU (the op layer composes normalisations
+/// there); GPU failures and device limits.
+pub(crate) fn norm(call: &NormCall) -> Result<()> {
+    for t in [
+        Some(&call.input),
+        call.weight.as_ref(),
+        call.bias.as_ref(),
+        Some(&call.out),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        check_bounds(t)?;
+    }
+    match &**call.out.storage {
+        Storage::Cpu(_) => Err(Error::internal(
+            "layer_norm",
+            "a norm kernel call reached the CPU",
+        )),
+        Storage::Gpu(s) => gpu::norm(s, call),
     }
 }
 

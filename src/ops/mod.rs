@@ -15,6 +15,7 @@ mod fft_lines;
 mod indexing;
 mod join;
 mod matmul;
+mod nn;
 mod norm;
 mod operators;
 mod pool;

@@ -1,0 +1,71 @@
+// Layer and RMS normalisation along the lines of a tensor (PyTorch's
+// `layer_norm` and `rms_norm` over the trailing axes, flattened into one
+// line), one workgroup per line, specialised by gpu/norm.rs, which fills
+// the {{...}} slots:
+//   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
+//             kernel/math.wgsl
+//   BINDINGS  the source (1), `out_buf` (2), then the f32 weight and
+//             bias where given (3 and 4, or 3 for either alone)
+//   ACCESS    load_src (element -> f32), store_out, and load_weight and
+//             load_bias where given
+//   WALK      line_starts(l): the source and destination positions of
+//             line l's first element
+//   STATS     the line's `shift` and `scale`: its mean and 1 / sqrt(var +
+//             eps) (layer), or 0 and 1 / sqrt(mean of squares + eps) (RMS)
+//   AFFINE    affine(y, i): y times weight i plus bias i, as given
+//
+// The statistics are sums over the line in f32: each thread's share, then
+// a tree over the workgroup; the variance sums squared deviations from the
+// mean (a second read of the line), never E[x^2] - E[x]^2. Divisions and
+// square roots are the exact ones of math.wgsl. Each output is (x - shift)
+// times scale, then the weight and bias, rounded once into its dtype.
+{{PRELUDE}}
+{{BINDINGS}}
+{{ACCESS}}
+{{WALK}}
+
+const WORKGROUP: u32 = 128u;
+
+var<workgroup> sums: array<f32, WORKGROUP>;
+
+// The sum of every thread's `v` (every thread of the workgroup calls it).
+fn total(v: f32, t: u32) -> f32 {
+    sums[t] = v;
+    workgroupBarrier();
+    for (var width = WORKGROUP / 2u; width > 0u; width = width / 2u) {
+        if (t < width) {
+            sums[t] = sums[t] + sums[t + width];
+        }
+        workgroupBarrier();
+    }
+    let s = sums[0];
+    workgroupBarrier();
+    return s;
+}
+
+fn element(src0: i32, i: u32) -> f32 {
+    return load_src(u32(src0 + i32(i) * params.src_step));
+}
+
+{{AFFINE}}
+
+@compute @workgroup_size(WORKGROUP)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    // Uniform across the workgroup: every thread reaches every barrier.
+    let l = wid.x + wid.y * params.row_width;
+    if (l >= params.lines) {
+        return;
+    }
+    let start = line_starts(l);
+    let src0 = start[0];
+    let n = f32(params.length);
+    let eps = bitcast<f32>(params.eps);
+    {{STATS}}
+    for (var i = t; i < params.length; i += WORKGROUP) {
+        let y = (element(src0, i) - shift) * scale;
+        store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, i));
+    }
+}

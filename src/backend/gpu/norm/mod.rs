@@ -1,0 +1,228 @@
+//! GPU layer and RMS normalisation: `norm/norm.wgsl`, one workgroup per
+//! line (the trailing axes the op normalises over, flattened), the line's
+//! statistics summed in f32 over the workgroup, then one pass writing
+//! each output with its weight and bias: one dispatch per op.
+
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::grid::grid_of;
+use crate::backend::gpu::kernel::params_block::line_params;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::strided::LINE_STARTS;
+use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::{NormCall, lines};
+use crate::dtype::KernelType;
+use crate::error::{Error, Result};
+use smallvec::smallvec;
+
+const NORM_WGSL: &str = shader!("norm/norm.wgsl");
+
+line_params! {
+    /// `Params` of norm.wgsl.
+    /// `row_width` counts workgroups, one per line.
+    pub(crate) struct NormParams {
+        /// eps as f32 bits.
+        eps: u32,
+        /// Always 0 (see `kept` in the AFFINE slot).
+        zero: u32,
+        w_offset: u32,
+        b_offset: u32,
+    }
+}
+
+/// Everything that selects a distinct normalisation pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct NormKey {
+    /// f32, f16 or bf16: the input's and the output's.
+    pub dtype: KernelType,
+    pub native_f16: bool,
+    /// RMS (no centring) or layer normalisation.
+    pub rms: bool,
+    pub weight: bool,
+    pub bias: bool,
+}
+
+/// The layer normalisation's statistics: the mean, then the mean squared
+/// deviation from it.
+const LAYER_STATS: &str = "var s = 0.0;
+    for (var i = t; i < params.length; i += WORKGROUP) {
+        s += element(src0, i);
+    }
+    let shift = div_f32(total(s, t), n);
+    var q = 0.0;
+    for (var i = t; i < params.length; i += WORKGROUP) {
+        let d = element(src0, i) - shift;
+        q += d * d;
+    }
+    let scale = div_f32(1.0, sqrt_f32(div_f32(total(q, t), n) + eps));";
+
+/// The RMS normalisation's: the mean square.
+const RMS_STATS: &str = "var q = 0.0;
+    for (var i = t; i < params.length; i += WORKGROUP) {
+        let x = element(src0, i);
+        q += x * x;
+    }
+    let shift = 0.0;
+    let scale = div_f32(1.0, sqrt_f32(div_f32(total(q, t), n) + eps));";
+
+family_key!(NormKey, "webtensor norm", norm_source);
+
+/// The WGSL source of the normalisation kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
+    let (dtype, native) = (key.dtype, key.native_f16);
+    let mut bindings = [
+        buffer_decl(1, "src", dtype, native, false),
+        buffer_decl(2, "out_buf", dtype, native, true),
+    ]
+    .concat();
+    let mut access = [
+        load_fn("load_src", "src", dtype, native),
+        store_out_fn(dtype, native),
+    ]
+    .concat();
+    // Bound in order after the output: 3 and 4, or 3 for either alone.
+    let mut binding = 3;
+    for (given, name) in [(key.weight, "weight"), (key.bias, "bias")] {
+        if given {
+            bindings.push_str(&buffer_decl(binding, name, KernelType::F32, native, false));
+            binding += 1;
+            access.push_str(&load_fn(
+                &format!("load_{name}"),
+                name,
+                KernelType::F32,
+                native,
+            ));
+        }
+    }
+    // Each product rounded before the add, as the CPU's (`params.zero` is
+    // always 0: no compiler fuses through it).
+    let scaled = "bitcast<f32>(bitcast<u32>(y * load_weight(params.w_offset + i)) ^ params.zero)";
+    let value = match (key.weight, key.bias) {
+        (false, false) => "y".to_string(),
+        (true, false) => scaled.to_string(),
+        (false, true) => "y + load_bias(params.b_offset + i)".to_string(),
+        (true, true) => format!("{scaled} + load_bias(params.b_offset + i)"),
+    };
+    let affine = format!("fn affine(y: f32, i: u32) -> f32 {{\n    return {value};\n}}\n");
+    let walk = LINE_STARTS.wgsl();
+    let stats = if key.rms { RMS_STATS } else { LAYER_STATS };
+    let slots = [
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("WALK", walk.as_str()),
+        ("STATS", stats),
+        ("AFFINE", affine.as_str()),
+    ];
+    let (f16, params) = (needs_f16(dtype, native), NormParams::wgsl());
+    fill_kernel("norm kernel", NORM_WGSL, f16, &params, &slots)
+}
+
+/// Records `call`, whose output storage is `out`.
+///
+/// # Errors
+/// `Error::Gpu` when an operand is not on this GPU; `TooLarge` for more
+/// lines than one dispatch can cover, or a view over one storage binding
+/// (the op layer composes those).
+pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
+    let op = if call.rms { "rms_norm" } else { "layer_norm" };
+    let ctx = &out.ctx;
+    let dtype = call.out.dtype;
+    let float = matches!(dtype, KernelType::F32 | KernelType::F16 | KernelType::BF16);
+    let f32_affine = [&call.weight, &call.bias]
+        .iter()
+        .all(|t| t.as_ref().is_none_or(|t| t.dtype == KernelType::F32));
+    if !float || call.input.dtype != dtype || !f32_affine {
+        return Err(Error::internal(
+            op,
+            "the norm kernel got dtypes it does not take",
+        ));
+    }
+    let (input_bound, input) = Bound::view(op, call.input.clone(), false)?;
+    let (out_bound, dest) = Bound::view(op, call.out.clone(), true)?;
+    let (src_lines, src_step) = lines(&input);
+    let (dst_lines, dst_step) = lines(&dest);
+    let count = src_lines.numel();
+    let length = input.layout.dims().last().copied().unwrap_or(1);
+    if count == 0 || length == 0 {
+        return Ok(());
+    }
+    let mut bindings = smallvec![input_bound, out_bound];
+    let mut offsets = [0u32; 2];
+    for (k, t) in [&call.weight, &call.bias].into_iter().enumerate() {
+        if let Some(t) = t {
+            let (bound, t) = Bound::view(op, t.clone(), false)?;
+            bindings.push(bound);
+            offsets[k] = t.layout.offset() as u32;
+        }
+    }
+    let key = NormKey {
+        dtype,
+        native_f16: ctx.facts.native_f16,
+        rms: call.rms,
+        weight: call.weight.is_some(),
+        bias: call.bias.is_some(),
+    };
+    // One workgroup per line.
+    let groups = grid_of(count, 1, ctx.facts.max_workgroups_per_dim)?;
+    let block = NormParams {
+        eps: call.eps.to_bits(),
+        w_offset: offsets[0],
+        b_offset: offsets[1],
+        ..bytemuck::Zeroable::zeroed()
+    };
+    let params = block.walking(
+        [&src_lines, &dst_lines],
+        [src_step, dst_step],
+        length,
+        groups[0],
+    );
+    record_family(
+        ctx,
+        &key,
+        params.bytes(),
+        bindings,
+        [groups[0], groups[1], 1],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
+
+    #[test]
+    fn every_norm_kernel_is_valid_wgsl_and_matches_its_params() {
+        for (dtype, native_f16) in [
+            (KernelType::F32, true),
+            (KernelType::F16, true),
+            (KernelType::F16, false),
+            (KernelType::BF16, true),
+        ] {
+            for (rms, weight, bias) in [
+                (false, false, false),
+                (false, true, false),
+                (false, false, true),
+                (false, true, true),
+                (true, false, false),
+                (true, true, false),
+            ] {
+                let key = NormKey {
+                    dtype,
+                    native_f16,
+                    rms,
+                    weight,
+                    bias,
+                };
+                let source = norm_source(&key).unwrap();
+                validate(&source, &format!("{key:?}"));
+                assert_layout(&source, NormParams::FIELDS, NormParams::SIZE, "norm");
+            }
+        }
+    }
+}

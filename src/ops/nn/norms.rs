@@ -1,0 +1,217 @@
+//! `layer_norm` and `rms_norm` over a tensor's trailing axes, as PyTorch's
+//! functional forms. A GPU runs each as one kernel (`backend::gpu::norm`:
+//! a workgroup per line of the flattened trailing axes, statistics in
+//! f32); the CPU, and a GPU for lines over its limits, compose them from a
+//! mean, a centred mean of squares and elementwise ops, in the same order
+//! of roundings.
+
+use crate::backend::{MAX_SOFTMAX_LINE, NormCall, norm};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// Which normalisation, and its arguments.
+struct Norm<'a> {
+    op: &'static str,
+    rms: bool,
+    shape: &'a [usize],
+    weight: Option<&'a Tensor>,
+    bias: Option<&'a Tensor>,
+    eps: f64,
+}
+
+impl Tensor {
+    /// PyTorch's `layer_norm(x, normalized_shape, weight, bias, eps)`: over
+    /// the trailing axes, which must be `normalized_shape`, `(x - mean) /
+    /// sqrt(var + eps)` with the biased variance (the mean squared
+    /// deviation), times `weight` and plus `bias` (each of shape
+    /// `normalized_shape`) where given. f16 and bf16 compute in f32 and
+    /// round once; PyTorch's usual `eps` is `1e-5`.
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &Device::cpu())?;
+    /// let y = x.layer_norm(&[2], None, None, 0.0)?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![-1.0, 1.0, -1.0, 1.0]);
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `layer_norm` for an empty `normalized_shape`,
+    /// trailing axes other than it, or a weight or bias of another shape;
+    /// `Error::DType` for a tensor, weight or bias that is not f32, f16,
+    /// bf16 or f64; `Error::DeviceMismatch`.
+    pub fn layer_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        self.normalized(&Norm {
+            op: "layer_norm",
+            rms: false,
+            shape: normalized_shape,
+            weight,
+            bias,
+            eps,
+        })
+    }
+
+    /// PyTorch's `rms_norm(x, normalized_shape, weight, eps)`: over the
+    /// trailing axes, which must be `normalized_shape`,
+    /// `x / sqrt(mean(x^2) + eps)`, times `weight` (of shape
+    /// `normalized_shape`) where given.
+    /// `eps` defaults, as PyTorch's, to the machine epsilon of the tensor's
+    /// dtype (`2^-10` for f16, `2^-7` for bf16). f16 and bf16 compute in f32
+    /// and round once.
+    ///
+    /// # Errors
+    /// As [`Tensor::layer_norm`], naming `rms_norm`.
+    pub fn rms_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        eps: Option<f64>,
+    ) -> Result<Tensor> {
+        let machine = match self.dtype() {
+            DType::F16 => 2f64.powi(-10),
+            DType::BF16 => 2f64.powi(-7),
+            DType::F64 => f64::EPSILON,
+            _ => f32::EPSILON as f64,
+        };
+        self.normalized(&Norm {
+            op: "rms_norm",
+            rms: true,
+            shape: normalized_shape,
+            weight,
+            bias: None,
+            eps: eps.unwrap_or(machine),
+        })
+    }
+
+    fn normalized(&self, n: &Norm) -> Result<Tensor> {
+        let op = n.op;
+        let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64);
+        if !float(self.dtype()) {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "takes f32, f16, bf16 or f64 tensors, got {}; cast first",
+                    self.dtype()
+                ),
+            ));
+        }
+        let r = self.rank();
+        let k = n.shape.len();
+        if k == 0 || k > r || self.dims()[r - k..] != *n.shape {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "normalized_shape {:?} must be the trailing axes of the input, of shape {}",
+                    n.shape,
+                    self.shape()
+                ),
+            ));
+        }
+        for (what, t) in [("weight", n.weight), ("bias", n.bias)] {
+            let Some(t) = t else { continue };
+            super::super::check_devices(op, self, &[super::super::Arg::Tensor(t)])?;
+            if t.dims() != n.shape {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "the {what} must have shape {:?}, got {}",
+                        n.shape,
+                        t.shape()
+                    ),
+                ));
+            }
+            if !float(t.dtype()) {
+                return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
+            }
+        }
+        if self.numel() == 0 {
+            return self.contiguous_copy();
+        }
+        let length: usize = n.shape.iter().product();
+        let mut dims = self.dims()[..r - k].to_vec();
+        dims.push(length);
+        let lines = self.reshape(Shape::from(dims))?;
+        let out = match lines.normalized_in_one_pass(n, length)? {
+            Some(out) => out,
+            None => lines.normalized_composed(n, length)?,
+        };
+        out.reshape(self.shape().clone())
+    }
+
+    /// On a GPU, the normalisation of these lines (the last axis) as one
+    /// kernel: `None` where the op layer composes it instead (the CPU, f64,
+    /// lines longer than the kernel walks, views over one binding).
+    fn normalized_in_one_pass(&self, n: &Norm, length: usize) -> Result<Option<Tensor>> {
+        let kernel_dtype = matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16);
+        let last = self.rank() - 1;
+        if !self.device().is_gpu()
+            || !kernel_dtype
+            || length > MAX_SOFTMAX_LINE
+            || self.binding_cut().is_some()
+        {
+            return Ok(None);
+        }
+        let out = Tensor::empty_dense(self.shape().clone(), self.dtype(), self.device(), n.op)?;
+        if out.binding_cut().is_some() || !self.line_fits_binding(last) {
+            return Ok(None);
+        }
+        let affine = |t: Option<&Tensor>| -> Result<Option<Tensor>> {
+            t.map(|t| t.to_dtype(DType::F32)?.contiguous()?.reshape([length]))
+                .transpose()
+        };
+        let (weight, bias) = (affine(n.weight)?, affine(n.bias)?);
+        let weight = match &weight {
+            Some(t) => Some(t.kernel_ref(t.layout().clone())?),
+            None => None,
+        };
+        let bias = match &bias {
+            Some(t) => Some(t.kernel_ref(t.layout().clone())?),
+            None => None,
+        };
+        norm(&NormCall {
+            rms: n.rms,
+            eps: n.eps as f32,
+            input: self.kernel_ref(self.layout().clone())?,
+            weight,
+            bias,
+            out: out.kernel_ref(out.layout().clone())?,
+        })?;
+        Ok(Some(out))
+    }
+
+    /// The normalisation of these lines (the last axis) composed of
+    /// reductions and elementwise ops, in f32 for f16 and bf16.
+    fn normalized_composed(&self, n: &Norm, length: usize) -> Result<Tensor> {
+        let compute = if self.dtype() == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        let x = self.to_dtype(compute)?;
+        let (centred, spread) = if n.rms {
+            let squares = x.square()?.mean_keepdim(-1)?;
+            (x, squares)
+        } else {
+            let centred = x.sub(&x.mean_keepdim(-1)?)?;
+            let spread = centred.square()?.mean_keepdim(-1)?;
+            (centred, spread)
+        };
+        let scale = spread.add_scalar(n.eps)?.sqrt()?.recip()?;
+        let mut y = centred.mul(&scale)?;
+        if let Some(w) = n.weight {
+            y = y.mul(&w.to_dtype(compute)?.reshape([length])?)?;
+        }
+        if let Some(b) = n.bias {
+            y = y.add(&b.to_dtype(compute)?.reshape([length])?)?;
+        }
+        y.to_dtype(self.dtype())
+    }
+}

@@ -1,0 +1,211 @@
+//! The neural-network layers of `ops/nn/`: `layer_norm` and `rms_norm`
+//! against PyTorch's answers (tests/data/torch_norm_cases.npz, written by
+//! make_norm_cases.py) on every device, through views, in f32, f16 and
+//! bf16; a GPU's one kernel against the CPU's composed form on lines
+//! crossing its workgroup; and bad input.
+
+mod common;
+
+use common::{assert_close, devices, half_tol, noise, read_f32};
+use webtensor::{DType, Device, Error, Tensor};
+
+/// The cases PyTorch computed, by name, on the CPU.
+fn torch_cases() -> Vec<(String, Tensor)> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_norm_cases.npz");
+    webtensor::io::load_npz(path, &Device::cpu()).unwrap()
+}
+
+fn dtype_of(code: f64) -> DType {
+    match code as u32 {
+        0 => DType::F32,
+        1 => DType::F16,
+        _ => DType::BF16,
+    }
+}
+
+#[test]
+fn norms_give_pytorchs_values() {
+    let cases = torch_cases();
+    let get = |name: &str| {
+        cases
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.clone())
+    };
+    let names: Vec<String> = cases
+        .iter()
+        .filter_map(|(n, _)| n.strip_suffix("_spec").map(str::to_string))
+        .collect();
+    assert_eq!(names.len(), 12);
+    for dev in devices() {
+        for name in &names {
+            let spec = get(&format!("{name}_spec"))
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap();
+            let (k, eps, rms, dtype) =
+                (spec[0] as usize, spec[1], spec[2] == 1.0, dtype_of(spec[3]));
+            let on = |t: Tensor| t.to_device(&dev).unwrap().to_dtype(dtype).unwrap();
+            let x = on(get(&format!("{name}_x")).unwrap());
+            let w = get(&format!("{name}_w")).map(on);
+            let b = get(&format!("{name}_b")).map(on);
+            let want = read_f32(&get(&format!("{name}_y")).unwrap());
+            let shape = x.dims()[x.rank() - k..].to_vec();
+            // As it is, and as a view: the last axis reversed in storage.
+            let reversed = x
+                .flip(&[-1])
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .flip(&[-1])
+                .unwrap();
+            for (layout, x) in [("contiguous", x.clone()), ("reversed", reversed)] {
+                let got = if rms {
+                    x.rms_norm(&shape, w.as_ref(), (!eps.is_nan()).then_some(eps))
+                } else {
+                    x.layer_norm(&shape, w.as_ref(), b.as_ref(), eps)
+                };
+                let got = got.unwrap_or_else(|e| panic!("{name} on {dev}: {e}"));
+                assert_eq!(got.dtype(), dtype);
+                assert_eq!(got.dims(), x.dims());
+                // f32 sums in another order than PyTorch's (and x - mean of
+                // a row near 1000 keeps 2^-24 of 1000: 2e-5 of a deviation
+                // of 3); f16 and bf16 one rounding apart at most.
+                let tol = half_tol(dtype, 2e-3, 5e-5);
+                assert_close(
+                    &read_f32(&got),
+                    &want,
+                    tol,
+                    &format!("{name} {layout} on {dev}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_gpu_norm_agrees_with_the_cpu_across_its_workgroup() {
+    // Lines of 1 to 1000 elements (the kernel's workgroup is 128 threads),
+    // leading axes, two normalised axes of a permuted view, and a weight
+    // and bias of another float dtype.
+    let cpu = Device::cpu();
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        for (shape, k) in [
+            (vec![3usize, 1], 1usize),
+            (vec![2, 127], 1),
+            (vec![5, 129], 1),
+            (vec![2, 3, 1000], 1),
+            (vec![4, 9, 13], 2),
+        ] {
+            let numel: usize = shape.iter().product();
+            let norm_shape = shape[shape.len() - k..].to_vec();
+            let n: usize = norm_shape.iter().product();
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                let make = |d: &Device| {
+                    let x = Tensor::from_vec(noise(numel, 3), shape.clone(), d)
+                        .unwrap()
+                        .mul_scalar(4.0)
+                        .unwrap()
+                        .add_scalar(2.0)
+                        .unwrap()
+                        .to_dtype(dtype)
+                        .unwrap();
+                    let w = Tensor::from_vec(noise(n, 4), norm_shape.clone(), d)
+                        .unwrap()
+                        .to_dtype(DType::F16)
+                        .unwrap();
+                    let b = Tensor::from_vec(noise(n, 5), norm_shape.clone(), d).unwrap();
+                    (x, w, b)
+                };
+                let ((cx, cw, cb), (gx, gw, gb)) = (make(&cpu), make(&dev));
+                let what = format!("{shape:?} over {k} {dtype} on {dev}");
+                let tol = half_tol(dtype, 2e-3, 1e-5);
+                let want = cx
+                    .layer_norm(&norm_shape, Some(&cw), Some(&cb), 1e-5)
+                    .unwrap();
+                let got = gx
+                    .layer_norm(&norm_shape, Some(&gw), Some(&gb), 1e-5)
+                    .unwrap();
+                assert_close(
+                    &read_f32(&got),
+                    &read_f32(&want),
+                    tol,
+                    &format!("layer {what}"),
+                );
+                let want = cx.rms_norm(&norm_shape, Some(&cw), None).unwrap();
+                let got = gx.rms_norm(&norm_shape, Some(&gw), None).unwrap();
+                assert_close(
+                    &read_f32(&got),
+                    &read_f32(&want),
+                    tol,
+                    &format!("rms {what}"),
+                );
+                let want = cx.layer_norm(&norm_shape, None, None, 0.1).unwrap();
+                let got = gx.layer_norm(&norm_shape, None, None, 0.1).unwrap();
+                assert_close(
+                    &read_f32(&got),
+                    &read_f32(&want),
+                    tol,
+                    &format!("plain {what}"),
+                );
+            }
+        }
+        // A view whose normalised axes are not one run: copied, then one line.
+        let x = Tensor::from_vec(noise(6 * 5 * 4, 8), [6, 5, 4], &cpu).unwrap();
+        let want = x
+            .permute(&[1, 2, 0])
+            .unwrap()
+            .layer_norm(&[4, 6], None, None, 1e-5)
+            .unwrap();
+        let got = x
+            .to_device(&dev)
+            .unwrap()
+            .permute(&[1, 2, 0])
+            .unwrap()
+            .layer_norm(&[4, 6], None, None, 1e-5)
+            .unwrap();
+        assert_close(
+            &read_f32(&got),
+            &read_f32(&want),
+            1e-5,
+            &format!("permuted on {dev}"),
+        );
+    }
+}
+
+#[test]
+fn norms_refuse_bad_input_naming_the_op() {
+    for dev in devices() {
+        let x = Tensor::zeros([2, 3, 4], DType::F32, &dev).unwrap();
+        let w = Tensor::ones([4], DType::F32, &dev).unwrap();
+        let ints = Tensor::zeros([2, 4], DType::I32, &dev).unwrap();
+        let cases: Vec<(&str, webtensor::Result<Tensor>)> = vec![
+            ("layer_norm", x.layer_norm(&[], None, None, 1e-5)),
+            ("layer_norm", x.layer_norm(&[3], None, None, 1e-5)),
+            ("layer_norm", x.layer_norm(&[1, 2, 3, 4], None, None, 1e-5)),
+            ("layer_norm", x.layer_norm(&[3, 4], Some(&w), None, 1e-5)),
+            ("layer_norm", x.layer_norm(&[4], None, Some(&x), 1e-5)),
+            ("layer_norm", ints.layer_norm(&[4], None, None, 1e-5)),
+            (
+                "rms_norm",
+                x.rms_norm(&[4], Some(&ints.narrow(0, 0, 1).unwrap()), None),
+            ),
+            ("rms_norm", x.rms_norm(&[2, 4], None, None)),
+        ];
+        for (op, result) in cases {
+            let e = result.expect_err(op);
+            assert!(
+                matches!(e, Error::Shape { .. } | Error::DType { .. }),
+                "{op} on {dev}: {e:?}"
+            );
+            assert!(e.to_string().starts_with(&format!("{op}: ")), "{e}");
+        }
+        // No elements: an empty result, as PyTorch's.
+        let empty = Tensor::zeros([0, 4], DType::F32, &dev).unwrap();
+        assert_eq!(
+            empty.layer_norm(&[4], None, None, 1e-5).unwrap().dims(),
+            [0, 4]
+        );
+    }
+}
