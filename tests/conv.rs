@@ -1126,6 +1126,47 @@ fn an_f16_convolution_adds_its_bias_before_its_one_rounding() {
     }
 }
 
+/// Views of `[n, c, 7, 9]` images over `x` (`[n, c, 14, 18]`):
+/// contiguous, transposed, reversed, stepped, offset, broadcast along the
+/// width and (with `permuted`) the first two axes swapped.
+fn image_views(x: &Tensor, permuted: bool) -> Vec<(&'static str, Tensor)> {
+    let window = x.slice(s![.., .., ..7, ..9]).unwrap();
+    let [n, c] = [window.dims()[0], window.dims()[1]];
+    let mut views = vec![
+        ("contiguous", window.contiguous().unwrap()),
+        (
+            "transposed",
+            x.slice(s![.., .., ..9, ..7])
+                .unwrap()
+                .transpose(-1, -2)
+                .unwrap(),
+        ),
+        ("reversed", window.flip(&[1, 3]).unwrap()),
+        ("stepped", x.slice(s![.., .., ..;2, ..;2]).unwrap()),
+        ("offset", x.slice(s![1.., .., 3..10, 5..14]).unwrap()),
+        (
+            "broadcast",
+            x.slice(s![..1, .., ..7, ..1])
+                .unwrap()
+                .broadcast_to([n, c, 7, 9])
+                .unwrap(),
+        ),
+    ];
+    if permuted {
+        views.push(("permuted", window.permute(&[1, 0, 2, 3]).unwrap()));
+    }
+    views
+}
+
+/// A float tensor's values as bits, any NaN as one (a NaN's sign and
+/// payload are not kept through f16 alike everywhere).
+fn float_bits(t: &Tensor) -> Vec<u32> {
+    let v = common::read_f32(t);
+    v.iter()
+        .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+        .collect()
+}
+
 /// The GPU's one-pass resize kernel against the CPU's composed resize, bit
 /// for bit: every mode, sizes down, up, twice (nearest's shortcut),
 /// unchanged on one axis (bilinear's `x + 0 x`, which makes an infinity
@@ -1151,44 +1192,7 @@ fn the_resize_kernel_matches_the_cpu_bit_for_bit() {
             .unwrap()
     };
     // Views of [2, 3, 7, 9] (the last of [2, 3, 7, 1], broadcast along w).
-    let views = |x: &Tensor| -> Vec<(&str, Tensor)> {
-        vec![
-            (
-                "contiguous",
-                x.slice(s![.., .., ..7, ..9]).unwrap().contiguous().unwrap(),
-            ),
-            (
-                "transposed",
-                x.slice(s![.., .., ..9, ..7])
-                    .unwrap()
-                    .transpose(-1, -2)
-                    .unwrap(),
-            ),
-            (
-                "reversed",
-                x.slice(s![.., .., ..7, ..9])
-                    .unwrap()
-                    .flip(&[2, 3])
-                    .unwrap(),
-            ),
-            ("stepped", x.slice(s![.., .., ..;2, ..;2]).unwrap()),
-            ("offset", x.slice(s![1.., 1.., 3..10, 5..14]).unwrap()),
-            (
-                "permuted",
-                x.slice(s![.., .., ..7, ..9])
-                    .unwrap()
-                    .permute(&[1, 0, 2, 3])
-                    .unwrap(),
-            ),
-            (
-                "broadcast",
-                x.slice(s![..1, .., ..7, ..1])
-                    .unwrap()
-                    .broadcast_to([2, 3, 7, 9])
-                    .unwrap(),
-            ),
-        ]
-    };
+    let views = |x: &Tensor| image_views(x, true);
     let modes = [
         Resize::Nearest,
         Resize::Bilinear,
@@ -1306,44 +1310,7 @@ fn the_pooling_kernel_matches_the_cpu_bit_for_bit() {
             .to_dtype(dtype)
             .unwrap()
     };
-    let views = |x: &Tensor| -> Vec<(&str, Tensor)> {
-        vec![
-            (
-                "contiguous",
-                x.slice(s![.., .., ..7, ..9]).unwrap().contiguous().unwrap(),
-            ),
-            (
-                "transposed",
-                x.slice(s![.., .., ..9, ..7])
-                    .unwrap()
-                    .transpose(-1, -2)
-                    .unwrap(),
-            ),
-            (
-                "reversed",
-                x.slice(s![.., .., ..7, ..9])
-                    .unwrap()
-                    .flip(&[2, 3])
-                    .unwrap(),
-            ),
-            ("stepped", x.slice(s![.., .., ..;2, ..;2]).unwrap()),
-            ("offset", x.slice(s![1.., 1.., 3..10, 5..14]).unwrap()),
-            (
-                "permuted",
-                x.slice(s![.., .., ..7, ..9])
-                    .unwrap()
-                    .permute(&[1, 0, 2, 3])
-                    .unwrap(),
-            ),
-            (
-                "broadcast",
-                x.slice(s![..1, .., ..7, ..1])
-                    .unwrap()
-                    .broadcast_to([2, 3, 7, 9])
-                    .unwrap(),
-            ),
-        ]
-    };
+    let views = |x: &Tensor| image_views(x, true);
     let pools = [
         Pool::new(2),
         Pool::new(3).stride(2).padding(1),
@@ -1359,12 +1326,7 @@ fn the_pooling_kernel_matches_the_cpu_bit_for_bit() {
             .count_include_pad(false),
         Pool::new([7, 9]),
     ];
-    let bits = |t: &Tensor| -> Vec<u32> {
-        let v = common::read_f32(t);
-        v.iter()
-            .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
-            .collect()
-    };
+    let bits = float_bits;
     for gpu in &gpus {
         for dtype in [DType::F32, DType::F16, DType::BF16] {
             let (c, g) = (base(&cpu, dtype), base(gpu, dtype));
@@ -1432,43 +1394,9 @@ fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
     v[77] = f32::NEG_INFINITY;
     let mut wv = noise(8 * 3 * 3, 12);
     wv[13] = f32::INFINITY;
-    let views = |x: &Tensor| -> Vec<(&str, Tensor)> {
-        vec![
-            (
-                "contiguous",
-                x.slice(s![.., .., ..7, ..9]).unwrap().contiguous().unwrap(),
-            ),
-            (
-                "transposed",
-                x.slice(s![.., .., ..9, ..7])
-                    .unwrap()
-                    .transpose(-1, -2)
-                    .unwrap(),
-            ),
-            (
-                "reversed",
-                x.slice(s![.., .., ..7, ..9])
-                    .unwrap()
-                    .flip(&[1, 3])
-                    .unwrap(),
-            ),
-            ("stepped", x.slice(s![.., .., ..;2, ..;2]).unwrap()),
-            ("offset", x.slice(s![1.., .., 3..10, 5..14]).unwrap()),
-            (
-                "broadcast",
-                x.slice(s![..1, .., ..7, ..1])
-                    .unwrap()
-                    .broadcast_to([2, 4, 7, 9])
-                    .unwrap(),
-            ),
-        ]
-    };
-    let bits = |t: &Tensor| -> Vec<u32> {
-        let v = common::read_f32(t);
-        v.iter()
-            .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
-            .collect()
-    };
+    // Not permuted: the channels are the groups.
+    let views = |x: &Tensor| image_views(x, false);
+    let bits = float_bits;
     for gpu in &gpus {
         for (xd, wd) in [
             (DType::F32, DType::F32),

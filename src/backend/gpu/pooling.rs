@@ -171,16 +171,11 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
 mod tests {
     use super::*;
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
-    use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::backend::gpu::kernel::prelude::tests::{FLOAT_STORAGES, validate};
 
     #[test]
     fn every_pooling_kernel_is_valid_wgsl_and_matches_its_params() {
-        for (dtype, native_f16) in [
-            (KernelType::F32, true),
-            (KernelType::F16, true),
-            (KernelType::F16, false),
-            (KernelType::BF16, true),
-        ] {
+        for (dtype, native_f16) in FLOAT_STORAGES {
             let key = PoolKey { dtype, native_f16 };
             let source = pool_source(&key).unwrap();
             validate(&source, &format!("{key:?}"));

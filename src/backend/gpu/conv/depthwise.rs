@@ -185,16 +185,11 @@ pub(crate) fn depthwise(out: &GpuStorage, call: &DepthwiseCall) -> Result<()> {
 mod tests {
     use super::*;
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
-    use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::backend::gpu::kernel::prelude::tests::{FLOAT_STORAGES, validate};
 
     #[test]
     fn every_depthwise_kernel_is_valid_wgsl_and_matches_its_params() {
-        for (dtype, native_f16) in [
-            (KernelType::F32, true),
-            (KernelType::F16, true),
-            (KernelType::F16, false),
-            (KernelType::BF16, true),
-        ] {
+        for (dtype, native_f16) in FLOAT_STORAGES {
             for bias in [false, true] {
                 let key = DepthwiseKey {
                     dtype,

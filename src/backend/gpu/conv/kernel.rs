@@ -228,18 +228,13 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Resul
 mod tests {
     use super::*;
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
-    use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::backend::gpu::kernel::prelude::tests::{FLOAT_STORAGES, validate};
     use crate::backend::gpu::matmul::tiling::ALL;
 
     #[test]
     fn every_conv_kernel_is_valid_wgsl_and_matches_its_params() {
         for tiling in ALL {
-            for (dtype, native_f16) in [
-                (KernelType::F32, true),
-                (KernelType::F16, true),
-                (KernelType::F16, false),
-                (KernelType::BF16, true),
-            ] {
+            for (dtype, native_f16) in FLOAT_STORAGES {
                 let key = ConvKey {
                     dtype,
                     native_f16,

@@ -45,6 +45,17 @@ pub(crate) fn fill_kernel(
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use crate::dtype::KernelType;
+
+    /// The float storages a float kernel is built for: f32, f16 native and
+    /// packed, bf16 (with whether the adapter has native f16).
+    pub(crate) const FLOAT_STORAGES: [(KernelType, bool); 4] = [
+        (KernelType::F32, true),
+        (KernelType::F16, true),
+        (KernelType::F16, false),
+        (KernelType::BF16, true),
+    ];
+
     /// Parses and validates `source` with naga (every capability on), or
     /// panics naming `what` with naga's message and the source.
     pub(crate) fn validate(source: &str, what: &str) {
