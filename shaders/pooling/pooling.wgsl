@@ -1,5 +1,5 @@
 // Max and average pooling over the last two axes in one pass (PyTorch's
-// `max_pool2d` and `avg_pool2d`), specialised by gpu/pooling.rs, which
+// `max_pool2d` and `avg_pool2d`), specialised by gpu/pooling/, which
 // fills the {{...}} slots:
 //   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
 //             kernel/math.wgsl

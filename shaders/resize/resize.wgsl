@@ -1,5 +1,5 @@
 // Resizing the last two axes in one pass (PyTorch's `interpolate`,
-// `nearest` and `bilinear`), specialised by gpu/resize.rs, which fills the
+// `nearest` and `bilinear`), specialised by gpu/resize/, which fills the
 // {{...}} slots:
 //   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
 //             kernel/math.wgsl
