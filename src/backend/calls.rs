@@ -205,12 +205,22 @@ impl SoftmaxCall<'_> {
     }
 }
 
+/// How a resize samples (the op layer's `Resize`): the element at the
+/// position, or a blend of the two around it, pixel centres or corners
+/// aligned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sampling {
+    Nearest,
+    Bilinear,
+    BilinearAlignCorners,
+}
+
 /// One resize on a GPU's single-pass kernel: the last two axes of `input`
 /// (a float tensor for the blending modes) resized into `out`, a fresh
 /// contiguous tensor of its dtype; `ratio` is each axis's input positions
 /// per output position in f32 (`ops/resize.rs`'s `source_ratio`).
 pub(crate) struct ResizeCall<'a> {
-    pub mode: crate::ops::Resize,
+    pub mode: Sampling,
     pub ratio: [f32; 2],
     pub input: TensorRef<'a>,
     pub out: TensorRef<'a>,

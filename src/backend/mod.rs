@@ -20,7 +20,7 @@ use crate::op::ReduceOp;
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
     Input, Inputs, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall, ReduceCall, ResizeCall,
-    ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
+    Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;

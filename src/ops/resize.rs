@@ -9,7 +9,7 @@
 
 use super::windows::compute_dtype;
 use crate::backend::cpu::try_collect;
-use crate::backend::{ResizeCall, resize};
+use crate::backend::{ResizeCall, Sampling, resize};
 use crate::error::{Error, Result};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
@@ -160,7 +160,11 @@ impl Tensor {
         }
         let ratio = [0, 1].map(|a| source_ratio(n[a], size[a], scale.map(|s| s[a]), mode));
         resize(&ResizeCall {
-            mode,
+            mode: match mode {
+                Resize::Nearest => Sampling::Nearest,
+                Resize::Bilinear => Sampling::Bilinear,
+                Resize::BilinearAlignCorners => Sampling::BilinearAlignCorners,
+            },
             ratio,
             input: self.kernel_ref(self.layout().clone())?,
             out: out.kernel_ref(out.layout().clone())?,

@@ -3,7 +3,6 @@
 //! dispatch that reads its input where it lies (any view), with no index
 //! or weight tables to upload and no fault record to arm.
 
-use crate::backend::ResizeCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use crate::backend::gpu::kernel::grid::grid;
@@ -12,9 +11,9 @@ use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::{ResizeCall, Sampling};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use crate::ops::Resize;
 use crate::shape::MAX_RANK;
 use smallvec::smallvec;
 
@@ -103,8 +102,8 @@ pub(crate) fn resize_source(key: &ResizeKey) -> Result<String> {
 
 /// True when the kernel takes `dtype` in `mode`: any dtype picked, the
 /// float ones blended.
-pub(crate) fn takes(dtype: KernelType, mode: Resize) -> bool {
-    let blends = mode != Resize::Nearest;
+pub(crate) fn takes(dtype: KernelType, mode: Sampling) -> bool {
+    let blends = mode != Sampling::Nearest;
     !blends || matches!(dtype, KernelType::F32 | KernelType::F16 | KernelType::BF16)
 }
 
@@ -136,7 +135,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
     let key = ResizeKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
-        blends: call.mode != Resize::Nearest,
+        blends: call.mode != Sampling::Nearest,
     };
     let mut lead_shape = [0u32; MAX_RANK];
     for (k, &d) in dims[..r - 2].iter().enumerate() {
@@ -147,9 +146,9 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
         row_threads: groups[0] * 64,
         lead_rank: (r - 2) as u32,
         mode: match call.mode {
-            Resize::Nearest => 0,
-            Resize::Bilinear => 1,
-            Resize::BilinearAlignCorners => 2,
+            Sampling::Nearest => 0,
+            Sampling::Bilinear => 1,
+            Sampling::BilinearAlignCorners => 2,
         },
         zero: 0,
         in_h: dims[r - 2] as u32,
@@ -197,7 +196,7 @@ mod tests {
         ];
         for (dtype, native_f16) in dtypes {
             for blends in [false, true] {
-                if blends && !takes(dtype, Resize::Bilinear) {
+                if blends && !takes(dtype, Sampling::Bilinear) {
                     continue;
                 }
                 let key = ResizeKey {
