@@ -561,6 +561,9 @@ fn other_powers_are_within_an_ulp_of_powf() {
         (f32::INFINITY, -1e-45),
         (-0.0, -1e-45),
         (5.0, 1e-45),
+        // -1 to even integers past 2^24 (the general path): 1.
+        (-1.0, 3e38),
+        (-1.0, -16_777_218.0),
     ]
     .into_iter()
     .unzip();

@@ -499,7 +499,7 @@ fn std_all_and_any_read_strided_views() {
         assert!(matches!(v.std_keepdim(0, 0).map(|s| s.dims().to_vec()), Ok(d) if d == [1, 2]));
         assert!(matches!(
             v.std([0, 0], 1),
-            Err(Error::Argument { op: "var", .. })
+            Err(Error::Argument { op: "std", .. })
         ));
     }
 }

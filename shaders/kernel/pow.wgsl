@@ -260,11 +260,13 @@ fn ff_to_wide(t: vec2<f32>, q: i32) -> vec3<u32> {
     return vec3<u32>(hi, lo, bitcast<u32>(k));
 }
 
-// x^b for a finite x > 0, x != 1, and a finite b: e^y with y = b ln x in
+// x^b for a finite x > 0 and a finite b: e^y with y = b ln x in
 // float-float, y = q ln 2 + r with |r| <= ln 2 / 2, and
 // e^r = 1 + r + r^2/2 + r^3 (1/6 + r/24 + ... + r^5/40320), r^3's factor
 // in f32. Within about 0.52 ulp of the exact power before its rounding.
 fn pow_float_float(x: f32, b: f32, z: u32) -> f32 {
+    // ln 1 = 0: the product below would split a huge b into infinities.
+    if (x == 1.0) { return 1.0; }
     let l = ff_ln(x, z);
     // Far past overflow and underflow (|y| > 89 and > 104), decided early:
     // the exact product below needs |b| far from 2^115.
