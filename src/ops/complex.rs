@@ -98,7 +98,12 @@ impl Tensor {
     /// [`Tensor::pairs_fit`]; [`Tensor::row_major_pairs`] fits any rank.
     pub(crate) fn pairs(&self) -> Tensor {
         let mut dims: DimVec<usize> = self.dims().iter().copied().collect();
-        let mut strides: DimVec<isize> = self.strides().iter().map(|s| 2 * s).collect();
+        // An axis of one element may have any stride (an STFT's single
+        // frame keeps its hop, up to 2^62): it is 0 here, where doubling
+        // it could overflow. The others span storage, far below that.
+        let mut strides: DimVec<isize> = (self.strides().iter().zip(self.dims()))
+            .map(|(&s, &d)| if d > 1 { 2 * s } else { 0 })
+            .collect();
         dims.push(2);
         strides.push(1);
         let layout = Layout::from_parts(dims.into(), strides, 2 * self.offset());
