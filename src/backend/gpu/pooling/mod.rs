@@ -7,13 +7,12 @@ use crate::backend::PoolCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use crate::backend::gpu::kernel::grid::grid;
-use crate::backend::gpu::kernel::params_block::{params_block, strides8};
+use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use crate::shape::MAX_RANK;
 use smallvec::smallvec;
 
 const POOLING_WGSL: &str = shader!("pooling/pooling.wgsl");
@@ -125,10 +124,6 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
     };
-    let mut lead_shape = [0u32; MAX_RANK];
-    for (k, &d) in dims[..r - 2].iter().enumerate() {
-        lead_shape[k] = d as u32;
-    }
     // The op layer checked every extent, padded extent and window reach
     // against 2^31 - 1 (ops/windows.rs): these fit the kernel's i32.
     let params = PoolParams {
@@ -153,7 +148,7 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
         x_hs: strides[r - 2] as i32,
         x_ws: strides[r - 1] as i32,
         out_offset: dest.layout.offset() as u32,
-        lead_shape,
+        lead_shape: dims8(&dims[..r - 2]),
         lead_strides: strides8(&strides[..r - 2]),
         ..bytemuck::Zeroable::zeroed()
     };

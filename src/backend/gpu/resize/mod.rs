@@ -6,7 +6,7 @@
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use crate::backend::gpu::kernel::grid::grid;
-use crate::backend::gpu::kernel::params_block::{params_block, strides8};
+use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{family_key, record_family};
@@ -14,7 +14,6 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ResizeCall, Sampling};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use crate::shape::MAX_RANK;
 use smallvec::smallvec;
 
 const RESIZE_WGSL: &str = shader!("resize/resize.wgsl");
@@ -137,10 +136,6 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
         native_f16: ctx.facts.native_f16,
         blends: call.mode != Sampling::Nearest,
     };
-    let mut lead_shape = [0u32; MAX_RANK];
-    for (k, &d) in dims[..r - 2].iter().enumerate() {
-        lead_shape[k] = d as u32;
-    }
     let params = ResizeParams {
         numel: numel as u32,
         row_threads: groups[0] * 64,
@@ -162,7 +157,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
         x_ws: strides[r - 1] as i32,
         out_offset: dest.layout.offset() as u32,
         pad0: 0,
-        lead_shape,
+        lead_shape: dims8(&dims[..r - 2]),
         lead_strides: strides8(&strides[..r - 2]),
     };
     let bindings = smallvec![x_bound, out_bound];
