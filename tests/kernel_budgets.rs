@@ -11,12 +11,17 @@ use webtensor::{Conv, DType, Device, DeviceStats, Pool, Resize, Tensor, s};
 
 /// What one run of `f` and a readback of its result cost on `dev`.
 fn cost(dev: &Device, f: &dyn Fn() -> Tensor) -> DeviceStats {
+    // One readback of the result, as it is stored.
+    let read = |t: Tensor| match t.dtype() {
+        DType::F16 => drop(t.to_vec::<half::f16>().unwrap()),
+        _ => drop(t.to_vec::<f32>().unwrap()),
+    };
     // Warm-up: pipelines compiled, pool buckets filled (twice: buffers an
     // op releases while its batch is open serve only the next batch).
-    let _ = f().to_vec::<f32>().unwrap();
-    let _ = f().to_vec::<f32>().unwrap();
+    read(f());
+    read(f());
     let before = dev.stats();
-    let _ = f().to_vec::<f32>().unwrap();
+    read(f());
     let after = dev.stats();
     DeviceStats {
         submits: after.submits - before.submits,
@@ -203,5 +208,32 @@ fn a_normalisation_is_one_kernel() {
         assert_budget(&format!("{name}: layer_norm of a view"), &d, 1);
         let d = cost(&dev, &|| view.rms_norm(&[40], Some(&w), None).unwrap());
         assert_budget(&format!("{name}: rms_norm of a view"), &d, 1);
+        // group_norm: the same kernel over (sample, group) lines, its
+        // weight and bias indexed by channel.
+        let c = Tensor::rand([8], DType::F32, 8, &dev).unwrap();
+        let d = cost(&dev, &|| {
+            view.group_norm(4, Some(&c), Some(&c), 1e-5).unwrap()
+        });
+        assert_budget(&format!("{name}: group_norm of a view"), &d, 1);
+    }
+}
+
+#[test]
+fn a_batch_norm_is_one_fused_kernel() {
+    // batch_norm in inference (issue 45 item 3): one elementwise chain
+    // whose per-channel operands are broadcast views, so fusion makes it
+    // one kernel reading the input once (no per-channel scale computed
+    // first); without fusion each of its nine ops (two casts) is a dispatch.
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([4, 8, 5, 6], DType::F16, 5, &dev).unwrap();
+        let view = x.slice(s![.., .., ..;-1]).unwrap();
+        let p = |seed| Tensor::rand([8], DType::F32, seed, &dev).unwrap();
+        let (mean, var, w, b) = (p(1), p(2), p(3), p(4));
+        let d = cost(&dev, &|| {
+            view.batch_norm(&mean, &var, Some(&w), Some(&b), 1e-5)
+                .unwrap()
+        });
+        let budget = if dev.fusion() { 1 } else { 9 };
+        assert_budget(&format!("{name}: batch_norm of an f16 view"), &d, budget);
     }
 }

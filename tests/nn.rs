@@ -209,3 +209,259 @@ fn norms_refuse_bad_input_naming_the_op() {
         );
     }
 }
+
+/// The group and batch normalisation cases PyTorch computed, by name.
+fn torch_channel_cases() -> Vec<(String, Tensor)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/torch_channel_norm_cases.npz");
+    webtensor::io::load_npz(path, &Device::cpu()).unwrap()
+}
+
+/// `x` with the same values held channels-last in storage (axis 1 moved
+/// last, made contiguous, moved back): a strided view.
+fn channels_last(x: &Tensor) -> Tensor {
+    x.moveaxis(1, -1)
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .moveaxis(-1, 1)
+        .unwrap()
+}
+
+#[test]
+fn group_and_batch_norms_give_pytorchs_values() {
+    let cases = torch_channel_cases();
+    let get = |name: &str| {
+        cases
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.clone())
+    };
+    let names: Vec<String> = cases
+        .iter()
+        .filter_map(|(n, _)| n.strip_suffix("_spec").map(str::to_string))
+        .collect();
+    assert_eq!(names.len(), 14);
+    for dev in devices() {
+        for name in &names {
+            let spec = get(&format!("{name}_spec"))
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap();
+            let (groups, eps, dtype) = (spec[0] as usize, spec[1], dtype_of(spec[2]));
+            let on = |t: Tensor| t.to_device(&dev).unwrap().to_dtype(dtype).unwrap();
+            let part = |p: &str| get(&format!("{name}_{p}")).map(on);
+            let x = part("x").unwrap();
+            let (w, b) = (part("w"), part("b"));
+            let want = read_f32(&get(&format!("{name}_y")).unwrap());
+            for (layout, x) in [
+                ("contiguous", x.clone()),
+                ("channels last", channels_last(&x)),
+            ] {
+                let got = if groups > 0 {
+                    x.group_norm(groups, w.as_ref(), b.as_ref(), eps)
+                } else {
+                    let (mean, var) = (part("mean").unwrap(), part("var").unwrap());
+                    x.batch_norm(&mean, &var, w.as_ref(), b.as_ref(), eps)
+                };
+                let got = got.unwrap_or_else(|e| panic!("{name} on {dev}: {e}"));
+                assert_eq!(got.dtype(), dtype);
+                assert_eq!(got.dims(), x.dims());
+                // As layer_norm: f32 sums in another order than PyTorch's
+                // (rows near 100 keep 2^-24 of 100 in x - mean); f16 and
+                // bf16 one rounding apart at most.
+                let tol = half_tol(dtype, 2e-3, 2e-5);
+                assert_close(
+                    &read_f32(&got),
+                    &want,
+                    tol,
+                    &format!("{name} {layout} on {dev}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_gpu_group_norm_agrees_with_the_cpu_across_its_workgroup() {
+    // (sample, group) lines of 1 to 2,100 elements (the kernel's workgroup
+    // is 128 threads), channels of one element and of many, a weight of
+    // another float dtype, and batch_norm with fusion on and off.
+    let cpu = Device::cpu();
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        for (shape, groups) in [
+            (vec![3usize, 1], 1usize),
+            (vec![2, 4], 4),
+            (vec![2, 6, 127], 6),
+            (vec![1, 4, 129], 2),
+            (vec![2, 12, 5, 7], 3),
+            (vec![1, 3, 700], 1),
+        ] {
+            let numel: usize = shape.iter().product();
+            let c = shape[1];
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                let make = |d: &Device| {
+                    let x = Tensor::from_vec(noise(numel, 13), shape.clone(), d)
+                        .unwrap()
+                        .mul_scalar(3.0)
+                        .unwrap()
+                        .add_scalar(-5.0)
+                        .unwrap()
+                        .to_dtype(dtype)
+                        .unwrap();
+                    let p = |seed| Tensor::from_vec(noise(c, seed), [c], d).unwrap();
+                    let w = p(14).to_dtype(DType::F16).unwrap();
+                    let var = p(16).abs().unwrap().add_scalar(0.25).unwrap();
+                    (x, w, p(15), var)
+                };
+                let ((cx, cw, cb, cv), (gx, gw, gb, gv)) = (make(&cpu), make(&dev));
+                let what = format!("{shape:?} in {groups} groups, {dtype} on {dev}");
+                let tol = half_tol(dtype, 2e-3, 1e-5);
+                let want = cx.group_norm(groups, Some(&cw), Some(&cb), 1e-5).unwrap();
+                let got = gx.group_norm(groups, Some(&gw), Some(&gb), 1e-5).unwrap();
+                assert_close(
+                    &read_f32(&got),
+                    &read_f32(&want),
+                    tol,
+                    &format!("group {what}"),
+                );
+                let want = cx.group_norm(groups, None, None, 0.1).unwrap();
+                let got = gx.group_norm(groups, None, None, 0.1).unwrap();
+                assert_close(
+                    &read_f32(&got),
+                    &read_f32(&want),
+                    tol,
+                    &format!("plain {what}"),
+                );
+                // The same roundings in the same order: equal bits.
+                let want = read_f32(&cx.batch_norm(&cb, &cv, Some(&cw), Some(&cb), 1e-5).unwrap());
+                for fusion in [true, false] {
+                    dev.set_fusion(fusion);
+                    let got = gx.batch_norm(&gb, &gv, Some(&gw), Some(&gb), 1e-5);
+                    let got = read_f32(&got.unwrap());
+                    dev.set_fusion(true);
+                    assert_close(&got, &want, 0.0, &format!("batch {what}, fusion {fusion}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn channel_norms_refuse_bad_input_naming_the_op() {
+    for dev in devices() {
+        let x = Tensor::zeros([2, 6, 4], DType::F32, &dev).unwrap();
+        let c = Tensor::ones([6], DType::F32, &dev).unwrap();
+        let short = Tensor::ones([4], DType::F32, &dev).unwrap();
+        let ints = Tensor::zeros([6], DType::I32, &dev).unwrap();
+        let flat = Tensor::zeros([6], DType::F32, &dev).unwrap();
+        let cases: Vec<(&str, webtensor::Result<Tensor>)> = vec![
+            ("group_norm", flat.group_norm(1, None, None, 1e-5)),
+            ("group_norm", x.group_norm(0, None, None, 1e-5)),
+            ("group_norm", x.group_norm(4, None, None, 1e-5)),
+            ("group_norm", x.group_norm(12, None, None, 1e-5)),
+            ("group_norm", x.group_norm(3, Some(&short), None, 1e-5)),
+            ("group_norm", x.group_norm(3, None, Some(&ints), 1e-5)),
+            (
+                "group_norm",
+                x.to_dtype(DType::I32)
+                    .unwrap()
+                    .group_norm(3, None, None, 1e-5),
+            ),
+            ("batch_norm", flat.batch_norm(&c, &c, None, None, 1e-5)),
+            ("batch_norm", x.batch_norm(&short, &c, None, None, 1e-5)),
+            ("batch_norm", x.batch_norm(&c, &ints, None, None, 1e-5)),
+            ("batch_norm", x.batch_norm(&c, &c, Some(&short), None, 1e-5)),
+            ("batch_norm", x.batch_norm(&c, &c, None, Some(&x), 1e-5)),
+            (
+                "batch_norm",
+                x.to_dtype(DType::Bool)
+                    .unwrap()
+                    .batch_norm(&c, &c, None, None, 1e-5),
+            ),
+        ];
+        for (op, result) in cases {
+            let e = result.expect_err(op);
+            assert!(
+                matches!(e, Error::Shape { .. } | Error::DType { .. }),
+                "{op} on {dev}: {e:?}"
+            );
+            assert!(e.to_string().starts_with(&format!("{op}: ")), "{e}");
+        }
+        // No elements: an empty result, as PyTorch's.
+        let empty = Tensor::zeros([0, 6, 3], DType::F32, &dev).unwrap();
+        assert_eq!(
+            empty.group_norm(2, None, None, 1e-5).unwrap().dims(),
+            [0, 6, 3]
+        );
+        assert_eq!(
+            empty.batch_norm(&c, &c, None, None, 1e-5).unwrap().dims(),
+            [0, 6, 3]
+        );
+    }
+}
+
+#[test]
+fn activations_give_pytorchs_values() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/torch_activation_cases.npz");
+    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let get = |name: &str| {
+        cases
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| read_f32(t))
+            .unwrap()
+    };
+    let x = get("x");
+    let n = x.len();
+    for dev in devices() {
+        for (dtype, suffix) in [
+            (DType::F32, "f32"),
+            (DType::F16, "f16"),
+            (DType::BF16, "bf16"),
+        ] {
+            let t = Tensor::from_slice(&x, [n], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            // As it is, and as a reversed view.
+            let reversed = t
+                .flip(&[0])
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .flip(&[0])
+                .unwrap();
+            for (layout, t) in [("contiguous", &t), ("reversed", &reversed)] {
+                for (op, got) in [
+                    ("relu6", t.relu6()),
+                    ("hardsigmoid", t.hardsigmoid()),
+                    ("hardswish", t.hardswish()),
+                ] {
+                    let got = got.unwrap();
+                    assert_eq!(got.dtype(), dtype);
+                    let want = get(&format!("{op}_{suffix}"));
+                    // Bit for bit (NaN as NaN, zeros with their signs).
+                    for (i, (g, w)) in read_f32(&got).iter().zip(&want).enumerate() {
+                        assert!(
+                            g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan(),
+                            "{op} {dtype} {layout} on {dev}: x = {}: got {g}, want {w}",
+                            x[i]
+                        );
+                    }
+                }
+            }
+        }
+        let ints = Tensor::zeros([3], DType::I32, &dev).unwrap();
+        for (op, e) in [
+            ("relu6", ints.relu6()),
+            ("hardsigmoid", ints.hardsigmoid()),
+            ("hardswish", ints.hardswish()),
+        ] {
+            let e = e.expect_err(op);
+            assert!(matches!(e, Error::DType { .. }), "{op}: {e:?}");
+            assert!(e.to_string().starts_with(&format!("{op}: ")), "{e}");
+        }
+    }
+}

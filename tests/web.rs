@@ -1210,8 +1210,8 @@ async fn pow_is_within_an_ulp_of_powf() {
     }
 }
 
-/// layer_norm and rms_norm on a browser's GPU (one kernel each) against the
-/// CPU path.
+/// layer_norm, rms_norm, group_norm and batch_norm on a browser's GPU (one
+/// kernel each) against the CPU path.
 #[wasm_bindgen_test]
 async fn normalisations_match_the_cpu_path() {
     let dev = gpu().await;
@@ -1245,5 +1245,27 @@ async fn normalisations_match_the_cpu_path() {
         &read(&got).await,
         &want.to_vec_async::<f32>().await.unwrap(),
         "rms_norm",
+    );
+    // group_norm (one kernel) and batch_norm (one fused chain) over
+    // (1, 200 channels, 3) in 8 groups.
+    let (x, gx) = (x.transpose(0, 1).unwrap(), gx.transpose(0, 1).unwrap());
+    let (x, gx) = (x.unsqueeze(0).unwrap(), gx.unsqueeze(0).unwrap());
+    let want = x.group_norm(8, Some(&w), Some(&b), 1e-5).unwrap();
+    let got = gx.group_norm(8, Some(&gw), Some(&gb), 1e-5).unwrap();
+    close(
+        &read(&got).await,
+        &want.to_vec_async::<f32>().await.unwrap(),
+        "group_norm",
+    );
+    let var = w.mul(&w).unwrap();
+    let gvar = gw.mul(&gw).unwrap();
+    let want = x.batch_norm(&b, &var, Some(&w), Some(&b), 1e-5).unwrap();
+    let got = gx
+        .batch_norm(&gb, &gvar, Some(&gw), Some(&gb), 1e-5)
+        .unwrap();
+    close(
+        &read(&got).await,
+        &want.to_vec_async::<f32>().await.unwrap(),
+        "batch_norm",
     );
 }

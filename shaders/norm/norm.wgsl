@@ -1,6 +1,7 @@
-// Layer and RMS normalisation along the lines of a tensor (PyTorch's
-// `layer_norm` and `rms_norm` over the trailing axes, flattened into one
-// line), one workgroup per line, specialised by gpu/norm.rs, which fills
+// Layer, RMS and group normalisation along the lines of a tensor
+// (PyTorch's `layer_norm` and `rms_norm` over the trailing axes, flattened
+// into one line; `group_norm` over each (batch, group) pair's channels),
+// one workgroup per line, specialised by gpu/norm.rs, which fills
 // the {{...}} slots:
 //   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
 //             kernel/math.wgsl
@@ -12,7 +13,8 @@
 //             line l's first element
 //   STATS     the line's `shift` and `scale`: its mean and 1 / sqrt(var +
 //             eps) (layer), or 0 and 1 / sqrt(mean of squares + eps) (RMS)
-//   AFFINE    affine(y, i): y times weight i plus bias i, as given
+//   AFFINE    affine(y, l, i): y times weight c plus bias c, as given, where
+//             c is element i of line l's channel (group normalisation) or i
 //
 // The statistics are sums over the line in f32: each thread's share, then
 // a tree over the workgroup; the variance sums squared deviations from the
@@ -66,6 +68,6 @@ fn main(
     {{STATS}}
     for (var i = t; i < params.length; i += WORKGROUP) {
         let y = (element(src0, i) - shift) * scale;
-        store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, i));
+        store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, l, i));
     }
 }

@@ -242,11 +242,11 @@ pub(crate) struct DepthwiseCall<'a> {
     pub dilation: [usize; 2],
 }
 
-/// One layer or RMS normalisation on a GPU's single-pass kernel: each line
-/// of `input` along its last axis (the op layer flattened the normalised
-/// axes there) normalised into `out`, a fresh tensor of its dtype viewed
-/// the same way, times the f32 `weight` and plus the f32 `bias` (one per
-/// line element, contiguous) where given.
+/// One layer, RMS or group normalisation on a GPU's single-pass kernel:
+/// each line of `input` along its last axis (the op layer flattened the
+/// normalised axes there) normalised into `out`, a fresh tensor of its
+/// dtype viewed the same way, times the f32 `weight` and plus the f32
+/// `bias` (contiguous, one per line element or per channel) where given.
 pub(crate) struct NormCall<'a> {
     /// RMS (no centring) or layer normalisation.
     pub rms: bool,
@@ -254,6 +254,12 @@ pub(crate) struct NormCall<'a> {
     pub input: TensorRef<'a>,
     pub weight: Option<TensorRef<'a>>,
     pub bias: Option<TensorRef<'a>>,
+    /// A group normalisation's channels: `(groups, span)` when element `i`
+    /// of line `l` belongs to channel `(l % groups) * (length / span) + i /
+    /// span` (the lines are (batch, group) pairs, each `length / span`
+    /// channels of `span` elements), which indexes the weight and bias;
+    /// `None` when they are indexed by `i` (layer and RMS normalisation).
+    pub channels: Option<(usize, usize)>,
     pub out: TensorRef<'a>,
 }
 

@@ -1,5 +1,6 @@
-//! GPU layer and RMS normalisation: `norm/norm.wgsl`, one workgroup per
-//! line (the trailing axes the op normalises over, flattened), the line's
+//! GPU layer, RMS and group normalisation: `norm/norm.wgsl`, one workgroup
+//! per line (the trailing axes the op normalises over, flattened; a group
+//! normalisation's lines are its (batch, group) pairs), the line's
 //! statistics summed in f32 over the workgroup, then one pass writing
 //! each output with its weight and bias: one dispatch per op.
 
@@ -28,6 +29,12 @@ line_params! {
         zero: u32,
         w_offset: u32,
         b_offset: u32,
+        /// A group normalisation's groups, channels per group and elements
+        /// per channel (see `NormCall::channels`); 1, 1, 1 otherwise.
+        groups: u32,
+        per_group: u32,
+        span: u32,
+        pad: u32,
     }
 }
 
@@ -41,6 +48,9 @@ pub(crate) struct NormKey {
     pub rms: bool,
     pub weight: bool,
     pub bias: bool,
+    /// The weight and bias are indexed by channel (group normalisation),
+    /// not by line element.
+    pub channels: bool,
 }
 
 /// The layer normalisation's statistics: the mean, then the mean squared
@@ -101,14 +111,21 @@ pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
     }
     // Each product rounded before the add, as the CPU's (`params.zero` is
     // always 0: no compiler fuses through it).
-    let scaled = "bitcast<f32>(bitcast<u32>(y * load_weight(params.w_offset + i)) ^ params.zero)";
+    let scaled = "bitcast<f32>(bitcast<u32>(y * load_weight(params.w_offset + c)) ^ params.zero)";
     let value = match (key.weight, key.bias) {
         (false, false) => "y".to_string(),
         (true, false) => scaled.to_string(),
-        (false, true) => "y + load_bias(params.b_offset + i)".to_string(),
-        (true, true) => format!("{scaled} + load_bias(params.b_offset + i)"),
+        (false, true) => "y + load_bias(params.b_offset + c)".to_string(),
+        (true, true) => format!("{scaled} + load_bias(params.b_offset + c)"),
     };
-    let affine = format!("fn affine(y: f32, i: u32) -> f32 {{\n    return {value};\n}}\n");
+    let channel = if key.channels {
+        "(l % params.groups) * params.per_group + i / params.span"
+    } else {
+        "i"
+    };
+    let affine = format!(
+        "fn affine(y: f32, l: u32, i: u32) -> f32 {{\n    let c = {channel};\n    return {value};\n}}\n"
+    );
     let walk = LINE_STARTS.wgsl();
     let stats = if key.rms { RMS_STATS } else { LAYER_STATS };
     let slots = [
@@ -129,7 +146,11 @@ pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
 /// lines than one dispatch can cover, or a view over one storage binding
 /// (the op layer composes those).
 pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
-    let op = if call.rms { "rms_norm" } else { "layer_norm" };
+    let op = match (call.rms, call.channels) {
+        (true, _) => "rms_norm",
+        (false, None) => "layer_norm",
+        (false, Some(_)) => "group_norm",
+    };
     let ctx = &out.ctx;
     let dtype = call.out.dtype;
     let float = matches!(dtype, KernelType::F32 | KernelType::F16 | KernelType::BF16);
@@ -166,13 +187,18 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
         rms: call.rms,
         weight: call.weight.is_some(),
         bias: call.bias.is_some(),
+        channels: call.channels.is_some(),
     };
+    let (channel_groups, span) = call.channels.unwrap_or((1, 1));
     // One workgroup per line.
     let groups = grid_of(count, 1, ctx.facts.max_workgroups_per_dim)?;
     let block = NormParams {
         eps: call.eps.to_bits(),
         w_offset: offsets[0],
         b_offset: offsets[1],
+        groups: channel_groups as u32,
+        per_group: (length / span) as u32,
+        span: span as u32,
         ..bytemuck::Zeroable::zeroed()
     };
     let params = block.walking(
@@ -199,13 +225,16 @@ mod tests {
     #[test]
     fn every_norm_kernel_is_valid_wgsl_and_matches_its_params() {
         for (dtype, native_f16) in FLOAT_STORAGES {
-            for (rms, weight, bias) in [
-                (false, false, false),
-                (false, true, false),
-                (false, false, true),
-                (false, true, true),
-                (true, false, false),
-                (true, true, false),
+            for (rms, weight, bias, channels) in [
+                (false, false, false, false),
+                (false, true, false, false),
+                (false, false, true, false),
+                (false, true, true, false),
+                (true, false, false, false),
+                (true, true, false, false),
+                (false, false, false, true),
+                (false, true, true, true),
+                (false, false, true, true),
             ] {
                 let key = NormKey {
                     dtype,
@@ -213,6 +242,7 @@ mod tests {
                     rms,
                     weight,
                     bias,
+                    channels,
                 };
                 let source = norm_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));

@@ -1,0 +1,114 @@
+//! `batch_norm` in inference, as PyTorch's functional form with
+//! `training=False`: each channel normalised by its running statistics.
+//! The op is one elementwise chain over the input's shape whose per-channel
+//! operands are broadcast views (no per-channel tensor is computed first),
+//! so a GPU with fusion on runs it as one kernel reading the input once;
+//! the CPU computes the same roundings in the same order.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::{Arg, check_devices};
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// PyTorch's `batch_norm(x, running_mean, running_var, weight, bias,
+    /// training=False, eps=eps)`: `x` of shape `(N, C, *)` has each channel
+    /// `c` normalised by the given statistics, `(x - running_mean[c]) /
+    /// sqrt(running_var[c] + eps)`, then multiplied by `weight[c]` and
+    /// `bias[c]` added where given (every one of shape `(C,)`). The
+    /// statistics are read, never updated (inference; training-mode batch
+    /// statistics are `mean` and `var` over the other axes). f16 and bf16
+    /// compute in f32 and round once; PyTorch's usual `eps` is `1e-5`.
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// let dev = Device::cpu();
+    /// let x = Tensor::from_slice(&[1.0f32, 7.0, 3.0, 9.0], [2, 2], &dev)?;
+    /// let mean = Tensor::from_slice(&[2.0f32, 8.0], [2], &dev)?;
+    /// let var = Tensor::from_slice(&[1.0f32, 4.0], [2], &dev)?;
+    /// let y = x.batch_norm(&mean, &var, None, None, 0.0)?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![-1.0, -0.5, 1.0, 0.5]);
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `batch_norm` for a tensor of rank below 2 or a
+    /// statistic, weight or bias of a shape other than `(C,)`;
+    /// `Error::DType` for a tensor or parameter that is not f32, f16, bf16
+    /// or f64; `Error::DeviceMismatch`.
+    pub fn batch_norm(
+        &self,
+        running_mean: &Tensor,
+        running_var: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        let op = "batch_norm";
+        let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64);
+        if !float(self.dtype()) {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "takes f32, f16, bf16 or f64 tensors, got {}; cast first",
+                    self.dtype()
+                ),
+            ));
+        }
+        if self.rank() < 2 {
+            return Err(Error::shape(
+                op,
+                format!("takes a tensor of shape (N, C, *), got {}", self.shape()),
+            ));
+        }
+        let channels = self.dims()[1];
+        let params = [
+            ("running_mean", Some(running_mean)),
+            ("running_var", Some(running_var)),
+            ("weight", weight),
+            ("bias", bias),
+        ];
+        for (what, t) in params {
+            let Some(t) = t else { continue };
+            check_devices(op, self, &[Arg::Tensor(t)])?;
+            if t.dims() != [channels] {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "the {what} must have shape ({channels},), got {}",
+                        t.shape()
+                    ),
+                ));
+            }
+            if !float(t.dtype()) {
+                return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
+            }
+        }
+        let compute = if self.dtype() == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        // A per-channel parameter broadcast over the input's shape: channel
+        // c's value for every element of channel c, as a view.
+        let mut channel_shape = vec![1; self.rank()];
+        channel_shape[1] = channels;
+        let per_channel = |t: &Tensor| {
+            t.to_dtype(compute)?
+                .reshape(channel_shape.clone())?
+                .broadcast_to(self.shape().clone())
+        };
+        let inv_std = per_channel(running_var)?.add_scalar(eps)?.sqrt()?.recip()?;
+        let mut y = self
+            .to_dtype(compute)?
+            .sub(&per_channel(running_mean)?)?
+            .mul(&inv_std)?;
+        if let Some(w) = weight {
+            y = y.mul(&per_channel(w)?)?;
+        }
+        if let Some(b) = bias {
+            y = y.add(&per_channel(b)?)?;
+        }
+        y.to_dtype(self.dtype())
+    }
+}
