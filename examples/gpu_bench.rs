@@ -34,14 +34,16 @@
 //! per complex point (8 read, 8 written; a real row 4 read and 8 written
 //! per output), as the PyTorch peer does.
 //!
-//! The image rows (`conv2d_resnet`, `conv2d_depthwise`, `maxpool`,
-//! `avgpool_3x3`, `resize_bilinear`, `resize_nearest`) count as the
+//! The image rows (`conv2d_resnet`, `conv2d_depthwise`, `group_norm`,
+//! `batch_norm`, `maxpool`, `avgpool_3x3`, `resize_bilinear`,
+//! `resize_nearest`) count as the
 //! PyTorch peer does (see `images`); `sync_1_element` is one op on one
 //! element and its sync, the fixed cost under every single-op row.
 //!
-//! After each `matmul_N` row a `#` line names the kernels one more product
-//! dispatched, with their workgroups and GPU time: which tile autotuning
-//! chose, and how much of the row is the kernel.
+//! After each row a `#` line names the kernels one more run dispatched,
+//! with their workgroups and GPU times and the total (`Device::profile`):
+//! which tile autotuning chose, and how much of the row is the kernels'
+//! (the rest is the submit and the wait, `sync_1_element`).
 //!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
@@ -111,9 +113,11 @@ fn synced<T>(dev: &Device, out: T) -> Result<()> {
     Ok(())
 }
 
-/// Times `f` (which must end in a sync or a readback): 2 warm-ups, then
-/// `runs` runs; (min, median) in milliseconds.
-fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
+/// Times `f` (which must end in a sync or a readback) on `dev`: 2
+/// warm-ups, then `runs` runs; (min, median) in milliseconds. Then one
+/// more run under `Device::profile`, whose kernels [`row`] prints after
+/// the row it times.
+fn time(dev: &Device, runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     let mut ms = Vec::with_capacity(runs);
     for i in 0..2 + runs {
         let t0 = Instant::now();
@@ -122,6 +126,8 @@ fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
             ms.push(t0.elapsed().as_secs_f64() * 1e3);
         }
     }
+    let ran = kernels(dev, f)?;
+    KERNELS.with(|k| *k.borrow_mut() = Some(ran));
     ms.sort_by(f64::total_cmp);
     let n = ms.len();
     let median = if n % 2 == 1 {
@@ -132,34 +138,55 @@ fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     Ok((ms[0], median))
 }
 
-/// A `#` line (which the peers' readers skip) naming the kernels one more
-/// run of `f` dispatched, their workgroups and GPU time (from
-/// `Device::profile`): which tile autotuning chose, and how much of a
-/// row's time is the kernel's. `f`'s result lives until the profile has
-/// waited for the GPU (a result dropped unread would never be computed).
-fn kernels<T>(name: &str, dev: &Device, f: impl FnOnce() -> Result<T>) -> Result<()> {
-    let mut kept = None;
-    let profile = dev.profile(|| {
-        kept = Some(f()?);
-        Ok(())
-    })?;
-    drop(kept);
-    let ran: Vec<String> = profile
-        .kernels()
-        .iter()
-        .map(|k| {
-            let gpu = k
-                .gpu
-                .map_or("?".into(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
-            format!("{} {:?} {gpu} ms", k.name, k.workgroups)
-        })
-        .collect();
-    println!("# {name} kernels: {}", ran.join(", "));
-    Ok(())
+thread_local! {
+    /// The kernels line of the last [`time`]d workload, for [`row`].
+    static KERNELS: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
+/// What one more run of `f` dispatched on `dev` (from `Device::profile`):
+/// each kernel's name, workgroups and GPU time, and their total, for a `#`
+/// line (which the peers' readers skip) after the row: which tile
+/// autotuning chose, and how much of a row's time is the kernels'.
+fn kernels(dev: &Device, f: impl FnOnce() -> Result<()>) -> Result<String> {
+    let profile = dev.profile(f)?;
+    // Kernels of one name and grid together (an `_x20` row's twenty),
+    // in the order first seen: count, GPU time in all (None if untimed).
+    let mut kinds: Vec<(String, usize, Option<f64>)> = Vec::new();
+    for k in profile.kernels() {
+        let label = format!("{} {:?}", k.name, k.workgroups);
+        let ms = k.gpu.map(|d| d.as_secs_f64() * 1e3);
+        match kinds.iter_mut().find(|(l, _, _)| *l == label) {
+            Some((_, count, total)) => {
+                *count += 1;
+                *total = total.zip(ms).map(|(a, b)| a + b);
+            }
+            None => kinds.push((label, 1, ms)),
+        }
+    }
+    let total: f64 = kinds.iter().filter_map(|k| k.2).sum();
+    let ran: Vec<String> = kinds
+        .iter()
+        .map(|(label, count, ms)| {
+            let each = ms.map_or("?".into(), |t| format!("{:.3}", t / *count as f64));
+            match count {
+                1 => format!("{label} {each} ms"),
+                _ => format!("{count} x {label} {each} ms each"),
+            }
+        })
+        .collect();
+    Ok(format!(
+        "{} kernels, {total:.3} ms on the GPU: {}",
+        profile.kernels().len(),
+        ran.join(", ")
+    ))
+}
+
+/// Prints a workload's row, then the kernels its [`time`]d run dispatched.
 fn row(name: &str, (min, median): (f64, f64), rate: String) {
     println!("{name:<22} {min:>10.3} {median:>10.3} {rate}");
+    if let Some(ran) = KERNELS.with(|k| k.borrow_mut().take()) {
+        println!("# {name} {ran}");
+    }
 }
 
 fn gbs(bytes: f64, ms: f64) -> String {
@@ -245,9 +272,9 @@ fn main() -> Result<()> {
 
     if o.wants("add") {
         ok &= check("add", 1e-6, &[&a1, &b1], |t| t[0].add(&t[1]))?;
-        let t = time(runs, || a1.add(&b1).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || a1.add(&b1).and_then(|out| synced(&dev, out)))?;
         row("add", t, gbs(12.0 * nf, t.1));
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             let outs = (0..20).map(|_| a1.add(&b1)).collect::<Result<Vec<_>>>()?;
             synced(&dev, outs)
         })?;
@@ -257,7 +284,7 @@ fn main() -> Result<()> {
         // Correctly rounded division (`div_f32` in shaders/kernel/math.wgsl)
         // beside `add_x20`: what exactness costs where `/` is a * (1 / b).
         ok &= check("div", 0.0, &[&a1, &b1], |t| t[0].div(&t[1]))?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             let outs = (0..20).map(|_| a1.div(&b1)).collect::<Result<Vec<_>>>()?;
             synced(&dev, outs)
         })?;
@@ -265,20 +292,24 @@ fn main() -> Result<()> {
     }
     if o.wants("add_transposed") {
         ok &= check("add_transposed", 1e-6, &[&a2, &b2], |t| t[0].add(&t[1].t()))?;
-        let t = time(runs, || a2.add(&b2.t()).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || {
+            a2.add(&b2.t()).and_then(|out| synced(&dev, out))
+        })?;
         row("add_transposed", t, gbs(12.0 * sf, t.1));
     }
     if o.wants("chain") {
         let chain = |t: &[Tensor]| t[0].mul_scalar(2.0)?.add(&t[1])?.exp()?.sub(&t[2])?.relu();
         ok &= check("chain", 1e-5, &[&a1, &b1, &c1], chain)?;
         let inputs = [a1.clone(), b1.clone(), c1.clone()];
-        let t = time(runs, || chain(&inputs).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || {
+            chain(&inputs).and_then(|out| synced(&dev, out))
+        })?;
         row("chain", t, gbs(16.0 * nf, t.1));
     }
     if o.wants("sync_1_element") {
         // What one op and its sync cost apart from any kernel's work.
         let x = Tensor::zeros([1], DType::F32, &dev)?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             x.add_scalar_(1.0)?;
             dev.sync()
         })?;
@@ -286,7 +317,7 @@ fn main() -> Result<()> {
     }
     if o.wants("small_ops") {
         let x0 = Tensor::zeros([1024], DType::F32, &dev)?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             let mut x = x0.clone();
             for _ in 0..1000 {
                 x = x.add_scalar(1.0)?;
@@ -295,7 +326,7 @@ fn main() -> Result<()> {
         })?;
         row("small_ops", t, format!("{:.2}us/op", t.1 * 1e3 / 1000.0));
         let x = Tensor::zeros([1024], DType::F32, &dev)?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             for _ in 0..1000 {
                 x.add_scalar_(1.0)?;
             }
@@ -313,14 +344,16 @@ fn main() -> Result<()> {
         let permute = |t: &[Tensor]| t[0].permute(&[2, 0, 1])?.contiguous();
         ok &= check("permute_contiguous", 0.0, &[&a3], permute)?;
         let inputs = [a3.clone()];
-        let t = time(runs, || permute(&inputs).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || {
+            permute(&inputs).and_then(|out| synced(&dev, out))
+        })?;
         row("permute_contiguous", t, gbs(8.0 * (e * e * e) as f64, t.1));
     }
     if o.wants("sum_all") {
         ok &= check("sum_all", 1e-5, &[&a1], |t| t[0].sum(..))?;
-        let t = time(runs, || a1.sum(..).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || a1.sum(..).and_then(|out| synced(&dev, out)))?;
         row("sum_all", t, gbs(4.0 * nf, t.1));
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             let outs = (0..20).map(|_| a1.sum(..)).collect::<Result<Vec<_>>>()?;
             synced(&dev, outs)
         })?;
@@ -329,7 +362,7 @@ fn main() -> Result<()> {
     if o.wants("sum_axis") {
         for (name, axis) in [("sum_axis1", 1), ("sum_axis0", 0)] {
             ok &= check(name, 1e-5, &[&a2], |t| t[0].sum_keepdim(axis))?;
-            let t = time(runs, || {
+            let t = time(&dev, runs, || {
                 a2.sum_keepdim(axis).and_then(|out| synced(&dev, out))
             })?;
             row(name, t, gbs(4.0 * sf, t.1));
@@ -338,32 +371,32 @@ fn main() -> Result<()> {
     if o.wants("slice_step") {
         let step = |t: &[Tensor]| t[0].slice(s![.., ..;2])?.add_scalar(1.0);
         ok &= check("slice_step", 1e-6, &[&a2], step)?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             step(std::slice::from_ref(&a2)).and_then(|out| synced(&dev, out))
         })?;
         row("slice_step", t, gbs(4.0 * sf, t.1));
         let target = a2.contiguous()?;
         let view = target.slice(s![.., ..;2])?;
-        let t = time(runs, || view.add_scalar_(1.0).and_then(|_| sync()))?;
+        let t = time(&dev, runs, || view.add_scalar_(1.0).and_then(|_| sync()))?;
         row("slice_step_inplace", t, gbs(4.0 * sf, t.1));
     }
     if o.wants("add_f16") {
         let h1 = a1.to_dtype(DType::F16)?;
         let h2 = b1.to_dtype(DType::F16)?;
         ok &= check("add_f16", 1e-3, &[&h1, &h2], |t| t[0].add(&t[1]))?;
-        let t = time(runs, || h1.add(&h2).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || h1.add(&h2).and_then(|out| synced(&dev, out)))?;
         row("add_f16", t, gbs(6.0 * nf, t.1));
     }
     if o.wants("compare") {
         // A bool mask: four results to a word, written whole.
         ok &= check("compare", 0.0, &[&a1, &b1], |t| t[0].gt(&t[1]))?;
-        let t = time(runs, || a1.gt(&b1).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || a1.gt(&b1).and_then(|out| synced(&dev, out)))?;
         row("compare", t, gbs(9.0 * nf, t.1));
     }
     if o.wants("var_axis1") {
         // The mean, then the squared deviations summed as they are read.
         ok &= check("var_axis1", 1e-4, &[&a2], |t| t[0].var_keepdim(1, 0))?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             a2.var_keepdim(1, 0).and_then(|out| synced(&dev, out))
         })?;
         row("var_axis1", t, gbs(4.0 * sf, t.1));
@@ -372,8 +405,28 @@ fn main() -> Result<()> {
         let rows = side;
         let sm = Tensor::rand([rows, 1024], DType::F32, 7, &dev)?;
         ok &= check("softmax_rows", 1e-5, &[&sm], |t| t[0].softmax(-1))?;
-        let t = time(runs, || sm.softmax(-1).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || {
+            sm.softmax(-1).and_then(|out| synced(&dev, out))
+        })?;
         row("softmax_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
+        let t = time(&dev, runs, || {
+            let outs = (0..20)
+                .map(|_| sm.softmax(-1))
+                .collect::<Result<Vec<_>>>()?;
+            synced(&dev, outs)
+        })?;
+        row(
+            "softmax_rows_x20",
+            t,
+            gbs(20.0 * 8.0 * (rows * 1024) as f64, t.1),
+        );
+    }
+    if o.wants("hardswish") {
+        ok &= check("hardswish", 0.0, &[&a1], |t| t[0].hardswish())?;
+        let t = time(&dev, runs, || {
+            a1.hardswish().and_then(|out| synced(&dev, out))
+        })?;
+        row("hardswish", t, gbs(8.0 * nf, t.1));
     }
     if o.wants("layer_norm") || o.wants("rms_norm") {
         // The PyTorch peer's shapes: rows of 1024 with a weight (and bias).
@@ -385,17 +438,21 @@ fn main() -> Result<()> {
         let rms = |t: &[Tensor]| t[0].rms_norm(&[1024], Some(&t[1]), None);
         let inputs = [x.clone(), g.clone(), b.clone()];
         ok &= check("layer_norm", 1e-4, &[&x, &g, &b], ln)?;
-        let t = time(runs, || ln(&inputs).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || ln(&inputs).and_then(|out| synced(&dev, out)))?;
         row("layer_norm", t, gbs(8.0 * (rows * 1024) as f64, t.1));
         ok &= check("rms_norm", 1e-4, &[&x, &g, &b], rms)?;
-        let t = time(runs, || rms(&inputs).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || {
+            rms(&inputs).and_then(|out| synced(&dev, out))
+        })?;
         row("rms_norm", t, gbs(8.0 * (rows * 1024) as f64, t.1));
     }
     if o.wants("cumsum_rows") {
         let rows = side;
         let cs = Tensor::rand([rows, 1024], DType::F32, 8, &dev)?;
         ok &= check("cumsum_rows", 1e-4, &[&cs], |t| t[0].cumsum(-1))?;
-        let t = time(runs, || cs.cumsum(-1).and_then(|out| synced(&dev, out)))?;
+        let t = time(&dev, runs, || {
+            cs.cumsum(-1).and_then(|out| synced(&dev, out))
+        })?;
         row("cumsum_rows", t, gbs(8.0 * (rows * 1024) as f64, t.1));
     }
     if o.wants("argsort_1m") {
@@ -403,7 +460,7 @@ fn main() -> Result<()> {
         ok &= check("argsort_1m", 0.0, &[&line], |t| {
             t[0].argsort(0, SortOrder::Ascending)?.to_dtype(DType::F32)
         })?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             line.argsort(0, SortOrder::Ascending)
                 .and_then(|out| synced(&dev, out))
         })?;
@@ -414,7 +471,7 @@ fn main() -> Result<()> {
         ok &= check("argsort_rows", 0.0, &[&rows], |t| {
             t[0].argsort(-1, SortOrder::Ascending)?.to_dtype(DType::F32)
         })?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             rows.argsort(-1, SortOrder::Ascending)
                 .and_then(|out| synced(&dev, out))
         })?;
@@ -425,7 +482,7 @@ fn main() -> Result<()> {
         ok &= check("topk_rows", 0.0, &[&rows], |t| {
             Ok(t[0].topk(10, -1, TopK::Largest)?.0)
         })?;
-        let t = time(runs, || {
+        let t = time(&dev, runs, || {
             rows.topk(10, -1, TopK::Largest)
                 .and_then(|out| synced(&dev, out))
         })?;
@@ -434,6 +491,17 @@ fn main() -> Result<()> {
     ok &= ffts(&o, &dev, n, side)?;
     ok &= images(&o, &dev)?;
     ok &= matmuls(&o, &dev)?;
+    // Known only once the products have run: which kernels the matmul
+    // self-check dropped on this device (their products went elsewhere).
+    let dropped = dev.info().dropped_kernels;
+    println!(
+        "# dropped kernels: {}",
+        if dropped.is_empty() {
+            "none".to_string()
+        } else {
+            dropped.join(", ")
+        }
+    );
     if !ok {
         std::process::exit(1);
     }
@@ -455,7 +523,7 @@ fn ffts(o: &Options, dev: &Device, n: usize, side: usize) -> Result<bool> {
             &Tensor::rand([len], DType::F32, 13, dev)?,
         )?;
         ok &= check("fft_1d_2^20", 1e-3, &[&z], |t| parts(t[0].fft(-1)?))?;
-        let t = time(o.runs, || z.fft(-1).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, o.runs, || z.fft(-1).and_then(|out| synced(dev, out)))?;
         row("fft_1d_2^20", t, gbs(16.0 * len as f64, t.1));
     }
     if o.wants("fft2_1024") {
@@ -466,13 +534,17 @@ fn ffts(o: &Options, dev: &Device, n: usize, side: usize) -> Result<bool> {
         )?;
         let fft2 = || Fft::over([-2, -1]);
         ok &= check("fft2_1024", 1e-3, &[&z], |t| parts(t[0].fft(fft2())?))?;
-        let t = time(o.runs, || z.fft(fft2()).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, o.runs, || {
+            z.fft(fft2()).and_then(|out| synced(dev, out))
+        })?;
         row("fft2_1024", t, gbs(16.0 * (e * e) as f64, t.1));
     }
     if o.wants("rfft_rows") {
         let rows = Tensor::rand([side, 1024], DType::F32, 16, dev)?;
         ok &= check("rfft_rows", 1e-3, &[&rows], |t| parts(t[0].rfft(-1)?))?;
-        let t = time(o.runs, || rows.rfft(-1).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, o.runs, || {
+            rows.rfft(-1).and_then(|out| synced(dev, out))
+        })?;
         row(
             "rfft_rows",
             t,
@@ -500,7 +572,7 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         ok &= check("conv2d_resnet", 1e-3, &[&x, &w], |t| {
             t[0].conv2d(&t[1], &conv())
         })?;
-        let t = time(o.runs, || {
+        let t = time(dev, o.runs, || {
             x.conv2d(&w, &conv()).and_then(|out| synced(dev, out))
         })?;
         let flops = 2.0 * elements * 64.0 * 9.0;
@@ -512,22 +584,42 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         ok &= check("conv2d_depthwise", 1e-4, &[&x, &w], |t| {
             t[0].conv2d(&t[1], &conv())
         })?;
-        let t = time(o.runs, || {
+        let t = time(dev, o.runs, || {
             x.conv2d(&w, &conv()).and_then(|out| synced(dev, out))
         })?;
         row("conv2d_depthwise", t, gbs(8.0 * elements, t.1));
     }
     if o.wants("maxpool") {
         ok &= check("maxpool", 0.0, &[&x], |t| t[0].max_pool2d(&Pool::new(2)))?;
-        let t = time(o.runs, || {
+        let t = time(dev, o.runs, || {
             x.max_pool2d(&Pool::new(2)).and_then(|out| synced(dev, out))
         })?;
         row("maxpool", t, gbs(4.0 * elements * 5.0 / 4.0, t.1));
     }
+    if o.wants("group_norm") {
+        // 8 groups of 8 channels of 56 x 56, no weight (the peer's call).
+        ok &= check("group_norm", 1e-4, &[&x], |t| {
+            t[0].group_norm(8, None, None, 1e-5)
+        })?;
+        let t = time(dev, o.runs, || {
+            x.group_norm(8, None, None, 1e-5)
+                .and_then(|out| synced(dev, out))
+        })?;
+        row("group_norm", t, gbs(8.0 * elements, t.1));
+    }
+    if o.wants("batch_norm") {
+        let mean = Tensor::rand([64], DType::F32, 21, dev)?;
+        let var = Tensor::rand([64], DType::F32, 22, dev)?.add_scalar(0.5)?;
+        let bn = |t: &[Tensor]| t[0].batch_norm(&t[1], &t[2], None, None, 1e-5);
+        ok &= check("batch_norm", 0.0, &[&x, &mean, &var], bn)?;
+        let inputs = [x.clone(), mean, var];
+        let t = time(dev, o.runs, || bn(&inputs).and_then(|out| synced(dev, out)))?;
+        row("batch_norm", t, gbs(8.0 * elements, t.1));
+    }
     if o.wants("avgpool_3x3") {
         let pool = Pool::new(3).stride(1).padding(1);
         ok &= check("avgpool_3x3", 1e-6, &[&x], |t| t[0].avg_pool2d(&pool))?;
-        let t = time(o.runs, || {
+        let t = time(dev, o.runs, || {
             x.avg_pool2d(&pool).and_then(|out| synced(dev, out))
         })?;
         row("avgpool_3x3", t, gbs(8.0 * elements, t.1));
@@ -539,7 +631,7 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         ok &= check("resize_bilinear", 1e-5, &[&img], |t| {
             t[0].resize(half, Resize::Bilinear)
         })?;
-        let t = time(o.runs, || {
+        let t = time(dev, o.runs, || {
             img.resize(half, Resize::Bilinear)
                 .and_then(|out| synced(dev, out))
         })?;
@@ -551,7 +643,7 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         ok &= check("resize_nearest", 0.0, &[&img], |t| {
             t[0].resize(half, Resize::Nearest)
         })?;
-        let t = time(o.runs, || {
+        let t = time(dev, o.runs, || {
             img.resize(half, Resize::Nearest)
                 .and_then(|out| synced(dev, out))
         })?;
@@ -598,7 +690,7 @@ fn variants(o: &Options, dev: &Device, big: usize) -> Result<bool> {
         let b = Tensor::rand([big, big], dtype, 25, on)?;
         ok &= check(&name, tolerance, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(o.runs, || mm(&inputs).and_then(|out| synced(on, out)))?;
+        let t = time(on, o.runs, || mm(&inputs).and_then(|out| synced(on, out)))?;
         row(&name, t, gflops(flops, t.1));
         on.set_matmul_tile(MatmulTile::Auto);
     }
@@ -606,7 +698,9 @@ fn variants(o: &Options, dev: &Device, big: usize) -> Result<bool> {
         let n = (1usize << 24) / if o.small { 64 } else { 1 };
         let a = Tensor::rand([n], DType::F32, 26, &checked)?;
         ok &= check("sum_all_checked", 1e-5, &[&a], |t| t[0].sum(..))?;
-        let t = time(o.runs, || a.sum(..).and_then(|out| synced(&checked, out)))?;
+        let t = time(&checked, o.runs, || {
+            a.sum(..).and_then(|out| synced(&checked, out))
+        })?;
         row("sum_all_checked", t, gbs(4.0 * n as f64, t.1));
     }
     Ok(ok)
@@ -635,9 +729,8 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([k, k], DType::F32, 11, dev)?;
         ok &= check(&name, 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (k as f64).powi(3), t.1));
-        kernels(&name, dev, || mm(&inputs))?;
     }
     if big > 0 && o.wants(&format!("matmul_{big}_aT")) {
         let name = format!("matmul_{big}_aT");
@@ -645,7 +738,9 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([big, big], DType::F32, 13, dev)?;
         ok &= check(&name, 1e-4, &[&a, &b], mm_at)?;
         let inputs = [a, b];
-        let t = time(runs, || mm_at(&inputs).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, runs, || {
+            mm_at(&inputs).and_then(|out| synced(dev, out))
+        })?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
     }
     if big > 0 && o.wants(&format!("matmul_{big}_f16")) {
@@ -654,7 +749,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([big, big], DType::F16, 15, dev)?;
         ok &= check(&name, 1e-2, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
     }
     // The largest square product with each register tile fixed (what
@@ -673,7 +768,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([big, big], DType::F32, 23, dev)?;
         ok &= check(&name, 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
         dev.set_matmul_tile(MatmulTile::Auto);
     }
@@ -684,7 +779,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([64, e, e], DType::F32, 17, dev)?;
         ok &= check("bmm_64x256", 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(
             "bmm_64x256",
             t,
@@ -698,7 +793,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let b = Tensor::rand([batches, 8, 8], DType::F32, 21, dev)?;
         ok &= check("bmm_16384x8", 1e-4, &[&a, &b], mm)?;
         let inputs = [a, b];
-        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row("bmm_16384x8", t, gflops(2.0 * batches as f64 * 512.0, t.1));
     }
     if o.wants("matvec_4096") {
@@ -707,7 +802,7 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let x = Tensor::rand([e], DType::F32, 19, dev)?;
         ok &= check("matvec_4096", 1e-4, &[&a, &x], mm)?;
         let inputs = [a, x];
-        let t = time(runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
+        let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row("matvec_4096", t, gbs(4.0 * (e * e + 2 * e) as f64, t.1));
     }
     Ok(ok)
