@@ -192,6 +192,52 @@ fn reductions_softmax_and_gathers_are_one_kernel() {
     }
 }
 
+/// The kernels one run of `f` and a readback of its result dispatch, each
+/// as its count of workgroups.
+fn launched(dev: &Device, f: &dyn Fn() -> Tensor) -> Vec<u64> {
+    let _ = f().to_vec::<f32>().unwrap();
+    let profile = dev
+        .profile(|| {
+            f().to_vec::<f32>()?;
+            Ok(())
+        })
+        .unwrap();
+    profile
+        .kernels()
+        .iter()
+        .map(|k| k.workgroups.iter().map(|&n| u64::from(n)).product())
+        .collect()
+}
+
+#[test]
+fn reductions_launch_the_grids_they_plan() {
+    // Issue 45 item 2. Row sums of many rows: one kernel, a subgroup per
+    // row (256 / the fewest lanes rows a workgroup) where the adapter has
+    // subgroups of a known least size, else a workgroup per row. A full
+    // sum: two kernels, the first a grid of at most 1,024 workgroups (what
+    // 2^18 resident threads hold, in 256-thread workgroups) and at least
+    // the loop budget's 2^22 / (64 x 8192) = 8, the second one workgroup.
+    for (name, dev) in gpus() {
+        let info = dev.info();
+        let rows: u64 = 8192;
+        let x = Tensor::rand([rows as usize, 100], DType::F32, 1, &dev).unwrap();
+        let grids = launched(&dev, &|| x.sum(1).unwrap());
+        let lanes = info.subgroup_min_size as u64;
+        let want = if info.subgroups && (4..=256).contains(&lanes) {
+            rows.div_ceil(256 / lanes)
+        } else {
+            rows
+        };
+        assert_eq!(grids, vec![want], "{name}: row sums of {rows} x 100");
+        let y = Tensor::rand([1 << 22], DType::F32, 2, &dev).unwrap();
+        let grids = launched(&dev, &|| y.sum(..).unwrap());
+        assert!(
+            grids.len() == 2 && (8..=1024).contains(&grids[0]) && grids[1] == 1,
+            "{name}: a full sum of 2^22 launched {grids:?}"
+        );
+    }
+}
+
 #[test]
 fn a_normalisation_is_one_kernel() {
     // layer_norm and rms_norm (issue 45 item 3): one kernel with the weight

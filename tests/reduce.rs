@@ -458,9 +458,11 @@ fn fusion_does_not_move_a_read_past_a_reduction_scratch_write() {
     let Some(dev) = own_batching_gpu() else {
         return;
     };
-    let a_values = noise(256, 3);
-    let a = Tensor::from_vec(a_values.clone(), [256], &dev).unwrap();
-    let big = Tensor::from_vec(noise(1 << 20, 4), [1 << 20], &dev).unwrap();
+    // `a` fills the pool's smallest bucket (256 bytes), as the partials of
+    // the split sum do on every adapter (at most 64 splits of 2^18).
+    let a_values = noise(64, 3);
+    let a = Tensor::from_vec(a_values.clone(), [64], &dev).unwrap();
+    let big = Tensor::from_vec(noise(1 << 18, 4), [1 << 18], &dev).unwrap();
     dev.sync().unwrap();
     let y = a.mul_scalar(2.0).unwrap();
     drop(a);
@@ -706,6 +708,74 @@ fn variance_takes_every_reduction_path() {
                 .map(|&v| round_to(DType::F16, v as f64))
                 .collect();
             assert_close(&got, &want, 2e-3, &what("f16 row var"));
+        }
+    }
+}
+
+#[test]
+fn reductions_cross_every_boundary_of_their_plans() {
+    // Small integers, so every order of summing is exact and a GPU must
+    // give the CPU's bits; maxima repeat, so arg ops must find the first.
+    // Rows around the rows mode's threshold and its outputs per workgroup
+    // (256 over the subgroup's lanes), lengths around the lanes, quads
+    // (lines of multiples of four), the four loads in flight and the
+    // workgroups; full reductions around the split thresholds and the loop
+    // budget's splits.
+    let cpu = Device::cpu();
+    let rows_list = [1usize, 127, 129];
+    let lengths = [63usize, 65, 256, 257, 1025, 4096, 4099];
+    let mut shapes: Vec<Vec<usize>> = Vec::new();
+    for &r in &rows_list {
+        for &n in &lengths {
+            shapes.push(vec![r, n]);
+        }
+    }
+    for n in [8191usize, 8193, 16387, 524_289] {
+        shapes.push(vec![n]);
+    }
+    let gpus: Vec<Device> = devices().into_iter().filter(|d| !d.is_cpu()).collect();
+    for shape in &shapes {
+        let n: usize = shape.iter().product();
+        let line = *shape.last().unwrap();
+        // The pattern, and the pattern with each line's extremes planted
+        // twice at positions that move from line to line (so the first of
+        // them falls to every thread and every state in flight).
+        let pattern: Vec<f32> = (0..n).map(|k| ((k * 7) % 13) as f32 - 6.0).collect();
+        let mut planted = pattern.clone();
+        for (l, chunk) in planted.chunks_mut(line).enumerate() {
+            let p = (l * 37 + 11 + line * 2 / 3) % line;
+            for (q, v) in [(p, 100.0), ((p + line / 2) % line, 100.0)] {
+                chunk[q] = v;
+                chunk[(q + 5) % line] = -v;
+            }
+        }
+        for (data, dtype) in [
+            (&pattern, DType::F32),
+            (&pattern, DType::F16),
+            (&pattern, DType::I32),
+            (&planted, DType::F32),
+            (&planted, DType::I32),
+        ] {
+            let run = |d: &Device| -> Vec<Vec<f32>> {
+                let x = Tensor::from_slice(data, shape.clone(), d)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let as_f32 = |t: Tensor| read_f32(&t.to_dtype(DType::F32).unwrap());
+                vec![
+                    as_f32(x.sum(-1).unwrap()),
+                    as_f32(x.max(-1).unwrap()),
+                    as_f32(x.min(-1).unwrap()),
+                    as_f32(x.argmax(-1).unwrap()),
+                    as_f32(x.argmin(-1).unwrap()),
+                ]
+            };
+            let want = run(&cpu);
+            for dev in &gpus {
+                for (k, (g, w)) in run(dev).iter().zip(&want).enumerate() {
+                    assert_close(g, w, 0.0, &format!("{dev} {shape:?} {dtype} result {k}"));
+                }
+            }
         }
     }
 }

@@ -20,9 +20,14 @@
 //             states into shared_states[0]: through workgroup memory, or
 //             (on adapters with subgroups) across each subgroup's lanes
 //             first, then the subgroups' results
+//   WG, ROWS  threads per workgroup (group and rows modes), and outputs per
+//             workgroup in rows mode (WG over the adapter's fewest lanes)
+//   ROWS_ENTRY  rows mode's entry point, on adapters with subgroups
 //
 // Output o reduces `extent` elements; a stage may split that into `splits`
 // partial results of `chunk` elements each, which a second stage combines.
+// A thread folds its elements into four states from four independent loads
+// in flight (vec4 loads where `QUADS`), combined at the end.
 // A tensor source is read through (shape, strides, offset) of its kept axes
 // (o, row-major) and its reduced axes (r, row-major), so any view reduces
 // without a copy.
@@ -54,33 +59,39 @@ fn reduced_offset(r: u32) -> i32 {
 {{LOAD}}
 {{STORE}}
 
+const WG: u32 = {{WG}}u;
+const ROWS: u32 = {{ROWS}}u;
+
 // The state of output `o` over reduced elements [start, end), visited by
-// one thread in steps of `step` from `start + first`, in order; four loads
-// are issued before they are combined, so more of them are in flight.
+// one thread in steps of `step` from `start + first`: four elements in
+// flight each turn, into four states (`combine` is symmetric: an arg op's
+// ties go to the lower index whatever the order).
 fn fold(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
     set_center(o);
     let base = base_of(o);
-    var st = fresh();
+    var s0 = fresh();
+    var s1 = fresh();
+    var s2 = fresh();
+    var s3 = fresh();
     var r = start + first;
     for (; r < end && end - r > 3u * step; r += 4u * step) {
-        let a = load(base, r);
-        let b = load(base, r + step);
-        let c = load(base, r + 2u * step);
-        let d = load(base, r + 3u * step);
-        st = combine(combine(combine(combine(st, a), b), c), d);
+        s0 = combine(s0, load(base, r));
+        s1 = combine(s1, load(base, r + step));
+        s2 = combine(s2, load(base, r + 2u * step));
+        s3 = combine(s3, load(base, r + 3u * step));
     }
     for (; r < end; r += step) {
-        st = combine(st, load(base, r));
+        s0 = combine(s0, load(base, r));
     }
-    return st;
+    return combine(combine(s0, s1), combine(s2, s3));
 }
 
 {{QUADS}}
 
-var<workgroup> shared_states: array<State, 64>;
+var<workgroup> shared_states: array<State, WG>;
 
-// Group mode: one workgroup of 64 threads per (output, split).
-@compute @workgroup_size(64)
+// Group mode: one workgroup of WG threads per (output, split).
+@compute @workgroup_size(WG)
 fn main_group(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) t: u32,{{GROUP_BUILTINS}}
@@ -93,14 +104,14 @@ fn main_group(
     if (live) {
         let start = s * params.chunk;
         let end = min(start + params.chunk, params.extent);
-        st = {{FOLD}}(o, start, end, t, 64u);
+        st = {{FOLD}}(o, start, end, t, WG);
     }
 {{GROUP_COMBINE}}
     if (t == 0u && live) {
         store(o, s, shared_states[0]);
     }
 }
-
+{{ROWS_ENTRY}}
 // Thread mode: one thread per (output, split), consecutive threads on
 // consecutive outputs, for short reductions and for reductions across the
 // fast axis (a column sum of a row-major matrix reads each row coalesced).

@@ -34,6 +34,10 @@ pub(crate) struct AdapterFacts {
     /// kernels takes at most (`elementwise::Access`): 32 on software
     /// adapters, 4 on others (see `context.rs`, `elementwise_run_for`).
     pub elementwise_run: u8,
+    /// Threads the adapter keeps resident at once, about: what a grid of
+    /// independent work (a full reduction's first stage) is sized to fill
+    /// (see `context.rs`, `resident_threads_for`).
+    pub resident_threads: usize,
     pub uniform_align: u32,
     /// Storage bindings start at multiples of this many bytes.
     pub storage_align: u32,

@@ -191,6 +191,30 @@ fn elementwise_run_for(device_type: wgpu::DeviceType) -> u8 {
     }
 }
 
+/// Threads an adapter of `device_type` keeps resident at once, about.
+/// WebGPU tells no count of cores or their occupancy, so this goes by the
+/// kind of adapter: a discrete GPU of today holds 2^17 to 2^18 threads
+/// (an H100: 132 SMs of 2,048), an integrated one about 2^15; a software
+/// adapter runs a workgroup per CPU thread at a time, so a few workgroups
+/// per core fill it; an adapter of unknown kind (a browser's) is taken as
+/// a mid-size GPU. Sized above the truth rather than below: an
+/// over-subscribed grid costs a larger second stage, an under-subscribed
+/// one idles cores.
+fn resident_threads_for(device_type: wgpu::DeviceType) -> usize {
+    match device_type {
+        wgpu::DeviceType::DiscreteGpu => 1 << 18,
+        wgpu::DeviceType::IntegratedGpu => 1 << 15,
+        wgpu::DeviceType::Cpu => {
+            #[cfg(not(target_arch = "wasm32"))]
+            let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+            #[cfg(target_arch = "wasm32")]
+            let cores = 4;
+            cores * 4 * 256
+        }
+        _ => 1 << 16,
+    }
+}
+
 /// Reads a setting from the environment; unset or unparsable gives `None`.
 fn env_setting<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok()?.trim().parse().ok()
@@ -383,6 +407,7 @@ impl GpuContext {
                 || elementwise_run_for(info.device_type),
                 |run| run.clamp(1, 64),
             ),
+            resident_threads: resident_threads_for(info.device_type),
             uniform_align: limits.min_uniform_buffer_offset_alignment,
             storage_align: limits.min_storage_buffer_offset_alignment,
             runtime_checks: options

@@ -2,23 +2,28 @@
 //! kernel commands (`source.rs` writes each stage's WGSL).
 //!
 //! Short reductions run one thread per output, and so do reductions across
-//! the fast axis (a column sum reads each row coalesced). Longer ones run
-//! one workgroup of 64 threads per output, which strides over the reduced
-//! elements (four at a time where each output's elements are an aligned
-//! run) and combines across subgroup lanes or in workgroup memory. When
-//! there are few outputs and many elements each (a full sum), each output
-//! is split into partial results written to a scratch buffer, and a second
-//! stage combines them, so every core has work. Accumulation is in f32 for
-//! f16 and f32, wrapping i32/u32 for integers. A sum with centers
-//! (`ReduceCall::center`) sums squared deviations, a variance's second
-//! pass.
+//! the fast axis (a column sum reads each row coalesced). Longer ones run a
+//! subgroup per output where the adapter's subgroups have a known least
+//! size and the outputs fill the device (rows mode: no workgroup memory, no
+//! barrier), else a workgroup per output, which strides over the reduced
+//! elements and combines across subgroup lanes or in workgroup memory.
+//! Every thread keeps four loads in flight into four states (quads of four
+//! elements where each output's elements are an aligned run). When there
+//! are few outputs and many elements each (a full sum), each output is
+//! split into partial results written to a scratch buffer, by a grid of
+//! 256-thread workgroups sized to what the adapter keeps resident
+//! (`AdapterFacts::resident_threads`), and a second stage combines them.
+//! Accumulation is in f32 for f16 and f32, wrapping i32/u32 for integers. A
+//! sum with centers (`ReduceCall::center`) sums squared deviations, a
+//! variance's second pass.
 
 mod source;
 
 use source::{Dest, ReduceKey, ReduceParams, Source, acc_dtype};
 
+use crate::backend::gpu::adapter_facts::AdapterFacts;
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::grid::{grid, grid_of};
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::{dims8, strides8};
 use crate::backend::gpu::record::record_family;
@@ -32,11 +37,15 @@ use std::sync::Arc;
 
 /// Reductions at most this long run one thread per output.
 const THREAD_MODE_MAX: usize = 64;
-/// Elements per workgroup a split aims for.
-const SPLIT_CHUNK: usize = 4096;
-/// Workgroups a split stage aims for in all (an H100 holds 132 x 32
-/// workgroups of 64 threads at once).
-const SPLIT_TARGET: usize = 4096;
+/// Threads of a workgroup in group mode (a narrow one where each thread
+/// would get fewer than `THREAD_SHARE` elements) and in rows mode.
+const WIDE: u32 = 256;
+const NARROW: u32 = 64;
+/// Elements each thread of a wide workgroup takes at least: four quads in
+/// flight, four turns.
+const THREAD_SHARE: usize = 64;
+/// Elements per workgroup a split aims for at least.
+const SPLIT_CHUNK: usize = WIDE as usize * 16;
 /// Threads a thread-mode split stage aims for in all.
 const THREAD_TARGET: usize = 1 << 18;
 /// Fewest elements a thread-mode split gives each thread.
@@ -85,18 +94,27 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
     }
     // i64's two-word elements are read one at a time.
     let quads = call.input.dtype != KernelType::I64 && quads_fit(&kept, &reduced, &src);
-    let key = |source, dest, group| ReduceKey {
+    let key = |source, dest, shape: Shape, split_major| ReduceKey {
         op: call.op,
         dtype: call.input.dtype,
         out: call.out.dtype,
         source,
         dest,
         mean: call.mean,
-        group,
-        subgroups: group && ctx.facts.subgroups,
+        group: shape != Shape::Thread,
+        width: match shape {
+            Shape::Group(width) => width,
+            _ => WIDE,
+        },
+        rows: match shape {
+            Shape::Rows(rows) => rows,
+            _ => 0,
+        },
+        subgroups: shape != Shape::Thread && ctx.facts.subgroups,
         native_f16: ctx.facts.native_f16,
-        quads: group && source == Source::Tensor && quads,
+        quads: shape != Shape::Thread && source == Source::Tensor && quads,
         centered: source == Source::Tensor && call.center.is_some(),
+        split_major,
     };
     // The tensor source's bindings: the source, and its centers.
     let mut sources: SmallVec<[Bound; 4]> = smallvec![src];
@@ -107,18 +125,23 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
     // Across the fast axis, one thread per output (and split) reads
     // coalesced; otherwise one workgroup per output (and split) does.
     let across = outputs >= 64 && extent > THREAD_MODE_MAX && fast_axis_kept(&kept, &reduced);
+    let resident = ctx.facts.resident_threads;
     let splits = if across {
         thread_split_count(outputs, extent)
     } else {
-        split_count(outputs, extent)
+        split_count(outputs, extent, resident)
     };
     if splits == 1 {
-        let group = extent > THREAD_MODE_MAX && !across;
+        let shape = if extent <= THREAD_MODE_MAX || across {
+            Shape::Thread
+        } else {
+            rows_or_group(&ctx.facts, outputs, extent)
+        };
         // Pushed (a chained collect cost ~350 instructions an op).
         let mut bindings = sources;
         bindings.push(dst);
         let stage = Stage {
-            key: key(Source::Tensor, Dest::Output, group),
+            key: key(Source::Tensor, Dest::Output, shape, false),
             bindings,
             outputs,
             extent,
@@ -149,8 +172,13 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
     };
     let mut first = sources;
     first.extend(part_bound(true)?);
+    let first_shape = if across {
+        Shape::Thread
+    } else {
+        Shape::Group(width_for(extent.div_ceil(splits)))
+    };
     let stage = Stage {
-        key: key(Source::Tensor, Dest::Partials, !across),
+        key: key(Source::Tensor, Dest::Partials, first_shape, across),
         bindings: first,
         outputs,
         extent,
@@ -160,8 +188,13 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
     record(out, stage, &kept, &reduced, extent)?;
     let mut second = part_bound(false)?;
     second.push(dst);
+    let second_shape = if splits > THREAD_MODE_MAX {
+        Shape::Group(width_for(splits))
+    } else {
+        Shape::Thread
+    };
     let stage = Stage {
-        key: key(Source::Partials, Dest::Output, splits > THREAD_MODE_MAX),
+        key: key(Source::Partials, Dest::Output, second_shape, across),
         bindings: second,
         outputs,
         extent: splits,
@@ -189,6 +222,45 @@ fn fast_axis_kept(kept: &Layout, reduced: &Layout) -> bool {
     }
 }
 
+/// How a stage's threads take its outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// A thread per output (and split).
+    Thread,
+    /// A workgroup of this many threads per output (and split).
+    Group(u32),
+    /// A subgroup per output, this many outputs per workgroup of `WIDE`.
+    Rows(u32),
+}
+
+/// The shape of an unsplit stage over `outputs` outputs of `extent`
+/// elements each: a subgroup per output where the adapter's subgroups
+/// have a known least size, the outputs are enough to fill the device
+/// with subgroups, and each lane's share stays inside the loop budget;
+/// a workgroup per output otherwise.
+fn rows_or_group(facts: &AdapterFacts, outputs: usize, extent: usize) -> Shape {
+    let lanes = facts.subgroup_min_size as usize;
+    let rows = facts.subgroups
+        && (4..=WIDE as usize).contains(&lanes)
+        && outputs * lanes >= facts.resident_threads / 2
+        && extent.div_ceil(lanes) <= loop_budget::ITERATIONS;
+    if rows {
+        Shape::Rows(WIDE / lanes as u32)
+    } else {
+        Shape::Group(width_for(extent))
+    }
+}
+
+/// The workgroup width for a split of `chunk` elements: wide where every
+/// thread gets its share.
+fn width_for(chunk: usize) -> u32 {
+    if chunk >= WIDE as usize * THREAD_SHARE {
+        WIDE
+    } else {
+        NARROW
+    }
+}
+
 /// Splits per output in thread mode: enough threads for the device, each
 /// taking at least `THREAD_CHUNK_MIN` elements and at most the loop budget.
 fn thread_split_count(outputs: usize, extent: usize) -> usize {
@@ -198,17 +270,21 @@ fn thread_split_count(outputs: usize, extent: usize) -> usize {
         .max(at_least)
 }
 
-/// How many partial results each output is split into: enough workgroups
-/// for the device, and never so few that one thread's share (a 64th of a
-/// split) passes the loop budget.
-fn split_count(outputs: usize, extent: usize) -> usize {
-    let at_least = extent.div_ceil(64 * loop_budget::ITERATIONS).max(1);
-    if outputs >= SPLIT_TARGET || extent <= 2 * SPLIT_CHUNK {
+/// How many partial results each output is split into: enough wide
+/// workgroups to fill the device (`resident` threads), each with at least
+/// `SPLIT_CHUNK` elements, and never so few that one thread's share (a
+/// 64th of a split, in the narrowest workgroup) passes the loop budget.
+fn split_count(outputs: usize, extent: usize, resident: usize) -> usize {
+    let at_least = extent
+        .div_ceil(NARROW as usize * loop_budget::ITERATIONS)
+        .max(1);
+    let target = (resident / WIDE as usize).max(1);
+    if outputs >= target || extent <= 2 * SPLIT_CHUNK {
         return at_least;
     }
     extent
         .div_ceil(SPLIT_CHUNK)
-        .min(SPLIT_TARGET / outputs)
+        .min(target / outputs)
         .max(at_least)
 }
 
@@ -220,12 +296,16 @@ fn record(
     count: usize,
 ) -> Result<()> {
     let ctx = &out.ctx;
-    let threads = stage.outputs * stage.splits * if stage.key.group { 64 } else { 1 };
-    let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
-    let row_width = if stage.key.group {
-        groups[0]
+    let max = ctx.facts.max_workgroups_per_dim;
+    let (groups, row_width) = if stage.key.rows > 0 {
+        let groups = grid_of(stage.outputs.div_ceil(stage.key.rows as usize), 1, max)?;
+        (groups, groups[0])
+    } else if stage.key.group {
+        let groups = grid_of(stage.outputs * stage.splits, 1, max)?;
+        (groups, groups[0])
     } else {
-        groups[0] * 64
+        let groups = grid(stage.outputs * stage.splits, max)?;
+        (groups, groups[0] * 64)
     };
     // A split of a source read in quads starts at a multiple of four.
     let chunk = stage.extent.div_ceil(stage.splits).max(1);
@@ -267,16 +347,25 @@ mod tests {
 
     #[test]
     fn long_reductions_over_few_outputs_split() {
-        assert_eq!(split_count(1, 100), 1);
-        assert_eq!(split_count(1, 1 << 24), SPLIT_TARGET);
-        assert_eq!(split_count(4096, 1 << 16), 1);
-        assert_eq!(split_count(8, 1 << 20), 256);
+        // A discrete GPU's 2^18 resident threads: 1,024 wide workgroups.
+        let gpu = 1 << 18;
+        assert_eq!(split_count(1, 100, gpu), 1);
+        assert_eq!(split_count(1, 1 << 24, gpu), 1024);
+        assert_eq!(split_count(4096, 1 << 16, gpu), 1);
+        assert_eq!(split_count(8, 1 << 20, gpu), 128);
+        // Each split of a full sum of 2^24 gives a wide workgroup's threads
+        // their share.
+        assert_eq!(width_for((1 << 24) / 1024), WIDE);
+        assert_eq!(width_for(1000), NARROW);
+        // A software adapter of 2 cores: 8 wide workgroups, unless the loop
+        // budget asks for more.
+        assert_eq!(split_count(1, 1 << 20, 2 * 4 * 256), 8);
         // Many outputs of very long reductions still split for the loop
         // budget: 64 threads of a split take 64 x ITERATIONS elements.
         let budget = 64 * loop_budget::ITERATIONS;
-        assert_eq!(split_count(4096, budget), 1);
-        assert_eq!(split_count(4096, budget + 1), 2);
-        assert_eq!(split_count(4096, 1 << 24), (1 << 24) / budget);
+        assert_eq!(split_count(4096, budget, gpu), 1);
+        assert_eq!(split_count(4096, budget + 1, gpu), 2);
+        assert_eq!(split_count(4096, 1 << 24, gpu), (1 << 24) / budget);
     }
 
     #[test]

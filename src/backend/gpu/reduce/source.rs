@@ -45,8 +45,13 @@ pub(crate) struct ReduceKey {
     pub source: Source,
     pub dest: Dest,
     pub mean: bool,
-    /// One workgroup per output (else one thread).
+    /// A workgroup per output (or a subgroup, `rows`), else a thread.
     pub group: bool,
+    /// Threads per workgroup where `group`: 64 or 256.
+    pub width: u32,
+    /// Rows mode: one subgroup per output, this many outputs per workgroup
+    /// (`width` over the adapter's fewest lanes); 0 in the other modes.
+    pub rows: u32,
     /// A workgroup combines across subgroup lanes first (group mode on
     /// adapters with subgroups).
     pub subgroups: bool,
@@ -59,13 +64,18 @@ pub(crate) struct ReduceKey {
     /// The tensor source's elements enter as squared deviations from their
     /// output's center (`ReduceCall::center`, bound after the source).
     pub centered: bool,
+    /// Partial results lie split-major (partial s of output o at `s *
+    /// outputs + o`), where thread mode writes and reads them: neighbouring
+    /// threads, on neighbouring outputs, touch neighbouring words. Else
+    /// output-major (`o * splits + s`), where a workgroup folds one output's.
+    pub split_major: bool,
 }
 
-/// How a workgroup of 64 combines its threads' states into
+/// How a workgroup of WG threads combines their states into
 /// `shared_states[0]`: a tree in workgroup memory.
 const GROUP_COMBINE_SHARED: &str = "    shared_states[t] = st;
     workgroupBarrier();
-    for (var width = 32u; width > 0u; width = width / 2u) {
+    for (var width = WG / 2u; width > 0u; width = width / 2u) {
         if (t < width) {
             shared_states[t] = combine(shared_states[t], shared_states[t + width]);
         }
@@ -80,11 +90,11 @@ const GROUP_BUILTINS_SUBGROUPS: &str = "
     @builtin(num_subgroups) sg_count: u32,";
 
 /// [`GROUP_COMBINE_SHARED`] across subgroup lanes first: a butterfly of
-/// shuffles within each subgroup (within 64 lanes, the workgroup, should a
+/// shuffles within each subgroup (within the workgroup's WG lanes, should a
 /// subgroup be wider), then one thread combines the subgroups' results in
 /// order. `combine` is symmetric (ties go to the lower index), so every
 /// order gives an arg op's answer.
-const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, 64u);
+const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, WG);
     for (var m = lanes / 2u; m > 0u; m = m / 2u) {
         st = combine(st, State(subgroupShuffleXor(st.v, m), subgroupShuffleXor(st.i, m)));
     }
@@ -99,6 +109,37 @@ const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, 64u);
         }
         shared_states[0] = total;
     }";
+
+/// Rows mode: each subgroup of a workgroup folds whole outputs (ROWS of
+/// them per workgroup, taken in turn should the subgroups be wider than
+/// the adapter's fewest lanes), its lanes striding over the output's
+/// elements, then a butterfly of shuffles; lane 0 stores. No workgroup
+/// memory, no barrier. Every branch is uniform across a subgroup (the
+/// output depends on the workgroup and subgroup only).
+const ROWS_ENTRY: &str = "
+@compute @workgroup_size(WG)
+fn main_rows(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) sg_count: u32,
+) {
+    let w = wid.x + wid.y * params.row_width;
+    for (var k = sg_id; k < ROWS; k += sg_count) {
+        let o = w * ROWS + k;
+        if (o < params.outputs) {
+            var st = FOLD_ROWS(o, 0u, params.extent, sg_lane, sg_size);
+            for (var m = sg_size / 2u; m > 0u; m = m / 2u) {
+                st = combine(st, State(subgroupShuffleXor(st.v, m), subgroupShuffleXor(st.i, m)));
+            }
+            if (sg_lane == 0u) {
+                store(o, 0u, st);
+            }
+        }
+    }
+}
+";
 
 /// The accumulator dtype of a reduction over `dtype`.
 pub(super) fn acc_dtype(dtype: KernelType) -> KernelType {
@@ -135,7 +176,11 @@ params_block! {
     }
 }
 
-family_key!(ReduceKey, "webtensor reduce", reduce_source, entry: |k| group_or_thread(k.group));
+family_key!(ReduceKey, "webtensor reduce", reduce_source, entry: |k| if k.rows > 0 {
+    "main_rows"
+} else {
+    group_or_thread(k.group)
+});
 
 /// The WGSL source of one reduction stage.
 ///
@@ -197,11 +242,16 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             } else {
                 "0"
             };
+            let (base, at) = if key.split_major {
+                ("o", "u32(base) + r * params.outputs")
+            } else {
+                ("o * params.src_splits", "u32(base) + r")
+            };
             let _ = write!(
                 load,
-                "fn base_of(o: u32) -> i32 {{\n    return i32(o * params.src_splits);\n}}\n\
+                "fn base_of(o: u32) -> i32 {{\n    return i32({base});\n}}\n\
                  fn load(base: i32, r: u32) -> State {{\n    \
-                 let p = u32(base) + r;\n    return State(src_v[p], {index});\n}}\n"
+                 let p = {at};\n    return State(src_v[p], {index});\n}}\n"
             );
         }
     }
@@ -216,8 +266,9 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             let value = if key.op.is_arg() {
                 "max(st.i, 0)".to_string()
             } else {
+                // Correctly rounded (a driver's `/` may be a * (1 / b)).
                 let v = if key.mean {
-                    format!("st.v / {acc}(params.count)")
+                    "div_f32(st.v, f32(params.count))".to_string()
                 } else {
                     "st.v".to_string()
                 };
@@ -236,16 +287,21 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         }
         Dest::Partials => {
             bind(&buffer("dst_v", acc_dtype(key.dtype), true), &mut bindings);
+            let at = if key.split_major {
+                "s * params.outputs + o"
+            } else {
+                "o * params.splits + s"
+            };
             let index = if key.op.is_arg() {
                 bind(&buffer("dst_i", KernelType::I32, true), &mut bindings);
-                "\n    dst_i[o * params.splits + s] = st.i;"
+                format!("\n    dst_i[{at}] = st.i;")
             } else {
-                ""
+                String::new()
             };
             let _ = write!(
                 store,
                 "fn store(o: u32, s: u32, st: State) {{\n    \
-                 dst_v[o * params.splits + s] = st.v;{index}\n}}\n"
+                 dst_v[{at}] = st.v;{index}\n}}\n"
             );
         }
     }
@@ -282,7 +338,16 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     } else {
         ("", "fold")
     };
+    let rows_entry = if key.rows > 0 {
+        ROWS_ENTRY.replace("FOLD_ROWS", fold)
+    } else {
+        String::new()
+    };
+    let (width, rows) = (key.width.to_string(), key.rows.max(1).to_string());
     let mut slots = vec![
+        ("WG", width.as_str()),
+        ("ROWS", rows.as_str()),
+        ("ROWS_ENTRY", rows_entry.as_str()),
         ("QUADS", quads),
         ("FOLD", fold),
         ("WALK", walks.as_str()),
@@ -306,31 +371,43 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     fill_kernel("reduce kernel", REDUCE_WGSL, uses_f16, &params, &slots)
 }
 
-/// The `fold` of group mode over a source read in quads: thread `first`
-/// of `step` takes the quads from `start + 4 first` (start is a multiple
-/// of four) in steps of `4 step`, then the elements past the last whole
-/// quad one at a time.
-const QUAD_FOLD: &str =
-    "fn fold_quads(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
-    var st = fresh();
+/// The `fold` of group and rows modes over a source read in quads: thread
+/// `first` of `step` takes the quads from `start + 4 first` (start is a
+/// multiple of four) in steps of `4 step`, four quads in flight each turn
+/// into four states, then the elements past the last whole quad one at a
+/// time.
+const QUAD_FOLD: &str = "fn quad_into(st: State, v: vec4<Acc>, r: u32) -> State {
+    let i = i32(r);
+    return combine(combine(combine(combine(st, State(v.x, i)), State(v.y, i + 1)),
+        State(v.z, i + 2)), State(v.w, i + 3));
+}
+
+fn fold_quads(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
+    var s0 = fresh();
+    var s1 = fresh();
+    var s2 = fresh();
+    var s3 = fresh();
     if (start >= end) {
-        return st;
+        return s0;
     }
     set_center(o);
     let base = base_of(o);
     let whole = start + (end - start) / 4u * 4u;
-    for (var r = start + 4u * first; r < whole; r += 4u * step) {
-        let v = load_quad(base, r);
-        let i = i32(r);
-        st = combine(st, State(v.x, i));
-        st = combine(st, State(v.y, i + 1));
-        st = combine(st, State(v.z, i + 2));
-        st = combine(st, State(v.w, i + 3));
+    let stride = 4u * step;
+    var r = start + 4u * first;
+    for (; r < whole && whole - r > 3u * stride; r += 4u * stride) {
+        s0 = quad_into(s0, load_quad(base, r), r);
+        s1 = quad_into(s1, load_quad(base, r + stride), r + stride);
+        s2 = quad_into(s2, load_quad(base, r + 2u * stride), r + 2u * stride);
+        s3 = quad_into(s3, load_quad(base, r + 3u * stride), r + 3u * stride);
     }
-    for (var r = whole + first; r < end; r += step) {
-        st = combine(st, load(base, r));
+    for (; r < whole; r += stride) {
+        s0 = quad_into(s0, load_quad(base, r), r);
     }
-    return st;
+    for (var e = whole + first; e < end; e += step) {
+        s0 = combine(s0, load(base, e));
+    }
+    return combine(combine(s0, s1), combine(s2, s3));
 }";
 
 /// `base_of`, `set_center` and `load` of an f32 source whose elements
@@ -453,12 +530,19 @@ mod tests {
         for op in ops {
             for dtype in GPU_DTYPES.into_iter().chain([KernelType::I64]) {
                 for (source, dest) in stages {
+                    // (group, native f16, subgroups, width, rows)
                     let variants = [
-                        (true, true, false),
-                        (true, false, true),
-                        (false, false, false),
+                        (true, true, false, 64, 0),
+                        (true, false, true, 256, 0),
+                        (true, true, true, 256, 32),
+                        (true, false, true, 256, 8),
+                        (false, false, false, 256, 0),
                     ];
-                    for (group, native_f16, subgroups) in variants {
+                    for (group, native_f16, subgroups, width, rows) in variants {
+                        // Rows mode writes the output itself.
+                        if rows > 0 && dest != Dest::Output {
+                            continue;
+                        }
                         for (quads, centered) in
                             [(false, false), (true, false), (false, true), (true, true)]
                         {
@@ -486,10 +570,13 @@ mod tests {
                                 dest,
                                 mean: op == ReduceOp::Sum && dtype.dtype().is_float(),
                                 group,
+                                width,
+                                rows,
                                 subgroups,
                                 native_f16,
                                 quads,
                                 centered,
+                                split_major: !group,
                             };
                             validate(&reduce_source(&key).unwrap(), &format!("{key:?}"));
                         }
@@ -509,10 +596,13 @@ mod tests {
             dest: Dest::Partials,
             mean: false,
             group: true,
+            width: 64,
+            rows: 0,
             subgroups: false,
             native_f16: true,
             quads: false,
             centered: false,
+            split_major: false,
         };
         let source = reduce_source(&key).unwrap();
         assert_layout(&source, ReduceParams::FIELDS, ReduceParams::SIZE, "reduce");
