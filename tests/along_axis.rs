@@ -248,7 +248,8 @@ fn along_axis_errors() {
 }
 
 /// Softmax lines across the GPU kernel's boundaries (one workgroup of 128
-/// threads per line, lines past `2^20` composed from reductions), many
+/// threads per line, or a subgroup per aligned line that fits its
+/// registers; lines past `2^20` composed from reductions), many
 /// lines (a two-dimensional grid), and lines holding NaN, +inf, -inf or
 /// only -inf: every device agrees with the f64 reference, NaN where it has
 /// NaN.
@@ -293,7 +294,12 @@ fn softmax_lines_of_every_length_and_special_values() {
     for dev in devices() {
         // Rows whose length is a multiple of four, from aligned starts, are
         // read and written four elements at a time.
-        for length in [1, 2, 4, 127, 128, 129, 1000, 1024, 4097] {
+        // Aligned lines of up to 8 quads a lane run a subgroup per line
+        // where the adapter has subgroups (256 elements with lavapipe's 8
+        // lanes, 1,024 with 32): lengths across its registers' steps.
+        for length in [
+            1, 2, 4, 32, 36, 68, 127, 128, 129, 252, 256, 260, 1000, 1024, 1028, 4097,
+        ] {
             let t = Tensor::randn([3, length], DType::F32, length as u64, &dev)
                 .unwrap()
                 .mul_scalar(10.0)
@@ -318,6 +324,28 @@ fn softmax_lines_of_every_length_and_special_values() {
             &read_f32(&cpu_half.softmax(1).unwrap()),
             1e-3,
             &format!("{dev} f16 softmax"),
+        );
+        // Lines around a rows-mode workgroup's count (256 over the lanes).
+        for lines in [31, 33, 65, 129] {
+            let t = Tensor::randn([lines, 64], DType::F32, lines as u64, &dev).unwrap();
+            check(&dev, &t, 1, &format!("{lines} lines of 64"));
+        }
+        let small = wide
+            .slice(s![.., ..256])
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        assert_close(
+            &read_f32(&small.log_softmax(1).unwrap()),
+            &read_f32(
+                &small
+                    .to_device(&Device::cpu())
+                    .unwrap()
+                    .log_softmax(1)
+                    .unwrap(),
+            ),
+            1e-3,
+            &format!("{dev} f16 log_softmax of 256"),
         );
         // Lines past one workgroup per grid row, and past the kernel's line limit.
         let many = Tensor::randn([70_000, 2], DType::F32, 1, &dev).unwrap();

@@ -239,6 +239,39 @@ fn reductions_launch_the_grids_they_plan() {
 }
 
 #[test]
+fn a_softmax_of_short_rows_runs_a_subgroup_per_row() {
+    // Issue 45 item 3: aligned lines that fit a subgroup's registers (8
+    // quads a lane) are read once, a subgroup per line, 256 / the fewest
+    // lanes lines a workgroup, where the adapter has subgroups; else a
+    // workgroup per line reads them twice.
+    for (name, dev) in gpus() {
+        let info = dev.info();
+        let rows: u64 = 4096;
+        let x = Tensor::rand([rows as usize, 128], DType::F32, 1, &dev).unwrap();
+        let lanes = info.subgroup_min_size as u64;
+        let want = if info.subgroups && (4..=256).contains(&lanes) {
+            rows.div_ceil(256 / lanes)
+        } else {
+            rows
+        };
+        for log in [false, true] {
+            let grids = launched(&dev, &|| {
+                if log {
+                    x.log_softmax(1).unwrap()
+                } else {
+                    x.softmax(1).unwrap()
+                }
+            });
+            assert_eq!(
+                grids,
+                vec![want],
+                "{name}: softmax (log {log}) of {rows} x 128"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_normalisation_is_one_kernel() {
     // layer_norm and rms_norm (issue 45 item 3): one kernel with the weight
     // and bias, where the composed form takes a mean, a centred mean of

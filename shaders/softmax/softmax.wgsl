@@ -11,6 +11,8 @@
 //   WALK      line_starts(l): the source and destination positions of
 //             line l's first element
 //   RESULT    the value stored for x: `exp(x - m) / s` or `x - m - log(s)`
+//   ROWS_ENTRY  rows mode's entry point, on adapters with subgroups, for
+//             lines short enough for a subgroup's registers (see below)
 //
 // One pass over the line keeps, per thread, the running maximum m of its
 // finite elements and s, the sum of exp(x - m) rescaled whenever m grows
@@ -90,3 +92,4 @@ fn main(
     }
     spread(start[0], start[1], t, partials[0]);
 }
+{{ROWS_ENTRY}}

@@ -1,7 +1,9 @@
 //! GPU softmax and log-softmax: `softmax.wgsl`, one workgroup per line
 //! (an online maximum and sum in one pass, then one pass writing the
 //! results), specialised per dtype and form, reading and writing four
-//! elements at a time where every line is an aligned run.
+//! elements at a time where every line is an aligned run; and, where the
+//! adapter has subgroups and an aligned line fits a subgroup's registers,
+//! one subgroup per line reading it once (rows mode).
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
@@ -38,7 +40,97 @@ pub(crate) struct SoftmaxKey {
     /// in bindings of whole 16-byte entries: a thread reads and writes four
     /// elements at a time as one array entry (no atomics for packed f16).
     pub quads: bool,
+    /// Rows mode (quads only): one subgroup per line, this many lines per
+    /// workgroup of `ROWS_WIDTH`; 0 for a workgroup per line.
+    pub rows: u32,
+    /// Quads each lane holds in registers in rows mode.
+    pub registers: u32,
 }
+
+/// Threads of a workgroup in rows mode.
+const ROWS_WIDTH: u32 = 256;
+/// The most quads a lane holds in registers: lines of up to 32 x the
+/// fewest lanes run in rows mode (1,024 where subgroups have 32 lanes).
+const MAX_REGISTERS: usize = 8;
+
+/// Rows mode: each subgroup of a workgroup takes whole lines (ROWS per
+/// workgroup, in turn should the subgroups be wider than the fewest lanes),
+/// its lanes holding quad `j * lanes + lane` of the line for j < REGISTERS
+/// in registers: the line is read once, its maximum and sum come from
+/// subgroup operations (no workgroup memory, no barrier), and the results
+/// are written from the registers. Every branch is uniform across a
+/// subgroup. A NaN or +inf makes the line NaN, as does a line of -inf only
+/// (its sum is 0).
+const ROWS_ENTRY: &str = "
+const ROWS_WIDTH: u32 = WIDTHu;
+const ROWS: u32 = LINESu;
+const REGISTERS: u32 = QUADSu;
+
+@compute @workgroup_size(ROWS_WIDTH)
+fn main_rows(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) sg_count: u32,
+) {
+    let w = wid.x + wid.y * params.row_width;
+    let quads = params.length / 4u;
+    let minus_inf = bitcast<f32>(0xff800000u);
+    for (var k = sg_id; k < ROWS; k += sg_count) {
+        let l = w * ROWS + k;
+        if (l < params.lines) {
+            let start = line_starts(l);
+            let src_q = u32(start[0]) / 4u;
+            let dst_q = u32(start[1]) / 4u;
+            var v: array<vec4<f32>, REGISTERS>;
+            var m = minus_inf;
+            var bad = false;
+            for (var j = 0u; j < REGISTERS; j++) {
+                let q = j * sg_size + sg_lane;
+                if (q < quads) {
+                    let x = load_quad(src_q + q);
+                    v[j] = x;
+                    for (var c = 0u; c < 4u; c++) {
+                        let e = x[c];
+                        if (is_nan_f32(e) || (is_inf_f32(e) && !sign_bit_f32(e))) {
+                            bad = true;
+                        } else if (!is_inf_f32(e)) {
+                            m = max(m, e);
+                        }
+                    }
+                }
+            }
+            m = subgroupMax(m);
+            bad = subgroupAny(bad);
+            var s = 0.0;
+            for (var j = 0u; j < REGISTERS; j++) {
+                if (j * sg_size + sg_lane < quads) {
+                    for (var c = 0u; c < 4u; c++) {
+                        let e = v[j][c];
+                        if (!is_inf_f32(e) && !is_nan_f32(e)) {
+                            s += exp(e - m);
+                        }
+                    }
+                }
+            }
+            s = subgroupAdd(s);
+            let undefined = bad || s == 0.0;
+            for (var j = 0u; j < REGISTERS; j++) {
+                let q = j * sg_size + sg_lane;
+                if (q < quads) {
+                    let x = v[j];
+                    var y = vec4<f32>(nan_f32());
+                    if (!undefined) {
+                        y = vec4<f32>(result(x.x, m, s), result(x.y, m, s), result(x.z, m, s), result(x.w, m, s));
+                    }
+                    store_quad(dst_q + q, y);
+                }
+            }
+        }
+    }
+}
+";
 
 /// `gather` and `spread` one element at a time, through the lines' steps.
 const ONE_AT_A_TIME: &str = "fn gather(src0: i32, t: u32) -> Partial {
@@ -87,7 +179,11 @@ fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
 }
 ";
 
-family_key!(SoftmaxKey, "webtensor softmax", softmax_source);
+family_key!(SoftmaxKey, "webtensor softmax", softmax_source, entry: |k| if k.rows > 0 {
+    "main_rows"
+} else {
+    "main"
+});
 
 /// The WGSL source of the softmax kernel for `key`.
 ///
@@ -132,11 +228,20 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
     } else {
         "exp(x - m) / s"
     };
+    let rows_entry = if key.rows > 0 {
+        ROWS_ENTRY
+            .replace("WIDTHu", &format!("{ROWS_WIDTH}u"))
+            .replace("LINESu", &format!("{}u", key.rows))
+            .replace("QUADSu", &format!("{}u", key.registers))
+    } else {
+        String::new()
+    };
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("WALK", walk.as_str()),
         ("RESULT", result),
+        ("ROWS_ENTRY", rows_entry.as_str()),
     ];
     let (f16, params) = (needs_f16(dtype, native), SoftmaxParams::wgsl());
     fill_kernel("softmax kernel", SOFTMAX_WGSL, f16, &params, &slots)
@@ -165,14 +270,34 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
         && dst_lines.positions_aligned(4)
         && input_bound.bytes().is_multiple_of(16)
         && out_bound.bytes().is_multiple_of(16);
+    // A subgroup per line where the line fits the registers of the fewest
+    // lanes the adapter's subgroups have; else a workgroup per line.
+    let lanes = ctx.facts.subgroup_min_size as usize;
+    let rows = quads
+        && ctx.facts.subgroups
+        && (4..=ROWS_WIDTH as usize).contains(&lanes)
+        && length / 4 <= MAX_REGISTERS * lanes;
+    let (rows, registers) = if rows {
+        let registers = (length / 4).div_ceil(lanes).next_power_of_two();
+        (ROWS_WIDTH / lanes as u32, registers as u32)
+    } else {
+        (0, 0)
+    };
     let key = SoftmaxKey {
         dtype: call.input.dtype,
         log: call.log,
         native_f16: ctx.facts.native_f16,
         quads,
+        rows,
+        registers,
     };
-    // One workgroup per line.
-    let groups = grid_of(count, 1, ctx.facts.max_workgroups_per_dim)?;
+    // One workgroup per line, or per `rows` lines.
+    let workgroups = if rows > 0 {
+        count.div_ceil(rows as usize)
+    } else {
+        count
+    };
+    let groups = grid_of(workgroups, 1, ctx.facts.max_workgroups_per_dim)?;
     let lines = [&src_lines, &dst_lines];
     let params = <SoftmaxParams as bytemuck::Zeroable>::zeroed().walking(
         lines,
@@ -199,14 +324,21 @@ mod tests {
     fn every_softmax_kernel_is_valid_wgsl_and_matches_its_params() {
         for dtype in [KernelType::F32, KernelType::F16, KernelType::BF16] {
             for log in [false, true] {
-                for (native_f16, quads) in
-                    [(true, false), (false, false), (true, true), (false, true)]
-                {
+                for (native_f16, quads, rows, registers) in [
+                    (true, false, 0, 0),
+                    (false, false, 0, 0),
+                    (true, true, 0, 0),
+                    (false, true, 0, 0),
+                    (true, true, 8, 1),
+                    (false, true, 32, 8),
+                ] {
                     let key = SoftmaxKey {
                         dtype,
                         log,
                         native_f16,
                         quads,
+                        rows,
+                        registers,
                     };
                     let source = softmax_source(&key).unwrap();
                     validate(&source, &format!("{key:?}"));
