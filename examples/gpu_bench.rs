@@ -246,11 +246,13 @@ fn main() -> Result<()> {
     let dev = Device::gpu()?;
     let info = dev.info();
     println!(
-        "# webtensor on {} ({}, {}), subgroups {}, autotune {}, GPU timestamps {}, cooperative matrices {}",
+        "# webtensor on {} ({}, {}), f16 {}, subgroups {} (at least {} lanes), autotune {}, GPU timestamps {}, cooperative matrices {}",
         info.name,
         info.backend,
         info.driver,
+        if info.native_f16 { "native" } else { "packed" },
         if info.subgroups { "on" } else { "off" },
+        info.subgroup_min_size,
         if info.autotune { "on" } else { "off" },
         if info.gpu_timestamps { "yes" } else { "no" },
         if info.cooperative_matrix { "on" } else { "off" },
