@@ -78,6 +78,12 @@ pub struct ProfiledKernel {
     pub ops: Vec<usize>,
     /// Workgroups dispatched in x, y and z.
     pub workgroups: [u32; 3],
+    /// Bytes its storage bindings span (windows where it binds part of a
+    /// buffer, whole pooled buffers otherwise), a binding it may write
+    /// counted twice (read and written): an upper bound on the memory it
+    /// can touch, to set beside the bytes the op needs (a composed form or
+    /// a scratch buffer shows as more).
+    pub bytes_bound: u64,
     /// Time on the GPU from the start to the end of its dispatch, where the
     /// device writes timestamps (see [`Profile::gpu_times_unavailable`]).
     pub gpu: Option<Duration>,
@@ -214,8 +220,8 @@ impl fmt::Display for Profile {
         if !self.kernels.is_empty() {
             writeln!(
                 f,
-                "{:>6}  {:<16} {:>16} {:>10}  submit  ops",
-                "kernel", "name", "workgroups", "GPU µs"
+                "{:>6}  {:<16} {:>16} {:>12} {:>10}  submit  ops",
+                "kernel", "name", "workgroups", "bytes bound", "GPU µs"
             )?;
         }
         for (i, k) in self.kernels.iter().enumerate() {
@@ -228,10 +234,11 @@ impl fmt::Display for Profile {
                 .collect();
             writeln!(
                 f,
-                "{:>6}  {:<16} {:>16} {gpu:>10}  {:>6}  {}",
+                "{:>6}  {:<16} {:>16} {:>12} {gpu:>10}  {:>6}  {}",
                 format!("k{i}"),
                 k.name,
                 format!("{x}x{y}x{z}"),
+                k.bytes_bound,
                 k.submit,
                 ops.join(", ")
             )?;

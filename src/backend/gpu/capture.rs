@@ -159,6 +159,8 @@ pub(crate) struct CapturedDispatch {
     pub groups: [u32; 3],
     /// Elementwise ops folded into it by fusion.
     pub fused_ops: usize,
+    /// See `ProfiledKernel::bytes_bound`.
+    pub bytes_bound: u64,
 }
 
 /// A captured step's batch as encoded once: everything a run submits,

@@ -31,6 +31,21 @@ pub(super) struct Encoded {
     pub fused_ops: usize,
 }
 
+impl Encoded {
+    /// Bytes its storage bindings span, a binding the kernel writes counted
+    /// twice (see `ProfiledKernel::bytes_bound`).
+    pub fn bytes_bound(&self) -> u64 {
+        self.buffers
+            .iter()
+            .zip(&self.pipeline.read_only)
+            .map(|(b, &read_only)| {
+                let size = b.window.map_or(b.buffer.size(), |w| w.size);
+                if read_only { size } else { 2 * size }
+            })
+            .sum()
+    }
+}
+
 /// The dispatches of one program, their parameters appended to `params`
 /// (each block aligned to `align`): one over whole buffers when they all
 /// fit a storage binding, else one per block of the program's index space

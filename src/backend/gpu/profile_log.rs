@@ -24,6 +24,8 @@ pub(super) struct Dispatch<'a> {
     pub group: &'a wgpu::BindGroup,
     pub offset: u32,
     pub groups: [u32; 3],
+    /// See `ProfiledKernel::bytes_bound`.
+    pub bytes_bound: u64,
 }
 
 /// Which op each kernel of a batch computes.
@@ -153,6 +155,7 @@ impl ProfileLog {
                     name: d.pipeline.name,
                     ops: Vec::new(),
                     workgroups: d.groups,
+                    bytes_bound: d.bytes_bound,
                     gpu: None,
                     submit: self.submits.len(),
                 });

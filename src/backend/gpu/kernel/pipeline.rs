@@ -48,6 +48,8 @@ pub(crate) struct Pipeline {
     pub layout: wgpu::BindGroupLayout,
     /// Size of the parameter block each dispatch binds.
     pub params_size: u64,
+    /// Per storage binding 1, 2, ...: true when the kernel only reads it.
+    pub read_only: SmallVec<[bool; 4]>,
 }
 
 /// A stored key, compared by downcasting to the looked-up key's type.
@@ -252,6 +254,7 @@ fn build(device: &wgpu::Device, spec: &PipelineSpec, checked: bool) -> Result<Pi
         pipeline,
         layout,
         params_size: spec.params_size,
+        read_only: spec.read_only.clone(),
     })
 }
 

@@ -400,6 +400,7 @@ impl Scheduler {
                         group,
                         offset: base + e.offset,
                         groups: e.groups,
+                        bytes_bound: e.bytes_bound(),
                     })
                     .collect();
                 let mut command_steps = Vec::with_capacity(commands.len());

@@ -135,6 +135,7 @@ impl Scheduler {
                 offset: e.offset,
                 groups: e.groups,
                 fused_ops: e.fused_ops,
+                bytes_bound: e.bytes_bound(),
             })
             .collect();
         Ok(CapturedBatch {
@@ -187,6 +188,7 @@ impl Scheduler {
                     group: &d.group,
                     offset: d.offset,
                     groups: d.groups,
+                    bytes_bound: d.bytes_bound,
                 })
                 .collect();
             profile.encode(ctx, &mut encoder, &dispatches, Origin::Replay);
