@@ -600,6 +600,7 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
             let mode = match w[0] {
                 "nearest" => Resize::Nearest,
                 "bilinear" => Resize::Bilinear,
+                "antialias" => Resize::BilinearAntialias,
                 _ => Resize::BilinearAlignCorners,
             };
             let (h, wd) = (want.dims()[2], want.dims()[3]);
@@ -649,7 +650,7 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
             }
             ran += 1;
         }
-        assert!(ran >= 41, "{dev}: only {ran} cases");
+        assert!(ran >= 59, "{dev}: only {ran} cases");
     }
 }
 
@@ -1197,6 +1198,7 @@ fn the_resize_kernel_matches_the_cpu_bit_for_bit() {
         Resize::Nearest,
         Resize::Bilinear,
         Resize::BilinearAlignCorners,
+        Resize::BilinearAntialias,
     ];
     let sizes = [[5, 13], [14, 18], [7, 20], [3, 9], [1, 1]];
     let dtypes = [

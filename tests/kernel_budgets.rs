@@ -99,6 +99,7 @@ fn a_resize_is_one_kernel_with_no_tables() {
             Resize::Nearest,
             Resize::Bilinear,
             Resize::BilinearAlignCorners,
+            Resize::BilinearAntialias,
         ] {
             let what = format!("{name}: {mode:?} resize of a view");
             let d = cost(&dev, &|| view.resize([33, 17], mode).unwrap());

@@ -1133,7 +1133,7 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         dw.to_device_async(&dev).await.unwrap(),
     );
     type Op = fn(&Tensor, &Tensor, &Tensor) -> Tensor;
-    let ops: [(&str, Op); 7] = [
+    let ops: [(&str, Op); 8] = [
         ("grouped conv2d", |x, w, _| {
             x.conv2d(w, &Conv::new().groups(2).stride(2).padding(1))
                 .unwrap()
@@ -1159,6 +1159,9 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
                 .unwrap()
                 .resize([9, 4], Resize::BilinearAlignCorners)
                 .unwrap()
+        }),
+        ("resize antialiased", |x, _, _| {
+            x.resize([3, 13], Resize::BilinearAntialias).unwrap()
         }),
     ];
     for (name, op) in ops {

@@ -6,8 +6,9 @@
 //   BINDINGS  x (1), out_buf (2)
 //   ACCESS    load_x (element -> compute type), store_out
 //   LEAD      lead_base (kernel/lead_axes.wgsl)
-//   SAMPLE    sample(base, th, tw): output element from the input at
-//             `base` (nearest: one element; bilinear: a blend of four)
+//   SAMPLE    sample_at(base, oh, ow): output element (oh, ow) from the
+//             input at `base` (nearest: one element; bilinear: a blend of
+//             four; antialiased: a window of each axis, see below)
 //
 // Thread o writes output element o (row-major over the output, which is
 // contiguous from `out_offset`). Its source positions and weights along
@@ -77,7 +78,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let rest = o / params.out_w;
     let oh = rest % params.out_h;
     let base = lead_base(rest / params.out_h);
-    let th = taps(oh, params.in_h, params.out_h, bitcast<f32>(params.ratio_h));
-    let tw = taps(ow, params.in_w, params.out_w, bitcast<f32>(params.ratio_w));
-    store_out(params.out_offset + o, sample(base, th, tw));
+    store_out(params.out_offset + o, sample_at(base, oh, ow));
 }

@@ -19,8 +19,9 @@ use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
-    Input, Inputs, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall, ReduceCall, ResizeCall,
-    Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef, lines,
+    Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall,
+    ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef,
+    antialias_taps, antialias_window, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;

@@ -9,7 +9,9 @@
 
 use super::windows::compute_dtype;
 use crate::backend::cpu::try_collect;
-use crate::backend::{ResizeCall, Sampling, resize};
+use crate::backend::{
+    MAX_ANTIALIAS_TAPS, ResizeCall, Sampling, antialias_taps, antialias_window, resize,
+};
 use crate::error::{Error, Result};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
@@ -26,6 +28,15 @@ pub enum Resize {
     /// Linear, the first and last elements of each axis aligned
     /// (`align_corners=True`).
     BilinearAlignCorners,
+    /// Bilinear with antialiasing (PyTorch's `bilinear` with
+    /// `antialias=True`, `align_corners=False`): when an axis shrinks,
+    /// each output weighs every input the triangle filter stretched by the
+    /// scale covers (a window twice the scale wide, the weights summing to
+    /// 1), so detail finer than the output's spacing averages out instead
+    /// of aliasing; when it grows, the plain bilinear window. Axes are
+    /// resampled columns first, then rows, and an axis of unchanged length
+    /// is left as it is. Windows and weights in f32.
+    BilinearAntialias,
 }
 
 impl Tensor {
@@ -118,13 +129,18 @@ impl Tensor {
             // An axis as long as its input takes each element with weight 1
             // and again with weight 0, even with a factor (PyTorch's CPU
             // kernels): a copy, but that an infinity becomes NaN.
+            // (The antialiased form leaves such an axis alone, as PyTorch's.)
             if n == m {
-                if mode != Resize::Nearest {
+                if !matches!(mode, Resize::Nearest | Resize::BilinearAntialias) {
                     x = x.add(&x.mul_scalar(0.0)?)?;
                 }
                 continue;
             }
-            x = resize_axis(&x, axis, [n, m], scale.map(|s| s[a]), mode)?;
+            x = if mode == Resize::BilinearAntialias {
+                resize_axis_antialias(&x, axis, [n, m], scale.map(|s| s[a]))?
+            } else {
+                resize_axis(&x, axis, [n, m], scale.map(|s| s[a]), mode)?
+            };
         }
         x.to_dtype(self.dtype())
     }
@@ -159,11 +175,17 @@ impl Tensor {
             return Ok(None);
         }
         let ratio = [0, 1].map(|a| source_ratio(n[a], size[a], scale.map(|s| s[a]), mode));
+        // Windows wider than the kernel holds are composed.
+        let wide = |r: f32| antialias_taps(r) > MAX_ANTIALIAS_TAPS;
+        if mode == Resize::BilinearAntialias && ratio.iter().any(|&r| wide(r)) {
+            return Ok(None);
+        }
         resize(&ResizeCall {
             mode: match mode {
                 Resize::Nearest => Sampling::Nearest,
                 Resize::Bilinear => Sampling::Bilinear,
                 Resize::BilinearAlignCorners => Sampling::BilinearAlignCorners,
+                Resize::BilinearAntialias => Sampling::BilinearAntialias,
             },
             ratio,
             input: self.kernel_ref(self.layout().clone())?,
@@ -217,6 +239,48 @@ fn resize_axis(
     a.mul(&w0)?.add(&b.mul(&w1)?)
 }
 
+/// One axis of `x` (`n` long) resized to `m` with antialiasing: each
+/// output's window (`antialias_window`) summed tap by tap, the first
+/// tap's product, then each later one added where the output's window
+/// reaches it (so a tap past the window adds nothing, not even `inf * 0`).
+fn resize_axis_antialias(
+    x: &Tensor,
+    axis: usize,
+    [n, m]: [usize; 2],
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    const OP: &str = "resize";
+    let device = x.device();
+    let ratio = source_ratio(n, m, scale, Resize::BilinearAntialias);
+    let windows = try_collect(OP, m, (0..m).map(|i| antialias_window(i, n, ratio)))?;
+    let taps = windows.iter().map(|w| w.1.len()).max().unwrap_or(0).max(1);
+    let mut shape = vec![1usize; x.rank()];
+    shape[axis] = m;
+    let column = |t: Tensor| t.reshape(shape.clone());
+    let mut sum: Option<Tensor> = None;
+    for j in 0..taps {
+        let at = try_collect(OP, m, windows.iter().map(|w| (w.0 + j).min(n - 1) as i64))?;
+        let weight = try_collect(
+            OP,
+            m,
+            windows.iter().map(|w| w.1.get(j).copied().unwrap_or(0.0)),
+        )?;
+        let weight = column(Tensor::from_vec(weight, [m], device)?)?.to_dtype(x.dtype())?;
+        let term = x
+            .index_select(&Tensor::from_vec(at, [m], device)?, axis as isize)?
+            .mul(&weight)?;
+        sum = Some(match sum {
+            None => term,
+            Some(sum) => {
+                let reaches = try_collect(OP, m, windows.iter().map(|w| j < w.1.len()))?;
+                let reaches = column(Tensor::from_vec(reaches, [m], device)?)?;
+                Tensor::where_cond(&reaches, &sum.add(&term)?, &sum)?
+            }
+        });
+    }
+    sum.ok_or_else(|| Error::internal(OP, "an antialiased axis with no taps"))
+}
+
 /// Input positions per output position, in f32 as PyTorch's CPU kernels
 /// compute it (`area_pixel_compute_scale`): `n / m` in f32, `1 / scale`
 /// rounded to f32 when a factor is given, `(n - 1) / (m - 1)` with
@@ -244,7 +308,8 @@ fn source_taps(i: usize, n: usize, m: usize, ratio: f32, mode: Resize) -> (usize
     let source = match mode {
         Resize::Nearest if m == 2 * n => return (at(i / 2), 0, 0.0),
         Resize::Nearest => return (at(((i as f32) * ratio).floor() as usize), 0, 0.0),
-        Resize::Bilinear => (ratio * (i as f32 + 0.5) - 0.5).max(0.0),
+        // (The antialiased form takes windows instead: never here.)
+        Resize::Bilinear | Resize::BilinearAntialias => (ratio * (i as f32 + 0.5) - 0.5).max(0.0),
         Resize::BilinearAlignCorners => ratio * i as f32,
     };
     let lower = (source.floor() as usize).min(last);

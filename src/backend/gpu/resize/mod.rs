@@ -11,7 +11,7 @@ use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{ResizeCall, Sampling};
+use crate::backend::{MAX_ANTIALIAS_TAPS, ResizeCall, Sampling};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use smallvec::smallvec;
@@ -53,7 +53,92 @@ pub(crate) struct ResizeKey {
     pub native_f16: bool,
     /// Blending (bilinear, either alignment) or picking (nearest).
     pub blends: bool,
+    /// Antialiased windows (blends too).
+    pub antialias: bool,
 }
+
+/// `sample_at` of the antialiased mode: output (oh, ow) weighs the input
+/// rows and columns of its windows (`backend::antialias_window`, computed
+/// here by the same f32 steps): each row's columns summed first, the
+/// first product then the others added, then the rows likewise, an axis
+/// of unchanged length taken as it is. Products are kept from fusing into
+/// the adds, so every rounding falls as on the CPU.
+const ANTIALIAS_SAMPLE: &str = "const MAX_TAPS: u32 = MAX_TAPSu;
+
+struct Window {
+    first: u32,
+    count: u32,
+    center: f32,
+    inverse: f32,
+    total: f32,
+}
+
+fn weight_at(win: Window, j: u32) -> f32 {
+    let x = abs(kept(kept(f32(win.first + j) - win.center) + 0.5) * win.inverse);
+    if (x < 1.0) {
+        return 1.0 - x;
+    }
+    return 0.0;
+}
+
+fn window(i: u32, n: u32, scale: f32) -> Window {
+    var support = 1.0;
+    var inverse = 1.0;
+    if (scale >= 1.0) {
+        support = scale;
+        inverse = div_f32(1.0, scale);
+    }
+    let center = kept(scale * (f32(i) + 0.5));
+    let first = u32(max(kept(kept(center - support) + 0.5), 0.0));
+    let end = min(u32(max(kept(kept(center + support) + 0.5), 0.0)), n);
+    let taps = u32(ceil(support)) * 2u + 1u;
+    var win = Window(first, min(select(0u, end - first, end > first), taps), center, inverse, 0.0);
+    var total = 0.0;
+    for (var j = 0u; j < win.count; j++) {
+        total += weight_at(win, j);
+    }
+    win.total = total;
+    return win;
+}
+
+fn normalised(win: Window, j: u32) -> f32 {
+    let w = weight_at(win, j);
+    if (win.total == 0.0) {
+        return w;
+    }
+    return div_f32(w, win.total);
+}
+
+// Row h of the input at columns ow's window (or column ow itself where the
+// width is unchanged).
+fn row_value(base: i32, h: u32, ow: u32, wx: Window, xs: ptr<function, array<f32, MAX_TAPS>>) -> f32 {
+    if (params.in_w == params.out_w) {
+        return f32(at(base, h, ow));
+    }
+    var t = kept(f32(at(base, h, wx.first)) * (*xs)[0]);
+    for (var j = 1u; j < wx.count; j++) {
+        t = t + kept(f32(at(base, h, wx.first + j)) * (*xs)[j]);
+    }
+    return t;
+}
+
+fn sample_at(base: i32, oh: u32, ow: u32) -> f32 {
+    let wx = window(ow, params.in_w, bitcast<f32>(params.ratio_w));
+    var xs: array<f32, MAX_TAPS>;
+    for (var j = 0u; j < wx.count; j++) {
+        xs[j] = normalised(wx, j);
+    }
+    if (params.in_h == params.out_h) {
+        return row_value(base, oh, ow, wx, &xs);
+    }
+    let wy = window(oh, params.in_h, bitcast<f32>(params.ratio_h));
+    var acc = kept(row_value(base, wy.first, ow, wx, &xs) * normalised(wy, 0u));
+    for (var k = 1u; k < wy.count; k++) {
+        acc = acc + kept(row_value(base, wy.first + k, ow, wx, &xs) * normalised(wy, k));
+    }
+    return acc;
+}
+";
 
 family_key!(ResizeKey, "webtensor resize", resize_source);
 
@@ -76,7 +161,9 @@ pub(crate) fn resize_source(key: &ResizeKey) -> Result<String> {
     .concat();
     let at = "fn at(base: i32, h: u32, w: u32) -> {T} {\n    \
               return load_x(u32(base + i32(h) * params.x_hs + i32(w) * params.x_ws));\n}\n";
-    let sample = if key.blends {
+    let sample = if key.antialias {
+        ANTIALIAS_SAMPLE
+    } else if key.blends {
         // Columns first, then rows: PyTorch blends each row's pair of
         // columns, so the roundings fall alike.
         "fn sample(base: i32, th: Taps, tw: Taps) -> f32 {\n    \
@@ -88,7 +175,18 @@ pub(crate) fn resize_source(key: &ResizeKey) -> Result<String> {
          return at(base, th.lo, tw.lo);\n}\n"
     };
     let t = ScalarType::of(dtype).to_string();
-    let sample = [at, sample].concat().replace("{T}", &t);
+    let taps_of = if key.antialias {
+        ""
+    } else {
+        "fn sample_at(base: i32, oh: u32, ow: u32) -> {T} {\n    \
+         let th = taps(oh, params.in_h, params.out_h, bitcast<f32>(params.ratio_h));\n    \
+         let tw = taps(ow, params.in_w, params.out_w, bitcast<f32>(params.ratio_w));\n    \
+         return sample(base, th, tw);\n}\n"
+    };
+    let sample = [at, sample, taps_of]
+        .concat()
+        .replace("{T}", &t)
+        .replace("MAX_TAPSu", &format!("{MAX_ANTIALIAS_TAPS}u"));
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
@@ -135,6 +233,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
         blends: call.mode != Sampling::Nearest,
+        antialias: call.mode == Sampling::BilinearAntialias,
     };
     let params = ResizeParams {
         numel: numel as u32,
@@ -144,6 +243,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
             Sampling::Nearest => 0,
             Sampling::Bilinear => 1,
             Sampling::BilinearAlignCorners => 2,
+            Sampling::BilinearAntialias => 3,
         },
         zero: 0,
         in_h: dims[r - 2] as u32,
@@ -190,7 +290,7 @@ mod tests {
             (KernelType::I64, true),
         ];
         for (dtype, native_f16) in dtypes {
-            for blends in [false, true] {
+            for (blends, antialias) in [(false, false), (true, false), (true, true)] {
                 if blends && !takes(dtype, Sampling::Bilinear) {
                     continue;
                 }
@@ -198,6 +298,7 @@ mod tests {
                     dtype,
                     native_f16,
                     blends,
+                    antialias,
                 };
                 let source = resize_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
