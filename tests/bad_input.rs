@@ -327,7 +327,14 @@ fn run_case(case: &Case, dev: &Device) -> webtensor::Result<Tensor> {
                 1 => t.irfft(Fft::along(-1).size(n)),
                 2 => t.stft(&Stft::new(n).hop(m).center(m % 2 == 0)),
                 3 => t.resize([n, m], Resize::Nearest),
-                4 => t.resize_by([n as f64, 1.0 / (m as f64 + 1e-300)], Resize::Bilinear),
+                4 => {
+                    let mode = if m % 2 == 1 {
+                        Resize::BilinearAntialias
+                    } else {
+                        Resize::Bilinear
+                    };
+                    t.resize_by([n as f64, 1.0 / (m as f64 + 1e-300)], mode)
+                }
                 5 => t.pad(&[(n, m)], PadMode::Constant(0.into())),
                 6 => t.topk(n, -1, webtensor::TopK::Largest).map(|(v, _)| v),
                 7 => t.adaptive_avg_pool2d([n, m]),
@@ -593,5 +600,29 @@ fn a_single_frame_with_a_huge_hop_is_no_overflow() {
         let stft = webtensor::Stft::new(1).hop(1 << 62).center(true);
         let spectrum = x.stft(&stft).unwrap();
         assert_eq!(spectrum.dims()[spectrum.rank() - 1], 1, "{dev}");
+    }
+}
+
+#[test]
+fn an_fft_of_a_rank_8_tensor_past_one_kernel_is_no_panic() {
+    // bad_input's property test found it (Spectral { kind: 3, op: 0, n:
+    // 65535 }): on a GPU the length takes Bluestein's algorithm, which
+    // splits the axis in two, and a rank-8 tensor's split layout (nine
+    // axes) panicked in a transpose. Every device refuses it as the CPU
+    // does (a c64 transform of rank 8: README, "Limits"), and the layout
+    // ops take layouts of any rank without a panic.
+    let dims = vec![1usize, 2, 1, 2, 1, 1, 2, 1];
+    let values: Vec<f32> = (0..8).map(|i| i as f32 - 2.0).collect();
+    for dev in common::devices() {
+        for n in [65535, 65536, 7] {
+            let x = Tensor::from_slice(&values, dims.clone(), &dev).unwrap();
+            let e = x.fft(webtensor::Fft::along(-1).size(n)).unwrap_err();
+            assert!(
+                matches!(e, Error::Shape { op: "fft", .. }),
+                "{dev} {n}: {e}"
+            );
+            let e = x.ifft(webtensor::Fft::along(0).size(n)).unwrap_err();
+            assert!(matches!(e, Error::Shape { .. }), "{dev} {n}: {e}");
+        }
     }
 }

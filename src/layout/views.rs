@@ -3,7 +3,7 @@
 use super::Layout;
 use crate::error::{Error, Result};
 use crate::index::SliceItem;
-use crate::shape::{DimVec, MAX_RANK, Shape};
+use crate::shape::{DimVec, Shape};
 
 /// Resolves a possibly negative axis against `rank`.
 ///
@@ -156,7 +156,9 @@ impl Layout {
                 ),
             ));
         }
-        let mut seen = [false; MAX_RANK];
+        // Sized by the rank: an internal layout may hold more axes than a
+        // tensor's MAX_RANK (a pair view, an axis split in two).
+        let mut seen: DimVec<bool> = smallvec::smallvec![false; self.rank()];
         let mut shape: DimVec<usize> = DimVec::new();
         let mut strides: DimVec<isize> = DimVec::new();
         for &a in axes {
@@ -281,7 +283,7 @@ impl Layout {
     /// `Error::Axis` for an axis out of range, `Error::Argument` for a repeat.
     pub fn flip(&self, axes: &[isize]) -> Result<Layout> {
         let mut out = self.clone();
-        let mut seen = [false; MAX_RANK];
+        let mut seen: DimVec<bool> = smallvec::smallvec![false; self.rank()];
         for &a in axes {
             let a = normalize_axis("flip", a, self.rank())?;
             if seen[a] {

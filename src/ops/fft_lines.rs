@@ -84,6 +84,10 @@ impl Lines {
     /// Writes the transforms of `x`'s lines into `out` (a view of a fresh
     /// tensor whose lines are as long as the outputs kept).
     fn run(&self, x: &Tensor, out: &Tensor) -> Result<()> {
+        // Operands whose pair views do not fit are refused here, before a
+        // composed transform splits their axis in two.
+        self.pairs_of(x, self.read != FftRead::Real)?;
+        self.pairs_of(out, self.read != FftRead::Hermitian)?;
         let Some((longest, largest_prime)) = fft_line_limit(x.storage()) else {
             return self.call(x, out, None);
         };
