@@ -240,7 +240,7 @@ fn reductions_launch_the_grids_they_plan() {
 }
 
 #[test]
-fn a_softmax_of_short_rows_runs_a_subgroup_per_row() {
+fn a_softmax_or_norm_of_short_rows_runs_a_subgroup_per_row() {
     // Issue 45 item 3: aligned lines that fit a subgroup's registers (8
     // quads a lane) are read once, a subgroup per line, 256 / the fewest
     // lanes lines a workgroup, where the adapter has subgroups; else a
@@ -269,6 +269,14 @@ fn a_softmax_of_short_rows_runs_a_subgroup_per_row() {
                 "{name}: softmax (log {log}) of {rows} x 128"
             );
         }
+        // layer_norm and rms_norm alike (their weights read per element).
+        let w = Tensor::rand([128], DType::F32, 2, &dev).unwrap();
+        let grids = launched(&dev, &|| {
+            x.layer_norm(&[128], Some(&w), Some(&w), 1e-5).unwrap()
+        });
+        assert_eq!(grids, vec![want], "{name}: layer_norm of {rows} x 128");
+        let grids = launched(&dev, &|| x.rms_norm(&[128], Some(&w), None).unwrap());
+        assert_eq!(grids, vec![want], "{name}: rms_norm of {rows} x 128");
     }
 }
 

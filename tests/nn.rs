@@ -86,17 +86,27 @@ fn norms_give_pytorchs_values() {
 
 #[test]
 fn a_gpu_norm_agrees_with_the_cpu_across_its_workgroup() {
-    // Lines of 1 to 1000 elements (the kernel's workgroup is 128 threads),
+    // Lines of 1 to 1024 elements (the kernel's workgroup is 128 threads),
     // leading axes, two normalised axes of a permuted view, and a weight
     // and bias of another float dtype.
     let cpu = Device::cpu();
     for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        // Aligned lines of up to 8 quads a lane run a subgroup per line
+        // where the adapter has subgroups (256 elements with lavapipe's 8
+        // lanes, 1,024 with 32): lengths across its registers' steps, and
+        // lines around a rows-mode workgroup's count (256 over the lanes).
         for (shape, k) in [
             (vec![3usize, 1], 1usize),
             (vec![2, 127], 1),
             (vec![5, 129], 1),
             (vec![2, 3, 1000], 1),
             (vec![4, 9, 13], 2),
+            (vec![3, 4], 1),
+            (vec![33, 36], 1),
+            (vec![5, 128], 1),
+            (vec![2, 4, 63], 2),
+            (vec![33, 256], 1),
+            (vec![3, 260], 1),
         ] {
             let numel: usize = shape.iter().product();
             let norm_shape = shape[shape.len() - k..].to_vec();

@@ -15,6 +15,9 @@
 //             eps) (layer), or 0 and 1 / sqrt(mean of squares + eps) (RMS)
 //   AFFINE    affine(y, l, i): y times weight c plus bias c, as given, where
 //             c is element i of line l's channel (group normalisation) or i
+//   ENTRY     the entry point: `main`, a workgroup per line (gpu/norm's
+//             GROUP_ENTRY), or `main_rows`, a subgroup per aligned line held
+//             in registers (ROWS_ENTRY)
 //
 // The statistics are sums over the line in f32: each thread's share, then
 // a tree over the workgroup; the variance sums squared deviations from the
@@ -51,23 +54,4 @@ fn element(src0: i32, i: u32) -> f32 {
 
 {{AFFINE}}
 
-@compute @workgroup_size(WORKGROUP)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    // Uniform across the workgroup: every thread reaches every barrier.
-    let l = wid.x + wid.y * params.row_width;
-    if (l >= params.lines) {
-        return;
-    }
-    let start = line_starts(l);
-    let src0 = start[0];
-    let n = f32(params.length);
-    let eps = bitcast<f32>(params.eps);
-    {{STATS}}
-    for (var i = t; i < params.length; i += WORKGROUP) {
-        let y = (element(src0, i) - shift) * scale;
-        store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, l, i));
-    }
-}
+{{ENTRY}}

@@ -1,11 +1,15 @@
 //! GPU layer, RMS and group normalisation: `norm/norm.wgsl`, one workgroup
 //! per line (the trailing axes the op normalises over, flattened; a group
-//! normalisation's lines are its (batch, group) pairs), the line's
+//! normalisation's lines are its (batch, group) pairs) or, for aligned
+//! lines that fit a subgroup's registers, one subgroup per line reading it
+//! once (rows mode); the line's
 //! statistics summed in f32 over the workgroup, then one pass writing
 //! each output with its weight and bias: one dispatch per op.
 
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::buffer::{
+    buffer_decl, load_fn, needs_f16, quad_lanes, quad_of, quad_type, storage_mode, store_out_fn,
+};
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::line_params;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
@@ -51,6 +55,12 @@ pub(crate) struct NormKey {
     /// The weight and bias are indexed by channel (group normalisation),
     /// not by line element.
     pub channels: bool,
+    /// Rows mode (lines of whole aligned quads): one subgroup per line,
+    /// this many lines per workgroup of `ROWS_WIDTH`; 0 for a workgroup per
+    /// line.
+    pub rows: u32,
+    /// Quads each lane holds in registers in rows mode.
+    pub registers: u32,
 }
 
 /// The layer normalisation's statistics: the mean, then the mean squared
@@ -76,7 +86,115 @@ const RMS_STATS: &str = "var q = 0.0;
     let shift = 0.0;
     let scale = div_f32(1.0, sqrt_f32(div_f32(total(q, t), n) + eps));";
 
-family_key!(NormKey, "webtensor norm", norm_source);
+/// The workgroup-per-line entry point: the statistics (`STATS`) over the
+/// workgroup, then every element written.
+const GROUP_ENTRY: &str = "@compute @workgroup_size(WORKGROUP)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    // Uniform across the workgroup: every thread reaches every barrier.
+    let l = wid.x + wid.y * params.row_width;
+    if (l >= params.lines) {
+        return;
+    }
+    let start = line_starts(l);
+    let src0 = start[0];
+    let n = f32(params.length);
+    let eps = bitcast<f32>(params.eps);
+    STATS
+    for (var i = t; i < params.length; i += WORKGROUP) {
+        let y = (element(src0, i) - shift) * scale;
+        store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, l, i));
+    }
+}";
+
+/// Rows mode: each subgroup of a workgroup takes whole lines (ROWS per
+/// workgroup, in turn should the subgroups be wider than the fewest
+/// lanes), its lanes holding quad `j * lanes + lane` of the line for j <
+/// REGISTERS: the line is read once, its sums come from subgroup
+/// operations (no workgroup memory, no barrier), and the outputs are
+/// written from the registers. Every branch is uniform across a subgroup.
+const ROWS_ENTRY: &str = "const ROWS_WIDTH: u32 = WIDTHu;
+const ROWS: u32 = LINESu;
+const REGISTERS: u32 = QUADSu;
+
+@compute @workgroup_size(ROWS_WIDTH)
+fn main_rows(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) sg_count: u32,
+) {
+    let w = wid.x + wid.y * params.row_width;
+    let quads = params.length / 4u;
+    let n = f32(params.length);
+    let eps = bitcast<f32>(params.eps);
+    for (var k = sg_id; k < ROWS; k += sg_count) {
+        let l = w * ROWS + k;
+        if (l < params.lines) {
+            let start = line_starts(l);
+            let src_q = u32(start[0]) / 4u;
+            let dst_q = u32(start[1]) / 4u;
+            var v: array<vec4<f32>, REGISTERS>;
+            var s = 0.0;
+            for (var j = 0u; j < REGISTERS; j++) {
+                let q = j * sg_size + sg_lane;
+                if (q < quads) {
+                    let x = load_quad(src_q + q);
+                    v[j] = x;
+                    s += (x.x + x.y) + (x.z + x.w);
+                }
+            }
+            STATS
+            for (var j = 0u; j < REGISTERS; j++) {
+                let q = j * sg_size + sg_lane;
+                if (q < quads) {
+                    let y = (v[j] - vec4<f32>(shift)) * scale;
+                    let i = 4u * q;
+                    store_quad(dst_q + q, vec4<f32>(affine(y.x, l, i), affine(y.y, l, i + 1u),
+                        affine(y.z, l, i + 2u), affine(y.w, l, i + 3u)));
+                }
+            }
+        }
+    }
+}";
+
+/// Rows mode's layer statistics: the mean from the lanes' sums, then the
+/// mean squared deviation from the registers.
+const LAYER_ROWS_STATS: &str = "let shift = div_f32(subgroupAdd(s), n);
+            var q2 = 0.0;
+            for (var j = 0u; j < REGISTERS; j++) {
+                if (j * sg_size + sg_lane < quads) {
+                    let d = v[j] - vec4<f32>(shift);
+                    q2 += (d.x * d.x + d.y * d.y) + (d.z * d.z + d.w * d.w);
+                }
+            }
+            let scale = div_f32(1.0, sqrt_f32(div_f32(subgroupAdd(q2), n) + eps));";
+
+/// Rows mode's RMS statistics: the mean square from the registers.
+const RMS_ROWS_STATS: &str = "var q2 = 0.0;
+            for (var j = 0u; j < REGISTERS; j++) {
+                if (j * sg_size + sg_lane < quads) {
+                    let x = v[j];
+                    q2 += (x.x * x.x + x.y * x.y) + (x.z * x.z + x.w * x.w);
+                }
+            }
+            let shift = 0.0;
+            let scale = div_f32(1.0, sqrt_f32(div_f32(subgroupAdd(q2), n) + eps));";
+
+/// Threads of a workgroup in rows mode.
+const ROWS_WIDTH: u32 = 256;
+/// The most quads a lane holds in registers: lines of up to 32 x the
+/// fewest lanes run in rows mode (1,024 where subgroups have 32 lanes).
+const MAX_REGISTERS: usize = 8;
+
+family_key!(NormKey, "webtensor norm", norm_source, entry: |k| if k.rows > 0 {
+    "main_rows"
+} else {
+    "main"
+});
 
 /// The WGSL source of the normalisation kernel for `key`.
 ///
@@ -85,16 +203,37 @@ family_key!(NormKey, "webtensor norm", norm_source);
 /// disagree.
 pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
-    let mut bindings = [
-        buffer_decl(1, "src", dtype, native, false),
-        buffer_decl(2, "out_buf", dtype, native, true),
-    ]
-    .concat();
-    let mut access = [
-        load_fn("load_src", "src", dtype, native),
-        store_out_fn(dtype, native),
-    ]
-    .concat();
+    let (mut bindings, mut access) = if key.rows > 0 {
+        // The source and destination as entries of four elements.
+        let mode = storage_mode(dtype, native);
+        let quad = quad_type(mode);
+        (
+            format!(
+                "@group(0) @binding(1) var<storage, read> src: array<{quad}>;\n\
+                 @group(0) @binding(2) var<storage, read_write> out_buf: array<{quad}>;\n"
+            ),
+            format!(
+                "fn load_quad(q: u32) -> vec4<f32> {{\n    let e = src[q];\n    return vec4<f32>({});\n}}\n\
+                 fn load_src(p: u32) -> f32 {{\n    return load_quad(p / 4u)[p % 4u];\n}}\n\
+                 fn store_quad(q: u32, y: vec4<f32>) {{\n    out_buf[q] = {};\n}}\n",
+                quad_lanes(dtype, mode, "e"),
+                quad_of(dtype, mode, "y"),
+            ),
+        )
+    } else {
+        (
+            [
+                buffer_decl(1, "src", dtype, native, false),
+                buffer_decl(2, "out_buf", dtype, native, true),
+            ]
+            .concat(),
+            [
+                load_fn("load_src", "src", dtype, native),
+                store_out_fn(dtype, native),
+            ]
+            .concat(),
+        )
+    };
     // Bound in order after the output: 3 and 4, or 3 for either alone.
     let mut binding = 3;
     for (given, name) in [(key.weight, "weight"), (key.bias, "bias")] {
@@ -127,13 +266,27 @@ pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
         "fn affine(y: f32, l: u32, i: u32) -> f32 {{\n    let c = {channel};\n    return {value};\n}}\n"
     );
     let walk = LINE_STARTS.wgsl();
-    let stats = if key.rms { RMS_STATS } else { LAYER_STATS };
+    let entry = if key.rows > 0 {
+        let stats = if key.rms {
+            RMS_ROWS_STATS
+        } else {
+            LAYER_ROWS_STATS
+        };
+        ROWS_ENTRY
+            .replace("STATS", stats)
+            .replace("WIDTHu", &format!("{ROWS_WIDTH}u"))
+            .replace("LINESu", &format!("{}u", key.rows))
+            .replace("QUADSu", &format!("{}u", key.registers))
+    } else {
+        let stats = if key.rms { RMS_STATS } else { LAYER_STATS };
+        GROUP_ENTRY.replace("STATS", stats)
+    };
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("WALK", walk.as_str()),
-        ("STATS", stats),
         ("AFFINE", affine.as_str()),
+        ("ENTRY", entry.as_str()),
     ];
     let (f16, params) = (needs_f16(dtype, native), NormParams::wgsl());
     fill_kernel("norm kernel", NORM_WGSL, f16, &params, &slots)
@@ -172,6 +325,27 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
     if count == 0 || length == 0 {
         return Ok(());
     }
+    // A subgroup per line where every line is a run of whole quads from a
+    // multiple of four (in bindings of whole 16-byte entries) that fits the
+    // registers of the fewest lanes the adapter's subgroups have.
+    let lanes = ctx.facts.subgroup_min_size as usize;
+    let quads = src_step == 1
+        && dst_step == 1
+        && length.is_multiple_of(4)
+        && src_lines.positions_aligned(4)
+        && dst_lines.positions_aligned(4)
+        && input_bound.bytes().is_multiple_of(16)
+        && out_bound.bytes().is_multiple_of(16);
+    let (rows, registers) = if quads
+        && ctx.facts.subgroups
+        && (4..=ROWS_WIDTH as usize).contains(&lanes)
+        && length / 4 <= MAX_REGISTERS * lanes
+    {
+        let registers = (length / 4).div_ceil(lanes).next_power_of_two();
+        (ROWS_WIDTH / lanes as u32, registers as u32)
+    } else {
+        (0, 0)
+    };
     let mut bindings = smallvec![input_bound, out_bound];
     let mut offsets = [0u32; 2];
     for (k, t) in [&call.weight, &call.bias].into_iter().enumerate() {
@@ -188,10 +362,17 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
         weight: call.weight.is_some(),
         bias: call.bias.is_some(),
         channels: call.channels.is_some(),
+        rows,
+        registers,
     };
     let (channel_groups, span) = call.channels.unwrap_or((1, 1));
-    // One workgroup per line.
-    let groups = grid_of(count, 1, ctx.facts.max_workgroups_per_dim)?;
+    // One workgroup per line, or per `rows` lines.
+    let workgroups = if rows > 0 {
+        count.div_ceil(rows as usize)
+    } else {
+        count
+    };
+    let groups = grid_of(workgroups, 1, ctx.facts.max_workgroups_per_dim)?;
     let block = NormParams {
         eps: call.eps.to_bits(),
         w_offset: offsets[0],
@@ -236,17 +417,21 @@ mod tests {
                 (false, true, true, true),
                 (false, false, true, true),
             ] {
-                let key = NormKey {
-                    dtype,
-                    native_f16,
-                    rms,
-                    weight,
-                    bias,
-                    channels,
-                };
-                let source = norm_source(&key).unwrap();
-                validate(&source, &format!("{key:?}"));
-                assert_layout(&source, NormParams::FIELDS, NormParams::SIZE, "norm");
+                for (rows, registers) in [(0, 0), (8, 2), (32, 8)] {
+                    let key = NormKey {
+                        dtype,
+                        native_f16,
+                        rms,
+                        weight,
+                        bias,
+                        channels,
+                        rows,
+                        registers,
+                    };
+                    let source = norm_source(&key).unwrap();
+                    validate(&source, &format!("{key:?}"));
+                    assert_layout(&source, NormParams::FIELDS, NormParams::SIZE, "norm");
+                }
             }
         }
     }
