@@ -10,12 +10,17 @@ mod common;
 use webtensor::{Conv, DType, Device, DeviceStats, Pool, Resize, Tensor, s};
 
 /// What one run of `f` and a readback of its result cost on `dev`.
+/// One readback of `t`, as it is stored (no cast kernel).
+fn read(t: Tensor) -> webtensor::Result<()> {
+    match t.dtype() {
+        DType::F16 => t.to_vec::<half::f16>().map(drop),
+        DType::BF16 => t.to_vec::<half::bf16>().map(drop),
+        _ => t.to_vec::<f32>().map(drop),
+    }
+}
+
 fn cost(dev: &Device, f: &dyn Fn() -> Tensor) -> DeviceStats {
-    // One readback of the result, as it is stored.
-    let read = |t: Tensor| match t.dtype() {
-        DType::F16 => drop(t.to_vec::<half::f16>().unwrap()),
-        _ => drop(t.to_vec::<f32>().unwrap()),
-    };
+    let read = |t: Tensor| read(t).unwrap();
     // Warm-up: pipelines compiled, pool buckets filled (twice: buffers an
     // op releases while its batch is open serve only the next batch).
     read(f());
@@ -196,18 +201,29 @@ fn reductions_softmax_and_gathers_are_one_kernel() {
 /// The kernels one run of `f` and a readback of its result dispatch, each
 /// as its count of workgroups.
 fn launched(dev: &Device, f: &dyn Fn() -> Tensor) -> Vec<u64> {
-    let _ = f().to_vec::<f32>().unwrap();
-    let profile = dev
-        .profile(|| {
-            f().to_vec::<f32>()?;
-            Ok(())
-        })
-        .unwrap();
+    read(f()).unwrap();
+    let profile = dev.profile(|| read(f())).unwrap();
     profile
         .kernels()
         .iter()
         .map(|k| k.workgroups.iter().map(|&n| u64::from(n)).product())
         .collect()
+}
+
+#[test]
+fn sixteen_bit_elementwise_moves_sixteen_bytes_a_thread() {
+    // Issue 45 item 4: an f16 or bf16 program over aligned operands takes
+    // eight elements a thread, one 16-byte entry of each (2^16 elements:
+    // 8,192 threads, 32 workgroups of 256), where four a thread (an 8-byte
+    // entry) would launch 64.
+    for (name, dev) in gpus() {
+        for dtype in [DType::F16, DType::BF16] {
+            let a = Tensor::rand([1 << 16], dtype, 1, &dev).unwrap();
+            let b = Tensor::rand([1 << 16], dtype, 2, &dev).unwrap();
+            let grids = launched(&dev, &|| a.add(&b).unwrap());
+            assert_eq!(grids, vec![32], "{name}: {dtype} add of 2^16");
+        }
+    }
 }
 
 #[test]
@@ -283,13 +299,8 @@ fn a_softmax_or_norm_of_short_rows_runs_a_subgroup_per_row() {
 /// The bytes the kernels of one run of `f` bind (`bytes_bound`, a written
 /// binding counted twice), after a warm-up run.
 fn bound(dev: &Device, f: &dyn Fn() -> Tensor) -> u64 {
-    let _ = f().to_vec::<f32>().unwrap();
-    let profile = dev
-        .profile(|| {
-            f().to_vec::<f32>()?;
-            Ok(())
-        })
-        .unwrap();
+    read(f()).unwrap();
+    let profile = dev.profile(|| read(f())).unwrap();
     profile.kernels().iter().map(|k| k.bytes_bound).sum()
 }
 

@@ -19,12 +19,18 @@ pub(crate) fn choose_access(
     run: u8,
 ) -> (Access, IterPlan) {
     if plan.is_contiguous() {
+        // 16-bit operands only: eight elements in a 16-byte entry.
+        let sixteen = |o: &Operand| matches!(o.dtype, KernelType::F16 | KernelType::BF16);
+        let octets =
+            whole_vec4s && plan.offsets.iter().all(|&o| o % 8 == 0) && operands.iter().all(sixteen);
         // Every storage mode but i64's holds four elements in one array
         // entry.
         let aligned = whole_vec4s
             && plan.offsets.iter().all(|&o| o % 4 == 0)
             && operands.iter().all(|o| o.dtype != KernelType::I64);
-        let access = if aligned {
+        let access = if octets {
+            Access::Vec8
+        } else if aligned {
             Access::Vec4
         } else {
             Access::Contiguous { run }
@@ -48,6 +54,7 @@ impl Access {
     pub fn grid(self, plan: &IterPlan) -> (usize, u32) {
         match self {
             Access::Vec4 => (plan.numel().div_ceil(4), WORKGROUP),
+            Access::Vec8 => (plan.numel().div_ceil(8), WORKGROUP),
             Access::Tiled => (tile_count(plan), 1),
             Access::Strided { run } | Access::Contiguous { run } => (
                 plan.numel().div_ceil(usize::from(run.max(1))),
@@ -128,14 +135,21 @@ mod tests {
             choose_access(plan(&shifted), &f32s, true, 4).0,
             Access::Contiguous { run: 4 }
         );
-        // f16 (native or packed), bf16, u8 and bool take four elements
-        // per thread too (packed as one or two words).
-        for dtype in [
-            KernelType::F16,
-            KernelType::BF16,
-            KernelType::U8,
-            KernelType::Bool,
-        ] {
+        // f16 (native or packed) and bf16 take eight elements per thread
+        // (one 16-byte entry), four from a multiple of four; u8 and bool
+        // four (packed in a word).
+        for dtype in [KernelType::F16, KernelType::BF16] {
+            let ops = operands(2, dtype);
+            let (access, _) = choose_access(plan(&out), &ops, true, 4);
+            assert_eq!(access, Access::Vec8, "{dtype:?}");
+            let off4 = Layout::from_parts(out.dims().into(), out.strides().into(), 4);
+            let (access, _) = choose_access(plan(&off4), &ops, true, 4);
+            assert_eq!(access, Access::Vec4, "{dtype:?} at 4");
+        }
+        // Mixed with a 32-bit operand: four.
+        let mixed = [operands(1, KernelType::F16), operands(1, KernelType::F32)].concat();
+        assert_eq!(choose_access(plan(&out), &mixed, true, 4).0, Access::Vec4);
+        for dtype in [KernelType::U8, KernelType::Bool] {
             let ops = operands(2, dtype);
             let (access, _) = choose_access(plan(&out), &ops, true, 4);
             assert_eq!(access, Access::Vec4, "{dtype:?}");

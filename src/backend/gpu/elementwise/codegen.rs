@@ -26,6 +26,7 @@ use std::sync::Arc;
 pub(crate) const COMMON_WGSL: &str = shader!("elementwise/common.wgsl");
 pub(crate) const ELEMENTWISE_WGSL: &str = shader!("elementwise/elementwise.wgsl");
 pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = shader!("elementwise/elementwise_vec4.wgsl");
+pub(crate) const ELEMENTWISE_VEC8_WGSL: &str = shader!("elementwise/elementwise_vec8.wgsl");
 pub(crate) const ELEMENTWISE_TILE_WGSL: &str = shader!("elementwise/elementwise_tile.wgsl");
 pub(crate) const ELEMENTWISE_ROWS_WGSL: &str = shader!("elementwise/elementwise_rows.wgsl");
 
@@ -55,11 +56,15 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == StorageMode::F16;
     let vec4 = key.access == Access::Vec4;
-    // The vec4 access binds every buffer as entries of four elements (one
-    // thread owns each, so even a packed destination needs no atomics).
+    let vec8 = key.access == Access::Vec8;
+    // The vec4 access binds every buffer as entries of four elements, the
+    // vec8 one as 16-byte entries of eight (one thread owns each, so even
+    // a packed destination needs no atomics).
     let array = |s: StorageMode, atomic: bool| {
         if vec4 {
             format!("array<{}>", quad_type(s))
+        } else if vec8 {
+            "array<vec4<u32>>".to_string()
         } else {
             array_type(s, atomic).to_string()
         }
@@ -102,6 +107,9 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     };
     if vec4 {
         return vec4_source(key, &base);
+    }
+    if vec8 {
+        return vec8_source(key, &base);
     }
     let mut access = store_fn(key.out(), out_storage);
     for (k, operand) in key.operands.iter().enumerate().skip(1) {
@@ -281,6 +289,79 @@ fn vec4_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
             ("VLOADS", loads.trim_end()),
             ("LANES", &lanes.join(", ")),
             ("OUT", &out_lanes),
+        ],
+    )
+}
+
+/// The vec8 kernel of `key` (see [`Access::Vec8`]): each thread reads
+/// eight 16-bit elements of every operand as one `vec4<u32>` entry, runs
+/// the program on each lane in the compute types, and writes one entry of
+/// the destination, each result rounded once (as the other kernels'
+/// stores round it).
+///
+/// # Errors
+/// As [`elementwise_source`]; `Error::Internal` for an operand that is not
+/// f16 or bf16.
+fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
+    // Lane `2w + h` of a word of two: its value in f32.
+    let half = |dtype: KernelType, word: &str, h: usize| -> Result<String> {
+        Ok(match (dtype, key.native_f16) {
+            // f16, native or packed (the same bits), as the packed
+            // storage's loads convert it.
+            (KernelType::F16, _) => format!("unpack2x16float({word}).{}", ["x", "y"][h]),
+            (KernelType::BF16, _) => format!("bf16_at({word}, {h}u)"),
+            (other, _) => {
+                return Err(Error::internal(
+                    "elementwise vec8 kernel",
+                    format!("an operand of {other:?}"),
+                ));
+            }
+        })
+    };
+    let lanes_of = |dtype: KernelType, entry: &str| -> Result<String> {
+        let lanes = ["x", "y", "z", "w"]
+            .iter()
+            .flat_map(|w| [0, 1].map(move |h| (w, h)))
+            .map(|(w, h)| half(dtype, &format!("{entry}.{w}"), h))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(format!("array<f32, 8>({})", lanes.join(", ")))
+    };
+    let mut loads = String::new();
+    for k in 1..key.operands.len() {
+        let lanes = lanes_of(key.operands[k].dtype, &format!("u{k}"))?;
+        let _ = writeln!(
+            loads,
+            "    let u{k} = {}[q + operand_offset({k}u) / 8u];\n    var w{k} = {lanes};",
+            operand_buffer(key, k)
+        );
+    }
+    let args: Vec<String> = (1..key.operands.len())
+        .map(|k| format!("w{k}[l]"))
+        .collect();
+    let lane = format!("program({})", args.join(", "));
+    // Each result rounded once to its 16 bits (the packed stores' rounding;
+    // native f16 stores the same bits).
+    let bits = match key.out() {
+        KernelType::BF16 => "bf16_bits",
+        _ => "f16_bits",
+    };
+    let words: Vec<String> = (0..4)
+        .map(|w| format!("{bits}(v[{}]) | ({bits}(v[{}]) << 16u)", 2 * w, 2 * w + 1))
+        .collect();
+    let out_fns = format!(
+        "fn pack_out(v: array<f32, 8>) -> vec4<u32> {{\n    return vec4<u32>({});\n}}\n\
+         fn unpack_out(e: vec4<u32>) -> array<f32, 8> {{\n    return {};\n}}\n",
+        words.join(", "),
+        lanes_of(key.out(), "e")?
+    );
+    fill(
+        "elementwise vec8 kernel",
+        ELEMENTWISE_VEC8_WGSL,
+        &[
+            ("PRELUDE", &prelude.wgsl()),
+            ("OUT_FNS", &out_fns),
+            ("VLOADS", loads.trim_end()),
+            ("LANE", &lane),
         ],
     )
 }
@@ -519,7 +600,7 @@ mod tests {
                 }
             }
         }
-        let (mut vec4, mut tiled) = (0, 0);
+        let (mut vec4, mut vec8, mut tiled) = (0, 0, 0);
         for key in &keys {
             validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
             // And four elements per thread (every storage mode but i64's
@@ -533,6 +614,19 @@ mod tests {
                 validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
                 vec4 += 1;
             }
+            // And eight where every operand is 16-bit.
+            let sixteen = key
+                .operands
+                .iter()
+                .all(|o| matches!(o.dtype, KernelType::F16 | KernelType::BF16));
+            if matches!(key.access, Access::Contiguous { .. }) && sixteen {
+                let key = KernelKey {
+                    access: Access::Vec8,
+                    ..key.clone()
+                };
+                validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
+                vec8 += 1;
+            }
             // And through workgroup tiles, where the program allows it.
             if matches!(key.access, Access::Strided { .. }) && tileable(&key.operands) {
                 let key = KernelKey {
@@ -544,6 +638,7 @@ mod tests {
             }
         }
         assert!(vec4 > 100, "{vec4} vec4 kernels");
+        assert!(vec8 > 20, "{vec8} vec8 kernels");
         assert!(tiled > 50, "{tiled} tiled kernels");
         assert!(keys.len() > 500, "{} kernels", keys.len());
     }

@@ -83,6 +83,12 @@ pub(crate) enum Access {
     /// native f16, two words of packed f16, one word of u8 or bool; no
     /// atomics for a packed destination).
     Vec4,
+    /// Contiguous, every operand f16 or bf16 starting at a multiple of 8 in
+    /// a binding of whole 16-byte entries: eight elements per thread, read
+    /// and written as one 16-byte entry (`vec4<u32>`) of each operand, so
+    /// that 16-bit data moves as many bytes per access as 32-bit data does
+    /// under [`Access::Vec4`].
+    Vec8,
     /// One input whose fastest axis is not the destination's: 32 x 32 tiles
     /// over those two axes pass through workgroup memory, so that both the
     /// reads and the writes are coalesced (the plan's last axis is the
