@@ -647,7 +647,7 @@ fn sixteen_bit_programs_at_every_alignment_and_length() {
         f32::NAN,
         5.960_464_5e-8, // the least f16 subnormal
         -9.536_743e-7,  // an f16 subnormal
-        6.097_555e-5, // the largest f16 subnormal
+        6.097_555e-5,   // the largest f16 subnormal
         65504.0,
         1e-40, // a bf16 subnormal
     ];

@@ -20,9 +20,9 @@
 //             states into shared_states[0]: through workgroup memory, or
 //             (on adapters with subgroups) across each subgroup's lanes
 //             first, then the subgroups' results
-//   WG, ROWS  threads per workgroup (group and rows modes), and outputs per
-//             workgroup in rows mode (WG over the adapter's fewest lanes)
-//   ROWS_ENTRY  rows mode's entry point, on adapters with subgroups
+//   WG        threads per workgroup in group mode
+//   ROWS_ENTRY  rows mode's entry point (kernel/rows.rs: a subgroup per
+//             output), on adapters with subgroups
 //
 // Output o reduces `extent` elements; a stage may split that into `splits`
 // partial results of `chunk` elements each, which a second stage combines.
@@ -60,7 +60,6 @@ fn reduced_offset(r: u32) -> i32 {
 {{STORE}}
 
 const WG: u32 = {{WG}}u;
-const ROWS: u32 = {{ROWS}}u;
 
 // The state of output `o` over reduced elements [start, end), visited by
 // one thread in steps of `step` from `start + first`: four elements in

@@ -4,7 +4,7 @@
 //! one rounding at the end, as PyTorch computes them.
 
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -54,15 +54,11 @@ impl Tensor {
         op: &'static str,
         f: impl Fn(&Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
-        let compute = match self.dtype() {
-            DType::F32 | DType::F16 | DType::BF16 => DType::F32,
-            DType::F64 => DType::F64,
-            other => {
-                return Err(Error::dtype(
-                    op,
-                    format!("takes f32, f16, bf16 or f64 tensors, got {other}; cast first"),
-                ));
-            }
+        super::check_float(op, self.dtype())?;
+        let compute = if self.dtype() == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
         };
         super::super::as_op(op, || f(&self.to_dtype(compute)?)?.to_dtype(self.dtype()))
     }

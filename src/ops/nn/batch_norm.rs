@@ -45,16 +45,7 @@ impl Tensor {
         eps: f64,
     ) -> Result<Tensor> {
         let op = "batch_norm";
-        let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64);
-        if !float(self.dtype()) {
-            return Err(Error::dtype(
-                op,
-                format!(
-                    "takes f32, f16, bf16 or f64 tensors, got {}; cast first",
-                    self.dtype()
-                ),
-            ));
-        }
+        super::check_float(op, self.dtype())?;
         if self.rank() < 2 {
             return Err(Error::shape(
                 op,
@@ -80,7 +71,7 @@ impl Tensor {
                     ),
                 ));
             }
-            if !float(t.dtype()) {
+            if !super::is_float(t.dtype()) {
                 return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
             }
         }

@@ -7,3 +7,22 @@
 mod activations;
 mod batch_norm;
 mod norms;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// True for the dtypes the layers take: f32, f16, bf16 and f64.
+fn is_float(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
+}
+
+/// `Error::DType` naming `op` unless `dtype` is one [`is_float`] takes.
+fn check_float(op: &'static str, dtype: DType) -> Result<()> {
+    if is_float(dtype) {
+        return Ok(());
+    }
+    Err(Error::dtype(
+        op,
+        format!("takes f32, f16, bf16 or f64 tensors, got {dtype}; cast first"),
+    ))
+}

@@ -165,16 +165,7 @@ impl Tensor {
 
     fn normalized(&self, n: &Norm) -> Result<Tensor> {
         let op = n.op;
-        let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64);
-        if !float(self.dtype()) {
-            return Err(Error::dtype(
-                op,
-                format!(
-                    "takes f32, f16, bf16 or f64 tensors, got {}; cast first",
-                    self.dtype()
-                ),
-            ));
-        }
+        super::check_float(op, self.dtype())?;
         let r = self.rank();
         let k = n.shape.len();
         let trailing = k > 0 && k <= r && self.dims()[r - k..] == *n.shape;
@@ -201,7 +192,7 @@ impl Tensor {
                     ),
                 ));
             }
-            if !float(t.dtype()) {
+            if !super::is_float(t.dtype()) {
                 return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
             }
         }

@@ -24,6 +24,7 @@ pub(crate) mod loop_budget;
 pub(crate) mod params_block;
 pub(crate) mod pipeline;
 pub(crate) mod prelude;
+pub(crate) mod rows;
 pub(crate) mod strided;
 pub(crate) mod template;
 pub(crate) mod wgsl_type;

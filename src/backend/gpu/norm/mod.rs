@@ -7,12 +7,11 @@
 //! each output with its weight and bias: one dispatch per op.
 
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{
-    buffer_decl, load_fn, needs_f16, quad_lanes, quad_of, quad_type, storage_mode, store_out_fn,
-};
+use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16};
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::line_params;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::rows;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
@@ -56,7 +55,7 @@ pub(crate) struct NormKey {
     /// not by line element.
     pub channels: bool,
     /// Rows mode (lines of whole aligned quads): one subgroup per line,
-    /// this many lines per workgroup of `ROWS_WIDTH`; 0 for a workgroup per
+    /// this many lines per workgroup of `rows::WIDTH`; 0 for a workgroup per
     /// line.
     pub rows: u32,
     /// Quads each lane holds in registers in rows mode.
@@ -109,31 +108,17 @@ fn main(
     }
 }";
 
-/// Rows mode: each subgroup of a workgroup takes whole lines (ROWS per
-/// workgroup, in turn should the subgroups be wider than the fewest
-/// lanes), its lanes holding quad `j * lanes + lane` of the line for j <
-/// REGISTERS: the line is read once, its sums come from subgroup
-/// operations (no workgroup memory, no barrier), and the outputs are
-/// written from the registers. Every branch is uniform across a subgroup.
-const ROWS_ENTRY: &str = "const ROWS_WIDTH: u32 = WIDTHu;
-const ROWS: u32 = LINESu;
-const REGISTERS: u32 = QUADSu;
-
-@compute @workgroup_size(ROWS_WIDTH)
-fn main_rows(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(subgroup_size) sg_size: u32,
-    @builtin(subgroup_invocation_id) sg_lane: u32,
-    @builtin(subgroup_id) sg_id: u32,
-    @builtin(num_subgroups) sg_count: u32,
-) {
-    let w = wid.x + wid.y * params.row_width;
-    let quads = params.length / 4u;
+/// Rows mode (`kernel/rows.rs`): a subgroup per line, its lanes holding
+/// quad `j * lanes + lane` of the line for j < REGISTERS in registers: the
+/// line is read once, its sums come from subgroup operations, and the
+/// outputs are written from the registers.
+const ROWS_SETUP: &str = "    let quads = params.length / 4u;
     let n = f32(params.length);
-    let eps = bitcast<f32>(params.eps);
-    for (var k = sg_id; k < ROWS; k += sg_count) {
-        let l = w * ROWS + k;
-        if (l < params.lines) {
+    let eps = bitcast<f32>(params.eps);";
+
+/// The body of [`ROWS_SETUP`]'s loop: line `r` (`STATS` its shift and
+/// scale).
+const ROWS_BODY: &str = "            let l = r;
             let start = line_starts(l);
             let src_q = u32(start[0]) / 4u;
             let dst_q = u32(start[1]) / 4u;
@@ -156,10 +141,7 @@ fn main_rows(
                     store_quad(dst_q + q, vec4<f32>(affine(y.x, l, i), affine(y.y, l, i + 1u),
                         affine(y.z, l, i + 2u), affine(y.w, l, i + 3u)));
                 }
-            }
-        }
-    }
-}";
+            }";
 
 /// Rows mode's layer statistics: the mean from the lanes' sums, then the
 /// mean squared deviation from the registers.
@@ -184,12 +166,6 @@ const RMS_ROWS_STATS: &str = "var q2 = 0.0;
             let shift = 0.0;
             let scale = div_f32(1.0, sqrt_f32(div_f32(subgroupAdd(q2), n) + eps));";
 
-/// Threads of a workgroup in rows mode.
-const ROWS_WIDTH: u32 = 256;
-/// The most quads a lane holds in registers: lines of up to 32 x the
-/// fewest lanes run in rows mode (1,024 where subgroups have 32 lanes).
-const MAX_REGISTERS: usize = 8;
-
 family_key!(NormKey, "webtensor norm", norm_source, entry: |k| if k.rows > 0 {
     "main_rows"
 } else {
@@ -205,34 +181,11 @@ pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
     let (mut bindings, mut access) = if key.rows > 0 {
         // The source and destination as entries of four elements.
-        let mode = storage_mode(dtype, native);
-        let quad = quad_type(mode);
-        (
-            format!(
-                "@group(0) @binding(1) var<storage, read> src: array<{quad}>;\n\
-                 @group(0) @binding(2) var<storage, read_write> out_buf: array<{quad}>;\n"
-            ),
-            format!(
-                "fn load_quad(q: u32) -> vec4<f32> {{\n    let e = src[q];\n    return vec4<f32>({});\n}}\n\
-                 fn load_src(p: u32) -> f32 {{\n    return load_quad(p / 4u)[p % 4u];\n}}\n\
-                 fn store_quad(q: u32, y: vec4<f32>) {{\n    out_buf[q] = {};\n}}\n",
-                quad_lanes(dtype, mode, "e"),
-                quad_of(dtype, mode, "y"),
-            ),
-        )
+        let (bindings, access) = rows::quad_bindings(dtype, native);
+        let element = "fn load_src(p: u32) -> f32 {\n    return load_quad(p / 4u)[p % 4u];\n}\n";
+        (bindings, access + element)
     } else {
-        (
-            [
-                buffer_decl(1, "src", dtype, native, false),
-                buffer_decl(2, "out_buf", dtype, native, true),
-            ]
-            .concat(),
-            [
-                load_fn("load_src", "src", dtype, native),
-                store_out_fn(dtype, native),
-            ]
-            .concat(),
-        )
+        rows::element_bindings(dtype, native)
     };
     // Bound in order after the output: 3 and 4, or 3 for either alone.
     let mut binding = 3;
@@ -272,11 +225,8 @@ pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
         } else {
             LAYER_ROWS_STATS
         };
-        ROWS_ENTRY
-            .replace("STATS", stats)
-            .replace("WIDTHu", &format!("{ROWS_WIDTH}u"))
-            .replace("LINESu", &format!("{}u", key.rows))
-            .replace("QUADSu", &format!("{}u", key.registers))
+        let body = ROWS_BODY.replace("STATS", stats);
+        rows::entry(key.rows, key.registers, "params.lines", ROWS_SETUP, &body)
     } else {
         let stats = if key.rms { RMS_STATS } else { LAYER_STATS };
         GROUP_ENTRY.replace("STATS", stats)
@@ -325,27 +275,15 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
     if count == 0 || length == 0 {
         return Ok(());
     }
-    // A subgroup per line where every line is a run of whole quads from a
-    // multiple of four (in bindings of whole 16-byte entries) that fits the
-    // registers of the fewest lanes the adapter's subgroups have.
-    let lanes = ctx.facts.subgroup_min_size as usize;
-    let quads = src_step == 1
-        && dst_step == 1
-        && length.is_multiple_of(4)
-        && src_lines.positions_aligned(4)
-        && dst_lines.positions_aligned(4)
-        && input_bound.bytes().is_multiple_of(16)
-        && out_bound.bytes().is_multiple_of(16);
-    let (rows, registers) = if quads
-        && ctx.facts.subgroups
-        && (4..=ROWS_WIDTH as usize).contains(&lanes)
-        && length / 4 <= MAX_REGISTERS * lanes
-    {
-        let registers = (length / 4).div_ceil(lanes).next_power_of_two();
-        (ROWS_WIDTH / lanes as u32, registers as u32)
-    } else {
-        (0, 0)
-    };
+    // A subgroup per line where every line is a run of whole quads that
+    // fits the registers of the fewest lanes the adapter's subgroups have.
+    let quads = rows::lines_in_quads(
+        [&src_lines, &dst_lines],
+        [src_step, dst_step],
+        length,
+        [&input_bound, &out_bound],
+    );
+    let (rows, registers) = rows::line_rows(&ctx.facts, quads, length).unwrap_or((0, 0));
     let mut bindings = smallvec![input_bound, out_bound];
     let mut offsets = [0u32; 2];
     for (k, t) in [&call.weight, &call.bias].into_iter().enumerate() {

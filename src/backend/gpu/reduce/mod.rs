@@ -26,6 +26,7 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::{grid, grid_of};
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::{dims8, strides8};
+use crate::backend::gpu::kernel::rows;
 use crate::backend::gpu::record::record_family;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ReduceCall, Storage};
@@ -38,8 +39,8 @@ use std::sync::Arc;
 /// Reductions at most this long run one thread per output.
 const THREAD_MODE_MAX: usize = 64;
 /// Threads of a workgroup in group mode (a narrow one where each thread
-/// would get fewer than `THREAD_SHARE` elements) and in rows mode.
-const WIDE: u32 = 256;
+/// would get fewer than `THREAD_SHARE` elements), as many as rows mode's.
+const WIDE: u32 = rows::WIDTH;
 const NARROW: u32 = 64;
 /// Elements each thread of a wide workgroup takes at least: four quads in
 /// flight, four turns.
@@ -240,14 +241,14 @@ enum Shape {
 /// a workgroup per output otherwise.
 fn rows_or_group(facts: &AdapterFacts, outputs: usize, extent: usize) -> Shape {
     let lanes = facts.subgroup_min_size as usize;
-    let rows = facts.subgroups
-        && (4..=WIDE as usize).contains(&lanes)
-        && outputs * lanes >= facts.resident_threads / 2
-        && extent.div_ceil(lanes) <= loop_budget::ITERATIONS;
-    if rows {
-        Shape::Rows(WIDE / lanes as u32)
-    } else {
-        Shape::Group(width_for(extent))
+    match rows::rows_per_group(facts) {
+        Some(rows)
+            if outputs * lanes >= facts.resident_threads / 2
+                && extent.div_ceil(lanes) <= loop_budget::ITERATIONS =>
+        {
+            Shape::Rows(rows)
+        }
+        _ => Shape::Group(width_for(extent)),
     }
 }
 

@@ -6,6 +6,7 @@ use crate::backend::gpu::kernel::buffer::{
 };
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::{INT64_WGSL, fill_kernel};
+use crate::backend::gpu::kernel::rows;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::record::{family_key, group_or_thread};
@@ -110,36 +111,16 @@ const GROUP_COMBINE_SUBGROUPS: &str = "    let lanes = min(sg_size, WG);
         shared_states[0] = total;
     }";
 
-/// Rows mode: each subgroup of a workgroup folds whole outputs (ROWS of
-/// them per workgroup, taken in turn should the subgroups be wider than
-/// the adapter's fewest lanes), its lanes striding over the output's
-/// elements, then a butterfly of shuffles; lane 0 stores. No workgroup
-/// memory, no barrier. Every branch is uniform across a subgroup (the
-/// output depends on the workgroup and subgroup only).
-const ROWS_ENTRY: &str = "
-@compute @workgroup_size(WG)
-fn main_rows(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(subgroup_size) sg_size: u32,
-    @builtin(subgroup_invocation_id) sg_lane: u32,
-    @builtin(subgroup_id) sg_id: u32,
-    @builtin(num_subgroups) sg_count: u32,
-) {
-    let w = wid.x + wid.y * params.row_width;
-    for (var k = sg_id; k < ROWS; k += sg_count) {
-        let o = w * ROWS + k;
-        if (o < params.outputs) {
-            var st = FOLD_ROWS(o, 0u, params.extent, sg_lane, sg_size);
+/// Rows mode's body (`kernel/rows.rs`): output `r` folded by its
+/// subgroup's lanes striding over its elements, then a butterfly of
+/// shuffles; lane 0 stores.
+const ROWS_BODY: &str = "            var st = FOLD_ROWS(r, 0u, params.extent, sg_lane, sg_size);
             for (var m = sg_size / 2u; m > 0u; m = m / 2u) {
                 st = combine(st, State(subgroupShuffleXor(st.v, m), subgroupShuffleXor(st.i, m)));
             }
             if (sg_lane == 0u) {
-                store(o, 0u, st);
-            }
-        }
-    }
-}
-";
+                store(r, 0u, st);
+            }";
 
 /// The accumulator dtype of a reduction over `dtype`.
 pub(super) fn acc_dtype(dtype: KernelType) -> KernelType {
@@ -339,14 +320,14 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         ("", "fold")
     };
     let rows_entry = if key.rows > 0 {
-        ROWS_ENTRY.replace("FOLD_ROWS", fold)
+        let body = ROWS_BODY.replace("FOLD_ROWS", fold);
+        rows::entry(key.rows, 0, "params.outputs", "", &body)
     } else {
         String::new()
     };
-    let (width, rows) = (key.width.to_string(), key.rows.max(1).to_string());
+    let width = key.width.to_string();
     let mut slots = vec![
         ("WG", width.as_str()),
-        ("ROWS", rows.as_str()),
         ("ROWS_ENTRY", rows_entry.as_str()),
         ("QUADS", quads),
         ("FOLD", fold),

@@ -6,12 +6,11 @@
 //! one subgroup per line reading it once (rows mode).
 
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{
-    buffer_decl, load_fn, needs_f16, quad_lanes, quad_of, quad_type, storage_mode, store_out_fn,
-};
+use crate::backend::gpu::kernel::buffer::needs_f16;
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::line_params;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::kernel::rows;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
@@ -41,46 +40,22 @@ pub(crate) struct SoftmaxKey {
     /// elements at a time as one array entry (no atomics for packed f16).
     pub quads: bool,
     /// Rows mode (quads only): one subgroup per line, this many lines per
-    /// workgroup of `ROWS_WIDTH`; 0 for a workgroup per line.
+    /// workgroup of `rows::WIDTH`; 0 for a workgroup per line.
     pub rows: u32,
     /// Quads each lane holds in registers in rows mode.
     pub registers: u32,
 }
 
-/// Threads of a workgroup in rows mode.
-const ROWS_WIDTH: u32 = 256;
-/// The most quads a lane holds in registers: lines of up to 32 x the
-/// fewest lanes run in rows mode (1,024 where subgroups have 32 lanes).
-const MAX_REGISTERS: usize = 8;
+/// Rows mode (`kernel/rows.rs`): a subgroup per line, its lanes holding
+/// quad `j * lanes + lane` of the line for j < REGISTERS in registers: the
+/// line is read once, its maximum and sum come from subgroup operations,
+/// and the results are written from the registers. A NaN or +inf makes the
+/// line NaN, as does a line of -inf only (its sum is 0).
+const ROWS_SETUP: &str = "    let quads = params.length / 4u;
+    let minus_inf = bitcast<f32>(0xff800000u);";
 
-/// Rows mode: each subgroup of a workgroup takes whole lines (ROWS per
-/// workgroup, in turn should the subgroups be wider than the fewest lanes),
-/// its lanes holding quad `j * lanes + lane` of the line for j < REGISTERS
-/// in registers: the line is read once, its maximum and sum come from
-/// subgroup operations (no workgroup memory, no barrier), and the results
-/// are written from the registers. Every branch is uniform across a
-/// subgroup. A NaN or +inf makes the line NaN, as does a line of -inf only
-/// (its sum is 0).
-const ROWS_ENTRY: &str = "
-const ROWS_WIDTH: u32 = WIDTHu;
-const ROWS: u32 = LINESu;
-const REGISTERS: u32 = QUADSu;
-
-@compute @workgroup_size(ROWS_WIDTH)
-fn main_rows(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(subgroup_size) sg_size: u32,
-    @builtin(subgroup_invocation_id) sg_lane: u32,
-    @builtin(subgroup_id) sg_id: u32,
-    @builtin(num_subgroups) sg_count: u32,
-) {
-    let w = wid.x + wid.y * params.row_width;
-    let quads = params.length / 4u;
-    let minus_inf = bitcast<f32>(0xff800000u);
-    for (var k = sg_id; k < ROWS; k += sg_count) {
-        let l = w * ROWS + k;
-        if (l < params.lines) {
-            let start = line_starts(l);
+/// The body of [`ROWS_SETUP`]'s loop: line `r`.
+const ROWS_BODY: &str = "            let start = line_starts(r);
             let src_q = u32(start[0]) / 4u;
             let dst_q = u32(start[1]) / 4u;
             var v: array<vec4<f32>, REGISTERS>;
@@ -126,11 +101,7 @@ fn main_rows(
                     }
                     store_quad(dst_q + q, y);
                 }
-            }
-        }
-    }
-}
-";
+            }";
 
 /// `gather` and `spread` one element at a time, through the lines' steps.
 const ONE_AT_A_TIME: &str = "fn gather(src0: i32, t: u32) -> Partial {
@@ -193,34 +164,11 @@ family_key!(SoftmaxKey, "webtensor softmax", softmax_source, entry: |k| if k.row
 pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
     let (bindings, access) = if key.quads {
-        let mode = storage_mode(dtype, native);
-        let quad = quad_type(mode);
-        (
-            format!(
-                "@group(0) @binding(1) var<storage, read> src: array<{quad}>;\n\
-                 @group(0) @binding(2) var<storage, read_write> out_buf: array<{quad}>;\n"
-            ),
-            format!(
-                "fn load_quad(q: u32) -> vec4<f32> {{\n    let e = src[q];\n    return {};\n}}\n\
-                 fn store_quad(q: u32, y: vec4<f32>) {{\n    out_buf[q] = {};\n}}\n{FOUR_AT_A_TIME}",
-                quad_lanes(dtype, mode, "e"),
-                quad_of(dtype, mode, "y"),
-            ),
-        )
+        let (bindings, access) = rows::quad_bindings(dtype, native);
+        (bindings, access + FOUR_AT_A_TIME)
     } else {
-        (
-            [
-                buffer_decl(1, "src", dtype, native, false),
-                buffer_decl(2, "out_buf", dtype, native, true),
-            ]
-            .concat(),
-            [
-                load_fn("load_src", "src", dtype, native),
-                store_out_fn(dtype, native),
-                ONE_AT_A_TIME.to_string(),
-            ]
-            .concat(),
-        )
+        let (bindings, access) = rows::element_bindings(dtype, native);
+        (bindings, access + ONE_AT_A_TIME)
     };
     let walk = LINE_STARTS.wgsl();
     let result = if key.log {
@@ -229,10 +177,13 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
         "exp(x - m) / s"
     };
     let rows_entry = if key.rows > 0 {
-        ROWS_ENTRY
-            .replace("WIDTHu", &format!("{ROWS_WIDTH}u"))
-            .replace("LINESu", &format!("{}u", key.rows))
-            .replace("QUADSu", &format!("{}u", key.registers))
+        rows::entry(
+            key.rows,
+            key.registers,
+            "params.lines",
+            ROWS_SETUP,
+            ROWS_BODY,
+        )
     } else {
         String::new()
     };
@@ -263,26 +214,15 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
     if count == 0 || length == 0 {
         return Ok(());
     }
-    let quads = src_step == 1
-        && dst_step == 1
-        && length.is_multiple_of(4)
-        && src_lines.positions_aligned(4)
-        && dst_lines.positions_aligned(4)
-        && input_bound.bytes().is_multiple_of(16)
-        && out_bound.bytes().is_multiple_of(16);
+    let quads = rows::lines_in_quads(
+        [&src_lines, &dst_lines],
+        [src_step, dst_step],
+        length,
+        [&input_bound, &out_bound],
+    );
     // A subgroup per line where the line fits the registers of the fewest
     // lanes the adapter's subgroups have; else a workgroup per line.
-    let lanes = ctx.facts.subgroup_min_size as usize;
-    let rows = quads
-        && ctx.facts.subgroups
-        && (4..=ROWS_WIDTH as usize).contains(&lanes)
-        && length / 4 <= MAX_REGISTERS * lanes;
-    let (rows, registers) = if rows {
-        let registers = (length / 4).div_ceil(lanes).next_power_of_two();
-        (ROWS_WIDTH / lanes as u32, registers as u32)
-    } else {
-        (0, 0)
-    };
+    let (rows, registers) = rows::line_rows(&ctx.facts, quads, length).unwrap_or((0, 0));
     let key = SoftmaxKey {
         dtype: call.input.dtype,
         log: call.log,

@@ -1,0 +1,134 @@
+//! Rows mode, shared by the reduction, softmax and normalisation
+//! families: a subgroup per row (an output's reduced elements, a line), as
+//! many rows a workgroup as the adapter's fewest lanes divide its threads
+//! into, lanes striding over the row and combining by subgroup operations
+//! (no workgroup memory, no barrier). Line kernels hold an aligned line's
+//! quads in registers, so that it is read once.
+
+use crate::backend::gpu::adapter_facts::AdapterFacts;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::buffer::{
+    buffer_decl, load_fn, quad_lanes, quad_of, quad_type, storage_mode, store_out_fn,
+};
+use crate::dtype::KernelType;
+use crate::layout::Layout;
+
+/// Threads of a rows-mode workgroup.
+pub(crate) const WIDTH: u32 = 256;
+
+/// The most quads a lane of a line kernel holds in registers: lines of up
+/// to 32 x the fewest lanes (1,024 where subgroups have 32 lanes).
+const MAX_REGISTERS: usize = 8;
+
+/// Rows a workgroup takes: `WIDTH` over the adapter's fewest lanes, where
+/// its subgroups have a known least size (4 to `WIDTH` lanes); `None`
+/// without subgroups.
+pub(crate) fn rows_per_group(facts: &AdapterFacts) -> Option<u32> {
+    let lanes = facts.subgroup_min_size;
+    (facts.subgroups && (4..=WIDTH).contains(&lanes)).then(|| WIDTH / lanes)
+}
+
+/// Rows mode for lines of `length` whose every line is a run of whole
+/// quads (`quads`): (rows a workgroup, quads a lane holds) where the line
+/// fits the registers of the fewest lanes, rounded up to a power of two;
+/// `None` otherwise.
+pub(crate) fn line_rows(facts: &AdapterFacts, quads: bool, length: usize) -> Option<(u32, u32)> {
+    let rows = rows_per_group(facts)?;
+    let lanes = facts.subgroup_min_size as usize;
+    (quads && length / 4 <= MAX_REGISTERS * lanes).then(|| {
+        (
+            rows,
+            (length / 4).div_ceil(lanes).next_power_of_two() as u32,
+        )
+    })
+}
+
+/// True when every source and destination line is a run of stride 1 from a
+/// multiple of four, of a length that is a multiple of four, in bindings
+/// of whole 16-byte entries: a thread may read and write them four at a
+/// time as array entries.
+pub(crate) fn lines_in_quads(
+    [src_lines, dst_lines]: [&Layout; 2],
+    steps: [isize; 2],
+    length: usize,
+    [src, dst]: [&Bound; 2],
+) -> bool {
+    steps == [1, 1]
+        && length.is_multiple_of(4)
+        && src_lines.positions_aligned(4)
+        && dst_lines.positions_aligned(4)
+        && src.bytes().is_multiple_of(16)
+        && dst.bytes().is_multiple_of(16)
+}
+
+/// The source (binding 1) and `out_buf` (2) as arrays of four-element
+/// entries of `dtype`, with `load_quad(q) -> vec4<f32>` and
+/// `store_quad(q, y)` (each value rounded once into the dtype).
+pub(crate) fn quad_bindings(dtype: KernelType, native_f16: bool) -> (String, String) {
+    let mode = storage_mode(dtype, native_f16);
+    let quad = quad_type(mode);
+    (
+        format!(
+            "@group(0) @binding(1) var<storage, read> src: array<{quad}>;\n\
+             @group(0) @binding(2) var<storage, read_write> out_buf: array<{quad}>;\n"
+        ),
+        format!(
+            "fn load_quad(q: u32) -> vec4<f32> {{\n    let e = src[q];\n    return vec4<f32>({});\n}}\n\
+             fn store_quad(q: u32, y: vec4<f32>) {{\n    out_buf[q] = {};\n}}\n",
+            quad_lanes(dtype, mode, "e"),
+            quad_of(dtype, mode, "y"),
+        ),
+    )
+}
+
+/// The same bindings one element an entry (for lines walked through their
+/// steps): `load_src(p) -> f32` and `store_out(p, v)`.
+pub(crate) fn element_bindings(dtype: KernelType, native_f16: bool) -> (String, String) {
+    (
+        [
+            buffer_decl(1, "src", dtype, native_f16, false),
+            buffer_decl(2, "out_buf", dtype, native_f16, true),
+        ]
+        .concat(),
+        [
+            load_fn("load_src", "src", dtype, native_f16),
+            store_out_fn(dtype, native_f16),
+        ]
+        .concat(),
+    )
+}
+
+/// The rows-mode entry point `main_rows`: the workgroup's `rows` rows taken
+/// by its subgroups in turn (several each should the subgroups be wider than
+/// the fewest lanes), row `r` (global) running `body` where `r < limit`,
+/// after `setup`. The builtins `sg_size` and `sg_lane` and the constants
+/// `ROWS_WIDTH`, `ROWS` and (for line kernels) `REGISTERS` are in scope.
+/// Every branch is uniform across a subgroup: the row depends on the
+/// workgroup and the subgroup only.
+pub(crate) fn entry(rows: u32, registers: u32, limit: &str, setup: &str, body: &str) -> String {
+    format!(
+        "const ROWS_WIDTH: u32 = {WIDTH}u;
+const ROWS: u32 = {rows}u;
+const REGISTERS: u32 = {registers}u;
+
+@compute @workgroup_size(ROWS_WIDTH)
+fn main_rows(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) sg_count: u32,
+) {{
+    let w = wid.x + wid.y * params.row_width;
+{setup}
+    for (var k = sg_id; k < ROWS; k += sg_count) {{
+        let r = w * ROWS + k;
+        if (r < {limit}) {{
+{body}
+        }}
+    }}
+}}
+",
+        registers = registers.max(1)
+    )
+}
