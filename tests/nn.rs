@@ -345,11 +345,13 @@ fn a_gpu_group_norm_agrees_with_the_cpu_across_its_workgroup() {
                 );
                 // The same roundings in the same order: equal bits.
                 let want = read_f32(&cx.batch_norm(&cb, &cv, Some(&cw), Some(&cb), 1e-5).unwrap());
+                // (The device is shared: its setting is put back.)
+                let was = dev.fusion();
                 for fusion in [true, false] {
                     dev.set_fusion(fusion);
                     let got = gx.batch_norm(&gb, &gv, Some(&gw), Some(&gb), 1e-5);
                     let got = read_f32(&got.unwrap());
-                    dev.set_fusion(true);
+                    dev.set_fusion(was);
                     assert_close(&got, &want, 0.0, &format!("batch {what}, fusion {fusion}"));
                 }
             }
