@@ -43,6 +43,15 @@ pub(crate) fn line_rows(facts: &AdapterFacts, quads: bool, length: usize) -> Opt
     })
 }
 
+/// Workgroups for `lines` lines: one each, or one per `rows` in rows mode
+/// (`rows` > 0).
+pub(crate) fn workgroups(lines: usize, rows: u32) -> usize {
+    match rows {
+        0 => lines,
+        rows => lines.div_ceil(rows as usize),
+    }
+}
+
 /// True when every source and destination line is a run of stride 1 from a
 /// multiple of four, of a length that is a multiple of four, in bindings
 /// of whole 16-byte entries: a thread may read and write them four at a

@@ -305,12 +305,11 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
     };
     let (channel_groups, span) = call.channels.unwrap_or((1, 1));
     // One workgroup per line, or per `rows` lines.
-    let workgroups = if rows > 0 {
-        count.div_ceil(rows as usize)
-    } else {
-        count
-    };
-    let groups = grid_of(workgroups, 1, ctx.facts.max_workgroups_per_dim)?;
+    let groups = grid_of(
+        rows::workgroups(count, rows),
+        1,
+        ctx.facts.max_workgroups_per_dim,
+    )?;
     let block = NormParams {
         eps: call.eps.to_bits(),
         w_offset: offsets[0],

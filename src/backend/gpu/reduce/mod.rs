@@ -299,7 +299,7 @@ fn record(
     let ctx = &out.ctx;
     let max = ctx.facts.max_workgroups_per_dim;
     let (groups, row_width) = if stage.key.rows > 0 {
-        let groups = grid_of(stage.outputs.div_ceil(stage.key.rows as usize), 1, max)?;
+        let groups = grid_of(rows::workgroups(stage.outputs, stage.key.rows), 1, max)?;
         (groups, groups[0])
     } else if stage.key.group {
         let groups = grid_of(stage.outputs * stage.splits, 1, max)?;

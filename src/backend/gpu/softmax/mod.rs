@@ -232,12 +232,11 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
         registers,
     };
     // One workgroup per line, or per `rows` lines.
-    let workgroups = if rows > 0 {
-        count.div_ceil(rows as usize)
-    } else {
-        count
-    };
-    let groups = grid_of(workgroups, 1, ctx.facts.max_workgroups_per_dim)?;
+    let groups = grid_of(
+        rows::workgroups(count, rows),
+        1,
+        ctx.facts.max_workgroups_per_dim,
+    )?;
     let lines = [&src_lines, &dst_lines];
     let params = <SoftmaxParams as bytemuck::Zeroable>::zeroed().walking(
         lines,
