@@ -102,6 +102,24 @@ pub fn read_f32(t: &Tensor) -> Vec<f32> {
     t.to_dtype(webtensor::DType::F32).unwrap().to_vec().unwrap()
 }
 
+/// `x`, or a zero of its sign where it is an f32 subnormal: what a GPU
+/// that flushes subnormals, as WGSL allows (NVIDIA's driver does, operands
+/// and results), reads or writes for it.
+pub fn ftz(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// True when `got` is `want` bit for bit, NaN for NaN, or, where `flushed`
+/// (the same op on operands flushed by [`ftz`]) is given, `ftz` of it.
+pub fn same_or_flushed(got: f32, want: f32, flushed: Option<f32>) -> bool {
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    same(got, want) || flushed.is_some_and(|f| same(got, ftz(f)))
+}
+
 /// Rounds `x` to the precision of `dtype` (f32, f16 or bf16), as a stored
 /// result is.
 pub fn round_to(dtype: webtensor::DType, x: f64) -> f32 {

@@ -1,7 +1,10 @@
 """Writes numpy_complex_cases.npz for tests/complex.rs: complex64 pairs `a`,
 `b` over magnitudes from 1e-45 to 3e38 and every combination of zeros,
 infinities and NaN in their parts, with NumPy's complex64 `a / b`
-(`quot`, Smith's scaled division) and `abs(a)` (`abs`, C's hypot). Run
+(`quot`, Smith's scaled division) and `abs(a)` (`abs`, C's hypot), and
+both again on operands whose f32 subnormal parts are flushed to zero,
+their subnormal results flushed too (`quot_ftz`, `abs_ftz`: what a GPU
+that flushes subnormals, as WGSL allows, may answer). Run
 from tests/data with `python3 make_complex_cases.py` (NumPy 2.4 wrote the
 committed file)."""
 import itertools
@@ -38,8 +41,29 @@ la = cplx(m[0], m[1])
 lb = cplx(m[2], m[3])
 a = np.concatenate([sa, ra, la])
 b = np.concatenate([sb, rb, lb])
+
+
+def ftz(x):
+    tiny = np.finfo(np.float32).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def flushed(z):
+    return cplx(ftz(z.real), ftz(z.imag))
+
+
 with np.errstate(all="ignore"):
     quot = (a / b).astype(np.complex64)
     mag = np.abs(a).astype(np.float32)
+    quot_ftz = flushed((flushed(a) / flushed(b)).astype(np.complex64))
+    abs_ftz = ftz(np.abs(flushed(a)).astype(np.float32))
 assert quot.dtype == np.complex64 and mag.dtype == np.float32
-np.savez_compressed("numpy_complex_cases.npz", a=a, b=b, quot=quot, abs=mag)
+np.savez_compressed(
+    "numpy_complex_cases.npz",
+    a=a,
+    b=b,
+    quot=quot,
+    abs=mag,
+    quot_ftz=quot_ftz,
+    abs_ftz=abs_ftz,
+)
