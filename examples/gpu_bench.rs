@@ -1,7 +1,8 @@
 //! webtensor's GPU benchmark, line for line comparable with the peers in
 //! `../shared/gpu/` (Burn-wgpu, PyTorch): one line per workload,
-//! `name  min_ms  median_ms  rate`, after 2 warm-ups and 10 timed runs that
-//! each end in a device sync; rates from the median, GB/s counting each
+//! `name  min_ms  median_ms  rate`, after warm-ups (2, and on for 200 ms:
+//! the CPU check before each row leaves the GPU idle) and 10 timed runs
+//! that each end in a device sync; rates from the median, GB/s counting each
 //! logical element read and written once. Each workload's result is first
 //! checked against the CPU path on the same inputs (a mismatch prints
 //! `CHECK FAILED` and the run exits non-zero).
@@ -118,13 +119,21 @@ fn synced<T>(dev: &Device, out: T) -> Result<()> {
 /// more run under `Device::profile`, whose kernels [`row`] prints after
 /// the row it times.
 fn time(dev: &Device, runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
+    // Warm-ups: 2, and on until WARM_UP has passed (at most 1,000), so that
+    // a GPU left idle by the CPU check before the row is back at its clocks
+    // (on an H200, kernels timed right after a long check ran 4-5x slower
+    // than the same kernels run back to back).
+    let start = Instant::now();
+    let mut warm = 0;
+    while warm < 2 || (start.elapsed() < WARM_UP && warm < 1000) {
+        f()?;
+        warm += 1;
+    }
     let mut ms = Vec::with_capacity(runs);
-    for i in 0..2 + runs {
+    for _ in 0..runs {
         let t0 = Instant::now();
         f()?;
-        if i >= 2 {
-            ms.push(t0.elapsed().as_secs_f64() * 1e3);
-        }
+        ms.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     let ran = kernels(dev, f)?;
     KERNELS.with(|k| *k.borrow_mut() = Some(ran));
@@ -137,6 +146,9 @@ fn time(dev: &Device, runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<
     };
     Ok((ms[0], median))
 }
+
+/// The least time a row's workload runs before it is timed.
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(200);
 
 thread_local! {
     /// The kernels line of the last [`time`]d workload, for [`row`].
