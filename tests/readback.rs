@@ -81,3 +81,36 @@ fn item_sync_and_device_moves_have_async_forms() {
         );
     }
 }
+
+#[test]
+fn waits_that_poll_before_they_block_read_back_the_same() {
+    // GpuOptions::spin_wait: none (block at once), a short poll that a
+    // long chain outlasts, and a poll longer than any of these waits.
+    for spin_us in [0, 5, 1_000_000] {
+        let options = webtensor::GpuOptions {
+            spin_wait: Some(std::time::Duration::from_micros(spin_us)),
+            ..Default::default()
+        };
+        let Some(dev) = common::own_gpu(options) else {
+            continue;
+        };
+        let x = Tensor::from_vec((0..4096).map(|i| i as f32).collect(), [4096], &dev).unwrap();
+        let mut y = x.clone();
+        for _ in 0..50 {
+            y = y.mul_scalar(0.5).unwrap().add(&x).unwrap();
+        }
+        dev.sync().unwrap();
+        let got = y.to_vec::<f32>().unwrap();
+        let cpu = Device::cpu();
+        let cx = x.to_device(&cpu).unwrap();
+        let mut cy = cx.clone();
+        for _ in 0..50 {
+            cy = cy.mul_scalar(0.5).unwrap().add(&cx).unwrap();
+        }
+        assert_eq!(got, cy.to_vec::<f32>().unwrap(), "spin {spin_us} us");
+        assert_eq!(
+            y.slice(s![7..9]).unwrap().to_vec::<f32>().unwrap(),
+            &got[7..9]
+        );
+    }
+}

@@ -38,6 +38,9 @@ pub(crate) struct AdapterFacts {
     /// independent work (a full reduction's first stage) is sized to fill
     /// (see `context.rs`, `resident_threads_for`).
     pub resident_threads: usize,
+    /// How long a wait polls the device before it blocks
+    /// (`GpuOptions::spin_wait`).
+    pub spin_wait: std::time::Duration,
     pub uniform_align: u32,
     /// Storage bindings start at multiples of this many bytes.
     pub storage_align: u32,

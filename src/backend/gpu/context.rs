@@ -71,6 +71,14 @@ pub struct GpuOptions {
     /// debugging a kernel. Environment: `WEBTENSOR_RUNTIME_CHECKS=0|1`;
     /// default off.
     pub runtime_checks: Option<bool>,
+    /// How long a wait for the GPU (`Device::sync`, a readback) polls the
+    /// device before it blocks: a short op's result comes back without
+    /// the operating system's wake-up latency (tens of microseconds on
+    /// Linux; CUDA's synchronisation spins alike), at the cost of a core
+    /// busy for at most this long per wait. Environment:
+    /// `WEBTENSOR_SPIN_WAIT_US`; default 200 µs on hardware adapters, none
+    /// on software ones (whose work runs on the cores a spin would take).
+    pub spin_wait: Option<std::time::Duration>,
     /// Run f16 products (and f32 ones under `matmul_precision: Fast`) on
     /// cooperative matrices where the adapter has them (wgpu's
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, a listed 16 x 16 x 16 f16 shape
@@ -188,6 +196,17 @@ fn elementwise_run_for(device_type: wgpu::DeviceType) -> u8 {
         32
     } else {
         4
+    }
+}
+
+/// How long a wait polls an adapter of `device_type` before it blocks (see
+/// `GpuOptions::spin_wait`): 200 µs on a GPU, long enough for a small op's
+/// kernel and its submission; none on a software adapter, whose threads
+/// run the work on the cores a spinning thread would hold.
+fn spin_wait_for(device_type: wgpu::DeviceType) -> std::time::Duration {
+    match device_type {
+        wgpu::DeviceType::Cpu | wgpu::DeviceType::Other => std::time::Duration::ZERO,
+        _ => std::time::Duration::from_micros(200),
     }
 }
 
@@ -408,6 +427,12 @@ impl GpuContext {
                 |run| run.clamp(1, 64),
             ),
             resident_threads: resident_threads_for(info.device_type),
+            spin_wait: options
+                .spin_wait
+                .or_else(|| {
+                    env_setting("WEBTENSOR_SPIN_WAIT_US").map(std::time::Duration::from_micros)
+                })
+                .unwrap_or_else(|| spin_wait_for(info.device_type)),
             uniform_align: limits.min_uniform_buffer_offset_alignment,
             storage_align: limits.min_storage_buffer_offset_alignment,
             runtime_checks: options
@@ -618,6 +643,18 @@ impl GpuContext {
     /// `Error::Gpu` naming `op` when the device is lost.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn wait_idle(&self, op: &'static str) -> Result<()> {
+        // Polls first (see `GpuOptions::spin_wait`), then blocks.
+        let start = std::time::Instant::now();
+        while start.elapsed() < self.facts.spin_wait {
+            let status = self
+                .device
+                .poll(wgpu::PollType::Poll)
+                .map_err(|e| Error::gpu(op, e.to_string()))?;
+            if status.is_queue_empty() {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
