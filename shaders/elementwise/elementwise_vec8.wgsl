@@ -13,10 +13,8 @@
 //             `vec4<u32>`
 //   OUT_FNS   pack_out (eight results to one entry, rounded) and unpack_out
 //             (one entry to its eight values)
-//   VLOADS    `let uK = ...;`: operand K's entry for this thread
-//   LANES     `let rL = program(...);` for the eight lanes L, each written
-//             out (an array indexed in a loop may be kept in memory)
-//   TAIL      `kept[L] = rL` for the lanes L before the end
+//   VLOADS    `var wK = ...;`: operand K's eight lanes for this thread
+//   LANE      the program on lane l: `program(w1[l], ...)`
 {{PRELUDE}}
 {{OUT_FNS}}
 
@@ -28,13 +26,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
 {{VLOADS}}
-{{LANES}}
+    // One program, looped over the lanes (a compiler unrolls it where that
+    // pays; eight copies inline cost software adapters' compilers dearly).
+    var r: array<f32, 8>;
+    for (var l = 0u; l < 8u; l++) {
+        r[l] = {{LANE}};
+    }
     let o = q + operand_offset(0u) / 8u;
     if (first + 8u <= params.numel) {
-        out_buf[o] = pack_out(array<f32, 8>(r0, r1, r2, r3, r4, r5, r6, r7));
+        out_buf[o] = pack_out(r);
     } else {
         var kept = unpack_out(out_buf[o]);
-{{TAIL}}
+        for (var l = 0u; l < params.numel - first; l++) {
+            kept[l] = r[l];
+        }
         out_buf[o] = pack_out(kept);
     }
 }

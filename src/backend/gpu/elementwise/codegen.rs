@@ -318,35 +318,27 @@ fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
             }
         })
     };
-    // The eight lanes of `entry` (a `vec4<u32>`), in order.
-    let lanes_of = |dtype: KernelType, entry: &str| -> Result<Vec<String>> {
-        ["x", "y", "z", "w"]
+    let lanes_of = |dtype: KernelType, entry: &str| -> Result<String> {
+        let lanes = ["x", "y", "z", "w"]
             .iter()
             .flat_map(|w| [0, 1].map(move |h| (w, h)))
             .map(|(w, h)| half(dtype, &format!("{entry}.{w}"), h))
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok(format!("array<f32, 8>({})", lanes.join(", ")))
     };
     let mut loads = String::new();
-    let mut operand_lanes = Vec::new();
     for k in 1..key.operands.len() {
+        let lanes = lanes_of(key.operands[k].dtype, &format!("u{k}"))?;
         let _ = writeln!(
             loads,
-            "    let u{k} = {}[q + operand_offset({k}u) / 8u];",
+            "    let u{k} = {}[q + operand_offset({k}u) / 8u];\n    var w{k} = {lanes};",
             operand_buffer(key, k)
         );
-        operand_lanes.push(lanes_of(key.operands[k].dtype, &format!("u{k}"))?);
     }
-    // Eight calls of the program, each lane by name: no array of the lanes
-    // indexed in a loop, which a GPU's compiler may keep in memory (local
-    // memory on NVIDIA) rather than in registers.
-    let mut lanes = String::new();
-    for l in 0..8 {
-        let args: Vec<&str> = operand_lanes.iter().map(|o| o[l].as_str()).collect();
-        let _ = writeln!(lanes, "    let r{l} = program({});", args.join(", "));
-    }
-    let tail: String = (0..8)
-        .map(|l| format!("        if ({l}u < params.numel - first) {{ kept[{l}] = r{l}; }}\n"))
+    let args: Vec<String> = (1..key.operands.len())
+        .map(|k| format!("w{k}[l]"))
         .collect();
+    let lane = format!("program({})", args.join(", "));
     // Each result rounded once to its 16 bits (the packed stores' rounding;
     // native f16 stores the same bits).
     let bits = match key.out() {
@@ -358,9 +350,9 @@ fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
         .collect();
     let out_fns = format!(
         "fn pack_out(v: array<f32, 8>) -> vec4<u32> {{\n    return vec4<u32>({});\n}}\n\
-         fn unpack_out(e: vec4<u32>) -> array<f32, 8> {{\n    return array<f32, 8>({});\n}}\n",
+         fn unpack_out(e: vec4<u32>) -> array<f32, 8> {{\n    return {};\n}}\n",
         words.join(", "),
-        lanes_of(key.out(), "e")?.join(", ")
+        lanes_of(key.out(), "e")?
     );
     fill(
         "elementwise vec8 kernel",
@@ -369,8 +361,7 @@ fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
             ("PRELUDE", &prelude.wgsl()),
             ("OUT_FNS", &out_fns),
             ("VLOADS", loads.trim_end()),
-            ("LANES", lanes.trim_end()),
-            ("TAIL", tail.trim_end()),
+            ("LANE", &lane),
         ],
     )
 }

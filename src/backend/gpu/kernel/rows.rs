@@ -113,11 +113,8 @@ pub(crate) fn element_bindings(dtype: KernelType, native_f16: bool) -> (String, 
 /// after `setup`. The builtins `sg_size` and `sg_lane` and the constants
 /// `ROWS_WIDTH`, `ROWS` and (for line kernels) `REGISTERS` are in scope.
 /// Every branch is uniform across a subgroup: the row depends on the
-/// workgroup and the subgroup only. The body's loops over the registers
-/// (`for (var j = 0u; j < REGISTERS; j++) { ... }`) come out unrolled
-/// (see [`unrolled`]).
+/// workgroup and the subgroup only.
 pub(crate) fn entry(rows: u32, registers: u32, limit: &str, setup: &str, body: &str) -> String {
-    let body = unrolled(body, registers.max(1));
     format!(
         "const ROWS_WIDTH: u32 = {WIDTH}u;
 const ROWS: u32 = {rows}u;
@@ -143,63 +140,4 @@ fn main_rows(
 ",
         registers = registers.max(1)
     )
-}
-
-/// The head of a loop over a lane's registers in a line kernel's body.
-const REGISTER_LOOP: &str = "for (var j = 0u; j < REGISTERS; j++) {";
-
-/// `body` with each loop over the registers written out `registers` times,
-/// `j` a constant in each copy, so that the registers' array is indexed by
-/// constants only: an array indexed in a loop may be kept in memory (local
-/// memory on NVIDIA's compiler) instead of in registers.
-fn unrolled(body: &str, registers: u32) -> String {
-    let mut out = String::with_capacity(body.len() * registers as usize);
-    let mut rest = body;
-    while let Some(open) = rest.find(REGISTER_LOOP) {
-        out.push_str(&rest[..open]);
-        let inner_start = open + REGISTER_LOOP.len();
-        // The loop's closing brace: the first that balances its opening one.
-        let mut depth = 1usize;
-        let mut close = inner_start;
-        for (i, c) in rest[inner_start..].char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                _ => {}
-            }
-            if depth == 0 {
-                close = inner_start + i;
-                break;
-            }
-        }
-        let inner = &rest[inner_start..close];
-        for j in 0..registers {
-            out.push_str(&format!("{{\n const j = {j}u;{inner}}}\n"));
-        }
-        rest = &rest[close + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn register_loops_come_out_unrolled_with_constant_indices() {
-        let body = "a; for (var j = 0u; j < REGISTERS; j++) { if (x) { v[j] = 1; } } b; \
-                    for (var j = 0u; j < REGISTERS; j++) { s += v[j]; } c;";
-        let out = unrolled(body, 2);
-        assert!(!out.contains("REGISTERS"), "{out}");
-        assert_eq!(out.matches("const j = 0u;").count(), 2, "{out}");
-        assert_eq!(out.matches("const j = 1u;").count(), 2, "{out}");
-        assert_eq!(out.matches("v[j] = 1;").count(), 2, "{out}");
-        assert!(
-            out.starts_with("a; ") && out.trim_end().ends_with("c;"),
-            "{out}"
-        );
-        assert!(out.contains("}\n b; "), "{out}");
-        assert_eq!(out.matches('{').count(), out.matches('}').count(), "{out}");
-    }
 }

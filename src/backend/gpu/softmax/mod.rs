@@ -81,9 +81,8 @@ const ROWS_BODY: &str = "            let start = line_starts(r);
             var s = 0.0;
             for (var j = 0u; j < REGISTERS; j++) {
                 if (j * sg_size + sg_lane < quads) {
-                    let x = v[j];
                     for (var c = 0u; c < 4u; c++) {
-                        let e = x[c];
+                        let e = v[j][c];
                         if (!is_inf_f32(e) && !is_nan_f32(e)) {
                             s += exp(e - m);
                         }
