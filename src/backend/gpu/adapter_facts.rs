@@ -39,7 +39,8 @@ pub(crate) struct AdapterFacts {
     /// (see `context.rs`, `resident_threads_for`).
     pub resident_threads: usize,
     /// How long a wait polls the device before it blocks
-    /// (`GpuOptions::spin_wait`).
+    /// (`GpuOptions::spin_wait`; a browser's waits are its own).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub spin_wait: std::time::Duration,
     pub uniform_align: u32,
     /// Storage bindings start at multiples of this many bytes.

@@ -293,6 +293,11 @@ pub(crate) struct GpuContext {
     pub(super) bytes_uploaded: AtomicU64,
     /// Staging buffers mapped for the host to read, for `Device::stats`.
     pub(super) readbacks: AtomicU64,
+    /// A thread is polling this device in `wait_idle` (at most one does:
+    /// others block at once, so that threads sharing a device never crowd
+    /// its locks and the cores with polls).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    spinning: std::sync::atomic::AtomicBool,
     /// How many custom kernel specs had been dropped when this device last
     /// dropped the pipelines of those no kernel holds.
     pub(super) custom_sweep: AtomicU64,
@@ -511,6 +516,7 @@ impl GpuContext {
             shared: Mutex::default(),
             bytes_uploaded: AtomicU64::new(0),
             readbacks: AtomicU64::new(0),
+            spinning: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -643,7 +649,25 @@ impl GpuContext {
     /// `Error::Gpu` naming `op` when the device is lost.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn wait_idle(&self, op: &'static str) -> Result<()> {
-        // Polls first (see `GpuOptions::spin_wait`), then blocks.
+        // Polls first (see `GpuOptions::spin_wait`), one thread at a time,
+        // then blocks.
+        if !self.facts.spin_wait.is_zero() && !self.spinning.swap(true, Ordering::Acquire) {
+            let done = self.poll_until_idle(op);
+            self.spinning.store(false, Ordering::Release);
+            if done? {
+                return Ok(());
+            }
+        }
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| Error::gpu(op, e.to_string()))
+    }
+
+    /// Polls the device until its queue is empty (true) or
+    /// `AdapterFacts::spin_wait` has passed (false), yielding between polls.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn poll_until_idle(&self, op: &'static str) -> Result<bool> {
         let start = std::time::Instant::now();
         while start.elapsed() < self.facts.spin_wait {
             let status = self
@@ -651,14 +675,11 @@ impl GpuContext {
                 .poll(wgpu::PollType::Poll)
                 .map_err(|e| Error::gpu(op, e.to_string()))?;
             if status.is_queue_empty() {
-                return Ok(());
+                return Ok(true);
             }
-            std::hint::spin_loop();
+            std::thread::yield_now();
         }
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| Error::gpu(op, e.to_string()))
+        Ok(false)
     }
 
     /// See the native form: nothing to do in the browser.
