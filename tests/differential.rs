@@ -1,5 +1,6 @@
 //! Differential property tests: random chains of views, in-place writes
-//! through them (elementwise, clamp and scatter), fills, casts, reductions,
+//! through them (elementwise, clamp and scatter), activations (relu6,
+//! hardsigmoid, hardswish), fills, casts, reductions,
 //! joins, roll, triangles, floor division by scalars,
 //! take, matmul, where and reads, with handles
 //! dropped and replaced at random points, run on the CPU and on four GPU
@@ -209,7 +210,7 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         3 => (dims(), any::<u8>(), dtype())
             .prop_map(|(dims, seed, dtype)| Step::New { dims, seed, dtype }),
         5 + w => (slot.clone(), view()).prop_map(|(src, view)| Step::View { src, view }),
-        2 => (slot.clone(), 0u8..9, any::<bool>())
+        2 => (slot.clone(), 0u8..12, any::<bool>())
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..5, 0u8..3)
             .prop_map(|(a, b, op, replace)| Step::Binary { a, b, op, replace }),
@@ -356,6 +357,11 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 5 => t.roll(1, -1)?,
                 6 => t.triu(0)?,
                 7 => t.clamp(-2.0, 3.0)?,
+                8 => t.relu6()?,
+                // Integers again (each rounds once, alike everywhere; later
+                // sums would add their fractions in other orders).
+                9 => exact(&t.hardsigmoid()?.mul_scalar(6.0)?)?,
+                10 => exact(&t.hardswish()?)?,
                 _ => clamp(t.square()?)?,
             };
             store(slots, k, *replace, r);
