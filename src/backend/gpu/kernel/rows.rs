@@ -10,7 +10,9 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
     buffer_decl, load_fn, quad_lanes, quad_of, quad_type, storage_mode, store_out_fn,
 };
+use crate::backend::{TensorRef, lines};
 use crate::dtype::KernelType;
+use crate::error::Result;
 use crate::layout::Layout;
 
 /// Threads of a rows-mode workgroup.
@@ -50,6 +52,66 @@ pub(crate) fn workgroups(lines: usize, rows: u32) -> usize {
         0 => lines,
         rows => lines.div_ceil(rows as usize),
     }
+}
+
+/// A line kernel's operands along their last axis: the source (binding 1)
+/// and destination (2) bound, their lines (`lines`, the layouts of the
+/// lines' starts) and steps within a line, and the mode that fits them:
+/// `rows` and `registers` as [`line_rows`] gives them (0 and 0 for a
+/// workgroup per line), `quads` as [`lines_in_quads`].
+pub(crate) struct BoundLines {
+    pub bindings: [Bound; 2],
+    pub lines: [Layout; 2],
+    pub steps: [isize; 2],
+    pub count: usize,
+    pub length: usize,
+    pub quads: bool,
+    pub rows: u32,
+    pub registers: u32,
+}
+
+/// Binds `input` and `out` (written) for a line kernel of `op` and plans
+/// its mode; `None` when there is nothing to compute (no lines, or empty
+/// ones).
+///
+/// # Errors
+/// As `Bound::view`: a view over more than one storage binding.
+pub(crate) fn bind_lines(
+    op: &'static str,
+    facts: &AdapterFacts,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<Option<BoundLines>> {
+    let (input_bound, input) = Bound::view(op, input.clone(), false)?;
+    let (out_bound, dest) = Bound::view(op, out.clone(), true)?;
+    let (src_lines, src_step) = lines(&input);
+    let (dst_lines, dst_step) = lines(&dest);
+    let count = src_lines.numel();
+    let length = input.layout.dims().last().copied().unwrap_or(1);
+    if count == 0 || length == 0 {
+        return Ok(None);
+    }
+    let steps = [src_step, dst_step];
+    let quads = lines_in_quads(
+        [&src_lines, &dst_lines],
+        steps,
+        length,
+        [&input_bound, &out_bound],
+    );
+    // A subgroup per line where every line is a run of whole quads that
+    // fits the registers of the fewest lanes the adapter's subgroups have;
+    // else a workgroup per line.
+    let (rows, registers) = line_rows(facts, quads, length).unwrap_or((0, 0));
+    Ok(Some(BoundLines {
+        bindings: [input_bound, out_bound],
+        lines: [src_lines, dst_lines],
+        steps,
+        count,
+        length,
+        quads,
+        rows,
+        registers,
+    }))
 }
 
 /// True when every source and destination line is a run of stride 1 from a

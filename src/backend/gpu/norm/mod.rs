@@ -6,6 +6,7 @@
 //! statistics summed in f32 over the workgroup, then one pass writing
 //! each output with its weight and bias: one dispatch per op.
 
+use crate::backend::NormCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16};
 use crate::backend::gpu::kernel::grid::grid_of;
@@ -15,7 +16,6 @@ use crate::backend::gpu::kernel::rows;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{NormCall, lines};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use smallvec::smallvec;
@@ -266,25 +266,11 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
             "the norm kernel got dtypes it does not take",
         ));
     }
-    let (input_bound, input) = Bound::view(op, call.input.clone(), false)?;
-    let (out_bound, dest) = Bound::view(op, call.out.clone(), true)?;
-    let (src_lines, src_step) = lines(&input);
-    let (dst_lines, dst_step) = lines(&dest);
-    let count = src_lines.numel();
-    let length = input.layout.dims().last().copied().unwrap_or(1);
-    if count == 0 || length == 0 {
+    let Some(l) = rows::bind_lines(op, &ctx.facts, &call.input, &call.out)? else {
         return Ok(());
-    }
-    // A subgroup per line where every line is a run of whole quads that
-    // fits the registers of the fewest lanes the adapter's subgroups have.
-    let quads = rows::lines_in_quads(
-        [&src_lines, &dst_lines],
-        [src_step, dst_step],
-        length,
-        [&input_bound, &out_bound],
-    );
-    let (rows, registers) = rows::line_rows(&ctx.facts, quads, length).unwrap_or((0, 0));
-    let mut bindings = smallvec![input_bound, out_bound];
+    };
+    let [input, output] = l.bindings;
+    let mut bindings = smallvec![input, output];
     let mut offsets = [0u32; 2];
     for (k, t) in [&call.weight, &call.bias].into_iter().enumerate() {
         if let Some(t) = t {
@@ -300,13 +286,13 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
         weight: call.weight.is_some(),
         bias: call.bias.is_some(),
         channels: call.channels.is_some(),
-        rows,
-        registers,
+        rows: l.rows,
+        registers: l.registers,
     };
     let (channel_groups, span) = call.channels.unwrap_or((1, 1));
     // One workgroup per line, or per `rows` lines.
     let groups = grid_of(
-        rows::workgroups(count, rows),
+        rows::workgroups(l.count, l.rows),
         1,
         ctx.facts.max_workgroups_per_dim,
     )?;
@@ -315,16 +301,11 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
         w_offset: offsets[0],
         b_offset: offsets[1],
         groups: channel_groups as u32,
-        per_group: (length / span) as u32,
+        per_group: (l.length / span) as u32,
         span: span as u32,
         ..bytemuck::Zeroable::zeroed()
     };
-    let params = block.walking(
-        [&src_lines, &dst_lines],
-        [src_step, dst_step],
-        length,
-        groups[0],
-    );
+    let params = block.walking([&l.lines[0], &l.lines[1]], l.steps, l.length, groups[0]);
     record_family(
         ctx,
         &key,

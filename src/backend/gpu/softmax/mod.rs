@@ -5,7 +5,7 @@
 //! adapter has subgroups and an aligned line fits a subgroup's registers,
 //! one subgroup per line reading it once (rows mode).
 
-use crate::backend::gpu::command::Bound;
+use crate::backend::SoftmaxCall;
 use crate::backend::gpu::kernel::buffer::needs_f16;
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::line_params;
@@ -14,7 +14,6 @@ use crate::backend::gpu::kernel::rows;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{SoftmaxCall, lines};
 use crate::dtype::KernelType;
 use crate::error::Result;
 use smallvec::smallvec;
@@ -206,49 +205,35 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
 /// (the op layer cuts larger views).
 pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
     let ctx = &out.ctx;
-    let (input_bound, input) = Bound::view("softmax", call.input.clone(), false)?;
-    let (out_bound, dest) = Bound::view("softmax", call.out.clone(), true)?;
-    let (src_lines, src_step) = lines(&input);
-    let (dst_lines, dst_step) = lines(&dest);
-    let (count, length) = (src_lines.numel(), call.length());
-    if count == 0 || length == 0 {
+    let Some(l) = rows::bind_lines("softmax", &ctx.facts, &call.input, &call.out)? else {
         return Ok(());
-    }
-    let quads = rows::lines_in_quads(
-        [&src_lines, &dst_lines],
-        [src_step, dst_step],
-        length,
-        [&input_bound, &out_bound],
-    );
-    // A subgroup per line where the line fits the registers of the fewest
-    // lanes the adapter's subgroups have; else a workgroup per line.
-    let (rows, registers) = rows::line_rows(&ctx.facts, quads, length).unwrap_or((0, 0));
+    };
     let key = SoftmaxKey {
         dtype: call.input.dtype,
         log: call.log,
         native_f16: ctx.facts.native_f16,
-        quads,
-        rows,
-        registers,
+        quads: l.quads,
+        rows: l.rows,
+        registers: l.registers,
     };
     // One workgroup per line, or per `rows` lines.
     let groups = grid_of(
-        rows::workgroups(count, rows),
+        rows::workgroups(l.count, l.rows),
         1,
         ctx.facts.max_workgroups_per_dim,
     )?;
-    let lines = [&src_lines, &dst_lines];
     let params = <SoftmaxParams as bytemuck::Zeroable>::zeroed().walking(
-        lines,
-        [src_step, dst_step],
-        length,
+        [&l.lines[0], &l.lines[1]],
+        l.steps,
+        l.length,
         groups[0],
     );
+    let [input, output] = l.bindings;
     record_family(
         ctx,
         &key,
         params.bytes(),
-        smallvec![input_bound, out_bound],
+        smallvec![input, output],
         [groups[0], groups[1], 1],
     )
 }
