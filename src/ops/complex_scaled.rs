@@ -13,30 +13,74 @@ use crate::tensor::Tensor;
 /// otherwise the same with the parts' roles exchanged; and for `b == 0`,
 /// `(a.re / |c|, a.im / |d|)`, a complex infinity or NaN.
 ///
+/// Where every step of that stays in f32's normal range the result is
+/// NumPy's, bit for bit. Its steps leave the range for divisors past 2^126
+/// (`s` is subnormal) and parts of unlike size (`r` is), and a GPU that
+/// flushes subnormals to zero (NVIDIA's does, as WGSL allows) then answered
+/// 0 for `3e38i / 3e38i`. So the divisor is first scaled by 2^-64 when its
+/// larger part is at least 2^64 and by 2^60 when below 2^-60, the dividend
+/// by 2^60 when below 2^-60 (exact, powers of two), the quotient scaled
+/// back at the end; and where `r` is below 2^-126 while `|c| >= 1`, its
+/// terms are formed as `(a.im / c) d` from the unscaled parts. There the
+/// result is nearer the exact quotient than NumPy's (whose own steps
+/// underflow or overflow), on every device alike.
+///
 /// # Errors
 /// Shape and device errors of the parts.
 pub(super) fn quotient(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (ar, ai, c, d) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
     let (c_abs, d_abs) = (c.abs()?, d.abs()?);
-    // |c| >= |d|.
-    let r = d.div(&c)?;
-    let s = c.add(&d.mul(&r)?)?.recip()?;
-    let re_c = ar.add(&ai.mul(&r)?)?.mul(&s)?;
-    let im_c = ai.sub(&ar.mul(&r)?)?.mul(&s)?;
-    // |c| < |d| (or either is NaN).
-    let r = c.div(&d)?;
-    let s = d.add(&c.mul(&r)?)?.recip()?;
-    let re_d = ar.mul(&r)?.add(&ai)?.mul(&s)?;
-    let im_d = ai.mul(&r)?.sub(&ar)?.mul(&s)?;
-    // b == 0.
-    let re_0 = ar.div(&c_abs)?;
-    let im_0 = ai.div(&d_abs)?;
+    // Both branches of Smith's form as one: `p` the larger part of b (by
+    // magnitude; `d` where either is NaN), `q` the other, and `u`, `v`
+    // a's parts in that branch's order.
     let by_c = c_abs.ge(&d_abs)?;
-    let zero = c_abs.eq_scalar(0.0)?.logical_and(&d_abs.eq_scalar(0.0)?)?;
-    let pick = |z: &Tensor, x: &Tensor, y: &Tensor| {
-        Tensor::where_cond(&zero, z, &Tensor::where_cond(&by_c, x, y)?)
+    let pick = |x: &Tensor, y: &Tensor| Tensor::where_cond(&by_c, x, y);
+    let (p, q, u, v) = (
+        pick(&c, &d)?,
+        pick(&d, &c)?,
+        pick(&ar, &ai)?,
+        pick(&ai, &ar)?,
+    );
+    // Powers of two from comparisons: `1 + [m < 2^-60] (2^60 - 1)` is 1 or
+    // 2^60 exactly (2^60 - 1 rounds to 2^60 in f32).
+    let power = |test: Tensor, scale: f32| -> Result<Tensor> {
+        test.to_dtype(c.dtype())?
+            .mul_scalar(scale - 1.0)?
+            .add_scalar(1.0)
     };
-    Tensor::complex(&pick(&re_0, &re_c, &re_d)?, &pick(&im_0, &im_c, &im_d)?)
+    let (up, down) = (2f32.powi(60), 2f32.powi(64));
+    let a_max = ar.abs()?.maximum(&ai.abs()?)?;
+    let a_scale = power(a_max.lt_scalar(2f32.powi(-60))?, up)?;
+    let b_max = c_abs.maximum(&d_abs)?;
+    let b_scale =
+        power(b_max.lt_scalar(2f32.powi(-60))?, up)?.div(&power(b_max.ge_scalar(down)?, down)?)?;
+    let (ps, qs) = (p.mul(&b_scale)?, q.mul(&b_scale)?);
+    let (us, vs) = (u.mul(&a_scale)?, v.mul(&a_scale)?);
+    let r = qs.div(&ps)?;
+    let s = ps.add(&qs.mul(&r)?)?.recip()?;
+    // `w r`, or where `r` is below 2^-126 (a flushing GPU reads it as 0)
+    // and `|p| >= 1`, `(w / p) q` from b's unscaled parts.
+    let tiny = r
+        .abs()?
+        .lt_scalar(f32::MIN_POSITIVE)?
+        .logical_and(&q.ne_scalar(0.0)?)?
+        .logical_and(&p.abs()?.ge_scalar(1.0)?)?;
+    let times_r = |w: &Tensor| Tensor::where_cond(&tiny, &w.div(&p)?.mul(&q)?, &w.mul(&r)?);
+    let (ur, vr) = (times_r(&us)?, times_r(&vs)?);
+    // `(a.re + a.im r) s`, `(a.im - a.re r) s` when |c| >= |d|, else
+    // `(a.re r + a.im) s`, `(a.im r - a.re) s`; scaled back.
+    let back = b_scale.div(&a_scale)?;
+    let re = us.add(&vr)?.mul(&s)?.mul(&back)?;
+    let im = pick(&vs.sub(&ur)?, &ur.sub(&vs)?)?.mul(&s)?.mul(&back)?;
+    // b == 0: dividing by the sum of the parts' magnitudes, which is zero
+    // exactly when this branch is taken, also on a GPU that flushes
+    // subnormal parts to zero (where comparing each part with 0 may not).
+    let zero_sum = c_abs.add(&d_abs)?;
+    let zero = zero_sum.eq_scalar(0.0)?;
+    Tensor::complex(
+        &Tensor::where_cond(&zero, &ar.div(&zero_sum)?, &re)?,
+        &Tensor::where_cond(&zero, &ai.div(&zero_sum)?, &im)?,
+    )
 }
 
 /// `sqrt(x^2 + y^2)` without overflow or underflow (C's `hypot`, which

@@ -4,7 +4,13 @@ infinities and NaN in their parts, with NumPy's complex64 `a / b`
 (`quot`, Smith's scaled division) and `abs(a)` (`abs`, C's hypot), and
 both again on operands whose f32 subnormal parts are flushed to zero,
 their subnormal results flushed too (`quot_ftz`, `abs_ftz`: what a GPU
-that flushes subnormals, as WGSL allows, may answer). Run
+that flushes subnormals, as WGSL allows, may answer). Where NumPy's own
+steps leave f32's normal range, to a subnormal, to zero or to infinity
+(`smith_out_of_range`, and `smith_out_of_range_ftz` on flushed operands),
+its answer has lost bits or overflowed where the exact quotient did not,
+and a GPU that flushes subnormals cannot reproduce it: there the quotient computed in complex128 and rounded to
+complex64 (`quot_near`, `quot_near_ftz`) is the reference a result must be
+no farther from than NumPy's is, give or take 2 ulp. Run
 from tests/data with `python3 make_complex_cases.py` (NumPy 2.4 wrote the
 committed file)."""
 import itertools
@@ -52,8 +58,48 @@ def flushed(z):
     return cplx(ftz(z.real), ftz(z.imag))
 
 
+def smith_out_of_range(a, b):
+    """Whether a step of NumPy's complex64 Smith division (npymath's, in
+    f32) leaves f32's normal range, per element: underflows to a subnormal,
+    or to zero from nonzero finite operands, or overflows from finite ones."""
+    f = np.float32
+    ar, ai, c, d = a.real, a.imag, b.real, b.imag
+    by_c = np.abs(c) >= np.abs(d)
+    # The larger part p and the smaller q of b, a's parts in that branch's order.
+    p, q = np.where(by_c, c, d), np.where(by_c, d, c)
+    x, y = np.where(by_c, ar, ai), np.where(by_c, ai, ar)
+    tiny = np.finfo(f).tiny
+    hit = np.zeros(len(a), bool)
+
+    def step(v, x, y, sum=False):
+        # A sum of nonzero parts is zero only exactly; a product or
+        # quotient of nonzero finite ones, by underflowing.
+        nonlocal hit
+        v = v.astype(f)
+        finite = np.isfinite(x) & np.isfinite(y)
+        lost = (v == 0) & finite & (x != 0) & (y != 0) & (not sum)
+        hit |= ((v != 0) & (np.abs(v) < tiny)) | lost | (np.isinf(v) & finite)
+        return v
+
+    r = step(q / p, q, p)
+    qr = step(q * r, q, r)
+    den = step(p + qr, p, qr, sum=True)
+    s = step(f(1) / den, f(1), den)
+    yr, xr = step(y * r, y, r), step(x * r, x, r)
+    u, v = step(x + yr, x, yr, sum=True), step(y - xr, y, xr, sum=True)
+    step(u * s, u, s)
+    step(v * s, v, s)
+    return hit
+
+
 with np.errstate(all="ignore"):
     quot = (a / b).astype(np.complex64)
+    quot_near = (a.astype(np.complex128) / b.astype(np.complex128)).astype(np.complex64)
+    quot_near_ftz = flushed(
+        (flushed(a).astype(np.complex128) / flushed(b).astype(np.complex128)).astype(np.complex64)
+    )
+    smith_sub = smith_out_of_range(a, b)
+    smith_sub_ftz = smith_out_of_range(flushed(a), flushed(b))
     mag = np.abs(a).astype(np.float32)
     quot_ftz = flushed((flushed(a) / flushed(b)).astype(np.complex64))
     abs_ftz = ftz(np.abs(flushed(a)).astype(np.float32))
@@ -65,5 +111,9 @@ np.savez_compressed(
     quot=quot,
     abs=mag,
     quot_ftz=quot_ftz,
+    quot_near=quot_near,
+    quot_near_ftz=quot_near_ftz,
+    smith_out_of_range=smith_sub,
+    smith_out_of_range_ftz=smith_sub_ftz,
     abs_ftz=abs_ftz,
 )
