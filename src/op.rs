@@ -26,7 +26,14 @@ pub(crate) enum UnaryOp {
     Tanh,
     Sigmoid,
     Relu,
+    /// PyTorch's GELU: `x / 2 * (1 + erf(x / sqrt(2)))`.
     Gelu,
+    /// GELU's tanh approximation (PyTorch's `approximate='tanh'`).
+    GeluTanh,
+    /// The error function.
+    Erf,
+    /// `x / (1 + e^-x)`.
+    Silu,
     Floor,
     Ceil,
     Round,
@@ -88,7 +95,7 @@ pub(crate) enum CompareOp {
 impl UnaryOp {
     /// Every unary op.
     #[cfg(test)]
-    pub const ALL: [UnaryOp; 24] = [
+    pub const ALL: [UnaryOp; 27] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -101,6 +108,9 @@ impl UnaryOp {
         UnaryOp::Sigmoid,
         UnaryOp::Relu,
         UnaryOp::Gelu,
+        UnaryOp::GeluTanh,
+        UnaryOp::Erf,
+        UnaryOp::Silu,
         UnaryOp::Floor,
         UnaryOp::Ceil,
         UnaryOp::Round,
@@ -129,6 +139,9 @@ impl UnaryOp {
             UnaryOp::Sigmoid => "sigmoid",
             UnaryOp::Relu => "relu",
             UnaryOp::Gelu => "gelu",
+            UnaryOp::GeluTanh => "gelu_tanh",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Silu => "silu",
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "round",
@@ -157,6 +170,9 @@ impl UnaryOp {
                 | UnaryOp::Tanh
                 | UnaryOp::Sigmoid
                 | UnaryOp::Gelu
+                | UnaryOp::GeluTanh
+                | UnaryOp::Erf
+                | UnaryOp::Silu
                 | UnaryOp::Recip
                 | UnaryOp::Tan
                 | UnaryOp::Log1p

@@ -1,6 +1,7 @@
 //! Differential property tests: random chains of views, in-place writes
 //! through them (elementwise, clamp and scatter), activations (relu6,
-//! hardsigmoid, hardswish), fills, casts, reductions,
+//! hardsigmoid, hardswish, gelu, silu, erf, mish, softplus, elu,
+//! leaky_relu), fills, casts, reductions,
 //! joins, roll, triangles, floor division by scalars,
 //! take, matmul, where and reads, with handles
 //! dropped and replaced at random points, run on the CPU and on four GPU
@@ -210,7 +211,7 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         3 => (dims(), any::<u8>(), dtype())
             .prop_map(|(dims, seed, dtype)| Step::New { dims, seed, dtype }),
         5 + w => (slot.clone(), view()).prop_map(|(src, view)| Step::View { src, view }),
-        2 => (slot.clone(), 0u8..12, any::<bool>())
+        2 => (slot.clone(), 0u8..19, any::<bool>())
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..5, 0u8..3)
             .prop_map(|(a, b, op, replace)| Step::Binary { a, b, op, replace }),
@@ -362,6 +363,15 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 // sums would add their fractions in other orders).
                 9 => exact(&t.hardsigmoid()?.mul_scalar(6.0)?)?,
                 10 => exact(&t.hardswish()?)?,
+                // The smooth ones: no integer input lands near a half, so
+                // each device's few-ulp rounding rounds alike.
+                11 => exact(&t.gelu()?)?,
+                12 => exact(&t.silu()?)?,
+                13 => exact(&t.erf()?.mul_scalar(3.0)?)?,
+                14 => exact(&t.mish()?)?,
+                15 => exact(&t.softplus(1.0, 20.0)?)?,
+                16 => exact(&t.elu(1.0)?)?,
+                17 => exact(&t.leaky_relu(0.25)?)?,
                 _ => clamp(t.square()?)?,
             };
             store(slots, k, *replace, r);

@@ -24,7 +24,7 @@ const FLOAT_TOLERANCES: [(DType, f32); 3] = [
     (DType::BF16, 3.2e-2),
 ];
 
-fn gelu(x: f64) -> f64 {
+fn gelu_tanh(x: f64) -> f64 {
     0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh())
 }
 
@@ -42,7 +42,12 @@ fn unary_float_ops_on_every_layout() {
         ("tanh", Tensor::tanh, f64::tanh),
         ("sigmoid", Tensor::sigmoid, |x| 1.0 / (1.0 + (-x).exp())),
         ("relu", Tensor::relu, |x| x.max(0.0)),
-        ("gelu", Tensor::gelu, gelu),
+        ("gelu", Tensor::gelu, |x| {
+            x / 2.0 * (1.0 + libm::erf(x / 2f64.sqrt()))
+        }),
+        ("gelu_tanh", Tensor::gelu_tanh, gelu_tanh),
+        ("erf", Tensor::erf, libm::erf),
+        ("silu", Tensor::silu, |x| x / (1.0 + (-x).exp())),
         ("floor", Tensor::floor, f64::floor),
         ("ceil", Tensor::ceil, f64::ceil),
         ("round", Tensor::round, f64::round_ties_even),

@@ -413,3 +413,36 @@ fn a_batch_norm_is_one_fused_kernel() {
         assert_budget(&format!("{name}: batch_norm of an f16 view"), &d, budget);
     }
 }
+
+#[test]
+fn every_activation_is_one_fused_kernel() {
+    // Issue 47 item 3: the activations of torch.nn.functional, on an f16
+    // view (cast to f32 and back inside the chain), are one kernel each
+    // with fusion on, reading the input once.
+    type Activation = fn(&Tensor) -> webtensor::Result<Tensor>;
+    let ops: [(&str, Activation); 12] = [
+        ("gelu", Tensor::gelu),
+        ("gelu_tanh", Tensor::gelu_tanh),
+        ("silu", Tensor::silu),
+        ("erf", Tensor::erf),
+        ("mish", Tensor::mish),
+        ("softplus", |t| t.softplus(1.0, 20.0)),
+        ("elu", |t| t.elu(1.0)),
+        ("leaky_relu", |t| t.leaky_relu(0.01)),
+        ("relu6", Tensor::relu6),
+        ("hardsigmoid", Tensor::hardsigmoid),
+        ("hardswish", Tensor::hardswish),
+        ("sigmoid", Tensor::sigmoid),
+    ];
+    for (name, dev) in gpus() {
+        if !dev.fusion() {
+            continue;
+        }
+        let x = Tensor::rand([40, 30], DType::F16, 6, &dev).unwrap();
+        let view = x.slice(s![..;-1, 1..]).unwrap();
+        for (op, f) in ops {
+            let d = cost(&dev, &|| f(&view).unwrap());
+            assert_budget(&format!("{name}: {op} of an f16 view"), &d, 1);
+        }
+    }
+}

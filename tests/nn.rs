@@ -481,3 +481,104 @@ fn activations_give_pytorchs_values() {
         }
     }
 }
+
+type Activation = fn(&Tensor) -> webtensor::Result<Tensor>;
+
+/// The smooth activations against PyTorch's (tests/data/
+/// make_activation_cases.py): within 8 + 2|x| ulp (WGSL's bound on `exp`,
+/// plus 5) of the dtype's rounding of PyTorch's f32 value, and for GELU
+/// as many of `x / 2` (`1 + erf(x / sqrt(2))` cancels for negative `x`,
+/// in PyTorch's form as in ours);
+/// infinities and NaN exactly (but GELU's where PyTorch's is not); a zero
+/// where PyTorch's is an f32 subnormal
+/// (a GPU may flush those). Contiguous and reversed views, f32, f16, bf16;
+/// the GPU with fusion on runs each as one kernel.
+#[test]
+fn smooth_activations_are_pytorchs() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/torch_activation_cases.npz");
+    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let get = |name: &str| {
+        let t = cases.iter().find(|(n, _)| n == name);
+        read_f32(&t.unwrap_or_else(|| panic!("{name}")).1)
+    };
+    let x = get("x");
+    let n = x.len();
+    let ops: [(&str, Activation); 11] = [
+        ("gelu", Tensor::gelu),
+        ("gelu_tanh", Tensor::gelu_tanh),
+        ("silu", Tensor::silu),
+        ("erf", Tensor::erf),
+        ("mish", Tensor::mish),
+        ("softplus", |t| t.softplus(1.0, 20.0)),
+        ("softplus_b2_t5", |t| t.softplus(2.0, 5.0)),
+        ("elu", |t| t.elu(1.0)),
+        ("elu_a05", |t| t.elu(0.5)),
+        ("leaky_relu", |t| t.leaky_relu(0.01)),
+        ("leaky_relu_02", |t| t.leaky_relu(0.2)),
+    ];
+    for dev in devices() {
+        for (dtype, suffix, eps) in [
+            (DType::F32, "f32", f32::EPSILON),
+            (DType::F16, "f16", 2f32.powi(-10)),
+            (DType::BF16, "bf16", 2f32.powi(-7)),
+        ] {
+            let t = Tensor::from_slice(&x, [n], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let reversed = t.flip(&[0]).unwrap().contiguous().unwrap().flip(&[0]);
+            let xs = read_f32(&t);
+            for (layout, t) in [("contiguous", t.clone()), ("reversed", reversed.unwrap())] {
+                for (op, f) in &ops {
+                    let got = f(&t).unwrap();
+                    assert_eq!(got.dtype(), dtype, "{op}");
+                    let want = get(&format!("{op}_{suffix}"));
+                    for (i, (g, w)) in read_f32(&got).iter().zip(&want).enumerate() {
+                        let scale = if op.starts_with("gelu") {
+                            xs[i].abs() / 2.0
+                        } else {
+                            0.0
+                        };
+                        // WGSL lets a GPU's exp(x) be 3 + 2|x| ulp off.
+                        let ulps = 8.0 + 2.0 * xs[i].abs().min(100.0);
+                        // And 1e-35: `e^x` past x = -87 is an f32 subnormal,
+                        // which a GPU may flush to zero (mish(-89) is 2e-37).
+                        let tol = ulps * eps * (w.abs() + scale) + 1e-35;
+                        // PyTorch's vectorised GELU gives NaN for inf and inf
+                        // for 3e38 (its scalar form gives inf and 3e38): past
+                        // 10, GELU is x in f32.
+                        let identity = op.starts_with("gelu") && xs[i] > 10.0 && *g == xs[i];
+                        // PyTorch's bf16 erf is 0 for 1e-20 and 1e-40 (its f32
+                        // and f16 ones are not).
+                        let tiny = xs[i].abs() < 1e-15;
+                        let flushed = tiny && *w == 0.0 && g.abs() <= 2.0 * xs[i].abs();
+                        let ok = identity
+                            || flushed
+                            || if w.is_finite() {
+                                (g - w).abs() <= tol || (*g == 0.0 && w.is_subnormal())
+                            } else {
+                                g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan()
+                            };
+                        assert!(
+                            ok,
+                            "{op} {dtype} {layout} on {dev}: x = {}: got {g}, want {w}",
+                            xs[i]
+                        );
+                    }
+                }
+            }
+        }
+        let ints = Tensor::zeros([3], DType::I32, &dev).unwrap();
+        for (op, f) in &ops {
+            let e = f(&ints).expect_err(op);
+            assert!(matches!(e, Error::DType { .. }), "{op}: {e:?}");
+            // The case's name less its parameters' suffix.
+            let name = ["_b2_t5", "_a05", "_02"]
+                .iter()
+                .find_map(|p| op.strip_suffix(p))
+                .unwrap_or(op);
+            assert!(e.to_string().starts_with(&format!("{name}: ")), "{e}");
+        }
+    }
+}

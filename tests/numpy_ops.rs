@@ -35,6 +35,7 @@ fn unary_cases() -> Vec<(&'static str, Unary, Reference)> {
         ("log2", Tensor::log2, f64::log2),
         ("exp2", Tensor::exp2, f64::exp2),
         ("log", Tensor::log, f64::ln),
+        ("erf", Tensor::erf, libm::erf),
     ]
 }
 

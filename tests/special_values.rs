@@ -73,6 +73,9 @@ fn unary_ops() -> Vec<(&'static str, Unary)> {
         ("sigmoid", Tensor::sigmoid),
         ("relu", Tensor::relu),
         ("gelu", Tensor::gelu),
+        ("gelu_tanh", Tensor::gelu_tanh),
+        ("erf", Tensor::erf),
+        ("silu", Tensor::silu),
         ("floor", Tensor::floor),
         ("ceil", Tensor::ceil),
         ("round", Tensor::round),
@@ -321,11 +324,12 @@ fn trig_tanh_and_atan2_are_relatively_accurate_at_every_magnitude() {
     // atan2 of pairs across magnitudes: a from the list, b from it reversed.
     let y: Vec<f32> = x.iter().rev().copied().collect();
     type Reference = fn(f64) -> f64;
-    let exact: [(&str, Unary, Reference); 4] = [
+    let exact: [(&str, Unary, Reference); 5] = [
         ("sin", Tensor::sin, f64::sin),
         ("cos", Tensor::cos, f64::cos),
         ("tan", Tensor::tan, f64::tan),
         ("tanh", Tensor::tanh, f64::tanh),
+        ("erf", Tensor::erf, libm::erf),
     ];
     let mut failures = Vec::new();
     for dev in gpus() {

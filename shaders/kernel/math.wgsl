@@ -77,8 +77,40 @@ fn sigmoid_f32(a: f32) -> f32 {
     return 1.0 / (1.0 + exp(-a));
 }
 
-fn gelu_f32(a: f32) -> f32 {
+fn gelu_tanh_f32(a: f32) -> f32 {
     return 0.5 * a * (1.0 + tanh_f32(0.7978845608028654 * (a + 0.044715 * a * a * a)));
+}
+
+// The error function to 2 ulp with an exact exp (tests/data/fit_erf.py
+// fits the coefficients and measures them). Below |a| = 0.875,
+// a + a q(a^2), whose leading term is exact; above, 1 - exp(r(|a|)) with r
+// fitted to ln(erfc) on [0.875, 4]; from 4 on, erf is 1 in f32. NaN passes
+// through the exp.
+fn erf_f32(a: f32) -> f32 {
+    let x = abs(a);
+    if (x < 0.875) {
+        let s = a * a;
+        let q = 0.12837916612625122 + s * (-0.37612634897232056 + s * (0.11283732950687408
+            + s * (-0.026861585676670074 + s * (0.005206751171499491
+            + s * (-0.0008211148669943213 + s * 8.675597928231582e-05)))));
+        return a + a * q;
+    }
+    let r = 0.00030464574228972197 + x * (-1.1301789283752441 + x * (-0.6319020986557007
+        + x * (-0.11002834886312485 + x * (0.02640654146671295 + x * (-0.004761860240250826
+        + x * (0.0005998086999170482 + x * (-4.699269629782066e-05 + x * (1.7703239336697152e-06
+        + x * -7.465136953044293e-09))))))));
+    let e = select(1.0 - exp(r), 1.0, x >= 4.0);
+    return select(e, -e, sign_bit_f32(a));
+}
+
+// PyTorch's exact GELU, in its order: (a * 0.5) * (1 + erf(a / sqrt(2))).
+fn gelu_f32(a: f32) -> f32 {
+    return (a * 0.5) * (1.0 + erf_f32(a * 0.7071067811865476));
+}
+
+// PyTorch's SiLU: a / (1 + exp(-a)).
+fn silu_f32(a: f32) -> f32 {
+    return div_f32(a, 1.0 + exp(-a));
 }
 
 fn is_inf_f32(x: f32) -> bool {

@@ -391,7 +391,10 @@ unary_methods! {
     tanh, tanh_, Tanh, "Hyperbolic tangent (float dtypes).";
     sigmoid, sigmoid_, Sigmoid, "`1 / (1 + e^-x)` (float dtypes).";
     relu, relu_, Relu, "`max(x, 0)`; NaN stays NaN.";
-    gelu, gelu_, Gelu, "GELU, tanh approximation (PyTorch's `approximate='tanh'`; float dtypes).";
+    gelu, gelu_, Gelu, "PyTorch's GELU: `x / 2 * (1 + erf(x / sqrt(2)))` (its default, exact form; float dtypes).";
+    gelu_tanh, gelu_tanh_, GeluTanh, "GELU's tanh approximation, `x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))` (PyTorch's `gelu(x, approximate='tanh')`; float dtypes).";
+    erf, erf_, Erf, "The error function, `2 / sqrt(pi)` times the integral of `e^(-t^2)` from 0 to `x` (float dtypes; within 2 ulp in f32 on a GPU).";
+    silu, silu_, Silu, "PyTorch's SiLU (swish): `x / (1 + e^-x)` (float dtypes).";
     floor, floor_, Floor, "Round down (the identity on integers).";
     ceil, ceil_, Ceil, "Round up (the identity on integers).";
     round, round_, Round, "Round half to even, as NumPy (the identity on integers).";

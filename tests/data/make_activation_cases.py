@@ -1,5 +1,7 @@
 """Writes torch_activation_cases.npz for tests/nn.rs: PyTorch's (CPU)
-`relu6`, `hardsigmoid` and `hardswish` of one set of inputs (a sweep of
+`relu6`, `hardsigmoid` and `hardswish`, and the smooth ones (`gelu` exact
+and `tanh`, `silu`, `erf`, `mish`, `softplus`, `elu`, `leaky_relu`, the
+last three at their defaults and another parameter), of one set of inputs (a sweep of
 -8 to 8 through the kinks at -3, 0, 3 and 6, signed zeros, infinities,
 NaN, values near the f32 limit where x * 6 overflows, and subnormals), in
 f32, f16 and bf16. `x` holds the f32 inputs; `{op}_{dtype}` the results
@@ -11,12 +13,32 @@ import torch
 import torch.nn.functional as F
 
 sweep = np.arange(-8.0, 8.0, 0.0625)
+# The smooth ones' ranges: erf's branch at 0.875 and its end at 4, softplus's
+# thresholds, exp's overflow past 88.7, and small magnitudes.
+smooth = np.concatenate([np.linspace(-30.0, 30.0, 1201), [0.875, -0.875, 0.87499994, 3.99, 4.0,
+                         2.5, 2.5000002, 20.0, 20.000002, 88.0, 89.0, -89.0, -104.0, 1e-3, -1e-3,
+                         1e-20, -1e-20]])
 special = [0.0, -0.0, np.inf, -np.inf, np.nan, -3.0, 3.0, 6.0, -2.9999998, 2.9999998,
            3e38, -3e38, 1e-40, -1e-40, 5e37, 1.0 / 3.0, -1.0 / 3.0]
-x = np.concatenate([sweep, special]).astype(np.float32)
+x = np.concatenate([sweep, special, smooth]).astype(np.float32)
 cases = {"x": x}
 for dtype, name in [(torch.float32, "f32"), (torch.float16, "f16"), (torch.bfloat16, "bf16")]:
     t = torch.from_numpy(x).to(dtype)
-    for op, f in [("relu6", F.relu6), ("hardsigmoid", F.hardsigmoid), ("hardswish", F.hardswish)]:
+    for op, f in [
+        ("relu6", F.relu6),
+        ("hardsigmoid", F.hardsigmoid),
+        ("hardswish", F.hardswish),
+        ("gelu", F.gelu),
+        ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
+        ("silu", F.silu),
+        ("erf", torch.erf),
+        ("mish", F.mish),
+        ("softplus", F.softplus),
+        ("softplus_b2_t5", lambda t: F.softplus(t, beta=2.0, threshold=5.0)),
+        ("elu", F.elu),
+        ("elu_a05", lambda t: F.elu(t, alpha=0.5)),
+        ("leaky_relu", F.leaky_relu),
+        ("leaky_relu_02", lambda t: F.leaky_relu(t, negative_slope=0.2)),
+    ]:
         cases[f"{op}_{name}"] = f(t).to(torch.float32).numpy()
 np.savez("torch_activation_cases.npz", **cases)

@@ -40,7 +40,12 @@ pub(crate) trait Float: Num {
     fn cos(self) -> Self;
     fn tanh(self) -> Self;
     fn sigmoid(self) -> Self;
+    /// PyTorch's GELU: `x / 2 * (1 + erf(x / sqrt(2)))`, in its order.
     fn gelu(self) -> Self;
+    fn gelu_tanh(self) -> Self;
+    fn erf(self) -> Self;
+    /// PyTorch's SiLU: `x / (1 + e^-x)`.
+    fn silu(self) -> Self;
     fn recip(self) -> Self;
     /// The angle of the point (`o`, `self`): `atan2(y = self, x = o)`.
     fn atan2(self, o: Self) -> Self;
@@ -167,6 +172,18 @@ macro_rules! float_num {
             }
             #[inline(always)]
             fn gelu(self) -> Self {
+                (self * 0.5) * (1.0 + Float::erf(self * std::f64::consts::FRAC_1_SQRT_2 as $t))
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                ErfOf::erf_of(self)
+            }
+            #[inline(always)]
+            fn silu(self) -> Self {
+                self / (1.0 + (-self).exp())
+            }
+            #[inline(always)]
+            fn gelu_tanh(self) -> Self {
                 let inner = SQRT_2_OVER_PI as $t * (self + 0.044715 * self * self * self);
                 0.5 * self * (1.0 + inner.tanh())
             }
@@ -179,6 +196,24 @@ macro_rules! float_num {
 }
 float_num!(f32);
 float_num!(f64);
+
+impl ErfOf for f32 {
+    fn erf_of(self) -> f32 {
+        libm::erff(self)
+    }
+}
+
+impl ErfOf for f64 {
+    fn erf_of(self) -> f64 {
+        libm::erf(self)
+    }
+}
+
+/// The error function of an f32 or f64, from `libm` (musl's, within an
+/// ulp): the standard library has none.
+trait ErfOf {
+    fn erf_of(self) -> Self;
+}
 
 /// f16 and bf16 arithmetic: widen to f32, compute, round once (as the GPU
 /// does).
@@ -222,8 +257,8 @@ macro_rules! half_float {
         }
         impl Float for $t {
             via_f32_float!($t:
-                exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, recip, tan, log1p, expm1,
-                log2, exp2
+                exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, gelu_tanh, erf, silu, recip,
+                tan, log1p, expm1, log2, exp2
             );
             #[inline(always)]
             fn atan2(self, o: Self) -> Self {
