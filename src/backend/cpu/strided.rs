@@ -1,6 +1,7 @@
 //! The strided loop engine: walks an [`IterPlan`] run by run (a run is the
 //! innermost axis), with a tight unit-stride loop when every operand is
-//! contiguous along it.
+//! contiguous along it; a large plan is cut into one part per thread of
+//! rayon's pool, each walked the same way.
 //!
 //! Operands are raw pointers because an in-place op reads and writes the same
 //! storage; the op layer guarantees that an input sharing the destination's
@@ -9,6 +10,84 @@
 
 use crate::layout::IterPlan;
 use crate::shape::MAX_RANK;
+
+/// Elements a thread takes at the least: below twice this, an elementwise
+/// loop runs on the calling thread (handing work to another thread costs a
+/// few microseconds, about what 64K additions take).
+#[cfg(not(target_arch = "wasm32"))]
+const PARALLEL_MIN: usize = 1 << 16;
+
+/// A pointer that may cross threads: the parts a loop is cut into touch
+/// disjoint destination elements (a destination never overlaps itself, and
+/// an input sharing its storage reads only the elements its own part
+/// writes, or none that anyone writes; see the module docs).
+struct Shared<T>(*mut T);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Shared<T> {}
+
+// SAFETY: see the type's docs; the loops write through it only at their
+// own part's positions.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// `plan` cut into `parts` plans over consecutive ranges of its largest
+/// axis (the outermost of equals), each as long as the others or one
+/// longer.
+#[cfg(not(target_arch = "wasm32"))]
+fn split(plan: &IterPlan, parts: usize) -> Vec<IterPlan> {
+    let axis = (0..plan.shape.len())
+        .rev()
+        .max_by_key(|&d| plan.shape[d])
+        .unwrap_or(0);
+    let n = plan.shape[axis];
+    let parts = parts.clamp(1, n.max(1));
+    (0..parts)
+        .map(|k| {
+            let (start, end) = (n * k / parts, n * (k + 1) / parts);
+            let mut part = plan.clone();
+            part.shape[axis] = end - start;
+            for (offset, strides) in part.offsets.iter_mut().zip(&plan.strides) {
+                *offset = (*offset as isize + start as isize * strides[axis]) as usize;
+            }
+            part
+        })
+        .collect()
+}
+
+/// Runs `body` over `plan`: cut into one part per thread of rayon's pool
+/// when it is large enough (never on wasm, which has one thread), else
+/// whole on this thread. Parts write disjoint elements, so each element's
+/// result is the one-thread result.
+fn in_parts(plan: &IterPlan, body: impl Fn(&IterPlan) + Sync) {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let numel: usize = plan.shape.iter().product();
+        let threads = rayon::current_num_threads().min(numel / PARALLEL_MIN);
+        if threads > 1 {
+            let parts = split(plan, threads);
+            rayon::scope(|scope| {
+                for part in &parts {
+                    let body = &body;
+                    scope.spawn(move |_| body(part));
+                }
+            });
+            return;
+        }
+    }
+    body(plan)
+}
 
 /// Calls `f(positions, inner_strides, len)` for each innermost run, with the
 /// storage position of the run's first element for each of the `N` operands.
@@ -48,11 +127,14 @@ pub(crate) fn for_each_run<const N: usize>(
 ///
 /// # Safety
 /// Every position of the plan must lie inside the allocation behind `out`.
-pub(crate) unsafe fn map0<O>(plan: &IterPlan, out: *mut O, f: impl Fn() -> O) {
-    for_each_run::<1>(plan, |[po], [so], len| {
-        for i in 0..len as isize {
-            unsafe { out.offset(po + i * so).write(f()) };
-        }
+pub(crate) unsafe fn map0<O>(plan: &IterPlan, out: *mut O, f: impl Fn() -> O + Sync) {
+    let out = Shared(out);
+    in_parts(plan, |plan| {
+        for_each_run::<1>(plan, |[po], [so], len| {
+            for i in 0..len as isize {
+                unsafe { out.get().offset(po + i * so).write(f()) };
+            }
+        })
     });
 }
 
@@ -65,19 +147,22 @@ pub(crate) unsafe fn map1<A: Copy, O>(
     plan: &IterPlan,
     out: *mut O,
     a: *const A,
-    f: impl Fn(A) -> O,
+    f: impl Fn(A) -> O + Sync,
 ) {
-    for_each_run::<2>(plan, |[po, pa], [so, sa], len| unsafe {
-        let (o, a) = (out.offset(po), a.offset(pa));
-        if so == 1 && sa == 1 {
-            for i in 0..len {
-                o.add(i).write(f(a.add(i).read()));
+    let (out, a) = (Shared(out), Shared(a.cast_mut()));
+    in_parts(plan, |plan| {
+        for_each_run::<2>(plan, |[po, pa], [so, sa], len| unsafe {
+            let (o, a) = (out.get().offset(po), a.get().offset(pa));
+            if so == 1 && sa == 1 {
+                for i in 0..len {
+                    o.add(i).write(f(a.add(i).read()));
+                }
+            } else {
+                for i in 0..len as isize {
+                    o.offset(i * so).write(f(a.offset(i * sa).read()));
+                }
             }
-        } else {
-            for i in 0..len as isize {
-                o.offset(i * so).write(f(a.offset(i * sa).read()));
-            }
-        }
+        })
     });
 }
 
@@ -90,25 +175,28 @@ pub(crate) unsafe fn map2<A: Copy, B: Copy, O>(
     out: *mut O,
     a: *const A,
     b: *const B,
-    f: impl Fn(A, B) -> O,
+    f: impl Fn(A, B) -> O + Sync,
 ) {
-    for_each_run::<3>(plan, |[po, pa, pb], [so, sa, sb], len| unsafe {
-        let (o, a, b) = (out.offset(po), a.offset(pa), b.offset(pb));
-        if so == 1 && sa == 1 && sb == 1 {
-            for i in 0..len {
-                o.add(i).write(f(a.add(i).read(), b.add(i).read()));
+    let (out, a, b) = (Shared(out), Shared(a.cast_mut()), Shared(b.cast_mut()));
+    in_parts(plan, |plan| {
+        for_each_run::<3>(plan, |[po, pa, pb], [so, sa, sb], len| unsafe {
+            let (o, a, b) = (out.get().offset(po), a.get().offset(pa), b.get().offset(pb));
+            if so == 1 && sa == 1 && sb == 1 {
+                for i in 0..len {
+                    o.add(i).write(f(a.add(i).read(), b.add(i).read()));
+                }
+            } else if so == 1 && sa == 1 && sb == 0 {
+                let bv = b.read();
+                for i in 0..len {
+                    o.add(i).write(f(a.add(i).read(), bv));
+                }
+            } else {
+                for i in 0..len as isize {
+                    o.offset(i * so)
+                        .write(f(a.offset(i * sa).read(), b.offset(i * sb).read()));
+                }
             }
-        } else if so == 1 && sa == 1 && sb == 0 {
-            let bv = b.read();
-            for i in 0..len {
-                o.add(i).write(f(a.add(i).read(), bv));
-            }
-        } else {
-            for i in 0..len as isize {
-                o.offset(i * so)
-                    .write(f(a.offset(i * sa).read(), b.offset(i * sb).read()));
-            }
-        }
+        })
     });
 }
 
@@ -122,17 +210,21 @@ pub(crate) unsafe fn map3<A: Copy, B: Copy, C: Copy, O>(
     a: *const A,
     b: *const B,
     c: *const C,
-    f: impl Fn(A, B, C) -> O,
+    f: impl Fn(A, B, C) -> O + Sync,
 ) {
-    for_each_run::<4>(plan, |[po, pa, pb, pc], [so, sa, sb, sc], len| {
-        for i in 0..len as isize {
-            unsafe {
-                out.offset(po + i * so).write(f(
-                    a.offset(pa + i * sa).read(),
-                    b.offset(pb + i * sb).read(),
-                    c.offset(pc + i * sc).read(),
-                ))
-            };
-        }
+    let (out, a) = (Shared(out), Shared(a.cast_mut()));
+    let (b, c) = (Shared(b.cast_mut()), Shared(c.cast_mut()));
+    in_parts(plan, |plan| {
+        for_each_run::<4>(plan, |[po, pa, pb, pc], [so, sa, sb, sc], len| {
+            for i in 0..len as isize {
+                unsafe {
+                    out.get().offset(po + i * so).write(f(
+                        a.get().offset(pa + i * sa).read(),
+                        b.get().offset(pb + i * sb).read(),
+                        c.get().offset(pc + i * sc).read(),
+                    ))
+                };
+            }
+        })
     });
 }
