@@ -316,11 +316,12 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     }
 }
 
-/// Runs a depthwise convolution on the GPU's single-pass kernel.
+/// Runs a depthwise convolution in one pass: the GPU's kernel, or the
+/// CPU's (`cpu/conv.rs`).
 ///
 /// # Errors
-/// `Error::Internal` on the CPU (the op layer composes convolutions
-/// there); GPU failures and device limits.
+/// GPU failures and device limits; `Error::Internal` for operands that
+/// are not the call's dtypes.
 pub(crate) fn depthwise(call: &DepthwiseCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.weight)?;
@@ -329,10 +330,7 @@ pub(crate) fn depthwise(call: &DepthwiseCall) -> Result<()> {
         check_bounds(b)?;
     }
     match &**call.out.storage {
-        Storage::Cpu(_) => Err(Error::internal(
-            "conv2d",
-            "a depthwise kernel call reached the CPU",
-        )),
+        Storage::Cpu(s) => cpu::profiled("depthwise", || cpu::depthwise(s, call)),
         Storage::Gpu(s) => gpu::depthwise(s, call),
     }
 }

@@ -360,15 +360,15 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
             ),
         ));
     };
-    // A GPU runs one implicit-GEMM kernel, but for depthwise convolutions
-    // and outputs of a few pixels (whose tiles would be mostly empty).
+    // A depthwise convolution is one kernel on either device; a GPU runs
+    // one implicit-GEMM kernel for the others, but for outputs of a few
+    // pixels (whose tiles would be mostly empty).
     let geometry = Geometry {
         kernel: [kh, kw],
         out: [n, o, ho, wo],
         pad: [pads[0].0, pads[1].0],
     };
-    if x.device().is_gpu()
-        && cg == 1
+    if cg == 1
         && g > 1
         && let Some(out) = depthwise_kernel(op, &x, weight, conv, &geometry)?
     {
@@ -562,7 +562,7 @@ fn implicit_gemm(
 }
 
 /// The depthwise convolution of `x` by `weight` (one input channel per
-/// group) on the GPU's one-pass kernel, its bias added before the one
+/// group) on the device's one-pass kernel, its bias added before the one
 /// rounding: `None` where the kernel does not take it (dtypes other than
 /// f32, f16 and bf16, operands over one storage binding), which the
 /// caller composes instead.

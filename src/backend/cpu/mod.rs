@@ -3,6 +3,7 @@
 //! against.
 
 mod alloc;
+mod conv;
 mod elementwise;
 mod fft;
 mod indexing;
@@ -17,6 +18,7 @@ mod storage;
 mod strided;
 
 pub(crate) use alloc::{try_collect, try_zeroed};
+pub(crate) use conv::depthwise;
 pub(crate) use elementwise::run;
 pub(crate) use fft::fft;
 pub(crate) use indexing::{gather, scatter};

@@ -1,0 +1,232 @@
+//! The CPU's depthwise convolution (one input channel per group): one pass
+//! over each output plane, reading the input through its strides (no
+//! padded copy), on rayon's threads a plane at a time on native targets.
+//!
+//! Each output is accumulated in f32 from 0 over the taps in row-major
+//! order, each tap's product rounded to f32 before it is added, a tap in
+//! the zero padding adding `0 * w` (NaN for an infinite weight, as a
+//! product over a padded copy gives), then the f32 bias added and the sum
+//! rounded once into the dtype: the sums the composed form (a product
+//! pass per tap) made, and the GPU's kernel makes, bit for bit.
+
+use super::numeric::Half;
+use super::storage::{CpuData, CpuStorage};
+use crate::backend::{DepthwiseCall, Storage, TensorRef};
+use crate::error::{Error, Result};
+use half::{bf16, f16};
+use std::sync::RwLockReadGuard;
+
+const OP: &str = "conv2d";
+
+fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
+    match &**t.storage {
+        Storage::Cpu(s) => Ok(s.read()),
+        Storage::Gpu(_) => Err(Error::internal(OP, "operand is not in host memory")),
+    }
+}
+
+fn mismatch() -> Error {
+    Error::internal(OP, "depthwise operands' dtypes differ from the call's")
+}
+
+/// An element read as f32 and an f32 rounded into one.
+trait Widen: Copy + Send + Sync {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+}
+
+impl Widen for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+
+macro_rules! half_widen {
+    ($($t:ty),*) => {$(
+        impl Widen for $t {
+            fn to_f32(self) -> f32 {
+                Half::widen(self)
+            }
+            fn from_f32(v: f32) -> Self {
+                <$t as Half>::narrow(v)
+            }
+        }
+    )*};
+}
+half_widen!(f16, bf16);
+
+/// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is `out`.
+pub(crate) fn depthwise(out: &CpuStorage, call: &DepthwiseCall) -> Result<()> {
+    let x = host(&call.input)?;
+    let w = host(&call.weight)?;
+    let bias = match &call.bias {
+        Some(b) => Some(host(b)?),
+        None => None,
+    };
+    let bias: Option<&[f32]> = match bias.as_deref() {
+        Some(CpuData::F32(b)) => Some(b),
+        Some(_) => return Err(mismatch()),
+        None => None,
+    };
+    let mut dst = out.write();
+    match (&*x, &*w, &mut *dst) {
+        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => planes(x, w, bias, o, call),
+        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => planes(x, w, bias, o, call),
+        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => planes(x, w, bias, o, call),
+        _ => Err(mismatch()),
+    }
+}
+
+/// Where the output planes' inputs are: everything one plane needs.
+struct Geometry {
+    /// Input extents `[h, w]`, strides `[n, c, h, w]` and offset.
+    size: [usize; 2],
+    strides: [isize; 4],
+    offset: usize,
+    /// Weight strides `[o, _, kh, kw]` and offset.
+    w_strides: [isize; 4],
+    w_offset: usize,
+    out: [usize; 2],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 2],
+    dilation: [usize; 2],
+    /// Output channels per input channel.
+    multiplier: usize,
+    channels: usize,
+}
+
+fn planes<T: Widen>(
+    x: &[T],
+    w: &[T],
+    bias: Option<&[f32]>,
+    out: &mut [T],
+    call: &DepthwiseCall,
+) -> Result<()> {
+    let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
+    let four = |s: &[isize]| -> Result<[isize; 4]> {
+        s.try_into()
+            .map_err(|_| Error::internal(OP, "depthwise operands must be rank 4"))
+    };
+    let (xd, od) = (xl.dims(), ol.dims());
+    if xd.len() != 4 || od.len() != 4 || ol.offset() != 0 || out.len() != ol.numel() {
+        return Err(Error::internal(
+            OP,
+            "depthwise output must be fresh and dense",
+        ));
+    }
+    let g = Geometry {
+        size: [xd[2], xd[3]],
+        strides: four(xl.strides())?,
+        offset: xl.offset(),
+        w_strides: four(wl.strides())?,
+        w_offset: wl.offset(),
+        out: [od[2], od[3]],
+        kernel: call.kernel,
+        stride: call.stride,
+        pad: call.pad,
+        dilation: call.dilation,
+        multiplier: od[1] / xd[1].max(1),
+        channels: od[1],
+    };
+    let plane = g.out[0] * g.out[1];
+    if plane == 0 {
+        return Ok(());
+    }
+    let one = |(k, dst): (usize, &mut [T])| {
+        let (batch, channel) = (k / g.channels, k % g.channels);
+        let b = bias.map_or(0.0, |b| b[channel]);
+        plane_of(x, w, b, dst, &g, batch, channel);
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(plane).enumerate().for_each(one);
+    }
+    #[cfg(target_arch = "wasm32")]
+    out.chunks_mut(plane).enumerate().for_each(one);
+    Ok(())
+}
+
+/// Output plane `(batch, channel)` into `dst`, a row at a time: each tap
+/// adds its weight times a run of an input row to the row's f32 sums (a
+/// loop the compiler vectorises where the input row is contiguous and the
+/// stride 1), the taps in row-major order, so that every sum adds its
+/// products in that order.
+fn plane_of<T: Widen>(
+    x: &[T],
+    w: &[T],
+    bias: f32,
+    dst: &mut [T],
+    g: &Geometry,
+    batch: usize,
+    channel: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let [s0, s1] = g.stride;
+    let base = g.offset as isize
+        + batch as isize * g.strides[0]
+        + (channel / g.multiplier) as isize * g.strides[1];
+    let w_base = g.w_offset as isize + channel as isize * g.w_strides[0];
+    // The plane's taps, widened once.
+    let taps: Vec<f32> = (0..kh * kw)
+        .map(|t| {
+            let at =
+                w_base + (t / kw) as isize * g.w_strides[2] + (t % kw) as isize * g.w_strides[3];
+            w[at as usize].to_f32()
+        })
+        .collect();
+    let (h, wd, wo) = (g.size[0] as isize, g.size[1] as isize, g.out[1]);
+    let mut sums = vec![0.0f32; wo];
+    for (oy, row) in dst.chunks_mut(wo).enumerate() {
+        sums.fill(0.0);
+        for i in 0..kh {
+            let y = (oy * s0 + i * g.dilation[0]) as isize - g.pad[0] as isize;
+            for j in 0..kw {
+                let tap = taps[i * kw + j];
+                // Output columns whose input column is inside the row:
+                // 0 <= ox s1 + j d1 - pad1 < wd.
+                let shift = (j * g.dilation[1]) as isize - g.pad[1] as isize;
+                let (lo, hi) = if (0..h).contains(&y) {
+                    let lo = ((-shift).max(0) as usize).div_ceil(s1);
+                    let hi = ((wd - shift).max(0) as usize).div_ceil(s1).min(wo);
+                    (lo.min(hi), hi)
+                } else {
+                    (0, 0)
+                };
+                // The zero padding's products: 0 unless the tap is not
+                // finite (NaN then, as over a padded copy).
+                if !tap.is_finite() {
+                    let padding = 0.0 * tap;
+                    let (before, rest) = sums.split_at_mut(lo);
+                    for sum in before.iter_mut().chain(&mut rest[hi - lo..]) {
+                        *sum += padding;
+                    }
+                }
+                if lo == hi {
+                    continue;
+                }
+                let first =
+                    base + y * g.strides[2] + (lo as isize * s1 as isize + shift) * g.strides[3];
+                let step = s1 as isize * g.strides[3];
+                let run = &mut sums[lo..hi];
+                if step == 1 {
+                    let input = &x[first as usize..first as usize + run.len()];
+                    for (sum, v) in run.iter_mut().zip(input) {
+                        *sum += v.to_f32() * tap;
+                    }
+                } else {
+                    for (k, sum) in run.iter_mut().enumerate() {
+                        *sum += x[(first + k as isize * step) as usize].to_f32() * tap;
+                    }
+                }
+            }
+        }
+        for (slot, sum) in row.iter_mut().zip(&sums) {
+            *slot = T::from_f32(sum + bias);
+        }
+    }
+}
