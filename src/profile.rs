@@ -154,8 +154,12 @@ impl Profile {
         ops + self.submits.iter().map(|s| s.host).sum::<Duration>()
     }
 
-    /// GPU time of all kernels, when every kernel has one.
+    /// GPU time of all kernels, when every kernel has one; `None` on the
+    /// CPU device, and wherever [`Profile::gpu_times_unavailable`] says why.
     pub fn gpu(&self) -> Option<Duration> {
+        if self.gpu_note.is_some() {
+            return None;
+        }
         self.kernels.iter().map(|k| k.gpu).sum()
     }
 

@@ -209,6 +209,8 @@ fn what_a_profile_refuses_and_what_it_returns() {
         if dev.is_cpu() {
             assert!(p.kernels().is_empty() && p.submits().is_empty());
             assert!(p.gpu_times_unavailable().is_some());
+            // No GPU time at all, not a GPU time of zero.
+            assert_eq!(p.gpu(), None);
             continue;
         }
         let inner = dev.clone();
