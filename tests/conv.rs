@@ -929,6 +929,49 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
     }
 }
 
+#[test]
+fn the_cpu_convolution_crosses_its_bands() {
+    // The CPU lays out the patches of a band of output rows at a time
+    // (2^21 f32s): 256 channels of 3 x 3 taps over 64 columns make bands
+    // of 14 rows (three for 40), and a 1x1 product over 1024 channels
+    // reads the input itself in bands of 32 rows (two for 64), also
+    // through a channels-last view.
+    let plain = Setting {
+        stride: [1, 1],
+        pad: [(0, 0); 2],
+        dilation: [1, 1],
+        groups: 1,
+    };
+    let padded = Setting {
+        pad: [(1, 1); 2],
+        ..plain
+    };
+    let cases = [
+        ([1usize, 256, 40, 64], [3usize, 256, 3, 3], padded, 1),
+        ([1, 1024, 64, 64], [2, 1024, 1, 1], plain, 0),
+    ];
+    let cpu = Device::cpu();
+    for (k, (xd, wd, setting, pad)) in cases.into_iter().enumerate() {
+        let (x, w) = (
+            Array4::new(xd, 500 + k as u64),
+            Array4::new(wd, 600 + k as u64),
+        );
+        let (want, dims) = conv_reference(&x, &w, None, setting);
+        let conv = Conv::new().padding(pad);
+        let got = x.tensor(&cpu).conv2d(&w.tensor(&cpu), &conv).unwrap();
+        check(&got, &want, &dims, 1e-4, &format!("case {k}"));
+        let nhwc = x
+            .tensor(&cpu)
+            .permute(&[0, 2, 3, 1])
+            .unwrap()
+            .contiguous()
+            .unwrap();
+        let view = nhwc.permute(&[0, 3, 1, 2]).unwrap();
+        let got = view.conv2d(&w.tensor(&cpu), &conv).unwrap();
+        check(&got, &want, &dims, 1e-4, &format!("case {k}, NHWC view"));
+    }
+}
+
 /// The convolution kernel's self-check: made wrong on purpose (its Small
 /// tile, each output off by one), it fails its probe before its first
 /// convolution, is dropped and named, and the convolution is composed

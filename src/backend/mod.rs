@@ -296,22 +296,20 @@ pub(crate) fn fft_line_limit(storage: &Storage) -> Option<(usize, usize)> {
     }
 }
 
-/// Runs a convolution on the GPU's implicit-GEMM kernel: false when the
+/// Runs a convolution on the GPU's implicit-GEMM kernel or the CPU's
+/// products over patches (`cpu/conv_gemm.rs`): false when the GPU's
 /// kernel is not to run (dropped by its self-check, or not yet probed
 /// inside a capture or profile), for the op layer to compose it instead.
 ///
 /// # Errors
-/// `Error::Internal` on the CPU (the op layer composes convolutions there
-/// from products); GPU failures and device limits.
+/// GPU failures and device limits; `Error::Internal` for operands that
+/// are not the call's dtypes.
 pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     check_bounds(&call.input)?;
     check_bounds(&call.weight)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(_) => Err(Error::internal(
-            "conv2d",
-            "a convolution kernel call reached the CPU",
-        )),
+        Storage::Cpu(s) => cpu::profiled("conv2d", || cpu::conv(s, call).map(|()| true)),
         Storage::Gpu(s) => gpu::conv(s, call),
     }
 }

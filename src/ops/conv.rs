@@ -360,9 +360,10 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
             ),
         ));
     };
-    // A depthwise convolution is one kernel on either device; a GPU runs
-    // one implicit-GEMM kernel for the others, but for outputs of a few
-    // pixels (whose tiles would be mostly empty).
+    // A depthwise convolution is one kernel on either device; the others
+    // are one implicit-GEMM kernel on a GPU (but for outputs of a few
+    // pixels, whose tiles would be mostly empty) and products over patches
+    // on the CPU.
     let geometry = Geometry {
         kernel: [kh, kw],
         out: [n, o, ho, wo],
@@ -378,9 +379,8 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
         };
         return finish(op, out, &unbiased, dtype, unbatched);
     }
-    if x.device().is_gpu()
-        && !(cg == 1 && g > 1)
-        && ho * wo >= IMPLICIT_MIN_PIXELS
+    if !(cg == 1 && g > 1)
+        && (ho * wo >= IMPLICIT_MIN_PIXELS || !x.device().is_gpu())
         && let Some(out) = implicit_gemm(op, &x, weight, conv, &geometry)?
     {
         return finish(op, out, conv, dtype, unbatched);
@@ -521,9 +521,10 @@ struct Geometry {
     pad: [usize; 2],
 }
 
-/// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel,
-/// in f32 or f16 (accumulating in f32; f32 with a bias): `None` where the kernel does not
-/// take it (other dtypes, operands over one storage binding, a kernel its
+/// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel
+/// or the CPU's products over patches, in f32, f16 or bf16 (accumulating
+/// in f32; f32 with a bias): `None` where the kernel does not take it
+/// (other dtypes, operands over one storage binding, a kernel its
 /// self-check dropped), which the caller composes from products instead.
 fn implicit_gemm(
     op: &'static str,

@@ -112,13 +112,14 @@ impl GemmFloat for f64 {
     const ONE: Self = 1.0;
 }
 
+/// How `gemm` runs: on rayon's threads on native targets.
 #[cfg(not(target_arch = "wasm32"))]
-fn parallelism() -> gemm::Parallelism {
+pub(super) fn parallelism() -> gemm::Parallelism {
     gemm::Parallelism::Rayon(0)
 }
 
 #[cfg(target_arch = "wasm32")]
-fn parallelism() -> gemm::Parallelism {
+pub(super) fn parallelism() -> gemm::Parallelism {
     gemm::Parallelism::None
 }
 

@@ -4,6 +4,7 @@
 
 mod alloc;
 mod conv;
+mod conv_gemm;
 mod elementwise;
 mod fft;
 mod indexing;
@@ -19,6 +20,7 @@ mod strided;
 
 pub(crate) use alloc::{try_collect, try_zeroed};
 pub(crate) use conv::depthwise;
+pub(crate) use conv_gemm::conv;
 pub(crate) use elementwise::run;
 pub(crate) use fft::fft;
 pub(crate) use indexing::{gather, scatter};

@@ -1,0 +1,278 @@
+//! The CPU's convolution (all but depthwise) as products on `gemm`: for
+//! each image and group, the input's patches are laid out as the columns
+//! of an f32 matrix (im2col, a band of output rows at a time so that the
+//! matrix stays small) and the group's weights `[out, in * kh * kw]`
+//! multiply it (gemm's threads on native targets; the patches are laid out
+//! on rayon's). An f32 1x1 convolution with stride 1 and no padding
+//! multiplies the input itself, read through its strides.
+//!
+//! Each output is one f32 dot product over the input channels and taps
+//! (gemm's order, not the composed form's tap by tap), rounded once into
+//! the dtype: within the tolerance of a convolution's definition, as a
+//! GPU's implicit GEMM is.
+
+use super::numeric::Half;
+use super::storage::{CpuData, CpuStorage};
+use crate::backend::{ConvCall, Storage, TensorRef};
+use crate::error::{Error, Result};
+use half::{bf16, f16};
+use std::sync::RwLockReadGuard;
+
+const OP: &str = "conv2d";
+
+/// f32s a band's patch matrix holds at the most (8 MiB).
+const BAND: usize = 1 << 21;
+
+fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
+    match &**t.storage {
+        Storage::Cpu(s) => Ok(s.read()),
+        Storage::Gpu(_) => Err(Error::internal(OP, "operand is not in host memory")),
+    }
+}
+
+fn mismatch() -> Error {
+    Error::internal(OP, "convolution operands' dtypes differ from the call's")
+}
+
+/// An element widened to f32 and an f32 rounded into one.
+trait Element: Copy + Send + Sync {
+    fn widen(self) -> f32;
+    fn narrow(v: f32) -> Self;
+    /// The elements as f32s, when they are.
+    fn as_f32(v: &[Self]) -> Option<&[f32]> {
+        let _ = v;
+        None
+    }
+}
+
+impl Element for f32 {
+    fn widen(self) -> f32 {
+        self
+    }
+    fn narrow(v: f32) -> Self {
+        v
+    }
+    fn as_f32(v: &[Self]) -> Option<&[f32]> {
+        Some(v)
+    }
+}
+
+macro_rules! half_element {
+    ($($t:ty),*) => {$(
+        impl Element for $t {
+            fn widen(self) -> f32 {
+                Half::widen(self)
+            }
+            fn narrow(v: f32) -> Self {
+                <$t as Half>::narrow(v)
+            }
+        }
+    )*};
+}
+half_element!(f16, bf16);
+
+/// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is `out`.
+pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
+    let x = host(&call.input)?;
+    let w = host(&call.weight)?;
+    let mut dst = out.write();
+    match (&*x, &*w, &mut *dst) {
+        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, o, call),
+        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => images(x, w, o, call),
+        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => images(x, w, o, call),
+        _ => Err(mismatch()),
+    }
+}
+
+/// Everything a band needs of the call.
+struct Shape {
+    /// Input `[c, h, w]`, strides `[n, c, h, w]` and offset.
+    input: [usize; 3],
+    strides: [isize; 4],
+    offset: usize,
+    /// Output `[o, ho, wo]`.
+    out: [usize; 3],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 2],
+    dilation: [usize; 2],
+    groups: usize,
+}
+
+fn images<T: Element>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<()> {
+    let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
+    let (xd, od) = (xl.dims(), ol.dims());
+    let dense = ol.offset() == 0 && out.len() == ol.numel() && wl.is_contiguous();
+    if xd.len() != 4 || od.len() != 4 || !dense {
+        return Err(Error::internal(
+            OP,
+            "convolution operands must be rank 4, the output fresh and the weight dense",
+        ));
+    }
+    let strides: [isize; 4] = xl
+        .strides()
+        .try_into()
+        .map_err(|_| Error::internal(OP, "input must be rank 4"))?;
+    let s = Shape {
+        input: [xd[1], xd[2], xd[3]],
+        strides,
+        offset: xl.offset(),
+        out: [od[1], od[2], od[3]],
+        kernel: call.kernel,
+        stride: call.stride,
+        pad: call.pad,
+        dilation: call.dilation,
+        groups: call.groups,
+    };
+    let plane = s.out[1] * s.out[2];
+    let [o, cg, depth] = [
+        s.out[0],
+        s.input[0] / s.groups,
+        s.input[0] / s.groups * s.kernel[0] * s.kernel[1],
+    ];
+    if plane == 0 || o == 0 || od[0] == 0 {
+        return Ok(());
+    }
+    // The weights as f32 `[o, cg kh kw]` rows.
+    let weights: Vec<f32> = w[wl.offset()..wl.offset() + o * depth]
+        .iter()
+        .map(|v| v.widen())
+        .collect();
+    let og = o / s.groups;
+    // Output rows per band: the patch matrix `[depth, rows wo]` within BAND.
+    let rows = (BAND / (depth * s.out[2]).max(1)).clamp(1, s.out[1]);
+    let mut patches = vec![0.0f32; depth * rows * s.out[2]];
+    let mut product = vec![0.0f32; og * rows * s.out[2]];
+    for (image, image_out) in out.chunks_mut(o * plane).enumerate() {
+        for g in 0..s.groups {
+            let group_out = &mut image_out[g * og * plane..(g + 1) * og * plane];
+            for first in (0..s.out[1]).step_by(rows) {
+                let band = rows.min(s.out[1] - first);
+                let pixels = band * s.out[2];
+                let patches = &mut patches[..depth * pixels];
+                // The matrix multiplied: the input itself, or its patches.
+                let (rhs, rhs_rs, rhs_cs) = match pointwise(x, &s, image, g * cg, first) {
+                    Some(direct) => direct,
+                    None => {
+                        im2col(x, patches, &s, image, g * cg, first, band);
+                        (patches.as_ptr(), pixels as isize, 1)
+                    }
+                };
+                let product = &mut product[..og * pixels];
+                // product [og, pixels] = weights [og, depth] x patches [depth, pixels].
+                // SAFETY: every matrix lies inside its vector, by their sizes.
+                unsafe {
+                    gemm::gemm(
+                        og,
+                        pixels,
+                        depth,
+                        product.as_mut_ptr(),
+                        1,
+                        pixels as isize,
+                        false,
+                        weights.as_ptr().add(g * og * depth),
+                        1,
+                        depth as isize,
+                        rhs,
+                        rhs_cs,
+                        rhs_rs,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        super::matmul::parallelism(),
+                    );
+                }
+                for (k, row) in product.chunks(pixels).enumerate() {
+                    let at = k * plane + first * s.out[2];
+                    for (slot, v) in group_out[at..at + pixels].iter_mut().zip(row) {
+                        *slot = T::narrow(*v);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// For an f32 1x1 convolution with stride 1 and no padding whose input
+/// rows follow each other at one pixel stride (none of them 0), the input at output row
+/// `first` of `image`, channel `channel`, as a `[channels, pixels]` matrix:
+/// its start, row stride and column stride.
+fn pointwise<T: Element>(
+    x: &[T],
+    s: &Shape,
+    image: usize,
+    channel: usize,
+    first: usize,
+) -> Option<(*const f32, isize, isize)> {
+    let x = T::as_f32(x)?;
+    let pixel = s.strides[3];
+    let plain = s.kernel == [1, 1] && s.stride == [1, 1] && s.pad == [0, 0];
+    // (A broadcast input, a stride of 0, is laid out as patches instead.)
+    let dense_rows = pixel != 0 && s.strides[1] != 0 && s.strides[2] == s.input[2] as isize * pixel;
+    if !plain || !dense_rows || s.out[1..] != s.input[1..] {
+        return None;
+    }
+    let start = s.offset as isize
+        + image as isize * s.strides[0]
+        + channel as isize * s.strides[1]
+        + first as isize * s.strides[2];
+    // In bounds: the op layer checked the input's layout against its
+    // storage, and this is one of its elements (or the matrix is empty).
+    Some((x.as_ptr().wrapping_offset(start), s.strides[1], pixel))
+}
+
+/// The patches of output rows `first..first + band` of `image`, channels
+/// `channel..channel + cg`, as the columns of `patches` (`[cg kh kw,
+/// band wo]`): row `(c kh + i) kw + j` holds input `(c, y s + i d - pad,
+/// x s + j d - pad)` for each output pixel `(y, x)`, 0 in the padding.
+fn im2col<T: Element>(
+    x: &[T],
+    patches: &mut [f32],
+    s: &Shape,
+    image: usize,
+    channel: usize,
+    first: usize,
+    band: usize,
+) {
+    let [kh, kw] = s.kernel;
+    let (wo, pixels) = (s.out[2], band * s.out[2]);
+    let (h, wd) = (s.input[1] as isize, s.input[2] as isize);
+    let fill = |(r, row): (usize, &mut [f32])| {
+        let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw);
+        let base = s.offset as isize
+            + image as isize * s.strides[0]
+            + (channel + c) as isize * s.strides[1];
+        let shift = (j * s.dilation[1]) as isize - s.pad[1] as isize;
+        // Output columns whose input column is inside the row.
+        let lo = ((-shift).max(0) as usize).div_ceil(s.stride[1]).min(wo);
+        let hi = ((wd - shift).max(0) as usize)
+            .div_ceil(s.stride[1])
+            .clamp(lo, wo);
+        for (y, out_row) in row.chunks_mut(wo).enumerate() {
+            let iy = ((first + y) * s.stride[0] + i * s.dilation[0]) as isize - s.pad[0] as isize;
+            if !(0..h).contains(&iy) {
+                out_row.fill(0.0);
+                continue;
+            }
+            out_row[..lo].fill(0.0);
+            out_row[hi..].fill(0.0);
+            let start = base
+                + iy * s.strides[2]
+                + (lo as isize * s.stride[1] as isize + shift) * s.strides[3];
+            let step = s.stride[1] as isize * s.strides[3];
+            for (k, slot) in out_row[lo..hi].iter_mut().enumerate() {
+                *slot = x[(start + k as isize * step) as usize].widen();
+            }
+        }
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        patches.par_chunks_mut(pixels).enumerate().for_each(fill);
+    }
+    #[cfg(target_arch = "wasm32")]
+    patches.chunks_mut(pixels).enumerate().for_each(fill);
+}
