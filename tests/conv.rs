@@ -413,6 +413,39 @@ fn conv_transpose2d_scatters_each_input_through_the_kernel() {
                 .conv_transpose2d(&w.tensor(&dev), &conv)
                 .unwrap();
             check(&got, &want, &out_dims, 1e-5, &format!("{label} on {dev}"));
+            // Through views (channels-last, and reversed both ways), with a
+            // bias, and in f16 (computed in f32, rounded once).
+            let xt = x.tensor(&dev);
+            let nhwc = xt.permute(&[0, 2, 3, 1]).unwrap().contiguous().unwrap();
+            let flipped = xt.flip(&[2, 3]).unwrap().contiguous().unwrap();
+            let bias = noise(o, 77);
+            let b = Tensor::from_slice(&bias, [o], &dev).unwrap();
+            let plane = out_dims[2] * out_dims[3];
+            let biased: Vec<f32> = want
+                .iter()
+                .enumerate()
+                .map(|(k, v)| v + bias[k / plane % o])
+                .collect();
+            for (view, t) in [
+                ("channels-last", nhwc.permute(&[0, 3, 1, 2]).unwrap()),
+                ("reversed", flipped.flip(&[2, 3]).unwrap()),
+            ] {
+                let got = t.conv_transpose2d(&w.tensor(&dev), &conv.clone().bias(&b));
+                let what = format!("{label}, {view} view, biased, on {dev}");
+                check(&got.unwrap(), &biased, &out_dims, 1e-5, &what);
+            }
+            let half = |t: Tensor| t.to_dtype(DType::F16).unwrap();
+            let got = half(xt)
+                .conv_transpose2d(&half(w.tensor(&dev)), &conv)
+                .unwrap();
+            assert_eq!(got.dtype(), DType::F16);
+            check(
+                &got,
+                &want,
+                &out_dims,
+                4e-3,
+                &format!("{label}, f16, on {dev}"),
+            );
         }
     }
 }

@@ -314,6 +314,26 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     }
 }
 
+/// Runs a transposed convolution in f32 on the CPU (`cpu/conv_transpose.rs`)
+/// into its zeroed output: the weight is `[in, out / groups, kh, kw]` and
+/// `pad` the zeros cropped before each axis.
+///
+/// # Errors
+/// `Error::Internal` on a GPU (the op layer composes it there) and for
+/// operands that are not f32.
+pub(crate) fn conv_transpose(call: &ConvCall) -> Result<()> {
+    check_bounds(&call.input)?;
+    check_bounds(&call.weight)?;
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::profiled("conv_transpose2d", || cpu::conv_transpose(s, call)),
+        Storage::Gpu(_) => Err(Error::internal(
+            "conv_transpose2d",
+            "the CPU's transposed convolution reached a GPU",
+        )),
+    }
+}
+
 /// Runs a depthwise convolution in one pass: the GPU's kernel, or the
 /// CPU's (`cpu/conv.rs`).
 ///

@@ -494,6 +494,23 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
     let x = x.to_dtype(compute)?;
     let weight = weight.to_dtype(compute)?;
     let (cg, o) = (c / g, og * g);
+    let size = [full[0] - 2 * p[0], full[1] - 2 * p[1]];
+    if x.device().is_cpu() && compute == DType::F32 {
+        // One product per image and group and a scatter of its columns.
+        let out = Tensor::zeros([n, o, size[0], size[1]], compute, x.device())?;
+        let weight = weight.contiguous()?;
+        crate::backend::conv_transpose(&ConvCall {
+            input: x.kernel_ref(x.layout().clone())?,
+            weight: weight.kernel_ref(weight.layout().clone())?,
+            out: out.kernel_ref(out.layout().clone())?,
+            kernel: [kh, kw],
+            stride: s,
+            pad: p,
+            dilation: d,
+            groups: g,
+        })?;
+        return finish(OP, out, conv, dtype, unbatched);
+    }
     let whole = Tensor::zeros([n, o, full[0], full[1]], compute, x.device())?;
     for i in 0..kh {
         for j in 0..kw {
@@ -507,8 +524,8 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
         }
     }
     let out = whole
-        .narrow(2, p[0], full[0] - 2 * p[0])?
-        .narrow(3, p[1], full[1] - 2 * p[1])?
+        .narrow(2, p[0], size[0])?
+        .narrow(3, p[1], size[1])?
         .contiguous()?;
     finish(OP, out, conv, dtype, unbatched)
 }

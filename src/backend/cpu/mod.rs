@@ -5,6 +5,7 @@
 mod alloc;
 mod conv;
 mod conv_gemm;
+mod conv_transpose;
 mod elementwise;
 mod fft;
 mod indexing;
@@ -21,6 +22,7 @@ mod strided;
 pub(crate) use alloc::{try_collect, try_zeroed};
 pub(crate) use conv::depthwise;
 pub(crate) use conv_gemm::conv;
+pub(crate) use conv_transpose::conv_transpose;
 pub(crate) use elementwise::run;
 pub(crate) use fft::fft;
 pub(crate) use indexing::{gather, scatter};

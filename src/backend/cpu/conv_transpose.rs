@@ -1,0 +1,137 @@
+//! The CPU's transposed convolution in f32, as a product and a scatter
+//! (col2im): for each image and group, `columns [og kh kw, h w] = W^T x`
+//! on `gemm` (each input pixel's contribution to every tap of every output
+//! channel, summed over the group's input channels), then each column
+//! added at its output position `(y s + i d - pad, x s + j d - pad)`,
+//! taps in row-major order, into the zeroed output. The sums the composed
+//! form made (a product per tap, added tap by tap), without its strided
+//! passes over the whole output per tap.
+
+use super::storage::{CpuData, CpuStorage};
+use crate::backend::{ConvCall, Storage, TensorRef};
+use crate::error::{Error, Result};
+use std::sync::RwLockReadGuard;
+
+const OP: &str = "conv_transpose2d";
+
+fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
+    match &**t.storage {
+        Storage::Cpu(s) => Ok(s.read()),
+        Storage::Gpu(_) => Err(Error::internal(OP, "operand is not in host memory")),
+    }
+}
+
+/// Runs `call` (`input [n, c, h, w]`, `weight [c, o / groups, kh, kw]`,
+/// `pad` the zeros cropped before each axis), whose fresh, zeroed, dense
+/// `[n, o, ho, wo]` f32 output storage is `out`.
+pub(crate) fn conv_transpose(out: &CpuStorage, call: &ConvCall) -> Result<()> {
+    let x = host(&call.input)?;
+    let w = host(&call.weight)?;
+    let mut dst = out.write();
+    let (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) = (&*x, &*w, &mut *dst) else {
+        return Err(Error::internal(
+            OP,
+            "the CPU's transposed convolution takes f32",
+        ));
+    };
+    let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
+    let (xd, wd, od) = (xl.dims(), wl.dims(), ol.dims());
+    let dense = ol.offset() == 0 && o.len() == ol.numel() && wl.is_contiguous();
+    if xd.len() != 4 || wd.len() != 4 || od.len() != 4 || !dense {
+        return Err(Error::internal(
+            OP,
+            "operands must be rank 4, the output fresh and the weight dense",
+        ));
+    }
+    let [n, c, h, wi] = [xd[0], xd[1], xd[2], xd[3]];
+    let [oc, ho, wo] = [od[1], od[2], od[3]];
+    let [kh, kw] = call.kernel;
+    let g = call.groups;
+    let (cg, og) = (c / g, oc / g);
+    let (rows, pixels, plane) = (og * kh * kw, h * wi, ho * wo);
+    if n == 0 || rows == 0 || pixels == 0 || plane == 0 {
+        return Ok(());
+    }
+    let xs = xl.strides();
+    // The group's input as a dense `[cg, h w]` matrix, and its columns.
+    let mut input = vec![0.0f32; cg * pixels];
+    let mut columns = vec![0.0f32; rows * pixels];
+    let weights = &w[wl.offset()..];
+    for (image, image_out) in o.chunks_mut(oc * plane).enumerate() {
+        for gi in 0..g {
+            for (ci, row) in input.chunks_mut(pixels).enumerate() {
+                let base =
+                    xl.offset() as isize + image as isize * xs[0] + (gi * cg + ci) as isize * xs[1];
+                for (p, slot) in row.iter_mut().enumerate() {
+                    let at = base + (p / wi) as isize * xs[2] + (p % wi) as isize * xs[3];
+                    *slot = x[at as usize];
+                }
+            }
+            // columns [rows, pixels] = weights^T [rows, cg] x input [cg, pixels]:
+            // weight (gi cg + ci, r) is at (gi cg + ci) rows + r.
+            // SAFETY: every matrix lies inside its vector, by their sizes.
+            unsafe {
+                gemm::gemm(
+                    rows,
+                    pixels,
+                    cg,
+                    columns.as_mut_ptr(),
+                    1,
+                    pixels as isize,
+                    false,
+                    weights.as_ptr().add(gi * cg * rows),
+                    rows as isize,
+                    1,
+                    input.as_ptr(),
+                    1,
+                    pixels as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    super::matmul::parallelism(),
+                );
+            }
+            let group_out = &mut image_out[gi * og * plane..(gi + 1) * og * plane];
+            scatter(&columns, group_out, call, [h, wi], [ho, wo]);
+        }
+    }
+    Ok(())
+}
+
+/// Adds each column of `columns` (`[og kh kw, h w]`) at its output
+/// position in `out` (`[og, ho, wo]`), output channel by channel (on
+/// rayon's threads on native targets), taps in row-major order.
+fn scatter(columns: &[f32], out: &mut [f32], call: &ConvCall, input: [usize; 2], size: [usize; 2]) {
+    let [kh, kw] = call.kernel;
+    let ([h, w], [ho, wo]) = (input, size);
+    let (s, d, p) = (call.stride, call.dilation, call.pad);
+    let taps = kh * kw;
+    let one = |(channel, plane): (usize, &mut [f32])| {
+        for t in 0..taps {
+            let (i, j) = (t / kw, t % kw);
+            let column = &columns[(channel * taps + t) * h * w..][..h * w];
+            for y in 0..h {
+                let oy = (y * s[0] + i * d[0]) as isize - p[0] as isize;
+                if !(0..ho as isize).contains(&oy) {
+                    continue;
+                }
+                let row = &mut plane[oy as usize * wo..][..wo];
+                for x in 0..w {
+                    let ox = (x * s[1] + j * d[1]) as isize - p[1] as isize;
+                    if (0..wo as isize).contains(&ox) {
+                        row[ox as usize] += column[y * w + x];
+                    }
+                }
+            }
+        }
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(ho * wo).enumerate().for_each(one);
+    }
+    #[cfg(target_arch = "wasm32")]
+    out.chunks_mut(ho * wo).enumerate().for_each(one);
+}
