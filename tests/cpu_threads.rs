@@ -103,3 +103,32 @@ fn in_place_writes_through_views_do_not_depend_on_the_thread_count() {
         assert!(one == run(threads), "{threads} threads");
     }
 }
+
+#[test]
+fn softmax_results_do_not_depend_on_the_thread_count() {
+    // Lines of 3 to 70,000 elements, along either axis of a view, enough
+    // of them to be cut into groups of lines (2 x 65,536 elements).
+    let dev = Device::cpu();
+    for (rows, cols) in [(50_000, 3), (700, 500), (2, 70_000)] {
+        let x = Tensor::rand([rows, cols], DType::F32, 4, &dev)
+            .unwrap()
+            .mul_scalar(20.0)
+            .unwrap();
+        let run = |threads: usize| {
+            on(threads, || {
+                let mut out = Vec::new();
+                for axis in [0, 1] {
+                    out.push(bits(&x.softmax(axis).unwrap()));
+                    out.push(bits(&x.t().log_softmax(axis).unwrap()));
+                    let h = x.to_dtype(DType::BF16).unwrap();
+                    out.push(bits(&h.flip(&[1]).unwrap().softmax(axis).unwrap()));
+                }
+                out
+            })
+        };
+        let one = run(1);
+        for threads in [2, 3] {
+            assert!(one == run(threads), "{rows} x {cols}, {threads} threads");
+        }
+    }
+}

@@ -3,9 +3,11 @@
 //! and their sum taken there, and the results written through the
 //! output's strides. f16 and bf16 compute in f32, f32 in f32, f64
 //! in f64. A line holding +inf, or only -inf, gives NaN (`x - max` is NaN
-//! somewhere), as PyTorch.
+//! somewhere), as PyTorch. Groups of lines run on rayon's threads on
+//! native targets, each line alone, so results do not depend on them.
 
 use super::storage::{CpuData, CpuStorage};
+use super::strided::Shared;
 use crate::backend::{SoftmaxCall, Storage, lines};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
@@ -27,22 +29,23 @@ pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
         length: call.length(),
         log: call.log,
     };
-    let starts = in_lines.positions().into_iter().zip(out_lines.positions());
-    let (mut scratch32, mut scratch64) = (Vec::new(), Vec::new());
+    let starts: Vec<(usize, usize)> = in_lines
+        .positions()
+        .into_iter()
+        .zip(out_lines.positions())
+        .collect();
     match (&*data, &mut *out_data) {
         (CpuData::F32(src), CpuData::F32(dst)) => {
-            starts.for_each(|s| line.run(s, src, dst, &mut scratch32, |x| x, |y| y));
+            line.all::<_, f32>(&starts, src, dst, |x| x, |y| y)
         }
         (CpuData::F64(src), CpuData::F64(dst)) => {
-            starts.for_each(|s| line.run(s, src, dst, &mut scratch64, |x| x, |y| y));
+            line.all::<_, f64>(&starts, src, dst, |x| x, |y| y)
         }
         (CpuData::F16(src), CpuData::F16(dst)) => {
-            let (widen, narrow) = (f16::to_f32, f16::from_f32);
-            starts.for_each(|s| line.run(s, src, dst, &mut scratch32, widen, narrow));
+            line.all(&starts, src, dst, f16::to_f32, f16::from_f32)
         }
         (CpuData::BF16(src), CpuData::BF16(dst)) => {
-            let (widen, narrow) = (bf16::to_f32, bf16::from_f32);
-            starts.for_each(|s| line.run(s, src, dst, &mut scratch32, widen, narrow));
+            line.all(&starts, src, dst, bf16::to_f32, bf16::from_f32)
         }
         _ => {
             return Err(Error::internal(
@@ -116,15 +119,58 @@ struct Line {
 }
 
 impl Line {
+    /// Every line (`starts`: input and output positions), in groups of
+    /// lines of at least `PARALLEL_MIN` elements on rayon's threads on
+    /// native targets; each line computed alone, so the results do not
+    /// depend on the grouping.
+    fn all<T: Copy + Send + Sync, R: Real + Send>(
+        &self,
+        starts: &[(usize, usize)],
+        src: &[T],
+        dst: &mut [T],
+        widen: impl Fn(T) -> R + Sync,
+        narrow: impl Fn(R) -> T + Sync,
+    ) {
+        if self.length == 0 {
+            return;
+        }
+        let (len, out) = (dst.len(), Shared(dst.as_mut_ptr()));
+        let group = |lines: &[(usize, usize)]| {
+            let mut scratch = Vec::new();
+            for &s in lines {
+                // SAFETY: the lines write disjoint elements of `dst` (the
+                // output is fresh, its lines distinct), each inside it.
+                unsafe { self.run(s, src, out.get(), len, &mut scratch, &widen, &narrow) };
+            }
+        };
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            use super::strided::PARALLEL_MIN;
+            let per = PARALLEL_MIN.div_ceil(self.length).max(1);
+            if starts.len() > per && self.length * starts.len() >= 2 * PARALLEL_MIN {
+                use rayon::prelude::*;
+                starts.par_chunks(per).for_each(group);
+                return;
+            }
+        }
+        group(starts);
+    }
+
     /// The line starting at `(a, b)` (input, output), computed in `R` in a
     /// contiguous scratch copy of the line (`scratch`, reused across lines),
     /// so that each exponential is taken once and the loops run over
     /// consecutive values.
-    fn run<T: Copy, R: Real>(
+    ///
+    /// # Safety
+    /// `dst` points at `len` elements, and no other thread writes this
+    /// line's.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run<T: Copy, R: Real>(
         &self,
         (a, b): (usize, usize),
         src: &[T],
-        dst: &mut [T],
+        dst: *mut T,
+        len: usize,
         scratch: &mut Vec<R>,
         widen: impl Fn(T) -> R,
         narrow: impl Fn(R) -> T,
@@ -169,14 +215,15 @@ impl Line {
                 *x = x.div(sum);
             }
         }
-        if so == 1 {
-            for (d, &x) in dst[b..b + self.length].iter_mut().zip(scratch.iter()) {
-                *d = narrow(x);
-            }
-        } else {
-            for (i, &x) in scratch.iter().enumerate() {
-                dst[(b as isize + i as isize * so) as usize] = narrow(x);
-            }
+        // Both ends inside `dst`, so every element between them is.
+        let last = b as isize + (self.length as isize - 1) * so;
+        assert!(
+            b < len && (0..len as isize).contains(&last),
+            "softmax line outside its output"
+        );
+        for (i, &x) in scratch.iter().enumerate() {
+            // SAFETY: in bounds (above), and this line's own element.
+            unsafe { dst.offset(b as isize + i as isize * so).write(narrow(x)) };
         }
     }
 }

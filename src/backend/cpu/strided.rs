@@ -15,13 +15,13 @@ use crate::shape::MAX_RANK;
 /// loop runs on the calling thread (handing work to another thread costs a
 /// few microseconds, about what 64K additions take).
 #[cfg(not(target_arch = "wasm32"))]
-const PARALLEL_MIN: usize = 1 << 16;
+pub(super) const PARALLEL_MIN: usize = 1 << 16;
 
 /// A pointer that may cross threads: the parts a loop is cut into touch
 /// disjoint destination elements (a destination never overlaps itself, and
 /// an input sharing its storage reads only the elements its own part
 /// writes, or none that anyone writes; see the module docs).
-struct Shared<T>(*mut T);
+pub(super) struct Shared<T>(pub(super) *mut T);
 
 impl<T> Clone for Shared<T> {
     fn clone(&self) -> Self {
@@ -37,7 +37,7 @@ unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
 impl<T> Shared<T> {
-    fn get(self) -> *mut T {
+    pub(super) fn get(self) -> *mut T {
         self.0
     }
 }
