@@ -322,6 +322,58 @@ fn conv1d_and_unbatched_inputs() {
 /// PyTorch's conv_transpose2d, by its definition: each input element
 /// times the kernel, added at `input position * stride + tap * dilation -
 /// padding`.
+/// PyTorch's conv_transpose2d by its definition: each input pixel times
+/// each tap added at `(y s + i d - p, x s + j d - p)`.
+fn transpose_reference(
+    x: &Array4,
+    w: &Array4,
+    s: [usize; 2],
+    p: [usize; 2],
+    d: [usize; 2],
+    op: [usize; 2],
+    g: usize,
+) -> (Vec<f32>, [usize; 4]) {
+    let [n, c, h, wi] = x.dims;
+    let [_, og, kh, kw] = w.dims;
+    let o = og * g;
+    let full = [
+        (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op[0],
+        (wi - 1) * s[1] + d[1] * (kw - 1) + 1 + op[1],
+    ];
+    let out_dims = [n, o, full[0] - 2 * p[0], full[1] - 2 * p[1]];
+    let mut want = vec![0.0f64; out_dims.iter().product()];
+    let cg = c / g;
+    for b in 0..n {
+        for ch in 0..c {
+            let group = ch / cg;
+            for y in 0..h {
+                for xx in 0..wi {
+                    for oc in 0..og {
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let yy = (y * s[0] + i * d[0]) as isize - p[0] as isize;
+                                let xw = (xx * s[1] + j * d[1]) as isize - p[1] as isize;
+                                if yy < 0
+                                    || xw < 0
+                                    || yy as usize >= out_dims[2]
+                                    || xw as usize >= out_dims[3]
+                                {
+                                    continue;
+                                }
+                                let at = ((b * o + group * og + oc) * out_dims[2] + yy as usize)
+                                    * out_dims[3]
+                                    + xw as usize;
+                                want[at] += x.at([b, ch, y, xx]) * w.at([ch, oc, i, j]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (want.iter().map(|v| *v as f32).collect(), out_dims)
+}
+
 #[test]
 fn conv_transpose2d_scatters_each_input_through_the_kernel() {
     let cases: [TransposeCase; 3] = [
@@ -362,46 +414,8 @@ fn conv_transpose2d_scatters_each_input_through_the_kernel() {
                 Array4::new(*xd, k as u64 + 10),
                 Array4::new(*wd, k as u64 + 20),
             );
-            let [n, c, h, wi] = *xd;
-            let [_, og, kh, kw] = *wd;
-            let o = og * g;
-            let full = [
-                (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op[0],
-                (wi - 1) * s[1] + d[1] * (kw - 1) + 1 + op[1],
-            ];
-            let out_dims = [n, o, full[0] - 2 * p[0], full[1] - 2 * p[1]];
-            let mut want = vec![0.0f64; out_dims.iter().product()];
-            let cg = c / g;
-            for b in 0..n {
-                for ch in 0..c {
-                    let group = ch / cg;
-                    for y in 0..h {
-                        for xx in 0..wi {
-                            for oc in 0..og {
-                                for i in 0..kh {
-                                    for j in 0..kw {
-                                        let yy = (y * s[0] + i * d[0]) as isize - p[0] as isize;
-                                        let xw = (xx * s[1] + j * d[1]) as isize - p[1] as isize;
-                                        if yy < 0
-                                            || xw < 0
-                                            || yy as usize >= out_dims[2]
-                                            || xw as usize >= out_dims[3]
-                                        {
-                                            continue;
-                                        }
-                                        let at = ((b * o + group * og + oc) * out_dims[2]
-                                            + yy as usize)
-                                            * out_dims[3]
-                                            + xw as usize;
-                                        want[at] += x.at([b, ch, y, xx]) * w.at([ch, oc, i, j]);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            let want: Vec<f32> = want.iter().map(|v| *v as f32).collect();
+            let (want, out_dims) = transpose_reference(&x, &w, *s, *p, *d, *op, *g);
+            let o = out_dims[1];
             let conv = Conv::new()
                 .stride(*s)
                 .padding(*p)
@@ -965,7 +979,8 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
 #[test]
 fn the_cpu_convolution_crosses_its_bands() {
     // The CPU lays out the patches of a band of output rows at a time
-    // (2^21 f32s): 256 channels of 3 x 3 taps over 64 columns make bands
+    // (2^21 f32s), and a transposed convolution's columns of a band of
+    // input rows: 256 channels of 3 x 3 taps over 64 columns make bands
     // of 14 rows (three for 40), and a 1x1 product over 1024 channels
     // reads the input itself in bands of 32 rows (two for 64), also
     // through a channels-last view.
@@ -1003,6 +1018,19 @@ fn the_cpu_convolution_crosses_its_bands() {
         let got = view.conv2d(&w.tensor(&cpu), &conv).unwrap();
         check(&got, &want, &dims, 1e-4, &format!("case {k}, NHWC view"));
     }
+    // Transposed: 64 output channels of 4 x 4 taps over 256 columns make
+    // bands of 8 input rows (three for 20).
+    let (x, w) = (
+        Array4::new([1, 2, 20, 256], 700),
+        Array4::new([2, 64, 4, 4], 701),
+    );
+    let (want, dims) = transpose_reference(&x, &w, [2, 2], [1, 1], [1, 1], [0, 0], 1);
+    let conv = Conv::new().stride(2).padding(1);
+    let got = x
+        .tensor(&cpu)
+        .conv_transpose2d(&w.tensor(&cpu), &conv)
+        .unwrap();
+    check(&got, &want, &dims, 1e-4, "transposed");
 }
 
 /// The convolution kernel's self-check: made wrong on purpose (its Small

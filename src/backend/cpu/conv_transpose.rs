@@ -1,11 +1,11 @@
 //! The CPU's transposed convolution in f32, as a product and a scatter
-//! (col2im): for each image and group, `columns [og kh kw, h w] = W^T x`
-//! on `gemm` (each input pixel's contribution to every tap of every output
-//! channel, summed over the group's input channels), then each column
-//! added at its output position `(y s + i d - pad, x s + j d - pad)`,
-//! taps in row-major order, into the zeroed output. The sums the composed
-//! form made (a product per tap, added tap by tap), without its strided
-//! passes over the whole output per tap.
+//! (col2im): for each image, group and band of input rows,
+//! `columns [og kh kw, rows w] = W^T x` on `gemm` (each input pixel's
+//! contribution to every tap of every output channel, summed over the
+//! group's input channels), then each column added at its output position
+//! `(y s + i d - pad, x s + j d - pad)`, taps in row-major order, into the
+//! zeroed output. Bands keep the columns within 8 MiB; the composed form
+//! made a strided pass over the whole output per tap instead.
 
 use super::storage::{CpuData, CpuStorage};
 use crate::backend::{ConvCall, Storage, TensorRef};
@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 use std::sync::RwLockReadGuard;
 
 const OP: &str = "conv_transpose2d";
+
+/// f32s a band's columns hold at the most (8 MiB).
+const BAND: usize = 1 << 21;
 
 fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
     match &**t.storage {
@@ -48,20 +51,28 @@ pub(crate) fn conv_transpose(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let [kh, kw] = call.kernel;
     let g = call.groups;
     let (cg, og) = (c / g, oc / g);
-    let (rows, pixels, plane) = (og * kh * kw, h * wi, ho * wo);
-    if n == 0 || rows == 0 || pixels == 0 || plane == 0 {
+    let (rows, plane) = (og * kh * kw, ho * wo);
+    if n == 0 || rows == 0 || h * wi == 0 || plane == 0 || cg == 0 {
         return Ok(());
     }
     let xs = xl.strides();
-    // The group's input as a dense `[cg, h w]` matrix, and its columns.
-    let mut input = vec![0.0f32; cg * pixels];
-    let mut columns = vec![0.0f32; rows * pixels];
+    // Input rows per band, the band's input as a dense `[cg, band w]`
+    // matrix, and its columns.
+    let band_rows = (BAND / (rows.max(cg) * wi)).clamp(1, h);
+    let mut input = vec![0.0f32; cg * band_rows * wi];
+    let mut columns = vec![0.0f32; rows * band_rows * wi];
     let weights = &w[wl.offset()..];
+    let bands = |gi| (0..h).step_by(band_rows).map(move |first| (gi, first));
     for (image, image_out) in o.chunks_mut(oc * plane).enumerate() {
-        for gi in 0..g {
+        for (gi, first) in (0..g).flat_map(bands) {
+            let band = band_rows.min(h - first);
+            let pixels = band * wi;
+            let (input, columns) = (&mut input[..cg * pixels], &mut columns[..rows * pixels]);
             for (ci, row) in input.chunks_mut(pixels).enumerate() {
-                let base =
-                    xl.offset() as isize + image as isize * xs[0] + (gi * cg + ci) as isize * xs[1];
+                let base = xl.offset() as isize
+                    + image as isize * xs[0]
+                    + (gi * cg + ci) as isize * xs[1]
+                    + first as isize * xs[2];
                 for (p, slot) in row.iter_mut().enumerate() {
                     let at = base + (p / wi) as isize * xs[2] + (p % wi) as isize * xs[3];
                     *slot = x[at as usize];
@@ -94,18 +105,19 @@ pub(crate) fn conv_transpose(out: &CpuStorage, call: &ConvCall) -> Result<()> {
                 );
             }
             let group_out = &mut image_out[gi * og * plane..(gi + 1) * og * plane];
-            scatter(&columns, group_out, call, [h, wi], [ho, wo]);
+            scatter(columns, group_out, call, [first, band, wi], [ho, wo]);
         }
     }
     Ok(())
 }
 
-/// Adds each column of `columns` (`[og kh kw, h w]`) at its output
-/// position in `out` (`[og, ho, wo]`), output channel by channel (on
-/// rayon's threads on native targets), taps in row-major order.
-fn scatter(columns: &[f32], out: &mut [f32], call: &ConvCall, input: [usize; 2], size: [usize; 2]) {
+/// Adds each column of `columns` (`[og kh kw, band w]`, input rows
+/// `first..first + band`) at its output position in `out` (`[og, ho,
+/// wo]`), output channel by channel (on rayon's threads on native
+/// targets), taps in row-major order.
+fn scatter(columns: &[f32], out: &mut [f32], call: &ConvCall, input: [usize; 3], size: [usize; 2]) {
     let [kh, kw] = call.kernel;
-    let ([h, w], [ho, wo]) = (input, size);
+    let ([first, h, w], [ho, wo]) = (input, size);
     let (s, d, p) = (call.stride, call.dilation, call.pad);
     let taps = kh * kw;
     let one = |(channel, plane): (usize, &mut [f32])| {
@@ -113,7 +125,7 @@ fn scatter(columns: &[f32], out: &mut [f32], call: &ConvCall, input: [usize; 2],
             let (i, j) = (t / kw, t % kw);
             let column = &columns[(channel * taps + t) * h * w..][..h * w];
             for y in 0..h {
-                let oy = (y * s[0] + i * d[0]) as isize - p[0] as isize;
+                let oy = ((first + y) * s[0] + i * d[0]) as isize - p[0] as isize;
                 if !(0..ho as isize).contains(&oy) {
                     continue;
                 }
