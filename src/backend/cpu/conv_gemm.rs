@@ -139,8 +139,9 @@ fn images<T: Element>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Resul
         .map(|v| v.widen())
         .collect();
     let og = o / s.groups;
-    // Output rows per band: the patch matrix `[depth, rows wo]` within BAND.
-    let rows = (BAND / (depth * s.out[2]).max(1)).clamp(1, s.out[1]);
+    // Output rows per band: the patch matrix `[depth, rows wo]` and the
+    // product `[og, rows wo]` within BAND.
+    let rows = (BAND / (depth.max(og) * s.out[2]).max(1)).clamp(1, s.out[1]);
     let mut patches = vec![0.0f32; depth * rows * s.out[2]];
     let mut product = vec![0.0f32; og * rows * s.out[2]];
     for (image, image_out) in out.chunks_mut(o * plane).enumerate() {
