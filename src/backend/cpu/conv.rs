@@ -9,61 +9,23 @@
 //! rounded once into the dtype: the sums the composed form (a product
 //! pass per tap) made, and the GPU's kernel makes, bit for bit.
 
-use super::numeric::Half;
-use super::storage::{CpuData, CpuStorage};
-use crate::backend::{DepthwiseCall, Storage, TensorRef};
+use super::numeric::Widen;
+use super::storage::{CpuData, CpuStorage, host_data};
+use crate::backend::DepthwiseCall;
 use crate::error::{Error, Result};
-use half::{bf16, f16};
-use std::sync::RwLockReadGuard;
 
 const OP: &str = "conv2d";
-
-fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
-    match &**t.storage {
-        Storage::Cpu(s) => Ok(s.read()),
-        Storage::Gpu(_) => Err(Error::internal(OP, "operand is not in host memory")),
-    }
-}
 
 fn mismatch() -> Error {
     Error::internal(OP, "depthwise operands' dtypes differ from the call's")
 }
 
-/// An element read as f32 and an f32 rounded into one.
-trait Widen: Copy + Send + Sync {
-    fn to_f32(self) -> f32;
-    fn from_f32(v: f32) -> Self;
-}
-
-impl Widen for f32 {
-    fn to_f32(self) -> f32 {
-        self
-    }
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-}
-
-macro_rules! half_widen {
-    ($($t:ty),*) => {$(
-        impl Widen for $t {
-            fn to_f32(self) -> f32 {
-                Half::widen(self)
-            }
-            fn from_f32(v: f32) -> Self {
-                <$t as Half>::narrow(v)
-            }
-        }
-    )*};
-}
-half_widen!(f16, bf16);
-
 /// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is `out`.
 pub(crate) fn depthwise(out: &CpuStorage, call: &DepthwiseCall) -> Result<()> {
-    let x = host(&call.input)?;
-    let w = host(&call.weight)?;
+    let x = host_data(OP, &call.input)?;
+    let w = host_data(OP, &call.weight)?;
     let bias = match &call.bias {
-        Some(b) => Some(host(b)?),
+        Some(b) => Some(host_data(OP, b)?),
         None => None,
     };
     let bias: Option<&[f32]> = match bias.as_deref() {

@@ -11,70 +11,24 @@
 //! the dtype: within the tolerance of a convolution's definition, as a
 //! GPU's implicit GEMM is.
 
-use super::numeric::Half;
-use super::storage::{CpuData, CpuStorage};
-use crate::backend::{ConvCall, Storage, TensorRef};
+use super::numeric::Widen;
+use super::storage::{CpuData, CpuStorage, host_data};
+use crate::backend::ConvCall;
 use crate::error::{Error, Result};
-use half::{bf16, f16};
-use std::sync::RwLockReadGuard;
 
 const OP: &str = "conv2d";
 
 /// f32s a band's patch matrix holds at the most (8 MiB).
 const BAND: usize = 1 << 21;
 
-fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
-    match &**t.storage {
-        Storage::Cpu(s) => Ok(s.read()),
-        Storage::Gpu(_) => Err(Error::internal(OP, "operand is not in host memory")),
-    }
-}
-
 fn mismatch() -> Error {
     Error::internal(OP, "convolution operands' dtypes differ from the call's")
 }
 
-/// An element widened to f32 and an f32 rounded into one.
-trait Element: Copy + Send + Sync {
-    fn widen(self) -> f32;
-    fn narrow(v: f32) -> Self;
-    /// The elements as f32s, when they are.
-    fn as_f32(v: &[Self]) -> Option<&[f32]> {
-        let _ = v;
-        None
-    }
-}
-
-impl Element for f32 {
-    fn widen(self) -> f32 {
-        self
-    }
-    fn narrow(v: f32) -> Self {
-        v
-    }
-    fn as_f32(v: &[Self]) -> Option<&[f32]> {
-        Some(v)
-    }
-}
-
-macro_rules! half_element {
-    ($($t:ty),*) => {$(
-        impl Element for $t {
-            fn widen(self) -> f32 {
-                Half::widen(self)
-            }
-            fn narrow(v: f32) -> Self {
-                <$t as Half>::narrow(v)
-            }
-        }
-    )*};
-}
-half_element!(f16, bf16);
-
 /// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is `out`.
 pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    let x = host(&call.input)?;
-    let w = host(&call.weight)?;
+    let x = host_data(OP, &call.input)?;
+    let w = host_data(OP, &call.weight)?;
     let mut dst = out.write();
     match (&*x, &*w, &mut *dst) {
         (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, o, call),
@@ -99,7 +53,7 @@ struct Shape {
     groups: usize,
 }
 
-fn images<T: Element>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<()> {
+fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<()> {
     let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
     let (xd, od) = (xl.dims(), ol.dims());
     let dense = ol.offset() == 0 && out.len() == ol.numel() && wl.is_contiguous();
@@ -136,7 +90,7 @@ fn images<T: Element>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Resul
     // The weights as f32 `[o, cg kh kw]` rows.
     let weights: Vec<f32> = w[wl.offset()..wl.offset() + o * depth]
         .iter()
-        .map(|v| v.widen())
+        .map(|v| v.to_f32())
         .collect();
     let og = o / s.groups;
     // Output rows per band: the patch matrix `[depth, rows wo]` and the
@@ -188,7 +142,7 @@ fn images<T: Element>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Resul
                 for (k, row) in product.chunks(pixels).enumerate() {
                     let at = k * plane + first * s.out[2];
                     for (slot, v) in group_out[at..at + pixels].iter_mut().zip(row) {
-                        *slot = T::narrow(*v);
+                        *slot = T::from_f32(*v);
                     }
                 }
             }
@@ -201,7 +155,7 @@ fn images<T: Element>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Resul
 /// rows follow each other at one pixel stride (none of them 0), the input at output row
 /// `first` of `image`, channel `channel`, as a `[channels, pixels]` matrix:
 /// its start, row stride and column stride.
-fn pointwise<T: Element>(
+fn pointwise<T: Widen>(
     x: &[T],
     s: &Shape,
     image: usize,
@@ -229,7 +183,7 @@ fn pointwise<T: Element>(
 /// `channel..channel + cg`, as the columns of `patches` (`[cg kh kw,
 /// band wo]`): row `(c kh + i) kw + j` holds input `(c, y s + i d - pad,
 /// x s + j d - pad)` for each output pixel `(y, x)`, 0 in the padding.
-fn im2col<T: Element>(
+fn im2col<T: Widen>(
     x: &[T],
     patches: &mut [f32],
     s: &Shape,
@@ -265,7 +219,7 @@ fn im2col<T: Element>(
                 + (lo as isize * s.stride[1] as isize + shift) * s.strides[3];
             let step = s.stride[1] as isize * s.strides[3];
             for (k, slot) in out_row[lo..hi].iter_mut().enumerate() {
-                *slot = x[(start + k as isize * step) as usize].widen();
+                *slot = x[(start + k as isize * step) as usize].to_f32();
             }
         }
     };

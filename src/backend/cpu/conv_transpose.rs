@@ -7,29 +7,21 @@
 //! zeroed output. Bands keep the columns within 8 MiB; the composed form
 //! made a strided pass over the whole output per tap instead.
 
-use super::storage::{CpuData, CpuStorage};
-use crate::backend::{ConvCall, Storage, TensorRef};
+use super::storage::{CpuData, CpuStorage, host_data};
+use crate::backend::ConvCall;
 use crate::error::{Error, Result};
-use std::sync::RwLockReadGuard;
 
 const OP: &str = "conv_transpose2d";
 
 /// f32s a band's columns hold at the most (8 MiB).
 const BAND: usize = 1 << 21;
 
-fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
-    match &**t.storage {
-        Storage::Cpu(s) => Ok(s.read()),
-        Storage::Gpu(_) => Err(Error::internal(OP, "operand is not in host memory")),
-    }
-}
-
 /// Runs `call` (`input [n, c, h, w]`, `weight [c, o / groups, kh, kw]`,
 /// `pad` the zeros cropped before each axis), whose fresh, zeroed, dense
 /// `[n, o, ho, wo]` f32 output storage is `out`.
 pub(crate) fn conv_transpose(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    let x = host(&call.input)?;
-    let w = host(&call.weight)?;
+    let x = host_data(OP, &call.input)?;
+    let w = host_data(OP, &call.weight)?;
     let mut dst = out.write();
     let (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) = (&*x, &*w, &mut *dst) else {
         return Err(Error::internal(

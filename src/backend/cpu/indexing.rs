@@ -2,9 +2,9 @@
 //! write. An out-of-range index is an `Error::Index`; a scatter checks every
 //! index before it writes anything.
 
-use super::storage::{CpuData, CpuStorage, with_cpu_data};
+use super::storage::{CpuData, CpuStorage, host_data, with_cpu_data};
 use super::strided::for_each_run;
-use crate::backend::{GatherCall, IndexedAxis, ScatterCall, Storage, TensorRef, lines};
+use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::error::{Error, Result};
 use crate::layout::IterPlan;
 use crate::op::IndexOp;
@@ -12,13 +12,7 @@ use std::sync::RwLockReadGuard;
 
 /// The host data behind `t`.
 fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
-    match &**t.storage {
-        Storage::Cpu(s) => Ok(s.read()),
-        Storage::Gpu(_) => Err(Error::internal(
-            "cpu indexing",
-            "operand is not in host memory",
-        )),
-    }
+    host_data("cpu indexing", t)
 }
 
 fn mismatch() -> Error {

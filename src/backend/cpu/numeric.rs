@@ -286,6 +286,44 @@ pub(crate) trait Half: Copy {
     fn narrow(v: f32) -> Self;
 }
 
+/// The floats a kernel computes in f32 (f32 itself, f16, bf16): read
+/// widened, stored rounded once.
+pub(crate) trait Widen: Copy + Send + Sync {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+    /// The elements as f32s, when they are.
+    fn as_f32(v: &[Self]) -> Option<&[f32]> {
+        let _ = v;
+        None
+    }
+}
+
+impl Widen for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn as_f32(v: &[Self]) -> Option<&[f32]> {
+        Some(v)
+    }
+}
+
+macro_rules! half_widen {
+    ($($t:ty),*) => {$(
+        impl Widen for $t {
+            fn to_f32(self) -> f32 {
+                Half::widen(self)
+            }
+            fn from_f32(v: f32) -> Self {
+                <$t as Half>::narrow(v)
+            }
+        }
+    )*};
+}
+half_widen!(f16, bf16);
+
 macro_rules! int_num {
     ($t:ty, $signed:expr) => {
         impl Num for $t {

@@ -2,11 +2,26 @@
 //! sharing it can be written in place.
 
 use super::alloc::try_zeroed;
+use crate::backend::{Storage, TensorRef};
 use crate::dtype::{Element, KernelType};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use half::{bf16, f16};
 use std::any::Any;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The host data behind an operand of `op`, locked for reading.
+///
+/// # Errors
+/// `Error::Internal` naming `op` for an operand on a GPU.
+pub(crate) fn host_data<'a>(
+    op: &'static str,
+    t: &'a TensorRef,
+) -> Result<RwLockReadGuard<'a, CpuData>> {
+    match &**t.storage {
+        Storage::Cpu(s) => Ok(s.read()),
+        Storage::Gpu(_) => Err(Error::internal(op, "operand is not in host memory")),
+    }
+}
 
 /// The typed vector behind a CPU tensor.
 pub(crate) enum CpuData {
