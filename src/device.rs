@@ -1,5 +1,7 @@
 //! [`Device`]: where tensors live and ops run — a GPU through wgpu, or the CPU.
 
+use crate::backend::Place;
+use crate::backend::cpu::Threads;
 use crate::backend::gpu::{GpuContext, GpuOptions, MatmulPrecision, MatmulTile};
 use crate::error::{Error, Result};
 use std::fmt;
@@ -20,7 +22,10 @@ pub struct Device {
 
 #[derive(Clone)]
 enum Inner {
-    Cpu { reason: Option<Arc<str>> },
+    Cpu {
+        reason: Option<Arc<str>>,
+        threads: Threads,
+    },
     Gpu(Arc<GpuContext>),
 }
 
@@ -90,6 +95,9 @@ pub struct DeviceInfo {
     /// answers wrong (a driver bug, a kernel wrong on this adapter) is never
     /// used on this device, and its products go to another kernel.
     pub dropped_kernels: Vec<String>,
+    /// The threads a CPU device's ops split their work over (see
+    /// [`Device::cpu_with_threads`]); 0 for a GPU.
+    pub threads: usize,
     /// Tells GPU devices of one process apart (1, 2 ... in the order
     /// opened; 0 for the CPU). Devices print it: `gpu#2:llvmpipe ...`.
     pub id: u64,
@@ -107,7 +115,7 @@ impl fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             DeviceKind::Cpu => {
-                write!(f, "cpu")?;
+                write!(f, "cpu, {} threads", self.threads)?;
                 if let Some(r) = &self.fallback_reason {
                     write!(f, " (default because: {r})")?;
                 }
@@ -216,8 +224,42 @@ impl Device {
     /// The CPU device.
     pub fn cpu() -> Device {
         Device {
-            inner: Inner::Cpu { reason: None },
+            inner: Inner::Cpu {
+                reason: None,
+                threads: Threads::default(),
+            },
         }
+    }
+
+    /// A CPU device whose ops run on a pool of `threads` threads of its
+    /// own, where [`Device::cpu`] shares rayon's global pool (one thread per
+    /// core, or `RAYON_NUM_THREADS`). Ops split their work over the pool
+    /// above a size threshold; a split op gives the one-thread result, bit
+    /// for bit, except sums, which stay within their documented tolerance.
+    /// Tensors made by this handle, and the outputs of ops on them, run on
+    /// its pool; they mix freely with other CPU tensors (the CPU devices
+    /// are one memory, and equal), and [`Tensor::to_device`] copies one onto
+    /// another pool. wasm has one thread, whatever `threads` says.
+    ///
+    /// ```
+    /// use webtensor::Device;
+    /// let one = Device::cpu_with_threads(1)?;
+    /// assert_eq!(one.info().threads, 1);
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
+    ///
+    /// [`Tensor::to_device`]: crate::Tensor::to_device
+    ///
+    /// # Errors
+    /// `Error::Argument` for `threads == 0`; `Error::Internal` when the
+    /// system refuses the threads.
+    pub fn cpu_with_threads(threads: usize) -> Result<Device> {
+        Ok(Device {
+            inner: Inner::Cpu {
+                reason: None,
+                threads: Threads::new("Device::cpu_with_threads", threads)?,
+            },
+        })
     }
 
     /// Opens the best GPU adapter, blocking (native only). Honours
@@ -313,6 +355,7 @@ impl Device {
         Device {
             inner: Inner::Cpu {
                 reason: Some(reason.into()),
+                threads: Threads::default(),
             },
         }
     }
@@ -346,7 +389,7 @@ impl Device {
     /// The adapter, backend, type and limits of this device.
     pub fn info(&self) -> DeviceInfo {
         match &self.inner {
-            Inner::Cpu { reason } => DeviceInfo {
+            Inner::Cpu { reason, threads } => DeviceInfo {
                 kind: DeviceKind::Cpu,
                 name: "cpu".into(),
                 backend: "host".into(),
@@ -365,6 +408,7 @@ impl Device {
                 max_workgroups_per_dim: 0,
                 fallback_reason: reason.as_deref().map(str::to_string),
                 dropped_kernels: Vec::new(),
+                threads: threads.count(),
                 id: 0,
             },
             Inner::Gpu(ctx) => {
@@ -388,6 +432,7 @@ impl Device {
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
                     fallback_reason: None,
                     dropped_kernels: ctx.tuner.checked().1,
+                    threads: 0,
                     id: ctx.id(),
                 }
             }
@@ -541,6 +586,19 @@ impl Device {
         Device {
             inner: Inner::Gpu(ctx),
         }
+    }
+
+    /// Where this device's fresh storage goes.
+    pub(crate) fn place(&self) -> Place<'_> {
+        match &self.inner {
+            Inner::Gpu(ctx) => Place::Gpu(ctx),
+            Inner::Cpu { threads, .. } => Place::Host(threads),
+        }
+    }
+
+    /// Whether this is a CPU device whose ops run on `threads`.
+    pub(crate) fn runs_on(&self, threads: &Threads) -> bool {
+        matches!(&self.inner, Inner::Cpu { threads: t, .. } if t.same(threads))
     }
 
     pub(crate) fn gpu_context(&self) -> Option<&Arc<GpuContext>> {

@@ -1,18 +1,15 @@
-//! The CPU device's elementwise loops cut into parts on rayon's threads
-//! (issue 47 item 2): every result is the one-thread result bit for bit,
-//! over every view layout, in-place writes through views included, at
-//! sizes on both sides of the size that starts cutting (2 x 65,536
-//! elements) and odd sizes that leave parts of unequal length.
+//! The CPU device's ops cut into parts on its threads (issue 47 item 2):
+//! every result is the one-thread result bit for bit, over every view
+//! layout, in-place writes through views included, at sizes on both sides
+//! of the size that starts cutting (2 x 65,536 elements) and odd sizes
+//! that leave parts of unequal length; `Device::cpu_with_threads` and the
+//! count `DeviceInfo` reports.
 
-use webtensor::{DType, Device, Tensor, s};
+use webtensor::{Conv, DType, Device, Error, Tensor, s};
 
-/// `f` on a pool of `threads` threads.
-fn on<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-        .install(f)
+/// A CPU device of `threads` threads of its own.
+fn cpu(threads: usize) -> Device {
+    Device::cpu_with_threads(threads).unwrap()
 }
 
 fn bits(t: &Tensor) -> Vec<u32> {
@@ -41,6 +38,7 @@ fn views(parent: &Tensor, rows: usize) -> Vec<(&'static str, Tensor)> {
 
 /// Results of elementwise ops of every arity on `x` and `y`.
 fn results(x: &Tensor, y: &Tensor) -> Vec<Vec<u32>> {
+    let dev = x.device().clone();
     let cond = x.gt(y).unwrap();
     vec![
         bits(&x.exp().unwrap()),
@@ -51,28 +49,34 @@ fn results(x: &Tensor, y: &Tensor) -> Vec<Vec<u32>> {
         bits(&Tensor::where_cond(&cond, x, y).unwrap()),
         bits(&x.to_dtype(DType::F16).unwrap()),
         bits(&x.to_dtype(DType::I32).unwrap()),
-        bits(&Tensor::full(x.dims(), 2.5, DType::F32, &Device::cpu()).unwrap()),
+        bits(&Tensor::full(x.dims(), 2.5, DType::F32, &dev).unwrap()),
     ]
 }
 
 #[test]
 fn elementwise_results_do_not_depend_on_the_thread_count() {
-    let dev = Device::cpu();
     // Below, at and past the cut (2 x 65,536), and odd.
     for (n, rows) in [(131_070, 2), (131_072, 256), (393_213, 3)] {
-        let x = Tensor::rand([n], DType::F32, 1, &dev)
-            .unwrap()
-            .mul_scalar(8.0)
-            .unwrap();
-        let y = Tensor::rand([n], DType::F32, 2, &dev)
-            .unwrap()
-            .sub_scalar(0.5)
-            .unwrap();
-        for ((name, xv), (_, yv)) in views(&x, rows).into_iter().zip(views(&y, rows)) {
-            let one = on(1, || results(&xv, &yv));
-            for threads in [2, 3, 4] {
-                let many = on(threads, || results(&xv, &yv));
-                assert!(one == many, "{name} view of {n}, {threads} threads");
+        let run = |threads: usize| {
+            let dev = cpu(threads);
+            let x = Tensor::rand([n], DType::F32, 1, &dev)
+                .unwrap()
+                .mul_scalar(8.0)
+                .unwrap();
+            let y = Tensor::rand([n], DType::F32, 2, &dev)
+                .unwrap()
+                .sub_scalar(0.5)
+                .unwrap();
+            views(&x, rows)
+                .into_iter()
+                .zip(views(&y, rows))
+                .map(|((name, xv), (_, yv))| (name, results(&xv, &yv)))
+                .collect::<Vec<_>>()
+        };
+        let one = run(1);
+        for threads in [2, 3, 4] {
+            for ((name, a), (_, b)) in one.iter().zip(run(threads)) {
+                assert!(*a == b, "{name} view of {n}, {threads} threads");
             }
         }
     }
@@ -80,23 +84,20 @@ fn elementwise_results_do_not_depend_on_the_thread_count() {
 
 #[test]
 fn in_place_writes_through_views_do_not_depend_on_the_thread_count() {
-    let dev = Device::cpu();
     let n = 3 * 131_075;
     let run = |threads: usize| {
-        on(threads, || {
-            let x = Tensor::rand([n], DType::F32, 3, &dev).unwrap();
-            let m = x.reshape([3, n / 3]).unwrap();
-            // In place through a stepped view, reading itself.
-            let v = m.slice(s![.., ..;2]).unwrap();
-            v.mul_(&v).unwrap();
-            // Through a reversed view, reading another part of the parent.
-            let back = m.slice(s![..1, ..]).unwrap().flip(&[1]).unwrap();
-            back.add_(&m.slice(s![2..3, ..]).unwrap()).unwrap();
-            // A chain of in-place ops on one view.
-            m.t().relu_().unwrap();
-            m.t().sub_scalar_(0.25).unwrap();
-            bits(&x)
-        })
+        let x = Tensor::rand([n], DType::F32, 3, &cpu(threads)).unwrap();
+        let m = x.reshape([3, n / 3]).unwrap();
+        // In place through a stepped view, reading itself.
+        let v = m.slice(s![.., ..;2]).unwrap();
+        v.mul_(&v).unwrap();
+        // Through a reversed view, reading another part of the parent.
+        let back = m.slice(s![..1, ..]).unwrap().flip(&[1]).unwrap();
+        back.add_(&m.slice(s![2..3, ..]).unwrap()).unwrap();
+        // A chain of in-place ops on one view.
+        m.t().relu_().unwrap();
+        m.t().sub_scalar_(0.25).unwrap();
+        bits(&x)
     };
     let one = run(1);
     for threads in [2, 4] {
@@ -108,27 +109,100 @@ fn in_place_writes_through_views_do_not_depend_on_the_thread_count() {
 fn softmax_results_do_not_depend_on_the_thread_count() {
     // Lines of 3 to 70,000 elements, along either axis of a view, enough
     // of them to be cut into groups of lines (2 x 65,536 elements).
-    let dev = Device::cpu();
     for (rows, cols) in [(50_000, 3), (700, 500), (2, 70_000)] {
-        let x = Tensor::rand([rows, cols], DType::F32, 4, &dev)
-            .unwrap()
-            .mul_scalar(20.0)
-            .unwrap();
         let run = |threads: usize| {
-            on(threads, || {
-                let mut out = Vec::new();
-                for axis in [0, 1] {
-                    out.push(bits(&x.softmax(axis).unwrap()));
-                    out.push(bits(&x.t().log_softmax(axis).unwrap()));
-                    let h = x.to_dtype(DType::BF16).unwrap();
-                    out.push(bits(&h.flip(&[1]).unwrap().softmax(axis).unwrap()));
-                }
-                out
-            })
+            let x = Tensor::rand([rows, cols], DType::F32, 4, &cpu(threads))
+                .unwrap()
+                .mul_scalar(20.0)
+                .unwrap();
+            let mut out = Vec::new();
+            for axis in [0, 1] {
+                out.push(bits(&x.softmax(axis).unwrap()));
+                out.push(bits(&x.t().log_softmax(axis).unwrap()));
+                let h = x.to_dtype(DType::BF16).unwrap();
+                out.push(bits(&h.flip(&[1]).unwrap().softmax(axis).unwrap()));
+            }
+            out
         };
         let one = run(1);
         for threads in [2, 3] {
             assert!(one == run(threads), "{rows} x {cols}, {threads} threads");
         }
+    }
+}
+
+#[test]
+fn products_and_convolutions_do_not_depend_on_the_thread_count() {
+    // gemm's products, the banded im2col convolution, the depthwise
+    // kernel (a plane per part) and the transposed convolution's col2im.
+    let run = |threads: usize| {
+        let dev = cpu(threads);
+        let a = Tensor::rand([3, 97, 130], DType::F32, 5, &dev).unwrap();
+        let b = Tensor::rand([3, 130, 71], DType::F32, 6, &dev).unwrap();
+        let x = Tensor::rand([2, 6, 37, 41], DType::F32, 7, &dev).unwrap();
+        let nhwc = Tensor::rand([2, 37, 41, 6], DType::F32, 11, &dev).unwrap();
+        let w = Tensor::rand([8, 6, 3, 3], DType::F32, 8, &dev).unwrap();
+        let dw = Tensor::rand([6, 1, 5, 5], DType::F32, 9, &dev).unwrap();
+        let wt = Tensor::rand([6, 4, 3, 3], DType::F32, 10, &dev).unwrap();
+        let strided = Conv::new().stride(2).padding(1);
+        vec![
+            bits(&a.matmul(&b).unwrap()),
+            bits(&a.transpose(-1, -2).unwrap().matmul(&a).unwrap()),
+            bits(&x.conv2d(&w, &strided).unwrap()),
+            bits(
+                &nhwc
+                    .permute(&[0, 3, 1, 2])
+                    .unwrap()
+                    .conv2d(&w, &Conv::new().padding(1))
+                    .unwrap(),
+            ),
+            bits(&x.conv2d(&dw, &Conv::new().padding(2).groups(6)).unwrap()),
+            bits(&x.conv_transpose2d(&wt, &strided).unwrap()),
+        ]
+    };
+    let one = run(1);
+    for threads in [2, 3] {
+        for (k, (a, b)) in one.iter().zip(run(threads)).enumerate() {
+            assert!(*a == b, "result {k}, {threads} threads");
+        }
+    }
+}
+
+#[test]
+fn a_device_reports_and_keeps_its_threads() {
+    for n in [1, 3] {
+        let dev = cpu(n);
+        assert_eq!(dev.info().threads, n);
+        assert!(dev.info().to_string().contains(&format!("{n} threads")));
+        // The CPU devices are one memory: tensors of different pools mix.
+        let x = Tensor::arange(0.0f32, 6.0, 1.0, &dev).unwrap();
+        let y = Tensor::ones([6], DType::F32, &Device::cpu()).unwrap();
+        assert_eq!(dev, Device::cpu());
+        assert_eq!(
+            x.add(&y).unwrap().to_vec::<f32>().unwrap(),
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
+        // A move onto another pool copies, contiguous, with the values.
+        let moved = x.flip(&[0]).unwrap().to_device(&cpu(2)).unwrap();
+        assert_eq!(
+            moved.to_vec::<f32>().unwrap(),
+            [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
+        );
+        assert!(moved.is_contiguous());
+    }
+    assert!(Device::cpu().info().threads >= 1);
+    let default = Device::default_device().unwrap();
+    assert_eq!(default.info().threads == 0, default.is_gpu());
+}
+
+#[test]
+fn zero_threads_is_refused() {
+    match Device::cpu_with_threads(0) {
+        Err(Error::Argument { op, msg }) => {
+            assert_eq!(op, "Device::cpu_with_threads");
+            assert!(msg.contains("threads = 0"), "{msg}");
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a device of no threads"),
     }
 }

@@ -26,6 +26,14 @@ pub(crate) use calls::{
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 use std::sync::Arc;
 
+/// Where fresh storage goes: host memory, whose ops run on a device's
+/// threads, or a GPU.
+#[derive(Clone, Copy)]
+pub(crate) enum Place<'a> {
+    Host(&'a cpu::Threads),
+    Gpu(&'a Arc<gpu::GpuContext>),
+}
+
 /// The memory behind one or more tensors.
 pub(crate) enum Storage {
     /// Host memory.
@@ -35,37 +43,34 @@ pub(crate) enum Storage {
 }
 
 impl Storage {
-    /// Fresh storage for `len` elements of `dtype` on the GPU of `gpu`, or else in host memory: zeros on the CPU,
-    /// unspecified on a GPU (the caller writes it before anyone reads it).
+    /// Fresh storage for `len` elements of `dtype` at `place`: zeros in
+    /// host memory, unspecified on a GPU (the caller writes it before anyone reads it).
     ///
     /// # Errors
     /// `Error::OutOfMemory` when the host refuses the allocation or the GPU's
     /// memory cap is reached; `Error::TooLarge` over the GPU's limits.
-    pub fn alloc(
-        gpu: Option<&Arc<gpu::GpuContext>>,
-        op: &'static str,
-        dtype: KernelType,
-        len: usize,
-    ) -> Result<Storage> {
-        Ok(match gpu {
-            None => Storage::Cpu(cpu::CpuStorage::new(cpu::CpuData::zeros(op, dtype, len)?)),
-            Some(ctx) => Storage::Gpu(gpu::GpuStorage::uninit(ctx, op, dtype, len)?),
+    pub fn alloc(place: Place, op: &'static str, dtype: KernelType, len: usize) -> Result<Storage> {
+        Ok(match place {
+            Place::Host(threads) => Storage::Cpu(cpu::CpuStorage::new(
+                cpu::CpuData::zeros(op, dtype, len)?,
+                threads.clone(),
+            )),
+            Place::Gpu(ctx) => Storage::Gpu(gpu::GpuStorage::uninit(ctx, op, dtype, len)?),
         })
     }
 
-    /// Storage holding `data`: uploaded to the GPU of `gpu`, or kept in
+    /// Storage holding `data`: uploaded to the GPU at `place`, or kept in
     /// host memory.
     ///
     /// # Errors
     /// As [`Storage::alloc`] on a GPU.
-    pub fn from_vec<T: Element>(
-        gpu: Option<&Arc<gpu::GpuContext>>,
-        op: &'static str,
-        data: Vec<T>,
-    ) -> Result<Storage> {
-        Ok(match gpu {
-            None => Storage::Cpu(cpu::CpuStorage::new(cpu::CpuData::from_vec(data))),
-            Some(ctx) => Storage::Gpu(gpu::GpuStorage::upload(ctx, op, &data)?),
+    pub fn from_vec<T: Element>(place: Place, op: &'static str, data: Vec<T>) -> Result<Storage> {
+        Ok(match place {
+            Place::Host(threads) => Storage::Cpu(cpu::CpuStorage::new(
+                cpu::CpuData::from_vec(data),
+                threads.clone(),
+            )),
+            Place::Gpu(ctx) => Storage::Gpu(gpu::GpuStorage::upload(ctx, op, &data)?),
         })
     }
 
@@ -170,7 +175,7 @@ pub(crate) fn run(call: Call) -> Result<()> {
     }
     let storage = call.out.storage;
     match &**storage {
-        Storage::Cpu(s) => cpu::profiled(call.kernel.name(), || cpu::run(s, &call)),
+        Storage::Cpu(s) => cpu::profiled(call.kernel.name(), s, || cpu::run(s, &call)),
         Storage::Gpu(s) => gpu::record_elementwise(s, call),
     }
 }
@@ -198,7 +203,7 @@ pub(crate) fn reduce(call: ReduceCall) -> Result<()> {
     }
     let out = call.out.storage;
     match &**out {
-        Storage::Cpu(s) => cpu::profiled("reduce", || cpu::reduce(s, &call)),
+        Storage::Cpu(s) => cpu::profiled("reduce", s, || cpu::reduce(s, &call)),
         Storage::Gpu(s) => gpu::reduce(s, call),
     }
 }
@@ -214,7 +219,7 @@ pub(crate) fn matmul(call: MatmulCall) -> Result<()> {
     check_bounds(&call.out)?;
     let out = call.out.storage;
     match &**out {
-        Storage::Cpu(s) => cpu::profiled("matmul", || cpu::matmul(s, &call)),
+        Storage::Cpu(s) => cpu::profiled("matmul", s, || cpu::matmul(s, &call)),
         Storage::Gpu(s) => gpu::matmul(s, call),
     }
 }
@@ -227,7 +232,7 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("scan", || cpu::scan(s, call)),
+        Storage::Cpu(s) => cpu::profiled("scan", s, || cpu::scan(s, call)),
         Storage::Gpu(s) => gpu::scan(s, call),
     }
 }
@@ -241,7 +246,7 @@ pub(crate) fn sort(call: &SortCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("sort", || cpu::sort(s, call)),
+        Storage::Cpu(s) => cpu::profiled("sort", s, || cpu::sort(s, call)),
         Storage::Gpu(s) => gpu::sort(s, call),
     }
 }
@@ -269,7 +274,7 @@ pub(crate) fn softmax(call: &SoftmaxCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("softmax", || cpu::softmax(s, call)),
+        Storage::Cpu(s) => cpu::profiled("softmax", s, || cpu::softmax(s, call)),
         Storage::Gpu(s) => gpu::softmax(s, call),
     }
 }
@@ -282,7 +287,7 @@ pub(crate) fn fft(call: &FftCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("fft", || cpu::fft(s, call)),
+        Storage::Cpu(s) => cpu::profiled("fft", s, || cpu::fft(s, call)),
         Storage::Gpu(s) => gpu::fft(s, call),
     }
 }
@@ -309,7 +314,7 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     check_bounds(&call.weight)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("conv2d", || cpu::conv(s, call).map(|()| true)),
+        Storage::Cpu(s) => cpu::profiled("conv2d", s, || cpu::conv(s, call).map(|()| true)),
         Storage::Gpu(s) => gpu::conv(s, call),
     }
 }
@@ -326,7 +331,7 @@ pub(crate) fn conv_transpose(call: &ConvCall) -> Result<()> {
     check_bounds(&call.weight)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("conv_transpose2d", || cpu::conv_transpose(s, call)),
+        Storage::Cpu(s) => cpu::profiled("conv_transpose2d", s, || cpu::conv_transpose(s, call)),
         Storage::Gpu(_) => Err(Error::internal(
             "conv_transpose2d",
             "the CPU's transposed convolution reached a GPU",
@@ -348,7 +353,7 @@ pub(crate) fn depthwise(call: &DepthwiseCall) -> Result<()> {
         check_bounds(b)?;
     }
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("depthwise", || cpu::depthwise(s, call)),
+        Storage::Cpu(s) => cpu::profiled("depthwise", s, || cpu::depthwise(s, call)),
         Storage::Gpu(s) => gpu::depthwise(s, call),
     }
 }
@@ -423,7 +428,7 @@ pub(crate) fn gather(call: &GatherCall) -> Result<()> {
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("gather", || cpu::gather(s, call)),
+        Storage::Cpu(s) => cpu::profiled("gather", s, || cpu::gather(s, call)),
         Storage::Gpu(s) => gpu::gather(s, call),
     }
 }
@@ -439,7 +444,7 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
     check_bounds(&call.index)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("scatter", || cpu::scatter(s, call)),
+        Storage::Cpu(s) => cpu::profiled("scatter", s, || cpu::scatter(s, call)),
         Storage::Gpu(s) => gpu::scatter(s, call),
     }
 }

@@ -7,7 +7,7 @@
 //! elsewhere too (another handle, a weak one) is left to its last holder.
 
 use super::Storage;
-use super::cpu::{CpuData, CpuStorage};
+use super::cpu::{CpuData, CpuStorage, Threads};
 use super::gpu::BufferClaim;
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
@@ -43,7 +43,7 @@ impl Recycle for Storage {
 
     fn empty(&mut self) {
         // A GPU storage gives its buffer back and lets its claim go.
-        *self = Storage::Cpu(CpuStorage::new(CpuData::U8(Vec::new())));
+        *self = Storage::Cpu(CpuStorage::new(CpuData::U8(Vec::new()), Threads::default()));
     }
 }
 
@@ -138,7 +138,7 @@ mod tests {
     use super::*;
 
     fn empty() -> Storage {
-        Storage::Cpu(CpuStorage::new(CpuData::U8(Vec::new())))
+        Storage::Cpu(CpuStorage::new(CpuData::U8(Vec::new()), Threads::default()))
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! keeping its strides (negative ones too) and offset; views and GPU
 //! destinations copy the elements in their logical order.
 
-use crate::backend::Storage;
 use crate::backend::cpu::{CpuData, CpuStorage};
+use crate::backend::{Place, Storage};
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -44,14 +44,14 @@ impl Tensor {
         const OP: &str = "from_ndarray";
         let shape = Shape::from(array.shape());
         shape.check(OP)?;
-        if device.is_gpu() {
+        let Place::Host(threads) = device.place() else {
             let data: Vec<T> = array.iter().copied().collect();
             return Tensor::from_vec(data, shape, device);
-        }
+        };
         let strides = array.strides().iter().copied().collect();
         let (data, offset) = array.into_raw_vec_and_offset();
         let layout = Layout::from_parts(shape, strides, offset.unwrap_or(0));
-        let storage = Storage::Cpu(CpuStorage::new(CpuData::from_vec(data)));
+        let storage = Storage::Cpu(CpuStorage::new(CpuData::from_vec(data), threads.clone()));
         Ok(Tensor::from_parts(
             Arc::new(storage),
             layout,

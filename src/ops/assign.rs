@@ -1,7 +1,8 @@
 //! Copies, casts, fills and moves between devices.
 
 use super::Arg;
-use crate::backend::Input;
+use crate::backend::cpu::Threads;
+use crate::backend::{Input, Place};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -118,8 +119,9 @@ impl Tensor {
         )
     }
 
-    /// A copy on `device` (this handle when it is already there). The copy
-    /// is contiguous.
+    /// A copy on `device` (this handle when it is already there; a CPU
+    /// tensor is copied onto a CPU device of other threads, see
+    /// [`Device::cpu_with_threads`]). The copy is contiguous.
     ///
     /// # Errors
     /// `UnsupportedDType` for f64 to the GPU; device limits; GPU failures.
@@ -133,7 +135,11 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_device`].
     pub async fn to_device_async(&self, device: &Device) -> Result<Tensor> {
-        if device == self.device() {
+        let target = match device.place() {
+            Place::Host(threads) => Some(threads),
+            Place::Gpu(_) => None,
+        };
+        if device == self.device() && target.is_none_or(|t| self.device().runs_on(t)) {
             return Ok(self.clone());
         }
         device.check_holds("to_device", self.dtype())?;
@@ -143,10 +149,17 @@ impl Tensor {
             return pairs.complex_of_pairs().reshape(self.shape().clone());
         }
         let cpu = Tensor::from_parts(
-            Arc::new(self.host_storage().await?),
+            Arc::new(
+                self.host_storage(target.unwrap_or(&Threads::default()))
+                    .await?,
+            ),
             Layout::contiguous(self.shape().clone()),
             self.dtype(),
-            Device::cpu(),
+            if target.is_some() {
+                device.clone()
+            } else {
+                Device::cpu()
+            },
         );
         if device.is_cpu() {
             return Ok(cpu);

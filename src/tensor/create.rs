@@ -57,7 +57,7 @@ impl Tensor {
                 ),
             ));
         }
-        let storage = Storage::from_vec(device.gpu_context(), op, data)?;
+        let storage = Storage::from_vec(device.place(), op, data)?;
         Ok(Tensor::from_parts(
             recycle::cell(storage),
             Layout::contiguous(shape),
@@ -286,7 +286,7 @@ pub(crate) fn alloc(
 ) -> Result<Arc<Storage>> {
     let (stored, per_element) = dtype.stored_as();
     Ok(recycle::cell(Storage::alloc(
-        device.gpu_context(),
+        device.place(),
         op,
         stored,
         len.saturating_mul(per_element),

@@ -1,7 +1,8 @@
 //! Reading elements back to the host.
 
 use super::Tensor;
-use crate::backend::Storage;
+use crate::backend::cpu::Threads;
+use crate::backend::{Place, Storage};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 
@@ -67,12 +68,13 @@ impl Tensor {
             .ok_or_else(|| Error::shape("item", "no element"))
     }
 
-    /// A row-major copy of the elements in host memory.
-    pub(crate) async fn host_storage(&self) -> Result<Storage> {
+    /// A row-major copy of the elements in host memory, whose ops run on
+    /// `threads`.
+    pub(crate) async fn host_storage(&self, threads: &Threads) -> Result<Storage> {
         const OP: &str = "to_device";
         macro_rules! read {
             ($t:ty) => {
-                Storage::from_vec(None, OP, self.to_vec_async::<$t>().await?)?
+                Storage::from_vec(Place::Host(threads), OP, self.to_vec_async::<$t>().await?)?
             };
         }
         Ok(match self.dtype() {
@@ -88,7 +90,7 @@ impl Tensor {
             // Interleaved pairs, as c64 storage holds them.
             crate::DType::C64 => {
                 let pairs = self.row_major_pairs()?.to_vec_async::<f32>().await?;
-                Storage::from_vec(None, OP, pairs)?
+                Storage::from_vec(Place::Host(threads), OP, pairs)?
             }
         })
     }

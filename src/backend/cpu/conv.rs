@@ -103,13 +103,7 @@ fn planes<T: Widen>(
         let b = bias.map_or(0.0, |b| b[channel]);
         plane_of(x, w, b, dst, &g, batch, channel);
     };
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use rayon::prelude::*;
-        out.par_chunks_mut(plane).enumerate().for_each(one);
-    }
-    #[cfg(target_arch = "wasm32")]
-    out.chunks_mut(plane).enumerate().for_each(one);
+    super::threads::for_each_piece_mut(out, plane, one);
     Ok(())
 }
 

@@ -27,6 +27,12 @@ fn mismatch() -> Error {
 
 /// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is `out`.
 pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
+    super::threads::install(|| conv_here(out, call))
+}
+
+/// [`conv`] on this thread (its products and bands split over the
+/// current pool).
+fn conv_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let x = host_data(OP, &call.input)?;
     let w = host_data(OP, &call.weight)?;
     let mut dst = out.write();
@@ -223,11 +229,5 @@ fn im2col<T: Widen>(
             }
         }
     };
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use rayon::prelude::*;
-        patches.par_chunks_mut(pixels).enumerate().for_each(fill);
-    }
-    #[cfg(target_arch = "wasm32")]
-    patches.chunks_mut(pixels).enumerate().for_each(fill);
+    super::threads::for_each_piece_mut(patches, pixels, fill);
 }

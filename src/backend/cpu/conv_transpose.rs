@@ -20,6 +20,12 @@ const BAND: usize = 1 << 21;
 /// `pad` the zeros cropped before each axis), whose fresh, zeroed, dense
 /// `[n, o, ho, wo]` f32 output storage is `out`.
 pub(crate) fn conv_transpose(out: &CpuStorage, call: &ConvCall) -> Result<()> {
+    super::threads::install(|| conv_transpose_here(out, call))
+}
+
+/// [`conv_transpose`] on this thread (its products and bands split over the
+/// current pool).
+fn conv_transpose_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let x = host_data(OP, &call.input)?;
     let w = host_data(OP, &call.weight)?;
     let mut dst = out.write();
@@ -131,11 +137,5 @@ fn scatter(columns: &[f32], out: &mut [f32], call: &ConvCall, input: [usize; 3],
             }
         }
     };
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use rayon::prelude::*;
-        out.par_chunks_mut(ho * wo).enumerate().for_each(one);
-    }
-    #[cfg(target_arch = "wasm32")]
-    out.chunks_mut(ho * wo).enumerate().for_each(one);
+    super::threads::for_each_piece_mut(out, ho * wo, one);
 }

@@ -22,6 +22,11 @@ fn host(s: &Arc<Storage>) -> Result<&CpuStorage> {
 
 /// Runs `call`, whose output storage is `out`.
 pub(crate) fn matmul(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
+    super::threads::install(|| matmul_here(out, call))
+}
+
+/// [`matmul`] on this thread (gemm splits it over the current pool).
+fn matmul_here(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
     let a_guard = host(call.a.storage)?.read();
     // `a @ a` reads one storage: lock it once.
     let b_guard: Option<RwLockReadGuard<'_, CpuData>> =
@@ -112,10 +117,15 @@ impl GemmFloat for f64 {
     const ONE: Self = 1.0;
 }
 
-/// How `gemm` runs: on rayon's threads on native targets.
+/// How `gemm` runs: on the op's threads on native targets, where the
+/// caller runs under `threads::install` (as [`matmul`] does).
 #[cfg(not(target_arch = "wasm32"))]
 pub(super) fn parallelism() -> gemm::Parallelism {
-    gemm::Parallelism::Rayon(0)
+    if super::threads::count() > 1 {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    }
 }
 
 #[cfg(target_arch = "wasm32")]

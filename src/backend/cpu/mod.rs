@@ -18,6 +18,7 @@ mod softmax;
 mod sort;
 mod storage;
 mod strided;
+mod threads;
 
 pub(crate) use alloc::{try_collect, try_zeroed};
 pub(crate) use conv::depthwise;
@@ -33,3 +34,4 @@ pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;
 pub(crate) use sort::sort;
 pub(crate) use storage::{CpuData, CpuStorage};
+pub(crate) use threads::Threads;

@@ -2,6 +2,7 @@
 //! is each op's host time, noted on the thread that opened it (a
 //! thread-local log: the CPU device keeps no state of its own).
 
+use super::storage::CpuStorage;
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::profile::{Profile, ProfiledOp};
@@ -68,9 +69,10 @@ pub(crate) fn profile_ops(ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
     ))
 }
 
-/// Runs the CPU op `name`, noting its host time when a profile is open.
-pub(crate) fn profiled<R>(name: &'static str, op: impl FnOnce() -> R) -> R {
-    let result = op();
+/// Runs the CPU op `name` writing `storage`, on the threads of its device,
+/// noting its host time when a profile is open.
+pub(crate) fn profiled<R>(name: &'static str, storage: &CpuStorage, op: impl FnOnce() -> R) -> R {
+    let result = storage.threads().enter(op);
     LOG.with(|log| {
         if let Some(log) = log.borrow_mut().as_mut() {
             let now = Stamp::now();

@@ -7,7 +7,7 @@
 //! native targets, each line alone, so results do not depend on them.
 
 use super::storage::{CpuData, CpuStorage};
-use super::strided::Shared;
+use super::strided::{PARALLEL_MIN, Shared};
 use crate::backend::{SoftmaxCall, Storage, lines};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
@@ -120,7 +120,7 @@ struct Line {
 
 impl Line {
     /// Every line (`starts`: input and output positions), in groups of
-    /// lines of at least `PARALLEL_MIN` elements on rayon's threads on
+    /// lines of at least `PARALLEL_MIN` elements on the op's threads on
     /// native targets; each line computed alone, so the results do not
     /// depend on the grouping.
     fn all<T: Copy + Send + Sync, R: Real + Send>(
@@ -143,15 +143,9 @@ impl Line {
                 unsafe { self.run(s, src, out.get(), len, &mut scratch, &widen, &narrow) };
             }
         };
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            use super::strided::PARALLEL_MIN;
-            let per = PARALLEL_MIN.div_ceil(self.length).max(1);
-            if starts.len() > per && self.length * starts.len() >= 2 * PARALLEL_MIN {
-                use rayon::prelude::*;
-                starts.par_chunks(per).for_each(group);
-                return;
-            }
+        let per = PARALLEL_MIN.div_ceil(self.length).max(1);
+        if starts.len() > per && self.length * starts.len() >= 2 * PARALLEL_MIN {
+            return super::threads::for_each_group(starts, per, group);
         }
         group(starts);
     }

@@ -2,6 +2,7 @@
 //! sharing it can be written in place.
 
 use super::alloc::try_zeroed;
+use super::threads::Threads;
 use crate::backend::{Storage, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
@@ -115,13 +116,21 @@ impl CpuData {
 /// Host memory shared by every view of one tensor.
 pub(crate) struct CpuStorage {
     data: RwLock<CpuData>,
+    /// The pool of the device that made it: ops writing it run there.
+    threads: Threads,
 }
 
 impl CpuStorage {
-    pub fn new(data: CpuData) -> CpuStorage {
+    pub fn new(data: CpuData, threads: Threads) -> CpuStorage {
         CpuStorage {
             data: RwLock::new(data),
+            threads,
         }
+    }
+
+    /// The threads of the device that made this storage.
+    pub fn threads(&self) -> &Threads {
+        &self.threads
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, CpuData> {

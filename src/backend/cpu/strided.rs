@@ -14,7 +14,6 @@ use crate::shape::MAX_RANK;
 /// Elements a thread takes at the least: below twice this, an elementwise
 /// loop runs on the calling thread (handing work to another thread costs a
 /// few microseconds, about what 64K additions take).
-#[cfg(not(target_arch = "wasm32"))]
 pub(super) const PARALLEL_MIN: usize = 1 << 16;
 
 /// A pointer that may cross threads: the parts a loop is cut into touch
@@ -66,7 +65,7 @@ fn split(plan: &IterPlan, parts: usize) -> Vec<IterPlan> {
         .collect()
 }
 
-/// Runs `body` over `plan`: cut into one part per thread of rayon's pool
+/// Runs `body` over `plan`: cut into one part per thread of the op's pool
 /// when it is large enough (never on wasm, which has one thread), else
 /// whole on this thread. Parts write disjoint elements, so each element's
 /// result is the one-thread result.
@@ -74,14 +73,16 @@ fn in_parts(plan: &IterPlan, body: impl Fn(&IterPlan) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let numel: usize = plan.shape.iter().product();
-        let threads = rayon::current_num_threads().min(numel / PARALLEL_MIN);
+        let threads = super::threads::count().min(numel / PARALLEL_MIN);
         if threads > 1 {
             let parts = split(plan, threads);
-            rayon::scope(|scope| {
-                for part in &parts {
-                    let body = &body;
-                    scope.spawn(move |_| body(part));
-                }
+            super::threads::install(|| {
+                rayon::scope(|scope| {
+                    for part in &parts {
+                        let body = &body;
+                        scope.spawn(move |_| body(part));
+                    }
+                })
             });
             return;
         }
