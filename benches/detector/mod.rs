@@ -1,0 +1,269 @@
+//! A MobileNetV3-style text detector of the DBNet family, with seeded
+//! random weights, written as a user would write it in webtensor calls:
+//! a conv-bn-hardswish stem, inverted residual blocks (1x1 expansion,
+//! depthwise 3x3 and 5x5, squeeze-excite, 1x1 projection, residual adds),
+//! an FPN over four scales with nearest upsampling, and DBNet's
+//! probability head (a 3x3 convolution, two 2x2 stride-2 transposed
+//! convolutions, a sigmoid). `benches/reference/onnx_detector.py` builds
+//! the same network as an ONNX graph from the weights this one saves; keep
+//! the two in step.
+
+use std::collections::HashMap;
+use webtensor::{Conv, DType, Device, Resize, Result, Tensor};
+
+/// A block: input, expanded and output channels, depthwise kernel size and
+/// stride, squeeze-excite, hardswish (else relu).
+pub struct Block {
+    pub cin: usize,
+    pub exp: usize,
+    pub cout: usize,
+    pub k: usize,
+    pub stride: usize,
+    pub se: bool,
+    pub hardswish: bool,
+}
+
+const fn block(
+    cin: usize,
+    exp: usize,
+    cout: usize,
+    k: usize,
+    stride: usize,
+    se: bool,
+    hardswish: bool,
+) -> Block {
+    Block {
+        cin,
+        exp,
+        cout,
+        k,
+        stride,
+        se,
+        hardswish,
+    }
+}
+
+/// MobileNetV3-large at half width (PaddleOCR's detector backbone), after
+/// a 16-channel stride-2 stem. Blocks 2, 4, 7 and 10 end the scales the
+/// FPN reads (strides 4, 8, 16, 32).
+pub const BLOCKS: [Block; 11] = [
+    block(16, 16, 16, 3, 1, false, false),
+    block(16, 32, 24, 3, 2, false, false),
+    block(24, 40, 24, 3, 1, false, false),
+    block(24, 40, 40, 5, 2, true, false),
+    block(40, 64, 40, 5, 1, true, false),
+    block(40, 120, 48, 3, 2, false, true),
+    block(48, 100, 48, 3, 1, false, true),
+    block(48, 240, 56, 3, 1, true, true),
+    block(56, 336, 80, 5, 2, true, true),
+    block(80, 480, 80, 5, 1, true, true),
+    block(80, 480, 96, 5, 1, true, true),
+];
+
+/// The blocks whose outputs the FPN reads, smallest stride first.
+pub const TAPS: [usize; 4] = [2, 4, 7, 10];
+
+/// The FPN's inner channels and each scale's share of the fused map.
+pub const INNER: usize = 96;
+
+/// Squeeze-excite's reduced channels: a quarter, rounded to a multiple of 8.
+pub fn squeezed(c: usize) -> usize {
+    (c / 4).div_ceil(8).max(1) * 8
+}
+
+/// The network's weights by name.
+pub struct Detector {
+    pub weights: HashMap<String, Tensor>,
+}
+
+/// Makes the weights in a fixed order, each from its own seed.
+struct Maker<'a> {
+    dev: &'a Device,
+    seed: u64,
+    weights: HashMap<String, Tensor>,
+}
+
+impl Maker<'_> {
+    /// Uniform in `[lo, hi)`.
+    fn uniform(&mut self, name: String, dims: &[usize], lo: f64, hi: f64) -> Result<()> {
+        self.seed += 1;
+        let t = Tensor::rand(dims, DType::F32, self.seed, self.dev)?
+            .mul_scalar(hi - lo)?
+            .add_scalar(lo)?;
+        self.weights.insert(name, t);
+        Ok(())
+    }
+
+    /// A convolution weight (He-uniform), and a bias when asked.
+    fn conv(&mut self, name: &str, cout: usize, cin: usize, k: usize, bias: bool) -> Result<()> {
+        let bound = (6.0 / (cin * k * k) as f64).sqrt();
+        self.uniform(format!("{name}.weight"), &[cout, cin, k, k], -bound, bound)?;
+        if bias {
+            self.uniform(format!("{name}.bias"), &[cout], -0.1, 0.1)?;
+        }
+        Ok(())
+    }
+
+    /// A 2x2-stride-2 transposed convolution's weight, `(in, out, kh, kw)`
+    /// (each output takes one input pixel per channel), and its bias.
+    fn transposed(&mut self, name: &str, cin: usize, cout: usize) -> Result<()> {
+        let bound = (6.0 / cin as f64).sqrt();
+        self.uniform(format!("{name}.weight"), &[cin, cout, 2, 2], -bound, bound)?;
+        self.uniform(format!("{name}.bias"), &[cout], -0.1, 0.1)
+    }
+
+    /// A batch norm's statistics and affine parameters.
+    fn bn(&mut self, name: &str, c: usize) -> Result<()> {
+        self.uniform(format!("{name}.mean"), &[c], -0.1, 0.1)?;
+        self.uniform(format!("{name}.var"), &[c], 0.8, 1.2)?;
+        self.uniform(format!("{name}.weight"), &[c], 0.8, 1.2)?;
+        self.uniform(format!("{name}.bias"), &[c], -0.1, 0.1)
+    }
+}
+
+impl Detector {
+    /// Seeded random weights on `dev`.
+    ///
+    /// # Errors
+    /// As the ops that make them.
+    pub fn new(dev: &Device) -> Result<Detector> {
+        let mut m = Maker {
+            dev,
+            seed: 0,
+            weights: HashMap::new(),
+        };
+        m.conv("stem.conv", 16, 3, 3, false)?;
+        m.bn("stem.bn", 16)?;
+        for (i, b) in BLOCKS.iter().enumerate() {
+            let p = format!("blocks.{i}");
+            if b.exp != b.cin {
+                m.conv(&format!("{p}.expand.conv"), b.exp, b.cin, 1, false)?;
+                m.bn(&format!("{p}.expand.bn"), b.exp)?;
+            }
+            m.conv(&format!("{p}.depthwise.conv"), b.exp, 1, b.k, false)?;
+            m.bn(&format!("{p}.depthwise.bn"), b.exp)?;
+            if b.se {
+                let r = squeezed(b.exp);
+                m.conv(&format!("{p}.se.reduce"), r, b.exp, 1, true)?;
+                m.conv(&format!("{p}.se.expand"), b.exp, r, 1, true)?;
+            }
+            m.conv(&format!("{p}.project.conv"), b.cout, b.exp, 1, false)?;
+            m.bn(&format!("{p}.project.bn"), b.cout)?;
+        }
+        for (s, &tap) in TAPS.iter().enumerate() {
+            m.conv(&format!("fpn.inner.{s}"), INNER, BLOCKS[tap].cout, 1, false)?;
+            m.conv(&format!("fpn.out.{s}"), INNER / 4, INNER, 3, false)?;
+        }
+        m.conv("head.conv", INNER / 4, INNER, 3, false)?;
+        m.bn("head.bn1", INNER / 4)?;
+        m.transposed("head.up1", INNER / 4, INNER / 4)?;
+        m.bn("head.bn2", INNER / 4)?;
+        m.transposed("head.up2", INNER / 4, 1)?;
+        Ok(Detector { weights: m.weights })
+    }
+
+    fn w(&self, name: &str) -> &Tensor {
+        &self.weights[name]
+    }
+
+    /// Inference batch norm of `x` with the parameters under `name`.
+    fn bn(&self, x: &Tensor, name: &str) -> Result<Tensor> {
+        x.batch_norm(
+            self.w(&format!("{name}.mean")),
+            self.w(&format!("{name}.var")),
+            Some(self.w(&format!("{name}.weight"))),
+            Some(self.w(&format!("{name}.bias"))),
+            1e-5,
+        )
+    }
+
+    /// Convolution, batch norm and activation (`None`: none).
+    fn conv_bn(&self, x: &Tensor, name: &str, conv: &Conv, act: Option<bool>) -> Result<Tensor> {
+        let y = x.conv2d(self.w(&format!("{name}.conv.weight")), conv)?;
+        let y = self.bn(&y, &format!("{name}.bn"))?;
+        match act {
+            Some(true) => y.hardswish(),
+            Some(false) => y.relu(),
+            None => Ok(y),
+        }
+    }
+
+    /// Squeeze-excite: channel weights from the global mean.
+    fn squeeze_excite(&self, x: &Tensor, name: &str) -> Result<Tensor> {
+        let conv = |s: &Tensor, part: &str| {
+            let w = self.w(&format!("{name}.{part}.weight"));
+            let b = self.w(&format!("{name}.{part}.bias"));
+            s.conv2d(w, &Conv::new().bias(b))
+        };
+        let s = x.mean_keepdim([2, 3])?;
+        let s = conv(&s, "reduce")?.relu()?;
+        let s = conv(&s, "expand")?.hardsigmoid()?;
+        x.mul(&s)
+    }
+
+    fn block(&self, x: &Tensor, i: usize) -> Result<Tensor> {
+        let b = &BLOCKS[i];
+        let p = format!("blocks.{i}");
+        let act = Some(b.hardswish);
+        let mut h = if b.exp != b.cin {
+            self.conv_bn(x, &format!("{p}.expand"), &Conv::new(), act)?
+        } else {
+            x.clone()
+        };
+        let depthwise = Conv::new().stride(b.stride).padding(b.k / 2).groups(b.exp);
+        h = self.conv_bn(&h, &format!("{p}.depthwise"), &depthwise, act)?;
+        if b.se {
+            h = self.squeeze_excite(&h, &format!("{p}.se"))?;
+        }
+        h = self.conv_bn(&h, &format!("{p}.project"), &Conv::new(), None)?;
+        if b.stride == 1 && b.cin == b.cout {
+            h = h.add(x)?;
+        }
+        Ok(h)
+    }
+
+    /// The probability map `(N, 1, H, W)` of an image batch `(N, 3, H, W)`
+    /// (H and W multiples of 32).
+    ///
+    /// # Errors
+    /// As the ops it runs.
+    pub fn forward(&self, image: &Tensor) -> Result<Tensor> {
+        let stem = Conv::new().stride(2).padding(1);
+        let mut x = self.conv_bn(image, "stem", &stem, Some(true))?;
+        let mut taps = Vec::new();
+        for i in 0..BLOCKS.len() {
+            x = self.block(&x, i)?;
+            if TAPS.contains(&i) {
+                taps.push(x.clone());
+            }
+        }
+        let up = |t: &Tensor, f: f64| t.resize_by([f, f], Resize::Nearest);
+        let inner: Vec<Tensor> = taps
+            .iter()
+            .enumerate()
+            .map(|(s, t)| t.conv2d(self.w(&format!("fpn.inner.{s}.weight")), &Conv::new()))
+            .collect::<Result<_>>()?;
+        // Top-down: each scale adds the coarser one, upsampled.
+        let mut merged = vec![inner[3].clone()];
+        for s in (0..3).rev() {
+            let coarser = merged.last().expect("one scale at least");
+            merged.push(inner[s].add(&up(coarser, 2.0)?)?);
+        }
+        merged.reverse();
+        let pad = Conv::new().padding(1);
+        let mut fused = Vec::new();
+        for (s, m) in merged.iter().enumerate() {
+            let p = m.conv2d(self.w(&format!("fpn.out.{s}.weight")), &pad)?;
+            fused.push(if s == 0 { p } else { up(&p, (1 << s) as f64)? });
+        }
+        let fused = Tensor::concat(&fused.iter().collect::<Vec<_>>(), 1)?;
+        let h = fused.conv2d(self.w("head.conv.weight"), &pad)?;
+        let h = self.bn(&h, "head.bn1")?.relu()?;
+        let twice = |h: &Tensor, name: &str| {
+            let conv = Conv::new().stride(2).bias(self.w(&format!("{name}.bias")));
+            h.conv_transpose2d(self.w(&format!("{name}.weight")), &conv)
+        };
+        let h = self.bn(&twice(&h, "head.up1")?, "head.bn2")?.relu()?;
+        twice(&h, "head.up2")?.sigmoid()
+    }
+}

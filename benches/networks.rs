@@ -1,0 +1,118 @@
+//! A real network on the CPU device (issue 47 item 5): the MobileNetV3 +
+//! DBNet text detector of `benches/detector/` at 640x640 (or
+//! `WEBTENSOR_NET_SIZE`, a multiple of 32) with seeded random weights, on
+//! one thread and on two (`Device::cpu_with_threads`), runs alternating,
+//! the median and fastest of `WEBTENSOR_NET_REPS` (5) each.
+//!
+//! It saves the weights, the input and its output to
+//! `target/networks/detector.safetensors`; then
+//! `python3 benches/reference/onnx_detector.py` builds the same network as
+//! an ONNX graph from them, checks onnxruntime's output against this one's
+//! and times onnxruntime on one and two threads. `WEBTENSOR_NET_PROFILE=1`
+//! also prints the time of each op kind of one run on one thread.
+//!
+//! Run: `cargo bench --bench networks`.
+
+mod detector;
+
+use detector::Detector;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use webtensor::{DType, Device, Tensor};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// One forward pass on `image`'s device, to the host.
+fn run(net: &Detector, image: &Tensor) -> (Duration, Vec<f32>) {
+    let start = Instant::now();
+    let out = net.forward(image).expect("forward");
+    let values = out.to_vec::<f32>().expect("readback");
+    (start.elapsed(), values)
+}
+
+fn main() -> webtensor::Result<()> {
+    let size = env("WEBTENSOR_NET_SIZE", 640);
+    let reps = env("WEBTENSOR_NET_REPS", 5).max(1);
+    assert!(
+        size > 0 && size.is_multiple_of(32),
+        "WEBTENSOR_NET_SIZE must be a multiple of 32"
+    );
+    let net = Detector::new(&Device::cpu())?;
+    let devices = [1, 2].map(|n| (n, Device::cpu_with_threads(n).expect("threads")));
+    let images: Vec<Tensor> = devices
+        .iter()
+        .map(|(_, dev)| Tensor::rand([1, 3, size, size], DType::F32, 1000, dev))
+        .collect::<webtensor::Result<_>>()?;
+
+    // Warm up, and check the two thread counts agree.
+    let (_, one) = run(&net, &images[0]);
+    let (_, two) = run(&net, &images[1]);
+    let differ = one
+        .iter()
+        .zip(&two)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    let mut times = vec![Vec::new(); devices.len()];
+    for _ in 0..reps {
+        for (k, image) in images.iter().enumerate() {
+            times[k].push(run(&net, image).0);
+        }
+    }
+    println!("detector {size}x{size}, webtensor CPU device, {reps} runs alternating");
+    for ((n, _), t) in devices.iter().zip(&mut times) {
+        t.sort();
+        println!(
+            "  {n} thread(s): median {:8.1} ms, fastest {:8.1} ms",
+            ms(t[t.len() / 2]),
+            ms(t[0])
+        );
+    }
+    println!("  largest difference between the thread counts: {differ:e}");
+    let mean = one.iter().sum::<f32>() / one.len() as f32;
+    println!("  output mean {mean:.4} over {} values", one.len());
+
+    if std::env::var("WEBTENSOR_NET_PROFILE").is_ok_and(|v| v == "1") {
+        let dev = &devices[0].1;
+        let profile = dev.profile(|| net.forward(&images[0]).map(drop))?;
+        let mut by_op: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
+        for op in profile.ops() {
+            let e = by_op.entry(op.name).or_default();
+            e.0 += 1;
+            e.1 += op.host;
+        }
+        let mut rows: Vec<_> = by_op.into_iter().collect();
+        rows.sort_by_key(|(_, (_, t))| std::cmp::Reverse(*t));
+        println!(
+            "one run on one thread, by op ({:.1} ms in all):",
+            ms(profile.wall())
+        );
+        for (name, (calls, t)) in rows {
+            println!("  {name:<18} {calls:4} calls {:8.2} ms", ms(t));
+        }
+    }
+
+    let dir = std::path::Path::new("target/networks");
+    std::fs::create_dir_all(dir).map_err(|e| webtensor::Error::Io {
+        op: "networks",
+        path: dir.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    let output = Tensor::from_vec(one, [1, 1, size, size], &Device::cpu())?;
+    let mut named: Vec<(&str, &Tensor)> =
+        net.weights.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    named.push(("input", &images[0]));
+    named.push(("output", &output));
+    let path = dir.join("detector.safetensors");
+    webtensor::io::save_safetensors(&path, &named)?;
+    println!("saved weights, input and output to {}", path.display());
+    Ok(())
+}
