@@ -120,23 +120,26 @@ fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<
                     }
                 };
                 let product = &mut product[..og * pixels];
-                // product [og, pixels] = weights [og, depth] x patches [depth, pixels].
+                // product [og, pixels] = weights [og, depth] x patches
+                // [depth, pixels], computed as its transpose (pixels x og =
+                // patches^T x weights^T, through strides): gemm's kernels
+                // run fastest with the long side as their rows.
                 // SAFETY: every matrix lies inside its vector, by their sizes.
                 unsafe {
                     gemm::gemm(
-                        og,
                         pixels,
+                        og,
                         depth,
                         product.as_mut_ptr(),
-                        1,
                         pixels as isize,
-                        false,
-                        weights.as_ptr().add(g * og * depth),
                         1,
-                        depth as isize,
+                        false,
                         rhs,
-                        rhs_cs,
                         rhs_rs,
+                        rhs_cs,
+                        weights.as_ptr().add(g * og * depth),
+                        depth as isize,
+                        1,
                         0.0,
                         1.0,
                         false,
@@ -224,8 +227,17 @@ fn im2col<T: Widen>(
                 + iy * s.strides[2]
                 + (lo as isize * s.stride[1] as isize + shift) * s.strides[3];
             let step = s.stride[1] as isize * s.strides[3];
-            for (k, slot) in out_row[lo..hi].iter_mut().enumerate() {
-                *slot = x[(start + k as isize * step) as usize].to_f32();
+            let run = &mut out_row[lo..hi];
+            if step == 1 {
+                // A run of the input row: one bounds check, a copy.
+                let from = &x[start as usize..start as usize + run.len()];
+                for (slot, v) in run.iter_mut().zip(from) {
+                    *slot = v.to_f32();
+                }
+            } else {
+                for (k, slot) in run.iter_mut().enumerate() {
+                    *slot = x[(start + k as isize * step) as usize].to_f32();
+                }
             }
         }
     };

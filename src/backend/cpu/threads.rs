@@ -112,12 +112,15 @@ pub(crate) fn count() -> usize {
 }
 
 /// Runs `work` (which splits itself with rayon) on the running op's pool:
-/// moved onto it when this thread is not one of its workers.
+/// moved onto it when this thread is not one of its workers and the pool
+/// has more than one (a pool of one runs it here).
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn install<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     let pool = CURRENT.with(|current| current.borrow().clone());
     match pool {
-        Some(pool) if pool.current_thread_index().is_none() => pool.install(work),
+        Some(pool) if pool.current_num_threads() > 1 && pool.current_thread_index().is_none() => {
+            pool.install(work)
+        }
         _ => work(),
     }
 }
