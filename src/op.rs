@@ -34,6 +34,10 @@ pub(crate) enum UnaryOp {
     Erf,
     /// `x / (1 + e^-x)`.
     Silu,
+    /// `min(max(x + 3, 0), 6) / 6`.
+    Hardsigmoid,
+    /// `x * min(max(x + 3, 0), 6) / 6`.
+    Hardswish,
     Floor,
     Ceil,
     Round,
@@ -95,7 +99,7 @@ pub(crate) enum CompareOp {
 impl UnaryOp {
     /// Every unary op.
     #[cfg(test)]
-    pub const ALL: [UnaryOp; 27] = [
+    pub const ALL: [UnaryOp; 29] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -111,6 +115,8 @@ impl UnaryOp {
         UnaryOp::GeluTanh,
         UnaryOp::Erf,
         UnaryOp::Silu,
+        UnaryOp::Hardsigmoid,
+        UnaryOp::Hardswish,
         UnaryOp::Floor,
         UnaryOp::Ceil,
         UnaryOp::Round,
@@ -142,6 +148,8 @@ impl UnaryOp {
             UnaryOp::GeluTanh => "gelu_tanh",
             UnaryOp::Erf => "erf",
             UnaryOp::Silu => "silu",
+            UnaryOp::Hardsigmoid => "hardsigmoid",
+            UnaryOp::Hardswish => "hardswish",
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "round",
@@ -173,6 +181,8 @@ impl UnaryOp {
                 | UnaryOp::GeluTanh
                 | UnaryOp::Erf
                 | UnaryOp::Silu
+                | UnaryOp::Hardsigmoid
+                | UnaryOp::Hardswish
                 | UnaryOp::Recip
                 | UnaryOp::Tan
                 | UnaryOp::Log1p

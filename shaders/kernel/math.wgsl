@@ -113,6 +113,17 @@ fn silu_f32(a: f32) -> f32 {
     return div_f32(a, 1.0 + exp(-a));
 }
 
+// PyTorch's hardsigmoid, min(max(a + 3, 0), 6) / 6; NaN stays NaN.
+fn hardsigmoid_f32(a: f32) -> f32 {
+    return div_f32(minimum_f32(maximum_f32(a + 3.0, 0.0), 6.0), 6.0);
+}
+
+// PyTorch's hardswish, a * min(max(a + 3, 0), 6) / 6, the product rounded
+// first; NaN stays NaN.
+fn hardswish_f32(a: f32) -> f32 {
+    return div_f32(a * minimum_f32(maximum_f32(a + 3.0, 0.0), 6.0), 6.0);
+}
+
 fn is_inf_f32(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) == F32_INF_BITS;
 }

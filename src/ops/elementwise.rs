@@ -395,6 +395,8 @@ unary_methods! {
     gelu_tanh, gelu_tanh_, GeluTanh, "GELU's tanh approximation, `x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))` (PyTorch's `gelu(x, approximate='tanh')`; float dtypes).";
     erf, erf_, Erf, "The error function, `2 / sqrt(pi)` times the integral of `e^(-t^2)` from 0 to `x` (float dtypes; within 2 ulp in f32 on a GPU).";
     silu, silu_, Silu, "PyTorch's SiLU (swish): `x / (1 + e^-x)` (float dtypes).";
+    hardsigmoid, hardsigmoid_, Hardsigmoid, "PyTorch's `hardsigmoid`: `min(max(x + 3, 0), 6) / 6` (float dtypes); NaN stays NaN.";
+    hardswish, hardswish_, Hardswish, "PyTorch's `hardswish`: `x * min(max(x + 3, 0), 6) / 6`, the product rounded before the division, as PyTorch's (float dtypes); NaN stays NaN.\n\n```\nuse webtensor::{Device, Tensor};\nlet x = Tensor::from_slice(&[-4.0f32, -1.5, 0.0, 3.0], [4], &Device::cpu())?;\nassert_eq!(x.hardswish()?.to_vec::<f32>()?, vec![0.0, -0.375, 0.0, 3.0]);\n# Ok::<(), webtensor::Error>(())\n```";
     floor, floor_, Floor, "Round down (the identity on integers).";
     ceil, ceil_, Ceil, "Round up (the identity on integers).";
     round, round_, Round, "Round half to even, as NumPy (the identity on integers).";

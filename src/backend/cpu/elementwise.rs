@@ -253,6 +253,8 @@ unsafe fn unary_float<T: Float>(
             UnaryOp::GeluTanh => map1(plan, o, a_t, T::gelu_tanh),
             UnaryOp::Erf => map1(plan, o, a_t, T::erf),
             UnaryOp::Silu => map1(plan, o, a_t, T::silu),
+            UnaryOp::Hardsigmoid => map1(plan, o, a_t, T::hardsigmoid),
+            UnaryOp::Hardswish => map1(plan, o, a_t, T::hardswish),
             UnaryOp::Recip => map1(plan, o, a_t, T::recip),
             UnaryOp::Tan => map1(plan, o, a_t, T::tan),
             UnaryOp::Log1p => map1(plan, o, a_t, T::log1p),

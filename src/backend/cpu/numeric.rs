@@ -46,6 +46,8 @@ pub(crate) trait Float: Num {
     fn erf(self) -> Self;
     /// PyTorch's SiLU: `x / (1 + e^-x)`.
     fn silu(self) -> Self;
+    fn hardsigmoid(self) -> Self;
+    fn hardswish(self) -> Self;
     fn recip(self) -> Self;
     /// The angle of the point (`o`, `self`): `atan2(y = self, x = o)`.
     fn atan2(self, o: Self) -> Self;
@@ -183,6 +185,17 @@ macro_rules! float_num {
                 self / (1.0 + (-self).exp())
             }
             #[inline(always)]
+            fn hardsigmoid(self) -> Self {
+                // `clamp` keeps a NaN, as the GPU's NaN-propagating
+                // maximum and minimum do.
+                (self + 3.0).clamp(0.0, 6.0) / 6.0
+            }
+            #[inline(always)]
+            fn hardswish(self) -> Self {
+                // The product rounded before the division, as PyTorch's.
+                self * (self + 3.0).clamp(0.0, 6.0) / 6.0
+            }
+            #[inline(always)]
             fn gelu_tanh(self) -> Self {
                 let inner = SQRT_2_OVER_PI as $t * (self + 0.044715 * self * self * self);
                 0.5 * self * (1.0 + inner.tanh())
@@ -257,7 +270,8 @@ macro_rules! half_float {
         }
         impl Float for $t {
             via_f32_float!($t:
-                exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, gelu_tanh, erf, silu, recip,
+                exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, gelu_tanh, erf, silu, hardsigmoid,
+                hardswish, recip,
                 tan, log1p, expm1, log2, exp2
             );
             #[inline(always)]

@@ -1,7 +1,8 @@
 //! The activations of PyTorch's `torch.nn.functional` that take a
-//! parameter or are built from other functions: `relu6`, `hardsigmoid`,
-//! `hardswish`, `leaky_relu`, `elu`, `softplus` and `mish` (`gelu`,
-//! `gelu_tanh`, `silu`, `sigmoid` and `relu` are single elementwise ops).
+//! parameter or are built from other functions: `relu6`, `leaky_relu`,
+//! `elu`, `softplus` and `mish` (`gelu`, `gelu_tanh`, `silu`,
+//! `hardsigmoid`, `hardswish`, `sigmoid` and `relu` are single elementwise
+//! ops).
 //! Each is an elementwise chain (a GPU with fusion on runs it as one
 //! kernel), in f32 for f16 and bf16 with one rounding at the end, as
 //! PyTorch computes them.
@@ -18,37 +19,6 @@ impl Tensor {
     /// bf16 or f64.
     pub fn relu6(&self) -> Result<Tensor> {
         self.activation("relu6", |x| x()?.clamp(0.0, 6.0))
-    }
-
-    /// PyTorch's `hardsigmoid`: `min(max(x + 3, 0), 6) / 6`; NaN stays NaN.
-    ///
-    /// # Errors
-    /// `Error::DType` naming `hardsigmoid` for a tensor that is not f32,
-    /// f16, bf16 or f64.
-    pub fn hardsigmoid(&self) -> Result<Tensor> {
-        self.activation("hardsigmoid", |x| {
-            x()?.add_scalar(3.0)?.clamp(0.0, 6.0)?.div_scalar(6.0)
-        })
-    }
-
-    /// PyTorch's `hardswish`: `x * min(max(x + 3, 0), 6) / 6`, the product
-    /// rounded before the division, as PyTorch's; NaN stays NaN.
-    ///
-    /// ```
-    /// use webtensor::{Device, Tensor};
-    /// let x = Tensor::from_slice(&[-4.0f32, -1.5, 0.0, 3.0], [4], &Device::cpu())?;
-    /// assert_eq!(x.hardswish()?.to_vec::<f32>()?, vec![0.0, -0.375, 0.0, 3.0]);
-    /// # Ok::<(), webtensor::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// `Error::DType` naming `hardswish` for a tensor that is not f32, f16,
-    /// bf16 or f64.
-    pub fn hardswish(&self) -> Result<Tensor> {
-        self.activation("hardswish", |x| {
-            x()?.mul(&x()?.add_scalar(3.0)?.clamp(0.0, 6.0)?)?
-                .div_scalar(6.0)
-        })
     }
 
     /// PyTorch's `leaky_relu`: `x` where `x > 0`, else `x * slope`

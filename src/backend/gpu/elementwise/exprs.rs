@@ -60,6 +60,8 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
         UnaryOp::GeluTanh => "gelu_tanh_f32(a)",
         UnaryOp::Erf => "erf_f32(a)",
         UnaryOp::Silu => "silu_f32(a)",
+        UnaryOp::Hardsigmoid => "hardsigmoid_f32(a)",
+        UnaryOp::Hardswish => "hardswish_f32(a)",
         UnaryOp::Recip => "div_f32(1.0, a)",
         UnaryOp::Tan => "tan_f32(a)",
         UnaryOp::Log1p => "log1p_f32(a)",
