@@ -343,7 +343,10 @@ fn a_gpu_group_norm_agrees_with_the_cpu_across_its_workgroup() {
                     tol,
                     &format!("plain {what}"),
                 );
-                // The same roundings in the same order: equal bits.
+                // The GPU's chain is PyTorch's CUDA form, `(x - mean) *
+                // invstd * weight + bias`; the CPU's is PyTorch's CPU form,
+                // `x * scale + shift` with both made per channel first:
+                // a few ulps apart (a half rounds them away or not).
                 let want = read_f32(&cx.batch_norm(&cb, &cv, Some(&cw), Some(&cb), 1e-5).unwrap());
                 // (The device is shared: its setting is put back.)
                 let was = dev.fusion();
@@ -352,7 +355,8 @@ fn a_gpu_group_norm_agrees_with_the_cpu_across_its_workgroup() {
                     let got = gx.batch_norm(&gb, &gv, Some(&gw), Some(&gb), 1e-5);
                     let got = read_f32(&got.unwrap());
                     dev.set_fusion(was);
-                    assert_close(&got, &want, 0.0, &format!("batch {what}, fusion {fusion}"));
+                    let tol = half_tol(dtype, 1e-3, 1e-6);
+                    assert_close(&got, &want, tol, &format!("batch {what}, fusion {fusion}"));
                 }
             }
         }

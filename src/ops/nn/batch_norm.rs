@@ -1,9 +1,11 @@
 //! `batch_norm` in inference, as PyTorch's functional form with
 //! `training=False`: each channel normalised by its running statistics.
-//! The op is one elementwise chain over the input's shape whose per-channel
-//! operands are broadcast views (no per-channel tensor is computed first),
-//! so a GPU with fusion on runs it as one kernel reading the input once;
-//! the CPU computes the same roundings in the same order.
+//! On a GPU the op is one elementwise chain over the input's shape whose
+//! per-channel operands are broadcast views (no per-channel tensor is
+//! computed first), so with fusion on it runs as one kernel reading the
+//! input once. The CPU computes each channel's scale and shift first and
+//! then one pass, as PyTorch's CPU kernel (the two forms round
+//! differently, by an ulp or so).
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -75,6 +77,9 @@ impl Tensor {
                 return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
             }
         }
+        if self.device().is_cpu() {
+            return self.batch_norm_on_host(running_mean, running_var, weight, bias, eps);
+        }
         let compute = if self.dtype() == DType::F64 {
             DType::F64
         } else {
@@ -101,5 +106,56 @@ impl Tensor {
             y = y.add(&per_channel(b)?)?;
         }
         y.to_dtype(self.dtype())
+    }
+
+    /// [`Tensor::batch_norm`] on the CPU, as PyTorch's CPU kernel: each
+    /// channel's scale `weight / sqrt(var + eps)` and shift `bias - mean *
+    /// scale` first, then `x * scale + shift` in one pass (a depthwise 1x1
+    /// convolution with a bias, for f32 of rank 2 to 4), or two passes.
+    fn batch_norm_on_host(
+        &self,
+        running_mean: &Tensor,
+        running_var: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        let compute = if self.dtype() == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        let mut scale = running_var
+            .to_dtype(compute)?
+            .add_scalar(eps)?
+            .sqrt()?
+            .recip()?;
+        if let Some(w) = weight {
+            scale = scale.mul(&w.to_dtype(compute)?)?;
+        }
+        let moved = running_mean.to_dtype(compute)?.mul(&scale)?;
+        let shift = match bias {
+            Some(b) => b.to_dtype(compute)?.sub(&moved)?,
+            None => moved.neg()?,
+        };
+        let channels = scale.numel();
+        if self.dtype() == DType::F32 && (2..=4).contains(&self.rank()) {
+            // (N, C, *) as (N, C, rows, columns), a view.
+            let mut x = self.clone();
+            while x.rank() < 4 {
+                x = x.unsqueeze(2)?;
+            }
+            let taps = scale.reshape([channels, 1, 1, 1])?;
+            let conv = crate::Conv::new().groups(channels).bias(&shift);
+            return x.conv2d(&taps, &conv)?.reshape(self.shape().clone());
+        }
+        let mut channel_shape = vec![1; self.rank()];
+        channel_shape[1] = channels;
+        let scale = scale.reshape(channel_shape.clone())?;
+        let shift = shift.reshape(channel_shape)?;
+        self.to_dtype(compute)?
+            .mul(&scale)?
+            .add(&shift)?
+            .to_dtype(self.dtype())
     }
 }
