@@ -66,34 +66,41 @@ fn conv_transpose_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
             let band = band_rows.min(h - first);
             let pixels = band * wi;
             let (input, columns) = (&mut input[..cg * pixels], &mut columns[..rows * pixels]);
-            for (ci, row) in input.chunks_mut(pixels).enumerate() {
-                let base = xl.offset() as isize
-                    + image as isize * xs[0]
-                    + (gi * cg + ci) as isize * xs[1]
-                    + first as isize * xs[2];
-                for (p, slot) in row.iter_mut().enumerate() {
-                    let at = base + (p / wi) as isize * xs[2] + (p % wi) as isize * xs[3];
-                    *slot = x[at as usize];
+            for (ci, channel) in input.chunks_mut(pixels).enumerate() {
+                for (y, row) in channel.chunks_mut(wi).enumerate() {
+                    let base = xl.offset() as isize
+                        + image as isize * xs[0]
+                        + (gi * cg + ci) as isize * xs[1]
+                        + (first + y) as isize * xs[2];
+                    if xs[3] == 1 {
+                        row.copy_from_slice(&x[base as usize..base as usize + wi]);
+                    } else {
+                        for (k, slot) in row.iter_mut().enumerate() {
+                            *slot = x[(base + k as isize * xs[3]) as usize];
+                        }
+                    }
                 }
             }
-            // columns [rows, pixels] = weights^T [rows, cg] x input [cg, pixels]:
-            // weight (gi cg + ci, r) is at (gi cg + ci) rows + r.
+            // columns [rows, pixels] = weights^T [rows, cg] x input [cg,
+            // pixels] (weight (gi cg + ci, r) is at (gi cg + ci) rows + r),
+            // computed as its transpose, pixels as gemm's rows, as the
+            // convolution's product is.
             // SAFETY: every matrix lies inside its vector, by their sizes.
             unsafe {
                 gemm::gemm(
-                    rows,
                     pixels,
+                    rows,
                     cg,
                     columns.as_mut_ptr(),
-                    1,
                     pixels as isize,
+                    1,
                     false,
-                    weights.as_ptr().add(gi * cg * rows),
-                    rows as isize,
-                    1,
                     input.as_ptr(),
-                    1,
                     pixels as isize,
+                    1,
+                    weights.as_ptr().add(gi * cg * rows),
+                    1,
+                    rows as isize,
                     0.0,
                     1.0,
                     false,
