@@ -1562,6 +1562,16 @@ fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
                             common::read_f32(&want)
                         );
                     }
+                    // 1x1 taps with a bias: a scale and shift per channel
+                    // (batch_norm's form on the CPU, its own loop there).
+                    let centre = |w: &Tensor| w.narrow(2, 1, 1).unwrap().narrow(3, 1, 1).unwrap();
+                    let want = cv.conv2d(&centre(&cwk), &Conv::new().groups(4).bias(&cbk));
+                    let got = gv.conv2d(&centre(&gwk), &Conv::new().groups(4).bias(&gbk));
+                    let (got, want) = (got.unwrap(), want.unwrap());
+                    assert!(
+                        bits(&got) == bits(&want),
+                        "{gpu} {xd}/{wd} {name} x{multiplier} 1x1"
+                    );
                 }
             }
             // Unbatched: [channels, h, w].

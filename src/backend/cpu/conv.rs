@@ -136,6 +136,18 @@ fn plane_of<T: Widen>(
         })
         .collect();
     let (h, wd, wo) = (g.size[0] as isize, g.size[1] as isize, g.out[1]);
+    if g.kernel == [1, 1] && g.stride == [1, 1] && g.pad == [0, 0] && g.strides[3] == 1 {
+        // A scale and shift (a batch norm): each row in one pass, the
+        // same sum, `0 + x w + bias`, as the general loop's.
+        let tap = taps[0];
+        for (oy, row) in dst.chunks_mut(wo).enumerate() {
+            let first = (base + oy as isize * g.strides[2]) as usize;
+            for (slot, v) in row.iter_mut().zip(&x[first..first + wo]) {
+                *slot = T::from_f32((0.0 + v.to_f32() * tap) + bias);
+            }
+        }
+        return;
+    }
     let mut sums = vec![0.0f32; wo];
     for (oy, row) in dst.chunks_mut(wo).enumerate() {
         sums.fill(0.0);
@@ -174,6 +186,17 @@ fn plane_of<T: Widen>(
                     for (sum, v) in run.iter_mut().zip(input) {
                         *sum += v.to_f32() * tap;
                     }
+                } else if step > 0 {
+                    // A stepped run: the first of each step-long chunk (a
+                    // loop the compiler vectorises), then the last element.
+                    let (step, n) = (step as usize, run.len());
+                    let start = first as usize;
+                    let chunks = x[start..start + (n - 1) * step].chunks_exact(step);
+                    let (most, last) = run.split_at_mut(n - 1);
+                    for (sum, v) in most.iter_mut().zip(chunks) {
+                        *sum += v[0].to_f32() * tap;
+                    }
+                    last[0] += x[start + (n - 1) * step].to_f32() * tap;
                 } else {
                     for (k, sum) in run.iter_mut().enumerate() {
                         *sum += x[(first + k as isize * step) as usize].to_f32() * tap;
