@@ -102,36 +102,56 @@ fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<
     // Output rows per band: the patch matrix `[depth, rows wo]` and the
     // product `[og, rows wo]` within BAND.
     let rows = (BAND / (depth.max(og) * s.out[2]).max(1)).clamp(1, s.out[1]);
-    let mut patches = vec![0.0f32; depth * rows * s.out[2]];
-    let mut product = vec![0.0f32; og * rows * s.out[2]];
+    // Patches only where the input is not multiplied itself, a product
+    // only for an output that is not f32.
+    let direct_input = pointwise(x, &s, 0, 0, 0).is_some();
+    let mut patches = vec![
+        0.0f32;
+        if direct_input {
+            0
+        } else {
+            depth * rows * s.out[2]
+        }
+    ];
+    let f32_out = T::as_f32_mut(&mut []).is_some();
+    let mut product = vec![0.0f32; if f32_out { 0 } else { og * rows * s.out[2] }];
     for (image, image_out) in out.chunks_mut(o * plane).enumerate() {
         for g in 0..s.groups {
             let group_out = &mut image_out[g * og * plane..(g + 1) * og * plane];
             for first in (0..s.out[1]).step_by(rows) {
                 let band = rows.min(s.out[1] - first);
                 let pixels = band * s.out[2];
-                let patches = &mut patches[..depth * pixels];
                 // The matrix multiplied: the input itself, or its patches.
                 let (rhs, rhs_rs, rhs_cs) = match pointwise(x, &s, image, g * cg, first) {
                     Some(direct) => direct,
                     None => {
+                        let patches = &mut patches[..depth * pixels];
                         im2col(x, patches, &s, image, g * cg, first, band);
                         (patches.as_ptr(), pixels as isize, 1)
                     }
                 };
-                let product = &mut product[..og * pixels];
-                // product [og, pixels] = weights [og, depth] x patches
-                // [depth, pixels], computed as its transpose (pixels x og =
-                // patches^T x weights^T, through strides): gemm's kernels
-                // run fastest with the long side as their rows.
-                // SAFETY: every matrix lies inside its vector, by their sizes.
+                // An f32 output takes the product where it goes (its
+                // channels `plane` apart); another is rounded from `product`.
+                let at = first * s.out[2];
+                let direct = T::as_f32_mut(group_out).map(|o| o[at..].as_mut_ptr());
+                let (dst, dst_cs) = match direct {
+                    Some(o) => (o, plane),
+                    None => (product.as_mut_ptr(), pixels),
+                };
+                // [og, pixels] = weights [og, depth] x patches [depth,
+                // pixels], computed as its transpose (pixels x og = patches^T
+                // x weights^T, through strides): gemm's kernels run fastest
+                // with the long side as their rows.
+                // SAFETY: every matrix lies inside its vector, by their
+                // sizes: `product` holds og x pixels, and channel og - 1 of
+                // the output ends at (og - 1) plane + at + pixels <= og plane.
                 unsafe {
                     gemm::gemm(
                         pixels,
                         og,
                         depth,
-                        product.as_mut_ptr(),
-                        pixels as isize,
+                        dst,
+                        dst_cs as isize,
                         1,
                         false,
                         rhs,
@@ -148,8 +168,11 @@ fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<
                         super::matmul::parallelism(),
                     );
                 }
-                for (k, row) in product.chunks(pixels).enumerate() {
-                    let at = k * plane + first * s.out[2];
+                if direct.is_some() {
+                    continue;
+                }
+                for (k, row) in product[..og * pixels].chunks(pixels).enumerate() {
+                    let at = k * plane + at;
                     for (slot, v) in group_out[at..at + pixels].iter_mut().zip(row) {
                         *slot = T::from_f32(*v);
                     }

@@ -310,6 +310,11 @@ pub(crate) trait Widen: Copy + Send + Sync {
         let _ = v;
         None
     }
+    /// The elements as f32s to write, when they are.
+    fn as_f32_mut(v: &mut [Self]) -> Option<&mut [f32]> {
+        let _ = v;
+        None
+    }
 }
 
 impl Widen for f32 {
@@ -320,6 +325,9 @@ impl Widen for f32 {
         v
     }
     fn as_f32(v: &[Self]) -> Option<&[f32]> {
+        Some(v)
+    }
+    fn as_f32_mut(v: &mut [Self]) -> Option<&mut [f32]> {
         Some(v)
     }
 }
