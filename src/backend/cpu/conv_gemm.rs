@@ -105,14 +105,11 @@ fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<
     // Patches only where the input is not multiplied itself, a product
     // only for an output that is not f32.
     let direct_input = pointwise(x, &s, 0, 0, 0).is_some();
-    let mut patches = vec![
-        0.0f32;
-        if direct_input {
-            0
-        } else {
-            depth * rows * s.out[2]
-        }
-    ];
+    let mut patches = SCRATCH.take();
+    if !direct_input {
+        // im2col writes every element it hands gemm, padding zeros too.
+        patches.resize(patches.len().max(depth * rows * s.out[2]), 0.0);
+    }
     let f32_out = T::as_f32_mut(&mut []).is_some();
     let mut product = vec![0.0f32; if f32_out { 0 } else { og * rows * s.out[2] }];
     for (image, image_out) in out.chunks_mut(o * plane).enumerate() {
@@ -180,7 +177,15 @@ fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<
             }
         }
     }
+    SCRATCH.set(patches);
     Ok(())
+}
+
+thread_local! {
+    /// The patch matrix of this thread's last convolution, kept for the
+    /// next (BAND f32s, 8 MiB, unless one output row's patches are more):
+    /// a fresh one was page-faulted in and zeroed on every call.
+    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// For an f32 1x1 convolution with stride 1 and no padding whose input
