@@ -77,14 +77,15 @@ impl Tensor {
                 return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
             }
         }
-        if self.device().is_cpu() {
-            return self.batch_norm_on_host(running_mean, running_var, weight, bias, eps);
-        }
         let compute = if self.dtype() == DType::F64 {
             DType::F64
         } else {
             DType::F32
         };
+        let stats = [running_mean, running_var];
+        if self.device().is_cpu() {
+            return self.batch_norm_on_host(stats, [weight, bias], eps, compute);
+        }
         // A per-channel parameter broadcast over the input's shape: channel
         // c's value for every element of channel c, as a view.
         let mut channel_shape = vec![1; self.rank()];
@@ -114,17 +115,11 @@ impl Tensor {
     /// convolution with a bias, for f32 of rank 2 to 4), or two passes.
     fn batch_norm_on_host(
         &self,
-        running_mean: &Tensor,
-        running_var: &Tensor,
-        weight: Option<&Tensor>,
-        bias: Option<&Tensor>,
+        [running_mean, running_var]: [&Tensor; 2],
+        [weight, bias]: [Option<&Tensor>; 2],
         eps: f64,
+        compute: DType,
     ) -> Result<Tensor> {
-        let compute = if self.dtype() == DType::F64 {
-            DType::F64
-        } else {
-            DType::F32
-        };
         let mut scale = running_var
             .to_dtype(compute)?
             .add_scalar(eps)?
