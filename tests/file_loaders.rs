@@ -292,7 +292,9 @@ fn mutated_files_load_or_fail_cleanly() {
         let bytes = mutate(source, &mut rng);
         let result = match what {
             "npy" => io::from_npy_bytes(&bytes, &dev).map(|t| vec![(String::new(), t)]),
-            "safetensors" => io::from_safetensors_bytes(&bytes, &dev),
+            "safetensors" => {
+                io::from_safetensors_bytes(&bytes, &dev).map(|m| m.into_iter().collect())
+            }
             _ => io::from_npz_bytes(&bytes, &dev),
         };
         if let Ok(tensors) = result {

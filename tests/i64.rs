@@ -137,7 +137,7 @@ fn i64_files_load_without_narrowing() {
     assert_eq!(vals(&back), [i64::MIN, -1, BIG]);
     let st = io::to_safetensors_bytes(&[("ids", &t)]).unwrap();
     assert_eq!(
-        vals(&io::from_safetensors_bytes(&st, &cpu).unwrap()[0].1),
+        vals(&io::from_safetensors_bytes(&st, &cpu).unwrap()["ids"]),
         vals(&t)
     );
 }

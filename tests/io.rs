@@ -109,16 +109,12 @@ fn every_format_round_trips_every_dtype_and_view() {
         assert_eq!(names, tensors.iter().map(|(n, _)| *n).collect::<Vec<_>>());
         let mut sorted = names.clone();
         sorted.sort();
-        assert_eq!(
-            st.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-            sorted
-        );
-        for loaded in [&npz, &st] {
-            assert_eq!(loaded.len(), tensors.len());
-            for (name, t) in &tensors {
-                let got = &loaded.iter().find(|(n, _)| n == name).unwrap().1;
-                same(got, t, &format!("{dev} archive {name}"));
-            }
+        assert_eq!(st.keys().map(|n| n.as_str()).collect::<Vec<_>>(), sorted);
+        assert_eq!((npz.len(), st.len()), (tensors.len(), tensors.len()));
+        for (name, t) in &tensors {
+            let got = &npz.iter().find(|(n, _)| n == name).unwrap().1;
+            same(got, t, &format!("{dev} npz {name}"));
+            same(&st[*name], t, &format!("{dev} safetensors {name}"));
         }
         // Files, and a 0-d and an empty tensor.
         let dir = scratch(&format!("files-{}", dev.info().id));
@@ -135,8 +131,8 @@ fn every_format_round_trips_every_dtype_and_view() {
         same(&back[1].1, &empty, "empty npz");
         io::save_safetensors(dir.join("a.safetensors"), &[("e", &empty), ("s", &scalar)]).unwrap();
         let back = io::load_safetensors(dir.join("a.safetensors"), &dev).unwrap();
-        assert_eq!(back[0].0, "e");
-        same(&back[1].1, &scalar, "0-d safetensors");
+        assert_eq!(back.keys().collect::<Vec<_>>(), ["e", "s"]);
+        same(&back["s"], &scalar, "0-d safetensors");
         std::fs::remove_dir_all(dir).unwrap();
         // Views of every layout in f16, through npy.
         for (view, t) in views_of(&dev, DType::F16) {
@@ -291,8 +287,9 @@ fn bf16_safetensors_load_as_bf16_and_save_back() {
     }
     for dev in devices() {
         let t = io::from_safetensors_bytes(&file, &dev).unwrap();
-        let w = &t[0].1;
-        assert_eq!((t[0].0.as_str(), w.dtype()), ("w", DType::BF16));
+        assert_eq!(t.len(), 1);
+        let w = &t["w"];
+        assert_eq!(w.dtype(), DType::BF16);
         let bits_of = |t: &Tensor| -> Vec<u16> {
             t.to_vec::<bf16>()
                 .unwrap()
@@ -304,14 +301,14 @@ fn bf16_safetensors_load_as_bf16_and_save_back() {
         let saved = io::to_safetensors_bytes(&[("w", w)]).unwrap();
         assert_eq!(saved[saved.len() - 12..], file[file.len() - 12..]);
         let back = io::from_safetensors_bytes(&saved, &dev).unwrap();
-        assert_eq!(back[0].1.dtype(), DType::BF16);
-        assert_eq!(bits_of(&back[0].1), bits, "{dev}");
+        assert_eq!(back["w"].dtype(), DType::BF16);
+        assert_eq!(bits_of(&back["w"]), bits, "{dev}");
         // A view is written in row-major order.
         let col = io::to_safetensors_bytes(&[("c", &w.t())]).unwrap();
         let col = io::from_safetensors_bytes(&col, &dev).unwrap();
-        assert_eq!(col[0].1.dims(), &[3, 2]);
+        assert_eq!(col["c"].dims(), &[3, 2]);
         assert_eq!(
-            col[0].1.to_vec::<bf16>().unwrap()[1].to_bits(),
+            col["c"].to_vec::<bf16>().unwrap()[1].to_bits(),
             0x7f80,
             "{dev}"
         );
@@ -450,7 +447,7 @@ fn pytorch_bf16_and_int64_safetensors_load_and_compute_as_pytorch() {
     // Loaded on the CPU, each tensor then moved.
     let cpu = Device::cpu();
     let loaded = io::from_safetensors_bytes(&file, &cpu).unwrap();
-    let on_cpu = |name: &str| loaded.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let on_cpu = |name: &str| loaded[name].clone();
     let ids = on_cpu("ids");
     assert_eq!(ids.dtype(), DType::I64);
     let (max, min) = (i32::MAX as i64, i32::MIN as i64);
@@ -494,7 +491,7 @@ fn pytorch_bf16_and_int64_safetensors_load_and_compute_as_pytorch() {
         );
     }
     let file = std::fs::read(data.join("torch_i64_big.safetensors")).unwrap();
-    let big = &io::from_safetensors_bytes(&file, &cpu).unwrap()[0].1;
+    let big = &io::from_safetensors_bytes(&file, &cpu).unwrap()["big"];
     assert_eq!(big.to_vec::<i64>().unwrap(), [1 << 40, -(1 << 33) - 5, 7]);
     let saved = io::to_safetensors_bytes(&[("big", big)]).unwrap();
     assert_eq!(saved[saved.len() - 24..], file[file.len() - 24..]);

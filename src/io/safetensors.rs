@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use safetensors::tensor::{Dtype, SafeTensors, View};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// The safetensors dtype of `dtype`.
 fn file_dtype(dtype: DType) -> Dtype {
@@ -74,20 +75,22 @@ impl View for &Prepared {
     }
 }
 
-/// The tensors of a safetensors file's bytes, sorted by name (the format
-/// keeps no order of its own). bf16 loads as bf16 and i64 as i64; i8, i16, u16
+/// The tensors of a safetensors file's bytes by name, as safetensors'
+/// `load` gives them (a map iterates in name order; the format keeps no
+/// order of its own). bf16 loads as bf16 and i64 as i64; i8, i16, u16
 /// and u64 as i32 or u32 when every value fits.
 ///
 /// # Errors
 /// `Error::Format` naming `from_safetensors_bytes` for a malformed file or
 /// a dtype without a webtensor dtype; device errors.
-pub fn from_safetensors_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
+pub fn from_safetensors_bytes(bytes: &[u8], device: &Device) -> Result<BTreeMap<String, Tensor>> {
     read("from_safetensors_bytes", bytes, device)
 }
 
-fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
+fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<BTreeMap<String, Tensor>> {
     let file = SafeTensors::deserialize(bytes).map_err(|e| Error::format(op, e.to_string()))?;
     let mut views = file.tensors();
+    // Made in name order, so that an error names the first bad tensor.
     views.sort_by(|(a, _), (b, _)| a.cmp(b));
     views
         .into_iter()
@@ -161,7 +164,17 @@ pub fn save_safetensors(
     )
 }
 
-/// Reads every tensor of a safetensors file onto `device`.
+/// Reads every tensor of a safetensors file onto `device`, by name.
+///
+/// ```no_run
+/// # fn main() -> webtensor::Result<()> {
+/// let dev = webtensor::Device::cpu();
+/// let weights = webtensor::io::load_safetensors("model.safetensors", &dev)?;
+/// let w = &weights["conv1.weight"];
+/// # let _ = w;
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// # Errors
 /// `Error::Io` naming `load_safetensors` and the path; as
@@ -170,7 +183,7 @@ pub fn save_safetensors(
 pub fn load_safetensors(
     path: impl AsRef<std::path::Path>,
     device: &Device,
-) -> Result<Vec<(String, Tensor)>> {
+) -> Result<BTreeMap<String, Tensor>> {
     let bytes = super::files::read_file("load_safetensors", path.as_ref())?;
     read("load_safetensors", &bytes, device)
 }
