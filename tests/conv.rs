@@ -978,12 +978,13 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
 
 #[test]
 fn the_cpu_convolution_crosses_its_bands() {
-    // The CPU lays out the patches of a band of output rows at a time
-    // (2^21 f32s), and a transposed convolution's columns of a band of
-    // input rows: 256 channels of 3 x 3 taps over 64 columns make bands
-    // of 14 rows (three for 40), and a 1x1 product over 1024 channels
-    // reads the input itself in bands of 32 rows (two for 64), also
-    // through a channels-last view.
+    // The CPU packs the patches of a band of output pixels at a time, at
+    // least 512 of them (256 KiB for a shallow matrix), into panels of 16
+    // or 32 pixels, and sums tiles of 4, 6 or 8 channels: bands end inside
+    // an output row and the last panel and tile are partial (61 columns,
+    // 11 channels, 2,257 pixels in five bands; a strided 2-group case over
+    // two images, both with a bias; a 1x1 product over 1,024 channels),
+    // also through a channels-last view.
     let plain = Setting {
         stride: [1, 1],
         pad: [(0, 0); 2],
@@ -994,18 +995,32 @@ fn the_cpu_convolution_crosses_its_bands() {
         pad: [(1, 1); 2],
         ..plain
     };
+    let strided = Setting {
+        stride: [2, 2],
+        groups: 2,
+        ..padded
+    };
     let cases = [
-        ([1usize, 256, 40, 64], [3usize, 256, 3, 3], padded, 1),
-        ([1, 1024, 64, 64], [2, 1024, 1, 1], plain, 0),
+        ([1usize, 256, 37, 61], [11usize, 256, 3, 3], padded, true),
+        ([2, 64, 75, 70], [10, 32, 3, 3], strided, true),
+        ([1, 1024, 50, 45], [2, 1024, 1, 1], plain, false),
     ];
     let cpu = Device::cpu();
-    for (k, (xd, wd, setting, pad)) in cases.into_iter().enumerate() {
+    for (k, (xd, wd, setting, biased)) in cases.into_iter().enumerate() {
         let (x, w) = (
             Array4::new(xd, 500 + k as u64),
             Array4::new(wd, 600 + k as u64),
         );
-        let (want, dims) = conv_reference(&x, &w, None, setting);
-        let conv = Conv::new().padding(pad);
+        let bias = noise(wd[0], 650 + k as u64);
+        let bias_t = Tensor::from_slice(&bias, [wd[0]], &cpu).unwrap();
+        let (want, dims) = conv_reference(&x, &w, biased.then_some(&bias[..]), setting);
+        let mut conv = Conv::new()
+            .padding(setting.pad[0].0)
+            .stride(setting.stride)
+            .groups(setting.groups);
+        if biased {
+            conv = conv.bias(&bias_t);
+        }
         let got = x.tensor(&cpu).conv2d(&w.tensor(&cpu), &conv).unwrap();
         check(&got, &want, &dims, 1e-4, &format!("case {k}"));
         let nhwc = x

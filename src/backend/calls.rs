@@ -499,4 +499,7 @@ pub(crate) struct ConvCall<'a> {
     pub pad: [usize; 2],
     pub dilation: [usize; 2],
     pub groups: usize,
+    /// An f32 bias per output channel, added before the one rounding (the
+    /// CPU's kernels take it; a GPU's call has none, the op layer adds it).
+    pub bias: Option<TensorRef<'a>>,
 }

@@ -381,9 +381,13 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
     }
     if !(cg == 1 && g > 1)
         && (ho * wo >= IMPLICIT_MIN_PIXELS || !x.device().is_gpu())
-        && let Some(out) = implicit_gemm(op, &x, weight, conv, &geometry)?
+        && let Some((out, biased)) = implicit_gemm(op, &x, weight, conv, &geometry)?
     {
-        return finish(op, out, conv, dtype, unbatched);
+        let rest = Conv {
+            bias: if biased { None } else { conv.bias },
+            ..conv.clone()
+        };
+        return finish(op, out, &rest, dtype, unbatched);
     }
     let x = x.to_dtype(compute)?;
     let weight = weight.to_dtype(compute)?;
@@ -508,6 +512,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             pad: p,
             dilation: d,
             groups: g,
+            bias: None,
         })?;
         return finish(OP, out, conv, dtype, unbatched);
     }
@@ -539,17 +544,19 @@ struct Geometry {
 }
 
 /// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel
-/// or the CPU's products over patches, in f32, f16 or bf16 (accumulating
-/// in f32; f32 with a bias): `None` where the kernel does not take it
-/// (other dtypes, operands over one storage binding, a kernel its
-/// self-check dropped), which the caller composes from products instead.
+/// or the CPU's packed products over patches, in f32, f16 or bf16
+/// (accumulating in f32; f32 with a bias), and whether it added the bias
+/// (the CPU's kernel adds it as it stores each sum): `None` where the
+/// kernel does not take it (other dtypes, operands over one storage
+/// binding, a kernel its self-check dropped), which the caller composes
+/// from products instead.
 fn implicit_gemm(
     op: &'static str,
     x: &Tensor,
     weight: &Tensor,
     conv: &Conv,
     geometry: &Geometry,
-) -> Result<Option<Tensor>> {
+) -> Result<Option<(Tensor, bool)>> {
     let dtype = match Tensor::result_type(x, weight)? {
         // A bias is added to the f32 result before its one rounding, as
         // the CPU does (an f16 result plus an f16 bias rounds twice).
@@ -559,6 +566,10 @@ fn implicit_gemm(
     };
     let x = x.to_dtype(dtype)?;
     let weight = weight.to_dtype(dtype)?.contiguous()?;
+    let bias = match checked_bias(op, conv, geometry.out[1])? {
+        Some(b) if x.device().is_cpu() => Some(b.to_dtype(DType::F32)?.contiguous()?),
+        _ => None,
+    };
     let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
     if [&x, &weight, &out]
         .iter()
@@ -575,8 +586,12 @@ fn implicit_gemm(
         pad: geometry.pad,
         dilation: conv.dilation.0,
         groups: conv.groups,
+        bias: match &bias {
+            Some(b) => Some(b.kernel_ref(b.layout().clone())?),
+            None => None,
+        },
     })?;
-    Ok(recorded.then_some(out))
+    Ok(recorded.then_some((out, bias.is_some())))
 }
 
 /// The depthwise convolution of `x` by `weight` (one input channel per

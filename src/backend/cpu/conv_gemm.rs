@@ -1,25 +1,36 @@
-//! The CPU's convolution (all but depthwise) as products on `gemm`: for
-//! each image and group, the input's patches are laid out as the columns
-//! of an f32 matrix (im2col, a band of output rows at a time so that the
-//! matrix stays small) and the group's weights `[out, in * kh * kw]`
-//! multiply it (gemm's threads on native targets; the patches are laid out
-//! on rayon's). An f32 1x1 convolution with stride 1 and no padding
-//! multiplies the input itself, read through its strides.
+//! The CPU's convolution (all but depthwise) as packed products: for each
+//! image and group, the input's patches for a band of output pixels are
+//! packed straight into panels of `nr` pixels (im2col into the layout the
+//! tile kernel reads, no matrix in between), the group's weights `[out,
+//! in * kh * kw]` are packed once as panels of `mr` channels, and each
+//! tile of `mr` channels by `nr` pixels is summed in registers
+//! (`sgemm.rs`) and finished where it is stored: the f32 bias added, the
+//! sum rounded once into the dtype. Bands run on the current pool's
+//! threads, each packing into a scratch buffer of its thread's.
 //!
-//! Each output is one f32 dot product over the input channels and taps
-//! (gemm's order, not the composed form's tap by tap), rounded once into
-//! the dtype: within the tolerance of a convolution's definition, as a
-//! GPU's implicit GEMM is.
+//! Each output is one f32 sum over the input channels and taps in order
+//! (fused multiply-adds on x86), whatever the thread count: within the
+//! tolerance of a convolution's definition, as a GPU's implicit GEMM is.
 
 use super::numeric::Widen;
+use super::sgemm::{self, Isa, MAX_TILE};
 use super::storage::{CpuData, CpuStorage, host_data};
+use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
 
 const OP: &str = "conv2d";
 
-/// f32s a band's patch matrix holds at the most (8 MiB).
-const BAND: usize = 1 << 21;
+/// Bytes of packed patches a band holds (unless [`BAND_PIXELS`] need
+/// more): about what a core's L2 cache keeps while its tiles read it.
+/// Measured on a 2-core Xeon (Sapphire Rapids) VM: a 3x3 over 96 channels
+/// ran fastest with bands of 300 to 600 pixels (1 to 2 MiB), the shallow
+/// ones with 256 KiB.
+const BAND_BYTES: usize = 256 << 10;
+
+/// Pixels a band holds at the least: a deep patch matrix (a 3x3 over 96
+/// channels) packs each of its rows in runs no shorter than this.
+const BAND_PIXELS: usize = 512;
 
 fn mismatch() -> Error {
     Error::internal(OP, "convolution operands' dtypes differ from the call's")
@@ -30,16 +41,24 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     super::threads::install(|| conv_here(out, call))
 }
 
-/// [`conv`] on this thread (its products and bands split over the
-/// current pool).
+/// [`conv`] on this thread (its bands split over the current pool).
 fn conv_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let x = host_data(OP, &call.input)?;
     let w = host_data(OP, &call.weight)?;
+    let bias = match &call.bias {
+        Some(b) => Some(host_data(OP, b)?),
+        None => None,
+    };
+    let bias: Option<&[f32]> = match bias.as_deref() {
+        Some(CpuData::F32(b)) => Some(&b[call.bias.as_ref().map_or(0, |b| b.layout.offset())..]),
+        Some(_) => return Err(mismatch()),
+        None => None,
+    };
     let mut dst = out.write();
     match (&*x, &*w, &mut *dst) {
-        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, o, call),
-        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => images(x, w, o, call),
-        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => images(x, w, o, call),
+        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, bias, o, call),
+        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => images(x, w, bias, o, call),
+        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => images(x, w, bias, o, call),
         _ => Err(mismatch()),
     }
 }
@@ -59,7 +78,20 @@ struct Shape {
     groups: usize,
 }
 
-fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<()> {
+impl Shape {
+    /// Rows of a group's patch matrix: its input channels times the taps.
+    fn depth(&self) -> usize {
+        self.input[0] / self.groups * self.kernel[0] * self.kernel[1]
+    }
+}
+
+fn images<T: Widen>(
+    x: &[T],
+    w: &[T],
+    bias: Option<&[f32]>,
+    out: &mut [T],
+    call: &ConvCall,
+) -> Result<()> {
     let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
     let (xd, od) = (xl.dims(), ol.dims());
     let dense = ol.offset() == 0 && out.len() == ol.numel() && wl.is_contiguous();
@@ -84,155 +116,120 @@ fn images<T: Widen>(x: &[T], w: &[T], out: &mut [T], call: &ConvCall) -> Result<
         dilation: call.dilation,
         groups: call.groups,
     };
-    let plane = s.out[1] * s.out[2];
-    let [o, cg, depth] = [
-        s.out[0],
-        s.input[0] / s.groups,
-        s.input[0] / s.groups * s.kernel[0] * s.kernel[1],
-    ];
+    let (plane, o, depth) = (s.out[1] * s.out[2], s.out[0], s.depth());
+    if bias.is_some_and(|b| b.len() < o) {
+        return Err(Error::internal(
+            OP,
+            "the bias holds fewer values than channels",
+        ));
+    }
     if plane == 0 || o == 0 || od[0] == 0 {
         return Ok(());
     }
-    // The weights as f32 `[o, cg kh kw]` rows.
-    let weights: Vec<f32> = w[wl.offset()..wl.offset() + o * depth]
-        .iter()
-        .map(|v| v.to_f32())
-        .collect();
-    let og = o / s.groups;
-    // Output rows per band: the patch matrix `[depth, rows wo]` and the
-    // product `[og, rows wo]` within BAND.
-    let rows = (BAND / (depth.max(og) * s.out[2]).max(1)).clamp(1, s.out[1]);
-    // Patches only where the input is not multiplied itself, a product
-    // only for an output that is not f32.
-    let direct_input = pointwise(x, &s, 0, 0, 0).is_some();
-    let mut patches = SCRATCH.take();
-    if !direct_input {
-        // im2col writes every element it hands gemm, padding zeros too.
-        patches.resize(patches.len().max(depth * rows * s.out[2]), 0.0);
+    if depth == 0 {
+        // No input channels: each output is its bias (an empty sum, 0).
+        for (k, v) in out.iter_mut().enumerate() {
+            *v = T::from_f32(bias.map_or(0.0, |b| b[k / plane % o]));
+        }
+        return Ok(());
     }
-    let f32_out = T::as_f32_mut(&mut []).is_some();
-    let mut product = vec![0.0f32; if f32_out { 0 } else { og * rows * s.out[2] }];
-    for (image, image_out) in out.chunks_mut(o * plane).enumerate() {
-        for g in 0..s.groups {
-            let group_out = &mut image_out[g * og * plane..(g + 1) * og * plane];
-            for first in (0..s.out[1]).step_by(rows) {
-                let band = rows.min(s.out[1] - first);
-                let pixels = band * s.out[2];
-                // The matrix multiplied: the input itself, or its patches.
-                let (rhs, rhs_rs, rhs_cs) = match pointwise(x, &s, image, g * cg, first) {
-                    Some(direct) => direct,
-                    None => {
-                        let patches = &mut patches[..depth * pixels];
-                        im2col(x, patches, &s, image, g * cg, first, band);
-                        (patches.as_ptr(), pixels as isize, 1)
-                    }
-                };
-                // An f32 output takes the product where it goes (its
-                // channels `plane` apart); another is rounded from `product`.
-                let at = first * s.out[2];
-                let direct = T::as_f32_mut(group_out).map(|o| o[at..].as_mut_ptr());
-                let (dst, dst_cs) = match direct {
-                    Some(o) => (o, plane),
-                    None => (product.as_mut_ptr(), pixels),
-                };
-                // [og, pixels] = weights [og, depth] x patches [depth,
-                // pixels], computed as its transpose (pixels x og = patches^T
-                // x weights^T, through strides): gemm's kernels run fastest
-                // with the long side as their rows.
-                // SAFETY: every matrix lies inside its vector, by their
-                // sizes: `product` holds og x pixels, and channel og - 1 of
-                // the output ends at (og - 1) plane + at + pixels <= og plane.
-                unsafe {
-                    gemm::gemm(
-                        pixels,
-                        og,
-                        depth,
-                        dst,
-                        dst_cs as isize,
-                        1,
-                        false,
-                        rhs,
-                        rhs_rs,
-                        rhs_cs,
-                        weights.as_ptr().add(g * og * depth),
-                        depth as isize,
-                        1,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        super::matmul::parallelism(),
-                    );
-                }
-                if direct.is_some() {
-                    continue;
-                }
-                for (k, row) in product[..og * pixels].chunks(pixels).enumerate() {
-                    let at = k * plane + at;
-                    for (slot, v) in group_out[at..at + pixels].iter_mut().zip(row) {
-                        *slot = T::from_f32(*v);
+    let isa = Isa::best();
+    let (mr, nr) = (isa.mr(), isa.nr());
+    let og = o / s.groups;
+    // Each group's weights `[og, depth]` as panels of mr channels.
+    let weights: Vec<Vec<f32>> = (0..s.groups)
+        .map(|g| {
+            let first = wl.offset() + g * og * depth;
+            sgemm::pack_a(isa, og, depth, |r, p| w[first + r * depth + p].to_f32())
+        })
+        .collect();
+    // Pixels per band: whole panels, as many as BAND_BYTES holds but
+    // BAND_PIXELS at the least; fewer where that leaves threads idle
+    // (four bands a thread, a panel each at the least).
+    let (images, groups) = (od[0], s.groups);
+    let wanted = (4 * super::threads::count()).div_ceil(images * groups);
+    let band = (BAND_BYTES / 4 / depth)
+        .max(BAND_PIXELS)
+        .min(plane.div_ceil(wanted))
+        .div_ceil(nr)
+        * nr;
+    let bands = plane.div_ceil(band);
+    let dst = Shared(out.as_mut_ptr());
+    let job = |k: usize| {
+        let (image, g, first) = (k / (groups * bands), k / bands % groups, k % bands * band);
+        let pixels = band.min(plane - first);
+        let mut patches = SCRATCH.take();
+        patches.resize(patches.len().max(depth * pixels.div_ceil(nr) * nr), 0.0);
+        pack_patches(
+            x,
+            &mut patches,
+            &s,
+            image,
+            g * (s.input[0] / groups),
+            first,
+            pixels,
+            nr,
+        );
+        let channels = (image * o + g * og) * plane;
+        let mut tile = [0.0f32; MAX_TILE];
+        for (q, b) in patches
+            .chunks(depth * nr)
+            .take(pixels.div_ceil(nr))
+            .enumerate()
+        {
+            let columns = nr.min(pixels - q * nr);
+            for (t, a) in weights[g].chunks(depth * mr).enumerate() {
+                sgemm::tile(isa, depth, a, b, &mut tile);
+                for (i, sums) in tile.chunks(nr).take(mr.min(og - t * mr)).enumerate() {
+                    let channel = t * mr + i;
+                    let add = bias.map_or(0.0, |b| b[g * og + channel]);
+                    let at = channels + channel * plane + first + q * nr;
+                    // SAFETY: job k alone writes pixels first..first +
+                    // pixels of its image's and group's channels, inside
+                    // the dense output (channel < og, q nr + columns <=
+                    // pixels, first + pixels <= plane).
+                    let row = unsafe { std::slice::from_raw_parts_mut(dst.get().add(at), columns) };
+                    for (slot, &v) in row.iter_mut().zip(sums) {
+                        *slot = T::from_f32(v + add);
                     }
                 }
             }
         }
-    }
-    SCRATCH.set(patches);
+        SCRATCH.set(patches);
+    };
+    super::threads::for_each_index(images * groups * bands, job);
     Ok(())
 }
 
 thread_local! {
-    /// The patch matrix of this thread's last convolution, kept for the
-    /// next (BAND f32s, 8 MiB, unless one output row's patches are more):
-    /// a fresh one was page-faulted in and zeroed on every call.
+    /// The packed patches of this thread's last band, kept for the next
+    /// (a band's, BAND_BYTES or BAND_PIXELS): a fresh buffer was
+    /// page-faulted in on every call.
     static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// For an f32 1x1 convolution with stride 1 and no padding whose input
-/// rows follow each other at one pixel stride (none of them 0), the input at output row
-/// `first` of `image`, channel `channel`, as a `[channels, pixels]` matrix:
-/// its start, row stride and column stride.
-fn pointwise<T: Widen>(
+/// The patches of output pixels `first..first + pixels` of `image`, input
+/// channels `channel..` of one group, packed as panels of `nr` pixels:
+/// panel `q` holds `[r][j]` = patch row `r = (c kh + i) kw + j'` of pixel
+/// `first + q nr + j`, which is input `(c, y s + i d - pad, x s + j' d -
+/// pad)` for output pixel `(y, x)`, 0 in the padding and past the last
+/// pixel.
+#[allow(clippy::too_many_arguments)]
+fn pack_patches<T: Widen>(
     x: &[T],
+    packed: &mut [f32],
     s: &Shape,
     image: usize,
     channel: usize,
     first: usize,
-) -> Option<(*const f32, isize, isize)> {
-    let x = T::as_f32(x)?;
-    let pixel = s.strides[3];
-    let plain = s.kernel == [1, 1] && s.stride == [1, 1] && s.pad == [0, 0];
-    // (A broadcast input, a stride of 0, is laid out as patches instead.)
-    let dense_rows = pixel != 0 && s.strides[1] != 0 && s.strides[2] == s.input[2] as isize * pixel;
-    if !plain || !dense_rows || s.out[1..] != s.input[1..] {
-        return None;
-    }
-    let start = s.offset as isize
-        + image as isize * s.strides[0]
-        + channel as isize * s.strides[1]
-        + first as isize * s.strides[2];
-    // In bounds: the op layer checked the input's layout against its
-    // storage, and this is one of its elements (or the matrix is empty).
-    Some((x.as_ptr().wrapping_offset(start), s.strides[1], pixel))
-}
-
-/// The patches of output rows `first..first + band` of `image`, channels
-/// `channel..channel + cg`, as the columns of `patches` (`[cg kh kw,
-/// band wo]`): row `(c kh + i) kw + j` holds input `(c, y s + i d - pad,
-/// x s + j d - pad)` for each output pixel `(y, x)`, 0 in the padding.
-fn im2col<T: Widen>(
-    x: &[T],
-    patches: &mut [f32],
-    s: &Shape,
-    image: usize,
-    channel: usize,
-    first: usize,
-    band: usize,
+    pixels: usize,
+    nr: usize,
 ) {
     let [kh, kw] = s.kernel;
-    let (wo, pixels) = (s.out[2], band * s.out[2]);
+    let (depth, wo) = (s.depth(), s.out[2]);
     let (h, wd) = (s.input[1] as isize, s.input[2] as isize);
-    let fill = |(r, row): (usize, &mut [f32])| {
+    let panel = depth * nr;
+    for r in 0..depth {
         let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw);
         let base = s.offset as isize
             + image as isize * s.strides[0]
@@ -243,31 +240,66 @@ fn im2col<T: Widen>(
         let hi = ((wd - shift).max(0) as usize)
             .div_ceil(s.stride[1])
             .clamp(lo, wo);
-        for (y, out_row) in row.chunks_mut(wo).enumerate() {
-            let iy = ((first + y) * s.stride[0] + i * s.dilation[0]) as isize - s.pad[0] as isize;
-            if !(0..h).contains(&iy) {
-                out_row.fill(0.0);
-                continue;
-            }
-            out_row[..lo].fill(0.0);
-            out_row[hi..].fill(0.0);
+        let step = s.stride[1] as isize * s.strides[3];
+        let mut pixel = first;
+        while pixel < first + pixels {
+            let (y, x0) = (pixel / wo, pixel % wo);
+            let x1 = wo.min(x0 + (first + pixels - pixel));
+            let iy = (y * s.stride[0] + i * s.dilation[0]) as isize - s.pad[0] as isize;
+            let (a, b) = if (0..h).contains(&iy) {
+                (lo.clamp(x0, x1), hi.clamp(x0, x1))
+            } else {
+                (x1, x1)
+            };
+            let at = pixel - first;
+            put_row(packed, panel, nr, r, at, a - x0, |slots, _| slots.fill(0.0));
             let start = base
                 + iy * s.strides[2]
-                + (lo as isize * s.stride[1] as isize + shift) * s.strides[3];
-            let step = s.stride[1] as isize * s.strides[3];
-            let run = &mut out_row[lo..hi];
-            if step == 1 {
-                // A run of the input row: one bounds check, a copy.
-                let from = &x[start as usize..start as usize + run.len()];
-                for (slot, v) in run.iter_mut().zip(from) {
-                    *slot = v.to_f32();
+                + (a as isize * s.stride[1] as isize + shift) * s.strides[3];
+            put_row(packed, panel, nr, r, at + a - x0, b - a, |slots, k| {
+                let from = start + k as isize * step;
+                if step == 1 {
+                    let run = &x[from as usize..from as usize + slots.len()];
+                    for (slot, v) in slots.iter_mut().zip(run) {
+                        *slot = v.to_f32();
+                    }
+                } else {
+                    for (n, slot) in slots.iter_mut().enumerate() {
+                        *slot = x[(from + n as isize * step) as usize].to_f32();
+                    }
                 }
-            } else {
-                for (k, slot) in run.iter_mut().enumerate() {
-                    *slot = x[(start + k as isize * step) as usize].to_f32();
-                }
-            }
+            });
+            put_row(packed, panel, nr, r, at + b - x0, x1 - b, |slots, _| {
+                slots.fill(0.0)
+            });
+            pixel += x1 - x0;
         }
-    };
-    super::threads::for_each_piece_mut(patches, pixels, fill);
+        // The last panel's columns past the band.
+        let tail = pixels.div_ceil(nr) * nr - pixels;
+        put_row(packed, panel, nr, r, pixels, tail, |slots, _| {
+            slots.fill(0.0)
+        });
+    }
+}
+
+/// Fills the slots of band pixels `at..at + n` in packed row `r`, a panel
+/// at a time: `fill(slots, k)` for the slots of pixels `at + k..`.
+#[inline(always)]
+fn put_row(
+    packed: &mut [f32],
+    panel: usize,
+    nr: usize,
+    r: usize,
+    at: usize,
+    n: usize,
+    mut fill: impl FnMut(&mut [f32], usize),
+) {
+    let mut done = 0;
+    while done < n {
+        let o = at + done;
+        let len = (nr - o % nr).min(n - done);
+        let start = o / nr * panel + r * nr + o % nr;
+        fill(&mut packed[start..start + len], done);
+        done += len;
+    }
 }

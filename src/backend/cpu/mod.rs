@@ -14,6 +14,7 @@ mod numeric;
 mod profile;
 mod reduce;
 mod scan;
+mod sgemm;
 mod softmax;
 mod sort;
 mod storage;

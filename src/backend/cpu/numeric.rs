@@ -305,16 +305,6 @@ pub(crate) trait Half: Copy {
 pub(crate) trait Widen: Copy + Send + Sync {
     fn to_f32(self) -> f32;
     fn from_f32(v: f32) -> Self;
-    /// The elements as f32s, when they are.
-    fn as_f32(v: &[Self]) -> Option<&[f32]> {
-        let _ = v;
-        None
-    }
-    /// The elements as f32s to write, when they are.
-    fn as_f32_mut(v: &mut [Self]) -> Option<&mut [f32]> {
-        let _ = v;
-        None
-    }
 }
 
 impl Widen for f32 {
@@ -323,12 +313,6 @@ impl Widen for f32 {
     }
     fn from_f32(v: f32) -> Self {
         v
-    }
-    fn as_f32(v: &[Self]) -> Option<&[f32]> {
-        Some(v)
-    }
-    fn as_f32_mut(v: &mut [Self]) -> Option<&mut [f32]> {
-        Some(v)
     }
 }
 

@@ -146,6 +146,17 @@ pub(crate) fn for_each_piece_mut<T: Send>(
     data.chunks_mut(len).enumerate().for_each(f)
 }
 
+/// Calls `f(k)` for each `k < n`: in parallel when the running op has
+/// more than one thread.
+pub(crate) fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if count() > 1 {
+        use rayon::prelude::*;
+        return install(|| (0..n).into_par_iter().for_each(f));
+    }
+    (0..n).for_each(f)
+}
+
 /// Calls `f(group)` for each `len`-element group of `items`: the groups
 /// in parallel when the running op has more than one thread.
 pub(crate) fn for_each_group<T: Sync>(items: &[T], len: usize, f: impl Fn(&[T]) + Sync + Send) {

@@ -18,7 +18,7 @@ use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
 use crate::backend::gpu::matmul::tiling::tile_of;
 use crate::backend::gpu::matmul_tile_choice::MatmulVariant;
 use crate::backend::gpu::storage::GpuStorage;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Records `call` on the implicit-GEMM kernel, whose output storage is
 /// `out`: false (nothing recorded) where the kernel is not to run.
@@ -26,6 +26,12 @@ use crate::error::Result;
 /// # Errors
 /// Those of `kernel::record`; failures of the kernel's probe.
 pub(crate) fn conv(out: &GpuStorage, call: &ConvCall) -> Result<bool> {
+    if call.bias.is_some() {
+        return Err(Error::internal(
+            "conv2d",
+            "the GPU's convolution takes no bias (the op layer adds it)",
+        ));
+    }
     let ctx = &out.ctx;
     let (tiling, dtype) = (kernel::tiling_for(call), call.out.dtype);
     let variant = MatmulVariant::Conv(tile_of(tiling));

@@ -118,6 +118,7 @@ pub(super) fn answers_right(
         pad: PAD,
         dilation: DILATION,
         groups: GROUPS,
+        bias: None,
     };
     record(out, &call, tiling)?;
     let got = pollster::block_on(read(out, dtype))?;

@@ -1,0 +1,164 @@
+//! The CPU's f32 product tiles: packed panels multiplied by a register
+//! tile, the kernel chosen once by what the processor has (AVX-512F,
+//! AVX2 with FMA, else portable code the compiler vectorises).
+//!
+//! A product `C [m, n] = A [m, k] B [k, n]` is cut into tiles of
+//! [`Isa::mr`] rows by [`Isa::nr`] columns. `A` is packed once as panels of
+//! `mr` rows (`[panel][p][i]`, zero rows past `m`, [`pack_a`]) and `B` as
+//! panels of `nr` columns (`[panel][p][j]`, zero columns past `n`; the
+//! caller packs them, as a convolution packs its patches). [`tile`] sums a
+//! tile over all `k` in registers and hands it back for the caller to
+//! finish (a bias, a rounding) and store: the layout of `C` is the
+//! caller's.
+//!
+//! Every output is one f32 sum over `p` in order, each term a fused
+//! multiply-add on the x86 kernels and a product then a sum in the portable
+//! one: the same on every thread count, within rounding of each other
+//! across kernels.
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::sync::OnceLock;
+
+/// The floats a tile holds at the most (AVX-512's 8 x 32).
+pub(crate) const MAX_TILE: usize = 8 * 32;
+
+/// The tile kernel a processor runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// 8 x 32 tiles in 16 zmm registers.
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    /// 6 x 16 tiles in 12 ymm registers.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// 4 x 16 tiles in plain Rust.
+    Portable,
+}
+
+impl Isa {
+    /// The best kernel this processor runs (detected once).
+    pub(crate) fn best() -> Isa {
+        static BEST: OnceLock<Isa> = OnceLock::new();
+        *BEST.get_or_init(|| Isa::available().into_iter().next().unwrap_or(Isa::Portable))
+    }
+
+    /// Every kernel this processor runs, best first (the tests run each).
+    pub(crate) fn available() -> Vec<Isa> {
+        let mut all = vector_kernels();
+        all.push(Isa::Portable);
+        all
+    }
+
+    /// Rows of a tile.
+    pub(crate) fn mr(self) -> usize {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => 8,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => 6,
+            Isa::Portable => 4,
+        }
+    }
+
+    /// Columns of a tile.
+    pub(crate) fn nr(self) -> usize {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => 32,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => 16,
+            Isa::Portable => 16,
+        }
+    }
+}
+
+/// The x86 kernels this processor has the features of, best first.
+#[cfg(target_arch = "x86_64")]
+fn vector_kernels() -> Vec<Isa> {
+    use std::arch::is_x86_feature_detected as has;
+    let mut found = Vec::new();
+    if has!("avx512f") {
+        found.push(Isa::Avx512);
+    }
+    if has!("avx2") && has!("fma") {
+        found.push(Isa::Avx2);
+    }
+    found
+}
+
+/// No vector kernels but x86's yet: the portable one is vectorised by the
+/// compiler.
+#[cfg(not(target_arch = "x86_64"))]
+fn vector_kernels() -> Vec<Isa> {
+    Vec::new()
+}
+
+/// `A [m, k]` (element `(r, p)` is `at(r, p)`) packed as panels of
+/// `isa.mr()` rows: panel `q` holds `[p][i]` = `at(q mr + i, p)`, zero for
+/// rows past `m`.
+pub(crate) fn pack_a(isa: Isa, m: usize, k: usize, at: impl Fn(usize, usize) -> f32) -> Vec<f32> {
+    let mr = isa.mr();
+    let mut packed = vec![0.0; m.div_ceil(mr) * mr * k];
+    if k == 0 {
+        return packed;
+    }
+    for (q, panel) in packed.chunks_mut(mr * k).enumerate() {
+        for (p, column) in panel.chunks_mut(mr).enumerate() {
+            for (i, slot) in column.iter_mut().enumerate() {
+                let r = q * mr + i;
+                if r < m {
+                    *slot = at(r, p);
+                }
+            }
+        }
+    }
+    packed
+}
+
+/// The tile `out[i nr + j] = sum over p < k of a[p mr + i] b[p nr + j]`
+/// of one packed `A` panel and one packed `B` panel.
+///
+/// # Panics
+/// When a panel holds fewer than `k` steps (a caller's bug).
+pub(crate) fn tile(isa: Isa, k: usize, a: &[f32], b: &[f32], out: &mut [f32; MAX_TILE]) {
+    let (mr, nr) = (isa.mr(), isa.nr());
+    assert!(
+        a.len() >= k * mr && b.len() >= k * nr,
+        "sgemm tile: panels of {} and {} floats for {k} steps",
+        a.len(),
+        b.len()
+    );
+    match isa {
+        // SAFETY: `best`/`available` chose the kernel only where the
+        // processor has its features, and the assert above bounds every
+        // read (k steps of mr and nr floats) and write (mr nr <= MAX_TILE).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { x86::tile_avx512(k, a.as_ptr(), b.as_ptr(), out) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { x86::tile_avx2(k, a.as_ptr(), b.as_ptr(), out) },
+        Isa::Portable => portable(k, a, b, out),
+    }
+}
+
+/// The 4 x 16 tile in plain Rust: the compiler keeps the sums in vector
+/// registers of whatever width the target has.
+fn portable(k: usize, a: &[f32], b: &[f32], out: &mut [f32; MAX_TILE]) {
+    const MR: usize = 4;
+    const NR: usize = 16;
+    let mut acc = [[0.0f32; NR]; MR];
+    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).take(k) {
+        for (row, &av) in acc.iter_mut().zip(ap) {
+            for (sum, &bv) in row.iter_mut().zip(bp) {
+                *sum += av * bv;
+            }
+        }
+    }
+    for (dst, row) in out.chunks_exact_mut(NR).zip(&acc) {
+        dst.copy_from_slice(row);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+//! Every kernel this processor runs against an f64 product, over depths
+//! across the unrolled steps and partial panels.
+
+use super::*;
+
+/// A small xorshift generator in [-1, 1).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+#[test]
+fn every_kernel_matches_an_f64_product() {
+    let mut rng = Rng(0x5eed);
+    for isa in Isa::available() {
+        let (mr, nr) = (isa.mr(), isa.nr());
+        for (m, k) in [
+            (1, 0),
+            (1, 1),
+            (3, 2),
+            (mr, 7),
+            (mr + 1, 33),
+            (2 * mr - 1, 128),
+        ] {
+            let a: Vec<f32> = (0..m * k).map(|_| rng.next()).collect();
+            let b: Vec<f32> = (0..k * nr).map(|_| rng.next()).collect();
+            let packed = pack_a(isa, m, k, |r, p| a[r * k + p]);
+            assert_eq!(packed.len(), m.div_ceil(mr) * mr * k);
+            for q in 0..m.div_ceil(mr) {
+                let panel = &packed[q * mr * k..(q + 1) * mr * k];
+                let mut out = [f32::NAN; MAX_TILE];
+                tile(isa, k, panel, &b, &mut out);
+                for i in 0..mr {
+                    for j in 0..nr {
+                        let r = q * mr + i;
+                        let want: f64 = if r < m {
+                            (0..k)
+                                .map(|p| a[r * k + p] as f64 * b[p * nr + j] as f64)
+                                .sum()
+                        } else {
+                            0.0
+                        };
+                        let got = out[i * nr + j] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-5 * (k as f64).max(1.0),
+                            "{isa:?} m {m} k {k}: ({r}, {j}) is {got}, not {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_best_kernel_is_available() {
+    assert_eq!(Isa::available()[0], Isa::best());
+    assert!(Isa::available().contains(&Isa::Portable));
+    for isa in Isa::available() {
+        assert!(isa.mr() * isa.nr() <= MAX_TILE);
+    }
+}
+
+#[test]
+#[should_panic(expected = "sgemm tile")]
+fn short_panels_are_refused() {
+    let isa = Isa::best();
+    let mut out = [0.0; MAX_TILE];
+    tile(
+        isa,
+        2,
+        &vec![0.0; isa.mr()],
+        &vec![0.0; 2 * isa.nr()],
+        &mut out,
+    );
+}

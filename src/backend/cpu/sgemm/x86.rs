@@ -1,0 +1,73 @@
+//! The x86-64 tile kernels: the sums of a tile stay in registers over all
+//! `k` steps; each step loads the `B` panel's row as vectors and
+//! multiply-adds each `A` value broadcast against them.
+
+use super::MAX_TILE;
+use std::arch::x86_64::*;
+
+/// The 8 x 32 tile on AVX-512F: 16 zmm sums, two `B` vectors a step.
+///
+/// # Safety
+/// The processor has AVX-512F; `a` holds `8 k` floats and `b` `32 k`.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn tile_avx512(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    out: &mut [f32; MAX_TILE],
+) {
+    const MR: usize = 8;
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    for p in 0..k {
+        // SAFETY: step p reads a[8 p..8 p + 8] and b[32 p..32 p + 32].
+        unsafe {
+            let (ap, bp) = (a.add(p * MR), b.add(p * 32));
+            let b0 = _mm512_loadu_ps(bp);
+            let b1 = _mm512_loadu_ps(bp.add(16));
+            for (i, sums) in acc.iter_mut().enumerate() {
+                let av = _mm512_set1_ps(*ap.add(i));
+                sums[0] = _mm512_fmadd_ps(av, b0, sums[0]);
+                sums[1] = _mm512_fmadd_ps(av, b1, sums[1]);
+            }
+        }
+    }
+    for (i, sums) in acc.iter().enumerate() {
+        // SAFETY: row i of the tile is out[32 i..32 i + 32], inside 8 x 32.
+        unsafe {
+            let row = out.as_mut_ptr().add(i * 32);
+            _mm512_storeu_ps(row, sums[0]);
+            _mm512_storeu_ps(row.add(16), sums[1]);
+        }
+    }
+}
+
+/// The 6 x 16 tile on AVX2 with FMA: 12 ymm sums, two `B` vectors a step.
+///
+/// # Safety
+/// The processor has AVX2 and FMA; `a` holds `6 k` floats and `b` `16 k`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn tile_avx2(k: usize, a: *const f32, b: *const f32, out: &mut [f32; MAX_TILE]) {
+    const MR: usize = 6;
+    let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+    for p in 0..k {
+        // SAFETY: step p reads a[6 p..6 p + 6] and b[16 p..16 p + 16].
+        unsafe {
+            let (ap, bp) = (a.add(p * MR), b.add(p * 16));
+            let b0 = _mm256_loadu_ps(bp);
+            let b1 = _mm256_loadu_ps(bp.add(8));
+            for (i, sums) in acc.iter_mut().enumerate() {
+                let av = _mm256_set1_ps(*ap.add(i));
+                sums[0] = _mm256_fmadd_ps(av, b0, sums[0]);
+                sums[1] = _mm256_fmadd_ps(av, b1, sums[1]);
+            }
+        }
+    }
+    for (i, sums) in acc.iter().enumerate() {
+        // SAFETY: row i of the tile is out[16 i..16 i + 16], inside 8 x 32.
+        unsafe {
+            let row = out.as_mut_ptr().add(i * 16);
+            _mm256_storeu_ps(row, sums[0]);
+            _mm256_storeu_ps(row.add(8), sums[1]);
+        }
+    }
+}
