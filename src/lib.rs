@@ -109,8 +109,8 @@ pub use interop::{ColorMap, GpuBuffer};
 pub use layout::Layout;
 pub use num_complex::Complex32;
 pub use ops::{
-    Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair, Pool, Resize, SortOrder,
-    Stft, TopK,
+    Activation, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair, Pool, Resize,
+    SortOrder, Stft, TopK,
 };
 pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledSubmit};
 pub use scalar::Scalar;

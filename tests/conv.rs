@@ -6,7 +6,7 @@
 mod common;
 
 use common::{devices, noise};
-use webtensor::{Conv, DType, Device, Pool, Resize, Tensor, s};
+use webtensor::{Activation, Conv, DType, Device, Pool, Resize, Tensor, s};
 
 /// Row-major values of a 4-D shape.
 struct Array4 {
@@ -1608,6 +1608,115 @@ fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
         assert!(
             bits(&got) == bits(&want),
             "{gpu}: the large depthwise convolution differs"
+        );
+    }
+}
+
+/// Every activation a convolution applies is the convolution then that
+/// activation: on the CPU bit for bit in f32 (its kernels apply the
+/// op's own f32 function to each biased sum as they store it, with no
+/// pass of its own), within one rounding in f16 and bf16, and on a GPU
+/// (which runs the activation after) within a convolution's tolerance;
+/// over a product, a depthwise, a few-channel composed and a transposed
+/// convolution, with and without a bias.
+#[test]
+fn a_convolutions_activation_is_the_activation_of_its_output() {
+    let acts = [
+        Activation::Relu,
+        Activation::Relu6,
+        Activation::LeakyRelu(0.1),
+        Activation::Sigmoid,
+        Activation::Tanh,
+        Activation::Hardsigmoid,
+        Activation::Hardswish,
+        Activation::Silu,
+        Activation::Gelu,
+        Activation::GeluTanh,
+    ];
+    // (label, input, weight, groups, transposed)
+    let cases = [
+        ("product", [2usize, 8, 9, 11], [6usize, 8, 3, 3], 1, false),
+        ("depthwise", [1, 6, 10, 7], [6, 1, 3, 3], 6, false),
+        ("depthwise 1x1", [1, 6, 10, 7], [6, 1, 1, 1], 6, false),
+        ("transposed", [1, 4, 5, 6], [4, 3, 2, 2], 1, true),
+    ];
+    let cpu = Device::cpu();
+    for (label, xd, wd, groups, transposed) in cases {
+        let x = Tensor::from_vec(noise(xd.iter().product(), 31), xd, &cpu)
+            .unwrap()
+            .mul_scalar(4.0)
+            .unwrap();
+        let w = Tensor::from_vec(noise(wd.iter().product(), 32), wd, &cpu).unwrap();
+        let channels = if transposed { wd[1] } else { wd[0] };
+        let b = Tensor::from_vec(noise(channels, 33), [channels], &cpu).unwrap();
+        let run = |x: &Tensor, w: &Tensor, conv: &Conv| {
+            if transposed {
+                x.conv_transpose2d(w, &conv.clone().stride(2))
+            } else {
+                x.conv2d(w, &conv.clone().padding(1).groups(groups))
+            }
+            .unwrap()
+        };
+        for act in acts {
+            for biased in [false, true] {
+                let plain = if biased {
+                    Conv::new().bias(&b)
+                } else {
+                    Conv::new()
+                };
+                let what = format!("{label} {act:?} bias {biased}");
+                let want = run(&x, &w, &plain).activate(act).unwrap();
+                let fused = plain.clone().activation(act);
+                let got = run(&x, &w, &fused);
+                assert_eq!(float_bits(&got), float_bits(&want), "{what}: CPU f32");
+                for dtype in [DType::F16, DType::BF16] {
+                    let (xh, wh) = (x.to_dtype(dtype).unwrap(), w.to_dtype(dtype).unwrap());
+                    let want = run(&xh, &wh, &plain).activate(act).unwrap();
+                    let got = run(&xh, &wh, &fused);
+                    assert_eq!(got.dtype(), dtype, "{what}");
+                    let tol = if dtype == DType::F16 { 2e-3 } else { 1.6e-2 };
+                    check(
+                        &got,
+                        &common::read_f32(&want),
+                        want.dims(),
+                        tol,
+                        &format!("{what} {dtype}"),
+                    );
+                }
+                for dev in devices().into_iter().skip(1) {
+                    let on = b.to_device(&dev).unwrap();
+                    let conv = if biased {
+                        Conv::new().bias(&on)
+                    } else {
+                        Conv::new()
+                    };
+                    let (xd, wd) = (x.to_device(&dev).unwrap(), w.to_device(&dev).unwrap());
+                    let got = run(&xd, &wd, &conv.activation(act));
+                    let what = format!("{what} GPU");
+                    check(&got, &common::read_f32(&want), want.dims(), 1e-4, &what);
+                }
+            }
+        }
+        // No pass of its own on the CPU: the product and depthwise kernels
+        // apply it (a transposed convolution runs it after).
+        let relu_pass = |then_relu: bool, conv: Conv| {
+            let p = cpu
+                .profile(|| {
+                    let y = run(&x, &w, &conv);
+                    let y = if then_relu { y.relu()? } else { y };
+                    y.to_vec::<f32>().map(drop)
+                })
+                .unwrap();
+            p.ops().iter().any(|op| op.name == "relu")
+        };
+        assert!(
+            relu_pass(true, Conv::new()),
+            "{label}: the profile names relu"
+        );
+        assert_eq!(
+            relu_pass(false, Conv::new().activation(Activation::Relu)),
+            transposed,
+            "{label}: a relu pass"
         );
     }
 }

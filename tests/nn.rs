@@ -586,3 +586,98 @@ fn smooth_activations_are_pytorchs() {
         }
     }
 }
+
+/// `fuse_conv_bn_weights` is PyTorch's fold, by its definition (in f64
+/// here): the weight scaled per output channel, the bias shifted and
+/// scaled; the convolution by the folded pair is the batch norm of the
+/// convolution within rounding, with and without the optional
+/// parameters, in f32, f16 and bf16 weights, on every device; bad shapes,
+/// dtypes and ranks are errors naming the op.
+#[test]
+fn a_folded_batch_norm_is_pytorchs_fold() {
+    let (c, cin) = (5, 3);
+    for dev in devices() {
+        let t = |v: Vec<f32>, dims: &[usize]| Tensor::from_vec(v, dims, &dev).unwrap();
+        let w = t(noise(c * cin * 9, 1), &[c, cin, 3, 3]);
+        let b = t(noise(c, 2), &[c]);
+        let mean = t(noise(c, 3), &[c]);
+        let var = t(noise(c, 4).iter().map(|v| v.abs() + 0.5).collect(), &[c]);
+        let gamma = t(noise(c, 5), &[c]);
+        let beta = t(noise(c, 6), &[c]);
+        let x = t(noise(2 * cin * 36, 7), &[2, cin, 6, 6]);
+        let eps = 1e-3;
+        for (conv_b, g, be) in [
+            (None, None, None),
+            (Some(&b), Some(&gamma), Some(&beta)),
+            (Some(&b), None, Some(&beta)),
+        ] {
+            let (fw, fb) = w
+                .fuse_conv_bn_weights(conv_b, &mean, &var, eps, g, be)
+                .unwrap();
+            let what = format!(
+                "{} bias {} gamma {}",
+                dev.info().name,
+                conv_b.is_some(),
+                g.is_some()
+            );
+            // PyTorch's definition in f64.
+            let read = |t: &Tensor| read_f32(t).iter().map(|&v| v as f64).collect::<Vec<_>>();
+            let (wv, mv, vv) = (read(&w), read(&mean), read(&var));
+            let gv = g.map_or(vec![1.0; c], read);
+            let bv = conv_b.map_or(vec![0.0; c], read);
+            let bev = be.map_or(vec![0.0; c], read);
+            let s: Vec<f64> = (0..c).map(|k| gv[k] / (vv[k] + eps).sqrt()).collect();
+            let want_w: Vec<f32> = wv
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v * s[i / (cin * 9)]) as f32)
+                .collect();
+            let want_b: Vec<f32> = (0..c)
+                .map(|k| ((bv[k] - mv[k]) * s[k] + bev[k]) as f32)
+                .collect();
+            assert_close(&read_f32(&fw), &want_w, 1e-6, &what);
+            assert_close(&read_f32(&fb), &want_b, 1e-6, &what);
+            let conv = match conv_b {
+                Some(b) => webtensor::Conv::new().bias(b),
+                None => webtensor::Conv::new(),
+            };
+            let apart = x
+                .conv2d(&w, &conv.padding(1))
+                .unwrap()
+                .batch_norm(&mean, &var, g, be, eps)
+                .unwrap();
+            let fused = x
+                .conv2d(&fw, &webtensor::Conv::new().bias(&fb).padding(1))
+                .unwrap();
+            assert_close(&read_f32(&fused), &read_f32(&apart), 1e-4, &what);
+            for dtype in [DType::F16, DType::BF16] {
+                let wh = w.to_dtype(dtype).unwrap();
+                let (fw, fb) = wh
+                    .fuse_conv_bn_weights(conv_b, &mean, &var, eps, g, be)
+                    .unwrap();
+                assert_eq!((fw.dtype(), fb.dtype()), (dtype, DType::F32), "{what}");
+                let want: Vec<f32> = read_f32(&wh)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (v as f64 * s[i / (cin * 9)]) as f32)
+                    .collect();
+                let tol = half_tol(dtype, 1e-3, 1e-6);
+                assert_close(&read_f32(&fw), &want, tol, &format!("{what} {dtype}"));
+            }
+        }
+        let err = |r: webtensor::Result<(Tensor, Tensor)>| r.map(drop).unwrap_err().to_string();
+        let short = t(vec![1.0; c - 1], &[c - 1]);
+        for e in [
+            err(w.fuse_conv_bn_weights(None, &short, &var, eps, None, None)),
+            err(w.fuse_conv_bn_weights(Some(&short), &mean, &var, eps, None, None)),
+            err(w.fuse_conv_bn_weights(None, &mean, &var, eps, None, Some(&short))),
+            err(mean.fuse_conv_bn_weights(None, &mean, &var, eps, None, None)),
+            err(w
+                .to_dtype(DType::I32)
+                .unwrap()
+                .fuse_conv_bn_weights(None, &mean, &var, eps, None, None)),
+        ] {
+            assert!(e.contains("fuse_conv_bn_weights"), "{e}");
+        }
+    }
+}

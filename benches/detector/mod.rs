@@ -7,9 +7,15 @@
 //! convolutions, a sigmoid). `benches/reference/onnx_detector.py` builds
 //! the same network as an ONNX graph from the weights this one saves; keep
 //! the two in step.
+//!
+//! As an inference engine does when it loads a model (onnxruntime folds
+//! them too), each batch norm after a convolution is folded into that
+//! convolution's weight and bias once, at load (`fuse_conv_bn_weights`),
+//! and the activation after it is the convolution's own
+//! (`Conv::activation`): a conv-bn-activation layer is one call.
 
 use std::collections::HashMap;
-use webtensor::{Conv, DType, Device, Resize, Result, Tensor};
+use webtensor::{Activation, Conv, DType, Device, Resize, Result, Tensor};
 
 /// A block: input, expanded and output channels, depthwise kernel size and
 /// stride, squeeze-excite, hardswish (else relu).
@@ -74,6 +80,9 @@ pub fn squeezed(c: usize) -> usize {
 /// The network's weights by name.
 pub struct Detector {
     pub weights: HashMap<String, Tensor>,
+    /// Each convolution followed by a batch norm, by the layer's name: the
+    /// weight and bias with the batch norm folded in.
+    folded: HashMap<String, (Tensor, Tensor)>,
 }
 
 /// Makes the weights in a fixed order, each from its own seed.
@@ -159,7 +168,33 @@ impl Detector {
         m.transposed("head.up1", INNER / 4, INNER / 4)?;
         m.bn("head.bn2", INNER / 4)?;
         m.transposed("head.up2", INNER / 4, 1)?;
-        Ok(Detector { weights: m.weights })
+        let mut net = Detector {
+            weights: m.weights,
+            folded: HashMap::new(),
+        };
+        let mut layers = vec!["stem".to_string()];
+        for (i, b) in BLOCKS.iter().enumerate() {
+            if b.exp != b.cin {
+                layers.push(format!("blocks.{i}.expand"));
+            }
+            layers.push(format!("blocks.{i}.depthwise"));
+            layers.push(format!("blocks.{i}.project"));
+        }
+        for layer in layers {
+            let bn = format!("{layer}.bn");
+            let fold = net
+                .w(&format!("{layer}.conv.weight"))
+                .fuse_conv_bn_weights(
+                    None,
+                    net.w(&format!("{bn}.mean")),
+                    net.w(&format!("{bn}.var")),
+                    1e-5,
+                    Some(net.w(&format!("{bn}.weight"))),
+                    Some(net.w(&format!("{bn}.bias"))),
+                )?;
+            net.folded.insert(layer, fold);
+        }
+        Ok(net)
     }
 
     fn w(&self, name: &str) -> &Tensor {
@@ -177,15 +212,17 @@ impl Detector {
         )
     }
 
-    /// Convolution, batch norm and activation (`None`: none).
+    /// Convolution, batch norm and activation (`None`: none), as one
+    /// convolution by the folded weights.
     fn conv_bn(&self, x: &Tensor, name: &str, conv: &Conv, act: Option<bool>) -> Result<Tensor> {
-        let y = x.conv2d(self.w(&format!("{name}.conv.weight")), conv)?;
-        let y = self.bn(&y, &format!("{name}.bn"))?;
-        match act {
-            Some(true) => y.hardswish(),
-            Some(false) => y.relu(),
-            None => Ok(y),
-        }
+        let (weight, bias) = &self.folded[name];
+        let conv = conv.clone().bias(bias);
+        let conv = match act {
+            Some(true) => conv.activation(Activation::Hardswish),
+            Some(false) => conv.activation(Activation::Relu),
+            None => conv,
+        };
+        x.conv2d(weight, &conv)
     }
 
     /// Squeeze-excite: channel weights from the global mean.

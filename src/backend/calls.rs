@@ -294,6 +294,9 @@ pub(crate) struct DepthwiseCall<'a> {
     pub stride: [usize; 2],
     pub pad: [usize; 2],
     pub dilation: [usize; 2],
+    /// A one-op activation applied to each biased f32 sum before its
+    /// rounding (the CPU's kernel takes it; a GPU's call has none).
+    pub activation: Option<crate::op::UnaryOp>,
 }
 
 /// One layer, RMS or group normalisation on a GPU's single-pass kernel:
@@ -502,4 +505,7 @@ pub(crate) struct ConvCall<'a> {
     /// An f32 bias per output channel, added before the one rounding (the
     /// CPU's kernels take it; a GPU's call has none, the op layer adds it).
     pub bias: Option<TensorRef<'a>>,
+    /// A one-op activation applied to each biased f32 sum before its
+    /// rounding (the CPU only, as the bias).
+    pub activation: Option<crate::op::UnaryOp>,
 }

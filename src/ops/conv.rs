@@ -20,8 +20,8 @@
 //! A transposed convolution adds each tap's product into a strided view of
 //! its output instead.
 
-use super::PadMode;
 use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, span, window};
+use super::{Activation, PadMode};
 use crate::backend::{ConvCall, DepthwiseCall};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -74,6 +74,7 @@ pub struct Conv<'a> {
     groups: usize,
     output_padding: Pair,
     bias: Option<&'a Tensor>,
+    activation: Option<Activation>,
 }
 
 impl Default for Conv<'_> {
@@ -92,6 +93,7 @@ impl<'a> Conv<'a> {
             groups: 1,
             output_padding: Pair([0, 0]),
             bias: None,
+            activation: None,
         }
     }
 
@@ -138,6 +140,16 @@ impl<'a> Conv<'a> {
     /// Added to each output channel: a 1-D tensor of one value per channel.
     pub fn bias(mut self, bias: &'a Tensor) -> Conv<'a> {
         self.bias = Some(bias);
+        self
+    }
+
+    /// Applied to each output after the bias: the convolution followed by
+    /// [`Tensor::activate`]. The CPU's kernels apply it as they store each
+    /// sum (no pass of its own), to the f32 sum before its one rounding,
+    /// so an f16 or bf16 result can differ from the two calls' in its
+    /// last bit; a GPU runs the activation after the convolution.
+    pub fn activation(mut self, activation: Activation) -> Conv<'a> {
+        self.activation = Some(activation);
         self
     }
 
@@ -297,6 +309,10 @@ fn finish(
         let bias = bias.to_dtype(out.dtype())?;
         out.add_(&bias.reshape([1, o as isize, 1, 1])?)?;
     }
+    let out = match conv.activation {
+        Some(act) => out.activate(act)?,
+        None => out,
+    };
     let out = out.to_dtype(dtype)?;
     if unbatched {
         out.squeeze_axis(0)
@@ -371,20 +387,23 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
     };
     if cg == 1
         && g > 1
-        && let Some(out) = depthwise_kernel(op, &x, weight, conv, &geometry)?
+        && let Some((out, activated)) = depthwise_kernel(op, &x, weight, conv, &geometry)?
     {
-        let unbiased = Conv {
+        let rest = Conv {
             bias: None,
+            activation: conv.activation.filter(|_| !activated),
             ..conv.clone()
         };
-        return finish(op, out, &unbiased, dtype, unbatched);
+        return finish(op, out, &rest, dtype, unbatched);
     }
     if !(cg == 1 && g > 1)
         && (ho * wo >= IMPLICIT_MIN_PIXELS || !x.device().is_gpu())
-        && let Some((out, biased)) = implicit_gemm(op, &x, weight, conv, &geometry)?
+        && let Some((out, on_cpu)) = implicit_gemm(op, &x, weight, conv, &geometry)?
     {
+        // The CPU's kernel added the bias and applied a one-op activation.
         let rest = Conv {
-            bias: if biased { None } else { conv.bias },
+            bias: conv.bias.filter(|_| !on_cpu),
+            activation: conv.activation.filter(|a| !on_cpu || a.unary().is_none()),
             ..conv.clone()
         };
         return finish(op, out, &rest, dtype, unbatched);
@@ -513,6 +532,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             dilation: d,
             groups: g,
             bias: None,
+            activation: None,
         })?;
         return finish(OP, out, conv, dtype, unbatched);
     }
@@ -545,8 +565,9 @@ struct Geometry {
 
 /// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel
 /// or the CPU's packed products over patches, in f32, f16 or bf16
-/// (accumulating in f32; f32 with a bias), and whether it added the bias
-/// (the CPU's kernel adds it as it stores each sum): `None` where the
+/// (accumulating in f32; f32 with a bias), and whether it ran on the CPU,
+/// whose kernel adds the bias and applies a one-op activation as it
+/// stores each sum: `None` where the
 /// kernel does not take it (other dtypes, operands over one storage
 /// binding, a kernel its self-check dropped), which the caller composes
 /// from products instead.
@@ -566,8 +587,10 @@ fn implicit_gemm(
     };
     let x = x.to_dtype(dtype)?;
     let weight = weight.to_dtype(dtype)?.contiguous()?;
+    // The CPU's kernel adds the bias and applies the activation.
+    let on_cpu = x.device().is_cpu();
     let bias = match checked_bias(op, conv, geometry.out[1])? {
-        Some(b) if x.device().is_cpu() => Some(b.to_dtype(DType::F32)?.contiguous()?),
+        Some(b) if on_cpu => Some(b.to_dtype(DType::F32)?.contiguous()?),
         _ => None,
     };
     let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
@@ -590,22 +613,27 @@ fn implicit_gemm(
             Some(b) => Some(b.kernel_ref(b.layout().clone())?),
             None => None,
         },
+        activation: conv
+            .activation
+            .and_then(Activation::unary)
+            .filter(|_| on_cpu),
     })?;
-    Ok(recorded.then_some((out, bias.is_some())))
+    Ok(recorded.then_some((out, on_cpu)))
 }
 
 /// The depthwise convolution of `x` by `weight` (one input channel per
 /// group) on the device's one-pass kernel, its bias added before the one
-/// rounding: `None` where the kernel does not take it (dtypes other than
-/// f32, f16 and bf16, operands over one storage binding), which the
-/// caller composes instead.
+/// rounding, and whether it applied the activation (the CPU's kernel
+/// applies a one-op activation as it stores): `None` where the kernel
+/// does not take it (dtypes other than f32, f16 and bf16, operands over
+/// one storage binding), which the caller composes instead.
 fn depthwise_kernel(
     op: &'static str,
     x: &Tensor,
     weight: &Tensor,
     conv: &Conv,
     geometry: &Geometry,
-) -> Result<Option<Tensor>> {
+) -> Result<Option<(Tensor, bool)>> {
     let dtype = Tensor::result_type(x, weight)?;
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         return Ok(None);
@@ -623,6 +651,10 @@ fn depthwise_kernel(
     {
         return Ok(None);
     }
+    let activation = conv
+        .activation
+        .and_then(Activation::unary)
+        .filter(|_| x.device().is_cpu());
     crate::backend::depthwise(&DepthwiseCall {
         input: x.kernel_ref(x.layout().clone())?,
         weight: weight.kernel_ref(weight.layout().clone())?,
@@ -635,8 +667,9 @@ fn depthwise_kernel(
         stride: conv.stride.0,
         pad: geometry.pad,
         dilation: conv.dilation.0,
+        activation,
     })?;
-    Ok(Some(out))
+    Ok(Some((out, activation.is_some())))
 }
 
 /// The four extents of a rank-4 tensor.

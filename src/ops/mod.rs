@@ -32,6 +32,7 @@ mod windows;
 pub use conv::{Conv, ConvPadding};
 pub use custom::CustomKernel;
 pub use fft::{Fft, FftNorm};
+pub use nn::Activation;
 pub use pool::Pool;
 pub use rearrange::PadMode;
 pub use reduce::Axes;

@@ -7,7 +7,9 @@
 //! the zero padding adding `0 * w` (NaN for an infinite weight, as a
 //! product over a padded copy gives), then the f32 bias added and the sum
 //! rounded once into the dtype: the sums the composed form (a product
-//! pass per tap) made, and the GPU's kernel makes, bit for bit.
+//! pass per tap) made, and the GPU's kernel makes, bit for bit. A one-op
+//! activation the call asks for is applied to the f32 sums as they are
+//! stored.
 
 use super::numeric::Widen;
 use super::storage::{CpuData, CpuStorage, host_data};
@@ -98,10 +100,11 @@ fn planes<T: Widen>(
     if plane == 0 {
         return Ok(());
     }
+    let activate = super::elementwise::activation_rows(call.activation)?;
     let one = |(k, dst): (usize, &mut [T])| {
         let (batch, channel) = (k / g.channels, k % g.channels);
         let b = bias.map_or(0.0, |b| b[channel]);
-        plane_of(x, w, b, dst, &g, batch, channel);
+        plane_of(x, w, (b, activate), dst, &g, batch, channel);
     };
     super::threads::for_each_piece_mut(out, plane, one);
     Ok(())
@@ -115,7 +118,7 @@ fn planes<T: Widen>(
 fn plane_of<T: Widen>(
     x: &[T],
     w: &[T],
-    bias: f32,
+    (bias, activate): (f32, fn(&mut [f32])),
     dst: &mut [T],
     g: &Geometry,
     batch: usize,
@@ -140,10 +143,15 @@ fn plane_of<T: Widen>(
         // A scale and shift (a batch norm): each row in one pass, the
         // same sum, `0 + x w + bias`, as the general loop's.
         let tap = taps[0];
+        let mut sums = vec![0.0f32; wo];
         for (oy, row) in dst.chunks_mut(wo).enumerate() {
             let first = (base + oy as isize * g.strides[2]) as usize;
-            for (slot, v) in row.iter_mut().zip(&x[first..first + wo]) {
-                *slot = T::from_f32((0.0 + v.to_f32() * tap) + bias);
+            for (sum, v) in sums.iter_mut().zip(&x[first..first + wo]) {
+                *sum = (0.0 + v.to_f32() * tap) + bias;
+            }
+            activate(&mut sums);
+            for (slot, &sum) in row.iter_mut().zip(&sums) {
+                *slot = T::from_f32(sum);
             }
         }
         return;
@@ -204,8 +212,10 @@ fn plane_of<T: Widen>(
                 }
             }
         }
-        for (slot, sum) in row.iter_mut().zip(&sums) {
-            *slot = T::from_f32(sum + bias);
+        sums.iter_mut().for_each(|sum| *sum += bias);
+        activate(&mut sums);
+        for (slot, &sum) in row.iter_mut().zip(&sums) {
+            *slot = T::from_f32(sum);
         }
     }
 }

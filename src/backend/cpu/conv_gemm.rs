@@ -4,8 +4,8 @@
 //! tile kernel reads, no matrix in between), the group's weights `[out,
 //! in * kh * kw]` are packed once as panels of `mr` channels, and each
 //! tile of `mr` channels by `nr` pixels is summed in registers
-//! (`sgemm.rs`) and finished where it is stored: the f32 bias added, the
-//! sum rounded once into the dtype. Bands run on the current pool's
+//! (`sgemm/`) and finished where it is stored: the f32 bias added, a
+//! one-op activation applied, the sum rounded once into the dtype. Bands run on the current pool's
 //! threads, each packing into a scratch buffer of its thread's.
 //!
 //! Each output is one f32 sum over the input channels and taps in order
@@ -126,10 +126,14 @@ fn images<T: Widen>(
     if plane == 0 || o == 0 || od[0] == 0 {
         return Ok(());
     }
+    let activate = super::elementwise::activation_rows(call.activation)?;
     if depth == 0 {
-        // No input channels: each output is its bias (an empty sum, 0).
+        // No input channels: each output is its activated bias (an empty
+        // sum, 0).
         for (k, v) in out.iter_mut().enumerate() {
-            *v = T::from_f32(bias.map_or(0.0, |b| b[k / plane % o]));
+            let mut sum = [bias.map_or(0.0, |b| b[k / plane % o])];
+            activate(&mut sum);
+            *v = T::from_f32(sum[0]);
         }
         return Ok(());
     }
@@ -180,17 +184,22 @@ fn images<T: Widen>(
             let columns = nr.min(pixels - q * nr);
             for (t, a) in weights[g].chunks(depth * mr).enumerate() {
                 sgemm::tile(isa, depth, a, b, &mut tile);
-                for (i, sums) in tile.chunks(nr).take(mr.min(og - t * mr)).enumerate() {
+                for (i, sums) in tile.chunks_mut(nr).take(mr.min(og - t * mr)).enumerate() {
                     let channel = t * mr + i;
-                    let add = bias.map_or(0.0, |b| b[g * og + channel]);
+                    let sums = &mut sums[..columns];
+                    if let Some(b) = bias {
+                        let add = b[g * og + channel];
+                        sums.iter_mut().for_each(|v| *v += add);
+                    }
+                    activate(sums);
                     let at = channels + channel * plane + first + q * nr;
                     // SAFETY: job k alone writes pixels first..first +
                     // pixels of its image's and group's channels, inside
                     // the dense output (channel < og, q nr + columns <=
                     // pixels, first + pixels <= plane).
                     let row = unsafe { std::slice::from_raw_parts_mut(dst.get().add(at), columns) };
-                    for (slot, &v) in row.iter_mut().zip(sums) {
-                        *slot = T::from_f32(v + add);
+                    for (slot, &v) in row.iter_mut().zip(&*sums) {
+                        *slot = T::from_f32(v);
                     }
                 }
             }

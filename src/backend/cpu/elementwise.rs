@@ -267,6 +267,41 @@ unsafe fn unary_float<T: Float>(
     Ok(())
 }
 
+/// The f32 loop of a one-op activation a kernel applies as it stores its
+/// sums (a row in place): the op's own f32 function, so that the result is
+/// the op's on the f32 sums, bit for bit.
+///
+/// # Errors
+/// `Error::Internal` for an op that is no activation.
+pub(crate) fn activation_rows(op: Option<UnaryOp>) -> Result<fn(&mut [f32])> {
+    macro_rules! rows {
+        ($f:expr) => {
+            |row: &mut [f32]| {
+                for v in row {
+                    *v = $f(*v);
+                }
+            }
+        };
+    }
+    Ok(match op {
+        None => |_: &mut [f32]| {},
+        Some(UnaryOp::Relu) => rows!(<f32 as Num>::relu),
+        Some(UnaryOp::Sigmoid) => rows!(<f32 as Float>::sigmoid),
+        Some(UnaryOp::Tanh) => rows!(<f32 as Float>::tanh),
+        Some(UnaryOp::Hardsigmoid) => rows!(<f32 as Float>::hardsigmoid),
+        Some(UnaryOp::Hardswish) => rows!(<f32 as Float>::hardswish),
+        Some(UnaryOp::Silu) => rows!(<f32 as Float>::silu),
+        Some(UnaryOp::Gelu) => rows!(<f32 as Float>::gelu),
+        Some(UnaryOp::GeluTanh) => rows!(<f32 as Float>::gelu_tanh),
+        Some(other) => {
+            return Err(Error::internal(
+                "conv2d",
+                format!("{other:?} is not an activation a kernel applies"),
+            ));
+        }
+    })
+}
+
 unsafe fn unary_bool(op: UnaryOp, plan: &IterPlan, out: *mut u8, a: *const u8) -> Result<()> {
     op.check(DType::Bool)?;
     unsafe { map1(plan, out as *mut bool, a as *const bool, |x: bool| !x) };

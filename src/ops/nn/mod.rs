@@ -2,11 +2,18 @@
 //! normalisations (`norms.rs`: PyTorch's `layer_norm` and `rms_norm` over
 //! trailing axes and `group_norm` over groups of channels;
 //! `batch_norm.rs`: `batch_norm` in inference) and the piecewise-linear
-//! activations (`activations.rs`: `relu6`, `hardsigmoid`, `hardswish`).
+//! activations (`activations.rs`: `relu6`, `leaky_relu`, `elu`,
+//! `softplus`, `mish`; `activation.rs`: [`Activation`], one named as a
+//! value for a layer to apply) and `fuse.rs`: a batch norm folded into the
+//! convolution before it.
 
+mod activation;
 mod activations;
 mod batch_norm;
+mod fuse;
 mod norms;
+
+pub use activation::Activation;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};

@@ -108,6 +108,12 @@ pub(crate) fn depthwise_source(key: &DepthwiseKey) -> Result<String> {
 /// binding (the op layer composes those convolutions).
 pub(crate) fn depthwise(out: &GpuStorage, call: &DepthwiseCall) -> Result<()> {
     const OP: &str = "conv2d";
+    if call.activation.is_some() {
+        return Err(Error::internal(
+            OP,
+            "the GPU's depthwise kernel takes no activation (the op layer applies it)",
+        ));
+    }
     let ctx = &out.ctx;
     let numel = call.out.layout.numel();
     if numel == 0 {

@@ -119,6 +119,7 @@ pub(super) fn answers_right(
         dilation: DILATION,
         groups: GROUPS,
         bias: None,
+        activation: None,
     };
     record(out, &call, tiling)?;
     let got = pollster::block_on(read(out, dtype))?;
