@@ -376,7 +376,27 @@ fn transpose_reference(
 
 #[test]
 fn conv_transpose2d_scatters_each_input_through_the_kernel() {
-    let cases: [TransposeCase; 3] = [
+    let cases: [TransposeCase; 5] = [
+        (
+            "stride 2 = kernel (an upsampling)",
+            [2, 4, 3, 5],
+            [4, 3, 2, 2],
+            [2, 2],
+            [0, 0],
+            [1, 1],
+            [0, 0],
+            1,
+        ),
+        (
+            "stride (3, 2) = kernel, 3 groups",
+            [1, 6, 4, 3],
+            [6, 2, 3, 2],
+            [3, 2],
+            [0, 0],
+            [1, 1],
+            [0, 0],
+            3,
+        ),
         (
             "stride 2, padding 1, output padding 1",
             [2, 4, 3, 5],
@@ -1633,12 +1653,21 @@ fn a_convolutions_activation_is_the_activation_of_its_output() {
         Activation::Gelu,
         Activation::GeluTanh,
     ];
-    // (label, input, weight, groups, transposed)
+    // (label, input, weight, groups, transposed stride): a transposed
+    // convolution whose stride is its kernel is a 1x1 product and a
+    // shuffle (the product applies the activation), another runs it after.
     let cases = [
-        ("product", [2usize, 8, 9, 11], [6usize, 8, 3, 3], 1, false),
-        ("depthwise", [1, 6, 10, 7], [6, 1, 3, 3], 6, false),
-        ("depthwise 1x1", [1, 6, 10, 7], [6, 1, 1, 1], 6, false),
-        ("transposed", [1, 4, 5, 6], [4, 3, 2, 2], 1, true),
+        ("product", [2usize, 8, 9, 11], [6usize, 8, 3, 3], 1, None),
+        ("depthwise", [1, 6, 10, 7], [6, 1, 3, 3], 6, None),
+        ("depthwise 1x1", [1, 6, 10, 7], [6, 1, 1, 1], 6, None),
+        ("transposed", [1, 4, 5, 6], [4, 3, 2, 2], 1, Some(1)),
+        (
+            "transposed, stride = kernel",
+            [1, 4, 5, 6],
+            [4, 3, 2, 2],
+            1,
+            Some(2),
+        ),
     ];
     let cpu = Device::cpu();
     for (label, xd, wd, groups, transposed) in cases {
@@ -1647,11 +1676,11 @@ fn a_convolutions_activation_is_the_activation_of_its_output() {
             .mul_scalar(4.0)
             .unwrap();
         let w = Tensor::from_vec(noise(wd.iter().product(), 32), wd, &cpu).unwrap();
-        let channels = if transposed { wd[1] } else { wd[0] };
+        let channels = if transposed.is_some() { wd[1] } else { wd[0] };
         let b = Tensor::from_vec(noise(channels, 33), [channels], &cpu).unwrap();
         let run = |x: &Tensor, w: &Tensor, conv: &Conv| {
-            if transposed {
-                x.conv_transpose2d(w, &conv.clone().stride(2))
+            if let Some(stride) = transposed {
+                x.conv_transpose2d(w, &conv.clone().stride(stride))
             } else {
                 x.conv2d(w, &conv.clone().padding(1).groups(groups))
             }
@@ -1698,7 +1727,7 @@ fn a_convolutions_activation_is_the_activation_of_its_output() {
             }
         }
         // No pass of its own on the CPU: the product and depthwise kernels
-        // apply it (a transposed convolution runs it after).
+        // apply it (an overlapping transposed convolution runs it after).
         let relu_pass = |then_relu: bool, conv: Conv| {
             let p = cpu
                 .profile(|| {
@@ -1715,7 +1744,7 @@ fn a_convolutions_activation_is_the_activation_of_its_output() {
         );
         assert_eq!(
             relu_pass(false, Conv::new().activation(Activation::Relu)),
-            transposed,
+            transposed == Some(1),
             "{label}: a relu pass"
         );
     }

@@ -172,16 +172,20 @@ impl Detector {
             weights: m.weights,
             folded: HashMap::new(),
         };
-        let mut layers = vec!["stem".to_string()];
+        // (layer, its batch norm)
+        let mut layers = vec![("stem".to_string(), "stem.bn".to_string())];
         for (i, b) in BLOCKS.iter().enumerate() {
+            let mut parts = vec!["depthwise", "project"];
             if b.exp != b.cin {
-                layers.push(format!("blocks.{i}.expand"));
+                parts.insert(0, "expand");
             }
-            layers.push(format!("blocks.{i}.depthwise"));
-            layers.push(format!("blocks.{i}.project"));
+            for part in parts {
+                let layer = format!("blocks.{i}.{part}");
+                layers.push((layer.clone(), format!("{layer}.bn")));
+            }
         }
-        for layer in layers {
-            let bn = format!("{layer}.bn");
+        layers.push(("head".to_string(), "head.bn1".to_string()));
+        for (layer, bn) in layers {
             let fold = net
                 .w(&format!("{layer}.conv.weight"))
                 .fuse_conv_bn_weights(
@@ -294,8 +298,7 @@ impl Detector {
             fused.push(if s == 0 { p } else { up(&p, (1 << s) as f64)? });
         }
         let fused = Tensor::concat(&fused.iter().collect::<Vec<_>>(), 1)?;
-        let h = fused.conv2d(self.w("head.conv.weight"), &pad)?;
-        let h = self.bn(&h, "head.bn1")?.relu()?;
+        let h = self.conv_bn(&fused, "head", &pad, Some(false))?;
         let twice = |h: &Tensor, name: &str| {
             let conv = Conv::new().stride(2).bias(self.w(&format!("{name}.bias")));
             h.conv_transpose2d(self.w(&format!("{name}.weight")), &conv)

@@ -514,6 +514,9 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             ),
         ));
     }
+    if s == [kh, kw] && d == [1, 1] && p == [0, 0] && op == [0, 0] {
+        return disjoint_transpose(&x, weight, conv, unbatched);
+    }
     let x = x.to_dtype(compute)?;
     let weight = weight.to_dtype(compute)?;
     let (cg, o) = (c / g, og * g);
@@ -553,6 +556,45 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
         .narrow(3, p[1], size[1])?
         .contiguous()?;
     finish(OP, out, conv, dtype, unbatched)
+}
+
+/// A transposed convolution whose stride is its kernel (no dilation,
+/// padding or output padding; an upsampling layer's 2x2 stride 2): each
+/// output takes one tap of one input pixel per input channel, so it is a
+/// 1x1 convolution into `out kh kw` channels (bias and activation
+/// included) whose taps are then shuffled into place, one copy.
+fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool) -> Result<Tensor> {
+    let ([n, c, h, w], [_, og, kh, kw]) = (dims4(x), dims4(weight));
+    let (g, taps) = (conv.groups, kh * kw);
+    let [gi, cg, og_, taps_] = [g, c / g, og, taps].map(|v| v as isize);
+    // Weight (gi cg + ci, co, i, j) is row (gi og + co) taps + i kw + j of
+    // the 1x1 convolution's [g og taps, cg, 1, 1].
+    let product = weight
+        .reshape([gi, cg, og_ * taps_])?
+        .permute(&[0, 2, 1])?
+        .reshape([gi * og_ * taps_, cg, 1, 1])?;
+    let bias = match checked_bias("conv_transpose2d", conv, g * og)? {
+        Some(b) => Some(b.repeat(taps, 0)?),
+        None => None,
+    };
+    let mut inner = Conv::new().groups(g);
+    if let Some(b) = &bias {
+        inner = inner.bias(b);
+    }
+    if let Some(act) = conv.activation {
+        inner = inner.activation(act);
+    }
+    let columns = x.conv2d(&product, &inner)?;
+    let [n_, o_, h_, w_, kh_, kw_] = [n, g * og, h, w, kh, kw].map(|v| v as isize);
+    let out = columns
+        .reshape([n_, o_, kh_, kw_, h_, w_])?
+        .permute(&[0, 1, 4, 2, 5, 3])?
+        .reshape([n_, o_, h_ * kh_, w_ * kw_])?;
+    if unbatched {
+        out.squeeze_axis(0)
+    } else {
+        Ok(out)
+    }
 }
 
 /// What the implicit-GEMM kernel needs besides its operands: the kernel's
