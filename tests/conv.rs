@@ -1618,7 +1618,9 @@ fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
         }
         let img = Tensor::from_vec(noise(2 * 1024 * 1050, 4), [1, 2, 1024, 1050], &cpu).unwrap();
         let w = Tensor::from_vec(noise(4 * 9, 5), [4, 1, 3, 3], &cpu).unwrap();
-        let conv = Conv::new().groups(2).padding(1);
+        // Dilated rows: the CPU's stride-1 bands of output rows (16 KiB of
+        // sums, three rows here) read input rows across their ends.
+        let conv = Conv::new().groups(2).dilation([2, 1]).padding([2, 1]);
         let want = img.conv2d(&w, &conv).unwrap();
         let got = img
             .to_device(gpu)

@@ -156,6 +156,9 @@ fn plane_of<T: Widen>(
         }
         return;
     }
+    if g.stride == [1, 1] {
+        return unit_stride(x, &taps, (bias, activate), dst, g, base);
+    }
     let mut sums = vec![0.0f32; wo];
     for (oy, row) in dst.chunks_mut(wo).enumerate() {
         sums.fill(0.0);
@@ -218,4 +221,76 @@ fn plane_of<T: Widen>(
             *slot = T::from_f32(sum);
         }
     }
+}
+
+/// A stride-1 plane ([`plane_of`]'s sums, in the same order): the input
+/// rows it reads are copied once into a zero-padded plane `wo + (kw - 1)
+/// d` wide, so that each tap adds its weight times one run of that plane
+/// to the sums of a band of output rows at once (the columns past `wo` in
+/// each row of sums are never stored): a few long loops the compiler
+/// vectorises, where a small plane's rows made many short ones.
+fn unit_stride<T: Widen>(
+    x: &[T],
+    taps: &[f32],
+    (bias, activate): (f32, fn(&mut [f32])),
+    dst: &mut [T],
+    g: &Geometry,
+    base: isize,
+) {
+    let ([kh, kw], [ho, wo], d) = (g.kernel, g.out, g.dilation);
+    let (hp, wp) = (ho + (kh - 1) * d[0], wo + (kw - 1) * d[1]);
+    let (h, wd) = (g.size[0] as isize, g.size[1] as isize);
+    PLANES.with(|cell| {
+        let mut scratch = cell.take();
+        scratch.clear();
+        scratch.resize(hp * wp + ho * wp, 0.0);
+        let (padded, sums) = scratch.split_at_mut(hp * wp);
+        // Padded row r is input row r - pad, column c input column c - pad.
+        let cols =
+            (-(g.pad[1] as isize)..wp as isize - g.pad[1] as isize).map(|c| (0..wd).contains(&c));
+        let first = cols.clone().position(|inside| inside).unwrap_or(wp);
+        let count = cols.filter(|&inside| inside).count();
+        for (r, row) in padded.chunks_mut(wp).enumerate() {
+            let y = r as isize - g.pad[0] as isize;
+            if !(0..h).contains(&y) || count == 0 {
+                continue;
+            }
+            let start =
+                base + y * g.strides[2] + (first as isize - g.pad[1] as isize) * g.strides[3];
+            for (k, slot) in row[first..first + count].iter_mut().enumerate() {
+                *slot = x[(start + k as isize * g.strides[3]) as usize].to_f32();
+            }
+        }
+        // A band of output rows at a time, its sums in L1.
+        let rows = (SUMS / wp).max(1);
+        for y0 in (0..ho).step_by(rows) {
+            let band = rows.min(ho - y0);
+            let len = (band - 1) * wp + wo;
+            let sums = &mut sums[y0 * wp..y0 * wp + len];
+            for (t, &tap) in taps.iter().enumerate() {
+                let at = (y0 + (t / kw) * d[0]) * wp + (t % kw) * d[1];
+                for (sum, v) in sums.iter_mut().zip(&padded[at..at + len]) {
+                    *sum += v * tap;
+                }
+            }
+        }
+        for (row, out) in sums.chunks_mut(wp).zip(dst.chunks_mut(wo)) {
+            let row = &mut row[..wo];
+            row.iter_mut().for_each(|sum| *sum += bias);
+            activate(row);
+            for (slot, &sum) in out.iter_mut().zip(&*row) {
+                *slot = T::from_f32(sum);
+            }
+        }
+        cell.set(scratch);
+    });
+}
+
+/// Sums a band of [`unit_stride`]'s rows holds (16 KiB, unless one row is
+/// more).
+const SUMS: usize = 4096;
+
+thread_local! {
+    /// [`unit_stride`]'s padded plane and sums, kept for the next plane.
+    static PLANES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
