@@ -111,6 +111,12 @@ pub(crate) fn count() -> usize {
     })
 }
 
+/// wasm's one thread.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn count() -> usize {
+    1
+}
+
 /// Runs `work` (which splits itself with rayon) on the running op's pool:
 /// moved onto it when this thread is not one of its workers and the pool
 /// has more than one (a pool of one runs it here).
