@@ -120,11 +120,6 @@ impl Tensor {
         if let Some(out) = self.resize_in_one_pass(op, size, scale, mode)? {
             return Ok(out);
         }
-        if mode == Resize::Nearest
-            && let Some(out) = self.repeated(size, scale)?
-        {
-            return Ok(out);
-        }
         let mut x = self.to_dtype(compute)?;
         // Columns, then rows: PyTorch blends each row's pair of columns
         // first, so the roundings fall alike.
@@ -152,37 +147,6 @@ impl Tensor {
 }
 
 impl Tensor {
-    /// A nearest resize that takes each input pixel a whole number of
-    /// times along both axes (an FPN's 2x or 4x upsampling, where every
-    /// source index is `i / factor`): a broadcast view copied once, where
-    /// the composed form gathered twice. `None` for any other.
-    fn repeated(&self, size: [usize; 2], scale: Option<[f64; 2]>) -> Result<Option<Tensor>> {
-        let r = self.rank();
-        let mut factors = [1; 2];
-        for a in 0..2 {
-            let (n, m) = (self.dims()[r - 2 + a], size[a]);
-            if n == 0 || !m.is_multiple_of(n) {
-                return Ok(None);
-            }
-            let f = m / n;
-            let ratio = source_ratio(n, m, scale.map(|s| s[a]), Resize::Nearest);
-            if !(0..m).all(|i| source_taps(i, n, m, ratio, Resize::Nearest).0 == i / f) {
-                return Ok(None);
-            }
-            factors[a] = f;
-        }
-        let prefix = &self.dims()[..r - 2];
-        let [h, w] = [self.dims()[r - 2], self.dims()[r - 1]];
-        let mut spread = prefix.to_vec();
-        spread.extend([h, 1, w, 1]);
-        let mut wide = prefix.to_vec();
-        wide.extend([h, factors[0], w, factors[1]]);
-        let mut out = prefix.to_vec();
-        out.extend(size);
-        let view = self.reshape(Shape::from(spread))?.broadcast_to(wide)?;
-        Ok(Some(view.contiguous()?.reshape(Shape::from(out))?))
-    }
-
     /// On a GPU, the resize as one kernel (`backend::gpu::resize`), which
     /// works out the same positions and weights as `source_taps` in the
     /// shader: `None` where the op layer composes it instead (the CPU,
