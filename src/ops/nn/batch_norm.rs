@@ -9,7 +9,6 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ops::{Arg, check_devices};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -61,22 +60,7 @@ impl Tensor {
             ("weight", weight),
             ("bias", bias),
         ];
-        for (what, t) in params {
-            let Some(t) = t else { continue };
-            check_devices(op, self, &[Arg::Tensor(t)])?;
-            if t.dims() != [channels] {
-                return Err(Error::shape(
-                    op,
-                    format!(
-                        "the {what} must have shape ({channels},), got {}",
-                        t.shape()
-                    ),
-                ));
-            }
-            if !super::is_float(t.dtype()) {
-                return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
-            }
-        }
+        super::check_per_channel(op, self, channels, &params)?;
         let compute = if self.dtype() == DType::F64 {
             DType::F64
         } else {

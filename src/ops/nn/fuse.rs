@@ -5,7 +5,6 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ops::{Arg, check_devices};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -67,20 +66,7 @@ impl Tensor {
             ("batch norm weight", bn_weight),
             ("batch norm bias", bn_bias),
         ];
-        for (what, t) in params {
-            let Some(t) = t else { continue };
-            check_devices(op, self, &[Arg::Tensor(t)])?;
-            if t.dims() != [channels] {
-                return Err(Error::shape(
-                    op,
-                    format!(
-                        "the {what} must have shape ({channels},), got {}",
-                        t.shape()
-                    ),
-                ));
-            }
-            super::check_float(op, t.dtype())?;
-        }
+        super::check_per_channel(op, self, channels, &params)?;
         let compute = if self.dtype() == DType::F64 {
             DType::F64
         } else {

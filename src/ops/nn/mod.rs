@@ -17,6 +17,8 @@ pub use activation::Activation;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::ops::{Arg, check_devices};
+use crate::tensor::Tensor;
 
 /// True for the dtypes the layers take: f32, f16, bf16 and f64.
 fn is_float(dtype: DType) -> bool {
@@ -32,4 +34,35 @@ fn check_float(op: &'static str, dtype: DType) -> Result<()> {
         op,
         format!("takes f32, f16, bf16 or f64 tensors, got {dtype}; cast first"),
     ))
+}
+
+/// Checks the per-channel parameters of `op` on `x` that are given: each
+/// on `x`'s device, of shape `(channels,)` and a float dtype.
+///
+/// # Errors
+/// `Error::DeviceMismatch`, `Error::Shape` and `Error::DType` naming `op`
+/// and the parameter.
+fn check_per_channel(
+    op: &'static str,
+    x: &Tensor,
+    channels: usize,
+    params: &[(&str, Option<&Tensor>)],
+) -> Result<()> {
+    for &(what, t) in params {
+        let Some(t) = t else { continue };
+        check_devices(op, x, &[Arg::Tensor(t)])?;
+        if t.dims() != [channels] {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "the {what} must have shape ({channels},), got {}",
+                    t.shape()
+                ),
+            ));
+        }
+        if !is_float(t.dtype()) {
+            return Err(Error::dtype(op, format!("a {what} of dtype {}", t.dtype())));
+        }
+    }
+    Ok(())
 }
