@@ -609,10 +609,9 @@ struct Geometry {
 /// or the CPU's packed products over patches, in f32, f16 or bf16
 /// (accumulating in f32; f32 with a bias), and whether it ran on the CPU,
 /// whose kernel adds the bias and applies a one-op activation as it
-/// stores each sum: `None` where the
-/// kernel does not take it (other dtypes, operands over one storage
-/// binding, a kernel its self-check dropped), which the caller composes
-/// from products instead.
+/// stores each sum: `None` where the kernel does not take it (other
+/// dtypes, operands over one storage binding, a kernel its self-check
+/// dropped), which the caller composes from products instead.
 fn implicit_gemm(
     op: &'static str,
     x: &Tensor,

@@ -5,8 +5,9 @@
 //! in * kh * kw]` are packed once as panels of `mr` channels, and each
 //! tile of `mr` channels by `nr` pixels is summed in registers
 //! (`sgemm/`) and finished where it is stored: the f32 bias added, a
-//! one-op activation applied, the sum rounded once into the dtype. Bands run on the current pool's
-//! threads, each packing into a scratch buffer of its thread's.
+//! one-op activation applied, the sum rounded once into the dtype. Bands
+//! run on the current pool's threads, each packing into a scratch buffer
+//! of its thread's.
 //!
 //! Each output is one f32 sum over the input channels and taps in order
 //! (fused multiply-adds on x86), whatever the thread count: within the
@@ -211,9 +212,8 @@ fn images<T: Widen>(
 }
 
 thread_local! {
-    /// The packed patches of this thread's last band, kept for the next
-    /// (a band's, BAND_BYTES or BAND_PIXELS): a fresh buffer was
-    /// page-faulted in on every call.
+    /// The packed patches of this thread's last band, kept for the next:
+    /// a fresh buffer was page-faulted in on every call.
     static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
