@@ -1751,3 +1751,33 @@ fn a_convolutions_activation_is_the_activation_of_its_output() {
         );
     }
 }
+
+/// A bias that is a view starting past its storage's first element (a
+/// slice of a longer vector) is read from where it starts by the CPU's
+/// product and depthwise kernels.
+#[test]
+fn a_bias_view_is_read_from_its_offset() {
+    let cpu = Device::cpu();
+    let long = Tensor::from_vec(noise(9, 41), [9], &cpu).unwrap();
+    let bias = long.narrow(0, 3, 6).unwrap();
+    let copy = bias.contiguous().unwrap().to_vec::<f32>().unwrap();
+    let copy = Tensor::from_vec(copy, [6], &cpu).unwrap();
+    let x = Tensor::from_vec(noise(6 * 25, 42), [1, 6, 5, 5], &cpu).unwrap();
+    for (what, w, groups) in [
+        (
+            "product",
+            Tensor::from_vec(noise(6 * 6 * 9, 43), [6, 6, 3, 3], &cpu).unwrap(),
+            1,
+        ),
+        (
+            "depthwise",
+            Tensor::from_vec(noise(6 * 9, 44), [6, 1, 3, 3], &cpu).unwrap(),
+            6,
+        ),
+    ] {
+        let conv = |b| Conv::new().padding(1).groups(groups).bias(b);
+        let got = x.conv2d(&w, &conv(&bias)).unwrap();
+        let want = x.conv2d(&w, &conv(&copy)).unwrap();
+        assert_eq!(float_bits(&got), float_bits(&want), "{what}");
+    }
+}

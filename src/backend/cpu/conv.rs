@@ -12,7 +12,7 @@
 //! stored.
 
 use super::numeric::Widen;
-use super::storage::{CpuData, CpuStorage, host_data};
+use super::storage::{Bias, CpuData, CpuStorage, host_data};
 use crate::backend::DepthwiseCall;
 use crate::error::{Error, Result};
 
@@ -26,15 +26,8 @@ fn mismatch() -> Error {
 pub(crate) fn depthwise(out: &CpuStorage, call: &DepthwiseCall) -> Result<()> {
     let x = host_data(OP, &call.input)?;
     let w = host_data(OP, &call.weight)?;
-    let bias = match &call.bias {
-        Some(b) => Some(host_data(OP, b)?),
-        None => None,
-    };
-    let bias: Option<&[f32]> = match bias.as_deref() {
-        Some(CpuData::F32(b)) => Some(b),
-        Some(_) => return Err(mismatch()),
-        None => None,
-    };
+    let bias = Bias::read(OP, &call.bias)?;
+    let bias = bias.values(OP)?;
     let mut dst = out.write();
     match (&*x, &*w, &mut *dst) {
         (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => planes(x, w, bias, o, call),

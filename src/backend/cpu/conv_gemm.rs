@@ -15,7 +15,7 @@
 
 use super::numeric::Widen;
 use super::sgemm::{self, Isa, MAX_TILE};
-use super::storage::{CpuData, CpuStorage, host_data};
+use super::storage::{Bias, CpuData, CpuStorage, host_data};
 use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
@@ -46,15 +46,8 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
 fn conv_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let x = host_data(OP, &call.input)?;
     let w = host_data(OP, &call.weight)?;
-    let bias = match &call.bias {
-        Some(b) => Some(host_data(OP, b)?),
-        None => None,
-    };
-    let bias: Option<&[f32]> = match bias.as_deref() {
-        Some(CpuData::F32(b)) => Some(&b[call.bias.as_ref().map_or(0, |b| b.layout.offset())..]),
-        Some(_) => return Err(mismatch()),
-        None => None,
-    };
+    let bias = Bias::read(OP, &call.bias)?;
+    let bias = bias.values(OP)?;
     let mut dst = out.write();
     match (&*x, &*w, &mut *dst) {
         (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, bias, o, call),

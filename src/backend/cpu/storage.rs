@@ -24,6 +24,37 @@ pub(crate) fn host_data<'a>(
     }
 }
 
+/// A kernel's optional f32 bias operand, locked for reading:
+/// [`Bias::values`] are its elements from its view's first one.
+pub(crate) struct Bias<'a>(Option<(RwLockReadGuard<'a, CpuData>, usize)>);
+
+impl<'a> Bias<'a> {
+    /// Locks `bias` (none: none).
+    ///
+    /// # Errors
+    /// As [`host_data`].
+    pub(crate) fn read(op: &'static str, bias: &'a Option<TensorRef>) -> Result<Bias<'a>> {
+        Ok(Bias(match bias {
+            Some(b) => Some((host_data(op, b)?, b.layout.offset())),
+            None => None,
+        }))
+    }
+
+    /// The bias from its first element on, where there is one.
+    ///
+    /// # Errors
+    /// `Error::Internal` naming `op` for a bias that is not f32.
+    pub(crate) fn values(&self, op: &'static str) -> Result<Option<&[f32]>> {
+        match &self.0 {
+            Some((data, offset)) => match &**data {
+                CpuData::F32(b) => Ok(Some(&b[*offset..])),
+                _ => Err(Error::internal(op, "a convolution's bias must be f32")),
+            },
+            None => Ok(None),
+        }
+    }
+}
+
 /// The typed vector behind a CPU tensor.
 pub(crate) enum CpuData {
     F32(Vec<f32>),
