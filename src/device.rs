@@ -173,7 +173,8 @@ pub struct DeviceStats {
     pub fused_kernels: u64,
     /// Ops that ran inside another op's fused kernel instead of their own.
     pub fused_ops: u64,
-    /// Device buffers created.
+    /// Device buffers created (on the CPU, host buffers of 64 KiB to 256
+    /// MiB the pool could not serve; see `bytes_pooled`).
     pub buffers_created: u64,
     /// Buffer requests served from the pool.
     pub buffers_reused: u64,
@@ -209,7 +210,10 @@ pub struct DeviceStats {
     pub bytes_live: u64,
     /// The most `bytes_live` has been.
     pub peak_bytes_live: u64,
-    /// Bytes of idle buffers kept in the pool for reuse.
+    /// Bytes of idle buffers kept in the pool for reuse. On the CPU this
+    /// and the two buffer counts are those of the one host pool every CPU
+    /// device shares, which keeps freed vectors of 64 KiB and more, up to
+    /// 256 MiB in all ([`Device::release_pooled_memory`] empties it).
     pub bytes_pooled: u64,
     /// Bytes written from the host into tensor storage: tensors made from
     /// host data, and the tables an op uploads (kernel parameter blocks
@@ -439,10 +443,19 @@ impl Device {
         }
     }
 
-    /// What the device has done so far.
+    /// What the device has done so far (on the CPU, its host buffer
+    /// pool's figures alone).
     pub fn stats(&self) -> DeviceStats {
         match &self.inner {
-            Inner::Cpu { .. } => DeviceStats::default(),
+            Inner::Cpu { .. } => {
+                let p = crate::backend::cpu::pool_stats();
+                DeviceStats {
+                    buffers_created: p.created,
+                    buffers_reused: p.reused,
+                    bytes_pooled: p.bytes_pooled,
+                    ..DeviceStats::default()
+                }
+            }
             Inner::Gpu(ctx) => {
                 let c = ctx.counters();
                 let (s, p) = (c.scheduler, c.pool);
@@ -540,10 +553,12 @@ impl Device {
     }
 
     /// Drops the idle buffers the pool keeps for reuse, giving their memory
-    /// back to the driver. No effect on the CPU.
+    /// back to the driver; on the CPU, the host buffers kept for reuse
+    /// (one pool for every CPU device) back to the system allocator.
     pub fn release_pooled_memory(&self) {
-        if let Inner::Gpu(ctx) = &self.inner {
-            ctx.release_pooled_memory();
+        match &self.inner {
+            Inner::Gpu(ctx) => ctx.release_pooled_memory(),
+            Inner::Cpu { .. } => crate::backend::cpu::release_pooled(),
         }
     }
 

@@ -43,8 +43,9 @@ pub(crate) enum Storage {
 }
 
 impl Storage {
-    /// Fresh storage for `len` elements of `dtype` at `place`: zeros in
-    /// host memory, unspecified on a GPU (the caller writes it before anyone reads it).
+    /// Fresh storage for `len` elements of `dtype` at `place` whose values
+    /// are unspecified (a pooled buffer's, on either device): the caller
+    /// writes every element before anyone reads one.
     ///
     /// # Errors
     /// `Error::OutOfMemory` when the host refuses the allocation or the GPU's
@@ -52,10 +53,30 @@ impl Storage {
     pub fn alloc(place: Place, op: &'static str, dtype: KernelType, len: usize) -> Result<Storage> {
         Ok(match place {
             Place::Host(threads) => Storage::Cpu(cpu::CpuStorage::new(
-                cpu::CpuData::zeros(op, dtype, len)?,
+                cpu::CpuData::for_overwrite(op, dtype, len)?,
                 threads.clone(),
             )),
             Place::Gpu(ctx) => Storage::Gpu(gpu::GpuStorage::uninit(ctx, op, dtype, len)?),
+        })
+    }
+
+    /// As [`Storage::alloc`], but zeros in host memory (still unspecified
+    /// on a GPU, where the caller fills it).
+    ///
+    /// # Errors
+    /// As [`Storage::alloc`].
+    pub fn alloc_host_zeros(
+        place: Place,
+        op: &'static str,
+        dtype: KernelType,
+        len: usize,
+    ) -> Result<Storage> {
+        Ok(match place {
+            Place::Host(threads) => Storage::Cpu(cpu::CpuStorage::new(
+                cpu::CpuData::zeros(op, dtype, len)?,
+                threads.clone(),
+            )),
+            Place::Gpu(_) => Storage::alloc(place, op, dtype, len)?,
         })
     }
 

@@ -73,7 +73,19 @@ impl Tensor {
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         let shape = shape.into();
         shape.check("zeros")?;
-        let t = Self::empty_dense(shape, dtype, device, "zeros")?;
+        let (stored, per_element) = dtype.stored_as();
+        let storage = Storage::alloc_host_zeros(
+            device.place(),
+            "zeros",
+            stored,
+            shape.numel().saturating_mul(per_element),
+        )?;
+        let t = Tensor::from_parts(
+            recycle::cell(storage),
+            Layout::contiguous(shape),
+            dtype,
+            device.clone(),
+        );
         if device.is_gpu() {
             // Pooled buffers hold whatever their last tensor left.
             match KernelType::of(dtype) {
@@ -89,7 +101,7 @@ impl Tensor {
     }
 
     /// A contiguous tensor whose elements the caller overwrites before
-    /// anyone reads them (zeros on the CPU, unspecified on the GPU).
+    /// anyone reads them (unspecified on either device).
     pub(crate) fn empty_dense(
         shape: Shape,
         dtype: DType,
@@ -273,8 +285,8 @@ fn uniform(seed: u64, i: u64) -> f64 {
 }
 
 /// Storage for `len` elements of `dtype` on `device`, for a destination
-/// that is written in full before it is read: zero-filled on the CPU,
-/// unspecified (a pooled buffer) on the GPU.
+/// that is written in full before it is read: its values are unspecified
+/// (a pooled buffer's) on either device.
 ///
 /// # Errors
 /// `UnsupportedDType` for f64 on the GPU, `TooLarge` over the largest buffer.

@@ -134,8 +134,12 @@ pub(super) fn parallelism() -> gemm::Parallelism {
 }
 
 fn float_gemm<T: GemmFloat>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
-    // A fresh CPU output is zero-filled: nothing to add for k == 0.
-    if mm.m == 0 || mm.n == 0 || mm.k == 0 {
+    if mm.m == 0 || mm.n == 0 {
+        return;
+    }
+    if mm.k == 0 {
+        // Sums of nothing, into a fresh output whose values are unspecified.
+        c.fill(T::ZERO);
         return;
     }
     for &(oa, ob, oc) in &mm.offsets {
@@ -173,7 +177,12 @@ fn float_gemm<T: GemmFloat>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
 /// and rounded once into the output.
 fn half_gemm<T: Half>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
     let (m, k, n) = (mm.m, mm.k, mm.n);
-    if m == 0 || n == 0 || k == 0 {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        // As `float_gemm`.
+        c.fill(T::narrow(0.0));
         return;
     }
     let widen = |src: &[T], base: usize, s: (isize, isize), rows: usize, cols: usize| {

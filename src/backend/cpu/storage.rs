@@ -6,6 +6,7 @@ use super::threads::Threads;
 use crate::backend::{Storage, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
+use bytemuck::Zeroable;
 use half::{bf16, f16};
 use std::any::Any;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -111,11 +112,51 @@ impl CpuData {
         }
     }
 
+    /// A vector of `len` elements of `dtype` whose values are unspecified:
+    /// a pooled one's (see `pool.rs`), or zeros. Builds with debug
+    /// assertions (the tests) fill it with a poison, all bits set (NaN,
+    /// -1, `true`), so that a kernel that leaves an element unwritten
+    /// shows.
+    ///
+    /// # Errors
+    /// `Error::OutOfMemory` naming `op` when the host cannot hold it.
+    pub fn for_overwrite(op: &'static str, dtype: KernelType, len: usize) -> Result<CpuData> {
+        #[allow(unused_mut)]
+        let mut data = match super::pool::take(dtype, len) {
+            Some(data) => data,
+            None => Self::zeros(op, dtype, len)?,
+        };
+        #[cfg(debug_assertions)]
+        data.poison();
+        Ok(data)
+    }
+
+    /// Sets every bit of every element (`true` for bool, whose other
+    /// values are not valid).
+    #[cfg(debug_assertions)]
+    fn poison(&mut self) {
+        match self {
+            CpuData::Bool(v) => v.fill(true),
+            CpuData::F32(v) => bytemuck::cast_slice_mut::<_, u8>(v).fill(0xff),
+            CpuData::F16(v) => bytemuck::cast_slice_mut::<_, u8>(v).fill(0xff),
+            CpuData::BF16(v) => bytemuck::cast_slice_mut::<_, u8>(v).fill(0xff),
+            CpuData::F64(v) => bytemuck::cast_slice_mut::<_, u8>(v).fill(0xff),
+            CpuData::I32(v) => bytemuck::cast_slice_mut::<_, u8>(v).fill(0xff),
+            CpuData::I64(v) => bytemuck::cast_slice_mut::<_, u8>(v).fill(0xff),
+            CpuData::U32(v) => bytemuck::cast_slice_mut::<_, u8>(v).fill(0xff),
+            CpuData::U8(v) => v.fill(0xff),
+        }
+    }
+
     /// A zero-filled vector of `len` elements of `dtype`.
     ///
     /// # Errors
     /// `Error::OutOfMemory` naming `op` when the host cannot hold it.
     pub fn zeros(op: &'static str, dtype: KernelType, len: usize) -> Result<CpuData> {
+        if let Some(mut data) = super::pool::take(dtype, len) {
+            with_cpu_data!(&mut data, v => v.fill(Zeroable::zeroed()));
+            return Ok(data);
+        }
         Ok(match dtype {
             KernelType::F32 => CpuData::F32(try_zeroed(op, len)?),
             KernelType::F16 => CpuData::F16(try_zeroed(op, len)?),
@@ -142,6 +183,35 @@ impl CpuData {
     pub fn len(&self) -> usize {
         with_cpu_data!(self, v => v.len())
     }
+
+    /// The element type.
+    pub fn kernel_type(&self) -> KernelType {
+        match self {
+            CpuData::F32(_) => KernelType::F32,
+            CpuData::F16(_) => KernelType::F16,
+            CpuData::BF16(_) => KernelType::BF16,
+            CpuData::F64(_) => KernelType::F64,
+            CpuData::I32(_) => KernelType::I32,
+            CpuData::I64(_) => KernelType::I64,
+            CpuData::U32(_) => KernelType::U32,
+            CpuData::U8(_) => KernelType::U8,
+            CpuData::Bool(_) => KernelType::Bool,
+        }
+    }
+
+    /// The bytes the vector holds room for.
+    pub fn capacity_bytes(&self) -> usize {
+        with_cpu_data!(self, v => capacity_bytes(v))
+    }
+
+    /// Shortens the vector to `len`, or lengthens it with zeros.
+    pub fn set_len(&mut self, len: usize) {
+        with_cpu_data!(self, v => v.resize(len, Zeroable::zeroed()));
+    }
+}
+
+fn capacity_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * size_of::<T>()
 }
 
 /// Host memory shared by every view of one tensor.
@@ -174,5 +244,13 @@ impl CpuStorage {
 
     pub fn len(&self) -> usize {
         self.read().len()
+    }
+}
+
+impl Drop for CpuStorage {
+    /// Keeps a large vector for the next storage (see `pool.rs`).
+    fn drop(&mut self) {
+        let data = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
+        super::pool::give(std::mem::replace(data, CpuData::U8(Vec::new())));
     }
 }
