@@ -1585,6 +1585,20 @@ fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
                             Conv::new().groups(4).stride([1, 3]).padding([2, 0]),
                             Conv::new().groups(4).stride([1, 3]).padding([2, 0]),
                         ),
+                        (
+                            // Taps in every phase of the stride, and in one.
+                            "strided dilated",
+                            Conv::new()
+                                .groups(4)
+                                .stride([2, 3])
+                                .dilation([3, 3])
+                                .padding([2, 1]),
+                            Conv::new()
+                                .groups(4)
+                                .stride([2, 3])
+                                .dilation([3, 3])
+                                .padding([2, 1]),
+                        ),
                     ];
                     for (what, cc, gc) in settings {
                         let want = cv.conv2d(&cwk, &cc).unwrap();
@@ -1618,8 +1632,8 @@ fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
         }
         let img = Tensor::from_vec(noise(2 * 1024 * 1050, 4), [1, 2, 1024, 1050], &cpu).unwrap();
         let w = Tensor::from_vec(noise(4 * 9, 5), [4, 1, 3, 3], &cpu).unwrap();
-        // Dilated rows: the CPU's stride-1 bands of output rows (16 KiB of
-        // sums, three rows here) read input rows across their ends.
+        // Dilated rows: each of the CPU's taps reads one run of its padded
+        // copy across every row's end.
         let conv = Conv::new().groups(2).dilation([2, 1]).padding([2, 1]);
         let want = img.conv2d(&w, &conv).unwrap();
         let got = img

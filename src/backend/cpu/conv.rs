@@ -1,6 +1,8 @@
-//! The CPU's depthwise convolution (one input channel per group): one pass
-//! over each output plane, reading the input through its strides (no
-//! padded copy), on rayon's threads a plane at a time on native targets.
+//! The CPU's depthwise convolution (one input channel per group), on the
+//! pool's threads a plane at a time: the input a plane reads is copied
+//! once into zero-padded copies a phase of the stride each (through its
+//! strides; see [`phased`]), and each output sums its taps in registers
+//! (`depthwise_taps.rs`).
 //!
 //! Each output is accumulated in f32 from 0 over the taps in row-major
 //! order, each tap's product rounded to f32 before it is added, a tap in
@@ -11,7 +13,9 @@
 //! activation the call asks for is applied to the f32 sums as they are
 //! stored.
 
+use super::depthwise_taps::sum_taps;
 use super::numeric::Widen;
+use super::sgemm::Isa;
 use super::storage::{Bias, CpuData, CpuStorage, host_data};
 use crate::backend::DepthwiseCall;
 use crate::error::{Error, Result};
@@ -103,11 +107,8 @@ fn planes<T: Widen>(
     Ok(())
 }
 
-/// Output plane `(batch, channel)` into `dst`, a row at a time: each tap
-/// adds its weight times a run of an input row to the row's f32 sums (a
-/// loop the compiler vectorises where the input row is contiguous and the
-/// stride 1), the taps in row-major order, so that every sum adds its
-/// products in that order.
+/// Output plane `(batch, channel)` into `dst`: a 1x1 tap over contiguous
+/// rows a row at a time, any other through [`phased`].
 fn plane_of<T: Widen>(
     x: &[T],
     w: &[T],
@@ -118,7 +119,6 @@ fn plane_of<T: Widen>(
     channel: usize,
 ) {
     let [kh, kw] = g.kernel;
-    let [s0, s1] = g.stride;
     let base = g.offset as isize
         + batch as isize * g.strides[0]
         + (channel / g.multiplier) as isize * g.strides[1];
@@ -131,10 +131,10 @@ fn plane_of<T: Widen>(
             w[at as usize].to_f32()
         })
         .collect();
-    let (h, wd, wo) = (g.size[0] as isize, g.size[1] as isize, g.out[1]);
+    let wo = g.out[1];
     if g.kernel == [1, 1] && g.stride == [1, 1] && g.pad == [0, 0] && g.strides[3] == 1 {
         // A scale and shift (a batch norm): each row in one pass, the
-        // same sum, `0 + x w + bias`, as the general loop's.
+        // same sum, `0 + x w + bias`, as the phased loop's.
         let tap = taps[0];
         let mut sums = vec![0.0f32; wo];
         for (oy, row) in dst.chunks_mut(wo).enumerate() {
@@ -149,80 +149,17 @@ fn plane_of<T: Widen>(
         }
         return;
     }
-    if g.stride == [1, 1] {
-        return unit_stride(x, &taps, (bias, activate), dst, g, base);
-    }
-    let mut sums = vec![0.0f32; wo];
-    for (oy, row) in dst.chunks_mut(wo).enumerate() {
-        sums.fill(0.0);
-        for i in 0..kh {
-            let y = (oy * s0 + i * g.dilation[0]) as isize - g.pad[0] as isize;
-            for j in 0..kw {
-                let tap = taps[i * kw + j];
-                // Output columns whose input column is inside the row:
-                // 0 <= ox s1 + j d1 - pad1 < wd.
-                let shift = (j * g.dilation[1]) as isize - g.pad[1] as isize;
-                let (lo, hi) = if (0..h).contains(&y) {
-                    let lo = ((-shift).max(0) as usize).div_ceil(s1);
-                    let hi = ((wd - shift).max(0) as usize).div_ceil(s1).min(wo);
-                    (lo.min(hi), hi)
-                } else {
-                    (0, 0)
-                };
-                // The zero padding's products: 0 unless the tap is not
-                // finite (NaN then, as over a padded copy).
-                if !tap.is_finite() {
-                    let padding = 0.0 * tap;
-                    let (before, rest) = sums.split_at_mut(lo);
-                    for sum in before.iter_mut().chain(&mut rest[hi - lo..]) {
-                        *sum += padding;
-                    }
-                }
-                if lo == hi {
-                    continue;
-                }
-                let first =
-                    base + y * g.strides[2] + (lo as isize * s1 as isize + shift) * g.strides[3];
-                let step = s1 as isize * g.strides[3];
-                let run = &mut sums[lo..hi];
-                if step == 1 {
-                    let input = &x[first as usize..first as usize + run.len()];
-                    for (sum, v) in run.iter_mut().zip(input) {
-                        *sum += v.to_f32() * tap;
-                    }
-                } else if step > 0 {
-                    // A stepped run: the first of each step-long chunk (a
-                    // loop the compiler vectorises), then the last element.
-                    let (step, n) = (step as usize, run.len());
-                    let start = first as usize;
-                    let chunks = x[start..start + (n - 1) * step].chunks_exact(step);
-                    let (most, last) = run.split_at_mut(n - 1);
-                    for (sum, v) in most.iter_mut().zip(chunks) {
-                        *sum += v[0].to_f32() * tap;
-                    }
-                    last[0] += x[start + (n - 1) * step].to_f32() * tap;
-                } else {
-                    for (k, sum) in run.iter_mut().enumerate() {
-                        *sum += x[(first + k as isize * step) as usize].to_f32() * tap;
-                    }
-                }
-            }
-        }
-        sums.iter_mut().for_each(|sum| *sum += bias);
-        activate(&mut sums);
-        for (slot, &sum) in row.iter_mut().zip(&sums) {
-            *slot = T::from_f32(sum);
-        }
-    }
+    phased(x, &taps, (bias, activate), dst, g, base);
 }
 
-/// A stride-1 plane ([`plane_of`]'s sums, in the same order): the input
-/// rows it reads are copied once into a zero-padded plane `wo + (kw - 1)
-/// d` wide, so that each tap adds its weight times one run of that plane
-/// to the sums of a band of output rows at once (the columns past `wo` in
-/// each row of sums are never stored): a few long loops the compiler
-/// vectorises, where a small plane's rows made many short ones.
-fn unit_stride<T: Widen>(
+/// A plane's sums through zero-padded copies of the input it reads, one a
+/// phase of the stride (`s0 s1` of them: copy `(a, b)` holds padded rows
+/// `a, a + s0, ...` and their columns `b, b + s1, ...`), so that each tap
+/// reads one run of one copy for every output of the plane, row after
+/// row, and the taps are summed in registers (`depthwise_taps.rs`): the
+/// sums of adding each tap to the sums in row-major order, padding
+/// included (its products are 0, or NaN for a tap that is not finite).
+fn phased<T: Widen>(
     x: &[T],
     taps: &[f32],
     (bias, activate): (f32, fn(&mut [f32])),
@@ -230,45 +167,52 @@ fn unit_stride<T: Widen>(
     g: &Geometry,
     base: isize,
 ) {
-    let ([kh, kw], [ho, wo], d) = (g.kernel, g.out, g.dilation);
-    let (hp, wp) = (ho + (kh - 1) * d[0], wo + (kw - 1) * d[1]);
+    let ([kh, kw], [ho, wo], [s0, s1], d) = (g.kernel, g.out, g.stride, g.dilation);
+    // Rows and columns of each copy: the outputs' and the taps' reach.
+    let (hq, wq) = (ho + (kh - 1) * d[0] / s0, wo + (kw - 1) * d[1] / s1);
     let (h, wd) = (g.size[0] as isize, g.size[1] as isize);
+    let copy = hq * wq;
     PLANES.with(|cell| {
         let mut scratch = cell.take();
         scratch.clear();
-        scratch.resize(hp * wp + ho * wp, 0.0);
-        let (padded, sums) = scratch.split_at_mut(hp * wp);
-        // Padded row r is input row r - pad, column c input column c - pad.
-        let cols =
-            (-(g.pad[1] as isize)..wp as isize - g.pad[1] as isize).map(|c| (0..wd).contains(&c));
-        let first = cols.clone().position(|inside| inside).unwrap_or(wp);
-        let count = cols.filter(|&inside| inside).count();
-        for (r, row) in padded.chunks_mut(wp).enumerate() {
-            let y = r as isize - g.pad[0] as isize;
-            if !(0..h).contains(&y) || count == 0 {
-                continue;
-            }
-            let start =
-                base + y * g.strides[2] + (first as isize - g.pad[1] as isize) * g.strides[3];
-            for (k, slot) in row[first..first + count].iter_mut().enumerate() {
-                *slot = x[(start + k as isize * g.strides[3]) as usize].to_f32();
-            }
-        }
-        // A band of output rows at a time, its sums in L1.
-        let rows = (SUMS / wp).max(1);
-        for y0 in (0..ho).step_by(rows) {
-            let band = rows.min(ho - y0);
-            let len = (band - 1) * wp + wo;
-            let sums = &mut sums[y0 * wp..y0 * wp + len];
-            for (t, &tap) in taps.iter().enumerate() {
-                let at = (y0 + (t / kw) * d[0]) * wp + (t % kw) * d[1];
-                for (sum, v) in sums.iter_mut().zip(&padded[at..at + len]) {
-                    *sum += v * tap;
+        scratch.resize(s0 * s1 * copy + (ho - 1) * wq + wo, 0.0);
+        let (copies, sums) = scratch.split_at_mut(s0 * s1 * copy);
+        for (phase, plane) in copies.chunks_mut(copy).enumerate() {
+            let (a, b) = ((phase / s1) as isize, (phase % s1) as isize);
+            // Copy column q is input column q s1 + b - pad1: those inside.
+            let shift = b - g.pad[1] as isize;
+            let lo = ((-shift).max(0) as usize).div_ceil(s1).min(wq);
+            let hi = ((wd - shift).max(0) as usize).div_ceil(s1).clamp(lo, wq);
+            let step = s1 as isize * g.strides[3];
+            for (r, row) in plane.chunks_mut(wq).enumerate() {
+                let y = r as isize * s0 as isize + a - g.pad[0] as isize;
+                if !(0..h).contains(&y) || lo == hi {
+                    continue;
+                }
+                let start =
+                    base + y * g.strides[2] + (lo as isize * s1 as isize + shift) * g.strides[3];
+                let row = &mut row[lo..hi];
+                if step == 1 {
+                    let run = &x[start as usize..start as usize + row.len()];
+                    for (slot, v) in row.iter_mut().zip(run) {
+                        *slot = v.to_f32();
+                    }
+                } else {
+                    for (k, slot) in row.iter_mut().enumerate() {
+                        *slot = x[(start + k as isize * step) as usize].to_f32();
+                    }
                 }
             }
         }
-        for (row, out) in sums.chunks_mut(wp).zip(dst.chunks_mut(wo)) {
-            let row = &mut row[..wo];
+        let offsets: Vec<usize> = (0..kh * kw)
+            .map(|t| {
+                let (i, j) = (t / kw * d[0], t % kw * d[1]);
+                (i % s0 * s1 + j % s1) * copy + i / s0 * wq + j / s1
+            })
+            .collect();
+        sum_taps(Isa::best(), copies, &offsets, taps, sums);
+        for (oy, out) in dst.chunks_mut(wo).enumerate() {
+            let row = &mut sums[oy * wq..oy * wq + wo];
             row.iter_mut().for_each(|sum| *sum += bias);
             activate(row);
             for (slot, &sum) in out.iter_mut().zip(&*row) {
@@ -279,11 +223,7 @@ fn unit_stride<T: Widen>(
     });
 }
 
-/// Sums a band of [`unit_stride`]'s rows holds (16 KiB, unless one row is
-/// more).
-const SUMS: usize = 4096;
-
 thread_local! {
-    /// [`unit_stride`]'s padded plane and sums, kept for the next plane.
+    /// [`phased`]'s copies and sums, kept for the next plane.
     static PLANES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }

@@ -6,6 +6,7 @@ mod alloc;
 mod conv;
 mod conv_gemm;
 mod conv_transpose;
+mod depthwise_taps;
 mod elementwise;
 mod fft;
 mod indexing;

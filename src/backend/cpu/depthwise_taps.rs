@@ -1,0 +1,128 @@
+//! The inner loop of the CPU's depthwise convolution: a run of outputs,
+//! each the sum of its taps' products, summed in registers a vector of
+//! outputs at a time and compiled once per instruction set the processor
+//! may have (chosen at run time, as the product tiles are).
+//!
+//! Each sum starts at 0 and adds `input * tap` for the taps in order, a
+//! product then a sum (never fused): the bits of the loop that added one
+//! tap at a time to a row of sums in memory.
+
+use super::sgemm::Isa;
+
+/// Outputs summed together (one zmm register, four xmm).
+const LANES: usize = 16;
+
+/// `sums[k] = 0 + planes[offsets[0] + k] taps[0] + planes[offsets[1] + k]
+/// taps[1] + ...`, for every `k < sums.len()`.
+///
+/// # Panics
+/// When a tap's run `offsets[t]..offsets[t] + sums.len()` leaves `planes`,
+/// or the offsets and taps differ in number.
+pub(super) fn sum_taps(
+    isa: Isa,
+    planes: &[f32],
+    offsets: &[usize],
+    taps: &[f32],
+    sums: &mut [f32],
+) {
+    assert_eq!(offsets.len(), taps.len(), "one offset a tap");
+    assert!(
+        offsets.iter().all(|&o| o
+            .checked_add(sums.len())
+            .is_some_and(|end| end <= planes.len())),
+        "every tap's run lies inside the planes"
+    );
+    match isa {
+        // SAFETY: `Isa::Avx512` and `Isa::Avx2` come from `Isa::available`,
+        // which lists the kernels whose features the processor has; the
+        // runs are inside `planes` (asserted above).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { sum_taps_avx512(planes, offsets, taps, sums) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { sum_taps_avx2(planes, offsets, taps, sums) },
+        // SAFETY: as above.
+        Isa::Portable => unsafe { sum_taps_in(planes, offsets, taps, sums) },
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn sum_taps_avx512(planes: &[f32], offsets: &[usize], taps: &[f32], sums: &mut [f32]) {
+    // SAFETY: the caller's (see `sum_taps_in`).
+    unsafe { sum_taps_in(planes, offsets, taps, sums) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sum_taps_avx2(planes: &[f32], offsets: &[usize], taps: &[f32], sums: &mut [f32]) {
+    // SAFETY: the caller's (see `sum_taps_in`).
+    unsafe { sum_taps_in(planes, offsets, taps, sums) }
+}
+
+/// [`sum_taps`]'s loop, inlined into each instruction set's function so
+/// that the compiler vectorises it for that set.
+///
+/// # Safety
+/// `offsets[t] + sums.len() <= planes.len()` for every `t`.
+#[inline(always)]
+unsafe fn sum_taps_in(planes: &[f32], offsets: &[usize], taps: &[f32], sums: &mut [f32]) {
+    let len = sums.len();
+    let from = planes.as_ptr();
+    let mut c = 0;
+    while c + LANES <= len {
+        let mut acc = [0.0f32; LANES];
+        for (&o, &tap) in offsets.iter().zip(taps) {
+            // SAFETY: o + c + LANES <= o + len <= planes.len().
+            let run = unsafe { &*from.add(o + c).cast::<[f32; LANES]>() };
+            for (a, &v) in acc.iter_mut().zip(run) {
+                *a += v * tap;
+            }
+        }
+        sums[c..c + LANES].copy_from_slice(&acc);
+        c += LANES;
+    }
+    for (k, sum) in sums.iter_mut().enumerate().skip(c) {
+        let mut acc = 0.0f32;
+        for (&o, &tap) in offsets.iter().zip(taps) {
+            acc += planes[o + k] * tap;
+        }
+        *sum = acc;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_gives_the_sums_of_one_tap_at_a_time() {
+        let planes: Vec<f32> = (0..300)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
+        let (offsets, taps) = ([0usize, 3, 40, 41, 90], [0.5f32, -1.25, 3.0, 1e-3, -7.5]);
+        for len in [0, 1, 15, 16, 17, 33, 64, 210] {
+            let mut want = vec![0.0f32; len];
+            for (&o, &tap) in offsets.iter().zip(&taps) {
+                for (k, sum) in want.iter_mut().enumerate() {
+                    *sum += planes[o + k] * tap;
+                }
+            }
+            for isa in Isa::available() {
+                let mut got = vec![f32::NAN; len];
+                sum_taps(isa, &planes, &offsets, &taps, &mut got);
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(g, w)| g.to_bits() == w.to_bits());
+                assert!(same, "{isa:?}, {len} sums");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "inside the planes")]
+    fn a_run_past_the_planes_is_refused() {
+        let mut sums = [0.0f32; 20];
+        sum_taps(Isa::best(), &[0.0; 30], &[0, 11], &[1.0, 1.0], &mut sums);
+    }
+}
