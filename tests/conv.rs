@@ -998,8 +998,8 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
 
 #[test]
 fn the_cpu_convolution_crosses_its_bands() {
-    // The CPU packs the patches of a band of output pixels at a time, at
-    // least 512 of them (256 KiB for a shallow matrix), into panels of 16
+    // Where it packs patches (strided rows, short rows), the CPU packs
+    // those of a band of output pixels at a time, at least 512 of them (256 KiB for a shallow matrix), into panels of 16
     // or 32 pixels, and sums tiles of 4, 6 or 8 channels: bands end inside
     // an output row and the last panel and tile are partial (61 columns,
     // 11 channels, 2,257 pixels in five bands; a strided 2-group case over
@@ -1020,10 +1020,20 @@ fn the_cpu_convolution_crosses_its_bands() {
         groups: 2,
         ..padded
     };
+    // Rows read in place (unit horizontal stride, rows of 26 pixels or
+    // more): bands of output rows over a copy of the input rows they
+    // read, the taps dilated, the rows stepped, two groups and images.
+    let stepped_rows = Setting {
+        stride: [2, 1],
+        pad: [(2, 2); 2],
+        dilation: [2, 3],
+        groups: 2,
+    };
     let cases = [
         ([1usize, 256, 37, 61], [11usize, 256, 3, 3], padded, true),
         ([2, 64, 75, 70], [10, 32, 3, 3], strided, true),
         ([1, 1024, 50, 45], [2, 1024, 1, 1], plain, false),
+        ([2, 12, 29, 70], [10, 6, 3, 5], stepped_rows, true),
     ];
     let cpu = Device::cpu();
     for (k, (xd, wd, setting, biased)) in cases.into_iter().enumerate() {
@@ -1037,12 +1047,17 @@ fn the_cpu_convolution_crosses_its_bands() {
         let mut conv = Conv::new()
             .padding(setting.pad[0].0)
             .stride(setting.stride)
+            .dilation(setting.dilation)
             .groups(setting.groups);
         if biased {
             conv = conv.bias(&bias_t);
         }
         let got = x.tensor(&cpu).conv2d(&w.tensor(&cpu), &conv).unwrap();
         check(&got, &want, &dims, 1e-4, &format!("case {k}"));
+        let flipped = x.tensor(&cpu).flip(&[2, 3]).unwrap().contiguous().unwrap();
+        let reversed = flipped.flip(&[2, 3]).unwrap();
+        let got = reversed.conv2d(&w.tensor(&cpu), &conv).unwrap();
+        check(&got, &want, &dims, 1e-4, &format!("case {k}, reversed"));
         let nhwc = x
             .tensor(&cpu)
             .permute(&[0, 2, 3, 1])

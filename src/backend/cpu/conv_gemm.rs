@@ -1,17 +1,23 @@
-//! The CPU's convolution (all but depthwise) as packed products: for each
-//! image and group, the input's patches for a band of output pixels are
-//! packed straight into panels of `nr` pixels (im2col into the layout the
-//! tile kernel reads, no matrix in between), the group's weights `[out,
-//! in * kh * kw]` are packed once as panels of `mr` channels, and each
-//! tile of `mr` channels by `nr` pixels is summed in registers
-//! (`sgemm/`) and finished where it is stored: the f32 bias added, a
-//! one-op activation applied, the sum rounded once into the dtype. Bands
-//! run on the current pool's threads, each packing into a scratch buffer
-//! of its thread's.
+//! The CPU's convolution (all but depthwise) as products of register
+//! tiles (`sgemm/`): the group's weights `[out, in * kh * kw]` are packed
+//! once as panels of `mr` channels, and each tile of `mr` channels by `nr`
+//! output pixels is summed in registers over every input channel and tap,
+//! then finished where it is stored: the f32 bias added, a one-op
+//! activation applied, the sum rounded once into the dtype. A tile's
+//! pixels are read one of two ways:
+//! - in place ([`in_place`]), where the horizontal stride is 1: each tap
+//!   of a tile reads one run of an input row, so a band of output rows
+//!   copies the input rows it reads once (zero-padded, widened to f32)
+//!   and its tiles read that copy where it lies;
+//! - packed ([`packed`]), for strided rows and rows too short for whole
+//!   panels: the patches of a band of output pixels are packed straight
+//!   into panels of `nr` pixels (im2col into the layout the tile reads).
 //!
-//! Each output is one f32 sum over the input channels and taps in order
-//! (fused multiply-adds on x86), whatever the thread count: within the
-//! tolerance of a convolution's definition, as a GPU's implicit GEMM is.
+//! Bands run on the current pool's threads, each copying into a scratch
+//! buffer of its thread's. Each output is one f32 sum over the input
+//! channels and taps in order (fused multiply-adds on x86), whatever the
+//! thread count and the way its pixels were read: within the tolerance of
+//! a convolution's definition, as a GPU's implicit GEMM is.
 
 use super::numeric::Widen;
 use super::sgemm::{self, Isa, MAX_TILE};
@@ -132,7 +138,6 @@ fn images<T: Widen>(
         return Ok(());
     }
     let isa = Isa::best();
-    let (mr, nr) = (isa.mr(), isa.nr());
     let og = o / s.groups;
     // Each group's weights `[og, depth]` as panels of mr channels.
     let weights: Vec<Vec<f32>> = (0..s.groups)
@@ -141,10 +146,95 @@ fn images<T: Widen>(
             sgemm::pack_a(isa, og, depth, |r, p| w[first + r * depth + p].to_f32())
         })
         .collect();
+    let store = Store {
+        out: Shared(out.as_mut_ptr()),
+        len: out.len(),
+        bias,
+        activate,
+        o,
+        og,
+        plane,
+        mr: isa.mr(),
+        nr: isa.nr(),
+    };
+    let wo = s.out[2];
+    // Rows of the input in place where a tile's pixels are one run of an
+    // input row for every tap (unit horizontal stride) and the rows'
+    // panels waste at most a quarter of their columns; patches packed
+    // otherwise.
+    if s.stride[1] == 1 && wo.div_ceil(isa.nr()) * isa.nr() * 4 <= wo * 5 {
+        in_place(x, &s, isa, &weights, &store, od[0]);
+    } else {
+        packed(x, &s, isa, &weights, &store, od[0]);
+    }
+    Ok(())
+}
+
+/// Where and how a tile's sums are stored: into the dense output `[n, o,
+/// ho, wo]` (`len` elements), each sum with its channel's bias added and
+/// the activation applied, rounded once into the dtype.
+struct Store<'a, T> {
+    out: Shared<T>,
+    len: usize,
+    bias: Option<&'a [f32]>,
+    activate: fn(&mut [f32]),
+    /// Output channels, and those of a group; pixels of a plane.
+    o: usize,
+    og: usize,
+    plane: usize,
+    mr: usize,
+    nr: usize,
+}
+
+impl<T: Widen> Store<'_, T> {
+    /// Stores the first `columns` sums of each row of `tile`, the tile of
+    /// channels `t mr..` of group `g` of `image`, at pixels `pixel..`.
+    ///
+    /// # Safety
+    /// No other thread writes or reads those outputs meanwhile.
+    unsafe fn put(
+        &self,
+        tile: &mut [f32; MAX_TILE],
+        (image, g, t): (usize, usize, usize),
+        pixel: usize,
+        columns: usize,
+    ) {
+        let channels = image * self.o + g * self.og;
+        let rows = self.mr.min(self.og - t * self.mr);
+        for (i, sums) in tile.chunks_mut(self.nr).take(rows).enumerate() {
+            let channel = t * self.mr + i;
+            let sums = &mut sums[..columns];
+            if let Some(b) = self.bias {
+                let add = b[g * self.og + channel];
+                sums.iter_mut().for_each(|v| *v += add);
+            }
+            (self.activate)(sums);
+            let at = (channels + channel) * self.plane + pixel;
+            assert!(pixel + columns <= self.plane && at + columns <= self.len);
+            // SAFETY: inside the output (asserted), and no other thread
+            // touches these outputs (the caller's promise).
+            let row = unsafe { std::slice::from_raw_parts_mut(self.out.get().add(at), columns) };
+            for (slot, &v) in row.iter_mut().zip(&*sums) {
+                *slot = T::from_f32(v);
+            }
+        }
+    }
+}
+
+/// Bands of pixels whose patches are packed as panels (any stride).
+fn packed<T: Widen>(
+    x: &[T],
+    s: &Shape,
+    isa: Isa,
+    weights: &[Vec<f32>],
+    store: &Store<'_, T>,
+    images: usize,
+) {
+    let (mr, nr, depth, plane) = (isa.mr(), isa.nr(), s.depth(), store.plane);
     // Pixels per band: whole panels, as many as BAND_BYTES holds but
     // BAND_PIXELS at the least; fewer where that leaves threads idle
     // (four bands a thread, a panel each at the least).
-    let (images, groups) = (od[0], s.groups);
+    let groups = s.groups;
     let wanted = (4 * super::threads::count()).div_ceil(images * groups);
     let band = (BAND_BYTES / 4 / depth)
         .max(BAND_PIXELS)
@@ -152,7 +242,7 @@ fn images<T: Widen>(
         .div_ceil(nr)
         * nr;
     let bands = plane.div_ceil(band);
-    let dst = Shared(out.as_mut_ptr());
+    let rows = sgemm::Rows::packed(depth, isa);
     let job = |k: usize| {
         let (image, g, first) = (k / (groups * bands), k / bands % groups, k % bands * band);
         let pixels = band.min(plane - first);
@@ -161,48 +251,132 @@ fn images<T: Widen>(
         pack_patches(
             x,
             &mut patches,
-            &s,
+            s,
             image,
             g * (s.input[0] / groups),
             first,
             pixels,
             nr,
         );
-        let channels = (image * o + g * og) * plane;
         let mut tile = [0.0f32; MAX_TILE];
-        for (q, b) in patches
-            .chunks(depth * nr)
-            .take(pixels.div_ceil(nr))
-            .enumerate()
-        {
+        for q in 0..pixels.div_ceil(nr) {
             let columns = nr.min(pixels - q * nr);
             for (t, a) in weights[g].chunks(depth * mr).enumerate() {
-                sgemm::tile(isa, depth, a, b, &mut tile);
-                for (i, sums) in tile.chunks_mut(nr).take(mr.min(og - t * mr)).enumerate() {
-                    let channel = t * mr + i;
-                    let sums = &mut sums[..columns];
-                    if let Some(b) = bias {
-                        let add = b[g * og + channel];
-                        sums.iter_mut().for_each(|v| *v += add);
-                    }
-                    activate(sums);
-                    let at = channels + channel * plane + first + q * nr;
-                    // SAFETY: job k alone writes pixels first..first +
-                    // pixels of its image's and group's channels, inside
-                    // the dense output (channel < og, q nr + columns <=
-                    // pixels, first + pixels <= plane).
-                    let row = unsafe { std::slice::from_raw_parts_mut(dst.get().add(at), columns) };
-                    for (slot, &v) in row.iter_mut().zip(&*sums) {
-                        *slot = T::from_f32(v);
-                    }
-                }
+                sgemm::tile(a, &patches, q * depth * nr, &rows, &mut tile);
+                // SAFETY: job k alone stores pixels first..first + pixels
+                // of its image's and group's channels.
+                unsafe { store.put(&mut tile, (image, g, t), first + q * nr, columns) };
             }
         }
         SCRATCH.set(patches);
     };
     super::threads::for_each_index(images * groups * bands, job);
-    Ok(())
 }
+
+/// Bands of output rows over a zero-padded copy of the input rows they
+/// read, `[c][r][width]` (every channel of the group, each row once,
+/// widened to f32, columns past the input zeros): a tile of `nr` pixels
+/// of an output row reads, for each tap, one run of a copied row, in
+/// place ([`sgemm::Rows`]). The copy is the input's size and a halo,
+/// where packed patches repeat each input value once a tap.
+fn in_place<T: Widen>(
+    x: &[T],
+    s: &Shape,
+    isa: Isa,
+    weights: &[Vec<f32>],
+    store: &Store<'_, T>,
+    images: usize,
+) {
+    let (mr, nr, depth) = (isa.mr(), isa.nr(), s.depth());
+    let ([kh, kw], [d0, d1], s0) = (s.kernel, s.dilation, s.stride[0]);
+    let (cg, ho, wo, groups) = (s.input[0] / s.groups, s.out[1], s.out[2], s.groups);
+    // Copied rows: every panel of a row reads inside its copy.
+    let width = wo.div_ceil(nr) * nr + (kw - 1) * d1;
+    // Output rows per band: the copy about IN_PLACE_BYTES, four bands a
+    // thread at the least.
+    let reach = (kh - 1) * d0;
+    let fit = (IN_PLACE_BYTES / 4 / (cg * width)).saturating_sub(reach + 1) / s0 + 1;
+    let wanted = (4 * super::threads::count()).div_ceil(images * groups);
+    let band = fit.min(ho.div_ceil(wanted)).max(1);
+    let bands = ho.div_ceil(band);
+    let copied = (band - 1) * s0 + reach + 1;
+    let offsets = (0..depth)
+        .map(|r| {
+            let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw);
+            (c * copied + i * d0) * width + j * d1
+        })
+        .collect();
+    let rows = sgemm::Rows::new(offsets, isa);
+    let job = |k: usize| {
+        let (image, g, y0) = (k / (groups * bands), k / bands % groups, k % bands * band);
+        let mut copy = SCRATCH.take();
+        copy.resize(cg * copied * width, 0.0);
+        copy_rows(x, &mut copy, s, image, g * cg, y0 * s0, (copied, width));
+        let mut tile = [0.0f32; MAX_TILE];
+        for y in y0..ho.min(y0 + band) {
+            for x0 in (0..wo).step_by(nr) {
+                let base = (y - y0) * s0 * width + x0;
+                for (t, a) in weights[g].chunks(depth * mr).enumerate() {
+                    sgemm::tile(a, &copy, base, &rows, &mut tile);
+                    // SAFETY: job k alone stores rows y0..y0 + band of
+                    // its image's and group's channels.
+                    unsafe { store.put(&mut tile, (image, g, t), y * wo + x0, nr.min(wo - x0)) };
+                }
+            }
+        }
+        SCRATCH.set(copy);
+    };
+    super::threads::for_each_index(images * groups * bands, job);
+}
+
+/// Copies padded input rows `top..top + copied` (row `r` is input row `r
+/// - pad0`, column `q` input column `q - pad1`, zeros outside the input)
+/// of channels `channel..channel + cg` of `image` into `copy`, `[c][r][q]`
+/// rows `width` long: every element written.
+fn copy_rows<T: Widen>(
+    x: &[T],
+    copy: &mut [f32],
+    s: &Shape,
+    image: usize,
+    channel: usize,
+    top: usize,
+    (copied, width): (usize, usize),
+) {
+    let (h, wd) = (s.input[1] as isize, s.input[2]);
+    let [pad0, pad1] = s.pad;
+    // Columns of a row holding input: pad1..pad1 + wd, inside the row.
+    let (lo, hi) = (pad1.min(width), (pad1 + wd).min(width));
+    for (n, row) in copy.chunks_mut(width).enumerate() {
+        let (c, r) = (n / copied, n % copied);
+        let y = (top + r) as isize - pad0 as isize;
+        if !(0..h).contains(&y) || lo == hi {
+            row.fill(0.0);
+            continue;
+        }
+        row[..lo].fill(0.0);
+        row[hi..].fill(0.0);
+        let start = s.offset as isize
+            + image as isize * s.strides[0]
+            + (channel + c) as isize * s.strides[1]
+            + y * s.strides[2];
+        let (step, run) = (s.strides[3], &mut row[lo..hi]);
+        if step == 1 {
+            let from = &x[start as usize..start as usize + run.len()];
+            for (slot, v) in run.iter_mut().zip(from) {
+                *slot = v.to_f32();
+            }
+        } else {
+            for (q, slot) in run.iter_mut().enumerate() {
+                *slot = x[(start + q as isize * step) as usize].to_f32();
+            }
+        }
+    }
+}
+
+/// Bytes of input rows [`in_place`] copies a band (unless one output row
+/// needs more): what a core's L2 cache keeps while the band's tiles read
+/// them.
+const IN_PLACE_BYTES: usize = 1 << 20;
 
 thread_local! {
     /// The packed patches of this thread's last band, kept for the next:

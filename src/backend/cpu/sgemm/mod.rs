@@ -117,46 +117,90 @@ pub(crate) fn pack_a(isa: Isa, m: usize, k: usize, at: impl Fn(usize, usize) -> 
     packed
 }
 
-/// The tile `out[i nr + j] = sum over p < k of a[p mr + i] b[p nr + j]`
-/// of one packed `A` panel and one packed `B` panel.
+/// Where a tile's `B` rows lie: row `p` is the `nr` floats from `base +
+/// offsets[p]` of the slice [`tile`] reads. A packed panel's rows follow
+/// each other ([`Rows::packed`]); a convolution's may be runs of its
+/// input, a tap each, read in place.
+pub(crate) struct Rows {
+    offsets: Vec<usize>,
+    /// The kernel the rows are for (its `nr` floats a row).
+    isa: Isa,
+    /// One past the furthest float a tile at base 0 reads.
+    reach: usize,
+}
+
+impl Rows {
+    /// Rows at `offsets` for `isa`'s tiles.
+    pub(crate) fn new(offsets: Vec<usize>, isa: Isa) -> Rows {
+        let reach = offsets.iter().max().map_or(0, |&o| o + isa.nr());
+        Rows {
+            offsets,
+            isa,
+            reach,
+        }
+    }
+
+    /// The `k` rows of a packed panel of `isa`'s `nr` columns (`[p][j]`).
+    pub(crate) fn packed(k: usize, isa: Isa) -> Rows {
+        Rows::new((0..k).map(|p| p * isa.nr()).collect(), isa)
+    }
+
+    /// The depth `k` of a tile over these rows.
+    pub(crate) fn len(&self) -> usize {
+        self.offsets.len()
+    }
+}
+
+/// The tile `out[i nr + j] = sum over p < k of a[p mr + i] b[base +
+/// rows[p] + j]` of one packed `A` panel and `k = rows.len()` rows of `B`,
+/// on the kernel the rows were made for.
 ///
 /// # Panics
-/// When a panel holds fewer than `k` steps (a caller's bug).
-pub(crate) fn tile(isa: Isa, k: usize, a: &[f32], b: &[f32], out: &mut [f32; MAX_TILE]) {
-    let (mr, nr) = (isa.mr(), isa.nr());
+/// When the `A` panel holds fewer than `k` steps or a row leaves `b`
+/// (a caller's bug).
+pub(crate) fn tile(a: &[f32], b: &[f32], base: usize, rows: &Rows, out: &mut [f32; MAX_TILE]) {
+    let (isa, k) = (rows.isa, rows.len());
     assert!(
-        a.len() >= k * mr && b.len() >= k * nr,
-        "sgemm tile: panels of {} and {} floats for {k} steps",
+        a.len() >= k * isa.mr()
+            && rows
+                .reach
+                .checked_add(base)
+                .is_some_and(|end| end <= b.len()),
+        "sgemm tile: an A panel of {} floats for {k} steps, B rows reaching {} + {base} of {}",
         a.len(),
+        rows.reach,
         b.len()
     );
+    let b = &b[base..];
     match isa {
         // SAFETY: `best`/`available` chose the kernel only where the
         // processor has its features, and the assert above bounds every
-        // read (k steps of mr and nr floats) and write (mr nr <= MAX_TILE).
+        // read (k steps of mr floats of `a`; each row's nr floats, at
+        // most `reach`, inside `b`) and write (mr nr <= MAX_TILE).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { x86::tile_avx512(k, a.as_ptr(), b.as_ptr(), out) },
+        Isa::Avx512 => unsafe { x86::tile_avx512(a.as_ptr(), b.as_ptr(), &rows.offsets, out) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { x86::tile_avx2(k, a.as_ptr(), b.as_ptr(), out) },
-        Isa::Portable => portable(k, a, b, out),
+        Isa::Avx2 => unsafe { x86::tile_avx2(a.as_ptr(), b.as_ptr(), &rows.offsets, out) },
+        Isa::Portable => portable(a, b, &rows.offsets, out),
     }
 }
 
 /// The 4 x 16 tile in plain Rust: the compiler keeps the sums in vector
 /// registers of whatever width the target has.
-fn portable(k: usize, a: &[f32], b: &[f32], out: &mut [f32; MAX_TILE]) {
+fn portable(a: &[f32], b: &[f32], rows: &[usize], out: &mut [f32; MAX_TILE]) {
     const MR: usize = 4;
     const NR: usize = 16;
     let mut acc = [[0.0f32; NR]; MR];
-    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).take(k) {
-        for (row, &av) in acc.iter_mut().zip(ap) {
-            for (sum, &bv) in row.iter_mut().zip(bp) {
+    for (ap, &row) in a.chunks_exact(MR).zip(rows) {
+        let bp = &b[row..row + NR];
+        for (sums, &av) in acc.iter_mut().zip(ap) {
+            for (sum, &bv) in sums.iter_mut().zip(bp) {
                 *sum += av * bv;
             }
         }
     }
-    for (dst, row) in out.chunks_exact_mut(NR).zip(&acc) {
-        dst.copy_from_slice(row);
+    for (dst, sums) in out.chunks_exact_mut(NR).zip(&acc) {
+        dst.copy_from_slice(sums);
     }
 }
 

@@ -30,12 +30,13 @@ fn every_kernel_matches_an_f64_product() {
         ] {
             let a: Vec<f32> = (0..m * k).map(|_| rng.next()).collect();
             let b: Vec<f32> = (0..k * nr).map(|_| rng.next()).collect();
+            let rows = Rows::packed(k, isa);
             let packed = pack_a(isa, m, k, |r, p| a[r * k + p]);
             assert_eq!(packed.len(), m.div_ceil(mr) * mr * k);
             for q in 0..m.div_ceil(mr) {
                 let panel = &packed[q * mr * k..(q + 1) * mr * k];
                 let mut out = [f32::NAN; MAX_TILE];
-                tile(isa, k, panel, &b, &mut out);
+                tile(panel, &b, 0, &rows, &mut out);
                 for i in 0..mr {
                     for j in 0..nr {
                         let r = q * mr + i;
@@ -72,11 +73,60 @@ fn the_best_kernel_is_available() {
 fn short_panels_are_refused() {
     let isa = Isa::best();
     let mut out = [0.0; MAX_TILE];
+    let rows = Rows::packed(2, isa);
     tile(
-        isa,
-        2,
         &vec![0.0; isa.mr()],
         &vec![0.0; 2 * isa.nr()],
+        0,
+        &rows,
         &mut out,
     );
+}
+
+#[test]
+#[should_panic(expected = "sgemm tile")]
+fn rows_past_b_are_refused() {
+    let isa = Isa::best();
+    let mut out = [0.0; MAX_TILE];
+    let rows = Rows::new(vec![0, 5], isa);
+    // The second row ends at 5 + nr: one float short, at base 1.
+    tile(
+        &vec![0.0; 2 * isa.mr()],
+        &vec![0.0; 5 + isa.nr()],
+        1,
+        &rows,
+        &mut out,
+    );
+}
+
+/// Rows anywhere in `B` (a convolution's taps read in place), in any
+/// order, from any base: the product of those rows.
+#[test]
+fn every_kernel_reads_its_rows_where_they_are() {
+    let mut rng = Rng(0xbead);
+    for isa in Isa::available() {
+        let (mr, nr) = (isa.mr(), isa.nr());
+        let k = 11;
+        let b: Vec<f32> = (0..600).map(|_| rng.next()).collect();
+        let offsets: Vec<usize> = (0..k).map(|p| (p * 37 + 5) % 400).collect();
+        let rows = Rows::new(offsets.clone(), isa);
+        let a: Vec<f32> = (0..mr * k).map(|_| rng.next()).collect();
+        let packed = pack_a(isa, mr, k, |r, p| a[r * k + p]);
+        for base in [0, 3, 600 - 400 - nr + 1] {
+            let mut out = [f32::NAN; MAX_TILE];
+            tile(&packed, &b, base, &rows, &mut out);
+            for i in 0..mr {
+                for j in 0..nr {
+                    let want: f64 = (0..k)
+                        .map(|p| a[i * k + p] as f64 * b[base + offsets[p] + j] as f64)
+                        .sum();
+                    let got = out[i * nr + j] as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-5 * k as f64,
+                        "{isa:?} base {base}: ({i}, {j}) is {got}, not {want}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! The x86-64 tile kernels: the sums of a tile stay in registers over all
-//! `k` steps; each step loads the `B` panel's row as vectors and
-//! multiply-adds each `A` value broadcast against them.
+//! `k` steps; each step loads a row of `B` as vectors (row `p` at `b +
+//! rows[p]`) and multiply-adds each `A` value broadcast against them.
 
 use super::MAX_TILE;
 use std::arch::x86_64::*;
@@ -8,20 +8,21 @@ use std::arch::x86_64::*;
 /// The 8 x 32 tile on AVX-512F: 16 zmm sums, two `B` vectors a step.
 ///
 /// # Safety
-/// The processor has AVX-512F; `a` holds `8 k` floats and `b` `32 k`.
+/// The processor has AVX-512F; `a` holds `8 k` floats for the `k =
+/// rows.len()` steps, and `b + rows[p]` 32 for each `p`.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile_avx512(
-    k: usize,
     a: *const f32,
     b: *const f32,
+    rows: &[usize],
     out: &mut [f32; MAX_TILE],
 ) {
     const MR: usize = 8;
     let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-    for p in 0..k {
-        // SAFETY: step p reads a[8 p..8 p + 8] and b[32 p..32 p + 32].
+    for (p, &row) in rows.iter().enumerate() {
+        // SAFETY: step p reads a[8 p..8 p + 8] and b[row..row + 32].
         unsafe {
-            let (ap, bp) = (a.add(p * MR), b.add(p * 32));
+            let (ap, bp) = (a.add(p * MR), b.add(row));
             let b0 = _mm512_loadu_ps(bp);
             let b1 = _mm512_loadu_ps(bp.add(16));
             for (i, sums) in acc.iter_mut().enumerate() {
@@ -44,15 +45,21 @@ pub(super) unsafe fn tile_avx512(
 /// The 6 x 16 tile on AVX2 with FMA: 12 ymm sums, two `B` vectors a step.
 ///
 /// # Safety
-/// The processor has AVX2 and FMA; `a` holds `6 k` floats and `b` `16 k`.
+/// The processor has AVX2 and FMA; `a` holds `6 k` floats for the `k =
+/// rows.len()` steps, and `b + rows[p]` 16 for each `p`.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn tile_avx2(k: usize, a: *const f32, b: *const f32, out: &mut [f32; MAX_TILE]) {
+pub(super) unsafe fn tile_avx2(
+    a: *const f32,
+    b: *const f32,
+    rows: &[usize],
+    out: &mut [f32; MAX_TILE],
+) {
     const MR: usize = 6;
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
-    for p in 0..k {
-        // SAFETY: step p reads a[6 p..6 p + 6] and b[16 p..16 p + 16].
+    for (p, &row) in rows.iter().enumerate() {
+        // SAFETY: step p reads a[6 p..6 p + 6] and b[row..row + 16].
         unsafe {
-            let (ap, bp) = (a.add(p * MR), b.add(p * 16));
+            let (ap, bp) = (a.add(p * MR), b.add(row));
             let b0 = _mm256_loadu_ps(bp);
             let b1 = _mm256_loadu_ps(bp.add(8));
             for (i, sums) in acc.iter_mut().enumerate() {
