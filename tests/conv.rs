@@ -1029,11 +1029,26 @@ fn the_cpu_convolution_crosses_its_bands() {
         dilation: [2, 3],
         groups: 2,
     };
+    // Unpadded f32 rows are read where they are when every tile's reads
+    // (a last panel's past its row's end) stay inside the input: rows of
+    // 64 outputs do, and the dilated taps' last reach the input's end;
+    // views and padded inputs are copied.
+    let unpadded = Setting {
+        stride: [2, 1],
+        ..plain
+    };
+    let dilated = Setting {
+        dilation: [2, 2],
+        groups: 2,
+        ..plain
+    };
     let cases = [
         ([1usize, 256, 37, 61], [11usize, 256, 3, 3], padded, true),
         ([2, 64, 75, 70], [10, 32, 3, 3], strided, true),
         ([1, 1024, 50, 45], [2, 1024, 1, 1], plain, false),
         ([2, 12, 29, 70], [10, 6, 3, 5], stepped_rows, true),
+        ([2, 40, 33, 64], [24, 40, 1, 1], unpadded, true),
+        ([1, 8, 30, 68], [10, 4, 3, 3], dilated, false),
     ];
     let cpu = Device::cpu();
     for (k, (xd, wd, setting, biased)) in cases.into_iter().enumerate() {

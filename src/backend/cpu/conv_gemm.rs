@@ -8,7 +8,8 @@
 //! - in place ([`in_place`]), where the horizontal stride is 1: each tap
 //!   of a tile reads one run of an input row, so a band of output rows
 //!   copies the input rows it reads once (zero-padded, widened to f32)
-//!   and its tiles read that copy where it lies;
+//!   and its tiles read that copy where it lies, or read the input itself
+//!   where it needs no copy (unpadded f32 rows, [`uncopied`]);
 //! - packed ([`packed`]), for strided rows and rows too short for whole
 //!   panels: the patches of a band of output pixels are packed straight
 //!   into panels of `nr` pixels (im2col into the layout the tile reads).
@@ -307,26 +308,77 @@ fn in_place<T: Widen>(
         })
         .collect();
     let rows = sgemm::Rows::new(offsets, isa);
+    let direct = T::as_f32s(x).and_then(|x| uncopied(x, s, isa, images));
+    let [sn, sc, sh, _] = s.strides.map(|v| v as usize);
     let job = |k: usize| {
         let (image, g, y0) = (k / (groups * bands), k / bands % groups, k % bands * band);
         let mut copy = SCRATCH.take();
-        copy.resize(cg * copied * width, 0.0);
-        copy_rows(x, &mut copy, s, image, g * cg, y0 * s0, (copied, width));
-        let mut tile = [0.0f32; MAX_TILE];
-        for y in y0..ho.min(y0 + band) {
-            for x0 in (0..wo).step_by(nr) {
-                let base = (y - y0) * s0 * width + x0;
+        {
+            // The rows a tile reads, and where output row y0's first tile
+            // and each next row's read from.
+            let (b, rows, first, step) = match &direct {
+                Some((x, rows)) => {
+                    let first = s.offset + image * sn + g * cg * sc + y0 * s0 * sh;
+                    (*x, rows, first, s0 * sh)
+                }
+                None => {
+                    copy.resize(cg * copied * width, 0.0);
+                    copy_rows(x, &mut copy, s, image, g * cg, y0 * s0, (copied, width));
+                    (&copy[..], &rows, 0, s0 * width)
+                }
+            };
+            let mut tile = [0.0f32; MAX_TILE];
+            // A row's tiles of one block of channels after another: each
+            // block's stores run along its channels' rows.
+            for y in y0..ho.min(y0 + band) {
                 for (t, a) in weights[g].chunks(depth * mr).enumerate() {
-                    sgemm::tile(a, &copy, base, &rows, &mut tile);
-                    // SAFETY: job k alone stores rows y0..y0 + band of
-                    // its image's and group's channels.
-                    unsafe { store.put(&mut tile, (image, g, t), y * wo + x0, nr.min(wo - x0)) };
+                    for x0 in (0..wo).step_by(nr) {
+                        let base = first + (y - y0) * step + x0;
+                        sgemm::tile(a, b, base, rows, &mut tile);
+                        // SAFETY: job k alone stores rows y0..y0 + band of
+                        // its image's and group's channels.
+                        let (pixel, columns) = (y * wo + x0, nr.min(wo - x0));
+                        unsafe { store.put(&mut tile, (image, g, t), pixel, columns) };
+                    }
                 }
             }
         }
         SCRATCH.set(copy);
     };
     super::threads::for_each_index(images * groups * bands, job);
+}
+
+/// The input's own rows for [`in_place`]'s tiles, where they need no copy:
+/// f32 rows of unit stride, no padding, the strides not negative, and
+/// every tile's reads (a last panel's past its row's end included) inside
+/// the input.
+fn uncopied<'x>(
+    x: &'x [f32],
+    s: &Shape,
+    isa: Isa,
+    images: usize,
+) -> Option<(&'x [f32], sgemm::Rows)> {
+    if s.pad != [0, 0] || s.strides[3] != 1 || s.strides.iter().any(|&v| v < 0) {
+        return None;
+    }
+    let ([kh, kw], [d0, d1], nr) = (s.kernel, s.dilation, isa.nr());
+    let [sn, sc, sh, _] = s.strides.map(|v| v as usize);
+    let cg = s.input[0] / s.groups;
+    let offsets = (0..cg * kh * kw)
+        .map(|r| {
+            let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw);
+            c * sc + i * d0 * sh + j * d1
+        })
+        .collect();
+    let rows = sgemm::Rows::new(offsets, isa);
+    // The last tile's base: the last image, group, row and panel.
+    let [ho, wo] = [s.out[1], s.out[2]];
+    let last = s.offset
+        + (images - 1) * sn
+        + (s.groups - 1) * cg * sc
+        + (ho - 1) * s.stride[0] * sh
+        + (wo - 1) / nr * nr;
+    (last + rows.reach() <= x.len()).then_some((x, rows))
 }
 
 /// Copies padded input rows `top..top + copied` (row `r` is input row `r

@@ -305,6 +305,10 @@ pub(crate) trait Half: Copy {
 pub(crate) trait Widen: Copy + Send + Sync {
     fn to_f32(self) -> f32;
     fn from_f32(v: f32) -> Self;
+    /// The values as f32 where they are f32 (read in place).
+    fn as_f32s(_values: &[Self]) -> Option<&[f32]> {
+        None
+    }
 }
 
 impl Widen for f32 {
@@ -313,6 +317,9 @@ impl Widen for f32 {
     }
     fn from_f32(v: f32) -> Self {
         v
+    }
+    fn as_f32s(values: &[f32]) -> Option<&[f32]> {
+        Some(values)
     }
 }
 

@@ -145,6 +145,11 @@ impl Rows {
         Rows::new((0..k).map(|p| p * isa.nr()).collect(), isa)
     }
 
+    /// One past the furthest float of `B` a tile at base 0 reads.
+    pub(crate) fn reach(&self) -> usize {
+        self.reach
+    }
+
     /// The depth `k` of a tile over these rows.
     pub(crate) fn len(&self) -> usize {
         self.offsets.len()
