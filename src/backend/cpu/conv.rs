@@ -174,9 +174,13 @@ fn phased<T: Widen>(
     let copy = hq * wq;
     PLANES.with(|cell| {
         let mut scratch = cell.take();
-        scratch.clear();
-        scratch.resize(s0 * s1 * copy + (ho - 1) * wq + wo, 0.0);
-        let (copies, sums) = scratch.split_at_mut(s0 * s1 * copy);
+        // Every element is written below: the copies row by row, the
+        // sums by `sum_taps`.
+        let need = s0 * s1 * copy + SUMS.max(wq);
+        if scratch.len() < need {
+            scratch.resize(need, 0.0);
+        }
+        let (copies, sums) = scratch[..need].split_at_mut(s0 * s1 * copy);
         for (phase, plane) in copies.chunks_mut(copy).enumerate() {
             let (a, b) = ((phase / s1) as isize, (phase % s1) as isize);
             // Copy column q is input column q s1 + b - pad1: those inside.
@@ -187,16 +191,29 @@ fn phased<T: Widen>(
             for (r, row) in plane.chunks_mut(wq).enumerate() {
                 let y = r as isize * s0 as isize + a - g.pad[0] as isize;
                 if !(0..h).contains(&y) || lo == hi {
+                    row.fill(0.0);
                     continue;
                 }
+                row[..lo].fill(0.0);
+                row[hi..].fill(0.0);
                 let start =
                     base + y * g.strides[2] + (lo as isize * s1 as isize + shift) * g.strides[3];
                 let row = &mut row[lo..hi];
+                let (n, first) = (row.len(), start as usize);
                 if step == 1 {
-                    let run = &x[start as usize..start as usize + row.len()];
-                    for (slot, v) in row.iter_mut().zip(run) {
+                    for (slot, v) in row.iter_mut().zip(&x[first..first + n]) {
                         *slot = v.to_f32();
                     }
+                } else if step > 0 {
+                    // The first of each step-long chunk (a loop the
+                    // compiler vectorises), then the last element.
+                    let step = step as usize;
+                    let (most, last) = row.split_at_mut(n - 1);
+                    let chunks = x[first..first + (n - 1) * step].chunks_exact(step);
+                    for (slot, v) in most.iter_mut().zip(chunks) {
+                        *slot = v[0].to_f32();
+                    }
+                    last[0] = x[first + (n - 1) * step].to_f32();
                 } else {
                     for (k, slot) in row.iter_mut().enumerate() {
                         *slot = x[(start + k as isize * step) as usize].to_f32();
@@ -210,18 +227,29 @@ fn phased<T: Widen>(
                 (i % s0 * s1 + j % s1) * copy + i / s0 * wq + j / s1
             })
             .collect();
-        sum_taps(Isa::best(), copies, &offsets, taps, sums);
-        for (oy, out) in dst.chunks_mut(wo).enumerate() {
-            let row = &mut sums[oy * wq..oy * wq + wo];
-            row.iter_mut().for_each(|sum| *sum += bias);
-            activate(row);
-            for (slot, &sum) in out.iter_mut().zip(&*row) {
-                *slot = T::from_f32(sum);
+        // A band of output rows at a time, stored while its sums are in
+        // L1: the band's taps read from its first row on.
+        let band = (SUMS / wq).max(1);
+        for (k, outs) in dst.chunks_mut(band * wo).enumerate() {
+            let rows = outs.len() / wo;
+            let sums = &mut sums[..(rows - 1) * wq + wo];
+            sum_taps(Isa::best(), &copies[k * band * wq..], &offsets, taps, sums);
+            for (oy, out) in outs.chunks_mut(wo).enumerate() {
+                let row = &mut sums[oy * wq..oy * wq + wo];
+                row.iter_mut().for_each(|sum| *sum += bias);
+                activate(row);
+                for (slot, &sum) in out.iter_mut().zip(&*row) {
+                    *slot = T::from_f32(sum);
+                }
             }
         }
         cell.set(scratch);
     });
 }
+
+/// Sums a band of [`phased`]'s output rows holds (16 KiB, unless one row
+/// is more).
+const SUMS: usize = 4096;
 
 thread_local! {
     /// [`phased`]'s copies and sums, kept for the next plane.
