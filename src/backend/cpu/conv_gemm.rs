@@ -152,6 +152,7 @@ fn images<T: Widen>(
         len: out.len(),
         bias,
         activate,
+        activated: call.activation.is_some(),
         o,
         og,
         plane,
@@ -179,6 +180,8 @@ struct Store<'a, T> {
     len: usize,
     bias: Option<&'a [f32]>,
     activate: fn(&mut [f32]),
+    /// Whether `activate` does anything.
+    activated: bool,
     /// Output channels, and those of a group; pixels of a plane.
     o: usize,
     og: usize,
@@ -188,6 +191,58 @@ struct Store<'a, T> {
 }
 
 impl<T: Widen> Store<'_, T> {
+    /// Sums the tile of `a` and rows `rows` of `b` from `base` ([`sgemm::
+    /// tile`]) and stores it as [`Store::put`] does; an f32 output straight
+    /// from the kernel's registers where the kernel can.
+    ///
+    /// # Safety
+    /// As [`Store::put`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile(
+        &self,
+        tile: &mut [f32; MAX_TILE],
+        (a, b, base, rows): (&[f32], &[f32], usize, &sgemm::Rows),
+        (image, g, t): (usize, usize, usize),
+        pixel: usize,
+        columns: usize,
+    ) {
+        if T::IS_F32 {
+            let channel = image * self.o + g * self.og + t * self.mr;
+            let n = self.mr.min(self.og - t * self.mr);
+            let at = channel * self.plane + pixel;
+            assert!(
+                pixel + columns <= self.plane && at + (n - 1) * self.plane + columns <= self.len
+            );
+            // -0 for no bias: adding it keeps every sum as it is.
+            let mut add = [-0.0f32; 8];
+            if let Some(bias) = self.bias {
+                let first = g * self.og + t * self.mr;
+                add[..n].copy_from_slice(&bias[first..first + n]);
+            }
+            let dst = self.out.get().cast::<f32>().wrapping_add(at);
+            // SAFETY: T is f32; rows `at + i plane .. + columns` are inside
+            // the output (asserted) and the caller's alone to write.
+            let stored = unsafe {
+                sgemm::tile_store(a, b, base, rows, (dst, self.plane, columns), &add[..n])
+            };
+            if stored {
+                if self.activated {
+                    for i in 0..n {
+                        // SAFETY: as above.
+                        let row = unsafe {
+                            std::slice::from_raw_parts_mut(dst.add(i * self.plane), columns)
+                        };
+                        (self.activate)(row);
+                    }
+                }
+                return;
+            }
+        }
+        sgemm::tile(a, b, base, rows, tile);
+        // SAFETY: the caller's.
+        unsafe { self.put(tile, (image, g, t), pixel, columns) };
+    }
+
     /// Stores the first `columns` sums of each row of `tile`, the tile of
     /// channels `t mr..` of group `g` of `image`, at pixels `pixel..`.
     ///
@@ -263,10 +318,10 @@ fn packed<T: Widen>(
         for q in 0..pixels.div_ceil(nr) {
             let columns = nr.min(pixels - q * nr);
             for (t, a) in weights[g].chunks(depth * mr).enumerate() {
-                sgemm::tile(a, &patches, q * depth * nr, &rows, &mut tile);
+                let from = (a, &patches[..], q * depth * nr, &rows);
                 // SAFETY: job k alone stores pixels first..first + pixels
                 // of its image's and group's channels.
-                unsafe { store.put(&mut tile, (image, g, t), first + q * nr, columns) };
+                unsafe { store.tile(&mut tile, from, (image, g, t), first + q * nr, columns) };
             }
         }
         SCRATCH.set(patches);
@@ -333,12 +388,11 @@ fn in_place<T: Widen>(
             for y in y0..ho.min(y0 + band) {
                 for (t, a) in weights[g].chunks(depth * mr).enumerate() {
                     for x0 in (0..wo).step_by(nr) {
-                        let base = first + (y - y0) * step + x0;
-                        sgemm::tile(a, b, base, rows, &mut tile);
+                        let from = (a, b, first + (y - y0) * step + x0, rows);
+                        let (pixel, columns) = (y * wo + x0, nr.min(wo - x0));
                         // SAFETY: job k alone stores rows y0..y0 + band of
                         // its image's and group's channels.
-                        let (pixel, columns) = (y * wo + x0, nr.min(wo - x0));
-                        unsafe { store.put(&mut tile, (image, g, t), pixel, columns) };
+                        unsafe { store.tile(&mut tile, from, (image, g, t), pixel, columns) };
                     }
                 }
             }

@@ -305,6 +305,8 @@ pub(crate) trait Half: Copy {
 pub(crate) trait Widen: Copy + Send + Sync {
     fn to_f32(self) -> f32;
     fn from_f32(v: f32) -> Self;
+    /// Whether the type is f32 itself.
+    const IS_F32: bool = false;
     /// The values as f32 where they are f32 (read in place).
     fn as_f32s(_values: &[Self]) -> Option<&[f32]> {
         None
@@ -318,6 +320,7 @@ impl Widen for f32 {
     fn from_f32(v: f32) -> Self {
         v
     }
+    const IS_F32: bool = true;
     fn as_f32s(values: &[f32]) -> Option<&[f32]> {
         Some(values)
     }

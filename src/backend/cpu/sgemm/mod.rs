@@ -190,6 +190,65 @@ pub(crate) fn tile(a: &[f32], b: &[f32], base: usize, rows: &Rows, out: &mut [f3
     }
 }
 
+/// [`tile`], each row `i < bias.len()` plus `bias[i]` stored straight
+/// from the kernel's registers into `dst + i ldc`, its first `columns`
+/// sums, where the kernel can (AVX-512): true then, false (nothing done)
+/// elsewhere, where the caller runs [`tile`] and stores the tile itself.
+///
+/// # Safety
+/// `dst + i ldc .. + columns` is the caller's to write, for every `i <
+/// bias.len()`, and no one else's meanwhile.
+///
+/// # Panics
+/// As [`tile`]; more rows than a tile has, or more columns.
+pub(crate) unsafe fn tile_store(
+    a: &[f32],
+    b: &[f32],
+    base: usize,
+    rows: &Rows,
+    (dst, ldc, columns): (*mut f32, usize, usize),
+    bias: &[f32],
+) -> bool {
+    let (isa, k) = (rows.isa, rows.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            assert!(
+                a.len() >= k * isa.mr()
+                    && rows
+                        .reach
+                        .checked_add(base)
+                        .is_some_and(|end| end <= b.len())
+                    && bias.len() <= isa.mr()
+                    && columns <= isa.nr(),
+                "sgemm tile_store: an A panel of {} floats for {k} steps, B rows reaching \
+                 {} + {base} of {}, {} rows of {columns}",
+                a.len(),
+                rows.reach,
+                b.len(),
+                bias.len()
+            );
+            // SAFETY: as in `tile` for the reads; the writes are the
+            // caller's (this function's contract), at most 8 rows of 32.
+            unsafe {
+                x86::tile_store_avx512(
+                    a.as_ptr(),
+                    b[base..].as_ptr(),
+                    &rows.offsets,
+                    (dst, ldc, columns),
+                    bias,
+                );
+            }
+            true
+        }
+        _ => {
+            // No kernel stores its tile here (all of them elsewhere).
+            let _ = (a, b, base, dst, ldc, columns, bias, k);
+            false
+        }
+    }
+}
+
 /// The 4 x 16 tile in plain Rust: the compiler keeps the sums in vector
 /// registers of whatever width the target has.
 fn portable(a: &[f32], b: &[f32], rows: &[usize], out: &mut [f32; MAX_TILE]) {

@@ -5,7 +5,32 @@
 use super::MAX_TILE;
 use std::arch::x86_64::*;
 
-/// The 8 x 32 tile on AVX-512F: 16 zmm sums, two `B` vectors a step.
+/// The 8 x 32 tile's sums on AVX-512F: 16 zmm sums, two `B` vectors a
+/// step.
+///
+/// # Safety
+/// As [`tile_avx512`].
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn sums_avx512(a: *const f32, b: *const f32, rows: &[usize]) -> [[__m512; 2]; 8] {
+    let mut acc = [[_mm512_setzero_ps(); 2]; 8];
+    for (p, &row) in rows.iter().enumerate() {
+        // SAFETY: step p reads a[8 p..8 p + 8] and b[row..row + 32].
+        unsafe {
+            let (ap, bp) = (a.add(p * 8), b.add(row));
+            let b0 = _mm512_loadu_ps(bp);
+            let b1 = _mm512_loadu_ps(bp.add(16));
+            for (i, sums) in acc.iter_mut().enumerate() {
+                let av = _mm512_set1_ps(*ap.add(i));
+                sums[0] = _mm512_fmadd_ps(av, b0, sums[0]);
+                sums[1] = _mm512_fmadd_ps(av, b1, sums[1]);
+            }
+        }
+    }
+    acc
+}
+
+/// The 8 x 32 tile on AVX-512F, into `out`.
 ///
 /// # Safety
 /// The processor has AVX-512F; `a` holds `8 k` floats for the `k =
@@ -17,27 +42,46 @@ pub(super) unsafe fn tile_avx512(
     rows: &[usize],
     out: &mut [f32; MAX_TILE],
 ) {
-    const MR: usize = 8;
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-    for (p, &row) in rows.iter().enumerate() {
-        // SAFETY: step p reads a[8 p..8 p + 8] and b[row..row + 32].
-        unsafe {
-            let (ap, bp) = (a.add(p * MR), b.add(row));
-            let b0 = _mm512_loadu_ps(bp);
-            let b1 = _mm512_loadu_ps(bp.add(16));
-            for (i, sums) in acc.iter_mut().enumerate() {
-                let av = _mm512_set1_ps(*ap.add(i));
-                sums[0] = _mm512_fmadd_ps(av, b0, sums[0]);
-                sums[1] = _mm512_fmadd_ps(av, b1, sums[1]);
-            }
-        }
-    }
+    // SAFETY: the caller's.
+    let acc = unsafe { sums_avx512(a, b, rows) };
     for (i, sums) in acc.iter().enumerate() {
         // SAFETY: row i of the tile is out[32 i..32 i + 32], inside 8 x 32.
         unsafe {
             let row = out.as_mut_ptr().add(i * 32);
             _mm512_storeu_ps(row, sums[0]);
             _mm512_storeu_ps(row.add(16), sums[1]);
+        }
+    }
+}
+
+/// The 8 x 32 tile on AVX-512F stored from its registers: row `i <
+/// bias.len()` plus `bias[i]` into `dst + i ldc`, its first `columns`
+/// sums (masked stores).
+///
+/// # Safety
+/// As [`tile_avx512`]; `bias.len() <= 8`, `columns <= 32`, and `dst + i
+/// ldc .. + columns` is the caller's to write for every `i <
+/// bias.len()`.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn tile_store_avx512(
+    a: *const f32,
+    b: *const f32,
+    rows: &[usize],
+    (dst, ldc, columns): (*mut f32, usize, usize),
+    bias: &[f32],
+) {
+    // SAFETY: the caller's.
+    let acc = unsafe { sums_avx512(a, b, rows) };
+    let mask = |n: usize| -> __mmask16 { ((1u32 << n.min(16)) - 1) as __mmask16 };
+    let (low, high) = (mask(columns), mask(columns.saturating_sub(16)));
+    for (sums, (i, &add)) in acc.iter().zip(bias.iter().enumerate()) {
+        let add = _mm512_set1_ps(add);
+        // SAFETY: the masks store the row's first `columns` floats, the
+        // caller's to write.
+        unsafe {
+            let row = dst.add(i * ldc);
+            _mm512_mask_storeu_ps(row, low, _mm512_add_ps(sums[0], add));
+            _mm512_mask_storeu_ps(row.add(16), high, _mm512_add_ps(sums[1], add));
         }
     }
 }
