@@ -24,6 +24,10 @@ pub(crate) struct IterPlan {
     pub offsets: SmallVec<[usize; 4]>,
 }
 
+/// Innermost runs shorter than this make [`IterPlan::with_long_runs`] put
+/// a longer axis innermost.
+pub(crate) const SHORT_RUN: usize = 16;
+
 impl IterPlan {
     /// Plans iteration over operands that all have the same shape (inputs
     /// already broadcast). `layouts[0]` leads the memory order.
@@ -79,6 +83,26 @@ impl IterPlan {
             strides,
             offsets,
         }
+    }
+
+    /// The plan with its longest axis innermost where the innermost one is
+    /// shorter than [`SHORT_RUN`] (a transposed shuffle's, an interleave's):
+    /// longer runs, for loops whose results do not depend on the order
+    /// they visit the elements in (elementwise ops, not sums).
+    pub fn with_long_runs(mut self) -> IterPlan {
+        let rank = self.shape.len();
+        if rank < 2 || self.shape[rank - 1] >= SHORT_RUN {
+            return self;
+        }
+        // The longest axis, the innermost of equals.
+        let longest = (0..rank - 1).max_by_key(|&j| self.shape[j]).unwrap_or(0);
+        if self.shape[longest] > self.shape[rank - 1] {
+            self.shape[longest..].rotate_left(1);
+            for s in self.strides.iter_mut() {
+                s[longest..].rotate_left(1);
+            }
+        }
+        self
     }
 
     /// The number of elements visited.

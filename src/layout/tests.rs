@@ -209,18 +209,39 @@ proptest! {
         if let Some(first) = row.first_mut() { *first = 1; }
         let b = Layout::contiguous(row).broadcast_to(a.shape()).unwrap();
         let (lead, other) = if seed % 2 == 0 { (&dest, &a) } else { (&a, &dest) };
-        let plan = IterPlan::new(&[lead, other, &b]);
-        prop_assert_eq!(plan.numel(), a.numel());
-        let walk = |k: usize| -> Vec<usize> {
-            let l = Layout::from_parts(Shape::from(plan.shape.to_vec()), plan.strides[k].clone(), plan.offsets[k]);
-            if a.numel() == 0 { vec![] } else { l.positions() }
-        };
-        let mut got: Vec<(usize, usize, usize)> = walk(0).into_iter().zip(walk(1)).zip(walk(2)).map(|((x, y), z)| (x, y, z)).collect();
         let mut want: Vec<(usize, usize, usize)> = lead.positions().into_iter().zip(other.positions()).zip(b.positions()).map(|((x, y), z)| (x, y, z)).collect();
-        got.sort_unstable();
         want.sort_unstable();
-        prop_assert_eq!(got, want);
+        // Reordered for long runs too: the same pairs, in another order.
+        let plain = IterPlan::new(&[lead, other, &b]);
+        for plan in [plain.clone(), plain.with_long_runs()] {
+            prop_assert_eq!(plan.numel(), a.numel());
+            let walk = |k: usize| -> Vec<usize> {
+                let l = Layout::from_parts(Shape::from(plan.shape.to_vec()), plan.strides[k].clone(), plan.offsets[k]);
+                if a.numel() == 0 { vec![] } else { l.positions() }
+            };
+            let mut got: Vec<(usize, usize, usize)> = walk(0).into_iter().zip(walk(1)).zip(walk(2)).map(|((x, y), z)| (x, y, z)).collect();
+            got.sort_unstable();
+            prop_assert_eq!(&got, &want);
+        }
     }
+}
+
+#[test]
+fn a_short_innermost_axis_gives_way_to_the_longest() {
+    // A transposed shuffle: out [160, 2] contiguous from in [2, 160]^T.
+    let out = Layout::contiguous([3, 160, 2]);
+    let a = Layout::contiguous([3, 2, 160]).permute(&[0, 2, 1]).unwrap();
+    let plan = IterPlan::new(&[&out, &a]);
+    assert_eq!(plan.shape.as_slice(), &[3, 160, 2]);
+    let long = plan.with_long_runs();
+    assert_eq!(long.shape.as_slice(), &[3, 2, 160]);
+    assert_eq!(long.strides[0].as_slice(), &[320, 1, 2]);
+    assert_eq!(long.strides[1].as_slice(), &[320, 160, 1]);
+    // Runs of 16 or more stay.
+    let out = Layout::contiguous([40, 16]);
+    let a = Layout::contiguous([16, 40]).reversed_axes();
+    let plan = IterPlan::new(&[&out, &a]).with_long_runs();
+    assert_eq!(plan.shape.as_slice(), &[40, 16]);
 }
 
 #[test]

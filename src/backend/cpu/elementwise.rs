@@ -88,7 +88,8 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
             Input::Scalar(s) => scalar = Some((k, *s)),
         }
     }
-    let plan = IterPlan::new(&layouts);
+    // Each element on its own: any order, the longest runs.
+    let plan = IterPlan::new(&layouts).with_long_runs();
     let in_dtype = call.inputs.first().map(Input::dtype);
     // SAFETY: the op layer sized every storage for its layout and resolved
     // aliasing (see strided.rs); pointers are typed by the dtypes they hold.
