@@ -85,21 +85,26 @@ impl IterPlan {
         }
     }
 
-    /// The plan with its longest axis innermost where the innermost one is
+    /// The plan with a longer axis innermost where the innermost one is
     /// shorter than [`SHORT_RUN`] (a transposed shuffle's, an interleave's):
-    /// longer runs, for loops whose results do not depend on the order
-    /// they visit the elements in (elementwise ops, not sums).
+    /// the innermost of those at least that long (the lead's smallest
+    /// stride among them), else the longest. Longer runs, for loops whose
+    /// results do not depend on the order they visit the elements in
+    /// (elementwise ops, not sums).
     pub fn with_long_runs(mut self) -> IterPlan {
         let rank = self.shape.len();
         if rank < 2 || self.shape[rank - 1] >= SHORT_RUN {
             return self;
         }
-        // The longest axis, the innermost of equals.
-        let longest = (0..rank - 1).max_by_key(|&j| self.shape[j]).unwrap_or(0);
-        if self.shape[longest] > self.shape[rank - 1] {
-            self.shape[longest..].rotate_left(1);
+        let outer = 0..rank - 1;
+        let long = outer.clone().rev().find(|&j| self.shape[j] >= SHORT_RUN);
+        let Some(j) = long.or_else(|| outer.max_by_key(|&j| self.shape[j])) else {
+            return self;
+        };
+        if self.shape[j] > self.shape[rank - 1] {
+            self.shape[j..].rotate_left(1);
             for s in self.strides.iter_mut() {
-                s[longest..].rotate_left(1);
+                s[j..].rotate_left(1);
             }
         }
         self

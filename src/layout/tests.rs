@@ -227,7 +227,7 @@ proptest! {
 }
 
 #[test]
-fn a_short_innermost_axis_gives_way_to_the_longest() {
+fn a_short_innermost_axis_gives_way_to_a_long_one() {
     // A transposed shuffle: out [160, 2] contiguous from in [2, 160]^T.
     let out = Layout::contiguous([3, 160, 2]);
     let a = Layout::contiguous([3, 2, 160]).permute(&[0, 2, 1]).unwrap();
@@ -237,6 +237,23 @@ fn a_short_innermost_axis_gives_way_to_the_longest() {
     assert_eq!(long.shape.as_slice(), &[3, 2, 160]);
     assert_eq!(long.strides[0].as_slice(), &[320, 1, 2]);
     assert_eq!(long.strides[1].as_slice(), &[320, 160, 1]);
+    // A nearest upsampling's broadcast: the rows' axis goes innermost,
+    // not the longer channels' (whose strides are large).
+    let x = Layout::contiguous([96, 80, 1, 80, 1]);
+    let spread = x
+        .broadcast_to(&Shape::from(vec![96, 80, 2, 80, 2]))
+        .unwrap();
+    let out = Layout::contiguous([96, 80, 2, 80, 2]);
+    let long = IterPlan::new(&[&out, &spread]).with_long_runs();
+    assert_eq!(long.shape.as_slice(), &[96 * 80, 2, 2, 80]);
+    assert_eq!(long.strides[1].as_slice(), &[80, 0, 0, 1]);
+    // Short axes alone: the longest goes innermost (here the two outer
+    // axes merged into one of 15).
+    let out = Layout::contiguous([3, 5, 2]);
+    let a = Layout::contiguous([2, 3, 5]).permute(&[1, 2, 0]).unwrap();
+    let long = IterPlan::new(&[&out, &a]).with_long_runs();
+    assert_eq!(long.shape.as_slice(), &[2, 15]);
+    assert_eq!(long.strides[1].as_slice(), &[15, 1]);
     // Runs of 16 or more stay.
     let out = Layout::contiguous([40, 16]);
     let a = Layout::contiguous([16, 40]).reversed_axes();

@@ -120,6 +120,11 @@ impl Tensor {
         if let Some(out) = self.resize_in_one_pass(op, size, scale, mode)? {
             return Ok(out);
         }
+        if mode == Resize::Nearest
+            && let Some(factors) = whole_factors(self, size, scale)
+        {
+            return nearest_by_factors(self, factors);
+        }
         let mut x = self.to_dtype(compute)?;
         // Columns, then rows: PyTorch blends each row's pair of columns
         // first, so the roundings fall alike.
@@ -193,6 +198,45 @@ impl Tensor {
         })?;
         Ok(Some(out))
     }
+}
+
+/// The whole factors `[fh, fw]` of a nearest resize of `x` to `size`
+/// whose source pixels are `i / f` on both axes (`m = f n`, the ratio
+/// exact): `None` for any other, and for empty axes.
+fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Option<[usize; 2]> {
+    let r = x.rank();
+    let mut factors = [1; 2];
+    for a in [0, 1] {
+        let (n, m) = (x.dims()[r - 2 + a], size[a]);
+        if n == 0 || m % n != 0 {
+            return None;
+        }
+        let f = m / n;
+        let ratio = source_ratio(n, m, scale.map(|s| s[a]), Resize::Nearest);
+        if (0..m).any(|i| source_taps(i, n, m, ratio, Resize::Nearest).0 != i / f) {
+            return None;
+        }
+        factors[a] = f;
+    }
+    Some(factors)
+}
+
+/// A nearest resize by whole factors: each pixel repeated `fh` x `fw`
+/// times, one copy of a broadcast view `[.., h, fh, w, fw]` (which the
+/// CPU copies along its rows, where gathering each axis took two passes
+/// and an index read a pixel).
+fn nearest_by_factors(x: &Tensor, [fh, fw]: [usize; 2]) -> Result<Tensor> {
+    let r = x.rank();
+    let (h, w) = (x.dims()[r - 2], x.dims()[r - 1]);
+    let mut spread = x.dims()[..r - 2].to_vec();
+    spread.extend([h, fh, w, fw]);
+    let mut out = x.dims()[..r - 2].to_vec();
+    out.extend([h * fh, w * fw]);
+    x.unsqueeze(-1)?
+        .unsqueeze(-3)?
+        .broadcast_to(spread)?
+        .contiguous()?
+        .reshape(out)
 }
 
 /// One axis of `x` (`n` long) resized to `m`; `scale` is the caller's
