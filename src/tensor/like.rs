@@ -35,8 +35,9 @@ impl Tensor {
     }
 
     /// A contiguous tensor with this shape, dtype and device whose elements
-    /// are unspecified until written (zeros on the CPU; on a GPU whatever
-    /// its pooled buffer held), as NumPy's `empty_like`.
+    /// are unspecified until written (on either device whatever its pooled
+    /// buffer held, or zeros; every bit set on the CPU in builds with debug
+    /// assertions), as NumPy's `empty_like`.
     ///
     /// # Errors
     /// As [`Tensor::zeros`].

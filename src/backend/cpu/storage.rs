@@ -124,7 +124,7 @@ impl CpuData {
         #[allow(unused_mut)]
         let mut data = match super::pool::take(dtype, len) {
             Some(data) => data,
-            None => Self::zeros(op, dtype, len)?,
+            None => Self::fresh_zeros(op, dtype, len)?,
         };
         #[cfg(debug_assertions)]
         data.poison();
@@ -157,6 +157,12 @@ impl CpuData {
             with_cpu_data!(&mut data, v => v.fill(Zeroable::zeroed()));
             return Ok(data);
         }
+        Self::fresh_zeros(op, dtype, len)
+    }
+
+    /// A zero-filled vector from the allocator (zeroed pages, no write
+    /// pass, where it has them).
+    fn fresh_zeros(op: &'static str, dtype: KernelType, len: usize) -> Result<CpuData> {
         Ok(match dtype {
             KernelType::F32 => CpuData::F32(try_zeroed(op, len)?),
             KernelType::F16 => CpuData::F16(try_zeroed(op, len)?),
