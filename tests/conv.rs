@@ -1825,3 +1825,25 @@ fn a_bias_view_is_read_from_its_offset() {
         assert_eq!(float_bits(&got), float_bits(&want), "{what}");
     }
 }
+
+/// A nearest resize by whole factors (one copy of a broadcast view two
+/// axes longer than its input) at every rank up to the largest: each
+/// pixel repeated, on every device (a rank-7 input was an error on the
+/// CPU once: its view would have had rank 9).
+#[test]
+fn a_nearest_resize_by_whole_factors_takes_every_rank() {
+    for dev in devices() {
+        for rank in 2..=8 {
+            let mut dims = vec![1usize; rank];
+            dims[rank - 2] = 2;
+            dims[rank - 1] = 3;
+            let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], dims, &dev).unwrap();
+            let got = x.resize_by([2.0, 3.0], Resize::Nearest).unwrap();
+            assert_eq!(&got.dims()[rank - 2..], &[4, 9], "rank {rank} on {dev}");
+            let want: Vec<f32> = (0..4)
+                .flat_map(|y| (0..9).map(move |x| (y / 2 * 3 + x / 3 + 1) as f32))
+                .collect();
+            assert_eq!(got.to_vec::<f32>().unwrap(), want, "rank {rank} on {dev}");
+        }
+    }
+}

@@ -13,7 +13,7 @@ use crate::backend::{
     MAX_ANTIALIAS_TAPS, ResizeCall, Sampling, antialias_taps, antialias_window, resize,
 };
 use crate::error::{Error, Result};
-use crate::shape::Shape;
+use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::Tensor;
 
 /// How [`Tensor::resize`] samples.
@@ -202,9 +202,13 @@ impl Tensor {
 
 /// The whole factors `[fh, fw]` of a nearest resize of `x` to `size`
 /// whose source pixels are `i / f` on both axes (`m = f n`, the ratio
-/// exact): `None` for any other, and for empty axes.
+/// exact): `None` for any other, for empty axes, and for a rank the
+/// broadcast view's two more axes would take past [`MAX_RANK`].
 fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Option<[usize; 2]> {
     let r = x.rank();
+    if r + 2 > MAX_RANK {
+        return None;
+    }
     let mut factors = [1; 2];
     for a in [0, 1] {
         let (n, m) = (x.dims()[r - 2 + a], size[a]);
