@@ -1042,8 +1042,22 @@ fn the_cpu_convolution_crosses_its_bands() {
         groups: 2,
         ..plain
     };
+    // Horizontal strides: each copied row split into the stride's phases
+    // (rows of 64 and of 32 outputs).
+    let phased = Setting {
+        stride: [2, 2],
+        dilation: [1, 2],
+        groups: 2,
+        ..padded
+    };
+    let thirds = Setting {
+        stride: [1, 3],
+        ..padded
+    };
     let cases = [
-        ([1usize, 256, 37, 61], [11usize, 256, 3, 3], padded, true),
+        ([1usize, 6, 21, 129], [8usize, 3, 3, 3], phased, true),
+        ([2, 5, 9, 94], [4, 5, 3, 3], thirds, false),
+        ([1, 256, 37, 61], [11, 256, 3, 3], padded, true),
         ([2, 64, 75, 70], [10, 32, 3, 3], strided, true),
         ([1, 1024, 50, 45], [2, 1024, 1, 1], plain, false),
         ([2, 12, 29, 70], [10, 6, 3, 5], stepped_rows, true),

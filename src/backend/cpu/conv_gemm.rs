@@ -5,14 +5,15 @@
 //! then finished where it is stored: the f32 bias added, a one-op
 //! activation applied, the sum rounded once into the dtype. A tile's
 //! pixels are read one of two ways:
-//! - in place ([`in_place`]), where the horizontal stride is 1: each tap
-//!   of a tile reads one run of an input row, so a band of output rows
-//!   copies the input rows it reads once (zero-padded, widened to f32)
-//!   and its tiles read that copy where it lies, or read the input itself
-//!   where it needs no copy (unpadded f32 rows, [`uncopied`]);
-//! - packed ([`packed`]), for strided rows and rows too short for whole
-//!   panels: the patches of a band of output pixels are packed straight
-//!   into panels of `nr` pixels (im2col into the layout the tile reads).
+//! - in place ([`in_place`]): a band of output rows copies the input rows
+//!   it reads once (zero-padded, widened to f32, each row's columns split
+//!   into the phases of the horizontal stride), so that each tap of a
+//!   tile reads one run of the copy where it lies; or its tiles read the
+//!   input itself where it needs no copy (unpadded f32 rows of unit
+//!   stride, [`uncopied`]);
+//! - packed ([`packed`]), for rows too short for whole panels: the
+//!   patches of a band of output pixels are packed straight into panels
+//!   of `nr` pixels (im2col into the layout the tile reads).
 //!
 //! Bands run on the current pool's threads, each copying into a scratch
 //! buffer of its thread's. Each output is one f32 sum over the input
@@ -160,11 +161,9 @@ fn images<T: Widen>(
         nr: isa.nr(),
     };
     let wo = s.out[2];
-    // Rows of the input in place where a tile's pixels are one run of an
-    // input row for every tap (unit horizontal stride) and the rows'
-    // panels waste at most a quarter of their columns; patches packed
-    // otherwise.
-    if s.stride[1] == 1 && wo.div_ceil(isa.nr()) * isa.nr() * 4 <= wo * 5 {
+    // Rows of the input in place where the rows' panels waste at most a
+    // quarter of their columns; patches packed otherwise.
+    if wo.div_ceil(isa.nr()) * isa.nr() * 4 <= wo * 5 {
         in_place(x, &s, isa, &weights, &store, od[0]);
     } else {
         packed(x, &s, isa, &weights, &store, od[0]);
@@ -277,7 +276,7 @@ impl<T: Widen> Store<'_, T> {
     }
 }
 
-/// Bands of pixels whose patches are packed as panels (any stride).
+/// Bands of pixels whose patches are packed as panels (short rows).
 fn packed<T: Widen>(
     x: &[T],
     s: &Shape,
@@ -330,10 +329,11 @@ fn packed<T: Widen>(
 }
 
 /// Bands of output rows over a zero-padded copy of the input rows they
-/// read, `[c][r][width]` (every channel of the group, each row once,
-/// widened to f32, columns past the input zeros): a tile of `nr` pixels
-/// of an output row reads, for each tap, one run of a copied row, in
-/// place ([`sgemm::Rows`]). The copy is the input's size and a halo,
+/// read, `[c][r][b][q]` (every channel of the group, each row once, its
+/// columns split into the phases `b` of the horizontal stride, widened to
+/// f32, zeros past the input; [`copy_rows`]): a tile of `nr` pixels of an
+/// output row reads, for each tap, one run of one phase of a copied row,
+/// in place ([`sgemm::Rows`]). The copy is the input's size and a halo,
 /// where packed patches repeat each input value once a tap.
 fn in_place<T: Widen>(
     x: &[T],
@@ -344,10 +344,12 @@ fn in_place<T: Widen>(
     images: usize,
 ) {
     let (mr, nr, depth) = (isa.mr(), isa.nr(), s.depth());
-    let ([kh, kw], [d0, d1], s0) = (s.kernel, s.dilation, s.stride[0]);
+    let ([kh, kw], [d0, d1], [s0, s1]) = (s.kernel, s.dilation, s.stride);
     let (cg, ho, wo, groups) = (s.input[0] / s.groups, s.out[1], s.out[2], s.groups);
-    // Copied rows: every panel of a row reads inside its copy.
-    let width = wo.div_ceil(nr) * nr + (kw - 1) * d1;
+    // Copied rows, a phase of the horizontal stride each `wq` long: every
+    // panel of a row reads inside its phase.
+    let wq = wo.div_ceil(nr) * nr + (kw - 1) * d1 / s1;
+    let width = s1 * wq;
     // Output rows per band: the copy about IN_PLACE_BYTES, four bands a
     // thread at the least.
     let reach = (kh - 1) * d0;
@@ -358,8 +360,8 @@ fn in_place<T: Widen>(
     let copied = (band - 1) * s0 + reach + 1;
     let offsets = (0..depth)
         .map(|r| {
-            let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw);
-            (c * copied + i * d0) * width + j * d1
+            let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw * d1);
+            (c * copied + i * d0) * width + j % s1 * wq + j / s1
         })
         .collect();
     let rows = sgemm::Rows::new(offsets, isa);
@@ -378,7 +380,7 @@ fn in_place<T: Widen>(
                 }
                 None => {
                     copy.resize(cg * copied * width, 0.0);
-                    copy_rows(x, &mut copy, s, image, g * cg, y0 * s0, (copied, width));
+                    copy_rows(x, &mut copy, s, image, g * cg, y0 * s0, (copied, wq));
                     (&copy[..], &rows, 0, s0 * width)
                 }
             };
@@ -412,7 +414,8 @@ fn uncopied<'x>(
     isa: Isa,
     images: usize,
 ) -> Option<(&'x [f32], sgemm::Rows)> {
-    if s.pad != [0, 0] || s.strides[3] != 1 || s.strides.iter().any(|&v| v < 0) {
+    if s.pad != [0, 0] || s.stride[1] != 1 || s.strides[3] != 1 || s.strides.iter().any(|&v| v < 0)
+    {
         return None;
     }
     let ([kh, kw], [d0, d1], nr) = (s.kernel, s.dilation, isa.nr());
@@ -435,10 +438,12 @@ fn uncopied<'x>(
     (last + rows.reach() <= x.len()).then_some((x, rows))
 }
 
-/// Copies padded input rows `top..top + copied` (row `r` is input row `r
-/// - pad0`, column `q` input column `q - pad1`, zeros outside the input)
-/// of channels `channel..channel + cg` of `image` into `copy`, `[c][r][q]`
-/// rows `width` long: every element written.
+/// Copies padded input rows `top..top + copied` of channels `channel..
+/// channel + cg` of `image` into `copy`, `[c][r][b][q]`: row `r` is input
+/// row `r - pad0`, and its phase `b < s1` (a horizontal stride's) `wq`
+/// long, column `q` input column `q s1 + b - pad1`, zeros outside the
+/// input. Every element written.
+#[allow(clippy::too_many_arguments)]
 fn copy_rows<T: Widen>(
     x: &[T],
     copy: &mut [f32],
@@ -446,15 +451,18 @@ fn copy_rows<T: Widen>(
     image: usize,
     channel: usize,
     top: usize,
-    (copied, width): (usize, usize),
+    (copied, wq): (usize, usize),
 ) {
-    let (h, wd) = (s.input[1] as isize, s.input[2]);
+    let (h, wd, s1) = (s.input[1] as isize, s.input[2] as isize, s.stride[1]);
     let [pad0, pad1] = s.pad;
-    // Columns of a row holding input: pad1..pad1 + wd, inside the row.
-    let (lo, hi) = (pad1.min(width), (pad1 + wd).min(width));
-    for (n, row) in copy.chunks_mut(width).enumerate() {
-        let (c, r) = (n / copied, n % copied);
+    let step = s1 as isize * s.strides[3];
+    for (n, row) in copy.chunks_mut(wq).enumerate() {
+        let (c, r, b) = (n / (s1 * copied), n / s1 % copied, n % s1);
         let y = (top + r) as isize - pad0 as isize;
+        // Columns q inside the input: 0 <= q s1 + shift < wd.
+        let shift = b as isize - pad1 as isize;
+        let lo = ((-shift).max(0) as usize).div_ceil(s1).min(wq);
+        let hi = ((wd - shift).max(0) as usize).div_ceil(s1).clamp(lo, wq);
         if !(0..h).contains(&y) || lo == hi {
             row.fill(0.0);
             continue;
@@ -464,8 +472,9 @@ fn copy_rows<T: Widen>(
         let start = s.offset as isize
             + image as isize * s.strides[0]
             + (channel + c) as isize * s.strides[1]
-            + y * s.strides[2];
-        let (step, run) = (s.strides[3], &mut row[lo..hi]);
+            + y * s.strides[2]
+            + (lo as isize * s1 as isize + shift) * s.strides[3];
+        let run = &mut row[lo..hi];
         if step == 1 {
             let from = &x[start as usize..start as usize + run.len()];
             for (slot, v) in run.iter_mut().zip(from) {
