@@ -160,10 +160,21 @@ fn images<T: Widen>(
         mr: isa.mr(),
         nr: isa.nr(),
     };
-    let wo = s.out[2];
+    let (wo, nr) = (s.out[2], isa.nr());
     // Rows of the input in place where the rows' panels waste at most a
-    // quarter of their columns; patches packed otherwise.
-    if wo.div_ceil(isa.nr()) * isa.nr() * 4 <= wo * 5 {
+    // quarter of their columns and a band's copy of one output row stays
+    // small (taps dilated far apart over a few outputs would copy rows no
+    // output reads); patches packed otherwise.
+    let one_row = (s.input[0] / s.groups)
+        .saturating_mul(
+            (s.kernel[0] - 1)
+                .saturating_mul(s.dilation[0])
+                .saturating_add(1),
+        )
+        .saturating_mul(s.stride[1].saturating_mul(row_phase(&s, nr)))
+        .saturating_mul(4);
+    let panels = wo.div_ceil(nr).saturating_mul(nr);
+    if panels.saturating_mul(4) <= wo.saturating_mul(5) && one_row <= IN_PLACE_MOST {
         in_place(x, &s, isa, &weights, &store, od[0]);
     } else {
         packed(x, &s, isa, &weights, &store, od[0]);
@@ -346,9 +357,7 @@ fn in_place<T: Widen>(
     let (mr, nr, depth) = (isa.mr(), isa.nr(), s.depth());
     let ([kh, kw], [d0, d1], [s0, s1]) = (s.kernel, s.dilation, s.stride);
     let (cg, ho, wo, groups) = (s.input[0] / s.groups, s.out[1], s.out[2], s.groups);
-    // Copied rows, a phase of the horizontal stride each `wq` long: every
-    // panel of a row reads inside its phase.
-    let wq = wo.div_ceil(nr) * nr + (kw - 1) * d1 / s1;
+    let wq = row_phase(s, nr);
     let width = s1 * wq;
     // Output rows per band: the copy about IN_PLACE_BYTES, four bands a
     // thread at the least.
@@ -402,6 +411,13 @@ fn in_place<T: Widen>(
         SCRATCH.set(copy);
     };
     super::threads::for_each_index(images * groups * bands, job);
+}
+
+/// The length of a phase of a row [`in_place`] copies: every panel of
+/// `nr` outputs of a row reads inside it, at each tap.
+fn row_phase(s: &Shape, nr: usize) -> usize {
+    let reach = (s.kernel[1] - 1).saturating_mul(s.dilation[1]) / s.stride[1];
+    (s.out[2].div_ceil(nr) * nr).saturating_add(reach)
 }
 
 /// The input's own rows for [`in_place`]'s tiles, where they need no copy:
@@ -492,6 +508,10 @@ fn copy_rows<T: Widen>(
 /// needs more): what a core's L2 cache keeps while the band's tiles read
 /// them.
 const IN_PLACE_BYTES: usize = 1 << 20;
+
+/// The most bytes [`in_place`] copies for one output row; patches are
+/// packed past it.
+const IN_PLACE_MOST: usize = 16 << 20;
 
 thread_local! {
     /// The packed patches of this thread's last band, kept for the next:
