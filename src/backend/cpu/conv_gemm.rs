@@ -85,6 +85,18 @@ impl Shape {
     fn depth(&self) -> usize {
         self.input[0] / self.groups * self.kernel[0] * self.kernel[1]
     }
+
+    /// The tiles' `B` rows at `offset(c, i, j)` for each row of the patch
+    /// matrix, in its order: input channel `c` of the group, the tap's
+    /// dilated row `i` and column `j` (its kernel index times the
+    /// dilation).
+    fn tap_rows(&self, isa: Isa, offset: impl Fn(usize, usize, usize) -> usize) -> sgemm::Rows {
+        let ([kh, kw], [d0, d1]) = (self.kernel, self.dilation);
+        let offsets = (0..self.depth())
+            .map(|r| offset(r / (kh * kw), r / kw % kh * d0, r % kw * d1))
+            .collect();
+        sgemm::Rows::new(offsets, isa)
+    }
 }
 
 fn images<T: Widen>(
@@ -355,7 +367,7 @@ fn in_place<T: Widen>(
     images: usize,
 ) {
     let (mr, nr, depth) = (isa.mr(), isa.nr(), s.depth());
-    let ([kh, kw], [d0, d1], [s0, s1]) = (s.kernel, s.dilation, s.stride);
+    let ([kh, _], [d0, _], [s0, s1]) = (s.kernel, s.dilation, s.stride);
     let (cg, ho, wo, groups) = (s.input[0] / s.groups, s.out[1], s.out[2], s.groups);
     let wq = row_phase(s, nr);
     let width = s1 * wq;
@@ -367,13 +379,9 @@ fn in_place<T: Widen>(
     let band = fit.min(ho.div_ceil(wanted)).max(1);
     let bands = ho.div_ceil(band);
     let copied = (band - 1) * s0 + reach + 1;
-    let offsets = (0..depth)
-        .map(|r| {
-            let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw * d1);
-            (c * copied + i * d0) * width + j % s1 * wq + j / s1
-        })
-        .collect();
-    let rows = sgemm::Rows::new(offsets, isa);
+    let rows = s.tap_rows(isa, |c, i, j| {
+        (c * copied + i) * width + j % s1 * wq + j / s1
+    });
     let direct = T::as_f32s(x).and_then(|x| uncopied(x, s, isa, images));
     let [sn, sc, sh, _] = s.strides.map(|v| v as usize);
     let job = |k: usize| {
@@ -434,16 +442,10 @@ fn uncopied<'x>(
     {
         return None;
     }
-    let ([kh, kw], [d0, d1], nr) = (s.kernel, s.dilation, isa.nr());
+    let nr = isa.nr();
     let [sn, sc, sh, _] = s.strides.map(|v| v as usize);
     let cg = s.input[0] / s.groups;
-    let offsets = (0..cg * kh * kw)
-        .map(|r| {
-            let (c, i, j) = (r / (kh * kw), r / kw % kh, r % kw);
-            c * sc + i * d0 * sh + j * d1
-        })
-        .collect();
-    let rows = sgemm::Rows::new(offsets, isa);
+    let rows = s.tap_rows(isa, |c, i, j| c * sc + i * sh + j);
     // The last tile's base: the last image, group, row and panel.
     let [ho, wo] = [s.out[1], s.out[2]];
     let last = s.offset
