@@ -1620,6 +1620,14 @@ fn the_depthwise_kernel_matches_the_cpu_bit_for_bit() {
                             Conv::new().groups(4).stride(2).padding(1).bias(&gbk),
                         ),
                         (
+                            // Both column phases of a stride of 2 start
+                            // past the padding; the CPU splits contiguous
+                            // rows' even and odd columns in one pass.
+                            "stride 2, padding 2",
+                            Conv::new().groups(4).stride(2).padding(2),
+                            Conv::new().groups(4).stride(2).padding(2),
+                        ),
+                        (
                             "same dilated",
                             Conv::new().groups(4).same().dilation([2, 1]).bias(&cbh),
                             Conv::new().groups(4).same().dilation([2, 1]).bias(&gbh),

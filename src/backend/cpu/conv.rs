@@ -170,7 +170,6 @@ fn phased<T: Widen>(
     let ([kh, kw], [ho, wo], [s0, s1], d) = (g.kernel, g.out, g.stride, g.dilation);
     // Rows and columns of each copy: the outputs' and the taps' reach.
     let (hq, wq) = (ho + (kh - 1) * d[0] / s0, wo + (kw - 1) * d[1] / s1);
-    let (h, wd) = (g.size[0] as isize, g.size[1] as isize);
     let copy = hq * wq;
     PLANES.with(|cell| {
         let mut scratch = cell.take();
@@ -181,46 +180,7 @@ fn phased<T: Widen>(
             scratch.resize(need, 0.0);
         }
         let (copies, sums) = scratch[..need].split_at_mut(s0 * s1 * copy);
-        for (phase, plane) in copies.chunks_mut(copy).enumerate() {
-            let (a, b) = ((phase / s1) as isize, (phase % s1) as isize);
-            // Copy column q is input column q s1 + b - pad1: those inside.
-            let shift = b - g.pad[1] as isize;
-            let lo = ((-shift).max(0) as usize).div_ceil(s1).min(wq);
-            let hi = ((wd - shift).max(0) as usize).div_ceil(s1).clamp(lo, wq);
-            let step = s1 as isize * g.strides[3];
-            for (r, row) in plane.chunks_mut(wq).enumerate() {
-                let y = r as isize * s0 as isize + a - g.pad[0] as isize;
-                if !(0..h).contains(&y) || lo == hi {
-                    row.fill(0.0);
-                    continue;
-                }
-                row[..lo].fill(0.0);
-                row[hi..].fill(0.0);
-                let start =
-                    base + y * g.strides[2] + (lo as isize * s1 as isize + shift) * g.strides[3];
-                let row = &mut row[lo..hi];
-                let (n, first) = (row.len(), start as usize);
-                if step == 1 {
-                    for (slot, v) in row.iter_mut().zip(&x[first..first + n]) {
-                        *slot = v.to_f32();
-                    }
-                } else if step > 0 {
-                    // The first of each step-long chunk (a loop the
-                    // compiler vectorises), then the last element.
-                    let step = step as usize;
-                    let (most, last) = row.split_at_mut(n - 1);
-                    let chunks = x[first..first + (n - 1) * step].chunks_exact(step);
-                    for (slot, v) in most.iter_mut().zip(chunks) {
-                        *slot = v[0].to_f32();
-                    }
-                    last[0] = x[first + (n - 1) * step].to_f32();
-                } else {
-                    for (k, slot) in row.iter_mut().enumerate() {
-                        *slot = x[(start + k as isize * step) as usize].to_f32();
-                    }
-                }
-            }
-        }
+        copy_phases(x, copies, g, base, (hq, wq));
         let offsets: Vec<usize> = (0..kh * kw)
             .map(|t| {
                 let (i, j) = (t / kw * d[0], t % kw * d[1]);
@@ -245,6 +205,110 @@ fn phased<T: Widen>(
         }
         cell.set(scratch);
     });
+}
+
+/// Fills [`phased`]'s copies, `s0 s1` planes of `hq` rows of `wq`: row
+/// `r` of copy `(a, b)` holds padded input row `r s0 + a` at columns `b,
+/// b + s1, ...` (input column `q s1 + b - pad1` for copy column `q`),
+/// zeros outside the input. An input row is read once for all its
+/// column phases; a stride of 2 over contiguous rows splits its even and
+/// odd columns in one pass.
+fn copy_phases<T: Widen>(
+    x: &[T],
+    copies: &mut [f32],
+    g: &Geometry,
+    base: isize,
+    (hq, wq): (usize, usize),
+) {
+    let ([s0, s1], [pad0, pad1]) = (g.stride, g.pad);
+    let (h, wd) = (g.size[0] as isize, g.size[1] as isize);
+    let copy = hq * wq;
+    // Copy columns `lo..hi` of each column phase lie inside the input.
+    let inside: Vec<(usize, usize)> = (0..s1)
+        .map(|b| {
+            let shift = b as isize - pad1 as isize;
+            let lo = ((-shift).max(0) as usize).div_ceil(s1).min(wq);
+            let hi = ((wd - shift).max(0) as usize).div_ceil(s1).clamp(lo, wq);
+            (lo, hi)
+        })
+        .collect();
+    // Columns inside for both phases of a stride of 2 over contiguous
+    // rows: split in one pass.
+    let (both_lo, both_hi) = match inside[..] {
+        [(lo0, hi0), (lo1, hi1)] if g.strides[3] == 1 => (lo0.max(lo1), hi0.min(hi1)),
+        _ => (0, 0),
+    };
+    let paired = both_lo < both_hi;
+    let step = s1 as isize * g.strides[3];
+    // Input rows in order: row `r` of each row phase `a` in turn.
+    for r in 0..hq {
+        for a in 0..s0 {
+            let y = (r * s0 + a) as isize - pad0 as isize;
+            let at = |b: usize| (a * s1 + b) * copy + r * wq;
+            let row_base = base + y * g.strides[2];
+            // Where copy column q of phase b is read from.
+            let from = |b: usize, q: usize| {
+                row_base + ((q * s1 + b) as isize - pad1 as isize) * g.strides[3]
+            };
+            if !(0..h).contains(&y) {
+                for b in 0..s1 {
+                    copies[at(b)..at(b) + wq].fill(0.0);
+                }
+                continue;
+            }
+            if paired {
+                let first = from(0, both_lo) as usize;
+                let pairs = &x[first..first + 2 * (both_hi - both_lo)];
+                // Phase 1's row lies a copy after phase 0's.
+                let (even, odd) = copies[at(0)..at(1) + wq].split_at_mut(copy);
+                let even = &mut even[both_lo..both_hi];
+                let odd = &mut odd[both_lo..both_hi];
+                for ((e, o), v) in even.iter_mut().zip(odd).zip(pairs.chunks_exact(2)) {
+                    *e = v[0].to_f32();
+                    *o = v[1].to_f32();
+                }
+            }
+            for (b, &(lo, hi)) in inside.iter().enumerate() {
+                let row = &mut copies[at(b)..at(b) + wq];
+                row[..lo].fill(0.0);
+                row[hi..].fill(0.0);
+                let runs = if paired {
+                    [(lo, both_lo), (both_hi, hi)]
+                } else {
+                    [(lo, hi), (hi, hi)]
+                };
+                for (q0, q1) in runs {
+                    if q0 < q1 {
+                        copy_run(x, &mut row[q0..q1], from(b, q0), step);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `run[k] = x[start + k step]`, widened.
+fn copy_run<T: Widen>(x: &[T], run: &mut [f32], start: isize, step: isize) {
+    let (n, first) = (run.len(), start as usize);
+    if step == 1 {
+        for (slot, v) in run.iter_mut().zip(&x[first..first + n]) {
+            *slot = v.to_f32();
+        }
+    } else if step > 0 {
+        // The first of each step-long chunk (a loop the compiler
+        // vectorises), then the last element.
+        let step = step as usize;
+        let (most, last) = run.split_at_mut(n - 1);
+        let chunks = x[first..first + (n - 1) * step].chunks_exact(step);
+        for (slot, v) in most.iter_mut().zip(chunks) {
+            *slot = v[0].to_f32();
+        }
+        last[0] = x[first + (n - 1) * step].to_f32();
+    } else {
+        for (k, slot) in run.iter_mut().enumerate() {
+            *slot = x[(start + k as isize * step) as usize].to_f32();
+        }
+    }
 }
 
 /// Sums a band of [`phased`]'s output rows holds (16 KiB, unless one row
