@@ -166,6 +166,7 @@ fn images<T: Widen>(
         bias,
         activate,
         activated: call.activation.is_some(),
+        act: sgemm::Act::of(call.activation),
         o,
         og,
         plane,
@@ -204,6 +205,8 @@ struct Store<'a, T> {
     activate: fn(&mut [f32]),
     /// Whether `activate` does anything.
     activated: bool,
+    /// The activation as the kernel applies it in registers, if it can.
+    act: Option<sgemm::Act>,
     /// Output channels, and those of a group; pixels of a plane.
     o: usize,
     og: usize,
@@ -245,10 +248,11 @@ impl<T: Widen> Store<'_, T> {
             // SAFETY: T is f32; rows `at + i plane .. + columns` are inside
             // the output (asserted) and the caller's alone to write.
             let stored = unsafe {
-                sgemm::tile_store(a, b, base, rows, (dst, self.plane, columns), &add[..n])
+                let to = (dst, self.plane, columns);
+                sgemm::tile_store(a, b, base, rows, to, (&add[..n], self.act))
             };
             if stored {
-                if self.activated {
+                if self.activated && self.act.is_none() {
                     for i in 0..n {
                         // SAFETY: as above.
                         let row = unsafe {

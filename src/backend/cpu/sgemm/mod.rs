@@ -190,10 +190,33 @@ pub(crate) fn tile(a: &[f32], b: &[f32], base: usize, rows: &Rows, out: &mut [f3
     }
 }
 
-/// [`tile`], each row `i < bias.len()` plus `bias[i]` stored straight
-/// from the kernel's registers into `dst + i ldc`, its first `columns`
-/// sums, where the kernel can (AVX-512): true then, false (nothing done)
-/// elsewhere, where the caller runs [`tile`] and stores the tile itself.
+/// An activation [`tile_store`] applies to the biased sums in registers,
+/// bit for bit the f32 function's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Act {
+    Relu,
+    Hardsigmoid,
+    Hardswish,
+}
+
+impl Act {
+    /// The kernels' form of `op`, where they have one.
+    pub(crate) fn of(op: Option<crate::op::UnaryOp>) -> Option<Act> {
+        use crate::op::UnaryOp;
+        match op? {
+            UnaryOp::Relu => Some(Act::Relu),
+            UnaryOp::Hardsigmoid => Some(Act::Hardsigmoid),
+            UnaryOp::Hardswish => Some(Act::Hardswish),
+            _ => None,
+        }
+    }
+}
+
+/// [`tile`], each row `i < bias.len()` plus `bias[i]`, then `act`, stored
+/// straight from the kernel's registers into `dst + i ldc`, its first
+/// `columns` sums, where the kernel can (AVX-512): true then, false
+/// (nothing done) elsewhere, where the caller runs [`tile`] and stores the
+/// tile itself.
 ///
 /// # Safety
 /// `dst + i ldc .. + columns` is the caller's to write, for every `i <
@@ -207,7 +230,7 @@ pub(crate) unsafe fn tile_store(
     base: usize,
     rows: &Rows,
     (dst, ldc, columns): (*mut f32, usize, usize),
-    bias: &[f32],
+    (bias, act): (&[f32], Option<Act>),
 ) -> bool {
     let (isa, k) = (rows.isa, rows.len());
     match isa {
@@ -236,14 +259,14 @@ pub(crate) unsafe fn tile_store(
                     b[base..].as_ptr(),
                     &rows.offsets,
                     (dst, ldc, columns),
-                    bias,
+                    (bias, act),
                 );
             }
             true
         }
         _ => {
             // No kernel stores its tile here (all of them elsewhere).
-            let _ = (a, b, base, dst, ldc, columns, bias, k);
+            let _ = (a, b, base, dst, ldc, columns, bias, act, k);
             false
         }
     }

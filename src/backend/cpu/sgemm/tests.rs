@@ -131,38 +131,58 @@ fn every_kernel_reads_its_rows_where_they_are() {
     }
 }
 
-/// A tile stored from registers is the tile plus each row's bias, bit for
-/// bit, in the rows and columns asked for and nowhere else.
+/// A tile stored from registers is the tile plus each row's bias, then
+/// the activation (the f32 function's, NaN kept), bit for bit, in the
+/// rows and columns asked for and nowhere else.
 #[test]
-fn a_stored_tile_is_the_tile_plus_its_bias_where_asked() {
+fn a_stored_tile_is_the_tile_plus_its_bias_activated_where_asked() {
+    use crate::backend::cpu::numeric::{Float, Num};
     let mut rng = Rng(0xfeed);
+    type Scalar = fn(f32) -> f32;
+    let acts: [(Option<Act>, Scalar); 4] = [
+        (None, |v| v),
+        (Some(Act::Relu), <f32 as Num>::relu),
+        (Some(Act::Hardsigmoid), <f32 as Float>::hardsigmoid),
+        (Some(Act::Hardswish), <f32 as Float>::hardswish),
+    ];
     for isa in Isa::available() {
         let (mr, nr, k) = (isa.mr(), isa.nr(), 9);
         let a: Vec<f32> = (0..mr * k).map(|_| rng.next()).collect();
-        let b: Vec<f32> = (0..k * nr).map(|_| rng.next()).collect();
+        let mut b: Vec<f32> = (0..k * nr).map(|_| rng.next()).collect();
+        // A NaN column.
+        b[3 * nr + 1] = f32::NAN;
         let rows = Rows::packed(k, isa);
         let mut want = [0.0; MAX_TILE];
         tile(&a, &b, 0, &rows, &mut want);
-        for (n, columns) in [(mr, nr), (mr - 1, nr - 3), (1, 1), (2, nr / 2 + 1)] {
-            let ldc = nr + 5;
-            let bias: Vec<f32> = (0..n).map(|i| i as f32 - 0.5).collect();
-            let mut dst = vec![f32::NAN; mr * ldc];
-            // SAFETY: rows i < n of `dst` hold ldc >= columns floats.
-            let stored =
-                unsafe { tile_store(&a, &b, 0, &rows, (dst.as_mut_ptr(), ldc, columns), &bias) };
-            if !stored {
-                #[cfg(target_arch = "x86_64")]
-                assert!(isa != Isa::Avx512, "AVX-512 stores its tiles");
-                continue;
-            }
-            for i in 0..mr {
-                for j in 0..ldc {
-                    let got = dst[i * ldc + j];
-                    if i < n && j < columns {
-                        let sum = want[i * nr + j] + bias[i];
-                        assert_eq!(got.to_bits(), sum.to_bits(), "{isa:?} ({i}, {j})");
-                    } else {
-                        assert!(got.is_nan(), "{isa:?} wrote ({i}, {j}) of {n} x {columns}");
+        for (act, f) in acts {
+            for (n, columns) in [(mr, nr), (mr - 1, nr - 3), (1, 1), (2, nr / 2 + 1)] {
+                let ldc = nr + 5;
+                // Sums from about -12 to 12: below, inside and above the
+                // hard functions' bends.
+                let bias: Vec<f32> = (0..n).map(|i| (i as f32 - 3.5) * 2.5).collect();
+                let mut dst = vec![f32::NAN; mr * ldc];
+                // SAFETY: rows i < n of `dst` hold ldc >= columns floats.
+                let stored = unsafe {
+                    let to = (dst.as_mut_ptr(), ldc, columns);
+                    tile_store(&a, &b, 0, &rows, to, (&bias, act))
+                };
+                if !stored {
+                    #[cfg(target_arch = "x86_64")]
+                    assert!(isa != Isa::Avx512, "AVX-512 stores its tiles");
+                    continue;
+                }
+                for i in 0..mr {
+                    for j in 0..ldc {
+                        let got = dst[i * ldc + j];
+                        if i < n && j < columns {
+                            let sum = f(want[i * nr + j] + bias[i]);
+                            assert!(
+                                got.to_bits() == sum.to_bits() || got.is_nan() && sum.is_nan(),
+                                "{isa:?} {act:?} ({i}, {j}): {got} is not {sum}"
+                            );
+                        } else {
+                            assert!(got.is_nan(), "{isa:?} wrote ({i}, {j}) of {n} x {columns}");
+                        }
                     }
                 }
             }

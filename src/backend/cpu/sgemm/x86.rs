@@ -2,7 +2,7 @@
 //! `k` steps; each step loads a row of `B` as vectors (row `p` at `b +
 //! rows[p]`) and multiply-adds each `A` value broadcast against them.
 
-use super::MAX_TILE;
+use super::{Act, MAX_TILE};
 use std::arch::x86_64::*;
 
 /// The 8 x 32 tile's sums on AVX-512F: 16 zmm sums, two `B` vectors a
@@ -55,8 +55,8 @@ pub(super) unsafe fn tile_avx512(
 }
 
 /// The 8 x 32 tile on AVX-512F stored from its registers: row `i <
-/// bias.len()` plus `bias[i]` into `dst + i ldc`, its first `columns`
-/// sums (masked stores).
+/// bias.len()` plus `bias[i]`, then `act`, into `dst + i ldc`, its first
+/// `columns` sums (masked stores).
 ///
 /// # Safety
 /// As [`tile_avx512`]; `bias.len() <= 8`, `columns <= 32`, and `dst + i
@@ -68,7 +68,7 @@ pub(super) unsafe fn tile_store_avx512(
     b: *const f32,
     rows: &[usize],
     (dst, ldc, columns): (*mut f32, usize, usize),
-    bias: &[f32],
+    (bias, act): (&[f32], Option<Act>),
 ) {
     // SAFETY: the caller's.
     let acc = unsafe { sums_avx512(a, b, rows) };
@@ -76,12 +76,42 @@ pub(super) unsafe fn tile_store_avx512(
     let (low, high) = (mask(columns), mask(columns.saturating_sub(16)));
     for (sums, (i, &add)) in acc.iter().zip(bias.iter().enumerate()) {
         let add = _mm512_set1_ps(add);
+        let finish = |v: __m512| activate_avx512(_mm512_add_ps(v, add), act);
         // SAFETY: the masks store the row's first `columns` floats, the
         // caller's to write.
         unsafe {
             let row = dst.add(i * ldc);
-            _mm512_mask_storeu_ps(row, low, _mm512_add_ps(sums[0], add));
-            _mm512_mask_storeu_ps(row.add(16), high, _mm512_add_ps(sums[1], add));
+            _mm512_mask_storeu_ps(row, low, finish(sums[0]));
+            _mm512_mask_storeu_ps(row.add(16), high, finish(sums[1]));
+        }
+    }
+}
+
+/// `act` of each lane of `v`, bit for bit the f32 function's
+/// (`numeric.rs`): comparisons that keep a NaN, IEEE products and
+/// quotients.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn activate_avx512(v: __m512, act: Option<Act>) -> __m512 {
+    let (zero, three, six) = (
+        _mm512_setzero_ps(),
+        _mm512_set1_ps(3.0),
+        _mm512_set1_ps(6.0),
+    );
+    // `f32::clamp(0, 6)`: below 0 is 0, then above 6 is 6, NaN kept.
+    let clamp = |t: __m512| {
+        let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(t, zero), zero);
+        _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(t, six), six)
+    };
+    match act {
+        None => v,
+        // `if x < 0 { 0 } else { x }`
+        Some(Act::Relu) => _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, zero), zero),
+        // `(x + 3).clamp(0, 6) / 6`
+        Some(Act::Hardsigmoid) => _mm512_div_ps(clamp(_mm512_add_ps(v, three)), six),
+        // `x * (x + 3).clamp(0, 6) / 6`, the product rounded first
+        Some(Act::Hardswish) => {
+            _mm512_div_ps(_mm512_mul_ps(v, clamp(_mm512_add_ps(v, three))), six)
         }
     }
 }
