@@ -88,7 +88,9 @@ impl Pool {
             .filter(|(_, d)| {
                 d.kernel_type() == dtype && (bytes..=most).contains(&d.capacity_bytes())
             })
-            .min_by_key(|(_, d)| d.capacity_bytes())
+            // The newest of the least: the last freed is the likeliest
+            // to be in cache still.
+            .min_by_key(|&(i, d)| (d.capacity_bytes(), std::cmp::Reverse(i)))
             .map(|(i, _)| i);
         let Some(i) = best else {
             self.created += 1;
@@ -116,7 +118,7 @@ pub(crate) fn give(data: CpuData) {
 /// A kept vector of `dtype` resized to `len` elements whose values are
 /// unspecified (what its last tensor left, zeros past that), or `None`
 /// when none fits: the one whose capacity is the least of those holding
-/// `len` with at most an eighth to spare.
+/// `len` with at most an eighth to spare, the last kept of those.
 pub(crate) fn take(dtype: KernelType, len: usize) -> Option<CpuData> {
     let mut data = pool().take(dtype, len)?;
     data.set_len(len);
@@ -172,7 +174,7 @@ mod tests {
     }
 
     #[test]
-    fn small_and_huge_buffers_are_not_kept_and_the_oldest_go_first() {
+    fn small_and_huge_buffers_are_not_kept_the_oldest_go_and_the_newest_serve_first() {
         let mut p = Pool::new(4 * MIN_BYTES);
         let len = MIN_BYTES / 4;
         assert!(!p.pooled((len - 1) * 4) && !p.pooled((4 * len + 1) * 4));
@@ -184,8 +186,11 @@ mod tests {
         assert_eq!(gone[0].as_slice::<f32>().unwrap()[0], 0.0);
         assert_eq!(p.bytes, 4 * MIN_BYTES);
         assert!(p.take(KernelType::F32, len - 1).is_none());
-        // The best fit of equals: the first kept.
-        let got = p.take(KernelType::F32, len).unwrap();
-        assert_eq!(got.as_slice::<f32>().unwrap()[0], 1.0);
+        // The best fit of equals: the last kept (the likeliest in cache),
+        // then the one before.
+        for v in [4.0, 3.0] {
+            let got = p.take(KernelType::F32, len).unwrap();
+            assert_eq!(got.as_slice::<f32>().unwrap()[0], v);
+        }
     }
 }
