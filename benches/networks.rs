@@ -9,7 +9,8 @@
 //! `python3 benches/reference/onnx_detector.py` builds the same network as
 //! an ONNX graph from them, checks onnxruntime's output against this one's
 //! and times onnxruntime on one and two threads. `WEBTENSOR_NET_PROFILE=1`
-//! also prints the time of each op kind of one run on one thread.
+//! (or `2`) also prints the time of each op kind of one run on one thread
+//! (or two).
 //!
 //! Run: `cargo bench --bench networks`.
 
@@ -80,8 +81,8 @@ fn main() -> webtensor::Result<()> {
     let mean = one.iter().sum::<f32>() / one.len() as f32;
     println!("  output mean {mean:.4} over {} values", one.len());
 
-    if std::env::var("WEBTENSOR_NET_PROFILE").is_ok_and(|v| v == "1") {
-        let dev = &devices[0].1;
+    let profiled = env("WEBTENSOR_NET_PROFILE", 0);
+    if let Some((threads, dev)) = devices.iter().find(|(n, _)| *n == profiled) {
         let profile = dev.profile(|| net.forward(&images[0]).map(drop))?;
         let mut by_op: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
         for op in profile.ops() {
@@ -92,7 +93,7 @@ fn main() -> webtensor::Result<()> {
         let mut rows: Vec<_> = by_op.into_iter().collect();
         rows.sort_by_key(|(_, (_, t))| std::cmp::Reverse(*t));
         println!(
-            "one run on one thread, by op ({:.1} ms in all):",
+            "one run on {threads} thread(s), by op ({:.1} ms in all):",
             ms(profile.wall())
         );
         for (name, (calls, t)) in rows {
