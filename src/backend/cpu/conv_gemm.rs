@@ -45,13 +45,10 @@ fn mismatch() -> Error {
     Error::internal(OP, "convolution operands' dtypes differ from the call's")
 }
 
-/// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is `out`.
+/// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is
+/// `out`, on this thread, its bands split over the op's pool (where there
+/// are two or more: a convolution of one band never wakes the pool).
 pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    super::threads::install(|| conv_here(out, call))
-}
-
-/// [`conv`] on this thread (its bands split over the current pool).
-fn conv_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let x = host_data(OP, &call.input)?;
     let w = host_data(OP, &call.weight)?;
     let bias = Bias::read(OP, &call.bias)?;

@@ -138,14 +138,16 @@ pub(crate) fn install<R>(work: impl FnOnce() -> R) -> R {
 }
 
 /// Calls `f((k, piece))` for the `k`-th `len`-element piece of `data`:
-/// the pieces in parallel when the running op has more than one thread.
+/// the pieces in parallel when the running op has more than one thread
+/// and there are two pieces at least (one runs here, sparing the pool's
+/// threads a wake-up).
 pub(crate) fn for_each_piece_mut<T: Send>(
     data: &mut [T],
     len: usize,
     f: impl Fn((usize, &mut [T])) + Sync + Send,
 ) {
     #[cfg(not(target_arch = "wasm32"))]
-    if count() > 1 {
+    if data.len() > len && count() > 1 {
         use rayon::prelude::*;
         return install(|| data.par_chunks_mut(len).enumerate().for_each(f));
     }
@@ -153,10 +155,10 @@ pub(crate) fn for_each_piece_mut<T: Send>(
 }
 
 /// Calls `f(k)` for each `k < n`: in parallel when the running op has
-/// more than one thread.
+/// more than one thread and `n > 1`.
 pub(crate) fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
     #[cfg(not(target_arch = "wasm32"))]
-    if count() > 1 {
+    if n > 1 && count() > 1 {
         use rayon::prelude::*;
         return install(|| (0..n).into_par_iter().for_each(f));
     }
@@ -164,10 +166,11 @@ pub(crate) fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
 }
 
 /// Calls `f(group)` for each `len`-element group of `items`: the groups
-/// in parallel when the running op has more than one thread.
+/// in parallel when the running op has more than one thread and there are
+/// two groups at least.
 pub(crate) fn for_each_group<T: Sync>(items: &[T], len: usize, f: impl Fn(&[T]) + Sync + Send) {
     #[cfg(not(target_arch = "wasm32"))]
-    if count() > 1 {
+    if items.len() > len && count() > 1 {
         use rayon::prelude::*;
         return install(|| items.par_chunks(len).for_each(f));
     }
@@ -210,6 +213,16 @@ mod tests {
         let (counted, names) = runners(&Threads::new("test", 1).unwrap());
         assert_eq!(counted, 1);
         assert!(names.iter().all(|n| *n == here), "{names:?}");
+        // One piece, index or group runs here: the pool is not woken.
+        let pool = Threads::new("test", 3).unwrap();
+        let ran = Mutex::new(Vec::new());
+        let name = || std::thread::current().name().map(str::to_string);
+        pool.enter(|| {
+            for_each_index(1, |_| ran.lock().unwrap().push(name()));
+            for_each_piece_mut(&mut [0u8; 4], 4, |_| ran.lock().unwrap().push(name()));
+            for_each_group(&[0u8; 4], 8, |_| ran.lock().unwrap().push(name()));
+        });
+        assert_eq!(ran.into_inner().unwrap(), vec![here.clone(); 3]);
         // Outside an op, rayon's pool is back.
         assert_eq!(count(), rayon::current_num_threads());
         assert!(Threads::new("test", 0).is_err());
