@@ -13,7 +13,7 @@
 //! activation the call asks for is applied to the f32 sums as they are
 //! stored.
 
-use super::depthwise_taps::sum_taps;
+use super::depthwise_taps::{Epilogue, finish_row, sum_taps};
 use super::numeric::Widen;
 use super::sgemm::Isa;
 use super::storage::{Bias, CpuData, CpuStorage, host_data};
@@ -97,11 +97,14 @@ fn planes<T: Widen>(
     if plane == 0 {
         return Ok(());
     }
-    let activate = super::elementwise::activation_rows(call.activation)?;
+    let (op, activate) = (
+        call.activation,
+        super::elementwise::activation_rows(call.activation)?,
+    );
     let one = |(k, dst): (usize, &mut [T])| {
         let (batch, channel) = (k / g.channels, k % g.channels);
         let b = bias.map_or(0.0, |b| b[channel]);
-        plane_of(x, w, (b, activate), dst, &g, batch, channel);
+        plane_of(x, w, (b, op, activate), dst, &g, batch, channel);
     };
     super::threads::for_each_piece_mut(out, plane, one);
     Ok(())
@@ -112,7 +115,7 @@ fn planes<T: Widen>(
 fn plane_of<T: Widen>(
     x: &[T],
     w: &[T],
-    (bias, activate): (f32, fn(&mut [f32])),
+    finish: Epilogue,
     dst: &mut [T],
     g: &Geometry,
     batch: usize,
@@ -140,16 +143,13 @@ fn plane_of<T: Widen>(
         for (oy, row) in dst.chunks_mut(wo).enumerate() {
             let first = (base + oy as isize * g.strides[2]) as usize;
             for (sum, v) in sums.iter_mut().zip(&x[first..first + wo]) {
-                *sum = (0.0 + v.to_f32() * tap) + bias;
+                *sum = 0.0 + v.to_f32() * tap;
             }
-            activate(&mut sums);
-            for (slot, &sum) in row.iter_mut().zip(&sums) {
-                *slot = T::from_f32(sum);
-            }
+            finish_row(Isa::best(), &mut sums, finish, row);
         }
         return;
     }
-    phased(x, &taps, (bias, activate), dst, g, base);
+    phased(x, &taps, finish, dst, g, base);
 }
 
 /// A plane's sums through zero-padded copies of the input it reads, one a
@@ -162,12 +162,13 @@ fn plane_of<T: Widen>(
 fn phased<T: Widen>(
     x: &[T],
     taps: &[f32],
-    (bias, activate): (f32, fn(&mut [f32])),
+    finish: Epilogue,
     dst: &mut [T],
     g: &Geometry,
     base: isize,
 ) {
     let ([kh, kw], [ho, wo], [s0, s1], d) = (g.kernel, g.out, g.stride, g.dilation);
+    let isa = Isa::best();
     // Rows and columns of each copy: the outputs' and the taps' reach.
     let (hq, wq) = (ho + (kh - 1) * d[0] / s0, wo + (kw - 1) * d[1] / s1);
     let copy = hq * wq;
@@ -193,14 +194,9 @@ fn phased<T: Widen>(
         for (k, outs) in dst.chunks_mut(band * wo).enumerate() {
             let rows = outs.len() / wo;
             let sums = &mut sums[..(rows - 1) * wq + wo];
-            sum_taps(Isa::best(), &copies[k * band * wq..], &offsets, taps, sums);
+            sum_taps(isa, &copies[k * band * wq..], &offsets, taps, sums);
             for (oy, out) in outs.chunks_mut(wo).enumerate() {
-                let row = &mut sums[oy * wq..oy * wq + wo];
-                row.iter_mut().for_each(|sum| *sum += bias);
-                activate(row);
-                for (slot, &sum) in out.iter_mut().zip(&*row) {
-                    *slot = T::from_f32(sum);
-                }
+                finish_row(isa, &mut sums[oy * wq..], finish, out);
             }
         }
         cell.set(scratch);

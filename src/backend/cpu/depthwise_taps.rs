@@ -5,9 +5,13 @@
 //!
 //! Each sum starts at 0 and adds `input * tap` for the taps in order, a
 //! product then a sum (never fused): the bits of the loop that added one
-//! tap at a time to a row of sums in memory.
+//! tap at a time to a row of sums in memory. The row's epilogue (the bias,
+//! an activation, the rounding into the dtype) is one vectorised loop
+//! too ([`finish_row`]).
 
-use super::sgemm::Isa;
+use super::numeric::{Float, Num, Widen};
+use super::sgemm::{Act, Isa};
+use crate::op::UnaryOp;
 
 /// Outputs summed together (one zmm register, four xmm).
 const LANES: usize = 16;
@@ -90,6 +94,88 @@ unsafe fn sum_taps_in(planes: &[f32], offsets: &[usize], taps: &[f32], sums: &mu
     }
 }
 
+/// How a row's sums are finished: its channel's f32 bias, the call's
+/// activation and that activation's rows ([`finish_row`]).
+pub(super) type Epilogue = (f32, Option<UnaryOp>, fn(&mut [f32]));
+
+/// `out[k] = T(act(sums[k] + bias))` for each `k < out.len()`: a band
+/// row's sums finished and stored, the activation `op` in the same loop
+/// where it is one the loop vectorises (the f32 function's bits), else
+/// `activate` (`op`'s rows) over the biased sums first.
+///
+/// # Panics
+/// When there are fewer sums than outputs.
+pub(super) fn finish_row<T: Widen>(
+    isa: Isa,
+    sums: &mut [f32],
+    (bias, op, activate): Epilogue,
+    out: &mut [T],
+) {
+    let sums = &mut sums[..out.len()];
+    let finish = match (op, Act::of(op)) {
+        (None, _) => Finish::Biased(bias, None),
+        (Some(_), Some(act)) => Finish::Biased(bias, Some(act)),
+        (Some(_), None) => {
+            sums.iter_mut().for_each(|v| *v += bias);
+            activate(sums);
+            Finish::Stored
+        }
+    };
+    match isa {
+        // SAFETY: the kernels `Isa::available` lists are the processor's.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { finish_avx512(sums, finish, out) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { finish_avx2(sums, finish, out) },
+        Isa::Portable => finish_in(sums, finish, out),
+    }
+}
+
+/// What [`finish_row`]'s loop does to each sum before it rounds it.
+#[derive(Clone, Copy)]
+enum Finish {
+    /// Nothing (the sums are finished).
+    Stored,
+    /// Adds the bias, then the activation.
+    Biased(f32, Option<Act>),
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn finish_avx512<T: Widen>(sums: &[f32], finish: Finish, out: &mut [T]) {
+    finish_in(sums, finish, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn finish_avx2<T: Widen>(sums: &[f32], finish: Finish, out: &mut [T]) {
+    finish_in(sums, finish, out)
+}
+
+/// [`finish_row`]'s loops, one for each [`Finish`], inlined into each
+/// instruction set's function so that the compiler vectorises them.
+#[inline(always)]
+fn finish_in<T: Widen>(sums: &[f32], finish: Finish, out: &mut [T]) {
+    macro_rules! finish {
+        ($f:expr) => {
+            for (slot, &v) in out.iter_mut().zip(sums) {
+                *slot = T::from_f32($f(v));
+            }
+        };
+    }
+    match finish {
+        Finish::Stored => finish!(|v: f32| v),
+        Finish::Biased(b, None) => finish!(|v: f32| v + b),
+        Finish::Biased(b, Some(Act::Relu)) => finish!(|v: f32| <f32 as Num>::relu(v + b)),
+        Finish::Biased(b, Some(Act::Hardsigmoid)) => {
+            finish!(|v: f32| <f32 as Float>::hardsigmoid(v + b))
+        }
+        Finish::Biased(b, Some(Act::Hardswish)) => {
+            finish!(|v: f32| <f32 as Float>::hardswish(v + b))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +201,47 @@ mod tests {
                     .zip(&want)
                     .all(|(g, w)| g.to_bits() == w.to_bits());
                 assert!(same, "{isa:?}, {len} sums");
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_finishes_a_row_as_the_scalar_functions_do() {
+        use crate::backend::cpu::elementwise::activation_rows;
+        let mut sums: Vec<f32> = (0..37).map(|i| (i as f32 - 18.0) * 0.7).collect();
+        sums[3] = f32::NAN;
+        sums[5] = -0.0;
+        sums[8] = f32::INFINITY;
+        let ops = [
+            None,
+            Some(UnaryOp::Relu),
+            Some(UnaryOp::Hardsigmoid),
+            Some(UnaryOp::Hardswish),
+            Some(UnaryOp::Sigmoid),
+        ];
+        for op in ops {
+            let activate = activation_rows(op).unwrap();
+            for bias in [0.0, -0.0, 1.5] {
+                // The unfused form: the bias added, the op's rows, stored.
+                let mut want = sums.clone();
+                want.iter_mut().for_each(|v| *v += bias);
+                activate(&mut want);
+                for isa in Isa::available() {
+                    let mut out = vec![f32::NAN; 33];
+                    finish_row(isa, &mut sums.clone(), (bias, op, activate), &mut out);
+                    let same = out
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan());
+                    assert!(same, "{isa:?} {op:?} bias {bias}: {out:?}, not {want:?}");
+                    let mut halves = vec![half::f16::NAN; 33];
+                    finish_row(isa, &mut sums.clone(), (bias, op, activate), &mut halves);
+                    let same = halves.iter().zip(&want).all(|(g, w)| {
+                        let w = half::f16::from_f32(*w);
+                        g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan()
+                    });
+                    assert!(same, "{isa:?} {op:?} bias {bias} in f16");
+                }
             }
         }
     }
