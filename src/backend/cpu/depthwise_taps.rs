@@ -13,8 +13,13 @@ use super::numeric::{Float, Num, Widen};
 use super::sgemm::{Act, Isa};
 use crate::op::UnaryOp;
 
-/// Outputs summed together (one zmm register, four xmm).
-const LANES: usize = 16;
+/// Outputs summed together: four zmm registers (eight ymm, sixteen xmm),
+/// four chains of adds in flight, where one register's chain left the
+/// adder waiting on each sum (each output's taps add in order).
+const LANES: usize = 64;
+
+/// Outputs summed together past the last [`LANES`]: one zmm register.
+const TAIL_LANES: usize = 16;
 
 /// `sums[k] = 0 + planes[offsets[0] + k] taps[0] + planes[offsets[1] + k]
 /// taps[1] + ...`, for every `k < sums.len()`.
@@ -71,20 +76,13 @@ unsafe fn sum_taps_avx2(planes: &[f32], offsets: &[usize], taps: &[f32], sums: &
 #[inline(always)]
 unsafe fn sum_taps_in(planes: &[f32], offsets: &[usize], taps: &[f32], sums: &mut [f32]) {
     let len = sums.len();
-    let from = planes.as_ptr();
     let mut c = 0;
-    while c + LANES <= len {
-        let mut acc = [0.0f32; LANES];
-        for (&o, &tap) in offsets.iter().zip(taps) {
-            // SAFETY: o + c + LANES <= o + len <= planes.len().
-            let run = unsafe { &*from.add(o + c).cast::<[f32; LANES]>() };
-            for (a, &v) in acc.iter_mut().zip(run) {
-                *a += v * tap;
-            }
-        }
-        sums[c..c + LANES].copy_from_slice(&acc);
-        c += LANES;
+    // SAFETY: the caller's, for each block of outputs inside `sums`.
+    unsafe {
+        c = sum_blocks::<LANES>(planes, offsets, taps, sums, c);
+        c = sum_blocks::<TAIL_LANES>(planes, offsets, taps, sums, c);
     }
+    debug_assert!(c <= len);
     for (k, sum) in sums.iter_mut().enumerate().skip(c) {
         let mut acc = 0.0f32;
         for (&o, &tap) in offsets.iter().zip(taps) {
@@ -176,6 +174,35 @@ fn finish_in<T: Widen>(sums: &[f32], finish: Finish, out: &mut [T]) {
     }
 }
 
+/// [`sum_taps_in`]'s sums `c..` in blocks of `N` while a whole block
+/// fits; returns where the blocks end.
+///
+/// # Safety
+/// As [`sum_taps_in`].
+#[inline(always)]
+unsafe fn sum_blocks<const N: usize>(
+    planes: &[f32],
+    offsets: &[usize],
+    taps: &[f32],
+    sums: &mut [f32],
+    mut c: usize,
+) -> usize {
+    let from = planes.as_ptr();
+    while c + N <= sums.len() {
+        let mut acc = [0.0f32; N];
+        for (&o, &tap) in offsets.iter().zip(taps) {
+            // SAFETY: o + c + N <= o + sums.len() <= planes.len().
+            let run = unsafe { &*from.add(o + c).cast::<[f32; N]>() };
+            for (a, &v) in acc.iter_mut().zip(run) {
+                *a += v * tap;
+            }
+        }
+        sums[c..c + N].copy_from_slice(&acc);
+        c += N;
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,7 +213,7 @@ mod tests {
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
             .collect();
         let (offsets, taps) = ([0usize, 3, 40, 41, 90], [0.5f32, -1.25, 3.0, 1e-3, -7.5]);
-        for len in [0, 1, 15, 16, 17, 33, 64, 210] {
+        for len in [0, 1, 15, 16, 17, 33, 63, 64, 65, 80, 85, 130, 210] {
             let mut want = vec![0.0f32; len];
             for (&o, &tap) in offsets.iter().zip(&taps) {
                 for (k, sum) in want.iter_mut().enumerate() {
