@@ -101,10 +101,11 @@ fn planes<T: Widen>(
         call.activation,
         super::elementwise::activation_rows(call.activation)?,
     );
+    let phases = Phases::new(&g);
     let one = |(k, dst): (usize, &mut [T])| {
         let (batch, channel) = (k / g.channels, k % g.channels);
         let b = bias.map_or(0.0, |b| b[channel]);
-        plane_of(x, w, (b, op, activate), dst, &g, batch, channel);
+        plane_of(x, w, (b, op, activate), dst, (&g, &phases), batch, channel);
     };
     super::threads::for_each_piece_mut(out, plane, one);
     Ok(())
@@ -117,7 +118,7 @@ fn plane_of<T: Widen>(
     w: &[T],
     finish: Epilogue,
     dst: &mut [T],
-    g: &Geometry,
+    (g, phases): (&Geometry, &Phases),
     batch: usize,
     channel: usize,
 ) {
@@ -126,14 +127,18 @@ fn plane_of<T: Widen>(
         + batch as isize * g.strides[0]
         + (channel / g.multiplier) as isize * g.strides[1];
     let w_base = g.w_offset as isize + channel as isize * g.w_strides[0];
-    // The plane's taps, widened once.
-    let taps: Vec<f32> = (0..kh * kw)
-        .map(|t| {
-            let at =
-                w_base + (t / kw) as isize * g.w_strides[2] + (t % kw) as isize * g.w_strides[3];
-            w[at as usize].to_f32()
-        })
-        .collect();
+    // The plane's taps, widened once (on the stack but for huge kernels).
+    let (mut stack, mut heap) = ([0.0f32; 64], Vec::new());
+    let taps = if kh * kw <= stack.len() {
+        &mut stack[..kh * kw]
+    } else {
+        heap.resize(kh * kw, 0.0);
+        &mut heap[..]
+    };
+    for (t, tap) in taps.iter_mut().enumerate() {
+        let at = w_base + (t / kw) as isize * g.w_strides[2] + (t % kw) as isize * g.w_strides[3];
+        *tap = w[at as usize].to_f32();
+    }
     let wo = g.out[1];
     if g.kernel == [1, 1] && g.stride == [1, 1] && g.pad == [0, 0] && g.strides[3] == 1 {
         // A scale and shift (a batch norm): each row in one pass, the
@@ -149,7 +154,7 @@ fn plane_of<T: Widen>(
         }
         return;
     }
-    phased(x, &taps, finish, dst, g, base);
+    phased(x, taps, finish, dst, (g, phases), base);
 }
 
 /// A plane's sums through zero-padded copies of the input it reads, one a
@@ -164,76 +169,114 @@ fn phased<T: Widen>(
     taps: &[f32],
     finish: Epilogue,
     dst: &mut [T],
-    g: &Geometry,
+    (g, phases): (&Geometry, &Phases),
     base: isize,
 ) {
-    let ([kh, kw], [ho, wo], [s0, s1], d) = (g.kernel, g.out, g.stride, g.dilation);
-    let isa = Isa::best();
-    // Rows and columns of each copy: the outputs' and the taps' reach.
-    let (hq, wq) = (ho + (kh - 1) * d[0] / s0, wo + (kw - 1) * d[1] / s1);
-    let copy = hq * wq;
+    let (wo, [s0, s1], isa) = (g.out[1], g.stride, Isa::best());
+    let (wq, copy) = (phases.wq, phases.hq * phases.wq);
     PLANES.with(|cell| {
-        let mut scratch = cell.take();
-        // Every element is written below: the copies row by row, the
-        // sums by `sum_taps`.
-        let need = s0 * s1 * copy + SUMS.max(wq);
+        let (mut scratch, made_for) = cell.take();
+        // The copies, then `PAD` zeros (the last block of sums reads past
+        // the copies' end), then the sums. A call's planes share their
+        // zeros (the padding, the rows outside the input, `PAD`): the
+        // copies are zeroed once a call and thread, and each plane writes
+        // the inside of the input alone.
+        let copies_len = s0 * s1 * copy + PAD;
+        let need = copies_len + SUMS.max(wq) + PAD;
         if scratch.len() < need {
             scratch.resize(need, 0.0);
         }
-        let (copies, sums) = scratch[..need].split_at_mut(s0 * s1 * copy);
-        copy_phases(x, copies, g, base, (hq, wq));
-        let offsets: Vec<usize> = (0..kh * kw)
+        if made_for != phases.call {
+            scratch[..copies_len].fill(0.0);
+        }
+        let (copies, sums) = scratch[..need].split_at_mut(copies_len);
+        copy_phases(x, copies, (g, phases), base);
+        // A band of output rows at a time, stored while its sums are in
+        // L1: the band's taps read from its first row on. The sums run
+        // on to whole blocks of `PAD` (past a row's last output: ignored).
+        let band = (SUMS / wq).max(1);
+        for (k, outs) in dst.chunks_mut(band * wo).enumerate() {
+            let rows = outs.len() / wo;
+            let sums = &mut sums[..((rows - 1) * wq + wo).next_multiple_of(PAD)];
+            sum_taps(isa, &copies[k * band * wq..], &phases.offsets, taps, sums);
+            for (oy, out) in outs.chunks_mut(wo).enumerate() {
+                finish_row(isa, &mut sums[oy * wq..], finish, out);
+            }
+        }
+        cell.set((scratch, phases.call));
+    });
+}
+
+/// What [`phased`] and [`copy_phases`] need of the call, the same for
+/// every plane: made once.
+struct Phases {
+    /// Rows and columns of each copy: the outputs' and the taps' reach.
+    hq: usize,
+    wq: usize,
+    /// Where each tap's run starts in the copies.
+    offsets: Vec<usize>,
+    /// Copy columns `lo..hi` of each column phase lie inside the input.
+    inside: Vec<(usize, usize)>,
+    /// Columns inside for both phases of a stride of 2 over contiguous
+    /// rows (split in one pass), or an empty range.
+    both: (usize, usize),
+    /// This call's number (never 0): a thread's copies made for it hold
+    /// its zeros already.
+    call: u64,
+}
+
+impl Phases {
+    fn new(g: &Geometry) -> Phases {
+        let ([kh, kw], [ho, wo], [s0, s1], d) = (g.kernel, g.out, g.stride, g.dilation);
+        let (hq, wq) = (ho + (kh - 1) * d[0] / s0, wo + (kw - 1) * d[1] / s1);
+        let copy = hq * wq;
+        let offsets = (0..kh * kw)
             .map(|t| {
                 let (i, j) = (t / kw * d[0], t % kw * d[1]);
                 (i % s0 * s1 + j % s1) * copy + i / s0 * wq + j / s1
             })
             .collect();
-        // A band of output rows at a time, stored while its sums are in
-        // L1: the band's taps read from its first row on.
-        let band = (SUMS / wq).max(1);
-        for (k, outs) in dst.chunks_mut(band * wo).enumerate() {
-            let rows = outs.len() / wo;
-            let sums = &mut sums[..(rows - 1) * wq + wo];
-            sum_taps(isa, &copies[k * band * wq..], &offsets, taps, sums);
-            for (oy, out) in outs.chunks_mut(wo).enumerate() {
-                finish_row(isa, &mut sums[oy * wq..], finish, out);
-            }
+        let wd = g.size[1] as isize;
+        let inside: Vec<(usize, usize)> = (0..s1)
+            .map(|b| {
+                let shift = b as isize - g.pad[1] as isize;
+                let lo = ((-shift).max(0) as usize).div_ceil(s1).min(wq);
+                let hi = ((wd - shift).max(0) as usize).div_ceil(s1).clamp(lo, wq);
+                (lo, hi)
+            })
+            .collect();
+        let both = match inside[..] {
+            [(lo0, hi0), (lo1, hi1)] if g.strides[3] == 1 => (lo0.max(lo1), hi0.min(hi1)),
+            _ => (0, 0),
+        };
+        Phases {
+            hq,
+            wq,
+            offsets,
+            inside,
+            both,
+            call: CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
         }
-        cell.set(scratch);
-    });
+    }
 }
 
 /// Fills [`phased`]'s copies, `s0 s1` planes of `hq` rows of `wq`: row
 /// `r` of copy `(a, b)` holds padded input row `r s0 + a` at columns `b,
 /// b + s1, ...` (input column `q s1 + b - pad1` for copy column `q`),
-/// zeros outside the input. An input row is read once for all its
-/// column phases; a stride of 2 over contiguous rows splits its even and
-/// odd columns in one pass.
+/// zeros outside the input. Only the elements inside the input are
+/// written: `copies` holds zeros everywhere else already (the caller's).
+/// An input row is read once for all its column phases; a stride of 2
+/// over contiguous rows splits its even and odd columns in one pass.
 fn copy_phases<T: Widen>(
     x: &[T],
     copies: &mut [f32],
-    g: &Geometry,
+    (g, phases): (&Geometry, &Phases),
     base: isize,
-    (hq, wq): (usize, usize),
 ) {
     let ([s0, s1], [pad0, pad1]) = (g.stride, g.pad);
-    let (h, wd) = (g.size[0] as isize, g.size[1] as isize);
+    let (h, (hq, wq)) = (g.size[0] as isize, (phases.hq, phases.wq));
     let copy = hq * wq;
-    // Copy columns `lo..hi` of each column phase lie inside the input.
-    let inside: Vec<(usize, usize)> = (0..s1)
-        .map(|b| {
-            let shift = b as isize - pad1 as isize;
-            let lo = ((-shift).max(0) as usize).div_ceil(s1).min(wq);
-            let hi = ((wd - shift).max(0) as usize).div_ceil(s1).clamp(lo, wq);
-            (lo, hi)
-        })
-        .collect();
-    // Columns inside for both phases of a stride of 2 over contiguous
-    // rows: split in one pass.
-    let (both_lo, both_hi) = match inside[..] {
-        [(lo0, hi0), (lo1, hi1)] if g.strides[3] == 1 => (lo0.max(lo1), hi0.min(hi1)),
-        _ => (0, 0),
-    };
+    let (inside, (both_lo, both_hi)) = (&phases.inside, phases.both);
     let paired = both_lo < both_hi;
     let step = s1 as isize * g.strides[3];
     // Input rows in order: row `r` of each row phase `a` in turn.
@@ -247,9 +290,7 @@ fn copy_phases<T: Widen>(
                 row_base + ((q * s1 + b) as isize - pad1 as isize) * g.strides[3]
             };
             if !(0..h).contains(&y) {
-                for b in 0..s1 {
-                    copies[at(b)..at(b) + wq].fill(0.0);
-                }
+                // Padding: zeros already.
                 continue;
             }
             if paired {
@@ -266,8 +307,6 @@ fn copy_phases<T: Widen>(
             }
             for (b, &(lo, hi)) in inside.iter().enumerate() {
                 let row = &mut copies[at(b)..at(b) + wq];
-                row[..lo].fill(0.0);
-                row[hi..].fill(0.0);
                 let runs = if paired {
                     [(lo, both_lo), (both_hi, hi)]
                 } else {
@@ -311,7 +350,16 @@ fn copy_run<T: Widen>(x: &[T], run: &mut [f32], start: isize, step: isize) {
 /// is more).
 const SUMS: usize = 4096;
 
+/// [`phased`]'s sums are summed in whole blocks of this many (a zmm
+/// register's): the copies end in this many zeros, read by the last block.
+const PAD: usize = 16;
+
 thread_local! {
-    /// [`phased`]'s copies and sums, kept for the next plane.
-    static PLANES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    /// [`phased`]'s copies and sums, kept for the next plane, and the
+    /// call (its [`Phases::call`]) whose zeros the copies hold.
+    static PLANES: std::cell::Cell<(Vec<f32>, u64)> =
+        const { std::cell::Cell::new((Vec::new(), 0)) };
 }
+
+/// The last [`Phases::call`] handed out.
+static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
