@@ -235,15 +235,18 @@ impl Device {
         }
     }
 
-    /// A CPU device whose ops run on a pool of `threads` threads of its
-    /// own, where [`Device::cpu`] shares rayon's global pool (one thread per
-    /// core, or `RAYON_NUM_THREADS`). Ops split their work over the pool
-    /// above a size threshold; a split op gives the one-thread result, bit
-    /// for bit, except sums, which stay within their documented tolerance.
+    /// A CPU device whose ops run on `threads` threads of its own (the
+    /// calling thread and `threads - 1` workers, and a rayon pool of
+    /// `threads` for matrix products), where [`Device::cpu`] shares the
+    /// process's (one thread per core, or `RAYON_NUM_THREADS`). Ops split
+    /// their work over them above a size threshold; a split op gives the
+    /// one-thread result, bit for bit, except sums, which stay within their
+    /// documented tolerance. Between ops the workers spin for 200 us before
+    /// they sleep, so that the next op of a network finds them awake.
     /// Tensors made by this handle, and the outputs of ops on them, run on
-    /// its pool; they mix freely with other CPU tensors (the CPU devices
+    /// its threads; they mix freely with other CPU tensors (the CPU devices
     /// are one memory, and equal), and [`Tensor::to_device`] copies one onto
-    /// another pool. wasm has one thread, whatever `threads` says.
+    /// other threads. wasm has one thread, whatever `threads` says.
     ///
     /// ```
     /// use webtensor::Device;

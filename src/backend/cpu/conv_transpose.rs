@@ -118,7 +118,7 @@ fn conv_transpose_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
 
 /// Adds each column of `columns` (`[og kh kw, band w]`, input rows
 /// `first..first + band`) at its output position in `out` (`[og, ho,
-/// wo]`), output channel by channel (on rayon's threads on native
+/// wo]`), output channel by channel (on the op's threads on native
 /// targets), taps in row-major order.
 fn scatter(columns: &[f32], out: &mut [f32], call: &ConvCall, input: [usize; 3], size: [usize; 2]) {
     let [kh, kw] = call.kernel;

@@ -21,6 +21,8 @@ mod softmax;
 mod sort;
 mod storage;
 mod strided;
+#[cfg(not(target_arch = "wasm32"))]
+mod team;
 mod threads;
 
 pub(crate) use alloc::{try_collect, try_zeroed};

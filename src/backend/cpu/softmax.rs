@@ -3,7 +3,7 @@
 //! and their sum taken there, and the results written through the
 //! output's strides. f16 and bf16 compute in f32, f32 in f32, f64
 //! in f64. A line holding +inf, or only -inf, gives NaN (`x - max` is NaN
-//! somewhere), as PyTorch. Groups of lines run on rayon's threads on
+//! somewhere), as PyTorch. Groups of lines run on the op's threads on
 //! native targets, each line alone, so results do not depend on them.
 
 use super::storage::{CpuData, CpuStorage};

@@ -1,7 +1,7 @@
 //! The strided loop engine: walks an [`IterPlan`] run by run (a run is the
 //! innermost axis), with a tight unit-stride loop when every operand is
 //! contiguous along it; a large plan is cut into one part per thread of
-//! rayon's pool, each walked the same way.
+//! the op's team, each walked the same way.
 //!
 //! Operands are raw pointers because an in-place op reads and writes the same
 //! storage; the op layer guarantees that an input sharing the destination's
@@ -65,7 +65,7 @@ fn split(plan: &IterPlan, parts: usize) -> Vec<IterPlan> {
         .collect()
 }
 
-/// Runs `body` over `plan`: cut into one part per thread of the op's pool
+/// Runs `body` over `plan`: cut into one part per thread of the op's team
 /// when it is large enough (never on wasm, which has one thread), else
 /// whole on this thread. Parts write disjoint elements, so each element's
 /// result is the one-thread result.
@@ -76,14 +76,7 @@ fn in_parts(plan: &IterPlan, body: impl Fn(&IterPlan) + Sync) {
         let threads = super::threads::count().min(numel / PARALLEL_MIN);
         if threads > 1 {
             let parts = split(plan, threads);
-            super::threads::install(|| {
-                rayon::scope(|scope| {
-                    for part in &parts {
-                        let body = &body;
-                        scope.spawn(move |_| body(part));
-                    }
-                })
-            });
+            super::threads::for_each_index(parts.len(), |k| body(&parts[k]));
             return;
         }
     }

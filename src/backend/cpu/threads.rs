@@ -1,33 +1,54 @@
-//! The threads a CPU device's ops run on: rayon's global pool (sized by
-//! `RAYON_NUM_THREADS`, else one thread per core) for `Device::cpu()`, or
-//! a pool of its own for `Device::cpu_with_threads(n)`. Host storage
-//! carries the pool of the device that made it, and an op on the CPU runs
-//! inside [`Threads::enter`] of its output's storage: the kernels ask
-//! [`count`] how many parts to cut their work into and run the parts under
-//! [`install`], which moves them onto the op's pool. An op that does not
-//! split never leaves the calling thread. wasm has one thread.
+//! The threads a CPU device's ops run on: a [`Team`] (the calling thread
+//! and spinning workers) for the kernels' parts, and a rayon pool for
+//! gemm's products: the process's (one thread per core, or
+//! `RAYON_NUM_THREADS`) for `Device::cpu()`, or a team and a pool of the
+//! device's own for `Device::cpu_with_threads(n)`. Host storage carries the
+//! threads of the device that made it, and an op on the CPU runs inside
+//! [`Threads::enter`] of its output's storage: the kernels ask [`count`]
+//! how many parts to cut their work into and run them with
+//! [`for_each_index`] and its kin, and the products run under [`install`].
+//! An op that does not split never leaves the calling thread. wasm has one
+//! thread.
 
+#[cfg(not(target_arch = "wasm32"))]
+use super::team::Team;
 use crate::error::{Error, Result};
 #[cfg(not(target_arch = "wasm32"))]
 use std::cell::RefCell;
 #[cfg(not(target_arch = "wasm32"))]
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// The pool behind a CPU device: `None` for rayon's global pool.
+/// The threads behind a CPU device: `None` for the process's.
 #[derive(Clone, Default)]
 pub(crate) struct Threads {
+    /// gemm's products.
     #[cfg(not(target_arch = "wasm32"))]
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Every other kernel's parts.
+    #[cfg(not(target_arch = "wasm32"))]
+    team: Option<Arc<Team>>,
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 thread_local! {
-    /// The pool of the op running on this thread, while it runs.
-    static CURRENT: RefCell<Option<Arc<rayon::ThreadPool>>> = const { RefCell::new(None) };
+    /// The threads of the op running on this thread, while it runs.
+    static CURRENT: RefCell<Option<Threads>> = const { RefCell::new(None) };
+}
+
+/// The process's team: one thread per rayon thread (per core, or
+/// `RAYON_NUM_THREADS`), made on first use; the calling thread alone where
+/// the system refuses the workers.
+#[cfg(not(target_arch = "wasm32"))]
+fn global_team() -> Arc<Team> {
+    static TEAM: OnceLock<Arc<Team>> = OnceLock::new();
+    TEAM.get_or_init(|| {
+        Arc::new(Team::new(rayon::current_num_threads()).unwrap_or_else(|_| Team::alone()))
+    })
+    .clone()
 }
 
 impl Threads {
-    /// A pool of `n` threads of its own (one thread on wasm).
+    /// `n` threads of its own (one thread on wasm).
     ///
     /// # Errors
     /// `Error::Argument` naming `op` for `n == 0`; `Error::Internal` when the
@@ -41,13 +62,17 @@ impl Threads {
         }
         #[cfg(not(target_arch = "wasm32"))]
         {
+            let refused =
+                |e: &dyn std::fmt::Display| Error::internal(op, format!("{n} threads: {e}"));
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
-                .thread_name(|i| format!("webtensor-cpu-{i}"))
+                .thread_name(|i| format!("webtensor-gemm-{i}"))
                 .build()
-                .map_err(|e| Error::internal(op, format!("{n} threads: {e}")))?;
+                .map_err(|e| refused(&e))?;
+            let team = Team::new(n).map_err(|e| refused(&e))?;
             Ok(Threads {
                 pool: Some(Arc::new(pool)),
+                team: Some(Arc::new(team)),
             })
         }
         #[cfg(target_arch = "wasm32")]
@@ -57,18 +82,21 @@ impl Threads {
     /// How many threads this device's ops split over.
     pub fn count(&self) -> usize {
         #[cfg(not(target_arch = "wasm32"))]
-        return match &self.pool {
-            Some(pool) => pool.current_num_threads(),
-            None => rayon::current_num_threads(),
-        };
+        return self.team().size();
         #[cfg(target_arch = "wasm32")]
         1
+    }
+
+    /// The team the kernels' parts run on.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn team(&self) -> Arc<Team> {
+        self.team.clone().unwrap_or_else(global_team)
     }
 
     /// Whether two handles run ops on the same threads.
     pub fn same(&self, other: &Threads) -> bool {
         #[cfg(not(target_arch = "wasm32"))]
-        return match (&self.pool, &other.pool) {
+        return match (&self.team, &other.team) {
             (None, None) => true,
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             _ => false,
@@ -80,19 +108,19 @@ impl Threads {
         }
     }
 
-    /// Runs `op` with this pool as the one its kernels split over.
+    /// Runs `op` with these threads as the ones its kernels split over.
     pub fn enter<R>(&self, op: impl FnOnce() -> R) -> R {
         #[cfg(not(target_arch = "wasm32"))]
         {
-            /// Puts back the pool that was current, also on unwinding.
-            struct Restore(Option<Arc<rayon::ThreadPool>>);
+            /// Puts back the threads that were current, also on unwinding.
+            struct Restore(Option<Threads>);
             impl Drop for Restore {
                 fn drop(&mut self) {
                     let previous = self.0.take();
                     CURRENT.with(|current| *current.borrow_mut() = previous);
                 }
             }
-            let previous = CURRENT.with(|current| current.replace(self.pool.clone()));
+            let previous = CURRENT.with(|current| current.replace(Some(self.clone())));
             let _restore = Restore(previous);
             op()
         }
@@ -101,14 +129,18 @@ impl Threads {
     }
 }
 
-/// How many parts the running op may cut its work into: its pool's thread
-/// count (rayon's current pool outside [`Threads::enter`], or on a worker).
+/// The running op's threads (the process's outside [`Threads::enter`], or
+/// on a worker).
+#[cfg(not(target_arch = "wasm32"))]
+fn current() -> Threads {
+    CURRENT.with(|current| current.borrow().clone().unwrap_or_default())
+}
+
+/// How many parts the running op may cut its work into: its team's thread
+/// count.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn count() -> usize {
-    CURRENT.with(|current| match &*current.borrow() {
-        Some(pool) => pool.current_num_threads(),
-        None => rayon::current_num_threads(),
-    })
+    current().count()
 }
 
 /// wasm's one thread.
@@ -117,13 +149,13 @@ pub(crate) fn count() -> usize {
     1
 }
 
-/// Runs `work` (which splits itself with rayon) on the running op's pool:
-/// moved onto it when this thread is not one of its workers and the pool
-/// has more than one (a pool of one runs it here).
+/// Runs `work` (gemm's products, which split themselves with rayon) on the
+/// running op's rayon pool: moved onto it when this thread is not one of
+/// its workers and the pool has more than one thread (a pool of one runs
+/// it here; the process's pool takes rayon's work from any thread).
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn install<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    let pool = CURRENT.with(|current| current.borrow().clone());
-    match pool {
+    match current().pool {
         Some(pool) if pool.current_num_threads() > 1 && pool.current_thread_index().is_none() => {
             pool.install(work)
         }
@@ -137,44 +169,47 @@ pub(crate) fn install<R>(work: impl FnOnce() -> R) -> R {
     work()
 }
 
-/// Calls `f((k, piece))` for the `k`-th `len`-element piece of `data`:
-/// the pieces in parallel when the running op has more than one thread
-/// and there are two pieces at least (one runs here, sparing the pool's
-/// threads a wake-up).
+/// Calls `f(k)` for each `k < n`: on the running op's team when it has
+/// more than one thread and `n > 1` (this thread one of them), here
+/// otherwise.
+pub(crate) fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if n > 1 {
+        let team = current().team();
+        if team.size() > 1 {
+            return team.run(n, &f);
+        }
+    }
+    (0..n).for_each(f)
+}
+
+/// Calls `f((k, piece))` for the `k`-th `len`-element piece of `data`
+/// (the last may be shorter), as [`for_each_index`] runs its indices.
 pub(crate) fn for_each_piece_mut<T: Send>(
     data: &mut [T],
     len: usize,
     f: impl Fn((usize, &mut [T])) + Sync + Send,
 ) {
-    #[cfg(not(target_arch = "wasm32"))]
-    if data.len() > len && count() > 1 {
-        use rayon::prelude::*;
-        return install(|| data.par_chunks_mut(len).enumerate().for_each(f));
-    }
-    data.chunks_mut(len).enumerate().for_each(f)
+    assert!(len > 0, "pieces of no elements");
+    let (total, first) = (data.len(), super::strided::Shared(data.as_mut_ptr()));
+    for_each_index(total.div_ceil(len), |k| {
+        let start = k * len;
+        let piece = len.min(total - start);
+        // SAFETY: pieces `start..start + piece` of distinct `k` are
+        // disjoint and inside `data`, which the caller lends mutably
+        // until every call has returned.
+        let piece = unsafe { std::slice::from_raw_parts_mut(first.get().add(start), piece) };
+        f((k, piece))
+    })
 }
 
-/// Calls `f(k)` for each `k < n`: in parallel when the running op has
-/// more than one thread and `n > 1`.
-pub(crate) fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
-    #[cfg(not(target_arch = "wasm32"))]
-    if n > 1 && count() > 1 {
-        use rayon::prelude::*;
-        return install(|| (0..n).into_par_iter().for_each(f));
-    }
-    (0..n).for_each(f)
-}
-
-/// Calls `f(group)` for each `len`-element group of `items`: the groups
-/// in parallel when the running op has more than one thread and there are
-/// two groups at least.
+/// Calls `f(group)` for each `len`-element group of `items` (the last may
+/// be shorter), as [`for_each_index`] runs its indices.
 pub(crate) fn for_each_group<T: Sync>(items: &[T], len: usize, f: impl Fn(&[T]) + Sync + Send) {
-    #[cfg(not(target_arch = "wasm32"))]
-    if items.len() > len && count() > 1 {
-        use rayon::prelude::*;
-        return install(|| items.par_chunks(len).for_each(f));
-    }
-    items.chunks(len).for_each(f)
+    assert!(len > 0, "groups of no items");
+    for_each_index(items.len().div_ceil(len), |k| {
+        f(&items[k * len..items.len().min((k + 1) * len)])
+    })
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -191,6 +226,8 @@ mod tests {
                 piece[0] = k as u8;
                 let name = std::thread::current().name().map(str::to_string);
                 names.lock().unwrap().push(name);
+                // Long enough for the team's workers to join in.
+                std::thread::sleep(std::time::Duration::from_micros(200));
             });
             count()
         });
@@ -199,17 +236,22 @@ mod tests {
     }
 
     #[test]
-    fn an_op_splits_over_its_own_pool_and_only_there() {
+    fn an_op_splits_over_its_own_team_and_only_there() {
+        let here = std::thread::current().name().map(str::to_string);
         let (counted, names) = runners(&Threads::new("test", 3).unwrap());
         assert_eq!(counted, 3);
+        // The calling thread and the device's workers, no one else.
         assert!(
-            names.iter().all(|n| n
-                .as_deref()
-                .is_some_and(|n| n.starts_with("webtensor-cpu-"))),
+            names.iter().all(|n| *n == here
+                || n.as_deref()
+                    .is_some_and(|n| n.starts_with("webtensor-cpu-"))),
             "{names:?}"
         );
+        assert!(
+            names.iter().any(|n| *n != here),
+            "no worker joined: {names:?}"
+        );
         // One thread: every piece on the calling thread.
-        let here = std::thread::current().name().map(str::to_string);
         let (counted, names) = runners(&Threads::new("test", 1).unwrap());
         assert_eq!(counted, 1);
         assert!(names.iter().all(|n| *n == here), "{names:?}");
@@ -223,7 +265,7 @@ mod tests {
             for_each_group(&[0u8; 4], 8, |_| ran.lock().unwrap().push(name()));
         });
         assert_eq!(ran.into_inner().unwrap(), vec![here.clone(); 3]);
-        // Outside an op, rayon's pool is back.
+        // Outside an op, the process's threads are back.
         assert_eq!(count(), rayon::current_num_threads());
         assert!(Threads::new("test", 0).is_err());
     }
