@@ -226,8 +226,13 @@ impl Drop for Team {
             let _asleep = self.shared.sleep.lock().unwrap_or_else(|e| e.into_inner());
             self.shared.wake.notify_all();
         }
+        // A worker never holds the team; still, one dropping it would
+        // wait for itself: the others are joined, it ends on its own.
+        let here = std::thread::current().id();
         for worker in self.workers.drain(..) {
-            let _ = worker.join();
+            if worker.thread().id() != here {
+                let _ = worker.join();
+            }
         }
     }
 }
@@ -272,7 +277,8 @@ mod tests {
                 sum.fetch_add(k, SeqCst);
                 let name = std::thread::current().name().map(str::to_string);
                 names.lock().unwrap().insert(name);
-                std::thread::sleep(Duration::from_micros(100));
+                // 32 ms in all: time for the sleeping worker to wake.
+                std::thread::sleep(Duration::from_micros(500));
             });
             assert_eq!(sum.load(SeqCst), 64 * 63 / 2);
             assert_eq!(

@@ -226,8 +226,9 @@ mod tests {
                 piece[0] = k as u8;
                 let name = std::thread::current().name().map(str::to_string);
                 names.lock().unwrap().push(name);
-                // Long enough for the team's workers to join in.
-                std::thread::sleep(std::time::Duration::from_micros(200));
+                // Long enough for the team's workers to join in (32 ms
+                // for the calling thread alone).
+                std::thread::sleep(std::time::Duration::from_micros(500));
             });
             count()
         });
