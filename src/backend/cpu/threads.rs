@@ -155,9 +155,13 @@ pub(crate) fn count() -> usize {
 /// it here; the process's pool takes rayon's work from any thread).
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn install<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    match current().pool {
+    let threads = current();
+    match &threads.pool {
         Some(pool) if pool.current_num_threads() > 1 && pool.current_thread_index().is_none() => {
-            pool.install(work)
+            // The op's threads go along: the work's own parts split over
+            // the op's team, not the process's.
+            let pool = pool.clone();
+            pool.install(move || threads.enter(work))
         }
         _ => work(),
     }
@@ -266,6 +270,11 @@ mod tests {
             for_each_group(&[0u8; 4], 8, |_| ran.lock().unwrap().push(name()));
         });
         assert_eq!(ran.into_inner().unwrap(), vec![here.clone(); 3]);
+        // Work moved onto the device's rayon pool (gemm's products) still
+        // splits over the device's team.
+        let n = rayon::current_num_threads() + 1;
+        let own = Threads::new("test", n).unwrap();
+        assert_eq!(own.enter(|| install(count)), n);
         // Outside an op, the process's threads are back.
         assert_eq!(count(), rayon::current_num_threads());
         assert!(Threads::new("test", 0).is_err());
