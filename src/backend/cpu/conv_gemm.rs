@@ -162,8 +162,8 @@ fn images<T: Widen>(
         len: out.len(),
         bias,
         activate,
-        activated: call.activation.is_some(),
         act: sgemm::Act::of(call.activation),
+        rows_after: call.activation.is_some() && sgemm::Act::of(call.activation).is_none(),
         o,
         og,
         plane,
@@ -200,10 +200,11 @@ struct Store<'a, T> {
     len: usize,
     bias: Option<&'a [f32]>,
     activate: fn(&mut [f32]),
-    /// Whether `activate` does anything.
-    activated: bool,
     /// The activation as the kernel applies it in registers, if it can.
     act: Option<sgemm::Act>,
+    /// Whether a tile stored from registers still needs `activate` (an
+    /// activation the kernel does not apply).
+    rows_after: bool,
     /// Output channels, and those of a group; pixels of a plane.
     o: usize,
     og: usize,
@@ -249,7 +250,7 @@ impl<T: Widen> Store<'_, T> {
                 sgemm::tile_store(a, b, base, rows, to, (&add[..n], self.act))
             };
             if stored {
-                if self.activated && self.act.is_none() {
+                if self.rows_after {
                     for i in 0..n {
                         // SAFETY: as above.
                         let row = unsafe {

@@ -72,8 +72,13 @@ fn split(plan: &IterPlan, parts: usize) -> Vec<IterPlan> {
 fn in_parts(plan: &IterPlan, body: impl Fn(&IterPlan) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let numel: usize = plan.shape.iter().product();
-        let threads = super::threads::count().min(numel / PARALLEL_MIN);
+        // The op's thread count read only for a plan of two parts or more.
+        let most = plan.shape.iter().product::<usize>() / PARALLEL_MIN;
+        let threads = if most > 1 {
+            super::threads::count().min(most)
+        } else {
+            1
+        };
         if threads > 1 {
             let parts = split(plan, threads);
             super::threads::for_each_index(parts.len(), |k| body(&parts[k]));

@@ -39,12 +39,9 @@ thread_local! {
 /// `RAYON_NUM_THREADS`), made on first use; the calling thread alone where
 /// the system refuses the workers.
 #[cfg(not(target_arch = "wasm32"))]
-fn global_team() -> Arc<Team> {
-    static TEAM: OnceLock<Arc<Team>> = OnceLock::new();
-    TEAM.get_or_init(|| {
-        Arc::new(Team::new(rayon::current_num_threads()).unwrap_or_else(|_| Team::alone()))
-    })
-    .clone()
+fn global_team() -> &'static Team {
+    static TEAM: OnceLock<Team> = OnceLock::new();
+    TEAM.get_or_init(|| Team::new(rayon::current_num_threads()).unwrap_or_else(|_| Team::alone()))
 }
 
 impl Threads {
@@ -82,15 +79,12 @@ impl Threads {
     /// How many threads this device's ops split over.
     pub fn count(&self) -> usize {
         #[cfg(not(target_arch = "wasm32"))]
-        return self.team().size();
+        return match &self.team {
+            Some(team) => team.size(),
+            None => global_team().size(),
+        };
         #[cfg(target_arch = "wasm32")]
         1
-    }
-
-    /// The team the kernels' parts run on.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn team(&self) -> Arc<Team> {
-        self.team.clone().unwrap_or_else(global_team)
     }
 
     /// Whether two handles run ops on the same threads.
@@ -137,10 +131,15 @@ fn current() -> Threads {
 }
 
 /// How many parts the running op may cut its work into: its team's thread
-/// count.
+/// count (read in place: this is asked once an op).
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn count() -> usize {
-    current().count()
+    CURRENT.with(|current| {
+        current
+            .borrow()
+            .as_ref()
+            .map_or_else(|| global_team().size(), Threads::count)
+    })
 }
 
 /// wasm's one thread.
@@ -179,7 +178,11 @@ pub(crate) fn install<R>(work: impl FnOnce() -> R) -> R {
 pub(crate) fn for_each_index(n: usize, f: impl Fn(usize) + Sync + Send) {
     #[cfg(not(target_arch = "wasm32"))]
     if n > 1 {
-        let team = current().team();
+        let own = CURRENT.with(|current| current.borrow().as_ref().and_then(|t| t.team.clone()));
+        let team = match &own {
+            Some(team) => team,
+            None => global_team(),
+        };
         if team.size() > 1 {
             return team.run(n, &f);
         }
