@@ -90,6 +90,7 @@ mod number_format;
 mod op;
 mod ops;
 mod profile;
+mod profile_region;
 mod profiling;
 mod promotion;
 mod scalar;
@@ -112,7 +113,7 @@ pub use ops::{
     Activation, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair, Pool, Resize,
     SortOrder, Stft, TopK,
 };
-pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledSubmit};
+pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledRegion, ProfiledSubmit};
 pub use scalar::Scalar;
 pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};
 pub use shape_spec::ShapeSpec;

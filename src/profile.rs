@@ -2,8 +2,10 @@
 //! per kernel dispatched, as [`Device::profile`](crate::Device::profile)
 //! measured it; printable as a table.
 
+use crate::profile_region::{self, Frame};
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What [`Device::profile`](crate::Device::profile) measured: the ops the
@@ -18,7 +20,14 @@ use std::time::Duration;
 /// may point at one kernel; an op over a tensor larger than one binding may
 /// run in several; an op whose result was dropped unread runs in none.
 ///
-/// `Display` prints three tables (ops, kernels, submits):
+/// A public call that runs as several ops (a `layer_norm`, a GPU's
+/// `conv2d`) is a region of them, and so is each
+/// [`Device::profile_region`](crate::Device::profile_region) the closure
+/// opens: [`Profile::regions`] gives each one's ops and times, and every op
+/// its innermost region.
+///
+/// `Display` prints four tables (regions where there are any, ops,
+/// kernels, submits):
 ///
 /// ```
 /// use webtensor::{Device, Tensor};
@@ -42,6 +51,7 @@ pub struct Profile {
     ops: Vec<ProfiledOp>,
     kernels: Vec<ProfiledKernel>,
     submits: Vec<ProfiledSubmit>,
+    regions: Vec<ProfiledRegion>,
     wall: Duration,
     gpu_note: Option<&'static str>,
 }
@@ -65,6 +75,33 @@ pub struct ProfiledOp {
     /// empty on the CPU device, for an op whose result was dropped unread
     /// (never computed), and for one whose batch failed.
     pub kernels: Range<usize>,
+    /// Index into [`Profile::regions`] of the innermost region it was
+    /// recorded in, if any.
+    pub region: Option<usize>,
+}
+
+/// A region of a profile: the ops one public call ran as (a `conv2d`
+/// whose padding, product and bias are several ops), or the ops recorded
+/// inside a [`Device::profile_region`](crate::Device::profile_region).
+/// A public op that ran as one op of its own name has no region.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ProfiledRegion {
+    /// The op's name, or the user's label.
+    pub name: String,
+    /// Index into [`Profile::regions`] of the region it is inside, if any
+    /// (a region comes after the one it is inside).
+    pub parent: Option<usize>,
+    /// Indices into [`Profile::ops`] from its first op to its last, those
+    /// of regions inside it included (on a GPU, ops other threads recorded
+    /// meanwhile may fall between them).
+    pub ops: Range<usize>,
+    /// Host time of its ops (see [`ProfiledOp::host`]).
+    pub host: Duration,
+    /// GPU time of the kernels whose last op is one of its ops; `None`
+    /// where kernels have no GPU time ([`Profile::gpu_times_unavailable`])
+    /// or one of these has none.
+    pub gpu: Option<Duration>,
 }
 
 /// One kernel dispatched.
@@ -103,10 +140,12 @@ pub struct ProfiledSubmit {
 }
 
 impl Profile {
-    /// A profile of `ops`, whose kernels list none yet (their op lists
-    /// are filled in from the ops' kernel ranges).
+    /// A profile of `ops`, op `i` recorded inside `frames[i]`, whose
+    /// kernels list no ops yet (their op lists are filled in from the
+    /// ops' kernel ranges) and whose ops no region.
     pub(crate) fn new(
-        ops: Vec<ProfiledOp>,
+        mut ops: Vec<ProfiledOp>,
+        frames: &[Option<Arc<Frame>>],
         mut kernels: Vec<ProfiledKernel>,
         submits: Vec<ProfiledSubmit>,
         wall: Duration,
@@ -117,10 +156,12 @@ impl Profile {
                 kernel.ops.push(index);
             }
         }
+        let regions = profile_region::regions(frames, &mut ops, &kernels, gpu_note.is_none());
         Profile {
             ops,
             kernels,
             submits,
+            regions,
             wall,
             gpu_note,
         }
@@ -134,6 +175,13 @@ impl Profile {
     /// The kernels dispatched, in order.
     pub fn kernels(&self) -> &[ProfiledKernel] {
         &self.kernels
+    }
+
+    /// The regions, in the order their first ops were recorded: public
+    /// calls that ran as several ops, and the user's
+    /// [`Device::profile_region`](crate::Device::profile_region)s.
+    pub fn regions(&self) -> &[ProfiledRegion] {
+        &self.regions
     }
 
     /// The submits, in order.
@@ -211,14 +259,41 @@ impl fmt::Display for Profile {
             (Some(t), None) => writeln!(f, "{} µs", Micros(t))?,
             (_, note) => writeln!(f, "not available ({})", note.unwrap_or("partial"))?,
         }
-        writeln!(f, "{:>6}  {:<16} {:>10}  kernels", "op", "name", "host µs")?;
-        for (i, op) in self.ops.iter().enumerate() {
+        if !self.regions.is_empty() {
             writeln!(
                 f,
-                "{i:>6}  {:<16} {:>10}  {}",
+                "{:>6}  {:<24} {:>12} {:>10} {:>10}",
+                "region", "name", "ops", "host µs", "GPU µs"
+            )?;
+        }
+        for (i, r) in self.regions.iter().enumerate() {
+            let depth = std::iter::successors(r.parent, |&p| self.regions[p].parent).count();
+            let name = format!("{:indent$}{}", "", r.name, indent = 2 * depth);
+            let gpu = r.gpu.map_or("-".to_string(), |t| Micros(t).to_string());
+            writeln!(
+                f,
+                "{:>6}  {name:<24} {:>12} {:>10} {gpu:>10}",
+                format!("r{i}"),
+                match r.ops.len() {
+                    1 => r.ops.start.to_string(),
+                    _ => format!("{}..{}", r.ops.start, r.ops.end.saturating_sub(1)),
+                },
+                Micros(r.host),
+            )?;
+        }
+        writeln!(
+            f,
+            "{:>6}  {:<16} {:>10}  {:<8}  region",
+            "op", "name", "host µs", "kernels"
+        )?;
+        for (i, op) in self.ops.iter().enumerate() {
+            let region = op.region.map_or("-".to_string(), |r| format!("r{r}"));
+            writeln!(
+                f,
+                "{i:>6}  {:<16} {:>10}  {:<8}  {region}",
                 op.name,
                 Micros(op.host),
-                Kernels(&op.kernels)
+                Kernels(&op.kernels).to_string(),
             )?;
         }
         if !self.kernels.is_empty() {

@@ -262,3 +262,111 @@ fn an_op_over_more_than_one_binding_runs_in_several_kernels() {
     );
     assert_eq!(p.ops()[0].kernels.len(), p.kernels().len(), "{p}");
 }
+
+/// The depth of region `r`: how many regions it is inside.
+fn depth(p: &Profile, r: usize) -> usize {
+    std::iter::successors(p.regions()[r].parent, |&q| p.regions()[q].parent).count()
+}
+
+#[test]
+fn public_calls_and_user_labels_are_regions_of_their_ops() {
+    let mut devices = vec![Device::cpu()];
+    devices.extend(gpu(true, 1024));
+    for dev in devices {
+        let x = Tensor::rand([2, 3, 8, 8], DType::F32, 1, &dev).unwrap();
+        let w = Tensor::rand([4, 3, 3, 3], DType::F32, 2, &dev).unwrap();
+        let (xs, ws, inner) = (x.clone(), w.clone(), dev.clone());
+        let p = dev
+            .profile(move || {
+                let y = inner.profile_region("block", || {
+                    let y = xs.layer_norm(&[8], None, None, 1e-5)?;
+                    inner.profile_region(String::from("head"), || y.leaky_relu(0.1))
+                })?;
+                // A region's mul fused with the exp after it.
+                let y = inner.profile_region("scale", || y.mul_scalar(2.0))?.exp()?;
+                y.conv2d(&ws, &webtensor::Conv::new())?.sum(..)?;
+                Ok(())
+            })
+            .unwrap();
+        let regions: Vec<(&str, usize)> = (0..p.regions().len())
+            .map(|r| (p.regions()[r].name.as_str(), depth(&p, r)))
+            .collect();
+        let conv = dev.is_gpu().then_some(("conv2d", 0));
+        let want: Vec<(&str, usize)> = [
+            ("block", 0),
+            ("layer_norm", 1),
+            ("head", 1),
+            ("leaky_relu", 2),
+            ("scale", 0),
+        ]
+        .into_iter()
+        .chain(conv)
+        .collect();
+        // The CPU's conv2d is one op of its name: no region of its own.
+        assert_eq!(regions, want, "{dev}\n{p}");
+        for (r, region) in p.regions().iter().enumerate() {
+            let ops = &p.ops()[region.ops.clone()];
+            assert!(!ops.is_empty(), "{dev}\n{p}");
+            // Its ops are its own or its inner regions', and its host time
+            // theirs.
+            for op in ops {
+                let mut at = op.region;
+                while at.is_some_and(|a| a != r) {
+                    at = p.regions()[at.unwrap()].parent;
+                }
+                assert_eq!(at, Some(r), "{dev}: op {} outside r{r}\n{p}", op.name);
+            }
+            let host: std::time::Duration = ops.iter().map(|o| o.host).sum();
+            assert_eq!(region.host, host, "{dev}\n{p}");
+            if let Some(parent) = region.parent {
+                let outer = &p.regions()[parent].ops;
+                assert!(outer.start <= region.ops.start && region.ops.end <= outer.end);
+            }
+        }
+        let last = p.ops().len() - 1;
+        assert_eq!(p.ops()[last].region, None, "the sum is outside\n{p}");
+        let table = p.to_string();
+        for needle in ["region", "layer_norm", "    leaky_relu", "  head"] {
+            assert!(table.contains(needle), "{needle} missing from\n{table}");
+        }
+        if dev.is_cpu() {
+            assert!(p.regions().iter().all(|r| r.gpu.is_none()));
+            continue;
+        }
+        // A kernel's time counts for the regions of the last op it
+        // computes, once.
+        // (The scale's mul and the exp after it share a kernel, whose time
+        // is not the scale's.)
+        if dev.info().gpu_timestamps {
+            for region in p.regions() {
+                let inside: std::time::Duration = p
+                    .kernels()
+                    .iter()
+                    .filter(|k| k.ops.iter().max().is_some_and(|o| region.ops.contains(o)))
+                    .map(|k| k.gpu.unwrap())
+                    .sum();
+                assert_eq!(region.gpu, Some(inside), "{}\n{p}", region.name);
+            }
+            assert!(p.regions()[0].gpu <= p.gpu(), "{p}");
+        }
+    }
+}
+
+#[test]
+fn a_region_opened_before_the_profile_names_its_ops_and_outside_one_is_free() {
+    let dev = Device::cpu();
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let p = dev
+        .profile_region("outer", || dev.profile(|| x.exp().map(drop)))
+        .unwrap();
+    assert_eq!(p.regions().len(), 1, "{p}");
+    assert_eq!(p.regions()[0].name, "outer");
+    assert_eq!(p.ops()[0].region, Some(0));
+    // Without a profile a region only runs its closure, and what it
+    // returns comes back.
+    let y = dev.profile_region("plain", || x.mul_scalar(3.0)).unwrap();
+    assert_eq!(read_f32(&y), [3.0; 4]);
+    // Regions close with their closures: a later profile has none.
+    let p = dev.profile(|| x.exp().map(drop)).unwrap();
+    assert!(p.regions().is_empty() && p.ops()[0].region.is_none(), "{p}");
+}

@@ -208,6 +208,7 @@ impl Tensor {
     /// kernel's reach past 2^31 - 1 (the kernels' index width);
     /// `Error::DType` for non-float tensors; `Error::DeviceMismatch`.
     pub fn conv2d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+        let _region = crate::profile_region::op("conv2d");
         convolve("conv2d", self, weight, conv)
     }
 
@@ -220,6 +221,7 @@ impl Tensor {
     /// As [`Tensor::conv2d`], naming `conv1d`.
     pub fn conv1d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
         const OP: &str = "conv1d";
+        let _region = crate::profile_region::op(OP);
         let (x, unbatched) = batched(OP, self, 3, "[batch, channels, length]")?;
         if weight.rank() != 3 {
             return Err(Error::shape(
@@ -261,6 +263,7 @@ impl Tensor {
     /// for `same` padding or an output padding not below the stride or
     /// dilation.
     pub fn conv_transpose2d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+        let _region = crate::profile_region::op("conv_transpose2d");
         transpose_convolve(self, weight, conv)
     }
 }

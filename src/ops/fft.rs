@@ -156,6 +156,7 @@ impl Tensor {
     #[doc(alias = "fft2")]
     #[doc(alias = "fftn")]
     pub fn fft(&self, spec: impl Into<Fft>) -> Result<Tensor> {
+        let _region = crate::profile_region::op("fft");
         self.complex_transform("fft", &spec.into(), false)
     }
 
@@ -168,6 +169,7 @@ impl Tensor {
     #[doc(alias = "ifft2")]
     #[doc(alias = "ifftn")]
     pub fn ifft(&self, spec: impl Into<Fft>) -> Result<Tensor> {
+        let _region = crate::profile_region::op("ifft");
         self.complex_transform("ifft", &spec.into(), true)
     }
 
@@ -182,6 +184,7 @@ impl Tensor {
     #[doc(alias = "rfftn")]
     pub fn rfft(&self, spec: impl Into<Fft>) -> Result<Tensor> {
         const OP: &str = "rfft";
+        let _region = crate::profile_region::op(OP);
         let spec = spec.into();
         let x = self.fft_real_input(OP)?;
         let axes = spec.resolve(OP, &x)?;
@@ -208,6 +211,7 @@ impl Tensor {
     #[doc(alias = "irfftn")]
     pub fn irfft(&self, spec: impl Into<Fft>) -> Result<Tensor> {
         const OP: &str = "irfft";
+        let _region = crate::profile_region::op(OP);
         let spec = spec.into();
         let mut x = self.fft_complex_input(OP)?;
         let axes = spec.resolve(OP, &x)?;

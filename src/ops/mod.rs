@@ -57,11 +57,13 @@ pub(crate) enum Arg<'a> {
 }
 
 /// `f`'s result, an error named `op` (see `Error::named`): the body of a
-/// public op composed of others, whose parts fail under their own names.
+/// public op composed of others, whose parts fail under their own names,
+/// and which a profile shows as a region named `op`.
 ///
 /// # Errors
 /// Those of `f`.
 pub(super) fn as_op<T>(op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let _region = crate::profile_region::op(op);
     f().map_err(|e| e.named(op))
 }
 

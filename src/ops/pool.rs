@@ -166,6 +166,7 @@ impl Tensor {
     /// reach past 2^31 - 1; `Error::DType` for non-float tensors.
     pub fn max_pool2d(&self, pool: &Pool) -> Result<Tensor> {
         const OP: &str = "max_pool2d";
+        let _region = crate::profile_region::op(OP);
         compute_dtype(OP, self.dtype())?;
         let plan = pool.plan(OP, self)?;
         if let Some(out) = self.pool_in_one_pass(OP, pool, &plan)? {
@@ -196,6 +197,7 @@ impl Tensor {
     /// than 1 is an `Error::Argument`.
     pub fn avg_pool2d(&self, pool: &Pool) -> Result<Tensor> {
         const OP: &str = "avg_pool2d";
+        let _region = crate::profile_region::op(OP);
         let compute = compute_dtype(OP, self.dtype())?;
         if pool.dilation.0 != [1, 1] {
             return Err(Error::argument(OP, "an average pooling has no dilation"));
@@ -253,6 +255,7 @@ impl Tensor {
     /// tensors.
     pub fn adaptive_avg_pool2d(&self, size: impl Into<Pair>) -> Result<Tensor> {
         const OP: &str = "adaptive_avg_pool2d";
+        let _region = crate::profile_region::op(OP);
         let compute = compute_dtype(OP, self.dtype())?;
         let size = size.into().0;
         let r = self.rank();

@@ -59,6 +59,7 @@ impl Tensor {
     /// from a non-empty axis (or any size from an empty one);
     /// `Error::DType` for c64 and for non-float tensors (bilinear).
     pub fn resize(&self, size: [usize; 2], mode: Resize) -> Result<Tensor> {
+        let _region = crate::profile_region::op("resize");
         self.resize_with("resize", size, None, mode)
     }
 
@@ -71,6 +72,7 @@ impl Tensor {
     /// scale that is not positive and finite.
     pub fn resize_by(&self, scale: [f64; 2], mode: Resize) -> Result<Tensor> {
         const OP: &str = "resize_by";
+        let _region = crate::profile_region::op(OP);
         if scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
             return Err(Error::argument(
                 OP,

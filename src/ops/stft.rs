@@ -101,6 +101,7 @@ impl Tensor {
     /// for bool.
     pub fn stft(&self, spec: &Stft) -> Result<Tensor> {
         const OP: &str = "stft";
+        let _region = crate::profile_region::op(OP);
         let n = spec.n_fft;
         let hop = spec.hop.unwrap_or(n / 4);
         if n == 0 || hop == 0 {

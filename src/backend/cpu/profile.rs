@@ -6,7 +6,9 @@ use super::storage::CpuStorage;
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::profile::{Profile, ProfiledOp};
+use crate::profile_region::{self, Frame, ProfileOpen};
 use std::cell::RefCell;
+use std::sync::Arc;
 
 /// What the profile's operation is called in errors.
 const OP: &str = "Device::profile";
@@ -17,6 +19,9 @@ struct Log {
     started: Stamp,
     mark: Stamp,
     ops: Vec<ProfiledOp>,
+    /// Per op, the region it ran in.
+    frames: Vec<Option<Arc<Frame>>>,
+    _open: ProfileOpen,
 }
 
 thread_local! {
@@ -51,6 +56,8 @@ pub(crate) fn profile_ops(ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
             started: now,
             mark: now,
             ops: Vec::new(),
+            frames: Vec::new(),
+            _open: ProfileOpen::new(),
         });
         Ok(())
     })?;
@@ -62,6 +69,7 @@ pub(crate) fn profile_ops(ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
     let log = log.ok_or_else(|| Error::internal(OP, "the profile was closed"))?;
     Ok(Profile::new(
         log.ops,
+        &log.frames,
         Vec::new(),
         Vec::new(),
         log.started.until(ended),
@@ -80,7 +88,9 @@ pub(crate) fn profiled<R>(name: &'static str, storage: &CpuStorage, op: impl FnO
                 name,
                 host: log.mark.until(now),
                 kernels: 0..0,
+                region: None,
             });
+            log.frames.push(profile_region::current());
             log.mark = now;
         }
     });

@@ -9,7 +9,9 @@ use super::kernel::pipeline::Pipeline;
 use super::target::Target;
 use crate::clock::Stamp;
 use crate::profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledSubmit};
+use crate::profile_region::{self, Frame, ProfileOpen};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// What the profile's operation is called in errors.
 pub(crate) const OP: &str = "Device::profile";
@@ -53,6 +55,8 @@ pub(crate) struct ProfileLog {
     /// The end of the last op, submit or readback.
     mark: Stamp,
     ops: Vec<ProfiledOp>,
+    /// Per op, the region open on the thread that recorded it.
+    frames: Vec<Option<Arc<Frame>>>,
     /// Per op: its batch and its command in the batch, until the batch is
     /// encoded and the op's kernels are known.
     places: Vec<(usize, usize)>,
@@ -67,6 +71,7 @@ pub(crate) struct ProfileLog {
     readbacks: Vec<Readback>,
     /// The device writes timestamps.
     timestamps: bool,
+    _open: ProfileOpen,
 }
 
 impl ProfileLog {
@@ -76,6 +81,7 @@ impl ProfileLog {
             started: now,
             mark: now,
             ops: Vec::new(),
+            frames: Vec::new(),
             places: Vec::new(),
             kernels: Vec::new(),
             submits: Vec::new(),
@@ -84,6 +90,7 @@ impl ProfileLog {
             batch_kernels: 0,
             readbacks: Vec::new(),
             timestamps,
+            _open: ProfileOpen::new(),
         }
     }
 
@@ -95,7 +102,9 @@ impl ProfileLog {
             name,
             host: self.mark.until(now),
             kernels: 0..0,
+            region: None,
         });
+        self.frames.push(profile_region::current());
         self.places.push((self.batch, command));
         self.mark = now;
     }
@@ -259,6 +268,7 @@ impl ProfileLog {
         });
         Ok(Profile::new(
             self.ops,
+            &self.frames,
             self.kernels,
             self.submits,
             wall,

@@ -46,6 +46,7 @@ impl Tensor {
         eps: f64,
     ) -> Result<Tensor> {
         let op = "batch_norm";
+        let _region = crate::profile_region::op(op);
         super::check_float(op, self.dtype())?;
         if self.rank() < 2 {
             return Err(Error::shape(

@@ -165,6 +165,7 @@ impl Tensor {
 
     fn normalized(&self, n: &Norm) -> Result<Tensor> {
         let op = n.op;
+        let _region = crate::profile_region::op(op);
         super::check_float(op, self.dtype())?;
         let r = self.rank();
         let k = n.shape.len();

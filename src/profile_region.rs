@@ -1,0 +1,227 @@
+//! Regions of a profile: named spans of ops, opened by a public op that
+//! may run as several (`conv2d`, `layer_norm` ...) or by the user
+//! ([`Device::profile_region`]), noted per thread. A profile's log notes
+//! the innermost region open on the recording thread with each op, and
+//! [`regions`] turns those notes into [`ProfiledRegion`]s.
+
+use crate::device::Device;
+use crate::profile::{ProfiledKernel, ProfiledOp, ProfiledRegion};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Profiles open in the process, on any device: while there are none, a
+/// public op opens no region (its cost is this load).
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// The next region's id.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// An open region, and the ones it is open inside.
+#[derive(Debug)]
+pub(crate) struct Frame {
+    id: u64,
+    name: Cow<'static, str>,
+    parent: Option<Arc<Frame>>,
+}
+
+thread_local! {
+    /// The innermost region open on this thread.
+    static TOP: RefCell<Option<Arc<Frame>>> = const { RefCell::new(None) };
+}
+
+/// Counts a profile as open until dropped.
+pub(crate) struct ProfileOpen(());
+
+impl ProfileOpen {
+    pub fn new() -> ProfileOpen {
+        OPEN.fetch_add(1, Ordering::Relaxed);
+        ProfileOpen(())
+    }
+}
+
+impl Drop for ProfileOpen {
+    fn drop(&mut self) {
+        OPEN.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Closes its region when dropped, on the thread that opened it.
+#[must_use]
+pub(crate) struct Region {
+    frame: Option<Arc<Frame>>,
+    _thread: PhantomData<*const ()>,
+}
+
+impl Region {
+    fn open(name: Cow<'static, str>) -> Region {
+        let frame = TOP.with(|top| {
+            let mut top = top.borrow_mut();
+            let frame = Arc::new(Frame {
+                id: NEXT.fetch_add(1, Ordering::Relaxed),
+                name,
+                parent: top.take(),
+            });
+            *top = Some(Arc::clone(&frame));
+            frame
+        });
+        Region {
+            frame: Some(frame),
+            _thread: PhantomData,
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        if let Some(frame) = self.frame.take() {
+            TOP.with(|top| *top.borrow_mut() = frame.parent.clone());
+        }
+    }
+}
+
+/// Opens the region of the public op `name` while a profile is open
+/// anywhere; otherwise nothing.
+pub(crate) fn op(name: &'static str) -> Region {
+    if OPEN.load(Ordering::Relaxed) == 0 {
+        return Region {
+            frame: None,
+            _thread: PhantomData,
+        };
+    }
+    Region::open(Cow::Borrowed(name))
+}
+
+/// The innermost region open on this thread, for a log noting an op.
+pub(crate) fn current() -> Option<Arc<Frame>> {
+    TOP.with(|top| top.borrow().clone())
+}
+
+impl Device {
+    /// Runs `f` inside a region named `label` of any profile open meanwhile
+    /// ([`Device::profile`]): the ops this thread records in `f`, on any
+    /// device, are the region's, and the profile's table shows the region
+    /// as one row with their time. Regions nest; outside a profile, `f`
+    /// just runs.
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let dev = Device::default_device()?;
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev)?;
+    /// let profile = dev.profile(|| {
+    ///     let y = dev.profile_region("scale", || x.mul_scalar(2.0))?;
+    ///     y.exp()?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(profile.regions()[0].name, "scale");
+    /// assert_eq!(profile.ops()[0].region, Some(0));
+    /// assert_eq!(profile.ops()[1].region, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn profile_region<R>(&self, label: impl Into<String>, f: impl FnOnce() -> R) -> R {
+        let _region = Region::open(Cow::Owned(label.into()));
+        f()
+    }
+}
+
+/// What is known of a frame across a profile's ops.
+#[derive(Default)]
+struct Seen {
+    ops: usize,
+    has_children: bool,
+    /// The name of its first op.
+    first: &'static str,
+}
+
+/// The regions of a profile whose op `i` was recorded inside `frames[i]`;
+/// sets each op's `region` and the ops each kernel computes must be set.
+/// A public op's region holding only one op of its own name is left out
+/// (the op says it all). A kernel's GPU time counts for the regions of the
+/// last op it computes; a region's GPU time is `None` where `timed` is
+/// false or one of its kernels has no time.
+pub(crate) fn regions(
+    frames: &[Option<Arc<Frame>>],
+    ops: &mut [ProfiledOp],
+    kernels: &[ProfiledKernel],
+    timed: bool,
+) -> Vec<ProfiledRegion> {
+    let mut seen: HashMap<u64, Seen> = HashMap::new();
+    for (i, frame) in frames.iter().enumerate() {
+        let mut frame = frame.as_deref();
+        let mut child = false;
+        while let Some(f) = frame {
+            let s = seen.entry(f.id).or_default();
+            s.ops += 1;
+            s.has_children |= child;
+            if s.first.is_empty() {
+                s.first = ops[i].name;
+            }
+            child = true;
+            frame = f.parent.as_deref();
+        }
+    }
+    let shown = |f: &Frame| {
+        let s = &seen[&f.id];
+        let alone = s.ops == 1 && !s.has_children;
+        let own = matches!(f.name, Cow::Borrowed(name) if name == s.first);
+        !(alone && own)
+    };
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut out: Vec<ProfiledRegion> = Vec::new();
+    let mut untimed = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
+        let mut chain = Vec::new();
+        let mut f = frame.as_deref();
+        while let Some(fr) = f {
+            if shown(fr) {
+                chain.push(fr);
+            }
+            f = fr.parent.as_deref();
+        }
+        let mut parent = None;
+        for fr in chain.iter().rev() {
+            let at = *index.entry(fr.id).or_insert_with(|| {
+                out.push(ProfiledRegion {
+                    name: fr.name.to_string(),
+                    parent,
+                    ops: i..i,
+                    host: Duration::ZERO,
+                    gpu: timed.then_some(Duration::ZERO),
+                });
+                untimed.push(false);
+                out.len() - 1
+            });
+            out[at].ops.end = i + 1;
+            out[at].host += ops[i].host;
+            parent = Some(at);
+        }
+        ops[i].region = parent;
+    }
+    for k in kernels {
+        let Some(mut at) = k.ops.iter().max().and_then(|&o| ops[o].region) else {
+            continue;
+        };
+        loop {
+            match k.gpu {
+                Some(t) => out[at].gpu = out[at].gpu.map(|g| g + t),
+                None => untimed[at] = true,
+            }
+            match out[at].parent {
+                Some(p) => at = p,
+                None => break,
+            }
+        }
+    }
+    for (region, untimed) in out.iter_mut().zip(untimed) {
+        if untimed {
+            region.gpu = None;
+        }
+    }
+    out
+}
