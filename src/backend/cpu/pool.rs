@@ -80,7 +80,7 @@ impl Pool {
         if !self.pooled(bytes) {
             return None;
         }
-        let most = bytes + bytes / 8;
+        let most = bytes * 2;
         let best = self
             .kept
             .iter()
@@ -88,9 +88,11 @@ impl Pool {
             .filter(|(_, d)| {
                 d.kernel_type() == dtype && (bytes..=most).contains(&d.capacity_bytes())
             })
-            // The newest of the least: the last freed is the likeliest
-            // to be in cache still.
-            .min_by_key(|&(i, d)| (d.capacity_bytes(), std::cmp::Reverse(i)))
+            // The newest: the last freed is the likeliest to be in cache
+            // still, where writing a cold one costs a read of each line
+            // from memory and the eviction of another (a network's pass
+            // on one thread: 42.5 -> 39.1 ms against the best fit).
+            .max_by_key(|&(i, _)| i)
             .map(|(i, _)| i);
         let Some(i) = best else {
             self.created += 1;
@@ -117,8 +119,8 @@ pub(crate) fn give(data: CpuData) {
 
 /// A kept vector of `dtype` resized to `len` elements whose values are
 /// unspecified (what its last tensor left, zeros past that), or `None`
-/// when none fits: the one whose capacity is the least of those holding
-/// `len` with at most an eighth to spare, the last kept of those.
+/// when none fits: the last kept of those holding `len` with at most as
+/// much again to spare.
 pub(crate) fn take(dtype: KernelType, len: usize) -> Option<CpuData> {
     let mut data = pool().take(dtype, len)?;
     data.set_len(len);
@@ -160,15 +162,15 @@ mod tests {
         assert!(p.give(f32s(len, 7.0)).is_empty());
         assert_eq!(p.bytes, 4 * MIN_BYTES);
         // Another dtype, or a length the buffer cannot hold, or one it
-        // holds with more than an eighth to spare: a new buffer.
+        // holds with more than as much again to spare: a new buffer.
         assert!(p.take(KernelType::I32, len).is_none());
         assert!(p.take(KernelType::F32, len + 1).is_none());
-        assert!(p.take(KernelType::F32, len * 7 / 8).is_none());
+        assert!(p.take(KernelType::F32, len / 2 - 1).is_none());
         assert_eq!((p.created, p.reused), (3, 0));
-        let mut got = p.take(KernelType::F32, len * 9 / 10).expect("fits");
+        let mut got = p.take(KernelType::F32, len / 2).expect("fits");
         assert_eq!((p.created, p.reused, p.bytes), (3, 1, 0));
-        got.set_len(len * 9 / 10);
-        assert_eq!(got.len(), len * 9 / 10);
+        got.set_len(len / 2);
+        assert_eq!(got.len(), len / 2);
         assert_eq!(got.as_slice::<f32>().unwrap()[0], 7.0);
         assert!(p.take(KernelType::F32, len).is_none());
     }
@@ -186,11 +188,24 @@ mod tests {
         assert_eq!(gone[0].as_slice::<f32>().unwrap()[0], 0.0);
         assert_eq!(p.bytes, 4 * MIN_BYTES);
         assert!(p.take(KernelType::F32, len - 1).is_none());
-        // The best fit of equals: the last kept (the likeliest in cache),
-        // then the one before.
+        // The last kept (the likeliest in cache), then the one before.
         for v in [4.0, 3.0] {
             let got = p.take(KernelType::F32, len).unwrap();
             assert_eq!(got.as_slice::<f32>().unwrap()[0], v);
         }
+    }
+
+    #[test]
+    fn the_last_kept_serves_before_a_closer_fit() {
+        let mut p = Pool::new(1 << 20);
+        let len = MIN_BYTES / 4;
+        assert!(p.give(f32s(len, 1.0)).is_empty());
+        assert!(p.give(f32s(2 * len, 2.0)).is_empty());
+        assert!(p.give(f32s(3 * len, 3.0)).is_empty());
+        // Three times the length is more than as much again to spare.
+        let got = p.take(KernelType::F32, len).unwrap();
+        assert_eq!(got.as_slice::<f32>().unwrap()[0], 2.0);
+        let got = p.take(KernelType::F32, len).unwrap();
+        assert_eq!(got.as_slice::<f32>().unwrap()[0], 1.0);
     }
 }
