@@ -10,7 +10,8 @@
 //! an ONNX graph from them, checks onnxruntime's output against this one's
 //! and times onnxruntime on one and two threads. `WEBTENSOR_NET_PROFILE=1`
 //! (or `2`) also prints the time of each op kind of one run on one thread
-//! (or two).
+//! (or two), and of each part of the network (its profile regions);
+//! `WEBTENSOR_NET_TABLE=1` with it prints the whole profile.
 //!
 //! Run: `cargo bench --bench networks`.
 
@@ -98,6 +99,18 @@ fn main() -> webtensor::Result<()> {
         );
         for (name, (calls, t)) in rows {
             println!("  {name:<18} {calls:4} calls {:8.2} ms", ms(t));
+        }
+        if env("WEBTENSOR_NET_TABLE", 0) == 1 {
+            println!("{profile}");
+        }
+        println!("by part of the network:");
+        for r in profile.regions().iter().filter(|r| r.parent.is_none()) {
+            println!(
+                "  {:<18} {:4} ops  {:8.2} ms",
+                r.name,
+                r.ops.len(),
+                ms(r.host)
+            );
         }
     }
 

@@ -269,15 +269,24 @@ impl Detector {
     /// # Errors
     /// As the ops it runs.
     pub fn forward(&self, image: &Tensor) -> Result<Tensor> {
+        let dev = image.device();
         let stem = Conv::new().stride(2).padding(1);
-        let mut x = self.conv_bn(image, "stem", &stem, Some(true))?;
+        let mut x =
+            dev.profile_region("stem", || self.conv_bn(image, "stem", &stem, Some(true)))?;
         let mut taps = Vec::new();
         for i in 0..BLOCKS.len() {
-            x = self.block(&x, i)?;
+            x = dev.profile_region(format!("blocks.{i}"), || self.block(&x, i))?;
             if TAPS.contains(&i) {
                 taps.push(x.clone());
             }
         }
+        let fused = dev.profile_region("fpn", || self.fpn(&taps))?;
+        dev.profile_region("head", || self.head(&fused))
+    }
+
+    /// The FPN: the four scales merged top-down and concatenated at the
+    /// finest.
+    fn fpn(&self, taps: &[Tensor]) -> Result<Tensor> {
         let up = |t: &Tensor, f: f64| t.resize_by([f, f], Resize::Nearest);
         let inner: Vec<Tensor> = taps
             .iter()
@@ -297,8 +306,13 @@ impl Detector {
             let p = m.conv2d(self.w(&format!("fpn.out.{s}.weight")), &pad)?;
             fused.push(if s == 0 { p } else { up(&p, (1 << s) as f64)? });
         }
-        let fused = Tensor::concat(&fused.iter().collect::<Vec<_>>(), 1)?;
-        let h = self.conv_bn(&fused, "head", &pad, Some(false))?;
+        Tensor::concat(&fused.iter().collect::<Vec<_>>(), 1)
+    }
+
+    /// DBNet's probability head.
+    fn head(&self, fused: &Tensor) -> Result<Tensor> {
+        let pad = Conv::new().padding(1);
+        let h = self.conv_bn(fused, "head", &pad, Some(false))?;
         let twice = |h: &Tensor, name: &str| {
             let conv = Conv::new().stride(2).bias(self.w(&format!("{name}.bias")));
             h.conv_transpose2d(self.w(&format!("{name}.weight")), &conv)
