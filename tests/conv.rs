@@ -998,7 +998,7 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
 
 #[test]
 fn the_cpu_convolution_crosses_its_bands() {
-    // Where it packs patches (strided rows, short rows), the CPU packs
+    // Where it packs patches (strided rows, a short row's single tap), the CPU packs
     // those of a band of output pixels at a time, at least 512 of them (256 KiB for a shallow matrix), into panels of 16
     // or 32 pixels, and sums tiles of 4, 6 or 8 channels: bands end inside
     // an output row and the last panel and tile are partial (61 columns,
@@ -1054,6 +1054,14 @@ fn the_cpu_convolution_crosses_its_bands() {
         stride: [1, 3],
         ..padded
     };
+    // Flat bands (unit strides, rows too short for whole panels: 61, 42
+    // and 10 outputs): a band's rows run as one, a tile crossing from one
+    // row into the next (three rows at 10 outputs) and summing the padded
+    // columns between them unstored; unpadded f32 inputs read in place.
+    let grouped = Setting {
+        groups: 2,
+        ..padded
+    };
     let cases = [
         ([1usize, 6, 21, 129], [8usize, 3, 3, 3], phased, true),
         ([2, 5, 9, 94], [4, 5, 3, 3], thirds, false),
@@ -1063,6 +1071,8 @@ fn the_cpu_convolution_crosses_its_bands() {
         ([2, 12, 29, 70], [10, 6, 3, 5], stepped_rows, true),
         ([2, 40, 33, 64], [24, 40, 1, 1], unpadded, true),
         ([1, 8, 30, 68], [10, 4, 3, 3], dilated, false),
+        ([2, 100, 30, 44], [9, 100, 3, 3], plain, true),
+        ([2, 64, 40, 10], [12, 32, 3, 3], grouped, true),
     ];
     let cpu = Device::cpu();
     for (k, (xd, wd, setting, biased)) in cases.into_iter().enumerate() {
@@ -1096,6 +1106,20 @@ fn the_cpu_convolution_crosses_its_bands() {
         let view = nhwc.permute(&[0, 3, 1, 2]).unwrap();
         let got = view.conv2d(&w.tensor(&cpu), &conv).unwrap();
         check(&got, &want, &dims, 1e-4, &format!("case {k}, NHWC view"));
+        // Rows of unit stride inside wider ones: not one after another.
+        let [n, c, h, wd_] = xd;
+        let wide = Tensor::zeros([n, c, h + 2, wd_ + 6], DType::F32, &cpu).unwrap();
+        let (rows, columns) = (1..1 + h as isize, 3..3 + wd_ as isize);
+        let inside = wide.slice(s![.., .., rows, columns]).unwrap();
+        inside.assign(&x.tensor(&cpu)).unwrap();
+        let got = inside.conv2d(&w.tensor(&cpu), &conv).unwrap();
+        check(
+            &got,
+            &want,
+            &dims,
+            1e-4,
+            &format!("case {k}, rows inside wider ones"),
+        );
     }
     // Transposed: 64 output channels of 4 x 4 taps over 256 columns make
     // bands of 8 input rows (three for 20).
