@@ -110,6 +110,34 @@ impl IterPlan {
         self
     }
 
+    /// For a plan of an output and one input: where the output repeats
+    /// each input element `rep` times in a row (an axis of unit output
+    /// stride, 2 to [`SHORT_RUN`] - 1 long, that the input is broadcast
+    /// along: a nearest upsampling's columns), the plan without that axis,
+    /// the output's axis of stride `rep` innermost, and `rep`. Element `i`
+    /// of a run of that plan is output elements `i rep..(i + 1) rep`.
+    pub fn repeated(&self) -> Option<(IterPlan, usize)> {
+        let [out, a] = [self.strides.first()?, self.strides.get(1)?];
+        let rank = self.shape.len();
+        let r = (0..rank)
+            .find(|&d| out[d] == 1 && a[d] == 0 && (2..SHORT_RUN).contains(&self.shape[d]))?;
+        let rep = self.shape[r];
+        let q = (0..rank)
+            .filter(|&d| d != r && out[d] == rep as isize && self.shape[d] > 1)
+            .max_by_key(|&d| self.shape[d])?;
+        let order: DimVec<usize> = (0..rank).filter(|&d| d != r && d != q).chain([q]).collect();
+        let plan = IterPlan {
+            shape: order.iter().map(|&d| self.shape[d]).collect(),
+            strides: self
+                .strides
+                .iter()
+                .map(|s| order.iter().map(|&d| s[d]).collect())
+                .collect(),
+            offsets: self.offsets.clone(),
+        };
+        Some((plan, rep))
+    }
+
     /// The number of elements visited.
     pub fn numel(&self) -> usize {
         self.shape.iter().product()

@@ -262,6 +262,54 @@ fn a_short_innermost_axis_gives_way_to_a_long_one() {
 }
 
 #[test]
+fn a_repeating_broadcast_axis_folds_into_its_runs() {
+    // A nearest upsampling by 2 x 3: each element three times in a row,
+    // each row twice.
+    let x = Layout::contiguous([4, 5, 1, 6, 1]);
+    let spread = x.broadcast_to(&Shape::from(vec![4, 5, 2, 6, 3])).unwrap();
+    let out = Layout::contiguous([4, 5, 2, 6, 3]);
+    let plan = IterPlan::new(&[&out, &spread]).with_long_runs();
+    let (runs, rep) = plan.repeated().expect("repeats");
+    assert_eq!(rep, 3);
+    // The columns' axis innermost, each of its elements a run of 3.
+    assert_eq!(runs.shape.last(), Some(&6));
+    assert_eq!(runs.strides[0].last(), Some(&3));
+    assert_eq!(runs.strides[1].last(), Some(&1));
+    // Every output element is one of a run's repeats, once.
+    let mut seen = vec![0; 4 * 5 * 2 * 6 * 3];
+    for e in 0..runs.numel() {
+        let (mut rest, mut po, mut pa) = (e, 0, 0);
+        for d in (0..runs.shape.len()).rev() {
+            let i = (rest % runs.shape[d]) as isize;
+            rest /= runs.shape[d];
+            po += i * runs.strides[0][d];
+            pa += i * runs.strides[1][d];
+        }
+        for k in 0..rep as isize {
+            let at = (po + k) as usize;
+            seen[at] += 1;
+            // Output (n, y, _, x, _) of 4 x 5 x 2 x 6 x 3 reads input
+            // (n, y, x) of 4 x 5 x 6.
+            let (ny, x) = (at / 36, at % 18 / 3);
+            assert_eq!(pa, (ny * 6 + x) as isize, "output {at}");
+        }
+    }
+    assert!(seen.iter().all(|&c| c == 1));
+    // A broadcast axis of 16 or more, or one of stride other than 1 in the
+    // output, or an input read along it: no repeats.
+    let wide = x.broadcast_to(&Shape::from(vec![4, 5, 2, 6, 16])).unwrap();
+    let out = Layout::contiguous([4, 5, 2, 6, 16]);
+    assert!(IterPlan::new(&[&out, &wide]).repeated().is_none());
+    let out = Layout::contiguous([4, 5, 2, 3, 6])
+        .permute(&[0, 1, 2, 4, 3])
+        .unwrap();
+    assert!(IterPlan::new(&[&out, &spread]).repeated().is_none());
+    let a = Layout::contiguous([4, 5, 2, 6, 3]);
+    let out = Layout::contiguous([4, 5, 2, 6, 3]);
+    assert!(IterPlan::new(&[&out, &a]).repeated().is_none());
+}
+
+#[test]
 fn transposed_dense_operands_plan_to_one_run() {
     let a = Layout::contiguous([3, 4]).reversed_axes();
     let out = dense_layout_like(a.shape(), &[&a]);

@@ -142,13 +142,38 @@ pub(crate) unsafe fn map0<O>(plan: &IterPlan, out: *mut O, f: impl Fn() -> O + S
 /// # Safety
 /// As [`map0`], for every operand; `a` may alias `out` only as described in
 /// the module docs.
-pub(crate) unsafe fn map1<A: Copy, O>(
+pub(crate) unsafe fn map1<A: Copy, O: Copy>(
     plan: &IterPlan,
     out: *mut O,
     a: *const A,
     f: impl Fn(A) -> O + Sync,
 ) {
     let (out, a) = (Shared(out), Shared(a.cast_mut()));
+    // Each input element repeated in a row of the output (a nearest
+    // upsampling's columns): one pass writing consecutive elements, each
+    // value computed once, where the strided runs wrote every rep-th.
+    if let Some((runs, rep)) = plan.repeated() {
+        in_parts(&runs, |plan| {
+            // The runs' output stride is `rep` (`IterPlan::repeated`).
+            for_each_run::<2>(plan, |[po, pa], [_, sa], len| unsafe {
+                let (o, a) = (out.get().offset(po), a.get().offset(pa));
+                match rep {
+                    2 => repeat::<2, _, _>(o, a, sa, len, &f),
+                    4 => repeat::<4, _, _>(o, a, sa, len, &f),
+                    8 => repeat::<8, _, _>(o, a, sa, len, &f),
+                    _ => {
+                        for i in 0..len {
+                            let v = f(a.offset(i as isize * sa).read());
+                            for k in 0..rep {
+                                o.add(i * rep + k).write(v);
+                            }
+                        }
+                    }
+                }
+            })
+        });
+        return;
+    }
     in_parts(plan, |plan| {
         for_each_run::<2>(plan, |[po, pa], [so, sa], len| unsafe {
             let (o, a) = (out.get().offset(po), a.get().offset(pa));
@@ -163,6 +188,37 @@ pub(crate) unsafe fn map1<A: Copy, O>(
             }
         })
     });
+}
+
+/// `o[i R + k] = f(a[i sa])` for `i < len`, `k < R`.
+///
+/// # Safety
+/// As [`map1`], for those positions.
+#[inline(always)]
+unsafe fn repeat<const R: usize, A: Copy, O: Copy>(
+    o: *mut O,
+    a: *const A,
+    sa: isize,
+    len: usize,
+    f: impl Fn(A) -> O,
+) {
+    // SAFETY: the caller's.
+    let put = |i: usize, v: O| unsafe {
+        for k in 0..R {
+            o.add(i * R + k).write(v);
+        }
+    };
+    if sa == 1 {
+        for i in 0..len {
+            // SAFETY: the caller's.
+            put(i, f(unsafe { a.add(i).read() }));
+        }
+    } else {
+        for i in 0..len {
+            // SAFETY: the caller's.
+            put(i, f(unsafe { a.offset(i as isize * sa).read() }));
+        }
+    }
 }
 
 /// `out[i] = f(a[i], b[i])`.
