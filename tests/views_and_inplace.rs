@@ -411,3 +411,64 @@ fn transposing_copies_and_casts_match_the_cpu() {
         }
     }
 }
+
+/// Copies whose output's unit-stride axis is short (2 to 17 long) from an
+/// input read across it (a transpose, a pixel shuffle's interleave) or
+/// broadcast along it (a nearest upsampling's repeats), also stepped
+/// along the other axis and cast on the way, large enough to split over
+/// threads: every element from where its index says.
+#[test]
+fn copies_with_a_short_unit_stride_axis_take_each_element_from_its_place() {
+    for dev in devices() {
+        let (c, w) = (40usize, 301usize);
+        for r in 2..=17usize {
+            let n = (c * r * w) as i32;
+            let src = Tensor::arange(0i32, n, 1, &dev)
+                .unwrap()
+                .reshape([c, r, w])
+                .unwrap();
+            let got = src.permute(&[0, 2, 1]).unwrap().contiguous().unwrap();
+            let want: Vec<i32> = (0..c * w * r)
+                .map(|e| {
+                    let (ci, x, k) = (e / (w * r), e / r % w, e % r);
+                    ((ci * r + k) * w + x) as i32
+                })
+                .collect();
+            assert_eq!(
+                got.to_vec::<i32>().unwrap(),
+                want,
+                "transpose, {r} on {dev}"
+            );
+            // Every other column, into f32.
+            let stepped = src
+                .slice(s![.., .., ..;2])
+                .unwrap()
+                .permute(&[0, 2, 1])
+                .unwrap();
+            let got = stepped
+                .to_dtype(DType::F32)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let half = w.div_ceil(2);
+            let want: Vec<f32> = (0..c * half * r)
+                .map(|e| {
+                    let (ci, x, k) = (e / (half * r), e / r % half, e % r);
+                    ((ci * r + k) * w + 2 * x) as f32
+                })
+                .collect();
+            assert_eq!(got, want, "stepped, {r} on {dev}");
+            // Each element r times in a row.
+            let rows = src.slice(s![.., 0, ..]).unwrap().unsqueeze(-1).unwrap();
+            let spread = rows.broadcast_to([c, w, r]).unwrap().contiguous().unwrap();
+            let want: Vec<i32> = (0..c * w * r)
+                .map(|e| ((e / (w * r) * r) * w + e / r % w) as i32)
+                .collect();
+            assert_eq!(
+                spread.to_vec::<i32>().unwrap(),
+                want,
+                "repeats, {r} on {dev}"
+            );
+        }
+    }
+}

@@ -110,17 +110,17 @@ impl IterPlan {
         self
     }
 
-    /// For a plan of an output and one input: where the output repeats
-    /// each input element `rep` times in a row (an axis of unit output
-    /// stride, 2 to [`SHORT_RUN`] - 1 long, that the input is broadcast
-    /// along: a nearest upsampling's columns), the plan without that axis,
-    /// the output's axis of stride `rep` innermost, and `rep`. Element `i`
-    /// of a run of that plan is output elements `i rep..(i + 1) rep`.
-    pub fn repeated(&self) -> Option<(IterPlan, usize)> {
+    /// For a plan of an output and one input: where the output's axis of
+    /// unit stride is 2 to [`SHORT_RUN`] - 1 long (a nearest upsampling's
+    /// repeats, whose input stride is 0; a pixel shuffle's interleave), the
+    /// plan without that axis, the output's axis of stride `rep` (its
+    /// length) innermost, `rep`, and the input's stride `t` along it.
+    /// Element `i` of a run of that plan is output elements `i rep + k`
+    /// for `k < rep`, from input elements `i sa + k t`.
+    pub fn interleaved(&self) -> Option<(IterPlan, usize, isize)> {
         let [out, a] = [self.strides.first()?, self.strides.get(1)?];
         let rank = self.shape.len();
-        let r = (0..rank)
-            .find(|&d| out[d] == 1 && a[d] == 0 && (2..SHORT_RUN).contains(&self.shape[d]))?;
+        let r = (0..rank).find(|&d| out[d] == 1 && (2..SHORT_RUN).contains(&self.shape[d]))?;
         let rep = self.shape[r];
         let q = (0..rank)
             .filter(|&d| d != r && out[d] == rep as isize && self.shape[d] > 1)
@@ -135,7 +135,7 @@ impl IterPlan {
                 .collect(),
             offsets: self.offsets.clone(),
         };
-        Some((plan, rep))
+        Some((plan, rep, a[r]))
     }
 
     /// The number of elements visited.

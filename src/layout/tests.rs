@@ -262,15 +262,15 @@ fn a_short_innermost_axis_gives_way_to_a_long_one() {
 }
 
 #[test]
-fn a_repeating_broadcast_axis_folds_into_its_runs() {
+fn a_short_unit_stride_axis_folds_into_its_runs() {
     // A nearest upsampling by 2 x 3: each element three times in a row,
     // each row twice.
     let x = Layout::contiguous([4, 5, 1, 6, 1]);
     let spread = x.broadcast_to(&Shape::from(vec![4, 5, 2, 6, 3])).unwrap();
     let out = Layout::contiguous([4, 5, 2, 6, 3]);
     let plan = IterPlan::new(&[&out, &spread]).with_long_runs();
-    let (runs, rep) = plan.repeated().expect("repeats");
-    assert_eq!(rep, 3);
+    let (runs, rep, t) = plan.interleaved().expect("repeats");
+    assert_eq!((rep, t), (3, 0));
     // The columns' axis innermost, each of its elements a run of 3.
     assert_eq!(runs.shape.last(), Some(&6));
     assert_eq!(runs.strides[0].last(), Some(&3));
@@ -295,18 +295,25 @@ fn a_repeating_broadcast_axis_folds_into_its_runs() {
         }
     }
     assert!(seen.iter().all(|&c| c == 1));
-    // A broadcast axis of 16 or more, or one of stride other than 1 in the
-    // output, or an input read along it: no repeats.
+    // A pixel shuffle: out [c, h, 2, w, 2] from in [c, 2, 2, h, w].
+    let a = Layout::contiguous([3, 2, 2, 5, 7])
+        .permute(&[0, 3, 1, 4, 2])
+        .unwrap();
+    let out = Layout::contiguous([3, 5, 2, 7, 2]);
+    let plan = IterPlan::new(&[&out, &a]).with_long_runs();
+    let (runs, rep, t) = plan.interleaved().unwrap();
+    assert_eq!((rep, t), (2, 35));
+    assert_eq!(runs.shape.last(), Some(&7));
+    assert_eq!(runs.strides[0].last(), Some(&2));
+    assert_eq!(runs.strides[1].last(), Some(&1));
+    // An axis of unit output stride 16 or more long, or none: no folding
+    // (a dense copy's axes merge into one long run).
     let wide = x.broadcast_to(&Shape::from(vec![4, 5, 2, 6, 16])).unwrap();
     let out = Layout::contiguous([4, 5, 2, 6, 16]);
-    assert!(IterPlan::new(&[&out, &wide]).repeated().is_none());
-    let out = Layout::contiguous([4, 5, 2, 3, 6])
-        .permute(&[0, 1, 2, 4, 3])
-        .unwrap();
-    assert!(IterPlan::new(&[&out, &spread]).repeated().is_none());
+    assert!(IterPlan::new(&[&out, &wide]).interleaved().is_none());
     let a = Layout::contiguous([4, 5, 2, 6, 3]);
     let out = Layout::contiguous([4, 5, 2, 6, 3]);
-    assert!(IterPlan::new(&[&out, &a]).repeated().is_none());
+    assert!(IterPlan::new(&[&out, &a]).interleaved().is_none());
 }
 
 #[test]

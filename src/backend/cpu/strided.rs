@@ -149,23 +149,27 @@ pub(crate) unsafe fn map1<A: Copy, O: Copy>(
     f: impl Fn(A) -> O + Sync,
 ) {
     let (out, a) = (Shared(out), Shared(a.cast_mut()));
-    // Each input element repeated in a row of the output (a nearest
-    // upsampling's columns): one pass writing consecutive elements, each
-    // value computed once, where the strided runs wrote every rep-th.
-    if let Some((runs, rep)) = plan.repeated() {
+    // A short axis of unit output stride (a nearest upsampling's repeats,
+    // a pixel shuffle's interleave): one pass writing consecutive
+    // elements, a repeated value computed once, where strided runs wrote
+    // every rep-th.
+    if let Some((runs, rep, t)) = plan.interleaved() {
         in_parts(&runs, |plan| {
-            // The runs' output stride is `rep` (`IterPlan::repeated`).
+            // The runs' output stride is `rep` (`IterPlan::interleaved`).
             for_each_run::<2>(plan, |[po, pa], [_, sa], len| unsafe {
                 let (o, a) = (out.get().offset(po), a.get().offset(pa));
-                match rep {
-                    2 => repeat::<2, _, _>(o, a, sa, len, &f),
-                    4 => repeat::<4, _, _>(o, a, sa, len, &f),
-                    8 => repeat::<8, _, _>(o, a, sa, len, &f),
+                match (rep, t) {
+                    (2, 0) => repeat::<2, _, _>(o, a, sa, len, &f),
+                    (4, 0) => repeat::<4, _, _>(o, a, sa, len, &f),
+                    (8, 0) => repeat::<8, _, _>(o, a, sa, len, &f),
+                    (2, _) => interleave::<2, _, _>(o, (a, sa, t), len, &f),
+                    (3, _) => interleave::<3, _, _>(o, (a, sa, t), len, &f),
+                    (4, _) => interleave::<4, _, _>(o, (a, sa, t), len, &f),
                     _ => {
                         for i in 0..len {
-                            let v = f(a.offset(i as isize * sa).read());
                             for k in 0..rep {
-                                o.add(i * rep + k).write(v);
+                                let at = i as isize * sa + k as isize * t;
+                                o.add(i * rep + k).write(f(a.offset(at).read()));
                             }
                         }
                     }
@@ -217,6 +221,37 @@ unsafe fn repeat<const R: usize, A: Copy, O: Copy>(
         for i in 0..len {
             // SAFETY: the caller's.
             put(i, f(unsafe { a.offset(i as isize * sa).read() }));
+        }
+    }
+}
+
+/// `o[i R + k] = f(a[i sa + k t])` for `i < len`, `k < R`.
+///
+/// # Safety
+/// As [`map1`], for those positions.
+#[inline(always)]
+unsafe fn interleave<const R: usize, A: Copy, O: Copy>(
+    o: *mut O,
+    (a, sa, t): (*const A, isize, isize),
+    len: usize,
+    f: impl Fn(A) -> O,
+) {
+    // SAFETY: the caller's.
+    let put = |i: usize, from: *const A| unsafe {
+        for k in 0..R {
+            o.add(i * R + k)
+                .write(f(from.offset(k as isize * t).read()));
+        }
+    };
+    if sa == 1 {
+        for i in 0..len {
+            // SAFETY: the caller's.
+            put(i, unsafe { a.add(i) });
+        }
+    } else {
+        for i in 0..len {
+            // SAFETY: the caller's.
+            put(i, unsafe { a.offset(i as isize * sa) });
         }
     }
 }
