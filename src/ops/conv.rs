@@ -20,7 +20,8 @@
 //! A transposed convolution adds each tap's product into a strided view of
 //! its output instead.
 
-use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, span, window};
+use super::conv_args::{Conv, ConvPadding};
+use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, window};
 use super::{Activation, PadMode};
 use crate::backend::{ConvCall, DepthwiseCall};
 use crate::dtype::DType;
@@ -35,164 +36,6 @@ const FEW_CHANNELS: usize = 4;
 /// Output pixels per image from which a GPU convolution runs as one
 /// implicit-GEMM kernel (a tile's columns are pixels).
 const IMPLICIT_MIN_PIXELS: usize = 16;
-
-/// The zeros before and after each spatial axis.
-type Pads = [(usize, usize); 2];
-
-/// How a convolution pads its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConvPadding {
-    /// Zeros before and after each spatial axis, this many.
-    Zeros(Pair),
-    /// Zeros so the output is as large as the input (stride 1 only;
-    /// PyTorch's `"same"`: an odd total puts the extra zero after).
-    Same,
-}
-
-/// The arguments of a convolution, PyTorch's defaults unless set: stride
-/// 1, no padding, dilation 1, one group, no bias. One value sets both
-/// spatial axes (`stride(2)`), a pair each (`stride([2, 1])`); a 1-D
-/// convolution uses the second.
-///
-/// ```
-/// use webtensor::{Conv, DType, Device, Tensor};
-/// # fn main() -> webtensor::Result<()> {
-/// let dev = Device::cpu();
-/// let image = Tensor::ones([1, 1, 5, 5], DType::F32, &dev)?;
-/// let blur = Tensor::full([1, 1, 3, 3], 1.0 / 9.0, DType::F32, &dev)?;
-/// let out = image.conv2d(&blur, &Conv::new().padding(1))?;
-/// assert_eq!(out.dims(), [1, 1, 5, 5]);
-/// assert!((out.to_vec::<f32>()?[0] - 4.0 / 9.0).abs() < 1e-6); // a corner sees 4 of 9
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug, Clone)]
-pub struct Conv<'a> {
-    stride: Pair,
-    padding: ConvPadding,
-    dilation: Pair,
-    groups: usize,
-    output_padding: Pair,
-    bias: Option<&'a Tensor>,
-    activation: Option<Activation>,
-}
-
-impl Default for Conv<'_> {
-    fn default() -> Self {
-        Conv::new()
-    }
-}
-
-impl<'a> Conv<'a> {
-    /// Stride 1, no padding, dilation 1, one group, no bias.
-    pub fn new() -> Conv<'a> {
-        Conv {
-            stride: Pair([1, 1]),
-            padding: ConvPadding::Zeros(Pair([0, 0])),
-            dilation: Pair([1, 1]),
-            groups: 1,
-            output_padding: Pair([0, 0]),
-            bias: None,
-            activation: None,
-        }
-    }
-
-    /// Output positions this many input positions apart.
-    pub fn stride(mut self, stride: impl Into<Pair>) -> Conv<'a> {
-        self.stride = stride.into();
-        self
-    }
-
-    /// Zeros added before and after each spatial axis (for a transposed
-    /// convolution: removed from each side of its output, as PyTorch's).
-    pub fn padding(mut self, padding: impl Into<Pair>) -> Conv<'a> {
-        self.padding = ConvPadding::Zeros(padding.into());
-        self
-    }
-
-    /// PyTorch's `padding="same"`.
-    pub fn same(mut self) -> Conv<'a> {
-        self.padding = ConvPadding::Same;
-        self
-    }
-
-    /// Kernel taps this many input positions apart.
-    pub fn dilation(mut self, dilation: impl Into<Pair>) -> Conv<'a> {
-        self.dilation = dilation.into();
-        self
-    }
-
-    /// Input and output channels split into this many groups, each group's
-    /// outputs computed from its inputs alone (channels = groups is a
-    /// depthwise convolution).
-    pub fn groups(mut self, groups: usize) -> Conv<'a> {
-        self.groups = groups;
-        self
-    }
-
-    /// A transposed convolution's extra output rows and columns at the
-    /// end (less than the stride or the dilation).
-    pub fn output_padding(mut self, output_padding: impl Into<Pair>) -> Conv<'a> {
-        self.output_padding = output_padding.into();
-        self
-    }
-
-    /// Added to each output channel: a 1-D tensor of one value per channel.
-    pub fn bias(mut self, bias: &'a Tensor) -> Conv<'a> {
-        self.bias = Some(bias);
-        self
-    }
-
-    /// Applied to each output after the bias: the convolution followed by
-    /// [`Tensor::activate`]. The CPU's kernels apply it as they store each
-    /// sum (no pass of its own), to the f32 sum before its one rounding,
-    /// so an f16 or bf16 result can differ from the two calls' in its
-    /// last bit; a GPU runs the activation after the convolution.
-    pub fn activation(mut self, activation: Activation) -> Conv<'a> {
-        self.activation = Some(activation);
-        self
-    }
-
-    /// The padding before and after each axis for a kernel of `k` taps,
-    /// and the elements it spans along each (`dilation (k - 1) + 1`).
-    ///
-    /// # Errors
-    /// `Error::Argument` naming `op` for a span past `MAX_EXTENT`.
-    fn pads(&self, op: &'static str, k: [usize; 2]) -> Result<(Pads, [usize; 2])> {
-        let extent = [
-            span(op, 2, k[0], self.dilation.0[0])?,
-            span(op, 3, k[1], self.dilation.0[1])?,
-        ];
-        let pads = match self.padding {
-            ConvPadding::Zeros(Pair(p)) => [(p[0], p[0]), (p[1], p[1])],
-            ConvPadding::Same => std::array::from_fn(|a| {
-                let total = extent[a] - 1;
-                (total / 2, total - total / 2)
-            }),
-        };
-        Ok((pads, extent))
-    }
-
-    /// Checks what does not depend on the tensors.
-    fn check(&self, op: &'static str) -> Result<()> {
-        if self.stride.0.contains(&0) || self.dilation.0.contains(&0) || self.groups == 0 {
-            return Err(Error::argument(
-                op,
-                format!(
-                    "stride {:?}, dilation {:?} and groups {} must be at least 1",
-                    self.stride.0, self.dilation.0, self.groups
-                ),
-            ));
-        }
-        if self.padding == ConvPadding::Same && self.stride.0 != [1, 1] {
-            return Err(Error::argument(
-                op,
-                format!("padding \"same\" needs stride 1, got {:?}", self.stride.0),
-            ));
-        }
-        Ok(())
-    }
-}
 
 impl Tensor {
     /// The 2-D convolution (cross-correlation, as in every deep-learning
@@ -232,8 +75,14 @@ impl Tensor {
                 ),
             ));
         }
-        // The height axis added here takes no stride, padding or dilation.
+        // The height axis added here takes no stride, padding or dilation
+        // (nor a residual's shape).
+        let residual = match conv.residual {
+            Some(r) if r.rank() > 0 => Some(r.unsqueeze(-2)?),
+            _ => None,
+        };
         let along_width = Conv {
+            residual: residual.as_ref().or(conv.residual),
             stride: Pair([1, conv.stride.0[1]]),
             padding: match conv.padding {
                 ConvPadding::Zeros(Pair(p)) => ConvPadding::Zeros(Pair([0, p[1]])),
@@ -290,15 +139,20 @@ fn operands(
     }
     let dtype = Tensor::result_type(&x, weight)?;
     let compute = compute_dtype(op, dtype)?;
-    if let Some(b) = conv.bias {
-        super::check_devices(op, &x, &[super::Arg::Tensor(b)])?;
-        compute_dtype(op, b.dtype())?;
+    for t in [conv.bias, conv.residual].into_iter().flatten() {
+        super::check_devices(op, &x, &[super::Arg::Tensor(t)])?;
+        compute_dtype(op, t.dtype())?;
     }
     Ok((x, unbatched, compute))
 }
 
-/// The result in the operands' dtype, with the bias added and the batch
-/// axis dropped for an unbatched input.
+/// The result in the operands' dtype, with the bias and the residual
+/// added, the activation applied and the batch axis dropped for an
+/// unbatched input.
+///
+/// # Errors
+/// `Error::Shape` naming `op` for a bias or a residual of a shape that
+/// does not fit.
 fn finish(
     op: &'static str,
     out: Tensor,
@@ -311,6 +165,21 @@ fn finish(
         // In the output's dtype: an f16 output takes an f32 bias too.
         let bias = bias.to_dtype(out.dtype())?;
         out.add_(&bias.reshape([1, o as isize, 1, 1])?)?;
+    }
+    if let Some(residual) = conv.residual {
+        let fits = crate::shape::broadcast_shapes(out.shape(), residual.shape())
+            .is_ok_and(|s| s == *out.shape());
+        if !fits {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "a residual of shape {} does not broadcast to the output's {}",
+                    residual.shape(),
+                    out.shape()
+                ),
+            ));
+        }
+        out.add_(&residual.to_dtype(out.dtype())?)?;
     }
     let out = match conv.activation {
         Some(act) => out.activate(act)?,
@@ -388,9 +257,14 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
         out: [n, o, ho, wo],
         pad: [pads[0].0, pads[1].0],
     };
+    // A residual added after the kernel keeps the activation waiting.
+    let depthwise = Conv {
+        activation: conv.activation.filter(|_| conv.residual.is_none()),
+        ..conv.clone()
+    };
     if cg == 1
         && g > 1
-        && let Some((out, activated)) = depthwise_kernel(op, &x, weight, conv, &geometry)?
+        && let Some((out, activated)) = depthwise_kernel(op, &x, weight, &depthwise, &geometry)?
     {
         let rest = Conv {
             bias: None,
@@ -401,12 +275,17 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
     }
     if !(cg == 1 && g > 1)
         && (ho * wo >= IMPLICIT_MIN_PIXELS || !x.device().is_gpu())
-        && let Some((out, on_cpu)) = implicit_gemm(op, &x, weight, conv, &geometry)?
+        && let Some((out, on_cpu, added)) = implicit_gemm(op, &x, weight, conv, &geometry)?
     {
-        // The CPU's kernel added the bias and applied a one-op activation.
+        // The CPU's kernel added the bias, the residual where it took it,
+        // and applied a one-op activation where it did.
+        let late = conv.residual.is_some() && !added;
         let rest = Conv {
             bias: conv.bias.filter(|_| !on_cpu),
-            activation: conv.activation.filter(|a| !on_cpu || a.unary().is_none()),
+            residual: conv.residual.filter(|_| !added),
+            activation: conv
+                .activation
+                .filter(|a| !on_cpu || a.unary().is_none() || late),
             ..conv.clone()
         };
         return finish(op, out, &rest, dtype, unbatched);
@@ -539,6 +418,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             groups: g,
             bias: None,
             activation: None,
+            residual: None,
         })?;
         return finish(OP, out, conv, dtype, unbatched);
     }
@@ -584,7 +464,8 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
     if let Some(b) = &bias {
         inner = inner.bias(b);
     }
-    if let Some(act) = conv.activation {
+    // A residual is added to the shuffled outputs, the activation after.
+    if let Some(act) = conv.activation.filter(|_| conv.residual.is_none()) {
         inner = inner.activation(act);
     }
     let columns = x.conv2d(&product, &inner)?;
@@ -593,6 +474,15 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
         .reshape([n_, o_, kh_, kw_, h_, w_])?
         .permute(&[0, 1, 4, 2, 5, 3])?
         .reshape([n_, o_, h_ * kh_, w_ * kw_])?;
+    if conv.residual.is_some() {
+        let rest = Conv {
+            residual: conv.residual,
+            activation: conv.activation,
+            ..Conv::new()
+        };
+        let dtype = out.dtype();
+        return finish("conv_transpose2d", out, &rest, dtype, unbatched);
+    }
     if unbatched {
         out.squeeze_axis(0)
     } else {
@@ -621,7 +511,7 @@ fn implicit_gemm(
     weight: &Tensor,
     conv: &Conv,
     geometry: &Geometry,
-) -> Result<Option<(Tensor, bool)>> {
+) -> Result<Option<(Tensor, bool, bool)>> {
     let dtype = match Tensor::result_type(x, weight)? {
         // A bias is added to the f32 result before its one rounding, as
         // the CPU does (an f16 result plus an f16 bias rounds twice).
@@ -644,6 +534,16 @@ fn implicit_gemm(
     {
         return Ok(None);
     }
+    // The CPU's f32 kernel adds a dense f32 residual of the output's shape;
+    // the caller adds any other, and the activation after it.
+    let residual = conv.residual.filter(|r| {
+        on_cpu
+            && dtype == DType::F32
+            && r.dtype() == DType::F32
+            && r.dims() == geometry.out
+            && r.is_contiguous()
+    });
+    let late = conv.residual.is_some() && residual.is_none();
     let recorded = crate::backend::conv(&ConvCall {
         input: x.kernel_ref(x.layout().clone())?,
         weight: weight.kernel_ref(weight.layout().clone())?,
@@ -660,9 +560,13 @@ fn implicit_gemm(
         activation: conv
             .activation
             .and_then(Activation::unary)
-            .filter(|_| on_cpu),
+            .filter(|_| on_cpu && !late),
+        residual: match residual {
+            Some(r) => Some(r.kernel_ref(r.layout().clone())?),
+            None => None,
+        },
     })?;
-    Ok(recorded.then_some((out, on_cpu)))
+    Ok(recorded.then_some((out, on_cpu, residual.is_some())))
 }
 
 /// The depthwise convolution of `x` by `weight` (one input channel per

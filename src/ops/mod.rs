@@ -7,6 +7,7 @@ mod binding_parts;
 pub(crate) mod complex;
 mod complex_scaled;
 mod conv;
+mod conv_args;
 mod custom;
 mod custom_names;
 mod elementwise;
@@ -29,7 +30,7 @@ mod stft;
 mod triangles;
 mod windows;
 
-pub use conv::{Conv, ConvPadding};
+pub use conv_args::{Conv, ConvPadding};
 pub use custom::CustomKernel;
 pub use fft::{Fft, FftNorm};
 pub use nn::Activation;

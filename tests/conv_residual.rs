@@ -1,0 +1,184 @@
+//! `Conv::residual`: a tensor added to a convolution's output after its
+//! bias and before its activation, the convolution then `add` then the
+//! activation, on every path and device; bad residuals are errors.
+
+mod common;
+
+use common::{devices, noise, read_f32};
+use webtensor::{Activation, Conv, DType, Device, Error, Tensor};
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    read_f32(t).iter().map(|v| v.to_bits()).collect()
+}
+
+fn close(got: &Tensor, want: &Tensor, tol: f32, what: &str) {
+    assert_eq!(got.dims(), want.dims(), "{what}");
+    for (i, (g, w)) in read_f32(got).iter().zip(read_f32(want)).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}: element {i}: {g} vs {w}"
+        );
+    }
+}
+
+fn random(dims: &[usize], seed: u64, scale: f32, dev: &Device) -> Tensor {
+    let t = Tensor::from_vec(noise(dims.iter().product(), seed), dims, &Device::cpu()).unwrap();
+    t.mul_scalar(f64::from(scale))
+        .unwrap()
+        .to_device(dev)
+        .unwrap()
+}
+
+/// The residual is added where the bias is, before the activation: on the
+/// CPU's f32 kernels (a dense residual of the output's shape, added as
+/// each sum is stored) bit for bit the convolution, then `add`, then the
+/// activation; the same composed where the kernels do not take it (a
+/// broadcast residual, depthwise and transposed convolutions, f16, a 1-D
+/// convolution) and on a GPU, within a convolution's tolerance of the
+/// CPU's.
+#[test]
+fn a_residual_is_added_after_the_bias_and_before_the_activation() {
+    let acts = [
+        None,
+        Some(Activation::Relu),
+        Some(Activation::Hardswish),
+        Some(Activation::LeakyRelu(0.1)),
+        Some(Activation::Sigmoid),
+    ];
+    // (label, input, weight, groups, padding, transposed stride): rows in
+    // place (a 1x1 over 64 columns), flat bands (3x3 over 20 columns),
+    // packed patches (stride 2 over 9), depthwise, transposed.
+    let cases = [
+        ("1x1", [2usize, 8, 9, 64], [12usize, 8, 1, 1], 1, 0, None),
+        ("3x3 flat", [2, 6, 11, 20], [10, 6, 3, 3], 1, 1, None),
+        ("strided", [1, 5, 9, 9], [7, 5, 3, 3], 1, 1, Some(0)),
+        ("depthwise", [1, 6, 10, 7], [6, 1, 3, 3], 6, 1, None),
+        ("transposed", [1, 4, 5, 6], [4, 3, 3, 3], 1, 1, Some(2)),
+        ("transposed 2x2", [1, 4, 5, 6], [4, 3, 2, 2], 1, 0, Some(2)),
+    ];
+    let cpu = Device::cpu();
+    for (label, xd, wd, groups, pad, mode) in cases {
+        let run = |x: &Tensor, w: &Tensor, conv: Conv| match mode {
+            Some(0) => x.conv2d(w, &conv.stride(2).padding(pad)),
+            Some(s) => x.conv_transpose2d(w, &conv.stride(s).padding(pad)),
+            None => x.conv2d(w, &conv.padding(pad).groups(groups)),
+        };
+        for dev in devices() {
+            let (x, w) = (random(&xd, 1, 4.0, &dev), random(&wd, 2, 1.0, &dev));
+            let channels = if matches!(mode, Some(s) if s > 0) {
+                wd[1]
+            } else {
+                wd[0]
+            };
+            let b = random(&[channels], 3, 1.0, &dev);
+            let plain = run(&x, &w, Conv::new().bias(&b)).unwrap();
+            let dims = plain.dims().to_vec();
+            let dense = random(&dims, 4, 3.0, &dev);
+            let per_channel = random(&[channels, 1, 1], 5, 3.0, &dev);
+            for (kind, residual) in [("dense", &dense), ("per channel", &per_channel)] {
+                for act in acts {
+                    let what = format!("{label}, {kind} residual, {act:?} on {dev}");
+                    let added = plain.add(residual).unwrap();
+                    let want = match act {
+                        Some(a) => added.activate(a).unwrap(),
+                        None => added,
+                    };
+                    let mut conv = Conv::new().bias(&b).residual(residual);
+                    if let Some(a) = act {
+                        conv = conv.activation(a);
+                    }
+                    let got = run(&x, &w, conv).unwrap();
+                    if dev.is_cpu() {
+                        assert_eq!(bits(&got), bits(&want), "{what}");
+                        continue;
+                    }
+                    let on_cpu = |t: &Tensor| t.to_device(&cpu).unwrap();
+                    let (xc, wc, bc, rc) = (on_cpu(&x), on_cpu(&w), on_cpu(&b), on_cpu(residual));
+                    let mut conv = Conv::new().bias(&bc).residual(&rc);
+                    if let Some(a) = act {
+                        conv = conv.activation(a);
+                    }
+                    let reference = run(&xc, &wc, conv).unwrap();
+                    close(&got, &reference, 1e-4, &what);
+                }
+            }
+            // f16 operands: the residual added after the one rounding, as
+            // `add` would (a transposed convolution, which sums in f32 and
+            // rounds once, adds it before: within f16's rounding).
+            let (xh, wh) = (
+                x.to_dtype(DType::F16).unwrap(),
+                w.to_dtype(DType::F16).unwrap(),
+            );
+            let conv = Conv::new().residual(&dense).activation(Activation::Relu);
+            let got = run(&xh, &wh, conv).unwrap();
+            assert_eq!(got.dtype(), DType::F16);
+            let want = run(&xh, &wh, Conv::new())
+                .unwrap()
+                .add(&dense.to_dtype(DType::F16).unwrap())
+                .unwrap()
+                .relu()
+                .unwrap();
+            close(&got, &want, 2e-3, &format!("{label} f16 on {dev}"));
+        }
+    }
+}
+
+/// A 1-D convolution's residual is `[batch, out, length]` (the height
+/// axis it adds inside is no residual's).
+#[test]
+fn a_one_dimensional_residual_has_the_outputs_shape() {
+    for dev in devices() {
+        let x = random(&[2, 3, 17], 6, 2.0, &dev);
+        let w = random(&[5, 3, 3], 7, 1.0, &dev);
+        let r = random(&[2, 5, 17], 8, 1.0, &dev);
+        let conv = Conv::new().padding(1);
+        let want = x.conv1d(&w, &conv).unwrap().add(&r).unwrap();
+        let got = x.conv1d(&w, &conv.clone().residual(&r)).unwrap();
+        close(&got, &want, 1e-6, &format!("conv1d on {dev}"));
+        let row = random(&[17], 9, 1.0, &dev);
+        let want = x.conv1d(&w, &conv).unwrap().add(&row).unwrap();
+        let got = x.conv1d(&w, &conv.clone().residual(&row)).unwrap();
+        close(&got, &want, 1e-6, &format!("conv1d, a row on {dev}"));
+    }
+}
+
+#[test]
+fn a_residual_that_does_not_fit_is_an_error_naming_the_op() {
+    let cpu = Device::cpu();
+    let x = random(&[1, 2, 6, 6], 10, 1.0, &cpu);
+    let w = random(&[3, 2, 3, 3], 11, 1.0, &cpu);
+    // Output [1, 3, 4, 4].
+    for dims in [vec![1, 3, 4, 5], vec![2, 3, 4, 4], vec![4, 1, 1]] {
+        let r = Tensor::zeros(dims.clone(), DType::F32, &cpu).unwrap();
+        let err = x.conv2d(&w, &Conv::new().residual(&r)).unwrap_err();
+        assert!(
+            matches!(err, Error::Shape { op: "conv2d", .. }),
+            "{dims:?}: {err}"
+        );
+    }
+    let ints = Tensor::zeros([1, 3, 4, 4], DType::I32, &cpu).unwrap();
+    let err = x.conv2d(&w, &Conv::new().residual(&ints)).unwrap_err();
+    assert!(matches!(err, Error::DType { .. }), "{err}");
+    let r = Tensor::zeros([1, 3, 4, 4], DType::F32, &cpu).unwrap();
+    let err = x
+        .conv_transpose2d(
+            &random(&[2, 3, 3, 3], 12, 1.0, &cpu),
+            &Conv::new().residual(&r),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Shape {
+                op: "conv_transpose2d",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    if let Some(gpu) = common::gpu() {
+        let on = r.to_device(&gpu).unwrap();
+        let err = x.conv2d(&w, &Conv::new().residual(&on)).unwrap_err();
+        assert!(matches!(err, Error::DeviceMismatch { .. }), "{err}");
+    }
+}
