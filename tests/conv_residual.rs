@@ -29,13 +29,12 @@ fn random(dims: &[usize], seed: u64, scale: f32, dev: &Device) -> Tensor {
         .unwrap()
 }
 
-/// The residual is added where the bias is, before the activation: on the
-/// CPU's f32 kernels (a dense residual of the output's shape, added as
-/// each sum is stored) bit for bit the convolution, then `add`, then the
-/// activation; the same composed where the kernels do not take it (a
-/// broadcast residual, depthwise and transposed convolutions, f16, a 1-D
-/// convolution) and on a GPU, within a convolution's tolerance of the
-/// CPU's.
+/// The residual is added where the bias is, before the activation (which
+/// the CPU's kernels then leave for after it): on the CPU bit for bit the
+/// convolution, then `add`, then the activation, over products read in
+/// place, flat and packed, depthwise and transposed convolutions, dense
+/// and broadcast residuals; on a GPU within a convolution's tolerance of
+/// the CPU's.
 #[test]
 fn a_residual_is_added_after_the_bias_and_before_the_activation() {
     let acts = [

@@ -508,8 +508,4 @@ pub(crate) struct ConvCall<'a> {
     /// A one-op activation applied to each biased f32 sum before its
     /// rounding (the CPU only, as the bias).
     pub activation: Option<crate::op::UnaryOp>,
-    /// An f32 tensor of the output's shape, dense and row-major, added to
-    /// each biased sum before the activation (the CPU's f32 convolution
-    /// only, as the bias).
-    pub residual: Option<TensorRef<'a>>,
 }

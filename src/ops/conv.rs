@@ -257,7 +257,7 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
         out: [n, o, ho, wo],
         pad: [pads[0].0, pads[1].0],
     };
-    // A residual added after the kernel keeps the activation waiting.
+    // A residual (added after the kernels) keeps the activation waiting.
     let depthwise = Conv {
         activation: conv.activation.filter(|_| conv.residual.is_none()),
         ..conv.clone()
@@ -275,14 +275,13 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
     }
     if !(cg == 1 && g > 1)
         && (ho * wo >= IMPLICIT_MIN_PIXELS || !x.device().is_gpu())
-        && let Some((out, on_cpu, added)) = implicit_gemm(op, &x, weight, conv, &geometry)?
+        && let Some((out, on_cpu)) = implicit_gemm(op, &x, weight, conv, &geometry)?
     {
-        // The CPU's kernel added the bias, the residual where it took it,
-        // and applied a one-op activation where it did.
-        let late = conv.residual.is_some() && !added;
+        // The CPU's kernel added the bias and applied a one-op activation
+        // where there is no residual to add first.
+        let late = conv.residual.is_some();
         let rest = Conv {
             bias: conv.bias.filter(|_| !on_cpu),
-            residual: conv.residual.filter(|_| !added),
             activation: conv
                 .activation
                 .filter(|a| !on_cpu || a.unary().is_none() || late),
@@ -418,7 +417,6 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             groups: g,
             bias: None,
             activation: None,
-            residual: None,
         })?;
         return finish(OP, out, conv, dtype, unbatched);
     }
@@ -511,7 +509,7 @@ fn implicit_gemm(
     weight: &Tensor,
     conv: &Conv,
     geometry: &Geometry,
-) -> Result<Option<(Tensor, bool, bool)>> {
+) -> Result<Option<(Tensor, bool)>> {
     let dtype = match Tensor::result_type(x, weight)? {
         // A bias is added to the f32 result before its one rounding, as
         // the CPU does (an f16 result plus an f16 bias rounds twice).
@@ -534,16 +532,8 @@ fn implicit_gemm(
     {
         return Ok(None);
     }
-    // The CPU's f32 kernel adds a dense f32 residual of the output's shape;
-    // the caller adds any other, and the activation after it.
-    let residual = conv.residual.filter(|r| {
-        on_cpu
-            && dtype == DType::F32
-            && r.dtype() == DType::F32
-            && r.dims() == geometry.out
-            && r.is_contiguous()
-    });
-    let late = conv.residual.is_some() && residual.is_none();
+    // A residual is the caller's to add, and the activation after it.
+    let late = conv.residual.is_some();
     let recorded = crate::backend::conv(&ConvCall {
         input: x.kernel_ref(x.layout().clone())?,
         weight: weight.kernel_ref(weight.layout().clone())?,
@@ -561,12 +551,8 @@ fn implicit_gemm(
             .activation
             .and_then(Activation::unary)
             .filter(|_| on_cpu && !late),
-        residual: match residual {
-            Some(r) => Some(r.kernel_ref(r.layout().clone())?),
-            None => None,
-        },
     })?;
-    Ok(recorded.then_some((out, on_cpu, residual.is_some())))
+    Ok(recorded.then_some((out, on_cpu)))
 }
 
 /// The depthwise convolution of `x` by `weight` (one input channel per

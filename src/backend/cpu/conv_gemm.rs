@@ -54,26 +54,11 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let w = host_data(OP, &call.weight)?;
     let bias = Bias::read(OP, &call.bias)?;
     let bias = bias.values(OP)?;
-    let residual = Bias::read(OP, &call.residual)?;
-    let residual = residual.values(OP)?;
-    if let Some(r) = &call.residual
-        && (!r.layout.is_contiguous() || r.layout.dims() != call.out.layout.dims())
-    {
-        return Err(Error::internal(
-            OP,
-            "a convolution's residual must be dense and of its output's shape",
-        ));
-    }
     let mut dst = out.write();
-    let ends = (bias, residual);
     match (&*x, &*w, &mut *dst) {
-        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, ends, o, call),
-        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) if residual.is_none() => {
-            images(x, w, ends, o, call)
-        }
-        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) if residual.is_none() => {
-            images(x, w, ends, o, call)
-        }
+        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, bias, o, call),
+        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => images(x, w, bias, o, call),
+        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => images(x, w, bias, o, call),
         _ => Err(mismatch()),
     }
 }
@@ -115,7 +100,7 @@ impl Shape {
 fn images<T: Widen>(
     x: &[T],
     w: &[T],
-    (bias, residual): (Option<&[f32]>, Option<&[f32]>),
+    bias: Option<&[f32]>,
     out: &mut [T],
     call: &ConvCall,
 ) -> Result<()> {
@@ -144,10 +129,10 @@ fn images<T: Widen>(
         groups: call.groups,
     };
     let (plane, o, depth) = (s.out[1] * s.out[2], s.out[0], s.depth());
-    if bias.is_some_and(|b| b.len() < o) || residual.is_some_and(|r| r.len() < out.len()) {
+    if bias.is_some_and(|b| b.len() < o) {
         return Err(Error::internal(
             OP,
-            "the bias holds fewer values than channels, or the residual than outputs",
+            "the bias holds fewer values than channels",
         ));
     }
     if plane == 0 || o == 0 || od[0] == 0 {
@@ -159,9 +144,6 @@ fn images<T: Widen>(
         // sum, 0).
         for (k, v) in out.iter_mut().enumerate() {
             let mut sum = [bias.map_or(0.0, |b| b[k / plane % o])];
-            if let Some(r) = residual {
-                sum[0] += r[k];
-            }
             activate(&mut sum);
             *v = T::from_f32(sum[0]);
         }
@@ -180,7 +162,6 @@ fn images<T: Widen>(
         out: Shared(out.as_mut_ptr()),
         len: out.len(),
         bias,
-        residual,
         activate,
         act: sgemm::Act::of(call.activation),
         rows_after: call.activation.is_some() && sgemm::Act::of(call.activation).is_none(),
@@ -231,14 +212,12 @@ fn images<T: Widen>(
 }
 
 /// Where and how a tile's sums are stored: into the dense output `[n, o,
-/// ho, wo]` (`len` elements), each sum with its channel's bias and its
-/// residual (of the output's layout, `len` at least) added and the
-/// activation applied, rounded once into the dtype.
+/// ho, wo]` (`len` elements), each sum with its channel's bias added and
+/// the activation applied, rounded once into the dtype.
 struct Store<'a, T> {
     out: Shared<T>,
     len: usize,
     bias: Option<&'a [f32]>,
-    residual: Option<&'a [f32]>,
     activate: fn(&mut [f32]),
     /// The activation as the kernel applies it in registers, if it can.
     act: Option<sgemm::Act>,
@@ -283,14 +262,11 @@ impl<T: Widen> Store<'_, T> {
                 add[..n].copy_from_slice(&bias[first..first + n]);
             }
             let dst = self.out.get().cast::<f32>().wrapping_add(at);
-            // The residual at the same place (its length is the output's).
-            let residual = self.residual.map(|r| r[at..].as_ptr());
             // SAFETY: T is f32; rows `at + i plane .. + columns` are inside
-            // the output (asserted) and the caller's alone to write, and
-            // inside the residual, which no one writes meanwhile.
+            // the output (asserted) and the caller's alone to write.
             let stored = unsafe {
                 let to = (dst, self.plane, columns);
-                sgemm::tile_store(a, b, base, rows, to, (&add[..n], residual, self.act))
+                sgemm::tile_store(a, b, base, rows, to, (&add[..n], self.act))
             };
             if stored {
                 if self.rows_after {
@@ -373,13 +349,8 @@ impl<T: Widen> Store<'_, T> {
                 let add = b[g * self.og + channel];
                 sums.iter_mut().for_each(|v| *v += add);
             }
-            let at = (channels + channel) * self.plane + pixel;
-            if let Some(r) = self.residual {
-                sums.iter_mut()
-                    .zip(&r[at..at + columns])
-                    .for_each(|(v, r)| *v += r);
-            }
             (self.activate)(sums);
+            let at = (channels + channel) * self.plane + pixel;
             assert!(pixel + columns <= self.plane && at + columns <= self.len);
             // SAFETY: inside the output (asserted), and no other thread
             // touches these outputs (the caller's promise).

@@ -25,8 +25,8 @@ pub(crate) fn host_data<'a>(
     }
 }
 
-/// A kernel's optional f32 operand (a bias, a residual), locked for
-/// reading: [`Bias::values`] are its elements from its view's first one.
+/// A kernel's optional f32 bias operand, locked for reading:
+/// [`Bias::values`] are its elements from its view's first one.
 pub(crate) struct Bias<'a>(Option<(RwLockReadGuard<'a, CpuData>, usize)>);
 
 impl<'a> Bias<'a> {
@@ -49,10 +49,7 @@ impl<'a> Bias<'a> {
         match &self.0 {
             Some((data, offset)) => match &**data {
                 CpuData::F32(b) => Ok(Some(&b[*offset..])),
-                _ => Err(Error::internal(
-                    op,
-                    "a convolution's bias and residual must be f32",
-                )),
+                _ => Err(Error::internal(op, "a convolution's bias must be f32")),
             },
             None => Ok(None),
         }

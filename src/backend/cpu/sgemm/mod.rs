@@ -212,16 +212,15 @@ impl Act {
     }
 }
 
-/// [`tile`], each row `i < bias.len()` plus `bias[i]`, then plus the row
-/// at `residual + i ldc` where there is one, then `act`, stored straight
-/// from the kernel's registers into `dst + i ldc`, its first `columns`
-/// sums, where the kernel can (AVX-512): true then, false (nothing done)
-/// elsewhere, where the caller runs [`tile`] and stores the tile itself.
+/// [`tile`], each row `i < bias.len()` plus `bias[i]`, then `act`, stored
+/// straight from the kernel's registers into `dst + i ldc`, its first
+/// `columns` sums, where the kernel can (AVX-512): true then, false
+/// (nothing done) elsewhere, where the caller runs [`tile`] and stores the
+/// tile itself.
 ///
 /// # Safety
 /// `dst + i ldc .. + columns` is the caller's to write, for every `i <
-/// bias.len()`, and no one else's meanwhile; `residual + i ldc .. +
-/// columns` readable and no one's to write meanwhile.
+/// bias.len()`, and no one else's meanwhile.
 ///
 /// # Panics
 /// As [`tile`]; more rows than a tile has, or more columns.
@@ -231,7 +230,7 @@ pub(crate) unsafe fn tile_store(
     base: usize,
     rows: &Rows,
     (dst, ldc, columns): (*mut f32, usize, usize),
-    (bias, residual, act): (&[f32], Option<*const f32>, Option<Act>),
+    (bias, act): (&[f32], Option<Act>),
 ) -> bool {
     let (isa, k) = (rows.isa, rows.len());
     match isa {
@@ -252,23 +251,22 @@ pub(crate) unsafe fn tile_store(
                 b.len(),
                 bias.len()
             );
-            // SAFETY: as in `tile` for the reads; the writes and the
-            // residual's reads are the caller's (this function's
-            // contract), at most 8 rows of 32.
+            // SAFETY: as in `tile` for the reads; the writes are the
+            // caller's (this function's contract), at most 8 rows of 32.
             unsafe {
                 x86::tile_store_avx512(
                     a.as_ptr(),
                     b[base..].as_ptr(),
                     &rows.offsets,
                     (dst, ldc, columns),
-                    (bias, residual, act),
+                    (bias, act),
                 );
             }
             true
         }
         _ => {
             // No kernel stores its tile here (all of them elsewhere).
-            let _ = (a, b, base, dst, ldc, columns, bias, residual, act, k);
+            let _ = (a, b, base, dst, ldc, columns, bias, act, k);
             false
         }
     }

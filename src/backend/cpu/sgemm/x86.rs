@@ -55,21 +55,20 @@ pub(super) unsafe fn tile_avx512(
 }
 
 /// The 8 x 32 tile on AVX-512F stored from its registers: row `i <
-/// bias.len()` plus `bias[i]`, then plus the row at `residual + i ldc`
-/// where there is one, then `act`, into `dst + i ldc`, its first `columns`
-/// sums (masked loads and stores).
+/// bias.len()` plus `bias[i]`, then `act`, into `dst + i ldc`, its first
+/// `columns` sums (masked stores).
 ///
 /// # Safety
-/// As [`tile_avx512`]; `bias.len() <= 8`, `columns <= 32`, `dst + i ldc
-/// .. + columns` is the caller's to write and `residual + i ldc .. +
-/// columns` readable for every `i < bias.len()`.
+/// As [`tile_avx512`]; `bias.len() <= 8`, `columns <= 32`, and `dst + i
+/// ldc .. + columns` is the caller's to write for every `i <
+/// bias.len()`.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn tile_store_avx512(
     a: *const f32,
     b: *const f32,
     rows: &[usize],
     (dst, ldc, columns): (*mut f32, usize, usize),
-    (bias, residual, act): (&[f32], Option<*const f32>, Option<Act>),
+    (bias, act): (&[f32], Option<Act>),
 ) {
     // SAFETY: the caller's.
     let acc = unsafe { sums_avx512(a, b, rows) };
@@ -77,25 +76,13 @@ pub(super) unsafe fn tile_store_avx512(
     let (low, high) = (mask(columns), mask(columns.saturating_sub(16)));
     for (sums, (i, &add)) in acc.iter().zip(bias.iter().enumerate()) {
         let add = _mm512_set1_ps(add);
-        // SAFETY: the masks read the residual row's first `columns`
-        // floats, the caller's to read.
-        let [r0, r1] = residual.map_or([None; 2], |r| unsafe {
-            let row = r.add(i * ldc);
-            [
-                Some(_mm512_maskz_loadu_ps(low, row)),
-                Some(_mm512_maskz_loadu_ps(high, row.add(16))),
-            ]
-        });
-        let finish = |v: __m512, r: Option<__m512>| {
-            let v = _mm512_add_ps(v, add);
-            activate_avx512(r.map_or(v, |r| _mm512_add_ps(v, r)), act)
-        };
+        let finish = |v: __m512| activate_avx512(_mm512_add_ps(v, add), act);
         // SAFETY: the masks store the row's first `columns` floats, the
         // caller's to write.
         unsafe {
             let row = dst.add(i * ldc);
-            _mm512_mask_storeu_ps(row, low, finish(sums[0], r0));
-            _mm512_mask_storeu_ps(row.add(16), high, finish(sums[1], r1));
+            _mm512_mask_storeu_ps(row, low, finish(sums[0]));
+            _mm512_mask_storeu_ps(row.add(16), high, finish(sums[1]));
         }
     }
 }

@@ -98,7 +98,6 @@ pub(super) fn answers_right(
         return Err(Error::internal(OP, "the probe's output is not on the GPU"));
     };
     let call = ConvCall {
-        residual: None,
         input: TensorRef {
             storage: &x,
             layout: x_layout,
