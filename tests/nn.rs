@@ -681,3 +681,63 @@ fn a_folded_batch_norm_is_pytorchs_fold() {
         }
     }
 }
+
+/// `fuse_conv_transpose_bn_weights` is PyTorch's fold with `transpose`:
+/// the weight `(C_in, C, kh, kw)` scaled along its axis 1, by its
+/// definition in f64; the transposed convolution by the folded pair is
+/// the batch norm of the transposed convolution, on every device; a
+/// statistic of axis 0's length is an error naming the op.
+#[test]
+fn a_folded_batch_norm_after_a_transposed_convolution_scales_axis_one() {
+    let (cin, c) = (3, 5);
+    for dev in devices() {
+        let t = |v: Vec<f32>, dims: &[usize]| Tensor::from_vec(v, dims, &dev).unwrap();
+        let w = t(noise(cin * c * 4, 11), &[cin, c, 2, 2]);
+        let b = t(noise(c, 12), &[c]);
+        let mean = t(noise(c, 13), &[c]);
+        let var = t(noise(c, 14).iter().map(|v| v.abs() + 0.5).collect(), &[c]);
+        let gamma = t(noise(c, 15), &[c]);
+        let beta = t(noise(c, 16), &[c]);
+        let x = t(noise(2 * cin * 20, 17), &[2, cin, 4, 5]);
+        let eps = 1e-5;
+        let (fw, fb) = w
+            .fuse_conv_transpose_bn_weights(Some(&b), &mean, &var, eps, Some(&gamma), Some(&beta))
+            .unwrap();
+        let read = |t: &Tensor| read_f32(t).iter().map(|&v| v as f64).collect::<Vec<_>>();
+        let (wv, bv, mv, vv, gv, bev) = (
+            read(&w),
+            read(&b),
+            read(&mean),
+            read(&var),
+            read(&gamma),
+            read(&beta),
+        );
+        let s: Vec<f64> = (0..c).map(|k| gv[k] / (vv[k] + eps).sqrt()).collect();
+        let want_w: Vec<f32> = wv
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v * s[i / 4 % c]) as f32)
+            .collect();
+        let want_b: Vec<f32> = (0..c)
+            .map(|k| ((bv[k] - mv[k]) * s[k] + bev[k]) as f32)
+            .collect();
+        let what = dev.info().name;
+        assert_close(&read_f32(&fw), &want_w, 1e-6, &what);
+        assert_close(&read_f32(&fb), &want_b, 1e-6, &what);
+        let stride = webtensor::Conv::new().stride(2);
+        let apart = x
+            .conv_transpose2d(&w, &stride.clone().bias(&b))
+            .unwrap()
+            .batch_norm(&mean, &var, Some(&gamma), Some(&beta), eps)
+            .unwrap();
+        let fused = x.conv_transpose2d(&fw, &stride.bias(&fb)).unwrap();
+        assert_close(&read_f32(&fused), &read_f32(&apart), 1e-4, &what);
+        let per_input = t(vec![1.0; cin], &[cin]);
+        let e = w
+            .fuse_conv_transpose_bn_weights(None, &per_input, &per_input, eps, None, None)
+            .map(drop)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fuse_conv_transpose_bn_weights"), "{e}");
+    }
+}

@@ -12,7 +12,8 @@
 //! them too), each batch norm after a convolution is folded into that
 //! convolution's weight and bias once, at load (`fuse_conv_bn_weights`),
 //! and the activation after it is the convolution's own
-//! (`Conv::activation`): a conv-bn-activation layer is one call.
+//! (`Conv::activation`): a conv-bn-activation layer is one call (the
+//! head's transposed one too, `fuse_conv_transpose_bn_weights`).
 
 use std::collections::HashMap;
 use webtensor::{Activation, Conv, DType, Device, Resize, Result, Tensor};
@@ -198,22 +199,22 @@ impl Detector {
                 )?;
             net.folded.insert(layer, fold);
         }
+        // The batch norm after the first transposed convolution, whose
+        // weight's output channels are its axis 1.
+        let up1 = net.w("head.up1.weight").fuse_conv_transpose_bn_weights(
+            Some(net.w("head.up1.bias")),
+            net.w("head.bn2.mean"),
+            net.w("head.bn2.var"),
+            1e-5,
+            Some(net.w("head.bn2.weight")),
+            Some(net.w("head.bn2.bias")),
+        )?;
+        net.folded.insert("head.up1".to_string(), up1);
         Ok(net)
     }
 
     fn w(&self, name: &str) -> &Tensor {
         &self.weights[name]
-    }
-
-    /// Inference batch norm of `x` with the parameters under `name`.
-    fn bn(&self, x: &Tensor, name: &str) -> Result<Tensor> {
-        x.batch_norm(
-            self.w(&format!("{name}.mean")),
-            self.w(&format!("{name}.var")),
-            Some(self.w(&format!("{name}.weight"))),
-            Some(self.w(&format!("{name}.bias"))),
-            1e-5,
-        )
     }
 
     /// Convolution, batch norm and activation (`None`: none), as one
@@ -313,11 +314,12 @@ impl Detector {
     fn head(&self, fused: &Tensor) -> Result<Tensor> {
         let pad = Conv::new().padding(1);
         let h = self.conv_bn(fused, "head", &pad, Some(false))?;
-        let twice = |h: &Tensor, name: &str| {
-            let conv = Conv::new().stride(2).bias(self.w(&format!("{name}.bias")));
-            h.conv_transpose2d(self.w(&format!("{name}.weight")), &conv)
-        };
-        let h = self.bn(&twice(&h, "head.up1")?, "head.bn2")?.relu()?;
-        twice(&h, "head.up2")?.sigmoid()
+        let twice = Conv::new().stride(2);
+        let (w1, b1) = &self.folded["head.up1"];
+        let up1 = twice.clone().bias(b1).activation(Activation::Relu);
+        let h = h.conv_transpose2d(w1, &up1)?;
+        let up2 = twice.bias(self.w("head.up2.bias"));
+        h.conv_transpose2d(self.w("head.up2.weight"), &up2)?
+            .sigmoid()
     }
 }

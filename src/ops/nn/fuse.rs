@@ -47,7 +47,49 @@ impl Tensor {
         bn_weight: Option<&Tensor>,
         bn_bias: Option<&Tensor>,
     ) -> Result<(Tensor, Tensor)> {
-        let op = "fuse_conv_bn_weights";
+        let bn = (running_mean, running_var, eps, bn_weight, bn_bias);
+        self.fold_bn("fuse_conv_bn_weights", 0, conv_bias, bn)
+    }
+
+    /// [`Tensor::fuse_conv_bn_weights`] for a transposed convolution's
+    /// weight `(C_in, C, ...)` of one group, whose output channels are its
+    /// axis 1 (PyTorch's `fuse_conv_bn_weights(..., transpose=True)`):
+    /// `conv_transpose2d` by the new weight and bias is `batch_norm` of
+    /// `conv_transpose2d` by the originals, within rounding.
+    ///
+    /// # Errors
+    /// As [`Tensor::fuse_conv_bn_weights`], naming
+    /// `fuse_conv_transpose_bn_weights`, the channels `C` axis 1's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fuse_conv_transpose_bn_weights(
+        &self,
+        conv_bias: Option<&Tensor>,
+        running_mean: &Tensor,
+        running_var: &Tensor,
+        eps: f64,
+        bn_weight: Option<&Tensor>,
+        bn_bias: Option<&Tensor>,
+    ) -> Result<(Tensor, Tensor)> {
+        let bn = (running_mean, running_var, eps, bn_weight, bn_bias);
+        self.fold_bn("fuse_conv_transpose_bn_weights", 1, conv_bias, bn)
+    }
+
+    /// The fold of both: this weight's output channels are its axis
+    /// `axis`.
+    #[allow(clippy::type_complexity)]
+    fn fold_bn(
+        &self,
+        op: &'static str,
+        axis: usize,
+        conv_bias: Option<&Tensor>,
+        (running_mean, running_var, eps, bn_weight, bn_bias): (
+            &Tensor,
+            &Tensor,
+            f64,
+            Option<&Tensor>,
+            Option<&Tensor>,
+        ),
+    ) -> Result<(Tensor, Tensor)> {
         super::check_float(op, self.dtype())?;
         if self.rank() < 2 {
             return Err(Error::shape(
@@ -58,7 +100,7 @@ impl Tensor {
                 ),
             ));
         }
-        let channels = self.dims()[0];
+        let channels = self.dims()[axis];
         let params = [
             ("conv bias", conv_bias),
             ("running_mean", Some(running_mean)),
@@ -77,8 +119,8 @@ impl Tensor {
         if let Some(g) = bn_weight {
             scale = f(g)?.mul(&scale)?;
         }
-        let mut per_channel = vec![-1isize];
-        per_channel.resize(self.rank(), 1);
+        let mut per_channel = vec![1isize; self.rank()];
+        per_channel[axis] = -1;
         let weight = f(self)?
             .mul(&scale.reshape(per_channel.as_slice())?)?
             .to_dtype(self.dtype())?;
