@@ -1,10 +1,9 @@
 //! Regions of a profile: named spans of ops, opened by a public op that
 //! may run as several (`conv2d`, `layer_norm` ...) or by the user
-//! ([`Device::profile_region`]), noted per thread. A profile's log notes
+//! (`Device::profile_region`, in `profiling.rs`), noted per thread. A profile's log notes
 //! the innermost region open on the recording thread with each op, and
 //! [`regions`] turns those notes into [`ProfiledRegion`]s.
 
-use crate::device::Device;
 use crate::profile::{ProfiledKernel, ProfiledOp, ProfiledRegion};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -58,7 +57,8 @@ pub(crate) struct Region {
 }
 
 impl Region {
-    fn open(name: Cow<'static, str>) -> Region {
+    /// Opens a region named `name` on this thread.
+    pub(crate) fn open(name: Cow<'static, str>) -> Region {
         let frame = TOP.with(|top| {
             let mut top = top.borrow_mut();
             let frame = Arc::new(Frame {
@@ -99,35 +99,6 @@ pub(crate) fn op(name: &'static str) -> Region {
 /// The innermost region open on this thread, for a log noting an op.
 pub(crate) fn current() -> Option<Arc<Frame>> {
     TOP.with(|top| top.borrow().clone())
-}
-
-impl Device {
-    /// Runs `f` inside a region named `label` of any profile open meanwhile
-    /// ([`Device::profile`]): the ops this thread records in `f`, on any
-    /// device, are the region's, and the profile's table shows the region
-    /// as one row with their time. Regions nest; outside a profile, `f`
-    /// just runs.
-    ///
-    /// ```
-    /// use webtensor::{Device, Tensor};
-    /// # fn main() -> webtensor::Result<()> {
-    /// let dev = Device::default_device()?;
-    /// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev)?;
-    /// let profile = dev.profile(|| {
-    ///     let y = dev.profile_region("scale", || x.mul_scalar(2.0))?;
-    ///     y.exp()?;
-    ///     Ok(())
-    /// })?;
-    /// assert_eq!(profile.regions()[0].name, "scale");
-    /// assert_eq!(profile.ops()[0].region, Some(0));
-    /// assert_eq!(profile.ops()[1].region, None);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn profile_region<R>(&self, label: impl Into<String>, f: impl FnOnce() -> R) -> R {
-        let _region = Region::open(Cow::Owned(label.into()));
-        f()
-    }
 }
 
 /// What is known of a frame across a profile's ops.

@@ -4,6 +4,8 @@ use crate::backend::{cpu, gpu};
 use crate::device::Device;
 use crate::error::Result;
 use crate::profile::Profile;
+use crate::profile_region::Region;
+use std::borrow::Cow;
 
 impl Device {
     /// Runs `ops` and returns where their time went: per recorded op its
@@ -33,5 +35,32 @@ impl Device {
             Some(ctx) => gpu::profile_ops(ctx, ops),
             None => cpu::profile_ops(ops),
         }
+    }
+
+    /// Runs `f` inside a region named `label` of any profile open meanwhile
+    /// ([`Device::profile`]): the ops this thread records in `f`, on any
+    /// device, are the region's, and the profile's table shows the region
+    /// as one row with their time. Regions nest; outside a profile, `f`
+    /// just runs.
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let dev = Device::default_device()?;
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev)?;
+    /// let profile = dev.profile(|| {
+    ///     let y = dev.profile_region("scale", || x.mul_scalar(2.0))?;
+    ///     y.exp()?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(profile.regions()[0].name, "scale");
+    /// assert_eq!(profile.ops()[0].region, Some(0));
+    /// assert_eq!(profile.ops()[1].region, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn profile_region<R>(&self, label: impl Into<String>, f: impl FnOnce() -> R) -> R {
+        let _region = Region::open(Cow::Owned(label.into()));
+        f()
     }
 }

@@ -7,8 +7,18 @@
 use std::path::Path;
 
 /// The crate modules the backend may use: itself and the leaves beneath.
-const BELOW: [&str; 10] = [
-    "backend", "clock", "dtype", "error", "index", "layout", "op", "profile", "scalar", "shape",
+const BELOW: [&str; 11] = [
+    "backend",
+    "clock",
+    "dtype",
+    "error",
+    "index",
+    "layout",
+    "op",
+    "profile",
+    "profile_region",
+    "scalar",
+    "shape",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
