@@ -131,9 +131,10 @@ impl<'a> Conv<'a> {
 
     /// Applied to each output after the bias: the convolution followed by
     /// [`Tensor::activate`]. The CPU's kernels apply it as they store each
-    /// sum (no pass of its own), to the f32 sum before its one rounding,
-    /// so an f16 or bf16 result can differ from the two calls' in its
-    /// last bit; a GPU runs the activation after the convolution.
+    /// sum (no pass of its own; after a [`Conv::residual`], a pass after
+    /// it), to the f32 sum before its one rounding, so an f16 or bf16
+    /// result can differ from the two calls' in its last bit; a GPU runs
+    /// the activation after the convolution.
     pub fn activation(mut self, activation: Activation) -> Conv<'a> {
         self.activation = Some(activation);
         self
