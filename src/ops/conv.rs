@@ -257,14 +257,9 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
         out: [n, o, ho, wo],
         pad: [pads[0].0, pads[1].0],
     };
-    // A residual (added after the kernels) keeps the activation waiting.
-    let depthwise = Conv {
-        activation: conv.activation.filter(|_| conv.residual.is_none()),
-        ..conv.clone()
-    };
     if cg == 1
         && g > 1
-        && let Some((out, activated)) = depthwise_kernel(op, &x, weight, &depthwise, &geometry)?
+        && let Some((out, activated)) = depthwise_kernel(op, &x, weight, conv, &geometry)?
     {
         let rest = Conv {
             bias: None,
@@ -558,9 +553,10 @@ fn implicit_gemm(
 /// The depthwise convolution of `x` by `weight` (one input channel per
 /// group) on the device's one-pass kernel, its bias added before the one
 /// rounding, and whether it applied the activation (the CPU's kernel
-/// applies a one-op activation as it stores): `None` where the kernel
-/// does not take it (dtypes other than f32, f16 and bf16, operands over
-/// one storage binding), which the caller composes instead.
+/// applies a one-op activation as it stores, where no residual is to be
+/// added first): `None` where the kernel does not take it (dtypes other
+/// than f32, f16 and bf16, operands over one storage binding), which the
+/// caller composes instead.
 fn depthwise_kernel(
     op: &'static str,
     x: &Tensor,
@@ -585,10 +581,11 @@ fn depthwise_kernel(
     {
         return Ok(None);
     }
+    // A residual (added after the kernel) keeps the activation waiting.
     let activation = conv
         .activation
         .and_then(Activation::unary)
-        .filter(|_| x.device().is_cpu());
+        .filter(|_| x.device().is_cpu() && conv.residual.is_none());
     crate::backend::depthwise(&DepthwiseCall {
         input: x.kernel_ref(x.layout().clone())?,
         weight: weight.kernel_ref(weight.layout().clone())?,

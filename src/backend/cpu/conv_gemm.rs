@@ -422,12 +422,12 @@ fn packed<T: Widen>(
 /// in place ([`sgemm::Rows`]). The copy is the input's size and a halo,
 /// where packed patches repeat each input value once a tap.
 ///
-/// A `flat` band (unit strides, where rows waste fewer columns so than in
-/// whole panels) copies
-/// rows [`flat_width`] long, the padded input's, and runs its tiles along
-/// the band's rows as one: virtual pixel `u` is row `u / width`, column
-/// `u % width`, and reads tap `(i, j)` at `u + i width + j` of the copy; the
-/// columns past the outputs' are summed and not stored.
+/// A `flat` band (unit strides, where its rows waste fewer columns so than
+/// in whole panels) copies rows [`flat_width`] long, the padded input's,
+/// and runs its tiles along the band's rows as one: virtual pixel `u` is
+/// row `u / width`, column `u % width`, and reads tap `(i, j)` at `u + i
+/// width + j` of the copy; the columns past the outputs' are summed and
+/// not stored.
 #[allow(clippy::too_many_arguments)]
 fn in_place<T: Widen>(
     x: &[T],
@@ -506,19 +506,18 @@ fn in_place<T: Widen>(
                         }
                     }
                 }
-                SCRATCH.set(copy);
-                return;
-            }
-            // A row's tiles of one block of channels after another: each
-            // block's stores run along its channels' rows.
-            for y in y0..ho.min(y0 + band) {
-                for (t, a) in weights[g].chunks(depth * mr).enumerate() {
-                    for x0 in (0..wo).step_by(nr) {
-                        let from = (a, b, first + (y - y0) * step + x0, rows);
-                        let (pixel, columns) = (y * wo + x0, nr.min(wo - x0));
-                        // SAFETY: job k alone stores rows y0..y0 + band of
-                        // its image's and group's channels.
-                        unsafe { store.tile(&mut tile, from, (image, g, t), pixel, columns) };
+            } else {
+                // A row's tiles of one block of channels after another:
+                // each block's stores run along its channels' rows.
+                for y in y0..ho.min(y0 + band) {
+                    for (t, a) in weights[g].chunks(depth * mr).enumerate() {
+                        for x0 in (0..wo).step_by(nr) {
+                            let from = (a, b, first + (y - y0) * step + x0, rows);
+                            let (pixel, columns) = (y * wo + x0, nr.min(wo - x0));
+                            // SAFETY: job k alone stores rows y0..y0 + band
+                            // of its image's and group's channels.
+                            unsafe { store.tile(&mut tile, from, (image, g, t), pixel, columns) };
+                        }
                     }
                 }
             }
