@@ -565,11 +565,53 @@ impl Device {
         }
     }
 
+    /// True once the GPU is lost (a driver reset, the browser taking the
+    /// device back, `wgpu::Device::destroy`): every op, upload, readback,
+    /// sync and interop call on it then fails with `Error::DeviceLost`,
+    /// and the tensors it held are gone. Always false on the CPU, where
+    /// nothing is lost.
+    ///
+    /// wgpu tells of a loss when the device is next polled (natively: a
+    /// readback, a sync) or, in a browser, as the page's event loop runs:
+    /// ops recorded before then fail at their readback.
+    pub fn is_lost(&self) -> bool {
+        match &self.inner {
+            Inner::Gpu(ctx) => ctx.is_lost(),
+            Inner::Cpu { .. } => false,
+        }
+    }
+
+    /// Calls `listener` with wgpu's reason when the GPU is lost: once, on
+    /// the thread that finds the loss (natively, one polling the device;
+    /// in a browser, the page's), at once when it already is lost, never
+    /// on the CPU. The listener may call webtensor (every call on the lost
+    /// device fails at once); it should return quickly.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use webtensor::Device;
+    /// let device = Device::cpu();
+    /// let lost = Arc::new(AtomicBool::new(false));
+    /// let heard = lost.clone();
+    /// device.on_lost(move |reason| {
+    ///     eprintln!("GPU lost: {reason}");
+    ///     heard.store(true, Ordering::Relaxed);
+    /// });
+    /// assert!(!device.is_lost() && !lost.load(Ordering::Relaxed));
+    /// ```
+    pub fn on_lost(&self, listener: impl Fn(&str) + Send + Sync + 'static) {
+        if let Inner::Gpu(ctx) = &self.inner {
+            ctx.on_lost(Arc::new(listener));
+        }
+    }
+
     /// Submits all recorded work without waiting for it (a no-op when
     /// nothing is pending, and on the CPU, which runs ops at once).
     ///
     /// # Errors
-    /// `Error::Gpu` when a generated kernel fails to build.
+    /// `Error::Gpu` when a generated kernel fails to build;
+    /// `Error::DeviceLost` when the GPU is lost.
     pub fn flush(&self) -> Result<()> {
         match &self.inner {
             Inner::Gpu(ctx) => ctx.flush(),
@@ -580,7 +622,8 @@ impl Device {
     /// Submits all recorded work and waits for the GPU to finish it (native).
     ///
     /// # Errors
-    /// `Error::Gpu` when the device is lost; `Error::Index` when an indexing
+    /// `Error::DeviceLost` when the GPU is lost; `Error::Gpu` when it
+    /// reports another failure; `Error::Index` when an indexing
     /// op met an out-of-range index since the last readback (the GPU checks
     /// indices as it runs; see [`Tensor::take`](crate::Tensor::take)).
     #[cfg(not(target_arch = "wasm32"))]

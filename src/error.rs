@@ -158,7 +158,20 @@ pub enum Error {
         /// What was wrong, with the values read.
         msg: String,
     },
-    /// The GPU reported a failure (device lost, out of memory, mapping failed).
+    /// The GPU device is lost (a driver reset, the browser taking the
+    /// device back, `wgpu::Device::destroy`): every op, readback and
+    /// interop call on it fails with this from then on, and the tensors it
+    /// held are gone. `Device::is_lost` says so, `Device::on_lost` hears of
+    /// it as it happens.
+    #[error("{op}: the GPU device is lost ({reason}); the tensors it held are gone")]
+    DeviceLost {
+        /// The operation that failed.
+        op: &'static str,
+        /// Why, as wgpu reported it.
+        reason: String,
+    },
+    /// The GPU reported a failure (out of memory, mapping failed, a
+    /// validation error).
     #[error("{op}: GPU failure: {msg}")]
     Gpu {
         /// The operation that failed.
@@ -198,6 +211,7 @@ impl Error {
             | Error::NoAdapter { op, .. }
             | Error::Io { op, .. }
             | Error::Format { op, .. }
+            | Error::DeviceLost { op, .. }
             | Error::Gpu { op, .. } => *op = name,
         }
         self

@@ -18,8 +18,10 @@ impl Device {
     /// that queue. Limits and features are read from the device; f16 is
     /// native when it was opened with `SHADER_F16`, packed otherwise.
     /// `info` (from `adapter.get_info()`) names it in `Device::info`. The
-    /// application keeps its handler of uncaptured errors. See the
-    /// module docs for the ordering rule.
+    /// application keeps its handler of uncaptured errors; the device's
+    /// lost callback becomes webtensor's (wgpu keeps one a device): hear
+    /// of a loss through [`Device::on_lost`]. See the module docs for the
+    /// ordering rule.
     pub fn from_wgpu(
         info: &wgpu::AdapterInfo,
         device: wgpu::Device,

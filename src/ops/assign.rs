@@ -135,6 +135,12 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_device`].
     pub async fn to_device_async(&self, device: &Device) -> Result<Tensor> {
+        let moved = self.moved_to(device).await;
+        moved.map_err(|e| e.named("to_device"))
+    }
+
+    /// [`Tensor::to_device_async`], whose parts' errors name their own ops.
+    async fn moved_to(&self, device: &Device) -> Result<Tensor> {
         let target = match device.place() {
             Place::Host(threads) => Some(threads),
             Place::Gpu(_) => None,
@@ -145,7 +151,7 @@ impl Tensor {
         device.check_holds("to_device", self.dtype())?;
         if self.dtype().is_complex() {
             // The pair view moves as f32 and comes back row-major.
-            let pairs = Box::pin(self.row_major_pairs()?.to_device_async(device)).await?;
+            let pairs = Box::pin(self.row_major_pairs()?.moved_to(device)).await?;
             return pairs.complex_of_pairs().reshape(self.shape().clone());
         }
         let cpu = Tensor::from_parts(

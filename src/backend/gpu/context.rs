@@ -5,6 +5,7 @@ use super::adapter_facts::AdapterFacts;
 use super::bind_groups::GroupCounters;
 use super::faults::Faults;
 use super::kernel::pipeline::{PipelineCache, submit_scoped};
+use super::lost::{Listener, Lost};
 use super::matmul_tile_choice::{MatmulPrecision, MatmulTile, MatmulTuner};
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters};
@@ -281,6 +282,8 @@ pub(crate) struct GpuContext {
     /// The first validation or out-of-memory error the device raised outside
     /// any error scope, waiting to be reported by the next readback or sync.
     device_error: Arc<Mutex<Option<String>>>,
+    /// Whether the device is lost (see `lost.rs`).
+    lost: Arc<Lost>,
     scheduler: Mutex<Scheduler>,
     /// Id of the batch being recorded; bumped by every flush.
     open_batch: AtomicU64,
@@ -498,10 +501,18 @@ impl GpuContext {
         if own_device {
             device.on_uncaptured_error(Arc::new(handler));
         }
+        // wgpu keeps one lost callback per device: webtensor's, on an
+        // application's device too (see `Device::from_wgpu`).
+        let lost = Arc::new(Lost::default());
+        let marks = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            marks.mark_from_wgpu(reason, &message);
+        });
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         GpuContext {
             faults,
             device_error,
+            lost,
             device,
             queue,
             facts,
@@ -518,6 +529,53 @@ impl GpuContext {
             readbacks: AtomicU64::new(0),
             spinning: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// `Ok` while the device is not lost.
+    ///
+    /// # Errors
+    /// `Error::DeviceLost` naming `op` once it is.
+    #[inline]
+    pub fn check_lost(&self, op: &'static str) -> Result<()> {
+        self.lost.check(op)
+    }
+
+    /// True once the device is lost.
+    #[inline]
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_lost()
+    }
+
+
+    /// Calls `listener` with the reason when the device is lost (at once
+    /// when it already is).
+    pub fn on_lost(&self, listener: Listener) {
+        self.lost.listen(listener);
+    }
+
+    /// `result`, what `op` got from the GPU, or `Error::DeviceLost` when
+    /// the device is lost: bytes read or work done then are not to be
+    /// trusted, and a failure of the GPU (a map or a submit that failed)
+    /// may be the loss met before wgpu's lost callback fired, so this lets
+    /// a pending callback fire first (natively, a wait of at most a second
+    /// for the queue).
+    ///
+    /// # Errors
+    /// As described.
+    pub fn explain<T>(&self, op: &'static str, result: Result<T>) -> Result<T> {
+        // wgpu tells of a destroyed device once its queue is empty; one
+        // lost by the driver fails the wait at once.
+        #[cfg(not(target_arch = "wasm32"))]
+        if matches!(result, Err(Error::Gpu { .. })) && !self.lost.is_lost() {
+            let _ = self.device.poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: Some(std::time::Duration::from_secs(1)),
+            });
+        }
+        if self.lost.is_lost() {
+            return Err(self.lost.error(op));
+        }
+        result
     }
 
     /// Id of the batch being recorded.
@@ -599,9 +657,16 @@ impl GpuContext {
     /// Submits all recorded work and resolves when the GPU has finished it.
     ///
     /// # Errors
-    /// `Error::Gpu` when the device is lost; `Error::Index` for an
-    /// out-of-range index met since the last readback.
+    /// `Error::DeviceLost` when the device is lost; `Error::Gpu` when the
+    /// device reports a failure; `Error::Index` for an out-of-range index
+    /// met since the last readback.
     pub async fn sync(&self, op: &'static str) -> Result<()> {
+        self.check_lost(op)?;
+        let waited = self.submit_and_wait(op).await;
+        self.explain(op, waited)
+    }
+
+    async fn submit_and_wait(&self, op: &'static str) -> Result<()> {
         let (flushed, submit_errors) = submit_scoped(&self.device, &mut || self.flush());
         flushed?;
         let (sender, receiver) = futures::channel::oneshot::channel();
@@ -629,6 +694,7 @@ impl GpuContext {
             pipelines: &self.pipelines,
             open_batch: &self.open_batch,
             pool: &self.pool,
+            lost: &self.lost,
         }
     }
 
@@ -735,11 +801,15 @@ impl GpuContext {
     /// Submits everything pending (nothing when nothing is).
     ///
     /// # Errors
-    /// `Error::Gpu` when the submission fails.
+    /// `Error::DeviceLost` when the device is lost; `Error::Gpu` when the
+    /// submission fails.
     pub fn flush(&self) -> Result<()> {
+        self.check_lost("flush")?;
         let mut scheduler = self.scheduler();
         if scheduler.has_pending() {
-            scheduler.flush(&self.target(), |_| {})?;
+            let flushed = scheduler.flush(&self.target(), |_| {});
+            drop(scheduler);
+            self.explain("flush", flushed)?;
         }
         Ok(())
     }

@@ -50,11 +50,18 @@ impl Drop for Capturing<'_> {
 /// The step's own error (what it recorded until then runs, as eager ops
 /// would have); `Error::Argument` when an op inside it needs a submit at
 /// once, an op inside it ran on another GPU, or a step is being captured
-/// on the device already; as a flush.
+/// on the device already; `Error::DeviceLost` when the device is lost
+/// before or during the capture; as a flush.
 pub(crate) fn capture_step(
     ctx: &Arc<GpuContext>,
     step: &mut dyn FnMut() -> Result<()>,
 ) -> Result<GpuGraph> {
+    ctx.check_lost(super::capture::OP)?;
+    let graph = capture_now(ctx, step);
+    ctx.explain(super::capture::OP, graph)
+}
+
+fn capture_now(ctx: &Arc<GpuContext>, step: &mut dyn FnMut() -> Result<()>) -> Result<GpuGraph> {
     ctx.scheduler().begin_capture(&ctx.target())?;
     let mut capturing = Capturing { ctx, ended: false };
     // The scheduler is not locked while the step records.
@@ -93,7 +100,9 @@ impl GpuGraph {
             // Under the scheduler's lock, as when an indexing op records.
             self.ctx.faults.arm();
         }
-        scheduler.replay(&self.ctx.target(), &self.batch)
+        let ran = scheduler.replay(&self.ctx.target(), &self.batch);
+        drop(scheduler);
+        self.ctx.explain("Graph::run", ran)
     }
 
     /// Ops the step recorded.

@@ -49,13 +49,14 @@ pub(crate) fn check_on_gpu(op: &'static str, storage: &Storage) -> Result<()> {
 /// and the WGSL array type webtensor's kernels declare it with.
 ///
 /// # Errors
-/// `Error::Argument` naming `op` for a CPU storage; `Error::Gpu` when the
-/// submit fails.
+/// `Error::Argument` naming `op` for a CPU storage; `Error::DeviceLost`
+/// on a lost device; `Error::Gpu` when the submit fails.
 pub(crate) fn hand_out(
     op: &'static str,
     storage: &Arc<Storage>,
 ) -> Result<(wgpu::Buffer, &'static str)> {
     let s = gpu_storage(op, storage)?;
+    s.ctx.check_lost(op)?;
     s.ctx.flush()?;
     let buffer = s.buffer(op)?;
     s.ctx.share(&buffer, storage);
@@ -67,14 +68,15 @@ pub(crate) fn hand_out(
 /// shape: its usage, its size, the device's largest buffer.
 ///
 /// # Errors
-/// `Error::Argument` naming `op` for a buffer without the usages or of a
-/// size that is not a multiple of 4; `Error::TooLarge` past the device's
-/// largest buffer.
+/// `Error::DeviceLost` naming `op` on a lost device; `Error::Argument`
+/// for a buffer without the usages or of a size that is not a multiple of
+/// 4; `Error::TooLarge` past the device's largest buffer.
 pub(crate) fn check_wrappable(
     op: &'static str,
     ctx: &GpuContext,
     buffer: &wgpu::Buffer,
 ) -> Result<()> {
+    ctx.check_lost(op)?;
     let needs = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
     if !buffer.usage().contains(needs) {
         return Err(Error::argument(
@@ -166,7 +168,8 @@ pub(crate) fn wrap(
 /// `texture`, mip level 0, in a submit of its own.
 ///
 /// # Errors
-/// `Error::Argument` naming `op` when the device rejects the copy.
+/// `Error::DeviceLost` naming `op` on a lost device; `Error::Argument`
+/// when the device rejects the copy.
 pub(crate) fn copy_to_texture(
     op: &'static str,
     ctx: &GpuContext,
@@ -174,6 +177,7 @@ pub(crate) fn copy_to_texture(
     texture: &wgpu::Texture,
     (width, height): (u32, u32),
 ) -> Result<()> {
+    ctx.check_lost(op)?;
     let device = &ctx.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {

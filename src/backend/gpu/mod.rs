@@ -109,6 +109,7 @@ mod graph;
 mod indexing;
 pub(crate) mod interop;
 mod kernel;
+mod lost;
 mod matmul;
 mod matmul_tile_choice;
 mod norm;

@@ -27,8 +27,15 @@ impl Drop for Profiling<'_> {
 /// # Errors
 /// `Error::Argument` while a step is being captured or a profile is open
 /// on the device; what `ops` returned (the profile is closed then); the
-/// device's errors reading the timestamps back.
+/// device's errors reading the timestamps back; `Error::DeviceLost` when
+/// the device is lost before or during the profile.
 pub(crate) fn profile_ops(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
+    ctx.check_lost(OP)?;
+    let profile = profile_now(ctx, ops);
+    ctx.explain(OP, profile)
+}
+
+fn profile_now(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
     ctx.scheduler().begin_profile(&ctx.target())?;
     let mut profiling = Profiling { ctx, ended: false };
     // The scheduler is not locked while the ops record.

@@ -37,7 +37,8 @@ pub(crate) struct KernelLaunch<'a, K, S> {
 /// Records `launch`, building its pipeline on first use.
 ///
 /// # Errors
-/// `Error::Gpu` when the shader fails to compile; scheduler flush failures.
+/// `Error::DeviceLost` on a lost device; `Error::Gpu` when the shader fails
+/// to compile; scheduler flush failures.
 pub(crate) fn record_kernel<K: PipelineKey>(
     ctx: &GpuContext,
     launch: KernelLaunch<'_, K, impl FnOnce(&K) -> Result<String>>,
@@ -51,6 +52,7 @@ pub(crate) fn record_kernel<K: PipelineKey>(
         bindings,
         groups,
     } = launch;
+    ctx.check_lost(label)?;
     let pipeline = ctx.pipelines.get(&ctx.device, key, || {
         Ok(PipelineSpec {
             label,
@@ -140,10 +142,25 @@ pub(crate) fn record_family<K: FamilyKey>(
     record_kernel(ctx, launch)
 }
 
+/// The operand of a recorded elementwise op that `t` is, on `s`: the
+/// layout moves from the call into the command. (Inlined into its two
+/// uses: the recording path of every elementwise op.)
+#[inline(always)]
+fn operand(t: TensorRef, s: &GpuStorage) -> Result<TensorOperand> {
+    s.check_poison("gpu kernel")?;
+    Ok(TensorOperand {
+        claim: s.claim().clone(),
+        buffer_id: s.buffer_id(),
+        layout: t.layout,
+        dtype: t.dtype,
+    })
+}
+
 /// Records `call` on the device that holds `out`.
 ///
 /// # Errors
-/// `Error::TooLarge` when the dispatch grid cannot cover the destination;
+/// `Error::DeviceLost` on a lost device; `Error::TooLarge` when the
+/// dispatch grid cannot cover the destination;
 /// `Error::Gpu` when an input is not on this GPU; flush failures when the
 /// recording reaches the flush threshold.
 pub(crate) fn record_elementwise(out: &GpuStorage, call: Call) -> Result<()> {
@@ -154,16 +171,6 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: Call) -> Result<()> {
         WORKGROUP,
         ctx.facts.max_workgroups_per_dim,
     )?;
-    // The layouts move from the call into the command.
-    let operand = |t: TensorRef, s: &GpuStorage| -> Result<TensorOperand> {
-        s.check_poison("gpu kernel")?;
-        Ok(TensorOperand {
-            claim: s.claim().clone(),
-            buffer_id: s.buffer_id(),
-            layout: t.layout,
-            dtype: t.dtype,
-        })
-    };
     let mut args = smallvec::SmallVec::new();
     for input in call.inputs {
         args.push(match input {

@@ -32,6 +32,7 @@ pub(crate) struct GpuStorage {
 /// `UnsupportedDType` for f64, `TooLarge` above the device's largest buffer
 /// or 2^31 - 1 elements.
 fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: KernelType, len: usize) -> Result<u64> {
+    ctx.check_lost(op)?;
     if dtype == KernelType::F64 {
         return Err(Error::UnsupportedDType {
             op,
@@ -165,7 +166,8 @@ impl GpuStorage {
     /// `buffer_claim.rs`).
     ///
     /// # Errors
-    /// `Error::OutOfMemory` naming `op` over the memory cap; as
+    /// `Error::DeviceLost` naming `op` on a lost device;
+    /// `Error::OutOfMemory` over the memory cap; as
     /// [`GpuStorage::check_poison`].
     pub fn buffer(&self, op: &'static str) -> Result<wgpu::Buffer> {
         Ok(self.take(op, false)?.0)
@@ -180,6 +182,7 @@ impl GpuStorage {
     }
 
     fn take(&self, op: &'static str, reference: bool) -> Result<(wgpu::Buffer, u64)> {
+        self.ctx.check_lost(op)?;
         self.check_poison(op)?;
         let ctx = &self.ctx;
         // Commands of the open batch are all still to be encoded.
@@ -262,6 +265,8 @@ impl GpuStorage {
     }
 
     async fn read_bytes_with(&self, start: usize, count: usize, faults: Faults) -> Result<Vec<u8>> {
+        // A lost device is why a tensor's batch failed, if it did.
+        self.ctx.check_lost("to_vec")?;
         self.check_poison("to_vec")?;
         let eb = element_bytes(self.dtype) as u64;
         let first = start as u64 * eb;
@@ -316,9 +321,22 @@ pub(crate) enum Faults {
 /// `faults` says to report it.
 ///
 /// # Errors
-/// `Error::Gpu` naming `op` when mapping fails or the device is lost;
-/// `Error::Index` for a recorded out-of-range index.
+/// `Error::DeviceLost` naming `op` when the device is lost; `Error::Gpu`
+/// when mapping fails; `Error::Index` for a recorded out-of-range index.
 pub(crate) async fn read_back(
+    ctx: &GpuContext,
+    op: &'static str,
+    size: u64,
+    range: std::ops::Range<usize>,
+    faults: Faults,
+    copy: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer),
+) -> Result<Vec<u8>> {
+    ctx.check_lost(op)?;
+    let read = read_back_now(ctx, op, size, range, faults, copy).await;
+    ctx.explain(op, read)
+}
+
+async fn read_back_now(
     ctx: &GpuContext,
     op: &'static str,
     size: u64,

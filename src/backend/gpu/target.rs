@@ -4,6 +4,7 @@
 
 use super::adapter_facts::AdapterFacts;
 use super::kernel::pipeline::PipelineCache;
+use super::lost::Lost;
 use super::pool::BufferPool;
 use std::sync::atomic::AtomicU64;
 
@@ -17,4 +18,6 @@ pub(crate) struct Target<'a> {
     pub open_batch: &'a AtomicU64,
     /// The device's buffer pool, for temporaries of a flush.
     pub pool: &'a BufferPool,
+    /// Whether the device is lost: nothing is submitted to a lost device.
+    pub lost: &'a Lost,
 }

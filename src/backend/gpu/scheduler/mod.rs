@@ -161,9 +161,12 @@ impl Scheduler {
     /// the command, several hundred bytes, is then built in place.)
     ///
     /// # Errors
-    /// As [`Scheduler::flush`].
+    /// `Error::DeviceLost` on a lost device; as [`Scheduler::flush`].
     #[inline]
     pub fn record(&mut self, ctx: &Target<'_>, command: Command) -> Result<()> {
+        if ctx.lost.is_lost() {
+            return Err(refused(ctx.lost, command));
+        }
         match &mut self.capture {
             Some(capture) => capture.hold_recorded(&command),
             None => crate::backend::gpu::capture::note_op(self.device_id),
@@ -234,7 +237,9 @@ impl Scheduler {
     ///
     /// # Errors
     /// `Error::Gpu` when a generated kernel fails to build (a bug) or a
-    /// dispatch exceeds the device's grid.
+    /// dispatch exceeds the device's grid; `Error::DeviceLost` on a lost
+    /// device (nothing is submitted then, and the batch's outputs are
+    /// poisoned).
     pub fn flush(
         &mut self,
         ctx: &Target<'_>,
@@ -257,6 +262,9 @@ impl Scheduler {
     ) -> Result<()> {
         if let Some(capture) = &mut self.capture {
             return Err(capture.refuse_submit());
+        }
+        if ctx.lost.is_lost() {
+            return Err(self.abandon(ctx));
         }
         let started = self.profile.as_ref().map(|_| Stamp::now());
         let (commands, kernel_params) = self.take_pending();
@@ -288,6 +296,19 @@ impl Scheduler {
         // The emptied lists keep their memory for the next batch.
         self.restore_pending((commands, kernel_params));
         result
+    }
+
+    /// Drops the pending batch of a lost device, poisoning its outputs,
+    /// and returns the loss (out of line: a flush keeps only the check).
+    #[cold]
+    #[inline(never)]
+    fn abandon(&mut self, ctx: &Target<'_>) -> Error {
+        let e = ctx.lost.error("flush");
+        let (commands, kernel_params) = self.take_pending();
+        poison_outputs(&commands, &e.to_string());
+        ctx.open_batch.fetch_add(1, Ordering::AcqRel);
+        self.restore_pending((commands, kernel_params));
+        e
     }
 
     fn submit(
@@ -534,4 +555,12 @@ fn unwritten(commands: &[Command]) -> u64 {
         .filter_map(Command::elementwise)
         .filter(|op| !op.out.claim.is_taken())
         .count() as u64
+}
+
+/// The error of recording `command` on a lost device (out of line, with the
+/// command's drop: recording keeps only the check).
+#[cold]
+#[inline(never)]
+fn refused(lost: &super::lost::Lost, command: Command) -> Error {
+    lost.error(command.name())
 }

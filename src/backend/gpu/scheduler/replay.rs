@@ -155,13 +155,15 @@ impl Scheduler {
     /// Submits a captured batch (after what is pending), as one submit.
     ///
     /// # Errors
-    /// `Error::Argument` while a step is being captured; a tensor the batch
+    /// `Error::Argument` while a step is being captured; `Error::DeviceLost`
+    /// on a lost device; a tensor the batch
     /// binds that a failed batch poisoned; the device's validation errors
     /// (the batch's outputs are poisoned then); as [`Scheduler::flush`].
     pub fn replay(&mut self, ctx: &Target<'_>, batch: &CapturedBatch) -> Result<()> {
         if let Some(capture) = &mut self.capture {
             return Err(capture.refuse_submit());
         }
+        ctx.lost.check("Graph::run")?;
         if self.has_pending() {
             self.flush(ctx, |_| {})?;
         }
