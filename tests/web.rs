@@ -1275,3 +1275,65 @@ async fn normalisations_match_the_cpu_path() {
         "batch_norm",
     );
 }
+
+/// Yields to the page's event loop (a macrotask: the browser's own tasks,
+/// a device's lost promise among them, run first).
+async fn next_task() {
+    use wasm_bindgen::JsCast;
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let global = js_sys::global();
+        let set_timeout = js_sys::Reflect::get(&global, &"setTimeout".into())
+            .expect("setTimeout")
+            .dyn_into::<js_sys::Function>()
+            .expect("a function");
+        set_timeout
+            .call2(&global, &resolve, &0.into())
+            .expect("setTimeout(resolve, 0)");
+    });
+    wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .expect("the timer");
+}
+
+#[wasm_bindgen_test]
+async fn a_destroyed_device_is_lost_and_every_call_fails_at_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dev = gpu().await;
+    let heard = Arc::new(AtomicUsize::new(0));
+    let h = heard.clone();
+    dev.on_lost(move |reason| {
+        assert!(reason.contains("destroyed"), "{reason}");
+        h.fetch_add(1, Ordering::SeqCst);
+    });
+    let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev).unwrap();
+    let b = a.exp().unwrap();
+    assert_eq!(read(&b).await.len(), 3);
+    // Ops pending when the device goes fail at their readback.
+    let pending = b.mul_scalar(2.0).unwrap();
+    let (device, _) = dev.wgpu().expect("a GPU");
+    device.destroy();
+    let read_pending = pending.to_vec_async::<f32>().await;
+    assert!(
+        matches!(read_pending, Err(Error::DeviceLost { .. })),
+        "{read_pending:?}"
+    );
+    next_task().await;
+    assert!(dev.is_lost());
+    assert_eq!(heard.load(Ordering::SeqCst), 1);
+    let lost = |r: Result<Tensor, Error>, op: &str| match r {
+        Err(Error::DeviceLost { op: got, .. }) => assert_eq!(got, op),
+        other => panic!("{op}: {other:?}"),
+    };
+    lost(a.add(&b), "add");
+    lost(a.sum(..), "sum");
+    lost(Tensor::zeros([4], DType::F32, &dev), "zeros");
+    assert!(matches!(
+        b.to_vec_async::<f32>().await,
+        Err(Error::DeviceLost { op: "to_vec", .. })
+    ));
+    assert!(matches!(
+        dev.sync_async().await,
+        Err(Error::DeviceLost { op: "sync", .. })
+    ));
+}

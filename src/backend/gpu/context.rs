@@ -546,7 +546,6 @@ impl GpuContext {
         self.lost.is_lost()
     }
 
-
     /// Calls `listener` with the reason when the device is lost (at once
     /// when it already is).
     pub fn on_lost(&self, listener: Listener) {
