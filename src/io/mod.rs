@@ -1,5 +1,5 @@
-//! Files: NumPy's `.npy` and `.npz`, and safetensors (conversions to and
-//! from `ndarray` arrays live with the rest of the interop, in
+//! Files: NumPy's `.npy` and `.npz`, safetensors and GGUF (conversions to
+//! and from `ndarray` arrays live with the rest of the interop, in
 //! `src/interop/`).
 //!
 //! Every format has a bytes form (any target; writing reads the tensor
@@ -28,12 +28,14 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 mod files;
+mod gguf;
 mod host_bytes;
 mod npy;
 mod npz;
 mod safetensors;
 mod zip;
 
+pub use gguf::{GgmlType, Gguf, GgufTensorInfo, GgufValue, GgufValueType, GgufWriter};
 pub use npy::{from_npy_bytes, to_npy_bytes_async};
 #[cfg(not(target_arch = "wasm32"))]
 pub use npy::{load_npy, save_npy, to_npy_bytes};

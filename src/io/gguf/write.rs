@@ -1,0 +1,361 @@
+//! Writing a GGUF file (version 3), laid out as gguf-py lays it out: the
+//! header, the metadata in the order given, the tensors' headers, then
+//! each tensor's data, every part of the data padded to the alignment.
+
+use super::read::{DEFAULT_ALIGNMENT, MAX_DIMS};
+use super::types::{GgmlType, GgufValue};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// The longest tensor name llama.cpp loads, in bytes (`GGML_MAX_NAME`
+/// less its terminating zero).
+const MAX_NAME: usize = 63;
+
+/// A tensor waiting to be written.
+#[derive(Debug, Clone)]
+enum Entry {
+    /// A tensor, read back when the file is written.
+    Tensor(Tensor),
+    /// Bytes as the file stores them, of `ggml_type` and `shape`.
+    Raw {
+        ggml_type: GgmlType,
+        shape: Vec<usize>,
+        bytes: Vec<u8>,
+    },
+}
+
+/// Builds a GGUF file: metadata and tensors added in order, then written
+/// as bytes or to a file. [`Gguf`](super::Gguf) reads what it writes:
+///
+/// ```
+/// use webtensor::io::{Gguf, GgufValue, GgufWriter};
+/// use webtensor::{Device, Tensor};
+/// # fn main() -> webtensor::Result<()> {
+/// let dev = Device::cpu();
+/// let w = Tensor::arange(0.0f32, 6.0, 1.0, &dev)?.reshape([2, 3])?;
+/// let mut writer = GgufWriter::new();
+/// writer.add_metadata("general.architecture", GgufValue::String("llama".into()))?;
+/// writer.add_tensor("w", &w)?;
+/// let file = Gguf::from_bytes(writer.to_bytes()?)?;
+/// assert_eq!(file.get("general.architecture").and_then(GgufValue::as_str), Some("llama"));
+/// assert_eq!(file.tensor("w", &dev)?.dims(), &[2, 3]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct GgufWriter {
+    metadata: Vec<(String, GgufValue)>,
+    tensors: Vec<(String, Entry)>,
+    alignment: Option<u64>,
+}
+
+/// `Error::Format` naming `op`.
+fn refuse(op: &'static str, msg: String) -> Error {
+    Error::format(op, msg)
+}
+
+/// Checks that `value` (the value of `key`) can be written: arrays hold
+/// items of their own type only, at most 8 deep.
+fn check_value(op: &'static str, key: &str, value: &GgufValue, depth: u32) -> Result<()> {
+    if let GgufValue::Array { item, items } = value {
+        if depth >= 8 {
+            return Err(refuse(
+                op,
+                format!("metadata {key:?}: arrays nest deeper than 8 levels"),
+            ));
+        }
+        for v in items {
+            if v.value_type() != *item {
+                return Err(refuse(
+                    op,
+                    format!(
+                        "metadata {key:?}: an array of {item:?} holds a {:?}",
+                        v.value_type()
+                    ),
+                ));
+            }
+            check_value(op, key, v, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+impl GgufWriter {
+    /// An empty file.
+    pub fn new() -> GgufWriter {
+        GgufWriter::default()
+    }
+
+    /// Adds `key` = `value` to the metadata. `general.alignment` (a u32
+    /// power of two) sets the alignment of the tensors' data (32 without
+    /// it).
+    ///
+    /// # Errors
+    /// `Error::Format` naming `GgufWriter::add_metadata` for a key given
+    /// twice, an array holding an item of another type or nested more than
+    /// 8 deep, or a `general.alignment` that is not a u32 power of two.
+    pub fn add_metadata(&mut self, key: &str, value: GgufValue) -> Result<&mut GgufWriter> {
+        const OP: &str = "GgufWriter::add_metadata";
+        if self.metadata.iter().any(|(k, _)| k == key) {
+            return Err(refuse(OP, format!("metadata {key:?} is given twice")));
+        }
+        check_value(OP, key, &value, 0)?;
+        if key == "general.alignment" {
+            match value {
+                GgufValue::U32(a) if a.is_power_of_two() => self.alignment = Some(a.into()),
+                ref v => {
+                    return Err(refuse(
+                        OP,
+                        format!("\"general.alignment\" is {v:?}; it must be a u32 power of two"),
+                    ));
+                }
+            }
+        }
+        self.metadata.push((key.to_string(), value));
+        Ok(self)
+    }
+
+    /// Checks a tensor's name and rank before it is added.
+    fn check_tensor(&self, op: &'static str, name: &str, rank: usize) -> Result<()> {
+        if name.len() > MAX_NAME {
+            return Err(refuse(
+                op,
+                format!(
+                    "the tensor name {name:?} has {} bytes; llama.cpp loads names of at most {MAX_NAME}",
+                    name.len()
+                ),
+            ));
+        }
+        if self.tensors.iter().any(|(n, _)| n == name) {
+            return Err(refuse(
+                op,
+                format!("the tensor name {name:?} is given twice"),
+            ));
+        }
+        if rank > MAX_DIMS as usize {
+            return Err(refuse(
+                op,
+                format!("tensor {name:?} has {rank} axes; GGUF tensors have at most {MAX_DIMS}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Adds `tensor` (any view; written in row-major order when the file
+    /// is) as `name`: f32, f16, bf16, f64, i32 and i64 as the GGUF types
+    /// of those names.
+    ///
+    /// # Errors
+    /// `Error::Format` naming `GgufWriter::add_tensor` for a name given
+    /// twice or longer than 63 bytes, more than 4 axes, or a dtype GGUF
+    /// has no type for (u8, u32, bool, c64).
+    pub fn add_tensor(&mut self, name: &str, tensor: &Tensor) -> Result<&mut GgufWriter> {
+        const OP: &str = "GgufWriter::add_tensor";
+        self.check_tensor(OP, name, tensor.rank())?;
+        if ggml_type_of(tensor.dtype()).is_none() {
+            return Err(refuse(
+                OP,
+                format!(
+                    "tensor {name:?} is {}: GGUF has no such type (write f32, f16, bf16, f64, \
+                     i32 or i64)",
+                    tensor.dtype()
+                ),
+            ));
+        }
+        self.tensors
+            .push((name.to_string(), Entry::Tensor(tensor.clone())));
+        Ok(self)
+    }
+
+    /// Adds a tensor as the file stores it: `bytes` of `ggml_type` and
+    /// `shape` (NumPy's order; a quantized type's blocks run along the
+    /// last axis), such as [`Gguf::tensor_bytes`](super::Gguf::tensor_bytes)
+    /// gives.
+    ///
+    /// # Errors
+    /// `Error::Format` naming `GgufWriter::add_raw_tensor` as for
+    /// [`GgufWriter::add_tensor`], for a last axis that is not whole
+    /// blocks, or for bytes that are not the shape's.
+    pub fn add_raw_tensor(
+        &mut self,
+        name: &str,
+        ggml_type: GgmlType,
+        shape: &[usize],
+        bytes: Vec<u8>,
+    ) -> Result<&mut GgufWriter> {
+        const OP: &str = "GgufWriter::add_raw_tensor";
+        self.check_tensor(OP, name, shape.len())?;
+        let last = shape.last().copied().unwrap_or(1) as u64;
+        if !last.is_multiple_of(ggml_type.block_size()) {
+            return Err(refuse(
+                OP,
+                format!(
+                    "tensor {name:?}: rows of {last} {ggml_type} elements are not whole blocks of {}",
+                    ggml_type.block_size()
+                ),
+            ));
+        }
+        let count = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d as u64));
+        let want = count.and_then(|n| ggml_type.bytes_for(n));
+        if want != Some(bytes.len() as u64) {
+            return Err(refuse(
+                OP,
+                format!(
+                    "tensor {name:?}: {} bytes for shape {shape:?} of {ggml_type}, which takes {}",
+                    bytes.len(),
+                    want.map_or("more than a u64 counts".into(), |w| w.to_string())
+                ),
+            ));
+        }
+        self.tensors.push((
+            name.to_string(),
+            Entry::Raw {
+                ggml_type,
+                shape: shape.to_vec(),
+                bytes,
+            },
+        ));
+        Ok(self)
+    }
+
+    /// The file's bytes, blocking (native only).
+    ///
+    /// # Errors
+    /// Readback errors of the tensors added.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        pollster::block_on(self.to_bytes_async())
+    }
+
+    /// Writes the file to `path` (native only).
+    ///
+    /// # Errors
+    /// `Error::Io` naming `GgufWriter::save` and the path; as
+    /// [`GgufWriter::to_bytes`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        super::super::files::write_file("GgufWriter::save", path.as_ref(), &self.to_bytes()?)
+    }
+
+    /// [`GgufWriter::to_bytes`] on every target.
+    ///
+    /// # Errors
+    /// As [`GgufWriter::to_bytes`].
+    pub async fn to_bytes_async(&self) -> Result<Vec<u8>> {
+        let alignment = self.alignment.unwrap_or(DEFAULT_ALIGNMENT);
+        let mut out = Vec::new();
+        out.extend_from_slice(b"GGUF");
+        out.extend_from_slice(&3u32.to_le_bytes());
+        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
+        for (key, value) in &self.metadata {
+            put_string(&mut out, key);
+            out.extend_from_slice(&value.value_type().id().to_le_bytes());
+            put_value(&mut out, value);
+        }
+        // Each tensor's data as the file stores it.
+        let mut data = Vec::with_capacity(self.tensors.len());
+        for (_, entry) in &self.tensors {
+            data.push(match entry {
+                Entry::Tensor(t) => {
+                    let ggml_type = ggml_type_of(t.dtype()).unwrap_or(GgmlType::F32);
+                    let bytes = super::super::host_bytes::row_major_bytes(t).await?;
+                    (ggml_type, t.dims().to_vec(), std::borrow::Cow::Owned(bytes))
+                }
+                Entry::Raw {
+                    ggml_type,
+                    shape,
+                    bytes,
+                } => (
+                    *ggml_type,
+                    shape.clone(),
+                    std::borrow::Cow::Borrowed(&bytes[..]),
+                ),
+            });
+        }
+        let mut offset = 0u64;
+        for ((name, _), (ggml_type, shape, bytes)) in self.tensors.iter().zip(&data) {
+            put_string(&mut out, name);
+            out.extend_from_slice(&(shape.len() as u32).to_le_bytes());
+            for &d in shape.iter().rev() {
+                out.extend_from_slice(&(d as u64).to_le_bytes());
+            }
+            out.extend_from_slice(&ggml_type.id().to_le_bytes());
+            out.extend_from_slice(&offset.to_le_bytes());
+            offset += (bytes.len() as u64).next_multiple_of(alignment);
+        }
+        pad(&mut out, alignment);
+        for (_, _, bytes) in &data {
+            out.extend_from_slice(bytes);
+            pad(&mut out, alignment);
+        }
+        Ok(out)
+    }
+}
+
+/// The GGUF type a tensor of `dtype` is written as.
+fn ggml_type_of(dtype: DType) -> Option<GgmlType> {
+    Some(match dtype {
+        DType::F32 => GgmlType::F32,
+        DType::F16 => GgmlType::F16,
+        DType::BF16 => GgmlType::BF16,
+        DType::F64 => GgmlType::F64,
+        DType::I32 => GgmlType::I32,
+        DType::I64 => GgmlType::I64,
+        DType::U8 | DType::U32 | DType::Bool | DType::C64 => return None,
+    })
+}
+
+/// Zeros up to the next multiple of `alignment`.
+fn pad(out: &mut Vec<u8>, alignment: u64) {
+    let len = (out.len() as u64).next_multiple_of(alignment);
+    out.resize(len as usize, 0);
+}
+
+fn put_string(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_value(out: &mut Vec<u8>, value: &GgufValue) {
+    match value {
+        GgufValue::U8(v) => out.push(*v),
+        GgufValue::I8(v) => out.push(*v as u8),
+        GgufValue::U16(v) => out.extend_from_slice(&v.to_le_bytes()),
+        GgufValue::I16(v) => out.extend_from_slice(&v.to_le_bytes()),
+        GgufValue::U32(v) => out.extend_from_slice(&v.to_le_bytes()),
+        GgufValue::I32(v) => out.extend_from_slice(&v.to_le_bytes()),
+        GgufValue::F32(v) => out.extend_from_slice(&v.to_le_bytes()),
+        GgufValue::Bool(v) => out.push(u8::from(*v)),
+        GgufValue::String(s) => put_string(out, s),
+        GgufValue::Array { item, items } => {
+            out.extend_from_slice(&item.id().to_le_bytes());
+            out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+            for v in items {
+                put_value(out, v);
+            }
+        }
+        GgufValue::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
+        GgufValue::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
+        GgufValue::F64(v) => out.extend_from_slice(&v.to_le_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::GgufValueType;
+
+    #[test]
+    fn a_value_type_names_its_number() {
+        let v = GgufValue::Array {
+            item: GgufValueType::String,
+            items: vec![GgufValue::String("a".into())],
+        };
+        let mut out = Vec::new();
+        put_value(&mut out, &v);
+        assert_eq!(&out[..4], &8u32.to_le_bytes());
+        assert_eq!(&out[4..12], &1u64.to_le_bytes());
+    }
+}

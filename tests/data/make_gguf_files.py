@@ -1,0 +1,98 @@
+"""Writes the GGUF files tests/gguf.rs reads, with gguf-py (llama.cpp's
+Python package, `pip install gguf numpy`), and the arrays they hold as a
+NumPy .npz: the reference is gguf-py's writer and NumPy, never webtensor.
+
+    python3 tests/data/make_gguf_files.py
+
+- gguf_small.gguf: metadata of every value type (arrays of numbers, of
+  strings, of arrays, and a long one), and tensors of every plain type
+  (F32, F16, BF16, F64, I8, I16, I32, I64, a 1-D and a 4-D one, an empty
+  one) and three quantized ones (Q8_0 and Q4_0 made by gguf-py's
+  quantizer, Q4_K of random bytes: the reader keeps blocks as they are).
+- gguf_aligned.gguf: `general.alignment` 64 and tensors of sizes that are
+  not multiples of it.
+- gguf_arrays.npz: every tensor's values (quantized ones as their bytes).
+"""
+
+import pathlib
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as T
+
+HERE = pathlib.Path(__file__).parent
+rng = np.random.default_rng(20261129)
+
+
+def bf16_bits(x):
+    """float32 values rounded to bfloat16 (nearest, ties to even), as bits."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+arrays = {
+    "f32": np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5,
+    "f16": rng.standard_normal((3, 4)).astype(np.float16),
+    "f64": np.array([[1e300, -2.5], [np.pi, 0.0]], dtype=np.float64),
+    "i8": np.array([-128, -1, 0, 1, 127], dtype=np.int8),
+    "i16": np.array([[-32768, 7, 32767], [1, 2, 3]], dtype=np.int16),
+    "i32": np.array([-(2**31), 0, 5, 2**31 - 1], dtype=np.int32),
+    "i64": np.array([-(2**62), 3, 2**62 + 1], dtype=np.int64),
+    "blk.0.ffn_up.weight": rng.standard_normal((2, 3, 4, 5)).astype(np.float32),
+    "empty": np.zeros((0, 3), dtype=np.float32),
+}
+bf16 = bf16_bits(rng.standard_normal((2, 5)).astype(np.float32))
+q_source = rng.standard_normal((3, 64)).astype(np.float32)
+q8_0 = gguf.quants.quantize(q_source, T.Q8_0)
+q4_0 = gguf.quants.quantize(q_source, T.Q4_0)
+q4_k = rng.integers(0, 256, size=(2, 144), dtype=np.uint8)
+
+w = gguf.GGUFWriter(HERE / "gguf_small.gguf", "llama")
+w.add_uint8("test.u8", 200)
+w.add_int8("test.i8", -100)
+w.add_uint16("test.u16", 60000)
+w.add_int16("test.i16", -30000)
+w.add_uint32("test.u32", 4000000000)
+w.add_int32("test.i32", -2000000000)
+w.add_float32("test.f32", 0.1)
+w.add_bool("test.bool", True)
+w.add_string("test.string", "héllo, GGUF")
+w.add_uint64("test.u64", 2**63 + 5)
+w.add_int64("test.i64", -(2**62))
+w.add_float64("test.f64", 1e-300)
+w.add_array("test.array_u32", [1, 2, 3])
+w.add_array("test.array_str", ["a", "", "ü"])
+w.add_array("test.array_nested", [[1, 2], [3]])
+w.add_array("test.array_long", list(range(1000)))
+w.add_context_length(2048)
+for name, a in arrays.items():
+    w.add_tensor(name, a)
+w.add_tensor("bf16", bf16, raw_dtype=T.BF16)
+w.add_tensor("q8_0", q8_0, raw_dtype=T.Q8_0)
+w.add_tensor("q4_0", q4_0, raw_dtype=T.Q4_0)
+w.add_tensor("q4_k", q4_k, raw_dtype=T.Q4_K)
+w.write_header_to_file()
+w.write_kv_data_to_file()
+w.write_tensors_to_file()
+w.close()
+
+a = gguf.GGUFWriter(HERE / "gguf_aligned.gguf", "llama")
+a.add_custom_alignment(64)
+a.add_tensor("odd", np.arange(7, dtype=np.float32))
+a.add_tensor("three", np.arange(3, dtype=np.int16))
+a.add_tensor("last", np.arange(5, dtype=np.float16))
+a.write_header_to_file()
+a.write_kv_data_to_file()
+a.write_tensors_to_file()
+a.close()
+
+np.savez(
+    HERE / "gguf_arrays.npz",
+    **{k.replace(".", "_"): v for k, v in arrays.items()},
+    bf16=bf16,
+    q8_0=q8_0,
+    q4_0=q4_0,
+    q4_k=q4_k,
+    q_source=q_source,
+)
