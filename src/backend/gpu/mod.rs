@@ -20,9 +20,11 @@
 //! - the device: `adapter_facts` (what the adapter allows),
 //!   `matmul_tile_choice` (which tile the matmul uses, fixed or autotuned;
 //!   the device holds it, so it sits beside `matmul/`, not in it), `pool` (size-bucketed
-//!   buffers), `faults` (out-of-range index reports), `context` (opens the
-//!   device, owns the pieces above), `storage` (tensor buffers, uploads and
-//!   readbacks with the fault record);
+//!   buffers), `faults` (out-of-range index reports), `lost` (whether the
+//!   device is lost, and who hears of it), `opening` (the options, the
+//!   instance, the adapter's choice), `context` (opens the device, owns
+//!   the pieces above), `storage` (tensor buffers, uploads and readbacks
+//!   with the fault record);
 //! - `capture` and `graph`: steps captured once and submitted again;
 //!   `profile_log` and `profile`: what the scheduler notes while a profile
 //!   is open (host times, kernels timed per dispatch), and the profile's run;
@@ -113,6 +115,7 @@ mod lost;
 mod matmul;
 mod matmul_tile_choice;
 mod norm;
+mod opening;
 mod pool;
 mod pooling;
 mod profile;
@@ -132,7 +135,6 @@ mod timer;
 
 pub(crate) use buffer_claim::BufferClaim;
 pub(crate) use context::GpuContext;
-pub use context::GpuOptions;
 pub(crate) use conv::{conv, depthwise};
 pub(crate) use custom::custom;
 pub(crate) use fft::{fft, fft_line_limit};
@@ -141,6 +143,7 @@ pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;
 pub use matmul_tile_choice::{MatmulPrecision, MatmulTile};
 pub(crate) use norm::norm;
+pub use opening::GpuOptions;
 pub(crate) use pooling::pool;
 pub(crate) use profile::profile_ops;
 pub(crate) use record::record_elementwise;
