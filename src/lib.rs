@@ -93,6 +93,7 @@ mod profile;
 mod profile_region;
 mod profiling;
 mod promotion;
+mod quant;
 mod scalar;
 mod shape;
 mod shape_spec;

@@ -349,6 +349,129 @@ fn the_writer_refuses_what_gguf_cannot_hold() {
     assert_eq!(f.tensors().len(), 2);
 }
 
+/// gguf-py's quantization cases (`tests/data/make_gguf_files.py`).
+fn quant_cases() -> HashMap<String, Tensor> {
+    io::from_npz_bytes(&data("gguf_quant_cases.npz"), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+const DECODED: [GgmlType; 10] = [
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+#[test]
+fn blocks_decode_as_gguf_py_decodes_them_bit_for_bit() {
+    let cases = quant_cases();
+    let mut w = GgufWriter::new();
+    for t in DECODED {
+        let blocks = cases[&format!("{t}_blocks")].to_vec::<u8>().unwrap();
+        let shape = [5, t.block_size() as usize];
+        w.add_raw_tensor(t.name(), t, &shape, blocks).unwrap();
+    }
+    let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+    for dev in common::devices() {
+        for t in DECODED {
+            let want = &cases[&format!("{t}_values")];
+            let got = f.dequantize(t.name(), DType::F32, &dev).unwrap();
+            assert_eq!(got.dims(), want.dims(), "{t}");
+            let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(got.to_vec::<f32>().unwrap()),
+                bits(want.to_vec::<f32>().unwrap()),
+                "{t} on {dev}"
+            );
+            // f16 and bf16: the f32 values rounded once.
+            for dtype in [DType::F16, DType::BF16] {
+                let got = f.dequantize(t.name(), dtype, &dev).unwrap();
+                let want = want.to_device(&dev).unwrap().to_dtype(dtype).unwrap();
+                assert_eq!(got.to_string(), want.to_string(), "{t} as {dtype} on {dev}");
+            }
+        }
+        // Plain tensors dequantize as themselves, cast.
+        let small = small();
+        assert_eq!(
+            small
+                .dequantize("f16", DType::F32, &dev)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap(),
+            small
+                .tensor("f16", &dev)
+                .unwrap()
+                .to_dtype(DType::F32)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap()
+        );
+        assert!(matches!(
+            small.dequantize("q8_0", DType::I32, &dev),
+            Err(Error::DType { .. })
+        ));
+    }
+    let mut iq = GgufWriter::new();
+    iq.add_raw_tensor("iq", GgmlType::IQ2_XXS, &[256], vec![0; 66])
+        .unwrap();
+    let iq = Gguf::from_bytes(iq.to_bytes().unwrap()).unwrap();
+    match iq.dequantize("iq", DType::F32, &Device::cpu()) {
+        Err(Error::Format { msg, .. }) => assert!(msg.contains("IQ2_XXS"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn legacy_types_quantize_as_gguf_py_does_from_any_view() {
+    let cases = quant_cases();
+    let source = &cases["source"];
+    for dev in common::devices() {
+        let on = source.to_device(&dev).unwrap();
+        // The same values through a transposed copy read back transposed.
+        let strided = on.t().contiguous().unwrap().t();
+        for t in [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+        ] {
+            let want = cases[&format!("{t}_quantized")].to_vec::<u8>().unwrap();
+            for (what, x) in [("contiguous", &on), ("strided", &strided)] {
+                let mut w = GgufWriter::new();
+                w.add_quantized("q", t, x).unwrap();
+                let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+                assert_eq!(f.tensors()[0].shape, [6, 64]);
+                assert!(
+                    f.tensor_bytes("q").unwrap() == want,
+                    "{t} from a {what} view on {dev}"
+                );
+            }
+        }
+    }
+    let x = Tensor::zeros([2, 48], DType::F32, &Device::cpu()).unwrap();
+    let mut w = GgufWriter::new();
+    for (t, x, what) in [
+        (GgmlType::Q8_0, &x, "whole Q8_0 blocks"),
+        (GgmlType::Q4_K, source, "not quantized here"),
+    ] {
+        match w.add_quantized("x", t, x) {
+            Err(Error::Format { msg, .. }) => assert!(msg.contains(what), "{msg}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    let i = Tensor::zeros([32], DType::I32, &Device::cpu()).unwrap();
+    assert!(w.add_quantized("i", GgmlType::Q8_0, &i).is_err());
+}
+
 /// A file of one tensor and one metadata entry, then `edit` applied to
 /// its bytes (the header's fields at known places).
 fn crafted(edit: impl FnOnce(&mut Vec<u8>)) -> webtensor::Result<Gguf> {

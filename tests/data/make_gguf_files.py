@@ -96,3 +96,31 @@ np.savez(
     q4_k=q4_k,
     q_source=q_source,
 )
+
+# Blocks of every type webtensor decodes, of random bytes with finite f16
+# scales, and gguf-py's f32 values of them; f32 rows and gguf-py's blocks
+# of the types webtensor encodes (zero blocks and ties included).
+HALVES = {  # where each type's f16 scales are, in bytes
+    "Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q8_0": [0],
+    "Q2_K": [80, 82], "Q3_K": [108], "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208],
+}
+cases = {}
+for name, halves in HALVES.items():
+    t = T[name]
+    _, width = gguf.GGML_QUANT_SIZES[t]
+    blocks = rng.integers(0, 256, size=(5, width), dtype=np.uint8)
+    for at in halves:
+        scale = (rng.standard_normal(5) * 0.1).astype(np.float16)
+        scale[0] = 0.0
+        blocks[:, at:at + 2] = scale.view(np.uint8).reshape(5, 2)
+    cases[f"{name}_blocks"] = blocks
+    cases[f"{name}_values"] = gguf.quants.dequantize(blocks, t).astype(np.float32)
+source = rng.standard_normal((6, 64)).astype(np.float32)
+source[1, :32] = 0.0                                   # a zero block
+source[2, :32] = np.tile([1.0, -1.0], 16)              # ties for argmax
+source[3, :] = np.round(source[3, :] * 4) / 4          # many halves
+source[4, :32] = rng.standard_normal(32).astype(np.float32) * 1e-30
+cases["source"] = source
+for name in ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]:
+    cases[f"{name}_quantized"] = gguf.quants.quantize(source, T[name])
+np.savez(HERE / "gguf_quant_cases.npz", **cases)

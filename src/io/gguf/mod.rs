@@ -14,7 +14,8 @@ mod read;
 mod types;
 mod write;
 
-pub use types::{GgmlType, GgufValue, GgufValueType};
+pub use crate::quant::GgmlType;
+pub use types::{GgufValue, GgufValueType};
 pub use write::GgufWriter;
 
 use super::host_bytes::{FileType, tensor_from_bytes};
@@ -149,14 +150,46 @@ impl Gguf {
         Ok(&self.bytes[start..start + t.size as usize])
     }
 
+    /// The tensor `name` on `device` as `dtype` (f32, f16, bf16, or f64 on
+    /// the CPU), contiguous: a quantized one's blocks decoded to f32 as
+    /// gguf-py decodes them (`Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q8_0`,
+    /// `Q2_K` to `Q6_K`), bit for bit, then rounded once to `dtype`; a
+    /// plain one as [`Gguf::tensor`] loads it, cast to `dtype`. The blocks
+    /// are decoded on the host, on the calling thread.
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `Gguf::dequantize` when the file has no
+    /// such tensor; `Error::DType` for a `dtype` that is not a float;
+    /// `Error::Format` for a quantized type without a decoder here (the
+    /// `IQ` and `TQ` types, `MXFP4`, `Q8_1`, `Q8_K`); device errors.
+    pub fn dequantize(&self, name: &str, dtype: DType, device: &Device) -> Result<Tensor> {
+        const OP: &str = "Gguf::dequantize";
+        let t = self.info(OP, name)?;
+        if !dtype.is_float() {
+            return Err(Error::dtype(
+                OP,
+                format!("tensors dequantize to a float dtype, not {dtype}"),
+            ));
+        }
+        let plain = if t.ggml_type.is_quantized() {
+            let values = crate::quant::dequantize(OP, t.ggml_type, self.tensor_bytes(name)?)
+                .map_err(|e| e.in_tensor(name))?;
+            Tensor::from_vec(values, t.shape.clone(), device)?
+        } else {
+            self.tensor(name, device).map_err(|e| e.named(OP))?
+        };
+        plain.to_dtype(dtype)
+    }
+
     /// The tensor `name` on `device`, contiguous, of the dtype its type
     /// holds: F32, F16, BF16, F64 (not on a GPU), I32 and I64 as
     /// themselves, I8 and I16 as i32.
     ///
     /// # Errors
     /// `Error::Argument` naming `Gguf::tensor` when the file has no such
-    /// tensor; `Error::Format` for a quantized type (its blocks are
-    /// [`Gguf::tensor_bytes`]); device errors.
+    /// tensor; `Error::Format` for a quantized type (see
+    /// [`Gguf::dequantize`]; its blocks are [`Gguf::tensor_bytes`]); device
+    /// errors.
     pub fn tensor(&self, name: &str, device: &Device) -> Result<Tensor> {
         const OP: &str = "Gguf::tensor";
         let t = self.info(OP, name)?;
@@ -173,8 +206,8 @@ impl Gguf {
                 return Err(Error::format(
                     OP,
                     format!(
-                        "tensor {name:?} is {other}, quantized: it does not load as a tensor \
-                         of a dtype; Gguf::tensor_bytes gives its blocks"
+                        "tensor {name:?} is {other}, quantized: Gguf::dequantize decodes it, \
+                         Gguf::tensor_bytes gives its blocks"
                     ),
                 ));
             }

@@ -2,9 +2,10 @@
 //! length and offset is checked against the bytes that are there before
 //! anything is allocated for it, so memory follows the bytes read.
 
-use super::types::{GgmlType, GgufValue, GgufValueType};
+use super::types::{GgufValue, GgufValueType};
 use super::{Gguf, GgufTensorInfo};
 use crate::error::{Error, Result};
+use crate::quant::GgmlType;
 
 /// The alignment of tensor data when the file does not set
 /// `general.alignment`.

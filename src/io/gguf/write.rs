@@ -3,9 +3,10 @@
 //! each tensor's data, every part of the data padded to the alignment.
 
 use super::read::{DEFAULT_ALIGNMENT, MAX_DIMS};
-use super::types::{GgmlType, GgufValue};
+use super::types::GgufValue;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::quant::GgmlType;
 use crate::tensor::Tensor;
 
 /// The longest tensor name llama.cpp loads, in bytes (`GGML_MAX_NAME`
@@ -17,6 +18,8 @@ const MAX_NAME: usize = 63;
 enum Entry {
     /// A tensor, read back when the file is written.
     Tensor(Tensor),
+    /// A float tensor, quantized to `ggml_type` when the file is written.
+    Quantized { tensor: Tensor, ggml_type: GgmlType },
     /// Bytes as the file stores them, of `ggml_type` and `shape`.
     Raw {
         ggml_type: GgmlType,
@@ -168,6 +171,58 @@ impl GgufWriter {
         Ok(self)
     }
 
+    /// Adds `tensor` (a float dtype, any view) as `name`, quantized to
+    /// `ggml_type` (`Q4_0`, `Q4_1`, `Q5_0`, `Q5_1` or `Q8_0`) when the file
+    /// is written, bit for bit as gguf-py's quantizer makes the blocks
+    /// (from the values rounded to f32; finite values expected).
+    ///
+    /// # Errors
+    /// `Error::Format` naming `GgufWriter::add_quantized` as for
+    /// [`GgufWriter::add_tensor`], for another type, a dtype that is not a
+    /// float, or a last axis that is not whole blocks of 32.
+    pub fn add_quantized(
+        &mut self,
+        name: &str,
+        ggml_type: GgmlType,
+        tensor: &Tensor,
+    ) -> Result<&mut GgufWriter> {
+        const OP: &str = "GgufWriter::add_quantized";
+        self.check_tensor(OP, name, tensor.rank())?;
+        if !crate::quant::encodes(ggml_type) {
+            return Err(refuse(
+                OP,
+                format!(
+                    "tensor {name:?}: {ggml_type} is not quantized here (Q4_0, Q4_1, Q5_0, Q5_1 \
+                     and Q8_0 are)"
+                ),
+            ));
+        }
+        if !tensor.dtype().is_float() {
+            return Err(refuse(
+                OP,
+                format!("tensor {name:?} is {}, not a float", tensor.dtype()),
+            ));
+        }
+        let last = tensor.dims().last().copied().unwrap_or(1) as u64;
+        if !last.is_multiple_of(ggml_type.block_size()) {
+            return Err(refuse(
+                OP,
+                format!(
+                    "tensor {name:?}: rows of {last} elements are not whole {ggml_type} blocks of {}",
+                    ggml_type.block_size()
+                ),
+            ));
+        }
+        self.tensors.push((
+            name.to_string(),
+            Entry::Quantized {
+                tensor: tensor.clone(),
+                ggml_type,
+            },
+        ));
+        Ok(self)
+    }
+
     /// Adds a tensor as the file stores it: `bytes` of `ggml_type` and
     /// `shape` (NumPy's order; a quantized type's blocks run along the
     /// last axis), such as [`Gguf::tensor_bytes`](super::Gguf::tensor_bytes)
@@ -222,7 +277,8 @@ impl GgufWriter {
     /// The file's bytes, blocking (native only).
     ///
     /// # Errors
-    /// Readback errors of the tensors added.
+    /// Readback errors of the tensors added; `Error::OutOfMemory` when the
+    /// host refuses a quantized tensor's blocks.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         pollster::block_on(self.to_bytes_async())
@@ -262,6 +318,16 @@ impl GgufWriter {
                     let ggml_type = ggml_type_of(t.dtype()).unwrap_or(GgmlType::F32);
                     let bytes = super::super::host_bytes::row_major_bytes(t).await?;
                     (ggml_type, t.dims().to_vec(), std::borrow::Cow::Owned(bytes))
+                }
+                Entry::Quantized { tensor, ggml_type } => {
+                    const OP: &str = "GgufWriter::to_bytes";
+                    let values = tensor.to_dtype(DType::F32)?.to_vec_async::<f32>().await?;
+                    let bytes = crate::quant::quantize(OP, *ggml_type, &values)?;
+                    (
+                        *ggml_type,
+                        tensor.dims().to_vec(),
+                        std::borrow::Cow::Owned(bytes),
+                    )
                 }
                 Entry::Raw {
                     ggml_type,

@@ -1,0 +1,160 @@
+//! ggml's quantized types: what each is ([`GgmlType`]), and its blocks
+//! decoded to f32 and (for the legacy types) encoded from f32, bit for bit
+//! as gguf-py's `quants.py` does. A leaf: pure arithmetic on bytes, for the
+//! GGUF reader and writer today and the quantized products to come.
+
+mod decode;
+mod encode;
+mod ggml_type;
+
+use crate::error::{Error, Result};
+pub use ggml_type::GgmlType;
+
+/// A decoder: one block's bytes to its elements.
+type Decoder = fn(&[u8], &mut [f32]);
+
+/// An encoder: one block's elements to its bytes.
+type Encoder = fn(&[f32], &mut [u8]);
+
+fn decoder(t: GgmlType) -> Option<Decoder> {
+    Some(match t {
+        GgmlType::Q4_0 => decode::q4_0,
+        GgmlType::Q4_1 => decode::q4_1,
+        GgmlType::Q5_0 => decode::q5_0,
+        GgmlType::Q5_1 => decode::q5_1,
+        GgmlType::Q8_0 => decode::q8_0,
+        GgmlType::Q2_K => decode::q2_k,
+        GgmlType::Q3_K => decode::q3_k,
+        GgmlType::Q4_K => decode::q4_k,
+        GgmlType::Q5_K => decode::q5_k,
+        GgmlType::Q6_K => decode::q6_k,
+        GgmlType::F32 => |b, out| out[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        GgmlType::F16 => |b, out| out[0] = half::f16::from_le_bytes([b[0], b[1]]).to_f32(),
+        GgmlType::BF16 => |b, out| out[0] = half::bf16::from_le_bytes([b[0], b[1]]).to_f32(),
+        _ => return None,
+    })
+}
+
+fn encoder(t: GgmlType) -> Option<Encoder> {
+    Some(match t {
+        GgmlType::Q4_0 => encode::q4_0,
+        GgmlType::Q4_1 => encode::q4_1,
+        GgmlType::Q5_0 => encode::q5_0,
+        GgmlType::Q5_1 => encode::q5_1,
+        GgmlType::Q8_0 => encode::q8_0,
+        _ => return None,
+    })
+}
+
+/// True when [`quantize`] encodes `t`.
+pub fn encodes(t: GgmlType) -> bool {
+    encoder(t).is_some()
+}
+
+/// An empty vector with room for `n` values of `T`, or
+/// `Error::OutOfMemory` naming `op`.
+fn room<T>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        op,
+        requested: (n * std::mem::size_of::<T>()) as u64,
+        in_use: 0,
+        cap: None,
+    })?;
+    Ok(v)
+}
+
+/// The f32 values of `bytes`, whole blocks of `t` (`Q4_0`, `Q4_1`, `Q5_0`,
+/// `Q5_1`, `Q8_0`, `Q2_K` to `Q6_K`, and the plain `F32`, `F16`, `BF16`).
+///
+/// # Errors
+/// `Error::Format` naming `op` for a type without a decoder here or bytes
+/// that are not whole blocks; `Error::OutOfMemory` when the host refuses
+/// the values.
+pub fn dequantize(op: &'static str, t: GgmlType, bytes: &[u8]) -> Result<Vec<f32>> {
+    let decode = decoder(t)
+        .ok_or_else(|| Error::format(op, format!("{t} blocks are not decoded here yet")))?;
+    let (size, width) = (t.block_size() as usize, t.block_bytes() as usize);
+    if !bytes.len().is_multiple_of(width) {
+        return Err(Error::format(
+            op,
+            format!("{} bytes are not whole {t} blocks of {width}", bytes.len()),
+        ));
+    }
+    let blocks = bytes.len() / width;
+    let mut out = room(op, blocks * size)?;
+    out.resize(blocks * size, 0.0);
+    for (block, values) in bytes.chunks_exact(width).zip(out.chunks_exact_mut(size)) {
+        decode(block, values);
+    }
+    Ok(out)
+}
+
+/// `values`, whole blocks of `t` (`Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`,
+/// `Q8_0`), as the blocks' bytes. Values are expected finite (the
+/// reference quantizer's results for NaN or infinity are unspecified).
+///
+/// # Errors
+/// `Error::Format` naming `op` for a type without an encoder here or a
+/// count that is not whole blocks; `Error::OutOfMemory` when the host
+/// refuses the bytes.
+pub fn quantize(op: &'static str, t: GgmlType, values: &[f32]) -> Result<Vec<u8>> {
+    let encode = encoder(t).ok_or_else(|| {
+        Error::format(
+            op,
+            format!("{t} is not quantized here (Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are)"),
+        )
+    })?;
+    let (size, width) = (t.block_size() as usize, t.block_bytes() as usize);
+    if !values.len().is_multiple_of(size) {
+        return Err(Error::format(
+            op,
+            format!("{} values are not whole {t} blocks of {size}", values.len()),
+        ));
+    }
+    let blocks = values.len() / size;
+    let mut out = room(op, blocks * width)?;
+    out.resize(blocks * width, 0);
+    for (block, bytes) in values.chunks_exact(size).zip(out.chunks_exact_mut(width)) {
+        encode(block, bytes);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legacy_types_decode_what_they_encode_within_a_step() {
+        let x: Vec<f32> = (0..64)
+            .map(|i| ((i * 37 % 64) as f32 - 31.5) / 8.0)
+            .collect();
+        for t in [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+        ] {
+            let bytes = quantize("test", t, &x).unwrap();
+            assert_eq!(bytes.len() as u64, t.bytes_for(64).unwrap());
+            let back = dequantize("test", t, &bytes).unwrap();
+            let levels = match t {
+                GgmlType::Q8_0 => 127.0,
+                GgmlType::Q5_0 | GgmlType::Q5_1 => 15.5,
+                _ => 7.5,
+            };
+            for (a, b) in x.iter().zip(&back) {
+                assert!(
+                    (a - b).abs() <= 4.0 / levels * 0.51 + 1e-3,
+                    "{t}: {a} vs {b}"
+                );
+            }
+        }
+        assert!(quantize("test", GgmlType::Q4_K, &x).is_err());
+        assert!(quantize("test", GgmlType::Q8_0, &x[..40]).is_err());
+        assert!(dequantize("test", GgmlType::Q8_0, &[0; 33]).is_err());
+        assert!(dequantize("test", GgmlType::IQ2_XXS, &[0; 66]).is_err());
+    }
+}
