@@ -111,8 +111,8 @@ pub use interop::{ColorMap, GpuBuffer};
 pub use layout::Layout;
 pub use num_complex::Complex32;
 pub use ops::{
-    Activation, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair, Pool, Resize,
-    SortOrder, Stft, TopK,
+    Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair,
+    Pool, Resize, Rope, RopeStyle, SortOrder, Stft, TopK,
 };
 pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledRegion, ProfiledSubmit};
 pub use scalar::Scalar;

@@ -446,3 +446,34 @@ fn every_activation_is_one_fused_kernel() {
         }
     }
 }
+
+#[test]
+fn a_rotary_embedding_is_one_fused_kernel() {
+    // rope (issue 49 item 4): x * cos + flip(x) * signed sin over views of
+    // the pairs, one chain that fusion makes one kernel (three without;
+    // six for f16, whose two widenings to the tables' f32 and the rounding
+    // back are ops of their own then), the tables made once.
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([2, 4, 9, 64], DType::F32, 5, &dev).unwrap();
+        let h = x.to_dtype(DType::F16).unwrap();
+        for style in [
+            webtensor::RopeStyle::HalfSplit,
+            webtensor::RopeStyle::Interleaved,
+        ] {
+            let rope = webtensor::Rope::new(3, 9, 64, 10000.0, style, &dev).unwrap();
+            let fused = name == "fusion";
+            let d = cost(&dev, &|| x.rope(&rope).unwrap());
+            assert_budget(
+                &format!("{name}: {style:?} rope"),
+                &d,
+                if fused { 1 } else { 3 },
+            );
+            let d = cost(&dev, &|| h.rope(&rope).unwrap());
+            assert_budget(
+                &format!("{name}: {style:?} rope of f16"),
+                &d,
+                if fused { 1 } else { 6 },
+            );
+        }
+    }
+}

@@ -4,16 +4,22 @@
 //! `batch_norm.rs`: `batch_norm` in inference) and the piecewise-linear
 //! activations (`activations.rs`: `relu6`, `leaky_relu`, `elu`,
 //! `softplus`, `mish`; `activation.rs`: [`Activation`], one named as a
-//! value for a layer to apply) and `fuse.rs`: a batch norm folded into the
-//! convolution before it.
+//! value for a layer to apply), `fuse.rs`: a batch norm folded into the
+//! convolution before it, and the transformer's blocks (`rope.rs`: rotary
+//! position embeddings; `attention.rs`: scaled dot-product attention with
+//! grouped-query heads).
 
 mod activation;
 mod activations;
+mod attention;
 mod batch_norm;
 mod fuse;
 mod norms;
+mod rope;
 
 pub use activation::Activation;
+pub use attention::Attention;
+pub use rope::{Rope, RopeStyle};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};

@@ -1,0 +1,192 @@
+//! Scaled dot-product attention, PyTorch's `scaled_dot_product_attention`
+//! (its reference code: `q @ k^T * scale`, a bias of -inf where masked,
+//! softmax over the keys, `@ v`), with grouped-query heads.
+//!
+//! Composed from batched products, one masking op and a softmax: grouped
+//! heads are a reshape of the queries into (key heads, group) and a
+//! broadcast axis of the keys and values, so no head of K or V is copied.
+//! A fused kernel (one pass over K and V with an online softmax) is the
+//! next step; this form is the semantics it must keep.
+
+use super::check_float;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::{Arg, check_devices};
+use crate::tensor::Tensor;
+
+const OP: &str = "sdpa";
+
+/// How [`Tensor::sdpa`] attends: PyTorch's `attn_mask`, `is_causal` and
+/// `scale`.
+#[derive(Debug, Clone, Default)]
+pub struct Attention {
+    mask: Option<Tensor>,
+    causal: bool,
+    scale: Option<f64>,
+}
+
+impl Attention {
+    /// Every query attends every key, scaled by `1 / sqrt(head_dim)`.
+    pub fn new() -> Attention {
+        Attention::default()
+    }
+
+    /// A mask broadcastable to the scores' `(..., heads, queries, keys)`:
+    /// bool, true where a query attends a key, or of the queries' dtype,
+    /// added to the scores.
+    pub fn mask(mut self, mask: &Tensor) -> Attention {
+        self.mask = Some(mask.clone());
+        self
+    }
+
+    /// PyTorch's `is_causal`: query `i` attends keys `0..=i` (the upper
+    /// left triangle of the scores, also when there are more keys than
+    /// queries; a decoding step with a cache masks nothing, or passes a
+    /// mask).
+    pub fn causal(mut self) -> Attention {
+        self.causal = true;
+        self
+    }
+
+    /// The scores' scale in place of `1 / sqrt(head_dim)`.
+    pub fn scale(mut self, scale: f64) -> Attention {
+        self.scale = Some(scale);
+        self
+    }
+}
+
+impl Tensor {
+    /// Scaled dot-product attention of these queries `(..., heads, L, E)`
+    /// over `key` `(..., kv_heads, S, E)` and `value` `(..., kv_heads, S,
+    /// Ev)`: `softmax(q @ k^T * scale + bias) @ v`, of shape `(..., heads,
+    /// L, Ev)`, where the bias is -inf where `attention` masks (see
+    /// [`Attention`]). Grouped-query attention where `heads` is a multiple
+    /// of `kv_heads` (query head `h` attends key head `h / (heads /
+    /// kv_heads)`); leading axes broadcast as `matmul`'s. A row that
+    /// attends no key is NaN, as PyTorch's.
+    ///
+    /// ```
+    /// use webtensor::{Attention, DType, Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let dev = Device::cpu();
+    /// let q = Tensor::randn([1, 8, 5, 16], DType::F32, 1, &dev)?;
+    /// let k = Tensor::randn([1, 2, 5, 16], DType::F32, 2, &dev)?; // 4 query heads a key head
+    /// let v = Tensor::randn([1, 2, 5, 16], DType::F32, 3, &dev)?;
+    /// let out = q.sdpa(&k, &v, &Attention::new().causal())?;
+    /// assert_eq!(out.dims(), &[1, 8, 5, 16]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `sdpa` for operands of other ranks or fewer
+    /// than 2 axes, head sizes or key counts that differ, query heads that
+    /// are not a multiple of key heads, or a mask that does not broadcast
+    /// to the scores; `Error::DType` for operands of different or non-float
+    /// dtypes, or a mask neither bool nor of their dtype;
+    /// `Error::Argument` for a mask with `causal` (as PyTorch);
+    /// `Error::DeviceMismatch`.
+    pub fn sdpa(&self, key: &Tensor, value: &Tensor, attention: &Attention) -> Result<Tensor> {
+        let _region = crate::profile_region::op(OP);
+        self.attend(key, value, attention).map_err(|e| e.named(OP))
+    }
+
+    /// [`Tensor::sdpa`], whose parts' errors name their own ops.
+    fn attend(&self, key: &Tensor, value: &Tensor, attention: &Attention) -> Result<Tensor> {
+        let (q, k, v) = (self, key, value);
+        let mut args = vec![Arg::Tensor(k), Arg::Tensor(v)];
+        if let Some(m) = &attention.mask {
+            args.push(Arg::Tensor(m));
+        }
+        check_devices(OP, q, &args)?;
+        check_float(OP, q.dtype())?;
+        if k.dtype() != q.dtype() || v.dtype() != q.dtype() {
+            return Err(Error::dtype(
+                OP,
+                format!(
+                    "query, key and value are {}, {} and {}; give them one dtype",
+                    q.dtype(),
+                    k.dtype(),
+                    v.dtype()
+                ),
+            ));
+        }
+        let rank = q.rank();
+        let (qd, kd, vd) = (q.dims(), k.dims(), v.dims());
+        let shape_error = |msg: String| Error::shape(OP, msg);
+        if rank < 2 || k.rank() != rank || v.rank() != rank {
+            return Err(shape_error(format!(
+                "query {qd:?}, key {kd:?} and value {vd:?} must have one rank of at least 2"
+            )));
+        }
+        let (e, s) = (qd[rank - 1], kd[rank - 2]);
+        if kd[rank - 1] != e || vd[rank - 2] != s {
+            return Err(shape_error(format!(
+                "query {qd:?}, key {kd:?} and value {vd:?}: the key's head size must be the \
+                 query's and the value's length the key's"
+            )));
+        }
+        let groups = if rank >= 3 && qd[rank - 3] != kd[rank - 3] {
+            let (hq, hk) = (qd[rank - 3], kd[rank - 3]);
+            if hk == 0 || vd[rank - 3] != hk || !hq.is_multiple_of(hk) {
+                return Err(shape_error(format!(
+                    "{hq} query heads are not groups of the key's and value's heads ({kd:?}, \
+                     {vd:?})"
+                )));
+            }
+            Some((hk, hq / hk))
+        } else {
+            None
+        };
+        if attention.causal && attention.mask.is_some() {
+            return Err(Error::argument(
+                OP,
+                "a mask and causal together: PyTorch refuses them; fold the triangle into the mask",
+            ));
+        }
+        let scale = attention.scale.unwrap_or(1.0 / (e as f64).sqrt());
+        let l = qd[rank - 2];
+        // Grouped: queries (..., kv_heads, group, L, E) against keys and
+        // values (..., kv_heads, 1, S, E), a broadcast axis.
+        let (q, k, v) = match groups {
+            Some((hk, g)) => {
+                let mut grouped = qd[..rank - 3].to_vec();
+                grouped.extend([hk, g, l, e]);
+                (q.reshape(grouped)?, k.unsqueeze(-3)?, v.unsqueeze(-3)?)
+            }
+            None => (q.clone(), k.clone(), v.clone()),
+        };
+        let scores = q.matmul(&k.transpose(-1, -2)?)?.mul_scalar(scale)?;
+        let grouped_shape = scores.shape().clone();
+        // Masks broadcast to (..., heads, L, S).
+        let mut heads_shape = qd[..rank - 1].to_vec();
+        heads_shape.push(s);
+        let scores = scores.reshape(heads_shape)?;
+        let dev = scores.device().clone();
+        let scores = if attention.causal {
+            let above = Tensor::ones([l, s], DType::Bool, &dev)?.triu(1)?;
+            scores.masked_fill(&above, f64::NEG_INFINITY)?
+        } else if let Some(mask) = &attention.mask {
+            match mask.dtype() {
+                DType::Bool => scores.masked_fill(&mask.logical_not()?, f64::NEG_INFINITY)?,
+                d if d == scores.dtype() => scores.add(mask)?,
+                d => {
+                    return Err(Error::dtype(
+                        OP,
+                        format!(
+                            "the mask is {d}: give a bool mask or one of the scores' {}",
+                            scores.dtype()
+                        ),
+                    ));
+                }
+            }
+        } else {
+            scores
+        };
+        let weights = scores.softmax(-1)?.reshape(grouped_shape)?;
+        let out = weights.matmul(&v)?;
+        let mut out_shape = qd[..rank - 1].to_vec();
+        out_shape.push(vd[rank - 1]);
+        out.reshape(out_shape)
+    }
+}

@@ -1,0 +1,354 @@
+//! Rotary embeddings and scaled dot-product attention against NumPy's
+//! answers (`tests/data/make_attention_cases.py`), on every device, over
+//! views, in f32, f16 and bf16, and their bad input.
+
+mod common;
+
+use std::collections::HashMap;
+use webtensor::{Attention, DType, Device, Error, Rope, RopeStyle, Tensor, io};
+
+fn cases() -> HashMap<String, Tensor> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/attention_cases.npz"
+    );
+    io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+fn read(t: &Tensor) -> Vec<f32> {
+    t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+}
+
+/// Asserts `got` is within `rel * (1 + |want|)` of `want`, elementwise.
+#[track_caller]
+fn close(got: &[f32], want: &[f32], rel: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= rel * (1.0 + w.abs()),
+            "{what}: element {i} is {g}, NumPy's {w}"
+        );
+    }
+}
+
+const STYLES: [(RopeStyle, &str); 2] = [
+    (RopeStyle::HalfSplit, "half"),
+    (RopeStyle::Interleaved, "interleaved"),
+];
+
+#[test]
+fn rotations_match_numpy_from_its_tables_and_from_our_own() {
+    let c = cases();
+    for dev in common::devices() {
+        for k in 0..4 {
+            let args = c[&format!("rope{k}_args")].to_vec::<f64>().unwrap();
+            let (start, len, dim, theta) = (
+                args[0] as usize,
+                args[1] as usize,
+                args[2] as usize,
+                args[3],
+            );
+            let x = c[&format!("rope{k}_x")].to_device(&dev).unwrap();
+            let cos = c[&format!("rope{k}_cos")].to_device(&dev).unwrap();
+            let sin = c[&format!("rope{k}_sin")].to_device(&dev).unwrap();
+            for (style, name) in STYLES {
+                let want = c[&format!("rope{k}_{name}")].to_vec::<f32>().unwrap();
+                let what = format!("case {k}, {name}, on {dev}");
+                // NumPy's tables: the rotation rounds as NumPy's does (a GPU
+                // may fuse a product into the sum: an ulp).
+                let theirs = Rope::from_tables(&cos, &sin, style).unwrap();
+                let got = read(&x.rope(&theirs).unwrap());
+                if dev.is_cpu() {
+                    assert_eq!(got, want, "{what}");
+                } else {
+                    close(&got, &want, 1e-6, &what);
+                }
+                // Our tables: angles within an ulp or two of NumPy's (an ulp
+                // of the largest angle, the last position, moves its cosine
+                // and sine by as much), cosines and sines a few ulps apart.
+                let ours = Rope::new(start, len, dim, theta, style, &dev).unwrap();
+                let ulp_of_angle = (start + len) as f32 * f32::EPSILON;
+                close(
+                    &read(&x.rope(&ours).unwrap()),
+                    &want,
+                    2e-5 + 4.0 * ulp_of_angle,
+                    &what,
+                );
+                // A slice of longer tables is the tables of its positions.
+                let long = Rope::new(0, start + len + 3, dim, theta, style, &dev).unwrap();
+                let sliced = long.positions(start, len).unwrap();
+                assert_eq!((sliced.len(), sliced.head_dim()), (len, dim));
+                assert_eq!(
+                    read(&x.rope(&sliced).unwrap()),
+                    read(&x.rope(&ours).unwrap()),
+                    "{what}: sliced tables"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rotations_read_any_view_and_round_half_types_once() {
+    let c = cases();
+    for dev in common::devices() {
+        let x = c["rope1_x"].to_device(&dev).unwrap(); // (2, 3, 3, 64)
+        let (cos, sin) = (&c["rope1_cos"], &c["rope1_sin"]);
+        for (style, name) in STYLES {
+            let rope = Rope::from_tables(
+                &cos.to_device(&dev).unwrap(),
+                &sin.to_device(&dev).unwrap(),
+                style,
+            )
+            .unwrap();
+            let want = read(&x.rope(&rope).unwrap());
+            // Heads and positions stored the other way round, and reversed.
+            let stored = x.transpose(1, 2).unwrap().contiguous().unwrap();
+            let view = stored.transpose(1, 2).unwrap();
+            assert_eq!(read(&view.rope(&rope).unwrap()), want, "{name} on {dev}");
+            let reversed = x
+                .flip(&[0])
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .flip(&[0])
+                .unwrap();
+            assert_eq!(
+                read(&reversed.rope(&rope).unwrap()),
+                want,
+                "{name} on {dev}"
+            );
+            for dtype in [DType::F16, DType::BF16] {
+                let h = x.to_dtype(dtype).unwrap();
+                let got = h.rope(&rope).unwrap();
+                assert_eq!(got.dtype(), dtype);
+                let once = h
+                    .to_dtype(DType::F32)
+                    .unwrap()
+                    .rope(&rope)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                assert_eq!(read(&got), read(&once), "{name} {dtype} on {dev}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rotations_refuse_bad_input() {
+    let dev = Device::cpu();
+    let rope = Rope::new(0, 4, 8, 10000.0, RopeStyle::HalfSplit, &dev).unwrap();
+    let x = Tensor::zeros([2, 4, 8], DType::F32, &dev).unwrap();
+    assert!(x.rope(&rope).is_ok());
+    for (result, what) in [
+        (
+            Tensor::zeros([2, 5, 8], DType::F32, &dev)
+                .unwrap()
+                .rope(&rope),
+            "positions",
+        ),
+        (
+            Tensor::zeros([2, 4, 6], DType::F32, &dev)
+                .unwrap()
+                .rope(&rope),
+            "head_dim",
+        ),
+        (
+            Tensor::zeros([8], DType::F32, &dev).unwrap().rope(&rope),
+            "positions",
+        ),
+    ] {
+        match result {
+            Err(Error::Shape { op: "rope", msg }) => assert!(msg.contains(what), "{msg}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    let ints = Tensor::zeros([4, 8], DType::I32, &dev).unwrap();
+    assert!(matches!(ints.rope(&rope), Err(Error::DType { .. })));
+    for (r, what) in [
+        (
+            Rope::new(0, 4, 7, 10000.0, RopeStyle::HalfSplit, &dev),
+            "even",
+        ),
+        (
+            Rope::new(0, 0, 8, 10000.0, RopeStyle::HalfSplit, &dev),
+            "empty",
+        ),
+        (
+            Rope::new(1 << 24, 1, 8, 10000.0, RopeStyle::HalfSplit, &dev),
+            "2^24",
+        ),
+        (
+            Rope::new(0, 4, 8, f64::NAN, RopeStyle::HalfSplit, &dev),
+            "theta",
+        ),
+        (rope.positions(2, 3), "outside"),
+    ] {
+        match r {
+            Err(Error::Argument { msg, .. }) => assert!(msg.contains(what), "{msg}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    let cos = Tensor::zeros([4, 4], DType::F32, &dev).unwrap();
+    let sin = Tensor::zeros([4, 3], DType::F32, &dev).unwrap();
+    assert!(matches!(
+        Rope::from_tables(&cos, &sin, RopeStyle::Interleaved),
+        Err(Error::Shape { .. })
+    ));
+    if let Some(gpu) = common::gpu() {
+        let far = x.to_device(&gpu).unwrap();
+        assert!(matches!(far.rope(&rope), Err(Error::DeviceMismatch { .. })));
+    }
+}
+
+const ATTENTION: [&str; 8] = [
+    "plain",
+    "causal",
+    "causal_wide",
+    "gqa",
+    "gqa_causal",
+    "bool_mask",
+    "float_mask",
+    "decode",
+];
+
+/// The attention of case `name` on `dev`, its operands passed through
+/// `view` first.
+fn attend(
+    c: &HashMap<String, Tensor>,
+    name: &str,
+    dev: &Device,
+    view: impl Fn(Tensor) -> Tensor,
+) -> Tensor {
+    let on = |part: &str| view(c[&format!("{name}_{part}")].to_device(dev).unwrap());
+    let mut a = Attention::new();
+    if c[&format!("{name}_causal")].to_vec::<bool>().unwrap()[0] {
+        a = a.causal();
+    }
+    let scale = c[&format!("{name}_scale")].to_vec::<f64>().unwrap()[0];
+    if !scale.is_nan() {
+        a = a.scale(scale);
+    }
+    let q = on("q");
+    if let Some(m) = c.get(&format!("{name}_mask")) {
+        // A float mask in the queries' dtype, as PyTorch takes it.
+        let m = m.to_device(dev).unwrap();
+        let m = if m.dtype() == DType::Bool {
+            m
+        } else {
+            m.to_dtype(q.dtype()).unwrap()
+        };
+        a = a.mask(&m);
+    }
+    q.sdpa(&on("k"), &on("v"), &a).unwrap()
+}
+
+#[test]
+fn attention_matches_numpy_with_masks_groups_and_views() {
+    let c = cases();
+    for dev in common::devices() {
+        for name in ATTENTION {
+            let want = c[&format!("{name}_out")].to_vec::<f32>().unwrap();
+            let got = attend(&c, name, &dev, |t| t);
+            assert_eq!(got.dims(), c[&format!("{name}_out")].dims(), "{name}");
+            close(&read(&got), &want, 2e-5, &format!("{name} on {dev}"));
+            // Operands stored with their last two axes swapped, and
+            // reversed along the first: strided views.
+            let strided = attend(&c, name, &dev, |t| {
+                let r = t.rank() as isize;
+                let swapped = t.transpose(r - 1, r - 2).unwrap().contiguous().unwrap();
+                swapped
+                    .transpose(r - 1, r - 2)
+                    .unwrap()
+                    .flip(&[0])
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+                    .flip(&[0])
+                    .unwrap()
+            });
+            close(
+                &read(&strided),
+                &want,
+                2e-5,
+                &format!("{name} from views on {dev}"),
+            );
+            let half = attend(&c, name, &dev, |t| t.to_dtype(DType::F16).unwrap());
+            assert_eq!(half.dtype(), DType::F16);
+            close(
+                &read(&half),
+                &want,
+                2e-2,
+                &format!("{name} in f16 on {dev}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn a_row_that_attends_nothing_is_nan_as_pytorchs() {
+    let dev = Device::cpu();
+    let q = Tensor::ones([1, 2, 4], DType::F32, &dev).unwrap();
+    let kv = Tensor::ones([1, 3, 4], DType::F32, &dev).unwrap();
+    let mask = Tensor::from_slice(&[true, false, true, false, false, false], [2, 3], &dev).unwrap();
+    let out = read(&q.sdpa(&kv, &kv, &Attention::new().mask(&mask)).unwrap());
+    assert_eq!(&out[..4], &[1.0; 4]);
+    assert!(out[4..].iter().all(|v| v.is_nan()), "{out:?}");
+}
+
+#[test]
+fn attention_refuses_bad_input() {
+    let dev = Device::cpu();
+    let t = |dims: &[usize], dtype| Tensor::zeros(dims, dtype, &dev).unwrap();
+    let q = t(&[1, 4, 3, 8], DType::F32);
+    let k = t(&[1, 2, 5, 8], DType::F32);
+    let a = Attention::new();
+    assert_eq!(q.sdpa(&k, &k, &a).unwrap().dims(), &[1, 4, 3, 8]);
+    let shape = |r: webtensor::Result<Tensor>, what: &str| match r {
+        Err(Error::Shape { op: "sdpa", msg }) => assert!(msg.contains(what), "{msg}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    shape(q.sdpa(&t(&[2, 5, 8], DType::F32), &k, &a), "rank");
+    shape(q.sdpa(&t(&[1, 2, 5, 7], DType::F32), &k, &a), "head size");
+    shape(q.sdpa(&k, &t(&[1, 2, 6, 8], DType::F32), &a), "length");
+    shape(
+        q.sdpa(
+            &t(&[1, 3, 5, 8], DType::F32),
+            &t(&[1, 3, 5, 8], DType::F32),
+            &a,
+        ),
+        "groups",
+    );
+    shape(
+        q.sdpa(&k, &k, &Attention::new().mask(&t(&[2, 2], DType::Bool))),
+        "broadcast",
+    );
+    assert!(matches!(
+        q.sdpa(&k, &k.to_dtype(DType::F16).unwrap(), &a),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        t(&[1, 4, 3, 8], DType::I32).sdpa(
+            &t(&[1, 2, 5, 8], DType::I32),
+            &t(&[1, 2, 5, 8], DType::I32),
+            &a
+        ),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        q.sdpa(&k, &k, &Attention::new().mask(&t(&[3, 5], DType::I32))),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(
+        q.sdpa(
+            &k,
+            &k,
+            &Attention::new().causal().mask(&t(&[3, 5], DType::Bool))
+        ),
+        Err(Error::Argument { op: "sdpa", .. })
+    ));
+}

@@ -1,0 +1,110 @@
+"""Rotary embeddings and scaled dot-product attention as NumPy computes
+them, in f32, for tests/attention.rs (`pip install numpy`):
+
+    python3 tests/data/make_attention_cases.py
+
+Rotary tables as Hugging Face's Llama makes them (`inv_freq = 1 / theta **
+(arange(0, d, 2) / d)`, angles = positions x inv_freq, all f32); rotations in
+the half-split layout (GPT-NeoX, Hugging Face's `rotate_half`) and the
+interleaved one (GPT-J, ggml's normal mode), each `x1 cos - x2 sin`,
+`x2 cos + x1 sin` rounded as written. Attention as PyTorch's reference code
+for `scaled_dot_product_attention` writes it (`q @ k^T * scale`, a bias of
+-inf where masked, softmax, `@ v`), with grouped-query heads (k and v heads
+repeated), the float64 result rounded to f32.
+"""
+
+import pathlib
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).parent
+rng = np.random.default_rng(20261129)
+f32 = np.float32
+cases = {}
+
+
+def tables(start, length, dim, theta):
+    inv = f32(1.0) / (f32(theta) ** (np.arange(0, dim, 2, dtype=f32) / f32(dim)))
+    t = np.arange(start, start + length, dtype=f32)
+    angles = np.outer(t, inv).astype(f32)
+    return np.cos(angles).astype(f32), np.sin(angles).astype(f32)
+
+
+def rotate(x, cos, sin, style):
+    h = x.shape[-1] // 2
+    if style == "half":
+        x1, x2 = x[..., :h], x[..., h:]
+    else:
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+    a = x1 * cos - x2 * sin
+    b = x2 * cos + x1 * sin
+    out = np.empty_like(x)
+    if style == "half":
+        out[..., :h], out[..., h:] = a, b
+    else:
+        out[..., 0::2], out[..., 1::2] = a, b
+    return out
+
+
+for k, (start, length, dim, theta) in enumerate(
+    [(0, 5, 8, 10000.0), (37, 3, 64, 10000.0), (1000, 1, 128, 500000.0), (0, 17, 6, 100.0)]
+):
+    cos, sin = tables(start, length, dim, theta)
+    x = rng.standard_normal((2, 3, length, dim)).astype(f32)
+    cases[f"rope{k}_x"] = x
+    cases[f"rope{k}_cos"] = cos
+    cases[f"rope{k}_sin"] = sin
+    cases[f"rope{k}_args"] = np.array([start, length, dim, theta], dtype=np.float64)
+    for style in ["half", "interleaved"]:
+        cases[f"rope{k}_{style}"] = rotate(x, cos, sin, style)
+
+
+def attention(q, k, v, mask=None, causal=False, scale=None):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    hq, hk = q.shape[-3], k.shape[-3]
+    if hq != hk:
+        k = np.repeat(k, hq // hk, axis=-3)
+        v = np.repeat(v, hq // hk, axis=-3)
+    length, source = q.shape[-2], k.shape[-2]
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    bias = np.zeros((length, source))
+    if causal:
+        bias[~np.tril(np.ones((length, source), dtype=bool))] = -np.inf
+    if mask is not None:
+        bias = np.where(mask, 0.0, -np.inf) if mask.dtype == bool else bias + mask
+    w = q @ np.swapaxes(k, -1, -2) * scale + bias
+    w = np.exp(w - w.max(axis=-1, keepdims=True))
+    w = w / w.sum(axis=-1, keepdims=True)
+    return (w @ v).astype(f32)
+
+
+attn = [
+    # name, q shape, k shape, v's last extent, mask kind, causal, scale
+    ("plain", (2, 4, 5, 8), (2, 4, 7, 8), 8, None, False, None),
+    ("causal", (1, 2, 9, 16), (1, 2, 9, 16), 16, None, True, None),
+    ("causal_wide", (1, 2, 3, 16), (1, 2, 11, 16), 12, None, True, 0.3),
+    ("gqa", (2, 8, 6, 32), (2, 2, 10, 32), 32, None, False, None),
+    ("gqa_causal", (1, 6, 7, 8), (1, 3, 7, 8), 4, None, True, None),
+    ("bool_mask", (2, 3, 4, 8), (2, 3, 6, 8), 8, "bool", False, None),
+    ("float_mask", (3, 5, 8), (3, 6, 8), 5, "float", False, None),
+    ("decode", (1, 4, 1, 64), (1, 2, 130, 64), 64, None, False, None),
+]
+for name, qs, ks, ev, mask_kind, causal, scale in attn:
+    q = rng.standard_normal(qs).astype(f32)
+    k = rng.standard_normal(ks).astype(f32)
+    v = rng.standard_normal(ks[:-1] + (ev,)).astype(f32)
+    mask = None
+    if mask_kind == "bool":
+        mask = rng.random((qs[-2], ks[-2])) < 0.7
+        mask[:, 0] = True  # every row attends somewhere
+    elif mask_kind == "float":
+        mask = rng.standard_normal((qs[-2], ks[-2])).astype(f32)
+    for part, value in [("q", q), ("k", k), ("v", v)]:
+        cases[f"{name}_{part}"] = value
+    if mask is not None:
+        cases[f"{name}_mask"] = mask
+    cases[f"{name}_scale"] = np.array([np.nan if scale is None else scale])
+    cases[f"{name}_causal"] = np.array([causal])
+    cases[f"{name}_out"] = attention(q, k, v, mask, causal, scale)
+
+np.savez(HERE / "attention_cases.npz", **cases)
