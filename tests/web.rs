@@ -1337,3 +1337,48 @@ async fn a_destroyed_device_is_lost_and_every_call_fails_at_once() {
         Err(Error::DeviceLost { op: "sync", .. })
     ));
 }
+
+#[wasm_bindgen_test]
+async fn rope_attention_and_gguf_agree_with_the_cpu() {
+    use webtensor::io::{GgmlType, Gguf, GgufValue, GgufWriter};
+    use webtensor::{Attention, Rope, RopeStyle};
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let x = Tensor::randn([2, 3, 5, 16], DType::F32, 3, &cpu).unwrap();
+    let on_gpu = x.to_device_async(&dev).await.unwrap();
+    for style in [RopeStyle::HalfSplit, RopeStyle::Interleaved] {
+        let here = Rope::new(4, 5, 16, 10000.0, style, &cpu).unwrap();
+        let there = Rope::new(0, 9, 16, 10000.0, style, &dev)
+            .unwrap()
+            .positions(4, 5)
+            .unwrap();
+        let want = read(&x.rope(&here).unwrap()).await;
+        close(&read(&on_gpu.rope(&there).unwrap()).await, &want, "rope");
+    }
+    let k = Tensor::randn([2, 1, 7, 16], DType::F32, 4, &cpu).unwrap();
+    let a = Attention::new().causal();
+    let want = read(&x.sdpa(&k, &k, &a).unwrap()).await;
+    let k_gpu = k.to_device_async(&dev).await.unwrap();
+    close(
+        &read(&on_gpu.sdpa(&k_gpu, &k_gpu, &a).unwrap()).await,
+        &want,
+        "sdpa",
+    );
+    // A GGUF file written and read in the page, its blocks decoded on
+    // the host and placed on the GPU.
+    let mut w = GgufWriter::new();
+    w.add_metadata("general.architecture", GgufValue::String("llama".into()))
+        .unwrap();
+    w.add_tensor("x", &on_gpu).unwrap();
+    w.add_quantized("q", GgmlType::Q8_0, &on_gpu.reshape([15, 32]).unwrap())
+        .unwrap();
+    let file = Gguf::from_bytes(w.to_bytes_async().await.unwrap()).unwrap();
+    let xs = read(&x).await;
+    close(&read(&file.tensor("x", &dev).unwrap()).await, &xs, "gguf");
+    let q = file.dequantize("q", DType::F32, &dev).unwrap();
+    assert_eq!(q.dims(), &[15, 32]);
+    // Q8_0 keeps each value within half a step of its block's largest / 127.
+    for (g, w) in read(&q).await.iter().zip(&xs) {
+        assert!((g - w).abs() <= 0.05, "gguf q8_0: {g} vs {w}");
+    }
+}
