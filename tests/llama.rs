@@ -1,0 +1,211 @@
+//! A tiny Llama-architecture model read from a GGUF file gguf-py wrote
+//! (`tests/data/make_tiny_llama.py`: f32, f16 and Q8_0 weights), run
+//! forward on every device from webtensor's ops (embedding rows, RMS
+//! norms, products, rotary embeddings, grouped-query attention over a KV
+//! cache written in place through views, SwiGLU), against NumPy's forward
+//! pass: the prompt's logits within f32 rounding, and the greedy
+//! continuation token for token.
+
+mod common;
+
+use webtensor::io::{Gguf, GgufValue};
+use webtensor::{Attention, DType, Device, Rope, RopeStyle, Tensor, io};
+
+fn data(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+struct Block {
+    attn_norm: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    ffn_norm: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    down: Tensor,
+    /// The keys and values of every position so far, (kv_heads, context,
+    /// head_dim), written in place.
+    cache_k: Tensor,
+    cache_v: Tensor,
+}
+
+struct Model {
+    dim: usize,
+    heads: usize,
+    kv_heads: usize,
+    eps: f64,
+    embd: Tensor,
+    blocks: Vec<Block>,
+    norm: Tensor,
+    output: Tensor,
+    rope: Rope,
+}
+
+fn number(f: &Gguf, key: &str) -> f64 {
+    f.get(key)
+        .and_then(GgufValue::as_f64)
+        .unwrap_or_else(|| panic!("{key}"))
+}
+
+impl Model {
+    fn load(f: &Gguf, dev: &Device, context: usize) -> Model {
+        assert_eq!(
+            f.get("general.architecture").and_then(GgufValue::as_str),
+            Some("llama")
+        );
+        let w = |name: &str| f.dequantize(name, DType::F32, dev).unwrap();
+        let dim = number(f, "llama.embedding_length") as usize;
+        let heads = number(f, "llama.attention.head_count") as usize;
+        let kv_heads = number(f, "llama.attention.head_count_kv") as usize;
+        let head = dim / heads;
+        let cache = || Tensor::zeros([kv_heads, context, head], DType::F32, dev).unwrap();
+        let blocks = (0..number(f, "llama.block_count") as usize)
+            .map(|i| {
+                let b = |part: &str| w(&format!("blk.{i}.{part}.weight"));
+                Block {
+                    attn_norm: b("attn_norm"),
+                    q: b("attn_q"),
+                    k: b("attn_k"),
+                    v: b("attn_v"),
+                    out: b("attn_output"),
+                    ffn_norm: b("ffn_norm"),
+                    gate: b("ffn_gate"),
+                    up: b("ffn_up"),
+                    down: b("ffn_down"),
+                    cache_k: cache(),
+                    cache_v: cache(),
+                }
+            })
+            .collect();
+        let theta = number(f, "llama.rope.freq_base");
+        Model {
+            dim,
+            heads,
+            kv_heads,
+            eps: number(f, "llama.attention.layer_norm_rms_epsilon"),
+            embd: w("token_embd.weight"),
+            blocks,
+            norm: w("output_norm.weight"),
+            output: w("output.weight"),
+            // ggml's normal mode: the interleaved pairs.
+            rope: Rope::new(0, context, head, theta, RopeStyle::Interleaved, dev).unwrap(),
+        }
+    }
+
+    /// `x (seq, features) @ w^T` for a weight stored (out, in).
+    fn linear(x: &Tensor, w: &Tensor) -> Tensor {
+        x.matmul(&w.t()).unwrap()
+    }
+
+    /// Heads of `x (seq, heads * head)`: `(heads, seq, head)`, a view.
+    fn split(&self, x: &Tensor, heads: usize) -> Tensor {
+        let seq = x.dims()[0];
+        x.reshape([seq, heads, self.dim / self.heads])
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap()
+    }
+
+    /// The logits `(seq, vocab)` of `tokens` at positions `start..`, the
+    /// keys and values of earlier positions read from the caches.
+    fn forward(&self, tokens: &[i32], start: usize) -> Tensor {
+        let dev = self.embd.device();
+        let seq = tokens.len();
+        let ids = Tensor::from_slice(tokens, [seq], dev).unwrap();
+        let mut x = self.embd.index_select(&ids, 0).unwrap();
+        let rope = self.rope.positions(start, seq).unwrap();
+        // Causal within the new positions, every cached one before them.
+        let attention = if seq > 1 {
+            let keys = start + seq;
+            let rows = Tensor::arange(start as i32, keys as i32, 1, dev)
+                .unwrap()
+                .reshape([seq, 1])
+                .unwrap();
+            let cols = Tensor::arange(0i32, keys as i32, 1, dev).unwrap();
+            Attention::new().mask(&cols.le(&rows).unwrap())
+        } else {
+            Attention::new()
+        };
+        for b in &self.blocks {
+            let h = x
+                .rms_norm(&[self.dim], Some(&b.attn_norm), Some(self.eps))
+                .unwrap();
+            let q = self
+                .split(&Self::linear(&h, &b.q), self.heads)
+                .rope(&rope)
+                .unwrap();
+            let k = self
+                .split(&Self::linear(&h, &b.k), self.kv_heads)
+                .rope(&rope)
+                .unwrap();
+            let v = self.split(&Self::linear(&h, &b.v), self.kv_heads);
+            b.cache_k.narrow(1, start, seq).unwrap().assign(&k).unwrap();
+            b.cache_v.narrow(1, start, seq).unwrap().assign(&v).unwrap();
+            let keys = b.cache_k.narrow(1, 0, start + seq).unwrap();
+            let values = b.cache_v.narrow(1, 0, start + seq).unwrap();
+            let att = q.sdpa(&keys, &values, &attention).unwrap();
+            let att = att
+                .transpose(0, 1)
+                .unwrap()
+                .reshape([seq, self.dim])
+                .unwrap();
+            x = x.add(&Self::linear(&att, &b.out)).unwrap();
+            let h = x
+                .rms_norm(&[self.dim], Some(&b.ffn_norm), Some(self.eps))
+                .unwrap();
+            let gated = Self::linear(&h, &b.gate)
+                .silu()
+                .unwrap()
+                .mul(&Self::linear(&h, &b.up))
+                .unwrap();
+            x = x.add(&Self::linear(&gated, &b.down)).unwrap();
+        }
+        let x = x
+            .rms_norm(&[self.dim], Some(&self.norm), Some(self.eps))
+            .unwrap();
+        Self::linear(&x, &self.output)
+    }
+}
+
+#[test]
+fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
+    let file = Gguf::from_bytes(data("tiny_llama.gguf")).unwrap();
+    let reference: std::collections::HashMap<String, Tensor> =
+        io::from_npz_bytes(&data("tiny_llama_reference.npz"), &Device::cpu())
+            .unwrap()
+            .into_iter()
+            .collect();
+    let prompt = reference["prompt"].to_vec::<i32>().unwrap();
+    let want_logits = reference["logits"].to_vec::<f32>().unwrap();
+    let greedy = reference["greedy"].to_vec::<i32>().unwrap();
+    for dev in common::devices() {
+        let model = Model::load(&file, &dev, 32);
+        let logits = model.forward(&prompt, 0);
+        assert_eq!(logits.dims(), &[prompt.len(), 50]);
+        let got = logits.to_vec::<f32>().unwrap();
+        for (i, (g, w)) in got.iter().zip(&want_logits).enumerate() {
+            assert!(
+                (g - w).abs() <= 2e-4 * (1.0 + w.abs()),
+                "{dev}: logit {i}: {g} vs NumPy's {w}"
+            );
+        }
+        // Decoding one token a step over the KV cache.
+        let mut next = logits
+            .narrow(0, prompt.len() - 1, 1)
+            .unwrap()
+            .argmax(-1)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap()[0];
+        let mut tokens = vec![next];
+        for step in 1..greedy.len() {
+            let at = prompt.len() + step - 1;
+            let logits = model.forward(&[next], at);
+            next = logits.argmax(-1).unwrap().to_vec::<i32>().unwrap()[0];
+            tokens.push(next);
+        }
+        assert_eq!(tokens, greedy, "{dev}: greedy continuation");
+    }
+}
