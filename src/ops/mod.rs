@@ -33,7 +33,7 @@ mod windows;
 pub use conv_args::{Conv, ConvPadding};
 pub use custom::CustomKernel;
 pub use fft::{Fft, FftNorm};
-pub use nn::{Activation, Attention, Rope, RopeStyle};
+pub use nn::{Activation, Attention, Rope, RopeStyle, Sampling};
 pub use pool::Pool;
 pub use rearrange::PadMode;
 pub use reduce::Axes;

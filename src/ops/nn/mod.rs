@@ -7,7 +7,7 @@
 //! value for a layer to apply), `fuse.rs`: a batch norm folded into the
 //! convolution before it, and the transformer's blocks (`rope.rs`: rotary
 //! position embeddings; `attention.rs`: scaled dot-product attention with
-//! grouped-query heads).
+//! grouped-query heads; `sampling.rs`: the next token drawn from logits).
 
 mod activation;
 mod activations;
@@ -16,10 +16,12 @@ mod batch_norm;
 mod fuse;
 mod norms;
 mod rope;
+mod sampling;
 
 pub use activation::Activation;
 pub use attention::Attention;
 pub use rope::{Rope, RopeStyle};
+pub use sampling::Sampling;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};

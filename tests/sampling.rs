@@ -1,0 +1,160 @@
+//! Tokens drawn from logits (`Tensor::sample`) against NumPy's draws of
+//! Hugging Face's rules (`tests/data/make_sampling_cases.py`), on every
+//! device and over views; frequencies against the probabilities; the same
+//! seed drawing the same tokens everywhere; bad input.
+
+mod common;
+
+use std::collections::HashMap;
+use webtensor::{DType, Device, Error, Sampling, Tensor, io};
+
+fn cases() -> HashMap<String, Tensor> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sampling_cases.npz");
+    io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+fn sampling(args: &[f64]) -> Sampling {
+    let mut s = Sampling::new(args[0]);
+    if args[1] > 0.0 {
+        s = s.top_k(args[1] as usize);
+    }
+    if args[2] > 0.0 {
+        s = s.top_p(args[2]);
+    }
+    s
+}
+
+#[test]
+fn draws_match_numpys_with_temperature_top_k_and_top_p() {
+    let c = cases();
+    for dev in common::devices() {
+        let logits = c["logits"].to_device(&dev).unwrap();
+        // The same logits stored transposed: a strided view.
+        let view = logits.t().contiguous().unwrap().t();
+        for n in 0..6 {
+            let s = sampling(&c[&format!("case{n}_args")].to_vec::<f64>().unwrap());
+            let u = c[&format!("case{n}_uniform")].to_device(&dev).unwrap();
+            let want = c[&format!("case{n}_tokens")].to_vec::<i32>().unwrap();
+            for (what, x) in [("contiguous", &logits), ("strided", &view)] {
+                let got = x.sample_with(&s, &u).unwrap();
+                assert_eq!(got.dims(), &[6]);
+                assert_eq!(
+                    got.to_vec::<i32>().unwrap(),
+                    want,
+                    "case {n}, {what}, on {dev}"
+                );
+            }
+        }
+        let greedy = logits.sample(&Sampling::greedy(), 0).unwrap();
+        assert_eq!(
+            greedy.to_vec::<i32>().unwrap(),
+            logits.argmax(-1).unwrap().to_vec::<i32>().unwrap()
+        );
+        let top1 = logits.sample(&Sampling::new(3.0).top_k(1), 5).unwrap();
+        assert_eq!(
+            top1.to_vec::<i32>().unwrap(),
+            greedy.to_vec::<i32>().unwrap()
+        );
+    }
+}
+
+#[test]
+fn frequencies_follow_the_probabilities_and_seeds_repeat_everywhere() {
+    // Probabilities 0.1, 0.2, 0.3, 0.4 as logits, 4000 rows.
+    let p = [0.1f64, 0.2, 0.3, 0.4];
+    let row: Vec<f32> = p.iter().map(|v| v.ln() as f32).collect();
+    let rows = 4000;
+    let flat: Vec<f32> = (0..rows).flat_map(|_| row.iter().copied()).collect();
+    let mut first: Option<Vec<i32>> = None;
+    for dev in common::devices() {
+        let logits = Tensor::from_vec(flat.clone(), [rows, 4], &dev).unwrap();
+        let drawn = logits
+            .sample(&Sampling::new(1.0), 2026)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap();
+        for (i, want) in p.iter().enumerate() {
+            let got = drawn.iter().filter(|&&t| t == i as i32).count() as f64 / rows as f64;
+            let sigma = (want * (1.0 - want) / rows as f64).sqrt();
+            assert!(
+                (got - want).abs() < 5.0 * sigma,
+                "token {i} on {dev}: {got} vs {want}"
+            );
+        }
+        // top_p 0.5 keeps 0.4 and 0.3 (0.4 is short of 0.5, 0.7 is not).
+        let nucleus = logits
+            .sample(&Sampling::new(1.0).top_p(0.5), 7)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap();
+        assert!(nucleus.iter().all(|&t| t == 2 || t == 3), "{dev}");
+        match &first {
+            None => first = Some(drawn),
+            Some(f) => assert_eq!(&drawn, f, "the seed draws other tokens on {dev}"),
+        }
+    }
+}
+
+#[test]
+fn half_logits_and_leading_axes_draw_valid_tokens() {
+    for dev in common::devices() {
+        let logits = Tensor::randn([2, 3, 17], DType::F32, 4, &dev).unwrap();
+        for dtype in [DType::F16, DType::BF16] {
+            let t = logits
+                .to_dtype(dtype)
+                .unwrap()
+                .sample(&Sampling::new(0.8).top_k(4), 9)
+                .unwrap();
+            assert_eq!(t.dims(), &[2, 3]);
+            assert_eq!(t.dtype(), DType::I32);
+            // Each among its row's 4 largest.
+            let (_, top) = logits.topk(4, -1, webtensor::TopK::Largest).unwrap();
+            let top = top.to_vec::<i32>().unwrap();
+            for (r, tok) in t.to_vec::<i32>().unwrap().iter().enumerate() {
+                assert!(
+                    top[4 * r..4 * r + 4].contains(tok),
+                    "{dtype} on {dev}: row {r} drew {tok}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn sampling_refuses_bad_input() {
+    let dev = Device::cpu();
+    let logits = Tensor::zeros([2, 5], DType::F32, &dev).unwrap();
+    let u = Tensor::zeros([2], DType::F32, &dev).unwrap();
+    for (s, what) in [
+        (Sampling::new(-1.0), "temperature"),
+        (Sampling::new(f64::NAN), "temperature"),
+        (Sampling::new(1.0).top_k(0), "top_k"),
+        (Sampling::new(1.0).top_p(0.0), "top_p"),
+        (Sampling::new(1.0).top_p(1.5), "top_p"),
+    ] {
+        match logits.sample_with(&s, &u) {
+            Err(Error::Argument { op: "sample", msg }) => assert!(msg.contains(what), "{msg}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    let s = Sampling::new(1.0);
+    assert!(matches!(
+        logits.sample_with(&s, &Tensor::zeros([3], DType::F32, &dev).unwrap()),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        Tensor::zeros([2, 0], DType::F32, &dev)
+            .unwrap()
+            .sample(&s, 1),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        Tensor::zeros([2, 5], DType::I32, &dev)
+            .unwrap()
+            .sample(&s, 1),
+        Err(Error::DType { .. })
+    ));
+}
