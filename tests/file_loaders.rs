@@ -8,6 +8,9 @@
 //! overflow checks on). Every case is `Ok` or an `Err`, never a panic, and
 //! no allocation follows a size that a header claims.
 
+mod common;
+
+use common::{Rng, mutate};
 use webtensor::{DType, Device, Error, Tensor, io};
 
 fn cpu() -> Device {
@@ -219,46 +222,6 @@ fn safetensors_refuses_to_write_a_tensor_named_metadata() {
         io::to_safetensors_bytes(&[("__metadata__", &t)]),
         Err(Error::Format { .. })
     ));
-}
-
-/// A small xorshift generator: the fuzz cases are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// `file` with a few bytes changed: flipped, set to 0x00 or 0xff, runs
-/// of 0xff, cut short or lengthened.
-fn mutate(file: &[u8], rng: &mut Rng) -> Vec<u8> {
-    let mut f = file.to_vec();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(f.len());
-        match rng.below(7) {
-            0 => f[at] ^= 1 << rng.below(8),
-            1 => f[at] = 0xff,
-            2 => f[at] = 0,
-            3 => {
-                let end = (at + 1 + rng.below(8)).min(f.len());
-                f[at..end].fill(0xff);
-            }
-            4 => f.truncate(at),
-            5 => f.insert(at, rng.next() as u8),
-            _ => f[at] = rng.next() as u8,
-        }
-        if f.is_empty() {
-            break;
-        }
-    }
-    f
 }
 
 #[test]

@@ -631,44 +631,15 @@ fn hostile_metadata_fails_before_allocating() {
     assert_eq!(f.tensors().len(), 0);
 }
 
-/// A small xorshift generator: the fuzz cases are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 #[test]
 fn mutated_files_load_or_fail_cleanly() {
     let dev = Device::cpu();
     let sources = [data("gguf_small.gguf"), data("gguf_aligned.gguf")];
     let cases = if common::long_tests() { 200_000 } else { 2_000 };
-    let mut rng = Rng(0x2026_1129);
+    let mut rng = common::Rng(0x2026_1129);
     let mut loaded = 0;
     for k in 0..cases {
-        let mut f = sources[k % 2].clone();
-        for _ in 0..1 + rng.below(3) {
-            let at = rng.below(f.len());
-            match rng.below(6) {
-                0 => f[at] ^= 1 << rng.below(8),
-                1 => f[at] = 0xff,
-                2 => f[at] = 0,
-                3 => f.truncate(at),
-                4 => f.insert(at, rng.next() as u8),
-                _ => f[at] = rng.next() as u8,
-            }
-            if f.is_empty() {
-                break;
-            }
-        }
+        let f = common::mutate(&sources[k % 2], &mut rng);
         if let Ok(file) = Gguf::from_bytes(f) {
             // What loads is readable.
             for t in file.tensors() {

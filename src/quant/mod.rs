@@ -51,17 +51,35 @@ pub fn encodes(t: GgmlType) -> bool {
     encoder(t).is_some()
 }
 
-/// An empty vector with room for `n` values of `T`, or
-/// `Error::OutOfMemory` naming `op`.
-fn room<T>(op: &'static str, n: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+/// `input` in pieces of `from` (`what` says what they are, for the
+/// error), each mapped by `map` onto the next `to` elements of the output.
+///
+/// # Errors
+/// `Error::Format` naming `op` when `input` is not whole pieces;
+/// `Error::OutOfMemory` when the host refuses the output.
+fn blockwise<I, O: Clone + Default>(
+    op: &'static str,
+    input: &[I],
+    (from, to): (usize, usize),
+    what: impl FnOnce() -> String,
+    map: impl Fn(&[I], &mut [O]),
+) -> Result<Vec<O>> {
+    if !input.len().is_multiple_of(from) {
+        return Err(Error::format(op, what()));
+    }
+    let n = input.len() / from * to;
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
         op,
-        requested: (n * std::mem::size_of::<T>()) as u64,
+        requested: (n * std::mem::size_of::<O>()) as u64,
         in_use: 0,
         cap: None,
     })?;
-    Ok(v)
+    out.resize(n, O::default());
+    for (piece, result) in input.chunks_exact(from).zip(out.chunks_exact_mut(to)) {
+        map(piece, result);
+    }
+    Ok(out)
 }
 
 /// The f32 values of `bytes`, whole blocks of `t` (`Q4_0`, `Q4_1`, `Q5_0`,
@@ -75,19 +93,8 @@ pub fn dequantize(op: &'static str, t: GgmlType, bytes: &[u8]) -> Result<Vec<f32
     let decode = decoder(t)
         .ok_or_else(|| Error::format(op, format!("{t} blocks are not decoded here yet")))?;
     let (size, width) = (t.block_size() as usize, t.block_bytes() as usize);
-    if !bytes.len().is_multiple_of(width) {
-        return Err(Error::format(
-            op,
-            format!("{} bytes are not whole {t} blocks of {width}", bytes.len()),
-        ));
-    }
-    let blocks = bytes.len() / width;
-    let mut out = room(op, blocks * size)?;
-    out.resize(blocks * size, 0.0);
-    for (block, values) in bytes.chunks_exact(width).zip(out.chunks_exact_mut(size)) {
-        decode(block, values);
-    }
-    Ok(out)
+    let what = || format!("{} bytes are not whole {t} blocks of {width}", bytes.len());
+    blockwise(op, bytes, (width, size), what, decode)
 }
 
 /// `values`, whole blocks of `t` (`Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`,
@@ -106,19 +113,8 @@ pub fn quantize(op: &'static str, t: GgmlType, values: &[f32]) -> Result<Vec<u8>
         )
     })?;
     let (size, width) = (t.block_size() as usize, t.block_bytes() as usize);
-    if !values.len().is_multiple_of(size) {
-        return Err(Error::format(
-            op,
-            format!("{} values are not whole {t} blocks of {size}", values.len()),
-        ));
-    }
-    let blocks = values.len() / size;
-    let mut out = room(op, blocks * width)?;
-    out.resize(blocks * width, 0);
-    for (block, bytes) in values.chunks_exact(size).zip(out.chunks_exact_mut(width)) {
-        encode(block, bytes);
-    }
-    Ok(out)
+    let what = || format!("{} values are not whole {t} blocks of {size}", values.len());
+    blockwise(op, values, (size, width), what, encode)
 }
 
 #[cfg(test)]

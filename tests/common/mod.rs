@@ -227,3 +227,43 @@ pub fn noise(n: usize, seed: u64) -> Vec<f32> {
         })
         .collect()
 }
+
+/// A small xorshift generator: the fuzz cases are the same on every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// `file` with a few bytes changed: flipped, set to 0x00 or 0xff, runs
+/// of 0xff, cut short or lengthened.
+pub fn mutate(file: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut f = file.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(f.len());
+        match rng.below(7) {
+            0 => f[at] ^= 1 << rng.below(8),
+            1 => f[at] = 0xff,
+            2 => f[at] = 0,
+            3 => {
+                let end = (at + 1 + rng.below(8)).min(f.len());
+                f[at..end].fill(0xff);
+            }
+            4 => f.truncate(at),
+            5 => f.insert(at, rng.next() as u8),
+            _ => f[at] = rng.next() as u8,
+        }
+        if f.is_empty() {
+            break;
+        }
+    }
+    f
+}
