@@ -133,7 +133,6 @@ pub(super) fn instance() -> wgpu::Instance {
     INSTANCE.with(wgpu::Instance::clone)
 }
 
-/// True when f16 is to be stored packed whatever the adapter has.
 /// True when kernels may use subgroup operations on a device with
 /// `features`.
 pub(super) fn use_subgroups(options: &GpuOptions, features: wgpu::Features) -> bool {
@@ -169,6 +168,7 @@ pub(super) fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) 
         && listed()
 }
 
+/// True when f16 is to be stored packed whatever the adapter has.
 pub(super) fn force_packed(options: &GpuOptions) -> bool {
     options.force_packed_f16
         || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.eq_ignore_ascii_case("packed"))
