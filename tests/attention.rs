@@ -144,6 +144,10 @@ fn rotations_refuse_bad_input() {
     let rope = Rope::new(0, 4, 8, 10000.0, RopeStyle::HalfSplit, &dev).unwrap();
     let x = Tensor::zeros([2, 4, 8], DType::F32, &dev).unwrap();
     assert!(x.rope(&rope).is_ok());
+    assert_eq!(
+        format!("{rope:?}"),
+        "Rope { style: HalfSplit, positions: 4, head_dim: 8, dtype: F32, device: \"cpu\" }"
+    );
     for (result, what) in [
         (
             Tensor::zeros([2, 5, 8], DType::F32, &dev)

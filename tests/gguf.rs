@@ -102,6 +102,12 @@ fn gguf_py_metadata_loads_with_every_value_type() {
         Some(1000)
     );
     assert!(f.get("missing").is_none());
+    // Printed, a file shows its header, never its bytes.
+    let printed = format!("{f:?}");
+    assert!(
+        printed.len() < 120 && printed.contains("tensors: 13"),
+        "{printed}"
+    );
 }
 
 #[test]

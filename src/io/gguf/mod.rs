@@ -43,7 +43,7 @@ pub struct GgufTensorInfo {
 
 /// A GGUF file read into memory: its metadata and its tensors' headers,
 /// checked, and the file's bytes, from which tensors load on demand.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Gguf {
     version: u32,
     alignment: u64,
@@ -53,6 +53,19 @@ pub struct Gguf {
     /// file without tensor data).
     data_start: usize,
     bytes: Vec<u8>,
+}
+
+/// The header, not the bytes (a model's are gigabytes).
+impl std::fmt::Debug for Gguf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gguf")
+            .field("version", &self.version)
+            .field("alignment", &self.alignment)
+            .field("metadata", &self.metadata.len())
+            .field("tensors", &self.tensors.len())
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
 }
 
 impl Gguf {

@@ -14,7 +14,7 @@ use crate::tensor::Tensor;
 const MAX_NAME: usize = 63;
 
 /// A tensor waiting to be written.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Entry {
     /// A tensor, read back when the file is written.
     Tensor(Tensor),
@@ -46,11 +46,24 @@ enum Entry {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct GgufWriter {
     metadata: Vec<(String, GgufValue)>,
     tensors: Vec<(String, Entry)>,
     alignment: Option<u64>,
+}
+
+/// The names and the metadata's keys, not the data.
+impl std::fmt::Debug for GgufWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.metadata.iter().map(|(k, _)| k.as_str()).collect();
+        let names: Vec<&str> = self.tensors.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("GgufWriter")
+            .field("metadata", &keys)
+            .field("tensors", &names)
+            .field("alignment", &self.alignment)
+            .finish()
+    }
 }
 
 /// `Error::Format` naming `op`.

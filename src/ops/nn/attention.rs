@@ -18,11 +18,27 @@ const OP: &str = "sdpa";
 
 /// How [`Tensor::sdpa`] attends: PyTorch's `attn_mask`, `is_causal` and
 /// `scale`.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Attention {
     mask: Option<Tensor>,
     causal: bool,
     scale: Option<f64>,
+}
+
+/// The mask's shape and dtype, not its values (printing them would read
+/// them back).
+impl std::fmt::Debug for Attention {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mask = self
+            .mask
+            .as_ref()
+            .map(|m| format!("{:?} {}", m.dims(), m.dtype()));
+        f.debug_struct("Attention")
+            .field("mask", &mask)
+            .field("causal", &self.causal)
+            .field("scale", &self.scale)
+            .finish()
+    }
 }
 
 impl Attention {

@@ -42,7 +42,7 @@ pub enum RopeStyle {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Rope {
     style: RopeStyle,
     /// `(len, 1, d/2)` (half-split) or `(len, d/2, 1)` (interleaved): the
@@ -51,6 +51,20 @@ pub struct Rope {
     /// `(len, 2, d/2)` or `(len, d/2, 2)`: `-sin` for the pair's first
     /// feature, `sin` for its second.
     sin: Tensor,
+}
+
+/// The tables' extents, not their values (printing them would read them
+/// back).
+impl std::fmt::Debug for Rope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rope")
+            .field("style", &self.style)
+            .field("positions", &self.len())
+            .field("head_dim", &self.head_dim())
+            .field("dtype", &self.sin.dtype())
+            .field("device", &self.sin.device().to_string())
+            .finish()
+    }
 }
 
 impl Rope {
