@@ -477,3 +477,26 @@ fn a_rotary_embedding_is_one_fused_kernel() {
         }
     }
 }
+
+#[test]
+fn special_functions_are_one_fused_kernel() {
+    // logaddexp, logaddexp2, xlogy, sinc and logit (issue 50 item 5) are
+    // chains of elementwise ops over their operands: one kernel each.
+    for (name, dev) in gpus() {
+        if name != "fusion" {
+            continue;
+        }
+        let x = Tensor::rand([3, 50], DType::F32, 5, &dev).unwrap();
+        let y = Tensor::rand([50], DType::F32, 6, &dev).unwrap();
+        let cases: [(&str, &dyn Fn() -> Tensor); 5] = [
+            ("logaddexp", &|| x.logaddexp(&y).unwrap()),
+            ("logaddexp2", &|| x.logaddexp2(&y).unwrap()),
+            ("xlogy", &|| x.xlogy(&y).unwrap()),
+            ("sinc", &|| x.sinc().unwrap()),
+            ("logit", &|| x.logit(Some(1e-6)).unwrap()),
+        ];
+        for (what, f) in cases {
+            assert_budget(what, &cost(&dev, f), 1);
+        }
+    }
+}

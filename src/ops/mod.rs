@@ -26,6 +26,7 @@ mod reduce;
 mod reductions;
 mod resize;
 mod sort;
+mod special;
 mod stft;
 mod triangles;
 mod windows;

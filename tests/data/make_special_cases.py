@@ -1,0 +1,46 @@
+"""Special functions' exact values (float64 and mpmath-free closed forms)
+at f32 inputs, for tests/special.rs (`pip install numpy scipy`):
+
+    python3 tests/data/make_special_cases.py
+
+Inputs are f32 (random over many magnitudes, and the special values 0, -0,
++-inf, NaN, tiny and huge ones); the reference is NumPy's and SciPy's
+float64 function of the same f32 inputs, the value an f32 result is
+compared with in ulps.
+"""
+
+import pathlib
+
+import numpy as np
+import scipy.special as sp
+
+HERE = pathlib.Path(__file__).parent
+rng = np.random.default_rng(5)
+f32 = np.float32
+
+
+def spread(n):
+    """f32 values of every sign and magnitude from 1e-30 to 1e30."""
+    mags = 10.0 ** rng.uniform(-30, 30, n)
+    return (mags * rng.choice([-1.0, 1.0], n)).astype(f32)
+
+
+specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-38, -1e-38, 3e38, -3e38, 1.0, -1.0], dtype=f32)
+x = np.concatenate([spread(400), rng.uniform(-20, 20, 400).astype(f32), np.repeat(specials, len(specials))])
+y = np.concatenate([spread(400), rng.uniform(-20, 20, 400).astype(f32), np.tile(specials, len(specials))])
+p = np.concatenate([rng.uniform(0, 1, 400).astype(f32), np.array([0.0, 1.0, 1e-30, 0.5, 1 - 2**-24, np.nan], dtype=f32)])
+s = np.concatenate([rng.uniform(-50, 50, 400).astype(f32), np.array([0.0, -0.0, 1.0, -2.0, 0.5, 1e-8, np.inf, np.nan], dtype=f32)])
+xd, yd, pd, sd = (a.astype(np.float64) for a in (x, y, p, s))
+with np.errstate(all="ignore"):
+    np.savez(
+        HERE / "special_cases.npz",
+        x=x,
+        y=y,
+        p=p,
+        s=s,
+        logaddexp=np.logaddexp(xd, yd),
+        logaddexp2=np.logaddexp2(xd, yd),
+        xlogy=sp.xlogy(xd, np.abs(yd)),
+        sinc=np.sinc(sd),
+        logit=sp.logit(pd),
+    )

@@ -1,0 +1,176 @@
+//! Special functions against NumPy's and SciPy's float64 values at the
+//! same f32 inputs (`tests/data/make_special_cases.py`), over every sign
+//! and magnitude and the special values, on every device: the error in
+//! ulps of the f32 result stays within each function's stated bound;
+//! NaN, infinities and signed zeros where the reference has them.
+
+mod common;
+
+use std::collections::HashMap;
+use webtensor::{DType, Device, Tensor, io};
+
+fn cases() -> HashMap<String, Tensor> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/special_cases.npz");
+    io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+/// The error of `got` from `want` (f64) in ulps (in f32) of the larger of
+/// `|want|` and `scale`, past an absolute `floor`; `None` when the special
+/// values differ (NaN, an infinity).
+fn error(got: f32, want: f64, scale: f64, floor: f64) -> Option<f64> {
+    let w = want as f32;
+    if w.is_nan() || w.is_infinite() || got.is_nan() || got.is_infinite() {
+        return (got.to_bits() == w.to_bits() || (got.is_nan() && w.is_nan())).then_some(0.0);
+    }
+    let off = (f64::from(got) - want).abs();
+    if off <= floor {
+        return Some(0.0);
+    }
+    let at = (want.abs().max(scale) as f32).min(f32::MAX);
+    let ulp = (f64::from(f32::from_bits(at.to_bits() + 1)) - f64::from(at)).max(1e-45);
+    Some(off / ulp)
+}
+
+/// Asserts every element of `got` within `ulps` of `want`, the ulps of
+/// the larger of `|want|` and `scale`'s element (none: `|want|` alone),
+/// past `floor`; returns the largest error.
+#[track_caller]
+fn within(
+    got: &Tensor,
+    want: &Tensor,
+    scale: Option<&[f64]>,
+    ulps: f64,
+    floor: f64,
+    what: &str,
+) -> f64 {
+    let (got, want) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f64>().unwrap());
+    let mut worst = 0.0f64;
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let sc = scale.map_or(0.0, |s| s[i]);
+        match error(*g, *w, sc, floor) {
+            Some(e) if e <= ulps => worst = worst.max(e),
+            Some(e) => panic!("{what}: element {i}: {g} vs {w}, {e:.1} ulps (bound {ulps})"),
+            None => panic!("{what}: element {i}: {g} vs {w}"),
+        }
+    }
+    worst
+}
+
+#[test]
+fn special_functions_stay_within_their_bounds_on_every_device() {
+    let c = cases();
+    for dev in common::devices() {
+        let on = |k: &str| c[k].to_device(&dev).unwrap();
+        let (x, y, p, s) = (on("x"), on("y"), on("p"), on("s"));
+        // The larger operand: logaddexp adds a term of at most ln 2 to it,
+        // so its error is ulps of the operands, not of a sum near 0.
+        let xs = c["x"].to_vec::<f32>().unwrap();
+        let ys = c["y"].to_vec::<f32>().unwrap();
+        let operand: Vec<f64> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(a, b)| f64::from(a.abs().max(b.abs())))
+            .collect();
+        // Bounds as measured on this machine's libm and lavapipe, with a
+        // margin; a GPU's exp, log and sin (WGSL leaves their precision to
+        // the driver) cost a few ulps more than the host's libm.
+        let gpu = dev.is_gpu();
+        let f = format!("on {dev}");
+        let b = |cpu: f64, gpu_bound: f64| if gpu { gpu_bound } else { cpu };
+        within(
+            &x.logaddexp(&y).unwrap(),
+            &c["logaddexp"],
+            Some(&operand),
+            b(2.0, 4.0),
+            0.0,
+            &format!("logaddexp {f}"),
+        );
+        within(
+            &x.logaddexp2(&y).unwrap(),
+            &c["logaddexp2"],
+            Some(&operand),
+            b(2.0, 4.0),
+            0.0,
+            &format!("logaddexp2 {f}"),
+        );
+        within(
+            &x.xlogy(&y.abs().unwrap()).unwrap(),
+            &c["xlogy"],
+            None,
+            b(2.0, 8.0),
+            0.0,
+            &format!("xlogy {f}"),
+        );
+        // sinc near its zeros: pi x rounds to f32 first, as NumPy's f32
+        // sinc does, an absolute error.
+        within(
+            &s.sinc().unwrap(),
+            &c["sinc"],
+            None,
+            b(1.0, 1.0),
+            2e-7,
+            &format!("sinc {f}"),
+        );
+        // logit near 1/2: ln of a ratio near 1, an absolute error.
+        within(
+            &p.logit(None).unwrap(),
+            &c["logit"],
+            None,
+            b(1.0, 2.0),
+            2e-7,
+            &format!("logit {f}"),
+        );
+    }
+}
+
+#[test]
+fn special_functions_keep_their_edges_and_dtypes() {
+    for dev in common::devices() {
+        let t = |v: &[f32]| Tensor::from_slice(v, [v.len()], &dev).unwrap();
+        let inf = f32::INFINITY;
+        // Equal infinities, and a NaN beside one.
+        let l = t(&[inf, -inf, f32::NAN, 0.0])
+            .logaddexp(&t(&[inf, -inf, inf, 0.0]))
+            .unwrap();
+        let l = l.to_vec::<f32>().unwrap();
+        assert_eq!(l[..2], [inf, -inf]);
+        assert!(l[2].is_nan());
+        assert_eq!(l[3], std::f32::consts::LN_2);
+        // 0 * ln 0 is 0; 0 * ln NaN is NaN.
+        let xl = t(&[0.0, 0.0, 2.0])
+            .xlogy(&t(&[0.0, f32::NAN, 1.0]))
+            .unwrap();
+        let xl = xl.to_vec::<f32>().unwrap();
+        assert_eq!(xl[0], 0.0);
+        assert!(xl[1].is_nan());
+        assert_eq!(xl[2], 0.0);
+        assert_eq!(
+            t(&[0.0, 1.0]).sinc().unwrap().to_vec::<f32>().unwrap()[0],
+            1.0
+        );
+        let lg = t(&[0.0, 1.0, 0.5])
+            .logit(Some(1e-6))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert!(
+            lg[0].is_finite() && lg[0] < -13.0 && lg[1] > 13.0 && lg[2] == 0.0,
+            "{lg:?}"
+        );
+        assert_eq!(
+            t(&[0.0]).logit(None).unwrap().to_vec::<f32>().unwrap(),
+            [-inf]
+        );
+        // Half types compute through their ops; ints are refused naming the op.
+        let h = t(&[1.0, 2.0]).to_dtype(DType::F16).unwrap();
+        assert_eq!(h.logaddexp(&h).unwrap().dtype(), DType::F16);
+        let i = Tensor::from_slice(&[1i32], [1], &dev).unwrap();
+        match i.sinc() {
+            Err(webtensor::Error::DType { op: "sinc", .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
