@@ -1339,7 +1339,7 @@ async fn a_destroyed_device_is_lost_and_every_call_fails_at_once() {
 }
 
 #[wasm_bindgen_test]
-async fn rope_attention_and_gguf_agree_with_the_cpu() {
+async fn transformer_blocks_gguf_and_special_functions_agree_with_the_cpu() {
     use webtensor::io::{GgmlType, Gguf, GgufValue, GgufWriter};
     use webtensor::{Attention, Rope, RopeStyle};
     let dev = gpu().await;
@@ -1377,6 +1377,37 @@ async fn rope_attention_and_gguf_agree_with_the_cpu() {
     close(&read(&file.tensor("x", &dev).unwrap()).await, &xs, "gguf");
     let q = file.dequantize("q", DType::F32, &dev).unwrap();
     assert_eq!(q.dims(), &[15, 32]);
+    // Sampling and the special functions, as on the CPU.
+    let logits = Tensor::randn([3, 20], DType::F32, 8, &cpu).unwrap();
+    let u = Tensor::rand([3], DType::F32, 9, &cpu).unwrap();
+    let s = webtensor::Sampling::new(0.9).top_k(5).top_p(0.9);
+    let want = logits
+        .sample_with(&s, &u)
+        .unwrap()
+        .to_vec_async::<i32>()
+        .await
+        .unwrap();
+    let (l_gpu, u_gpu) = (
+        logits.to_device_async(&dev).await.unwrap(),
+        u.to_device_async(&dev).await.unwrap(),
+    );
+    let got = l_gpu
+        .sample_with(&s, &u_gpu)
+        .unwrap()
+        .to_vec_async::<i32>()
+        .await
+        .unwrap();
+    assert_eq!(got, want, "sample");
+    let y = logits.mul_scalar(0.5).unwrap();
+    let y_gpu = y.to_device_async(&dev).await.unwrap();
+    let want = read(&logits.logaddexp(&y).unwrap()).await;
+    close(
+        &read(&l_gpu.logaddexp(&y_gpu).unwrap()).await,
+        &want,
+        "logaddexp",
+    );
+    let want = read(&logits.sinc().unwrap()).await;
+    close(&read(&l_gpu.sinc().unwrap()).await, &want, "sinc");
     // Q8_0 keeps each value within half a step of its block's largest / 127.
     for (g, w) in read(&q).await.iter().zip(&xs) {
         assert!((g - w).abs() <= 0.05, "gguf q8_0: {g} vs {w}");
