@@ -10,6 +10,7 @@ mod conv;
 mod conv_args;
 mod custom;
 mod custom_names;
+mod einsum;
 mod elementwise;
 mod fft;
 mod fft_lines;

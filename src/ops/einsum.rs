@@ -1,0 +1,426 @@
+//! `einsum`, NumPy's Einstein summation: subscripts parsed (letters, one
+//! `...` an operand, an explicit `->` output or NumPy's implicit one), each
+//! operand's repeated labels taken as diagonals (views) and its own labels
+//! summed out, then operands contracted two at a time, the pair whose
+//! result is smallest first (NumPy's `optimize='greedy'` in spirit): each
+//! contraction is a batched product over permuted, reshaped views, so no
+//! outer product of more than two operands is ever made.
+
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::collections::BTreeSet;
+
+const OP: &str = "einsum";
+
+/// A label: a letter's byte, or `128 + k` for the `k`-th axis from the
+/// right of the broadcast `...`.
+type Label = u16;
+
+const ELLIPSIS: Label = 128;
+
+/// The subscripts of one operand or of the output: labels, and where the
+/// `...` stands (an index into the labels), if it does.
+#[derive(Debug, Clone)]
+struct Term {
+    labels: Vec<Label>,
+    ellipsis: Option<usize>,
+}
+
+fn bad(msg: String) -> Error {
+    Error::argument(OP, msg)
+}
+
+fn parse_term(text: &str) -> Result<Term> {
+    let mut labels = Vec::new();
+    let mut ellipsis = None;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("...") {
+            if ellipsis.replace(labels.len()).is_some() {
+                return Err(bad(format!("{text:?} has two '...'")));
+            }
+            rest = after;
+            continue;
+        }
+        if !c.is_ascii_alphabetic() {
+            return Err(bad(format!(
+                "{c:?} in {text:?} is not a subscript (letters and '...')"
+            )));
+        }
+        labels.push(c as Label);
+        rest = &rest[1..];
+    }
+    Ok(Term { labels, ellipsis })
+}
+
+/// The operands' terms and the output's, `...` expanded to labels of
+/// their own (`dims` are the operands' extents).
+fn parse(subscripts: &str, dims: &[&[usize]]) -> Result<(Vec<Vec<Label>>, Vec<Label>)> {
+    let text: String = subscripts.chars().filter(|c| !c.is_whitespace()).collect();
+    let (inputs, output) = match text.split_once("->") {
+        Some((i, o)) => (i, Some(o)),
+        None => (text.as_str(), None),
+    };
+    let terms = inputs
+        .split(',')
+        .map(parse_term)
+        .collect::<Result<Vec<_>>>()?;
+    if terms.len() != dims.len() {
+        return Err(bad(format!(
+            "{subscripts:?} names {} operands, {} were given",
+            terms.len(),
+            dims.len()
+        )));
+    }
+    // Each operand's labels with its `...` as the axes it covers, counted
+    // from the right (so that they broadcast as NumPy's do).
+    let mut broadcast = 0;
+    let mut operands = Vec::with_capacity(terms.len());
+    for (k, (t, d)) in terms.iter().zip(dims).enumerate() {
+        let covered = match t.ellipsis {
+            Some(_) => d.len().checked_sub(t.labels.len()),
+            None => (t.labels.len() == d.len()).then_some(0),
+        }
+        .ok_or_else(|| {
+            Error::shape(
+                OP,
+                format!(
+                    "operand {k} has {} axes, its subscripts {} labels{}",
+                    d.len(),
+                    t.labels.len(),
+                    if t.ellipsis.is_some() {
+                        " and '...'"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        })?;
+        broadcast = broadcast.max(covered);
+        let at = t.ellipsis.unwrap_or(t.labels.len());
+        let mut labels = t.labels[..at].to_vec();
+        labels.extend((0..covered).rev().map(|j| ELLIPSIS + j as Label));
+        labels.extend_from_slice(&t.labels[at..]);
+        operands.push(labels);
+    }
+    let dots: Vec<Label> = (0..broadcast)
+        .rev()
+        .map(|j| ELLIPSIS + j as Label)
+        .collect();
+    let output = match output {
+        Some(o) => {
+            let t = parse_term(o)?;
+            let mut seen = BTreeSet::new();
+            for &l in &t.labels {
+                if !seen.insert(l) {
+                    return Err(bad(format!("the output repeats {:?}", l as u8 as char)));
+                }
+                if !operands.iter().any(|op| op.contains(&l)) {
+                    return Err(bad(format!(
+                        "the output's {:?} is in no operand",
+                        l as u8 as char
+                    )));
+                }
+            }
+            if t.ellipsis.is_none() && broadcast > 0 {
+                return Err(bad(format!(
+                    "the operands' '...' covers {broadcast} axes; the output needs a '...' for them"
+                )));
+            }
+            let at = t.ellipsis.unwrap_or(t.labels.len());
+            let mut labels = t.labels[..at].to_vec();
+            labels.extend_from_slice(&dots);
+            labels.extend_from_slice(&t.labels[at..]);
+            labels
+        }
+        None => {
+            // NumPy's implicit output: `...`, then the labels used once, in
+            // ASCII order.
+            let mut once: Vec<Label> = (b'A' as Label..=b'z' as Label)
+                .filter(|l| operands.iter().flatten().filter(|x| *x == l).count() == 1)
+                .collect();
+            once.retain(|l| *l < ELLIPSIS);
+            dots.iter().copied().chain(once).collect()
+        }
+    };
+    Ok((operands, output))
+}
+
+/// An operand on its way: the tensor and the label of each axis.
+struct Part {
+    t: Tensor,
+    labels: Vec<Label>,
+}
+
+impl Part {
+    fn size(&self, l: Label) -> usize {
+        self.labels
+            .iter()
+            .position(|x| *x == l)
+            .map_or(1, |a| self.t.dims()[a])
+    }
+
+    /// Takes the diagonal of each repeated label, then sums the labels
+    /// that no other operand and not the output has.
+    fn reduce(mut self, keep: &BTreeSet<Label>) -> Result<Part> {
+        while let Some((a, b)) = repeated(&self.labels) {
+            let l = self.labels[a];
+            let (da, db) = (self.t.dims()[a], self.t.dims()[b]);
+            if da != db {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "the repeated label {:?} spans {da} and {db}",
+                        l as u8 as char
+                    ),
+                ));
+            }
+            // The two axes last, then their diagonal as the last axis.
+            let mut order: Vec<isize> = (0..self.labels.len() as isize)
+                .filter(|&x| x != a as isize && x != b as isize)
+                .collect();
+            order.extend([a as isize, b as isize]);
+            self.t = self.t.permute(&order)?.diagonal(0)?;
+            let mut labels: Vec<Label> = order[..order.len() - 2]
+                .iter()
+                .map(|&x| self.labels[x as usize])
+                .collect();
+            labels.push(l);
+            self.labels = labels;
+        }
+        let summed: Vec<isize> = (0..self.labels.len())
+            .filter(|&a| !keep.contains(&self.labels[a]))
+            .map(|a| a as isize)
+            .collect();
+        if !summed.is_empty() {
+            self.t = self.t.sum(summed.as_slice())?;
+            self.labels.retain(|l| keep.contains(l));
+        }
+        Ok(self)
+    }
+}
+
+/// The first two axes with one label.
+fn repeated(labels: &[Label]) -> Option<(usize, usize)> {
+    (0..labels.len()).find_map(|a| {
+        (a + 1..labels.len())
+            .find(|&b| labels[b] == labels[a])
+            .map(|b| (a, b))
+    })
+}
+
+/// `a` and `b` contracted over the labels they share that `keep` lacks,
+/// batched over those it has: a product of `(batch, a's, shared)` by
+/// `(batch, shared, b's)` views.
+fn contract(a: Part, b: Part, keep: &BTreeSet<Label>) -> Result<Part> {
+    let shared: Vec<Label> = a
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| b.labels.contains(l))
+        .collect();
+    let batch: Vec<Label> = shared
+        .iter()
+        .copied()
+        .filter(|l| keep.contains(l))
+        .collect();
+    let summed: Vec<Label> = shared
+        .iter()
+        .copied()
+        .filter(|l| !keep.contains(l))
+        .collect();
+    let only = |p: &Part, q: &Part| -> Vec<Label> {
+        p.labels
+            .iter()
+            .copied()
+            .filter(|l| !q.labels.contains(l))
+            .collect()
+    };
+    let (a_only, b_only) = (only(&a, &b), only(&b, &a));
+    let size = |l: Label| a.size(l).max(b.size(l));
+    let arrange = |p: &Part, order: &[&[Label]]| -> Result<Tensor> {
+        let labels: Vec<Label> = order.iter().flat_map(|o| o.iter().copied()).collect();
+        let axes: Vec<isize> = labels
+            .iter()
+            .map(|l| p.labels.iter().position(|x| x == l).unwrap_or(0) as isize)
+            .collect();
+        // Shared axes broadcast (a size of 1 against another).
+        let full: Vec<usize> = labels
+            .iter()
+            .map(|&l| {
+                if shared.contains(&l) {
+                    size(l)
+                } else {
+                    p.size(l)
+                }
+            })
+            .collect();
+        p.t.permute(&axes)?.broadcast_to(full)
+    };
+    let product = |ls: &[Label]| ls.iter().map(|&l| size(l)).product::<usize>();
+    let (nb, na, ns, nbo) = (
+        product(&batch),
+        product(&a_only),
+        product(&summed),
+        product(&b_only),
+    );
+    let x = arrange(&a, &[&batch, &a_only, &summed])?.reshape([nb, na, ns])?;
+    let y = arrange(&b, &[&batch, &summed, &b_only])?.reshape([nb, ns, nbo])?;
+    let dims: Vec<usize> = batch
+        .iter()
+        .chain(&a_only)
+        .chain(&b_only)
+        .map(|&l| size(l))
+        .collect();
+    let t = x.matmul(&y)?.reshape(dims)?;
+    let labels = batch.into_iter().chain(a_only).chain(b_only).collect();
+    Ok(Part { t, labels })
+}
+
+/// `Error::Shape` naming `einsum` unless every label spans one extent in
+/// every operand that has it (or 1, which broadcasts).
+fn check_extents(parts: &[Part]) -> Result<()> {
+    let labels: BTreeSet<Label> = parts
+        .iter()
+        .flat_map(|p| p.labels.iter().copied())
+        .collect();
+    for l in labels {
+        let sizes: BTreeSet<usize> = parts
+            .iter()
+            .flat_map(|p| p.labels.iter().zip(p.t.dims()).filter(|(x, _)| **x == l))
+            .map(|(_, &d)| d)
+            .filter(|&d| d != 1)
+            .collect();
+        if sizes.len() > 1 {
+            let name = if l < ELLIPSIS {
+                format!("{:?}", l as u8 as char)
+            } else {
+                "'...'".into()
+            };
+            return Err(Error::shape(
+                OP,
+                format!("the label {name} spans extents {sizes:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The two operands whose contraction is the smallest tensor (`needed`
+/// gives the labels the output and the operands other than a pair have).
+fn smallest_pair(parts: &[Part], needed: impl Fn(&[usize]) -> BTreeSet<Label>) -> (usize, usize) {
+    let mut best = (0, 1, usize::MAX);
+    for i in 0..parts.len() {
+        for j in i + 1..parts.len() {
+            let (a, b) = (&parts[i], &parts[j]);
+            let keep = needed(&[i, j]);
+            // What the contraction keeps: the labels needed later, and
+            // those only one of the two has.
+            let kept: BTreeSet<Label> = a
+                .labels
+                .iter()
+                .chain(&b.labels)
+                .copied()
+                .filter(|l| keep.contains(l) || !(a.labels.contains(l) && b.labels.contains(l)))
+                .collect();
+            let size = kept
+                .iter()
+                .map(|&l| a.size(l).max(b.size(l)))
+                .product::<usize>();
+            if size < best.2 {
+                best = (i, j, size);
+            }
+        }
+    }
+    (best.0, best.1)
+}
+
+impl Tensor {
+    /// NumPy's `einsum(subscripts, *operands)`: Einstein summation over
+    /// the operands' labelled axes (letters; one `...` per operand for
+    /// axes that broadcast; `->` and the output's labels, or NumPy's
+    /// implicit output: `...` and the labels used once, in ASCII order). A
+    /// label repeated in one operand takes its diagonal; a label missing
+    /// from the output is summed; axes of size 1 broadcast. Contracted two
+    /// operands at a time as batched products (any view; no operand is
+    /// copied but where a product needs it contiguous).
+    ///
+    /// ```
+    /// use webtensor::{Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let dev = Device::cpu();
+    /// let a = Tensor::arange(0.0f32, 6.0, 1.0, &dev)?.reshape([2, 3])?;
+    /// let b = Tensor::arange(0.0f32, 12.0, 1.0, &dev)?.reshape([3, 4])?;
+    /// let c = Tensor::einsum("ij,jk->ik", &[&a, &b])?; // a product
+    /// assert_eq!(c.dims(), &[2, 4]);
+    /// let t = Tensor::einsum("ii", &[&a.narrow(1, 0, 2)?])?; // a trace
+    /// assert_eq!(t.to_vec::<f32>()?, vec![4.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `einsum` for malformed subscripts (other
+    /// characters, two `...` in a term, a repeated or unknown output label,
+    /// broadcast axes the output has no `...` for) or as many terms as
+    /// operands; `Error::Shape` for a term whose labels do not fit its
+    /// operand's axes or a label whose extents differ (other than 1);
+    /// the products' and sums' errors (dtypes, devices).
+    pub fn einsum(subscripts: &str, operands: &[&Tensor]) -> Result<Tensor> {
+        super::as_op(OP, || {
+            let dims: Vec<&[usize]> = operands.iter().map(|t| t.dims()).collect();
+            let (terms, output) = parse(subscripts, &dims)?;
+            let parts: Vec<Part> = operands
+                .iter()
+                .zip(terms)
+                .map(|(t, labels)| Part {
+                    t: (*t).clone(),
+                    labels,
+                })
+                .collect();
+            check_extents(&parts)?;
+            let wanted: BTreeSet<Label> = output.iter().copied().collect();
+            // The labels the output and the operands other than `skip` have.
+            let needed = |parts: &[Part], skip: &[usize]| -> BTreeSet<Label> {
+                parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| !skip.contains(k))
+                    .flat_map(|(_, p)| p.labels.iter().copied())
+                    .chain(wanted.iter().copied())
+                    .collect()
+            };
+            let keeps: Vec<BTreeSet<Label>> =
+                (0..parts.len()).map(|k| needed(&parts, &[k])).collect();
+            let mut parts = parts
+                .into_iter()
+                .zip(&keeps)
+                .map(|(p, keep)| p.reduce(keep))
+                .collect::<Result<Vec<Part>>>()?;
+            while parts.len() > 1 {
+                let (i, j) = smallest_pair(&parts, |skip| needed(&parts, skip));
+                let keep = needed(&parts, &[i, j]);
+                let b = parts.remove(j);
+                let a = parts.remove(i);
+                parts.push(contract(a, b, &keep)?);
+            }
+            let last = parts.pop().ok_or_else(|| bad("no operands".into()))?;
+            let last = last.reduce(&wanted)?;
+            // Output axes the operands never had (a `...` of size 1) are
+            // new axes of 1.
+            let mut t = last.t;
+            let mut labels = last.labels;
+            for &l in &output {
+                if !labels.contains(&l) {
+                    t = t.unsqueeze(-1)?;
+                    labels.push(l);
+                }
+            }
+            let axes: Vec<isize> = output
+                .iter()
+                .map(|l| labels.iter().position(|x| x == l).unwrap_or(0) as isize)
+                .collect();
+            t.permute(&axes)
+        })
+    }
+}

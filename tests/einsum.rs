@@ -1,0 +1,92 @@
+//! `einsum` against NumPy's answers (`tests/data/make_einsum_cases.py`):
+//! products, batches, traces, diagonals, transposes, sums, outer products,
+//! chains of three and four operands, `...` broadcasting and NumPy's
+//! implicit output, on every device and over strided views; and its bad
+//! subscripts.
+
+mod common;
+
+use std::collections::HashMap;
+use webtensor::{DType, Device, Error, Tensor, io};
+
+fn cases() -> HashMap<String, Tensor> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/einsum_cases.npz");
+    io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn einsum_matches_numpy_on_every_device_and_view() {
+    let c = cases();
+    let count = (0..)
+        .take_while(|k| c.contains_key(&format!("{k}_n")))
+        .count();
+    assert!(count >= 27);
+    for dev in common::devices() {
+        for k in 0..count {
+            let subs =
+                String::from_utf8(c[&format!("{k}_subscripts")].to_vec::<u8>().unwrap()).unwrap();
+            let n = c[&format!("{k}_n")].to_vec::<i32>().unwrap()[0] as usize;
+            let ops: Vec<Tensor> = (0..n)
+                .map(|i| c[&format!("{k}_op{i}")].to_device(&dev).unwrap())
+                .collect();
+            let want = &c[&format!("{k}_out")];
+            // The operands as given, and as reversed strided views of the
+            // same values.
+            let views: Vec<Tensor> = ops
+                .iter()
+                .map(|t| {
+                    if t.rank() == 0 {
+                        return t.clone();
+                    }
+                    t.flip(&[0])
+                        .unwrap()
+                        .contiguous()
+                        .unwrap()
+                        .flip(&[0])
+                        .unwrap()
+                })
+                .collect();
+            for (what, operands) in [("contiguous", &ops), ("strided", &views)] {
+                let refs: Vec<&Tensor> = operands.iter().collect();
+                let got = Tensor::einsum(&subs, &refs).unwrap();
+                assert_eq!(got.dims(), want.dims(), "{subs:?} ({what}) on {dev}");
+                let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+                for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * (1.0 + b.abs()) * 8.0,
+                        "{subs:?} ({what}) on {dev}: element {i} is {a}, NumPy's {b}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn einsum_refuses_bad_subscripts() {
+    let dev = Device::cpu();
+    let m = Tensor::zeros([3, 4], DType::F32, &dev).unwrap();
+    let v = Tensor::zeros([4], DType::F32, &dev).unwrap();
+    let argument = |r: webtensor::Result<Tensor>, what: &str| match r {
+        Err(Error::Argument { op: "einsum", msg }) => assert!(msg.contains(what), "{what}: {msg}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    argument(Tensor::einsum("ij,j->i,", &[&m, &v]), "not a subscript");
+    argument(Tensor::einsum("i2", &[&v]), "not a subscript");
+    argument(Tensor::einsum("......", &[&m]), "two '...'");
+    argument(Tensor::einsum("ij->ii", &[&m]), "repeats");
+    argument(Tensor::einsum("ij->k", &[&m]), "in no operand");
+    argument(Tensor::einsum("ij", &[&m, &v]), "operands");
+    argument(Tensor::einsum("...j->j", &[&m]), "needs a '...'");
+    let shape = |r: webtensor::Result<Tensor>, what: &str| match r {
+        Err(Error::Shape { op: "einsum", msg }) => assert!(msg.contains(what), "{what}: {msg}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    shape(Tensor::einsum("ijk", &[&m]), "axes");
+    shape(Tensor::einsum("i", &[&m]), "axes");
+    shape(Tensor::einsum("ij,i->j", &[&m, &v]), "spans");
+    shape(Tensor::einsum("ii", &[&m]), "spans");
+}
