@@ -66,6 +66,73 @@ fn einsum_matches_numpy_on_every_device_and_view() {
 }
 
 #[test]
+fn tensordot_matches_numpy_on_every_device() {
+    let c = cases();
+    for dev in common::devices() {
+        for k in 0..5 {
+            let get = |p: &str| c[&format!("td{k}_{p}")].clone();
+            let (a, b) = (
+                get("a").to_device(&dev).unwrap(),
+                get("b").to_device(&dev).unwrap(),
+            );
+            let axes = |p: &str| -> Vec<isize> {
+                get(p)
+                    .to_vec::<i64>()
+                    .unwrap()
+                    .iter()
+                    .map(|&x| x as isize)
+                    .collect()
+            };
+            let got = a.tensordot(&b, &axes("axes_a"), &axes("axes_b")).unwrap();
+            let want = get("out");
+            assert_eq!(got.dims(), want.dims(), "case {k} on {dev}");
+            for (g, w) in got
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .zip(want.to_vec::<f32>().unwrap())
+            {
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()) * 8.0,
+                    "case {k} on {dev}: {g} vs {w}"
+                );
+            }
+        }
+    }
+    let dev = Device::cpu();
+    let a = Tensor::zeros([2, 3], DType::F32, &dev).unwrap();
+    assert!(matches!(
+        a.tensordot(&a, &[0], &[0, 1]),
+        Err(Error::Argument {
+            op: "tensordot",
+            ..
+        })
+    ));
+    assert!(matches!(
+        a.tensordot(&a, &[0, 0], &[0, 1]),
+        Err(Error::Argument {
+            op: "tensordot",
+            ..
+        })
+    ));
+    assert!(matches!(
+        a.tensordot(&a, &[2], &[0]),
+        Err(Error::Axis {
+            op: "tensordot",
+            ..
+        })
+    ));
+    assert!(matches!(a.tensordot(&a, &[1], &[1]), Ok(_)));
+    assert!(matches!(
+        a.tensordot(&a, &[0], &[1]),
+        Err(Error::Shape {
+            op: "tensordot",
+            ..
+        })
+    ));
+}
+
+#[test]
 fn einsum_refuses_bad_subscripts() {
     let dev = Device::cpu();
     let m = Tensor::zeros([3, 4], DType::F32, &dev).unwrap();

@@ -424,3 +424,95 @@ impl Tensor {
         })
     }
 }
+
+impl Tensor {
+    /// NumPy's `tensordot(a, b, axes=(a_axes, b_axes))`: the sum over the
+    /// paired axes of the products, the result's axes this tensor's other
+    /// axes, then `other`'s, in order. (`a_axes = [-1]`, `b_axes = [0]` is
+    /// a product of matrices; `tensordot(a, b, axes=n)` is the last `n` of
+    /// this tensor's axes against the first `n` of `other`'s.)
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `tensordot` for lists of different lengths
+    /// or an axis given twice; `Error::Axis` for an axis out of range;
+    /// `Error::Shape` for paired axes of different extents; as
+    /// [`Tensor::einsum`].
+    pub fn tensordot(&self, other: &Tensor, a_axes: &[isize], b_axes: &[isize]) -> Result<Tensor> {
+        const OP: &str = "tensordot";
+        super::as_op(OP, || {
+            if a_axes.len() != b_axes.len() {
+                return Err(Error::argument(
+                    OP,
+                    format!(
+                        "{} axes of the first operand paired with {} of the second",
+                        a_axes.len(),
+                        b_axes.len()
+                    ),
+                ));
+            }
+            let resolve = |axes: &[isize], rank: usize| -> Result<Vec<usize>> {
+                let mut out = Vec::with_capacity(axes.len());
+                for &a in axes {
+                    let r = rank as isize;
+                    if a < -r || a >= r {
+                        return Err(Error::Axis {
+                            op: OP,
+                            axis: a,
+                            rank,
+                        });
+                    }
+                    let a = a.rem_euclid(r) as usize;
+                    if out.contains(&a) {
+                        return Err(Error::argument(OP, format!("axis {a} is given twice")));
+                    }
+                    out.push(a);
+                }
+                Ok(out)
+            };
+            let (pa, pb) = (
+                resolve(a_axes, self.rank())?,
+                resolve(b_axes, other.rank())?,
+            );
+            // Labels: this tensor's axes a, b, c ...; the other's from the
+            // end of the alphabet, its paired axes taking their partners'.
+            let letter = |k: usize| {
+                char::from(if k < 26 {
+                    b'a' + k as u8
+                } else {
+                    b'A' + (k - 26) as u8
+                })
+            };
+            if self.rank() + other.rank() > 52 {
+                return Err(Error::argument(OP, "more than 52 axes in all".to_string()));
+            }
+            let left: String = (0..self.rank()).map(letter).collect();
+            let right: String = (0..other.rank())
+                .map(|j| match pb.iter().position(|&x| x == j) {
+                    Some(k) => letter(pa[k]),
+                    None => letter(self.rank() + j),
+                })
+                .collect();
+            let out: String = (0..self.rank())
+                .filter(|i| !pa.contains(i))
+                .map(letter)
+                .chain(
+                    (0..other.rank())
+                        .filter(|j| !pb.contains(j))
+                        .map(|j| letter(self.rank() + j)),
+                )
+                .collect();
+            for (&i, &j) in pa.iter().zip(&pb) {
+                let (di, dj) = (self.dims()[i], other.dims()[j]);
+                if di != dj {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "axis {i} of the first operand has {di} elements, axis {j} of the second {dj}"
+                        ),
+                    ));
+                }
+            }
+            Tensor::einsum(&format!("{left},{right}->{out}"), &[self, other])
+        })
+    }
+}

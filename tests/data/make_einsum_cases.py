@@ -4,7 +4,8 @@ tests/einsum.rs (`pip install numpy`):
     python3 tests/data/make_einsum_cases.py
 
 Writes einsum_cases.npz: for case k, `k_subscripts` (the string's bytes),
-`k_n` (its operand count), `k_op0`, `k_op1` ... (f32) and `k_out`.
+`k_n` (its operand count), `k_op0`, `k_op1` ... (f32) and `k_out`; and
+tensordot cases `tdk_a`, `tdk_b`, `tdk_axes_a`, `tdk_axes_b`, `tdk_out`.
 """
 
 import pathlib
@@ -52,5 +53,20 @@ for k, (subs, shapes) in enumerate(CASES):
     for i, o in enumerate(ops):
         out[f"{k}_op{i}"] = o
     out[f"{k}_out"] = np.asarray(res, dtype=np.float32)
+TENSORDOT = [
+    ((3, 4), (4, 5), [1], [0]),
+    ((2, 3, 4), (4, 3, 5), [1, 2], [1, 0]),
+    ((2, 3), (3, 2), [0, 1], [1, 0]),
+    ((3,), (4,), [], []),
+    ((5, 2, 3), (3, 2), [-1, -2], [0, 1]),
+]
+for k, (sa, sb, xa, xb) in enumerate(TENSORDOT):
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    out[f"td{k}_a"], out[f"td{k}_b"] = a, b
+    out[f"td{k}_axes_a"] = np.array(xa, dtype=np.int64)
+    out[f"td{k}_axes_b"] = np.array(xb, dtype=np.int64)
+    res = np.tensordot(a.astype(np.float64), b.astype(np.float64), axes=(xa, xb))
+    out[f"td{k}_out"] = np.asarray(res, dtype=np.float32)
 np.savez(HERE / "einsum_cases.npz", **out)
 print(len(CASES), "cases")
