@@ -122,7 +122,7 @@ fn tensordot_matches_numpy_on_every_device() {
             ..
         })
     ));
-    assert!(matches!(a.tensordot(&a, &[1], &[1]), Ok(_)));
+    assert!(a.tensordot(&a, &[1], &[1]).is_ok());
     assert!(matches!(
         a.tensordot(&a, &[0], &[1]),
         Err(Error::Shape {
