@@ -251,3 +251,21 @@ fn complex_tensors_pad_in_every_mode() {
         }
     }
 }
+
+/// A nearest resize to an output that cannot exist is refused at once: the
+/// check for whole factors walked every output index of both axes first,
+/// 2^40 of them here (a hang found by bad_input's property test).
+#[test]
+fn a_nearest_resize_past_every_limit_fails_at_once() {
+    for dev in common::devices() {
+        let x = Tensor::ones([1, 1, 1, 1], DType::F32, &dev).unwrap();
+        let start = std::time::Instant::now();
+        let r = x.resize([1, 1 << 40], webtensor::Resize::Nearest);
+        assert!(r.is_err(), "{dev}: {r:?}");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{dev}: {:?}",
+            start.elapsed()
+        );
+    }
+}

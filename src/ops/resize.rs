@@ -204,11 +204,19 @@ impl Tensor {
 
 /// The whole factors `[fh, fw]` of a nearest resize of `x` to `size`
 /// whose source pixels are `i / f` on both axes (`m = f n`, the ratio
-/// exact): `None` for any other, for empty axes, and for a rank the
-/// broadcast view's two more axes would take past [`MAX_RANK`].
+/// exact): `None` for any other, for empty axes, for a rank the
+/// broadcast view's two more axes would take past [`MAX_RANK`], and for an
+/// output past 2^31 elements (its check walks each output index of both
+/// axes, which must cost no more than the output: a size that cannot be
+/// allocated is the general path's error, at once).
 fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Option<[usize; 2]> {
     let r = x.rank();
     if r + 2 > MAX_RANK {
+        return None;
+    }
+    let outer: usize = x.dims()[..r - 2].iter().product();
+    let elements = outer.checked_mul(size[0])?.checked_mul(size[1])?;
+    if elements > i32::MAX as usize {
         return None;
     }
     let mut factors = [1; 2];
