@@ -109,13 +109,7 @@ fn rotations_read_any_view_and_round_half_types_once() {
             let stored = x.transpose(1, 2).unwrap().contiguous().unwrap();
             let view = stored.transpose(1, 2).unwrap();
             assert_eq!(read(&view.rope(&rope).unwrap()), want, "{name} on {dev}");
-            let reversed = x
-                .flip(&[0])
-                .unwrap()
-                .contiguous()
-                .unwrap()
-                .flip(&[0])
-                .unwrap();
+            let reversed = common::reversed_view(&x);
             assert_eq!(
                 read(&reversed.rope(&rope).unwrap()),
                 want,
@@ -265,15 +259,7 @@ fn attention_matches_numpy_with_masks_groups_and_views() {
             let strided = attend(&c, name, &dev, |t| {
                 let r = t.rank() as isize;
                 let swapped = t.transpose(r - 1, r - 2).unwrap().contiguous().unwrap();
-                swapped
-                    .transpose(r - 1, r - 2)
-                    .unwrap()
-                    .flip(&[0])
-                    .unwrap()
-                    .contiguous()
-                    .unwrap()
-                    .flip(&[0])
-                    .unwrap()
+                common::reversed_view(&swapped.transpose(r - 1, r - 2).unwrap())
             });
             close(
                 &read(&strided),

@@ -35,20 +35,7 @@ fn einsum_matches_numpy_on_every_device_and_view() {
             let want = &c[&format!("{k}_out")];
             // The operands as given, and as reversed strided views of the
             // same values.
-            let views: Vec<Tensor> = ops
-                .iter()
-                .map(|t| {
-                    if t.rank() == 0 {
-                        return t.clone();
-                    }
-                    t.flip(&[0])
-                        .unwrap()
-                        .contiguous()
-                        .unwrap()
-                        .flip(&[0])
-                        .unwrap()
-                })
-                .collect();
+            let views: Vec<Tensor> = ops.iter().map(common::reversed_view).collect();
             for (what, operands) in [("contiguous", &ops), ("strided", &views)] {
                 let refs: Vec<&Tensor> = operands.iter().collect();
                 let got = Tensor::einsum(&subs, &refs).unwrap();

@@ -267,3 +267,17 @@ pub fn mutate(file: &[u8], rng: &mut Rng) -> Vec<u8> {
     }
     f
 }
+
+/// The values of `t` as a view that walks its first axis backwards: a copy
+/// stored reversed, flipped back (a 0-d tensor as it is).
+pub fn reversed_view(t: &Tensor) -> Tensor {
+    if t.rank() == 0 {
+        return t.clone();
+    }
+    t.flip(&[0])
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .flip(&[0])
+        .unwrap()
+}
