@@ -1038,3 +1038,37 @@ fn issue_44_composed_ops_keep_their_kernel_budget() {
     let one = d.submits == 1 && d.dispatches == 1 && d.bytes_uploaded == 0;
     assert!(one, "resize: {d:?}");
 }
+
+#[test]
+fn a_flush_survives_results_dropped_on_another_thread_while_it_encodes() {
+    // A flush of a batch of one elementwise op reuses a kept plan; it once
+    // checked that the result's tensor was alive and then took its buffer,
+    // and a thread dropping the result between the two made the flush fail
+    // with an internal error ("a kept plan needs a temporary"). Here one
+    // thread records sums and drops them while another flushes.
+    let Some(dev) = batched_gpu(true) else { return };
+    let a = Tensor::from_vec(vec![1.0f32; 64], [64], &dev).unwrap();
+    let b = Tensor::from_vec(vec![2.0f32; 64], [64], &dev).unwrap();
+    assert_eq!(read_f32(&a.add(&b).unwrap()), vec![3.0; 64]);
+    let rounds = if common::long_tests() {
+        200_000
+    } else {
+        20_000
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let flusher = scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                dev.flush()?;
+            }
+            Ok::<(), Error>(())
+        });
+        for _ in 0..rounds {
+            drop(a.add(&b).unwrap());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        flusher.join().unwrap().unwrap();
+    });
+    dev.sync().unwrap();
+    assert_eq!(read_f32(&a.add(&b).unwrap()), vec![3.0; 64]);
+}

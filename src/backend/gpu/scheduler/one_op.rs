@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::ElementwiseOp;
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -225,17 +226,29 @@ impl OneOpMemo {
         let unused = |id: u64| !used.contains(&id);
         let mut buffers: SmallVec<[Binding; 4]> = SmallVec::new();
         for claim in bound_claims(op) {
-            let (buffer, taken) = claim.take_for_flush(
+            // The result's tensor may be dropped on another thread since
+            // the check above: a gone claim needs a temporary, which only
+            // the planned path lends. Buffers taken so far are the claims'
+            // own, as that path would take them.
+            let gone = Cell::new(false);
+            let took = claim.take_for_flush(
                 ctx.pool,
                 (ctx.device, "flush", limit),
                 open_batch,
                 &unused,
-                |_| Err(Error::internal("flush", "a kept plan needs a temporary")),
-            )?;
-            if let Taken::Temporary = taken {
-                return Err(Error::internal("flush", "a kept plan took a temporary"));
+                |_| {
+                    gone.set(true);
+                    Err(Error::internal("flush", "a kept plan needs a temporary"))
+                },
+            );
+            match took {
+                Err(_) if gone.get() => return Ok(false),
+                Err(e) => return Err(e),
+                Ok((_, Taken::Temporary)) => {
+                    return Err(Error::internal("flush", "a kept plan took a temporary"));
+                }
+                Ok((buffer, Taken::Kept)) => buffers.push(Binding::whole(buffer)),
             }
-            buffers.push(Binding::whole(buffer));
         }
         if whole_vec4s(&buffers) != plan.whole_vec4s {
             return Ok(false);
