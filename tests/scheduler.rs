@@ -1044,12 +1044,15 @@ fn a_flush_survives_results_dropped_on_another_thread_while_it_encodes() {
     // A flush of a batch of one elementwise op reuses a kept plan; it once
     // checked that the result's tensor was alive and then took its buffer,
     // and a thread dropping the result between the two made the flush fail
-    // with an internal error ("a kept plan needs a temporary"). Here one
-    // thread records sums and drops them while another flushes.
+    // with an internal error ("a kept plan needs a temporary"); a drop
+    // between the check and the take inside the claim left a buffer that
+    // nobody gave back. Here one thread records sums and drops them while
+    // another flushes.
     let Some(dev) = batched_gpu(true) else { return };
     let a = Tensor::from_vec(vec![1.0f32; 64], [64], &dev).unwrap();
     let b = Tensor::from_vec(vec![2.0f32; 64], [64], &dev).unwrap();
     assert_eq!(read_f32(&a.add(&b).unwrap()), vec![3.0; 64]);
+    let live = dev.stats().bytes_live;
     let rounds = if common::long_tests() {
         200_000
     } else {
@@ -1070,5 +1073,8 @@ fn a_flush_survives_results_dropped_on_another_thread_while_it_encodes() {
         flusher.join().unwrap().unwrap();
     });
     dev.sync().unwrap();
+    // Every result's buffer went back to the pool: a take that raced the
+    // drop once kept one for good.
+    assert_eq!(dev.stats().bytes_live, live);
     assert_eq!(read_f32(&a.add(&b).unwrap()), vec![3.0; 64]);
 }

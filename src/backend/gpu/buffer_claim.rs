@@ -27,6 +27,7 @@
 
 use super::pool::{BufferKind, BufferPool, PooledBuffer};
 use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// One tensor's buffer, taken now or later.
@@ -51,7 +52,7 @@ struct ClaimState {
     /// hold the claim.
     orphan: bool,
     /// Captured steps holding the buffer: an orphan gives it back only
-    /// once none does (see [`BufferClaim::hold`]).
+    /// once none does (see [`BufferClaim::hold_unless_gone`]).
     holds: u32,
     /// `size` bytes are reserved under the pool's cap.
     reserved: bool,
@@ -218,12 +219,32 @@ impl BufferClaim {
     pub fn take(
         &self,
         pool: &BufferPool,
-        (device, op, limit): (&wgpu::Device, &'static str, u64),
+        target: (&wgpu::Device, &'static str, u64),
         open_batch: u64,
         unused_from_here: &dyn Fn(u64) -> bool,
         reference: bool,
     ) -> Result<(wgpu::Buffer, u64)> {
         let mut s = self.state();
+        self.take_locked(
+            &mut s,
+            pool,
+            target,
+            open_batch,
+            unused_from_here,
+            reference,
+        )
+    }
+
+    /// [`BufferClaim::take`] under the state's lock, which the caller holds.
+    fn take_locked(
+        &self,
+        s: &mut ClaimState,
+        pool: &BufferPool,
+        (device, op, limit): (&wgpu::Device, &'static str, u64),
+        open_batch: u64,
+        unused_from_here: &dyn Fn(u64) -> bool,
+        reference: bool,
+    ) -> Result<(wgpu::Buffer, u64)> {
         if let Some(b) = &s.buffer {
             let buffer = b.buffer.clone();
             s.referenced |= reference;
@@ -281,20 +302,21 @@ impl BufferClaim {
         unused_from_here: &dyn Fn(u64) -> bool,
         temporary: impl FnOnce(u64) -> Result<PooledBuffer>,
     ) -> Result<(wgpu::Buffer, Taken)> {
-        {
-            let mut s = self.state();
-            if let Some(b) = &s.buffer {
-                return Ok((b.buffer.clone(), Taken::Kept));
-            }
-            if s.is_gone() {
-                let b = temporary(self.bytes)?;
-                let buffer = b.buffer.clone();
-                s.buffer = Some(b);
-                s.temporary = true;
-                return Ok((buffer, Taken::Temporary));
-            }
+        // One lock throughout: a tensor dropped between a check that it
+        // lives and the take would leave a buffer nobody gives back.
+        let mut s = self.state();
+        if let Some(b) = &s.buffer {
+            return Ok((b.buffer.clone(), Taken::Kept));
         }
-        let (buffer, _) = self.take(pool, target, open_batch, unused_from_here, false)?;
+        if s.is_gone() {
+            let b = temporary(self.bytes)?;
+            let buffer = b.buffer.clone();
+            s.buffer = Some(b);
+            s.temporary = true;
+            return Ok((buffer, Taken::Temporary));
+        }
+        let (buffer, _) =
+            self.take_locked(&mut s, pool, target, open_batch, unused_from_here, false)?;
         Ok((buffer, Taken::Kept))
     }
 
@@ -309,21 +331,28 @@ impl BufferClaim {
     /// reuse in the open batch when commands know it by another id), or
     /// its reservation is given back, once no captured step holds it.
     /// Recorded commands keep the claim.
-    pub fn orphan(&self, pool: &BufferPool, open_batch: u64) {
+    pub fn orphan(&self, pool: &BufferPool, open_batch: &AtomicU64) {
         let mut s = self.state();
         s.orphan = true;
         s.give_back_when_gone(pool, self.size, open_batch);
     }
 
     /// A captured step binds the buffer on every run: it stays the
-    /// claim's, even once the tensor is gone, until the step lets go.
-    pub fn hold(&self) {
-        self.state().holds += 1;
+    /// claim's, even once the tensor is gone, until the step lets go
+    /// (unless the tensor, and every step holding the buffer, is gone
+    /// already: checked and held under one lock). True when held.
+    pub fn hold_unless_gone(&self) -> bool {
+        let mut s = self.state();
+        if s.is_gone() {
+            return false;
+        }
+        s.holds += 1;
+        true
     }
 
-    /// Ends a [`BufferClaim::hold`]; the buffer of a gone tensor goes back
+    /// Ends a [`BufferClaim::hold_unless_gone`]; the buffer of a gone tensor goes back
     /// to the pool with the last.
-    pub fn let_go(&self, pool: &BufferPool, open_batch: u64) {
+    pub fn let_go(&self, pool: &BufferPool, open_batch: &AtomicU64) {
         let mut s = self.state();
         if s.holds > 0 {
             s.holds -= 1;
@@ -339,10 +368,17 @@ impl ClaimState {
 
     /// Gives the buffer (or the reservation of `size` bytes) back to
     /// `pool` once neither the tensor nor a captured step holds it.
-    fn give_back_when_gone(&mut self, pool: &BufferPool, size: u64, open_batch: u64) {
+    ///
+    /// The open batch is read only now, after the last hold: a command
+    /// another holder recorded before letting go is in that batch or an
+    /// earlier one (read before, on a thread racing a flush, it could name
+    /// a closed batch, and an upload could then write the buffer before
+    /// such a command reads it).
+    fn give_back_when_gone(&mut self, pool: &BufferPool, size: u64, open_batch: &AtomicU64) {
         if !self.is_gone() {
             return;
         }
+        let open_batch = open_batch.load(Ordering::Acquire);
         if let Some(b) = &self.buffer {
             if b.id == self.id {
                 pool.release(b.clone(), open_batch);

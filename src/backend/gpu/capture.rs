@@ -71,7 +71,7 @@ impl Drop for Watch {
     }
 }
 
-/// The buffers a captured step holds (see [`BufferClaim::hold`]), and
+/// The buffers a captured step holds (see [`BufferClaim::hold_unless_gone`]), and
 /// whether an op inside it was refused.
 #[derive(Default)]
 pub(crate) struct Capture {
@@ -106,8 +106,9 @@ impl Capture {
     /// Holds `claim`'s buffer unless its tensor (and any other step
     /// holding it) is gone.
     fn hold(&mut self, claim: &Arc<BufferClaim>) {
-        if !claim.is_gone() && self.seen.insert(Arc::as_ptr(claim) as usize) {
-            claim.hold();
+        let id = Arc::as_ptr(claim) as usize;
+        if !self.seen.contains(&id) && claim.hold_unless_gone() {
+            self.seen.insert(id);
             self.held.push(claim.clone());
         }
     }
@@ -143,9 +144,8 @@ impl Capture {
 /// Lets go of the buffers a captured step held: those whose tensors are
 /// gone go back to the pool.
 fn let_go(held: Vec<Arc<BufferClaim>>, ctx: &Target<'_>) {
-    let open_batch = ctx.open_batch.load(Ordering::Acquire);
     for claim in held {
-        claim.let_go(ctx.pool, open_batch);
+        claim.let_go(ctx.pool, ctx.open_batch);
     }
 }
 
@@ -173,7 +173,7 @@ pub(crate) struct CapturedBatch {
     /// The flush's temporaries, the graph's for good (given back to the
     /// pool when the graph goes).
     pub temporaries: Vec<PooledBuffer>,
-    /// The buffers the dispatches bind, held (see [`BufferClaim::hold`]).
+    /// The buffers the dispatches bind, held (see [`BufferClaim::hold_unless_gone`]).
     pub held: Vec<Arc<BufferClaim>>,
     /// The buffers the dispatches write, poisoned when a run fails.
     pub written: Vec<Arc<BufferClaim>>,

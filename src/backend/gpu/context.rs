@@ -352,6 +352,12 @@ impl GpuContext {
         self.open_batch.load(Ordering::Acquire)
     }
 
+    /// The counter of [`GpuContext::open_batch`], for a release that must
+    /// read it only once the buffer is given back (see `buffer_claim.rs`).
+    pub fn open_batch_counter(&self) -> &AtomicU64 {
+        &self.open_batch
+    }
+
     /// The scheduler's flush threshold.
     pub fn flush_threshold(&self) -> usize {
         self.scheduler().flush_threshold()

@@ -296,6 +296,9 @@ impl GpuStorage {
             },
         )
         .await?;
+        // Another thread's flush of the batch that was to write this
+        // tensor may have failed since the check above.
+        self.check_poison("to_vec")?;
         if !taken {
             return Err(Error::internal(
                 "to_vec",
@@ -445,6 +448,7 @@ impl Drop for GpuStorage {
             return;
         }
         // Recorded commands keep the claim; the buffer goes back to the pool.
-        self.claim.orphan(&self.ctx.pool, self.ctx.open_batch());
+        self.claim
+            .orphan(&self.ctx.pool, self.ctx.open_batch_counter());
     }
 }
