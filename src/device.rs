@@ -555,8 +555,10 @@ impl Device {
         }
     }
 
-    /// Drops the idle buffers the pool keeps for reuse, giving their memory
-    /// back to the driver; on the CPU, the host buffers kept for reuse
+    /// Drops the idle buffers the pool keeps for reuse and the tables ops
+    /// keep on the device (an FFT's twiddles, made again by the next call
+    /// that needs them), giving their memory back to the driver; on the
+    /// CPU, the host buffers kept for reuse
     /// (one pool for every CPU device) back to the system allocator.
     pub fn release_pooled_memory(&self) {
         match &self.inner {

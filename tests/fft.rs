@@ -709,3 +709,44 @@ fn lines_past_one_grid_row_of_workgroups() {
         }
     }
 }
+
+#[test]
+fn kept_tables_stay_right_through_eviction_and_threads() {
+    // A device keeps each length's twiddles, and Bluestein's chirp and
+    // kernel, for later calls (at most 64 tables). Here far more lengths
+    // than that are transformed before any result is read, so tables are
+    // evicted while transforms that bind them are still to run; then two
+    // threads transform the same lengths at once, in opposite orders.
+    let Some(dev) = common::own_gpu(webtensor::GpuOptions::default()) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    // Smooth lengths (one kernel's twiddles) and primes (Bluestein's).
+    let lengths: Vec<usize> = (1..=60)
+        .map(|k| 6 * k + 4)
+        .chain([17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73])
+        .collect();
+    let inputs: Vec<Tensor> = lengths
+        .iter()
+        .map(|&n| {
+            let pairs = noise(2 * n, n as u64);
+            Tensor::from_interleaved(&pairs, [n], &dev).unwrap()
+        })
+        .collect();
+    let check = |order: &mut dyn Iterator<Item = usize>, what: &str| {
+        let results: Vec<(usize, Tensor)> = order.map(|k| (k, inputs[k].fft(0).unwrap())).collect();
+        for (k, got) in results {
+            let want = inputs[k].to_device(&cpu).unwrap().fft(0).unwrap();
+            let what = format!("{what}: fft of {}", lengths[k]);
+            assert_spectrum(&got, &want, lengths[k], &what);
+        }
+    };
+    check(&mut (0..lengths.len()), "one thread");
+    std::thread::scope(|scope| {
+        let forward = scope.spawn(|| check(&mut (0..lengths.len()), "thread 1"));
+        check(&mut (0..lengths.len()).rev(), "thread 2");
+        forward.join().unwrap();
+    });
+    dev.release_pooled_memory();
+    check(&mut (0..lengths.len()), "after the release");
+}

@@ -7,7 +7,7 @@
 
 mod common;
 
-use webtensor::{Conv, DType, Device, DeviceStats, Pool, Resize, Tensor, s};
+use webtensor::{Conv, DType, Device, DeviceStats, Fft, Pool, Resize, Tensor, s};
 
 /// What one run of `f` and a readback of its result cost on `dev`.
 /// One readback of `t`, as it is stored (no cast kernel).
@@ -15,6 +15,7 @@ fn read(t: Tensor) -> webtensor::Result<()> {
     match t.dtype() {
         DType::F16 => t.to_vec::<half::f16>().map(drop),
         DType::BF16 => t.to_vec::<half::bf16>().map(drop),
+        DType::C64 => t.to_complex_vec().map(drop),
         _ => t.to_vec::<f32>().map(drop),
     }
 }
@@ -498,5 +499,71 @@ fn special_functions_are_one_fused_kernel() {
         for (what, f) in cases {
             assert_budget(what, &cost(&dev, f), 1);
         }
+    }
+}
+
+#[test]
+fn an_fft_is_at_most_two_kernels_and_uploads_nothing() {
+    // Issue 46: FFTs uploaded their twiddle table on every call (an
+    // upload that could also flush the open batch), and Bluestein's
+    // algorithm its chirp and kernel, transformed on the host each time.
+    // The device now keeps them: a transform of a length whose factors the
+    // kernel takes is one kernel, or two (four-step) past the longest line
+    // a workgroup holds, and a 2-d one two, contiguous for its reader.
+    for (name, dev) in gpus() {
+        let complex = |dims: &[usize], seed| {
+            let n = dims.iter().product::<usize>();
+            let re = Tensor::rand([n], DType::F32, seed, &dev).unwrap();
+            let im = Tensor::rand([n], DType::F32, seed + 1, &dev).unwrap();
+            Tensor::complex(&re, &im).unwrap().reshape(dims).unwrap()
+        };
+        // One kernel holds lines of 2048 in 32 KiB of workgroup memory
+        // (lavapipe's; NVIDIA's 48 KiB hold 3072), so 2^22 = 2048^2 is two.
+        for n in [64, 1000, 8192, 1 << 16, 1 << 20, 1 << 22] {
+            let x = complex(&[n], 3);
+            let kernels = if n <= 1000 { 1 } else { 2 };
+            let d = cost(&dev, &|| x.fft(Fft::along(0)).unwrap());
+            assert_budget(&format!("{name}: fft of {n}"), &d, kernels);
+            let d = cost(&dev, &|| x.ifft(Fft::along(0)).unwrap());
+            assert_budget(&format!("{name}: ifft of {n}"), &d, kernels);
+        }
+        let image = complex(&[96, 120], 5);
+        let d = cost(&dev, &|| image.fft(Fft::over([0, 1])).unwrap());
+        assert_budget(&format!("{name}: fft2"), &d, 2);
+        let signal = Tensor::rand([16, 1000], DType::F32, 6, &dev).unwrap();
+        let d = cost(&dev, &|| signal.rfft(Fft::along(1)).unwrap());
+        assert_budget(&format!("{name}: rfft of rows"), &d, 1);
+        let spectrum = signal.rfft(Fft::along(1)).unwrap();
+        let d = cost(&dev, &|| spectrum.irfft(Fft::along(1).size(1000)).unwrap());
+        assert_budget(&format!("{name}: irfft of rows"), &d, 1);
+        // Bluestein's composition (a prime length): pinned where it stands
+        // so that it cannot grow unseen (its complex products are
+        // elementwise chains, 33 kernels unfused), and free of uploads.
+        let prime = complex(&[4099], 7);
+        let d = cost(&dev, &|| prime.fft(Fft::along(0)).unwrap());
+        let ceiling = if name == "fusion" { 15 } else { 33 };
+        let composed = d.submits == 1 && d.dispatches <= ceiling && d.bytes_uploaded == 0;
+        assert!(
+            composed && d.buffers_created == 0,
+            "{name}: fft of 4099: {d:?}"
+        );
+    }
+}
+
+#[test]
+fn fft_tables_are_made_again_after_the_pool_is_released() {
+    // The device keeps an FFT's tables as pooled memory: releasing the
+    // pool lets them go, and the next call makes them again.
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([3000], DType::F32, 3, &dev).unwrap();
+        let spectrum = || x.rfft(Fft::along(0)).unwrap();
+        let d = cost(&dev, &spectrum);
+        assert_eq!(d.bytes_uploaded, 0, "{name}");
+        dev.release_pooled_memory();
+        let before = dev.stats();
+        let again = spectrum().to_complex_vec().unwrap();
+        let uploaded = dev.stats().bytes_uploaded - before.bytes_uploaded;
+        assert!(uploaded > 0, "{name}: nothing uploaded after the release");
+        assert_eq!(again, spectrum().to_complex_vec().unwrap(), "{name}");
     }
 }

@@ -24,6 +24,7 @@ pub(crate) use calls::{
     antialias_taps, antialias_window, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
+pub(crate) use gpu::ConstKey;
 use std::sync::Arc;
 
 /// Where fresh storage goes: host memory, whose ops run on a device's
@@ -93,6 +94,24 @@ impl Storage {
             )),
             Place::Gpu(ctx) => Storage::Gpu(gpu::GpuStorage::upload(ctx, op, &data)?),
         })
+    }
+
+    /// The f32 table `make()` gives for `key`: on a GPU the one the device
+    /// keeps, made and uploaded by the first call that asks for it (see
+    /// `gpu/constants.rs`); on the CPU made anew. Nothing may write it.
+    ///
+    /// # Errors
+    /// As [`Storage::from_vec`].
+    pub fn constant(
+        place: Place,
+        op: &'static str,
+        key: ConstKey,
+        make: impl FnOnce() -> Vec<f32>,
+    ) -> Result<Storage> {
+        match place {
+            Place::Gpu(ctx) => Ok(Storage::Gpu(gpu::GpuStorage::constant(ctx, op, key, make)?)),
+            Place::Host(_) => Storage::from_vec(place, op, make()),
+        }
     }
 
     /// Elements `start..start + n` as `T`, which must be the stored type,

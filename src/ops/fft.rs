@@ -306,7 +306,13 @@ impl Tensor {
         } else {
             self.fft_real_input(op)?
         };
-        for &(axis, size) in axes.iter().rev() {
+        // NumPy's order (the last axis given first), except that the last
+        // axis's transforms go last: each transform writes its axis last in
+        // memory, so the result is then contiguous. Transforms along
+        // different axes commute; those along one axis keep their order.
+        let last = x.rank().saturating_sub(1);
+        let (at_last, others): (Vec<_>, Vec<_>) = axes.iter().rev().partition(|a| a.0 == last);
+        for &(axis, size) in others.into_iter().chain(at_last) {
             x = x.transform_complex(op, axis, size, spec.norm, inverse)?;
         }
         Ok(x)

@@ -10,17 +10,18 @@
 //!   output (recursively, when `n2` is still too long);
 //! - Bluestein's algorithm for the others: `jk = (j^2 + k^2 - (k-j)^2)/2`
 //!   turns the transform into a circular convolution with a chirp, done by
-//!   transforms of a power of two at least `2n - 1` long (the chirp's own
-//!   transform computed once on the host in f64).
+//!   transforms of a power of two at least `2n - 1` long (the chirp and
+//!   its transform computed on the host in f64 by the first call of a
+//!   length and kept by the device, see `backend/gpu/constants.rs`).
 
 use super::PadMode;
 use super::binding_parts::for_each_part_across;
-use crate::backend::{FftCall, FftRead, FftTwist, fft, fft_line_limit};
+use crate::backend::{ConstKey, FftCall, FftRead, FftTwist, fft, fft_line_limit};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
-use num_complex::{Complex, Complex32};
+use num_complex::Complex;
 
 /// The transform along `axis` of `x` (c64 for a `Complex` or `Hermitian`
 /// read, f32 or f16 for a `Real` one) into a fresh tensor whose `axis` is
@@ -218,34 +219,21 @@ impl Lines {
         let n = self.n;
         let m = (2 * n - 1).next_power_of_two();
         let device = x.device();
-        // chirp[j] = exp(-+ i pi j^2 / n), with j^2 reduced mod 2n first.
-        let sign = if self.inverse { 1.0 } else { -1.0 };
-        let chirp: Vec<Complex<f64>> = (0..n)
-            .map(|j| {
-                let j2 = (j as u128 * j as u128 % (2 * n as u128)) as f64;
-                Complex::from_polar(1.0, sign * std::f64::consts::PI * j2 / n as f64)
-            })
-            .collect();
-        let narrow = |v: &[Complex<f64>]| -> Vec<Complex32> {
-            v.iter()
-                .map(|c| Complex32::new(c.re as f32, c.im as f32))
-                .collect()
+        // The chirp and the convolution's kernel are the device's tables,
+        // made on the host by the first transform of this length and
+        // direction.
+        let table = |kind, len: usize, make: fn(usize, bool) -> Vec<f32>| {
+            let inverse = self.inverse;
+            let key = ConstKey {
+                kind,
+                args: [n as u64, u64::from(inverse), 0],
+            };
+            Tensor::constant(self.op, key, 2 * len, device, || make(n, inverse))?
+                .reshape([len, 2])
+                .map(|pairs| pairs.complex_of_pairs())
         };
-        let chirp_t = Tensor::from_complex(&narrow(&chirp), [n], device)?;
-        // The convolution's kernel: conj(chirp) at j and m - j, transformed
-        // here, with the inverse transform's 1/m folded in.
-        let mut kernel = vec![Complex::new(0.0, 0.0); m];
-        for (j, c) in chirp.iter().enumerate() {
-            kernel[j] = c.conj();
-            if j > 0 {
-                kernel[m - j] = c.conj();
-            }
-        }
-        rustfft::FftPlanner::<f64>::new()
-            .plan_fft_forward(m)
-            .process(&mut kernel);
-        let kernel: Vec<Complex<f64>> = kernel.iter().map(|c| c / m as f64).collect();
-        let kernel_t = Tensor::from_complex(&narrow(&kernel), [m], device)?;
+        let chirp_t = table("bluestein chirp", n, |n, inverse| pairs(&chirp(n, inverse)))?;
+        let kernel_t = table("bluestein kernel", m, bluestein_kernel)?;
         let padded = Tensor::zeros(with_last(x, m), DType::C64, device)?;
         padded.narrow(-1, 0, n)?.assign(&x.mul(&chirp_t)?)?;
         let spectrum = Tensor::empty_dense(with_last(x, m), DType::C64, device, self.op)?;
@@ -268,6 +256,42 @@ impl Lines {
         }
         out.assign(&y)
     }
+}
+
+/// Bluestein's chirp for a transform of `n`: `exp(-+ i pi j^2 / n)`
+/// (`+` for the inverse), with `j^2` reduced mod `2n` first.
+fn chirp(n: usize, inverse: bool) -> Vec<Complex<f64>> {
+    let sign = if inverse { 1.0 } else { -1.0 };
+    (0..n)
+        .map(|j| {
+            let j2 = (j as u128 * j as u128 % (2 * n as u128)) as f64;
+            Complex::from_polar(1.0, sign * std::f64::consts::PI * j2 / n as f64)
+        })
+        .collect()
+}
+
+/// The kernel of Bluestein's convolution for a transform of `n`, as f32
+/// pairs: `conj(chirp)` at `j` and `m - j` (`m` the power of two at least
+/// `2n - 1`), transformed in f64, with the inverse transform's `1/m`
+/// folded in.
+fn bluestein_kernel(n: usize, inverse: bool) -> Vec<f32> {
+    let m = (2 * n - 1).next_power_of_two();
+    let mut kernel = vec![Complex::new(0.0, 0.0); m];
+    for (j, c) in chirp(n, inverse).iter().enumerate() {
+        kernel[j] = c.conj();
+        if j > 0 {
+            kernel[m - j] = c.conj();
+        }
+    }
+    rustfft::FftPlanner::<f64>::new()
+        .plan_fft_forward(m)
+        .process(&mut kernel);
+    pairs(&kernel.iter().map(|c| c / m as f64).collect::<Vec<_>>())
+}
+
+/// Complex values as interleaved f32 pairs.
+fn pairs(v: &[Complex<f64>]) -> Vec<f32> {
+    v.iter().flat_map(|c| [c.re as f32, c.im as f32]).collect()
 }
 
 /// True when every prime factor of `n` is at most `largest`.

@@ -66,6 +66,35 @@ impl Tensor {
         ))
     }
 
+    /// The f32 table of `len` values `make()` gives for `key`, on a GPU
+    /// the one the device keeps (made by the first call that asks; see
+    /// `backend/gpu/constants.rs`). Nothing may write it.
+    ///
+    /// # Errors
+    /// As [`Tensor::from_vec`]; `Error::Internal` naming `op` when `make`
+    /// gives another count than `len`.
+    pub(crate) fn constant(
+        op: &'static str,
+        key: crate::backend::ConstKey,
+        len: usize,
+        device: &Device,
+        make: impl FnOnce() -> Vec<f32>,
+    ) -> Result<Tensor> {
+        let storage = Storage::constant(device.place(), op, key, make)?;
+        if storage.len() != len {
+            return Err(Error::internal(
+                op,
+                format!("a table of {} values, {len} expected", storage.len()),
+            ));
+        }
+        Ok(Tensor::from_parts(
+            recycle::cell(storage),
+            Layout::contiguous(Shape::from([len])),
+            DType::F32,
+            device.clone(),
+        ))
+    }
+
     /// A contiguous zero-filled tensor.
     ///
     /// # Errors

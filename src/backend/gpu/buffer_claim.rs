@@ -337,6 +337,13 @@ impl BufferClaim {
         s.give_back_when_gone(pool, self.size, open_batch);
     }
 
+    /// Keeps the buffer the claim's, even once the tensor is gone, until
+    /// a [`BufferClaim::let_go`]: for a claim the caller knows is not gone
+    /// (a device table and the storages over it, see `constants.rs`).
+    pub fn hold(&self) {
+        self.state().holds += 1;
+    }
+
     /// A captured step binds the buffer on every run: it stays the
     /// claim's, even once the tensor is gone, until the step lets go
     /// (unless the tensor, and every step holding the buffer, is gone
@@ -350,8 +357,8 @@ impl BufferClaim {
         true
     }
 
-    /// Ends a [`BufferClaim::hold_unless_gone`]; the buffer of a gone tensor goes back
-    /// to the pool with the last.
+    /// Ends a hold; the buffer of a gone tensor goes back to the pool
+    /// with the last.
     pub fn let_go(&self, pool: &BufferPool, open_batch: &AtomicU64) {
         let mut s = self.state();
         if s.holds > 0 {

@@ -3,6 +3,7 @@
 
 use super::adapter_facts::AdapterFacts;
 use super::bind_groups::GroupCounters;
+use super::constants::Constants;
 use super::faults::Faults;
 use super::kernel::pipeline::{PipelineCache, submit_scoped};
 use super::lost::{Listener, Lost};
@@ -49,6 +50,8 @@ pub(crate) struct GpuContext {
     pub(super) pool: BufferPool,
     /// Out-of-range index reports of indexing kernels.
     pub(super) faults: Faults,
+    /// Tables ops upload once and keep (see `constants.rs`).
+    pub(super) constants: Constants,
     /// The first validation or out-of-memory error the device raised outside
     /// any error scope, waiting to be reported by the next readback or sync.
     device_error: Arc<Mutex<Option<String>>>,
@@ -281,6 +284,7 @@ impl GpuContext {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         GpuContext {
             faults,
+            constants: Constants::default(),
             device_error,
             lost,
             device,
@@ -422,9 +426,10 @@ impl GpuContext {
         self.scheduler().groups.clear();
     }
 
-    /// Drops the pool's idle buffers, and the kept bind groups that would
-    /// hold them alive.
+    /// Drops the pool's idle buffers, the kept tables (see `constants.rs`)
+    /// and the kept bind groups that would hold them alive.
     pub fn release_pooled_memory(&self) {
+        self.constants.clear(&self.pool, &self.open_batch);
         self.pool.clear();
         self.scheduler().groups.clear();
     }

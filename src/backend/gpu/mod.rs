@@ -20,7 +20,8 @@
 //! - the device: `adapter_facts` (what the adapter allows),
 //!   `matmul_tile_choice` (which tile the matmul uses, fixed or autotuned;
 //!   the device holds it, so it sits beside `matmul/`, not in it), `pool` (size-bucketed
-//!   buffers), `faults` (out-of-range index reports), `lost` (whether the
+//!   buffers), `constants` (tables ops upload once and the device keeps),
+//!   `faults` (out-of-range index reports), `lost` (whether the
 //!   device is lost, and who hears of it), `opening` (the options, the
 //!   instance, the adapter's choice), `context` (opens the device, owns
 //!   the pieces above), `storage` (tensor buffers, uploads and readbacks
@@ -99,6 +100,7 @@ mod bind_groups;
 mod buffer_claim;
 mod capture;
 mod command;
+mod constants;
 mod context;
 mod conv;
 mod custom;
@@ -134,6 +136,7 @@ mod temporaries;
 mod timer;
 
 pub(crate) use buffer_claim::BufferClaim;
+pub(crate) use constants::ConstKey;
 pub(crate) use context::GpuContext;
 pub(crate) use conv::{conv, depthwise};
 pub(crate) use custom::custom;

@@ -1,6 +1,7 @@
 //! Device buffers holding tensor elements, on loan from the device's pool.
 
 use super::buffer_claim::BufferClaim;
+use super::constants::{ConstKey, Constant, MAX_TABLE_BYTES};
 use super::context::GpuContext;
 use super::faults::FAULT_BYTES;
 pub(crate) use super::kernel::buffer::element_bytes;
@@ -21,8 +22,18 @@ pub(crate) struct GpuStorage {
     pub len: usize,
     pub dtype: KernelType,
     pub ctx: Arc<GpuContext>,
+    owner: Owner,
+}
+
+/// Who gives the buffer back when the storage is dropped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// The pool's: back to it (see [`BufferClaim::orphan`]).
+    Pool,
     /// The application's buffer (`Tensor::from_gpu_buffer`): never pooled.
-    lent: bool,
+    Lent,
+    /// A device table's (see `constants.rs`): the storage's hold is let go.
+    Held,
 }
 
 /// Checks that `len` elements of `dtype` fit one device buffer, and
@@ -84,7 +95,7 @@ impl GpuStorage {
             len,
             dtype,
             ctx: ctx.clone(),
-            lent: false,
+            owner: Owner::Pool,
         })
     }
 
@@ -134,9 +145,54 @@ impl GpuStorage {
             len,
             dtype,
             ctx: ctx.clone(),
-            lent: false,
+            owner: Owner::Pool,
         };
         Ok((storage, buffer, got.needs_flush))
+    }
+
+    /// The device's f32 table for `key` (see `constants.rs`): the one kept,
+    /// or `make()`'s values uploaded now and kept (uploaded for this call
+    /// alone when larger than the cache keeps). Nothing may write it.
+    ///
+    /// # Errors
+    /// `Error::DeviceLost` naming `op` on a lost device; as
+    /// [`GpuStorage::upload`].
+    pub fn constant(
+        ctx: &Arc<GpuContext>,
+        op: &'static str,
+        key: ConstKey,
+        make: impl FnOnce() -> Vec<f32>,
+    ) -> Result<GpuStorage> {
+        ctx.check_lost(op)?;
+        let held = |table: Constant| GpuStorage {
+            claim: table.claim,
+            len: table.len,
+            dtype: KernelType::F32,
+            ctx: ctx.clone(),
+            owner: Owner::Held,
+        };
+        if let Some(table) = ctx.constants.get(&key) {
+            return Ok(held(table));
+        }
+        let values = make();
+        let uploaded = Self::upload(ctx, op, &values)?;
+        let bytes = 4 * values.len() as u64;
+        if bytes > MAX_TABLE_BYTES {
+            return Ok(uploaded);
+        }
+        let table = Constant {
+            claim: uploaded.claim.clone(),
+            len: values.len(),
+            bytes,
+        };
+        // One hold for the cache, one for the storage returned; the
+        // upload's own storage goes, so the last hold let go frees it.
+        table.claim.hold();
+        table.claim.hold();
+        drop(uploaded);
+        let counter = ctx.open_batch_counter();
+        ctx.constants.keep(key, table.clone(), &ctx.pool, counter);
+        Ok(held(table))
     }
 
     /// Storage on a buffer the application owns, holding `len` elements of
@@ -158,7 +214,7 @@ impl GpuStorage {
             len,
             dtype,
             ctx: ctx.clone(),
-            lent: true,
+            owner: Owner::Lent,
         }
     }
 
@@ -440,15 +496,21 @@ pub(crate) async fn map_and_read<R>(
 
 impl Drop for GpuStorage {
     fn drop(&mut self) {
-        if self.lent {
-            // Not the pool's: it goes with its last handle, so kept bind
-            // groups and the shared buffers must let it go too.
-            self.ctx.pool.foreign_dropped();
-            self.ctx.forget_unshared();
-            return;
+        match self.owner {
+            Owner::Lent => {
+                // Not the pool's: it goes with its last handle, so kept bind
+                // groups and the shared buffers must let it go too.
+                self.ctx.pool.foreign_dropped();
+                self.ctx.forget_unshared();
+            }
+            // Recorded commands keep the claim; the buffer goes back to the
+            // pool.
+            Owner::Pool => self
+                .claim
+                .orphan(&self.ctx.pool, self.ctx.open_batch_counter()),
+            Owner::Held => self
+                .claim
+                .let_go(&self.ctx.pool, self.ctx.open_batch_counter()),
         }
-        // Recorded commands keep the claim; the buffer goes back to the pool.
-        self.claim
-            .orphan(&self.ctx.pool, self.ctx.open_batch_counter());
     }
 }

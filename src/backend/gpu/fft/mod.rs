@@ -8,6 +8,7 @@
 pub(crate) mod plan;
 
 use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::constants::ConstKey;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16};
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::line_params;
@@ -18,7 +19,7 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{FftCall, FftRead, Storage};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use plan::{group_shape, radices, twiddle_table};
+use plan::{group_shape, radices, table_parts, twiddle_table};
 use smallvec::smallvec;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -350,8 +351,15 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
         inverse: call.inverse,
         twist: call.twist.is_some(),
     };
-    let (table, parts) = twiddle_table(n, call.twist.map(|t| t.total));
-    let table = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &table)?));
+    // The table is the device's, uploaded by the first call of its kind.
+    let total = call.twist.map(|t| t.total);
+    let table_key = ConstKey {
+        kind: "fft twiddles",
+        args: [n as u64, total.unwrap_or(0) as u64, 0],
+    };
+    let table = GpuStorage::constant(ctx, OP, table_key, || twiddle_table(n, total))?;
+    let table = Arc::new(Storage::Gpu(table));
+    let parts = total.map(|total| table_parts(n, total));
     let table_bound = Bound::new(OP, &table, false)?;
     let (lines, _) = group_shape(passes_len(call.read, n));
     let groups = grid_of(

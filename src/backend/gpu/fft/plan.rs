@@ -59,9 +59,10 @@ pub(crate) struct TableParts {
 
 /// The twiddle table of a kernel of length `n` as f32 pairs: `exp(-2 pi i
 /// m / n)` for `m` in `0..n`, then, for a four-step twist over `total`,
-/// its roots in two parts (`w^m = coarse[m / split] * fine[m % split]`, so
-/// the table stays about `2 sqrt(total)` long).
-pub(crate) fn twiddle_table(n: usize, total: Option<usize>) -> (Vec<f32>, Option<TableParts>) {
+/// its roots in two parts where [`table_parts`] says (`w^m = coarse[m /
+/// split] * fine[m % split]`, so the table stays about `2 sqrt(total)`
+/// long).
+pub(crate) fn twiddle_table(n: usize, total: Option<usize>) -> Vec<f32> {
     let root = |m: usize, of: usize| {
         // m < of: the angle is exact up to f64's rounding of 2 pi m / of.
         let angle = -2.0 * std::f64::consts::PI * (m as f64) / (of as f64);
@@ -69,19 +70,25 @@ pub(crate) fn twiddle_table(n: usize, total: Option<usize>) -> (Vec<f32>, Option
         [c as f32, s as f32]
     };
     let mut table: Vec<f32> = (0..n).flat_map(|m| root(m, n)).collect();
-    let parts = total.map(|total| {
-        let split = (total as f64).sqrt().ceil() as usize;
-        let coarse_at = n;
-        let coarse = total.div_ceil(split);
+    if let Some(total) = total {
+        let parts = table_parts(n, total);
+        let coarse = parts.fine_at - parts.coarse_at;
+        let split = parts.split;
         table.extend((0..coarse).flat_map(|a| root(a * split % total, total)));
         table.extend((0..split).flat_map(|b| root(b, total)));
-        TableParts {
-            coarse_at,
-            fine_at: coarse_at + coarse,
-            split,
-        }
-    });
-    (table, parts)
+    }
+    table
+}
+
+/// Where [`twiddle_table`]'s parts for a four-step twist over `total`
+/// start in the table of a kernel of length `n`.
+pub(crate) fn table_parts(n: usize, total: usize) -> TableParts {
+    let split = (total as f64).sqrt().ceil() as usize;
+    TableParts {
+        coarse_at: n,
+        fine_at: n + total.div_ceil(split),
+        split,
+    }
 }
 
 #[cfg(test)]
@@ -125,8 +132,8 @@ mod tests {
     #[test]
     fn split_twiddles_multiply_to_the_root() {
         let (n, total) = (8, 1000);
-        let (table, parts) = twiddle_table(n, Some(total));
-        let p = parts.unwrap();
+        let table = twiddle_table(n, Some(total));
+        let p = table_parts(n, total);
         let at = |i: usize| (table[2 * i] as f64, table[2 * i + 1] as f64);
         for m in [0, 1, 31, 32, 999] {
             let (a, b) = (at(p.coarse_at + m / p.split), at(p.fine_at + m % p.split));
