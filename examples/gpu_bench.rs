@@ -44,7 +44,9 @@
 //! After each row a `#` line names the kernels one more run dispatched,
 //! with their workgroups and GPU times and the total (`Device::profile`):
 //! which tile autotuning chose, and how much of the row is the kernels'
-//! (the rest is the submit and the wait, `sync_1_element`).
+//! (the rest is the submit and the wait, `sync_1_element`). At the end,
+//! `# dropped kernels` and one `# tuned` line per class of products
+//! autotuning timed (`DeviceInfo::tuned_matmuls`).
 //!
 //! `*_x20` rows record 20 ops before one sync, so they show the kernels'
 //! rate apart from the submit-and-wait latency that a lone op pays.
@@ -516,6 +518,11 @@ fn main() -> Result<()> {
             dropped.join(", ")
         }
     );
+    // And what autotuning chose for each class of products it timed: the
+    // size rule's tile stays unless another ran 10% faster.
+    for tuned in dev.info().tuned_matmuls {
+        println!("# tuned {tuned}");
+    }
     if !ok {
         std::process::exit(1);
     }

@@ -2,7 +2,7 @@
 
 use crate::backend::Place;
 use crate::backend::cpu::Threads;
-use crate::backend::gpu::{GpuContext, GpuOptions, MatmulPrecision, MatmulTile};
+use crate::backend::gpu::{GpuContext, GpuOptions, MatmulPrecision, MatmulTile, TunedMatmul};
 use crate::error::{Error, Result};
 use std::fmt;
 use std::sync::Arc;
@@ -95,6 +95,10 @@ pub struct DeviceInfo {
     /// answers wrong (a driver bug, a kernel wrong on this adapter) is never
     /// used on this device, and its products go to another kernel.
     pub dropped_kernels: Vec<String>,
+    /// What autotuning chose so far (see `GpuOptions::autotune`): for each
+    /// class of products timed, the size rule's tile, the winner and their
+    /// median times. Empty on the CPU and where the device does not tune.
+    pub tuned_matmuls: Vec<TunedMatmul>,
     /// The threads a CPU device's ops split their work over (see
     /// [`Device::cpu_with_threads`]); 0 for a GPU.
     pub threads: usize,
@@ -415,6 +419,7 @@ impl Device {
                 max_workgroups_per_dim: 0,
                 fallback_reason: reason.as_deref().map(str::to_string),
                 dropped_kernels: Vec::new(),
+                tuned_matmuls: Vec::new(),
                 threads: threads.count(),
                 id: 0,
             },
@@ -439,6 +444,7 @@ impl Device {
                     max_workgroups_per_dim: f.max_workgroups_per_dim,
                     fallback_reason: None,
                     dropped_kernels: ctx.tuner.checked().1,
+                    tuned_matmuls: ctx.tuner.tuned(),
                     threads: 0,
                     id: ctx.id(),
                 }

@@ -99,7 +99,7 @@ mod shape;
 mod shape_spec;
 mod tensor;
 
-pub use backend::gpu::{GpuOptions, MatmulPrecision, MatmulTile};
+pub use backend::gpu::{GpuOptions, MatmulPrecision, MatmulTile, TunedMatmul};
 pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

@@ -564,16 +564,16 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
         );
         gpu.stats().tuning_runs - before
     };
-    // Each timed kernel runs once untimed, then twice timed. The square
+    // Each timed kernel runs once untimed, then five times timed. The square
     // tiles (large, medium, small) fit every product; the subgroup kernel
     // is timed where the adapter's subgroups have eight lanes or more
     // (lavapipe's do), and is the medium tile elsewhere.
     let info = gpu.info();
     let subgroup = usize::from(info.subgroups && info.subgroup_min_size >= 8);
-    let runs = |kernels: usize| (kernels + subgroup) as u64 * 3;
+    let runs = |kernels: usize| (kernels + subgroup) as u64 * 6;
     // f16 products also time the cooperative-matrix tile where the
     // adapter has cooperative matrices (an NVIDIA GPU's Vulkan driver).
-    let coop = u64::from(info.cooperative_matrix) * 3;
+    let coop = u64::from(info.cooperative_matrix) * 6;
     let started = std::time::Instant::now();
     assert_eq!(product(100, 80, 100, 1, false, DType::F32), runs(3));
     // The same class (sizes 64..127): no timing.
@@ -602,6 +602,23 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
         "the host clock"
     };
     assert!(ns > 0 && ns < wall, "{ns} ns by {by} in {wall} ns");
+    // What each class chose is public: the six classes timed (the
+    // matrix-vector product has no class). A winner other than the size
+    // rule's tile ran at least 10% faster by the median.
+    let tuned = gpu.info().tuned_matmuls;
+    assert_eq!(tuned.len(), 6, "{tuned:#?}");
+    for t in &tuned {
+        let (Some(time), Some(rule)) = (t.time, t.size_rule_time) else {
+            panic!("a timed class without its times: {t}");
+        };
+        assert!(
+            t.winner == t.size_rule || time.as_secs_f64() <= 0.9 * rule.as_secs_f64(),
+            "{t}"
+        );
+        assert!(time <= rule, "{t}");
+    }
+    let f16 = tuned.iter().filter(|t| t.dtype == DType::F16).count();
+    assert_eq!(f16, 1, "{tuned:#?}");
     // A device that does not tune never times.
     let Some(fixed) = common::own_gpu(GpuOptions {
         autotune: Some(false),

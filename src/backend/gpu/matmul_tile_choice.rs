@@ -5,10 +5,11 @@
 //! rather than in it because the device context, which `matmul/` uses,
 //! owns it.
 
-use crate::dtype::KernelType;
+use crate::dtype::{DType, KernelType};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Which tile the GPU matmul uses. [`MatmulTile::Auto`] picks by the
 /// product's size, or, where the device autotunes (`GpuOptions::autotune`),
@@ -158,6 +159,76 @@ impl MatmulClass {
     }
 }
 
+/// What autotuning chose for one class of products.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Tuned {
+    /// The size rule's tile (what `MatmulTile::Auto` runs untuned).
+    pub default: MatmulTile,
+    pub winner: MatmulTile,
+    /// The median run of one product by the winner, and by the size
+    /// rule's tile, in seconds, where timed.
+    pub seconds: Option<f64>,
+    pub default_seconds: Option<f64>,
+}
+
+impl Tuned {
+    /// `winner`, the one kernel that fits (nothing timed).
+    pub fn untimed(default: MatmulTile, winner: MatmulTile) -> Tuned {
+        Tuned {
+            default,
+            winner,
+            seconds: None,
+            default_seconds: None,
+        }
+    }
+}
+
+/// One class of products a device's autotuning chose a tile for
+/// (`DeviceInfo::tuned_matmuls`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunedMatmul {
+    /// The products' dtype.
+    pub dtype: DType,
+    /// The class's m, n, k and batch count: each in `below[i] / 2 ..
+    /// below[i]` (powers of two).
+    pub below: [u64; 4],
+    /// Whether a's k axis and b's n axis have the smaller stride (each
+    /// operand's matrix read along its rows).
+    pub along_rows: [bool; 2],
+    /// The tile the size rule picks (what [`MatmulTile::Auto`] runs on a
+    /// device that does not tune).
+    pub size_rule: MatmulTile,
+    /// The tile kept: the size rule's unless another ran at least 10%
+    /// faster (its median of 5 runs of 4 products back to back).
+    pub winner: MatmulTile,
+    /// The median time of one product by the winner; `None` where nothing
+    /// was timed (one kernel fits).
+    pub time: Option<Duration>,
+    /// The same for the size rule's tile; `None` also where the
+    /// self-check dropped its kernel.
+    pub size_rule_time: Option<Duration>,
+}
+
+impl std::fmt::Display for TunedMatmul {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [m, n, k, b] = self.below;
+        let ms = |t: Option<Duration>| {
+            t.map_or("untimed".to_string(), |t| {
+                format!("{:.4} ms", t.as_secs_f64() * 1e3)
+            })
+        };
+        write!(
+            f,
+            "{} m<{m} n<{n} k<{k} batches<{b}: {:?} {} (size rule {:?} {})",
+            self.dtype,
+            self.winner,
+            ms(self.time),
+            self.size_rule,
+            ms(self.size_rule_time)
+        )
+    }
+}
+
 /// Verdicts by (variant, dtype): every tile (`Auto` too, though no verdict
 /// names it), the matrix-vector kernel and the convolution kernel on every
 /// tile, by every kernel dtype.
@@ -196,7 +267,7 @@ impl Default for Known {
 #[derive(Default)]
 pub(crate) struct MatmulTuner {
     enabled: AtomicBool,
-    winners: Mutex<HashMap<MatmulClass, MatmulTile>>,
+    winners: Mutex<HashMap<MatmulClass, Tuned>>,
     runs: AtomicU64,
     timed_ns: AtomicU64,
     /// The self-check's verdict on each variant and dtype probed so far:
@@ -268,12 +339,33 @@ impl MatmulTuner {
 
     /// The tile that won `class`, if it has been timed.
     pub fn winner(&self, class: &MatmulClass) -> Option<MatmulTile> {
-        self.lock().get(class).copied()
+        self.lock().get(class).map(|t| t.winner)
     }
 
-    /// Keeps `tile` as the winner of `class`.
-    pub fn remember(&self, class: MatmulClass, tile: MatmulTile) {
-        self.lock().insert(class, tile);
+    /// Keeps what autotuning chose for `class`.
+    pub fn remember(&self, class: MatmulClass, tuned: Tuned) {
+        self.lock().insert(class, tuned);
+    }
+
+    /// Every class chosen for so far, smallest first.
+    pub fn tuned(&self) -> Vec<TunedMatmul> {
+        let mut all: Vec<TunedMatmul> = self
+            .lock()
+            .iter()
+            .map(|(class, t)| TunedMatmul {
+                dtype: class.dtype.dtype(),
+                below: class.sizes.map(|bits| 1u64 << bits),
+                along_rows: class.fast,
+                size_rule: t.default,
+                winner: t.winner,
+                time: t.seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()),
+                size_rule_time: t
+                    .default_seconds
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok()),
+            })
+            .collect();
+        all.sort_by_key(|t| (t.below, t.dtype.name(), t.along_rows));
+        all
     }
 
     /// Counts one timed run.
@@ -297,7 +389,7 @@ impl MatmulTuner {
         self.timed_ns.load(Ordering::Relaxed)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MatmulClass, MatmulTile>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MatmulClass, Tuned>> {
         self.winners.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -144,7 +144,7 @@ pub(crate) use fft::{fft, fft_line_limit};
 pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
 pub(crate) use matmul::matmul;
-pub use matmul_tile_choice::{MatmulPrecision, MatmulTile};
+pub use matmul_tile_choice::{MatmulPrecision, MatmulTile, TunedMatmul};
 pub(crate) use norm::norm;
 pub use opening::GpuOptions;
 pub(crate) use pooling::pool;

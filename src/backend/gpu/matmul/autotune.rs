@@ -1,24 +1,27 @@
 //! Matmul autotuning: the first product of each class (dtype, extents by
 //! powers of two, operand layouts; see `MatmulClass`) on a device times
 //! every register tile that fits it, on the product's own operands into a
-//! scratch output, in rounds (each tile once a round: untimed, then twice
-//! timed), and the device keeps the one of the fastest run for the class. The
-//! clock is the GPU's where the device writes timestamps (`timer.rs`: the
-//! pass's start to its end, the kernels alone), else the host's around a
-//! submit and a wait for the queue, after the pending work has been
-//! drained (the kernels plus launch costs, which a short kernel's time can
-//! drown in). Every tile computes
-//! the same product (each is tested against the CPU), so the winner
-//! changes the speed, never the result's meaning.
+//! scratch output, in rounds (each tile once a round: one untimed round,
+//! which compiles and warms up, then [`ROUNDS`] timed), each run
+//! [`REPS`] dispatches back to back so that launch costs weigh little. The
+//! size rule's tile (what `MatmulTile::Auto` runs untuned) stays unless
+//! another's median run is at least [`MARGIN`] faster: a timing's noise
+//! never trades a good default for a tile that merely drew a lucky run.
+//! The clock is the GPU's where the device writes timestamps (`timer.rs`:
+//! the pass's start to its end, the kernels alone), else the host's around
+//! a submit and a wait for the queue, after the pending work has been
+//! drained. Every tile computes the same product (each is tested against
+//! the CPU), so the winner changes the speed, never the result's meaning.
+//! What each class chose is public (`DeviceInfo::tuned_matmuls`).
 //!
 //! Native only: in a browser the queue cannot be waited on and the clock
 //! is coarse (`GpuOptions::autotune` is off there).
 
 use super::self_check::{self, Verdict, variant_of};
-use super::tiling::SKINNY;
+use super::tiling::{SKINNY, Tiling, tile_of};
 use super::{fits, record_with, subgroup};
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::matmul_tile_choice::{MatmulClass, MatmulTile};
+use crate::backend::gpu::matmul_tile_choice::{MatmulClass, MatmulTile, Tuned};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, Storage, TensorRef};
 use crate::error::Result;
@@ -26,8 +29,15 @@ use crate::layout::Layout;
 use std::sync::Arc;
 
 /// Timed runs of each tile after one untimed (which compiles it and warms
-/// the GPU up).
-const RUNS: usize = 2;
+/// the GPU up); the median decides.
+pub(crate) const ROUNDS: usize = 5;
+
+/// Dispatches of the product back to back in each run.
+pub(crate) const REPS: usize = 4;
+
+/// How much faster than the size rule's tile another must run to replace
+/// it: its median run at most this fraction of the size rule's.
+const MARGIN: f64 = 0.9;
 
 /// The kernels autotuning chooses among (the skinny tiles for skinny
 /// products only, the per-output kernel for small matrices, the subgroup
@@ -103,25 +113,71 @@ pub(super) fn tile(
             candidates.push(tile);
         }
     }
+    let default = size_rule(m, n, dims[3]);
     if candidates.len() < 2 {
         let tile = candidates.first().copied().unwrap_or(MatmulTile::Auto);
-        ctx.tuner.remember(class, tile);
+        ctx.tuner.remember(class, Tuned::untimed(default, tile));
         return Ok(tile);
     }
-    let tile = tune(out, call, bound, dims, &candidates)?;
-    ctx.tuner.remember(class, tile);
-    Ok(tile)
+    let tuned = tune(out, call, bound, dims, &candidates, default)?;
+    ctx.tuner.remember(class, tuned);
+    Ok(tuned.winner)
 }
 
-/// Times each of `tiles` on `call`'s operands into a scratch output; the
-/// fastest (the first on a tie).
+/// The tile `MatmulTile::Auto` runs untuned on an `m` x `n` output over
+/// `batches` (see `record_with` and `Tiling::choose`).
+fn size_rule(m: usize, n: usize, batches: usize) -> MatmulTile {
+    if m <= SKINNY && n <= SKINNY {
+        MatmulTile::PerOutput
+    } else {
+        tile_of(Tiling::choose(MatmulTile::Auto, m, n, batches))
+    }
+}
+
+/// The middle of `runs` (the mean of the two middle ones for an even
+/// count); infinite for none.
+fn median(runs: &mut [f64]) -> f64 {
+    runs.sort_by(f64::total_cmp);
+    match runs.len() {
+        0 => f64::INFINITY,
+        len if len % 2 == 1 => runs[len / 2],
+        len => (runs[len / 2 - 1] + runs[len / 2]) / 2.0,
+    }
+}
+
+/// The tile to keep among `tiles` whose median runs are `medians`: the
+/// fastest, unless `default` is among them and the fastest is not at least
+/// [`MARGIN`] faster (then `default`); the first on a tie.
+fn choose(tiles: &[MatmulTile], medians: &[f64], default: MatmulTile) -> Tuned {
+    let mut best = 0;
+    for (k, &t) in medians.iter().enumerate() {
+        if t < medians[best] {
+            best = k;
+        }
+    }
+    let default_at = tiles.iter().position(|&t| t == default);
+    let keep = match default_at {
+        Some(d) if medians[best] > MARGIN * medians[d] => d,
+        _ => best,
+    };
+    Tuned {
+        default,
+        winner: tiles[keep],
+        seconds: Some(medians[keep]),
+        default_seconds: default_at.map(|d| medians[d]),
+    }
+}
+
+/// Times each of `tiles` on `call`'s operands into a scratch output and
+/// chooses as [`choose`] says, `default` being the size rule's tile.
 fn tune(
     out: &GpuStorage,
     call: &MatmulCall,
     bound: &[Bound; 3],
     dims: [usize; 4],
     tiles: &[MatmulTile],
-) -> Result<MatmulTile> {
+    default: MatmulTile,
+) -> Result<Tuned> {
     const OP: &str = "matmul (autotuning)";
     let ctx = &out.ctx;
     let shape = call.out.layout.shape().clone();
@@ -149,18 +205,24 @@ fn tune(
     ctx.flush()?;
     ctx.wait_idle(OP)?;
     let timer = clock::Timer::new(ctx);
+    let reps = |tile| -> Result<()> {
+        for _ in 0..REPS {
+            record_with(out, &trial, trial_bound.clone(), tile, dims)?;
+        }
+        Ok(())
+    };
     // In rounds, every tile once a round: a GPU whose clock is still
     // ramping up after the idle wait (or is slowed by other work) weighs on
     // all tiles alike, not on the first one timed.
-    let mut fastest = vec![f64::INFINITY; tiles.len()];
-    for round in 0..=RUNS {
+    let mut runs = vec![Vec::with_capacity(ROUNDS); tiles.len()];
+    for round in 0..=ROUNDS {
         for (k, &tile) in tiles.iter().enumerate() {
             let seconds = if let Some(timer) = &timer {
-                record_with(out, &trial, trial_bound.clone(), tile, dims)?;
+                reps(tile)?;
                 clock::gpu_seconds(timer, ctx, OP)?
             } else {
                 let t0 = clock::now();
-                record_with(out, &trial, trial_bound.clone(), tile, dims)?;
+                reps(tile)?;
                 ctx.flush()?;
                 ctx.wait_idle(OP)?;
                 clock::seconds_since(t0)
@@ -168,18 +230,13 @@ fn tune(
             ctx.tuner.count_run();
             if round > 0 {
                 ctx.tuner.add_time(seconds);
-                fastest[k] = fastest[k].min(seconds);
+                runs[k].push(seconds / REPS as f64);
             }
         }
     }
-    let mut best = (f64::INFINITY, tiles[0]);
-    for (&seconds, &tile) in fastest.iter().zip(tiles) {
-        if seconds < best.0 {
-            best = (seconds, tile);
-        }
-    }
+    let medians: Vec<f64> = runs.iter_mut().map(|r| median(r)).collect();
     ctx.check_device_error(OP)?;
-    Ok(best.1)
+    Ok(choose(tiles, &medians, default))
 }
 
 /// The host's clock and GPU timestamps (`std::time::Instant` panics in a
@@ -235,5 +292,52 @@ mod clock {
 
     pub fn gpu_seconds(timer: &Timer, _: &GpuContext, _: &'static str) -> Result<f64> {
         match *timer {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_run() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&mut [7.0]), 7.0);
+        assert_eq!(median(&mut []), f64::INFINITY);
+        // One wild run moves a median not at all, a minimum all the way.
+        assert_eq!(median(&mut [5.0, 5.1, 0.1, 5.2, 4.9]), 5.0);
+    }
+
+    #[test]
+    fn the_size_rules_tile_stays_unless_another_is_ten_percent_faster() {
+        use MatmulTile::{Large, Medium, Small};
+        let tiles = [Large, Medium, Small];
+        // Medium 5% faster than the size rule's large: large stays.
+        let t = choose(&tiles, &[1.0, 0.95, 2.0], Large);
+        assert_eq!(
+            (t.winner, t.seconds, t.default_seconds),
+            (Large, Some(1.0), Some(1.0))
+        );
+        // 20% faster: medium wins, and both times are kept.
+        let t = choose(&tiles, &[1.0, 0.8, 2.0], Large);
+        assert_eq!(
+            (t.winner, t.seconds, t.default_seconds),
+            (Medium, Some(0.8), Some(1.0))
+        );
+        // Exactly 10% faster is enough; a hair less is not.
+        assert_eq!(choose(&tiles, &[1.0, 0.9, 2.0], Large).winner, Medium);
+        assert_eq!(choose(&tiles, &[1.0, 0.9001, 2.0], Large).winner, Large);
+        // The size rule's tile not timed (dropped): the fastest, first on a tie.
+        let t = choose(&tiles, &[1.0, 0.99, 0.99], MatmulTile::FewRows);
+        assert_eq!((t.winner, t.default_seconds), (Medium, None));
+    }
+
+    #[test]
+    fn the_size_rule_is_what_auto_runs() {
+        assert_eq!(size_rule(16, 16, 1), MatmulTile::PerOutput);
+        assert_eq!(size_rule(8, 4096, 1), MatmulTile::FewRows);
+        assert_eq!(size_rule(4096, 4096, 1), MatmulTile::Large);
+        assert_eq!(size_rule(100, 100, 1), MatmulTile::Small);
     }
 }
