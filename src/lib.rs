@@ -112,9 +112,10 @@ pub use layout::Layout;
 pub use num_complex::Complex32;
 pub use ops::{
     Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair,
-    Pool, Resize, Rope, RopeStyle, Sampling, SortOrder, Stft, TopK,
+    Pool, QTensor, Resize, Rope, RopeStyle, Sampling, SortOrder, Stft, TopK,
 };
 pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledRegion, ProfiledSubmit};
+pub use quant::GgmlType;
 pub use scalar::Scalar;
 pub use shape::{MAX_ELEMENTS, MAX_RANK, Shape, broadcast_shapes};
 pub use shape_spec::ShapeSpec;

@@ -567,3 +567,25 @@ fn fft_tables_are_made_again_after_the_pool_is_released() {
         assert_eq!(again, spectrum().to_complex_vec().unwrap(), "{name}");
     }
 }
+
+#[test]
+fn a_quantized_product_is_one_kernel_per_eight_rows() {
+    // Issue 49: the weight's blocks decoded in registers, never
+    // dequantized to memory for a decoding step's rows; f32 activations
+    // and result need no cast.
+    for (name, dev) in gpus() {
+        let (n, k) = (96, 512);
+        let bytes: Vec<u8> = (0..n * k / 256 * 210)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let w = webtensor::QTensor::from_blocks(webtensor::GgmlType::Q6_K, [n, k], &bytes, &dev)
+            .unwrap();
+        for (m, kernels) in [(1, 1), (8, 1), (9, 2)] {
+            let x = Tensor::rand([m, k], DType::F32, 3, &dev).unwrap();
+            let d = cost(&dev, &|| x.qmatmul(&w).unwrap());
+            assert_budget(&format!("{name}: qmatmul of {m} rows"), &d, kernels);
+        }
+        let d = cost(&dev, &|| w.dequantize(DType::F32).unwrap());
+        assert_budget(&format!("{name}: dequantize"), &d, 1);
+    }
+}

@@ -1413,3 +1413,52 @@ async fn transformer_blocks_gguf_and_special_functions_agree_with_the_cpu() {
         assert!((g - w).abs() <= 0.05, "gguf q8_0: {g} vs {w}");
     }
 }
+
+#[wasm_bindgen_test]
+async fn quantized_products_agree_with_the_cpu() {
+    use webtensor::{GgmlType, QTensor};
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    // Blocks of two types whose scales sit apart (Q4_1's 20-byte blocks
+    // at every byte offset, Q6_K's scale at the end), decoded in the
+    // page's WGSL without SHADER_F16.
+    let w = Tensor::randn([9, 256], DType::F32, 5, &cpu).unwrap();
+    let q41 = QTensor::quantize_async(&w, GgmlType::Q4_1).await.unwrap();
+    let x = Tensor::randn([3, 256], DType::F32, 6, &cpu).unwrap();
+    let x_gpu = x.to_device_async(&dev).await.unwrap();
+    let q_gpu = q41.to_device_async(&dev).await.unwrap();
+    let want = read(&x.qmatmul(&q41).unwrap()).await;
+    near(
+        &read(&x_gpu.qmatmul(&q_gpu).unwrap()).await,
+        &want,
+        "q4_1 qmatmul",
+    );
+    let bytes: Vec<u8> = (0..9 * 210).map(|i| (i * 13 % 256) as u8).collect();
+    let mut bytes = bytes;
+    for block in bytes.chunks_exact_mut(210) {
+        block[208..210].copy_from_slice(&webtensor::f16::from_f32(0.01).to_le_bytes());
+    }
+    let q6 = QTensor::from_blocks(GgmlType::Q6_K, [9, 256], &bytes, &cpu).unwrap();
+    let q6_gpu = QTensor::from_blocks(GgmlType::Q6_K, [9, 256], &bytes, &dev).unwrap();
+    let want = read(&q6.dequantize(DType::F32).unwrap()).await;
+    assert_eq!(
+        read(&q6_gpu.dequantize(DType::F32).unwrap()).await,
+        want,
+        "q6_K"
+    );
+    let want = read(&x.qmatmul(&q6).unwrap()).await;
+    near(
+        &read(&x_gpu.qmatmul(&q6_gpu).unwrap()).await,
+        &want,
+        "q6_K qmatmul",
+    );
+}
+
+/// Sums of 256 products in another order: within 1e-5 of the largest.
+fn near(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-5 * scale * 16.0, "{what}: {g} vs {w}");
+    }
+}

@@ -320,6 +320,31 @@ pub(crate) struct NormCall<'a> {
     pub out: TensorRef<'a>,
 }
 
+/// A product with a quantized weight, or the weight's dequantization. The
+/// weight `w` is a u8 view of `n` rows of `row_bytes` bytes each (rows
+/// contiguous, starting at any byte), each row `k` elements in blocks of
+/// `ty`. With `x` (contiguous f32 `[m, k]`): `out[i, r] = sum_c x[i, c]
+/// w[r, c]` into the f32 view `out` (`m` rows `out_stride` apart, `n`
+/// contiguous columns); without: `w` decoded into `out`, contiguous f32
+/// `[n, k]`.
+pub(crate) struct QuantCall<'a> {
+    pub ty: crate::quant::GgmlType,
+    pub w: TensorRef<'a>,
+    pub x: Option<TensorRef<'a>>,
+    pub out: TensorRef<'a>,
+    pub n: usize,
+    pub k: usize,
+    pub m: usize,
+    pub out_stride: usize,
+}
+
+impl QuantCall<'_> {
+    /// Bytes of one weight row.
+    pub fn row_bytes(&self) -> usize {
+        self.k / self.ty.block_size() as usize * self.ty.block_bytes() as usize
+    }
+}
+
 /// One pooling on a GPU's single-pass kernel: each window over the last two
 /// axes of `input` (a float tensor) reduced into `out`, a fresh contiguous
 /// tensor of its dtype; `pad` is the padding before each axis (the space

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 /// The crate modules the backend may use: itself and the leaves beneath.
-const BELOW: [&str; 11] = [
+const BELOW: [&str; 12] = [
     "backend",
     "clock",
     "dtype",
@@ -17,6 +17,7 @@ const BELOW: [&str; 11] = [
     "op",
     "profile",
     "profile_region",
+    "quant",
     "scalar",
     "shape",
 ];

@@ -19,12 +19,13 @@ use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
-    Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall,
+    Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall, QuantCall,
     ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef,
     antialias_taps, antialias_window, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
+pub(crate) use gpu::QUANT_MAX_ROWS;
 use std::sync::Arc;
 
 /// Where fresh storage goes: host memory, whose ops run on a device's
@@ -424,6 +425,24 @@ pub(crate) fn norm(call: &NormCall) -> Result<()> {
             "a norm kernel call reached the CPU",
         )),
         Storage::Gpu(s) => gpu::norm(s, call),
+    }
+}
+
+/// Runs a product with a quantized weight, or its dequantization (see
+/// [`QuantCall`]): the GPU's `quant` kernels, or the CPU's block decoders.
+///
+/// # Errors
+/// GPU failures and device limits; `Error::Internal` for operands that
+/// are not the call's dtypes.
+pub(crate) fn quant(call: &QuantCall) -> Result<()> {
+    check_bounds(&call.w)?;
+    check_bounds(&call.out)?;
+    if let Some(x) = &call.x {
+        check_bounds(x)?;
+    }
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::profiled("qmatmul", s, || cpu::quant(s, call)),
+        Storage::Gpu(s) => gpu::quant(s, call),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub use ggml_type::GgmlType;
 
 /// A decoder: one block's bytes to its elements.
-type Decoder = fn(&[u8], &mut [f32]);
+pub(crate) type Decoder = fn(&[u8], &mut [f32]);
 
 /// An encoder: one block's elements to its bytes.
 type Encoder = fn(&[f32], &mut [u8]);
@@ -44,6 +44,27 @@ fn encoder(t: GgmlType) -> Option<Encoder> {
         GgmlType::Q8_0 => encode::q8_0,
         _ => return None,
     })
+}
+
+/// The quantized types whose blocks products take, on every device (the
+/// block decoders here and the GPU's `quant` kernels).
+pub const PRODUCT_TYPES: [GgmlType; 10] = [
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+/// Decodes one block of `t` (`bytes`, `t.block_bytes()` long) into `out`
+/// (`t.block_size()` long); `None` for a type without a decoder here.
+pub(crate) fn block_decoder(t: GgmlType) -> Option<Decoder> {
+    decoder(t)
 }
 
 /// True when [`quantize`] encodes `t`.

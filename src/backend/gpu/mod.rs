@@ -36,7 +36,8 @@
 //! - the fixed-function families, each a folder with its launcher (its
 //!   WGSL in the same folder under `shaders/` at the crate's root, see
 //!   `shader!`): `reduce/`, `scan/`, `softmax/`, `sort/`, `matmul/`,
-//!   `indexing/`; and `custom`, the user's WGSL kernels.
+//!   `indexing/`, `quant/` (products with quantized weights); and
+//!   `custom`, the user's WGSL kernels.
 //!
 //! Views over buffers larger than one storage binding (the device's
 //! `max_storage_buffer_binding_size`, which `Storage::binding_limit` alone
@@ -122,6 +123,7 @@ mod pool;
 mod pooling;
 mod profile;
 mod profile_log;
+mod quant;
 mod record;
 mod reduce;
 mod resize;
@@ -149,6 +151,7 @@ pub(crate) use norm::norm;
 pub use opening::GpuOptions;
 pub(crate) use pooling::pool;
 pub(crate) use profile::profile_ops;
+pub(crate) use quant::{MAX_ROWS as QUANT_MAX_ROWS, quant};
 pub(crate) use record::record_elementwise;
 pub(crate) use reduce::reduce;
 pub(crate) use resize::resize;

@@ -22,6 +22,7 @@ use super::host_bytes::{FileType, tensor_from_bytes};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::ops::QTensor;
 use crate::tensor::Tensor;
 
 /// One tensor of a GGUF file, as its header describes it.
@@ -192,6 +193,22 @@ impl Gguf {
             self.tensor(name, device).map_err(|e| e.named(OP))?
         };
         plain.to_dtype(dtype)
+    }
+
+    /// The quantized tensor `name` on `device`, its blocks as the file
+    /// holds them (see [`QTensor`]): the weight a product decodes as it
+    /// goes (`x.qmatmul(&w)`), a quarter to a half of its f16 bytes.
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `Gguf::qtensor` when the file has no such
+    /// tensor; `Error::Format` for a type that is not one [`QTensor`]
+    /// takes; device errors.
+    pub fn qtensor(&self, name: &str, device: &Device) -> Result<QTensor> {
+        const OP: &str = "Gguf::qtensor";
+        let t = self.info(OP, name)?;
+        let bytes = self.tensor_bytes(name)?;
+        QTensor::from_blocks(t.ggml_type, t.shape.clone(), bytes, device)
+            .map_err(|e| e.named(OP).in_tensor(name))
     }
 
     /// The tensor `name` on `device`, contiguous, of the dtype its type

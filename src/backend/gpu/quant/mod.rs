@@ -1,0 +1,260 @@
+//! GPU products with a quantized weight, and its dequantization:
+//! `quant/quant.wgsl`, the weight's GGUF blocks bound as words and decoded
+//! in registers (`decode.rs`). A product runs a workgroup per weight row,
+//! its threads taking the row's 32-element chunks in turn, each chunk
+//! decoded once for up to [`MAX_ROWS`] activation rows, summed in f32; a
+//! dequantization a thread per chunk. One dispatch each.
+
+mod decode;
+
+use crate::backend::QuantCall;
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::grid::grid_of;
+use crate::backend::gpu::kernel::params_block::params_block;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::storage::GpuStorage;
+use crate::error::{Error, Result};
+use crate::quant::GgmlType;
+use smallvec::smallvec;
+
+const QUANT_WGSL: &str = shader!("quant/quant.wgsl");
+
+/// Threads of a workgroup.
+const WG: u32 = 64;
+
+/// Activation rows one product dispatch takes at most.
+pub(crate) const MAX_ROWS: usize = 8;
+
+params_block! {
+    /// `Params` of quant.wgsl.
+    pub(crate) struct QuantParams {
+        /// Weight rows, elements per row, activation rows.
+        n: u32,
+        k: u32,
+        m: u32,
+        row_bytes: u32,
+        /// Where the weight's first row starts (bytes), the activations
+        /// and the output (elements).
+        w_offset: u32,
+        x_offset: u32,
+        out_offset: u32,
+        /// Elements between output rows.
+        out_stride: u32,
+        /// Workgroups per grid row.
+        row_width: u32,
+        /// Always 0 (see `keep` in decode.rs).
+        zero: u32,
+        pad0: u32,
+        pad1: u32,
+    }
+}
+
+/// Everything that selects a distinct quant pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct QuantKey {
+    pub ty: GgmlType,
+    /// Activation rows a product workgroup takes; 0 for a dequantization.
+    pub rows: u32,
+}
+
+family_key!(QuantKey, "webtensor quant", quant_source, entry: |k| {
+    if k.rows == 0 { "main_dequantize" } else { "main_product" }
+});
+
+/// A product's entry point: a workgroup per weight row.
+const PRODUCT: &str = "var<workgroup> partial: array<f32, PARTIALS>;
+
+@compute @workgroup_size(64)
+fn main_product(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    // Uniform across the workgroup: every thread reaches every barrier.
+    let r = wid.x + wid.y * params.row_width;
+    if (r >= params.n) {
+        return;
+    }
+    let chunks = params.k / 32u;
+    let row = params.w_offset + r * params.row_bytes;
+    var acc: array<f32, M>;
+    var v: array<f32, 32>;
+    for (var c = t; c < chunks; c += WG) {
+        chunk(row + (c / CHUNKS) * BLOCK_BYTES, c % CHUNKS, &v);
+        for (var i = 0u; i < M; i++) {
+            if (i < params.m) {
+                let xo = params.x_offset + i * params.k + 32u * c;
+                var s = 0.0;
+                for (var l = 0u; l < 32u; l++) {
+                    s += v[l] * x[xo + l];
+                }
+                acc[i] += s;
+            }
+        }
+    }
+    for (var i = 0u; i < M; i++) {
+        partial[i * WG + t] = acc[i];
+    }
+    workgroupBarrier();
+    for (var h = WG / 2u; h > 0u; h >>= 1u) {
+        if (t < h) {
+            for (var i = 0u; i < M; i++) {
+                partial[i * WG + t] += partial[i * WG + t + h];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (t < M && t < params.m) {
+        out[params.out_offset + t * params.out_stride + r] = partial[t * WG];
+    }
+}";
+
+/// A dequantization's entry point: a thread per chunk.
+const DEQUANTIZE: &str = "@compute @workgroup_size(64)
+fn main_dequantize(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let g = gid.x + gid.y * params.row_width * WG;
+    let chunks = params.k / 32u;
+    if (g >= params.n * chunks) {
+        return;
+    }
+    let r = g / chunks;
+    let c = g % chunks;
+    var v: array<f32, 32>;
+    chunk(params.w_offset + r * params.row_bytes + (c / CHUNKS) * BLOCK_BYTES, c % CHUNKS, &v);
+    let o = params.out_offset + r * params.k + 32u * c;
+    for (var l = 0u; l < 32u; l++) {
+        out[o + l] = v[l];
+    }
+}";
+
+/// True when a GPU kernel decodes `t`.
+pub(crate) fn has_kernel(t: GgmlType) -> bool {
+    decode::block_and_chunk(t).is_some()
+}
+
+/// The WGSL source of the quant kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` for a type without a kernel, or when the template's
+/// slots and the generated parts disagree.
+pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
+    let (block, chunk) = decode::block_and_chunk(key.ty)
+        .ok_or_else(|| Error::internal("quant kernel", format!("no kernel for {}", key.ty)))?;
+    let (bindings, entry) = if key.rows == 0 {
+        (
+            "@group(0) @binding(2) var<storage, read_write> out: array<f32>;".to_string(),
+            DEQUANTIZE.to_string(),
+        )
+    } else {
+        (
+            "@group(0) @binding(2) var<storage, read> x: array<f32>;\n\
+             @group(0) @binding(3) var<storage, read_write> out: array<f32>;"
+                .to_string(),
+            PRODUCT.replace("PARTIALS", &(WG * key.rows).to_string()),
+        )
+    };
+    let rows = key.rows.max(1).to_string();
+    fill_kernel(
+        "quant kernel",
+        QUANT_WGSL,
+        false,
+        &QuantParams::wgsl(),
+        &[
+            ("BINDINGS", &bindings),
+            ("BLOCK", &block),
+            ("M", &rows),
+            ("DECODE", &decode::with_helpers(chunk)),
+            ("ENTRY", &entry),
+        ],
+    )
+}
+
+/// Records `call` (whose output storage is `out`): a product of at most
+/// [`MAX_ROWS`] activation rows, or a dequantization.
+///
+/// # Errors
+/// `Error::Internal` for a type without a kernel or more rows than one
+/// dispatch takes; `TooLarge` for a grid or offsets past the device's
+/// limits; device errors.
+pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<()> {
+    const OP: &str = "qmatmul";
+    let ctx = &out.ctx;
+    if !has_kernel(call.ty) || call.m > MAX_ROWS || !call.k.is_multiple_of(32) {
+        return Err(Error::internal(
+            OP,
+            format!(
+                "{} with {} rows of {} reached the kernel",
+                call.ty, call.m, call.k
+            ),
+        ));
+    }
+    if call.n == 0 || call.k == 0 || (call.x.is_some() && call.m == 0) {
+        return Ok(());
+    }
+    let (w_bound, w) = Bound::view(OP, call.w.clone(), false)?;
+    let (out_bound, out_ref) = Bound::view(OP, call.out.clone(), true)?;
+    let row_bytes = call.row_bytes();
+    let big = |what: &'static str, v: usize| Error::TooLarge {
+        op: OP,
+        what,
+        requested: v as u64,
+        limit: u32::MAX as u64,
+    };
+    let u32_of = |what, v: usize| u32::try_from(v).map_err(|_| big(what, v));
+    let (threads, rows) = match &call.x {
+        Some(_) => (call.n * WG as usize, call.m.next_power_of_two() as u32),
+        None => (call.n * (call.k / 32), 0),
+    };
+    let [x, y] = grid_of(threads, WG, ctx.facts.max_workgroups_per_dim)?;
+    let mut params = QuantParams {
+        n: u32_of("weight rows", call.n)?,
+        k: u32_of("elements per row", call.k)?,
+        m: call.m as u32,
+        row_bytes: u32_of("bytes per row", row_bytes)?,
+        w_offset: u32_of("weight offset", w.layout.offset())?,
+        x_offset: 0,
+        out_offset: u32_of("output offset", out_ref.layout.offset())?,
+        out_stride: u32_of("output stride", call.out_stride)?,
+        row_width: x,
+        ..bytemuck::Zeroable::zeroed()
+    };
+    // The last element each side reads must be addressable in 32 bits.
+    u32_of("weight bytes", w.layout.offset() + call.n * row_bytes)?;
+    let key = QuantKey { ty: call.ty, rows };
+    let bindings = match &call.x {
+        Some(x_ref) => {
+            let (x_bound, x_ref) = Bound::view(OP, x_ref.clone(), false)?;
+            params.x_offset = u32_of("activation offset", x_ref.layout.offset())?;
+            smallvec![w_bound, x_bound, out_bound]
+        }
+        None => smallvec![w_bound, out_bound],
+    };
+    record_family(ctx, &key, params.bytes(), bindings, [x, y, 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::quant::PRODUCT_TYPES;
+
+    #[test]
+    fn every_quant_kernel_is_valid_wgsl_and_matches_its_params() {
+        for ty in PRODUCT_TYPES {
+            for rows in [0, 1, 2, 4, 8] {
+                let key = QuantKey { ty, rows };
+                let source = quant_source(&key).unwrap();
+                validate(&source, &format!("{key:?}"));
+                assert_layout(&source, QuantParams::FIELDS, QuantParams::SIZE, "quant");
+            }
+        }
+        assert!(
+            quant_source(&QuantKey {
+                ty: GgmlType::IQ2_XXS,
+                rows: 1
+            })
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! Products with a quantized weight and its dequantization, on either
+//! device: the backend's `quant` calls (a GPU's kernels decode the blocks
+//! in registers; the CPU decodes a row at a time), a product of many rows
+//! (a prompt's) through the dequantized weight and the float matmul.
+
+use super::QTensor;
+use crate::backend::{QUANT_MAX_ROWS, QuantCall, quant};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::{Arg, check_devices};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// Activation rows up to which a product decodes the weight for each
+/// group of [`QUANT_MAX_ROWS`] rows; more rows multiply the dequantized
+/// weight instead (each pass over the blocks would cost what one
+/// dequantization costs).
+const DECODED_ROWS: usize = 4 * QUANT_MAX_ROWS;
+
+impl Tensor {
+    /// `self @ w.T` for a quantized matrix `w` of `n` rows of `k` (ggml's
+    /// `mul_mat`, PyTorch's `F.linear` without bias): `self` is `[..., k]`
+    /// (f32, f16 or bf16, any view), the result `[..., n]` of its dtype,
+    /// summed in f32. On a GPU, up to 32 rows of `self` (a decoding
+    /// step's) run the quantized kernel, which reads the blocks once per
+    /// eight rows; more rows (a prompt's) multiply the dequantized weight.
+    ///
+    /// # Errors
+    /// `Error::DType` unless `self` is f32, f16 or bf16; `Error::Shape`
+    /// unless `w` is a matrix whose rows are as long as `self`'s last
+    /// axis; `Error::DeviceMismatch`; device errors.
+    pub fn qmatmul(&self, w: &QTensor) -> Result<Tensor> {
+        const OP: &str = "qmatmul";
+        let _region = crate::profile_region::op(OP);
+        if !matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16) {
+            return Err(Error::dtype(
+                OP,
+                format!("takes f32, f16 or bf16 activations, not {}", self.dtype()),
+            ));
+        }
+        let (&[n, k], Some(&last)) = (w.dims(), self.dims().last()) else {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "multiplies [..., k] by a quantized [n, k]; got {} and {}",
+                    self.shape(),
+                    w.shape()
+                ),
+            ));
+        };
+        if last != k {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "the activations' last axis is {last}, the weight's rows {k} long ({} and {})",
+                    self.shape(),
+                    w.shape()
+                ),
+            ));
+        }
+        check_devices(OP, self, &[Arg::Tensor(w.blocks())])?;
+        let mut dims = self.dims().to_vec();
+        *dims.last_mut().unwrap_or(&mut 0) = n;
+        let m: usize = self.dims()[..self.rank() - 1].iter().product();
+        if m == 0 || n == 0 || k == 0 {
+            return Tensor::zeros(Shape::from(dims), self.dtype(), self.device());
+        }
+        let x = self.to_dtype(DType::F32)?.contiguous()?.reshape([m, k])?;
+        let y = if m > DECODED_ROWS {
+            x.matmul(&w.dequantize(DType::F32)?.t())?
+        } else {
+            let y = Tensor::empty_dense(Shape::from([m, n]), DType::F32, self.device(), OP)?;
+            // A GPU dispatch takes at most QUANT_MAX_ROWS rows, and fewer
+            // where their outputs would not fit one storage binding.
+            let rows = match y.storage().binding_limit() {
+                Some(limit) => (binding_room(limit) / (4 * n)).clamp(1, QUANT_MAX_ROWS),
+                None => m,
+            };
+            for start in (0..m).step_by(rows) {
+                let len = rows.min(m - start);
+                let x_part = x.narrow(0, start, len)?;
+                let y_part = y.narrow(0, start, len)?;
+                w.run(Some(&x_part), &y_part, len)?;
+            }
+            y
+        };
+        y.reshape(Shape::from(dims))?.to_dtype(self.dtype())
+    }
+}
+
+impl QTensor {
+    /// The values as `dtype` (f32, f16 or bf16; f64 on the CPU), decoded as
+    /// gguf-py decodes them (bit for bit in f32), contiguous.
+    ///
+    /// # Errors
+    /// `Error::DType` for another dtype; device errors.
+    pub fn dequantize(&self, dtype: DType) -> Result<Tensor> {
+        const OP: &str = "QTensor::dequantize";
+        let _region = crate::profile_region::op("dequantize");
+        if !dtype.is_float() || dtype.is_complex() {
+            return Err(Error::dtype(
+                OP,
+                format!("dequantizes to a float dtype, not {dtype}"),
+            ));
+        }
+        let out = Tensor::empty_dense(self.shape.clone(), DType::F32, self.device(), OP)?;
+        let rows = self.blocks.dims()[0];
+        if out.numel() > 0 {
+            self.run(None, &out.reshape([rows, out.numel() / rows])?, 0)?;
+        }
+        out.to_dtype(dtype)
+    }
+
+    /// One backend call over the weight's rows, in parts that each fit
+    /// one storage binding: `x`'s `m` rows times them into `out` (a view
+    /// of `m` rows of `n`), or them decoded into `out` (`[rows, k]`).
+    fn run(&self, x: Option<&Tensor>, out: &Tensor, m: usize) -> Result<()> {
+        let (rows, row_bytes) = (self.blocks.dims()[0], self.blocks.dims()[1]);
+        let k = self.dims().last().copied().unwrap_or(0);
+        // Weight rows per call: their blocks, and a dequantization's
+        // outputs, each within one storage binding.
+        let per_part = match self.blocks.storage().binding_limit() {
+            Some(limit) => {
+                let out_row = if x.is_some() { 4 } else { 4 * k };
+                (binding_room(limit) / row_bytes.max(out_row)).max(1)
+            }
+            None => rows.max(1),
+        };
+        for start in (0..rows).step_by(per_part) {
+            let len = per_part.min(rows - start);
+            let w = self.blocks.narrow(0, start, len)?;
+            let out_part = match x {
+                Some(_) => out.narrow(1, start, len)?,
+                None => out.narrow(0, start, len)?,
+            };
+            let x_ref = x.map(|x| x.kernel_ref(x.layout().clone())).transpose()?;
+            quant(&QuantCall {
+                ty: self.ty,
+                w: w.kernel_ref(w.layout().clone())?,
+                x: x_ref,
+                out: out_part.kernel_ref(out_part.layout().clone())?,
+                n: len,
+                k,
+                m,
+                out_stride: out.strides()[0] as usize,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of a view that surely fit a storage binding of `limit` bytes
+/// however it lies in its buffer: a window starts at most one alignment
+/// (256 bytes at most) before the view.
+fn binding_room(limit: u64) -> usize {
+    (limit as usize).saturating_sub(256)
+}

@@ -1,0 +1,343 @@
+//! Quantized tensors (`QTensor`) and their products on every device: the
+//! blocks gguf-py wrote (tests/data/make_gguf_files.py) dequantize to
+//! gguf-py's values bit for bit, on a GPU too; products with weights of
+//! every type match float64 products of those values over views, f16 and
+//! bf16 activations, and row counts on both sides of each kernel's
+//! boundaries; bad input is an `Err` naming the op.
+
+mod common;
+
+use common::{Rng, devices};
+use std::collections::HashMap;
+use webtensor::{DType, Device, Error, GgmlType, GpuOptions, QTensor, Tensor, io, s};
+
+const TYPES: [GgmlType; 10] = [
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+/// gguf-py's blocks and values (`{type}_blocks`, `{type}_values`: five
+/// blocks).
+fn gguf_py_cases() -> HashMap<String, Tensor> {
+    let path = format!(
+        "{}/tests/data/gguf_quant_cases.npz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    io::load_npz(path, &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    let v = t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn gguf_py_blocks_dequantize_bit_for_bit_on_every_device() {
+    let cases = gguf_py_cases();
+    for dev in devices() {
+        for t in TYPES {
+            let blocks = cases[&format!("{t}_blocks")].to_vec::<u8>().unwrap();
+            let want = &cases[&format!("{t}_values")];
+            let shape = [5, t.block_size() as usize];
+            let q = QTensor::from_blocks(t, shape, &blocks, &dev).unwrap();
+            let got = q.dequantize(DType::F32).unwrap();
+            assert_eq!(got.dims(), want.dims(), "{t}");
+            assert_eq!(bits(&got), bits(want), "{t} on {dev}");
+            // Rows 1..4 alone: blocks at another byte offset.
+            let rows = q.rows(1..4).unwrap().dequantize(DType::F32).unwrap();
+            assert_eq!(
+                bits(&rows),
+                bits(&want.slice(s![1..4]).unwrap()),
+                "{t} rows on {dev}"
+            );
+            assert_eq!(q.to_bytes().unwrap(), blocks, "{t} on {dev}");
+        }
+    }
+}
+
+/// The f16 bits of a scale in `[2^-9, 2^-5)`: every value of a block
+/// finite and of moderate size.
+fn scale(rng: &mut Rng) -> [u8; 2] {
+    half::f16::from_f32((1.0 + rng.below(1024) as f32 / 1024.0) / (1 << (5 + rng.below(4))) as f32)
+        .to_le_bytes()
+}
+
+/// Where each type's f16 scales lie in its block.
+fn scale_bytes(t: GgmlType) -> &'static [usize] {
+    match t {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q2_K => &[80, 82],
+        GgmlType::Q3_K => &[108],
+        _ => &[208],
+    }
+}
+
+/// Random blocks of `t` for `rows` rows of `k`: random quants, moderate
+/// scales.
+fn random_blocks(t: GgmlType, rows: usize, k: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let width = t.block_bytes() as usize;
+    let count = rows * k / t.block_size() as usize;
+    let mut bytes: Vec<u8> = (0..count * width).map(|_| rng.next() as u8).collect();
+    for block in bytes.chunks_exact_mut(width) {
+        for &at in scale_bytes(t) {
+            block[at..at + 2].copy_from_slice(&scale(&mut rng));
+        }
+    }
+    bytes
+}
+
+/// A weight's values in f64, decoded on the CPU (gguf-py's values, as
+/// the test above shows).
+fn weight_values(w: &QTensor) -> Vec<f64> {
+    let cpu = Device::cpu();
+    let wv = w.to_device(&cpu).unwrap().dequantize(DType::F64).unwrap();
+    wv.to_vec::<f64>().unwrap()
+}
+
+/// `got`, `x @ w.T`, against the product in f64 of `x` and the weight's
+/// values `wv`: within f32 sums' error of each output's sum of
+/// magnitudes (and a rounding into a 16-bit result).
+fn assert_product(got: &Tensor, x: &Tensor, (w, wv): (&QTensor, &[f64]), what: &str) {
+    let (n, k) = (w.dims()[0], w.dims()[1]);
+    let mut dims = x.dims().to_vec();
+    *dims.last_mut().unwrap() = n;
+    assert_eq!((got.dims(), got.dtype()), (&dims[..], x.dtype()), "{what}");
+    let xv = x
+        .to_device(&Device::cpu())
+        .and_then(|c| c.to_dtype(DType::F64))
+        .and_then(|c| c.to_vec::<f64>())
+        .unwrap();
+    let got = got
+        .to_device(&Device::cpu())
+        .and_then(|c| c.to_dtype(DType::F64))
+        .and_then(|c| c.to_vec::<f64>())
+        .unwrap();
+    let rel = if x.dtype() == DType::F32 { 1e-5 } else { 1e-2 };
+    for (j, g) in got.iter().enumerate() {
+        let (i, r) = (j / n, j % n);
+        let (row, col) = (&xv[i * k..(i + 1) * k], &wv[r * k..(r + 1) * k]);
+        let want: f64 = row.iter().zip(col).map(|(a, b)| a * b).sum();
+        let size: f64 = row.iter().zip(col).map(|(a, b)| (a * b).abs()).sum();
+        assert!(
+            (g - want).abs() <= rel * size + 1e-30,
+            "{what}: output {j}: {g} vs {want} (scale {size})"
+        );
+    }
+}
+
+#[test]
+fn products_of_every_type_match_float64_on_every_device() {
+    for dev in devices() {
+        for t in TYPES {
+            let block = t.block_size() as usize;
+            // Rows past a workgroup's 64 threads' chunks (k / 32 > 64).
+            // 2304 = 72 chunks of 32 (9 blocks of 256): past a workgroup's
+            // 64 threads.
+            for (n, k, rows) in [
+                (1, block, &[1, 3, 8][..]),
+                (7, 3 * block, &[1, 9, 33][..]),
+                (65, 2304, &[1, 9, 33][..]),
+            ] {
+                let blocks = random_blocks(t, n, k, (n * k) as u64 + t as u64);
+                let w = QTensor::from_blocks(t, [n, k], &blocks, &dev).unwrap();
+                let wv = weight_values(&w);
+                for &m in rows {
+                    let x = Tensor::rand([m, k], DType::F32, m as u64, &dev).unwrap();
+                    let x = x.sub_scalar(0.5).unwrap();
+                    let y = x.qmatmul(&w).unwrap();
+                    let what = format!("{t} {n}x{k} times {m} rows on {dev}");
+                    assert_product(&y, &x, (&w, &wv), &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn activations_of_any_view_dtype_and_rank() {
+    for dev in devices() {
+        for t in [GgmlType::Q4_0, GgmlType::Q6_K] {
+            let (n, k) = (19, 256);
+            let blocks = random_blocks(t, n, k, 5);
+            let w = QTensor::from_blocks(t, [n, k], &blocks, &dev).unwrap();
+            let wv = weight_values(&w);
+            let base = Tensor::rand([k, 6], DType::F32, 9, &dev).unwrap();
+            let views = [
+                ("transposed", base.t()),
+                ("reversed", base.flip(&[0, 1]).unwrap().t()),
+                (
+                    "stepped",
+                    Tensor::rand([4, 2 * k], DType::F32, 3, &dev)
+                        .unwrap()
+                        .slice(s![.., ..;2])
+                        .unwrap(),
+                ),
+                (
+                    "broadcast",
+                    Tensor::rand([1, k], DType::F32, 4, &dev)
+                        .unwrap()
+                        .broadcast_to([3, k])
+                        .unwrap(),
+                ),
+                (
+                    "rank 3",
+                    Tensor::rand([2, 5, k], DType::F32, 6, &dev).unwrap(),
+                ),
+            ];
+            for (name, x) in views {
+                for dtype in [DType::F32, DType::F16, DType::BF16] {
+                    let x = x.to_dtype(dtype).unwrap();
+                    let y = x.qmatmul(&w).unwrap();
+                    assert_product(&y, &x, (&w, &wv), &format!("{t} {name} {dtype} on {dev}"));
+                }
+            }
+            // Rows of the weight: the same outputs as the whole's.
+            let x = Tensor::rand([2, k], DType::F32, 8, &dev).unwrap();
+            let part = x.qmatmul(&w.rows(4..11).unwrap()).unwrap();
+            let whole = x.qmatmul(&w).unwrap().slice(s![.., 4..11]).unwrap();
+            assert_eq!(
+                part.to_vec::<f32>().unwrap(),
+                whole.to_vec::<f32>().unwrap()
+            );
+        }
+    }
+}
+
+#[test]
+fn weights_past_one_storage_binding_go_in_parts() {
+    // 4 KiB bindings: a Q8_0 weight of 300 rows of 256 (81,600 bytes)
+    // goes in parts of 15 rows, at offsets no binding starts at.
+    let Some(dev) = common::own_gpu(GpuOptions {
+        max_binding_bytes: Some(4096),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (n, k) = (300, 256);
+    let blocks = random_blocks(GgmlType::Q8_0, n, k, 11);
+    let w = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &dev).unwrap();
+    let x = Tensor::rand([2, k], DType::F32, 12, &dev).unwrap();
+    let wv = weight_values(&w);
+    assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), "binding-capped");
+    let cpu = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &Device::cpu()).unwrap();
+    assert_eq!(
+        bits(&w.dequantize(DType::F32).unwrap()),
+        bits(&cpu.dequantize(DType::F32).unwrap())
+    );
+}
+
+#[test]
+fn quantized_tensors_round_trip_through_gguf_and_quantize() {
+    let cpu = Device::cpu();
+    let x = Tensor::rand([6, 64], DType::F32, 21, &cpu).unwrap();
+    for dev in devices() {
+        let q = QTensor::quantize(&x.to_device(&dev).unwrap(), GgmlType::Q5_1).unwrap();
+        let mut writer = io::GgufWriter::new();
+        writer
+            .add_raw_tensor("w", GgmlType::Q5_1, &[6, 64], q.to_bytes().unwrap())
+            .unwrap();
+        let file = io::Gguf::from_bytes(writer.to_bytes().unwrap()).unwrap();
+        let back = file.qtensor("w", &dev).unwrap();
+        assert_eq!(back.to_bytes().unwrap(), q.to_bytes().unwrap(), "{dev}");
+        let want = file.dequantize("w", DType::F32, &cpu).unwrap();
+        assert_eq!(
+            bits(&back.dequantize(DType::F32).unwrap()),
+            bits(&want),
+            "{dev}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_op() {
+    for dev in devices() {
+        let blocks = random_blocks(GgmlType::Q4_0, 4, 64, 1);
+        let w = QTensor::from_blocks(GgmlType::Q4_0, [4, 64], &blocks, &dev).unwrap();
+        let x = Tensor::ones([2, 64], DType::F32, &dev).unwrap();
+        let err = |r: webtensor::Result<Tensor>| r.unwrap_err();
+        // Rows of another length, integer activations, a weight not a matrix.
+        let e = err(Tensor::ones([2, 32], DType::F32, &dev).unwrap().qmatmul(&w));
+        assert!(matches!(e, Error::Shape { op: "qmatmul", .. }), "{e}");
+        assert!(
+            e.to_string().contains("32") && e.to_string().contains("64"),
+            "{e}"
+        );
+        let e = err(x.to_dtype(DType::I32).unwrap().qmatmul(&w));
+        assert!(matches!(e, Error::DType { op: "qmatmul", .. }), "{e}");
+        let flat = QTensor::from_blocks(GgmlType::Q4_0, [256], &blocks, &dev).unwrap();
+        assert!(matches!(
+            err(x.qmatmul(&flat)),
+            Error::Shape { op: "qmatmul", .. }
+        ));
+        // Another device.
+        let other = if dev.is_cpu() {
+            common::gpu()
+        } else {
+            Some(Device::cpu())
+        };
+        if let Some(other) = other {
+            let e = err(x.to_device(&other).unwrap().qmatmul(&w));
+            assert!(
+                matches!(e, Error::DeviceMismatch { op: "qmatmul", .. }),
+                "{e}"
+            );
+        }
+        // Blocks that do not fit the shape, rows that are not whole blocks,
+        // types that are not quantized blocks taken here.
+        let bad = |ty, shape: &[usize], bytes: &[u8]| {
+            QTensor::from_blocks(ty, shape, bytes, &dev).unwrap_err()
+        };
+        let e = bad(GgmlType::Q4_0, &[4, 64], &blocks[1..]);
+        assert!(
+            matches!(
+                e,
+                Error::Shape {
+                    op: "QTensor::from_blocks",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = bad(GgmlType::Q4_0, &[8, 16], &blocks);
+        assert!(e.to_string().contains("whole blocks of 32"), "{e}");
+        for ty in [GgmlType::F32, GgmlType::IQ2_XXS] {
+            let e = bad(ty, &[4, 256], &blocks);
+            assert!(
+                matches!(e, Error::Format { .. }) && e.to_string().contains(ty.name()),
+                "{e}"
+            );
+        }
+        let backwards = std::ops::Range { start: 2, end: 1 };
+        assert!(w.rows(3..5).is_err() && w.rows(backwards).is_err() && flat.rows(0..1).is_err());
+        assert!(matches!(w.dequantize(DType::I64), Err(Error::DType { .. })));
+        let e = QTensor::quantize(&x, GgmlType::Q4_K).unwrap_err();
+        assert!(matches!(e, Error::Format { .. }), "{e}");
+        let e = QTensor::quantize(&x.to_dtype(DType::I32).unwrap(), GgmlType::Q8_0).unwrap_err();
+        assert!(matches!(e, Error::DType { .. }), "{e}");
+        // Empty operands are empty results.
+        let none = Tensor::ones([0, 64], DType::F32, &dev)
+            .unwrap()
+            .qmatmul(&w)
+            .unwrap();
+        assert_eq!(none.dims(), &[0, 4]);
+        let file = io::Gguf::from_bytes(io::GgufWriter::new().to_bytes().unwrap()).unwrap();
+        let e = file.qtensor("absent", &dev).unwrap_err();
+        assert!(
+            e.to_string().contains("Gguf::qtensor") && e.to_string().contains("absent"),
+            "{e}"
+        );
+    }
+}
