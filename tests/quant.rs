@@ -219,7 +219,7 @@ fn activations_of_any_view_dtype_and_rank() {
 #[test]
 fn weights_past_one_storage_binding_go_in_parts() {
     // 4 KiB bindings: a Q8_0 weight of 300 rows of 256 (81,600 bytes)
-    // goes in parts of 15 rows, at offsets no binding starts at.
+    // goes in parts of 14 rows, at offsets no binding starts at.
     let Some(dev) = common::own_gpu(GpuOptions {
         max_binding_bytes: Some(4096),
         ..Default::default()
@@ -229,9 +229,14 @@ fn weights_past_one_storage_binding_go_in_parts() {
     let (n, k) = (300, 256);
     let blocks = random_blocks(GgmlType::Q8_0, n, k, 11);
     let w = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &dev).unwrap();
-    let x = Tensor::rand([2, k], DType::F32, 12, &dev).unwrap();
     let wv = weight_values(&w);
-    assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), "binding-capped");
+    // Two rows (the decoding kernel), and forty (the weight dequantized
+    // three rows at a time, each part's f32 values within a binding).
+    for m in [2, 40] {
+        let x = Tensor::rand([m, k], DType::F32, 12, &dev).unwrap();
+        let what = format!("binding-capped, {m} rows");
+        assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), &what);
+    }
     let cpu = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &Device::cpu()).unwrap();
     assert_eq!(
         bits(&w.dequantize(DType::F32).unwrap()),

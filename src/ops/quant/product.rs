@@ -17,6 +17,9 @@ use crate::tensor::Tensor;
 /// dequantization costs).
 const DECODED_ROWS: usize = 4 * QUANT_MAX_ROWS;
 
+/// Bytes of f32 weight rows a product of many rows dequantizes at a time.
+const DEQUANTIZED_PART: usize = 256 << 20;
+
 impl Tensor {
     /// `self @ w.T` for a quantized matrix `w` of `n` rows of `k` (ggml's
     /// `mul_mat`, PyTorch's `F.linear` without bias): `self` is `[..., k]`
@@ -67,7 +70,7 @@ impl Tensor {
         }
         let x = self.to_dtype(DType::F32)?.contiguous()?.reshape([m, k])?;
         let y = if m > DECODED_ROWS {
-            x.matmul(&w.dequantize(DType::F32)?.t())?
+            w.dequantized_product(&x)?
         } else {
             let y = Tensor::empty_dense(Shape::from([m, n]), DType::F32, self.device(), OP)?;
             // A GPU dispatch takes at most QUANT_MAX_ROWS rows, and fewer
@@ -109,6 +112,30 @@ impl QTensor {
             self.run(None, &out.reshape([rows, out.numel() / rows])?, 0)?;
         }
         out.to_dtype(dtype)
+    }
+
+    /// `x @ self.T` (`x` contiguous f32 `[m, k]`) through the dequantized
+    /// weight, in parts of rows whose f32 values fit one storage binding
+    /// and [`DEQUANTIZED_PART`] bytes: a product of many rows (a prompt's)
+    /// never holds the whole weight in f32.
+    fn dequantized_product(&self, x: &Tensor) -> Result<Tensor> {
+        let (n, k) = (self.dims()[0], self.dims()[1]);
+        let limit = match self.blocks.storage().binding_limit() {
+            Some(limit) => binding_room(limit).min(DEQUANTIZED_PART),
+            None => DEQUANTIZED_PART,
+        };
+        let per_part = (limit / (4 * k)).max(1);
+        if per_part >= n {
+            return x.matmul(&self.dequantize(DType::F32)?.t());
+        }
+        let m = x.dims()[0];
+        let y = Tensor::empty_dense(Shape::from([m, n]), DType::F32, x.device(), "qmatmul")?;
+        for start in (0..n).step_by(per_part) {
+            let len = per_part.min(n - start);
+            let part = self.rows(start..start + len)?.dequantize(DType::F32)?;
+            y.narrow(1, start, len)?.assign(&x.matmul(&part.t())?)?;
+        }
+        Ok(y)
     }
 
     /// One backend call over the weight's rows, in parts that each fit

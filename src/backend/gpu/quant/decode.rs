@@ -1,9 +1,10 @@
 //! Each quantized type's `chunk(base, j, v)` for `quant.wgsl`: the 32
 //! values of chunk `j` of the block at byte `base`, as `crate::quant`'s
-//! decoders (bit for bit gguf-py's) compute them, in the same order. A
-//! product that is added to another is rounded first (`keep`: its bits
-//! xor `params.zero`, always 0), so that no compiler fuses the two into
-//! one `fma` and the value stays the reference's.
+//! decoders (bit for bit gguf-py's) compute them, in the same order. Every
+//! product that feeds another operation is rounded first (`keep`: its
+//! bits xor `params.zero`, always 0), so that no compiler fuses it into an
+//! `fma` or reassociates it (fast math) and the value stays the
+//! reference's.
 
 use crate::quant::GgmlType;
 
@@ -100,8 +101,8 @@ const Q2_K: &str = "fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>
     for (var l = 0u; l < 32u; l++) {
         let q = (byte_at(base + 16u + 32u * (j / 4u) + l) >> (2u * (j % 4u))) & 3u;
         let sc = byte_at(base + 2u * j + l / 16u);
-        let dl = d * f32(sc & 15u);
-        let ml = dmin * f32(sc >> 4u);
+        let dl = keep(d * f32(sc & 15u));
+        let ml = keep(dmin * f32(sc >> 4u));
         (*v)[l] = keep(dl * f32(q)) - ml;
     }
 }";
@@ -119,7 +120,7 @@ const Q3_K: &str = "fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>
         let low = i32((byte_at(base + 32u + 32u * (j / 4u) + l) >> (2u * (j % 4u))) & 3u);
         let clear = ((byte_at(base + l) >> j) & 1u) ^ 1u;
         let q = low - i32(clear << 2u);
-        (*v)[l] = d * scale * f32(q);
+        (*v)[l] = keep(d * scale) * f32(q);
     }
 }";
 
@@ -140,8 +141,8 @@ const SCALE_MIN: &str = "fn scale_min(s: u32, j: u32) -> vec2<u32> {
 const Q4_K: &str = "SCALE_MIN
 fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>) {
     let sm = scale_min(base + 4u, j);
-    let dl = half_at(base) * f32(sm.x);
-    let ml = half_at(base + 2u) * f32(sm.y);
+    let dl = keep(half_at(base) * f32(sm.x));
+    let ml = keep(half_at(base + 2u) * f32(sm.y));
     for (var l = 0u; l < 32u; l++) {
         let q = (byte_at(base + 16u + 32u * (j / 2u) + l) >> (4u * (j % 2u))) & 15u;
         (*v)[l] = keep(dl * f32(q)) - ml;
@@ -153,8 +154,8 @@ fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>) {
 const Q5_K: &str = "SCALE_MIN
 fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>) {
     let sm = scale_min(base + 4u, j);
-    let dl = half_at(base) * f32(sm.x);
-    let ml = half_at(base + 2u) * f32(sm.y);
+    let dl = keep(half_at(base) * f32(sm.x));
+    let ml = keep(half_at(base + 2u) * f32(sm.y));
     for (var l = 0u; l < 32u; l++) {
         let low = (byte_at(base + 48u + 32u * (j / 2u) + l) >> (4u * (j % 2u))) & 15u;
         let high = (byte_at(base + 16u + l) >> j) & 1u;
@@ -174,7 +175,7 @@ const Q6_K: &str = "fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>
         let high = (byte_at(base + 128u + 32u * g + l) >> (2u * (j % 4u))) & 3u;
         let q = f32(i32(low | (high << 4u)) - 32);
         let scale = signed(byte_at(base + 192u + 2u * j + l / 16u));
-        (*v)[l] = d * scale * q;
+        (*v)[l] = keep(d * scale) * q;
     }
 }";
 
