@@ -172,6 +172,17 @@ pub(crate) struct Tuned {
 }
 
 impl Tuned {
+    /// The tile the class's products run: the winner, or `Auto` where the
+    /// size rule's tile won, so that each product of the class (whose
+    /// extents span a factor of two) takes its own size rule's tile.
+    pub fn runtime(&self) -> MatmulTile {
+        if self.winner == self.default {
+            MatmulTile::Auto
+        } else {
+            self.winner
+        }
+    }
+
     /// `winner`, the one kernel that fits (nothing timed).
     pub fn untimed(default: MatmulTile, winner: MatmulTile) -> Tuned {
         Tuned {
@@ -199,7 +210,9 @@ pub struct TunedMatmul {
     /// device that does not tune).
     pub size_rule: MatmulTile,
     /// The tile kept: the size rule's unless another ran at least 10%
-    /// faster (its median of 5 runs of 4 products back to back).
+    /// faster (its median of 5 runs of 4 products back to back). Where the
+    /// size rule's won, each product of the class takes its own size
+    /// rule's tile (the class spans extents a factor of two apart).
     pub winner: MatmulTile,
     /// The median time of one product by the winner; `None` where nothing
     /// was timed (one kernel fits).
@@ -337,9 +350,10 @@ impl MatmulTuner {
         self.enabled.store(on, Ordering::Relaxed);
     }
 
-    /// The tile that won `class`, if it has been timed.
+    /// The tile `class`'s products run (see [`Tuned::runtime`]), once
+    /// timed.
     pub fn winner(&self, class: &MatmulClass) -> Option<MatmulTile> {
-        self.lock().get(class).map(|t| t.winner)
+        self.lock().get(class).map(Tuned::runtime)
     }
 
     /// Keeps what autotuning chose for `class`.

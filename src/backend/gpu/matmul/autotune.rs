@@ -4,9 +4,11 @@
 //! scratch output, in rounds (each tile once a round: one untimed round,
 //! which compiles and warms up, then [`ROUNDS`] timed), each run
 //! [`REPS`] dispatches back to back so that launch costs weigh little. The
-//! size rule's tile (what `MatmulTile::Auto` runs untuned) stays unless
-//! another's median run is at least [`MARGIN`] faster: a timing's noise
-//! never trades a good default for a tile that merely drew a lucky run.
+//! size rule (what `MatmulTile::Auto` runs untuned, each product by its
+//! own extents) stays unless another tile's median run is at least
+//! [`MARGIN`] faster than the rule's tile for the product timed: a
+//! timing's noise never trades a good default for a tile that merely drew
+//! a lucky run.
 //! The clock is the GPU's where the device writes timestamps (`timer.rs`:
 //! the pass's start to its end, the kernels alone), else the host's around
 //! a submit and a wait for the queue, after the pending work has been
@@ -114,14 +116,14 @@ pub(super) fn tile(
         }
     }
     let default = size_rule(m, n, dims[3]);
-    if candidates.len() < 2 {
+    let tuned = if candidates.len() < 2 {
         let tile = candidates.first().copied().unwrap_or(MatmulTile::Auto);
-        ctx.tuner.remember(class, Tuned::untimed(default, tile));
-        return Ok(tile);
-    }
-    let tuned = tune(out, call, bound, dims, &candidates, default)?;
+        Tuned::untimed(default, tile)
+    } else {
+        tune(out, call, bound, dims, &candidates, default)?
+    };
     ctx.tuner.remember(class, tuned);
-    Ok(tuned.winner)
+    Ok(tuned.runtime())
 }
 
 /// The tile `MatmulTile::Auto` runs untuned on an `m` x `n` output over
@@ -319,12 +321,15 @@ mod tests {
             (t.winner, t.seconds, t.default_seconds),
             (Large, Some(1.0), Some(1.0))
         );
+        // The class's products then run the size rule, each its own tile.
+        assert_eq!(t.runtime(), MatmulTile::Auto);
         // 20% faster: medium wins, and both times are kept.
         let t = choose(&tiles, &[1.0, 0.8, 2.0], Large);
         assert_eq!(
             (t.winner, t.seconds, t.default_seconds),
             (Medium, Some(0.8), Some(1.0))
         );
+        assert_eq!(t.runtime(), Medium);
         // Exactly 10% faster is enough; a hair less is not.
         assert_eq!(choose(&tiles, &[1.0, 0.9, 2.0], Large).winner, Medium);
         assert_eq!(choose(&tiles, &[1.0, 0.9001, 2.0], Large).winner, Large);
