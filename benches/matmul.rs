@@ -68,9 +68,34 @@ fn config() -> Criterion {
         .measurement_time(Duration::from_secs(4))
 }
 
+/// Issue 49's CPU target: a quantized matrix-vector product (a decoding
+/// step's) against the same product through the dequantized f32 weight
+/// and the float matmul (gemm), which moves four to eight times the bytes.
+fn quantized_matvec(c: &mut Criterion) {
+    use webtensor::{GgmlType, QTensor};
+    let cpu = Device::cpu();
+    let (n, k) = (4096usize, 4096usize);
+    let w = Tensor::rand([n, k], DType::F32, 3, &cpu).expect("rand");
+    let x = Tensor::rand([1, k], DType::F32, 4, &cpu).expect("rand");
+    for ty in [GgmlType::Q4_0, GgmlType::Q8_0] {
+        let q = QTensor::quantize(&w, ty).expect("quantize");
+        let dense = q.dequantize(DType::F32).expect("dequantize").t();
+        let mut group =
+            c.benchmark_group(format!("qmatvec_{}_{n}x{k}_cpu", ty.name().to_lowercase()));
+        group.throughput(Throughput::Elements((2 * n * k) as u64));
+        group.bench_function("qmatmul", |bench| {
+            bench.iter(|| black_box(x.qmatmul(&q).expect("qmatmul")))
+        });
+        group.bench_function("dequantized_matmul", |bench| {
+            bench.iter(|| black_box(x.matmul(&dense).expect("matmul")))
+        });
+        group.finish();
+    }
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = cpu_vs_ndarray, gpu_vs_cpu
+    targets = cpu_vs_ndarray, gpu_vs_cpu, quantized_matvec
 }
 criterion_main!(benches);

@@ -69,9 +69,8 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
             let mut values = vec![0f32; k];
             for (j, row_dots) in piece.chunks_exact_mut(m).enumerate() {
                 row(p * ROWS_PER_PIECE + j, &mut values);
-                for (i, dot) in row_dots.iter_mut().enumerate() {
-                    let xi = &xv[i * k..(i + 1) * k];
-                    *dot = values.iter().zip(xi).map(|(a, b)| a * b).sum();
+                for (i, d) in row_dots.iter_mut().enumerate() {
+                    *d = dot(&values, &xv[i * k..(i + 1) * k]);
                 }
             }
         });
@@ -88,4 +87,29 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `a . b` (equal lengths) in f32, over eight running sums so that the
+/// adds need not wait on each other (and vectorise).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut sums = [0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a8.zip(b8) {
+        for l in 0..8 {
+            sums[l] += x[l] * y[l];
+        }
+    }
+    let halves = [
+        sums[0] + sums[4],
+        sums[1] + sums[5],
+        sums[2] + sums[6],
+        sums[3] + sums[7],
+    ];
+    (halves[0] + halves[2]) + (halves[1] + halves[3]) + tail
 }
