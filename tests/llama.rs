@@ -4,27 +4,34 @@
 //! norms, products, rotary embeddings, grouped-query attention over a KV
 //! cache written in place through views, SwiGLU), against NumPy's forward
 //! pass: the prompt's logits within f32 rounding, and the greedy
-//! continuation token for token.
+//! continuation token for token; with the weights dequantized on loading,
+//! and with the Q8_0 ones kept as their blocks (`QTensor`, `qmatmul`).
 
 mod common;
 
 use webtensor::io::{Gguf, GgufValue};
-use webtensor::{Attention, DType, Device, Rope, RopeStyle, Tensor, io};
+use webtensor::{Attention, DType, Device, QTensor, Rope, RopeStyle, Tensor, io};
 
 fn data(name: &str) -> Vec<u8> {
     std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
+/// A product's weight, stored (out, in): values, or quantized blocks.
+enum Weight {
+    Plain(Tensor),
+    Blocks(QTensor),
+}
+
 struct Block {
     attn_norm: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
+    q: Weight,
+    k: Weight,
+    v: Weight,
+    out: Weight,
     ffn_norm: Tensor,
-    gate: Tensor,
-    up: Tensor,
-    down: Tensor,
+    gate: Weight,
+    up: Weight,
+    down: Weight,
     /// The keys and values of every position so far, (kv_heads, context,
     /// head_dim), written in place.
     cache_k: Tensor,
@@ -39,7 +46,7 @@ struct Model {
     embd: Tensor,
     blocks: Vec<Block>,
     norm: Tensor,
-    output: Tensor,
+    output: Weight,
     rope: Rope,
 }
 
@@ -50,12 +57,22 @@ fn number(f: &Gguf, key: &str) -> f64 {
 }
 
 impl Model {
-    fn load(f: &Gguf, dev: &Device, context: usize) -> Model {
+    /// The model on `dev`, its quantized weights kept as blocks where
+    /// `blocks`, else dequantized.
+    fn load(f: &Gguf, dev: &Device, context: usize, blocks: bool) -> Model {
         assert_eq!(
             f.get("general.architecture").and_then(GgufValue::as_str),
             Some("llama")
         );
         let w = |name: &str| f.dequantize(name, DType::F32, dev).unwrap();
+        let weight = |name: &str| {
+            let info = f.tensors().iter().find(|t| t.name == name).unwrap();
+            if blocks && info.ggml_type.is_quantized() {
+                Weight::Blocks(f.qtensor(name, dev).unwrap())
+            } else {
+                Weight::Plain(w(name))
+            }
+        };
         let dim = number(f, "llama.embedding_length") as usize;
         let heads = number(f, "llama.attention.head_count") as usize;
         let kv_heads = number(f, "llama.attention.head_count_kv") as usize;
@@ -64,16 +81,17 @@ impl Model {
         let blocks = (0..number(f, "llama.block_count") as usize)
             .map(|i| {
                 let b = |part: &str| w(&format!("blk.{i}.{part}.weight"));
+                let p = |part: &str| weight(&format!("blk.{i}.{part}.weight"));
                 Block {
                     attn_norm: b("attn_norm"),
-                    q: b("attn_q"),
-                    k: b("attn_k"),
-                    v: b("attn_v"),
-                    out: b("attn_output"),
+                    q: p("attn_q"),
+                    k: p("attn_k"),
+                    v: p("attn_v"),
+                    out: p("attn_output"),
                     ffn_norm: b("ffn_norm"),
-                    gate: b("ffn_gate"),
-                    up: b("ffn_up"),
-                    down: b("ffn_down"),
+                    gate: p("ffn_gate"),
+                    up: p("ffn_up"),
+                    down: p("ffn_down"),
                     cache_k: cache(),
                     cache_v: cache(),
                 }
@@ -88,15 +106,18 @@ impl Model {
             embd: w("token_embd.weight"),
             blocks,
             norm: w("output_norm.weight"),
-            output: w("output.weight"),
+            output: weight("output.weight"),
             // ggml's normal mode: the interleaved pairs.
             rope: Rope::new(0, context, head, theta, RopeStyle::Interleaved, dev).unwrap(),
         }
     }
 
     /// `x (seq, features) @ w^T` for a weight stored (out, in).
-    fn linear(x: &Tensor, w: &Tensor) -> Tensor {
-        x.matmul(&w.t()).unwrap()
+    fn linear(x: &Tensor, w: &Weight) -> Tensor {
+        match w {
+            Weight::Plain(w) => x.matmul(&w.t()).unwrap(),
+            Weight::Blocks(w) => x.qmatmul(w).unwrap(),
+        }
     }
 
     /// Heads of `x (seq, heads * head)`: `(heads, seq, head)`, a view.
@@ -180,15 +201,22 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
     let prompt = reference["prompt"].to_vec::<i32>().unwrap();
     let want_logits = reference["logits"].to_vec::<f32>().unwrap();
     let greedy = reference["greedy"].to_vec::<i32>().unwrap();
-    for dev in common::devices() {
-        let model = Model::load(&file, &dev, 32);
+    let quantized = file.tensors().iter().filter(|t| t.ggml_type.is_quantized());
+    assert!(quantized.count() > 0, "the file has no quantized weights");
+    for (dev, blocks) in common::devices()
+        .into_iter()
+        .flat_map(|d| [(d.clone(), false), (d, true)])
+    {
+        let dev = &dev;
+        let model = Model::load(&file, dev, 32, blocks);
+        let kind = if blocks { "blocks" } else { "dequantized" };
         let logits = model.forward(&prompt, 0);
         assert_eq!(logits.dims(), &[prompt.len(), 50]);
         let got = logits.to_vec::<f32>().unwrap();
         for (i, (g, w)) in got.iter().zip(&want_logits).enumerate() {
             assert!(
                 (g - w).abs() <= 2e-4 * (1.0 + w.abs()),
-                "{dev}: logit {i}: {g} vs NumPy's {w}"
+                "{dev} ({kind}): logit {i}: {g} vs NumPy's {w}"
             );
         }
         // Decoding one token a step over the KV cache.
@@ -206,6 +234,6 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
             next = logits.argmax(-1).unwrap().to_vec::<i32>().unwrap()[0];
             tokens.push(next);
         }
-        assert_eq!(tokens, greedy, "{dev}: greedy continuation");
+        assert_eq!(tokens, greedy, "{dev} ({kind}): greedy continuation");
     }
 }
