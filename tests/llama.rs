@@ -5,7 +5,9 @@
 //! cache written in place through views, SwiGLU), against NumPy's forward
 //! pass: the prompt's logits within f32 rounding, and the greedy
 //! continuation token for token; with the weights dequantized on loading,
-//! and with the Q8_0 ones kept as their blocks (`QTensor`, `qmatmul`).
+//! and with the quantized ones kept as their blocks (`QTensor`,
+//! `qmatmul`). A second model (`make_tiny_llama_quant.py`) has a weight of
+//! every quantized type the products take.
 
 mod common;
 
@@ -190,11 +192,13 @@ impl Model {
     }
 }
 
-#[test]
-fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
-    let file = Gguf::from_bytes(data("tiny_llama.gguf")).unwrap();
+/// The model in `gguf` against NumPy's logits and greedy tokens in
+/// `reference`, on every device, its quantized weights dequantized on
+/// loading and kept as blocks.
+fn matches_numpy(gguf: &str, reference: &str) {
+    let file = Gguf::from_bytes(data(gguf)).unwrap();
     let reference: std::collections::HashMap<String, Tensor> =
-        io::from_npz_bytes(&data("tiny_llama_reference.npz"), &Device::cpu())
+        io::from_npz_bytes(&data(reference), &Device::cpu())
             .unwrap()
             .into_iter()
             .collect();
@@ -202,7 +206,7 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
     let want_logits = reference["logits"].to_vec::<f32>().unwrap();
     let greedy = reference["greedy"].to_vec::<i32>().unwrap();
     let quantized = file.tensors().iter().filter(|t| t.ggml_type.is_quantized());
-    assert!(quantized.count() > 0, "the file has no quantized weights");
+    assert!(quantized.count() > 0, "{gguf} has no quantized weights");
     for (dev, blocks) in common::devices()
         .into_iter()
         .flat_map(|d| [(d.clone(), false), (d, true)])
@@ -216,7 +220,7 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
         for (i, (g, w)) in got.iter().zip(&want_logits).enumerate() {
             assert!(
                 (g - w).abs() <= 2e-4 * (1.0 + w.abs()),
-                "{dev} ({kind}): logit {i}: {g} vs NumPy's {w}"
+                "{gguf} on {dev} ({kind}): logit {i}: {g} vs NumPy's {w}"
             );
         }
         // Decoding one token a step over the KV cache.
@@ -234,6 +238,20 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
             next = logits.argmax(-1).unwrap().to_vec::<i32>().unwrap()[0];
             tokens.push(next);
         }
-        assert_eq!(tokens, greedy, "{dev} ({kind}): greedy continuation");
+        assert_eq!(
+            tokens, greedy,
+            "{gguf} on {dev} ({kind}): greedy continuation"
+        );
     }
+}
+
+#[test]
+fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
+    matches_numpy("tiny_llama.gguf", "tiny_llama_reference.npz");
+}
+
+#[test]
+fn a_tiny_llama_of_every_quantized_type_gives_numpys_logits() {
+    // Q4_0 to Q8_0 and Q2_K to Q6_K weights (make_tiny_llama_quant.py).
+    matches_numpy("tiny_llama_quant.gguf", "tiny_llama_quant_reference.npz");
 }
