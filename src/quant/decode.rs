@@ -10,12 +10,14 @@
 use half::f16;
 
 /// The f16 at `b[at..at + 2]`, widened.
+#[inline(always)]
 fn half_at(b: &[u8], at: usize) -> f32 {
     f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
 }
 
 /// `Q4_0`: `d` (f16), 16 bytes of nibbles; element `j` is the low nibble
 /// of byte `j`, element `j + 16` its high one, less 8.
+#[inline(always)]
 pub(crate) fn q4_0(b: &[u8], out: &mut [f32]) {
     let d = half_at(b, 0);
     for j in 0..16 {
@@ -26,6 +28,7 @@ pub(crate) fn q4_0(b: &[u8], out: &mut [f32]) {
 }
 
 /// `Q4_1`: `d`, `m` (f16), 16 bytes of nibbles: `d * q + m`.
+#[inline(always)]
 pub(crate) fn q4_1(b: &[u8], out: &mut [f32]) {
     let (d, m) = (half_at(b, 0), half_at(b, 2));
     for j in 0..16 {
@@ -37,6 +40,7 @@ pub(crate) fn q4_1(b: &[u8], out: &mut [f32]) {
 
 /// The 5-bit quants of a `Q5_0`/`Q5_1` block: low nibbles as in `Q4_0`,
 /// the fifth bit of element `j` bit `j` of the little-endian `qh`.
+#[inline(always)]
 fn five_bits(qh: &[u8], qs: &[u8], j: usize) -> u8 {
     let high = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]) >> j & 1;
     let low = if j < 16 {
@@ -48,6 +52,7 @@ fn five_bits(qh: &[u8], qs: &[u8], j: usize) -> u8 {
 }
 
 /// `Q5_0`: `d`, `qh` (4 bytes), 16 bytes of nibbles: `d * (q - 16)`.
+#[inline(always)]
 pub(crate) fn q5_0(b: &[u8], out: &mut [f32]) {
     let d = half_at(b, 0);
     for (j, o) in out.iter_mut().enumerate().take(32) {
@@ -56,6 +61,7 @@ pub(crate) fn q5_0(b: &[u8], out: &mut [f32]) {
 }
 
 /// `Q5_1`: `d`, `m`, `qh`, 16 bytes of nibbles: `d * q + m`.
+#[inline(always)]
 pub(crate) fn q5_1(b: &[u8], out: &mut [f32]) {
     let (d, m) = (half_at(b, 0), half_at(b, 2));
     for (j, o) in out.iter_mut().enumerate().take(32) {
@@ -64,6 +70,7 @@ pub(crate) fn q5_1(b: &[u8], out: &mut [f32]) {
 }
 
 /// `Q8_0`: `d`, 32 signed bytes: `q * d`.
+#[inline(always)]
 pub(crate) fn q8_0(b: &[u8], out: &mut [f32]) {
     let d = half_at(b, 0);
     for j in 0..32 {
@@ -75,6 +82,7 @@ pub(crate) fn q8_0(b: &[u8], out: &mut [f32]) {
 /// 2-bit quants, `d`, `dmin`. Element `e` = `128 g + 32 s + l` is bits
 /// `2s..2s+2` of quant byte `32 g + l`; its scale byte is `e / 16`:
 /// `d * sc * q - dmin * m`.
+#[inline(always)]
 pub(crate) fn q2_k(b: &[u8], out: &mut [f32]) {
     let (scales, qs) = (&b[0..16], &b[16..80]);
     let (d, dmin) = (half_at(b, 80), half_at(b, 82));
@@ -92,6 +100,7 @@ pub(crate) fn q2_k(b: &[u8], out: &mut [f32]) {
 /// 6-bit scales, `d`. Element `e` = `128 g + 32 s + l`: low bits as in
 /// `Q2_K`, high bit `e / 32` of byte `l` of the mask (set means no offset,
 /// clear means -4); scale `e / 16`, less 32.
+#[inline(always)]
 pub(crate) fn q3_k(b: &[u8], out: &mut [f32]) {
     let (hmask, qs, packed) = (&b[0..32], &b[32..96], &b[96..108]);
     let d = half_at(b, 108);
@@ -114,6 +123,7 @@ pub(crate) fn q3_k(b: &[u8], out: &mut [f32]) {
 
 /// The 6-bit scale and min of sub-block `j` (0..8) of a `Q4_K`/`Q5_K`
 /// block's 12 scale bytes.
+#[inline(always)]
 fn scale_min(s: &[u8], j: usize) -> (u8, u8) {
     if j < 4 {
         (s[j] & 0x3f, s[4 + j] & 0x3f)
@@ -128,6 +138,7 @@ fn scale_min(s: &[u8], j: usize) -> (u8, u8) {
 /// `Q4_K`: `d`, `dmin`, 12 scale bytes, 128 bytes of nibbles. Element `e` =
 /// `64 g + 32 h + l` is nibble `h` of byte `32 g + l`; sub-block `e / 32`:
 /// `d * sc * q - dmin * m`.
+#[inline(always)]
 pub(crate) fn q4_k(b: &[u8], out: &mut [f32]) {
     let (d, dmin) = (half_at(b, 0), half_at(b, 2));
     let (scales, qs) = (&b[4..16], &b[16..144]);
@@ -144,6 +155,7 @@ pub(crate) fn q4_k(b: &[u8], out: &mut [f32]) {
 
 /// `Q5_K`: as `Q4_K`, with 32 bytes of fifth bits before the nibbles: bit
 /// `e / 32` of byte `l` is element `e`'s fifth bit.
+#[inline(always)]
 pub(crate) fn q5_k(b: &[u8], out: &mut [f32]) {
     let (d, dmin) = (half_at(b, 0), half_at(b, 2));
     let (scales, qh, qs) = (&b[4..16], &b[16..48], &b[48..176]);
@@ -163,6 +175,7 @@ pub(crate) fn q5_k(b: &[u8], out: &mut [f32]) {
 /// scales, `d`. Element `e` = `128 g + 64 h + l` (l < 64) takes nibble `h`
 /// of low byte `64 g + l`, and bits `2s..2s+2` of high byte `32 g + l % 32`
 /// for `s = (e % 128) / 32`; less 32, times `d * scale[e / 16]`.
+#[inline(always)]
 pub(crate) fn q6_k(b: &[u8], out: &mut [f32]) {
     let (ql, qh, scales) = (&b[0..128], &b[128..192], &b[192..208]);
     let d = half_at(b, 208);

@@ -3,7 +3,7 @@
 //! as gguf-py's `quants.py` does. A leaf: pure arithmetic on bytes, for the
 //! GGUF reader and writer today and the quantized products to come.
 
-mod decode;
+pub(crate) mod decode;
 mod encode;
 mod ggml_type;
 

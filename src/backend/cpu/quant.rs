@@ -65,15 +65,31 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
             return Err(Error::internal(OP, "the activations' storage is not f32"));
         };
         let xv = &xv[x.layout.offset()..x.layout.offset() + m * k];
-        for_each_piece_mut(&mut dots, ROWS_PER_PIECE * m, |(p, piece)| {
-            let mut values = vec![0f32; k];
-            for (j, row_dots) in piece.chunks_exact_mut(m).enumerate() {
-                row(p * ROWS_PER_PIECE + j, &mut values);
-                for (i, d) in row_dots.iter_mut().enumerate() {
-                    *d = dot(&values, &xv[i * k..(i + 1) * k]);
-                }
-            }
-        });
+        let rows = Rows {
+            bytes,
+            at: w_at,
+            row_bytes,
+            width,
+            block,
+            xv,
+            k,
+            m,
+        };
+        use crate::quant::GgmlType as T;
+        use crate::quant::decode as d;
+        match call.ty {
+            T::Q4_0 => rows.all(d::q4_0, &mut dots),
+            T::Q4_1 => rows.all(d::q4_1, &mut dots),
+            T::Q5_0 => rows.all(d::q5_0, &mut dots),
+            T::Q5_1 => rows.all(d::q5_1, &mut dots),
+            T::Q8_0 => rows.all(d::q8_0, &mut dots),
+            T::Q2_K => rows.all(d::q2_k, &mut dots),
+            T::Q3_K => rows.all(d::q3_k, &mut dots),
+            T::Q4_K => rows.all(d::q4_k, &mut dots),
+            T::Q5_K => rows.all(d::q5_k, &mut dots),
+            T::Q6_K => rows.all(d::q6_k, &mut dots),
+            other => return Err(Error::internal(OP, format!("no decoder for {other}"))),
+        }
     }
     let mut out_data = out.write();
     let CpuData::F32(dst) = &mut *out_data else {
@@ -91,6 +107,7 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
 
 /// `a . b` (equal lengths) in f32, over eight running sums so that the
 /// adds need not wait on each other (and vectorise).
+#[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut sums = [0f32; 8];
     let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -112,4 +129,47 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
         sums[3] + sums[7],
     ];
     (halves[0] + halves[2]) + (halves[1] + halves[3]) + tail
+}
+
+/// A product's weight rows and activations.
+struct Rows<'a> {
+    bytes: &'a [u8],
+    /// Where row 0 starts, bytes per row, a block's bytes and elements.
+    at: usize,
+    row_bytes: usize,
+    width: usize,
+    block: usize,
+    /// The activations, `[m, k]`.
+    xv: &'a [f32],
+    k: usize,
+    m: usize,
+}
+
+impl Rows<'_> {
+    /// Fills `dots` (`[n][m]`) with every weight row's dot products, rows
+    /// split over the device's threads (`decode` inlined: each type's loop
+    /// compiled on its own, which a call through a pointer was not).
+    fn all<D: Fn(&[u8], &mut [f32]) + Copy + Sync>(&self, decode: D, dots: &mut [f32]) {
+        for_each_piece_mut(dots, ROWS_PER_PIECE * self.m, |(p, piece)| {
+            self.piece(decode, p, piece)
+        });
+    }
+
+    /// Piece `p`: its weight rows decoded one at a time, then dotted with
+    /// every activation row.
+    fn piece<D: Fn(&[u8], &mut [f32]) + Copy>(&self, decode: D, p: usize, piece: &mut [f32]) {
+        let (k, m) = (self.k, self.m);
+        let mut values = vec![0f32; k];
+        for (j, row_dots) in piece.chunks_exact_mut(m).enumerate() {
+            let at = self.at + (p * ROWS_PER_PIECE + j) * self.row_bytes;
+            let row = &self.bytes[at..at + self.row_bytes];
+            let blocks = row.chunks_exact(self.width);
+            for (b, chunk) in blocks.zip(values.chunks_exact_mut(self.block)) {
+                decode(b, chunk);
+            }
+            for (i, d) in row_dots.iter_mut().enumerate() {
+                *d = dot(&values, &self.xv[i * k..(i + 1) * k]);
+            }
+        }
+    }
 }
