@@ -21,6 +21,7 @@ import pathlib
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as T
+from tiny_llama_forward import reference
 
 HERE = pathlib.Path(__file__).parent
 rng = np.random.default_rng(16)
@@ -114,60 +115,10 @@ w.write_tensors_to_file()
 w.close()
 
 
-def rms_norm(x, g):
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * g
-
-
-def rope(x, start):
-    # x: (heads, seq, HEAD); ggml's normal mode: pairs (2i, 2i + 1).
-    seq = x.shape[-2]
-    inv = 1.0 / THETA ** (np.arange(0, HEAD, 2) / HEAD)
-    angles = np.outer(np.arange(start, start + seq), inv)
-    cos, sin = np.cos(angles), np.sin(angles)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    out = np.empty_like(x)
-    out[..., 0::2] = x1 * cos - x2 * sin
-    out[..., 1::2] = x2 * cos + x1 * sin
-    return out
-
-
-def forward(tokens):
-    """Logits of every position of `tokens`, all at once (causal)."""
-    x = weights["token_embd.weight"][tokens]
-    seq = len(tokens)
-    for i in range(LAYERS):
-        b = f"blk.{i}."
-        h = rms_norm(x, weights[b + "attn_norm.weight"])
-        q = (h @ weights[b + "attn_q.weight"].T).reshape(seq, HEADS, HEAD).transpose(1, 0, 2)
-        k = (h @ weights[b + "attn_k.weight"].T).reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
-        v = (h @ weights[b + "attn_v.weight"].T).reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
-        q, k = rope(q, 0), rope(k, 0)
-        k = np.repeat(k, HEADS // KV_HEADS, axis=0)
-        v = np.repeat(v, HEADS // KV_HEADS, axis=0)
-        s = q @ k.transpose(0, 2, 1) / np.sqrt(HEAD)
-        s[:, ~np.tril(np.ones((seq, seq), dtype=bool))] = -np.inf
-        s = np.exp(s - s.max(axis=-1, keepdims=True))
-        s /= s.sum(axis=-1, keepdims=True)
-        att = (s @ v).transpose(1, 0, 2).reshape(seq, DIM)
-        x = x + att @ weights[b + "attn_output.weight"].T
-        h = rms_norm(x, weights[b + "ffn_norm.weight"])
-        gate = h @ weights[b + "ffn_gate.weight"].T
-        up = h @ weights[b + "ffn_up.weight"].T
-        x = x + (gate / (1.0 + np.exp(-gate)) * up) @ weights[b + "ffn_down.weight"].T
-    x = rms_norm(x, weights["output_norm.weight"])
-    return x @ weights["output.weight"].T
-
-
-logits = forward(PROMPT)
-tokens = list(PROMPT)
-for _ in range(STEPS):
-    tokens.append(int(np.argmax(forward(tokens)[-1])))
-# Greedy picks are only a test when no two logits nearly tie.
-margins = [np.sort(forward(tokens[: len(PROMPT) + s])[-1])[-2:] for s in range(STEPS)]
-assert min(b - a for a, b in margins) > 1e-3, margins
-np.savez(
+reference(
     HERE / "tiny_llama_quant_reference.npz",
-    prompt=np.array(PROMPT, dtype=np.int32),
-    logits=logits.astype(np.float32),
-    greedy=np.array(tokens[len(PROMPT):], dtype=np.int32),
+    weights,
+    dict(DIM=DIM, LAYERS=LAYERS, HEADS=HEADS, KV_HEADS=KV_HEADS, EPS=EPS, THETA=THETA),
+    PROMPT,
+    STEPS,
 )

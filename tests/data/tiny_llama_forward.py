@@ -1,0 +1,74 @@
+"""The NumPy forward pass of the tiny Llama-architecture models that
+make_tiny_llama.py and make_tiny_llama_quant.py write, and the reference
+they save for tests/llama.rs: float64, causal, grouped-query attention,
+rotary embeddings in ggml's normal (interleaved) layout, SwiGLU.
+"""
+
+import numpy as np
+
+
+def reference(path, weights, dims, prompt, steps):
+    """Saves the logits of `prompt` and `steps` greedy tokens after it.
+
+    `weights` maps tensor names to float64 arrays as the file stores them
+    (quantized ones as gguf-py decodes them); `dims` holds DIM, LAYERS,
+    HEADS, KV_HEADS, EPS and THETA.
+    """
+    DIM, LAYERS, HEADS, KV_HEADS = (dims[k] for k in ("DIM", "LAYERS", "HEADS", "KV_HEADS"))
+    EPS, THETA = dims["EPS"], dims["THETA"]
+    HEAD = DIM // HEADS
+
+    def rms_norm(x, g):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * g
+
+    def rope(x, start):
+        # x: (heads, seq, HEAD); ggml's normal mode: pairs (2i, 2i + 1).
+        seq = x.shape[-2]
+        inv = 1.0 / THETA ** (np.arange(0, HEAD, 2) / HEAD)
+        angles = np.outer(np.arange(start, start + seq), inv)
+        cos, sin = np.cos(angles), np.sin(angles)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2] = x1 * cos - x2 * sin
+        out[..., 1::2] = x2 * cos + x1 * sin
+        return out
+
+    def forward(tokens):
+        """Logits of every position of `tokens`, all at once (causal)."""
+        x = weights["token_embd.weight"][tokens]
+        seq = len(tokens)
+        for i in range(LAYERS):
+            b = f"blk.{i}."
+            h = rms_norm(x, weights[b + "attn_norm.weight"])
+            q = (h @ weights[b + "attn_q.weight"].T).reshape(seq, HEADS, HEAD).transpose(1, 0, 2)
+            k = (h @ weights[b + "attn_k.weight"].T).reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
+            v = (h @ weights[b + "attn_v.weight"].T).reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
+            q, k = rope(q, 0), rope(k, 0)
+            k = np.repeat(k, HEADS // KV_HEADS, axis=0)
+            v = np.repeat(v, HEADS // KV_HEADS, axis=0)
+            s = q @ k.transpose(0, 2, 1) / np.sqrt(HEAD)
+            s[:, ~np.tril(np.ones((seq, seq), dtype=bool))] = -np.inf
+            s = np.exp(s - s.max(axis=-1, keepdims=True))
+            s /= s.sum(axis=-1, keepdims=True)
+            att = (s @ v).transpose(1, 0, 2).reshape(seq, DIM)
+            x = x + att @ weights[b + "attn_output.weight"].T
+            h = rms_norm(x, weights[b + "ffn_norm.weight"])
+            gate = h @ weights[b + "ffn_gate.weight"].T
+            up = h @ weights[b + "ffn_up.weight"].T
+            x = x + (gate / (1.0 + np.exp(-gate)) * up) @ weights[b + "ffn_down.weight"].T
+        x = rms_norm(x, weights["output_norm.weight"])
+        return x @ weights["output.weight"].T
+
+    logits = forward(prompt)
+    tokens = list(prompt)
+    for _ in range(steps):
+        tokens.append(int(np.argmax(forward(tokens)[-1])))
+    # Greedy picks are only a test when no two logits nearly tie.
+    margins = [np.sort(forward(tokens[: len(prompt) + s])[-1])[-2:] for s in range(steps)]
+    assert min(b - a for a, b in margins) > 1e-3, margins
+    np.savez(
+        path,
+        prompt=np.array(prompt, dtype=np.int32),
+        logits=logits.astype(np.float32),
+        greedy=np.array(tokens[len(prompt):], dtype=np.int32),
+    )
