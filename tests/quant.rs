@@ -346,3 +346,22 @@ fn bad_input_is_an_error_naming_the_op() {
         );
     }
 }
+
+#[test]
+fn products_past_65535_weight_rows_use_a_second_grid_row() {
+    // A workgroup per weight row: 70,000 rows take a 2-d grid (x at most
+    // 65,535), as an output layer over a large vocabulary does.
+    let (n, k) = (70_000, 32);
+    let blocks = random_blocks(GgmlType::Q8_0, n, k, 31);
+    for dev in devices() {
+        let w = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &dev).unwrap();
+        let wv = weight_values(&w);
+        let x = Tensor::rand([2, k], DType::F32, 32, &dev).unwrap();
+        assert_product(
+            &x.qmatmul(&w).unwrap(),
+            &x,
+            (&w, &wv),
+            &format!("{n} rows on {dev}"),
+        );
+    }
+}
