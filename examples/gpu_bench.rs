@@ -31,6 +31,11 @@
 //! round to f16 (`MatmulPrecision::Fast`), and `matmul_N_checked` and
 //! `sum_all_checked` run on a device with wgpu's runtime checks on.
 //!
+//! The quantized rows (`qmatvec_q4_0_14336x4096`, `qmatvec_q4_K_...`,
+//! `qmatvec_q8_0_...`) and `matvec_f16_14336x4096` are a decoding step's
+//! product with a Llama 8B feed-forward weight: bytes count the weight as
+//! stored, the activations and the result.
+//!
 //! The FFT rows (`fft_1d_2^20`, `fft2_1024`, `rfft_rows`) count 16 bytes
 //! per complex point (8 read, 8 written; a real row 4 read and 8 written
 //! per output), as the PyTorch peer does.
@@ -507,6 +512,7 @@ fn main() -> Result<()> {
     ok &= ffts(&o, &dev, n, side)?;
     ok &= images(&o, &dev)?;
     ok &= matmuls(&o, &dev)?;
+    ok &= quantized(&o, &dev)?;
     // Known only once the products have run: which kernels the matmul
     // self-check dropped on this device (their products went elsewhere).
     let dropped = dev.info().dropped_kernels;
@@ -527,6 +533,68 @@ fn main() -> Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Issue 49's rows: a decoding step's matrix-vector product with a
+/// 14336 x 4096 weight (a Llama 8B feed-forward's) quantized as Q4_0, Q4_K
+/// and Q8_0, and in f16, the PyTorch peer's `matvec_f16_14336x4096`. Rates
+/// count the weight's bytes as stored, the activations and the result.
+fn quantized(o: &Options, dev: &Device) -> Result<bool> {
+    use webtensor::{GgmlType, QTensor};
+    let cpu = Device::cpu();
+    let (n, k) = if o.small { (1024, 512) } else { (14336, 4096) };
+    let mut ok = true;
+    let x = Tensor::rand([1, k], DType::F32, 40, dev)?;
+    let x_cpu = x.to_device(&cpu)?;
+    let types = [
+        (GgmlType::Q4_0, "qmatvec_q4_0_14336x4096"),
+        (GgmlType::Q4_K, "qmatvec_q4_K_14336x4096"),
+        (GgmlType::Q8_0, "qmatvec_q8_0_14336x4096"),
+    ];
+    for (ty, name) in types {
+        if !o.wants(name) {
+            continue;
+        }
+        let bytes = if ty == GgmlType::Q4_K {
+            // Random blocks with moderate scales (nothing quantizes k-quants
+            // here): d and dmin, the first four bytes of each block.
+            let mut b: Vec<u8> = (0..n * k / 256 * 144)
+                .map(|i| (i * 131 % 251) as u8)
+                .collect();
+            for block in b.chunks_exact_mut(144) {
+                let d = webtensor::f16::from_f32(0.0003).to_le_bytes();
+                block[..2].copy_from_slice(&d);
+                block[2..4].copy_from_slice(&d);
+            }
+            b
+        } else {
+            let w = Tensor::randn([n, k], DType::F32, 41, &cpu)?.mul_scalar(0.02)?;
+            QTensor::quantize(&w, ty)?.to_bytes()?
+        };
+        let w = QTensor::from_blocks(ty, [n, k], &bytes, dev)?;
+        let want = x_cpu.qmatmul(&QTensor::from_blocks(ty, [n, k], &bytes, &cpu)?)?;
+        let error = max_error(&x.qmatmul(&w)?.to_device(&cpu)?, &want)?;
+        if error > 1e-3 {
+            println!("{name:<22} CHECK FAILED: largest relative error {error:e} (tolerance 1e-3)");
+            ok = false;
+        }
+        let t = time(dev, o.runs, || {
+            x.qmatmul(&w).and_then(|out| synced(dev, out))
+        })?;
+        let moved = bytes.len() as f64 + 4.0 * (k + n) as f64;
+        row(name, t, gbs(moved, t.1));
+    }
+    if o.wants("matvec_f16_14336x4096") {
+        let name = "matvec_f16_14336x4096";
+        let w = Tensor::rand([n, k], DType::F16, 42, dev)?;
+        let x16 = x.to_dtype(DType::F16)?;
+        let mv = |t: &[Tensor]| t[0].matmul(&t[1].t());
+        ok &= check(name, 1e-2, &[&x16, &w], mv)?;
+        let inputs = [x16, w];
+        let t = time(dev, o.runs, || mv(&inputs).and_then(|out| synced(dev, out)))?;
+        row(name, t, gbs(2.0 * (n * k + k + n) as f64, t.1));
+    }
+    Ok(ok)
 }
 
 /// The FFT rows: one line of `n / 16` complex points (2^20; the four-step
