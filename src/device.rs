@@ -88,7 +88,9 @@ pub struct DeviceInfo {
     /// Why a default device is the CPU, when it is (no adapter, only a
     /// software adapter, or `WEBTENSOR_DEVICE=cpu`).
     pub fallback_reason: Option<String>,
-    /// Matmul kernels this device dropped (`"matmul large f16"`): before
+    /// Matmul kernels this device dropped (`"matmul large f16"`; a block
+    /// type's quantized kernels, `"qmatmul q4_0 f32"`, whose products then
+    /// decode the blocks on the host): before
     /// a kernel computes its first product of a dtype, natively, it
     /// computes small probe products whose answers are known (edges that
     /// are not multiples of its tile, both operand layouts); one that

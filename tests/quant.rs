@@ -365,3 +365,42 @@ fn products_past_65535_weight_rows_use_a_second_grid_row() {
         );
     }
 }
+
+#[test]
+fn the_self_check_drops_a_wrong_kernel_and_results_stay_exact() {
+    // A type's kernels made wrong on purpose (each value off by one) fail
+    // their probes before the first use, are dropped and named, and the
+    // type's products and dequantizations decode the blocks on the host:
+    // every result still equals the CPU's. Another type keeps its kernels.
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        sabotage_quant: Some(GgmlType::Q4_0),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    for (t, dropped) in [(GgmlType::Q4_0, true), (GgmlType::Q8_0, false)] {
+        let (n, k) = (9, 64);
+        let blocks = random_blocks(t, n, k, 3);
+        let w = QTensor::from_blocks(t, [n, k], &blocks, &gpu).unwrap();
+        let wv = weight_values(&w);
+        for m in [2, 40] {
+            let x = Tensor::rand([m, k], DType::F32, 4, &gpu).unwrap();
+            assert_product(
+                &x.qmatmul(&w).unwrap(),
+                &x,
+                (&w, &wv),
+                &format!("{t} {m} rows"),
+            );
+        }
+        let on_cpu = QTensor::from_blocks(t, [n, k], &blocks, &cpu).unwrap();
+        let want = bits(&on_cpu.dequantize(DType::F32).unwrap());
+        assert_eq!(bits(&w.dequantize(DType::F32).unwrap()), want, "{t}");
+        let info = gpu.info();
+        let named = info
+            .dropped_kernels
+            .contains(&format!("qmatmul {t} f32").to_lowercase());
+        assert_eq!(named, dropped, "{t}: {info}");
+    }
+    assert_eq!(gpu.stats().kernels_dropped, 1);
+}

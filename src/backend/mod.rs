@@ -429,19 +429,21 @@ pub(crate) fn norm(call: &NormCall) -> Result<()> {
 }
 
 /// Runs a product with a quantized weight, or its dequantization (see
-/// [`QuantCall`]): the GPU's `quant` kernels, or the CPU's block decoders.
+/// [`QuantCall`]): the GPU's `quant` kernels, or the CPU's block decoders;
+/// false (nothing done) where a GPU's self-check dropped the type's
+/// kernels, for the op layer to decode the blocks on the host.
 ///
 /// # Errors
 /// GPU failures and device limits; `Error::Internal` for operands that
 /// are not the call's dtypes.
-pub(crate) fn quant(call: &QuantCall) -> Result<()> {
+pub(crate) fn quant(call: &QuantCall) -> Result<bool> {
     check_bounds(&call.w)?;
     check_bounds(&call.out)?;
     if let Some(x) = &call.x {
         check_bounds(x)?;
     }
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("qmatmul", s, || cpu::quant(s, call)),
+        Storage::Cpu(s) => cpu::profiled("qmatmul", s, || cpu::quant(s, call)).map(|()| true),
         Storage::Gpu(s) => gpu::quant(s, call),
     }
 }

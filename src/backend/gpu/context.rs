@@ -294,7 +294,8 @@ impl GpuContext {
             pool,
             scheduler: Mutex::new(Scheduler::new(id, threshold, fusion)),
             matmul_tile: Mutex::new(matmul_tile),
-            tuner: MatmulTuner::new(autotune, options.sabotage_matmul),
+            tuner: MatmulTuner::new(autotune, options.sabotage_matmul)
+                .sabotage_quant(options.sabotage_quant),
             open_batch: AtomicU64::new(0),
             id,
             custom_sweep: AtomicU64::new(0),

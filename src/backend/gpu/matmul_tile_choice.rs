@@ -6,6 +6,7 @@
 //! owns it.
 
 use crate::dtype::{DType, KernelType};
+use crate::quant::{GgmlType, PRODUCT_TYPES};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -121,6 +122,9 @@ pub(crate) enum MatmulVariant {
     /// The convolution's implicit-GEMM kernel on this tile
     /// (`backend/gpu/conv/`).
     Conv(MatmulTile),
+    /// The quantized products' kernels of a block type
+    /// (`backend/gpu/quant/`).
+    Quant(GgmlType),
 }
 
 impl MatmulVariant {
@@ -130,6 +134,7 @@ impl MatmulVariant {
             MatmulVariant::Tile(tile) => format!("matmul {tile:?}"),
             MatmulVariant::Gemv => "matmul gemv".to_string(),
             MatmulVariant::Conv(tile) => format!("conv {tile:?}"),
+            MatmulVariant::Quant(ty) => format!("qmatmul {ty}"),
         };
         format!("{} {dtype}", name.to_ascii_lowercase())
     }
@@ -248,7 +253,7 @@ impl std::fmt::Display for TunedMatmul {
 struct Known([AtomicU8; Known::LEN]);
 
 impl Known {
-    const VARIANTS: usize = 2 * (MatmulTile::FIXED.len() + 2);
+    const VARIANTS: usize = 2 * (MatmulTile::FIXED.len() + 2) + PRODUCT_TYPES.len();
     const DTYPES: usize = KernelType::ALL.len();
     const LEN: usize = Self::VARIANTS * Self::DTYPES;
 
@@ -264,6 +269,10 @@ impl Known {
             MatmulVariant::Tile(tile) => tile_slot(tile),
             MatmulVariant::Gemv => fixed,
             MatmulVariant::Conv(tile) => fixed + 2 + tile_slot(tile),
+            MatmulVariant::Quant(ty) => {
+                let at = PRODUCT_TYPES.iter().position(|&t| t == ty);
+                2 * (fixed + 2) + at.unwrap_or(0)
+            }
         };
         v * Self::DTYPES + dtype as usize
     }
@@ -292,6 +301,8 @@ pub(crate) struct MatmulTuner {
     /// A tile whose kernel computes a wrong product on purpose (a test's
     /// way to show the self-check at work; see `GpuOptions`).
     sabotaged: Option<MatmulTile>,
+    /// A block type whose quantized kernels are wrong on purpose.
+    sabotaged_quant: Option<GgmlType>,
 }
 
 impl MatmulTuner {
@@ -309,6 +320,17 @@ impl MatmulTuner {
     /// The tile whose kernel is wrong on purpose, if any.
     pub fn sabotaged(&self) -> Option<MatmulTile> {
         self.sabotaged
+    }
+
+    /// Makes the quantized kernels of `ty` wrong on purpose (tests only).
+    pub fn sabotage_quant(mut self, ty: Option<GgmlType>) -> MatmulTuner {
+        self.sabotaged_quant = ty;
+        self
+    }
+
+    /// The block type whose quantized kernels are wrong on purpose.
+    pub fn sabotaged_quant(&self) -> Option<GgmlType> {
+        self.sabotaged_quant
     }
 
     /// The self-check's verdict on `variant` over `dtype`, once probed.
@@ -419,7 +441,8 @@ mod tests {
             .into_iter()
             .chain([MatmulTile::Auto])
             .map(MatmulVariant::Tile)
-            .chain([MatmulVariant::Gemv]);
+            .chain([MatmulVariant::Gemv])
+            .chain(PRODUCT_TYPES.map(MatmulVariant::Quant));
         let mut seen = std::collections::HashSet::new();
         for variant in variants {
             for dtype in dtypes {

@@ -86,6 +86,11 @@ pub struct GpuOptions {
     /// self-check dropping it. Never set it otherwise.
     #[doc(hidden)]
     pub sabotage_matmul: Option<MatmulTile>,
+    /// Testing only: makes the quantized product and dequantization
+    /// kernels of one block type wrong (each value off by one), so that a
+    /// test can show the self-check dropping them. Never set it otherwise.
+    #[doc(hidden)]
+    pub sabotage_quant: Option<crate::quant::GgmlType>,
     /// Testing only: the longest line one FFT kernel transforms (at least
     /// 16), below what the device's workgroup memory holds, so that tests
     /// reach the four-step algorithm's recursion with short lines.

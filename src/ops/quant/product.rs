@@ -161,7 +161,7 @@ impl QTensor {
                 None => out.narrow(0, start, len)?,
             };
             let x_ref = x.map(|x| x.kernel_ref(x.layout().clone())).transpose()?;
-            quant(&QuantCall {
+            let done = quant(&QuantCall {
                 ty: self.ty,
                 w: w.kernel_ref(w.layout().clone())?,
                 x: x_ref,
@@ -171,8 +171,34 @@ impl QTensor {
                 m,
                 out_stride: out.strides()[0] as usize,
             })?;
+            if !done {
+                let values = self.rows_on_host(start, len)?;
+                match x {
+                    Some(x) => out_part.assign(&x.matmul(&values.t())?)?,
+                    None => out_part.assign(&values)?,
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Rows `start..start + len` decoded on the host and placed on the
+    /// device, f32 `[len, k]`: what a GPU whose self-check dropped the
+    /// type's kernels computes with (natively; a browser probes nothing).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn rows_on_host(&self, start: usize, len: usize) -> Result<Tensor> {
+        let bytes = self.blocks.narrow(0, start, len)?.to_vec::<u8>()?;
+        let values = crate::quant::dequantize("qmatmul", self.ty, &bytes)?;
+        let k = self.dims().last().copied().unwrap_or(0);
+        Tensor::from_vec(values, [len, k], self.device())
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn rows_on_host(&self, _: usize, _: usize) -> Result<Tensor> {
+        Err(Error::internal(
+            "qmatmul",
+            "a browser's quant kernels are never dropped",
+        ))
     }
 }
 

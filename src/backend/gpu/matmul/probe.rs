@@ -136,8 +136,9 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
         MatmulVariant::Tile(MatmulTile::FewColumns) => &[[70, 5]],
         MatmulVariant::Tile(MatmulTile::PerOutput | MatmulTile::Auto) => &[[13, 11]],
         MatmulVariant::Gemv => &[[1, 70], [70, 1]],
-        // The convolution's kernel has probes of its own (conv/probe.rs).
-        MatmulVariant::Conv(_) => &[],
+        // The convolution's and the quantized kernels have probes of their
+        // own (conv/probe.rs, quant/probe.rs).
+        MatmulVariant::Conv(_) | MatmulVariant::Quant(_) => &[],
     };
     shapes
         .iter()
@@ -243,8 +244,11 @@ fn record(
     match variant {
         MatmulVariant::Tile(tile) => record_with(out, &call, bound, tile, [m, n, k, batches])?,
         MatmulVariant::Gemv => Gemv::of(&call, m, n).record(out, &call, bound, k, batches)?,
-        MatmulVariant::Conv(_) => {
-            return Err(Error::internal(OP, "the convolution probes itself"));
+        MatmulVariant::Conv(_) | MatmulVariant::Quant(_) => {
+            return Err(Error::internal(
+                OP,
+                "the convolution and quant kernels probe themselves",
+            ));
         }
     }
     Ok(c)

@@ -6,14 +6,18 @@
 //! dequantization a thread per chunk. One dispatch each.
 
 mod decode;
+mod probe;
 
 use crate::backend::QuantCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
+use crate::backend::gpu::matmul_tile_choice::MatmulVariant;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
+use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::quant::GgmlType;
 use smallvec::smallvec;
@@ -56,6 +60,8 @@ pub(crate) struct QuantKey {
     pub ty: GgmlType,
     /// Activation rows a product workgroup takes; 0 for a dequantization.
     pub rows: u32,
+    /// Every value off by one, on purpose (`GpuOptions::sabotage_quant`).
+    pub sabotaged: bool,
 }
 
 family_key!(QuantKey, "webtensor quant", quant_source, entry: |k| {
@@ -105,7 +111,7 @@ fn main_product(
         workgroupBarrier();
     }
     if (t < M && t < params.m) {
-        out[params.out_offset + t * params.out_stride + r] = partial[t * WG];
+        out[params.out_offset + t * params.out_stride + r] = partial[t * WG] + SABOTAGE;
     }
 }";
 
@@ -123,7 +129,7 @@ fn main_dequantize(@builtin(global_invocation_id) gid: vec3<u32>) {
     chunk(params.w_offset + r * params.row_bytes + (c / CHUNKS) * BLOCK_BYTES, c % CHUNKS, &v);
     let o = params.out_offset + r * params.k + 32u * c;
     for (var l = 0u; l < 32u; l++) {
-        out[o + l] = v[l];
+        out[o + l] = v[l] + SABOTAGE;
     }
 }";
 
@@ -154,6 +160,8 @@ pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
         )
     };
     let rows = key.rows.max(1).to_string();
+    let sabotage = if key.sabotaged { "1.0" } else { "0.0" };
+    let entry = entry.replace("SABOTAGE", sabotage);
     fill_kernel(
         "quant kernel",
         QUANT_WGSL,
@@ -170,13 +178,44 @@ pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
 }
 
 /// Records `call` (whose output storage is `out`): a product of at most
-/// [`MAX_ROWS`] activation rows, or a dequantization.
+/// [`MAX_ROWS`] activation rows, or a dequantization; false (nothing
+/// recorded) where the self-check dropped the type's kernels on this
+/// device, for the op layer to decode the blocks on the host instead.
+/// Natively, the first call of a type probes its kernels (`probe.rs`);
+/// inside a capture or a profile, and in a browser, they run unprobed.
 ///
 /// # Errors
 /// `Error::Internal` for a type without a kernel or more rows than one
 /// dispatch takes; `TooLarge` for a grid or offsets past the device's
-/// limits; device errors.
-pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<()> {
+/// limits; device errors and the probe's.
+pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<bool> {
+    let ctx = &out.ctx;
+    let variant = MatmulVariant::Quant(call.ty);
+    let verdict = {
+        #[cfg(not(target_arch = "wasm32"))]
+        let probe = || probe::answers_right(ctx, call.ty);
+        #[cfg(target_arch = "wasm32")]
+        let probe = || Ok(false);
+        verdict_with(
+            ctx,
+            variant,
+            KernelType::F32,
+            || probe::fits(ctx, call.ty),
+            probe,
+        )?
+    };
+    if verdict == Verdict::Wrong {
+        return Ok(false);
+    }
+    record(out, call)?;
+    Ok(true)
+}
+
+/// Records `call` on the type's kernels, probed or not.
+///
+/// # Errors
+/// As [`quant`].
+fn record(out: &GpuStorage, call: &QuantCall) -> Result<()> {
     const OP: &str = "qmatmul";
     let ctx = &out.ctx;
     if !has_kernel(call.ty) || call.m > MAX_ROWS || !call.k.is_multiple_of(32) {
@@ -220,7 +259,11 @@ pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<()> {
     };
     // The last element each side reads must be addressable in 32 bits.
     u32_of("weight bytes", w.layout.offset() + call.n * row_bytes)?;
-    let key = QuantKey { ty: call.ty, rows };
+    let key = QuantKey {
+        ty: call.ty,
+        rows,
+        sabotaged: ctx.tuner.sabotaged_quant() == Some(call.ty),
+    };
     let bindings = match &call.x {
         Some(x_ref) => {
             let (x_bound, x_ref) = Bound::view(OP, x_ref.clone(), false)?;
@@ -243,7 +286,11 @@ mod tests {
     fn every_quant_kernel_is_valid_wgsl_and_matches_its_params() {
         for ty in PRODUCT_TYPES {
             for rows in [0, 1, 2, 4, 8] {
-                let key = QuantKey { ty, rows };
+                let key = QuantKey {
+                    ty,
+                    rows,
+                    sabotaged: rows == 2,
+                };
                 let source = quant_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
                 assert_layout(&source, QuantParams::FIELDS, QuantParams::SIZE, "quant");
@@ -252,7 +299,8 @@ mod tests {
         assert!(
             quant_source(&QuantKey {
                 ty: GgmlType::IQ2_XXS,
-                rows: 1
+                rows: 1,
+                sabotaged: false,
             })
             .is_err()
         );

@@ -1,0 +1,166 @@
+//! The self-check's probes of a block type's kernels (see
+//! `matmul/self_check.rs`): blocks whose scales are 1, so that every value
+//! they decode to is a small integer, starting at an odd byte of their
+//! buffer; a product of one and of five integer activation rows, and a
+//! dequantization, each compared with the host's decoders (bit for bit
+//! gguf-py's) for equality: every sum is an integer below 2^24, exact in
+//! f32 in any order. They wait on the queue: native only.
+
+use crate::backend::gpu::context::GpuContext;
+use crate::quant::GgmlType;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub(super) use native::answers_right;
+
+/// Weight rows of a probe (one more is stored before them).
+const ROWS: usize = 3;
+
+/// Blocks per row of a probe.
+const BLOCKS: usize = 2;
+
+/// Where `ty`'s blocks keep their f16 scales.
+fn scale_bytes(ty: GgmlType) -> &'static [usize] {
+    match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q2_K => &[80, 82],
+        GgmlType::Q3_K => &[108],
+        _ => &[208],
+    }
+}
+
+/// The probe's weight: `ROWS + 1` rows of `BLOCKS` blocks of `ty`, their
+/// quants a fixed pattern, their scales 1.
+fn blocks(ty: GgmlType) -> Vec<u8> {
+    let width = ty.block_bytes() as usize;
+    let mut bytes: Vec<u8> = (0..(ROWS + 1) * BLOCKS * width)
+        .map(|i| ((i * 37 + 11) % 256) as u8)
+        .collect();
+    for block in bytes.chunks_exact_mut(width) {
+        for &at in scale_bytes(ty) {
+            block[at..at + 2].copy_from_slice(&half::f16::ONE.to_le_bytes());
+        }
+    }
+    bytes
+}
+
+/// True when a probe's operands fit the device's storage bindings.
+pub(super) fn fits(ctx: &GpuContext, ty: GgmlType) -> bool {
+    let k = BLOCKS * ty.block_size() as usize;
+    let largest = (blocks(ty).len() as u64).max(4 * (ROWS * k) as u64);
+    largest <= ctx.facts.max_storage_binding
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod native {
+    use super::{BLOCKS, ROWS, blocks};
+    use crate::backend::gpu::context::GpuContext;
+    use crate::backend::gpu::quant::record;
+    use crate::backend::gpu::storage::GpuStorage;
+    use crate::backend::{QuantCall, Storage, TensorRef};
+    use crate::dtype::KernelType;
+    use crate::error::{Error, Result};
+    use crate::layout::Layout;
+    use crate::quant::GgmlType;
+    use crate::shape::Shape;
+    use std::sync::Arc;
+
+    const OP: &str = "qmatmul (self-check)";
+
+    /// True when `ty`'s product and dequantization kernels give the host's
+    /// answers exactly.
+    ///
+    /// # Errors
+    /// Failures of the uploads, the dispatches or the readback.
+    pub(crate) fn answers_right(ctx: &Arc<GpuContext>, ty: GgmlType) -> Result<bool> {
+        let decode = crate::quant::block_decoder(ty)
+            .ok_or_else(|| Error::internal(OP, format!("no decoder for {ty}")))?;
+        let (block, width) = (ty.block_size() as usize, ty.block_bytes() as usize);
+        let k = BLOCKS * block;
+        let bytes = blocks(ty);
+        // The host's values of the rows probed (the stored rows 1..).
+        let mut want_w = vec![0f32; ROWS * k];
+        for (values, b) in want_w
+            .chunks_exact_mut(block)
+            .zip(bytes[BLOCKS * width..].chunks_exact(width))
+        {
+            decode(b, values);
+        }
+        let w = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &bytes)?));
+        // Rows 1..: blocks at a byte offset that is not a word's.
+        let w_ref = TensorRef {
+            storage: &w,
+            layout: Layout::from_parts(
+                Shape::from([ROWS, BLOCKS * width]),
+                [(BLOCKS * width) as isize, 1].as_slice().into(),
+                BLOCKS * width,
+            ),
+            dtype: KernelType::U8,
+        };
+        let dequantized = run(ctx, ty, &w_ref, None, ROWS * k)?;
+        if dequantized != want_w {
+            return Ok(false);
+        }
+        for m in [1, 5] {
+            let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 + 3) % 5) as f32 - 2.0).collect();
+            let got = run(ctx, ty, &w_ref, Some(&x), m * ROWS)?;
+            let want = (0..m * ROWS).map(|o| {
+                let (i, r) = (o / ROWS, o % ROWS);
+                let dot: f64 = (0..k)
+                    .map(|c| f64::from(x[i * k + c]) * f64::from(want_w[r * k + c]))
+                    .sum();
+                dot as f32
+            });
+            if !got.iter().copied().eq(want) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// One probe call: `x`'s rows (`[m, k]`) by the weight, or the weight
+    /// decoded, into a fresh f32 storage of `len` values, read back.
+    fn run(
+        ctx: &Arc<GpuContext>,
+        ty: GgmlType,
+        w: &TensorRef,
+        x: Option<&[f32]>,
+        len: usize,
+    ) -> Result<Vec<f32>> {
+        let k = BLOCKS * ty.block_size() as usize;
+        let x = x
+            .map(|v| GpuStorage::upload(ctx, OP, v).map(|s| Arc::new(Storage::Gpu(s))))
+            .transpose()?;
+        let m = x.as_ref().map_or(0, |_| len / ROWS);
+        let out = Arc::new(Storage::Gpu(GpuStorage::uninit(
+            ctx,
+            OP,
+            KernelType::F32,
+            len,
+        )?));
+        let Storage::Gpu(out_storage) = &*out else {
+            return Err(Error::internal(OP, "the probe's output is not on the GPU"));
+        };
+        let f32_ref = |storage, dims: Vec<usize>| TensorRef {
+            storage,
+            layout: Layout::contiguous(dims),
+            dtype: KernelType::F32,
+        };
+        let call = QuantCall {
+            ty,
+            w: w.clone(),
+            x: x.as_ref().map(|s| f32_ref(s, vec![m, k])),
+            out: f32_ref(&out, if m > 0 { vec![m, ROWS] } else { vec![ROWS, k] }),
+            n: ROWS,
+            k,
+            m,
+            out_stride: ROWS,
+        };
+        record(out_storage, &call)?;
+        let bytes = pollster::block_on(out_storage.read_own_bytes())?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+}
