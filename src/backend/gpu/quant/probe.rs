@@ -1,7 +1,7 @@
 //! The self-check's probes of a block type's kernels (see
 //! `matmul/self_check.rs`): blocks whose scales are 1, so that every value
-//! they decode to is a small integer, starting at an odd byte of their
-//! buffer; a product of one and of five integer activation rows, and a
+//! they decode to is a small integer, starting at byte 3 of their buffer
+//! (a block's f16 scale then straddles two words); a product of one and of five integer activation rows, and a
 //! dequantization, each compared with the host's decoders (bit for bit
 //! gguf-py's) for equality: every sum is an integer below 2^24, exact in
 //! f32 in any order. They wait on the queue: native only.
@@ -12,8 +12,11 @@ use crate::quant::GgmlType;
 #[cfg(not(target_arch = "wasm32"))]
 pub(super) use native::answers_right;
 
-/// Weight rows of a probe (one more is stored before them).
+/// Weight rows of a probe.
 const ROWS: usize = 3;
+
+/// Bytes stored before the probe's blocks.
+const AT: usize = 3;
 
 /// Blocks per row of a probe.
 const BLOCKS: usize = 2;
@@ -29,14 +32,14 @@ fn scale_bytes(ty: GgmlType) -> &'static [usize] {
     }
 }
 
-/// The probe's weight: `ROWS + 1` rows of `BLOCKS` blocks of `ty`, their
-/// quants a fixed pattern, their scales 1.
+/// The probe's weight: [`AT`] bytes, then `ROWS` rows of `BLOCKS` blocks
+/// of `ty`, their quants a fixed pattern, their scales 1.
 fn blocks(ty: GgmlType) -> Vec<u8> {
     let width = ty.block_bytes() as usize;
-    let mut bytes: Vec<u8> = (0..(ROWS + 1) * BLOCKS * width)
+    let mut bytes: Vec<u8> = (0..AT + ROWS * BLOCKS * width)
         .map(|i| ((i * 37 + 11) % 256) as u8)
         .collect();
-    for block in bytes.chunks_exact_mut(width) {
+    for block in bytes[AT..].chunks_exact_mut(width) {
         for &at in scale_bytes(ty) {
             block[at..at + 2].copy_from_slice(&half::f16::ONE.to_le_bytes());
         }
@@ -53,7 +56,7 @@ pub(super) fn fits(ctx: &GpuContext, ty: GgmlType) -> bool {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use super::{BLOCKS, ROWS, blocks};
+    use super::{AT, BLOCKS, ROWS, blocks};
     use crate::backend::gpu::context::GpuContext;
     use crate::backend::gpu::quant::record;
     use crate::backend::gpu::storage::GpuStorage;
@@ -78,22 +81,22 @@ mod native {
         let (block, width) = (ty.block_size() as usize, ty.block_bytes() as usize);
         let k = BLOCKS * block;
         let bytes = blocks(ty);
-        // The host's values of the rows probed (the stored rows 1..).
+        // The host's values of the blocks.
         let mut want_w = vec![0f32; ROWS * k];
         for (values, b) in want_w
             .chunks_exact_mut(block)
-            .zip(bytes[BLOCKS * width..].chunks_exact(width))
+            .zip(bytes[AT..].chunks_exact(width))
         {
             decode(b, values);
         }
         let w = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &bytes)?));
-        // Rows 1..: blocks at a byte offset that is not a word's.
+        // The rows from byte AT: a byte offset that is not a word's.
         let w_ref = TensorRef {
             storage: &w,
             layout: Layout::from_parts(
                 Shape::from([ROWS, BLOCKS * width]),
                 [(BLOCKS * width) as isize, 1].as_slice().into(),
-                BLOCKS * width,
+                AT,
             ),
             dtype: KernelType::U8,
         };
