@@ -1,7 +1,9 @@
 //! Products with a quantized weight on the CPU, and its dequantization:
 //! each weight row's blocks decoded by the reference decoders
 //! (`crate::quant`, bit for bit gguf-py's) into a row of f32, then dotted
-//! with every activation row, rows split over the device's threads.
+//! with every activation row, rows split over the device's threads. Each
+//! type's decoder is called statically (inlined and compiled per type: a
+//! call through a pointer per block was slower).
 
 use super::storage::{CpuData, CpuStorage};
 use super::threads::for_each_piece_mut;
@@ -10,8 +12,61 @@ use crate::error::{Error, Result};
 
 const OP: &str = "qmatmul";
 
-/// Weight rows each piece of work decodes.
+/// Weight rows each piece of a product decodes.
 const ROWS_PER_PIECE: usize = 16;
+
+/// `$body` with `$decode` bound to the decoder of `$ty`, a function item,
+/// in one arm per type (so that each type's loops are compiled with its
+/// decoder inlined); `Error::Internal` for a type without a decoder.
+macro_rules! with_decoder {
+    ($ty:expr, |$decode:ident| $body:expr) => {{
+        use crate::quant::GgmlType as T;
+        use crate::quant::decode as d;
+        match $ty {
+            T::Q4_0 => Ok({
+                let $decode = d::q4_0;
+                $body
+            }),
+            T::Q4_1 => Ok({
+                let $decode = d::q4_1;
+                $body
+            }),
+            T::Q5_0 => Ok({
+                let $decode = d::q5_0;
+                $body
+            }),
+            T::Q5_1 => Ok({
+                let $decode = d::q5_1;
+                $body
+            }),
+            T::Q8_0 => Ok({
+                let $decode = d::q8_0;
+                $body
+            }),
+            T::Q2_K => Ok({
+                let $decode = d::q2_k;
+                $body
+            }),
+            T::Q3_K => Ok({
+                let $decode = d::q3_k;
+                $body
+            }),
+            T::Q4_K => Ok({
+                let $decode = d::q4_k;
+                $body
+            }),
+            T::Q5_K => Ok({
+                let $decode = d::q5_k;
+                $body
+            }),
+            T::Q6_K => Ok({
+                let $decode = d::q6_k;
+                $body
+            }),
+            other => Err(Error::internal(OP, format!("no decoder for {other}"))),
+        }
+    }};
+}
 
 /// Runs `call` (see [`QuantCall`]) into `out`.
 ///
@@ -22,33 +77,27 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
     let Storage::Cpu(w) = &**call.w.storage else {
         return Err(Error::internal(OP, "the weight is not in host memory"));
     };
-    let decode = crate::quant::block_decoder(call.ty)
-        .ok_or_else(|| Error::internal(OP, format!("no decoder for {}", call.ty)))?;
-    let (n, k, m) = (call.n, call.k, call.m);
-    let (block, width) = (
-        call.ty.block_size() as usize,
-        call.ty.block_bytes() as usize,
-    );
-    let row_bytes = call.row_bytes();
     let w_data = w.read();
     let CpuData::U8(bytes) = &*w_data else {
         return Err(Error::internal(OP, "the weight's storage is not u8"));
     };
-    let w_at = call.w.layout.offset();
-    let row = |r: usize, values: &mut [f32]| {
-        let at = w_at + r * row_bytes;
-        for (b, chunk) in values.chunks_exact_mut(block).enumerate() {
-            decode(&bytes[at + b * width..at + (b + 1) * width], chunk);
-        }
+    let rows = Rows {
+        bytes,
+        at: call.w.layout.offset(),
+        row_bytes: call.row_bytes(),
+        width: call.ty.block_bytes() as usize,
+        block: call.ty.block_size() as usize,
+        k: call.k,
     };
+    let (n, k, m) = (call.n, call.k, call.m);
     let Some(x) = &call.x else {
         let mut out_data = out.write();
         let CpuData::F32(dst) = &mut *out_data else {
             return Err(Error::internal(OP, "the output's storage is not f32"));
         };
         let at = call.out.layout.offset();
-        for_each_piece_mut(&mut dst[at..at + n * k], k, |(r, values)| row(r, values));
-        return Ok(());
+        let dst = &mut dst[at..at + n * k];
+        return with_decoder!(call.ty, |decode| rows.decode_all(decode, dst));
     };
     // Each piece: ROWS_PER_PIECE weight rows' dot products with every
     // activation row, as [row][activation].
@@ -65,31 +114,7 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
             return Err(Error::internal(OP, "the activations' storage is not f32"));
         };
         let xv = &xv[x.layout.offset()..x.layout.offset() + m * k];
-        let rows = Rows {
-            bytes,
-            at: w_at,
-            row_bytes,
-            width,
-            block,
-            xv,
-            k,
-            m,
-        };
-        use crate::quant::GgmlType as T;
-        use crate::quant::decode as d;
-        match call.ty {
-            T::Q4_0 => rows.all(d::q4_0, &mut dots),
-            T::Q4_1 => rows.all(d::q4_1, &mut dots),
-            T::Q5_0 => rows.all(d::q5_0, &mut dots),
-            T::Q5_1 => rows.all(d::q5_1, &mut dots),
-            T::Q8_0 => rows.all(d::q8_0, &mut dots),
-            T::Q2_K => rows.all(d::q2_k, &mut dots),
-            T::Q3_K => rows.all(d::q3_k, &mut dots),
-            T::Q4_K => rows.all(d::q4_k, &mut dots),
-            T::Q5_K => rows.all(d::q5_k, &mut dots),
-            T::Q6_K => rows.all(d::q6_k, &mut dots),
-            other => return Err(Error::internal(OP, format!("no decoder for {other}"))),
-        }
+        with_decoder!(call.ty, |decode| rows.dots(decode, xv, &mut dots))?;
     }
     let mut out_data = out.write();
     let CpuData::F32(dst) = &mut *out_data else {
@@ -131,45 +156,52 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     (halves[0] + halves[2]) + (halves[1] + halves[3]) + tail
 }
 
-/// A product's weight rows and activations.
+/// A weight's rows of blocks.
 struct Rows<'a> {
     bytes: &'a [u8],
-    /// Where row 0 starts, bytes per row, a block's bytes and elements.
+    /// Where row 0 starts, bytes per row, a block's bytes and elements,
+    /// elements per row.
     at: usize,
     row_bytes: usize,
     width: usize,
     block: usize,
-    /// The activations, `[m, k]`.
-    xv: &'a [f32],
     k: usize,
-    m: usize,
 }
 
 impl Rows<'_> {
-    /// Fills `dots` (`[n][m]`) with every weight row's dot products, rows
-    /// split over the device's threads (`decode` inlined: each type's loop
-    /// compiled on its own, which a call through a pointer was not).
-    fn all<D: Fn(&[u8], &mut [f32]) + Copy + Sync>(&self, decode: D, dots: &mut [f32]) {
-        for_each_piece_mut(dots, ROWS_PER_PIECE * self.m, |(p, piece)| {
-            self.piece(decode, p, piece)
+    /// Row `r` decoded into `values` (`k` long).
+    #[inline(always)]
+    fn decode_row(&self, decode: impl Fn(&[u8], &mut [f32]), r: usize, values: &mut [f32]) {
+        let at = self.at + r * self.row_bytes;
+        let blocks = self.bytes[at..at + self.row_bytes].chunks_exact(self.width);
+        for (b, chunk) in blocks.zip(values.chunks_exact_mut(self.block)) {
+            decode(b, chunk);
+        }
+    }
+
+    /// Every row decoded into `dst` (`[n, k]`), rows split over the
+    /// device's threads.
+    fn decode_all(&self, decode: impl Fn(&[u8], &mut [f32]) + Sync, dst: &mut [f32]) {
+        for_each_piece_mut(dst, self.k.max(1), |(r, values)| {
+            self.decode_row(&decode, r, values)
         });
     }
 
-    /// Piece `p`: its weight rows decoded one at a time, then dotted with
-    /// every activation row.
-    fn piece<D: Fn(&[u8], &mut [f32]) + Copy>(&self, decode: D, p: usize, piece: &mut [f32]) {
-        let (k, m) = (self.k, self.m);
-        let mut values = vec![0f32; k];
-        for (j, row_dots) in piece.chunks_exact_mut(m).enumerate() {
-            let at = self.at + (p * ROWS_PER_PIECE + j) * self.row_bytes;
-            let row = &self.bytes[at..at + self.row_bytes];
-            let blocks = row.chunks_exact(self.width);
-            for (b, chunk) in blocks.zip(values.chunks_exact_mut(self.block)) {
-                decode(b, chunk);
+    /// `dots` (`[n][m]`) filled with every row's dot products with each
+    /// of the `m` activation rows of `xv` (`[m, k]`), pieces of
+    /// [`ROWS_PER_PIECE`] rows split over the device's threads, each row
+    /// decoded once.
+    fn dots(&self, decode: impl Fn(&[u8], &mut [f32]) + Sync, xv: &[f32], dots: &mut [f32]) {
+        let k = self.k;
+        let m = xv.len() / k.max(1);
+        for_each_piece_mut(dots, ROWS_PER_PIECE * m.max(1), |(p, piece)| {
+            let mut values = vec![0f32; k];
+            for (j, row_dots) in piece.chunks_exact_mut(m).enumerate() {
+                self.decode_row(&decode, p * ROWS_PER_PIECE + j, &mut values);
+                for (i, d) in row_dots.iter_mut().enumerate() {
+                    *d = dot(&values, &xv[i * k..(i + 1) * k]);
+                }
             }
-            for (i, d) in row_dots.iter_mut().enumerate() {
-                *d = dot(&values, &self.xv[i * k..(i + 1) * k]);
-            }
-        }
+        });
     }
 }
