@@ -490,14 +490,7 @@ fn division_and_magnitude_neither_overflow_nor_underflow_as_numpys() {
         );
         let n = a.dims()[0];
         // Contiguous, and reversed views of reversed copies.
-        let flip = |t: &Tensor| {
-            t.flip(&[0])
-                .unwrap()
-                .contiguous()
-                .unwrap()
-                .flip(&[0])
-                .unwrap()
-        };
+        let flip = common::reversed_view;
         for (layout, a, b) in [
             ("contiguous", a.clone(), b.clone()),
             ("reversed", flip(&a), flip(&b)),
