@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub use ggml_type::GgmlType;
 
 /// A decoder: one block's bytes to its elements.
-pub(crate) type Decoder = fn(&[u8], &mut [f32]);
+type Decoder = fn(&[u8], &mut [f32]);
 
 /// An encoder: one block's elements to its bytes.
 type Encoder = fn(&[f32], &mut [u8]);
@@ -60,12 +60,6 @@ pub const PRODUCT_TYPES: [GgmlType; 10] = [
     GgmlType::Q5_K,
     GgmlType::Q6_K,
 ];
-
-/// Decodes one block of `t` (`bytes`, `t.block_bytes()` long) into `out`
-/// (`t.block_size()` long); `None` for a type without a decoder here.
-pub(crate) fn block_decoder(t: GgmlType) -> Option<Decoder> {
-    decoder(t)
-}
 
 /// True when [`quantize`] encodes `t`.
 pub fn encodes(t: GgmlType) -> bool {

@@ -76,19 +76,11 @@ mod native {
     /// # Errors
     /// Failures of the uploads, the dispatches or the readback.
     pub(crate) fn answers_right(ctx: &Arc<GpuContext>, ty: GgmlType) -> Result<bool> {
-        let decode = crate::quant::block_decoder(ty)
-            .ok_or_else(|| Error::internal(OP, format!("no decoder for {ty}")))?;
         let (block, width) = (ty.block_size() as usize, ty.block_bytes() as usize);
         let k = BLOCKS * block;
         let bytes = blocks(ty);
         // The host's values of the blocks.
-        let mut want_w = vec![0f32; ROWS * k];
-        for (values, b) in want_w
-            .chunks_exact_mut(block)
-            .zip(bytes[AT..].chunks_exact(width))
-        {
-            decode(b, values);
-        }
+        let want_w = crate::quant::dequantize(OP, ty, &bytes[AT..])?;
         let w = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &bytes)?));
         // The rows from byte AT: a byte offset that is not a word's.
         let w_ref = TensorRef {
