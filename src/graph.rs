@@ -75,7 +75,7 @@ impl Device {
     pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
         let mut step = step;
         let inner = match self.gpu_context() {
-            Some(ctx) => Inner::Gpu(capture_step(ctx, &mut step)?),
+            Some(ctx) => Inner::Gpu(capture_step(&ctx, &mut step)?),
             None => {
                 step()?;
                 Inner::Cpu(Box::new(step))

@@ -32,7 +32,7 @@ impl Device {
     /// being captured; the device's errors reading timestamps back.
     pub fn profile(&self, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
         match self.gpu_context() {
-            Some(ctx) => gpu::profile_ops(ctx, ops),
+            Some(ctx) => gpu::profile_ops(&ctx, ops),
             None => cpu::profile_ops(ops),
         }
     }

@@ -181,6 +181,19 @@ impl Storage {
         }
     }
 
+    /// The host storage this is, for a CPU kernel of `op`.
+    ///
+    /// # Errors
+    /// `Error::DeviceLost` naming `op` for a tensor of a lost GPU (one whose
+    /// handle went on on the CPU after the loss, see `Device::recover`);
+    /// `Error::Internal` for another GPU storage.
+    pub fn host(&self, op: &'static str) -> Result<&cpu::CpuStorage> {
+        match self {
+            Storage::Cpu(s) => Ok(s),
+            Storage::Gpu(s) => Err(s.elsewhere(op, "in host memory")),
+        }
+    }
+
     /// Number of elements the storage holds.
     pub fn len(&self) -> usize {
         match self {

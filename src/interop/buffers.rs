@@ -28,9 +28,8 @@ impl Device {
         queue: wgpu::Queue,
         options: GpuOptions,
     ) -> Device {
-        Device::from_gpu_context(Arc::new(GpuContext::from_wgpu(
-            info, device, queue, &options,
-        )))
+        let ctx = GpuContext::from_wgpu(info, device, queue, &options);
+        Device::from_gpu_context(Arc::new(ctx), None)
     }
 
     /// The wgpu device and queue of a GPU device (for an application that
@@ -164,7 +163,7 @@ impl Tensor {
                 device: device.to_string(),
             });
         }
-        interop::check_wrappable(OP, ctx, buffer)?;
+        interop::check_wrappable(OP, &ctx, buffer)?;
         let element_bytes = interop::stored_layout(dtype).1;
         if !byte_offset.is_multiple_of(element_bytes) {
             return Err(Error::argument(
@@ -195,7 +194,7 @@ impl Tensor {
                 (byte_offset / element_bytes) as usize,
             );
         }
-        let storage = interop::wrap(OP, ctx, buffer, dtype)?;
+        let storage = interop::wrap(OP, &ctx, buffer, dtype)?;
         Ok(Tensor::from_parts(storage, layout, dtype, device.clone()))
     }
 }

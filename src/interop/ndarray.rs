@@ -3,8 +3,8 @@
 //! keeping its strides (negative ones too) and offset; views and GPU
 //! destinations copy the elements in their logical order.
 
+use crate::backend::Storage;
 use crate::backend::cpu::{CpuData, CpuStorage};
-use crate::backend::{Place, Storage};
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -44,7 +44,7 @@ impl Tensor {
         const OP: &str = "from_ndarray";
         let shape = Shape::from(array.shape());
         shape.check(OP)?;
-        let Place::Host(threads) = device.place() else {
+        let Some(threads) = device.host_threads() else {
             let data: Vec<T> = array.iter().copied().collect();
             return Tensor::from_vec(data, shape, device);
         };

@@ -136,7 +136,7 @@ impl Tensor {
         let source = padded.contiguous_gpu_buffer()?;
         interop::copy_to_texture(
             OP,
-            ctx,
+            &ctx,
             (&source.buffer, source.byte_offset, (pitch * 4) as u32),
             texture,
             (width as u32, height as u32),

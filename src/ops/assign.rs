@@ -1,8 +1,7 @@
 //! Copies, casts, fills and moves between devices.
 
 use super::Arg;
-use crate::backend::cpu::Threads;
-use crate::backend::{Input, Place};
+use crate::backend::Input;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -141,11 +140,8 @@ impl Tensor {
 
     /// [`Tensor::to_device_async`], whose parts' errors name their own ops.
     async fn moved_to(&self, device: &Device) -> Result<Tensor> {
-        let target = match device.place() {
-            Place::Host(threads) => Some(threads),
-            Place::Gpu(_) => None,
-        };
-        if device == self.device() && target.is_none_or(|t| self.device().runs_on(t)) {
+        let target = device.host_threads();
+        if device == self.device() && target.as_ref().is_none_or(|t| self.device().runs_on(t)) {
             return Ok(self.clone());
         }
         device.check_holds("to_device", self.dtype())?;
@@ -156,7 +152,7 @@ impl Tensor {
         }
         let cpu = Tensor::from_parts(
             Arc::new(
-                self.host_storage(target.unwrap_or(&Threads::default()))
+                self.host_storage(target.as_ref().unwrap_or(&Default::default()))
                     .await?,
             ),
             Layout::contiguous(self.shape().clone()),

@@ -111,7 +111,7 @@ impl Tensor {
             // m x k x n tensor of them).
             a.unsqueeze(-1)?.mul(&b.unsqueeze(-3)?)?.sum(-2)?
         } else {
-            let storage = crate::tensor::alloc(self.device(), OP, self.dtype(), out_shape.numel())?;
+            let storage = crate::tensor::alloc_beside(self, OP, self.dtype(), out_shape.numel())?;
             let out = Tensor::from_parts(
                 storage,
                 Layout::contiguous(out_shape),

@@ -156,7 +156,7 @@ impl Tensor {
             let layout_refs: SmallVec<[&crate::layout::Layout; 3]> = views.iter().collect();
             dense_layout_like(&shape, &layout_refs)
         };
-        let storage = crate::tensor::alloc(lead.device(), op, out_dtype, shape.numel())?;
+        let storage = crate::tensor::alloc_beside(lead, op, out_dtype, shape.numel())?;
         let out = Tensor::from_parts(storage, layout, out_dtype, lead.device().clone());
         let mut views = views.into_iter();
         // Written out, not through `kernel_inputs`: its closure, inlined

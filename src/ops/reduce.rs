@@ -176,7 +176,7 @@ impl Tensor {
             .map(|&k| self.dims()[k])
             .collect::<Vec<_>>()
             .into();
-        let storage = crate::tensor::alloc(self.device(), r.name, r.out_dtype, out_shape.numel())?;
+        let storage = crate::tensor::alloc_beside(self, r.name, r.out_dtype, out_shape.numel())?;
         let out = Tensor::from_parts(
             storage,
             Layout::contiguous(out_shape.clone()),

@@ -2,7 +2,7 @@
 
 use super::Tensor;
 use crate::backend::cpu::try_collect;
-use crate::backend::{Input, Storage, recycle};
+use crate::backend::{Input, Place, Storage, recycle};
 use crate::device::Device;
 use crate::dtype::{DType, Element, KernelType, bf16_from_f64, f16_from_f64};
 use crate::error::{Error, Result};
@@ -57,7 +57,7 @@ impl Tensor {
                 ),
             ));
         }
-        let storage = Storage::from_vec(device.place(), op, data)?;
+        let storage = device.with_place(|place| Storage::from_vec(place, op, data))?;
         Ok(Tensor::from_parts(
             recycle::cell(storage),
             Layout::contiguous(shape),
@@ -80,7 +80,7 @@ impl Tensor {
         device: &Device,
         make: impl FnOnce() -> Vec<f32>,
     ) -> Result<Tensor> {
-        let storage = Storage::constant(device.place(), op, key, make)?;
+        let storage = device.with_place(|place| Storage::constant(place, op, key, make))?;
         if storage.len() != len {
             return Err(Error::internal(
                 op,
@@ -103,12 +103,9 @@ impl Tensor {
         let shape = shape.into();
         shape.check("zeros")?;
         let (stored, per_element) = dtype.stored_as();
-        let storage = Storage::alloc_host_zeros(
-            device.place(),
-            "zeros",
-            stored,
-            shape.numel().saturating_mul(per_element),
-        )?;
+        let len = shape.numel().saturating_mul(per_element);
+        let storage =
+            device.with_place(|place| Storage::alloc_host_zeros(place, "zeros", stored, len))?;
         let t = Tensor::from_parts(
             recycle::cell(storage),
             Layout::contiguous(shape),
@@ -313,6 +310,31 @@ fn uniform(seed: u64, i: u64) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// [`alloc`] on the device of `lead`, an op's operand: on a GPU its own
+/// (read from its storage, where the handle's device needs a load; a
+/// tensor of a lost device fails here, as it would in its kernel).
+///
+/// # Errors
+/// As [`alloc`]; `Error::DeviceLost` for a tensor of a lost GPU.
+pub(crate) fn alloc_beside(
+    lead: &Tensor,
+    op: &'static str,
+    dtype: DType,
+    len: usize,
+) -> Result<Arc<Storage>> {
+    let Storage::Gpu(s) = &**lead.storage() else {
+        return alloc(lead.device(), op, dtype, len);
+    };
+    let (stored, per_element) = dtype.stored_as();
+    let len = len.saturating_mul(per_element);
+    Ok(recycle::cell(Storage::alloc(
+        Place::Gpu(&s.ctx),
+        op,
+        stored,
+        len,
+    )?))
+}
+
 /// Storage for `len` elements of `dtype` on `device`, for a destination
 /// that is written in full before it is read: its values are unspecified
 /// (a pooled buffer's) on either device.
@@ -326,10 +348,8 @@ pub(crate) fn alloc(
     len: usize,
 ) -> Result<Arc<Storage>> {
     let (stored, per_element) = dtype.stored_as();
-    Ok(recycle::cell(Storage::alloc(
-        device.place(),
-        op,
-        stored,
-        len.saturating_mul(per_element),
-    )?))
+    let len = len.saturating_mul(per_element);
+    Ok(recycle::cell(device.with_place(|place| {
+        Storage::alloc(place, op, stored, len)
+    })?))
 }

@@ -6,7 +6,7 @@ mod like;
 mod readback;
 mod views;
 
-pub(crate) use create::alloc;
+pub(crate) use create::alloc_beside;
 
 use crate::backend::recycle::Shared;
 use crate::backend::{Storage, TensorRef};
@@ -135,6 +135,16 @@ impl Tensor {
     /// True when the elements are row-major with no gaps.
     pub fn is_contiguous(&self) -> bool {
         self.layout.is_contiguous()
+    }
+
+    /// True when this tensor's data went with a lost GPU: every call on it
+    /// fails with `Error::DeviceLost`, for good, even once its device
+    /// handle is recovered ([`Device::recover`]). False on the CPU.
+    pub fn is_lost(&self) -> bool {
+        match &**self.storage {
+            Storage::Gpu(s) => s.ctx.is_lost(),
+            Storage::Cpu(_) => false,
+        }
     }
 
     /// True when both handles use the same storage (one is a view of the

@@ -55,9 +55,7 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
             let shared = Arc::ptr_eq(t.storage, call.out.storage)
                 || guards.iter().any(|(s, _)| Arc::ptr_eq(s, t.storage));
             if !shared {
-                let Storage::Cpu(s) = &**t.storage else {
-                    return Err(Error::internal("cpu kernel", "input is not in host memory"));
-                };
+                let s = t.storage.host("cpu kernel")?;
                 guards.push((t.storage, s.read()));
             }
         }

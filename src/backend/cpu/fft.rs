@@ -8,7 +8,7 @@
 //! output's strides.
 
 use super::storage::{CpuData, CpuStorage};
-use crate::backend::{FftCall, FftRead, Storage};
+use crate::backend::{FftCall, FftRead};
 use crate::error::{Error, Result};
 use num_complex::Complex32;
 use realfft::RealFftPlanner;
@@ -31,9 +31,7 @@ pub(crate) fn fft(out: &CpuStorage, call: &FftCall) -> Result<()> {
     if call.twist.is_some() {
         return Err(Error::internal(OP, "a four-step twiddle reached the CPU"));
     }
-    let Storage::Cpu(input) = &**call.input.storage else {
-        return Err(Error::internal(OP, "input is not in host memory"));
-    };
+    let input = call.input.storage.host(OP)?;
     let (in_lines, in_step, avail) = call.input_lines();
     let (out_lines, out_step, count) = call.out_lines();
     let starts: Vec<(usize, usize)> = in_lines

@@ -11,13 +11,7 @@ use crate::error::{Error, Result};
 use std::sync::{Arc, RwLockReadGuard};
 
 fn host(s: &Arc<Storage>) -> Result<&CpuStorage> {
-    match &**s {
-        Storage::Cpu(c) => Ok(c),
-        Storage::Gpu(_) => Err(Error::internal(
-            "cpu matmul",
-            "operand is not in host memory",
-        )),
-    }
+    s.host("cpu matmul")
 }
 
 /// Runs `call`, whose output storage is `out`.

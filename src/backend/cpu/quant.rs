@@ -7,7 +7,7 @@
 
 use super::storage::{CpuData, CpuStorage};
 use super::threads::for_each_piece_mut;
-use crate::backend::{QuantCall, Storage};
+use crate::backend::QuantCall;
 use crate::error::{Error, Result};
 
 const OP: &str = "qmatmul";
@@ -74,9 +74,7 @@ macro_rules! with_decoder {
 /// `Error::Internal` for operands that are not the call's dtypes or a type
 /// without a decoder.
 pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
-    let Storage::Cpu(w) = &**call.w.storage else {
-        return Err(Error::internal(OP, "the weight is not in host memory"));
-    };
+    let w = call.w.storage.host(OP)?;
     let w_data = w.read();
     let CpuData::U8(bytes) = &*w_data else {
         return Err(Error::internal(OP, "the weight's storage is not u8"));
@@ -103,12 +101,7 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
     // activation row, as [row][activation].
     let mut dots = vec![0f32; n * m];
     {
-        let Storage::Cpu(xs) = &**x.storage else {
-            return Err(Error::internal(
-                OP,
-                "the activations are not in host memory",
-            ));
-        };
+        let xs = x.storage.host(OP)?;
         let x_data = xs.read();
         let CpuData::F32(xv) = &*x_data else {
             return Err(Error::internal(OP, "the activations' storage is not f32"));

@@ -8,7 +8,7 @@
 
 use super::storage::{CpuData, CpuStorage};
 use super::strided::for_each_run;
-use crate::backend::{ReduceCall, Storage, TensorRef};
+use crate::backend::{ReduceCall, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
@@ -151,9 +151,7 @@ reducible!(bool, u32, u32::from, |a: u32| a != 0);
 
 /// Runs `call`, whose output storage is `out`.
 pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
-    let Storage::Cpu(input) = &**call.input.storage else {
-        return Err(Error::internal("cpu reduce", "input is not in host memory"));
-    };
+    let input = call.input.storage.host("cpu reduce")?;
     if let Some(center) = &call.center {
         return centered_sum(out, input, call, center);
     }
@@ -208,12 +206,7 @@ fn centered_sum(
     call: &ReduceCall,
     center: &TensorRef,
 ) -> Result<()> {
-    let Storage::Cpu(center) = &**center.storage else {
-        return Err(Error::internal(
-            "cpu reduce",
-            "center is not in host memory",
-        ));
-    };
+    let center = center.storage.host("cpu reduce")?;
     let (data, centers) = (input.read(), center.read());
     let (CpuData::F32(src), CpuData::F32(centers)) = (&*data, &*centers) else {
         return Err(dtype_mismatch());

@@ -4,15 +4,13 @@
 
 use super::reduce::{Acc, Reducible};
 use super::storage::{CpuStorage, with_cpu_data};
-use crate::backend::{ScanCall, Storage, lines};
+use crate::backend::{ScanCall, lines};
 use crate::error::{Error, Result};
 use crate::op::ScanOp;
 
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
 pub(crate) fn scan(out: &CpuStorage, call: &ScanCall) -> Result<()> {
-    let Storage::Cpu(input) = &**call.input.storage else {
-        return Err(Error::internal("cpu scan", "input is not in host memory"));
-    };
+    let input = call.input.storage.host("cpu scan")?;
     let data = input.read();
     let mut out_data = out.write();
     let (in_lines, in_step) = lines(&call.input);

@@ -8,18 +8,13 @@
 
 use super::storage::{CpuData, CpuStorage};
 use super::strided::{PARALLEL_MIN, Shared};
-use crate::backend::{SoftmaxCall, Storage, lines};
+use crate::backend::{SoftmaxCall, lines};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
 pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
-    let Storage::Cpu(input) = &**call.input.storage else {
-        return Err(Error::internal(
-            "cpu softmax",
-            "input is not in host memory",
-        ));
-    };
+    let input = call.input.storage.host("cpu softmax")?;
     let data = input.read();
     let mut out_data = out.write();
     let (in_lines, in_step) = lines(&call.input);

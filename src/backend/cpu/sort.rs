@@ -5,15 +5,13 @@
 //! to +0): pairs are all distinct, so the result is the stable order.
 
 use super::storage::{CpuStorage, with_cpu_data};
-use crate::backend::{SortCall, Storage, lines};
+use crate::backend::{SortCall, lines};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 
 /// Runs `call`, whose output storage is `out` (fresh i32).
 pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
-    let Storage::Cpu(input) = &**call.input.storage else {
-        return Err(Error::internal("cpu sort", "input is not in host memory"));
-    };
+    let input = call.input.storage.host("cpu sort")?;
     let data = input.read();
     let mut out_data = out.write();
     let dst: &mut [i32] = out_data

@@ -3,7 +3,7 @@
 
 use super::alloc::try_zeroed;
 use super::threads::Threads;
-use crate::backend::{Storage, TensorRef};
+use crate::backend::TensorRef;
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use bytemuck::Zeroable;
@@ -14,15 +14,12 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// The host data behind an operand of `op`, locked for reading.
 ///
 /// # Errors
-/// `Error::Internal` naming `op` for an operand on a GPU.
+/// As [`Storage::host`].
 pub(crate) fn host_data<'a>(
     op: &'static str,
     t: &'a TensorRef,
 ) -> Result<RwLockReadGuard<'a, CpuData>> {
-    match &**t.storage {
-        Storage::Cpu(s) => Ok(s.read()),
-        Storage::Gpu(_) => Err(Error::internal(op, "operand is not in host memory")),
-    }
+    Ok(t.storage.host(op)?.read())
 }
 
 /// A kernel's optional f32 bias operand, locked for reading:

@@ -321,6 +321,17 @@ impl GpuContext {
         self.lost.is_lost()
     }
 
+    /// `Error::DeviceLost` naming `op` on this (lost) device.
+    #[cold]
+    pub fn lost_error(&self, op: &'static str) -> Error {
+        self.lost.error(op)
+    }
+
+    /// Why the device was lost (empty while it is not).
+    pub fn lost_reason(&self) -> &str {
+        self.lost.reason()
+    }
+
     /// Calls `listener` with the reason when the device is lost (at once
     /// when it already is).
     pub fn on_lost(&self, listener: Listener) {
@@ -577,6 +588,33 @@ impl GpuContext {
             .iter()
             .find(|(b, _)| b == buffer)
             .and_then(|(b, s)| Some((b.clone(), s.upgrade()?)))
+    }
+
+    /// Takes the settings the application changed on `old`, the device
+    /// this one replaces after a loss (flush threshold, fusion, matmul
+    /// tile, memory cap), so that the handle works on as it did.
+    pub fn carry_settings(&self, old: &GpuContext) {
+        self.set_flush_threshold(old.flush_threshold());
+        self.set_fusion(old.fusion_enabled());
+        self.set_matmul_tile(old.matmul_tile());
+        self.set_memory_cap(old.pool.cap());
+    }
+
+    /// Lets go of what this device holds once another replaced it: marks
+    /// it lost for `reason` when it is not (an application's device it
+    /// replaced while it worked: from now on the tensors still on it fail
+    /// as on a lost one), abandons its pending work (whose outputs are
+    /// poisoned) and drops its idle buffers, kept tables and bind groups.
+    pub fn retire(&self, reason: &str) {
+        self.lost.mark(reason.to_string());
+        {
+            let mut scheduler = self.scheduler();
+            if scheduler.has_pending() {
+                // On a lost device a flush submits nothing: it abandons.
+                let _ = scheduler.flush(&self.target(), |_| {});
+            }
+        }
+        self.release_pooled_memory();
     }
 
     /// Submits everything pending (nothing when nothing is).

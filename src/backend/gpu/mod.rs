@@ -145,6 +145,7 @@ pub(crate) use custom::custom;
 pub(crate) use fft::{fft, fft_line_limit};
 pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
+pub(crate) use lost::Listener;
 pub(crate) use matmul::matmul;
 pub use matmul_tile_choice::{MatmulPrecision, MatmulTile, TunedMatmul};
 pub(crate) use norm::norm;

@@ -102,6 +102,10 @@ pub struct GpuOptions {
     /// a software adapter also run the kernels a GPU runs.
     #[doc(hidden)]
     pub elementwise_run: Option<u8>,
+    /// Testing only: a recovery (`Device::recover`) finds no adapter to
+    /// open, so that a test can show a handle going on on the CPU.
+    #[doc(hidden)]
+    pub sabotage_recovery: bool,
 }
 
 /// The one wgpu instance every device webtensor opens comes from, so that

@@ -407,6 +407,11 @@ impl BufferPool {
         state.trim_for(0);
     }
 
+    /// The cap on bytes held, if any.
+    pub fn cap(&self) -> Option<u64> {
+        self.state().cap
+    }
+
     /// Sets or clears the cap on bytes held (live plus idle), dropping idle
     /// buffers to get under it.
     pub fn set_cap(&self, cap: Option<u64>) {

@@ -12,6 +12,7 @@ use super::storage::GpuStorage;
 use crate::backend::{Call, Input, Storage, TensorRef};
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 /// One dispatch of a fixed-function family, as [`record_kernel`] records
 /// it.
@@ -178,6 +179,11 @@ pub(crate) fn record_elementwise(out: &GpuStorage, call: Call) -> Result<()> {
                 let Storage::Gpu(s) = &**t.storage else {
                     return Err(Error::internal("gpu kernel", "input is not on the GPU"));
                 };
+                // A tensor of the device a recovery replaced (lost, so
+                // every tensor of another device is refused before).
+                if !Arc::ptr_eq(&s.ctx, ctx) {
+                    return Err(s.elsewhere(call.kernel.name(), "on this GPU"));
+                }
                 OpArg::Tensor(operand(t, s)?)
             }
             Input::Scalar(s) => OpArg::Scalar(s),

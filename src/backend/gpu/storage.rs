@@ -248,6 +248,19 @@ impl GpuStorage {
             .take(&ctx.pool, target, ctx.open_batch(), &|_| false, reference)
     }
 
+    /// The error of `op` meeting this storage where storage `wanted` was
+    /// (`"in host memory"`, `"on this GPU"`): `Error::DeviceLost` when its
+    /// device is lost (a tensor a recovery left behind), else
+    /// `Error::Internal`.
+    #[cold]
+    #[inline(never)]
+    pub fn elsewhere(&self, op: &'static str, wanted: &str) -> Error {
+        if self.ctx.is_lost() {
+            return self.ctx.lost_error(op);
+        }
+        Error::internal(op, format!("an operand is not {wanted}"))
+    }
+
     /// `Error::Gpu` naming `op` with the first failure of a batch that was
     /// to write this tensor: it holds no data anyone can trust.
     ///

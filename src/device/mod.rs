@@ -1,9 +1,15 @@
 //! [`Device`]: where tensors live and ops run — a GPU through wgpu, or the CPU.
 
+mod handle;
+mod info;
+mod recover;
+
 use crate::backend::Place;
 use crate::backend::cpu::Threads;
-use crate::backend::gpu::{GpuContext, GpuOptions, MatmulPrecision, MatmulTile, TunedMatmul};
+use crate::backend::gpu::{GpuContext, GpuOptions, MatmulPrecision, MatmulTile};
 use crate::error::{Error, Result};
+use handle::{CpuDevice, GpuHandle, Now};
+pub use info::{DeviceInfo, DeviceKind, DeviceStats};
 use std::fmt;
 use std::sync::Arc;
 
@@ -22,222 +28,25 @@ pub struct Device {
 
 #[derive(Clone)]
 enum Inner {
-    Cpu {
-        reason: Option<Arc<str>>,
-        threads: Threads,
-    },
-    Gpu(Arc<GpuContext>),
+    Cpu(CpuDevice),
+    /// A GPU, or what a recovery made of it (see `handle.rs`).
+    Gpu(Arc<GpuHandle>),
 }
 
-/// What kind of device a [`Device`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceKind {
-    /// Host memory and CPU loops.
-    Cpu,
-    /// A wgpu adapter.
-    Gpu,
-}
-
-/// A description of a device: the adapter and the limits that matter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceInfo {
-    /// CPU or GPU.
-    pub kind: DeviceKind,
-    /// The adapter name (`"cpu"` for the CPU).
-    pub name: String,
-    /// The wgpu backend (`Vulkan`, `Metal`, `BrowserWebGpu` ...), or `"host"`.
-    pub backend: String,
-    /// The adapter type (`DiscreteGpu`, `Cpu` for a software adapter ...).
-    pub device_type: String,
-    /// Driver name and version, where the adapter reports them.
-    pub driver: String,
-    /// Whether f16 is stored natively (SHADER_F16) rather than packed in u32.
-    pub native_f16: bool,
-    /// Whether kernels use subgroup operations (the adapter has SUBGROUP,
-    /// natively, unless `GpuOptions::subgroups` says no).
-    pub subgroups: bool,
-    /// The fewest lanes the adapter's subgroups have (its
-    /// `subgroup_min_size`, 4 to 128; 0 for the CPU): the subgroup matmul
-    /// (`MatmulTile::Subgroup`) needs eight.
-    pub subgroup_min_size: u32,
-    /// Whether the matmul tile is found by timing (see
-    /// `GpuOptions::autotune`).
-    pub autotune: bool,
-    /// Whether the device writes GPU timestamps (`TIMESTAMP_QUERY`,
-    /// natively): autotuning times kernels by them, else by the host's
-    /// clock around a submit.
-    pub gpu_timestamps: bool,
-    /// Whether f16 products (and f32 ones under
-    /// `MatmulPrecision::Fast`) may run on cooperative matrices (tensor
-    /// cores; see `GpuOptions::cooperative_matrix`).
-    pub cooperative_matrix: bool,
-    /// How f32 products may compute (`GpuOptions::matmul_precision`).
-    pub matmul_precision: MatmulPrecision,
-    /// Whether webtensor's own kernels run with wgpu's runtime checks
-    /// (see `GpuOptions::runtime_checks`; custom kernels always do).
-    pub runtime_checks: bool,
-    /// Largest storage binding in bytes: elementwise ops (and fused chains,
-    /// casts, copies, fills) over larger tensors bind them in windows,
-    /// other op families cut them into parts, custom kernels refuse them
-    /// with `Error::TooLarge`.
-    pub max_storage_binding: u64,
-    /// Largest buffer in bytes: the largest tensor on this device.
-    pub max_buffer_size: u64,
-    /// Largest workgroup count per dispatch dimension.
-    pub max_workgroups_per_dim: u32,
-    /// Why a default device is the CPU, when it is (no adapter, only a
-    /// software adapter, or `WEBTENSOR_DEVICE=cpu`).
-    pub fallback_reason: Option<String>,
-    /// Matmul kernels this device dropped (`"matmul large f16"`; a block
-    /// type's quantized kernels, `"qmatmul q4_0 f32"`, whose products then
-    /// decode the blocks on the host): before
-    /// a kernel computes its first product of a dtype, natively, it
-    /// computes small probe products whose answers are known (edges that
-    /// are not multiples of its tile, both operand layouts); one that
-    /// answers wrong (a driver bug, a kernel wrong on this adapter) is never
-    /// used on this device, and its products go to another kernel.
-    pub dropped_kernels: Vec<String>,
-    /// What autotuning chose so far (see `GpuOptions::autotune`): for each
-    /// class of products timed, the size rule's tile, the winner and their
-    /// median times. Empty on the CPU and where the device does not tune.
-    pub tuned_matmuls: Vec<TunedMatmul>,
-    /// The threads a CPU device's ops split their work over (see
-    /// [`Device::cpu_with_threads`]); 0 for a GPU.
-    pub threads: usize,
-    /// Tells GPU devices of one process apart (1, 2 ... in the order
-    /// opened; 0 for the CPU). Devices print it: `gpu#2:llvmpipe ...`.
-    pub id: u64,
-}
-
-impl DeviceInfo {
-    /// True for a GPU adapter that runs on the CPU (wgpu's
-    /// `DeviceType::Cpu`: Mesa's llvmpipe/lavapipe, WARP, SwiftShader).
-    pub fn is_software(&self) -> bool {
-        self.kind == DeviceKind::Gpu && self.device_type == "Cpu"
-    }
-}
-
-impl fmt::Display for DeviceInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            DeviceKind::Cpu => {
-                write!(f, "cpu, {} threads", self.threads)?;
-                if let Some(r) = &self.fallback_reason {
-                    write!(f, " (default because: {r})")?;
-                }
-                Ok(())
-            }
-            DeviceKind::Gpu => write!(
-                f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), cooperative matrices {}, f32 matmul {:?}, runtime checks {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
-                self.id,
-                self.name,
-                self.backend,
-                self.device_type,
-                self.driver,
-                if self.native_f16 { "native" } else { "packed" },
-                if self.subgroups { "on" } else { "off" },
-                self.subgroup_min_size,
-                if self.autotune { "on" } else { "off" },
-                if self.gpu_timestamps {
-                    "GPU timestamps"
-                } else {
-                    "the host clock"
-                },
-                if self.cooperative_matrix { "on" } else { "off" },
-                self.matmul_precision,
-                if self.runtime_checks { "on" } else { "off" },
-                self.max_storage_binding >> 20,
-                self.max_buffer_size >> 20,
-                self.max_workgroups_per_dim
-            )
-            .and_then(|()| {
-                if self.dropped_kernels.is_empty() {
-                    return Ok(());
-                }
-                write!(f, ", dropped {}", self.dropped_kernels.join(", "))
-            }),
-        }
-    }
-}
-
-/// Counters of the work a GPU device has done and the memory it holds (all
-/// zero on the CPU). Byte counts are in pool buckets (a buffer is rounded up
-/// to at most 25% over the request).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DeviceStats {
-    /// Queue submissions.
-    pub submits: u64,
-    /// Ops recorded (elementwise ops, copies, casts, fills).
-    pub ops_recorded: u64,
-    /// Kernel dispatches encoded: ops recorded minus ops fused away (and
-    /// minus ops over no elements).
-    pub dispatches: u64,
-    /// Pipelines compiled.
-    pub pipelines: u64,
-    /// Dispatches that ran a fused chain of two or more ops.
-    pub fused_kernels: u64,
-    /// Ops that ran inside another op's fused kernel instead of their own.
-    pub fused_ops: u64,
-    /// Device buffers created (on the CPU, host buffers of 64 KiB to 256
-    /// MiB the pool could not serve; see `bytes_pooled`).
-    pub buffers_created: u64,
-    /// Buffer requests served from the pool.
-    pub buffers_reused: u64,
-    /// Op outputs that never took a buffer: intermediates fused into
-    /// their reader and dropped before the flush (an elementwise op's
-    /// output takes its buffer when a flush first writes it).
-    pub buffers_avoided: u64,
-    /// Ops never run because their results were dropped unread before
-    /// the flush (each counts in `buffers_avoided` too).
-    pub dead_ops: u64,
-    /// Bind groups created (one per dispatch unless kept from an earlier
-    /// dispatch on the same buffers).
-    pub bind_groups_created: u64,
-    /// Dispatches that reused a kept bind group.
-    pub bind_groups_reused: u64,
-    /// Runs of captured steps ([`Device::capture`], [`Graph::run`](crate::Graph::run)),
-    /// the run at capture included; each is one submit.
-    pub graph_runs: u64,
-    /// Timed runs of matmul autotuning (warm-ups included).
-    pub tuning_runs: u64,
-    /// Nanoseconds the timed runs of autotuning measured (GPU time where
-    /// the device writes timestamps, else the host's clock).
-    pub tuning_ns: u64,
-    /// Matmul kernels (a tile's or the matrix-vector kernel, per dtype)
-    /// that computed probe products before their first use, natively (see
-    /// `DeviceInfo::dropped_kernels`).
-    pub kernels_checked: u64,
-    /// Of those, the kernels whose probe products were wrong: never used
-    /// on this device.
-    pub kernels_dropped: u64,
-    /// Bytes held by live tensors (and readbacks in progress), including
-    /// those reserved for outputs whose buffers the next flush takes.
-    pub bytes_live: u64,
-    /// The most `bytes_live` has been.
-    pub peak_bytes_live: u64,
-    /// Bytes of idle buffers kept in the pool for reuse. On the CPU this
-    /// and the two buffer counts are those of the one host pool every CPU
-    /// device shares, which keeps freed vectors of 64 KiB and more, up to
-    /// 256 MiB in all ([`Device::release_pooled_memory`] empties it).
-    pub bytes_pooled: u64,
-    /// Bytes written from the host into tensor storage: tensors made from
-    /// host data, and the tables an op uploads (kernel parameter blocks
-    /// are not counted).
-    pub bytes_uploaded: u64,
-    /// Readbacks the host waited on: one per `to_vec`, `sync` with work
-    /// to check, or fault-record check.
-    pub readbacks: u64,
+/// What a device is at one moment (see [`Device::with`]).
+enum On<'a> {
+    Cpu(&'a CpuDevice),
+    Gpu(&'a Arc<GpuContext>),
 }
 
 impl Device {
     /// The CPU device.
     pub fn cpu() -> Device {
         Device {
-            inner: Inner::Cpu {
+            inner: Inner::Cpu(CpuDevice {
                 reason: None,
                 threads: Threads::default(),
-            },
+            }),
         }
     }
 
@@ -268,10 +77,10 @@ impl Device {
     /// system refuses the threads.
     pub fn cpu_with_threads(threads: usize) -> Result<Device> {
         Ok(Device {
-            inner: Inner::Cpu {
+            inner: Inner::Cpu(CpuDevice {
                 reason: None,
                 threads: Threads::new("Device::cpu_with_threads", threads)?,
-            },
+            }),
         })
     }
 
@@ -310,9 +119,7 @@ impl Device {
     /// As [`Device::gpu`].
     pub async fn gpu_async_with(options: GpuOptions) -> Result<Device> {
         let ctx = GpuContext::open(&options).await?;
-        Ok(Device {
-            inner: Inner::Gpu(Arc::new(ctx)),
-        })
+        Ok(Device::from_gpu_context(Arc::new(ctx), Some(options)))
     }
 
     /// The process-wide default device, opened once: the GPU when a
@@ -366,21 +173,25 @@ impl Device {
 
     fn cpu_because(reason: &str) -> Device {
         Device {
-            inner: Inner::Cpu {
+            inner: Inner::Cpu(CpuDevice {
                 reason: Some(reason.into()),
                 threads: Threads::default(),
-            },
+            }),
         }
     }
 
-    /// True for the CPU device.
+    /// True for the CPU device, and for a GPU handle whose lost GPU could
+    /// not be opened again (see [`Device::recover`]).
     pub fn is_cpu(&self) -> bool {
-        matches!(self.inner, Inner::Cpu { .. })
+        match &self.inner {
+            Inner::Cpu(_) => true,
+            Inner::Gpu(handle) => handle.on_cpu(),
+        }
     }
 
     /// True for a GPU device.
     pub fn is_gpu(&self) -> bool {
-        matches!(self.inner, Inner::Gpu(_))
+        !self.is_cpu()
     }
 
     /// `Err` unless this device holds tensors of `dtype` (a GPU holds no
@@ -401,8 +212,9 @@ impl Device {
 
     /// The adapter, backend, type and limits of this device.
     pub fn info(&self) -> DeviceInfo {
-        match &self.inner {
-            Inner::Cpu { reason, threads } => DeviceInfo {
+        let id = self.gpu_handle().map_or(0, |h| h.id());
+        self.with(|on| match on {
+            On::Cpu(CpuDevice { reason, threads }) => DeviceInfo {
                 kind: DeviceKind::Cpu,
                 name: "cpu".into(),
                 backend: "host".into(),
@@ -423,9 +235,9 @@ impl Device {
                 dropped_kernels: Vec::new(),
                 tuned_matmuls: Vec::new(),
                 threads: threads.count(),
-                id: 0,
+                id,
             },
-            Inner::Gpu(ctx) => {
+            On::Gpu(ctx) => {
                 let f = ctx.facts();
                 DeviceInfo {
                     kind: DeviceKind::Gpu,
@@ -448,26 +260,28 @@ impl Device {
                     dropped_kernels: ctx.tuner.checked().1,
                     tuned_matmuls: ctx.tuner.tuned(),
                     threads: 0,
-                    id: ctx.id(),
+                    id,
                 }
             }
-        }
+        })
     }
 
     /// What the device has done so far (on the CPU, its host buffer
     /// pool's figures alone).
     pub fn stats(&self) -> DeviceStats {
-        match &self.inner {
-            Inner::Cpu { .. } => {
+        let recoveries = self.recoveries();
+        self.with(|on| match on {
+            On::Cpu(_) => {
                 let p = crate::backend::cpu::pool_stats();
                 DeviceStats {
                     buffers_created: p.created,
                     buffers_reused: p.reused,
                     bytes_pooled: p.bytes_pooled,
+                    recoveries,
                     ..DeviceStats::default()
                 }
             }
-            Inner::Gpu(ctx) => {
+            On::Gpu(ctx) => {
                 let c = ctx.counters();
                 let (s, p) = (c.scheduler, c.pool);
                 DeviceStats {
@@ -493,35 +307,29 @@ impl Device {
                     bytes_pooled: p.bytes_pooled,
                     bytes_uploaded: c.bytes_uploaded,
                     readbacks: c.readbacks,
+                    recoveries,
                 }
             }
-        }
+        })
     }
 
     /// Sets how many recorded ops make a batch (at least 1; 1 submits every
     /// op on its own). Overrides `GpuOptions::flush_threshold` and
     /// `WEBTENSOR_FLUSH_THRESHOLD`. No effect on the CPU.
     pub fn set_flush_threshold(&self, ops: usize) {
-        if let Inner::Gpu(ctx) = &self.inner {
-            ctx.set_flush_threshold(ops);
-        }
+        self.with(|on| on.gpu().map(|ctx| ctx.set_flush_threshold(ops)));
     }
 
     /// The number of recorded ops that triggers a submit (0 on the CPU).
     pub fn flush_threshold(&self) -> usize {
-        match &self.inner {
-            Inner::Gpu(ctx) => ctx.flush_threshold(),
-            Inner::Cpu { .. } => 0,
-        }
+        self.with(|on| on.gpu().map_or(0, |ctx| ctx.flush_threshold()))
     }
 
     /// Turns fusion of elementwise chains on or off, from the next flush on.
     /// Overrides `GpuOptions::fusion` and `WEBTENSOR_FUSION`. No effect on
     /// the CPU.
     pub fn set_fusion(&self, on: bool) {
-        if let Inner::Gpu(ctx) = &self.inner {
-            ctx.set_fusion(on);
-        }
+        self.with(|now| now.gpu().map(|ctx| ctx.set_fusion(on)));
     }
 
     /// Fixes the tile of the GPU matmul kernels ([`MatmulTile::Auto`], the
@@ -529,25 +337,17 @@ impl Device {
     /// `GpuOptions::matmul_tile` and `WEBTENSOR_MATMUL_TILE`. No effect on
     /// the CPU.
     pub fn set_matmul_tile(&self, tile: MatmulTile) {
-        if let Inner::Gpu(ctx) = &self.inner {
-            ctx.set_matmul_tile(tile);
-        }
+        self.with(|on| on.gpu().map(|ctx| ctx.set_matmul_tile(tile)));
     }
 
     /// The GPU matmul's tile setting (`Auto` on the CPU).
     pub fn matmul_tile(&self) -> MatmulTile {
-        match &self.inner {
-            Inner::Gpu(ctx) => ctx.matmul_tile(),
-            Inner::Cpu { .. } => MatmulTile::Auto,
-        }
+        self.with(|on| on.gpu().map_or(MatmulTile::Auto, |ctx| ctx.matmul_tile()))
     }
 
     /// Whether elementwise chains are fused (false on the CPU).
     pub fn fusion(&self) -> bool {
-        match &self.inner {
-            Inner::Gpu(ctx) => ctx.fusion_enabled(),
-            Inner::Cpu { .. } => false,
-        }
+        self.with(|on| on.gpu().is_some_and(|ctx| ctx.fusion_enabled()))
     }
 
     /// Caps the device memory that tensors, readbacks and the temporaries
@@ -558,9 +358,7 @@ impl Device {
     /// buffer far from where it writes, reports it at the next readback or
     /// `sync`). No effect on the CPU.
     pub fn set_memory_cap(&self, bytes: Option<u64>) {
-        if let Inner::Gpu(ctx) = &self.inner {
-            ctx.set_memory_cap(bytes);
-        }
+        self.with(|on| on.gpu().map(|ctx| ctx.set_memory_cap(bytes)));
     }
 
     /// Drops the idle buffers the pool keeps for reuse and the tables ops
@@ -569,10 +367,10 @@ impl Device {
     /// CPU, the host buffers kept for reuse
     /// (one pool for every CPU device) back to the system allocator.
     pub fn release_pooled_memory(&self) {
-        match &self.inner {
-            Inner::Gpu(ctx) => ctx.release_pooled_memory(),
-            Inner::Cpu { .. } => crate::backend::cpu::release_pooled(),
-        }
+        self.with(|on| match on {
+            On::Gpu(ctx) => ctx.release_pooled_memory(),
+            On::Cpu(_) => crate::backend::cpu::release_pooled(),
+        });
     }
 
     /// True once the GPU is lost (a driver reset, the browser taking the
@@ -585,10 +383,7 @@ impl Device {
     /// readback, a sync) or, in a browser, as the page's event loop runs:
     /// ops recorded before then fail at their readback.
     pub fn is_lost(&self) -> bool {
-        match &self.inner {
-            Inner::Gpu(ctx) => ctx.is_lost(),
-            Inner::Cpu { .. } => false,
-        }
+        self.with(|on| on.gpu().is_some_and(|ctx| ctx.is_lost()))
     }
 
     /// Calls `listener` with wgpu's reason when the GPU is lost: once, on
@@ -611,8 +406,8 @@ impl Device {
     /// assert!(!device.is_lost() && !lost.load(Ordering::Relaxed));
     /// ```
     pub fn on_lost(&self, listener: impl Fn(&str) + Send + Sync + 'static) {
-        if let Inner::Gpu(ctx) = &self.inner {
-            ctx.on_lost(Arc::new(listener));
+        if let Some(handle) = self.gpu_handle() {
+            handle.listen(Arc::new(listener));
         }
     }
 
@@ -623,10 +418,7 @@ impl Device {
     /// `Error::Gpu` when a generated kernel fails to build;
     /// `Error::DeviceLost` when the GPU is lost.
     pub fn flush(&self) -> Result<()> {
-        match &self.inner {
-            Inner::Gpu(ctx) => ctx.flush(),
-            Inner::Cpu { .. } => Ok(()),
-        }
+        self.with(|on| on.gpu().map_or(Ok(()), |ctx| ctx.flush()))
     }
 
     /// Submits all recorded work and waits for the GPU to finish it (native).
@@ -646,48 +438,88 @@ impl Device {
     /// # Errors
     /// As [`Device::sync`].
     pub async fn sync_async(&self) -> Result<()> {
-        match &self.inner {
-            Inner::Gpu(ctx) => ctx.sync("sync").await,
-            Inner::Cpu { .. } => Ok(()),
+        match self.gpu_context() {
+            Some(ctx) => ctx.sync("sync").await,
+            None => Ok(()),
         }
     }
 
-    /// The device of an opened GPU context.
-    pub(crate) fn from_gpu_context(ctx: Arc<GpuContext>) -> Device {
+    /// The device of an opened GPU context, opened with `options` (`None`:
+    /// the application's device).
+    pub(crate) fn from_gpu_context(ctx: Arc<GpuContext>, options: Option<GpuOptions>) -> Device {
         Device {
-            inner: Inner::Gpu(ctx),
+            inner: Inner::Gpu(GpuHandle::new(ctx, options)),
         }
     }
 
-    /// Where this device's fresh storage goes.
-    pub(crate) fn place(&self) -> Place<'_> {
+    /// `f` of what this device is now (a GPU handle's device is read
+    /// without a lock; see `handle.rs`).
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(On<'_>) -> R) -> R {
         match &self.inner {
-            Inner::Gpu(ctx) => Place::Gpu(ctx),
-            Inner::Cpu { threads, .. } => Place::Host(threads),
+            Inner::Cpu(cpu) => f(On::Cpu(cpu)),
+            Inner::Gpu(handle) => match &**handle.now() {
+                Now::Cpu(cpu) => f(On::Cpu(cpu)),
+                Now::Gpu(ctx) => f(On::Gpu(ctx)),
+            },
         }
+    }
+
+    /// `f` of where this device's fresh storage goes.
+    #[inline]
+    pub(crate) fn with_place<R>(&self, f: impl FnOnce(Place<'_>) -> R) -> R {
+        self.with(|on| match on {
+            On::Cpu(cpu) => f(Place::Host(&cpu.threads)),
+            On::Gpu(ctx) => f(Place::Gpu(ctx)),
+        })
     }
 
     /// Whether this is a CPU device whose ops run on `threads`.
     pub(crate) fn runs_on(&self, threads: &Threads) -> bool {
-        matches!(&self.inner, Inner::Cpu { threads: t, .. } if t.same(threads))
+        self.with(|on| matches!(on, On::Cpu(cpu) if cpu.threads.same(threads)))
     }
 
-    pub(crate) fn gpu_context(&self) -> Option<&Arc<GpuContext>> {
+    /// The threads of a CPU device (a GPU handle's once it went on on the
+    /// CPU); `None` for a GPU.
+    pub(crate) fn host_threads(&self) -> Option<Threads> {
+        self.with(|on| match on {
+            On::Cpu(cpu) => Some(cpu.threads.clone()),
+            On::Gpu(_) => None,
+        })
+    }
+
+    /// The GPU device this is now.
+    pub(crate) fn gpu_context(&self) -> Option<Arc<GpuContext>> {
+        self.with(|on| on.gpu().cloned())
+    }
+
+    fn gpu_handle(&self) -> Option<&Arc<GpuHandle>> {
         match &self.inner {
-            Inner::Gpu(ctx) => Some(ctx),
-            Inner::Cpu { .. } => None,
+            Inner::Gpu(handle) => Some(handle),
+            Inner::Cpu(_) => None,
+        }
+    }
+}
+
+impl<'a> On<'a> {
+    fn gpu(&self) -> Option<&'a Arc<GpuContext>> {
+        match self {
+            On::Gpu(ctx) => Some(ctx),
+            On::Cpu(_) => None,
         }
     }
 }
 
 impl PartialEq for Device {
-    /// The CPU equals the CPU; GPU handles are equal when they share a device.
+    /// The CPU equals the CPU (a GPU handle that went on on the CPU after
+    /// its GPU was lost included: CPU tensors are one memory); GPU handles
+    /// are equal when they are clones of one.
     fn eq(&self, other: &Device) -> bool {
-        match (&self.inner, &other.inner) {
-            (Inner::Cpu { .. }, Inner::Cpu { .. }) => true,
+        let same_handle = match (&self.inner, &other.inner) {
             (Inner::Gpu(a), Inner::Gpu(b)) => Arc::ptr_eq(a, b),
             _ => false,
-        }
+        };
+        same_handle || (self.is_cpu() && other.is_cpu())
     }
 }
 
@@ -699,9 +531,12 @@ impl fmt::Debug for Device {
 
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Inner::Cpu { .. } => write!(f, "cpu"),
-            Inner::Gpu(ctx) => write!(f, "gpu#{}:{}", ctx.id(), ctx.facts().name),
+        match (&self.inner, self.gpu_context()) {
+            (Inner::Cpu(_), _) => write!(f, "cpu"),
+            (Inner::Gpu(handle), Some(ctx)) => {
+                write!(f, "gpu#{}:{}", handle.id(), ctx.facts().name)
+            }
+            (Inner::Gpu(handle), None) => write!(f, "gpu#{}:cpu", handle.id()),
         }
     }
 }

@@ -1,0 +1,188 @@
+//! The GPU a [`Device`](super::Device) handle stands for, which a recovery
+//! replaces.
+//!
+//! A handle's clones (the application's, and each tensor's) share one
+//! [`GpuHandle`]. It points at the device the handle is now: a wgpu device
+//! webtensor opened or was given (a [`GpuContext`]), or, once a lost GPU
+//! could not be opened again, the CPU. Each `GpuContext` is one wgpu
+//! device for all its life, as is each storage on it: a recovery installs
+//! a new context and leaves the lost one to the tensors still on it, whose
+//! every call then fails with `Error::DeviceLost` (a storage never changes
+//! device, so no stale buffer can be bound on the new one).
+//!
+//! Ops read the pointer without a lock (one `arc_swap` load where an op
+//! allocates its output); a recovery swaps it.
+
+use crate::backend::cpu::Threads;
+use crate::backend::gpu::GpuContext;
+use crate::backend::gpu::Listener;
+use arc_swap::ArcSwap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A CPU device: the threads its ops run on, and why it is the CPU when a
+/// GPU was asked for.
+#[derive(Clone)]
+pub(crate) struct CpuDevice {
+    pub reason: Option<Arc<str>>,
+    pub threads: Threads,
+}
+
+/// What a GPU handle is now.
+pub(crate) enum Now {
+    Gpu(Arc<GpuContext>),
+    /// A lost GPU none could replace: the handle's tensors are made on the
+    /// CPU from then on.
+    Cpu(CpuDevice),
+}
+
+/// The shared target of a GPU [`Device`](super::Device) handle.
+pub(crate) struct GpuHandle {
+    now: ArcSwap<Now>,
+    /// The id of the first device: what the handle prints and
+    /// `DeviceInfo::id` says, whatever it is now.
+    id: u64,
+    /// The options webtensor opened it with; `None` for the application's
+    /// device (`Device::from_wgpu`), which webtensor cannot open again.
+    pub options: Option<crate::GpuOptions>,
+    heralds: Arc<Heralds>,
+    /// Set once what it is now is the CPU (read by every op that asks
+    /// which kind of device it is on, without loading `now`).
+    on_cpu: AtomicBool,
+}
+
+/// Who hears of a handle's losses. Its devices' lost callbacks hold it,
+/// not the handle (which they would keep alive, and which a browser's
+/// wgpu types keep from being shared with a callback).
+#[derive(Default)]
+struct Heralds {
+    /// Recoveries so far: the generation of the device the handle is now.
+    generation: AtomicU64,
+    told: Mutex<Told>,
+}
+
+/// The application's listeners (`Device::on_lost`), and the generation
+/// whose loss they were told of, with its reason.
+#[derive(Default)]
+struct Told {
+    listeners: Vec<Listener>,
+    loss: Option<(u64, String)>,
+}
+
+impl GpuHandle {
+    /// A handle on `ctx`, opened with `options` (`None`: the application's).
+    pub fn new(ctx: Arc<GpuContext>, options: Option<crate::GpuOptions>) -> Arc<GpuHandle> {
+        let id = ctx.id();
+        let handle = Arc::new(GpuHandle {
+            now: ArcSwap::from_pointee(Now::Gpu(ctx.clone())),
+            id,
+            options,
+            heralds: Arc::default(),
+            on_cpu: AtomicBool::new(false),
+        });
+        handle.hear(&ctx, 0);
+        handle
+    }
+
+    /// What the handle is now (a lock-free load; hold it briefly).
+    #[inline]
+    pub fn now(&self) -> arc_swap::Guard<Arc<Now>> {
+        self.now.load()
+    }
+
+    /// What the handle is now, kept.
+    pub fn now_full(&self) -> Arc<Now> {
+        self.now.load_full()
+    }
+
+    /// True once the handle went on on the CPU (for good).
+    #[inline]
+    pub fn on_cpu(&self) -> bool {
+        self.on_cpu.load(Ordering::Acquire)
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Recoveries so far.
+    pub fn generation(&self) -> u64 {
+        self.heralds.generation()
+    }
+
+    /// Makes `next` what the handle is, in place of `was` (the lost
+    /// device), unless another recovery replaced it first (then false, and
+    /// `next` goes). The listeners hear of `next`'s loss.
+    pub fn replace(&self, was: &Arc<Now>, next: Now) -> bool {
+        let next = Arc::new(next);
+        let previous = self.now.compare_and_swap(was, next.clone());
+        if !Arc::ptr_eq(&previous, was) {
+            return false;
+        }
+        let generation = self.heralds.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        match &*next {
+            Now::Gpu(ctx) => self.hear(ctx, generation),
+            Now::Cpu(_) => self.on_cpu.store(true, Ordering::Release),
+        }
+        true
+    }
+
+    /// Has `ctx`, the device of `generation`, tell the listeners of its
+    /// loss.
+    fn hear(&self, ctx: &GpuContext, generation: u64) {
+        let heralds = self.heralds.clone();
+        ctx.on_lost(Arc::new(move |reason: &str| {
+            heralds.tell(generation, reason);
+        }));
+    }
+
+    /// Calls `listener` at every loss of the handle's device from now on,
+    /// and at once when the device it is now is lost and the listeners
+    /// were told.
+    pub fn listen(&self, listener: Listener) {
+        self.heralds.listen(listener);
+    }
+}
+
+impl Heralds {
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Calls the listeners with `reason`, the loss of `generation`'s
+    /// device, unless the handle has moved on from it (a device a recovery
+    /// replaced is no longer the application's concern).
+    fn tell(&self, generation: u64, reason: &str) {
+        let listeners = {
+            let mut told = self.lock();
+            if generation != self.generation() {
+                return;
+            }
+            told.loss = Some((generation, reason.to_string()));
+            told.listeners.clone()
+        };
+        for listener in &listeners {
+            listener(reason);
+        }
+    }
+
+    fn listen(&self, listener: Listener) {
+        let now = {
+            let mut told = self.lock();
+            told.listeners.push(listener.clone());
+            match &told.loss {
+                Some((generation, reason)) if *generation == self.generation() => {
+                    Some(reason.clone())
+                }
+                _ => None,
+            }
+        };
+        if let Some(reason) = now {
+            listener(&reason);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Told> {
+        self.told.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

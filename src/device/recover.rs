@@ -1,0 +1,166 @@
+//! Coming back from a lost GPU: [`Device::recover`] opens a new device and
+//! rebinds the handle to it (see `handle.rs`).
+
+use super::handle::{CpuDevice, GpuHandle, Now};
+use super::{Device, Inner};
+use crate::backend::cpu::Threads;
+use crate::backend::gpu::GpuContext;
+use crate::error::{Error, Result};
+use std::sync::Arc;
+
+const OP: &str = "Device::recover";
+
+impl Device {
+    /// Rebinds this handle, and every clone of it, to a new GPU device
+    /// after its own was lost (blocking; native only): the same adapter
+    /// when it can be opened again, else the best one left, else the CPU
+    /// ([`Device::is_cpu`] then says so, and [`Device::info`] why).
+    /// Does nothing when the device is not lost, and on the CPU.
+    ///
+    /// Tensors made from then on are on the new device. Those of the lost
+    /// one stay lost: every call on them fails with `Error::DeviceLost`,
+    /// naming the reason, and none of their data comes back. The settings
+    /// changed on the handle (flush threshold, fusion, matmul tile, memory
+    /// cap) carry over; kernels are built again, and autotuning and the
+    /// kernels' self-checks run again, as each is first needed. Listeners
+    /// given to [`Device::on_lost`] hear of the new device's loss too.
+    /// [`Device::stats`] counts from zero, but for `recoveries`.
+    ///
+    /// ```no_run
+    /// use webtensor::{Device, Error, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let dev = Device::gpu()?;
+    /// let x = Tensor::ones([4], webtensor::DType::F32, &dev)?;
+    /// match x.to_vec::<f32>() {
+    ///     Err(Error::DeviceLost { reason, .. }) => {
+    ///         eprintln!("GPU lost ({reason}), reopening");
+    ///         dev.recover()?;
+    ///     }
+    ///     other => println!("{:?}", other?),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Argument` for a device the application opened
+    /// ([`Device::from_wgpu`]): webtensor cannot open it again; give a new
+    /// one to [`Device::recover_with`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn recover(&self) -> Result<()> {
+        pollster::block_on(self.recover_async())
+    }
+
+    /// [`Device::recover`] without blocking (the form for wasm, where a
+    /// device is requested asynchronously).
+    ///
+    /// # Errors
+    /// As [`Device::recover`].
+    pub async fn recover_async(&self) -> Result<()> {
+        let Some((handle, was, lost)) = self.lost_gpu() else {
+            return Ok(());
+        };
+        let Some(options) = &handle.options else {
+            return Err(Error::argument(
+                OP,
+                "the device is the application's (Device::from_wgpu): open a new wgpu \
+                 device and give it to Device::recover_with",
+            ));
+        };
+        let opened = if options.sabotage_recovery {
+            Err(Error::NoAdapter {
+                op: OP,
+                reason: "GpuOptions::sabotage_recovery".into(),
+            })
+        } else {
+            GpuContext::open(options).await
+        };
+        let next = match opened {
+            Ok(ctx) => {
+                ctx.carry_settings(&lost);
+                Now::Gpu(Arc::new(ctx))
+            }
+            Err(e) => Now::Cpu(CpuDevice {
+                reason: Some(
+                    format!(
+                        "the GPU was lost ({}) and none could be opened again: {e}",
+                        lost.lost_reason()
+                    )
+                    .into(),
+                ),
+                threads: Threads::default(),
+            }),
+        };
+        install(handle, &was, &lost, next, "the device was lost");
+        Ok(())
+    }
+
+    /// Rebinds this GPU handle, and every clone of it, to `device` and
+    /// `queue`, the application's new wgpu device (after the loss of the
+    /// one [`Device::from_wgpu`] was given, say), as [`Device::recover`]
+    /// does with a device it opens. The device it was is retired even if it
+    /// was not lost: its tensors then fail with `Error::DeviceLost` as on a
+    /// lost device. `info` (from `adapter.get_info()`) names the new one.
+    ///
+    /// # Errors
+    /// `Error::Argument` on the CPU, and for a handle that went on on the
+    /// CPU when its GPU was lost (its tensors are host tensors now).
+    pub fn recover_with(
+        &self,
+        info: &wgpu::AdapterInfo,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    ) -> Result<()> {
+        const OP: &str = "Device::recover_with";
+        let refused = |what: &str| Err(Error::argument(OP, format!("the device is {what}")));
+        let Inner::Gpu(handle) = &self.inner else {
+            return refused("the CPU");
+        };
+        let was = handle.now_full();
+        let Now::Gpu(old) = &*was else {
+            return refused("on the CPU since its GPU was lost");
+        };
+        let options = handle.options.clone().unwrap_or_default();
+        let ctx = GpuContext::from_wgpu(info, device, queue, &options);
+        ctx.carry_settings(old);
+        install(
+            handle,
+            &was,
+            old,
+            Now::Gpu(Arc::new(ctx)),
+            "Device::recover_with replaced the device",
+        );
+        Ok(())
+    }
+
+    /// Times this handle's GPU was replaced since it was opened (0 on the
+    /// CPU).
+    pub fn recoveries(&self) -> u64 {
+        match &self.inner {
+            Inner::Gpu(handle) => handle.generation(),
+            Inner::Cpu(_) => 0,
+        }
+    }
+
+    /// The handle, what it is now, and its device, when that is a lost GPU.
+    fn lost_gpu(&self) -> Option<(&Arc<GpuHandle>, Arc<Now>, Arc<GpuContext>)> {
+        let Inner::Gpu(handle) = &self.inner else {
+            return None;
+        };
+        let was = handle.now_full();
+        let Now::Gpu(ctx) = &*was else {
+            return None;
+        };
+        let ctx = ctx.clone();
+        ctx.is_lost().then_some((handle, was, ctx))
+    }
+}
+
+/// Makes `next` what `handle` is in place of `was`, whose device `old`
+/// is retired (for `reason`, when it was not lost), unless another
+/// recovery came first: then `next` goes, and the handle keeps that one's.
+fn install(handle: &Arc<GpuHandle>, was: &Arc<Now>, old: &GpuContext, next: Now, reason: &str) {
+    if handle.replace(was, next) {
+        old.retire(reason);
+    }
+}

@@ -1,0 +1,354 @@
+//! Coming back from a lost GPU (`Device::recover`): the handle and its
+//! clones run on a new device, with the settings changed on it; the lost
+//! device's tensors stay lost, whichever way they are used, and never bind
+//! on the new device; recoveries race safely; a GPU none can replace leaves
+//! the handle on the CPU; the application's device is replaced by its own
+//! new one; and a hundred losses and recoveries hold no memory.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+use webtensor::{CustomKernel, DType, Device, Error, Fft, GpuOptions, MatmulTile, Tensor};
+
+/// How long a call may take before the test calls it a hang.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+fn own(options: GpuOptions) -> Option<Device> {
+    common::own_gpu(options)
+}
+
+/// Runs `f` on a thread of its own, failing the test past [`WATCHDOG`].
+fn within_watchdog<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(f());
+    });
+    receive
+        .recv_timeout(WATCHDOG)
+        .unwrap_or_else(|_| panic!("{what}: no answer within {WATCHDOG:?} (a hang)"))
+}
+
+/// Destroys `dev`'s wgpu device and waits until webtensor knows it.
+fn lose(dev: &Device) {
+    let (device, _) = dev.wgpu().expect("a GPU device");
+    device.destroy();
+    let synced = within_watchdog("the sync after the loss", {
+        let dev = dev.clone();
+        move || dev.sync()
+    });
+    assert!(
+        matches!(synced, Err(Error::DeviceLost { .. })),
+        "{synced:?}"
+    );
+    assert!(dev.is_lost());
+}
+
+#[track_caller]
+fn assert_lost<T: std::fmt::Debug>(result: webtensor::Result<T>, what: &str) {
+    assert!(
+        matches!(result, Err(Error::DeviceLost { ref reason, .. }) if reason.contains("destroyed")),
+        "{what}: expected Error::DeviceLost, got {result:?}"
+    );
+}
+
+fn values(t: &Tensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+/// A sample of every family on `dev`, as values to compare with the CPU's.
+fn sample(dev: &Device) -> Vec<Vec<f32>> {
+    let cpu = Device::cpu();
+    let host = Tensor::rand([8, 8], DType::F32, 7, &cpu).unwrap();
+    let a = host.to_device(dev).unwrap();
+    let index = Tensor::from_slice(&[3i32, 0, 7], [3], dev).unwrap();
+    let kernel = CustomKernel::new(
+        "twice_plus",
+        &[("x", DType::F32)],
+        &[],
+        ("y", DType::F32),
+        "y = 2.0 * x + 1.0;",
+    )
+    .unwrap();
+    let t = a.transpose(0, 1).unwrap();
+    vec![
+        values(&a.add(&t).unwrap().exp().unwrap()),
+        values(&a.matmul(&t).unwrap()),
+        values(&a.sum(1).unwrap()),
+        values(&a.softmax(-1).unwrap()),
+        values(&a.cumsum(0).unwrap()),
+        values(&a.sort(-1, webtensor::SortOrder::Ascending).unwrap()),
+        values(&a.fft(Fft::along(-1)).unwrap().abs().unwrap()),
+        values(&a.index_select(&index, 0).unwrap()),
+        // Custom kernels run on GPUs alone: the CPU's answer by ops.
+        values(&if dev.is_gpu() {
+            kernel.call(&[&t], &[]).unwrap()
+        } else {
+            t.mul_scalar(2.0).unwrap().add_scalar(1.0).unwrap()
+        }),
+    ]
+}
+
+fn assert_sample_is_the_cpus(dev: &Device) {
+    let want = sample(&Device::cpu());
+    let got = sample(dev);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        common::assert_close(g, w, 1e-4, &format!("family {i} after the recovery"));
+    }
+}
+
+#[test]
+fn the_cpu_and_a_live_gpu_have_nothing_to_recover() {
+    let cpu = Device::cpu();
+    cpu.recover().unwrap();
+    assert_eq!(cpu.recoveries(), 0);
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    let a = Tensor::ones([4], DType::F32, &dev).unwrap();
+    dev.recover().unwrap();
+    assert_eq!(dev.recoveries(), 0);
+    assert_eq!(dev.stats().recoveries, 0);
+    assert!(!a.is_lost());
+    assert_eq!(values(&a.add_scalar(1.0).unwrap()), [2.0; 4]);
+}
+
+#[test]
+fn a_recovered_handle_runs_every_family_and_the_lost_tensors_stay_lost() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    // Settings changed on the handle carry over.
+    dev.set_flush_threshold(7);
+    dev.set_fusion(false);
+    dev.set_matmul_tile(MatmulTile::Small);
+    dev.set_memory_cap(Some(256 << 20));
+    let heard = Arc::new(AtomicUsize::new(0));
+    let h = heard.clone();
+    dev.on_lost(move |_| {
+        h.fetch_add(1, Ordering::SeqCst);
+    });
+    let clone = dev.clone();
+    let old = Tensor::rand([8, 8], DType::F32, 3, &dev).unwrap();
+    let old_view = old.transpose(0, 1).unwrap();
+    let held = old.clone();
+    let mut graph = dev.capture(move || held.add_scalar_(1.0)).unwrap();
+    assert_sample_is_the_cpus(&dev);
+
+    lose(&dev);
+    assert_eq!(heard.load(Ordering::SeqCst), 1);
+    within_watchdog("the recovery", {
+        let dev = dev.clone();
+        move || dev.recover()
+    })
+    .unwrap();
+    assert!(
+        !dev.is_lost() && !clone.is_lost(),
+        "clones share the handle"
+    );
+    assert_eq!(dev.recoveries(), 1);
+    assert_eq!(clone.recoveries(), 1);
+    assert_eq!(dev, clone);
+    assert_eq!(dev.flush_threshold(), 7);
+    assert!(!dev.fusion());
+    assert_eq!(dev.matmul_tile(), MatmulTile::Small);
+    let stats = dev.stats();
+    assert_eq!(stats.recoveries, 1);
+
+    // The handle's new tensors run every family, on the clone too.
+    assert_sample_is_the_cpus(&dev);
+    assert_sample_is_the_cpus(&clone);
+
+    // The lost tensors stay lost, whichever side of an op they are on:
+    // none binds on the new device.
+    let new = Tensor::rand([8, 8], DType::F32, 4, &dev).unwrap();
+    assert!(old.is_lost() && old_view.is_lost() && !new.is_lost());
+    assert_eq!(old.device(), &dev);
+    assert_lost(old.to_vec::<f32>(), "to_vec");
+    assert_lost(old.exp(), "exp of a lost tensor");
+    assert_lost(old.add(&new), "lost + new");
+    assert_lost(new.add(&old_view), "new + lost view");
+    assert_lost(new.mul_(&old), "new *= lost");
+    assert_lost(new.matmul(&old), "new @ lost");
+    assert_lost(old.matmul(&new), "lost @ new");
+    assert_lost(new.sum(0).and_then(|s| s.add(&old.sum(0)?)), "sums");
+    assert_lost(old.to_device(&Device::cpu()), "to the CPU");
+    assert_lost(graph.run(), "a step captured before the loss");
+    assert_eq!(
+        values(&new),
+        values(&Tensor::rand([8, 8], DType::F32, 4, &Device::cpu()).unwrap()),
+        "new tensors are untouched by the failed ops"
+    );
+    dev.sync().unwrap();
+
+    // The new device's loss is heard too, and it recovers again.
+    lose(&dev);
+    assert_eq!(heard.load(Ordering::SeqCst), 2);
+    dev.recover().unwrap();
+    assert_eq!(dev.recoveries(), 2);
+    assert!(new.is_lost());
+    assert_sample_is_the_cpus(&dev);
+}
+
+#[test]
+fn recoveries_racing_on_threads_open_one_device() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    lose(&dev);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let dev = dev.clone();
+            std::thread::spawn(move || dev.recover())
+        })
+        .collect();
+    within_watchdog("racing recoveries", move || {
+        for t in threads {
+            t.join().expect("a recovery panicked").unwrap();
+        }
+    });
+    assert_eq!(dev.recoveries(), 1, "one device replaced the lost one");
+    assert_eq!(
+        values(&Tensor::ones([3], DType::F32, &dev).unwrap()),
+        [1.0; 3]
+    );
+}
+
+#[test]
+fn with_no_adapter_left_the_handle_goes_on_on_the_cpu() {
+    let Some(dev) = own(GpuOptions {
+        sabotage_recovery: true,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let old = Tensor::ones([4], DType::F32, &dev).unwrap();
+    lose(&dev);
+    dev.recover().unwrap();
+    assert!(dev.is_cpu() && !dev.is_gpu() && !dev.is_lost());
+    assert_eq!(dev.recoveries(), 1);
+    let info = dev.info();
+    let reason = info.fallback_reason.clone().unwrap_or_default();
+    assert!(reason.contains("lost"), "{info}");
+    assert!(dev.to_string().contains("cpu"), "{dev}");
+    // CPU tensors are one memory: the handle's mix with any CPU tensor.
+    assert_eq!(dev, Device::cpu());
+    let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [4], &dev).unwrap();
+    let b = Tensor::ones([4], DType::F32, &Device::cpu()).unwrap();
+    assert_eq!(values(&a.add(&b).unwrap()), [2.0, 3.0, 4.0, 5.0]);
+    assert_sample_is_the_cpus(&dev);
+    // The lost GPU tensor never reaches a CPU kernel.
+    assert!(old.is_lost());
+    assert_lost(a.add(&old), "cpu + lost");
+    assert_lost(old.add(&a), "lost + cpu");
+    assert_lost(old.sum(0), "sum of lost");
+    assert_lost(a.matmul(&old.reshape([4, 1]).unwrap()), "cpu @ lost");
+    // It stays the CPU: a later recovery has nothing to do.
+    dev.recover().unwrap();
+    assert_eq!(dev.recoveries(), 1);
+    let (info, device, queue) = app_device();
+    assert!(matches!(
+        dev.recover_with(&info, device, queue),
+        Err(Error::Argument { .. })
+    ));
+}
+
+/// An application's own wgpu device, with its adapter's info.
+fn app_device() -> (wgpu::AdapterInfo, wgpu::Device, wgpu::Queue) {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::PRIMARY,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    let adapter =
+        pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+            .expect("an adapter");
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))
+            .expect("a device");
+    (adapter.get_info(), device, queue)
+}
+
+#[test]
+fn the_applications_device_is_replaced_by_its_own_new_one() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let (info, device, queue) = app_device();
+    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default());
+    let old = Tensor::ones([4], DType::F32, &dev).unwrap();
+    device.destroy();
+    let synced = within_watchdog("the sync after the loss", {
+        let dev = dev.clone();
+        move || dev.sync()
+    });
+    assert!(
+        matches!(synced, Err(Error::DeviceLost { .. })),
+        "{synced:?}"
+    );
+    // webtensor cannot open the application's device again.
+    match dev.recover() {
+        Err(Error::Argument { op, msg }) => {
+            assert_eq!(op, "Device::recover");
+            assert!(msg.contains("recover_with"), "{msg}");
+        }
+        other => panic!("expected Error::Argument, got {other:?}"),
+    }
+    let (info, device, queue) = app_device();
+    dev.recover_with(&info, device.clone(), queue).unwrap();
+    assert_eq!(dev.recoveries(), 1);
+    assert_eq!(dev.wgpu().unwrap().0, device);
+    assert_sample_is_the_cpus(&dev);
+    assert_lost(old.to_vec::<f32>(), "a tensor of the lost device");
+
+    // A working device replaced on purpose retires: its tensors fail as
+    // lost ones.
+    let live = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let (info, device, queue) = app_device();
+    dev.recover_with(&info, device, queue).unwrap();
+    assert_eq!(dev.recoveries(), 2);
+    assert!(live.is_lost());
+    assert!(matches!(
+        live.to_vec::<f32>(),
+        Err(Error::DeviceLost { ref reason, .. }) if reason.contains("recover_with")
+    ));
+    assert_sample_is_the_cpus(&dev);
+}
+
+/// The process's resident memory in bytes (Linux).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+#[test]
+fn a_hundred_losses_and_recoveries_hold_no_memory() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    let cycle = |i: usize| {
+        let a = Tensor::full([1 << 16], i as f32, DType::F32, &dev).unwrap();
+        let b = a.add_scalar(1.0).unwrap().sum(0).unwrap();
+        assert_eq!(b.to_vec::<f32>().unwrap(), [(i as f32 + 1.0) * 65536.0]);
+        lose(&dev);
+        dev.recover().unwrap();
+    };
+    for i in 0..10 {
+        cycle(i);
+    }
+    let before = resident_bytes();
+    for i in 10..110 {
+        cycle(i);
+    }
+    assert_eq!(dev.recoveries(), 110);
+    if let (Some(before), Some(after)) = (before, resident_bytes()) {
+        let grown = after.saturating_sub(before);
+        assert!(
+            grown < 64 << 20,
+            "100 losses and recoveries grew the process by {} MiB",
+            grown >> 20
+        );
+    }
+}
