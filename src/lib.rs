@@ -100,7 +100,7 @@ mod shape_spec;
 mod tensor;
 
 pub use backend::gpu::{GpuOptions, MatmulPrecision, MatmulTile, TunedMatmul};
-pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats};
+pub use device::{Device, DeviceInfo, DeviceKind, DeviceStats, Persist, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::Graph;

@@ -31,6 +31,18 @@ fn within_watchdog<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send +
         .unwrap_or_else(|_| panic!("{what}: no answer within {WATCHDOG:?} (a hang)"))
 }
 
+/// Waits (within the watchdog) until `count` reaches `n`, then checks that
+/// it stays there: listeners hear of a loss on a thread of their own.
+#[track_caller]
+fn heard_within(count: &AtomicUsize, n: usize, what: &str) {
+    let start = std::time::Instant::now();
+    while count.load(Ordering::SeqCst) < n && start.elapsed() < WATCHDOG {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(count.load(Ordering::SeqCst), n, "{what}");
+}
+
 /// Destroys `dev`'s wgpu device and waits until webtensor knows it.
 fn lose(dev: &Device) {
     let (device, _) = dev.wgpu().expect("a GPU device");
@@ -138,7 +150,7 @@ fn a_recovered_handle_runs_every_family_and_the_lost_tensors_stay_lost() {
     assert_sample_is_the_cpus(&dev);
 
     lose(&dev);
-    assert_eq!(heard.load(Ordering::SeqCst), 1);
+    heard_within(&heard, 1, "the first loss");
     within_watchdog("the recovery", {
         let dev = dev.clone();
         move || dev.recover()
@@ -171,6 +183,19 @@ fn a_recovered_handle_runs_every_family_and_the_lost_tensors_stay_lost() {
     assert_lost(old.add(&new), "lost + new");
     assert_lost(new.add(&old_view), "new + lost view");
     assert_lost(new.mul_(&old), "new *= lost");
+    // A lost destination fails as lost, whatever its operands are.
+    assert_lost(old.mul_(&new), "lost *= new");
+    assert_lost(old.assign(&new), "lost <- new");
+    assert_lost(old.copy_from(&new), "lost <- new, copied");
+    let index = Tensor::from_slice(&[1i32, 0], [1, 2], &dev).unwrap();
+    let src = Tensor::ones([1, 2], DType::F32, &dev).unwrap();
+    assert_lost(old.scatter_(&index, &src, 0), "scatter into lost");
+    assert_lost(
+        new.scatter_(&index.to_dtype(DType::I32).unwrap(), &old, 0),
+        "scatter of lost",
+    );
+    // No call hands a lost tensor back as if it held data.
+    assert_lost(old.to_device(&dev), "to its own (recovered) handle");
     assert_lost(new.matmul(&old), "new @ lost");
     assert_lost(old.matmul(&new), "lost @ new");
     assert_lost(new.sum(0).and_then(|s| s.add(&old.sum(0)?)), "sums");
@@ -185,7 +210,7 @@ fn a_recovered_handle_runs_every_family_and_the_lost_tensors_stay_lost() {
 
     // The new device's loss is heard too, and it recovers again.
     lose(&dev);
-    assert_eq!(heard.load(Ordering::SeqCst), 2);
+    heard_within(&heard, 2, "the recovered device's loss");
     dev.recover().unwrap();
     assert_eq!(dev.recoveries(), 2);
     assert!(new.is_lost());
@@ -193,7 +218,7 @@ fn a_recovered_handle_runs_every_family_and_the_lost_tensors_stay_lost() {
 }
 
 #[test]
-fn recoveries_racing_on_threads_open_one_device() {
+fn racing_recoveries_replace_the_lost_device_once() {
     let Some(dev) = own(GpuOptions::default()) else {
         return;
     };
@@ -245,6 +270,15 @@ fn with_no_adapter_left_the_handle_goes_on_on_the_cpu() {
     assert_lost(old.add(&a), "lost + cpu");
     assert_lost(old.sum(0), "sum of lost");
     assert_lost(a.matmul(&old.reshape([4, 1]).unwrap()), "cpu @ lost");
+    assert_lost(old.add_(&a), "lost += cpu");
+    assert_lost(old.assign(&a), "lost <- cpu");
+    let index = Tensor::from_slice(&[1i32, 0], [2], &dev).unwrap();
+    assert_lost(
+        old.scatter_(&index, &a.narrow(0, 0, 2).unwrap(), 0),
+        "scatter into lost",
+    );
+    assert_lost(old.to_device(&Device::cpu()), "to the CPU it equals");
+    assert_lost(old.to_device(&dev), "to its own handle, on the CPU");
     // It stays the CPU: a later recovery has nothing to do.
     dev.recover().unwrap();
     assert_eq!(dev.recoveries(), 1);
@@ -351,4 +385,73 @@ fn a_hundred_losses_and_recoveries_hold_no_memory() {
             grown >> 20
         );
     }
+}
+
+#[test]
+fn a_listener_recovers_the_device_it_hears_of_without_holding_it() {
+    let Some(dev) = own(GpuOptions {
+        // Every op submits: the loss is met inside a submit, with the
+        // scheduler's lock held.
+        flush_threshold: Some(1),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let weak = dev.downgrade();
+    assert_eq!(weak.upgrade().as_ref(), Some(&dev));
+    let recovered = Arc::new(AtomicUsize::new(0));
+    let r = recovered.clone();
+    dev.on_lost(move |_| {
+        if let Some(dev) = weak.upgrade() {
+            dev.recover().unwrap();
+            r.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let x = Tensor::ones([1024], DType::F32, &dev).unwrap();
+    let (device, _) = dev.wgpu().unwrap();
+    device.destroy();
+    // Ops until one meets the loss (each submits; a sync polls).
+    let ran = within_watchdog("ops meeting the loss", {
+        let (x, dev) = (x.clone(), dev.clone());
+        move || {
+            (0..100)
+                .map(|_| x.add_scalar_(1.0).and_then(|()| dev.sync()))
+                .find(|r| r.is_err())
+        }
+    });
+    assert!(
+        matches!(ran, Some(Err(Error::DeviceLost { .. }))),
+        "{ran:?}"
+    );
+    heard_within(&recovered, 1, "the listener's recovery");
+    assert_eq!(dev.recoveries(), 1);
+    assert_sample_is_the_cpus(&dev);
+    // The listener holds the device weakly: the handle goes with its last
+    // strong clone.
+    let weak = dev.downgrade();
+    drop((dev, x));
+    assert!(weak.upgrade().is_none(), "a listener kept the device alive");
+}
+
+#[test]
+fn the_applications_new_device_takes_the_handles_options() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let (info, device, queue) = app_device();
+    let options = GpuOptions {
+        max_binding_bytes: Some(4096),
+        ..Default::default()
+    };
+    let dev = Device::from_wgpu(&info, device.clone(), queue, options);
+    assert_eq!(dev.info().max_storage_binding, 4096);
+    device.destroy();
+    let _ = dev.sync();
+    let (info, device, queue) = app_device();
+    dev.recover_with(&info, device, queue).unwrap();
+    assert_eq!(dev.info().max_storage_binding, 4096);
+    // Past one 4 KiB binding: the elementwise windows still add right.
+    let big = Tensor::ones([5000], DType::F32, &dev).unwrap();
+    let sum = big.add_scalar(1.0).unwrap().sum(..).unwrap();
+    assert_eq!(sum.item::<f32>().unwrap(), 10000.0);
 }

@@ -1339,6 +1339,44 @@ async fn a_destroyed_device_is_lost_and_every_call_fails_at_once() {
 }
 
 #[wasm_bindgen_test]
+async fn a_destroyed_device_recovers_with_its_kept_tensors() {
+    use webtensor::Persist;
+    let dev = gpu().await;
+    dev.set_persist(Persist::HostCopy);
+    let weights = Tensor::from_slice(&[1.5f32, -2.0, 0.25, 8.0], [2, 2], &dev).unwrap();
+    dev.set_persist(Persist::Nothing);
+    let state = Tensor::zeros([2, 2], DType::F32, &dev).unwrap();
+    state.add_(&weights).unwrap();
+    state.checkpoint_async().await.unwrap();
+    state.add_(&weights).unwrap();
+    let plain = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let (device, _) = dev.wgpu().expect("a GPU");
+    device.destroy();
+    assert!(matches!(
+        dev.sync_async().await,
+        Err(Error::DeviceLost { .. })
+    ));
+    next_task().await;
+    assert!(dev.is_lost());
+    dev.recover_async().await.unwrap();
+    assert!(!dev.is_lost() && dev.is_gpu());
+    assert_eq!(dev.recoveries(), 1);
+    assert_eq!(read(&weights).await, [1.5, -2.0, 0.25, 8.0]);
+    assert_eq!(read(&state).await, [1.5, -2.0, 0.25, 8.0], "the checkpoint");
+    assert!(plain.is_lost());
+    assert!(matches!(
+        plain.to_vec_async::<f32>().await,
+        Err(Error::DeviceLost { .. })
+    ));
+    // The new device runs ops, the restored tensors' among them.
+    let got = state.matmul(&weights).unwrap().add_scalar(1.0).unwrap();
+    let cpu = Device::cpu();
+    let w = Tensor::from_slice(&[1.5f32, -2.0, 0.25, 8.0], [2, 2], &cpu).unwrap();
+    let want = w.matmul(&w).unwrap().add_scalar(1.0).unwrap();
+    close(&read(&got).await, &read(&want).await, "after the recovery");
+}
+
+#[wasm_bindgen_test]
 async fn transformer_blocks_gguf_and_special_functions_agree_with_the_cpu() {
     use webtensor::io::{GgmlType, Gguf, GgufValue, GgufWriter};
     use webtensor::{Attention, Rope, RopeStyle};

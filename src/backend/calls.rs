@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// destination's shape) and dtype.
 #[derive(Clone)]
 pub(crate) struct TensorRef<'a> {
-    pub storage: &'a Arc<Storage>,
+    pub storage: StorageRef<'a>,
     pub layout: Layout,
     pub dtype: KernelType,
 }
@@ -26,10 +26,67 @@ impl<'a> TensorRef<'a> {
     /// The same tensor read through `layout` (this one's is not cloned).
     pub fn with_layout(&self, layout: Layout) -> TensorRef<'a> {
         TensorRef {
-            storage: self.storage,
+            storage: self.storage.clone(),
             layout,
             dtype: self.dtype,
         }
+    }
+}
+
+/// The storage of a tensor as a call holds it: the tensor's own, or the one
+/// a recovery restored its data to (see `backend/kept.rs`), held for the
+/// call. Either way a plain reference: reading it costs what reading the
+/// tensor's own did.
+pub(crate) struct StorageRef<'a> {
+    /// The tensor's storage, or `held`'s (on the heap, where it stays put
+    /// while `held` lives, which is as long as this reference).
+    storage: &'a Arc<Storage>,
+    // The `Arc` itself must sit at a stable address: it is lent out as
+    // `&Arc<Storage>`, the type every call's operands have.
+    #[allow(clippy::redundant_allocation)]
+    held: Option<Box<Arc<Storage>>>,
+}
+
+impl<'a> StorageRef<'a> {
+    /// The tensor's own storage.
+    #[inline(always)]
+    pub fn own(storage: &'a Arc<Storage>) -> StorageRef<'a> {
+        StorageRef {
+            storage,
+            held: None,
+        }
+    }
+
+    /// A storage this reference holds.
+    pub fn held(storage: Arc<Storage>) -> StorageRef<'a> {
+        let held = Box::new(storage);
+        // SAFETY: the box's contents stay at one heap address, unchanged,
+        // until the box is dropped with this value; `storage` is private
+        // and only lent out for as long as `self` is borrowed (`Deref`),
+        // so no reference to them outlives the box.
+        let storage: &'a Arc<Storage> = unsafe { &*std::ptr::from_ref::<Arc<Storage>>(&held) };
+        StorageRef {
+            storage,
+            held: Some(held),
+        }
+    }
+}
+
+impl Clone for StorageRef<'_> {
+    fn clone(&self) -> Self {
+        match &self.held {
+            None => StorageRef::own(self.storage),
+            Some(held) => StorageRef::held(Arc::clone(held)),
+        }
+    }
+}
+
+impl std::ops::Deref for StorageRef<'_> {
+    type Target = Arc<Storage>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Arc<Storage> {
+        self.storage
     }
 }
 

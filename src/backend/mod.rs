@@ -10,6 +10,7 @@ mod calls;
 pub(crate) mod cpu;
 mod custom_spec;
 pub(crate) mod gpu;
+pub(crate) mod kept;
 #[cfg(test)]
 mod layering;
 pub(crate) mod recycle;
@@ -20,8 +21,8 @@ use crate::op::ReduceOp;
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
     Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall, QuantCall,
-    ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, TensorRef,
-    antialias_taps, antialias_window, lines,
+    ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, StorageRef,
+    TensorRef, antialias_taps, antialias_window, lines,
 };
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
@@ -82,8 +83,9 @@ impl Storage {
         })
     }
 
-    /// Storage holding `data`: uploaded to the GPU at `place`, or kept in
-    /// host memory.
+    /// Storage holding `data`: uploaded to the GPU at `place` (and kept
+    /// there as a host copy for a recovery where the device keeps them,
+    /// see `kept.rs`), or kept in host memory.
     ///
     /// # Errors
     /// As [`Storage::alloc`] on a GPU.
@@ -93,7 +95,14 @@ impl Storage {
                 cpu::CpuData::from_vec(data),
                 threads.clone(),
             )),
-            Place::Gpu(ctx) => Storage::Gpu(gpu::GpuStorage::upload(ctx, op, &data)?),
+            Place::Gpu(ctx) => {
+                let storage = gpu::GpuStorage::upload(ctx, op, &data)?;
+                if ctx.host_copies() {
+                    let kept = storage.keep(ctx);
+                    kept.set_copy(cpu::CpuData::from_vec(data), Some(kept.writes()));
+                }
+                Storage::Gpu(storage)
+            }
         })
     }
 
@@ -181,6 +190,34 @@ impl Storage {
         }
     }
 
+    /// Every element of a GPU storage as host data of its stored type (after
+    /// the device's pending work); `None` for host storage.
+    ///
+    /// # Errors
+    /// GPU readback failures (see [`Storage::read`]).
+    pub async fn read_all(&self, op: &'static str) -> Result<Option<cpu::CpuData>> {
+        let Storage::Gpu(s) = self else {
+            return Ok(None);
+        };
+        let n = s.len();
+        macro_rules! read {
+            ($t:ty) => {
+                cpu::CpuData::from_vec(self.read::<$t>(op, 0, n).await?)
+            };
+        }
+        Ok(Some(match s.dtype {
+            KernelType::F32 => read!(f32),
+            KernelType::F16 => read!(half::f16),
+            KernelType::BF16 => read!(half::bf16),
+            KernelType::F64 => read!(f64),
+            KernelType::I32 => read!(i32),
+            KernelType::I64 => read!(i64),
+            KernelType::U32 => read!(u32),
+            KernelType::U8 => read!(u8),
+            KernelType::Bool => read!(bool),
+        }))
+    }
+
     /// The host storage this is, for a CPU kernel of `op`.
     ///
     /// # Errors
@@ -201,6 +238,18 @@ impl Storage {
             Storage::Gpu(s) => s.len(),
         }
     }
+}
+
+/// `s`, a destination on a GPU, unless its device is lost: then it fails
+/// as one, whatever its operands are (a recovery may have replaced their
+/// device, and a kernel would meet them as strangers).
+///
+/// # Errors
+/// `Error::DeviceLost` naming `op`.
+#[inline]
+fn live<'a>(op: &'static str, s: &'a gpu::GpuStorage) -> Result<&'a gpu::GpuStorage> {
+    s.ctx.check_lost(op)?;
+    Ok(s)
 }
 
 /// Runs `call` on the backend that holds the destination.
@@ -227,11 +276,10 @@ pub(crate) fn run(call: Call) -> Result<()> {
             Input::Scalar(_) => {}
         }
     }
-    let storage = call.out.storage;
-    match &**storage {
-        Storage::Cpu(s) => cpu::profiled(call.kernel.name(), s, || cpu::run(s, &call)),
-        Storage::Gpu(s) => gpu::record_elementwise(s, call),
+    if let Storage::Cpu(s) = &**call.out.storage {
+        return cpu::profiled(call.kernel.name(), s, || cpu::run(s, &call));
     }
+    gpu::record_elementwise(call)
 }
 
 /// Runs a reduction on the backend that holds its output.
@@ -255,10 +303,10 @@ pub(crate) fn reduce(call: ReduceCall) -> Result<()> {
             ));
         }
     }
-    let out = call.out.storage;
+    let out = call.out.storage.clone();
     match &**out {
         Storage::Cpu(s) => cpu::profiled("reduce", s, || cpu::reduce(s, &call)),
-        Storage::Gpu(s) => gpu::reduce(s, call),
+        Storage::Gpu(s) => gpu::reduce(live("reduce", s)?, call),
     }
 }
 
@@ -267,14 +315,14 @@ pub(crate) fn reduce(call: ReduceCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn matmul(call: MatmulCall) -> Result<()> {
-    no_wide_kernel("matmul", call.out.storage, call.a.dtype)?;
+    no_wide_kernel("matmul", &call.out.storage, call.a.dtype)?;
     check_bounds(&call.a)?;
     check_bounds(&call.b)?;
     check_bounds(&call.out)?;
-    let out = call.out.storage;
+    let out = call.out.storage.clone();
     match &**out {
         Storage::Cpu(s) => cpu::profiled("matmul", s, || cpu::matmul(s, &call)),
-        Storage::Gpu(s) => gpu::matmul(s, call),
+        Storage::Gpu(s) => gpu::matmul(live("matmul", s)?, call),
     }
 }
 
@@ -287,7 +335,7 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("scan", s, || cpu::scan(s, call)),
-        Storage::Gpu(s) => gpu::scan(s, call),
+        Storage::Gpu(s) => gpu::scan(live("scan", s)?, call),
     }
 }
 
@@ -296,12 +344,12 @@ pub(crate) fn scan(call: &ScanCall) -> Result<()> {
 /// # Errors
 /// GPU failures and device limits.
 pub(crate) fn sort(call: &SortCall) -> Result<()> {
-    no_wide_kernel("sort", call.out.storage, call.input.dtype)?;
+    no_wide_kernel("sort", &call.out.storage, call.input.dtype)?;
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("sort", s, || cpu::sort(s, call)),
-        Storage::Gpu(s) => gpu::sort(s, call),
+        Storage::Gpu(s) => gpu::sort(live("sort", s)?, call),
     }
 }
 
@@ -316,7 +364,7 @@ pub(crate) fn custom(call: &CustomCall) -> Result<()> {
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(_) => Err(Error::internal(call.op, "a custom kernel reached the CPU")),
-        Storage::Gpu(s) => gpu::custom(s, call),
+        Storage::Gpu(s) => gpu::custom(live(call.op, s)?, call),
     }
 }
 
@@ -329,7 +377,7 @@ pub(crate) fn softmax(call: &SoftmaxCall) -> Result<()> {
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("softmax", s, || cpu::softmax(s, call)),
-        Storage::Gpu(s) => gpu::softmax(s, call),
+        Storage::Gpu(s) => gpu::softmax(live("softmax", s)?, call),
     }
 }
 
@@ -342,7 +390,7 @@ pub(crate) fn fft(call: &FftCall) -> Result<()> {
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("fft", s, || cpu::fft(s, call)),
-        Storage::Gpu(s) => gpu::fft(s, call),
+        Storage::Gpu(s) => gpu::fft(live("fft", s)?, call),
     }
 }
 
@@ -372,7 +420,7 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     }
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("conv2d", s, || cpu::conv(s, call).map(|()| true)),
-        Storage::Gpu(s) => gpu::conv(s, call),
+        Storage::Gpu(s) => gpu::conv(live("conv", s)?, call),
     }
 }
 
@@ -411,7 +459,7 @@ pub(crate) fn depthwise(call: &DepthwiseCall) -> Result<()> {
     }
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("depthwise", s, || cpu::depthwise(s, call)),
-        Storage::Gpu(s) => gpu::depthwise(s, call),
+        Storage::Gpu(s) => gpu::depthwise(live("depthwise", s)?, call),
     }
 }
 
@@ -437,7 +485,7 @@ pub(crate) fn norm(call: &NormCall) -> Result<()> {
             "layer_norm",
             "a norm kernel call reached the CPU",
         )),
-        Storage::Gpu(s) => gpu::norm(s, call),
+        Storage::Gpu(s) => gpu::norm(live("norm", s)?, call),
     }
 }
 
@@ -457,7 +505,7 @@ pub(crate) fn quant(call: &QuantCall) -> Result<bool> {
     }
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("qmatmul", s, || cpu::quant(s, call)).map(|()| true),
-        Storage::Gpu(s) => gpu::quant(s, call),
+        Storage::Gpu(s) => gpu::quant(live("qmatmul", s)?, call),
     }
 }
 
@@ -474,7 +522,7 @@ pub(crate) fn pool(call: &PoolCall) -> Result<()> {
             "pool",
             "a pooling kernel call reached the CPU",
         )),
-        Storage::Gpu(s) => gpu::pool(s, call),
+        Storage::Gpu(s) => gpu::pool(live("pool", s)?, call),
     }
 }
 
@@ -491,7 +539,7 @@ pub(crate) fn resize(call: &ResizeCall) -> Result<()> {
             "resize",
             "a resize kernel call reached the CPU",
         )),
-        Storage::Gpu(s) => gpu::resize(s, call),
+        Storage::Gpu(s) => gpu::resize(live("resize", s)?, call),
     }
 }
 
@@ -506,7 +554,7 @@ pub(crate) fn gather(call: &GatherCall) -> Result<()> {
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("gather", s, || cpu::gather(s, call)),
-        Storage::Gpu(s) => gpu::gather(s, call),
+        Storage::Gpu(s) => gpu::gather(live("gather", s)?, call),
     }
 }
 
@@ -522,7 +570,7 @@ pub(crate) fn scatter(call: &ScatterCall) -> Result<()> {
     check_bounds(&call.out)?;
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("scatter", s, || cpu::scatter(s, call)),
-        Storage::Gpu(s) => gpu::scatter(s, call),
+        Storage::Gpu(s) => gpu::scatter(live("scatter", s)?, call),
     }
 }
 

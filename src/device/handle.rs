@@ -42,13 +42,18 @@ pub(crate) struct GpuHandle {
     /// The id of the first device: what the handle prints and
     /// `DeviceInfo::id` says, whatever it is now.
     id: u64,
-    /// The options webtensor opened it with; `None` for the application's
-    /// device (`Device::from_wgpu`), which webtensor cannot open again.
-    pub options: Option<crate::GpuOptions>,
+    /// The options it was opened with (and each device that replaces it).
+    pub options: crate::GpuOptions,
+    /// False for the application's device (`Device::from_wgpu`), which
+    /// webtensor cannot open again.
+    pub reopens: bool,
     heralds: Arc<Heralds>,
     /// Set once what it is now is the CPU (read by every op that asks
     /// which kind of device it is on, without loading `now`).
     on_cpu: AtomicBool,
+    /// Held by a replacement of `now` alone (never by a reader): the swap,
+    /// the generation and the new device's listener go together.
+    replacing: Mutex<()>,
 }
 
 /// Who hears of a handle's losses. Its devices' lost callbacks hold it,
@@ -70,15 +75,18 @@ struct Told {
 }
 
 impl GpuHandle {
-    /// A handle on `ctx`, opened with `options` (`None`: the application's).
-    pub fn new(ctx: Arc<GpuContext>, options: Option<crate::GpuOptions>) -> Arc<GpuHandle> {
+    /// A handle on `ctx`, opened with `options`; `reopens`: webtensor
+    /// opened it (not the application), and can open another.
+    pub fn new(ctx: Arc<GpuContext>, options: crate::GpuOptions, reopens: bool) -> Arc<GpuHandle> {
         let id = ctx.id();
         let handle = Arc::new(GpuHandle {
             now: ArcSwap::from_pointee(Now::Gpu(ctx.clone())),
             id,
             options,
+            reopens,
             heralds: Arc::default(),
             on_cpu: AtomicBool::new(false),
+            replacing: Mutex::default(),
         });
         handle.hear(&ctx, 0);
         handle
@@ -113,25 +121,42 @@ impl GpuHandle {
     /// Makes `next` what the handle is, in place of `was` (the lost
     /// device), unless another recovery replaced it first (then false, and
     /// `next` goes). The listeners hear of `next`'s loss.
-    pub fn replace(&self, was: &Arc<Now>, next: Now) -> bool {
-        let next = Arc::new(next);
-        let previous = self.now.compare_and_swap(was, next.clone());
-        if !Arc::ptr_eq(&previous, was) {
+    pub fn replace(&self, was: &Arc<Now>, next: Arc<Now>) -> bool {
+        let _replacing = self.replacing.lock().unwrap_or_else(|e| e.into_inner());
+        if !Arc::ptr_eq(&self.now.load(), was) {
             return false;
         }
-        let generation = self.heralds.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        match &*next {
-            Now::Gpu(ctx) => self.hear(ctx, generation),
-            Now::Cpu(_) => self.on_cpu.store(true, Ordering::Release),
+        // Ops that ask the kind see the CPU no later than they find it.
+        if matches!(&*next, Now::Cpu(_)) {
+            self.on_cpu.store(true, Ordering::Release);
+        }
+        let generation = self.heralds.generation.load(Ordering::Acquire) + 1;
+        self.now.store(next.clone());
+        self.heralds.generation.store(generation, Ordering::Release);
+        if let Now::Gpu(ctx) = &*next {
+            self.hear(ctx, generation);
         }
         true
     }
 
     /// Has `ctx`, the device of `generation`, tell the listeners of its
-    /// loss.
+    /// loss: natively on a thread of its own, as wgpu tells of a loss
+    /// inside whatever call met it (a submit webtensor makes holding its
+    /// locks, which a listener that recovers the device takes); in a
+    /// browser, where the page's event loop tells of it, at once.
     fn hear(&self, ctx: &GpuContext, generation: u64) {
         let heralds = self.heralds.clone();
         ctx.on_lost(Arc::new(move |reason: &str| {
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                let (heralds, reason) = (heralds.clone(), reason.to_string());
+                let told = std::thread::Builder::new()
+                    .name("webtensor device lost".into())
+                    .spawn(move || heralds.tell(generation, &reason));
+                if told.is_ok() {
+                    return;
+                }
+            }
             heralds.tell(generation, reason);
         }));
     }

@@ -2,6 +2,7 @@
 
 mod handle;
 mod info;
+mod persist;
 mod recover;
 
 use crate::backend::Place;
@@ -10,6 +11,7 @@ use crate::backend::gpu::{GpuContext, GpuOptions, MatmulPrecision, MatmulTile};
 use crate::error::{Error, Result};
 use handle::{CpuDevice, GpuHandle, Now};
 pub use info::{DeviceInfo, DeviceKind, DeviceStats};
+pub use persist::Persist;
 use std::fmt;
 use std::sync::Arc;
 
@@ -119,7 +121,7 @@ impl Device {
     /// As [`Device::gpu`].
     pub async fn gpu_async_with(options: GpuOptions) -> Result<Device> {
         let ctx = GpuContext::open(&options).await?;
-        Ok(Device::from_gpu_context(Arc::new(ctx), Some(options)))
+        Ok(Device::from_gpu_context(Arc::new(ctx), options, true))
     }
 
     /// The process-wide default device, opened once: the GPU when a
@@ -386,11 +388,14 @@ impl Device {
         self.with(|on| on.gpu().is_some_and(|ctx| ctx.is_lost()))
     }
 
-    /// Calls `listener` with wgpu's reason when the GPU is lost: once, on
-    /// the thread that finds the loss (natively, one polling the device;
-    /// in a browser, the page's), at once when it already is lost, never
-    /// on the CPU. The listener may call webtensor (every call on the lost
-    /// device fails at once); it should return quickly.
+    /// Calls `listener` with wgpu's reason each time the handle's GPU is
+    /// lost (the device a recovery opens too): once a loss, natively on a
+    /// thread of its own soon after wgpu tells of it (a readback, a sync,
+    /// a submit meets it), in a browser on the page's event loop; at once
+    /// when the device it is now is lost already; never on the CPU. The
+    /// listener may call webtensor, [`Device::recover`] included. A
+    /// listener that holds the device keeps it open for good: hold a
+    /// [`WeakDevice`] ([`Device::downgrade`]) instead.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -399,9 +404,13 @@ impl Device {
     /// let device = Device::cpu();
     /// let lost = Arc::new(AtomicBool::new(false));
     /// let heard = lost.clone();
+    /// let weak = device.downgrade();
     /// device.on_lost(move |reason| {
     ///     eprintln!("GPU lost: {reason}");
     ///     heard.store(true, Ordering::Relaxed);
+    ///     if let Some(device) = weak.upgrade() {
+    ///         let _ = device.recover();
+    ///     }
     /// });
     /// assert!(!device.is_lost() && !lost.load(Ordering::Relaxed));
     /// ```
@@ -444,11 +453,16 @@ impl Device {
         }
     }
 
-    /// The device of an opened GPU context, opened with `options` (`None`:
-    /// the application's device).
-    pub(crate) fn from_gpu_context(ctx: Arc<GpuContext>, options: Option<GpuOptions>) -> Device {
+    /// The device of an opened GPU context, opened with `options`;
+    /// `reopens`: webtensor opened it (not the application) and can open
+    /// another after a loss.
+    pub(crate) fn from_gpu_context(
+        ctx: Arc<GpuContext>,
+        options: GpuOptions,
+        reopens: bool,
+    ) -> Device {
         Device {
-            inner: Inner::Gpu(GpuHandle::new(ctx, options)),
+            inner: Inner::Gpu(GpuHandle::new(ctx, options, reopens)),
         }
     }
 
@@ -497,6 +511,53 @@ impl Device {
         match &self.inner {
             Inner::Gpu(handle) => Some(handle),
             Inner::Cpu(_) => None,
+        }
+    }
+}
+
+/// A [`Device`] handle that does not keep its device open
+/// ([`Device::downgrade`]): for a listener of [`Device::on_lost`], which the
+/// device holds.
+#[derive(Clone)]
+pub struct WeakDevice {
+    inner: WeakInner,
+}
+
+#[derive(Clone)]
+enum WeakInner {
+    Cpu(CpuDevice),
+    Gpu(std::sync::Weak<GpuHandle>),
+}
+
+impl Device {
+    /// A handle to this device that does not keep it open.
+    pub fn downgrade(&self) -> WeakDevice {
+        WeakDevice {
+            inner: match &self.inner {
+                Inner::Cpu(cpu) => WeakInner::Cpu(cpu.clone()),
+                Inner::Gpu(handle) => WeakInner::Gpu(Arc::downgrade(handle)),
+            },
+        }
+    }
+}
+
+impl WeakDevice {
+    /// The device, while a [`Device`] handle to it (a tensor's included)
+    /// lives; always the CPU for the CPU.
+    pub fn upgrade(&self) -> Option<Device> {
+        let inner = match &self.inner {
+            WeakInner::Cpu(cpu) => Inner::Cpu(cpu.clone()),
+            WeakInner::Gpu(handle) => Inner::Gpu(handle.upgrade()?),
+        };
+        Some(Device { inner })
+    }
+}
+
+impl fmt::Debug for WeakDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.upgrade() {
+            Some(device) => write!(f, "WeakDevice({device})"),
+            None => write!(f, "WeakDevice(gone)"),
         }
     }
 }

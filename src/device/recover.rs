@@ -3,6 +3,7 @@
 
 use super::handle::{CpuDevice, GpuHandle, Now};
 use super::{Device, Inner};
+use crate::backend::Place;
 use crate::backend::cpu::Threads;
 use crate::backend::gpu::GpuContext;
 use crate::error::{Error, Result};
@@ -12,10 +13,13 @@ const OP: &str = "Device::recover";
 
 impl Device {
     /// Rebinds this handle, and every clone of it, to a new GPU device
-    /// after its own was lost (blocking; native only): the same adapter
-    /// when it can be opened again, else the best one left, else the CPU
-    /// ([`Device::is_cpu`] then says so, and [`Device::info`] why).
-    /// Does nothing when the device is not lost, and on the CPU.
+    /// after its own was lost (blocking; native only): the adapter
+    /// [`Device::gpu_with`] would open now with the handle's options (the
+    /// same one when the driver offers it again), or, when none opens, the
+    /// CPU ([`Device::is_cpu`] then says so for good, and
+    /// [`Device::info`] why). Does nothing when the device is not lost,
+    /// and on the CPU. Recoveries racing on threads may each open a device;
+    /// the first installed stands.
     ///
     /// Tensors made from then on are on the new device. Those of the lost
     /// one stay lost: every call on them fails with `Error::DeviceLost`,
@@ -24,7 +28,12 @@ impl Device {
     /// cap) carry over; kernels are built again, and autotuning and the
     /// kernels' self-checks run again, as each is first needed. Listeners
     /// given to [`Device::on_lost`] hear of the new device's loss too.
-    /// [`Device::stats`] counts from zero, but for `recoveries`.
+    /// [`Device::stats`] counts from zero, but for `recoveries`. Tensors
+    /// that kept their data ([`Persist`], [`Tensor::checkpoint`]) come
+    /// back: every view of them reads it again.
+    ///
+    /// [`Persist`]: crate::Persist
+    /// [`Tensor::checkpoint`]: crate::Tensor::checkpoint
     ///
     /// ```no_run
     /// use webtensor::{Device, Error, Tensor};
@@ -45,7 +54,10 @@ impl Device {
     /// # Errors
     /// `Error::Argument` for a device the application opened
     /// ([`Device::from_wgpu`]): webtensor cannot open it again; give a new
-    /// one to [`Device::recover_with`].
+    /// one to [`Device::recover_with`]. The first failure to restore a
+    /// kept tensor (`Error::OutOfMemory` under the memory cap, the new
+    /// device's loss): that tensor stays lost, the others come back, and
+    /// the handle is rebound all the same.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn recover(&self) -> Result<()> {
         pollster::block_on(self.recover_async())
@@ -60,13 +72,14 @@ impl Device {
         let Some((handle, was, lost)) = self.lost_gpu() else {
             return Ok(());
         };
-        let Some(options) = &handle.options else {
+        if !handle.reopens {
             return Err(Error::argument(
                 OP,
                 "the device is the application's (Device::from_wgpu): open a new wgpu \
                  device and give it to Device::recover_with",
             ));
-        };
+        }
+        let options = &handle.options;
         let opened = if options.sabotage_recovery {
             Err(Error::NoAdapter {
                 op: OP,
@@ -91,20 +104,22 @@ impl Device {
                 threads: Threads::default(),
             }),
         };
-        install(handle, &was, &lost, next, "the device was lost");
-        Ok(())
+        // Another recovery that came first stands (this one's device goes).
+        install(handle, &was, &lost, &Arc::new(next), "the device was lost").map(drop)
     }
 
     /// Rebinds this GPU handle, and every clone of it, to `device` and
     /// `queue`, the application's new wgpu device (after the loss of the
-    /// one [`Device::from_wgpu`] was given, say), as [`Device::recover`]
-    /// does with a device it opens. The device it was is retired even if it
-    /// was not lost: its tensors then fail with `Error::DeviceLost` as on a
-    /// lost device. `info` (from `adapter.get_info()`) names the new one.
+    /// one [`Device::from_wgpu`] was given, say), with the options the
+    /// handle was opened with, as [`Device::recover`] does with a device
+    /// it opens. The device it was is retired first even if it was not
+    /// lost: its tensors then fail with `Error::DeviceLost` as on a lost
+    /// device. `info` (from `adapter.get_info()`) names the new one.
     ///
     /// # Errors
     /// `Error::Argument` on the CPU, and for a handle that went on on the
-    /// CPU when its GPU was lost (its tensors are host tensors now).
+    /// CPU when its GPU was lost (its tensors are host tensors now); as
+    /// [`Device::recover`] for the tensors it restores.
     pub fn recover_with(
         &self,
         info: &wgpu::AdapterInfo,
@@ -116,21 +131,26 @@ impl Device {
         let Inner::Gpu(handle) = &self.inner else {
             return refused("the CPU");
         };
-        let was = handle.now_full();
-        let Now::Gpu(old) = &*was else {
-            return refused("on the CPU since its GPU was lost");
-        };
-        let options = handle.options.clone().unwrap_or_default();
-        let ctx = GpuContext::from_wgpu(info, device, queue, &options);
-        ctx.carry_settings(old);
-        install(
-            handle,
-            &was,
-            old,
-            Now::Gpu(Arc::new(ctx)),
-            "Device::recover_with replaced the device",
-        );
-        Ok(())
+        let ctx = Arc::new(GpuContext::from_wgpu(info, device, queue, &handle.options));
+        let next = Arc::new(Now::Gpu(ctx.clone()));
+        // The application's device replaces whatever the handle is, even
+        // a device another recovery installed meanwhile.
+        loop {
+            let was = handle.now_full();
+            let Now::Gpu(old) = &*was else {
+                return refused("on the CPU since its GPU was lost");
+            };
+            ctx.carry_settings(old);
+            if install(
+                handle,
+                &was,
+                old,
+                &next,
+                "Device::recover_with replaced the device",
+            )? {
+                return Ok(());
+            }
+        }
     }
 
     /// Times this handle's GPU was replaced since it was opened (0 on the
@@ -156,11 +176,39 @@ impl Device {
     }
 }
 
-/// Makes `next` what `handle` is in place of `was`, whose device `old`
-/// is retired (for `reason`, when it was not lost), unless another
-/// recovery came first: then `next` goes, and the handle keeps that one's.
-fn install(handle: &Arc<GpuHandle>, was: &Arc<Now>, old: &GpuContext, next: Now, reason: &str) {
-    if handle.replace(was, next) {
-        old.retire(reason);
+/// Makes `next` what `handle` is in place of `was`, and restores there
+/// the data the kept storages of `was`'s device `old` hold; `old` is
+/// retired first (marked lost for `reason` when it was not, so that no op
+/// mixes the two devices' buffers). False when another recovery replaced
+/// `was` first: the handle keeps that one's device.
+///
+/// # Errors
+/// The first failure to restore a kept storage (its tensors stay lost;
+/// the others are restored, and the handle is rebound all the same).
+fn install(
+    handle: &Arc<GpuHandle>,
+    was: &Arc<Now>,
+    old: &GpuContext,
+    next: &Arc<Now>,
+    reason: &str,
+) -> Result<bool> {
+    old.retire(reason);
+    if !handle.replace(was, next.clone()) {
+        return Ok(false);
     }
+    let mut failed = None;
+    for kept in old.kept_storages() {
+        let restored = match &**next {
+            Now::Gpu(ctx) => {
+                // A later recovery finds it on the new device.
+                ctx.register_kept(&kept);
+                kept.restore(Place::Gpu(ctx))
+            }
+            Now::Cpu(cpu) => kept.restore(Place::Host(&cpu.threads)),
+        };
+        if let Err(e) = restored {
+            failed.get_or_insert(e.named(OP));
+        }
+    }
+    failed.map_or(Ok(true), Err)
 }

@@ -29,7 +29,7 @@ impl Device {
         options: GpuOptions,
     ) -> Device {
         let ctx = GpuContext::from_wgpu(info, device, queue, &options);
-        Device::from_gpu_context(Arc::new(ctx), None)
+        Device::from_gpu_context(Arc::new(ctx), options, false)
     }
 
     /// The wgpu device and queue of a GPU device (for an application that
@@ -91,7 +91,11 @@ impl Tensor {
     /// `Error::Argument` naming `gpu_buffer` for a CPU tensor; `Error::Gpu`
     /// when the submit fails.
     pub fn gpu_buffer(&self) -> Result<GpuBuffer> {
-        let (buffer, wgsl_array) = interop::hand_out("gpu_buffer", self.storage())?;
+        // The application may write the buffer: a host copy kept for a
+        // recovery goes stale.
+        self.note_write();
+        let storage = self.storage();
+        let (buffer, wgsl_array) = interop::hand_out("gpu_buffer", &storage)?;
         let element_bytes = interop::stored_layout(self.dtype()).1;
         Ok(GpuBuffer {
             buffer,
@@ -101,7 +105,7 @@ impl Tensor {
             shape: self.dims().to_vec(),
             strides: self.strides().to_vec(),
             wgsl_array,
-            _storage: self.storage().clone(),
+            _storage: Arc::clone(&storage),
         })
     }
 
@@ -111,7 +115,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::gpu_buffer`].
     pub fn contiguous_gpu_buffer(&self) -> Result<GpuBuffer> {
-        interop::check_on_gpu("contiguous_gpu_buffer", self.storage())?;
+        interop::check_on_gpu("contiguous_gpu_buffer", &self.storage())?;
         if self.is_contiguous() {
             return self.gpu_buffer();
         }

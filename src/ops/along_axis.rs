@@ -117,7 +117,7 @@ impl Tensor {
             softmax(&SoftmaxCall {
                 log,
                 input: input.kernel_ref(input.layout().transpose(axis, last)?)?,
-                out: out.kernel_ref(out.layout().transpose(axis, last)?)?,
+                out: out.kernel_out(out.layout().transpose(axis, last)?)?,
             })
         })?;
         Ok(Some(out))
@@ -201,7 +201,7 @@ fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
         return scan(&ScanCall {
             op,
             input: input.kernel_ref(input.layout().clone())?,
-            out: dest.kernel_ref(dest.layout().clone())?,
+            out: dest.kernel_out(dest.layout().clone())?,
         });
     }
     let blocks = length / SCAN_BLOCK;
@@ -216,7 +216,7 @@ fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
     scan(&ScanCall {
         op,
         input: blocks_in.kernel_ref(blocks_in.layout().clone())?,
-        out: blocks_out.kernel_ref(blocks_out.layout().clone())?,
+        out: blocks_out.kernel_out(blocks_out.layout().clone())?,
     })?;
     // 2. The running totals of the blocks: a scan of each block's last.
     let last = blocks_out.narrow(-1, SCAN_BLOCK - 1, 1)?;
@@ -242,7 +242,7 @@ fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
         scan(&ScanCall {
             op,
             input: tail_in.kernel_ref(tail_in.layout().clone())?,
-            out: tail_out.kernel_ref(tail_out.layout().clone())?,
+            out: tail_out.kernel_out(tail_out.layout().clone())?,
         })?;
         combine(&tail_out, &carry.narrow(-1, blocks - 1, 1)?)?;
     }

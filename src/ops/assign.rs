@@ -1,7 +1,7 @@
 //! Copies, casts, fills and moves between devices.
 
 use super::Arg;
-use crate::backend::Input;
+use crate::backend::{Input, Storage};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -142,6 +142,11 @@ impl Tensor {
     async fn moved_to(&self, device: &Device) -> Result<Tensor> {
         let target = device.host_threads();
         if device == self.device() && target.as_ref().is_none_or(|t| self.device().runs_on(t)) {
+            // Not a lost tensor, which no call may hand back as if it held
+            // data (its handle may be a recovered one, or the CPU now).
+            if let Storage::Gpu(s) = &**self.storage() {
+                s.ctx.check_lost("to_device")?;
+            }
             return Ok(self.clone());
         }
         device.check_holds("to_device", self.dtype())?;

@@ -108,7 +108,7 @@ impl Tensor {
         strides.push(1);
         let layout = Layout::from_parts(dims.into(), strides, 2 * self.offset());
         Tensor::from_parts(
-            self.storage().clone(),
+            self.own_storage().clone(),
             layout,
             DType::F32,
             self.device().clone(),
@@ -147,7 +147,7 @@ impl Tensor {
             self.offset() / 2,
         );
         Tensor::from_parts(
-            self.storage().clone(),
+            self.own_storage().clone(),
             layout,
             DType::C64,
             self.device().clone(),

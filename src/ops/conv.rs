@@ -404,7 +404,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
         crate::backend::conv_transpose(&ConvCall {
             input: x.kernel_ref(x.layout().clone())?,
             weight: weight.kernel_ref(weight.layout().clone())?,
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
             kernel: [kh, kw],
             stride: s,
             pad: p,
@@ -532,7 +532,7 @@ fn implicit_gemm(
     let recorded = crate::backend::conv(&ConvCall {
         input: x.kernel_ref(x.layout().clone())?,
         weight: weight.kernel_ref(weight.layout().clone())?,
-        out: out.kernel_ref(out.layout().clone())?,
+        out: out.kernel_out(out.layout().clone())?,
         kernel: geometry.kernel,
         stride: conv.stride.0,
         pad: geometry.pad,
@@ -593,7 +593,7 @@ fn depthwise_kernel(
             Some(b) => Some(b.kernel_ref(b.layout().clone())?),
             None => None,
         },
-        out: out.kernel_ref(out.layout().clone())?,
+        out: out.kernel_out(out.layout().clone())?,
         kernel: geometry.kernel,
         stride: conv.stride.0,
         pad: geometry.pad,

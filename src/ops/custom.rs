@@ -275,7 +275,7 @@ impl CustomKernel {
             spec,
             inputs: refs,
             scalars,
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
         })
     }
 }

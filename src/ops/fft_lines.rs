@@ -89,7 +89,7 @@ impl Lines {
         // composed transform splits their axis in two.
         self.pairs_of(x, self.read != FftRead::Real)?;
         self.pairs_of(out, self.read != FftRead::Hermitian)?;
-        let Some((longest, largest_prime)) = fft_line_limit(x.storage()) else {
+        let Some((longest, largest_prime)) = fft_line_limit(&x.storage()) else {
             return self.call(x, out, None);
         };
         let direct = self.n <= longest && smooth(self.n, largest_prime);
@@ -119,7 +119,7 @@ impl Lines {
         fft(&FftCall {
             input: x.kernel_ref(x.layout().clone())?,
             read: self.read,
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
             n: self.n,
             inverse: self.inverse,
             scale: self.scale,

@@ -142,7 +142,7 @@ impl Tensor {
                 op,
                 src: part.target.kernel_ref(src)?,
                 index: index.kernel_ref(index.layout().clone())?,
-                out: out.kernel_ref(out.layout().clone())?,
+                out: out.kernel_out(out.layout().clone())?,
                 target: IndexedAxis {
                     first: part.first,
                     count: part.target.dims()[part.target.rank() - 1],
@@ -253,7 +253,7 @@ impl Tensor {
             let out = part.target.layout().without_last_axis();
             scatter(&ScatterCall {
                 op,
-                out: part.target.kernel_ref(out.permute(&order)?)?,
+                out: part.target.kernel_out(out.permute(&order)?)?,
                 src: src.kernel_ref(src.layout().permute(&order)?)?,
                 index: index.kernel_ref(index.layout().permute(&order)?)?,
                 target: IndexedAxis {

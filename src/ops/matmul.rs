@@ -200,7 +200,7 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         return matmul(MatmulCall {
             a: a.kernel_ref(a.layout().clone())?,
             b: b.kernel_ref(b.layout().clone())?,
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
         });
     };
     // Which of batch, m, k, n the cut axis is.

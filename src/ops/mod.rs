@@ -292,7 +292,7 @@ impl Tensor {
         }
         run(Call {
             kernel,
-            out: self.kernel_ref(self.layout().clone())?,
+            out: self.kernel_out(self.layout().clone())?,
             inputs,
         })
     }

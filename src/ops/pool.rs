@@ -316,7 +316,7 @@ impl Tensor {
             dilation: plan.d,
             count_include_pad: pool.count_include_pad,
             input: self.kernel_ref(self.layout().clone())?,
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
         })?;
         Ok(Some(out))
     }

@@ -191,7 +191,7 @@ impl Tensor {
             op: r.op,
             input: self.kernel_ref(input)?,
             kept: kept.len(),
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
             mean: r.mean,
             center,
         })?;

@@ -196,7 +196,7 @@ impl Tensor {
             },
             ratio,
             input: self.kernel_ref(self.layout().clone())?,
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
         })?;
         Ok(Some(out))
     }

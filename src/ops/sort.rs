@@ -170,7 +170,7 @@ impl Tensor {
             // Both go to the kernel with the sorted axis last: free views.
             sort(&SortCall {
                 input: input.kernel_ref(input.layout().transpose(a, z)?)?,
-                out: dest.kernel_ref(dest.layout().transpose(a, z)?)?,
+                out: dest.kernel_out(dest.layout().transpose(a, z)?)?,
                 descending,
             })?;
             if !dest.shares_storage(out) {

@@ -9,7 +9,7 @@ mod views;
 pub(crate) use create::alloc_beside;
 
 use crate::backend::recycle::Shared;
-use crate::backend::{Storage, TensorRef};
+use crate::backend::{Storage, StorageRef, TensorRef};
 use crate::device::Device;
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
@@ -76,13 +76,64 @@ impl Tensor {
         let dtype = KernelType::of(self.dtype)
             .ok_or_else(|| Error::internal("kernel", "c64 reaches kernels only as f32 views"))?;
         Ok(TensorRef {
-            storage: &self.storage,
+            storage: self.storage(),
             layout,
             dtype,
         })
     }
 
-    pub(crate) fn storage(&self) -> &Arc<Storage> {
+    /// [`Tensor::kernel_ref`] of an op's destination: the write is noted
+    /// (a host copy kept for a recovery goes stale, see
+    /// `backend/kept.rs`). Every op that writes a tensor it did not make
+    /// takes its destination from here.
+    ///
+    /// # Errors
+    /// As [`Tensor::kernel_ref`].
+    pub(crate) fn kernel_out(&self, layout: Layout) -> Result<TensorRef<'_>> {
+        self.note_write();
+        self.kernel_ref(layout)
+    }
+
+    /// Notes that the storage is about to be written (see
+    /// [`Tensor::kernel_out`]).
+    #[inline(always)]
+    pub(crate) fn note_write(&self) {
+        if let Storage::Gpu(s) = &**self.storage
+            && let Some(kept) = s.kept()
+        {
+            kept.written();
+        }
+    }
+
+    /// The storage ops read and write: the tensor's own, or once a
+    /// recovery restored its lost device's data elsewhere, that storage
+    /// (see `backend/kept.rs`).
+    #[inline(always)]
+    pub(crate) fn storage(&self) -> StorageRef<'_> {
+        if let Storage::Gpu(s) = &**self.storage
+            && s.kept().is_some()
+        {
+            return self.kept_storage();
+        }
+        StorageRef::own(&self.storage)
+    }
+
+    /// [`Tensor::storage`] of a storage kept for a recovery: the restored
+    /// one once its own device is lost and a recovery restored it.
+    #[inline(never)]
+    fn kept_storage(&self) -> StorageRef<'_> {
+        if let Storage::Gpu(s) = &**self.storage
+            && s.ctx.is_lost()
+            && let Some(restored) = s.kept().and_then(|k| k.restored())
+        {
+            return StorageRef::held(restored);
+        }
+        StorageRef::own(&self.storage)
+    }
+
+    /// The storage the tensor was made on (the one a recovery's restored
+    /// storage stands in for).
+    pub(crate) fn own_storage(&self) -> &Arc<Storage> {
         &self.storage
     }
 
@@ -141,7 +192,7 @@ impl Tensor {
     /// fails with `Error::DeviceLost`, for good, even once its device
     /// handle is recovered ([`Device::recover`]). False on the CPU.
     pub fn is_lost(&self) -> bool {
-        match &**self.storage {
+        match &**self.storage() {
             Storage::Gpu(s) => s.ctx.is_lost(),
             Storage::Cpu(_) => false,
         }

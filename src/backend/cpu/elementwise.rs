@@ -52,11 +52,11 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
     let mut guards: SmallVec<[(&Arc<Storage>, RwLockReadGuard<'_, CpuData>); 3]> = SmallVec::new();
     for input in &call.inputs {
         if let Input::Tensor(t) = input {
-            let shared = Arc::ptr_eq(t.storage, call.out.storage)
-                || guards.iter().any(|(s, _)| Arc::ptr_eq(s, t.storage));
+            let shared = Arc::ptr_eq(&t.storage, &call.out.storage)
+                || guards.iter().any(|(s, _)| Arc::ptr_eq(s, &t.storage));
             if !shared {
                 let s = t.storage.host("cpu kernel")?;
-                guards.push((t.storage, s.read()));
+                guards.push((&t.storage, s.read()));
             }
         }
     }
@@ -73,12 +73,12 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
         match input {
             Input::Tensor(t) => {
                 layouts.push(&t.layout);
-                let ptr = if Arc::ptr_eq(t.storage, call.out.storage) {
+                let ptr = if Arc::ptr_eq(&t.storage, &call.out.storage) {
                     out_ptr as *const u8
                 } else {
                     guards
                         .iter()
-                        .find(|(s, _)| Arc::ptr_eq(s, t.storage))
+                        .find(|(s, _)| Arc::ptr_eq(s, &t.storage))
                         .map_or(std::ptr::null(), |(_, g)| base_ptr(g))
                 };
                 ptrs.push(ptr);

@@ -21,13 +21,13 @@ pub(crate) fn matmul(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
 
 /// [`matmul`] on this thread (gemm splits it over the current pool).
 fn matmul_here(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
-    let a_guard = host(call.a.storage)?.read();
+    let a_guard = host(&call.a.storage)?.read();
     // `a @ a` reads one storage: lock it once.
     let b_guard: Option<RwLockReadGuard<'_, CpuData>> =
-        if Arc::ptr_eq(call.a.storage, call.b.storage) {
+        if Arc::ptr_eq(&call.a.storage, &call.b.storage) {
             None
         } else {
-            Some(host(call.b.storage)?.read())
+            Some(host(&call.b.storage)?.read())
         };
     let b_data = b_guard.as_deref().unwrap_or(&a_guard);
     let mut out_guard = out.write();

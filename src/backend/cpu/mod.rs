@@ -41,5 +41,5 @@ pub(crate) use reduce::reduce;
 pub(crate) use scan::scan;
 pub(crate) use softmax::softmax;
 pub(crate) use sort::sort;
-pub(crate) use storage::{CpuData, CpuStorage};
+pub(crate) use storage::{CpuData, CpuStorage, with_cpu_data};
 pub(crate) use threads::Threads;

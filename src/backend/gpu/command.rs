@@ -190,7 +190,7 @@ impl Bound {
         let facts = &s.ctx.facts;
         let limit = facts.max_storage_binding;
         if s.size() <= limit {
-            return Ok((Bound::new(op, t.storage, writes)?, None));
+            return Ok((Bound::new(op, &t.storage, writes)?, None));
         }
         let bytes = element_bytes(s.dtype) as u64;
         let (lo, hi) = t.layout.span().unwrap_or((0, 0));

@@ -16,8 +16,9 @@ use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters};
 use super::target::Target;
 use crate::backend::Storage;
+use crate::backend::kept::Kept;
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// What a GPU device has done so far, for `Device::stats`.
@@ -80,6 +81,10 @@ pub(crate) struct GpuContext {
     /// Buffers handed to the application or wrapped from it, with the
     /// storage each is: a buffer wrapped again is that storage again.
     shared: Mutex<Vec<(wgpu::Buffer, Weak<Storage>)>>,
+    /// The storages on this device that keep their data for a recovery.
+    kept: Mutex<Vec<Weak<Kept>>>,
+    /// Tensors made from host data keep a host copy (`Persist::HostCopy`).
+    host_copies: AtomicBool,
 }
 
 /// The id of the next GPU device opened.
@@ -300,6 +305,8 @@ impl GpuContext {
             id,
             custom_sweep: AtomicU64::new(0),
             shared: Mutex::default(),
+            kept: Mutex::default(),
+            host_copies: AtomicBool::new(false),
             bytes_uploaded: AtomicU64::new(0),
             readbacks: AtomicU64::new(0),
             spinning: std::sync::atomic::AtomicBool::new(false),
@@ -598,13 +605,38 @@ impl GpuContext {
         self.set_fusion(old.fusion_enabled());
         self.set_matmul_tile(old.matmul_tile());
         self.set_memory_cap(old.pool.cap());
+        self.set_host_copies(old.host_copies());
+    }
+
+    /// Whether tensors made from host data keep a host copy.
+    pub fn host_copies(&self) -> bool {
+        self.host_copies.load(Ordering::Relaxed)
+    }
+
+    /// Sets whether tensors made from host data keep a host copy.
+    pub fn set_host_copies(&self, on: bool) {
+        self.host_copies.store(on, Ordering::Relaxed);
+    }
+
+    /// Remembers `kept`, a storage's of this device, for a recovery.
+    pub fn register_kept(&self, kept: &Arc<Kept>) {
+        let mut all = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|k| k.strong_count() > 0);
+        all.push(Arc::downgrade(kept));
+    }
+
+    /// The kept storages of this device still alive.
+    pub fn kept_storages(&self) -> Vec<Arc<Kept>> {
+        let all = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        all.iter().filter_map(Weak::upgrade).collect()
     }
 
     /// Lets go of what this device holds once another replaced it: marks
     /// it lost for `reason` when it is not (an application's device it
     /// replaced while it worked: from now on the tensors still on it fail
     /// as on a lost one), abandons its pending work (whose outputs are
-    /// poisoned) and drops its idle buffers, kept tables and bind groups.
+    /// poisoned) and drops its idle buffers, kept tables, bind groups and
+    /// pipelines: what stays is held by the tensors still on it.
     pub fn retire(&self, reason: &str) {
         self.lost.mark(reason.to_string());
         {
@@ -615,6 +647,7 @@ impl GpuContext {
             }
         }
         self.release_pooled_memory();
+        self.pipelines.clear();
     }
 
     /// Submits everything pending (nothing when nothing is).

@@ -336,9 +336,9 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
     let groups = grid_of(numel, WORKGROUP, ctx.facts.max_workgroups_per_dim)?;
     let mut bindings: SmallVec<[Bound; 4]> = SmallVec::new();
     for (input, _) in &call.inputs {
-        bindings.push(Bound::new(call.op, input.storage, false)?);
+        bindings.push(Bound::new(call.op, &input.storage, false)?);
     }
-    bindings.push(Bound::new(call.op, call.out.storage, true)?);
+    bindings.push(Bound::new(call.op, &call.out.storage, true)?);
     let params = params(call, groups[0] * WORKGROUP);
     debug_assert_eq!(params.len() as u64, params_size);
     record_kernel(

@@ -10,7 +10,9 @@ use super::kernel::grid::grid_of;
 use super::kernel::pipeline::{PipelineKey, PipelineSpec};
 use super::storage::GpuStorage;
 use crate::backend::{Call, Input, Storage, TensorRef};
+use crate::dtype::KernelType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -147,51 +149,85 @@ pub(crate) fn record_family<K: FamilyKey>(
 /// layout moves from the call into the command. (Inlined into its two
 /// uses: the recording path of every elementwise op.)
 #[inline(always)]
-fn operand(t: TensorRef, s: &GpuStorage) -> Result<TensorOperand> {
+fn operand(layout: Layout, dtype: KernelType, s: &GpuStorage) -> Result<TensorOperand> {
     s.check_poison("gpu kernel")?;
     Ok(TensorOperand {
         claim: s.claim().clone(),
         buffer_id: s.buffer_id(),
-        layout: t.layout,
-        dtype: t.dtype,
+        layout,
+        dtype,
     })
 }
 
-/// Records `call` on the device that holds `out`.
+/// The error of elementwise op `op` recording on `ctx` and meeting an input
+/// of another device (`s`) or in host memory (`None`): the loss of `ctx`
+/// when it is lost (the destination is a tensor a recovery left behind),
+/// else the input's (see `GpuStorage::elsewhere`).
+#[cold]
+#[inline(never)]
+fn stranger(ctx: &GpuContext, op: &'static str, s: Option<&GpuStorage>) -> Error {
+    match s {
+        _ if ctx.is_lost() => ctx.lost_error(op),
+        Some(s) => s.elsewhere(op, "on this GPU"),
+        None => Error::internal(op, "an input is not on the GPU"),
+    }
+}
+
+/// Records `call` on the GPU that holds its destination.
 ///
 /// # Errors
 /// `Error::DeviceLost` on a lost device; `Error::TooLarge` when the
 /// dispatch grid cannot cover the destination;
 /// `Error::Gpu` when an input is not on this GPU; flush failures when the
 /// recording reaches the flush threshold.
-pub(crate) fn record_elementwise(out: &GpuStorage, call: Call) -> Result<()> {
+pub(crate) fn record_elementwise(call: Call) -> Result<()> {
+    let Call {
+        kernel,
+        out:
+            TensorRef {
+                storage: out_storage,
+                layout: out_layout,
+                dtype: out_dtype,
+            },
+        inputs,
+    } = call;
+    let Storage::Gpu(out) = &**out_storage else {
+        return Err(Error::internal(
+            kernel.name(),
+            "the destination is not on the GPU",
+        ));
+    };
     let ctx = &out.ctx;
     // Fails now, not at flush time, when the grid cannot cover the op.
     grid_of(
-        call.out.layout.numel(),
+        out_layout.numel(),
         WORKGROUP,
         ctx.facts.max_workgroups_per_dim,
     )?;
     let mut args = smallvec::SmallVec::new();
-    for input in call.inputs {
+    for input in inputs {
         args.push(match input {
-            Input::Tensor(t) => {
-                let Storage::Gpu(s) = &**t.storage else {
-                    return Err(Error::internal("gpu kernel", "input is not on the GPU"));
+            Input::Tensor(TensorRef {
+                storage,
+                layout,
+                dtype,
+            }) => {
+                let Storage::Gpu(s) = &**storage else {
+                    return Err(stranger(ctx, kernel.name(), None));
                 };
                 // A tensor of the device a recovery replaced (lost, so
                 // every tensor of another device is refused before).
                 if !Arc::ptr_eq(&s.ctx, ctx) {
-                    return Err(s.elsewhere(call.kernel.name(), "on this GPU"));
+                    return Err(stranger(ctx, kernel.name(), Some(s)));
                 }
-                OpArg::Tensor(operand(t, s)?)
+                OpArg::Tensor(operand(layout, dtype, s)?)
             }
             Input::Scalar(s) => OpArg::Scalar(s),
         });
     }
     let op = RecordedOp {
-        kernel: call.kernel,
-        out: operand(call.out, out)?,
+        kernel,
+        out: operand(out_layout, out_dtype, out)?,
         args,
     };
     ctx.scheduler()

@@ -7,12 +7,13 @@ use super::faults::FAULT_BYTES;
 pub(crate) use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::submit_scoped;
 use super::pool::{BufferKind, PooledBuffer, buffer_size};
+use crate::backend::kept::Kept;
 use crate::backend::recycle::{self, Shared};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::window_of;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 /// A buffer of `len` elements of `dtype` on one GPU, taken from the pool
 /// when first needed (see `buffer_claim.rs`). Dropping it returns the buffer to
@@ -23,6 +24,9 @@ pub(crate) struct GpuStorage {
     pub dtype: KernelType,
     pub ctx: Arc<GpuContext>,
     owner: Owner,
+    /// What brings the data back after a loss, once a tensor asked to
+    /// keep it (see `backend/kept.rs`).
+    kept: OnceLock<Arc<Kept>>,
 }
 
 /// Who gives the buffer back when the storage is dropped.
@@ -96,6 +100,7 @@ impl GpuStorage {
             dtype,
             ctx: ctx.clone(),
             owner: Owner::Pool,
+            kept: OnceLock::new(),
         })
     }
 
@@ -146,6 +151,7 @@ impl GpuStorage {
             dtype,
             ctx: ctx.clone(),
             owner: Owner::Pool,
+            kept: OnceLock::new(),
         };
         Ok((storage, buffer, got.needs_flush))
     }
@@ -170,6 +176,7 @@ impl GpuStorage {
             dtype: KernelType::F32,
             ctx: ctx.clone(),
             owner: Owner::Held,
+            kept: OnceLock::new(),
         };
         if let Some(table) = ctx.constants.get(&key) {
             return Ok(held(table));
@@ -215,6 +222,7 @@ impl GpuStorage {
             dtype,
             ctx: ctx.clone(),
             owner: Owner::Lent,
+            kept: OnceLock::new(),
         }
     }
 
@@ -248,6 +256,24 @@ impl GpuStorage {
             .take(&ctx.pool, target, ctx.open_batch(), &|_| false, reference)
     }
 
+    /// What keeps this storage's data for a recovery, if anything does.
+    #[inline]
+    pub fn kept(&self) -> Option<&Arc<Kept>> {
+        self.kept.get()
+    }
+
+    /// What keeps this storage's data for a recovery, made now if nothing
+    /// did yet and made known to `device`, the handle's device now (whose
+    /// recovery restores it: the storage's own, or the one that replaced
+    /// it).
+    pub fn keep(&self, device: &GpuContext) -> &Arc<Kept> {
+        self.kept.get_or_init(|| {
+            let kept = Arc::new(Kept::default());
+            device.register_kept(&kept);
+            kept
+        })
+    }
+
     /// The error of `op` meeting this storage where storage `wanted` was
     /// (`"in host memory"`, `"on this GPU"`): `Error::DeviceLost` when its
     /// device is lost (a tensor a recovery left behind), else
@@ -262,12 +288,23 @@ impl GpuStorage {
     }
 
     /// `Error::Gpu` naming `op` with the first failure of a batch that was
-    /// to write this tensor: it holds no data anyone can trust.
+    /// to write this tensor: it holds no data anyone can trust
+    /// (`Error::DeviceLost` when its device is lost since).
     ///
     /// # Errors
     /// As described.
     pub fn check_poison(&self, op: &'static str) -> Result<()> {
-        self.claim.check_poison(op)
+        // A batch that failed on a device since lost failed with it.
+        self.claim
+            .check_poison(op)
+            .map_err(|e| self.elsewhere_lost(op).unwrap_or(e))
+    }
+
+    /// `Error::DeviceLost` naming `op` when the device is lost.
+    #[cold]
+    #[inline(never)]
+    fn elsewhere_lost(&self, op: &'static str) -> Option<Error> {
+        self.ctx.is_lost().then(|| self.ctx.lost_error(op))
     }
 
     /// The claim of the buffer, for a recorded command.

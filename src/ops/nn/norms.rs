@@ -271,7 +271,7 @@ impl Tensor {
             weight,
             bias,
             channels: lines.channels,
-            out: out.kernel_ref(out.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
         })?;
         Ok(Some(out))
     }

@@ -165,7 +165,7 @@ impl QTensor {
                 ty: self.ty,
                 w: w.kernel_ref(w.layout().clone())?,
                 x: x_ref,
-                out: out_part.kernel_ref(out_part.layout().clone())?,
+                out: out_part.kernel_out(out_part.layout().clone())?,
                 n: len,
                 k,
                 m,

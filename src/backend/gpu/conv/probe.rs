@@ -15,7 +15,7 @@ use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul::probe::{read, upload};
 use crate::backend::gpu::matmul::tiling::Tiling;
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{ConvCall, Storage, TensorRef};
+use crate::backend::{ConvCall, Storage, StorageRef, TensorRef};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -99,17 +99,17 @@ pub(super) fn answers_right(
     };
     let call = ConvCall {
         input: TensorRef {
-            storage: &x,
+            storage: StorageRef::own(&x),
             layout: x_layout,
             dtype,
         },
         weight: TensorRef {
-            storage: &weight,
+            storage: StorageRef::own(&weight),
             layout: Layout::contiguous(WEIGHT.to_vec()),
             dtype,
         },
         out: TensorRef {
-            storage: &y,
+            storage: StorageRef::own(&y),
             layout: Layout::contiguous(dims.to_vec()),
             dtype,
         },

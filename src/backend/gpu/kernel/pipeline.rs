@@ -156,6 +156,15 @@ impl PipelineCache {
         });
     }
 
+    /// Drops every pipeline (those of dispatches already recorded stay
+    /// with them until they are done).
+    pub fn clear(&self) {
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
     /// Number of pipelines compiled so far (and not dropped).
     pub fn len(&self) -> usize {
         self.pipelines

@@ -25,7 +25,7 @@ use super::{fits, record_with, subgroup};
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::matmul_tile_choice::{MatmulClass, MatmulTile, Tuned};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{MatmulCall, Storage, TensorRef};
+use crate::backend::{MatmulCall, Storage, StorageRef, TensorRef};
 use crate::error::Result;
 use crate::layout::Layout;
 use std::sync::Arc;
@@ -193,7 +193,7 @@ fn tune(
         a: call.a.clone(),
         b: call.b.clone(),
         out: TensorRef {
-            storage: &scratch,
+            storage: StorageRef::own(&scratch),
             layout: Layout::contiguous(shape),
             dtype: call.out.dtype,
         },

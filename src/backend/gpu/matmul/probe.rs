@@ -8,7 +8,7 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{MatmulCall, TensorRef};
+use crate::backend::{MatmulCall, StorageRef, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -222,7 +222,7 @@ fn record(
         return Err(Error::internal(OP, "the probe's output is not on the GPU"));
     };
     let refs = [(&a, a_layout), (&b, b_layout)].map(|(storage, layout)| TensorRef {
-        storage,
+        storage: StorageRef::own(storage),
         layout,
         dtype,
     });
@@ -231,15 +231,15 @@ fn record(
         a: a_ref,
         b: b_ref,
         out: TensorRef {
-            storage: &c,
+            storage: StorageRef::own(&c),
             layout: Layout::contiguous(vec![batches, m, n]),
             dtype,
         },
     };
     let bound = [
-        Bound::new(OP, call.a.storage, false)?,
-        Bound::new(OP, call.b.storage, false)?,
-        Bound::new(OP, call.out.storage, true)?,
+        Bound::new(OP, &call.a.storage, false)?,
+        Bound::new(OP, &call.b.storage, false)?,
+        Bound::new(OP, &call.out.storage, true)?,
     ];
     match variant {
         MatmulVariant::Tile(tile) => record_with(out, &call, bound, tile, [m, n, k, batches])?,

@@ -60,7 +60,7 @@ mod native {
     use crate::backend::gpu::context::GpuContext;
     use crate::backend::gpu::quant::record;
     use crate::backend::gpu::storage::GpuStorage;
-    use crate::backend::{QuantCall, Storage, TensorRef};
+    use crate::backend::{QuantCall, Storage, StorageRef, TensorRef};
     use crate::dtype::KernelType;
     use crate::error::{Error, Result};
     use crate::layout::Layout;
@@ -84,7 +84,7 @@ mod native {
         let w = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &bytes)?));
         // The rows from byte AT: a byte offset that is not a word's.
         let w_ref = TensorRef {
-            storage: &w,
+            storage: StorageRef::own(&w),
             layout: Layout::from_parts(
                 Shape::from([ROWS, BLOCKS * width]),
                 [(BLOCKS * width) as isize, 1].as_slice().into(),
@@ -137,7 +137,7 @@ mod native {
             return Err(Error::internal(OP, "the probe's output is not on the GPU"));
         };
         let f32_ref = |storage, dims: Vec<usize>| TensorRef {
-            storage,
+            storage: StorageRef::own(storage),
             layout: Layout::contiguous(dims),
             dtype: KernelType::F32,
         };

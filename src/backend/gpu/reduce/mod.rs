@@ -120,9 +120,9 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
     // The tensor source's bindings: the source, and its centers.
     let mut sources: SmallVec<[Bound; 4]> = smallvec![src];
     if let Some(center) = &call.center {
-        sources.push(Bound::new("reduce", center.storage, false)?);
+        sources.push(Bound::new("reduce", &center.storage, false)?);
     }
-    let dst = Bound::new("reduce", call.out.storage, true)?;
+    let dst = Bound::new("reduce", &call.out.storage, true)?;
     // Across the fast axis, one thread per output (and split) reads
     // coalesced; otherwise one workgroup per output (and split) does.
     let across = outputs >= 64 && extent > THREAD_MODE_MAX && fast_axis_kept(&kept, &reduced);

@@ -1,0 +1,386 @@
+//! What comes back after a lost GPU (`Persist`, `Tensor::checkpoint`): a
+//! tensor made from host data under `Persist::HostCopy` and never written
+//! since, and a checkpointed one, are restored bit for bit (every dtype,
+//! through every view of their storage) on the new device or on the CPU
+//! a handle goes on on; a written host copy, and every other tensor, stay
+//! lost; restored tensors run ops, are written, checkpointed again and
+//! come back again; a hundred cycles hold no memory.
+
+mod common;
+
+use half::{bf16, f16};
+use std::time::Duration;
+use webtensor::{DType, Device, Error, GpuOptions, Persist, Tensor};
+
+fn own(options: GpuOptions) -> Option<Device> {
+    common::own_gpu(options)
+}
+
+/// Destroys `dev`'s wgpu device and waits until webtensor knows it.
+fn lose(dev: &Device) {
+    let (device, _) = dev.wgpu().expect("a GPU device");
+    device.destroy();
+    let (send, receive) = std::sync::mpsc::channel();
+    let d = dev.clone();
+    std::thread::spawn(move || {
+        let _ = send.send(d.sync());
+    });
+    let synced = receive
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the sync after a loss hangs");
+    assert!(
+        matches!(synced, Err(Error::DeviceLost { .. })),
+        "{synced:?}"
+    );
+}
+
+#[track_caller]
+fn assert_lost<T: std::fmt::Debug>(result: webtensor::Result<T>, what: &str) {
+    assert!(
+        matches!(result, Err(Error::DeviceLost { .. })),
+        "{what}: expected Error::DeviceLost, got {result:?}"
+    );
+}
+
+/// Bits of f32 values, to compare them exactly (NaN included).
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Host values of every dtype, with NaN, infinities, signed zeros and
+/// subnormals where the dtype has them.
+struct Values {
+    f32s: Vec<f32>,
+    f16s: Vec<f16>,
+    bf16s: Vec<bf16>,
+    i32s: Vec<i32>,
+    u8s: Vec<u8>,
+    bools: Vec<bool>,
+}
+
+fn values() -> Values {
+    let mut f32s = common::noise(35, 11);
+    f32s[..6].copy_from_slice(&[
+        f32::NAN,
+        f32::INFINITY,
+        -0.0,
+        1e-40,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+    ]);
+    Values {
+        f16s: f32s.iter().map(|&x| f16::from_f32(x)).collect(),
+        bf16s: f32s.iter().map(|&x| bf16::from_f32(x)).collect(),
+        i32s: (0..35).map(|i| i * 7919 - 100_000).collect(),
+        u8s: (0..35).map(|i| (i * 37) as u8).collect(),
+        bools: (0..35).map(|i| i % 3 == 0).collect(),
+        f32s,
+    }
+}
+
+/// Tensors of every dtype made from `v` on `dev`.
+struct Made {
+    f32s: Tensor,
+    f16s: Tensor,
+    bf16s: Tensor,
+    i32s: Tensor,
+    u8s: Tensor,
+    bools: Tensor,
+}
+
+fn make(v: &Values, dev: &Device) -> Made {
+    Made {
+        f32s: Tensor::from_slice(&v.f32s, [5, 7], dev).unwrap(),
+        f16s: Tensor::from_slice(&v.f16s, [5, 7], dev).unwrap(),
+        bf16s: Tensor::from_slice(&v.bf16s, [5, 7], dev).unwrap(),
+        i32s: Tensor::from_slice(&v.i32s, [5, 7], dev).unwrap(),
+        u8s: Tensor::from_slice(&v.u8s, [5, 7], dev).unwrap(),
+        bools: Tensor::from_slice(&v.bools, [5, 7], dev).unwrap(),
+    }
+}
+
+fn assert_made(m: &Made, v: &Values, what: &str) {
+    assert_eq!(
+        bits(&m.f32s.to_vec::<f32>().unwrap()),
+        bits(&v.f32s),
+        "{what} f32"
+    );
+    let f16_bits = |x: Vec<f16>| x.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+    assert_eq!(
+        f16_bits(m.f16s.to_vec().unwrap()),
+        f16_bits(v.f16s.clone()),
+        "{what} f16"
+    );
+    let bf16_bits = |x: Vec<bf16>| x.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+    assert_eq!(
+        bf16_bits(m.bf16s.to_vec().unwrap()),
+        bf16_bits(v.bf16s.clone()),
+        "{what} bf16"
+    );
+    assert_eq!(m.i32s.to_vec::<i32>().unwrap(), v.i32s, "{what} i32");
+    assert_eq!(m.u8s.to_vec::<u8>().unwrap(), v.u8s, "{what} u8");
+    assert_eq!(m.bools.to_vec::<bool>().unwrap(), v.bools, "{what} bool");
+}
+
+fn ramp(n: usize) -> Vec<f32> {
+    (0..n).map(|i| i as f32 * 0.25 - 3.0).collect()
+}
+
+#[test]
+fn the_cpu_keeps_nothing_and_needs_nothing() {
+    let cpu = Device::cpu();
+    cpu.set_persist(Persist::HostCopy);
+    assert_eq!(cpu.persist(), Persist::Nothing);
+    let t = Tensor::from_slice(&[1.0f32, 2.0], [2], &cpu).unwrap();
+    t.checkpoint().unwrap();
+    t.set_persist(Persist::HostCopy).unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0]);
+}
+
+#[test]
+fn host_copies_and_checkpoints_come_back_bit_for_bit() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    let v = values();
+    assert_eq!(dev.persist(), Persist::Nothing);
+    dev.set_persist(Persist::HostCopy);
+    assert_eq!(dev.persist(), Persist::HostCopy);
+    let kept = make(&v, &dev);
+    let kept_view = kept.f32s.transpose(0, 1).unwrap();
+    let moved = Tensor::from_slice(&ramp(12), [3, 4], &Device::cpu())
+        .unwrap()
+        .to_device(&dev)
+        .unwrap();
+    // Written after it was made: its host copy is stale.
+    let written = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    written.add_scalar_(1.0).unwrap();
+    // Written through a view of its storage: stale too.
+    let written_through_view = Tensor::from_slice(&ramp(8), [2, 4], &dev).unwrap();
+    written_through_view
+        .narrow(1, 1, 2)
+        .unwrap()
+        .mul_scalar_(2.0)
+        .unwrap();
+    // Handed to the application, which may write it: stale.
+    let handed = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    drop(handed.gpu_buffer().unwrap());
+    dev.set_persist(Persist::Nothing);
+    let plain = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    // A state checkpointed, then written: it comes back as checkpointed.
+    let state = Tensor::zeros([4, 4], DType::F32, &dev).unwrap();
+    for _ in 0..3 {
+        state.add_scalar_(1.0).unwrap();
+    }
+    state.checkpoint().unwrap();
+    state.add_scalar_(10.0).unwrap();
+    // A tensor an op made, kept on its own.
+    let made_by_op = kept.f32s.mul_scalar(0.5).unwrap().floor().unwrap();
+    let made_by_op_values = made_by_op.to_vec::<f32>().unwrap();
+    made_by_op.set_persist(Persist::HostCopy).unwrap();
+    // Kept, then let go.
+    let let_go = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    let_go.checkpoint().unwrap();
+    let_go.set_persist(Persist::Nothing).unwrap();
+    dev.set_persist(Persist::HostCopy);
+
+    lose(&dev);
+    assert!(kept.f32s.is_lost());
+    assert_lost(
+        kept.f32s.to_vec::<f32>(),
+        "a kept tensor before the recovery",
+    );
+    dev.recover().unwrap();
+    assert_eq!(dev.persist(), Persist::HostCopy, "the setting carries over");
+
+    assert_made(&kept, &v, "a host copy");
+    assert!(!kept.f32s.is_lost() && !kept_view.is_lost());
+    assert_eq!(
+        bits(&kept_view.to_vec::<f32>().unwrap()),
+        bits(
+            &Tensor::from_slice(&v.f32s, [5, 7], &Device::cpu())
+                .unwrap()
+                .transpose(0, 1)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap()
+        ),
+        "a view of a host copy"
+    );
+    assert_eq!(moved.to_vec::<f32>().unwrap(), ramp(12));
+    assert_eq!(state.to_vec::<f32>().unwrap(), [3.0; 16], "the checkpoint");
+    assert_eq!(
+        bits(&made_by_op.to_vec::<f32>().unwrap()),
+        bits(&made_by_op_values)
+    );
+    for (t, what) in [
+        (&written, "written"),
+        (&written_through_view, "written through a view"),
+        (&handed, "handed out"),
+        (&plain, "made without a copy"),
+        (&let_go, "let go"),
+    ] {
+        assert!(t.is_lost(), "{what}");
+        assert_lost(t.to_vec::<f32>(), what);
+    }
+
+    // Restored tensors run ops with the new device's tensors, and with
+    // the CPU's answers.
+    let fresh = Tensor::from_slice(&ramp(20), [4, 5], &dev).unwrap();
+    let cpu = Device::cpu();
+    let want = Tensor::from_slice(&ramp(12), [3, 4], &cpu)
+        .unwrap()
+        .matmul(&Tensor::from_slice(&ramp(20), [4, 5], &cpu).unwrap())
+        .unwrap();
+    let got = moved
+        .matmul(&fresh)
+        .unwrap()
+        .add(&fresh.sum(0).unwrap())
+        .unwrap();
+    let want = want
+        .add(
+            &want
+                .sum(0)
+                .unwrap()
+                .mul_scalar(0.0)
+                .unwrap()
+                .add(
+                    &Tensor::from_slice(&ramp(20), [4, 5], &cpu)
+                        .unwrap()
+                        .sum(0)
+                        .unwrap(),
+                )
+                .unwrap(),
+        )
+        .unwrap();
+    common::assert_close(
+        &got.to_vec::<f32>().unwrap(),
+        &want.to_vec::<f32>().unwrap(),
+        1e-5,
+        "restored @ new",
+    );
+
+    // Written after the recovery, and checkpointed again.
+    state.add_scalar_(1.0).unwrap();
+    assert_eq!(state.to_vec::<f32>().unwrap(), [4.0; 16]);
+    kept.i32s.add_scalar_(1).unwrap();
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_eq!(dev.recoveries(), 2);
+    assert_eq!(
+        state.to_vec::<f32>().unwrap(),
+        [3.0; 16],
+        "the first checkpoint"
+    );
+    state.add_scalar_(2.0).unwrap();
+    state.checkpoint().unwrap();
+    assert_lost(
+        kept.i32s.to_vec::<i32>(),
+        "a host copy written after a recovery",
+    );
+    assert_eq!(
+        bits(&kept.f32s.to_vec::<f32>().unwrap()),
+        bits(&v.f32s),
+        "an unwritten host copy, twice"
+    );
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_eq!(
+        state.to_vec::<f32>().unwrap(),
+        [5.0; 16],
+        "the second checkpoint"
+    );
+}
+
+#[test]
+fn a_handle_that_goes_on_on_the_cpu_gets_its_kept_tensors_there() {
+    let Some(dev) = own(GpuOptions {
+        sabotage_recovery: true,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let v = values();
+    dev.set_persist(Persist::HostCopy);
+    let kept = make(&v, &dev);
+    let state = Tensor::full([3, 3], 2.5f32, DType::F32, &dev).unwrap();
+    state.checkpoint().unwrap();
+    state.add_scalar_(1.0).unwrap();
+    lose(&dev);
+    dev.recover().unwrap();
+    assert!(dev.is_cpu());
+    assert_made(&kept, &v, "on the CPU");
+    assert_eq!(state.to_vec::<f32>().unwrap(), [2.5; 9]);
+    let cpu_t = Tensor::ones([3, 3], DType::F32, &Device::cpu()).unwrap();
+    assert_eq!(
+        state.add(&cpu_t).unwrap().to_vec::<f32>().unwrap(),
+        [3.5; 9]
+    );
+    state.add_scalar_(1.0).unwrap();
+    assert_eq!(state.to_vec::<f32>().unwrap(), [3.5; 9]);
+    // Nothing is lost on the CPU: a checkpoint there has nothing to do.
+    state.checkpoint().unwrap();
+    assert!(!state.is_lost());
+}
+
+#[test]
+fn a_step_captured_over_a_host_copy_makes_it_stale() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    dev.set_persist(Persist::HostCopy);
+    let x = Tensor::from_slice(&ramp(16), [16], &dev).unwrap();
+    let y = Tensor::from_slice(&ramp(16), [16], &dev).unwrap();
+    let held = x.clone();
+    let mut graph = dev.capture(move || held.add_scalar_(1.0)).unwrap();
+    graph.run().unwrap();
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_lost(x.to_vec::<f32>(), "written by a captured step");
+    assert_eq!(y.to_vec::<f32>().unwrap(), ramp(16));
+}
+
+/// The process's resident memory in bytes (Linux).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+#[test]
+fn a_hundred_cycles_of_kept_tensors_hold_no_memory() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    dev.set_persist(Persist::HostCopy);
+    let weights = Tensor::from_slice(&ramp(1 << 16), [256, 256], &dev).unwrap();
+    dev.set_persist(Persist::Nothing);
+    let state = Tensor::zeros([256, 256], DType::F32, &dev).unwrap();
+    let cycle = |i: usize| {
+        state.add_(&weights).unwrap();
+        state.checkpoint().unwrap();
+        let sum = state.sum(..).unwrap().item::<f32>().unwrap();
+        let want = (i + 1) as f32 * ramp(1 << 16).iter().sum::<f32>();
+        assert!(
+            (sum - want).abs() <= want.abs() * 1e-4,
+            "cycle {i}: {sum} {want}"
+        );
+        lose(&dev);
+        dev.recover().unwrap();
+    };
+    for i in 0..10 {
+        cycle(i);
+    }
+    let before = resident_bytes();
+    for i in 10..110 {
+        cycle(i);
+    }
+    if let (Some(before), Some(after)) = (before, resident_bytes()) {
+        let grown = after.saturating_sub(before);
+        assert!(
+            grown < 64 << 20,
+            "100 cycles grew the process by {} MiB",
+            grown >> 20
+        );
+    }
+}
