@@ -22,6 +22,12 @@ use crate::error::Result;
 /// run. Host-side work inside the closure (a tensor uploaded from a slice,
 /// a Rust `if` on anything) happened once, at capture, on a GPU.
 ///
+/// After the device is lost and recovered ([`Device::recover`]), the next
+/// run captures the step again on the new device (host work inside it
+/// happens again then), on the tensors it holds: those that came back
+/// (`Persist`, `Tensor::checkpoint`) with their restored data, the others
+/// failing as lost. A handle that went on on the CPU runs the closure.
+///
 /// Not `Send`: on the GPU a graph holds the device's buffers the step
 /// binds, given back when the graph is dropped.
 ///
@@ -48,7 +54,13 @@ pub struct Graph {
 }
 
 enum Inner {
-    Gpu(GpuGraph),
+    /// The captured batch, the step (captured again on the device a
+    /// recovery opens) and the handle it was captured on.
+    Gpu {
+        graph: GpuGraph,
+        step: Box<dyn FnMut() -> Result<()>>,
+        device: Device,
+    },
     Cpu(Box<dyn FnMut() -> Result<()>>),
 }
 
@@ -73,12 +85,16 @@ impl Device {
     /// the step recorded until then runs, as eager ops would have); a
     /// capture inside a capture on one device; the device's errors.
     pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
-        let mut step = step;
+        let mut step: Box<dyn FnMut() -> Result<()>> = Box::new(step);
         let inner = match self.gpu_context() {
-            Some(ctx) => Inner::Gpu(capture_step(&ctx, &mut step)?),
+            Some(ctx) => Inner::Gpu {
+                graph: capture_step(&ctx, &mut step)?,
+                step,
+                device: self.clone(),
+            },
             None => {
                 step()?;
-                Inner::Cpu(Box::new(step))
+                Inner::Cpu(step)
             }
         };
         Ok(Graph { inner })
@@ -97,7 +113,31 @@ impl Graph {
     /// CPU, what the step returns.
     pub fn run(&mut self) -> Result<()> {
         match &mut self.inner {
-            Inner::Gpu(g) => g.run(),
+            Inner::Gpu {
+                graph,
+                step,
+                device,
+            } if graph.is_lost() => {
+                // The handle's device was lost; once a recovery rebound
+                // it, the step is captured again there (this run).
+                match device.gpu_context() {
+                    Some(ctx) if !ctx.is_lost() && !graph.runs_on(&ctx) => {
+                        *graph = capture_step(&ctx, step)?;
+                        Ok(())
+                    }
+                    Some(_) => graph.run(),
+                    None => {
+                        // Gone on on the CPU: a run calls the step.
+                        let was =
+                            std::mem::replace(&mut self.inner, Inner::Cpu(Box::new(|| Ok(()))));
+                        if let Inner::Gpu { step, .. } = was {
+                            self.inner = Inner::Cpu(step);
+                        }
+                        self.run()
+                    }
+                }
+            }
+            Inner::Gpu { graph, .. } => graph.run(),
             Inner::Cpu(step) => step(),
         }
     }
@@ -106,7 +146,7 @@ impl Graph {
     /// nothing).
     pub fn ops(&self) -> usize {
         match &self.inner {
-            Inner::Gpu(g) => g.ops(),
+            Inner::Gpu { graph, .. } => graph.ops(),
             Inner::Cpu(_) => 0,
         }
     }
@@ -114,7 +154,7 @@ impl Graph {
     /// The kernel dispatches one run submits (0 on the CPU).
     pub fn dispatches(&self) -> usize {
         match &self.inner {
-            Inner::Gpu(g) => g.dispatches(),
+            Inner::Gpu { graph, .. } => graph.dispatches(),
             Inner::Cpu(_) => 0,
         }
     }

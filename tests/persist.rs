@@ -340,6 +340,39 @@ fn a_step_captured_over_a_host_copy_makes_it_stale() {
     assert_eq!(y.to_vec::<f32>().unwrap(), ramp(16));
 }
 
+#[test]
+fn a_captured_step_over_kept_tensors_runs_on_after_a_recovery() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    dev.set_persist(Persist::HostCopy);
+    let weights = Tensor::from_slice(&ramp(16), [4, 4], &dev).unwrap();
+    dev.set_persist(Persist::Nothing);
+    let state = Tensor::zeros([4, 4], DType::F32, &dev).unwrap();
+    let (s, w) = (state.clone(), weights.clone());
+    // state <- state + w @ w: matmul and elementwise kernels in one step.
+    let mut step = dev
+        .capture(move || s.add_(&w.matmul(&w)?))
+        .unwrap();
+    step.run().unwrap();
+    state.checkpoint().unwrap();
+    step.run().unwrap();
+    let cpu = Device::cpu();
+    let w = Tensor::from_slice(&ramp(16), [4, 4], &cpu).unwrap();
+    let ww = w.matmul(&w).unwrap().to_vec::<f32>().unwrap();
+    let times = |k: f32| ww.iter().map(|x| x * k).collect::<Vec<f32>>();
+    common::assert_close(&state.to_vec::<f32>().unwrap(), &times(3.0), 1e-6, "3 runs");
+    lose(&dev);
+    assert_lost(step.run().and_then(|()| dev.sync()), "a run on the lost device");
+    dev.recover().unwrap();
+    // The next run captures the step again on the new device: from the
+    // checkpoint (2 runs), two more.
+    step.run().unwrap();
+    step.run().unwrap();
+    common::assert_close(&state.to_vec::<f32>().unwrap(), &times(4.0), 1e-6, "after");
+    assert!(step.dispatches() > 0);
+}
+
 /// The process's resident memory in bytes (Linux).
 fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;

@@ -105,6 +105,16 @@ impl GpuGraph {
         self.ctx.explain("Graph::run", ran)
     }
 
+    /// True once the graph's device is lost.
+    pub fn is_lost(&self) -> bool {
+        self.ctx.is_lost()
+    }
+
+    /// True when the graph was captured on `ctx`.
+    pub fn runs_on(&self, ctx: &Arc<GpuContext>) -> bool {
+        Arc::ptr_eq(&self.ctx, ctx)
+    }
+
     /// Ops the step recorded.
     pub fn ops(&self) -> usize {
         self.batch.ops
