@@ -351,9 +351,7 @@ fn a_captured_step_over_kept_tensors_runs_on_after_a_recovery() {
     let state = Tensor::zeros([4, 4], DType::F32, &dev).unwrap();
     let (s, w) = (state.clone(), weights.clone());
     // state <- state + w @ w: matmul and elementwise kernels in one step.
-    let mut step = dev
-        .capture(move || s.add_(&w.matmul(&w)?))
-        .unwrap();
+    let mut step = dev.capture(move || s.add_(&w.matmul(&w)?)).unwrap();
     step.run().unwrap();
     state.checkpoint().unwrap();
     step.run().unwrap();
@@ -363,7 +361,10 @@ fn a_captured_step_over_kept_tensors_runs_on_after_a_recovery() {
     let times = |k: f32| ww.iter().map(|x| x * k).collect::<Vec<f32>>();
     common::assert_close(&state.to_vec::<f32>().unwrap(), &times(3.0), 1e-6, "3 runs");
     lose(&dev);
-    assert_lost(step.run().and_then(|()| dev.sync()), "a run on the lost device");
+    assert_lost(
+        step.run().and_then(|()| dev.sync()),
+        "a run on the lost device",
+    );
     dev.recover().unwrap();
     // The next run captures the step again on the new device: from the
     // checkpoint (2 runs), two more.

@@ -455,3 +455,80 @@ fn the_applications_new_device_takes_the_handles_options() {
     let sum = big.add_scalar(1.0).unwrap().sum(..).unwrap();
     assert_eq!(sum.item::<f32>().unwrap(), 10000.0);
 }
+
+#[test]
+fn ops_racing_losses_and_recoveries_get_right_values_or_device_lost() {
+    let Some(dev) = own(GpuOptions {
+        flush_threshold: Some(4),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    dev.set_persist(webtensor::Persist::HostCopy);
+    let host: Vec<f32> = (0..64).map(|i| (i % 7) as f32 - 3.0).collect();
+    let weights = Tensor::from_slice(&host, [8, 8], &dev).unwrap();
+    let cpu = Device::cpu();
+    let w = Tensor::from_slice(&host, [8, 8], &cpu).unwrap();
+    let want = w.matmul(&w).unwrap().exp().unwrap().sum(..).unwrap();
+    let want = want.item::<f32>().unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..2)
+        .map(|k| {
+            let (dev, weights, host, stop) =
+                (dev.clone(), weights.clone(), host.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut right, mut lost) = (0u32, 0u32);
+                while !stop.load(Ordering::Relaxed) {
+                    let got = (|| {
+                        let fresh = Tensor::from_slice(&host, [8, 8], &dev)?;
+                        let x = if k == 0 { &weights } else { &fresh };
+                        x.matmul(&weights)?.exp()?.sum(..)?.item::<f32>()
+                    })();
+                    match got {
+                        Ok(v) => {
+                            assert!((v - want).abs() <= want.abs() * 1e-5, "{v} vs {want}");
+                            right += 1;
+                        }
+                        Err(Error::DeviceLost { .. }) => lost += 1,
+                        Err(e) => panic!("worker {k}: {e:?}"),
+                    }
+                }
+                (right, lost)
+            })
+        })
+        .collect();
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(30));
+        let (device, _) = dev.wgpu().unwrap();
+        device.destroy();
+        // The workers' polls may take wgpu's lost callback first: a sync
+        // tells of the loss once its thread fired it.
+        within_watchdog("the loss, seen from the main thread", {
+            let dev = dev.clone();
+            move || {
+                while !matches!(dev.sync(), Err(Error::DeviceLost { .. })) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        });
+        within_watchdog("a recovery racing ops", {
+            let dev = dev.clone();
+            move || dev.recover()
+        })
+        .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    stop.store(true, Ordering::Relaxed);
+    let counts = within_watchdog("the workers", move || {
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a worker panicked"))
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(dev.recoveries(), 5);
+    for (right, _) in &counts {
+        assert!(*right > 0, "{counts:?}");
+    }
+    // The kept weights came back each time, unwritten.
+    assert_eq!(weights.to_vec::<f32>().unwrap(), host);
+}

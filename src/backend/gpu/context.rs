@@ -349,25 +349,39 @@ impl GpuContext {
     /// the device is lost: bytes read or work done then are not to be
     /// trusted, and a failure of the GPU (a map or a submit that failed)
     /// may be the loss met before wgpu's lost callback fired, so this lets
-    /// a pending callback fire first (natively, a wait of at most a second
-    /// for the queue).
+    /// a pending callback fire first (natively, a wait of at most a second).
     ///
     /// # Errors
     /// As described.
     pub fn explain<T>(&self, op: &'static str, result: Result<T>) -> Result<T> {
-        // wgpu tells of a destroyed device once its queue is empty; one
-        // lost by the driver fails the wait at once.
         #[cfg(not(target_arch = "wasm32"))]
         if matches!(result, Err(Error::Gpu { .. })) && !self.lost.is_lost() {
-            let _ = self.device.poll(wgpu::PollType::Wait {
-                submission_index: None,
-                timeout: Some(std::time::Duration::from_secs(1)),
-            });
+            self.await_lost_callback();
         }
         if self.lost.is_lost() {
             return Err(self.lost.error(op));
         }
         result
+    }
+
+    /// Waits for wgpu's lost callback after a failure that may be the
+    /// loss: until the queue is empty (at most a second), then 250 ms more.
+    /// wgpu tells of a destroyed device once its queue is empty, from the
+    /// poll that finds it so, and fires the callback once: when another
+    /// thread's poll took it, that thread fires it a moment later, and this
+    /// one's poll finds nothing to fire.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[cold]
+    fn await_lost_callback(&self) {
+        use std::time::{Duration, Instant};
+        let _ = self.device.poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: Some(Duration::from_secs(1)),
+        });
+        let grace = Instant::now() + Duration::from_millis(250);
+        while !self.lost.is_lost() && Instant::now() < grace {
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
     /// Id of the batch being recorded.
