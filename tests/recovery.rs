@@ -535,3 +535,54 @@ fn ops_racing_losses_and_recoveries_get_right_values_or_device_lost() {
     // The kept weights came back each time, unwritten.
     assert_eq!(weights.to_vec::<f32>().unwrap(), host);
 }
+
+#[test]
+fn a_handle_that_recovers_by_itself_comes_back_with_its_kept_tensors() {
+    let Some(dev) = own(GpuOptions {
+        auto_recover: Some(true),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    dev.set_persist(webtensor::Persist::HostCopy);
+    let kept = Tensor::from_slice(&[1.0f32, -2.0, 3.5], [3], &dev).unwrap();
+    let heard = Arc::new(AtomicUsize::new(0));
+    let h = heard.clone();
+    dev.on_lost(move |_| {
+        h.fetch_add(1, Ordering::SeqCst);
+    });
+    for round in 1..=3 {
+        let (device, _) = dev.wgpu().unwrap();
+        device.destroy();
+        let _ = dev.sync();
+        let recovered = within_watchdog("a recovery by itself", {
+            let dev = dev.clone();
+            move || {
+                while dev.recoveries() < round || dev.is_lost() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                dev.recoveries()
+            }
+        });
+        assert_eq!(recovered, round);
+        heard_within(&heard, round as usize, "each loss is heard");
+        assert_eq!(kept.to_vec::<f32>().unwrap(), [1.0, -2.0, 3.5]);
+        assert_sample_is_the_cpus(&dev);
+    }
+    // The application's device is not reopened by webtensor, whatever the
+    // option says.
+    let (info, device, queue) = app_device();
+    let app = Device::from_wgpu(
+        &info,
+        device.clone(),
+        queue,
+        GpuOptions {
+            auto_recover: Some(true),
+            ..Default::default()
+        },
+    );
+    device.destroy();
+    let _ = app.sync();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(app.is_lost() && app.recoveries() == 0);
+}

@@ -1377,6 +1377,33 @@ async fn a_destroyed_device_recovers_with_its_kept_tensors() {
 }
 
 #[wasm_bindgen_test]
+async fn a_page_that_recovers_by_itself_gets_its_kept_tensors_back() {
+    use webtensor::{GpuOptions, Persist};
+    let dev = Device::gpu_async_with(GpuOptions {
+        auto_recover: Some(true),
+        ..Default::default()
+    })
+    .await
+    .expect("the browser's adapter");
+    dev.set_persist(Persist::HostCopy);
+    let kept = Tensor::from_slice(&[4.0f32, -1.0, 0.5], [3], &dev).unwrap();
+    let (device, _) = dev.wgpu().expect("a GPU");
+    device.destroy();
+    let _ = dev.sync_async().await;
+    // The page's event loop tells of the loss, and the recovery runs as a
+    // task of its own.
+    for _ in 0..1000 {
+        if dev.recoveries() == 1 && !dev.is_lost() {
+            break;
+        }
+        next_task().await;
+    }
+    assert_eq!(dev.recoveries(), 1);
+    assert_eq!(read(&kept).await, [4.0, -1.0, 0.5]);
+    assert_eq!(read(&kept.mul_scalar(2.0).unwrap()).await, [8.0, -2.0, 1.0]);
+}
+
+#[wasm_bindgen_test]
 async fn transformer_blocks_gguf_and_special_functions_agree_with_the_cpu() {
     use webtensor::io::{GgmlType, Gguf, GgufValue, GgufWriter};
     use webtensor::{Attention, Rope, RopeStyle};

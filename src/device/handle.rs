@@ -54,6 +54,9 @@ pub(crate) struct GpuHandle {
     /// Held by a replacement of `now` alone (never by a reader): the swap,
     /// the generation and the new device's listener go together.
     replacing: Mutex<()>,
+    /// Recovers by itself once the device is lost
+    /// (`GpuOptions::auto_recover`).
+    auto_recover: bool,
 }
 
 /// Who hears of a handle's losses. Its devices' lost callbacks hold it,
@@ -82,11 +85,16 @@ impl GpuHandle {
         let handle = Arc::new(GpuHandle {
             now: ArcSwap::from_pointee(Now::Gpu(ctx.clone())),
             id,
-            options,
             reopens,
             heralds: Arc::default(),
             on_cpu: AtomicBool::new(false),
             replacing: Mutex::default(),
+            auto_recover: reopens
+                && options
+                    .auto_recover
+                    .or_else(|| crate::backend::gpu::env_flag("WEBTENSOR_AUTO_RECOVER"))
+                    .unwrap_or(false),
+            options,
         });
         handle.hear(&ctx, 0);
         handle
@@ -121,7 +129,7 @@ impl GpuHandle {
     /// Makes `next` what the handle is, in place of `was` (the lost
     /// device), unless another recovery replaced it first (then false, and
     /// `next` goes). The listeners hear of `next`'s loss.
-    pub fn replace(&self, was: &Arc<Now>, next: Arc<Now>) -> bool {
+    pub fn replace(self: &Arc<Self>, was: &Arc<Now>, next: Arc<Now>) -> bool {
         let _replacing = self.replacing.lock().unwrap_or_else(|e| e.into_inner());
         if !Arc::ptr_eq(&self.now.load(), was) {
             return false;
@@ -140,24 +148,38 @@ impl GpuHandle {
     }
 
     /// Has `ctx`, the device of `generation`, tell the listeners of its
-    /// loss: natively on a thread of its own, as wgpu tells of a loss
-    /// inside whatever call met it (a submit webtensor makes holding its
-    /// locks, which a listener that recovers the device takes); in a
-    /// browser, where the page's event loop tells of it, at once.
-    fn hear(&self, ctx: &GpuContext, generation: u64) {
+    /// loss, then recover the handle when it recovers by itself: natively
+    /// on a thread of its own, as wgpu tells of a loss inside whatever call
+    /// met it (a submit webtensor makes holding its locks, which a listener
+    /// or a recovery takes); in a browser, where the page's event loop
+    /// tells of it, at once (the recovery then runs as a task of the page).
+    fn hear(self: &Arc<Self>, ctx: &GpuContext, generation: u64) {
         let heralds = self.heralds.clone();
+        #[cfg(not(target_arch = "wasm32"))]
+        let auto = self.auto_recover.then(|| Arc::downgrade(self));
+        #[cfg(target_arch = "wasm32")]
+        let auto = self.auto_recover.then(|| page::keep(self));
         ctx.on_lost(Arc::new(move |reason: &str| {
             #[cfg(not(target_arch = "wasm32"))]
             {
-                let (heralds, reason) = (heralds.clone(), reason.to_string());
+                let (heralds, reason, auto) = (heralds.clone(), reason.to_string(), auto.clone());
                 let told = std::thread::Builder::new()
                     .name("webtensor device lost".into())
-                    .spawn(move || heralds.tell(generation, &reason));
+                    .spawn(move || {
+                        heralds.tell(generation, &reason);
+                        if let Some(handle) = auto.and_then(|h| h.upgrade()) {
+                            let _ = handle_device(handle).recover();
+                        }
+                    });
                 if told.is_ok() {
                     return;
                 }
             }
             heralds.tell(generation, reason);
+            #[cfg(target_arch = "wasm32")]
+            if let Some(id) = auto {
+                page::recover(id);
+            }
         }));
     }
 
@@ -209,5 +231,50 @@ impl Heralds {
 
     fn lock(&self) -> MutexGuard<'_, Told> {
         self.told.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The device of `handle`.
+fn handle_device(handle: Arc<GpuHandle>) -> super::Device {
+    super::Device {
+        inner: super::Inner::Gpu(handle),
+    }
+}
+
+/// The handles of the page that recover by themselves, by id (a browser's
+/// wgpu types stay on the page's thread, where the lost callback runs).
+#[cfg(target_arch = "wasm32")]
+mod page {
+    use super::GpuHandle;
+    use std::cell::RefCell;
+    use std::sync::{Arc, Weak};
+
+    thread_local! {
+        static HANDLES: RefCell<Vec<(u64, Weak<GpuHandle>)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Remembers `handle` (weakly) and returns its id.
+    pub fn keep(handle: &Arc<GpuHandle>) -> u64 {
+        HANDLES.with_borrow_mut(|all| {
+            all.retain(|(_, h)| h.strong_count() > 0);
+            if !all.iter().any(|(id, _)| *id == handle.id()) {
+                all.push((handle.id(), Arc::downgrade(handle)));
+            }
+        });
+        handle.id()
+    }
+
+    /// Recovers handle `id`, if it lives, as a task of the page.
+    pub fn recover(id: u64) {
+        let handle = HANDLES.with_borrow(|all| {
+            all.iter()
+                .find(|(i, _)| *i == id)
+                .and_then(|(_, h)| h.upgrade())
+        });
+        if let Some(handle) = handle {
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = super::handle_device(handle).recover_async().await;
+            });
+        }
     }
 }

@@ -150,6 +150,7 @@ pub(crate) use matmul::matmul;
 pub use matmul_tile_choice::{MatmulPrecision, MatmulTile, TunedMatmul};
 pub(crate) use norm::norm;
 pub use opening::GpuOptions;
+pub(crate) use opening::env_flag;
 pub(crate) use pooling::pool;
 pub(crate) use profile::profile_ops;
 pub(crate) use quant::{MAX_ROWS as QUANT_MAX_ROWS, quant};

@@ -102,6 +102,13 @@ pub struct GpuOptions {
     /// a software adapter also run the kernels a GPU runs.
     #[doc(hidden)]
     pub elementwise_run: Option<u8>,
+    /// Recover from a lost device by itself: once the device is lost, a
+    /// recovery (`Device::recover`) opens another soon after the listeners
+    /// of `Device::on_lost` hear of the loss (natively on a thread of its
+    /// own, in a browser from the page's event loop); calls meanwhile fail
+    /// with `Error::DeviceLost`. Environment: `WEBTENSOR_AUTO_RECOVER=0|1`;
+    /// default off. Not for a device the application opened.
+    pub auto_recover: Option<bool>,
     /// Testing only: a recovery (`Device::recover`) finds no adapter to
     /// open, so that a test can show a handle going on on the CPU.
     #[doc(hidden)]
@@ -238,7 +245,7 @@ pub(super) fn env_setting<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok()?.trim().parse().ok()
 }
 
-pub(super) fn env_flag(name: &str) -> Option<bool> {
+pub(crate) fn env_flag(name: &str) -> Option<bool> {
     let v = std::env::var(name).ok()?;
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "on" | "true" | "yes" => Some(true),
