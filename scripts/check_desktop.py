@@ -4,10 +4,12 @@ screenshot of the screen: the window must show the simulation, not a blank
 or single-coloured area.
 
 Starts Xvfb (black root window), runs the example for a fixed number of
-frames, waits for its `ready:` line (its last frame is presented and it
-holds the window open), grabs the whole screen with `xwd`, and checks the
-example then exits cleanly. Saves the screenshot as target/desktop.png.
-Exits non-zero on failure.
+frames, losing its GPU device on purpose part way (`--lose-at`), waits for
+its `ready:` line (its last frame is presented and it holds the window
+open), checks that a `recovered:` line came before it (the example opened
+a new device and resumed from its last checkpoint), grabs the whole screen
+with `xwd`, and checks the example then exits cleanly. Saves the screenshot
+as target/desktop.png. Exits non-zero on failure.
 
 Usage: scripts/check_desktop.py [EXAMPLE_BINARY]
 (default target/debug/examples/desktop, built by `cargo build --example
@@ -25,6 +27,7 @@ import zlib
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCREEN = (800, 600)
 FRAMES = 40
+LOSE_AT = 15
 HOLD_MS = 5000
 TIMEOUT_S = 180
 
@@ -102,13 +105,20 @@ def main():
     env.pop("WAYLAND_DISPLAY", None)
     try:
         app = subprocess.Popen(
-            [binary, "--frames", str(FRAMES), "--hold-ms", str(HOLD_MS)],
+            [binary, "--frames", str(FRAMES), "--lose-at", str(LOSE_AT),
+             "--hold-ms", str(HOLD_MS)],
             env=env, stdout=subprocess.PIPE, text=True)
         ready = []
-        reader = threading.Thread(
-            target=lambda: ready.extend(line for line in app.stdout
-                                        if line.startswith("ready:")),
-            daemon=True)
+        recovered = []
+
+        def read_lines():
+            for line in app.stdout:
+                if line.startswith("recovered:"):
+                    recovered.append(line)
+                if line.startswith("ready:"):
+                    ready.append(line)
+
+        reader = threading.Thread(target=read_lines, daemon=True)
         reader.start()
         deadline = time.time() + TIMEOUT_S
         while not ready and app.poll() is None and time.time() < deadline:
@@ -117,6 +127,11 @@ def main():
             app.kill()
             sys.exit("examples/desktop check failed: no ready line "
                      "(exit status %s)" % app.poll())
+        if not recovered:
+            app.kill()
+            sys.exit("examples/desktop check failed: the device lost at frame "
+                     "%d was not recovered (no recovered: line)" % LOSE_AT)
+        print(recovered[0].strip())
         print(ready[0].strip())
         # Let the X server take the last presented frame.
         time.sleep(0.5)

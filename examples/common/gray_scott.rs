@@ -25,6 +25,8 @@ pub struct GrayScott {
     v: Tensor,
     /// Steps taken so far.
     pub steps: usize,
+    /// The steps taken at the last checkpoint.
+    pub checkpointed: usize,
     /// One step captured, once [`GrayScott::step_captured`] has run.
     graph: Option<Graph>,
 }
@@ -69,6 +71,7 @@ impl GrayScott {
             u,
             v,
             steps: 0,
+            checkpointed: 0,
             graph: None,
         })
     }
@@ -109,6 +112,42 @@ impl GrayScott {
             self.steps += 1;
         }
         Ok(())
+    }
+
+    /// Copies both fields to host memory (`Tensor::checkpoint`): after a
+    /// lost GPU, `Device::recover` restores them from here, and
+    /// [`GrayScott::resume`] takes the step count back with them.
+    ///
+    /// # Errors
+    /// As `Tensor::checkpoint` (a lost device among them).
+    // The examples recover with these; the bench and tests sharing this
+    // file do not.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[allow(dead_code)]
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.u.checkpoint()?;
+        self.v.checkpoint()?;
+        self.checkpointed = self.steps;
+        Ok(())
+    }
+
+    /// [`GrayScott::checkpoint`] without blocking (the browser's form).
+    ///
+    /// # Errors
+    /// As `Tensor::checkpoint`.
+    #[cfg(target_arch = "wasm32")]
+    pub async fn checkpoint_async(&mut self) -> Result<()> {
+        self.u.checkpoint_async().await?;
+        self.v.checkpoint_async().await?;
+        self.checkpointed = self.steps;
+        Ok(())
+    }
+
+    /// After a recovery: the fields hold the last checkpoint, and so does
+    /// the step count (the captured step is captured again by its next run).
+    #[allow(dead_code)]
+    pub fn resume(&mut self) {
+        self.steps = self.checkpointed;
     }
 
     /// The field drawn: `v`, in about `[0, 0.5]`.

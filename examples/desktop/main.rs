@@ -5,15 +5,20 @@
 //!
 //! ```sh
 //! cargo run --release --example desktop
-//! cargo run --example desktop -- --frames 60 --hold-ms 3000   # as CI runs it
+//! cargo run --example desktop -- --frames 40 --lose-at 15 --hold-ms 3000   # as CI runs it
 //! ```
 //!
 //! Options: `--frames N` stops after N frames (default: when the window
 //! closes), `--steps N` simulation steps per frame (default 8), `--side N`
 //! grid side (default 256), `--hold-ms T` keeps showing the last frame for
-//! T ms before exiting (for a screenshot). After the last frame it prints a
-//! line starting `ready:`. `scripts/check-desktop` runs it under Xvfb and
-//! checks a screenshot of the screen.
+//! T ms before exiting (for a screenshot), `--lose-at N` destroys the device
+//! at frame N (as a driver reset would; the `L` key does it at once). After
+//! a loss the example opens a new device, rebinds webtensor to it
+//! (`Device::recover_with`) and resumes from the fields' last checkpoint
+//! (every 10 frames), printing a line starting `recovered:`. After the last
+//! frame it prints a line starting `ready:`. `scripts/check_desktop.py` runs
+//! it under Xvfb, losing the device once, and checks a screenshot of the
+//! screen.
 //!
 //! The window is X11 (Wayland desktops run it through XWayland).
 

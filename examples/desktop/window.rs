@@ -5,11 +5,12 @@ use crate::gray_scott::GrayScott;
 use std::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use webtensor::{ColorMap, Device, GpuOptions, wgpu};
+use webtensor::{ColorMap, Device, Error as TensorError, GpuOptions, wgpu};
 use winit::application::ApplicationHandler;
 use winit::dpi::PhysicalSize;
-use winit::event::WindowEvent;
+use winit::event::{ElementState, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::Key;
 use winit::window::{Window, WindowId};
 
 type AnyResult<T> = Result<T, Box<dyn Error>>;
@@ -20,7 +21,12 @@ struct Args {
     steps: usize,
     side: usize,
     hold: Duration,
+    /// The frame at which the example loses its device on purpose.
+    lose_at: Option<usize>,
 }
+
+/// Frames between two checkpoints of the simulation.
+const CHECKPOINT_EVERY: usize = 10;
 
 impl Args {
     fn parse() -> AnyResult<Self> {
@@ -29,6 +35,7 @@ impl Args {
             steps: 8,
             side: 256,
             hold: Duration::ZERO,
+            lose_at: None,
         };
         let mut words = std::env::args().skip(1);
         while let Some(flag) = words.next() {
@@ -44,6 +51,7 @@ impl Args {
                 "--side" if number >= 8 => args.side = number as usize,
                 "--side" => return Err("--side must be at least 8".into()),
                 "--hold-ms" => args.hold = Duration::from_millis(number),
+                "--lose-at" => args.lose_at = Some(number as usize),
                 _ => return Err(format!("unknown option {flag}").into()),
             }
         }
@@ -83,10 +91,18 @@ struct Scene {
     window: Arc<Window>,
     surface: wgpu::Surface<'static>,
     config: wgpu::SurfaceConfiguration,
+    adapter: wgpu::Adapter,
     device: wgpu::Device,
     queue: wgpu::Queue,
+    /// webtensor's handle on `device` (rebound to the next device after a
+    /// loss, see [`Scene::recover`]).
+    dev: Device,
     blit: Blit,
     sim: GrayScott,
+    /// The device is to be lost at the next frame (the `L` key).
+    lose_now: bool,
+    /// Whether `--lose-at` has lost the device yet (once).
+    lost_at_frame: bool,
     device_name: String,
     frames: usize,
     started: Instant,
@@ -115,15 +131,7 @@ impl Scene {
             force_fallback_adapter: false,
             apply_limit_buckets: false,
         }))?;
-        // The application opens the device; webtensor works inside it (f16
-        // native when the device has SHADER_F16).
-        let (device, queue) =
-            pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-                label: Some("desktop example"),
-                required_features: adapter.features() & wgpu::Features::SHADER_F16,
-                required_limits: adapter.limits(),
-                ..Default::default()
-            }))?;
+        let (device, queue) = open_device(&adapter)?;
         let info = adapter.get_info();
         let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
         let size = window.inner_size();
@@ -137,15 +145,57 @@ impl Scene {
             window,
             surface,
             config,
+            adapter,
             device,
             queue,
+            dev,
             blit,
             sim,
+            lose_now: false,
+            lost_at_frame: false,
             device_name: format!("{} ({:?})", info.name, info.backend),
             frames: 0,
             started: Instant::now(),
             hold_until: None,
         })
+    }
+
+    /// Checkpoints now and then, steps the simulation and writes its field
+    /// into the texture (submitted; the render pass is submitted after it
+    /// on the same queue).
+    fn compute(&mut self, args: &Args) -> webtensor::Result<()> {
+        if self.frames % CHECKPOINT_EVERY == 0 {
+            self.sim.checkpoint()?;
+        }
+        self.sim.step_captured(args.steps)?;
+        self.sim
+            .v()
+            .write_to_texture(self.blit.texture(), ColorMap::Heat { min: 0.0, max: 0.4 })
+    }
+
+    /// Opens a new device on the adapter and carries on there: the surface
+    /// and the blit are the application's to make again; webtensor's handle
+    /// is rebound to the device (`Device::recover_with`), the fields come
+    /// back from their last checkpoint, and the captured step is captured
+    /// again by its next run.
+    fn recover(&mut self, instance: &wgpu::Instance, reason: &str) -> AnyResult<()> {
+        let (device, queue) = open_device(&self.adapter)?;
+        // The lost device's swapchain goes with its surface.
+        self.surface = instance.create_surface(self.window.clone())?;
+        self.surface.configure(&device, &self.config);
+        let (width, height) = (self.blit.texture().width(), self.blit.texture().height());
+        self.blit = Blit::new(&device, self.config.format, width, height);
+        self.dev
+            .recover_with(&self.adapter.get_info(), device.clone(), queue.clone())?;
+        (self.device, self.queue) = (device, queue);
+        let lost_at = self.sim.steps;
+        self.sim.resume();
+        println!(
+            "recovered: the device was lost at step {lost_at} ({reason}); resumed from the \
+             checkpoint at step {} on a new device",
+            self.sim.steps
+        );
+        Ok(())
     }
 
     fn resize(&mut self, size: PhysicalSize<u32>) {
@@ -157,16 +207,23 @@ impl Scene {
     }
 
     /// Steps the simulation (until `--frames` are done), writes its field
-    /// into the texture and presents it.
-    fn frame(&mut self, args: &Args) -> AnyResult<()> {
+    /// into the texture and presents it; after a lost device, recovers.
+    fn frame(&mut self, instance: &wgpu::Instance, args: &Args) -> AnyResult<()> {
         let computing = self.hold_until.is_none();
         if computing {
-            self.sim.step_captured(args.steps)?;
-            // Submits the steps and the copy into the texture; the render
-            // pass below is submitted after them on the same queue.
-            self.sim
-                .v()
-                .write_to_texture(self.blit.texture(), ColorMap::Heat { min: 0.0, max: 0.4 })?;
+            let at_frame = !self.lost_at_frame && args.lose_at == Some(self.frames);
+            if std::mem::take(&mut self.lose_now) || at_frame {
+                self.lost_at_frame |= at_frame;
+                // As a driver reset would take it.
+                println!("losing the device at frame {}", self.frames);
+                self.device.destroy();
+            }
+            match self.compute(args) {
+                Err(TensorError::DeviceLost { reason, .. }) => {
+                    return self.recover(instance, &reason);
+                }
+                other => other?,
+            }
         }
         let frame = match self.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(frame)
@@ -179,6 +236,11 @@ impl Scene {
                 return Ok(());
             }
             wgpu::CurrentSurfaceTexture::Validation => {
+                // A lost device fails its surface first: wgpu tells
+                // webtensor of the loss at the next wait.
+                if let Err(TensorError::DeviceLost { reason, .. }) = self.dev.sync() {
+                    return self.recover(instance, &reason);
+                }
                 return Err("the surface raised a validation error".into());
             }
         };
@@ -230,8 +292,14 @@ impl ApplicationHandler for App {
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),
             WindowEvent::Resized(size) => scene.resize(size),
+            WindowEvent::KeyboardInput { event, .. }
+                if event.state == ElementState::Pressed
+                    && matches!(&event.logical_key, Key::Character(c) if c.eq_ignore_ascii_case("l")) =>
+            {
+                scene.lose_now = true;
+            }
             WindowEvent::RedrawRequested => {
-                if let Err(e) = scene.frame(&self.args) {
+                if let Err(e) = scene.frame(&self.instance, &self.args) {
                     self.fail(event_loop, e);
                 }
             }
@@ -256,4 +324,17 @@ impl ApplicationHandler for App {
             Some(_) => event_loop.exit(),
         }
     }
+}
+
+/// Opens a device on `adapter` for the window and webtensor: the
+/// application's own (f16 native when the device has SHADER_F16).
+fn open_device(adapter: &wgpu::Adapter) -> AnyResult<(wgpu::Device, wgpu::Queue)> {
+    Ok(pollster::block_on(adapter.request_device(
+        &wgpu::DeviceDescriptor {
+            label: Some("desktop example"),
+            required_features: adapter.features() & wgpu::Features::SHADER_F16,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        },
+    ))?)
 }
