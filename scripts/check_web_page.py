@@ -2,7 +2,9 @@
 """Loads examples/web in headless Chromium and checks that the page reports
 success on the GPU and that what it shows on its canvas is the simulation,
 drawn while it runs: not blank at the end, not blank in the middle of the
-run, and changed between the two.
+run, and changed between the two. The page loses its GPU device on purpose
+at frame LOSE_AT (`?lose-at=`) and must recover from it once
+(`data-recovered="1"`), resuming from its last checkpoint.
 
 Serves examples/web on a free localhost port, drives Chromium through
 chromedriver's WebDriver HTTP API (standard library only), takes a
@@ -34,6 +36,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE_DIR = os.path.join(ROOT, "examples", "web")
 TIMEOUT_S = 120
+LOSE_AT = 7
 
 # The canvas's rectangle in screenshot pixels, inside its border.
 RECT_SCRIPT = """
@@ -45,7 +48,8 @@ return [Math.ceil((r.left + 1) * k), Math.ceil((r.top + 1) * k),
 
 STATUS_SCRIPT = """
 const e = document.getElementById('status');
-return [e.dataset.state, e.textContent, Number(e.dataset.frames || 0)];
+return [e.dataset.state, e.textContent, Number(e.dataset.frames || 0),
+        Number(e.dataset.recovered || 0)];
 """
 
 
@@ -163,13 +167,13 @@ def main():
         session = call(base, "POST", "/session", caps)["sessionId"]
         s = "/session/" + session
         try:
-            call(base, "POST", s + "/url", {"url": page})
-            state, text, frames, mid = "running", "", 0, None
+            call(base, "POST", s + "/url", {"url": page + "?lose-at=%d" % LOSE_AT})
+            state, text, frames, recovered, mid = "running", "", 0, 0, None
             deadline = time.time() + TIMEOUT_S
             while state == "running" and time.time() < deadline:
                 time.sleep(0.2)
-                state, text, frames = call(base, "POST", s + "/execute/sync",
-                                           {"script": STATUS_SCRIPT, "args": []})
+                state, text, frames, recovered = call(
+                    base, "POST", s + "/execute/sync", {"script": STATUS_SCRIPT, "args": []})
                 if mid is None and state == "running" and frames >= 1:
                     mid = base64.b64decode(call(base, "GET", s + "/screenshot"))
                     mid_text = text
@@ -205,6 +209,10 @@ def main():
         failures.append("the page did not run on the GPU (device kind %r)" % kind)
     if frames < 2:
         failures.append("the page drew %d frames, not one every few steps" % frames)
+    print("recoveries from a lost device: %d" % recovered)
+    if recovered != 1:
+        failures.append("the device lost at frame %d was recovered %d times, not once"
+                        % (LOSE_AT, recovered))
     end = canvas_pixels(shot, rect)
     print("canvas at the end: %d of %d pixels lit, %d colours"
           % (describe(end)[0], len(end), describe(end)[1]))

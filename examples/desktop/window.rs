@@ -164,7 +164,7 @@ impl Scene {
     /// into the texture (submitted; the render pass is submitted after it
     /// on the same queue).
     fn compute(&mut self, args: &Args) -> webtensor::Result<()> {
-        if self.frames % CHECKPOINT_EVERY == 0 {
+        if self.frames.is_multiple_of(CHECKPOINT_EVERY) {
             self.sim.checkpoint()?;
         }
         self.sim.step_captured(args.steps)?;

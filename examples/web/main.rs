@@ -10,6 +10,13 @@
 //! `data-state="done"` (or `"error"`); `data-frames` counts the frames
 //! drawn. `#notice` says so when the adapter is a software one.
 //!
+//! The page survives a lost GPU: it checkpoints the fields every few
+//! frames (`Tensor::checkpoint_async`), and when the device is lost (the
+//! page's "Lose the GPU" button, or `?lose-at=N` at frame N, destroys it
+//! as a browser taking it back would) it opens a new adapter and device,
+//! rebinds webtensor to them (`Device::recover_with`) and resumes from the
+//! checkpoint; `data-recovered` counts the recoveries.
+//!
 //! Build and serve (see README, "In the browser"):
 //! `examples/web/build.sh` then `python3 -m http.server 8000 -d examples/web`.
 #![cfg(target_arch = "wasm32")]
@@ -36,6 +43,9 @@ const SIDE: usize = 192;
 const STEPS: usize = 1500;
 const SOFTWARE_STEPS: usize = 300;
 const STEPS_PER_FRAME: usize = 20;
+/// Frames between two checkpoints of the simulation (a lost device resumes
+/// from the last).
+const CHECKPOINT_EVERY: usize = 5;
 /// The colour map's range for `v`.
 const HEAT: ColorMap = ColorMap::Heat { min: 0.0, max: 0.4 };
 
@@ -63,8 +73,9 @@ pub async fn run() -> Result<(), JsValue> {
 /// the same wgpu device.
 struct Gpu {
     dev: Device,
-    /// Why the device was lost, or its first uncaptured error.
+    /// The device's first uncaptured error.
     trouble: Arc<Mutex<Option<String>>>,
+    instance: wgpu::Instance,
     device: wgpu::Device,
     queue: wgpu::Queue,
     surface: wgpu::Surface<'static>,
@@ -81,6 +92,78 @@ impl Gpu {
             backends: wgpu::Backends::BROWSER_WEBGPU,
             ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
+        let opened = Opened::new(&instance, page).await?;
+        let trouble: Arc<Mutex<Option<String>>> = Arc::default();
+        watch(&opened.device, &trouble);
+        let dev = Device::from_wgpu(
+            &opened.info,
+            opened.device.clone(),
+            opened.queue.clone(),
+            GpuOptions::default(),
+        );
+        Some(Gpu {
+            dev,
+            trouble,
+            instance,
+            device: opened.device,
+            queue: opened.queue,
+            surface: opened.surface,
+            format: opened.format,
+        })
+    }
+
+    /// After a lost device: a new adapter and device for the canvas (a
+    /// browser's adapter gives one device), webtensor rebound to them
+    /// (`Device::recover_with`: the checkpointed fields come back).
+    async fn reopen(&mut self, page: &Page) -> AnyResult<()> {
+        let opened = Opened::new(&self.instance, page)
+            .await
+            .ok_or("the browser gave no WebGPU device after the loss")?;
+        *self.trouble.lock().unwrap() = None;
+        watch(&opened.device, &self.trouble);
+        self.dev
+            .recover_with(&opened.info, opened.device.clone(), opened.queue.clone())?;
+        self.device = opened.device;
+        self.queue = opened.queue;
+        self.surface = opened.surface;
+        self.format = opened.format;
+        Ok(())
+    }
+
+    /// The device's first uncaptured error, as an `Err`.
+    fn check(&self) -> AnyResult<()> {
+        match self.trouble.lock().unwrap().clone() {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Draws the blit's texture onto the canvas.
+    fn present(&self, blit: &Blit) -> AnyResult<()> {
+        let frame = match self.surface.get_current_texture() {
+            wgpu::CurrentSurfaceTexture::Success(frame)
+            | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => frame,
+            other => {
+                return Err(format!("the canvas gave no texture to draw into ({other:?})").into());
+            }
+        };
+        blit.present(&self.device, &self.queue, frame);
+        Ok(())
+    }
+}
+
+/// An adapter's device for the page's canvas, the canvas configured for it.
+struct Opened {
+    info: wgpu::AdapterInfo,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    surface: wgpu::Surface<'static>,
+    format: wgpu::TextureFormat,
+}
+
+impl Opened {
+    /// `None` where the browser gives no adapter or device.
+    async fn new(instance: &wgpu::Instance, page: &Page) -> Option<Opened> {
         let surface = instance
             .create_surface(wgpu::SurfaceTarget::Canvas(page.canvas.clone()))
             .ok()?;
@@ -107,59 +190,37 @@ impl Gpu {
             page.canvas.width().max(1),
             page.canvas.height().max(1),
         )?;
-        // The page owns the device, so it hears of its errors and its loss
-        // (a browser only logs them).
-        let trouble: Arc<Mutex<Option<String>>> = Arc::default();
-        let slot = trouble.clone();
-        device.on_uncaptured_error(Arc::new(move |e| {
-            slot.lock().unwrap().get_or_insert(e.to_string());
-        }));
-        let slot = trouble.clone();
-        device.set_device_lost_callback(move |_, message| {
-            slot.lock()
-                .unwrap()
-                .get_or_insert(format!("the browser lost the WebGPU device: {message}"));
-        });
         surface.configure(&device, &config);
-        let dev = Device::from_wgpu(
-            &adapter.get_info(),
-            device.clone(),
-            queue.clone(),
-            GpuOptions::default(),
-        );
-        Some(Gpu {
-            dev,
-            trouble,
+        Some(Opened {
+            info: adapter.get_info(),
             device,
             queue,
             surface,
             format: config.format,
         })
     }
-
-    /// The device's loss or first error, as an `Err`.
-    fn check(&self) -> AnyResult<()> {
-        match self.trouble.lock().unwrap().clone() {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
-        }
-    }
-
-    /// Draws the blit's texture onto the canvas.
-    fn present(&self, blit: &Blit) -> AnyResult<()> {
-        let frame = match self.surface.get_current_texture() {
-            wgpu::CurrentSurfaceTexture::Success(frame)
-            | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => frame,
-            other => {
-                return Err(format!("the canvas gave no texture to draw into ({other:?})").into());
-            }
-        };
-        blit.present(&self.device, &self.queue, frame);
-        Ok(())
-    }
 }
 
-async fn run_on_gpu(page: &Page, gpu: Gpu) -> AnyResult<String> {
+/// Keeps the first error `device` raises outside webtensor's calls in
+/// `trouble` (a browser only logs them), for the frame loop to report.
+/// Its loss webtensor hears of (the device's lost callback is
+/// webtensor's, see `Device::from_wgpu`).
+fn watch(device: &wgpu::Device, trouble: &Arc<Mutex<Option<String>>>) {
+    let slot = trouble.clone();
+    device.on_uncaptured_error(Arc::new(move |e| {
+        slot.lock().unwrap().get_or_insert(e.to_string());
+    }));
+}
+
+/// True when `e` is the loss of the GPU device: webtensor's error, or
+/// another (the canvas's) once webtensor knows the device is lost.
+fn is_loss(e: &(dyn std::error::Error + 'static), dev: &Device) -> bool {
+    dev.is_lost() || matches!(e.downcast_ref(), Some(webtensor::Error::DeviceLost { .. }))
+}
+
+/// Steps the simulation on the GPU, drawing it, until it is done; after a
+/// lost device, resumes on a new one from the last checkpoint.
+async fn run_on_gpu(page: &Page, mut gpu: Gpu) -> AnyResult<String> {
     let info = gpu.dev.info();
     let steps = if info.is_software() {
         page.notice(&format!(
@@ -172,25 +233,54 @@ async fn run_on_gpu(page: &Page, gpu: Gpu) -> AnyResult<String> {
     } else {
         STEPS
     };
-    let blit = Blit::new(&gpu.device, gpu.format, SIDE as u32, SIDE as u32);
+    let mut blit = Blit::new(&gpu.device, gpu.format, SIDE as u32, SIDE as u32);
     let mut sim = GrayScott::new(SIDE, &gpu.dev)?;
     let start = page.now();
-    let mut frames = 0;
+    let (mut frames, mut recoveries) = (0, 0);
+    // `?lose-at=N` loses the device at frame N; the page's button at once.
+    let mut lose_at = page.lose_at();
     while sim.steps < steps {
-        sim.step_captured(STEPS_PER_FRAME.min(steps - sim.steps))?;
-        sim.v().write_to_texture(blit.texture(), HEAT)?;
-        gpu.present(&blit)?;
-        // Wait for the GPU (so the progress is true), then let the browser
-        // show the frame.
-        gpu.dev.sync_async().await?;
-        gpu.check()?;
+        if frames % CHECKPOINT_EVERY == 0 {
+            sim.checkpoint_async().await?;
+        }
+        if page.take_lose_request() || lose_at == Some(frames) {
+            lose_at = None;
+            // As a browser taking the device back would.
+            gpu.device.destroy();
+        }
+        let drawn = async {
+            sim.step_captured(STEPS_PER_FRAME.min(steps - sim.steps))?;
+            sim.v().write_to_texture(blit.texture(), HEAT)?;
+            gpu.present(&blit)?;
+            // Wait for the GPU (so the progress is true), then let the
+            // browser show the frame.
+            gpu.dev.sync_async().await?;
+            gpu.check()
+        }
+        .await;
+        match drawn {
+            Err(e) if is_loss(e.as_ref(), &gpu.dev) => {
+                let lost_at = sim.steps;
+                gpu.reopen(page).await?;
+                blit = Blit::new(&gpu.device, gpu.format, SIDE as u32, SIDE as u32);
+                sim.resume();
+                recoveries += 1;
+                page.recovered(recoveries, lost_at, sim.steps);
+                continue;
+            }
+            other => other?,
+        }
         frames += 1;
         page.progress(sim.steps, steps, frames, page.now() - start);
         page::next_animation_frame().await;
     }
+    let recovered = match recoveries {
+        0 => String::new(),
+        n => format!(", after {n} lost device(s) resumed from their checkpoints"),
+    };
     Ok(format!(
         "ok: {steps} steps on {SIDE} x {SIDE} in {:.0} ms, {frames} frames drawn from \
-         the GPU on {}",
+         the GPU on {}{recovered}",
         page.now() - start,
         page::adapter_name(&info)
     ))

@@ -1,5 +1,8 @@
-//! The page's elements: the canvas, the status line, the notice.
+//! The page's elements: the canvas, the status line, the notice, the
+//! button that loses the GPU.
 
+use std::cell::Cell;
+use std::rc::Rc;
 use wasm_bindgen::Clamped;
 use wasm_bindgen::prelude::*;
 use webtensor::{ColorMap, DeviceInfo};
@@ -10,6 +13,10 @@ pub struct Page {
     status: web_sys::Element,
     notice: web_sys::Element,
     clock: Option<web_sys::Performance>,
+    /// Set by the "Lose the GPU" button until the frame loop takes it.
+    lose: Rc<Cell<bool>>,
+    /// `?lose-at=N` in the page's address.
+    lose_at: Option<usize>,
 }
 
 impl Page {
@@ -22,11 +29,26 @@ impl Page {
                 .get_element_by_id(id)
                 .ok_or_else(|| JsValue::from_str(&format!("no #{id}")))
         };
+        let lose = Rc::new(Cell::new(false));
+        let button: web_sys::HtmlElement = get("lose")?.dyn_into()?;
+        let flag = lose.clone();
+        let click = Closure::<dyn FnMut()>::new(move || flag.set(true));
+        button.set_onclick(Some(click.as_ref().unchecked_ref()));
+        // The button lives as long as the page.
+        click.forget();
+        let lose_at = window.location().search().ok().and_then(|query| {
+            query
+                .trim_start_matches('?')
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("lose-at=")?.parse().ok())
+        });
         Ok(Self {
             canvas: get("view")?.dyn_into()?,
             status: get("status")?,
             notice: get("notice")?,
             clock: window.performance(),
+            lose,
+            lose_at,
         })
     }
 
@@ -55,6 +77,28 @@ impl Page {
         let _ = self
             .status
             .set_attribute("data-frames", &frames.to_string());
+    }
+
+    /// The frame at which `?lose-at=N` loses the device.
+    pub fn lose_at(&self) -> Option<usize> {
+        self.lose_at
+    }
+
+    /// True once after each press of the "Lose the GPU" button.
+    pub fn take_lose_request(&self) -> bool {
+        self.lose.take()
+    }
+
+    /// Says the page recovered from a lost device (`count` so far), lost at
+    /// step `lost_at`, resumed from the checkpoint at step `resumed`.
+    pub fn recovered(&self, count: usize, lost_at: usize, resumed: usize) {
+        self.notice(&format!(
+            "The GPU device was lost at step {lost_at}: the page opened a new one and \
+             resumed from the checkpoint at step {resumed}."
+        ));
+        let _ = self
+            .status
+            .set_attribute("data-recovered", &count.to_string());
     }
 
     /// Marks the run done with `summary`.
