@@ -5,15 +5,12 @@
 
 mod common;
 
+use common::lost::{destroy as lose, heard_within, within_watchdog};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 use webtensor::{Conv, CustomKernel, DType, Device, Error, Fft, GpuOptions, Tensor};
-
-/// How long a call on a lost device may take before the test calls it a
-/// hang (lavapipe, a loaded CI machine).
-const WATCHDOG: Duration = Duration::from_secs(120);
 
 /// A fresh GPU device of this test's own (each test destroys one).
 fn own(flush_threshold: usize) -> Option<Device> {
@@ -22,37 +19,6 @@ fn own(flush_threshold: usize) -> Option<Device> {
         fusion: Some(true),
         ..Default::default()
     })
-}
-
-/// Runs `f` on a thread of its own and returns what it returns, failing the
-/// test when it takes longer than [`WATCHDOG`].
-fn within_watchdog<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(f());
-    });
-    receive
-        .recv_timeout(WATCHDOG)
-        .unwrap_or_else(|_| panic!("{what}: no answer within {WATCHDOG:?} (a hang)"))
-}
-
-/// Waits (within the watchdog) until `count` reaches `n`, then checks that
-/// it stays there: listeners hear of a loss on a thread of their own.
-#[track_caller]
-fn heard_within(count: &AtomicUsize, n: usize, what: &str) {
-    let start = std::time::Instant::now();
-    while count.load(Ordering::SeqCst) < n && start.elapsed() < WATCHDOG {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(count.load(Ordering::SeqCst), n, "{what}");
-}
-
-/// Destroys `dev`'s wgpu device, as a driver reset or a browser would take
-/// it.
-fn lose(dev: &Device) {
-    let (device, _) = dev.wgpu().expect("a GPU device");
-    device.destroy();
 }
 
 /// Asserts that `result` is `Error::DeviceLost` naming `op`, with a reason.

@@ -8,38 +8,13 @@
 
 mod common;
 
+use common::lost::{assert_lost, lose};
+
 use half::{bf16, f16};
-use std::time::Duration;
-use webtensor::{DType, Device, Error, GpuOptions, Persist, Tensor};
+use webtensor::{DType, Device, GpuOptions, Persist, Tensor};
 
 fn own(options: GpuOptions) -> Option<Device> {
     common::own_gpu(options)
-}
-
-/// Destroys `dev`'s wgpu device and waits until webtensor knows it.
-fn lose(dev: &Device) {
-    let (device, _) = dev.wgpu().expect("a GPU device");
-    device.destroy();
-    let (send, receive) = std::sync::mpsc::channel();
-    let d = dev.clone();
-    std::thread::spawn(move || {
-        let _ = send.send(d.sync());
-    });
-    let synced = receive
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the sync after a loss hangs");
-    assert!(
-        matches!(synced, Err(Error::DeviceLost { .. })),
-        "{synced:?}"
-    );
-}
-
-#[track_caller]
-fn assert_lost<T: std::fmt::Debug>(result: webtensor::Result<T>, what: &str) {
-    assert!(
-        matches!(result, Err(Error::DeviceLost { .. })),
-        "{what}: expected Error::DeviceLost, got {result:?}"
-    );
 }
 
 /// Bits of f32 values, to compare them exactly (NaN included).

@@ -7,66 +7,18 @@
 
 mod common;
 
+use common::lost::{assert_lost, heard_within, lose, within_watchdog};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 use webtensor::{
     Conv, CustomKernel, DType, Device, Error, Fft, GgmlType, GpuOptions, MatmulTile, Pool, QTensor,
     Resize, Tensor,
 };
 
-/// How long a call may take before the test calls it a hang.
-const WATCHDOG: Duration = Duration::from_secs(120);
-
 fn own(options: GpuOptions) -> Option<Device> {
     common::own_gpu(options)
-}
-
-/// Runs `f` on a thread of its own, failing the test past [`WATCHDOG`].
-fn within_watchdog<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(f());
-    });
-    receive
-        .recv_timeout(WATCHDOG)
-        .unwrap_or_else(|_| panic!("{what}: no answer within {WATCHDOG:?} (a hang)"))
-}
-
-/// Waits (within the watchdog) until `count` reaches `n`, then checks that
-/// it stays there: listeners hear of a loss on a thread of their own.
-#[track_caller]
-fn heard_within(count: &AtomicUsize, n: usize, what: &str) {
-    let start = std::time::Instant::now();
-    while count.load(Ordering::SeqCst) < n && start.elapsed() < WATCHDOG {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(count.load(Ordering::SeqCst), n, "{what}");
-}
-
-/// Destroys `dev`'s wgpu device and waits until webtensor knows it.
-fn lose(dev: &Device) {
-    let (device, _) = dev.wgpu().expect("a GPU device");
-    device.destroy();
-    let synced = within_watchdog("the sync after the loss", {
-        let dev = dev.clone();
-        move || dev.sync()
-    });
-    assert!(
-        matches!(synced, Err(Error::DeviceLost { .. })),
-        "{synced:?}"
-    );
-    assert!(dev.is_lost());
-}
-
-#[track_caller]
-fn assert_lost<T: std::fmt::Debug>(result: webtensor::Result<T>, what: &str) {
-    assert!(
-        matches!(result, Err(Error::DeviceLost { ref reason, .. }) if reason.contains("destroyed")),
-        "{what}: expected Error::DeviceLost, got {result:?}"
-    );
 }
 
 fn values(t: &Tensor) -> Vec<f32> {

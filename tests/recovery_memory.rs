@@ -7,9 +7,10 @@
 
 mod common;
 
+use common::lost::lose;
+
 use std::sync::Mutex;
-use std::time::Duration;
-use webtensor::{DType, Device, Error, GpuOptions, Persist, Tensor};
+use webtensor::{DType, GpuOptions, Persist, Tensor};
 
 /// One test at a time: each measures the whole process.
 static ALONE: Mutex<()> = Mutex::new(());
@@ -22,24 +23,6 @@ fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
-}
-
-/// Destroys `dev`'s wgpu device and waits until webtensor knows it.
-fn lose(dev: &Device) {
-    let (device, _) = dev.wgpu().expect("a GPU device");
-    device.destroy();
-    let (send, receive) = std::sync::mpsc::channel();
-    let d = dev.clone();
-    std::thread::spawn(move || {
-        let _ = send.send(d.sync());
-    });
-    let synced = receive
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the sync after a loss hangs");
-    assert!(
-        matches!(synced, Err(Error::DeviceLost { .. })),
-        "{synced:?}"
-    );
 }
 
 /// Runs `cycle` 10 times to settle, then 100 times, and checks what the

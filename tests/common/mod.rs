@@ -3,6 +3,8 @@
 //! missing adapter fails the test instead of skipping the GPU.
 #![allow(dead_code)]
 
+pub mod lost;
+
 use std::sync::OnceLock;
 use webtensor::{Device, GpuOptions, Tensor};
 
