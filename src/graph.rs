@@ -1,9 +1,12 @@
 //! [`Graph`]: a step of ops captured once and run again for almost nothing
 //! on the host.
 
+use crate::backend::Storage;
 use crate::backend::gpu::{GpuGraph, capture_step};
 use crate::device::Device;
 use crate::error::Result;
+use crate::tensor::captured_writes;
+use std::sync::Weak;
 
 /// A captured step: the ops a closure recorded on its device, run again by
 /// [`Graph::run`] without recording them again. Made by
@@ -56,12 +59,18 @@ pub struct Graph {
 enum Inner {
     /// The captured batch, the step (captured again on the device a
     /// recovery opens) and the handle it was captured on.
-    Gpu {
-        graph: GpuGraph,
-        step: Box<dyn FnMut() -> Result<()>>,
-        device: Device,
-    },
+    Gpu(Box<GpuStep>),
     Cpu(Box<dyn FnMut() -> Result<()>>),
+}
+
+/// A step captured on a GPU.
+struct GpuStep {
+    graph: GpuGraph,
+    step: Box<dyn FnMut() -> Result<()>>,
+    device: Device,
+    /// The storages the step writes: each run counts as a write to them
+    /// (see `tensor/captured_writes.rs`).
+    writes: Vec<Weak<Storage>>,
 }
 
 impl Device {
@@ -87,11 +96,15 @@ impl Device {
     pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
         let mut step: Box<dyn FnMut() -> Result<()>> = Box::new(step);
         let inner = match self.gpu_context() {
-            Some(ctx) => Inner::Gpu {
-                graph: capture_step(&ctx, &mut step)?,
-                step,
-                device: self.clone(),
-            },
+            Some(ctx) => {
+                let (graph, writes) = captured_writes::during(|| capture_step(&ctx, &mut step));
+                Inner::Gpu(Box::new(GpuStep {
+                    graph: graph?,
+                    step,
+                    device: self.clone(),
+                    writes,
+                }))
+            }
             None => {
                 step()?;
                 Inner::Cpu(step)
@@ -113,16 +126,20 @@ impl Graph {
     /// CPU, what the step returns.
     pub fn run(&mut self) -> Result<()> {
         match &mut self.inner {
-            Inner::Gpu {
-                graph,
-                step,
-                device,
-            } if graph.is_lost() => {
+            Inner::Gpu(gpu) if gpu.graph.is_lost() => {
+                let GpuStep {
+                    graph,
+                    step,
+                    device,
+                    writes,
+                } = &mut **gpu;
                 // The handle's device was lost; once a recovery rebound
                 // it, the step is captured again there (this run).
                 match device.gpu_context() {
                     Some(ctx) if !ctx.is_lost() && !graph.runs_on(&ctx) => {
-                        *graph = capture_step(&ctx, step)?;
+                        let (again, written) = captured_writes::during(|| capture_step(&ctx, step));
+                        *graph = again?;
+                        *writes = written;
                         Ok(())
                     }
                     Some(_) => graph.run(),
@@ -130,14 +147,20 @@ impl Graph {
                         // Gone on on the CPU: a run calls the step.
                         let was =
                             std::mem::replace(&mut self.inner, Inner::Cpu(Box::new(|| Ok(()))));
-                        if let Inner::Gpu { step, .. } = was {
-                            self.inner = Inner::Cpu(step);
+                        if let Inner::Gpu(gpu) = was {
+                            self.inner = Inner::Cpu(gpu.step);
                         }
                         self.run()
                     }
                 }
             }
-            Inner::Gpu { graph, .. } => graph.run(),
+            Inner::Gpu(gpu) => {
+                let ran = gpu.graph.run();
+                // Counted once the run is recorded: a host copy taken
+                // meanwhile from data without it goes stale.
+                captured_writes::written(&gpu.writes);
+                ran
+            }
             Inner::Cpu(step) => step(),
         }
     }
@@ -146,7 +169,7 @@ impl Graph {
     /// nothing).
     pub fn ops(&self) -> usize {
         match &self.inner {
-            Inner::Gpu { graph, .. } => graph.ops(),
+            Inner::Gpu(gpu) => gpu.graph.ops(),
             Inner::Cpu(_) => 0,
         }
     }
@@ -154,7 +177,7 @@ impl Graph {
     /// The kernel dispatches one run submits (0 on the CPU).
     pub fn dispatches(&self) -> usize {
         match &self.inner {
-            Inner::Gpu { graph, .. } => graph.dispatches(),
+            Inner::Gpu(gpu) => gpu.graph.dispatches(),
             Inner::Cpu(_) => 0,
         }
     }

@@ -348,3 +348,98 @@ fn a_captured_step_over_kept_tensors_runs_on_after_a_recovery() {
     common::assert_close(&state.to_vec::<f32>().unwrap(), &times(4.0), 1e-6, "after");
     assert!(step.dispatches() > 0);
 }
+
+#[test]
+fn replays_and_the_applications_writes_leave_no_host_copy_valid() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    // A step captured first, the copy taken after: its runs write it.
+    let x = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    let held = x.clone();
+    let mut step = dev.capture(move || held.add_scalar_(1.0)).unwrap();
+    x.set_persist(Persist::HostCopy).unwrap();
+    step.run().unwrap();
+    // A buffer the application holds may be written behind webtensor's
+    // back: no copy of it can stay valid until its next write.
+    let y = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    let handed = y.gpu_buffer().unwrap();
+    assert!(matches!(
+        y.set_persist(Persist::HostCopy),
+        Err(webtensor::Error::Argument { .. })
+    ));
+    y.checkpoint().unwrap();
+    drop(handed);
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_lost(x.to_vec::<f32>(), "written by a run after its copy");
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        ramp(8),
+        "a checkpoint is a snapshot"
+    );
+    // After the recovery, a wrap of a restored tensor's buffer is the same
+    // storage (an in-place op over both copies what overlaps).
+    let handed = y.gpu_buffer().unwrap();
+    let wrapped =
+        Tensor::from_gpu_buffer(&handed.buffer, DType::F32, [8], handed.byte_offset, &dev).unwrap();
+    assert!(y.shares_storage(&wrapped));
+    y.add_(&wrapped.flip(&[0]).unwrap()).unwrap();
+    let r = ramp(8);
+    let want: Vec<f32> = (0..8).map(|i| r[i] + r[7 - i]).collect();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want);
+}
+
+#[test]
+fn a_tensor_that_could_not_be_restored_stays_lost() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    dev.set_persist(Persist::HostCopy);
+    let first = Tensor::from_slice(&ramp(1 << 18), [1 << 18], &dev).unwrap();
+    let second = Tensor::from_slice(&ramp(1 << 18), [1 << 18], &dev).unwrap();
+    // Room for one of the two 1 MiB tensors on the next device.
+    dev.set_memory_cap(Some(3 << 19));
+    lose(&dev);
+    let restored = dev.recover();
+    assert!(
+        matches!(restored, Err(webtensor::Error::OutOfMemory { .. })),
+        "{restored:?}"
+    );
+    assert!(!dev.is_lost(), "the handle is rebound all the same");
+    let (ok, lost): (Vec<&Tensor>, Vec<&Tensor>) =
+        [&first, &second].into_iter().partition(|t| !t.is_lost());
+    assert_eq!((ok.len(), lost.len()), (1, 1));
+    // (The readback's staging counts under the cap too.)
+    dev.set_memory_cap(None);
+    assert_eq!(ok[0].to_vec::<f32>().unwrap(), ramp(1 << 18));
+    // For good: the next recovery, with room, does not bring it back.
+    lose(&dev);
+    dev.recover().unwrap();
+    assert!(lost[0].is_lost());
+    assert_eq!(ok[0].to_vec::<f32>().unwrap(), ramp(1 << 18));
+}
+
+#[test]
+fn a_checkpoint_of_several_tensors_brings_them_back_as_of_one_moment() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    let u = Tensor::from_slice(&ramp(16), [4, 4], &dev).unwrap();
+    let v = Tensor::zeros([16], DType::F32, &dev).unwrap();
+    Tensor::checkpoint_all(&[&u, &v.reshape([4, 4]).unwrap()]).unwrap();
+    u.mul_scalar_(3.0).unwrap();
+    v.add_scalar_(1.0).unwrap();
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_eq!(u.to_vec::<f32>().unwrap(), ramp(16));
+    assert_eq!(v.to_vec::<f32>().unwrap(), [0.0; 16]);
+    // Tensors of two GPU handles are checkpointed apart.
+    if let Some(other) = own(GpuOptions::default()) {
+        let w = Tensor::ones([2], DType::F32, &other).unwrap();
+        assert!(matches!(
+            Tensor::checkpoint_all(&[&u, &w]),
+            Err(webtensor::Error::Argument { .. })
+        ));
+    }
+}

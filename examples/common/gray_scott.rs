@@ -114,7 +114,8 @@ impl GrayScott {
         Ok(())
     }
 
-    /// Copies both fields to host memory (`Tensor::checkpoint`): after a
+    /// Copies both fields, as of this step, to host memory
+    /// (`Tensor::checkpoint_all`: both or neither): after a
     /// lost GPU, `Device::recover` restores them from here, and
     /// [`GrayScott::resume`] takes the step count back with them.
     ///
@@ -125,8 +126,7 @@ impl GrayScott {
     #[cfg(not(target_arch = "wasm32"))]
     #[allow(dead_code)]
     pub fn checkpoint(&mut self) -> Result<()> {
-        self.u.checkpoint()?;
-        self.v.checkpoint()?;
+        Tensor::checkpoint_all(&[&self.u, &self.v])?;
         self.checkpointed = self.steps;
         Ok(())
     }
@@ -137,8 +137,7 @@ impl GrayScott {
     /// As `Tensor::checkpoint`.
     #[cfg(target_arch = "wasm32")]
     pub async fn checkpoint_async(&mut self) -> Result<()> {
-        self.u.checkpoint_async().await?;
-        self.v.checkpoint_async().await?;
+        Tensor::checkpoint_all_async(&[&self.u, &self.v]).await?;
         self.checkpointed = self.steps;
         Ok(())
     }

@@ -240,15 +240,16 @@ async fn run_on_gpu(page: &Page, mut gpu: Gpu) -> AnyResult<String> {
     // `?lose-at=N` loses the device at frame N; the page's button at once.
     let mut lose_at = page.lose_at();
     while sim.steps < steps {
-        if frames % CHECKPOINT_EVERY == 0 {
-            sim.checkpoint_async().await?;
-        }
+        let checkpoint = frames % CHECKPOINT_EVERY == 0;
         if page.take_lose_request() || lose_at == Some(frames) {
             lose_at = None;
             // As a browser taking the device back would.
             gpu.device.destroy();
         }
         let drawn = async {
+            if checkpoint {
+                sim.checkpoint_async().await?;
+            }
             sim.step_captured(STEPS_PER_FRAME.min(steps - sim.steps))?;
             sim.v().write_to_texture(blit.texture(), HEAT)?;
             gpu.present(&blit)?;

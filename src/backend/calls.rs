@@ -38,13 +38,12 @@ impl<'a> TensorRef<'a> {
 /// call. Either way a plain reference: reading it costs what reading the
 /// tensor's own did.
 pub(crate) struct StorageRef<'a> {
-    /// The tensor's storage, or `held`'s (on the heap, where it stays put
-    /// while `held` lives, which is as long as this reference).
+    /// The tensor's storage, or the one `held` owns.
     storage: &'a Arc<Storage>,
-    // The `Arc` itself must sit at a stable address: it is lent out as
-    // `&Arc<Storage>`, the type every call's operands have.
-    #[allow(clippy::redundant_allocation)]
-    held: Option<Box<Arc<Storage>>>,
+    /// Null, or a `Box<Arc<Storage>>` this value owns (a raw pointer, not
+    /// a `Box`, so that moving this value does not assert unique access to
+    /// what `storage` points at).
+    held: *mut Arc<Storage>,
 }
 
 impl<'a> StorageRef<'a> {
@@ -53,30 +52,55 @@ impl<'a> StorageRef<'a> {
     pub fn own(storage: &'a Arc<Storage>) -> StorageRef<'a> {
         StorageRef {
             storage,
-            held: None,
+            held: std::ptr::null_mut(),
         }
     }
 
     /// A storage this reference holds.
     pub fn held(storage: Arc<Storage>) -> StorageRef<'a> {
-        let held = Box::new(storage);
-        // SAFETY: the box's contents stay at one heap address, unchanged,
-        // until the box is dropped with this value; `storage` is private
-        // and only lent out for as long as `self` is borrowed (`Deref`),
-        // so no reference to them outlives the box.
-        let storage: &'a Arc<Storage> = unsafe { &*std::ptr::from_ref::<Arc<Storage>>(&held) };
-        StorageRef {
-            storage,
-            held: Some(held),
+        let held = Box::into_raw(Box::new(storage));
+        // SAFETY: `held` is a live allocation this value owns until its
+        // drop frees it, at one address meanwhile and never written;
+        // `storage` is private and lent out only for as long as `self` is
+        // borrowed (`Deref`), so no reference to it outlives the
+        // allocation.
+        let storage: &'a Arc<Storage> = unsafe { &*held };
+        StorageRef { storage, held }
+    }
+}
+
+// SAFETY: a `StorageRef` is a shared reference to an `Arc<Storage>` and,
+// at most, an `Arc<Storage>` it owns, both of which cross and are shared
+// between threads natively (the CPU backend's threads read calls). In a
+// browser the GPU's storage stays on the page's thread, as it must.
+#[cfg(not(target_arch = "wasm32"))]
+unsafe impl Send for StorageRef<'_> {}
+#[cfg(not(target_arch = "wasm32"))]
+unsafe impl Sync for StorageRef<'_> {}
+#[cfg(not(target_arch = "wasm32"))]
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Arc<Storage>>();
+};
+
+impl Drop for StorageRef<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.held.is_null() {
+            // SAFETY: `held` came from `Box::into_raw` in `held()`, is
+            // freed only here, once, and `storage` (which points into it)
+            // is not used after this.
+            drop(unsafe { Box::from_raw(self.held) });
         }
     }
 }
 
 impl Clone for StorageRef<'_> {
     fn clone(&self) -> Self {
-        match &self.held {
-            None => StorageRef::own(self.storage),
-            Some(held) => StorageRef::held(Arc::clone(held)),
+        if self.held.is_null() {
+            StorageRef::own(self.storage)
+        } else {
+            StorageRef::held(Arc::clone(self.storage))
         }
     }
 }

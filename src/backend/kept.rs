@@ -19,15 +19,20 @@ use super::cpu::{CpuData, CpuStorage, with_cpu_data};
 use super::gpu::GpuStorage;
 use crate::error::Result;
 use arc_swap::ArcSwapOption;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The host copy of a kept storage, and its restored storage.
 #[derive(Default)]
 pub(crate) struct Kept {
     copy: Mutex<Option<HostCopy>>,
+    /// Recoveries that took the copy so far (under the copy's lock).
+    restores: AtomicU64,
     /// Writes to the storage so far (each destination of an op counts).
     writes: AtomicU64,
+    /// Set while the copy is one the next write makes stale (which then
+    /// lets it go).
+    fragile: AtomicBool,
     /// The storage a recovery rebuilt the copy into, once one did.
     restored: ArcSwapOption<Storage>,
 }
@@ -47,10 +52,17 @@ impl Kept {
     /// before the data: a write met meanwhile makes the copy stale, never
     /// wrongly valid).
     pub fn set_copy(&self, data: CpuData, unwritten: Option<u64>) {
-        *self.lock() = Some(HostCopy {
+        let mut copy = self.lock();
+        self.fragile.store(unwritten.is_some(), Ordering::Release);
+        *copy = Some(HostCopy {
             data: Arc::new(data),
             unwritten,
         });
+    }
+
+    /// Recoveries that took the copy so far.
+    pub fn restores(&self) -> u64 {
+        self.restores.load(Ordering::Acquire)
     }
 
     /// Writes to the storage so far.
@@ -63,15 +75,34 @@ impl Kept {
         *self.lock() = None;
     }
 
-    /// Notes a write to the storage (an op's destination).
+    /// Notes a write to the storage (an op's destination); a copy it makes
+    /// stale is let go.
     #[inline]
     pub fn written(&self) {
         self.writes.fetch_add(1, Ordering::AcqRel);
+        if self.fragile.load(Ordering::Acquire) {
+            self.let_go_if_stale();
+        }
     }
 
-    /// The host copy, when one is kept and still holds the storage's data.
-    fn valid_copy(&self) -> Option<Arc<CpuData>> {
+    #[cold]
+    fn let_go_if_stale(&self) {
+        let mut copy = self.lock();
+        let stale = copy
+            .as_ref()
+            .and_then(|c| c.unwritten)
+            .is_some_and(|w| w != self.writes.load(Ordering::Acquire));
+        if stale {
+            *copy = None;
+            self.fragile.store(false, Ordering::Release);
+        }
+    }
+
+    /// The host copy, when one is kept and still holds the storage's data,
+    /// taken for a recovery (counted in [`Kept::restores`]).
+    fn take_for_restore(&self) -> Option<Arc<CpuData>> {
         let copy = self.lock();
+        self.restores.fetch_add(1, Ordering::AcqRel);
         let copy = copy.as_ref()?;
         match copy.unwritten {
             Some(writes) if writes != self.writes.load(Ordering::Acquire) => None,
@@ -87,7 +118,7 @@ impl Kept {
     /// Those of the upload (the new device's memory cap, its loss).
     pub fn restore(&self, place: Place<'_>) -> Result<bool> {
         const OP: &str = "Device::recover";
-        let Some(data) = self.valid_copy() else {
+        let Some(data) = self.take_for_restore() else {
             return Ok(false);
         };
         let storage = match place {

@@ -121,15 +121,28 @@ impl GpuHandle {
         self.id
     }
 
+    /// Holds off replacements (and the restoring of kept storages that
+    /// comes with them) while the guard lives.
+    pub fn hold_replacements(&self) -> MutexGuard<'_, ()> {
+        self.replacing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Recoveries so far.
     pub fn generation(&self) -> u64 {
         self.heralds.generation()
     }
 
     /// Makes `next` what the handle is, in place of `was` (the lost
-    /// device), unless another recovery replaced it first (then false, and
-    /// `next` goes). The listeners hear of `next`'s loss.
-    pub fn replace(self: &Arc<Self>, was: &Arc<Now>, next: Arc<Now>) -> bool {
+    /// device), and runs `then` (the restoring of kept storages) before any
+    /// other replacement may start, unless another recovery replaced `was`
+    /// first (then false, and `next` goes). The listeners hear of `next`'s
+    /// loss.
+    pub fn replace(
+        self: &Arc<Self>,
+        was: &Arc<Now>,
+        next: Arc<Now>,
+        then: impl FnOnce(&Now),
+    ) -> bool {
         let _replacing = self.replacing.lock().unwrap_or_else(|e| e.into_inner());
         if !Arc::ptr_eq(&self.now.load(), was) {
             return false;
@@ -144,6 +157,7 @@ impl GpuHandle {
         if let Now::Gpu(ctx) = &*next {
             self.hear(ctx, generation);
         }
+        then(&next);
         true
     }
 

@@ -4,8 +4,12 @@
 
 use super::{Device, On};
 use crate::backend::Storage;
-use crate::error::Result;
+use crate::backend::cpu::CpuData;
+use crate::backend::gpu::GpuContext;
+use crate::backend::kept::Kept;
+use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use std::sync::Arc;
 
 /// What a GPU tensor keeps in host memory, so that a recovery
 /// ([`Device::recover`]) brings its data back.
@@ -86,7 +90,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::checkpoint`].
     pub async fn checkpoint_async(&self) -> Result<()> {
-        self.keep_copy("checkpoint", false).await
+        keep_copies("checkpoint", &[self], false).await
     }
 
     /// Sets what this tensor's storage keeps for a recovery (blocking;
@@ -94,8 +98,14 @@ impl Tensor {
     /// copy valid until the storage is next written; [`Persist::Nothing`]
     /// lets go of any copy or checkpoint. Nothing to do on the CPU.
     ///
+    /// A copy taken while another thread writes the tensor may miss that
+    /// write and still count as valid: take it when no write to the tensor
+    /// is in flight.
+    ///
     /// # Errors
-    /// As [`Tensor::checkpoint`].
+    /// As [`Tensor::checkpoint`]; `Error::Argument` for `HostCopy` of a
+    /// tensor whose buffer the application may write
+    /// ([`Tensor::gpu_buffer`], [`Tensor::from_gpu_buffer`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn set_persist(&self, persist: Persist) -> Result<()> {
         pollster::block_on(self.set_persist_async(persist))
@@ -107,7 +117,7 @@ impl Tensor {
     /// As [`Tensor::checkpoint`].
     pub async fn set_persist_async(&self, persist: Persist) -> Result<()> {
         match persist {
-            Persist::HostCopy => self.keep_copy("Tensor::set_persist", true).await,
+            Persist::HostCopy => keep_copies("Tensor::set_persist", &[self], true).await,
             Persist::Nothing => {
                 if let Storage::Gpu(own) = &**self.own_storage()
                     && let Some(kept) = own.kept()
@@ -119,29 +129,102 @@ impl Tensor {
         }
     }
 
-    /// Reads the storage the tensor reads now and keeps it as the host copy
-    /// of the storage it was made on (the one its handles hold): until its
-    /// next write (`stale_on_write`), or for good (a checkpoint).
-    async fn keep_copy(&self, op: &'static str, stale_on_write: bool) -> Result<()> {
-        let Storage::Gpu(own) = &**self.own_storage() else {
-            return Ok(());
+    /// [`Tensor::checkpoint`] of several tensors at once (blocking; native
+    /// only): a recovery restores all of them as of this call, or, when the
+    /// device is lost before every copy is taken, none of this call's
+    /// copies (each keeps its previous checkpoint). For state held in
+    /// several tensors that must come back from one moment.
+    ///
+    /// # Errors
+    /// As [`Tensor::checkpoint`]; `Error::DeviceLost` when a recovery came
+    /// before the copies were kept; `Error::Argument` for tensors of
+    /// different GPU handles.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn checkpoint_all(tensors: &[&Tensor]) -> Result<()> {
+        pollster::block_on(Self::checkpoint_all_async(tensors))
+    }
+
+    /// [`Tensor::checkpoint_all`] without blocking (every target).
+    ///
+    /// # Errors
+    /// As [`Tensor::checkpoint_all`].
+    pub async fn checkpoint_all_async(tensors: &[&Tensor]) -> Result<()> {
+        keep_copies("checkpoint", tensors, false).await
+    }
+}
+
+/// What [`keep_copies`] read of one tensor, to keep.
+struct Taken {
+    kept: Arc<Kept>,
+    /// The copy's [`Kept::restores`] and [`Kept::writes`] before the read.
+    restores: u64,
+    unwritten: Option<u64>,
+    data: CpuData,
+    ctx: Arc<GpuContext>,
+}
+
+/// Reads the storage each of `tensors` reads now and keeps it as the host
+/// copy of the storage the tensor was made on (the one its handles hold):
+/// until its next write (`stale_on_write`), or for good (a checkpoint). All
+/// the copies are kept, or none: they are kept together while no recovery
+/// restores, and not when one came since they were read.
+async fn keep_copies(op: &'static str, tensors: &[&Tensor], stale_on_write: bool) -> Result<()> {
+    let mut handle = None;
+    let mut taken = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        let Storage::Gpu(own) = &**t.own_storage() else {
+            continue;
         };
-        let now = self.storage();
+        let now = t.storage();
         let Storage::Gpu(at) = &**now else {
             // Restored to the CPU after its GPU was lost: nothing to keep.
-            return Ok(());
+            continue;
         };
         at.ctx.check_lost(op)?;
+        if stale_on_write && at.app_may_write() {
+            return Err(Error::argument(
+                op,
+                "the application may write this tensor's buffer (Tensor::gpu_buffer, \
+                 Tensor::from_gpu_buffer) without webtensor seeing it, so no copy of it \
+                 stays valid until its next write: checkpoint it instead",
+            ));
+        }
+        let this = t.device().gpu_handle();
+        match (&handle, this) {
+            (None, Some(h)) => handle = Some(h.clone()),
+            (Some(h), Some(this)) if !Arc::ptr_eq(h, this) => {
+                return Err(Error::argument(
+                    op,
+                    "the tensors are on different GPU devices; checkpoint each device's apart",
+                ));
+            }
+            _ => {}
+        }
         // Known to the device it is read from, the one the handle is now,
-        // whose recovery restores it; kept before the count of writes is
-        // read, and that before the data: a write met meanwhile makes the
-        // copy stale, never wrongly valid.
-        let kept = own.keep(&at.ctx);
-        let unwritten = stale_on_write.then(|| kept.writes());
+        // whose recovery restores it; kept before the counts are read, and
+        // they before the data: a write met meanwhile makes the copy
+        // stale, never wrongly valid.
+        let kept = own.keep(&at.ctx).clone();
+        let (restores, unwritten) = (kept.restores(), stale_on_write.then(|| kept.writes()));
         let Some(data) = now.read_all(op).await? else {
-            return Ok(());
+            continue;
         };
-        kept.set_copy(data, unwritten);
-        Ok(())
+        taken.push(Taken {
+            kept,
+            restores,
+            unwritten,
+            data,
+            ctx: at.ctx.clone(),
+        });
     }
+    let _held = handle.as_ref().map(|h| h.hold_replacements());
+    // A recovery that came meanwhile restored copies from before these,
+    // read from the lost device: none of these is kept.
+    if let Some(t) = taken.iter().find(|t| t.kept.restores() != t.restores) {
+        return Err(t.ctx.lost_error(op));
+    }
+    for t in taken {
+        t.kept.set_copy(t.data, t.unwritten);
+    }
+    Ok(())
 }

@@ -179,12 +179,14 @@ impl Device {
 /// Makes `next` what `handle` is in place of `was`, and restores there
 /// the data the kept storages of `was`'s device `old` hold; `old` is
 /// retired first (marked lost for `reason` when it was not, so that no op
-/// mixes the two devices' buffers). False when another recovery replaced
-/// `was` first: the handle keeps that one's device.
+/// mixes the two devices' buffers). The restoring ends before another
+/// recovery may replace `next`. False when another recovery replaced `was`
+/// first: the handle keeps that one's device.
 ///
 /// # Errors
-/// The first failure to restore a kept storage (its tensors stay lost;
-/// the others are restored, and the handle is rebound all the same).
+/// The first failure to restore a kept storage: that one lets go of its
+/// copy and stays lost for good; the others are restored, and the handle
+/// is rebound all the same.
 fn install(
     handle: &Arc<GpuHandle>,
     was: &Arc<Now>,
@@ -193,22 +195,29 @@ fn install(
     reason: &str,
 ) -> Result<bool> {
     old.retire(reason);
-    if !handle.replace(was, next.clone()) {
-        return Ok(false);
-    }
     let mut failed = None;
-    for kept in old.kept_storages() {
-        let restored = match &**next {
-            Now::Gpu(ctx) => {
-                // A later recovery finds it on the new device.
-                ctx.register_kept(&kept);
-                kept.restore(Place::Gpu(ctx))
+    let replaced = handle.replace(was, next.clone(), |next| {
+        for kept in old.kept_storages() {
+            let restored = match next {
+                Now::Gpu(ctx) => kept.restore(Place::Gpu(ctx)).inspect(|_| {
+                    // A later recovery finds it on the new device.
+                    ctx.register_kept(&kept);
+                }),
+                Now::Cpu(cpu) => {
+                    // Nothing is lost on the CPU: the copy has done its work.
+                    let restored = kept.restore(Place::Host(&cpu.threads));
+                    kept.drop_copy();
+                    restored
+                }
+            };
+            if let Err(e) = restored {
+                kept.drop_copy();
+                failed.get_or_insert(e.named(OP));
             }
-            Now::Cpu(cpu) => kept.restore(Place::Host(&cpu.threads)),
-        };
-        if let Err(e) = restored {
-            failed.get_or_insert(e.named(OP));
         }
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(replaced),
     }
-    failed.map_or(Ok(true), Err)
 }

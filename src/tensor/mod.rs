@@ -1,5 +1,6 @@
 //! [`Tensor`]: a cheap handle to shared storage plus a layout and a dtype.
 
+pub(crate) mod captured_writes;
 mod create;
 mod display;
 mod like;
@@ -98,10 +99,11 @@ impl Tensor {
     /// [`Tensor::kernel_out`]).
     #[inline(always)]
     pub(crate) fn note_write(&self) {
-        if let Storage::Gpu(s) = &**self.storage
-            && let Some(kept) = s.kept()
-        {
-            kept.written();
+        if let Storage::Gpu(s) = &**self.storage {
+            if let Some(kept) = s.kept() {
+                kept.written();
+            }
+            captured_writes::note(&self.storage);
         }
     }
 
@@ -201,6 +203,8 @@ impl Tensor {
     /// True when both handles use the same storage (one is a view of the
     /// other, or both are views of a third).
     pub fn shares_storage(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.storage, &other.storage)
+        // After a recovery a tensor reads its restored storage, which a
+        // tensor wrapping that storage's buffer holds as its own.
+        Arc::ptr_eq(&self.storage, &other.storage) || Arc::ptr_eq(&self.storage(), &other.storage())
     }
 }

@@ -591,6 +591,14 @@ impl GpuContext {
         shared.retain(|(_, s)| s.strong_count() > 0);
     }
 
+    /// True when `buffer` was handed to the application or wrapped from it
+    /// (and its storage lives).
+    pub fn is_shared(&self, buffer: &wgpu::Buffer) -> bool {
+        self.forget_unshared();
+        let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.iter().any(|(b, _)| b == buffer)
+    }
+
     /// Remembers that `buffer` is `storage`'s, handed out or wrapped.
     pub fn share(&self, buffer: &wgpu::Buffer, storage: &Arc<Storage>) {
         self.forget_unshared();

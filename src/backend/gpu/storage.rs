@@ -256,6 +256,13 @@ impl GpuStorage {
             .take(&ctx.pool, target, ctx.open_batch(), &|_| false, reference)
     }
 
+    /// True when the application may write the buffer behind webtensor's
+    /// back: its own (`Tensor::from_gpu_buffer`), or one handed to it
+    /// (`Tensor::gpu_buffer`).
+    pub fn app_may_write(&self) -> bool {
+        self.owner == Owner::Lent || self.claim.buffer().is_some_and(|b| self.ctx.is_shared(&b))
+    }
+
     /// What keeps this storage's data for a recovery, if anything does.
     #[inline]
     pub fn kept(&self) -> Option<&Arc<Kept>> {

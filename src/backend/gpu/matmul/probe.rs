@@ -251,5 +251,6 @@ fn record(
             ));
         }
     }
+    drop(call);
     Ok(c)
 }
