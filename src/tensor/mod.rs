@@ -112,9 +112,7 @@ impl Tensor {
     /// (see `backend/kept.rs`).
     #[inline(always)]
     pub(crate) fn storage(&self) -> StorageRef<'_> {
-        if let Storage::Gpu(s) = &**self.storage
-            && s.kept().is_some()
-        {
+        if self.is_kept() {
             return self.kept_storage();
         }
         StorageRef::own(&self.storage)
@@ -205,6 +203,15 @@ impl Tensor {
     pub fn shares_storage(&self, other: &Tensor) -> bool {
         // After a recovery a tensor reads its restored storage, which a
         // tensor wrapping that storage's buffer holds as its own.
-        Arc::ptr_eq(&self.storage, &other.storage) || Arc::ptr_eq(&self.storage(), &other.storage())
+        Arc::ptr_eq(&self.storage, &other.storage)
+            || ((self.is_kept() || other.is_kept())
+                && Arc::ptr_eq(&self.storage(), &other.storage()))
+    }
+
+    /// True when the storage keeps its data for a recovery (see
+    /// `backend/kept.rs`).
+    #[inline(always)]
+    fn is_kept(&self) -> bool {
+        matches!(&**self.storage, Storage::Gpu(s) if s.kept().is_some())
     }
 }
