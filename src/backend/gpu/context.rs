@@ -365,7 +365,8 @@ impl GpuContext {
     }
 
     /// Waits for wgpu's lost callback after a failure that may be the
-    /// loss: until the queue is empty (at most a second), then 250 ms more.
+    /// loss: until the queue is empty (at most a second), then a second
+    /// more (a loaded machine may hold the thread that fires it that long).
     /// wgpu tells of a destroyed device once its queue is empty, from the
     /// poll that finds it so, and fires the callback once: when another
     /// thread's poll took it, that thread fires it a moment later, and this
@@ -378,7 +379,7 @@ impl GpuContext {
             submission_index: None,
             timeout: Some(Duration::from_secs(1)),
         });
-        let grace = Instant::now() + Duration::from_millis(250);
+        let grace = Instant::now() + Duration::from_secs(1);
         while !self.lost.is_lost() && Instant::now() < grace {
             std::thread::sleep(Duration::from_micros(200));
         }
