@@ -454,18 +454,9 @@ fn ops_racing_losses_and_recoveries_get_right_values_or_device_lost() {
         .collect();
     for _ in 0..5 {
         std::thread::sleep(Duration::from_millis(30));
-        let (device, _) = dev.wgpu().unwrap();
-        device.destroy();
-        // The workers' polls may take wgpu's lost callback first: a sync
-        // tells of the loss once its thread fired it.
-        within_watchdog("the loss, seen from the main thread", {
-            let dev = dev.clone();
-            move || {
-                while !matches!(dev.sync(), Err(Error::DeviceLost { .. })) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-        });
+        // The workers' polls may take wgpu's lost callback first: `lose`
+        // syncs until this thread sees the loss too.
+        lose(&dev);
         within_watchdog("a recovery racing ops", {
             let dev = dev.clone();
             move || dev.recover()

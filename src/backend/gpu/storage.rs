@@ -288,10 +288,8 @@ impl GpuStorage {
     #[cold]
     #[inline(never)]
     pub fn elsewhere(&self, op: &'static str, wanted: &str) -> Error {
-        if self.ctx.is_lost() {
-            return self.ctx.lost_error(op);
-        }
-        Error::internal(op, format!("an operand is not {wanted}"))
+        self.elsewhere_lost(op)
+            .unwrap_or_else(|| Error::internal(op, format!("an operand is not {wanted}")))
     }
 
     /// `Error::Gpu` naming `op` with the first failure of a batch that was
