@@ -60,8 +60,8 @@
 
 use std::time::Instant;
 use webtensor::{
-    Conv, DType, Device, Fft, GpuOptions, MatmulPrecision, MatmulTile, Pool, Resize, Result,
-    SortOrder, Tensor, TopK, s,
+    Conv, DType, Device, Fft, Generator, GpuOptions, MatmulPrecision, MatmulTile, Pool, Resize,
+    Result, SortOrder, Tensor, TopK, s,
 };
 
 /// What to run, from the command line.
@@ -300,6 +300,23 @@ fn main() -> Result<()> {
             synced(&dev, outs)
         })?;
         row("add_x20", t, gbs(20.0 * 12.0 * nf, t.1));
+    }
+    if o.wants("randn") {
+        // Issue 50: a draw is one kernel that writes its tensor (it was
+        // made on the host and uploaded). 100M f32 normals (400 MB written
+        // at full scale) beside a fill of as many: the adapter's write
+        // bandwidth, the target's yardstick (randn at 70% of it or more).
+        let m = 6 * n;
+        let mut g = Generator::new(1);
+        let t = time(&dev, runs, || {
+            g.randn([m], DType::F32, &dev)
+                .and_then(|out| synced(&dev, out))
+        })?;
+        row("randn_100m", t, gbs(4.0 * m as f64, t.1));
+        let t = time(&dev, runs, || {
+            Tensor::full([m], 1.5, DType::F32, &dev).and_then(|out| synced(&dev, out))
+        })?;
+        row("fill_100m", t, gbs(4.0 * m as f64, t.1));
     }
     if o.wants("div") {
         // Correctly rounded division (`div_f32` in shaders/kernel/math.wgsl)

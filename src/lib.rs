@@ -111,8 +111,8 @@ pub use interop::{ColorMap, GpuBuffer};
 pub use layout::Layout;
 pub use num_complex::Complex32;
 pub use ops::{
-    Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, PadMode, Pair,
-    Pool, QTensor, Resize, Rope, RopeStyle, Sampling, SortOrder, Stft, TopK,
+    Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, Generator, PadMode,
+    Pair, Pool, QTensor, Resize, Rope, RopeStyle, Sampling, SortOrder, Stft, TopK,
 };
 pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledRegion, ProfiledSubmit};
 pub use quant::GgmlType;

@@ -7,7 +7,7 @@
 
 mod common;
 
-use webtensor::{Conv, DType, Device, DeviceStats, Fft, Pool, Resize, Tensor, s};
+use webtensor::{Conv, DType, Device, DeviceStats, Fft, Generator, Pool, Resize, Tensor, s};
 
 /// What one run of `f` and a readback of its result cost on `dev`.
 /// One readback of `t`, as it is stored (no cast kernel).
@@ -587,5 +587,36 @@ fn a_quantized_product_is_one_kernel_per_eight_rows() {
         }
         let d = cost(&dev, &|| w.dequantize(DType::F32).unwrap());
         assert_budget(&format!("{name}: dequantize"), &d, 1);
+    }
+}
+
+#[test]
+fn a_draw_is_one_kernel_that_uploads_nothing() {
+    // Issue 50: rand and randn were computed on the host and uploaded (a
+    // 100M-element randn moved 400 MB across the bus). A draw is one
+    // kernel writing the tensor, a quad (four elements) a thread: 2^16
+    // elements launch 2^14 threads, 256 workgroups of 64.
+    for (name, dev) in gpus() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let what = format!("{name}: draws in {dtype}");
+            let d = cost(&dev, &|| {
+                Generator::new(1).randn([1000, 3], dtype, &dev).unwrap()
+            });
+            assert_budget(&format!("{what}: randn"), &d, 1);
+            let d = cost(&dev, &|| {
+                Generator::new(2)
+                    .uniform([7, 5], -1.0, 3.0, dtype, &dev)
+                    .unwrap()
+            });
+            assert_budget(&format!("{what}: uniform"), &d, 1);
+            let d = cost(&dev, &|| {
+                Generator::new(3).bernoulli([9], 0.5, dtype, &dev).unwrap()
+            });
+            assert_budget(&format!("{what}: bernoulli"), &d, 1);
+            let grids = launched(&dev, &|| {
+                Generator::new(4).rand([1 << 16], dtype, &dev).unwrap()
+            });
+            assert_eq!(grids, vec![256], "{what}: rand of 2^16");
+        }
     }
 }

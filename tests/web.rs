@@ -7,8 +7,8 @@
 
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 use webtensor::{
-    Conv, DType, Device, DeviceKind, Error, Pool, Resize, SortOrder, Tensor, TopK, bf16, f16, s,
-    wgpu,
+    Conv, DType, Device, DeviceKind, Error, Generator, Pool, Resize, SortOrder, Tensor, TopK, bf16,
+    f16, s, wgpu,
 };
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -1526,4 +1526,78 @@ fn near(got: &[f32], want: &[f32], what: &str) {
     for (g, w) in got.iter().zip(want) {
         assert!((g - w).abs() <= 1e-5 * scale * 16.0, "{what}: {g} vs {w}");
     }
+}
+
+/// The generator in the browser: the words and uniforms of the reference
+/// implementation (tests/data/make_random_cases.py) and the wasm CPU's
+/// normals, bit for bit, for every float dtype.
+#[wasm_bindgen_test]
+async fn the_generator_draws_the_same_bits_in_the_browser() {
+    use std::collections::HashMap;
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let data = include_bytes!("data/random_cases.npz");
+    let cases: HashMap<String, Tensor> = webtensor::io::from_npz_bytes(data, &cpu)
+        .expect("the cases")
+        .into_iter()
+        .collect();
+    let words: Vec<u32> = cases["seed_words"].to_vec_async().await.unwrap();
+    let seed = u64::from(words[0]) | u64::from(words[1]) << 32;
+    let n = 4099;
+    let bits = Generator::new(seed).bits([n], &dev).unwrap();
+    let want: Vec<u32> = cases["bits"].to_vec_async().await.unwrap();
+    assert_eq!(bits.to_vec_async::<u32>().await.unwrap(), want);
+    let uniform = Generator::new(seed).rand([n], DType::F32, &dev).unwrap();
+    let want: Vec<f32> = cases["rand_f32"].to_vec_async().await.unwrap();
+    assert_eq!(uniform.to_vec_async::<f32>().await.unwrap(), want);
+    let range: Vec<i64> = cases["int_odd_range"].to_vec_async().await.unwrap();
+    let ints = Generator::new(seed).randint([n], range[0], range[1], DType::I64, &dev);
+    let want: Vec<i64> = cases["int_odd"].to_vec_async().await.unwrap();
+    assert_eq!(ints.unwrap().to_vec_async::<i64>().await.unwrap(), want);
+    let normals = |d: &Device, dtype| Generator::new(seed).normal([n], 0.25, 2.0, dtype, d);
+    let got = normals(&dev, DType::F32)
+        .unwrap()
+        .to_vec_async::<f32>()
+        .await
+        .unwrap();
+    let want = normals(&cpu, DType::F32)
+        .unwrap()
+        .to_vec_async::<f32>()
+        .await
+        .unwrap();
+    assert!(
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| g.to_bits() == w.to_bits())
+    );
+    let got = normals(&dev, DType::F16)
+        .unwrap()
+        .to_vec_async::<f16>()
+        .await
+        .unwrap();
+    let want = normals(&cpu, DType::F16)
+        .unwrap()
+        .to_vec_async::<f16>()
+        .await
+        .unwrap();
+    assert!(
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| g.to_bits() == w.to_bits())
+    );
+    let got = normals(&dev, DType::BF16)
+        .unwrap()
+        .to_vec_async::<bf16>()
+        .await
+        .unwrap();
+    let want = normals(&cpu, DType::BF16)
+        .unwrap()
+        .to_vec_async::<bf16>()
+        .await
+        .unwrap();
+    assert!(
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| g.to_bits() == w.to_bits())
+    );
 }

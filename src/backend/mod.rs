@@ -13,6 +13,7 @@ pub(crate) mod gpu;
 pub(crate) mod kept;
 #[cfg(test)]
 mod layering;
+pub(crate) mod random;
 pub(crate) mod recycle;
 
 use crate::dtype::{Element, KernelType};
@@ -27,6 +28,7 @@ pub(crate) use calls::{
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::QUANT_MAX_ROWS;
+pub(crate) use random::{Draw, RandomCall, random};
 use std::sync::Arc;
 
 /// Where fresh storage goes: host memory, whose ops run on a device's

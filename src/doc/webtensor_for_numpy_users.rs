@@ -46,6 +46,8 @@
 //! | `np.eye(3)` | `Tensor::eye(3, DType::F32, &dev)?` |
 //! | `np.zeros_like(a)` | `a.zeros_like()?` |
 //! | `rng.standard_normal((2, 2))` | `Tensor::randn([2, 2], DType::F32, seed, &dev)?` (the same values on every device) |
+//! | `rng = np.random.default_rng(seed)`; `rng.integers(0, 10, 5)` | `let mut g = Generator::new(seed); g.randint([5], 0, 10, DType::I64, &dev)?` (Philox, not NumPy's PCG64: other values) |
+//! | `rng.permutation(n)`, `rng.choice(n, k, replace=False)` | `g.permutation(n, &dev)?`, `g.choice(n, k, &dev)?` |
 //!
 //! ```
 //! use webtensor::{DType, Device, Tensor};

@@ -4,7 +4,7 @@ use super::Tensor;
 use crate::backend::cpu::try_collect;
 use crate::backend::{Input, Place, Storage, recycle};
 use crate::device::Device;
-use crate::dtype::{DType, Element, KernelType, bf16_from_f64, f16_from_f64};
+use crate::dtype::{DType, Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::ElementwiseOp;
@@ -232,82 +232,35 @@ impl Tensor {
         Ok(t)
     }
 
-    /// Uniform samples in `[0, 1)` from a seeded generator. The same seed
-    /// gives the same values on every device.
+    /// Uniform samples in `[0, 1)` of a [`Generator`](crate::Generator)
+    /// seeded with `seed` (its first draw): made where the tensor lives,
+    /// the same values on every device.
     ///
     /// # Errors
-    /// `Error::DType` for a non-float dtype; as [`Tensor::zeros`].
+    /// As [`Generator::rand`](crate::Generator::rand).
     pub fn rand(
         shape: impl Into<Shape>,
         dtype: DType,
         seed: u64,
         device: &Device,
     ) -> Result<Tensor> {
-        Self::samples("rand", shape.into(), dtype, device, |i| uniform(seed, i))
+        crate::Generator::new(seed).rand(shape, dtype, device)
     }
 
-    /// Standard normal samples (Box–Muller) from a seeded generator. The same
-    /// seed gives the same values on every device.
+    /// Standard normal samples of a [`Generator`](crate::Generator)
+    /// seeded with `seed` (its first draw): made where the tensor lives,
+    /// the same values on every device.
     ///
     /// # Errors
-    /// As [`Tensor::rand`].
+    /// As [`Generator::randn`](crate::Generator::randn).
     pub fn randn(
         shape: impl Into<Shape>,
         dtype: DType,
         seed: u64,
         device: &Device,
     ) -> Result<Tensor> {
-        Self::samples("randn", shape.into(), dtype, device, |i| {
-            let u1 = 1.0 - uniform(seed, 2 * i);
-            let u2 = uniform(seed, 2 * i + 1);
-            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-        })
+        crate::Generator::new(seed).randn(shape, dtype, device)
     }
-
-    /// A tensor of the float `dtype` whose element `i` is `sample(i)`.
-    fn samples(
-        op: &'static str,
-        shape: Shape,
-        dtype: DType,
-        device: &Device,
-        sample: impl Fn(u64) -> f64,
-    ) -> Result<Tensor> {
-        shape.check(op)?;
-        let n = shape.numel();
-        let indices = 0..n as u64;
-        match dtype {
-            DType::F32 => {
-                let data = try_collect(op, n, indices.map(|i| sample(i) as f32))?;
-                Self::from_vec(data, shape, device)
-            }
-            DType::F64 => Self::from_vec(try_collect(op, n, indices.map(sample))?, shape, device),
-            DType::F16 => {
-                let data = try_collect(op, n, indices.map(|i| f16_from_f64(sample(i))))?;
-                Self::from_vec(data, shape, device)
-            }
-            DType::BF16 => {
-                let data = try_collect(op, n, indices.map(|i| bf16_from_f64(sample(i))))?;
-                Self::from_vec(data, shape, device)
-            }
-            other => Err(Error::dtype(
-                op,
-                format!("needs a float dtype, got {other}"),
-            )),
-        }
-    }
-}
-
-/// A uniform sample in [0, 1) for position `i` of stream `seed`
-/// (SplitMix64 of the pair: counter-based, so any element can be drawn alone).
-fn uniform(seed: u64, i: u64) -> f64 {
-    let mut z = seed
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(i.wrapping_mul(0xBF58_476D_1CE4_E5B9))
-        .wrapping_add(0x94D0_49BB_1331_11EB);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// [`alloc`] on the device of `lead`, an op's operand: on a GPU its own

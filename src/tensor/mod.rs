@@ -7,7 +7,7 @@ mod like;
 mod readback;
 mod views;
 
-pub(crate) use create::alloc_beside;
+pub(crate) use create::{alloc, alloc_beside};
 
 use crate::backend::recycle::Shared;
 use crate::backend::{Storage, StorageRef, TensorRef};

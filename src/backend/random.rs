@@ -1,0 +1,94 @@
+//! A draw of the counter-based generator (`ops/random`) into a fresh
+//! tensor, on the backend that holds it: `cpu/random.rs` and
+//! `gpu/random/` compute the same bits.
+
+use super::{Storage, TensorRef, check_bounds, cpu, gpu, live};
+use crate::error::Result;
+
+/// `ln(1 + f) = f + f^2 p(f)` on `[sqrt(1/2) - 1, sqrt(2) - 1]`.
+pub(crate) const LOG_P: [f32; 9] = [
+    -0.499_999_97,
+    0.333_333_25,
+    -0.250_007_78,
+    0.200_016_33,
+    -0.166_271_12,
+    0.141_962_3,
+    -0.131_139_23,
+    0.127_766_58,
+    -0.077_775_11,
+];
+/// `sin(2 pi x) = x s(x^2)` on `[0, 1/8]`.
+pub(crate) const SIN_S: [f32; 4] = [6.283_185_5, -41.341_663, 81.592_36, -75.393_94];
+/// `cos(2 pi x) = 1 + z c(z)`, `z = x^2`, on `[0, 1/8]`.
+pub(crate) const COS_C: [f32; 4] = [-19.739_208, 64.939_37, -85.448_77, 59.421_947];
+/// ln 2 in two parts, the first with few enough bits that its product with
+/// an exponent is exact.
+pub(crate) const LN2_HI: f32 = 0.693_145_75;
+pub(crate) const LN2_LO: f32 = 1.428_606_8e-6;
+
+/// Bits of uniform resolution of each float dtype: f32's 24, f16's 11,
+/// bf16's 8 (the values `k 2^-bits` all exact, and below 1).
+pub(crate) fn uniform_bits(dtype: crate::dtype::KernelType) -> u32 {
+    match dtype {
+        crate::dtype::KernelType::F16 => 11,
+        crate::dtype::KernelType::BF16 => 8,
+        _ => 24,
+    }
+}
+
+/// What each element of a draw is, from its words (see `cpu/random.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Draw {
+    /// The element's word itself (u32).
+    Bits,
+    /// `low + span * u`, `u` uniform in `[0, 1)` at the dtype's resolution
+    /// (f32 arithmetic below f64).
+    Uniform { low: f64, span: f64 },
+    /// `mean + std * z`, `z` a standard normal (Box-Muller).
+    Normal { mean: f64, std: f64 },
+    /// `low + floor(x span / 2^64)` of the element's two words as a 64-bit
+    /// `x`, wrapped to the dtype.
+    Int { low: i64, span: u64 },
+    /// 1 where the element's word is below `threshold` (of 2^32), else 0.
+    Bernoulli { threshold: u64 },
+}
+
+impl Draw {
+    /// Words each element of `dtype` takes: 2 for 64-bit integers and f64
+    /// floats, else 1.
+    pub fn words(&self, dtype: crate::dtype::KernelType) -> u64 {
+        match self {
+            Draw::Int { .. } => 2,
+            Draw::Uniform { .. } | Draw::Normal { .. }
+                if dtype == crate::dtype::KernelType::F64 =>
+            {
+                2
+            }
+            _ => 1,
+        }
+    }
+}
+
+/// One draw: elements `first..` of a call whose stream starts at block
+/// `block` of `key`, written into `out`, a contiguous view whose storage
+/// holds whole quads from its first element (`first` and its offset are
+/// multiples of 4 and its storage reaches the end of its last quad).
+pub(crate) struct RandomCall<'a> {
+    pub key: [u32; 2],
+    pub block: u64,
+    pub first: u64,
+    pub draw: Draw,
+    pub out: TensorRef<'a>,
+}
+
+/// Runs a draw on the backend that holds its output.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn random(call: &RandomCall) -> Result<()> {
+    check_bounds(&call.out)?;
+    match &**call.out.storage {
+        Storage::Cpu(s) => cpu::profiled("random", s, || cpu::random(s, call)),
+        Storage::Gpu(s) => gpu::random(live("random", s)?, call),
+    }
+}
