@@ -15,6 +15,7 @@ pub(crate) mod kept;
 mod layering;
 pub(crate) mod random;
 pub(crate) mod recycle;
+mod search;
 
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
@@ -29,6 +30,7 @@ pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::QUANT_MAX_ROWS;
 pub(crate) use random::{Draw, RandomCall, random};
+pub(crate) use search::{SearchCall, search};
 use std::sync::Arc;
 
 /// Where fresh storage goes: host memory, whose ops run on a device's

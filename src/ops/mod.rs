@@ -8,6 +8,7 @@ pub(crate) mod complex;
 mod complex_scaled;
 mod conv;
 mod conv_args;
+mod counting;
 mod custom;
 mod custom_names;
 mod einsum;
@@ -35,6 +36,7 @@ mod triangles;
 mod windows;
 
 pub use conv_args::{Conv, ConvPadding};
+pub use counting::Side;
 pub use custom::CustomKernel;
 pub use fft::{Fft, FftNorm};
 pub use nn::{Activation, Attention, Rope, RopeStyle, Sampling};

@@ -45,7 +45,7 @@ pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
 
 /// An element's sort key: a u64 whose unsigned order is the ascending
 /// order of the elements.
-trait Keyed: Element {
+pub(crate) trait Keyed: Element {
     fn key(self) -> u64;
 }
 

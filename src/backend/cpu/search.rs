@@ -1,0 +1,66 @@
+//! CPU binary searches ([`SearchCall`]): each value's position in its row,
+//! by the sort's order (NaN after every number, -0 equal to +0).
+
+use super::sort::Keyed;
+use super::storage::{CpuStorage, host_data, with_cpu_data};
+use super::threads::for_each_piece_mut;
+use crate::backend::SearchCall;
+use crate::error::{Error, Result};
+
+/// Runs `call`, whose output storage is `out` (fresh i64).
+pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
+    const OP: &str = "searchsorted";
+    let sorted = host_data(OP, &call.sorted)?;
+    let values = host_data(OP, &call.values)?;
+    let mut dst = out.write();
+    let from = call.out.layout.offset();
+    let [rows, m] = two(&call.values)?;
+    let dst = &mut dst
+        .as_mut_slice::<i64>()
+        .ok_or_else(|| Error::internal(OP, "the output is not i64"))?[from..from + rows * m];
+    let (s, v) = (&call.sorted.layout, &call.values.layout);
+    let [_, n] = two(&call.sorted)?;
+    let at = |l: &crate::layout::Layout, r: usize, j: usize| {
+        (l.offset() as isize + r as isize * l.strides()[0] + j as isize * l.strides()[1]) as usize
+    };
+    with_cpu_data!(&*sorted, s_data => {
+        let v_data = like(s_data, &values)
+            .ok_or_else(|| Error::internal(OP, "sorted rows and values differ in dtype"))?;
+        for_each_piece_mut(dst, m.max(1), |(r, piece)| {
+            let key_at = |k: usize| s_data[at(s, r, k)].key();
+            let reversed = call.auto_direction && n > 0 && key_at(n - 1) < key_at(0);
+            for (j, slot) in piece.iter_mut().enumerate() {
+                let value = v_data[at(v, r, j)].key();
+                let (mut lo, mut hi) = (0, n);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    let key = key_at(if reversed { n - 1 - mid } else { mid });
+                    let right_of = if call.right { key <= value } else { key < value };
+                    if right_of {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                *slot = if reversed { n - lo } else { lo } as i64;
+            }
+        });
+        Ok(())
+    })
+}
+
+/// `data`'s elements where they are of `_like`'s type.
+fn like<'a, T: crate::dtype::Element>(_like: &[T], data: &'a super::CpuData) -> Option<&'a [T]> {
+    data.as_slice::<T>()
+}
+
+/// The two extents of a `[rows, len]` view.
+fn two(t: &crate::backend::TensorRef) -> Result<[usize; 2]> {
+    match t.layout.dims() {
+        &[rows, len] => Ok([rows, len]),
+        _ => Err(Error::internal(
+            "searchsorted",
+            "a search takes [rows, len] views",
+        )),
+    }
+}

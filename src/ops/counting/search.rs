@@ -1,0 +1,175 @@
+//! `searchsorted` and `digitize`: each value's position in a sorted row,
+//! found by one kernel (a thread per value on a GPU) over the rows where
+//! they lie.
+
+use crate::backend::{SearchCall, search};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// Which end of a run of elements equal to the value
+/// [`Tensor::searchsorted`] gives (NumPy's `side`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// Before them: the count of elements less than the value.
+    Left,
+    /// After them: the count of elements less than or equal to it.
+    Right,
+}
+
+impl Tensor {
+    /// Where each of `values` would go in this sorted tensor to keep it
+    /// sorted (NumPy's `searchsorted`, PyTorch's for rows): i64 positions
+    /// of the shape of `values`. This tensor is 1-D (any `values`), or
+    /// sorted along its last axis with `values` of the same leading axes
+    /// (each row searched for its own values). The order is the sort's:
+    /// NaN after every number, `-0 == +0`. Both are read where they lie
+    /// (any view; `values` of another dtype are promoted as NumPy does).
+    /// Rows that are not sorted give unspecified positions, as NumPy's
+    /// do: nothing checks them.
+    ///
+    /// ```
+    /// use webtensor::{Device, Side, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let dev = Device::cpu();
+    /// let edges = Tensor::from_slice(&[1.0f32, 2.0, 2.0, 5.0], [4], &dev)?;
+    /// let at = Tensor::from_slice(&[2.0f32, 0.0, 9.0], [3], &dev)?;
+    /// assert_eq!(edges.searchsorted(&at, Side::Left)?.to_vec::<i64>()?, vec![1, 0, 4]);
+    /// assert_eq!(edges.searchsorted(&at, Side::Right)?.to_vec::<i64>()?, vec![3, 0, 4]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `searchsorted` for a 0-d tensor, or `values`
+    /// whose leading axes differ from an N-d tensor's; `Error::DType` for
+    /// c64 or dtypes that do not promote; device mismatch.
+    pub fn searchsorted(&self, values: &Tensor, side: Side) -> Result<Tensor> {
+        crate::ops::as_op("searchsorted", || {
+            search_rows(self, values, side == Side::Right, false)
+        })
+    }
+
+    /// [`Tensor::searchsorted`] of this tensor ordered by `sorter`, the
+    /// positions that sort it along its last axis (an i32 or i64 tensor of
+    /// its shape, as `argsort` gives: NumPy's `sorter`).
+    ///
+    /// # Errors
+    /// As [`Tensor::searchsorted`], naming `searchsorted`; as
+    /// [`Tensor::gather`] for a `sorter` of another shape or out-of-range
+    /// positions.
+    pub fn searchsorted_by(&self, values: &Tensor, side: Side, sorter: &Tensor) -> Result<Tensor> {
+        crate::ops::as_op("searchsorted", || {
+            if sorter.shape() != self.shape() {
+                return Err(Error::shape(
+                    "searchsorted",
+                    format!(
+                        "sorter {} must have the shape {}",
+                        sorter.shape(),
+                        self.shape()
+                    ),
+                ));
+            }
+            let sorted = self.gather(sorter, -1)?;
+            search_rows(&sorted, values, side == Side::Right, false)
+        })
+    }
+
+    /// The bin of each element of this tensor (NumPy's `digitize`): for
+    /// increasing 1-D `bins`, `i` with `bins[i - 1] <= x < bins[i]` (or
+    /// `bins[i - 1] < x <= bins[i]` with `right`), 0 below the first edge
+    /// and `bins.len()` past the last; for decreasing bins, the mirror
+    /// (`bins[i - 1] > x >= bins[i]`). i64, of this tensor's shape. The
+    /// direction is read from the first and last edges on the device, so
+    /// nothing is read back; bins that are not monotonic give unspecified
+    /// bins (NumPy raises: its check reads the bins on the host).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `digitize` for `bins` that are not 1-D; as
+    /// [`Tensor::searchsorted`].
+    pub fn digitize(&self, bins: &Tensor, right: bool) -> Result<Tensor> {
+        crate::ops::as_op("digitize", || {
+            if bins.rank() != 1 {
+                return Err(Error::shape(
+                    "digitize",
+                    format!("bins must be 1-D, got shape {}", bins.shape()),
+                ));
+            }
+            search_rows(bins, self, !right, true)
+        })
+    }
+}
+
+/// The search of `values` in the rows of `sorted` (see [`SearchCall`]).
+fn search_rows(
+    sorted: &Tensor,
+    values: &Tensor,
+    right: bool,
+    auto_direction: bool,
+) -> Result<Tensor> {
+    const OP: &str = "searchsorted";
+    crate::ops::check_devices(OP, sorted, &[crate::ops::Arg::Tensor(values)])?;
+    let dtype = sorted
+        .dtype()
+        .promote(values.dtype())
+        .filter(|d| !d.is_complex())
+        .ok_or_else(|| {
+            Error::dtype(
+                OP,
+                format!(
+                    "cannot search {} values in {}",
+                    values.dtype(),
+                    sorted.dtype()
+                ),
+            )
+        })?;
+    let r = sorted.rank();
+    if r == 0 {
+        return Err(Error::shape(
+            OP,
+            "the sorted tensor must have at least one axis",
+        ));
+    }
+    let n = sorted.dims()[r - 1];
+    let (rows, m) = if r == 1 {
+        (1, values.numel())
+    } else {
+        let lead = &sorted.dims()[..r - 1];
+        if values.rank() != r || values.dims()[..r - 1] != *lead {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "values {} must share the leading axes of the sorted {}",
+                    values.shape(),
+                    sorted.shape()
+                ),
+            ));
+        }
+        (lead.iter().product(), values.dims()[r - 1])
+    };
+    if n > i32::MAX as usize {
+        return Err(Error::shape(
+            OP,
+            format!("rows of {n} elements are longer than i32::MAX"),
+        ));
+    }
+    let out = Tensor::empty_dense(values.shape().clone(), DType::I64, values.device(), OP)?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let sorted = sorted.to_dtype(dtype)?.reshape([rows, n])?;
+    let values = values.to_dtype(dtype)?.reshape([rows, m])?;
+    let flat = out
+        .layout()
+        .reshaped(&Shape::from([rows * m]))
+        .ok_or_else(|| Error::internal(OP, "a fresh output is contiguous"))?;
+    search(&SearchCall {
+        sorted: sorted.kernel_ref(sorted.layout().clone())?,
+        values: values.kernel_ref(values.layout().clone())?,
+        out: out.kernel_out(flat)?,
+        right,
+        auto_direction,
+    })?;
+    Ok(out)
+}

@@ -1,0 +1,289 @@
+//! Counting and searching against NumPy's answers
+//! (`tests/data/make_counting_cases.py`) on every device: `searchsorted`
+//! (both sides, NaN, signed zeros, infinities, i64 past 2^53, batched
+//! rows, a sorter) and `digitize` (increasing and decreasing bins), over
+//! views and in every dtype the values survive; bad input.
+
+mod common;
+
+use std::collections::HashMap;
+use webtensor::{DType, Device, Error, Side, SortOrder, Tensor, io, s};
+
+fn cases() -> HashMap<String, Tensor> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/counting_cases.npz");
+    io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+fn want(cases: &HashMap<String, Tensor>, name: &str) -> Vec<i64> {
+    cases[name].to_vec::<i64>().unwrap()
+}
+
+fn on(cases: &HashMap<String, Tensor>, name: &str, dev: &Device) -> Tensor {
+    cases[name].to_device(dev).unwrap()
+}
+
+fn positions(t: webtensor::Result<Tensor>) -> Vec<i64> {
+    let t = t.unwrap();
+    assert_eq!(t.dtype(), DType::I64);
+    t.to_vec::<i64>().unwrap()
+}
+
+#[test]
+fn searchsorted_gives_numpys_positions() {
+    let cases = cases();
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            // The values are quarters and eighths of small integers: exact
+            // in every float dtype, but for the last two, +-1e30, which
+            // are infinities in f16.
+            let sorted = on(&cases, "sorted_f32", &dev).to_dtype(dtype).unwrap();
+            let values = on(&cases, "values_f32", &dev).to_dtype(dtype).unwrap();
+            let kept = values.numel() - if dtype == DType::F16 { 2 } else { 0 };
+            for (side, name) in [(Side::Left, "f32_left"), (Side::Right, "f32_right")] {
+                let got = positions(sorted.searchsorted(&values, side));
+                let want = want(&cases, name);
+                assert_eq!(got[..kept], want[..kept], "{dtype} {side:?} on {dev:?}");
+            }
+        }
+        let sorted = on(&cases, "sorted_i64", &dev);
+        let values = on(&cases, "values_i64", &dev);
+        for (side, name) in [(Side::Left, "i64_left"), (Side::Right, "i64_right")] {
+            assert_eq!(
+                positions(sorted.searchsorted(&values, side)),
+                want(&cases, name)
+            );
+        }
+        for dtype in [DType::F32, DType::I32, DType::I64] {
+            let rows = on(&cases, "rows", &dev).to_dtype(dtype).unwrap();
+            let values = on(&cases, "row_values", &dev).to_dtype(dtype).unwrap();
+            for (side, name) in [(Side::Left, "rows_left"), (Side::Right, "rows_right")] {
+                let got = rows.searchsorted(&values, side).unwrap();
+                assert_eq!(got.dims(), [7, 5]);
+                assert_eq!(positions(Ok(got)), want(&cases, name), "rows in {dtype}");
+            }
+        }
+    }
+}
+
+#[test]
+fn digitize_gives_numpys_bins() {
+    let cases = cases();
+    for dev in common::devices() {
+        let x = on(&cases, "digitize_x", &dev);
+        for bins in ["up", "down"] {
+            let edges = on(&cases, &format!("bins_{bins}"), &dev);
+            for right in [false, true] {
+                let name = format!("digitize_{bins}_{}", u8::from(right));
+                let got = positions(x.digitize(&edges, right));
+                assert_eq!(got, want(&cases, &name), "{name} on {dev:?}");
+            }
+        }
+        // No bins: every value in bin 0.
+        let none = Tensor::zeros([0], DType::F32, &dev).unwrap();
+        assert_eq!(
+            positions(x.narrow(0, 0, 3).unwrap().digitize(&none, false)),
+            [0, 0, 0]
+        );
+    }
+}
+
+/// Views of both operands (reversed, stepped, transposed, broadcast,
+/// offset) give what their contiguous copies give, in every dtype.
+#[test]
+fn searches_read_views_where_they_lie() {
+    let cpu = Device::cpu();
+    for dev in common::devices() {
+        for dtype in [
+            DType::F32,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::I64,
+            DType::U8,
+            DType::U32,
+        ] {
+            // 0..64 descending, stepped and reversed: ascending even numbers.
+            let base = Tensor::arange(0i32, 64, 1, &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let down = base.flip(&[0]).unwrap();
+            let sorted = down.slice(s![1..;2]).unwrap().flip(&[0]).unwrap();
+            let values = Tensor::arange(0i32, 70, 1, &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+                .reshape([7, 10])
+                .unwrap()
+                .t();
+            let got = sorted.searchsorted(&values, Side::Right).unwrap();
+            let want = sorted
+                .contiguous()
+                .unwrap()
+                .searchsorted(&values.contiguous().unwrap(), Side::Right)
+                .unwrap();
+            assert_eq!(got.dims(), [10, 7]);
+            assert_eq!(
+                got.to_vec::<i64>().unwrap(),
+                want.to_vec::<i64>().unwrap(),
+                "{dtype} on {dev:?}"
+            );
+            let on_cpu = sorted
+                .to_device(&cpu)
+                .unwrap()
+                .searchsorted(&values.to_device(&cpu).unwrap(), Side::Right);
+            assert_eq!(
+                got.to_vec::<i64>().unwrap(),
+                on_cpu.unwrap().to_vec::<i64>().unwrap()
+            );
+        }
+        // Rows of a transposed matrix, values broadcast along the rows.
+        let m = Tensor::arange(0.0f32, 40.0, 1.0, &dev)
+            .unwrap()
+            .reshape([8, 5])
+            .unwrap()
+            .t();
+        let v = Tensor::from_slice(&[3.5f32, 17.0, -1.0], [1, 3], &dev)
+            .unwrap()
+            .broadcast_to([5, 3])
+            .unwrap();
+        let got = positions(m.searchsorted(&v, Side::Left));
+        let want: Vec<i64> = (0..5)
+            .flat_map(|r| {
+                [3.5f32, 17.0, -1.0]
+                    .map(|x| (0..8).filter(|k| ((k * 5 + r) as f32) < x).count() as i64)
+            })
+            .collect();
+        assert_eq!(got, want);
+        // Bools: false before true.
+        let flags = Tensor::from_slice(&[false, false, true], [3], &dev).unwrap();
+        let probe = Tensor::from_slice(&[true, false], [2], &dev).unwrap();
+        assert_eq!(positions(flags.searchsorted(&probe, Side::Left)), [2, 0]);
+        assert_eq!(positions(flags.searchsorted(&probe, Side::Right)), [3, 2]);
+    }
+}
+
+/// Rows of every length up to past a few halvings, and more values than
+/// one grid row of workgroups holds (65535 x 64).
+#[test]
+fn searches_cross_the_kernels_boundaries() {
+    let cpu = Device::cpu();
+    for dev in common::devices().into_iter().filter(Device::is_gpu) {
+        for n in [1, 2, 3, 7, 8, 9, 1023, 1025] {
+            let sorted = Tensor::arange(0i64, n, 1, &dev)
+                .unwrap()
+                .mul_scalar(2)
+                .unwrap();
+            let values = Tensor::arange(-2i64, 2 * n + 2, 1, &dev).unwrap();
+            for side in [Side::Left, Side::Right] {
+                let got = positions(sorted.searchsorted(&values, side));
+                let want: Vec<i64> = (-2..2 * n + 2)
+                    .map(|v| {
+                        (0..n)
+                            .filter(|k| {
+                                if side == Side::Left {
+                                    2 * k < v
+                                } else {
+                                    2 * k <= v
+                                }
+                            })
+                            .count() as i64
+                    })
+                    .collect();
+                assert_eq!(got, want, "n = {n}, {side:?}");
+            }
+        }
+        let many = 65_535 * 64 + 77;
+        let mut g = webtensor::Generator::new(3);
+        let values = g.randint([many], -50, 1050, DType::I32, &dev).unwrap();
+        let sorted = g
+            .randint([1000], 0, 1000, DType::I32, &dev)
+            .unwrap()
+            .sort(0, SortOrder::Ascending)
+            .unwrap();
+        let got = positions(sorted.searchsorted(&values, Side::Left));
+        let want = sorted
+            .to_device(&cpu)
+            .unwrap()
+            .searchsorted(&values.to_device(&cpu).unwrap(), Side::Left);
+        assert!(got == want.unwrap().to_vec::<i64>().unwrap());
+    }
+}
+
+#[test]
+fn a_sorter_orders_the_rows() {
+    for dev in common::devices() {
+        let x = Tensor::from_slice(&[5.0f32, 1.0, 4.0, 2.0, 3.0], [5], &dev).unwrap();
+        let order = x.argsort(0, SortOrder::Ascending).unwrap();
+        let v = Tensor::from_slice(&[2.5f32, 0.0, 4.0], [3], &dev).unwrap();
+        assert_eq!(
+            positions(x.searchsorted_by(&v, Side::Left, &order)),
+            [2, 0, 3]
+        );
+        let wide = order.to_dtype(DType::I64).unwrap();
+        assert_eq!(
+            positions(x.searchsorted_by(&v, Side::Right, &wide)),
+            [2, 0, 4]
+        );
+    }
+}
+
+#[test]
+fn bad_searches_are_errors() {
+    for dev in common::devices() {
+        let row = Tensor::zeros([4], DType::F32, &dev).unwrap();
+        let v = Tensor::zeros([3], DType::F32, &dev).unwrap();
+        let scalar = Tensor::zeros([], DType::F32, &dev).unwrap();
+        let shape = |r: webtensor::Result<Tensor>, op: &str| match r {
+            Err(Error::Shape { op: o, .. }) => assert_eq!(o, op),
+            other => panic!("{op}: {other:?}"),
+        };
+        shape(scalar.searchsorted(&v, Side::Left), "searchsorted");
+        let rows = Tensor::zeros([2, 4], DType::F32, &dev).unwrap();
+        shape(
+            rows.searchsorted(
+                &Tensor::zeros([3, 2], DType::F32, &dev).unwrap(),
+                Side::Left,
+            ),
+            "searchsorted",
+        );
+        shape(rows.searchsorted(&v, Side::Left), "searchsorted");
+        shape(v.digitize(&rows, false), "digitize");
+        shape(
+            row.searchsorted_by(
+                &v,
+                Side::Left,
+                &Tensor::zeros([3], DType::I32, &dev).unwrap(),
+            ),
+            "searchsorted",
+        );
+        let c = Tensor::complex(&row, &row).unwrap();
+        assert!(matches!(
+            c.searchsorted(&v, Side::Left),
+            Err(Error::DType { .. })
+        ));
+        let other = if dev.is_gpu() {
+            Device::cpu()
+        } else {
+            common::gpu().unwrap_or(Device::cpu())
+        };
+        if other != dev {
+            let elsewhere = Tensor::zeros([3], DType::F32, &other).unwrap();
+            assert!(row.searchsorted(&elsewhere, Side::Left).is_err());
+        }
+        let empty = Tensor::zeros([0, 4], DType::F32, &dev).unwrap();
+        assert_eq!(
+            empty
+                .searchsorted(
+                    &Tensor::zeros([0, 2], DType::F32, &dev).unwrap(),
+                    Side::Left
+                )
+                .unwrap()
+                .dims(),
+            [0, 2]
+        );
+    }
+}

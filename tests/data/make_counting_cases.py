@@ -1,0 +1,67 @@
+"""NumPy's answers for tests/counting.rs (`pip install numpy`):
+
+    python3 tests/data/make_counting_cases.py
+
+searchsorted of sorted rows with runs of equal values, NaN (sorted last),
+-0 and +0, infinities, and of values past both ends; digitize with
+increasing and decreasing bins, both sides; batched rows searched row by
+row (NumPy searches 1-D arrays; PyTorch's batched searchsorted is this).
+"""
+
+import pathlib
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).parent
+rng = np.random.default_rng(11)
+cases = {}
+
+# Floats: runs, signed zeros, infinities and NaN at the end.
+sorted_f = np.sort(np.concatenate([
+    rng.integers(-20, 20, 300).astype(np.float32) / 4,
+    np.array([0.0, -0.0, np.inf, -np.inf, np.nan, np.nan], dtype=np.float32),
+]))
+values_f = np.concatenate([
+    rng.integers(-100, 100, 1000).astype(np.float32) / 8,
+    np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30], dtype=np.float32),
+])
+cases["sorted_f32"] = sorted_f
+cases["values_f32"] = values_f
+for side in ["left", "right"]:
+    cases[f"f32_{side}"] = np.searchsorted(sorted_f, values_f, side=side).astype(np.int64)
+
+# Integers: i64 past 2^53 and i32 runs.
+sorted_i64 = np.sort(np.concatenate([
+    rng.integers(-(2**62), 2**62, 200, dtype=np.int64),
+    np.array([2**53 + 1, 2**53, 2**53 + 1, -(2**63), 2**63 - 1], dtype=np.int64),
+]))
+values_i64 = np.concatenate([
+    rng.integers(-(2**62), 2**62, 500, dtype=np.int64),
+    np.array([2**53, 2**53 + 1, 2**53 + 2, -(2**63), 2**63 - 1], dtype=np.int64),
+])
+cases["sorted_i64"] = sorted_i64
+cases["values_i64"] = values_i64
+for side in ["left", "right"]:
+    cases[f"i64_{side}"] = np.searchsorted(sorted_i64, values_i64, side=side).astype(np.int64)
+
+# Batched rows (7 rows of 33) with 5 values a row.
+rows = np.sort(rng.integers(-10, 10, (7, 33)).astype(np.float32), axis=1)
+row_values = rng.integers(-12, 12, (7, 5)).astype(np.float32)
+cases["rows"] = rows
+cases["row_values"] = row_values
+for side in ["left", "right"]:
+    cases[f"rows_{side}"] = np.stack([np.searchsorted(r, v, side=side) for r, v in zip(rows, row_values)]).astype(np.int64)
+
+# digitize: increasing and decreasing bins, both sides.
+x = np.concatenate([rng.uniform(-3, 3, 400), np.arange(-3, 4, 0.5)]).astype(np.float32)
+up = np.array([-2.0, -1.0, -1.0, 0.0, 0.5, 2.0], dtype=np.float32)
+down = up[::-1].copy()
+cases["digitize_x"] = x
+cases["bins_up"] = up
+cases["bins_down"] = down
+for name, bins in [("up", up), ("down", down)]:
+    for right in [False, True]:
+        cases[f"digitize_{name}_{int(right)}"] = np.digitize(x, bins, right=right).astype(np.int64)
+
+np.savez_compressed(HERE / "counting_cases.npz", **cases)
+print(sorted(cases))
