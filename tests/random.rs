@@ -546,4 +546,48 @@ fn bad_draws_are_refused() {
     }
     assert_eq!(g.offset(), 0, "refused draws take nothing");
     assert!(g.rand([2], DType::F64, &Device::cpu()).is_ok());
+    assert!(matches!(g.split(usize::MAX), Err(Error::Argument { .. })));
+}
+
+/// Subnormal results are zeros of their sign, and the rest are as f32
+/// computes them.
+#[test]
+fn tiny_samples_are_flushed_alike() {
+    for dev in common::devices() {
+        let u = Generator::new(6)
+            .uniform([4096], 0.0, 1e-37, DType::F32, &dev)
+            .unwrap();
+        let u = u.to_vec::<f32>().unwrap();
+        assert!(u.iter().all(|v| *v == 0.0 || v.is_normal()), "{dev:?}");
+        assert!(u.iter().filter(|v| **v == 0.0).count() > 100);
+        let z = Generator::new(6)
+            .normal([64], 0.0, 1e-39, DType::F32, &dev)
+            .unwrap();
+        assert!(z.to_vec::<f32>().unwrap().iter().all(|v| *v == 0.0));
+    }
+}
+
+/// Bernoulli trials in f64 (the CPU) are those of f32.
+#[test]
+fn bernoulli_trials_in_f64_are_f32s() {
+    let cpu = Device::cpu();
+    for p in [0.0, 0.3, 1.0] {
+        let wide = Generator::new(8)
+            .bernoulli([1001], p, DType::F64, &cpu)
+            .unwrap();
+        let narrow = Generator::new(8)
+            .bernoulli([1001], p, DType::F32, &cpu)
+            .unwrap();
+        let narrow: Vec<f64> = narrow
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        assert_eq!(wide.to_vec::<f64>().unwrap(), narrow);
+    }
+    let ones = Generator::new(8)
+        .bernoulli([9], 1.0, DType::F64, &cpu)
+        .unwrap();
+    assert_eq!(ones.to_vec::<f64>().unwrap(), vec![1.0; 9]);
 }

@@ -1565,6 +1565,7 @@ async fn the_generator_draws_the_same_bits_in_the_browser() {
         .to_vec_async::<f32>()
         .await
         .unwrap();
+    assert_eq!((got.len(), want.len()), (n, n));
     assert!(
         got.iter()
             .zip(&want)
@@ -1580,6 +1581,7 @@ async fn the_generator_draws_the_same_bits_in_the_browser() {
         .to_vec_async::<f16>()
         .await
         .unwrap();
+    assert_eq!((got.len(), want.len()), (n, n));
     assert!(
         got.iter()
             .zip(&want)
@@ -1595,6 +1597,7 @@ async fn the_generator_draws_the_same_bits_in_the_browser() {
         .to_vec_async::<bf16>()
         .await
         .unwrap();
+    assert_eq!((got.len(), want.len()), (n, n));
     assert!(
         got.iter()
             .zip(&want)

@@ -22,6 +22,14 @@ fn kept(x: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(x) ^ params.zero);
 }
 
+// v with its subnormal lanes flushed to zeros of their sign, in integer
+// steps: WGSL lets a GPU flush them (or not), so every device does.
+fn flushed4(v: vec4<f32>) -> vec4<f32> {
+    let b = bitcast<vec4<u32>>(v);
+    let tiny = (b & vec4<u32>(0x7f800000u)) == vec4<u32>(0u);
+    return bitcast<vec4<f32>>(select(b, b & vec4<u32>(0x80000000u), tiny));
+}
+
 // Philox4x32-10 of counter c under key k (Random123's).
 fn philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
     var c = counter;

@@ -36,6 +36,23 @@ pub(crate) fn uniform_bits(dtype: crate::dtype::KernelType) -> u32 {
     }
 }
 
+/// `x`, or a zero of its sign where it is subnormal: WGSL lets a GPU flush
+/// subnormal operands and results, so every device flushes the ones a
+/// draw's last steps could make (the normals' inner steps never make any).
+pub(crate) fn flushed(x: f32) -> f32 {
+    let b = x.to_bits();
+    if b & 0x7f80_0000 == 0 {
+        f32::from_bits(b & 0x8000_0000)
+    } else {
+        x
+    }
+}
+
+/// A draw's parameter in f32, flushed as [`flushed`] flushes.
+pub(crate) fn f32_param(v: f64) -> f32 {
+    flushed(v as f32)
+}
+
 /// What each element of a draw is, from its words (see `cpu/random.rs`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Draw {

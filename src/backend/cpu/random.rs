@@ -18,7 +18,9 @@
 
 use super::CpuStorage;
 use super::threads::for_each_piece_mut;
-use crate::backend::random::{COS_C, LN2_HI, LN2_LO, LOG_P, SIN_S, uniform_bits};
+use crate::backend::random::{
+    COS_C, LN2_HI, LN2_LO, LOG_P, SIN_S, f32_param, flushed, uniform_bits,
+};
 use crate::backend::{Draw, RandomCall};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -140,15 +142,18 @@ fn quad(draw: &Draw, bits: u32, q: u64, words: impl Fn(u64) -> [u32; 4]) -> Quad
             Quad::Word(words(q).map(|w| u32::from(u64::from(w) < threshold)))
         }
         Draw::Uniform { low, span } => {
-            let (low, span) = (low as f32, span as f32);
+            let (low, span) = (f32_param(low), f32_param(span));
             let unit = 1.0 / (1u32 << bits) as f32;
-            Quad::Float(words(q).map(|w| span * ((w >> (32 - bits)) as f32 * unit) + low))
+            Quad::Float(words(q).map(|w| {
+                let u = (w >> (32 - bits)) as f32 * unit;
+                flushed(flushed(span * u) + low)
+            }))
         }
         Draw::Normal { mean, std } => {
             let w = words(q);
             let ([a, b], [c, d]) = (normal_pair(w[0], w[1]), normal_pair(w[2], w[3]));
-            let (mean, std) = (mean as f32, std as f32);
-            Quad::Float([a, b, c, d].map(|z| std * z + mean))
+            let (mean, std) = (f32_param(mean), f32_param(std));
+            Quad::Float([a, b, c, d].map(|z| flushed(flushed(std * z) + mean)))
         }
         Draw::Int { low, span } => {
             let (x, y) = (words(2 * q), words(2 * q + 1));
@@ -166,10 +171,10 @@ fn quad(draw: &Draw, bits: u32, q: u64, words: impl Fn(u64) -> [u32; 4]) -> Quad
     }
 }
 
-/// The f64 values of one quad of a float draw (the CPU's f64, two words an
-/// element): uniforms of 53 bits; normals from Box-Muller in f64, a block
-/// a pair.
-fn quad_f64(draw: &Draw, q: u64, words: impl Fn(u64) -> [u32; 4]) -> [f64; 4] {
+/// The f64 values of one quad of a uniform or normal draw (the CPU's f64,
+/// two words an element): uniforms of 53 bits; normals from Box-Muller in
+/// f64, a block a pair. `None` for other draws, which take f32's steps.
+fn quad_f64(draw: &Draw, q: u64, words: impl Fn(u64) -> [u32; 4]) -> Option<[f64; 4]> {
     let unit = 1.0 / (1u64 << 53) as f64;
     let (x, y) = (words(2 * q), words(2 * q + 1));
     match *draw {
@@ -179,7 +184,8 @@ fn quad_f64(draw: &Draw, q: u64, words: impl Fn(u64) -> [u32; 4]) -> [f64; 4] {
             wide(y[0], y[1]),
             wide(y[2], y[3]),
         ]
-        .map(|v| span * ((v >> 11) as f64 * unit) + low),
+        .map(|v| span * ((v >> 11) as f64 * unit) + low)
+        .into(),
         Draw::Normal { mean, std } => {
             let pair = |w: [u32; 4]| {
                 let u1 = ((wide(w[0], w[1]) >> 12) * 2 + 1) as f64 * unit;
@@ -189,9 +195,9 @@ fn quad_f64(draw: &Draw, q: u64, words: impl Fn(u64) -> [u32; 4]) -> [f64; 4] {
                 [r * t.cos(), r * t.sin()]
             };
             let ([a, b], [c, d]) = (pair(x), pair(y));
-            [a, b, c, d].map(|z| std * z + mean)
+            Some([a, b, c, d].map(|z| std * z + mean))
         }
-        _ => [0.0; 4],
+        _ => None,
     }
 }
 
@@ -219,7 +225,8 @@ pub(crate) fn random(out: &CpuStorage, call: &RandomCall) -> Result<()> {
     let small = move |q: u64| quad(&draw, bits, q, words);
     use crate::dtype::KernelType as K;
     match call.out.dtype {
-        K::F64 => fill!(f64, move |q| quad_f64(&draw, q, words)),
+        K::F64 => fill!(f64, move |q| quad_f64(&draw, q, words)
+            .unwrap_or_else(|| floats(small(q)).map(f64::from))),
         K::F32 => fill!(f32, move |q| floats(small(q))),
         K::F16 => fill!(f16, move |q| floats(small(q)).map(f16::from_f32)),
         K::BF16 => fill!(bf16, move |q| floats(small(q)).map(bf16::from_f32)),

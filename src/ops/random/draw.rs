@@ -41,18 +41,21 @@ pub(super) fn draw(
         Some(limit) => ((limit / 2) as usize / dtype.size_in_bytes()).max(4) & !3,
         None => n,
     };
-    let mut first = 0;
-    while first < n {
-        let len = part.min(n - first);
-        let layout = Layout::from_parts(Shape::from([len]), smallvec::smallvec![1], first);
-        random(&RandomCall {
-            key,
-            block,
-            first: first as u64,
-            draw,
-            out: t.kernel_out(layout)?,
-        })?;
-        first += len;
-    }
+    crate::ops::as_op(op, || {
+        let mut first = 0;
+        while first < n {
+            let len = part.min(n - first);
+            let layout = Layout::from_parts(Shape::from([len]), smallvec::smallvec![1], first);
+            random(&RandomCall {
+                key,
+                block,
+                first: first as u64,
+                draw,
+                out: t.kernel_out(layout)?,
+            })?;
+            first += len;
+        }
+        Ok(())
+    })?;
     Ok((t, blocks))
 }

@@ -87,7 +87,8 @@ impl Generator {
     /// a block on, so that splitting again gives others).
     ///
     /// # Errors
-    /// `Error::Argument` naming `split` for more than 2^32 generators.
+    /// `Error::Argument` naming `split` for more than 2^32 generators;
+    /// `Error::OutOfMemory` when they do not fit in memory.
     pub fn split(&mut self, n: usize) -> Result<Vec<Generator>> {
         if n as u64 > u64::from(u32::MAX) + 1 {
             return Err(Error::argument(
@@ -95,7 +96,8 @@ impl Generator {
                 format!("{n} generators; at most 2^32 come from one split"),
             ));
         }
-        let children = (0..n).map(|j| self.child(j as u32)).collect();
+        let children =
+            crate::backend::cpu::try_collect("split", n, (0..n).map(|j| self.child(j as u32)))?;
         self.offset = self.offset.wrapping_add(1);
         Ok(children)
     }
@@ -164,7 +166,9 @@ impl Generator {
     /// Uniform samples in `[low, high)`: `low + (high - low) u` of
     /// [`Generator::rand`]'s `u`, computed in f32 (f64 for f64) and then
     /// rounded to the dtype, so that, as NumPy warns of its own, rounding
-    /// may give `high` itself.
+    /// may give `high` itself. Results (and parameters) below f32's
+    /// smallest normal number are zeros of their sign on every device, as a
+    /// GPU may make them.
     ///
     /// # Errors
     /// `Error::Argument` naming `uniform` where `low > high` or the range
@@ -180,12 +184,21 @@ impl Generator {
         const OP: &str = "uniform";
         float_dtype(OP, dtype)?;
         let span = high - low;
-        let wide = dtype != DType::F64 && !((span as f32).is_finite() && (low as f32).is_finite());
-        if !(low <= high && span.is_finite()) || wide {
+        // Every sample is finite in the dtype: both ends are (and the span
+        // is in the f32 the samples are computed in).
+        let largest = match dtype {
+            DType::F16 => f64::from(half::f16::MAX),
+            DType::BF16 => f64::from(half::bf16::MAX),
+            DType::F32 => f64::from(f32::MAX),
+            _ => f64::MAX,
+        };
+        let finite = |v: f64| v.is_finite() && v.abs() <= largest;
+        let wide = dtype != DType::F64 && !(span as f32).is_finite();
+        if !(low <= high && finite(low) && finite(high) && span.is_finite()) || wide {
             return Err(Error::argument(
                 OP,
                 format!(
-                    "low = {low} and high = {high} must be finite, low <= high, with a finite span in {dtype}"
+                    "low = {low} and high = {high} must be finite in {dtype}, low <= high, with a finite span"
                 ),
             ));
         }
@@ -211,7 +224,9 @@ impl Generator {
     }
 
     /// Normal samples of mean `mean` and standard deviation `std`:
-    /// `mean + std z` of [`Generator::randn`]'s `z` (in f32, then rounded).
+    /// `mean + std z` of [`Generator::randn`]'s `z` (in f32, then rounded;
+    /// subnormal results are zeros of their sign, and samples past the
+    /// dtype's largest value are infinities, as PyTorch's are).
     ///
     /// # Errors
     /// `Error::Argument` naming `normal` for a mean or deviation that is not
@@ -262,8 +277,8 @@ impl Generator {
     /// # Errors
     /// `Error::DType` naming `randint` for a dtype other than i32, i64, u32
     /// or u8; `Error::Argument` where `low >= high` or the range does not
-    /// fit the dtype (`high` is exclusive: `high` may be one past the
-    /// dtype's largest value).
+    /// fit the dtype (`high` is exclusive: it may be one past the dtype's
+    /// largest value, but for i64, whose largest value cannot be drawn).
     pub fn randint(
         &mut self,
         shape: impl Into<Shape>,

@@ -10,7 +10,7 @@ use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::random::{COS_C, LN2_HI, LN2_LO, LOG_P, SIN_S, uniform_bits};
+use crate::backend::random::{COS_C, LN2_HI, LN2_LO, LOG_P, SIN_S, f32_param, uniform_bits};
 use crate::backend::{Draw, RandomCall};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -124,7 +124,7 @@ fn draw_fn(key: &RandomKey) -> Result<String> {
              let u = vec4<f32>(words(t) >> vec4<u32>({shift}u)) * {unit};\n    \
              let span = bitcast<f32>(params.b);\n    \
              let low = bitcast<f32>(params.a);\n    \
-             return vec4<f32>(kept(span * u.x), kept(span * u.y), kept(span * u.z), kept(span * u.w)) + low;\n}}\n",
+             return flushed4(flushed4(vec4<f32>(kept(span * u.x), kept(span * u.y), kept(span * u.z), kept(span * u.w))) + low);\n}}\n",
             shift = 32 - bits,
             unit = hex_f32(1.0 / (1u32 << bits) as f32),
         ),
@@ -133,7 +133,7 @@ fn draw_fn(key: &RandomKey) -> Result<String> {
              let z = vec4<f32>(normal_pair(w.x, w.y), normal_pair(w.z, w.w));\n    \
              let mean = bitcast<f32>(params.a);\n    \
              let deviation = bitcast<f32>(params.b);\n    \
-             return vec4<f32>(kept(deviation * z.x), kept(deviation * z.y), kept(deviation * z.z), kept(deviation * z.w)) + mean;\n}\n"
+             return flushed4(flushed4(vec4<f32>(kept(deviation * z.x), kept(deviation * z.y), kept(deviation * z.z), kept(deviation * z.w))) + mean);\n}\n"
             .to_string(),
         (DrawKind::Int, false) if key.dtype != KernelType::Bool => {
             let ty = if key.dtype == KernelType::I64 { "array<vec2<u32>, 4>" } else { "vec4<u32>" };
@@ -288,7 +288,7 @@ pub(crate) fn random(out: &GpuStorage, call: &RandomCall) -> Result<()> {
     };
     let words = call.draw.words(call.out.dtype);
     let block = call.block.wrapping_add(call.first * words / 4);
-    let f32_bits = |v: f64| (v as f32).to_bits();
+    let f32_bits = |v: f64| f32_param(v).to_bits();
     let [a, b, c, d] = match call.draw {
         Draw::Bits => [0; 4],
         Draw::Uniform { low, span } => [f32_bits(low), f32_bits(span), 0, 0],
