@@ -287,3 +287,208 @@ fn bad_searches_are_errors() {
         );
     }
 }
+
+#[test]
+fn bincount_gives_numpys_counts() {
+    let cases = cases();
+    for dev in common::devices() {
+        for dtype in [DType::I64, DType::I32, DType::U32, DType::U8] {
+            let x = on(&cases, "bincount_x", &dev).to_dtype(dtype).unwrap();
+            assert_eq!(
+                positions(x.bincount(None, 0)),
+                want(&cases, "bincount"),
+                "{dtype} on {dev:?}"
+            );
+            assert_eq!(
+                positions(x.bincount(None, 80)),
+                want(&cases, "bincount_min80")
+            );
+            // A reversed, stepped view counts what it holds.
+            let view = x.flip(&[0]).unwrap().slice(s![..;2]).unwrap();
+            let held: Vec<i64> = view.to_dtype(DType::I64).unwrap().to_vec().unwrap();
+            let mut expect = vec![0i64; 50];
+            held.iter().for_each(|&v| expect[v as usize] += 1);
+            assert_eq!(positions(view.bincount(None, 50)), expect);
+        }
+        let x = on(&cases, "bincount_x", &dev);
+        let w = on(&cases, "bincount_w", &dev);
+        let sums = x.bincount(Some(&w), 0).unwrap();
+        assert_eq!(sums.dtype(), DType::F32);
+        let want: Vec<f64> = cases["bincount_weighted"].to_vec().unwrap();
+        for (g, w) in sums.to_vec::<f32>().unwrap().iter().zip(&want) {
+            assert!((f64::from(*g) - w).abs() <= 1e-4, "{g} vs {w} on {dev:?}");
+        }
+        let empty = Tensor::zeros([0], DType::I32, &dev).unwrap();
+        assert_eq!(positions(empty.bincount(None, 3)), [0, 0, 0]);
+    }
+}
+
+/// Few bins (each workgroup's own, in workgroup memory) over more
+/// elements than the launched grid holds (grid-stride), and more bins
+/// than workgroup memory takes (global atomics): the CPU's counts.
+#[test]
+fn counts_cross_the_kernels_boundaries() {
+    let cpu = Device::cpu();
+    for dev in common::devices().into_iter().filter(Device::is_gpu) {
+        let mut g = webtensor::Generator::new(12);
+        for (n, bins) in [
+            (4096 * 256 * 8 + 1001, 7i64),
+            (100_000, 2048),
+            (100_000, 2049),
+            (50_000, 70_000),
+        ] {
+            let dtype = if bins <= 256 { DType::U8 } else { DType::I32 };
+            let x = g.randint([n], 0, bins, dtype, &dev).unwrap();
+            let got = positions(x.bincount(None, 0));
+            let want = x.to_device(&cpu).unwrap().bincount(None, 0).unwrap();
+            assert!(
+                got == want.to_vec::<i64>().unwrap(),
+                "{n} into {bins} on {dev:?}"
+            );
+            let w = g.rand([n], DType::F32, &dev).unwrap();
+            let got = x.bincount(Some(&w), 0).unwrap().to_vec::<f32>().unwrap();
+            let want = x
+                .to_device(&cpu)
+                .unwrap()
+                .bincount(Some(&w.to_device(&cpu).unwrap()), 0);
+            for (a, b) in got.iter().zip(want.unwrap().to_vec::<f32>().unwrap()) {
+                assert!(
+                    (a - b).abs() <= 1e-6 * n as f32,
+                    "weighted {n} into {bins}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn histogram_gives_numpys_counts_and_edges() {
+    let cases = cases();
+    let floats =
+        |name: &str| -> Vec<f64> { cases[name].to_dtype(DType::F64).unwrap().to_vec().unwrap() };
+    for dev in common::devices() {
+        let data = on(&cases, "hist_data", &dev);
+        let (h, e) = data.histogram(17, None, None, false).unwrap();
+        assert_eq!(positions(Ok(h)), want(&cases, "hist_auto"), "{dev:?}");
+        assert_eq!(e.dtype(), DType::F32);
+        let e: Vec<f64> = e
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        assert_eq!(e, floats("hist_auto_edges"));
+        let range = Some((-1.0, 2.5));
+        let (h, e) = data.histogram(7, range, None, false).unwrap();
+        assert_eq!(positions(Ok(h)), want(&cases, "hist_range"));
+        assert_eq!(
+            e.to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect::<Vec<f64>>(),
+            floats("hist_range_edges")
+        );
+        let w = on(&cases, "hist_w", &dev);
+        let (h, _) = data.histogram(7, range, Some(&w), false).unwrap();
+        for (g, w) in h
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .zip(floats("hist_weighted"))
+        {
+            assert!(
+                (f64::from(*g) - w).abs() <= 1e-6 * w.abs().max(1.0) * 20.0,
+                "{g} vs {w}"
+            );
+        }
+        let (h, _) = data.histogram(7, range, None, true).unwrap();
+        for (g, w) in h
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .zip(floats("hist_density"))
+        {
+            assert!((f64::from(*g) - w).abs() <= 1e-6 * w.abs(), "{g} vs {w}");
+        }
+        // Reversed f16 and bf16 views: the counts of their values copied
+        // to the CPU (f16 edges, as NumPy's for f16 data).
+        for dtype in [DType::F16, DType::BF16] {
+            let view = data.to_dtype(dtype).unwrap().flip(&[0]).unwrap();
+            let copy = view
+                .contiguous()
+                .unwrap()
+                .to_device(&Device::cpu())
+                .unwrap();
+            for range in [range, None] {
+                let (got, e) = view.histogram(9, range, None, false).unwrap();
+                let (want, we) = copy.histogram(9, range, None, false).unwrap();
+                assert_eq!(
+                    positions(Ok(got)),
+                    positions(Ok(want)),
+                    "{dtype} on {dev:?}"
+                );
+                assert_eq!(
+                    e.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+                    we.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+                );
+            }
+        }
+        let empty = Tensor::zeros([0], DType::F32, &dev).unwrap();
+        let (h, e) = empty.histogram(2, None, None, false).unwrap();
+        assert_eq!(
+            (positions(Ok(h)), e.to_vec::<f32>().unwrap()),
+            (vec![0, 0], vec![0.0, 0.5, 1.0])
+        );
+    }
+}
+
+#[test]
+fn bad_counts_are_errors() {
+    for dev in common::devices() {
+        let x = Tensor::from_slice(&[1i32, -2, 3], [3], &dev).unwrap();
+        assert!(matches!(
+            x.bincount(None, 0),
+            Err(Error::Argument { op: "bincount", .. })
+        ));
+        let grid = Tensor::zeros([2, 2], DType::I32, &dev).unwrap();
+        assert!(matches!(
+            grid.bincount(None, 0),
+            Err(Error::Shape { op: "bincount", .. })
+        ));
+        let f = Tensor::zeros([3], DType::F32, &dev).unwrap();
+        assert!(matches!(
+            f.bincount(None, 0),
+            Err(Error::DType { op: "bincount", .. })
+        ));
+        let ok = Tensor::from_slice(&[1i32, 2], [2], &dev).unwrap();
+        assert!(matches!(ok.bincount(Some(&f), 0), Err(Error::Shape { .. })));
+        let ints = Tensor::zeros([2], DType::I32, &dev).unwrap();
+        assert!(matches!(
+            ok.bincount(Some(&ints), 0),
+            Err(Error::DType { .. })
+        ));
+        let arg = |r: webtensor::Result<(Tensor, Tensor)>| {
+            assert!(
+                matches!(
+                    r,
+                    Err(Error::Argument {
+                        op: "histogram",
+                        ..
+                    })
+                ),
+                "{r:?}"
+            )
+        };
+        arg(f.histogram(0, None, None, false));
+        arg(f.histogram(3, Some((1.0, 0.0)), None, false));
+        arg(f.histogram(3, Some((f64::NAN, 1.0)), None, false));
+        let nan = Tensor::from_slice(&[1.0f32, f32::NAN], [2], &dev).unwrap();
+        arg(nan.histogram(3, None, None, false));
+        let c = Tensor::complex(&f, &f).unwrap();
+        assert!(matches!(
+            c.histogram(3, None, None, false),
+            Err(Error::DType { .. })
+        ));
+    }
+}

@@ -1604,3 +1604,49 @@ async fn the_generator_draws_the_same_bits_in_the_browser() {
             .all(|(g, w)| g.to_bits() == w.to_bits())
     );
 }
+
+/// Searching and counting in the browser: NumPy's answers
+/// (tests/data/make_counting_cases.py) from the search and count kernels.
+#[wasm_bindgen_test]
+async fn searches_and_counts_give_numpys_answers_in_the_browser() {
+    use std::collections::HashMap;
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let data = include_bytes!("data/counting_cases.npz");
+    let cases: HashMap<String, Tensor> = webtensor::io::from_npz_bytes(data, &cpu)
+        .expect("the cases")
+        .into_iter()
+        .collect();
+    let on = |name: &str| cases[name].to_device_async(&dev);
+    let want = |name: &str| cases[name].to_vec_async::<i64>();
+    let sorted = on("sorted_f32").await.unwrap();
+    let values = on("values_f32").await.unwrap();
+    let got = sorted
+        .searchsorted(&values, webtensor::Side::Right)
+        .unwrap();
+    assert_eq!(
+        got.to_vec_async::<i64>().await.unwrap(),
+        want("f32_right").await.unwrap()
+    );
+    let x = on("digitize_x").await.unwrap();
+    let bins = on("bins_down").await.unwrap();
+    let got = x.digitize(&bins, true).unwrap();
+    assert_eq!(
+        got.to_vec_async::<i64>().await.unwrap(),
+        want("digitize_down_1").await.unwrap()
+    );
+    let ints = on("bincount_x").await.unwrap();
+    let got = ints.bincount_async(None, 80).await.unwrap();
+    assert_eq!(
+        got.to_vec_async::<i64>().await.unwrap(),
+        want("bincount_min80").await.unwrap()
+    );
+    let data = on("hist_data").await.unwrap();
+    let (counts, edges) = data.histogram_async(17, None, None, false).await.unwrap();
+    assert_eq!(
+        counts.to_vec_async::<i64>().await.unwrap(),
+        want("hist_auto").await.unwrap()
+    );
+    let want_edges: Vec<f32> = cases["hist_auto_edges"].to_vec_async().await.unwrap();
+    assert_eq!(edges.to_vec_async::<f32>().await.unwrap(), want_edges);
+}

@@ -7,6 +7,7 @@
 //! user input.
 
 mod calls;
+mod count;
 pub(crate) mod cpu;
 mod custom_spec;
 pub(crate) mod gpu;
@@ -26,6 +27,7 @@ pub(crate) use calls::{
     ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, StorageRef,
     TensorRef, antialias_taps, antialias_window, lines,
 };
+pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::QUANT_MAX_ROWS;

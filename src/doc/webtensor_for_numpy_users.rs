@@ -48,6 +48,8 @@
 //! | `rng.standard_normal((2, 2))` | `Tensor::randn([2, 2], DType::F32, seed, &dev)?` (the same values on every device) |
 //! | `rng = np.random.default_rng(seed)`; `rng.integers(0, 10, 5)` | `let mut g = Generator::new(seed); g.randint([5], 0, 10, DType::I64, &dev)?` (Philox, not NumPy's PCG64: other values) |
 //! | `rng.permutation(n)`, `rng.choice(n, k, replace=False)` | `g.permutation(n, &dev)?`, `g.choice(n, k, &dev)?` |
+//! | `np.searchsorted(a, v, side="right")`, `np.digitize(x, bins)` | `a.searchsorted(&v, Side::Right)?`, `x.digitize(&bins, false)?` |
+//! | `np.bincount(x, minlength=5)`, `np.histogram(a, 10, (0, 1))` | `x.bincount(None, 5)?`, `a.histogram(10, Some((0.0, 1.0)), None, false)?` |
 //!
 //! ```
 //! use webtensor::{DType, Device, Tensor};

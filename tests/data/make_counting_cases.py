@@ -63,5 +63,28 @@ for name, bins in [("up", up), ("down", down)]:
     for right in [False, True]:
         cases[f"digitize_{name}_{int(right)}"] = np.digitize(x, bins, right=right).astype(np.int64)
 
+# bincount: counts and f32 weights (NumPy sums them in f64).
+ints = rng.integers(0, 50, 5000)
+w = rng.uniform(-1, 1, 5000).astype(np.float32)
+cases["bincount_x"] = ints.astype(np.int64)
+cases["bincount_w"] = w
+cases["bincount"] = np.bincount(ints).astype(np.int64)
+cases["bincount_min80"] = np.bincount(ints, minlength=80).astype(np.int64)
+cases["bincount_weighted"] = np.bincount(ints, weights=w)
+
+# histogram: edges in the data's dtype, values on the edges themselves.
+data = np.concatenate([rng.normal(0, 1, 10000), np.linspace(-1, 2.5, 15)]).astype(np.float32)
+hw = rng.uniform(0, 2, data.size).astype(np.float32)
+cases["hist_data"] = data
+cases["hist_w"] = hw
+h, e = np.histogram(data, bins=17)
+cases["hist_auto"], cases["hist_auto_edges"] = h.astype(np.int64), e
+h, e = np.histogram(data, bins=7, range=(-1, 2.5))
+cases["hist_range"], cases["hist_range_edges"] = h.astype(np.int64), e
+h, _ = np.histogram(data, bins=7, range=(-1, 2.5), weights=hw)
+cases["hist_weighted"] = h
+h, _ = np.histogram(data, bins=7, range=(-1, 2.5), density=True)
+cases["hist_density"] = h
+
 np.savez_compressed(HERE / "counting_cases.npz", **cases)
 print(sorted(cases))

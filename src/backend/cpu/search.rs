@@ -20,6 +20,7 @@ pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
         .ok_or_else(|| Error::internal(OP, "the output is not i64"))?[from..from + rows * m];
     let (s, v) = (&call.sorted.layout, &call.values.layout);
     let [_, n] = two(&call.sorted)?;
+    let (auto_direction, right) = (call.auto_direction, call.right);
     let at = |l: &crate::layout::Layout, r: usize, j: usize| {
         (l.offset() as isize + r as isize * l.strides()[0] + j as isize * l.strides()[1]) as usize
     };
@@ -28,14 +29,14 @@ pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
             .ok_or_else(|| Error::internal(OP, "sorted rows and values differ in dtype"))?;
         for_each_piece_mut(dst, m.max(1), |(r, piece)| {
             let key_at = |k: usize| s_data[at(s, r, k)].key();
-            let reversed = call.auto_direction && n > 0 && key_at(n - 1) < key_at(0);
+            let reversed = auto_direction && n > 0 && key_at(n - 1) < key_at(0);
             for (j, slot) in piece.iter_mut().enumerate() {
                 let value = v_data[at(v, r, j)].key();
                 let (mut lo, mut hi) = (0, n);
                 while lo < hi {
                     let mid = lo + (hi - lo) / 2;
                     let key = key_at(if reversed { n - 1 - mid } else { mid });
-                    let right_of = if call.right { key <= value } else { key < value };
+                    let right_of = if right { key <= value } else { key < value };
                     if right_of {
                         lo = mid + 1;
                     } else {

@@ -102,7 +102,7 @@ impl Tensor {
 }
 
 /// The search of `values` in the rows of `sorted` (see [`SearchCall`]).
-fn search_rows(
+pub(super) fn search_rows(
     sorted: &Tensor,
     values: &Tensor,
     right: bool,

@@ -1,0 +1,84 @@
+//! CPU counts ([`CountCall`]): in index order, one element at a time;
+//! weights summed in f64 and rounded once (NumPy's sums are f64).
+
+use super::CpuData;
+use super::storage::{CpuStorage, host_data};
+use crate::backend::CountCall;
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+
+/// Runs `call`, whose output storage is `out` (zeroed i64 or f32).
+pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
+    const OP: &str = "bincount";
+    let index = host_data(OP, &call.index)?;
+    let weights = match &call.weights {
+        Some(w) => Some((host_data(OP, w)?, w.layout.offset())),
+        None => None,
+    };
+    let weights = match &weights {
+        Some((w, w0)) => Some(
+            &w.as_slice::<f32>()
+                .ok_or_else(|| Error::internal(OP, "weights must be f32"))?[*w0..],
+        ),
+        None => None,
+    };
+    let mut dst = out.write();
+    let (i0, n) = (call.index.layout.offset(), call.index.layout.numel());
+    let (from, len) = (call.out.layout.offset(), call.out.layout.numel());
+    let bins = Bins {
+        weights,
+        out: &mut dst,
+        from,
+        len,
+    };
+    match &*index {
+        CpuData::I32(v) => bins.add(&v[i0..i0 + n]),
+        CpuData::I64(v) => bins.add(&v[i0..i0 + n]),
+        CpuData::U32(v) => bins.add(&v[i0..i0 + n]),
+        CpuData::U8(v) => bins.add(&v[i0..i0 + n]),
+        _ => Err(Error::internal(OP, "bins must be integers")),
+    }
+}
+
+/// Where a count goes: bins `from..from + len` of `out`, each counting
+/// (no weights) or summing the weights of its elements.
+struct Bins<'a> {
+    weights: Option<&'a [f32]>,
+    out: &'a mut CpuData,
+    from: usize,
+    len: usize,
+}
+
+impl Bins<'_> {
+    fn add<T: Element>(self, index: &[T]) -> Result<()> {
+        let len = self.len;
+        // Exact for every bin there is; other values fall outside.
+        let bin = |x: &T| {
+            let b = x.to_f64();
+            (b >= 0.0 && b < len as f64).then_some(b as usize)
+        };
+        let bad = || Error::internal("bincount", "the output has another dtype");
+        match self.weights {
+            Some(w) => {
+                // Summed in f64 and rounded once, as NumPy sums in f64.
+                let mut wide = super::try_zeroed::<f64>("bincount", len)?;
+                for (x, &weight) in index.iter().zip(w) {
+                    if let Some(b) = bin(x) {
+                        wide[b] += f64::from(weight);
+                    }
+                }
+                let sums = &mut self.out.as_mut_slice::<f32>().ok_or_else(bad)?[self.from..];
+                for (s, w) in sums.iter_mut().zip(wide) {
+                    *s = w as f32;
+                }
+            }
+            None => {
+                let counts = &mut self.out.as_mut_slice::<i64>().ok_or_else(bad)?[self.from..];
+                for b in index.iter().filter_map(bin) {
+                    counts[b] += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
