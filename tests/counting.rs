@@ -492,3 +492,119 @@ fn bad_counts_are_errors() {
         ));
     }
 }
+
+#[test]
+fn nonzero_argwhere_and_masked_select_give_numpys_answers() {
+    let cases = cases();
+    let want_at = want(&cases, "cube_argwhere");
+    let selected: Vec<f32> = cases["cube_selected"].to_vec().unwrap();
+    for dev in common::devices() {
+        let cube = on(&cases, "cube", &dev);
+        let at = cube.argwhere().unwrap();
+        assert_eq!(at.dims(), [want_at.len() / 3, 3]);
+        assert_eq!(positions(Ok(at)), want_at, "{dev:?}");
+        let axes = cube.nonzero().unwrap();
+        assert_eq!(axes.len(), 3);
+        for (d, axis) in axes.iter().enumerate() {
+            let column: Vec<i64> = want_at.chunks(3).map(|c| c[d]).collect();
+            assert_eq!(axis.to_vec::<i64>().unwrap(), column);
+        }
+        let mask = cube.gt_scalar(0.0).unwrap();
+        assert_eq!(
+            cube.masked_select(&mask).unwrap().to_vec::<f32>().unwrap(),
+            selected
+        );
+        // A transposed view and a broadcast mask.
+        let t = cube.permute(&[2, 0, 1]).unwrap();
+        let row = Tensor::from_slice(&[true, false, true, false, true], [5], &dev).unwrap();
+        let got = t.masked_select(&row).unwrap().to_vec::<f32>().unwrap();
+        let all = t.contiguous().unwrap().to_vec::<f32>().unwrap();
+        let want: Vec<f32> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 5 % 2 == 0)
+            .map(|(_, v)| *v)
+            .collect();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+                && got.len() == want.len()
+        );
+        assert_eq!(
+            cube.count_nonzero().unwrap().item::<i64>().unwrap(),
+            want_at.len() as i64 / 3
+        );
+        // Nothing kept, and bools.
+        let none = Tensor::zeros([3, 2], DType::I32, &dev).unwrap();
+        assert_eq!(none.argwhere().unwrap().dims(), [0, 2]);
+        let flags = Tensor::from_slice(&[false, true, true], [3], &dev).unwrap();
+        assert_eq!(positions(Ok(flags.nonzero().unwrap().remove(0))), [1, 2]);
+    }
+}
+
+#[test]
+fn unique_gives_numpys_values_indices_inverse_and_counts() {
+    let cases = cases();
+    let floats = |name: &str| -> Vec<u32> {
+        cases[name]
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+    for dev in common::devices() {
+        let u = on(&cases, "uniq", &dev);
+        let all = u.unique_all().unwrap();
+        let bits = |t: &Tensor| -> Vec<u32> {
+            t.to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        // NaN's bits: NumPy keeps the first NaN it sorted; both are quiet NaN.
+        assert_eq!(bits(&all.values), floats("uniq_values"), "{dev:?}");
+        assert_eq!(positions(Ok(all.indices)), want(&cases, "uniq_index"));
+        assert_eq!(all.inverse.dims(), [5, 61]);
+        assert_eq!(positions(Ok(all.inverse)), want(&cases, "uniq_inverse"));
+        assert_eq!(positions(Ok(all.counts)), want(&cases, "uniq_counts"));
+        assert_eq!(bits(&u.unique().unwrap()), floats("uniq_values"));
+        let ints = on(&cases, "uniq_i64", &dev);
+        let all = ints.unique_all().unwrap();
+        assert_eq!(positions(Ok(all.values)), want(&cases, "uniq_i64_values"));
+        assert_eq!(positions(Ok(all.counts)), want(&cases, "uniq_i64_counts"));
+        // A reversed view of f16, and the empty tensor.
+        let half = u.to_dtype(DType::F16).unwrap().flip(&[1]).unwrap();
+        let got = half
+            .unique()
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let want_values: Vec<f32> = cases["uniq_values"].to_vec().unwrap();
+        assert_eq!(got.len(), want_values.len());
+        let empty = Tensor::zeros([0, 3], DType::I32, &dev)
+            .unwrap()
+            .unique_all()
+            .unwrap();
+        assert_eq!(
+            (
+                empty.values.numel(),
+                empty.counts.numel(),
+                empty.inverse.dims()
+            ),
+            (0, 0, &[0usize, 3][..])
+        );
+        let c = Tensor::complex(&u, &u).unwrap();
+        assert!(matches!(c.unique(), Err(Error::DType { .. })));
+        assert!(matches!(
+            Tensor::zeros([], DType::F32, &dev).unwrap().nonzero(),
+            Err(Error::Shape { .. })
+        ));
+        let f = Tensor::zeros([2], DType::F32, &dev).unwrap();
+        assert!(matches!(f.masked_select(&f), Err(Error::DType { .. })));
+    }
+}

@@ -1649,4 +1649,20 @@ async fn searches_and_counts_give_numpys_answers_in_the_browser() {
     );
     let want_edges: Vec<f32> = cases["hist_auto_edges"].to_vec_async().await.unwrap();
     assert_eq!(edges.to_vec_async::<f32>().await.unwrap(), want_edges);
+    let cube = on("cube").await.unwrap();
+    let at = cube.argwhere_async().await.unwrap();
+    assert_eq!(
+        at.to_vec_async::<i64>().await.unwrap(),
+        want("cube_argwhere").await.unwrap()
+    );
+    let ints = on("uniq_i64").await.unwrap();
+    let all = ints.unique_all_async().await.unwrap();
+    assert_eq!(
+        all.values.to_vec_async::<i64>().await.unwrap(),
+        want("uniq_i64_values").await.unwrap()
+    );
+    assert_eq!(
+        all.counts.to_vec_async::<i64>().await.unwrap(),
+        want("uniq_i64_counts").await.unwrap()
+    );
 }

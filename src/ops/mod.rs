@@ -36,7 +36,7 @@ mod triangles;
 mod windows;
 
 pub use conv_args::{Conv, ConvPadding};
-pub use counting::Side;
+pub use counting::{Side, Unique};
 pub use custom::CustomKernel;
 pub use fft::{Fft, FftNorm};
 pub use nn::{Activation, Attention, Rope, RopeStyle, Sampling};

@@ -86,5 +86,25 @@ cases["hist_weighted"] = h
 h, _ = np.histogram(data, bins=7, range=(-1, 2.5), density=True)
 cases["hist_density"] = h
 
+# nonzero, argwhere and masked selection of a 3-D array with NaN (nonzero)
+# and -0 (zero).
+cube = rng.integers(-2, 3, (4, 5, 6)).astype(np.float32)
+cube[0, 0, 0], cube[1, 2, 3], cube[3, 4, 5] = np.nan, -0.0, np.nan
+cases["cube"] = cube
+cases["cube_argwhere"] = np.argwhere(cube).astype(np.int64)
+cases["cube_selected"] = cube[cube > 0]
+
+# unique with every return, NaN and signed zeros among repeats.
+u = np.concatenate([rng.integers(-5, 5, 300).astype(np.float32), np.array([np.nan, -0.0, 0.0, np.nan, np.inf], dtype=np.float32)])
+u = rng.permutation(u).reshape(5, 61)
+values, index, inverse, counts = np.unique(u, return_index=True, return_inverse=True, return_counts=True)
+cases["uniq"] = u
+cases["uniq_values"], cases["uniq_index"] = values, index.astype(np.int64)
+cases["uniq_inverse"], cases["uniq_counts"] = inverse.astype(np.int64), counts.astype(np.int64)
+ui = rng.integers(-(2**40), 2**40, 500, dtype=np.int64)
+ui = np.concatenate([ui, ui[:100]])
+cases["uniq_i64"] = ui
+cases["uniq_i64_values"], cases["uniq_i64_counts"] = [a.astype(np.int64) for a in np.unique(ui, return_counts=True)]
+
 np.savez_compressed(HERE / "counting_cases.npz", **cases)
 print(sorted(cases))
