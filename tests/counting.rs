@@ -608,3 +608,59 @@ fn unique_gives_numpys_values_indices_inverse_and_counts() {
         assert!(matches!(f.masked_select(&f), Err(Error::DType { .. })));
     }
 }
+
+#[test]
+fn histograms_refuse_what_numpy_refuses_and_take_bools() {
+    for dev in common::devices() {
+        let arg = |r: webtensor::Result<(Tensor, Tensor)>, what: &str| {
+            assert!(
+                matches!(
+                    r,
+                    Err(Error::Argument {
+                        op: "histogram",
+                        ..
+                    })
+                ),
+                "{what}: {r:?}"
+            )
+        };
+        // Edges that repeat in the dtype: NumPy's "too many bins".
+        let close = Tensor::from_slice(&[1.0f32, 1.000_000_1], [2], &dev).unwrap();
+        arg(close.histogram(5, None, None, false), "f32 edges");
+        let huge = Tensor::from_slice(&[1e30f32], [1], &dev).unwrap();
+        arg(
+            huge.histogram(2, None, None, false),
+            "a widened range lost in f32",
+        );
+        let half = Tensor::from_slice(&[0.0f32, 60000.0], [2], &dev)
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        arg(half.histogram(2500, None, None, false), "f16 edges");
+        arg(
+            half.histogram(2, Some((0.0, 70000.0)), None, false),
+            "an f16 edge past f16",
+        );
+        arg(
+            close.histogram(usize::MAX, None, None, false),
+            "usize::MAX bins",
+        );
+        // 2^40 edges do not fit in memory: an error, not an abort.
+        let r = close.histogram(1 << 40, Some((0.0, 1.0)), None, false);
+        assert!(matches!(r, Err(Error::OutOfMemory { op: "histogram", .. })), "{r:?}");
+        let grid = Tensor::zeros([2, 2], DType::F32, &dev).unwrap();
+        let flat = Tensor::zeros([4], DType::F32, &dev).unwrap();
+        assert!(matches!(
+            flat.histogram(2, None, Some(&grid), false),
+            Err(Error::Shape { .. })
+        ));
+        // Bools count as 0 and 1.
+        let flags = Tensor::from_slice(&[true, false, true, true], [4], &dev).unwrap();
+        assert_eq!(positions(flags.bincount(None, 0)), [1, 3]);
+        let (h, e) = flags.histogram(2, None, None, false).unwrap();
+        assert_eq!(
+            (positions(Ok(h)), e.to_vec::<f32>().unwrap()),
+            (vec![1, 3], vec![0.0, 0.5, 1.0])
+        );
+    }
+}

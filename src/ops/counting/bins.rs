@@ -10,9 +10,9 @@ use crate::tensor::Tensor;
 
 impl Tensor {
     /// How many times each value `0..len` occurs in this 1-D tensor of
-    /// non-negative integers (NumPy's `bincount`): `len` is one past the
-    /// largest value, or `minlength` where that is longer. With `weights`
-    /// (floats, of this tensor's length), each bin sums its elements'
+    /// non-negative integers or bools (NumPy's `bincount`): `len` is one
+    /// past the largest value, or `minlength` where that is longer. With
+    /// `weights` (floats, of this tensor's shape), each bin sums its elements'
     /// weights (in f32) instead of counting them (i64). The length depends
     /// on the values, so this reads the largest and the smallest back,
     /// blocking (native only; see [`Tensor::bincount_async`]).
@@ -33,8 +33,9 @@ impl Tensor {
     /// # Errors
     /// `Error::Shape` naming `bincount` for a tensor that is not 1-D or
     /// weights of another shape; `Error::DType` for a tensor that is not
-    /// i32, i64, u32 or u8, or weights that are not floats; `Error::Argument`
-    /// for a negative value; readback errors.
+    /// i32, i64, u32, u8 or bool, or weights that are not floats;
+    /// `Error::Argument` for a negative value or a largest value past this
+    /// target's sizes; readback errors.
     pub async fn bincount_async(
         &self,
         weights: Option<&Tensor>,
@@ -42,26 +43,34 @@ impl Tensor {
     ) -> Result<Tensor> {
         const OP: &str = "bincount";
         check_bins(OP, self, weights)?;
-        let len = if self.numel() == 0 {
+        // NumPy counts bools as 0 and 1.
+        let x = if self.dtype() == DType::Bool {
+            self.to_dtype(DType::U8).map_err(|e| e.named(OP))?
+        } else {
+            self.clone()
+        };
+        let len = if x.numel() == 0 {
             minlength
         } else {
-            let ends = Tensor::stack(
-                &[
-                    &self.min(..)?.to_dtype(DType::I64)?,
-                    &self.max(..)?.to_dtype(DType::I64)?,
-                ],
-                0,
-            )?;
-            let ends: Vec<i64> = ends.to_vec_async().await?;
-            if ends[0] < 0 {
+            let [low, high] = extremes::<i64>(&x, DType::I64)
+                .await
+                .map_err(|e| e.named(OP))?;
+            if low < 0 {
                 return Err(Error::argument(
                     OP,
-                    format!("values must be non-negative, found {}", ends[0]),
+                    format!("values must be non-negative, found {low}"),
                 ));
             }
-            (ends[1] as usize + 1).max(minlength)
+            let len = usize::try_from(high).ok().and_then(|h| h.checked_add(1));
+            len.ok_or_else(|| {
+                Error::argument(
+                    OP,
+                    format!("the largest value, {high}, is past this target's sizes"),
+                )
+            })?
+            .max(minlength)
         };
-        crate::ops::as_op(OP, || counted(OP, self, weights, len))
+        crate::ops::as_op(OP, || counted(OP, &x, weights, len))
     }
 
     /// The histogram of this tensor's values over `bins` equal bins of
@@ -92,11 +101,12 @@ impl Tensor {
     /// [`Tensor::histogram`] on every target.
     ///
     /// # Errors
-    /// `Error::Argument` naming `histogram` for 0 bins, a range whose ends
-    /// are not finite or in order, or (without a range) data whose range is
-    /// not finite; `Error::Shape` for weights of another shape;
-    /// `Error::DType` for c64, bool or weights that are not floats;
-    /// readback errors.
+    /// `Error::Argument` naming `histogram` for 0 bins (or more than a
+    /// tensor holds), a range whose ends are not finite or in order, data
+    /// whose range (without a range given) is not finite, or more bins than
+    /// the range has distinct edges in the dtype (NumPy's "too many bins");
+    /// `Error::Shape` for weights of another shape; `Error::DType` for c64
+    /// or weights that are not floats; readback errors.
     pub async fn histogram_async(
         &self,
         bins: usize,
@@ -105,35 +115,39 @@ impl Tensor {
         density: bool,
     ) -> Result<(Tensor, Tensor)> {
         const OP: &str = "histogram";
-        if bins == 0 {
-            return Err(Error::argument(OP, "bins must be at least 1"));
-        }
-        if self.dtype().is_complex() || self.dtype() == DType::Bool {
-            return Err(Error::dtype(
+        if bins == 0 || bins >= crate::shape::MAX_ELEMENTS {
+            return Err(Error::argument(
                 OP,
-                format!("not defined for {}", self.dtype()),
+                format!("bins = {bins}: at least 1, and fewer than a tensor holds"),
             ));
         }
-        if let Some(w) = weights {
-            check_weights(OP, self.numel(), w)?;
+        if self.dtype().is_complex() {
+            return Err(Error::dtype(OP, "not defined for c64"));
         }
+        if let Some(w) = weights {
+            check_weights(OP, self, w)?;
+        }
+        // NumPy bins bools as 0 and 1 (u8).
+        let x = if self.dtype() == DType::Bool {
+            self.to_dtype(DType::U8).map_err(|e| e.named(OP))?
+        } else {
+            self.clone()
+        };
         let (first, last) = match range {
             Some(r) => r,
-            None if self.numel() == 0 => (0.0, 1.0),
+            None if x.numel() == 0 => (0.0, 1.0),
             None => {
-                let ends = Tensor::stack(&[&self.min(..)?, &self.max(..)?], 0)?;
-                let ends: Vec<f64> = match self.dtype() {
-                    DType::F64 => ends.to_vec_async().await?,
-                    d if d.is_float() => {
-                        let v: Vec<f32> = ends.to_dtype(DType::F32)?.to_vec_async().await?;
-                        v.into_iter().map(f64::from).collect()
-                    }
-                    _ => {
-                        let v: Vec<i64> = ends.to_dtype(DType::I64)?.to_vec_async().await?;
-                        v.into_iter().map(|e| e as f64).collect()
-                    }
+                let ends = match x.dtype() {
+                    DType::F64 => extremes::<f64>(&x, DType::F64).await,
+                    d if d.is_float() => extremes::<f32>(&x, DType::F32)
+                        .await
+                        .map(|e| e.map(f64::from)),
+                    _ => extremes::<i64>(&x, DType::I64)
+                        .await
+                        .map(|e| e.map(|v| v as f64)),
                 };
-                (ends[0], ends[1])
+                let [low, high] = ends.map_err(|e| e.named(OP))?;
+                (low, high)
             }
         };
         if !(first.is_finite() && last.is_finite() && first <= last) {
@@ -144,12 +158,19 @@ impl Tensor {
         }
         // NumPy computes the edges of a range it found in the data's own
         // float dtype (its ends are the data's scalars), of a given range
-        // (or integers') in f64.
-        let round = match self.dtype() {
+        // (or integers') in f64; they are then the data's float dtype (f32
+        // for integers here, f64 in NumPy).
+        let round = match x.dtype() {
             DType::F32 if range.is_none() => |v: f64| f64::from(v as f32),
             DType::F16 if range.is_none() => |v: f64| half::f16::from_f64(v).to_f64(),
             DType::BF16 if range.is_none() => |v: f64| half::bf16::from_f64(v).to_f64(),
             _ => |v: f64| v,
+        };
+        let stored = match x.dtype() {
+            DType::F64 => |v: f64| v,
+            DType::F16 => |v: f64| half::f16::from_f64(v).to_f64(),
+            DType::BF16 => |v: f64| half::bf16::from_f64(v).to_f64(),
+            _ => |v: f64| f64::from(v as f32),
         };
         // NumPy widens an empty range by a half on each side.
         let (first, last) = if first == last {
@@ -157,30 +178,54 @@ impl Tensor {
         } else {
             (first, last)
         };
-        let edges = edges(first, last, bins, round);
-        crate::ops::as_op(OP, || histogram_of(self, &edges, weights, density))
+        let edges: Vec<f64> = crate::backend::cpu::try_collect(
+            OP,
+            bins + 1,
+            edges(first, last, bins, round).map(stored),
+        )?;
+        // NumPy's check: edges that are not increasing (or not finite) in
+        // the dtype cannot bin the data.
+        if let Some(i) = (0..bins).find(|&i| !(edges[i] < edges[i + 1] && edges[i + 1].is_finite()))
+        {
+            return Err(Error::argument(
+                OP,
+                format!(
+                    "too many bins for the range [{first}, {last}] in {}: edges {i} and {} are {} and {}",
+                    x.dtype(),
+                    i + 1,
+                    edges[i],
+                    edges[i + 1]
+                ),
+            ));
+        }
+        crate::ops::as_op(OP, || histogram_of(&x, &edges, weights, density))
     }
 }
 
-/// The histogram once its range is known.
+/// The smallest and largest element of `x`, read back as `T` (`x`'s
+/// values in `dtype`).
+async fn extremes<T: crate::dtype::Element>(x: &Tensor, dtype: DType) -> Result<[T; 2]> {
+    let ends = Tensor::stack(&[&x.min(..)?, &x.max(..)?], 0)?.to_dtype(dtype)?;
+    let ends: Vec<T> = ends.to_vec_async().await?;
+    Ok([ends[0], ends[1]])
+}
+
 /// NumPy's `linspace(first, last, bins + 1)` with every step rounded by
 /// `round` (to the dtype it computes in): `i * step + first`, the last
 /// edge `last` itself.
-fn edges(first: f64, last: f64, bins: usize, round: fn(f64) -> f64) -> Vec<f64> {
+fn edges(first: f64, last: f64, bins: usize, round: fn(f64) -> f64) -> impl Iterator<Item = f64> {
     let step = round(round(last - first) / bins as f64);
-    (0..=bins)
-        .map(|i| {
-            if i == bins {
-                last
-            } else {
-                round(round(i as f64 * step) + first)
-            }
-        })
-        .collect()
+    (0..=bins).map(move |i| {
+        if i == bins {
+            last
+        } else {
+            round(round(i as f64 * step) + first)
+        }
+    })
 }
 
-/// The histogram over `edges` (f64 values exact in the data's float dtype,
-/// or f32's for integers).
+/// The histogram over `edges` (increasing f64 values exact in the data's
+/// float dtype, or f32's for integers).
 fn histogram_of(
     x: &Tensor,
     edges: &[f64],
@@ -238,32 +283,36 @@ fn check_bins(op: &'static str, x: &Tensor, weights: Option<&Tensor>) -> Result<
             format!("needs a 1-D tensor, got shape {}", x.shape()),
         ));
     }
-    if !matches!(x.dtype(), DType::I32 | DType::I64 | DType::U32 | DType::U8) {
+    if !matches!(
+        x.dtype(),
+        DType::I32 | DType::I64 | DType::U32 | DType::U8 | DType::Bool
+    ) {
         return Err(Error::dtype(
             op,
-            format!("needs i32, i64, u32 or u8 values, got {}", x.dtype()),
+            format!("needs i32, i64, u32, u8 or bool values, got {}", x.dtype()),
         ));
     }
     match weights {
-        Some(w) => check_weights(op, x.numel(), w),
+        Some(w) => check_weights(op, x, w),
         None => Ok(()),
     }
 }
 
-/// Refuses weights that are not floats or not one per element.
-fn check_weights(op: &'static str, n: usize, w: &Tensor) -> Result<()> {
+/// Refuses weights that are not floats or not of `x`'s shape.
+fn check_weights(op: &'static str, x: &Tensor, w: &Tensor) -> Result<()> {
     if !w.dtype().is_float() {
         return Err(Error::dtype(
             op,
             format!("weights must be floats, got {}", w.dtype()),
         ));
     }
-    if w.numel() != n {
+    if w.shape() != x.shape() {
         return Err(Error::shape(
             op,
             format!(
-                "weights {} must have one value per element ({n})",
-                w.shape()
+                "weights {} must have the shape of the data, {}",
+                w.shape(),
+                x.shape()
             ),
         ));
     }

@@ -25,7 +25,9 @@ impl Tensor {
     /// sorted along its last axis with `values` of the same leading axes
     /// (each row searched for its own values). The order is the sort's:
     /// NaN after every number, `-0 == +0`. Both are read where they lie
-    /// (any view; `values` of another dtype are promoted as NumPy does).
+    /// (any view). Operands of two dtypes are compared in the one
+    /// [`DType::promote`](crate::DType::promote) gives (PyTorch's rule:
+    /// i64 and f32 meet in f32, where NumPy would compare in f64).
     /// Rows that are not sorted give unspecified positions, as NumPy's
     /// do: nothing checks them.
     ///
