@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// One-input elementwise operations.
 ///
 /// Float-only: exp, log, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, gelu,
-/// recip, log1p, expm1, log2, exp2.
+/// recip, log1p, expm1, log2, exp2, lgamma, digamma, erfinv.
 /// floor/ceil/round are the identity on integers; round is half-to-even
 /// (NumPy's `round`). gelu is the tanh approximation. relu and sign keep NaN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,6 +53,12 @@ pub(crate) enum UnaryOp {
     Expm1,
     Log2,
     Exp2,
+    /// `ln |gamma(x)|` (SciPy's `gammaln`).
+    Lgamma,
+    /// The digamma function (SciPy's `psi`).
+    Digamma,
+    /// The inverse error function.
+    Erfinv,
 }
 
 /// Two-input elementwise operations producing the inputs' dtype.
@@ -99,7 +105,7 @@ pub(crate) enum CompareOp {
 impl UnaryOp {
     /// Every unary op.
     #[cfg(test)]
-    pub const ALL: [UnaryOp; 29] = [
+    pub const ALL: [UnaryOp; 32] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -129,6 +135,9 @@ impl UnaryOp {
         UnaryOp::Expm1,
         UnaryOp::Log2,
         UnaryOp::Exp2,
+        UnaryOp::Lgamma,
+        UnaryOp::Digamma,
+        UnaryOp::Erfinv,
     ];
 
     pub fn name(self) -> &'static str {
@@ -162,6 +171,9 @@ impl UnaryOp {
             UnaryOp::Expm1 => "expm1",
             UnaryOp::Log2 => "log2",
             UnaryOp::Exp2 => "exp2",
+            UnaryOp::Lgamma => "lgamma",
+            UnaryOp::Digamma => "digamma",
+            UnaryOp::Erfinv => "erfinv",
         }
     }
 
@@ -189,6 +201,9 @@ impl UnaryOp {
                 | UnaryOp::Expm1
                 | UnaryOp::Log2
                 | UnaryOp::Exp2
+                | UnaryOp::Lgamma
+                | UnaryOp::Digamma
+                | UnaryOp::Erfinv
         )
     }
 

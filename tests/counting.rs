@@ -647,7 +647,16 @@ fn histograms_refuse_what_numpy_refuses_and_take_bools() {
         );
         // 2^40 edges do not fit in memory: an error, not an abort.
         let r = close.histogram(1 << 40, Some((0.0, 1.0)), None, false);
-        assert!(matches!(r, Err(Error::OutOfMemory { op: "histogram", .. })), "{r:?}");
+        assert!(
+            matches!(
+                r,
+                Err(Error::OutOfMemory {
+                    op: "histogram",
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
         let grid = Tensor::zeros([2, 2], DType::F32, &dev).unwrap();
         let flat = Tensor::zeros([4], DType::F32, &dev).unwrap();
         assert!(matches!(

@@ -483,14 +483,25 @@ fn a_rotary_embedding_is_one_fused_kernel() {
 #[test]
 fn special_functions_are_one_fused_kernel() {
     // logaddexp, logaddexp2, xlogy, sinc and logit (issue 50 item 5) are
-    // chains of elementwise ops over their operands: one kernel each.
+    // chains of elementwise ops over their operands: one kernel each; and
+    // lgamma, digamma and erfinv fuse into the ops around them.
     for (name, dev) in gpus() {
         if name != "fusion" {
             continue;
         }
         let x = Tensor::rand([3, 50], DType::F32, 5, &dev).unwrap();
         let y = Tensor::rand([50], DType::F32, 6, &dev).unwrap();
-        let cases: [(&str, &dyn Fn() -> Tensor); 5] = [
+        let cases: [(&str, &dyn Fn() -> Tensor); 6] = [
+            ("lgamma, digamma, erfinv", &|| {
+                let g = x
+                    .add_scalar(0.5)
+                    .unwrap()
+                    .lgamma()
+                    .unwrap()
+                    .digamma()
+                    .unwrap();
+                g.mul(&x.erfinv().unwrap()).unwrap()
+            }),
             ("logaddexp", &|| x.logaddexp(&y).unwrap()),
             ("logaddexp2", &|| x.logaddexp2(&y).unwrap()),
             ("xlogy", &|| x.xlogy(&y).unwrap()),

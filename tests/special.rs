@@ -174,3 +174,151 @@ fn special_functions_keep_their_edges_and_dtypes() {
         }
     }
 }
+
+/// lgamma, digamma and erfinv against SciPy's f64 values at f32 inputs
+/// over their whole ranges (tests/data/make_special_cases.py): ulps of the
+/// value for x > 0 and for erfinv; below 0, where the reflection formula
+/// subtracts two logarithms (or digamma a cotangent) and the result
+/// passes through zeros, ulps of the larger of the value and the terms'
+/// size (`scale`), past an absolute floor.
+#[test]
+fn gamma_functions_and_erfinv_stay_within_their_bounds() {
+    let c = cases();
+    for dev in common::devices() {
+        let on = |k: &str| c[k].to_device(&dev).unwrap();
+        let (pos, neg, e) = (on("g_pos"), on("g_neg"), on("e_in"));
+        let gpu = dev.is_gpu();
+        let f = format!("on {dev}");
+        let b = |cpu: f64, gpu_bound: f64| if gpu { gpu_bound } else { cpu };
+        // The size of the terms below 0: ln(pi / |sin(pi x)|) and
+        // lgamma(1 - x) for lgamma, pi cot(pi x) and digamma(1 - x).
+        let negs: Vec<f64> = c["g_neg"]
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let lg_terms: Vec<f64> = negs
+            .iter()
+            .map(|x| libm::lgamma(1.0 - x).abs() + 1.0)
+            .collect();
+        let dg_terms: Vec<f64> = negs
+            .iter()
+            .map(|x| {
+                (1.0 - x).ln().abs()
+                    + (std::f64::consts::PI / (std::f64::consts::PI * x).tan()).abs()
+            })
+            .collect();
+        let w = [
+            within(
+                &pos.lgamma().unwrap(),
+                &c["lgamma_pos"],
+                None,
+                b(1.0, 4.0),
+                0.0,
+                &format!("lgamma x > 0 {f}"),
+            ),
+            within(
+                &neg.lgamma().unwrap(),
+                &c["lgamma_neg"],
+                Some(&lg_terms),
+                b(1.0, 6.0),
+                0.0,
+                &format!("lgamma x < 0 {f}"),
+            ),
+            within(
+                &pos.digamma().unwrap(),
+                &c["digamma_pos"],
+                None,
+                b(1.0, 4.0),
+                0.0,
+                &format!("digamma x > 0 {f}"),
+            ),
+            within(
+                &neg.digamma().unwrap(),
+                &c["digamma_neg"],
+                Some(&dg_terms),
+                b(1.0, 12.0),
+                0.0,
+                &format!("digamma x < 0 {f}"),
+            ),
+            within(
+                &e.erfinv().unwrap(),
+                &c["erfinv"],
+                None,
+                b(1.0, 3.0),
+                0.0,
+                &format!("erfinv {f}"),
+            ),
+        ];
+        eprintln!("worst {f}: {w:?}");
+    }
+}
+
+#[test]
+fn gamma_functions_and_erfinv_keep_their_edges_and_dtypes() {
+    let inf = f32::INFINITY;
+    for dev in common::devices() {
+        let t = |v: &[f32]| Tensor::from_slice(v, [v.len()], &dev).unwrap();
+        let bits = |r: webtensor::Result<Tensor>| -> Vec<u32> {
+            r.unwrap()
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() })
+                .collect()
+        };
+        let want = |v: &[f32]| -> Vec<u32> {
+            v.iter()
+                .map(|v| if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() })
+                .collect()
+        };
+        let edges = t(&[0.0, -0.0, -1.0, -7.0, inf, -inf, f32::NAN, 1.0, 2.0]);
+        // C's and PyTorch's lgamma: +inf at both infinities (SciPy says -inf
+        // at -inf); exactly 0 at 1 and 2.
+        assert_eq!(
+            bits(edges.lgamma()),
+            want(&[inf, inf, inf, inf, inf, inf, f32::NAN, 0.0, 0.0]),
+            "{dev:?}"
+        );
+        let d = bits(edges.digamma());
+        assert_eq!(
+            d[..7],
+            want(&[-inf, inf, f32::NAN, f32::NAN, inf, f32::NAN, f32::NAN]),
+            "{dev:?}"
+        );
+        let e = t(&[1.0, -1.0, 1.5, -0.0, 0.0, f32::NAN]);
+        assert_eq!(
+            bits(e.erfinv()),
+            want(&[inf, -inf, f32::NAN, -0.0, 0.0, f32::NAN]),
+            "{dev:?}"
+        );
+        // 16-bit floats compute in f32 and round once.
+        for dtype in [DType::F16, DType::BF16] {
+            let x = t(&[0.3, 2.5, 7.0, -1.5]).to_dtype(dtype).unwrap();
+            let got = x
+                .lgamma()
+                .unwrap()
+                .to_dtype(DType::F32)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let want = x
+                .to_dtype(DType::F32)
+                .unwrap()
+                .lgamma()
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            assert_eq!(
+                got,
+                want.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+                "{dtype} on {dev:?}"
+            );
+        }
+        assert!(matches!(
+            Tensor::zeros([2], DType::I32, &dev).unwrap().lgamma(),
+            Err(webtensor::Error::DType { .. })
+        ));
+    }
+}

@@ -87,6 +87,9 @@ fn unary_ops() -> Vec<(&'static str, Unary)> {
         ("expm1", Tensor::expm1),
         ("log2", Tensor::log2),
         ("exp2", Tensor::exp2),
+        ("lgamma", Tensor::lgamma),
+        ("digamma", Tensor::digamma),
+        ("erfinv", Tensor::erfinv),
     ]
 }
 

@@ -1,12 +1,22 @@
 //! Special functions composed of elementwise ops, each one fused kernel
 //! on a GPU: NumPy's `logaddexp`, `logaddexp2` and `sinc`, SciPy's `xlogy`
-//! and PyTorch's `logit`, each computed as its reference writes it (the
-//! same operations in the same order), for float dtypes.
+//! and `expit`, and PyTorch's `logit`, each computed as its reference
+//! writes it (the same operations in the same order), for float dtypes.
+//! (`lgamma`, `digamma` and `erfinv` are elementwise ops of their own.)
 
 use crate::error::Result;
 use crate::tensor::Tensor;
 
 impl Tensor {
+    /// SciPy's `expit`, the logistic function `1 / (1 + e^-x)`: the same
+    /// op as [`Tensor::sigmoid`].
+    ///
+    /// # Errors
+    /// `Error::DType` naming `sigmoid` for dtypes that are not floats.
+    pub fn expit(&self) -> Result<Tensor> {
+        self.sigmoid()
+    }
+
     /// `ln(e^x + e^y)` without overflow (NumPy's `logaddexp`): `x + ln 2`
     /// where `x == y` (infinities of one sign too), else `max(x, y) +
     /// ln(1 + e^-|x - y|)`; NaN where either is NaN. Broadcasts; float

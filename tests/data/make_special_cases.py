@@ -31,6 +31,16 @@ y = np.concatenate([spread(400), rng.uniform(-20, 20, 400).astype(f32), np.tile(
 p = np.concatenate([rng.uniform(0, 1, 400).astype(f32), np.array([0.0, 1.0, 1e-30, 0.5, 1 - 2**-24, np.nan], dtype=f32)])
 s = np.concatenate([rng.uniform(-50, 50, 400).astype(f32), np.array([0.0, -0.0, 1.0, -2.0, 0.5, 1e-8, np.inf, np.nan], dtype=f32)])
 xd, yd, pd, sd = (a.astype(np.float64) for a in (x, y, p, s))
+# Gamma's kin: positive values of every magnitude and densely up to 30,
+# negative non-integers, and near the zeros of lgamma (1, 2) and digamma.
+g_pos = np.concatenate([10.0 ** rng.uniform(-30, 30, 600), rng.uniform(0, 30, 3000), rng.uniform(0.9, 2.1, 1000),
+                        rng.uniform(1.40, 1.52, 500)]).astype(f32)
+g_neg = -np.concatenate([rng.uniform(0, 30, 2000), 10.0 ** rng.uniform(-30, 1.4, 300)]).astype(f32)
+g_neg = g_neg[g_neg != np.round(g_neg)]
+# The inverse error function: all of (-1, 1), densely near the ends.
+e_in = np.concatenate([rng.uniform(-1, 1, 4000), 1 - 10.0 ** rng.uniform(-7.3, -0.5, 2000),
+                       -(1 - 10.0 ** rng.uniform(-7.3, -0.5, 500)), 10.0 ** rng.uniform(-38, -1, 500)]).astype(f32)
+e_in = e_in[np.abs(e_in) < 1]
 with np.errstate(all="ignore"):
     np.savez(
         HERE / "special_cases.npz",
@@ -43,4 +53,12 @@ with np.errstate(all="ignore"):
         xlogy=sp.xlogy(xd, np.abs(yd)),
         sinc=np.sinc(sd),
         logit=sp.logit(pd),
+        g_pos=g_pos,
+        g_neg=g_neg,
+        e_in=e_in,
+        lgamma_pos=sp.gammaln(g_pos.astype(np.float64)),
+        lgamma_neg=sp.gammaln(g_neg.astype(np.float64)),
+        digamma_pos=sp.digamma(g_pos.astype(np.float64)),
+        digamma_neg=sp.digamma(g_neg.astype(np.float64)),
+        erfinv=sp.erfinv(e_in.astype(np.float64)),
     )

@@ -260,6 +260,9 @@ unsafe fn unary_float<T: Float>(
             UnaryOp::Expm1 => map1(plan, o, a_t, T::expm1),
             UnaryOp::Log2 => map1(plan, o, a_t, T::log2),
             UnaryOp::Exp2 => map1(plan, o, a_t, T::exp2),
+            UnaryOp::Lgamma => map1(plan, o, a_t, T::lgamma),
+            UnaryOp::Digamma => map1(plan, o, a_t, T::digamma),
+            UnaryOp::Erfinv => map1(plan, o, a_t, T::erfinv),
             _ => return unary_num::<T>(op, plan, out, a),
         }
     }

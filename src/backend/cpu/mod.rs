@@ -23,6 +23,7 @@ mod search;
 mod sgemm;
 mod softmax;
 mod sort;
+mod special;
 mod storage;
 mod strided;
 #[cfg(not(target_arch = "wasm32"))]

@@ -56,6 +56,9 @@ pub(crate) trait Float: Num {
     fn expm1(self) -> Self;
     fn log2(self) -> Self;
     fn exp2(self) -> Self;
+    fn lgamma(self) -> Self;
+    fn digamma(self) -> Self;
+    fn erfinv(self) -> Self;
 }
 
 /// Trait methods that are the float type's own method of the same or
@@ -181,6 +184,18 @@ macro_rules! float_num {
                 ErfOf::erf_of(self)
             }
             #[inline(always)]
+            fn lgamma(self) -> Self {
+                ErfOf::lgamma_of(self)
+            }
+            #[inline(always)]
+            fn digamma(self) -> Self {
+                super::special::digamma(self as f64) as $t
+            }
+            #[inline(always)]
+            fn erfinv(self) -> Self {
+                super::special::erfinv(self as f64) as $t
+            }
+            #[inline(always)]
             fn silu(self) -> Self {
                 self / (1.0 + (-self).exp())
             }
@@ -214,18 +229,26 @@ impl ErfOf for f32 {
     fn erf_of(self) -> f32 {
         libm::erff(self)
     }
+    // musl's lgammaf is 2.2 ulp off at 14.78: f64's, rounded once.
+    fn lgamma_of(self) -> f32 {
+        libm::lgamma(f64::from(self)) as f32
+    }
 }
 
 impl ErfOf for f64 {
     fn erf_of(self) -> f64 {
         libm::erf(self)
     }
+    fn lgamma_of(self) -> f64 {
+        libm::lgamma(self)
+    }
 }
 
-/// The error function of an f32 or f64, from `libm` (musl's, within an
-/// ulp): the standard library has none.
+/// The error function and `ln |gamma|` of an f32 or f64, from `libm`
+/// (musl's, within an ulp): the standard library has neither.
 trait ErfOf {
     fn erf_of(self) -> Self;
+    fn lgamma_of(self) -> Self;
 }
 
 /// f16 and bf16 arithmetic: widen to f32, compute, round once (as the GPU
@@ -272,7 +295,7 @@ macro_rules! half_float {
             via_f32_float!($t:
                 exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, gelu_tanh, erf, silu, hardsigmoid,
                 hardswish, recip,
-                tan, log1p, expm1, log2, exp2
+                tan, log1p, expm1, log2, exp2, lgamma, digamma, erfinv
             );
             #[inline(always)]
             fn atan2(self, o: Self) -> Self {

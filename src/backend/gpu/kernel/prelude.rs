@@ -6,9 +6,13 @@
 use super::template::fill;
 use crate::error::Result;
 
-/// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`, ...):
-/// math.wgsl, then pow.wgsl.
-pub(crate) const MATH_WGSL: &str = concat!(shader!("kernel/math.wgsl"), shader!("kernel/pow.wgsl"));
+/// The shared math functions (`pow_f32`, `fmod_f32`, `div_i32`,
+/// `lgamma_f32`, ...): math.wgsl, pow.wgsl, then special.wgsl.
+pub(crate) const MATH_WGSL: &str = concat!(
+    shader!("kernel/math.wgsl"),
+    shader!("kernel/pow.wgsl"),
+    shader!("kernel/special.wgsl")
+);
 /// `lead_base`: where an image kernel's output image starts in its input
 /// (resize, pooling).
 pub(crate) const LEAD_AXES_WGSL: &str = shader!("kernel/lead_axes.wgsl");

@@ -1,0 +1,161 @@
+
+// Special functions in f32 (tests/data/fit_special_functions.py fits their
+// polynomials and measures each form, rounded as f32 rounds, against
+// SciPy over its whole range).
+
+// Horner's rule over c, lowest first.
+fn poly_lgamma(t: f32) -> f32 {
+    var c = array<f32, 17>(0.42278433, -0.10031751, 0.032966092, -0.012377846, 0.0049823327,
+        -0.0021675564, 0.0010016281, -0.0001510135, -0.000016618604, -0.0006616233,
+        0.00022683623, 0.0007034336, 0.0000063426637, -0.000469266, -0.00010562734,
+        0.00012033582, 0.000049335882);
+    var acc = c[16];
+    for (var k = 15; k >= 0; k--) {
+        acc = acc * t + c[k];
+    }
+    return acc;
+}
+
+// ln|gamma(x)| for x in [0.5, 3]: (x - 1)(x - 2) p(x - 2), whose zero
+// factors are exact there; +0 at 1 and 2 (the product is -0 at 1).
+fn lgamma_core_f32(x: f32) -> f32 {
+    let v = ((x - 1.0) * (x - 2.0)) * poly_lgamma(x - 2.0);
+    if (v == 0.0) { return 0.0; }
+    return v;
+}
+
+// ln gamma(x) for x > 0.
+fn lgamma_positive_f32(x: f32) -> f32 {
+    if (x < 0.5) {
+        return lgamma_core_f32(x + 1.0) - log_f32(x);
+    }
+    if (x <= 3.0) {
+        return lgamma_core_f32(x);
+    }
+    if (x < 8.0) {
+        var t = x;
+        var product = 1.0;
+        for (var k = 0; k < 5 && t > 3.0; k++) {
+            t = t - 1.0;
+            product = product * t;
+        }
+        return lgamma_core_f32(t) + log_f32(product);
+    }
+    // Stirling's series.
+    let inv = div_f32(1.0, x);
+    let inv2 = inv * inv;
+    let s = inv * (0.083333336 + inv2 * (-0.0027777778 + inv2 * 0.0007936508));
+    return ((x - 0.5) * log_f32(x) - x) + (0.9189385 + s);
+}
+
+// x less its nearest integer (exact), in [-1/2, 1/2]: sin(pi x) and
+// tan(pi x) are those of pi times it, up to sign.
+fn pi_fraction_f32(x: f32) -> f32 {
+    return x - round(x);
+}
+
+// ln|gamma(x)| (SciPy's gammaln, C's lgamma): +inf at 0 and the negative
+// integers and at both infinities; the reflection formula below 0.
+fn lgamma_f32(a: f32) -> f32 {
+    if (is_nan_f32(a)) { return a; }
+    if (is_inf_f32(a)) { return f32_from_bits(F32_INF_BITS); }
+    if (a > 0.0) { return lgamma_positive_f32(a); }
+    let d = abs(pi_fraction_f32(a));
+    if (d == 0.0) { return f32_from_bits(F32_INF_BITS); }
+    let s = sin_f32(3.1415927 * d);
+    return log_f32(div_f32(3.1415927, s)) - lgamma_positive_f32(1.0 - a);
+}
+
+fn poly_digamma(t: f32) -> f32 {
+    var c = array<f32, 10>(0.9510559, -0.42362747, 0.24053839, -0.14839996, 0.095117375,
+        -0.06203995, 0.039362032, -0.025872642, 0.023923859, -0.0162208);
+    var acc = c[9];
+    for (var k = 8; k >= 0; k--) {
+        acc = acc * t + c[k];
+    }
+    return acc;
+}
+
+// digamma(x) for x in [1, 2]: (x - x0) r(x - 1.5), x0 its zero in two
+// parts: x less the first is exact, and the second's product is taken
+// apart (the difference of two constants would be folded into one).
+fn digamma_core_f32(x: f32) -> f32 {
+    let r = poly_digamma(x - 1.5);
+    return (x - 1.4616321) * r - 0.00000001243815 * r;
+}
+
+// digamma(x) for x > 0.
+fn digamma_positive_f32(x: f32) -> f32 {
+    if (x < 1.0) {
+        return digamma_core_f32(x + 1.0) - div_f32(1.0, x);
+    }
+    if (x <= 2.0) {
+        return digamma_core_f32(x);
+    }
+    if (x < 10.0) {
+        var t = x;
+        var sum = 0.0;
+        for (var k = 0; k < 8 && t > 2.0; k++) {
+            t = t - 1.0;
+            sum = sum + div_f32(1.0, t);
+        }
+        return digamma_core_f32(t) + sum;
+    }
+    let inv = div_f32(1.0, x);
+    let inv2 = inv * inv;
+    let s = inv2 * (-0.083333336 + inv2 * (0.008333334 + inv2 * -0.003968254));
+    return (log_f32(x) - 0.5 * inv) + s;
+}
+
+// digamma (SciPy's psi): -inf at +0, +inf at -0, NaN at the negative
+// integers and -inf; the reflection formula below 0.
+fn digamma_f32(a: f32) -> f32 {
+    if (is_nan_f32(a)) { return a; }
+    if (a == 0.0) {
+        if (sign_bit_f32(a)) { return f32_from_bits(F32_INF_BITS); }
+        return -f32_from_bits(F32_INF_BITS);
+    }
+    if (is_inf_f32(a)) {
+        if (a > 0.0) { return a; }
+        return nan_f32();
+    }
+    if (a > 0.0) { return digamma_positive_f32(a); }
+    let d = pi_fraction_f32(a);
+    if (d == 0.0) { return nan_f32(); }
+    let t = 3.1415927 * d;
+    // pi / tan(pi x), its period 1.
+    let cot = div_f32(3.1415927 * cos_f32(t), sin_f32(t));
+    return digamma_positive_f32(1.0 - a) - cot;
+}
+
+// The inverse error function (Giles' form, fitted): y p(w - 2.5) with
+// w = -ln(1 - y^2) below 5, else y q(sqrt(w) - 3); +-inf at +-1, NaN past.
+fn erfinv_f32(y: f32) -> f32 {
+    let a = abs(y);
+    if (is_nan_f32(y) || a > 1.0) { return nan_f32(); }
+    if (a == 1.0) {
+        if (y < 0.0) { return -f32_from_bits(F32_INF_BITS); }
+        return f32_from_bits(F32_INF_BITS);
+    }
+    let w = -log_f32((1.0 - a) * (1.0 + a));
+    if (w < 5.0) {
+        var c = array<f32, 11>(1.5014094, 0.2466403, -0.0041773394, -0.0012527446, 0.00021828272,
+            -0.000004961993, -0.0000034346644, 0.00000046591225, 0.000000018049063,
+            -0.000000008774461, 0.00000000033463846);
+        let t = w - 2.5;
+        var acc = c[10];
+        for (var k = 9; k >= 0; k--) {
+            acc = acc * t + c[k];
+        }
+        return acc * y;
+    }
+    var c = array<f32, 11>(2.8329768, 1.0016752, 0.009445376, -0.0076426663, 0.0056869215,
+        -0.0035678756, 0.0014780102, -0.00011806356, -0.00028203224, 0.0001590077,
+        -0.00002691637);
+    let t = sqrt_f32(w) - 3.0;
+    var acc = c[10];
+    for (var k = 9; k >= 0; k--) {
+        acc = acc * t + c[k];
+    }
+    return acc * y;
+}
