@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// One-input elementwise operations.
 ///
 /// Float-only: exp, log, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, gelu,
-/// recip, log1p, expm1, log2, exp2, lgamma, digamma, erfinv.
+/// recip, log1p, expm1, log2, exp2, lgamma, digamma, erfinv, erfc, i0.
 /// floor/ceil/round are the identity on integers; round is half-to-even
 /// (NumPy's `round`). gelu is the tanh approximation. relu and sign keep NaN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,6 +59,10 @@ pub(crate) enum UnaryOp {
     Digamma,
     /// The inverse error function.
     Erfinv,
+    /// `1 - erf(x)`.
+    Erfc,
+    /// The modified Bessel function of the first kind, order 0.
+    I0,
 }
 
 /// Two-input elementwise operations producing the inputs' dtype.
@@ -105,7 +109,7 @@ pub(crate) enum CompareOp {
 impl UnaryOp {
     /// Every unary op.
     #[cfg(test)]
-    pub const ALL: [UnaryOp; 32] = [
+    pub const ALL: [UnaryOp; 34] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -138,6 +142,8 @@ impl UnaryOp {
         UnaryOp::Lgamma,
         UnaryOp::Digamma,
         UnaryOp::Erfinv,
+        UnaryOp::Erfc,
+        UnaryOp::I0,
     ];
 
     pub fn name(self) -> &'static str {
@@ -174,6 +180,8 @@ impl UnaryOp {
             UnaryOp::Lgamma => "lgamma",
             UnaryOp::Digamma => "digamma",
             UnaryOp::Erfinv => "erfinv",
+            UnaryOp::Erfc => "erfc",
+            UnaryOp::I0 => "i0",
         }
     }
 
@@ -204,6 +212,8 @@ impl UnaryOp {
                 | UnaryOp::Lgamma
                 | UnaryOp::Digamma
                 | UnaryOp::Erfinv
+                | UnaryOp::Erfc
+                | UnaryOp::I0
         )
     }
 

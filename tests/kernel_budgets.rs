@@ -484,7 +484,7 @@ fn a_rotary_embedding_is_one_fused_kernel() {
 fn special_functions_are_one_fused_kernel() {
     // logaddexp, logaddexp2, xlogy, sinc and logit (issue 50 item 5) are
     // chains of elementwise ops over their operands: one kernel each; and
-    // lgamma, digamma and erfinv fuse into the ops around them.
+    // lgamma, digamma, erfinv, erfc and i0 fuse into the ops around them.
     for (name, dev) in gpus() {
         if name != "fusion" {
             continue;

@@ -90,6 +90,8 @@ fn unary_ops() -> Vec<(&'static str, Unary)> {
         ("lgamma", Tensor::lgamma),
         ("digamma", Tensor::digamma),
         ("erfinv", Tensor::erfinv),
+        ("erfc", Tensor::erfc),
+        ("i0", Tensor::i0),
     ]
 }
 

@@ -1667,18 +1667,27 @@ async fn searches_and_counts_give_numpys_answers_in_the_browser() {
     );
 }
 
-/// lgamma, digamma and erfinv in the browser, against the wasm CPU's
+/// lgamma, digamma, erfinv, erfc and i0 in the browser, against the wasm CPU's
 /// (computed in f64 and rounded): within the bounds lavapipe is tested to.
 #[wasm_bindgen_test]
-async fn gamma_functions_and_erfinv_in_the_browser() {
+async fn special_functions_in_the_browser() {
     let dev = gpu().await;
     let cpu = Device::cpu();
     let xs: Vec<f32> = (1..400).map(|k| k as f32 * 0.071 - 10.0).collect();
     let ys: Vec<f32> = (1..400).map(|k| k as f32 / 400.0 * 1.99 - 0.995).collect();
-    for (name, input) in [("lgamma", &xs), ("digamma", &xs), ("erfinv", &ys)] {
+    let cases = [
+        ("lgamma", &xs),
+        ("digamma", &xs),
+        ("erfinv", &ys),
+        ("erfc", &xs),
+        ("i0", &xs),
+    ];
+    for (name, input) in cases {
         let run = |t: &Tensor| match name {
             "lgamma" => t.lgamma(),
             "digamma" => t.digamma(),
+            "erfc" => t.erfc(),
+            "i0" => t.i0(),
             _ => t.erfinv(),
         };
         let on = |d: &Device| Tensor::from_slice(input, [input.len()], d).unwrap();

@@ -159,3 +159,100 @@ fn erfinv_f32(y: f32) -> f32 {
     }
     return acc * y;
 }
+
+// e^x to about an ulp at any magnitude (WGSL allows its built-in exp an
+// error of 3 + 2|x| ulp): x = n ln 2 + r, ln 2 in two parts (Cody and
+// Waite; the first's product with n is exact), e^r by its Taylor series
+// to r^7 (|r| <= ln 2 / 2), scaled by 2^n.
+fn exp_accurate_f32(x: f32) -> f32 {
+    if (x > 88.72284) { return f32_from_bits(F32_INF_BITS); }
+    if (x < -103.97208) { return 0.0; }
+    let n = round(x * 1.442695);
+    let r = (x - n * 0.693359375) - n * -0.00021219444;
+    let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334
+        + r * (0.0013888889 + r * 0.0001984127))))));
+    return ldexp(p, i32(n));
+}
+
+// The complementary error function 1 - erf(x), relatively accurate where
+// it is small: a polynomial below 1/2; above, e^(-x^2) times a fit of
+// erfcx (in x about 1.5 to 2.5, in 1/x^2 past it), x^2 in two parts whose
+// exponentials are taken apart (x's top 12 bits squared exactly); 0 past
+// 10.06, where it underflows; 2 - erfc(-x) below 0.
+fn erfc_f32(x: f32) -> f32 {
+    if (is_nan_f32(x)) { return x; }
+    let a = abs(x);
+    var r: f32;
+    if (a < 0.5) {
+        var c = array<f32, 10>(1.0, -1.1283791, -0.00000010984777, 0.37612903, -0.000032680422,
+            -0.11260687, -0.0009888107, 0.029442716, -0.003881091, -0.0024584169);
+        var acc = c[9];
+        for (var k = 8; k >= 0; k--) {
+            acc = acc * a + c[k];
+        }
+        r = acc;
+    } else if (a >= 10.06) {
+        r = 0.0;
+    } else {
+        let high = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
+        let low = (a - high) * (a + high);
+        var s: f32;
+        if (a < 2.5) {
+            var c = array<f32, 15>(0.32158542, -0.16362292, 0.07615104, -0.032930903, 0.013377341,
+                -0.0051459786, 0.001886132, -0.00066182995, 0.0002233076, -0.000072903196,
+                0.000022893382, -0.000006659803, 0.0000020093958, -0.00000079749867,
+                0.0000002136615);
+            let t = a - 1.5;
+            var acc = c[14];
+            for (var k = 13; k >= 0; k--) {
+                acc = acc * t + c[k];
+            }
+            s = acc;
+        } else {
+            var c = array<f32, 10>(0.5439016, -0.22939105, 0.25925574, -0.44278446, 0.97039855,
+                -2.5108595, 7.549014, -29.384861, 94.75974, 3.9273825);
+            let inv = div_f32(1.0, a);
+            let t = inv * inv - 0.08;
+            var acc = c[9];
+            for (var k = 8; k >= 0; k--) {
+                acc = acc * t + c[k];
+            }
+            s = acc * inv;
+        }
+        r = (exp_accurate_f32(-(high * high)) * exp_accurate_f32(-low)) * s;
+    }
+    if (x < 0.0) { return 2.0 - r; }
+    return r;
+}
+
+// The modified Bessel function of the first kind, order 0: its Taylor
+// series (all terms positive) to |x| = 4; past it e^|x| / sqrt(|x|) times
+// a fit in 1/|x|, e^|x| as a square of e^(|x|/2) so that it overflows only
+// where I0 does; +inf at both infinities.
+fn i0_f32(x: f32) -> f32 {
+    let a = abs(x);
+    if (is_nan_f32(x)) { return x; }
+    if (a <= 4.0) {
+        var c = array<f32, 14>(1.0, 0.25, 0.015625, 0.00043402778, 0.000006781684,
+            0.00000006781684, 0.0000000004709503, 0.0000000000024028076,
+            0.000000000000009385967, 0.000000000000000028969033,
+            0.000000000000000000072422584, 0.00000000000000000000014963343,
+            0.00000000000000000000000025978028, 0.00000000000000000000000000038429036);
+        let t = a * a;
+        var acc = c[13];
+        for (var k = 12; k >= 0; k--) {
+            acc = acc * t + c[k];
+        }
+        return acc;
+    }
+    if (is_inf_f32(a)) { return a; }
+    var c = array<f32, 9>(0.40568635, 0.05879439, 0.047062807, 0.09591332, 0.3205842,
+        0.07182537, -8.906325, -17.181078, 120.9738);
+    let t = div_f32(1.0, a) - 0.125;
+    var acc = c[8];
+    for (var k = 7; k >= 0; k--) {
+        acc = acc * t + c[k];
+    }
+    let half = exp_accurate_f32(0.5 * a);
+    return half * div_f32(half * acc, sqrt_f32(a));
+}

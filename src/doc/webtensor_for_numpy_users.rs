@@ -50,7 +50,7 @@
 //! | `rng.permutation(n)`, `rng.choice(n, k, replace=False)` | `g.permutation(n, &dev)?`, `g.choice(n, k, &dev)?` |
 //! | `np.searchsorted(a, v, side="right")`, `np.digitize(x, bins)` | `a.searchsorted(&v, Side::Right)?`, `x.digitize(&bins, false)?` |
 //! | `np.bincount(x, minlength=5)`, `np.histogram(a, 10, (0, 1))` | `x.bincount(None, 5)?`, `a.histogram(10, Some((0.0, 1.0)), None, false)?` |
-//! | `scipy.special.gammaln(a)`, `psi(a)`, `erfinv(a)`, `expit(a)` | `a.lgamma()?`, `a.digamma()?`, `a.erfinv()?`, `a.expit()?` |
+//! | `scipy.special.gammaln(a)`, `psi(a)`, `erfinv(a)`, `erfc(a)`, `expit(a)`; `np.i0(a)` | `a.lgamma()?`, `a.digamma()?`, `a.erfinv()?`, `a.erfc()?`, `a.expit()?`; `a.i0()?` |
 //! | `np.argwhere(a)`, `a[mask]`, `np.unique(a, return_counts=True)` | `a.argwhere()?`, `a.masked_select(&mask)?`, `a.unique_all()?` (values, indices, inverse, counts) |
 //!
 //! ```

@@ -41,6 +41,9 @@ g_neg = g_neg[g_neg != np.round(g_neg)]
 e_in = np.concatenate([rng.uniform(-1, 1, 4000), 1 - 10.0 ** rng.uniform(-7.3, -0.5, 2000),
                        -(1 - 10.0 ** rng.uniform(-7.3, -0.5, 500)), 10.0 ** rng.uniform(-38, -1, 500)]).astype(f32)
 e_in = e_in[np.abs(e_in) < 1]
+# erfc down to where f32 underflows, and i0 to where it overflows.
+c_in = np.concatenate([rng.uniform(-5, 10.05, 5000), 10.0 ** rng.uniform(-30, 1, 500)]).astype(f32)
+i_in = np.concatenate([rng.uniform(-91.5, 91.5, 5000), 10.0 ** rng.uniform(-30, 1.96, 500)]).astype(f32)
 with np.errstate(all="ignore"):
     np.savez(
         HERE / "special_cases.npz",
@@ -61,4 +64,8 @@ with np.errstate(all="ignore"):
         digamma_pos=sp.digamma(g_pos.astype(np.float64)),
         digamma_neg=sp.digamma(g_neg.astype(np.float64)),
         erfinv=sp.erfinv(e_in.astype(np.float64)),
+        c_in=c_in,
+        i_in=i_in,
+        erfc=sp.erfc(c_in.astype(np.float64)),
+        i0=sp.i0(i_in.astype(np.float64)),
     )

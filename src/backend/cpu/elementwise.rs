@@ -263,6 +263,8 @@ unsafe fn unary_float<T: Float>(
             UnaryOp::Lgamma => map1(plan, o, a_t, T::lgamma),
             UnaryOp::Digamma => map1(plan, o, a_t, T::digamma),
             UnaryOp::Erfinv => map1(plan, o, a_t, T::erfinv),
+            UnaryOp::Erfc => map1(plan, o, a_t, T::erfc),
+            UnaryOp::I0 => map1(plan, o, a_t, T::i0),
             _ => return unary_num::<T>(op, plan, out, a),
         }
     }

@@ -59,6 +59,8 @@ pub(crate) trait Float: Num {
     fn lgamma(self) -> Self;
     fn digamma(self) -> Self;
     fn erfinv(self) -> Self;
+    fn erfc(self) -> Self;
+    fn i0(self) -> Self;
 }
 
 /// Trait methods that are the float type's own method of the same or
@@ -196,6 +198,14 @@ macro_rules! float_num {
                 super::special::erfinv(self as f64) as $t
             }
             #[inline(always)]
+            fn erfc(self) -> Self {
+                libm::erfc(self as f64) as $t
+            }
+            #[inline(always)]
+            fn i0(self) -> Self {
+                super::special::i0(self as f64) as $t
+            }
+            #[inline(always)]
             fn silu(self) -> Self {
                 self / (1.0 + (-self).exp())
             }
@@ -295,7 +305,7 @@ macro_rules! half_float {
             via_f32_float!($t:
                 exp, ln, sqrt, rsqrt, sin, cos, tanh, sigmoid, gelu, gelu_tanh, erf, silu, hardsigmoid,
                 hardswish, recip,
-                tan, log1p, expm1, log2, exp2, lgamma, digamma, erfinv
+                tan, log1p, expm1, log2, exp2, lgamma, digamma, erfinv, erfc, i0
             );
             #[inline(always)]
             fn atan2(self, o: Self) -> Self {

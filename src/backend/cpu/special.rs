@@ -1,6 +1,6 @@
 //! Special functions the standard library and `libm` lack, in f64 (the
-//! CPU's f32 rounds their f64 value once): `digamma` and `erfinv`.
-//! `lgamma` is `libm`'s (musl's).
+//! CPU's f32 rounds their f64 value once): `digamma`, `erfinv` and `i0`.
+//! `lgamma` and `erfc` are `libm`'s (musl's).
 
 /// `c_k = (-1)^(k+1) zeta(k + 1, x0)`: digamma's Taylor series about its
 /// positive zero x0 (tests/data/fit_special_functions.py prints them).
@@ -160,6 +160,36 @@ pub(crate) fn erfinv(y: f64) -> f64 {
         x -= miss / s;
     }
     x.copysign(y)
+}
+
+/// The modified Bessel function of the first kind, order 0: its Taylor
+/// series `sum (x^2 / 4)^k / (k!)^2` (all terms positive) to |x| = 30, its
+/// asymptotic series `e^x / sqrt(2 pi x) sum ((2k - 1)!!)^2 / (k! (8x)^k)`
+/// past it, `e^x` as the square of `e^(x / 2)` so that it overflows only
+/// where I0 does.
+pub(crate) fn i0(x: f64) -> f64 {
+    let a = x.abs();
+    if a.is_nan() || a.is_infinite() {
+        return a;
+    }
+    if a <= 30.0 {
+        let q = a * a / 4.0;
+        let (mut term, mut sum, mut k) = (1.0f64, 1.0f64, 0.0f64);
+        while term > sum * 1e-18 {
+            k += 1.0;
+            term *= q / (k * k);
+            sum += term;
+        }
+        return sum;
+    }
+    let (mut term, mut sum, mut k) = (1.0f64, 1.0f64, 0.0f64);
+    while term > sum * 1e-18 && k < 40.0 {
+        k += 1.0;
+        term *= (2.0 * k - 1.0) * (2.0 * k - 1.0) / (k * 8.0 * a);
+        sum += term;
+    }
+    let half = (a / 2.0).exp();
+    half * (half * sum / (2.0 * std::f64::consts::PI * a).sqrt())
 }
 
 #[cfg(test)]

@@ -62,6 +62,8 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
         UnaryOp::Lgamma => "lgamma_f32(a)",
         UnaryOp::Digamma => "digamma_f32(a)",
         UnaryOp::Erfinv => "erfinv_f32(a)",
+        UnaryOp::Erfc => "erfc_f32(a)",
+        UnaryOp::I0 => "i0_f32(a)",
         UnaryOp::Silu => "silu_f32(a)",
         UnaryOp::Hardsigmoid => "hardsigmoid_f32(a)",
         UnaryOp::Hardswish => "hardswish_f32(a)",
