@@ -27,11 +27,19 @@ pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
     with_cpu_data!(&*sorted, s_data => {
         let v_data = like(s_data, &values)
             .ok_or_else(|| Error::internal(OP, "sorted rows and values differ in dtype"))?;
-        for_each_piece_mut(dst, m.max(1), |(r, piece)| {
-            let key_at = |k: usize| s_data[at(s, r, k)].key();
-            let reversed = auto_direction && n > 0 && key_at(n - 1) < key_at(0);
+        // Pieces of the values, across rows, on the op's threads.
+        const PIECE: usize = 4096;
+        for_each_piece_mut(dst, PIECE, |(k, piece)| {
+            let mut row = (usize::MAX, false);
             for (j, slot) in piece.iter_mut().enumerate() {
-                let value = v_data[at(v, r, j)].key();
+                let e = k * PIECE + j;
+                let (r, c) = (e / m, e % m);
+                let key_at = |k: usize| s_data[at(s, r, k)].key();
+                if row.0 != r {
+                    row = (r, auto_direction && n > 0 && key_at(n - 1) < key_at(0));
+                }
+                let reversed = row.1;
+                let value = v_data[at(v, r, c)].key();
                 let (mut lo, mut hi) = (0, n);
                 while lo < hi {
                     let mid = lo + (hi - lo) / 2;
