@@ -2,7 +2,8 @@
 //! weights summed in f64 and rounded once (NumPy's sums are f64).
 
 use super::CpuData;
-use super::storage::{CpuStorage, host_data};
+use super::sort::Keyed;
+use super::storage::{CpuStorage, host_data, with_cpu_data};
 use crate::backend::CountCall;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -31,6 +32,14 @@ pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
         from,
         len,
     };
+    if let Some(e) = &call.edges {
+        let edges = host_data(OP, e)?;
+        let e0 = e.layout.offset();
+        return with_cpu_data!(&*index, v => {
+            let edges = like(v, &edges).ok_or_else(|| Error::internal(OP, "edges and values differ in dtype"))?;
+            bins.binned(&v[i0..i0 + n], &edges[e0..e0 + len + 1])
+        });
+    }
     match &*index {
         CpuData::I32(v) => bins.add(&v[i0..i0 + n]),
         CpuData::I64(v) => bins.add(&v[i0..i0 + n]),
@@ -38,6 +47,11 @@ pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
         CpuData::U8(v) => bins.add(&v[i0..i0 + n]),
         _ => Err(Error::internal(OP, "bins must be integers")),
     }
+}
+
+/// `data`'s elements where they are of `_like`'s type.
+fn like<'a, T: Element>(_like: &[T], data: &'a CpuData) -> Option<&'a [T]> {
+    data.as_slice::<T>()
 }
 
 /// Where a count goes: bins `from..from + len` of `out`, each counting
@@ -50,20 +64,43 @@ struct Bins<'a> {
 }
 
 impl Bins<'_> {
+    /// Counts integer bins.
     fn add<T: Element>(self, index: &[T]) -> Result<()> {
         let len = self.len;
         // Exact for every bin there is; other values fall outside.
-        let bin = |x: &T| {
+        self.accumulate(index.iter().map(|x| {
             let b = x.to_f64();
             (b >= 0.0 && b < len as f64).then_some(b as usize)
-        };
+        }))
+    }
+
+    /// Counts values into the bins between `edges`, by the sort's order.
+    fn binned<T: Keyed>(self, values: &[T], edges: &[T]) -> Result<()> {
+        let keys: Vec<u64> = edges.iter().map(|e| e.key()).collect();
+        let (first, last) = (keys[0], keys[keys.len() - 1]);
+        let last_bin = self.len - 1;
+        self.accumulate(values.iter().map(|x| {
+            let k = x.key();
+            if k < first || k > last {
+                return None;
+            }
+            if k == last {
+                return Some(last_bin);
+            }
+            Some(keys.partition_point(|&e| e <= k) - 1)
+        }))
+    }
+
+    /// Adds each element's bin (none: skipped) in order.
+    fn accumulate(self, bins: impl Iterator<Item = Option<usize>>) -> Result<()> {
+        let len = self.len;
         let bad = || Error::internal("bincount", "the output has another dtype");
         match self.weights {
             Some(w) => {
                 // Summed in f64 and rounded once, as NumPy sums in f64.
                 let mut wide = super::try_zeroed::<f64>("bincount", len)?;
-                for (x, &weight) in index.iter().zip(w) {
-                    if let Some(b) = bin(x) {
+                for (bin, &weight) in bins.zip(w) {
+                    if let Some(b) = bin {
                         wide[b] += f64::from(weight);
                     }
                 }
@@ -74,7 +111,7 @@ impl Bins<'_> {
             }
             None => {
                 let counts = &mut self.out.as_mut_slice::<i64>().ok_or_else(bad)?[self.from..];
-                for b in index.iter().filter_map(bin) {
+                for b in bins.flatten() {
                     counts[b] += 1;
                 }
             }

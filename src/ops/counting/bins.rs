@@ -1,8 +1,7 @@
 //! `bincount` and `histogram`: elements counted into bins by one count
-//! kernel (workgroup-private bins on a GPU), histogram bins found by the
-//! search kernel against NumPy's edges.
+//! kernel (workgroup-private bins on a GPU), a histogram's bins found in it
+//! by a search of NumPy's edges.
 
-use super::search::search_rows;
 use crate::backend::{CountCall, count};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -70,7 +69,7 @@ impl Tensor {
             })?
             .max(minlength)
         };
-        crate::ops::as_op(OP, || counted(OP, &x, weights, len))
+        crate::ops::as_op(OP, || counted(OP, &x, None, weights, len))
     }
 
     /// The histogram of this tensor's values over `bins` equal bins of
@@ -254,14 +253,9 @@ fn histogram_of(
         _ => Tensor::from_vec(edges.iter().map(|&e| e as f32).collect(), shape, dev)?,
     };
     let flat = x.reshape([x.numel()])?.to_dtype(dtype)?;
-    // Bin i where edges[i] <= x < edges[i + 1]: one less than the count of
-    // edges at or below x; the last edge closes the last bin, and what
-    // falls outside (or is NaN) gets bin -1 or one past the end, which the
-    // count skips.
-    let after = search_rows(&edges, &flat, true, false)?;
-    let closing = flat.eq(&edges.narrow(0, bins, 1)?)?.to_dtype(DType::I64)?;
-    let index = after.sub(&closing)?.sub_scalar(1)?;
-    let hist = counted("histogram", &index, weights, bins)?;
+    // Bin i where edges[i] <= x < edges[i + 1], the last closed, found in
+    // the count kernel by a search of the edges.
+    let hist = counted("histogram", &flat, Some(&edges), weights, bins)?;
     if !density {
         return Ok((hist, edges));
     }
@@ -319,11 +313,13 @@ fn check_weights(op: &'static str, x: &Tensor, w: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// `index` (integers, any shape) counted into `len` bins, or its
-/// `weights` (in f32) summed into them.
+/// `index` (integers, any shape; with `edges`, values of their dtype
+/// binned between them) counted into `len` bins, or its `weights` (in f32)
+/// summed into them.
 fn counted(
     op: &'static str,
     index: &Tensor,
+    edges: Option<&Tensor>,
     weights: Option<&Tensor>,
     len: usize,
 ) -> Result<Tensor> {
@@ -347,6 +343,10 @@ fn counted(
     }
     count(&CountCall {
         index: index.kernel_ref(index.layout().clone())?,
+        edges: match edges {
+            Some(e) => Some(e.kernel_ref(e.layout().clone())?),
+            None => None,
+        },
         weights: match &weights {
             Some(w) => Some(w.kernel_ref(w.layout().clone())?),
             None => None,

@@ -104,7 +104,7 @@ impl Tensor {
 }
 
 /// The search of `values` in the rows of `sorted` (see [`SearchCall`]).
-pub(super) fn search_rows(
+fn search_rows(
     sorted: &Tensor,
     values: &Tensor,
     right: bool,

@@ -31,7 +31,8 @@ params_block! {
         index_offset: u32,
         weights_offset: u32,
         out_offset: u32,
-        pad0: u32,
+        /// Binned values: where their edges start.
+        edges_offset: u32,
         pad1: u32,
         pad2: u32,
     }
@@ -40,8 +41,11 @@ params_block! {
 /// Everything that selects a distinct count pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct CountKey {
-    /// The index dtype: i32, i64, u32 or u8.
+    /// The index dtype: i32, i64, u32 or u8; a float for binned values.
     pub index: KernelType,
+    pub native_f16: bool,
+    /// Values binned between edges (binding 4), not integer bins.
+    pub binned: bool,
     pub weighted: bool,
 }
 
@@ -63,25 +67,65 @@ fn bin_fn(index: KernelType) -> &'static str {
     }
 }
 
+/// `fn bin_of(p)` of a value binned between increasing edges: the count
+/// of edges at or below it, less one (a binary search); the last edge
+/// closes the last bin; a value outside them (or NaN) past any bin.
+const BINNED: &str = "fn bin_of(p: u32) -> u32 {
+    let x = load_index(params.index_offset + p);
+    let lo = load_edges(params.edges_offset);
+    let hi = load_edges(params.edges_offset + params.len);
+    if (!(x >= lo && x <= hi)) {
+        return 0xffffffffu;
+    }
+    if (x == hi) {
+        return params.len - 1u;
+    }
+    var a = 0u;
+    var b = params.len + 1u;
+    for (var step = 0u; step < 32u && a < b; step++) {
+        let mid = a + (b - a) / 2u;
+        if (load_edges(params.edges_offset + mid) <= x) {
+            a = mid + 1u;
+        } else {
+            b = mid;
+        }
+    }
+    return a - 1u;
+}
+";
+
 /// The WGSL source of the count kernel for `key`.
 ///
 /// # Errors
 /// `Error::Internal` for an index dtype that is not an integer, or when
 /// the template's slots and the generated parts disagree.
 pub(crate) fn count_source(key: &CountKey) -> Result<String> {
-    if !matches!(
+    let float = matches!(
+        key.index,
+        KernelType::F32 | KernelType::F16 | KernelType::BF16
+    );
+    let integer = matches!(
         key.index,
         KernelType::I32 | KernelType::I64 | KernelType::U32 | KernelType::U8
-    ) {
-        return Err(Error::internal("bincount", "bins must be integers"));
+    );
+    if (key.binned && !float) || (!key.binned && !integer) {
+        return Err(Error::internal(
+            "bincount",
+            "bins must be integers, binned values floats",
+        ));
     }
-    let bindings = [
-        buffer_decl(1, "index", key.index, true, false),
+    let native = key.native_f16;
+    let mut bindings = [
+        buffer_decl(1, "index", key.index, native, false),
         "@group(0) @binding(2) var<storage, read> weights: array<f32>;\n".to_string(),
         "@group(0) @binding(3) var<storage, read_write> out_buf: array<atomic<u32>>;\n".to_string(),
-        load_fn("load_index", "index", key.index, true),
+        load_fn("load_index", "index", key.index, native),
     ]
     .concat();
+    if key.binned {
+        bindings.push_str(&buffer_decl(4, "edges", key.index, native, false));
+        bindings.push_str(&load_fn("load_edges", "edges", key.index, native));
+    }
     let add = if key.weighted {
         "fn weight(p: u32) -> f32 {\n    return weights[params.weights_offset + p];\n}\n\
          fn add_shared(b: u32, p: u32) {\n    add_f32_shared(b, weight(p));\n}\n\
@@ -94,13 +138,21 @@ pub(crate) fn count_source(key: &CountKey) -> Result<String> {
     };
     let slots = [
         ("BINDINGS", bindings.as_str()),
-        ("BIN", bin_fn(key.index)),
+        (
+            "BIN",
+            if key.binned {
+                BINNED
+            } else {
+                bin_fn(key.index)
+            },
+        ),
         ("ADD", add),
     ];
+    let f16 = crate::backend::gpu::kernel::buffer::needs_f16(key.index, native);
     fill_kernel(
         "bincount kernel",
         COUNT_WGSL,
-        false,
+        f16,
         &CountParams::wgsl(),
         &slots,
     )
@@ -137,8 +189,14 @@ pub(crate) fn count(out: &GpuStorage, call: &CountCall) -> Result<()> {
         }
         None => (index_bound.clone(), 0),
     };
+    let edges = match &call.edges {
+        Some(e) => Some(Bound::view(OP, e.clone(), false)?),
+        None => None,
+    };
     let key = CountKey {
         index: call.index.dtype,
+        native_f16: ctx.facts.native_f16,
+        binned: edges.is_some(),
         weighted: call.weights.is_some(),
     };
     let groups = n.div_ceil(256 * PER_THREAD).clamp(1, MAX_GROUPS) as u32;
@@ -148,11 +206,14 @@ pub(crate) fn count(out: &GpuStorage, call: &CountCall) -> Result<()> {
         index_offset: index.layout.offset() as u32,
         weights_offset: weights_offset as u32,
         out_offset: dest.layout.offset() as u32,
-        pad0: 0,
+        edges_offset: edges.as_ref().map_or(0, |(_, e)| e.layout.offset() as u32),
         pad1: 0,
         pad2: 0,
     };
-    let bindings = smallvec![index_bound, weights_bound, out_bound];
+    let mut bindings = smallvec![index_bound, weights_bound, out_bound];
+    if let Some((bound, _)) = edges {
+        bindings.push(bound);
+    }
     record_family(ctx, &key, params.bytes(), bindings, [groups, 1, 1])
 }
 
@@ -164,25 +225,42 @@ mod tests {
 
     #[test]
     fn every_count_kernel_is_valid_wgsl_and_matches_its_params() {
-        for index in [
+        let integers = [
             KernelType::I32,
             KernelType::I64,
             KernelType::U32,
             KernelType::U8,
-        ] {
+        ];
+        let floats = [
+            (KernelType::F32, true),
+            (KernelType::F16, true),
+            (KernelType::F16, false),
+            (KernelType::BF16, true),
+        ];
+        let keys = integers.iter().map(|&index| (index, true, false)).chain(
+            floats
+                .iter()
+                .map(|&(index, native_f16)| (index, native_f16, true)),
+        );
+        for (index, native_f16, binned) in keys {
             for weighted in [false, true] {
-                let key = CountKey { index, weighted };
+                let key = CountKey {
+                    index,
+                    native_f16,
+                    binned,
+                    weighted,
+                };
                 let source = count_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
                 assert_layout(&source, CountParams::FIELDS, CountParams::SIZE, "count");
             }
         }
-        assert!(
-            count_source(&CountKey {
-                index: KernelType::F32,
-                weighted: false
-            })
-            .is_err()
-        );
+        let unbinned_float = CountKey {
+            index: KernelType::F32,
+            native_f16: true,
+            binned: false,
+            weighted: false,
+        };
+        assert!(count_source(&unbinned_float).is_err());
     }
 }
