@@ -1554,55 +1554,23 @@ async fn the_generator_draws_the_same_bits_in_the_browser() {
     let ints = Generator::new(seed).randint([n], range[0], range[1], DType::I64, &dev);
     let want: Vec<i64> = cases["int_odd"].to_vec_async().await.unwrap();
     assert_eq!(ints.unwrap().to_vec_async::<i64>().await.unwrap(), want);
-    let normals = |d: &Device, dtype| Generator::new(seed).normal([n], 0.25, 2.0, dtype, d);
-    let got = normals(&dev, DType::F32)
-        .unwrap()
-        .to_vec_async::<f32>()
-        .await
-        .unwrap();
-    let want = normals(&cpu, DType::F32)
-        .unwrap()
-        .to_vec_async::<f32>()
-        .await
-        .unwrap();
-    assert_eq!((got.len(), want.len()), (n, n));
-    assert!(
-        got.iter()
+    // Normals in every float dtype, read as f32 (exact for f16 and bf16).
+    let normals = |d: &Device, dtype| {
+        let t = Generator::new(seed)
+            .normal([n], 0.25, 2.0, dtype, d)
+            .unwrap();
+        t.to_dtype(DType::F32).unwrap()
+    };
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        let got = normals(&dev, dtype).to_vec_async::<f32>().await.unwrap();
+        let want = normals(&cpu, dtype).to_vec_async::<f32>().await.unwrap();
+        assert_eq!((got.len(), want.len()), (n, n));
+        let same = got
+            .iter()
             .zip(&want)
-            .all(|(g, w)| g.to_bits() == w.to_bits())
-    );
-    let got = normals(&dev, DType::F16)
-        .unwrap()
-        .to_vec_async::<f16>()
-        .await
-        .unwrap();
-    let want = normals(&cpu, DType::F16)
-        .unwrap()
-        .to_vec_async::<f16>()
-        .await
-        .unwrap();
-    assert_eq!((got.len(), want.len()), (n, n));
-    assert!(
-        got.iter()
-            .zip(&want)
-            .all(|(g, w)| g.to_bits() == w.to_bits())
-    );
-    let got = normals(&dev, DType::BF16)
-        .unwrap()
-        .to_vec_async::<bf16>()
-        .await
-        .unwrap();
-    let want = normals(&cpu, DType::BF16)
-        .unwrap()
-        .to_vec_async::<bf16>()
-        .await
-        .unwrap();
-    assert_eq!((got.len(), want.len()), (n, n));
-    assert!(
-        got.iter()
-            .zip(&want)
-            .all(|(g, w)| g.to_bits() == w.to_bits())
-    );
+            .all(|(g, w)| g.to_bits() == w.to_bits());
+        assert!(same, "normals in {dtype}");
+    }
 }
 
 /// Searching and counting in the browser: NumPy's answers

@@ -17,38 +17,17 @@ Each fit is least squares with Lawson's reweighting towards the minimax
 polynomial (relative error). Run with `python3 fit_random_functions.py`
 (NumPy 2.4); it prints the coefficients and the errors.
 """
+import os
+import sys
+
 import numpy as np
 
-f = np.float32
-
-
-def lawson(xs, ys, deg, rounds=60):
-    """Coefficients, lowest first, of a degree-`deg` fit of ys over xs."""
-    scale = 1 / np.abs(ys)
-    w = scale.copy()
-    powers = np.vstack([xs**k for k in range(deg + 1)]).T
-    for _ in range(rounds):
-        c, *_ = np.linalg.lstsq(powers * w[:, None], ys * w, rcond=None)
-        e = np.abs(powers @ c - ys) * scale
-        w = np.maximum(w * np.sqrt(e / e.max() + 1e-12), 1e-6)
-        w /= w.max()
-    return c
-
-
-def horner(c, v):
-    acc = np.full_like(v, c[-1])
-    for k in c[-2::-1]:
-        acc = f(f(acc * v) + k)
-    return acc
-
-
-def ulps(got, want):
-    return np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(f)).astype(np.float64)
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fitting import f, horner, lawson, ulps  # noqa: E402
 
 x = np.linspace(np.sqrt(0.5) - 1, np.sqrt(2) - 1, 40001)
 x = x[np.abs(x) > 1e-9]
-p = lawson(x, (np.log1p(x) - x) / x**2, 8).astype(f)
+p = lawson(x, (np.log1p(x) - x) / x**2, 8, rounds=60)
 LN2_HI, LN2_LO = f(0.693145751953125), f(1.42860676533018e-06)
 
 k = np.arange(2**23, dtype=np.uint32)
@@ -71,9 +50,9 @@ r = f(r2 * y)
 print(f"sqrt: {ulps(r, np.sqrt(r2.astype(np.float64))).max():.2f} ulp")
 
 xs = np.linspace(1e-7, 0.125, 40001)
-S = lawson(xs**2, np.sin(2 * np.pi * xs) / xs, 3).astype(f)
+S = lawson(xs**2, np.sin(2 * np.pi * xs) / xs, 3, rounds=60)
 # cos - 1 as -2 sin^2(pi x): no cancellation near 0.
-C = lawson(xs**2, -2 * np.sin(np.pi * xs) ** 2 / xs**2, 3).astype(f)
+C = lawson(xs**2, -2 * np.sin(np.pi * xs) ** 2 / xs**2, 3, rounds=60)
 j = np.arange(1, 2**21 + 1, dtype=np.uint32)
 xv = (j.astype(f) * f(2.0**-24)).astype(f)
 z = f(xv * xv)

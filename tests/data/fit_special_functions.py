@@ -23,38 +23,18 @@ scipy`; NumPy 2.4, SciPy 1.17):
 Each fit is least squares reweighted towards the minimax polynomial
 (relative error). Run with `python3 fit_special_functions.py`.
 """
+import os
+import sys
+
 import numpy as np
 import scipy.special as sp
 
-f = np.float32
-
-
-def lawson(xs, ys, deg, rounds=80):
-    scale = 1 / np.abs(ys)
-    w = scale.copy()
-    powers = np.vstack([xs**k for k in range(deg + 1)]).T
-    for _ in range(rounds):
-        c, *_ = np.linalg.lstsq(powers * w[:, None], ys * w, rcond=None)
-        e = np.abs(powers @ c - ys) * scale
-        w = np.maximum(w * np.sqrt(e / e.max() + 1e-12), 1e-6)
-        w /= w.max()
-    return c.astype(f)
-
-
-def horner(c, v):
-    acc = c[-1]
-    for k in c[-2::-1]:
-        acc = f(f(acc * v) + k)
-    return acc
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fitting import f, horner, lawson, ulps  # noqa: E402
 
 
 def log32(v):
     return f(np.log(np.float64(v)))
-
-
-def ulps(got, want):
-    want = np.asarray(want, dtype=np.float64)
-    return np.abs(np.asarray(got, dtype=np.float64) - want) / np.spacing(np.abs(want).astype(f)).astype(np.float64)
 
 
 def show(name, c):
