@@ -45,13 +45,38 @@ fn lgamma_positive_f32(x: f32) -> f32 {
     let inv = div_f32(1.0, x);
     let inv2 = inv * inv;
     let s = inv * (0.083333336 + inv2 * (-0.0027777778 + inv2 * 0.0007936508));
-    return ((x - 0.5) * log_f32(x) - x) + (0.9189385 + s);
+    // (x - 1/2) ln x - x as (x - 1/2)(ln x - 1) - 1/2: no overflow before
+    // the result does (x up to 4.08e36).
+    return ((x - 0.5) * (log_f32(x) - 1.0) - 0.5) + (0.9189385 + s);
 }
 
 // x less its nearest integer (exact), in [-1/2, 1/2]: sin(pi x) and
 // tan(pi x) are those of pi times it, up to sign.
 fn pi_fraction_f32(x: f32) -> f32 {
     return x - round(x);
+}
+
+// (sin(pi d), cos(pi d)) for d in [-1/2, 1/2], without rounding pi d:
+// polynomials in d / 2 turns on [0, 1/8] (the generator's, in
+// backend/random.rs), the other octant from the mirror 1/2 - |d| (exact).
+fn sinpi_cospi_f32(d: f32) -> vec2<f32> {
+    let a = abs(d);
+    let mirrored = a > 0.25;
+    var x = a * 0.5;
+    if (mirrored) {
+        x = (0.5 - a) * 0.5;
+    }
+    let z = x * x;
+    let s = x * (6.2831855 + z * (-41.341663 + z * (81.59236 + z * -75.39394)));
+    let c = 1.0 + z * (-19.739208 + z * (64.93937 + z * (-85.44877 + z * 59.421947)));
+    var sc = vec2<f32>(s, c);
+    if (mirrored) {
+        sc = vec2<f32>(c, s);
+    }
+    if (d < 0.0) {
+        sc.x = -sc.x;
+    }
+    return sc;
 }
 
 // ln|gamma(x)| (SciPy's gammaln, C's lgamma): +inf at 0 and the negative
@@ -62,8 +87,10 @@ fn lgamma_f32(a: f32) -> f32 {
     if (a > 0.0) { return lgamma_positive_f32(a); }
     let d = abs(pi_fraction_f32(a));
     if (d == 0.0) { return f32_from_bits(F32_INF_BITS); }
-    let s = sin_f32(3.1415927 * d);
-    return log_f32(div_f32(3.1415927, s)) - lgamma_positive_f32(1.0 - a);
+    // ln(pi / |sin(pi x)|), the logarithms apart (pi / s overflows for a
+    // subnormal x).
+    let s = sinpi_cospi_f32(d).x;
+    return (1.1447299 - log_f32(s)) - lgamma_positive_f32(1.0 - a);
 }
 
 fn poly_digamma(t: f32) -> f32 {
@@ -122,9 +149,9 @@ fn digamma_f32(a: f32) -> f32 {
     if (a > 0.0) { return digamma_positive_f32(a); }
     let d = pi_fraction_f32(a);
     if (d == 0.0) { return nan_f32(); }
-    let t = 3.1415927 * d;
     // pi / tan(pi x), its period 1.
-    let cot = div_f32(3.1415927 * cos_f32(t), sin_f32(t));
+    let sc = sinpi_cospi_f32(d);
+    let cot = div_f32(3.1415927 * sc.y, sc.x);
     return digamma_positive_f32(1.0 - a) - cot;
 }
 
@@ -137,7 +164,14 @@ fn erfinv_f32(y: f32) -> f32 {
         if (y < 0.0) { return -f32_from_bits(F32_INF_BITS); }
         return f32_from_bits(F32_INF_BITS);
     }
-    let w = -log_f32((1.0 - a) * (1.0 + a));
+    // -ln(1 - y^2): WGSL's log is only 2^-21 absolute near 1, so below
+    // 1/sqrt(2) (where 1 - y^2 >= 1/2) as -log1p(-y^2).
+    var w: f32;
+    if (a < 0.70710677) {
+        w = -log1p_f32(-(a * a));
+    } else {
+        w = -log_f32((1.0 - a) * (1.0 + a));
+    }
     if (w < 5.0) {
         var c = array<f32, 11>(1.5014094, 0.2466403, -0.0041773394, -0.0012527446, 0.00021828272,
             -0.000004961993, -0.0000034346644, 0.00000046591225, 0.000000018049063,

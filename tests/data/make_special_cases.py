@@ -33,17 +33,18 @@ s = np.concatenate([rng.uniform(-50, 50, 400).astype(f32), np.array([0.0, -0.0, 
 xd, yd, pd, sd = (a.astype(np.float64) for a in (x, y, p, s))
 # Gamma's kin: positive values of every magnitude and densely up to 30,
 # negative non-integers, and near the zeros of lgamma (1, 2) and digamma.
-g_pos = np.concatenate([10.0 ** rng.uniform(-30, 30, 600), rng.uniform(0, 30, 3000), rng.uniform(0.9, 2.1, 1000),
+g_pos = np.concatenate([10.0 ** rng.uniform(-30, 38.5, 700), rng.uniform(0, 30, 3000), rng.uniform(0.9, 2.1, 1000),
                         rng.uniform(1.40, 1.52, 500)]).astype(f32)
-g_neg = -np.concatenate([rng.uniform(0, 30, 2000), 10.0 ** rng.uniform(-30, 1.4, 300)]).astype(f32)
+g_neg = -np.concatenate([rng.uniform(0, 30, 2000), 10.0 ** rng.uniform(-30, 6, 300),
+                         np.arange(1, 40) - 0.5, np.arange(1, 40) - 0.5 + 1e-3]).astype(f32)
 g_neg = g_neg[g_neg != np.round(g_neg)]
 # The inverse error function: all of (-1, 1), densely near the ends.
 e_in = np.concatenate([rng.uniform(-1, 1, 4000), 1 - 10.0 ** rng.uniform(-7.3, -0.5, 2000),
                        -(1 - 10.0 ** rng.uniform(-7.3, -0.5, 500)), 10.0 ** rng.uniform(-38, -1, 500)]).astype(f32)
 e_in = e_in[np.abs(e_in) < 1]
 # erfc down to where f32 underflows, and i0 to where it overflows.
-c_in = np.concatenate([rng.uniform(-5, 10.05, 5000), 10.0 ** rng.uniform(-30, 1, 500)]).astype(f32)
-i_in = np.concatenate([rng.uniform(-91.5, 91.5, 5000), 10.0 ** rng.uniform(-30, 1.96, 500)]).astype(f32)
+c_in = np.concatenate([rng.uniform(-5, 10.5, 5000), 10.0 ** rng.uniform(-30, 1.1, 500)]).astype(f32)
+i_in = np.concatenate([rng.uniform(-92.5, 92.5, 5000), 10.0 ** rng.uniform(-30, 1.97, 500)]).astype(f32)
 with np.errstate(all="ignore"):
     np.savez(
         HERE / "special_cases.npz",
