@@ -10,14 +10,16 @@ use crate::ops::SortOrder;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
-/// A counter-based random number generator: Philox4x32-10 (the generator
-/// of PyTorch's CUDA and JAX's `rbg`-free kin, Salmon et al. 2011) keyed
-/// by a 64-bit seed. Its stream is a sequence of 128-bit blocks, block `b`
+/// A counter-based random number generator: Philox4x32-10 (Salmon et al.
+/// 2011, the generator behind PyTorch's CUDA random numbers) keyed by a
+/// 64-bit seed. Its stream is a sequence of 128-bit blocks, block `b`
 /// the cipher of the counter `b` under the seed, so that any element of
 /// any draw is computed where it lands: on a GPU by a kernel that writes
 /// the tensor and uploads nothing; on the CPU by the same integer and f32
 /// steps. **The same seed and the same sequence of draws give the same
-/// bits on the CPU, every GPU and in the browser**, f16 and bf16 included.
+/// bits on the CPU, every GPU and in the browser**, f16 and bf16 included
+/// (f64, which only the CPU holds, draws its normals with the standard
+/// library's `ln`, `sin` and `cos`).
 ///
 /// Each draw takes whole blocks from the generator's `offset` on and
 /// moves it past them (four 32-bit words a block; one word an element, two
