@@ -1,14 +1,17 @@
 // Counting into bins (ops/counting's bincount and histogram), specialised
 // by gpu/count/, which fills the {{...}} slots:
-//   PRELUDE   `struct Params` bound at 0, and kernel/math.wgsl
-//   BINDINGS  index (1), weights (2: f32; a dummy word when unweighted),
+//   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
+//             kernel/math.wgsl
+//   BINDINGS  index (1: integer bins, or a histogram's values), weights
+//             (2: f32; the index again when unweighted, never read),
 //             out_buf (3) as atomic words: i64 counts (the low word of
-//             each) or f32 sums (their bits)
-//   BIN       fn bin_of(p: u32) -> u32: element p's bin, or a value of at
-//             least params.len for one outside [0, len)
-//   ADD       fn add_shared(b, p) and fn add_global(b, bits): one element
-//             (p) into the workgroup's bin b; a workgroup's bin into the
-//             output
+//             each) or f32 sums (their bits); a histogram's edges (4)
+//   BIN       fn bin_of(p: u32) -> u32: element p's bin (an integer's
+//             value, or a value's by a search of the edges), or a value
+//             of at least params.len for one outside [0, len)
+//   ADD       fn add_shared(b, p), fn add_element(b, p) and
+//             fn add_global(b, bits): element p into the workgroup's bin
+//             b, or into the output's; a workgroup's bin into the output
 //
 // Each workgroup walks a grid-stride share of the elements. With at most
 // SHARED_BINS bins it counts into a copy of its own in workgroup memory
