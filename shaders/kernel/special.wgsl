@@ -57,8 +57,9 @@ fn pi_fraction_f32(x: f32) -> f32 {
 }
 
 // (sin(pi d), cos(pi d)) for d in [-1/2, 1/2], without rounding pi d:
-// polynomials in d / 2 turns on [0, 1/8] (the generator's, in
-// backend/random.rs), the other octant from the mirror 1/2 - |d| (exact).
+// polynomials in d / 2 turns on [0, 1/8] (the generator's SIN_S and
+// COS_C in backend/random.rs; a test holds them alike), the other octant
+// from the mirror 1/2 - |d| (exact).
 fn sinpi_cospi_f32(d: f32) -> vec2<f32> {
     let a = abs(d);
     let mirrored = a > 0.25;

@@ -36,7 +36,9 @@ pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
         let edges = host_data(OP, e)?;
         let e0 = e.layout.offset();
         return with_cpu_data!(&*index, v => {
-            let edges = like(v, &edges).ok_or_else(|| Error::internal(OP, "edges and values differ in dtype"))?;
+            let edges = edges
+                .as_slice_like(v)
+                .ok_or_else(|| Error::internal(OP, "edges and values differ in dtype"))?;
             bins.binned(&v[i0..i0 + n], &edges[e0..e0 + len + 1])
         });
     }
@@ -47,11 +49,6 @@ pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
         CpuData::U8(v) => bins.add(&v[i0..i0 + n]),
         _ => Err(Error::internal(OP, "bins must be integers")),
     }
-}
-
-/// `data`'s elements where they are of `_like`'s type.
-fn like<'a, T: Element>(_like: &[T], data: &'a CpuData) -> Option<&'a [T]> {
-    data.as_slice::<T>()
 }
 
 /// Where a count goes: bins `from..from + len` of `out`, each counting

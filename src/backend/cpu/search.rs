@@ -25,7 +25,7 @@ pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
         (l.offset() as isize + r as isize * l.strides()[0] + j as isize * l.strides()[1]) as usize
     };
     with_cpu_data!(&*sorted, s_data => {
-        let v_data = like(s_data, &values)
+        let v_data = values.as_slice_like(s_data)
             .ok_or_else(|| Error::internal(OP, "sorted rows and values differ in dtype"))?;
         // Pieces of the values, across rows, on the op's threads.
         const PIECE: usize = 4096;
@@ -56,11 +56,6 @@ pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
         });
         Ok(())
     })
-}
-
-/// `data`'s elements where they are of `_like`'s type.
-fn like<'a, T: crate::dtype::Element>(_like: &[T], data: &'a super::CpuData) -> Option<&'a [T]> {
-    data.as_slice::<T>()
 }
 
 /// The two extents of a `[rows, len]` view.

@@ -178,6 +178,13 @@ impl CpuData {
         with_cpu_data!(self, v => (v as &dyn Any).downcast_ref::<Vec<T>>().map(|v| v.as_slice()))
     }
 
+    /// The elements as `&[T]` for the `T` of `_like` (another operand's
+    /// elements, inside a `with_cpu_data!` arm that names no type), or
+    /// `None` when `T` is not the stored type.
+    pub fn as_slice_like<T: Element>(&self, _like: &[T]) -> Option<&[T]> {
+        self.as_slice::<T>()
+    }
+
     /// The elements as `&mut [T]`, or `None` when `T` is not the stored type.
     pub fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
         with_cpu_data!(self, v => (v as &mut dyn Any).downcast_mut::<Vec<T>>().map(|v| v.as_mut_slice()))

@@ -373,6 +373,17 @@ mod tests {
     }
 
     #[test]
+    fn special_wgsl_sinpi_takes_the_generators_polynomials() {
+        // special.wgsl writes them as literals: they must stay these.
+        let special = shader!("kernel/special.wgsl");
+        let start = special.find("fn sinpi_cospi_f32").unwrap();
+        let body = &special[start..start + special[start..].find("\n}\n").unwrap()];
+        for c in SIN_S.iter().chain(&COS_C) {
+            assert!(body.contains(&format!("{}", c.abs())), "{c} in {body}");
+        }
+    }
+
+    #[test]
     fn hex_floats_are_exact() {
         for v in [
             1.0f32,
