@@ -62,6 +62,17 @@ pub enum Error {
         /// The dtypes involved.
         msg: String,
     },
+    /// A matrix a linear-algebra op cannot work with as asked (NumPy's
+    /// `LinAlgError`): singular for `linalg::solve` and `linalg::inv`, not
+    /// positive definite for `linalg::cholesky`. The message names the
+    /// matrix's index in the batch and the column that failed.
+    #[error("{op}: {msg}")]
+    LinAlg {
+        /// The operation that failed.
+        op: &'static str,
+        /// Which matrix, and why.
+        msg: String,
+    },
     /// A dtype this device cannot hold (f64 on the GPU).
     #[error("{op}: dtype {dtype} is not supported on {device}")]
     UnsupportedDType {
@@ -202,6 +213,7 @@ impl Error {
             | Error::Index { op, .. }
             | Error::Argument { op, .. }
             | Error::DType { op, .. }
+            | Error::LinAlg { op, .. }
             | Error::UnsupportedDType { op, .. }
             | Error::DeviceMismatch { op, .. }
             | Error::OverlappingWrite { op, .. }

@@ -110,6 +110,7 @@ pub use index::{NewAxis, SliceItem};
 pub use interop::{ColorMap, GpuBuffer};
 pub use layout::Layout;
 pub use num_complex::Complex32;
+pub use ops::linalg;
 pub use ops::{
     Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, Generator, PadMode,
     Pair, Pool, QTensor, Resize, Rope, RopeStyle, Sampling, Side, SortOrder, Stft, TopK, Unique,

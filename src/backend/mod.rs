@@ -14,6 +14,7 @@ pub(crate) mod gpu;
 pub(crate) mod kept;
 #[cfg(test)]
 mod layering;
+mod linalg;
 pub(crate) mod random;
 pub(crate) mod recycle;
 mod search;
@@ -31,6 +32,7 @@ pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::QUANT_MAX_ROWS;
+pub(crate) use linalg::{Factor, FactorCall, LINALG_BLOCK, TriangularCall, factor, triangular};
 pub(crate) use random::{Draw, RandomCall, random};
 pub(crate) use search::{SearchCall, search};
 use std::sync::Arc;

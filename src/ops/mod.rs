@@ -17,6 +17,7 @@ mod fft;
 mod fft_lines;
 mod indexing;
 mod join;
+pub mod linalg;
 mod matmul;
 mod nn;
 mod norm;

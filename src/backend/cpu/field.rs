@@ -1,0 +1,122 @@
+//! The scalars the CPU's linear algebra computes in (`linalg.rs`): f32,
+//! f64 and complex f32, each read from and written to its storage's raw
+//! elements (a complex value is two f32 at a stride of one).
+
+use crate::dtype::Element;
+use num_complex::Complex32;
+use std::ops::{Add, Mul, Sub};
+
+/// A real or complex scalar of a matrix.
+pub(crate) trait Field:
+    Copy + Send + Sync + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self>
+{
+    /// The storage's element type.
+    type Raw: Element + Copy;
+    const ONE: Self;
+    /// The value at raw position `p`.
+    fn get(raw: &[Self::Raw], p: usize) -> Self;
+    /// Writes the value at raw position `p`.
+    fn put(self, raw: &mut [Self::Raw], p: usize);
+    /// The magnitude a pivot is chosen by: `|x|`, or `|re| + |im|` for a
+    /// complex value (LAPACK's `i?amax`).
+    fn pivot_size(self) -> f64;
+    fn conj(self) -> Self;
+    /// The real part.
+    fn re(self) -> f64;
+    fn from_re(r: f64) -> Self;
+    fn is_zero(self) -> bool;
+    /// `self / d`, scaled for a complex `d` so that `|d|²` cannot
+    /// overflow or vanish (as the GPU's `div_v`).
+    fn div(self, d: Self) -> Self;
+}
+
+impl Field for f32 {
+    type Raw = f32;
+    const ONE: Self = 1.0;
+    fn get(raw: &[f32], p: usize) -> Self {
+        raw[p]
+    }
+    fn put(self, raw: &mut [f32], p: usize) {
+        raw[p] = self;
+    }
+    fn pivot_size(self) -> f64 {
+        f64::from(self.abs())
+    }
+    fn conj(self) -> Self {
+        self
+    }
+    fn re(self) -> f64 {
+        f64::from(self)
+    }
+    fn from_re(r: f64) -> Self {
+        r as f32
+    }
+    fn is_zero(self) -> bool {
+        self == 0.0
+    }
+    fn div(self, d: Self) -> Self {
+        self / d
+    }
+}
+
+impl Field for f64 {
+    type Raw = f64;
+    const ONE: Self = 1.0;
+    fn get(raw: &[f64], p: usize) -> Self {
+        raw[p]
+    }
+    fn put(self, raw: &mut [f64], p: usize) {
+        raw[p] = self;
+    }
+    fn pivot_size(self) -> f64 {
+        self.abs()
+    }
+    fn conj(self) -> Self {
+        self
+    }
+    fn re(self) -> f64 {
+        self
+    }
+    fn from_re(r: f64) -> Self {
+        r
+    }
+    fn is_zero(self) -> bool {
+        self == 0.0
+    }
+    fn div(self, d: Self) -> Self {
+        self / d
+    }
+}
+
+impl Field for Complex32 {
+    type Raw = f32;
+    const ONE: Self = Complex32::new(1.0, 0.0);
+    fn get(raw: &[f32], p: usize) -> Self {
+        Complex32::new(raw[p], raw[p + 1])
+    }
+    fn put(self, raw: &mut [f32], p: usize) {
+        raw[p] = self.re;
+        raw[p + 1] = self.im;
+    }
+    fn pivot_size(self) -> f64 {
+        f64::from(self.re.abs()) + f64::from(self.im.abs())
+    }
+    fn conj(self) -> Self {
+        Complex32::conj(&self)
+    }
+    fn re(self) -> f64 {
+        f64::from(self.re)
+    }
+    fn from_re(r: f64) -> Self {
+        Complex32::new(r as f32, 0.0)
+    }
+    fn is_zero(self) -> bool {
+        self.re == 0.0 && self.im == 0.0
+    }
+    fn div(self, d: Self) -> Self {
+        // Both scaled by d's larger part: |d / s|² lies in [1, 2].
+        let s = d.re.abs().max(d.im.abs());
+        let (x, d) = (self / s, d / s);
+        x * Complex32::conj(&d) / (d.re * d.re + d.im * d.im)
+    }
+}

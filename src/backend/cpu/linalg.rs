@@ -1,0 +1,290 @@
+//! CPU steps of the blocked factorizations ([`FactorCall`]) and small
+//! triangular solves ([`TriangularCall`]): each matrix of a batch copies
+//! the block it works on into a column-major scratch, is computed there
+//! on the op's threads, and is written back.
+
+use super::field::Field;
+use super::storage::host_data;
+use super::threads::for_each_piece_mut;
+use crate::backend::{Factor, FactorCall, TensorRef, TriangularCall};
+use crate::dtype::KernelType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use num_complex::Complex32;
+
+/// Runs a factorization step on the CPU.
+pub(crate) fn factor(call: &FactorCall) -> Result<()> {
+    match (call.a.dtype, call.complex) {
+        (KernelType::F32, false) => factor_in::<f32>(call),
+        (KernelType::F64, false) => factor_in::<f64>(call),
+        (KernelType::F32, true) => factor_in::<Complex32>(call),
+        (dtype, _) => Err(Error::internal(
+            "linalg",
+            format!("no CPU factorization of {dtype:?}"),
+        )),
+    }
+}
+
+/// Runs a triangular solve on the CPU.
+pub(crate) fn triangular(call: &TriangularCall) -> Result<()> {
+    match (call.b.dtype, call.complex) {
+        (KernelType::F32, false) => triangular_in::<f32>(call),
+        (KernelType::F64, false) => triangular_in::<f64>(call),
+        (KernelType::F32, true) => triangular_in::<Complex32>(call),
+        (dtype, _) => Err(Error::internal(
+            "solve_triangular",
+            format!("no CPU triangular solve of {dtype:?}"),
+        )),
+    }
+}
+
+/// Raw positions of the elements of a `[batch, rows, cols]` matrix view
+/// (or its `[.., 2]` pair view).
+struct Matrices {
+    dims: [usize; 3],
+    offset: isize,
+    strides: [isize; 3],
+}
+
+impl Matrices {
+    fn of(layout: &Layout, complex: bool) -> Result<Matrices> {
+        let (d, s) = (layout.dims(), layout.strides());
+        let rank = if complex { 4 } else { 3 };
+        if d.len() != rank {
+            return Err(Error::internal("linalg", "matrices come as [batch, n, m]"));
+        }
+        Ok(Matrices {
+            dims: [d[0], d[1], d[2]],
+            offset: layout.offset() as isize,
+            strides: [s[0], s[1], s[2]],
+        })
+    }
+
+    #[inline(always)]
+    fn at(&self, b: usize, i: usize, j: usize) -> usize {
+        let s = &self.strides;
+        (self.offset + b as isize * s[0] + i as isize * s[1] + j as isize * s[2]) as usize
+    }
+
+    /// The block `rows x cols` from `(i0, j0)` of matrix `b`, column-major.
+    fn gather<F: Field>(
+        &self,
+        raw: &[F::Raw],
+        b: usize,
+        at: [usize; 2],
+        size: [usize; 2],
+    ) -> Vec<F> {
+        let [rows, cols] = size;
+        let mut out = Vec::with_capacity(rows * cols);
+        for j in 0..cols {
+            out.extend((0..rows).map(|i| F::get(raw, self.at(b, at[0] + i, at[1] + j))));
+        }
+        out
+    }
+
+    fn scatter<F: Field>(
+        &self,
+        raw: &mut [F::Raw],
+        b: usize,
+        at: [usize; 2],
+        block: &[F],
+        rows: usize,
+    ) {
+        for (e, &v) in block.iter().enumerate() {
+            v.put(raw, self.at(b, at[0] + e % rows, at[1] + e / rows));
+        }
+    }
+}
+
+/// One matrix's share of a step: its block, its aux row, and the row
+/// swaps an LU panel made (applied to the columns outside the panel).
+struct Job<F> {
+    block: Vec<F>,
+    aux: Vec<i32>,
+    swaps: Vec<(usize, usize)>,
+}
+
+fn factor_in<F: Field>(call: &FactorCall) -> Result<()> {
+    const OP: &str = "linalg";
+    let a = Matrices::of(&call.a.layout, call.complex)?;
+    let [batch, n, m] = a.dims;
+    let (start, width) = (call.start, call.width);
+    // LU works on the panel below the diagonal, Cholesky on the block.
+    let rows = match call.factor {
+        Factor::Lu => n - start,
+        Factor::Cholesky => width,
+    };
+    let aux_len = call.aux.layout.dims()[1];
+    let aux_at = |b: usize| call.aux.layout.offset() + b * call.aux.layout.strides()[0] as usize;
+    let mut jobs: Vec<Job<F>> = {
+        let data = host_data(OP, &call.a)?;
+        let raw = data
+            .as_slice::<F::Raw>()
+            .ok_or_else(|| Error::internal(OP, "dtype"))?;
+        let aux = host_data(OP, &call.aux)?;
+        let aux = aux
+            .as_slice::<i32>()
+            .ok_or_else(|| Error::internal(OP, "aux"))?;
+        (0..batch)
+            .map(|b| Job {
+                block: a.gather(raw, b, [start, start], [rows, width]),
+                aux: aux[aux_at(b)..aux_at(b) + aux_len].to_vec(),
+                swaps: Vec::new(),
+            })
+            .collect()
+    };
+    for_each_piece_mut(&mut jobs, 1, |(_, job)| {
+        let job = &mut job[0];
+        match call.factor {
+            Factor::Lu => lu_panel(job, [n, m], start, width),
+            Factor::Cholesky => cholesky_block(job, start, width),
+        }
+    });
+    let mut data = call.a.storage.host(OP)?.write();
+    let raw = data
+        .as_mut_slice::<F::Raw>()
+        .ok_or_else(|| Error::internal(OP, "dtype"))?;
+    let mut aux = call.aux.storage.host(OP)?.write();
+    let aux = aux
+        .as_mut_slice::<i32>()
+        .ok_or_else(|| Error::internal(OP, "aux"))?;
+    for (b, job) in jobs.iter().enumerate() {
+        a.scatter(raw, b, [start, start], &job.block, rows);
+        aux[aux_at(b)..aux_at(b) + aux_len].copy_from_slice(&job.aux);
+        for &(r, p) in &job.swaps {
+            for j in (0..start).chain(start + width..m) {
+                let (x, y) = (a.at(b, r, j), a.at(b, p, j));
+                let (u, v) = (F::get(raw, x), F::get(raw, y));
+                v.put(raw, x);
+                u.put(raw, y);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// LAPACK's `getf2` on the panel `job.block` (rows `start..n`, `width`
+/// columns, column-major), with its swaps noted for the other columns.
+fn lu_panel<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], start: usize, width: usize) {
+    let (k, rows) = (n.min(m), n - start);
+    let (pivots, rest) = job.aux.split_at_mut(k);
+    let (perm, info) = rest.split_at_mut(n);
+    if start == 0 {
+        for (i, p) in perm.iter_mut().enumerate() {
+            *p = i as i32;
+        }
+    }
+    let p = &mut job.block;
+    for j in 0..width {
+        let col = j * rows;
+        // The first of the largest (a NaN is never larger).
+        let (mut best, mut size) = (j, -1.0);
+        for i in j..rows {
+            let s = p[col + i].pivot_size();
+            if s > size {
+                (best, size) = (i, s);
+            }
+        }
+        if best != j {
+            for c in 0..width {
+                p.swap(c * rows + j, c * rows + best);
+            }
+            perm.swap(start + j, start + best);
+            job.swaps.push((start + j, start + best));
+        }
+        pivots[start + j] = (start + best) as i32;
+        let pivot = p[col + j];
+        if pivot.is_zero() {
+            if info[0] == 0 {
+                info[0] = (start + j + 1) as i32;
+            }
+            continue;
+        }
+        let r = F::ONE.div(pivot);
+        for x in &mut p[col + j + 1..col + rows] {
+            *x = *x * r;
+        }
+        for c in j + 1..width {
+            let u = p[c * rows + j];
+            let (left, right) = p.split_at_mut(c * rows);
+            let l = &left[col + j + 1..col + rows];
+            for (x, &l) in right[j + 1..rows].iter_mut().zip(l) {
+                *x = *x - l * u;
+            }
+        }
+    }
+}
+
+/// LAPACK's `potf2` on the lower triangle of the diagonal block
+/// `job.block` (`width` square, column-major).
+fn cholesky_block<F: Field>(job: &mut Job<F>, start: usize, w: usize) {
+    let (info, b) = (&mut job.aux[0], &mut job.block);
+    if *info != 0 {
+        return;
+    }
+    for j in 0..w {
+        let d = b[j * w + j].re();
+        if d.is_nan() || d <= 0.0 {
+            *info = (start + j + 1) as i32;
+            return;
+        }
+        let l = d.sqrt();
+        b[j * w + j] = F::from_re(l);
+        let r = F::from_re(1.0 / l);
+        for x in &mut b[j * w + j + 1..(j + 1) * w] {
+            *x = *x * r;
+        }
+        for c in j + 1..w {
+            let u = b[j * w + c].conj();
+            let (left, right) = b.split_at_mut(c * w);
+            let l = &left[j * w + c..(j + 1) * w];
+            for (x, &l) in right[c..w].iter_mut().zip(l) {
+                *x = *x - l * u;
+            }
+        }
+    }
+}
+
+fn triangular_in<F: Field>(call: &TriangularCall) -> Result<()> {
+    const OP: &str = "solve_triangular";
+    let (t, b) = (
+        Matrices::of(&call.t.layout, call.complex)?,
+        Matrices::of(&call.b.layout, call.complex)?,
+    );
+    let [batch, w, r] = b.dims;
+    let read = |tr: &TensorRef, m: &Matrices, size: [usize; 2]| -> Result<Vec<Vec<F>>> {
+        let data = host_data(OP, tr)?;
+        let raw = data
+            .as_slice::<F::Raw>()
+            .ok_or_else(|| Error::internal(OP, "dtype"))?;
+        Ok((0..batch).map(|k| m.gather(raw, k, [0, 0], size)).collect())
+    };
+    let tri = read(&call.t, &t, [w, w])?;
+    let mut rhs = read(&call.b, &b, [w, r])?;
+    for_each_piece_mut(&mut rhs, 1, |(k, x)| {
+        let (tri, x) = (&tri[k], &mut x[0]);
+        let at = |i: usize, j: usize| {
+            let v = tri[j * w + i];
+            if call.conj { v.conj() } else { v }
+        };
+        for col in x.chunks_mut(w.max(1)) {
+            for step in 0..w {
+                let j = if call.lower { step } else { w - 1 - step };
+                let mut s = col[j];
+                let known = if call.lower { 0..j } else { j + 1..w };
+                for q in known {
+                    s = s - at(j, q) * col[q];
+                }
+                col[j] = if call.unit { s } else { s.div(at(j, j)) };
+            }
+        }
+    });
+    let mut data = call.b.storage.host(OP)?.write();
+    let raw = data
+        .as_mut_slice::<F::Raw>()
+        .ok_or_else(|| Error::internal(OP, "dtype"))?;
+    for (k, x) in rhs.iter().enumerate() {
+        b.scatter(raw, k, [0, 0], x, w);
+    }
+    Ok(())
+}

@@ -1,0 +1,384 @@
+//! The two kernels of the blocked factorizations (`linalg/factor.wgsl`,
+//! `linalg/triangular.wgsl`): a workgroup per matrix steps an LU panel or
+//! a Cholesky diagonal block in place, and a thread per right-hand column
+//! solves a small triangular system. Both compute in f32, or in complex
+//! f32 (`vec2<f32>`) on the pair view of c64 matrices.
+
+use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::kernel::grid::{grid, grid_of};
+use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, slices};
+use crate::backend::gpu::kernel::params_block::params_block;
+use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::{Factor, FactorCall, LINALG_BLOCK, TensorRef, TriangularCall};
+use crate::error::{Error, Result};
+use smallvec::smallvec;
+use std::sync::Arc;
+
+const FACTOR_WGSL: &str = shader!("linalg/factor.wgsl");
+const TRIANGULAR_WGSL: &str = shader!("linalg/triangular.wgsl");
+
+params_block! {
+    /// `Params` of factor.wgsl.
+    pub(crate) struct FactorParams {
+        batch: u32,
+        groups_x: u32,
+        n: u32,
+        m: u32,
+        k: u32,
+        start: u32,
+        width: u32,
+        col_from: u32,
+        col_to: u32,
+        /// 1: a Cholesky step; 0: an LU panel.
+        cholesky: u32,
+        a_offset: i32,
+        a_batch: i32,
+        a_row: i32,
+        a_col: i32,
+        aux_offset: u32,
+        aux_batch: u32,
+        aux_len: u32,
+        pad0: u32,
+        pad1: u32,
+        pad2: u32,
+    }
+}
+
+params_block! {
+    /// `Params` of triangular.wgsl.
+    pub(crate) struct TriangularParams {
+        count: u32,
+        row_threads: u32,
+        w: u32,
+        r: u32,
+        lower: u32,
+        unit: u32,
+        conj: u32,
+        pad0: u32,
+        t_offset: i32,
+        t_batch: i32,
+        t_row: i32,
+        t_col: i32,
+        b_offset: i32,
+        b_batch: i32,
+        b_row: i32,
+        b_col: i32,
+    }
+}
+
+/// Everything that selects a distinct factorization pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct FactorKey {
+    pub complex: bool,
+    /// Threads a workgroup: 64 or 256.
+    pub threads: u32,
+}
+
+/// Everything that selects a distinct triangular-solve pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct TriangularKey {
+    pub complex: bool,
+    /// T lies in B's storage, bound once.
+    pub shared: bool,
+}
+
+family_key!(FactorKey, "webtensor linalg factor", factor_source);
+family_key!(
+    TriangularKey,
+    "webtensor linalg triangular",
+    triangular_source
+);
+
+/// The `{{FIELD}}` slot: type `V` and its arithmetic.
+fn field(complex: bool) -> &'static str {
+    if complex {
+        "alias V = vec2<f32>;\n\
+         fn one_v() -> V { return vec2<f32>(1.0, 0.0); }\n\
+         fn sub_v(a: V, b: V) -> V { return a - b; }\n\
+         fn mul_v(a: V, b: V) -> V { return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }\n\
+         fn conj_v(a: V) -> V { return vec2<f32>(a.x, -a.y); }\n\
+         fn scale_v(a: V, r: f32) -> V { return a * r; }\n\
+         fn re_v(a: V) -> f32 { return a.x; }\n\
+         fn from_re(r: f32) -> V { return vec2<f32>(r, 0.0); }\n\
+         fn is_zero(a: V) -> bool { return a.x == 0.0 && a.y == 0.0; }\n\
+         fn pivot_size(a: V) -> f32 { return abs(a.x) + abs(a.y); }\n\
+         // Scaled by d's larger part, so that |d / s|^2 lies in [1, 2].\n\
+         fn div_v(a: V, d: V) -> V {\n    \
+             let s = max(abs(d.x), abs(d.y));\n    \
+             let x = vec2<f32>(div_f32(a.x, s), div_f32(a.y, s));\n    \
+             let e = vec2<f32>(div_f32(d.x, s), div_f32(d.y, s));\n    \
+             let q = e.x * e.x + e.y * e.y;\n    \
+             return vec2<f32>(div_f32(x.x * e.x + x.y * e.y, q), div_f32(x.y * e.x - x.x * e.y, q));\n\
+         }\n"
+    } else {
+        "alias V = f32;\n\
+         fn one_v() -> V { return 1.0; }\n\
+         fn sub_v(a: V, b: V) -> V { return a - b; }\n\
+         fn mul_v(a: V, b: V) -> V { return a * b; }\n\
+         fn conj_v(a: V) -> V { return a; }\n\
+         fn scale_v(a: V, r: f32) -> V { return a * r; }\n\
+         fn re_v(a: V) -> f32 { return a; }\n\
+         fn from_re(r: f32) -> V { return r; }\n\
+         fn is_zero(a: V) -> bool { return a == 0.0; }\n\
+         fn pivot_size(a: V) -> f32 { return abs(a); }\n\
+         fn div_v(a: V, d: V) -> V { return div_f32(a, d); }\n"
+    }
+}
+
+/// `fn load_{name}(p) -> V` (and `store_{name}(p, v)`) over `buf`.
+fn access(name: &str, buf: &str, complex: bool, writes: bool) -> String {
+    let (load, store) = if complex {
+        (
+            format!("vec2<f32>({buf}[p], {buf}[p + 1u])"),
+            format!("{buf}[p] = v.x;\n    {buf}[p + 1u] = v.y;"),
+        )
+    } else {
+        (format!("{buf}[p]"), format!("{buf}[p] = v;"))
+    };
+    let mut out = format!("fn load_{name}(p: u32) -> V {{\n    return {load};\n}}\n");
+    if writes {
+        out += &format!("fn store_{name}(p: u32, v: V) {{\n    {store}\n}}\n");
+    }
+    out
+}
+
+/// The WGSL source of the factorization kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn factor_source(key: &FactorKey) -> Result<String> {
+    let matrices = [
+        "@group(0) @binding(1) var<storage, read_write> a_buf: array<f32>;\n",
+        "@group(0) @binding(2) var<storage, read_write> aux_buf: array<i32>;\n",
+        &access("a", "a_buf", key.complex, true),
+    ]
+    .concat();
+    let threads = key.threads.to_string();
+    let slots = [
+        ("FIELD", field(key.complex)),
+        ("MATRICES", matrices.as_str()),
+        ("WG", threads.as_str()),
+    ];
+    let params = FactorParams::wgsl();
+    fill_kernel("linalg factor kernel", FACTOR_WGSL, false, &params, &slots)
+}
+
+/// The WGSL source of the triangular-solve kernel for `key`.
+///
+/// # Errors
+/// As [`factor_source`].
+pub(crate) fn triangular_source(key: &TriangularKey) -> Result<String> {
+    let mut matrices =
+        "@group(0) @binding(1) var<storage, read_write> b_buf: array<f32>;\n".to_string();
+    matrices += &access("b", "b_buf", key.complex, true);
+    if key.shared {
+        matrices += &access("t", "b_buf", key.complex, false);
+    } else {
+        matrices += "@group(0) @binding(2) var<storage, read> t_buf: array<f32>;\n";
+        matrices += &access("t", "t_buf", key.complex, false);
+    }
+    let slots = [
+        ("FIELD", field(key.complex)),
+        ("MATRICES", matrices.as_str()),
+    ];
+    let params = TriangularParams::wgsl();
+    fill_kernel(
+        "linalg triangular kernel",
+        TRIANGULAR_WGSL,
+        false,
+        &params,
+        &slots,
+    )
+}
+
+/// `[batch, rows, cols]` and the three strides of a matrix view (or its
+/// pair view).
+fn matrices(op: &'static str, t: &TensorRef, complex: bool) -> Result<([usize; 3], [i32; 4])> {
+    let (d, s) = (t.layout.dims(), t.layout.strides());
+    if d.len() != 3 + usize::from(complex) {
+        return Err(Error::internal(op, "matrices come as [batch, n, m]"));
+    }
+    let at = [
+        t.layout.offset() as i32,
+        s[0] as i32,
+        s[1] as i32,
+        s[2] as i32,
+    ];
+    Ok(([d[0], d[1], d[2]], at))
+}
+
+/// Records a factorization step (as many dispatches as keep each
+/// invocation's loops within the loop budget).
+///
+/// # Errors
+/// `Error::TooLarge` for operands over one storage binding or a batch
+/// past the grid; `Error::Internal` for views of another rank.
+pub(crate) fn factor(out: &GpuStorage, call: &FactorCall) -> Result<()> {
+    const OP: &str = "linalg";
+    let ctx = &out.ctx;
+    let (a_bound, a) = Bound::view(OP, call.a.clone(), true)?;
+    let (aux_bound, aux) = Bound::view(OP, call.aux.clone(), true)?;
+    let ([batch, n, m], at) = matrices(OP, &a, call.complex)?;
+    if batch == 0 || call.width == 0 {
+        return Ok(());
+    }
+    let cholesky = call.factor == Factor::Cholesky;
+    let threads: u32 = if cholesky || n <= 128 { 64 } else { 256 };
+    let per = |x: usize| x.div_ceil(threads as usize);
+    // Iterations one column costs an invocation: its loops and tree.
+    let column = if cholesky {
+        per(call.width) + per(call.width * call.width) + 2
+    } else {
+        let rows = n - call.start;
+        3 * per(rows) + per(m) + per(rows * call.width) + 10
+    };
+    let columns = (ITERATIONS.saturating_sub(per(n)) / column).max(1);
+    let groups = grid_of(batch, 1, ctx.facts.max_workgroups_per_dim)?;
+    let key = FactorKey {
+        complex: call.complex,
+        threads,
+    };
+    let aux_dims = aux.layout.dims();
+    for cols in slices(call.width, columns) {
+        let params = FactorParams {
+            batch: batch as u32,
+            groups_x: groups[0],
+            n: n as u32,
+            m: m as u32,
+            k: n.min(m) as u32,
+            start: call.start as u32,
+            width: call.width as u32,
+            col_from: (call.start + cols.start) as u32,
+            col_to: (call.start + cols.end) as u32,
+            cholesky: u32::from(cholesky),
+            a_offset: at[0],
+            a_batch: at[1],
+            a_row: at[2],
+            a_col: at[3],
+            aux_offset: aux.layout.offset() as u32,
+            aux_batch: aux.layout.strides()[0] as u32,
+            aux_len: aux_dims[1] as u32,
+            pad0: 0,
+            pad1: 0,
+            pad2: 0,
+        };
+        let bindings = smallvec![a_bound.clone(), aux_bound.clone()];
+        record_family(
+            ctx,
+            &key,
+            params.bytes(),
+            bindings,
+            [groups[0], groups[1], 1],
+        )?;
+    }
+    Ok(())
+}
+
+/// Records a triangular solve.
+///
+/// # Errors
+/// As [`factor`], and `Error::Internal` for a triangle wider than
+/// [`LINALG_BLOCK`].
+pub(crate) fn triangular(out: &GpuStorage, call: &TriangularCall) -> Result<()> {
+    const OP: &str = "solve_triangular";
+    let ctx = &out.ctx;
+    let shared = Arc::ptr_eq(&*call.t.storage, &*call.b.storage);
+    let (b_bound, b) = Bound::view(OP, call.b.clone(), true)?;
+    let ([batch, w, r], b_at) = matrices(OP, &b, call.complex)?;
+    if w > LINALG_BLOCK {
+        return Err(Error::internal(OP, "a triangle wider than one block"));
+    }
+    let count = batch * r;
+    if count == 0 || w == 0 {
+        return Ok(());
+    }
+    // T shares B's binding (and its rebasing) or has its own.
+    let (t_at, bindings) = if shared {
+        let t_at = rebased_like(OP, &call.t, &call.b, &b, call.complex)?;
+        (t_at, smallvec![b_bound])
+    } else {
+        let (t_bound, t) = Bound::view(OP, call.t.clone(), false)?;
+        (
+            matrices(OP, &t, call.complex)?.1,
+            smallvec![b_bound, t_bound],
+        )
+    };
+    let groups = grid(count, ctx.facts.max_workgroups_per_dim)?;
+    let params = TriangularParams {
+        count: count as u32,
+        row_threads: groups[0] * 64,
+        w: w as u32,
+        r: r as u32,
+        lower: u32::from(call.lower),
+        unit: u32::from(call.unit),
+        conj: u32::from(call.conj),
+        pad0: 0,
+        t_offset: t_at[0],
+        t_batch: t_at[1],
+        t_row: t_at[2],
+        t_col: t_at[3],
+        b_offset: b_at[0],
+        b_batch: b_at[1],
+        b_row: b_at[2],
+        b_col: b_at[3],
+    };
+    let key = TriangularKey {
+        complex: call.complex,
+        shared,
+    };
+    record_family(
+        ctx,
+        &key,
+        params.bytes(),
+        bindings,
+        [groups[0], groups[1], 1],
+    )
+}
+
+/// `t`'s offset and strides where `b` (whose storage it shares) was
+/// rebased from `b_before` to `b_after`: the same shift.
+fn rebased_like(
+    op: &'static str,
+    t: &TensorRef,
+    b_before: &TensorRef,
+    b_after: &TensorRef,
+    complex: bool,
+) -> Result<[i32; 4]> {
+    let shift = b_before.layout.offset() as i64 - b_after.layout.offset() as i64;
+    let (_, mut at) = matrices(op, t, complex)?;
+    let offset = i64::from(at[0]) - shift;
+    at[0] = i32::try_from(offset)
+        .ok()
+        .filter(|&o| o >= 0)
+        .ok_or_else(|| Error::internal(op, "a shared triangle outside the bound window"))?;
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    use crate::backend::gpu::kernel::prelude::tests::validate;
+
+    #[test]
+    fn every_linalg_kernel_is_valid_wgsl_and_matches_its_params() {
+        for complex in [false, true] {
+            for threads in [64, 256] {
+                let key = FactorKey { complex, threads };
+                let source = factor_source(&key).unwrap();
+                validate(&source, &format!("{key:?}"));
+                assert_layout(&source, FactorParams::FIELDS, FactorParams::SIZE, "factor");
+            }
+            for shared in [false, true] {
+                let key = TriangularKey { complex, shared };
+                let source = triangular_source(&key).unwrap();
+                validate(&source, &format!("{key:?}"));
+                let (fields, size) = (TriangularParams::FIELDS, TriangularParams::SIZE);
+                assert_layout(&source, fields, size, "triangular");
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The two kernels of `ops/linalg`'s blocked factorizations, on the
+//! backend that holds the matrices: a panel of an LU factorization or a
+//! diagonal block of a Cholesky one ([`FactorCall`]), and a small
+//! triangular solve ([`TriangularCall`]). The op layer does the rest with
+//! products and views, so trailing updates run in the matmul kernels.
+//! `cpu/linalg.rs` and `gpu/linalg/` compute the same steps.
+
+use super::{Storage, TensorRef, check_bounds, cpu, gpu, live};
+use crate::error::Result;
+
+/// The block of the blocked algorithms: the widest panel, diagonal block
+/// and triangle of one step (its kernels' loops grow with its square).
+pub(crate) const LINALG_BLOCK: usize = 64;
+
+/// Which factorization a [`FactorCall`] advances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Factor {
+    /// LU with partial pivoting (LAPACK's `getf2` on a panel).
+    Lu,
+    /// Lower Cholesky of a diagonal block (LAPACK's `potf2`).
+    Cholesky,
+}
+
+/// One step of a blocked factorization of the matrices of `a`, an f32 or
+/// f64 `[batch, n, m]` view (or for complex matrices, f32 pairs
+/// `[batch, n, m, 2]` with the pair at stride 1), written in place.
+///
+/// `aux` is i32 `[batch, len]`, each row contiguous, written in place:
+/// - for [`Factor::Lu`], `len = k + n + 1` with `k = min(n, m)`: the
+///   pivots (`[0, k)`, LAPACK's `ipiv` counted from 0: row `j` was swapped
+///   with row `pivots[j]`), the row order so far (`[k, k + n)`: row `i` of
+///   the factors is row `perm[i]` of the matrix; set to `0..n` when
+///   `start` is 0) and the info (`len - 1`);
+/// - for [`Factor::Cholesky`], `len = 1`: the info.
+///
+/// The info is 0 or `j + 1` for the first column `j` that failed (a zero
+/// pivot; a diagonal that is not positive or is NaN), as LAPACK's.
+///
+/// LU factors columns `[start, start + width)` over rows `[start, n)`: it
+/// picks each pivot (largest magnitude, `|re| + |im|` for complex as
+/// LAPACK's `icamax`; the first of equals), swaps whole rows (every
+/// column of the matrix), scales the column below by the pivot's
+/// reciprocal (not for a zero pivot) and updates the panel's columns to
+/// `start + width`. Cholesky factors the lower triangle of the diagonal
+/// block `[start, start + width)²` (its earlier columns already
+/// subtracted), reading only that triangle and the real part of its
+/// diagonal, and stops at a failing column; it does nothing where the
+/// info is already set.
+pub(crate) struct FactorCall<'a> {
+    pub a: TensorRef<'a>,
+    pub aux: TensorRef<'a>,
+    pub factor: Factor,
+    pub complex: bool,
+    pub start: usize,
+    pub width: usize,
+}
+
+/// Solves `T · X = B` in place of `B` for each matrix of a batch: `t` is
+/// `[batch, w, w]` (any strides, a batch stride of 0 for a shared one)
+/// and `b` is `[batch, w, r]`, both f32 or f64, or f32 pairs
+/// `[batch, w, w, 2]` and `[batch, w, r, 2]` for complex matrices. Only
+/// the triangle `lower` names is read (its diagonal taken as ones with
+/// `unit`), conjugated with `conj`. `t` may lie in `b`'s storage, apart
+/// from the elements `b` views.
+pub(crate) struct TriangularCall<'a> {
+    pub t: TensorRef<'a>,
+    pub b: TensorRef<'a>,
+    pub complex: bool,
+    pub lower: bool,
+    pub unit: bool,
+    pub conj: bool,
+}
+
+/// Runs a factorization step on the backend that holds its matrices.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn factor(call: &FactorCall) -> Result<()> {
+    check_bounds(&call.a)?;
+    check_bounds(&call.aux)?;
+    let op = match call.factor {
+        Factor::Lu => "lu_factor",
+        Factor::Cholesky => "cholesky",
+    };
+    match &**call.a.storage {
+        Storage::Cpu(s) => cpu::profiled(op, s, || cpu::factor(call)),
+        Storage::Gpu(s) => gpu::factor(live(op, s)?, call),
+    }
+}
+
+/// Runs a triangular solve on the backend that holds `b`.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn triangular(call: &TriangularCall) -> Result<()> {
+    check_bounds(&call.t)?;
+    check_bounds(&call.b)?;
+    match &**call.b.storage {
+        Storage::Cpu(s) => cpu::profiled("solve_triangular", s, || cpu::triangular(call)),
+        Storage::Gpu(s) => gpu::triangular(live("solve_triangular", s)?, call),
+    }
+}

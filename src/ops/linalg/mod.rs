@@ -1,0 +1,38 @@
+//! Linear algebra (`numpy.linalg`, `torch.linalg`), batched over leading
+//! axes, on any view, in f32 and c64 on every device and f64 on the CPU.
+//!
+//! Factorizations are blocked as LAPACK's are: a step factors a panel of
+//! [`LINALG_BLOCK`] columns (an LU panel, a Cholesky diagonal block) in
+//! one kernel, a workgroup a matrix on a GPU; a triangular solve of the
+//! block updates the rows beside it; the trailing matrix is updated by a
+//! product (`matmul`'s kernels) and an in-place subtraction through a
+//! view. A matrix of at most one block is one kernel; a batch of them is
+//! one dispatch.
+//!
+//! Functions whose answer does not exist for some matrices (`solve` and
+//! `inv` of a singular matrix, `cholesky` of one that is not positive
+//! definite) return `Error::LinAlg` naming the matrix's index in the
+//! batch, as NumPy raises `LinAlgError`. Finding out reads the factors'
+//! status back: the `_async` forms do it on every target (the only form
+//! in a browser), and the `_ex` forms (PyTorch's) skip it, returning the
+//! status as a tensor instead, so that a GPU never waits.
+
+mod checks;
+mod det;
+mod factor;
+mod solve;
+
+pub use det::{det, slogdet};
+pub use factor::{cholesky, cholesky_async, cholesky_ex, lu, lu_factor, lu_factor_ex};
+pub use solve::{inv, inv_async, inv_ex, solve, solve_async, solve_ex, solve_triangular};
+
+use crate::backend::LINALG_BLOCK;
+
+/// Which triangle of a matrix an op reads or makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Triangle {
+    /// On and below the diagonal.
+    Lower,
+    /// On and above the diagonal.
+    Upper,
+}

@@ -1,0 +1,87 @@
+"""NumPy's and SciPy's answers for tests/linalg.rs (`pip install numpy scipy`):
+
+    python3 tests/data/make_linalg_cases.py
+
+Inputs are f32 (or c64) matrices; answers are computed in f64 (complex128)
+from exactly those values, so that a test measures its own f32 error
+against the true answer, scaled by each matrix's condition number (also
+stored). Sizes cross the library's block of 64 columns (64, 65, 130)
+and cover 1x1, batches and a wide and a tall LU.
+"""
+
+import pathlib
+
+import numpy as np
+import scipy.linalg as sl
+
+HERE = pathlib.Path(__file__).parent
+rng = np.random.default_rng(50)
+cases = {}
+
+
+def put(name, x):
+    x = np.asarray(x)
+    if np.iscomplexobj(x):
+        cases[name + "_re"] = x.real.astype(np.float64)
+        cases[name + "_im"] = x.imag.astype(np.float64)
+    else:
+        cases[name] = x.astype(np.float64) if x.dtype.kind == "f" else x
+
+
+def general(shape, complex_=False):
+    a = rng.standard_normal(shape)
+    if complex_:
+        a = a + 1j * rng.standard_normal(shape)
+        return a.astype(np.complex64)
+    return a.astype(np.float32)
+
+
+def spd(batch, n, complex_=False):
+    g = general(batch + (n, 2 * n), complex_).astype(np.complex128 if complex_ else np.float64)
+    a = g @ np.swapaxes(g.conj(), -1, -2) / (2 * n) + 0.5 * np.eye(n)
+    return a.astype(np.complex64 if complex_ else np.float32)
+
+
+SIZES = {
+    "f": [(1, ()), (3, (2, 3)), (8, (4,)), (64, ()), (65, ()), (130, ())],
+    "c": [(1, ()), (3, (2, 3)), (8, (4,)), (65, ())],
+}
+for kind, cplx in [("f", False), ("c", True)]:
+    for n, batch in SIZES[kind]:
+        name = f"{kind}{n}"
+        a = general(batch + (n, n), cplx)
+        b = general(batch + (n, 3), cplx)
+        wide = a.astype(np.complex128 if cplx else np.float64)
+        cases[name + "_a"] = a
+        cases[name + "_b"] = b
+        put(name + "_solve", np.linalg.solve(wide, b.astype(wide.dtype)))
+        if n <= 8:
+            put(name + "_inv", np.linalg.inv(wide))
+        put(name + "_det", np.linalg.det(wide))
+        sign, logabs = np.linalg.slogdet(wide)
+        put(name + "_sign", sign)
+        put(name + "_logabs", logabs)
+        put(name + "_cond", np.linalg.cond(wide))
+        s = spd(batch, n, cplx)
+        cases[name + "_spd"] = s
+        put(name + "_chol", np.linalg.cholesky(s.astype(wide.dtype)))
+        put(name + "_chol_cond", np.linalg.cond(s.astype(wide.dtype)))
+        # A triangular system: the SPD factor rounded to f32 (the test
+        # rounds the stored factor the same way), whose condition is modest.
+        low = np.linalg.cholesky(s.astype(wide.dtype)).astype(a.dtype).astype(wide.dtype)
+        put(name + "_low_solve", np.linalg.solve(low, b.astype(wide.dtype)))
+
+# LU against SciPy on small matrices whose pivots are clear, wide and tall.
+for name, shape in [("lu_square", (5, 5)), ("lu_wide", (4, 7)), ("lu_tall", (7, 4))]:
+    a = general(shape)
+    cases[name + "_a"] = a
+    p, l, u = sl.lu(a.astype(np.float64))
+    put(name + "_p", p)
+    put(name + "_l", l)
+    put(name + "_u", u)
+    lu, piv = sl.lu_factor(a.astype(np.float64)) if shape[0] == shape[1] else (None, None)
+    if piv is not None:
+        cases[name + "_piv"] = piv.astype(np.int32)
+
+np.savez(HERE / "linalg_cases.npz", **cases)
+print(f"wrote {len(cases)} arrays to linalg_cases.npz")

@@ -1,0 +1,503 @@
+//! Linear algebra against NumPy's and SciPy's answers
+//! (`tests/data/make_linalg_cases.py`, computed in f64 from the same f32
+//! and c64 inputs) on every device: `solve`, `inv`, `det`, `slogdet`,
+//! `cholesky`, `solve_triangular`, `lu`, at sizes crossing the block of
+//! 64 columns, in f32, c64 and (on the CPU) f64, with errors scaled by
+//! each matrix's condition number; views, broadcast batches, singular
+//! and non-positive-definite matrices, empty ones, bad input.
+
+mod common;
+
+use std::collections::HashMap;
+use webtensor::linalg::{self, Triangle};
+use webtensor::{DType, Device, Error, Side, Tensor};
+
+fn cases() -> HashMap<String, Tensor> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/linalg_cases.npz");
+    webtensor::io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+type C = (f64, f64);
+
+/// A stored answer (real, or `_re` and `_im` parts).
+fn want(cases: &HashMap<String, Tensor>, name: &str) -> Vec<C> {
+    if let Some(t) = cases.get(name) {
+        return t
+            .to_vec::<f64>()
+            .unwrap()
+            .into_iter()
+            .map(|x| (x, 0.0))
+            .collect();
+    }
+    let re = cases[&format!("{name}_re")].to_vec::<f64>().unwrap();
+    let im = cases[&format!("{name}_im")].to_vec::<f64>().unwrap();
+    re.into_iter().zip(im).collect()
+}
+
+fn scalar(cases: &HashMap<String, Tensor>, name: &str) -> f64 {
+    cases[name]
+        .to_vec::<f64>()
+        .unwrap()
+        .into_iter()
+        .fold(1.0, f64::max)
+}
+
+/// A tensor's values as complex f64 pairs.
+fn values(t: &Tensor) -> Vec<C> {
+    match t.dtype() {
+        DType::C64 => t
+            .to_complex_vec()
+            .unwrap()
+            .iter()
+            .map(|c| (c.re as f64, c.im as f64))
+            .collect(),
+        DType::F64 => t
+            .to_vec::<f64>()
+            .unwrap()
+            .into_iter()
+            .map(|x| (x, 0.0))
+            .collect(),
+        _ => t
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(|x| (x as f64, 0.0))
+            .collect(),
+    }
+}
+
+/// The largest difference, relative to the largest reference magnitude.
+fn error(got: &[C], want: &[C]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().map(|w| w.0.hypot(w.1)).fold(1e-30, f64::max);
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g.0 - w.0).hypot(g.1 - w.1))
+        .fold(
+            0.0,
+            |m, d| if d.is_nan() { f64::INFINITY } else { m.max(d) },
+        )
+        / scale
+}
+
+fn eps(dtype: DType) -> f64 {
+    if dtype == DType::F64 {
+        f64::EPSILON
+    } else {
+        f32::EPSILON as f64
+    }
+}
+
+fn check(got: &Tensor, want: &[C], tol: f64, what: &str) {
+    let e = error(&values(got), want);
+    assert!(e <= tol, "{what}: error {e:.3e} over {tol:.3e}");
+}
+
+/// Each case's name, its size, and the dtypes it runs in on `dev`.
+fn runs(dev: &Device) -> Vec<(String, usize, DType)> {
+    let mut out = vec![];
+    for n in [1, 3, 8, 64, 65, 130] {
+        out.push((format!("f{n}"), n, DType::F32));
+        if dev.is_cpu() {
+            out.push((format!("f{n}"), n, DType::F64));
+        }
+    }
+    for n in [1, 3, 8, 65] {
+        out.push((format!("c{n}"), n, DType::C64));
+    }
+    out
+}
+
+fn input(cases: &HashMap<String, Tensor>, name: &str, dtype: DType, dev: &Device) -> Tensor {
+    cases[name].to_dtype(dtype).unwrap().to_device(dev).unwrap()
+}
+
+#[test]
+fn solve_inv_det_and_slogdet_give_numpys_answers() {
+    let cases = cases();
+    for dev in common::devices() {
+        for (name, n, dtype) in runs(&dev) {
+            let a = input(&cases, &format!("{name}_a"), dtype, &dev);
+            let b = input(&cases, &format!("{name}_b"), dtype, &dev);
+            let cond = scalar(&cases, &format!("{name}_cond"));
+            let tol = 8.0 * cond * (n as f64).sqrt() * eps(dtype);
+            let what = |op: &str| format!("{op} {name} {dtype} on {dev:?}");
+            let x = linalg::solve(&a, &b).unwrap();
+            assert_eq!(x.shape(), b.shape());
+            check(
+                &x,
+                &want(&cases, &format!("{name}_solve")),
+                tol,
+                &what("solve"),
+            );
+            if n <= 8 {
+                let inv = linalg::inv(&a).unwrap();
+                check(
+                    &inv,
+                    &want(&cases, &format!("{name}_inv")),
+                    tol,
+                    &what("inv"),
+                );
+            }
+            // det and slogdet: relative to the magnitude, the error of the
+            // log is what the factors' diagonal carries.
+            let (sign, logabs) = linalg::slogdet(&a).unwrap();
+            check(
+                &logabs,
+                &want(&cases, &format!("{name}_logabs")),
+                tol,
+                &what("logabsdet"),
+            );
+            check(
+                &sign,
+                &want(&cases, &format!("{name}_sign")),
+                tol,
+                &what("sign"),
+            );
+            // det where it is within f32's range (NumPy's overflows too).
+            if n <= 8 {
+                let det = linalg::det(&a).unwrap();
+                check(
+                    &det,
+                    &want(&cases, &format!("{name}_det")),
+                    tol,
+                    &what("det"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn cholesky_gives_numpys_factor_in_either_triangle() {
+    let cases = cases();
+    for dev in common::devices() {
+        for (name, n, dtype) in runs(&dev) {
+            let a = input(&cases, &format!("{name}_spd"), dtype, &dev);
+            let cond = scalar(&cases, &format!("{name}_chol_cond"));
+            let tol = 8.0 * cond * (n as f64).sqrt() * eps(dtype);
+            let l_want = want(&cases, &format!("{name}_chol"));
+            let l = linalg::cholesky(&a, Triangle::Lower).unwrap();
+            check(
+                &l,
+                &l_want,
+                tol,
+                &format!("cholesky {name} {dtype} on {dev:?}"),
+            );
+            // The upper factor reads only the upper triangle: garbage
+            // below it changes nothing.
+            let upper_only = a.clone().contiguous().unwrap();
+            let junk = Tensor::full(a.shape().clone(), 1e3, dtype, &dev).unwrap();
+            upper_only.assign(&a).unwrap();
+            let mixed = junk
+                .tril(-1)
+                .unwrap()
+                .add(&upper_only.triu(0).unwrap())
+                .unwrap();
+            let u = linalg::cholesky(&mixed, Triangle::Upper).unwrap();
+            let lh = u.transpose(-2, -1).unwrap();
+            let lh = if dtype == DType::C64 {
+                lh.conj().unwrap()
+            } else {
+                lh
+            };
+            check(
+                &lh,
+                &l_want,
+                tol,
+                &format!("cholesky upper {name} {dtype} on {dev:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn solve_triangular_gives_numpys_answers_on_either_side() {
+    let cases = cases();
+    for dev in common::devices() {
+        for (name, n, dtype) in runs(&dev) {
+            // The stored factor, rounded to the dtype: a lower triangle.
+            let low = if dtype == DType::C64 {
+                let part = |p: &str| {
+                    cases[&format!("{name}_chol_{p}")]
+                        .to_dtype(DType::F32)
+                        .unwrap()
+                };
+                Tensor::complex(&part("re"), &part("im")).unwrap()
+            } else {
+                let f32 = cases[&format!("{name}_chol")].to_dtype(DType::F32).unwrap();
+                f32.to_dtype(dtype).unwrap()
+            }
+            .to_device(&dev)
+            .unwrap();
+            let b = input(&cases, &format!("{name}_b"), dtype, &dev);
+            let tol = 64.0 * n as f64 * eps(dtype);
+            let want_x = want(&cases, &format!("{name}_low_solve"));
+            let what = format!("{name} {dtype} on {dev:?}");
+            // Junk above the diagonal is never read.
+            let junk = Tensor::full(low.shape().clone(), 7.0, dtype, &dev)
+                .unwrap()
+                .triu(1)
+                .unwrap();
+            let a = low.add(&junk).unwrap();
+            let x = linalg::solve_triangular(&a, &b, Triangle::Lower, Side::Left, false).unwrap();
+            check(&x, &want_x, tol, &format!("left lower {what}"));
+            // X · Lᵀ = Bᵀ is (L · Xᵀ = B)ᵀ: an upper triangle on the right,
+            // read through a transposed view.
+            let at = low.transpose(-2, -1).unwrap();
+            let bt = b.transpose(-2, -1).unwrap();
+            let xt =
+                linalg::solve_triangular(&at, &bt, Triangle::Upper, Side::Right, false).unwrap();
+            check(
+                &xt.transpose(-2, -1).unwrap(),
+                &want_x,
+                tol,
+                &format!("right upper {what}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn lu_gives_scipys_factors_and_pivots() {
+    let cases = cases();
+    for dev in common::devices() {
+        for name in ["lu_square", "lu_wide", "lu_tall"] {
+            let a = input(&cases, &format!("{name}_a"), DType::F32, &dev);
+            let (p, l, u) = linalg::lu(&a).unwrap();
+            let what = format!("{name} on {dev:?}");
+            check(
+                &p,
+                &want(&cases, &format!("{name}_p")),
+                0.0,
+                &format!("P {what}"),
+            );
+            check(
+                &l,
+                &want(&cases, &format!("{name}_l")),
+                1e-5,
+                &format!("L {what}"),
+            );
+            check(
+                &u,
+                &want(&cases, &format!("{name}_u")),
+                1e-5,
+                &format!("U {what}"),
+            );
+            if let Some(piv) = cases.get(&format!("{name}_piv")) {
+                let (_, got) = linalg::lu_factor(&a).unwrap();
+                assert_eq!(
+                    got.to_vec::<i32>().unwrap(),
+                    piv.to_vec::<i32>().unwrap(),
+                    "{what}"
+                );
+            }
+        }
+        // P · L · U rebuilds every matrix, past one block and batched.
+        for (name, _, dtype) in runs(&dev) {
+            let a = input(&cases, &format!("{name}_a"), dtype, &dev);
+            let (p, l, u) = linalg::lu(&a).unwrap();
+            let back = p.matmul(&l.matmul(&u).unwrap()).unwrap();
+            let n = a.dims()[a.rank() - 1] as f64;
+            check(
+                &back,
+                &values(&a),
+                16.0 * n * eps(dtype),
+                &format!("PLU {name} {dtype} on {dev:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn views_and_broadcast_batches_solve_as_their_copies() {
+    let cases = cases();
+    for dev in common::devices() {
+        for (name, dtype) in [("f65", DType::F32), ("c8", DType::C64), ("f3", DType::F32)] {
+            let a = input(&cases, &format!("{name}_a"), dtype, &dev);
+            let b = input(&cases, &format!("{name}_b"), dtype, &dev);
+            let r = a.rank();
+            // A transposed and a reversed view of the matrices.
+            for view in [
+                a.transpose(-2, -1).unwrap(),
+                a.flip(&[(r - 1) as isize]).unwrap(),
+            ] {
+                let copy = view.contiguous_copy_for_test();
+                let x = linalg::solve(&view, &b).unwrap();
+                let y = linalg::solve(&copy, &b).unwrap();
+                assert_eq!(values(&x), values(&y), "{name} view on {dev:?}");
+            }
+            // One matrix against a batch of right-hand sides, and a vector.
+            let one = a
+                .reshape([-1, a.dims()[r - 2] as isize, a.dims()[r - 1] as isize])
+                .unwrap();
+            let one = one.narrow(0, 0, 1).unwrap().squeeze_axis(0).unwrap();
+            let bs = Tensor::stack(
+                &[&b.reshape([-1, b.dims()[r - 2] as isize, 3])
+                    .unwrap()
+                    .narrow(0, 0, 1)
+                    .unwrap()
+                    .squeeze_axis(0)
+                    .unwrap(); 2],
+                0,
+            )
+            .unwrap();
+            let x = linalg::solve(&one, &bs).unwrap();
+            assert_eq!(x.dims()[0], 2);
+            let x0 =
+                linalg::solve(&one, &bs.narrow(0, 0, 1).unwrap().squeeze_axis(0).unwrap()).unwrap();
+            // Other widths take other product kernels: equal to rounding.
+            check(
+                &x.narrow(0, 1, 1).unwrap().squeeze_axis(0).unwrap(),
+                &values(&x0),
+                1e-5,
+                "batch",
+            );
+            let v = bs
+                .narrow(0, 0, 1)
+                .unwrap()
+                .squeeze_axis(0)
+                .unwrap()
+                .narrow(1, 1, 1)
+                .unwrap()
+                .squeeze_axis(1)
+                .unwrap();
+            let xv = linalg::solve(&one, &v).unwrap();
+            assert_eq!(xv.rank(), 1);
+            check(
+                &xv,
+                &values(&x0.narrow(1, 1, 1).unwrap().squeeze_axis(1).unwrap()),
+                1e-5,
+                "vector",
+            );
+        }
+    }
+}
+
+trait CopyForTest {
+    fn contiguous_copy_for_test(&self) -> Tensor;
+}
+
+impl CopyForTest for Tensor {
+    fn contiguous_copy_for_test(&self) -> Tensor {
+        let out = Tensor::zeros(self.shape().clone(), self.dtype(), self.device()).unwrap();
+        out.assign(self).unwrap();
+        out
+    }
+}
+
+#[test]
+fn singular_and_indefinite_matrices_are_linalg_errors_naming_the_batch_index() {
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::C64] {
+            // The second of three matrices is singular (its rows repeat).
+            let data = [
+                1.0f32, 2.0, 3.0, 4.0, 1.0, 2.0, 2.0, 4.0, 2.0, 0.0, 0.0, 2.0,
+            ];
+            let a = Tensor::from_slice(&data, [3, 2, 2], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let b = Tensor::ones([3, 2, 1], dtype, &dev).unwrap();
+            for (op, e) in [
+                ("solve", linalg::solve(&a, &b).unwrap_err()),
+                ("inv", linalg::inv(&a).unwrap_err()),
+            ] {
+                match &e {
+                    Error::LinAlg { op: got, msg } => {
+                        assert_eq!(*got, op);
+                        assert!(
+                            msg.contains("batch index 1") && msg.contains("singular"),
+                            "{msg}"
+                        );
+                    }
+                    other => panic!("{op}: {other:?}"),
+                }
+            }
+            let (_, info) = linalg::solve_ex(&a, &b).unwrap();
+            assert_eq!(info.to_vec::<i32>().unwrap(), vec![0, 2, 0]);
+            let (_, _, info) = linalg::lu_factor_ex(&a).unwrap();
+            assert_eq!(info.to_vec::<i32>().unwrap(), vec![0, 2, 0]);
+            let (sign, logabs) = linalg::slogdet(&a).unwrap();
+            assert_eq!(values(&sign)[1], (0.0, 0.0));
+            assert_eq!(values(&logabs)[1].0, f64::NEG_INFINITY);
+            assert_eq!(values(&linalg::det(&a).unwrap())[1], (0.0, 0.0));
+            // Not positive definite: the third matrix's second minor, and
+            // NaN in the first.
+            let spd = [
+                f32::NAN,
+                0.0,
+                0.0,
+                1.0,
+                4.0,
+                2.0,
+                2.0,
+                5.0,
+                1.0,
+                2.0,
+                2.0,
+                1.0,
+            ];
+            let s = Tensor::from_slice(&spd, [3, 2, 2], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            match linalg::cholesky(&s, Triangle::Lower).unwrap_err() {
+                Error::LinAlg {
+                    op: "cholesky",
+                    msg,
+                } => {
+                    assert!(
+                        msg.contains("batch index 0") && msg.contains("not positive definite"),
+                        "{msg}"
+                    )
+                }
+                other => panic!("cholesky: {other:?}"),
+            }
+            let (_, info) = linalg::cholesky_ex(&s, Triangle::Lower).unwrap();
+            assert_eq!(info.to_vec::<i32>().unwrap(), vec![1, 0, 2]);
+        }
+    }
+}
+
+#[test]
+fn empty_matrices_and_bad_input() {
+    for dev in common::devices() {
+        let empty = Tensor::zeros([2, 0, 0], DType::F32, &dev).unwrap();
+        assert_eq!(
+            linalg::det(&empty).unwrap().to_vec::<f32>().unwrap(),
+            vec![1.0, 1.0]
+        );
+        assert_eq!(linalg::inv(&empty).unwrap().shape().dims(), &[2, 0, 0]);
+        let a = Tensor::ones([3, 4], DType::F32, &dev).unwrap();
+        let b = Tensor::ones([3], DType::F32, &dev).unwrap();
+        assert!(matches!(
+            linalg::solve(&a, &b),
+            Err(Error::Shape { op: "solve", .. })
+        ));
+        assert!(matches!(
+            linalg::inv(&b),
+            Err(Error::Shape { op: "inv", .. })
+        ));
+        let sq = Tensor::eye(3, DType::F32, &dev).unwrap();
+        let wrong = Tensor::ones([4, 2], DType::F32, &dev).unwrap();
+        assert!(matches!(
+            linalg::solve(&sq, &wrong),
+            Err(Error::Shape { op: "solve", .. })
+        ));
+        let ints = Tensor::eye(3, DType::I32, &dev).unwrap();
+        assert!(matches!(
+            linalg::det(&ints),
+            Err(Error::DType { op: "det", .. })
+        ));
+        let half = Tensor::eye(3, DType::F16, &dev).unwrap();
+        assert!(matches!(
+            linalg::cholesky(&half, Triangle::Lower),
+            Err(Error::DType { op: "cholesky", .. })
+        ));
+        assert!(matches!(linalg::lu(&b), Err(Error::Shape { op: "lu", .. })));
+    }
+}
