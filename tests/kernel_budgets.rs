@@ -654,3 +654,68 @@ fn a_histogram_over_a_range_is_two_kernels() {
         );
     }
 }
+
+#[test]
+fn a_batch_of_small_factorizations_is_one_kernel_each() {
+    // Issue 50: a matrix of at most one block (64 columns) is factored by
+    // one kernel, a workgroup a matrix, so a batch of 1000 8x8 matrices
+    // is one dispatch of 1000 workgroups beside the copy in and the
+    // zeroed status (Cholesky: and two to zero the upper triangle); a
+    // solve adds the right-hand side's copy, its row gather and a
+    // dispatch for each triangle, a thread a right-hand column. Nothing
+    // is uploaded but what tril_ uploads.
+    use webtensor::linalg::{self, Triangle};
+    for (name, dev) in gpus() {
+        let g = Generator::new(9)
+            .randn([1000, 8, 8], DType::F32, &dev)
+            .unwrap();
+        let eye = Tensor::eye(8, DType::F32, &dev)
+            .unwrap()
+            .mul_scalar(8.0)
+            .unwrap();
+        let spd = g
+            .matmul(&g.transpose(-2, -1).unwrap())
+            .unwrap()
+            .add(&eye)
+            .unwrap();
+        let b = Generator::new(10)
+            .randn([1000, 8, 1], DType::F32, &dev)
+            .unwrap();
+        let ops: [(&str, &dyn Fn() -> Tensor, u64); 3] = [
+            (
+                "cholesky",
+                &|| linalg::cholesky_ex(&spd, Triangle::Lower).unwrap().0,
+                5,
+            ),
+            ("lu_factor", &|| linalg::lu_factor_ex(&spd).unwrap().0, 3),
+            ("solve", &|| linalg::solve_ex(&spd, &b).unwrap().0, 7),
+        ];
+        for (op, f, dispatches) in ops {
+            let d = cost(&dev, f);
+            // tril_ (Cholesky's zeroed upper triangle) uploads 64 bytes.
+            let uploaded = if op == "cholesky" { 64 } else { 0 };
+            let what = format!("{name}: {op}");
+            // Without fusion, tril_'s two steps are two dispatches.
+            let dispatches = dispatches + u64::from(op == "cholesky" && name == "no fusion");
+            assert_budget(
+                &what,
+                &DeviceStats {
+                    bytes_uploaded: d.bytes_uploaded - uploaded,
+                    ..d
+                },
+                dispatches,
+            );
+            read(f()).unwrap();
+            let profile = dev.profile(|| read(f())).unwrap();
+            let grids = |label: &str| -> Vec<u64> {
+                (profile.kernels().iter())
+                    .filter(|k| k.name.contains(label))
+                    .map(|k| k.workgroups.iter().map(|&n| u64::from(n)).product())
+                    .collect()
+            };
+            assert_eq!(grids("linalg factor"), vec![1000], "{name}: {op}");
+            let triangles = if op == "solve" { vec![16, 16] } else { vec![] };
+            assert_eq!(grids("linalg triangular"), triangles, "{name}: {op}");
+        }
+    }
+}
