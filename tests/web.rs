@@ -1672,3 +1672,55 @@ async fn special_functions_in_the_browser() {
         }
     }
 }
+
+/// solve (LU past one block), cholesky_async and a singular matrix's
+/// Error::LinAlg in the browser, against the wasm CPU's answers.
+#[wasm_bindgen_test]
+async fn linear_algebra_in_the_browser() {
+    use webtensor::linalg::{self, Triangle};
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let n = 70;
+    let data: Vec<f32> = (0..n * n)
+        .map(|k| ((k * 37 % 101) as f32 - 50.0) / 25.0 + if k % (n + 1) == 0 { 8.0 } else { 0.0 })
+        .collect();
+    let rhs: Vec<f32> = (0..n * 2).map(|k| (k % 7) as f32 - 3.0).collect();
+    let on = |d: &Device| {
+        let a = Tensor::from_slice(&data, [n, n], d).unwrap();
+        (a.clone(), Tensor::from_slice(&rhs, [n, 2], d).unwrap())
+    };
+    let (a_gpu, b_gpu) = on(&dev);
+    let (a_cpu, b_cpu) = on(&cpu);
+    let got = linalg::solve_async(&a_gpu, &b_gpu).await.unwrap();
+    let want = linalg::solve_async(&a_cpu, &b_cpu).await.unwrap();
+    let got = got.to_vec_async::<f32>().await.unwrap();
+    let want = want.to_vec_async::<f32>().await.unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+            "solve: {g} against {w}"
+        );
+    }
+    let spd_gpu = a_gpu.matmul(&a_gpu.transpose(0, 1).unwrap()).unwrap();
+    let spd_cpu = a_cpu.matmul(&a_cpu.transpose(0, 1).unwrap()).unwrap();
+    let l_gpu = linalg::cholesky_async(&spd_gpu, Triangle::Lower)
+        .await
+        .unwrap();
+    let l_cpu = linalg::cholesky_async(&spd_cpu, Triangle::Lower)
+        .await
+        .unwrap();
+    let got = l_gpu.to_vec_async::<f32>().await.unwrap();
+    let want = l_cpu.to_vec_async::<f32>().await.unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+            "cholesky: {g} against {w}"
+        );
+    }
+    let singular = Tensor::from_slice(&[1.0f32, 2.0, 2.0, 4.0], [2, 2], &dev).unwrap();
+    let err = linalg::inv_async(&singular).await.unwrap_err();
+    assert!(
+        matches!(err, webtensor::Error::LinAlg { op: "inv", .. }),
+        "{err:?}"
+    );
+}

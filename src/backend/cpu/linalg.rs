@@ -133,9 +133,10 @@ fn factor_in<F: Field>(call: &FactorCall) -> Result<()> {
             })
             .collect()
     };
+    let factor = call.factor;
     for_each_piece_mut(&mut jobs, 1, |(_, job)| {
         let job = &mut job[0];
-        match call.factor {
+        match factor {
             Factor::Lu => lu_panel(job, [n, m], start, width),
             Factor::Cholesky => cholesky_block(job, start, width),
         }
@@ -261,21 +262,22 @@ fn triangular_in<F: Field>(call: &TriangularCall) -> Result<()> {
     };
     let tri = read(&call.t, &t, [w, w])?;
     let mut rhs = read(&call.b, &b, [w, r])?;
+    let (lower, unit, conj) = (call.lower, call.unit, call.conj);
     for_each_piece_mut(&mut rhs, 1, |(k, x)| {
         let (tri, x) = (&tri[k], &mut x[0]);
         let at = |i: usize, j: usize| {
             let v = tri[j * w + i];
-            if call.conj { v.conj() } else { v }
+            if conj { v.conj() } else { v }
         };
         for col in x.chunks_mut(w.max(1)) {
             for step in 0..w {
-                let j = if call.lower { step } else { w - 1 - step };
+                let j = if lower { step } else { w - 1 - step };
                 let mut s = col[j];
-                let known = if call.lower { 0..j } else { j + 1..w };
+                let known = if lower { 0..j } else { j + 1..w };
                 for q in known {
                     s = s - at(j, q) * col[q];
                 }
-                col[j] = if call.unit { s } else { s.div(at(j, j)) };
+                col[j] = if unit { s } else { s.div(at(j, j)) };
             }
         }
     });

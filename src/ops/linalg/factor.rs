@@ -215,6 +215,7 @@ pub fn lu(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
 /// `Error::LinAlg` naming `cholesky` and the batch index of a matrix
 /// that is not positive definite (or holds NaN); as [`lu_factor`]
 /// otherwise, and `Error::Shape` for matrices that are not square.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn cholesky(a: &Tensor, triangle: Triangle) -> Result<Tensor> {
     pollster::block_on(cholesky_async(a, triangle))
 }

@@ -23,8 +23,12 @@ mod factor;
 mod solve;
 
 pub use det::{det, slogdet};
-pub use factor::{cholesky, cholesky_async, cholesky_ex, lu, lu_factor, lu_factor_ex};
-pub use solve::{inv, inv_async, inv_ex, solve, solve_async, solve_ex, solve_triangular};
+#[cfg(not(target_arch = "wasm32"))]
+pub use factor::cholesky;
+pub use factor::{cholesky_async, cholesky_ex, lu, lu_factor, lu_factor_ex};
+#[cfg(not(target_arch = "wasm32"))]
+pub use solve::{inv, solve};
+pub use solve::{inv_async, inv_ex, solve_async, solve_ex, solve_triangular};
 
 use crate::backend::LINALG_BLOCK;
 

@@ -164,6 +164,7 @@ pub fn solve_triangular(
 /// matrices or a `b` of another size or batch; `Error::DType` for dtypes
 /// other than f32, f64 (CPU) or c64 after promotion;
 /// `Error::DeviceMismatch`.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     pollster::block_on(solve_async(a, b))
 }
@@ -247,6 +248,7 @@ fn gather_rows(x: &Tensor, index: &Tensor) -> Result<Tensor> {
 /// # Errors
 /// `Error::LinAlg` naming `inv` and the batch index of a singular
 /// matrix; as [`solve`] otherwise.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn inv(a: &Tensor) -> Result<Tensor> {
     pollster::block_on(inv_async(a))
 }
