@@ -51,6 +51,8 @@
 //! | `np.searchsorted(a, v, side="right")`, `np.digitize(x, bins)` | `a.searchsorted(&v, Side::Right)?`, `x.digitize(&bins, false)?` |
 //! | `np.bincount(x, minlength=5)`, `np.histogram(a, 10, (0, 1))` | `x.bincount(None, 5)?`, `a.histogram(10, Some((0.0, 1.0)), None, false)?` |
 //! | `scipy.special.gammaln(a)`, `psi(a)`, `erfinv(a)`, `erfc(a)`, `expit(a)`; `np.i0(a)` | `a.lgamma()?`, `a.digamma()?`, `a.erfinv()?`, `a.erfc()?`, `a.expit()?`; `a.i0()?` |
+//! | `np.linalg.solve(a, b)`, `inv(a)`, `det(a)`, `slogdet(a)`, `cholesky(a)` | `linalg::solve(&a, &b)?`, `linalg::inv(&a)?`, `linalg::det(&a)?`, `linalg::slogdet(&a)?`, `linalg::cholesky(&a, Triangle::Lower)?` |
+//! | `scipy.linalg.lu(a)`, `lu_factor(a)`, `solve_triangular(a, b, lower=True)` | `linalg::lu(&a)?`, `linalg::lu_factor(&a)?`, `linalg::solve_triangular(&a, &b, Triangle::Lower, Side::Left, false)?` |
 //! | `np.argwhere(a)`, `a[mask]`, `np.unique(a, return_counts=True)` | `a.argwhere()?`, `a.masked_select(&mask)?`, `a.unique_all()?` (values, indices, inverse, counts) |
 //!
 //! ```

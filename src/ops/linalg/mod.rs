@@ -2,7 +2,7 @@
 //! axes, on any view, in f32 and c64 on every device and f64 on the CPU.
 //!
 //! Factorizations are blocked as LAPACK's are: a step factors a panel of
-//! [`LINALG_BLOCK`] columns (an LU panel, a Cholesky diagonal block) in
+//! 64 columns (an LU panel, a Cholesky diagonal block) in
 //! one kernel, a workgroup a matrix on a GPU; a triangular solve of the
 //! block updates the rows beside it; the trailing matrix is updated by a
 //! product (`matmul`'s kernels) and an in-place subtraction through a
