@@ -501,3 +501,107 @@ fn empty_matrices_and_bad_input() {
         assert!(matches!(linalg::lu(&b), Err(Error::Shape { op: "lu", .. })));
     }
 }
+
+#[test]
+fn qr_gives_numpys_factors_in_both_modes() {
+    let cases = cases();
+    let shapes = [
+        (
+            "f",
+            DType::F32,
+            vec![
+                vec![3, 3],
+                vec![2, 5, 4],
+                vec![65, 65],
+                vec![90, 30],
+                vec![30, 90],
+            ],
+        ),
+        (
+            "c",
+            DType::C64,
+            vec![vec![3, 3], vec![2, 5, 4], vec![70, 20], vec![20, 70]],
+        ),
+    ];
+    for dev in common::devices() {
+        for (kind, base, list) in &shapes {
+            let mut dtypes = vec![*base];
+            if dev.is_cpu() && *base == DType::F32 {
+                dtypes.push(DType::F64);
+            }
+            for shape in list {
+                for &dtype in &dtypes {
+                    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+                    let name = format!("qr_{kind}{}", dims.join("x"));
+                    let a = input(&cases, &format!("{name}_a"), dtype, &dev);
+                    let (n, m) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+                    let k = n.min(m);
+                    let cond = scalar(&cases, &format!("{name}_cond"));
+                    let tol = 16.0 * cond * (n.max(m) as f64).sqrt() * eps(dtype);
+                    let q_all = cases_tensor(&cases, &format!("{name}_q"));
+                    let r_all = cases_tensor(&cases, &format!("{name}_r"));
+                    let rank = shape.len() as isize;
+                    for (mode, cols) in
+                        [(linalg::QrMode::Complete, n), (linalg::QrMode::Reduced, k)]
+                    {
+                        let (q, r) = linalg::qr(&a, mode).unwrap();
+                        let what = format!("{name} {mode:?} {dtype} on {dev:?}");
+                        let q_want = q_all.narrow(rank - 1, 0, cols).unwrap();
+                        let r_want = r_all.narrow(rank - 2, 0, cols).unwrap();
+                        assert_eq!(q.shape(), q_want.shape(), "{what}");
+                        assert_eq!(r.shape(), r_want.shape(), "{what}");
+                        check(&q, &values_of(&q_want), tol, &format!("Q {what}"));
+                        check(&r, &values_of(&r_want), tol, &format!("R {what}"));
+                        // Q·R rebuilds A to rounding, whatever the condition.
+                        let back = q.matmul(&r).unwrap();
+                        check(
+                            &back,
+                            &values(&a),
+                            8.0 * (n as f64) * eps(dtype),
+                            &format!("QR {what}"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A stored answer, kept as tensors so that it can be narrowed.
+fn cases_tensor(cases: &HashMap<String, Tensor>, name: &str) -> Stored {
+    match cases.get(name) {
+        Some(t) => Stored(t.clone(), None),
+        None => Stored(
+            cases[&format!("{name}_re")].clone(),
+            Some(cases[&format!("{name}_im")].clone()),
+        ),
+    }
+}
+
+/// A stored answer: real, or real and imaginary parts (f64 each).
+struct Stored(Tensor, Option<Tensor>);
+
+impl Stored {
+    fn narrow(&self, axis: isize, start: usize, len: usize) -> webtensor::Result<Stored> {
+        let im = match &self.1 {
+            Some(t) => Some(t.narrow(axis, start, len)?),
+            None => None,
+        };
+        Ok(Stored(self.0.narrow(axis, start, len)?, im))
+    }
+
+    fn shape(&self) -> &webtensor::Shape {
+        self.0.shape()
+    }
+}
+
+fn values_of(s: &Stored) -> Vec<C> {
+    let re = s.0.contiguous().unwrap().to_vec::<f64>().unwrap();
+    match &s.1 {
+        Some(im) => re
+            .into_iter()
+            .zip(im.contiguous().unwrap().to_vec::<f64>().unwrap())
+            .collect(),
+        None => re.into_iter().map(|x| (x, 0.0)).collect(),
+    }
+}

@@ -55,6 +55,23 @@ pub(crate) struct FactorCall<'a> {
     pub width: usize,
 }
 
+/// One step of a blocked Householder QR (LAPACK's `geqrf`) of the
+/// matrices of `a` (as [`FactorCall`]'s), in place: columns `[start,
+/// start + width)` over rows `[start, n)` become `R`'s on and above the
+/// diagonal and the reflectors' vectors below it (their leading ones
+/// implicit), with LAPACK's `larfg` choices (`beta = -sign(re alpha) ·
+/// |(alpha, x)|`; no reflection where `x` is zero and `alpha` real). `t`
+/// (`[batch, width, width]`, the same dtype, or pairs) receives the
+/// panel's upper triangular factor (`larft`, forward and columnwise: its
+/// reflectors' product is `I - V·T·Vᴴ`), zeros below the diagonal.
+pub(crate) struct HouseholderCall<'a> {
+    pub a: TensorRef<'a>,
+    pub t: TensorRef<'a>,
+    pub complex: bool,
+    pub start: usize,
+    pub width: usize,
+}
+
 /// Solves `T · X = B` in place of `B` for each matrix of a batch: `t` is
 /// `[batch, w, w]` (any strides, a batch stride of 0 for a shared one)
 /// and `b` is `[batch, w, r]`, both f32 or f64, or f32 pairs
@@ -98,5 +115,18 @@ pub(crate) fn triangular(call: &TriangularCall) -> Result<()> {
     match &**call.b.storage {
         Storage::Cpu(s) => cpu::profiled("solve_triangular", s, || cpu::triangular(call)),
         Storage::Gpu(s) => gpu::triangular(live("solve_triangular", s)?, call),
+    }
+}
+
+/// Runs a Householder QR step on the backend that holds its matrices.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn householder(call: &HouseholderCall) -> Result<()> {
+    check_bounds(&call.a)?;
+    check_bounds(&call.t)?;
+    match &**call.a.storage {
+        Storage::Cpu(s) => cpu::profiled("qr", s, || cpu::householder(call)),
+        Storage::Gpu(s) => gpu::householder(live("qr", s)?, call),
     }
 }

@@ -32,7 +32,10 @@ pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::QUANT_MAX_ROWS;
-pub(crate) use linalg::{Factor, FactorCall, LINALG_BLOCK, TriangularCall, factor, triangular};
+pub(crate) use linalg::{
+    Factor, FactorCall, HouseholderCall, LINALG_BLOCK, TriangularCall, factor, householder,
+    triangular,
+};
 pub(crate) use random::{Draw, RandomCall, random};
 pub(crate) use search::{SearchCall, search};
 use std::sync::Arc;

@@ -71,6 +71,27 @@ for kind, cplx in [("f", False), ("c", True)]:
         low = np.linalg.cholesky(s.astype(wide.dtype)).astype(a.dtype).astype(wide.dtype)
         put(name + "_low_solve", np.linalg.solve(low, b.astype(wide.dtype)))
 
+# QR against NumPy (modes "complete" and "reduced"), square, tall and wide,
+# crossing the block; R's diagonal signs are LAPACK's, as ours.
+QR_SHAPES = {
+    "f": [(3, 3), (2, 5, 4), (65, 65), (90, 30), (30, 90)],
+    "c": [(3, 3), (2, 5, 4), (70, 20), (20, 70)],
+}
+for kind, cplx in [("f", False), ("c", True)]:
+    for shape in QR_SHAPES[kind]:
+        name = f"qr_{kind}{'x'.join(map(str, shape))}"
+        a = general(shape, cplx)
+        wide = a.astype(np.complex128 if cplx else np.float64)
+        cases[name + "_a"] = a
+        # "reduced" is the first min(n, m) columns of Q and rows of R.
+        q, r = np.linalg.qr(wide, mode="complete")
+        k = min(shape[-2:])
+        qr_, rr = np.linalg.qr(wide, mode="reduced")
+        assert np.allclose(qr_, q[..., :k], rtol=0, atol=1e-12) and np.allclose(rr, r[..., :k, :], rtol=0, atol=1e-12)
+        put(f"{name}_q", q)
+        put(f"{name}_r", r)
+        put(name + "_cond", np.linalg.cond(wide))
+
 # LU against SciPy on small matrices whose pivots are clear, wide and tall.
 for name, shape in [("lu_square", (5, 5)), ("lu_wide", (4, 7)), ("lu_tall", (7, 4))]:
     a = general(shape)

@@ -25,6 +25,10 @@ pub(crate) trait Field:
     fn re(self) -> f64;
     fn from_re(r: f64) -> Self;
     fn is_zero(self) -> bool;
+    /// The imaginary part (0 for a real value).
+    fn im(self) -> f64;
+    /// `|x|²`.
+    fn abs_sq(self) -> f64;
     /// `self / d`, scaled for a complex `d` so that `|d|²` cannot
     /// overflow or vanish (as the GPU's `div_v`).
     fn div(self, d: Self) -> Self;
@@ -53,6 +57,13 @@ impl Field for f32 {
     }
     fn is_zero(self) -> bool {
         self == 0.0
+    }
+    fn im(self) -> f64 {
+        0.0
+    }
+    fn abs_sq(self) -> f64 {
+        let x = self.re();
+        x * x
     }
     fn div(self, d: Self) -> Self {
         self / d
@@ -83,6 +94,13 @@ impl Field for f64 {
     fn is_zero(self) -> bool {
         self == 0.0
     }
+    fn im(self) -> f64 {
+        0.0
+    }
+    fn abs_sq(self) -> f64 {
+        let x = self.re();
+        x * x
+    }
     fn div(self, d: Self) -> Self {
         self / d
     }
@@ -112,6 +130,13 @@ impl Field for Complex32 {
     }
     fn is_zero(self) -> bool {
         self.re == 0.0 && self.im == 0.0
+    }
+    fn im(self) -> f64 {
+        f64::from(self.im)
+    }
+    fn abs_sq(self) -> f64 {
+        let (x, y) = (f64::from(self.re), f64::from(self.im));
+        x * x + y * y
     }
     fn div(self, d: Self) -> Self {
         // Both scaled by d's larger part: |d / s|² lies in [1, 2].

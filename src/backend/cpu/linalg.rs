@@ -40,14 +40,14 @@ pub(crate) fn triangular(call: &TriangularCall) -> Result<()> {
 
 /// Raw positions of the elements of a `[batch, rows, cols]` matrix view
 /// (or its `[.., 2]` pair view).
-struct Matrices {
-    dims: [usize; 3],
+pub(super) struct Matrices {
+    pub(super) dims: [usize; 3],
     offset: isize,
     strides: [isize; 3],
 }
 
 impl Matrices {
-    fn of(layout: &Layout, complex: bool) -> Result<Matrices> {
+    pub(super) fn of(layout: &Layout, complex: bool) -> Result<Matrices> {
         let (d, s) = (layout.dims(), layout.strides());
         let rank = if complex { 4 } else { 3 };
         if d.len() != rank {
@@ -61,13 +61,13 @@ impl Matrices {
     }
 
     #[inline(always)]
-    fn at(&self, b: usize, i: usize, j: usize) -> usize {
+    pub(super) fn at(&self, b: usize, i: usize, j: usize) -> usize {
         let s = &self.strides;
         (self.offset + b as isize * s[0] + i as isize * s[1] + j as isize * s[2]) as usize
     }
 
     /// The block `rows x cols` from `(i0, j0)` of matrix `b`, column-major.
-    fn gather<F: Field>(
+    pub(super) fn gather<F: Field>(
         &self,
         raw: &[F::Raw],
         b: usize,
@@ -82,7 +82,7 @@ impl Matrices {
         out
     }
 
-    fn scatter<F: Field>(
+    pub(super) fn scatter<F: Field>(
         &self,
         raw: &mut [F::Raw],
         b: usize,

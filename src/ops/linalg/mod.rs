@@ -20,12 +20,14 @@
 mod checks;
 mod det;
 mod factor;
+mod qr;
 mod solve;
 
 pub use det::{det, slogdet};
 #[cfg(not(target_arch = "wasm32"))]
 pub use factor::cholesky;
 pub use factor::{cholesky_async, cholesky_ex, lu, lu_factor, lu_factor_ex};
+pub use qr::{QrMode, qr};
 #[cfg(not(target_arch = "wasm32"))]
 pub use solve::{inv, solve};
 pub use solve::{inv_async, inv_ex, solve_async, solve_ex, solve_triangular};

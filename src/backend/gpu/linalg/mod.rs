@@ -16,6 +16,10 @@ use crate::error::{Error, Result};
 use smallvec::smallvec;
 use std::sync::Arc;
 
+mod householder;
+
+pub(crate) use householder::householder;
+
 const FACTOR_WGSL: &str = shader!("linalg/factor.wgsl");
 const TRIANGULAR_WGSL: &str = shader!("linalg/triangular.wgsl");
 
@@ -92,7 +96,7 @@ family_key!(
 );
 
 /// The `{{FIELD}}` slot: type `V` and its arithmetic.
-fn field(complex: bool) -> &'static str {
+pub(super) fn field(complex: bool) -> &'static str {
     if complex {
         "alias V = vec2<f32>;\n\
          fn one_v() -> V { return vec2<f32>(1.0, 0.0); }\n\
@@ -104,6 +108,10 @@ fn field(complex: bool) -> &'static str {
          fn from_re(r: f32) -> V { return vec2<f32>(r, 0.0); }\n\
          fn is_zero(a: V) -> bool { return a.x == 0.0 && a.y == 0.0; }\n\
          fn pivot_size(a: V) -> f32 { return abs(a.x) + abs(a.y); }\n\
+         fn zero_v() -> V { return vec2<f32>(0.0, 0.0); }\n\
+         fn add_v(a: V, b: V) -> V { return a + b; }\n\
+         fn im_v(a: V) -> f32 { return a.y; }\n\
+         fn abs_sq(a: V) -> f32 { return a.x * a.x + a.y * a.y; }\n\
          // Scaled by d's larger part, so that |d / s|^2 lies in [1, 2].\n\
          fn div_v(a: V, d: V) -> V {\n    \
              let s = max(abs(d.x), abs(d.y));\n    \
@@ -123,12 +131,16 @@ fn field(complex: bool) -> &'static str {
          fn from_re(r: f32) -> V { return r; }\n\
          fn is_zero(a: V) -> bool { return a == 0.0; }\n\
          fn pivot_size(a: V) -> f32 { return abs(a); }\n\
+         fn zero_v() -> V { return 0.0; }\n\
+         fn add_v(a: V, b: V) -> V { return a + b; }\n\
+         fn im_v(a: V) -> f32 { return 0.0; }\n\
+         fn abs_sq(a: V) -> f32 { return a * a; }\n\
          fn div_v(a: V, d: V) -> V { return div_f32(a, d); }\n"
     }
 }
 
 /// `fn load_{name}(p) -> V` (and `store_{name}(p, v)`) over `buf`.
-fn access(name: &str, buf: &str, complex: bool, writes: bool) -> String {
+pub(super) fn access(name: &str, buf: &str, complex: bool, writes: bool) -> String {
     let (load, store) = if complex {
         (
             format!("vec2<f32>({buf}[p], {buf}[p + 1u])"),
@@ -196,7 +208,11 @@ pub(crate) fn triangular_source(key: &TriangularKey) -> Result<String> {
 
 /// `[batch, rows, cols]` and the three strides of a matrix view (or its
 /// pair view).
-fn matrices(op: &'static str, t: &TensorRef, complex: bool) -> Result<([usize; 3], [i32; 4])> {
+pub(super) fn matrices(
+    op: &'static str,
+    t: &TensorRef,
+    complex: bool,
+) -> Result<([usize; 3], [i32; 4])> {
     let (d, s) = (t.layout.dims(), t.layout.strides());
     if d.len() != 3 + usize::from(complex) {
         return Err(Error::internal(op, "matrices come as [batch, n, m]"));
