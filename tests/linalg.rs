@@ -605,3 +605,84 @@ fn values_of(s: &Stored) -> Vec<C> {
         None => re.into_iter().map(|x| (x, 0.0)).collect(),
     }
 }
+
+/// The largest `|(Xᴴ·X - I)|` over the matrices of `x` (`[.., r, c]`).
+fn orthogonality(x: &Tensor) -> f64 {
+    let xh = x.transpose(-2, -1).unwrap();
+    let xh = if x.dtype() == DType::C64 {
+        xh.conj().unwrap()
+    } else {
+        xh
+    };
+    let c = x.dims()[x.rank() - 1];
+    let eye = Tensor::eye(c, x.dtype(), x.device()).unwrap();
+    let gram = xh.matmul(x).unwrap().sub(&eye).unwrap();
+    values(&gram)
+        .iter()
+        .map(|g| g.0.hypot(g.1))
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn svd_gives_numpys_singular_values_and_orthonormal_vectors() {
+    let cases = cases();
+    let mut names: Vec<(String, DType)> = vec![("svd_rank2".into(), DType::F32)];
+    for (kind, dtype, shapes) in [
+        (
+            "f",
+            DType::F32,
+            vec!["3x3", "2x5x4", "65x65", "90x30", "30x90"],
+        ),
+        ("c", DType::C64, vec!["3x3", "2x5x4", "70x20", "20x70"]),
+    ] {
+        names.extend(shapes.into_iter().map(|s| (format!("qr_{kind}{s}"), dtype)));
+    }
+    for dev in common::devices() {
+        for (name, base) in &names {
+            let mut dtypes = vec![*base];
+            if dev.is_cpu() && *base == DType::F32 {
+                dtypes.push(DType::F64);
+            }
+            for dtype in dtypes {
+                let a = input(&cases, &format!("{name}_a"), dtype, &dev);
+                let (n, m) = (a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]);
+                let k = n.min(m);
+                let what = format!("{name} {dtype} on {dev:?}");
+                let s_want = want(&cases, &format!("{name}_s"));
+                // Singular values to a few ulps of the largest.
+                let tol = 8.0 * (n.max(m) as f64).sqrt() * eps(dtype);
+                check(
+                    &linalg::svdvals(&a).unwrap(),
+                    &s_want,
+                    tol,
+                    &format!("svdvals {what}"),
+                );
+                for full in [false, true] {
+                    let (u, s, vh) = linalg::svd(&a, full).unwrap();
+                    let (uc, vc) = if full { (n, m) } else { (k, k) };
+                    assert_eq!(u.dims()[u.rank() - 2..], [n, uc], "{what}");
+                    assert_eq!(vh.dims()[vh.rank() - 2..], [vc, m], "{what}");
+                    check(&s, &s_want, tol, &format!("S {what}"));
+                    assert!(
+                        orthogonality(&u) <= tol * 4.0,
+                        "U {what}: {}",
+                        orthogonality(&u)
+                    );
+                    let v = vh.transpose(-2, -1).unwrap();
+                    assert!(
+                        orthogonality(&v) <= tol * 4.0,
+                        "V {what}: {}",
+                        orthogonality(&v)
+                    );
+                    let r = u.rank();
+                    let us = u.narrow(r as isize - 1, 0, k).unwrap();
+                    let us = us.mul(&s.unsqueeze(-2).unwrap()).unwrap();
+                    let back = us
+                        .matmul(&vh.narrow(r as isize - 2, 0, k).unwrap())
+                        .unwrap();
+                    check(&back, &values(&a), tol * 4.0, &format!("U·S·Vh {what}"));
+                }
+            }
+        }
+    }
+}

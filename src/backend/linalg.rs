@@ -72,6 +72,24 @@ pub(crate) struct HouseholderCall<'a> {
     pub width: usize,
 }
 
+/// One-sided Jacobi (Hestenes) of the matrices of `a` (as
+/// [`FactorCall`]'s, `[batch, n, m]`), in place: rotations of pairs of
+/// columns, in a round-robin order (see `shaders/linalg/jacobi.wgsl`),
+/// until a sweep rotates none (each pair's `|a_pᴴ a_q| <= tol ·
+/// |a_p| |a_q|`) or `sweeps` sweeps have run. `a`'s columns end
+/// orthogonal (the left singular vectors times the singular values);
+/// `v` (`[batch, m, m]`, the identity on entry) takes the same rotations
+/// (the right singular vectors). `aux` is i32 `[batch, 1]`, zeros on
+/// entry: 2 on return for a matrix that converged.
+pub(crate) struct JacobiCall<'a> {
+    pub a: TensorRef<'a>,
+    pub v: TensorRef<'a>,
+    pub aux: TensorRef<'a>,
+    pub complex: bool,
+    pub tol: f32,
+    pub sweeps: usize,
+}
+
 /// Solves `T · X = B` in place of `B` for each matrix of a batch: `t` is
 /// `[batch, w, w]` (any strides, a batch stride of 0 for a shared one)
 /// and `b` is `[batch, w, r]`, both f32 or f64, or f32 pairs
@@ -128,5 +146,19 @@ pub(crate) fn householder(call: &HouseholderCall) -> Result<()> {
     match &**call.a.storage {
         Storage::Cpu(s) => cpu::profiled("qr", s, || cpu::householder(call)),
         Storage::Gpu(s) => gpu::householder(live("qr", s)?, call),
+    }
+}
+
+/// Runs a Jacobi orthogonalization on the backend that holds its matrices.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(crate) fn jacobi(call: &JacobiCall) -> Result<()> {
+    check_bounds(&call.a)?;
+    check_bounds(&call.v)?;
+    check_bounds(&call.aux)?;
+    match &**call.a.storage {
+        Storage::Cpu(s) => cpu::profiled("svd", s, || cpu::jacobi(call)),
+        Storage::Gpu(s) => gpu::jacobi(live("svd", s)?, call),
     }
 }

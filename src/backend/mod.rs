@@ -33,8 +33,8 @@ pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::QUANT_MAX_ROWS;
 pub(crate) use linalg::{
-    Factor, FactorCall, HouseholderCall, LINALG_BLOCK, TriangularCall, factor, householder,
-    triangular,
+    Factor, FactorCall, HouseholderCall, JacobiCall, LINALG_BLOCK, TriangularCall, factor,
+    householder, jacobi, triangular,
 };
 pub(crate) use random::{Draw, RandomCall, random};
 pub(crate) use search::{SearchCall, search};

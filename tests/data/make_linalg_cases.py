@@ -91,6 +91,12 @@ for kind, cplx in [("f", False), ("c", True)]:
         put(f"{name}_q", q)
         put(f"{name}_r", r)
         put(name + "_cond", np.linalg.cond(wide))
+        put(name + "_s", np.linalg.svd(wide, compute_uv=False))
+
+# Rank-deficient: rank 2 of 6x4 (singular values 0 past the second).
+low_rank = (rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))).astype(np.float32)
+cases["svd_rank2_a"] = low_rank
+put("svd_rank2_s", np.linalg.svd(low_rank.astype(np.float64), compute_uv=False))
 
 # LU against SciPy on small matrices whose pivots are clear, wide and tall.
 for name, shape in [("lu_square", (5, 5)), ("lu_wide", (4, 7)), ("lu_tall", (7, 4))]:

@@ -150,7 +150,7 @@ pub(crate) use custom::custom;
 pub(crate) use fft::{fft, fft_line_limit};
 pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
-pub(crate) use linalg::{factor, householder, triangular};
+pub(crate) use linalg::{factor, householder, jacobi, triangular};
 pub(crate) use lost::Listener;
 pub(crate) use matmul::matmul;
 pub use matmul_tile_choice::{MatmulPrecision, MatmulTile, TunedMatmul};

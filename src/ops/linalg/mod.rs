@@ -22,6 +22,7 @@ mod det;
 mod factor;
 mod qr;
 mod solve;
+mod svd;
 
 pub use det::{det, slogdet};
 #[cfg(not(target_arch = "wasm32"))]
@@ -31,6 +32,7 @@ pub use qr::{QrMode, qr};
 #[cfg(not(target_arch = "wasm32"))]
 pub use solve::{inv, solve};
 pub use solve::{inv_async, inv_ex, solve_async, solve_ex, solve_triangular};
+pub use svd::{svd, svdvals};
 
 use crate::backend::LINALG_BLOCK;
 

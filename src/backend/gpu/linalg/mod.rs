@@ -17,8 +17,10 @@ use smallvec::smallvec;
 use std::sync::Arc;
 
 mod householder;
+mod jacobi;
 
 pub(crate) use householder::householder;
+pub(crate) use jacobi::jacobi;
 
 const FACTOR_WGSL: &str = shader!("linalg/factor.wgsl");
 const TRIANGULAR_WGSL: &str = shader!("linalg/triangular.wgsl");

@@ -1,0 +1,120 @@
+// One-sided Jacobi (Hestenes) orthogonalization of the columns of each
+// matrix, for ops/linalg's svd: a workgroup a matrix; specialised by
+// gpu/linalg/, which fills the {{...}} slots:
+//   PRELUDE   `struct Params` bound at 0, and kernel/math.wgsl
+//   FIELD     type V (f32, or vec2<f32> for complex) and its arithmetic
+//   MATRICES  a_buf (1, read_write raw f32), v_buf (2, read_write raw
+//             f32), aux_buf (3, atomic i32); load_a, store_a, load_v,
+//             store_v
+//
+// A is [batch, n, m] and V [batch, m, m] (raw f32 units). A sweep is
+// m' - 1 steps (m' = m rounded up to even) of a round-robin tournament:
+// at step r, column 0 meets 1 + r and, for i >= 1, column
+// 1 + (r + i) % (m' - 1) meets 1 + (r - i) % (m' - 1), so each step's
+// pairs are disjoint and a sweep meets every pair once; pairs with the
+// padding column m are skipped. A thread takes a pair at a time: the
+// Gram entries alpha = |a_p|², beta = |a_q|², gamma = a_pᴴ a_q, and
+// unless |gamma| <= tol sqrt(alpha beta), the rotation
+//   a_p <- c a_p - s conj(e) a_q,  a_q <- s e a_p + c a_q  (e = gamma/|gamma|)
+// with t = sign(zeta) / (|zeta| + sqrt(1 + zeta²)), zeta = (beta -
+// alpha) / (2 |gamma|), c = 1 / sqrt(1 + t²), s = c t, applied to A's and
+// V's columns alike. The aux word per matrix is 1 once a step of the
+// current sweep rotated, 0 before, and 2 once a whole sweep rotated
+// nothing (converged: later steps return at once). Dispatches run
+// consecutive steps [step_from, step_to) (launchers cut sweeps to keep
+// each invocation's loops within the loop budget).
+{{PRELUDE}}
+{{FIELD}}
+{{MATRICES}}
+
+var<workgroup> shared_state: i32;
+
+fn a_at(b: u32, i: u32, j: u32) -> u32 {
+    return u32(params.a_offset + i32(b) * params.a_batch + i32(i) * params.a_row + i32(j) * params.a_col);
+}
+
+fn v_at(b: u32, i: u32, j: u32) -> u32 {
+    return u32(params.v_offset + i32(b) * params.v_batch + i32(i) * params.v_row + i32(j) * params.v_col);
+}
+
+fn rotate(b: u32, p: u32, q: u32, flag_at: u32) {
+    var alpha = 0.0;
+    var beta = 0.0;
+    var gamma = zero_v();
+    for (var i = 0u; i < params.n; i++) {
+        let x = load_a(a_at(b, i, p));
+        let y = load_a(a_at(b, i, q));
+        alpha += abs_sq(x);
+        beta += abs_sq(y);
+        gamma = add_v(gamma, mul_v(conj_v(x), y));
+    }
+    let g = sqrt(abs_sq(gamma));
+    if (!(g > params.tol * sqrt(alpha) * sqrt(beta))) {
+        return;
+    }
+    let zeta = div_f32(beta - alpha, 2.0 * g);
+    let t = div_f32(select(-1.0, 1.0, zeta >= 0.0), abs(zeta) + sqrt(1.0 + zeta * zeta));
+    let c = div_f32(1.0, sqrt(1.0 + t * t));
+    let s = c * t;
+    let e = scale_v(gamma, div_f32(1.0, g));
+    let se = scale_v(e, s);
+    let sce = scale_v(conj_v(e), s);
+    for (var i = 0u; i < params.n; i++) {
+        let pa = a_at(b, i, p);
+        let qa = a_at(b, i, q);
+        let x = load_a(pa);
+        let y = load_a(qa);
+        store_a(pa, sub_v(scale_v(x, c), mul_v(sce, y)));
+        store_a(qa, add_v(mul_v(se, x), scale_v(y, c)));
+    }
+    for (var i = 0u; i < params.m; i++) {
+        let pv = v_at(b, i, p);
+        let qv = v_at(b, i, q);
+        let x = load_v(pv);
+        let y = load_v(qv);
+        store_v(pv, sub_v(scale_v(x, c), mul_v(sce, y)));
+        store_v(qv, add_v(mul_v(se, x), scale_v(y, c)));
+    }
+    atomicStore(&aux_buf[flag_at], 1);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let b = wid.x + wid.y * params.groups_x;
+    if (b >= params.batch) {
+        return;
+    }
+    let flag_at = params.aux_offset + b * params.aux_batch;
+    let rounds = params.m_even - 1u;
+    for (var k = params.step_from; k < params.step_to; k++) {
+        let r = k % rounds;
+        if (t == 0u) {
+            var state = atomicLoad(&aux_buf[flag_at]);
+            if (r == 0u && state != 2) {
+                // A sweep ends: none of its steps rotated, or start anew.
+                if (k > 0u && state == 0) {
+                    state = 2;
+                } else {
+                    state = 0;
+                }
+                atomicStore(&aux_buf[flag_at], state);
+            }
+            shared_state = state;
+        }
+        if (workgroupUniformLoad(&shared_state) == 2) {
+            return;
+        }
+        for (var i = t; i < params.m_even / 2u; i += 64u) {
+            var p = 0u;
+            var q = 1u + r;
+            if (i > 0u) {
+                p = 1u + (r + i) % rounds;
+                q = 1u + (r + rounds - i) % rounds;
+            }
+            if (p < params.m && q < params.m) {
+                rotate(b, p, q, flag_at);
+            }
+        }
+        storageBarrier();
+    }
+}

@@ -1,0 +1,186 @@
+//! Singular value decomposition by one-sided Jacobi (Hestenes; LAPACK's
+//! `gesvj` is its careful form): rotations of pairs of columns until all
+//! are orthogonal, a workgroup a matrix on a GPU; then the singular
+//! values are the columns' norms, sorted.
+
+use super::checks::{batch_shape, fresh_matrices, matrix_dims, mt};
+use super::factor::unbatched;
+use super::qr::{QrMode, qr};
+use crate::backend::JacobiCall;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::ops::SortOrder;
+use crate::tensor::Tensor;
+
+/// The most sweeps a Jacobi orthogonalization runs (LAPACK's `gesvj`
+/// stops at 30); f32 matrices converge in far fewer.
+const SWEEPS: usize = 30;
+
+/// The conjugate transpose of the matrices of `t`.
+fn adjoint(t: &Tensor) -> Result<Tensor> {
+    let tt = mt(t)?;
+    if t.dtype() == DType::C64 {
+        tt.conj()
+    } else {
+        Ok(tt)
+    }
+}
+
+/// Orthogonalizes the columns of `a` (`[.., n, m]`, `n >= m`): `W`
+/// (`[batch, n, m]`, columns `u_j σ_j`, sorted by falling norm), the
+/// norms `σ` (`[batch, m]`, real) and `V` (`[batch, m, m]`), so that
+/// `A = W · Vᴴ`.
+fn jacobi(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let w = fresh_matrices(op, a)?;
+    let &[batch, _, m] = w.dims() else {
+        unreachable!("fresh matrices are [batch, n, m]")
+    };
+    let eye = Tensor::eye(m, a.dtype(), a.device())?;
+    let v = fresh_matrices(op, &eye.broadcast_to([batch, m, m])?)?;
+    let aux = Tensor::zeros([batch, 1], DType::I32, a.device())?;
+    let eps = if a.dtype() == DType::F64 {
+        f64::EPSILON
+    } else {
+        f64::from(f32::EPSILON)
+    };
+    let (rw, rv) = (super::checks::raw(&w), super::checks::raw(&v));
+    crate::backend::jacobi(&JacobiCall {
+        a: rw.kernel_out(rw.layout().clone())?,
+        v: rv.kernel_out(rv.layout().clone())?,
+        aux: aux.kernel_out(aux.layout().clone())?,
+        complex: a.dtype() == DType::C64,
+        tol: (eps * (w.dims()[1] as f64).sqrt()) as f32,
+        sweeps: SWEEPS,
+    })?;
+    let sigma = w.abs()?.square()?.sum(-2)?.sqrt()?;
+    // Falling singular values: the columns of W and V follow.
+    let order = sigma.argsort(-1, SortOrder::Descending)?;
+    let sigma = sigma.gather(&order, -1)?;
+    let pick = |t: &Tensor| -> Result<Tensor> {
+        let rows = t.dims()[1];
+        let index = order.unsqueeze(1)?.broadcast_to([batch, rows, m])?;
+        gather_columns(t, &index)
+    };
+    Ok((pick(&w)?, sigma, pick(&v)?))
+}
+
+/// `t`'s columns picked by `index` (i32, `t`'s shape): a fresh tensor.
+fn gather_columns(t: &Tensor, index: &Tensor) -> Result<Tensor> {
+    if t.dtype() != DType::C64 {
+        return t.gather(index, -1);
+    }
+    let pairs = index
+        .unsqueeze(-1)?
+        .broadcast_to(t.pairs().shape().clone())?;
+    Ok(t.pairs().gather(&pairs, -2)?.complex_of_pairs())
+}
+
+/// The singular values of each matrix of `a` (`[.., n, m]`), falling, as
+/// NumPy's `linalg.svdvals` (`svd(a, compute_uv=False)`): `[.., min(n,
+/// m)]`, real (f32 for c64 matrices).
+///
+/// ```
+/// use webtensor::{Device, Tensor, linalg};
+/// let a = Tensor::from_slice(&[3.0f32, 0.0, 0.0, -4.0], [2, 2], &Device::cpu())?;
+/// let s = linalg::svdvals(&a)?.to_vec::<f32>()?;
+/// assert!((s[0] - 4.0).abs() < 1e-6 && (s[1] - 3.0).abs() < 1e-6);
+/// # Ok::<(), webtensor::Error>(())
+/// ```
+///
+/// # Errors
+/// `Error::Shape` naming `svdvals` for fewer than 2 axes; `Error::DType`
+/// for a dtype other than f32, f64 (CPU) or c64.
+pub fn svdvals(a: &Tensor) -> Result<Tensor> {
+    const OP: &str = "svdvals";
+    let [n, m] = matrix_dims(OP, a, false)?;
+    let batch = batch_shape(a);
+    let tall = if n >= m { a.clone() } else { adjoint(a)? };
+    let (_, sigma, _) = jacobi(OP, &tall).map_err(|e| e.named(OP))?;
+    unbatched(&sigma, &batch)
+}
+
+/// The singular value decomposition `A = U · diag(S) · Vh` of each matrix
+/// of `a` (`[.., n, m]`), as NumPy's `linalg.svd`: `S` falling and real
+/// (`[.., k]`, `k = min(n, m)`; f32 for c64 matrices); with
+/// `full_matrices`, `U` is `[.., n, n]` and `Vh` `[.., m, m]`, otherwise
+/// `[.., n, k]` and `[.., k, m]`.
+///
+/// By one-sided Jacobi (rotations of column pairs until all are
+/// orthogonal), then a QR that completes `U`: its columns for negligible
+/// singular values (and a full `U`'s extra ones) are an orthonormal basis
+/// of what the others leave. Singular vectors are unique only up to a
+/// phase per pair (a sign for real matrices), so they may differ from
+/// NumPy's by one.
+///
+/// ```
+/// use webtensor::{Device, Tensor, linalg};
+/// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2], &Device::cpu())?;
+/// let (u, s, vh) = linalg::svd(&a, false)?;
+/// let back = u.mul(&s.unsqueeze(0)?)?.matmul(&vh)?.to_vec::<f32>()?;
+/// for (x, y) in back.iter().zip([1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]) {
+///     assert!((x - y).abs() < 1e-5);
+/// }
+/// # Ok::<(), webtensor::Error>(())
+/// ```
+///
+/// # Errors
+/// `Error::Shape` naming `svd` for fewer than 2 axes; `Error::DType` for a
+/// dtype other than f32, f64 (CPU) or c64.
+pub fn svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    const OP: &str = "svd";
+    let [n, m] = matrix_dims(OP, a, false)?;
+    let batch = batch_shape(a);
+    let run = || -> Result<(Tensor, Tensor, Tensor)> {
+        // Aᴴ = V S Uᴴ: a wide matrix is its adjoint's transposed answer.
+        if n < m {
+            let (u, s, vh) = tall_svd(&adjoint(a)?, full_matrices)?;
+            return Ok((adjoint(&vh)?, s, adjoint(&u)?));
+        }
+        tall_svd(a, full_matrices)
+    };
+    let (u, s, vh) = run().map_err(|e| e.named(OP))?;
+    Ok((
+        unbatched(&u, &batch)?,
+        unbatched(&s, &batch)?,
+        unbatched(&vh, &batch)?,
+    ))
+}
+
+/// [`svd`] of matrices with at least as many rows as columns, batched
+/// as `[batch, ..]`.
+fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let (w, sigma, v) = jacobi("svd", a)?;
+    let (n, m) = (w.dims()[1], w.dims()[2]);
+    let real = if a.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    // Columns whose singular value is not negligible (past max(n, m) ulps
+    // of the largest) are W's normalised; the others, and a full U's
+    // extra columns, come from a QR of those: Q's leading columns span
+    // them, and the rest are orthogonal to them.
+    let eps = if real == DType::F64 {
+        f64::EPSILON
+    } else {
+        f64::from(f32::EPSILON)
+    };
+    let floor = sigma.max_keepdim(-1)?.mul_scalar(eps * n as f64)?;
+    let good = sigma.gt(&floor)?.to_dtype(real)?;
+    let safe = sigma.add(&good.neg()?.add_scalar(1.0)?)?;
+    let u = w.div(&safe.unsqueeze(1)?)?.mul(&good.unsqueeze(1)?)?;
+    let mode = if full_matrices {
+        QrMode::Complete
+    } else {
+        QrMode::Reduced
+    };
+    let (q, _) = qr(&u, mode)?;
+    let rest = good.neg()?.add_scalar(1.0)?.unsqueeze(1)?;
+    let lead = u.add(&q.narrow(2, 0, m)?.mul(&rest)?)?;
+    let u = if full_matrices && n > m {
+        Tensor::concat(&[&lead, &q.narrow(2, m, n - m)?], 2)?
+    } else {
+        lead
+    };
+    Ok((u, sigma, adjoint(&v)?))
+}
