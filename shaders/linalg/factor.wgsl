@@ -17,8 +17,8 @@
 //
 // LU (LAPACK's getf2): for each column j, the first row of the largest
 // magnitude at or below j is found by a tree over the workgroup, the two
-// rows are swapped across all m columns, the column below is scaled by
-// the pivot's reciprocal (a zero pivot instead sets the info, once) and
+// rows are swapped across all m columns, the column below is divided by
+// the pivot (a zero pivot instead sets the info, once) and
 // the panel's later columns get the rank-1 update. Cholesky (potf2): for
 // each column of the diagonal block, the real diagonal's square root
 // (a diagonal that is not positive, or NaN, sets the info and ends the
@@ -98,10 +98,12 @@ fn lu_step(b: u32, t: u32, aux: u32, info_at: u32) {
                 aux_buf[info_at] = i32(j + 1u);
             }
         } else {
-            let r = div_v(one_v(), pivot);
+            // Divided, not multiplied by the reciprocal: a tiny pivot's
+            // reciprocal overflows, a huge one's is subnormal (flushed
+            // on some GPUs).
             for (var i = j + 1u + t; i < n; i += {{WG}}u) {
                 let q = at(b, i, j);
-                store_a(q, mul_v(load_a(q), r));
+                store_a(q, div_v(load_a(q), pivot));
             }
         }
         storageBarrier();

@@ -22,7 +22,9 @@
 // current sweep rotated, 0 before, and 2 once a whole sweep rotated
 // nothing (converged: later steps return at once). Dispatches run
 // consecutive steps [step_from, step_to) (launchers cut sweeps to keep
-// each invocation's loops within the loop budget).
+// each invocation's loops within the loop budget) over the pairs
+// [pair_from, pair_to) of each step: all of them, or for large matrices
+// a share, one step a dispatch (the share from 0 ends a sweep).
 {{PRELUDE}}
 {{FIELD}}
 {{MATRICES}}
@@ -90,7 +92,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let r = k % rounds;
         if (t == 0u) {
             var state = atomicLoad(&aux_buf[flag_at]);
-            if (r == 0u && state != 2) {
+            if (r == 0u && state != 2 && params.pair_from == 0u) {
                 // A sweep ends: none of its steps rotated, or start anew.
                 if (k > 0u && state == 0) {
                     state = 2;
@@ -104,7 +106,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (workgroupUniformLoad(&shared_state) == 2) {
             return;
         }
-        for (var i = t; i < params.m_even / 2u; i += 64u) {
+        for (var i = params.pair_from + t; i < params.pair_to; i += 64u) {
             var p = 0u;
             var q = 1u + r;
             if (i > 0u) {

@@ -39,9 +39,9 @@ pub(crate) enum Factor {
 /// LU factors columns `[start, start + width)` over rows `[start, n)`: it
 /// picks each pivot (largest magnitude, `|re| + |im|` for complex as
 /// LAPACK's `icamax`; the first of equals), swaps whole rows (every
-/// column of the matrix), scales the column below by the pivot's
-/// reciprocal (not for a zero pivot) and updates the panel's columns to
-/// `start + width`. Cholesky factors the lower triangle of the diagonal
+/// column of the matrix), divides the column below by the pivot (not
+/// for a zero pivot) and updates the panel's columns to `start + width`
+/// (for a zero pivot too, as LAPACK's, so NaN below it spreads). Cholesky factors the lower triangle of the diagonal
 /// block `[start, start + width)²` (its earlier columns already
 /// subtracted), reading only that triangle and the real part of its
 /// diagonal, and stops at a failing column; it does nothing where the

@@ -117,7 +117,8 @@ impl Field for Complex32 {
         raw[p + 1] = self.im;
     }
     fn pivot_size(self) -> f64 {
-        f64::from(self.re.abs()) + f64::from(self.im.abs())
+        // Summed in f32, as the GPU and LAPACK's scabs1 do.
+        f64::from(self.re.abs() + self.im.abs())
     }
     fn conj(self) -> Self {
         Complex32::conj(&self)

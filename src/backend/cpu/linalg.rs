@@ -199,11 +199,12 @@ fn lu_panel<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], start: usize, width:
             if info[0] == 0 {
                 info[0] = (start + j + 1) as i32;
             }
-            continue;
-        }
-        let r = F::ONE.div(pivot);
-        for x in &mut p[col + j + 1..col + rows] {
-            *x = *x * r;
+        } else {
+            // Divided, not multiplied by the reciprocal, which overflows
+            // for a tiny pivot.
+            for x in &mut p[col + j + 1..col + rows] {
+                *x = x.div(pivot);
+            }
         }
         for c in j + 1..width {
             let u = p[c * rows + j];

@@ -47,10 +47,15 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
 /// As [`slogdet`], naming `det`.
 pub fn det(a: &Tensor) -> Result<Tensor> {
     let (sign, logabsdet) = parts("det", a)?;
-    sign.mul(&logabsdet.exp()?)
+    let exp = || sign.mul(&logabsdet.exp()?);
+    exp().map_err(|e| e.named("det"))
 }
 
 fn parts(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
+    parts_of(op, a).map_err(|e| e.named(op))
+}
+
+fn parts_of(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
     let [n, _] = matrix_dims(op, a, true)?;
     let batch = batch_shape(a);
     let lu = fresh_matrices(op, a)?;

@@ -152,14 +152,17 @@ pub fn lu_factor(a: &Tensor) -> Result<(Tensor, Tensor)> {
 /// As [`lu_factor`].
 pub fn lu_factor_ex(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
     const OP: &str = "lu_factor";
-    let [n, m] = matrix_dims(OP, a, false)?;
-    let batch = batch_shape(a);
-    let lu = fresh_matrices(OP, a)?;
-    let aux = lu_in_place(&lu)?;
-    let k = n.min(m);
-    let pivots = unbatched(&aux.narrow(1, 0, k)?, &batch)?;
-    let info = unbatched(&aux.narrow(1, k + n, 1)?, &batch)?.squeeze_axis(-1)?;
-    Ok((unbatched(&lu, &batch)?, pivots, info))
+    let run = || -> Result<(Tensor, Tensor, Tensor)> {
+        let [n, m] = matrix_dims(OP, a, false)?;
+        let batch = batch_shape(a);
+        let lu = fresh_matrices(OP, a)?;
+        let aux = lu_in_place(&lu)?;
+        let k = n.min(m);
+        let pivots = unbatched(&aux.narrow(1, 0, k)?, &batch)?;
+        let info = unbatched(&aux.narrow(1, k + n, 1)?, &batch)?.squeeze_axis(-1)?;
+        Ok((unbatched(&lu, &batch)?, pivots, info))
+    };
+    run().map_err(|e| e.named(OP))
 }
 
 /// The LU factorization `A = P · L · U` of each matrix of `a`
@@ -172,25 +175,28 @@ pub fn lu_factor_ex(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
 /// As [`lu_factor`], naming `lu`.
 pub fn lu(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
     const OP: &str = "lu";
-    let [n, m] = matrix_dims(OP, a, false)?;
-    let batch = batch_shape(a);
-    let lu = fresh_matrices(OP, a)?;
-    let aux = lu_in_place(&lu)?;
-    let k = n.min(m);
-    let l = lu.narrow(2, 0, k)?.contiguous_copy()?;
-    in_parts(&l, |p| p.tril_(-1))?;
-    l.diagonal(0)?.fill_(1.0)?;
-    let u = lu.narrow(1, 0, k)?.contiguous_copy()?;
-    in_parts(&u, |p| p.triu_(0))?;
-    // P[r, i] = 1 where row i of L·U is row r of A (r = perm[i]).
-    let rows = Tensor::arange(0, n as i32, 1, a.device())?.reshape([n, 1])?;
-    let perm = aux.narrow(1, k, n)?.unsqueeze(1)?;
-    let p = rows.eq(&perm)?.to_dtype(DType::F32)?.to_dtype(a.dtype())?;
-    Ok((
-        unbatched(&p, &batch)?,
-        unbatched(&l, &batch)?,
-        unbatched(&u, &batch)?,
-    ))
+    let run = || -> Result<(Tensor, Tensor, Tensor)> {
+        let [n, m] = matrix_dims(OP, a, false)?;
+        let batch = batch_shape(a);
+        let lu = fresh_matrices(OP, a)?;
+        let aux = lu_in_place(&lu)?;
+        let k = n.min(m);
+        let l = lu.narrow(2, 0, k)?.contiguous_copy()?;
+        in_parts(&l, |p| p.tril_(-1))?;
+        l.diagonal(0)?.fill_(1.0)?;
+        let u = lu.narrow(1, 0, k)?.contiguous_copy()?;
+        in_parts(&u, |p| p.triu_(0))?;
+        // P[r, i] = 1 where row i of L·U is row r of A (r = perm[i]).
+        let rows = Tensor::arange(0, n as i32, 1, a.device())?.reshape([n, 1])?;
+        let perm = aux.narrow(1, k, n)?.unsqueeze(1)?;
+        let p = rows.eq(&perm)?.to_dtype(DType::F32)?.to_dtype(a.dtype())?;
+        Ok((
+            unbatched(&p, &batch)?,
+            unbatched(&l, &batch)?,
+            unbatched(&u, &batch)?,
+        ))
+    };
+    run().map_err(|e| e.named(OP))
 }
 
 /// The Cholesky factor of each Hermitian positive-definite matrix of `a`
@@ -246,21 +252,24 @@ pub async fn cholesky_async(a: &Tensor, triangle: Triangle) -> Result<Tensor> {
 /// As [`cholesky`], but no `Error::LinAlg`.
 pub fn cholesky_ex(a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
     const OP: &str = "cholesky";
-    matrix_dims(OP, a, true)?;
-    let batch = batch_shape(a);
-    let complex = a.dtype() == DType::C64;
-    // The upper factor is the lower one of Aᴴ, conjugated back.
-    let source = match triangle {
-        Triangle::Lower => a.clone(),
-        Triangle::Upper if complex => mt(a)?.conj()?,
-        Triangle::Upper => mt(a)?,
+    let run = || -> Result<(Tensor, Tensor)> {
+        matrix_dims(OP, a, true)?;
+        let batch = batch_shape(a);
+        let complex = a.dtype() == DType::C64;
+        // The upper factor is the lower one of Aᴴ, conjugated back.
+        let source = match triangle {
+            Triangle::Lower => a.clone(),
+            Triangle::Upper if complex => mt(a)?.conj()?,
+            Triangle::Upper => mt(a)?,
+        };
+        let l = fresh_matrices(OP, &source)?;
+        let info = cholesky_in_place(&l)?;
+        let l = match triangle {
+            Triangle::Lower => l,
+            Triangle::Upper if complex => mt(&l)?.conj()?,
+            Triangle::Upper => mt(&l)?,
+        };
+        Ok((unbatched(&l, &batch)?, unbatched(&info, &batch)?))
     };
-    let l = fresh_matrices(OP, &source)?;
-    let info = cholesky_in_place(&l)?;
-    let l = match triangle {
-        Triangle::Lower => l,
-        Triangle::Upper if complex => mt(&l)?.conj()?,
-        Triangle::Upper => mt(&l)?,
-    };
-    Ok((unbatched(&l, &batch)?, unbatched(&info, &batch)?))
+    run().map_err(|e| e.named(OP))
 }

@@ -99,25 +99,28 @@ fn householder_in_place(a: &Tensor) -> Result<Vec<Panel>> {
 /// dtype other than f32, f64 (CPU) or c64.
 pub fn qr(a: &Tensor, mode: QrMode) -> Result<(Tensor, Tensor)> {
     const OP: &str = "qr";
-    let [n, m] = matrix_dims(OP, a, false)?;
-    let batch = batch_shape(a);
-    let f = fresh_matrices(OP, a)?;
-    let panels = householder_in_place(&f)?;
-    let k = n.min(m);
-    let width = match mode {
-        QrMode::Reduced => k,
-        QrMode::Complete => n,
+    let run = || -> Result<(Tensor, Tensor)> {
+        let [n, m] = matrix_dims(OP, a, false)?;
+        let batch = batch_shape(a);
+        let f = fresh_matrices(OP, a)?;
+        let panels = householder_in_place(&f)?;
+        let k = n.min(m);
+        let width = match mode {
+            QrMode::Reduced => k,
+            QrMode::Complete => n,
+        };
+        let r = f.narrow(1, 0, width)?.contiguous_copy()?;
+        in_parts(&r, |p| p.triu_(0))?;
+        // Q = H1 ⋯ Hk applied to the identity's first columns, last panel
+        // first: each touches only rows and columns from its start.
+        let eye = Tensor::eye(n, a.dtype(), a.device())?.narrow(1, 0, width)?;
+        let q = fresh_matrices(OP, &eye.broadcast_to([f.dims()[0], n, width])?)?;
+        for p in panels.iter().rev() {
+            let sub = block(&q, [p.start, n - p.start], [p.start, width - p.start])?;
+            let w = p.t.matmul(&adjoint(&p.v)?.matmul(&sub)?)?;
+            sub.sub_(&p.v.matmul(&w)?)?;
+        }
+        Ok((unbatched(&q, &batch)?, unbatched(&r, &batch)?))
     };
-    let r = f.narrow(1, 0, width)?.contiguous_copy()?;
-    in_parts(&r, |p| p.triu_(0))?;
-    // Q = H1 ⋯ Hk applied to the identity's first columns, last panel
-    // first: each touches only rows and columns from its start.
-    let eye = Tensor::eye(n, a.dtype(), a.device())?.narrow(1, 0, width)?;
-    let q = fresh_matrices(OP, &eye.broadcast_to([f.dims()[0], n, width])?)?;
-    for p in panels.iter().rev() {
-        let sub = block(&q, [p.start, n - p.start], [p.start, width - p.start])?;
-        let w = p.t.matmul(&adjoint(&p.v)?.matmul(&sub)?)?;
-        sub.sub_(&p.v.matmul(&w)?)?;
-    }
-    Ok((unbatched(&q, &batch)?, unbatched(&r, &batch)?))
+    run().map_err(|e| e.named(OP))
 }

@@ -123,22 +123,25 @@ pub fn solve_triangular(
     unit_diagonal: bool,
 ) -> Result<Tensor> {
     const OP: &str = "solve_triangular";
-    crate::ops::check_devices(OP, a, &[crate::ops::Arg::Tensor(b)])?;
-    let (a, b) = promoted(OP, a, b)?;
-    matrix_dims(OP, &a, true)?;
-    let lower = triangle == Triangle::Lower;
-    // X · A = B is Aᵀ · Xᵀ = Bᵀ, the other triangle.
-    let (a, b, lower) = match side {
-        Side::Left => (a, b, lower),
-        Side::Right => (mt(&a)?, mt(&b)?, !lower),
+    let run = || -> Result<Tensor> {
+        crate::ops::check_devices(OP, a, &[crate::ops::Arg::Tensor(b)])?;
+        let (a, b) = promoted(OP, a, b)?;
+        matrix_dims(OP, &a, true)?;
+        let lower = triangle == Triangle::Lower;
+        // X · A = B is Aᵀ · Xᵀ = Bᵀ, the other triangle.
+        let (a, b, lower) = match side {
+            Side::Left => (a, b, lower),
+            Side::Right => (mt(&a)?, mt(&b)?, !lower),
+        };
+        let (batch, x) = broadcast_rhs(OP, &a, &b)?;
+        solve_in_place(&batched_as(&a, &batch)?, &x, lower, unit_diagonal, false)?;
+        let x = unbatched(&x, &batch)?;
+        match side {
+            Side::Left => Ok(x),
+            Side::Right => mt(&x),
+        }
     };
-    let (batch, x) = broadcast_rhs(OP, &a, &b)?;
-    solve_in_place(&batched_as(&a, &batch)?, &x, lower, unit_diagonal, false)?;
-    let x = unbatched(&x, &batch)?;
-    match side {
-        Side::Left => Ok(x),
-        Side::Right => mt(&x),
-    }
+    run().map_err(|e| e.named(OP))
 }
 
 /// Solves `A · X = B` for each square matrix of `a` (`[.., n, n]`), as
@@ -194,28 +197,31 @@ fn singular(j: usize) -> String {
 /// As [`solve`], but no `Error::LinAlg`.
 pub fn solve_ex(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
     const OP: &str = "solve";
-    crate::ops::check_devices(OP, a, &[crate::ops::Arg::Tensor(b)])?;
-    let (a, b) = promoted(OP, a, b)?;
-    matrix_dims(OP, &a, true)?;
-    let vector = b.rank() == 1;
-    let b = if vector { b.unsqueeze(-1)? } else { b };
-    let lu = fresh_matrices(OP, &a)?;
-    let aux = lu_in_place(&lu)?;
-    let a_batch = batch_shape(&a);
-    let (batch, x) = broadcast_rhs(OP, &a, &b)?;
-    let n = lu.dims()[1];
-    let r = x.dims()[2];
-    // Rows in the factors' order: x[i] = b[perm[i]].
-    let perm = unbatched(&aux.narrow(1, n, n)?, &a_batch)?.unsqueeze(-1)?;
-    let index = batched_as(&perm.broadcast_to(perm_dims(&batch, n, r))?, &batch)?;
-    let x = gather_rows(&x, &index)?;
-    let lu_b = batched_as(&unbatched(&lu, &a_batch)?, &batch)?;
-    solve_in_place(&lu_b, &x, true, true, false)?;
-    solve_in_place(&lu_b, &x, false, false, false)?;
-    let info = unbatched(&aux.narrow(1, 2 * n, 1)?, &a_batch)?.squeeze_axis(-1)?;
-    let info = info.broadcast_to(batch.clone())?.contiguous()?;
-    let x = unbatched(&x, &batch)?;
-    Ok((if vector { x.squeeze_axis(-1)? } else { x }, info))
+    let run = || -> Result<(Tensor, Tensor)> {
+        crate::ops::check_devices(OP, a, &[crate::ops::Arg::Tensor(b)])?;
+        let (a, b) = promoted(OP, a, b)?;
+        matrix_dims(OP, &a, true)?;
+        let vector = b.rank() == 1;
+        let b = if vector { b.unsqueeze(-1)? } else { b };
+        let lu = fresh_matrices(OP, &a)?;
+        let aux = lu_in_place(&lu)?;
+        let a_batch = batch_shape(&a);
+        let (batch, x) = broadcast_rhs(OP, &a, &b)?;
+        let n = lu.dims()[1];
+        let r = x.dims()[2];
+        // Rows in the factors' order: x[i] = b[perm[i]].
+        let perm = unbatched(&aux.narrow(1, n, n)?, &a_batch)?.unsqueeze(-1)?;
+        let index = batched_as(&perm.broadcast_to(perm_dims(&batch, n, r))?, &batch)?;
+        let x = gather_rows(&x, &index)?;
+        let lu_b = batched_as(&unbatched(&lu, &a_batch)?, &batch)?;
+        solve_in_place(&lu_b, &x, true, true, false)?;
+        solve_in_place(&lu_b, &x, false, false, false)?;
+        let info = unbatched(&aux.narrow(1, 2 * n, 1)?, &a_batch)?.squeeze_axis(-1)?;
+        let info = info.broadcast_to(batch.clone())?.contiguous()?;
+        let x = unbatched(&x, &batch)?;
+        Ok((if vector { x.squeeze_axis(-1)? } else { x }, info))
+    };
+    run().map_err(|e| e.named(OP))
 }
 
 fn perm_dims(batch: &Shape, n: usize, r: usize) -> Vec<usize> {

@@ -19,6 +19,12 @@ use std::ops::Range;
 /// unroll less.
 pub(crate) const ITERATIONS: usize = 8192;
 
+/// The most iterations a launcher lets one invocation loop where its work
+/// cannot be cut further (one column of a factorization's panel, one
+/// pair of a Jacobi step): below llvmpipe's 65,535 with a margin for the
+/// loops' own bookkeeping. Past it a launcher returns `Error::TooLarge`.
+pub(crate) const MAX_ITERATIONS: usize = 57_344;
+
 /// `0..len` cut into consecutive slices of at most `slice` (one empty slice
 /// for an empty range, so a caller still records once).
 pub(crate) fn slices(len: usize, slice: usize) -> impl Iterator<Item = Range<usize>> {

@@ -7,7 +7,7 @@ use super::{access, field, matrices};
 use crate::backend::HouseholderCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid_of;
-use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, slices};
+use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, MAX_ITERATIONS, slices};
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::record::{family_key, record_family};
@@ -85,8 +85,9 @@ pub(crate) fn householder_source(key: &HouseholderKey) -> Result<String> {
 /// Records a Householder QR step.
 ///
 /// # Errors
-/// `Error::TooLarge` for operands over one storage binding or a batch
-/// past the grid; `Error::Internal` for views of another rank.
+/// `Error::TooLarge` for operands over one storage binding, a batch past
+/// the grid, or a panel too tall for one invocation's loop;
+/// `Error::Internal` for views of another rank.
 pub(crate) fn householder(out: &GpuStorage, call: &HouseholderCall) -> Result<()> {
     const OP: &str = "qr";
     let ctx = &out.ctx;
@@ -104,6 +105,9 @@ pub(crate) fn householder(out: &GpuStorage, call: &HouseholderCall) -> Result<()
     // Iterations one column costs an invocation: the norm, its tree, the
     // scaling, the dot products, the update and T's column.
     let column = 2 * per(rows) + rows.div_ceil(groups_of_rows) + per(rows * call.width) + 90;
+    if column > MAX_ITERATIONS {
+        return Err(super::too_tall(OP, column));
+    }
     let columns = (ITERATIONS / column).max(1);
     let groups = grid_of(batch, 1, ctx.facts.max_workgroups_per_dim)?;
     let key = HouseholderKey {

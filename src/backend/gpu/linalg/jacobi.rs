@@ -7,12 +7,12 @@ use super::{access, field, matrices};
 use crate::backend::JacobiCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid_of;
-use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, slices};
+use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, MAX_ITERATIONS, slices};
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use smallvec::smallvec;
 
 const JACOBI_WGSL: &str = shader!("linalg/jacobi.wgsl");
@@ -38,8 +38,8 @@ params_block! {
         v_col: i32,
         aux_offset: u32,
         aux_batch: u32,
-        pad0: u32,
-        pad1: u32,
+        pair_from: u32,
+        pair_to: u32,
     }
 }
 
@@ -76,8 +76,9 @@ pub(crate) fn jacobi_source(key: &JacobiKey) -> Result<String> {
 /// Records a Jacobi orthogonalization.
 ///
 /// # Errors
-/// `Error::TooLarge` for operands over one storage binding or a batch
-/// past the grid; `Error::Internal` for views of another rank.
+/// `Error::TooLarge` for operands over one storage binding, a batch past
+/// the grid, or a matrix whose one pair of columns would loop past
+/// [`MAX_ITERATIONS`]; `Error::Internal` for views of another rank.
 pub(crate) fn jacobi(out: &GpuStorage, call: &JacobiCall) -> Result<()> {
     const OP: &str = "svd";
     let ctx = &out.ctx;
@@ -90,46 +91,63 @@ pub(crate) fn jacobi(out: &GpuStorage, call: &JacobiCall) -> Result<()> {
         return Ok(());
     }
     let even = m + m % 2;
-    // Iterations one step costs an invocation: its pairs' dot products
-    // and rotations of A's and V's columns.
-    let pairs = (even / 2).div_ceil(64);
-    let step = pairs * (2 * n + m) + 4;
-    let steps = (ITERATIONS / step).max(1);
+    // Iterations a pair costs an invocation (its dot products and the
+    // rotations of A's and V's columns), and a step: a thread takes
+    // every 64th pair.
+    let pair = 2 * n + m;
+    if pair > MAX_ITERATIONS {
+        return Err(Error::TooLarge {
+            op: OP,
+            what: "rows and columns of a matrix (one invocation's loop)",
+            requested: pair as u64,
+            limit: MAX_ITERATIONS as u64,
+        });
+    }
+    let all_pairs = even / 2;
+    let step = all_pairs.div_ceil(64) * pair + 4;
+    // Whole steps a dispatch, or one step's pairs in shares.
+    let (steps, share) = if step <= ITERATIONS {
+        (ITERATIONS / step, all_pairs)
+    } else {
+        (1, 64 * (ITERATIONS / pair).max(1))
+    };
     let groups = grid_of(batch, 1, ctx.facts.max_workgroups_per_dim)?;
     let key = JacobiKey {
         complex: call.complex,
     };
     for range in slices(call.sweeps * (even - 1), steps) {
-        let params = JacobiParams {
-            batch: batch as u32,
-            groups_x: groups[0],
-            n: n as u32,
-            m: m as u32,
-            m_even: even as u32,
-            step_from: range.start as u32,
-            step_to: range.end as u32,
-            tol: call.tol,
-            a_offset: at[0],
-            a_batch: at[1],
-            a_row: at[2],
-            a_col: at[3],
-            v_offset: vt[0],
-            v_batch: vt[1],
-            v_row: vt[2],
-            v_col: vt[3],
-            aux_offset: aux.layout.offset() as u32,
-            aux_batch: aux.layout.strides()[0] as u32,
-            pad0: 0,
-            pad1: 0,
-        };
-        let bindings = smallvec![a_bound.clone(), v_bound.clone(), aux_bound.clone()];
-        record_family(
-            ctx,
-            &key,
-            params.bytes(),
-            bindings,
-            [groups[0], groups[1], 1],
-        )?;
+        for pairs in slices(all_pairs, share) {
+            let params = JacobiParams {
+                batch: batch as u32,
+                groups_x: groups[0],
+                n: n as u32,
+                m: m as u32,
+                m_even: even as u32,
+                step_from: range.start as u32,
+                step_to: range.end as u32,
+                tol: call.tol,
+                a_offset: at[0],
+                a_batch: at[1],
+                a_row: at[2],
+                a_col: at[3],
+                v_offset: vt[0],
+                v_batch: vt[1],
+                v_row: vt[2],
+                v_col: vt[3],
+                aux_offset: aux.layout.offset() as u32,
+                aux_batch: aux.layout.strides()[0] as u32,
+                pair_from: pairs.start as u32,
+                pair_to: pairs.end as u32,
+            };
+            let bindings = smallvec![a_bound.clone(), v_bound.clone(), aux_bound.clone()];
+            record_family(
+                ctx,
+                &key,
+                params.bytes(),
+                bindings,
+                [groups[0], groups[1], 1],
+            )?;
+        }
     }
     Ok(())
 }

@@ -6,13 +6,15 @@
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::{grid, grid_of};
-use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, slices};
+use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, MAX_ITERATIONS, slices};
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{Factor, FactorCall, LINALG_BLOCK, TensorRef, TriangularCall};
 use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::Shape;
 use smallvec::smallvec;
 use std::sync::Arc;
 
@@ -228,12 +230,24 @@ pub(super) fn matrices(
     Ok(([d[0], d[1], d[2]], at))
 }
 
+/// The error for a panel whose one column would loop an invocation past
+/// [`MAX_ITERATIONS`] (about a quarter of a million rows).
+pub(super) fn too_tall(op: &'static str, iterations: usize) -> Error {
+    Error::TooLarge {
+        op,
+        what: "rows of a panel (one invocation's loop over a column)",
+        requested: iterations as u64,
+        limit: MAX_ITERATIONS as u64,
+    }
+}
+
 /// Records a factorization step (as many dispatches as keep each
 /// invocation's loops within the loop budget).
 ///
 /// # Errors
-/// `Error::TooLarge` for operands over one storage binding or a batch
-/// past the grid; `Error::Internal` for views of another rank.
+/// `Error::TooLarge` for operands over one storage binding, a batch past
+/// the grid, or a panel too tall for one invocation's loop
+/// ([`too_tall`]); `Error::Internal` for views of another rank.
 pub(crate) fn factor(out: &GpuStorage, call: &FactorCall) -> Result<()> {
     const OP: &str = "linalg";
     let ctx = &out.ctx;
@@ -253,6 +267,9 @@ pub(crate) fn factor(out: &GpuStorage, call: &FactorCall) -> Result<()> {
         let rows = n - call.start;
         3 * per(rows) + per(m) + per(rows * call.width) + 10
     };
+    if column > MAX_ITERATIONS {
+        return Err(too_tall(OP, column));
+    }
     let columns = (ITERATIONS.saturating_sub(per(n)) / column).max(1);
     let groups = grid_of(batch, 1, ctx.facts.max_workgroups_per_dim)?;
     let key = FactorKey {
@@ -304,8 +321,7 @@ pub(crate) fn triangular(out: &GpuStorage, call: &TriangularCall) -> Result<()> 
     const OP: &str = "solve_triangular";
     let ctx = &out.ctx;
     let shared = Arc::ptr_eq(&*call.t.storage, &*call.b.storage);
-    let (b_bound, b) = Bound::view(OP, call.b.clone(), true)?;
-    let ([batch, w, r], b_at) = matrices(OP, &b, call.complex)?;
+    let ([batch, w, r], _) = matrices(OP, &call.b, call.complex)?;
     if w > LINALG_BLOCK {
         return Err(Error::internal(OP, "a triangle wider than one block"));
     }
@@ -313,14 +329,30 @@ pub(crate) fn triangular(out: &GpuStorage, call: &TriangularCall) -> Result<()> 
     if count == 0 || w == 0 {
         return Ok(());
     }
-    // T shares B's binding (and its rebasing) or has its own.
-    let (t_at, bindings) = if shared {
-        let t_at = rebased_like(OP, &call.t, &call.b, &b, call.complex)?;
-        (t_at, smallvec![b_bound])
+    let (t_at, b_at, bindings) = if shared {
+        // One binding, a window holding both T's and B's elements: both
+        // move by the window's shift.
+        let (Some(ts), Some(bs)) = (call.t.layout.span(), call.b.layout.span()) else {
+            return Ok(());
+        };
+        let (first, last) = (ts.0.min(bs.0), ts.1.max(bs.1));
+        let hull = Layout::from_parts(Shape::from([last - first + 1]), smallvec![1], first);
+        let (bound, rebased) = Bound::view(OP, call.b.with_layout(hull), true)?;
+        let shift = first as i64 - rebased.layout.offset() as i64;
+        let moved = |t: &TensorRef| -> Result<[i32; 4]> {
+            let (_, mut at) = matrices(OP, t, call.complex)?;
+            at[0] = i32::try_from(i64::from(at[0]) - shift)
+                .map_err(|_| Error::internal(OP, "an offset past i32"))?;
+            Ok(at)
+        };
+        (moved(&call.t)?, moved(&call.b)?, smallvec![bound])
     } else {
+        let (b_bound, b) = Bound::view(OP, call.b.clone(), true)?;
         let (t_bound, t) = Bound::view(OP, call.t.clone(), false)?;
+        let t_at = matrices(OP, &t, call.complex)?.1;
         (
-            matrices(OP, &t, call.complex)?.1,
+            t_at,
+            matrices(OP, &b, call.complex)?.1,
             smallvec![b_bound, t_bound],
         )
     };
@@ -354,25 +386,6 @@ pub(crate) fn triangular(out: &GpuStorage, call: &TriangularCall) -> Result<()> 
         bindings,
         [groups[0], groups[1], 1],
     )
-}
-
-/// `t`'s offset and strides where `b` (whose storage it shares) was
-/// rebased from `b_before` to `b_after`: the same shift.
-fn rebased_like(
-    op: &'static str,
-    t: &TensorRef,
-    b_before: &TensorRef,
-    b_after: &TensorRef,
-    complex: bool,
-) -> Result<[i32; 4]> {
-    let shift = b_before.layout.offset() as i64 - b_after.layout.offset() as i64;
-    let (_, mut at) = matrices(op, t, complex)?;
-    let offset = i64::from(at[0]) - shift;
-    at[0] = i32::try_from(offset)
-        .ok()
-        .filter(|&o| o >= 0)
-        .ok_or_else(|| Error::internal(op, "a shared triangle outside the bound window"))?;
-    Ok(at)
 }
 
 #[cfg(test)]
