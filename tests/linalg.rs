@@ -806,3 +806,54 @@ fn huge_pivots_panels_in_slices_and_binding_limits() {
         );
     }
 }
+
+#[test]
+fn eigh_gives_numpys_eigenvalues_and_orthonormal_eigenvectors() {
+    let cases = cases();
+    let names = [
+        ("eigh_f3x3", DType::F32),
+        ("eigh_f2x3x8x8", DType::F32),
+        ("eigh_f65x65", DType::F32),
+        ("eigh_c3x3", DType::C64),
+        ("eigh_c2x20x20", DType::C64),
+    ];
+    for dev in common::devices() {
+        for (name, base) in names {
+            let mut dtypes = vec![base];
+            if dev.is_cpu() && base == DType::F32 {
+                dtypes.push(DType::F64);
+            }
+            for dtype in dtypes {
+                let a = input(&cases, &format!("{name}_a"), dtype, &dev);
+                let n = a.dims()[a.rank() - 1];
+                let what = format!("{name} {dtype} on {dev:?}");
+                let w_want = want(&cases, &format!("{name}_w"));
+                // The shift c (the largest row sum, up to sqrt(n) times the
+                // spectral radius) enters the rounding.
+                let tol = 32.0 * (n as f64).sqrt() * eps(dtype);
+                check(
+                    &linalg::eigvalsh(&a, Triangle::Lower).unwrap(),
+                    &w_want,
+                    tol,
+                    &format!("eigvalsh {what}"),
+                );
+                // Junk in the triangle not read changes nothing.
+                let junk = Tensor::full(a.shape().clone(), 5.0, dtype, &dev).unwrap();
+                let upper = junk.tril(-1).unwrap().add(&a.triu(0).unwrap()).unwrap();
+                let (w, v) = linalg::eigh(&upper, Triangle::Upper).unwrap();
+                check(&w, &w_want, tol, &format!("eigh {what}"));
+                assert!(
+                    orthogonality(&v) <= tol * 4.0,
+                    "V {what}: {}",
+                    orthogonality(&v)
+                );
+                // A·V = V·diag(w), to rounding of ‖A‖.
+                let av = a.matmul(&v).unwrap();
+                let vw = v
+                    .mul(&w.unsqueeze(-2).unwrap().to_dtype(dtype).unwrap())
+                    .unwrap();
+                check(&av, &values(&vw), tol * 4.0, &format!("A·V {what}"));
+            }
+        }
+    }
+}

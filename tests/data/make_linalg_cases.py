@@ -93,6 +93,15 @@ for kind, cplx in [("f", False), ("c", True)]:
         put(name + "_cond", np.linalg.cond(wide))
         put(name + "_s", np.linalg.svd(wide, compute_uv=False))
 
+# Hermitian (indefinite) matrices for eigh: eigenvalues, rising.
+for kind, cplx, shapes in [("f", False, [(3, 3), (2, 3, 8, 8), (65, 65)]), ("c", True, [(3, 3), (2, 20, 20)])]:
+    for shape in shapes:
+        name = f"eigh_{kind}{'x'.join(map(str, shape))}"
+        g = general(shape, cplx).astype(np.complex128 if cplx else np.float64)
+        h = ((g + np.swapaxes(g.conj(), -1, -2)) / 2).astype(np.complex64 if cplx else np.float32)
+        cases[name + "_a"] = h
+        put(name + "_w", np.linalg.eigvalsh(h.astype(g.dtype)))
+
 # Rank-deficient: rank 2 of 6x4 (singular values 0 past the second).
 low_rank = (rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))).astype(np.float32)
 cases["svd_rank2_a"] = low_rank

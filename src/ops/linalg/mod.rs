@@ -19,12 +19,14 @@
 
 mod checks;
 mod det;
+mod eigh;
 mod factor;
 mod qr;
 mod solve;
 mod svd;
 
 pub use det::{det, slogdet};
+pub use eigh::{eigh, eigvalsh};
 #[cfg(not(target_arch = "wasm32"))]
 pub use factor::cholesky;
 pub use factor::{cholesky_async, cholesky_ex, lu, lu_factor, lu_factor_ex};

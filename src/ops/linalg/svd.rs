@@ -17,7 +17,7 @@ use crate::tensor::Tensor;
 const SWEEPS: usize = 30;
 
 /// The conjugate transpose of the matrices of `t`.
-fn adjoint(t: &Tensor) -> Result<Tensor> {
+pub(super) fn adjoint(t: &Tensor) -> Result<Tensor> {
     let tt = mt(t)?;
     if t.dtype() == DType::C64 {
         tt.conj()
@@ -30,7 +30,7 @@ fn adjoint(t: &Tensor) -> Result<Tensor> {
 /// (`[batch, n, m]`, columns `u_j σ_j`, sorted by falling norm), the
 /// norms `σ` (`[batch, m]`, real) and `V` (`[batch, m, m]`), so that
 /// `A = W · Vᴴ`.
-fn jacobi(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
     let w = fresh_matrices(op, a)?;
     let &[batch, _, m] = w.dims() else {
         unreachable!("fresh matrices are [batch, n, m]")

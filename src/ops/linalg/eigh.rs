@@ -1,0 +1,99 @@
+//! Eigenvalues and eigenvectors of Hermitian matrices (`eigh`,
+//! `eigvalsh`) by the one-sided Jacobi of `svd.rs`: shifted by its
+//! largest row sum `c`, a Hermitian matrix is positive semidefinite, so
+//! its singular value decomposition is its eigendecomposition: the
+//! eigenvalues are `σ - c` and the eigenvectors the right singular
+//! vectors, a product of rotations and so orthonormal to rounding even
+//! where eigenvalues repeat. The error is a few ulps of `‖A‖`, as
+//! LAPACK's `syevd` promises.
+
+use super::Triangle;
+use super::checks::{batch_shape, fresh_matrices, matrix_dims};
+use super::factor::unbatched;
+use super::svd::{adjoint, jacobi};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// `a`'s Hermitian matrices (`[batch, n, n]`, fresh) from `triangle`
+/// (the diagonal's imaginary parts dropped, as LAPACK's `heevd`), shifted
+/// by `c = max_i Σ_j |a_ij|` (at least the spectral radius) to be
+/// positive semidefinite; and `c` (`[batch]`, real).
+fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+    let a = fresh_matrices(op, a)?;
+    let n = a.dims()[1];
+    let (strict, diagonal) = match triangle {
+        Triangle::Lower => (a.tril(-1)?, a.tril(0)?.triu(0)?),
+        Triangle::Upper => (a.triu(1)?, a.triu(0)?.tril(0)?),
+    };
+    let diagonal = if a.dtype() == DType::C64 {
+        diagonal.real()?.to_dtype(DType::C64)?
+    } else {
+        diagonal
+    };
+    let full = strict.add(&adjoint(&strict)?)?.add(&diagonal)?;
+    let c = full.abs()?.sum(-1)?.max_keepdim(-1)?;
+    let eye = Tensor::eye(n, a.dtype(), a.device())?;
+    let shift = c.unsqueeze(-1)?.to_dtype(a.dtype())?.mul(&eye)?;
+    Ok((full.add(&shift)?, c.squeeze_axis(-1)?))
+}
+
+/// Eigenvalues (rising, real) and eigenvectors (columns) of each shifted
+/// matrix's `[batch, ..]`.
+fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+    let (b, c) = shifted(op, a, triangle)?;
+    let (_, sigma, v) = jacobi(op, &b)?;
+    // σ falls: reversed, σ - c rises.
+
+    let values = sigma.flip(&[1])?.sub(&c.unsqueeze(-1)?)?;
+    let vectors = v.flip(&[2])?;
+    Ok((values, vectors))
+}
+
+/// The eigenvalues (rising, real: f32 for c64) and eigenvectors (the
+/// columns of a unitary matrix) of each Hermitian matrix of `a`
+/// (`[.., n, n]`), as NumPy's `linalg.eigh`: only `triangle` is read
+/// (NumPy's `UPLO`, `"L"` by default), and the diagonal's imaginary parts
+/// are taken as zero.
+///
+/// Eigenvectors are unique only up to a phase each (a sign for real
+/// matrices), and within a repeated eigenvalue up to a rotation, so they
+/// may differ from NumPy's by those. See the module (`eigh.rs`) for the
+/// method: one-sided Jacobi on `A + cI`.
+///
+/// ```
+/// use webtensor::{Device, Tensor, linalg, linalg::Triangle};
+/// let a = Tensor::from_slice(&[2.0f32, 1.0, 1.0, 2.0], [2, 2], &Device::cpu())?;
+/// let (w, v) = linalg::eigh(&a, Triangle::Lower)?;
+/// let w = w.to_vec::<f32>()?;
+/// assert!((w[0] - 1.0).abs() < 1e-5 && (w[1] - 3.0).abs() < 1e-5);
+/// # Ok::<(), webtensor::Error>(())
+/// ```
+///
+/// # Errors
+/// `Error::Shape` naming `eigh` for fewer than 2 axes or matrices that
+/// are not square; `Error::DType` for a dtype other than f32, f64 (CPU)
+/// or c64.
+pub fn eigh(a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "eigh";
+    matrix_dims(OP, a, true)?;
+    let batch = batch_shape(a);
+    let run = || -> Result<(Tensor, Tensor)> {
+        let (w, v) = decompose(OP, a, triangle)?;
+        Ok((unbatched(&w, &batch)?, unbatched(&v, &batch)?))
+    };
+    run().map_err(|e| e.named(OP))
+}
+
+/// The eigenvalues of each Hermitian matrix of `a`, rising, as NumPy's
+/// `linalg.eigvalsh`; see [`eigh`].
+///
+/// # Errors
+/// As [`eigh`], naming `eigvalsh`.
+pub fn eigvalsh(a: &Tensor, triangle: Triangle) -> Result<Tensor> {
+    const OP: &str = "eigvalsh";
+    matrix_dims(OP, a, true)?;
+    let batch = batch_shape(a);
+    let run = || unbatched(&decompose(OP, a, triangle)?.0, &batch);
+    run().map_err(|e| e.named(OP))
+}
