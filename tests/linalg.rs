@@ -857,3 +857,105 @@ fn eigh_gives_numpys_eigenvalues_and_orthonormal_eigenvectors() {
         }
     }
 }
+
+#[test]
+fn norms_cond_rank_pinv_and_lstsq_give_numpys_answers() {
+    use linalg::MatrixNorm;
+    let cases = cases();
+    let mut names: Vec<(String, DType)> = vec![("svd_rank2".into(), DType::F32)];
+    for (kind, dtype, shapes) in [
+        (
+            "f",
+            DType::F32,
+            vec!["3x3", "2x5x4", "65x65", "90x30", "30x90"],
+        ),
+        ("c", DType::C64, vec!["3x3", "2x5x4", "70x20", "20x70"]),
+    ] {
+        names.extend(shapes.into_iter().map(|s| (format!("qr_{kind}{s}"), dtype)));
+    }
+    let ords = [
+        ("fro", MatrixNorm::Frobenius),
+        ("nuc", MatrixNorm::Nuclear),
+        ("two", MatrixNorm::Two),
+        ("negtwo", MatrixNorm::NegTwo),
+        ("one", MatrixNorm::One),
+        ("negone", MatrixNorm::NegOne),
+        ("inf", MatrixNorm::Inf),
+        ("neginf", MatrixNorm::NegInf),
+    ];
+    for dev in common::devices() {
+        for (name, base) in &names {
+            let mut dtypes = vec![*base];
+            // The rank-2 matrix is rank 4 at f64's resolution.
+            if dev.is_cpu() && *base == DType::F32 && name != "svd_rank2" {
+                dtypes.push(DType::F64);
+            }
+            for dtype in dtypes {
+                let a = input(&cases, &format!("{name}_a"), dtype, &dev);
+                let (n, m) = (a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]);
+                let what = format!("{name} {dtype} on {dev:?}");
+                let tol = 16.0 * (n.max(m) as f64).sqrt() * eps(dtype);
+                for (key, ord) in ords {
+                    let got = linalg::matrix_norm(&a, ord).unwrap();
+                    let want_norm = want(&cases, &format!("{name}_norm_{key}"));
+                    if name == "svd_rank2" && key == "negtwo" {
+                        // The smallest singular value of the rank-2 matrix
+                        // is rounding: within tol of the largest.
+                        let top = values(&linalg::matrix_norm(&a, MatrixNorm::Two).unwrap())[0].0;
+                        assert!(values(&got)[0].0 <= tol * top, "norm -2 {what}");
+                        continue;
+                    }
+                    check(&got, &want_norm, tol, &format!("norm {key} {what}"));
+                }
+                let rank = linalg::matrix_rank(&a, None).unwrap();
+                let rank_want = cases[&format!("{name}_rank")].to_vec::<i64>().unwrap();
+                assert_eq!(rank.to_vec::<i64>().unwrap(), rank_want, "rank {what}");
+                let pinv = linalg::pinv(&a, None).unwrap();
+                assert_eq!(pinv.dims()[pinv.rank() - 2..], [m, n], "{what}");
+                let cond = scalar(&cases, &format!("{name}_cond2"));
+                if name != "svd_rank2" {
+                    let p_want = want(&cases, &format!("{name}_pinv"));
+                    check(&pinv, &p_want, tol * cond, &format!("pinv {what}"));
+                    let c = linalg::cond(&a, None).unwrap();
+                    check(
+                        &c,
+                        &want(&cases, &format!("{name}_cond2")),
+                        tol * cond,
+                        &format!("cond {what}"),
+                    );
+                }
+                if n == m {
+                    let c1 = linalg::cond(&a, Some(MatrixNorm::One)).unwrap();
+                    let c1_want = want(&cases, &format!("{name}_cond1"));
+                    check(&c1, &c1_want, tol * cond * 4.0, &format!("cond 1 {what}"));
+                }
+            }
+        }
+        // Least squares, over- and underdetermined.
+        for name in ["qr_f90x30", "qr_f30x90"] {
+            let a = input(&cases, &format!("{name}_a"), DType::F32, &dev);
+            let b = input(&cases, &format!("{name}_lstsq_b"), DType::F32, &dev);
+            let cond = scalar(&cases, &format!("{name}_cond2"));
+            let tol = 16.0 * 90f64.sqrt() * eps(DType::F32) * cond;
+            let fit = linalg::lstsq(&a, &b, None).unwrap();
+            check(
+                &fit.solution,
+                &want(&cases, &format!("{name}_lstsq_x")),
+                tol,
+                &format!("lstsq {name} on {dev:?}"),
+            );
+            let res = want(&cases, &format!("{name}_lstsq_res"));
+            if res.is_empty() {
+                assert_eq!(fit.residuals.numel(), 0, "{name}");
+            } else {
+                check(
+                    &fit.residuals,
+                    &res,
+                    tol,
+                    &format!("residuals {name} on {dev:?}"),
+                );
+            }
+            assert_eq!(fit.rank.to_vec::<i64>().unwrap(), vec![30], "{name}");
+        }
+    }
+}

@@ -93,6 +93,39 @@ for kind, cplx in [("f", False), ("c", True)]:
         put(name + "_cond", np.linalg.cond(wide))
         put(name + "_s", np.linalg.svd(wide, compute_uv=False))
 
+# Norms, condition numbers, ranks, pseudo-inverses and least squares of
+# the QR inputs (and the rank-2 one, below).
+ORDS = {"fro": "fro", "nuc": "nuc", "two": 2, "negtwo": -2, "one": 1, "negone": -1, "inf": np.inf, "neginf": -np.inf}
+
+
+def derived(name, a):
+    wide = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+    for key, ord_ in ORDS.items():
+        put(f"{name}_norm_{key}", np.linalg.norm(wide, ord_, axis=(-2, -1)))
+    put(name + "_cond2", np.linalg.cond(wide))
+    if wide.shape[-1] == wide.shape[-2]:
+        put(name + "_cond1", np.linalg.cond(wide, 1))
+    # Ranks and cutoffs at the f32 input's resolution (computed in f64,
+    # where its rounding would count as rank).
+    rtol = max(wide.shape[-2:]) * np.finfo(np.float32).eps
+    cases[name + "_rank"] = np.asarray(np.linalg.matrix_rank(wide, rtol=rtol)).astype(np.int64)
+    put(name + "_pinv", np.linalg.pinv(wide, rtol=rtol))
+
+
+for kind, cplx in [("f", False), ("c", True)]:
+    for shape in QR_SHAPES[kind]:
+        name = f"qr_{kind}{'x'.join(map(str, shape))}"
+        derived(name, cases[name + "_a"])
+
+# Least squares: overdetermined (residuals) and underdetermined (least norm).
+for name in ["qr_f90x30", "qr_f30x90"]:
+    a = cases[name + "_a"].astype(np.float64)
+    b = general((a.shape[0], 2))
+    cases[name + "_lstsq_b"] = b
+    x, res, rank, sv = np.linalg.lstsq(a, b.astype(np.float64), rcond=None)
+    put(name + "_lstsq_x", x)
+    put(name + "_lstsq_res", res)
+
 # Hermitian (indefinite) matrices for eigh: eigenvalues, rising.
 for kind, cplx, shapes in [("f", False, [(3, 3), (2, 3, 8, 8), (65, 65)]), ("c", True, [(3, 3), (2, 20, 20)])]:
     for shape in shapes:
@@ -106,6 +139,7 @@ for kind, cplx, shapes in [("f", False, [(3, 3), (2, 3, 8, 8), (65, 65)]), ("c",
 low_rank = (rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))).astype(np.float32)
 cases["svd_rank2_a"] = low_rank
 put("svd_rank2_s", np.linalg.svd(low_rank.astype(np.float64), compute_uv=False))
+derived("svd_rank2", low_rank)
 
 # LU against SciPy on small matrices whose pivots are clear, wide and tall.
 for name, shape in [("lu_square", (5, 5)), ("lu_wide", (4, 7)), ("lu_tall", (7, 4))]:

@@ -21,6 +21,8 @@ mod checks;
 mod det;
 mod eigh;
 mod factor;
+mod lstsq;
+mod norms;
 mod qr;
 mod solve;
 mod svd;
@@ -30,6 +32,8 @@ pub use eigh::{eigh, eigvalsh};
 #[cfg(not(target_arch = "wasm32"))]
 pub use factor::cholesky;
 pub use factor::{cholesky_async, cholesky_ex, lu, lu_factor, lu_factor_ex};
+pub use lstsq::{Lstsq, lstsq};
+pub use norms::{MatrixNorm, cond, matrix_norm, matrix_rank, pinv};
 pub use qr::{QrMode, qr};
 #[cfg(not(target_arch = "wasm32"))]
 pub use solve::{inv, solve};
