@@ -719,3 +719,31 @@ fn a_batch_of_small_factorizations_is_one_kernel_each() {
         }
     }
 }
+
+#[test]
+fn a_batch_of_small_qr_and_svd_is_one_reduction_kernel_each() {
+    // Issue 50: a batch of 1000 8x8 matrices is one Householder dispatch
+    // (its panel and T factor, a workgroup a matrix) for QR, and one
+    // Jacobi dispatch (every sweep, a workgroup a matrix, stopping once a
+    // sweep rotates nothing) for the SVD.
+    use webtensor::linalg::{self, QrMode};
+    for (name, dev) in gpus() {
+        let a = Generator::new(11)
+            .randn([1000, 8, 8], DType::F32, &dev)
+            .unwrap();
+        let count = |label: &str, f: &dyn Fn() -> Tensor| -> Vec<u64> {
+            read(f()).unwrap();
+            let profile = dev.profile(|| read(f())).unwrap();
+            (profile.kernels().iter())
+                .filter(|k| k.name.contains(label))
+                .map(|k| k.workgroups.iter().map(|&n| u64::from(n)).product())
+                .collect()
+        };
+        let qr = count("linalg householder", &|| {
+            linalg::qr(&a, QrMode::Reduced).unwrap().1
+        });
+        assert_eq!(qr, vec![1000], "{name}: qr");
+        let svd = count("linalg jacobi", &|| linalg::svdvals(&a).unwrap());
+        assert_eq!(svd, vec![1000], "{name}: svdvals");
+    }
+}

@@ -515,6 +515,30 @@ fn empty_matrices_and_bad_input() {
             vec![1.0, 1.0]
         );
         assert_eq!(linalg::inv(&empty).unwrap().shape().dims(), &[2, 0, 0]);
+        // NumPy's shapes for empty matrices.
+        let wide = Tensor::zeros([2, 0, 3], DType::F32, &dev).unwrap();
+        let (u, s, vh) = linalg::svd(&wide, true).unwrap();
+        assert_eq!(
+            (u.dims(), s.dims(), vh.dims()),
+            (&[2, 0, 0][..], &[2, 0][..], &[2, 3, 3][..])
+        );
+        assert_eq!(linalg::pinv(&wide, None).unwrap().dims(), &[2, 3, 0]);
+        let (q, r) =
+            linalg::qr(&wide.transpose(-2, -1).unwrap(), linalg::QrMode::Complete).unwrap();
+        assert_eq!((q.dims(), r.dims()), (&[2, 3, 3][..], &[2, 3, 0][..]));
+        let (w, v) = linalg::eigh(&empty, Triangle::Lower).unwrap();
+        assert_eq!((w.dims(), v.dims()), (&[2, 0][..], &[2, 0, 0][..]));
+        assert_eq!(
+            linalg::matrix_rank(&wide, None)
+                .unwrap()
+                .to_vec::<i64>()
+                .unwrap(),
+            vec![0, 0]
+        );
+        assert!(matches!(
+            linalg::cond(&empty, None),
+            Err(Error::LinAlg { op: "cond", .. })
+        ));
         let a = Tensor::ones([3, 4], DType::F32, &dev).unwrap();
         let b = Tensor::ones([3], DType::F32, &dev).unwrap();
         assert!(matches!(

@@ -1724,3 +1724,53 @@ async fn linear_algebra_in_the_browser() {
         "{err:?}"
     );
 }
+
+/// qr, svdvals and eigh in the browser against the wasm CPU's.
+#[wasm_bindgen_test]
+async fn factorizations_by_reflections_and_rotations_in_the_browser() {
+    use webtensor::linalg::{self, QrMode, Triangle};
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let (n, m) = (40, 12);
+    let data: Vec<f32> = (0..n * m)
+        .map(|k| ((k * 29 % 83) as f32 - 41.0) / 13.0)
+        .collect();
+    let on = |d: &Device| Tensor::from_slice(&data, [n, m], d).unwrap();
+    let close = |got: Vec<f32>, want: Vec<f32>, what: &str| {
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 2e-4 * w.abs().max(1.0),
+                "{what}: {g} against {w}"
+            );
+        }
+    };
+    let (_, r_gpu) = linalg::qr(&on(&dev), QrMode::Reduced).unwrap();
+    let (_, r_cpu) = linalg::qr(&on(&cpu), QrMode::Reduced).unwrap();
+    close(
+        r_gpu.to_vec_async::<f32>().await.unwrap(),
+        r_cpu.to_vec_async::<f32>().await.unwrap(),
+        "qr",
+    );
+    let s_gpu = linalg::svdvals(&on(&dev))
+        .unwrap()
+        .to_vec_async::<f32>()
+        .await
+        .unwrap();
+    let s_cpu = linalg::svdvals(&on(&cpu))
+        .unwrap()
+        .to_vec_async::<f32>()
+        .await
+        .unwrap();
+    close(s_gpu, s_cpu, "svdvals");
+    let sym = |d: &Device| {
+        let a = on(d);
+        a.transpose(0, 1).unwrap().matmul(&a).unwrap()
+    };
+    let w_gpu = linalg::eigvalsh(&sym(&dev), Triangle::Lower).unwrap();
+    let w_cpu = linalg::eigvalsh(&sym(&cpu), Triangle::Lower).unwrap();
+    close(
+        w_gpu.to_vec_async::<f32>().await.unwrap(),
+        w_cpu.to_vec_async::<f32>().await.unwrap(),
+        "eigvalsh",
+    );
+}

@@ -52,6 +52,8 @@
 //! | `np.bincount(x, minlength=5)`, `np.histogram(a, 10, (0, 1))` | `x.bincount(None, 5)?`, `a.histogram(10, Some((0.0, 1.0)), None, false)?` |
 //! | `scipy.special.gammaln(a)`, `psi(a)`, `erfinv(a)`, `erfc(a)`, `expit(a)`; `np.i0(a)` | `a.lgamma()?`, `a.digamma()?`, `a.erfinv()?`, `a.erfc()?`, `a.expit()?`; `a.i0()?` |
 //! | `np.linalg.solve(a, b)`, `inv(a)`, `det(a)`, `slogdet(a)`, `cholesky(a)` | `linalg::solve(&a, &b)?`, `linalg::inv(&a)?`, `linalg::det(&a)?`, `linalg::slogdet(&a)?`, `linalg::cholesky(&a, Triangle::Lower)?` |
+//! | `np.linalg.qr(a)`, `svd(a, full_matrices=False)`, `svdvals(a)`, `eigh(a)` | `linalg::qr(&a, QrMode::Reduced)?`, `linalg::svd(&a, false)?`, `linalg::svdvals(&a)?`, `linalg::eigh(&a, Triangle::Lower)?` |
+//! | `np.linalg.lstsq(a, b)`, `pinv(a)`, `matrix_rank(a)`, `norm(a, 2)`, `cond(a)` | `linalg::lstsq(&a, &b, None)?`, `linalg::pinv(&a, None)?`, `linalg::matrix_rank(&a, None)?`, `linalg::matrix_norm(&a, MatrixNorm::Two)?`, `linalg::cond(&a, None)?` |
 //! | `scipy.linalg.lu(a)`, `lu_factor(a)`, `solve_triangular(a, b, lower=True)` | `linalg::lu(&a)?`, `linalg::lu_factor(&a)?`, `linalg::solve_triangular(&a, &b, Triangle::Lower, Side::Left, false)?` |
 //! | `np.argwhere(a)`, `a[mask]`, `np.unique(a, return_counts=True)` | `a.argwhere()?`, `a.masked_select(&mask)?`, `a.unique_all()?` (values, indices, inverse, counts) |
 //!

@@ -41,6 +41,16 @@ fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, 
 /// Eigenvalues (rising, real) and eigenvectors (columns) of each shifted
 /// matrix's `[batch, ..]`.
 fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+    if a.dims()[a.rank() - 1] == 0 {
+        let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
+        let real = if a.dtype() == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        let values = Tensor::zeros([batch, 0], real, a.device())?;
+        return Ok((values, Tensor::zeros([batch, 0, 0], a.dtype(), a.device())?));
+    }
     let (b, c) = shifted(op, a, triangle)?;
     let (_, sigma, v) = jacobi(op, &b)?;
     // σ falls: reversed, σ - c rises.

@@ -2,12 +2,17 @@
 //! axes, on any view, in f32 and c64 on every device and f64 on the CPU.
 //!
 //! Factorizations are blocked as LAPACK's are: a step factors a panel of
-//! 64 columns (an LU panel, a Cholesky diagonal block) in
-//! one kernel, a workgroup a matrix on a GPU; a triangular solve of the
-//! block updates the rows beside it; the trailing matrix is updated by a
-//! product (`matmul`'s kernels) and an in-place subtraction through a
-//! view. A matrix of at most one block is one kernel; a batch of them is
-//! one dispatch.
+//! 64 columns (an LU panel, a Cholesky diagonal block, a Householder QR
+//! panel with its triangular factor) in one kernel, a workgroup a matrix
+//! on a GPU; a triangular solve of the block updates the rows beside it;
+//! the trailing matrix is updated by products (`matmul`'s kernels) and an
+//! in-place subtraction through a view. A matrix of at most one block is
+//! one kernel; a batch of them is one dispatch.
+//!
+//! Singular values and Hermitian eigenvalues come from one-sided Jacobi
+//! (`svd.rs`, `eigh.rs`): sweeps of rotations of column pairs, a
+//! workgroup a matrix, until the columns are orthogonal. Norms, ranks,
+//! pseudo-inverses and least squares build on it.
 //!
 //! Functions whose answer does not exist for some matrices (`solve` and
 //! `inv` of a singular matrix, `cholesky` of one that is not positive

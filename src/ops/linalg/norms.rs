@@ -99,6 +99,12 @@ fn real_dtype(a: &Tensor) -> DType {
 pub fn cond(a: &Tensor, ord: Option<MatrixNorm>) -> Result<Tensor> {
     const OP: &str = "cond";
     let [n, m] = matrix_dims(OP, a, false)?;
+    if n.min(m) == 0 {
+        return Err(crate::error::Error::LinAlg {
+            op: OP,
+            msg: format!("is not defined for empty matrices, got shape {}", a.shape()),
+        });
+    }
     let run = || -> Result<Tensor> {
         match ord {
             None | Some(MatrixNorm::Two) | Some(MatrixNorm::NegTwo) => {

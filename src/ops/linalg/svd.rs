@@ -131,6 +131,9 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> 
     let [n, m] = matrix_dims(OP, a, false)?;
     let batch = batch_shape(a);
     let run = || -> Result<(Tensor, Tensor, Tensor)> {
+        if n.min(m) == 0 {
+            return empty_svd(a, full_matrices);
+        }
         // Aᴴ = V S Uᴴ: a wide matrix is its adjoint's transposed answer.
         if n < m {
             let (u, s, vh) = tall_svd(&adjoint(a)?, full_matrices)?;
@@ -183,4 +186,28 @@ fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)>
         lead
     };
     Ok((u, sigma, adjoint(&v)?))
+}
+
+/// [`svd`] of empty matrices (`[.., n, m]` with `n` or `m` zero), batched
+/// as `[batch, ..]`: no singular values, and identities where a full `U`
+/// or `Vh` has columns.
+fn empty_svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let [n, m] = [a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]];
+    let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
+    let real = if a.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let eye = |size: usize, cols: usize| -> Result<Tensor> {
+        let eye = Tensor::eye(size, a.dtype(), a.device())?.narrow(1, 0, cols)?;
+        eye.broadcast_to([batch, size, cols])?.contiguous()
+    };
+    let (u_cols, v_rows) = if full_matrices { (n, m) } else { (0, 0) };
+    let vh = eye(m, v_rows)?;
+    Ok((
+        eye(n, u_cols)?,
+        Tensor::zeros([batch, 0], real, a.device())?,
+        mt(&vh)?.contiguous()?,
+    ))
 }
