@@ -13,6 +13,8 @@ pub(crate) trait Field:
     /// The storage's element type.
     type Raw: Element + Copy;
     const ONE: Self;
+    /// The smallest normal magnitude of the raw type (LAPACK's `sfmin`).
+    const MIN_NORMAL: f64;
     /// The value at raw position `p`.
     fn get(raw: &[Self::Raw], p: usize) -> Self;
     /// Writes the value at raw position `p`.
@@ -37,6 +39,7 @@ pub(crate) trait Field:
 impl Field for f32 {
     type Raw = f32;
     const ONE: Self = 1.0;
+    const MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;
     fn get(raw: &[f32], p: usize) -> Self {
         raw[p]
     }
@@ -73,6 +76,7 @@ impl Field for f32 {
 impl Field for f64 {
     type Raw = f64;
     const ONE: Self = 1.0;
+    const MIN_NORMAL: f64 = f64::MIN_POSITIVE;
     fn get(raw: &[f64], p: usize) -> Self {
         raw[p]
     }
@@ -109,6 +113,7 @@ impl Field for f64 {
 impl Field for Complex32 {
     type Raw = f32;
     const ONE: Self = Complex32::new(1.0, 0.0);
+    const MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;
     fn get(raw: &[f32], p: usize) -> Self {
         Complex32::new(raw[p], raw[p + 1])
     }

@@ -199,9 +199,15 @@ fn lu_panel<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], start: usize, width:
             if info[0] == 0 {
                 info[0] = (start + j + 1) as i32;
             }
+        } else if pivot.abs_sq().sqrt() >= F::MIN_NORMAL {
+            // As LAPACK's getf2: by the reciprocal, finite for a normal
+            // pivot (the CPU keeps a huge pivot's subnormal reciprocal).
+            let r = F::ONE.div(pivot);
+            for x in &mut p[col + j + 1..col + rows] {
+                *x = *x * r;
+            }
         } else {
-            // Divided, not multiplied by the reciprocal, which overflows
-            // for a tiny pivot.
+            // A subnormal pivot's reciprocal overflows: divided.
             for x in &mut p[col + j + 1..col + rows] {
                 *x = x.div(pivot);
             }
