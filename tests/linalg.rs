@@ -983,3 +983,85 @@ fn norms_cond_rank_pinv_and_lstsq_give_numpys_answers() {
         }
     }
 }
+
+#[test]
+fn non_finite_matrices_are_linalg_errors_for_svd_and_eigh() {
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::C64] {
+            // The second of three matrices holds NaN, as NumPy's SVD
+            // raises "did not converge"; infinity likewise for eigh.
+            let mut data = vec![
+                1.0f32,
+                2.0,
+                3.0,
+                4.0,
+                1.0,
+                f32::NAN,
+                0.0,
+                1.0,
+                2.0,
+                0.0,
+                0.0,
+                2.0,
+            ];
+            let a = Tensor::from_slice(&data, [3, 2, 2], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            for (op, e) in [
+                ("svd", linalg::svd(&a, false).map(drop).unwrap_err()),
+                ("svdvals", linalg::svdvals(&a).map(drop).unwrap_err()),
+            ] {
+                match e {
+                    Error::LinAlg { op: got, msg } => {
+                        assert_eq!(got, op);
+                        assert!(
+                            msg.contains("batch index 1") && msg.contains("NaN"),
+                            "{msg}"
+                        );
+                    }
+                    other => panic!("{op}: {other:?}"),
+                }
+            }
+            let (_, _, _, info) = linalg::svd_ex(&a, false).unwrap();
+            assert_eq!(
+                info.to_vec::<i32>().unwrap(),
+                vec![0, 1, 0],
+                "{dtype} on {dev:?}"
+            );
+            data[5] = 0.0;
+            data[6] = f32::INFINITY;
+            let h = Tensor::from_slice(&data, [3, 2, 2], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            for (op, e) in [
+                (
+                    "eigh",
+                    linalg::eigh(&h, Triangle::Lower).map(drop).unwrap_err(),
+                ),
+                (
+                    "eigvalsh",
+                    linalg::eigvalsh(&h, Triangle::Lower).map(drop).unwrap_err(),
+                ),
+            ] {
+                assert!(
+                    matches!(&e, Error::LinAlg { op: got, msg } if *got == op && msg.contains("batch index 1")),
+                    "{op}: {e:?}"
+                );
+            }
+            // The upper triangle alone is finite: no error.
+            assert!(
+                linalg::eigh(&h, Triangle::Upper).is_ok(),
+                "{dtype} on {dev:?}"
+            );
+            // What reads nothing back gives NaN.
+            let p = linalg::pinv(&a, None).unwrap();
+            let p = values(&p.narrow(0, 1, 1).unwrap());
+            assert!(
+                p.iter().all(|v| v.0.is_nan() || v.1.is_nan()),
+                "pinv {dtype} on {dev:?}"
+            );
+        }
+    }
+}

@@ -1751,23 +1751,21 @@ async fn factorizations_by_reflections_and_rotations_in_the_browser() {
         r_cpu.to_vec_async::<f32>().await.unwrap(),
         "qr",
     );
-    let s_gpu = linalg::svdvals(&on(&dev))
-        .unwrap()
-        .to_vec_async::<f32>()
-        .await
-        .unwrap();
-    let s_cpu = linalg::svdvals(&on(&cpu))
-        .unwrap()
-        .to_vec_async::<f32>()
-        .await
-        .unwrap();
+    let s_gpu = linalg::svdvals_async(&on(&dev)).await.unwrap();
+    let s_cpu = linalg::svdvals_async(&on(&cpu)).await.unwrap();
+    let s_gpu = s_gpu.to_vec_async::<f32>().await.unwrap();
+    let s_cpu = s_cpu.to_vec_async::<f32>().await.unwrap();
     close(s_gpu, s_cpu, "svdvals");
     let sym = |d: &Device| {
         let a = on(d);
         a.transpose(0, 1).unwrap().matmul(&a).unwrap()
     };
-    let w_gpu = linalg::eigvalsh(&sym(&dev), Triangle::Lower).unwrap();
-    let w_cpu = linalg::eigvalsh(&sym(&cpu), Triangle::Lower).unwrap();
+    let w_gpu = linalg::eigvalsh_async(&sym(&dev), Triangle::Lower)
+        .await
+        .unwrap();
+    let w_cpu = linalg::eigvalsh_async(&sym(&cpu), Triangle::Lower)
+        .await
+        .unwrap();
     close(
         w_gpu.to_vec_async::<f32>().await.unwrap(),
         w_cpu.to_vec_async::<f32>().await.unwrap(),

@@ -8,9 +8,9 @@
 //! LAPACK's `syevd` promises.
 
 use super::Triangle;
-use super::checks::{batch_shape, fresh_matrices, matrix_dims};
+use super::checks::{batch_shape, check_info, fresh_matrices, matrix_dims};
 use super::factor::unbatched;
-use super::svd::{adjoint, jacobi};
+use super::svd::{adjoint, jacobi, not_converged};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -38,9 +38,9 @@ fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, 
     Ok((full.add(&shift)?, c.squeeze_axis(-1)?))
 }
 
-/// Eigenvalues (rising, real) and eigenvectors (columns) of each shifted
-/// matrix's `[batch, ..]`.
-fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+/// Eigenvalues (rising, real), eigenvectors (columns) and the status
+/// (see `svd.rs`'s `jacobi`) of each matrix, `[batch, ..]`.
+fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 3]> {
     if a.dims()[a.rank() - 1] == 0 {
         let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
         let real = if a.dtype() == DType::F64 {
@@ -49,15 +49,19 @@ fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor
             DType::F32
         };
         let values = Tensor::zeros([batch, 0], real, a.device())?;
-        return Ok((values, Tensor::zeros([batch, 0, 0], a.dtype(), a.device())?));
+        let vectors = Tensor::zeros([batch, 0, 0], a.dtype(), a.device())?;
+        return Ok([
+            values,
+            vectors,
+            Tensor::zeros([batch], DType::I32, a.device())?,
+        ]);
     }
     let (b, c) = shifted(op, a, triangle)?;
-    let (_, sigma, v) = jacobi(op, &b)?;
+    let [_, sigma, v, status] = jacobi(op, &b)?;
     // σ falls: reversed, σ - c rises.
-
     let values = sigma.flip(&[1])?.sub(&c.unsqueeze(-1)?)?;
     let vectors = v.flip(&[2])?;
-    Ok((values, vectors))
+    Ok([values, vectors, status])
 }
 
 /// The eigenvalues (rising, real: f32 for c64) and eigenvectors (the
@@ -80,19 +84,39 @@ fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor
 /// # Ok::<(), webtensor::Error>(())
 /// ```
 ///
+/// Blocks until the status is read back: a matrix holding NaN or
+/// infinity is `Error::LinAlg` naming its batch index, as NumPy raises
+/// `LinAlgError`; see [`eigh_async`].
+///
 /// # Errors
-/// `Error::Shape` naming `eigh` for fewer than 2 axes or matrices that
-/// are not square; `Error::DType` for a dtype other than f32, f64 (CPU)
-/// or c64.
+/// `Error::LinAlg` naming `eigh` and the batch index of a matrix with NaN
+/// or infinity in the triangle read; `Error::Shape` for fewer than 2 axes
+/// or matrices that are not square; `Error::DType` for a dtype other than
+/// f32, f64 (CPU) or c64.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn eigh(a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+    pollster::block_on(eigh_async(a, triangle))
+}
+
+/// [`eigh`] on every target (the only form in a browser).
+///
+/// # Errors
+/// As [`eigh`], and readback errors.
+pub async fn eigh_async(a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
     const OP: &str = "eigh";
     matrix_dims(OP, a, true)?;
     let batch = batch_shape(a);
-    let run = || -> Result<(Tensor, Tensor)> {
-        let (w, v) = decompose(OP, a, triangle)?;
-        Ok((unbatched(&w, &batch)?, unbatched(&v, &batch)?))
+    let run = || -> Result<[Tensor; 3]> {
+        let [w, v, status] = decompose(OP, a, triangle)?;
+        Ok([
+            unbatched(&w, &batch)?,
+            unbatched(&v, &batch)?,
+            unbatched(&status, &batch)?,
+        ])
     };
-    run().map_err(|e| e.named(OP))
+    let [w, v, status] = run().map_err(|e| e.named(OP))?;
+    check_info(OP, &status, status.shape(), not_converged).await?;
+    Ok((w, v))
 }
 
 /// The eigenvalues of each Hermitian matrix of `a`, rising, as NumPy's
@@ -100,10 +124,24 @@ pub fn eigh(a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
 ///
 /// # Errors
 /// As [`eigh`], naming `eigvalsh`.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn eigvalsh(a: &Tensor, triangle: Triangle) -> Result<Tensor> {
+    pollster::block_on(eigvalsh_async(a, triangle))
+}
+
+/// [`eigvalsh`] on every target (the only form in a browser).
+///
+/// # Errors
+/// As [`eigvalsh`], and readback errors.
+pub async fn eigvalsh_async(a: &Tensor, triangle: Triangle) -> Result<Tensor> {
     const OP: &str = "eigvalsh";
     matrix_dims(OP, a, true)?;
     let batch = batch_shape(a);
-    let run = || unbatched(&decompose(OP, a, triangle)?.0, &batch);
-    run().map_err(|e| e.named(OP))
+    let run = || -> Result<[Tensor; 2]> {
+        let [w, _, status] = decompose(OP, a, triangle)?;
+        Ok([unbatched(&w, &batch)?, unbatched(&status, &batch)?])
+    };
+    let [w, status] = run().map_err(|e| e.named(OP))?;
+    check_info(OP, &status, status.shape(), not_converged).await?;
+    Ok(w)
 }

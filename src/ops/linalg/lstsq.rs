@@ -3,7 +3,7 @@
 
 use super::checks::matrix_dims;
 use super::norms::{eps_of, inverted};
-use super::svd::{adjoint, svd};
+use super::svd::{adjoint, svd_ex};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -30,7 +30,8 @@ pub struct Lstsq {
 /// those minimising `‖b - a·x‖`, through the singular value
 /// decomposition, singular values at or below `rcond` times the largest
 /// taken as zero (by default `max(m, n)` times the dtype's `ε`, NumPy's
-/// `rcond=None`).
+/// `rcond=None`). Nothing is read back: a matrix holding NaN or infinity
+/// gives NaN, where NumPy raises `LinAlgError`.
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};
@@ -64,7 +65,7 @@ pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
                 format!("b {} must have the {m} rows of a {}", b.shape(), a.shape()),
             ));
         }
-        let (u, s, vh) = svd(&a, false)?;
+        let (u, s, vh, _) = svd_ex(&a, false)?;
         let rtol = rcond.unwrap_or(m.max(n) as f64 * eps_of(&a));
         let s_inv = inverted(&s, rtol)?;
         // x = V · diag(1/σ) · Uᴴ · b.

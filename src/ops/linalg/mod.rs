@@ -33,7 +33,9 @@ mod solve;
 mod svd;
 
 pub use det::{det, slogdet};
+#[cfg(not(target_arch = "wasm32"))]
 pub use eigh::{eigh, eigvalsh};
+pub use eigh::{eigh_async, eigvalsh_async};
 #[cfg(not(target_arch = "wasm32"))]
 pub use factor::cholesky;
 pub use factor::{cholesky_async, cholesky_ex, lu, lu_factor, lu_factor_ex};
@@ -43,7 +45,9 @@ pub use qr::{QrMode, qr};
 #[cfg(not(target_arch = "wasm32"))]
 pub use solve::{inv, solve};
 pub use solve::{inv_async, inv_ex, solve_async, solve_ex, solve_triangular};
+#[cfg(not(target_arch = "wasm32"))]
 pub use svd::{svd, svdvals};
+pub use svd::{svd_async, svd_ex, svdvals_async};
 
 use crate::backend::LINALG_BLOCK;
 

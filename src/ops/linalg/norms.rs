@@ -4,7 +4,7 @@
 
 use super::checks::{batch_shape, matrix_dims};
 use super::solve::inv_ex;
-use super::svd::{adjoint, svd, svdvals};
+use super::svd::{adjoint, svd_ex, svdvals_ex};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -42,7 +42,10 @@ pub(super) fn eps_of(a: &Tensor) -> f64 {
 /// The norm `ord` of each matrix of `a` (`[.., n, m]`), as NumPy's
 /// `linalg.norm(a, ord)` of matrices (PyTorch's `linalg.matrix_norm`):
 /// real (f32 for c64), `[..]`. The spectral and nuclear norms take the
-/// singular values ([`svdvals`]).
+/// singular values ([`svdvals`](super::svdvals)). Like the rest of this
+/// file's functions, it reads nothing back: a matrix holding NaN or
+/// infinity gives NaN (where NumPy's SVD raises `LinAlgError`; `svdvals`
+/// and `svd` say so as `Error::LinAlg`).
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg, linalg::MatrixNorm};
@@ -62,12 +65,15 @@ pub fn matrix_norm(a: &Tensor, ord: MatrixNorm) -> Result<Tensor> {
         let sums = |axis: isize| a.abs()?.sum(axis);
         match ord {
             MatrixNorm::Frobenius => a.abs()?.square()?.sum([-2isize, -1].as_slice())?.sqrt(),
-            MatrixNorm::Nuclear => svdvals(a)?.sum(-1),
+            MatrixNorm::Nuclear => svdvals_ex(a)?.0.sum(-1),
             MatrixNorm::Two | MatrixNorm::NegTwo if n.min(m) == 0 => {
                 Tensor::zeros(batch_shape(a), real_dtype(a), a.device())
             }
-            MatrixNorm::Two => svdvals(a)?.narrow(-1, 0, 1)?.squeeze_axis(-1),
-            MatrixNorm::NegTwo => svdvals(a)?.narrow(-1, n.min(m) - 1, 1)?.squeeze_axis(-1),
+            MatrixNorm::Two => svdvals_ex(a)?.0.narrow(-1, 0, 1)?.squeeze_axis(-1),
+            MatrixNorm::NegTwo => svdvals_ex(a)?
+                .0
+                .narrow(-1, n.min(m) - 1, 1)?
+                .squeeze_axis(-1),
             MatrixNorm::One => sums(-2)?.max(-1),
             MatrixNorm::NegOne => sums(-2)?.min(-1),
             MatrixNorm::Inf => sums(-1)?.max(-1),
@@ -108,7 +114,7 @@ pub fn cond(a: &Tensor, ord: Option<MatrixNorm>) -> Result<Tensor> {
     let run = || -> Result<Tensor> {
         match ord {
             None | Some(MatrixNorm::Two) | Some(MatrixNorm::NegTwo) => {
-                let s = svdvals(a)?;
+                let s = svdvals_ex(a)?.0;
                 let k = n.min(m);
                 let (big, small) = (s.narrow(-1, 0, 1)?, s.narrow(-1, k.max(1) - 1, 1)?);
                 let ratio = if ord == Some(MatrixNorm::NegTwo) {
@@ -152,7 +158,7 @@ pub fn matrix_rank(a: &Tensor, tol: Option<f64>) -> Result<Tensor> {
     const OP: &str = "matrix_rank";
     let [n, m] = matrix_dims(OP, a, false)?;
     let run = || -> Result<Tensor> {
-        let s = svdvals(a)?;
+        let s = svdvals_ex(a)?.0;
         let above = match tol {
             Some(tol) => s.gt_scalar(tol)?,
             None if n.min(m) == 0 => s.gt_scalar(0.0)?,
@@ -181,7 +187,7 @@ pub fn pinv(a: &Tensor, rtol: Option<f64>) -> Result<Tensor> {
     const OP: &str = "pinv";
     let [n, m] = matrix_dims(OP, a, false)?;
     let run = || -> Result<Tensor> {
-        let (u, s, vh) = svd(a, false)?;
+        let (u, s, vh, _) = svd_ex(a, false)?;
         let s_inv = inverted(&s, rtol.unwrap_or(n.max(m) as f64 * eps_of(a)))?;
         adjoint(&vh)?
             .mul(&s_inv.unsqueeze(-2)?)?

@@ -3,7 +3,7 @@
 //! are orthogonal, a workgroup a matrix on a GPU; then the singular
 //! values are the columns' norms, sorted.
 
-use super::checks::{batch_shape, fresh_matrices, matrix_dims, mt};
+use super::checks::{batch_shape, check_info, fresh_matrices, matrix_dims, mt};
 use super::factor::unbatched;
 use super::qr::{QrMode, qr};
 use crate::backend::JacobiCall;
@@ -29,8 +29,10 @@ pub(super) fn adjoint(t: &Tensor) -> Result<Tensor> {
 /// Orthogonalizes the columns of `a` (`[.., n, m]`, `n >= m`): `W`
 /// (`[batch, n, m]`, columns `u_j σ_j`, sorted by falling norm), the
 /// norms `σ` (`[batch, m]`, real) and `V` (`[batch, m, m]`), so that
-/// `A = W · Vᴴ`.
-pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+/// `A = W · Vᴴ`; and the i32 status of each matrix (`[batch]`): 1 where
+/// the sweeps ran out or a singular value is not finite (NaN or infinity
+/// in the matrix), else 0.
+pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 4]> {
     let w = fresh_matrices(op, a)?;
     let &[batch, _, m] = w.dims() else {
         unreachable!("fresh matrices are [batch, n, m]")
@@ -53,6 +55,9 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Te
         sweeps: SWEEPS,
     })?;
     let sigma = w.abs()?.square()?.sum(-2)?.sqrt()?;
+    let unfinished = aux.squeeze_axis(-1)?.ne_scalar(2)?;
+    let infinite = sigma.isfinite()?.logical_not()?.any(-1)?;
+    let status = unfinished.logical_or(&infinite)?.to_dtype(DType::I32)?;
     // Falling singular values: the columns of W and V follow.
     let order = sigma.argsort(-1, SortOrder::Descending)?;
     let sigma = sigma.gather(&order, -1)?;
@@ -61,7 +66,7 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Te
         let index = order.unsqueeze(1)?.broadcast_to([batch, rows, m])?;
         gather_columns(t, &index)
     };
-    Ok((pick(&w)?, sigma, pick(&v)?))
+    Ok([pick(&w)?, sigma, pick(&v)?, status])
 }
 
 /// `t`'s columns picked by `index` (i32, `t`'s shape): a fresh tensor.
@@ -75,9 +80,29 @@ fn gather_columns(t: &Tensor, index: &Tensor) -> Result<Tensor> {
     Ok(t.pairs().gather(&pairs, -2)?.complex_of_pairs())
 }
 
+/// Why a Jacobi decomposition has no answer.
+pub(super) fn not_converged(_: usize) -> String {
+    String::from("did not converge (it holds NaN or infinity)")
+}
+
+/// [`svdvals`] and the status of each matrix (see [`jacobi`]), nothing
+/// read back.
+pub(super) fn svdvals_ex(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "svdvals";
+    let [n, m] = matrix_dims(OP, a, false)?;
+    let batch = batch_shape(a);
+    let run = || -> Result<(Tensor, Tensor)> {
+        let tall = if n >= m { a.clone() } else { adjoint(a)? };
+        let [_, sigma, _, status] = jacobi(OP, &tall)?;
+        Ok((unbatched(&sigma, &batch)?, unbatched(&status, &batch)?))
+    };
+    run().map_err(|e| e.named(OP))
+}
+
 /// The singular values of each matrix of `a` (`[.., n, m]`), falling, as
 /// NumPy's `linalg.svdvals` (`svd(a, compute_uv=False)`): `[.., min(n,
-/// m)]`, real (f32 for c64 matrices).
+/// m)]`, real (f32 for c64 matrices). Blocks until the status is read
+/// back (see [`svd`]).
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};
@@ -88,15 +113,20 @@ fn gather_columns(t: &Tensor, index: &Tensor) -> Result<Tensor> {
 /// ```
 ///
 /// # Errors
-/// `Error::Shape` naming `svdvals` for fewer than 2 axes; `Error::DType`
-/// for a dtype other than f32, f64 (CPU) or c64.
+/// As [`svd`], naming `svdvals`.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn svdvals(a: &Tensor) -> Result<Tensor> {
-    const OP: &str = "svdvals";
-    let [n, m] = matrix_dims(OP, a, false)?;
-    let batch = batch_shape(a);
-    let tall = if n >= m { a.clone() } else { adjoint(a)? };
-    let (_, sigma, _) = jacobi(OP, &tall).map_err(|e| e.named(OP))?;
-    unbatched(&sigma, &batch)
+    pollster::block_on(svdvals_async(a))
+}
+
+/// [`svdvals`] on every target (the only form in a browser).
+///
+/// # Errors
+/// As [`svdvals`], and readback errors.
+pub async fn svdvals_async(a: &Tensor) -> Result<Tensor> {
+    let (s, info) = svdvals_ex(a)?;
+    check_info("svdvals", &info, info.shape(), not_converged).await?;
+    Ok(s)
 }
 
 /// The singular value decomposition `A = U · diag(S) · Vh` of each matrix
@@ -123,36 +153,64 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
 /// # Ok::<(), webtensor::Error>(())
 /// ```
 ///
+/// Blocks until the status is read back: a matrix holding NaN or
+/// infinity is `Error::LinAlg` naming its batch index, as NumPy raises
+/// `LinAlgError` ("SVD did not converge"); see [`svd_async`] and
+/// [`svd_ex`].
+///
 /// # Errors
-/// `Error::Shape` naming `svd` for fewer than 2 axes; `Error::DType` for a
-/// dtype other than f32, f64 (CPU) or c64.
+/// `Error::LinAlg` naming `svd` and the batch index of a matrix with
+/// NaN or infinity; `Error::Shape` for fewer than 2 axes; `Error::DType`
+/// for a dtype other than f32, f64 (CPU) or c64.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    pollster::block_on(svd_async(a, full_matrices))
+}
+
+/// [`svd`] on every target (the only form in a browser).
+///
+/// # Errors
+/// As [`svd`], and readback errors.
+pub async fn svd_async(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let (u, s, vh, info) = svd_ex(a, full_matrices)?;
+    check_info("svd", &info, info.shape(), not_converged).await?;
+    Ok((u, s, vh))
+}
+
+/// [`svd`] without reading anything back: the factors and the i32 status
+/// of each matrix (`[..]`): 1 where it holds NaN or infinity (its factors
+/// are then NaN) or, far rarer, the Jacobi sweeps ran out, else 0.
+///
+/// # Errors
+/// As [`svd`], but no `Error::LinAlg`.
+pub fn svd_ex(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     const OP: &str = "svd";
     let [n, m] = matrix_dims(OP, a, false)?;
     let batch = batch_shape(a);
-    let run = || -> Result<(Tensor, Tensor, Tensor)> {
+    let run = || -> Result<[Tensor; 4]> {
         if n.min(m) == 0 {
             return empty_svd(a, full_matrices);
         }
         // Aᴴ = V S Uᴴ: a wide matrix is its adjoint's transposed answer.
         if n < m {
-            let (u, s, vh) = tall_svd(&adjoint(a)?, full_matrices)?;
-            return Ok((adjoint(&vh)?, s, adjoint(&u)?));
+            let [u, s, vh, status] = tall_svd(&adjoint(a)?, full_matrices)?;
+            return Ok([adjoint(&vh)?, s, adjoint(&u)?, status]);
         }
         tall_svd(a, full_matrices)
     };
-    let (u, s, vh) = run().map_err(|e| e.named(OP))?;
+    let [u, s, vh, status] = run().map_err(|e| e.named(OP))?;
     Ok((
         unbatched(&u, &batch)?,
         unbatched(&s, &batch)?,
         unbatched(&vh, &batch)?,
+        unbatched(&status, &batch)?,
     ))
 }
 
 /// [`svd`] of matrices with at least as many rows as columns, batched
 /// as `[batch, ..]`.
-fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    let (w, sigma, v) = jacobi("svd", a)?;
+fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
+    let [w, sigma, v, status] = jacobi("svd", a)?;
     let (n, m) = (w.dims()[1], w.dims()[2]);
     let real = if a.dtype() == DType::F64 {
         DType::F64
@@ -185,13 +243,13 @@ fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)>
     } else {
         lead
     };
-    Ok((u, sigma, adjoint(&v)?))
+    Ok([u, sigma, adjoint(&v)?, status])
 }
 
 /// [`svd`] of empty matrices (`[.., n, m]` with `n` or `m` zero), batched
 /// as `[batch, ..]`: no singular values, and identities where a full `U`
 /// or `Vh` has columns.
-fn empty_svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+fn empty_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
     let [n, m] = [a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]];
     let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
     let real = if a.dtype() == DType::F64 {
@@ -205,9 +263,10 @@ fn empty_svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)
     };
     let (u_cols, v_rows) = if full_matrices { (n, m) } else { (0, 0) };
     let vh = eye(m, v_rows)?;
-    Ok((
+    Ok([
         eye(n, u_cols)?,
         Tensor::zeros([batch, 0], real, a.device())?,
         mt(&vh)?.contiguous()?,
-    ))
+        Tensor::zeros([batch], DType::I32, a.device())?,
+    ])
 }
