@@ -22,7 +22,8 @@
 // the panel's later columns get the rank-1 update. Cholesky (potf2): for
 // each column of the diagonal block, the real diagonal's square root
 // (a diagonal that is not positive, or NaN, sets the info and ends the
-// step), the column below scaled, the block's lower triangle updated.
+// step), the column below scaled, the row right of the diagonal zeroed
+// (to the matrix's last column), the block's lower triangle updated.
 // storageBarrier orders each phase's writes before the next one's reads.
 {{PRELUDE}}
 {{FIELD}}
@@ -146,6 +147,11 @@ fn cholesky_step(b: u32, t: u32, info_at: u32) {
         for (var i = j + 1u + t; i < end; i += {{WG}}u) {
             let q = at(b, i, j);
             store_a(q, scale_v(load_a(q), r));
+        }
+        // Row j right of the diagonal is the factor's zero: nothing later
+        // reads or writes it (the trailing updates start below the block).
+        for (var c = j + 1u + t; c < params.m; c += {{WG}}u) {
+            store_a(at(b, j, c), zero_v());
         }
         storageBarrier();
         let size = end - j - 1u;

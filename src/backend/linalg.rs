@@ -44,8 +44,9 @@ pub(crate) enum Factor {
 /// (for a zero pivot too, as LAPACK's, so NaN below it spreads). Cholesky factors the lower triangle of the diagonal
 /// block `[start, start + width)²` (its earlier columns already
 /// subtracted), reading only that triangle and the real part of its
-/// diagonal, and stops at a failing column; it does nothing where the
-/// info is already set.
+/// diagonal, and zeroes the block's rows right of the diagonal (to the
+/// last column: the factor's upper triangle); it stops at a failing
+/// column and does nothing where the info is already set.
 pub(crate) struct FactorCall<'a> {
     pub a: TensorRef<'a>,
     pub aux: TensorRef<'a>,

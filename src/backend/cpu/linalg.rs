@@ -151,6 +151,15 @@ fn factor_in<F: Field>(call: &FactorCall) -> Result<()> {
         .ok_or_else(|| Error::internal(OP, "aux"))?;
     for (b, job) in jobs.iter().enumerate() {
         a.scatter(raw, b, [start, start], &job.block, rows);
+        if factor == Factor::Cholesky {
+            // The factor's zeros right of the block's diagonal, to the
+            // last column (nothing later touches these rows' upper parts).
+            for r in start..start + width {
+                for c in r + 1..m {
+                    F::from_re(0.0).put(raw, a.at(b, r, c));
+                }
+            }
+        }
         aux[aux_at(b)..aux_at(b) + aux_len].copy_from_slice(&job.aux);
         for &(r, p) in &job.swaps {
             for j in (0..start).chain(start + width..m) {

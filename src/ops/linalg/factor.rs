@@ -69,8 +69,9 @@ pub(super) fn lu_in_place(a: &Tensor) -> Result<Tensor> {
 }
 
 /// Cholesky-factors the lower triangle of `a` (`[batch, n, n]`, fresh)
-/// in place, as LAPACK's `potrf`, zeroing the upper one; returns the i32
-/// info, `[batch]`.
+/// in place, as LAPACK's `potrf`, the factor steps zeroing the upper one
+/// (past a failed column, left as it was); returns the i32 info,
+/// `[batch]`.
 pub(super) fn cholesky_in_place(a: &Tensor) -> Result<Tensor> {
     let &[batch, n, _] = a.dims() else {
         unreachable!("fresh matrices are [batch, n, n]")
@@ -94,7 +95,6 @@ pub(super) fn cholesky_in_place(a: &Tensor) -> Result<Tensor> {
         }
         s = e;
     }
-    in_parts(a, |p| p.tril_(0))?;
     aux.reshape([batch])
 }
 

@@ -262,7 +262,7 @@ pub(crate) fn factor(out: &GpuStorage, call: &FactorCall) -> Result<()> {
     let per = |x: usize| x.div_ceil(threads as usize);
     // Iterations one column costs an invocation: its loops and tree.
     let column = if cholesky {
-        per(call.width) + per(call.width * call.width) + 2
+        per(call.width) + per(m) + per(call.width * call.width) + 2
     } else {
         let rows = n - call.start;
         3 * per(rows) + per(m) + per(rows * call.width) + 10
