@@ -66,6 +66,21 @@ impl Matrices {
         (self.offset + b as isize * s[0] + i as isize * s[1] + j as isize * s[2]) as usize
     }
 
+    /// Appends the block `rows x cols` from `at` of matrix `b` to `out`,
+    /// column-major.
+    pub(super) fn gather_into<F: Field>(
+        &self,
+        raw: &[F::Raw],
+        b: usize,
+        at: [usize; 2],
+        [rows, cols]: [usize; 2],
+        out: &mut Vec<F>,
+    ) {
+        for j in 0..cols {
+            out.extend((0..rows).map(|i| F::get(raw, self.at(b, at[0] + i, at[1] + j))));
+        }
+    }
+
     /// The block `rows x cols` from `(i0, j0)` of matrix `b`, column-major.
     pub(super) fn gather<F: Field>(
         &self,
@@ -96,95 +111,116 @@ impl Matrices {
     }
 }
 
-/// One matrix's share of a step: its block, its aux row, and the row
-/// swaps an LU panel made (applied to the columns outside the panel).
-struct Job<F> {
-    block: Vec<F>,
-    aux: Vec<i32>,
-    swaps: Vec<(usize, usize)>,
+/// Matrices a piece of the op's threads takes: enough for a few
+/// thousand elements of blocks.
+fn matrices_per_piece(block: usize) -> usize {
+    (4096 / block.max(1)).max(1)
 }
 
 fn factor_in<F: Field>(call: &FactorCall) -> Result<()> {
     const OP: &str = "linalg";
     let a = Matrices::of(&call.a.layout, call.complex)?;
     let [batch, n, m] = a.dims;
-    let (start, width) = (call.start, call.width);
+    let (start, width, factor) = (call.start, call.width, call.factor);
     // LU works on the panel below the diagonal, Cholesky on the block.
-    let rows = match call.factor {
+    let rows = match factor {
         Factor::Lu => n - start,
         Factor::Cholesky => width,
     };
+    let size = (rows * width).max(1);
     let aux_len = call.aux.layout.dims()[1];
     let aux_at = |b: usize| call.aux.layout.offset() + b * call.aux.layout.strides()[0] as usize;
-    let mut jobs: Vec<Job<F>> = {
+    // Every matrix's block and aux row, in two flat scratches.
+    let (mut blocks, mut auxes) = {
         let data = host_data(OP, &call.a)?;
-        let raw = data
-            .as_slice::<F::Raw>()
-            .ok_or_else(|| Error::internal(OP, "dtype"))?;
+        let raw = (data.as_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?;
         let aux = host_data(OP, &call.aux)?;
-        let aux = aux
-            .as_slice::<i32>()
-            .ok_or_else(|| Error::internal(OP, "aux"))?;
-        (0..batch)
-            .map(|b| Job {
-                block: a.gather(raw, b, [start, start], [rows, width]),
-                aux: aux[aux_at(b)..aux_at(b) + aux_len].to_vec(),
-                swaps: Vec::new(),
-            })
-            .collect()
-    };
-    let factor = call.factor;
-    for_each_piece_mut(&mut jobs, 1, |(_, job)| {
-        let job = &mut job[0];
-        match factor {
-            Factor::Lu => lu_panel(job, [n, m], start, width),
-            Factor::Cholesky => cholesky_block(job, start, width),
+        let aux = (aux.as_slice::<i32>()).ok_or_else(|| Error::internal(OP, "aux"))?;
+        let mut blocks = Vec::with_capacity(batch * size);
+        let mut auxes = Vec::with_capacity(batch * aux_len);
+        for b in 0..batch {
+            a.gather_into(raw, b, [start, start], [rows, width], &mut blocks);
+            blocks.resize((b + 1) * size, F::from_re(0.0));
+            auxes.extend_from_slice(&aux[aux_at(b)..aux_at(b) + aux_len]);
         }
-    });
-    let mut data = call.a.storage.host(OP)?.write();
-    let raw = data
-        .as_mut_slice::<F::Raw>()
-        .ok_or_else(|| Error::internal(OP, "dtype"))?;
-    let mut aux = call.aux.storage.host(OP)?.write();
-    let aux = aux
-        .as_mut_slice::<i32>()
-        .ok_or_else(|| Error::internal(OP, "aux"))?;
-    for (b, job) in jobs.iter().enumerate() {
-        a.scatter(raw, b, [start, start], &job.block, rows);
-        if factor == Factor::Cholesky {
-            // The factor's zeros right of the block's diagonal, to the
-            // last column (nothing later touches these rows' upper parts).
-            for r in start..start + width {
-                for c in r + 1..m {
-                    F::from_re(0.0).put(raw, a.at(b, r, c));
+        (blocks, auxes)
+    };
+    {
+        let mut pairs: Vec<(&mut [F], &mut [i32])> = blocks
+            .chunks_mut(size)
+            .zip(auxes.chunks_mut(aux_len.max(1)))
+            .collect();
+        for_each_piece_mut(&mut pairs, matrices_per_piece(size), |(_, group)| {
+            for (block, aux) in group.iter_mut() {
+                match factor {
+                    Factor::Lu => lu_panel(block, aux, [n, m], start, width),
+                    Factor::Cholesky => cholesky_block(block, &mut aux[0], start, width),
                 }
             }
-        }
-        aux[aux_at(b)..aux_at(b) + aux_len].copy_from_slice(&job.aux);
-        for &(r, p) in &job.swaps {
-            for j in (0..start).chain(start + width..m) {
-                let (x, y) = (a.at(b, r, j), a.at(b, p, j));
-                let (u, v) = (F::get(raw, x), F::get(raw, y));
-                v.put(raw, x);
-                u.put(raw, y);
+        });
+    }
+    let mut data = call.a.storage.host(OP)?.write();
+    let raw = (data.as_mut_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?;
+    let mut aux = call.aux.storage.host(OP)?.write();
+    let aux = (aux.as_mut_slice::<i32>()).ok_or_else(|| Error::internal(OP, "aux"))?;
+    for b in 0..batch {
+        a.scatter(
+            raw,
+            b,
+            [start, start],
+            &blocks[b * size..b * size + rows * width],
+            rows,
+        );
+        let row = &auxes[b * aux_len..(b + 1) * aux_len];
+        aux[aux_at(b)..aux_at(b) + aux_len].copy_from_slice(row);
+        match factor {
+            // The panel's swaps, in order, on the columns outside it.
+            Factor::Lu => {
+                for (r, &p) in row.iter().enumerate().take(start + width).skip(start) {
+                    let p = p as usize;
+                    if p == r {
+                        continue;
+                    }
+                    for j in (0..start).chain(start + width..m) {
+                        let (x, y) = (a.at(b, r, j), a.at(b, p, j));
+                        let (u, v) = (F::get(raw, x), F::get(raw, y));
+                        v.put(raw, x);
+                        u.put(raw, y);
+                    }
+                }
+            }
+            // The factor's zeros right of the block's diagonal, to the
+            // last column (nothing later touches these rows' upper parts).
+            Factor::Cholesky => {
+                for r in start..start + width {
+                    for c in r + 1..m {
+                        F::from_re(0.0).put(raw, a.at(b, r, c));
+                    }
+                }
             }
         }
     }
     Ok(())
 }
 
-/// LAPACK's `getf2` on the panel `job.block` (rows `start..n`, `width`
-/// columns, column-major), with its swaps noted for the other columns.
-fn lu_panel<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], start: usize, width: usize) {
+/// LAPACK's `getf2` on the panel `p` (rows `start..n`, `width` columns,
+/// column-major) and the matrix's aux row; the swaps, noted as pivots,
+/// reach the other columns when the panel is written back.
+fn lu_panel<F: Field>(
+    p: &mut [F],
+    aux: &mut [i32],
+    [n, m]: [usize; 2],
+    start: usize,
+    width: usize,
+) {
     let (k, rows) = (n.min(m), n - start);
-    let (pivots, rest) = job.aux.split_at_mut(k);
+    let (pivots, rest) = aux.split_at_mut(k);
     let (perm, info) = rest.split_at_mut(n);
     if start == 0 {
         for (i, p) in perm.iter_mut().enumerate() {
             *p = i as i32;
         }
     }
-    let p = &mut job.block;
     for j in 0..width {
         let col = j * rows;
         // The first of the largest (a NaN is never larger).
@@ -200,7 +236,6 @@ fn lu_panel<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], start: usize, width:
                 p.swap(c * rows + j, c * rows + best);
             }
             perm.swap(start + j, start + best);
-            job.swaps.push((start + j, start + best));
         }
         pivots[start + j] = (start + best) as i32;
         let pivot = p[col + j];
@@ -232,10 +267,9 @@ fn lu_panel<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], start: usize, width:
     }
 }
 
-/// LAPACK's `potf2` on the lower triangle of the diagonal block
-/// `job.block` (`width` square, column-major).
-fn cholesky_block<F: Field>(job: &mut Job<F>, start: usize, w: usize) {
-    let (info, b) = (&mut job.aux[0], &mut job.block);
+/// LAPACK's `potf2` on the lower triangle of the diagonal block `b`
+/// (`w` square, column-major).
+fn cholesky_block<F: Field>(b: &mut [F], info: &mut i32, start: usize, w: usize) {
     if *info != 0 {
         return;
     }
@@ -269,39 +303,49 @@ fn triangular_in<F: Field>(call: &TriangularCall) -> Result<()> {
         Matrices::of(&call.b.layout, call.complex)?,
     );
     let [batch, w, r] = b.dims;
-    let read = |tr: &TensorRef, m: &Matrices, size: [usize; 2]| -> Result<Vec<Vec<F>>> {
+    if batch * w * r == 0 {
+        return Ok(());
+    }
+    // Every matrix's triangle and right-hand sides, in flat scratches.
+    let read = |tr: &TensorRef, m: &Matrices, size: [usize; 2]| -> Result<Vec<F>> {
         let data = host_data(OP, tr)?;
-        let raw = data
-            .as_slice::<F::Raw>()
-            .ok_or_else(|| Error::internal(OP, "dtype"))?;
-        Ok((0..batch).map(|k| m.gather(raw, k, [0, 0], size)).collect())
+        let raw = (data.as_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?;
+        let mut out = Vec::with_capacity(batch * size[0] * size[1]);
+        for k in 0..batch {
+            m.gather_into(raw, k, [0, 0], size, &mut out);
+        }
+        Ok(out)
     };
     let tri = read(&call.t, &t, [w, w])?;
     let mut rhs = read(&call.b, &b, [w, r])?;
     let (lower, unit, conj) = (call.lower, call.unit, call.conj);
-    for_each_piece_mut(&mut rhs, 1, |(k, x)| {
-        let (tri, x) = (&tri[k], &mut x[0]);
-        let at = |i: usize, j: usize| {
-            let v = tri[j * w + i];
-            if conj { v.conj() } else { v }
-        };
-        for col in x.chunks_mut(w.max(1)) {
-            for step in 0..w {
-                let j = if lower { step } else { w - 1 - step };
-                let mut s = col[j];
-                let known = if lower { 0..j } else { j + 1..w };
-                for q in known {
-                    s = s - at(j, q) * col[q];
+    {
+        let mut systems: Vec<&mut [F]> = rhs.chunks_mut(w * r).collect();
+        let per = matrices_per_piece(w * (w + r));
+        for_each_piece_mut(&mut systems, per, |(piece, group)| {
+            for (i, x) in group.iter_mut().enumerate() {
+                let tri = &tri[(piece * per + i) * w * w..][..w * w];
+                let at = |i: usize, j: usize| {
+                    let v = tri[j * w + i];
+                    if conj { v.conj() } else { v }
+                };
+                for col in x.chunks_mut(w) {
+                    for step in 0..w {
+                        let j = if lower { step } else { w - 1 - step };
+                        let mut s = col[j];
+                        let known = if lower { 0..j } else { j + 1..w };
+                        for q in known {
+                            s = s - at(j, q) * col[q];
+                        }
+                        col[j] = if unit { s } else { s.div(at(j, j)) };
+                    }
                 }
-                col[j] = if unit { s } else { s.div(at(j, j)) };
             }
-        }
-    });
+        });
+    }
     let mut data = call.b.storage.host(OP)?.write();
-    let raw = data
-        .as_mut_slice::<F::Raw>()
-        .ok_or_else(|| Error::internal(OP, "dtype"))?;
-    for (k, x) in rhs.iter().enumerate() {
+    let raw = (data.as_mut_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?;
+    for (k, x) in rhs.chunks(w * r).enumerate() {
         b.scatter(raw, k, [0, 0], x, w);
     }
     Ok(())
