@@ -50,12 +50,15 @@ fn rotate(b: u32, p: u32, q: u32, flag_at: u32) {
         beta += abs_sq(y);
         gamma = add_v(gamma, mul_v(conj_v(x), y));
     }
-    let g = sqrt(abs_sq(gamma));
+    // |gamma| without squaring it (which overflows past 1.8e19).
+    let g = magnitude(gamma);
     if (!(g > params.tol * sqrt(alpha) * sqrt(beta))) {
         return;
     }
     let zeta = div_f32(beta - alpha, 2.0 * g);
-    let t = div_f32(select(-1.0, 1.0, zeta >= 0.0), abs(zeta) + sqrt(1.0 + zeta * zeta));
+    // sqrt(1 + zeta²) is |zeta| to f32 past 1e18, where zeta² overflows.
+    let root = select(sqrt(1.0 + zeta * zeta), abs(zeta), abs(zeta) > 1e18);
+    let t = div_f32(select(-1.0, 1.0, zeta >= 0.0), abs(zeta) + root);
     let c = div_f32(1.0, sqrt(1.0 + t * t));
     let s = c * t;
     let e = scale_v(gamma, div_f32(1.0, g));

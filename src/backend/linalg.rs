@@ -81,7 +81,8 @@ pub(crate) struct HouseholderCall<'a> {
 /// orthogonal (the left singular vectors times the singular values);
 /// `v` (`[batch, m, m]`, the identity on entry) takes the same rotations
 /// (the right singular vectors). `aux` is i32 `[batch, 1]`, zeros on
-/// entry: 2 on return for a matrix that converged.
+/// entry: on return 1 where the last sweep still rotated (the sweeps ran
+/// out), else 0 or 2 (converged).
 pub(crate) struct JacobiCall<'a> {
     pub a: TensorRef<'a>,
     pub v: TensorRef<'a>,

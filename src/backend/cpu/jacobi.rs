@@ -145,7 +145,7 @@ fn rotate<F: Field>(
         return false;
     }
     let zeta = (beta - alpha) / (2.0 * g);
-    let t = zeta.signum() / (zeta.abs() + (1.0 + zeta * zeta).sqrt());
+    let t = zeta.signum() / (zeta.abs() + zeta.hypot(1.0));
     let c = 1.0 / (1.0 + t * t).sqrt();
     let s = c * t;
     let e = gamma * F::from_re(1.0 / g);

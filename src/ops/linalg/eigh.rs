@@ -57,7 +57,7 @@ fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor
         ]);
     }
     let (b, c) = shifted(op, a, triangle)?;
-    let [_, sigma, v, status] = jacobi(op, &b)?;
+    let [_, sigma, v, status, _] = jacobi(op, &b)?;
     // σ falls: reversed, σ - c rises.
     let values = sigma.flip(&[1])?.sub(&c.unsqueeze(-1)?)?;
     let vectors = v.flip(&[2])?;

@@ -122,7 +122,18 @@ pub fn cond(a: &Tensor, ord: Option<MatrixNorm>) -> Result<Tensor> {
                 } else {
                     big.div(&small)?
                 };
-                ratio.squeeze_axis(-1)
+                let ratio = ratio.squeeze_axis(-1)?;
+                // 0 / 0 of a finite matrix (the zero matrix) is infinite,
+                // as NumPy's.
+                let finite = matrix_norm(a, MatrixNorm::Frobenius)?.isfinite()?;
+                let undefined = ratio.isnan()?.logical_and(&finite)?;
+                let inf = Tensor::full(
+                    ratio.shape().clone(),
+                    f64::INFINITY,
+                    ratio.dtype(),
+                    a.device(),
+                )?;
+                Tensor::where_cond(&undefined, &inf, &ratio)
             }
             Some(ord) => {
                 matrix_dims(OP, a, true)?;

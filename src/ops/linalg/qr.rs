@@ -102,7 +102,10 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<(Tensor, Tensor)> {
     let run = || -> Result<(Tensor, Tensor)> {
         let [n, m] = matrix_dims(OP, a, false)?;
         let batch = batch_shape(a);
-        let f = fresh_matrices(OP, a)?;
+        // Scaled by its largest magnitude, no column's sum of squares
+        // over- or underflows; Q does not change, R is scaled back.
+        let scale = super::svd::largest(a)?;
+        let f = fresh_matrices(OP, &a.div(&scale)?)?;
         let panels = householder_in_place(&f)?;
         let k = n.min(m);
         let width = match mode {
@@ -111,6 +114,7 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<(Tensor, Tensor)> {
         };
         let r = f.narrow(1, 0, width)?.contiguous_copy()?;
         in_parts(&r, |p| p.triu_(0))?;
+        let r = r.mul(&scale.reshape([f.dims()[0], 1, 1])?)?;
         // Q = H1 ⋯ Hk applied to the identity's first columns, last panel
         // first: each touches only rows and columns from its start.
         let eye = Tensor::eye(n, a.dtype(), a.device())?.narrow(1, 0, width)?;

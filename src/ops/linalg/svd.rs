@@ -26,14 +26,17 @@ pub(super) fn adjoint(t: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// Orthogonalizes the columns of `a` (`[.., n, m]`, `n >= m`): `W`
-/// (`[batch, n, m]`, columns `u_j σ_j`, sorted by falling norm), the
-/// norms `σ` (`[batch, m]`, real) and `V` (`[batch, m, m]`), so that
-/// `A = W · Vᴴ`; and the i32 status of each matrix (`[batch]`): 1 where
+/// Orthogonalizes the columns of `a` (`[.., n, m]`, `n >= m`) scaled by
+/// its largest magnitude `s`: `W` (`[batch, n, m]`, columns `u_j σ_j /
+/// s`, sorted by falling norm), the norms `σ` (`[batch, m]`, real), `V`
+/// (`[batch, m, m]`), so that `A = s · W · Vᴴ`; the i32 status of each matrix (`[batch]`): 1 where
 /// the sweeps ran out or a singular value is not finite (NaN or infinity
-/// in the matrix), else 0.
-pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 4]> {
-    let w = fresh_matrices(op, a)?;
+/// in the matrix), else 0; and the norms of `W`'s columns, `σ / s`.
+pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
+    // Scaled by its largest magnitude, no matrix's sums of squares over-
+    // or underflow (LAPACK's gesvd scales too); W and σ are scaled back.
+    let scale = largest(a)?;
+    let w = fresh_matrices(op, &a.div(&scale)?)?;
     let &[batch, _, m] = w.dims() else {
         unreachable!("fresh matrices are [batch, n, m]")
     };
@@ -54,19 +57,35 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 4]> {
         tol: (eps * (w.dims()[1] as f64).sqrt()) as f32,
         sweeps: SWEEPS,
     })?;
-    let sigma = w.abs()?.square()?.sum(-2)?.sqrt()?;
-    let unfinished = aux.squeeze_axis(-1)?.ne_scalar(2)?;
+    let scaled = w.abs()?.square()?.sum(-2)?.sqrt()?;
+    let sigma = scaled.mul(&scale.reshape([batch, 1])?.abs()?)?;
+    // State 1: the last sweep still rotated (see JacobiCall).
+    let unfinished = aux.squeeze_axis(-1)?.eq_scalar(1)?;
     let infinite = sigma.isfinite()?.logical_not()?.any(-1)?;
     let status = unfinished.logical_or(&infinite)?.to_dtype(DType::I32)?;
     // Falling singular values: the columns of W and V follow.
-    let order = sigma.argsort(-1, SortOrder::Descending)?;
-    let sigma = sigma.gather(&order, -1)?;
+    let order = scaled.argsort(-1, SortOrder::Descending)?;
+    let (sigma, scaled) = (sigma.gather(&order, -1)?, scaled.gather(&order, -1)?);
     let pick = |t: &Tensor| -> Result<Tensor> {
         let rows = t.dims()[1];
         let index = order.unsqueeze(1)?.broadcast_to([batch, rows, m])?;
         gather_columns(t, &index)
     };
-    Ok([pick(&w)?, sigma, pick(&v)?, status])
+    Ok([pick(&w)?, sigma, pick(&v)?, status, scaled])
+}
+
+/// The largest magnitude of each matrix of `a` (`[.., 1, 1]`, `a`'s
+/// dtype), or 1 where it is 0 or not a number.
+pub(super) fn largest(a: &Tensor) -> Result<Tensor> {
+    if a.numel() == 0 {
+        let mut dims = a.dims()[..a.rank() - 2].to_vec();
+        dims.extend([1, 1]);
+        return Tensor::ones(dims, a.dtype(), a.device());
+    }
+    let big = a.abs()?.max_keepdim([-2isize, -1].as_slice())?;
+    let ones = Tensor::ones(big.shape().clone(), big.dtype(), big.device())?;
+    let scale = Tensor::where_cond(&big.gt_scalar(0.0)?, &big, &ones)?;
+    scale.to_dtype(a.dtype())
 }
 
 /// `t`'s columns picked by `index` (i32, `t`'s shape): a fresh tensor.
@@ -82,7 +101,7 @@ fn gather_columns(t: &Tensor, index: &Tensor) -> Result<Tensor> {
 
 /// Why a Jacobi decomposition has no answer.
 pub(super) fn not_converged(_: usize) -> String {
-    String::from("did not converge (it holds NaN or infinity)")
+    String::from("did not converge (it holds NaN or infinity, or its Jacobi sweeps ran out)")
 }
 
 /// [`svdvals`] and the status of each matrix (see [`jacobi`]), nothing
@@ -93,7 +112,7 @@ pub(super) fn svdvals_ex(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let batch = batch_shape(a);
     let run = || -> Result<(Tensor, Tensor)> {
         let tall = if n >= m { a.clone() } else { adjoint(a)? };
-        let [_, sigma, _, status] = jacobi(OP, &tall)?;
+        let [_, sigma, _, status, _] = jacobi(OP, &tall)?;
         Ok((unbatched(&sigma, &batch)?, unbatched(&status, &batch)?))
     };
     run().map_err(|e| e.named(OP))
@@ -210,7 +229,29 @@ pub fn svd_ex(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor
 /// [`svd`] of matrices with at least as many rows as columns, batched
 /// as `[batch, ..]`.
 fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
-    let [w, sigma, v, status] = jacobi("svd", a)?;
+    let (n, m) = (a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]);
+    if n > 2 * m {
+        // Far taller than wide: A = Q·R, and R (m x m) is what Jacobi
+        // sweeps (LAPACK's gesvd does the same past a crossover).
+        let mode = if full_matrices {
+            QrMode::Complete
+        } else {
+            QrMode::Reduced
+        };
+        let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
+        let (q, r) = qr(&a.reshape([batch, n, m])?, mode)?;
+        let square = r.narrow(-2, 0, m)?;
+        let [u, sigma, vh, status] = tall_svd(&square, false)?;
+        let r = q.rank() as isize;
+        let lead = q.narrow(r - 1, 0, m)?.matmul(&u)?;
+        let u = if full_matrices {
+            Tensor::concat(&[&lead, &q.narrow(r - 1, m, n - m)?], r - 1)?
+        } else {
+            lead
+        };
+        return Ok([u, sigma, vh, status]);
+    }
+    let [w, sigma, v, status, scaled] = jacobi("svd", a)?;
     let (n, m) = (w.dims()[1], w.dims()[2]);
     let real = if a.dtype() == DType::F64 {
         DType::F64
@@ -226,9 +267,9 @@ fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
     } else {
         f64::from(f32::EPSILON)
     };
-    let floor = sigma.max_keepdim(-1)?.mul_scalar(eps * n as f64)?;
-    let good = sigma.gt(&floor)?.to_dtype(real)?;
-    let safe = sigma.add(&good.neg()?.add_scalar(1.0)?)?;
+    let floor = scaled.max_keepdim(-1)?.mul_scalar(eps * n as f64)?;
+    let good = scaled.gt(&floor)?.to_dtype(real)?;
+    let safe = scaled.add(&good.neg()?.add_scalar(1.0)?)?;
     let u = w.div(&safe.unsqueeze(1)?)?.mul(&good.unsqueeze(1)?)?;
     let mode = if full_matrices {
         QrMode::Complete

@@ -116,6 +116,12 @@ pub(super) fn field(complex: bool) -> &'static str {
          fn add_v(a: V, b: V) -> V { return a + b; }\n\
          fn im_v(a: V) -> f32 { return a.y; }\n\
          fn abs_sq(a: V) -> f32 { return a.x * a.x + a.y * a.y; }\n\
+         fn magnitude(a: V) -> f32 {\n    \
+             let s = max(abs(a.x), abs(a.y));\n    \
+             if (s == 0.0) { return 0.0; }\n    \
+             let x = vec2<f32>(div_f32(a.x, s), div_f32(a.y, s));\n    \
+             return s * sqrt(x.x * x.x + x.y * x.y);\n\
+         }\n\
          // Scaled by d's larger part, so that |d / s|^2 lies in [1, 2].\n\
          fn div_v(a: V, d: V) -> V {\n    \
              let s = max(abs(d.x), abs(d.y));\n    \
@@ -139,6 +145,7 @@ pub(super) fn field(complex: bool) -> &'static str {
          fn add_v(a: V, b: V) -> V { return a + b; }\n\
          fn im_v(a: V) -> f32 { return 0.0; }\n\
          fn abs_sq(a: V) -> f32 { return a * a; }\n\
+         fn magnitude(a: V) -> f32 { return abs(a); }\n\
          fn div_v(a: V, d: V) -> V { return div_f32(a, d); }\n"
     }
 }
