@@ -1201,3 +1201,48 @@ fn one_column_scaled_and_hermitian_corner_cases() {
         }
     }
 }
+
+#[test]
+fn rank_deficient_least_squares_and_complex_panels() {
+    let cases = cases();
+    for dev in common::devices() {
+        for (kind, dtype) in [("f", DType::F32), ("c", DType::C64)] {
+            let a = input(&cases, &format!("lstsq_{kind}_rank_a"), dtype, &dev);
+            let b = input(&cases, &format!("lstsq_{kind}_rank_b"), dtype, &dev);
+            let fit = linalg::lstsq(&a, &b, Some(6.0 * f64::from(f32::EPSILON))).unwrap();
+            let what = format!("lstsq rank 2 {dtype} on {dev:?}");
+            check(
+                &fit.solution,
+                &want(&cases, &format!("lstsq_{kind}_rank_x")),
+                1e-4,
+                &what,
+            );
+            let rank = cases[&format!("lstsq_{kind}_rank_rank")]
+                .to_vec::<i64>()
+                .unwrap();
+            assert_eq!(fit.rank.to_vec::<i64>().unwrap(), rank, "{what}");
+        }
+        // Complex QR over three panels (130 x 150: k = 130), wide.
+        let mut g = webtensor::Generator::new(23);
+        let re = g.randn([130, 150], DType::F32, &dev).unwrap();
+        let im = g.randn([130, 150], DType::F32, &dev).unwrap();
+        let a = Tensor::complex(&re, &im).unwrap();
+        let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
+        assert!(
+            orthogonality(&q) <= 1e-5,
+            "complex Q on {dev:?}: {}",
+            orthogonality(&q)
+        );
+        check(
+            &q.matmul(&r).unwrap(),
+            &values(&a),
+            2e-6 * 130.0,
+            &format!("complex QR on {dev:?}"),
+        );
+        let lower = values(&r.tril(-1).unwrap());
+        assert!(
+            lower.iter().all(|v| *v == (0.0, 0.0)),
+            "R is upper on {dev:?}"
+        );
+    }
+}

@@ -140,6 +140,15 @@ low_rank = (rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))).astype(np
 cases["svd_rank2_a"] = low_rank
 put("svd_rank2_s", np.linalg.svd(low_rank.astype(np.float64), compute_uv=False))
 derived("svd_rank2", low_rank)
+# Least squares of the rank-2 matrix, complex too (cutoff at f32's ε).
+for kind, a in [("f", low_rank), ("c", (low_rank + 1j * np.roll(low_rank, 1, axis=0)).astype(np.complex64))]:
+    b = general((6, 2), kind == "c")
+    wide = a.astype(np.complex128 if kind == "c" else np.float64)
+    cases[f"lstsq_{kind}_rank_a"] = a
+    cases[f"lstsq_{kind}_rank_b"] = b
+    x, _, rank, _ = np.linalg.lstsq(wide, b.astype(wide.dtype), rcond=6 * np.finfo(np.float32).eps)
+    put(f"lstsq_{kind}_rank_x", x)
+    cases[f"lstsq_{kind}_rank_rank"] = np.asarray(rank, dtype=np.int64)
 
 # LU against SciPy on small matrices whose pivots are clear, wide and tall.
 for name, shape in [("lu_square", (5, 5)), ("lu_wide", (4, 7)), ("lu_tall", (7, 4))]:
