@@ -1,7 +1,8 @@
 //! Differential property tests: random chains of views, in-place writes
 //! through them (elementwise, clamp and scatter), activations (relu6,
 //! hardsigmoid, hardswish, gelu, silu, erf, mish, softplus, elu,
-//! leaky_relu), fills, casts, reductions,
+//! leaky_relu), special functions (lgamma, digamma, erfc, i0, erfinv),
+//! fills, casts, reductions,
 //! joins, roll, triangles, floor division by scalars,
 //! take, matmul, where and reads, with handles
 //! dropped and replaced at random points, run on the CPU and on four GPU
@@ -211,7 +212,7 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         3 => (dims(), any::<u8>(), dtype())
             .prop_map(|(dims, seed, dtype)| Step::New { dims, seed, dtype }),
         5 + w => (slot.clone(), view()).prop_map(|(src, view)| Step::View { src, view }),
-        2 => (slot.clone(), 0u8..19, any::<bool>())
+        2 => (slot.clone(), 0u8..24, any::<bool>())
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..5, 0u8..3)
             .prop_map(|(a, b, op, replace)| Step::Binary { a, b, op, replace }),
@@ -372,6 +373,15 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 15 => exact(&t.softplus(1.0, 20.0)?)?,
                 16 => exact(&t.elu(1.0)?)?,
                 17 => exact(&t.leaky_relu(0.25)?)?,
+                // Special functions where they are finite and smooth, no
+                // integer landing near a half: lgamma and digamma past
+                // their poles, i0 before it overflows, erfinv inside
+                // (-1, 1).
+                18 => exact(&t.clamp(1.0, 12.0)?.lgamma()?)?,
+                19 => exact(&t.clamp(1.0, 12.0)?.digamma()?.mul_scalar(2.0)?)?,
+                20 => exact(&t.erfc()?.mul_scalar(3.0)?)?,
+                21 => exact(&t.clamp(-8.0, 8.0)?.i0()?)?,
+                22 => exact(&t.clamp(-1.0, 1.0)?.mul_scalar(0.5)?.erfinv()?.mul_scalar(4.0)?)?,
                 _ => clamp(t.square()?)?,
             };
             store(slots, k, *replace, r);
