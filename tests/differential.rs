@@ -22,13 +22,19 @@
 mod common;
 
 use proptest::prelude::*;
-use std::sync::OnceLock;
 use webtensor::{DType, Device, Error, Fft, GpuOptions, Pool, SliceItem, Tensor};
 
-/// The GPU devices the chains run on, with what sets them apart.
-fn gpus() -> &'static [(&'static str, Device)] {
-    static GPUS: OnceLock<Vec<(&'static str, Device)>> = OnceLock::new();
-    GPUS.get_or_init(|| {
+thread_local! {
+    /// The GPU devices the chains run on, with what sets them apart: a
+    /// test thread's own, released when it ends, so that no device is
+    /// alive while the process exits (where a software driver's global
+    /// teardown may race its threads).
+    static GPUS: Vec<(&'static str, Device)> = gpus();
+}
+
+/// The GPU devices the chains run on (see [`GPUS`]).
+fn gpus() -> Vec<(&'static str, Device)> {
+    {
         let settings = [
             ("fusion, batches of 1024", Some(1024), Some(true)),
             ("no fusion, one op per submit", Some(1), Some(false)),
@@ -53,7 +59,7 @@ fn gpus() -> &'static [(&'static str, Device)] {
         };
         gpus.extend(common::own_gpu(packed).map(|d| ("packed f16, fusion", d)));
         gpus
-    })
+    }
 }
 
 /// One step of a chain. Slot indices are taken modulo the live slots.
@@ -381,7 +387,12 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 19 => exact(&t.clamp(1.0, 12.0)?.digamma()?.mul_scalar(2.0)?)?,
                 20 => exact(&t.erfc()?.mul_scalar(3.0)?)?,
                 21 => exact(&t.clamp(-8.0, 8.0)?.i0()?)?,
-                22 => exact(&t.clamp(-1.0, 1.0)?.mul_scalar(0.5)?.erfinv()?.mul_scalar(4.0)?)?,
+                22 => exact(
+                    &t.clamp(-1.0, 1.0)?
+                        .mul_scalar(0.5)?
+                        .erfinv()?
+                        .mul_scalar(4.0)?,
+                )?,
                 _ => clamp(t.square()?)?,
             };
             store(slots, k, *replace, r);
@@ -546,13 +557,15 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
 /// The chain gives the CPU's outcomes on every GPU device.
 fn agree(steps: &[Step]) -> Result<(), TestCaseError> {
     let want = run(steps, &Device::cpu());
-    for (name, dev) in gpus() {
-        let got = run(steps, dev);
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            prop_assert_eq!(g, w, "{} (step {} of {:?})", name, k, steps.get(k));
+    GPUS.with(|gpus| {
+        for (name, dev) in gpus {
+            let got = run(steps, dev);
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                prop_assert_eq!(g, w, "{} (step {} of {:?})", name, k, steps.get(k));
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// An i32 index tensor of `dims` with positions in `0..n` (0 when `n` is
