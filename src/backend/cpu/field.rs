@@ -36,79 +36,51 @@ pub(crate) trait Field:
     fn div(self, d: Self) -> Self;
 }
 
-impl Field for f32 {
-    type Raw = f32;
-    const ONE: Self = 1.0;
-    const MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;
-    fn get(raw: &[f32], p: usize) -> Self {
-        raw[p]
-    }
-    fn put(self, raw: &mut [f32], p: usize) {
-        raw[p] = self;
-    }
-    fn pivot_size(self) -> f64 {
-        f64::from(self.abs())
-    }
-    fn conj(self) -> Self {
-        self
-    }
-    fn re(self) -> f64 {
-        f64::from(self)
-    }
-    fn from_re(r: f64) -> Self {
-        r as f32
-    }
-    fn is_zero(self) -> bool {
-        self == 0.0
-    }
-    fn im(self) -> f64 {
-        0.0
-    }
-    fn abs_sq(self) -> f64 {
-        let x = self.re();
-        x * x
-    }
-    fn div(self, d: Self) -> Self {
-        self / d
-    }
+/// `Field` for a real float type, computing in it (its magnitudes and
+/// real parts given as f64, which holds them exactly).
+macro_rules! real_field {
+    ($t:ty) => {
+        impl Field for $t {
+            type Raw = $t;
+            const ONE: Self = 1.0;
+            const MIN_NORMAL: f64 = <$t>::MIN_POSITIVE as f64;
+            fn get(raw: &[$t], p: usize) -> Self {
+                raw[p]
+            }
+            fn put(self, raw: &mut [$t], p: usize) {
+                raw[p] = self;
+            }
+            fn pivot_size(self) -> f64 {
+                self.abs() as f64
+            }
+            fn conj(self) -> Self {
+                self
+            }
+            fn re(self) -> f64 {
+                self as f64
+            }
+            fn from_re(r: f64) -> Self {
+                r as $t
+            }
+            fn is_zero(self) -> bool {
+                self == 0.0
+            }
+            fn im(self) -> f64 {
+                0.0
+            }
+            fn abs_sq(self) -> f64 {
+                let x = self.re();
+                x * x
+            }
+            fn div(self, d: Self) -> Self {
+                self / d
+            }
+        }
+    };
 }
 
-impl Field for f64 {
-    type Raw = f64;
-    const ONE: Self = 1.0;
-    const MIN_NORMAL: f64 = f64::MIN_POSITIVE;
-    fn get(raw: &[f64], p: usize) -> Self {
-        raw[p]
-    }
-    fn put(self, raw: &mut [f64], p: usize) {
-        raw[p] = self;
-    }
-    fn pivot_size(self) -> f64 {
-        self.abs()
-    }
-    fn conj(self) -> Self {
-        self
-    }
-    fn re(self) -> f64 {
-        self
-    }
-    fn from_re(r: f64) -> Self {
-        r
-    }
-    fn is_zero(self) -> bool {
-        self == 0.0
-    }
-    fn im(self) -> f64 {
-        0.0
-    }
-    fn abs_sq(self) -> f64 {
-        let x = self.re();
-        x * x
-    }
-    fn div(self, d: Self) -> Self {
-        self / d
-    }
-}
+real_field!(f32);
+real_field!(f64);
 
 impl Field for Complex32 {
     type Raw = f32;
