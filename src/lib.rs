@@ -53,7 +53,8 @@
 //!   [`Tensor::sort`], [`Tensor::argsort`], [`Tensor::topk`],
 //!   [`Tensor::roll`].
 //! - Products and matrices: [`Tensor::matmul`], [`Tensor::dot`],
-//!   [`Tensor::triu`], [`Tensor::diag`].
+//!   [`Tensor::triu`], [`Tensor::diag`]; linear algebra in [`linalg`]
+//!   (`solve`, `cholesky`, `lu`, `qr`, `svd`, `eigh`, `lstsq` ...).
 //! - Joins, padding and indexing: [`Tensor::concat`], [`Tensor::stack`],
 //!   [`Tensor::pad`] ([`PadMode`]), [`Tensor::take`], [`Tensor::gather`],
 //!   [`Tensor::scatter`], [`Tensor::masked_fill`].
