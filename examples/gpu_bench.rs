@@ -46,6 +46,14 @@
 //! PyTorch peer does (see `images`); `sync_1_element` is one op on one
 //! element and its sync, the fixed cost under every single-op row.
 //!
+//! The linalg rows (`--only linalg`: `cholesky_N`, `solve_N` with one
+//! right-hand column, `solve_10000x8x8`, `cholesky_10000x8x8`,
+//! `svd_10000x8x8`; N is 4096, 512 with `--small`) count LAPACK's
+//! flops (n³/3 for Cholesky, 2n³/3 + 2n² for a solve; a nominal 4n³ for
+//! an SVD) and use the `_ex`
+//! forms, which read no status back (issue 50's targets: Cholesky and
+//! solve at 0.3x PyTorch's cuSOLVER, the batch at 1.0x).
+//!
 //! After each row a `#` line names the kernels one more run dispatched,
 //! with their workgroups and GPU times and the total (`Device::profile`):
 //! which tile autotuning chose, and how much of the row is the kernels'
@@ -317,6 +325,9 @@ fn main() -> Result<()> {
             Tensor::full([m], 1.5, DType::F32, &dev).and_then(|out| synced(&dev, out))
         })?;
         row("fill_100m", t, gbs(4.0 * m as f64, t.1));
+    }
+    if o.wants("linalg") {
+        linalg_rows(&dev, runs, o.small, &mut ok)?;
     }
     if o.wants("div") {
         // Correctly rounded division (`div_f32` in shaders/kernel/math.wgsl)
@@ -912,4 +923,72 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         row("matvec_4096", t, gbs(4.0 * (e * e + 2 * e) as f64, t.1));
     }
     Ok(ok)
+}
+
+/// Issue 50's linalg rows (see the module docs).
+fn linalg_rows(dev: &Device, runs: usize, small: bool, ok: &mut bool) -> Result<()> {
+    use webtensor::linalg::{self, Triangle};
+    let side = if small { 512 } else { 4096 };
+    let nf = side as f64;
+    let a = Tensor::randn([side, side], DType::F32, 11, dev)?;
+    let eye = Tensor::eye(side, DType::F32, dev)?;
+    let spd = a.matmul(&a.t())?.div_scalar(nf)?.add(&eye)?;
+    let b = Tensor::randn([side, 1], DType::F32, 12, dev)?;
+    *ok &= check("cholesky", 1e-3, &[&spd], |t| {
+        Ok(linalg::cholesky_ex(&t[0], Triangle::Lower)?.0)
+    })?;
+    let t = time(dev, runs, || {
+        linalg::cholesky_ex(&spd, Triangle::Lower).and_then(|out| synced(dev, out))
+    })?;
+    row(
+        &format!("cholesky_{side}"),
+        t,
+        gflops(nf * nf * nf / 3.0, t.1),
+    );
+    *ok &= check("solve", 1e-2, &[&spd, &b], |t| {
+        Ok(linalg::solve_ex(&t[0], &t[1])?.0)
+    })?;
+    let t = time(dev, runs, || {
+        linalg::solve_ex(&a, &b).and_then(|out| synced(dev, out))
+    })?;
+    row(
+        &format!("solve_{side}"),
+        t,
+        gflops(2.0 * nf * nf * nf / 3.0 + 2.0 * nf * nf, t.1),
+    );
+    let batch = if small { 1000 } else { 10000 };
+    let g = Tensor::randn([batch, 8, 8], DType::F32, 13, dev)?;
+    let small_spd = g
+        .matmul(&g.transpose(-2, -1)?)?
+        .add(&Tensor::eye(8, DType::F32, dev)?)?;
+    let rhs = Tensor::randn([batch, 8, 1], DType::F32, 14, dev)?;
+    let per = batch as f64;
+    *ok &= check("solve_8x8", 1e-3, &[&small_spd, &rhs], |t| {
+        Ok(linalg::solve_ex(&t[0], &t[1])?.0)
+    })?;
+    let t = time(dev, runs, || {
+        linalg::solve_ex(&small_spd, &rhs).and_then(|out| synced(dev, out))
+    })?;
+    row(
+        &format!("solve_{batch}x8x8"),
+        t,
+        gflops(per * (2.0 * 512.0 / 3.0 + 128.0), t.1),
+    );
+    let t = time(dev, runs, || {
+        linalg::cholesky_ex(&small_spd, Triangle::Lower).and_then(|out| synced(dev, out))
+    })?;
+    row(
+        &format!("cholesky_{batch}x8x8"),
+        t,
+        gflops(per * 512.0 / 3.0, t.1),
+    );
+    let t = time(dev, runs, || {
+        linalg::svd_ex(&g, false).and_then(|out| synced(dev, out))
+    })?;
+    row(
+        &format!("svd_{batch}x8x8"),
+        t,
+        gflops(per * 4.0 * 512.0, t.1),
+    );
+    Ok(())
 }
