@@ -6,7 +6,7 @@
 use super::field::Field;
 use super::storage::host_data;
 use super::threads::for_each_piece_mut;
-use crate::backend::{Factor, FactorCall, TensorRef, TriangularCall};
+use crate::backend::{Factor, FactorCall, TriangularCall};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -66,18 +66,21 @@ impl Matrices {
         (self.offset + b as isize * s[0] + i as isize * s[1] + j as isize * s[2]) as usize
     }
 
-    /// Appends the block `rows x cols` from `at` of matrix `b` to `out`,
-    /// column-major.
-    pub(super) fn gather_into<F: Field>(
+    /// Writes the block `rows x cols` from `at` of matrix `b` to the
+    /// front of `out`, column-major.
+    pub(super) fn gather_to<F: Field>(
         &self,
         raw: &[F::Raw],
         b: usize,
         at: [usize; 2],
         [rows, cols]: [usize; 2],
-        out: &mut Vec<F>,
+        out: &mut [F],
     ) {
         for j in 0..cols {
-            out.extend((0..rows).map(|i| F::get(raw, self.at(b, at[0] + i, at[1] + j))));
+            let column = &mut out[j * rows..(j + 1) * rows];
+            for (i, x) in column.iter_mut().enumerate() {
+                *x = F::get(raw, self.at(b, at[0] + i, at[1] + j));
+            }
         }
     }
 
@@ -130,28 +133,26 @@ fn factor_in<F: Field>(call: &FactorCall) -> Result<()> {
     let size = (rows * width).max(1);
     let aux_len = call.aux.layout.dims()[1];
     let aux_at = |b: usize| call.aux.layout.offset() + b * call.aux.layout.strides()[0] as usize;
-    // Every matrix's block and aux row, in two flat scratches.
-    let (mut blocks, mut auxes) = {
+    // Every matrix's block and aux row, in two flat scratches; each piece
+    // of the op's threads copies its matrices' blocks in, then steps them.
+    let mut blocks = vec![F::from_re(0.0); batch * size];
+    let mut auxes = Vec::with_capacity(batch * aux_len);
+    {
         let data = host_data(OP, &call.a)?;
         let raw = (data.as_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?;
         let aux = host_data(OP, &call.aux)?;
         let aux = (aux.as_slice::<i32>()).ok_or_else(|| Error::internal(OP, "aux"))?;
-        let mut blocks = Vec::with_capacity(batch * size);
-        let mut auxes = Vec::with_capacity(batch * aux_len);
         for b in 0..batch {
-            a.gather_into(raw, b, [start, start], [rows, width], &mut blocks);
-            blocks.resize((b + 1) * size, F::from_re(0.0));
             auxes.extend_from_slice(&aux[aux_at(b)..aux_at(b) + aux_len]);
         }
-        (blocks, auxes)
-    };
-    {
         let mut pairs: Vec<(&mut [F], &mut [i32])> = blocks
             .chunks_mut(size)
             .zip(auxes.chunks_mut(aux_len.max(1)))
             .collect();
-        for_each_piece_mut(&mut pairs, matrices_per_piece(size), |(_, group)| {
-            for (block, aux) in group.iter_mut() {
+        let per = matrices_per_piece(size);
+        for_each_piece_mut(&mut pairs, per, |(piece, group)| {
+            for (i, (block, aux)) in group.iter_mut().enumerate() {
+                a.gather_to(raw, piece * per + i, [start, start], [rows, width], block);
                 match factor {
                     Factor::Lu => lu_panel(block, aux, [n, m], start, width),
                     Factor::Cholesky => cholesky_block(block, &mut aux[0], start, width),
@@ -306,25 +307,34 @@ fn triangular_in<F: Field>(call: &TriangularCall) -> Result<()> {
     if batch * w * r == 0 {
         return Ok(());
     }
-    // Every matrix's triangle and right-hand sides, in flat scratches.
-    let read = |tr: &TensorRef, m: &Matrices, size: [usize; 2]| -> Result<Vec<F>> {
-        let data = host_data(OP, tr)?;
-        let raw = (data.as_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?;
-        let mut out = Vec::with_capacity(batch * size[0] * size[1]);
-        for k in 0..batch {
-            m.gather_into(raw, k, [0, 0], size, &mut out);
-        }
-        Ok(out)
-    };
-    let tri = read(&call.t, &t, [w, w])?;
-    let mut rhs = read(&call.b, &b, [w, r])?;
+    // Every matrix's right-hand sides, in a flat scratch; each piece of
+    // the op's threads copies its matrices' triangles and sides in, then
+    // solves them; B is written after.
+    let mut rhs = vec![F::from_re(0.0); batch * w * r];
     let (lower, unit, conj) = (call.lower, call.unit, call.conj);
     {
+        // One read lock where T lies in B's storage (a second read of one
+        // lock may wait behind a writer).
+        let shared = std::sync::Arc::ptr_eq(&*call.t.storage, &*call.b.storage);
+        let b_data = host_data(OP, &call.b)?;
+        let t_data = if shared {
+            None
+        } else {
+            Some(host_data(OP, &call.t)?)
+        };
+        let b_raw = (b_data.as_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?;
+        let t_raw = match &t_data {
+            Some(d) => (d.as_slice::<F::Raw>()).ok_or_else(|| Error::internal(OP, "dtype"))?,
+            None => b_raw,
+        };
         let mut systems: Vec<&mut [F]> = rhs.chunks_mut(w * r).collect();
         let per = matrices_per_piece(w * (w + r));
         for_each_piece_mut(&mut systems, per, |(piece, group)| {
+            let mut tri = vec![F::from_re(0.0); w * w];
             for (i, x) in group.iter_mut().enumerate() {
-                let tri = &tri[(piece * per + i) * w * w..][..w * w];
+                let k = piece * per + i;
+                t.gather_to(t_raw, k, [0, 0], [w, w], &mut tri);
+                b.gather_to(b_raw, k, [0, 0], [w, r], x);
                 let at = |i: usize, j: usize| {
                     let v = tri[j * w + i];
                     if conj { v.conj() } else { v }
