@@ -84,7 +84,7 @@ impl Matrices {
         }
     }
 
-    /// The block `rows x cols` from `(i0, j0)` of matrix `b`, column-major.
+    /// The block `rows x cols` from `at` of matrix `b`, column-major.
     pub(super) fn gather<F: Field>(
         &self,
         raw: &[F::Raw],
@@ -92,11 +92,8 @@ impl Matrices {
         at: [usize; 2],
         size: [usize; 2],
     ) -> Vec<F> {
-        let [rows, cols] = size;
-        let mut out = Vec::with_capacity(rows * cols);
-        for j in 0..cols {
-            out.extend((0..rows).map(|i| F::get(raw, self.at(b, at[0] + i, at[1] + j))));
-        }
+        let mut out = vec![F::from_re(0.0); size[0] * size[1]];
+        self.gather_to(raw, b, at, size, &mut out);
         out
     }
 

@@ -66,6 +66,35 @@ pub(super) fn mt(t: &Tensor) -> Result<Tensor> {
     t.transpose(-2, -1)
 }
 
+/// The conjugate transpose of the matrices of `t` (`.mH`).
+pub(super) fn adjoint(t: &Tensor) -> Result<Tensor> {
+    let tt = mt(t)?;
+    if t.dtype() == DType::C64 {
+        tt.conj()
+    } else {
+        Ok(tt)
+    }
+}
+
+/// The real dtype of `a`'s magnitudes and singular values: f64 for f64,
+/// else f32.
+pub(super) fn real_dtype(a: &Tensor) -> DType {
+    if a.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// `ε` of the dtype linalg computes `a` in.
+pub(super) fn eps_of(a: &Tensor) -> f64 {
+    if a.dtype() == DType::F64 {
+        f64::EPSILON
+    } else {
+        f64::from(f32::EPSILON)
+    }
+}
+
 /// The block `[rows, cols]` of the matrices of `t` (`[batch, n, m]`).
 pub(super) fn block(t: &Tensor, rows: [usize; 2], cols: [usize; 2]) -> Result<Tensor> {
     t.narrow(1, rows[0], rows[1])?.narrow(2, cols[0], cols[1])

@@ -8,9 +8,9 @@
 //! LAPACK's `syevd` promises.
 
 use super::Triangle;
-use super::checks::{batch_shape, check_info, fresh_matrices, matrix_dims};
+use super::checks::{adjoint, batch_shape, check_info, fresh_matrices, matrix_dims, real_dtype};
 use super::factor::unbatched;
-use super::svd::{adjoint, jacobi, not_converged};
+use super::svd::{jacobi, not_converged};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -43,11 +43,7 @@ fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, 
 fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 3]> {
     if a.dims()[a.rank() - 1] == 0 {
         let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
-        let real = if a.dtype() == DType::F64 {
-            DType::F64
-        } else {
-            DType::F32
-        };
+        let real = real_dtype(a);
         let values = Tensor::zeros([batch, 0], real, a.device())?;
         let vectors = Tensor::zeros([batch, 0, 0], a.dtype(), a.device())?;
         return Ok([

@@ -1,9 +1,9 @@
 //! Least squares (`lstsq`) through the singular value decomposition, as
 //! NumPy's (LAPACK's `gelsd`).
 
-use super::checks::matrix_dims;
-use super::norms::{eps_of, inverted};
-use super::svd::{adjoint, svd_ex};
+use super::checks::{adjoint, eps_of, matrix_dims};
+use super::norms::inverted;
+use super::svd::svd_ex;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 

@@ -2,9 +2,9 @@
 //! (`matrix_norm`), condition number (`cond`), rank (`matrix_rank`) and
 //! pseudo-inverse (`pinv`), as NumPy's.
 
-use super::checks::{batch_shape, matrix_dims};
+use super::checks::{adjoint, batch_shape, eps_of, matrix_dims, real_dtype};
 use super::solve::inv_ex;
-use super::svd::{adjoint, svd_ex, svdvals_ex};
+use super::svd::{svd_ex, svdvals_ex};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -28,15 +28,6 @@ pub enum MatrixNorm {
     Inf,
     /// The smallest row sum (`-inf`).
     NegInf,
-}
-
-/// `ε` of the dtype linalg computes `a` in.
-pub(super) fn eps_of(a: &Tensor) -> f64 {
-    if a.dtype() == DType::F64 {
-        f64::EPSILON
-    } else {
-        f64::from(f32::EPSILON)
-    }
 }
 
 /// The norm `ord` of each matrix of `a` (`[.., n, m]`), as NumPy's
@@ -81,14 +72,6 @@ pub fn matrix_norm(a: &Tensor, ord: MatrixNorm) -> Result<Tensor> {
         }
     };
     run().map_err(|e| e.named(OP))
-}
-
-fn real_dtype(a: &Tensor) -> DType {
-    if a.dtype() == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    }
 }
 
 /// The condition number of each matrix of `a` in the norm `ord`, as

@@ -4,7 +4,7 @@
 //! `Q`, take the panel's reflectors `I - V·T·Vᴴ` as three products.
 
 use super::LINALG_BLOCK;
-use super::checks::{batch_shape, block, fresh_matrices, matrix_dims, mt};
+use super::checks::{adjoint, batch_shape, block, fresh_matrices, matrix_dims};
 use super::factor::{in_parts, unbatched};
 use crate::backend::HouseholderCall;
 use crate::dtype::DType;
@@ -19,16 +19,6 @@ pub enum QrMode {
     Reduced,
     /// `Q` `[.., n, n]` and `R` `[.., n, m]` (`"complete"`).
     Complete,
-}
-
-/// The conjugate transpose of the matrices of `t`.
-fn adjoint(t: &Tensor) -> Result<Tensor> {
-    let tt = mt(t)?;
-    if t.dtype() == DType::C64 {
-        tt.conj()
-    } else {
-        Ok(tt)
-    }
 }
 
 /// One panel's reflectors: its first row and column `s`, `V` (`[batch,

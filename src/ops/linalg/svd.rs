@@ -3,7 +3,9 @@
 //! are orthogonal, a workgroup a matrix on a GPU; then the singular
 //! values are the columns' norms, sorted.
 
-use super::checks::{batch_shape, check_info, fresh_matrices, matrix_dims, mt};
+use super::checks::{
+    adjoint, batch_shape, check_info, eps_of, fresh_matrices, matrix_dims, mt, real_dtype,
+};
 use super::factor::unbatched;
 use super::qr::{QrMode, qr};
 use crate::backend::JacobiCall;
@@ -15,16 +17,6 @@ use crate::tensor::Tensor;
 /// The most sweeps a Jacobi orthogonalization runs (LAPACK's `gesvj`
 /// stops at 30); f32 matrices converge in far fewer.
 const SWEEPS: usize = 30;
-
-/// The conjugate transpose of the matrices of `t`.
-pub(super) fn adjoint(t: &Tensor) -> Result<Tensor> {
-    let tt = mt(t)?;
-    if t.dtype() == DType::C64 {
-        tt.conj()
-    } else {
-        Ok(tt)
-    }
-}
 
 /// Orthogonalizes the columns of `a` (`[.., n, m]`, `n >= m`) scaled by
 /// its largest magnitude `s`: `W` (`[batch, n, m]`, columns `u_j σ_j /
@@ -43,11 +35,7 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
     let eye = Tensor::eye(m, a.dtype(), a.device())?;
     let v = fresh_matrices(op, &eye.broadcast_to([batch, m, m])?)?;
     let aux = Tensor::zeros([batch, 1], DType::I32, a.device())?;
-    let eps = if a.dtype() == DType::F64 {
-        f64::EPSILON
-    } else {
-        f64::from(f32::EPSILON)
-    };
+    let eps = eps_of(a);
     let (rw, rv) = (super::checks::raw(&w), super::checks::raw(&v));
     crate::backend::jacobi(&JacobiCall {
         a: rw.kernel_out(rw.layout().clone())?,
@@ -253,20 +241,12 @@ fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
     }
     let [w, sigma, v, status, scaled] = jacobi("svd", a)?;
     let (n, m) = (w.dims()[1], w.dims()[2]);
-    let real = if a.dtype() == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
+    let real = real_dtype(a);
     // Columns whose singular value is not negligible (past max(n, m) ulps
     // of the largest) are W's normalised; the others, and a full U's
     // extra columns, come from a QR of those: Q's leading columns span
     // them, and the rest are orthogonal to them.
-    let eps = if real == DType::F64 {
-        f64::EPSILON
-    } else {
-        f64::from(f32::EPSILON)
-    };
+    let eps = eps_of(a);
     let floor = scaled.max_keepdim(-1)?.mul_scalar(eps * n as f64)?;
     let good = scaled.gt(&floor)?.to_dtype(real)?;
     let safe = scaled.add(&good.neg()?.add_scalar(1.0)?)?;
@@ -293,11 +273,7 @@ fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
 fn empty_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
     let [n, m] = [a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]];
     let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
-    let real = if a.dtype() == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
+    let real = real_dtype(a);
     let eye = |size: usize, cols: usize| -> Result<Tensor> {
         let eye = Tensor::eye(size, a.dtype(), a.device())?.narrow(1, 0, cols)?;
         eye.broadcast_to([batch, size, cols])?.contiguous()
