@@ -60,9 +60,28 @@ pub(crate) mod tests {
         (KernelType::BF16, true),
     ];
 
+    /// Panics where `source` bitcasts a literal to an infinite or NaN f32:
+    /// a constant expression browsers (Tint) reject, though naga takes it
+    /// (`f32_from_bits` gets such bits through).
+    fn no_constant_non_finite(source: &str, what: &str) {
+        const CAST: &str = "bitcast<f32>(0x";
+        for (at, _) in source.match_indices(CAST) {
+            let digits: String = source[at + CAST.len()..]
+                .chars()
+                .take_while(char::is_ascii_hexdigit)
+                .collect();
+            let bits = u32::from_str_radix(&digits, 16).unwrap();
+            assert!(
+                f32::from_bits(bits).is_finite(),
+                "{what}: bitcast<f32>(0x{digits}u) is a constant browsers reject"
+            );
+        }
+    }
+
     /// Parses and validates `source` with naga (every capability on), or
     /// panics naming `what` with naga's message and the source.
     pub(crate) fn validate(source: &str, what: &str) {
+        no_constant_non_finite(source, what);
         let module = naga::front::wgsl::parse_str(source)
             .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
         naga::valid::Validator::new(

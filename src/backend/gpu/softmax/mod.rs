@@ -51,7 +51,7 @@ pub(crate) struct SoftmaxKey {
 /// and the results are written from the registers. A NaN or +inf makes the
 /// line NaN, as does a line of -inf only (its sum is 0).
 const ROWS_SETUP: &str = "    let quads = params.length / 4u;
-    let minus_inf = bitcast<f32>(0xff800000u);";
+    let minus_inf = f32_from_bits(0xff800000u);";
 
 /// The body of [`ROWS_SETUP`]'s loop: line `r`.
 const ROWS_BODY: &str = "            let start = line_starts(r);
