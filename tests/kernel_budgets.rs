@@ -397,6 +397,39 @@ fn a_normalisation_is_one_kernel() {
 }
 
 #[test]
+fn attention_is_one_flash_kernel_and_a_decoding_step_two() {
+    // Issue 49 item 4: scaled dot-product attention in one pass over the
+    // keys and values, where the composed form is two products, a scale,
+    // a mask and a softmax through an [L, S] scores tensor per head. Prefill
+    // (enough query tiles to fill the device): one kernel, binding little
+    // more than q, k, v and the output, no scores (32 keys: one tile, which
+    // no device splits). Decoding (one query row over 2,000 keys, more
+    // than one workgroup's loop budget): the keys split over workgroups,
+    // and a kernel merging their partial results.
+    for (name, dev) in gpus() {
+        let (heads, kv_heads, l, s, e) = (32, 8, 64, 32, 64);
+        let q = Tensor::rand([1, heads, l, e], DType::F32, 1, &dev).unwrap();
+        let k = Tensor::rand([1, kv_heads, s, e], DType::F32, 2, &dev).unwrap();
+        let v = Tensor::rand([1, kv_heads, s, e], DType::F32, 3, &dev).unwrap();
+        let causal = webtensor::Attention::new().causal();
+        let prefill = || q.sdpa(&k, &v, &causal).unwrap();
+        assert_budget(&format!("{name}: causal prefill"), &cost(&dev, &prefill), 1);
+        let data = 4 * (2 * heads * l * e + 2 * kv_heads * s * e) as u64;
+        let output = 4 * (heads * l * e) as u64;
+        let bytes = bound(&dev, &prefill);
+        assert!(
+            bytes <= (data + 2 * output) * 5 / 4,
+            "{name}: prefill binds {bytes} bytes for {} of data",
+            data + 2 * output
+        );
+        let one = q.slice(s![.., .., -1.., ..]).unwrap();
+        let k = Tensor::rand([1, kv_heads, 2000, e], DType::F32, 4, &dev).unwrap();
+        let decode = || one.sdpa(&k, &k, &webtensor::Attention::new()).unwrap();
+        assert_budget(&format!("{name}: decoding step"), &cost(&dev, &decode), 2);
+    }
+}
+
+#[test]
 fn a_batch_norm_is_one_fused_kernel() {
     // batch_norm in inference (issue 45 item 3): one elementwise chain
     // whose per-channel operands are broadcast views, so fusion makes it

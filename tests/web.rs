@@ -1429,6 +1429,36 @@ async fn transformer_blocks_gguf_and_special_functions_agree_with_the_cpu() {
         &want,
         "sdpa",
     );
+    // A decoding step over 100 keys split over workgroups, a bool mask,
+    // in f16: the flash kernel's partial results merged by a second one.
+    let long = Tensor::randn([2, 1, 100, 16], DType::F32, 5, &cpu).unwrap();
+    let keep = Tensor::rand([1, 100], DType::F32, 6, &cpu)
+        .unwrap()
+        .lt_scalar(0.7)
+        .unwrap();
+    let step = x.slice(webtensor::s![.., .., -1.., ..]).unwrap();
+    let half = |t: &Tensor| t.to_dtype(DType::F16).unwrap();
+    let a = Attention::new().mask(&keep);
+    let f32_of = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+    let want = read(&f32_of(
+        half(&step).sdpa(&half(&long), &half(&long), &a).unwrap(),
+    ))
+    .await;
+    let (long_gpu, keep_gpu) = (
+        half(&long).to_device_async(&dev).await.unwrap(),
+        keep.to_device_async(&dev).await.unwrap(),
+    );
+    let a = Attention::new().mask(&keep_gpu);
+    let step_gpu = half(&on_gpu.slice(webtensor::s![.., .., -1.., ..]).unwrap());
+    let got = read(&f32_of(step_gpu.sdpa(&long_gpu, &long_gpu, &a).unwrap())).await;
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        // Both round one f32 result to f16: at most an f16 step apart.
+        assert!(
+            (g - w).abs() <= 2e-3 * (1.0 + w.abs()),
+            "sdpa decoding step: {g} vs {w}"
+        );
+    }
     // A GGUF file written and read in the page, its blocks decoded on
     // the host and placed on the GPU.
     let mut w = GgufWriter::new();

@@ -6,6 +6,7 @@
 //! This file holds [`Storage`] and that dispatch. Nothing in here re-checks
 //! user input.
 
+mod attention;
 mod calls;
 mod count;
 pub(crate) mod cpu;
@@ -22,6 +23,7 @@ mod search;
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::op::ReduceOp;
+pub(crate) use attention::{AttentionCall, attention};
 pub(crate) use calls::{
     Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
     Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall, QuantCall,

@@ -88,6 +88,14 @@ attn = [
     ("bool_mask", (2, 3, 4, 8), (2, 3, 6, 8), 8, "bool", False, None),
     ("float_mask", (3, 5, 8), (3, 6, 8), 5, "float", False, None),
     ("decode", (1, 4, 1, 64), (1, 2, 130, 64), 64, None, False, None),
+    # Across the flash kernel's tiles (16 queries, 32/16/8 keys), head and
+    # value quads, and splits of the keys (partial results merged).
+    ("tiles", (1, 3, 37, 24), (1, 3, 70, 24), 20, None, False, None),
+    ("tiles_causal", (2, 2, 50, 64), (2, 2, 50, 64), 64, None, True, None),
+    ("wide_head", (1, 1, 20, 256), (1, 1, 40, 256), 256, None, False, 0.05),
+    ("odd_heads", (2, 17, 3), (2, 33, 3), 5, "bool", False, None),
+    ("float_mask_rows", (1, 2, 18, 8), (1, 2, 35, 8), 8, "float_inf", False, None),
+    ("head_mask", (1, 4, 5, 16), (1, 2, 33, 16), 16, "bool_heads", False, None),
 ]
 for name, qs, ks, ev, mask_kind, causal, scale in attn:
     q = rng.standard_normal(qs).astype(f32)
@@ -99,6 +107,15 @@ for name, qs, ks, ev, mask_kind, causal, scale in attn:
         mask[:, 0] = True  # every row attends somewhere
     elif mask_kind == "float":
         mask = rng.standard_normal((qs[-2], ks[-2])).astype(f32)
+    elif mask_kind == "float_inf":
+        # -inf biases, and a row masked whole (NaN, as a softmax gives it).
+        mask = rng.standard_normal((qs[-2], ks[-2])).astype(f32)
+        mask[rng.random(mask.shape) < 0.3] = -np.inf
+        mask[5] = -np.inf
+    elif mask_kind == "bool_heads":
+        # One mask a head, broadcast over the queries.
+        mask = rng.random((qs[-3], 1, ks[-2])) < 0.6
+        mask[..., 0] = True
     for part, value in [("q", q), ("k", k), ("v", v)]:
         cases[f"{name}_{part}"] = value
     if mask is not None:

@@ -28,6 +28,8 @@ pub(crate) struct AdapterFacts {
     /// The longest line one FFT kernel transforms (what two buffers of
     /// complex f32 per line in workgroup memory allow).
     pub max_fft_line: usize,
+    /// Bytes of workgroup memory a kernel may declare.
+    pub workgroup_bytes: u32,
     /// The largest uniform binding (a custom kernel's parameter block).
     pub max_uniform_binding: u64,
     /// Elements a thread of the strided, row and contiguous elementwise

@@ -207,6 +207,7 @@ impl GpuContext {
                 let fits = super::fft::plan::max_line(limits.max_compute_workgroup_storage_size);
                 options.max_fft_line.map_or(fits, |m| m.clamp(16, fits))
             },
+            workgroup_bytes: limits.max_compute_workgroup_storage_size,
             max_uniform_binding: limits.max_uniform_buffer_binding_size,
             elementwise_run: options.elementwise_run.map_or_else(
                 || elementwise_run_for(info.device_type),

@@ -97,6 +97,7 @@ macro_rules! shader {
 }
 
 mod adapter_facts;
+mod attention;
 mod bind_groups;
 mod buffer_claim;
 mod capture;
@@ -141,6 +142,7 @@ mod temporaries;
 #[cfg(not(target_arch = "wasm32"))]
 mod timer;
 
+pub(crate) use attention::attention;
 pub(crate) use buffer_claim::BufferClaim;
 pub(crate) use constants::ConstKey;
 pub(crate) use context::GpuContext;

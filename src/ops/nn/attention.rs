@@ -2,13 +2,17 @@
 //! (its reference code: `q @ k^T * scale`, a bias of -inf where masked,
 //! softmax over the keys, `@ v`), with grouped-query heads.
 //!
-//! Composed from batched products, one masking op and a softmax: grouped
+//! On a GPU, one flash kernel (`backend::gpu::attention`: one pass over K
+//! and V with an online softmax, no scores tensor; grouped heads are a
+//! split of the batch walk, so no head of K or V is copied). On the CPU,
+//! and on a GPU for heads wider than the kernel's workgroup memory holds,
+//! composed from batched products, one masking op and a softmax: grouped
 //! heads are a reshape of the queries into (key heads, group) and a
-//! broadcast axis of the keys and values, so no head of K or V is copied.
-//! A fused kernel (one pass over K and V with an online softmax) is the
-//! next step; this form is the semantics it must keep.
+//! broadcast axis of the keys and values. Both compute f16 and bf16 in
+//! f32 and round the output once.
 
 use super::check_float;
+use crate::backend::{AttentionCall, attention};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::{Arg, check_devices};
@@ -161,48 +165,149 @@ impl Tensor {
             ));
         }
         let scale = attention.scale.unwrap_or(1.0 / (e as f64).sqrt());
-        let l = qd[rank - 2];
-        // Grouped: queries (..., kv_heads, group, L, E) against keys and
-        // values (..., kv_heads, 1, S, E), a broadcast axis.
-        let (q, k, v) = match groups {
-            Some((hk, g)) => {
-                let mut grouped = qd[..rank - 3].to_vec();
-                grouped.extend([hk, g, l, e]);
-                (q.reshape(grouped)?, k.unsqueeze(-3)?, v.unsqueeze(-3)?)
+        // Masks broadcast to the scores, (..., heads, L, S).
+        let mut scores_dims = qd[..rank - 1].to_vec();
+        scores_dims.push(s);
+        let mask = match &attention.mask {
+            Some(m) if m.dtype() != DType::Bool && m.dtype() != q.dtype() => {
+                return Err(Error::dtype(
+                    OP,
+                    format!(
+                        "the mask is {}: give a bool mask or one of the scores' {}",
+                        m.dtype(),
+                        q.dtype()
+                    ),
+                ));
             }
-            None => (q.clone(), k.clone(), v.clone()),
+            Some(m) => Some(m.broadcast_to(scores_dims.clone()).map_err(|_| {
+                shape_error(format!(
+                    "the mask {:?} does not broadcast to the scores {scores_dims:?}",
+                    m.dims()
+                ))
+            })?),
+            None => None,
         };
-        let scores = q.matmul(&k.transpose(-1, -2)?)?.mul_scalar(scale)?;
-        let grouped_shape = scores.shape().clone();
-        // Masks broadcast to (..., heads, L, S).
-        let mut heads_shape = qd[..rank - 1].to_vec();
-        heads_shape.push(s);
-        let scores = scores.reshape(heads_shape)?;
-        let dev = scores.device().clone();
-        let scores = if attention.causal {
-            let above = Tensor::ones([l, s], DType::Bool, &dev)?.triu(1)?;
-            scores.masked_fill(&above, f64::NEG_INFINITY)?
-        } else if let Some(mask) = &attention.mask {
-            match mask.dtype() {
-                DType::Bool => scores.masked_fill(&mask.logical_not()?, f64::NEG_INFINITY)?,
-                d if d == scores.dtype() => scores.add(mask)?,
-                d => {
-                    return Err(Error::dtype(
-                        OP,
-                        format!(
-                            "the mask is {d}: give a bool mask or one of the scores' {}",
-                            scores.dtype()
-                        ),
-                    ));
-                }
-            }
-        } else {
-            scores
-        };
-        let weights = scores.softmax(-1)?.reshape(grouped_shape)?;
-        let out = weights.matmul(&v)?;
-        let mut out_shape = qd[..rank - 1].to_vec();
-        out_shape.push(vd[rank - 1]);
-        out.reshape(out_shape)
+        let group = groups.map_or(1, |(_, g)| g);
+        if let Some(out) = flash(q, k, v, mask.as_ref(), attention.causal, group, scale)? {
+            return Ok(out);
+        }
+        composed(q, k, v, mask.as_ref(), attention.causal, groups, scale)
     }
+}
+
+/// Attention on a GPU's flash kernel (`backend::gpu::attention`): `None`
+/// on the CPU, for empty operands, keys and values whose leading axes do
+/// not broadcast to the queries', views over more than one binding, or
+/// heads wider than the kernel's workgroup memory holds.
+fn flash(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    causal: bool,
+    groups: usize,
+    scale: f64,
+) -> Result<Option<Tensor>> {
+    let kernel_dtype = matches!(q.dtype(), DType::F32 | DType::F16 | DType::BF16);
+    if !q.device().is_gpu() || !kernel_dtype || [q, k, v].iter().any(|t| t.numel() == 0) {
+        return Ok(None);
+    }
+    let rank = q.rank();
+    let lead = &q.dims()[..rank.saturating_sub(3)];
+    let expand = |t: &Tensor| {
+        let mut dims = lead.to_vec();
+        dims.extend_from_slice(&t.dims()[lead.len()..]);
+        t.broadcast_to(dims).ok()
+    };
+    let (Some(k), Some(v)) = (expand(k), expand(v)) else {
+        return Ok(None);
+    };
+    if [q, &k, &v]
+        .into_iter()
+        .chain(mask)
+        .any(|t| t.binding_cut().is_some())
+    {
+        return Ok(None);
+    }
+    let mut out_dims = q.dims()[..rank - 1].to_vec();
+    out_dims.push(v.dims()[rank - 1]);
+    let out = Tensor::empty_dense(out_dims.into(), q.dtype(), q.device(), OP)?;
+    if out.binding_cut().is_some() {
+        return Ok(None);
+    }
+    fn kernel(t: &Tensor) -> Result<crate::backend::TensorRef<'_>> {
+        t.kernel_ref(t.layout().clone())
+    }
+    let done = attention(&AttentionCall {
+        q: kernel(q)?,
+        k: kernel(&k)?,
+        v: kernel(&v)?,
+        mask: mask.map(kernel).transpose()?,
+        out: out.kernel_out(out.layout().clone())?,
+        groups,
+        causal,
+        scale: scale as f32,
+    })?;
+    Ok(done.then_some(out))
+}
+
+/// Attention composed from batched products, a masking op and a softmax
+/// (the CPU's, and a GPU's where the flash kernel does not take the
+/// operands), in f32 for f16 and bf16 as the flash kernel computes: the
+/// output is rounded once. `mask` is broadcast to the scores.
+fn composed(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    causal: bool,
+    groups: Option<(usize, usize)>,
+    scale: f64,
+) -> Result<Tensor> {
+    let dtype = q.dtype();
+    let compute = match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    };
+    let (q, k, v) = (
+        q.to_dtype(compute)?,
+        k.to_dtype(compute)?,
+        v.to_dtype(compute)?,
+    );
+    let rank = q.rank();
+    let (qd, vd) = (q.dims().to_vec(), v.dims().to_vec());
+    let (l, e, s) = (qd[rank - 2], qd[rank - 1], vd[rank - 2]);
+    // Grouped: queries (..., kv_heads, group, L, E) against keys and
+    // values (..., kv_heads, 1, S, E), a broadcast axis.
+    let (q, k, v) = match groups {
+        Some((hk, g)) => {
+            let mut grouped = qd[..rank - 3].to_vec();
+            grouped.extend([hk, g, l, e]);
+            (q.reshape(grouped)?, k.unsqueeze(-3)?, v.unsqueeze(-3)?)
+        }
+        None => (q, k, v),
+    };
+    let scores = q.matmul(&k.transpose(-1, -2)?)?.mul_scalar(scale)?;
+    let grouped_shape = scores.shape().clone();
+    let mut heads_shape = qd[..rank - 1].to_vec();
+    heads_shape.push(s);
+    let scores = scores.reshape(heads_shape)?;
+    let dev = scores.device().clone();
+    let scores = if causal {
+        let above = Tensor::ones([l, s], DType::Bool, &dev)?.triu(1)?;
+        scores.masked_fill(&above, f64::NEG_INFINITY)?
+    } else if let Some(mask) = mask {
+        if mask.dtype() == DType::Bool {
+            scores.masked_fill(&mask.logical_not()?, f64::NEG_INFINITY)?
+        } else {
+            scores.add(&mask.to_dtype(compute)?)?
+        }
+    } else {
+        scores
+    };
+    let weights = scores.softmax(-1)?.reshape(grouped_shape)?;
+    let out = weights.matmul(&v)?;
+    let mut out_shape = qd[..rank - 1].to_vec();
+    out_shape.push(vd[rank - 1]);
+    out.reshape(out_shape)?.to_dtype(dtype)
 }
