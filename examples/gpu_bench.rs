@@ -46,6 +46,9 @@
 //! PyTorch peer does (see `images`); `sync_1_element` is one op on one
 //! element and its sync, the fixed cost under every single-op row.
 //!
+//! The attention rows (`sdpa_prefill_2048`, `sdpa_decode_4096`) are f16,
+//! as the PyTorch peer's (see `attention`).
+//!
 //! The linalg rows (`--only linalg`: `cholesky_N`, `solve_N` with one
 //! right-hand column, `solve_10000x8x8`, `cholesky_10000x8x8`,
 //! `svd_10000x8x8`; N is 4096, 512 with `--small`) count LAPACK's
@@ -541,6 +544,7 @@ fn main() -> Result<()> {
     ok &= images(&o, &dev)?;
     ok &= matmuls(&o, &dev)?;
     ok &= quantized(&o, &dev)?;
+    ok &= attention(&o, &dev)?;
     // Known only once the products have run: which kernels the matmul
     // self-check dropped on this device (their products went elsewhere).
     let dropped = dev.info().dropped_kernels;
@@ -621,6 +625,49 @@ fn quantized(o: &Options, dev: &Device) -> Result<bool> {
         let inputs = [x16, w];
         let t = time(dev, o.runs, || mv(&inputs).and_then(|out| synced(dev, out)))?;
         row(name, t, gbs(2.0 * (n * k + k + n) as f64, t.1));
+    }
+    Ok(ok)
+}
+
+/// Issue 49's attention rows, as the PyTorch peer runs them in f16: a
+/// causal prefill of 2048 queries over 2048 keys, 32 heads of 128
+/// (`sdpa_prefill_2048`, GFLOP/s counting the half of the scores a causal
+/// mask keeps, 4 L S E / 2 a head), and a decoding step of one query over
+/// 4096 keys (`sdpa_decode_4096`, GB/s of K and V read). With `--small`,
+/// 256 queries and 512 keys. Each is checked against the CPU on two heads.
+fn attention(o: &Options, dev: &Device) -> Result<bool> {
+    use webtensor::Attention;
+    let (l, s) = if o.small { (256, 512) } else { (2048, 4096) };
+    let (heads, e) = (32, 128);
+    let mut ok = true;
+    let check_heads = |name: &str, q: &Tensor, kv: &Tensor, a: &Attention| {
+        let two = |t: &Tensor| t.slice(webtensor::s![.., ..2, .., ..]);
+        check(name, 1e-2, &[&two(q)?, &two(kv)?], |t| {
+            t[0].sdpa(&t[1], &t[1], a)
+        })
+    };
+    if o.wants("sdpa_prefill_2048") {
+        let name = "sdpa_prefill_2048";
+        let q = Tensor::rand([1, heads, l, e], DType::F16, 50, dev)?;
+        let kv = Tensor::rand([1, heads, l, e], DType::F16, 51, dev)?;
+        let a = Attention::new().causal();
+        ok &= check_heads(name, &q, &kv, &a)?;
+        let t = time(dev, o.runs, || {
+            q.sdpa(&kv, &kv, &a).and_then(|out| synced(dev, out))
+        })?;
+        let flops = 4.0 * (heads * l * l * e) as f64 / 2.0;
+        row(name, t, format!("{:.2}GFLOP/s", flops / (t.1 * 1e-3) / 1e9));
+    }
+    if o.wants("sdpa_decode_4096") {
+        let name = "sdpa_decode_4096";
+        let q = Tensor::rand([1, heads, 1, e], DType::F16, 52, dev)?;
+        let kv = Tensor::rand([1, heads, s, e], DType::F16, 53, dev)?;
+        let a = Attention::new();
+        ok &= check_heads(name, &q, &kv, &a)?;
+        let t = time(dev, o.runs, || {
+            q.sdpa(&kv, &kv, &a).and_then(|out| synced(dev, out))
+        })?;
+        row(name, t, gbs(2.0 * 2.0 * (heads * s * e) as f64, t.1));
     }
     Ok(ok)
 }

@@ -113,19 +113,24 @@ fn main(
             kv_tile[j * KV_STRIDE + x % HEAD4] = k;
         }
         workgroupBarrier();
+        // Each quad of the query read once for the thread's keys.
         var s: array<f32, PER_THREAD>;
+        for (var u = 0u; u < PER_THREAD; u++) {
+            s[u] = 0.0;
+        }
+        for (var e = 0u; e < HEAD4; e++) {
+            let q = q_tile[r * Q_STRIDE + e];
+            for (var u = 0u; u < PER_THREAD; u++) {
+                s[u] += dot(q, kv_tile[(part + 4u * u) * KV_STRIDE + e]);
+            }
+        }
         var top = minus_inf();
         for (var u = 0u; u < PER_THREAD; u++) {
-            let j = part + 4u * u;
-            var d = 0.0;
-            for (var e = 0u; e < HEAD4; e++) {
-                d += dot(q_tile[r * Q_STRIDE + e], kv_tile[j * KV_STRIDE + e]);
-            }
-            let key = k0 + j;
+            let key = k0 + part + 4u * u;
             var score = minus_inf();
             let causal_ok = params.causal == 0u || key <= i;
             if (live && key < params.source && causal_ok && allowed(starts[3], i, key)) {
-                score = d * params.scale + bias(starts[3], i, key);
+                score = s[u] * params.scale + bias(starts[3], i, key);
                 if (finite(score)) {
                     top = max(top, score);
                 } else if (!(is_inf_f32(score) && sign_bit_f32(score))) {

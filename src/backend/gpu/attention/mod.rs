@@ -21,7 +21,7 @@ use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use plan::{Plan, batch_layouts};
+use plan::{Extents, Limits, Plan, batch_layouts};
 use smallvec::smallvec;
 use std::sync::Arc;
 
@@ -326,7 +326,7 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
             "the attention kernel got operands it does not take",
         ));
     }
-    let Some(plan) = Plan::new(facts, call) else {
+    let Some(plan) = Plan::new(Extents::of(call), Limits::of(facts)) else {
         return Ok(false);
     };
     let layouts = batch_layouts(call)?;

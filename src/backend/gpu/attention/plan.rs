@@ -51,7 +51,8 @@ fn iterations(keys: u32, head4: u32, value4: u32, rank: usize) -> (usize, usize)
     let (keys, head4, value4) = (keys as usize, head4 as usize, value4 as usize);
     let (per_thread, owned) = (keys / 4, value4 / 4);
     let per_tile = (keys * head4).div_ceil(WORKGROUP)
-        + per_thread * (head4 + 1)
+        + head4 * (per_thread + 1)
+        + 2 * per_thread
         + (keys * value4).div_ceil(WORKGROUP)
         + 2 * per_thread
         + owned
@@ -61,21 +62,71 @@ fn iterations(keys: u32, head4: u32, value4: u32, rank: usize) -> (usize, usize)
     (per_tile, once)
 }
 
-impl Plan {
-    /// The launch of `call` on an adapter of `facts`; `None` where a tile
-    /// of its heads does not fit the workgroup memory, its partial
-    /// results not one binding, or its extents not the kernel's 32 bits.
-    pub fn new(facts: &AdapterFacts, call: &AttentionCall) -> Option<Plan> {
+/// What a launch plans by: the adapter's workgroup memory (bytes), the
+/// threads it keeps resident, its largest storage binding (bytes).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub workgroup_bytes: usize,
+    pub resident_threads: usize,
+    pub max_binding: u64,
+}
+
+impl Limits {
+    pub fn of(facts: &AdapterFacts) -> Limits {
+        Limits {
+            workgroup_bytes: facts.workgroup_bytes as usize,
+            resident_threads: facts.resident_threads,
+            max_binding: facts.max_storage_binding,
+        }
+    }
+}
+
+/// An attention's extents: batches, queries, keys, the head's and the
+/// value's, and the operands' rank.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Extents {
+    pub batches: usize,
+    pub length: usize,
+    pub source: usize,
+    pub head: usize,
+    pub value: usize,
+    pub rank: usize,
+}
+
+impl Extents {
+    pub fn of(call: &AttentionCall) -> Extents {
         let (qd, vd) = (call.q.layout.dims(), call.v.layout.dims());
         let r = qd.len();
-        let (length, head) = (qd[r - 2], qd[r - 1]);
-        let (source, value) = (vd[r - 2], vd[r - 1]);
-        let batches: usize = qd[..r - 2].iter().product();
+        Extents {
+            batches: qd[..r - 2].iter().product(),
+            length: qd[r - 2],
+            source: vd[r - 2],
+            head: qd[r - 1],
+            value: vd[r - 1],
+            rank: r,
+        }
+    }
+}
+
+impl Plan {
+    /// The launch of an attention of `extents` within `limits`; `None`
+    /// where a tile of its heads does not fit the workgroup memory, its
+    /// partial results not one binding, or its extents not the kernel's
+    /// 32 bits.
+    pub fn new(extents: Extents, limits: Limits) -> Option<Plan> {
+        let Extents {
+            batches,
+            length,
+            source,
+            head,
+            value,
+            rank: r,
+        } = extents;
         let head4 = u32::try_from(head.div_ceil(4)).ok()?;
         let value4 = u32::try_from(value.div_ceil(16) * 4).ok()?;
         let keys = KEY_TILES
             .into_iter()
-            .find(|&keys| workgroup_bytes(keys, head4, value4) <= facts.workgroup_bytes as usize)?;
+            .find(|&keys| workgroup_bytes(keys, head4, value4) <= limits.workgroup_bytes)?;
         let (per_tile, once) = iterations(keys, head4, value4, r);
         let budget = ITERATIONS.checked_sub(once)? / per_tile;
         if budget == 0 {
@@ -85,17 +136,17 @@ impl Plan {
         let key_tiles = source.div_ceil(keys as usize);
         let least = key_tiles.div_ceil(budget);
         // Enough workgroups to fill the device, as long as each has a tile.
-        let fill = (facts.resident_threads / WORKGROUP).div_ceil((batches * tiles).max(1));
+        let fill = (limits.resident_threads / WORKGROUP).div_ceil((batches * tiles).max(1));
         let partial_bytes = |splits: usize| 4 * batches * length * splits * (value + 2);
         let mut splits = least.max(fill).min(key_tiles).max(1);
-        while splits > least && partial_bytes(splits) as u64 > facts.max_storage_binding {
+        while splits > least && partial_bytes(splits) as u64 > limits.max_binding {
             splits = least.max(splits / 2);
         }
         let tiles_per_split = key_tiles.div_ceil(splits).max(1);
         let splits = key_tiles.div_ceil(tiles_per_split).max(1);
         let fits = |n: usize| u32::try_from(n).is_ok();
         let workgroups = batches.checked_mul(tiles)?.checked_mul(splits)?;
-        let sound = splits == 1 || (partial_bytes(splits) as u64) <= facts.max_storage_binding;
+        let sound = splits == 1 || (partial_bytes(splits) as u64) <= limits.max_binding;
         (sound
             && 2 * splits <= ITERATIONS
             && fits(workgroups)
@@ -184,4 +235,72 @@ pub(super) fn batch_layouts(call: &AttentionCall) -> Result<BatchLayouts> {
         shape,
         strides: given,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAVAPIPE: Limits = Limits {
+        workgroup_bytes: 32 << 10,
+        resident_threads: 2048,
+        max_binding: 128 << 20,
+    };
+
+    fn extents(batches: usize, length: usize, source: usize, head: usize) -> Extents {
+        Extents {
+            batches,
+            length,
+            source,
+            head,
+            value: head,
+            rank: 4,
+        }
+    }
+
+    #[test]
+    fn a_tile_of_keys_is_what_the_workgroup_memory_holds() {
+        let keys = |head, bytes| {
+            let limits = Limits {
+                workgroup_bytes: bytes,
+                ..LAVAPIPE
+            };
+            Plan::new(extents(64, 64, 64, head), limits).map(|p| p.keys)
+        };
+        assert_eq!(keys(128, 48 << 10), Some(32));
+        assert_eq!(keys(128, 32 << 10), Some(32));
+        assert_eq!(keys(128, 16 << 10), Some(8));
+        assert_eq!(keys(256, 32 << 10), Some(8));
+        assert_eq!(keys(256, 16 << 10), None);
+        assert_eq!(keys(64, 16 << 10), Some(32));
+        for (keys, head4, value4) in [(32, 32, 32), (8, 64, 64), (16, 2, 4)] {
+            assert!(workgroup_bytes(keys, head4, value4) > 0);
+        }
+    }
+
+    #[test]
+    fn keys_split_for_the_loop_budget_and_to_fill_the_device() {
+        // Enough query tiles: one split while a workgroup's tiles fit the
+        // budget; more when they do not, each within it.
+        let p = Plan::new(extents(32, 1024, 32 * 8, 128), LAVAPIPE).unwrap();
+        assert_eq!((p.splits, p.tiles_per_split), (1, 8));
+        let long = Plan::new(extents(4, 1024, 32 * 100, 128), LAVAPIPE).unwrap();
+        assert!(long.splits > 1 && long.splits * long.tiles_per_split >= 100);
+        let (per_tile, once) = iterations(long.keys, long.head4, long.value4, 4);
+        assert!(once + long.tiles_per_split * per_tile <= ITERATIONS);
+        // A decoding step: splits until the device has 32 workgroups.
+        let step = Plan::new(extents(4, 1, 32 * 100, 64), LAVAPIPE).unwrap();
+        assert_eq!((step.tiles, step.splits), (1, 8));
+        // Never more splits than key tiles.
+        let short = Plan::new(extents(1, 1, 40, 64), LAVAPIPE).unwrap();
+        assert_eq!((short.splits, short.tiles_per_split), (2, 1));
+        // Partial results past one binding: fewer splits, or none.
+        let tight = Limits {
+            max_binding: 20 << 10,
+            ..LAVAPIPE
+        };
+        let p = Plan::new(extents(1, 16, 32 * 20, 64), tight).unwrap();
+        assert_eq!((p.splits, p.tiles_per_split), (2, 10));
+        assert!(Plan::new(extents(1, 4000, 4000, 64), tight).is_none());
+    }
 }
