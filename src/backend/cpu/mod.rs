@@ -20,6 +20,7 @@ mod numeric;
 mod pool;
 mod profile;
 mod quant;
+mod quant_fused;
 mod random;
 mod reduce;
 mod scan;

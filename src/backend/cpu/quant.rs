@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 const OP: &str = "qmatmul";
 
 /// Weight rows each piece of a product decodes.
-const ROWS_PER_PIECE: usize = 16;
+pub(super) const ROWS_PER_PIECE: usize = 16;
 
 /// `$body` with `$decode` bound to the decoder of `$ty`, a function item,
 /// in one arm per type (so that each type's loops are compiled with its
@@ -107,7 +107,9 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
             return Err(Error::internal(OP, "the activations' storage is not f32"));
         };
         let xv = &xv[x.layout.offset()..x.layout.offset() + m * k];
-        with_decoder!(call.ty, |decode| rows.dots(decode, xv, &mut dots))?;
+        if !super::quant_fused::dots(call.ty, &rows, xv, &mut dots) {
+            with_decoder!(call.ty, |decode| rows.dots(decode, xv, &mut dots))?;
+        }
     }
     let mut out_data = out.write();
     let CpuData::F32(dst) = &mut *out_data else {
@@ -150,15 +152,15 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// A weight's rows of blocks.
-struct Rows<'a> {
-    bytes: &'a [u8],
+pub(super) struct Rows<'a> {
+    pub bytes: &'a [u8],
     /// Where row 0 starts, bytes per row, a block's bytes and elements,
     /// elements per row.
-    at: usize,
-    row_bytes: usize,
-    width: usize,
-    block: usize,
-    k: usize,
+    pub at: usize,
+    pub row_bytes: usize,
+    pub width: usize,
+    pub block: usize,
+    pub k: usize,
 }
 
 impl Rows<'_> {
