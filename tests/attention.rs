@@ -343,6 +343,96 @@ fn long_keys_split_over_workgroups_match_the_cpu() {
 }
 
 #[test]
+fn broadcast_keys_and_values_match_the_cpu() {
+    // Keys and values of one batch for two, a value of one head for four
+    // key heads, and one key head for four query heads (multi-query).
+    let cpu = Device::cpu();
+    let r = |dims: &[usize], seed| Tensor::randn(dims, DType::F32, seed, &cpu).unwrap();
+    let cases = [
+        (
+            r(&[2, 4, 5, 8], 1),
+            r(&[1, 4, 7, 8], 2),
+            r(&[1, 4, 7, 6], 3),
+        ),
+        (
+            r(&[1, 4, 5, 8], 4),
+            r(&[1, 4, 7, 8], 5),
+            r(&[1, 1, 7, 8], 6),
+        ),
+        (
+            r(&[2, 4, 40, 8], 7),
+            r(&[2, 1, 70, 8], 8),
+            r(&[2, 1, 70, 8], 9),
+        ),
+    ];
+    for (n, (q, k, v)) in cases.iter().enumerate() {
+        let a = Attention::new().causal();
+        let want = read(&q.sdpa(k, v, &a).unwrap());
+        for dev in common::devices() {
+            let on = |t: &Tensor| t.to_device(&dev).unwrap();
+            let got = read(&on(q).sdpa(&on(k), &on(v), &a).unwrap());
+            close(&got, &want, 2e-5, &format!("case {n} on {dev}"));
+        }
+    }
+}
+
+#[test]
+fn values_at_keys_a_query_does_not_attend_reach_it_as_the_product_does() {
+    // The composed form's product multiplies every value by its weight,
+    // so a NaN or infinite value at a masked key makes its column NaN
+    // (0 x inf): the kernel gives the same where it skips a causal tile or
+    // a split sees no key, as where it multiplies.
+    let cpu = Device::cpu();
+    let q = Tensor::randn([1, 2, 40, 8], DType::F32, 1, &cpu).unwrap();
+    let k = Tensor::randn([1, 2, 100, 8], DType::F32, 2, &cpu).unwrap();
+    let mut vs = Tensor::randn([1, 2, 100, 8], DType::F32, 3, &cpu)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    // Key 90 of head 0 (past every query of the causal case), key 20 of
+    // head 1 (attended by some queries, masked for the first ones).
+    vs[90 * 8 + 2] = f32::NAN;
+    vs[90 * 8 + 5] = f32::INFINITY;
+    vs[(100 + 20) * 8 + 1] = f32::NEG_INFINITY;
+    let v = Tensor::from_slice(&vs, [1, 2, 100, 8], &cpu).unwrap();
+    let keep = Tensor::rand([40, 100], DType::F32, 4, &cpu)
+        .unwrap()
+        .lt_scalar(0.5)
+        .unwrap();
+    for (name, causal, mask) in [("causal", true, None), ("mask", false, Some(&keep))] {
+        let run = |dev: &Device, q: &Tensor| {
+            let on = |t: &Tensor| t.to_device(dev).unwrap();
+            let mut a = Attention::new();
+            if causal {
+                a = a.causal();
+            }
+            if let Some(m) = mask {
+                // The mask's last rows, one a query.
+                let rows = q.dims()[2] as isize;
+                a = a.mask(&on(&m.slice(s![-rows.., ..]).unwrap()));
+            }
+            read(&on(q).sdpa(&on(&k), &on(&v), &a).unwrap())
+        };
+        for q in [q.clone(), q.slice(s![.., .., -1.., ..]).unwrap()] {
+            let want = run(&cpu, &q);
+            assert!(want.iter().any(|x| x.is_nan()), "{name}");
+            for dev in common::devices() {
+                let got = run(&dev, &q);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        g == w
+                            || (g.is_nan() && w.is_nan())
+                            || (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                        "{name}, {} queries on {dev}: element {i} is {g}, the CPU's {w}",
+                        q.dims()[2]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn a_row_that_attends_nothing_is_nan_as_pytorchs() {
     let dev = Device::cpu();
     let q = Tensor::ones([1, 2, 4], DType::F32, &dev).unwrap();

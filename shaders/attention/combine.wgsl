@@ -11,7 +11,7 @@
 // A thread per output element: the largest m of the splits that summed
 // anything, then the splits' l and acc rescaled to it and added, and the
 // quotient stored, rounded once; NaN for a row with a NaN l or none
-// summed. Its loops run over the splits, which the launcher keeps within
+// summed, and for a column whose acc is NaN in any split. Its loops run over the splits, which the launcher keeps within
 // the loop budget.
 {{PRELUDE}}
 {{BINDINGS}}
@@ -42,10 +42,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var s = 0u; s < params.splits; s++) {
         let p = first + s * width;
         let ls = part_buf[p + 1u];
-        if (!is_nan_f32(ls) && ls > 0.0) {
+        let acc = part_buf[p + 2u + col];
+        // A split that summed nothing still multiplied (or skipped) its
+        // values by a weight of 0: a NaN there is the column's.
+        if (is_nan_f32(acc)) {
+            bad = true;
+        } else if (!is_nan_f32(ls) && ls > 0.0) {
             let scale = exp(part_buf[p] - top);
             l += ls * scale;
-            o += part_buf[p + 2u + col] * scale;
+            o += acc * scale;
         }
     }
     var y = nan_f32();

@@ -187,6 +187,35 @@ fn main(
             }
         }
     }
+    // Keys of this split past a causal tile's last query: not scored, but
+    // the composed form's product multiplies their values by a weight of
+    // 0, which makes a NaN or infinite value NaN. Each thread notes which
+    // of its columns such a value holds.
+    var poison: array<vec4<u32>, OWNED>;
+    for (var u = 0u; u < OWNED; u++) {
+        poison[u] = vec4<u32>(0u);
+    }
+    let split_end = min(params.source, first + params.tiles_per_split * KEYS);
+    let scanned = first + (max(end, first) - first + KEYS - 1u) / KEYS * KEYS;
+    for (var k0 = scanned; k0 < split_end; k0 += KEYS) {
+        workgroupBarrier();
+        for (var x = t; x < KEYS * VALUE4; x += WORKGROUP) {
+            let j = x / VALUE4;
+            var v = vec4<f32>(0.0);
+            if (k0 + j < params.source) {
+                v = quad_v(starts[2], k0 + j, x % VALUE4);
+            }
+            kv_tile[j * KV_STRIDE + x % VALUE4] = v;
+        }
+        workgroupBarrier();
+        let exponent = vec4<u32>(0x7f800000u);
+        for (var j = 0u; j < KEYS; j++) {
+            for (var u = 0u; u < OWNED; u++) {
+                let bits = bitcast<vec4<u32>>(kv_tile[j * KV_STRIDE + part + 4u * u]);
+                poison[u] = poison[u] | select(vec4<u32>(0u), vec4<u32>(1u), (bits & exponent) == exponent);
+            }
+        }
+    }
     if (live) {
         let row = b * params.length + i;
         let o0 = starts[4] + i32(i) * params.o_row;

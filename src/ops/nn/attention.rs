@@ -213,10 +213,16 @@ fn flash(
         return Ok(None);
     }
     let rank = q.rank();
-    let lead = &q.dims()[..rank.saturating_sub(3)];
+    // Keys and values over the queries' leading axes and the keys' heads
+    // (a value of one head serves them all, as the composed product
+    // broadcasts it).
+    let mut lead = q.dims()[..rank.saturating_sub(3)].to_vec();
+    if rank >= 3 {
+        lead.push(k.dims()[rank - 3]);
+    }
     let expand = |t: &Tensor| {
-        let mut dims = lead.to_vec();
-        dims.extend_from_slice(&t.dims()[lead.len()..]);
+        let mut dims = lead.clone();
+        dims.extend_from_slice(&t.dims()[rank - 2..]);
         t.broadcast_to(dims).ok()
     };
     let (Some(k), Some(v)) = (expand(k), expand(v)) else {

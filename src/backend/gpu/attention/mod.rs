@@ -164,7 +164,7 @@ const FINISH_OUTPUT: &str = "        let undefined = bad || l == 0.0;
                 let col = 4u * (part + 4u * u) + c;
                 if (col < params.value) {
                     var y = nan_f32();
-                    if (!undefined) {
+                    if (!undefined && poison[u][c] == 0u) {
                         y = div_f32(acc[u][c], l);
                     }
                     store_out(u32(o0 + i32(col) * params.o_col), y);
@@ -188,7 +188,11 @@ const FINISH_PARTIALS: &str =
             for (var c = 0u; c < 4u; c++) {
                 let col = 4u * (part + 4u * u) + c;
                 if (col < params.value) {
-                    part_buf[p0 + 2u + col] = acc[u][c];
+                    var a = acc[u][c];
+                    if (poison[u][c] != 0u) {
+                        a = nan_f32();
+                    }
+                    part_buf[p0 + 2u + col] = a;
                 }
             }
         }";

@@ -58,7 +58,7 @@ fn iterations(keys: u32, head4: u32, value4: u32, rank: usize) -> (usize, usize)
         + owned
         + keys * (1 + owned)
         + 4;
-    let once = (ROWS * head4).div_ceil(WORKGROUP) + 6 * owned + rank + 8;
+    let once = (ROWS * head4).div_ceil(WORKGROUP) + 8 * owned + rank + 8;
     (per_tile, once)
 }
 
