@@ -343,6 +343,44 @@ fn long_keys_split_over_workgroups_match_the_cpu() {
 }
 
 #[test]
+fn partial_results_past_one_binding_go_in_chunks() {
+    // 256 KiB bindings: 4,096 queries (256 query tiles) over 3,000 keys
+    // split in two take 459 KB of partial results, so the pairs of
+    // (batch, query tile) run in two chunks, each a flash and a combine
+    // dispatch; every operand still fits a binding.
+    let options = webtensor::GpuOptions {
+        max_binding_bytes: Some(256 << 10),
+        ..Default::default()
+    };
+    let Some(gpu) = common::own_gpu(options) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let q = Tensor::randn([1, 1, 4096, 16], DType::F32, 1, &cpu).unwrap();
+    let k = Tensor::randn([1, 1, 3000, 16], DType::F32, 2, &cpu).unwrap();
+    let v = Tensor::randn([1, 1, 3000, 12], DType::F32, 3, &cpu).unwrap();
+    let a = Attention::new();
+    let want = read(&q.sdpa(&k, &v, &a).unwrap());
+    let on = |t: &Tensor| t.to_device(&gpu).unwrap();
+    let (q, k, v) = (on(&q), on(&k), on(&v));
+    let out = q.sdpa(&k, &v, &a).unwrap();
+    close(&read(&out), &want, 2e-5, "chunks");
+    let profile = gpu
+        .profile(|| q.sdpa(&k, &v, &a)?.to_vec::<f32>().map(drop))
+        .unwrap();
+    let kernels: Vec<&str> = profile.kernels().iter().map(|k| k.name).collect();
+    let flash = kernels.iter().filter(|n| **n == "attention").count();
+    assert!(flash >= 2, "{kernels:?}");
+    assert_eq!(
+        kernels
+            .iter()
+            .filter(|n| **n == "attention combine")
+            .count(),
+        flash
+    );
+}
+
+#[test]
 fn broadcast_keys_and_values_match_the_cpu() {
     // Keys and values of one batch for two, a value of one head for four
     // key heads, and one key head for four query heads (multi-query).

@@ -5,7 +5,8 @@
 // gpu/attention/mod.rs, which fills the {{...}} slots:
 //   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
 //             kernel/math.wgsl
-//   BINDINGS  the partials (1, f32) and `out_buf` (2)
+//   BINDINGS  the partials (1, f32: 16 rows for each (batch, query tile)
+//             pair of the dispatch, in order) and `out_buf` (2)
 //   ACCESS    store_out
 //
 // A thread per output element: the largest m of the splits that summed
@@ -23,8 +24,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (x >= params.rows * params.value) {
         return;
     }
+    // Partial row `row`: query i of batch b, past the last query for a
+    // short last tile.
     let row = x / params.value;
     let col = x % params.value;
+    let pair = params.pair_offset + row / 16u;
+    let i = (pair % params.tiles) * 16u + row % 16u;
+    if (i >= params.length) {
+        return;
+    }
+    let b = pair / params.tiles;
     let width = params.value + 2u;
     let first = row * params.splits * width;
     var top = f32_from_bits(0xff800000u);
@@ -57,5 +66,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (!bad && l > 0.0) {
         y = div_f32(o, l);
     }
-    store_out(params.out_offset + x, y);
+    store_out(params.out_offset + (b * params.length + i) * params.value + col, y);
 }

@@ -16,7 +16,8 @@
 //   FINISH    what a thread writes for its query at the end: its share of
 //             the output row (`acc / l`, NaN for a row with a NaN or +inf
 //             score or none it attends), or the split's partial result
-//             (m, l or NaN, and acc) for combine.wgsl to merge
+//             (m, l or NaN, and acc) for combine.wgsl to merge, at the
+//             dispatch's row (its pair's 16 rows in order)
 //
 // A workgroup of 64 threads takes ROWS = 16 queries of one batch, four
 // threads a query, and one split's range of key tiles. Per tile of KEYS keys:
@@ -70,9 +71,12 @@ fn main(
     if (w >= params.workgroups) {
         return;
     }
+    // This dispatch's (batch, query tile) pairs from `pair_offset`, each
+    // in `splits` workgroups.
     let split = w % params.splits;
-    let tile = (w / params.splits) % params.tiles;
-    let b = w / (params.splits * params.tiles);
+    let pair = params.pair_offset + w / params.splits;
+    let tile = pair % params.tiles;
+    let b = pair / params.tiles;
     let starts = batch_starts(b);
     let row0 = tile * ROWS;
     let r = t / 4u;
@@ -217,7 +221,6 @@ fn main(
         }
     }
     if (live) {
-        let row = b * params.length + i;
         let o0 = starts[4] + i32(i) * params.o_row;
 {{FINISH}}
     }

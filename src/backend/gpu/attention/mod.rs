@@ -1,11 +1,13 @@
 //! GPU scaled dot-product attention: `attention/flash.wgsl`, a flash
 //! kernel (an online softmax over tiles of keys staged in workgroup
-//! memory, 16 queries a workgroup, scores and sums in f32), one dispatch
-//! where the queries' tiles fill the device and each workgroup's keys fit
-//! the loop budget; else the keys are split over workgroups that write
-//! partial results, and `attention/combine.wgsl` merges them (two
-//! dispatches: a decoding step's one query row reads its keys with many
-//! workgroups).
+//! memory, 16 queries a workgroup, scores and sums in f32). One dispatch
+//! where the (batch, query tile) pairs fill half the device and each
+//! workgroup's keys fit the loop budget (about 380 keys of a 128-wide
+//! head, 700 of a 64-wide one); else the keys are split over workgroups
+//! that write partial results, and `attention/combine.wgsl` merges them:
+//! two dispatches, or two per chunk of pairs whose partial results fit
+//! one binding (a decoding step's one query row reads its keys with many
+//! workgroups; a long prompt's keys outrun the budget).
 
 mod plan;
 
@@ -47,7 +49,7 @@ params_block! {
         tiles: u32,
         splits: u32,
         tiles_per_split: u32,
-        /// Workgroups in all, and per grid row.
+        /// Workgroups of the dispatch, and per grid row.
         workgroups: u32,
         row_width: u32,
         /// Keys past a query's position are masked.
@@ -70,7 +72,8 @@ params_block! {
         v_offset: u32,
         m_offset: u32,
         o_offset: u32,
-        pad: u32,
+        /// The first (batch, query tile) pair of the dispatch.
+        pair_offset: u32,
         /// The batch walk's extents, and each operand's strides over it.
         shape: [u32; 8],
         q_strides: [i32; 8],
@@ -84,16 +87,18 @@ params_block! {
 params_block! {
     /// `Params` of combine.wgsl.
     pub(crate) struct CombineParams {
-        /// Query rows in all, the value's extent, the splits.
+        /// Partial rows (16 a pair), the value's extent, the splits.
         rows: u32,
         value: u32,
         splits: u32,
         /// Workgroups per grid row.
         row_width: u32,
         out_offset: u32,
-        pad0: u32,
-        pad1: u32,
-        pad2: u32,
+        /// The dispatch's first (batch, query tile) pair; query tiles a
+        /// batch, queries.
+        pair_offset: u32,
+        tiles: u32,
+        length: u32,
     }
 }
 
@@ -174,8 +179,8 @@ const FINISH_OUTPUT: &str = "        let undefined = bad || l == 0.0;
 
 /// The split's partial result for the row: m and l (NaN for a bad row)
 /// by the row's first thread, and each thread's share of acc.
-const FINISH_PARTIALS: &str =
-    "        let p0 = (row * params.splits + split) * (params.value + 2u);
+const FINISH_PARTIALS: &str = "        let row = (w / params.splits) * ROWS + r;
+        let p0 = (row * params.splits + split) * (params.value + 2u);
         if (part == 0u) {
             var total = l;
             if (bad) {
@@ -379,10 +384,6 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
         params.m_strides[a] = layouts.strides[3][a] as i32;
         params.o_strides[a] = layouts.strides[4][a] as i32;
     }
-    let workgroups = plan.batches * plan.tiles * plan.splits;
-    let groups = grid_of(workgroups, 1, facts.max_workgroups_per_dim)?;
-    params.workgroups = workgroups as u32;
-    params.row_width = groups[0];
     let key = FlashKey {
         dtype,
         native_f16: facts.native_f16,
@@ -392,45 +393,57 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
         value4: plan.value4,
         partials: plan.splits > 1,
     };
-    if plan.splits == 1 {
-        // The mask is bound last (binding 5) where given; the output is 4.
-        let mut all = bindings;
-        all.insert(3, o_bound);
-        return record_family(ctx, &key, params.bytes(), all, [groups[0], groups[1], 1])
-            .map(|()| true);
-    }
-    let rows = plan.batches * plan.length;
-    let partials = Arc::new(Storage::Gpu(GpuStorage::uninit(
-        ctx,
-        OP,
-        KernelType::F32,
-        rows * plan.splits * (plan.value + 2),
-    )?));
-    let mut all = bindings;
-    all.insert(3, Bound::new(OP, &partials, true)?);
-    record_family(ctx, &key, params.bytes(), all, [groups[0], groups[1], 1])?;
-    let threads = rows * plan.value;
-    let combine_groups = grid(threads, facts.max_workgroups_per_dim)?;
-    let combine = CombineParams {
-        rows: rows as u32,
-        value: plan.value as u32,
-        splits: plan.splits as u32,
-        row_width: combine_groups[0],
-        out_offset: o.layout.offset() as u32,
-        ..bytemuck::Zeroable::zeroed()
-    };
-    let key = CombineKey {
+    let combine_key = CombineKey {
         dtype,
         native_f16: facts.native_f16,
     };
-    record_family(
-        ctx,
-        &key,
-        combine.bytes(),
-        smallvec![Bound::new(OP, &partials, false)?, o_bound],
-        [combine_groups[0], combine_groups[1], 1],
-    )
-    .map(|()| true)
+    // The pairs of (batch, query tile) in chunks whose partial results
+    // fit one binding (all at once without splits).
+    let pairs = plan.batches * plan.tiles;
+    for first in (0..pairs).step_by(plan.pairs_per_chunk) {
+        let count = plan.pairs_per_chunk.min(pairs - first);
+        let workgroups = count * plan.splits;
+        let groups = grid_of(workgroups, 1, facts.max_workgroups_per_dim)?;
+        params.workgroups = workgroups as u32;
+        params.row_width = groups[0];
+        params.pair_offset = first as u32;
+        let mut all = bindings.clone();
+        if plan.splits == 1 {
+            // The mask is bound last (binding 5) where given; the output
+            // is 4.
+            all.insert(3, o_bound.clone());
+            record_family(ctx, &key, params.bytes(), all, [groups[0], groups[1], 1])?;
+            continue;
+        }
+        let rows = count * plan::ROWS;
+        let partials = Arc::new(Storage::Gpu(GpuStorage::uninit(
+            ctx,
+            OP,
+            KernelType::F32,
+            rows * plan.splits * (plan.value + 2),
+        )?));
+        all.insert(3, Bound::new(OP, &partials, true)?);
+        record_family(ctx, &key, params.bytes(), all, [groups[0], groups[1], 1])?;
+        let combine_groups = grid(rows * plan.value, facts.max_workgroups_per_dim)?;
+        let combine = CombineParams {
+            rows: rows as u32,
+            value: plan.value as u32,
+            splits: plan.splits as u32,
+            row_width: combine_groups[0],
+            out_offset: o.layout.offset() as u32,
+            pair_offset: first as u32,
+            tiles: plan.tiles as u32,
+            length: plan.length as u32,
+        };
+        record_family(
+            ctx,
+            &combine_key,
+            combine.bytes(),
+            smallvec![Bound::new(OP, &partials, false)?, o_bound.clone()],
+            [combine_groups[0], combine_groups[1], 1],
+        )?;
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

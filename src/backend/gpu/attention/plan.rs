@@ -31,6 +31,9 @@ pub(super) struct Plan {
     /// Splits of the keys, key tiles a split.
     pub splits: usize,
     pub tiles_per_split: usize,
+    /// (batch, query tile) pairs a dispatch takes: their partial results
+    /// fit one binding.
+    pub pairs_per_chunk: usize,
     /// Keys a tile; quads of a head and of a value row (a multiple of 4).
     pub keys: u32,
     pub head4: u32,
@@ -133,24 +136,31 @@ impl Plan {
             return None;
         }
         let tiles = length.div_ceil(ROWS);
+        let pairs = batches.checked_mul(tiles)?;
         let key_tiles = source.div_ceil(keys as usize);
         let least = key_tiles.div_ceil(budget);
-        // Enough workgroups to fill the device, as long as each has a tile.
-        let fill = (limits.resident_threads / WORKGROUP).div_ceil((batches * tiles).max(1));
-        let partial_bytes = |splits: usize| 4 * batches * length * splits * (value + 2);
+        // More splits only where the (batch, query tile) pairs leave the
+        // device half empty, as long as each split has a tile.
+        let fill = (limits.resident_threads / WORKGROUP / 2 / pairs.max(1)).max(1);
+        // A pair's partial results: 16 rows of m, l and the value row.
+        let pair_bytes = |splits: usize| (4 * ROWS * splits * (value + 2)) as u64;
         let mut splits = least.max(fill).min(key_tiles).max(1);
-        while splits > least && partial_bytes(splits) as u64 > limits.max_binding {
+        while splits > least && pair_bytes(splits) > limits.max_binding {
             splits = least.max(splits / 2);
         }
         let tiles_per_split = key_tiles.div_ceil(splits).max(1);
         let splits = key_tiles.div_ceil(tiles_per_split).max(1);
+        // Pairs a dispatch takes: all without splits, else as many as
+        // their partial results fit one binding.
+        let pairs_per_chunk = match splits {
+            1 => pairs.max(1),
+            _ => usize::try_from(limits.max_binding / pair_bytes(splits)).ok()?,
+        };
         let fits = |n: usize| u32::try_from(n).is_ok();
-        let workgroups = batches.checked_mul(tiles)?.checked_mul(splits)?;
-        let sound = splits == 1 || (partial_bytes(splits) as u64) <= limits.max_binding;
-        (sound
+        (pairs_per_chunk > 0
             && 2 * splits <= ITERATIONS
-            && fits(workgroups)
-            && fits(batches * length * value.max(head))
+            && fits(pairs.checked_mul(splits)?)
+            && fits(batches.checked_mul(length)?.checked_mul(value.max(head))?)
             && fits(source))
         .then_some(Plan {
             length,
@@ -161,6 +171,7 @@ impl Plan {
             tiles,
             splits,
             tiles_per_split,
+            pairs_per_chunk,
             keys,
             head4,
             value4,
@@ -288,9 +299,12 @@ mod tests {
         assert!(long.splits > 1 && long.splits * long.tiles_per_split >= 100);
         let (per_tile, once) = iterations(long.keys, long.head4, long.value4, 4);
         assert!(once + long.tiles_per_split * per_tile <= ITERATIONS);
-        // A decoding step: splits until the device has 32 workgroups.
-        let step = Plan::new(extents(4, 1, 32 * 100, 64), LAVAPIPE).unwrap();
-        assert_eq!((step.tiles, step.splits), (1, 8));
+        // A decoding step: splits until the device is half full (16 of
+        // 32 workgroups).
+        let step = Plan::new(extents(4, 1, 32 * 20, 64), LAVAPIPE).unwrap();
+        assert_eq!((step.tiles, step.splits, step.tiles_per_split), (1, 4, 5));
+        let wide = Plan::new(extents(16, 1, 32 * 20, 64), LAVAPIPE).unwrap();
+        assert_eq!(wide.splits, 1);
         // Never more splits than key tiles.
         let short = Plan::new(extents(1, 1, 40, 64), LAVAPIPE).unwrap();
         assert_eq!((short.splits, short.tiles_per_split), (2, 1));
@@ -300,7 +314,20 @@ mod tests {
             ..LAVAPIPE
         };
         let p = Plan::new(extents(1, 16, 32 * 20, 64), tight).unwrap();
-        assert_eq!((p.splits, p.tiles_per_split), (2, 10));
+        assert_eq!((p.splits, p.tiles_per_split, p.pairs_per_chunk), (4, 5, 1));
         assert!(Plan::new(extents(1, 4000, 4000, 64), tight).is_none());
+        // Pairs in chunks whose partial results fit one binding.
+        let limits = Limits {
+            max_binding: 100 << 10,
+            ..LAVAPIPE
+        };
+        let p = Plan::new(extents(8, 64, 32 * 50, 64), limits).unwrap();
+        assert_eq!((p.splits, p.pairs_per_chunk), (3, 8));
+        assert_eq!(
+            Plan::new(extents(8, 64, 64, 64), limits)
+                .unwrap()
+                .pairs_per_chunk,
+            32
+        );
     }
 }
