@@ -19,8 +19,9 @@
 //             (m, l or NaN, and acc) for combine.wgsl to merge, at the
 //             dispatch's row (its pair's 16 rows in order)
 //
-// A workgroup of 64 threads takes ROWS = 16 queries of one batch, four
-// threads a query, and one split's range of key tiles. Per tile of KEYS keys:
+// A workgroup of 64 threads takes ROWS = 16 rows of one batch (a key head:
+// the queries of the query heads it serves, so that a decoding step's
+// grouped heads share each tile of keys), four threads a row, and one split's range of key tiles. Per tile of KEYS keys:
 // the keys are staged in workgroup memory (zeros past the last key and the
 // head), each thread scores KEYS / 4 keys of its query, the four threads of
 // a query merge their maxima, the values replace the keys in workgroup
@@ -78,25 +79,35 @@ fn main(
     let tile = pair % params.tiles;
     let b = pair / params.tiles;
     let starts = batch_starts(b);
+    // A batch's rows are query i of the j-th query head its key head
+    // serves at row j L + i.
     let row0 = tile * ROWS;
     let r = t / 4u;
     let part = t % 4u;
-    let i = row0 + r;
-    let live = i < params.length;
+    let live = row0 + r < params.rows;
+    let i = (row0 + r) % params.length;
+    let m0 = starts[3] + i32((row0 + r) / params.length) * params.m_group;
     for (var x = t; x < ROWS * HEAD4; x += WORKGROUP) {
         let row = x / HEAD4;
+        let at = row0 + row;
         var q = vec4<f32>(0.0);
-        if (row0 + row < params.length) {
-            q = quad_q(starts[0], row0 + row, x % HEAD4);
+        if (at < params.rows) {
+            let head = starts[0] + i32(at / params.length) * params.q_group;
+            q = quad_q(head, at % params.length, x % HEAD4);
         }
         q_tile[row * Q_STRIDE + x % HEAD4] = q;
     }
     // This split's keys; for causal attention, none past the tile's last
-    // query.
+    // query position (the last of the heads its rows cross).
     let first = split * params.tiles_per_split * KEYS;
     var end = min(params.source, first + params.tiles_per_split * KEYS);
     if (params.causal != 0u) {
-        end = min(end, row0 + ROWS);
+        let last = min(row0 + ROWS, params.rows) - 1u;
+        var latest = params.length - 1u;
+        if (last / params.length == row0 / params.length) {
+            latest = last % params.length;
+        }
+        end = min(end, latest + 1u);
     }
     var m = minus_inf();
     var l = 0.0;
@@ -133,8 +144,8 @@ fn main(
             let key = k0 + part + 4u * u;
             var score = minus_inf();
             let causal_ok = params.causal == 0u || key <= i;
-            if (live && key < params.source && causal_ok && allowed(starts[3], i, key)) {
-                score = s[u] * params.scale + bias(starts[3], i, key);
+            if (live && key < params.source && causal_ok && allowed(m0, i, key)) {
+                score = s[u] * params.scale + bias(m0, i, key);
                 if (finite(score)) {
                     top = max(top, score);
                 } else if (!(is_inf_f32(score) && sign_bit_f32(score))) {
@@ -221,7 +232,8 @@ fn main(
         }
     }
     if (live) {
-        let o0 = starts[4] + i32(i) * params.o_row;
+        let o0 = starts[4] + i32((row0 + r) / params.length) * params.o_group
+            + i32(i) * params.o_row;
 {{FINISH}}
     }
 }

@@ -39,12 +39,12 @@ params_block! {
         /// Axes of the batch walk (its shape: the leading axes, the key
         /// heads and the query heads of each).
         rank: u32,
-        /// Queries, keys, the head's and the value's extents.
+        /// Queries a head, keys, the head's and the value's extents.
         length: u32,
         source: u32,
         head: u32,
         value: u32,
-        /// Tiles of 16 queries a batch; splits of the keys; key tiles a
+        /// Tiles of 16 rows a batch; splits of the keys; key tiles a
         /// split.
         tiles: u32,
         splits: u32,
@@ -74,6 +74,12 @@ params_block! {
         o_offset: u32,
         /// The first (batch, query tile) pair of the dispatch.
         pair_offset: u32,
+        /// Rows a batch (queries times the query heads a key head serves),
+        /// and the steps between those heads in q, the mask and the output.
+        rows: u32,
+        q_group: i32,
+        m_group: i32,
+        o_group: i32,
         /// The batch walk's extents, and each operand's strides over it.
         shape: [u32; 8],
         q_strides: [i32; 8],
@@ -346,7 +352,11 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
     let mut bindings = smallvec![q_bound, k_bound, v_bound];
     let mut params = FlashParams {
         rank: layouts.shape.len() as u32,
-        length: plan.length as u32,
+        length: call.q.layout.dims()[call.q.layout.rank() - 2] as u32,
+        rows: plan.length as u32,
+        q_group: layouts.group_steps[0] as i32,
+        m_group: layouts.group_steps[1] as i32,
+        o_group: layouts.group_steps[2] as i32,
         source: plan.source as u32,
         head: plan.head as u32,
         value: plan.value as u32,

@@ -84,8 +84,8 @@ impl Limits {
     }
 }
 
-/// An attention's extents: batches, queries, keys, the head's and the
-/// value's, and the operands' rank.
+/// An attention's extents: batches, query rows a batch, keys, the head's
+/// and the value's, and the operands' rank.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Extents {
     pub batches: usize,
@@ -97,12 +97,15 @@ pub(super) struct Extents {
 }
 
 impl Extents {
+    /// The extents of `call`, a batch a key head: its rows are the
+    /// queries of the query heads it serves.
     pub fn of(call: &AttentionCall) -> Extents {
         let (qd, vd) = (call.q.layout.dims(), call.v.layout.dims());
         let r = qd.len();
+        let g = call.groups.max(1);
         Extents {
-            batches: qd[..r - 2].iter().product(),
-            length: qd[r - 2],
+            batches: qd[..r - 2].iter().product::<usize>() / g,
+            length: g * qd[r - 2],
             source: vd[r - 2],
             head: qd[r - 1],
             value: vd[r - 1],
@@ -179,13 +182,15 @@ impl Plan {
     }
 }
 
-/// The batch walk: its extents (the queries' leading axes, their heads
-/// split into (key heads, queries a key head) where heads are grouped) and
-/// each operand's strides over them (q, k, v, mask, output; zeros for an
-/// absent mask, and for k and v along the group axis).
+/// The batch walk: its extents (the queries' leading axes and their key
+/// heads) and each operand's strides over them (q, k, v, mask, output;
+/// zeros for an absent mask); and the steps between the query heads a key
+/// head serves, which a workgroup's rows run over with the queries (q,
+/// mask, output).
 pub(super) struct BatchLayouts {
     pub shape: Vec<usize>,
     pub strides: [Vec<isize>; 5],
+    pub group_steps: [isize; 3],
 }
 
 /// The batch walk of `call`.
@@ -224,27 +229,25 @@ pub(super) fn batch_layouts(call: &AttentionCall) -> Result<BatchLayouts> {
         return Ok(BatchLayouts {
             shape: vec![1],
             strides: [vec![0], vec![0], vec![0], vec![0], vec![0]],
+            group_steps: [0; 3],
         });
     }
+    // Heads h = kv * g + j: key head kv, the j-th query head it serves.
+    let h = r - 3;
     let mut shape = q.dims()[..r - 2].to_vec();
-    if g > 1 {
-        // Heads h = kv * g + j: key head kv, the j-th query it serves.
-        let h = r - 3;
-        shape[h] = heads / g;
-        shape.insert(h + 1, g);
-        for (k, strides) in given.iter_mut().enumerate() {
-            let s = strides[h];
-            let (outer, inner) = match k {
-                1 | 2 => (s, 0),
-                _ => (s * g as isize, s),
-            };
-            strides[h] = outer;
-            strides.insert(h + 1, inner);
+    shape[h] = heads / g;
+    let mut group_steps = [0; 3];
+    for (k, strides) in given.iter_mut().enumerate() {
+        let s = strides[h];
+        if let Some(slot) = [0, 3, 4].iter().position(|&o| o == k) {
+            group_steps[slot] = s;
+            strides[h] = s * g as isize;
         }
     }
     Ok(BatchLayouts {
         shape,
         strides: given,
+        group_steps,
     })
 }
 
