@@ -7,7 +7,10 @@
 //! continuation token for token; with the weights dequantized on loading,
 //! and with the quantized ones kept as their blocks (`QTensor`,
 //! `qmatmul`). A second model (`make_tiny_llama_quant.py`) has a weight of
-//! every quantized type the products take.
+//! every quantized type the products take. A decoding step written with
+//! its token and position in tensors (caches written by `scatter_`, rotary
+//! tables by `Rope::at`, a mask over the whole cache) is captured once and
+//! replayed for each token.
 
 mod common;
 
@@ -137,7 +140,6 @@ impl Model {
         let dev = self.embd.device();
         let seq = tokens.len();
         let ids = Tensor::from_slice(tokens, [seq], dev).unwrap();
-        let mut x = self.embd.index_select(&ids, 0).unwrap();
         let rope = self.rope.positions(start, seq).unwrap();
         // Causal within the new positions, every cached one before them.
         let attention = if seq > 1 {
@@ -151,24 +153,68 @@ impl Model {
         } else {
             Attention::new()
         };
+        let write = |cache: &Tensor, new: &Tensor| {
+            cache.narrow(1, start, seq).unwrap().assign(new).unwrap();
+        };
+        self.layers(&ids, &rope, &attention, start + seq, &write)
+    }
+
+    /// A decoding step with every position on the device: the logits `(1,
+    /// vocab)` of the token in `token` (i32 `[1]`) at the position in `pos`
+    /// (i32 `[1]`), its key and value scattered into the caches there, its
+    /// rotary tables gathered there, attending the whole cache through a
+    /// mask of the positions up to it. Nothing in it depends on a host
+    /// value, so that a capture of it serves every step.
+    fn step(&self, token: &Tensor, pos: &Tensor) -> Tensor {
+        let dev = self.embd.device();
+        let context = self.blocks[0].cache_k.dims()[1];
+        let rope = self.rope.at(pos).unwrap();
+        let cols = Tensor::arange(0i32, context as i32, 1, dev).unwrap();
+        let attention = Attention::new().mask(&cols.le(pos).unwrap());
+        let write = |cache: &Tensor, new: &Tensor| {
+            let index = pos
+                .to_dtype(DType::I64)
+                .unwrap()
+                .reshape([1, 1, 1])
+                .unwrap()
+                .broadcast_to(new.dims())
+                .unwrap();
+            cache.scatter_(&index, new, 1).unwrap();
+        };
+        self.layers(token, &rope, &attention, context, &write)
+    }
+
+    /// The blocks over the embeddings of `ids`: each writes its new keys
+    /// and values into its caches with `write`, then attends the caches'
+    /// first `keys` positions.
+    fn layers(
+        &self,
+        ids: &Tensor,
+        rope: &Rope,
+        attention: &Attention,
+        keys: usize,
+        write: &dyn Fn(&Tensor, &Tensor),
+    ) -> Tensor {
+        let seq = ids.dims()[0];
+        let mut x = self.embd.index_select(ids, 0).unwrap();
         for b in &self.blocks {
             let h = x
                 .rms_norm(&[self.dim], Some(&b.attn_norm), Some(self.eps))
                 .unwrap();
             let q = self
                 .split(&Self::linear(&h, &b.q), self.heads)
-                .rope(&rope)
+                .rope(rope)
                 .unwrap();
             let k = self
                 .split(&Self::linear(&h, &b.k), self.kv_heads)
-                .rope(&rope)
+                .rope(rope)
                 .unwrap();
             let v = self.split(&Self::linear(&h, &b.v), self.kv_heads);
-            b.cache_k.narrow(1, start, seq).unwrap().assign(&k).unwrap();
-            b.cache_v.narrow(1, start, seq).unwrap().assign(&v).unwrap();
-            let keys = b.cache_k.narrow(1, 0, start + seq).unwrap();
-            let values = b.cache_v.narrow(1, 0, start + seq).unwrap();
-            let att = q.sdpa(&keys, &values, &attention).unwrap();
+            write(&b.cache_k, &k);
+            write(&b.cache_v, &v);
+            let cached_k = b.cache_k.narrow(1, 0, keys).unwrap();
+            let cached_v = b.cache_v.narrow(1, 0, keys).unwrap();
+            let att = q.sdpa(&cached_k, &cached_v, attention).unwrap();
             let att = att
                 .transpose(0, 1)
                 .unwrap()
@@ -254,4 +300,64 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
 fn a_tiny_llama_of_every_quantized_type_gives_numpys_logits() {
     // Q4_0 to Q8_0 and Q2_K to Q6_K weights (make_tiny_llama_quant.py).
     matches_numpy("tiny_llama_quant.gguf", "tiny_llama_quant_reference.npz");
+}
+
+#[test]
+fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
+    // Issue 49: a decoding step captured once (`Device::capture`) and run
+    // again for each token, its token and position written into tensors
+    // between runs, gives the eager step's logits and NumPy's greedy
+    // continuation, on every device (the CPU runs the closure again).
+    let file = Gguf::from_bytes(data("tiny_llama.gguf")).unwrap();
+    let reference: std::collections::HashMap<String, Tensor> =
+        io::from_npz_bytes(&data("tiny_llama_reference.npz"), &Device::cpu())
+            .unwrap()
+            .into_iter()
+            .collect();
+    let prompt = reference["prompt"].to_vec::<i32>().unwrap();
+    let greedy = reference["greedy"].to_vec::<i32>().unwrap();
+    for dev in common::devices() {
+        let dev = &dev;
+        let (eager, model) = (
+            Model::load(&file, dev, 32, true),
+            std::rc::Rc::new(Model::load(&file, dev, 32, true)),
+        );
+        let logits = eager.forward(&prompt, 0);
+        model.forward(&prompt, 0);
+        let first = logits
+            .narrow(0, prompt.len() - 1, 1)
+            .unwrap()
+            .argmax(-1)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap()[0];
+        let token = Tensor::from_slice(&[first], [1], dev).unwrap();
+        let pos = Tensor::from_slice(&[prompt.len() as i32], [1], dev).unwrap();
+        let out = Tensor::zeros([1, 50], DType::F32, dev).unwrap();
+        let (t, p, o, m) = (token.clone(), pos.clone(), out.clone(), model.clone());
+        let mut graph = dev.capture(move || o.assign(&m.step(&t, &p))).unwrap();
+        let (mut next, mut tokens) = (first, vec![first]);
+        for step in 1..greedy.len() {
+            let at = prompt.len() + step - 1;
+            if step > 1 {
+                token
+                    .assign(&Tensor::from_slice(&[next], [1], dev).unwrap())
+                    .unwrap();
+                pos.assign(&Tensor::from_slice(&[at as i32], [1], dev).unwrap())
+                    .unwrap();
+                graph.run().unwrap();
+            }
+            let want = eager.forward(&[next], at).to_vec::<f32>().unwrap();
+            let got = out.to_vec::<f32>().unwrap();
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "step {step} on {dev}: logit {i}: {g}, eager {w}"
+                );
+            }
+            next = out.argmax(-1).unwrap().to_vec::<i32>().unwrap()[0];
+            tokens.push(next);
+        }
+        assert_eq!(tokens, greedy, "captured greedy continuation on {dev}");
+    }
 }

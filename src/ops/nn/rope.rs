@@ -216,6 +216,32 @@ impl Rope {
     pub fn style(&self) -> RopeStyle {
         self.style
     }
+
+    /// The tables of the positions in `positions` (a 1-D integer tensor
+    /// on the tables' device), gathered on the device: a step whose
+    /// positions live in a tensor (a captured decoding step, see
+    /// `Device::capture`) takes its tables without a host value.
+    ///
+    /// # Errors
+    /// As [`Tensor::index_select`], naming `Rope::at`: positions that are
+    /// not a 1-D integer tensor, or on another device; on the CPU, a
+    /// position outside the tables (a GPU reports it at the next
+    /// readback).
+    pub fn at(&self, positions: &Tensor) -> Result<Rope> {
+        const OP: &str = "Rope::at";
+        if positions.rank() != 1 {
+            return Err(Error::shape(
+                OP,
+                format!("positions must be 1-D, got {:?}", positions.dims()),
+            ));
+        }
+        let gather = |t: &Tensor| t.index_select(positions, 0).map_err(|e| e.named(OP));
+        Ok(Rope {
+            style: self.style,
+            cos: gather(&self.cos)?,
+            sin: gather(&self.sin)?,
+        })
+    }
 }
 
 impl Tensor {
