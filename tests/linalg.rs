@@ -693,7 +693,12 @@ fn orthogonality(x: &Tensor) -> f64 {
 #[test]
 fn svd_gives_numpys_singular_values_and_orthonormal_vectors() {
     let cases = cases();
-    let mut names: Vec<(String, DType)> = vec![("svd_rank2".into(), DType::F32)];
+    let mut names: Vec<(String, DType)> = vec![
+        ("svd_rank2".into(), DType::F32),
+        ("svd_f100x40".into(), DType::F32),
+        ("svd_c40x70".into(), DType::C64),
+        ("svd_c2x36x33".into(), DType::C64),
+    ];
     for (kind, dtype, shapes) in [
         (
             "f",
@@ -840,6 +845,8 @@ fn eigh_gives_numpys_eigenvalues_and_orthonormal_eigenvectors() {
         ("eigh_f65x65", DType::F32),
         ("eigh_c3x3", DType::C64),
         ("eigh_c2x20x20", DType::C64),
+        ("eigh_c40x40", DType::C64),
+        ("eigh_f2x33x33", DType::F32),
     ];
     for dev in common::devices() {
         for (name, base) in names {
@@ -985,6 +992,70 @@ fn norms_cond_rank_pinv_and_lstsq_give_numpys_answers() {
             }
             assert_eq!(fit.rank.to_vec::<i64>().unwrap(), vec![30], "{name}");
         }
+    }
+}
+
+#[test]
+fn dense_decompositions_of_degenerate_and_non_finite_matrices() {
+    // The CPU's dense path (8 rows and columns or more): repeated
+    // eigenvalues and zero singular values still give orthonormal
+    // vectors; NaN or infinity is Error::LinAlg naming the batch index.
+    let dev = Device::cpu();
+    for dtype in [DType::F32, DType::F64, DType::C64] {
+        let tol = 64.0 * eps(dtype);
+        let eye = Tensor::eye(40, dtype, &dev).unwrap();
+        let (w, v) = linalg::eigh(&eye.mul_scalar(3.0).unwrap(), Triangle::Lower).unwrap();
+        check(&w, &vec![(3.0, 0.0); 40], tol, &format!("eigh 3I {dtype}"));
+        assert!(orthogonality(&v) <= tol, "eigh 3I {dtype}");
+        let zeros = Tensor::zeros([40, 50], dtype, &dev).unwrap();
+        let (u, s, vh) = linalg::svd(&zeros, true).unwrap();
+        check(&s, &vec![(0.0, 0.0); 40], tol, &format!("svd 0 {dtype}"));
+        assert!(
+            orthogonality(&u) <= tol && orthogonality(&vh) <= tol,
+            "svd 0 {dtype}"
+        );
+        // Rank one: x yᵀ with |x| = |y| = 1 has σ = (1, 0, ...).
+        let x = Tensor::ones([36, 1], dtype, &dev)
+            .unwrap()
+            .div_scalar(6.0)
+            .unwrap();
+        let y = Tensor::ones([1, 49], dtype, &dev)
+            .unwrap()
+            .div_scalar(7.0)
+            .unwrap();
+        let (u, s, vh) = linalg::svd(&x.matmul(&y).unwrap(), false).unwrap();
+        let mut want = vec![(0.0, 0.0); 36];
+        want[0] = (1.0, 0.0);
+        check(&s, &want, tol, &format!("svd rank 1 {dtype}"));
+        assert!(orthogonality(&u) <= tol, "svd rank 1 U {dtype}");
+        let v = vh.transpose(-2, -1).unwrap();
+        assert!(orthogonality(&v) <= tol, "svd rank 1 V {dtype}");
+        let mut data = vec![0.5f32; 2 * 40 * 40];
+        data[40 * 40 + 3 * 40 + 7] = f32::NAN;
+        let bad = Tensor::from_slice(&data, [2, 40, 40], &dev)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        for (op, e) in [
+            ("svd", linalg::svd(&bad, false).map(drop).unwrap_err()),
+            ("svdvals", linalg::svdvals(&bad).map(drop).unwrap_err()),
+            (
+                "eigh",
+                linalg::eigh(&bad, Triangle::Upper).map(drop).unwrap_err(),
+            ),
+        ] {
+            match e {
+                Error::LinAlg { op: got, msg } => {
+                    assert_eq!(got, op);
+                    assert!(msg.contains("batch index 1"), "{msg}");
+                }
+                other => panic!("{op} {dtype}: {other:?}"),
+            }
+        }
+        let (_, s, _, info) = linalg::svd_ex(&bad, false).unwrap();
+        assert_eq!(info.to_vec::<i32>().unwrap(), vec![0, 1], "{dtype}");
+        let s = values(&s);
+        assert!(s[..40].iter().all(|x| x.0.is_finite()) && s[40..].iter().all(|x| x.0.is_nan()));
     }
 }
 

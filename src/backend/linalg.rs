@@ -6,7 +6,7 @@
 //! `cpu/linalg.rs` and `gpu/linalg/` compute the same steps.
 
 use super::{Storage, TensorRef, check_bounds, cpu, gpu, live};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The block of the blocked algorithms: the widest panel, diagonal block
 /// and triangle of one step (its kernels' loops grow with its square).
@@ -162,5 +162,62 @@ pub(crate) fn jacobi(call: &JacobiCall) -> Result<()> {
     match &**call.a.storage {
         Storage::Cpu(s) => cpu::profiled("svd", s, || cpu::jacobi(call)),
         Storage::Gpu(s) => gpu::jacobi(live("svd", s)?, call),
+    }
+}
+
+/// What a [`SpectralCall`] decomposes each matrix into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spectral {
+    /// A Hermitian matrix's eigenvalues, rising, into `s`, and (with `u`)
+    /// its eigenvectors, the columns of `u`.
+    Eigh,
+    /// The singular values, falling, into `s`, and (with `u` and `vh`)
+    /// `U` (`[n, n]` full or `[n, k]`) and `Vᴴ` (`[m, m]` or `[k, m]`).
+    Svd,
+}
+
+/// An eigendecomposition or singular value decomposition of each matrix of
+/// `a` (`[batch, n, m]`, a pair view where `complex`) on the CPU: the
+/// real `s` (`[batch, k]`), the optional factors, and the i32 `status`
+/// (`[batch]`): 1 where a matrix holds NaN or infinity or the method did
+/// not converge (its outputs NaN), else 0.
+pub(crate) struct SpectralCall<'a> {
+    pub kind: Spectral,
+    pub a: TensorRef<'a>,
+    pub s: TensorRef<'a>,
+    pub u: Option<TensorRef<'a>>,
+    pub vh: Option<TensorRef<'a>>,
+    pub status: TensorRef<'a>,
+    pub complex: bool,
+}
+
+/// Runs a [`SpectralCall`] on the CPU.
+///
+/// # Errors
+/// `Error::Internal` on a GPU (the op layer decomposes there with the
+/// Jacobi kernels).
+pub(crate) fn spectral(call: &SpectralCall) -> Result<()> {
+    for t in [
+        Some(&call.a),
+        Some(&call.s),
+        call.u.as_ref(),
+        call.vh.as_ref(),
+        Some(&call.status),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        check_bounds(t)?;
+    }
+    let op = match call.kind {
+        Spectral::Eigh => "eigh",
+        Spectral::Svd => "svd",
+    };
+    match &**call.a.storage {
+        Storage::Cpu(s) => cpu::profiled(op, s, || cpu::spectral(call)),
+        Storage::Gpu(_) => Err(Error::internal(
+            op,
+            "a dense spectral decomposition reached a GPU",
+        )),
     }
 }

@@ -35,8 +35,8 @@ pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::QUANT_MAX_ROWS;
 pub(crate) use linalg::{
-    Factor, FactorCall, HouseholderCall, JacobiCall, LINALG_BLOCK, TriangularCall, factor,
-    householder, jacobi, triangular,
+    Factor, FactorCall, HouseholderCall, JacobiCall, LINALG_BLOCK, Spectral, SpectralCall,
+    TriangularCall, factor, householder, jacobi, spectral, triangular,
 };
 pub(crate) use random::{Draw, RandomCall, random};
 pub(crate) use search::{SearchCall, search};

@@ -162,5 +162,20 @@ for name, shape in [("lu_square", (5, 5)), ("lu_wide", (4, 7)), ("lu_tall", (7, 
     if piv is not None:
         cases[name + "_piv"] = piv.astype(np.int32)
 
+# The CPU's dense path (8 rows and columns or more): singular values of
+# tall, wide and batched matrices, real and complex, and Hermitian ones'
+# eigenvalues.
+for kind, cplx, shape in [("f", False, (100, 40)), ("c", True, (40, 70)), ("c", True, (2, 36, 33))]:
+    name = f"svd_{kind}{'x'.join(map(str, shape))}"
+    a = general(shape, cplx)
+    cases[name + "_a"] = a
+    put(name + "_s", np.linalg.svd(a.astype(np.complex128 if cplx else np.float64), compute_uv=False))
+for kind, cplx, shape in [("c", True, (40, 40)), ("f", False, (2, 33, 33))]:
+    name = f"eigh_{kind}{'x'.join(map(str, shape))}"
+    g = general(shape, cplx).astype(np.complex128 if cplx else np.float64)
+    h = ((g + np.swapaxes(g.conj(), -1, -2)) / 2).astype(np.complex64 if cplx else np.float32)
+    cases[name + "_a"] = h
+    put(name + "_w", np.linalg.eigvalsh(h.astype(g.dtype)))
+
 np.savez(HERE / "linalg_cases.npz", **cases)
 print(f"wrote {len(cases)} arrays to linalg_cases.npz")

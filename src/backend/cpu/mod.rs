@@ -29,6 +29,7 @@ mod sgemm;
 mod softmax;
 mod sort;
 mod special;
+mod spectral;
 mod storage;
 mod strided;
 #[cfg(not(target_arch = "wasm32"))]
@@ -56,5 +57,6 @@ pub(crate) use scan::scan;
 pub(crate) use search::search;
 pub(crate) use softmax::softmax;
 pub(crate) use sort::sort;
+pub(crate) use spectral::spectral;
 pub(crate) use storage::{CpuData, CpuStorage, with_cpu_data};
 pub(crate) use threads::Threads;

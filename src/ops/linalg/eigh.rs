@@ -5,23 +5,23 @@
 //! eigenvalues are `σ - c` and the eigenvectors the right singular
 //! vectors, a product of rotations and so orthonormal to rounding even
 //! where eigenvalues repeat. The error is a few ulps of `‖A‖`, as
-//! LAPACK's `syevd` promises.
+//! LAPACK's `syevd` promises. The CPU decomposes matrices of 8 rows or
+//! more by a tridiagonal reduction and divide and conquer (`dense.rs`).
 
 use super::Triangle;
 use super::checks::{adjoint, batch_shape, check_info, fresh_matrices, matrix_dims, real_dtype};
+use super::dense;
 use super::factor::unbatched;
 use super::svd::{jacobi, not_converged};
+use crate::backend::Spectral;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// `a`'s Hermitian matrices (`[batch, n, n]`, fresh) from `triangle`
-/// (the diagonal's imaginary parts dropped, as LAPACK's `heevd`), shifted
-/// by `c = max_i Σ_j |a_ij|` (at least the spectral radius) to be
-/// positive semidefinite; and `c` (`[batch]`, real).
-fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+/// (the diagonal's imaginary parts dropped, as LAPACK's `heevd`).
+fn hermitian(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<Tensor> {
     let a = fresh_matrices(op, a)?;
-    let n = a.dims()[1];
     let (strict, diagonal) = match triangle {
         Triangle::Lower => (a.tril(-1)?, a.tril(0)?.triu(0)?),
         Triangle::Upper => (a.triu(1)?, a.triu(0)?.tril(0)?),
@@ -31,16 +31,30 @@ fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, 
     } else {
         diagonal
     };
-    let full = strict.add(&adjoint(&strict)?)?.add(&diagonal)?;
+    strict.add(&adjoint(&strict)?)?.add(&diagonal)
+}
+
+/// [`hermitian`]'s matrices shifted by `c = max_i Σ_j |a_ij|` (at least
+/// the spectral radius) to be positive semidefinite; and `c` (`[batch]`,
+/// real).
+fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+    let full = hermitian(op, a, triangle)?;
+    let n = full.dims()[1];
     let c = full.abs()?.sum(-1)?.max_keepdim(-1)?;
-    let eye = Tensor::eye(n, a.dtype(), a.device())?;
-    let shift = c.unsqueeze(-1)?.to_dtype(a.dtype())?.mul(&eye)?;
+    let eye = Tensor::eye(n, full.dtype(), full.device())?;
+    let shift = c.unsqueeze(-1)?.to_dtype(full.dtype())?.mul(&eye)?;
     Ok((full.add(&shift)?, c.squeeze_axis(-1)?))
 }
 
-/// Eigenvalues (rising, real), eigenvectors (columns) and the status
-/// (see `svd.rs`'s `jacobi`) of each matrix, `[batch, ..]`.
-fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 3]> {
+/// Eigenvalues (rising, real), eigenvectors (columns; `[batch, 0, 0]`
+/// where the dense path was not asked for them) and the status (see
+/// `svd.rs`'s `jacobi`) of each matrix, `[batch, ..]`.
+fn decompose(
+    op: &'static str,
+    a: &Tensor,
+    triangle: Triangle,
+    vectors: bool,
+) -> Result<[Tensor; 3]> {
     if a.dims()[a.rank() - 1] == 0 {
         let batch = a.dims()[..a.rank() - 2].iter().product::<usize>();
         let real = real_dtype(a);
@@ -51,6 +65,18 @@ fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor
             vectors,
             Tensor::zeros([batch], DType::I32, a.device())?,
         ]);
+    }
+    if dense::takes_dense(a) {
+        let n = a.dims()[a.rank() - 1];
+        let full = hermitian(op, a, triangle)?;
+        let cols = if vectors { n } else { 0 };
+        let (values, u, _, status) = dense::decompose(Spectral::Eigh, &full, cols, 0)?;
+        let batch = full.dims()[0];
+        let u = match u {
+            Some(u) => u,
+            None => Tensor::zeros([batch, 0, 0], a.dtype(), a.device())?,
+        };
+        return Ok([values, u, status]);
     }
     let (b, c) = shifted(op, a, triangle)?;
     let [_, sigma, v, status, _] = jacobi(op, &b)?;
@@ -69,7 +95,8 @@ fn decompose(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor
 /// Eigenvectors are unique only up to a phase each (a sign for real
 /// matrices), and within a repeated eigenvalue up to a rotation, so they
 /// may differ from NumPy's by those. See the module (`eigh.rs`) for the
-/// method: one-sided Jacobi on `A + cI`.
+/// method: one-sided Jacobi on `A + cI` on a GPU; on the CPU from 8 x 8,
+/// a tridiagonal reduction and divide and conquer (LAPACK's `syevd`).
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg, linalg::Triangle};
@@ -103,7 +130,7 @@ pub async fn eigh_async(a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tenso
     matrix_dims(OP, a, true)?;
     let batch = batch_shape(a);
     let run = || -> Result<[Tensor; 3]> {
-        let [w, v, status] = decompose(OP, a, triangle)?;
+        let [w, v, status] = decompose(OP, a, triangle, true)?;
         Ok([
             unbatched(&w, &batch)?,
             unbatched(&v, &batch)?,
@@ -134,7 +161,7 @@ pub async fn eigvalsh_async(a: &Tensor, triangle: Triangle) -> Result<Tensor> {
     matrix_dims(OP, a, true)?;
     let batch = batch_shape(a);
     let run = || -> Result<[Tensor; 2]> {
-        let [w, _, status] = decompose(OP, a, triangle)?;
+        let [w, _, status] = decompose(OP, a, triangle, false)?;
         Ok([unbatched(&w, &batch)?, unbatched(&status, &batch)?])
     };
     let [w, status] = run().map_err(|e| e.named(OP))?;

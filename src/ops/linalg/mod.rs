@@ -11,8 +11,11 @@
 //!
 //! Singular values and Hermitian eigenvalues come from one-sided Jacobi
 //! (`svd.rs`, `eigh.rs`): sweeps of rotations of column pairs, a
-//! workgroup a matrix, until the columns are orthogonal. Norms, ranks,
-//! pseudo-inverses and least squares build on it.
+//! workgroup a matrix, until the columns are orthogonal; on the CPU,
+//! matrices of 8 rows and columns or more take Householder reductions
+//! and divide and conquer instead (`dense.rs`, faer's, as LAPACK's
+//! `syevd` and `gesdd`). Norms, ranks, pseudo-inverses and least squares
+//! build on them.
 //!
 //! Functions whose answer does not exist for some matrices (`solve` and
 //! `inv` of a singular matrix, `cholesky` of one that is not positive
@@ -23,6 +26,7 @@
 //! status as a tensor instead, so that a GPU never waits.
 
 mod checks;
+mod dense;
 mod det;
 mod eigh;
 mod factor;

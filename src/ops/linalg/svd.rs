@@ -1,14 +1,17 @@
 //! Singular value decomposition by one-sided Jacobi (Hestenes; LAPACK's
 //! `gesvj` is its careful form): rotations of pairs of columns until all
 //! are orthogonal, a workgroup a matrix on a GPU; then the singular
-//! values are the columns' norms, sorted.
+//! values are the columns' norms, sorted. The CPU decomposes matrices of
+//! 8 rows and columns or more by a bidiagonal reduction and divide and
+//! conquer instead (`dense.rs`).
 
 use super::checks::{
     adjoint, batch_shape, check_info, eps_of, fresh_matrices, matrix_dims, mt, real_dtype,
 };
+use super::dense;
 use super::factor::unbatched;
 use super::qr::{QrMode, qr};
-use crate::backend::JacobiCall;
+use crate::backend::{JacobiCall, Spectral};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::SortOrder;
@@ -99,6 +102,11 @@ pub(super) fn svdvals_ex(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let [n, m] = matrix_dims(OP, a, false)?;
     let batch = batch_shape(a);
     let run = || -> Result<(Tensor, Tensor)> {
+        if dense::takes_dense(a) {
+            let fresh = fresh_matrices(OP, a)?;
+            let (s, _, _, status) = dense::decompose(Spectral::Svd, &fresh, 0, 0)?;
+            return Ok((unbatched(&s, &batch)?, unbatched(&status, &batch)?));
+        }
         let tall = if n >= m { a.clone() } else { adjoint(a)? };
         let [_, sigma, _, status, _] = jacobi(OP, &tall)?;
         Ok((unbatched(&sigma, &batch)?, unbatched(&status, &batch)?))
@@ -142,10 +150,12 @@ pub async fn svdvals_async(a: &Tensor) -> Result<Tensor> {
 /// `full_matrices`, `U` is `[.., n, n]` and `Vh` `[.., m, m]`, otherwise
 /// `[.., n, k]` and `[.., k, m]`.
 ///
-/// By one-sided Jacobi (rotations of column pairs until all are
-/// orthogonal), then a QR that completes `U`: its columns for negligible
-/// singular values (and a full `U`'s extra ones) are an orthonormal basis
-/// of what the others leave. Singular vectors are unique only up to a
+/// On a GPU, and for matrices under 8 rows or columns on the CPU, by
+/// one-sided Jacobi (rotations of column pairs until all are orthogonal),
+/// then a QR that completes `U`: its columns for negligible singular
+/// values (and a full `U`'s extra ones) are an orthonormal basis of what
+/// the others leave. Otherwise on the CPU by a Householder reduction to
+/// bidiagonal form and divide and conquer (LAPACK's `gesdd`). Singular vectors are unique only up to a
 /// phase per pair (a sign for real matrices), so they may differ from
 /// NumPy's by one.
 ///
@@ -197,6 +207,16 @@ pub fn svd_ex(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor
     let run = || -> Result<[Tensor; 4]> {
         if n.min(m) == 0 {
             return empty_svd(a, full_matrices);
+        }
+        if dense::takes_dense(a) {
+            let k = n.min(m);
+            let (cols, rows) = if full_matrices { (n, m) } else { (k, k) };
+            let fresh = fresh_matrices(OP, a)?;
+            let (s, u, vh, status) = dense::decompose(Spectral::Svd, &fresh, cols, rows)?;
+            let (Some(u), Some(vh)) = (u, vh) else {
+                unreachable!("a dense SVD of a non-empty matrix has both factors")
+            };
+            return Ok([u, s, vh, status]);
         }
         // Aᴴ = V S Uᴴ: a wide matrix is its adjoint's transposed answer.
         if n < m {
