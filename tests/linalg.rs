@@ -1030,6 +1030,37 @@ fn dense_decompositions_of_degenerate_and_non_finite_matrices() {
         assert!(orthogonality(&u) <= tol, "svd rank 1 U {dtype}");
         let v = vh.transpose(-2, -1).unwrap();
         assert!(orthogonality(&v) <= tol, "svd rank 1 V {dtype}");
+        // Near f32's overflow and underflow (faer's reductions do not
+        // scale; the op does): the values of a scaled matrix are the
+        // scaled values, on both sides of faer's divide-and-conquer
+        // crossover (128).
+        for n in [16, 130] {
+            let part = |seed| Tensor::randn([n, n], DType::F32, seed, &dev).unwrap();
+            let a = match dtype {
+                DType::C64 => Tensor::complex(&part(3), &part(4)).unwrap(),
+                _ => part(3).to_dtype(dtype).unwrap(),
+            };
+            let h = a.add(&a.transpose(0, 1).unwrap().conj().unwrap()).unwrap();
+            let (w, s) = (
+                values(&linalg::eigvalsh(&h, Triangle::Lower).unwrap()),
+                values(&linalg::svdvals(&a).unwrap()),
+            );
+            for scale in [1e36, 1e-37] {
+                let big = |t: &Tensor| t.mul_scalar(scale).unwrap();
+                let w_scaled = linalg::eigvalsh(&big(&h), Triangle::Lower)
+                    .unwrap()
+                    .div_scalar(scale)
+                    .unwrap();
+                let s_scaled = linalg::svdvals(&big(&a))
+                    .unwrap()
+                    .div_scalar(scale)
+                    .unwrap();
+                let what = format!("{n}x{n} {dtype} scaled by {scale:e}");
+                let tol = 16.0 * (n as f64).sqrt() * eps(dtype);
+                check(&w_scaled, &w, tol, &format!("eigvalsh {what}"));
+                check(&s_scaled, &s, tol, &format!("svdvals {what}"));
+            }
+        }
         let mut data = vec![0.5f32; 2 * 40 * 40];
         data[40 * 40 + 3 * 40 + 7] = f32::NAN;
         let bad = Tensor::from_slice(&data, [2, 40, 40], &dev)

@@ -1,9 +1,10 @@
 //! Products with Q4_0 and Q8_0 weights on x86-64 CPUs with AVX2, FMA and
 //! F16C: each block decoded in registers (its quants widened to f32 and
 //! multiplied by its scale, the values `quant::decode` gives bit for bit)
-//! and multiplied into running sums of eight lanes, so that a weight row is
-//! read once and never written out. Two activation rows share each decoded
-//! block. Elsewhere, and for the other types, `quant.rs` decodes a row at
+//! and multiplied into four running sums of eight lanes, so that a weight
+//! row is read once and never written out. Two activation rows share each
+//! decoded block, each summed as a row alone is (so a row's result does
+//! not depend on how many rows the product has). Elsewhere, and for the other types, `quant.rs` decodes a row at
 //! a time and dots it.
 
 use super::quant::Rows;
@@ -161,7 +162,7 @@ mod x86 {
         x0: *const f32,
         x1: *const f32,
     ) -> [f32; 2] {
-        let mut acc = [[_mm256_setzero_ps(); 2]; 2];
+        let mut acc = [[_mm256_setzero_ps(); 4]; 2];
         for i in 0..blocks {
             // SAFETY: block i and values 32 i .. 32 i + 32 are in bounds.
             unsafe {
@@ -169,12 +170,19 @@ mod x86 {
                 for (a, x) in acc.iter_mut().zip([x0, x1]) {
                     let xs = x.add(32 * i);
                     for (l, w) in w.iter().enumerate() {
-                        a[l % 2] = _mm256_fmadd_ps(_mm256_loadu_ps(xs.add(8 * l)), *w, a[l % 2]);
+                        a[l] = _mm256_fmadd_ps(_mm256_loadu_ps(xs.add(8 * l)), *w, a[l]);
                     }
                 }
             }
         }
-        acc.map(|a| lanes_sum(_mm256_add_ps(a[0], a[1])))
+        // Summed as `dot1` sums: a row's result is the same alone or in a
+        // pair.
+        acc.map(|a| {
+            lanes_sum(_mm256_add_ps(
+                _mm256_add_ps(a[0], a[1]),
+                _mm256_add_ps(a[2], a[3]),
+            ))
+        })
     }
 
     /// `Rows::dots` on the fused kernels: pieces of `ROWS_PER_PIECE`

@@ -23,8 +23,8 @@ pub(crate) fn spectral(call: &SpectralCall) -> Result<()> {
         (KernelType::F64, false) => spectral_in::<f64>(call),
         (KernelType::F32, true) => spectral_in::<Complex32>(call),
         (dtype, _) => Err(Error::internal(
-            "eigh",
-            format!("no CPU decomposition of {dtype:?}"),
+            "linalg",
+            format!("no CPU eigendecomposition or SVD of {dtype:?}"),
         )),
     }
 }
@@ -81,11 +81,14 @@ fn spectral_in<F: Field + faer::traits::ComplexField>(call: &SpectralCall) -> Re
             Spectral::Svd => singular(mat, ucols, vrows, par),
         }
     };
-    // One matrix splits its own work over the op's threads; a batch
-    // splits over them a matrix at a time.
+    // Fewer matrices than threads: each splits its own work over the op's
+    // threads, in turn; more: they split over the threads a matrix at a
+    // time.
     let mut answers: Vec<Option<Answer<F>>> = (0..batch).map(|_| None).collect();
-    if batch == 1 {
-        answers[0] = super::threads::install(|| solve(&mats[0], parallelism()));
+    if batch < super::threads::count().max(2) {
+        for (mat, answer) in mats.iter().zip(&mut answers) {
+            *answer = super::threads::install(|| solve(mat, parallelism()));
+        }
     } else {
         for_each_piece_mut(&mut answers, 1, |(b, slot)| {
             slot[0] = solve(&mats[b], Par::Seq)

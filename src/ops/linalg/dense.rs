@@ -7,14 +7,15 @@
 //! (`svd.rs`).
 
 use super::checks::{raw, real_dtype};
+use super::svd::largest;
 use crate::backend::{Spectral, SpectralCall};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// The least rows and columns a matrix takes the dense path from, on the
-/// CPU (measured on a batch of 1000: at 8 x 8 the dense path takes 0.6 of
-/// Jacobi's time, at 4 x 4 the same; see BENCHMARKS.md).
+/// CPU (measured on a batch of 1000: at 4 x 4 both paths take the same
+/// time, at 8 x 8 the dense one 0.6 of Jacobi's; see BENCHMARKS.md).
 pub(super) const DENSE_FROM: usize = 8;
 
 /// True when `a`'s matrices (`[.., n, m]`) take the dense path.
@@ -46,6 +47,13 @@ pub(super) fn decompose(
             .transpose()
     };
     let (u, vh) = (factor(n, u_cols)?, factor(vh_rows, m)?);
+    // Scaled by the power of two at or below its largest magnitude
+    // (exactly, so no rounding is added), no matrix's reductions over- or
+    // underflow (LAPACK's drivers scale too; faer does not): the values
+    // are scaled back, the vectors are the same.
+    let big = largest(a)?.abs()?;
+    let scale = big.log2()?.floor()?.exp2()?.to_dtype(a.dtype())?;
+    let a = &a.div(&scale)?;
     let (ra, rs, rstatus) = (raw(a), raw(&s), raw(&status));
     let (ru, rvh) = (u.as_ref().map(raw), vh.as_ref().map(raw));
     crate::backend::spectral(&SpectralCall {
@@ -63,5 +71,6 @@ pub(super) fn decompose(
         status: rstatus.kernel_out(rstatus.layout().clone())?,
         complex: a.dtype() == DType::C64,
     })?;
-    Ok((s, u, vh, status))
+    let back = scale.abs()?.reshape([batch, 1])?.to_dtype(s.dtype())?;
+    Ok((s.mul(&back)?, u, vh, status))
 }

@@ -92,7 +92,7 @@ fn gather_columns(t: &Tensor, index: &Tensor) -> Result<Tensor> {
 
 /// Why a Jacobi decomposition has no answer.
 pub(super) fn not_converged(_: usize) -> String {
-    String::from("did not converge (it holds NaN or infinity, or its Jacobi sweeps ran out)")
+    String::from("did not converge (it holds NaN or infinity, or its iterations ran out)")
 }
 
 /// [`svdvals`] and the status of each matrix (see [`jacobi`]), nothing
@@ -196,7 +196,7 @@ pub async fn svd_async(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tenso
 
 /// [`svd`] without reading anything back: the factors and the i32 status
 /// of each matrix (`[..]`): 1 where it holds NaN or infinity (its factors
-/// are then NaN) or, far rarer, the Jacobi sweeps ran out, else 0.
+/// are then NaN) or, far rarer, its iterations ran out, else 0.
 ///
 /// # Errors
 /// As [`svd`], but no `Error::LinAlg`.

@@ -2,9 +2,10 @@
 //! (its reference code: `q @ k^T * scale`, a bias of -inf where masked,
 //! softmax over the keys, `@ v`), with grouped-query heads.
 //!
-//! On a GPU, one flash kernel (`backend::gpu::attention`: one pass over K
-//! and V with an online softmax, no scores tensor; grouped heads are a
-//! split of the batch walk, so no head of K or V is copied). On the CPU,
+//! On a GPU, a flash kernel (`backend::gpu::attention`: one pass over K
+//! and V with an online softmax, no scores tensor; the query heads a key
+//! head serves share its workgroups, so no head of K or V is copied or
+//! read once per query head). On the CPU,
 //! and on a GPU for heads wider than the kernel's workgroup memory holds,
 //! composed from batched products, one masking op and a softmax: grouped
 //! heads are a reshape of the queries into (key heads, group) and a
