@@ -160,6 +160,23 @@ fn products_of_every_type_match_float64_on_every_device() {
                     let y = x.qmatmul(&w).unwrap();
                     let what = format!("{t} {n}x{k} times {m} rows on {dev}");
                     assert_product(&y, &x, (&w, &wv), &what);
+                    if m > 1 && m <= 9 {
+                        // A row's result does not depend on the rows
+                        // beside it (on the CPU, pairs of rows share a
+                        // decoded block).
+                        let last = x.narrow(0, m - 1, 1).unwrap().qmatmul(&w).unwrap();
+                        assert_eq!(
+                            y.narrow(0, m - 1, 1).unwrap().to_vec::<f32>().unwrap(),
+                            last.to_vec::<f32>().unwrap(),
+                            "{what}: its last row alone"
+                        );
+                        let first = x.narrow(0, 0, 1).unwrap().qmatmul(&w).unwrap();
+                        assert_eq!(
+                            y.narrow(0, 0, 1).unwrap().to_vec::<f32>().unwrap(),
+                            first.to_vec::<f32>().unwrap(),
+                            "{what}: its first row alone"
+                        );
+                    }
                 }
             }
         }
