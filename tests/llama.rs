@@ -165,12 +165,12 @@ impl Model {
     /// rotary tables gathered there, attending the whole cache through a
     /// mask of the positions up to it. Nothing in it depends on a host
     /// value, so that a capture of it serves every step.
-    fn step(&self, token: &Tensor, pos: &Tensor) -> Tensor {
-        let dev = self.embd.device();
+    /// `positions` is `arange(context)` (i32), made before a capture: a
+    /// tensor made from host values inside the step would be an upload.
+    fn step(&self, token: &Tensor, pos: &Tensor, positions: &Tensor) -> Tensor {
         let context = self.blocks[0].cache_k.dims()[1];
         let rope = self.rope.at(pos).unwrap();
-        let cols = Tensor::arange(0i32, context as i32, 1, dev).unwrap();
-        let attention = Attention::new().mask(&cols.le(pos).unwrap());
+        let attention = Attention::new().mask(&positions.le(pos).unwrap());
         let write = |cache: &Tensor, new: &Tensor| {
             let index = pos
                 .to_dtype(DType::I64)
@@ -241,13 +241,17 @@ impl Model {
 /// The model in `gguf` against NumPy's logits and greedy tokens in
 /// `reference`, on every device, its quantized weights dequantized on
 /// loading and kept as blocks.
-fn matches_numpy(gguf: &str, reference: &str) {
+/// The arrays of the NumPy reference `name` (`tests/data`), by name.
+fn reference(name: &str) -> std::collections::HashMap<String, Tensor> {
+    io::from_npz_bytes(&data(name), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+fn matches_numpy(gguf: &str, reference_name: &str) {
     let file = Gguf::from_bytes(data(gguf)).unwrap();
-    let reference: std::collections::HashMap<String, Tensor> =
-        io::from_npz_bytes(&data(reference), &Device::cpu())
-            .unwrap()
-            .into_iter()
-            .collect();
+    let reference = reference(reference_name);
     let prompt = reference["prompt"].to_vec::<i32>().unwrap();
     let want_logits = reference["logits"].to_vec::<f32>().unwrap();
     let greedy = reference["greedy"].to_vec::<i32>().unwrap();
@@ -309,14 +313,12 @@ fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
     // between runs, gives the eager step's logits and NumPy's greedy
     // continuation, on every device (the CPU runs the closure again).
     let file = Gguf::from_bytes(data("tiny_llama.gguf")).unwrap();
-    let reference: std::collections::HashMap<String, Tensor> =
-        io::from_npz_bytes(&data("tiny_llama_reference.npz"), &Device::cpu())
-            .unwrap()
-            .into_iter()
-            .collect();
+    let reference = reference("tiny_llama_reference.npz");
     let prompt = reference["prompt"].to_vec::<i32>().unwrap();
     let greedy = reference["greedy"].to_vec::<i32>().unwrap();
-    for dev in common::devices() {
+    // Devices of its own: ops other tests record on a shared device while
+    // the step is captured would become part of it (and fail there).
+    for dev in common::own_devices() {
         let dev = &dev;
         let (eager, model) = (
             Model::load(&file, dev, 32, true),
@@ -334,8 +336,11 @@ fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
         let token = Tensor::from_slice(&[first], [1], dev).unwrap();
         let pos = Tensor::from_slice(&[prompt.len() as i32], [1], dev).unwrap();
         let out = Tensor::zeros([1, 50], DType::F32, dev).unwrap();
+        let positions = Tensor::arange(0i32, 32, 1, dev).unwrap();
         let (t, p, o, m) = (token.clone(), pos.clone(), out.clone(), model.clone());
-        let mut graph = dev.capture(move || o.assign(&m.step(&t, &p))).unwrap();
+        let mut graph = dev
+            .capture(move || o.assign(&m.step(&t, &p, &positions)))
+            .unwrap();
         let (mut next, mut tokens) = (first, vec![first]);
         for step in 1..greedy.len() {
             let at = prompt.len() + step - 1;

@@ -62,6 +62,19 @@ fn finite(x: f32) -> bool {
     return !is_nan_f32(x) && !is_inf_f32(x);
 }
 
+// The values of keys k0 .. k0 + KEYS (zeros past the last key and the
+// value row) into kv_tile, from the values starting at `start`.
+fn stage_values(start: i32, k0: u32, t: u32) {
+    for (var x = t; x < KEYS * VALUE4; x += WORKGROUP) {
+        let j = x / VALUE4;
+        var v = vec4<f32>(0.0);
+        if (k0 + j < params.source) {
+            v = quad_v(start, k0 + j, x % VALUE4);
+        }
+        kv_tile[j * KV_STRIDE + x % VALUE4] = v;
+    }
+}
+
 @compute @workgroup_size(64)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -164,14 +177,7 @@ fn main(
             | merge_bad[base + 3u]) != 0u;
         let m_new = max(m, tile_top);
         // Every thread has scored: the values take the keys' place.
-        for (var x = t; x < KEYS * VALUE4; x += WORKGROUP) {
-            let j = x / VALUE4;
-            var v = vec4<f32>(0.0);
-            if (k0 + j < params.source) {
-                v = quad_v(starts[2], k0 + j, x % VALUE4);
-            }
-            kv_tile[j * KV_STRIDE + x % VALUE4] = v;
-        }
+        stage_values(starts[2], k0, t);
         var sum = 0.0;
         for (var u = 0u; u < PER_THREAD; u++) {
             var p = 0.0;
@@ -214,14 +220,7 @@ fn main(
     let scanned = first + (max(end, first) - first + KEYS - 1u) / KEYS * KEYS;
     for (var k0 = scanned; k0 < split_end; k0 += KEYS) {
         workgroupBarrier();
-        for (var x = t; x < KEYS * VALUE4; x += WORKGROUP) {
-            let j = x / VALUE4;
-            var v = vec4<f32>(0.0);
-            if (k0 + j < params.source) {
-                v = quad_v(starts[2], k0 + j, x % VALUE4);
-            }
-            kv_tile[j * KV_STRIDE + x % VALUE4] = v;
-        }
+        stage_values(starts[2], k0, t);
         workgroupBarrier();
         let exponent = vec4<u32>(0x7f800000u);
         for (var j = 0u; j < KEYS; j++) {
