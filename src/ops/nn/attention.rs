@@ -84,7 +84,16 @@ impl Tensor {
     /// [`Attention`]). Grouped-query attention where `heads` is a multiple
     /// of `kv_heads` (query head `h` attends key head `h / (heads /
     /// kv_heads)`); leading axes broadcast as `matmul`'s. A row that
-    /// attends no key is NaN, as PyTorch's.
+    /// attends no key is NaN, as PyTorch's; a NaN or infinite value at a
+    /// key a row does not attend makes that column of the row NaN, as the
+    /// reference product (`weights @ v`, 0 x inf) does.
+    ///
+    /// On a GPU it is a flash kernel (module docs): one or two dispatches
+    /// (two per chunk where the keys are split and the partial results
+    /// outgrow a binding), no `[L, S]` scores tensor; heads wider than its
+    /// workgroup memory holds (past 256, or 128 on adapters with 16 KiB)
+    /// and operands spanning more than one storage binding are composed
+    /// from products and a softmax, as on the CPU.
     ///
     /// ```
     /// use webtensor::{Attention, DType, Device, Tensor};
