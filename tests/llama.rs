@@ -241,6 +241,13 @@ impl Model {
 /// The model in `gguf` against NumPy's logits and greedy tokens in
 /// `reference`, on every device, its quantized weights dequantized on
 /// loading and kept as blocks.
+/// The greedy token after the last row of `logits` (its argmax).
+fn last_token(logits: &Tensor) -> i32 {
+    let rows = logits.dims()[0];
+    let last = logits.narrow(0, rows - 1, 1).unwrap();
+    last.argmax(-1).unwrap().to_vec::<i32>().unwrap()[0]
+}
+
 /// The arrays of the NumPy reference `name` (`tests/data`), by name.
 fn reference(name: &str) -> std::collections::HashMap<String, Tensor> {
     io::from_npz_bytes(&data(name), &Device::cpu())
@@ -274,13 +281,7 @@ fn matches_numpy(gguf: &str, reference_name: &str) {
             );
         }
         // Decoding one token a step over the KV cache.
-        let mut next = logits
-            .narrow(0, prompt.len() - 1, 1)
-            .unwrap()
-            .argmax(-1)
-            .unwrap()
-            .to_vec::<i32>()
-            .unwrap()[0];
+        let mut next = last_token(&logits);
         let mut tokens = vec![next];
         for step in 1..greedy.len() {
             let at = prompt.len() + step - 1;
@@ -326,13 +327,7 @@ fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
         );
         let logits = eager.forward(&prompt, 0);
         model.forward(&prompt, 0);
-        let first = logits
-            .narrow(0, prompt.len() - 1, 1)
-            .unwrap()
-            .argmax(-1)
-            .unwrap()
-            .to_vec::<i32>()
-            .unwrap()[0];
+        let first = last_token(&logits);
         let token = Tensor::from_slice(&[first], [1], dev).unwrap();
         let pos = Tensor::from_slice(&[prompt.len() as i32], [1], dev).unwrap();
         let out = Tensor::zeros([1, 50], DType::F32, dev).unwrap();
