@@ -34,7 +34,9 @@
 //! The quantized rows (`qmatvec_q4_0_14336x4096`, `qmatvec_q4_K_...`,
 //! `qmatvec_q8_0_...`) and `matvec_f16_14336x4096` are a decoding step's
 //! product with a Llama 8B feed-forward weight: bytes count the weight as
-//! stored, the activations and the result.
+//! stored, the activations and the result. `qmatmul_q4_0_512x14336x4096`,
+//! `qmatmul_q4_K_...` and `matmul_f16_512x14336x4096` are a 512-token
+//! prompt's product with it (GFLOP/s).
 //!
 //! The FFT rows (`fft_1d_2^20`, `fft2_1024`, `rfft_rows`) count 16 bytes
 //! per complex point (8 read, 8 written; a real row 4 read and 8 written
@@ -544,6 +546,7 @@ fn main() -> Result<()> {
     ok &= images(&o, &dev)?;
     ok &= matmuls(&o, &dev)?;
     ok &= quantized(&o, &dev)?;
+    ok &= quantized_prefill(&o, &dev)?;
     ok &= attention(&o, &dev)?;
     // Known only once the products have run: which kernels the matmul
     // self-check dropped on this device (their products went elsewhere).
@@ -587,22 +590,7 @@ fn quantized(o: &Options, dev: &Device) -> Result<bool> {
         if !o.wants(name) {
             continue;
         }
-        let bytes = if ty == GgmlType::Q4_K {
-            // Random blocks with moderate scales (nothing quantizes k-quants
-            // here): d and dmin, the first four bytes of each block.
-            let mut b: Vec<u8> = (0..n * k / 256 * 144)
-                .map(|i| (i * 131 % 251) as u8)
-                .collect();
-            for block in b.chunks_exact_mut(144) {
-                let d = webtensor::f16::from_f32(0.0003).to_le_bytes();
-                block[..2].copy_from_slice(&d);
-                block[2..4].copy_from_slice(&d);
-            }
-            b
-        } else {
-            let w = Tensor::randn([n, k], DType::F32, 41, &cpu)?.mul_scalar(0.02)?;
-            QTensor::quantize(&w, ty)?.to_bytes()?
-        };
+        let bytes = weight_blocks(ty, n, k)?;
         let w = QTensor::from_blocks(ty, [n, k], &bytes, dev)?;
         let want = x_cpu.qmatmul(&QTensor::from_blocks(ty, [n, k], &bytes, &cpu)?)?;
         let error = max_error(&x.qmatmul(&w)?.to_device(&cpu)?, &want)?;
@@ -625,6 +613,76 @@ fn quantized(o: &Options, dev: &Device) -> Result<bool> {
         let inputs = [x16, w];
         let t = time(dev, o.runs, || mv(&inputs).and_then(|out| synced(dev, out)))?;
         row(name, t, gbs(2.0 * (n * k + k + n) as f64, t.1));
+    }
+    Ok(ok)
+}
+
+/// A weight of `n` rows of `k` as `ty`'s blocks: Q4_K random blocks with
+/// moderate scales (nothing quantizes k-quants here: d and dmin are the
+/// first four bytes of each block), other types a normal weight
+/// quantized.
+fn weight_blocks(ty: webtensor::GgmlType, n: usize, k: usize) -> Result<Vec<u8>> {
+    if ty == webtensor::GgmlType::Q4_K {
+        let mut b: Vec<u8> = (0..n * k / 256 * 144)
+            .map(|i| (i * 131 % 251) as u8)
+            .collect();
+        for block in b.chunks_exact_mut(144) {
+            let d = webtensor::f16::from_f32(0.0003).to_le_bytes();
+            block[..2].copy_from_slice(&d);
+            block[2..4].copy_from_slice(&d);
+        }
+        return Ok(b);
+    }
+    let w = Tensor::randn([n, k], DType::F32, 41, &Device::cpu())?.mul_scalar(0.02)?;
+    webtensor::QTensor::quantize(&w, ty)?.to_bytes()
+}
+
+/// Issue 49's prefill rows: a prompt of 512 tokens through the same
+/// feed-forward weight, on the tiled kernel that decodes the blocks into
+/// its tiles (`qmatmul_q4_0_512x14336x4096`, `qmatmul_q4_K_...`), beside
+/// the f16 product of that shape (`matmul_f16_512x14336x4096`). GFLOP/s
+/// count 2 m n k; the first 8 rows are checked against the CPU.
+fn quantized_prefill(o: &Options, dev: &Device) -> Result<bool> {
+    use webtensor::{GgmlType, QTensor};
+    let cpu = Device::cpu();
+    let (m, n, k) = if o.small {
+        (64, 1024, 512)
+    } else {
+        (512, 14336, 4096)
+    };
+    let flops = 2.0 * (m * n * k) as f64;
+    let mut ok = true;
+    let x = Tensor::rand([m, k], DType::F32, 43, dev)?.sub_scalar(0.5)?;
+    let head = x.narrow(0, 0, 8)?.to_device(&cpu)?;
+    for (ty, name) in [
+        (GgmlType::Q4_0, "qmatmul_q4_0_512x14336x4096"),
+        (GgmlType::Q4_K, "qmatmul_q4_K_512x14336x4096"),
+    ] {
+        if !o.wants(name) {
+            continue;
+        }
+        let bytes = weight_blocks(ty, n, k)?;
+        let w = QTensor::from_blocks(ty, [n, k], &bytes, dev)?;
+        let want = head.qmatmul(&QTensor::from_blocks(ty, [n, k], &bytes, &cpu)?)?;
+        let got = x.qmatmul(&w)?.narrow(0, 0, 8)?.to_device(&cpu)?;
+        let error = max_error(&got, &want)?;
+        if error > 1e-3 {
+            println!("{name:<22} CHECK FAILED: largest relative error {error:e} (tolerance 1e-3)");
+            ok = false;
+        }
+        let t = time(dev, o.runs, || {
+            x.qmatmul(&w).and_then(|out| synced(dev, out))
+        })?;
+        row(name, t, gflops(flops, t.1));
+    }
+    if o.wants("matmul_f16_512x14336x4096") {
+        let name = "matmul_f16_512x14336x4096";
+        let w = Tensor::rand([n, k], DType::F16, 44, dev)?;
+        let x16 = x.to_dtype(DType::F16)?;
+        let t = time(dev, o.runs, || {
+            x16.matmul(&w.t()).and_then(|out| synced(dev, out))
+        })?;
+        row(name, t, gflops(flops, t.1));
     }
     Ok(ok)
 }

@@ -614,10 +614,11 @@ fn fft_tables_are_made_again_after_the_pool_is_released() {
 }
 
 #[test]
-fn a_quantized_product_is_one_kernel_per_eight_rows() {
+fn a_quantized_product_is_one_kernel_per_eight_rows_or_one_tiled_kernel() {
     // Issue 49: the weight's blocks decoded in registers, never
-    // dequantized to memory for a decoding step's rows; f32 activations
-    // and result need no cast.
+    // dequantized to memory: a decoding step's rows in groups of eight, a
+    // prompt's (more than 32) in one tiled kernel decoding into its
+    // tiles; f32 activations and result need no cast.
     for (name, dev) in gpus() {
         let (n, k) = (96, 512);
         let bytes: Vec<u8> = (0..n * k / 256 * 210)
@@ -625,7 +626,7 @@ fn a_quantized_product_is_one_kernel_per_eight_rows() {
             .collect();
         let w = webtensor::QTensor::from_blocks(webtensor::GgmlType::Q6_K, [n, k], &bytes, &dev)
             .unwrap();
-        for (m, kernels) in [(1, 1), (8, 1), (9, 2)] {
+        for (m, kernels) in [(1, 1), (8, 1), (9, 2), (100, 1), (300, 1)] {
             let x = Tensor::rand([m, k], DType::F32, 3, &dev).unwrap();
             let d = cost(&dev, &|| x.qmatmul(&w).unwrap());
             assert_budget(&format!("{name}: qmatmul of {m} rows"), &d, kernels);

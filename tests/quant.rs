@@ -242,30 +242,89 @@ fn activations_of_any_view_dtype_and_rank() {
 
 #[test]
 fn weights_past_one_storage_binding_go_in_parts() {
-    // 4 KiB bindings: a Q8_0 weight of 300 rows of 256 (81,600 bytes)
-    // goes in parts of 14 rows, at offsets no binding starts at.
-    let Some(dev) = common::own_gpu(GpuOptions {
-        max_binding_bytes: Some(4096),
-        ..Default::default()
-    }) else {
-        return;
-    };
+    // A Q8_0 weight of 300 rows of 256 (81,600 bytes) past the binding
+    // goes in parts of weight rows (14 rows with 4 KiB bindings, 240 with
+    // 64 KiB), at offsets no binding starts at, each part's outputs a
+    // column slice of the result.
+    // - 4 KiB: two rows (the decoding kernel), and forty (the decoding
+    //   kernel three rows at a time: three rows' activations fill a
+    //   binding).
+    // - 64 KiB: forty rows (the tiled kernel, once per part), and a
+    //   hundred (the tiled kernel in parts of 54 rows, their activations
+    //   and outputs each within a binding).
     let (n, k) = (300, 256);
     let blocks = random_blocks(GgmlType::Q8_0, n, k, 11);
-    let w = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &dev).unwrap();
-    let wv = weight_values(&w);
-    // Two rows (the decoding kernel), and forty (the weight dequantized
-    // three rows at a time, each part's f32 values within a binding).
-    for m in [2, 40] {
-        let x = Tensor::rand([m, k], DType::F32, 12, &dev).unwrap();
-        let what = format!("binding-capped, {m} rows");
-        assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), &what);
+    for (limit, rows) in [(4096, [2, 40]), (65536, [40, 100])] {
+        let Some(dev) = common::own_gpu(GpuOptions {
+            max_binding_bytes: Some(limit),
+            ..Default::default()
+        }) else {
+            return;
+        };
+        let w = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &dev).unwrap();
+        let wv = weight_values(&w);
+        for m in rows {
+            let x = Tensor::rand([m, k], DType::F32, 12, &dev).unwrap();
+            let what = format!("{limit}-byte bindings, {m} rows");
+            assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), &what);
+        }
+        let cpu = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &Device::cpu()).unwrap();
+        assert_eq!(
+            bits(&w.dequantize(DType::F32).unwrap()),
+            bits(&cpu.dequantize(DType::F32).unwrap())
+        );
     }
-    let cpu = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &Device::cpu()).unwrap();
-    assert_eq!(
-        bits(&w.dequantize(DType::F32).unwrap()),
-        bits(&cpu.dequantize(DType::F32).unwrap())
-    );
+}
+
+#[test]
+fn the_tiled_product_decodes_every_value_as_gguf_py() {
+    // The identity's rows times the weight are the weight's values: each
+    // output one product by 1 and adds of zeros, exact. So the tiled
+    // kernel's decoding of single elements (`element` in the GPU's
+    // decode.rs) equals the dequantization's, which equals gguf-py's (the
+    // first test): value for value, every type, every element of a block.
+    // 70 weight rows cross the medium tile's 64 columns.
+    for dev in devices() {
+        for t in TYPES {
+            let (n, k) = (70, 2 * t.block_size() as usize);
+            let blocks = random_blocks(t, n, k, 41 + t as u64);
+            let w = QTensor::from_blocks(t, [n, k], &blocks, &dev).unwrap();
+            let eye = Tensor::eye(k, DType::F32, &dev).unwrap();
+            let got = eye.qmatmul(&w).unwrap().to_vec::<f32>().unwrap();
+            let want = w.dequantize(DType::F32).unwrap().t();
+            let want = want.contiguous().unwrap().to_vec::<f32>().unwrap();
+            assert!(got == want, "{t} on {dev}");
+        }
+        // Decoded by the kernels, not by the host after a failed probe.
+        let dropped = dev.info().dropped_kernels;
+        assert!(
+            dropped.iter().all(|k| !k.starts_with("qmatmul")),
+            "{dev}: {dropped:?}"
+        );
+    }
+}
+
+#[test]
+fn tiled_products_cross_the_large_tile_and_slices_of_k() {
+    // 1300 rows by 1500 make 11 x 12 blocks of the large tile (128 x
+    // 128), enough to choose it; 8,448 elements per row take two
+    // dispatches (slices of 8,192 along k, the second adding to the
+    // first's outputs).
+    for dev in devices() {
+        for (t, m, n, k) in [
+            (GgmlType::Q4_K, 1300, 1500, 256),
+            (GgmlType::Q5_0, 40, 5, 8448),
+            (GgmlType::Q6_K, 65, 3, 8448),
+        ] {
+            let blocks = random_blocks(t, n, k, (m * n) as u64);
+            let w = QTensor::from_blocks(t, [n, k], &blocks, &dev).unwrap();
+            let wv = weight_values(&w);
+            let x = Tensor::rand([m, k], DType::F32, 7, &dev).unwrap();
+            let x = x.sub_scalar(0.5).unwrap();
+            let what = format!("{t} {m} x {n} x {k} on {dev}");
+            assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), &what);
+        }
+    }
 }
 
 #[test]

@@ -33,7 +33,7 @@ pub(crate) use calls::{
 pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
-pub(crate) use gpu::QUANT_MAX_ROWS;
+pub(crate) use gpu::{QUANT_MAX_ROWS, QUANT_TILED_ROWS};
 pub(crate) use linalg::{
     Factor, FactorCall, HouseholderCall, JacobiCall, LINALG_BLOCK, Spectral, SpectralCall,
     TriangularCall, factor, householder, jacobi, spectral, triangular,

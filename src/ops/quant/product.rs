@@ -1,10 +1,11 @@
 //! Products with a quantized weight and its dequantization, on either
 //! device: the backend's `quant` calls (a GPU's kernels decode the blocks
-//! in registers; the CPU decodes a row at a time), a product of many rows
-//! (a prompt's) through the dequantized weight and the float matmul.
+//! in registers, or into a tiled product's tiles; the CPU decodes a row at
+//! a time), and on the CPU a product of many rows (a prompt's) through the
+//! dequantized weight and the float matmul.
 
 use super::QTensor;
-use crate::backend::{QUANT_MAX_ROWS, QuantCall, quant};
+use crate::backend::{QUANT_MAX_ROWS, QUANT_TILED_ROWS, QuantCall, quant};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::{Arg, check_devices};
@@ -12,12 +13,13 @@ use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 /// Activation rows up to which a product decodes the weight for each
-/// group of [`QUANT_MAX_ROWS`] rows; more rows multiply the dequantized
-/// weight instead (each pass over the blocks would cost what one
-/// dequantization costs).
+/// group of [`QUANT_MAX_ROWS`] rows; more rows run a GPU's tiled kernel,
+/// or multiply the dequantized weight on the CPU (each pass over the
+/// blocks would cost what one dequantization costs).
 const DECODED_ROWS: usize = 4 * QUANT_MAX_ROWS;
 
-/// Bytes of f32 weight rows a product of many rows dequantizes at a time.
+/// Bytes of f32 weight rows a CPU product of many rows dequantizes at a
+/// time.
 const DEQUANTIZED_PART: usize = 256 << 20;
 
 impl Tensor {
@@ -25,8 +27,11 @@ impl Tensor {
     /// `mul_mat`, PyTorch's `F.linear` without bias): `self` is `[..., k]`
     /// (f32, f16 or bf16, any view), the result `[..., n]` of its dtype,
     /// summed in f32. On a GPU, up to 32 rows of `self` (a decoding
-    /// step's) run the quantized kernel, which reads the blocks once per
-    /// eight rows; more rows (a prompt's) multiply the dequantized weight.
+    /// step's) run the decoding kernel, which reads the blocks once per
+    /// eight rows; more rows (a prompt's) run a register-tiled product
+    /// that decodes the blocks into its tiles, never the whole weight into
+    /// memory. On the CPU, more rows multiply the dequantized weight (in
+    /// parts of 256 MiB).
     ///
     /// # Errors
     /// `Error::DType` unless `self` is f32, f16 or bf16; `Error::Shape`
@@ -69,14 +74,23 @@ impl Tensor {
             return Tensor::zeros(Shape::from(dims), self.dtype(), self.device());
         }
         let x = self.to_dtype(DType::F32)?.contiguous()?.reshape([m, k])?;
-        let y = if m > DECODED_ROWS {
+        let y = if m > DECODED_ROWS && !self.device().is_gpu() {
             w.dequantized_product(&x)?
         } else {
             let y = Tensor::empty_dense(Shape::from([m, n]), DType::F32, self.device(), OP)?;
-            // A GPU dispatch takes at most QUANT_MAX_ROWS rows, and fewer
-            // where their outputs would not fit one storage binding.
+            // A GPU's decoding dispatch takes at most QUANT_MAX_ROWS rows,
+            // a tiled one QUANT_TILED_ROWS; either fewer where their
+            // activations or outputs would not fit one storage binding.
             let rows = match y.storage().binding_limit() {
-                Some(limit) => (binding_room(limit) / (4 * n)).clamp(1, QUANT_MAX_ROWS),
+                Some(limit) => {
+                    let room = binding_room(limit);
+                    let fit = (room / (4 * n)).min(room / (4 * k));
+                    let most = match m > DECODED_ROWS {
+                        true => QUANT_TILED_ROWS,
+                        false => QUANT_MAX_ROWS,
+                    };
+                    fit.clamp(1, most)
+                }
                 None => m,
             };
             for start in (0..m).step_by(rows) {
@@ -114,17 +128,13 @@ impl QTensor {
         out.to_dtype(dtype)
     }
 
-    /// `x @ self.T` (`x` contiguous f32 `[m, k]`) through the dequantized
-    /// weight, in parts of rows whose f32 values fit one storage binding
-    /// and [`DEQUANTIZED_PART`] bytes: a product of many rows (a prompt's)
-    /// never holds the whole weight in f32.
+    /// `x @ self.T` on the CPU (`x` contiguous f32 `[m, k]`) through the
+    /// dequantized weight, in parts of rows of at most
+    /// [`DEQUANTIZED_PART`] bytes of f32: a product of many rows (a
+    /// prompt's) never holds the whole weight in f32.
     fn dequantized_product(&self, x: &Tensor) -> Result<Tensor> {
         let (n, k) = (self.dims()[0], self.dims()[1]);
-        let limit = match self.blocks.storage().binding_limit() {
-            Some(limit) => binding_room(limit).min(DEQUANTIZED_PART),
-            None => DEQUANTIZED_PART,
-        };
-        let per_part = (limit / (4 * k)).max(1);
+        let per_part = (DEQUANTIZED_PART / (4 * k)).max(1);
         if per_part >= n {
             return x.matmul(&self.dequantize(DType::F32)?.t());
         }

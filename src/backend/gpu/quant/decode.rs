@@ -1,6 +1,7 @@
 //! Each quantized type's `chunk(base, j, v)` for `quant.wgsl`: the 32
 //! values of chunk `j` of the block at byte `base`, as `crate::quant`'s
-//! decoders (bit for bit gguf-py's) compute them, in the same order. Every
+//! decoders (bit for bit gguf-py's) compute them, in the same order; and
+//! its `element(base, e)`, one value of the block by the same expressions. Every
 //! product that feeds another operation is rounded first (`keep`: its
 //! bits xor `params.zero`, always 0), so that no compiler fuses it into an
 //! `fma` or reassociates it (fast math) and the value stays the
@@ -8,22 +9,23 @@
 
 use crate::quant::GgmlType;
 
-/// WGSL `BLOCK_BYTES` and `CHUNKS` of `t`, and its `chunk` function;
-/// `None` for a type without a kernel.
-pub(super) fn block_and_chunk(t: GgmlType) -> Option<(String, &'static str)> {
-    let chunk = match t {
-        GgmlType::Q4_0 => Q4_0,
-        GgmlType::Q4_1 => Q4_1,
-        GgmlType::Q5_0 => Q5_0,
-        GgmlType::Q5_1 => Q5_1,
-        GgmlType::Q8_0 => Q8_0,
-        GgmlType::Q2_K => Q2_K,
-        GgmlType::Q3_K => Q3_K,
-        GgmlType::Q4_K => Q4_K,
-        GgmlType::Q5_K => Q5_K,
-        GgmlType::Q6_K => Q6_K,
+/// WGSL `BLOCK_BYTES` and `CHUNKS` of `t`, and its `chunk` and `element`
+/// functions; `None` for a type without a kernel.
+pub(super) fn block_and_chunk(t: GgmlType) -> Option<(String, String)> {
+    let (chunk, element) = match t {
+        GgmlType::Q4_0 => (Q4_0, E_Q4_0),
+        GgmlType::Q4_1 => (Q4_1, E_Q4_1),
+        GgmlType::Q5_0 => (Q5_0, E_Q5_0),
+        GgmlType::Q5_1 => (Q5_1, E_Q5_1),
+        GgmlType::Q8_0 => (Q8_0, E_Q8_0),
+        GgmlType::Q2_K => (Q2_K, E_Q2_K),
+        GgmlType::Q3_K => (Q3_K, E_Q3_K),
+        GgmlType::Q4_K => (Q4_K, E_Q4_K),
+        GgmlType::Q5_K => (Q5_K, E_Q5_K),
+        GgmlType::Q6_K => (Q6_K, E_Q6_K),
         _ => return None,
     };
+    let decode = format!("{chunk}\n\n{element}").replace("SCALE_MIN", SCALE_MIN);
     let block = format!(
         "const BLOCK_BYTES: u32 = {}u;\nconst CHUNKS: u32 = {}u;\n\n\
          /// A product rounded before it is added to anything.\n\
@@ -31,7 +33,7 @@ pub(super) fn block_and_chunk(t: GgmlType) -> Option<(String, &'static str)> {
         t.block_bytes(),
         t.block_size() / 32,
     );
-    Some((block, chunk))
+    Some((block, decode))
 }
 
 /// `d` (f16), 16 bytes of nibbles: low nibble of byte `l` is element `l`,
@@ -179,7 +181,85 @@ const Q6_K: &str = "fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>
     }
 }";
 
-/// [`SCALE_MIN`] written out where a type's `chunk` names it.
-pub(super) fn with_helpers(chunk: &str) -> String {
-    chunk.replace("SCALE_MIN", SCALE_MIN)
-}
+// Each type's `element(base, e)`: element `e` of the block at byte
+// `base` alone, by the same expressions as its `chunk` (chunk `e / 32`,
+// lane `e % 32`), for the tiled product's loads of single elements.
+
+const E_Q4_0: &str = "fn element(base: u32, e: u32) -> f32 {
+    let q = (byte_at(base + 2u + e % 16u) >> (4u * (e / 16u))) & 15u;
+    return half_at(base) * (f32(q) - 8.0);
+}";
+
+const E_Q4_1: &str = "fn element(base: u32, e: u32) -> f32 {
+    let q = (byte_at(base + 4u + e % 16u) >> (4u * (e / 16u))) & 15u;
+    return keep(half_at(base) * f32(q)) + half_at(base + 2u);
+}";
+
+const E_Q5_0: &str = "fn element(base: u32, e: u32) -> f32 {
+    let low = (byte_at(base + 6u + e % 16u) >> (4u * (e / 16u))) & 15u;
+    let q = low | (((word_at(base + 2u) >> e) & 1u) << 4u);
+    return half_at(base) * (f32(q) - 16.0);
+}";
+
+const E_Q5_1: &str = "fn element(base: u32, e: u32) -> f32 {
+    let low = (byte_at(base + 8u + e % 16u) >> (4u * (e / 16u))) & 15u;
+    let q = low | (((word_at(base + 4u) >> e) & 1u) << 4u);
+    return keep(half_at(base) * f32(q)) + half_at(base + 2u);
+}";
+
+const E_Q8_0: &str = "fn element(base: u32, e: u32) -> f32 {
+    return signed(byte_at(base + 2u + e)) * half_at(base);
+}";
+
+const E_Q2_K: &str = "fn element(base: u32, e: u32) -> f32 {
+    let j = e / 32u;
+    let l = e % 32u;
+    let q = (byte_at(base + 16u + 32u * (j / 4u) + l) >> (2u * (j % 4u))) & 3u;
+    let sc = byte_at(base + e / 16u);
+    let dl = keep(half_at(base + 80u) * f32(sc & 15u));
+    let ml = keep(half_at(base + 82u) * f32(sc >> 4u));
+    return keep(dl * f32(q)) - ml;
+}";
+
+const E_Q3_K: &str = "fn element(base: u32, e: u32) -> f32 {
+    let j = e / 32u;
+    let l = e % 32u;
+    let i = e / 16u;
+    let low_s = (byte_at(base + 96u + i % 8u) >> (4u * (i / 8u))) & 15u;
+    let high_s = (byte_at(base + 104u + i % 4u) >> (2u * (i / 4u))) & 3u;
+    let scale = f32(i32(low_s | (high_s << 4u)) - 32);
+    let low = i32((byte_at(base + 32u + 32u * (j / 4u) + l) >> (2u * (j % 4u))) & 3u);
+    let clear = ((byte_at(base + l) >> j) & 1u) ^ 1u;
+    return keep(half_at(base + 108u) * scale) * f32(low - i32(clear << 2u));
+}";
+
+const E_Q4_K: &str = "fn element(base: u32, e: u32) -> f32 {
+    let j = e / 32u;
+    let sm = scale_min(base + 4u, j);
+    let dl = keep(half_at(base) * f32(sm.x));
+    let ml = keep(half_at(base + 2u) * f32(sm.y));
+    let q = (byte_at(base + 16u + 32u * (j / 2u) + e % 32u) >> (4u * (j % 2u))) & 15u;
+    return keep(dl * f32(q)) - ml;
+}";
+
+const E_Q5_K: &str = "fn element(base: u32, e: u32) -> f32 {
+    let j = e / 32u;
+    let l = e % 32u;
+    let sm = scale_min(base + 4u, j);
+    let dl = keep(half_at(base) * f32(sm.x));
+    let ml = keep(half_at(base + 2u) * f32(sm.y));
+    let low = (byte_at(base + 48u + 32u * (j / 2u) + l) >> (4u * (j % 2u))) & 15u;
+    let high = (byte_at(base + 16u + l) >> j) & 1u;
+    return keep(dl * f32(low | (high << 4u))) - ml;
+}";
+
+const E_Q6_K: &str = "fn element(base: u32, e: u32) -> f32 {
+    let j = e / 32u;
+    let l = e % 32u;
+    let g = j / 4u;
+    let low = (byte_at(base + 64u * g + 32u * (j % 2u) + l) >> (4u * ((j % 4u) / 2u))) & 15u;
+    let high = (byte_at(base + 128u + 32u * g + l) >> (2u * (j % 4u))) & 3u;
+    let q = f32(i32(low | (high << 4u)) - 32);
+    let scale = signed(byte_at(base + 192u + e / 16u));
+    return keep(half_at(base + 208u) * scale) * q;
+}";

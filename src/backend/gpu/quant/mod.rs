@@ -1,12 +1,16 @@
 //! GPU products with a quantized weight, and its dequantization:
 //! `quant/quant.wgsl`, the weight's GGUF blocks bound as words and decoded
-//! in registers (`decode.rs`). A product runs a workgroup per weight row,
-//! its threads taking the row's 32-element chunks in turn, each chunk
-//! decoded once for up to [`MAX_ROWS`] activation rows, summed in f32; a
-//! dequantization a thread per chunk. One dispatch each.
+//! in registers (`decode.rs`). A product of up to [`MAX_ROWS`] activation
+//! rows (a decoding step's) runs a workgroup per weight row, its threads
+//! taking the row's 32-element chunks in turn, each chunk decoded once for
+//! every activation row, summed in f32; a product of more rows (a
+//! prompt's) runs the matmul's register-tiled kernel on the weight decoded
+//! into its tiles (`tiled.rs`); a dequantization a thread per chunk. One
+//! dispatch each (the tiled one per slice of k).
 
 mod decode;
 mod probe;
+mod tiled;
 
 use crate::backend::QuantCall;
 use crate::backend::gpu::command::Bound;
@@ -14,6 +18,7 @@ use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
+use crate::backend::gpu::matmul::tiling::Tiling;
 use crate::backend::gpu::matmul_tile_choice::MatmulVariant;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
@@ -27,8 +32,13 @@ const QUANT_WGSL: &str = shader!("quant/quant.wgsl");
 /// Threads of a workgroup.
 const WG: u32 = 64;
 
-/// Activation rows one product dispatch takes at most.
+/// Activation rows one decoding dispatch takes at most; more run the tiled
+/// kernel.
 pub(crate) const MAX_ROWS: usize = 8;
+
+/// Activation rows one tiled dispatch takes at most: its grid's rows of
+/// tiles (64 rows or more each) within WebGPU's 65,535 workgroups.
+pub(crate) const TILED_ROWS: usize = 65_535 * 64;
 
 params_block! {
     /// `Params` of quant.wgsl.
@@ -54,18 +64,33 @@ params_block! {
     }
 }
 
+/// Which of a type's kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum QuantKernel {
+    /// The weight decoded into memory.
+    Dequantize,
+    /// A product of up to this many activation rows (a power of two up
+    /// to [`MAX_ROWS`]), a workgroup per weight row.
+    Product(u32),
+    /// A product of any number of rows on this tile (`tiled.rs`).
+    Tiled(Tiling),
+}
+
 /// Everything that selects a distinct quant pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct QuantKey {
     pub ty: GgmlType,
-    /// Activation rows a product workgroup takes; 0 for a dequantization.
-    pub rows: u32,
+    pub kernel: QuantKernel,
     /// Every value off by one, on purpose (`GpuOptions::sabotage_quant`).
     pub sabotaged: bool,
 }
 
 family_key!(QuantKey, "webtensor quant", quant_source, entry: |k| {
-    if k.rows == 0 { "main_dequantize" } else { "main_product" }
+    match k.kernel {
+        QuantKernel::Dequantize => "main_dequantize",
+        QuantKernel::Product(_) => "main_product",
+        QuantKernel::Tiled(_) => "main",
+    }
 });
 
 /// A product's entry point: a workgroup per weight row.
@@ -144,41 +169,50 @@ pub(crate) fn has_kernel(t: GgmlType) -> bool {
 /// `Error::Internal` for a type without a kernel, or when the template's
 /// slots and the generated parts disagree.
 pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
-    let (block, chunk) = decode::block_and_chunk(key.ty)
+    let (block, decode) = decode::block_and_chunk(key.ty)
         .ok_or_else(|| Error::internal("quant kernel", format!("no kernel for {}", key.ty)))?;
-    let (bindings, entry) = if key.rows == 0 {
-        (
-            "@group(0) @binding(2) var<storage, read_write> out: array<f32>;".to_string(),
-            DEQUANTIZE.to_string(),
-        )
-    } else {
-        (
-            "@group(0) @binding(2) var<storage, read> x: array<f32>;\n\
-             @group(0) @binding(3) var<storage, read_write> out: array<f32>;"
-                .to_string(),
-            PRODUCT.replace("PARTIALS", &(WG * key.rows).to_string()),
-        )
-    };
-    let rows = key.rows.max(1).to_string();
+    let product_bindings = "@group(0) @binding(2) var<storage, read> x: array<f32>;\n\
+                            @group(0) @binding(3) var<storage, read_write> out: array<f32>;";
     let sabotage = if key.sabotaged { "1.0" } else { "0.0" };
-    let entry = entry.replace("SABOTAGE", sabotage);
+    let (bindings, entry, rows, params) = match key.kernel {
+        QuantKernel::Dequantize => (
+            "@group(0) @binding(2) var<storage, read_write> out: array<f32>;",
+            DEQUANTIZE.replace("SABOTAGE", sabotage),
+            1,
+            QuantParams::wgsl(),
+        ),
+        QuantKernel::Product(rows) => (
+            product_bindings,
+            PRODUCT
+                .replace("PARTIALS", &(WG * rows).to_string())
+                .replace("SABOTAGE", sabotage),
+            rows,
+            QuantParams::wgsl(),
+        ),
+        QuantKernel::Tiled(tiling) => (
+            product_bindings,
+            tiled::entry(tiling, key.sabotaged),
+            1,
+            tiled::TiledParams::wgsl(),
+        ),
+    };
     fill_kernel(
         "quant kernel",
         QUANT_WGSL,
         false,
-        &QuantParams::wgsl(),
+        &params,
         &[
-            ("BINDINGS", &bindings),
+            ("BINDINGS", bindings),
             ("BLOCK", &block),
-            ("M", &rows),
-            ("DECODE", &decode::with_helpers(chunk)),
+            ("M", &rows.to_string()),
+            ("DECODE", &decode),
             ("ENTRY", &entry),
         ],
     )
 }
 
-/// Records `call` (whose output storage is `out`): a product of at most
-/// [`MAX_ROWS`] activation rows, or a dequantization; false (nothing
+/// Records `call` (whose output storage is `out`): a product of any
+/// number of activation rows, or a dequantization; false (nothing
 /// recorded) where the self-check dropped the type's kernels on this
 /// device, for the op layer to decode the blocks on the host instead.
 /// Natively, the first call of a type probes its kernels (`probe.rs`);
@@ -207,18 +241,20 @@ pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<bool> {
     if verdict == Verdict::Wrong {
         return Ok(false);
     }
-    record(out, call)?;
+    record(out, call, None)?;
     Ok(true)
 }
 
-/// Records `call` on the type's kernels, probed or not.
+/// Records `call` on the type's kernels, probed or not: more than
+/// [`MAX_ROWS`] rows on the tiled kernel, on `tiling` when given (the
+/// probe's) or the tile [`tiled::tiling_for`] chooses.
 ///
 /// # Errors
 /// As [`quant`].
-fn record(out: &GpuStorage, call: &QuantCall) -> Result<()> {
+fn record(out: &GpuStorage, call: &QuantCall, tiling: Option<Tiling>) -> Result<()> {
     const OP: &str = "qmatmul";
     let ctx = &out.ctx;
-    if !has_kernel(call.ty) || call.m > MAX_ROWS || !call.k.is_multiple_of(32) {
+    if !has_kernel(call.ty) || !call.k.is_multiple_of(32) {
         return Err(Error::internal(
             OP,
             format!(
@@ -230,6 +266,11 @@ fn record(out: &GpuStorage, call: &QuantCall) -> Result<()> {
     if call.n == 0 || call.k == 0 || (call.x.is_some() && call.m == 0) {
         return Ok(());
     }
+    let sabotaged = ctx.tuner.sabotaged_quant() == Some(call.ty);
+    if call.x.is_some() && call.m > MAX_ROWS {
+        let tiling = tiling.unwrap_or_else(|| tiled::tiling_for(call.m, call.n));
+        return tiled::record(out, call, tiling, sabotaged);
+    }
     let (w_bound, w) = Bound::view(OP, call.w.clone(), false)?;
     let (out_bound, out_ref) = Bound::view(OP, call.out.clone(), true)?;
     let row_bytes = call.row_bytes();
@@ -240,9 +281,12 @@ fn record(out: &GpuStorage, call: &QuantCall) -> Result<()> {
         limit: u32::MAX as u64,
     };
     let u32_of = |what, v: usize| u32::try_from(v).map_err(|_| big(what, v));
-    let (threads, rows) = match &call.x {
-        Some(_) => (call.n * WG as usize, call.m.next_power_of_two() as u32),
-        None => (call.n * (call.k / 32), 0),
+    let (threads, kernel) = match &call.x {
+        Some(_) => (
+            call.n * WG as usize,
+            QuantKernel::Product(call.m.next_power_of_two() as u32),
+        ),
+        None => (call.n * (call.k / 32), QuantKernel::Dequantize),
     };
     let [x, y] = grid_of(threads, WG, ctx.facts.max_workgroups_per_dim)?;
     let mut params = QuantParams {
@@ -261,8 +305,8 @@ fn record(out: &GpuStorage, call: &QuantCall) -> Result<()> {
     u32_of("weight bytes", w.layout.offset() + call.n * row_bytes)?;
     let key = QuantKey {
         ty: call.ty,
-        rows,
-        sabotaged: ctx.tuner.sabotaged_quant() == Some(call.ty),
+        kernel,
+        sabotaged,
     };
     let bindings = match &call.x {
         Some(x_ref) => {
@@ -284,22 +328,39 @@ mod tests {
 
     #[test]
     fn every_quant_kernel_is_valid_wgsl_and_matches_its_params() {
+        let kernels = [1, 2, 4, 8]
+            .map(QuantKernel::Product)
+            .into_iter()
+            .chain(tiled::TILES.map(QuantKernel::Tiled))
+            .chain([QuantKernel::Dequantize]);
         for ty in PRODUCT_TYPES {
-            for rows in [0, 1, 2, 4, 8] {
+            for (i, kernel) in kernels.clone().enumerate() {
                 let key = QuantKey {
                     ty,
-                    rows,
-                    sabotaged: rows == 2,
+                    kernel,
+                    sabotaged: i % 2 == 1,
                 };
                 let source = quant_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
-                assert_layout(&source, QuantParams::FIELDS, QuantParams::SIZE, "quant");
+                match kernel {
+                    QuantKernel::Tiled(_) => {
+                        let (fields, size) = (tiled::TiledParams::FIELDS, tiled::TiledParams::SIZE);
+                        assert_layout(&source, fields, size, "tiled quant");
+                        // The sabotage reaches the store.
+                        assert_eq!(
+                            source.contains("store_out(p, x + 1.0);"),
+                            key.sabotaged,
+                            "{key:?}"
+                        );
+                    }
+                    _ => assert_layout(&source, QuantParams::FIELDS, QuantParams::SIZE, "quant"),
+                }
             }
         }
         assert!(
             quant_source(&QuantKey {
                 ty: GgmlType::IQ2_XXS,
-                rows: 1,
+                kernel: QuantKernel::Product(1),
                 sabotaged: false,
             })
             .is_err()

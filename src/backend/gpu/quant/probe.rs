@@ -1,10 +1,12 @@
 //! The self-check's probes of a block type's kernels (see
 //! `matmul/self_check.rs`): blocks whose scales are 1, so that every value
 //! they decode to is a small integer, starting at byte 3 of their buffer
-//! (a block's f16 scale then straddles two words); a product of one and of five integer activation rows, and a
-//! dequantization, each compared with the host's decoders (bit for bit
-//! gguf-py's) for equality: every sum is an integer below 2^24, exact in
-//! f32 in any order. They wait on the queue: native only.
+//! (a block's f16 scale then straddles two words); products of one and of
+//! five integer activation rows (the decoding kernels) and of [`TILED`]
+//! (the tiled kernel, on each of its tiles), and a dequantization, each
+//! compared with the host's decoders (bit for bit gguf-py's) for equality:
+//! every sum is an integer below 2^24, exact in f32 in any order. They
+//! wait on the queue: native only.
 
 use crate::backend::gpu::context::GpuContext;
 use crate::quant::GgmlType;
@@ -20,6 +22,9 @@ const AT: usize = 3;
 
 /// Blocks per row of a probe.
 const BLOCKS: usize = 2;
+
+/// Activation rows of the tiled kernel's probes: past one tile's rows.
+const TILED: usize = 70;
 
 /// Where `ty`'s blocks keep their f16 scales.
 fn scale_bytes(ty: GgmlType) -> &'static [usize] {
@@ -50,15 +55,16 @@ fn blocks(ty: GgmlType) -> Vec<u8> {
 /// True when a probe's operands fit the device's storage bindings.
 pub(super) fn fits(ctx: &GpuContext, ty: GgmlType) -> bool {
     let k = BLOCKS * ty.block_size() as usize;
-    let largest = (blocks(ty).len() as u64).max(4 * (ROWS * k) as u64);
+    let largest = (blocks(ty).len() as u64).max(4 * (TILED.max(ROWS) * k) as u64);
     largest <= ctx.facts.max_storage_binding
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use super::{AT, BLOCKS, ROWS, blocks};
+    use super::{AT, BLOCKS, ROWS, TILED, blocks};
     use crate::backend::gpu::context::GpuContext;
-    use crate::backend::gpu::quant::record;
+    use crate::backend::gpu::matmul::tiling::Tiling;
+    use crate::backend::gpu::quant::{record, tiled};
     use crate::backend::gpu::storage::GpuStorage;
     use crate::backend::{QuantCall, Storage, StorageRef, TensorRef};
     use crate::dtype::KernelType;
@@ -92,13 +98,16 @@ mod native {
             ),
             dtype: KernelType::U8,
         };
-        let dequantized = run(ctx, ty, &w_ref, None, ROWS * k)?;
+        let dequantized = run(ctx, ty, &w_ref, None, ROWS * k, None)?;
         if dequantized != want_w {
             return Ok(false);
         }
-        for m in [1, 5] {
+        let products = [(1, None), (5, None)]
+            .into_iter()
+            .chain(tiled::TILES.map(|t| (TILED, Some(t))));
+        for (m, tiling) in products {
             let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 + 3) % 5) as f32 - 2.0).collect();
-            let got = run(ctx, ty, &w_ref, Some(&x), m * ROWS)?;
+            let got = run(ctx, ty, &w_ref, Some(&x), m * ROWS, tiling)?;
             let want = (0..m * ROWS).map(|o| {
                 let (i, r) = (o / ROWS, o % ROWS);
                 let dot: f64 = (0..k)
@@ -113,14 +122,16 @@ mod native {
         Ok(true)
     }
 
-    /// One probe call: `x`'s rows (`[m, k]`) by the weight, or the weight
-    /// decoded, into a fresh f32 storage of `len` values, read back.
+    /// One probe call: `x`'s rows (`[m, k]`) by the weight (on `tiling`'s
+    /// tiled kernel when given), or the weight decoded, into a fresh f32
+    /// storage of `len` values, read back.
     fn run(
         ctx: &Arc<GpuContext>,
         ty: GgmlType,
         w: &TensorRef,
         x: Option<&[f32]>,
         len: usize,
+        tiling: Option<Tiling>,
     ) -> Result<Vec<f32>> {
         let k = BLOCKS * ty.block_size() as usize;
         let x = x
@@ -151,7 +162,7 @@ mod native {
             m,
             out_stride: ROWS,
         };
-        record(out_storage, &call)?;
+        record(out_storage, &call, tiling)?;
         let bytes = pollster::block_on(out_storage.read_own_bytes())?;
         Ok(bytes
             .chunks_exact(4)
