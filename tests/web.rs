@@ -1547,6 +1547,14 @@ async fn quantized_products_agree_with_the_cpu() {
         &want,
         "q6_K qmatmul",
     );
+    // A prompt's 40 rows: the tiled kernel, decoding single elements.
+    let x = Tensor::randn([40, 256], DType::F32, 7, &cpu).unwrap();
+    let x_gpu = x.to_device_async(&dev).await.unwrap();
+    for (w, w_gpu, what) in [(&q41, &q_gpu, "q4_1"), (&q6, &q6_gpu, "q6_K")] {
+        let want = read(&x.qmatmul(w).unwrap()).await;
+        let got = read(&x_gpu.qmatmul(w_gpu).unwrap()).await;
+        near(&got, &want, &format!("{what} qmatmul of 40 rows"));
+    }
 }
 
 /// Sums of 256 products in another order: within 1e-5 of the largest.

@@ -1,0 +1,256 @@
+//! A GGUF file's own vocabulary as a Hugging Face tokenizer (the
+//! `tokenizers` crate), built from the metadata llama.cpp's converters
+//! write, as Hugging Face's converters build the same models:
+//!
+//! - `tokenizer.ggml.model = "llama"` (Llama 2, TinyLlama, Mistral): a
+//!   SentencePiece BPE vocabulary with scores. Merges are every split of a
+//!   piece into two pieces, ranked by the merged piece's score (what
+//!   SentencePiece merges first), with byte fallback (`<0x0A>`), a `▁`
+//!   prefix and spaces as `▁`.
+//! - `tokenizer.ggml.model = "gpt2"` (Qwen2, SmolLM, Llama 3): byte-level
+//!   BPE with the file's merges, split first by the pre-tokenizer
+//!   `tokenizer.ggml.pre` names (its regular expressions, as llama.cpp's).
+//!
+//! Control tokens (`<s>`, `<|im_start|>`) are special: matched whole in
+//! the text and left out of decoded text.
+
+use std::collections::HashMap;
+use tokenizers::decoders::DecoderWrapper;
+use tokenizers::decoders::byte_fallback::ByteFallback;
+use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::decoders::fuse::Fuse;
+use tokenizers::decoders::sequence::Sequence as DecoderSequence;
+use tokenizers::decoders::strip::Strip;
+use tokenizers::models::bpe::{BPE, Vocab};
+use tokenizers::normalizers::{NormalizerWrapper, Prepend, Replace, Sequence as NormSequence};
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::sequence::Sequence as PreSequence;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
+use webtensor::io::{Gguf, GgufValue};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// GGUF's token types (`tokenizer.ggml.token_type`).
+const NORMAL: i64 = 1;
+const UNKNOWN: i64 = 2;
+const CONTROL: i64 = 3;
+const USER_DEFINED: i64 = 4;
+
+/// GPT-2's pre-tokenizer: contractions, letters, digits, other symbols,
+/// each with one leading space, and runs of spaces.
+const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// Llama 3's: case-blind contractions, up to three digits a piece.
+const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Qwen2's: as Llama 3's, one digit a piece.
+const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// A file's tokenizer and the ids a generation needs.
+pub struct GgufTokenizer {
+    pub tokenizer: Tokenizer,
+    /// The token a sequence starts with, where the file asks for one.
+    pub bos: Option<u32>,
+    /// The token that ends a generation.
+    pub eos: Option<u32>,
+    /// The pre-tokenizer used for a byte-level vocabulary (`gpt2` in
+    /// place of one this module does not know), for the caller to report.
+    pub pre: Option<String>,
+}
+
+impl GgufTokenizer {
+    /// The ids of `text`, after the BOS token where the file adds one.
+    ///
+    /// # Errors
+    /// The tokenizer's.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        let ids = self.tokenizer.encode(text, false)?.get_ids().to_vec();
+        Ok(self.bos.into_iter().chain(ids).collect())
+    }
+
+    /// The text of `ids`, special tokens left out.
+    ///
+    /// # Errors
+    /// The tokenizer's.
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.tokenizer.decode(ids, true)
+    }
+}
+
+fn strings<'a>(f: &'a Gguf, key: &str) -> Result<Vec<&'a str>> {
+    let items = f
+        .get(key)
+        .and_then(GgufValue::as_array)
+        .ok_or_else(|| format!("the file has no {key}"))?;
+    items
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .ok_or_else(|| format!("{key} holds a non-string").into())
+        })
+        .collect()
+}
+
+fn numbers(f: &Gguf, key: &str) -> Option<Vec<f64>> {
+    let items = f.get(key)?.as_array()?;
+    items.iter().map(GgufValue::as_f64).collect()
+}
+
+fn id(f: &Gguf, key: &str) -> Option<u32> {
+    f.get(key)?.as_u64().and_then(|v| u32::try_from(v).ok())
+}
+
+fn flag(f: &Gguf, key: &str) -> Option<bool> {
+    match f.get(key)? {
+        GgufValue::Bool(b) => Some(*b),
+        _ => None,
+    }
+}
+
+/// The tokenizer the metadata of `f` describes.
+///
+/// # Errors
+/// A model other than `llama` and `gpt2`, or metadata missing or of the
+/// wrong type.
+pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
+    let model = f
+        .get("tokenizer.ggml.model")
+        .and_then(GgufValue::as_str)
+        .ok_or("the file has no tokenizer.ggml.model")?;
+    let tokens = strings(f, "tokenizer.ggml.tokens")?;
+    let types: Vec<i64> = match numbers(f, "tokenizer.ggml.token_type") {
+        Some(t) if t.len() == tokens.len() => t.into_iter().map(|v| v as i64).collect(),
+        _ => vec![NORMAL; tokens.len()],
+    };
+    let vocab: Vocab = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.to_string(), i as u32))
+        .collect();
+    let (mut tokenizer, pre, add_bos_default) = match model {
+        "llama" => (sentencepiece(f, &tokens, &types, vocab)?, None, true),
+        "gpt2" => {
+            let (t, pre) = byte_level(f, vocab)?;
+            (t, Some(pre), false)
+        }
+        other => return Err(format!("tokenizer model {other:?} is not supported").into()),
+    };
+    let added: Vec<AddedToken> = tokens
+        .iter()
+        .zip(&types)
+        .filter(|(_, t)| **t == CONTROL || **t == USER_DEFINED)
+        .map(|(s, t)| AddedToken::from(s.to_string(), *t == CONTROL))
+        .collect();
+    tokenizer.add_special_tokens(&added);
+    let add_bos = flag(f, "tokenizer.ggml.add_bos_token").unwrap_or(add_bos_default);
+    Ok(GgufTokenizer {
+        tokenizer,
+        bos: id(f, "tokenizer.ggml.bos_token_id").filter(|_| add_bos),
+        eos: id(f, "tokenizer.ggml.eos_token_id"),
+        pre,
+    })
+}
+
+/// A SentencePiece BPE vocabulary as Hugging Face's Llama tokenizer.
+fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Result<Tokenizer> {
+    let scores = numbers(f, "tokenizer.ggml.scores")
+        .filter(|s| s.len() == tokens.len())
+        .ok_or("a llama vocabulary needs tokenizer.ggml.scores, one per token")?;
+    // Pieces that text can be made of: control, unknown, unused and byte
+    // pieces never come out of a merge.
+    let mergeable: HashMap<&str, u32> = tokens
+        .iter()
+        .zip(types)
+        .enumerate()
+        .filter(|(_, (_, t))| **t == NORMAL || **t == USER_DEFINED)
+        .map(|(i, (s, _))| (*s, i as u32))
+        .collect();
+    // Every split of a piece into two pieces, the piece's score first
+    // (then its id, then the parts' ids), as Hugging Face's converter
+    // orders them.
+    let mut merges: Vec<(f64, u32, u32, u32, &str, &str)> = Vec::new();
+    for (piece, &merged) in &mergeable {
+        for (at, _) in piece.char_indices().skip(1) {
+            let (l, r) = piece.split_at(at);
+            if let (Some(&li), Some(&ri)) = (mergeable.get(l), mergeable.get(r)) {
+                merges.push((scores[merged as usize], merged, li, ri, l, r));
+            }
+        }
+    }
+    merges.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(a.1.cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+            .then(a.3.cmp(&b.3))
+    });
+    let merges = merges
+        .into_iter()
+        .map(|m| (m.4.to_string(), m.5.to_string()))
+        .collect();
+    let unk = types.iter().position(|&t| t == UNKNOWN);
+    let mut bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(true)
+        .fuse_unk(true);
+    if let Some(unk) = unk {
+        bpe = bpe.unk_token(tokens[unk].to_string());
+    }
+    let mut tokenizer = Tokenizer::new(bpe.build()?);
+    let prefix = flag(f, "tokenizer.ggml.add_space_prefix").unwrap_or(true);
+    let mut normalizers = Vec::new();
+    if prefix {
+        normalizers.push(NormalizerWrapper::Prepend(Prepend::new("▁".into())));
+    }
+    normalizers.push(NormalizerWrapper::Replace(Replace::new(" ", "▁")?));
+    tokenizer.with_normalizer(Some(NormSequence::new(normalizers)));
+    let mut decoders = vec![
+        DecoderWrapper::Replace(Replace::new("▁", " ")?),
+        DecoderWrapper::ByteFallback(ByteFallback::new()),
+        DecoderWrapper::Fuse(Fuse::new()),
+    ];
+    if prefix {
+        decoders.push(DecoderWrapper::Strip(Strip::new(' ', 1, 0)));
+    }
+    tokenizer.with_decoder(Some(DecoderSequence::new(decoders)));
+    Ok(tokenizer)
+}
+
+/// A byte-level BPE vocabulary with the file's merges, split first by its
+/// pre-tokenizer's expressions; also the pre-tokenizer's name.
+fn byte_level(f: &Gguf, vocab: Vocab) -> Result<(Tokenizer, String)> {
+    let merges = strings(f, "tokenizer.ggml.merges")?
+        .into_iter()
+        .map(|m| {
+            m.split_once(' ')
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .ok_or_else(|| format!("merge {m:?} is not two tokens").into())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .ignore_merges(false)
+        .build()?;
+    let named = f.get("tokenizer.ggml.pre").and_then(GgufValue::as_str);
+    let (pre, patterns): (&str, &[&str]) = match named.unwrap_or("gpt2") {
+        "llama-bpe" | "llama3" => ("llama-bpe", &[LLAMA3]),
+        "qwen2" => ("qwen2", &[QWEN2]),
+        "smollm" => ("smollm", &[r"\p{N}", GPT2]),
+        _ => ("gpt2", &[GPT2]),
+    };
+    let mut steps = Vec::new();
+    for p in patterns {
+        let split = Split::new(
+            SplitPattern::Regex(p.to_string()),
+            SplitDelimiterBehavior::Isolated,
+            false,
+        )?;
+        steps.push(PreTokenizerWrapper::Split(split));
+    }
+    steps.push(PreTokenizerWrapper::ByteLevel(ByteLevel::new(
+        false, false, false,
+    )));
+    let mut tokenizer = Tokenizer::new(bpe);
+    tokenizer.with_pre_tokenizer(Some(PreSequence::new(steps)));
+    tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
+    Ok((tokenizer, pre.to_string()))
+}

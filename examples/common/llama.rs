@@ -1,0 +1,284 @@
+//! A Llama-architecture language model read from a GGUF file (the layout
+//! llama.cpp's converters write for Llama, TinyLlama, Mistral, SmolLM and
+//! Qwen2), run forward from webtensor's ops: embedding rows, RMS norms,
+//! products (quantized weights kept as their blocks, `qmatmul`, or
+//! dequantized on loading), rotary embeddings, grouped-query attention
+//! (`sdpa`) over a KV cache written in place through views, and a SwiGLU
+//! feed-forward. `examples/generate.rs` runs it; `tests/llama.rs` checks
+//! it against NumPy's forward pass.
+
+use webtensor::io::{Gguf, GgufValue};
+use webtensor::{Attention, DType, Device, QTensor, Rope, RopeStyle, Tensor};
+
+type LoadResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// A product's weight, stored (out, in): values, or quantized blocks.
+pub enum Weight {
+    Plain(Tensor),
+    Blocks(QTensor),
+}
+
+impl Weight {
+    /// `x (seq, in) @ w^T`.
+    fn apply(&self, x: &Tensor) -> webtensor::Result<Tensor> {
+        match self {
+            Weight::Plain(w) => x.matmul(&w.t()),
+            Weight::Blocks(w) => x.qmatmul(w),
+        }
+    }
+}
+
+/// A product and its bias (Qwen2's attention has them).
+pub struct Linear {
+    weight: Weight,
+    bias: Option<Tensor>,
+}
+
+impl Linear {
+    fn apply(&self, x: &Tensor) -> webtensor::Result<Tensor> {
+        let y = self.weight.apply(x)?;
+        match &self.bias {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+pub struct Block {
+    attn_norm: Tensor,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    out: Linear,
+    ffn_norm: Tensor,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+    /// The keys and values of every position so far, (kv_heads, context,
+    /// head_dim), written in place.
+    cache_k: Tensor,
+    cache_v: Tensor,
+}
+
+pub struct Model {
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    /// Positions the caches hold.
+    pub context: usize,
+    pub vocab: usize,
+    eps: f64,
+    embd: Tensor,
+    blocks: Vec<Block>,
+    norm: Tensor,
+    output: Linear,
+    rope: Rope,
+}
+
+/// The number at `key`.
+fn number(f: &Gguf, key: &str) -> LoadResult<f64> {
+    f.get(key)
+        .and_then(GgufValue::as_f64)
+        .ok_or_else(|| format!("the file has no number at {key}").into())
+}
+
+impl Model {
+    /// The model in `f` on `dev` with caches of `context` positions, its
+    /// quantized weights kept as blocks where `blocks`, else dequantized.
+    ///
+    /// # Errors
+    /// An architecture other than `llama` and `qwen2`, metadata or tensors
+    /// missing, and webtensor's errors.
+    pub fn load(f: &Gguf, dev: &Device, context: usize, blocks: bool) -> LoadResult<Model> {
+        let arch = f
+            .get("general.architecture")
+            .and_then(GgufValue::as_str)
+            .ok_or("the file has no general.architecture")?;
+        // ggml's normal rotation (interleaved pairs) for Llama, whose
+        // converter permutes q and k for it; NeoX's halves for Qwen2.
+        let style = match arch {
+            "llama" => RopeStyle::Interleaved,
+            "qwen2" => RopeStyle::HalfSplit,
+            other => return Err(format!("architecture {other:?} is not supported").into()),
+        };
+        let key = |k: &str| format!("{arch}.{k}");
+        let has = |name: &str| f.tensors().iter().any(|t| t.name == name);
+        let plain = |name: &str| f.dequantize(name, DType::F32, dev);
+        let weight = |name: &str| -> LoadResult<Weight> {
+            let info = f.tensors().iter().find(|t| t.name == name);
+            let info = info.ok_or_else(|| format!("the file has no tensor {name}"))?;
+            Ok(if blocks && info.ggml_type.is_quantized() {
+                Weight::Blocks(f.qtensor(name, dev)?)
+            } else {
+                Weight::Plain(plain(name)?)
+            })
+        };
+        let linear = |name: &str| -> LoadResult<Linear> {
+            let bias = format!("{name}.bias");
+            Ok(Linear {
+                weight: weight(&format!("{name}.weight"))?,
+                bias: if has(&bias) {
+                    Some(plain(&bias)?)
+                } else {
+                    None
+                },
+            })
+        };
+        let heads = number(f, &key("attention.head_count"))? as usize;
+        let kv_heads = match f.get(&key("attention.head_count_kv")) {
+            Some(v) => v.as_f64().ok_or("head_count_kv is not a number")? as usize,
+            None => heads,
+        };
+        let dim = number(f, &key("embedding_length"))? as usize;
+        let head_dim = match f.get(&key("attention.key_length")) {
+            Some(v) => v.as_f64().ok_or("key_length is not a number")? as usize,
+            None => dim / heads.max(1),
+        };
+        if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) || head_dim == 0 {
+            return Err(format!("{heads} heads and {kv_heads} key/value heads").into());
+        }
+        let rotary = f.get(&key("rope.dimension_count"));
+        if let Some(rotary) = rotary.and_then(GgufValue::as_f64)
+            && rotary as usize != head_dim
+        {
+            return Err(format!("a rotation of {rotary} of {head_dim} features").into());
+        }
+        let cache = || Tensor::zeros([kv_heads, context, head_dim], DType::F32, dev);
+        let layers = number(f, &key("block_count"))? as usize;
+        let mut all = Vec::with_capacity(layers);
+        for i in 0..layers {
+            let name = |part: &str| format!("blk.{i}.{part}");
+            all.push(Block {
+                attn_norm: plain(&name("attn_norm.weight"))?,
+                q: linear(&name("attn_q"))?,
+                k: linear(&name("attn_k"))?,
+                v: linear(&name("attn_v"))?,
+                out: linear(&name("attn_output"))?,
+                ffn_norm: plain(&name("ffn_norm.weight"))?,
+                gate: linear(&name("ffn_gate"))?,
+                up: linear(&name("ffn_up"))?,
+                down: linear(&name("ffn_down"))?,
+                cache_k: cache()?,
+                cache_v: cache()?,
+            });
+        }
+        let embd = plain("token_embd.weight")?;
+        // A model without an output matrix reads its embeddings back.
+        let output = match has("output.weight") {
+            true => linear("output")?,
+            false => Linear {
+                weight: weight("token_embd.weight")?,
+                bias: None,
+            },
+        };
+        let theta = number(f, &key("rope.freq_base")).unwrap_or(10_000.0);
+        Ok(Model {
+            heads,
+            kv_heads,
+            head_dim,
+            context,
+            vocab: embd.dims()[0],
+            eps: number(f, &key("attention.layer_norm_rms_epsilon"))?,
+            embd,
+            blocks: all,
+            norm: plain("output_norm.weight")?,
+            output,
+            rope: Rope::new(0, context, head_dim, theta, style, dev)?,
+        })
+    }
+
+    /// Heads of `x (seq, heads * head_dim)`: `(heads, seq, head_dim)`, a
+    /// view.
+    fn split(&self, x: &Tensor, heads: usize) -> webtensor::Result<Tensor> {
+        let seq = x.dims()[0];
+        x.reshape([seq, heads, self.head_dim])?.transpose(0, 1)
+    }
+
+    /// The logits `(seq, vocab)` of `tokens` at positions `start..`, the
+    /// keys and values of earlier positions read from the caches.
+    ///
+    /// # Errors
+    /// Positions past the caches', and webtensor's errors.
+    pub fn forward(&self, tokens: &[i32], start: usize) -> webtensor::Result<Tensor> {
+        let dev = self.embd.device();
+        let seq = tokens.len();
+        let ids = Tensor::from_slice(tokens, [seq], dev)?;
+        let rope = self.rope.positions(start, seq)?;
+        // Causal within the new positions, every cached one before them.
+        let attention = if seq > 1 {
+            let keys = start + seq;
+            let rows = Tensor::arange(start as i32, keys as i32, 1, dev)?.reshape([seq, 1])?;
+            let cols = Tensor::arange(0i32, keys as i32, 1, dev)?;
+            Attention::new().mask(&cols.le(&rows)?)
+        } else {
+            Attention::new()
+        };
+        let write = |cache: &Tensor, new: &Tensor| cache.narrow(1, start, seq)?.assign(new);
+        self.layers(&ids, &rope, &attention, start + seq, &write)
+    }
+
+    /// A decoding step with every position on the device: the logits `(1,
+    /// vocab)` of the token in `token` (i32 `[1]`) at the position in `pos`
+    /// (i32 `[1]`), its key and value scattered into the caches there, its
+    /// rotary tables gathered there, attending the whole cache through a
+    /// mask of the positions up to it. Nothing in it depends on a host
+    /// value, so that a capture of it serves every step.
+    /// `positions` is `arange(context)` (i32), made before a capture: a
+    /// tensor made from host values inside the step would be an upload.
+    ///
+    /// # Errors
+    /// webtensor's.
+    pub fn step(
+        &self,
+        token: &Tensor,
+        pos: &Tensor,
+        positions: &Tensor,
+    ) -> webtensor::Result<Tensor> {
+        let rope = self.rope.at(pos)?;
+        let attention = Attention::new().mask(&positions.le(pos)?);
+        let write = |cache: &Tensor, new: &Tensor| {
+            let index = pos
+                .to_dtype(DType::I64)?
+                .reshape([1, 1, 1])?
+                .broadcast_to(new.dims())?;
+            cache.scatter_(&index, new, 1)
+        };
+        self.layers(token, &rope, &attention, self.context, &write)
+    }
+
+    /// The blocks over the embeddings of `ids`: each writes its new keys
+    /// and values into its caches with `write`, then attends the caches'
+    /// first `keys` positions.
+    fn layers(
+        &self,
+        ids: &Tensor,
+        rope: &Rope,
+        attention: &Attention,
+        keys: usize,
+        write: &dyn Fn(&Tensor, &Tensor) -> webtensor::Result<()>,
+    ) -> webtensor::Result<Tensor> {
+        let seq = ids.dims()[0];
+        let dim = self.embd.dims()[1];
+        let mut x = self.embd.index_select(ids, 0)?;
+        for b in &self.blocks {
+            let h = x.rms_norm(&[dim], Some(&b.attn_norm), Some(self.eps))?;
+            let q = self.split(&b.q.apply(&h)?, self.heads)?.rope(rope)?;
+            let k = self.split(&b.k.apply(&h)?, self.kv_heads)?.rope(rope)?;
+            let v = self.split(&b.v.apply(&h)?, self.kv_heads)?;
+            write(&b.cache_k, &k)?;
+            write(&b.cache_v, &v)?;
+            let cached_k = b.cache_k.narrow(1, 0, keys)?;
+            let cached_v = b.cache_v.narrow(1, 0, keys)?;
+            let att = q.sdpa(&cached_k, &cached_v, attention)?;
+            let att = att
+                .transpose(0, 1)?
+                .reshape([seq, self.heads * self.head_dim])?;
+            x = x.add(&b.out.apply(&att)?)?;
+            let h = x.rms_norm(&[dim], Some(&b.ffn_norm), Some(self.eps))?;
+            let gated = b.gate.apply(&h)?.silu()?.mul(&b.up.apply(&h)?)?;
+            x = x.add(&b.down.apply(&gated)?)?;
+        }
+        let x = x.rms_norm(&[dim], Some(&self.norm), Some(self.eps))?;
+        self.output.apply(&x)
+    }
+}

@@ -1,0 +1,214 @@
+//! Runs a GGUF language model: loads a Llama-architecture file (Llama,
+//! TinyLlama, Mistral, SmolLM, Qwen2), tokenizes the prompt with the
+//! file's own vocabulary, and generates, printing tokens as they come and
+//! the speed of the prompt's pass and of the decoding steps.
+//!
+//! ```text
+//! cargo run --release --example generate -- MODEL.gguf "Once upon a time" \
+//!     [--tokens 64] [--cpu] [--dequantize] [--context N] \
+//!     [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//! ```
+//!
+//! - Quantized weights stay as their blocks (`QTensor`, `qmatmul`):
+//!   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K. `--dequantize` makes
+//!   them f32 on loading instead.
+//! - The model runs on the GPU when there is one, else (or with `--cpu`)
+//!   on the CPU device.
+//! - Greedy by default. `--temperature` (with `--top-k`, `--top-p`) draws
+//!   on the device with a seeded draw (`Tensor::sample`).
+//! - The caches hold the prompt and the new tokens, at most the file's
+//!   context length; `--context` sets it.
+//! - The prompt runs as one pass; a decoding step, its token and position
+//!   held in tensors, is captured once (`Device::capture`) and replayed
+//!   for each later token.
+
+#[path = "common/gguf_tokenizer.rs"]
+mod gguf_tokenizer;
+#[path = "common/llama.rs"]
+mod llama;
+
+use std::io::Write;
+use std::time::Instant;
+use webtensor::io::{Gguf, GgufValue};
+use webtensor::{DType, Device, Sampling, Tensor};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+struct Options {
+    path: String,
+    prompt: String,
+    tokens: usize,
+    cpu: bool,
+    dequantize: bool,
+    context: Option<usize>,
+    sampling: Sampling,
+    seed: u64,
+}
+
+fn options() -> Result<Options> {
+    let mut args = std::env::args().skip(1);
+    let mut free = Vec::new();
+    let (mut tokens, mut cpu, mut dequantize, mut context, mut seed) = (64, false, false, None, 0);
+    let (mut temperature, mut top_k, mut top_p) = (0.0, None, None);
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match a.as_str() {
+            "--tokens" => tokens = value("--tokens")?.parse()?,
+            "--context" => context = Some(value("--context")?.parse()?),
+            "--temperature" => temperature = value("--temperature")?.parse()?,
+            "--top-k" => top_k = Some(value("--top-k")?.parse()?),
+            "--top-p" => top_p = Some(value("--top-p")?.parse()?),
+            "--seed" => seed = value("--seed")?.parse()?,
+            "--cpu" => cpu = true,
+            "--dequantize" => dequantize = true,
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}").into()),
+            _ => free.push(a),
+        }
+    }
+    let [path, prompt] = <[String; 2]>::try_from(free).map_err(|_| {
+        "usage: generate MODEL.gguf \"prompt\" [--tokens N] [--cpu] [--dequantize] \
+         [--context N] [--temperature T] [--top-k K] [--top-p P] [--seed S]"
+    })?;
+    let mut sampling = Sampling::new(temperature);
+    if let Some(k) = top_k {
+        sampling = sampling.top_k(k);
+    }
+    if let Some(p) = top_p {
+        sampling = sampling.top_p(p);
+    }
+    Ok(Options {
+        path,
+        prompt,
+        tokens,
+        cpu,
+        dequantize,
+        context,
+        sampling,
+        seed,
+    })
+}
+
+/// The next token from the last row of `logits`.
+fn next_token(logits: &Tensor, o: &Options, step: u64) -> Result<u32> {
+    let rows = logits.dims()[0];
+    let last = logits.narrow(0, rows - 1, 1)?;
+    let token = last.sample(&o.sampling, o.seed.wrapping_add(step))?;
+    Ok(token.to_vec::<i32>()?[0] as u32)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("generate: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let o = options()?;
+    let dev = if o.cpu {
+        Device::cpu()
+    } else {
+        Device::gpu().unwrap_or_else(|e| {
+            eprintln!("no GPU ({e}); running on the CPU");
+            Device::cpu()
+        })
+    };
+    let file = Gguf::load(&o.path)?;
+    let tok = gguf_tokenizer::from_gguf(&file)?;
+    let named = file.get("tokenizer.ggml.pre").and_then(GgufValue::as_str);
+    if let (Some(named), Some(used)) = (named, tok.pre.as_deref())
+        && named != used
+    {
+        eprintln!("pre-tokenizer {named:?} is not known here: splitting as {used:?}");
+    }
+    let prompt = tok.encode(&o.prompt)?;
+    if prompt.is_empty() {
+        return Err("the prompt has no tokens".into());
+    }
+    let arch = file.get("general.architecture").and_then(GgufValue::as_str);
+    let trained = arch
+        .and_then(|a| file.get(&format!("{a}.context_length")))
+        .and_then(GgufValue::as_u64)
+        .map(|c| c as usize);
+    let wanted = prompt.len() + o.tokens;
+    let context = o
+        .context
+        .unwrap_or(trained.map_or(wanted, |t| wanted.min(t)));
+    if prompt.len() >= context {
+        return Err(format!("{} prompt tokens fill a context of {context}", prompt.len()).into());
+    }
+    let start = Instant::now();
+    let model = llama::Model::load(&file, &dev, context, !o.dequantize)?;
+    dev.sync()?;
+    eprintln!(
+        "{} ({} heads, {} key/value heads of {}, vocabulary {}) on {dev}: loaded in {:.2} s",
+        arch.unwrap_or("?"),
+        model.heads,
+        model.kv_heads,
+        model.head_dim,
+        model.vocab,
+        start.elapsed().as_secs_f64()
+    );
+    let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+    let start = Instant::now();
+    let logits = model.forward(&ids, 0)?;
+    let mut next = next_token(&logits, &o, 0)?;
+    let prefill = start.elapsed().as_secs_f64();
+    print!("{}", o.prompt);
+    // A decoding step with its token and position in tensors, captured
+    // once (its first run) and replayed for every later token.
+    let model = std::rc::Rc::new(model);
+    let token = Tensor::from_slice(&[next as i32], [1], &dev)?;
+    let pos = Tensor::from_slice(&[prompt.len() as i32], [1], &dev)?;
+    let positions = Tensor::arange(0i32, context as i32, 1, &dev)?;
+    let out = Tensor::zeros([1, model.vocab], DType::F32, &dev)?;
+    let mut graph = None;
+    let mut generated: Vec<u32> = Vec::new();
+    let mut shown = 0;
+    let start = Instant::now();
+    let mut steps = 0;
+    while generated.len() < o.tokens && Some(next) != tok.eos {
+        generated.push(next);
+        // Decoded whole each time, so that pieces of one character
+        // (byte tokens) print once it is complete.
+        let text = tok.decode(&generated)?;
+        if let Some(new) = text
+            .get(shown..)
+            .filter(|n| !n.is_empty() && !n.ends_with('\u{fffd}'))
+        {
+            print!("{new}");
+            std::io::stdout().flush()?;
+            shown = text.len();
+        }
+        let at = prompt.len() + generated.len() - 1;
+        if at + 1 >= context || generated.len() == o.tokens {
+            break;
+        }
+        match &mut graph {
+            None => {
+                let (t, p, o, m) = (token.clone(), pos.clone(), out.clone(), model.clone());
+                let positions = positions.clone();
+                graph = Some(dev.capture(move || o.assign(&m.step(&t, &p, &positions)?))?);
+            }
+            Some(graph) => {
+                token.assign(&Tensor::from_slice(&[next as i32], [1], &dev)?)?;
+                pos.assign(&Tensor::from_slice(&[at as i32], [1], &dev)?)?;
+                graph.run()?;
+            }
+        }
+        next = next_token(&out, &o, generated.len() as u64)?;
+        steps += 1;
+    }
+    let decode = start.elapsed().as_secs_f64();
+    println!();
+    eprintln!(
+        "prompt: {} tokens in {:.3} s ({:.1} tokens/s); decoding: {} steps in {:.3} s ({:.1} tokens/s)",
+        prompt.len(),
+        prefill,
+        prompt.len() as f64 / prefill,
+        steps,
+        decode,
+        steps as f64 / decode.max(1e-9)
+    );
+    Ok(())
+}
