@@ -64,7 +64,8 @@ pub(super) fn tiling_for(m: usize, n: usize) -> Tiling {
     if blocks >= 128 { LARGE } else { MEDIUM }
 }
 
-/// Every tile a tiled quant kernel runs on.
+/// Every tile a tiled quant kernel runs on (each probed natively).
+#[cfg(any(test, not(target_arch = "wasm32")))]
 pub(super) const TILES: [Tiling; 2] = [LARGE, MEDIUM];
 
 /// The tiled kernel's entry: its accessors, the store, the weight's
