@@ -14,6 +14,8 @@
 //! replayed for each token.
 
 mod common;
+#[path = "../examples/common/gguf_tokenizer.rs"]
+mod gguf_tokenizer;
 #[path = "../examples/common/llama.rs"]
 mod llama;
 
@@ -59,7 +61,11 @@ fn matches_numpy(gguf: &str, reference_name: &str) {
         let model = Model::load(&file, dev, 32, blocks).unwrap();
         let kind = if blocks { "blocks" } else { "dequantized" };
         let logits = model.forward(&prompt, 0).unwrap();
-        assert_eq!((model.vocab, logits.dims()), (50, &[prompt.len(), 50][..]));
+        let vocab = want_logits.len() / prompt.len();
+        assert_eq!(
+            (model.vocab, logits.dims()),
+            (vocab, &[prompt.len(), vocab][..])
+        );
         let got = logits.to_vec::<f32>().unwrap();
         for (i, (g, w)) in got.iter().zip(&want_logits).enumerate() {
             assert!(
@@ -92,6 +98,26 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
 fn a_tiny_llama_of_every_quantized_type_gives_numpys_logits() {
     // Q4_0 to Q8_0 and Q2_K to Q6_K weights (make_tiny_llama_quant.py).
     matches_numpy("tiny_llama_quant.gguf", "tiny_llama_quant_reference.npz");
+}
+
+#[test]
+fn a_text_prompt_tokenized_by_the_files_vocabulary_gives_numpys_tokens() {
+    // The whole of examples/generate.rs's path: a tiny Llama carrying a
+    // SentencePiece vocabulary (make_tokenizer_cases.py), its prompt's text
+    // tokenized from the file (BOS first) as SentencePiece does, then
+    // NumPy's logits and greedy continuation on every device.
+    let file = Gguf::from_bytes(data("tiny_llama_vocab.gguf")).unwrap();
+    let tok = gguf_tokenizer::from_gguf(&file).unwrap();
+    let ids = tok.encode("Once upon a time").unwrap();
+    let reference = reference("tiny_llama_vocab_reference.npz");
+    let prompt = reference["prompt"].to_vec::<i32>().unwrap();
+    assert_eq!(ids.iter().map(|&i| i as i32).collect::<Vec<_>>(), prompt);
+    assert_eq!(
+        (tok.bos, tok.eos, tok.pre.as_deref()),
+        (Some(1), Some(2), None)
+    );
+    assert_eq!(tok.decode(&ids).unwrap(), "Once upon a time");
+    matches_numpy("tiny_llama_vocab.gguf", "tiny_llama_vocab_reference.npz");
 }
 
 #[test]

@@ -16,6 +16,14 @@ sentencepiece tokenizers`):
 
 tokenizer_cases.txt holds one case a line: the kind, the text's UTF-8
 bytes in hex (`-` for none), and its ids (without a BOS).
+
+tiny_llama_vocab.gguf is a tiny Llama (random weights, f32, f16, Q8_0 and
+Q4_0 tensors) with the SentencePiece vocabulary, for a whole generation
+from a text prompt: tiny_llama_vocab_reference.npz holds NumPy's forward
+pass of the prompt's ids (SentencePiece's, after BOS) and its greedy
+continuation (tiny_llama_forward.py), and tiny_llama_vocab.json the
+prompt's text and those ids, for the web page's check
+(scripts/check_web_page.py).
 """
 
 import io
@@ -23,7 +31,10 @@ import json
 import pathlib
 
 import gguf
+import numpy as np
 import sentencepiece as spm
+from gguf import GGMLQuantizationType as T
+from tiny_llama_forward import reference
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 HERE = pathlib.Path(__file__).parent
@@ -115,6 +126,78 @@ def spm_file(lines):
     w.close()
     for text in CASES:
         lines.append(("spm", text, sp.encode(text)))
+    tiny_model(tokens, scores, types, sp)
+
+
+def tiny_model(tokens, scores, types, sp):
+    rng = np.random.default_rng(11)
+    dims = dict(DIM=64, LAYERS=2, HEADS=4, KV_HEADS=2, EPS=1e-5, THETA=10000.0)
+    dim, heads, kv_heads, ffn = 64, 4, 2, 96
+    head = dim // heads
+    w = gguf.GGUFWriter(HERE / "tiny_llama_vocab.gguf", "llama")
+    w.add_block_count(dims["LAYERS"])
+    w.add_context_length(64)
+    w.add_embedding_length(dim)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_rope_freq_base(dims["THETA"])
+    w.add_layer_norm_rms_eps(dims["EPS"])
+    w.add_vocab_size(len(tokens))
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_add_bos_token(True)
+    weights = {}
+
+    def put(name, shape, kind=None, scale=None):
+        scale = scale if scale is not None else 1.0 / np.sqrt(shape[-1])
+        array = (rng.standard_normal(shape) * scale).astype(np.float32)
+        if kind in (T.Q8_0, T.Q4_0):
+            blocks = gguf.quants.quantize(array, kind)
+            w.add_tensor(name, blocks, raw_dtype=kind)
+            weights[name] = gguf.quants.dequantize(blocks, kind).astype(np.float64)
+        elif kind == "f16":
+            w.add_tensor(name, array.astype(np.float16))
+            weights[name] = array.astype(np.float16).astype(np.float64)
+        else:
+            w.add_tensor(name, array)
+            weights[name] = array.astype(np.float64)
+
+    def norm(name):
+        array = (1.0 + 0.1 * rng.standard_normal(dim)).astype(np.float32)
+        w.add_tensor(name, array)
+        weights[name] = array.astype(np.float64)
+
+    put("token_embd.weight", (len(tokens), dim), "f16", scale=1.0)
+    for i in range(dims["LAYERS"]):
+        b = f"blk.{i}."
+        norm(b + "attn_norm.weight")
+        put(b + "attn_q.weight", (dim, dim), T.Q8_0)
+        put(b + "attn_k.weight", (kv_heads * head, dim), T.Q8_0)
+        put(b + "attn_v.weight", (kv_heads * head, dim), T.Q4_0)
+        put(b + "attn_output.weight", (dim, dim), T.Q8_0)
+        norm(b + "ffn_norm.weight")
+        put(b + "ffn_gate.weight", (ffn, dim), T.Q4_0)
+        put(b + "ffn_up.weight", (ffn, dim), T.Q8_0)
+        put(b + "ffn_down.weight", (dim, ffn), T.Q8_0)
+    norm("output_norm.weight")
+    put("output.weight", (len(tokens), dim), T.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    prompt = "Once upon a time"
+    ids = [1] + sp.encode(prompt)
+    reference(HERE / "tiny_llama_vocab_reference.npz", weights, dims, ids, 8)
+    greedy = np.load(HERE / "tiny_llama_vocab_reference.npz")["greedy"].tolist()
+    with open(HERE / "tiny_llama_vocab.json", "w") as f:
+        json.dump({"prompt": prompt, "prompt_ids": ids, "greedy": greedy}, f)
+        f.write("\n")
 
 
 def bpe_file(lines):
