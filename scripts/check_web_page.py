@@ -6,6 +6,11 @@ run, and changed between the two. The page loses its GPU device on purpose
 at frame LOSE_AT (`?lose-at=`) and must recover from it once
 (`data-recovered="1"`), resuming from its last checkpoint.
 
+Then it picks tests/data/tiny_llama_vocab.gguf in the page's file input
+(as a visitor would), generates from the prompt of tiny_llama_vocab.json,
+and checks that the page's greedy tokens are NumPy's (`data-ids` of
+#lm-status).
+
 Serves examples/web on a free localhost port, drives Chromium through
 chromedriver's WebDriver HTTP API (standard library only), takes a
 screenshot of the page (what a visitor sees, composited by the browser)
@@ -37,6 +42,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE_DIR = os.path.join(ROOT, "examples", "web")
 TIMEOUT_S = 120
 LOSE_AT = 7
+LM_FILE = os.path.join(ROOT, "tests", "data", "tiny_llama_vocab.gguf")
+LM_REFERENCE = os.path.join(ROOT, "tests", "data", "tiny_llama_vocab.json")
+
+LM_START_SCRIPT = """
+document.getElementById('prompt').value = arguments[0];
+document.getElementById('tokens').value = String(arguments[1]);
+document.getElementById('generate').click();
+"""
+
+LM_STATUS_SCRIPT = """
+const e = document.getElementById('lm-status');
+return [e.dataset.state, e.textContent, e.dataset.ids || '',
+        document.getElementById('generated').textContent];
+"""
 
 # The canvas's rectangle in screenshot pixels, inside its border.
 RECT_SCRIPT = """
@@ -182,11 +201,26 @@ def main():
             kind = call(base, "POST", s + "/execute/sync", {
                 "script": "return document.getElementById('status').dataset.kind;",
                 "args": []})
-            console = call(base, "POST", s + "/se/log", {"type": "browser"})
             notice = call(base, "POST", s + "/execute/sync", {
                 "script": "const n = document.getElementById('notice');"
                           "return n.hidden ? '' : n.textContent;",
                 "args": []})
+            # The language model: the file picked in the file input.
+            with open(LM_REFERENCE) as f:
+                lm = json.load(f)
+            picker = call(base, "POST", s + "/element",
+                          {"using": "css selector", "value": "#gguf"})
+            picker = list(picker.values())[0]
+            call(base, "POST", s + "/element/%s/value" % picker, {"text": LM_FILE})
+            call(base, "POST", s + "/execute/sync",
+                 {"script": LM_START_SCRIPT, "args": [lm["prompt"], len(lm["greedy"])]})
+            lm_state, lm_text, lm_ids, lm_generated = "idle", "", "", ""
+            deadline = time.time() + TIMEOUT_S
+            while lm_state in ("idle", "running") and time.time() < deadline:
+                time.sleep(0.2)
+                lm_state, lm_text, lm_ids, lm_generated = call(
+                    base, "POST", s + "/execute/sync", {"script": LM_STATUS_SCRIPT, "args": []})
+            console = call(base, "POST", s + "/se/log", {"type": "browser"})
         finally:
             call(base, "DELETE", s)
     finally:
@@ -229,6 +263,14 @@ def main():
         changed = sum(1 for a, b in zip(during, end) if a != b)
         if changed < len(end) // 100:
             failures.append("the canvas did not change while the page ran")
+    print("language model: %s (%s): %r" % (lm_state, lm_text, lm_generated))
+    ids = [int(i) for i in lm_ids.split(",") if i]
+    if lm_state != "done":
+        failures.append("the language model did not finish")
+    elif ids != lm["greedy"]:
+        failures.append("the page's greedy tokens %s are not NumPy's %s" % (ids, lm["greedy"]))
+    elif not lm_generated.startswith(lm["prompt"]) or len(lm_generated) <= len(lm["prompt"]):
+        failures.append("the page did not show the prompt and its continuation")
     if failures:
         sys.exit("examples/web check failed: " + "; ".join(failures))
     print("examples/web check passed (screenshots: target/web-page-mid.png, "

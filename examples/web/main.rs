@@ -17,14 +17,22 @@
 //! rebinds webtensor to them (`Device::recover_with`) and resumes from the
 //! checkpoint; `data-recovered` counts the recoveries.
 //!
+//! Below it, the page runs a GGUF language model the visitor picks
+//! (`generate.rs`, the model and tokenizer of `examples/generate.rs`).
+//!
 //! Build and serve (see README, "In the browser"):
 //! `examples/web/build.sh` then `python3 -m http.server 8000 -d examples/web`.
 #![cfg(target_arch = "wasm32")]
 
 #[path = "../common/blit.rs"]
 mod blit;
+mod generate;
+#[path = "../common/gguf_tokenizer.rs"]
+mod gguf_tokenizer;
 #[path = "../common/gray_scott.rs"]
 mod gray_scott;
+#[path = "../common/llama.rs"]
+mod llama;
 mod page;
 
 use blit::Blit;
