@@ -486,4 +486,24 @@ fn the_self_check_drops_a_wrong_kernel_and_results_stay_exact() {
         assert_eq!(named, dropped, "{t}: {info}");
     }
     assert_eq!(gpu.stats().kernels_dropped, 1);
+    // With 64 KiB bindings, a dropped type's prompt-sized product decodes
+    // a part of 300 rows of blocks on the host into 300 KiB of f32 values,
+    // which the float product takes in parts of its own.
+    let Some(small) = common::own_gpu(GpuOptions {
+        sabotage_quant: Some(GgmlType::Q4_0),
+        max_binding_bytes: Some(65536),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (n, k) = (300, 256);
+    let blocks = random_blocks(GgmlType::Q4_0, n, k, 5);
+    let w = QTensor::from_blocks(GgmlType::Q4_0, [n, k], &blocks, &small).unwrap();
+    let wv = weight_values(&w);
+    for m in [2, 40] {
+        let x = Tensor::rand([m, k], DType::F32, 6, &small).unwrap();
+        let what = format!("dropped Q4_0, 64 KiB bindings, {m} rows");
+        assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), &what);
+    }
+    assert_eq!(small.stats().kernels_dropped, 1);
 }

@@ -219,8 +219,8 @@ pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
 /// inside a capture or a profile, and in a browser, they run unprobed.
 ///
 /// # Errors
-/// `Error::Internal` for a type without a kernel or more rows than one
-/// dispatch takes; `TooLarge` for a grid or offsets past the device's
+/// `Error::Internal` for a type without a kernel or rows that are not
+/// whole chunks of 32; `TooLarge` for a grid or offsets past the device's
 /// limits; device errors and the probe's.
 pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<bool> {
     let ctx = &out.ctx;

@@ -14,7 +14,7 @@ use crate::quant::GgmlType;
 #[cfg(not(target_arch = "wasm32"))]
 pub(super) use native::answers_right;
 
-/// Weight rows of a probe.
+/// Weight rows of the decoding probes.
 const ROWS: usize = 3;
 
 /// Bytes stored before the probe's blocks.
@@ -23,8 +23,10 @@ const AT: usize = 3;
 /// Blocks per row of a probe.
 const BLOCKS: usize = 2;
 
-/// Activation rows of the tiled kernel's probes: past one tile's rows.
-const TILED: usize = 70;
+/// Weight rows and activation rows of the tiled kernel's probes: past the
+/// large tile's 128 columns and rows (the decoding probes take the first
+/// [`ROWS`] weight rows).
+const TILED: usize = 130;
 
 /// Where `ty`'s blocks keep their f16 scales.
 fn scale_bytes(ty: GgmlType) -> &'static [usize] {
@@ -37,11 +39,11 @@ fn scale_bytes(ty: GgmlType) -> &'static [usize] {
     }
 }
 
-/// The probe's weight: [`AT`] bytes, then `ROWS` rows of `BLOCKS` blocks
-/// of `ty`, their quants a fixed pattern, their scales 1.
+/// The probe's weight: [`AT`] bytes, then [`TILED`] rows of `BLOCKS`
+/// blocks of `ty`, their quants a fixed pattern, their scales 1.
 fn blocks(ty: GgmlType) -> Vec<u8> {
     let width = ty.block_bytes() as usize;
-    let mut bytes: Vec<u8> = (0..AT + ROWS * BLOCKS * width)
+    let mut bytes: Vec<u8> = (0..AT + TILED * BLOCKS * width)
         .map(|i| ((i * 37 + 11) % 256) as u8)
         .collect();
     for block in bytes[AT..].chunks_exact_mut(width) {
@@ -52,16 +54,33 @@ fn blocks(ty: GgmlType) -> Vec<u8> {
     bytes
 }
 
-/// True when a probe's operands fit the device's storage bindings.
+/// True when the decoding probes' operands fit the device's storage
+/// bindings (the tiled ones' larger operands must fit too for them to run,
+/// [`tiled_fits`]).
 pub(super) fn fits(ctx: &GpuContext, ty: GgmlType) -> bool {
+    fit(ctx, ty, ROWS)
+}
+
+/// True when a probe's blocks of `rows` weight rows, and its activations
+/// and outputs of as many rows, fit the device's storage bindings.
+fn fit(ctx: &GpuContext, ty: GgmlType, rows: usize) -> bool {
     let k = BLOCKS * ty.block_size() as usize;
-    let largest = (blocks(ty).len() as u64).max(4 * (TILED.max(ROWS) * k) as u64);
+    let row_bytes = (BLOCKS * ty.block_bytes() as usize) as u64;
+    let largest = (AT as u64 + rows as u64 * row_bytes).max(4 * (rows * k.max(rows)) as u64);
     largest <= ctx.facts.max_storage_binding
+}
+
+/// True when the tiled probes' activations and outputs fit too (only
+/// devices opened with test-sized bindings lack the room; their tiled
+/// products run unprobed).
+#[cfg(not(target_arch = "wasm32"))]
+fn tiled_fits(ctx: &GpuContext, ty: GgmlType) -> bool {
+    fit(ctx, ty, TILED)
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use super::{AT, BLOCKS, ROWS, TILED, blocks};
+    use super::{AT, BLOCKS, ROWS, TILED, blocks, tiled_fits};
     use crate::backend::gpu::context::GpuContext;
     use crate::backend::gpu::matmul::tiling::Tiling;
     use crate::backend::gpu::quant::{record, tiled};
@@ -88,28 +107,33 @@ mod native {
         // The host's values of the blocks.
         let want_w = crate::quant::dequantize(OP, ty, &bytes[AT..])?;
         let w = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &bytes)?));
-        // The rows from byte AT: a byte offset that is not a word's.
-        let w_ref = TensorRef {
+        // The first `rows` rows from byte AT: a byte offset that is not a
+        // word's.
+        let w_ref = |rows: usize| TensorRef {
             storage: StorageRef::own(&w),
             layout: Layout::from_parts(
-                Shape::from([ROWS, BLOCKS * width]),
+                Shape::from([rows, BLOCKS * width]),
                 [(BLOCKS * width) as isize, 1].as_slice().into(),
                 AT,
             ),
             dtype: KernelType::U8,
         };
-        let dequantized = run(ctx, ty, &w_ref, None, ROWS * k, None)?;
-        if dequantized != want_w {
+        let dequantized = run(ctx, ty, &w_ref(ROWS), None, ROWS * k, None)?;
+        if dequantized[..] != want_w[..ROWS * k] {
             return Ok(false);
         }
-        let products = [(1, None), (5, None)]
+        let tiled = match tiled_fits(ctx, ty) {
+            true => tiled::TILES.to_vec(),
+            false => Vec::new(),
+        };
+        let products = [(1, ROWS, None), (5, ROWS, None)]
             .into_iter()
-            .chain(tiled::TILES.map(|t| (TILED, Some(t))));
-        for (m, tiling) in products {
+            .chain(tiled.into_iter().map(|t| (TILED, TILED, Some(t))));
+        for (m, n, tiling) in products {
             let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 + 3) % 5) as f32 - 2.0).collect();
-            let got = run(ctx, ty, &w_ref, Some(&x), m * ROWS, tiling)?;
-            let want = (0..m * ROWS).map(|o| {
-                let (i, r) = (o / ROWS, o % ROWS);
+            let got = run(ctx, ty, &w_ref(n), Some(&x), m * n, tiling)?;
+            let want = (0..m * n).map(|o| {
+                let (i, r) = (o / n, o % n);
                 let dot: f64 = (0..k)
                     .map(|c| f64::from(x[i * k + c]) * f64::from(want_w[r * k + c]))
                     .sum();
@@ -134,10 +158,11 @@ mod native {
         tiling: Option<Tiling>,
     ) -> Result<Vec<f32>> {
         let k = BLOCKS * ty.block_size() as usize;
+        let n = w.layout.dims()[0];
         let x = x
             .map(|v| GpuStorage::upload(ctx, OP, v).map(|s| Arc::new(Storage::Gpu(s))))
             .transpose()?;
-        let m = x.as_ref().map_or(0, |_| len / ROWS);
+        let m = x.as_ref().map_or(0, |_| len / n);
         let out = Arc::new(Storage::Gpu(GpuStorage::uninit(
             ctx,
             OP,
@@ -156,11 +181,11 @@ mod native {
             ty,
             w: w.clone(),
             x: x.as_ref().map(|s| f32_ref(s, vec![m, k])),
-            out: f32_ref(&out, if m > 0 { vec![m, ROWS] } else { vec![ROWS, k] }),
-            n: ROWS,
+            out: f32_ref(&out, if m > 0 { vec![m, n] } else { vec![n, k] }),
+            n,
             k,
             m,
-            out_stride: ROWS,
+            out_stride: n,
         };
         record(out_storage, &call, tiling)?;
         let bytes = pollster::block_on(out_storage.read_own_bytes())?;

@@ -69,8 +69,9 @@ pub(super) fn tiling_for(m: usize, n: usize) -> Tiling {
 pub(super) const TILES: [Tiling; 2] = [LARGE, MEDIUM];
 
 /// The tiled kernel's entry: its accessors, the store, the weight's
-/// element loader and the tiling's `main` (every output one too large
-/// when `sabotaged`).
+/// element loader and the tiling's `main` (when `sabotaged`, each
+/// dispatch's store adds one to every output: wrong by the number of
+/// slices of k).
 pub(super) fn entry(tiling: Tiling, sabotaged: bool) -> String {
     let put = match sabotaged {
         true => PUT_WGSL.replace("store_out(p, x);", "store_out(p, x + 1.0);"),
