@@ -134,8 +134,12 @@ fn run() -> Result<()> {
     let context = o
         .context
         .unwrap_or(trained.map_or(wanted, |t| wanted.min(t)));
-    if prompt.len() >= context {
-        return Err(format!("{} prompt tokens fill a context of {context}", prompt.len()).into());
+    if prompt.len() > context {
+        return Err(format!(
+            "{} prompt tokens do not fit a context of {context}",
+            prompt.len()
+        )
+        .into());
     }
     let start = Instant::now();
     let model = llama::Model::load(&file, &dev, context, !o.dequantize)?;
@@ -151,10 +155,14 @@ fn run() -> Result<()> {
     );
     let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
     let start = Instant::now();
-    let logits = model.forward(&ids, 0)?;
+    let logits = model.forward(&ids, 0, llama::Logits::Last)?;
     let mut next = next_token(&logits, &o, 0)?;
     let prefill = start.elapsed().as_secs_f64();
     print!("{}", o.prompt);
+    // The new text is what decoding the prompt and the new tokens adds to
+    // the prompt decoded (a SentencePiece decoder drops the first space of
+    // what it decodes: the new tokens alone would lose theirs).
+    let shown_prompt = tok.decode(&prompt)?;
     // A decoding step with its token and position in tensors, captured
     // once (its first run) and replayed for every later token.
     let model = std::rc::Rc::new(model);
@@ -164,14 +172,14 @@ fn run() -> Result<()> {
     let out = Tensor::zeros([1, model.vocab], DType::F32, &dev)?;
     let mut graph = None;
     let mut generated: Vec<u32> = Vec::new();
-    let mut shown = 0;
+    let mut shown = shown_prompt.len();
     let start = Instant::now();
     let mut steps = 0;
     while generated.len() < o.tokens && Some(next) != tok.eos {
         generated.push(next);
         // Decoded whole each time, so that pieces of one character
         // (byte tokens) print once it is complete.
-        let text = tok.decode(&generated)?;
+        let text = tok.decode(&[&prompt[..], &generated].concat())?;
         if let Some(new) = text
             .get(shown..)
             .filter(|n| !n.is_empty() && !n.ends_with('\u{fffd}'))
@@ -181,7 +189,7 @@ fn run() -> Result<()> {
             shown = text.len();
         }
         let at = prompt.len() + generated.len() - 1;
-        if at + 1 >= context || generated.len() == o.tokens {
+        if at >= context || generated.len() == o.tokens {
             break;
         }
         match &mut graph {

@@ -19,7 +19,7 @@ mod gguf_tokenizer;
 #[path = "../examples/common/llama.rs"]
 mod llama;
 
-use llama::Model;
+use llama::{Logits, Model};
 use webtensor::io::Gguf;
 use webtensor::{DType, Device, Tensor, io};
 
@@ -60,7 +60,7 @@ fn matches_numpy(gguf: &str, reference_name: &str) {
         let dev = &dev;
         let model = Model::load(&file, dev, 32, blocks).unwrap();
         let kind = if blocks { "blocks" } else { "dequantized" };
-        let logits = model.forward(&prompt, 0).unwrap();
+        let logits = model.forward(&prompt, 0, Logits::Every).unwrap();
         let vocab = want_logits.len() / prompt.len();
         assert_eq!(
             (model.vocab, logits.dims()),
@@ -73,12 +73,30 @@ fn matches_numpy(gguf: &str, reference_name: &str) {
                 "{gguf} on {dev} ({kind}): logit {i}: {g} vs NumPy's {w}"
             );
         }
+        // The last position's logits alone (a prompt's pass in
+        // examples/generate.rs), the caches written again as before.
+        // A product of one row may sum in another order than one of many.
+        let last = model.forward(&prompt, 0, Logits::Last).unwrap();
+        let rows = logits.dims()[0];
+        let want = logits
+            .narrow(0, rows - 1, 1)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let got = last.to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "{gguf} on {dev} ({kind}): the last row alone: {g} vs {w}"
+            );
+        }
         // Decoding one token a step over the KV cache.
         let mut next = last_token(&logits);
         let mut tokens = vec![next];
         for step in 1..greedy.len() {
             let at = prompt.len() + step - 1;
-            let logits = model.forward(&[next], at).unwrap();
+            let logits = model.forward(&[next], at, Logits::Every).unwrap();
             next = logits.argmax(-1).unwrap().to_vec::<i32>().unwrap()[0];
             tokens.push(next);
         }
@@ -138,8 +156,8 @@ fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
             Model::load(&file, dev, 32, true).unwrap(),
             std::rc::Rc::new(Model::load(&file, dev, 32, true).unwrap()),
         );
-        let logits = eager.forward(&prompt, 0).unwrap();
-        model.forward(&prompt, 0).unwrap();
+        let logits = eager.forward(&prompt, 0, Logits::Every).unwrap();
+        model.forward(&prompt, 0, Logits::Every).unwrap();
         let first = last_token(&logits);
         let token = Tensor::from_slice(&[first], [1], dev).unwrap();
         let pos = Tensor::from_slice(&[prompt.len() as i32], [1], dev).unwrap();
@@ -160,7 +178,11 @@ fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
                     .unwrap();
                 graph.run().unwrap();
             }
-            let want = eager.forward(&[next], at).unwrap().to_vec::<f32>().unwrap();
+            let want = eager
+                .forward(&[next], at, Logits::Every)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
             let got = out.to_vec::<f32>().unwrap();
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert!(

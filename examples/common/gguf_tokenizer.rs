@@ -14,6 +14,10 @@
 //! Control tokens (`<s>`, `<|im_start|>`) are special: matched whole in
 //! the text and left out of decoded text.
 
+// Shared by examples/generate.rs, examples/web and tests, each using a
+// part of it.
+#![allow(dead_code)]
+
 use std::collections::HashMap;
 use tokenizers::decoders::DecoderWrapper;
 use tokenizers::decoders::byte_fallback::ByteFallback;
@@ -131,7 +135,10 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         "llama" => (sentencepiece(f, &tokens, &types, vocab)?, None, true),
         "gpt2" => {
             let (t, pre) = byte_level(f, vocab)?;
-            (t, Some(pre), false)
+            // llama.cpp starts Llama 3's sequences with its BOS unless
+            // the file says otherwise.
+            let bos = pre == "llama-bpe";
+            (t, Some(pre), bos)
         }
         other => return Err(format!("tokenizer model {other:?} is not supported").into()),
     };
@@ -139,7 +146,7 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         .iter()
         .zip(&types)
         .filter(|(_, t)| **t == CONTROL || **t == USER_DEFINED)
-        .map(|(s, t)| AddedToken::from(s.to_string(), *t == CONTROL))
+        .map(|(s, t)| AddedToken::from(s.to_string(), *t == CONTROL).normalized(false))
         .collect();
     tokenizer.add_special_tokens(&added);
     let add_bos = flag(f, "tokenizer.ggml.add_bos_token").unwrap_or(add_bos_default);
@@ -226,17 +233,19 @@ fn byte_level(f: &Gguf, vocab: Vocab) -> Result<(Tokenizer, String)> {
                 .ok_or_else(|| format!("merge {m:?} is not two tokens").into())
         })
         .collect::<Result<Vec<_>>>()?;
-    let bpe = BPE::builder()
-        .vocab_and_merges(vocab, merges)
-        .ignore_merges(false)
-        .build()?;
     let named = f.get("tokenizer.ggml.pre").and_then(GgufValue::as_str);
     let (pre, patterns): (&str, &[&str]) = match named.unwrap_or("gpt2") {
-        "llama-bpe" | "llama3" => ("llama-bpe", &[LLAMA3]),
+        "llama-bpe" | "llama3" | "llama-v3" => ("llama-bpe", &[LLAMA3]),
         "qwen2" => ("qwen2", &[QWEN2]),
         "smollm" => ("smollm", &[r"\p{N}", GPT2]),
         _ => ("gpt2", &[GPT2]),
     };
+    // Llama 3's vocabulary takes a whole piece that is a token as it is,
+    // before any merge (its tokenizer.json's `ignore_merges`, llama.cpp's).
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .ignore_merges(pre == "llama-bpe")
+        .build()?;
     let mut steps = Vec::new();
     for p in patterns {
         let split = Split::new(

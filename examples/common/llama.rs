@@ -7,6 +7,10 @@
 //! feed-forward. `examples/generate.rs` runs it; `tests/llama.rs` checks
 //! it against NumPy's forward pass.
 
+// Shared by examples/generate.rs, examples/web and tests, each using a
+// part of it.
+#![allow(dead_code)]
+
 use webtensor::io::{Gguf, GgufValue};
 use webtensor::{Attention, DType, Device, QTensor, Rope, RopeStyle, Tensor};
 
@@ -73,6 +77,15 @@ pub struct Model {
     norm: Tensor,
     output: Linear,
     rope: Rope,
+}
+
+/// Which positions' logits a pass computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logits {
+    Every,
+    /// The last position's only: a prompt's pass projects one row onto
+    /// the vocabulary.
+    Last,
 }
 
 /// The number at `key`.
@@ -163,14 +176,26 @@ impl Model {
             });
         }
         let embd = plain("token_embd.weight")?;
-        // A model without an output matrix reads its embeddings back.
+        // A model without an output matrix reads its embeddings back (as
+        // blocks where they are kept, else the table already loaded).
         let output = match has("output.weight") {
             true => linear("output")?,
             false => Linear {
-                weight: weight("token_embd.weight")?,
+                weight: match weight("token_embd.weight")? {
+                    Weight::Blocks(b) => Weight::Blocks(b),
+                    Weight::Plain(_) => Weight::Plain(embd.clone()),
+                },
                 bias: None,
             },
         };
+        // Llama 3.1's scaled frequencies are not built: refuse, rather
+        // than compute with the wrong ones.
+        let scaling = f.get(&key("rope.scaling.type")).and_then(GgufValue::as_str);
+        if has("rope_freqs.weight") || scaling.is_some_and(|s| s != "none") {
+            return Err(
+                "rotary frequency scaling (rope_freqs, rope.scaling) is not supported".into(),
+            );
+        }
         let theta = number(f, &key("rope.freq_base")).unwrap_or(10_000.0);
         Ok(Model {
             heads,
@@ -194,12 +219,19 @@ impl Model {
         x.reshape([seq, heads, self.head_dim])?.transpose(0, 1)
     }
 
-    /// The logits `(seq, vocab)` of `tokens` at positions `start..`, the
-    /// keys and values of earlier positions read from the caches.
+    /// The logits of `tokens` at positions `start..` (`(seq, vocab)`, or
+    /// `(1, vocab)` for [`Logits::Last`]), the keys and values of earlier
+    /// positions read from the caches.
     ///
     /// # Errors
     /// Positions past the caches', and webtensor's errors.
-    pub fn forward(&self, tokens: &[i32], start: usize) -> webtensor::Result<Tensor> {
+    pub fn forward(
+        &self,
+        tokens: &[i32],
+        start: usize,
+        logits: Logits,
+    ) -> webtensor::Result<Tensor> {
+        let last = logits == Logits::Last;
         let dev = self.embd.device();
         let seq = tokens.len();
         let ids = Tensor::from_slice(tokens, [seq], dev)?;
@@ -214,7 +246,7 @@ impl Model {
             Attention::new()
         };
         let write = |cache: &Tensor, new: &Tensor| cache.narrow(1, start, seq)?.assign(new);
-        self.layers(&ids, &rope, &attention, start + seq, &write)
+        self.layers(&ids, &rope, &attention, start + seq, &write, last)
     }
 
     /// A decoding step with every position on the device: the logits `(1,
@@ -243,12 +275,13 @@ impl Model {
                 .broadcast_to(new.dims())?;
             cache.scatter_(&index, new, 1)
         };
-        self.layers(token, &rope, &attention, self.context, &write)
+        self.layers(token, &rope, &attention, self.context, &write, false)
     }
 
     /// The blocks over the embeddings of `ids`: each writes its new keys
     /// and values into its caches with `write`, then attends the caches'
-    /// first `keys` positions.
+    /// first `keys` positions; the logits of every position, or of the
+    /// `last` only.
     fn layers(
         &self,
         ids: &Tensor,
@@ -256,6 +289,7 @@ impl Model {
         attention: &Attention,
         keys: usize,
         write: &dyn Fn(&Tensor, &Tensor) -> webtensor::Result<()>,
+        last: bool,
     ) -> webtensor::Result<Tensor> {
         let seq = ids.dims()[0];
         let dim = self.embd.dims()[1];
@@ -277,6 +311,9 @@ impl Model {
             let h = x.rms_norm(&[dim], Some(&b.ffn_norm), Some(self.eps))?;
             let gated = b.gate.apply(&h)?.silu()?.mul(&b.up.apply(&h)?)?;
             x = x.add(&b.down.apply(&gated)?)?;
+        }
+        if last {
+            x = x.narrow(0, seq - 1, 1)?;
         }
         let x = x.rms_norm(&[dim], Some(&self.norm), Some(self.eps))?;
         self.output.apply(&x)

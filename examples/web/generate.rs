@@ -84,8 +84,12 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
         .and_then(GgufValue::as_u64)
         .map_or(usize::MAX, |c| c as usize);
     let context = (ids.len() + tokens).min(trained);
-    if ids.len() >= context {
-        return Err(format!("{} prompt tokens fill a context of {context}", ids.len()).into());
+    if ids.len() > context {
+        return Err(format!(
+            "{} prompt tokens do not fit a context of {context}",
+            ids.len()
+        )
+        .into());
     }
     let model = llama::Model::load(&file, &dev, context, true).map_err(|e| e.to_string())?;
     let pre = tok.pre.as_deref().map(|p| format!(", pre-tokenizer {p}"));
@@ -94,7 +98,11 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
     out.text.set_text_content(Some(prompt));
     let start = out.now();
     let prompt_ids: Vec<i32> = ids.iter().map(|&t| t as i32).collect();
-    let mut next = greedy(&model.forward(&prompt_ids, 0)?).await?;
+    let mut next = greedy(&model.forward(&prompt_ids, 0, llama::Logits::Last)?).await?;
+    // The new text: what decoding the prompt's and the new ids adds to the
+    // prompt's decoded alone (a SentencePiece decoder drops the first space
+    // of what it decodes).
+    let shown_prompt = tok.decode(&ids).map_err(|e| e.to_string())?;
     let prefill = out.now() - start;
     // The decoding step, its token and position in tensors, captured on
     // its first run and replayed for each later token.
@@ -109,10 +117,12 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
     let mut steps = 0;
     while generated.len() < tokens && Some(next) != tok.eos {
         generated.push(next);
-        let text = tok.decode(&generated).map_err(|e| e.to_string())?;
-        out.text.set_text_content(Some(&format!("{prompt}{text}")));
+        let text = tok.decode(&[&ids[..], &generated].concat());
+        let text = text.map_err(|e| e.to_string())?;
+        let new = text.get(shown_prompt.len()..).unwrap_or_default();
+        out.text.set_text_content(Some(&format!("{prompt}{new}")));
         let at = ids.len() + generated.len() - 1;
-        if at + 1 >= context || generated.len() == tokens {
+        if at >= context || generated.len() == tokens {
             break;
         }
         match &mut graph {
