@@ -26,9 +26,11 @@ const BLOCKS: usize = 2;
 /// Weight rows and activation rows of the tiled kernel's probes: past the
 /// large tile's 128 columns and rows (the decoding probes take the first
 /// [`ROWS`] weight rows).
+#[cfg(not(target_arch = "wasm32"))]
 const TILED: usize = 130;
 
 /// Where `ty`'s blocks keep their f16 scales.
+#[cfg(not(target_arch = "wasm32"))]
 fn scale_bytes(ty: GgmlType) -> &'static [usize] {
     match ty {
         GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
@@ -41,6 +43,7 @@ fn scale_bytes(ty: GgmlType) -> &'static [usize] {
 
 /// The probe's weight: [`AT`] bytes, then [`TILED`] rows of `BLOCKS`
 /// blocks of `ty`, their quants a fixed pattern, their scales 1.
+#[cfg(not(target_arch = "wasm32"))]
 fn blocks(ty: GgmlType) -> Vec<u8> {
     let width = ty.block_bytes() as usize;
     let mut bytes: Vec<u8> = (0..AT + TILED * BLOCKS * width)
