@@ -8,7 +8,9 @@
 //! continuation token for token; with the weights dequantized on loading,
 //! and with the quantized ones kept as their blocks (`QTensor`,
 //! `qmatmul`). A second model (`make_tiny_llama_quant.py`) has a weight of
-//! every quantized type the products take. A decoding step written with
+//! every quantized type the products take; a third is laid out as Qwen2's
+//! (`make_tiny_qwen2.py`), and a fourth carries a vocabulary, for a whole
+//! generation from text (`make_tokenizer_cases.py`). A decoding step written with
 //! its token and position in tensors (caches written by `scatter_`, rotary
 //! tables by `Rope::at`, a mask over the whole cache) is captured once and
 //! replayed for each token.
@@ -116,6 +118,14 @@ fn a_tiny_gguf_llama_gives_numpys_logits_and_greedy_tokens() {
 fn a_tiny_llama_of_every_quantized_type_gives_numpys_logits() {
     // Q4_0 to Q8_0 and Q2_K to Q6_K weights (make_tiny_llama_quant.py).
     matches_numpy("tiny_llama_quant.gguf", "tiny_llama_quant_reference.npz");
+}
+
+#[test]
+fn a_tiny_qwen2_gives_numpys_logits_and_greedy_tokens() {
+    // Qwen2's layout (make_tiny_qwen2.py): NeoX rotation, biases on q, k
+    // and v, the embeddings read back as the output matrix, and heads of
+    // 24 over a width of 64 (`key_length`).
+    matches_numpy("tiny_qwen2.gguf", "tiny_qwen2_reference.npz");
 }
 
 #[test]

@@ -1,7 +1,11 @@
 """The NumPy forward pass of the tiny Llama-architecture models that
-make_tiny_llama.py and make_tiny_llama_quant.py write, and the reference
-they save for tests/llama.rs: float64, causal, grouped-query attention,
-rotary embeddings in ggml's normal (interleaved) layout, SwiGLU.
+make_tiny_llama.py, make_tiny_llama_quant.py, make_tokenizer_cases.py and
+make_tiny_qwen2.py write, and the reference they save for tests/llama.rs:
+float64, causal, grouped-query attention, rotary embeddings in ggml's
+normal (interleaved) layout or, for Qwen2, NeoX's halves, SwiGLU; biases
+on q, k and v where the weights have them, a head size apart from the
+width where `dims` gives HEAD, and the embeddings as the output matrix
+where there is none.
 """
 
 import numpy as np
@@ -12,11 +16,12 @@ def reference(path, weights, dims, prompt, steps):
 
     `weights` maps tensor names to float64 arrays as the file stores them
     (quantized ones as gguf-py decodes them); `dims` holds DIM, LAYERS,
-    HEADS, KV_HEADS, EPS and THETA.
+    HEADS, KV_HEADS, EPS and THETA, and optionally HEAD and NEOX.
     """
     DIM, LAYERS, HEADS, KV_HEADS = (dims[k] for k in ("DIM", "LAYERS", "HEADS", "KV_HEADS"))
     EPS, THETA = dims["EPS"], dims["THETA"]
-    HEAD = DIM // HEADS
+    HEAD = dims.get("HEAD", DIM // HEADS)
+    NEOX = dims.get("NEOX", False)
 
     def rms_norm(x, g):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * g
@@ -27,11 +32,20 @@ def reference(path, weights, dims, prompt, steps):
         inv = 1.0 / THETA ** (np.arange(0, HEAD, 2) / HEAD)
         angles = np.outer(np.arange(start, start + seq), inv)
         cos, sin = np.cos(angles), np.sin(angles)
+        if NEOX:
+            # Feature i with feature i + HEAD / 2.
+            x1, x2 = x[..., : HEAD // 2], x[..., HEAD // 2 :]
+            return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
         x1, x2 = x[..., 0::2], x[..., 1::2]
         out = np.empty_like(x)
         out[..., 0::2] = x1 * cos - x2 * sin
         out[..., 1::2] = x2 * cos + x1 * sin
         return out
+
+    def linear(h, name):
+        y = h @ weights[name + ".weight"].T
+        bias = weights.get(name + ".bias")
+        return y if bias is None else y + bias
 
     def forward(tokens):
         """Logits of every position of `tokens`, all at once (causal)."""
@@ -40,9 +54,9 @@ def reference(path, weights, dims, prompt, steps):
         for i in range(LAYERS):
             b = f"blk.{i}."
             h = rms_norm(x, weights[b + "attn_norm.weight"])
-            q = (h @ weights[b + "attn_q.weight"].T).reshape(seq, HEADS, HEAD).transpose(1, 0, 2)
-            k = (h @ weights[b + "attn_k.weight"].T).reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
-            v = (h @ weights[b + "attn_v.weight"].T).reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
+            q = linear(h, b + "attn_q").reshape(seq, HEADS, HEAD).transpose(1, 0, 2)
+            k = linear(h, b + "attn_k").reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
+            v = linear(h, b + "attn_v").reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
             q, k = rope(q, 0), rope(k, 0)
             k = np.repeat(k, HEADS // KV_HEADS, axis=0)
             v = np.repeat(v, HEADS // KV_HEADS, axis=0)
@@ -50,14 +64,14 @@ def reference(path, weights, dims, prompt, steps):
             s[:, ~np.tril(np.ones((seq, seq), dtype=bool))] = -np.inf
             s = np.exp(s - s.max(axis=-1, keepdims=True))
             s /= s.sum(axis=-1, keepdims=True)
-            att = (s @ v).transpose(1, 0, 2).reshape(seq, DIM)
+            att = (s @ v).transpose(1, 0, 2).reshape(seq, HEADS * HEAD)
             x = x + att @ weights[b + "attn_output.weight"].T
             h = rms_norm(x, weights[b + "ffn_norm.weight"])
             gate = h @ weights[b + "ffn_gate.weight"].T
             up = h @ weights[b + "ffn_up.weight"].T
             x = x + (gate / (1.0 + np.exp(-gate)) * up) @ weights[b + "ffn_down.weight"].T
         x = rms_norm(x, weights["output_norm.weight"])
-        return x @ weights["output.weight"].T
+        return x @ weights.get("output.weight", weights["token_embd.weight"]).T
 
     logits = forward(prompt)
     tokens = list(prompt)
