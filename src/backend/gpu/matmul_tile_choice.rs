@@ -34,6 +34,12 @@ pub enum MatmulTile {
     FewRows,
     /// 64 x 16 blocks: for products of few columns (a narrow `b`).
     FewColumns,
+    /// 128 x 64 blocks (rows by columns), 8 x 4 outputs per thread, 256
+    /// threads: half the large tile's blocks, twice its count, each
+    /// thread still feeding 32 products from every 12 values it reads.
+    Tall,
+    /// 64 x 128 blocks, 4 x 8 outputs per thread, 256 threads.
+    Wide,
     /// No tile: one thread per output element, the outputs of consecutive
     /// matrices sharing workgroups, for batches of small matrices (what
     /// `Auto` runs for outputs of at most 16 x 16).
@@ -82,20 +88,22 @@ impl MatmulPrecision {
 
 impl MatmulTile {
     /// Every fixed choice (all but [`MatmulTile::Auto`]).
-    pub const FIXED: [MatmulTile; 8] = [
+    pub const FIXED: [MatmulTile; 10] = [
         MatmulTile::Large,
         MatmulTile::Medium,
         MatmulTile::Small,
         MatmulTile::FewRows,
         MatmulTile::FewColumns,
+        MatmulTile::Tall,
+        MatmulTile::Wide,
         MatmulTile::PerOutput,
         MatmulTile::Subgroup,
         MatmulTile::Cooperative,
     ];
 
     /// Parses `auto`, `large`, `medium`, `small`, `few-rows`,
-    /// `few-columns`, `per-output`, `subgroup` or `cooperative` (the values
-    /// of `WEBTENSOR_MATMUL_TILE`).
+    /// `few-columns`, `tall`, `wide`, `per-output`, `subgroup` or
+    /// `cooperative` (the values of `WEBTENSOR_MATMUL_TILE`).
     pub fn parse(s: &str) -> Option<MatmulTile> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "auto" => MatmulTile::Auto,
@@ -104,6 +112,8 @@ impl MatmulTile {
             "small" => MatmulTile::Small,
             "few-rows" => MatmulTile::FewRows,
             "few-columns" => MatmulTile::FewColumns,
+            "tall" => MatmulTile::Tall,
+            "wide" => MatmulTile::Wide,
             "per-output" => MatmulTile::PerOutput,
             "subgroup" => MatmulTile::Subgroup,
             "cooperative" => MatmulTile::Cooperative,

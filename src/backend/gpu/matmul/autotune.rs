@@ -45,7 +45,7 @@ const MARGIN: f64 = 0.9;
 /// products only, the per-output kernel for small matrices, the subgroup
 /// and cooperative kernels where they run as themselves, see
 /// [`eligible`]).
-const TILES: [MatmulTile; 8] = MatmulTile::FIXED;
+const TILES: [MatmulTile; 10] = MatmulTile::FIXED;
 
 /// True when `tile` is worth timing on an `m` x `n` output: a skinny tile
 /// only where its short side covers the output's, the per-output kernel

@@ -132,6 +132,8 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
         MatmulVariant::Tile(MatmulTile::Medium | MatmulTile::Subgroup) => &[[67, 69]],
         MatmulVariant::Tile(MatmulTile::Cooperative) => &[[131, 69]],
         MatmulVariant::Tile(MatmulTile::Small) => &[[35, 37]],
+        MatmulVariant::Tile(MatmulTile::Tall) => &[[131, 69]],
+        MatmulVariant::Tile(MatmulTile::Wide) => &[[69, 131]],
         MatmulVariant::Tile(MatmulTile::FewRows) => &[[5, 70]],
         MatmulVariant::Tile(MatmulTile::FewColumns) => &[[70, 5]],
         MatmulVariant::Tile(MatmulTile::PerOutput | MatmulTile::Auto) => &[[13, 11]],

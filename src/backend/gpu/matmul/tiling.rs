@@ -92,6 +92,24 @@ pub(crate) const FEW_COLUMNS: Tiling = Tiling {
     tn: 4,
 };
 
+/// Half the large tile's block, 8 x 4 outputs per thread: twice the
+/// blocks of the large tile (a mid-size product's grid nearer one wave)
+/// with twice the medium tile's work per thread.
+pub(crate) const TALL: Tiling = Tiling {
+    bm: 128,
+    bn: 64,
+    bk: 16,
+    tm: 8,
+    tn: 4,
+};
+pub(crate) const WIDE: Tiling = Tiling {
+    bm: 64,
+    bn: 128,
+    bk: 16,
+    tm: 4,
+    tn: 8,
+};
+
 /// The fixed tile whose kernel `tiling` is.
 pub(crate) fn tile_of(tiling: Tiling) -> MatmulTile {
     match tiling {
@@ -99,13 +117,15 @@ pub(crate) fn tile_of(tiling: Tiling) -> MatmulTile {
         MEDIUM => MatmulTile::Medium,
         FEW_ROWS => MatmulTile::FewRows,
         FEW_COLUMNS => MatmulTile::FewColumns,
+        TALL => MatmulTile::Tall,
+        WIDE => MatmulTile::Wide,
         _ => MatmulTile::Small,
     }
 }
 
 /// Every tile, for tests and validation.
 #[cfg(test)]
-pub(crate) const ALL: [Tiling; 5] = [LARGE, MEDIUM, SMALL, FEW_ROWS, FEW_COLUMNS];
+pub(crate) const ALL: [Tiling; 7] = [LARGE, MEDIUM, SMALL, FEW_ROWS, FEW_COLUMNS, TALL, WIDE];
 
 /// Rows (or columns) up to which a product counts as skinny: the skinny
 /// tiles pad it to 16, a square tile to 32 or more.
@@ -133,6 +153,8 @@ impl Tiling {
             MatmulTile::Small | MatmulTile::PerOutput => SMALL,
             MatmulTile::FewRows => FEW_ROWS,
             MatmulTile::FewColumns => FEW_COLUMNS,
+            MatmulTile::Tall => TALL,
+            MatmulTile::Wide => WIDE,
             // Skinny products: the block of the short side, when the long
             // one is at least four blocks long.
             MatmulTile::Auto if m <= SKINNY && n >= 4 * FEW_ROWS.bn as usize => FEW_ROWS,
@@ -523,6 +545,10 @@ mod tests {
         );
         assert_eq!(Tiling::choose(MatmulTile::Medium, 1, 1, 1), MEDIUM);
         assert_eq!(MatmulTile::parse(" Large "), Some(MatmulTile::Large));
+        assert_eq!(MatmulTile::parse("tall"), Some(MatmulTile::Tall));
+        assert_eq!(MatmulTile::parse("wide"), Some(MatmulTile::Wide));
+        assert_eq!(Tiling::choose(MatmulTile::Tall, 1, 1, 1), TALL);
+        assert_eq!(tile_of(WIDE), MatmulTile::Wide);
         assert_eq!(MatmulTile::parse("huge"), None);
     }
 }
