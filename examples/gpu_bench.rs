@@ -22,9 +22,10 @@
 //! Every timed run keeps its results alive until its sync: webtensor never
 //! computes a result dropped unread before the flush.
 //!
-//! `matmul_N_large`, `_medium` and `_subgroup` time the largest square
-//! product with that tile fixed (the subgroup kernel runs as the medium
-//! tile where the device has no subgroups of eight lanes).
+//! `matmul_N_large`, `_medium`, `_subgroup`, `_tall` and `_wide` time the
+//! largest square product, and a 1024 one, with that tile fixed (the
+//! subgroup kernel runs as the medium tile where the device has no
+//! subgroups of eight lanes).
 //! `matmul_N_f16_coop` fixes the cooperative-matrix tile for f16 (the
 //! medium tile where the device has no cooperative matrices),
 //! `matmul_N_f32_fast` does so for f32 on a device whose f32 products may
@@ -974,13 +975,23 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
     }
-    // The largest square product with each register tile fixed (what
-    // autotuning chooses among), then back to the device's choice.
-    for (tile, label) in [
+    // The largest square product and a mid-size one (1024, 128 with
+    // --small) with each register tile fixed (what autotuning chooses
+    // among), then back to the device's choice.
+    let mid = if o.small { 128 } else { 1024 };
+    let tiles = [
         (MatmulTile::Large, "large"),
         (MatmulTile::Medium, "medium"),
         (MatmulTile::Subgroup, "subgroup"),
-    ] {
+        (MatmulTile::Tall, "tall"),
+        (MatmulTile::Wide, "wide"),
+    ];
+    let sizes = if big == mid {
+        vec![big]
+    } else {
+        vec![big, mid]
+    };
+    for (big, (tile, label)) in sizes.into_iter().flat_map(|n| tiles.map(|t| (n, t))) {
         let name = format!("matmul_{big}_{label}");
         if big == 0 || !o.wants(&name) {
             continue;
