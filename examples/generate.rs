@@ -30,7 +30,7 @@ mod llama;
 use std::io::Write;
 use std::time::Instant;
 use webtensor::io::{Gguf, GgufValue};
-use webtensor::{DType, Device, Sampling, Tensor};
+use webtensor::{Device, Sampling, Tensor};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -165,12 +165,7 @@ fn run() -> Result<()> {
     let shown_prompt = tok.decode(&prompt)?;
     // A decoding step with its token and position in tensors, captured
     // once (its first run) and replayed for every later token.
-    let model = std::rc::Rc::new(model);
-    let token = Tensor::from_slice(&[next as i32], [1], &dev)?;
-    let pos = Tensor::from_slice(&[prompt.len() as i32], [1], &dev)?;
-    let positions = Tensor::arange(0i32, context as i32, 1, &dev)?;
-    let out = Tensor::zeros([1, model.vocab], DType::F32, &dev)?;
-    let mut graph = None;
+    let mut decoder = llama::Decoder::new(std::rc::Rc::new(model))?;
     let mut generated: Vec<u32> = Vec::new();
     let mut shown = shown_prompt.len();
     let start = Instant::now();
@@ -192,19 +187,8 @@ fn run() -> Result<()> {
         if at >= context || generated.len() == o.tokens {
             break;
         }
-        match &mut graph {
-            None => {
-                let (t, p, o, m) = (token.clone(), pos.clone(), out.clone(), model.clone());
-                let positions = positions.clone();
-                graph = Some(dev.capture(move || o.assign(&m.step(&t, &p, &positions)?))?);
-            }
-            Some(graph) => {
-                token.assign(&Tensor::from_slice(&[next as i32], [1], &dev)?)?;
-                pos.assign(&Tensor::from_slice(&[at as i32], [1], &dev)?)?;
-                graph.run()?;
-            }
-        }
-        next = next_token(&out, &o, generated.len() as u64)?;
+        let logits = decoder.step(next, at)?;
+        next = next_token(logits, &o, generated.len() as u64)?;
         steps += 1;
     }
     let decode = start.elapsed().as_secs_f64();

@@ -21,9 +21,9 @@ mod gguf_tokenizer;
 #[path = "../examples/common/llama.rs"]
 mod llama;
 
-use llama::{Logits, Model};
+use llama::{Decoder, Logits, Model};
 use webtensor::io::Gguf;
-use webtensor::{DType, Device, Tensor, io};
+use webtensor::{Device, Tensor, io};
 
 fn data(name: &str) -> Vec<u8> {
     std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -168,26 +168,14 @@ fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
         );
         let logits = eager.forward(&prompt, 0, Logits::Every).unwrap();
         model.forward(&prompt, 0, Logits::Every).unwrap();
+        // The examples' decoder: its first step captured, the others
+        // replayed.
+        let mut decoder = Decoder::new(model).unwrap();
         let first = last_token(&logits);
-        let token = Tensor::from_slice(&[first], [1], dev).unwrap();
-        let pos = Tensor::from_slice(&[prompt.len() as i32], [1], dev).unwrap();
-        let out = Tensor::zeros([1, 50], DType::F32, dev).unwrap();
-        let positions = Tensor::arange(0i32, 32, 1, dev).unwrap();
-        let (t, p, o, m) = (token.clone(), pos.clone(), out.clone(), model.clone());
-        let mut graph = dev
-            .capture(move || o.assign(&m.step(&t, &p, &positions)?))
-            .unwrap();
         let (mut next, mut tokens) = (first, vec![first]);
         for step in 1..greedy.len() {
             let at = prompt.len() + step - 1;
-            if step > 1 {
-                token
-                    .assign(&Tensor::from_slice(&[next], [1], dev).unwrap())
-                    .unwrap();
-                pos.assign(&Tensor::from_slice(&[at as i32], [1], dev).unwrap())
-                    .unwrap();
-                graph.run().unwrap();
-            }
+            let out = decoder.step(next as u32, at).unwrap();
             let want = eager
                 .forward(&[next], at, Logits::Every)
                 .unwrap()

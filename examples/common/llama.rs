@@ -11,8 +11,9 @@
 // part of it.
 #![allow(dead_code)]
 
+use std::rc::Rc;
 use webtensor::io::{Gguf, GgufValue};
-use webtensor::{Attention, DType, Device, QTensor, Rope, RopeStyle, Tensor};
+use webtensor::{Attention, DType, Device, Graph, QTensor, Rope, RopeStyle, Tensor};
 
 type LoadResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -317,5 +318,61 @@ impl Model {
         }
         let x = x.rms_norm(&[dim], Some(&self.norm), Some(self.eps))?;
         self.output.apply(&x)
+    }
+}
+
+/// Decoding steps of `model` with the token and its position held in
+/// tensors: the first step is captured (`Device::capture`, which also runs
+/// it), each later one writes the token and position and replays it.
+pub struct Decoder {
+    model: Rc<Model>,
+    token: Tensor,
+    pos: Tensor,
+    positions: Tensor,
+    logits: Tensor,
+    graph: Option<Graph>,
+}
+
+impl Decoder {
+    /// # Errors
+    /// webtensor's.
+    pub fn new(model: Rc<Model>) -> webtensor::Result<Decoder> {
+        let dev = model.embd.device().clone();
+        Ok(Decoder {
+            token: Tensor::zeros([1], DType::I32, &dev)?,
+            pos: Tensor::zeros([1], DType::I32, &dev)?,
+            positions: Tensor::arange(0i32, model.context as i32, 1, &dev)?,
+            logits: Tensor::zeros([1, model.vocab], DType::F32, &dev)?,
+            graph: None,
+            model,
+        })
+    }
+
+    /// The logits `(1, vocab)` after `token` at position `at` (its key and
+    /// value written into the caches there).
+    ///
+    /// # Errors
+    /// webtensor's.
+    pub fn step(&mut self, token: u32, at: usize) -> webtensor::Result<&Tensor> {
+        let dev = self.logits.device().clone();
+        self.token
+            .assign(&Tensor::from_slice(&[token as i32], [1], &dev)?)?;
+        self.pos
+            .assign(&Tensor::from_slice(&[at as i32], [1], &dev)?)?;
+        match &mut self.graph {
+            Some(graph) => graph.run()?,
+            None => {
+                let (t, p, o, m) = (
+                    self.token.clone(),
+                    self.pos.clone(),
+                    self.logits.clone(),
+                    self.model.clone(),
+                );
+                let positions = self.positions.clone();
+                let step = move || o.assign(&m.step(&t, &p, &positions)?);
+                self.graph = Some(dev.capture(step)?);
+            }
+        }
+        Ok(&self.logits)
     }
 }

@@ -9,7 +9,7 @@
 use super::{gguf_tokenizer, llama};
 use wasm_bindgen::prelude::*;
 use webtensor::io::{Gguf, GgufValue};
-use webtensor::{DType, Device, Tensor};
+use webtensor::{Device, Tensor};
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -106,12 +106,7 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
     let prefill = out.now() - start;
     // The decoding step, its token and position in tensors, captured on
     // its first run and replayed for each later token.
-    let model = std::rc::Rc::new(model);
-    let token = Tensor::from_slice(&[next as i32], [1], &dev)?;
-    let pos = Tensor::from_slice(&[ids.len() as i32], [1], &dev)?;
-    let positions = Tensor::arange(0i32, context as i32, 1, &dev)?;
-    let logits = Tensor::zeros([1, model.vocab], DType::F32, &dev)?;
-    let mut graph = None;
+    let mut decoder = llama::Decoder::new(std::rc::Rc::new(model))?;
     let mut generated: Vec<u32> = Vec::new();
     let start = out.now();
     let mut steps = 0;
@@ -125,19 +120,7 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
         if at >= context || generated.len() == tokens {
             break;
         }
-        match &mut graph {
-            None => {
-                let (t, p, o, m) = (token.clone(), pos.clone(), logits.clone(), model.clone());
-                let positions = positions.clone();
-                graph = Some(dev.capture(move || o.assign(&m.step(&t, &p, &positions)?))?);
-            }
-            Some(graph) => {
-                token.assign(&Tensor::from_slice(&[next as i32], [1], &dev)?)?;
-                pos.assign(&Tensor::from_slice(&[at as i32], [1], &dev)?)?;
-                graph.run()?;
-            }
-        }
-        next = greedy(&logits).await?;
+        next = greedy(decoder.step(next, at)?).await?;
         steps += 1;
     }
     let decode = out.now() - start;
