@@ -5,10 +5,14 @@
 //   BLOCK    BLOCK_BYTES, a block's bytes, and CHUNKS, its 32-element
 //            chunks (1 for the legacy types, 8 for the k-quants)
 //   DECODE   chunk(base, j, v): the 32 values of chunk j of the block
-//            starting at byte `base`, decoded as gguf-py's quants.py does
+//            starting at byte `base`, decoded as gguf-py's quants.py does,
+//            and element(base, e): value e of the block alone, by the same
+//            expressions
 //   M        rows of activations a product workgroup takes (1 to 8)
-//   ENTRY    main_product (a workgroup per weight row) or main_dequantize
-//            (a thread per chunk)
+//   ENTRY    main_product (a workgroup per weight row), main_dequantize
+//            (a thread per chunk), or the tiled product's `main` (the
+//            matmul's register tiles, the weight's tile decoded element by
+//            element as it is staged: gpu/quant/tiled.rs)
 //
 // The weight is bound as words and read a byte at a time, so a block
 // may start at any byte (Q4_0's are 18 long); f16 scales are decoded with
