@@ -430,6 +430,42 @@ fn attention_is_one_flash_kernel_and_a_decoding_step_two() {
 }
 
 #[test]
+fn few_long_norm_lines_split_over_workgroups_in_two_kernels() {
+    // Issue 45: a group norm of few long lines (4 (sample, group) pairs of
+    // 16,384) would run 4 workgroups, a GPU mostly idle. lavapipe is taken
+    // to keep 4 workgroups of 256 threads a core resident, so 8 of the
+    // norm's 128 a core (16 on two cores): each line splits into that
+    // over 4 chunks (at most 8, chunks of 2,048 or more), a statistics
+    // kernel and an apply kernel of as many workgroups, nothing uploaded.
+    // Lines enough to fill half of it stay one kernel of one a line.
+    let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let resident = 8 * cores;
+    for (name, dev) in gpus() {
+        if !dev.info().name.contains("llvmpipe") {
+            continue;
+        }
+        let x = Tensor::rand([2, 8, 64, 64], DType::F32, 1, &dev).unwrap();
+        let chunks = (resident as u64 / 4).min(8);
+        let grids = launched(&dev, &|| x.group_norm(2, None, None, 1e-5).unwrap());
+        assert_eq!(
+            grids,
+            vec![4 * chunks; 2],
+            "{name}: group_norm of 4 lines of 16,384"
+        );
+        let d = cost(&dev, &|| x.group_norm(2, None, None, 1e-5).unwrap());
+        assert_budget(&format!("{name}: split group_norm"), &d, 2);
+        let lines = resident / 2;
+        let many = Tensor::rand([lines, 2, 64, 64], DType::F32, 2, &dev).unwrap();
+        let grids = launched(&dev, &|| many.group_norm(1, None, None, 1e-5).unwrap());
+        assert_eq!(
+            grids,
+            vec![lines as u64],
+            "{name}: group_norm of {lines} lines"
+        );
+    }
+}
+
+#[test]
 fn a_batch_norm_is_one_fused_kernel() {
     // batch_norm in inference (issue 45 item 3): one elementwise chain
     // whose per-channel operands are broadcast views, so fusion makes it

@@ -364,6 +364,67 @@ fn a_gpu_group_norm_agrees_with_the_cpu_across_its_workgroup() {
 }
 
 #[test]
+fn a_gpu_norm_of_few_long_lines_splits_them_and_agrees_with_the_cpu() {
+    // Few lines of 8,192 elements or more split over workgroups (issue
+    // 45: a statistics pass over chunks, then an apply pass combining the
+    // line's chunks): on lavapipe's 16 resident workgroups, up to 7 lines.
+    // Lengths leave a short last chunk; a transposed view steps along its
+    // lines; weights and biases, RMS, group norm's channels; f16 and bf16.
+    let cpu = Device::cpu();
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let tol = half_tol(dtype, 2e-3, 1e-5);
+            let data = |n: usize, seed: u64, d: &Device| {
+                Tensor::from_vec(noise(n, seed), [n], d)
+                    .unwrap()
+                    .mul_scalar(3.0)
+                    .unwrap()
+                    .add_scalar(7.0)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap()
+            };
+            for (lines, length, transposed) in
+                [(1, 100_003, false), (3, 9_001, false), (2, 20_000, true)]
+            {
+                let what = format!("{lines} x {length} (t={transposed}) {dtype} on {dev}");
+                let make = |d: &Device| {
+                    let x = data(lines * length, 21, d);
+                    let x = match transposed {
+                        true => x.reshape([length, lines]).unwrap().t(),
+                        false => x.reshape([lines, length]).unwrap(),
+                    };
+                    let w = Tensor::from_vec(noise(length, 22), [length], d).unwrap();
+                    let b = Tensor::from_vec(noise(length, 23), [length], d).unwrap();
+                    (x, w.to_dtype(DType::F16).unwrap(), b)
+                };
+                let ((cx, cw, cb), (gx, gw, gb)) = (make(&cpu), make(&dev));
+                let want = cx.layer_norm(&[length], Some(&cw), Some(&cb), 1e-5);
+                let got = gx.layer_norm(&[length], Some(&gw), Some(&gb), 1e-5);
+                let (got, want) = (read_f32(&got.unwrap()), read_f32(&want.unwrap()));
+                assert_close(&got, &want, tol, &format!("layer {what}"));
+                let want = read_f32(&cx.rms_norm(&[length], Some(&cw), None).unwrap());
+                let got = read_f32(&gx.rms_norm(&[length], Some(&gw), None).unwrap());
+                assert_close(&got, &want, tol, &format!("rms {what}"));
+            }
+            // A group norm of 2 x 6 channels of 70 x 70 in 3 groups: 6
+            // lines of 9,800, channels crossing the chunks.
+            let (c, side) = (6, 70);
+            let make = |d: &Device| {
+                let x = data(2 * c * side * side, 24, d);
+                let x = x.reshape([2, c, side, side]).unwrap();
+                let w = Tensor::from_vec(noise(c, 25), [c], d).unwrap();
+                (x, w.clone(), w.add_scalar(1.0).unwrap())
+            };
+            let ((cx, cw, cb), (gx, gw, gb)) = (make(&cpu), make(&dev));
+            let want = read_f32(&cx.group_norm(3, Some(&cw), Some(&cb), 1e-5).unwrap());
+            let got = read_f32(&gx.group_norm(3, Some(&gw), Some(&gb), 1e-5).unwrap());
+            assert_close(&got, &want, tol, &format!("group {dtype} on {dev}"));
+        }
+    }
+}
+
+#[test]
 fn channel_norms_refuse_bad_input_naming_the_op() {
     for dev in devices() {
         let x = Tensor::zeros([2, 6, 4], DType::F32, &dev).unwrap();

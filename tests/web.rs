@@ -1274,6 +1274,21 @@ async fn normalisations_match_the_cpu_path() {
         &want.to_vec_async::<f32>().await.unwrap(),
         "batch_norm",
     );
+    // Two lines of 20,000: split over workgroups (a statistics kernel and
+    // an apply kernel), layer and RMS.
+    let long: Vec<f32> = (0..2 * 20_000)
+        .map(|k| ((k * 37 % 1001) as f32) * 0.01 + 2.0)
+        .collect();
+    let x = Tensor::from_slice(&long, [2, 20_000], &cpu).unwrap();
+    let gx = x.to_device_async(&dev).await.unwrap();
+    let want = x.layer_norm(&[20_000], None, None, 1e-5).unwrap();
+    let got = gx.layer_norm(&[20_000], None, None, 1e-5).unwrap();
+    let want = want.to_vec_async::<f32>().await.unwrap();
+    close(&read(&got).await, &want, "split layer_norm");
+    let want = x.rms_norm(&[20_000], None, None).unwrap();
+    let got = gx.rms_norm(&[20_000], None, None).unwrap();
+    let want = want.to_vec_async::<f32>().await.unwrap();
+    close(&read(&got).await, &want, "split rms_norm");
 }
 
 /// Yields to the page's event loop (a macrotask: the browser's own tasks,

@@ -4,9 +4,11 @@
 //! lines that fit a subgroup's registers, one subgroup per line reading it
 //! once (rows mode); the line's
 //! statistics summed in f32 over the workgroup, then one pass writing
-//! each output with its weight and bias: one dispatch per op.
+//! each output with its weight and bias: one dispatch per op. Few long
+//! lines are split over workgroups instead, in two dispatches (`split.rs`).
 
-use crate::backend::NormCall;
+mod split;
+
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16};
 use crate::backend::gpu::kernel::grid::grid_of;
@@ -16,9 +18,11 @@ use crate::backend::gpu::kernel::rows;
 use crate::backend::gpu::kernel::strided::LINE_STARTS;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::{NormCall, Storage};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use smallvec::smallvec;
+use std::sync::Arc;
 
 const NORM_WGSL: &str = shader!("norm/norm.wgsl");
 
@@ -37,8 +41,25 @@ line_params! {
         groups: u32,
         per_group: u32,
         span: u32,
-        pad: u32,
+        /// Chunks per line and their length (split lines, `split.rs`); 1
+        /// and the line's length otherwise.
+        splits: u32,
+        chunk: u32,
+        pad0: u32,
+        pad1: u32,
+        pad2: u32,
     }
+}
+
+/// Which kernel of a normalisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum NormStage {
+    /// A workgroup (or a subgroup) per line: the whole op.
+    Whole,
+    /// Split lines' chunk statistics into partials (`split.rs`).
+    Stats,
+    /// Split lines' outputs from their partials.
+    Apply,
 }
 
 /// Everything that selects a distinct normalisation pipeline.
@@ -60,6 +81,7 @@ pub(crate) struct NormKey {
     pub rows: u32,
     /// Quads each lane holds in registers in rows mode.
     pub registers: u32,
+    pub stage: NormStage,
 }
 
 /// The layer normalisation's statistics: the mean, then the mean squared
@@ -166,10 +188,11 @@ const RMS_ROWS_STATS: &str = "var q2 = 0.0;
             let shift = 0.0;
             let scale = div_f32(1.0, sqrt_f32(div_f32(subgroupAdd(q2), n) + eps));";
 
-family_key!(NormKey, "webtensor norm", norm_source, entry: |k| if k.rows > 0 {
-    "main_rows"
-} else {
-    "main"
+family_key!(NormKey, "webtensor norm", norm_source, entry: |k| match k.stage {
+    NormStage::Stats => "main_stats",
+    NormStage::Apply => "main_apply",
+    NormStage::Whole if k.rows > 0 => "main_rows",
+    NormStage::Whole => "main",
 });
 
 /// The WGSL source of the normalisation kernel for `key`.
@@ -179,6 +202,9 @@ family_key!(NormKey, "webtensor norm", norm_source, entry: |k| if k.rows > 0 {
 /// disagree.
 pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
+    if key.stage == NormStage::Stats {
+        return stats_source(key);
+    }
     let (mut bindings, mut access) = if key.rows > 0 {
         // The source and destination as entries of four elements.
         let (bindings, access) = rows::quad_bindings(dtype, native);
@@ -218,8 +244,24 @@ pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
     let affine = format!(
         "fn affine(y: f32, l: u32, i: u32) -> f32 {{\n    let c = {channel};\n    return {value};\n}}\n"
     );
+    if key.stage == NormStage::Apply {
+        bindings.push_str(&buffer_decl(
+            binding,
+            "partials",
+            KernelType::F32,
+            native,
+            false,
+        ));
+    }
     let walk = LINE_STARTS.wgsl();
-    let entry = if key.rows > 0 {
+    let entry = if key.stage == NormStage::Apply {
+        let combine = if key.rms {
+            split::RMS_COMBINE
+        } else {
+            split::LAYER_COMBINE
+        };
+        split::APPLY_ENTRY.replace("COMBINE", combine)
+    } else if key.rows > 0 {
         let stats = if key.rms {
             RMS_ROWS_STATS
         } else {
@@ -236,6 +278,33 @@ pub(crate) fn norm_source(key: &NormKey) -> Result<String> {
         ("ACCESS", access.as_str()),
         ("WALK", walk.as_str()),
         ("AFFINE", affine.as_str()),
+        ("ENTRY", entry.as_str()),
+    ];
+    let (f16, params) = (needs_f16(dtype, native), NormParams::wgsl());
+    fill_kernel("norm kernel", NORM_WGSL, f16, &params, &slots)
+}
+
+/// The source of a split line's statistics stage: the source (1) read, the
+/// partials (2) written.
+fn stats_source(key: &NormKey) -> Result<String> {
+    let (dtype, native) = (key.dtype, key.native_f16);
+    let bindings = [
+        buffer_decl(1, "src", dtype, native, false),
+        buffer_decl(2, "partials", KernelType::F32, native, true),
+    ]
+    .concat();
+    let access = load_fn("load_src", "src", dtype, native);
+    let chunk = if key.rms {
+        split::RMS_CHUNK
+    } else {
+        split::LAYER_CHUNK
+    };
+    let entry = split::STATS_ENTRY.replace("CHUNK", chunk);
+    let slots = [
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("WALK", &LINE_STARTS.wgsl()),
+        ("AFFINE", ""),
         ("ENTRY", entry.as_str()),
     ];
     let (f16, params) = (needs_f16(dtype, native), NormParams::wgsl());
@@ -288,11 +357,17 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
         channels: call.channels.is_some(),
         rows: l.rows,
         registers: l.registers,
+        stage: NormStage::Whole,
     };
     let (channel_groups, span) = call.channels.unwrap_or((1, 1));
-    // One workgroup per line, or per `rows` lines.
+    let (splits, chunk) = match l.rows {
+        0 => split::split(l.count, l.length, ctx.facts.resident_threads),
+        _ => (1, l.length),
+    };
+    // One workgroup per line (per chunk of a split line), or per `rows`
+    // lines.
     let groups = grid_of(
-        rows::workgroups(l.count, l.rows),
+        rows::workgroups(l.count * splits, l.rows),
         1,
         ctx.facts.max_workgroups_per_dim,
     )?;
@@ -303,16 +378,38 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
         groups: channel_groups as u32,
         per_group: (l.length / span) as u32,
         span: span as u32,
+        splits: splits as u32,
+        chunk: chunk as u32,
         ..bytemuck::Zeroable::zeroed()
     };
     let params = block.walking([&l.lines[0], &l.lines[1]], l.steps, l.length, groups[0]);
-    record_family(
+    let grid = [groups[0], groups[1], 1];
+    if splits == 1 {
+        return record_family(ctx, &key, params.bytes(), bindings, grid);
+    }
+    // Two stages through scratch partials, dropped once recorded: the pool
+    // hands the buffer out again only in stream order.
+    let partials = Arc::new(Storage::Gpu(GpuStorage::uninit(
         ctx,
-        &key,
-        params.bytes(),
-        bindings,
-        [groups[0], groups[1], 1],
-    )
+        op,
+        KernelType::F32,
+        2 * l.count * splits,
+    )?));
+    let stats = NormKey {
+        stage: NormStage::Stats,
+        weight: false,
+        bias: false,
+        channels: false,
+        ..key
+    };
+    let first = smallvec![bindings[0].clone(), Bound::new(op, &partials, true)?];
+    record_family(ctx, &stats, params.bytes(), first, grid)?;
+    bindings.push(Bound::new(op, &partials, false)?);
+    let apply = NormKey {
+        stage: NormStage::Apply,
+        ..key
+    };
+    record_family(ctx, &apply, params.bytes(), bindings, grid)
 }
 
 #[cfg(test)]
@@ -335,7 +432,13 @@ mod tests {
                 (false, true, true, true),
                 (false, false, true, true),
             ] {
-                for (rows, registers) in [(0, 0), (8, 2), (32, 8)] {
+                for (rows, registers, stage) in [
+                    (0, 0, NormStage::Whole),
+                    (8, 2, NormStage::Whole),
+                    (32, 8, NormStage::Whole),
+                    (0, 0, NormStage::Stats),
+                    (0, 0, NormStage::Apply),
+                ] {
                     let key = NormKey {
                         dtype,
                         native_f16,
@@ -345,6 +448,7 @@ mod tests {
                         channels,
                         rows,
                         registers,
+                        stage,
                     };
                     let source = norm_source(&key).unwrap();
                     validate(&source, &format!("{key:?}"));

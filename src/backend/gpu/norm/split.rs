@@ -1,0 +1,167 @@
+//! Few long lines (a group normalisation's (batch, group) pairs, an
+//! image-sized layer norm) split over workgroups, as PyTorch's separate
+//! statistics kernel does: a workgroup a line would leave a big GPU mostly
+//! idle. Two dispatches: `main_stats` reduces each chunk of a line (its
+//! mean and the squared deviations from it; an RMS norm's sum of squares)
+//! into a scratch buffer of partials, and `main_apply` combines the line's
+//! partials in order (Chan's formula: every workgroup of a line gets the
+//! same statistics) and writes its chunk.
+
+/// Threads of a workgroup (norm.wgsl's `WORKGROUP`).
+const WORKGROUP: usize = 128;
+
+/// Lines at least this long may be split.
+const SPLIT_LINE: usize = 8192;
+
+/// Elements a chunk takes at least.
+const MIN_CHUNK: usize = 2048;
+
+/// Chunks a line takes at most (each workgroup of `main_apply` reads all of
+/// its line's partials).
+const MAX_SPLITS: usize = 64;
+
+/// The chunks of each of `lines` lines of `length` and their length, on an
+/// adapter keeping `resident` threads: `(1, length)` (no split) where the
+/// lines fill half the adapter's workgroups or are short.
+pub(super) fn split(lines: usize, length: usize, resident: usize) -> (usize, usize) {
+    let target = resident / WORKGROUP;
+    if length < SPLIT_LINE || lines.saturating_mul(2) >= target {
+        return (1, length);
+    }
+    let splits = (target / lines).min(length / MIN_CHUNK).min(MAX_SPLITS);
+    if splits < 2 {
+        return (1, length);
+    }
+    // Every chunk non-empty: the count follows from the length.
+    let chunk = length.div_ceil(splits);
+    (length.div_ceil(chunk), chunk)
+}
+
+/// `main_stats`: chunk `s` of line `l` (workgroup `l * splits + s`) into
+/// partials `2w` and `2w + 1` (`CHUNK` its statistics `a` and `b`).
+pub(super) const STATS_ENTRY: &str = "@compute @workgroup_size(WORKGROUP)
+fn main_stats(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    // Uniform across the workgroup: every thread reaches every barrier.
+    let w = wid.x + wid.y * params.row_width;
+    if (w >= params.lines * params.splits) {
+        return;
+    }
+    let l = w / params.splits;
+    let begin = (w % params.splits) * params.chunk;
+    let end = min(begin + params.chunk, params.length);
+    let src0 = line_starts(l)[0];
+    CHUNK
+    if (t == 0u) {
+        partials[2u * w] = a;
+        partials[2u * w + 1u] = b;
+    }
+}";
+
+/// A layer norm's chunk: its mean, and the squared deviations from it.
+pub(super) const LAYER_CHUNK: &str = "var sum = 0.0;
+    for (var i = begin + t; i < end; i += WORKGROUP) {
+        sum += element(src0, i);
+    }
+    let a = div_f32(total(sum, t), f32(end - begin));
+    var q = 0.0;
+    for (var i = begin + t; i < end; i += WORKGROUP) {
+        let d = element(src0, i) - a;
+        q += d * d;
+    }
+    let b = total(q, t);";
+
+/// An RMS norm's chunk: its sum of squares.
+pub(super) const RMS_CHUNK: &str = "var q = 0.0;
+    for (var i = begin + t; i < end; i += WORKGROUP) {
+        let x = element(src0, i);
+        q += x * x;
+    }
+    let a = total(q, t);
+    let b = 0.0;";
+
+/// `main_apply`: line `l`'s statistics from its partials (`COMBINE`), then
+/// chunk `s` written.
+pub(super) const APPLY_ENTRY: &str = "// Elements of chunk j of a line.
+fn chunk_length(j: u32) -> f32 {
+    return f32(min(params.chunk, params.length - j * params.chunk));
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn main_apply(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let w = wid.x + wid.y * params.row_width;
+    if (w >= params.lines * params.splits) {
+        return;
+    }
+    let l = w / params.splits;
+    let first = l * params.splits;
+    let start = line_starts(l);
+    let src0 = start[0];
+    let n = f32(params.length);
+    let eps = bitcast<f32>(params.eps);
+    COMBINE
+    let begin = (w % params.splits) * params.chunk;
+    let end = min(begin + params.chunk, params.length);
+    for (var i = begin + t; i < end; i += WORKGROUP) {
+        let y = (element(src0, i) - shift) * scale;
+        store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, l, i));
+    }
+}";
+
+/// A layer norm's line: the mean of the chunks' means by their lengths,
+/// then the chunks' squared deviations moved to it (Chan et al.).
+pub(super) const LAYER_COMBINE: &str = "var sum = 0.0;
+    for (var j = 0u; j < params.splits; j++) {
+        sum += chunk_length(j) * partials[2u * (first + j)];
+    }
+    let shift = div_f32(sum, n);
+    var m2 = 0.0;
+    for (var j = 0u; j < params.splits; j++) {
+        let d = partials[2u * (first + j)] - shift;
+        m2 += partials[2u * (first + j) + 1u] + chunk_length(j) * d * d;
+    }
+    let scale = div_f32(1.0, sqrt_f32(div_f32(m2, n) + eps));";
+
+/// An RMS norm's line: the chunks' sums of squares.
+pub(super) const RMS_COMBINE: &str = "var q = 0.0;
+    for (var j = 0u; j < params.splits; j++) {
+        q += partials[2u * (first + j)];
+    }
+    let shift = 0.0;
+    let scale = div_f32(1.0, sqrt_f32(div_f32(q, n) + eps));";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_long_lines_split_into_non_empty_chunks_within_the_limits() {
+        let h100 = 1 << 18;
+        // 256 lines of 25,088 (a group norm of 32 x 64 x 56 x 56 in 8
+        // groups): 2,048 workgroups' worth, 8 a line.
+        assert_eq!(split(256, 25_088, h100), (8, 3136));
+        // Lines enough to fill the device, or short ones: no split.
+        assert_eq!(split(1024, 25_088, h100), (1, 25_088));
+        assert_eq!(split(4, 8191, h100), (1, 8191));
+        // One line: at most MAX_SPLITS chunks.
+        assert_eq!(split(1, 1 << 20, h100), (64, 16_384));
+        // lavapipe on two cores: 16 workgroups.
+        let two_cores = 2 * 4 * 256;
+        assert_eq!(split(4, 16_384, two_cores), (4, 4096));
+        assert_eq!(split(9, 16_384, two_cores), (1, 16_384));
+        for lines in [1, 2, 3, 7, 100] {
+            for length in [8192, 9000, 20_011, 100_003, 1 << 20] {
+                let (splits, chunk) = split(lines, length, h100);
+                assert!(splits <= MAX_SPLITS);
+                assert!(splits == 1 || chunk >= MIN_CHUNK / 2, "{lines} {length}");
+                // The last chunk holds at least one element.
+                assert!((splits - 1) * chunk < length && splits * chunk >= length);
+            }
+        }
+    }
+}
