@@ -16,8 +16,11 @@
 //   AFFINE    affine(y, l, i): y times weight c plus bias c, as given, where
 //             c is element i of line l's channel (group normalisation) or i
 //   ENTRY     the entry point: `main`, a workgroup per line (gpu/norm's
-//             GROUP_ENTRY), or `main_rows`, a subgroup per aligned line held
-//             in registers (ROWS_ENTRY)
+//             GROUP_ENTRY), `main_rows`, a subgroup per aligned line held
+//             in registers (ROWS_ENTRY), or a split line's two stages,
+//             `main_stats` and `main_apply` (gpu/norm/split.rs), a
+//             workgroup per chunk, the second reading the partials the
+//             first wrote
 //
 // The statistics are sums over the line in f32: each thread's share, then
 // a tree over the workgroup; the variance sums squared deviations from the
