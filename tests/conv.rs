@@ -997,6 +997,44 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
 }
 
 #[test]
+fn convolutions_of_few_channels_or_few_pixels_run_the_oblong_tiles() {
+    // Where the large tile would run a side of 64 or less (Tiling::choose):
+    // 16 output channels over 8 images of 64 x 64 take the 64 x 128 tile,
+    // 130 channels over 64 images of 7 x 7 pixels the 128 x 64 one (the
+    // kernel's rows are output channels, its columns pixels), each against
+    // the definition.
+    let plain = Setting {
+        stride: [1, 1],
+        pad: [(1, 1); 2],
+        dilation: [1, 1],
+        groups: 1,
+    };
+    let cases = [
+        ([8usize, 3, 64, 64], [16usize, 3, 3, 3]),
+        ([64, 4, 7, 7], [130, 4, 3, 3]),
+    ];
+    for dev in devices() {
+        for (k, (xd, wd)) in cases.iter().enumerate() {
+            let (x, w) = (
+                Array4::new(*xd, 400 + k as u64),
+                Array4::new(*wd, 500 + k as u64),
+            );
+            let (want, dims) = conv_reference(&x, &w, None, plain);
+            let got = x
+                .tensor(&dev)
+                .conv2d(&w.tensor(&dev), &Conv::new().padding(1))
+                .unwrap();
+            check(&got, &want, &dims, 1e-4, &format!("case {k} on {dev}"));
+        }
+        let dropped = dev.info().dropped_kernels;
+        assert!(
+            dropped.iter().all(|d| !d.starts_with("conv")),
+            "{dev}: {dropped:?}"
+        );
+    }
+}
+
+#[test]
 fn the_cpu_convolution_crosses_its_bands() {
     // Where it packs patches (strided rows, a short row's single tap), the CPU packs
     // those of a band of output pixels at a time, at least 512 of them (256 KiB for a shallow matrix), into panels of 16

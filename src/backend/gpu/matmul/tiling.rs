@@ -159,6 +159,11 @@ impl Tiling {
             // one is at least four blocks long.
             MatmulTile::Auto if m <= SKINNY && n >= 4 * FEW_ROWS.bn as usize => FEW_ROWS,
             MatmulTile::Auto if n <= SKINNY && m >= 4 * FEW_COLUMNS.bm as usize => FEW_COLUMNS,
+            // The large tile's work where one side would fill only half its
+            // block (a convolution's 64 output channels): the oblong tile
+            // of that side's 64.
+            MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS && m <= 64 => WIDE,
+            MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS && n <= 64 => TALL,
             MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS => LARGE,
             MatmulTile::Auto if blocks(&MEDIUM) >= BUSY_BLOCKS / 2 => MEDIUM,
             MatmulTile::Auto => SMALL,
@@ -539,6 +544,12 @@ mod tests {
         assert_eq!(auto(16, 128, 1), SMALL);
         assert_eq!(auto(4096, 3, 1), FEW_COLUMNS);
         assert_eq!(auto(17, 4096, 1), MEDIUM);
+        // A side of 64 or less where the large tile would run: half its
+        // block idle, the oblong tile instead (a convolution of 64 output
+        // channels over 32 images of 56 x 56).
+        assert_eq!(auto(64, 3136, 32), WIDE);
+        assert_eq!(auto(3136, 49, 32), TALL);
+        assert_eq!(auto(65, 3136, 32), LARGE);
         assert_eq!(
             MatmulTile::parse("few-columns"),
             Some(MatmulTile::FewColumns)
