@@ -999,7 +999,7 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
 #[test]
 fn convolutions_of_few_channels_or_few_pixels_run_the_oblong_tiles() {
     // Where the large tile would run a side of 64 or less (Tiling::choose):
-    // 16 output channels over 8 images of 64 x 64 take the 64 x 128 tile,
+    // 64 output channels over 8 images of 64 x 64 take the 64 x 128 tile,
     // 130 channels over 64 images of 7 x 7 pixels the 128 x 64 one (the
     // kernel's rows are output channels, its columns pixels), each against
     // the definition.
@@ -1010,7 +1010,7 @@ fn convolutions_of_few_channels_or_few_pixels_run_the_oblong_tiles() {
         groups: 1,
     };
     let cases = [
-        ([8usize, 3, 64, 64], [16usize, 3, 3, 3]),
+        ([8usize, 3, 64, 64], [64usize, 3, 3, 3]),
         ([64, 4, 7, 7], [130, 4, 3, 3]),
     ];
     for dev in devices() {

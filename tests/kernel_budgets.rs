@@ -440,20 +440,26 @@ fn few_long_norm_lines_split_over_workgroups_in_two_kernels() {
     // Lines enough to fill half of it stay one kernel of one a line.
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let resident = 8 * cores;
+    // Fewer than 8 resident workgroups (one core): the 4 lines fill half.
+    let chunks = if 2 * 4 >= resident {
+        1
+    } else {
+        (resident as u64 / 4).min(8)
+    };
     for (name, dev) in gpus() {
         if !dev.info().name.contains("llvmpipe") {
             continue;
         }
         let x = Tensor::rand([2, 8, 64, 64], DType::F32, 1, &dev).unwrap();
-        let chunks = (resident as u64 / 4).min(8);
         let grids = launched(&dev, &|| x.group_norm(2, None, None, 1e-5).unwrap());
+        let kernels = if chunks == 1 { 1 } else { 2 };
         assert_eq!(
             grids,
-            vec![4 * chunks; 2],
+            vec![4 * chunks; kernels],
             "{name}: group_norm of 4 lines of 16,384"
         );
         let d = cost(&dev, &|| x.group_norm(2, None, None, 1e-5).unwrap());
-        assert_budget(&format!("{name}: split group_norm"), &d, 2);
+        assert_budget(&format!("{name}: split group_norm"), &d, kernels as u64);
         let lines = resident / 2;
         let many = Tensor::rand([lines, 2, 64, 64], DType::F32, 2, &dev).unwrap();
         let grids = launched(&dev, &|| many.group_norm(1, None, None, 1e-5).unwrap());

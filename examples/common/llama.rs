@@ -349,10 +349,12 @@ impl Decoder {
     }
 
     /// The logits `(1, vocab)` after `token` at position `at` (its key and
-    /// value written into the caches there).
+    /// value written into the caches there; `at` below the model's
+    /// `context`).
     ///
     /// # Errors
-    /// webtensor's.
+    /// webtensor's (a position past the caches is the scatter's index
+    /// error).
     pub fn step(&mut self, token: u32, at: usize) -> webtensor::Result<&Tensor> {
         let dev = self.logits.device().clone();
         self.token

@@ -34,7 +34,8 @@ pub struct GpuOptions {
     pub max_binding_bytes: Option<u64>,
     /// Which tile the matmul kernels use.
     /// Environment: `WEBTENSOR_MATMUL_TILE=auto|large|medium|small|`
-    /// `few-rows|few-columns|per-output|subgroup|cooperative`; default auto.
+    /// `few-rows|few-columns|tall|wide|per-output|subgroup|cooperative`;
+    /// default auto.
     pub matmul_tile: Option<MatmulTile>,
     /// Use subgroup operations (reductions combine across a subgroup's
     /// lanes; `MatmulTile::Subgroup` shuffles where subgroups have eight

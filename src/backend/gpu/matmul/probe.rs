@@ -132,8 +132,11 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
         MatmulVariant::Tile(MatmulTile::Medium | MatmulTile::Subgroup) => &[[67, 69]],
         MatmulVariant::Tile(MatmulTile::Cooperative) => &[[131, 69]],
         MatmulVariant::Tile(MatmulTile::Small) => &[[35, 37]],
-        MatmulVariant::Tile(MatmulTile::Tall) => &[[131, 69]],
-        MatmulVariant::Tile(MatmulTile::Wide) => &[[69, 131]],
+        // Odd extents (element loads), and multiples of four (the vec4
+        // loads: two of b a thread in the wide tile, a's down its column
+        // in the tall one).
+        MatmulVariant::Tile(MatmulTile::Tall) => &[[131, 69], [132, 136]],
+        MatmulVariant::Tile(MatmulTile::Wide) => &[[69, 131], [132, 136]],
         MatmulVariant::Tile(MatmulTile::FewRows) => &[[5, 70]],
         MatmulVariant::Tile(MatmulTile::FewColumns) => &[[70, 5]],
         MatmulVariant::Tile(MatmulTile::PerOutput | MatmulTile::Auto) => &[[13, 11]],

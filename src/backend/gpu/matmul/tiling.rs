@@ -159,9 +159,11 @@ impl Tiling {
             // one is at least four blocks long.
             MatmulTile::Auto if m <= SKINNY && n >= 4 * FEW_ROWS.bn as usize => FEW_ROWS,
             MatmulTile::Auto if n <= SKINNY && m >= 4 * FEW_COLUMNS.bm as usize => FEW_COLUMNS,
-            // The large tile's work where one side would fill only half its
-            // block (a convolution's 64 output channels): the oblong tile
-            // of that side's 64.
+            // The large tile's work where a side would fill half its block
+            // or less (a convolution's 64 output channels): the oblong tile
+            // of that side's 64, or the medium one where both are that
+            // short (a batch of small products).
+            MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS && m <= 64 && n <= 64 => MEDIUM,
             MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS && m <= 64 => WIDE,
             MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS && n <= 64 => TALL,
             MatmulTile::Auto if blocks(&LARGE) >= BUSY_BLOCKS => LARGE,
@@ -548,8 +550,12 @@ mod tests {
         // block idle, the oblong tile instead (a convolution of 64 output
         // channels over 32 images of 56 x 56).
         assert_eq!(auto(64, 3136, 32), WIDE);
+        assert_eq!(auto(64, 4096, 8), WIDE);
         assert_eq!(auto(3136, 49, 32), TALL);
+        assert_eq!(auto(130, 49, 64), TALL);
         assert_eq!(auto(65, 3136, 32), LARGE);
+        assert_eq!(auto(64, 64, 128), MEDIUM);
+        assert_eq!(auto(64, 8, 200), MEDIUM);
         assert_eq!(
             MatmulTile::parse("few-columns"),
             Some(MatmulTile::FewColumns)
