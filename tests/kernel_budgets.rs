@@ -472,6 +472,27 @@ fn few_long_norm_lines_split_over_workgroups_in_two_kernels() {
 }
 
 #[test]
+fn a_long_k_over_one_tile_splits_into_a_batch_and_a_sum() {
+    // Issue 46: a 64 x 64 f32 product over k = 8,192 would be one
+    // workgroup walking k. Split-k: a batch of 16 products over slices of
+    // 512 (read through strided views, nothing copied or uploaded), then
+    // the sum of the 16 partials: two kernels, the first launching a
+    // workgroup per slice's tile.
+    for (name, dev) in gpus() {
+        let a = Tensor::rand([64, 8192], DType::F32, 1, &dev).unwrap();
+        let b = Tensor::rand([8192, 64], DType::F32, 2, &dev).unwrap();
+        let d = cost(&dev, &|| a.matmul(&b).unwrap());
+        assert_budget(&format!("{name}: split-k matmul"), &d, 2);
+        let grids = launched(&dev, &|| a.matmul(&b).unwrap());
+        assert!(grids[0] >= 16, "{name}: {grids:?}");
+        // Its transposed form reads in place too.
+        let bt = b.t().contiguous().unwrap();
+        let d = cost(&dev, &|| a.matmul(&bt.t()).unwrap());
+        assert_budget(&format!("{name}: split-k of a transposed b"), &d, 2);
+    }
+}
+
+#[test]
 fn a_batch_norm_is_one_fused_kernel() {
     // batch_norm in inference (issue 45 item 3): one elementwise chain
     // whose per-channel operands are broadcast views, so fusion makes it

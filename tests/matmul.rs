@@ -163,6 +163,58 @@ fn strided_and_reversed_operands() {
 }
 
 #[test]
+fn a_long_k_splits_over_slices_and_matches_float64() {
+    // A GPU's f32 product of few output tiles over a long k runs as a batch
+    // over even slices of k, read through strided views, summed in order
+    // (split-k): contiguous, transposed, reversed, stepped-and-offset and
+    // broadcast operands, a vector, and a k that no slice count divides (no
+    // split), against float64, on every device. The same bits every run.
+    for dev in devices() {
+        let k = 8192;
+        let big = Tensor::from_vec(noise(2 * 40 * k, 11), [2 * 40, k], &dev).unwrap();
+        let bt = Tensor::from_vec(noise(k * 24, 12), [24, k], &dev).unwrap();
+        let cases: Vec<(&str, Tensor, Tensor)> = vec![
+            (
+                "contiguous",
+                big.narrow(0, 0, 40).unwrap(),
+                bt.t().contiguous().unwrap(),
+            ),
+            ("transposed b", big.narrow(0, 0, 40).unwrap(), bt.t()),
+            (
+                "reversed k, stepped rows",
+                big.slice(s![1..;2, ..;-1]).unwrap(),
+                bt.t().flip(&[0]).unwrap(),
+            ),
+            (
+                "broadcast row",
+                big.narrow(0, 3, 1).unwrap().broadcast_to([5, k]).unwrap(),
+                bt.t(),
+            ),
+            (
+                "vector",
+                big.narrow(0, 7, 1).unwrap(),
+                bt.narrow(0, 2, 1).unwrap().t(),
+            ),
+            (
+                "prime k",
+                big.narrow(1, 0, 4099).unwrap().narrow(0, 0, 9).unwrap(),
+                bt.narrow(1, 0, 4099).unwrap().t(),
+            ),
+        ];
+        for (what, a, b) in cases {
+            let (m, kk, n) = (a.dims()[0], a.dims()[1], b.dims()[1]);
+            let want = reference(&as_f64(&a), &as_f64(&b.contiguous().unwrap()), 1, m, kk, n);
+            let got = a.matmul(&b).unwrap();
+            // Sums of thousands of f32 products: a few ulps of the norm.
+            let err = relative_error(&read_f32(&got), &want);
+            assert!(err < 1e-5, "{what} on {dev}: {err}");
+            let again = read_f32(&a.matmul(&b).unwrap());
+            assert_eq!(read_f32(&got), again, "{what} on {dev}: the same bits");
+        }
+    }
+}
+
+#[test]
 fn batches_broadcast_as_numpy() {
     for dev in devices() {
         let a = Tensor::from_vec(noise(2 * 5 * 4, 11), [2, 1, 5, 4], &dev).unwrap();

@@ -18,7 +18,10 @@ impl Tensor {
     /// dropped from the result. Operands may be any views (`a.t()` is not
     /// copied). f32, f16 and bf16 (accumulated in f32), f64 (CPU), i32,
     /// i64 and u32 (wrapping). A GPU has no i64 product kernel: it sums an
-    /// m x k x n tensor of the products (one elementwise op and a sum).
+    /// m x k x n tensor of the products (one elementwise op and a sum). A
+    /// GPU's f32 product of a few output tiles over a long k (64 x 64 over
+    /// 65,536) runs as a batch over slices of k, summed in order (split-k:
+    /// two dispatches).
     ///
     /// ```
     /// use webtensor::{Device, Tensor};
@@ -106,7 +109,13 @@ impl Tensor {
             true => b,
             false => Cow::Owned(b.broadcast_to(with([k, n]))?),
         };
-        let mut out = if self.dtype() == DType::I64 && self.device().is_gpu() {
+        let split = match batch.rank() {
+            0 => super::matmul_split::product(&a, &b)?,
+            _ => None,
+        };
+        let mut out = if let Some(out) = split {
+            out
+        } else if self.dtype() == DType::I64 && self.device().is_gpu() {
             // No i64 product kernel: each output sums its k products (an
             // m x k x n tensor of them).
             a.unsqueeze(-1)?.mul(&b.unsqueeze(-3)?)?.sum(-2)?

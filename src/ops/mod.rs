@@ -19,6 +19,7 @@ mod indexing;
 mod join;
 pub mod linalg;
 mod matmul;
+mod matmul_split;
 mod nn;
 mod norm;
 mod operators;

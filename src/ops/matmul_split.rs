@@ -1,0 +1,93 @@
+//! Split-k for a GPU's f32 products whose output is a few tiles deep in a
+//! long k (a 64 x 64 result of 65,536-long rows): one workgroup per output
+//! tile would leave a big GPU idle while it walks k. The product runs as a
+//! batch of products over consecutive slices of k, read in place through
+//! strided views of the operands (no copies), and the slices' partial
+//! results are summed in order, a fixed reduction: the same bits every
+//! run.
+
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+
+/// Output blocks a big GPU runs at once (132 multiprocessors on an H100):
+/// the splits aim to fill this many.
+const WAVE: usize = 128;
+
+/// The output tile the splits count by.
+const TILE: usize = 64;
+
+/// Elements of k a slice takes at least.
+const MIN_SLICE: usize = 512;
+
+/// Slices of k at most.
+const MAX_SPLITS: usize = 64;
+
+/// The slices of k for an `m` x `k` by `k` x `n` product: 1 (no split)
+/// unless its output is at most a quarter of a wave of tiles and k is at
+/// least 8 times its longer side; else the most that divide k evenly into
+/// slices of at least [`MIN_SLICE`], up to filling a wave.
+pub(super) fn splits(m: usize, n: usize, k: usize) -> usize {
+    let blocks = m.div_ceil(TILE) * n.div_ceil(TILE);
+    if blocks == 0 || 4 * blocks > WAVE || k < 8 * m.max(n) || k < 4 * MIN_SLICE {
+        return 1;
+    }
+    let most = (WAVE / blocks).min(k / MIN_SLICE).min(MAX_SPLITS);
+    (2..=most).rev().find(|s| k.is_multiple_of(*s)).unwrap_or(1)
+}
+
+/// `a @ b` of 2-D f32 operands on a GPU by split-k, where [`splits`]
+/// gives more than one slice; `None` otherwise.
+///
+/// # Errors
+/// The product's and the sum's.
+pub(super) fn product(a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
+    if !a.device().is_gpu() || a.dtype() != DType::F32 || a.rank() != 2 || b.rank() != 2 {
+        return Ok(None);
+    }
+    let (m, k, n) = (a.dims()[0], a.dims()[1], b.dims()[1]);
+    let s = splits(m, n, k);
+    if s == 1 {
+        return Ok(None);
+    }
+    let ks = k / s;
+    let (ar, ac) = (a.strides()[0], a.strides()[1]);
+    let (br, bc) = (b.strides()[0], b.strides()[1]);
+    let step = ks as isize;
+    let a_slices = a.with_layout(Layout::from_parts(
+        [s, m, ks].into(),
+        [step * ac, ar, ac].as_slice().into(),
+        a.offset(),
+    ));
+    let b_slices = b.with_layout(Layout::from_parts(
+        [s, ks, n].into(),
+        [step * br, br, bc].as_slice().into(),
+        b.offset(),
+    ));
+    Ok(Some(a_slices.matmul(&b_slices)?.sum(0)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_few_tiles_over_a_long_k_split_into_even_slices() {
+        // One tile over 65,536: 64 slices of 1,024.
+        assert_eq!(splits(64, 64, 65_536), 64);
+        // 16 tiles (256 x 256) over 16,384: a wave of 128 blocks, 8 slices.
+        assert_eq!(splits(256, 256, 16_384), 8);
+        // Enough tiles, or a short k: no split.
+        assert_eq!(splits(1024, 1024, 65_536), 1);
+        assert_eq!(splits(64, 64, 1024), 1);
+        assert_eq!(splits(512, 8, 2048), 1);
+        // Only even slices: 4,099 is prime.
+        assert_eq!(splits(8, 8, 4099), 1);
+        assert_eq!(splits(8, 8, 3 * 2048), 12);
+        for (m, n, k) in [(1, 1, 4096), (100, 7, 10_000), (300, 300, 1 << 20)] {
+            let s = splits(m, n, k);
+            assert!(s <= MAX_SPLITS && k % s == 0 && (s == 1 || k / s >= MIN_SLICE));
+        }
+    }
+}
