@@ -165,10 +165,11 @@ fn strided_and_reversed_operands() {
 #[test]
 fn a_long_k_splits_over_slices_and_matches_float64() {
     // A GPU's f32 product of few output tiles over a long k runs as a batch
-    // over even slices of k, read through strided views, summed in order
+    // over even slices of k, read through strided views, and a fixed sum
     // (split-k): contiguous, transposed, reversed, stepped-and-offset and
-    // broadcast operands, a vector, and a k that no slice count divides (no
-    // split), against float64, on every device. The same bits every run.
+    // broadcast operands (along m and along k), a row by a column, 1-D
+    // operands, and a k that no slice count divides (no split), against
+    // float64, on every device. The same bits every run.
     for dev in devices() {
         let k = 8192;
         let big = Tensor::from_vec(noise(2 * 40 * k, 11), [2 * 40, k], &dev).unwrap();
@@ -191,9 +192,24 @@ fn a_long_k_splits_over_slices_and_matches_float64() {
                 bt.t(),
             ),
             (
-                "vector",
+                "row by column",
                 big.narrow(0, 7, 1).unwrap(),
                 bt.narrow(0, 2, 1).unwrap().t(),
+            ),
+            (
+                "transposed a",
+                big.narrow(0, 0, 40).unwrap().t().contiguous().unwrap().t(),
+                bt.t(),
+            ),
+            (
+                "broadcast along k",
+                big.narrow(1, 5, 1)
+                    .unwrap()
+                    .narrow(0, 0, 6)
+                    .unwrap()
+                    .broadcast_to([6, k])
+                    .unwrap(),
+                bt.t(),
             ),
             (
                 "prime k",
@@ -211,6 +227,25 @@ fn a_long_k_splits_over_slices_and_matches_float64() {
             let again = read_f32(&a.matmul(&b).unwrap());
             assert_eq!(read_f32(&got), again, "{what} on {dev}: the same bits");
         }
+        // 1-D operands (a vector times a matrix, a dot product): the
+        // unsqueezed axes dropped again after the split.
+        let v = big.narrow(0, 3, 1).unwrap().squeeze_axis(0).unwrap();
+        let w = bt.narrow(0, 1, 1).unwrap().squeeze_axis(0).unwrap();
+        let bc = bt.t().contiguous().unwrap();
+        let want = reference(&as_f64(&v), &as_f64(&bc), 1, 1, k, 24);
+        let got = v.matmul(&bt.t()).unwrap();
+        assert_eq!(got.dims(), &[24], "{dev}");
+        assert!(
+            relative_error(&read_f32(&got), &want) < 1e-5,
+            "vector on {dev}"
+        );
+        let want: f64 = as_f64(&v).iter().zip(as_f64(&w)).map(|(x, y)| x * y).sum();
+        let got = v.dot(&w).unwrap();
+        assert!(got.dims().is_empty(), "{dev}");
+        assert!(
+            relative_error(&read_f32(&got), &[want]) < 1e-5,
+            "dot on {dev}"
+        );
     }
 }
 

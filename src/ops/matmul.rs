@@ -20,8 +20,8 @@ impl Tensor {
     /// i64 and u32 (wrapping). A GPU has no i64 product kernel: it sums an
     /// m x k x n tensor of the products (one elementwise op and a sum). A
     /// GPU's f32 product of a few output tiles over a long k (64 x 64 over
-    /// 65,536) runs as a batch over slices of k, summed in order (split-k:
-    /// two dispatches).
+    /// 65,536) runs as a batch over slices of k and a sum of the slices'
+    /// partials (split-k: the same bits every run).
     ///
     /// ```
     /// use webtensor::{Device, Tensor};

@@ -3,8 +3,7 @@
 //! tile would leave a big GPU idle while it walks k. The product runs as a
 //! batch of products over consecutive slices of k, read in place through
 //! strided views of the operands (no copies), and the slices' partial
-//! results are summed in order, a fixed reduction: the same bits every
-//! run.
+//! results are summed by a fixed reduction: the same bits every run.
 
 use crate::dtype::DType;
 use crate::error::Result;
@@ -24,17 +23,26 @@ const MIN_SLICE: usize = 512;
 /// Slices of k at most.
 const MAX_SPLITS: usize = 64;
 
+/// Slices fewer than this are not worth a second dispatch.
+const MIN_SPLITS: usize = 4;
+
 /// The slices of k for an `m` x `k` by `k` x `n` product: 1 (no split)
 /// unless its output is at most a quarter of a wave of tiles and k is at
 /// least 8 times its longer side; else the most that divide k evenly into
-/// slices of at least [`MIN_SLICE`], up to filling a wave.
+/// slices of at least [`MIN_SLICE`] (of a multiple of four elements where
+/// k is, so that aligned operands keep their vec4 loads), up to filling a
+/// wave, and at least [`MIN_SPLITS`].
 pub(super) fn splits(m: usize, n: usize, k: usize) -> usize {
     let blocks = m.div_ceil(TILE) * n.div_ceil(TILE);
-    if blocks == 0 || 4 * blocks > WAVE || k < 8 * m.max(n) || k < 4 * MIN_SLICE {
+    if blocks == 0 || 4 * blocks > WAVE || k < 8 * m.max(n).max(MIN_SLICE) {
         return 1;
     }
     let most = (WAVE / blocks).min(k / MIN_SLICE).min(MAX_SPLITS);
-    (2..=most).rev().find(|s| k.is_multiple_of(*s)).unwrap_or(1)
+    let aligned = |s: usize| !k.is_multiple_of(4) || (k / s).is_multiple_of(4);
+    (MIN_SPLITS..=most)
+        .rev()
+        .find(|&s| k.is_multiple_of(s) && aligned(s))
+        .unwrap_or(1)
 }
 
 /// `a @ b` of 2-D f32 operands on a GPU by split-k, where [`splits`]
@@ -85,9 +93,19 @@ mod tests {
         // Only even slices: 4,099 is prime.
         assert_eq!(splits(8, 8, 4099), 1);
         assert_eq!(splits(8, 8, 3 * 2048), 12);
+        // Fewer than four slices: no split (a 2,048-long dot product).
+        assert_eq!(splits(1, 1, 2048), 1);
+        assert_eq!(splits(1, 1, 4096), 8);
+        // 12,300: slices of 615 (20), 820 (15 of them) or 1,025 (12)?
+        // 615 and 1,025 would lose the vec4 loads of an aligned operand.
+        assert_eq!(splits(64, 64, 12_300), 15);
+        // 4,100: 5 slices of 820, not 4 of 1,025.
+        assert_eq!(splits(1, 1, 4100), 5);
+        assert_eq!(splits(64, 64, 12_288), 24);
         for (m, n, k) in [(1, 1, 4096), (100, 7, 10_000), (300, 300, 1 << 20)] {
             let s = splits(m, n, k);
             assert!(s <= MAX_SPLITS && k % s == 0 && (s == 1 || k / s >= MIN_SLICE));
+            assert!(s == 1 || s >= MIN_SPLITS);
         }
     }
 }
