@@ -150,30 +150,26 @@ pub(super) fn record(
         });
     }
     let row_bytes = call.row_bytes();
-    let u32_of = |what, v: usize| {
-        u32::try_from(v).map_err(|_| Error::TooLarge {
+    let within = |what, v: usize, limit: u64| match v as u64 <= limit {
+        true => Ok(()),
+        false => Err(Error::TooLarge {
             op: OP,
             what,
             requested: v as u64,
-            limit: u32::MAX as u64,
-        })
-    };
-    let i32_of = |what, v: usize| {
-        i32::try_from(v).map_err(|_| Error::TooLarge {
-            op: OP,
-            what,
-            requested: v as u64,
-            limit: i32::MAX as u64,
-        })
+            limit,
+        }),
     };
     // The last byte of the weight and the last element of each side must
-    // be addressable as the kernel computes them (i32 bases).
-    u32_of("weight bytes", w.layout.offset() + call.n * row_bytes)?;
-    i32_of("activation elements", x.layout.offset() + call.m * call.k)?;
-    i32_of(
-        "output elements",
-        dest.layout.offset() + call.m * call.out_stride,
+    // be addressable as the kernel computes them (u32 bytes, i32 bases).
+    let (word, base) = (u64::from(u32::MAX), i32::MAX as u64);
+    within("weight bytes", w.layout.offset() + call.n * row_bytes, word)?;
+    within(
+        "activation elements",
+        x.layout.offset() + call.m * call.k,
+        base,
     )?;
+    let out_end = dest.layout.offset() + call.m * call.out_stride;
+    within("output elements", out_end, base)?;
     let block = TiledParams {
         m: call.m as u32,
         n: call.n as u32,
