@@ -19,7 +19,7 @@ import pathlib
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from tiny_llama_forward import reference
+from tiny_llama_forward import RandomTensors, reference
 
 HERE = pathlib.Path(__file__).parent
 rng = np.random.default_rng(23)
@@ -42,28 +42,12 @@ w.add_rope_freq_base(THETA)
 w.add_layer_norm_rms_eps(EPS)
 w.add_vocab_size(VOCAB)
 
-weights = {}  # name -> float64 as the file stores it
-
-
-def put(name, shape, kind=None, scale=None):
-    scale = scale if scale is not None else 1.0 / np.sqrt(shape[-1])
-    array = (rng.standard_normal(shape) * scale).astype(np.float32)
-    if kind in (T.Q8_0, T.Q4_0):
-        blocks = gguf.quants.quantize(array, kind)
-        w.add_tensor(name, blocks, raw_dtype=kind)
-        weights[name] = gguf.quants.dequantize(blocks, kind).astype(np.float64)
-    elif kind == "f16":
-        w.add_tensor(name, array.astype(np.float16))
-        weights[name] = array.astype(np.float16).astype(np.float64)
-    else:
-        w.add_tensor(name, array)
-        weights[name] = array.astype(np.float64)
+tensors = RandomTensors(w, rng)
+put = tensors.put
 
 
 def norm(name):
-    array = (1.0 + 0.1 * rng.standard_normal(DIM)).astype(np.float32)
-    w.add_tensor(name, array)
-    weights[name] = array.astype(np.float64)
+    tensors.norm(name, DIM)
 
 
 put("token_embd.weight", (VOCAB, DIM), "f16", scale=1.0)
@@ -89,7 +73,7 @@ w.close()
 
 reference(
     HERE / "tiny_qwen2_reference.npz",
-    weights,
+    tensors.weights,
     dict(DIM=DIM, LAYERS=LAYERS, HEADS=HEADS, KV_HEADS=KV_HEADS, HEAD=HEAD, NEOX=True, EPS=EPS, THETA=THETA),
     PROMPT,
     STEPS,

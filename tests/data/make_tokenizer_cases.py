@@ -34,7 +34,7 @@ import gguf
 import numpy as np
 import sentencepiece as spm
 from gguf import GGMLQuantizationType as T
-from tiny_llama_forward import reference
+from tiny_llama_forward import RandomTensors, reference
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 HERE = pathlib.Path(__file__).parent
@@ -111,14 +111,7 @@ def spm_file(lines):
         else:
             types.append(gguf.TokenType.NORMAL)
     w = gguf.GGUFWriter(HERE / "tiny_tokenizer_spm.gguf", "llama")
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_add_bos_token(True)
+    add_vocabulary(w, tokens, scores, types)
     w.add_add_space_prefix(True)
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -127,6 +120,19 @@ def spm_file(lines):
     for text in CASES:
         lines.append(("spm", text, sp.encode(text)))
     tiny_model(tokens, scores, types, sp)
+
+
+def add_vocabulary(w, tokens, scores, types):
+    """The SentencePiece vocabulary as llama.cpp's converter stores it:
+    pieces, scores, types, <unk> 0, <s> 1 (added), </s> 2."""
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_add_bos_token(True)
 
 
 def tiny_model(tokens, scores, types, sp):
@@ -144,34 +150,12 @@ def tiny_model(tokens, scores, types, sp):
     w.add_rope_freq_base(dims["THETA"])
     w.add_layer_norm_rms_eps(dims["EPS"])
     w.add_vocab_size(len(tokens))
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_add_bos_token(True)
-    weights = {}
-
-    def put(name, shape, kind=None, scale=None):
-        scale = scale if scale is not None else 1.0 / np.sqrt(shape[-1])
-        array = (rng.standard_normal(shape) * scale).astype(np.float32)
-        if kind in (T.Q8_0, T.Q4_0):
-            blocks = gguf.quants.quantize(array, kind)
-            w.add_tensor(name, blocks, raw_dtype=kind)
-            weights[name] = gguf.quants.dequantize(blocks, kind).astype(np.float64)
-        elif kind == "f16":
-            w.add_tensor(name, array.astype(np.float16))
-            weights[name] = array.astype(np.float16).astype(np.float64)
-        else:
-            w.add_tensor(name, array)
-            weights[name] = array.astype(np.float64)
+    add_vocabulary(w, tokens, scores, types)
+    tensors = RandomTensors(w, rng)
+    put = tensors.put
 
     def norm(name):
-        array = (1.0 + 0.1 * rng.standard_normal(dim)).astype(np.float32)
-        w.add_tensor(name, array)
-        weights[name] = array.astype(np.float64)
+        tensors.norm(name, dim)
 
     put("token_embd.weight", (len(tokens), dim), "f16", scale=1.0)
     for i in range(dims["LAYERS"]):
@@ -193,7 +177,7 @@ def tiny_model(tokens, scores, types, sp):
     w.close()
     prompt = "Once upon a time"
     ids = [1] + sp.encode(prompt)
-    reference(HERE / "tiny_llama_vocab_reference.npz", weights, dims, ids, 8)
+    reference(HERE / "tiny_llama_vocab_reference.npz", tensors.weights, dims, ids, 8)
     greedy = np.load(HERE / "tiny_llama_vocab_reference.npz")["greedy"].tolist()
     with open(HERE / "tiny_llama_vocab.json", "w") as f:
         json.dump({"prompt": prompt, "prompt_ids": ids, "greedy": greedy}, f)

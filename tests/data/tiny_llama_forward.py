@@ -8,7 +8,40 @@ width where `dims` gives HEAD, and the embeddings as the output matrix
 where there is none.
 """
 
+import gguf
 import numpy as np
+from gguf import GGMLQuantizationType as T
+
+
+class RandomTensors:
+    """Random tensors written into a GGUFWriter `w` from `rng`, and their
+    values as the file stores them in float64 (`weights`; quantized ones as
+    gguf-py decodes them), the reference's input."""
+
+    def __init__(self, w, rng):
+        self.w, self.rng, self.weights = w, rng, {}
+
+    def put(self, name, shape, kind=None, scale=None):
+        """Normal values of `scale` (1 / sqrt(the last extent) by default),
+        stored as f32, f16 ("f16") or Q8_0/Q4_0 blocks (`kind`)."""
+        scale = scale if scale is not None else 1.0 / np.sqrt(shape[-1])
+        array = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        if kind in (T.Q8_0, T.Q4_0):
+            blocks = gguf.quants.quantize(array, kind)
+            self.w.add_tensor(name, blocks, raw_dtype=kind)
+            self.weights[name] = gguf.quants.dequantize(blocks, kind).astype(np.float64)
+        elif kind == "f16":
+            self.w.add_tensor(name, array.astype(np.float16))
+            self.weights[name] = array.astype(np.float16).astype(np.float64)
+        else:
+            self.w.add_tensor(name, array)
+            self.weights[name] = array.astype(np.float64)
+
+    def norm(self, name, dim):
+        """A norm's weight: 1 plus a tenth of normal values."""
+        array = (1.0 + 0.1 * self.rng.standard_normal(dim)).astype(np.float32)
+        self.w.add_tensor(name, array)
+        self.weights[name] = array.astype(np.float64)
 
 
 def reference(path, weights, dims, prompt, steps):
