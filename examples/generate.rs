@@ -1,7 +1,8 @@
 //! Runs a GGUF language model: loads a Llama-architecture file (Llama,
-//! TinyLlama, Mistral, SmolLM, Qwen2), tokenizes the prompt with the
-//! file's own vocabulary, and generates, printing tokens as they come and
-//! the speed of the prompt's pass and of the decoding steps.
+//! scaled rotary frequencies included, TinyLlama, Mistral, SmolLM,
+//! Qwen2), tokenizes the prompt with the file's own vocabulary, and
+//! generates, printing tokens as they come and the speed of the prompt's
+//! pass and of the decoding steps.
 //!
 //! ```text
 //! cargo run --release --example generate -- MODEL.gguf "Once upon a time" \

@@ -114,7 +114,8 @@ pub use num_complex::Complex32;
 pub use ops::linalg;
 pub use ops::{
     Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, Generator, PadMode,
-    Pair, Pool, QTensor, Resize, Rope, RopeStyle, Sampling, Side, SortOrder, Stft, TopK, Unique,
+    Pair, Pool, QTensor, Resize, Rope, RopeScaling, RopeStyle, Sampling, Side, SortOrder, Stft,
+    TopK, Unique,
 };
 pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledRegion, ProfiledSubmit};
 pub use quant::GgmlType;

@@ -5,7 +5,7 @@
 mod common;
 
 use std::collections::HashMap;
-use webtensor::{Attention, DType, Device, Error, Rope, RopeStyle, Tensor, io, s};
+use webtensor::{Attention, DType, Device, Error, Rope, RopeScaling, RopeStyle, Tensor, io, s};
 
 fn cases() -> HashMap<String, Tensor> {
     let path = concat!(
@@ -89,6 +89,121 @@ fn rotations_match_numpy_from_its_tables_and_from_our_own() {
             }
         }
     }
+}
+
+/// The scaling a case of `make_attention_cases.py` names (`rs{k}_kind`).
+fn scaling_of(c: &HashMap<String, Tensor>, k: usize) -> RopeScaling {
+    let kind = c[&format!("rs{k}_kind")].to_vec::<f64>().unwrap();
+    match kind[0] as usize {
+        0 => RopeScaling::Llama3 {
+            factor: kind[1],
+            low_freq_factor: kind[2],
+            high_freq_factor: kind[3],
+            original_max_position: kind[4] as usize,
+        },
+        1 => RopeScaling::Linear { factor: kind[1] },
+        _ => RopeScaling::Factors(c[&format!("rs{k}_factors")].to_vec::<f32>().unwrap()),
+    }
+}
+
+#[test]
+fn scaled_frequencies_and_rotations_match_hugging_faces() {
+    // Llama 3.1's settings, a llama3 scaling with a frequency in each
+    // band, linear interpolation and ggml's factors, against NumPy's f32
+    // mirror of Hugging Face's code.
+    let c = cases();
+    for k in 0..4 {
+        let args = c[&format!("rs{k}_args")].to_vec::<f64>().unwrap();
+        let (start, len, dim, theta) = (
+            args[0] as usize,
+            args[1] as usize,
+            args[2] as usize,
+            args[3],
+        );
+        let scaling = scaling_of(&c, k);
+        let want = c[&format!("rs{k}_freqs")].to_vec::<f32>().unwrap();
+        let got = scaling.frequencies(dim, theta).unwrap();
+        // powf's last bit may differ from NumPy's.
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 4.0 * f32::EPSILON * w.abs(),
+                "{scaling:?}: frequency {i} is {g}, NumPy's {w}"
+            );
+        }
+        assert_eq!(got.len(), want.len());
+        // Scaled frequencies are not the plain ones (the test can fail).
+        let plain = RopeScaling::None.frequencies(dim, theta).unwrap();
+        assert!(
+            got.iter()
+                .zip(&plain)
+                .any(|(g, p)| (g - p).abs() > 1e-3 * p)
+        );
+        for dev in common::devices() {
+            let x = c[&format!("rs{k}_x")].to_device(&dev).unwrap();
+            for (style, name) in STYLES {
+                let want = c[&format!("rs{k}_{name}")].to_vec::<f32>().unwrap();
+                let rope = Rope::scaled(start, len, dim, theta, &scaling, style, &dev).unwrap();
+                let ulp_of_angle = (start + len) as f32 * f32::EPSILON;
+                let what = format!("scaling case {k}, {name}, on {dev}");
+                close(
+                    &read(&x.rope(&rope).unwrap()),
+                    &want,
+                    2e-5 + 4.0 * ulp_of_angle,
+                    &what,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_scalings_are_errors_naming_the_values() {
+    let llama3 = |factor, low, high, old| RopeScaling::Llama3 {
+        factor,
+        low_freq_factor: low,
+        high_freq_factor: high,
+        original_max_position: old,
+    };
+    for (scaling, what) in [
+        (RopeScaling::Linear { factor: 0.0 }, "factor 0"),
+        (RopeScaling::Linear { factor: f64::NAN }, "factor NaN"),
+        (llama3(8.0, 4.0, 4.0, 8192), "high_freq_factor 4"),
+        (llama3(8.0, 1.0, 4.0, 0), "original_max_position 0"),
+        (llama3(-8.0, 1.0, 4.0, 8192), "factor -8"),
+        (llama3(8.0, 0.0, 4.0, 8192), "low_freq_factor 0"),
+        (RopeScaling::Factors(vec![1.0; 3]), "3 factors"),
+        (RopeScaling::Factors(vec![1.0, 0.0, 1.0, 1.0]), "factor 0"),
+        (
+            RopeScaling::Factors(vec![1.0, 1.0, f32::INFINITY, 1.0]),
+            "factor inf",
+        ),
+    ] {
+        match scaling.frequencies(8, 10000.0) {
+            Err(Error::Argument { op, msg }) => {
+                assert_eq!(op, "RopeScaling::frequencies");
+                assert!(msg.contains(what), "{what}: {msg}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+        let dev = Device::cpu();
+        match Rope::scaled(0, 4, 8, 10000.0, &scaling, RopeStyle::HalfSplit, &dev) {
+            Err(Error::Argument { op, msg }) => {
+                assert_eq!(op, "Rope::scaled");
+                assert!(msg.contains(what), "{what}: {msg}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // The plain frequencies' own bad input, through a scaling.
+    let none = RopeScaling::None;
+    assert!(matches!(
+        none.frequencies(7, 10000.0),
+        Err(Error::Argument { .. })
+    ));
+    assert!(matches!(
+        none.frequencies(8, 1.0),
+        Err(Error::Argument { .. })
+    ));
 }
 
 #[test]

@@ -9,8 +9,10 @@
 //! and with the quantized ones kept as their blocks (`QTensor`,
 //! `qmatmul`). A second model (`make_tiny_llama_quant.py`) has a weight of
 //! every quantized type the products take; a third is laid out as Qwen2's
-//! (`make_tiny_qwen2.py`), and a fourth carries a vocabulary, for a whole
-//! generation from text (`make_tokenizer_cases.py`). A decoding step written with
+//! (`make_tiny_qwen2.py`), a fourth carries a vocabulary, for a whole
+//! generation from text (`make_tokenizer_cases.py`), and two more scale
+//! their rotary frequencies (`make_tiny_llama_scaled.py`: Llama 3.1's
+//! `rope_freqs`, and linear). A decoding step written with
 //! its token and position in tensors (caches written by `scatter_`, rotary
 //! tables by `Rope::at`, a mask over the whole cache) is captured once and
 //! replayed for each token.
@@ -22,7 +24,7 @@ mod gguf_tokenizer;
 mod llama;
 
 use llama::{Decoder, Logits, Model};
-use webtensor::io::Gguf;
+use webtensor::io::{Gguf, GgufValue, GgufWriter};
 use webtensor::{Device, Tensor, io};
 
 fn data(name: &str) -> Vec<u8> {
@@ -126,6 +128,41 @@ fn a_tiny_qwen2_gives_numpys_logits_and_greedy_tokens() {
     // and v, the embeddings read back as the output matrix, and heads of
     // 24 over a width of 64 (`key_length`).
     matches_numpy("tiny_qwen2.gguf", "tiny_qwen2_reference.npz");
+}
+
+#[test]
+fn a_tiny_llama31_with_scaled_rotary_frequencies_gives_numpys_logits() {
+    // Llama 3.1's "llama3" scaling as llama.cpp's converter stores it (a
+    // rope_freqs tensor of divisors, make_tiny_llama_scaled.py), each of
+    // its three bands among the head's frequencies.
+    matches_numpy("tiny_llama31.gguf", "tiny_llama31_reference.npz");
+}
+
+#[test]
+fn a_tiny_llama_with_linear_rotary_scaling_gives_numpys_logits() {
+    // rope.scaling.type "linear", factor 4.
+    matches_numpy("tiny_llama_linear.gguf", "tiny_llama_linear_reference.npz");
+}
+
+#[test]
+fn a_rotary_scaling_not_built_is_refused_before_any_weight_is_read() {
+    // Metadata alone, asking for YaRN: loading stops before the weights.
+    let mut w = GgufWriter::new();
+    for (key, value) in [
+        ("general.architecture", GgufValue::String("llama".into())),
+        ("llama.block_count", GgufValue::U32(1)),
+        ("llama.embedding_length", GgufValue::U32(32)),
+        ("llama.attention.head_count", GgufValue::U32(2)),
+        ("llama.rope.scaling.type", GgufValue::String("yarn".into())),
+        ("llama.rope.scaling.factor", GgufValue::F32(4.0)),
+    ] {
+        w.add_metadata(key, value).unwrap();
+    }
+    let file = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+    match Model::load(&file, &Device::cpu(), 32, true) {
+        Err(e) => assert!(e.to_string().contains("\"yarn\" is not supported"), "{e}"),
+        Ok(_) => panic!("a YaRN scaling loaded"),
+    }
 }
 
 #[test]

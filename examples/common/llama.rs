@@ -12,8 +12,9 @@
 #![allow(dead_code)]
 
 use std::rc::Rc;
+use webtensor::GgmlType;
 use webtensor::io::{Gguf, GgufValue};
-use webtensor::{Attention, DType, Device, Graph, QTensor, Rope, RopeStyle, Tensor};
+use webtensor::{Attention, DType, Device, Graph, QTensor, Rope, RopeScaling, RopeStyle, Tensor};
 
 type LoadResult<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -96,6 +97,61 @@ fn number(f: &Gguf, key: &str) -> LoadResult<f64> {
         .ok_or_else(|| format!("the file has no number at {key}").into())
 }
 
+/// The scaling of the rotary frequencies `f` asks for, as llama.cpp reads
+/// it: the `rope_freqs` tensor's divisors (`has_factors`: Llama 3.1's
+/// conversion), and a linear factor (`rope.scaling.type` "linear" with
+/// `rope.scaling.factor`, or the older `rope.scale_linear`). YaRN and
+/// LongRoPE are refused rather than run with the wrong frequencies.
+fn rope_scaling(
+    f: &Gguf,
+    arch: &str,
+    has_factors: bool,
+    head_dim: usize,
+) -> LoadResult<RopeScaling> {
+    let key = |k: &str| format!("{arch}.{k}");
+    let kind = f.get(&key("rope.scaling.type")).and_then(GgufValue::as_str);
+    let factor = number(f, &key("rope.scaling.factor"))
+        .or_else(|_| number(f, &key("rope.scale_linear")))
+        .ok();
+    let linear = match (kind, factor) {
+        (Some("linear") | None, Some(factor)) if factor != 0.0 && factor != 1.0 => factor,
+        (Some("linear" | "none") | None, _) => 1.0,
+        (Some(other), _) => {
+            return Err(format!("rotary scaling {other:?} is not supported").into());
+        }
+    };
+    if !has_factors {
+        return Ok(if linear == 1.0 {
+            RopeScaling::None
+        } else {
+            RopeScaling::Linear { factor: linear }
+        });
+    }
+    // Read from the file's bytes (f32, as converters write it): no
+    // readback, which a wasm page could not wait for.
+    let name = "rope_freqs.weight";
+    let info = f.tensors().iter().find(|t| t.name == name);
+    if info.is_none_or(|t| t.ggml_type != GgmlType::F32) {
+        return Err(format!("{name} is not an f32 tensor").into());
+    }
+    let factors: Vec<f32> = f
+        .tensor_bytes(name)?
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    if factors.len() != head_dim / 2 {
+        return Err(format!(
+            "rope_freqs holds {} factors for heads of {head_dim}",
+            factors.len()
+        )
+        .into());
+    }
+    // Both: each frequency divided by its factor and by the linear one.
+    Ok(RopeScaling::Factors(
+        factors.iter().map(|&d| d * linear as f32).collect(),
+    ))
+}
+
 impl Model {
     /// The model in `f` on `dev` with caches of `context` positions, its
     /// quantized weights kept as blocks where `blocks`, else dequantized.
@@ -157,6 +213,8 @@ impl Model {
         {
             return Err(format!("a rotation of {rotary} of {head_dim} features").into());
         }
+        // Before any weight is read: a scaling not built is refused at once.
+        let scaling = rope_scaling(f, arch, has("rope_freqs.weight"), head_dim)?;
         let cache = || Tensor::zeros([kv_heads, context, head_dim], DType::F32, dev);
         let layers = number(f, &key("block_count"))? as usize;
         let mut all = Vec::with_capacity(layers);
@@ -189,14 +247,6 @@ impl Model {
                 bias: None,
             },
         };
-        // Llama 3.1's scaled frequencies are not built: refuse, rather
-        // than compute with the wrong ones.
-        let scaling = f.get(&key("rope.scaling.type")).and_then(GgufValue::as_str);
-        if has("rope_freqs.weight") || scaling.is_some_and(|s| s != "none") {
-            return Err(
-                "rotary frequency scaling (rope_freqs, rope.scaling) is not supported".into(),
-            );
-        }
         let theta = number(f, &key("rope.freq_base")).unwrap_or(10_000.0);
         Ok(Model {
             heads,
@@ -209,7 +259,7 @@ impl Model {
             blocks: all,
             norm: plain("output_norm.weight")?,
             output,
-            rope: Rope::new(0, context, head_dim, theta, style, dev)?,
+            rope: Rope::scaled(0, context, head_dim, theta, &scaling, style, dev)?,
         })
     }
 

@@ -41,7 +41,7 @@ pub use conv_args::{Conv, ConvPadding};
 pub use counting::{Side, Unique};
 pub use custom::CustomKernel;
 pub use fft::{Fft, FftNorm};
-pub use nn::{Activation, Attention, Rope, RopeStyle, Sampling};
+pub use nn::{Activation, Attention, Rope, RopeScaling, RopeStyle, Sampling};
 pub use pool::Pool;
 pub use quant::QTensor;
 pub use random::Generator;

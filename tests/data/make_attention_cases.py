@@ -10,9 +10,12 @@ interleaved one (GPT-J, ggml's normal mode), each `x1 cos - x2 sin`,
 `x2 cos + x1 sin` rounded as written. Attention as PyTorch's reference code
 for `scaled_dot_product_attention` writes it (`q @ k^T * scale`, a bias of
 -inf where masked, softmax, `@ v`), with grouped-query heads (k and v heads
-repeated), the float64 result rounded to f32.
+repeated), the float64 result rounded to f32. Scaled rotary frequencies ("llama3",
+"linear", ggml's rope_freqs factors) as Hugging Face computes them in f32,
+and rotations by them.
 """
 
+import math
 import pathlib
 
 import numpy as np
@@ -123,5 +126,59 @@ for name, qs, ks, ev, mask_kind, causal, scale in attn:
     cases[f"{name}_scale"] = np.array([np.nan if scale is None else scale])
     cases[f"{name}_causal"] = np.array([causal])
     cases[f"{name}_out"] = attention(q, k, v, mask, causal, scale)
+
+
+
+def scaled_frequencies(dim, theta, kind, factor=1.0, low=1.0, high=4.0, old=8192, factors=None):
+    """The frequencies of a scaled rotary embedding as Hugging Face's
+    `ROPE_INIT_FUNCTIONS` compute them in f32 tensors ("linear": divided
+    by the factor; "llama3": `_compute_llama3_parameters`, its Python
+    scalars rounded to f32 and `scalar / tensor` as the tensor's
+    reciprocal times the scalar, as torch computes them), or divided by
+    ggml's per-frequency factors ("factors", a GGUF file's rope_freqs)."""
+    inv = f32(1.0) / (f32(theta) ** (np.arange(0, dim, 2, dtype=f32) / f32(dim)))
+    if kind == "linear":
+        return inv / f32(factor)
+    if kind == "factors":
+        return inv / factors
+    assert kind == "llama3"
+    long_wl, short_wl = f32(old / low), f32(old / high)
+    wavelen = (f32(1.0) / inv) * f32(2 * math.pi)
+    llama = np.where(wavelen > long_wl, inv / f32(factor), inv)
+    smooth = ((f32(1.0) / wavelen) * f32(old) - f32(low)) / f32(high - low)
+    smoothed = (f32(1.0) - smooth) * llama / f32(factor) + smooth * llama
+    medium = ~(wavelen < short_wl) & ~(wavelen > long_wl)
+    return np.where(medium, smoothed, llama).astype(f32)
+
+
+# Scaled rotary frequencies: Llama 3.1's own settings, a llama3 scaling
+# whose three bands fall in 8 frequencies, linear interpolation, and
+# ggml's factors. `rs{k}_kind`: [kind (0 llama3, 1 linear, 2 factors),
+# factor, low, high, old].
+scaling_rng = np.random.default_rng(20261130)
+KINDS = {"llama3": 0, "linear": 1, "factors": 2}
+for k, (start, length, dim, theta, kind, kw) in enumerate(
+    [
+        (8000, 3, 128, 500000.0, "llama3", dict(factor=8.0, low=1.0, high=4.0, old=8192)),
+        (20, 5, 16, 10000.0, "llama3", dict(factor=8.0, low=1.0, high=4.0, old=32)),
+        (100, 4, 64, 10000.0, "linear", dict(factor=4.0)),
+        (30, 5, 16, 10000.0, "factors", dict(factors=scaling_rng.uniform(1, 8, 8).astype(f32))),
+    ]
+):
+    freqs = scaled_frequencies(dim, theta, kind, **kw)
+    angles = np.outer(np.arange(start, start + length, dtype=f32), freqs).astype(f32)
+    cos, sin = np.cos(angles).astype(f32), np.sin(angles).astype(f32)
+    x = scaling_rng.standard_normal((2, length, dim)).astype(f32)
+    cases[f"rs{k}_freqs"] = freqs
+    cases[f"rs{k}_x"] = x
+    cases[f"rs{k}_args"] = np.array([start, length, dim, theta], dtype=np.float64)
+    cases[f"rs{k}_kind"] = np.array(
+        [KINDS[kind], kw.get("factor", 1.0), kw.get("low", 1.0), kw.get("high", 4.0), kw.get("old", 0)],
+        dtype=np.float64,
+    )
+    if kind == "factors":
+        cases[f"rs{k}_factors"] = kw["factors"]
+    for style in ["half", "interleaved"]:
+        cases[f"rs{k}_{style}"] = rotate(x, cos, sin, style)
 
 np.savez(HERE / "attention_cases.npz", **cases)

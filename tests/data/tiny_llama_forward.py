@@ -1,11 +1,12 @@
 """The NumPy forward pass of the tiny Llama-architecture models that
 make_tiny_llama.py, make_tiny_llama_quant.py, make_tokenizer_cases.py and
-make_tiny_qwen2.py write, and the reference they save for tests/llama.rs:
+make_tiny_qwen2.py and make_tiny_llama_scaled.py write, and the reference they save for tests/llama.rs:
 float64, causal, grouped-query attention, rotary embeddings in ggml's
 normal (interleaved) layout or, for Qwen2, NeoX's halves, SwiGLU; biases
 on q, k and v where the weights have them, a head size apart from the
-width where `dims` gives HEAD, and the embeddings as the output matrix
-where there is none.
+width where `dims` gives HEAD, the embeddings as the output matrix
+where there is none, and rotary frequencies divided as llama.cpp divides
+them where `dims` gives FREQ_DIVISOR.
 """
 
 import gguf
@@ -49,12 +50,15 @@ def reference(path, weights, dims, prompt, steps):
 
     `weights` maps tensor names to float64 arrays as the file stores them
     (quantized ones as gguf-py decodes them); `dims` holds DIM, LAYERS,
-    HEADS, KV_HEADS, EPS and THETA, and optionally HEAD and NEOX.
+    HEADS, KV_HEADS, EPS and THETA, and optionally HEAD, NEOX and
+    FREQ_DIVISOR (what the rotary frequencies are divided by).
     """
     DIM, LAYERS, HEADS, KV_HEADS = (dims[k] for k in ("DIM", "LAYERS", "HEADS", "KV_HEADS"))
     EPS, THETA = dims["EPS"], dims["THETA"]
     HEAD = dims.get("HEAD", DIM // HEADS)
     NEOX = dims.get("NEOX", False)
+    # Scaled frequencies: each divided by this (a number, or one a pair).
+    FREQ_DIVISOR = dims.get("FREQ_DIVISOR", 1.0)
 
     def rms_norm(x, g):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * g
@@ -62,7 +66,7 @@ def reference(path, weights, dims, prompt, steps):
     def rope(x, start):
         # x: (heads, seq, HEAD); ggml's normal mode: pairs (2i, 2i + 1).
         seq = x.shape[-2]
-        inv = 1.0 / THETA ** (np.arange(0, HEAD, 2) / HEAD)
+        inv = 1.0 / THETA ** (np.arange(0, HEAD, 2) / HEAD) / FREQ_DIVISOR
         angles = np.outer(np.arange(start, start + seq), inv)
         cos, sin = np.cos(angles), np.sin(angles)
         if NEOX:

@@ -6,7 +6,8 @@
 //! `softplus`, `mish`; `activation.rs`: [`Activation`], one named as a
 //! value for a layer to apply), `fuse.rs`: a batch norm folded into the
 //! convolution before it, and the transformer's blocks (`rope.rs`: rotary
-//! position embeddings; `attention.rs`: scaled dot-product attention with
+//! position embeddings, `rope_scaling.rs`: their frequencies stretched for
+//! longer contexts; `attention.rs`: scaled dot-product attention with
 //! grouped-query heads; `sampling.rs`: the next token drawn from logits).
 
 mod activation;
@@ -16,11 +17,13 @@ mod batch_norm;
 mod fuse;
 mod norms;
 mod rope;
+mod rope_scaling;
 mod sampling;
 
 pub use activation::Activation;
 pub use attention::Attention;
 pub use rope::{Rope, RopeStyle};
+pub use rope_scaling::RopeScaling;
 pub use sampling::Sampling;
 
 use crate::dtype::DType;

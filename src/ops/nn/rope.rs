@@ -10,6 +10,7 @@
 //! rounded as written. The signed sines are made once per [`Rope`].
 
 use super::check_float;
+use super::rope_scaling::RopeScaling;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -87,13 +88,37 @@ impl Rope {
         style: RopeStyle,
         device: &Device,
     ) -> Result<Rope> {
-        const OP: &str = "Rope::new";
-        if head_dim == 0 || !head_dim.is_multiple_of(2) {
-            return Err(Error::argument(
-                OP,
-                format!("head_dim {head_dim} is not a positive even number"),
-            ));
-        }
+        Rope::scaled(
+            start,
+            len,
+            head_dim,
+            theta,
+            &RopeScaling::None,
+            style,
+            device,
+        )
+        .map_err(|e| e.named("Rope::new"))
+    }
+
+    /// The tables of [`Rope::new`] with its frequencies scaled by
+    /// `scaling` ([`RopeScaling::frequencies`]): a model whose context
+    /// was stretched past the one it was trained on (Llama 3.1's "llama3"
+    /// scaling, a GGUF file's `rope_freqs`, position interpolation).
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `Rope::scaled` as [`Rope::new`] and
+    /// [`RopeScaling::frequencies`] refuse their arguments; device errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn scaled(
+        start: usize,
+        len: usize,
+        head_dim: usize,
+        theta: f64,
+        scaling: &RopeScaling,
+        style: RopeStyle,
+        device: &Device,
+    ) -> Result<Rope> {
+        const OP: &str = "Rope::scaled";
         if len == 0 || start.saturating_add(len) > 1 << 24 {
             return Err(Error::argument(
                 OP,
@@ -103,17 +128,10 @@ impl Rope {
                 ),
             ));
         }
-        if !(theta.is_finite() && theta > 1.0) {
-            return Err(Error::argument(
-                OP,
-                format!("theta {theta} is not a finite number above 1"),
-            ));
-        }
+        let inv_freq = scaling
+            .frequencies(head_dim, theta)
+            .map_err(|e| e.named(OP))?;
         let half = head_dim / 2;
-        let base = theta as f32;
-        let inv_freq: Vec<f32> = (0..half)
-            .map(|i| 1.0 / base.powf((2 * i) as f32 / head_dim as f32))
-            .collect();
         let mut cos = Vec::with_capacity(len * half);
         let mut sin = Vec::with_capacity(len * half);
         for p in start..start + len {
