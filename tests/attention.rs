@@ -172,10 +172,23 @@ fn bad_scalings_are_errors_naming_the_values() {
         (llama3(-8.0, 1.0, 4.0, 8192), "factor -8"),
         (llama3(8.0, 0.0, 4.0, 8192), "low_freq_factor 0"),
         (RopeScaling::Factors(vec![1.0; 3]), "3 factors"),
-        (RopeScaling::Factors(vec![1.0, 0.0, 1.0, 1.0]), "factor 0"),
+        (
+            RopeScaling::Factors(vec![1.0, 0.0, 1.0, 1.0]),
+            "factor 1, 0",
+        ),
         (
             RopeScaling::Factors(vec![1.0, 1.0, f32::INFINITY, 1.0]),
-            "factor inf",
+            "factor 2, inf",
+        ),
+        (
+            RopeScaling::Factors(vec![1.0, 1e-40, 1.0, 1.0]),
+            "factor 1, 0.0000",
+        ),
+        // Values f64 holds that f32 does not: they would make infinities.
+        (RopeScaling::Linear { factor: 1e-50 }, "factor 0.0000"),
+        (
+            llama3(8.0, 1e-37, 1.01e-37, 8192),
+            "high_freq_factor - low_freq_factor",
         ),
     ] {
         match scaling.frequencies(8, 10000.0) {
@@ -196,14 +209,55 @@ fn bad_scalings_are_errors_naming_the_values() {
     }
     // The plain frequencies' own bad input, through a scaling.
     let none = RopeScaling::None;
-    assert!(matches!(
-        none.frequencies(7, 10000.0),
-        Err(Error::Argument { .. })
-    ));
-    assert!(matches!(
-        none.frequencies(8, 1.0),
-        Err(Error::Argument { .. })
-    ));
+    for (dim, theta) in [(7, 10000.0), (8, 1.0), (8, 1e300), (8, f64::NAN)] {
+        assert!(matches!(
+            none.frequencies(dim, theta),
+            Err(Error::Argument { .. })
+        ));
+    }
+}
+
+#[test]
+fn the_factors_llama_cpp_stores_give_the_llama3_frequencies() {
+    // convert_hf_to_gguf.py writes a "llama3" scaling as rope_freqs: each
+    // frequency's divisor, computed per element from the f32 frequencies
+    // (here in f64). Divided by them, the frequencies are Hugging Face's
+    // to a few ulps, in every band (Llama 3.1's and 3.2's settings).
+    for (factor, old) in [(8.0, 8192), (32.0, 8192)] {
+        let (low, high) = (1.0, 4.0);
+        let plain = RopeScaling::None.frequencies(128, 500_000.0).unwrap();
+        let divisors: Vec<f32> = plain
+            .iter()
+            .map(|&f| {
+                let wavelength = 2.0 * std::f64::consts::PI / f as f64;
+                let old = old as f64;
+                if wavelength < old / high {
+                    1.0
+                } else if wavelength > old / low {
+                    factor as f32
+                } else {
+                    let smooth = (old / wavelength - low) / (high - low);
+                    (1.0 / ((1.0 - smooth) / factor + smooth)) as f32
+                }
+            })
+            .collect();
+        assert!(divisors.iter().any(|&d| d > 1.0 && d < factor as f32));
+        let stored = RopeScaling::Factors(divisors);
+        let llama3 = RopeScaling::Llama3 {
+            factor,
+            low_freq_factor: low,
+            high_freq_factor: high,
+            original_max_position: old,
+        };
+        let a = stored.frequencies(128, 500_000.0).unwrap();
+        let b = llama3.frequencies(128, 500_000.0).unwrap();
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                (x - y).abs() <= 8.0 * f32::EPSILON * y.abs(),
+                "frequency {i}: {x} from the factors, {y} from llama3"
+            );
+        }
+    }
 }
 
 #[test]

@@ -165,6 +165,122 @@ fn a_rotary_scaling_not_built_is_refused_before_any_weight_is_read() {
     }
 }
 
+/// A file of metadata `meta` (keys under `arch.`) and an optional
+/// `rope_freqs` of `factors`, read back.
+fn scaling_file(arch: &str, meta: &[(&str, GgufValue)], factors: Option<Vec<f32>>) -> Gguf {
+    let mut w = GgufWriter::new();
+    w.add_metadata("general.architecture", GgufValue::String(arch.into()))
+        .unwrap();
+    for (key, value) in meta {
+        w.add_metadata(&format!("{arch}.{key}"), value.clone())
+            .unwrap();
+    }
+    if let Some(f) = factors {
+        let n = f.len();
+        let t = Tensor::from_vec(f, [n], &Device::cpu()).unwrap();
+        w.add_tensor("rope_freqs.weight", &t).unwrap();
+    }
+    Gguf::from_bytes(w.to_bytes().unwrap()).unwrap()
+}
+
+#[test]
+fn rotary_scaling_keys_are_read_as_llama_cpp_reads_them() {
+    use webtensor::RopeScaling;
+    let text = |s: &str| GgufValue::String(s.into());
+    let ff: Vec<f32> = (0..8).map(|i| 1.0 + i as f32).collect();
+    let scaling = |arch: &str, meta: &[(&str, GgufValue)], factors: Option<Vec<f32>>| {
+        llama::rope_scaling(&scaling_file(arch, meta, factors), arch, 16, 10000.0)
+            .map_err(|e| e.to_string())
+    };
+    let linear = |factor| Ok(RopeScaling::Linear { factor });
+    for (meta, factors, want) in [
+        (vec![], None, Ok(RopeScaling::None)),
+        // A type "none" scales nothing, whatever the factor.
+        (
+            vec![
+                ("rope.scaling.type", text("none")),
+                ("rope.scaling.factor", GgufValue::F32(4.0)),
+            ],
+            None,
+            Ok(RopeScaling::None),
+        ),
+        // No type is linear, as in llama.cpp; the older key too.
+        (
+            vec![("rope.scaling.factor", GgufValue::F32(4.0))],
+            None,
+            linear(4.0),
+        ),
+        (
+            vec![("rope.scale_linear", GgufValue::F32(2.0))],
+            None,
+            linear(2.0),
+        ),
+        (
+            vec![
+                ("rope.scaling.type", text("linear")),
+                ("rope.scaling.factor", GgufValue::F32(0.0)),
+            ],
+            None,
+            Ok(RopeScaling::None),
+        ),
+        (
+            vec![],
+            Some(ff.clone()),
+            Ok(RopeScaling::Factors(ff.clone())),
+        ),
+        // Both: divided by each.
+        (
+            vec![
+                ("rope.scaling.type", text("linear")),
+                ("rope.scaling.factor", GgufValue::F32(2.0)),
+            ],
+            Some(ff.clone()),
+            Ok(RopeScaling::Factors(ff.iter().map(|v| v * 2.0).collect())),
+        ),
+    ] {
+        assert_eq!(scaling("llama", &meta, factors), want, "{meta:?}");
+    }
+    for (arch, meta, factors, what) in [
+        (
+            "llama",
+            vec![("rope.scaling.type", text("yarn"))],
+            None,
+            "\"yarn\"",
+        ),
+        (
+            "llama",
+            vec![("rope.scaling.type", GgufValue::U32(1))],
+            None,
+            "not a string",
+        ),
+        (
+            "llama",
+            vec![("rope.scaling.factor", text("4"))],
+            None,
+            "not a number",
+        ),
+        (
+            "llama",
+            vec![("rope.scaling.factor", GgufValue::F32(-4.0))],
+            None,
+            "llama.rope.scaling.factor: ",
+        ),
+        ("llama", vec![], Some(vec![1.0; 7]), "take 8 f32 divisors"),
+        (
+            "llama",
+            vec![],
+            Some(vec![1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0]),
+            "factor 3",
+        ),
+        ("qwen2", vec![], Some(ff.clone()), "in a qwen2 file"),
+    ] {
+        match scaling(arch, &meta, factors) {
+            Err(e) => assert!(e.contains(what), "{what}: {e}"),
+            Ok(s) => panic!("{meta:?} gave {s:?}"),
+        }
+    }
+}
+
 #[test]
 fn a_text_prompt_tokenized_by_the_files_vocabulary_gives_numpys_tokens() {
     // The whole of examples/generate.rs's path: a tiny Llama carrying a

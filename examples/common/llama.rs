@@ -97,59 +97,85 @@ fn number(f: &Gguf, key: &str) -> LoadResult<f64> {
         .ok_or_else(|| format!("the file has no number at {key}").into())
 }
 
-/// The scaling of the rotary frequencies `f` asks for, as llama.cpp reads
-/// it: the `rope_freqs` tensor's divisors (`has_factors`: Llama 3.1's
-/// conversion), and a linear factor (`rope.scaling.type` "linear" with
-/// `rope.scaling.factor`, or the older `rope.scale_linear`). YaRN and
-/// LongRoPE are refused rather than run with the wrong frequencies.
-fn rope_scaling(
-    f: &Gguf,
-    arch: &str,
-    has_factors: bool,
-    head_dim: usize,
-) -> LoadResult<RopeScaling> {
+/// The scaling of the rotary frequencies `f` (a file of architecture
+/// `arch`, heads of `head_dim`, base `theta`) asks for, as llama.cpp reads
+/// it: the `rope_freqs` tensor's divisors (Llama 3.1's conversion; a llama
+/// file's alone), and a linear factor (`rope.scaling.type` "linear" or
+/// absent, with `rope.scaling.factor` or the older `rope.scale_linear`; 0
+/// and a type "none" scale nothing). YaRN, LongRoPE and the rest are
+/// refused rather than run with the wrong frequencies, and so are values
+/// the frequencies cannot take, named as the file holds them.
+///
+/// # Errors
+/// As above, and keys of the wrong type.
+pub fn rope_scaling(f: &Gguf, arch: &str, head_dim: usize, theta: f64) -> LoadResult<RopeScaling> {
     let key = |k: &str| format!("{arch}.{k}");
-    let kind = f.get(&key("rope.scaling.type")).and_then(GgufValue::as_str);
-    let factor = number(f, &key("rope.scaling.factor"))
-        .or_else(|_| number(f, &key("rope.scale_linear")))
-        .ok();
-    let linear = match (kind, factor) {
-        (Some("linear") | None, Some(factor)) if factor != 0.0 && factor != 1.0 => factor,
-        (Some("linear" | "none") | None, _) => 1.0,
+    let kind = match f.get(&key("rope.scaling.type")) {
+        None => None,
+        Some(v) => Some(
+            v.as_str()
+                .ok_or_else(|| format!("{} is {v:?}, not a string", key("rope.scaling.type")))?,
+        ),
+    };
+    let mut factor = None;
+    for k in ["rope.scaling.factor", "rope.scale_linear"].map(key) {
+        if let Some(v) = f.get(&k) {
+            factor = Some((
+                k.clone(),
+                v.as_f64().ok_or(format!("{k} is {v:?}, not a number"))?,
+            ));
+            break;
+        }
+    }
+    let linear = match (kind, &factor) {
+        (Some("linear") | None, Some((_, v))) if *v != 0.0 => factor.clone(),
+        (Some("linear" | "none") | None, _) => None,
         (Some(other), _) => {
             return Err(format!("rotary scaling {other:?} is not supported").into());
         }
     };
-    if !has_factors {
-        return Ok(if linear == 1.0 {
-            RopeScaling::None
-        } else {
-            RopeScaling::Linear { factor: linear }
-        });
-    }
-    // Read from the file's bytes (f32, as converters write it): no
-    // readback, which a wasm page could not wait for.
+    let check = |scaling: RopeScaling, what: &str| -> LoadResult<RopeScaling> {
+        match scaling.frequencies(head_dim, theta) {
+            Ok(_) => Ok(scaling),
+            Err(e) => Err(format!("{what}: {e}").into()),
+        }
+    };
     let name = "rope_freqs.weight";
-    let info = f.tensors().iter().find(|t| t.name == name);
-    if info.is_none_or(|t| t.ggml_type != GgmlType::F32) {
-        return Err(format!("{name} is not an f32 tensor").into());
+    let Some(info) = f.tensors().iter().find(|t| t.name == name) else {
+        return match linear {
+            None => Ok(RopeScaling::None),
+            Some((k, factor)) => check(RopeScaling::Linear { factor }, &k),
+        };
+    };
+    if arch != "llama" {
+        return Err(format!("{name} in a {arch} file (llama.cpp reads it for llama)").into());
     }
+    if info.ggml_type != GgmlType::F32 || info.shape.iter().product::<usize>() != head_dim / 2 {
+        return Err(format!(
+            "{name} is {:?} {:?}; heads of {head_dim} take {} f32 divisors",
+            info.ggml_type,
+            info.shape,
+            head_dim / 2
+        )
+        .into());
+    }
+    // Read from the file's bytes: no readback, which a wasm page could
+    // not wait for.
     let factors: Vec<f32> = f
         .tensor_bytes(name)?
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    if factors.len() != head_dim / 2 {
-        return Err(format!(
-            "rope_freqs holds {} factors for heads of {head_dim}",
-            factors.len()
-        )
-        .into());
-    }
+    let what = match &linear {
+        None => name.to_string(),
+        Some((k, _)) => format!("{name} with {k}"),
+    };
     // Both: each frequency divided by its factor and by the linear one.
-    Ok(RopeScaling::Factors(
-        factors.iter().map(|&d| d * linear as f32).collect(),
-    ))
+    let times = linear.map_or(1.0, |(_, v)| v as f32);
+    check(
+        RopeScaling::Factors(factors.iter().map(|&d| d * times).collect()),
+        &what,
+    )
 }
 
 impl Model {
@@ -214,7 +240,8 @@ impl Model {
             return Err(format!("a rotation of {rotary} of {head_dim} features").into());
         }
         // Before any weight is read: a scaling not built is refused at once.
-        let scaling = rope_scaling(f, arch, has("rope_freqs.weight"), head_dim)?;
+        let theta = number(f, &key("rope.freq_base")).unwrap_or(10_000.0);
+        let scaling = rope_scaling(f, arch, head_dim, theta)?;
         let cache = || Tensor::zeros([kv_heads, context, head_dim], DType::F32, dev);
         let layers = number(f, &key("block_count"))? as usize;
         let mut all = Vec::with_capacity(layers);
@@ -247,7 +274,6 @@ impl Model {
                 bias: None,
             },
         };
-        let theta = number(f, &key("rope.freq_base")).unwrap_or(10_000.0);
         Ok(Model {
             heads,
             kv_heads,

@@ -6,7 +6,9 @@ tests/llama.rs (`pip install gguf numpy`):
 
 - tiny_llama31.gguf: Llama 3.1's "llama3" scaling as llama.cpp's
   converter (convert_hf_to_gguf.py) stores it, a `rope_freqs` tensor of
-  per-frequency divisors computed in float64 from the f32 frequencies:
+  per-frequency divisors, computed per element from the f32 frequencies
+  (in float64 here, where the converter's tensors are f32: a last bit may
+  differ; the reference divides by the stored ones):
   1 for wavelengths below the trained context over high_freq_factor, the
   factor above it over low_freq_factor, and the blend's divisor between.
   The trained context is 32 positions, so that the 8 frequencies of a
@@ -39,7 +41,8 @@ STEPS = 6
 
 
 def llama3_factors(factor=8.0, low=1.0, high=4.0, old=32):
-    """convert_hf_to_gguf.py's rope_freqs for a "llama3" scaling."""
+    """convert_hf_to_gguf.py's rope_freqs for a "llama3" scaling (in
+    float64)."""
     freqs = 1.0 / (np.float32(THETA) ** (np.arange(0, HEAD, 2, dtype=np.float32) / np.float32(HEAD)))
     low_wavelen, high_wavelen = old / low, old / high
     out = []

@@ -78,8 +78,9 @@ impl Rope {
     ///
     /// # Errors
     /// `Error::Argument` naming `Rope::new` for an odd or zero `head_dim`,
-    /// no positions, a `theta` that is not finite and above 1, or positions
-    /// past 2^24 (where f32 no longer holds every one); device errors.
+    /// no positions, a `theta` that is not above 1 or past f32's range, or
+    /// positions past 2^24 (where f32 no longer holds every one); device
+    /// errors.
     pub fn new(
         start: usize,
         len: usize,
@@ -88,7 +89,7 @@ impl Rope {
         style: RopeStyle,
         device: &Device,
     ) -> Result<Rope> {
-        Rope::scaled(
+        let rope = Rope::scaled(
             start,
             len,
             head_dim,
@@ -96,8 +97,11 @@ impl Rope {
             &RopeScaling::None,
             style,
             device,
-        )
-        .map_err(|e| e.named("Rope::new"))
+        );
+        rope.map_err(|e| match e {
+            Error::Argument { .. } => e.named("Rope::new"),
+            other => other,
+        })
     }
 
     /// The tables of [`Rope::new`] with its frequencies scaled by
@@ -119,6 +123,9 @@ impl Rope {
         device: &Device,
     ) -> Result<Rope> {
         const OP: &str = "Rope::scaled";
+        let inv_freq = scaling
+            .frequencies(head_dim, theta)
+            .map_err(|e| e.named(OP))?;
         if len == 0 || start.saturating_add(len) > 1 << 24 {
             return Err(Error::argument(
                 OP,
@@ -128,9 +135,6 @@ impl Rope {
                 ),
             ));
         }
-        let inv_freq = scaling
-            .frequencies(head_dim, theta)
-            .map_err(|e| e.named(OP))?;
         let half = head_dim / 2;
         let mut cos = Vec::with_capacity(len * half);
         let mut sin = Vec::with_capacity(len * half);

@@ -71,11 +71,11 @@ impl RopeScaling {
     ///
     /// # Errors
     /// `Error::Argument` naming `RopeScaling::frequencies` for an odd or
-    /// zero `head_dim`, a `theta` that is not finite and above 1, a
-    /// factor that is not finite and positive, a "llama3" scaling whose
-    /// `high_freq_factor` is not above its `low_freq_factor` (both
-    /// positive) or whose `original_max_position` is 0, or `Factors` that
-    /// are not `head_dim / 2` finite positive values.
+    /// zero `head_dim`, a `theta` that is not above 1 or past f32's range,
+    /// a factor that is not a positive normal f32, a "llama3" scaling
+    /// whose `high_freq_factor` is not above its `low_freq_factor` (by a
+    /// normal f32) or whose `original_max_position` is 0, or `Factors`
+    /// that are not `head_dim / 2` positive normal f32 values.
     pub fn frequencies(&self, head_dim: usize, theta: f64) -> Result<Vec<f32>> {
         const OP: &str = "RopeScaling::frequencies";
         if head_dim == 0 || !head_dim.is_multiple_of(2) {
@@ -84,19 +84,23 @@ impl RopeScaling {
                 format!("head_dim {head_dim} is not a positive even number"),
             ));
         }
-        if !(theta.is_finite() && theta > 1.0) {
+        if !(theta > 1.0 && (theta as f32).is_finite()) {
             return Err(Error::argument(
                 OP,
-                format!("theta {theta} is not a finite number above 1"),
+                format!("theta {theta} is not a number above 1 that f32 holds"),
             ));
         }
+        // The factors are used in f32: each must be a normal f32 above 0
+        // there too (a tiny f64 would round to 0 or a subnormal, and its
+        // quotients overflow).
         let positive = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(v as f32)
+            let v32 = v as f32;
+            if v32.is_finite() && v32 >= f32::MIN_POSITIVE {
+                Ok(v32)
             } else {
                 Err(Error::argument(
                     OP,
-                    format!("{name} {v} is not a finite positive number"),
+                    format!("{name} {v} is not a positive number that f32 holds"),
                 ))
             }
         };
@@ -135,7 +139,10 @@ impl RopeScaling {
                 let old = *original_max_position as f64;
                 let long = (old / low_freq_factor) as f32;
                 let short = (old / high_freq_factor) as f32;
-                let span = (high_freq_factor - low_freq_factor) as f32;
+                let span = positive(
+                    "high_freq_factor - low_freq_factor",
+                    high_freq_factor - low_freq_factor,
+                )?;
                 let (two_pi, old) = (std::f64::consts::TAU as f32, old as f32);
                 Ok(plain
                     .map(|f| {
@@ -165,7 +172,8 @@ impl RopeScaling {
                 factors
                     .iter()
                     .zip(plain)
-                    .map(|(&d, f)| Ok(f / positive("a factor", d as f64)?))
+                    .enumerate()
+                    .map(|(i, (&d, f))| Ok(f / positive(&format!("factor {i},"), d as f64)?))
                     .collect()
             }
         }
