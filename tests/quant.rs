@@ -277,6 +277,35 @@ fn weights_past_one_storage_binding_go_in_parts() {
 }
 
 #[test]
+fn bindings_too_small_for_the_probe_leave_the_products_unprobed_not_failing() {
+    // With 8 KiB bindings a K type's probe (17 activation rows of 512)
+    // does not fit, nor a 32-element type's with 1 KiB: the product runs
+    // unprobed (it once failed every call, TooLarge, re-probing each time).
+    for (limit, types) in [
+        (8192, &[GgmlType::Q4_K, GgmlType::Q6_K][..]),
+        (1024, &[GgmlType::Q4_0, GgmlType::Q8_0][..]),
+    ] {
+        let Some(dev) = common::own_gpu(GpuOptions {
+            max_binding_bytes: Some(limit),
+            ..Default::default()
+        }) else {
+            return;
+        };
+        for &t in types {
+            let k = t.block_size() as usize;
+            let blocks = random_blocks(t, 4, k, 17);
+            let w = QTensor::from_blocks(t, [4, k], &blocks, &dev).unwrap();
+            let wv = weight_values(&w);
+            for m in [1, 3] {
+                let x = Tensor::rand([m, k], DType::F32, 18, &dev).unwrap();
+                let what = format!("{t}, {limit}-byte bindings, {m} rows");
+                assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), &what);
+            }
+        }
+    }
+}
+
+#[test]
 fn the_tiled_product_decodes_every_value_as_gguf_py() {
     // The identity's rows times the weight are the weight's values: each
     // output one product by 1 and adds of zeros, exact. So the tiled

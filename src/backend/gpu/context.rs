@@ -90,6 +90,9 @@ pub(crate) struct GpuContext {
 /// The id of the next GPU device opened.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The largest storage binding the kernels index (see `max_storage_binding`).
+const MAX_BINDING: u64 = i32::MAX as u64;
+
 impl GpuContext {
     /// Opens the adapter chosen by `WGPU_ADAPTER_NAME` (a case-insensitive
     /// substring of the adapter name) or else the best one wgpu offers for
@@ -192,6 +195,11 @@ impl GpuContext {
             // Read by blocking on the queue: native only.
             timestamps: cfg!(not(target_arch = "wasm32"))
                 && features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            // At most 2^31 - 1 bytes, as Vulkan and DX12 report it: the
+            // kernels index a binding in 32-bit words (signed where views
+            // step backwards), and Metal reports its whole buffer size
+            // (past 4 GiB), where a u32 offset would wrap; larger operands
+            // go in parts, as on the other backends.
             max_storage_binding: options
                 .max_binding_bytes
                 .or_else(|| env_setting("WEBTENSOR_MAX_BINDING"))
@@ -199,7 +207,8 @@ impl GpuContext {
                     // A window holds any one element after an aligned start.
                     let least = 2 * u64::from(limits.min_storage_buffer_offset_alignment);
                     cap.max(least).min(limits.max_storage_buffer_binding_size)
-                }),
+                })
+                .min(MAX_BINDING),
             max_buffer_size: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,

@@ -1,12 +1,14 @@
 //! The self-check's probes of a block type's kernels (see
-//! `matmul/self_check.rs`): blocks whose scales are 1, so that every value
-//! they decode to is a small integer, starting at byte 3 of their buffer
-//! (a block's f16 scale then straddles two words); products of one and of
-//! five integer activation rows (the decoding kernels) and of [`TILED`]
-//! (the tiled kernel, on each of its tiles), and a dequantization, each
-//! compared with the host's decoders (bit for bit gguf-py's) for equality:
-//! every sum is an integer below 2^24, exact in f32 in any order. They
-//! wait on the queue: native only.
+//! `matmul/self_check.rs`): blocks whose scale is 1 and whose second one
+//! (a minimum's, where the type has it) is 1/2, so that every value they
+//! decode to is a small multiple of 1/2 and a kernel that swaps the two
+//! or drops one is caught, starting at byte 3 of their buffer (a block's
+//! f16 scale then straddles two words); products of [`PRODUCT_ROWS`]
+//! integer activation rows (every decoding kernel's row count) and of
+//! [`TILED`] (the tiled kernel, on each of its tiles), and a
+//! dequantization, each compared with the host's decoders (bit for bit
+//! gguf-py's) for equality: every sum is a multiple of 1/2 below 2^23,
+//! exact in f32 in any order. They wait on the queue: native only.
 
 use crate::backend::gpu::context::GpuContext;
 use crate::quant::GgmlType;
@@ -16,6 +18,10 @@ pub(super) use native::answers_right;
 
 /// Weight rows of the decoding probes.
 const ROWS: usize = 3;
+
+/// Activation rows of the decoding kernels' product probes: one for each
+/// kernel (`Product(m.next_power_of_two())`, m up to 32).
+const PRODUCT_ROWS: [usize; 6] = [1, 2, 3, 5, 9, 17];
 
 /// Bytes stored before the probe's blocks.
 const AT: usize = 3;
@@ -42,16 +48,17 @@ fn scale_bytes(ty: GgmlType) -> &'static [usize] {
 }
 
 /// The probe's weight: [`AT`] bytes, then [`TILED`] rows of `BLOCKS`
-/// blocks of `ty`, their quants a fixed pattern, their scales 1.
+/// blocks of `ty`, their quants a fixed pattern, their scales 1 and 1/2.
 #[cfg(not(target_arch = "wasm32"))]
 fn blocks(ty: GgmlType) -> Vec<u8> {
     let width = ty.block_bytes() as usize;
     let mut bytes: Vec<u8> = (0..AT + TILED * BLOCKS * width)
         .map(|i| ((i * 37 + 11) % 256) as u8)
         .collect();
+    let scales = [half::f16::ONE, half::f16::from_f32(0.5)];
     for block in bytes[AT..].chunks_exact_mut(width) {
-        for &at in scale_bytes(ty) {
-            block[at..at + 2].copy_from_slice(&half::f16::ONE.to_le_bytes());
+        for (&at, scale) in scale_bytes(ty).iter().zip(scales) {
+            block[at..at + 2].copy_from_slice(&scale.to_le_bytes());
         }
     }
     bytes
@@ -65,11 +72,13 @@ pub(super) fn fits(ctx: &GpuContext, ty: GgmlType) -> bool {
 }
 
 /// True when a probe's blocks of `rows` weight rows, and its activations
-/// and outputs of as many rows, fit the device's storage bindings.
+/// and outputs of as many rows (of the most [`PRODUCT_ROWS`] at the least),
+/// fit the device's storage bindings.
 fn fit(ctx: &GpuContext, ty: GgmlType, rows: usize) -> bool {
     let k = BLOCKS * ty.block_size() as usize;
     let row_bytes = (BLOCKS * ty.block_bytes() as usize) as u64;
-    let largest = (AT as u64 + rows as u64 * row_bytes).max(4 * (rows * k.max(rows)) as u64);
+    let activations = rows.max(PRODUCT_ROWS[PRODUCT_ROWS.len() - 1]);
+    let largest = (AT as u64 + rows as u64 * row_bytes).max(4 * (activations * k.max(rows)) as u64);
     largest <= ctx.facts.max_storage_binding
 }
 
@@ -83,7 +92,7 @@ fn tiled_fits(ctx: &GpuContext, ty: GgmlType) -> bool {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use super::{AT, BLOCKS, ROWS, TILED, blocks, tiled_fits};
+    use super::{AT, BLOCKS, PRODUCT_ROWS, ROWS, TILED, blocks, tiled_fits};
     use crate::backend::gpu::context::GpuContext;
     use crate::backend::gpu::matmul::tiling::Tiling;
     use crate::backend::gpu::quant::{record, tiled};
@@ -129,8 +138,9 @@ mod native {
             true => tiled::TILES.to_vec(),
             false => Vec::new(),
         };
-        let products = [(1, ROWS, None), (5, ROWS, None)]
+        let products = PRODUCT_ROWS
             .into_iter()
+            .map(|m| (m, ROWS, None))
             .chain(tiled.into_iter().map(|t| (TILED, TILED, Some(t))));
         for (m, n, tiling) in products {
             let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 + 3) % 5) as f32 - 2.0).collect();
