@@ -19,9 +19,10 @@ impl Tensor {
     /// copied). f32, f16 and bf16 (accumulated in f32), f64 (CPU), i32,
     /// i64 and u32 (wrapping). A GPU has no i64 product kernel: it sums an
     /// m x k x n tensor of the products (one elementwise op and a sum). A
-    /// GPU's f32 product of a few output tiles over a long k (64 x 64 over
-    /// 65,536) runs as a batch over slices of k and a sum of the slices'
-    /// partials (split-k: the same bits every run).
+    /// GPU's 2-D f32 product of a few output tiles over a long k (64 x 64
+    /// over 65,536; k at least 8 times the longer side and 4,096) runs as a
+    /// batch over slices of k and a sum of the slices' partials (split-k:
+    /// the same bits every run).
     ///
     /// ```
     /// use webtensor::{Device, Tensor};

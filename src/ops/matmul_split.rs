@@ -26,14 +26,40 @@ const MAX_SPLITS: usize = 64;
 /// Slices fewer than this are not worth a second dispatch.
 const MIN_SPLITS: usize = 4;
 
-/// The slices of k for an `m` x `k` by `k` x `n` product: 1 (no split)
-/// unless its output is at most a quarter of a wave of tiles and k is at
-/// least 8 times its longer side; else the most that divide k evenly into
+/// Outputs a workgroup of the matrix-vector kernel takes (the GPU's
+/// `matmul/gemv.rs`): 4 where A's rows are read along k (`A @ x` of a
+/// row-major A), else 64.
+const GEMV_ALONG_K: usize = 4;
+const GEMV_ACROSS: usize = 64;
+
+/// Workgroups an `m` x `n` product of operands of (row, column) strides
+/// `a` and `b` launches unsplit: its 64 x 64 tiles, or for a
+/// matrix-vector product (m or n 1) the matrix-vector kernel's groups of
+/// outputs, as it orients A (`a`, or `b` seen transposed).
+fn blocks(m: usize, n: usize, a: [isize; 2], b: [isize; 2]) -> usize {
+    if m != 1 && n != 1 {
+        return m.div_ceil(TILE) * n.div_ceil(TILE);
+    }
+    // A's (row, k) strides.
+    let (row, along) = match n == 1 {
+        true => (a[0], a[1]),
+        false => (b[1], b[0]),
+    };
+    let per = match along.unsigned_abs() <= row.unsigned_abs() {
+        true => GEMV_ALONG_K,
+        false => GEMV_ACROSS,
+    };
+    m.max(n).div_ceil(per)
+}
+
+/// The slices of k for an `m` x `k` by `k` x `n` product that launches
+/// `blocks` workgroups unsplit: 1 (no split) unless those are at most a
+/// quarter of a wave and k is at least 8 times its longer side and at
+/// least 4,096 (8 [`MIN_SLICE`]s); else the most that divide k evenly into
 /// slices of at least [`MIN_SLICE`] (of a multiple of four elements where
 /// k is, so that aligned operands keep their vec4 loads), up to filling a
 /// wave, and at least [`MIN_SPLITS`].
-pub(super) fn splits(m: usize, n: usize, k: usize) -> usize {
-    let blocks = m.div_ceil(TILE) * n.div_ceil(TILE);
+fn splits(blocks: usize, m: usize, n: usize, k: usize) -> usize {
     if blocks == 0 || 4 * blocks > WAVE || k < 8 * m.max(n).max(MIN_SLICE) {
         return 1;
     }
@@ -46,7 +72,8 @@ pub(super) fn splits(m: usize, n: usize, k: usize) -> usize {
 }
 
 /// `a @ b` of 2-D f32 operands on a GPU by split-k, where [`splits`]
-/// gives more than one slice; `None` otherwise.
+/// gives more than one slice; `None` otherwise (a batched product, a
+/// batch of one included, is never split).
 ///
 /// # Errors
 /// The product's and the sum's.
@@ -55,13 +82,13 @@ pub(super) fn product(a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
         return Ok(None);
     }
     let (m, k, n) = (a.dims()[0], a.dims()[1], b.dims()[1]);
-    let s = splits(m, n, k);
+    let (ar, ac) = (a.strides()[0], a.strides()[1]);
+    let (br, bc) = (b.strides()[0], b.strides()[1]);
+    let s = splits(blocks(m, n, [ar, ac], [br, bc]), m, n, k);
     if s == 1 {
         return Ok(None);
     }
     let ks = k / s;
-    let (ar, ac) = (a.strides()[0], a.strides()[1]);
-    let (br, bc) = (b.strides()[0], b.strides()[1]);
     let step = ks as isize;
     let a_slices = a.with_layout(Layout::from_parts(
         [s, m, ks].into(),
@@ -80,30 +107,47 @@ pub(super) fn product(a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
 mod tests {
     use super::*;
 
+    fn tiles(m: usize, n: usize) -> usize {
+        m.div_ceil(TILE) * n.div_ceil(TILE)
+    }
+
     #[test]
     fn only_a_few_tiles_over_a_long_k_split_into_even_slices() {
         // One tile over 65,536: 64 slices of 1,024.
-        assert_eq!(splits(64, 64, 65_536), 64);
+        assert_eq!(splits(tiles(64, 64), 64, 64, 65_536), 64);
         // 16 tiles (256 x 256) over 16,384: a wave of 128 blocks, 8 slices.
-        assert_eq!(splits(256, 256, 16_384), 8);
+        assert_eq!(splits(tiles(256, 256), 256, 256, 16_384), 8);
         // Enough tiles, or a short k: no split.
-        assert_eq!(splits(1024, 1024, 65_536), 1);
-        assert_eq!(splits(64, 64, 1024), 1);
-        assert_eq!(splits(512, 8, 2048), 1);
+        assert_eq!(splits(tiles(1024, 1024), 1024, 1024, 65_536), 1);
+        assert_eq!(splits(tiles(64, 64), 64, 64, 1024), 1);
+        assert_eq!(splits(tiles(512, 8), 512, 8, 2048), 1);
         // Only even slices: 4,099 is prime.
-        assert_eq!(splits(8, 8, 4099), 1);
-        assert_eq!(splits(8, 8, 3 * 2048), 12);
+        assert_eq!(splits(tiles(8, 8), 8, 8, 4099), 1);
+        assert_eq!(splits(tiles(8, 8), 8, 8, 3 * 2048), 12);
         // Fewer than four slices: no split (a 2,048-long dot product).
-        assert_eq!(splits(1, 1, 2048), 1);
-        assert_eq!(splits(1, 1, 4096), 8);
+        assert_eq!(splits(tiles(1, 1), 1, 1, 2048), 1);
+        assert_eq!(splits(tiles(1, 1), 1, 1, 4096), 8);
         // 12,300: slices of 615 (20), 820 (15 of them) or 1,025 (12)?
         // 615 and 1,025 would lose the vec4 loads of an aligned operand.
-        assert_eq!(splits(64, 64, 12_300), 15);
+        assert_eq!(splits(tiles(64, 64), 64, 64, 12_300), 15);
         // 4,100: 5 slices of 820, not 4 of 1,025.
-        assert_eq!(splits(1, 1, 4100), 5);
-        assert_eq!(splits(64, 64, 12_288), 24);
+        assert_eq!(splits(tiles(1, 1), 1, 1, 4100), 5);
+        assert_eq!(splits(tiles(64, 64), 64, 64, 12_288), 24);
+        // Matrix-vector products count the matrix-vector kernel's groups:
+        // 2,048 rows read along k are 512 groups of 4 (no split), read
+        // across k 32 groups of 64 (split); a dot product is one group.
+        let k = 1 << 15;
+        assert_eq!(blocks(2048, 1, [k as isize, 1], [1, 1]), 512);
+        assert_eq!(splits(512, 2048, 1, k), 1);
+        assert_eq!(blocks(2048, 1, [1, 2048], [1, 1]), 32);
+        assert_eq!(splits(32, 2048, 1, k), 4);
+        // x @ B: B read along k where its columns are contiguous.
+        assert_eq!(blocks(1, 2048, [k as isize, 1], [1, k as isize]), 512);
+        assert_eq!(blocks(1, 2048, [k as isize, 1], [2048, 1]), 32);
+        assert_eq!(blocks(1, 1, [4096, 1], [1, 1]), 1);
+        assert_eq!(blocks(100, 100, [1, 1], [1, 1]), 4);
         for (m, n, k) in [(1, 1, 4096), (100, 7, 10_000), (300, 300, 1 << 20)] {
-            let s = splits(m, n, k);
+            let s = splits(tiles(m, n), m, n, k);
             assert!(s <= MAX_SPLITS && k % s == 0 && (s == 1 || k / s >= MIN_SLICE));
             assert!(s == 1 || s >= MIN_SPLITS);
         }

@@ -452,6 +452,7 @@ mod tests {
             .chain([MatmulTile::Auto])
             .map(MatmulVariant::Tile)
             .chain([MatmulVariant::Gemv])
+            .chain(MatmulTile::FIXED.map(MatmulVariant::Conv))
             .chain(PRODUCT_TYPES.map(MatmulVariant::Quant));
         let mut seen = std::collections::HashSet::new();
         for variant in variants {
