@@ -116,12 +116,6 @@ fn run() -> Result<()> {
     };
     let file = Gguf::load(&o.path)?;
     let tok = gguf_tokenizer::from_gguf(&file)?;
-    let named = file.get("tokenizer.ggml.pre").and_then(GgufValue::as_str);
-    if let (Some(named), Some(used)) = (named, tok.pre.as_deref())
-        && named != used
-    {
-        eprintln!("pre-tokenizer {named:?} is not known here: splitting as {used:?}");
-    }
     let prompt = tok.encode(&o.prompt)?;
     if prompt.is_empty() {
         return Err("the prompt has no tokens".into());

@@ -5,12 +5,14 @@
 //! Hugging Face's for a byte-level BPE with merges, over text with leading
 //! and trailing spaces, digits, accents, CJK, emoji, bytes the vocabulary
 //! lacks, tabs and new lines, and a special token; decoding gives the text
-//! back.
+//! back. The byte-level vocabulary under each pre-tokenizer family the
+//! module builds (and none) against llama.cpp's own ids
+//! (`tests/data/make_pretokenizer_cases.py`).
 
 #[path = "../examples/common/gguf_tokenizer.rs"]
 mod gguf_tokenizer;
 
-use webtensor::io::Gguf;
+use webtensor::io::{Gguf, GgufValue, GgufWriter};
 
 fn data(name: &str) -> Vec<u8> {
     std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -71,4 +73,71 @@ fn a_file_without_a_known_vocabulary_is_an_error() {
     let file = Gguf::from_bytes(data("tiny_llama.gguf")).unwrap();
     let e = gguf_tokenizer::from_gguf(&file).err().unwrap();
     assert!(e.to_string().contains("tokenizer.ggml.model"), "{e}");
+}
+
+/// tiny_tokenizer_bpe.gguf with `tokenizer.ggml.pre` set to `pre` (none
+/// for `None`).
+fn bpe_with_pre(pre: Option<&str>) -> Gguf {
+    let base = Gguf::from_bytes(data("tiny_tokenizer_bpe.gguf")).unwrap();
+    let mut w = GgufWriter::new();
+    for (key, value) in base.metadata() {
+        if key != "tokenizer.ggml.pre" {
+            w.add_metadata(key, value.clone()).unwrap();
+        }
+    }
+    if let Some(pre) = pre {
+        w.add_metadata("tokenizer.ggml.pre", GgufValue::String(pre.into()))
+            .unwrap();
+    }
+    Gguf::from_bytes(w.to_bytes().unwrap()).unwrap()
+}
+
+#[test]
+fn each_pre_tokenizer_family_splits_as_llama_cpp_does() {
+    // llama.cpp's ids (make_pretokenizer_cases.py) for texts whose pieces
+    // differ between the families: digit runs, case of contractions,
+    // punctuation, tabs, carriage returns, trailing spaces.
+    let cases = String::from_utf8(data("pretokenizer_cases.txt")).unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    for line in cases.lines() {
+        let mut parts = line.split(' ');
+        let (pre, text) = (parts.next().unwrap(), text_of(parts.next().unwrap()));
+        let want: Vec<u32> = parts.map(|p| p.parse().unwrap()).collect();
+        let pre = (pre != "-").then_some(pre);
+        let tok = gguf_tokenizer::from_gguf(&bpe_with_pre(pre)).unwrap();
+        let got = tok.tokenizer.encode(text.as_str(), false).unwrap();
+        assert_eq!(got.get_ids(), &want[..], "{pre:?} {text:?}");
+        *seen.entry(tok.pre.unwrap()).or_insert(0) += 1;
+    }
+    let families: Vec<_> = seen.keys().map(String::as_str).collect();
+    assert_eq!(
+        families,
+        ["dbrx", "default", "gpt2", "llama3", "qwen2", "smollm"]
+    );
+}
+
+#[test]
+fn pre_tokenizer_names_map_as_llama_cpps_and_unknown_ones_are_refused() {
+    use gguf_tokenizer::pre_tokenizer;
+    for (name, family, bos) in [
+        (None, "default", false),
+        (Some("llama-bpe"), "llama3", true),
+        (Some("llama3"), "llama3", true),
+        (Some("smaug-bpe"), "dbrx", false),
+        (Some("deepseek-r1-qwen"), "qwen2", false),
+        (Some("starcoder"), "smollm", false),
+        (Some("olmo"), "gpt2", false),
+    ] {
+        let pre = pre_tokenizer(name).unwrap();
+        assert_eq!((pre.family, pre.add_bos), (family, bos), "{name:?}");
+        assert_eq!(pre.ignore_merges, family == "llama3");
+    }
+    // llama.cpp gives these other expressions (or does not know them):
+    // refused, never split as another family would.
+    for name in ["tekken", "deepseek-llm", "gpt2", "qwen35", ""] {
+        let e = pre_tokenizer(Some(name)).err().unwrap();
+        assert!(e.to_string().contains(&format!("{name:?}")), "{e}");
+        let file = bpe_with_pre(Some(name));
+        assert!(gguf_tokenizer::from_gguf(&file).is_err(), "{name}");
+    }
 }

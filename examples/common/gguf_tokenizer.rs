@@ -9,7 +9,9 @@
 //!   prefix and spaces as `▁`.
 //! - `tokenizer.ggml.model = "gpt2"` (Qwen2, SmolLM, Llama 3): byte-level
 //!   BPE with the file's merges, split first by the pre-tokenizer
-//!   `tokenizer.ggml.pre` names (its regular expressions, as llama.cpp's).
+//!   `tokenizer.ggml.pre` names (its regular expressions, as llama.cpp's;
+//!   llama.cpp's "default" where it names none). A name whose expressions
+//!   are not built here is refused.
 //!
 //! Control tokens (`<s>`, `<|im_start|>`) are special: matched whole in
 //! the text and left out of decoded text.
@@ -43,8 +45,13 @@ const CONTROL: i64 = 3;
 const USER_DEFINED: i64 = 4;
 
 /// GPT-2's pre-tokenizer: contractions, letters, digits, other symbols,
-/// each with one leading space, and runs of spaces.
+/// each with one leading space, and runs of spaces. (llama.cpp's has no
+/// last `\s+`: the whitespace it would match is a piece of its own
+/// there too, as text no expression matches.)
 const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// llama.cpp's expressions where a file names no pre-tokenizer (its
+/// "default"): punctuation runs, GPT-2's, digit runs, three digits.
+const DEFAULT: [&str; 4] = [r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", "[0-9][0-9][0-9]"];
 /// Llama 3's: case-blind contractions, up to three digits a piece.
 const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Qwen2's: as Llama 3's, one digit a piece.
@@ -57,8 +64,9 @@ pub struct GgufTokenizer {
     pub bos: Option<u32>,
     /// The token that ends a generation.
     pub eos: Option<u32>,
-    /// The pre-tokenizer used for a byte-level vocabulary (`gpt2` in
-    /// place of one this module does not know), for the caller to report.
+    /// The family of the pre-tokenizer of a byte-level vocabulary
+    /// (`llama3`, `qwen2`, `smollm`, `gpt2`, `dbrx` or `default`), for the
+    /// caller to report.
     pub pre: Option<String>,
 }
 
@@ -135,10 +143,7 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         "llama" => (sentencepiece(f, &tokens, &types, vocab)?, None, true),
         "gpt2" => {
             let (t, pre) = byte_level(f, vocab)?;
-            // llama.cpp starts Llama 3's sequences with its BOS unless
-            // the file says otherwise.
-            let bos = pre == "llama-bpe";
-            (t, Some(pre), bos)
+            (t, Some(pre.family.to_string()), pre.add_bos)
         }
         other => return Err(format!("tokenizer model {other:?} is not supported").into()),
     };
@@ -222,9 +227,57 @@ fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Resu
     Ok(tokenizer)
 }
 
+/// How llama.cpp pre-tokenizes a byte-level vocabulary whose
+/// `tokenizer.ggml.pre` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreTokenizer {
+    /// The family (llama.cpp's pre-tokenizer type) of the name.
+    pub family: &'static str,
+    /// Its regular expressions, each splitting the pieces of the last.
+    pub patterns: &'static [&'static str],
+    /// A piece that is a token is taken whole, before any merge.
+    pub ignore_merges: bool,
+    /// Sequences start with the BOS token unless the file says otherwise.
+    pub add_bos: bool,
+}
+
+/// What llama.cpp does for the pre-tokenizer `name` (`None`: the file
+/// names none), for the names whose expressions this module builds.
+///
+/// # Errors
+/// A name llama.cpp gives other expressions (or does not know): its
+/// tokens would differ from llama.cpp's, so it is refused, not replaced.
+pub fn pre_tokenizer(name: Option<&str>) -> Result<PreTokenizer> {
+    let pre = |family, patterns, ignore_merges, add_bos| PreTokenizer {
+        family,
+        patterns,
+        ignore_merges,
+        add_bos,
+    };
+    Ok(match name.unwrap_or("default") {
+        "default" => pre("default", &DEFAULT, false, false),
+        "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral" | "midm-2.0"
+        | "lfm2" | "jina-v5-nano" => pre("llama3", &[LLAMA3], true, true),
+        "dbrx" | "smaug-bpe" => pre("dbrx", &[LLAMA3], false, false),
+        "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" | "megrez" | "stablelm2" | "hunyuan"
+        | "solar-open" => pre("qwen2", &[QWEN2], false, false),
+        "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone" | "minerva-7b"
+        | "mellum2" => pre("smollm", &[r"\p{N}", GPT2], false, false),
+        "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de"
+        | "a.x-4.0" | "mellum" | "modern-bert" | "mpt" | "olmo" | "jais" | "trillion"
+        | "granite-docling" | "exaone4" => pre("gpt2", &[GPT2], false, false),
+        other => {
+            return Err(format!(
+                "pre-tokenizer {other:?} is not supported: its expressions are not built here"
+            )
+            .into());
+        }
+    })
+}
+
 /// A byte-level BPE vocabulary with the file's merges, split first by its
-/// pre-tokenizer's expressions; also the pre-tokenizer's name.
-fn byte_level(f: &Gguf, vocab: Vocab) -> Result<(Tokenizer, String)> {
+/// pre-tokenizer's expressions; also that pre-tokenizer.
+fn byte_level(f: &Gguf, vocab: Vocab) -> Result<(Tokenizer, PreTokenizer)> {
     let merges = strings(f, "tokenizer.ggml.merges")?
         .into_iter()
         .map(|m| {
@@ -233,21 +286,19 @@ fn byte_level(f: &Gguf, vocab: Vocab) -> Result<(Tokenizer, String)> {
                 .ok_or_else(|| format!("merge {m:?} is not two tokens").into())
         })
         .collect::<Result<Vec<_>>>()?;
-    let named = f.get("tokenizer.ggml.pre").and_then(GgufValue::as_str);
-    let (pre, patterns): (&str, &[&str]) = match named.unwrap_or("gpt2") {
-        "llama-bpe" | "llama3" | "llama-v3" => ("llama-bpe", &[LLAMA3]),
-        "qwen2" => ("qwen2", &[QWEN2]),
-        "smollm" => ("smollm", &[r"\p{N}", GPT2]),
-        _ => ("gpt2", &[GPT2]),
+    let named = match f.get("tokenizer.ggml.pre") {
+        None => None,
+        Some(v) => Some(v.as_str().ok_or("tokenizer.ggml.pre is not a string")?),
     };
+    let pre = pre_tokenizer(named)?;
     // Llama 3's vocabulary takes a whole piece that is a token as it is,
     // before any merge (its tokenizer.json's `ignore_merges`, llama.cpp's).
     let bpe = BPE::builder()
         .vocab_and_merges(vocab, merges)
-        .ignore_merges(pre == "llama-bpe")
+        .ignore_merges(pre.ignore_merges)
         .build()?;
     let mut steps = Vec::new();
-    for p in patterns {
+    for p in pre.patterns {
         let split = Split::new(
             SplitPattern::Regex(p.to_string()),
             SplitDelimiterBehavior::Isolated,
@@ -261,5 +312,5 @@ fn byte_level(f: &Gguf, vocab: Vocab) -> Result<(Tokenizer, String)> {
     let mut tokenizer = Tokenizer::new(bpe);
     tokenizer.with_pre_tokenizer(Some(PreSequence::new(steps)));
     tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
-    Ok((tokenizer, pre.to_string()))
+    Ok((tokenizer, pre))
 }

@@ -12,7 +12,8 @@ sentencepiece tokenizers`):
 - tiny_tokenizer_bpe.gguf: a byte-level BPE (GPT-2's kind, which Qwen2
   and SmolLM use) trained here by Hugging Face's `tokenizers`, stored as
   `tokenizer.ggml.model = "gpt2"` with its merges and pre-tokenizer
-  `gpt2`. The reference ids are `tokenizers`' own.
+  `gpt-2` (llama.cpp's name for GPT-2's expression). The reference ids
+  are `tokenizers`' own.
 
 tokenizer_cases.txt holds one case a line: the kind, the text's UTF-8
 bytes in hex (`-` for none), and its ids (without a BOS).
@@ -205,7 +206,7 @@ def bpe_file(lines):
     types = [gguf.TokenType.CONTROL if i == eot else gguf.TokenType.NORMAL for i in range(len(tokens))]
     w = gguf.GGUFWriter(HERE / "tiny_tokenizer_bpe.gguf", "qwen2")
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt2")
+    w.add_tokenizer_pre("gpt-2")
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
