@@ -15,6 +15,7 @@ mod tiled;
 use crate::backend::QuantCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid_of;
+use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
@@ -245,6 +246,16 @@ pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<bool> {
     Ok(true)
 }
 
+/// True when the decoding product's threads loop within the budget of
+/// one invocation (`kernel/loop_budget.rs`) over rows of `k`: each takes
+/// every `WG`-th chunk of 32, and a chunk costs its decoding (at most 64
+/// iterations) and `m` sums of 32. Longer rows go to the tiled kernel,
+/// which slices k over dispatches.
+fn decoding_fits(m: usize, k: usize) -> bool {
+    let per_chunk = 64 + 33 * m;
+    k.div_ceil(32).div_ceil(WG as usize) * per_chunk <= loop_budget::MAX_ITERATIONS
+}
+
 /// Records `call` on the type's kernels, probed or not: more than
 /// [`MAX_ROWS`] rows on the tiled kernel, on `tiling` when given (the
 /// probe's) or the tile [`tiled::tiling_for`] chooses.
@@ -267,7 +278,7 @@ fn record(out: &GpuStorage, call: &QuantCall, tiling: Option<Tiling>) -> Result<
         return Ok(());
     }
     let sabotaged = ctx.tuner.sabotaged_quant() == Some(call.ty);
-    if call.x.is_some() && call.m > MAX_ROWS {
+    if call.x.is_some() && (call.m > MAX_ROWS || !decoding_fits(call.m, call.k)) {
         let tiling = tiling.unwrap_or_else(|| tiled::tiling_for(call.m, call.n));
         return tiled::record(out, call, tiling, sabotaged);
     }
@@ -325,6 +336,19 @@ mod tests {
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
     use crate::backend::gpu::kernel::prelude::tests::validate;
     use crate::quant::PRODUCT_TYPES;
+
+    #[test]
+    fn the_decoding_product_takes_rows_its_threads_loop_over_within_budget() {
+        // 8 rows: 2,048 elements a thread's chunk stride, 328 iterations
+        // a chunk; 174 chunks a thread fit, 175 do not.
+        assert!(decoding_fits(8, 174 * 2048));
+        assert!(!decoding_fits(8, 175 * 2048));
+        // One row: 97 a chunk, 591 chunks.
+        assert!(decoding_fits(1, 591 * 2048));
+        assert!(!decoding_fits(1, 592 * 2048));
+        // A real model's longest rows (Llama 3 70B's down projection).
+        assert!(decoding_fits(MAX_ROWS, 28_672));
+    }
 
     #[test]
     fn every_quant_kernel_is_valid_wgsl_and_matches_its_params() {

@@ -20,8 +20,8 @@ pub(super) use native::answers_right;
 const ROWS: usize = 3;
 
 /// Activation rows of the decoding kernels' product probes: one for each
-/// kernel (`Product(m.next_power_of_two())`, m up to 32).
-const PRODUCT_ROWS: [usize; 6] = [1, 2, 3, 5, 9, 17];
+/// kernel (`Product(m.next_power_of_two())`, m up to `MAX_ROWS`, 8).
+const PRODUCT_ROWS: [usize; 4] = [1, 2, 3, 5];
 
 /// Bytes stored before the probe's blocks.
 const AT: usize = 3;
