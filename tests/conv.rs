@@ -1020,11 +1020,24 @@ fn convolutions_of_few_channels_or_few_pixels_run_the_oblong_tiles() {
                 Array4::new(*wd, 500 + k as u64),
             );
             let (want, dims) = conv_reference(&x, &w, None, plain);
-            let got = x
-                .tensor(&dev)
-                .conv2d(&w.tensor(&dev), &Conv::new().padding(1))
-                .unwrap();
+            let (xt, wt) = (x.tensor(&dev), w.tensor(&dev));
+            let run = || xt.conv2d(&wt, &Conv::new().padding(1));
+            let got = run().unwrap();
             check(&got, &want, &dims, 1e-4, &format!("case {k} on {dev}"));
+            if dev.is_gpu() {
+                // The tile, by its grid (images on z): 64 x 128 blocks over
+                // 64 channels and 4,096 pixels an image are 32 x 8 = 256,
+                // 128 x 64 over 130 and 49 are 2 x 64 = 128, where the 64
+                // x 64 tile runs 512 and 192 (the large tile's grids are
+                // the same; tiling.rs's unit tests pin the choice).
+                let profile = dev.profile(|| run().map(drop)).unwrap();
+                let grids: Vec<u32> = profile
+                    .kernels()
+                    .iter()
+                    .map(|k| k.workgroups.iter().product())
+                    .collect();
+                assert_eq!(grids, [[256], [128]][k], "case {k} on {dev}");
+            }
         }
         let dropped = dev.info().dropped_kernels;
         assert!(
