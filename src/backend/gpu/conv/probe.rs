@@ -7,8 +7,9 @@
 //! The probe exercises what the convolution adds to the matmul's tile: two
 //! images in two groups, a stride, a dilation and padding on one axis
 //! each, an input read through a permuted (NHWC) view, an output wider
-//! than the largest tile and a k (channels x taps) that is not a multiple
-//! of any tile's k step. Its values are small integers, exact in f16.
+//! than the largest tile, output channels past 64 a group, and a k
+//! (channels x taps) that is not a multiple of any tile's k step. Its
+//! values are small integers, exact in f16.
 
 use super::kernel::record;
 use crate::backend::gpu::context::GpuContext;
@@ -23,10 +24,12 @@ use std::sync::Arc;
 
 const OP: &str = "conv2d (self-check)";
 
-/// The probe: input `[2, 4, 9, 40]`, weights `[10, 2, 3, 2]` in 2 groups,
-/// stride (2, 1), padding (1, 0), dilation (1, 2).
+/// The probe: input `[2, 4, 9, 40]`, weights `[132, 2, 3, 2]` in 2 groups
+/// (66 output channels each: past 64, a tile's rows beyond the first 64,
+/// as the 128-row tiles' second half), stride (2, 1), padding (1, 0),
+/// dilation (1, 2).
 const INPUT: [usize; 4] = [2, 4, 9, 40];
-const WEIGHT: [usize; 4] = [10, 2, 3, 2];
+const WEIGHT: [usize; 4] = [132, 2, 3, 2];
 const GROUPS: usize = 2;
 const STRIDE: [usize; 2] = [2, 1];
 const PAD: [usize; 2] = [1, 0];
