@@ -1,8 +1,9 @@
 //! The neural-network layers of `ops/nn/`: `layer_norm` and `rms_norm`
 //! against PyTorch's answers (tests/data/torch_norm_cases.npz, written by
 //! make_norm_cases.py) on every device, through views, in f32, f16 and
-//! bf16; a GPU's one kernel against the CPU's composed form on lines
-//! crossing its workgroup; and bad input.
+//! bf16; a GPU's kernels (one, or two for few long lines split over
+//! workgroups) against the CPU's composed form on lines crossing their
+//! workgroups and chunks, NaN and infinity included; and bad input.
 
 mod common;
 
@@ -407,19 +408,83 @@ fn a_gpu_norm_of_few_long_lines_splits_them_and_agrees_with_the_cpu() {
                 let got = read_f32(&gx.rms_norm(&[length], Some(&gw), None).unwrap());
                 assert_close(&got, &want, tol, &format!("rms {what}"));
             }
-            // A group norm of 2 x 6 channels of 70 x 70 in 3 groups: 6
-            // lines of 9,800, channels crossing the chunks.
-            let (c, side) = (6, 70);
+            // A group norm of 2 x 9 channels of 50 x 60 in 3 groups: 6
+            // lines of 9,000, each of 3 channels of 3,000; on two cores 2
+            // chunks of 4,500 a line, so the first chunk ends inside the
+            // second channel.
+            let (c, h, w) = (9, 50, 60);
             let make = |d: &Device| {
-                let x = data(2 * c * side * side, 24, d);
-                let x = x.reshape([2, c, side, side]).unwrap();
+                let x = data(2 * c * h * w, 24, d);
+                let x = x.reshape([2, c, h, w]).unwrap();
                 let w = Tensor::from_vec(noise(c, 25), [c], d).unwrap();
                 (x, w.clone(), w.add_scalar(1.0).unwrap())
             };
             let ((cx, cw, cb), (gx, gw, gb)) = (make(&cpu), make(&dev));
             let want = read_f32(&cx.group_norm(3, Some(&cw), Some(&cb), 1e-5).unwrap());
-            let got = read_f32(&gx.group_norm(3, Some(&gw), Some(&gb), 1e-5).unwrap());
-            assert_close(&got, &want, tol, &format!("group {dtype} on {dev}"));
+            let run = || gx.group_norm(3, Some(&gw), Some(&gb), 1e-5).unwrap();
+            assert_close(
+                &read_f32(&run()),
+                &want,
+                tol,
+                &format!("group {dtype} on {dev}"),
+            );
+            // The split happened where the cores say it does (lavapipe
+            // keeps 8 of the norm's workgroups a core: kernel_budgets.rs).
+            let resident = 8 * std::thread::available_parallelism().map_or(4, |n| n.get());
+            let chunks = if 2 * 6 >= resident {
+                1
+            } else {
+                (resident / 6).min(4)
+            };
+            let profile = dev
+                .profile(|| {
+                    read_f32(&run());
+                    Ok(())
+                })
+                .unwrap();
+            let grids: Vec<u32> = profile
+                .kernels()
+                .iter()
+                .filter(|k| k.name.contains("norm"))
+                .map(|k| k.workgroups.iter().product())
+                .collect();
+            let kernels = if chunks == 1 { 1 } else { 2 };
+            assert_eq!(
+                grids,
+                vec![6 * chunks as u32; kernels],
+                "group split on {dev}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_nan_or_infinity_reaches_its_whole_line_in_split_norms_as_on_the_cpu() {
+    // A NaN in one chunk of a split line makes every element of the line
+    // NaN; an infinity makes a layer norm's line NaN (inf - inf), and an
+    // RMS norm's finite elements 0 and its own NaN: PyTorch's answers, the
+    // CPU's. 2 lines of 20,000 split on lavapipe.
+    let cpu = Device::cpu();
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        for dtype in [DType::F32, DType::F16] {
+            let make = |d: &Device| {
+                let mut v = noise(2 * 20_000, 31);
+                v[19_999] = f32::NAN;
+                v[20_000 + 5] = f32::INFINITY;
+                let x = Tensor::from_vec(v, [2, 20_000], d).unwrap();
+                x.to_dtype(dtype).unwrap()
+            };
+            let (cx, gx) = (make(&cpu), make(&dev));
+            let what = format!("{dtype} on {dev}");
+            let want = read_f32(&cx.layer_norm(&[20_000], None, None, 1e-5).unwrap());
+            let got = read_f32(&gx.layer_norm(&[20_000], None, None, 1e-5).unwrap());
+            assert!(want.iter().all(|v| v.is_nan()), "the CPU's layer norm");
+            assert_close(&got, &want, 0.0, &format!("layer {what}"));
+            let want = read_f32(&cx.rms_norm(&[20_000], None, None).unwrap());
+            let got = read_f32(&gx.rms_norm(&[20_000], None, None).unwrap());
+            assert!(want[..20_000].iter().all(|v| v.is_nan()));
+            assert!(want[20_000..].iter().filter(|v| v.is_nan()).count() == 1);
+            assert_close(&got, &want, 0.0, &format!("rms {what}"));
         }
     }
 }

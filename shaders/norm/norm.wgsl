@@ -1,8 +1,9 @@
 // Layer, RMS and group normalisation along the lines of a tensor
 // (PyTorch's `layer_norm` and `rms_norm` over the trailing axes, flattened
 // into one line; `group_norm` over each (batch, group) pair's channels),
-// one workgroup per line, specialised by gpu/norm.rs, which fills
-// the {{...}} slots:
+// one workgroup per line, specialised by gpu/norm/mod.rs, which fills
+// the {{...}} slots (STATS is not a slot of its own: mod.rs puts it in
+// ENTRY's text):
 //   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
 //             kernel/math.wgsl
 //   BINDINGS  the source (1), `out_buf` (2), then the f32 weight and
@@ -17,9 +18,9 @@
 //             c is element i of line l's channel (group normalisation) or i
 //   ENTRY     the entry point: `main`, a workgroup per line (gpu/norm's
 //             GROUP_ENTRY), `main_rows`, a subgroup per aligned line held
-//             in registers (ROWS_ENTRY), or a split line's two stages,
-//             `main_stats` and `main_apply` (gpu/norm/split.rs), a
-//             workgroup per chunk, the second reading the partials the
+//             in registers (kernel/rows.rs's `entry`), or a split line's
+//             two stages, `main_stats` and `main_apply` (gpu/norm/split.rs),
+//             a workgroup per chunk, the second reading the partials the
 //             first wrote
 //
 // The statistics are sums over the line in f32: each thread's share, then

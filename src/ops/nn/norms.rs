@@ -2,7 +2,9 @@
 //! `group_norm` over groups of channels, as PyTorch's functional forms. A
 //! GPU runs each as one kernel (`backend::gpu::norm`: a workgroup per line
 //! of the flattened trailing axes or (sample, group) pair, statistics in
-//! f32); the CPU, and a GPU for lines over its limits, compose them from a
+//! f32), or two for few long lines split over workgroups (statistics of
+//! chunks, then the lines combined and applied); the CPU, and a GPU for
+//! lines over its limits, compose them from a
 //! mean, a centred mean of squares and elementwise ops, in the same order
 //! of roundings.
 
@@ -232,8 +234,9 @@ impl Tensor {
         })
     }
 
-    /// On a GPU, the normalisation of these lines (the last axis) as one
-    /// kernel: `None` where the op layer composes it instead (the CPU, f64,
+    /// On a GPU, the normalisation of these lines (the last axis) in one
+    /// pass over them (one kernel, or two for a split; see the module):
+    /// `None` where the op layer composes it instead (the CPU, f64,
     /// lines longer than the kernel walks, views over one binding).
     fn normalized_in_one_pass(&self, n: &Norm, lines: &Lines) -> Result<Option<Tensor>> {
         let length = lines.length;

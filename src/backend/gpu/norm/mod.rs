@@ -28,7 +28,8 @@ const NORM_WGSL: &str = shader!("norm/norm.wgsl");
 
 line_params! {
     /// `Params` of norm.wgsl.
-    /// `row_width` counts workgroups, one per line.
+    /// `row_width` counts workgroups, one per line (per chunk of a line
+    /// for a split's two stages).
     pub(crate) struct NormParams {
         /// eps as f32 bits.
         eps: u32,

@@ -158,7 +158,7 @@ mod tests {
             for length in [8192, 9000, 20_011, 100_003, 1 << 20] {
                 let (splits, chunk) = split(lines, length, h100);
                 assert!(splits <= MAX_SPLITS);
-                assert!(splits == 1 || chunk >= MIN_CHUNK / 2, "{lines} {length}");
+                assert!(splits == 1 || chunk >= MIN_CHUNK, "{lines} {length}");
                 // The last chunk holds at least one element.
                 assert!((splits - 1) * chunk < length && splits * chunk >= length);
             }
