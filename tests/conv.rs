@@ -1944,3 +1944,42 @@ fn a_nearest_resize_by_whole_factors_takes_every_rank() {
         }
     }
 }
+
+#[test]
+fn operands_viewing_one_storage_read_it_as_copies_do() {
+    // A convolution (and a depthwise one) whose weight and input are views
+    // of one storage, and a searchsorted of a tensor in itself: the
+    // kernels lock each storage once (two read locks taken around a write
+    // another thread queued would wait on each other) and read every
+    // operand where it is, as from separate copies.
+    let dev = Device::cpu();
+    let (n, m) = (2 * 8 * 8, 4 * 2 * 3 * 3);
+    let all = Tensor::rand([n + m], DType::F32, 3, &dev).unwrap();
+    let x = all.narrow(0, 0, n).unwrap().reshape([1, 2, 8, 8]).unwrap();
+    let w = all.narrow(0, n, m).unwrap().reshape([4, 2, 3, 3]).unwrap();
+    // The bias from a storage of its own: each operand read from its own.
+    let b = Tensor::rand([4], DType::F32, 4, &dev).unwrap();
+    // A storage of its own (`contiguous` keeps a dense view's).
+    let copy = |t: &Tensor| Tensor::from_vec(t.to_vec::<f32>().unwrap(), t.dims(), &dev).unwrap();
+    let read = |t: Tensor| t.to_vec::<f32>().unwrap();
+    let conv = Conv::new().padding(1);
+    assert_eq!(
+        read(x.conv2d(&w, &conv.clone().bias(&b)).unwrap()),
+        read(
+            copy(&x)
+                .conv2d(&copy(&w), &conv.clone().bias(&copy(&b)))
+                .unwrap()
+        )
+    );
+    let dw = w.narrow(0, 0, 2).unwrap().narrow(1, 0, 1).unwrap();
+    let b2 = b.narrow(0, 0, 2).unwrap();
+    let depthwise = conv.groups(2).bias(&b2);
+    assert_eq!(
+        read(x.conv2d(&dw, &depthwise).unwrap()),
+        read(copy(&x).conv2d(&copy(&dw), &depthwise).unwrap())
+    );
+    let sorted = Tensor::arange(0.0f32, 64.0, 0.5, &dev).unwrap();
+    let found = sorted.searchsorted(&sorted, webtensor::Side::Left).unwrap();
+    let want: Vec<i64> = (0..128).collect();
+    assert_eq!(found.to_vec::<i64>().unwrap(), want);
+}

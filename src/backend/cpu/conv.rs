@@ -16,7 +16,7 @@
 use super::depthwise_taps::{Epilogue, finish_row, sum_taps};
 use super::numeric::Widen;
 use super::sgemm::Isa;
-use super::storage::{Bias, CpuData, CpuStorage, host_data};
+use super::storage::{Bias, CpuData, CpuStorage, Reads};
 use crate::backend::DepthwiseCall;
 use crate::error::{Error, Result};
 
@@ -28,12 +28,15 @@ fn mismatch() -> Error {
 
 /// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is `out`.
 pub(crate) fn depthwise(out: &CpuStorage, call: &DepthwiseCall) -> Result<()> {
-    let x = host_data(OP, &call.input)?;
-    let w = host_data(OP, &call.weight)?;
-    let bias = Bias::read(OP, &call.bias)?;
+    let reads = Reads::lock(
+        OP,
+        &[Some(&call.input), Some(&call.weight), call.bias.as_ref()],
+    )?;
+    let (x, w) = (reads.of(OP, &call.input)?, reads.of(OP, &call.weight)?);
+    let bias = Bias::of(&reads, OP, &call.bias)?;
     let bias = bias.values(OP)?;
     let mut dst = out.write();
-    match (&*x, &*w, &mut *dst) {
+    match (x, w, &mut *dst) {
         (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => planes(x, w, bias, o, call),
         (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => planes(x, w, bias, o, call),
         (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => planes(x, w, bias, o, call),

@@ -24,7 +24,7 @@
 
 use super::numeric::Widen;
 use super::sgemm::{self, Isa, MAX_TILE};
-use super::storage::{Bias, CpuData, CpuStorage, host_data};
+use super::storage::{Bias, CpuData, CpuStorage, Reads};
 use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
@@ -50,12 +50,15 @@ fn mismatch() -> Error {
 /// `out`, on this thread, its bands split over the op's pool (where there
 /// are two or more: a convolution of one band never wakes the pool).
 pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    let x = host_data(OP, &call.input)?;
-    let w = host_data(OP, &call.weight)?;
-    let bias = Bias::read(OP, &call.bias)?;
+    let reads = Reads::lock(
+        OP,
+        &[Some(&call.input), Some(&call.weight), call.bias.as_ref()],
+    )?;
+    let (x, w) = (reads.of(OP, &call.input)?, reads.of(OP, &call.weight)?);
+    let bias = Bias::of(&reads, OP, &call.bias)?;
     let bias = bias.values(OP)?;
     let mut dst = out.write();
-    match (&*x, &*w, &mut *dst) {
+    match (x, w, &mut *dst) {
         (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, bias, o, call),
         (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => images(x, w, bias, o, call),
         (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => images(x, w, bias, o, call),

@@ -7,7 +7,7 @@
 //! zeroed output. Bands keep the columns within 8 MiB; the composed form
 //! made a strided pass over the whole output per tap instead.
 
-use super::storage::{CpuData, CpuStorage, host_data};
+use super::storage::{CpuData, CpuStorage, Reads};
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
 
@@ -26,10 +26,10 @@ pub(crate) fn conv_transpose(out: &CpuStorage, call: &ConvCall) -> Result<()> {
 /// [`conv_transpose`] on this thread (its products and bands split over the
 /// current pool).
 fn conv_transpose_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    let x = host_data(OP, &call.input)?;
-    let w = host_data(OP, &call.weight)?;
+    let reads = Reads::lock(OP, &[Some(&call.input), Some(&call.weight)])?;
+    let (x, w) = (reads.of(OP, &call.input)?, reads.of(OP, &call.weight)?);
     let mut dst = out.write();
-    let (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) = (&*x, &*w, &mut *dst) else {
+    let (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) = (x, w, &mut *dst) else {
         return Err(Error::internal(
             OP,
             "the CPU's transposed convolution takes f32",

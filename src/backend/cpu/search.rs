@@ -2,7 +2,7 @@
 //! by the sort's order (NaN after every number, -0 equal to +0).
 
 use super::sort::Keyed;
-use super::storage::{CpuStorage, host_data, with_cpu_data};
+use super::storage::{CpuStorage, Reads, with_cpu_data};
 use super::threads::for_each_piece_mut;
 use crate::backend::SearchCall;
 use crate::error::{Error, Result};
@@ -10,8 +10,8 @@ use crate::error::{Error, Result};
 /// Runs `call`, whose output storage is `out` (fresh i64).
 pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
     const OP: &str = "searchsorted";
-    let sorted = host_data(OP, &call.sorted)?;
-    let values = host_data(OP, &call.values)?;
+    let reads = Reads::lock(OP, &[Some(&call.sorted), Some(&call.values)])?;
+    let (sorted, values) = (reads.of(OP, &call.sorted)?, reads.of(OP, &call.values)?);
     let mut dst = out.write();
     let from = call.out.layout.offset();
     let [rows, m] = two(&call.values)?;
@@ -24,7 +24,7 @@ pub(crate) fn search(out: &CpuStorage, call: &SearchCall) -> Result<()> {
     let at = |l: &crate::layout::Layout, r: usize, j: usize| {
         (l.offset() as isize + r as isize * l.strides()[0] + j as isize * l.strides()[1]) as usize
     };
-    with_cpu_data!(&*sorted, s_data => {
+    with_cpu_data!(sorted, s_data => {
         let v_data = values.as_slice_like(s_data)
             .ok_or_else(|| Error::internal(OP, "sorted rows and values differ in dtype"))?;
         // Pieces of the values, across rows, on the op's threads.

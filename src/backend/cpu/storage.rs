@@ -22,18 +22,59 @@ pub(crate) fn host_data<'a>(
     Ok(t.storage.host(op)?.read())
 }
 
-/// A kernel's optional f32 bias operand, locked for reading:
-/// [`Bias::values`] are its elements from its view's first one.
-pub(crate) struct Bias<'a>(Option<(RwLockReadGuard<'a, CpuData>, usize)>);
+/// The host data of a kernel's operands, each storage locked for reading
+/// once: a second read lock on a storage this thread holds waits behind a
+/// write another thread queued between the two (the lock lets a waiting
+/// writer go first), and neither moves (a convolution's weight a view of
+/// its input, `searchsorted(x, x)`).
+pub(crate) struct Reads<'a>(Vec<(&'a CpuStorage, RwLockReadGuard<'a, CpuData>)>);
 
-impl<'a> Bias<'a> {
-    /// Locks `bias` (none: none).
+impl<'a> Reads<'a> {
+    /// Locks the storages of `operands` (`None`s skipped), each once.
     ///
     /// # Errors
     /// As [`host_data`].
-    pub(crate) fn read(op: &'static str, bias: &'a Option<TensorRef>) -> Result<Bias<'a>> {
+    pub(crate) fn lock(op: &'static str, operands: &[Option<&'a TensorRef>]) -> Result<Reads<'a>> {
+        let mut locked: Vec<(&'a CpuStorage, RwLockReadGuard<'a, CpuData>)> = Vec::new();
+        for t in operands.iter().flatten() {
+            let storage = t.storage.host(op)?;
+            if !locked.iter().any(|(s, _)| std::ptr::eq(*s, storage)) {
+                locked.push((storage, storage.read()));
+            }
+        }
+        Ok(Reads(locked))
+    }
+
+    /// The data of `t`, one of the operands locked.
+    ///
+    /// # Errors
+    /// `Error::Internal` naming `op` for another operand.
+    pub(crate) fn of(&self, op: &'static str, t: &TensorRef) -> Result<&CpuData> {
+        let storage = t.storage.host(op)?;
+        self.0
+            .iter()
+            .find(|(s, _)| std::ptr::eq(*s, storage))
+            .map(|(_, data)| &**data)
+            .ok_or_else(|| Error::internal(op, "an operand read was not locked"))
+    }
+}
+
+/// A kernel's optional f32 bias operand: [`Bias::values`] are its elements
+/// from its view's first one.
+pub(crate) struct Bias<'a>(Option<(&'a CpuData, usize)>);
+
+impl<'a> Bias<'a> {
+    /// `bias` (none: none), locked in `reads`.
+    ///
+    /// # Errors
+    /// As [`Reads::of`].
+    pub(crate) fn of(
+        reads: &'a Reads<'_>,
+        op: &'static str,
+        bias: &Option<TensorRef>,
+    ) -> Result<Bias<'a>> {
         Ok(Bias(match bias {
-            Some(b) => Some((host_data(op, b)?, b.layout.offset())),
+            Some(b) => Some((reads.of(op, b)?, b.layout.offset())),
             None => None,
         }))
     }
@@ -44,7 +85,7 @@ impl<'a> Bias<'a> {
     /// `Error::Internal` naming `op` for a bias that is not f32.
     pub(crate) fn values(&self, op: &'static str) -> Result<Option<&[f32]>> {
         match &self.0 {
-            Some((data, offset)) => match &**data {
+            Some((data, offset)) => match data {
                 CpuData::F32(b) => Ok(Some(&b[*offset..])),
                 _ => Err(Error::internal(op, "a convolution's bias must be f32")),
             },
