@@ -1983,3 +1983,35 @@ fn operands_viewing_one_storage_read_it_as_copies_do() {
     let want: Vec<i64> = (0..128).collect();
     assert_eq!(found.to_vec::<i64>().unwrap(), want);
 }
+
+#[test]
+fn depthwise_strides_past_the_kernel_copy_only_the_phases_taps_read() {
+    // A stride past the kernel's extent (3 x 4 over a 2 x 3 kernel) leaves
+    // phases of the stride no tap reads; a stride of 100,000 over one
+    // pixel once asked the CPU for 10^10 floats of copies (an abort).
+    for dev in devices() {
+        for (xd, wd, stride, pad) in [
+            ([1usize, 2, 9, 13], [2usize, 1, 2, 3], [3usize, 4], 1usize),
+            ([2, 3, 1, 1], [3, 1, 1, 1], [100_000, 100_000], 0),
+            ([1, 2, 7, 7], [4, 1, 3, 3], [5, 2], 2),
+        ] {
+            let setting = Setting {
+                stride,
+                pad: [(pad, pad); 2],
+                dilation: [1, 1],
+                groups: xd[1],
+            };
+            let (x, w) = (Array4::new(xd, 61), Array4::new(wd, 62));
+            let (want, dims) = conv_reference(&x, &w, None, setting);
+            let conv = Conv::new().stride(stride).padding(pad).groups(xd[1]);
+            let got = x.tensor(&dev).conv2d(&w.tensor(&dev), &conv).unwrap();
+            check(
+                &got,
+                &want,
+                &dims,
+                1e-5,
+                &format!("{xd:?} stride {stride:?} on {dev}"),
+            );
+        }
+    }
+}

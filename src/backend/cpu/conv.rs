@@ -161,8 +161,9 @@ fn plane_of<T: Widen>(
 }
 
 /// A plane's sums through zero-padded copies of the input it reads, one a
-/// phase of the stride (`s0 s1` of them: copy `(a, b)` holds padded rows
-/// `a, a + s0, ...` and their columns `b, b + s1, ...`), so that each tap
+/// phase of the stride that a tap reads ([`Phases`]' `p0 p1` of them: copy
+/// `(a, b)` holds padded rows `a, a + s0, ...` and their columns `b, b +
+/// s1, ...`), so that each tap
 /// reads one run of one copy for every output of the plane, row after
 /// row, and the taps are summed in registers (`depthwise_taps.rs`): the
 /// sums of adding each tap to the sums in row-major order, padding
@@ -175,7 +176,7 @@ fn phased<T: Widen>(
     (g, phases): (&Geometry, &Phases),
     base: isize,
 ) {
-    let (wo, [s0, s1], isa) = (g.out[1], g.stride, Isa::best());
+    let (wo, isa) = (g.out[1], Isa::best());
     let (wq, copy) = (phases.wq, phases.hq * phases.wq);
     PLANES.with(|cell| {
         let (mut scratch, made_for) = cell.take();
@@ -184,7 +185,7 @@ fn phased<T: Widen>(
         // zeros (the padding, the rows outside the input, `PAD`): the
         // copies are zeroed once a call and thread, and each plane writes
         // the inside of the input alone.
-        let copies_len = s0 * s1 * copy + PAD;
+        let copies_len = phases.p0 * phases.p1 * copy + PAD;
         let need = copies_len + SUMS.max(wq) + PAD;
         if scratch.len() < need {
             scratch.resize(need, 0.0);
@@ -213,6 +214,11 @@ fn phased<T: Widen>(
 /// What [`phased`] and [`copy_phases`] need of the call, the same for
 /// every plane: made once.
 struct Phases {
+    /// Row and column phases copied: the stride's, but no more than the
+    /// taps reach (a stride past the kernel's extent skips phases no tap
+    /// reads).
+    p0: usize,
+    p1: usize,
     /// Rows and columns of each copy: the outputs' and the taps' reach.
     hq: usize,
     wq: usize,
@@ -232,15 +238,17 @@ impl Phases {
     fn new(g: &Geometry) -> Phases {
         let ([kh, kw], [ho, wo], [s0, s1], d) = (g.kernel, g.out, g.stride, g.dilation);
         let (hq, wq) = (ho + (kh - 1) * d[0] / s0, wo + (kw - 1) * d[1] / s1);
+        // Tap row i reads row phase i % s0 < p0 (i is below the extent).
+        let (p0, p1) = (s0.min((kh - 1) * d[0] + 1), s1.min((kw - 1) * d[1] + 1));
         let copy = hq * wq;
         let offsets = (0..kh * kw)
             .map(|t| {
                 let (i, j) = (t / kw * d[0], t % kw * d[1]);
-                (i % s0 * s1 + j % s1) * copy + i / s0 * wq + j / s1
+                (i % s0 * p1 + j % s1) * copy + i / s0 * wq + j / s1
             })
             .collect();
         let wd = g.size[1] as isize;
-        let inside: Vec<(usize, usize)> = (0..s1)
+        let inside: Vec<(usize, usize)> = (0..p1)
             .map(|b| {
                 let shift = b as isize - g.pad[1] as isize;
                 let lo = ((-shift).max(0) as usize).div_ceil(s1).min(wq);
@@ -253,6 +261,8 @@ impl Phases {
             _ => (0, 0),
         };
         Phases {
+            p0,
+            p1,
             hq,
             wq,
             offsets,
@@ -263,7 +273,7 @@ impl Phases {
     }
 }
 
-/// Fills [`phased`]'s copies, `s0 s1` planes of `hq` rows of `wq`: row
+/// Fills [`phased`]'s copies, `p0 p1` planes of `hq` rows of `wq`: row
 /// `r` of copy `(a, b)` holds padded input row `r s0 + a` at columns `b,
 /// b + s1, ...` (input column `q s1 + b - pad1` for copy column `q`),
 /// zeros outside the input. Only the elements inside the input are
@@ -284,9 +294,9 @@ fn copy_phases<T: Widen>(
     let step = s1 as isize * g.strides[3];
     // Input rows in order: row `r` of each row phase `a` in turn.
     for r in 0..hq {
-        for a in 0..s0 {
+        for a in 0..phases.p0 {
             let y = (r * s0 + a) as isize - pad0 as isize;
-            let at = |b: usize| (a * s1 + b) * copy + r * wq;
+            let at = |b: usize| (a * phases.p1 + b) * copy + r * wq;
             let row_base = base + y * g.strides[2];
             // Where copy column q of phase b is read from.
             let from = |b: usize, q: usize| {
