@@ -60,6 +60,14 @@ fn conv_transpose_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let mut input = vec![0.0f32; cg * band_rows * wi];
     let mut columns = vec![0.0f32; rows * band_rows * wi];
     let weights = &w[wl.offset()..];
+    // What the products below read: every group's [cg, rows] weights, and
+    // the output's channels and pixels.
+    if wd != [c, og, kh, kw] || weights.len() < g * cg * rows || oc != g * og {
+        return Err(Error::internal(
+            OP,
+            format!("weight {wd:?} is not [{c}, {og}, {kh}, {kw}] inside its storage"),
+        ));
+    }
     let bands = |gi| (0..h).step_by(band_rows).map(move |first| (gi, first));
     for (image, image_out) in o.chunks_mut(oc * plane).enumerate() {
         for (gi, first) in (0..g).flat_map(bands) {
@@ -85,7 +93,9 @@ fn conv_transpose_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
             // pixels] (weight (gi cg + ci, r) is at (gi cg + ci) rows + r),
             // computed as its transpose, pixels as gemm's rows, as the
             // convolution's product is.
-            // SAFETY: every matrix lies inside its vector, by their sizes.
+            // SAFETY: `columns` holds rows x pixels, `input` cg x pixels
+            // (sliced so above), and the weights from `gi cg rows` on hold
+            // cg x rows (checked above).
             unsafe {
                 gemm::gemm(
                     pixels,
