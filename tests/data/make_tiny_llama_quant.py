@@ -21,7 +21,7 @@ import pathlib
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from tiny_llama_forward import reference
+from tiny_llama_forward import add_hparams, reference
 
 HERE = pathlib.Path(__file__).parent
 rng = np.random.default_rng(16)
@@ -60,15 +60,7 @@ def k_blocks(kind, rows, cols):
 
 
 w = gguf.GGUFWriter(HERE / "tiny_llama_quant.gguf", "llama")
-w.add_block_count(LAYERS)
-w.add_context_length(64)
-w.add_embedding_length(DIM)
-w.add_feed_forward_length(FFN)
-w.add_head_count(HEADS)
-w.add_head_count_kv(KV_HEADS)
-w.add_rope_freq_base(THETA)
-w.add_layer_norm_rms_eps(EPS)
-w.add_vocab_size(VOCAB)
+add_hparams(w, LAYERS, DIM, FFN, HEADS, KV_HEADS, EPS, THETA, VOCAB)
 
 weights = {}  # name -> float64 as gguf-py decodes the file's tensor
 

@@ -29,7 +29,7 @@ import pathlib
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from tiny_llama_forward import RandomTensors, reference
+from tiny_llama_forward import RandomTensors, add_hparams, reference
 
 HERE = pathlib.Path(__file__).parent
 
@@ -61,15 +61,7 @@ def llama3_factors(factor=8.0, low=1.0, high=4.0, old=32):
 def model(name, seed, scaling):
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(HERE / f"{name}.gguf", "llama")
-    w.add_block_count(LAYERS)
-    w.add_context_length(64)
-    w.add_embedding_length(DIM)
-    w.add_feed_forward_length(FFN)
-    w.add_head_count(HEADS)
-    w.add_head_count_kv(KV_HEADS)
-    w.add_rope_freq_base(THETA)
-    w.add_layer_norm_rms_eps(EPS)
-    w.add_vocab_size(VOCAB)
+    add_hparams(w, LAYERS, DIM, FFN, HEADS, KV_HEADS, EPS, THETA, VOCAB)
     tensors = RandomTensors(w, rng)
     put = tensors.put
     if scaling == "llama3":

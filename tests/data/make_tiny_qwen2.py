@@ -19,7 +19,7 @@ import pathlib
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from tiny_llama_forward import RandomTensors, reference
+from tiny_llama_forward import RandomTensors, add_hparams, reference
 
 HERE = pathlib.Path(__file__).parent
 rng = np.random.default_rng(23)
@@ -30,17 +30,7 @@ PROMPT = [5, 41, 17, 2, 59, 33, 8]
 STEPS = 6
 
 w = gguf.GGUFWriter(HERE / "tiny_qwen2.gguf", "qwen2")
-w.add_block_count(LAYERS)
-w.add_context_length(64)
-w.add_embedding_length(DIM)
-w.add_feed_forward_length(FFN)
-w.add_head_count(HEADS)
-w.add_head_count_kv(KV_HEADS)
-w.add_key_length(HEAD)
-w.add_value_length(HEAD)
-w.add_rope_freq_base(THETA)
-w.add_layer_norm_rms_eps(EPS)
-w.add_vocab_size(VOCAB)
+add_hparams(w, LAYERS, DIM, FFN, HEADS, KV_HEADS, EPS, THETA, VOCAB, head=HEAD)
 
 tensors = RandomTensors(w, rng)
 put = tensors.put

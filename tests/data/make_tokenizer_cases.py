@@ -35,7 +35,7 @@ import gguf
 import numpy as np
 import sentencepiece as spm
 from gguf import GGMLQuantizationType as T
-from tiny_llama_forward import RandomTensors, reference
+from tiny_llama_forward import RandomTensors, add_hparams, reference
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 HERE = pathlib.Path(__file__).parent
@@ -142,15 +142,7 @@ def tiny_model(tokens, scores, types, sp):
     dim, heads, kv_heads, ffn = 64, 4, 2, 96
     head = dim // heads
     w = gguf.GGUFWriter(HERE / "tiny_llama_vocab.gguf", "llama")
-    w.add_block_count(dims["LAYERS"])
-    w.add_context_length(64)
-    w.add_embedding_length(dim)
-    w.add_feed_forward_length(ffn)
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv_heads)
-    w.add_rope_freq_base(dims["THETA"])
-    w.add_layer_norm_rms_eps(dims["EPS"])
-    w.add_vocab_size(len(tokens))
+    add_hparams(w, dims["LAYERS"], dim, ffn, heads, kv_heads, dims["EPS"], dims["THETA"], len(tokens))
     add_vocabulary(w, tokens, scores, types)
     tensors = RandomTensors(w, rng)
     put = tensors.put

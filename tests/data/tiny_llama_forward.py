@@ -14,6 +14,24 @@ import numpy as np
 from gguf import GGMLQuantizationType as T
 
 
+def add_hparams(w, layers, dim, ffn, heads, kv_heads, eps, theta, vocab, head=None):
+    """The hyperparameters llama.cpp reads of a Llama-architecture file,
+    in the order every tiny model writes them (`head`: key and value
+    lengths where they are not the width over the heads)."""
+    w.add_block_count(layers)
+    w.add_context_length(64)
+    w.add_embedding_length(dim)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    if head is not None:
+        w.add_key_length(head)
+        w.add_value_length(head)
+    w.add_rope_freq_base(theta)
+    w.add_layer_norm_rms_eps(eps)
+    w.add_vocab_size(vocab)
+
+
 class RandomTensors:
     """Random tensors written into a GGUFWriter `w` from `rng`, and their
     values as the file stores them in float64 (`weights`; quantized ones as
