@@ -163,11 +163,11 @@ fn plane_of<T: Widen>(
 /// A plane's sums through zero-padded copies of the input it reads, one a
 /// phase of the stride that a tap reads ([`Phases`]' `p0 p1` of them: copy
 /// `(a, b)` holds padded rows `a, a + s0, ...` and their columns `b, b +
-/// s1, ...`), so that each tap
-/// reads one run of one copy for every output of the plane, row after
-/// row, and the taps are summed in registers (`depthwise_taps.rs`): the
-/// sums of adding each tap to the sums in row-major order, padding
-/// included (its products are 0, or NaN for a tap that is not finite).
+/// s1, ...`), so that each tap reads one run of one copy for every output
+/// of the plane, row after row, and the taps are summed in registers
+/// (`depthwise_taps.rs`): the sums of adding each tap to the sums in
+/// row-major order, padding included (its products are 0, or NaN for a
+/// tap that is not finite).
 fn phased<T: Widen>(
     x: &[T],
     taps: &[f32],
