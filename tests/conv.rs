@@ -1971,7 +1971,8 @@ fn operands_viewing_one_storage_read_it_as_copies_do() {
                 .unwrap()
         )
     );
-    let dw = w.narrow(0, 0, 2).unwrap().narrow(1, 0, 1).unwrap();
+    // A dense view of the same storage (a strided one would be copied).
+    let dw = all.narrow(0, n, 18).unwrap().reshape([2, 1, 3, 3]).unwrap();
     let b2 = b.narrow(0, 0, 2).unwrap();
     let depthwise = conv.groups(2).bias(&b2);
     assert_eq!(
@@ -1994,6 +1995,10 @@ fn depthwise_strides_past_the_kernel_copy_only_the_phases_taps_read() {
             ([1usize, 2, 9, 13], [2usize, 1, 2, 3], [3usize, 4], 1usize),
             ([2, 3, 1, 1], [3, 1, 1, 1], [100_000, 100_000], 0),
             ([1, 2, 7, 7], [4, 1, 3, 3], [5, 2], 2),
+            // Two column phases copied of a stride of 3 (a kernel 2 wide):
+            // not the adjacent pairs of a stride of 2.
+            ([1, 2, 9, 11], [2, 1, 2, 2], [3, 3], 1),
+            ([1, 3, 6, 13], [3, 1, 1, 2], [1, 4], 0),
         ] {
             let setting = Setting {
                 stride,

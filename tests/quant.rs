@@ -278,7 +278,7 @@ fn weights_past_one_storage_binding_go_in_parts() {
 
 #[test]
 fn bindings_too_small_for_the_probe_leave_the_products_unprobed_not_failing() {
-    // With 8 KiB bindings a K type's probe (17 activation rows of 512)
+    // With 8 KiB bindings a K type's probe (5 activation rows of 512)
     // does not fit, nor a 32-element type's with 1 KiB: the product runs
     // unprobed (it once failed every call, TooLarge, re-probing each time).
     for (limit, types) in [

@@ -121,6 +121,7 @@ fn pre_tokenizer_names_map_as_llama_cpps_and_unknown_ones_are_refused() {
     use gguf_tokenizer::pre_tokenizer;
     for (name, family, bos) in [
         (None, "default", false),
+        (Some(""), "default", false),
         (Some("llama-bpe"), "llama3", true),
         (Some("llama3"), "llama3", true),
         (Some("smaug-bpe"), "dbrx", false),
@@ -134,7 +135,7 @@ fn pre_tokenizer_names_map_as_llama_cpps_and_unknown_ones_are_refused() {
     }
     // llama.cpp gives these other expressions (or does not know them):
     // refused, never split as another family would.
-    for name in ["tekken", "deepseek-llm", "gpt2", "qwen35", ""] {
+    for name in ["tekken", "deepseek-llm", "gpt2", "qwen35", "viking"] {
         let e = pre_tokenizer(Some(name)).err().unwrap();
         assert!(e.to_string().contains(&format!("{name:?}")), "{e}");
         let file = bpe_with_pre(Some(name));

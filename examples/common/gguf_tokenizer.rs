@@ -255,7 +255,8 @@ pub fn pre_tokenizer(name: Option<&str>) -> Result<PreTokenizer> {
         add_bos,
     };
     Ok(match name.unwrap_or("default") {
-        "default" => pre("default", &DEFAULT, false, false),
+        // llama.cpp takes an empty name as none.
+        "default" | "" => pre("default", &DEFAULT, false, false),
         "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral" | "midm-2.0"
         | "lfm2" | "jina-v5-nano" => pre("llama3", &[LLAMA3], true, true),
         "dbrx" | "smaug-bpe" => pre("dbrx", &[LLAMA3], false, false),

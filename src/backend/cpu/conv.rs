@@ -256,8 +256,12 @@ impl Phases {
                 (lo, hi)
             })
             .collect();
+        // Pairs of adjacent columns are the two phases of a stride of 2
+        // only (two phases copied may be a wider stride's first two).
         let both = match inside[..] {
-            [(lo0, hi0), (lo1, hi1)] if g.strides[3] == 1 => (lo0.max(lo1), hi0.min(hi1)),
+            [(lo0, hi0), (lo1, hi1)] if s1 == 2 && g.strides[3] == 1 => {
+                (lo0.max(lo1), hi0.min(hi1))
+            }
             _ => (0, 0),
         };
         Phases {

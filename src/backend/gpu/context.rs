@@ -90,8 +90,10 @@ pub(crate) struct GpuContext {
 /// The id of the next GPU device opened.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The largest storage binding the kernels index (see `max_storage_binding`).
-const MAX_BINDING: u64 = i32::MAX as u64;
+/// The largest storage binding the kernels index (see
+/// `max_storage_binding`): 2^31 - 1 rounded down to whole words, the size
+/// a storage binding takes.
+const MAX_BINDING: u64 = i32::MAX as u64 & !3;
 
 impl GpuContext {
     /// Opens the adapter chosen by `WGPU_ADAPTER_NAME` (a case-insensitive
@@ -195,7 +197,7 @@ impl GpuContext {
             // Read by blocking on the queue: native only.
             timestamps: cfg!(not(target_arch = "wasm32"))
                 && features.contains(wgpu::Features::TIMESTAMP_QUERY),
-            // At most 2^31 - 1 bytes, as Vulkan and DX12 report it: the
+            // At most 2^31 - 4 bytes, about what Vulkan and DX12 report: the
             // kernels index a binding in 32-bit words (signed where views
             // step backwards), and Metal reports its whole buffer size
             // (past 4 GiB), where a u32 offset would wrap; larger operands
