@@ -11,7 +11,9 @@
 //! and times onnxruntime on one and two threads. `WEBTENSOR_NET_PROFILE=1`
 //! (or `2`) also prints the time of each op kind of one run on one thread
 //! (or two), and of each part of the network (its profile regions);
-//! `WEBTENSOR_NET_TABLE=1` with it prints the whole profile.
+//! `WEBTENSOR_NET_TABLE=1` with it prints the whole profile;
+//! `WEBTENSOR_NET_LAYOUT=nhwc` runs the network on a channels-last image
+//! (`Tensor::to_channels_last`).
 //!
 //! Run: `cargo bench --bench networks`.
 
@@ -36,9 +38,20 @@ fn ms(d: Duration) -> f64 {
 /// One forward pass on `image`'s device, to the host.
 fn run(net: &Detector, image: &Tensor) -> (Duration, Vec<f32>) {
     let start = Instant::now();
-    let out = net.forward(image).expect("forward");
+    let out = forward(net, image).expect("forward");
     let values = out.to_vec::<f32>().expect("readback");
     (start.elapsed(), values)
+}
+
+/// The network's output for `image`; with `WEBTENSOR_NET_LAYOUT=nhwc`,
+/// of the image converted to channels-last memory first (inside the
+/// timed pass), which the network's convolutions then keep.
+fn forward(net: &Detector, image: &Tensor) -> webtensor::Result<Tensor> {
+    if std::env::var("WEBTENSOR_NET_LAYOUT").is_ok_and(|v| v == "nhwc") {
+        net.forward(&image.to_channels_last()?)
+    } else {
+        net.forward(image)
+    }
 }
 
 fn main() -> webtensor::Result<()> {
@@ -84,7 +97,7 @@ fn main() -> webtensor::Result<()> {
 
     let profiled = env("WEBTENSOR_NET_PROFILE", 0);
     if let Some((threads, dev)) = devices.iter().find(|(n, _)| *n == profiled) {
-        let profile = dev.profile(|| net.forward(&images[0]).map(drop))?;
+        let profile = dev.profile(|| forward(&net, &images[0]).map(drop))?;
         let mut by_op: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
         for op in profile.ops() {
             let e = by_op.entry(op.name).or_default();

@@ -5,6 +5,7 @@
 //! Every view operation (see `views.rs`) is a pure function from one layout to
 //! another; the storage is never touched.
 
+mod channels;
 mod overlap;
 mod plan;
 mod views;

@@ -4,10 +4,11 @@ use super::Arg;
 use crate::backend::{Input, Storage};
 use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::ElementwiseOp;
 use crate::scalar::{Scalar, TypedScalar};
+use crate::shape::Shape;
 use crate::tensor::Tensor;
 use smallvec::smallvec;
 use std::sync::Arc;
@@ -66,6 +67,58 @@ impl Tensor {
             return Ok(self.clone());
         }
         self.contiguous_copy()
+    }
+
+    /// The same elements in channels-last memory (PyTorch's
+    /// `contiguous(memory_format=torch.channels_last)`): a rank-4 `[n, c,
+    /// h, w]` tensor whose storage is dense `[n, h, w, c]`, each pixel's
+    /// channels side by side, viewed with the same shape. This handle when
+    /// already so laid out ([`Tensor::is_channels_last`]), else a copy.
+    /// On the CPU a convolution of such an input writes its output
+    /// channels-last too (and elementwise ops keep their inputs' memory
+    /// order), so a network converted once at its input stays
+    /// channels-last; the values are the same either way.
+    ///
+    /// ```
+    /// use webtensor::{DType, Device, Tensor};
+    /// # fn main() -> webtensor::Result<()> {
+    /// let x = Tensor::arange(0.0, 24.0, 1.0, DType::F32, &Device::cpu())?.reshape([1, 2, 3, 4])?;
+    /// let y = x.to_channels_last()?;
+    /// assert!(y.is_channels_last() && !x.is_channels_last());
+    /// assert_eq!(y.strides(), &[24, 1, 8, 2]);
+    /// assert_eq!(y.to_vec::<f32>()?, x.to_vec::<f32>()?);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `to_channels_last` for a rank other than 4;
+    /// device errors from the copy.
+    pub fn to_channels_last(&self) -> Result<Tensor> {
+        const OP: &str = "to_channels_last";
+        let &[n, c, h, w] = self.dims() else {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "channels-last memory is for [batch, channels, height, width] tensors, got shape {}",
+                    self.shape()
+                ),
+            ));
+        };
+        if self.is_channels_last() {
+            return Ok(self.clone());
+        }
+        let out = Tensor::empty_dense(Shape::from([n, h, w, c]), self.dtype(), self.device(), OP)?
+            .permute(&[0, 3, 1, 2])?;
+        out.assign(self)?;
+        Ok(out)
+    }
+
+    /// True for a rank-4 `[n, c, h, w]` tensor whose memory is dense
+    /// channels-last `[n, h, w, c]` ([`Tensor::to_channels_last`]; extents
+    /// of 1 may have any stride).
+    pub fn is_channels_last(&self) -> bool {
+        self.layout().is_channels_last()
     }
 
     /// A row-major copy, always new storage.

@@ -512,6 +512,7 @@ fn implicit_gemm(
         d @ (DType::F16 | DType::BF16 | DType::F32) => d,
         _ => return Ok(None),
     };
+    let input = x;
     let x = x.to_dtype(dtype)?;
     let weight = weight.to_dtype(dtype)?.contiguous()?;
     // The CPU's kernel adds the bias and applies the activation.
@@ -520,7 +521,7 @@ fn implicit_gemm(
         Some(b) if on_cpu => Some(b.to_dtype(DType::F32)?.contiguous()?),
         _ => None,
     };
-    let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
+    let out = fresh_output(op, input, geometry.out, dtype)?;
     if [&x, &weight, &out]
         .iter()
         .any(|t| t.binding_cut().is_some())
@@ -572,9 +573,10 @@ fn depthwise_kernel(
         Some(b) => Some(b.to_dtype(DType::F32)?.contiguous()?),
         None => None,
     };
+    let input = x;
     let x = x.to_dtype(dtype)?;
     let weight = weight.to_dtype(dtype)?.contiguous()?;
-    let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
+    let out = fresh_output(op, input, geometry.out, dtype)?;
     if [&x, &weight, &out]
         .iter()
         .any(|t| t.binding_cut().is_some())
@@ -601,6 +603,21 @@ fn depthwise_kernel(
         activation,
     })?;
     Ok(Some((out, activation.is_some())))
+}
+
+/// A convolution kernel's fresh `[n, o, ho, wo]` output of `dtype`:
+/// channels-last on the CPU where the input's channels lie side by side
+/// in each pixel (channels-last memory, its crops, channel slices and
+/// flips: the CPU's kernels then read and write whole pixels), row-major
+/// otherwise.
+fn fresh_output(op: &'static str, input: &Tensor, out: [usize; 4], dtype: DType) -> Result<Tensor> {
+    let dev = input.device();
+    if dev.is_cpu() && input.layout().has_channels_innermost() {
+        let [n, o, ho, wo] = out;
+        return Tensor::empty_dense(Shape::from([n, ho, wo, o]), dtype, dev, op)?
+            .permute(&[0, 3, 1, 2]);
+    }
+    Tensor::empty_dense(Shape::from(out.to_vec()), dtype, dev, op)
 }
 
 /// The four extents of a rank-4 tensor.

@@ -47,7 +47,19 @@ impl Tensor {
             }
             dims[axis] = add_extents(OP, dims[axis], t.dims()[axis])?;
         }
-        let out = Tensor::empty_dense(Shape::from(dims), dtype, first.device(), OP)?;
+        // Channels-last images join into channels-last memory, as
+        // PyTorch's `cat` keeps its inputs' memory format.
+        let channels_last = dims.len() == 4
+            && tensors
+                .iter()
+                .all(|t| t.dims()[1] > 1 && t.is_channels_last());
+        let out = if channels_last {
+            let [n, c, h, w] = [dims[0], dims[1], dims[2], dims[3]];
+            Tensor::empty_dense(Shape::from([n, h, w, c]), dtype, first.device(), OP)?
+                .permute(&[0, 3, 1, 2])?
+        } else {
+            Tensor::empty_dense(Shape::from(dims), dtype, first.device(), OP)?
+        };
         let mut start = 0;
         for t in tensors {
             let n = t.dims()[axis];

@@ -246,11 +246,19 @@ fn nearest_by_factors(x: &Tensor, [fh, fw]: [usize; 2]) -> Result<Tensor> {
     spread.extend([h, fh, w, fw]);
     let mut out = x.dims()[..r - 2].to_vec();
     out.extend([h * fh, w * fw]);
-    x.unsqueeze(-1)?
-        .unsqueeze(-3)?
-        .broadcast_to(spread)?
-        .contiguous()?
-        .reshape(out)
+    let spread = x.unsqueeze(-1)?.unsqueeze(-3)?.broadcast_to(spread)?;
+    if r == 4 && x.dims()[1] > 1 && x.is_channels_last() {
+        // A channels-last image into channels-last memory.
+        const OP: &str = "resize";
+        let (n, c) = (x.dims()[0], x.dims()[1]);
+        let dense = Shape::from([n, h * fh, w * fw, c]);
+        let out = Tensor::empty_dense(dense, x.dtype(), x.device(), OP)?.permute(&[0, 3, 1, 2])?;
+        out.split_axis(OP, 3, [w, fw])?
+            .split_axis(OP, 2, [h, fh])?
+            .assign(&spread)?;
+        return Ok(out);
+    }
+    spread.contiguous()?.reshape(out)
 }
 
 /// One axis of `x` (`n` long) resized to `m`; `scale` is the caller's

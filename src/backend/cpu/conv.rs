@@ -36,10 +36,23 @@ pub(crate) fn depthwise(out: &CpuStorage, call: &DepthwiseCall) -> Result<()> {
     let bias = Bias::of(&reads, OP, &call.bias)?;
     let bias = bias.values(OP)?;
     let mut dst = out.write();
+    // A channels-last output (of two or more channels) sums its pixels'
+    // channels side by side.
+    let ol = &call.out.layout;
+    let pixels = ol.rank() == 4 && ol.dims()[1] > 1 && ol.is_channels_last();
+    macro_rules! run {
+        ($x:expr, $w:expr, $o:expr) => {
+            if pixels {
+                super::depthwise_nhwc::images($x, $w, bias, $o, call)
+            } else {
+                planes($x, $w, bias, $o, call)
+            }
+        };
+    }
     match (x, w, &mut *dst) {
-        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => planes(x, w, bias, o, call),
-        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => planes(x, w, bias, o, call),
-        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => planes(x, w, bias, o, call),
+        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => run!(x, w, o),
+        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => run!(x, w, o),
+        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => run!(x, w, o),
         _ => Err(mismatch()),
     }
 }

@@ -58,10 +58,23 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let bias = Bias::of(&reads, OP, &call.bias)?;
     let bias = bias.values(OP)?;
     let mut dst = out.write();
+    // A channels-last output (of two or more channels: one channel's
+    // planes are its pixels) takes the pixel tiles.
+    let ol = &call.out.layout;
+    let pixels = ol.rank() == 4 && ol.dims()[1] > 1 && ol.is_channels_last();
+    macro_rules! run {
+        ($x:expr, $w:expr, $o:expr) => {
+            if pixels {
+                super::conv_nhwc::images($x, $w, bias, $o, call)
+            } else {
+                images($x, $w, bias, $o, call)
+            }
+        };
+    }
     match (x, w, &mut *dst) {
-        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => images(x, w, bias, o, call),
-        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => images(x, w, bias, o, call),
-        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => images(x, w, bias, o, call),
+        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => run!(x, w, o),
+        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => run!(x, w, o),
+        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => run!(x, w, o),
         _ => Err(mismatch()),
     }
 }

@@ -5,8 +5,10 @@
 mod alloc;
 mod conv;
 mod conv_gemm;
+mod conv_nhwc;
 mod conv_transpose;
 mod count;
+mod depthwise_nhwc;
 mod depthwise_taps;
 mod elementwise;
 mod fft;

@@ -16,8 +16,13 @@
 //! one: the same on every thread count, within rounding of each other
 //! across kernels.
 
+mod pixels;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+
+pub(crate) use pixels::{
+    CHANNELS, PIXELS, PixelRows, PixelSums, Steps, pixel_tile, pixel_tile_store,
+};
 
 use std::sync::OnceLock;
 

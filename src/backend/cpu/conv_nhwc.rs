@@ -1,0 +1,402 @@
+//! The CPU's convolution (all but depthwise) into a channels-last output:
+//! tiles of [`PIXELS`] output pixels by [`CHANNELS`] output channels
+//! (`sgemm::pixel_tile`), each pixel's patch read where it lies. The input
+//! is read in place where its channels lie side by side and nothing needs
+//! padding (f32; a 1x1 convolution of a channels-last image is a product
+//! over its pixels as they are), else through a band's copy of the input
+//! rows it reads (zero-padded, widened to f32, channels-last). The
+//! group's weights are packed once as panels of [`CHANNELS`] output
+//! channels.
+//!
+//! Each output is the one f32 sum the convolution over planes makes
+//! (`conv_gemm.rs`): over the input channels and taps in the same order,
+//! on the same arithmetic, its bias added, a one-op activation applied,
+//! rounded once into the dtype; so a channels-last image's outputs are
+//! bit for bit an NCHW image's.
+
+use super::numeric::Widen;
+use super::sgemm::{self, CHANNELS, Isa, PIXELS, PixelRows, PixelSums, Steps};
+use super::strided::Shared;
+use crate::backend::ConvCall;
+use crate::error::{Error, Result};
+
+const OP: &str = "conv2d";
+
+/// Bytes of input rows a band copies (unless one output row needs more):
+/// what a core's L2 cache keeps while the band's tiles read them.
+const BAND_BYTES: usize = 512 << 10;
+
+/// Everything a band needs of the call.
+struct Geometry {
+    /// Input `[c, h, w]`, strides `[n, c, h, w]` and offset.
+    input: [usize; 3],
+    strides: [isize; 4],
+    offset: usize,
+    /// Output `[n, o, ho, wo]`.
+    out: [usize; 4],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 2],
+    dilation: [usize; 2],
+    groups: usize,
+}
+
+impl Geometry {
+    /// Input channels of a group.
+    fn cg(&self) -> usize {
+        self.input[0] / self.groups
+    }
+
+    /// Steps of a group's patch: its input channels times the taps.
+    fn depth(&self) -> usize {
+        self.cg() * self.kernel[0] * self.kernel[1]
+    }
+
+    /// Where each step of a patch lies from the patch's first element,
+    /// in the order of the convolution over planes (input channel, tap
+    /// row, tap column): a channel `channel` apart, a tap row `row` and a
+    /// tap column `column` apart times the dilation.
+    fn steps(&self, channel: usize, row: usize, column: usize) -> Steps {
+        let ([kh, kw], [d0, d1]) = (self.kernel, self.dilation);
+        Steps::new(
+            (0..self.depth())
+                .map(|p| {
+                    let (c, i, j) = (p / (kh * kw), p / kw % kh, p % kw);
+                    c * channel + i * d0 * row + j * d1 * column
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Runs `call` into `out`, the dense channels-last storage of its `[n, o,
+/// ho, wo]` output: every image's bands of output rows on the op's
+/// threads.
+pub(super) fn images<T: Widen>(
+    x: &[T],
+    w: &[T],
+    bias: Option<&[f32]>,
+    out: &mut [T],
+    call: &ConvCall,
+) -> Result<()> {
+    let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
+    let (xd, od) = (xl.dims(), ol.dims());
+    let fresh = ol.offset() == 0 && out.len() == ol.numel() && ol.is_channels_last();
+    if xd.len() != 4 || !fresh || !wl.is_contiguous() {
+        return Err(Error::internal(
+            OP,
+            "a channels-last convolution's output must be fresh and its weight dense",
+        ));
+    }
+    let g = Geometry {
+        input: [xd[1], xd[2], xd[3]],
+        strides: [0, 1, 2, 3].map(|a| xl.strides()[a]),
+        offset: xl.offset(),
+        out: [od[0], od[1], od[2], od[3]],
+        kernel: call.kernel,
+        stride: call.stride,
+        pad: call.pad,
+        dilation: call.dilation,
+        groups: call.groups,
+    };
+    let [n, o, ho, wo] = g.out;
+    if bias.is_some_and(|b| b.len() < o) {
+        return Err(Error::internal(
+            OP,
+            "the bias holds fewer values than channels",
+        ));
+    }
+    if n * ho * wo == 0 || o == 0 {
+        return Ok(());
+    }
+    let activate = super::elementwise::activation_rows(call.activation)?;
+    let (depth, og) = (g.depth(), o / g.groups);
+    if depth == 0 {
+        // No input channels: each output is its activated bias.
+        for (k, v) in out.iter_mut().enumerate() {
+            let mut sum = [bias.map_or(0.0, |b| b[k % o])];
+            activate(&mut sum);
+            *v = T::from_f32(sum[0]);
+        }
+        return Ok(());
+    }
+    // Each group's weights as panels of CHANNELS output channels,
+    // `[p][j]`, zeros past the group's last channel.
+    let panels = og.div_ceil(CHANNELS);
+    let mut packed = vec![0.0f32; g.groups * panels * depth * CHANNELS];
+    for (k, panel) in packed.chunks_mut(depth * CHANNELS).enumerate() {
+        let (group, q) = (k / panels, k % panels);
+        for j in 0..CHANNELS.min(og - q * CHANNELS) {
+            let row = wl.offset() + (group * og + q * CHANNELS + j) * depth;
+            for (p, v) in w[row..row + depth].iter().enumerate() {
+                panel[p * CHANNELS + j] = v.to_f32();
+            }
+        }
+    }
+    // -0 for no bias: adding it keeps every sum as it is.
+    let biases: Vec<f32> = (0..g.groups * panels * CHANNELS)
+        .map(|k| {
+            let (group, j) = (k / (panels * CHANNELS), k % (panels * CHANNELS));
+            match bias {
+                Some(b) if j < og => b[group * og + j],
+                _ => -0.0,
+            }
+        })
+        .collect();
+    let store = Store {
+        out: Shared(out.as_mut_ptr()),
+        len: out.len(),
+        packed: &packed,
+        biases: &biases,
+        has_bias: bias.is_some(),
+        activate,
+        act: sgemm::Act::of(call.activation),
+        rows_after: call.activation.is_some() && sgemm::Act::of(call.activation).is_none(),
+        o,
+        og,
+        depth,
+    };
+    let isa = Isa::best();
+    // In place: f32 channels side by side, no padding, no negative
+    // stride (the channels of a single-channel image need no stride).
+    let in_place = T::as_f32s(x).filter(|_| {
+        g.pad == [0, 0]
+            && (g.strides[1] == 1 || g.input[0] == 1)
+            && g.strides.iter().all(|&s| s >= 0)
+    });
+    if let Some(x) = in_place {
+        let [sn, _, sh, sw] = g.strides.map(|s| s as usize);
+        let steps = g.steps(1, sh, sw);
+        // Bands of rows enough for four a thread.
+        let band = ho
+            .div_ceil((4 * super::threads::count()).div_ceil(n))
+            .max(1);
+        let bands = ho.div_ceil(band);
+        super::threads::for_each_index(n * bands, |k| {
+            let (image, y0) = (k / bands, k % bands * band);
+            let y1 = ho.min(y0 + band);
+            let at = |y: usize, x: usize| {
+                g.offset + image * sn + y * g.stride[0] * sh + x * g.stride[1] * sw
+            };
+            let a = (x, &steps);
+            // SAFETY: job k alone writes output rows y0..y1 of its image.
+            unsafe { store.band(isa, a, at, (image, y0, y1), (ho, wo), g.cg()) };
+        });
+        return Ok(());
+    }
+    let ([kh, kw], [d0, d1], [s0, s1]) = (g.kernel, g.dilation, g.stride);
+    let c = g.input[0];
+    // A copied row: the padded columns the outputs read, each pixel's
+    // channels side by side.
+    let wq = (wo - 1) * s1 + (kw - 1) * d1 + 1;
+    let row = wq * c;
+    let steps = g.steps(1, row, c);
+    let halo = (kh - 1) * d0 + 1;
+    let fit = (BAND_BYTES / 4 / row).saturating_sub(halo) / s0 + 1;
+    let band = fit
+        .min(ho.div_ceil((4 * super::threads::count()).div_ceil(n)))
+        .max(1);
+    let bands = ho.div_ceil(band);
+    super::threads::for_each_index(n * bands, |k| {
+        let (image, y0) = (k / bands, k % bands * band);
+        let y1 = ho.min(y0 + band);
+        let rows = (y1 - y0 - 1) * s0 + halo;
+        let mut copy = SCRATCH.take();
+        copy.resize(rows * row, 0.0);
+        copy_rows(x, &mut copy[..rows * row], &g, image, y0 * s0, wq);
+        let at = |y: usize, x: usize| (y - y0) * s0 * row + x * s1 * c;
+        let a = (&copy[..rows * row], &steps);
+        // SAFETY: job k alone writes output rows y0..y1 of its image.
+        unsafe { store.band(isa, a, at, (image, y0, y1), (ho, wo), g.cg()) };
+        SCRATCH.set(copy);
+    });
+    Ok(())
+}
+
+/// Copies padded input rows `top..top + rows` of `image` into `copy`,
+/// `[r][q][c]`: row `r` is input row `top + r - pad0`, column `q` input
+/// column `q - pad1` (`wq` of them), each pixel's `c` channels side by
+/// side, widened to f32, zeros outside the input. Every element written.
+fn copy_rows<T: Widen>(
+    x: &[T],
+    copy: &mut [f32],
+    g: &Geometry,
+    image: usize,
+    top: usize,
+    wq: usize,
+) {
+    let ([c, h, wd], [pad0, pad1]) = (g.input, g.pad);
+    let [sn, sc, sh, sw] = g.strides;
+    // Columns q inside the input: pad1 <= q < pad1 + wd.
+    let (lo, hi) = (pad1.min(wq), (pad1 + wd).min(wq));
+    for (r, dst) in copy.chunks_mut(wq * c).enumerate() {
+        let y = (top + r) as isize - pad0 as isize;
+        if !(0..h as isize).contains(&y) || lo == hi {
+            dst.fill(0.0);
+            continue;
+        }
+        dst[..lo * c].fill(0.0);
+        dst[hi * c..].fill(0.0);
+        let first = g.offset as isize + image as isize * sn + y * sh;
+        for (q, pixel) in dst[lo * c..hi * c].chunks_mut(c).enumerate() {
+            let at = first + (q + lo - pad1) as isize * sw;
+            if sc == 1 {
+                let from = &x[at as usize..at as usize + c];
+                for (slot, v) in pixel.iter_mut().zip(from) {
+                    *slot = v.to_f32();
+                }
+            } else {
+                for (ch, slot) in pixel.iter_mut().enumerate() {
+                    *slot = x[(at + ch as isize * sc) as usize].to_f32();
+                }
+            }
+        }
+    }
+}
+
+/// Where and how a tile's sums are stored: into the dense channels-last
+/// output (`len` elements, `o` channels a pixel), each sum with its
+/// channel's bias added and the activation applied, rounded once into the
+/// dtype.
+struct Store<'a, T> {
+    out: Shared<T>,
+    len: usize,
+    /// Each group's weight panels, `[group][q][p][j]`, and their biases
+    /// `[group][q][j]` (-0 where there is none).
+    packed: &'a [f32],
+    biases: &'a [f32],
+    has_bias: bool,
+    activate: fn(&mut [f32]),
+    /// The activation as the kernel applies it in registers, if it can.
+    act: Option<sgemm::Act>,
+    /// Whether a tile stored from registers still needs `activate`.
+    rows_after: bool,
+    o: usize,
+    og: usize,
+    depth: usize,
+}
+
+impl<T: Widen> Store<'_, T> {
+    /// Sums and stores output rows `y0..y1` of `image` (each `wo`
+    /// pixels of `ho`), their pixels `PIXELS` at a time along the band
+    /// (a tile may cross from one row into the next): pixel `(y, x)`'s
+    /// patch in group `g` starts at `a[at(y, x) + g cg]`, its steps
+    /// `steps` after it.
+    ///
+    /// # Safety
+    /// No other thread reads or writes those output rows meanwhile.
+    unsafe fn band(
+        &self,
+        isa: Isa,
+        (a, steps): (&[f32], &Steps),
+        at: impl Fn(usize, usize) -> usize,
+        (image, y0, y1): (usize, usize, usize),
+        (ho, wo): (usize, usize),
+        cg: usize,
+    ) {
+        let pixels = (y1 - y0) * wo;
+        let first = (image * ho + y0) * wo;
+        let panels = self.og.div_ceil(CHANNELS);
+        let groups = self.o / self.og;
+        let panel = self.depth * CHANNELS;
+        let mut sums: PixelSums = [[0.0; CHANNELS]; PIXELS];
+        let mut rows = PixelRows {
+            a,
+            bases: [0; PIXELS],
+            shift: 0,
+            steps,
+        };
+        // The next tile's first pixel, (y, x).
+        let mut next = (y0, 0);
+        for u in (0..pixels).step_by(PIXELS) {
+            let n = PIXELS.min(pixels - u);
+            // Rows past the band's last pixel read its first pixel's
+            // patch (and are not stored).
+            let lead = at(next.0, next.1);
+            for (i, base) in rows.bases.iter_mut().enumerate() {
+                *base = lead;
+                if i < n {
+                    *base = at(next.0, next.1);
+                    next.1 += 1;
+                    if next.1 == wo {
+                        next = (next.0 + 1, 0);
+                    }
+                }
+            }
+            for group in 0..groups {
+                rows.shift = group * cg;
+                for q in 0..panels {
+                    let k = group * panels + q;
+                    let b = &self.packed[k * panel..(k + 1) * panel];
+                    let bias: &[f32; CHANNELS] = self.biases[k * CHANNELS..][..CHANNELS]
+                        .try_into()
+                        .expect("a panel's biases");
+                    let channel = group * self.og + q * CHANNELS;
+                    let columns = CHANNELS.min(self.og - q * CHANNELS);
+                    let start = (first + u) * self.o + channel;
+                    assert!(start + (n - 1) * self.o + columns <= self.len);
+                    // SAFETY: (for both stores) pixels first + u.. + n of
+                    // channels `channel..+ columns` are inside the output
+                    // (asserted) and the caller's alone to write.
+                    unsafe {
+                        self.tile(isa, (&rows, b), &mut sums, start, (n, columns), bias);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One tile into output `start + i o ..` for its `n` pixels and
+    /// `columns` channels.
+    ///
+    /// # Safety
+    /// As [`Store::band`], for those outputs.
+    unsafe fn tile(
+        &self,
+        isa: Isa,
+        (rows, b): (&PixelRows<'_>, &[f32]),
+        sums: &mut PixelSums,
+        start: usize,
+        (n, columns): (usize, usize),
+        bias: &[f32; CHANNELS],
+    ) {
+        if T::IS_F32 {
+            let dst = self.out.get().cast::<f32>().wrapping_add(start);
+            // SAFETY: T is f32; the outputs are the caller's.
+            let stored = unsafe {
+                sgemm::pixel_tile_store(isa, rows, b, (dst, self.o, n, columns), (bias, self.act))
+            };
+            if stored {
+                if self.rows_after {
+                    for i in 0..n {
+                        // SAFETY: as above.
+                        let row =
+                            unsafe { std::slice::from_raw_parts_mut(dst.add(i * self.o), columns) };
+                        (self.activate)(row);
+                    }
+                }
+                return;
+            }
+        }
+        sgemm::pixel_tile(isa, rows, b, sums);
+        for (i, row) in sums.iter_mut().enumerate().take(n) {
+            let row = &mut row[..columns];
+            if self.has_bias {
+                row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+            }
+            (self.activate)(row);
+            // SAFETY: the caller's.
+            let to = unsafe {
+                std::slice::from_raw_parts_mut(self.out.get().add(start + i * self.o), columns)
+            };
+            for (slot, &v) in to.iter_mut().zip(&*row) {
+                *slot = T::from_f32(v);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's last band copy, kept for the next.
+    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}

@@ -1,0 +1,413 @@
+//! The CPU's depthwise convolution into a channels-last output: each
+//! output pixel's channels summed side by side in vector registers, a few
+//! pixels at a time, the taps' weights `[tap][channel]`. f32 channels
+//! that lie side by side are read in place; any other input (f16, bf16,
+//! NCHW planes, a channel multiplier above 1) is first copied once into
+//! f32 channels-last pixels, each input channel repeated for its outputs.
+//!
+//! Each output is the sum the convolution over planes makes (`conv.rs`):
+//! from 0 over the taps in row-major order, each tap's product rounded
+//! before it is added (never fused), a tap in the zero padding adding `0 *
+//! w`, then the f32 bias (0 without one) added, a one-op activation
+//! applied, and the sum rounded once into the dtype: bit for bit an NCHW
+//! image's outputs.
+
+use super::numeric::{Float, Num, Widen};
+use super::sgemm::{Act, Isa};
+use crate::backend::DepthwiseCall;
+use crate::error::{Error, Result};
+use crate::op::UnaryOp;
+
+const OP: &str = "conv2d";
+
+/// Pixels summed together in the inside of a row.
+const PIXELS: usize = 4;
+
+/// Where the f32 input pixels are: element `(image, y, x, channel)` at
+/// `offset + image sn + y sh + x sw + channel` (strides not negative).
+struct Source<'a> {
+    x: &'a [f32],
+    offset: usize,
+    strides: [usize; 3],
+}
+
+/// Runs `call` into `out`, the dense channels-last storage of its `[n, o,
+/// ho, wo]` output: each image's rows on the op's threads.
+pub(super) fn images<T: Widen>(
+    x: &[T],
+    w: &[T],
+    bias: Option<&[f32]>,
+    out: &mut [T],
+    call: &DepthwiseCall,
+) -> Result<()> {
+    let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
+    let (xd, od) = (xl.dims(), ol.dims());
+    let fresh = ol.offset() == 0 && out.len() == ol.numel() && ol.is_channels_last();
+    if xd.len() != 4 || wl.rank() != 4 || !fresh {
+        return Err(Error::internal(
+            OP,
+            "a channels-last depthwise output must be fresh and dense",
+        ));
+    }
+    let [n, o, ho, wo] = [od[0], od[1], od[2], od[3]];
+    let (c, h, wd) = (xd[1], xd[2], xd[3]);
+    if n * o * ho * wo == 0 {
+        return Ok(());
+    }
+    let multiplier = o / c.max(1);
+    let [kh, kw] = call.kernel;
+    // The taps' weights, [tap][channel].
+    let ws = wl.strides();
+    let mut taps = vec![0.0f32; kh * kw * o];
+    for (k, slot) in taps.iter_mut().enumerate() {
+        let (t, ch) = (k / o, k % o);
+        let at = wl.offset() as isize
+            + ch as isize * ws[0]
+            + (t / kw) as isize * ws[2]
+            + (t % kw) as isize * ws[3];
+        *slot = w[at as usize].to_f32();
+    }
+    let bias: Vec<f32> = (0..o).map(|ch| bias.map_or(0.0, |b| b[ch])).collect();
+    let s = xl.strides();
+    let direct = T::as_f32s(x).filter(|_| {
+        multiplier == 1 && (s[1] == 1 || c == 1) && [0, 2, 3].iter().all(|&a| s[a] >= 0)
+    });
+    let widened;
+    let source = match direct {
+        Some(x) => Source {
+            x,
+            offset: xl.offset(),
+            strides: [s[0] as usize, s[2] as usize, s[3] as usize],
+        },
+        None => {
+            // Pixels `[n][h][w][o]`, input channel ch / multiplier each.
+            let mut copy = vec![0.0f32; n * h * wd * o];
+            for (k, slot) in copy.iter_mut().enumerate() {
+                let (ch, px) = (k % o, k / o);
+                let (image, y, xx) = (px / (h * wd), px / wd % h, px % wd);
+                let at = xl.offset() as isize
+                    + image as isize * s[0]
+                    + (ch / multiplier) as isize * s[1]
+                    + y as isize * s[2]
+                    + xx as isize * s[3];
+                *slot = x[at as usize].to_f32();
+            }
+            widened = copy;
+            Source {
+                x: &widened,
+                offset: 0,
+                strides: [h * wd * o, wd * o, o],
+            }
+        }
+    };
+    let activate = super::elementwise::activation_rows(call.activation)?;
+    let plan = Plan {
+        size: [h, wd],
+        kernel: call.kernel,
+        stride: call.stride,
+        pad: call.pad,
+        dilation: call.dilation,
+        o,
+        wo,
+    };
+    let (isa, op) = (Isa::best(), call.activation);
+    let row = wo * o;
+    super::threads::for_each_piece_mut(out, row, |(k, dst)| {
+        let (image, y) = (k / ho, k % ho);
+        ROW.with(|cell| {
+            let mut sums = cell.take();
+            sums.resize(row, 0.0);
+            plan.row(isa, &source, &taps, (image, y), &mut sums);
+            finish(isa, &mut sums, &bias, (op, activate), dst);
+            cell.set(sums);
+        });
+    });
+    Ok(())
+}
+
+/// What every output row needs of the call.
+struct Plan {
+    size: [usize; 2],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 2],
+    dilation: [usize; 2],
+    o: usize,
+    wo: usize,
+}
+
+impl Plan {
+    /// The sums of output row `y` of `image`, `[x][channel]`, into `sums`.
+    fn row(
+        &self,
+        isa: Isa,
+        src: &Source<'_>,
+        taps: &[f32],
+        (image, y): (usize, usize),
+        sums: &mut [f32],
+    ) {
+        let ([kh, kw], [s0, s1], [d0, d1], [p0, p1]) =
+            (self.kernel, self.stride, self.dilation, self.pad);
+        let [h, wd] = self.size;
+        let [sn, sh, sw] = src.strides;
+        let o = self.o;
+        // Input row of tap row i, if inside.
+        let tap_row = |i: usize| (y * s0 + i * d0).checked_sub(p0).filter(|&iy| iy < h);
+        let rows_inside = (0..kh).all(|i| tap_row(i).is_some());
+        // Output columns whose every tap column is inside: x s1 >= p1 and
+        // x s1 + (kw - 1) d1 - p1 < wd.
+        let lo = p1.div_ceil(s1).min(self.wo);
+        let hi = (wd + p1)
+            .checked_sub((kw - 1) * d1 + 1)
+            .map_or(0, |last| last / s1 + 1)
+            .clamp(lo, self.wo);
+        let (lo, hi) = if rows_inside { (lo, hi) } else { (0, 0) };
+        if lo < hi {
+            // Tap t of pixel x at `first + x s1 sw + offsets[t]`.
+            let first = src.offset + image * sn + (y * s0 - p0) * sh;
+            let offsets: Vec<usize> = (0..kh * kw)
+                .map(|t| (t / kw * d0) * sh + (t % kw * d1) * sw)
+                .collect();
+            let start = first + (lo * s1 - p1) * sw;
+            inside(
+                isa,
+                (src.x, start, s1 * sw, &offsets),
+                taps,
+                &mut sums[lo * o..hi * o],
+                o,
+            );
+        }
+        for x in (0..lo).chain(hi..self.wo) {
+            let pixel = &mut sums[x * o..(x + 1) * o];
+            pixel.fill(0.0);
+            for t in 0..kh * kw {
+                let (i, j) = (t / kw, t % kw);
+                let weights = &taps[t * o..(t + 1) * o];
+                let column = (x * s1 + j * d1).checked_sub(p1).filter(|&ix| ix < wd);
+                match (tap_row(i), column) {
+                    (Some(iy), Some(ix)) => {
+                        let at = src.offset + image * sn + iy * sh + ix * sw;
+                        let values = &src.x[at..at + o];
+                        for ((sum, &v), &wt) in pixel.iter_mut().zip(values).zip(weights) {
+                            *sum += v * wt;
+                        }
+                    }
+                    _ => {
+                        for (sum, &wt) in pixel.iter_mut().zip(weights) {
+                            *sum += 0.0 * wt;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `sums[x o + ch] = 0 + x[start + x step + offsets[0] + ch] taps[ch] +
+/// x[.. + offsets[1] + ch] taps[o + ch] + ...` for each pixel `x` of
+/// `sums` (`o` channels each): the inside of a row, every tap inside the
+/// input.
+///
+/// # Panics
+/// When a read leaves `x` (a caller's bug).
+fn inside(
+    isa: Isa,
+    (x, start, step, offsets): (&[f32], usize, usize, &[usize]),
+    taps: &[f32],
+    sums: &mut [f32],
+    o: usize,
+) {
+    let pixels = sums.len() / o;
+    let reach = offsets.iter().copied().max().unwrap_or(0);
+    assert!(
+        pixels == 0 || start + (pixels - 1) * step + reach + o <= x.len(),
+        "depthwise pixels reach past their input"
+    );
+    assert!(taps.len() >= offsets.len() * o);
+    match isa {
+        // SAFETY: the kernels `Isa::available` lists are the processor's;
+        // the reads are inside `x` and `taps` (asserted).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { inside_avx512(x, (start, step), offsets, taps, sums, o) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { inside_avx2(x, (start, step), offsets, taps, sums, o) },
+        // SAFETY: as above.
+        Isa::Portable => unsafe { inside_in(x, (start, step), offsets, taps, sums, o) },
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn inside_avx512(
+    x: &[f32],
+    at: (usize, usize),
+    offsets: &[usize],
+    taps: &[f32],
+    sums: &mut [f32],
+    o: usize,
+) {
+    // SAFETY: the caller's.
+    unsafe { inside_in(x, at, offsets, taps, sums, o) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn inside_avx2(
+    x: &[f32],
+    at: (usize, usize),
+    offsets: &[usize],
+    taps: &[f32],
+    sums: &mut [f32],
+    o: usize,
+) {
+    // SAFETY: the caller's.
+    unsafe { inside_in(x, at, offsets, taps, sums, o) }
+}
+
+/// [`inside`]'s loops, inlined into each instruction set's function so
+/// that the compiler vectorises them: [`PIXELS`] pixels at a time, then
+/// one, each in blocks of 16 channels, then 8, then one.
+///
+/// # Safety
+/// [`inside`]'s asserts passed.
+#[inline(always)]
+unsafe fn inside_in(
+    x: &[f32],
+    (start, step): (usize, usize),
+    offsets: &[usize],
+    taps: &[f32],
+    sums: &mut [f32],
+    o: usize,
+) {
+    let pixels = sums.len() / o;
+    let mut p = 0;
+    while p < pixels {
+        let count = if p + PIXELS <= pixels { PIXELS } else { 1 };
+        let base = start + p * step;
+        let dst = &mut sums[p * o..(p + count) * o];
+        // SAFETY: the caller's, for these pixels' channels.
+        unsafe {
+            let mut c = 0;
+            if count == PIXELS {
+                c = blocks::<PIXELS, 16>(x, (base, step), offsets, taps, dst, o, c);
+                c = blocks::<PIXELS, 8>(x, (base, step), offsets, taps, dst, o, c);
+                blocks::<PIXELS, 1>(x, (base, step), offsets, taps, dst, o, c);
+            } else {
+                c = blocks::<1, 16>(x, (base, step), offsets, taps, dst, o, c);
+                c = blocks::<1, 8>(x, (base, step), offsets, taps, dst, o, c);
+                blocks::<1, 1>(x, (base, step), offsets, taps, dst, o, c);
+            }
+        }
+        p += count;
+    }
+}
+
+/// The sums of `P` pixels' channels `c..` in blocks of `L` while a whole
+/// block fits; returns where the blocks end.
+///
+/// # Safety
+/// Every pixel `k < P`'s taps read `x[base + k step + offsets[t] +
+/// channel]` inside `x`, and `taps` holds `offsets.len() o` weights.
+#[inline(always)]
+unsafe fn blocks<const P: usize, const L: usize>(
+    x: &[f32],
+    (base, step): (usize, usize),
+    offsets: &[usize],
+    taps: &[f32],
+    dst: &mut [f32],
+    o: usize,
+    mut c: usize,
+) -> usize {
+    let (from, weights) = (x.as_ptr(), taps.as_ptr());
+    while c + L <= o {
+        let mut acc = [[0.0f32; L]; P];
+        for (t, &off) in offsets.iter().enumerate() {
+            // SAFETY: the caller's: tap t's weights and every pixel's
+            // values for channels c..c + L.
+            let wt = unsafe { &*weights.add(t * o + c).cast::<[f32; L]>() };
+            for (k, sums) in acc.iter_mut().enumerate() {
+                // SAFETY: as above.
+                let v = unsafe { &*from.add(base + k * step + off + c).cast::<[f32; L]>() };
+                for ((sum, &v), &wt) in sums.iter_mut().zip(v).zip(wt) {
+                    *sum += v * wt;
+                }
+            }
+        }
+        for (k, sums) in acc.iter().enumerate() {
+            dst[k * o + c..k * o + c + L].copy_from_slice(sums);
+        }
+        c += L;
+    }
+    c
+}
+
+/// `out[x o + ch] = T(act(sums[x o + ch] + bias[ch]))`: in one
+/// vectorised loop where the kernels apply `op` (bit for bit the f32
+/// function), else the biased sums through `activate` (`op`'s rows) first.
+fn finish<T: Widen>(
+    isa: Isa,
+    sums: &mut [f32],
+    bias: &[f32],
+    (op, activate): (Option<UnaryOp>, fn(&mut [f32])),
+    out: &mut [T],
+) {
+    let act = match (op, Act::of(op)) {
+        (Some(_), None) => {
+            for pixel in sums.chunks_mut(bias.len()) {
+                pixel.iter_mut().zip(bias).for_each(|(v, &b)| *v += b);
+            }
+            activate(sums);
+            for (slot, &v) in out.iter_mut().zip(&*sums) {
+                *slot = T::from_f32(v);
+            }
+            return;
+        }
+        (_, act) => act,
+    };
+    match isa {
+        // SAFETY: the kernels `Isa::available` lists are the processor's.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { finish_avx512(sums, bias, act, out) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { finish_avx2(sums, bias, act, out) },
+        Isa::Portable => finish_in(sums, bias, act, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn finish_avx512<T: Widen>(sums: &[f32], bias: &[f32], act: Option<Act>, out: &mut [T]) {
+    finish_in(sums, bias, act, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn finish_avx2<T: Widen>(sums: &[f32], bias: &[f32], act: Option<Act>, out: &mut [T]) {
+    finish_in(sums, bias, act, out)
+}
+
+/// [`finish`]'s loops, one for each activation, inlined into each
+/// instruction set's function so that the compiler vectorises them.
+#[inline(always)]
+fn finish_in<T: Widen>(sums: &[f32], bias: &[f32], act: Option<Act>, out: &mut [T]) {
+    macro_rules! finish {
+        ($f:expr) => {
+            for (outs, pixel) in out.chunks_mut(bias.len()).zip(sums.chunks(bias.len())) {
+                for ((slot, &v), &b) in outs.iter_mut().zip(pixel).zip(bias) {
+                    *slot = T::from_f32($f(v + b));
+                }
+            }
+        };
+    }
+    match act {
+        None => finish!(|v: f32| v),
+        Some(Act::Relu) => finish!(<f32 as Num>::relu),
+        Some(Act::Hardsigmoid) => finish!(<f32 as Float>::hardsigmoid),
+        Some(Act::Hardswish) => finish!(<f32 as Float>::hardswish),
+    }
+}
+
+thread_local! {
+    /// This thread's row of sums, kept for the next row.
+    static ROW: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}

@@ -1,0 +1,175 @@
+//! Pixel tiles: the product tiles of a channels-last convolution, whose
+//! rows are output pixels and columns output channels. Row `i`'s `A`
+//! value at step `p` is read in place, `a[bases[i] + steps[p]]` (a
+//! pixel's patch: its channels follow each other, its taps a row or a
+//! pixel apart), and `B` is a packed panel of [`CHANNELS`] weight columns
+//! (`[p][j]`). A tile sums [`PIXELS`] x [`CHANNELS`] outputs over every
+//! step in registers, each one f32 sum over `p` in order: fused
+//! multiply-adds where [`Isa`]'s product tiles fuse them (AVX-512, AVX2
+//! with FMA), a product then a sum in the portable kernel, so that a
+//! channels-last convolution's sums are bit for bit those of the same
+//! convolution over planes on the same processor.
+
+use super::{Act, Isa};
+
+/// Pixels (rows) of a pixel tile.
+pub(crate) const PIXELS: usize = 8;
+
+/// Output channels (columns) of a pixel tile: a packed panel's width.
+pub(crate) const CHANNELS: usize = 32;
+
+/// A pixel tile's outputs, `[i][j]`.
+pub(crate) type PixelSums = [[f32; CHANNELS]; PIXELS];
+
+/// A patch's steps: step `p` of a pixel's patch lies `steps[p]` after its
+/// first element.
+pub(crate) struct Steps {
+    steps: Vec<usize>,
+    /// The largest step.
+    reach: usize,
+}
+
+impl Steps {
+    pub(crate) fn new(steps: Vec<usize>) -> Steps {
+        let reach = steps.iter().copied().max().unwrap_or(0);
+        Steps { steps, reach }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.steps.len()
+    }
+}
+
+/// Where a tile's `A` values lie: row `i` at step `p` is `a[bases[i] +
+/// shift + steps[p]]`.
+pub(crate) struct PixelRows<'a> {
+    pub(crate) a: &'a [f32],
+    pub(crate) bases: [usize; PIXELS],
+    pub(crate) shift: usize,
+    pub(crate) steps: &'a Steps,
+}
+
+impl PixelRows<'_> {
+    /// Panics unless every read lies inside `a` and `b` holds a panel row
+    /// for each step (a caller's bug otherwise).
+    fn check(&self, b: &[f32]) {
+        let last = self
+            .bases
+            .iter()
+            .max()
+            .map_or(0, |&m| m + self.shift + self.steps.reach);
+        assert!(
+            (self.steps.steps.is_empty() || last < self.a.len())
+                && b.len() >= self.steps.len() * CHANNELS,
+            "sgemm pixel tile: A reads reaching {last} of {}, a B panel of {} floats for {} steps",
+            self.a.len(),
+            b.len(),
+            self.steps.len()
+        );
+    }
+
+    /// The steps, for the kernels.
+    pub(super) fn steps(&self) -> &[usize] {
+        &self.steps.steps
+    }
+}
+
+/// The tile `out[i][j] = sum over p of a[bases[i] + steps[p]] b[p
+/// CHANNELS + j]` on `isa`'s arithmetic.
+///
+/// # Panics
+/// When a read leaves `a` or `b` (a caller's bug).
+pub(crate) fn pixel_tile(isa: Isa, rows: &PixelRows<'_>, b: &[f32], out: &mut PixelSums) {
+    rows.check(b);
+    match isa {
+        // SAFETY: `Isa::best`/`available` chose the kernel only where the
+        // processor has its features; `check` bounds every read.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { super::x86::pixel_tile_avx512(rows, b.as_ptr(), out) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { sums_fused(rows, b, out) },
+        // SAFETY: as above.
+        Isa::Portable => unsafe { sums_in::<false>(rows, b, out) },
+    }
+}
+
+/// [`pixel_tile`], each column `j` plus `bias[j]`, then `act`, stored
+/// straight from the kernel's registers: row `i < pixels` into `dst + i
+/// ldc`, its first `columns` sums. True where the kernel can (AVX-512);
+/// false elsewhere, nothing done (the caller stores [`pixel_tile`]'s
+/// sums itself).
+///
+/// # Safety
+/// `dst + i ldc .. + columns` is the caller's to write for every `i <
+/// pixels`, and no one else's meanwhile.
+///
+/// # Panics
+/// As [`pixel_tile`]; more pixels or columns than a tile has.
+pub(crate) unsafe fn pixel_tile_store(
+    isa: Isa,
+    rows: &PixelRows<'_>,
+    b: &[f32],
+    (dst, ldc, pixels, columns): (*mut f32, usize, usize, usize),
+    (bias, act): (&[f32; CHANNELS], Option<Act>),
+) -> bool {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            rows.check(b);
+            assert!(
+                pixels <= PIXELS && columns <= CHANNELS,
+                "sgemm pixel tile: {pixels} pixels of {columns} channels"
+            );
+            // SAFETY: the reads as in `pixel_tile`; the writes are the
+            // caller's (this function's contract).
+            unsafe {
+                super::x86::pixel_store_avx512(
+                    rows,
+                    b.as_ptr(),
+                    (dst, ldc, pixels, columns),
+                    (bias, act),
+                );
+            }
+            true
+        }
+        _ => {
+            let _ = (rows, b, dst, ldc, pixels, columns, bias, act);
+            false
+        }
+    }
+}
+
+/// The AVX2 product tiles' arithmetic (fused multiply-adds).
+///
+/// # Safety
+/// The processor has AVX2 and FMA; the reads as [`sums_in`]'s.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sums_fused(rows: &PixelRows<'_>, b: &[f32], out: &mut PixelSums) {
+    // SAFETY: the caller's.
+    unsafe { sums_in::<true>(rows, b, out) }
+}
+
+/// The tile in plain Rust, `FUSED` (`mul_add`) or a product then a sum.
+///
+/// # Safety
+/// `rows.check(b)` passed.
+#[inline(always)]
+unsafe fn sums_in<const FUSED: bool>(rows: &PixelRows<'_>, b: &[f32], out: &mut PixelSums) {
+    *out = [[0.0; CHANNELS]; PIXELS];
+    let a = rows.a.as_ptr().wrapping_add(rows.shift);
+    for (&s, bp) in rows.steps().iter().zip(b.chunks_exact(CHANNELS)) {
+        for (sums, &base) in out.iter_mut().zip(&rows.bases) {
+            // SAFETY: base + shift + s is within the checked reach,
+            // inside `a`.
+            let av = unsafe { *a.add(base + s) };
+            for (sum, &bv) in sums.iter_mut().zip(bp) {
+                *sum = if FUSED {
+                    av.mul_add(bv, *sum)
+                } else {
+                    *sum + av * bv
+                };
+            }
+        }
+    }
+}

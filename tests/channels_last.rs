@@ -1,0 +1,359 @@
+//! Channels-last images (`to_channels_last`): on the CPU a convolution of
+//! one writes a channels-last output through the pixel kernels, whose
+//! sums are bit for bit those over planes (the same order, the same
+//! arithmetic); on every device the values are those of the NCHW image,
+//! and those of a double-precision loop written from PyTorch's
+//! definition. Dense and depthwise convolutions over every padding,
+//! stride, dilation, group and channel count the kernels branch on; f32,
+//! f16 and bf16; crops, channel slices, flips and steps of channels-last
+//! memory; one and two threads.
+
+mod common;
+
+use common::noise;
+use webtensor::{Activation, Conv, DType, Device, Tensor, s};
+
+/// PyTorch's conv2d in f64 over row-major `[n, c, h, w]` values.
+fn reference(
+    x: (&[f32], [usize; 4]),
+    w: (&[f32], [usize; 4]),
+    bias: Option<&[f32]>,
+    (stride, pad, dilation, groups): ([usize; 2], [usize; 2], [usize; 2], usize),
+) -> Vec<f32> {
+    let ((x, [n, c, h, wd]), (w, [o, cg, kh, kw])) = (x, w);
+    let ho = (h + 2 * pad[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
+    let wo = (wd + 2 * pad[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
+    let og = o / groups;
+    let mut out = Vec::new();
+    for b in 0..n {
+        for oc in 0..o {
+            for y in 0..ho {
+                for xx in 0..wo {
+                    let mut acc = bias.map_or(0.0, |b| b[oc] as f64);
+                    for ci in 0..cg {
+                        let ch = oc / og * cg + ci;
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let yy =
+                                    (y * stride[0] + i * dilation[0]) as isize - pad[0] as isize;
+                                let xw =
+                                    (xx * stride[1] + j * dilation[1]) as isize - pad[1] as isize;
+                                if yy >= 0 && xw >= 0 && (yy as usize) < h && (xw as usize) < wd {
+                                    let wv = w[((oc * cg + ci) * kh + i) * kw + j] as f64;
+                                    let xv = x[((b * c + ch) * h + yy as usize) * wd + xw as usize];
+                                    acc += wv * xv as f64;
+                                }
+                            }
+                        }
+                    }
+                    out.push(acc as f32);
+                }
+            }
+        }
+    }
+    assert_eq!(c, cg * groups);
+    out
+}
+
+/// A float tensor's values as bits, any NaN as one.
+fn bits(t: &Tensor) -> Vec<u32> {
+    common::read_f32(t)
+        .iter()
+        .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+        .collect()
+}
+
+/// Asserts two float tensors hold the same bits (any NaN alike), naming
+/// the first output that differs.
+fn assert_same_bits(got: &Tensor, want: &Tensor, what: &str) {
+    let (g, w) = (bits(got), bits(want));
+    assert_eq!(g.len(), w.len(), "{what}: sizes");
+    if let Some(i) = (0..g.len()).find(|&i| g[i] != w[i]) {
+        let (a, b) = (f32::from_bits(g[i]), f32::from_bits(w[i]));
+        panic!("{what}: output {i} is {a:e}, NCHW's {b:e}");
+    }
+}
+
+/// Channels-last views of `[n, c, h, w]` values: the dense copy, a crop of
+/// a larger image, a channel slice of a wider one, flipped rows and
+/// columns, every second row and column of a twice-as-large one.
+fn channels_last_views(
+    v: &[f32],
+    [n, c, h, w]: [usize; 4],
+    dt: DType,
+    dev: &Device,
+) -> Vec<(&'static str, Tensor)> {
+    let x = Tensor::from_slice(v, [n, c, h, w], dev)
+        .unwrap()
+        .to_dtype(dt)
+        .unwrap();
+    let dense = x.to_channels_last().unwrap();
+    // A larger channels-last image holding x at [.., 2.., 1.., 3..].
+    let big = Tensor::zeros([n, c + 5, h + 3, 2 * w + 4], dt, dev)
+        .unwrap()
+        .to_channels_last()
+        .unwrap();
+    big.slice(s![
+        ..,
+        2..2 + c as isize,
+        1..1 + h as isize,
+        3..3 + w as isize
+    ])
+    .unwrap()
+    .assign(&x)
+    .unwrap();
+    let crop = big
+        .slice(s![
+            ..,
+            2..2 + c as isize,
+            1..1 + h as isize,
+            3..3 + w as isize
+        ])
+        .unwrap();
+    let flipped_src = x.flip(&[2, 3]).unwrap().to_channels_last().unwrap();
+    let flipped = flipped_src.flip(&[2, 3]).unwrap();
+    let double = Tensor::zeros([n, c, 2 * h, 2 * w], dt, dev)
+        .unwrap()
+        .to_channels_last()
+        .unwrap();
+    let stepped = double.slice(s![.., .., ..;2, ..;2]).unwrap();
+    stepped.assign(&x).unwrap();
+    vec![
+        ("dense", dense),
+        ("crop and channel slice", crop),
+        ("flipped", flipped),
+        ("stepped", stepped),
+    ]
+}
+
+/// Dense convolution cases: input `[n, c, h, w]`, output channels, kernel,
+/// stride, padding, dilation, groups.
+type Case = (
+    [usize; 4],
+    usize,
+    [usize; 2],
+    [usize; 2],
+    [usize; 2],
+    [usize; 2],
+    usize,
+);
+
+fn dense_cases() -> Vec<Case> {
+    vec![
+        // 1x1, read in place: output channels across a panel and a half.
+        ([2, 16, 5, 13], 24, [1, 1], [1, 1], [0, 0], [1, 1], 1),
+        ([1, 17, 3, 11], 33, [1, 1], [1, 1], [0, 0], [1, 1], 1),
+        ([1, 40, 6, 7], 70, [1, 1], [1, 1], [0, 0], [1, 1], 1),
+        ([1, 8, 9, 9], 8, [1, 1], [2, 2], [0, 0], [1, 1], 1),
+        // 3x3, padded (copied bands), a stem's stride 2 over 3 channels.
+        ([1, 3, 19, 23], 16, [3, 3], [2, 2], [1, 1], [1, 1], 1),
+        ([2, 16, 7, 9], 24, [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        ([1, 5, 11, 6], 32, [3, 3], [1, 2], [2, 1], [2, 1], 1),
+        ([1, 12, 8, 8], 9, [5, 3], [1, 1], [2, 1], [1, 1], 1),
+        // Groups (not depthwise), an unpadded 3x3 in place.
+        ([1, 8, 7, 10], 12, [3, 3], [1, 1], [1, 1], [1, 1], 4),
+        ([1, 6, 9, 9], 40, [3, 3], [1, 1], [0, 0], [1, 1], 2),
+        // One output pixel; one row; the kernel as large as the image.
+        ([1, 4, 3, 3], 5, [3, 3], [1, 1], [0, 0], [1, 1], 1),
+        ([1, 7, 1, 30], 10, [1, 3], [1, 1], [0, 1], [1, 1], 1),
+    ]
+}
+
+fn depthwise_cases() -> Vec<Case> {
+    vec![
+        ([1, 16, 9, 13], 16, [3, 3], [1, 1], [1, 1], [1, 1], 16),
+        ([2, 24, 8, 11], 24, [3, 3], [2, 2], [1, 1], [1, 1], 24),
+        ([1, 40, 10, 10], 40, [5, 5], [1, 1], [2, 2], [1, 1], 40),
+        ([1, 19, 9, 17], 19, [5, 5], [2, 2], [2, 2], [1, 1], 19),
+        ([1, 3, 7, 12], 3, [3, 3], [1, 2], [2, 1], [2, 1], 3),
+        // A channel multiplier of 2 (copied pixels), unpadded.
+        ([1, 8, 6, 9], 16, [3, 3], [1, 1], [0, 0], [1, 1], 8),
+        // Wider than the image: every pixel a border pixel.
+        ([1, 16, 2, 3], 16, [5, 5], [1, 1], [2, 2], [1, 1], 16),
+        ([1, 48, 4, 37], 48, [3, 3], [1, 1], [1, 1], [1, 1], 48),
+    ]
+}
+
+/// Runs every case on `dev` in `dt` with each activation and with and
+/// without a bias, checks the channels-last views' outputs against the
+/// NCHW image's (bit for bit where `exact`) and the f32 ones against the
+/// reference.
+fn check_cases(cases: &[Case], dev: &Device, dt: DType, exact: bool) {
+    for (k, &(xd, o, kernel, stride, pad, dilation, groups)) in cases.iter().enumerate() {
+        let [n, c, h, w] = xd;
+        let wd = [o, c / groups, kernel[0], kernel[1]];
+        let xv = noise(n * c * h * w, 100 + k as u64);
+        let mut wv = noise(wd.iter().product(), 200 + k as u64);
+        if k == 2 && cases.len() == depthwise_cases().len() {
+            // An infinite tap: its padded products are NaN.
+            wv[0] = f32::INFINITY;
+        }
+        let bv = noise(o, 300 + k as u64);
+        let weight = Tensor::from_slice(&wv, wd, dev)
+            .unwrap()
+            .to_dtype(dt)
+            .unwrap();
+        let bias = Tensor::from_slice(&bv, [o], dev).unwrap();
+        let x = Tensor::from_slice(&xv, xd, dev)
+            .unwrap()
+            .to_dtype(dt)
+            .unwrap();
+        for (act, with_bias) in [
+            (None, false),
+            (Some(Activation::Relu), true),
+            (Some(Activation::Hardswish), false),
+            (Some(Activation::Gelu), true),
+        ] {
+            let mut conv = Conv::new()
+                .stride(stride)
+                .padding(pad)
+                .dilation(dilation)
+                .groups(groups);
+            if with_bias {
+                conv = conv.bias(&bias);
+            }
+            if let Some(a) = act {
+                conv = conv.activation(a);
+            }
+            let what = format!("{dt:?} case {k} {xd:?} -> {o} {act:?} bias {with_bias}");
+            let want = x.conv2d(&weight, &conv).unwrap();
+            if dt == DType::F32 && act.is_none() && wv.iter().all(|v| v.is_finite()) {
+                let r = reference((&xv, xd), (&wv, wd), None, (stride, pad, dilation, groups));
+                let got = common::read_f32(&want);
+                for (i, (&g, &r)) in got.iter().zip(&r).enumerate() {
+                    let same =
+                        (g.is_nan() && r.is_nan()) || (g - r).abs() <= 1e-4 * (1.0 + r.abs());
+                    assert!(same, "{what}: output {i} is {g}, the reference {r}");
+                }
+            }
+            for (view, xl) in channels_last_views(&xv, xd, dt, dev) {
+                let got = xl.conv2d(&weight, &conv).unwrap();
+                assert_eq!(got.dims(), want.dims(), "{what} {view}");
+                if dev.is_cpu() {
+                    assert!(got.is_channels_last(), "{what} {view}: not channels-last");
+                }
+                if exact {
+                    assert_same_bits(&got, &want, &format!("{what} {view}"));
+                } else {
+                    let (g, wnt) = (common::read_f32(&got), common::read_f32(&want));
+                    let tol = if dt == DType::F32 { 1e-5 } else { 2e-2 };
+                    for (i, (&a, &b)) in g.iter().zip(&wnt).enumerate() {
+                        let same = a == b
+                            || (a.is_nan() && b.is_nan())
+                            || (a - b).abs() <= tol * (1.0 + b.abs());
+                        assert!(same, "{what} {view}: output {i} is {a}, NCHW's {b}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn channels_last_convolutions_are_the_planes_bit_for_bit_on_the_cpu() {
+    for threads in [1, 2] {
+        let dev = Device::cpu_with_threads(threads).unwrap();
+        for dt in [DType::F32, DType::F16, DType::BF16] {
+            check_cases(&dense_cases(), &dev, dt, true);
+            check_cases(&depthwise_cases(), &dev, dt, true);
+        }
+    }
+}
+
+#[test]
+fn channels_last_convolutions_give_the_planes_values_on_every_gpu() {
+    for dev in common::devices().into_iter().filter(Device::is_gpu) {
+        for dt in [DType::F32, DType::F16] {
+            check_cases(&dense_cases(), &dev, dt, false);
+            check_cases(&depthwise_cases(), &dev, dt, false);
+        }
+    }
+}
+
+#[test]
+fn a_network_converted_at_its_input_stays_channels_last_on_the_cpu() {
+    let dev = Device::cpu();
+    let x = Tensor::from_slice(&noise(3 * 32 * 32, 1), [1, 3, 32, 32], &dev).unwrap();
+    let stem = Tensor::from_slice(&noise(16 * 27, 2), [16, 3, 3, 3], &dev).unwrap();
+    let dw = Tensor::from_slice(&noise(16 * 9, 3), [16, 1, 3, 3], &dev).unwrap();
+    let project = Tensor::from_slice(&noise(16 * 16, 4), [16, 16, 1, 1], &dev).unwrap();
+    let net = |x: &Tensor| {
+        let h = x
+            .conv2d(
+                &stem,
+                &Conv::new()
+                    .stride(2)
+                    .padding(1)
+                    .activation(Activation::Hardswish),
+            )
+            .unwrap();
+        let d = h
+            .conv2d(&dw, &Conv::new().padding(1).groups(16))
+            .unwrap()
+            .relu()
+            .unwrap();
+        let p = d.conv2d(&project, &Conv::new()).unwrap();
+        let se = p.mean_keepdim([2, 3]).unwrap().hardsigmoid().unwrap();
+        let out = p.mul(&se).unwrap().add(&h).unwrap();
+        (vec![h, d, p], out)
+    };
+    let (convs0, want) = net(&x);
+    let (convs1, got) = net(&x.to_channels_last().unwrap());
+    assert!(!want.is_channels_last() && got.is_channels_last());
+    for ((a, b), what) in convs1
+        .iter()
+        .zip(&convs0)
+        .zip(["stem", "depthwise", "projection"])
+    {
+        assert!(a.is_channels_last() && !b.is_channels_last(), "{what}");
+        assert_same_bits(a, b, what);
+    }
+    // The mean sums the pixels in memory order: within rounding.
+    common::assert_close(
+        &common::read_f32(&got),
+        &common::read_f32(&want),
+        1e-5,
+        "the block",
+    );
+    // An FPN's nearest upsampling and concatenation keep the memory too.
+    let up = |t: &Tensor| t.resize_by([2.0, 2.0], webtensor::Resize::Nearest).unwrap();
+    let (a, b) = (&convs1[0], &convs0[0]);
+    let (ua, ub) = (up(a), up(b));
+    assert!(ua.is_channels_last() && !ub.is_channels_last());
+    assert_same_bits(&ua, &ub, "upsampled");
+    let (ca, cb) = (
+        Tensor::concat(&[a, &convs1[1]], 1).unwrap(),
+        Tensor::concat(&[b, &convs0[1]], 1).unwrap(),
+    );
+    assert!(ca.is_channels_last() && !cb.is_channels_last());
+    assert_same_bits(&ca, &cb, "concatenated");
+    // A mix of memory orders joins row-major.
+    assert!(
+        !Tensor::concat(&[a, &convs0[1]], 1)
+            .unwrap()
+            .is_channels_last()
+    );
+}
+
+#[test]
+fn channels_last_memory_is_asked_of_images_only() {
+    let dev = Device::cpu();
+    let x = Tensor::zeros([2, 3, 4], DType::F32, &dev).unwrap();
+    let e = x.to_channels_last().unwrap_err().to_string();
+    assert!(
+        e.contains("to_channels_last") && e.contains("[2, 3, 4]"),
+        "{e}"
+    );
+    assert!(!x.is_channels_last());
+    // A channels-last tensor is returned as it is; one channel is both.
+    let y = Tensor::zeros([1, 4, 2, 2], DType::F32, &dev)
+        .unwrap()
+        .to_channels_last()
+        .unwrap();
+    assert!(y.to_channels_last().unwrap().shares_storage(&y));
+    assert!(
+        Tensor::zeros([2, 1, 3, 3], DType::F32, &dev)
+            .unwrap()
+            .is_channels_last()
+    );
+}
