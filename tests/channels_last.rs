@@ -19,10 +19,11 @@ fn reference(
     w: (&[f32], [usize; 4]),
     bias: Option<&[f32]>,
     (stride, pad, dilation, groups): ([usize; 2], [usize; 2], [usize; 2], usize),
+    after: [usize; 2],
 ) -> Vec<f32> {
     let ((x, [n, c, h, wd]), (w, [o, cg, kh, kw])) = (x, w);
-    let ho = (h + 2 * pad[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
-    let wo = (wd + 2 * pad[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
+    let ho = (h + pad[0] + after[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
+    let wo = (wd + pad[1] + after[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
     let og = o / groups;
     let mut out = Vec::new();
     for b in 0..n {
@@ -218,7 +219,13 @@ fn check_cases(cases: &[Case], dev: &Device, dt: DType, exact: bool) {
             let what = format!("{dt:?} case {k} {xd:?} -> {o} {act:?} bias {with_bias}");
             let want = x.conv2d(&weight, &conv).unwrap();
             if dt == DType::F32 && act.is_none() && wv.iter().all(|v| v.is_finite()) {
-                let r = reference((&xv, xd), (&wv, wd), None, (stride, pad, dilation, groups));
+                let r = reference(
+                    (&xv, xd),
+                    (&wv, wd),
+                    None,
+                    (stride, pad, dilation, groups),
+                    pad,
+                );
                 let got = common::read_f32(&want);
                 for (i, (&g, &r)) in got.iter().zip(&r).enumerate() {
                     let same =
@@ -356,4 +363,66 @@ fn channels_last_memory_is_asked_of_images_only() {
             .unwrap()
             .is_channels_last()
     );
+}
+
+/// `same` padding of an even kernel pads more after the image than before
+/// (PyTorch's: `d (k - 1) / 2` before, the rest after): the last output
+/// row and column read zeros past the input, never the next row's or
+/// image's first pixels nor a crop's spare columns: in either memory
+/// order, batched, on every device.
+#[test]
+fn same_padding_of_an_even_kernel_reads_zeros_past_the_image() {
+    let mut devs = vec![
+        Device::cpu_with_threads(1).unwrap(),
+        Device::cpu_with_threads(2).unwrap(),
+    ];
+    devs.extend(common::devices().into_iter().filter(Device::is_gpu));
+    for dev in devs {
+        for (xd, o, k, d) in [
+            ([2, 4, 3, 3], 8, [2, 2], [1, 1]),
+            ([1, 3, 5, 4], 5, [1, 2], [1, 1]),
+            ([2, 6, 4, 7], 20, [4, 2], [1, 2]),
+            // Rows long enough for the planes' kernel to read in place.
+            ([2, 3, 3, 64], 8, [2, 2], [1, 1]),
+            ([1, 2, 2, 129], 4, [1, 2], [1, 1]),
+        ] {
+            let [n, c, h, w] = xd;
+            let xv = noise(n * c * h * w, 7);
+            let wd = [o, c, k[0], k[1]];
+            let wv = noise(wd.iter().product(), 8);
+            let weight = Tensor::from_slice(&wv, wd, &dev).unwrap();
+            // The reference pads (total / 2, the rest); its `pad` is the
+            // leading one, and it reads zeros past the end.
+            let lead = [0, 1].map(|a| d[a] * (k[a] - 1) / 2);
+            let after = [0, 1].map(|a| d[a] * (k[a] - 1) - lead[a]);
+            let r = reference((&xv, xd), (&wv, wd), None, ([1, 1], lead, d, 1), after);
+            let x = Tensor::from_slice(&xv, xd, &dev).unwrap();
+            let conv = Conv::new().same().dilation(d);
+            // Crops of larger images whose rows run on past the crop (the
+            // values after a row are spare columns or the next row).
+            let wide = Tensor::full([n, c, h + 1, w + 3], 7.0, DType::F32, &dev).unwrap();
+            let crop = wide.slice(s![.., .., ..h as isize, ..w as isize]).unwrap();
+            crop.assign(&x).unwrap();
+            let wide_last = wide.to_channels_last().unwrap();
+            let crop_last = wide_last
+                .slice(s![.., .., ..h as isize, ..w as isize])
+                .unwrap();
+            let views = [
+                ("NCHW", x.clone()),
+                ("channels-last", x.to_channels_last().unwrap()),
+                ("NCHW crop", crop),
+                ("channels-last crop", crop_last),
+            ];
+            for (what, input) in views {
+                let got = input.conv2d(&weight, &conv).unwrap();
+                assert_eq!(got.dims(), &[n, o, h, w], "{what} {xd:?} {k:?}");
+                common::assert_close(
+                    &common::read_f32(&got),
+                    &r,
+                    1e-5,
+                    &format!("{what} {xd:?} {k:?}"),
+                );
+            }
+        }
+    }
 }

@@ -5,11 +5,12 @@
 use super::Layout;
 
 impl Layout {
-    /// True for a rank-4 `[n, c, h, w]` layout whose memory is dense
-    /// channels-last `[n, h, w, c]` (extents of 1 may have any stride, as
-    /// in [`Layout::is_contiguous`]), from any offset.
+    /// True for a rank-4 `[n, c, h, w]` layout of at least one element
+    /// whose memory is dense channels-last `[n, h, w, c]` (extents of 1
+    /// may have any stride, as in [`Layout::is_contiguous`]), from any
+    /// offset.
     pub fn is_channels_last(&self) -> bool {
-        if self.rank() != 4 {
+        if self.rank() != 4 || self.numel() == 0 {
             return false;
         }
         let mut nhwc = self.clone();

@@ -114,9 +114,11 @@ impl Tensor {
         Ok(out)
     }
 
-    /// True for a rank-4 `[n, c, h, w]` tensor whose memory is dense
-    /// channels-last `[n, h, w, c]` ([`Tensor::to_channels_last`]; extents
-    /// of 1 may have any stride).
+    /// True for a rank-4 `[n, c, h, w]` tensor of at least one element
+    /// whose memory is dense channels-last `[n, h, w, c]`
+    /// ([`Tensor::to_channels_last`]; extents of 1 may have any stride, so
+    /// a tensor of one channel, or of one pixel an image, is both
+    /// channels-last and row-major).
     pub fn is_channels_last(&self) -> bool {
         self.layout().is_channels_last()
     }

@@ -17,7 +17,10 @@ impl Tensor {
     /// PyTorch's `cat`). Every input has the same rank and device, and the
     /// same extents except along `axis`; inputs may be views of any layout
     /// and of any dtypes, which are promoted to their common one
-    /// ([`Tensor::result_type`]). The result is a new row-major tensor.
+    /// ([`Tensor::result_type`]). The result is a new row-major tensor, or
+    /// channels-last where every input is a channels-last image of two or
+    /// more channels ([`Tensor::to_channels_last`]), as PyTorch's `cat`
+    /// keeps its inputs' memory format.
     ///
     /// # Errors
     /// `Error::Argument` for an empty list, `Error::Shape` for a 0-d input or

@@ -39,7 +39,11 @@ pub(crate) fn depthwise(out: &CpuStorage, call: &DepthwiseCall) -> Result<()> {
     // A channels-last output (of two or more channels) sums its pixels'
     // channels side by side.
     let ol = &call.out.layout;
-    let pixels = ol.rank() == 4 && ol.dims()[1] > 1 && ol.is_channels_last();
+    // (An output of one pixel an image is both: it follows the input.)
+    let pixels = ol.rank() == 4
+        && ol.dims()[1] > 1
+        && ol.is_channels_last()
+        && (!ol.is_contiguous() || call.input.layout.has_channels_innermost());
     macro_rules! run {
         ($x:expr, $w:expr, $o:expr) => {
             if pixels {

@@ -61,7 +61,11 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     // A channels-last output (of two or more channels: one channel's
     // planes are its pixels) takes the pixel tiles.
     let ol = &call.out.layout;
-    let pixels = ol.rank() == 4 && ol.dims()[1] > 1 && ol.is_channels_last();
+    // (An output of one pixel an image is both: it follows the input.)
+    let pixels = ol.rank() == 4
+        && ol.dims()[1] > 1
+        && ol.is_channels_last()
+        && (!ol.is_contiguous() || call.input.layout.has_channels_innermost());
     macro_rules! run {
         ($x:expr, $w:expr, $o:expr) => {
             if pixels {
@@ -571,6 +575,14 @@ fn uncopied<'x>(
 ) -> Option<(&'x [f32], sgemm::Rows)> {
     if s.pad != [0, 0] || s.stride[1] != 1 || s.strides[3] != 1 || s.strides.iter().any(|&v| v < 0)
     {
+        return None;
+    }
+    // Nor padding after the input (`same` pads an even kernel after it
+    // only): the last output's taps lie inside the input.
+    let inside = (0..2).all(|a| {
+        (s.out[1 + a] - 1) * s.stride[a] + (s.kernel[a] - 1) * s.dilation[a] < s.input[1 + a]
+    });
+    if !inside {
         return None;
     }
     if flat && s.strides[2] as usize != flat_width(s) {

@@ -15,7 +15,7 @@
 //! bit for bit an NCHW image's.
 
 use super::numeric::Widen;
-use super::sgemm::{self, CHANNELS, Isa, PIXELS, PixelRows, PixelSums, Steps};
+use super::sgemm::{self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelSums, Steps};
 use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
@@ -45,6 +45,17 @@ impl Geometry {
     /// Input channels of a group.
     fn cg(&self) -> usize {
         self.input[0] / self.groups
+    }
+
+    /// Whether every tap of every output lies inside the input, with no
+    /// padding before it: the call's padding after the input (the
+    /// output's size implies it) is none either.
+    fn inside(&self) -> bool {
+        (0..2).all(|a| {
+            let reach =
+                (self.out[2 + a] - 1) * self.stride[a] + (self.kernel[a] - 1) * self.dilation[a];
+            self.pad[a] == 0 && reach < self.input[1 + a]
+        })
     }
 
     /// Steps of a group's patch: its input channels times the taps.
@@ -157,10 +168,12 @@ pub(super) fn images<T: Widen>(
         depth,
     };
     let isa = Isa::best();
-    // In place: f32 channels side by side, no padding, no negative
+    // In place: f32 channels side by side, no padding before or after
+    // (`same` pads an even kernel after the image only), no negative
     // stride (the channels of a single-channel image need no stride).
     let in_place = T::as_f32s(x).filter(|_| {
         g.pad == [0, 0]
+            && g.inside()
             && (g.strides[1] == 1 || g.input[0] == 1)
             && g.strides.iter().all(|&s| s >= 0)
     });
@@ -278,10 +291,12 @@ struct Store<'a, T> {
 
 impl<T: Widen> Store<'_, T> {
     /// Sums and stores output rows `y0..y1` of `image` (each `wo`
-    /// pixels of `ho`), their pixels `PIXELS` at a time along the band
-    /// (a tile may cross from one row into the next): pixel `(y, x)`'s
-    /// patch in group `g` starts at `a[at(y, x) + g cg]`, its steps
-    /// `steps` after it.
+    /// pixels of `ho`), their pixels [`NARROW_PIXELS`] at a time along the
+    /// band (a tile may cross from one row into the next): pixel `(y,
+    /// x)`'s patch in group `g` starts at `a[at(y, x) + g cg]`, its steps
+    /// `steps` after it. A panel of 16 output channels or fewer takes one
+    /// narrow tile (16 pixels by 16), a wider one two wide tiles (8 by
+    /// 32).
     ///
     /// # Safety
     /// No other thread reads or writes those output rows meanwhile.
@@ -299,32 +314,44 @@ impl<T: Widen> Store<'_, T> {
         let panels = self.og.div_ceil(CHANNELS);
         let groups = self.o / self.og;
         let panel = self.depth * CHANNELS;
-        let mut sums: PixelSums = [[0.0; CHANNELS]; PIXELS];
-        let mut rows = PixelRows {
+        let mut wide: PixelSums<PIXELS> = [[0.0; CHANNELS]; PIXELS];
+        let mut narrow: PixelSums<NARROW_PIXELS> = [[0.0; CHANNELS]; NARROW_PIXELS];
+        // The tile group's rows: all 16 (narrow), or 8 and 8 (wide).
+        let mut all = PixelRows {
+            a,
+            bases: [0; NARROW_PIXELS],
+            shift: 0,
+            steps,
+        };
+        let half = || PixelRows {
             a,
             bases: [0; PIXELS],
             shift: 0,
             steps,
         };
-        // The next tile's first pixel, (y, x).
+        let mut halves = [half(), half()];
+        // The next tile group's first pixel, (y, x).
         let mut next = (y0, 0);
-        for u in (0..pixels).step_by(PIXELS) {
-            let n = PIXELS.min(pixels - u);
+        for u in (0..pixels).step_by(NARROW_PIXELS) {
+            let n = NARROW_PIXELS.min(pixels - u);
             // Rows past the band's last pixel read its first pixel's
             // patch (and are not stored).
             let lead = at(next.0, next.1);
-            for (i, base) in rows.bases.iter_mut().enumerate() {
-                *base = lead;
+            for i in 0..NARROW_PIXELS {
+                let mut base = lead;
                 if i < n {
-                    *base = at(next.0, next.1);
+                    base = at(next.0, next.1);
                     next.1 += 1;
                     if next.1 == wo {
                         next = (next.0 + 1, 0);
                     }
                 }
+                all.bases[i] = base;
+                halves[i / PIXELS].bases[i % PIXELS] = base;
             }
             for group in 0..groups {
-                rows.shift = group * cg;
+                all.shift = group * cg;
+                halves.iter_mut().for_each(|h| h.shift = group * cg);
                 for q in 0..panels {
                     let k = group * panels + q;
                     let b = &self.packed[k * panel..(k + 1) * panel];
@@ -335,11 +362,23 @@ impl<T: Widen> Store<'_, T> {
                     let columns = CHANNELS.min(self.og - q * CHANNELS);
                     let start = (first + u) * self.o + channel;
                     assert!(start + (n - 1) * self.o + columns <= self.len);
-                    // SAFETY: (for both stores) pixels first + u.. + n of
+                    // SAFETY: (for every store) pixels first + u.. + n of
                     // channels `channel..+ columns` are inside the output
                     // (asserted) and the caller's alone to write.
                     unsafe {
-                        self.tile(isa, (&rows, b), &mut sums, start, (n, columns), bias);
+                        if columns <= 16 {
+                            let to = (start, n, columns);
+                            self.tile::<NARROW_PIXELS, 1>(isa, (&all, b), &mut narrow, to, bias);
+                            continue;
+                        }
+                        for (h, half) in halves.iter().enumerate().take(n.div_ceil(PIXELS)) {
+                            let to = (
+                                start + h * PIXELS * self.o,
+                                PIXELS.min(n - h * PIXELS),
+                                columns,
+                            );
+                            self.tile::<PIXELS, 2>(isa, (half, b), &mut wide, to, bias);
+                        }
                     }
                 }
             }
@@ -351,20 +390,20 @@ impl<T: Widen> Store<'_, T> {
     ///
     /// # Safety
     /// As [`Store::band`], for those outputs.
-    unsafe fn tile(
+    unsafe fn tile<const P: usize, const V: usize>(
         &self,
         isa: Isa,
-        (rows, b): (&PixelRows<'_>, &[f32]),
-        sums: &mut PixelSums,
-        start: usize,
-        (n, columns): (usize, usize),
+        (rows, b): (&PixelRows<'_, P>, &[f32]),
+        sums: &mut PixelSums<P>,
+        (start, n, columns): (usize, usize, usize),
         bias: &[f32; CHANNELS],
     ) {
         if T::IS_F32 {
             let dst = self.out.get().cast::<f32>().wrapping_add(start);
             // SAFETY: T is f32; the outputs are the caller's.
             let stored = unsafe {
-                sgemm::pixel_tile_store(isa, rows, b, (dst, self.o, n, columns), (bias, self.act))
+                let to = (dst, self.o, n, columns);
+                sgemm::pixel_tile_store::<P, V>(isa, rows, b, to, (bias, self.act))
             };
             if stored {
                 if self.rows_after {
@@ -378,7 +417,7 @@ impl<T: Widen> Store<'_, T> {
                 return;
             }
         }
-        sgemm::pixel_tile(isa, rows, b, sums);
+        sgemm::pixel_tile::<P, V>(isa, rows, b, sums);
         for (i, row) in sums.iter_mut().enumerate().take(n) {
             let row = &mut row[..columns];
             if self.has_bias {

@@ -2,8 +2,9 @@
 //! output pixel's channels summed side by side in vector registers, a few
 //! pixels at a time, the taps' weights `[tap][channel]`. f32 channels
 //! that lie side by side are read in place; any other input (f16, bf16,
-//! NCHW planes, a channel multiplier above 1) is first copied once into
-//! f32 channels-last pixels, each input channel repeated for its outputs.
+//! NCHW planes, flipped rows or columns, a channel multiplier above 1) is
+//! first copied once into f32 channels-last pixels, each input channel
+//! repeated for its outputs.
 //!
 //! Each output is the sum the convolution over planes makes (`conv.rs`):
 //! from 0 over the taps in row-major order, each tap's product rounded

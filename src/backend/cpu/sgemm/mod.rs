@@ -21,7 +21,7 @@ mod pixels;
 mod x86;
 
 pub(crate) use pixels::{
-    CHANNELS, PIXELS, PixelRows, PixelSums, Steps, pixel_tile, pixel_tile_store,
+    CHANNELS, NARROW_PIXELS, PIXELS, PixelRows, PixelSums, Steps, pixel_tile, pixel_tile_store,
 };
 
 use std::sync::OnceLock;

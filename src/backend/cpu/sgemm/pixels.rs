@@ -12,14 +12,20 @@
 
 use super::{Act, Isa};
 
-/// Pixels (rows) of a pixel tile.
+/// Pixels (rows) of a wide pixel tile: 8 pixels by [`CHANNELS`].
 pub(crate) const PIXELS: usize = 8;
 
-/// Output channels (columns) of a pixel tile: a packed panel's width.
+/// Output channels (columns) of a wide pixel tile: a packed panel's width.
 pub(crate) const CHANNELS: usize = 32;
 
-/// A pixel tile's outputs, `[i][j]`.
-pub(crate) type PixelSums = [[f32; CHANNELS]; PIXELS];
+/// Pixels of a narrow tile: 16 pixels by 16 channels, for panels of 16
+/// output channels or fewer (a wide tile would compute twice the products
+/// it keeps).
+pub(crate) const NARROW_PIXELS: usize = 16;
+
+/// A tile's outputs, `[i][j]`, `P` pixels (of a tile `16 V` channels
+/// wide).
+pub(crate) type PixelSums<const P: usize> = [[f32; CHANNELS]; P];
 
 /// A patch's steps: step `p` of a pixel's patch lies `steps[p]` after its
 /// first element.
@@ -42,14 +48,14 @@ impl Steps {
 
 /// Where a tile's `A` values lie: row `i` at step `p` is `a[bases[i] +
 /// shift + steps[p]]`.
-pub(crate) struct PixelRows<'a> {
+pub(crate) struct PixelRows<'a, const P: usize> {
     pub(crate) a: &'a [f32],
-    pub(crate) bases: [usize; PIXELS],
+    pub(crate) bases: [usize; P],
     pub(crate) shift: usize,
     pub(crate) steps: &'a Steps,
 }
 
-impl PixelRows<'_> {
+impl<const P: usize> PixelRows<'_, P> {
     /// Panics unless every read lies inside `a` and `b` holds a panel row
     /// for each step (a caller's bug otherwise).
     fn check(&self, b: &[f32]) {
@@ -74,22 +80,29 @@ impl PixelRows<'_> {
     }
 }
 
-/// The tile `out[i][j] = sum over p of a[bases[i] + steps[p]] b[p
-/// CHANNELS + j]` on `isa`'s arithmetic.
+/// The tile `out[i][j] = sum over p of a[bases[i] + shift + steps[p]]
+/// b[p CHANNELS + j]` for `j < 16 V` on `isa`'s arithmetic: `P = 8, V =
+/// 2` (wide) or `P = 16, V = 1` (narrow).
 ///
 /// # Panics
 /// When a read leaves `a` or `b` (a caller's bug).
-pub(crate) fn pixel_tile(isa: Isa, rows: &PixelRows<'_>, b: &[f32], out: &mut PixelSums) {
+pub(crate) fn pixel_tile<const P: usize, const V: usize>(
+    isa: Isa,
+    rows: &PixelRows<'_, P>,
+    b: &[f32],
+    out: &mut PixelSums<P>,
+) {
+    assert!(16 * V <= CHANNELS, "a tile at most a panel wide");
     rows.check(b);
     match isa {
         // SAFETY: `Isa::best`/`available` chose the kernel only where the
         // processor has its features; `check` bounds every read.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { super::x86::pixel_tile_avx512(rows, b.as_ptr(), out) },
+        Isa::Avx512 => unsafe { super::x86::pixel_tile_avx512::<P, V>(rows, b.as_ptr(), out) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { sums_fused(rows, b, out) },
+        Isa::Avx2 => unsafe { sums_fused::<P, V>(rows, b, out) },
         // SAFETY: as above.
-        Isa::Portable => unsafe { sums_in::<false>(rows, b, out) },
+        Isa::Portable => unsafe { sums_in::<P, V, false>(rows, b, out) },
     }
 }
 
@@ -104,10 +117,10 @@ pub(crate) fn pixel_tile(isa: Isa, rows: &PixelRows<'_>, b: &[f32], out: &mut Pi
 /// pixels`, and no one else's meanwhile.
 ///
 /// # Panics
-/// As [`pixel_tile`]; more pixels or columns than a tile has.
-pub(crate) unsafe fn pixel_tile_store(
+/// As [`pixel_tile`]; more pixels or columns than the tile has.
+pub(crate) unsafe fn pixel_tile_store<const P: usize, const V: usize>(
     isa: Isa,
-    rows: &PixelRows<'_>,
+    rows: &PixelRows<'_, P>,
     b: &[f32],
     (dst, ldc, pixels, columns): (*mut f32, usize, usize, usize),
     (bias, act): (&[f32; CHANNELS], Option<Act>),
@@ -115,15 +128,16 @@ pub(crate) unsafe fn pixel_tile_store(
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
+            assert!(16 * V <= CHANNELS, "a tile at most a panel wide");
             rows.check(b);
             assert!(
-                pixels <= PIXELS && columns <= CHANNELS,
+                pixels <= P && columns <= 16 * V,
                 "sgemm pixel tile: {pixels} pixels of {columns} channels"
             );
             // SAFETY: the reads as in `pixel_tile`; the writes are the
             // caller's (this function's contract).
             unsafe {
-                super::x86::pixel_store_avx512(
+                super::x86::pixel_store_avx512::<P, V>(
                     rows,
                     b.as_ptr(),
                     (dst, ldc, pixels, columns),
@@ -145,9 +159,13 @@ pub(crate) unsafe fn pixel_tile_store(
 /// The processor has AVX2 and FMA; the reads as [`sums_in`]'s.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn sums_fused(rows: &PixelRows<'_>, b: &[f32], out: &mut PixelSums) {
+unsafe fn sums_fused<const P: usize, const V: usize>(
+    rows: &PixelRows<'_, P>,
+    b: &[f32],
+    out: &mut PixelSums<P>,
+) {
     // SAFETY: the caller's.
-    unsafe { sums_in::<true>(rows, b, out) }
+    unsafe { sums_in::<P, V, true>(rows, b, out) }
 }
 
 /// The tile in plain Rust, `FUSED` (`mul_add`) or a product then a sum.
@@ -155,15 +173,19 @@ unsafe fn sums_fused(rows: &PixelRows<'_>, b: &[f32], out: &mut PixelSums) {
 /// # Safety
 /// `rows.check(b)` passed.
 #[inline(always)]
-unsafe fn sums_in<const FUSED: bool>(rows: &PixelRows<'_>, b: &[f32], out: &mut PixelSums) {
-    *out = [[0.0; CHANNELS]; PIXELS];
+unsafe fn sums_in<const P: usize, const V: usize, const FUSED: bool>(
+    rows: &PixelRows<'_, P>,
+    b: &[f32],
+    out: &mut PixelSums<P>,
+) {
+    *out = [[0.0; CHANNELS]; P];
     let a = rows.a.as_ptr().wrapping_add(rows.shift);
     for (&s, bp) in rows.steps().iter().zip(b.chunks_exact(CHANNELS)) {
         for (sums, &base) in out.iter_mut().zip(&rows.bases) {
             // SAFETY: base + shift + s is within the checked reach,
             // inside `a`.
             let av = unsafe { *a.add(base + s) };
-            for (sum, &bv) in sums.iter_mut().zip(bp) {
+            for (sum, &bv) in sums[..16 * V].iter_mut().zip(bp) {
                 *sum = if FUSED {
                     av.mul_add(bv, *sum)
                 } else {

@@ -189,3 +189,89 @@ fn a_stored_tile_is_the_tile_plus_its_bias_activated_where_asked() {
         }
     }
 }
+
+/// A pixel tile of `P` rows and `16 V` columns on `isa` against an f64
+/// product, its rows read at scattered bases, a shift and steps; and, on
+/// AVX-512, the tile stored from registers (bias, relu, masked columns and
+/// rows) against the same sums finished by hand.
+fn pixel_tile_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
+    for depth in [0usize, 1, 5, 37] {
+        let a: Vec<f32> = (0..4096).map(|_| rng.next()).collect();
+        let b: Vec<f32> = (0..depth.max(1) * CHANNELS).map(|_| rng.next()).collect();
+        let steps = Steps::new((0..depth).map(|p| (p * 7) % 61).collect());
+        let bases: [usize; P] = std::array::from_fn(|i| (i * 131 + 17) % 3000);
+        let rows = PixelRows {
+            a: &a,
+            bases,
+            shift: 3,
+            steps: &steps,
+        };
+        let mut out = [[f32::NAN; CHANNELS]; P];
+        pixel_tile::<P, V>(isa, &rows, &b, &mut out);
+        for i in 0..P {
+            for j in 0..16 * V {
+                let want: f64 = (0..depth)
+                    .map(|p| a[bases[i] + 3 + (p * 7) % 61] as f64 * b[p * CHANNELS + j] as f64)
+                    .sum();
+                let got = out[i][j] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5 * (depth as f64).max(1.0),
+                    "{isa:?} {P}x{} depth {depth}: ({i}, {j}) is {got}, not {want}",
+                    16 * V
+                );
+            }
+        }
+        let bias: [f32; CHANNELS] = std::array::from_fn(|_| rng.next());
+        let (pixels, columns) = (P - 1, 16 * V - 3);
+        let mut dst = vec![f32::NAN; P * 40];
+        // SAFETY: rows i < pixels of `columns` floats 40 apart lie in dst.
+        let stored = unsafe {
+            pixel_tile_store::<P, V>(
+                isa,
+                &rows,
+                &b,
+                (dst.as_mut_ptr(), 40, pixels, columns),
+                (&bias, Some(Act::Relu)),
+            )
+        };
+        assert_eq!(stored, isa.mr() == 8 && isa.nr() == 32, "{isa:?} stores");
+        if stored {
+            for i in 0..P {
+                for j in 0..40 {
+                    let got = dst[i * 40 + j];
+                    if i < pixels && j < columns {
+                        let want = (out[i][j] + bias[j]).max(0.0);
+                        assert_eq!(got.to_bits(), want.to_bits(), "{isa:?} stored ({i}, {j})");
+                    } else {
+                        assert!(got.is_nan(), "{isa:?} wrote ({i}, {j}) past the tile");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_pixel_tile_matches_an_f64_product() {
+    let mut rng = Rng(0xfeed);
+    for isa in Isa::available() {
+        pixel_tile_case::<PIXELS, 2>(isa, &mut rng);
+        pixel_tile_case::<NARROW_PIXELS, 1>(isa, &mut rng);
+    }
+}
+
+#[test]
+#[should_panic(expected = "sgemm pixel tile")]
+fn pixel_tiles_reading_past_their_input_are_refused() {
+    let a = vec![0.0; 64];
+    let b = vec![0.0; 2 * CHANNELS];
+    let steps = Steps::new(vec![0, 10]);
+    let rows = PixelRows {
+        a: &a,
+        bases: [0, 0, 0, 0, 0, 0, 0, 54],
+        shift: 0,
+        steps: &steps,
+    };
+    let mut out = [[0.0; CHANNELS]; PIXELS];
+    pixel_tile::<PIXELS, 2>(Isa::best(), &rows, &b, &mut out);
+}

@@ -2,7 +2,7 @@
 //! `k` steps; each step loads a row of `B` as vectors (row `p` at `b +
 //! rows[p]`) and multiply-adds each `A` value broadcast against them.
 
-use super::pixels::{CHANNELS, PIXELS, PixelRows, PixelSums};
+use super::pixels::{CHANNELS, PixelRows, PixelSums};
 use super::{Act, MAX_TILE};
 use std::arch::x86_64::*;
 
@@ -83,7 +83,7 @@ pub(super) unsafe fn tile_store_avx512(
         unsafe {
             let row = dst.add(i * ldc);
             _mm512_mask_storeu_ps(row, low, finish(sums[0]));
-            _mm512_mask_storeu_ps(row.add(16), high, finish(sums[1]));
+            _mm512_mask_storeu_ps(row.wrapping_add(16), high, finish(sums[1]));
         }
     }
 }
@@ -154,28 +154,35 @@ pub(super) unsafe fn tile_avx2(
     }
 }
 
-/// A pixel tile's sums on AVX-512F: 16 zmm sums, two `B` vectors a step,
-/// each row's `A` value broadcast from where it lies.
+/// A pixel tile's sums on AVX-512F: `P` pixels by `V` zmm registers of
+/// channels, `V` `B` vectors a step, each row's `A` value broadcast from
+/// where it lies.
 ///
 /// # Safety
 /// The processor has AVX-512F; `rows` and `b` passed `PixelRows::check`.
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn pixel_sums_avx512(rows: &PixelRows<'_>, b: *const f32) -> [[__m512; 2]; PIXELS] {
-    let mut acc = [[_mm512_setzero_ps(); 2]; PIXELS];
+unsafe fn pixel_sums_avx512<const P: usize, const V: usize>(
+    rows: &PixelRows<'_, P>,
+    b: *const f32,
+) -> [[__m512; V]; P] {
+    let mut acc = [[_mm512_setzero_ps(); V]; P];
     let a = rows.a.as_ptr().wrapping_add(rows.shift);
-    let from = rows.bases.map(|base| a.wrapping_add(base));
+    let mut from = [a; P];
+    for (row, &base) in from.iter_mut().zip(&rows.bases) {
+        *row = a.wrapping_add(base);
+    }
     for (p, &s) in rows.steps().iter().enumerate() {
-        // SAFETY: step p reads b[32 p..32 p + 32] and a[bases[i] + s],
-        // inside the slices (checked).
+        // SAFETY: step p reads b[32 p..32 p + 16 V] and a[bases[i] +
+        // shift + s], inside the slices (checked).
         unsafe {
             let bp = b.add(p * CHANNELS);
-            let b0 = _mm512_loadu_ps(bp);
-            let b1 = _mm512_loadu_ps(bp.add(16));
+            let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
             for (sums, row) in acc.iter_mut().zip(&from) {
                 let av = _mm512_set1_ps(*row.add(s));
-                sums[0] = _mm512_fmadd_ps(av, b0, sums[0]);
-                sums[1] = _mm512_fmadd_ps(av, b1, sums[1]);
+                for (sum, &bv) in sums.iter_mut().zip(&bv) {
+                    *sum = _mm512_fmadd_ps(av, bv, *sum);
+                }
             }
         }
     }
@@ -187,14 +194,17 @@ unsafe fn pixel_sums_avx512(rows: &PixelRows<'_>, b: *const f32) -> [[__m512; 2]
 /// # Safety
 /// As [`pixel_sums_avx512`].
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn pixel_tile_avx512(rows: &PixelRows<'_>, b: *const f32, out: &mut PixelSums) {
+pub(super) unsafe fn pixel_tile_avx512<const P: usize, const V: usize>(
+    rows: &PixelRows<'_, P>,
+    b: *const f32,
+    out: &mut PixelSums<P>,
+) {
     // SAFETY: the caller's.
-    let acc = unsafe { pixel_sums_avx512(rows, b) };
+    let acc = unsafe { pixel_sums_avx512::<P, V>(rows, b) };
     for (sums, row) in acc.iter().zip(out.iter_mut()) {
-        // SAFETY: a row of the tile holds 32 floats.
-        unsafe {
-            _mm512_storeu_ps(row.as_mut_ptr(), sums[0]);
-            _mm512_storeu_ps(row.as_mut_ptr().add(16), sums[1]);
+        for (v, &sum) in sums.iter().enumerate() {
+            // SAFETY: a row of the tile holds 32 >= 16 V floats.
+            unsafe { _mm512_storeu_ps(row.as_mut_ptr().add(16 * v), sum) };
         }
     }
 }
@@ -204,35 +214,31 @@ pub(super) unsafe fn pixel_tile_avx512(rows: &PixelRows<'_>, b: *const f32, out:
 /// `columns` sums (masked stores).
 ///
 /// # Safety
-/// As [`pixel_sums_avx512`]; `pixels <= 8`, `columns <= 32`, and `dst + i
-/// ldc .. + columns` is the caller's to write for every `i < pixels`.
+/// As [`pixel_sums_avx512`]; `pixels <= P`, `columns <= 16 V`, and
+/// `dst + i ldc .. + columns` is the caller's to write for every `i <
+/// pixels`.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn pixel_store_avx512(
-    rows: &PixelRows<'_>,
+pub(super) unsafe fn pixel_store_avx512<const P: usize, const V: usize>(
+    rows: &PixelRows<'_, P>,
     b: *const f32,
     (dst, ldc, pixels, columns): (*mut f32, usize, usize, usize),
     (bias, act): (&[f32; CHANNELS], Option<Act>),
 ) {
     // SAFETY: the caller's.
-    let acc = unsafe { pixel_sums_avx512(rows, b) };
+    let acc = unsafe { pixel_sums_avx512::<P, V>(rows, b) };
     let mask = |n: usize| -> __mmask16 { ((1u32 << n.min(16)) - 1) as __mmask16 };
-    let (low, high) = (mask(columns), mask(columns.saturating_sub(16)));
-    // SAFETY: the bias holds 32 floats.
-    let (add0, add1) = unsafe {
-        (
-            _mm512_loadu_ps(bias.as_ptr()),
-            _mm512_loadu_ps(bias.as_ptr().add(16)),
-        )
-    };
+    let masks: [__mmask16; V] = std::array::from_fn(|v| mask(columns.saturating_sub(16 * v)));
+    // SAFETY: the bias holds 32 >= 16 V floats.
+    let adds: [__m512; V] =
+        std::array::from_fn(|v| unsafe { _mm512_loadu_ps(bias.as_ptr().add(16 * v)) });
     for (i, sums) in acc.iter().enumerate().take(pixels) {
-        // SAFETY: the masks store the row's first `columns` floats, the
-        // caller's to write.
-        unsafe {
-            let row = dst.add(i * ldc);
-            let v0 = activate_avx512(_mm512_add_ps(sums[0], add0), act);
-            let v1 = activate_avx512(_mm512_add_ps(sums[1], add1), act);
-            _mm512_mask_storeu_ps(row, low, v0);
-            _mm512_mask_storeu_ps(row.add(16), high, v1);
+        for v in 0..V {
+            // SAFETY: the masks store the row's first `columns` floats,
+            // the caller's to write.
+            unsafe {
+                let value = activate_avx512(_mm512_add_ps(sums[v], adds[v]), act);
+                _mm512_mask_storeu_ps(dst.wrapping_add(i * ldc + 16 * v), masks[v], value);
+            }
         }
     }
 }
