@@ -19,6 +19,12 @@
 //!
 //! A transposed convolution adds each tap's product into a strided view of
 //! its output instead.
+//!
+//! On the CPU an input whose channels lie side by side in each pixel
+//! (channels-last memory, [`Tensor::to_channels_last`], and its crops)
+//! gives a channels-last output from kernels of its own
+//! (`backend/cpu/conv_nhwc.rs`, `depthwise_nhwc.rs`), bit for bit the NCHW
+//! kernels' values; a GPU's outputs are row-major.
 
 use super::conv_args::{Conv, ConvPadding};
 use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, window};

@@ -58,14 +58,7 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let bias = Bias::of(&reads, OP, &call.bias)?;
     let bias = bias.values(OP)?;
     let mut dst = out.write();
-    // A channels-last output (of two or more channels: one channel's
-    // planes are its pixels) takes the pixel tiles.
-    let ol = &call.out.layout;
-    // (An output of one pixel an image is both: it follows the input.)
-    let pixels = ol.rank() == 4
-        && ol.dims()[1] > 1
-        && ol.is_channels_last()
-        && (!ol.is_contiguous() || call.input.layout.has_channels_innermost());
+    let pixels = super::conv_nhwc::channels_last_out(&call.out.layout, &call.input.layout);
     macro_rules! run {
         ($x:expr, $w:expr, $o:expr) => {
             if pixels {

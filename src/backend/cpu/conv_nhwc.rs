@@ -19,6 +19,7 @@ use super::sgemm::{self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelS
 use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 
 const OP: &str = "conv2d";
 
@@ -78,6 +79,17 @@ impl Geometry {
                 .collect(),
         )
     }
+}
+
+/// Whether a convolution's fresh `out`put is channels-last for its
+/// kernels: of two or more channels (one channel's planes are its
+/// pixels), and, where an output of one pixel an image is both layouts,
+/// following its `input`.
+pub(super) fn channels_last_out(out: &Layout, input: &Layout) -> bool {
+    out.rank() == 4
+        && out.dims()[1] > 1
+        && out.is_channels_last()
+        && (!out.is_contiguous() || input.has_channels_innermost())
 }
 
 /// Runs `call` into `out`, the dense channels-last storage of its `[n, o,
