@@ -426,3 +426,58 @@ fn same_padding_of_an_even_kernel_reads_zeros_past_the_image() {
         }
     }
 }
+
+/// Nearest upsampling by whole factors keeps channels-last memory on the
+/// CPU and `concat` on every device, with the NCHW image's values: f32,
+/// f16 and an integer dtype, factors 2 and 3 by 1, a crop of a larger
+/// image.
+#[test]
+fn upsampling_and_joining_keep_channels_last_memory() {
+    for dev in common::devices() {
+        for dt in [DType::F32, DType::F16, DType::I32] {
+            let x = Tensor::from_slice(&noise(2 * 5 * 3 * 4, 11), [2, 5, 3, 4], &dev)
+                .unwrap()
+                .mul_scalar(100.0)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            let last = x.to_channels_last().unwrap();
+            let crop = Tensor::zeros([2, 7, 3, 6], dt, &dev)
+                .unwrap()
+                .to_channels_last()
+                .unwrap()
+                .slice(s![.., 1..6, .., 2..])
+                .unwrap();
+            crop.assign(&x).unwrap();
+            for factors in [[2.0, 2.0], [3.0, 1.0]] {
+                let want = x.resize_by(factors, webtensor::Resize::Nearest).unwrap();
+                let got = last.resize_by(factors, webtensor::Resize::Nearest).unwrap();
+                // (A GPU's one-pass resize kernel writes row-major.)
+                assert_eq!(
+                    got.is_channels_last(),
+                    dev.is_cpu(),
+                    "{dev:?} {dt:?} {factors:?}"
+                );
+                assert_same_bits(
+                    &got,
+                    &want,
+                    &format!("{dev:?} {dt:?} upsampled {factors:?}"),
+                );
+            }
+            let want = Tensor::concat(&[&x, &x.narrow(1, 1, 3).unwrap()], 1).unwrap();
+            let parts = [
+                last.clone(),
+                last.narrow(1, 1, 3).unwrap().to_channels_last().unwrap(),
+            ];
+            let got = Tensor::concat(&[&parts[0], &parts[1]], 1).unwrap();
+            assert!(got.is_channels_last(), "{dev:?} {dt:?} concat");
+            assert_same_bits(&got, &want, &format!("{dev:?} {dt:?} concatenated"));
+            // A crop's channels lie side by side but are not dense: it
+            // joins row-major, with the same values.
+            let mixed = Tensor::concat(&[&crop, &last], 1).unwrap();
+            assert!(!mixed.is_channels_last());
+            let want = Tensor::concat(&[&x, &x], 1).unwrap();
+            assert_same_bits(&mixed, &want, &format!("{dev:?} {dt:?} crop joined"));
+        }
+    }
+}
