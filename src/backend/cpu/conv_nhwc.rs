@@ -263,6 +263,15 @@ fn copy_rows<T: Widen>(
         dst[..lo * c].fill(0.0);
         dst[hi * c..].fill(0.0);
         let first = g.offset as isize + image as isize * sn + y * sh;
+        if sc == 1 && sw == c as isize {
+            // Dense pixels: the row's inside is one run.
+            let at = (first + (lo as isize - pad1 as isize) * sw) as usize;
+            let len = (hi - lo) * c;
+            for (slot, v) in dst[lo * c..hi * c].iter_mut().zip(&x[at..at + len]) {
+                *slot = v.to_f32();
+            }
+            continue;
+        }
         for (q, pixel) in dst[lo * c..hi * c].chunks_mut(c).enumerate() {
             let at = first + (q + lo - pad1) as isize * sw;
             if sc == 1 {
