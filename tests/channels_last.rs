@@ -154,6 +154,8 @@ fn dense_cases() -> Vec<Case> {
         // Groups (not depthwise), an unpadded 3x3 in place.
         ([1, 8, 7, 10], 12, [3, 3], [1, 1], [1, 1], [1, 1], 4),
         ([1, 6, 9, 9], 40, [3, 3], [1, 1], [0, 0], [1, 1], 2),
+        // Groups of two panels each (32 channels and a narrow 8).
+        ([1, 8, 5, 6], 80, [3, 3], [1, 1], [1, 1], [1, 1], 2),
         // One output pixel; one row; the kernel as large as the image.
         ([1, 4, 3, 3], 5, [3, 3], [1, 1], [0, 0], [1, 1], 1),
         ([1, 7, 1, 30], 10, [1, 3], [1, 1], [0, 1], [1, 1], 1),
@@ -172,6 +174,9 @@ fn depthwise_cases() -> Vec<Case> {
         // Wider than the image: every pixel a border pixel.
         ([1, 16, 2, 3], 16, [5, 5], [1, 1], [2, 2], [1, 1], 16),
         ([1, 48, 4, 37], 48, [3, 3], [1, 1], [1, 1], [1, 1], 48),
+        // Column dilation; one output pixel.
+        ([1, 16, 6, 21], 16, [3, 3], [1, 1], [1, 2], [1, 3], 16),
+        ([2, 24, 3, 3], 24, [3, 3], [1, 1], [0, 0], [1, 1], 24),
     ]
 }
 
@@ -385,19 +390,23 @@ fn same_padding_of_an_even_kernel_reads_zeros_past_the_image() {
             // Rows long enough for the planes' kernel to read in place.
             ([2, 3, 3, 64], 8, [2, 2], [1, 1]),
             ([1, 2, 2, 129], 4, [1, 2], [1, 1]),
+            // Depthwise (as many outputs as input channels, one group
+            // each).
+            ([2, 16, 5, 20], 0, [2, 4], [1, 1]),
         ] {
             let [n, c, h, w] = xd;
             let xv = noise(n * c * h * w, 7);
-            let wd = [o, c, k[0], k[1]];
+            let (o, groups) = if o == 0 { (c, c) } else { (o, 1) };
+            let wd = [o, c / groups, k[0], k[1]];
             let wv = noise(wd.iter().product(), 8);
             let weight = Tensor::from_slice(&wv, wd, &dev).unwrap();
             // The reference pads (total / 2, the rest); its `pad` is the
             // leading one, and it reads zeros past the end.
             let lead = [0, 1].map(|a| d[a] * (k[a] - 1) / 2);
             let after = [0, 1].map(|a| d[a] * (k[a] - 1) - lead[a]);
-            let r = reference((&xv, xd), (&wv, wd), None, ([1, 1], lead, d, 1), after);
+            let r = reference((&xv, xd), (&wv, wd), None, ([1, 1], lead, d, groups), after);
             let x = Tensor::from_slice(&xv, xd, &dev).unwrap();
-            let conv = Conv::new().same().dilation(d);
+            let conv = Conv::new().same().dilation(d).groups(groups);
             // Crops of larger images whose rows run on past the crop (the
             // values after a row are spare columns or the next row).
             let wide = Tensor::full([n, c, h + 1, w + 3], 7.0, DType::F32, &dev).unwrap();
@@ -478,6 +487,67 @@ fn upsampling_and_joining_keep_channels_last_memory() {
             assert!(!mixed.is_channels_last());
             let want = Tensor::concat(&[&x, &x], 1).unwrap();
             assert_same_bits(&mixed, &want, &format!("{dev:?} {dt:?} crop joined"));
+        }
+    }
+}
+
+/// A transposed convolution whose stride is its kernel (a 1x1 product
+/// and a shuffle) of a channels-last image writes channels-last, with the
+/// NCHW image's values bit for bit: groups, bias, activation, a residual,
+/// f32, f16 and f64 (whose product composes row-major columns).
+#[test]
+fn disjoint_transposed_convolutions_keep_channels_last_memory() {
+    for threads in [1, 2] {
+        let dev = Device::cpu_with_threads(threads).unwrap();
+        for (xd, og, k, groups, dt) in [
+            ([1, 24, 5, 7], 24, [2, 2], 1, DType::F32),
+            ([2, 6, 4, 3], 5, [2, 3], 2, DType::F32),
+            ([1, 8, 3, 9], 1, [2, 2], 1, DType::F16),
+            ([1, 4, 3, 3], 3, [3, 2], 2, DType::F64),
+        ] {
+            let [n, c, h, w] = xd;
+            let wd = [c, og, k[0], k[1]];
+            let x = Tensor::from_slice(&noise(n * c * h * w, 21), xd, &dev)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            let weight = Tensor::from_slice(&noise(wd.iter().product(), 22), wd, &dev)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            let o = og * groups;
+            let bias = Tensor::from_slice(&noise(o, 23), [o], &dev)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            let out = [n, o, h * k[0], w * k[1]];
+            let skip = Tensor::from_slice(&noise(out.iter().product(), 24), out, &dev)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            for residual in [false, true] {
+                let mut conv = Conv::new()
+                    .stride(k)
+                    .groups(groups)
+                    .bias(&bias)
+                    .activation(Activation::Relu);
+                if residual {
+                    conv = conv.residual(&skip);
+                }
+                let what = format!("{xd:?} {k:?} groups {groups} {dt:?} residual {residual}");
+                let want = x.conv_transpose2d(&weight, &conv).unwrap();
+                let got = x
+                    .to_channels_last()
+                    .unwrap()
+                    .conv_transpose2d(&weight, &conv)
+                    .unwrap();
+                assert_eq!(got.dims(), &out, "{what}");
+                assert!(
+                    got.is_channels_last() && !want.is_channels_last() || o == 1,
+                    "{what}"
+                );
+                assert_same_bits(&got, &want, &what);
+            }
         }
     }
 }

@@ -74,9 +74,11 @@ impl Tensor {
     /// h, w]` tensor whose storage is dense `[n, h, w, c]`, each pixel's
     /// channels side by side, viewed with the same shape. This handle when
     /// already so laid out ([`Tensor::is_channels_last`]), else a copy.
-    /// On the CPU a convolution of such an input writes its output
-    /// channels-last too (and elementwise ops keep their inputs' memory
-    /// order), so a network converted once at its input stays
+    /// On the CPU an f32, f16 or bf16 convolution of such an input writes
+    /// its output channels-last too (and elementwise ops, nearest
+    /// upsampling by whole factors, `concat` and transposed convolutions
+    /// whose stride is their kernel keep their inputs' memory order), so
+    /// a network of those converted once at its input stays
     /// channels-last; the values are the same either way.
     ///
     /// ```

@@ -20,9 +20,9 @@
 //! A transposed convolution adds each tap's product into a strided view of
 //! its output instead.
 //!
-//! On the CPU an input whose channels lie side by side in each pixel
-//! (channels-last memory, [`Tensor::to_channels_last`], and its crops)
-//! gives a channels-last output from kernels of its own
+//! On the CPU an f32, f16 or bf16 input whose channels lie side by side
+//! in each pixel (channels-last memory, [`Tensor::to_channels_last`], and
+//! its crops) gives a channels-last output from kernels of its own
 //! (`backend/cpu/conv_nhwc.rs`, `depthwise_nhwc.rs`), bit for bit the NCHW
 //! kernels' values; a GPU's outputs are row-major.
 
@@ -449,15 +449,38 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
     let ([n, c, h, w], [_, og, kh, kw]) = (dims4(x), dims4(weight));
     let (g, taps) = (conv.groups, kh * kw);
     let [gi, cg, og_, taps_] = [g, c / g, og, taps].map(|v| v as isize);
-    // Weight (gi cg + ci, co, i, j) is row (gi og + co) taps + i kw + j of
-    // the 1x1 convolution's [g og taps, cg, 1, 1].
-    let product = weight
-        .reshape([gi, cg, og_ * taps_])?
-        .permute(&[0, 2, 1])?
-        .reshape([gi * og_ * taps_, cg, 1, 1])?;
-    let bias = match checked_bias("conv_transpose2d", conv, g * og)? {
-        Some(b) => Some(b.repeat(taps, 0)?),
-        None => None,
+    // A channels-last image on the CPU gives channels-last columns, whose
+    // channels are ordered tap-major so that each pixel's shuffle copies
+    // runs of `og` channels.
+    let last = x.device().is_cpu() && x.layout().has_channels_innermost();
+    let (product, bias) = if last {
+        // Weight (gi cg + ci, co, i, j) is row (gi taps + i kw + j) og +
+        // co of the 1x1 convolution's [g taps og, cg, 1, 1].
+        let product = weight
+            .reshape([gi, cg, og_, taps_])?
+            .permute(&[0, 3, 2, 1])?
+            .reshape([gi * taps_ * og_, cg, 1, 1])?;
+        let bias = match checked_bias("conv_transpose2d", conv, g * og)? {
+            Some(b) => Some(
+                b.reshape([gi, 1, og_])?
+                    .broadcast_to([g, taps, og])?
+                    .reshape([gi * taps_ * og_])?,
+            ),
+            None => None,
+        };
+        (product, bias)
+    } else {
+        // Weight (gi cg + ci, co, i, j) is row (gi og + co) taps + i kw + j
+        // of the 1x1 convolution's [g og taps, cg, 1, 1].
+        let product = weight
+            .reshape([gi, cg, og_ * taps_])?
+            .permute(&[0, 2, 1])?
+            .reshape([gi * og_ * taps_, cg, 1, 1])?;
+        let bias = match checked_bias("conv_transpose2d", conv, g * og)? {
+            Some(b) => Some(b.repeat(taps, 0)?),
+            None => None,
+        };
+        (product, bias)
     };
     let mut inner = Conv::new().groups(g);
     if let Some(b) = &bias {
@@ -469,10 +492,29 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
     }
     let columns = x.conv2d(&product, &inner)?;
     let [n_, o_, h_, w_, kh_, kw_] = [n, g * og, h, w, kh, kw].map(|v| v as isize);
-    let out = columns
-        .reshape([n_, o_, kh_, kw_, h_, w_])?
-        .permute(&[0, 1, 4, 2, 5, 3])?
-        .reshape([n_, o_, h_ * kh_, w_ * kw_])?;
+    let out = if last {
+        // Columns (n, (gi, i, j, co), y, x) into channels-last output
+        // (n, gi og + co, y kh + i, x kw + j), whatever the columns'
+        // memory (an f64 product's is row-major).
+        const OP: &str = "conv_transpose2d";
+        let dense = Shape::from([n, h * kh, w * kw, g * og]);
+        let out =
+            Tensor::empty_dense(dense, columns.dtype(), x.device(), OP)?.permute(&[0, 3, 1, 2])?;
+        let target = out
+            .split_axis(OP, 3, [w, kw])?
+            .split_axis(OP, 2, [h, kh])?
+            .split_axis(OP, 1, [g, og])?;
+        let source = columns
+            .reshape([n_, gi, kh_, kw_, og_, h_, w_])?
+            .permute(&[0, 1, 4, 5, 2, 6, 3])?;
+        target.assign(&source)?;
+        out
+    } else {
+        columns
+            .reshape([n_, o_, kh_, kw_, h_, w_])?
+            .permute(&[0, 1, 4, 2, 5, 3])?
+            .reshape([n_, o_, h_ * kh_, w_ * kw_])?
+    };
     if conv.residual.is_some() {
         let rest = Conv {
             residual: conv.residual,

@@ -1,5 +1,6 @@
 //! The CPU's convolution (all but depthwise) into a channels-last output:
-//! tiles of [`PIXELS`] output pixels by [`CHANNELS`] output channels
+//! tiles of [`PIXELS`] output pixels by [`CHANNELS`] output channels, or
+//! of [`NARROW_PIXELS`] by 16 for a panel of 16 channels or fewer
 //! (`sgemm::pixel_tile`), each pixel's patch read where it lies. The input
 //! is read in place where its channels lie side by side and nothing needs
 //! padding (f32; a 1x1 convolution of a channels-last image is a product

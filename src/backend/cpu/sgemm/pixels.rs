@@ -3,8 +3,8 @@
 //! value at step `p` is read in place, `a[bases[i] + steps[p]]` (a
 //! pixel's patch: its channels follow each other, its taps a row or a
 //! pixel apart), and `B` is a packed panel of [`CHANNELS`] weight columns
-//! (`[p][j]`). A tile sums [`PIXELS`] x [`CHANNELS`] outputs over every
-//! step in registers, each one f32 sum over `p` in order: fused
+//! (`[p][j]`). A tile sums [`PIXELS`] x [`CHANNELS`] outputs (or
+//! [`NARROW_PIXELS`] x 16) over every step in registers, each one f32 sum over `p` in order: fused
 //! multiply-adds where [`Isa`]'s product tiles fuse them (AVX-512, AVX2
 //! with FMA), a product then a sum in the portable kernel, so that a
 //! channels-last convolution's sums are bit for bit those of the same
