@@ -82,9 +82,9 @@ impl Tensor {
     /// channels-last; the values are the same either way.
     ///
     /// ```
-    /// use webtensor::{DType, Device, Tensor};
+    /// use webtensor::{Device, Tensor};
     /// # fn main() -> webtensor::Result<()> {
-    /// let x = Tensor::arange(0.0, 24.0, 1.0, DType::F32, &Device::cpu())?.reshape([1, 2, 3, 4])?;
+    /// let x = Tensor::arange(0.0f32, 24.0, 1.0, &Device::cpu())?.reshape([1, 2, 3, 4])?;
     /// let y = x.to_channels_last()?;
     /// assert!(y.is_channels_last() && !x.is_channels_last());
     /// assert_eq!(y.strides(), &[24, 1, 8, 2]);
