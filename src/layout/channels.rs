@@ -13,10 +13,19 @@ impl Layout {
         if self.rank() != 4 || self.numel() == 0 {
             return false;
         }
-        let mut nhwc = self.clone();
-        nhwc.shape = [0, 2, 3, 1].map(|a| self.dims()[a]).into();
-        nhwc.strides = [0, 2, 3, 1].map(|a| self.strides[a]).into_iter().collect();
-        nhwc.is_contiguous()
+        // Row-major over the axes in the order [n, h, w, c], innermost
+        // first, without a copy of the layout (a check on ops' paths).
+        let mut expected = 1isize;
+        for a in [1, 3, 2, 0] {
+            let d = self.dims()[a];
+            if d != 1 {
+                if self.strides[a] != expected {
+                    return false;
+                }
+                expected *= d as isize;
+            }
+        }
+        true
     }
 
     /// True for a rank-4 `[n, c, h, w]` layout of two or more channels
