@@ -16,7 +16,9 @@
 //! bit for bit an NCHW image's.
 
 use super::numeric::Widen;
-use super::sgemm::{self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelSums, Steps};
+use super::sgemm::{
+    self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps,
+};
 use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
@@ -27,6 +29,10 @@ const OP: &str = "conv2d";
 /// Bytes of input rows a band copies (unless one output row needs more):
 /// what a core's L2 cache keeps while the band's tiles read them.
 const BAND_BYTES: usize = 512 << 10;
+
+/// Pixels of a run at most: its inputs (`depth` floats a pixel), read
+/// again for each panel, stay in a core's L1 cache.
+const RUN_PIXELS: usize = 128;
 
 /// Everything a band needs of the call.
 struct Geometry {
@@ -316,7 +322,8 @@ impl<T: Widen> Store<'_, T> {
     /// pixels of `ho`), their pixels [`NARROW_PIXELS`] at a time along the
     /// band (a tile may cross from one row into the next): pixel `(y,
     /// x)`'s patch in group `g` starts at `a[at(y, x) + g cg]`, its steps
-    /// `steps` after it. A panel of 16 output channels or fewer takes one
+    /// `steps` after it (`at` grows by the same pitch from one pixel of a
+    /// row to the next). A panel of 16 output channels or fewer takes one
     /// narrow tile (16 pixels by 16), a wider one two wide tiles (8 by
     /// 32).
     ///
@@ -335,53 +342,74 @@ impl<T: Widen> Store<'_, T> {
         let first = (image * ho + y0) * wo;
         let panels = self.og.div_ceil(CHANNELS);
         let groups = self.o / self.og;
-        let panel = self.depth * CHANNELS;
         let mut wide: PixelSums<PIXELS> = [[0.0; CHANNELS]; PIXELS];
         let mut narrow: PixelSums<NARROW_PIXELS> = [[0.0; CHANNELS]; NARROW_PIXELS];
-        // The tile group's rows: all 16 (narrow), or 8 and 8 (wide).
-        let mut all = PixelRows {
-            a,
-            bases: [0; NARROW_PIXELS],
-            shift: 0,
-            steps,
-        };
-        let half = || PixelRows {
-            a,
-            bases: [0; PIXELS],
-            shift: 0,
-            steps,
-        };
-        let mut halves = [half(), half()];
-        // The next tile group's first pixel, (y, x).
-        let mut next = (y0, 0);
-        for u in (0..pixels).step_by(NARROW_PIXELS) {
-            let n = NARROW_PIXELS.min(pixels - u);
-            // Rows past the band's last pixel read its first pixel's
-            // patch (and are not stored).
-            let lead = at(next.0, next.1);
-            for i in 0..NARROW_PIXELS {
-                let mut base = lead;
-                if i < n {
-                    base = at(next.0, next.1);
-                    next.1 += 1;
-                    if next.1 == wo {
-                        next = (next.0 + 1, 0);
+        let mut bases = [0; NARROW_PIXELS];
+        // Whether a panel is narrow (the last, of 16 channels or fewer)
+        // and whether one is wide.
+        let narrow_too = self.og - (panels - 1) * CHANNELS <= 16;
+        let wide_too = self.og > 16;
+        // A pixel's patch lies `pitch` after its left neighbour's; `flat`:
+        // and each row's first a pitch after the row above's last.
+        let lead = at(y0, 0);
+        let pitch = if wo > 1 { at(y0, 1) - lead } else { 0 };
+        let flat = y1 - y0 == 1 || at(y0 + 1, 0) == lead + wo * pitch;
+        let runs = T::IS_F32 && isa.stores_pixel_runs();
+        let mut u = 0;
+        while u < pixels {
+            let (y, x) = (y0 + u / wo, u % wo);
+            // Whole tile groups along the row (the band, where flat): one
+            // run a panel, at most RUN_PIXELS (the run's inputs stay in
+            // the L1 cache from one panel to the next).
+            let left = if flat { pixels - u } else { wo - x };
+            let run = (left / NARROW_PIXELS * NARROW_PIXELS).min(RUN_PIXELS);
+            if runs && run > 0 {
+                let mut rows = PixelRun::new(a, (at(y, x), pitch, run), steps);
+                for group in 0..groups {
+                    rows.shift = group * cg;
+                    for q in 0..panels {
+                        // SAFETY: the band's pixels are the caller's.
+                        unsafe { self.run(isa, &rows, first + u, (group, q)) };
                     }
                 }
-                all.bases[i] = base;
-                halves[i / PIXELS].bases[i % PIXELS] = base;
+                u += run;
+                continue;
             }
+            // A group of 16 pixels at most, crossing into the next rows.
+            let n = NARROW_PIXELS.min(pixels - u);
+            let mut base = at(y, x);
+            let mut next = (y, x);
+            for slot in &mut bases[..n] {
+                *slot = base;
+                next.1 += 1;
+                base += pitch;
+                if next.1 == wo {
+                    next = (next.0 + 1, 0);
+                    if next.0 < y1 {
+                        base = at(next.0, 0);
+                    }
+                }
+            }
+            // Rows past the band's last pixel read the group's first
+            // pixel's patch (and are not stored).
+            let lead = bases[0];
+            bases[n..].fill(lead);
+            // The group's rows: all 16 (narrow), or 8 and 8 (wide), each
+            // set where a panel takes it.
+            let (low, high) = bases.split_at(PIXELS);
+            let mut all = narrow_too.then(|| PixelRows::new(a, &bases, steps));
+            let mut halves = wide_too.then(|| {
+                [low, high]
+                    .map(|h| PixelRows::new(a, h.try_into().expect("half of a tile group"), steps))
+            });
             for group in 0..groups {
-                all.shift = group * cg;
-                halves.iter_mut().for_each(|h| h.shift = group * cg);
+                all.iter_mut().for_each(|h| h.shift = group * cg);
+                halves
+                    .iter_mut()
+                    .flatten()
+                    .for_each(|h| h.shift = group * cg);
                 for q in 0..panels {
-                    let k = group * panels + q;
-                    let b = &self.packed[k * panel..(k + 1) * panel];
-                    let bias: &[f32; CHANNELS] = self.biases[k * CHANNELS..][..CHANNELS]
-                        .try_into()
-                        .expect("a panel's biases");
-                    let channel = group * self.og + q * CHANNELS;
-                    let columns = CHANNELS.min(self.og - q * CHANNELS);
+                    let (b, bias, channel, columns) = self.panel(group, q);
                     let start = (first + u) * self.o + channel;
                     assert!(start + (n - 1) * self.o + columns <= self.len);
                     // SAFETY: (for every store) pixels first + u.. + n of
@@ -389,10 +417,12 @@ impl<T: Widen> Store<'_, T> {
                     // (asserted) and the caller's alone to write.
                     unsafe {
                         if columns <= 16 {
+                            let all = all.as_ref().expect("a narrow panel's rows");
                             let to = (start, n, columns);
-                            self.tile::<NARROW_PIXELS, 1>(isa, (&all, b), &mut narrow, to, bias);
+                            self.tile::<NARROW_PIXELS, 1>(isa, (all, b), &mut narrow, to, bias);
                             continue;
                         }
+                        let halves = halves.as_ref().expect("a wide panel's rows");
                         for (h, half) in halves.iter().enumerate().take(n.div_ceil(PIXELS)) {
                             let to = (
                                 start + h * PIXELS * self.o,
@@ -403,6 +433,52 @@ impl<T: Widen> Store<'_, T> {
                         }
                     }
                 }
+            }
+            u += n;
+        }
+    }
+
+    /// Group `group`'s panel `q`: its packed weights, its biases, its first
+    /// output channel and its channels.
+    fn panel(&self, group: usize, q: usize) -> (&[f32], &[f32; CHANNELS], usize, usize) {
+        let k = group * self.og.div_ceil(CHANNELS) + q;
+        let panel = self.depth * CHANNELS;
+        let b = &self.packed[k * panel..(k + 1) * panel];
+        let bias = self.biases[k * CHANNELS..][..CHANNELS]
+            .try_into()
+            .expect("a panel's biases");
+        let columns = CHANNELS.min(self.og - q * CHANNELS);
+        (b, bias, group * self.og + q * CHANNELS, columns)
+    }
+
+    /// The run `rows` of whole tile groups through group `group`'s panel
+    /// `q` into output pixels `pixel..` (f32, a kernel that stores runs).
+    ///
+    /// # Safety
+    /// As [`Store::band`], for those outputs.
+    unsafe fn run(&self, isa: Isa, rows: &PixelRun<'_>, pixel: usize, (group, q): (usize, usize)) {
+        let (b, bias, channel, columns) = self.panel(group, q);
+        let n = rows.pixels();
+        let start = pixel * self.o + channel;
+        assert!(T::IS_F32 && start + (n - 1) * self.o + columns <= self.len);
+        let dst = self.out.get().cast::<f32>().wrapping_add(start);
+        let act = if self.rows_after { None } else { self.act };
+        let to = (dst, self.o, columns);
+        // SAFETY: T is f32; pixels `pixel..+ n` of channels `channel..+
+        // columns` are inside the output (asserted) and the caller's.
+        let stored = unsafe {
+            if columns <= 16 {
+                sgemm::pixel_run_store::<NARROW_PIXELS, 1>(isa, rows, b, to, (bias, act))
+            } else {
+                sgemm::pixel_run_store::<PIXELS, 2>(isa, rows, b, to, (bias, act))
+            }
+        };
+        assert!(stored, "conv2d: {isa:?} stores no pixel runs");
+        if self.rows_after {
+            for i in 0..n {
+                // SAFETY: as above.
+                let row = unsafe { std::slice::from_raw_parts_mut(dst.add(i * self.o), columns) };
+                (self.activate)(row);
             }
         }
     }

@@ -21,7 +21,8 @@ mod pixels;
 mod x86;
 
 pub(crate) use pixels::{
-    CHANNELS, NARROW_PIXELS, PIXELS, PixelRows, PixelSums, Steps, pixel_tile, pixel_tile_store,
+    CHANNELS, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps, pixel_run_store,
+    pixel_tile, pixel_tile_store,
 };
 
 use std::sync::OnceLock;

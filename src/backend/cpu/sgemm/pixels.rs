@@ -49,21 +49,34 @@ impl Steps {
 /// Where a tile's `A` values lie: row `i` at step `p` is `a[bases[i] +
 /// shift + steps[p]]`.
 pub(crate) struct PixelRows<'a, const P: usize> {
-    pub(crate) a: &'a [f32],
-    pub(crate) bases: [usize; P],
+    a: &'a [f32],
+    bases: &'a [usize; P],
+    /// The largest base, found once for the tile's every panel (a tile's
+    /// check costs a comparison, where each panel's tile of 16 steps
+    /// spent a fifth of its time finding it).
+    top: usize,
+    /// Added to every base: the group's first channel.
     pub(crate) shift: usize,
-    pub(crate) steps: &'a Steps,
+    steps: &'a Steps,
 }
 
-impl<const P: usize> PixelRows<'_, P> {
+impl<'a, const P: usize> PixelRows<'a, P> {
+    /// The rows at `bases` of `a`, no shift.
+    pub(crate) fn new(a: &'a [f32], bases: &'a [usize; P], steps: &'a Steps) -> Self {
+        let top = bases.iter().fold(0, |m, &b| m.max(b));
+        PixelRows {
+            a,
+            bases,
+            top,
+            shift: 0,
+            steps,
+        }
+    }
+
     /// Panics unless every read lies inside `a` and `b` holds a panel row
     /// for each step (a caller's bug otherwise).
     fn check(&self, b: &[f32]) {
-        let last = self
-            .bases
-            .iter()
-            .max()
-            .map_or(0, |&m| m + self.shift + self.steps.reach);
+        let last = self.top + self.shift + self.steps.reach;
         assert!(
             (self.steps.steps.is_empty() || last < self.a.len())
                 && b.len() >= self.steps.len() * CHANNELS,
@@ -77,6 +90,151 @@ impl<const P: usize> PixelRows<'_, P> {
     /// The steps, for the kernels.
     pub(super) fn steps(&self) -> &[usize] {
         &self.steps.steps
+    }
+
+    /// The bases, for the kernels.
+    pub(super) fn bases(&self) -> &[usize; P] {
+        self.bases
+    }
+
+    /// The input, for the kernels.
+    pub(super) fn a(&self) -> &[f32] {
+        self.a
+    }
+}
+
+/// A run of whole pixel tiles along evenly spaced pixels (an output row's,
+/// or a band's where its rows follow each other in the input): pixel `r`'s
+/// `A` value at step `p` is `a[base + r pitch + shift + steps[p]]`.
+pub(crate) struct PixelRun<'a> {
+    a: &'a [f32],
+    base: usize,
+    pitch: usize,
+    pixels: usize,
+    /// Added to every base: the group's first channel.
+    pub(crate) shift: usize,
+    steps: &'a Steps,
+}
+
+impl<'a> PixelRun<'a> {
+    /// `pixels` pixels from `base` of `a`, `pitch` apart, no shift.
+    pub(crate) fn new(
+        a: &'a [f32],
+        (base, pitch, pixels): (usize, usize, usize),
+        steps: &'a Steps,
+    ) -> Self {
+        PixelRun {
+            a,
+            base,
+            pitch,
+            pixels,
+            shift: 0,
+            steps,
+        }
+    }
+
+    /// Panics unless the run is whole tiles of `P`, every read lies inside
+    /// `a` (the reads' offsets, too, fit a `usize`) and `b` holds a panel
+    /// row for each step (a caller's bug otherwise).
+    fn check<const P: usize>(&self, b: &[f32]) {
+        let last = (self.pixels.max(1) - 1)
+            .checked_mul(self.pitch)
+            .and_then(|r| {
+                r.checked_add(self.base)?
+                    .checked_add(self.shift)?
+                    .checked_add(self.steps.reach)
+            });
+        assert!(
+            self.pixels.is_multiple_of(P)
+                && (self.pixels == 0
+                    || self.steps.steps.is_empty()
+                    || last.is_some_and(|l| l < self.a.len()))
+                && b.len() >= self.steps.len() * CHANNELS,
+            "sgemm pixel run: {} pixels of tiles of {P}, A reads reaching {last:?} of {}, \
+             a B panel of {} floats for {} steps",
+            self.pixels,
+            self.a.len(),
+            b.len(),
+            self.steps.len()
+        );
+    }
+
+    /// The first pixel's patch, for the kernels.
+    pub(super) fn first(&self) -> *const f32 {
+        self.a.as_ptr().wrapping_add(self.base + self.shift)
+    }
+
+    /// The pixels' pitch, for the kernels.
+    pub(super) fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// The run's pixels.
+    pub(crate) fn pixels(&self) -> usize {
+        self.pixels
+    }
+
+    /// The steps, for the kernels.
+    pub(super) fn steps(&self) -> &[usize] {
+        &self.steps.steps
+    }
+}
+
+impl Isa {
+    /// Whether [`pixel_run_store`] runs here.
+    pub(crate) fn stores_pixel_runs(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if self == Isa::Avx512 {
+            return true;
+        }
+        false
+    }
+}
+
+/// [`pixel_tile_store`] for each tile of `run` in turn (pixel `r` into
+/// `dst + r ldc`), each pixel's sums over the steps in the same order on
+/// the same arithmetic: bit for bit the tiles'. True where a kernel does
+/// it (AVX-512), false (nothing done) elsewhere.
+///
+/// # Safety
+/// `dst + r ldc .. + columns` is the caller's to write for every pixel `r`
+/// of the run, and no one else's meanwhile.
+///
+/// # Panics
+/// As [`PixelRun::check`]; more columns than the tile has.
+pub(crate) unsafe fn pixel_run_store<const P: usize, const V: usize>(
+    isa: Isa,
+    run: &PixelRun<'_>,
+    b: &[f32],
+    (dst, ldc, columns): (*mut f32, usize, usize),
+    (bias, act): (&[f32; CHANNELS], Option<Act>),
+) -> bool {
+    assert!(
+        16 * V <= CHANNELS && columns <= 16 * V,
+        "sgemm pixel run: {columns} channels"
+    );
+    run.check::<P>(b);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            let to = (dst, ldc, columns);
+            // SAFETY: the reads checked; the writes the caller's (this
+            // function's contract).
+            unsafe {
+                use super::x86::pixel_run_avx512 as run_with;
+                match act {
+                    None => run_with::<P, V, 0>(run, b.as_ptr(), to, bias),
+                    Some(Act::Relu) => run_with::<P, V, 1>(run, b.as_ptr(), to, bias),
+                    Some(Act::Hardsigmoid) => run_with::<P, V, 2>(run, b.as_ptr(), to, bias),
+                    Some(Act::Hardswish) => run_with::<P, V, 3>(run, b.as_ptr(), to, bias),
+                }
+            }
+            true
+        }
+        _ => {
+            let _ = (run, b, dst, ldc, columns, bias, act);
+            false
+        }
     }
 }
 
@@ -181,7 +339,7 @@ unsafe fn sums_in<const P: usize, const V: usize, const FUSED: bool>(
     *out = [[0.0; CHANNELS]; P];
     let a = rows.a.as_ptr().wrapping_add(rows.shift);
     for (&s, bp) in rows.steps().iter().zip(b.chunks_exact(CHANNELS)) {
-        for (sums, &base) in out.iter_mut().zip(&rows.bases) {
+        for (sums, &base) in out.iter_mut().zip(rows.bases) {
             // SAFETY: base + shift + s is within the checked reach,
             // inside `a`.
             let av = unsafe { *a.add(base + s) };

@@ -200,12 +200,8 @@ fn pixel_tile_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
         let b: Vec<f32> = (0..depth.max(1) * CHANNELS).map(|_| rng.next()).collect();
         let steps = Steps::new((0..depth).map(|p| (p * 7) % 61).collect());
         let bases: [usize; P] = std::array::from_fn(|i| (i * 131 + 17) % 3000);
-        let rows = PixelRows {
-            a: &a,
-            bases,
-            shift: 3,
-            steps: &steps,
-        };
+        let mut rows = PixelRows::new(&a, &bases, &steps);
+        rows.shift = 3;
         let mut out = [[f32::NAN; CHANNELS]; P];
         pixel_tile::<P, V>(isa, &rows, &b, &mut out);
         for i in 0..P {
@@ -266,12 +262,122 @@ fn pixel_tiles_reading_past_their_input_are_refused() {
     let a = vec![0.0; 64];
     let b = vec![0.0; 2 * CHANNELS];
     let steps = Steps::new(vec![0, 10]);
-    let rows = PixelRows {
-        a: &a,
-        bases: [0, 0, 0, 0, 0, 0, 0, 54],
-        shift: 0,
-        steps: &steps,
-    };
+    let rows = PixelRows::new(&a, &[0, 0, 0, 0, 0, 0, 0, 54], &steps);
     let mut out = [[0.0; CHANNELS]; PIXELS];
     pixel_tile::<PIXELS, 2>(Isa::best(), &rows, &b, &mut out);
+}
+
+/// A run of `P`-pixel tiles against each of its tiles stored one at a time
+/// (bit for bit: the same sums in the same order), for every activation
+/// the kernels apply, with a shift, a pitch wider than a patch, masked
+/// columns, and rows past the run's last left alone.
+fn pixel_run_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
+    const LDC: usize = 40;
+    let a: Vec<f32> = (0..8192).map(|_| 4.0 * rng.next()).collect();
+    for (depth, tiles, pitch) in [
+        (0usize, 1usize, 3usize),
+        (1, 2, 1),
+        (16, 3, 17),
+        (37, 2, 40),
+    ] {
+        let b: Vec<f32> = (0..depth.max(1) * CHANNELS).map(|_| rng.next()).collect();
+        let steps = Steps::new((0..depth).map(|p| (p * 5) % 43).collect());
+        let bias: [f32; CHANNELS] = std::array::from_fn(|_| rng.next());
+        let columns = 16 * V - 1;
+        let pixels = tiles * P;
+        for act in [
+            None,
+            Some(Act::Relu),
+            Some(Act::Hardsigmoid),
+            Some(Act::Hardswish),
+        ] {
+            let mut run = PixelRun::new(&a, (9, pitch, pixels), &steps);
+            run.shift = 2;
+            let mut got = vec![f32::NAN; (pixels + 1) * LDC];
+            // SAFETY: pixel r's `columns` floats lie at r LDC in `got`.
+            let stored = unsafe {
+                pixel_run_store::<P, V>(
+                    isa,
+                    &run,
+                    &b,
+                    (got.as_mut_ptr(), LDC, columns),
+                    (&bias, act),
+                )
+            };
+            assert_eq!(stored, isa.stores_pixel_runs(), "{isa:?} stores runs");
+            if !stored {
+                continue;
+            }
+            let mut want = vec![f32::NAN; (pixels + 1) * LDC];
+            for t in 0..tiles {
+                let bases: [usize; P] = std::array::from_fn(|i| 9 + (t * P + i) * pitch);
+                let mut rows = PixelRows::new(&a, &bases, &steps);
+                rows.shift = 2;
+                let to = (want[t * P * LDC..].as_mut_ptr(), LDC, P, columns);
+                // SAFETY: the tile's rows lie in `want` as above.
+                assert!(unsafe { pixel_tile_store::<P, V>(isa, &rows, &b, to, (&bias, act)) });
+            }
+            for (r, (g, w)) in got.chunks(LDC).zip(want.chunks(LDC)).enumerate() {
+                for (j, (g, w)) in g.iter().zip(w).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        w.to_bits(),
+                        "{isa:?} {P}x{} depth {depth} {act:?}: pixel {r} channel {j}",
+                        16 * V
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn pixel_runs_are_their_tiles_bit_for_bit() {
+    let mut rng = Rng(0xabc);
+    for isa in Isa::available() {
+        pixel_run_case::<PIXELS, 2>(isa, &mut rng);
+        pixel_run_case::<NARROW_PIXELS, 1>(isa, &mut rng);
+    }
+}
+
+#[test]
+#[should_panic(expected = "sgemm pixel run")]
+fn pixel_runs_reading_past_their_input_are_refused() {
+    let a = vec![0.0; 64];
+    let b = vec![0.0; 2 * CHANNELS];
+    let steps = Steps::new(vec![0, 10]);
+    // The last pixel's patch starts at 7 x 8 = 56, its last step at 66
+    // (a pitch of 7 would end at 59, inside).
+    let run = PixelRun::new(&a, (0, 8, PIXELS), &steps);
+    let mut out = vec![0.0; PIXELS * 32];
+    // SAFETY: never stored (refused first), and would lie in `out`.
+    unsafe {
+        pixel_run_store::<PIXELS, 2>(
+            Isa::best(),
+            &run,
+            &b,
+            (out.as_mut_ptr(), 32, 32),
+            (&[0.0; CHANNELS], None),
+        );
+    }
+}
+
+#[test]
+#[should_panic(expected = "sgemm pixel run")]
+fn pixel_runs_of_a_part_tile_are_refused() {
+    let a = vec![0.0; 64];
+    let b = vec![0.0; CHANNELS];
+    let steps = Steps::new(vec![0]);
+    let run = PixelRun::new(&a, (0, 1, PIXELS + 1), &steps);
+    let mut out = vec![0.0; 16 * 32];
+    // SAFETY: as above.
+    unsafe {
+        pixel_run_store::<PIXELS, 2>(
+            Isa::best(),
+            &run,
+            &b,
+            (out.as_mut_ptr(), 32, 32),
+            (&[0.0; CHANNELS], None),
+        );
+    }
 }

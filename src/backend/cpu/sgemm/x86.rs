@@ -2,7 +2,7 @@
 //! `k` steps; each step loads a row of `B` as vectors (row `p` at `b +
 //! rows[p]`) and multiply-adds each `A` value broadcast against them.
 
-use super::pixels::{CHANNELS, PixelRows, PixelSums};
+use super::pixels::{CHANNELS, PixelRows, PixelRun, PixelSums};
 use super::{Act, MAX_TILE};
 use std::arch::x86_64::*;
 
@@ -155,30 +155,27 @@ pub(super) unsafe fn tile_avx2(
 }
 
 /// A pixel tile's sums on AVX-512F: `P` pixels by `V` zmm registers of
-/// channels, `V` `B` vectors a step, each row's `A` value broadcast from
-/// where it lies.
+/// channels, `V` `B` vectors a step, row `i`'s `A` value at step `p`
+/// broadcast from `from[i] + steps[p]`.
 ///
 /// # Safety
-/// The processor has AVX-512F; `rows` and `b` passed `PixelRows::check`.
+/// The processor has AVX-512F; every `from[i] + steps[p]` is a float to
+/// read, and `b` holds `CHANNELS` floats for each step.
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn pixel_sums_avx512<const P: usize, const V: usize>(
-    rows: &PixelRows<'_, P>,
+    from: &[*const f32; P],
+    steps: &[usize],
     b: *const f32,
 ) -> [[__m512; V]; P] {
     let mut acc = [[_mm512_setzero_ps(); V]; P];
-    let a = rows.a.as_ptr().wrapping_add(rows.shift);
-    let mut from = [a; P];
-    for (row, &base) in from.iter_mut().zip(&rows.bases) {
-        *row = a.wrapping_add(base);
-    }
-    for (p, &s) in rows.steps().iter().enumerate() {
-        // SAFETY: step p reads b[32 p..32 p + 16 V] and a[bases[i] +
-        // shift + s], inside the slices (checked).
+    for (p, &s) in steps.iter().enumerate() {
+        // SAFETY: step p reads b[32 p..32 p + 16 V] and from[i] + s (the
+        // caller's).
         unsafe {
             let bp = b.add(p * CHANNELS);
             let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
-            for (sums, row) in acc.iter_mut().zip(&from) {
+            for (sums, row) in acc.iter_mut().zip(from) {
                 let av = _mm512_set1_ps(*row.add(s));
                 for (sum, &bv) in sums.iter_mut().zip(&bv) {
                     *sum = _mm512_fmadd_ps(av, bv, *sum);
@@ -187,6 +184,13 @@ unsafe fn pixel_sums_avx512<const P: usize, const V: usize>(
         }
     }
     acc
+}
+
+/// Where each row of `rows`' tile reads: `a + shift + bases[i]`.
+#[inline(always)]
+fn pixel_rows<const P: usize>(rows: &PixelRows<'_, P>) -> [*const f32; P] {
+    let a = rows.a().as_ptr().wrapping_add(rows.shift);
+    std::array::from_fn(|i| a.wrapping_add(rows.bases()[i]))
 }
 
 /// A pixel tile on AVX-512F, into `out`.
@@ -199,8 +203,8 @@ pub(super) unsafe fn pixel_tile_avx512<const P: usize, const V: usize>(
     b: *const f32,
     out: &mut PixelSums<P>,
 ) {
-    // SAFETY: the caller's.
-    let acc = unsafe { pixel_sums_avx512::<P, V>(rows, b) };
+    // SAFETY: the caller's (`check` bounds every read).
+    let acc = unsafe { pixel_sums_avx512::<P, V>(&pixel_rows(rows), rows.steps(), b) };
     for (sums, row) in acc.iter().zip(out.iter_mut()) {
         for (v, &sum) in sums.iter().enumerate() {
             // SAFETY: a row of the tile holds 32 >= 16 V floats.
@@ -224,8 +228,8 @@ pub(super) unsafe fn pixel_store_avx512<const P: usize, const V: usize>(
     (dst, ldc, pixels, columns): (*mut f32, usize, usize, usize),
     (bias, act): (&[f32; CHANNELS], Option<Act>),
 ) {
-    // SAFETY: the caller's.
-    let acc = unsafe { pixel_sums_avx512::<P, V>(rows, b) };
+    // SAFETY: the caller's (`check` bounds every read).
+    let acc = unsafe { pixel_sums_avx512::<P, V>(&pixel_rows(rows), rows.steps(), b) };
     let mask = |n: usize| -> __mmask16 { ((1u32 << n.min(16)) - 1) as __mmask16 };
     let masks: [__mmask16; V] = std::array::from_fn(|v| mask(columns.saturating_sub(16 * v)));
     // SAFETY: the bias holds 32 >= 16 V floats.
@@ -240,5 +244,58 @@ pub(super) unsafe fn pixel_store_avx512<const P: usize, const V: usize>(
                 _mm512_mask_storeu_ps(dst.wrapping_add(i * ldc + 16 * v), masks[v], value);
             }
         }
+    }
+}
+
+/// A run of pixel tiles on AVX-512F stored from their registers: tile `t`
+/// sums rows `t P..t P + P` of `run` and stores row `r` plus `bias`, then
+/// `ACT` ([`act_of`]), into `dst + r ldc`, its first `columns` sums.
+///
+/// # Safety
+/// The processor has AVX-512F; `run` passed `PixelRun::check` for `b`;
+/// `columns <= 16 V`; `dst + r ldc .. + columns` is the caller's to write
+/// for every row `r` of the run.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn pixel_run_avx512<const P: usize, const V: usize, const ACT: u8>(
+    run: &PixelRun<'_>,
+    b: *const f32,
+    (dst, ldc, columns): (*mut f32, usize, usize),
+    bias: &[f32; CHANNELS],
+) {
+    let act = act_of(ACT);
+    let mask = |n: usize| -> __mmask16 { ((1u32 << n.min(16)) - 1) as __mmask16 };
+    let masks: [__mmask16; V] = std::array::from_fn(|v| mask(columns.saturating_sub(16 * v)));
+    // SAFETY: the bias holds 32 >= 16 V floats.
+    let adds: [__m512; V] =
+        std::array::from_fn(|v| unsafe { _mm512_loadu_ps(bias.as_ptr().add(16 * v)) });
+    let (first, pitch) = (run.first(), run.pitch());
+    for t in 0..run.pixels() / P {
+        let lead = first.wrapping_add(t * P * pitch);
+        let from: [*const f32; P] = std::array::from_fn(|i| lead.wrapping_add(i * pitch));
+        // SAFETY: the run's reads lie inside its input (checked).
+        let acc = unsafe { pixel_sums_avx512::<P, V>(&from, run.steps(), b) };
+        let out = dst.wrapping_add(t * P * ldc);
+        for (i, sums) in acc.iter().enumerate() {
+            for v in 0..V {
+                // SAFETY: the masks store row t P + i's first `columns`
+                // floats, the caller's to write.
+                unsafe {
+                    let value = activate_avx512(_mm512_add_ps(sums[v], adds[v]), act);
+                    _mm512_mask_storeu_ps(out.wrapping_add(i * ldc + 16 * v), masks[v], value);
+                }
+            }
+        }
+    }
+}
+
+/// The activation a kernel's `ACT` parameter names: 0 none, 1 relu, 2
+/// hardsigmoid, 3 hardswish (`pixel_run_store`'s dispatch).
+#[inline(always)]
+const fn act_of(code: u8) -> Option<Act> {
+    match code {
+        1 => Some(Act::Relu),
+        2 => Some(Act::Hardsigmoid),
+        3 => Some(Act::Hardswish),
+        _ => None,
     }
 }
