@@ -181,3 +181,82 @@ fn a_residual_that_does_not_fit_is_an_error_naming_the_op() {
         assert!(matches!(err, Error::DeviceMismatch { .. }), "{err}");
     }
 }
+
+/// On the CPU a residual of the output's dims and memory order (f32) is
+/// added in the convolution's kernel, as it stores each sum: a
+/// channels-last image's whole tiles along its rows and those crossing
+/// into the next, narrow (16 channels) and wide (24, 40) panels, in place
+/// (1x1) and copied (3x3 padded), a residual offset in its storage; no
+/// `add` in the profile, bit for bit the convolution then `add` then the
+/// activation, on one thread and two. A residual of another memory order
+/// is added after the kernel, with the same values.
+#[test]
+fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
+    let acts = [
+        None,
+        Some(Activation::Relu),
+        Some(Activation::Hardswish),
+        Some(Activation::LeakyRelu(0.1)),
+    ];
+    // (input [n, c, h, w], out channels, kernel, padding).
+    let cases = [
+        ([2usize, 16, 7, 20], 16usize, 1usize, 0usize),
+        ([2, 16, 3, 36], 24, 1, 0),
+        ([1, 8, 6, 19], 40, 3, 1),
+        ([2, 5, 4, 33], 16, 3, 1),
+    ];
+    for threads in [1, 2] {
+        let dev = Device::cpu_with_threads(threads).unwrap();
+        for (xd, o, k, pad) in cases {
+            let x = random(&xd, 20, 4.0, &dev).to_channels_last().unwrap();
+            let w = random(&[o, xd[1], k, k], 21, 1.0, &dev);
+            let b = random(&[o], 22, 1.0, &dev);
+            let conv = Conv::new().padding(pad).bias(&b);
+            let plain = x.conv2d(&w, &conv).unwrap();
+            assert!(plain.is_channels_last(), "{xd:?}");
+            let dims = plain.dims().to_vec();
+            // The second and third images of a channels-last batch of three
+            // (two, where the batch is one): the output's strides, offset.
+            let mut more = dims.clone();
+            more[0] += 1;
+            let batch = random(&more, 23, 3.0, &dev).to_channels_last().unwrap();
+            let offset = batch.narrow(0, 1, dims[0]).unwrap();
+            let dense = random(&dims, 24, 3.0, &dev).to_channels_last().unwrap();
+            let planes = random(&dims, 25, 3.0, &dev);
+            let residuals = [
+                ("offset", &offset, true),
+                ("dense", &dense, true),
+                ("planes", &planes, false),
+            ];
+            for (kind, residual, in_kernel) in residuals {
+                assert_eq!(residual.strides() == plain.strides(), in_kernel, "{kind}");
+                for act in acts {
+                    let what =
+                        format!("{xd:?} -> {o}, {kind} residual, {act:?}, {threads} threads");
+                    let added = plain.add(residual).unwrap();
+                    let want = match act {
+                        Some(a) => added.activate(a).unwrap(),
+                        None => added,
+                    };
+                    let mut fused = conv.clone().residual(residual);
+                    if let Some(a) = act {
+                        fused = fused.activation(a);
+                    }
+                    let mut got = None;
+                    let profile = dev
+                        .profile(|| {
+                            got = Some(x.conv2d(&w, &fused)?);
+                            Ok(())
+                        })
+                        .unwrap();
+                    let got = got.unwrap();
+                    assert_eq!(bits(&got), bits(&want), "{what}");
+                    let names: Vec<&str> = profile.ops().iter().map(|op| op.name).collect();
+                    // (A leaky relu is ops of its own after the kernel.)
+                    assert_eq!(names[0], "conv2d", "{what}");
+                    assert_eq!(names.contains(&"add"), !in_kernel, "{what}: {names:?}");
+                }
+            }
+        }
+    }
+}

@@ -614,4 +614,8 @@ pub(crate) struct ConvCall<'a> {
     /// A one-op activation applied to each biased f32 sum before its
     /// rounding (the CPU only, as the bias).
     pub activation: Option<crate::op::UnaryOp>,
+    /// An f32 tensor of the output's dims and strides added to each biased
+    /// sum before the activation (`Conv::residual`; the CPU's f32 kernels
+    /// only, as the bias).
+    pub residual: Option<TensorRef<'a>>,
 }

@@ -428,8 +428,8 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     check_bounds(&call.input)?;
     check_bounds(&call.weight)?;
     check_bounds(&call.out)?;
-    if let Some(bias) = &call.bias {
-        check_bounds(bias)?;
+    for t in [&call.bias, &call.residual].into_iter().flatten() {
+        check_bounds(t)?;
     }
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("conv2d", s, || cpu::conv(s, call).map(|()| true)),

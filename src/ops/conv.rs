@@ -276,13 +276,14 @@ fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> R
     }
     if !(cg == 1 && g > 1)
         && (ho * wo >= IMPLICIT_MIN_PIXELS || !x.device().is_gpu())
-        && let Some((out, on_cpu)) = implicit_gemm(op, &x, weight, conv, &geometry)?
+        && let Some(Gemm { out, on_cpu, added }) = implicit_gemm(op, &x, weight, conv, &geometry)?
     {
         // The CPU's kernel added the bias and applied a one-op activation
-        // where there is no residual to add first.
-        let late = conv.residual.is_some();
+        // where there is no residual to add after it.
+        let late = conv.residual.is_some() && !added;
         let rest = Conv {
             bias: conv.bias.filter(|_| !on_cpu),
+            residual: conv.residual.filter(|_| !added),
             activation: conv
                 .activation
                 .filter(|a| !on_cpu || a.unary().is_none() || late),
@@ -418,6 +419,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             groups: g,
             bias: None,
             activation: None,
+            residual: None,
         })?;
         return finish(OP, out, conv, dtype, unbatched);
     }
@@ -541,18 +543,17 @@ struct Geometry {
 
 /// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel
 /// or the CPU's packed products over patches, in f32, f16 or bf16
-/// (accumulating in f32; f32 with a bias), and whether it ran on the CPU,
-/// whose kernel adds the bias and applies a one-op activation as it
-/// stores each sum: `None` where the kernel does not take it (other
-/// dtypes, operands over one storage binding, a kernel its self-check
-/// dropped), which the caller composes from products instead.
+/// (accumulating in f32; f32 with a bias), as a [`Gemm`]: `None` where
+/// the kernel does not take it (other dtypes, operands over one storage
+/// binding, a kernel its self-check dropped), which the caller composes
+/// from products instead.
 fn implicit_gemm(
     op: &'static str,
     x: &Tensor,
     weight: &Tensor,
     conv: &Conv,
     geometry: &Geometry,
-) -> Result<Option<(Tensor, bool)>> {
+) -> Result<Option<Gemm>> {
     let dtype = match Tensor::result_type(x, weight)? {
         // A bias is added to the f32 result before its one rounding, as
         // the CPU does (an f16 result plus an f16 bias rounds twice).
@@ -576,8 +577,18 @@ fn implicit_gemm(
     {
         return Ok(None);
     }
-    // A residual is the caller's to add, and the activation after it.
-    let late = conv.residual.is_some();
+    // The CPU's f32 kernels add a residual of the output's dims and
+    // memory order as they store each sum, before the activation; any
+    // other is the caller's to add, and the activation after it.
+    let residual = conv.residual.filter(|r| {
+        on_cpu
+            && dtype == DType::F32
+            && r.dtype() == DType::F32
+            && r.dims() == out.dims()
+            && r.strides() == out.strides()
+            && r.binding_cut().is_none()
+    });
+    let late = conv.residual.is_some() && residual.is_none();
     let recorded = crate::backend::conv(&ConvCall {
         input: x.kernel_ref(x.layout().clone())?,
         weight: weight.kernel_ref(weight.layout().clone())?,
@@ -595,8 +606,25 @@ fn implicit_gemm(
             .activation
             .and_then(Activation::unary)
             .filter(|_| on_cpu && !late),
+        residual: match residual {
+            Some(r) => Some(r.kernel_ref(r.layout().clone())?),
+            None => None,
+        },
     })?;
-    Ok(recorded.then_some((out, on_cpu)))
+    Ok(recorded.then_some(Gemm {
+        out,
+        on_cpu,
+        added: residual.is_some(),
+    }))
+}
+
+/// The implicit-GEMM kernel's output, whether it ran on the CPU (whose
+/// kernel adds the bias and applies a one-op activation as it stores each
+/// sum), and whether it added the call's residual.
+struct Gemm {
+    out: Tensor,
+    on_cpu: bool,
+    added: bool,
 }
 
 /// The depthwise convolution of `x` by `weight` (one input channel per

@@ -15,6 +15,7 @@
 //! rounded once into the dtype; so a channels-last image's outputs are
 //! bit for bit an NCHW image's.
 
+use super::conv_gemm::Extras;
 use super::numeric::Widen;
 use super::sgemm::{
     self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps,
@@ -105,7 +106,7 @@ pub(super) fn channels_last_out(out: &Layout, input: &Layout) -> bool {
 pub(super) fn images<T: Widen>(
     x: &[T],
     w: &[T],
-    bias: Option<&[f32]>,
+    Extras { bias, residual }: Extras<'_>,
     out: &mut [T],
     call: &ConvCall,
 ) -> Result<()> {
@@ -145,6 +146,9 @@ pub(super) fn images<T: Widen>(
         // No input channels: each output is its activated bias.
         for (k, v) in out.iter_mut().enumerate() {
             let mut sum = [bias.map_or(0.0, |b| b[k % o])];
+            if let Some(r) = residual {
+                sum[0] += r[k];
+            }
             activate(&mut sum);
             *v = T::from_f32(sum[0]);
         }
@@ -179,6 +183,7 @@ pub(super) fn images<T: Widen>(
         packed: &packed,
         biases: &biases,
         has_bias: bias.is_some(),
+        residual,
         activate,
         act: sgemm::Act::of(call.activation),
         rows_after: call.activation.is_some() && sgemm::Act::of(call.activation).is_none(),
@@ -307,6 +312,9 @@ struct Store<'a, T> {
     packed: &'a [f32],
     biases: &'a [f32],
     has_bias: bool,
+    /// Added to each biased sum before the activation, at the output's
+    /// index (its dims and strides are the output's).
+    residual: Option<&'a [f32]>,
     activate: fn(&mut [f32]),
     /// The activation as the kernel applies it in registers, if it can.
     act: Option<sgemm::Act>,
@@ -438,6 +446,16 @@ impl<T: Widen> Store<'_, T> {
         }
     }
 
+    /// Adds the residual's values from output index `at` on to the biased
+    /// sums `row`, then applies the activation.
+    fn finish(&self, row: &mut [f32], at: usize) {
+        if let Some(r) = self.residual {
+            let r = &r[at..at + row.len()];
+            row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
+        }
+        (self.activate)(row);
+    }
+
     /// Group `group`'s panel `q`: its packed weights, its biases, its first
     /// output channel and its channels.
     fn panel(&self, group: usize, q: usize) -> (&[f32], &[f32; CHANNELS], usize, usize) {
@@ -463,14 +481,23 @@ impl<T: Widen> Store<'_, T> {
         assert!(T::IS_F32 && start + (n - 1) * self.o + columns <= self.len);
         let dst = self.out.get().cast::<f32>().wrapping_add(start);
         let act = if self.rows_after { None } else { self.act };
+        // The residual at the outputs' indices, added in the kernel.
+        let residual = self.residual.map(|r| {
+            assert!(
+                r.len() >= self.len,
+                "conv2d: a residual shorter than the output"
+            );
+            r[start..].as_ptr()
+        });
         let to = (dst, self.o, columns);
         // SAFETY: T is f32; pixels `pixel..+ n` of channels `channel..+
-        // columns` are inside the output (asserted) and the caller's.
+        // columns` are inside the output (asserted) and the caller's; the
+        // residual holds as many values (asserted) at the same indices.
         let stored = unsafe {
             if columns <= 16 {
-                sgemm::pixel_run_store::<NARROW_PIXELS, 1>(isa, rows, b, to, (bias, act))
+                sgemm::pixel_run_store::<NARROW_PIXELS, 1>(isa, rows, b, to, (bias, act, residual))
             } else {
-                sgemm::pixel_run_store::<PIXELS, 2>(isa, rows, b, to, (bias, act))
+                sgemm::pixel_run_store::<PIXELS, 2>(isa, rows, b, to, (bias, act, residual))
             }
         };
         assert!(stored, "conv2d: {isa:?} stores no pixel runs");
@@ -498,18 +525,21 @@ impl<T: Widen> Store<'_, T> {
     ) {
         if T::IS_F32 {
             let dst = self.out.get().cast::<f32>().wrapping_add(start);
+            // A residual is added to the stored sums, the activation after.
+            let after = self.rows_after || self.residual.is_some();
+            let act = if after { None } else { self.act };
             // SAFETY: T is f32; the outputs are the caller's.
             let stored = unsafe {
                 let to = (dst, self.o, n, columns);
-                sgemm::pixel_tile_store::<P, V>(isa, rows, b, to, (bias, self.act))
+                sgemm::pixel_tile_store::<P, V>(isa, rows, b, to, (bias, act))
             };
             if stored {
-                if self.rows_after {
+                if after {
                     for i in 0..n {
                         // SAFETY: as above.
                         let row =
                             unsafe { std::slice::from_raw_parts_mut(dst.add(i * self.o), columns) };
-                        (self.activate)(row);
+                        self.finish(row, start + i * self.o);
                     }
                 }
                 return;
@@ -521,7 +551,7 @@ impl<T: Widen> Store<'_, T> {
             if self.has_bias {
                 row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
             }
-            (self.activate)(row);
+            self.finish(row, start + i * self.o);
             // SAFETY: the caller's.
             let to = unsafe {
                 std::slice::from_raw_parts_mut(self.out.get().add(start + i * self.o), columns)

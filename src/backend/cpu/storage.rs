@@ -59,8 +59,8 @@ impl<'a> Reads<'a> {
     }
 }
 
-/// A kernel's optional f32 bias operand: [`Bias::values`] are its elements
-/// from its view's first one.
+/// A kernel's optional f32 bias (or residual) operand: [`Bias::values`]
+/// are its elements from its view's first one.
 pub(crate) struct Bias<'a>(Option<(&'a CpuData, usize)>);
 
 impl<'a> Bias<'a> {
@@ -87,7 +87,10 @@ impl<'a> Bias<'a> {
         match &self.0 {
             Some((data, offset)) => match data {
                 CpuData::F32(b) => Ok(Some(&b[*offset..])),
-                _ => Err(Error::internal(op, "a convolution's bias must be f32")),
+                _ => Err(Error::internal(
+                    op,
+                    "a convolution's bias and residual must be f32",
+                )),
             },
             None => Ok(None),
         }

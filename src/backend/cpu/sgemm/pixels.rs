@@ -180,6 +180,30 @@ impl<'a> PixelRun<'a> {
     }
 }
 
+/// [`pixel_run_store`]'s kernel for `act`, with (`RES`) or without the
+/// residual `res`.
+///
+/// # Safety
+/// As `x86::pixel_run_avx512`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn run_act<const P: usize, const V: usize, const RES: bool>(
+    run: &PixelRun<'_>,
+    b: *const f32,
+    to: (*mut f32, usize, usize),
+    (bias, act, res): (&[f32; CHANNELS], Option<Act>, *const f32),
+) {
+    use super::x86::pixel_run_avx512 as run_with;
+    // SAFETY: the caller's.
+    unsafe {
+        match act {
+            None => run_with::<P, V, 0, RES>(run, b, to, (bias, res)),
+            Some(Act::Relu) => run_with::<P, V, 1, RES>(run, b, to, (bias, res)),
+            Some(Act::Hardsigmoid) => run_with::<P, V, 2, RES>(run, b, to, (bias, res)),
+            Some(Act::Hardswish) => run_with::<P, V, 3, RES>(run, b, to, (bias, res)),
+        }
+    }
+}
+
 impl Isa {
     /// Whether [`pixel_run_store`] runs here.
     pub(crate) fn stores_pixel_runs(self) -> bool {
@@ -193,12 +217,15 @@ impl Isa {
 
 /// [`pixel_tile_store`] for each tile of `run` in turn (pixel `r` into
 /// `dst + r ldc`), each pixel's sums over the steps in the same order on
-/// the same arithmetic: bit for bit the tiles'. True where a kernel does
-/// it (AVX-512), false (nothing done) elsewhere.
+/// the same arithmetic: bit for bit the tiles'; with a `residual`, its
+/// value at `residual + r ldc + j` is added to each biased sum before
+/// `act` (one more f32 rounding, as a following `add` makes). True where a
+/// kernel does it (AVX-512), false (nothing done) elsewhere.
 ///
 /// # Safety
 /// `dst + r ldc .. + columns` is the caller's to write for every pixel `r`
-/// of the run, and no one else's meanwhile.
+/// of the run, and no one else's meanwhile; `residual + r ldc .. +
+/// columns`, where given, are floats to read.
 ///
 /// # Panics
 /// As [`PixelRun::check`]; more columns than the tile has.
@@ -207,7 +234,7 @@ pub(crate) unsafe fn pixel_run_store<const P: usize, const V: usize>(
     run: &PixelRun<'_>,
     b: &[f32],
     (dst, ldc, columns): (*mut f32, usize, usize),
-    (bias, act): (&[f32; CHANNELS], Option<Act>),
+    (bias, act, residual): (&[f32; CHANNELS], Option<Act>, Option<*const f32>),
 ) -> bool {
     assert!(
         16 * V <= CHANNELS && columns <= 16 * V,
@@ -218,21 +245,18 @@ pub(crate) unsafe fn pixel_run_store<const P: usize, const V: usize>(
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             let to = (dst, ldc, columns);
-            // SAFETY: the reads checked; the writes the caller's (this
-            // function's contract).
+            // SAFETY: the reads checked; the writes and the residual's
+            // reads the caller's (this function's contract).
             unsafe {
-                use super::x86::pixel_run_avx512 as run_with;
-                match act {
-                    None => run_with::<P, V, 0>(run, b.as_ptr(), to, bias),
-                    Some(Act::Relu) => run_with::<P, V, 1>(run, b.as_ptr(), to, bias),
-                    Some(Act::Hardsigmoid) => run_with::<P, V, 2>(run, b.as_ptr(), to, bias),
-                    Some(Act::Hardswish) => run_with::<P, V, 3>(run, b.as_ptr(), to, bias),
+                match residual {
+                    Some(r) => run_act::<P, V, true>(run, b.as_ptr(), to, (bias, act, r)),
+                    None => run_act::<P, V, false>(run, b.as_ptr(), to, (bias, act, b.as_ptr())),
                 }
             }
             true
         }
         _ => {
-            let _ = (run, b, dst, ldc, columns, bias, act);
+            let _ = (run, b, dst, ldc, columns, bias, act, residual);
             false
         }
     }

@@ -270,7 +270,8 @@ fn pixel_tiles_reading_past_their_input_are_refused() {
 /// A run of `P`-pixel tiles against each of its tiles stored one at a time
 /// (bit for bit: the same sums in the same order), for every activation
 /// the kernels apply, with a shift, a pitch wider than a patch, masked
-/// columns, and rows past the run's last left alone.
+/// columns, and rows past the run's last left alone; with a residual,
+/// each biased sum plus the residual, then the activation.
 fn pixel_run_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
     const LDC: usize = 40;
     let a: Vec<f32> = (0..8192).map(|_| 4.0 * rng.next()).collect();
@@ -301,12 +302,42 @@ fn pixel_run_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
                     &run,
                     &b,
                     (got.as_mut_ptr(), LDC, columns),
-                    (&bias, act),
+                    (&bias, act, None),
                 )
             };
             assert_eq!(stored, isa.stores_pixel_runs(), "{isa:?} stores runs");
             if !stored {
                 continue;
+            }
+            // With a residual: each biased sum plus it, then `act`.
+            let residual: Vec<f32> = (0..pixels * LDC).map(|_| 4.0 * rng.next()).collect();
+            let mut with = vec![f32::NAN; (pixels + 1) * LDC];
+            let mut plain = vec![f32::NAN; (pixels + 1) * LDC];
+            // SAFETY: as above; the residual's rows lie as the output's.
+            unsafe {
+                let r = Some(residual.as_ptr());
+                let to = (with.as_mut_ptr(), LDC, columns);
+                assert!(pixel_run_store::<P, V>(isa, &run, &b, to, (&bias, act, r)));
+                let to = (plain.as_mut_ptr(), LDC, columns);
+                assert!(pixel_run_store::<P, V>(
+                    isa,
+                    &run,
+                    &b,
+                    to,
+                    (&bias, None, None)
+                ));
+            }
+            for (k, (w, p)) in with.iter().zip(&plain).enumerate() {
+                let want = if p.is_nan() {
+                    *p
+                } else {
+                    activated(act, p + residual[k])
+                };
+                assert_eq!(
+                    w.to_bits(),
+                    want.to_bits(),
+                    "{isa:?} {act:?} residual at {k}"
+                );
             }
             let mut want = vec![f32::NAN; (pixels + 1) * LDC];
             for t in 0..tiles {
@@ -328,6 +359,22 @@ fn pixel_run_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
                 }
             }
         }
+    }
+}
+
+/// `act` of `x` as the f32 functions define it (`numeric.rs`).
+fn activated(act: Option<Act>, x: f32) -> f32 {
+    match act {
+        None => x,
+        Some(Act::Relu) => {
+            if x < 0.0 {
+                0.0
+            } else {
+                x
+            }
+        }
+        Some(Act::Hardsigmoid) => (x + 3.0).clamp(0.0, 6.0) / 6.0,
+        Some(Act::Hardswish) => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
     }
 }
 
@@ -357,7 +404,7 @@ fn pixel_runs_reading_past_their_input_are_refused() {
             &run,
             &b,
             (out.as_mut_ptr(), 32, 32),
-            (&[0.0; CHANNELS], None),
+            (&[0.0; CHANNELS], None, None),
         );
     }
 }
@@ -377,7 +424,7 @@ fn pixel_runs_of_a_part_tile_are_refused() {
             &run,
             &b,
             (out.as_mut_ptr(), 32, 32),
-            (&[0.0; CHANNELS], None),
+            (&[0.0; CHANNELS], None, None),
         );
     }
 }

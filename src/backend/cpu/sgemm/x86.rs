@@ -248,19 +248,26 @@ pub(super) unsafe fn pixel_store_avx512<const P: usize, const V: usize>(
 }
 
 /// A run of pixel tiles on AVX-512F stored from their registers: tile `t`
-/// sums rows `t P..t P + P` of `run` and stores row `r` plus `bias`, then
-/// `ACT` ([`act_of`]), into `dst + r ldc`, its first `columns` sums.
+/// sums rows `t P..t P + P` of `run` and stores row `r` plus `bias`, plus
+/// (`RES`) the residual `res + r ldc + j`, then `ACT` ([`act_of`]), into
+/// `dst + r ldc`, its first `columns` sums.
 ///
 /// # Safety
 /// The processor has AVX-512F; `run` passed `PixelRun::check` for `b`;
 /// `columns <= 16 V`; `dst + r ldc .. + columns` is the caller's to write
-/// for every row `r` of the run.
+/// for every row `r` of the run, and (`RES`) `res + r ldc .. + columns`
+/// floats to read.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn pixel_run_avx512<const P: usize, const V: usize, const ACT: u8>(
+pub(super) unsafe fn pixel_run_avx512<
+    const P: usize,
+    const V: usize,
+    const ACT: u8,
+    const RES: bool,
+>(
     run: &PixelRun<'_>,
     b: *const f32,
     (dst, ldc, columns): (*mut f32, usize, usize),
-    bias: &[f32; CHANNELS],
+    (bias, res): (&[f32; CHANNELS], *const f32),
 ) {
     let act = act_of(ACT);
     let mask = |n: usize| -> __mmask16 { ((1u32 << n.min(16)) - 1) as __mmask16 };
@@ -274,14 +281,21 @@ pub(super) unsafe fn pixel_run_avx512<const P: usize, const V: usize, const ACT:
         let from: [*const f32; P] = std::array::from_fn(|i| lead.wrapping_add(i * pitch));
         // SAFETY: the run's reads lie inside its input (checked).
         let acc = unsafe { pixel_sums_avx512::<P, V>(&from, run.steps(), b) };
-        let out = dst.wrapping_add(t * P * ldc);
+        let (out, from) = (dst.wrapping_add(t * P * ldc), res.wrapping_add(t * P * ldc));
         for (i, sums) in acc.iter().enumerate() {
             for v in 0..V {
+                let at = i * ldc + 16 * v;
                 // SAFETY: the masks store row t P + i's first `columns`
-                // floats, the caller's to write.
+                // floats, the caller's to write, and read as many of the
+                // residual's, the caller's to read.
                 unsafe {
-                    let value = activate_avx512(_mm512_add_ps(sums[v], adds[v]), act);
-                    _mm512_mask_storeu_ps(out.wrapping_add(i * ldc + 16 * v), masks[v], value);
+                    let mut value = _mm512_add_ps(sums[v], adds[v]);
+                    if RES {
+                        let r = _mm512_maskz_loadu_ps(masks[v], from.wrapping_add(at));
+                        value = _mm512_add_ps(value, r);
+                    }
+                    let value = activate_avx512(value, act);
+                    _mm512_mask_storeu_ps(out.wrapping_add(at), masks[v], value);
                 }
             }
         }

@@ -26,10 +26,11 @@ use crate::error::{Error, Result};
 /// # Errors
 /// Those of `kernel::record`; failures of the kernel's probe.
 pub(crate) fn conv(out: &GpuStorage, call: &ConvCall) -> Result<bool> {
-    if call.bias.is_some() || call.activation.is_some() {
+    if call.bias.is_some() || call.activation.is_some() || call.residual.is_some() {
         return Err(Error::internal(
             "conv2d",
-            "the GPU's convolution takes no bias or activation (the op layer applies them)",
+            "the GPU's convolution takes no bias, residual or activation (the op layer \
+             applies them)",
         ));
     }
     let ctx = &out.ctx;

@@ -123,6 +123,7 @@ pub(super) fn answers_right(
         groups: GROUPS,
         bias: None,
         activation: None,
+        residual: None,
     };
     record(out, &call, tiling)?;
     let got = pollster::block_on(read(out, dtype))?;
