@@ -11,9 +11,10 @@
 //! and times onnxruntime on one and two threads. `WEBTENSOR_NET_PROFILE=1`
 //! (or `2`) also prints the time of each op kind of one run on one thread
 //! (or two), and of each part of the network (its profile regions);
-//! `WEBTENSOR_NET_TABLE=1` with it prints the whole profile;
-//! `WEBTENSOR_NET_LAYOUT=nhwc` runs the network on a channels-last image
-//! (`Tensor::to_channels_last`).
+//! `WEBTENSOR_NET_TABLE=1` with it prints the whole profile. The image
+//! is converted to channels-last memory (`Tensor::to_channels_last`) inside
+//! the timed pass, which the network's convolutions then keep;
+//! `WEBTENSOR_NET_LAYOUT=nchw` runs it on the row-major image instead.
 //!
 //! Run: `cargo bench --bench networks`.
 
@@ -43,14 +44,13 @@ fn run(net: &Detector, image: &Tensor) -> (Duration, Vec<f32>) {
     (start.elapsed(), values)
 }
 
-/// The network's output for `image`; with `WEBTENSOR_NET_LAYOUT=nhwc`,
-/// of the image converted to channels-last memory first (inside the
-/// timed pass), which the network's convolutions then keep.
+/// The network's output for `image` converted to channels-last memory
+/// first; with `WEBTENSOR_NET_LAYOUT=nchw`, of the row-major image.
 fn forward(net: &Detector, image: &Tensor) -> webtensor::Result<Tensor> {
-    if std::env::var("WEBTENSOR_NET_LAYOUT").is_ok_and(|v| v == "nhwc") {
-        net.forward(&image.to_channels_last()?)
-    } else {
+    if std::env::var("WEBTENSOR_NET_LAYOUT").is_ok_and(|v| v == "nchw") {
         net.forward(image)
+    } else {
+        net.forward(&image.to_channels_last()?)
     }
 }
 

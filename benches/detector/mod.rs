@@ -257,11 +257,13 @@ impl Detector {
         if b.se {
             h = self.squeeze_excite(&h, &format!("{p}.se"))?;
         }
-        h = self.conv_bn(&h, &format!("{p}.project"), &Conv::new(), None)?;
-        if b.stride == 1 && b.cin == b.cout {
-            h = h.add(x)?;
-        }
-        Ok(h)
+        // The shortcut as the projection's residual.
+        let project = if b.stride == 1 && b.cin == b.cout {
+            Conv::new().residual(x)
+        } else {
+            Conv::new()
+        };
+        self.conv_bn(&h, &format!("{p}.project"), &project, None)
     }
 
     /// The probability map `(N, 1, H, W)` of an image batch `(N, 3, H, W)`
@@ -289,16 +291,14 @@ impl Detector {
     /// finest.
     fn fpn(&self, taps: &[Tensor]) -> Result<Tensor> {
         let up = |t: &Tensor, f: f64| t.resize_by([f, f], Resize::Nearest);
-        let inner: Vec<Tensor> = taps
-            .iter()
-            .enumerate()
-            .map(|(s, t)| t.conv2d(self.w(&format!("fpn.inner.{s}.weight")), &Conv::new()))
-            .collect::<Result<_>>()?;
-        // Top-down: each scale adds the coarser one, upsampled.
-        let mut merged = vec![inner[3].clone()];
+        let inner =
+            |s: usize, conv: &Conv| taps[s].conv2d(self.w(&format!("fpn.inner.{s}.weight")), conv);
+        // Top-down: each scale adds the coarser one, upsampled (as the
+        // convolution's residual: added as it stores each sum).
+        let mut merged = vec![inner(3, &Conv::new())?];
         for s in (0..3).rev() {
-            let coarser = merged.last().expect("one scale at least");
-            merged.push(inner[s].add(&up(coarser, 2.0)?)?);
+            let coarser = up(merged.last().expect("one scale at least"), 2.0)?;
+            merged.push(inner(s, &Conv::new().residual(&coarser))?);
         }
         merged.reverse();
         let pad = Conv::new().padding(1);
