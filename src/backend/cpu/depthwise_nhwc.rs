@@ -22,7 +22,7 @@ use crate::op::UnaryOp;
 const OP: &str = "conv2d";
 
 /// Pixels summed together in the inside of a row.
-const PIXELS: usize = 4;
+const PIXELS: usize = 8;
 
 /// Where the f32 input pixels are: element `(image, y, x, channel)` at
 /// `offset + image sn + y sh + x sw + channel` (strides not negative).
@@ -178,30 +178,116 @@ impl Plan {
                 o,
             );
         }
+        // The edges: each tap's pixel where it is inside the input, none
+        // in the zero padding.
+        let mut at = vec![None; kh * kw];
         for x in (0..lo).chain(hi..self.wo) {
-            let pixel = &mut sums[x * o..(x + 1) * o];
-            pixel.fill(0.0);
-            for t in 0..kh * kw {
+            for (t, slot) in at.iter_mut().enumerate() {
                 let (i, j) = (t / kw, t % kw);
-                let weights = &taps[t * o..(t + 1) * o];
                 let column = (x * s1 + j * d1).checked_sub(p1).filter(|&ix| ix < wd);
-                match (tap_row(i), column) {
-                    (Some(iy), Some(ix)) => {
-                        let at = src.offset + image * sn + iy * sh + ix * sw;
-                        let values = &src.x[at..at + o];
-                        for ((sum, &v), &wt) in pixel.iter_mut().zip(values).zip(weights) {
-                            *sum += v * wt;
-                        }
+                *slot = match (tap_row(i), column) {
+                    (Some(iy), Some(ix)) => Some(src.offset + image * sn + iy * sh + ix * sw),
+                    _ => None,
+                };
+            }
+            edge(isa, src.x, &at, taps, &mut sums[x * o..(x + 1) * o]);
+        }
+    }
+}
+
+/// `pixel[ch] = 0 + v0 taps[ch] + v1 taps[o + ch] + ...` for one pixel of
+/// `o = pixel.len()` channels, `v_t` tap `t`'s value `x[at[t] + ch]`, or 0
+/// for a tap in the zero padding (`None`: its product `0 w` is added).
+///
+/// # Panics
+/// When a read leaves `x` or `taps` (a caller's bug).
+fn edge(isa: Isa, x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+    let o = pixel.len();
+    assert!(
+        at.iter().flatten().all(|&a| a + o <= x.len()) && taps.len() >= at.len() * o,
+        "depthwise edge pixels reach past their input"
+    );
+    match isa {
+        // SAFETY: the kernels `Isa::available` lists are the processor's;
+        // the reads are inside `x` and `taps` (asserted).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { edge_avx512(x, at, taps, pixel) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { edge_avx2(x, at, taps, pixel) },
+        // SAFETY: as above.
+        Isa::Portable => unsafe { edge_in(x, at, taps, pixel) },
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn edge_avx512(x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+    // SAFETY: the caller's.
+    unsafe { edge_in(x, at, taps, pixel) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn edge_avx2(x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+    // SAFETY: the caller's.
+    unsafe { edge_in(x, at, taps, pixel) }
+}
+
+/// [`edge`]'s loops, inlined into each instruction set's function so that
+/// the compiler vectorises them: blocks of 16 channels, then 8, then one.
+///
+/// # Safety
+/// [`edge`]'s assert passed.
+#[inline(always)]
+unsafe fn edge_in(x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+    // SAFETY: the caller's.
+    unsafe {
+        let c = edge_blocks::<16>(x, at, taps, pixel, 0);
+        let c = edge_blocks::<8>(x, at, taps, pixel, c);
+        edge_blocks::<1>(x, at, taps, pixel, c);
+    }
+}
+
+/// [`edge`]'s sums of channels `c..` in blocks of `L` while a whole block
+/// fits; returns where the blocks end.
+///
+/// # Safety
+/// [`edge`]'s assert passed.
+#[inline(always)]
+unsafe fn edge_blocks<const L: usize>(
+    x: &[f32],
+    at: &[Option<usize>],
+    taps: &[f32],
+    pixel: &mut [f32],
+    mut c: usize,
+) -> usize {
+    let o = pixel.len();
+    let (from, weights) = (x.as_ptr(), taps.as_ptr());
+    while c + L <= o {
+        let mut acc = [0.0f32; L];
+        for (t, a) in at.iter().enumerate() {
+            // SAFETY: tap t's weights and the pixel's values for channels
+            // c..c + L lie inside `taps` and `x` (the caller's).
+            let wt = unsafe { &*weights.add(t * o + c).cast::<[f32; L]>() };
+            match a {
+                Some(a) => {
+                    // SAFETY: as above.
+                    let v = unsafe { &*from.add(a + c).cast::<[f32; L]>() };
+                    for ((sum, &v), &wt) in acc.iter_mut().zip(v).zip(wt) {
+                        *sum += v * wt;
                     }
-                    _ => {
-                        for (sum, &wt) in pixel.iter_mut().zip(weights) {
-                            *sum += 0.0 * wt;
-                        }
+                }
+                None => {
+                    for (sum, &wt) in acc.iter_mut().zip(wt) {
+                        *sum += 0.0 * wt;
                     }
                 }
             }
         }
+        pixel[c..c + L].copy_from_slice(&acc);
+        c += L;
     }
+    c
 }
 
 /// `sums[x o + ch] = 0 + x[start + x step + offsets[0] + ch] taps[ch] +
