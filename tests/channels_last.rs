@@ -206,7 +206,9 @@ fn check_cases(cases: &[Case], dev: &Device, dt: DType, exact: bool) {
             .unwrap();
         for (act, with_bias) in [
             (None, false),
+            (None, true),
             (Some(Activation::Relu), true),
+            (Some(Activation::Hardsigmoid), true),
             (Some(Activation::Hardswish), false),
             (Some(Activation::Gelu), true),
         ] {
@@ -227,7 +229,7 @@ fn check_cases(cases: &[Case], dev: &Device, dt: DType, exact: bool) {
                 let r = reference(
                     (&xv, xd),
                     (&wv, wd),
-                    None,
+                    with_bias.then_some(&bv[..]),
                     (stride, pad, dilation, groups),
                     pad,
                 );

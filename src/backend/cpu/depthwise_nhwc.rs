@@ -4,7 +4,9 @@
 //! that lie side by side are read in place; any other input (f16, bf16,
 //! NCHW planes, flipped rows or columns, a channel multiplier above 1) is
 //! first copied once into f32 channels-last pixels, each input channel
-//! repeated for its outputs.
+//! repeated for its outputs. An f32 output whose activation the kernels
+//! apply (none, relu, hardsigmoid, hardswish) is finished as each block is
+//! stored; any other goes through a row of sums finished in a second loop.
 //!
 //! Each output is the sum the convolution over planes makes (`conv.rs`):
 //! from 0 over the taps in row-major order, each tap's product rounded
@@ -113,12 +115,20 @@ pub(super) fn images<T: Widen>(
     };
     let (isa, op) = (Isa::best(), call.activation);
     let row = wo * o;
+    // f32 outputs whose activation the kernels apply are finished as the
+    // kernel stores them; others go through a row of sums.
+    let in_kernel = T::IS_F32 && (op.is_none() || Act::of(op).is_some());
     super::threads::for_each_piece_mut(out, row, |(k, dst)| {
         let (image, y) = (k / ho, k % ho);
+        if in_kernel && let Some(dst) = T::as_f32s_mut(dst) {
+            let fin = Some((bias.as_slice(), Act::of(op)));
+            plan.row(isa, &source, &taps, (image, y), (dst, fin));
+            return;
+        }
         ROW.with(|cell| {
             let mut sums = cell.take();
             sums.resize(row, 0.0);
-            plan.row(isa, &source, &taps, (image, y), &mut sums);
+            plan.row(isa, &source, &taps, (image, y), (&mut sums, None));
             finish(isa, &mut sums, &bias, (op, activate), dst);
             cell.set(sums);
         });
@@ -137,15 +147,20 @@ struct Plan {
     wo: usize,
 }
 
+/// Outputs finished as they are stored: each sum plus its channel's
+/// bias, then the activation.
+type Fin<'a> = Option<(&'a [f32], Option<Act>)>;
+
 impl Plan {
-    /// The sums of output row `y` of `image`, `[x][channel]`, into `sums`.
+    /// The sums of output row `y` of `image`, `[x][channel]`, into `sums`:
+    /// finished (`fin`) or as they are.
     fn row(
         &self,
         isa: Isa,
         src: &Source<'_>,
         taps: &[f32],
         (image, y): (usize, usize),
-        sums: &mut [f32],
+        (sums, fin): (&mut [f32], Fin<'_>),
     ) {
         let ([kh, kw], [s0, s1], [d0, d1], [p0, p1]) =
             (self.kernel, self.stride, self.dilation, self.pad);
@@ -174,7 +189,7 @@ impl Plan {
                 isa,
                 (src.x, start, s1 * sw, &offsets),
                 taps,
-                &mut sums[lo * o..hi * o],
+                (&mut sums[lo * o..hi * o], fin),
                 o,
             );
         }
@@ -190,75 +205,116 @@ impl Plan {
                     _ => None,
                 };
             }
-            edge(isa, src.x, &at, taps, &mut sums[x * o..(x + 1) * o]);
+            edge(isa, src.x, &at, taps, (&mut sums[x * o..(x + 1) * o], fin));
         }
     }
 }
 
 /// `pixel[ch] = 0 + v0 taps[ch] + v1 taps[o + ch] + ...` for one pixel of
 /// `o = pixel.len()` channels, `v_t` tap `t`'s value `x[at[t] + ch]`, or 0
-/// for a tap in the zero padding (`None`: its product `0 w` is added).
+/// for a tap in the zero padding (`None`: its product `0 w` is added);
+/// finished (`fin`) or as it is.
 ///
 /// # Panics
-/// When a read leaves `x` or `taps` (a caller's bug).
-fn edge(isa: Isa, x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+/// When a read leaves `x`, `taps` or the bias (a caller's bug).
+fn edge(
+    isa: Isa,
+    x: &[f32],
+    at: &[Option<usize>],
+    taps: &[f32],
+    (pixel, fin): (&mut [f32], Fin<'_>),
+) {
     let o = pixel.len();
     assert!(
         at.iter().flatten().all(|&a| a + o <= x.len()) && taps.len() >= at.len() * o,
         "depthwise edge pixels reach past their input"
     );
+    let (bias, code) = match fin {
+        None => (&[][..], RAW),
+        Some((bias, act)) => {
+            assert!(bias.len() >= o, "depthwise: a bias per channel");
+            (bias, act_code(act))
+        }
+    };
+    macro_rules! with {
+        ($f:ident) => {
+            match code {
+                RAW => $f::<RAW>(x, at, taps, (pixel, bias)),
+                BIASED => $f::<BIASED>(x, at, taps, (pixel, bias)),
+                RELU => $f::<RELU>(x, at, taps, (pixel, bias)),
+                HARDSIGMOID => $f::<HARDSIGMOID>(x, at, taps, (pixel, bias)),
+                _ => $f::<HARDSWISH>(x, at, taps, (pixel, bias)),
+            }
+        };
+    }
     match isa {
         // SAFETY: the kernels `Isa::available` lists are the processor's;
-        // the reads are inside `x` and `taps` (asserted).
+        // the reads are inside `x`, `taps` and `bias` (asserted).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { edge_avx512(x, at, taps, pixel) },
+        Isa::Avx512 => unsafe { with!(edge_avx512) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { edge_avx2(x, at, taps, pixel) },
+        Isa::Avx2 => unsafe { with!(edge_avx2) },
         // SAFETY: as above.
-        Isa::Portable => unsafe { edge_in(x, at, taps, pixel) },
+        Isa::Portable => unsafe { with!(edge_in) },
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn edge_avx512(x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+unsafe fn edge_avx512<const F: u8>(
+    x: &[f32],
+    at: &[Option<usize>],
+    taps: &[f32],
+    pixel: (&mut [f32], &[f32]),
+) {
     // SAFETY: the caller's.
-    unsafe { edge_in(x, at, taps, pixel) }
+    unsafe { edge_in::<F>(x, at, taps, pixel) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn edge_avx2(x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+unsafe fn edge_avx2<const F: u8>(
+    x: &[f32],
+    at: &[Option<usize>],
+    taps: &[f32],
+    pixel: (&mut [f32], &[f32]),
+) {
     // SAFETY: the caller's.
-    unsafe { edge_in(x, at, taps, pixel) }
+    unsafe { edge_in::<F>(x, at, taps, pixel) }
 }
 
 /// [`edge`]'s loops, inlined into each instruction set's function so that
-/// the compiler vectorises them: blocks of 16 channels, then 8, then one.
+/// the compiler vectorises them: blocks of 16 channels, then 8, then one,
+/// stored as code `F` says.
 ///
 /// # Safety
-/// [`edge`]'s assert passed.
+/// [`edge`]'s asserts passed.
 #[inline(always)]
-unsafe fn edge_in(x: &[f32], at: &[Option<usize>], taps: &[f32], pixel: &mut [f32]) {
+unsafe fn edge_in<const F: u8>(
+    x: &[f32],
+    at: &[Option<usize>],
+    taps: &[f32],
+    (pixel, bias): (&mut [f32], &[f32]),
+) {
     // SAFETY: the caller's.
     unsafe {
-        let c = edge_blocks::<16>(x, at, taps, pixel, 0);
-        let c = edge_blocks::<8>(x, at, taps, pixel, c);
-        edge_blocks::<1>(x, at, taps, pixel, c);
+        let c = edge_blocks::<16, F>(x, at, taps, (pixel, bias), 0);
+        let c = edge_blocks::<8, F>(x, at, taps, (pixel, bias), c);
+        edge_blocks::<1, F>(x, at, taps, (pixel, bias), c);
     }
 }
 
 /// [`edge`]'s sums of channels `c..` in blocks of `L` while a whole block
-/// fits; returns where the blocks end.
+/// fits, stored as code `F` says; returns where the blocks end.
 ///
 /// # Safety
-/// [`edge`]'s assert passed.
+/// [`edge`]'s asserts passed.
 #[inline(always)]
-unsafe fn edge_blocks<const L: usize>(
+unsafe fn edge_blocks<const L: usize, const F: u8>(
     x: &[f32],
     at: &[Option<usize>],
     taps: &[f32],
-    pixel: &mut [f32],
+    (pixel, bias): (&mut [f32], &[f32]),
     mut c: usize,
 ) -> usize {
     let o = pixel.len();
@@ -284,6 +340,15 @@ unsafe fn edge_blocks<const L: usize>(
                 }
             }
         }
+        // SAFETY: the bias holds `o` values where there is one (F > RAW).
+        let b: &[f32; L] = if F == RAW {
+            &[0.0; L]
+        } else {
+            unsafe { &*bias.as_ptr().add(c).cast::<[f32; L]>() }
+        };
+        for (v, &b) in acc.iter_mut().zip(b) {
+            *v = finished::<F>(*v, b);
+        }
         pixel[c..c + L].copy_from_slice(&acc);
         c += L;
     }
@@ -292,16 +357,16 @@ unsafe fn edge_blocks<const L: usize>(
 
 /// `sums[x o + ch] = 0 + x[start + x step + offsets[0] + ch] taps[ch] +
 /// x[.. + offsets[1] + ch] taps[o + ch] + ...` for each pixel `x` of
-/// `sums` (`o` channels each): the inside of a row, every tap inside the
-/// input.
+/// `sums` (`o` channels each), finished (`fin`) or as it is: the inside of
+/// a row, every tap inside the input.
 ///
 /// # Panics
-/// When a read leaves `x` (a caller's bug).
+/// When a read leaves `x`, `taps` or the bias (a caller's bug).
 fn inside(
     isa: Isa,
     (x, start, step, offsets): (&[f32], usize, usize, &[usize]),
     taps: &[f32],
-    sums: &mut [f32],
+    (sums, fin): (&mut [f32], Fin<'_>),
     o: usize,
 ) {
     let pixels = sums.len() / o;
@@ -311,59 +376,111 @@ fn inside(
         "depthwise pixels reach past their input"
     );
     assert!(taps.len() >= offsets.len() * o);
+    // No bias (raw sums): an empty one; a bias: one per channel.
+    let (bias, code) = match fin {
+        None => (&[][..], RAW),
+        Some((bias, act)) => {
+            assert!(bias.len() >= o, "depthwise: a bias per channel");
+            (bias, act_code(act))
+        }
+    };
+    let at = (start, step);
+    macro_rules! with {
+        ($f:ident) => {
+            match code {
+                RAW => $f::<RAW>(x, at, offsets, taps, (sums, bias), o),
+                BIASED => $f::<BIASED>(x, at, offsets, taps, (sums, bias), o),
+                RELU => $f::<RELU>(x, at, offsets, taps, (sums, bias), o),
+                HARDSIGMOID => $f::<HARDSIGMOID>(x, at, offsets, taps, (sums, bias), o),
+                _ => $f::<HARDSWISH>(x, at, offsets, taps, (sums, bias), o),
+            }
+        };
+    }
     match isa {
         // SAFETY: the kernels `Isa::available` lists are the processor's;
-        // the reads are inside `x` and `taps` (asserted).
+        // the reads are inside `x`, `taps` and `bias` (asserted).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { inside_avx512(x, (start, step), offsets, taps, sums, o) },
+        Isa::Avx512 => unsafe { with!(inside_avx512) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { inside_avx2(x, (start, step), offsets, taps, sums, o) },
+        Isa::Avx2 => unsafe { with!(inside_avx2) },
         // SAFETY: as above.
-        Isa::Portable => unsafe { inside_in(x, (start, step), offsets, taps, sums, o) },
+        Isa::Portable => unsafe { with!(inside_in) },
+    }
+}
+
+/// What [`inside`]'s kernels store: the raw sums, or each sum plus its
+/// channel's bias, then none, relu, hardsigmoid or hardswish.
+const RAW: u8 = 0;
+const BIASED: u8 = 1;
+const RELU: u8 = 2;
+const HARDSIGMOID: u8 = 3;
+const HARDSWISH: u8 = 4;
+
+/// The kernels' code of a biased sum's activation.
+fn act_code(act: Option<Act>) -> u8 {
+    match act {
+        None => BIASED,
+        Some(Act::Relu) => RELU,
+        Some(Act::Hardsigmoid) => HARDSIGMOID,
+        Some(Act::Hardswish) => HARDSWISH,
+    }
+}
+
+/// `v` as code `F` stores it: raw, or plus `b`, then the activation (bit
+/// for bit the f32 function, as [`finish`] applies it).
+#[inline(always)]
+fn finished<const F: u8>(v: f32, b: f32) -> f32 {
+    match F {
+        RAW => v,
+        BIASED => v + b,
+        RELU => <f32 as Num>::relu(v + b),
+        HARDSIGMOID => <f32 as Float>::hardsigmoid(v + b),
+        _ => <f32 as Float>::hardswish(v + b),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn inside_avx512(
+unsafe fn inside_avx512<const F: u8>(
     x: &[f32],
     at: (usize, usize),
     offsets: &[usize],
     taps: &[f32],
-    sums: &mut [f32],
+    sums: (&mut [f32], &[f32]),
     o: usize,
 ) {
     // SAFETY: the caller's.
-    unsafe { inside_in(x, at, offsets, taps, sums, o) }
+    unsafe { inside_in::<F>(x, at, offsets, taps, sums, o) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn inside_avx2(
+unsafe fn inside_avx2<const F: u8>(
     x: &[f32],
     at: (usize, usize),
     offsets: &[usize],
     taps: &[f32],
-    sums: &mut [f32],
+    sums: (&mut [f32], &[f32]),
     o: usize,
 ) {
     // SAFETY: the caller's.
-    unsafe { inside_in(x, at, offsets, taps, sums, o) }
+    unsafe { inside_in::<F>(x, at, offsets, taps, sums, o) }
 }
 
 /// [`inside`]'s loops, inlined into each instruction set's function so
 /// that the compiler vectorises them: [`PIXELS`] pixels at a time, then
-/// one, each in blocks of 16 channels, then 8, then one.
+/// one, each in blocks of 16 channels, then 8, then one, stored as code
+/// `F` says.
 ///
 /// # Safety
 /// [`inside`]'s asserts passed.
 #[inline(always)]
-unsafe fn inside_in(
+unsafe fn inside_in<const F: u8>(
     x: &[f32],
     (start, step): (usize, usize),
     offsets: &[usize],
     taps: &[f32],
-    sums: &mut [f32],
+    (sums, bias): (&mut [f32], &[f32]),
     o: usize,
 ) {
     let pixels = sums.len() / o;
@@ -371,18 +488,19 @@ unsafe fn inside_in(
     while p < pixels {
         let count = if p + PIXELS <= pixels { PIXELS } else { 1 };
         let base = start + p * step;
-        let dst = &mut sums[p * o..(p + count) * o];
+        let dst = (&mut sums[p * o..(p + count) * o], bias);
+        let from = (x, (base, step), offsets, taps);
         // SAFETY: the caller's, for these pixels' channels.
         unsafe {
             let mut c = 0;
             if count == PIXELS {
-                c = blocks::<PIXELS, 16>(x, (base, step), offsets, taps, dst, o, c);
-                c = blocks::<PIXELS, 8>(x, (base, step), offsets, taps, dst, o, c);
-                blocks::<PIXELS, 1>(x, (base, step), offsets, taps, dst, o, c);
+                c = blocks::<PIXELS, 16, F>(from, (dst.0, dst.1), o, c);
+                c = blocks::<PIXELS, 8, F>(from, (dst.0, dst.1), o, c);
+                blocks::<PIXELS, 1, F>(from, (dst.0, dst.1), o, c);
             } else {
-                c = blocks::<1, 16>(x, (base, step), offsets, taps, dst, o, c);
-                c = blocks::<1, 8>(x, (base, step), offsets, taps, dst, o, c);
-                blocks::<1, 1>(x, (base, step), offsets, taps, dst, o, c);
+                c = blocks::<1, 16, F>(from, (dst.0, dst.1), o, c);
+                c = blocks::<1, 8, F>(from, (dst.0, dst.1), o, c);
+                blocks::<1, 1, F>(from, (dst.0, dst.1), o, c);
             }
         }
         p += count;
@@ -390,18 +508,16 @@ unsafe fn inside_in(
 }
 
 /// The sums of `P` pixels' channels `c..` in blocks of `L` while a whole
-/// block fits; returns where the blocks end.
+/// block fits, stored as code `F` says; returns where the blocks end.
 ///
 /// # Safety
 /// Every pixel `k < P`'s taps read `x[base + k step + offsets[t] +
-/// channel]` inside `x`, and `taps` holds `offsets.len() o` weights.
+/// channel]` inside `x`, `taps` holds `offsets.len() o` weights, and
+/// `bias` (but for raw sums) `o`.
 #[inline(always)]
-unsafe fn blocks<const P: usize, const L: usize>(
-    x: &[f32],
-    (base, step): (usize, usize),
-    offsets: &[usize],
-    taps: &[f32],
-    dst: &mut [f32],
+unsafe fn blocks<const P: usize, const L: usize, const F: u8>(
+    (x, (base, step), offsets, taps): (&[f32], (usize, usize), &[usize], &[f32]),
+    (dst, bias): (&mut [f32], &[f32]),
     o: usize,
     mut c: usize,
 ) -> usize {
@@ -420,8 +536,18 @@ unsafe fn blocks<const P: usize, const L: usize>(
                 }
             }
         }
+        // SAFETY: the bias holds `o` values where there is one (F > RAW).
+        let b: &[f32; L] = if F == RAW {
+            &[0.0; L]
+        } else {
+            unsafe { &*bias.as_ptr().add(c).cast::<[f32; L]>() }
+        };
         for (k, sums) in acc.iter().enumerate() {
-            dst[k * o + c..k * o + c + L].copy_from_slice(sums);
+            let mut done = *sums;
+            for (v, &b) in done.iter_mut().zip(b) {
+                *v = finished::<F>(*v, b);
+            }
+            dst[k * o + c..k * o + c + L].copy_from_slice(&done);
         }
         c += L;
     }

@@ -344,6 +344,10 @@ pub(crate) trait Widen: Copy + Send + Sync {
     fn as_f32s(_values: &[Self]) -> Option<&[f32]> {
         None
     }
+    /// The values as f32 to write where they are f32.
+    fn as_f32s_mut(_values: &mut [Self]) -> Option<&mut [f32]> {
+        None
+    }
 }
 
 impl Widen for f32 {
@@ -355,6 +359,9 @@ impl Widen for f32 {
     }
     const IS_F32: bool = true;
     fn as_f32s(values: &[f32]) -> Option<&[f32]> {
+        Some(values)
+    }
+    fn as_f32s_mut(values: &mut [f32]) -> Option<&mut [f32]> {
         Some(values)
     }
 }
