@@ -104,6 +104,16 @@ pub(super) struct Extras<'a> {
     pub(super) residual: Option<&'a [f32]>,
 }
 
+/// Biased sums `row` plus `residual`'s first values where there is one,
+/// then `activate`d: the rows a kernel did not finish as it stored them.
+pub(super) fn finish_row(row: &mut [f32], residual: Option<&[f32]>, activate: fn(&mut [f32])) {
+    if let Some(r) = residual {
+        let r = &r[..row.len()];
+        row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
+    }
+    activate(row);
+}
+
 /// Everything a band needs of the call.
 struct Shape {
     /// Input `[c, h, w]`, strides `[n, c, h, w]` and offset.
@@ -382,11 +392,7 @@ impl<T: Widen> Store<'_, T> {
     /// Adds the residual's values from output index `at` on to the biased
     /// sums `row`, then applies the activation.
     fn finish(&self, row: &mut [f32], at: usize) {
-        if let Some(r) = self.residual {
-            let r = &r[at..at + row.len()];
-            row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
-        }
-        (self.activate)(row);
+        finish_row(row, self.residual.map(|r| &r[at..]), self.activate);
     }
 
     /// Stores sums `from..from + columns` of each row of `tile`, the tile

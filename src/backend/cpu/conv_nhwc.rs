@@ -15,7 +15,7 @@
 //! rounded once into the dtype; so a channels-last image's outputs are
 //! bit for bit an NCHW image's.
 
-use super::conv_gemm::Extras;
+use super::conv_gemm::{Extras, finish_row};
 use super::numeric::Widen;
 use super::sgemm::{
     self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps,
@@ -449,11 +449,7 @@ impl<T: Widen> Store<'_, T> {
     /// Adds the residual's values from output index `at` on to the biased
     /// sums `row`, then applies the activation.
     fn finish(&self, row: &mut [f32], at: usize) {
-        if let Some(r) = self.residual {
-            let r = &r[at..at + row.len()];
-            row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
-        }
-        (self.activate)(row);
+        finish_row(row, self.residual.map(|r| &r[at..]), self.activate);
     }
 
     /// Group `group`'s panel `q`: its packed weights, its biases, its first
