@@ -188,30 +188,34 @@ fn a_residual_that_does_not_fit_is_an_error_naming_the_op() {
 /// into the next, narrow (16 channels) and wide (24, 40) panels, in place
 /// (1x1) and copied (3x3 padded), a residual offset in its storage; no
 /// `add` in the profile, bit for bit the convolution then `add` then the
-/// activation, on one thread and two. A residual of another memory order
-/// is added after the kernel, with the same values.
+/// activation (the kernels' own and others after), on one thread and two,
+/// groups too. A residual of another memory order, or any into planes, is
+/// added after the kernel (planes' tiles adding it ran slower), with the
+/// same values.
 #[test]
 fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
     let acts = [
         None,
         Some(Activation::Relu),
         Some(Activation::Hardswish),
+        Some(Activation::Sigmoid),
         Some(Activation::LeakyRelu(0.1)),
     ];
-    // (input [n, c, h, w], out channels, kernel, padding).
+    // (input [n, c, h, w], out channels, kernel, padding, groups).
     let cases = [
-        ([2usize, 16, 7, 20], 16usize, 1usize, 0usize),
-        ([2, 16, 3, 36], 24, 1, 0),
-        ([1, 8, 6, 19], 40, 3, 1),
-        ([2, 5, 4, 33], 16, 3, 1),
+        ([2usize, 16, 7, 20], 16usize, 1usize, 0usize, 1usize),
+        ([2, 16, 3, 36], 24, 1, 0, 1),
+        ([1, 8, 6, 19], 40, 3, 1, 1),
+        ([2, 5, 4, 33], 16, 3, 1, 1),
+        ([1, 12, 5, 18], 36, 3, 1, 3),
     ];
     for threads in [1, 2] {
         let dev = Device::cpu_with_threads(threads).unwrap();
-        for (xd, o, k, pad) in cases {
+        for (xd, o, k, pad, groups) in cases {
             let x = random(&xd, 20, 4.0, &dev).to_channels_last().unwrap();
-            let w = random(&[o, xd[1], k, k], 21, 1.0, &dev);
+            let w = random(&[o, xd[1] / groups, k, k], 21, 1.0, &dev);
             let b = random(&[o], 22, 1.0, &dev);
-            let conv = Conv::new().padding(pad).bias(&b);
+            let conv = Conv::new().padding(pad).groups(groups).bias(&b);
             let plain = x.conv2d(&w, &conv).unwrap();
             assert!(plain.is_channels_last(), "{xd:?}");
             let dims = plain.dims().to_vec();
@@ -223,13 +227,19 @@ fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
             let offset = batch.narrow(0, 1, dims[0]).unwrap();
             let dense = random(&dims, 24, 3.0, &dev).to_channels_last().unwrap();
             let planes = random(&dims, 25, 3.0, &dev);
+            // The image as planes, its output too.
+            let xp = x.contiguous().unwrap();
+            let plain_p = xp.conv2d(&w, &conv).unwrap();
+            // (label, image, its output, residual, in the kernel).
             let residuals = [
-                ("offset", &offset, true),
-                ("dense", &dense, true),
-                ("planes", &planes, false),
+                ("offset", &x, &plain, &offset, true),
+                ("dense", &x, &plain, &dense, true),
+                ("planes", &x, &plain, &planes, false),
+                ("planes into planes", &xp, &plain_p, &planes, false),
             ];
-            for (kind, residual, in_kernel) in residuals {
-                assert_eq!(residual.strides() == plain.strides(), in_kernel, "{kind}");
+            for (kind, x, plain, residual, in_kernel) in residuals {
+                let same = residual.strides() == plain.strides();
+                assert_eq!(same, in_kernel || x.is_contiguous(), "{kind}");
                 for act in acts {
                     let what =
                         format!("{xd:?} -> {o}, {kind} residual, {act:?}, {threads} threads");

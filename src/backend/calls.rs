@@ -611,11 +611,11 @@ pub(crate) struct ConvCall<'a> {
     /// An f32 bias per output channel, added before the one rounding (the
     /// CPU's kernels take it; a GPU's call has none, the op layer adds it).
     pub bias: Option<TensorRef<'a>>,
-    /// A one-op activation applied to each biased f32 sum before its
-    /// rounding (the CPU only, as the bias).
+    /// A one-op activation applied to each biased f32 sum (plus the
+    /// residual) before its rounding (the CPU only, as the bias).
     pub activation: Option<crate::op::UnaryOp>,
     /// An f32 tensor of the output's dims and strides added to each biased
-    /// sum before the activation (`Conv::residual`; the CPU's f32 kernels
-    /// only, as the bias).
+    /// sum before the activation (`Conv::residual`; the CPU's channels-last
+    /// f32 outputs only).
     pub residual: Option<TensorRef<'a>>,
 }

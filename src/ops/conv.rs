@@ -577,11 +577,14 @@ fn implicit_gemm(
     {
         return Ok(None);
     }
-    // The CPU's f32 kernels add a residual of the output's dims and
-    // memory order as they store each sum, before the activation; any
-    // other is the caller's to add, and the activation after it.
+    // The CPU's channels-last f32 kernels add a residual of the output's
+    // dims and memory order as they store each sum, before the activation
+    // (in registers; the planes' kernels adding it a tile's rows at a time
+    // ran the detector 2-3 ms slower than one pass after them); any other
+    // is the caller's to add, and the activation after it.
     let residual = conv.residual.filter(|r| {
         on_cpu
+            && crate::backend::cpu::channels_last_out(out.layout(), x.layout())
             && dtype == DType::F32
             && r.dtype() == DType::F32
             && r.dims() == out.dims()

@@ -120,10 +120,13 @@ impl<'a> Conv<'a> {
     /// FPN's upsampled coarser level), in the dtype the convolution sums
     /// in where it rounds its sums once after (an f16 or bf16 transposed
     /// convolution), else in the output's: bit for bit the `add` after
-    /// the convolution. It is added in place, one pass over the output
-    /// (on a 2-core Zen 5 VM, the CPU's kernels adding it as they stored
-    /// each sum ran a detector 3 ms slower: its planes read a tile's rows
-    /// at a time stalled where one pass streams them).
+    /// the convolution. On the CPU a dense convolution's channels-last f32
+    /// output (`Tensor::to_channels_last`) takes an f32 residual of its
+    /// shape and memory order as each sum is stored, in registers, with no
+    /// pass of its own; any other is added in place after, one pass over
+    /// the output (on a 2-core Zen 5 VM, the planes' kernels adding it as
+    /// they stored each sum ran a detector 2-3 ms slower: their planes
+    /// read a tile's rows at a time stalled where one pass streams them).
     pub fn residual(mut self, residual: &'a Tensor) -> Conv<'a> {
         self.residual = Some(residual);
         self
@@ -131,8 +134,9 @@ impl<'a> Conv<'a> {
 
     /// Applied to each output after the bias: the convolution followed by
     /// [`Tensor::activate`]. The CPU's kernels apply it as they store each
-    /// sum (no pass of its own; after a [`Conv::residual`], a pass after
-    /// it), to the f32 sum before its one rounding, so an f16 or bf16
+    /// sum (no pass of its own; after a [`Conv::residual`] the kernel does
+    /// not add, a pass after it), to the f32 sum before its one rounding,
+    /// so an f16 or bf16
     /// result can differ from the two calls' in its last bit; a GPU runs
     /// the activation after the convolution.
     pub fn activation(mut self, activation: Activation) -> Conv<'a> {

@@ -65,25 +65,29 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let residual = Bias::of(&reads, OP, &call.residual)?;
     let residual = residual.values(OP)?;
     let mut dst = out.write();
-    if residual.is_some_and(|r| r.len() < dst.len())
-        || call.residual.as_ref().is_some_and(|r| {
-            r.layout.dims() != call.out.layout.dims()
-                || r.layout.strides() != call.out.layout.strides()
-        })
-    {
-        return Err(Error::internal(
-            OP,
-            "a residual must have the output's dims and strides",
-        ));
-    }
-    let extras = Extras { bias, residual };
     let pixels = super::conv_nhwc::channels_last_out(&call.out.layout, &call.input.layout);
+    // A residual only into a channels-last f32 output of its dims and
+    // strides (the pixel kernels add it in registers; planes' tiles adding
+    // it row by row ran a network slower than one pass after them).
+    if let Some(r) = &call.residual {
+        let fits = r.layout.dims() == call.out.layout.dims()
+            && r.layout.strides() == call.out.layout.strides()
+            && residual.is_some_and(|v| v.len() >= dst.len());
+        if !(pixels && fits && matches!(&*dst, CpuData::F32(_))) {
+            return Err(Error::internal(
+                OP,
+                "a residual is added in the kernel only into a channels-last f32 output of its \
+                 dims and strides",
+            ));
+        }
+    }
     macro_rules! run {
         ($x:expr, $w:expr, $o:expr) => {
             if pixels {
+                let extras = super::conv_nhwc::Extras { bias, residual };
                 super::conv_nhwc::images($x, $w, extras, $o, call)
             } else {
-                images($x, $w, extras, $o, call)
+                images($x, $w, bias, $o, call)
             }
         };
     }
@@ -93,25 +97,6 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
         (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => run!(x, w, o),
         _ => Err(mismatch()),
     }
-}
-
-/// A call's f32 operands added to its sums: a bias per output channel
-/// and a residual of the output's dims and strides, each from its view's
-/// first element.
-#[derive(Clone, Copy)]
-pub(super) struct Extras<'a> {
-    pub(super) bias: Option<&'a [f32]>,
-    pub(super) residual: Option<&'a [f32]>,
-}
-
-/// Biased sums `row` plus `residual`'s first values where there is one,
-/// then `activate`d: the rows a kernel did not finish as it stored them.
-pub(super) fn finish_row(row: &mut [f32], residual: Option<&[f32]>, activate: fn(&mut [f32])) {
-    if let Some(r) = residual {
-        let r = &r[..row.len()];
-        row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
-    }
-    activate(row);
 }
 
 /// Everything a band needs of the call.
@@ -151,7 +136,7 @@ impl Shape {
 fn images<T: Widen>(
     x: &[T],
     w: &[T],
-    Extras { bias, residual }: Extras<'_>,
+    bias: Option<&[f32]>,
     out: &mut [T],
     call: &ConvCall,
 ) -> Result<()> {
@@ -195,9 +180,6 @@ fn images<T: Widen>(
         // sum, 0).
         for (k, v) in out.iter_mut().enumerate() {
             let mut sum = [bias.map_or(0.0, |b| b[k / plane % o])];
-            if let Some(r) = residual {
-                sum[0] += r[k];
-            }
             activate(&mut sum);
             *v = T::from_f32(sum[0]);
         }
@@ -216,7 +198,6 @@ fn images<T: Widen>(
         out: Shared(out.as_mut_ptr()),
         len: out.len(),
         bias,
-        residual,
         activate,
         act: sgemm::Act::of(call.activation),
         rows_after: call.activation.is_some() && sgemm::Act::of(call.activation).is_none(),
@@ -273,9 +254,6 @@ struct Store<'a, T> {
     out: Shared<T>,
     len: usize,
     bias: Option<&'a [f32]>,
-    /// Added to each biased sum before the activation, at the output's
-    /// index (its dims and strides are the output's).
-    residual: Option<&'a [f32]>,
     activate: fn(&mut [f32]),
     /// The activation as the kernel applies it in registers, if it can.
     act: Option<sgemm::Act>,
@@ -320,23 +298,20 @@ impl<T: Widen> Store<'_, T> {
                 add[..n].copy_from_slice(&bias[first..first + n]);
             }
             let dst = self.out.get().cast::<f32>().wrapping_add(at);
-            // A residual is added to the stored sums, the activation after.
-            let after = self.rows_after || self.residual.is_some();
-            let act = if after { None } else { self.act };
             // SAFETY: T is f32; rows `at + i plane .. + columns` are inside
             // the output (asserted) and the caller's alone to write.
             let stored = unsafe {
                 let to = (dst, self.plane, columns);
-                sgemm::tile_store(a, b, base, rows, to, (&add[..n], act))
+                sgemm::tile_store(a, b, base, rows, to, (&add[..n], self.act))
             };
             if stored {
-                if after {
+                if self.rows_after {
                     for i in 0..n {
                         // SAFETY: as above.
                         let row = unsafe {
                             std::slice::from_raw_parts_mut(dst.add(i * self.plane), columns)
                         };
-                        self.finish(row, at + i * self.plane);
+                        (self.activate)(row);
                     }
                 }
                 return;
@@ -389,12 +364,6 @@ impl<T: Widen> Store<'_, T> {
         }
     }
 
-    /// Adds the residual's values from output index `at` on to the biased
-    /// sums `row`, then applies the activation.
-    fn finish(&self, row: &mut [f32], at: usize) {
-        finish_row(row, self.residual.map(|r| &r[at..]), self.activate);
-    }
-
     /// Stores sums `from..from + columns` of each row of `tile`, the tile
     /// of channels `t mr..` of group `g` of `image`, at pixels `pixel..`.
     ///
@@ -416,8 +385,8 @@ impl<T: Widen> Store<'_, T> {
                 let add = b[g * self.og + channel];
                 sums.iter_mut().for_each(|v| *v += add);
             }
+            (self.activate)(sums);
             let at = (channels + channel) * self.plane + pixel;
-            self.finish(sums, at);
             assert!(pixel + columns <= self.plane && at + columns <= self.len);
             // SAFETY: inside the output (asserted), and no other thread
             // touches these outputs (the caller's promise).

@@ -1,7 +1,9 @@
 //! The CPU's convolution (all but depthwise) into a channels-last output:
 //! tiles of [`PIXELS`] output pixels by [`CHANNELS`] output channels, or
 //! of [`NARROW_PIXELS`] by 16 for a panel of 16 channels or fewer
-//! (`sgemm::pixel_tile`), each pixel's patch read where it lies. The input
+//! (`sgemm::pixel_tile`), each pixel's patch read where it lies; on
+//! AVX-512 an f32 output's whole tiles along a row (or a band whose rows
+//! follow each other) run in one call (`sgemm::pixel_run_store`). The input
 //! is read in place where its channels lie side by side and nothing needs
 //! padding (f32; a 1x1 convolution of a channels-last image is a product
 //! over its pixels as they are), else through a band's copy of the input
@@ -13,9 +15,10 @@
 //! (`conv_gemm.rs`): over the input channels and taps in the same order,
 //! on the same arithmetic, its bias added, a one-op activation applied,
 //! rounded once into the dtype; so a channels-last image's outputs are
-//! bit for bit an NCHW image's.
+//! bit for bit an NCHW image's. An f32 residual (`Conv::residual`) is
+//! added to each biased sum before the activation, as a following `add`
+//! would.
 
-use super::conv_gemm::{Extras, finish_row};
 use super::numeric::Widen;
 use super::sgemm::{
     self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps,
@@ -89,11 +92,30 @@ impl Geometry {
     }
 }
 
+/// A call's f32 operands added to its sums: a bias per output channel
+/// and a residual of the output's dims and strides, each from its view's
+/// first element.
+#[derive(Clone, Copy)]
+pub(super) struct Extras<'a> {
+    pub(super) bias: Option<&'a [f32]>,
+    pub(super) residual: Option<&'a [f32]>,
+}
+
+/// Biased sums `row` plus `residual`'s first values where there is one,
+/// then `activate`d: the rows a kernel did not finish as it stored them.
+fn finish_row(row: &mut [f32], residual: Option<&[f32]>, activate: fn(&mut [f32])) {
+    if let Some(r) = residual {
+        let r = &r[..row.len()];
+        row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
+    }
+    activate(row);
+}
+
 /// Whether a convolution's fresh `out`put is channels-last for its
 /// kernels: of two or more channels (one channel's planes are its
 /// pixels), and, where an output of one pixel an image is both layouts,
 /// following its `input`.
-pub(super) fn channels_last_out(out: &Layout, input: &Layout) -> bool {
+pub(crate) fn channels_last_out(out: &Layout, input: &Layout) -> bool {
     out.rank() == 4
         && out.dims()[1] > 1
         && out.is_channels_last()
@@ -302,8 +324,8 @@ fn copy_rows<T: Widen>(
 
 /// Where and how a tile's sums are stored: into the dense channels-last
 /// output (`len` elements, `o` channels a pixel), each sum with its
-/// channel's bias added and the activation applied, rounded once into the
-/// dtype.
+/// channel's bias added, the residual (where there is one) and the
+/// activation applied, rounded once into the dtype.
 struct Store<'a, T> {
     out: Shared<T>,
     len: usize,
@@ -327,13 +349,16 @@ struct Store<'a, T> {
 
 impl<T: Widen> Store<'_, T> {
     /// Sums and stores output rows `y0..y1` of `image` (each `wo`
-    /// pixels of `ho`), their pixels [`NARROW_PIXELS`] at a time along the
-    /// band (a tile may cross from one row into the next): pixel `(y,
-    /// x)`'s patch in group `g` starts at `a[at(y, x) + g cg]`, its steps
-    /// `steps` after it (`at` grows by the same pitch from one pixel of a
-    /// row to the next). A panel of 16 output channels or fewer takes one
-    /// narrow tile (16 pixels by 16), a wider one two wide tiles (8 by
-    /// 32).
+    /// pixels of `ho`) along the band: runs of whole groups of
+    /// [`NARROW_PIXELS`] pixels along a row (or across rows where the band
+    /// is flat), up to [`RUN_PIXELS`], in one kernel call a panel (f32 on
+    /// AVX-512), else groups of [`NARROW_PIXELS`] pixels that may cross
+    /// from one row into the next. Pixel `(y, x)`'s patch in group `g`
+    /// starts at `a[at(y, x) + g cg]`, its steps `steps` after it (`at`
+    /// grows by the same pitch from one pixel of a row to the next, and by
+    /// the same from one row to the next). A panel of 16 output channels
+    /// or fewer takes narrow tiles (16 pixels by 16), a wider one wide
+    /// tiles (8 by 32).
     ///
     /// # Safety
     /// No other thread reads or writes those output rows meanwhile.

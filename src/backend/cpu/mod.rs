@@ -41,6 +41,7 @@ mod threads;
 pub(crate) use alloc::{try_collect, try_zeroed};
 pub(crate) use conv::depthwise;
 pub(crate) use conv_gemm::conv;
+pub(crate) use conv_nhwc::channels_last_out;
 pub(crate) use conv_transpose::conv_transpose;
 pub(crate) use count::count;
 pub(crate) use elementwise::run;

@@ -76,11 +76,14 @@ impl<'a, const P: usize> PixelRows<'a, P> {
     /// Panics unless every read lies inside `a` and `b` holds a panel row
     /// for each step (a caller's bug otherwise).
     fn check(&self, b: &[f32]) {
-        let last = self.top + self.shift + self.steps.reach;
+        let last = self
+            .top
+            .checked_add(self.shift)
+            .and_then(|l| l.checked_add(self.steps.reach));
         assert!(
-            (self.steps.steps.is_empty() || last < self.a.len())
+            (self.steps.steps.is_empty() || last.is_some_and(|l| l < self.a.len()))
                 && b.len() >= self.steps.len() * CHANNELS,
-            "sgemm pixel tile: A reads reaching {last} of {}, a B panel of {} floats for {} steps",
+            "sgemm pixel tile: A reads reaching {last:?} of {}, a B panel of {} floats for {} steps",
             self.a.len(),
             b.len(),
             self.steps.len()
