@@ -96,11 +96,13 @@ impl<'a, const P: usize> PixelRows<'a, P> {
     }
 
     /// The bases, for the kernels.
+    #[cfg(target_arch = "x86_64")]
     pub(super) fn bases(&self) -> &[usize; P] {
         self.bases
     }
 
     /// The input, for the kernels.
+    #[cfg(target_arch = "x86_64")]
     pub(super) fn a(&self) -> &[f32] {
         self.a
     }
@@ -163,11 +165,13 @@ impl<'a> PixelRun<'a> {
     }
 
     /// The first pixel's patch, for the kernels.
+    #[cfg(target_arch = "x86_64")]
     pub(super) fn first(&self) -> *const f32 {
         self.a.as_ptr().wrapping_add(self.base + self.shift)
     }
 
     /// The pixels' pitch, for the kernels.
+    #[cfg(target_arch = "x86_64")]
     pub(super) fn pitch(&self) -> usize {
         self.pitch
     }
@@ -178,6 +182,7 @@ impl<'a> PixelRun<'a> {
     }
 
     /// The steps, for the kernels.
+    #[cfg(target_arch = "x86_64")]
     pub(super) fn steps(&self) -> &[usize] {
         &self.steps.steps
     }
