@@ -229,33 +229,16 @@ fn edge(
         at.iter().flatten().all(|&a| a + o <= x.len()) && taps.len() >= at.len() * o,
         "depthwise edge pixels reach past their input"
     );
-    let (bias, code) = match fin {
-        None => (&[][..], RAW),
-        Some((bias, act)) => {
-            assert!(bias.len() >= o, "depthwise: a bias per channel");
-            (bias, act_code(act))
-        }
-    };
-    macro_rules! with {
-        ($f:ident) => {
-            match code {
-                RAW => $f::<RAW>(x, at, taps, (pixel, bias)),
-                BIASED => $f::<BIASED>(x, at, taps, (pixel, bias)),
-                RELU => $f::<RELU>(x, at, taps, (pixel, bias)),
-                HARDSIGMOID => $f::<HARDSIGMOID>(x, at, taps, (pixel, bias)),
-                _ => $f::<HARDSWISH>(x, at, taps, (pixel, bias)),
-            }
-        };
-    }
+    let (bias, code) = stored_as(fin, o);
     match isa {
         // SAFETY: the kernels `Isa::available` lists are the processor's;
         // the reads are inside `x`, `taps` and `bias` (asserted).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { with!(edge_avx512) },
+        Isa::Avx512 => unsafe { by_code!(code, edge_avx512(x, at, taps, (pixel, bias))) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { with!(edge_avx2) },
+        Isa::Avx2 => unsafe { by_code!(code, edge_avx2(x, at, taps, (pixel, bias))) },
         // SAFETY: as above.
-        Isa::Portable => unsafe { with!(edge_in) },
+        Isa::Portable => unsafe { by_code!(code, edge_in(x, at, taps, (pixel, bias))) },
     }
 }
 
@@ -340,13 +323,9 @@ unsafe fn edge_blocks<const L: usize, const F: u8>(
                 }
             }
         }
-        // SAFETY: the bias holds `o` values where there is one (F > RAW).
-        let b: &[f32; L] = if F == RAW {
-            &[0.0; L]
-        } else {
-            unsafe { &*bias.as_ptr().add(c).cast::<[f32; L]>() }
-        };
-        for (v, &b) in acc.iter_mut().zip(b) {
+        // SAFETY: the caller's (a bias of `o` values but for raw sums).
+        let b = unsafe { bias_block::<L, F>(bias, c) };
+        for (v, &b) in acc.iter_mut().zip(&b) {
             *v = finished::<F>(*v, b);
         }
         pixel[c..c + L].copy_from_slice(&acc);
@@ -376,35 +355,64 @@ fn inside(
         "depthwise pixels reach past their input"
     );
     assert!(taps.len() >= offsets.len() * o);
-    // No bias (raw sums): an empty one; a bias: one per channel.
-    let (bias, code) = match fin {
-        None => (&[][..], RAW),
-        Some((bias, act)) => {
-            assert!(bias.len() >= o, "depthwise: a bias per channel");
-            (bias, act_code(act))
-        }
-    };
+    let (bias, code) = stored_as(fin, o);
     let at = (start, step);
-    macro_rules! with {
-        ($f:ident) => {
-            match code {
-                RAW => $f::<RAW>(x, at, offsets, taps, (sums, bias), o),
-                BIASED => $f::<BIASED>(x, at, offsets, taps, (sums, bias), o),
-                RELU => $f::<RELU>(x, at, offsets, taps, (sums, bias), o),
-                HARDSIGMOID => $f::<HARDSIGMOID>(x, at, offsets, taps, (sums, bias), o),
-                _ => $f::<HARDSWISH>(x, at, offsets, taps, (sums, bias), o),
-            }
-        };
-    }
     match isa {
         // SAFETY: the kernels `Isa::available` lists are the processor's;
         // the reads are inside `x`, `taps` and `bias` (asserted).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { with!(inside_avx512) },
+        Isa::Avx512 => unsafe {
+            by_code!(code, inside_avx512(x, at, offsets, taps, (sums, bias), o))
+        },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { with!(inside_avx2) },
+        Isa::Avx2 => unsafe { by_code!(code, inside_avx2(x, at, offsets, taps, (sums, bias), o)) },
         // SAFETY: as above.
-        Isa::Portable => unsafe { with!(inside_in) },
+        Isa::Portable => unsafe {
+            by_code!(code, inside_in(x, at, offsets, taps, (sums, bias), o))
+        },
+    }
+}
+
+/// The kernel `$f` for code `$code` ([`stored_as`]), called with `$args`.
+macro_rules! by_code {
+    ($code:expr, $f:ident($($arg:expr),*)) => {
+        match $code {
+            RAW => $f::<RAW>($($arg),*),
+            BIASED => $f::<BIASED>($($arg),*),
+            RELU => $f::<RELU>($($arg),*),
+            HARDSIGMOID => $f::<HARDSIGMOID>($($arg),*),
+            _ => $f::<HARDSWISH>($($arg),*),
+        }
+    };
+}
+use by_code;
+
+/// How a kernel stores `o` channels' sums for `fin`: the bias it adds (an
+/// empty one for raw sums) and its code.
+///
+/// # Panics
+/// For a bias of fewer than `o` values (a caller's bug).
+fn stored_as<'a>(fin: Fin<'a>, o: usize) -> (&'a [f32], u8) {
+    match fin {
+        None => (&[], RAW),
+        Some((bias, act)) => {
+            assert!(bias.len() >= o, "depthwise: a bias per channel");
+            (bias, act_code(act))
+        }
+    }
+}
+
+/// Channels `c..c + L`'s biases for code `F` (zeros for raw sums).
+///
+/// # Safety
+/// `bias` holds `c + L` values, but for `F == RAW`.
+#[inline(always)]
+unsafe fn bias_block<const L: usize, const F: u8>(bias: &[f32], c: usize) -> [f32; L] {
+    if F == RAW {
+        [0.0; L]
+    } else {
+        // SAFETY: the caller's.
+        unsafe { *bias.as_ptr().add(c).cast::<[f32; L]>() }
     }
 }
 
@@ -536,15 +544,11 @@ unsafe fn blocks<const P: usize, const L: usize, const F: u8>(
                 }
             }
         }
-        // SAFETY: the bias holds `o` values where there is one (F > RAW).
-        let b: &[f32; L] = if F == RAW {
-            &[0.0; L]
-        } else {
-            unsafe { &*bias.as_ptr().add(c).cast::<[f32; L]>() }
-        };
+        // SAFETY: the caller's (a bias of `o` values but for raw sums).
+        let b = unsafe { bias_block::<L, F>(bias, c) };
         for (k, sums) in acc.iter().enumerate() {
             let mut done = *sums;
-            for (v, &b) in done.iter_mut().zip(b) {
+            for (v, &b) in done.iter_mut().zip(&b) {
                 *v = finished::<F>(*v, b);
             }
             dst[k * o + c..k * o + c + L].copy_from_slice(&done);

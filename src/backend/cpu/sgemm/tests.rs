@@ -395,18 +395,7 @@ fn pixel_runs_reading_past_their_input_are_refused() {
     let steps = Steps::new(vec![0, 10]);
     // The last pixel's patch starts at 7 x 8 = 56, its last step at 66
     // (a pitch of 7 would end at 59, inside).
-    let run = PixelRun::new(&a, (0, 8, PIXELS), &steps);
-    let mut out = vec![0.0; PIXELS * 32];
-    // SAFETY: never stored (refused first), and would lie in `out`.
-    unsafe {
-        pixel_run_store::<PIXELS, 2>(
-            Isa::best(),
-            &run,
-            &b,
-            (out.as_mut_ptr(), 32, 32),
-            (&[0.0; CHANNELS], None, None),
-        );
-    }
+    store_wide_run(&PixelRun::new(&a, (0, 8, PIXELS), &steps), &b);
 }
 
 #[test]
@@ -415,14 +404,19 @@ fn pixel_runs_of_a_part_tile_are_refused() {
     let a = vec![0.0; 64];
     let b = vec![0.0; CHANNELS];
     let steps = Steps::new(vec![0]);
-    let run = PixelRun::new(&a, (0, 1, PIXELS + 1), &steps);
-    let mut out = vec![0.0; 16 * 32];
-    // SAFETY: as above.
+    store_wide_run(&PixelRun::new(&a, (0, 1, PIXELS + 1), &steps), &b);
+}
+
+/// Stores `run`'s wide tiles of `b` into a buffer of its own, 32 floats a
+/// pixel.
+fn store_wide_run(run: &PixelRun<'_>, b: &[f32]) {
+    let mut out = vec![0.0; (run.pixels() + PIXELS) * 32];
+    // SAFETY: each pixel's 32 floats lie in `out`.
     unsafe {
         pixel_run_store::<PIXELS, 2>(
             Isa::best(),
-            &run,
-            &b,
+            run,
+            b,
             (out.as_mut_ptr(), 32, 32),
             (&[0.0; CHANNELS], None, None),
         );
