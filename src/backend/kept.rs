@@ -126,7 +126,7 @@ impl Kept {
                 with_cpu_data!(&*data, v => Storage::Gpu(GpuStorage::upload(ctx, OP, v)?))
             }
             Place::Host(threads) => Storage::Cpu(CpuStorage::new(
-                with_cpu_data!(&*data, v => CpuData::from_vec(v.clone())),
+                with_cpu_data!(&*data, v => CpuData::from_vec(v.to_vec())),
                 threads.clone(),
             )),
         };

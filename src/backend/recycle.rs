@@ -43,7 +43,10 @@ impl Recycle for Storage {
 
     fn empty(&mut self) {
         // A GPU storage gives its buffer back and lets its claim go.
-        *self = Storage::Cpu(CpuStorage::new(CpuData::U8(Vec::new()), Threads::default()));
+        *self = Storage::Cpu(CpuStorage::new(
+            CpuData::from_vec(Vec::<u8>::new()),
+            Threads::default(),
+        ));
     }
 }
 
@@ -138,7 +141,10 @@ mod tests {
     use super::*;
 
     fn empty() -> Storage {
-        Storage::Cpu(CpuStorage::new(CpuData::U8(Vec::new()), Threads::default()))
+        Storage::Cpu(CpuStorage::new(
+            CpuData::from_vec(Vec::<u8>::new()),
+            Threads::default(),
+        ))
     }
 
     #[test]

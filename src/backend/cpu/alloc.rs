@@ -4,7 +4,8 @@
 use crate::error::{Error, Result};
 use bytemuck::Zeroable;
 
-fn refused<T>(op: &'static str, len: usize) -> Error {
+/// The error for a refused allocation of `len` elements of `T` for `op`.
+pub(crate) fn refused<T>(op: &'static str, len: usize) -> Error {
     Error::OutOfMemory {
         op,
         requested: (len as u64).saturating_mul(size_of::<T>() as u64),

@@ -13,6 +13,7 @@ mod depthwise_taps;
 mod elementwise;
 mod fft;
 mod field;
+mod host_vec;
 mod householder;
 mod indexing;
 mod jacobi;

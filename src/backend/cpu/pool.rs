@@ -62,8 +62,14 @@ impl Pool {
     }
 
     /// Keeps `data`, whose size is [`Pool::pooled`]; returns the oldest
-    /// kept buffers past the limit, for the allocator.
+    /// kept buffers past the limit, for the allocator. A buffer not
+    /// aligned to a cache line (a user's `Vec`) is returned at once: the
+    /// tensors the pool backs are every op's outputs, which the kernels
+    /// read and write in whole cache lines.
     fn give(&mut self, data: CpuData) -> Vec<CpuData> {
+        if !data.is_aligned() {
+            return vec![data];
+        }
         self.bytes += data.capacity_bytes();
         self.kept.push(data);
         let mut over = 0;
@@ -123,8 +129,8 @@ pub(crate) fn give(data: CpuData) {
 /// much again to spare.
 pub(crate) fn take(dtype: KernelType, len: usize) -> Option<CpuData> {
     let mut data = pool().take(dtype, len)?;
-    data.set_len(len);
-    Some(data)
+    // It holds `len`: taken for it.
+    data.resize_within(len).then_some(data)
 }
 
 /// Gives every kept buffer back to the allocator.
@@ -150,9 +156,21 @@ pub(crate) fn stats() -> PoolStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cpu::host_vec::HostVec;
 
     fn f32s(len: usize, value: f32) -> CpuData {
-        CpuData::F32(vec![value; len])
+        let mut data = CpuData::F32(HostVec::try_zeroed("test", len).unwrap());
+        data.as_mut_slice::<f32>().unwrap().fill(value);
+        data
+    }
+
+    #[test]
+    fn a_users_vec_is_not_kept() {
+        let mut p = Pool::new(1 << 20);
+        let gone = p.give(CpuData::from_vec(vec![1f32; MIN_BYTES]));
+        assert_eq!((gone.len(), p.bytes), (1, 0));
+        assert!(p.give(f32s(MIN_BYTES, 1.0)).is_empty());
+        assert!(p.take(KernelType::F32, MIN_BYTES).unwrap().is_aligned());
     }
 
     #[test]
@@ -169,7 +187,7 @@ mod tests {
         assert_eq!((p.created, p.reused), (3, 0));
         let mut got = p.take(KernelType::F32, len / 2).expect("fits");
         assert_eq!((p.created, p.reused, p.bytes), (3, 1, 0));
-        got.set_len(len / 2);
+        assert!(got.resize_within(len / 2));
         assert_eq!(got.len(), len / 2);
         assert_eq!(got.as_slice::<f32>().unwrap()[0], 7.0);
         assert!(p.take(KernelType::F32, len).is_none());

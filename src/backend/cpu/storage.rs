@@ -1,7 +1,7 @@
-//! Host storage: one `Vec` of the element type behind a lock, so that views
-//! sharing it can be written in place.
+//! Host storage: one buffer of the element type behind a lock, so that
+//! views sharing it can be written in place.
 
-use super::alloc::try_zeroed;
+use super::host_vec::HostVec;
 use super::threads::Threads;
 use crate::backend::TensorRef;
 use crate::dtype::{Element, KernelType};
@@ -97,17 +97,17 @@ impl<'a> Bias<'a> {
     }
 }
 
-/// The typed vector behind a CPU tensor.
+/// The typed buffer behind a CPU tensor.
 pub(crate) enum CpuData {
-    F32(Vec<f32>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    F64(Vec<f64>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U32(Vec<u32>),
-    U8(Vec<u8>),
-    Bool(Vec<bool>),
+    F32(HostVec<f32>),
+    F16(HostVec<f16>),
+    BF16(HostVec<bf16>),
+    F64(HostVec<f64>),
+    I32(HostVec<i32>),
+    I64(HostVec<i64>),
+    U32(HostVec<u32>),
+    U8(HostVec<u8>),
+    Bool(HostVec<bool>),
 }
 
 /// Expands `$body` once per variant with `$v` bound to the typed vector.
@@ -129,13 +129,13 @@ macro_rules! with_cpu_data {
 pub(crate) use with_cpu_data;
 
 impl CpuData {
-    /// Wraps a typed vector.
+    /// Wraps a typed vector, without a copy.
     pub fn from_vec<T: Element>(v: Vec<T>) -> CpuData {
         let any: Box<dyn Any> = Box::new(v);
         macro_rules! take {
             ($variant:ident) => {
-                match any.downcast() {
-                    Ok(b) => CpuData::$variant(*b),
+                match any.downcast::<Vec<_>>() {
+                    Ok(b) => CpuData::$variant(HostVec::from(*b)),
                     Err(_) => unreachable!("Element::DTYPE matches the Rust type"),
                 }
             };
@@ -205,21 +205,21 @@ impl CpuData {
     /// pass, where it has them).
     fn fresh_zeros(op: &'static str, dtype: KernelType, len: usize) -> Result<CpuData> {
         Ok(match dtype {
-            KernelType::F32 => CpuData::F32(try_zeroed(op, len)?),
-            KernelType::F16 => CpuData::F16(try_zeroed(op, len)?),
-            KernelType::BF16 => CpuData::BF16(try_zeroed(op, len)?),
-            KernelType::F64 => CpuData::F64(try_zeroed(op, len)?),
-            KernelType::I32 => CpuData::I32(try_zeroed(op, len)?),
-            KernelType::I64 => CpuData::I64(try_zeroed(op, len)?),
-            KernelType::U32 => CpuData::U32(try_zeroed(op, len)?),
-            KernelType::U8 => CpuData::U8(try_zeroed(op, len)?),
-            KernelType::Bool => CpuData::Bool(try_zeroed(op, len)?),
+            KernelType::F32 => CpuData::F32(HostVec::try_zeroed(op, len)?),
+            KernelType::F16 => CpuData::F16(HostVec::try_zeroed(op, len)?),
+            KernelType::BF16 => CpuData::BF16(HostVec::try_zeroed(op, len)?),
+            KernelType::F64 => CpuData::F64(HostVec::try_zeroed(op, len)?),
+            KernelType::I32 => CpuData::I32(HostVec::try_zeroed(op, len)?),
+            KernelType::I64 => CpuData::I64(HostVec::try_zeroed(op, len)?),
+            KernelType::U32 => CpuData::U32(HostVec::try_zeroed(op, len)?),
+            KernelType::U8 => CpuData::U8(HostVec::try_zeroed(op, len)?),
+            KernelType::Bool => CpuData::Bool(HostVec::try_zeroed(op, len)?),
         })
     }
 
     /// The elements as `&[T]`, or `None` when `T` is not the stored type.
     pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
-        with_cpu_data!(self, v => (v as &dyn Any).downcast_ref::<Vec<T>>().map(|v| v.as_slice()))
+        with_cpu_data!(self, v => (v as &dyn Any).downcast_ref::<HostVec<T>>().map(|v| &v[..]))
     }
 
     /// The elements as `&[T]` for the `T` of `_like` (another operand's
@@ -231,7 +231,7 @@ impl CpuData {
 
     /// The elements as `&mut [T]`, or `None` when `T` is not the stored type.
     pub fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
-        with_cpu_data!(self, v => (v as &mut dyn Any).downcast_mut::<Vec<T>>().map(|v| v.as_mut_slice()))
+        with_cpu_data!(self, v => (v as &mut dyn Any).downcast_mut::<HostVec<T>>().map(|v| &mut v[..]))
     }
 
     pub fn len(&self) -> usize {
@@ -253,18 +253,24 @@ impl CpuData {
         }
     }
 
+    /// Whether the library allocated it on a cache line (see `host_vec.rs`).
+    pub fn is_aligned(&self) -> bool {
+        with_cpu_data!(self, v => v.is_aligned())
+    }
+
     /// The bytes the vector holds room for.
     pub fn capacity_bytes(&self) -> usize {
         with_cpu_data!(self, v => capacity_bytes(v))
     }
 
-    /// Shortens the vector to `len`, or lengthens it with zeros.
-    pub fn set_len(&mut self, len: usize) {
-        with_cpu_data!(self, v => v.resize(len, Zeroable::zeroed()));
+    /// Shortens the buffer to `len`, or lengthens it with zeros within its
+    /// capacity; `false` (and no change) past that.
+    pub fn resize_within(&mut self, len: usize) -> bool {
+        with_cpu_data!(self, v => v.resize_within(len))
     }
 }
 
-fn capacity_bytes<T>(v: &Vec<T>) -> usize {
+fn capacity_bytes<T: Copy>(v: &HostVec<T>) -> usize {
     v.capacity() * size_of::<T>()
 }
 
@@ -305,6 +311,9 @@ impl Drop for CpuStorage {
     /// Keeps a large vector for the next storage (see `pool.rs`).
     fn drop(&mut self) {
         let data = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
-        super::pool::give(std::mem::replace(data, CpuData::U8(Vec::new())));
+        super::pool::give(std::mem::replace(
+            data,
+            CpuData::U8(HostVec::from(Vec::new())),
+        ));
     }
 }
