@@ -1,9 +1,10 @@
 //! The CPU runner: locks the storages once, plans the iteration, matches the
 //! op and dtype once, then runs a monomorphised strided loop.
 
+use super::exp_f32::{Logistic, map_run};
 use super::numeric::{Cast, Float, Num};
 use super::storage::{CpuData, CpuStorage, with_cpu_data};
-use super::strided::{map0, map1, map2, map3};
+use super::strided::{map0, map1, map1_runs, map2, map3};
 use crate::backend::{Call, Input, Storage};
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
@@ -238,6 +239,23 @@ unsafe fn unary_float<T: Float>(
     a: *const u8,
 ) -> Result<()> {
     let (o, a_t) = (out as *mut T, a as *const T);
+    if T::KERNEL_TYPE == KernelType::F32 {
+        let logistic = match op {
+            UnaryOp::Sigmoid => Some(Logistic::Sigmoid),
+            UnaryOp::Silu => Some(Logistic::Silu),
+            _ => None,
+        };
+        if let Some(which) = logistic {
+            let (o, a) = (out as *mut f32, a as *const f32);
+            let f = move |x: f32| match which {
+                Logistic::Sigmoid => <f32 as Float>::sigmoid(x),
+                Logistic::Silu => <f32 as Float>::silu(x),
+            };
+            // SAFETY: the caller's; `map_run` writes `f` of each input.
+            unsafe { map1_runs(plan, o, a, f, |o, a, n| map_run(o, a, n, which)) };
+            return Ok(());
+        }
+    }
     unsafe {
         match op {
             UnaryOp::Exp => map1(plan, o, a_t, T::exp),
@@ -290,11 +308,18 @@ pub(crate) fn activation_rows(op: Option<UnaryOp>) -> Result<fn(&mut [f32])> {
     Ok(match op {
         None => |_: &mut [f32]| {},
         Some(UnaryOp::Relu) => rows!(<f32 as Num>::relu),
-        Some(UnaryOp::Sigmoid) => rows!(<f32 as Float>::sigmoid),
+        // SAFETY (both): in place over the row.
+        Some(UnaryOp::Sigmoid) => |row: &mut [f32]| unsafe {
+            let p = row.as_mut_ptr();
+            map_run(p, p, row.len(), Logistic::Sigmoid)
+        },
         Some(UnaryOp::Tanh) => rows!(<f32 as Float>::tanh),
         Some(UnaryOp::Hardsigmoid) => rows!(<f32 as Float>::hardsigmoid),
         Some(UnaryOp::Hardswish) => rows!(<f32 as Float>::hardswish),
-        Some(UnaryOp::Silu) => rows!(<f32 as Float>::silu),
+        Some(UnaryOp::Silu) => |row: &mut [f32]| unsafe {
+            let p = row.as_mut_ptr();
+            map_run(p, p, row.len(), Logistic::Silu)
+        },
         Some(UnaryOp::Gelu) => rows!(<f32 as Float>::gelu),
         Some(UnaryOp::GeluTanh) => rows!(<f32 as Float>::gelu_tanh),
         Some(other) => {

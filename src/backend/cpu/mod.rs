@@ -11,6 +11,7 @@ mod count;
 mod depthwise_nhwc;
 mod depthwise_taps;
 mod elementwise;
+mod exp_f32;
 mod fft;
 mod field;
 mod host_vec;

@@ -175,7 +175,7 @@ macro_rules! float_num {
             }
             #[inline(always)]
             fn sigmoid(self) -> Self {
-                1.0 / (1.0 + (-self).exp())
+                Logistic::sigmoid_of(self)
             }
             #[inline(always)]
             fn gelu(self) -> Self {
@@ -207,7 +207,7 @@ macro_rules! float_num {
             }
             #[inline(always)]
             fn silu(self) -> Self {
-                self / (1.0 + (-self).exp())
+                Logistic::silu_of(self)
             }
             #[inline(always)]
             fn hardsigmoid(self) -> Self {
@@ -252,6 +252,36 @@ impl ErfOf for f64 {
     fn lgamma_of(self) -> f64 {
         libm::lgamma(self)
     }
+}
+
+impl Logistic for f32 {
+    #[inline(always)]
+    fn sigmoid_of(self) -> f32 {
+        super::exp_f32::sigmoid(self)
+    }
+    #[inline(always)]
+    fn silu_of(self) -> f32 {
+        super::exp_f32::silu(self)
+    }
+}
+
+impl Logistic for f64 {
+    #[inline(always)]
+    fn sigmoid_of(self) -> f64 {
+        1.0 / (1.0 + (-self).exp())
+    }
+    #[inline(always)]
+    fn silu_of(self) -> f64 {
+        self / (1.0 + (-self).exp())
+    }
+}
+
+/// `1 / (1 + e^-x)` and `x / (1 + e^-x)`: an f32's from a branch-free
+/// exponential its loops vectorise (`exp_f32.rs`), an f64's from the
+/// standard library's.
+trait Logistic {
+    fn sigmoid_of(self) -> Self;
+    fn silu_of(self) -> Self;
 }
 
 /// The error function and `ln |gamma|` of an f32 or f64, from `libm`

@@ -194,6 +194,38 @@ pub(crate) unsafe fn map1<A: Copy, O: Copy>(
     });
 }
 
+/// [`map1`] with `run(o, a, len)` for each run both operands walk with
+/// unit stride (a vectorised loop of `f`), `f` element by element for
+/// the others.
+///
+/// # Safety
+/// As [`map1`]; `run` must write `f` of each of its `len` inputs.
+pub(crate) unsafe fn map1_runs<A: Copy + Send, O: Copy + Send>(
+    plan: &IterPlan,
+    out: *mut O,
+    a: *const A,
+    f: impl Fn(A) -> O + Sync,
+    run: impl Fn(*mut O, *const A, usize) + Sync,
+) {
+    if plan.interleaved().is_some() {
+        // SAFETY: the caller's.
+        return unsafe { map1(plan, out, a, f) };
+    }
+    let (out, a) = (Shared(out), Shared(a.cast_mut()));
+    in_parts(plan, |plan| {
+        for_each_run::<2>(plan, |[po, pa], [so, sa], len| unsafe {
+            let (o, a) = (out.get().offset(po), a.get().offset(pa));
+            if so == 1 && sa == 1 {
+                run(o, a, len);
+            } else {
+                for i in 0..len as isize {
+                    o.offset(i * so).write(f(a.offset(i * sa).read()));
+                }
+            }
+        })
+    });
+}
+
 /// `o[i R + k] = f(a[i sa])` for `i < len`, `k < R`.
 ///
 /// # Safety
