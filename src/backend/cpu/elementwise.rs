@@ -1,7 +1,7 @@
 //! The CPU runner: locks the storages once, plans the iteration, matches the
 //! op and dtype once, then runs a monomorphised strided loop.
 
-use super::exp_f32::{Logistic, map_run};
+use super::exp_f32::{Logistic, map_run, picked};
 use super::numeric::{Cast, Float, Num};
 use super::storage::{CpuData, CpuStorage, with_cpu_data};
 use super::strided::{map0, map1, map1_runs, map2, map3};
@@ -251,8 +251,9 @@ unsafe fn unary_float<T: Float>(
                 Logistic::Sigmoid => <f32 as Float>::sigmoid(x),
                 Logistic::Silu => <f32 as Float>::silu(x),
             };
-            // SAFETY: the caller's; `map_run` writes `f` of each input.
-            unsafe { map1_runs(plan, o, a, f, |o, a, n| map_run(o, a, n, which)) };
+            let run = picked();
+            // SAFETY: the caller's; `run` writes `f` of each input.
+            unsafe { map1_runs(plan, o, a, f, move |o, a, n| run(o, a, n, which)) };
             return Ok(());
         }
     }

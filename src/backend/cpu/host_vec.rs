@@ -5,9 +5,12 @@
 //! header), so a 64-byte vector load from such a block straddles two
 //! cache lines at every step: a channels-last depthwise 5x5 over 64
 //! channels at 80x80 ran in 0.38 ms from a `Vec` and 0.29 ms from the
-//! same values 64 bytes aligned. A buffer the library makes (every op's
-//! output, zeros, the pool's) is aligned to [`ALIGN`] bytes; a `Vec` a
-//! user hands over is kept as it is, without a copy.
+//! same values 64 bytes aligned. A buffer the CPU device allocates for an
+//! op to write (`CpuData::for_overwrite` and `zeros`, and so every
+//! kernel's output and the pool's buffers) is aligned to [`ALIGN`] bytes;
+//! a `Vec` handed over (a user's, or one the library filled itself: a
+//! GPU readback, `arange`'s values) is kept as it is, without a copy, and
+//! is not pooled.
 
 use super::alloc::refused;
 use crate::error::Result;
