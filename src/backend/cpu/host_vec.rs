@@ -24,15 +24,18 @@ use std::ptr::NonNull;
 /// cache line, and the width of an AVX-512 vector.
 pub(crate) const ALIGN: usize = 64;
 
-/// `len` initialised elements in an allocation of `cap` of them, made
-/// with the alignment `align` by the global allocator (or none, where
-/// `cap` is 0).
+/// `len` initialised elements at `ptr`, room for `cap`, inside an
+/// allocation of the global allocator (none where `cap` is 0).
 pub(crate) struct HostVec<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
     cap: usize,
-    /// [`ALIGN`], or `T`'s own for a `Vec` taken as it is.
-    align: usize,
+    /// The allocation's start and layout, for `dealloc`: `ptr` and a
+    /// `Vec`'s layout for a `Vec` taken as it is, or a block up to
+    /// [`ALIGN`] bytes before `ptr` for one the library made.
+    block: Option<(NonNull<u8>, Layout)>,
+    /// Whether the library made it, `ptr` on an [`ALIGN`]-byte boundary.
+    aligned: bool,
     _owns: PhantomData<T>,
 }
 
@@ -43,17 +46,11 @@ unsafe impl<T: Copy + Send> Send for HostVec<T> {}
 unsafe impl<T: Copy + Sync> Sync for HostVec<T> {}
 
 impl<T: Copy> HostVec<T> {
-    /// The layout the buffer was allocated with, where it was (`cap` > 0
-    /// elements of a non-zero size).
-    fn layout(&self) -> Option<Layout> {
-        let bytes = self.cap * size_of::<T>();
-        // The size and alignment are those of the allocation, which had a
-        // valid layout.
-        (bytes > 0).then(|| Layout::from_size_align(bytes, self.align).expect("its own layout"))
-    }
-
     /// `len` zeroed elements starting on an [`ALIGN`]-byte boundary, from
-    /// zeroed pages where the allocator has them (no write pass).
+    /// zeroed pages where the allocator has them (no write pass): the
+    /// block is asked for with `T`'s own alignment and [`ALIGN`] bytes
+    /// more, which the system allocator serves zeroed (`calloc`) where an
+    /// aligned request would be written with zeros first.
     ///
     /// # Errors
     /// `Error::OutOfMemory` naming `op` when the size overflows or the
@@ -62,24 +59,32 @@ impl<T: Copy> HostVec<T> {
     where
         T: Zeroable,
     {
-        let align = ALIGN.max(align_of::<T>());
-        let layout = len
+        let bytes = len
             .checked_mul(size_of::<T>())
-            .and_then(|bytes| Layout::from_size_align(bytes, align).ok())
             .ok_or_else(|| refused::<T>(op, len))?;
-        if layout.size() == 0 {
+        if bytes == 0 {
             return Ok(HostVec::from(Vec::new()));
         }
-        // SAFETY: the layout has a non-zero size. A non-null result holds
-        // `len` elements, all zero bytes, which are a valid `T` (`Zeroable`),
-        // and is freed in `drop` with this same layout.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
-        let ptr = NonNull::new(ptr).ok_or_else(|| refused::<T>(op, len))?;
+        let layout = bytes
+            .checked_add(ALIGN)
+            .and_then(|size| Layout::from_size_align(size, align_of::<T>()).ok())
+            .ok_or_else(|| refused::<T>(op, len))?;
+        // SAFETY: the layout has a non-zero size.
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        let base = NonNull::new(base).ok_or_else(|| refused::<T>(op, len))?;
+        // At most ALIGN - 1 bytes in, a multiple of T's size as both the
+        // block and ALIGN are aligned to it.
+        let skip = base.as_ptr().align_offset(ALIGN);
+        debug_assert!(skip < ALIGN && skip.is_multiple_of(align_of::<T>()));
+        // SAFETY: `skip + bytes <= ALIGN - 1 + bytes`, inside the block;
+        // its `len` elements are all zero bytes, a valid `T` (`Zeroable`).
+        let ptr = unsafe { base.add(skip) }.cast::<T>();
         Ok(HostVec {
             ptr,
             len,
             cap: len,
-            align,
+            block: Some((base, layout)),
+            aligned: true,
             _owns: PhantomData,
         })
     }
@@ -88,7 +93,7 @@ impl<T: Copy> HostVec<T> {
     /// allocated it so (a user's `Vec` may start on one by chance, and is
     /// not counted).
     pub(crate) fn is_aligned(&self) -> bool {
-        self.align >= ALIGN
+        self.aligned
     }
 
     /// The elements the allocation has room for.
@@ -125,13 +130,24 @@ impl<T: Copy> From<Vec<T>> for HostVec<T> {
     /// Takes the vector's allocation as it is, with no copy.
     fn from(v: Vec<T>) -> HostVec<T> {
         let mut v = std::mem::ManuallyDrop::new(v);
+        // A `Vec`'s pointer is never null (dangling where it holds no
+        // allocation).
+        let ptr = NonNull::new(v.as_mut_ptr()).expect("a Vec's pointer is not null");
+        let cap = v.capacity();
+        // A `Vec` of `cap` elements of non-zero size allocated
+        // `Layout::array::<T>(cap)`, which was valid.
+        let block = (cap * size_of::<T>() > 0).then(|| {
+            (
+                ptr.cast::<u8>(),
+                Layout::array::<T>(cap).expect("a Vec's layout"),
+            )
+        });
         HostVec {
-            // A `Vec`'s pointer is never null (dangling where it holds no
-            // allocation).
-            ptr: NonNull::new(v.as_mut_ptr()).expect("a Vec's pointer is not null"),
+            ptr,
             len: v.len(),
-            cap: v.capacity(),
-            align: align_of::<T>(),
+            cap,
+            block,
+            aligned: false,
             _owns: PhantomData,
         }
     }
@@ -139,24 +155,23 @@ impl<T: Copy> From<Vec<T>> for HostVec<T> {
 
 impl<T: Copy> Drop for HostVec<T> {
     fn drop(&mut self) {
-        if let Some(layout) = self.layout() {
-            // SAFETY: the buffer was allocated by the global allocator with
-            // this layout: by `try_zeroed`, or by a `Vec`, which allocates
-            // `Layout::array::<T>(cap)` (the same size and `T`'s alignment).
-            // Its elements are `Copy`, so nothing is dropped first.
-            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) }
+        if let Some((base, layout)) = self.block {
+            // SAFETY: the global allocator gave `base` with this layout (by
+            // `try_zeroed`, or a `Vec`'s); the elements are `Copy`, so
+            // nothing is dropped first.
+            unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
         }
     }
 }
 
 impl<T: Copy> std::fmt::Debug for HostVec<T> {
-    /// Its length, capacity and alignment (not its elements, which may be
-    /// millions).
+    /// Its length, capacity and whether the library aligned it (not its
+    /// elements, which may be millions).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostVec")
             .field("len", &self.len)
             .field("cap", &self.cap)
-            .field("align", &self.align)
+            .field("aligned", &self.aligned)
             .finish()
     }
 }
@@ -199,6 +214,33 @@ mod tests {
         let kept = HostVec::from(user);
         assert!(!kept.is_aligned());
         assert_eq!((kept.as_ptr(), &kept[..]), (at, &[1.5f32, 2.5, 3.5][..]));
+    }
+
+    /// This process's resident memory in bytes (Linux).
+    #[cfg(target_os = "linux")]
+    fn resident() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kib << 10
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_large_zeroed_buffer_is_not_written_until_used() {
+        // Zeroed pages from the system, not a zeroing pass over 1 GiB
+        // (which an aligned allocation would have been given): the
+        // process's resident memory grows only by what is touched.
+        let before = resident();
+        let mut v = HostVec::<f32>::try_zeroed("zeros", 1 << 28).unwrap();
+        let grown = resident().saturating_sub(before);
+        assert!(
+            grown < 128 << 20,
+            "{grown} bytes resident after the allocation"
+        );
+        assert_eq!((v[0], v[(1 << 28) - 1]), (0.0, 0.0));
+        v[12345] = 1.0;
+        assert_eq!(v.iter().step_by(4096).sum::<f32>(), 0.0);
     }
 
     #[test]
