@@ -43,10 +43,7 @@ impl Recycle for Storage {
 
     fn empty(&mut self) {
         // A GPU storage gives its buffer back and lets its claim go.
-        *self = Storage::Cpu(CpuStorage::new(
-            CpuData::from_vec(Vec::<u8>::new()),
-            Threads::default(),
-        ));
+        *self = Storage::Cpu(CpuStorage::new(CpuData::empty(), Threads::default()));
     }
 }
 
@@ -141,10 +138,7 @@ mod tests {
     use super::*;
 
     fn empty() -> Storage {
-        Storage::Cpu(CpuStorage::new(
-            CpuData::from_vec(Vec::<u8>::new()),
-            Threads::default(),
-        ))
+        Storage::Cpu(CpuStorage::new(CpuData::empty(), Threads::default()))
     }
 
     #[test]

@@ -129,6 +129,12 @@ macro_rules! with_cpu_data {
 pub(crate) use with_cpu_data;
 
 impl CpuData {
+    /// No elements, with no allocation (a storage's stand-in once its
+    /// buffer has gone).
+    pub fn empty() -> CpuData {
+        CpuData::U8(HostVec::from(Vec::new()))
+    }
+
     /// Wraps a typed vector, without a copy.
     pub fn from_vec<T: Element>(v: Vec<T>) -> CpuData {
         let any: Box<dyn Any> = Box::new(v);
@@ -311,9 +317,6 @@ impl Drop for CpuStorage {
     /// Keeps a large vector for the next storage (see `pool.rs`).
     fn drop(&mut self) {
         let data = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
-        super::pool::give(std::mem::replace(
-            data,
-            CpuData::U8(HostVec::from(Vec::new())),
-        ));
+        super::pool::give(std::mem::replace(data, CpuData::empty()));
     }
 }
