@@ -14,7 +14,8 @@
 //! `WEBTENSOR_NET_TABLE=1` with it prints the whole profile. The image
 //! is converted to channels-last memory (`Tensor::to_channels_last`) inside
 //! the timed pass, which the network's convolutions then keep;
-//! `WEBTENSOR_NET_LAYOUT=nchw` runs it on the row-major image instead.
+//! `WEBTENSOR_NET_LAYOUT=nchw` runs it on the row-major image instead;
+//! `WEBTENSOR_NET_THREADS=1` (or `2`) times one thread count alone.
 //!
 //! Run: `cargo bench --bench networks`.
 
@@ -62,20 +63,31 @@ fn main() -> webtensor::Result<()> {
         "WEBTENSOR_NET_SIZE must be a multiple of 32"
     );
     let net = Detector::new(&Device::cpu())?;
-    let devices = [1, 2].map(|n| (n, Device::cpu_with_threads(n).expect("threads")));
+    // `WEBTENSOR_NET_THREADS=1` (or 2) runs one thread count alone.
+    let counts: Vec<usize> = match env("WEBTENSOR_NET_THREADS", 0) {
+        0 => vec![1, 2],
+        n => vec![n],
+    };
+    let devices: Vec<(usize, Device)> = counts
+        .iter()
+        .map(|&n| (n, Device::cpu_with_threads(n).expect("threads")))
+        .collect();
     let images: Vec<Tensor> = devices
         .iter()
         .map(|(_, dev)| Tensor::rand([1, 3, size, size], DType::F32, 1000, dev))
         .collect::<webtensor::Result<_>>()?;
 
-    // Warm up, and check the two thread counts agree.
+    // Warm up, and check the thread counts agree.
     let (_, one) = run(&net, &images[0]);
-    let (_, two) = run(&net, &images[1]);
-    let differ = one
-        .iter()
-        .zip(&two)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
+    let mut differ = 0.0f32;
+    for image in &images[1..] {
+        let (_, other) = run(&net, image);
+        differ = one
+            .iter()
+            .zip(&other)
+            .map(|(a, b)| (a - b).abs())
+            .fold(differ, f32::max);
+    }
     let mut times = vec![Vec::new(); devices.len()];
     for _ in 0..reps {
         for (k, image) in images.iter().enumerate() {
@@ -96,8 +108,10 @@ fn main() -> webtensor::Result<()> {
     println!("  output mean {mean:.4} over {} values", one.len());
 
     let profiled = env("WEBTENSOR_NET_PROFILE", 0);
-    if let Some((threads, dev)) = devices.iter().find(|(n, _)| *n == profiled) {
-        let profile = dev.profile(|| forward(&net, &images[0]).map(drop))?;
+    if let Some(k) = devices.iter().position(|(n, _)| *n == profiled) {
+        // The image of that thread count's device: its ops run there.
+        let (threads, dev) = &devices[k];
+        let profile = dev.profile(|| forward(&net, &images[k]).map(drop))?;
         let mut by_op: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
         for op in profile.ops() {
             let e = by_op.entry(op.name).or_default();
