@@ -553,3 +553,101 @@ fn disjoint_transposed_convolutions_keep_channels_last_memory() {
         }
     }
 }
+
+/// On the CPU a channels-last f32 transposed convolution whose stride is
+/// its kernel (and of one group) writes each tap row's 1x1 product
+/// straight into its output rows (rows `kh` apart): one `conv2d` a tap
+/// row and no shuffle, bit for bit the NCHW image's result, over batches,
+/// kernels taller than wide and wider than tall, output rows of fewer
+/// and more than a tile's channels and pixels that end mid-tile, the
+/// activations the kernel applies in registers and after, no bias,
+/// dense, cropped and stepped inputs, one and two threads. A tap row of
+/// one channel (`kw og` = 1) takes the columns and their shuffle.
+#[test]
+fn disjoint_transposed_convolutions_write_tap_rows_in_place() {
+    for threads in [1, 2] {
+        let dev = Device::cpu_with_threads(threads).unwrap();
+        for (n, c, h, w, og, k) in [
+            (2, 3, 5, 19, 5, [3, 2]),
+            (1, 7, 4, 33, 20, [2, 2]),
+            (1, 16, 3, 17, 1, [2, 3]),
+            (2, 2, 2, 5, 1, [2, 1]),
+        ] {
+            let xd = [n, c, h, w + 2];
+            let x = Tensor::from_slice(&noise(xd.iter().product(), 31), xd, &dev).unwrap();
+            let wd = [c, og, k[0], k[1]];
+            let weight = Tensor::from_slice(&noise(wd.iter().product(), 32), wd, &dev).unwrap();
+            let bias = Tensor::from_slice(&noise(og, 33), [og], &dev).unwrap();
+            let last = x.to_channels_last().unwrap();
+            // Dense; cropped by a column at each side; every other row.
+            let views = [
+                (
+                    "dense",
+                    last.narrow(3, 0, w)
+                        .unwrap()
+                        .contiguous()
+                        .unwrap()
+                        .to_channels_last()
+                        .unwrap(),
+                    x.narrow(3, 0, w).unwrap(),
+                ),
+                (
+                    "cropped",
+                    last.narrow(3, 1, w).unwrap(),
+                    x.narrow(3, 1, w).unwrap(),
+                ),
+                (
+                    "stepped",
+                    last.slice(s![.., .., ..;2, 0..w]).unwrap(),
+                    x.slice(s![.., .., ..;2, 0..w]).unwrap(),
+                ),
+            ];
+            for (view, input, planes) in &views {
+                for act in [
+                    None,
+                    Some(Activation::Relu),
+                    Some(Activation::Sigmoid),
+                    Some(Activation::Gelu),
+                ] {
+                    for biased in [false, true] {
+                        let mut conv = Conv::new().stride(k);
+                        if biased {
+                            conv = conv.bias(&bias);
+                        }
+                        if let Some(a) = act {
+                            conv = conv.activation(a);
+                        }
+                        let what = format!(
+                            "{threads} threads {:?} k {k:?} og {og} {view} {act:?} bias {biased}",
+                            input.dims()
+                        );
+                        let want = planes
+                            .contiguous()
+                            .unwrap()
+                            .conv_transpose2d(&weight, &conv)
+                            .unwrap();
+                        let mut got = None;
+                        let profile = dev
+                            .profile(|| {
+                                got = Some(input.conv_transpose2d(&weight, &conv)?);
+                                Ok(())
+                            })
+                            .unwrap();
+                        let got = got.unwrap();
+                        assert!(got.is_channels_last(), "{what}");
+                        assert_same_bits(&got, &want, &what);
+                        let names: Vec<&str> = profile.ops().iter().map(|op| op.name).collect();
+                        let convs = names.iter().filter(|&&op| op == "conv2d").count();
+                        if k[1] * og > 1 {
+                            // One product a tap row, and nothing else but
+                            // the input's and weight's own copies.
+                            assert_eq!(convs, k[0], "{what}: {names:?}");
+                        } else {
+                            assert_eq!(convs, 1, "{what}: {names:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -484,17 +484,33 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
         };
         (product, bias)
     };
+    // A residual is added to the shuffled outputs, the activation after.
+    let act = conv.activation.filter(|_| conv.residual.is_none());
+    // On the CPU each tap row's columns go straight into their output
+    // rows, where the kernel applies the activation itself.
+    let rows = match act.map(Activation::unary) {
+        Some(None) => None,
+        unary if last && g == 1 => super::conv_tap_rows::tap_rows(
+            x,
+            &product,
+            bias.as_ref(),
+            unary.flatten(),
+            [kh, kw, og],
+        )?,
+        _ => None,
+    };
     let mut inner = Conv::new().groups(g);
     if let Some(b) = &bias {
         inner = inner.bias(b);
     }
-    // A residual is added to the shuffled outputs, the activation after.
-    if let Some(act) = conv.activation.filter(|_| conv.residual.is_none()) {
+    if let Some(act) = act {
         inner = inner.activation(act);
     }
-    let columns = x.conv2d(&product, &inner)?;
     let [n_, o_, h_, w_, kh_, kw_] = [n, g * og, h, w, kh, kw].map(|v| v as isize);
-    let out = if last {
+    let out = if let Some(out) = rows {
+        out
+    } else if last {
+        let columns = x.conv2d(&product, &inner)?;
         // Columns (n, (gi, i, j, co), y, x) into channels-last output
         // (n, gi og + co, y kh + i, x kw + j), whatever the columns'
         // memory (an f64 product's is row-major).
@@ -512,7 +528,7 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
         target.assign(&source)?;
         out
     } else {
-        columns
+        x.conv2d(&product, &inner)?
             .reshape([n_, o_, kh_, kw_, h_, w_])?
             .permute(&[0, 1, 4, 2, 5, 3])?
             .reshape([n_, o_, h_ * kh_, w_ * kw_])?

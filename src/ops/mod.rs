@@ -8,6 +8,7 @@ pub(crate) mod complex;
 mod complex_scaled;
 mod conv;
 mod conv_args;
+mod conv_tap_rows;
 mod counting;
 mod custom;
 mod custom_names;

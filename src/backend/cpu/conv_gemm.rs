@@ -46,7 +46,8 @@ fn mismatch() -> Error {
     Error::internal(OP, "convolution operands' dtypes differ from the call's")
 }
 
-/// Runs `call`, whose fresh dense `[n, o, ho, wo]` output storage is
+/// Runs `call`, whose fresh dense `[n, o, ho, wo]` output (or a
+/// channels-last one with rows apart, `conv_nhwc::pitched_out`) storage is
 /// `out`, on this thread, its bands split over the op's pool (where there
 /// are two or more: a convolution of one band never wakes the pool).
 pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
@@ -65,7 +66,8 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let residual = Bias::of(&reads, OP, &call.residual)?;
     let residual = residual.values(OP)?;
     let mut dst = out.write();
-    let pixels = super::conv_nhwc::channels_last_out(&call.out.layout, &call.input.layout);
+    let pixels = super::conv_nhwc::channels_last_out(&call.out.layout, &call.input.layout)
+        || super::conv_nhwc::pitched_out(&call.out.layout);
     // A residual only into a channels-last f32 output of its dims and
     // strides (the pixel kernels add it in registers; planes' tiles adding
     // it row by row ran a network slower than one pass after them).

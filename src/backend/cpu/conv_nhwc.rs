@@ -122,7 +122,23 @@ pub(crate) fn channels_last_out(out: &Layout, input: &Layout) -> bool {
         && (!out.is_contiguous() || input.has_channels_innermost())
 }
 
-/// Runs `call` into `out`, the dense channels-last storage of its `[n, o,
+/// Whether `out` is a channels-last output with rows apart: its `[n, o,
+/// h, w]` channels side by side and pixels along a row one after another,
+/// each row and image at least as far from the last as it is long (a
+/// transposed convolution writes each tap row's columns straight into
+/// every `kh`-th row of its output so).
+pub(crate) fn pitched_out(out: &Layout) -> bool {
+    let (d, s) = (out.dims(), out.strides());
+    out.rank() == 4
+        && d[1] > 1
+        && out.numel() > 0
+        && s[1] == 1
+        && s[3] == d[1] as isize
+        && s[2] >= (d[3] * d[1]) as isize
+        && s[0] >= d[2] as isize * s[2]
+}
+
+/// Runs `call` into `out`, the channels-last storage of its `[n, o,
 /// ho, wo]` output: every image's bands of output rows on the op's
 /// threads.
 pub(super) fn images<T: Widen>(
@@ -134,11 +150,41 @@ pub(super) fn images<T: Widen>(
 ) -> Result<()> {
     let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
     let (xd, od) = (xl.dims(), ol.dims());
-    let fresh = ol.offset() == 0 && out.len() == ol.numel() && ol.is_channels_last();
-    if xd.len() != 4 || !fresh || !wl.is_contiguous() {
+    // Dense, or rows apart (`pitched_out`): each row's pixels side by
+    // side, the last element inside the storage.
+    let dense = ol.offset() == 0 && out.len() == ol.numel() && ol.is_channels_last();
+    let pitched = pitched_out(ol)
+        && ol.strides()[0] as usize * (od[0] - 1)
+            + ol.strides()[2] as usize * (od[2] - 1)
+            + od[3] * od[1]
+            + ol.offset()
+            <= out.len();
+    if xd.len() != 4 || !(dense || pitched) || !wl.is_contiguous() {
         return Err(Error::internal(
             OP,
-            "a channels-last convolution's output must be fresh and its weight dense",
+            "a channels-last convolution's output must be dense or rows apart, and its weight \
+             dense",
+        ));
+    }
+    // Where output pixel (image, y, x) starts: `offset + image * image_pitch
+    // + (y * row_pitch + x) o`-ish, as `Store::at` reads it.
+    let pitch = if dense {
+        Pitch {
+            offset: 0,
+            row: od[3] * od[1],
+            image: od[2] * od[3] * od[1],
+        }
+    } else {
+        Pitch {
+            offset: ol.offset(),
+            row: ol.strides()[2] as usize,
+            image: ol.strides()[0] as usize,
+        }
+    };
+    if residual.is_some() && !dense {
+        return Err(Error::internal(
+            OP,
+            "a residual is added only into a dense channels-last output",
         ));
     }
     let g = Geometry {
@@ -165,6 +211,12 @@ pub(super) fn images<T: Widen>(
     let activate = super::elementwise::activation_rows(call.activation)?;
     let (depth, og) = (g.depth(), o / g.groups);
     if depth == 0 {
+        if !dense {
+            return Err(Error::internal(
+                OP,
+                "a convolution of no input channels writes a dense output",
+            ));
+        }
         // No input channels: each output is its activated bias.
         for (k, v) in out.iter_mut().enumerate() {
             let mut sum = [bias.map_or(0.0, |b| b[k % o])];
@@ -202,6 +254,7 @@ pub(super) fn images<T: Widen>(
     let store = Store {
         out: Shared(out.as_mut_ptr()),
         len: out.len(),
+        pitch,
         packed: &packed,
         biases: &biases,
         has_bias: bias.is_some(),
@@ -239,7 +292,7 @@ pub(super) fn images<T: Widen>(
             };
             let a = (x, &steps);
             // SAFETY: job k alone writes output rows y0..y1 of its image.
-            unsafe { store.band(isa, a, at, (image, y0, y1), (ho, wo), g.cg()) };
+            unsafe { store.band(isa, a, at, (image, y0, y1), wo, g.cg()) };
         });
         return Ok(());
     }
@@ -266,7 +319,7 @@ pub(super) fn images<T: Widen>(
         let at = |y: usize, x: usize| (y - y0) * s0 * row + x * s1 * c;
         let a = (&copy[..rows * row], &steps);
         // SAFETY: job k alone writes output rows y0..y1 of its image.
-        unsafe { store.band(isa, a, at, (image, y0, y1), (ho, wo), g.cg()) };
+        unsafe { store.band(isa, a, at, (image, y0, y1), wo, g.cg()) };
         SCRATCH.set(copy);
     });
     Ok(())
@@ -322,13 +375,23 @@ fn copy_rows<T: Widen>(
     }
 }
 
-/// Where and how a tile's sums are stored: into the dense channels-last
-/// output (`len` elements, `o` channels a pixel), each sum with its
+/// Where an output's pixels lie in its storage: pixel `(image, y, x)`'s
+/// channels from `offset + image image + y row + x o`.
+#[derive(Clone, Copy)]
+struct Pitch {
+    offset: usize,
+    row: usize,
+    image: usize,
+}
+
+/// Where and how a tile's sums are stored: into the channels-last output
+/// (`len` elements, `o` channels a pixel, rows `pitch` apart), each sum with its
 /// channel's bias added, the residual (where there is one) and the
 /// activation applied, rounded once into the dtype.
 struct Store<'a, T> {
     out: Shared<T>,
     len: usize,
+    pitch: Pitch,
     /// Each group's weight panels, `[group][q][p][j]`, and their biases
     /// `[group][q][j]` (-0 where there is none).
     packed: &'a [f32],
@@ -349,9 +412,9 @@ struct Store<'a, T> {
 
 impl<T: Widen> Store<'_, T> {
     /// Sums and stores output rows `y0..y1` of `image` (each `wo`
-    /// pixels of `ho`) along the band: runs of whole groups of
+    /// pixels) along the band: runs of whole groups of
     /// [`NARROW_PIXELS`] pixels along a row (or across rows where the band
-    /// is flat), up to [`RUN_PIXELS`], in one kernel call a panel (f32 on
+    /// is flat and the output dense), up to [`RUN_PIXELS`], in one kernel call a panel (f32 on
     /// AVX-512), else groups of [`NARROW_PIXELS`] pixels that may cross
     /// from one row into the next. Pixel `(y, x)`'s patch in group `g`
     /// starts at `a[at(y, x) + g cg]`, its steps `steps` after it (`at`
@@ -368,11 +431,14 @@ impl<T: Widen> Store<'_, T> {
         (a, steps): (&[f32], &Steps),
         at: impl Fn(usize, usize) -> usize,
         (image, y0, y1): (usize, usize, usize),
-        (ho, wo): (usize, usize),
+        wo: usize,
         cg: usize,
     ) {
         let pixels = (y1 - y0) * wo;
-        let first = (image * ho + y0) * wo;
+        // Output pixel u of the band (`y0 + u / wo`, `u % wo`) starts at
+        // `self.at(image, ..)`; pixels of one row are `o` apart, and rows
+        // too where the output is dense.
+        let dense = self.pitch.row == wo * self.o;
         let panels = self.og.div_ceil(CHANNELS);
         let groups = self.o / self.og;
         let mut wide: PixelSums<PIXELS> = [[0.0; CHANNELS]; PIXELS];
@@ -386,7 +452,7 @@ impl<T: Widen> Store<'_, T> {
         // and each row's first a pitch after the row above's last.
         let lead = at(y0, 0);
         let pitch = if wo > 1 { at(y0, 1) - lead } else { 0 };
-        let flat = y1 - y0 == 1 || at(y0 + 1, 0) == lead + wo * pitch;
+        let flat = y1 - y0 == 1 || (dense && at(y0 + 1, 0) == lead + wo * pitch);
         let runs = T::IS_F32 && isa.stores_pixel_runs();
         let mut u = 0;
         while u < pixels {
@@ -402,14 +468,15 @@ impl<T: Widen> Store<'_, T> {
                     rows.shift = group * cg;
                     for q in 0..panels {
                         // SAFETY: the band's pixels are the caller's.
-                        unsafe { self.run(isa, &rows, first + u, (group, q)) };
+                        unsafe { self.run(isa, &rows, self.at(image, y, x), (group, q)) };
                     }
                 }
                 u += run;
                 continue;
             }
-            // A group of 16 pixels at most, crossing into the next rows.
-            let n = NARROW_PIXELS.min(pixels - u);
+            // A group of 16 pixels at most, crossing into the next rows
+            // where the output's rows follow each other.
+            let n = NARROW_PIXELS.min(if dense { pixels - u } else { wo - x });
             let mut base = at(y, x);
             let mut next = (y, x);
             for slot in &mut bases[..n] {
@@ -443,7 +510,7 @@ impl<T: Widen> Store<'_, T> {
                     .for_each(|h| h.shift = group * cg);
                 for q in 0..panels {
                     let (b, bias, channel, columns) = self.panel(group, q);
-                    let start = (first + u) * self.o + channel;
+                    let start = self.at(image, y, x) + channel;
                     assert!(start + (n - 1) * self.o + columns <= self.len);
                     // SAFETY: (for every store) pixels first + u.. + n of
                     // channels `channel..+ columns` are inside the output
@@ -471,6 +538,11 @@ impl<T: Widen> Store<'_, T> {
         }
     }
 
+    /// Where output pixel `(image, y, x)`'s channels start in the storage.
+    fn at(&self, image: usize, y: usize, x: usize) -> usize {
+        self.pitch.offset + image * self.pitch.image + y * self.pitch.row + x * self.o
+    }
+
     /// Adds the residual's values from output index `at` on to the biased
     /// sums `row`, then applies the activation.
     fn finish(&self, row: &mut [f32], at: usize) {
@@ -491,14 +563,15 @@ impl<T: Widen> Store<'_, T> {
     }
 
     /// The run `rows` of whole tile groups through group `group`'s panel
-    /// `q` into output pixels `pixel..` (f32, a kernel that stores runs).
+    /// `q` into the output pixels from storage index `pixel` on, `o` apart
+    /// (f32, a kernel that stores runs).
     ///
     /// # Safety
     /// As [`Store::band`], for those outputs.
     unsafe fn run(&self, isa: Isa, rows: &PixelRun<'_>, pixel: usize, (group, q): (usize, usize)) {
         let (b, bias, channel, columns) = self.panel(group, q);
         let n = rows.pixels();
-        let start = pixel * self.o + channel;
+        let start = pixel + channel;
         assert!(T::IS_F32 && start + (n - 1) * self.o + columns <= self.len);
         let dst = self.out.get().cast::<f32>().wrapping_add(start);
         let act = if self.rows_after { None } else { self.act };
