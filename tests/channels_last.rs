@@ -561,17 +561,21 @@ fn disjoint_transposed_convolutions_keep_channels_last_memory() {
 /// kernels taller than wide and wider than tall, output rows of fewer
 /// and more than a tile's channels and pixels that end mid-tile, the
 /// activations the kernel applies in registers and after, no bias,
-/// dense, cropped and stepped inputs, one and two threads. A tap row of
-/// one channel (`kw og` = 1) takes the columns and their shuffle.
+/// dense, cropped, stepped and flipped inputs, one and two threads, one
+/// tap row (`kh` = 1). Tap rows of fewer than 6 channels (`kw og`) and
+/// activations no kernel applies take the columns and their shuffle.
 #[test]
 fn disjoint_transposed_convolutions_write_tap_rows_in_place() {
     for threads in [1, 2] {
         let dev = Device::cpu_with_threads(threads).unwrap();
         for (n, c, h, w, og, k) in [
-            (2, 3, 5, 19, 5, [3, 2]),
+            (2, 3, 5, 19, 8, [3, 2]),
             (1, 7, 4, 33, 20, [2, 2]),
-            (1, 16, 3, 17, 1, [2, 3]),
+            (1, 16, 3, 17, 5, [2, 3]),
             (2, 2, 2, 5, 1, [2, 1]),
+            (1, 4, 3, 5, 8, [1, 2]),
+            (1, 3, 2, 7, 3, [2, 2]),
+            (1, 4, 3, 9, 1, [2, 2]),
         ] {
             let xd = [n, c, h, w + 2];
             let x = Tensor::from_slice(&noise(xd.iter().product(), 31), xd, &dev).unwrap();
@@ -601,6 +605,11 @@ fn disjoint_transposed_convolutions_write_tap_rows_in_place() {
                     last.slice(s![.., .., ..;2, 0..w]).unwrap(),
                     x.slice(s![.., .., ..;2, 0..w]).unwrap(),
                 ),
+                (
+                    "flipped",
+                    last.narrow(3, 0, w).unwrap().flip(&[2, 3]).unwrap(),
+                    x.narrow(3, 0, w).unwrap().flip(&[2, 3]).unwrap(),
+                ),
             ];
             for (view, input, planes) in &views {
                 for act in [
@@ -608,6 +617,7 @@ fn disjoint_transposed_convolutions_write_tap_rows_in_place() {
                     Some(Activation::Relu),
                     Some(Activation::Sigmoid),
                     Some(Activation::Gelu),
+                    Some(Activation::Relu6),
                 ] {
                     for biased in [false, true] {
                         let mut conv = Conv::new().stride(k);
@@ -638,7 +648,8 @@ fn disjoint_transposed_convolutions_write_tap_rows_in_place() {
                         assert_same_bits(&got, &want, &what);
                         let names: Vec<&str> = profile.ops().iter().map(|op| op.name).collect();
                         let convs = names.iter().filter(|&&op| op == "conv2d").count();
-                        if k[1] * og > 1 {
+                        // Relu6 is no kernel's: the columns apply it.
+                        if k[1] * og >= 6 && act != Some(Activation::Relu6) {
                             // One product a tap row, and nothing else but
                             // the input's and weight's own copies.
                             assert_eq!(convs, k[0], "{what}: {names:?}");

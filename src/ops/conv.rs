@@ -446,7 +446,10 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
 /// padding or output padding; an upsampling layer's 2x2 stride 2): each
 /// output takes one tap of one input pixel per input channel, so it is a
 /// 1x1 convolution into `out kh kw` channels (bias and activation
-/// included) whose taps are then shuffled into place, one copy.
+/// included) whose taps are then shuffled into place, one copy; on the
+/// CPU, channels-last f32 with tap rows of `ROW_CHANNELS` or more, one 1x1
+/// convolution a tap row written straight into its output rows
+/// (`conv_tap_rows.rs`).
 fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool) -> Result<Tensor> {
     let ([n, c, h, w], [_, og, kh, kw]) = (dims4(x), dims4(weight));
     let (g, taps) = (conv.groups, kh * kw);
@@ -487,7 +490,8 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
     // A residual is added to the shuffled outputs, the activation after.
     let act = conv.activation.filter(|_| conv.residual.is_none());
     // On the CPU each tap row's columns go straight into their output
-    // rows, where the kernel applies the activation itself.
+    // rows where there are `ROW_CHANNELS` or more and the kernel applies
+    // the activation itself.
     let rows = match act.map(Activation::unary) {
         Some(None) => None,
         unary if last && g == 1 => super::conv_tap_rows::tap_rows(

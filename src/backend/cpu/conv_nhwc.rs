@@ -166,8 +166,8 @@ pub(super) fn images<T: Widen>(
              dense",
         ));
     }
-    // Where output pixel (image, y, x) starts: `offset + image * image_pitch
-    // + (y * row_pitch + x) o`-ish, as `Store::at` reads it.
+    // Where output pixel (image, y, x) starts: `offset + image pitch.image
+    // + y pitch.row + x o` (`Store::at`).
     let pitch = if dense {
         Pitch {
             offset: 0,
@@ -412,11 +412,11 @@ struct Store<'a, T> {
 
 impl<T: Widen> Store<'_, T> {
     /// Sums and stores output rows `y0..y1` of `image` (each `wo`
-    /// pixels) along the band: runs of whole groups of
-    /// [`NARROW_PIXELS`] pixels along a row (or across rows where the band
-    /// is flat and the output dense), up to [`RUN_PIXELS`], in one kernel call a panel (f32 on
-    /// AVX-512), else groups of [`NARROW_PIXELS`] pixels that may cross
-    /// from one row into the next. Pixel `(y, x)`'s patch in group `g`
+    /// pixels) along the band: runs of whole groups of [`NARROW_PIXELS`]
+    /// pixels along a row (or across rows where the band is flat and the
+    /// output dense), up to [`RUN_PIXELS`], in one kernel call a panel
+    /// (f32 on AVX-512), else groups of [`NARROW_PIXELS`] pixels that may
+    /// cross from one row into the next where the output is dense. Pixel `(y, x)`'s patch in group `g`
     /// starts at `a[at(y, x) + g cg]`, its steps `steps` after it (`at`
     /// grows by the same pitch from one pixel of a row to the next, and by
     /// the same from one row to the next). A panel of 16 output channels
@@ -512,9 +512,10 @@ impl<T: Widen> Store<'_, T> {
                     let (b, bias, channel, columns) = self.panel(group, q);
                     let start = self.at(image, y, x) + channel;
                     assert!(start + (n - 1) * self.o + columns <= self.len);
-                    // SAFETY: (for every store) pixels first + u.. + n of
-                    // channels `channel..+ columns` are inside the output
-                    // (asserted) and the caller's alone to write.
+                    // SAFETY: (for every store) the group's n pixels from
+                    // `start` on, `o` apart (one row where the output is
+                    // not dense), channels `channel..+ columns`, are inside
+                    // the output (asserted) and the caller's alone to write.
                     unsafe {
                         if columns <= 16 {
                             let all = all.as_ref().expect("a narrow panel's rows");
