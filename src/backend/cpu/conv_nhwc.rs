@@ -385,9 +385,9 @@ struct Pitch {
 }
 
 /// Where and how a tile's sums are stored: into the channels-last output
-/// (`len` elements, `o` channels a pixel, rows `pitch` apart), each sum with its
-/// channel's bias added, the residual (where there is one) and the
-/// activation applied, rounded once into the dtype.
+/// (`len` elements, `o` channels a pixel, rows `pitch` apart), each sum
+/// with its channel's bias added, the residual (where there is one) and
+/// the activation applied, rounded once into the dtype.
 struct Store<'a, T> {
     out: Shared<T>,
     len: usize,
@@ -416,12 +416,13 @@ impl<T: Widen> Store<'_, T> {
     /// pixels along a row (or across rows where the band is flat and the
     /// output dense), up to [`RUN_PIXELS`], in one kernel call a panel
     /// (f32 on AVX-512), else groups of [`NARROW_PIXELS`] pixels that may
-    /// cross from one row into the next where the output is dense. Pixel `(y, x)`'s patch in group `g`
-    /// starts at `a[at(y, x) + g cg]`, its steps `steps` after it (`at`
-    /// grows by the same pitch from one pixel of a row to the next, and by
-    /// the same from one row to the next). A panel of 16 output channels
-    /// or fewer takes narrow tiles (16 pixels by 16), a wider one wide
-    /// tiles (8 by 32).
+    /// cross from one row into the next where the output is dense.
+    /// Pixel `(y, x)`'s patch in group `g` starts at `a[at(y, x) + g
+    /// cg]`, its steps `steps` after it (`at` grows by the same pitch
+    /// from one pixel of a row to the next, and by the same from one
+    /// row to the next). A panel of 16 output channels or fewer takes
+    /// narrow tiles (16 pixels by 16), a wider one wide tiles (8 by
+    /// 32).
     ///
     /// # Safety
     /// No other thread reads or writes those output rows meanwhile.
