@@ -247,10 +247,7 @@ unsafe fn unary_float<T: Float>(
         };
         if let Some(which) = logistic {
             let (o, a) = (out as *mut f32, a as *const f32);
-            let f = move |x: f32| match which {
-                Logistic::Sigmoid => <f32 as Float>::sigmoid(x),
-                Logistic::Silu => <f32 as Float>::silu(x),
-            };
+            let f = move |x: f32| which.of(x);
             let run = picked();
             // SAFETY: the caller's; `run` writes `f` of each input.
             unsafe { map1_runs(plan, o, a, f, move |o, a, n| run(o, a, n, which)) };

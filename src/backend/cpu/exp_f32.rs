@@ -106,6 +106,17 @@ pub(crate) enum Logistic {
     Silu,
 }
 
+impl Logistic {
+    /// The function at `x`.
+    #[inline(always)]
+    pub(crate) fn of(self, x: f32) -> f32 {
+        match self {
+            Logistic::Sigmoid => sigmoid(x),
+            Logistic::Silu => silu(x),
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn run_avx512(o: *mut f32, a: *const f32, len: usize, f: Logistic) {
@@ -123,10 +134,7 @@ unsafe fn run_avx2(o: *mut f32, a: *const f32, len: usize, f: Logistic) {
 /// [`map_run`]'s loop, inlined into each feature's function.
 #[inline(always)]
 unsafe fn run(o: *mut f32, a: *const f32, len: usize, f: Logistic) {
-    let apply = |x: f32| match f {
-        Logistic::Sigmoid => sigmoid(x),
-        Logistic::Silu => silu(x),
-    };
+    let apply = |x: f32| f.of(x);
     let mut i = 0;
     while i + BLOCK <= len {
         // Read whole, then written whole: `o` may be `a`.
