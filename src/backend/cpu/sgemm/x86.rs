@@ -277,6 +277,21 @@ pub(super) unsafe fn pixel_run_avx512<
         std::array::from_fn(|v| unsafe { _mm512_loadu_ps(bias.as_ptr().add(16 * v)) });
     let (first, pitch) = (run.first(), run.pitch());
     for t in 0..run.pixels() / P {
+        if RES {
+            // The next tile's residual lines asked for before this tile's
+            // sums: its loads, `ldc` apart, come too late for the
+            // hardware's prefetchers, and the sums waited on them (a 1x1
+            // convolution 24 -> 96 channels at 160x160 with a residual:
+            // 1.14 -> 0.61 ms, 0.47 without one). A prefetch never faults:
+            // past the run it only fetches a line.
+            let next = res.wrapping_add((t + 1) * P * ldc);
+            for i in 0..P {
+                for v in 0..V {
+                    let line = next.wrapping_add(i * ldc + 16 * v);
+                    _mm_prefetch::<_MM_HINT_T0>(line.cast());
+                }
+            }
+        }
         let lead = first.wrapping_add(t * P * pitch);
         let from: [*const f32; P] = std::array::from_fn(|i| lead.wrapping_add(i * pitch));
         // SAFETY: the run's reads lie inside its input (checked).
