@@ -62,13 +62,13 @@ pub(super) fn images<T: Widen>(
     // The taps' weights, [tap][channel].
     let ws = wl.strides();
     let mut taps = vec![0.0f32; kh * kw * o];
-    for (k, slot) in taps.iter_mut().enumerate() {
-        let (t, ch) = (k / o, k % o);
-        let at = wl.offset() as isize
-            + ch as isize * ws[0]
-            + (t / kw) as isize * ws[2]
-            + (t % kw) as isize * ws[3];
-        *slot = w[at as usize].to_f32();
+    // Row by row (a division an element cost a 5x5 over 480 channels at
+    // 20x20 a sixth of its time).
+    for (t, row) in taps.chunks_mut(o).enumerate() {
+        let tap = wl.offset() as isize + (t / kw) as isize * ws[2] + (t % kw) as isize * ws[3];
+        for (ch, slot) in row.iter_mut().enumerate() {
+            *slot = w[(tap + ch as isize * ws[0]) as usize].to_f32();
+        }
     }
     let bias: Vec<f32> = (0..o).map(|ch| bias.map_or(0.0, |b| b[ch])).collect();
     let s = xl.strides();
