@@ -386,7 +386,10 @@ mod tests {
             .expect("an axis cut");
         let mut next = 0;
         for p in &pieces {
-            assert_eq!(p.offsets[0] as isize, 3 + next as isize * plan.strides[0][axis]);
+            assert_eq!(
+                p.offsets[0] as isize,
+                3 + next as isize * plan.strides[0][axis]
+            );
             next += p.shape[axis];
         }
         assert_eq!(next, shape[axis]);
