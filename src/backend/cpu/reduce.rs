@@ -303,6 +303,10 @@ fn min_stride(layout: &Layout) -> usize {
         .unwrap_or(usize::MAX)
 }
 
+/// Outputs [`fold_across`] holds in registers at a time where they are
+/// side by side.
+const ACROSS: usize = 64;
+
 /// `acc[o] = f(acc[o], x)` for every reduced element `x` of every output
 /// `o`, walking the outputs innermost.
 fn fold_across<T: Reducible>(
@@ -315,6 +319,37 @@ fn fold_across<T: Reducible>(
     let out = Layout::contiguous(kept.shape().clone());
     let plan = IterPlan::new(&[&out, kept]);
     let reduced_plan = IterPlan::new(&[reduced]);
+    let rank = plan.shape.len();
+    if plan.strides.iter().all(|s| s[rank - 1] == 1) {
+        // Each run of outputs has its inputs side by side in every slice
+        // (a channels-last image's sums over its pixels): the run's
+        // outputs in blocks held in registers through every slice, each
+        // folded in the same order as below.
+        for_each_run::<2>(&plan, |[pa, pk], _, len| {
+            for c0 in (0..len).step_by(ACROSS) {
+                let (width, at) = (ACROSS.min(len - c0), pa as usize + c0);
+                let mut block = [acc[at]; ACROSS];
+                block[..width].copy_from_slice(&acc[at..at + width]);
+                for_each_run::<1>(&reduced_plan, |[q], [qs], qlen| {
+                    for qi in 0..qlen as isize {
+                        let start = (pk + q + qi * qs) as usize + c0;
+                        let xs = &src[start..start + width];
+                        if let Ok(xs) = <&[T; ACROSS]>::try_from(xs) {
+                            for (a, &x) in block.iter_mut().zip(xs) {
+                                *a = f(*a, x.widen());
+                            }
+                        } else {
+                            for (a, &x) in block.iter_mut().zip(xs) {
+                                *a = f(*a, x.widen());
+                            }
+                        }
+                    }
+                });
+                acc[at..at + width].copy_from_slice(&block[..width]);
+            }
+        });
+        return;
+    }
     for_each_run::<1>(&reduced_plan, |[q], [qs], qlen| {
         for qi in 0..qlen as isize {
             let shift = q + qi * qs;
