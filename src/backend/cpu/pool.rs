@@ -124,9 +124,9 @@ pub(crate) fn give(data: CpuData) {
 }
 
 /// A kept vector of `dtype` resized to `len` elements whose values are
-/// unspecified (what its last tensor left, zeros past that), or `None`
-/// when none fits: the last kept of those holding `len` with at most as
-/// much again to spare.
+/// unspecified (what its earlier tensors left there), or `None` when none
+/// fits: the last kept of those holding `len` with at most as much again
+/// to spare.
 pub(crate) fn take(dtype: KernelType, len: usize) -> Option<CpuData> {
     let mut data = pool().take(dtype, len)?;
     // It holds `len`: taken for it.
