@@ -783,8 +783,10 @@ fn reductions_cross_every_boundary_of_their_plans() {
 /// Per-channel means of channels-last images (squeeze-excite's pooling),
 /// channel counts on both sides of the CPU's blocks of 64 outputs held in
 /// registers, in f32, f16 and bf16, of the dense image, a channel slice
-/// (an offset, channels side by side) and channels reversed, against an
-/// f64 loop over the rounded inputs.
+/// (an offset, channels side by side) and the slice's channels reversed,
+/// against an f64 loop over the rounded inputs. On the CPU the reversed
+/// channels (a stride of -1, the general loop) give the slice's means bit
+/// for bit: the blocks fold each output's pixels in the same order.
 #[test]
 fn channels_last_means_over_pixels_match_the_reference() {
     for dev in devices() {
@@ -803,18 +805,18 @@ fn channels_last_means_over_pixels_match_the_reference() {
                     .unwrap();
                 let slice = image.slice(s![.., 1..c + 1]).unwrap();
                 let flipped = slice.flip(&[1]).unwrap();
-                for (what, view, channel) in [
-                    (
-                        "slice",
-                        &slice,
-                        Box::new(|k: usize| k + 1) as Box<dyn Fn(usize) -> usize>,
-                    ),
-                    ("flipped", &flipped, Box::new(move |k: usize| c - k)),
-                ] {
+                type Channel = Box<dyn Fn(usize) -> usize>;
+                let views: [(&str, &Tensor, usize, Channel); 3] = [
+                    ("dense", &image, c + 2, Box::new(|k| k)),
+                    ("slice", &slice, c, Box::new(|k| k + 1)),
+                    ("flipped", &flipped, c, Box::new(move |k| c - k)),
+                ];
+                let mut means = Vec::new();
+                for (what, view, channels, channel) in views {
                     let got = read_f32(&view.mean_keepdim([2, 3]).unwrap());
-                    let want: Vec<f32> = (0..n * c)
+                    let want: Vec<f32> = (0..n * channels)
                         .map(|k| {
-                            let (b, ch) = (k / c, channel(k % c));
+                            let (b, ch) = (k / channels, channel(k % channels));
                             let plane = &data[(b * (c + 2) + ch) * h * w..][..h * w];
                             let mean =
                                 plane.iter().map(|&x| x as f64).sum::<f64>() / (h * w) as f64;
@@ -822,12 +824,17 @@ fn channels_last_means_over_pixels_match_the_reference() {
                         })
                         .collect();
                     let rel = if dtype == DType::F32 { 1e-5 } else { 1e-2 };
-                    assert_close(
-                        &got,
-                        &want,
-                        rel,
-                        &format!("{dev} {dtype:?} {c} channels, {what}"),
-                    );
+                    let what = format!("{dev} {dtype:?} {c} channels, {what}");
+                    assert_close(&got, &want, rel, &what);
+                    means.push(got);
+                }
+                if dev.is_cpu() {
+                    let reversed: Vec<f32> = means[2]
+                        .chunks(c)
+                        .flat_map(|image| image.iter().rev().copied())
+                        .collect();
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&means[1]), bits(&reversed), "{dtype:?} {c} channels");
                 }
             }
         }

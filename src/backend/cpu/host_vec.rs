@@ -175,12 +175,13 @@ impl<T: Copy> Drop for HostVec<T> {
 }
 
 impl<T: Copy> std::fmt::Debug for HostVec<T> {
-    /// Its length, capacity and whether the library aligned it (not its
-    /// elements, which may be millions).
+    /// Its length, capacity, elements initialised and whether the library
+    /// aligned it (not its elements, which may be millions).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostVec")
             .field("len", &self.len)
             .field("cap", &self.cap)
+            .field("init", &self.init)
             .field("aligned", &self.aligned)
             .finish()
     }

@@ -320,11 +320,13 @@ fn fold_across<T: Reducible>(
     let plan = IterPlan::new(&[&out, kept]);
     let reduced_plan = IterPlan::new(&[reduced]);
     let rank = plan.shape.len();
-    if plan.strides.iter().all(|s| s[rank - 1] == 1) {
+    if plan.shape[rank - 1] >= 16 && plan.strides.iter().all(|s| s[rank - 1] == 1) {
         // Each run of outputs has its inputs side by side in every slice
         // (a channels-last image's sums over its pixels): the run's
         // outputs in blocks held in registers through every slice, each
-        // folded in the same order as below.
+        // folded in the same order as below. Short runs stay below: a
+        // sweep over the slices for each would read the input in many
+        // strided passes rather than one.
         for_each_run::<2>(&plan, |[pa, pk], _, len| {
             for c0 in (0..len).step_by(ACROSS) {
                 let (width, at) = (ACROSS.min(len - c0), pa as usize + c0);

@@ -269,8 +269,10 @@ impl CpuData {
         with_cpu_data!(self, v => capacity_bytes(v))
     }
 
-    /// Shortens the buffer to `len`, or lengthens it with zeros within its
-    /// capacity; `false` (and no change) past that.
+    /// Shortens the buffer to `len`, or lengthens it within its capacity
+    /// (the elements keep what they held; those never initialised are
+    /// zeros: `HostVec::resize_within`); `false` (and no change) past
+    /// that.
     pub fn resize_within(&mut self, len: usize) -> bool {
         with_cpu_data!(self, v => v.resize_within(len))
     }

@@ -44,8 +44,8 @@ impl<T> Shared<T> {
 /// `plan` cut into `parts` plans over consecutive ranges of one axis,
 /// each as long as the others or one longer: the outermost axis at least
 /// four times `parts` long (each part then within a quarter of the
-/// others' work, and a whole block of memory), else the largest (the
-/// outermost of equals). Cutting an inner axis where an outer one would
+/// others' work, and writing its own stretch of the output's memory),
+/// else the largest (the outermost of equals). Cutting an inner axis where an outer one would
 /// do made both threads write every cache line: a nearest resize of 24
 /// channels by 8, whose channel axis was its largest, ran slower on two
 /// threads than on one.
