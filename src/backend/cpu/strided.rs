@@ -45,10 +45,10 @@ impl<T> Shared<T> {
 /// each as long as the others or one longer: the outermost axis at least
 /// four times `parts` long (each part then within a quarter of the
 /// others' work, and writing its own stretch of the output's memory),
-/// else the largest (the outermost of equals). Cutting an inner axis where an outer one would
-/// do made both threads write every cache line: a nearest resize of 24
-/// channels by 8, whose channel axis was its largest, ran slower on two
-/// threads than on one.
+/// else the largest (the outermost of equals). Cutting an inner axis
+/// where an outer one would do made both threads write every cache line:
+/// a nearest resize of 24 channels by 8, whose channel axis was its
+/// largest, ran slower on two threads than on one.
 #[cfg(not(target_arch = "wasm32"))]
 fn split(plan: &IterPlan, parts: usize) -> Vec<IterPlan> {
     let axes = 0..plan.shape.len();
