@@ -336,6 +336,8 @@ fn fold_across<T: Reducible>(
                     for qi in 0..qlen as isize {
                         let start = (pk + q + qi * qs) as usize + c0;
                         let xs = &src[start..start + width];
+                        // The same loop twice: over a whole block its
+                        // length is known, and it unrolls into vectors.
                         if let Ok(xs) = <&[T; ACROSS]>::try_from(xs) {
                             for (a, &x) in block.iter_mut().zip(xs) {
                                 *a = f(*a, x.widen());
