@@ -86,7 +86,12 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     macro_rules! run {
         ($x:expr, $w:expr, $o:expr) => {
             if pixels {
-                let extras = super::conv_nhwc::Extras { bias, residual };
+                let weights = call.weight.storage.host(OP)?;
+                let extras = super::conv_nhwc::Extras {
+                    bias,
+                    residual,
+                    weights,
+                };
                 super::conv_nhwc::images($x, $w, extras, $o, call)
             } else {
                 images($x, $w, bias, $o, call)

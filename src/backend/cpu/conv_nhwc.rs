@@ -23,6 +23,7 @@ use super::numeric::Widen;
 use super::sgemm::{
     self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps,
 };
+use super::storage::CpuStorage;
 use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
@@ -99,6 +100,16 @@ impl Geometry {
 pub(super) struct Extras<'a> {
     pub(super) bias: Option<&'a [f32]>,
     pub(super) residual: Option<&'a [f32]>,
+    /// The weight's storage, locked for reading: its packed panels are
+    /// kept there for the next call ([`CpuStorage::derived`]).
+    pub(super) weights: &'a CpuStorage,
+}
+
+/// A weight's packed panels and the view they were packed from: its
+/// offset, dims `[o, cg, kh, kw]` and groups (its strides are dense).
+struct Panels {
+    view: [usize; 6],
+    packed: Vec<f32>,
 }
 
 /// Biased sums `row` plus `residual`'s first values where there is one,
@@ -144,7 +155,11 @@ pub(crate) fn pitched_out(out: &Layout) -> bool {
 pub(super) fn images<T: Widen>(
     x: &[T],
     w: &[T],
-    Extras { bias, residual }: Extras<'_>,
+    Extras {
+        bias,
+        residual,
+        weights,
+    }: Extras<'_>,
     out: &mut [T],
     call: &ConvCall,
 ) -> Result<()> {
@@ -229,18 +244,26 @@ pub(super) fn images<T: Widen>(
         return Ok(());
     }
     // Each group's weights as panels of CHANNELS output channels,
-    // `[p][j]`, zeros past the group's last channel.
+    // `[p][j]`, zeros past the group's last channel: packed once for the
+    // weight's data as it is (a network's every pass packed all its
+    // weights again, the squeeze-excite's 480 x 128 a third of its time).
     let panels = og.div_ceil(CHANNELS);
-    let mut packed = vec![0.0f32; g.groups * panels * depth * CHANNELS];
-    for (k, panel) in packed.chunks_mut(depth * CHANNELS).enumerate() {
-        let (group, q) = (k / panels, k % panels);
-        for j in 0..CHANNELS.min(og - q * CHANNELS) {
-            let row = wl.offset() + (group * og + q * CHANNELS + j) * depth;
-            for (p, v) in w[row..row + depth].iter().enumerate() {
-                panel[p * CHANNELS + j] = v.to_f32();
+    let wd = wl.dims();
+    let view = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups];
+    let pack = || {
+        let mut packed = vec![0.0f32; g.groups * panels * depth * CHANNELS];
+        for (k, panel) in packed.chunks_mut(depth * CHANNELS).enumerate() {
+            let (group, q) = (k / panels, k % panels);
+            for j in 0..CHANNELS.min(og - q * CHANNELS) {
+                let row = wl.offset() + (group * og + q * CHANNELS + j) * depth;
+                for (p, v) in w[row..row + depth].iter().enumerate() {
+                    panel[p * CHANNELS + j] = v.to_f32();
+                }
             }
         }
-    }
+        Panels { view, packed }
+    };
+    let kept = weights.derived(|p: &Panels| p.view == view, pack);
     // -0 for no bias: adding it keeps every sum as it is.
     let biases: Vec<f32> = (0..g.groups * panels * CHANNELS)
         .map(|k| {
@@ -255,7 +278,7 @@ pub(super) fn images<T: Widen>(
         out: Shared(out.as_mut_ptr()),
         len: out.len(),
         pitch,
-        packed: &packed,
+        packed: &kept.packed,
         biases: &biases,
         has_bias: bias.is_some(),
         residual,

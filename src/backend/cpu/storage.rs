@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use bytemuck::Zeroable;
 use half::{bf16, f16};
 use std::any::Any;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The host data behind an operand of `op`, locked for reading.
 ///
@@ -282,11 +283,20 @@ fn capacity_bytes<T: Copy>(v: &HostVec<T>) -> usize {
     v.capacity() * size_of::<T>()
 }
 
+/// A form an op derived from a storage's data, and the count of the
+/// storage's write locks it was made at.
+type Derived = (u64, Arc<dyn Any + Send + Sync>);
+
 /// Host memory shared by every view of one tensor.
 pub(crate) struct CpuStorage {
     data: RwLock<CpuData>,
     /// The pool of the device that made it: ops writing it run there.
     threads: Threads,
+    /// The write locks taken so far: while the count is the same, so is
+    /// the data.
+    writes: AtomicU64,
+    /// The last form an op derived from the data ([`CpuStorage::derived`]).
+    derived: Mutex<Option<Derived>>,
 }
 
 impl CpuStorage {
@@ -294,7 +304,37 @@ impl CpuStorage {
         CpuStorage {
             data: RwLock::new(data),
             threads,
+            writes: AtomicU64::new(0),
+            derived: Mutex::new(None),
         }
+    }
+
+    /// What `make` derives from the data, kept for the next call while no
+    /// write lock is taken: the kept form where it is a `D` that `fits`,
+    /// else `make`'s, kept in its place (one form a storage). A
+    /// convolution keeps its weights packed so, as ONNX Runtime packs them
+    /// once for a session.
+    ///
+    /// The caller holds a read lock of the data meanwhile (`Reads`): no
+    /// write can then come between the count read here and `make`'s
+    /// reads.
+    pub fn derived<D: Any + Send + Sync>(
+        &self,
+        fits: impl FnOnce(&D) -> bool,
+        make: impl FnOnce() -> D,
+    ) -> Arc<D> {
+        let writes = self.writes.load(Ordering::Acquire);
+        let mut slot = self.derived.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, kept)) = &*slot
+            && *at == writes
+            && let Ok(kept) = Arc::clone(kept).downcast::<D>()
+            && fits(&kept)
+        {
+            return kept;
+        }
+        let made = Arc::new(make());
+        *slot = Some((writes, Arc::clone(&made) as Arc<dyn Any + Send + Sync>));
+        made
     }
 
     /// The threads of the device that made this storage.
@@ -306,8 +346,13 @@ impl CpuStorage {
         self.data.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The data, locked for writing: what was derived from it is made
+    /// again after (counted once the lock is held, when no reader is left
+    /// to derive from the data as it was).
     pub fn write(&self) -> RwLockWriteGuard<'_, CpuData> {
-        self.data.write().unwrap_or_else(|e| e.into_inner())
+        let data = self.data.write().unwrap_or_else(|e| e.into_inner());
+        self.writes.fetch_add(1, Ordering::AcqRel);
+        data
     }
 
     pub fn len(&self) -> usize {
