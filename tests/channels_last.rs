@@ -674,8 +674,12 @@ fn kept_weight_panels_follow_every_write_and_view() {
         .unwrap()
         .to_channels_last()
         .unwrap();
+    let narrow = Tensor::from_vec(noise(2 * 12 * 9 * 9, 14), [2, 12, 9, 9], &dev)
+        .unwrap()
+        .to_channels_last()
+        .unwrap();
     let all = Tensor::from_vec(noise(80 * 24 * 9, 12), [80, 24, 3, 3], &dev).unwrap();
-    let check = |w: &Tensor, groups: usize, what: &str| {
+    let check_on = |x: &Tensor, w: &Tensor, groups: usize, what: &str| {
         let conv = Conv::new().padding(1).groups(groups);
         let got = x.conv2d(w, &conv).unwrap();
         assert!(got.is_channels_last(), "{what}: the pixel kernels' output");
@@ -683,6 +687,7 @@ fn kept_weight_panels_follow_every_write_and_view() {
         assert!(!copy.shares_storage(w));
         assert_same_bits(&got, &x.conv2d(&copy, &conv).unwrap(), what);
     };
+    let check = |w: &Tensor, groups: usize, what: &str| check_on(&x, w, groups, what);
     let (first, second) = (
         all.slice(s![0..40]).unwrap(),
         all.slice(s![40..80]).unwrap(),
@@ -705,4 +710,10 @@ fn kept_weight_panels_follow_every_write_and_view() {
     assert!(grouped.shares_storage(&all));
     check(&grouped, 2, "the storage as two groups");
     check(&first, 1, "the first 40 after the groups");
+    // One view, of 12 input channels a group, read in one group of 12
+    // channels and then in two of 24: the groups alone tell them apart.
+    let twelve = grouped.slice(s![0..40]).unwrap();
+    check_on(&narrow, &twelve, 1, "12 channels in one group");
+    check(&twelve, 2, "the same view in two groups");
+    check_on(&narrow, &twelve, 1, "12 channels in one group again");
 }

@@ -174,7 +174,7 @@ pub(super) fn images<T: Widen>(
             + od[3] * od[1]
             + ol.offset()
             <= out.len();
-    if xd.len() != 4 || !(dense || pitched) || !wl.is_contiguous() {
+    if xd.len() != 4 || wl.rank() != 4 || !(dense || pitched) || !wl.is_contiguous() {
         return Err(Error::internal(
             OP,
             "a channels-last convolution's output must be dense or rows apart, and its weight \
@@ -245,8 +245,12 @@ pub(super) fn images<T: Widen>(
     }
     // Each group's weights as panels of CHANNELS output channels,
     // `[p][j]`, zeros past the group's last channel: packed once for the
-    // weight's data as it is (a network's every pass packed all its
-    // weights again, the squeeze-excite's 480 x 128 a third of its time).
+    // weight's data as it is and kept with its storage (a network's every
+    // pass packed all its weights again, the squeeze-excite's 480 x 128 a
+    // third of its time), but where the panels would be more than half
+    // padding (groups of fewer than 16 channels), which are packed for
+    // the call alone. Kept panels are f32 and live as long as the
+    // weight's storage, or to the next write to it and convolution.
     let panels = og.div_ceil(CHANNELS);
     let wd = wl.dims();
     let view = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups];
@@ -263,7 +267,11 @@ pub(super) fn images<T: Widen>(
         }
         Panels { view, packed }
     };
-    let kept = weights.derived(|p: &Panels| p.view == view, pack);
+    let kept = if panels * CHANNELS <= 2 * og {
+        weights.derived(|p: &Panels| p.view == view, pack)
+    } else {
+        std::sync::Arc::new(pack())
+    };
     // -0 for no bias: adding it keeps every sum as it is.
     let biases: Vec<f32> = (0..g.groups * panels * CHANNELS)
         .map(|k| {

@@ -185,11 +185,13 @@ impl Plan {
                 .map(|t| (t / kw * d0) * sh + (t % kw * d1) * sw)
                 .collect();
             let start = first + (lo * s1 - p1) * sw;
-            // The input rows the next output row reads that this one does
-            // not, each relative to a pixel's first tap; none for a
-            // strided row, whose pixels read a line or more each (the
-            // prefetches cost a 3x3 stride-2 convolution of 32 channels
-            // at 320x320 a sixth of its time on an input in the cache).
+            // The input rows the next output row reads below this one's
+            // last (with a dilation, rows between are not asked for: a
+            // prefetch only), each relative to a pixel's first tap; none
+            // for a strided row, whose pixels read a line or more each
+            // (the prefetches cost a 3x3 stride-2 convolution of 32
+            // channels at 320x320 a sixth of its time on an input in the
+            // cache).
             let ahead: Vec<usize> = (0..kh)
                 .map(|i| s0 + i * d0)
                 .filter(|&r| s1 == 1 && r > (kh - 1) * d0)
@@ -533,8 +535,9 @@ unsafe fn inside_in<const F: u8>(
 const AHEAD_PIXELS: usize = 64;
 
 /// Asks for the lines the kernel reads and writes later: the input rows
-/// the next output row reads that this one does not (`ahead`, from each
-/// of the group of [`PIXELS`] pixels from `base`, `step` apart), whose
+/// the next output row reads below this one's (`ahead`: the first tap
+/// column's reach of the group of [`PIXELS`] pixels from `base`, `step`
+/// apart), whose
 /// lines came too late from the processor's prefetchers for the `kh`
 /// streams of taps; and where `out`, the output's lines [`AHEAD_PIXELS`]
 /// on from pixel `p` (a fresh output's lines are read before they are

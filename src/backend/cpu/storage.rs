@@ -367,3 +367,34 @@ impl Drop for CpuStorage {
         super::pool::give(std::mem::replace(data, CpuData::empty()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_derived_form_is_kept_until_a_write_lock_or_a_misfit() {
+        let s = CpuStorage::new(CpuData::from_vec(vec![1f32; 4]), Threads::default());
+        let made = std::cell::Cell::new(0);
+        let make = |v: u32| {
+            made.set(made.get() + 1);
+            v
+        };
+        {
+            let _read = s.read();
+            assert_eq!(*s.derived(|_: &u32| true, || make(1)), 1);
+            // Kept: not made again.
+            assert_eq!(*s.derived(|_: &u32| true, || make(2)), 1);
+            // A kept form that does not fit, or of another type: made.
+            assert_eq!(*s.derived(|&v: &u32| v == 3, || make(3)), 3);
+            assert_eq!(*s.derived(|_: &u64| true, || 4u64), 4);
+            assert_eq!(*s.derived(|_: &u64| true, || 5u64), 4);
+        }
+        assert_eq!(made.get(), 2);
+        // A write lock, even one that writes nothing: made again.
+        drop(s.write());
+        let _read = s.read();
+        assert_eq!(*s.derived(|_: &u64| true, || 6u64), 6);
+        assert_eq!(*s.derived(|_: &u64| true, || 7u64), 6);
+    }
+}

@@ -333,7 +333,8 @@ pub(super) unsafe fn pixel_run_avx512<
 }
 
 /// How far ahead of its stores [`pixel_run_avx512`] asks for the output's
-/// (and the residual's) lines: 64 pixels (8 tiles of 8, 4 of 16).
+/// (and the residual's) lines, and ahead of its sums for the input
+/// patches: 64 pixels (8 tiles of 8, 4 of 16).
 const AHEAD_PIXELS: usize = 64;
 
 /// The activation a kernel's `ACT` parameter names: 0 none, 1 relu, 2
