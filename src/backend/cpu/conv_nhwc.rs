@@ -243,14 +243,14 @@ pub(super) fn images<T: Widen>(
         }
         return Ok(());
     }
-    // Each group's weights as panels of CHANNELS output channels,
-    // `[p][j]`, zeros past the group's last channel: packed once for the
-    // weight's data as it is and kept with its storage (a network's every
-    // pass packed all its weights again, the squeeze-excite's 480 x 128 a
-    // third of its time), but where the panels would be more than half
-    // padding (groups of fewer than 16 channels), which are packed for
-    // the call alone. Kept panels are f32 and live as long as the
-    // weight's storage, or to the next write to it and convolution.
+    // Each group's weights as panels of CHANNELS output channels, `[p][j]`,
+    // zeros past the group's last channel: packed once for the weight's data
+    // as it is and kept with its storage (a network's every pass packed all
+    // its weights again: more than half of the squeeze-excite's 480 -> 128
+    // on one pixel), but where the panels would be more than half padding
+    // (groups of fewer than 16 channels), which are packed for the call
+    // alone. Kept panels are f32 and live as long as the weight's storage,
+    // or to the next write to it and convolution.
     let panels = og.div_ceil(CHANNELS);
     let wd = wl.dims();
     let view = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups];

@@ -537,15 +537,14 @@ const AHEAD_PIXELS: usize = 64;
 /// Asks for the lines the kernel reads and writes later: the input rows
 /// the next output row reads below this one's (`ahead`: the first tap
 /// column's reach of the group of [`PIXELS`] pixels from `base`, `step`
-/// apart), whose
-/// lines came too late from the processor's prefetchers for the `kh`
-/// streams of taps; and where `out`, the output's lines [`AHEAD_PIXELS`]
-/// on from pixel `p` (a fresh output's lines are read before they are
-/// written). On a 2-core Zen 5 VM, 16 channels at 320x320, 3x3: 0.77 ->
-/// 0.45 ms with the input and output out of the cache, 0.51 -> 0.40 with
-/// the output alone, 0.33 -> 0.38 with both in it (a network's pass meets
-/// them out of it: 0.53 -> 0.40 ms). A prefetch never faults: its
-/// pointer is only formed (wrapping).
+/// apart), whose lines came too late from the processor's prefetchers for
+/// the `kh` streams of taps; and where `out`, the output's lines
+/// [`AHEAD_PIXELS`] on from pixel `p` (a fresh output's lines are read
+/// before they are written). On a 2-core Zen 5 VM, 16 channels at
+/// 320x320, 3x3: 0.77 -> 0.45 ms with the input and output out of the
+/// cache, 0.51 -> 0.40 with the output alone, 0.33 -> 0.38 with both in
+/// it (a network's pass meets them out of it: 0.53 -> 0.40 ms). A
+/// prefetch never faults: its pointer is only formed (wrapping).
 #[inline(always)]
 fn prefetch(
     x: &[f32],
