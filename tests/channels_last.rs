@@ -663,57 +663,64 @@ fn disjoint_transposed_convolutions_write_tap_rows_in_place() {
     }
 }
 
-/// The CPU keeps a weight's packed panels with its storage: a second call
+/// The CPU keeps a convolution's packed weight panels with the weight's
+/// storage, for channels-last and row-major images alike: a second call
 /// takes them, a write to the weight (in place, through a view) packs it
 /// again, and a view at another offset of the storage, or of other dims
-/// and groups, packs its own; each result bit for bit a fresh copy's.
+/// or groups, packs its own; each result bit for bit a fresh copy's.
 #[test]
 fn kept_weight_panels_follow_every_write_and_view() {
     let dev = Device::cpu();
-    let x = Tensor::from_vec(noise(2 * 24 * 9 * 9, 11), [2, 24, 9, 9], &dev)
-        .unwrap()
-        .to_channels_last()
-        .unwrap();
-    let narrow = Tensor::from_vec(noise(2 * 12 * 9 * 9, 14), [2, 12, 9, 9], &dev)
-        .unwrap()
-        .to_channels_last()
-        .unwrap();
-    let all = Tensor::from_vec(noise(80 * 24 * 9, 12), [80, 24, 3, 3], &dev).unwrap();
-    let check_on = |x: &Tensor, w: &Tensor, groups: usize, what: &str| {
-        let conv = Conv::new().padding(1).groups(groups);
-        let got = x.conv2d(w, &conv).unwrap();
-        assert!(got.is_channels_last(), "{what}: the pixel kernels' output");
-        let copy = Tensor::from_vec(w.to_vec::<f32>().unwrap(), w.dims(), &dev).unwrap();
-        assert!(!copy.shares_storage(w));
-        assert_same_bits(&got, &x.conv2d(&copy, &conv).unwrap(), what);
+    let image = |c: usize, seed: u64| {
+        Tensor::from_vec(noise(2 * c * 9 * 9, seed), [2, c, 9, 9], &dev).unwrap()
     };
-    let check = |w: &Tensor, groups: usize, what: &str| check_on(&x, w, groups, what);
-    let (first, second) = (
-        all.slice(s![0..40]).unwrap(),
-        all.slice(s![40..80]).unwrap(),
-    );
-    check(&first, 1, "the first 40 channels");
-    check(&first, 1, "the first 40 again");
-    check(&second, 1, "the next 40: another offset");
-    check(&first, 1, "the first 40 after the next");
-    // Writes through views of the storage, in place.
-    first.slice(s![3..4]).unwrap().fill_(0.5).unwrap();
-    check(&first, 1, "the first 40 after a channel was filled");
-    all.slice(s![.., .., 1..2, 1..2])
-        .unwrap()
-        .fill_(-2.0)
-        .unwrap();
-    check(&first, 1, "the first 40 after the centre taps were filled");
-    check(&second, 1, "the next 40 after the centre taps were filled");
-    // The same memory as 160 channels of two groups of 12.
-    let grouped = all.reshape([160, 12, 3, 3]).unwrap();
-    assert!(grouped.shares_storage(&all));
-    check(&grouped, 2, "the storage as two groups");
-    check(&first, 1, "the first 40 after the groups");
-    // One view, of 12 input channels a group, read in one group of 12
-    // channels and then in two of 24: the groups alone tell them apart.
-    let twelve = grouped.slice(s![0..40]).unwrap();
-    check_on(&narrow, &twelve, 1, "12 channels in one group");
-    check(&twelve, 2, "the same view in two groups");
-    check_on(&narrow, &twelve, 1, "12 channels in one group again");
+    for channels_last in [true, false] {
+        let memory = |t: Tensor| {
+            if channels_last {
+                t.to_channels_last().unwrap()
+            } else {
+                t
+            }
+        };
+        let (x, narrow) = (memory(image(24, 11)), memory(image(12, 14)));
+        let all = Tensor::from_vec(noise(80 * 24 * 9, 12), [80, 24, 3, 3], &dev).unwrap();
+        let check_on = |x: &Tensor, w: &Tensor, groups: usize, what: &str| {
+            let what = format!("{what} (channels-last: {channels_last})");
+            let conv = Conv::new().padding(1).groups(groups);
+            let got = x.conv2d(w, &conv).unwrap();
+            assert_eq!(got.is_channels_last(), channels_last, "{what}: the kernels");
+            let copy = Tensor::from_vec(w.to_vec::<f32>().unwrap(), w.dims(), &dev).unwrap();
+            assert!(!copy.shares_storage(w));
+            assert_same_bits(&got, &x.conv2d(&copy, &conv).unwrap(), &what);
+        };
+        let check = |w: &Tensor, groups: usize, what: &str| check_on(&x, w, groups, what);
+        let (first, second) = (
+            all.slice(s![0..40]).unwrap(),
+            all.slice(s![40..80]).unwrap(),
+        );
+        check(&first, 1, "the first 40 channels");
+        check(&first, 1, "the first 40 again");
+        check(&second, 1, "the next 40: another offset");
+        check(&first, 1, "the first 40 after the next");
+        // Writes through views of the storage, in place.
+        first.slice(s![3..4]).unwrap().fill_(0.5).unwrap();
+        check(&first, 1, "the first 40 after a channel was filled");
+        all.slice(s![.., .., 1..2, 1..2])
+            .unwrap()
+            .fill_(-2.0)
+            .unwrap();
+        check(&first, 1, "the first 40 after the centre taps were filled");
+        check(&second, 1, "the next 40 after the centre taps were filled");
+        // The same memory as 160 channels of two groups of 12.
+        let grouped = all.reshape([160, 12, 3, 3]).unwrap();
+        assert!(grouped.shares_storage(&all));
+        check(&grouped, 2, "the storage as two groups");
+        check(&first, 1, "the first 40 after the groups");
+        // One view, of 12 input channels a group, read in one group of 12
+        // channels and then in two of 24: the groups alone tell them apart.
+        let twelve = grouped.slice(s![0..40]).unwrap();
+        check_on(&narrow, &twelve, 1, "12 channels in one group");
+        check(&twelve, 2, "the same view in two groups");
+        check_on(&narrow, &twelve, 1, "12 channels in one group again");
+    }
 }

@@ -94,7 +94,7 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
                 };
                 super::conv_nhwc::images($x, $w, extras, $o, call)
             } else {
-                images($x, $w, bias, $o, call)
+                images(($x, $w), (bias, call.weight.storage.host(OP)?), $o, call)
             }
         };
     }
@@ -141,16 +141,15 @@ impl Shape {
 }
 
 fn images<T: Widen>(
-    x: &[T],
-    w: &[T],
-    bias: Option<&[f32]>,
+    (x, w): (&[T], &[T]),
+    (bias, storage): (Option<&[f32]>, &CpuStorage),
     out: &mut [T],
     call: &ConvCall,
 ) -> Result<()> {
     let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
     let (xd, od) = (xl.dims(), ol.dims());
     let dense = ol.offset() == 0 && out.len() == ol.numel() && wl.is_contiguous();
-    if xd.len() != 4 || od.len() != 4 || !dense {
+    if xd.len() != 4 || od.len() != 4 || wl.rank() != 4 || !dense {
         return Err(Error::internal(
             OP,
             "convolution operands must be rank 4, the output fresh and the weight dense",
@@ -194,13 +193,19 @@ fn images<T: Widen>(
     }
     let isa = Isa::best();
     let og = o / s.groups;
-    // Each group's weights `[og, depth]` as panels of mr channels.
-    let weights: Vec<Vec<f32>> = (0..s.groups)
-        .map(|g| {
-            let first = wl.offset() + g * og * depth;
-            sgemm::pack_a(isa, og, depth, |r, p| w[first + r * depth + p].to_f32())
-        })
-        .collect();
+    // Each group's weights `[og, depth]` as panels of mr channels, kept
+    // with the weight's storage where at most half padding.
+    let (wd, mr) = (wl.dims(), isa.mr());
+    let from = [wl.offset(), wd[0], wd[1], wd[2], wd[3], s.groups, mr];
+    let kept = super::kept_weights::packed(storage, from, og.div_ceil(mr) * mr <= 2 * og, || {
+        (0..s.groups)
+            .map(|g| {
+                let first = wl.offset() + g * og * depth;
+                sgemm::pack_a(isa, og, depth, |r, p| w[first + r * depth + p].to_f32())
+            })
+            .collect::<Vec<Vec<f32>>>()
+    });
+    let weights = &kept.packed;
     let store = Store {
         out: Shared(out.as_mut_ptr()),
         len: out.len(),
@@ -245,11 +250,11 @@ fn images<T: Widen>(
         && width.saturating_mul(3) <= wo.saturating_mul(4)
         && one_row(width) <= IN_PLACE_MOST;
     if flat && (!rows || width < panels) {
-        in_place(x, &s, isa, &weights, &store, od[0], true);
+        in_place(x, &s, isa, weights, &store, od[0], true);
     } else if rows {
-        in_place(x, &s, isa, &weights, &store, od[0], false);
+        in_place(x, &s, isa, weights, &store, od[0], false);
     } else {
-        packed(x, &s, isa, &weights, &store, od[0]);
+        packed(x, &s, isa, weights, &store, od[0]);
     }
     Ok(())
 }

@@ -101,15 +101,8 @@ pub(super) struct Extras<'a> {
     pub(super) bias: Option<&'a [f32]>,
     pub(super) residual: Option<&'a [f32]>,
     /// The weight's storage, locked for reading: its packed panels are
-    /// kept there for the next call ([`CpuStorage::derived`]).
+    /// kept there for the next call (`kept_weights.rs`).
     pub(super) weights: &'a CpuStorage,
-}
-
-/// A weight's packed panels and the view they were packed from: its
-/// offset, dims `[o, cg, kh, kw]` and groups (its strides are dense).
-struct Panels {
-    view: [usize; 6],
-    packed: Vec<f32>,
 }
 
 /// Biased sums `row` plus `residual`'s first values where there is one,
@@ -253,7 +246,7 @@ pub(super) fn images<T: Widen>(
     // or to the next write to it and convolution.
     let panels = og.div_ceil(CHANNELS);
     let wd = wl.dims();
-    let view = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups];
+    let from = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups, CHANNELS];
     let pack = || {
         let mut packed = vec![0.0f32; g.groups * panels * depth * CHANNELS];
         for (k, panel) in packed.chunks_mut(depth * CHANNELS).enumerate() {
@@ -265,13 +258,9 @@ pub(super) fn images<T: Widen>(
                 }
             }
         }
-        Panels { view, packed }
+        packed
     };
-    let kept = if panels * CHANNELS <= 2 * og {
-        weights.derived(|p: &Panels| p.view == view, pack)
-    } else {
-        std::sync::Arc::new(pack())
-    };
+    let kept = super::kept_weights::packed(weights, from, panels * CHANNELS <= 2 * og, pack);
     // -0 for no bias: adding it keeps every sum as it is.
     let biases: Vec<f32> = (0..g.groups * panels * CHANNELS)
         .map(|k| {

@@ -18,6 +18,7 @@ mod host_vec;
 mod householder;
 mod indexing;
 mod jacobi;
+mod kept_weights;
 mod linalg;
 mod matmul;
 mod numeric;
