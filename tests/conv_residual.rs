@@ -270,3 +270,137 @@ fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
         }
     }
 }
+
+/// `Tensor::add_conv2d` is bit for bit `conv2d` with the tensor as its
+/// residual, on every device, whether the tensor's storage becomes the
+/// output (on the CPU, a channels-last f32 tensor of the output's shape
+/// whose last handle the call takes: whole tiles along rows and across
+/// them, the pixels left over summed apart, narrow and wide panels, 1x1
+/// in place and 3x3 copied, groups, stride 2, activations in the kernel
+/// and after it) or not (a clone kept, which keeps its values; row-major,
+/// offset and per-channel residuals; f16), on one thread and two.
+#[test]
+fn add_conv2d_is_conv2d_with_its_residual_bit_for_bit() {
+    let acts = [
+        None,
+        Some(Activation::Relu),
+        Some(Activation::Hardswish),
+        Some(Activation::Sigmoid),
+        Some(Activation::LeakyRelu(0.1)),
+    ];
+    // (input [n, c, h, w], out channels, kernel, padding, stride, groups).
+    let cases = [
+        ([2usize, 16, 7, 20], 16usize, 1usize, 0usize, 1usize, 1usize),
+        ([1, 8, 6, 19], 40, 3, 1, 1, 1),
+        ([2, 5, 4, 33], 16, 3, 1, 1, 1),
+        ([1, 12, 5, 18], 36, 3, 1, 1, 3),
+        ([1, 6, 9, 23], 24, 3, 1, 2, 1),
+    ];
+    let mut devs = vec![Device::cpu_with_threads(1).unwrap(), Device::cpu()];
+    devs.extend(devices().into_iter().skip(1));
+    for dev in devs {
+        for (xd, o, k, pad, stride, groups) in cases {
+            let x = random(&xd, 30, 4.0, &dev).to_channels_last().unwrap();
+            let w = random(&[o, xd[1] / groups, k, k], 31, 1.0, &dev);
+            let b = random(&[o], 32, 1.0, &dev);
+            let conv = Conv::new()
+                .padding(pad)
+                .stride(stride)
+                .groups(groups)
+                .bias(&b);
+            let dims = x.conv2d(&w, &conv).unwrap().dims().to_vec();
+            let mut more = dims.clone();
+            more[0] += 1;
+            // Each kind's residual, made afresh for each call (the same
+            // values each time): (label, maker).
+            type Make<'a> = Box<dyn Fn() -> Tensor + 'a>;
+            let kinds: [(&str, Make); 5] = [
+                (
+                    "channels-last",
+                    Box::new(|| random(&dims, 33, 3.0, &dev).to_channels_last().unwrap()),
+                ),
+                ("row-major", Box::new(|| random(&dims, 33, 3.0, &dev))),
+                (
+                    "offset",
+                    Box::new(|| {
+                        let batch = random(&more, 34, 3.0, &dev).to_channels_last().unwrap();
+                        batch.narrow(0, 1, dims[0]).unwrap()
+                    }),
+                ),
+                (
+                    "per channel",
+                    Box::new(|| random(&[o, 1, 1], 35, 3.0, &dev)),
+                ),
+                (
+                    "f16",
+                    Box::new(|| {
+                        let r = random(&dims, 33, 3.0, &dev).to_channels_last().unwrap();
+                        r.to_dtype(DType::F16).unwrap()
+                    }),
+                ),
+            ];
+            // The image channels-last, and as planes.
+            let planes = x.contiguous().unwrap();
+            let images = [("", &x), (" planes", &planes)];
+            for ((kind, make), (layout, x)) in kinds.iter().flat_map(|k| images.map(|i| (k, i))) {
+                for act in acts {
+                    let what = format!(
+                        "{xd:?}{layout} -> {o} s{stride}, {kind} residual, {act:?} on {dev}"
+                    );
+                    let conv = match act {
+                        Some(a) => conv.clone().activation(a),
+                        None => conv.clone(),
+                    };
+                    let want = x.conv2d(&w, &conv.clone().residual(&make())).unwrap();
+                    let got = make().add_conv2d(x, &w, &conv).unwrap();
+                    assert_eq!(got.dims(), want.dims(), "{what}");
+                    assert_eq!(bits(&got), bits(&want), "{what}");
+                    // A clone kept: the result is fresh, the clone as it was.
+                    let kept = make();
+                    let got = kept.clone().add_conv2d(x, &w, &conv).unwrap();
+                    assert_eq!(bits(&got), bits(&want), "{what}, a clone kept");
+                    assert!(!got.shares_storage(&kept), "{what}");
+                    assert_eq!(bits(&kept), bits(&make()), "{what}: the clone kept");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn add_conv2d_with_a_residual_of_its_own_or_one_that_does_not_fit_is_an_error() {
+    for dev in devices() {
+        let x = random(&[1, 2, 6, 6], 40, 1.0, &dev)
+            .to_channels_last()
+            .unwrap();
+        let w = random(&[3, 2, 3, 3], 41, 1.0, &dev);
+        let r = Tensor::zeros([1, 3, 4, 4], DType::F32, &dev).unwrap();
+        let twice = Conv::new().residual(&r);
+        let err = r.clone().add_conv2d(&x, &w, &twice).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Argument {
+                    op: "add_conv2d",
+                    ..
+                }
+            ),
+            "{dev}: {err}"
+        );
+        // Output [1, 3, 4, 4].
+        for dims in [vec![1, 3, 4, 5], vec![2, 3, 4, 4], vec![4, 1, 1]] {
+            let r = Tensor::zeros(dims.clone(), DType::F32, &dev).unwrap();
+            let err = r.add_conv2d(&x, &w, &Conv::new()).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Shape {
+                        op: "add_conv2d",
+                        ..
+                    }
+                ),
+                "{dev}: {dims:?}: {err}"
+            );
+        }
+    }
+}

@@ -614,8 +614,28 @@ pub(crate) struct ConvCall<'a> {
     /// A one-op activation applied to each biased f32 sum (plus the
     /// residual) before its rounding (the CPU only, as the bias).
     pub activation: Option<crate::op::UnaryOp>,
-    /// An f32 tensor of the output's dims and strides added to each biased
-    /// sum before the activation (`Conv::residual`; the CPU's channels-last
-    /// f32 outputs only).
-    pub residual: Option<TensorRef<'a>>,
+    /// Added to each biased sum before the activation (`Conv::residual`;
+    /// the CPU's channels-last f32 outputs only).
+    pub residual: Option<ConvResidual<'a>>,
+}
+
+/// The residual a convolution adds to each biased sum before its
+/// activation.
+pub(crate) enum ConvResidual<'a> {
+    /// An f32 tensor of the output's dims and strides.
+    Tensor(TensorRef<'a>),
+    /// The values the output holds: the output is the residual's storage,
+    /// handed over by its last handle (`Tensor::add_conv2d`), each sum
+    /// added to the value it replaces (a product's `C += A B`).
+    InOutput,
+}
+
+impl<'a> ConvResidual<'a> {
+    /// The residual's tensor, unless it is the output's own values.
+    pub fn tensor(&self) -> Option<&TensorRef<'a>> {
+        match self {
+            ConvResidual::Tensor(t) => Some(t),
+            ConvResidual::InOutput => None,
+        }
+    }
 }

@@ -25,10 +25,10 @@ use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 pub(crate) use attention::{AttentionCall, attention};
 pub(crate) use calls::{
-    Call, ConvCall, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist, GatherCall, IndexedAxis,
-    Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall, NormCall, PoolCall, QuantCall,
-    ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall, SoftmaxCall, SortCall, StorageRef,
-    TensorRef, antialias_taps, antialias_window, lines,
+    Call, ConvCall, ConvResidual, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist,
+    GatherCall, IndexedAxis, Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall,
+    NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall,
+    SoftmaxCall, SortCall, StorageRef, TensorRef, antialias_taps, antialias_window, lines,
 };
 pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
@@ -428,7 +428,8 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     check_bounds(&call.input)?;
     check_bounds(&call.weight)?;
     check_bounds(&call.out)?;
-    for t in [&call.bias, &call.residual].into_iter().flatten() {
+    let residual = call.residual.as_ref().and_then(ConvResidual::tensor);
+    for t in [call.bias.as_ref(), residual].into_iter().flatten() {
         check_bounds(t)?;
     }
     match &**call.out.storage {

@@ -29,7 +29,7 @@
 use super::conv_args::{Conv, ConvPadding};
 use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, window};
 use super::{Activation, PadMode};
-use crate::backend::{ConvCall, DepthwiseCall};
+use crate::backend::{ConvCall, ConvResidual, DepthwiseCall};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
@@ -217,7 +217,12 @@ fn checked_bias<'a>(op: &'static str, conv: &Conv<'a>, o: usize) -> Result<Optio
     }
 }
 
-fn convolve(op: &'static str, input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
+pub(super) fn convolve(
+    op: &'static str,
+    input: &Tensor,
+    weight: &Tensor,
+    conv: &Conv,
+) -> Result<Tensor> {
     let (x, unbatched, compute) = operands(op, input, weight, conv)?;
     let dtype = Tensor::result_type(&x, weight)?;
     let [n, c, h, w] = dims4(&x);
@@ -590,7 +595,23 @@ fn implicit_gemm(
         Some(b) if on_cpu => Some(b.to_dtype(DType::F32)?.contiguous()?),
         _ => None,
     };
-    let out = fresh_output(op, input, geometry.out, dtype)?;
+    // A residual handed over (`Tensor::add_conv2d`) whose storage is what
+    // the channels-last f32 kernels would write, dense, is the output:
+    // each sum is added to the value it replaces (ONNX Runtime's Conv +
+    // Add into the Add's input; no fresh output to allocate and fill).
+    let donated = conv.residual.filter(|r| {
+        conv.residual_owned
+            && on_cpu
+            && dtype == DType::F32
+            && r.dtype() == DType::F32
+            && r.dims() == geometry.out
+            && crate::backend::cpu::channels_last_out(r.layout(), x.layout())
+            && r.owns_all_of_storage()
+    });
+    let out = match donated {
+        Some(r) => r.clone(),
+        None => fresh_output(op, input, geometry.out, dtype)?,
+    };
     if [&x, &weight, &out]
         .iter()
         .any(|t| t.binding_cut().is_some())
@@ -601,8 +622,9 @@ fn implicit_gemm(
     // dims and memory order as they store each sum, before the activation
     // (in registers; the planes' kernels adding it a tile's rows at a time
     // ran the detector 2-3 ms slower than one pass after them); any other
-    // is the caller's to add, and the activation after it.
-    let residual = conv.residual.filter(|r| {
+    // is the caller's to add, and the activation after it. A residual
+    // handed over is the output's values: added by the kernel.
+    let residual = donated.or(conv.residual.filter(|r| {
         on_cpu
             && crate::backend::cpu::channels_last_out(out.layout(), x.layout())
             && dtype == DType::F32
@@ -610,7 +632,7 @@ fn implicit_gemm(
             && r.dims() == out.dims()
             && r.strides() == out.strides()
             && r.binding_cut().is_none()
-    });
+    }));
     let late = conv.residual.is_some() && residual.is_none();
     let recorded = crate::backend::conv(&ConvCall {
         input: x.kernel_ref(x.layout().clone())?,
@@ -629,9 +651,10 @@ fn implicit_gemm(
             .activation
             .and_then(Activation::unary)
             .filter(|_| on_cpu && !late),
-        residual: match residual {
-            Some(r) => Some(r.kernel_ref(r.layout().clone())?),
-            None => None,
+        residual: match (donated, residual) {
+            (Some(_), _) => Some(ConvResidual::InOutput),
+            (None, Some(r)) => Some(ConvResidual::Tensor(r.kernel_ref(r.layout().clone())?)),
+            (None, None) => None,
         },
     })?;
     Ok(recorded.then_some(Gemm {

@@ -44,6 +44,9 @@ pub struct Conv<'a> {
     pub(super) output_padding: Pair,
     pub(super) bias: Option<&'a Tensor>,
     pub(super) residual: Option<&'a Tensor>,
+    /// Whether the residual's storage is the call's to write: set by
+    /// [`Tensor::add_conv2d`] alone, which owns it.
+    pub(super) residual_owned: bool,
     pub(super) activation: Option<Activation>,
 }
 
@@ -64,6 +67,7 @@ impl<'a> Conv<'a> {
             output_padding: Pair([0, 0]),
             bias: None,
             residual: None,
+            residual_owned: false,
             activation: None,
         }
     }
@@ -127,6 +131,8 @@ impl<'a> Conv<'a> {
     /// the output (on a 2-core Zen 5 VM, the planes' kernels adding it as
     /// they stored each sum ran a detector 2-3 ms slower: their planes
     /// read a tile's rows at a time stalled where one pass streams them).
+    /// [`Tensor::add_conv2d`] takes the residual by value, and writes the
+    /// output into its storage where it can.
     pub fn residual(mut self, residual: &'a Tensor) -> Conv<'a> {
         self.residual = Some(residual);
         self

@@ -198,6 +198,17 @@ impl Tensor {
         }
     }
 
+    /// True when this handle is its storage's only one (no other tensor,
+    /// view or weak handle) and its view covers all of it: nobody else
+    /// can read the storage, so an op that takes the tensor by value may
+    /// write its result there.
+    pub(crate) fn owns_all_of_storage(&self) -> bool {
+        Arc::strong_count(&self.storage) == 1
+            && Arc::weak_count(&self.storage) == 0
+            && self.layout.offset() == 0
+            && self.layout.numel() == self.storage.len()
+    }
+
     /// True when both handles use the same storage (one is a view of the
     /// other, or both are views of a third).
     pub fn shares_storage(&self, other: &Tensor) -> bool {

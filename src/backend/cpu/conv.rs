@@ -33,7 +33,7 @@ pub(crate) fn depthwise(out: &CpuStorage, call: &DepthwiseCall) -> Result<()> {
         &[Some(&call.input), Some(&call.weight), call.bias.as_ref()],
     )?;
     let (x, w) = (reads.of(OP, &call.input)?, reads.of(OP, &call.weight)?);
-    let bias = Bias::of(&reads, OP, &call.bias)?;
+    let bias = Bias::of(&reads, OP, call.bias.as_ref())?;
     let bias = bias.values(OP)?;
     let mut dst = out.write();
     let pixels = super::conv_nhwc::channels_last_out(&call.out.layout, &call.input.layout);

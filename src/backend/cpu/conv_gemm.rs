@@ -24,7 +24,7 @@
 
 use super::numeric::Widen;
 use super::sgemm::{self, Isa, MAX_TILE};
-use super::storage::{Bias, CpuData, CpuStorage, Reads};
+use super::storage::CpuStorage;
 use super::strided::Shared;
 use crate::backend::ConvCall;
 use crate::error::{Error, Result};
@@ -41,70 +41,6 @@ const BAND_BYTES: usize = 256 << 10;
 /// Pixels a band holds at the least: a deep patch matrix (a 3x3 over 96
 /// channels) packs each of its rows in runs no shorter than this.
 const BAND_PIXELS: usize = 512;
-
-fn mismatch() -> Error {
-    Error::internal(OP, "convolution operands' dtypes differ from the call's")
-}
-
-/// Runs `call`, whose fresh dense `[n, o, ho, wo]` output (or a
-/// channels-last one with rows apart, `conv_nhwc::pitched_out`) storage is
-/// `out`, on this thread, its bands split over the op's pool (where there
-/// are two or more: a convolution of one band never wakes the pool).
-pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    let reads = Reads::lock(
-        OP,
-        &[
-            Some(&call.input),
-            Some(&call.weight),
-            call.bias.as_ref(),
-            call.residual.as_ref(),
-        ],
-    )?;
-    let (x, w) = (reads.of(OP, &call.input)?, reads.of(OP, &call.weight)?);
-    let bias = Bias::of(&reads, OP, &call.bias)?;
-    let bias = bias.values(OP)?;
-    let residual = Bias::of(&reads, OP, &call.residual)?;
-    let residual = residual.values(OP)?;
-    let mut dst = out.write();
-    let pixels = super::conv_nhwc::channels_last_out(&call.out.layout, &call.input.layout)
-        || super::conv_nhwc::pitched_out(&call.out.layout);
-    // A residual only into a channels-last f32 output of its dims and
-    // strides (the pixel kernels add it in registers; planes' tiles adding
-    // it row by row ran a network slower than one pass after them).
-    if let Some(r) = &call.residual {
-        let fits = r.layout.dims() == call.out.layout.dims()
-            && r.layout.strides() == call.out.layout.strides()
-            && residual.is_some_and(|v| v.len() >= dst.len());
-        if !(pixels && fits && matches!(&*dst, CpuData::F32(_))) {
-            return Err(Error::internal(
-                OP,
-                "a residual is added in the kernel only into a channels-last f32 output of its \
-                 dims and strides",
-            ));
-        }
-    }
-    macro_rules! run {
-        ($x:expr, $w:expr, $o:expr) => {
-            if pixels {
-                let weights = call.weight.storage.host(OP)?;
-                let extras = super::conv_nhwc::Extras {
-                    bias,
-                    residual,
-                    weights,
-                };
-                super::conv_nhwc::images($x, $w, extras, $o, call)
-            } else {
-                images(($x, $w), (bias, call.weight.storage.host(OP)?), $o, call)
-            }
-        };
-    }
-    match (x, w, &mut *dst) {
-        (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) => run!(x, w, o),
-        (CpuData::F16(x), CpuData::F16(w), CpuData::F16(o)) => run!(x, w, o),
-        (CpuData::BF16(x), CpuData::BF16(w), CpuData::BF16(o)) => run!(x, w, o),
-        _ => Err(mismatch()),
-    }
-}
 
 /// Everything a band needs of the call.
 struct Shape {
@@ -140,7 +76,10 @@ impl Shape {
     }
 }
 
-fn images<T: Widen>(
+/// Runs `call` into `out`, the storage of its dense row-major `[n, o, ho,
+/// wo]` output: each image's groups as products of register tiles, its
+/// bands on the op's threads.
+pub(super) fn images<T: Widen>(
     (x, w): (&[T], &[T]),
     (bias, storage): (Option<&[f32]>, &CpuStorage),
     out: &mut [T],

@@ -94,25 +94,24 @@ impl Geometry {
 }
 
 /// A call's f32 operands added to its sums: a bias per output channel
-/// and a residual of the output's dims and strides, each from its view's
-/// first element.
+/// (from its view's first element) and a residual.
 #[derive(Clone, Copy)]
 pub(super) struct Extras<'a> {
     pub(super) bias: Option<&'a [f32]>,
-    pub(super) residual: Option<&'a [f32]>,
+    pub(super) residual: Option<ResidualAt<'a>>,
     /// The weight's storage, locked for reading: its packed panels are
     /// kept there for the next call (`kept_weights.rs`).
     pub(super) weights: &'a CpuStorage,
 }
 
-/// Biased sums `row` plus `residual`'s first values where there is one,
-/// then `activate`d: the rows a kernel did not finish as it stored them.
-fn finish_row(row: &mut [f32], residual: Option<&[f32]>, activate: fn(&mut [f32])) {
-    if let Some(r) = residual {
-        let r = &r[..row.len()];
-        row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
-    }
-    activate(row);
+/// Where a call's residual (of the output's dims and strides) lies.
+#[derive(Clone, Copy)]
+pub(super) enum ResidualAt<'a> {
+    /// A tensor's values, from its view's first element: output index `k`
+    /// adds value `k`.
+    Values(&'a [f32]),
+    /// The f32 output's own: each sum adds the value it replaces.
+    Output,
 }
 
 /// Whether a convolution's fresh `out`put is channels-last for its
@@ -228,8 +227,10 @@ pub(super) fn images<T: Widen>(
         // No input channels: each output is its activated bias.
         for (k, v) in out.iter_mut().enumerate() {
             let mut sum = [bias.map_or(0.0, |b| b[k % o])];
-            if let Some(r) = residual {
-                sum[0] += r[k];
+            match residual {
+                Some(ResidualAt::Values(r)) => sum[0] += r[k],
+                Some(ResidualAt::Output) => sum[0] += v.to_f32(),
+                None => {}
             }
             activate(&mut sum);
             *v = T::from_f32(sum[0]);
@@ -419,7 +420,7 @@ struct Store<'a, T> {
     has_bias: bool,
     /// Added to each biased sum before the activation, at the output's
     /// index (its dims and strides are the output's).
-    residual: Option<&'a [f32]>,
+    residual: Option<ResidualAt<'a>>,
     activate: fn(&mut [f32]),
     /// The activation as the kernel applies it in registers, if it can.
     act: Option<sgemm::Act>,
@@ -566,9 +567,31 @@ impl<T: Widen> Store<'_, T> {
     }
 
     /// Adds the residual's values from output index `at` on to the biased
-    /// sums `row`, then applies the activation.
-    fn finish(&self, row: &mut [f32], at: usize) {
-        finish_row(row, self.residual.map(|r| &r[at..]), self.activate);
+    /// sums `row`, then applies the activation: the rows a kernel did not
+    /// finish as it stored them.
+    ///
+    /// # Safety
+    /// As [`Store::band`], for outputs `at..at + row.len()`, which hold
+    /// the residual where it is the output's (not yet stored over).
+    unsafe fn finish(&self, row: &mut [f32], at: usize) {
+        match self.residual {
+            Some(ResidualAt::Values(r)) => {
+                let r = &r[at..at + row.len()];
+                row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
+            }
+            Some(ResidualAt::Output) => {
+                assert!(T::IS_F32 && at + row.len() <= self.len);
+                // SAFETY: T is f32; the outputs are inside the storage
+                // (asserted) and the caller's, and no reference to them
+                // is held meanwhile.
+                let r = unsafe {
+                    std::slice::from_raw_parts(self.out.get().cast::<f32>().add(at), row.len())
+                };
+                row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
+            }
+            None => {}
+        }
+        (self.activate)(row);
     }
 
     /// Group `group`'s panel `q`: its packed weights, its biases, its first
@@ -597,13 +620,17 @@ impl<T: Widen> Store<'_, T> {
         assert!(T::IS_F32 && start + (n - 1) * self.o + columns <= self.len);
         let dst = self.out.get().cast::<f32>().wrapping_add(start);
         let act = if self.rows_after { None } else { self.act };
-        // The residual at the outputs' indices, added in the kernel.
-        let residual = self.residual.map(|r| {
-            assert!(
-                r.len() >= self.len,
-                "conv2d: a residual shorter than the output"
-            );
-            r[start..].as_ptr()
+        // The residual at the outputs' indices, added in the kernel: each
+        // output read before it is stored over, where it is the residual.
+        let residual = self.residual.map(|r| match r {
+            ResidualAt::Values(r) => {
+                assert!(
+                    r.len() >= self.len,
+                    "conv2d: a residual shorter than the output"
+                );
+                r[start..].as_ptr()
+            }
+            ResidualAt::Output => dst.cast_const(),
         });
         let to = (dst, self.o, columns);
         // SAFETY: T is f32; pixels `pixel..+ n` of channels `channel..+
@@ -639,7 +666,8 @@ impl<T: Widen> Store<'_, T> {
         (start, n, columns): (usize, usize, usize),
         bias: &[f32; CHANNELS],
     ) {
-        if T::IS_F32 {
+        // Sums stored from registers, but over a residual they must read.
+        if T::IS_F32 && !matches!(self.residual, Some(ResidualAt::Output)) {
             let dst = self.out.get().cast::<f32>().wrapping_add(start);
             // A residual is added to the stored sums, the activation after.
             let after = self.rows_after || self.residual.is_some();
@@ -652,10 +680,11 @@ impl<T: Widen> Store<'_, T> {
             if stored {
                 if after {
                     for i in 0..n {
-                        // SAFETY: as above.
-                        let row =
-                            unsafe { std::slice::from_raw_parts_mut(dst.add(i * self.o), columns) };
-                        self.finish(row, start + i * self.o);
+                        // SAFETY: as above; the residual is not the output's.
+                        unsafe {
+                            let row = std::slice::from_raw_parts_mut(dst.add(i * self.o), columns);
+                            self.finish(row, start + i * self.o);
+                        }
                     }
                 }
                 return;
@@ -667,7 +696,8 @@ impl<T: Widen> Store<'_, T> {
             if self.has_bias {
                 row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
             }
-            self.finish(row, start + i * self.o);
+            // SAFETY: the outputs are the caller's, not yet stored.
+            unsafe { self.finish(row, start + i * self.o) };
             // SAFETY: the caller's.
             let to = unsafe {
                 std::slice::from_raw_parts_mut(self.out.get().add(start + i * self.o), columns)

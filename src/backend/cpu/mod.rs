@@ -4,6 +4,7 @@
 
 mod alloc;
 mod conv;
+mod conv_call;
 mod conv_gemm;
 mod conv_nhwc;
 mod conv_transpose;
@@ -43,7 +44,7 @@ mod threads;
 
 pub(crate) use alloc::{try_collect, try_zeroed};
 pub(crate) use conv::depthwise;
-pub(crate) use conv_gemm::conv;
+pub(crate) use conv_call::conv;
 pub(crate) use conv_nhwc::channels_last_out;
 pub(crate) use conv_transpose::conv_transpose;
 pub(crate) use count::count;

@@ -72,7 +72,7 @@ impl<'a> Bias<'a> {
     pub(crate) fn of(
         reads: &'a Reads<'_>,
         op: &'static str,
-        bias: &Option<TensorRef>,
+        bias: Option<&TensorRef>,
     ) -> Result<Bias<'a>> {
         Ok(Bias(match bias {
             Some(b) => Some((reads.of(op, b)?, b.layout.offset())),
