@@ -243,12 +243,15 @@ impl Detector {
         x.mul(&s)
     }
 
-    fn block(&self, x: &Tensor, i: usize) -> Result<Tensor> {
+    /// Block `i` of `x`, taken by value: its storage becomes the output
+    /// of a block with a shortcut (`Tensor::add_conv2d`) where it is the
+    /// last handle.
+    fn block(&self, x: Tensor, i: usize) -> Result<Tensor> {
         let b = &BLOCKS[i];
         let p = format!("blocks.{i}");
         let act = Some(b.hardswish);
         let mut h = if b.exp != b.cin {
-            self.conv_bn(x, &format!("{p}.expand"), &Conv::new(), act)?
+            self.conv_bn(&x, &format!("{p}.expand"), &Conv::new(), act)?
         } else {
             x.clone()
         };
@@ -257,13 +260,13 @@ impl Detector {
         if b.se {
             h = self.squeeze_excite(&h, &format!("{p}.se"))?;
         }
-        // The shortcut as the projection's residual.
-        let project = if b.stride == 1 && b.cin == b.cout {
-            Conv::new().residual(x)
-        } else {
-            Conv::new()
-        };
-        self.conv_bn(&h, &format!("{p}.project"), &project, None)
+        // The shortcut as the projection's residual, added into its memory.
+        let project = format!("{p}.project");
+        if b.stride == 1 && b.cin == b.cout {
+            let (weight, bias) = &self.folded[&project];
+            return x.add_conv2d(&h, weight, &Conv::new().bias(bias));
+        }
+        self.conv_bn(&h, &project, &Conv::new(), None)
     }
 
     /// The probability map `(N, 1, H, W)` of an image batch `(N, 3, H, W)`
@@ -278,7 +281,7 @@ impl Detector {
             dev.profile_region("stem", || self.conv_bn(image, "stem", &stem, Some(true)))?;
         let mut taps = Vec::new();
         for i in 0..BLOCKS.len() {
-            x = dev.profile_region(format!("blocks.{i}"), || self.block(&x, i))?;
+            x = dev.profile_region(format!("blocks.{i}"), || self.block(x, i))?;
             if TAPS.contains(&i) {
                 taps.push(x.clone());
             }
@@ -291,14 +294,13 @@ impl Detector {
     /// finest.
     fn fpn(&self, taps: &[Tensor]) -> Result<Tensor> {
         let up = |t: &Tensor, f: f64| t.resize_by([f, f], Resize::Nearest);
-        let inner =
-            |s: usize, conv: &Conv| taps[s].conv2d(self.w(&format!("fpn.inner.{s}.weight")), conv);
+        let inner = |s: usize| self.w(&format!("fpn.inner.{s}.weight"));
         // Top-down: each scale adds the coarser one, upsampled (as the
-        // convolution's residual: added as it stores each sum).
-        let mut merged = vec![inner(3, &Conv::new())?];
+        // convolution's residual, into whose memory each sum is added).
+        let mut merged = vec![taps[3].conv2d(inner(3), &Conv::new())?];
         for s in (0..3).rev() {
             let coarser = up(merged.last().expect("one scale at least"), 2.0)?;
-            merged.push(inner(s, &Conv::new().residual(&coarser))?);
+            merged.push(coarser.add_conv2d(&taps[s], inner(s), &Conv::new())?);
         }
         merged.reverse();
         let pad = Conv::new().padding(1);
