@@ -227,8 +227,10 @@ impl Isa {
 /// `dst + r ldc`), each pixel's sums over the steps in the same order on
 /// the same arithmetic: bit for bit the tiles'; with a `residual`, its
 /// value at `residual + r ldc + j` is added to each biased sum before
-/// `act` (one more f32 rounding, as a following `add` makes). True where a
-/// kernel does it (AVX-512), false (nothing done) elsewhere.
+/// `act` (one more f32 rounding, as a following `add` makes); the
+/// residual may be the output itself (`residual == dst`: each value is
+/// read before its sum is stored over it). True where a kernel does it
+/// (AVX-512), false (nothing done) elsewhere.
 ///
 /// # Safety
 /// `dst + r ldc .. + columns` is the caller's to write for every pixel `r`

@@ -327,6 +327,16 @@ fn pixel_run_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
                     (&bias, None, None)
                 ));
             }
+            // And a residual in the output itself: each value read before
+            // its sum is stored over it.
+            let mut inside = residual.clone();
+            inside.resize((pixels + 1) * LDC, f32::NAN);
+            // SAFETY: as above; the residual is the output.
+            unsafe {
+                let to = (inside.as_mut_ptr(), LDC, columns);
+                let r = Some(inside.as_ptr());
+                assert!(pixel_run_store::<P, V>(isa, &run, &b, to, (&bias, act, r)));
+            }
             for (k, (w, p)) in with.iter().zip(&plain).enumerate() {
                 let want = if p.is_nan() {
                     *p
@@ -337,6 +347,17 @@ fn pixel_run_case<const P: usize, const V: usize>(isa: Isa, rng: &mut Rng) {
                     w.to_bits(),
                     want.to_bits(),
                     "{isa:?} {act:?} residual at {k}"
+                );
+                // Past each pixel's columns the output keeps its values.
+                let kept = if p.is_nan() {
+                    residual.get(k).copied().unwrap_or(f32::NAN)
+                } else {
+                    want
+                };
+                assert_eq!(
+                    inside[k].to_bits(),
+                    kept.to_bits(),
+                    "{isa:?} {act:?} residual in the output at {k}"
                 );
             }
             let mut want = vec![f32::NAN; (pixels + 1) * LDC];
