@@ -10,6 +10,7 @@ mod conv_nhwc;
 mod conv_transpose;
 mod count;
 mod depthwise_nhwc;
+mod depthwise_pixels;
 mod depthwise_taps;
 mod elementwise;
 mod exp_f32;
