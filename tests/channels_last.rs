@@ -178,11 +178,12 @@ fn depthwise_cases() -> Vec<Case> {
         ([1, 16, 6, 21], 16, [3, 3], [1, 1], [1, 2], [1, 3], 16),
         ([2, 24, 3, 3], 24, [3, 3], [1, 1], [0, 0], [1, 1], 24),
         // Rows of 5 and of 3 taps summed from each input pixel loaded once
-        // (16 channels at a time, the rest apart), padded rows skipped; the
-        // 5x5 with an infinite tap too (its padded products NaN).
+        // (16 channels at a time, the last block masked), a row's last
+        // group reaching back, padded rows skipped; the 5x5 with an
+        // infinite tap too (its padded products NaN).
         ([1, 40, 7, 21], 40, [5, 5], [1, 1], [2, 2], [1, 1], 40),
         ([1, 40, 7, 21], 40, [5, 5], [1, 1], [2, 2], [1, 1], 40),
-        ([2, 32, 5, 26], 32, [3, 3], [1, 1], [1, 1], [1, 1], 32),
+        ([2, 36, 5, 26], 36, [3, 3], [1, 1], [1, 1], [1, 1], 36),
     ]
 }
 

@@ -359,6 +359,12 @@ unsafe fn inside_in<const KW: usize, const F: u8>(
     let pixels = sums.len() / o;
     let mut p = 0;
     while p < pixels {
+        // The last pixels of a row of PIXELS or more as a group reaching
+        // back over some already summed (the same sums again, where one
+        // at a time waited on each sum's last add).
+        if p + PIXELS > pixels && pixels >= PIXELS {
+            p = pixels - PIXELS;
+        }
         let count = if p + PIXELS <= pixels { PIXELS } else { 1 };
         let base = start + p * step;
         if count == PIXELS {
@@ -372,9 +378,14 @@ unsafe fn inside_in<const KW: usize, const F: u8>(
             if count == PIXELS {
                 #[cfg(target_arch = "x86_64")]
                 if KW > 0 {
+                    // The last block masked to the channels left.
                     while c + 16 <= o {
-                        row_block_avx512::<KW, F>(from, (dst.0, dst.1), o, c);
+                        row_block_avx512::<KW, F, false>(from, (dst.0, dst.1), o, (c, 16));
                         c += 16;
+                    }
+                    if c < o {
+                        row_block_avx512::<KW, F, true>(from, (dst.0, dst.1), o, (c, o - c));
+                        c = o;
                     }
                 }
                 c = blocks::<PIXELS, 16, F>(from, (dst.0, dst.1), o, c);
@@ -498,26 +509,44 @@ unsafe fn blocks<const P: usize, const L: usize, const F: u8>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn row_block_avx512<const KW: usize, const F: u8>(
+unsafe fn row_block_avx512<const KW: usize, const F: u8, const TAIL: bool>(
     (x, (base, step), offsets, taps): (&[f32], (usize, usize), &[usize], &[f32]),
     (dst, bias): (&mut [f32], &[f32]),
     o: usize,
-    c: usize,
+    (c, n): (usize, usize),
 ) {
     use std::arch::x86_64::{__m512, _mm512_add_ps, _mm512_loadu_ps, _mm512_mul_ps};
+    use std::arch::x86_64::{_mm512_mask_storeu_ps, _mm512_maskz_loadu_ps};
     use std::arch::x86_64::{_mm512_setzero_ps, _mm512_storeu_ps};
     let (from, weights) = (x.as_ptr(), taps.as_ptr());
+    // Channels c..c + n of 16 lanes: the tail's masked loads and stores
+    // touch nothing past them.
+    let mask = if TAIL {
+        ((1u32 << n) - 1) as u16
+    } else {
+        u16::MAX
+    };
+    let load = |at: *const f32| {
+        // SAFETY: the caller's: `n` floats at `at` (16 but for the tail).
+        unsafe {
+            if TAIL {
+                _mm512_maskz_loadu_ps(mask, at)
+            } else {
+                _mm512_loadu_ps(at)
+            }
+        }
+    };
     let mut acc = [_mm512_setzero_ps(); PIXELS];
     for i in 0..offsets.len() / KW {
         let row = base + offsets[i * KW] + c;
         // SAFETY: the caller's: tap (i, j)'s weights for the channels.
         let wt: [__m512; KW] =
-            std::array::from_fn(|j| unsafe { _mm512_loadu_ps(weights.add((i * KW + j) * o + c)) });
+            std::array::from_fn(|j| load(unsafe { weights.add((i * KW + j) * o + c) }));
         // Input pixel m of the row is pixel m - j's tap j: in the order of
         // m, each pixel's taps come in their order.
         for m in 0..PIXELS + KW - 1 {
             // SAFETY: the caller's: pixel m - j's tap j for some j.
-            let v = unsafe { _mm512_loadu_ps(from.add(row + m * step)) };
+            let v = load(unsafe { from.add(row + m * step) });
             for (j, &wt) in wt.iter().enumerate() {
                 if m >= j && m - j < PIXELS {
                     // The product rounded, then added (never fused).
@@ -526,8 +555,17 @@ unsafe fn row_block_avx512<const KW: usize, const F: u8>(
             }
         }
     }
-    // SAFETY: the caller's (a bias of `o` values but for raw sums).
-    let b = unsafe { bias_block::<16, F>(bias, c) };
+    let b = if F == RAW {
+        [0.0; 16]
+    } else {
+        // SAFETY: `o` biases (the caller's), n of them from c.
+        let b = load(unsafe { bias.as_ptr().add(c) });
+        let mut lanes = [0.0f32; 16];
+        // SAFETY: 16 floats.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), b) };
+        lanes
+    };
+    assert!(dst.len() >= (PIXELS - 1) * o + c + n);
     for (k, sums) in acc.iter().enumerate() {
         let mut done = [0.0f32; 16];
         // SAFETY: 16 floats.
@@ -535,6 +573,14 @@ unsafe fn row_block_avx512<const KW: usize, const F: u8>(
         for (v, &b) in done.iter_mut().zip(&b) {
             *v = finished::<F>(*v, b);
         }
-        dst[k * o + c..k * o + c + 16].copy_from_slice(&done);
+        // SAFETY: pixel k's channels c..c + n are inside `dst` (asserted).
+        unsafe {
+            let to = dst.as_mut_ptr().add(k * o + c);
+            if TAIL {
+                _mm512_mask_storeu_ps(to, mask, _mm512_loadu_ps(done.as_ptr()));
+            } else {
+                _mm512_storeu_ps(to, _mm512_loadu_ps(done.as_ptr()));
+            }
+        }
     }
 }
