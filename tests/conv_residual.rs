@@ -21,6 +21,16 @@ fn close(got: &Tensor, want: &Tensor, tol: f32, what: &str) {
     }
 }
 
+/// Activations the CPU's kernels apply as they store (relu, hardswish),
+/// one they apply after (sigmoid), one of ops of its own (leaky relu).
+const KERNEL_ACTS: [Option<Activation>; 5] = [
+    None,
+    Some(Activation::Relu),
+    Some(Activation::Hardswish),
+    Some(Activation::Sigmoid),
+    Some(Activation::LeakyRelu(0.1)),
+];
+
 fn random(dims: &[usize], seed: u64, scale: f32, dev: &Device) -> Tensor {
     let t = Tensor::from_vec(noise(dims.iter().product(), seed), dims, &Device::cpu()).unwrap();
     t.mul_scalar(f64::from(scale))
@@ -194,13 +204,6 @@ fn a_residual_that_does_not_fit_is_an_error_naming_the_op() {
 /// same values.
 #[test]
 fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
-    let acts = [
-        None,
-        Some(Activation::Relu),
-        Some(Activation::Hardswish),
-        Some(Activation::Sigmoid),
-        Some(Activation::LeakyRelu(0.1)),
-    ];
     // (input [n, c, h, w], out channels, kernel, padding, groups).
     let cases = [
         ([2usize, 16, 7, 20], 16usize, 1usize, 0usize, 1usize),
@@ -240,7 +243,7 @@ fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
             for (kind, x, plain, residual, in_kernel) in residuals {
                 let same = residual.strides() == plain.strides();
                 assert_eq!(same, in_kernel || x.is_contiguous(), "{kind}");
-                for act in acts {
+                for act in KERNEL_ACTS {
                     let what =
                         format!("{xd:?} -> {o}, {kind} residual, {act:?}, {threads} threads");
                     let added = plain.add(residual).unwrap();
@@ -281,13 +284,6 @@ fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
 /// offset and per-channel residuals; f16), on one thread and two.
 #[test]
 fn add_conv2d_is_conv2d_with_its_residual_bit_for_bit() {
-    let acts = [
-        None,
-        Some(Activation::Relu),
-        Some(Activation::Hardswish),
-        Some(Activation::Sigmoid),
-        Some(Activation::LeakyRelu(0.1)),
-    ];
     // (input [n, c, h, w], out channels, kernel, padding, stride, groups).
     let cases = [
         ([2usize, 16, 7, 20], 16usize, 1usize, 0usize, 1usize, 1usize),
@@ -343,7 +339,7 @@ fn add_conv2d_is_conv2d_with_its_residual_bit_for_bit() {
             let planes = x.contiguous().unwrap();
             let images = [("", &x), (" planes", &planes)];
             for ((kind, make), (layout, x)) in kinds.iter().flat_map(|k| images.map(|i| (k, i))) {
-                for act in acts {
+                for act in KERNEL_ACTS {
                     let what = format!(
                         "{xd:?}{layout} -> {o} s{stride}, {kind} residual, {act:?} on {dev}"
                     );

@@ -181,23 +181,15 @@ pub(super) fn inside(
         // the reads are inside `x`, `taps` and `bias` (asserted), and the
         // rows' taps `step` apart (checked).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 if rows_of(3) => unsafe {
-            by_code!(
-                code,
-                inside_rows_avx512::<3>(x, at, offsets, taps, (sums, bias), o)
-            )
-        },
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 if rows_of(5) => unsafe {
-            by_code!(
-                code,
-                inside_rows_avx512::<5>(x, at, offsets, taps, (sums, bias), o)
-            )
-        },
-        // SAFETY: as above.
-        #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => unsafe {
-            by_code!(code, inside_avx512(x, at, offsets, taps, (sums, bias), o))
+            let sums = (sums, bias);
+            if rows_of(3) {
+                by_code!(code, inside_avx512::<3>(x, at, offsets, taps, sums, o))
+            } else if rows_of(5) {
+                by_code!(code, inside_avx512::<5>(x, at, offsets, taps, sums, o))
+            } else {
+                by_code!(code, inside_avx512::<0>(x, at, offsets, taps, sums, o))
+            }
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { by_code!(code, inside_avx2(x, at, offsets, taps, (sums, bias), o)) },
@@ -291,30 +283,16 @@ fn finished<const F: u8>(v: f32, b: f32) -> f32 {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn inside_avx512<const F: u8>(
-    x: &[f32],
-    at: (usize, usize),
-    offsets: &[usize],
-    taps: &[f32],
-    sums: (&mut [f32], &[f32]),
-    o: (usize, &[usize]),
-) {
-    // SAFETY: the caller's.
-    unsafe { inside_in::<0, F>(x, at, offsets, taps, sums, o) }
-}
-
-/// [`inside_avx512`] for rows of `KW` taps `step` apart: groups of
-/// [`PIXELS`] pixels sum 16 channels at a time as [`row_block_avx512`]
-/// does.
+/// [`inside_in`] on AVX-512; for rows of `KW` taps `step` apart (`KW`
+/// above 0), groups of [`PIXELS`] pixels sum 16 channels at a time as
+/// [`row_block_avx512`] does.
 ///
 /// # Safety
-/// As [`inside_avx512`]; `offsets` are rows of `KW` taps, each `step` after
-/// the last.
+/// As [`inside_in`]; where `KW` is above 0, `offsets` are rows of `KW`
+/// taps, each `step` after the last.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn inside_rows_avx512<const KW: usize, const F: u8>(
+unsafe fn inside_avx512<const KW: usize, const F: u8>(
     x: &[f32],
     at: (usize, usize),
     offsets: &[usize],
