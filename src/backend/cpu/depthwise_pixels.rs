@@ -169,12 +169,12 @@ pub(super) fn inside(
     let (bias, code) = stored_as(fin, o);
     let at = (start, step);
     // Rows of 3 or 5 taps `step` apart (stride and dilation 1 along the
-    // row), each row's input pixels loaded once for its taps.
-    let rows_of = |n: usize| {
+    // row), each row's input pixels loaded once for its taps (AVX-512).
+    let rows = [3, 5].into_iter().find(|&n| {
         kw == n
             && offsets.len().is_multiple_of(n)
             && (0..offsets.len()).all(|t| offsets[t] == offsets[t - t % n] + t % n * step)
-    };
+    });
     let o = (o, ahead);
     match isa {
         // SAFETY: the kernels `Isa::available` lists are the processor's;
@@ -183,18 +183,17 @@ pub(super) fn inside(
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => unsafe {
             let sums = (sums, bias);
-            if rows_of(3) {
-                by_code!(code, inside_avx512::<3>(x, at, offsets, taps, sums, o))
-            } else if rows_of(5) {
-                by_code!(code, inside_avx512::<5>(x, at, offsets, taps, sums, o))
-            } else {
-                by_code!(code, inside_avx512::<0>(x, at, offsets, taps, sums, o))
+            match rows {
+                Some(3) => by_code!(code, inside_avx512::<3>(x, at, offsets, taps, sums, o)),
+                Some(5) => by_code!(code, inside_avx512::<5>(x, at, offsets, taps, sums, o)),
+                _ => by_code!(code, inside_avx512::<0>(x, at, offsets, taps, sums, o)),
             }
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { by_code!(code, inside_avx2(x, at, offsets, taps, (sums, bias), o)) },
-        // SAFETY: as above.
+        // SAFETY: as above (rows of taps are AVX-512's alone).
         Isa::Portable => unsafe {
+            let _ = rows;
             by_code!(code, inside_in::<0>(x, at, offsets, taps, (sums, bias), o))
         },
     }
