@@ -183,7 +183,9 @@ fn depthwise_cases() -> Vec<Case> {
         // infinite tap too (its padded products NaN).
         ([1, 40, 7, 21], 40, [5, 5], [1, 1], [2, 2], [1, 1], 40),
         ([1, 40, 7, 21], 40, [5, 5], [1, 1], [2, 2], [1, 1], 40),
-        ([2, 36, 5, 26], 36, [3, 3], [1, 1], [1, 1], [1, 1], 36),
+        ([2, 36, 5, 29], 36, [3, 3], [1, 1], [1, 1], [1, 1], 36),
+        // Fewer than 16 channels: the masked block alone.
+        ([1, 12, 6, 20], 12, [3, 3], [1, 1], [1, 1], [1, 1], 12),
     ]
 }
 
@@ -278,6 +280,28 @@ fn channels_last_convolutions_are_the_planes_bit_for_bit_on_the_cpu() {
             check_cases(&dense_cases(), &dev, dt, true);
             check_cases(&depthwise_cases(), &dev, dt, true);
         }
+    }
+}
+
+/// A zero image under negative weights and a -0 bias: every product is
+/// -0, padded or not, and a sum from +0 stays +0 (the padded taps the
+/// channels-last kernels skip add nothing), so the outputs are +0 as the
+/// planes' kernel, adding every tap, makes them; a sum started at -0
+/// would end at -0.
+#[test]
+fn depthwise_sums_of_zeros_keep_the_sign_the_planes_give() {
+    let dev = Device::cpu();
+    for (c, k) in [(16usize, 3usize), (40, 5), (12, 3)] {
+        let x = Tensor::zeros([1, c, 5, 23], DType::F32, &dev).unwrap();
+        let w = Tensor::full([c, 1, k, k], -0.5, DType::F32, &dev).unwrap();
+        let b = Tensor::full([c], -0.0, DType::F32, &dev).unwrap();
+        let conv = Conv::new().padding(k / 2).groups(c).bias(&b);
+        let want = x.conv2d(&w, &conv).unwrap();
+        let got = x.to_channels_last().unwrap().conv2d(&w, &conv).unwrap();
+        assert!(got.is_channels_last());
+        assert_same_bits(&got, &want, &format!("{c} channels, {k}x{k}"));
+        let positive = want.to_vec::<f32>().unwrap();
+        assert!(positive.iter().all(|v| v.to_bits() == 0), "{c}: +0 each");
     }
 }
 

@@ -363,6 +363,40 @@ fn add_conv2d_is_conv2d_with_its_residual_bit_for_bit() {
     }
 }
 
+/// f16 and bf16 operands with an f32 bias sum in f32, and an f32
+/// residual of the output's layout is added (into its own storage, on the
+/// CPU) before the result is rounded to the operands' dtype: bit for bit
+/// `conv2d` with the residual.
+#[test]
+fn add_conv2d_of_half_operands_with_a_bias_is_conv2d_with_its_residual() {
+    let mut devs = vec![Device::cpu_with_threads(1).unwrap()];
+    devs.extend(devices());
+    for dev in devs {
+        for dt in [DType::F16, DType::BF16] {
+            let x = random(&[1, 8, 6, 19], 50, 2.0, &dev)
+                .to_channels_last()
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            let w = random(&[24, 8, 3, 3], 51, 1.0, &dev).to_dtype(dt).unwrap();
+            let b = random(&[24], 52, 1.0, &dev);
+            let conv = Conv::new()
+                .padding(1)
+                .bias(&b)
+                .activation(Activation::Hardswish);
+            let make = || {
+                random(&[1, 24, 6, 19], 53, 3.0, &dev)
+                    .to_channels_last()
+                    .unwrap()
+            };
+            let want = x.conv2d(&w, &conv.clone().residual(&make())).unwrap();
+            let got = make().add_conv2d(&x, &w, &conv).unwrap();
+            assert_eq!(got.dtype(), dt, "{dt:?} on {dev}");
+            assert_eq!(bits(&got), bits(&want), "{dt:?} on {dev}");
+        }
+    }
+}
+
 #[test]
 fn add_conv2d_with_a_residual_of_its_own_or_one_that_does_not_fit_is_an_error() {
     for dev in devices() {

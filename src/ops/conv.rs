@@ -599,14 +599,20 @@ fn implicit_gemm(
     // the channels-last f32 kernels would write, dense, is the output:
     // each sum is added to the value it replaces (ONNX Runtime's Conv +
     // Add into the Add's input; no fresh output to allocate and fill).
+    // The input's channels side by side in each pixel, as a fresh output
+    // is then channels-last (`fresh_output`); and the residual's storage
+    // on the input's threads, which the kernel runs on and the output
+    // keeps.
     let donated = conv.residual.filter(|r| {
         conv.residual_owned
             && on_cpu
             && dtype == DType::F32
             && r.dtype() == DType::F32
             && r.dims() == geometry.out
+            && input.layout().has_channels_innermost()
             && crate::backend::cpu::channels_last_out(r.layout(), x.layout())
             && r.owns_all_of_storage()
+            && r.on_threads_of(input)
     });
     let out = match donated {
         Some(r) => r.clone(),

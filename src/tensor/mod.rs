@@ -209,6 +209,15 @@ impl Tensor {
             && self.layout.numel() == self.storage.len()
     }
 
+    /// True when both are CPU tensors whose storages run on the same
+    /// threads (a kernel runs on its output storage's).
+    pub(crate) fn on_threads_of(&self, other: &Tensor) -> bool {
+        match (&**self.storage(), &**other.storage()) {
+            (Storage::Cpu(a), Storage::Cpu(b)) => a.threads().same(b.threads()),
+            _ => false,
+        }
+    }
+
     /// True when both handles use the same storage (one is a view of the
     /// other, or both are views of a third).
     pub fn shares_storage(&self, other: &Tensor) -> bool {

@@ -20,6 +20,12 @@ fn mismatch() -> Error {
 /// more: a convolution of one band never wakes the pool). The output is
 /// fresh, but where the residual is the values it holds
 /// ([`ConvResidual::InOutput`]).
+///
+/// # Errors
+/// `Error::Internal` for operands whose dtypes differ from the call's, a
+/// residual that is not of the channels-last f32 output's dims and
+/// strides, or an output holding its residual that an operand shares; as
+/// the kernels for layouts they do not take.
 pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     let in_output = matches!(call.residual, Some(ConvResidual::InOutput));
     let residual = call.residual.as_ref().and_then(ConvResidual::tensor);

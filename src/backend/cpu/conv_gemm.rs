@@ -79,6 +79,10 @@ impl Shape {
 /// Runs `call` into `out`, the storage of its dense row-major `[n, o, ho,
 /// wo]` output: each image's groups as products of register tiles, its
 /// bands on the op's threads.
+///
+/// # Errors
+/// `Error::Internal` for an output that is not dense or a weight that is
+/// not `[o, c / groups, kh, kw]`.
 pub(super) fn images<T: Widen>(
     (x, w): (&[T], &[T]),
     (bias, storage): (Option<&[f32]>, &CpuStorage),

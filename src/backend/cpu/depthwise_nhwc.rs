@@ -1,13 +1,14 @@
 //! The CPU's depthwise convolution into a channels-last output: each
 //! output pixel's channels summed side by side in vector registers, a few
 //! pixels at a time (`depthwise_pixels.rs`), the taps' weights
-//! `[tap][channel]`; each output row planned here, its inside and edges. f32 channels
-//! that lie side by side are read in place; any other input (f16, bf16,
-//! NCHW planes, flipped rows or columns, a channel multiplier above 1) is
-//! first copied once into f32 channels-last pixels, each input channel
-//! repeated for its outputs. An f32 output whose activation the kernels
-//! apply (none, relu, hardsigmoid, hardswish) is finished as each block is
-//! stored; any other goes through a row of sums finished in a second loop.
+//! `[tap][channel]`; each output row planned here, its inside and edges.
+//! f32 channels that lie side by side are read in place; any other input
+//! (f16, bf16, NCHW planes, flipped rows or columns, a channel multiplier
+//! above 1) is first copied once into f32 channels-last pixels, each input
+//! channel repeated for its outputs. An f32 output whose activation the
+//! kernels apply (none, relu, hardsigmoid, hardswish) is finished as each
+//! block is stored; any other goes through a row of sums finished in a
+//! second loop.
 //!
 //! Each output is the sum the convolution over planes makes (`conv.rs`):
 //! from 0 over the taps in row-major order, each tap's product rounded
@@ -231,7 +232,13 @@ impl Plan {
                 (src.x, start, s1 * sw, &offsets),
                 &taps[i0 * kw * o..],
                 (&mut sums[lo * o..hi * o], fin),
-                (o, &self.ahead, if s1 == 1 && d1 == 1 { kw } else { 0 }),
+                // (No rows ahead for a row from tap row i0 > 0: they are
+                // counted from tap row 0.)
+                (
+                    o,
+                    if i0 == 0 { &self.ahead } else { &[] },
+                    if s1 == 1 && d1 == 1 { kw } else { 0 },
+                ),
             );
         }
         // The edges: each tap's pixel where it is inside the input, none
