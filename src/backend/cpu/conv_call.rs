@@ -72,10 +72,11 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
     if residual.is_some() && !(pixels && matches!(&*dst, CpuData::F32(_))) {
         return Err(residual_misfit());
     }
+    // The weight's storage keeps its packed panels (`kept_weights.rs`).
+    let weights = call.weight.storage.host(OP)?;
     macro_rules! run {
         ($x:expr, $w:expr, $o:expr) => {
             if pixels {
-                let weights = call.weight.storage.host(OP)?;
                 let extras = Extras {
                     bias,
                     residual,
@@ -83,7 +84,6 @@ pub(crate) fn conv(out: &CpuStorage, call: &ConvCall) -> Result<()> {
                 };
                 super::conv_nhwc::images($x, $w, extras, $o, call)
             } else {
-                let weights = call.weight.storage.host(OP)?;
                 super::conv_gemm::images(($x, $w), (bias, weights), $o, call)
             }
         };

@@ -574,22 +574,21 @@ impl<T: Widen> Store<'_, T> {
     /// As [`Store::band`], for outputs `at..at + row.len()`, which hold
     /// the residual where it is the output's (not yet stored over).
     unsafe fn finish(&self, row: &mut [f32], at: usize) {
-        match self.residual {
-            Some(ResidualAt::Values(r)) => {
-                let r = &r[at..at + row.len()];
-                row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
-            }
+        let residual = match self.residual {
+            Some(ResidualAt::Values(r)) => Some(&r[at..at + row.len()]),
             Some(ResidualAt::Output) => {
                 assert!(T::IS_F32 && at + row.len() <= self.len);
                 // SAFETY: T is f32; the outputs are inside the storage
                 // (asserted) and the caller's, and no reference to them
                 // is held meanwhile.
-                let r = unsafe {
+                Some(unsafe {
                     std::slice::from_raw_parts(self.out.get().cast::<f32>().add(at), row.len())
-                };
-                row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
+                })
             }
-            None => {}
+            None => None,
+        };
+        if let Some(r) = residual {
+            row.iter_mut().zip(r).for_each(|(v, r)| *v += r);
         }
         (self.activate)(row);
     }
