@@ -22,6 +22,7 @@
 //! thread count and the way its pixels were read: within the tolerance of
 //! a convolution's definition, as a GPU's implicit GEMM is.
 
+use super::host_vec::HostVec;
 use super::numeric::Widen;
 use super::sgemm::{self, Isa, MAX_TILE};
 use super::storage::CpuStorage;
@@ -144,10 +145,12 @@ pub(super) fn images<T: Widen>(
         (0..s.groups)
             .map(|g| {
                 let first = wl.offset() + g * og * depth;
-                sgemm::pack_a(isa, og, depth, |r, p| w[first + r * depth + p].to_f32())
+                sgemm::pack_a(OP, isa, (og, depth), |r, p| {
+                    w[first + r * depth + p].to_f32()
+                })
             })
-            .collect::<Vec<Vec<f32>>>()
-    });
+            .collect::<Result<Vec<_>>>()
+    })?;
     let weights = &kept.packed;
     let store = Store {
         out: Shared(out.as_mut_ptr()),
@@ -358,7 +361,7 @@ fn packed<T: Widen>(
     x: &[T],
     s: &Shape,
     isa: Isa,
-    weights: &[Vec<f32>],
+    weights: &[HostVec<f32>],
     store: &Store<'_, T>,
     images: usize,
 ) {
@@ -424,7 +427,7 @@ fn in_place<T: Widen>(
     x: &[T],
     s: &Shape,
     isa: Isa,
-    weights: &[Vec<f32>],
+    weights: &[HostVec<f32>],
     store: &Store<'_, T>,
     images: usize,
     flat: bool,

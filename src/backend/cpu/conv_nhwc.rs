@@ -19,6 +19,7 @@
 //! added to each biased sum before the activation, as a following `add`
 //! would.
 
+use super::host_vec::HostVec;
 use super::numeric::Widen;
 use super::sgemm::{
     self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps,
@@ -248,8 +249,12 @@ pub(super) fn images<T: Widen>(
     let panels = og.div_ceil(CHANNELS);
     let wd = wl.dims();
     let from = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups, CHANNELS];
+    // On a cache line: each step's two 64-byte loads of a panel row, from
+    // a block of the system allocator's 16 bytes past one, straddled two
+    // lines (a 3x3 convolution 96 -> 24 channels at 160x160 on a Xeon:
+    // 8.56 -> 7.5 ms).
     let pack = || {
-        let mut packed = vec![0.0f32; g.groups * panels * depth * CHANNELS];
+        let mut packed = HostVec::<f32>::try_zeroed(OP, g.groups * panels * depth * CHANNELS)?;
         for (k, panel) in packed.chunks_mut(depth * CHANNELS).enumerate() {
             let (group, q) = (k / panels, k % panels);
             for j in 0..CHANNELS.min(og - q * CHANNELS) {
@@ -259,9 +264,9 @@ pub(super) fn images<T: Widen>(
                 }
             }
         }
-        packed
+        Ok(packed)
     };
-    let kept = super::kept_weights::packed(weights, from, panels * CHANNELS <= 2 * og, pack);
+    let kept = super::kept_weights::packed(weights, from, panels * CHANNELS <= 2 * og, pack)?;
     // -0 for no bias: adding it keeps every sum as it is.
     let biases: Vec<f32> = (0..g.groups * panels * CHANNELS)
         .map(|k| {

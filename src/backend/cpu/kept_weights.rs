@@ -4,6 +4,7 @@
 //! another view of it.
 
 use super::storage::CpuStorage;
+use crate::error::Result;
 use std::sync::Arc;
 
 /// Weights packed as `P`, and what they were packed from: the weight
@@ -18,19 +19,24 @@ pub(super) struct Kept<P> {
 /// the weight's `storage` where `keep` (panels at most half padding),
 /// else packed for the call alone. The caller holds the storage's read
 /// lock.
+///
+/// # Errors
+/// `pack`'s (an allocation refused).
 pub(super) fn packed<P: Send + Sync + 'static>(
     storage: &CpuStorage,
     from: [usize; 7],
     keep: bool,
-    pack: impl FnOnce() -> P,
-) -> Arc<Kept<P>> {
-    let make = || Kept {
-        from,
-        packed: pack(),
+    pack: impl FnOnce() -> Result<P>,
+) -> Result<Arc<Kept<P>>> {
+    let make = || {
+        Ok(Kept {
+            from,
+            packed: pack()?,
+        })
     };
     if keep {
         storage.derived(|k: &Kept<P>| k.from == from, make)
     } else {
-        Arc::new(make())
+        make().map(Arc::new)
     }
 }

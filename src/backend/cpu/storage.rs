@@ -318,11 +318,14 @@ impl CpuStorage {
     /// The caller holds a read lock of the data meanwhile (`Reads`): no
     /// write can then come between the count read here and `make`'s
     /// reads.
+    ///
+    /// # Errors
+    /// `make`'s, where it is called (nothing is kept then).
     pub fn derived<D: Any + Send + Sync>(
         &self,
         fits: impl FnOnce(&D) -> bool,
-        make: impl FnOnce() -> D,
-    ) -> Arc<D> {
+        make: impl FnOnce() -> Result<D>,
+    ) -> Result<Arc<D>> {
         let writes = self.writes.load(Ordering::Acquire);
         let mut slot = self.derived.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((at, kept)) = &*slot
@@ -330,11 +333,11 @@ impl CpuStorage {
             && let Ok(kept) = Arc::clone(kept).downcast::<D>()
             && fits(&kept)
         {
-            return kept;
+            return Ok(kept);
         }
-        let made = Arc::new(make());
+        let made = Arc::new(make()?);
         *slot = Some((writes, Arc::clone(&made) as Arc<dyn Any + Send + Sync>));
-        made
+        Ok(made)
     }
 
     /// The threads of the device that made this storage.
@@ -378,23 +381,24 @@ mod tests {
         let made = std::cell::Cell::new(0);
         let make = |v: u32| {
             made.set(made.get() + 1);
-            v
+            Ok(v)
         };
+        let get = |d: Result<Arc<u64>>| *d.expect("made");
         {
             let _read = s.read();
-            assert_eq!(*s.derived(|_: &u32| true, || make(1)), 1);
+            assert_eq!(*s.derived(|_: &u32| true, || make(1)).expect("made"), 1);
             // Kept: not made again.
-            assert_eq!(*s.derived(|_: &u32| true, || make(2)), 1);
+            assert_eq!(*s.derived(|_: &u32| true, || make(2)).expect("made"), 1);
             // A kept form that does not fit, or of another type: made.
-            assert_eq!(*s.derived(|&v: &u32| v == 3, || make(3)), 3);
-            assert_eq!(*s.derived(|_: &u64| true, || 4u64), 4);
-            assert_eq!(*s.derived(|_: &u64| true, || 5u64), 4);
+            assert_eq!(*s.derived(|&v: &u32| v == 3, || make(3)).expect("made"), 3);
+            assert_eq!(get(s.derived(|_: &u64| true, || Ok(4u64))), 4);
+            assert_eq!(get(s.derived(|_: &u64| true, || Ok(5u64))), 4);
         }
         assert_eq!(made.get(), 2);
         // A write lock, even one that writes nothing: made again.
         drop(s.write());
         let _read = s.read();
-        assert_eq!(*s.derived(|_: &u64| true, || 6u64), 6);
-        assert_eq!(*s.derived(|_: &u64| true, || 7u64), 6);
+        assert_eq!(get(s.derived(|_: &u64| true, || Ok(6u64))), 6);
+        assert_eq!(get(s.derived(|_: &u64| true, || Ok(7u64))), 6);
     }
 }

@@ -25,6 +25,8 @@ pub(crate) use pixels::{
     pixel_tile, pixel_tile_store,
 };
 
+use super::host_vec::HostVec;
+use crate::error::Result;
 use std::sync::OnceLock;
 
 /// The floats a tile holds at the most (AVX-512's 8 x 32).
@@ -103,12 +105,21 @@ fn vector_kernels() -> Vec<Isa> {
 
 /// `A [m, k]` (element `(r, p)` is `at(r, p)`) packed as panels of
 /// `isa.mr()` rows: panel `q` holds `[p][i]` = `at(q mr + i, p)`, zero for
-/// rows past `m`.
-pub(crate) fn pack_a(isa: Isa, m: usize, k: usize, at: impl Fn(usize, usize) -> f32) -> Vec<f32> {
+/// rows past `m`; on a cache line, as the kernels' vector loads of a
+/// panel's columns want (`HostVec`).
+///
+/// # Errors
+/// `Error::OutOfMemory` naming `op` where the allocation is refused.
+pub(crate) fn pack_a(
+    op: &'static str,
+    isa: Isa,
+    (m, k): (usize, usize),
+    at: impl Fn(usize, usize) -> f32,
+) -> Result<HostVec<f32>> {
     let mr = isa.mr();
-    let mut packed = vec![0.0; m.div_ceil(mr) * mr * k];
+    let mut packed = HostVec::try_zeroed(op, m.div_ceil(mr) * mr * k)?;
     if k == 0 {
-        return packed;
+        return Ok(packed);
     }
     for (q, panel) in packed.chunks_mut(mr * k).enumerate() {
         for (p, column) in panel.chunks_mut(mr).enumerate() {
@@ -120,7 +131,7 @@ pub(crate) fn pack_a(isa: Isa, m: usize, k: usize, at: impl Fn(usize, usize) -> 
             }
         }
     }
-    packed
+    Ok(packed)
 }
 
 /// Where a tile's `B` rows lie: row `p` is the `nr` floats from `base +

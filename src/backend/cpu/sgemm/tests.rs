@@ -31,7 +31,7 @@ fn every_kernel_matches_an_f64_product() {
             let a: Vec<f32> = (0..m * k).map(|_| rng.next()).collect();
             let b: Vec<f32> = (0..k * nr).map(|_| rng.next()).collect();
             let rows = Rows::packed(k, isa);
-            let packed = pack_a(isa, m, k, |r, p| a[r * k + p]);
+            let packed = pack_a("test", isa, (m, k), |r, p| a[r * k + p]).expect("packed");
             assert_eq!(packed.len(), m.div_ceil(mr) * mr * k);
             for q in 0..m.div_ceil(mr) {
                 let panel = &packed[q * mr * k..(q + 1) * mr * k];
@@ -111,7 +111,7 @@ fn every_kernel_reads_its_rows_where_they_are() {
         let offsets: Vec<usize> = (0..k).map(|p| (p * 37 + 5) % 400).collect();
         let rows = Rows::new(offsets.clone(), isa);
         let a: Vec<f32> = (0..mr * k).map(|_| rng.next()).collect();
-        let packed = pack_a(isa, mr, k, |r, p| a[r * k + p]);
+        let packed = pack_a("test", isa, (mr, k), |r, p| a[r * k + p]).expect("packed");
         for base in [0, 3, 600 - 400 - nr + 1] {
             let mut out = [f32::NAN; MAX_TILE];
             tile(&packed, &b, base, &rows, &mut out);
