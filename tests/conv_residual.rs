@@ -211,6 +211,10 @@ fn a_residual_in_the_outputs_memory_order_is_added_in_the_cpus_kernel() {
         ([1, 8, 6, 19], 40, 3, 1, 1),
         ([2, 5, 4, 33], 16, 3, 1, 1),
         ([1, 12, 5, 18], 36, 3, 1, 3),
+        // Pairs of pixels: 24 channels, 8 in groups, last tiles reaching
+        // back.
+        ([1, 16, 5, 37], 24, 3, 1, 1),
+        ([1, 9, 4, 35], 24, 3, 1, 3),
     ];
     for threads in [1, 2] {
         let dev = Device::cpu_with_threads(threads).unwrap();
@@ -291,6 +295,11 @@ fn add_conv2d_is_conv2d_with_its_residual_bit_for_bit() {
         ([2, 5, 4, 33], 16, 3, 1, 1, 1),
         ([1, 12, 5, 18], 36, 3, 1, 1, 3),
         ([1, 6, 9, 23], 24, 3, 1, 2, 1),
+        // Pairs of pixels, last tiles reaching back: each residual value
+        // added once.
+        ([1, 16, 5, 37], 24, 3, 1, 1, 1),
+        ([1, 9, 4, 35], 24, 3, 1, 1, 3),
+        ([1, 6, 9, 40], 24, 3, 1, 2, 1),
     ];
     let mut devs = vec![Device::cpu_with_threads(1).unwrap(), Device::cpu()];
     devs.extend(devices().into_iter().skip(1));

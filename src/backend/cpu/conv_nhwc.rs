@@ -19,10 +19,12 @@
 //! added to each biased sum before the activation, as a following `add`
 //! would.
 
+use super::conv_bands::{Input, copy_pairs, copy_rows};
 use super::host_vec::HostVec;
 use super::numeric::Widen;
 use super::sgemm::{
-    self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps,
+    self, CHANNELS, Isa, NARROW_PIXELS, PIXELS, PairOut, PairRun, PixelRows, PixelRun, PixelSums,
+    Steps,
 };
 use super::storage::CpuStorage;
 use super::strided::Shared;
@@ -238,35 +240,65 @@ pub(super) fn images<T: Widen>(
         }
         return Ok(());
     }
+    let isa = Isa::best();
+    // In place: f32 channels side by side, no padding before or after
+    // (`same` pads an even kernel after the image only), no negative
+    // stride (the channels of a single-channel image need no stride).
+    let in_place = T::as_f32s(x).filter(|_| {
+        g.pad == [0, 0]
+            && g.inside()
+            && (g.strides[1] == 1 || g.input[0] == 1)
+            && g.strides.iter().all(|&s| s >= 0)
+    });
+    // Pairs of pixels (`sgemm::pair_run_store`, `V` vectors a pair): a
+    // group of 8 or 24 channels read from a copy (the pairs' copy costs
+    // what the plain one does) into f32, each row a tile of pairs at
+    // least.
+    let paired = match og {
+        8 => Some(1),
+        24 => Some(3),
+        _ => None,
+    }
+    .filter(|&v| {
+        in_place.is_none() && T::IS_F32 && isa.stores_pair_runs() && wo.div_ceil(2) >= pair_tile(v)
+    });
     // Each group's weights as panels of CHANNELS output channels, `[p][j]`,
-    // zeros past the group's last channel: packed once for the weight's data
-    // as it is and kept with its storage (a network's every pass packed all
-    // its weights again: more than half of the squeeze-excite's 480 -> 128
-    // on one pixel), but where the panels would be more than half padding
-    // (groups of fewer than 16 channels), which are packed for the call
-    // alone. Kept panels are f32 and live as long as the weight's storage,
-    // or to the next write to it and convolution.
+    // zeros past the group's last channel (for pairs one panel a group,
+    // each channel's weight twice, `[p][2 j]` and `[p][2 j + 1]`): packed
+    // once for the weight's data as it is and kept with its storage (a
+    // network's every pass packed all its weights again: more than half of
+    // the squeeze-excite's 480 -> 128 on one pixel), but where the panels
+    // would be more than half padding (groups of fewer than 16 channels),
+    // which are packed for the call alone. Kept panels are f32 and live as
+    // long as the weight's storage, or to the next write to it and
+    // convolution.
     let panels = og.div_ceil(CHANNELS);
+    let (width, lanes) = paired.map_or((CHANNELS, 1), |v| (16 * v, 2));
     let wd = wl.dims();
-    let from = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups, CHANNELS];
+    let from = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups, width];
     // On a cache line: each step's two 64-byte loads of a panel row, from
     // a block of the system allocator's 16 bytes past one, straddled two
     // lines (a 3x3 convolution 96 -> 24 channels at 160x160 on a Xeon:
     // 8.56 -> 7.5 ms).
     let pack = || {
-        let mut packed = HostVec::<f32>::try_zeroed(OP, g.groups * panels * depth * CHANNELS)?;
-        for (k, panel) in packed.chunks_mut(depth * CHANNELS).enumerate() {
+        let mut packed = HostVec::<f32>::try_zeroed(OP, g.groups * panels * depth * width)?;
+        for (k, panel) in packed.chunks_mut(depth * width).enumerate() {
             let (group, q) = (k / panels, k % panels);
-            for j in 0..CHANNELS.min(og - q * CHANNELS) {
-                let row = wl.offset() + (group * og + q * CHANNELS + j) * depth;
+            for col in 0..width {
+                let j = q * CHANNELS + col / lanes;
+                if j >= og {
+                    break;
+                }
+                let row = wl.offset() + (group * og + j) * depth;
                 for (p, v) in w[row..row + depth].iter().enumerate() {
-                    panel[p * CHANNELS + j] = v.to_f32();
+                    panel[p * width + col] = v.to_f32();
                 }
             }
         }
         Ok(packed)
     };
-    let kept = super::kept_weights::packed(weights, from, panels * CHANNELS <= 2 * og, pack)?;
+    let keep = paired.is_some() || panels * CHANNELS <= 2 * og;
+    let kept = super::kept_weights::packed(weights, from, keep, pack)?;
     // -0 for no bias: adding it keeps every sum as it is.
     let biases: Vec<f32> = (0..g.groups * panels * CHANNELS)
         .map(|k| {
@@ -292,16 +324,6 @@ pub(super) fn images<T: Widen>(
         og,
         depth,
     };
-    let isa = Isa::best();
-    // In place: f32 channels side by side, no padding before or after
-    // (`same` pads an even kernel after the image only), no negative
-    // stride (the channels of a single-channel image need no stride).
-    let in_place = T::as_f32s(x).filter(|_| {
-        g.pad == [0, 0]
-            && g.inside()
-            && (g.strides[1] == 1 || g.input[0] == 1)
-            && g.strides.iter().all(|&s| s >= 0)
-    });
     if let Some(x) = in_place {
         let [sn, _, sh, sw] = g.strides.map(|s| s as usize);
         let steps = g.steps(1, sh, sw);
@@ -325,80 +347,57 @@ pub(super) fn images<T: Widen>(
     let ([kh, kw], [d0, d1], [s0, s1]) = (g.kernel, g.dilation, g.stride);
     let c = g.input[0];
     // A copied row: the padded columns the outputs read, each pixel's
-    // channels side by side.
-    let wq = (wo - 1) * s1 + (kw - 1) * d1 + 1;
-    let row = wq * c;
-    let steps = g.steps(1, row, c);
+    // channels side by side; for pairs, those of the pairs' first pixels,
+    // each channel's value beside the second pixel's (`half` columns on).
+    let pairs = wo.div_ceil(2);
+    let wq = (paired.map_or(wo, |_| pairs) - 1) * s1 + (kw - 1) * d1 + 1;
+    let row = wq * c * lanes;
+    let steps = g.steps(lanes, row, c * lanes);
     let halo = (kh - 1) * d0 + 1;
     let fit = (BAND_BYTES / 4 / row).saturating_sub(halo) / s0 + 1;
     let band = fit
         .min(ho.div_ceil((4 * super::threads::count()).div_ceil(n)))
         .max(1);
     let bands = ho.div_ceil(band);
+    let input = Input {
+        x,
+        dims: g.input,
+        strides: g.strides,
+        offset: g.offset,
+        pad: g.pad,
+    };
     super::threads::for_each_index(n * bands, |k| {
         let (image, y0) = (k / bands, k % bands * band);
         let y1 = ho.min(y0 + band);
         let rows = (y1 - y0 - 1) * s0 + halo;
         let mut copy = SCRATCH.take();
         copy.resize(rows * row, 0.0);
-        copy_rows(x, &mut copy[..rows * row], &g, image, y0 * s0, wq);
-        let at = |y: usize, x: usize| (y - y0) * s0 * row + x * s1 * c;
-        let a = (&copy[..rows * row], &steps);
-        // SAFETY: job k alone writes output rows y0..y1 of its image.
-        unsafe { store.band(isa, a, at, (image, y0, y1), wo, g.cg()) };
+        let (to, top) = (&mut copy[..rows * row], y0 * s0);
+        let at = |y: usize, x: usize| (y - y0) * s0 * row + x * s1 * c * lanes;
+        let rows = (image, y0, y1);
+        // SAFETY: (both) job k alone writes output rows y0..y1 of its
+        // image.
+        match paired {
+            Some(v) => {
+                copy_pairs(&input, to, image, top, (wq, pairs * s1));
+                let a = (&copy[..], &steps);
+                unsafe { store.pairs(v, isa, a, at, rows, wo, g.cg()) };
+            }
+            None => {
+                copy_rows(&input, to, image, top, wq);
+                let a = (&copy[..], &steps);
+                unsafe { store.band(isa, a, at, rows, wo, g.cg()) };
+            }
+        }
         SCRATCH.set(copy);
     });
     Ok(())
 }
 
-/// Copies padded input rows `top..top + rows` of `image` into `copy`,
-/// `[r][q][c]`: row `r` is input row `top + r - pad0`, column `q` input
-/// column `q - pad1` (`wq` of them), each pixel's `c` channels side by
-/// side, widened to f32, zeros outside the input. Every element written.
-fn copy_rows<T: Widen>(
-    x: &[T],
-    copy: &mut [f32],
-    g: &Geometry,
-    image: usize,
-    top: usize,
-    wq: usize,
-) {
-    let ([c, h, wd], [pad0, pad1]) = (g.input, g.pad);
-    let [sn, sc, sh, sw] = g.strides;
-    // Columns q inside the input: pad1 <= q < pad1 + wd.
-    let (lo, hi) = (pad1.min(wq), (pad1 + wd).min(wq));
-    for (r, dst) in copy.chunks_mut(wq * c).enumerate() {
-        let y = (top + r) as isize - pad0 as isize;
-        if !(0..h as isize).contains(&y) || lo == hi {
-            dst.fill(0.0);
-            continue;
-        }
-        dst[..lo * c].fill(0.0);
-        dst[hi * c..].fill(0.0);
-        let first = g.offset as isize + image as isize * sn + y * sh;
-        if sc == 1 && sw == c as isize {
-            // Dense pixels: the row's inside is one run.
-            let at = (first + (lo as isize - pad1 as isize) * sw) as usize;
-            let len = (hi - lo) * c;
-            for (slot, v) in dst[lo * c..hi * c].iter_mut().zip(&x[at..at + len]) {
-                *slot = v.to_f32();
-            }
-            continue;
-        }
-        for (q, pixel) in dst[lo * c..hi * c].chunks_mut(c).enumerate() {
-            let at = first + (q + lo - pad1) as isize * sw;
-            if sc == 1 {
-                let from = &x[at as usize..at as usize + c];
-                for (slot, v) in pixel.iter_mut().zip(from) {
-                    *slot = v.to_f32();
-                }
-            } else {
-                for (ch, slot) in pixel.iter_mut().enumerate() {
-                    *slot = x[(at + ch as isize * sc) as usize].to_f32();
-                }
-            }
-        }
-    }
+/// Pairs of a paired tile: 16 of 8 channels (one vector each), 8 of 24
+/// (three).
+const fn pair_tile(v: usize) -> usize {
+    if v == 1 { 16 } else { 8 }
 }
 
 /// Where an output's pixels lie in its storage: pixel `(image, y, x)`'s
@@ -624,18 +623,7 @@ impl<T: Widen> Store<'_, T> {
         assert!(T::IS_F32 && start + (n - 1) * self.o + columns <= self.len);
         let dst = self.out.get().cast::<f32>().wrapping_add(start);
         let act = if self.rows_after { None } else { self.act };
-        // The residual at the outputs' indices, added in the kernel: each
-        // output read before it is stored over, where it is the residual.
-        let residual = self.residual.map(|r| match r {
-            ResidualAt::Values(r) => {
-                assert!(
-                    r.len() >= self.len,
-                    "conv2d: a residual shorter than the output"
-                );
-                r[start..].as_ptr()
-            }
-            ResidualAt::Output => dst.cast_const(),
-        });
+        let residual = self.residual_from(start, dst);
         let to = (dst, self.o, columns);
         // SAFETY: T is f32; pixels `pixel..+ n` of channels `channel..+
         // columns` are inside the output (asserted) and the caller's; the
@@ -648,11 +636,97 @@ impl<T: Widen> Store<'_, T> {
             }
         };
         assert!(stored, "conv2d: {isa:?} stores no pixel runs");
+        // SAFETY: as above.
+        unsafe { self.after(dst, n, columns) };
+    }
+
+    /// The residual's values at the outputs' indices from `start` (whose
+    /// output is at `dst`), for a kernel to add: each output read before
+    /// it is stored over, where it is the residual.
+    fn residual_from(&self, start: usize, dst: *mut f32) -> Option<*const f32> {
+        self.residual.map(|r| match r {
+            ResidualAt::Values(r) => {
+                assert!(
+                    r.len() >= self.len,
+                    "conv2d: a residual shorter than the output"
+                );
+                r[start..].as_ptr()
+            }
+            ResidualAt::Output => dst.cast_const(),
+        })
+    }
+
+    /// The activation a kernel did not apply (`rows_after`), over `n`
+    /// pixels' `columns` f32 outputs from `dst`, `o` apart.
+    ///
+    /// # Safety
+    /// As [`Store::band`], for those outputs, which a kernel stored.
+    unsafe fn after(&self, dst: *mut f32, n: usize, columns: usize) {
         if self.rows_after {
             for i in 0..n {
-                // SAFETY: as above.
+                // SAFETY: the caller's.
                 let row = unsafe { std::slice::from_raw_parts_mut(dst.add(i * self.o), columns) };
                 (self.activate)(row);
+            }
+        }
+    }
+
+    /// [`Store::band`] for a paired panel of `V = v` vectors: each output
+    /// row's pixels `x` and `x + wo.div_ceil(2)` as a pair, row `y`'s pair
+    /// `r`'s patch (the copy's `[ch][2]` for both) in group `g` from `a[at(y,
+    /// r) + 2 g cg]`.
+    ///
+    /// # Safety
+    /// As [`Store::band`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn pairs(
+        &self,
+        v: usize,
+        isa: Isa,
+        (a, steps): (&[f32], &Steps),
+        at: impl Fn(usize, usize) -> usize,
+        (image, y0, y1): (usize, usize, usize),
+        wo: usize,
+        cg: usize,
+    ) {
+        let pairs = wo.div_ceil(2);
+        let (width, panel) = (16 * v, 16 * v * self.depth);
+        let pitch = if pairs > 1 { at(y0, 1) - at(y0, 0) } else { 0 };
+        let act = if self.rows_after { None } else { self.act };
+        for y in y0..y1 {
+            let mut run = PairRun::new(a, (at(y, 0), pitch, pairs), steps);
+            for group in 0..self.o / self.og {
+                run.shift = 2 * group * cg;
+                let b = &self.packed[group * panel..][..panel];
+                let bias = self.biases[group * CHANNELS..][..CHANNELS]
+                    .try_into()
+                    .expect("a panel's biases");
+                let start = self.at(image, y, 0) + group * self.og;
+                assert!(T::IS_F32 && start + (wo - 1) * self.o + self.og <= self.len);
+                let dst = self.out.get().cast::<f32>().wrapping_add(start);
+                let residual = self.residual_from(start, dst);
+                let to = PairOut {
+                    dst,
+                    ldc: self.o,
+                    apart: pairs * self.o,
+                    seconds: wo - pairs,
+                    columns: self.og,
+                };
+                debug_assert_eq!(b.len(), width * steps.len());
+                // SAFETY: T is f32; the row's `wo` pixels of channels
+                // `start..+ og` are inside the output (asserted) and the
+                // caller's; the residual holds as many values (asserted) at
+                // the same indices.
+                let stored = unsafe {
+                    if v == 1 {
+                        sgemm::pair_run_store::<16, 1>(isa, &run, b, to, (bias, act, residual))
+                    } else {
+                        sgemm::pair_run_store::<8, 3>(isa, &run, b, to, (bias, act, residual))
+                    }
+                };
+                assert!(stored, "conv2d: {isa:?} stores no pair runs");
+                // SAFETY: as above.
+                unsafe { self.after(dst, wo, self.og) };
             }
         }
     }

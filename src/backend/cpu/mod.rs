@@ -4,6 +4,7 @@
 
 mod alloc;
 mod conv;
+mod conv_bands;
 mod conv_call;
 mod conv_gemm;
 mod conv_nhwc;

@@ -16,10 +16,12 @@
 //! one: the same on every thread count, within rounding of each other
 //! across kernels.
 
+mod pairs;
 mod pixels;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+pub(crate) use pairs::{PairOut, PairRun, pair_run_store};
 pub(crate) use pixels::{
     CHANNELS, NARROW_PIXELS, PIXELS, PixelRows, PixelRun, PixelSums, Steps, pixel_run_store,
     pixel_tile, pixel_tile_store,

@@ -44,6 +44,17 @@ impl Steps {
     pub(crate) fn len(&self) -> usize {
         self.steps.len()
     }
+
+    /// The steps' offsets.
+    #[cfg(any(target_arch = "x86_64", test))]
+    pub(super) fn offsets(&self) -> &[usize] {
+        &self.steps
+    }
+
+    /// The largest offset.
+    pub(super) fn reach(&self) -> usize {
+        self.reach
+    }
 }
 
 /// Where a tile's `A` values lie: row `i` at step `p` is `a[bases[i] +

@@ -2,6 +2,7 @@
 //! `k` steps; each step loads a row of `B` as vectors (row `p` at `b +
 //! rows[p]`) and multiply-adds each `A` value broadcast against them.
 
+use super::pairs::{PairOut, PairRun};
 use super::pixels::{CHANNELS, PixelRows, PixelRun, PixelSums};
 use super::{Act, MAX_TILE};
 use std::arch::x86_64::*;
@@ -352,5 +353,127 @@ const fn act_of(code: u8) -> Option<Act> {
         2 => Some(Act::Hardsigmoid),
         3 => Some(Act::Hardswish),
         _ => None,
+    }
+}
+
+/// A paired tile's sums on AVX-512F: `P` pairs by `V` zmm registers, `V`
+/// `B` vectors a step (`16 V` floats), pair `i`'s two values at step `p`
+/// broadcast as one 64-bit value from `from[i] + steps[p]`.
+///
+/// # Safety
+/// The processor has AVX-512F; every `from[i] + steps[p]` is two floats
+/// to read, and `b` holds `16 V` floats for each step.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn pair_sums_avx512<const P: usize, const V: usize>(
+    from: &[*const f32; P],
+    steps: &[usize],
+    b: *const f32,
+) -> [[__m512; V]; P] {
+    let mut acc = [[_mm512_setzero_ps(); V]; P];
+    for (p, &s) in steps.iter().enumerate() {
+        // SAFETY: step p reads b[16 V p..][..16 V] and from[i] + s, two
+        // floats (the caller's).
+        unsafe {
+            let bp = b.add(p * 16 * V);
+            let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
+            for (sums, row) in acc.iter_mut().zip(from) {
+                let two = row.add(s).cast::<f64>().read_unaligned();
+                let av = _mm512_castpd_ps(_mm512_set1_pd(two));
+                for (sum, &bv) in sums.iter_mut().zip(&bv) {
+                    *sum = _mm512_fmadd_ps(av, bv, *sum);
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// A run of paired tiles on AVX-512F stored from their registers
+/// (`pairs::pair_run_store`): each pair's interleaved sums split into its
+/// two pixels' `W` vectors of channels (`W` = `V / 2` rounded up), each
+/// plus `bias`, plus (`RES`) the residual at the pixel's offset from `res`,
+/// then `ACT`, stored masked to `to.columns`.
+///
+/// # Safety
+/// The processor has AVX-512F; `run` passed `PairRun::check` for `b` and
+/// tiles of `P`; `to.columns <= 16 W`; every pixel `to` names is the
+/// caller's to write, and (`RES`) `res` at its offsets floats to read.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn pair_run_avx512<
+    const P: usize,
+    const V: usize,
+    const W: usize,
+    const ACT: u8,
+    const RES: bool,
+>(
+    run: &PairRun<'_>,
+    b: *const f32,
+    to: PairOut,
+    (bias, res): (&[f32; CHANNELS], *const f32),
+) {
+    let act = act_of(ACT);
+    let mask = |n: usize| -> __mmask16 { ((1u32 << n.min(16)) - 1) as __mmask16 };
+    let masks: [__mmask16; W] = std::array::from_fn(|w| mask(to.columns.saturating_sub(16 * w)));
+    // SAFETY: the bias holds 32 >= 16 W floats.
+    let adds: [__m512; W] =
+        std::array::from_fn(|w| unsafe { _mm512_loadu_ps(bias.as_ptr().add(16 * w)) });
+    // The even lanes of two vectors, then the odd ones: a pair's first
+    // pixel's channels, then its second's.
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    let (first, pitch, pairs) = (run.first(), run.pitch(), run.pairs());
+    let ldc = to.ldc;
+    let mut done = 0;
+    while done < pairs {
+        // The last tile reaches back to end at the last pair.
+        let start = done.min(pairs - P);
+        // The output's lines of the pairs AHEAD_PIXELS / 2 on, both
+        // pixels' (as `pixel_run_avx512` asks for its tiles').
+        let ahead = (start + P + AHEAD_PIXELS / 2) * ldc;
+        for i in 0..P {
+            for w in 0..W {
+                for at in [
+                    ahead + i * ldc + 16 * w,
+                    ahead + i * ldc + 16 * w + to.apart,
+                ] {
+                    _mm_prefetch::<_MM_HINT_T0>(to.dst.wrapping_add(at).cast());
+                }
+            }
+        }
+        let from: [*const f32; P] =
+            std::array::from_fn(|i| first.wrapping_add((start + i) * pitch));
+        // SAFETY: the run's reads lie inside its input (checked).
+        let acc = unsafe { pair_sums_avx512::<P, V>(&from, run.steps(), b) };
+        for (i, sums) in acc.iter().enumerate().skip(done - start) {
+            let r = start + i;
+            let halves = [even, odd].map(|lanes| -> [__m512; W] {
+                std::array::from_fn(|w| {
+                    let (lo, hi) = (sums[2 * w], sums[(2 * w + 1).min(V - 1)]);
+                    _mm512_permutex2var_ps(lo, lanes, hi)
+                })
+            });
+            for (k, pixel) in halves.iter().enumerate() {
+                if k == 1 && r >= to.seconds {
+                    break;
+                }
+                let at = r * ldc + k * to.apart;
+                for w in 0..W {
+                    // SAFETY: the masks store the pixel's first `columns`
+                    // floats, the caller's to write, and read as many of
+                    // the residual's, the caller's to read.
+                    unsafe {
+                        let mut value = _mm512_add_ps(pixel[w], adds[w]);
+                        if RES {
+                            let r = _mm512_maskz_loadu_ps(masks[w], res.wrapping_add(at + 16 * w));
+                            value = _mm512_add_ps(value, r);
+                        }
+                        let value = activate_avx512(value, act);
+                        _mm512_mask_storeu_ps(to.dst.wrapping_add(at + 16 * w), masks[w], value);
+                    }
+                }
+            }
+        }
+        done = start + P;
     }
 }

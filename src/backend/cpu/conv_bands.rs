@@ -1,0 +1,123 @@
+//! A channels-last convolution's copies of the input rows a band of
+//! outputs reads: zero-padded, widened to f32, each pixel's channels side
+//! by side ([`copy_rows`]), or each channel's value of two pixels side by
+//! side ([`copy_pairs`], for the paired kernels of `sgemm/pairs.rs`).
+
+use super::numeric::Widen;
+
+/// The image a band copy reads: `x` from `offset`, `dims` `[c, h, w]`,
+/// `strides` `[n, c, h, w]`, padded by `pad` rows and columns before.
+pub(super) struct Input<'a, T> {
+    pub(super) x: &'a [T],
+    pub(super) dims: [usize; 3],
+    pub(super) strides: [isize; 4],
+    pub(super) offset: usize,
+    pub(super) pad: [usize; 2],
+}
+
+impl<T: Widen> Input<'_, T> {
+    /// Writes padded column `q`'s channels of row `y` (of `image`) to
+    /// `dst[ch lanes]`, zeros where `y` or `q` lies in the padding.
+    fn pixel(&self, dst: &mut [f32], lanes: usize, (image, y): (usize, isize), q: usize) {
+        let ([c, h, wd], [sn, sc, sh, sw]) = (self.dims, self.strides);
+        let column = q as isize - self.pad[1] as isize;
+        if !(0..h as isize).contains(&y) || !(0..wd as isize).contains(&column) {
+            dst.iter_mut().step_by(lanes).for_each(|v| *v = 0.0);
+            return;
+        }
+        let at = self.offset as isize + image as isize * sn + y * sh + column * sw;
+        if sc == 1 {
+            let from = &self.x[at as usize..at as usize + c];
+            for (slot, v) in dst.iter_mut().step_by(lanes).zip(from) {
+                *slot = v.to_f32();
+            }
+        } else {
+            for (ch, slot) in dst.iter_mut().step_by(lanes).enumerate() {
+                *slot = self.x[(at + ch as isize * sc) as usize].to_f32();
+            }
+        }
+    }
+}
+
+/// Copies padded input rows `top..top + rows` of `image` into `copy`,
+/// `[r][q][c]`: row `r` is input row `top + r - pad0`, column `q` input
+/// column `q - pad1` (`wq` of them), each pixel's `c` channels side by
+/// side, widened to f32, zeros outside the input. Every element written.
+pub(super) fn copy_rows<T: Widen>(
+    input: &Input<'_, T>,
+    copy: &mut [f32],
+    image: usize,
+    top: usize,
+    wq: usize,
+) {
+    let ([c, h, wd], [pad0, pad1]) = (input.dims, input.pad);
+    let [sn, sc, sh, sw] = input.strides;
+    // Columns q inside the input: pad1 <= q < pad1 + wd.
+    let (lo, hi) = (pad1.min(wq), (pad1 + wd).min(wq));
+    for (r, dst) in copy.chunks_mut(wq * c).enumerate() {
+        let y = (top + r) as isize - pad0 as isize;
+        if !(0..h as isize).contains(&y) || lo == hi {
+            dst.fill(0.0);
+            continue;
+        }
+        dst[..lo * c].fill(0.0);
+        dst[hi * c..].fill(0.0);
+        if sc == 1 && sw == c as isize {
+            // Dense pixels: the row's inside is one run.
+            let first = input.offset as isize + image as isize * sn + y * sh;
+            let at = (first + (lo as isize - pad1 as isize) * sw) as usize;
+            let len = (hi - lo) * c;
+            for (slot, v) in dst[lo * c..hi * c].iter_mut().zip(&input.x[at..at + len]) {
+                *slot = v.to_f32();
+            }
+            continue;
+        }
+        for (q, pixel) in dst[lo * c..hi * c].chunks_mut(c).enumerate() {
+            input.pixel(pixel, 1, (image, y), q + lo);
+        }
+    }
+}
+
+/// Copies padded input rows `top..top + rows` of `image` into `copy` in
+/// pairs, `[r][q][c][2]`: `[r][q][ch][0]` is [`copy_rows`]' `[r][q][ch]`
+/// and `[r][q][ch][1]` its `[r][q + half][ch]` (zero past the padded
+/// row's end too), `wq` pair columns a row. Every element written.
+pub(super) fn copy_pairs<T: Widen>(
+    input: &Input<'_, T>,
+    copy: &mut [f32],
+    image: usize,
+    top: usize,
+    (wq, half): (usize, usize),
+) {
+    let [c, h, wd] = input.dims;
+    let [sn, sc, sh, sw] = input.strides;
+    for (r, dst) in copy.chunks_mut(wq * 2 * c).enumerate() {
+        let y = (top + r) as isize - input.pad[0] as isize;
+        if !(0..h as isize).contains(&y) {
+            dst.fill(0.0);
+            continue;
+        }
+        let first = input.offset as isize + image as isize * sn + y * sh;
+        // Padded column q's channels where they lie side by side inside
+        // the input.
+        let pixel = |q: usize| -> Option<&[T]> {
+            let column = q as isize - input.pad[1] as isize;
+            let at = (first + column * sw) as usize;
+            (sc == 1 && (0..wd as isize).contains(&column)).then(|| &input.x[at..at + c])
+        };
+        for (q, pair) in dst.chunks_exact_mut(2 * c).enumerate() {
+            match (pixel(q), pixel(q + half)) {
+                (Some(a), Some(b)) => {
+                    for ((two, u), v) in pair.chunks_exact_mut(2).zip(a).zip(b) {
+                        two[0] = u.to_f32();
+                        two[1] = v.to_f32();
+                    }
+                }
+                _ => {
+                    input.pixel(pair, 2, (image, y), q);
+                    input.pixel(&mut pair[1..], 2, (image, y), q + half);
+                }
+            }
+        }
+    }
+}
