@@ -138,20 +138,27 @@ pub(super) fn images<T: Widen>(
     // f32 outputs whose activation the kernels apply are finished as the
     // kernel stores them; others go through a row of sums.
     let in_kernel = T::IS_F32 && (op.is_none() || Act::of(op).is_some());
-    super::threads::for_each_piece_mut(out, row, |(k, dst)| {
-        let (image, y) = (k / ho, k % ho);
-        if in_kernel && let Some(dst) = T::as_f32s_mut(dst) {
-            let fin = Some((bias.as_slice(), Act::of(op)));
-            plan.row(isa, &source, &taps, (image, y), (dst, fin));
-            return;
+    // Bands of rows, four a thread: a thread's rows follow each other (the
+    // rows ahead it asks for are its own next rows', and the input rows two
+    // output rows share are read once).
+    let band = (n * ho).div_ceil(4 * super::threads::count()).max(1);
+    super::threads::for_each_piece_mut(out, band * row, |(b, rows)| {
+        for (r, dst) in rows.chunks_mut(row).enumerate() {
+            let k = b * band + r;
+            let (image, y) = (k / ho, k % ho);
+            if in_kernel && let Some(dst) = T::as_f32s_mut(dst) {
+                let fin = Some((bias.as_slice(), Act::of(op)));
+                plan.row(isa, &source, &taps, (image, y), (dst, fin));
+                continue;
+            }
+            ROW.with(|cell| {
+                let mut sums = cell.take();
+                sums.resize(row, 0.0);
+                plan.row(isa, &source, &taps, (image, y), (&mut sums, None));
+                finish(isa, &mut sums, &bias, (op, activate), dst);
+                cell.set(sums);
+            });
         }
-        ROW.with(|cell| {
-            let mut sums = cell.take();
-            sums.resize(row, 0.0);
-            plan.row(isa, &source, &taps, (image, y), (&mut sums, None));
-            finish(isa, &mut sums, &bias, (op, activate), dst);
-            cell.set(sums);
-        });
     });
     Ok(())
 }
