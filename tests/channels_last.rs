@@ -159,7 +159,8 @@ fn dense_cases() -> Vec<Case> {
         // Pairs of pixels (f32 on AVX-512, from a copy): 24 channels (8
         // pairs a tile) and 8 (16), odd rows (a pair without its second
         // pixel) and a last tile reaching back, stride 2, dilation, groups,
-        // a 1x3; 24 channels on too short a row for a tile of pairs.
+        // a 1x3; rows of exactly one tile of pairs, and of one pixel too few
+        // for a tile (unpaired).
         ([1, 16, 4, 37], 24, [3, 3], [1, 1], [1, 1], [1, 1], 1),
         ([1, 10, 7, 40], 24, [3, 3], [2, 2], [1, 1], [1, 1], 1),
         ([2, 6, 6, 35], 24, [3, 3], [1, 1], [2, 2], [2, 2], 1),
@@ -168,6 +169,7 @@ fn dense_cases() -> Vec<Case> {
         ([1, 9, 3, 34], 24, [3, 3], [1, 1], [1, 1], [1, 1], 3),
         ([1, 7, 2, 40], 24, [1, 3], [1, 1], [0, 1], [1, 1], 1),
         ([1, 5, 3, 15], 24, [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        ([1, 5, 3, 13], 24, [3, 3], [1, 1], [1, 1], [1, 1], 1),
         // One output pixel; one row; the kernel as large as the image.
         ([1, 4, 3, 3], 5, [3, 3], [1, 1], [0, 0], [1, 1], 1),
         ([1, 7, 1, 30], 10, [1, 3], [1, 1], [0, 1], [1, 1], 1),

@@ -80,8 +80,10 @@ pub(super) fn copy_rows<T: Widen>(
 
 /// Copies padded input rows `top..top + rows` of `image` into `copy` in
 /// pairs, `[r][q][c][2]`: `[r][q][ch][0]` is [`copy_rows`]' `[r][q][ch]`
-/// and `[r][q][ch][1]` its `[r][q + half][ch]` (zero past the padded
-/// row's end too), `wq` pair columns a row. Every element written.
+/// and `[r][q][ch][1]` its `[r][q + half][ch]` (`half` padded columns on:
+/// the second pixel's; zero past the input's last column, which only a
+/// pixel past the output's last reads), `wq` pair columns a row. Every
+/// element written.
 pub(super) fn copy_pairs<T: Widen>(
     input: &Input<'_, T>,
     copy: &mut [f32],

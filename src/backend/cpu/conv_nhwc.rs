@@ -9,7 +9,10 @@
 //! over its pixels as they are), else through a band's copy of the input
 //! rows it reads (zero-padded, widened to f32, channels-last). The
 //! group's weights are packed once as panels of [`CHANNELS`] output
-//! channels.
+//! channels. A group of 8 or 24 f32 channels from a copy runs in pairs of
+//! pixels instead (`sgemm::pair_run_store`): the copy then holds each
+//! value of two pixels side by side, and a group's one panel each
+//! channel's weight twice.
 //!
 //! Each output is the one f32 sum the convolution over planes makes
 //! (`conv_gemm.rs`): over the input channels and taps in the same order,
@@ -268,10 +271,10 @@ pub(super) fn images<T: Widen>(
     // once for the weight's data as it is and kept with its storage (a
     // network's every pass packed all its weights again: more than half of
     // the squeeze-excite's 480 -> 128 on one pixel), but where the panels
-    // would be more than half padding (groups of fewer than 16 channels),
-    // which are packed for the call alone. Kept panels are f32 and live as
-    // long as the weight's storage, or to the next write to it and
-    // convolution.
+    // would be more than half padding (unpaired groups of fewer than 16
+    // channels), which are packed for the call alone. Kept panels are f32
+    // and live as long as the weight's storage, or to the next write to it
+    // and convolution.
     let panels = og.div_ceil(CHANNELS);
     let (width, lanes) = paired.map_or((CHANNELS, 1), |v| (16 * v, 2));
     let wd = wl.dims();
@@ -417,7 +420,8 @@ struct Store<'a, T> {
     out: Shared<T>,
     len: usize,
     pitch: Pitch,
-    /// Each group's weight panels, `[group][q][p][j]`, and their biases
+    /// Each group's weight panels, `[group][q][p][j]` (paired:
+    /// `[group][p][2 j + lane]`, one panel a group), and their biases
     /// `[group][q][j]` (-0 where there is none).
     packed: &'a [f32],
     biases: &'a [f32],

@@ -60,8 +60,9 @@ pub(super) fn images<T: Widen>(
     }
     let multiplier = o / c.max(1);
     let [kh, kw] = call.kernel;
-    // The taps' weights, [tap][channel], on a cache line (the kernels'
-    // 16-channel loads of a tap would straddle two from a `Vec`).
+    // The taps' weights, [tap][channel], from a cache line: where the
+    // channels are a multiple of 16, each tap's 16-channel loads then lie
+    // on lines (from a `Vec` they straddled two).
     let ws = wl.strides();
     let mut taps = HostVec::<f32>::try_zeroed(OP, kh * kw * o)?;
     // Row by row (a division an element cost a 5x5 over 480 channels at

@@ -107,8 +107,7 @@ fn vector_kernels() -> Vec<Isa> {
 
 /// `A [m, k]` (element `(r, p)` is `at(r, p)`) packed as panels of
 /// `isa.mr()` rows: panel `q` holds `[p][i]` = `at(q mr + i, p)`, zero for
-/// rows past `m`; on a cache line, as the kernels' vector loads of a
-/// panel's columns want (`HostVec`).
+/// rows past `m`; on a cache line (`HostVec`), as every packed panel.
 ///
 /// # Errors
 /// `Error::OutOfMemory` naming `op` where the allocation is refused.

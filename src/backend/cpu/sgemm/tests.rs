@@ -443,3 +443,130 @@ fn store_wide_run(run: &PixelRun<'_>, b: &[f32]) {
         );
     }
 }
+
+/// Runs of `P`-pair tiles against each pixel's f32 sum written out
+/// (fused multiply-adds over the steps in order, plus the bias, the
+/// residual, then the activation): whole tiles and a last one reaching
+/// back, a pair without its second pixel, masked channels, a shift,
+/// a residual apart and one in the output itself (added once where
+/// the last tile reaches back); the floats between pixels left alone.
+fn pair_run_case<const P: usize, const V: usize>(rng: &mut Rng) {
+    const LDC: usize = 29;
+    let a: Vec<f32> = (0..6000).map(|_| 4.0 * rng.next()).collect();
+    for (depth, pairs, pitch) in [(1usize, P, 2usize), (13, P + 1, 6), (40, 2 * P + 3, 20)] {
+        let width = 16 * V;
+        let b: Vec<f32> = (0..depth * width).map(|_| rng.next()).collect();
+        let steps = Steps::new((0..depth).map(|p| (p * 14) % 62).collect());
+        let bias: [f32; CHANNELS] = std::array::from_fn(|_| rng.next());
+        let columns = 8 * V - 1;
+        let apart = pairs * LDC + 3;
+        let len = apart + pairs * LDC;
+        let residual: Vec<f32> = (0..len).map(|_| 4.0 * rng.next()).collect();
+        let mut run = PairRun::new(&a, (5, pitch, pairs), &steps);
+        run.shift = 4;
+        for act in [
+            None,
+            Some(Act::Relu),
+            Some(Act::Hardsigmoid),
+            Some(Act::Hardswish),
+        ] {
+            for kind in 0..3 {
+                let mut got = if kind == 2 {
+                    residual.clone()
+                } else {
+                    vec![f32::NAN; len]
+                };
+                let to = PairOut {
+                    dst: got.as_mut_ptr(),
+                    ldc: LDC,
+                    apart,
+                    seconds: pairs - 1,
+                    columns,
+                };
+                let r = match kind {
+                    0 => None,
+                    1 => Some(residual.as_ptr()),
+                    _ => Some(to.dst.cast_const()),
+                };
+                // SAFETY: every pixel's `columns` floats lie in `got`,
+                // and the residual's at the same offsets.
+                let stored =
+                    unsafe { pair_run_store::<P, V>(Isa::best(), &run, &b, to, (&bias, act, r)) };
+                if !stored {
+                    assert!(!Isa::best().stores_pair_runs());
+                    return;
+                }
+                let mut want = if kind == 2 {
+                    residual.clone()
+                } else {
+                    vec![f32::NAN; len]
+                };
+                for pair in 0..pairs {
+                    for lane in 0..2 - usize::from(pair >= pairs - 1) {
+                        let at = pair * LDC + lane * apart;
+                        for j in 0..columns {
+                            let mut sum = 0.0f32;
+                            for (p, &s) in steps.offsets().iter().enumerate() {
+                                let v = a[5 + pair * pitch + 4 + s + lane];
+                                sum = v.mul_add(b[p * width + 2 * j + lane], sum);
+                            }
+                            let mut value = sum + bias[j];
+                            if kind > 0 {
+                                value += residual[at + j];
+                            }
+                            want[at + j] = activated(act, value);
+                        }
+                    }
+                }
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        w.to_bits(),
+                        "{P} pairs x {V}, depth {depth}, {pairs} pairs, {act:?}, \
+                         residual {kind}: float {k}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn paired_runs_are_each_pixels_sums_bit_for_bit() {
+    let mut rng = Rng(0x9a1f);
+    pair_run_case::<8, 3>(&mut rng);
+    pair_run_case::<16, 1>(&mut rng);
+}
+
+#[test]
+#[should_panic(expected = "sgemm pair run")]
+fn paired_runs_reading_past_their_input_are_refused() {
+    let (a, b) = (vec![0.0; 64], vec![0.0; 2 * 48]);
+    let steps = Steps::new(vec![0, 10]);
+    // The last pair's patch at 7 x 8 = 56, its last step's second
+    // float at 67.
+    store_pair_run(&PairRun::new(&a, (0, 8, 8), &steps), &b);
+}
+
+#[test]
+#[should_panic(expected = "sgemm pair run")]
+fn paired_runs_shorter_than_a_tile_are_refused() {
+    let (a, b) = (vec![0.0; 64], vec![0.0; 48]);
+    let steps = Steps::new(vec![0]);
+    store_pair_run(&PairRun::new(&a, (0, 2, 7), &steps), &b);
+}
+
+/// Stores `run`'s tiles of 8 pairs by 3 vectors of `b` into a buffer of
+/// its own, 24 floats a pixel.
+fn store_pair_run(run: &PairRun<'_>, b: &[f32]) {
+    let mut out = vec![0.0; (2 * run.pairs() + 1) * 24];
+    let to = PairOut {
+        dst: out.as_mut_ptr(),
+        ldc: 24,
+        apart: run.pairs() * 24,
+        seconds: run.pairs(),
+        columns: 24,
+    };
+    // SAFETY: every pixel's 24 floats lie in `out`.
+    unsafe { pair_run_store::<8, 3>(Isa::best(), run, b, to, (&[0.0; CHANNELS], None, None)) };
+}

@@ -397,7 +397,7 @@ unsafe fn pair_sums_avx512<const P: usize, const V: usize>(
 ///
 /// # Safety
 /// The processor has AVX-512F; `run` passed `PairRun::check` for `b` and
-/// tiles of `P`; `to.columns <= 16 W`; every pixel `to` names is the
+/// tiles of `P`; `to.columns <= 8 V`; every pixel `to` names is the
 /// caller's to write, and (`RES`) `res` at its offsets floats to read.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn pair_run_avx512<
