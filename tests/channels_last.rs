@@ -767,5 +767,66 @@ fn kept_weight_panels_follow_every_write_and_view() {
         check_on(&narrow, &twelve, 1, "12 channels in one group");
         check(&twelve, 2, "the same view in two groups");
         check_on(&narrow, &twelve, 1, "12 channels in one group again");
+        // Views of other strides, read through them: flipped taps, the
+        // taps transposed (the same offset and dims over the same memory:
+        // the strides alone tell them apart), the weight channels-last
+        // (PyTorch's `model.to(memory_format=channels_last)`), and a
+        // permuted storage of [24, 40, 3, 3].
+        check(&first.flip(&[2, 3]).unwrap(), 1, "the first 40 flipped");
+        check(&first, 1, "the first 40 after their flip");
+        check(
+            &first.transpose(2, 3).unwrap(),
+            1,
+            "the first 40's taps transposed",
+        );
+        check(&first, 1, "the first 40 after their transpose");
+        let cl = first.to_channels_last().unwrap();
+        check(&cl, 1, "the first 40 channels-last");
+        check(&cl, 1, "the first 40 channels-last again");
+        let other = Tensor::from_vec(noise(24 * 40 * 9, 15), [24, 40, 3, 3], &dev).unwrap();
+        check(
+            &other.permute(&[1, 0, 2, 3]).unwrap(),
+            1,
+            "a permuted storage",
+        );
+        // Depthwise, through a flipped view.
+        let dw = Tensor::from_vec(noise(24 * 9, 16), [24, 1, 3, 3], &dev).unwrap();
+        check(&dw.flip(&[2, 3]).unwrap(), 24, "depthwise taps flipped");
+    }
+}
+
+/// A weight of another memory order (channels-last, as PyTorch's
+/// `model.to(memory_format=channels_last)` makes it) is read where it
+/// lies on the CPU: the convolution is one op, no copy of the weight
+/// made for the call, its values the dense weight's bit for bit.
+#[test]
+fn a_channels_last_weight_is_read_in_place_on_the_cpu() {
+    for threads in [1, 2] {
+        let dev = Device::cpu_with_threads(threads).unwrap();
+        for (c, o, groups) in [(16, 24, 1), (16, 40, 1), (16, 16, 16)] {
+            let x = Tensor::from_vec(noise(c * 100, 20), [1, c, 10, 10], &dev)
+                .unwrap()
+                .to_channels_last()
+                .unwrap();
+            let w = Tensor::from_vec(noise(o * c / groups * 9, 21), [o, c / groups, 3, 3], &dev)
+                .unwrap();
+            let cl = w.to_channels_last().unwrap();
+            // (One input channel a group: channels-last is row-major.)
+            assert_eq!(cl.is_contiguous(), groups == c);
+            let conv = Conv::new().padding(1).groups(groups);
+            let want = x.conv2d(&w, &conv).unwrap();
+            let mut got = None;
+            let profile = dev
+                .profile(|| {
+                    got = Some(x.conv2d(&cl, &conv)?);
+                    Ok(())
+                })
+                .unwrap();
+            let names: Vec<&str> = profile.ops().iter().map(|op| op.name).collect();
+            let what = format!("{c} -> {o} in {groups} groups, {threads} threads");
+            let op = if groups == c { "depthwise" } else { "conv2d" };
+            assert_eq!(names, [op], "{what}");
+            assert_same_bits(&got.unwrap(), &want, &what);
+        }
     }
 }

@@ -588,9 +588,12 @@ fn implicit_gemm(
     };
     let input = x;
     let x = x.to_dtype(dtype)?;
-    let weight = weight.to_dtype(dtype)?.contiguous()?;
-    // The CPU's kernel adds the bias and applies the activation.
+    // The CPU's kernels read the weight through its strides and keep its
+    // packed panels with its storage: a channels-last or flipped weight is
+    // not copied (and packed again) for each call. The GPU's read it dense.
     let on_cpu = x.device().is_cpu();
+    let weight = dense_off_cpu(weight.to_dtype(dtype)?)?;
+    // The CPU's kernel adds the bias and applies the activation.
     let bias = match checked_bias(op, conv, geometry.out[1])? {
         Some(b) if on_cpu => Some(b.to_dtype(DType::F32)?.contiguous()?),
         _ => None,
@@ -703,7 +706,7 @@ fn depthwise_kernel(
     };
     let input = x;
     let x = x.to_dtype(dtype)?;
-    let weight = weight.to_dtype(dtype)?.contiguous()?;
+    let weight = dense_off_cpu(weight.to_dtype(dtype)?)?;
     let out = fresh_output(op, input, geometry.out, dtype)?;
     if [&x, &weight, &out]
         .iter()
@@ -731,6 +734,16 @@ fn depthwise_kernel(
         activation,
     })?;
     Ok(Some((out, activation.is_some())))
+}
+
+/// `weight` as it is on the CPU, whose kernels read a weight through its
+/// strides; dense elsewhere.
+fn dense_off_cpu(weight: Tensor) -> Result<Tensor> {
+    if weight.device().is_cpu() {
+        Ok(weight)
+    } else {
+        weight.contiguous()
+    }
 }
 
 /// A convolution kernel's fresh `[n, o, ho, wo]` output of `dtype`:

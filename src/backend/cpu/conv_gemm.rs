@@ -92,11 +92,11 @@ pub(super) fn images<T: Widen>(
 ) -> Result<()> {
     let (xl, wl, ol) = (&call.input.layout, &call.weight.layout, &call.out.layout);
     let (xd, od) = (xl.dims(), ol.dims());
-    let dense = ol.offset() == 0 && out.len() == ol.numel() && wl.is_contiguous();
+    let dense = ol.offset() == 0 && out.len() == ol.numel();
     if xd.len() != 4 || od.len() != 4 || wl.rank() != 4 || !dense {
         return Err(Error::internal(
             OP,
-            "convolution operands must be rank 4, the output fresh and the weight dense",
+            "convolution operands must be rank 4 and the output fresh",
         ));
     }
     let strides: [isize; 4] = xl
@@ -139,16 +139,12 @@ pub(super) fn images<T: Widen>(
     let og = o / s.groups;
     // Each group's weights `[og, depth]` as panels of mr channels, kept
     // with the weight's storage where at most half padding.
-    let (wd, mr) = (wl.dims(), isa.mr());
-    let from = [wl.offset(), wd[0], wd[1], wd[2], wd[3], s.groups, mr];
+    let mr = isa.mr();
+    let from = super::kept_weights::from(wl, s.groups, mr);
+    let at = super::kept_weights::element(wl);
     let kept = super::kept_weights::packed(storage, from, og.div_ceil(mr) * mr <= 2 * og, || {
         (0..s.groups)
-            .map(|g| {
-                let first = wl.offset() + g * og * depth;
-                sgemm::pack_a(OP, isa, (og, depth), |r, p| {
-                    w[first + r * depth + p].to_f32()
-                })
-            })
+            .map(|g| sgemm::pack_a(OP, isa, (og, depth), |r, p| w[at(g * og + r, p)].to_f32()))
             .collect::<Result<Vec<_>>>()
     })?;
     let weights = &kept.packed;

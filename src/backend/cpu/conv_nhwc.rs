@@ -172,11 +172,11 @@ pub(super) fn images<T: Widen>(
             + od[3] * od[1]
             + ol.offset()
             <= out.len();
-    if xd.len() != 4 || wl.rank() != 4 || !(dense || pitched) || !wl.is_contiguous() {
+    if xd.len() != 4 || wl.rank() != 4 || !(dense || pitched) {
         return Err(Error::internal(
             OP,
             "a channels-last convolution's output must be dense or rows apart, and its weight \
-             dense",
+             rank 4",
         ));
     }
     // Where output pixel (image, y, x) starts: `offset + image pitch.image
@@ -277,8 +277,8 @@ pub(super) fn images<T: Widen>(
     // and convolution.
     let panels = og.div_ceil(CHANNELS);
     let (width, lanes) = paired.map_or((CHANNELS, 1), |v| (16 * v, 2));
-    let wd = wl.dims();
-    let from = [wl.offset(), wd[0], wd[1], wd[2], wd[3], g.groups, width];
+    let from = super::kept_weights::from(wl, g.groups, width);
+    let at = super::kept_weights::element(wl);
     // On a cache line: each step's two 64-byte loads of a panel row, from
     // a block of the system allocator's 16 bytes past one, straddled two
     // lines (a 3x3 convolution 96 -> 24 channels at 160x160 on a Xeon:
@@ -292,9 +292,8 @@ pub(super) fn images<T: Widen>(
                 if j >= og {
                     break;
                 }
-                let row = wl.offset() + (group * og + j) * depth;
-                for (p, v) in w[row..row + depth].iter().enumerate() {
-                    panel[p * width + col] = v.to_f32();
+                for p in 0..depth {
+                    panel[p * width + col] = w[at(group * og + j, p)].to_f32();
                 }
             }
         }
