@@ -16,24 +16,36 @@ pub(super) struct Input<'a, T> {
 }
 
 impl<T: Widen> Input<'_, T> {
+    /// Where padded column `q` of row `y` (of `image`) starts in `x`: none
+    /// where `y` or `q` lies in the padding.
+    fn start(&self, (image, y): (usize, isize), q: usize) -> Option<isize> {
+        let ([_, h, wd], [sn, _, sh, sw]) = (self.dims, self.strides);
+        let column = q as isize - self.pad[1] as isize;
+        ((0..h as isize).contains(&y) && (0..wd as isize).contains(&column))
+            .then(|| self.offset as isize + image as isize * sn + y * sh + column * sw)
+    }
+
+    /// Padded column `q`'s channels of row `y` (of `image`) where they lie
+    /// side by side inside the input.
+    fn run(&self, row: (usize, isize), q: usize) -> Option<&[T]> {
+        let at = self.start(row, q).filter(|_| self.strides[1] == 1)? as usize;
+        Some(&self.x[at..at + self.dims[0]])
+    }
+
     /// Writes padded column `q`'s channels of row `y` (of `image`) to
     /// `dst[ch lanes]`, zeros where `y` or `q` lies in the padding.
-    fn pixel(&self, dst: &mut [f32], lanes: usize, (image, y): (usize, isize), q: usize) {
-        let ([c, h, wd], [sn, sc, sh, sw]) = (self.dims, self.strides);
-        let column = q as isize - self.pad[1] as isize;
-        if !(0..h as isize).contains(&y) || !(0..wd as isize).contains(&column) {
+    fn pixel(&self, dst: &mut [f32], lanes: usize, row: (usize, isize), q: usize) {
+        let Some(at) = self.start(row, q) else {
             dst.iter_mut().step_by(lanes).for_each(|v| *v = 0.0);
             return;
-        }
-        let at = self.offset as isize + image as isize * sn + y * sh + column * sw;
-        if sc == 1 {
-            let from = &self.x[at as usize..at as usize + c];
+        };
+        if let Some(from) = self.run(row, q) {
             for (slot, v) in dst.iter_mut().step_by(lanes).zip(from) {
                 *slot = v.to_f32();
             }
         } else {
             for (ch, slot) in dst.iter_mut().step_by(lanes).enumerate() {
-                *slot = self.x[(at + ch as isize * sc) as usize].to_f32();
+                *slot = self.x[(at + ch as isize * self.strides[1]) as usize].to_f32();
             }
         }
     }
@@ -91,24 +103,15 @@ pub(super) fn copy_pairs<T: Widen>(
     top: usize,
     (wq, half): (usize, usize),
 ) {
-    let [c, h, wd] = input.dims;
-    let [sn, sc, sh, sw] = input.strides;
+    let [c, h, _] = input.dims;
     for (r, dst) in copy.chunks_mut(wq * 2 * c).enumerate() {
         let y = (top + r) as isize - input.pad[0] as isize;
         if !(0..h as isize).contains(&y) {
             dst.fill(0.0);
             continue;
         }
-        let first = input.offset as isize + image as isize * sn + y * sh;
-        // Padded column q's channels where they lie side by side inside
-        // the input.
-        let pixel = |q: usize| -> Option<&[T]> {
-            let column = q as isize - input.pad[1] as isize;
-            let at = (first + column * sw) as usize;
-            (sc == 1 && (0..wd as isize).contains(&column)).then(|| &input.x[at..at + c])
-        };
         for (q, pair) in dst.chunks_exact_mut(2 * c).enumerate() {
-            match (pixel(q), pixel(q + half)) {
+            match (input.run((image, y), q), input.run((image, y), q + half)) {
                 (Some(a), Some(b)) => {
                     for ((two, u), v) in pair.chunks_exact_mut(2).zip(a).zip(b) {
                         two[0] = u.to_f32();
