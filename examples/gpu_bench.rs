@@ -39,7 +39,7 @@
 //! `qmatmul_q4_K_...` and `matmul_f16_512x14336x4096` are a 512-token
 //! prompt's product with it (GFLOP/s).
 //!
-//! The FFT rows (`fft_1d_2^20`, `fft2_1024`, `rfft_rows`) count 16 bytes
+//! The FFT rows (`fft_1d_2^20`, `fft_1d_2^22`, `fft2_1024`, `rfft_rows`) count 16 bytes
 //! per complex point (8 read, 8 written; a real row 4 read and 8 written
 //! per output), as the PyTorch peer does.
 //!
@@ -731,23 +731,26 @@ fn attention(o: &Options, dev: &Device) -> Result<bool> {
     Ok(ok)
 }
 
-/// The FFT rows: one line of `n / 16` complex points (2^20; the four-step
-/// algorithm past one kernel's line), a complex `fft2` of 1024 x 1024 (256
+/// The FFT rows: one line of `n / 16` and one of `n / 4` complex points
+/// (2^20 and 2^22; the four-step algorithm past one kernel's line), a
+/// complex `fft2` of 1024 x 1024 (256
 /// x 256 with `--small`), and the `rfft` of each of `side` rows of 1024
 /// reals.
 fn ffts(o: &Options, dev: &Device, n: usize, side: usize) -> Result<bool> {
     let mut ok = true;
     // Results compared as their real parts, then their imaginary parts.
     let parts = |z: Tensor| Tensor::concat(&[&z.real()?, &z.imag()?], 0);
-    if o.wants("fft_1d_2^20") {
-        let len = n / 16;
+    for (name, len) in [("fft_1d_2^20", n / 16), ("fft_1d_2^22", n / 4)] {
+        if !o.wants(name) {
+            continue;
+        }
         let z = Tensor::complex(
             &Tensor::rand([len], DType::F32, 12, dev)?,
             &Tensor::rand([len], DType::F32, 13, dev)?,
         )?;
-        ok &= check("fft_1d_2^20", 1e-3, &[&z], |t| parts(t[0].fft(-1)?))?;
+        ok &= check(name, 1e-3, &[&z], |t| parts(t[0].fft(-1)?))?;
         let t = time(dev, o.runs, || z.fft(-1).and_then(|out| synced(dev, out)))?;
-        row("fft_1d_2^20", t, gbs(16.0 * len as f64, t.1));
+        row(name, t, gbs(16.0 * len as f64, t.1));
     }
     if o.wants("fft2_1024") {
         let e = if o.small { 256 } else { 1024 };

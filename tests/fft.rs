@@ -750,3 +750,72 @@ fn kept_tables_stay_right_through_eviction_and_threads() {
     dev.release_pooled_memory();
     check(&mut (0..lengths.len()), "after the release");
 }
+
+#[test]
+fn columns_are_read_across_their_lines_at_every_length() {
+    // A GPU workgroup reads strided lines whose neighbours are adjacent
+    // (the columns of a matrix, both passes of a four-step transform)
+    // across them: element j of up to 16 lines together (fewer for long
+    // lines), the last workgroup partly empty. Lengths cross every radix
+    // and workgroup shape, column counts cross 16 lines a workgroup, and
+    // the reversed, stepped view of every other column reads backwards
+    // with gaps. The CPU's answers are NumPy's (every_transform_equals_numpy).
+    let cpu = Device::cpu();
+    let gpus: Vec<Device> = devices().into_iter().filter(|d| d.is_gpu()).collect();
+    type Op = fn(&Tensor, usize) -> webtensor::Result<Tensor>;
+    let ops: [(&str, Op); 5] = [
+        ("fft", |t, _| t.fft(0)),
+        ("ifft of every other column reversed", |t, _| {
+            t.slice(s![.., ..;-2])?.ifft(0)
+        }),
+        ("rfft", |t, _| t.real()?.rfft(0)),
+        ("irfft", |t, n| {
+            t.narrow(0, 0, n / 2 + 1)?.irfft(Fft::along(0).size(n))
+        }),
+        ("f16 rfft", |t, _| t.real()?.to_dtype(DType::F16)?.rfft(0)),
+    ];
+    let lengths = [
+        1usize, 2, 3, 8, 12, 16, 17, 60, 64, 105, 128, 256, 500, 512, 1000, 1024, 2048, 4096,
+    ];
+    for &n in &lengths {
+        for &m in &[1usize, 3, 17, 40] {
+            if n * m > 50_000 {
+                continue;
+            }
+            let values = noise(2 * n * m, (n * 31 + m) as u64);
+            let re = Tensor::from_slice(&values[..n * m], [n, m], &cpu).unwrap();
+            let im = Tensor::from_slice(&values[n * m..], [n, m], &cpu).unwrap();
+            let z = Tensor::complex(&re, &im).unwrap();
+            for (label, op) in ops {
+                let want = op(&z, n).unwrap();
+                for gpu in &gpus {
+                    let got = op(&z.to_device(gpu).unwrap(), n)
+                        .unwrap()
+                        .to_device(&cpu)
+                        .unwrap();
+                    let what = format!("{label} of {n} x {m} on {gpu}");
+                    assert_spectrum(&got, &want, n, &what);
+                }
+            }
+        }
+    }
+    // Four-step transforms: both passes strided, the second written
+    // across into the transposed output (2^20 is 1024 x 1024).
+    for n in [1usize << 16, 1 << 20] {
+        let values = noise(2 * n, n as u64);
+        let re = Tensor::from_slice(&values[..n], [n], &cpu).unwrap();
+        let im = Tensor::from_slice(&values[n..], [n], &cpu).unwrap();
+        let z = Tensor::complex(&re, &im).unwrap();
+        let want = z.fft(0).unwrap();
+        for gpu in &gpus {
+            let got = z
+                .to_device(gpu)
+                .unwrap()
+                .fft(0)
+                .unwrap()
+                .to_device(&cpu)
+                .unwrap();
+            assert_spectrum(&got, &want, n, &format!("fft of {n} on {gpu}"));
+        }
+    }
+}

@@ -625,8 +625,9 @@ fn an_fft_is_at_most_two_kernels_and_uploads_nothing() {
             let im = Tensor::rand([n], DType::F32, seed + 1, &dev).unwrap();
             Tensor::complex(&re, &im).unwrap().reshape(dims).unwrap()
         };
-        // One kernel holds lines of 2048 in 32 KiB of workgroup memory
-        // (lavapipe's; NVIDIA's 48 KiB hold 3072), so 2^22 = 2048^2 is two.
+        // One kernel holds a line of 4096 in 32 KiB of workgroup memory
+        // (lavapipe's; 2048 in WebGPU's least, 16 KiB), so 2^22 = 2048^2
+        // is two.
         for n in [64, 1000, 8192, 1 << 16, 1 << 20, 1 << 22] {
             let x = complex(&[n], 3);
             let kernels = if n <= 1000 { 1 } else { 2 };
@@ -656,6 +657,66 @@ fn an_fft_is_at_most_two_kernels_and_uploads_nothing() {
             "{name}: fft of 4099: {d:?}"
         );
     }
+}
+
+#[test]
+fn an_fft_reads_strided_lines_several_to_a_workgroup() {
+    // Issue 46: a column of a matrix, and both passes of a four-step
+    // FFT, were read one line per workgroup down their stride: each 8-byte
+    // access its own memory sector. Adjacent lines now share a workgroup
+    // and are read across (element j of each together): as many lines as
+    // the device's workgroup memory holds with their two starts, at most
+    // 16, a power of two. Lines read along themselves (rows) keep 1024
+    // elements a workgroup. Pinned by the grids, on a device of its own (a
+    // profile sees every kernel of its device).
+    let Some(dev) = common::own_gpu(Default::default()) else {
+        return;
+    };
+    let bytes = dev.info().workgroup_memory as usize;
+    assert!(bytes >= 16384, "{dev}: {bytes} bytes of workgroup memory");
+    let power_of_two = |v: usize| 1usize << v.max(1).ilog2();
+    let across = |n: usize| power_of_two((bytes / (8 * n + 8)).min(16));
+    let along = |n: usize| power_of_two((1024 / n).min(64));
+    let grids = |f: &dyn Fn() -> Tensor| -> Vec<u32> {
+        read(f()).unwrap();
+        let profile = dev.profile(|| read(f()).map(drop)).unwrap();
+        let kernels = profile.kernels();
+        kernels
+            .iter()
+            .map(|k| k.workgroups.iter().product())
+            .collect()
+    };
+    let complex = |dims: &[usize]| {
+        let n = dims.iter().product::<usize>();
+        let re = Tensor::rand([n], DType::F32, 1, &dev).unwrap();
+        let im = Tensor::rand([n], DType::F32, 2, &dev).unwrap();
+        Tensor::complex(&re, &im).unwrap().reshape(dims).unwrap()
+    };
+    let groups = |lines: usize, per: usize| lines.div_ceil(per) as u32;
+    // fft2 of 96 x 120: the columns of 96 across, then the rows of 120 of
+    // that (transposed) result across, written along.
+    let image = complex(&[96, 120]);
+    assert_eq!(
+        grids(&|| image.fft(Fft::over([0, 1])).unwrap()),
+        [groups(120, across(96)), groups(96, across(120))],
+        "fft2 on {dev}"
+    );
+    // 2^20 is 1024 x 1024, both passes across.
+    let signal = complex(&[1 << 20]);
+    assert_eq!(
+        grids(&|| signal.fft(Fft::along(0)).unwrap()),
+        [groups(1024, across(1024)); 2],
+        "fft of 2^20 on {dev}"
+    );
+    // Rows: along, several short ones a workgroup (a real row of 1000 is
+    // 500 complex points).
+    let rows = Tensor::rand([40, 1000], DType::F32, 3, &dev).unwrap();
+    assert_eq!(
+        grids(&|| rows.rfft(Fft::along(1)).unwrap()),
+        [groups(40, along(500))],
+        "rfft of rows on {dev}"
+    );
+    assert!(across(96) > along(96) && across(1024) >= 2, "{dev}");
 }
 
 #[test]

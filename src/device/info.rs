@@ -62,6 +62,10 @@ pub struct DeviceInfo {
     pub max_buffer_size: u64,
     /// Largest workgroup count per dispatch dimension.
     pub max_workgroups_per_dim: u32,
+    /// Bytes of workgroup memory one workgroup may use (0 for the CPU):
+    /// how many lines an FFT's workgroup holds, the longest line one FFT
+    /// kernel transforms, the tiles attention takes.
+    pub workgroup_memory: u32,
     /// Why a default device is the CPU, when it is (no adapter, only a
     /// software adapter, or `WEBTENSOR_DEVICE=cpu`).
     pub fallback_reason: Option<String>,
@@ -106,7 +110,7 @@ impl fmt::Display for DeviceInfo {
             }
             DeviceKind::Gpu => write!(
                 f,
-                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), cooperative matrices {}, f32 matmul {:?}, runtime checks {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}",
+                "gpu#{}: {} ({}, {}, driver {:?}), f16 {}, subgroups {} (at least {} lanes), autotune {} (timed by {}), cooperative matrices {}, f32 matmul {:?}, runtime checks {}, max binding {} MiB, max buffer {} MiB, max workgroups/dim {}, workgroup memory {} KiB",
                 self.id,
                 self.name,
                 self.backend,
@@ -126,7 +130,8 @@ impl fmt::Display for DeviceInfo {
                 if self.runtime_checks { "on" } else { "off" },
                 self.max_storage_binding >> 20,
                 self.max_buffer_size >> 20,
-                self.max_workgroups_per_dim
+                self.max_workgroups_per_dim,
+                self.workgroup_memory >> 10
             )
             .and_then(|()| {
                 if self.dropped_kernels.is_empty() {

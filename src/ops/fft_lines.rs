@@ -180,10 +180,7 @@ impl Lines {
     /// The four-step algorithm: `x` is `n` long, `out` complex and `n` long.
     fn four_step(&self, x: &Tensor, out: &Tensor, longest: usize) -> Result<()> {
         let n = self.n;
-        let n1 = (2..=longest.min(n))
-            .rev()
-            .find(|d| n.is_multiple_of(*d))
-            .unwrap_or(n);
+        let n1 = four_step_split(n, longest);
         let n2 = n / n1;
         // x[j1 n2 + j2] as [.., n1, n2]; the first pass takes its columns.
         let columns = x
@@ -294,6 +291,20 @@ fn pairs(v: &[Complex<f64>]) -> Vec<f32> {
     v.iter().flat_map(|c| [c.re as f32, c.im as f32]).collect()
 }
 
+/// The length `n1` of a four-step FFT's first pass over `n = n1 n2`
+/// points, on kernels taking lines of `longest` at most: the smallest
+/// factor at least `sqrt(n)` where both halves fit one kernel (2^20 is
+/// 1024 x 1024, 2^21 2048 x 1024: the second pass, strided on both sides,
+/// gets the shorter lines, more of which share a workgroup), else the
+/// largest factor that fits (the second pass composed again).
+fn four_step_split(n: usize, longest: usize) -> usize {
+    let root = n.isqrt() + usize::from(n.isqrt().pow(2) < n);
+    (root..=longest.min(n))
+        .find(|d| n.is_multiple_of(*d))
+        .or_else(|| (2..=longest.min(n)).rev().find(|d| n.is_multiple_of(*d)))
+        .unwrap_or(n)
+}
+
 /// True when every prime factor of `n` is at most `largest`.
 fn smooth(n: usize, largest: usize) -> bool {
     let mut rest = n.max(1);
@@ -340,6 +351,19 @@ fn hermitian_whole(t: &Tensor, n: usize) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn four_step_halves_are_balanced_where_both_fit() {
+        assert_eq!(four_step_split(1 << 20, 4096), 1024);
+        assert_eq!(four_step_split(1 << 21, 4096), 2048);
+        assert_eq!(four_step_split(1 << 22, 4096), 2048);
+        assert_eq!(four_step_split(1 << 22, 2048), 2048);
+        assert_eq!(four_step_split(8192, 4096), 128);
+        assert_eq!(four_step_split(1000 * 1000, 4096), 1000);
+        // 1024 on lines of 16: 16 x 64, the 64 composed again.
+        assert_eq!(four_step_split(1024, 16), 16);
+        assert_eq!(four_step_split(3 * 4096, 4096), 128);
+    }
 
     #[test]
     fn smooth_lengths_have_only_small_primes() {

@@ -1,10 +1,17 @@
 //! GPU FFTs: `fft.wgsl`, lines held in workgroup memory and transformed by
-//! Stockham passes (radix 4 and 2 butterflies, a general radix for 3 to
-//! 13), several short lines per workgroup, specialised per length, read
-//! mode and direction. A real line of even length is transformed as half
-//! as many complex points and its spectrum separated from theirs. Longer lines and lengths with larger prime factors
-//! are composed by the op layer from these (`ops/fft_lines.rs`).
+//! Stockham passes whose butterflies (radix 2 to 16, and the odd primes to
+//! 13) run in registers, several lines per workgroup, specialised per
+//! length, read mode, direction and the order its lines are read and
+//! written in. Lines whose elements are far apart but whose neighbours
+//! are adjacent (the columns of a matrix, a four-step FFT's passes) are
+//! read and written across: a workgroup's threads take element `j` of
+//! several adjacent lines together, so each access is a run of them. A
+//! real line of even length is transformed as half as many complex points
+//! and its spectrum separated from theirs. Longer lines and lengths with
+//! larger prime factors are composed by the op layer from these
+//! (`ops/fft_lines.rs`).
 
+mod passes;
 pub(crate) mod plan;
 
 use crate::backend::gpu::command::Bound;
@@ -19,9 +26,9 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{FftCall, FftRead, Storage};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use plan::{group_shape, radices, table_parts, twiddle_table};
+use crate::layout::Layout;
+use plan::{GroupShape, group_shape, radices, table_parts, twiddle_table};
 use smallvec::smallvec;
-use std::fmt::Write;
 use std::sync::Arc;
 
 pub(crate) use plan::MAX_RADIX;
@@ -59,6 +66,12 @@ pub(crate) struct FftKey {
     pub inverse: bool,
     /// Outputs are multiplied by a four-step twiddle.
     pub twist: bool,
+    /// The input's and the output's lines are read and written across
+    /// (adjacent lines together) rather than along themselves.
+    pub across: [bool; 2],
+    /// The device's workgroup memory, in bytes: how many lines a workgroup
+    /// reading across holds.
+    pub workgroup_bytes: u32,
 }
 
 family_key!(FftKey, "webtensor fft", fft_source);
@@ -69,16 +82,26 @@ pub(crate) fn fft_line_limit(s: &GpuStorage) -> (usize, usize) {
     (s.ctx.facts.max_fft_line, MAX_RADIX)
 }
 
+/// The passes' radices and the workgroup's shape of the kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` for a length with a prime factor over [`MAX_RADIX`].
+fn shape_of(key: &FftKey) -> Result<(usize, Vec<usize>, GroupShape)> {
+    let n = passes_len(key.read, key.n);
+    let radices = radices(n)
+        .ok_or_else(|| Error::internal("fft kernel", format!("length {n} has a large prime")))?;
+    let across = key.across[0] || key.across[1];
+    let shape = group_shape(n, &radices, across, key.workgroup_bytes);
+    Ok((n, radices, shape))
+}
+
 /// The WGSL source of the FFT kernel for `key`.
 ///
 /// # Errors
 /// `Error::Internal` for a length with a prime factor over [`MAX_RADIX`],
 /// or when the template's slots and the generated parts disagree.
 pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
-    let n = passes_len(key.read, key.n);
-    let radices = radices(n)
-        .ok_or_else(|| Error::internal("fft kernel", format!("length {n} has a large prime")))?;
-    let (lines, lanes) = group_shape(n);
+    let (n, radices, shape) = shape_of(key)?;
     let packed = n != key.n;
     let complex_in = key.read != FftRead::Real;
     let in_type = if complex_in {
@@ -86,36 +109,54 @@ pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
     } else {
         key.dtype
     };
-    let bindings = [
-        buffer_decl(1, "src", in_type, key.native_f16, false),
-        "@group(0) @binding(2) var<storage, read_write> out_buf: array<f32>;\n".to_string(),
-        "@group(0) @binding(3) var<storage, read> twiddles: array<vec2<f32>>;\n".to_string(),
-    ]
-    .concat();
+    let src = if complex_in {
+        "@group(0) @binding(1) var<storage, read> src: array<vec2<f32>>;\n".to_string()
+    } else {
+        buffer_decl(1, "src", in_type, key.native_f16, false)
+    };
+    let out_type = if key.read != FftRead::Hermitian {
+        "vec2<f32>"
+    } else {
+        "f32"
+    };
+    let bindings = format!(
+        "{src}@group(0) @binding(2) var<storage, read_write> out_buf: array<{out_type}>;\n\
+         @group(0) @binding(3) var<storage, read> twiddles: array<vec2<f32>>;\n"
+    );
     let constants = format!(
-        "const N: u32 = {n}u;\nconst LINES: u32 = {lines}u;\nconst LANES: u32 = {lanes}u;\n\
-         const SLOTS: u32 = {}u;\nconst CONJ: f32 = {};\nconst TW: u32 = {}u;\n",
-        lines * n,
+        "const N: u32 = {n}u;\nconst LINES: u32 = {}u;\nconst LANES: u32 = {}u;\n\
+         const PITCH: u32 = {}u;\nconst SLOTS: u32 = {}u;\nconst CONJ: f32 = {};\n\
+         const TW: u32 = {}u;\n",
+        shape.lines,
+        shape.lanes,
+        shape.pitch,
+        shape.lines * shape.pitch,
         if key.inverse { "-1.0" } else { "1.0" },
         if packed { 2 } else { 1 },
     );
-    let access = [
-        load_fn("load_src", "src", in_type, key.native_f16),
-        access(key),
-    ]
-    .concat();
-    let (stages, run, last) = passes(n, &radices);
-    let output = if packed {
-        PACKED_OUTPUT.replace("FINAL", last)
+    let access = if complex_in {
+        access(key)
     } else {
-        format!("fn output(base: u32, k: u32) -> vec2<f32> {{\n    return {last}[base + k];\n}}\n")
+        [
+            load_fn("load_src", "src", in_type, key.native_f16),
+            access(key),
+        ]
+        .concat()
+    };
+    let (stages, run) = passes::passes(n, &radices, shape.lanes);
+    let output = if packed {
+        PACKED_OUTPUT.to_string()
+    } else {
+        "fn output(base: u32, k: u32) -> vec2<f32> {\n    return buf[base + k];\n}\n".to_string()
     };
     let twist = if key.twist {
-        "            let m = (l % params.period) * k;\n            \
-         y = cmul(y, cmul(root(params.coarse_at + m / params.split), root(params.fine_at + m % params.split)));"
+        "        let m = (l % params.period) * k;\n        \
+         y = cmul(y, cmul(root(params.coarse_at + m / params.split), root(params.fine_at + m % params.split)));\n"
     } else {
         ""
     };
+    let across = [0, 1].map(|i| key.across[i] && shape.across);
+    let (starts, load, store) = lines_code(across, shape.across, twist);
     let walk = LINE_STARTS.wgsl();
     let slots = [
         ("BINDINGS", bindings.as_str()),
@@ -123,12 +164,94 @@ pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
         ("CONSTANTS", constants.as_str()),
         ("ACCESS", access.as_str()),
         ("STAGES", stages.as_str()),
-        ("RUN", run.as_str()),
         ("OUTPUT", output.as_str()),
-        ("TWIST", twist),
+        ("STARTS", starts.as_str()),
+        ("LOAD", load.as_str()),
+        ("RUN", run.as_str()),
+        ("STORE", store.as_str()),
     ];
     let (f16, params) = (needs_f16(in_type, key.native_f16), FftParams::wgsl());
     fill_kernel("fft kernel", FFT_WGSL, f16, &params, &slots)
+}
+
+/// The kernel's kept line starts, its load of the lines into `buf` and its
+/// store of their outputs: along each line (thread `lane` of line `g`
+/// takes elements `lane`, `lane + LANES`, ...) or across the lines
+/// (thread `t` takes element `t / LINES` of line `t % LINES`, then steps
+/// by the workgroup). Where lines are read or written across (`kept`),
+/// their starts are found once by the first `LINES` threads and kept in
+/// workgroup memory; else each thread finds its own line's.
+fn lines_code(across: [bool; 2], kept: bool, twist: &str) -> (String, String, String) {
+    let (starts, find, own) = if kept {
+        (
+            "var<workgroup> starts: array<vec2<i32>, LINES>;\n",
+            "    if (t < LINES && first + t < params.lines) {
+        let s = line_starts(first + t);
+        starts[t] = vec2<i32>(s[0], s[1]);
+    }
+    workgroupBarrier();
+",
+            ["starts[g][0]", "starts[g][1]"],
+        )
+    } else {
+        (
+            "",
+            "    var mine = array<i32, 2>(0, 0);
+    if (live) {
+        mine = line_starts(first + g);
+    }
+",
+            ["mine[0]", "mine[1]"],
+        )
+    };
+    let load = if across[0] {
+        "    for (var i = t; i < LINES * N; i += LINES * LANES) {
+        let h = i % LINES;
+        if (first + h < params.lines) {
+            let j = i / LINES;
+            buf[h * PITCH + j] = load_x(starts[h][0], j);
+        }
+    }
+"
+        .to_string()
+    } else {
+        format!(
+            "    if (live) {{
+        for (var j = lane; j < N; j += LANES) {{
+            buf[base + j] = load_x({}, j);
+        }}
+    }}
+",
+            own[0]
+        )
+    };
+    let store = if across[1] {
+        format!(
+            "    for (var i = t; i < LINES * params.count; i += LINES * LANES) {{
+        let h = i % LINES;
+        let l = first + h;
+        if (l < params.lines) {{
+            let k = i / LINES;
+            var y = output(h * PITCH, k) * params.scale;
+{twist}            store_y(starts[h][1], k, y);
+        }}
+    }}
+"
+        )
+    } else {
+        format!(
+            "    if (live) {{
+        let l = first + g;
+        for (var k = lane; k < params.count; k += LANES) {{
+            var y = output(base, k) * params.scale;
+{twist}            store_y({}, k, y);
+        }}
+    }}
+",
+            own[1]
+        )
+    };
+    (starts.to_string(), [find, load.as_str()].concat(), store)
 }
 
 /// The length of the passes of a kernel transforming lines of `n` read as
@@ -144,14 +267,14 @@ fn passes_len(read: FftRead, n: usize) -> usize {
 }
 
 /// `output` of a real line transformed as `N` complex points
-/// (`z[j] = x[2j] + i x[2j + 1]`) whose transform `Z` the buffer `FINAL`
-/// holds. The transforms of the even and odd samples are
+/// (`z[j] = x[2j] + i x[2j + 1]`) whose transform `Z` the buffer holds.
+/// The transforms of the even and odd samples are
 /// `E = (Z[k] + conj Z[N - k]) / 2` and `O = (Z[k] - conj Z[N - k]) / 2i`;
 /// output `k <= N` is `E + w^k O` (`w` the line's root, table entry `k`),
 /// and the outputs past `N` mirror those below it.
 const PACKED_OUTPUT: &str = "fn half_output(base: u32, k: u32) -> vec2<f32> {
-    let a = FINAL[base + k % N];
-    let b = FINAL[base + (N - k) % N];
+    let a = buf[base + k % N];
+    let b = buf[base + (N - k) % N];
     let even = 0.5 * vec2<f32>(a.x + b.x, a.y - b.y);
     let i_odd = 0.5 * vec2<f32>(a.x - b.x, a.y + b.y);
     return even + cmul(root(k), vec2<f32>(i_odd.y, -i_odd.x));
@@ -166,8 +289,10 @@ fn output(base: u32, k: u32) -> vec2<f32> {
 }
 ";
 
-/// `load_x` and `store_y` for `key`'s read mode and output.
+/// `load_x` and `store_y` for `key`'s read mode and output; a complex
+/// value moves as one `vec2<f32>` (its pair view's positions are even).
 fn access(key: &FftKey) -> String {
+    let pair = "src[p >> 1u]";
     let load = match key.read {
         FftRead::Real if passes_len(key.read, key.n) != key.n => {
             "fn load_x(start: i32, j: u32) -> vec2<f32> {
@@ -182,42 +307,43 @@ fn access(key: &FftKey) -> String {
     return z;
 }
 "
+            .to_string()
         }
-        FftRead::Real => {
-            "fn load_x(start: i32, j: u32) -> vec2<f32> {
+        FftRead::Real => "fn load_x(start: i32, j: u32) -> vec2<f32> {
     if (j >= params.length) {
         return vec2<f32>(0.0, 0.0);
     }
     return vec2<f32>(load_src(u32(start + i32(j) * params.src_step)), 0.0);
 }
 "
-        }
-        FftRead::Complex => {
-            "fn load_x(start: i32, j: u32) -> vec2<f32> {
-    if (j >= params.length) {
+        .to_string(),
+        FftRead::Complex => format!(
+            "fn load_x(start: i32, j: u32) -> vec2<f32> {{
+    if (j >= params.length) {{
         return vec2<f32>(0.0, 0.0);
-    }
+    }}
     let p = u32(start + i32(j) * params.src_step);
-    return vec2<f32>(load_src(p), load_src(p + 1u));
-}
+    return {pair};
+}}
 "
-        }
-        FftRead::Hermitian => {
-            "fn load_x(start: i32, k: u32) -> vec2<f32> {
+        ),
+        FftRead::Hermitian => format!(
+            "fn load_x(start: i32, k: u32) -> vec2<f32> {{
     var j = k;
     var sign = 1.0;
-    if (k > N / 2u) {
+    if (k > N / 2u) {{
         j = N - k;
         sign = -1.0;
-    }
-    if (j >= params.length) {
+    }}
+    if (j >= params.length) {{
         return vec2<f32>(0.0, 0.0);
-    }
+    }}
     let p = u32(start + i32(j) * params.src_step);
-    return vec2<f32>(load_src(p), sign * load_src(p + 1u));
-}
+    let z = {pair};
+    return vec2<f32>(z.x, sign * z.y);
+}}
 "
-        }
+        ),
     };
     let store = if key.read == FftRead::Hermitian {
         "fn store_y(start: i32, k: u32, y: vec2<f32>) {
@@ -226,91 +352,11 @@ fn access(key: &FftKey) -> String {
 "
     } else {
         "fn store_y(start: i32, k: u32, y: vec2<f32>) {
-    let p = u32(start + i32(k) * params.dst_step);
-    out_buf[p] = y.x;
-    out_buf[p + 1u] = y.y;
+    out_buf[u32(start + i32(k) * params.dst_step) >> 1u] = y;
 }
 "
     };
-    [load, store].concat()
-}
-
-/// The pass functions, the calls running them in order, and the buffer the
-/// last one wrote.
-fn passes(n: usize, radices: &[usize]) -> (String, String, &'static str) {
-    let (mut stages, mut run) = (String::new(), String::new());
-    let mut span = 1;
-    let mut from = ("ping", "pong");
-    for (s, &r) in radices.iter().enumerate() {
-        let (a, b) = from;
-        let (quarter, step) = (n / r, n / (span * r));
-        let body = match r {
-            2 => format!(
-                "    for (var j = lane; j < {quarter}u; j += LANES) {{
-        let k = j % {span}u;
-        let v0 = {a}[base + j];
-        let v1 = cmul({a}[base + j + {quarter}u], w(k * {step}u));
-        let o = base + (j / {span}u) * {}u + k;
-        {b}[o] = v0 + v1;
-        {b}[o + {span}u] = v0 - v1;
-    }}
-",
-                2 * span
-            ),
-            4 => format!(
-                "    for (var j = lane; j < {quarter}u; j += LANES) {{
-        let k = j % {span}u;
-        let v0 = {a}[base + j];
-        let v1 = cmul({a}[base + j + {quarter}u], w(k * {step}u));
-        let v2 = cmul({a}[base + j + {}u], w(2u * k * {step}u));
-        let v3 = cmul({a}[base + j + {}u], w(3u * k * {step}u));
-        let a0 = v0 + v2;
-        let a1 = v0 - v2;
-        let a2 = v1 + v3;
-        let d = v1 - v3;
-        // (v1 - v3) times -i (forward) or i (inverse).
-        let a3 = CONJ * vec2<f32>(d.y, -d.x);
-        let o = base + (j / {span}u) * {}u + k;
-        {b}[o] = a0 + a2;
-        {b}[o + {span}u] = a1 + a3;
-        {b}[o + {}u] = a0 - a2;
-        {b}[o + {}u] = a1 - a3;
-    }}
-",
-                2 * quarter,
-                3 * quarter,
-                4 * span,
-                2 * span,
-                3 * span
-            ),
-            // One output per thread and index: q-th output of butterfly j,
-            // each input twiddled and multiplied by the radix's root in one
-            // table lookup.
-            _ => format!(
-                "    for (var e = lane; e < N; e += LANES) {{
-        let j = e % {quarter}u;
-        let q = e / {quarter}u;
-        let k = j % {span}u;
-        var acc = vec2<f32>(0.0, 0.0);
-        for (var i = 0u; i < {r}u; i++) {{
-            let m = (i * k * {step}u + ((i * q) % {r}u) * {quarter}u) % N;
-            acc += cmul({a}[base + j + i * {quarter}u], w(m));
-        }}
-        {b}[base + (j / {span}u) * {}u + k + q * {span}u] = acc;
-    }}
-",
-                r * span
-            ),
-        };
-        let _ = write!(
-            stages,
-            "// Pass {s}: radix {r} over sub-transforms of {span}.\nfn pass{s}(base: u32, lane: u32) {{\n{body}}}\n\n"
-        );
-        let _ = writeln!(run, "    pass{s}(base, lane);\n    workgroupBarrier();");
-        span *= r;
-        from = (b, a);
-    }
-    (stages, run, from.0)
+    [load.as_str(), store].concat()
 }
 
 /// Records `call`, whose output storage is `out`.
@@ -343,6 +389,15 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
             format!("a line of {n} reached the kernel"),
         ));
     }
+    let complex = [call.read != FftRead::Real, call.complex_out()];
+    // A c64 tensor's pair view (and its window in a binding, which starts
+    // on the storage alignment) has even positions only: its pairs are
+    // bound as vec2<f32>.
+    let odd = |c: bool, lines: &Layout, step: isize| c && !plan::even_positions(lines, step);
+    if odd(complex[0], &src_lines, src_step) || odd(complex[1], &dst_lines, dst_step) {
+        return Err(Error::internal(OP, "a complex operand at an odd position"));
+    }
+    let unit = |c: bool| if c { 2 } else { 1 };
     let key = FftKey {
         n,
         read: call.read,
@@ -350,6 +405,11 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
         native_f16: ctx.facts.native_f16,
         inverse: call.inverse,
         twist: call.twist.is_some(),
+        across: [
+            plan::reads_across(&src_lines, src_step, unit(complex[0])),
+            plan::reads_across(&dst_lines, dst_step, unit(complex[1])),
+        ],
+        workgroup_bytes: ctx.facts.workgroup_bytes,
     };
     // The table is the device's, uploaded by the first call of its kind.
     let total = call.twist.map(|t| t.total);
@@ -361,10 +421,10 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
     let table = Arc::new(Storage::Gpu(table));
     let parts = total.map(|total| table_parts(n, total));
     let table_bound = Bound::new(OP, &table, false)?;
-    let (lines, _) = group_shape(passes_len(call.read, n));
+    let (_, _, shape) = shape_of(&key)?;
     let groups = grid_of(
         src_lines.numel(),
-        lines as u32,
+        shape.lines as u32,
         ctx.facts.max_workgroups_per_dim,
     )?;
     let parts = parts.unwrap_or(plan::TableParts {
@@ -405,25 +465,33 @@ mod tests {
     #[test]
     fn every_fft_kernel_is_valid_wgsl_and_matches_its_params() {
         let reads = [FftRead::Complex, FftRead::Real, FftRead::Hermitian];
-        for n in [1, 2, 3, 4, 8, 12, 13, 60, 105, 2048, 4096] {
+        let storages = [
+            (KernelType::F32, true),
+            (KernelType::F16, true),
+            (KernelType::F16, false),
+            (KernelType::BF16, true),
+        ];
+        for n in [1, 2, 3, 4, 8, 12, 13, 16, 60, 105, 1024, 2048, 4096] {
             for (k, read) in reads.into_iter().enumerate() {
-                for (dtype, native_f16) in [
-                    (KernelType::F32, true),
-                    (KernelType::F16, true),
-                    (KernelType::F16, false),
-                    (KernelType::BF16, true),
-                ] {
-                    let key = FftKey {
-                        n,
-                        read,
-                        dtype,
-                        native_f16,
-                        inverse: k == 1,
-                        twist: k != 2,
-                    };
-                    let source = fft_source(&key).unwrap();
-                    validate(&source, &format!("{key:?}"));
-                    assert_layout(&source, FftParams::FIELDS, FftParams::SIZE, "fft");
+                for (s, (dtype, native_f16)) in storages.into_iter().enumerate() {
+                    for across in [[false, false], [true, false], [false, true], [true, true]] {
+                        let key = FftKey {
+                            n,
+                            read,
+                            dtype,
+                            native_f16,
+                            inverse: k == 1,
+                            twist: k != 2,
+                            across,
+                            workgroup_bytes: [16384, 32768, 49152][(n + s) % 3],
+                        };
+                        if n > plan::max_line(key.workgroup_bytes) {
+                            continue;
+                        }
+                        let source = fft_source(&key).unwrap();
+                        validate(&source, &format!("{key:?}"));
+                        assert_layout(&source, FftParams::FIELDS, FftParams::SIZE, "fft");
+                    }
                 }
             }
         }

@@ -1,6 +1,9 @@
-//! What an FFT kernel is built from, as pure functions of the length: the
-//! radices of its passes, how many lines a workgroup holds and how many
-//! threads each gets, and its twiddle table (computed in f64).
+//! What an FFT kernel is built from, as pure functions of the length and
+//! the device's workgroup memory: the radices of its passes, how many lines
+//! a workgroup holds, how many threads each gets and in what order they
+//! read and write, and its twiddle table (computed in f64).
+
+use crate::layout::Layout;
 
 /// The largest radix a pass takes; lengths with a larger prime factor are
 /// composed by the op layer (Bluestein's algorithm).
@@ -9,29 +12,37 @@ pub(crate) const MAX_RADIX: usize = 13;
 /// The longest line one kernel transforms, whatever the workgroup memory.
 const MAX_LINE: usize = 4096;
 
-/// Lines up to this long share a workgroup (several per workgroup).
-const SHARED_GROUP: usize = 512;
+/// Elements a workgroup holds when its lines are read along themselves
+/// (several short lines per workgroup).
+const ALONG_ELEMENTS: usize = 1024;
+
+/// Lines a workgroup holds at most: 64 read along themselves, 16 read
+/// across (16 adjacent complex values are a 128-byte run).
+const ALONG_LINES: usize = 64;
+const ACROSS_LINES: usize = 16;
 
 /// Threads in a workgroup (WebGPU's guaranteed 256 at most).
 const THREADS: usize = 256;
 
 /// The longest line a device with `workgroup_bytes` of workgroup memory
-/// transforms in one kernel: two buffers of complex f32 per line.
+/// transforms in one kernel: one buffer of complex f32 per line.
 pub(crate) fn max_line(workgroup_bytes: u32) -> usize {
-    (workgroup_bytes as usize / 16).min(MAX_LINE)
+    (workgroup_bytes as usize / 8).min(MAX_LINE)
 }
 
-/// The radices of the passes of a transform of length `n`: fours, then a
-/// two, then the odd primes up to [`MAX_RADIX`]; `None` for a length with a
-/// larger prime factor. Empty for `n` 1.
+/// The radices of the passes of a transform of length `n`: its factor of
+/// two in as few passes as radices up to 16 allow, split as evenly as they
+/// go (1024 is 16 x 8 x 8), then the odd primes up to [`MAX_RADIX`];
+/// `None` for a length with a larger prime factor. Empty for `n` 1.
 pub(crate) fn radices(n: usize) -> Option<Vec<usize>> {
     let mut rest = n.max(1);
-    let mut out = Vec::new();
-    while rest.is_multiple_of(4) {
-        out.push(4);
-        rest /= 4;
-    }
-    for p in [2, 3, 5, 7, 11, 13] {
+    let twos = rest.trailing_zeros() as usize;
+    rest >>= twos;
+    let passes = twos.div_ceil(4);
+    let mut out: Vec<usize> = (0..passes)
+        .map(|p| 1 << (twos / passes + usize::from(p < twos % passes)))
+        .collect();
+    for p in [3, 5, 7, 11, 13] {
         while rest.is_multiple_of(p) {
             out.push(p);
             rest /= p;
@@ -40,11 +51,85 @@ pub(crate) fn radices(n: usize) -> Option<Vec<usize>> {
     (rest == 1).then_some(out)
 }
 
-/// (lines per workgroup, threads per line) for lines of `n`.
-pub(crate) fn group_shape(n: usize) -> (usize, usize) {
-    let lines = (SHARED_GROUP / n.max(1)).clamp(1, 64);
-    let lanes = (THREADS / lines).min(n.div_ceil(2)).max(1);
-    (lines, lanes)
+/// How a workgroup holds its lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GroupShape {
+    /// Lines per workgroup.
+    pub lines: usize,
+    /// Threads per line.
+    pub lanes: usize,
+    /// Complex slots from one line's start in workgroup memory to the
+    /// next's: the length, or one more (lines read or written across, so
+    /// that a line's element sits in another bank than its neighbour's).
+    pub pitch: usize,
+    /// Lines are read or written across (asked for, and more than one line
+    /// fits); their starts are then kept in workgroup memory.
+    pub across: bool,
+}
+
+/// The shape of a workgroup transforming lines of `n` (the passes'
+/// length) with `radices`, on a device with `workgroup_bytes`. `across`:
+/// the lines are read or written across (thread `i` handles element
+/// `i / lines` of line `i % lines`, so adjacent lines' elements are read
+/// together), which asks for several lines per workgroup even when long.
+/// Each thread holds as many values as the largest radix, or more where
+/// a line has more of them than the threads.
+pub(crate) fn group_shape(
+    n: usize,
+    radices: &[usize],
+    across: bool,
+    workgroup_bytes: u32,
+) -> GroupShape {
+    let n = n.max(1);
+    let room = workgroup_bytes as usize;
+    let lines = if across {
+        // 8 bytes a slot, and each line's two starts (8 bytes).
+        let fits = room / (8 * n + 8);
+        prev_power_of_two(fits.min(ACROSS_LINES))
+    } else {
+        prev_power_of_two((ALONG_ELEMENTS / n).min(ALONG_LINES))
+    };
+    let largest = radices.iter().copied().max().unwrap_or(1);
+    let lanes = (n / largest).clamp(1, THREADS / lines);
+    let across = across && lines > 1;
+    let padded = lines * (8 * (n + 1) + 8) <= room;
+    let pitch = if across && padded { n + 1 } else { n };
+    GroupShape {
+        lines,
+        lanes,
+        pitch,
+        across,
+    }
+}
+
+/// The largest power of two at most `v` (1 for 0).
+fn prev_power_of_two(v: usize) -> usize {
+    if v <= 1 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - v.leading_zeros())
+    }
+}
+
+/// True when lines whose first elements `lines` walks, `step` apart along
+/// each, are better read across than along: their elements are further
+/// apart than `unit` (one value) and the lines next to each other in the
+/// walk are nearer than that (the columns of a row-major matrix).
+pub(crate) fn reads_across(lines: &Layout, step: isize, unit: isize) -> bool {
+    let gap = (lines.dims().iter().zip(lines.strides()).rev())
+        .find(|(d, _)| **d > 1)
+        .map(|(_, s)| s.unsigned_abs());
+    step.unsigned_abs() > unit.unsigned_abs() && gap.is_some_and(|g| g < step.unsigned_abs())
+}
+
+/// True when every position the walk over `lines` with `step` reaches is
+/// even: the pair view of a c64 tensor, whose pairs a kernel may then read
+/// as `vec2<f32>`.
+pub(crate) fn even_positions(lines: &Layout, step: isize) -> bool {
+    let even = |s: isize| s % 2 == 0;
+    lines.offset().is_multiple_of(2)
+        && even(step)
+        && (lines.dims().iter().zip(lines.strides())).all(|(&d, &s)| d <= 1 || even(s))
 }
 
 /// Where the parts of a twiddle table start, in complex entries.
@@ -101,7 +186,13 @@ mod tests {
             match radices(n) {
                 Some(r) => {
                     assert_eq!(r.iter().product::<usize>(), n);
-                    assert!(r.iter().all(|&p| p <= MAX_RADIX));
+                    assert!(
+                        r.iter()
+                            .all(|&p| p <= 16 && (p.is_power_of_two() || p <= MAX_RADIX))
+                    );
+                    // Powers of two first, in as few passes as radix 16 allows.
+                    let twos: Vec<_> = r.iter().take_while(|p| p.is_power_of_two()).collect();
+                    assert_eq!(twos.len(), (n.trailing_zeros() as usize).div_ceil(4), "{n}");
                 }
                 None => {
                     let mut m = n;
@@ -114,19 +205,51 @@ mod tests {
                 }
             }
         }
-        assert_eq!(radices(8), Some(vec![4, 2]));
+        assert_eq!(radices(1), Some(vec![]));
+        assert_eq!(radices(8), Some(vec![8]));
+        assert_eq!(radices(32), Some(vec![8, 4]));
+        assert_eq!(radices(512), Some(vec![8, 8, 8]));
+        assert_eq!(radices(1024), Some(vec![16, 8, 8]));
+        assert_eq!(radices(4096), Some(vec![16, 16, 16]));
+        assert_eq!(radices(2 * 3 * 3 * 13), Some(vec![2, 3, 3, 13]));
         assert_eq!(radices(17), None);
     }
 
     #[test]
-    fn a_group_fits_the_threads_and_memory_of_the_smallest_device() {
-        for n in 1..=MAX_LINE {
-            let (lines, lanes) = group_shape(n);
-            assert!(lines * lanes <= THREADS, "{n}");
-            assert!(lines == 1 || lines * n <= SHARED_GROUP, "{n}");
+    fn a_group_fits_the_threads_and_memory_of_every_device() {
+        for bytes in [16384, 32768, 49152] {
+            for n in 1..=max_line(bytes) {
+                let Some(r) = radices(n) else { continue };
+                for across in [false, true] {
+                    let g = group_shape(n, &r, across, bytes);
+                    let what = format!("{n} {across} {bytes}: {g:?}");
+                    assert!(g.lines * g.lanes <= THREADS, "{what}");
+                    assert!(
+                        g.lines.is_power_of_two() && g.lines <= ALONG_LINES,
+                        "{what}"
+                    );
+                    let starts = if g.across { 8 * g.lines } else { 0 };
+                    assert!(8 * g.lines * g.pitch + starts <= bytes as usize, "{what}");
+                    assert!(g.pitch == n || (g.across && g.pitch == n + 1), "{what}");
+                    assert!(g.across == (across && g.lines > 1), "{what}");
+                    // Every lane has a butterfly in the pass of the
+                    // largest radix.
+                    let largest = r.iter().copied().max().unwrap_or(1);
+                    assert!(g.lanes <= (n / largest).max(1), "{what}");
+                }
+            }
         }
-        assert_eq!(max_line(16384), 1024);
-        assert_eq!(max_line(49152), 3072);
+        assert_eq!(max_line(16384), 2048);
+        assert_eq!(max_line(32768), 4096);
+        assert_eq!(max_line(65536), 4096);
+        // 2^20's four-step halves: four lines of 1024 across, 64 threads each.
+        let r = radices(1024).unwrap();
+        let g = group_shape(1024, &r, true, 49152);
+        assert_eq!((g.lines, g.lanes, g.pitch, g.across), (4, 64, 1025, true));
+        let g = group_shape(1024, &r, true, 32768);
+        assert_eq!((g.lines, g.lanes, g.pitch), (2, 64, 1025));
+        assert_eq!(group_shape(1024, &r, false, 32768).lines, 1);
+        assert_eq!(group_shape(8, &[8], false, 16384).lines, 64);
     }
 
     #[test]
