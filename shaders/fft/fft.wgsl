@@ -14,7 +14,10 @@
 //             LANES (threads per line), PITCH (slots from one line to the
 //             next), SLOTS (LINES * PITCH), CONJ (1 forward, -1 inverse)
 //             and TW (the twiddle table's step per pass twiddle: 2 where
-//             the table is for a real line of 2N)
+//             the table is for a real line of 2N); slot(i), the slot of a
+//             line's element i from the line's start (i + i / 16 where
+//             that fits, so that a pass of radix 16's writes, 16 apart,
+//             fall in different banks)
 //   ACCESS    load_x(start, j): element j of a line as a complex number
 //             (zero past the line's `length` elements), and store_y(start,
 //             k, y): output k of a line written (both parts, or the real

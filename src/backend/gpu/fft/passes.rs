@@ -28,9 +28,10 @@ pub(super) fn passes(n: usize, radices: &[usize], lanes: usize) -> (String, Stri
 }
 
 /// The body of one pass: radix `r` butterflies over sub-transforms of
-/// `span` points. Butterfly `j` (of `n / r`) reads `buf[base + j + i n /
-/// r]`, twiddles input `i` by `w^(i k n / (span r))` with `k = j % span`,
-/// and writes output `q` to `buf[base + (j / span) span r + k + q span]`.
+/// `span` points. Butterfly `j` (of `n / r`) reads element `j + i n / r`
+/// of the line at `base`, twiddles input `i` by `w^(i k n / (span r))`
+/// with `k = j % span`, and writes output `q` to element `(j / span) span
+/// r + k + q span` (element `e` in slot `base + slot(e)`).
 /// A thread takes butterflies `lane`, `lane + lanes`, ...; all its reads
 /// come before the barrier, all its writes after.
 fn pass(n: usize, r: usize, span: usize, lanes: usize) -> String {
@@ -61,7 +62,7 @@ fn pass(n: usize, r: usize, span: usize, lanes: usize) -> String {
         for i in 0..r {
             let _ = writeln!(
                 reads,
-                "        v{c}_{i} = buf[base + j + {}u];",
+                "        v{c}_{i} = buf[base + slot(j + {}u)];",
                 i * butterflies
             );
         }
@@ -76,17 +77,13 @@ fn pass(n: usize, r: usize, span: usize, lanes: usize) -> String {
             for (i, v) in inputs.iter().enumerate().skip(1) {
                 let _ = writeln!(inner, "        {v} = cmul({v}, w({i}u * k * {step}u));");
             }
-            let _ = writeln!(
-                inner,
-                "        let o = base + (j / {span}u) * {}u + k;",
-                span * r
-            );
+            let _ = writeln!(inner, "        let o = (j / {span}u) * {}u + k;", span * r);
         } else {
-            let _ = writeln!(inner, "        let o = base + j * {r}u;");
+            let _ = writeln!(inner, "        let o = j * {r}u;");
         }
         let outputs = dft(&mut inner, &inputs);
         for (q, y) in outputs.iter().enumerate() {
-            let _ = writeln!(inner, "        buf[o + {}u] = {y};", q * span);
+            let _ = writeln!(inner, "        buf[base + slot(o + {}u)] = {y};", q * span);
         }
         each(&mut body, c, &inner);
     }

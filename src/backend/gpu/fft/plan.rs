@@ -16,10 +16,8 @@ const MAX_LINE: usize = 4096;
 /// (several short lines per workgroup).
 const ALONG_ELEMENTS: usize = 1024;
 
-/// Lines a workgroup holds at most: 64 read along themselves, 16 read
-/// across (16 adjacent complex values are a 128-byte run).
-const ALONG_LINES: usize = 64;
-const ACROSS_LINES: usize = 16;
+/// Lines a workgroup holds at most.
+const MAX_LINES: usize = 64;
 
 /// Threads in a workgroup (WebGPU's guaranteed 256 at most).
 const THREADS: usize = 256;
@@ -58,12 +56,19 @@ pub(crate) struct GroupShape {
     pub lines: usize,
     /// Threads per line.
     pub lanes: usize,
+    /// A line's element `i` sits in slot `i + i / 16` of its part of
+    /// workgroup memory, where that fits: a pass of radix 16 writes
+    /// elements 16 apart from neighbouring threads, which would all fall
+    /// in one memory bank.
+    pub skew: bool,
     /// Complex slots from one line's start in workgroup memory to the
-    /// next's: the length, or one more (lines read or written across, so
-    /// that a line's element sits in another bank than its neighbour's).
+    /// next's: the line's slots, or one more (lines read or written
+    /// across, so that a line's element sits in another bank than its
+    /// neighbour's).
     pub pitch: usize,
     /// Lines are read or written across (asked for, and more than one line
-    /// fits); their starts are then kept in workgroup memory.
+    /// fits, else the shape is that of lines read along); their starts are
+    /// then kept in workgroup memory.
     pub across: bool,
 }
 
@@ -71,9 +76,9 @@ pub(crate) struct GroupShape {
 /// length) with `radices`, on a device with `workgroup_bytes`. `across`:
 /// the lines are read or written across (thread `i` handles element
 /// `i / lines` of line `i % lines`, so adjacent lines' elements are read
-/// together), which asks for several lines per workgroup even when long.
-/// Each thread holds as many values as the largest radix, or more where
-/// a line has more of them than the threads.
+/// together), which asks for as many lines per workgroup as memory and
+/// threads allow, even long ones. Each thread holds as many values as the
+/// largest radix, or more where a line has more of them than the threads.
 pub(crate) fn group_shape(
     n: usize,
     radices: &[usize],
@@ -82,23 +87,31 @@ pub(crate) fn group_shape(
 ) -> GroupShape {
     let n = n.max(1);
     let room = workgroup_bytes as usize;
-    let lines = if across {
-        // 8 bytes a slot, and each line's two starts (8 bytes).
-        let fits = room / (8 * n + 8);
-        prev_power_of_two(fits.min(ACROSS_LINES))
-    } else {
-        prev_power_of_two((ALONG_ELEMENTS / n).min(ALONG_LINES))
-    };
+    let skew = 8 * (n + n / 16) <= room;
+    let slots = if skew { n + n / 16 } else { n };
     let largest = radices.iter().copied().max().unwrap_or(1);
-    let lanes = (n / largest).clamp(1, THREADS / lines);
-    let across = across && lines > 1;
-    let padded = lines * (8 * (n + 1) + 8) <= room;
-    let pitch = if across && padded { n + 1 } else { n };
+    let lanes = (n / largest).max(1);
+    // 8 bytes a slot, and (across) each line's two starts (8 bytes).
+    let fits = room / (8 * slots + 8);
+    let lines = prev_power_of_two(fits.min(MAX_LINES).min(THREADS / lanes));
+    if across && lines > 1 {
+        let padded = lines * (8 * (slots + 1) + 8) <= room;
+        return GroupShape {
+            lines,
+            lanes,
+            skew,
+            pitch: if padded { slots + 1 } else { slots },
+            across: true,
+        };
+    }
+    let fits = room / (8 * slots);
+    let lines = prev_power_of_two((ALONG_ELEMENTS / n).min(MAX_LINES).min(fits));
     GroupShape {
         lines,
-        lanes,
-        pitch,
-        across,
+        lanes: lanes.min(THREADS / lines),
+        skew,
+        pitch: slots,
+        across: false,
     }
 }
 
@@ -217,21 +230,31 @@ mod tests {
 
     #[test]
     fn a_group_fits_the_threads_and_memory_of_every_device() {
-        for bytes in [16384, 32768, 49152] {
+        // wgpu's downlevel limits, WebGPU's, lavapipe's, NVIDIA's, and more.
+        for bytes in [16352, 16384, 32768, 49152, 65536] {
             for n in 1..=max_line(bytes) {
                 let Some(r) = radices(n) else { continue };
                 for across in [false, true] {
                     let g = group_shape(n, &r, across, bytes);
                     let what = format!("{n} {across} {bytes}: {g:?}");
                     assert!(g.lines * g.lanes <= THREADS, "{what}");
-                    assert!(
-                        g.lines.is_power_of_two() && g.lines <= ALONG_LINES,
-                        "{what}"
-                    );
+                    assert!(g.lines.is_power_of_two() && g.lines <= MAX_LINES, "{what}");
                     let starts = if g.across { 8 * g.lines } else { 0 };
                     assert!(8 * g.lines * g.pitch + starts <= bytes as usize, "{what}");
-                    assert!(g.pitch == n || (g.across && g.pitch == n + 1), "{what}");
-                    assert!(g.across == (across && g.lines > 1), "{what}");
+                    // Every slot of a line lies before the next line's.
+                    let slots = if g.skew { n + n / 16 } else { n };
+                    let last = if g.skew { n - 1 + (n - 1) / 16 } else { n - 1 };
+                    assert!(last < slots, "{what}");
+                    assert!(
+                        g.pitch == slots || (g.across && g.pitch == slots + 1),
+                        "{what}"
+                    );
+                    assert!(!g.across || (across && g.lines > 1), "{what}");
+                    // Lines not read across after all take the shape
+                    // (and so the pipeline) of lines read along.
+                    if across && !g.across {
+                        assert_eq!(g, group_shape(n, &r, false, bytes), "{what}");
+                    }
                     // Every lane has a butterfly in the pass of the
                     // largest radix.
                     let largest = r.iter().copied().max().unwrap_or(1);
@@ -242,14 +265,24 @@ mod tests {
         assert_eq!(max_line(16384), 2048);
         assert_eq!(max_line(32768), 4096);
         assert_eq!(max_line(65536), 4096);
-        // 2^20's four-step halves: four lines of 1024 across, 64 threads each.
+        // 2^20's four-step halves: four lines of 1024 across, 64 threads
+        // each, skewed and padded (two on lavapipe's 32 KiB).
         let r = radices(1024).unwrap();
         let g = group_shape(1024, &r, true, 49152);
-        assert_eq!((g.lines, g.lanes, g.pitch, g.across), (4, 64, 1025, true));
+        assert_eq!(
+            (g.lines, g.lanes, g.pitch, g.skew, g.across),
+            (4, 64, 1089, true, true)
+        );
         let g = group_shape(1024, &r, true, 32768);
-        assert_eq!((g.lines, g.lanes, g.pitch), (2, 64, 1025));
+        assert_eq!((g.lines, g.lanes, g.pitch), (2, 64, 1089));
         assert_eq!(group_shape(1024, &r, false, 32768).lines, 1);
+        // A line of 4096 fills 32 KiB unskewed; 48 KiB skew it.
+        let r = radices(4096).unwrap();
+        assert!(!group_shape(4096, &r, false, 32768).skew);
+        assert!(group_shape(4096, &r, false, 49152).skew);
+        // Short lines: 64 a workgroup either way (at least 64 threads).
         assert_eq!(group_shape(8, &[8], false, 16384).lines, 64);
+        assert_eq!(group_shape(16, &[16], true, 16384).lines, 64);
     }
 
     #[test]
