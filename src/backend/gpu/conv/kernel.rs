@@ -13,7 +13,7 @@ use crate::backend::gpu::kernel::loop_budget::slices;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::matmul::tiling::{Loads, Tiling, tile_of};
+use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling, tile_of};
 use crate::backend::gpu::matmul::{K_SLICE, PUT_WGSL};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use crate::backend::gpu::record::{family_key, record_family};
@@ -55,8 +55,9 @@ params_block! {
         x_cs: i32,
         x_hs: i32,
         x_ws: i32,
-        /// Taps per channel (kh kw), kw, and the output's width.
+        /// Taps per channel (kh kw), kh, kw, and the output's width.
         taps: u32,
+        kh: u32,
         kw: u32,
         out_w: u32,
         stride_h: u32,
@@ -68,7 +69,6 @@ params_block! {
         /// The input's height and width.
         height: u32,
         width: u32,
-        pad0: u32,
         pad1: u32,
         pad2: u32,
     }
@@ -110,8 +110,10 @@ pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
     ]
     .concat();
     let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {};\n", acc.zero());
-    // conv.wgsl defines b_at.
-    let kernel = key.tiling.wgsl_loading([Loads::Scalar; 2], false);
+    // conv.wgsl defines the patches' loader.
+    let kernel = key
+        .tiling
+        .wgsl_loading([Loads::Scalar; 2], BSource::Patches);
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
@@ -195,6 +197,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Resul
         x_hs: xs[2] as i32,
         x_ws: xs[3] as i32,
         taps: taps as u32,
+        kh: call.kernel[0] as u32,
         kw: call.kernel[1] as u32,
         out_w: o[3] as u32,
         stride_h: call.stride[0] as u32,
@@ -244,6 +247,39 @@ mod tests {
                 let source = conv_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
                 assert_layout(&source, ConvParams::FIELDS, ConvParams::SIZE, "conv");
+            }
+        }
+    }
+
+    #[test]
+    fn the_product_loop_divides_nothing() {
+        // Issue 46: each patch element cost six runtime divisions (its
+        // channel, tap row and column, and its pixel's row and column).
+        // A thread now finds its pixels and first taps before the loop and
+        // advances its taps by additions.
+        let body_of = |source: &str, f: &str| {
+            let start = source.find(f).unwrap_or_else(|| panic!("{f}"));
+            source[start..][..source[start..].find("\n}\n").unwrap()].to_string()
+        };
+        for tiling in ALL {
+            let key = ConvKey {
+                dtype: KernelType::F32,
+                native_f16: true,
+                tiling,
+                sabotaged: false,
+            };
+            let source = conv_source(&key).unwrap();
+            let product = &source[source.find("for (var k0").unwrap()..];
+            for call in ["tap_of(", "pixel_of(", "b_at("] {
+                assert!(!product.contains(call), "{tiling:?}: {call}");
+            }
+            assert!(
+                product.contains("tp0 = advance(tp0, b_step);"),
+                "{tiling:?}"
+            );
+            for f in ["fn b_tap(", "fn advance("] {
+                let body = body_of(&source, f);
+                assert!(!body.contains('/') && !body.contains('%'), "{f}: {body}");
             }
         }
     }

@@ -55,6 +55,22 @@ pub(crate) enum Loads {
     VecRows,
 }
 
+/// Where the tiled kernel's `b` operand comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum BSource {
+    /// A matrix in memory, read by the kernel's own `b_at`.
+    Matrix,
+    /// The caller's `b_at(base, r, c)`, a scalar loader (a quantized
+    /// weight decoded as it is read).
+    Caller,
+    /// A convolution's patches: the caller's `pixel_of(c)` (an output
+    /// pixel's first input row and column), `tap_of(r)` (a patch row's
+    /// channel and tap), `advance(tap, step)` and `b_tap(base, r, pixel,
+    /// tap)`. Each thread's pixel is found once and its taps advanced by
+    /// `BK` rows a step, so the loop divides nothing.
+    Patches,
+}
+
 pub(crate) const LARGE: Tiling = Tiling {
     bm: 128,
     bn: 128,
@@ -188,14 +204,14 @@ impl Tiling {
     /// for each operand, `load_a` / `load_b` (scalar loads) or the
     /// operand's buffer bound as vec4s (vec loads) declared.
     pub fn wgsl(&self, loads: [Loads; 2]) -> String {
-        self.wgsl_loading(loads, true)
+        self.wgsl_loading(loads, BSource::Matrix)
     }
 
-    /// [`Tiling::wgsl`], with its own `b_at` only when `own_b`: otherwise
-    /// the caller's source defines it (a scalar loader of the same
-    /// signature), for an operand computed from another tensor, such as a
-    /// convolution's implicit im2col matrix.
-    pub fn wgsl_loading(&self, loads: [Loads; 2], own_b: bool) -> String {
+    /// [`Tiling::wgsl`], with `b` read as `source` says: by its own `b_at`
+    /// (a matrix), or by the caller's functions, for an operand computed
+    /// from another tensor (a quantized weight, a convolution's implicit
+    /// im2col matrix).
+    pub fn wgsl_loading(&self, loads: [Loads; 2], source: BSource) -> String {
         let Tiling { bm, bn, bk, tm, tn } = *self;
         let (tx, ty) = self.threads_xy();
         let threads = self.threads();
@@ -215,9 +231,12 @@ impl Tiling {
             bk * (bn / 4 + 1),
         );
         let a = OperandLoads::a(*self, loads[0]);
-        let b = OperandLoads::b(*self, loads[1]);
+        let b = OperandLoads {
+            source,
+            ..OperandLoads::b(*self, loads[1])
+        };
         w.push_str(&a.loader());
-        if own_b {
+        if source == BSource::Matrix {
             w.push_str(&b.loader());
         }
         let _ = write!(
@@ -323,6 +342,8 @@ pub(crate) struct OperandLoads {
     rows: u32,
     cols: u32,
     pitch: &'static str,
+    /// Where b comes from (a is always a matrix).
+    source: BSource,
 }
 
 impl OperandLoads {
@@ -333,6 +354,7 @@ impl OperandLoads {
             rows: t.bm,
             cols: t.bk,
             pitch: "PITCH_A",
+            source: BSource::Matrix,
         }
     }
 
@@ -343,6 +365,7 @@ impl OperandLoads {
             rows: t.bk,
             cols: t.bn,
             pitch: "PITCH_B",
+            source: BSource::Matrix,
         }
     }
 
@@ -437,11 +460,20 @@ impl OperandLoads {
             };
             let _ = write!(
                 w,
-                "    let {i} = t + {}u;\n    let {r} = {rv};\n    let {c} = {cv};\n    \
-                 var p{n}{e} = {};\n",
-                e * threads,
-                self.at(e, "params.k_start")
+                "    let {i} = t + {}u;\n    let {r} = {rv};\n    let {c} = {cv};\n",
+                e * threads
             );
+            if self.source == BSource::Patches {
+                if e == 0 {
+                    w.push_str("    let b_step = tap_of(BK);\n");
+                }
+                let _ = write!(
+                    w,
+                    "    let px{e} = pixel_of(col0 + bc{e});\n    \
+                     var tp{e} = tap_of(params.k_start + br{e});\n"
+                );
+            }
+            let _ = writeln!(w, "    var p{n}{e} = {};", self.at(e, "params.k_start"));
         }
         w
     }
@@ -451,6 +483,8 @@ impl OperandLoads {
         let n = self.name;
         if n == "a" {
             format!("a_at(bases[0], row0 + ar{e}, {k} + ac{e})")
+        } else if self.source == BSource::Patches {
+            format!("b_tap(bases[1], {k} + br{e}, px{e}, tp{e})")
         } else {
             format!("b_at(bases[1], {k} + br{e}, col0 + bc{e})")
         }
@@ -458,8 +492,15 @@ impl OperandLoads {
 
     /// The loads of the next tile (k from `k1`).
     pub fn next_loads(&self, threads: u32) -> String {
+        let advance = |e| match self.source {
+            BSource::Patches => format!("        tp{e} = advance(tp{e}, b_step);\n"),
+            _ => String::new(),
+        };
         (0..self.per_thread(threads))
-            .map(|e| format!("        p{}{e} = {};\n", self.name, self.at(e, "k1")))
+            .map(|e| {
+                let load = format!("        p{}{e} = {};\n", self.name, self.at(e, "k1"));
+                advance(e) + &load
+            })
             .collect()
     }
 

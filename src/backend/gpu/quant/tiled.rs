@@ -11,7 +11,7 @@ use crate::backend::QuantCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::loop_budget::slices;
 use crate::backend::gpu::kernel::params_block::params_block;
-use crate::backend::gpu::matmul::tiling::{LARGE, Loads, MEDIUM, Tiling};
+use crate::backend::gpu::matmul::tiling::{BSource, LARGE, Loads, MEDIUM, Tiling};
 use crate::backend::gpu::matmul::{K_SLICE, PUT_WGSL};
 use crate::backend::gpu::record::record_family;
 use crate::backend::gpu::storage::GpuStorage;
@@ -112,7 +112,7 @@ fn b_at(base: i32, r: u32, c: u32) -> f32 {{
 }}
 
 {}",
-        tiling.wgsl_loading([Loads::Scalar; 2], false)
+        tiling.wgsl_loading([Loads::Scalar; 2], BSource::Caller)
     )
 }
 
