@@ -2030,3 +2030,51 @@ fn depthwise_strides_past_the_kernel_copy_only_the_phases_taps_read() {
         }
     }
 }
+
+#[test]
+fn image_kernels_write_several_outputs_of_a_row_per_thread() {
+    // A GPU thread of the pooling and depthwise kernels writes four
+    // outputs of one row, a quarter of the row apart: output widths
+    // crossing every multiple of four, over a transposed view, agree bit
+    // for bit with the CPU's (same taps, same order, one rounding).
+    let cpu = Device::cpu();
+    let gpus: Vec<Device> = devices().into_iter().filter(|d| d.is_gpu()).collect();
+    for width in 1..=13 {
+        let x = Array4::new([2, 3, width + 2, 5], width as u64);
+        let view = x.tensor(&cpu).transpose(2, 3).unwrap();
+        let w = Tensor::from_slice(&noise(6 * 9, 7), [6, 1, 3, 3], &cpu).unwrap();
+        let pool = Pool::new([2, 3]).stride([1, 1]).padding([0, 1]);
+        type Op<'a> = Box<dyn Fn(&Tensor, &Tensor) -> webtensor::Result<Tensor> + 'a>;
+        let ops: [(&str, Op); 4] = [
+            ("max_pool2d", Box::new(|x, _| x.max_pool2d(&pool))),
+            ("avg_pool2d", Box::new(|x, _| x.avg_pool2d(&pool))),
+            (
+                "depthwise",
+                Box::new(|x, w| x.conv2d(w, &Conv::new().groups(3).padding([1, 0]))),
+            ),
+            (
+                "depthwise, stride 2",
+                Box::new(|x, w| x.conv2d(w, &Conv::new().groups(3).stride(2).padding(1))),
+            ),
+        ];
+        for (label, op) in &ops {
+            let want = op(&view, &w).unwrap();
+            for gpu in &gpus {
+                let (xg, wg) = (view.to_device(gpu).unwrap(), w.to_device(gpu).unwrap());
+                let got = op(&xg, &wg).unwrap();
+                assert_eq!(got.dims(), want.dims(), "{label} {width} on {gpu}");
+                let (g, e) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+                let differs = g
+                    .iter()
+                    .zip(&e)
+                    .position(|(a, b)| a.to_bits() != b.to_bits());
+                if let Some(i) = differs {
+                    panic!(
+                        "{label} of width {width} on {gpu}: element {i}: {} for {}",
+                        g[i], e[i]
+                    );
+                }
+            }
+        }
+    }
+}

@@ -147,6 +147,37 @@ fn a_pooling_is_one_kernel() {
 }
 
 #[test]
+fn pooling_and_depthwise_threads_write_four_outputs_of_a_row() {
+    // Issue 45: one thread per output found its row, channel and image by
+    // four to six divisions for each output. A thread now writes four of a
+    // row (a quarter of the row apart): a quarter of the workgroups.
+    // Pinned by the grids, on a device of its own (a profile sees every
+    // kernel of its device).
+    let Some(dev) = common::own_gpu(Default::default()) else {
+        return;
+    };
+    let grid = |f: &dyn Fn() -> Tensor| -> Vec<u32> {
+        read(f()).unwrap();
+        let profile = dev.profile(|| read(f()).map(drop)).unwrap();
+        let kernels = profile.kernels();
+        kernels
+            .iter()
+            .map(|k| k.workgroups.iter().product())
+            .collect()
+    };
+    // 64-thread workgroups over images x rows x ceil(width / 4) threads.
+    let threads = |rows: usize, width: usize| (rows * width.div_ceil(4)).div_ceil(64) as u32;
+    let img = Tensor::rand([2, 3, 30, 41], DType::F32, 5, &dev).unwrap();
+    let pooled = grid(&|| img.max_pool2d(&Pool::new(2)).unwrap());
+    assert_eq!(pooled, [threads(2 * 3 * 15, 20)], "max_pool2d on {dev}");
+    let averaged = grid(&|| img.avg_pool2d(&Pool::new(3).stride(1)).unwrap());
+    assert_eq!(averaged, [threads(2 * 3 * 28, 39)], "avg_pool2d on {dev}");
+    let w = Tensor::rand([3, 1, 3, 3], DType::F32, 6, &dev).unwrap();
+    let conv = grid(&|| img.conv2d(&w, &Conv::new().groups(3).same()).unwrap());
+    assert_eq!(conv, [threads(2 * 3 * 30, 41)], "depthwise on {dev}");
+}
+
+#[test]
 fn a_depthwise_convolution_is_one_kernel() {
     // Before issue 45: a padded copy, a zero fill and a multiply-add pass
     // per tap (6 dispatches for a padded 3x3 on lavapipe, fused), and the

@@ -8,10 +8,11 @@
 //             output channel)
 //   ACCESS    load_x, load_w (element -> f32), store_out, and load_bias
 //   BIAS      `acc = acc + load_bias(params.bias_offset + k);`, or nothing
+//   OUTS      `const OUTS`: outputs of a row each thread writes
 //
-// Thread o writes output element o of [batch, out channels, height,
-// width] (contiguous from `out_offset`), reading its channel's taps where
-// they lie in the input (any view; the padding reads 0). It adds the taps'
+// Each output of [batch, out channels, height, width] (contiguous from
+// `out_offset`) is written by one thread, which reads its channel's taps
+// where they lie in the input (any view; the padding reads 0). It adds the taps'
 // products to 0 in the order ops/conv.rs composes them on the CPU (rows,
 // then columns, each product rounded before it is added), then the bias,
 // and rounds once into the output's dtype.
@@ -25,36 +26,49 @@ fn kept(x: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(x) ^ params.zero);
 }
 
+{{OUTS}}
+
+// Each thread writes OUTS outputs of one row, `params.segment` (the row's
+// width over OUTS, rounded up) apart: neighbouring threads read and write
+// neighbouring elements, and a thread finds its row, channel and image
+// once for all of them.
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let o = gid.x + gid.y * params.row_threads;
-    if (o >= params.numel) {
+    let q = gid.x + gid.y * params.row_threads;
+    if (q >= params.threads) {
         return;
     }
-    let ox = o % params.out_w;
-    var rest = o / params.out_w;
+    let first = q % params.segment;
+    let rest = q / params.segment;
     let oy = rest % params.out_h;
-    rest = rest / params.out_h;
-    let k = rest % params.channels;
-    let image = rest / params.channels;
+    let plane = rest / params.out_h;
+    let k = plane % params.channels;
+    let image = plane / params.channels;
     let base = i32(params.x_offset) + i32(image) * params.x_ns
         + i32(k / params.per_group) * params.x_cs;
     let taps = params.kernel_h * params.kernel_w;
-    var acc = 0.0;
-    for (var i = 0u; i < params.kernel_h; i++) {
-        let y = i32(oy * params.stride_h + i * params.dil_h) - i32(params.pad_h);
-        let row = y >= 0 && y < i32(params.in_h);
-        for (var j = 0u; j < params.kernel_w; j++) {
-            let x = i32(ox * params.stride_w + j * params.dil_w) - i32(params.pad_w);
-            var v = 0.0;
-            if (row && x >= 0 && x < i32(params.in_w)) {
-                v = load_x(u32(base + y * params.x_hs + x * params.x_ws));
-            }
-            // The padding's 0 is multiplied too (0 times inf is NaN, as on
-            // the CPU, which pads with zeros).
-            acc = acc + kept(v * load_w(params.w_offset + k * taps + i * params.kernel_w + j));
+    let row = params.out_offset + rest * params.out_w;
+    for (var p = 0u; p < OUTS; p++) {
+        let ox = first + p * params.segment;
+        if (ox >= params.out_w) {
+            break;
         }
+        var acc = 0.0;
+        for (var i = 0u; i < params.kernel_h; i++) {
+            let y = i32(oy * params.stride_h + i * params.dil_h) - i32(params.pad_h);
+            let inside = y >= 0 && y < i32(params.in_h);
+            for (var j = 0u; j < params.kernel_w; j++) {
+                let x = i32(ox * params.stride_w + j * params.dil_w) - i32(params.pad_w);
+                var v = 0.0;
+                if (inside && x >= 0 && x < i32(params.in_w)) {
+                    v = load_x(u32(base + y * params.x_hs + x * params.x_ws));
+                }
+                // The padding's 0 is multiplied too (0 times inf is NaN,
+                // as on the CPU, which pads with zeros).
+                acc = acc + kept(v * load_w(params.w_offset + k * taps + i * params.kernel_w + j));
+            }
+        }
+        {{BIAS}}
+        store_out(row + ox, acc);
     }
-    {{BIAS}}
-    store_out(params.out_offset + o, acc);
 }

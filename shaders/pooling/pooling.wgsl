@@ -6,9 +6,11 @@
 //   BINDINGS  x (1), out_buf (2)
 //   ACCESS    load_x (element -> f32), store_out
 //   LEAD      lead_base (kernel/lead_axes.wgsl)
+//   OUTS      `const OUTS`: outputs of a row each thread writes
 //
-// Thread o writes output element o (row-major over the output, contiguous
-// from `out_offset`). It reads its window's taps where they lie in the
+// Each output (row-major over the output, contiguous from `out_offset`)
+// is written by one thread, which writes four of a row (see `OUTS`). It
+// reads its window's taps where they lie in the
 // input (any view), in the order ops/pool.rs composes them on the CPU
 // (rows, then columns): a maximum starts from the first tap and keeps the
 // first of equals (NaN wins); an average adds the taps to 0, then divides
@@ -46,35 +48,48 @@ fn count(o: u32, stride: u32, taps: u32, size: u32, pad: u32) -> u32 {
     return select(0u, end - first, end > first);
 }
 
+// Outputs a thread writes: OUTS of one row, `params.segment` (the row's
+// width over OUTS, rounded up) apart, so that neighbouring threads read
+// and write neighbouring elements, and a thread finds its row and image
+// once for all of them.
+{{OUTS}}
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let o = gid.x + gid.y * params.row_threads;
-    if (o >= params.numel) {
+    let q = gid.x + gid.y * params.row_threads;
+    if (q >= params.threads) {
         return;
     }
-    let ox = o % params.out_w;
-    let rest = o / params.out_w;
+    let first = q % params.segment;
+    let rest = q / params.segment;
     let oy = rest % params.out_h;
     let base = lead_base(rest / params.out_h);
-    var acc: f32;
-    if (params.average == 0u) {
-        let neg_inf = f32_from_bits(0xff800000u);
-        acc = tap(base, oy, ox, 0u, 0u, neg_inf);
-        for (var i = 0u; i < params.kernel_h; i++) {
-            for (var j = select(0u, 1u, i == 0u); j < params.kernel_w; j++) {
-                acc = maximum_f32(acc, tap(base, oy, ox, i, j, neg_inf));
-            }
+    let row = params.out_offset + rest * params.out_w;
+    for (var p = 0u; p < OUTS; p++) {
+        let ox = first + p * params.segment;
+        if (ox >= params.out_w) {
+            break;
         }
-    } else {
-        acc = 0.0;
-        for (var i = 0u; i < params.kernel_h; i++) {
-            for (var j = 0u; j < params.kernel_w; j++) {
-                acc = acc + tap(base, oy, ox, i, j, 0.0);
+        var acc: f32;
+        if (params.average == 0u) {
+            let neg_inf = f32_from_bits(0xff800000u);
+            acc = tap(base, oy, ox, 0u, 0u, neg_inf);
+            for (var i = 0u; i < params.kernel_h; i++) {
+                for (var j = select(0u, 1u, i == 0u); j < params.kernel_w; j++) {
+                    acc = maximum_f32(acc, tap(base, oy, ox, i, j, neg_inf));
+                }
             }
+        } else {
+            acc = 0.0;
+            for (var i = 0u; i < params.kernel_h; i++) {
+                for (var j = 0u; j < params.kernel_w; j++) {
+                    acc = acc + tap(base, oy, ox, i, j, 0.0);
+                }
+            }
+            let rows = count(oy, params.stride_h, params.kernel_h, params.in_h, params.pad_h);
+            let cols = count(ox, params.stride_w, params.kernel_w, params.in_w, params.pad_w);
+            acc = div_f32(acc, f32(rows) * f32(cols));
         }
-        let rows = count(oy, params.stride_h, params.kernel_h, params.in_h, params.pad_h);
-        let cols = count(ox, params.stride_w, params.kernel_w, params.in_w, params.pad_w);
-        acc = div_f32(acc, f32(rows) * f32(cols));
+        store_out(row + ox, acc);
     }
-    store_out(params.out_offset + o, acc);
 }

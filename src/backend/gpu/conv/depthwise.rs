@@ -1,13 +1,14 @@
-//! The depthwise convolution kernel (`conv/depthwise.wgsl`): one thread
-//! per output, its channel's taps read where they lie in the input, the
-//! padding implied, the bias added before the one rounding; one dispatch
+//! The depthwise convolution kernel (`conv/depthwise.wgsl`): a thread per
+//! four outputs of a row (`kernel::grid::row_segments`), each output's
+//! channel's taps read where they lie in the input, the padding implied,
+//! the bias added before the one rounding; one dispatch
 //! where the composed form took a padded copy, a zero fill and a
 //! multiply-add pass per tap.
 
 use crate::backend::DepthwiseCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
-use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::grid::{ROW_OUTPUTS, grid, row_segments};
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::record::{family_key, record_family};
@@ -21,7 +22,8 @@ const DEPTHWISE_WGSL: &str = shader!("conv/depthwise.wgsl");
 params_block! {
     /// `Params` of depthwise.wgsl.
     pub(crate) struct DepthwiseParams {
-        numel: u32,
+        /// Threads, each writing up to `ROW_OUTPUTS` outputs of a row.
+        threads: u32,
         row_threads: u32,
         /// Always 0 (see `kept` in depthwise.wgsl).
         zero: u32,
@@ -49,7 +51,8 @@ params_block! {
         w_offset: u32,
         bias_offset: u32,
         out_offset: u32,
-        pad0: u32,
+        /// A row's outputs over the outputs a thread writes, rounded up.
+        segment: u32,
         pad1: u32,
         pad2: u32,
     }
@@ -91,10 +94,12 @@ pub(crate) fn depthwise_source(key: &DepthwiseKey) -> Result<String> {
         access.push_str(&load_fn("load_bias", "bias", KernelType::F32, native));
         bias = "acc = acc + load_bias(params.bias_offset + k);";
     }
+    let outs = format!("const OUTS: u32 = {ROW_OUTPUTS}u;");
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("BIAS", bias),
+        ("OUTS", outs.as_str()),
     ];
     let (f16, params) = (needs_f16(dtype, native), DepthwiseParams::wgsl());
     fill_kernel("depthwise kernel", DEPTHWISE_WGSL, f16, &params, &slots)
@@ -143,7 +148,8 @@ pub(crate) fn depthwise(out: &GpuStorage, call: &DepthwiseCall) -> Result<()> {
     }
     let (xd, xs) = (x.layout.dims(), x.layout.strides());
     let o = dest.layout.dims();
-    let groups = grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let (segment, threads) = row_segments(o);
+    let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let key = DepthwiseKey {
         dtype,
         native_f16: ctx.facts.native_f16,
@@ -152,7 +158,7 @@ pub(crate) fn depthwise(out: &GpuStorage, call: &DepthwiseCall) -> Result<()> {
     // The op layer checked every extent, padded extent and kernel reach
     // against 2^31 - 1 (ops/windows.rs): these fit the kernel's i32.
     let params = DepthwiseParams {
-        numel: numel as u32,
+        threads: threads as u32,
         row_threads: groups[0] * 64,
         channels: o[1] as u32,
         per_group: (o[1] / xd[1]) as u32,
@@ -176,6 +182,7 @@ pub(crate) fn depthwise(out: &GpuStorage, call: &DepthwiseCall) -> Result<()> {
         w_offset: w.layout.offset() as u32,
         bias_offset,
         out_offset: dest.layout.offset() as u32,
+        segment: segment as u32,
         ..bytemuck::Zeroable::zeroed()
     };
     record_family(

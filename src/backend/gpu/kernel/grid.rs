@@ -37,6 +37,24 @@ pub(crate) fn grid_of(threads: usize, group: u32, max_per_dim: u32) -> Result<[u
     Ok([x as u32, y as u32])
 }
 
+/// Outputs along a row each thread of an image kernel writes (pooling,
+/// depthwise convolution): a row's outputs and its image's are found once
+/// for all of them.
+pub(crate) const ROW_OUTPUTS: usize = 4;
+
+/// (segment, threads) of an image kernel writing `dims` (its output, rows
+/// last): each thread writes [`ROW_OUTPUTS`] outputs of one row,
+/// `segment` apart (the row's width over them, rounded up), so that
+/// neighbouring threads write neighbouring outputs.
+pub(crate) fn row_segments(dims: &[usize]) -> (usize, usize) {
+    let (rows, width) = match dims.split_last() {
+        Some((&w, lead)) => (lead.iter().product::<usize>(), w),
+        None => (1, 1),
+    };
+    let segment = width.div_ceil(ROW_OUTPUTS).max(1);
+    (segment, rows * segment)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +64,23 @@ mod tests {
         assert_eq!(grid(64, 65535).unwrap(), [1, 1]);
         assert_eq!(grid(65535 * 64 + 1, 65535).unwrap(), [65535, 2]);
         assert!(grid(usize::MAX / 2, 65535).is_err());
+    }
+
+    #[test]
+    fn row_segments_cover_each_row_once() {
+        for width in 1..40 {
+            let (segment, threads) = row_segments(&[3, 2, width]);
+            assert_eq!(threads, 6 * segment);
+            let mut seen = vec![0; width];
+            for first in 0..segment {
+                for p in 0..ROW_OUTPUTS {
+                    if first + p * segment < width {
+                        seen[first + p * segment] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{width}: {seen:?}");
+        }
+        assert_eq!(row_segments(&[2, 3, 16, 16]), (4, 384));
     }
 }

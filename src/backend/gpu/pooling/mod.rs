@@ -1,12 +1,13 @@
 //! Max and average pooling in one pass (`pooling/pooling.wgsl`): each
 //! output reads its window's taps where they lie in the input (any view),
 //! padding implied, so a pooling is one dispatch with no padded copy, no
-//! pass per tap and no table of divisors to upload.
+//! pass per tap and no table of divisors to upload. A thread writes four
+//! outputs of a row (`kernel::grid::row_segments`).
 
 use crate::backend::PoolCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
-use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::grid::{ROW_OUTPUTS, grid, row_segments};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::record::{family_key, record_family};
@@ -20,7 +21,8 @@ const POOLING_WGSL: &str = shader!("pooling/pooling.wgsl");
 params_block! {
     /// `Params` of pooling.wgsl.
     pub(crate) struct PoolParams {
-        numel: u32,
+        /// Threads, each writing up to `ROW_OUTPUTS` outputs of a row.
+        threads: u32,
         row_threads: u32,
         /// Leading axes (all but the last two).
         lead_rank: u32,
@@ -43,7 +45,8 @@ params_block! {
         x_hs: i32,
         x_ws: i32,
         out_offset: u32,
-        pad0: u32,
+        /// A row's outputs over the outputs a thread writes, rounded up.
+        segment: u32,
         pad1: u32,
         pad2: u32,
         lead_shape: [u32; 8],
@@ -82,6 +85,7 @@ pub(crate) fn pool_source(key: &PoolKey) -> Result<String> {
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("LEAD", LEAD_AXES_WGSL),
+        ("OUTS", &format!("const OUTS: u32 = {ROW_OUTPUTS}u;")),
     ];
     let (f16, params) = (needs_f16(dtype, native), PoolParams::wgsl());
     fill_kernel("pooling kernel", POOLING_WGSL, f16, &params, &slots)
@@ -119,7 +123,8 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
     let (dims, strides) = (x.layout.dims(), x.layout.strides());
     let r = dims.len();
     let o = dest.layout.dims();
-    let groups = grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let (segment, threads) = row_segments(dest.layout.dims());
+    let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let key = PoolKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
@@ -127,7 +132,7 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
     // The op layer checked every extent, padded extent and window reach
     // against 2^31 - 1 (ops/windows.rs): these fit the kernel's i32.
     let params = PoolParams {
-        numel: numel as u32,
+        threads: threads as u32,
         row_threads: groups[0] * 64,
         lead_rank: (r - 2) as u32,
         average: u32::from(call.average),
@@ -148,6 +153,7 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
         x_hs: strides[r - 2] as i32,
         x_ws: strides[r - 1] as i32,
         out_offset: dest.layout.offset() as u32,
+        segment: segment as u32,
         lead_shape: dims8(&dims[..r - 2]),
         lead_strides: strides8(&strides[..r - 2]),
         ..bytemuck::Zeroable::zeroed()
