@@ -2033,8 +2033,8 @@ fn depthwise_strides_past_the_kernel_copy_only_the_phases_taps_read() {
 
 #[test]
 fn image_kernels_write_several_outputs_of_a_row_per_thread() {
-    // A GPU thread of the pooling and depthwise kernels writes four
-    // outputs of one row, a quarter of the row apart: output widths
+    // A GPU thread of the pooling, depthwise and resize kernels writes
+    // four outputs of one row, a quarter of the row apart: output widths
     // crossing every multiple of four, over a transposed view, agree bit
     // for bit with the CPU's (same taps, same order, one rounding).
     let cpu = Device::cpu();
@@ -2045,8 +2045,20 @@ fn image_kernels_write_several_outputs_of_a_row_per_thread() {
         let w = Tensor::from_slice(&noise(6 * 9, 7), [6, 1, 3, 3], &cpu).unwrap();
         let pool = Pool::new([2, 3]).stride([1, 1]).padding([0, 1]);
         type Op<'a> = Box<dyn Fn(&Tensor, &Tensor) -> webtensor::Result<Tensor> + 'a>;
-        let ops: [(&str, Op); 4] = [
+        let ops: [(&str, Op); 7] = [
             ("max_pool2d", Box::new(|x, _| x.max_pool2d(&pool))),
+            (
+                "nearest",
+                Box::new(|x, _| x.resize([7, 2 * width + 1], Resize::Nearest)),
+            ),
+            (
+                "bilinear",
+                Box::new(|x, _| x.resize([4, width + 3], Resize::Bilinear)),
+            ),
+            (
+                "antialiased",
+                Box::new(|x, _| x.resize([3, width.div_ceil(2)], Resize::BilinearAntialias)),
+            ),
             ("avg_pool2d", Box::new(|x, _| x.avg_pool2d(&pool))),
             (
                 "depthwise",

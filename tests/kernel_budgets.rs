@@ -147,9 +147,10 @@ fn a_pooling_is_one_kernel() {
 }
 
 #[test]
-fn pooling_and_depthwise_threads_write_four_outputs_of_a_row() {
-    // Issue 45: one thread per output found its row, channel and image by
-    // four to six divisions for each output. A thread now writes four of a
+fn image_kernel_threads_write_four_outputs_of_a_row() {
+    // Issue 45: one thread per output (pooling, depthwise convolution,
+    // resize) found its row, channel and image by four to six divisions
+    // for each output. A thread now writes four of a
     // row (a quarter of the row apart): a quarter of the workgroups.
     // Pinned by the grids, on a device of its own (a profile sees every
     // kernel of its device).
@@ -175,6 +176,8 @@ fn pooling_and_depthwise_threads_write_four_outputs_of_a_row() {
     let w = Tensor::rand([3, 1, 3, 3], DType::F32, 6, &dev).unwrap();
     let conv = grid(&|| img.conv2d(&w, &Conv::new().groups(3).same()).unwrap());
     assert_eq!(conv, [threads(2 * 3 * 30, 41)], "depthwise on {dev}");
+    let resized = grid(&|| img.resize([60, 82], Resize::Nearest).unwrap());
+    assert_eq!(resized, [threads(2 * 3 * 60, 82)], "resize on {dev}");
 }
 
 #[test]

@@ -9,9 +9,11 @@
 //   SAMPLE    sample_at(base, oh, ow): output element (oh, ow) from the
 //             input at `base` (nearest: one element; bilinear: a blend of
 //             four; antialiased: a window of each axis, see below)
+//   OUTS      `const OUTS`: outputs of a row each thread writes
 //
-// Thread o writes output element o (row-major over the output, which is
-// contiguous from `out_offset`). Its source positions and weights along
+// Each output (row-major over the output, which is contiguous from
+// `out_offset`) is written by one thread, which writes four of a row. Its
+// source positions and weights along
 // each axis are computed here by PyTorch's CPU formulas in f32, as
 // ops/resize.rs's `source_taps` does on the host (the two are tested
 // against each other and against PyTorch): no index or weight tables.
@@ -68,15 +70,27 @@ fn blend(a: f32, b: f32, w: f32) -> f32 {
 
 {{SAMPLE}}
 
+{{OUTS}}
+
+// Each thread writes OUTS outputs of one row, `params.segment` (the row's
+// width over OUTS, rounded up) apart: neighbouring threads read and write
+// neighbouring elements, and a thread finds its row and image once.
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let o = gid.x + gid.y * params.row_threads;
-    if (o >= params.numel) {
+    let q = gid.x + gid.y * params.row_threads;
+    if (q >= params.threads) {
         return;
     }
-    let ow = o % params.out_w;
-    let rest = o / params.out_w;
+    let first = q % params.segment;
+    let rest = q / params.segment;
     let oh = rest % params.out_h;
     let base = lead_base(rest / params.out_h);
-    store_out(params.out_offset + o, sample_at(base, oh, ow));
+    let row = params.out_offset + rest * params.out_w;
+    for (var p = 0u; p < OUTS; p++) {
+        let ow = first + p * params.segment;
+        if (ow >= params.out_w) {
+            break;
+        }
+        store_out(row + ow, sample_at(base, oh, ow));
+    }
 }

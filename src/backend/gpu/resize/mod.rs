@@ -1,11 +1,12 @@
 //! Resizing in one pass (`resize/resize.wgsl`): each output element's
 //! source positions and weights computed in the shader, so a resize is one
 //! dispatch that reads its input where it lies (any view), with no index
-//! or weight tables to upload and no fault record to arm.
+//! or weight tables to upload and no fault record to arm. A thread writes
+//! four outputs of a row (`kernel::grid::row_segments`).
 
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
-use crate::backend::gpu::kernel::grid::grid;
+use crate::backend::gpu::kernel::grid::{ROW_OUTPUTS, grid, row_segments};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
@@ -21,7 +22,8 @@ const RESIZE_WGSL: &str = shader!("resize/resize.wgsl");
 params_block! {
     /// `Params` of resize.wgsl.
     pub(crate) struct ResizeParams {
-        numel: u32,
+        /// Threads, each writing up to `ROW_OUTPUTS` outputs of a row.
+        threads: u32,
         row_threads: u32,
         /// Leading axes (all but the last two).
         lead_rank: u32,
@@ -40,7 +42,8 @@ params_block! {
         x_hs: i32,
         x_ws: i32,
         out_offset: u32,
-        pad0: u32,
+        /// A row's outputs over the outputs a thread writes, rounded up.
+        segment: u32,
         lead_shape: [u32; 8],
         lead_strides: [i32; 8],
     }
@@ -192,6 +195,7 @@ pub(crate) fn resize_source(key: &ResizeKey) -> Result<String> {
         ("ACCESS", access.as_str()),
         ("LEAD", LEAD_AXES_WGSL),
         ("SAMPLE", sample.as_str()),
+        ("OUTS", &format!("const OUTS: u32 = {ROW_OUTPUTS}u;")),
     ];
     let (f16, params) = (needs_f16(dtype, native), ResizeParams::wgsl());
     fill_kernel("resize kernel", RESIZE_WGSL, f16, &params, &slots)
@@ -228,7 +232,8 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
     let (dims, strides) = (x.layout.dims(), x.layout.strides());
     let r = dims.len();
     let o = dest.layout.dims();
-    let groups = grid(numel, ctx.facts.max_workgroups_per_dim)?;
+    let (segment, threads) = row_segments(o);
+    let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let key = ResizeKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
@@ -236,7 +241,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
         antialias: call.mode == Sampling::BilinearAntialias,
     };
     let params = ResizeParams {
-        numel: numel as u32,
+        threads: threads as u32,
         row_threads: groups[0] * 64,
         lead_rank: (r - 2) as u32,
         mode: match call.mode {
@@ -256,7 +261,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
         x_hs: strides[r - 2] as i32,
         x_ws: strides[r - 1] as i32,
         out_offset: dest.layout.offset() as u32,
-        pad0: 0,
+        segment: segment as u32,
         lead_shape: dims8(&dims[..r - 2]),
         lead_strides: strides8(&strides[..r - 2]),
     };
