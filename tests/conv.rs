@@ -996,6 +996,52 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
     }
 }
 
+#[test]
+fn the_implicit_gemm_advances_taps_past_the_tile_depth() {
+    // A GPU thread of the implicit GEMM advances its patch rows by the
+    // tile's depth (8 or 16) with carries into the tap row and the
+    // channel: kernels of more taps than the depth (5 x 5, 7 x 7), a row
+    // of 17 taps, dilated and strided ones, and a slice of k ending
+    // inside a channel's taps (340 channels of 25: k = 8500).
+    let setting = |stride: usize, pad: [usize; 2], dilation: usize| Setting {
+        stride: [stride; 2],
+        pad: [(pad[0], pad[0]), (pad[1], pad[1])],
+        dilation: [dilation; 2],
+        groups: 1,
+    };
+    let cases = [
+        (
+            [2usize, 5, 13, 11],
+            [6usize, 5, 5, 5],
+            setting(1, [2, 2], 1),
+        ),
+        ([1, 3, 12, 12], [4, 3, 7, 7], setting(2, [3, 3], 1)),
+        ([1, 4, 1, 40], [3, 4, 1, 17], setting(1, [0, 8], 1)),
+        ([1, 2, 14, 15], [3, 2, 5, 5], setting(1, [4, 4], 2)),
+        ([1, 340, 6, 5], [2, 340, 5, 5], setting(1, [2, 2], 1)),
+    ];
+    for dev in devices() {
+        for (k, (xd, wd, st)) in cases.iter().enumerate() {
+            let (x, w) = (
+                Array4::new(*xd, 400 + k as u64),
+                Array4::new(*wd, 500 + k as u64),
+            );
+            let (want, dims) = conv_reference(&x, &w, None, *st);
+            let conv = Conv::new()
+                .stride(st.stride)
+                .padding([st.pad[0].0, st.pad[1].0])
+                .dilation(st.dilation);
+            let got = x.tensor(&dev).conv2d(&w.tensor(&dev), &conv).unwrap();
+            check(&got, &want, &dims, 1e-4, &format!("case {k} on {dev}"));
+        }
+        let dropped = dev.info().dropped_kernels;
+        assert!(
+            !dropped.iter().any(|d| d.starts_with("conv")),
+            "{dev}: {dropped:?}"
+        );
+    }
+}
+
 /// A GPU device of its own, for a profile no other test adds to.
 fn own_gpu() -> Option<Device> {
     common::own_gpu(webtensor::GpuOptions::default())
@@ -2035,8 +2081,9 @@ fn depthwise_strides_past_the_kernel_copy_only_the_phases_taps_read() {
 fn image_kernels_write_several_outputs_of_a_row_per_thread() {
     // A GPU thread of the pooling, depthwise and resize kernels writes
     // four outputs of one row, a quarter of the row apart: output widths
-    // crossing every multiple of four, over a transposed view, agree bit
-    // for bit with the CPU's (same taps, same order, one rounding).
+    // crossing every multiple of four, over a transposed view, in f32,
+    // f16 and bf16 (u8 for the nearest resize), agree bit for bit with
+    // the CPU's (same taps, same order, one rounding).
     let cpu = Device::cpu();
     let gpus: Vec<Device> = devices().into_iter().filter(|d| d.is_gpu()).collect();
     for width in 1..=13 {
@@ -2069,13 +2116,28 @@ fn image_kernels_write_several_outputs_of_a_row_per_thread() {
                 Box::new(|x, w| x.conv2d(w, &Conv::new().groups(3).stride(2).padding(1))),
             ),
         ];
-        for (label, op) in &ops {
+        // Every float storage (f16 packed in words on the packed device,
+        // its stores sharing words between threads), and bytes resized.
+        let bytes = view.mul_scalar(100.0).unwrap().abs().unwrap();
+        let bytes = bytes.to_dtype(DType::U8).unwrap();
+        let dtypes = [DType::F32, DType::F16, DType::BF16, DType::U8];
+        let cases = ops
+            .iter()
+            .flat_map(|op| dtypes.iter().map(move |&d| (op, d)));
+        for ((label, op), dtype) in cases {
+            let (view, w) = match dtype {
+                DType::U8 if *label != "nearest" => continue,
+                DType::U8 => (bytes.clone(), w.clone()),
+                _ => (view.to_dtype(dtype).unwrap(), w.to_dtype(dtype).unwrap()),
+            };
             let want = op(&view, &w).unwrap();
             for gpu in &gpus {
                 let (xg, wg) = (view.to_device(gpu).unwrap(), w.to_device(gpu).unwrap());
                 let got = op(&xg, &wg).unwrap();
+                let label = format!("{label} {dtype:?}");
                 assert_eq!(got.dims(), want.dims(), "{label} {width} on {gpu}");
-                let (g, e) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+                let f32s = |t: &Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+                let (g, e) = (f32s(&got), f32s(&want));
                 let differs = g
                     .iter()
                     .zip(&e)

@@ -755,9 +755,9 @@ fn kept_tables_stay_right_through_eviction_and_threads() {
 fn columns_are_read_across_their_lines_at_every_length() {
     // A GPU workgroup reads strided lines whose neighbours are adjacent
     // (the columns of a matrix, both passes of a four-step transform)
-    // across them: element j of up to 16 lines together (fewer for long
+    // across them: element j of up to 64 lines together (fewer for long
     // lines), the last workgroup partly empty. Lengths cross every radix
-    // and workgroup shape, column counts cross 16 lines a workgroup, and
+    // and workgroup shape, column counts cross 64 lines a workgroup, and
     // the reversed, stepped view of every other column reads backwards
     // with gaps. The CPU's answers are NumPy's (every_transform_equals_numpy).
     let cpu = Device::cpu();
@@ -778,7 +778,7 @@ fn columns_are_read_across_their_lines_at_every_length() {
         1usize, 2, 3, 8, 12, 16, 17, 60, 64, 105, 128, 256, 500, 512, 1000, 1024, 2048, 4096,
     ];
     for &n in &lengths {
-        for &m in &[1usize, 3, 17, 40] {
+        for &m in &[1usize, 3, 17, 40, 130] {
             if n * m > 50_000 {
                 continue;
             }

@@ -148,7 +148,7 @@ pub(crate) fn depthwise(out: &GpuStorage, call: &DepthwiseCall) -> Result<()> {
     }
     let (xd, xs) = (x.layout.dims(), x.layout.strides());
     let o = dest.layout.dims();
-    let (segment, threads) = row_segments(o);
+    let (segment, threads) = row_segments(OP, &dest.layout)?;
     let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let key = DepthwiseKey {
         dtype,

@@ -431,7 +431,8 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
     let parts = total.map(|total| table_parts(n, total));
     let table_bound = Bound::new(OP, &table, false)?;
     let (_, _, shape) = shape_of(&key)?;
-    // One line a workgroup reads along whatever was asked: one pipeline.
+    // Lines not read across after all (one line of them fits) take the
+    // shape of lines read along: one pipeline for both requests.
     let key = FftKey {
         across: key.across.map(|a| a && shape.across),
         ..key

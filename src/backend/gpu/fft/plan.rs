@@ -91,14 +91,16 @@ pub(crate) fn group_shape(
     let slots = if skew { n + n / 16 } else { n };
     let largest = radices.iter().copied().max().unwrap_or(1);
     let lanes = (n / largest).max(1);
-    // 8 bytes a slot, and (across) each line's two starts (8 bytes).
+    // 8 bytes a slot, and (across) each line's two starts (8 bytes); at
+    // least two lines' threads in a workgroup.
     let fits = room / (8 * slots + 8);
-    let lines = prev_power_of_two(fits.min(MAX_LINES).min(THREADS / lanes));
+    let across_lanes = lanes.min(THREADS / 2);
+    let lines = prev_power_of_two(fits.min(MAX_LINES).min(THREADS / across_lanes));
     if across && lines > 1 {
         let padded = lines * (8 * (slots + 1) + 8) <= room;
         return GroupShape {
             lines,
-            lanes,
+            lanes: across_lanes,
             skew,
             pitch: if padded { slots + 1 } else { slots },
             across: true,
@@ -280,6 +282,11 @@ mod tests {
         let r = radices(4096).unwrap();
         assert!(!group_shape(4096, &r, false, 32768).skew);
         assert!(group_shape(4096, &r, false, 49152).skew);
+        // 486 = 2 x 3^5 has 162 butterflies of 3: read across, two lines
+        // of 128 threads.
+        let r = radices(486).unwrap();
+        let g = group_shape(486, &r, true, 32768);
+        assert_eq!((g.lines, g.lanes, g.across), (2, 128, true));
         // Short lines: 64 a workgroup either way (at least 64 threads).
         assert_eq!(group_shape(8, &[8], false, 16384).lines, 64);
         assert_eq!(group_shape(16, &[16], true, 16384).lines, 64);

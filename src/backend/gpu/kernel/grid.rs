@@ -3,6 +3,7 @@
 //! per-dimension limit.
 
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 
 /// Threads per workgroup of every 1-D kernel (elementwise, reduce, scan,
 /// indexing).
@@ -42,17 +43,27 @@ pub(crate) fn grid_of(threads: usize, group: u32, max_per_dim: u32) -> Result<[u
 /// for all of them.
 pub(crate) const ROW_OUTPUTS: usize = 4;
 
-/// (segment, threads) of an image kernel writing `dims` (its output, rows
-/// last): each thread writes [`ROW_OUTPUTS`] outputs of one row,
-/// `segment` apart (the row's width over them, rounded up), so that
-/// neighbouring threads write neighbouring outputs.
-pub(crate) fn row_segments(dims: &[usize]) -> (usize, usize) {
-    let (rows, width) = match dims.split_last() {
+/// (segment, threads) of an image kernel writing `out` (rows last, row
+/// after row from its offset): each thread writes [`ROW_OUTPUTS`] outputs
+/// of one row, `segment` apart (the row's width over them, rounded up), so
+/// that neighbouring threads write neighbouring outputs.
+///
+/// # Errors
+/// `Error::Internal` naming `op` for an output that is not contiguous
+/// (the op layer gives these kernels fresh outputs).
+pub(crate) fn row_segments(op: &'static str, out: &Layout) -> Result<(usize, usize)> {
+    if !out.is_contiguous() {
+        return Err(Error::internal(
+            op,
+            "an image kernel's output is not contiguous",
+        ));
+    }
+    let (rows, width) = match out.dims().split_last() {
         Some((&w, lead)) => (lead.iter().product::<usize>(), w),
         None => (1, 1),
     };
     let segment = width.div_ceil(ROW_OUTPUTS).max(1);
-    (segment, rows * segment)
+    Ok((segment, rows * segment))
 }
 
 #[cfg(test)]
@@ -69,7 +80,8 @@ mod tests {
     #[test]
     fn row_segments_cover_each_row_once() {
         for width in 1..40 {
-            let (segment, threads) = row_segments(&[3, 2, width]);
+            let out = Layout::contiguous([3, 2, width]);
+            let (segment, threads) = row_segments("test", &out).unwrap();
             assert_eq!(threads, 6 * segment);
             let mut seen = vec![0; width];
             for first in 0..segment {
@@ -81,6 +93,8 @@ mod tests {
             }
             assert!(seen.iter().all(|&n| n == 1), "{width}: {seen:?}");
         }
-        assert_eq!(row_segments(&[2, 3, 16, 16]), (4, 384));
+        let out = Layout::contiguous([2, 3, 16, 16]);
+        assert_eq!(row_segments("test", &out).unwrap(), (4, 384));
+        assert!(row_segments("test", &out.transpose(2, 3).unwrap()).is_err());
     }
 }

@@ -231,6 +231,8 @@ impl Tiling {
             bk * (bn / 4 + 1),
         );
         let a = OperandLoads::a(*self, loads[0]);
+        // A loader of the caller's reads one element at a time.
+        assert!(source == BSource::Matrix || loads[1] == Loads::Scalar);
         let b = OperandLoads {
             source,
             ..OperandLoads::b(*self, loads[1])

@@ -123,7 +123,7 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
     let (dims, strides) = (x.layout.dims(), x.layout.strides());
     let r = dims.len();
     let o = dest.layout.dims();
-    let (segment, threads) = row_segments(dest.layout.dims());
+    let (segment, threads) = row_segments(op, &dest.layout)?;
     let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let key = PoolKey {
         dtype: call.out.dtype,

@@ -232,7 +232,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
     let (dims, strides) = (x.layout.dims(), x.layout.strides());
     let r = dims.len();
     let o = dest.layout.dims();
-    let (segment, threads) = row_segments(o);
+    let (segment, threads) = row_segments(OP, &dest.layout)?;
     let groups = grid(threads, ctx.facts.max_workgroups_per_dim)?;
     let key = ResizeKey {
         dtype: call.out.dtype,
