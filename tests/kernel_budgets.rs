@@ -150,24 +150,16 @@ fn a_pooling_is_one_kernel() {
 fn image_kernel_threads_write_four_outputs_of_a_row() {
     // Issue 45: one thread per output (pooling, depthwise convolution,
     // resize) found its row, channel and image by four to six divisions
-    // for each output. A thread now writes four of a
-    // row (a quarter of the row apart): a quarter of the workgroups.
+    // for each output. A thread now writes four of a row (a quarter of
+    // the row apart): a quarter of the workgroups.
     // Pinned by the grids, on a device of its own (a profile sees every
     // kernel of its device).
     let Some(dev) = common::own_gpu(Default::default()) else {
         return;
     };
-    let grid = |f: &dyn Fn() -> Tensor| -> Vec<u32> {
-        read(f()).unwrap();
-        let profile = dev.profile(|| read(f()).map(drop)).unwrap();
-        let kernels = profile.kernels();
-        kernels
-            .iter()
-            .map(|k| k.workgroups.iter().product())
-            .collect()
-    };
+    let grid = |f: &dyn Fn() -> Tensor| launched(&dev, f);
     // 64-thread workgroups over images x rows x ceil(width / 4) threads.
-    let threads = |rows: usize, width: usize| (rows * width.div_ceil(4)).div_ceil(64) as u32;
+    let threads = |rows: usize, width: usize| (rows * width.div_ceil(4)).div_ceil(64) as u64;
     let img = Tensor::rand([2, 3, 30, 41], DType::F32, 5, &dev).unwrap();
     let pooled = grid(&|| img.max_pool2d(&Pool::new(2)).unwrap());
     assert_eq!(pooled, [threads(2 * 3 * 15, 20)], "max_pool2d on {dev}");
@@ -724,22 +716,14 @@ fn an_fft_reads_strided_lines_several_to_a_workgroup() {
     // threads at most; along: 1024 elements a workgroup.
     let across = |n: usize| power_of_two((bytes / (8 * slots(n) + 8)).min(64).min(256 / lanes(n)));
     let along = |n: usize| power_of_two((1024 / n).min(64).min(bytes / (8 * slots(n))));
-    let grids = |f: &dyn Fn() -> Tensor| -> Vec<u32> {
-        read(f()).unwrap();
-        let profile = dev.profile(|| read(f()).map(drop)).unwrap();
-        let kernels = profile.kernels();
-        kernels
-            .iter()
-            .map(|k| k.workgroups.iter().product())
-            .collect()
-    };
+    let grids = |f: &dyn Fn() -> Tensor| launched(&dev, f);
     let complex = |dims: &[usize]| {
         let n = dims.iter().product::<usize>();
         let re = Tensor::rand([n], DType::F32, 1, &dev).unwrap();
         let im = Tensor::rand([n], DType::F32, 2, &dev).unwrap();
         Tensor::complex(&re, &im).unwrap().reshape(dims).unwrap()
     };
-    let groups = |lines: usize, per: usize| lines.div_ceil(per) as u32;
+    let groups = |lines: usize, per: usize| lines.div_ceil(per) as u64;
     // fft2 of 96 x 120: the columns of 96 across, then the rows of 120 of
     // that (transposed) result across, written along.
     let image = complex(&[96, 120]);
