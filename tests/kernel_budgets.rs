@@ -173,6 +173,27 @@ fn image_kernel_threads_write_four_outputs_of_a_row() {
 }
 
 #[test]
+fn a_transposed_convolution_stays_within_its_ceiling() {
+    // Issue 46 asks one kernel per conv_transpose2d. On a GPU it is still
+    // composed (a zeroed output, a product and an add per tap and group,
+    // a crop): pinned where it stands, so that it cannot grow unseen, and
+    // free of uploads.
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([2, 8, 10, 10], DType::F32, 5, &dev).unwrap();
+        let w = Tensor::rand([8, 4, 3, 3], DType::F32, 6, &dev).unwrap();
+        let conv = Conv::new().stride(2).padding(1);
+        let d = cost(&dev, &|| x.conv_transpose2d(&w, &conv).unwrap());
+        // 20 kernels with fusion on or off on lavapipe (9 taps of one
+        // group: a product and an add each, the zeroed output, the crop).
+        let composed = d.submits == 1 && d.dispatches <= 20 && d.bytes_uploaded == 0;
+        assert!(
+            composed && d.buffers_created == 0 && d.readbacks == 1,
+            "{name}: conv_transpose2d: {d:?}"
+        );
+    }
+}
+
+#[test]
 fn a_depthwise_convolution_is_one_kernel() {
     // Before issue 45: a padded copy, a zero fill and a multiply-add pass
     // per tap (6 dispatches for a padded 3x3 on lavapipe, fused), and the
