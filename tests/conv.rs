@@ -981,15 +981,24 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
         };
         cases.push(([1, 2 * groups, 4, 4], [groups, 2, 1, 1], setting));
     }
+    equal_the_reference(&cases, 200);
+}
+
+/// Each case (input dims, weight dims, symmetric setting) on every device
+/// against [`conv_reference`], inputs drawn from `seed` on.
+fn equal_the_reference(cases: &[([usize; 4], [usize; 4], Setting)], seed: u64) {
     for dev in devices() {
-        for (k, (xd, wd, setting)) in cases.iter().enumerate() {
+        for (k, (xd, wd, st)) in cases.iter().enumerate() {
             let (x, w) = (
-                Array4::new(*xd, 200 + k as u64),
-                Array4::new(*wd, 300 + k as u64),
+                Array4::new(*xd, seed + k as u64),
+                Array4::new(*wd, seed + 100 + k as u64),
             );
-            let (want, dims) = conv_reference(&x, &w, None, *setting);
-            let p = setting.pad[0].0;
-            let conv = Conv::new().padding(p).groups(setting.groups);
+            let (want, dims) = conv_reference(&x, &w, None, *st);
+            let conv = Conv::new()
+                .stride(st.stride)
+                .padding([st.pad[0].0, st.pad[1].0])
+                .dilation(st.dilation)
+                .groups(st.groups);
             let got = x.tensor(&dev).conv2d(&w.tensor(&dev), &conv).unwrap();
             check(&got, &want, &dims, 1e-4, &format!("case {k} on {dev}"));
         }
@@ -1020,20 +1029,8 @@ fn the_implicit_gemm_advances_taps_past_the_tile_depth() {
         ([1, 2, 14, 15], [3, 2, 5, 5], setting(1, [4, 4], 2)),
         ([1, 340, 6, 5], [2, 340, 5, 5], setting(1, [2, 2], 1)),
     ];
+    equal_the_reference(&cases, 400);
     for dev in devices() {
-        for (k, (xd, wd, st)) in cases.iter().enumerate() {
-            let (x, w) = (
-                Array4::new(*xd, 400 + k as u64),
-                Array4::new(*wd, 500 + k as u64),
-            );
-            let (want, dims) = conv_reference(&x, &w, None, *st);
-            let conv = Conv::new()
-                .stride(st.stride)
-                .padding([st.pad[0].0, st.pad[1].0])
-                .dilation(st.dilation);
-            let got = x.tensor(&dev).conv2d(&w.tensor(&dev), &conv).unwrap();
-            check(&got, &want, &dims, 1e-4, &format!("case {k} on {dev}"));
-        }
         let dropped = dev.info().dropped_kernels;
         assert!(
             !dropped.iter().any(|d| d.starts_with("conv")),

@@ -392,7 +392,7 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
     if src_lines.numel() == 0 || count == 0 || n == 0 {
         return Ok(());
     }
-    if n > fft_line_limit(out).0 || radices(n).is_none() {
+    if n > fft_line_limit(out).0 {
         return Err(Error::internal(
             OP,
             format!("a line of {n} reached the kernel"),
@@ -420,6 +420,9 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
         ],
         workgroup_bytes: ctx.facts.workgroup_bytes,
     };
+    // A length with a prime over MAX_RADIX is refused here, before its
+    // table is made.
+    let (_, _, shape) = shape_of(&key)?;
     // The table is the device's, uploaded by the first call of its kind.
     let total = call.twist.map(|t| t.total);
     let table_key = ConstKey {
@@ -430,7 +433,6 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
     let table = Arc::new(Storage::Gpu(table));
     let parts = total.map(|total| table_parts(n, total));
     let table_bound = Bound::new(OP, &table, false)?;
-    let (_, _, shape) = shape_of(&key)?;
     // Lines not read across after all (one line of them fits) take the
     // shape of lines read along: one pipeline for both requests.
     let key = FftKey {
