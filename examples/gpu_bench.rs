@@ -46,7 +46,9 @@
 //! The image rows (`conv2d_resnet`, `conv2d_depthwise`, `group_norm`,
 //! `batch_norm`, `maxpool`, `avgpool_3x3`, `resize_bilinear`,
 //! `resize_nearest`) count as the
-//! PyTorch peer does (see `images`); `sync_1_element` is one op on one
+//! PyTorch peer does (see `images`); `conv_transpose2d` (a 4x4 of stride
+//! 2 from 64 to 32 channels, which the peer does not time yet) counts
+//! each input pixel's multiply-adds with every tap; `sync_1_element` is one op on one
 //! element and its sync, the fixed cost under every single-op row.
 //!
 //! The attention rows (`sdpa_prefill_2048`, `sdpa_decode_4096`) are f16,
@@ -803,6 +805,21 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         })?;
         let flops = 2.0 * elements * 64.0 * 9.0;
         row("conv2d_resnet", t, gflops(flops, t.1));
+    }
+    if o.wants("conv_transpose2d") {
+        // A decoder's upsampling (DCGAN's, U-Net's): 4x4, stride 2,
+        // padding 1, 64 -> 32 channels, 56 x 56 -> 112 x 112.
+        let w = Tensor::randn([64, 32, 4, 4], DType::F32, 21, dev)?;
+        let conv = || Conv::new().stride(2).padding(1);
+        ok &= check("conv_transpose2d", 1e-3, &[&x, &w], |t| {
+            t[0].conv_transpose2d(&t[1], &conv())
+        })?;
+        let t = time(dev, o.runs, || {
+            x.conv_transpose2d(&w, &conv())
+                .and_then(|out| synced(dev, out))
+        })?;
+        let flops = 2.0 * elements * 32.0 * 16.0;
+        row("conv_transpose2d", t, gflops(flops, t.1));
     }
     if o.wants("conv2d_depthwise") {
         let w = Tensor::randn([64, 1, 3, 3], DType::F32, 19, dev)?;

@@ -964,7 +964,8 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
     // 1000 channels of 3 x 3 taps: k = 9000, past one dispatch's slice of
     // k (later slices add to the output). The long form adds 65,540
     // groups of one 4 x 4 image: more batches than one dispatch's grid
-    // holds (several seconds on lavapipe).
+    // holds (several seconds on lavapipe), and an image of more pixels
+    // than a grid's row of tiles covers.
     let plain = Setting {
         stride: [1, 1],
         pad: [(1, 1); 2],
@@ -980,6 +981,13 @@ fn the_implicit_gemm_kernel_crosses_its_slices() {
             ..plain
         };
         cases.push(([1, 2 * groups, 4, 4], [groups, 2, 1, 1], setting));
+        // An image of 8.4M pixels: more tiles than a grid's row holds (the
+        // op layer composes it; it was an error).
+        let one = Setting {
+            pad: [(0, 0); 2],
+            ..plain
+        };
+        cases.push(([1, 1, 2900, 2900], [1, 1, 1, 1], one));
     }
     equal_the_reference(&cases, 200);
 }

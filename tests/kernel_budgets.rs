@@ -173,23 +173,47 @@ fn image_kernel_threads_write_four_outputs_of_a_row() {
 }
 
 #[test]
-fn a_transposed_convolution_stays_within_its_ceiling() {
-    // Issue 46 asks one kernel per conv_transpose2d. On a GPU it is still
-    // composed (a zeroed output, a product and an add per tap and group,
-    // a crop): pinned where it stands, so that it cannot grow unseen, and
-    // free of uploads.
+fn a_transposed_convolution_is_one_kernel() {
+    // Issue 46: before, a zeroed output, a product and an add per tap and
+    // group, and a crop (20 kernels for this 3x3 of stride 2). Now one
+    // kernel over the output's phases, whatever the stride, dilation,
+    // padding or groups; the bias is a second where no op follows to
+    // fuse it into.
     for (name, dev) in gpus() {
         let x = Tensor::rand([2, 8, 10, 10], DType::F32, 5, &dev).unwrap();
         let w = Tensor::rand([8, 4, 3, 3], DType::F32, 6, &dev).unwrap();
-        let conv = Conv::new().stride(2).padding(1);
-        let d = cost(&dev, &|| x.conv_transpose2d(&w, &conv).unwrap());
-        // 20 kernels with fusion on or off on lavapipe (9 taps of one
-        // group: a product and an add each, the zeroed output, the crop).
-        let composed = d.submits == 1 && d.dispatches <= 20 && d.bytes_uploaded == 0;
-        assert!(
-            composed && d.buffers_created == 0 && d.readbacks == 1,
-            "{name}: conv_transpose2d: {d:?}"
-        );
+        let grouped = Tensor::rand([8, 3, 2, 3], DType::F32, 7, &dev).unwrap();
+        let upsampling = Tensor::rand([8, 4, 2, 2], DType::F32, 8, &dev).unwrap();
+        let cases: [(&str, &Tensor, Conv); 4] = [
+            ("3x3 stride 2", &w, Conv::new().stride(2).padding(1)),
+            (
+                "output padding",
+                &w,
+                Conv::new().stride(2).padding(1).output_padding(1),
+            ),
+            (
+                "grouped, dilated",
+                &grouped,
+                Conv::new().stride([3, 2]).dilation([2, 1]).groups(2),
+            ),
+            ("2x2 stride 2", &upsampling, Conv::new().stride(2)),
+        ];
+        for (case, weight, conv) in cases {
+            let d = cost(&dev, &|| x.conv_transpose2d(weight, &conv).unwrap());
+            let half = x.to_dtype(DType::F16).unwrap();
+            let weight16 = weight.to_dtype(DType::F16).unwrap();
+            let h = cost(&dev, &|| half.conv_transpose2d(&weight16, &conv).unwrap());
+            for (dtype, d) in [("f32", d), ("f16", h)] {
+                assert!(
+                    d.dispatches == 1
+                        && d.submits == 1
+                        && d.bytes_uploaded == 0
+                        && d.buffers_created == 0
+                        && d.readbacks == 1,
+                    "{name}: {case} {dtype}: {d:?}"
+                );
+            }
+        }
     }
 }
 

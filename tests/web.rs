@@ -1136,7 +1136,16 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         dw.to_device_async(&dev).await.unwrap(),
     );
     type Op = fn(&Tensor, &Tensor, &Tensor) -> Tensor;
-    let ops: [(&str, Op); 8] = [
+    let ops: [(&str, Op); 10] = [
+        // One kernel over the output's phases (unprobed in a browser).
+        ("conv_transpose2d", |x, _, dw| {
+            let conv = Conv::new().stride(2).padding(1).output_padding(1);
+            x.conv_transpose2d(dw, &conv).unwrap()
+        }),
+        ("grouped conv_transpose2d", |x, _, dw| {
+            let conv = Conv::new().groups(4).stride([3, 2]).dilation([1, 2]);
+            x.conv_transpose2d(dw, &conv).unwrap()
+        }),
         ("grouped conv2d", |x, w, _| {
             x.conv2d(w, &Conv::new().groups(2).stride(2).padding(1))
                 .unwrap()

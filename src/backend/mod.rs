@@ -418,8 +418,9 @@ pub(crate) fn fft_line_limit(storage: &Storage) -> Option<(usize, usize)> {
 
 /// Runs a convolution on the GPU's implicit-GEMM kernel or the CPU's
 /// products over patches (`cpu/conv_gemm.rs`): false when the GPU's
-/// kernel is not to run (dropped by its self-check, or not yet probed
-/// inside a capture or profile), for the op layer to compose it instead.
+/// kernel is not to run (dropped by its self-check, not yet probed inside
+/// a capture or profile, or an image of more pixels than its grid holds
+/// tiles), for the op layer to compose it instead.
 ///
 /// # Errors
 /// GPU failures and device limits; `Error::Internal` for operands that
@@ -438,23 +439,26 @@ pub(crate) fn conv(call: &ConvCall) -> Result<bool> {
     }
 }
 
-/// Runs a transposed convolution in f32 on the CPU (`cpu/conv_transpose.rs`)
-/// into its zeroed output: the weight is `[in, out / groups, kh, kw]` and
-/// `pad` the zeros cropped before each axis.
+/// Runs a transposed convolution (the weight `[in, out / groups, kh, kw]`,
+/// `pad` the zeros cropped before each axis): on the CPU in f32
+/// (`cpu/conv_transpose.rs`) into its zeroed output, on a GPU on its
+/// kernel (`gpu/conv/transposed.rs`), which writes every output: false
+/// where the GPU's kernel is not to run (dropped by its self-check, not yet
+/// probed inside a capture or profile, or a phase of more pixels than its
+/// grid holds tiles), for the op layer to compose it.
 ///
 /// # Errors
-/// `Error::Internal` on a GPU (the op layer composes it there) and for
-/// operands that are not f32.
-pub(crate) fn conv_transpose(call: &ConvCall) -> Result<()> {
+/// GPU failures and device limits; `Error::Internal` for operands that
+/// are not the call's dtypes (f32 on the CPU).
+pub(crate) fn conv_transpose(call: &ConvCall) -> Result<bool> {
     check_bounds(&call.input)?;
     check_bounds(&call.weight)?;
     check_bounds(&call.out)?;
     match &**call.out.storage {
-        Storage::Cpu(s) => cpu::profiled("conv_transpose2d", s, || cpu::conv_transpose(s, call)),
-        Storage::Gpu(_) => Err(Error::internal(
-            "conv_transpose2d",
-            "the CPU's transposed convolution reached a GPU",
-        )),
+        Storage::Cpu(s) => cpu::profiled("conv_transpose2d", s, || {
+            cpu::conv_transpose(s, call).map(|()| true)
+        }),
+        Storage::Gpu(s) => gpu::conv_transpose(live("conv_transpose2d", s)?, call),
     }
 }
 

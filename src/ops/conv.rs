@@ -27,6 +27,7 @@
 //! kernels' values; a GPU's outputs are row-major.
 
 use super::conv_args::{Conv, ConvPadding};
+use super::conv_transpose_phases::{Transposed, on_kernel};
 use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, window};
 use super::{Activation, PadMode};
 use crate::backend::{ConvCall, ConvResidual, DepthwiseCall};
@@ -402,13 +403,24 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             ),
         ));
     }
+    let (cg, o) = (c / g, og * g);
+    let size = [full[0] - 2 * p[0], full[1] - 2 * p[1]];
+    // On a GPU, one kernel over the output's phases.
+    let geometry = Transposed {
+        kernel: [kh, kw],
+        stride: s,
+        dilation: d,
+        pad: p,
+        out: [n, o, size[0], size[1]],
+    };
+    if let Some(out) = on_kernel(&x, weight, conv, &geometry)? {
+        return finish(OP, out, conv, dtype, unbatched);
+    }
     if s == [kh, kw] && d == [1, 1] && p == [0, 0] && op == [0, 0] {
         return disjoint_transpose(&x, weight, conv, unbatched);
     }
     let x = x.to_dtype(compute)?;
     let weight = weight.to_dtype(compute)?;
-    let (cg, o) = (c / g, og * g);
-    let size = [full[0] - 2 * p[0], full[1] - 2 * p[1]];
     if x.device().is_cpu() && compute == DType::F32 {
         // One product per image and group and a scatter of its columns.
         let out = Tensor::zeros([n, o, size[0], size[1]], compute, x.device())?;

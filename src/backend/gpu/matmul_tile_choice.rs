@@ -132,6 +132,9 @@ pub(crate) enum MatmulVariant {
     /// The convolution's implicit-GEMM kernel on this tile
     /// (`backend/gpu/conv/`).
     Conv(MatmulTile),
+    /// The transposed convolution's kernel on this tile
+    /// (`backend/gpu/conv/transposed.rs`).
+    ConvTransposed(MatmulTile),
     /// The quantized products' kernels of a block type
     /// (`backend/gpu/quant/`).
     Quant(GgmlType),
@@ -144,6 +147,7 @@ impl MatmulVariant {
             MatmulVariant::Tile(tile) => format!("matmul {tile:?}"),
             MatmulVariant::Gemv => "matmul gemv".to_string(),
             MatmulVariant::Conv(tile) => format!("conv {tile:?}"),
+            MatmulVariant::ConvTransposed(tile) => format!("conv_transpose {tile:?}"),
             MatmulVariant::Quant(ty) => format!("qmatmul {ty}"),
         };
         format!("{} {dtype}", name.to_ascii_lowercase())
@@ -263,7 +267,7 @@ impl std::fmt::Display for TunedMatmul {
 struct Known([AtomicU8; Known::LEN]);
 
 impl Known {
-    const VARIANTS: usize = 2 * (MatmulTile::FIXED.len() + 2) + PRODUCT_TYPES.len();
+    const VARIANTS: usize = 3 * (MatmulTile::FIXED.len() + 2) + PRODUCT_TYPES.len();
     const DTYPES: usize = KernelType::ALL.len();
     const LEN: usize = Self::VARIANTS * Self::DTYPES;
 
@@ -282,6 +286,9 @@ impl Known {
             MatmulVariant::Quant(ty) => {
                 let at = PRODUCT_TYPES.iter().position(|&t| t == ty);
                 2 * (fixed + 2) + at.unwrap_or(0)
+            }
+            MatmulVariant::ConvTransposed(tile) => {
+                2 * (fixed + 2) + PRODUCT_TYPES.len() + tile_slot(tile)
             }
         };
         v * Self::DTYPES + dtype as usize
@@ -453,6 +460,7 @@ mod tests {
             .map(MatmulVariant::Tile)
             .chain([MatmulVariant::Gemv])
             .chain(MatmulTile::FIXED.map(MatmulVariant::Conv))
+            .chain(MatmulTile::FIXED.map(MatmulVariant::ConvTransposed))
             .chain(PRODUCT_TYPES.map(MatmulVariant::Quant));
         let mut seen = std::collections::HashSet::new();
         for variant in variants {

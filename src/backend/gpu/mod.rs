@@ -146,7 +146,7 @@ pub(crate) use attention::attention;
 pub(crate) use buffer_claim::BufferClaim;
 pub(crate) use constants::ConstKey;
 pub(crate) use context::GpuContext;
-pub(crate) use conv::{conv, depthwise};
+pub(crate) use conv::{conv, conv_transpose, depthwise};
 pub(crate) use count::count;
 pub(crate) use custom::custom;
 pub(crate) use fft::{fft, fft_line_limit};

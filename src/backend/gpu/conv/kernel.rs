@@ -136,6 +136,23 @@ pub(super) fn tiling_for(call: &ConvCall) -> Tiling {
     Tiling::choose(MatmulTile::Auto, o[1] / call.groups, o[2] * o[3], batches)
 }
 
+/// The workgroups along x (output pixels) and y (output channels) of
+/// `call` on `tiling`.
+fn grid(call: &ConvCall, tiling: Tiling) -> [usize; 2] {
+    let o = call.out.layout.dims();
+    let (m, n) = (o[1] / call.groups, o[2] * o[3]);
+    [
+        n.div_ceil(tiling.bn as usize),
+        m.div_ceil(tiling.bm as usize),
+    ]
+}
+
+/// True when `call`'s tiles fit a grid of `max` workgroups per dimension
+/// (an image of more pixels than that many tiles is composed instead).
+pub(super) fn grid_fits(call: &ConvCall, tiling: Tiling, max: u32) -> bool {
+    grid(call, tiling).iter().all(|&g| g <= max as usize)
+}
+
 /// Records `call`, whose output storage is `out`, on the kernel of
 /// `tiling`.
 ///
@@ -159,10 +176,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Resul
         return Ok(());
     }
     let max = ctx.facts.max_workgroups_per_dim as usize;
-    let grid = [
-        n.div_ceil(tiling.bn as usize),
-        m.div_ceil(tiling.bm as usize),
-    ];
+    let grid = grid(call, tiling);
     if grid.iter().any(|&t| t > max) {
         return Err(Error::TooLarge {
             op: OP,

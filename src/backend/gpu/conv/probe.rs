@@ -42,11 +42,11 @@ fn out_dims() -> [usize; 4] {
     [INPUT[0], WEIGHT[0], size(0), size(1)]
 }
 
-fn x_value([n, c, y, x]: [usize; 4]) -> i64 {
+pub(super) fn x_value([n, c, y, x]: [usize; 4]) -> i64 {
     ((n * 3 + c * 5 + y * 7 + x * 11) % 5) as i64 - 2
 }
 
-fn w_value([o, c, i, j]: [usize; 4]) -> i64 {
+pub(super) fn w_value([o, c, i, j]: [usize; 4]) -> i64 {
     ((o * 3 + c * 7 + i * 5 + j) % 7) as i64 - 3
 }
 

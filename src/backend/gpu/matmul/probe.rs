@@ -141,9 +141,9 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
         MatmulVariant::Tile(MatmulTile::FewColumns) => &[[70, 5]],
         MatmulVariant::Tile(MatmulTile::PerOutput | MatmulTile::Auto) => &[[13, 11]],
         MatmulVariant::Gemv => &[[1, 70], [70, 1]],
-        // The convolution's and the quantized kernels have probes of their
-        // own (conv/probe.rs, quant/probe.rs).
-        MatmulVariant::Conv(_) | MatmulVariant::Quant(_) => &[],
+        // The convolutions' and the quantized kernels have probes of their
+        // own (conv/probe.rs, conv/probe_transposed.rs, quant/probe.rs).
+        MatmulVariant::Conv(_) | MatmulVariant::ConvTransposed(_) | MatmulVariant::Quant(_) => &[],
     };
     shapes
         .iter()
@@ -249,7 +249,7 @@ fn record(
     match variant {
         MatmulVariant::Tile(tile) => record_with(out, &call, bound, tile, [m, n, k, batches])?,
         MatmulVariant::Gemv => Gemv::of(&call, m, n).record(out, &call, bound, k, batches)?,
-        MatmulVariant::Conv(_) | MatmulVariant::Quant(_) => {
+        MatmulVariant::Conv(_) | MatmulVariant::ConvTransposed(_) | MatmulVariant::Quant(_) => {
             return Err(Error::internal(
                 OP,
                 "the convolution and quant kernels probe themselves",

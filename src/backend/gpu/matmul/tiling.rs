@@ -69,6 +69,13 @@ pub(crate) enum BSource {
     /// tap)`. Each thread's pixel is found once and its taps advanced by
     /// `BK` rows a step, so the loop divides nothing.
     Patches,
+    /// A transposed convolution's phases: `b` as [`BSource::Patches`], and
+    /// `a` read through its taps too, by the caller's `a_tap(base, row, r,
+    /// tap)` (the weight of a phase's tap is not a fixed stride from the
+    /// previous one). The product runs to the caller's `slice_end(z)` (a
+    /// phase's k, which differs between a dispatch's workgroups), and its
+    /// `batch_bases(z)` sets the phase that the other functions read.
+    Phases,
 }
 
 pub(crate) const LARGE: Tiling = Tiling {
@@ -230,14 +237,21 @@ impl Tiling {
             bk * (bm / 4 + 1),
             bk * (bn / 4 + 1),
         );
-        let a = OperandLoads::a(*self, loads[0]);
         // A loader of the caller's reads one element at a time.
         assert!(source == BSource::Matrix || loads[1] == Loads::Scalar);
+        let phases = source == BSource::Phases;
+        assert!(!phases || loads[0] == Loads::Scalar);
+        let a = OperandLoads {
+            source: if phases { source } else { BSource::Matrix },
+            ..OperandLoads::a(*self, loads[0])
+        };
         let b = OperandLoads {
             source,
             ..OperandLoads::b(*self, loads[1])
         };
-        w.push_str(&a.loader());
+        if !phases {
+            w.push_str(&a.loader());
+        }
         if source == BSource::Matrix {
             w.push_str(&b.loader());
         }
@@ -255,6 +269,17 @@ impl Tiling {
                  let a_fast = params.a_k_fast != 0u;\n    \
                  let b_fast = params.b_n_fast != 0u;\n"
         );
+        // A patch row's tap advances by this each step; a phase's product
+        // ends at its own k.
+        if matches!(source, BSource::Patches | BSource::Phases) {
+            w.push_str("    let b_step = tap_of(BK);\n");
+        }
+        let k_end = if phases {
+            w.push_str("    let k_end = slice_end(wid.z + params.batch_start);\n");
+            "k_end"
+        } else {
+            "params.k"
+        };
         // Each thread's share of the tile copies, first loaded before the loop.
         w.push_str(&a.first_loads(threads));
         w.push_str(&b.first_loads(threads));
@@ -263,7 +288,10 @@ impl Tiling {
                 let _ = writeln!(w, "    var acc{i}_{g} = vec4<Acc>(ZERO);");
             }
         }
-        w.push_str("    for (var k0 = params.k_start; k0 < params.k; k0 += BK) {\n");
+        let _ = writeln!(
+            w,
+            "    for (var k0 = params.k_start; k0 < {k_end}; k0 += BK) {{"
+        );
         w.push_str(&a.stores(threads));
         w.push_str(&b.stores(threads));
         w.push_str("        workgroupBarrier();\n        let k1 = k0 + BK;\n");
@@ -344,7 +372,8 @@ pub(crate) struct OperandLoads {
     rows: u32,
     cols: u32,
     pitch: &'static str,
-    /// Where b comes from (a is always a matrix).
+    /// Where the operand comes from (a: a matrix, or a transposed
+    /// convolution's weight read through its taps).
     source: BSource,
 }
 
@@ -465,38 +494,44 @@ impl OperandLoads {
                 "    let {i} = t + {}u;\n    let {r} = {rv};\n    let {c} = {cv};\n",
                 e * threads
             );
-            if self.source == BSource::Patches {
-                if e == 0 {
-                    w.push_str("    let b_step = tap_of(BK);\n");
+            if let Some(tap) = self.tap(e) {
+                if n == "b" {
+                    let _ = writeln!(w, "    let px{e} = pixel_of(col0 + bc{e});");
                 }
-                let _ = write!(
-                    w,
-                    "    let px{e} = pixel_of(col0 + bc{e});\n    \
-                     var tp{e} = tap_of(params.k_start + br{e});\n"
-                );
+                // The patch row of a's column or b's row.
+                let r = if n == "a" { &c } else { &r };
+                let _ = writeln!(w, "    var {tap} = tap_of(params.k_start + {r});");
             }
             let _ = writeln!(w, "    var p{n}{e} = {};", self.at(e, "params.k_start"));
         }
         w
     }
 
+    /// The variable tracking the patch row of load `e` as its tap, where
+    /// the operand is read through taps: `tp{e}` for b, `ta{e}` for a.
+    fn tap(&self, e: u32) -> Option<String> {
+        match (self.name, self.source) {
+            ("a", BSource::Phases) => Some(format!("ta{e}")),
+            ("b", BSource::Patches | BSource::Phases) => Some(format!("tp{e}")),
+            _ => None,
+        }
+    }
+
     /// The call loading load `e` of the tile whose k starts at `k`.
     fn at(&self, e: u32, k: &str) -> String {
-        let n = self.name;
-        if n == "a" {
-            format!("a_at(bases[0], row0 + ar{e}, {k} + ac{e})")
-        } else if self.source == BSource::Patches {
-            format!("b_tap(bases[1], {k} + br{e}, px{e}, tp{e})")
-        } else {
-            format!("b_at(bases[1], {k} + br{e}, col0 + bc{e})")
+        match (self.name, self.tap(e)) {
+            ("a", Some(tap)) => format!("a_tap(bases[0], row0 + ar{e}, {k} + ac{e}, {tap})"),
+            ("a", None) => format!("a_at(bases[0], row0 + ar{e}, {k} + ac{e})"),
+            (_, Some(tap)) => format!("b_tap(bases[1], {k} + br{e}, px{e}, {tap})"),
+            (_, None) => format!("b_at(bases[1], {k} + br{e}, col0 + bc{e})"),
         }
     }
 
     /// The loads of the next tile (k from `k1`).
     pub fn next_loads(&self, threads: u32) -> String {
-        let advance = |e| match self.source {
-            BSource::Patches => format!("        tp{e} = advance(tp{e}, b_step);\n"),
-            _ => String::new(),
+        let advance = |e| match self.tap(e) {
+            Some(tap) => format!("        {tap} = advance({tap}, b_step);\n"),
+            None => String::new(),
         };
         (0..self.per_thread(threads))
             .map(|e| {

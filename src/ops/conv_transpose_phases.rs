@@ -1,0 +1,71 @@
+//! A transposed convolution on a GPU's one kernel (`gpu/conv/transposed.rs`):
+//! each output phase a stride-1 product over only the taps that reach it,
+//! the weight and the input read through their strides, the output written
+//! where it lies. The bias, a residual and the activation are the caller's.
+
+use super::conv_args::Conv;
+use crate::backend::ConvCall;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// The geometry of a transposed convolution the op layer has checked: the
+/// kernel's taps, the stride, the dilation, the padding cropped from each
+/// side, and the output's `[n, o, h, w]`.
+pub(super) struct Transposed {
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub dilation: [usize; 2],
+    pub pad: [usize; 2],
+    pub out: [usize; 4],
+}
+
+/// The output of `x` by `weight` (`[in, out / groups, kh, kw]`) on the
+/// GPU's kernel, before the bias, residual and activation, in the dtype
+/// the kernel computes (f32, or the f16 / bf16 of both operands without a
+/// bias); `None` where the kernel does not take it (another dtype, an
+/// empty operand, an operand over one binding, a kernel its self-check
+/// dropped), for the caller to compose.
+///
+/// # Errors
+/// GPU failures and device limits.
+pub(super) fn on_kernel(
+    x: &Tensor,
+    weight: &Tensor,
+    conv: &Conv,
+    geometry: &Transposed,
+) -> Result<Option<Tensor>> {
+    const OP: &str = "conv_transpose2d";
+    let dtype = match Tensor::result_type(x, weight)? {
+        // A bias is added to the f32 result before its one rounding.
+        DType::F16 | DType::BF16 if conv.bias.is_some() => DType::F32,
+        d @ (DType::F16 | DType::BF16 | DType::F32) => d,
+        _ => return Ok(None),
+    };
+    if !x.device().is_gpu() || x.numel() == 0 || weight.numel() == 0 {
+        return Ok(None);
+    }
+    let (x, weight) = (x.to_dtype(dtype)?, weight.to_dtype(dtype)?);
+    let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), OP)?;
+    if [&x, &weight, &out]
+        .iter()
+        .any(|t| t.binding_cut().is_some())
+    {
+        return Ok(None);
+    }
+    let ran = crate::backend::conv_transpose(&ConvCall {
+        input: x.kernel_ref(x.layout().clone())?,
+        weight: weight.kernel_ref(weight.layout().clone())?,
+        out: out.kernel_out(out.layout().clone())?,
+        kernel: geometry.kernel,
+        stride: geometry.stride,
+        pad: geometry.pad,
+        dilation: geometry.dilation,
+        groups: conv.groups,
+        bias: None,
+        activation: None,
+        residual: None,
+    })?;
+    Ok(ran.then_some(out))
+}

@@ -1,0 +1,263 @@
+//! The GPU's transposed convolution kernel (one dispatch over the output's
+//! phases) against the CPU's, which `conv.rs` checks against PyTorch's
+//! definition: random geometries whose phases have several taps, one or
+//! none, every view of the input and the weight, f32, f16 (native and
+//! packed) and bf16, and sizes past each of the kernel's boundaries (the
+//! tiles' rows and columns, a slice of k, the grid's 65,535 batches).
+
+mod common;
+
+use common::{Rng, devices, noise, read_f32};
+use webtensor::{Conv, DType, Device, Tensor, s};
+
+/// One transposed convolution: input and weight dims, stride, padding,
+/// dilation, output padding, groups.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    x: [usize; 4],
+    w: [usize; 4],
+    stride: [usize; 2],
+    pad: [usize; 2],
+    dilation: [usize; 2],
+    output_padding: [usize; 2],
+    groups: usize,
+}
+
+impl Case {
+    fn conv(&self) -> Conv<'static> {
+        Conv::new()
+            .stride(self.stride)
+            .padding(self.pad)
+            .dilation(self.dilation)
+            .output_padding(self.output_padding)
+            .groups(self.groups)
+    }
+
+    /// A random case whose output has at least one pixel: strides to 4
+    /// (some larger than the input), dilations to 3, kernels to 5.
+    fn random(rng: &mut Rng) -> Case {
+        loop {
+            let groups = 1 + rng.below(3);
+            let n = 1 + rng.below(2);
+            let (cg, og) = (1 + rng.below(5), 1 + rng.below(6));
+            let k = [1 + rng.below(5), 1 + rng.below(5)];
+            let stride = [1 + rng.below(4), 1 + rng.below(4)];
+            let dilation = [1 + rng.below(3), 1 + rng.below(3)];
+            let size = [1 + rng.below(9), 1 + rng.below(9)];
+            let output_padding = [0, 1].map(|a| rng.below(stride[a].max(dilation[a])));
+            let pad = [0, 1].map(|a| rng.below(k[a] * dilation[a] / 2 + 2));
+            let full = [0, 1].map(|a| {
+                (size[a] - 1) * stride[a] + dilation[a] * (k[a] - 1) + 1 + output_padding[a]
+            });
+            if (0..2).all(|a| 2 * pad[a] < full[a]) {
+                return Case {
+                    x: [n, groups * cg, size[0], size[1]],
+                    w: [groups * cg, og, k[0], k[1]],
+                    stride,
+                    pad,
+                    dilation,
+                    output_padding,
+                    groups,
+                };
+            }
+        }
+    }
+}
+
+/// `dims` of values from `seed`, laid out as `view` says: contiguous,
+/// channels-last, reversed along the last two axes, every other element
+/// of a larger tensor, at an offset in a larger tensor, broadcast along
+/// the width, or with its last two axes transposed.
+fn laid_out(dims: [usize; 4], seed: u64, view: usize, dev: &Device) -> Tensor {
+    let [a, b, h, w] = dims;
+    let plain = |d: [usize; 4]| Tensor::from_slice(&noise(d.iter().product(), seed), d, dev);
+    match view % 7 {
+        0 => plain(dims).unwrap(),
+        1 => plain([a, h, w, b]).unwrap().permute(&[0, 3, 1, 2]).unwrap(),
+        2 => plain(dims).unwrap().flip(&[2, 3]).unwrap(),
+        3 => plain([a, b, 2 * h, 2 * w])
+            .unwrap()
+            .slice(s![.., .., ..;2, ..;2])
+            .unwrap(),
+        4 => plain([a + 1, b, h + 2, w + 3])
+            .unwrap()
+            .slice(s![1.., .., 2.., 3..])
+            .unwrap(),
+        5 => plain([a, b, h, 1])
+            .unwrap()
+            .broadcast_to([a, b, h, w])
+            .unwrap(),
+        _ => plain([a, b, w, h]).unwrap().transpose(2, 3).unwrap(),
+    }
+}
+
+/// The case on `gpu` against the CPU, in `dtype`, the input laid out as
+/// view `xv` and the weight as view `wv` of [`laid_out`].
+fn check_case(case: &Case, gpu: &Device, dtype: DType, [xv, wv]: [usize; 2], what: &str) {
+    let cpu = Device::cpu();
+    let on = |dev: &Device| {
+        let x = laid_out(case.x, 1, xv, dev).to_dtype(dtype).unwrap();
+        let w = laid_out(case.w, 2, wv, dev).to_dtype(dtype).unwrap();
+        x.conv_transpose2d(&w, &case.conv())
+            .unwrap_or_else(|e| panic!("{what}: {case:?}: {e}"))
+    };
+    let (want, got) = (on(&cpu), on(gpu));
+    assert_eq!(got.dims(), want.dims(), "{what}: {case:?}");
+    assert_eq!(got.dtype(), dtype, "{what}: {case:?}");
+    let (got, want) = (read_f32(&got), read_f32(&want));
+    // Each output sums at most cg kh kw products of values in [-1, 1):
+    // f32 sums in another order, or f16 / bf16 rounded once from f32 sums.
+    let taps = (case.w[0] / case.groups * case.w[2] * case.w[3]) as f32;
+    let tol = match dtype {
+        DType::F32 => 1e-6 * taps,
+        DType::F16 => 2e-3 * taps.sqrt(),
+        _ => 1.6e-2 * taps.sqrt(),
+    };
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * w.abs().max(1.0),
+            "{what}: {case:?}, views {xv} {wv}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+fn gpus() -> Vec<Device> {
+    devices().into_iter().filter(Device::is_gpu).collect()
+}
+
+#[test]
+fn random_geometries_match_the_cpu_on_every_view_and_dtype() {
+    let mut rng = Rng(0x7a5c_0e11);
+    let cases: Vec<Case> = (0..common::cases(36, 300))
+        .map(|_| Case::random(&mut rng))
+        .collect();
+    for gpu in gpus() {
+        for (k, case) in cases.iter().enumerate() {
+            let views = [k, k / 7 + k];
+            check_case(case, &gpu, DType::F32, views, &format!("f32 on {gpu}"));
+            let half = [DType::F16, DType::BF16][k % 2];
+            check_case(case, &gpu, half, views, &format!("{half} on {gpu}"));
+        }
+        let dropped = gpu.info().dropped_kernels;
+        assert!(dropped.is_empty(), "{gpu}: {dropped:?}");
+    }
+}
+
+#[test]
+fn every_view_of_both_operands_is_read_where_it_lies() {
+    // Stride 2 with a 3x3 (phases of 1 and 2 taps), output padding and two
+    // groups, each view of the input against each of the weight.
+    let case = Case {
+        x: [2, 4, 5, 6],
+        w: [4, 3, 3, 3],
+        stride: [2, 2],
+        pad: [1, 1],
+        dilation: [1, 1],
+        output_padding: [1, 0],
+        groups: 2,
+    };
+    for gpu in gpus() {
+        for xv in 0..7 {
+            for wv in 0..7 {
+                check_case(&case, &gpu, DType::F32, [xv, wv], &format!("on {gpu}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_kernel_crosses_its_tiles_and_slices() {
+    let plain = Case {
+        x: [1, 1, 1, 1],
+        w: [1, 1, 1, 1],
+        stride: [1, 1],
+        pad: [0, 0],
+        dilation: [1, 1],
+        output_padding: [0, 0],
+        groups: 1,
+    };
+    let mut cases = vec![
+        // 130 output channels a group: past the 128-row tile, in both
+        // groups; phases of 144 pixels: past the widest tile.
+        Case {
+            x: [1, 6, 12, 12],
+            w: [6, 130, 3, 3],
+            stride: [2, 2],
+            pad: [1, 1],
+            output_padding: [1, 1],
+            groups: 2,
+            ..plain
+        },
+        // k = 2100 channels x 4 taps = 8400: past one dispatch's slice of
+        // k, later slices adding to the output.
+        Case {
+            x: [1, 2100, 2, 3],
+            w: [2100, 2, 2, 2],
+            ..plain
+        },
+        // Phases that no tap reaches (kernel 1, stride 3) and phases that
+        // have no pixel (an input of one row, stride 4).
+        Case {
+            x: [2, 3, 1, 5],
+            w: [3, 2, 1, 2],
+            stride: [4, 3],
+            dilation: [1, 2],
+            ..plain
+        },
+    ];
+    if common::long_tests() {
+        // 8,200 groups x 8 phases: more batches than one dispatch's grid.
+        cases.push(Case {
+            x: [1, 8200, 1, 1],
+            w: [8200, 1, 4, 2],
+            stride: [4, 2],
+            groups: 8200,
+            ..plain
+        });
+        // A phase of 8.4M pixels: more tiles than a grid's row holds (the
+        // op layer composes it).
+        cases.push(Case {
+            x: [1, 1, 2900, 2900],
+            ..plain
+        });
+    }
+    for gpu in gpus() {
+        for case in &cases {
+            check_case(case, &gpu, DType::F32, [0, 0], &format!("on {gpu}"));
+        }
+    }
+}
+
+/// The kernel's self-check: made wrong on purpose (each output off by
+/// one), it fails its probe, is dropped and named, and the transposed
+/// convolution is composed from products instead, still the CPU's.
+#[test]
+fn a_wrong_transposed_kernel_is_dropped_and_results_stay_right() {
+    let Some(gpu) = common::own_gpu(webtensor::GpuOptions {
+        sabotage_matmul: Some(webtensor::MatmulTile::Small),
+        autotune: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    // 4 output channels of 7 x 9 pixels in 4 phases: the Small tile.
+    let case = Case {
+        x: [1, 3, 4, 5],
+        w: [3, 4, 3, 3],
+        stride: [2, 2],
+        pad: [1, 1],
+        dilation: [1, 1],
+        output_padding: [0, 0],
+        groups: 1,
+    };
+    for _ in 0..2 {
+        check_case(&case, &gpu, DType::F32, [0, 0], "a dropped kernel");
+    }
+    let info = gpu.info();
+    assert!(
+        info.dropped_kernels
+            .contains(&"conv_transpose small f32".to_string()),
+        "{info}"
+    );
+    assert_eq!(gpu.stats().kernels_dropped, 1);
+}
