@@ -329,6 +329,29 @@ fn reductions_launch_the_grids_they_plan() {
 }
 
 #[test]
+fn a_column_sum_reads_four_columns_a_thread() {
+    // Issue 45 item 2: across the fast axis a thread owns a vec4 of
+    // adjacent columns (one 16-byte load a row) and its splits' partials
+    // lie split-major. 256 columns of 5,000 rows: 64 threads a split, 79
+    // splits of 64 rows (as many partials as a column a thread wrote),
+    // then a 64-thread workgroup a column folds its 79 partials. A width
+    // of 258 holds no quads: a column a thread, 313 splits of 16 rows.
+    for (name, dev) in gpus() {
+        let x = Tensor::rand([5000, 256], DType::F32, 3, &dev).unwrap();
+        let grids = launched(&dev, &|| x.sum(0).unwrap());
+        assert_eq!(grids, [79, 256], "{name}: columns of 5000 x 256");
+        let y = Tensor::rand([5000, 258], DType::F32, 4, &dev).unwrap();
+        let grids = launched(&dev, &|| y.sum(0).unwrap());
+        let threads = 258 * 313u64;
+        assert_eq!(
+            grids,
+            [threads.div_ceil(64), 258],
+            "{name}: columns of 5000 x 258"
+        );
+    }
+}
+
+#[test]
 fn a_softmax_or_norm_of_short_rows_runs_a_subgroup_per_row() {
     // Issue 45 item 3: aligned lines that fit a subgroup's registers (8
     // quads a lane) are read once, a subgroup per line, 256 / the fewest

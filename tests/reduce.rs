@@ -568,6 +568,87 @@ fn column_reductions_split_by_threads_match_the_cpu() {
     }
 }
 
+/// Columns reduced four a thread (one 16-byte entry of each row, in every
+/// storage dtype) where the kept run has stride 1, a multiple of four
+/// outputs and aligned rows, and one a thread where not: at every start,
+/// widths around four, short columns (one stage) and long ones (split),
+/// two reduced axes, a reversed or stepped kept axis, and four columns of
+/// rows whose length is not a multiple of four, sums, means,
+/// extremes and arg extremes (a tie planted in every column) equal the
+/// CPU's on every GPU device.
+#[test]
+fn columns_are_read_four_a_thread_at_every_alignment() {
+    let cpu = Device::cpu();
+    let run = |dev: &Device, dtype: DType, start: usize, [a, rows, cols]: [usize; 3]| {
+        let n = start + a * rows * cols + 5;
+        // Small integers (exact sums in any order), largest at rows 1 and
+        // rows - 1 of every column (the first wins).
+        let values: Vec<i32> = (0..n)
+            .map(|i| {
+                let r = i.wrapping_sub(start) / cols % rows;
+                if r == 1 || r == rows - 1 {
+                    9
+                } else {
+                    (i * 7 % 5) as i32
+                }
+            })
+            .collect();
+        let base = Tensor::from_vec(values, [n], dev)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let x = base
+            .slice(s![start..start + a * rows * cols])
+            .unwrap()
+            .reshape([a, rows, cols])
+            .unwrap();
+        let f = |t: Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        let views = [
+            x.clone(),
+            x.flip(&[2]).unwrap(),
+            x.slice(s![.., .., ..;2]).unwrap(),
+            x.slice(s![.., .., ..cols / 4 * 4]).unwrap(),
+        ];
+        let mut got = Vec::new();
+        for v in &views {
+            got.push(f(v.sum(1).unwrap()));
+            got.push(f(v.sum([0, 1]).unwrap()));
+            got.push(f(v.argmax(1).unwrap()));
+            if dtype != DType::Bool {
+                got.push(f(v.max(1).unwrap()));
+                got.push(f(v.argmin(1).unwrap()));
+            }
+            if dtype.is_float() {
+                got.push(f(v.mean(1).unwrap()));
+            }
+        }
+        got
+    };
+    let shapes = [
+        [1, 70, 4],
+        [1, 60, 6],
+        [1, 65, 70],
+        [2, 65, 8],
+        [1, 200, 68],
+        [3, 3, 132],
+        [1, 66, 130],
+        [1, 5000, 64],
+    ];
+    for dev in devices().into_iter().filter(|d| !d.is_cpu()) {
+        for dtype in common::STORAGE_DTYPES {
+            for start in [0, 1, 4] {
+                for shape in shapes {
+                    assert_eq!(
+                        run(&dev, dtype, start, shape),
+                        run(&cpu, dtype, start, shape),
+                        "{dev} {dtype} start {start} {shape:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Rows of a contiguous run are reduced four elements at a time where each
 /// row starts at a multiple of four (in whole 16-byte entries, packed
 /// f16, u8 and bool too), and one element at a time where not: at every

@@ -12,9 +12,11 @@
 //             `fn set_center(o)`, which a fold calls first (a sum of
 //             squared deviations keeps output o's center for `load`)
 //   STORE     `fn store(o, s, st)`: the output, or partial s of output o
-//   QUADS     for a source read four elements at a time (see reduce/mod.rs:
-//             each output's reduced elements are one run from a multiple of
-//             four): `fn load_quad(base, r) -> vec4<Acc>` and `fold_quads`
+//   QUADS     for a source read four elements at a time (see reduce/mod.rs):
+//             in group and rows modes, where each output's reduced elements
+//             are one run from a multiple of four, `fold_quads`; in thread
+//             mode, where four adjacent outputs' elements of a row are one
+//             entry, the entry point `main_columns`
 //   FOLD      the fold group mode runs: `fold` or `fold_quads`
 //   GROUP_BUILTINS, GROUP_COMBINE  how a workgroup combines its threads'
 //             states into shared_states[0]: through workgroup memory, or
@@ -113,7 +115,8 @@ fn main_group(
 {{ROWS_ENTRY}}
 // Thread mode: one thread per (output, split), consecutive threads on
 // consecutive outputs, for short reductions and for reductions across the
-// fast axis (a column sum of a row-major matrix reads each row coalesced).
+// fast axis (a column sum of a row-major matrix reads each row coalesced;
+// `main_columns`, in the QUADS slot, takes four adjacent columns a thread).
 @compute @workgroup_size(64)
 fn main_thread(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x + gid.y * params.row_width;

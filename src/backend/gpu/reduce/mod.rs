@@ -2,7 +2,9 @@
 //! kernel commands (`source.rs` writes each stage's WGSL).
 //!
 //! Short reductions run one thread per output, and so do reductions across
-//! the fast axis (a column sum reads each row coalesced). Longer ones run a
+//! the fast axis (a column sum reads each row coalesced), four adjacent
+//! outputs a thread where each row's four are one aligned 16-byte entry
+//! (`columns_fit`), their partials split-major. Longer ones run a
 //! subgroup per output where the adapter's subgroups have a known least
 //! size and the outputs fill the device (rows mode: no workgroup memory, no
 //! barrier), else a workgroup per output, which strides over the reduced
@@ -63,6 +65,28 @@ fn quads_fit(kept: &Layout, reduced: &Layout, src_bound: &Bound) -> bool {
         && src_bound.bytes().is_multiple_of(16)
 }
 
+/// True when a thread-mode stage may take four adjacent outputs a thread
+/// (columns, read in quads): the kept axes' innermost run has stride 1 and
+/// a length that is a multiple of four, every quad of outputs and every
+/// reduced row's step lands on a multiple of four, and `src_bound` holds
+/// whole 16-byte entries.
+fn columns_fit(kept: &Layout, reduced: &Layout, src_bound: &Bound) -> bool {
+    let (dims, strides) = (kept.dims(), kept.strides());
+    let Some(last) = dims.len().checked_sub(1) else {
+        return false;
+    };
+    let outer_aligned = dims[..last]
+        .iter()
+        .zip(&strides[..last])
+        .all(|(&d, &s)| d <= 1 || s % 4 == 0);
+    dims[last].is_multiple_of(4)
+        && strides[last] == 1
+        && outer_aligned
+        && kept.offset().is_multiple_of(4)
+        && reduced.positions_aligned(4)
+        && src_bound.bytes().is_multiple_of(16)
+}
+
 /// One stage to record: its key, bindings and shape.
 struct Stage {
     key: ReduceKey,
@@ -94,7 +118,10 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
         return Ok(());
     }
     // i64's two-word elements are read one at a time.
-    let quads = call.input.dtype != KernelType::I64 && quads_fit(&kept, &reduced, &src);
+    let wide = call.input.dtype == KernelType::I64;
+    let quads = !wide && quads_fit(&kept, &reduced, &src);
+    // A variance's centers are per output: its columns go one a thread.
+    let columns = !wide && call.center.is_none() && columns_fit(&kept, &reduced, &src);
     let key = |source, dest, shape: Shape, split_major| ReduceKey {
         op: call.op,
         dtype: call.input.dtype,
@@ -113,7 +140,12 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
         },
         subgroups: shape != Shape::Thread && ctx.facts.subgroups,
         native_f16: ctx.facts.native_f16,
-        quads: shape != Shape::Thread && source == Source::Tensor && quads,
+        quads: source == Source::Tensor
+            && if shape == Shape::Thread {
+                columns
+            } else {
+                quads
+            },
         centered: source == Source::Tensor && call.center.is_some(),
         split_major,
     };
@@ -123,12 +155,19 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
         sources.push(Bound::new("reduce", &center.storage, false)?);
     }
     let dst = Bound::new("reduce", &call.out.storage, true)?;
-    // Across the fast axis, one thread per output (and split) reads
-    // coalesced; otherwise one workgroup per output (and split) does.
+    // Across the fast axis, one thread per output (or four, `columns`)
+    // and split reads coalesced; otherwise one workgroup per output (and
+    // split) does.
     let across = outputs >= 64 && extent > THREAD_MODE_MAX && fast_axis_kept(&kept, &reduced);
     let resident = ctx.facts.resident_threads;
     let splits = if across {
-        thread_split_count(outputs, extent)
+        // Four outputs a thread take four times the rows, so that the
+        // partials stay as few.
+        let (threads, rows) = match columns {
+            true => (outputs / 4, 4 * THREAD_CHUNK_MIN),
+            false => (outputs, THREAD_CHUNK_MIN),
+        };
+        thread_split_count(threads, extent, rows)
     } else {
         split_count(outputs, extent, resident)
     };
@@ -262,12 +301,13 @@ fn width_for(chunk: usize) -> u32 {
     }
 }
 
-/// Splits per output in thread mode: enough threads for the device, each
-/// taking at least `THREAD_CHUNK_MIN` elements and at most the loop budget.
-fn thread_split_count(outputs: usize, extent: usize) -> usize {
+/// Splits per output in thread mode, `threads` threads a split: enough
+/// threads for the device, each taking at least `rows` of its outputs'
+/// elements and at most the loop budget.
+fn thread_split_count(threads: usize, extent: usize, rows: usize) -> usize {
     let at_least = extent.div_ceil(loop_budget::ITERATIONS).max(1);
-    (THREAD_TARGET / outputs)
-        .min(extent.div_ceil(THREAD_CHUNK_MIN))
+    (THREAD_TARGET / threads.max(1))
+        .min(extent.div_ceil(rows))
         .max(at_least)
 }
 
@@ -305,12 +345,14 @@ fn record(
         let groups = grid_of(stage.outputs * stage.splits, 1, max)?;
         (groups, groups[0])
     } else {
-        let groups = grid(stage.outputs * stage.splits, max)?;
+        // Columns: a thread per four outputs.
+        let per_thread = if stage.key.quads { 4 } else { 1 };
+        let groups = grid(stage.outputs / per_thread * stage.splits, max)?;
         (groups, groups[0] * 64)
     };
-    // A split of a source read in quads starts at a multiple of four.
+    // A split of a run read in quads starts at a multiple of four.
     let chunk = stage.extent.div_ceil(stage.splits).max(1);
-    let chunk = if stage.key.quads {
+    let chunk = if stage.key.quads && stage.key.group {
         chunk.next_multiple_of(4)
     } else {
         chunk
@@ -376,11 +418,15 @@ mod tests {
         let reduced = Layout::from_parts([4096].into(), smallvec![4096], 0);
         assert!(fast_axis_kept(&kept, &reduced));
         assert!(!fast_axis_kept(&reduced, &kept));
-        assert_eq!(thread_split_count(4096, 4096), 64);
-        assert_eq!(thread_split_count(1 << 20, 100), 1);
-        assert_eq!(thread_split_count(4096, 20), 2);
+        assert_eq!(thread_split_count(4096, 4096, 16), 64);
+        assert_eq!(thread_split_count(1 << 20, 100, 16), 1);
+        assert_eq!(thread_split_count(4096, 20, 16), 2);
+        // Four columns a thread: 1024 threads a split, 64 rows each, as
+        // many partials as one column a thread wrote.
+        assert_eq!(thread_split_count(1024, 4096, 64), 64);
         // Each thread stays inside the loop budget.
         let long: usize = 1 << 24;
-        assert!(long.div_ceil(thread_split_count(64, long)) <= loop_budget::ITERATIONS);
+        assert!(long.div_ceil(thread_split_count(64, long, 16)) <= loop_budget::ITERATIONS);
+        assert!(long.div_ceil(thread_split_count(16, long, 64)) <= loop_budget::ITERATIONS);
     }
 }

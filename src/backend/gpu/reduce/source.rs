@@ -57,10 +57,12 @@ pub(crate) struct ReduceKey {
     /// adapters with subgroups).
     pub subgroups: bool,
     pub native_f16: bool,
-    /// The tensor source is read four elements at a time (group mode):
-    /// each output's reduced elements are one run of stride 1 starting at
-    /// a multiple of four, in a binding of whole four-element entries (see
-    /// `quads_fit` in the family's planning).
+    /// The tensor source is read four elements at a time, in a binding of
+    /// whole four-element entries. Group and rows modes: each output's
+    /// reduced elements are one run of stride 1 starting at a multiple of
+    /// four (see `quads_fit` in the family's planning). Thread mode: a
+    /// thread takes four adjacent outputs (columns), whose elements of
+    /// each reduced row are one aligned entry (`columns_fit`).
     pub quads: bool,
     /// The tensor source's elements enter as squared deviations from their
     /// output's center (`ReduceCall::center`, bound after the source).
@@ -159,6 +161,8 @@ params_block! {
 
 family_key!(ReduceKey, "webtensor reduce", reduce_source, entry: |k| if k.rows > 0 {
     "main_rows"
+} else if k.quads && !k.group {
+    "main_columns"
 } else {
     group_or_thread(k.group)
 });
@@ -314,10 +318,10 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
     ]
     .map(|w| w.wgsl())
     .concat();
-    let (quads, fold) = if key.quads {
-        (QUAD_FOLD, "fold_quads")
-    } else {
-        ("", "fold")
+    let (quads, fold) = match (key.quads, key.group) {
+        (true, true) => (QUAD_FOLD, "fold_quads"),
+        (true, false) => (COLUMNS, "fold"),
+        (false, _) => ("", "fold"),
     };
     let rows_entry = if key.rows > 0 {
         let body = ROWS_BODY.replace("FOLD_ROWS", fold);
@@ -389,6 +393,54 @@ fn fold_quads(o: u32, start: u32, end: u32, first: u32, step: u32) -> State {
         s0 = combine(s0, load(base, e));
     }
     return combine(combine(s0, s1), combine(s2, s3));
+}";
+
+/// Thread mode over quads of adjacent outputs (columns): thread `i` takes
+/// outputs `4q .. 4q + 3` of split `s`, reading the four elements of each
+/// reduced row as one entry, four rows in flight, into a state per output.
+/// Neighbouring threads read neighbouring entries: a warp's load is a run
+/// of 16-byte entries where one output a thread read 4-byte words.
+const COLUMNS: &str = "struct Columns {
+    a: State,
+    b: State,
+    c: State,
+    d: State,
+}
+
+fn columns_into(q: Columns, v: vec4<Acc>, r: u32) -> Columns {
+    let i = i32(r);
+    return Columns(combine(q.a, State(v.x, i)), combine(q.b, State(v.y, i)),
+        combine(q.c, State(v.z, i)), combine(q.d, State(v.w, i)));
+}
+
+@compute @workgroup_size(64)
+fn main_columns(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x + gid.y * params.row_width;
+    let quads = params.outputs / 4u;
+    if (i >= quads * params.splits) {
+        return;
+    }
+    let o = (i % quads) * 4u;
+    let s = i / quads;
+    let start = s * params.chunk;
+    let end = min(start + params.chunk, params.extent);
+    let base = kept_base(o);
+    var q = Columns(fresh(), fresh(), fresh(), fresh());
+    var r = start;
+    for (; r < end && end - r > 3u; r += 4u) {
+        let v0 = load_quad(base + reduced_offset(r), 0u);
+        let v1 = load_quad(base + reduced_offset(r + 1u), 0u);
+        let v2 = load_quad(base + reduced_offset(r + 2u), 0u);
+        let v3 = load_quad(base + reduced_offset(r + 3u), 0u);
+        q = columns_into(columns_into(columns_into(columns_into(q, v0, r), v1, r + 1u), v2, r + 2u), v3, r + 3u);
+    }
+    for (; r < end; r++) {
+        q = columns_into(q, load_quad(base + reduced_offset(r), 0u), r);
+    }
+    store(o, s, q.a);
+    store(o + 1u, s, q.b);
+    store(o + 2u, s, q.c);
+    store(o + 3u, s, q.d);
 }";
 
 /// `base_of`, `set_center` and `load` of an f32 source whose elements
@@ -527,9 +579,11 @@ mod tests {
                         for (quads, centered) in
                             [(false, false), (true, false), (false, true), (true, true)]
                         {
-                            // i64's words hold no quads (`quads_fit`).
+                            // i64's words hold no quads (`quads_fit`); thread
+                            // mode's quads (columns) take no centers.
                             let i64_quads = quads && dtype == KernelType::I64;
-                            if i64_quads || quads && !(group && source == Source::Tensor) {
+                            let centered_columns = quads && centered && !group;
+                            if i64_quads || centered_columns || quads && source != Source::Tensor {
                                 continue;
                             }
                             let sum_of_f32 = op == ReduceOp::Sum && dtype == KernelType::F32;
