@@ -752,6 +752,60 @@ fn kept_tables_stay_right_through_eviction_and_threads() {
 }
 
 #[test]
+fn bluesteins_algorithm_runs_whole_in_one_kernel() {
+    // A length with a prime factor past the kernel's radices (13) whose
+    // convolution (the power of two at least 2n - 1) fits one line runs
+    // Bluestein's algorithm in the kernel: chirped as read, transformed,
+    // multiplied by the kernel's spectrum, transformed back, chirped as
+    // written. Lengths to 2047 (a convolution of 4096, lavapipe's longest
+    // line) and 2049 (composed), rows and columns (read across), input
+    // shorter than the transform (zeros past it), real, f16 and Hermitian
+    // (made whole first) reads, against the CPU (NumPy's answers).
+    let cpu = Device::cpu();
+    let gpus: Vec<Device> = devices().into_iter().filter(|d| d.is_gpu()).collect();
+    type Op = fn(&Tensor, usize) -> webtensor::Result<Tensor>;
+    let ops: [(&str, Op); 7] = [
+        ("fft", |t, _| t.fft(0)),
+        ("ifft ortho", |t, _| {
+            t.ifft(Fft::along(0).norm(FftNorm::Ortho))
+        }),
+        ("fft of rows", |t, _| t.t().fft(1)),
+        ("fft of a shorter input", |t, n| {
+            t.narrow(0, 0, n - 3)?.fft(Fft::along(0).size(n))
+        }),
+        ("rfft", |t, _| t.real()?.rfft(0)),
+        ("f16 rfft of rows", |t, _| {
+            t.real()?.t().to_dtype(DType::F16)?.rfft(1)
+        }),
+        ("irfft", |t, n| {
+            t.narrow(0, 0, n / 2 + 1)?.irfft(Fft::along(0).size(n))
+        }),
+    ];
+    for n in [17usize, 19, 34, 51, 97, 291, 1021, 2039, 2047, 2049] {
+        for m in [1usize, 5, 70] {
+            if n * m > 40_000 {
+                continue;
+            }
+            let values = noise(2 * n * m, (n * 7 + m) as u64);
+            let re = Tensor::from_slice(&values[..n * m], [n, m], &cpu).unwrap();
+            let im = Tensor::from_slice(&values[n * m..], [n, m], &cpu).unwrap();
+            let z = Tensor::complex(&re, &im).unwrap();
+            for (label, op) in ops {
+                let want = op(&z, n).unwrap();
+                for gpu in &gpus {
+                    let got = op(&z.to_device(gpu).unwrap(), n)
+                        .unwrap()
+                        .to_device(&cpu)
+                        .unwrap();
+                    let what = format!("{label} of {n} x {m} on {gpu}");
+                    assert_spectrum(&got, &want, n, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn columns_are_read_across_their_lines_at_every_length() {
     // A GPU workgroup reads strided lines whose neighbours are adjacent
     // (the columns of a matrix, both passes of a four-step transform)

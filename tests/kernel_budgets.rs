@@ -739,9 +739,19 @@ fn an_fft_is_at_most_two_kernels_and_uploads_nothing() {
         let spectrum = signal.rfft(Fft::along(1)).unwrap();
         let d = cost(&dev, &|| spectrum.irfft(Fft::along(1).size(1000)).unwrap());
         assert_budget(&format!("{name}: irfft of rows"), &d, 1);
-        // Bluestein's composition (a prime length): pinned where it stands
-        // so that it cannot grow unseen (its complex products are
-        // elementwise chains, 33 kernels unfused), and free of uploads.
+        // Bluestein's algorithm (a prime length) whole in one kernel where
+        // its convolution fits a line (2039: 4096), real and complex.
+        let prime = complex(&[3, 2039], 8);
+        let d = cost(&dev, &|| prime.fft(Fft::along(1)).unwrap());
+        assert_budget(&format!("{name}: fft of 2039"), &d, 1);
+        let d = cost(&dev, &|| prime.ifft(Fft::along(1)).unwrap());
+        assert_budget(&format!("{name}: ifft of 2039"), &d, 1);
+        let rows = Tensor::rand([6, 1021], DType::F32, 9, &dev).unwrap();
+        let d = cost(&dev, &|| rows.rfft(Fft::along(1)).unwrap());
+        assert_budget(&format!("{name}: rfft of 1021"), &d, 1);
+        // Past one line, its composition: pinned where it stands so that
+        // it cannot grow unseen (its complex products are elementwise
+        // chains, 33 kernels unfused), and free of uploads.
         let prime = complex(&[4099], 7);
         let d = cost(&dev, &|| prime.fft(Fft::along(0)).unwrap());
         let ceiling = if name == "fusion" { 15 } else { 33 };

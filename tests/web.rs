@@ -1094,9 +1094,10 @@ async fn ffts_match_the_cpu_path() {
         let want = if k == 3 { 8.0 } else { 0.0 };
         assert!((m - want).abs() < 1e-4, "|X[{k}]| = {m}");
     }
-    // A prime length (Bluestein's algorithm), one past the kernel's line
-    // (the four-step algorithm), and a strided view, against the CPU.
-    for (n, rows) in [(17usize, 3usize), (4096, 2), (100, 5)] {
+    // Prime lengths (Bluestein's algorithm, in one kernel), one past the
+    // kernel's line (the four-step algorithm), and a strided view, against
+    // the CPU.
+    for (n, rows) in [(17usize, 3usize), (1021, 2), (4096, 2), (100, 5)] {
         let values: Vec<f32> = (0..n * rows)
             .map(|k| ((k * 37 % 101) as f32 - 50.0) / 50.0)
             .collect();

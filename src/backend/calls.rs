@@ -557,6 +557,9 @@ pub(crate) struct FftCall<'a> {
     pub scale: f32,
     /// GPU only: the twiddle of a four-step FFT's first pass.
     pub twist: Option<FftTwist>,
+    /// GPU only: Bluestein's algorithm in the kernel (a length with a prime
+    /// factor past its radices, whose convolution fits one line).
+    pub chirp: bool,
 }
 
 impl FftCall<'_> {

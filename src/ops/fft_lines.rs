@@ -12,16 +12,20 @@
 //!   turns the transform into a circular convolution with a chirp, done by
 //!   transforms of a power of two at least `2n - 1` long (the chirp and
 //!   its transform computed on the host in f64 by the first call of a
-//!   length and kept by the device, see `backend/gpu/constants.rs`).
+//!   length and kept by the device, see `backend/gpu/constants.rs`): one
+//!   kernel where that power of two fits a line (`gpu/fft/chirp.rs`),
+//!   composed from kernel calls past it.
 
 use super::PadMode;
 use super::binding_parts::for_each_part_across;
-use crate::backend::{ConstKey, FftCall, FftRead, FftTwist, fft, fft_line_limit};
+use crate::backend::{
+    ConstKey, FftCall, FftRead, FftTwist, bluestein_kernel, chirp, chirp_len, chirp_pairs, fft,
+    fft_line_limit,
+};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
-use num_complex::Complex;
 
 /// The transform along `axis` of `x` (c64 for a `Complex` or `Hermitian`
 /// read, f32 or f16 for a `Real` one) into a fresh tensor whose `axis` is
@@ -93,6 +97,11 @@ impl Lines {
             return self.call(x, out, None);
         };
         let direct = self.n <= longest && smooth(self.n, largest_prime);
+        // Bluestein's algorithm in the kernel: the input read as it lies
+        // (zeros past it), only the outputs kept written.
+        let chirped = !smooth(self.n, largest_prime)
+            && self.read != FftRead::Hermitian
+            && chirp_len(self.n) <= longest;
         // Views over more than one storage binding go in parts across their
         // lines (a line longer than half a binding is an error). A part of
         // the input whose lines interleave with others' (the columns of a
@@ -106,6 +115,8 @@ impl Lines {
             };
             if direct {
                 self.call(&input, &p[1], None)
+            } else if chirped {
+                self.call_chirped(&input, &p[1])
             } else {
                 self.composed(&input, &p[1], longest, largest_prime)
             }
@@ -114,6 +125,21 @@ impl Lines {
 
     /// One backend call.
     fn call(&self, x: &Tensor, out: &Tensor, twist: Option<FftTwist>) -> Result<()> {
+        self.backend(x, out, twist, false)
+    }
+
+    /// One backend call running Bluestein's algorithm in the kernel.
+    fn call_chirped(&self, x: &Tensor, out: &Tensor) -> Result<()> {
+        self.backend(x, out, None, true)
+    }
+
+    fn backend(
+        &self,
+        x: &Tensor,
+        out: &Tensor,
+        twist: Option<FftTwist>,
+        chirp: bool,
+    ) -> Result<()> {
         let x = self.pairs_of(x, self.read != FftRead::Real)?;
         let out = self.pairs_of(out, self.read != FftRead::Hermitian)?;
         fft(&FftCall {
@@ -124,6 +150,7 @@ impl Lines {
             inverse: self.inverse,
             scale: self.scale,
             twist,
+            chirp,
         })
     }
 
@@ -164,7 +191,7 @@ impl Lines {
         if smooth(n, largest) {
             lines.four_step(&x, &full, longest)?;
         } else {
-            lines.bluestein(&x, &full)?;
+            lines.bluestein(&x, &full, longest)?;
         }
         if !whole {
             let kept = full.narrow(-1, 0, out.dims()[out.rank() - 1])?;
@@ -211,10 +238,14 @@ impl Lines {
         second.run(&middle.transpose(-1, -2)?, &rows_out)
     }
 
-    /// Bluestein's algorithm: `x` is `n` long, `out` complex and `n` long.
-    fn bluestein(&self, x: &Tensor, out: &Tensor) -> Result<()> {
+    /// Bluestein's algorithm: `x` is `n` long, `out` complex and `n` long;
+    /// one kernel where its convolution fits one line (`longest`).
+    fn bluestein(&self, x: &Tensor, out: &Tensor, longest: usize) -> Result<()> {
         let n = self.n;
-        let m = (2 * n - 1).next_power_of_two();
+        let m = chirp_len(n);
+        if m <= longest {
+            return self.call_chirped(x, out);
+        }
         let device = x.device();
         // The chirp and the convolution's kernel are the device's tables,
         // made on the host by the first transform of this length and
@@ -229,7 +260,9 @@ impl Lines {
                 .reshape([len, 2])
                 .map(|pairs| pairs.complex_of_pairs())
         };
-        let chirp_t = table("bluestein chirp", n, |n, inverse| pairs(&chirp(n, inverse)))?;
+        let chirp_t = table("bluestein chirp", n, |n, inverse| {
+            chirp_pairs(&chirp(n, inverse))
+        })?;
         let kernel_t = table("bluestein kernel", m, bluestein_kernel)?;
         let padded = Tensor::zeros(with_last(x, m), DType::C64, device)?;
         padded.narrow(-1, 0, n)?.assign(&x.mul(&chirp_t)?)?;
@@ -253,42 +286,6 @@ impl Lines {
         }
         out.assign(&y)
     }
-}
-
-/// Bluestein's chirp for a transform of `n`: `exp(-+ i pi j^2 / n)`
-/// (`+` for the inverse), with `j^2` reduced mod `2n` first.
-fn chirp(n: usize, inverse: bool) -> Vec<Complex<f64>> {
-    let sign = if inverse { 1.0 } else { -1.0 };
-    (0..n)
-        .map(|j| {
-            let j2 = (j as u128 * j as u128 % (2 * n as u128)) as f64;
-            Complex::from_polar(1.0, sign * std::f64::consts::PI * j2 / n as f64)
-        })
-        .collect()
-}
-
-/// The kernel of Bluestein's convolution for a transform of `n`, as f32
-/// pairs: `conj(chirp)` at `j` and `m - j` (`m` the power of two at least
-/// `2n - 1`), transformed in f64, with the inverse transform's `1/m`
-/// folded in.
-fn bluestein_kernel(n: usize, inverse: bool) -> Vec<f32> {
-    let m = (2 * n - 1).next_power_of_two();
-    let mut kernel = vec![Complex::new(0.0, 0.0); m];
-    for (j, c) in chirp(n, inverse).iter().enumerate() {
-        kernel[j] = c.conj();
-        if j > 0 {
-            kernel[m - j] = c.conj();
-        }
-    }
-    rustfft::FftPlanner::<f64>::new()
-        .plan_fft_forward(m)
-        .process(&mut kernel);
-    pairs(&kernel.iter().map(|c| c / m as f64).collect::<Vec<_>>())
-}
-
-/// Complex values as interleaved f32 pairs.
-fn pairs(v: &[Complex<f64>]) -> Vec<f32> {
-    v.iter().flat_map(|c| [c.re as f32, c.im as f32]).collect()
 }
 
 /// The length `n1` of a four-step FFT's first pass over `n = n1 n2`

@@ -7,10 +7,14 @@
 //! read and written across: a workgroup's threads take element `j` of
 //! several adjacent lines together, so each access is a run of them. A
 //! real line of even length is transformed as half as many complex points
-//! and its spectrum separated from theirs. Longer lines and lengths with
-//! larger prime factors are composed by the op layer from these
+//! and its spectrum separated from theirs. A length with a larger prime
+//! factor runs Bluestein's algorithm in the kernel where its convolution
+//! fits one line (`chirp.rs`): the chirped line transformed, multiplied by
+//! the kernel's spectrum and transformed back, all in workgroup memory.
+//! Longer lines are composed by the op layer from these
 //! (`ops/fft_lines.rs`).
 
+pub(crate) mod chirp;
 mod passes;
 pub(crate) mod plan;
 
@@ -49,8 +53,9 @@ line_params! {
         split: u32,
         coarse_at: u32,
         fine_at: u32,
-        pad0: u32,
-        pad1: u32,
+        /// Bluestein's chirp and kernel in the table (`FftKey::chirp`).
+        chirp_at: u32,
+        kernel_at: u32,
     }
 }
 
@@ -72,6 +77,11 @@ pub(crate) struct FftKey {
     /// The device's workgroup memory, in bytes: how many lines a workgroup
     /// reading across holds.
     pub workgroup_bytes: u32,
+    /// Bluestein's algorithm whole: each line chirped as it is loaded,
+    /// transformed over `chirp_len(n)` points, multiplied by the kernel's
+    /// spectrum, conjugated, transformed again (an inverse transform, with
+    /// the passes of a forward one), conjugated and chirped as it is stored.
+    pub chirp: bool,
 }
 
 family_key!(FftKey, "webtensor fft", fft_source);
@@ -87,7 +97,7 @@ pub(crate) fn fft_line_limit(s: &GpuStorage) -> (usize, usize) {
 /// # Errors
 /// `Error::Internal` for a length with a prime factor over [`MAX_RADIX`].
 fn shape_of(key: &FftKey) -> Result<(usize, Vec<usize>, GroupShape)> {
-    let n = passes_len(key.read, key.n);
+    let n = passes_of(key);
     let radices = radices(n)
         .ok_or_else(|| Error::internal("fft kernel", format!("length {n} has a large prime")))?;
     let across = key.across[0] || key.across[1];
@@ -102,7 +112,7 @@ fn shape_of(key: &FftKey) -> Result<(usize, Vec<usize>, GroupShape)> {
 /// or when the template's slots and the generated parts disagree.
 pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
     let (n, radices, shape) = shape_of(key)?;
-    let packed = n != key.n;
+    let packed = !key.chirp && n != key.n;
     let complex_in = key.read != FftRead::Real;
     let in_type = if complex_in {
         KernelType::F32
@@ -131,7 +141,13 @@ pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
         shape.lanes,
         shape.pitch,
         shape.lines * shape.pitch,
-        if key.inverse { "-1.0" } else { "1.0" },
+        // Bluestein's passes are forward ones both ways (its tables hold
+        // the direction).
+        if key.inverse && !key.chirp {
+            "-1.0"
+        } else {
+            "1.0"
+        },
         if packed { 2 } else { 1 },
     ) + if shape.skew {
         "fn slot(i: u32) -> u32 {\n    return i + (i >> 4u);\n}\n"
@@ -148,11 +164,19 @@ pub(crate) fn fft_source(key: &FftKey) -> Result<String> {
         .concat()
     };
     let (stages, run) = passes::passes(n, &radices, shape.lanes);
-    let output = if packed {
-        PACKED_OUTPUT.to_string()
+    let (output, run) = if key.chirp {
+        (
+            CHIRP_OUTPUT.to_string(),
+            [run.as_str(), CHIRP_MIDDLE, &run].concat(),
+        )
+    } else if packed {
+        (PACKED_OUTPUT.to_string(), run)
     } else {
-        "fn output(base: u32, k: u32) -> vec2<f32> {\n    return buf[base + slot(k)];\n}\n"
-            .to_string()
+        (
+            "fn output(base: u32, k: u32) -> vec2<f32> {\n    return buf[base + slot(k)];\n}\n"
+                .to_string(),
+            run,
+        )
     };
     let twist = if key.twist {
         "        let m = (l % params.period) * k;\n        \
@@ -263,6 +287,16 @@ fn lines_code(across: [bool; 2], kept: bool, twist: &str) -> (String, String, St
     (starts.to_string(), [find, load.as_str()].concat(), store)
 }
 
+/// The length of the passes of `key`'s kernel: Bluestein's convolution's
+/// (`chirp_len(n)`), or [`passes_len`].
+fn passes_of(key: &FftKey) -> usize {
+    if key.chirp {
+        chirp::chirp_len(key.n)
+    } else {
+        passes_len(key.read, key.n)
+    }
+}
+
 /// The length of the passes of a kernel transforming lines of `n` read as
 /// `read`: a real line of even length is transformed as `n / 2` complex
 /// points (its even samples the real parts, its odd ones the imaginary),
@@ -274,6 +308,25 @@ fn passes_len(read: FftRead, n: usize) -> usize {
         n
     }
 }
+
+/// Bluestein's step between its two transforms: each element of the
+/// spectrum times the kernel's (table entry `kernel_at + k`), conjugated,
+/// so that the next (forward) passes transform it back.
+const CHIRP_MIDDLE: &str = "    for (var k = lane; k < N; k += LANES) {
+        let s = base + slot(k);
+        let z = cmul(buf[s], twiddles[params.kernel_at + k]);
+        buf[s] = vec2<f32>(z.x, -z.y);
+    }
+    workgroupBarrier();
+";
+
+/// Bluestein's `output`: the convolution's element `k` conjugated back and
+/// times the chirp (table entry `chirp_at + k`).
+const CHIRP_OUTPUT: &str = "fn output(base: u32, k: u32) -> vec2<f32> {
+    let z = buf[base + slot(k)];
+    return cmul(vec2<f32>(z.x, -z.y), twiddles[params.chirp_at + k]);
+}
+";
 
 /// `output` of a real line transformed as `N` complex points
 /// (`z[j] = x[2j] + i x[2j + 1]`) whose transform `Z` the buffer holds.
@@ -303,8 +356,7 @@ fn output(base: u32, k: u32) -> vec2<f32> {
 fn access(key: &FftKey) -> String {
     let pair = "src[p >> 1u]";
     let load = match key.read {
-        FftRead::Real if passes_len(key.read, key.n) != key.n => {
-            "fn load_x(start: i32, j: u32) -> vec2<f32> {
+        FftRead::Real if passes_of(key) < key.n => "fn load_x(start: i32, j: u32) -> vec2<f32> {
     var z = vec2<f32>(0.0, 0.0);
     let e = 2u * j;
     if (e < params.length) {
@@ -316,8 +368,7 @@ fn access(key: &FftKey) -> String {
     return z;
 }
 "
-            .to_string()
-        }
+        .to_string(),
         FftRead::Real => "fn load_x(start: i32, j: u32) -> vec2<f32> {
     if (j >= params.length) {
         return vec2<f32>(0.0, 0.0);
@@ -365,6 +416,18 @@ fn access(key: &FftKey) -> String {
 }
 "
     };
+    if key.chirp {
+        // The element as read (zero past the line), times the chirp.
+        let plain = load.replacen("fn load_x(", "fn load_plain(", 1);
+        let chirped = "fn load_x(start: i32, j: u32) -> vec2<f32> {
+    if (j >= params.length) {
+        return vec2<f32>(0.0, 0.0);
+    }
+    return cmul(load_plain(start, j), twiddles[params.chirp_at + j]);
+}
+";
+        return [plain.as_str(), chirped, store].concat();
+    }
     [load.as_str(), store].concat()
 }
 
@@ -392,10 +455,17 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
     if src_lines.numel() == 0 || count == 0 || n == 0 {
         return Ok(());
     }
-    if n > fft_line_limit(out).0 {
+    let passes = if call.chirp { chirp::chirp_len(n) } else { n };
+    if passes > fft_line_limit(out).0 {
         return Err(Error::internal(
             OP,
             format!("a line of {n} reached the kernel"),
+        ));
+    }
+    if call.chirp && (call.read == FftRead::Hermitian || call.twist.is_some()) {
+        return Err(Error::internal(
+            OP,
+            "Bluestein's kernel takes complex or real lines, untwisted",
         ));
     }
     let complex = [call.read != FftRead::Real, call.complex_out()];
@@ -419,17 +489,28 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
             plan::reads_across(&dst_lines, dst_step, unit(complex[1])),
         ],
         workgroup_bytes: ctx.facts.workgroup_bytes,
+        chirp: call.chirp,
     };
     // A length with a prime over MAX_RADIX is refused here, before its
     // table is made.
     let (_, _, shape) = shape_of(&key)?;
     // The table is the device's, uploaded by the first call of its kind.
     let total = call.twist.map(|t| t.total);
-    let table_key = ConstKey {
-        kind: "fft twiddles",
-        args: [n as u64, total.unwrap_or(0) as u64, 0],
+    let table = if call.chirp {
+        let table_key = ConstKey {
+            kind: "fft bluestein",
+            args: [n as u64, u64::from(call.inverse), 0],
+        };
+        GpuStorage::constant(ctx, OP, table_key, || {
+            chirp::bluestein_table(n, call.inverse)
+        })?
+    } else {
+        let table_key = ConstKey {
+            kind: "fft twiddles",
+            args: [n as u64, total.unwrap_or(0) as u64, 0],
+        };
+        GpuStorage::constant(ctx, OP, table_key, || twiddle_table(n, total))?
     };
-    let table = GpuStorage::constant(ctx, OP, table_key, || twiddle_table(n, total))?;
     let table = Arc::new(Storage::Gpu(table));
     let parts = total.map(|total| table_parts(n, total));
     let table_bound = Bound::new(OP, &table, false)?;
@@ -444,6 +525,10 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
         shape.lines as u32,
         ctx.facts.max_workgroups_per_dim,
     )?;
+    let (chirp_at, kernel_at) = match call.chirp {
+        true => chirp::table_starts(n),
+        false => (0, 0),
+    };
     let parts = parts.unwrap_or(plan::TableParts {
         coarse_at: 0,
         fine_at: 0,
@@ -456,6 +541,8 @@ pub(crate) fn fft(out: &GpuStorage, call: &FftCall) -> Result<()> {
         split: parts.split as u32,
         coarse_at: parts.coarse_at as u32,
         fine_at: parts.fine_at as u32,
+        chirp_at: chirp_at as u32,
+        kernel_at: kernel_at as u32,
         ..bytemuck::Zeroable::zeroed()
     }
     .walking(
@@ -501,6 +588,7 @@ mod tests {
                             twist: k != 2,
                             across,
                             workgroup_bytes: [16384, 32768, 49152][(n + s) % 3],
+                            chirp: false,
                         };
                         if n > plan::max_line(key.workgroup_bytes) {
                             continue;
@@ -508,6 +596,42 @@ mod tests {
                         let source = fft_source(&key).unwrap();
                         validate(&source, &format!("{key:?}"));
                         assert_layout(&source, FftParams::FIELDS, FftParams::SIZE, "fft");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_bluestein_kernel_is_valid_wgsl() {
+        // Primes past the radices and lengths with one, whose convolutions
+        // fit 16, 32 and 48 KiB (m up to 2048, 4096).
+        for n in [17, 19, 34, 101, 257, 1021, 2039, 2047] {
+            for read in [FftRead::Complex, FftRead::Real] {
+                for (dtype, native_f16) in [(KernelType::F32, true), (KernelType::F16, false)] {
+                    for across in [[false, false], [true, true]] {
+                        for workgroup_bytes in [16384, 32768, 49152] {
+                            let key = FftKey {
+                                n,
+                                read,
+                                dtype,
+                                native_f16,
+                                inverse: n % 2 == 0,
+                                twist: false,
+                                across,
+                                workgroup_bytes,
+                                chirp: true,
+                            };
+                            if chirp::chirp_len(n) > plan::max_line(workgroup_bytes) {
+                                continue;
+                            }
+                            let source = fft_source(&key).unwrap();
+                            validate(&source, &format!("{key:?}"));
+                            // Two runs of the passes around the kernel's
+                            // spectrum.
+                            assert_eq!(source.matches("pass0(base, lane);").count(), 2);
+                            assert!(source.contains("const CONJ: f32 = 1.0;"));
+                        }
                     }
                 }
             }
