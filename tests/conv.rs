@@ -319,6 +319,42 @@ fn conv1d_and_unbatched_inputs() {
     }
 }
 
+#[test]
+fn conv_transpose1d_is_the_transposed_convolution_along_a_length() {
+    // PyTorch's conv_transpose1d: a HiFi-GAN upsampling (kernel 16, stride
+    // 8, padding 4) and a grouped, dilated one with output padding, batched
+    // and not, against the 2-D reference over inputs of one row.
+    let cases = [
+        ([2, 4, 1, 9], [4, 3, 1, 16], 8, 4, 1, 0, 1),
+        ([1, 6, 1, 7], [6, 2, 1, 3], 3, 1, 2, 2, 3),
+    ];
+    for dev in devices() {
+        for (k, (xd, wd, s, p, d, op, g)) in cases.into_iter().enumerate() {
+            let (x, w) = (
+                Array4::new(xd, 60 + k as u64),
+                Array4::new(wd, 70 + k as u64),
+            );
+            let (want, dims) = transpose_reference(&x, &w, [1, s], [0, p], [1, d], [0, op], g);
+            let conv = Conv::new()
+                .stride(s)
+                .padding(p)
+                .dilation(d)
+                .output_padding(op)
+                .groups(g);
+            let x1 = x.tensor(&dev).squeeze_axis(2).unwrap();
+            let w1 = w.tensor(&dev).squeeze_axis(2).unwrap();
+            let got = x1.conv_transpose1d(&w1, &conv).unwrap();
+            let what = format!("case {k} on {dev}");
+            check(&got, &want, &[dims[0], dims[1], dims[3]], 1e-5, &what);
+            let single = x1.narrow(0, 0, 1).unwrap().squeeze_axis(0).unwrap();
+            let got = single.conv_transpose1d(&w1, &conv).unwrap();
+            let per_sample = want.len() / dims[0];
+            let what = format!("case {k} unbatched on {dev}");
+            check(&got, &want[..per_sample], &[dims[1], dims[3]], 1e-5, &what);
+        }
+    }
+}
+
 /// PyTorch's conv_transpose2d, by its definition: each input element
 /// times the kernel, added at `input position * stride + tap * dilation -
 /// padding`.
@@ -880,6 +916,30 @@ fn bad_input_is_an_error_naming_the_op() {
         (
             "conv_transpose2d",
             x.conv_transpose2d(&w, &Conv::new().same()),
+        ),
+        (
+            "conv_transpose1d",
+            Tensor::zeros([1, 4, 5], DType::F32, &dev)
+                .unwrap()
+                .conv_transpose1d(&w, &Conv::new()),
+        ),
+        (
+            "conv_transpose1d",
+            Tensor::zeros([1, 4, 5], DType::F32, &dev)
+                .unwrap()
+                .conv_transpose1d(
+                    &Tensor::zeros([4, 2, 3], DType::F32, &dev).unwrap(),
+                    &Conv::new().stride(2).output_padding(2),
+                ),
+        ),
+        (
+            "conv_transpose1d",
+            Tensor::zeros([1, 3, 5], DType::F32, &dev)
+                .unwrap()
+                .conv_transpose1d(
+                    &Tensor::zeros([4, 2, 3], DType::F32, &dev).unwrap(),
+                    &Conv::new(),
+                ),
         ),
         ("max_pool2d", x.max_pool2d(&Pool::new(2).padding(2))),
         ("max_pool2d", x.max_pool2d(&Pool::new(6))),

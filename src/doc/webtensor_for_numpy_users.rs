@@ -241,7 +241,7 @@
 //! |---|---|
 //! | `F.conv2d(x, w, b, stride=2, padding=1, groups=4)` | `x.conv2d(&w, &Conv::new().stride(2).padding(1).groups(4).bias(&b))?` |
 //! | `F.conv2d(x, w, padding="same", dilation=2)` | `x.conv2d(&w, &Conv::new().same().dilation(2))?` |
-//! | `F.conv1d(x, w)`, `F.conv_transpose2d(x, w, stride=2)` | `x.conv1d(&w, &Conv::new())?`, `x.conv_transpose2d(&w, &Conv::new().stride(2))?` |
+//! | `F.conv1d(x, w)`, `F.conv_transpose2d(x, w, stride=2)`, `F.conv_transpose1d(x, w, stride=8, padding=4)` | `x.conv1d(&w, &Conv::new())?`, `x.conv_transpose2d(&w, &Conv::new().stride(2))?`, `x.conv_transpose1d(&w, &Conv::new().stride(8).padding(4))?` |
 //! | `F.max_pool2d(x, 3, 2, 1, ceil_mode=True)` | `x.max_pool2d(&Pool::new(3).stride(2).padding(1).ceil_mode(true))?` |
 //! | `F.avg_pool2d(x, 2)`, `F.adaptive_avg_pool2d(x, (7, 7))` | `x.avg_pool2d(&Pool::new(2))?`, `x.adaptive_avg_pool2d([7, 7])?` |
 //! | `F.interpolate(x, size=(h, w), mode="bilinear")` | `x.resize([h, w], Resize::Bilinear)?` |

@@ -62,52 +62,6 @@ impl Tensor {
         convolve("conv2d", self, weight, conv)
     }
 
-    /// The 1-D convolution of this `[batch, in_channels, length]` input (or
-    /// one without the batch axis) with `weight` `[out_channels,
-    /// in_channels / groups, k]` (PyTorch's `conv1d`); `conv`'s second
-    /// values (or single ones) apply.
-    ///
-    /// # Errors
-    /// As [`Tensor::conv2d`], naming `conv1d`.
-    pub fn conv1d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
-        const OP: &str = "conv1d";
-        let _region = crate::profile_region::op(OP);
-        let (x, unbatched) = batched(OP, self, 3, "[batch, channels, length]")?;
-        if weight.rank() != 3 {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "the weight must be [out, in / groups, k], got shape {}",
-                    weight.shape()
-                ),
-            ));
-        }
-        // The height axis added here takes no stride, padding or dilation
-        // (nor a residual's shape).
-        let residual = match conv.residual {
-            Some(r) if r.rank() > 0 => Some(r.unsqueeze(-2)?),
-            _ => None,
-        };
-        let along_width = Conv {
-            residual: residual.as_ref().or(conv.residual),
-            stride: Pair([1, conv.stride.0[1]]),
-            padding: match conv.padding {
-                ConvPadding::Zeros(Pair(p)) => ConvPadding::Zeros(Pair([0, p[1]])),
-                same => same,
-            },
-            dilation: Pair([1, conv.dilation.0[1]]),
-            output_padding: Pair([0, conv.output_padding.0[1]]),
-            ..conv.clone()
-        };
-        let out = convolve(OP, &x.unsqueeze(2)?, &weight.unsqueeze(2)?, &along_width)?;
-        let out = out.squeeze_axis(2)?;
-        if unbatched {
-            out.squeeze_axis(0)
-        } else {
-            Ok(out)
-        }
-    }
-
     /// The transposed 2-D convolution (the gradient of `conv2d` with
     /// respect to its input; PyTorch's `conv_transpose2d`) of this `[batch,
     /// in_channels, height, width]` input with `weight` `[in_channels,
@@ -120,7 +74,7 @@ impl Tensor {
     /// dilation.
     pub fn conv_transpose2d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
         let _region = crate::profile_region::op("conv_transpose2d");
-        transpose_convolve(self, weight, conv)
+        transpose_convolve("conv_transpose2d", self, weight, conv)
     }
 }
 
@@ -337,13 +291,19 @@ pub(super) fn convolve(
     finish(op, out, conv, dtype, unbatched)
 }
 
-fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
-    const OP: &str = "conv_transpose2d";
-    let (x, unbatched, compute) = operands(OP, input, weight, conv)?;
+/// A transposed convolution of a 4-D input (`conv_transpose2d`, and
+/// `conv_transpose1d` with a height of one), errors naming `op`.
+pub(super) fn transpose_convolve(
+    name: &'static str,
+    input: &Tensor,
+    weight: &Tensor,
+    conv: &Conv,
+) -> Result<Tensor> {
+    let (x, unbatched, compute) = operands(name, input, weight, conv)?;
     let dtype = Tensor::result_type(&x, weight)?;
     let ConvPadding::Zeros(Pair(p)) = conv.padding else {
         return Err(Error::argument(
-            OP,
+            name,
             "padding \"same\" is not defined for a transposed convolution",
         ));
     };
@@ -352,7 +312,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
     let g = conv.groups;
     if ci != c || !c.is_multiple_of(g) {
         return Err(Error::shape(
-            OP,
+            name,
             format!(
                 "input channels {c} in {g} groups need a weight of [{c}, out / {g}, kh, kw], got shape {}",
                 weight.shape()
@@ -362,19 +322,19 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
     let (s, d, op) = (conv.stride.0, conv.dilation.0, conv.output_padding.0);
     if (0..2).any(|a| op[a] >= s[a].max(d[a])) {
         return Err(Error::argument(
-            OP,
+            name,
             format!("output padding {op:?} must be below the stride {s:?} or the dilation {d:?}"),
         ));
     }
     if h == 0 || w == 0 {
         return Err(Error::shape(
-            OP,
+            name,
             format!("an input of {:?} pixels has no output", [h, w]),
         ));
     }
     // The whole output before `padding` is cropped from each side, checked
     // (its indices fit in i32 as the input's do).
-    let (_, extent) = conv.pads(OP, [kh, kw])?;
+    let (_, extent) = conv.pads(name, [kh, kw])?;
     let full = [0, 1].map(|a| {
         [h, w][a]
             .checked_sub(1)
@@ -385,7 +345,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
     });
     let [Some(full_h), Some(full_w)] = full else {
         return Err(Error::argument(
-            OP,
+            name,
             format!(
                 "stride {s:?} and dilation {d:?} make the output of a {:?} input longer than \
                  {MAX_EXTENT} along an axis",
@@ -396,7 +356,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
     let full = [full_h, full_w];
     if (0..2).any(|a| p[a].checked_mul(2).is_none_or(|t| t >= full[a])) {
         return Err(Error::shape(
-            OP,
+            name,
             format!(
                 "padding {p:?} leaves no output of the {full:?} a {:?} input gives",
                 [h, w]
@@ -414,10 +374,10 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
         out: [n, o, size[0], size[1]],
     };
     if let Some(out) = on_kernel(&x, weight, conv, &geometry)? {
-        return finish(OP, out, conv, dtype, unbatched);
+        return finish(name, out, conv, dtype, unbatched);
     }
     if s == [kh, kw] && d == [1, 1] && p == [0, 0] && op == [0, 0] {
-        return disjoint_transpose(&x, weight, conv, unbatched);
+        return disjoint_transpose(name, &x, weight, conv, unbatched);
     }
     let x = x.to_dtype(compute)?;
     let weight = weight.to_dtype(compute)?;
@@ -438,7 +398,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
             activation: None,
             residual: None,
         })?;
-        return finish(OP, out, conv, dtype, unbatched);
+        return finish(name, out, conv, dtype, unbatched);
     }
     let whole = Tensor::zeros([n, o, full[0], full[1]], compute, x.device())?;
     for i in 0..kh {
@@ -456,7 +416,7 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
         .narrow(2, p[0], size[0])?
         .narrow(3, p[1], size[1])?
         .contiguous()?;
-    finish(OP, out, conv, dtype, unbatched)
+    finish(name, out, conv, dtype, unbatched)
 }
 
 /// A transposed convolution whose stride is its kernel (no dilation,
@@ -467,7 +427,13 @@ fn transpose_convolve(input: &Tensor, weight: &Tensor, conv: &Conv) -> Result<Te
 /// CPU, channels-last f32 with tap rows of `ROW_CHANNELS` or more, one 1x1
 /// convolution a tap row written straight into its output rows
 /// (`conv_tap_rows.rs`).
-fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool) -> Result<Tensor> {
+fn disjoint_transpose(
+    name: &'static str,
+    x: &Tensor,
+    weight: &Tensor,
+    conv: &Conv,
+    unbatched: bool,
+) -> Result<Tensor> {
     let ([n, c, h, w], [_, og, kh, kw]) = (dims4(x), dims4(weight));
     let (g, taps) = (conv.groups, kh * kw);
     let [gi, cg, og_, taps_] = [g, c / g, og, taps].map(|v| v as isize);
@@ -482,7 +448,7 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
             .reshape([gi, cg, og_, taps_])?
             .permute(&[0, 3, 2, 1])?
             .reshape([gi * taps_ * og_, cg, 1, 1])?;
-        let bias = match checked_bias("conv_transpose2d", conv, g * og)? {
+        let bias = match checked_bias(name, conv, g * og)? {
             Some(b) => Some(
                 b.reshape([gi, 1, og_])?
                     .broadcast_to([g, taps, og])?
@@ -498,7 +464,7 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
             .reshape([gi, cg, og_ * taps_])?
             .permute(&[0, 2, 1])?
             .reshape([gi * og_ * taps_, cg, 1, 1])?;
-        let bias = match checked_bias("conv_transpose2d", conv, g * og)? {
+        let bias = match checked_bias(name, conv, g * og)? {
             Some(b) => Some(b.repeat(taps, 0)?),
             None => None,
         };
@@ -535,14 +501,13 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
         // Columns (n, (gi, i, j, co), y, x) into channels-last output
         // (n, gi og + co, y kh + i, x kw + j), whatever the columns'
         // memory (an f64 product's is row-major).
-        const OP: &str = "conv_transpose2d";
         let dense = Shape::from([n, h * kh, w * kw, g * og]);
-        let out =
-            Tensor::empty_dense(dense, columns.dtype(), x.device(), OP)?.permute(&[0, 3, 1, 2])?;
+        let out = Tensor::empty_dense(dense, columns.dtype(), x.device(), name)?
+            .permute(&[0, 3, 1, 2])?;
         let target = out
-            .split_axis(OP, 3, [w, kw])?
-            .split_axis(OP, 2, [h, kh])?
-            .split_axis(OP, 1, [g, og])?;
+            .split_axis(name, 3, [w, kw])?
+            .split_axis(name, 2, [h, kh])?
+            .split_axis(name, 1, [g, og])?;
         let source = columns
             .reshape([n_, gi, kh_, kw_, og_, h_, w_])?
             .permute(&[0, 1, 4, 5, 2, 6, 3])?;
@@ -561,7 +526,7 @@ fn disjoint_transpose(x: &Tensor, weight: &Tensor, conv: &Conv, unbatched: bool)
             ..Conv::new()
         };
         let dtype = out.dtype();
-        return finish("conv_transpose2d", out, &rest, dtype, unbatched);
+        return finish(name, out, &rest, dtype, unbatched);
     }
     if unbatched {
         out.squeeze_axis(0)

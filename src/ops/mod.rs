@@ -7,6 +7,7 @@ mod binding_parts;
 pub(crate) mod complex;
 mod complex_scaled;
 mod conv;
+mod conv1d;
 mod conv_add;
 mod conv_args;
 mod conv_tap_rows;
