@@ -90,7 +90,7 @@ params_block! {
 /// Everything that selects a distinct transposed-convolution pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct TransposedKey {
-    /// f32 or f16.
+    /// f32, f16 or bf16.
     pub dtype: KernelType,
     pub native_f16: bool,
     pub tiling: Tiling,

@@ -120,8 +120,16 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
     // i64's two-word elements are read one at a time.
     let wide = call.input.dtype == KernelType::I64;
     let quads = !wide && quads_fit(&kept, &reduced, &src);
-    // A variance's centers are per output: its columns go one a thread.
-    let columns = !wide && call.center.is_none() && columns_fit(&kept, &reduced, &src);
+    // Across the fast axis, one thread per output (or four, `columns`)
+    // and split reads coalesced; otherwise one workgroup per output (and
+    // split) does.
+    let across = outputs >= 64 && extent > THREAD_MODE_MAX && fast_axis_kept(&kept, &reduced);
+    // Thread mode takes four adjacent outputs a thread where their rows are
+    // aligned quads; a variance's centers are per output, one a thread.
+    let columns = (across || extent <= THREAD_MODE_MAX)
+        && !wide
+        && call.center.is_none()
+        && columns_fit(&kept, &reduced, &src);
     let key = |source, dest, shape: Shape, split_major| ReduceKey {
         op: call.op,
         dtype: call.input.dtype,
@@ -155,10 +163,6 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
         sources.push(Bound::new("reduce", &center.storage, false)?);
     }
     let dst = Bound::new("reduce", &call.out.storage, true)?;
-    // Across the fast axis, one thread per output (or four, `columns`)
-    // and split reads coalesced; otherwise one workgroup per output (and
-    // split) does.
-    let across = outputs >= 64 && extent > THREAD_MODE_MAX && fast_axis_kept(&kept, &reduced);
     let resident = ctx.facts.resident_threads;
     let splits = if across {
         // Four outputs a thread take four times the rows, so that the
