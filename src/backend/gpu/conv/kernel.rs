@@ -9,18 +9,16 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
     buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
 };
-use crate::backend::gpu::kernel::loop_budget::slices;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling, tile_of};
-use crate::backend::gpu::matmul::{K_SLICE, PUT_WGSL};
+use crate::backend::gpu::matmul::{PUT_WGSL, record_sliced};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
-use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::record::family_key;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use smallvec::smallvec;
 
 const CONV_WGSL: &str = shader!("conv/conv.wgsl");
 
@@ -94,7 +92,30 @@ family_key!(ConvKey, "webtensor conv", conv_source);
 /// `Error::Internal` when the template's slots and the generated parts
 /// disagree.
 pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
-    let (dtype, native) = (key.dtype, key.native_f16);
+    let [bindings, access, acc] = operand_parts(key.dtype, key.native_f16);
+    // conv.wgsl defines the patches' loader.
+    let kernel = key
+        .tiling
+        .wgsl_loading([Loads::Scalar; 2], BSource::Patches);
+    let slots = [
+        ("BINDINGS", bindings.as_str()),
+        ("ACCESS", access.as_str()),
+        ("ACC", acc.as_str()),
+        ("PUT", PUT_WGSL),
+        ("KERNEL", kernel.as_str()),
+    ];
+    let (f16, params) = (needs_f16(key.dtype, key.native_f16), ConvParams::wgsl());
+    let source = fill_kernel("conv kernel", CONV_WGSL, f16, &params, &slots)?;
+    Ok(match key.sabotaged {
+        true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
+        false => source,
+    })
+}
+
+/// The `BINDINGS`, `ACCESS` and `ACC` slots of a convolution kernel over
+/// `dtype`: the weight (binding 1, `load_a`), the input (2, `load_b`) and
+/// `out_buf` (3, `store_out`, `load_out`), and the accumulator.
+pub(super) fn operand_parts(dtype: KernelType, native: bool) -> [String; 3] {
     let acc = ScalarType::of(dtype);
     let bindings = [
         buffer_decl(1, "a", dtype, native, false),
@@ -110,23 +131,7 @@ pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
     ]
     .concat();
     let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {};\n", acc.zero());
-    // conv.wgsl defines the patches' loader.
-    let kernel = key
-        .tiling
-        .wgsl_loading([Loads::Scalar; 2], BSource::Patches);
-    let slots = [
-        ("BINDINGS", bindings.as_str()),
-        ("ACCESS", access.as_str()),
-        ("ACC", acc.as_str()),
-        ("PUT", PUT_WGSL),
-        ("KERNEL", kernel.as_str()),
-    ];
-    let (f16, params) = (needs_f16(dtype, native), ConvParams::wgsl());
-    let source = fill_kernel("conv kernel", CONV_WGSL, f16, &params, &slots)?;
-    Ok(match key.sabotaged {
-        true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
-        false => source,
-    })
+    [bindings, access, acc]
 }
 
 /// The tile `call` runs on: the matmul's choice for its extents.
@@ -224,21 +229,17 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Resul
         width: x[3] as u32,
         ..bytemuck::Zeroable::zeroed()
     };
-    for batch_range in slices(batches, max) {
-        for k_range in slices(k, K_SLICE) {
-            let params = ConvParams {
-                k: k_range.end as u32,
-                k_start: k_range.start as u32,
-                accumulate: u32::from(k_range.start > 0),
-                batch_start: batch_range.start as u32,
-                ..block
-            };
-            let bindings = smallvec![weight_bound.clone(), input_bound.clone(), out_bound.clone()];
-            let groups = [grid[0] as u32, grid[1] as u32, batch_range.len() as u32];
-            record_family(ctx, &key, params.bytes(), bindings, groups)?;
+    let bound = [&weight_bound, &input_bound, &out_bound];
+    let groups = grid.map(|g| g as u32);
+    record_sliced(ctx, &key, bound, groups, [batches, k], |ks, batch_start| {
+        ConvParams {
+            k: ks.end as u32,
+            k_start: ks.start as u32,
+            accumulate: u32::from(ks.start > 0),
+            batch_start: batch_start as u32,
+            ..block
         }
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -68,27 +68,73 @@ pub(super) fn answers_right(
     tiling: Tiling,
     dtype: KernelType,
 ) -> Result<bool> {
-    let [n, c, h, w] = INPUT;
     // The input stored NHWC and read through its NCHW view.
-    let mut x_values = Vec::with_capacity(n * c * h * w);
-    for b in 0..n {
-        for y in 0..h {
-            for xx in 0..w {
-                x_values.extend((0..c).map(|ch| x_value([b, ch, y, xx])));
-            }
-        }
-    }
-    let x_layout = Layout::contiguous(vec![n, h, w, c]).permute(&[0, 3, 1, 2])?;
-    let [o, cg, kh, kw] = WEIGHT;
-    let mut w_values = Vec::with_capacity(o * cg * kh * kw);
-    for oc in 0..o {
-        for ch in 0..cg {
-            for i in 0..kh {
-                w_values.extend((0..kw).map(|j| w_value([oc, ch, i, j])));
-            }
-        }
-    }
+    let input = stored(INPUT, [0, 2, 3, 1], x_value)?;
+    let weight = stored(WEIGHT, [0, 1, 2, 3], w_value)?;
+    let geometry = ProbeGeometry {
+        kernel: [WEIGHT[2], WEIGHT[3]],
+        stride: STRIDE,
+        pad: PAD,
+        dilation: DILATION,
+        groups: GROUPS,
+    };
     let dims = out_dims();
+    let got = run(ctx, dtype, [input, weight], dims, geometry, |out, call| {
+        record(out, call, tiling)
+    })?;
+    Ok(got.iter().copied().eq(expected(dims)))
+}
+
+/// A probe's geometry (as `ConvCall` holds it).
+pub(super) struct ProbeGeometry {
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub pad: [usize; 2],
+    pub dilation: [usize; 2],
+    pub groups: usize,
+}
+
+/// `dims` stored in the axis order `order` (outermost first), and the
+/// view that reads them as `dims`.
+///
+/// # Errors
+/// None for a permutation `order`.
+pub(super) fn stored(
+    dims: [usize; 4],
+    order: [usize; 4],
+    value: fn([usize; 4]) -> i64,
+) -> Result<(Vec<i64>, Layout)> {
+    let memory = order.map(|a| dims[a]);
+    let mut values = Vec::with_capacity(dims.iter().product());
+    for k in 0..memory.iter().product::<usize>() {
+        let mut at = [0; 4];
+        let mut rest = k;
+        for a in (0..4).rev() {
+            at[order[a]] = rest % memory[a];
+            rest /= memory[a];
+        }
+        values.push(value(at));
+    }
+    let mut back = [0isize; 4];
+    for (a, &o) in order.iter().enumerate() {
+        back[o] = a as isize;
+    }
+    Ok((values, Layout::contiguous(memory.to_vec()).permute(&back)?))
+}
+
+/// The output (`dims`, row-major) that `record` gives for the input and
+/// the weight (values and views) uploaded as `dtype`, read back.
+///
+/// # Errors
+/// Failures of the uploads, the dispatch or the readback.
+pub(super) fn run(
+    ctx: &Arc<GpuContext>,
+    dtype: KernelType,
+    [(x_values, x_layout), (w_values, w_layout)]: [(Vec<i64>, Layout); 2],
+    dims: [usize; 4],
+    geometry: ProbeGeometry,
+    record: impl FnOnce(&GpuStorage, &ConvCall) -> Result<()>,
+) -> Result<Vec<f64>> {
     let x = Arc::new(Storage::Gpu(upload(ctx, dtype, &x_values)?));
     let weight = Arc::new(Storage::Gpu(upload(ctx, dtype, &w_values)?));
     let y = Arc::new(Storage::Gpu(GpuStorage::uninit(
@@ -100,34 +146,26 @@ pub(super) fn answers_right(
     let Storage::Gpu(out) = &*y else {
         return Err(Error::internal(OP, "the probe's output is not on the GPU"));
     };
+    let tensor = |storage, layout| TensorRef {
+        storage: StorageRef::own(storage),
+        layout,
+        dtype,
+    };
     let call = ConvCall {
-        input: TensorRef {
-            storage: StorageRef::own(&x),
-            layout: x_layout,
-            dtype,
-        },
-        weight: TensorRef {
-            storage: StorageRef::own(&weight),
-            layout: Layout::contiguous(WEIGHT.to_vec()),
-            dtype,
-        },
-        out: TensorRef {
-            storage: StorageRef::own(&y),
-            layout: Layout::contiguous(dims.to_vec()),
-            dtype,
-        },
-        kernel: [kh, kw],
-        stride: STRIDE,
-        pad: PAD,
-        dilation: DILATION,
-        groups: GROUPS,
+        input: tensor(&x, x_layout),
+        weight: tensor(&weight, w_layout),
+        out: tensor(&y, Layout::contiguous(dims.to_vec())),
+        kernel: geometry.kernel,
+        stride: geometry.stride,
+        pad: geometry.pad,
+        dilation: geometry.dilation,
+        groups: geometry.groups,
         bias: None,
         activation: None,
         residual: None,
     };
-    record(out, &call, tiling)?;
-    let got = pollster::block_on(read(out, dtype))?;
-    Ok(got.iter().copied().eq(expected(dims)))
+    record(out, &call)?;
+    pollster::block_on(read(out, dtype))
 }
 
 /// The probe's exact answer, row-major.

@@ -15,19 +15,13 @@
 //! and a k (27) past either k step and a multiple of neither. Its values
 //! are small integers, every sum within 256: exact in f16 and bf16.
 
-use super::probe::{w_value, x_value};
+use super::probe::{ProbeGeometry, run, stored, w_value, x_value};
 use super::transposed::record;
 use crate::backend::gpu::context::GpuContext;
-use crate::backend::gpu::matmul::probe::{read, upload};
 use crate::backend::gpu::matmul::tiling::Tiling;
-use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::{ConvCall, Storage, StorageRef, TensorRef};
 use crate::dtype::KernelType;
-use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::error::Result;
 use std::sync::Arc;
-
-const OP: &str = "conv_transpose2d (self-check)";
 
 /// The probe: input `[2, 6, 6, 17]`, weight `[6, 66, 3, 7]` in 2 groups
 /// (3 input and 66 output channels each), stride (2, 3), padding (1, 0),
@@ -55,34 +49,6 @@ pub(super) fn fits(ctx: &GpuContext, dtype: KernelType) -> bool {
     (largest * dtype.dtype().size_in_bytes()) as u64 <= ctx.facts.max_storage_binding
 }
 
-/// `dims` stored in the axis order `order` (outermost first), and the
-/// view that reads them as `dims`.
-///
-/// # Errors
-/// None for a permutation `order`.
-fn stored(
-    dims: [usize; 4],
-    order: [usize; 4],
-    value: fn([usize; 4]) -> i64,
-) -> Result<(Vec<i64>, Layout)> {
-    let memory = order.map(|a| dims[a]);
-    let mut values = Vec::with_capacity(dims.iter().product());
-    for k in 0..memory.iter().product::<usize>() {
-        let mut at = [0; 4];
-        let mut rest = k;
-        for a in (0..4).rev() {
-            at[order[a]] = rest % memory[a];
-            rest /= memory[a];
-        }
-        values.push(value(at));
-    }
-    let mut back = [0isize; 4];
-    for (a, &o) in order.iter().enumerate() {
-        back[o] = a as isize;
-    }
-    Ok((values, Layout::contiguous(memory.to_vec()).permute(&back)?))
-}
-
 /// True when the kernel of `tiling` computes the probe right.
 ///
 /// # Errors
@@ -93,42 +59,19 @@ pub(super) fn answers_right(
     dtype: KernelType,
 ) -> Result<bool> {
     // The input channels-last, the weight taps-first.
-    let (x_values, x_layout) = stored(INPUT, [0, 2, 3, 1], x_value)?;
-    let (w_values, w_layout) = stored(WEIGHT, [2, 3, 0, 1], w_value)?;
-    let dims = out_dims();
-    let x = Arc::new(Storage::Gpu(upload(ctx, dtype, &x_values)?));
-    let weight = Arc::new(Storage::Gpu(upload(ctx, dtype, &w_values)?));
-    let y = Arc::new(Storage::Gpu(GpuStorage::uninit(
-        ctx,
-        OP,
-        dtype,
-        dims.iter().product(),
-    )?));
-    let Storage::Gpu(out) = &*y else {
-        return Err(Error::internal(OP, "the probe's output is not on the GPU"));
-    };
-    fn tensor(storage: &Arc<Storage>, layout: Layout, dtype: KernelType) -> TensorRef<'_> {
-        TensorRef {
-            storage: StorageRef::own(storage),
-            layout,
-            dtype,
-        }
-    }
-    let call = ConvCall {
-        input: tensor(&x, x_layout, dtype),
-        weight: tensor(&weight, w_layout, dtype),
-        out: tensor(&y, Layout::contiguous(dims.to_vec()), dtype),
+    let input = stored(INPUT, [0, 2, 3, 1], x_value)?;
+    let weight = stored(WEIGHT, [2, 3, 0, 1], w_value)?;
+    let geometry = ProbeGeometry {
         kernel: [WEIGHT[2], WEIGHT[3]],
         stride: STRIDE,
         pad: PAD,
         dilation: DILATION,
         groups: GROUPS,
-        bias: None,
-        activation: None,
-        residual: None,
     };
-    record(out, &call, tiling)?;
-    let got = pollster::block_on(read(out, dtype))?;
+    let dims = out_dims();
+    let got = run(ctx, dtype, [input, weight], dims, geometry, |out, call| {
+        record(out, call, tiling)
+    })?;
     Ok(got.iter().copied().eq(expected(dims)))
 }
 

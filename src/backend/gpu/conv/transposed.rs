@@ -6,23 +6,19 @@
 //! the composed form took a zeroed output, a product and an add per tap
 //! and group, and a crop.
 
+use super::kernel::operand_parts;
 use crate::backend::ConvCall;
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{
-    buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
-};
-use crate::backend::gpu::kernel::loop_budget::slices;
+use crate::backend::gpu::kernel::buffer::needs_f16;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
-use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::matmul::K_SLICE;
+use crate::backend::gpu::matmul::record_sliced;
 use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling, tile_of};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
-use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::record::family_key;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use smallvec::smallvec;
 
 const CONV_TRANSPOSE_WGSL: &str = shader!("conv/conv_transpose.wgsl");
 
@@ -107,22 +103,7 @@ family_key!(TransposedKey, "webtensor conv_transpose", transposed_source);
 /// `Error::Internal` when the template's slots and the generated parts
 /// disagree.
 pub(crate) fn transposed_source(key: &TransposedKey) -> Result<String> {
-    let (dtype, native) = (key.dtype, key.native_f16);
-    let acc = ScalarType::of(dtype);
-    let bindings = [
-        buffer_decl(1, "a", dtype, native, false),
-        buffer_decl(2, "b", dtype, native, false),
-        buffer_decl(3, "out_buf", dtype, native, true),
-    ]
-    .concat();
-    let access = [
-        load_fn("load_a", "a", dtype, native),
-        load_fn("load_b", "b", dtype, native),
-        store_out_fn(dtype, native),
-        load_out_fn(dtype, native),
-    ]
-    .concat();
-    let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {};\n", acc.zero());
+    let [bindings, access, acc] = operand_parts(key.dtype, key.native_f16);
     let kernel = key.tiling.wgsl_loading([Loads::Scalar; 2], BSource::Phases);
     let slots = [
         ("BINDINGS", bindings.as_str()),
@@ -130,7 +111,10 @@ pub(crate) fn transposed_source(key: &TransposedKey) -> Result<String> {
         ("ACC", acc.as_str()),
         ("KERNEL", kernel.as_str()),
     ];
-    let (f16, params) = (needs_f16(dtype, native), TransposedParams::wgsl());
+    let (f16, params) = (
+        needs_f16(key.dtype, key.native_f16),
+        TransposedParams::wgsl(),
+    );
     let source = fill_kernel(
         "conv_transpose kernel",
         CONV_TRANSPOSE_WGSL,
@@ -279,21 +263,17 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Resul
         width: x[3] as u32,
         ..bytemuck::Zeroable::zeroed()
     };
-    for batch_range in slices(batches, max) {
-        for k_range in slices(k, K_SLICE) {
-            let params = TransposedParams {
-                k: k_range.end as u32,
-                k_start: k_range.start as u32,
-                accumulate: u32::from(k_range.start > 0),
-                batch_start: batch_range.start as u32,
-                ..block
-            };
-            let bindings = smallvec![weight_bound.clone(), input_bound.clone(), out_bound.clone()];
-            let groups = [grid[0] as u32, grid[1] as u32, batch_range.len() as u32];
-            record_family(ctx, &key, params.bytes(), bindings, groups)?;
+    let bound = [&weight_bound, &input_bound, &out_bound];
+    let groups = grid.map(|g| g as u32);
+    record_sliced(ctx, &key, bound, groups, [batches, k], |ks, batch_start| {
+        TransposedParams {
+            k: ks.end as u32,
+            k_start: ks.start as u32,
+            accumulate: u32::from(ks.start > 0),
+            batch_start: batch_start as u32,
+            ..block
         }
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]

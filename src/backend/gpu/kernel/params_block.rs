@@ -83,6 +83,13 @@ macro_rules! params_block {
             #[cfg(test)]
             pub const SIZE: u64 = std::mem::size_of::<$name>() as u64;
         }
+
+        /// The block's bytes, for launchers generic over their block.
+        impl AsRef<[u8]> for $name {
+            fn as_ref(&self) -> &[u8] {
+                self.bytes()
+            }
+        }
     };
 }
 pub(crate) use params_block;

@@ -32,7 +32,7 @@ use crate::backend::gpu::kernel::prelude::prelude;
 use crate::backend::gpu::kernel::strided::{Walk, Walked};
 use crate::backend::gpu::kernel::template::fill;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
-use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::record::{FamilyKey, family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, TensorRef};
 use crate::dtype::KernelType;
@@ -455,12 +455,33 @@ fn record_slices(
 ) -> Result<()> {
     let ctx = &out.ctx;
     let key = MatmulKey::new(ctx, operands[2].dtype, kernel);
+    let bound = [&bound[0], &bound[1], &bound[2]];
+    record_sliced(ctx, &key, bound, groups, [batches, k], params)
+}
+
+/// Records `key`'s tiled kernel (the matmul's, or a convolution's on its
+/// tiles) over operands bound as `bound` (bindings 1, 2 and the output)
+/// on a grid of `groups` per batch: one dispatch per 65535 batches and
+/// slice of k (`extents` = [batches, k]); the slices of one batch range
+/// run in order, each after the first adding to the output. `params`
+/// gives the block of a k slice starting at a batch.
+///
+/// # Errors
+/// Those of `record_family`.
+pub(crate) fn record_sliced<K: FamilyKey, P: AsRef<[u8]>>(
+    ctx: &GpuContext,
+    key: &K,
+    bound: [&Bound; 3],
+    groups: [u32; 2],
+    [batches, k]: [usize; 2],
+    params: impl Fn(Range<usize>, usize) -> P,
+) -> Result<()> {
     for batch_range in slices(batches, ctx.facts.max_workgroups_per_dim as usize) {
         for k_range in slices(k, K_SLICE) {
-            let bindings = bound.iter().cloned().collect();
+            let bindings = bound.iter().map(|&b| b.clone()).collect();
             let block = params(k_range, batch_range.start);
             let groups = [groups[0], groups[1], batch_range.len() as u32];
-            record_family(ctx, &key, block.bytes(), bindings, groups)?;
+            record_family(ctx, key, block.as_ref(), bindings, groups)?;
         }
     }
     Ok(())
