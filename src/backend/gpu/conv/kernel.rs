@@ -96,7 +96,7 @@ pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
     // conv.wgsl defines the patches' loader.
     let kernel = key
         .tiling
-        .wgsl_loading([Loads::Scalar; 2], BSource::Patches);
+        .wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Patches);
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
@@ -290,6 +290,15 @@ mod tests {
             }
             assert!(
                 product.contains("tp0 = advance(tp0, b_step);"),
+                "{tiling:?}"
+            );
+            // Four adjacent pixels a load: a tap advanced and a vec4 stored
+            // into the tile for each four elements of b.
+            let (x, y) = tiling.threads_xy();
+            let quads = (tiling.bk * tiling.bn / (x * y) / 4) as usize;
+            assert_eq!(product.matches("= advance(").count(), quads, "{tiling:?}");
+            assert!(
+                product.contains("tile_b[br0 * PITCH_B + bc0 / 4u] = pb0;"),
                 "{tiling:?}"
             );
             for f in ["fn b_tap(", "fn advance("] {

@@ -104,7 +104,9 @@ family_key!(TransposedKey, "webtensor conv_transpose", transposed_source);
 /// disagree.
 pub(crate) fn transposed_source(key: &TransposedKey) -> Result<String> {
     let [bindings, access, acc] = operand_parts(key.dtype, key.native_f16);
-    let kernel = key.tiling.wgsl_loading([Loads::Scalar; 2], BSource::Phases);
+    let kernel = key
+        .tiling
+        .wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Phases);
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),

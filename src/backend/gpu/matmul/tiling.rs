@@ -66,8 +66,10 @@ pub(crate) enum BSource {
     /// A convolution's patches: the caller's `pixel_of(c)` (an output
     /// pixel's first input row and column), `tap_of(r)` (a patch row's
     /// channel and tap), `advance(tap, step)` and `b_tap(base, r, pixel,
-    /// tap)`. Each thread's pixel is found once and its taps advanced by
-    /// `BK` rows a step, so the loop divides nothing.
+    /// tap)`. Each thread's pixels are found once and its taps advanced by
+    /// `BK` rows a step, so the loop divides nothing. With `VecCols` loads
+    /// a thread takes four adjacent pixels of one patch row: one tap to
+    /// advance and one vec4 store into the tile for four elements.
     Patches,
     /// A transposed convolution's phases: `b` as [`BSource::Patches`], and
     /// `a` read through its taps too, by the caller's `a_tap(base, row, r,
@@ -237,8 +239,14 @@ impl Tiling {
             bk * (bm / 4 + 1),
             bk * (bn / 4 + 1),
         );
-        // A loader of the caller's reads one element at a time.
-        assert!(source == BSource::Matrix || loads[1] == Loads::Scalar);
+        // A loader of the caller's reads one element at a time; patches
+        // also four adjacent pixels of one patch row.
+        let patches = matches!(source, BSource::Patches | BSource::Phases);
+        assert!(
+            source == BSource::Matrix
+                || loads[1] == Loads::Scalar
+                || patches && loads[1] == Loads::VecCols
+        );
         let phases = source == BSource::Phases;
         assert!(!phases || loads[0] == Loads::Scalar);
         let a = OperandLoads {
@@ -271,7 +279,7 @@ impl Tiling {
         );
         // A patch row's tap advances by this each step; a phase's product
         // ends at its own k.
-        if matches!(source, BSource::Patches | BSource::Phases) {
+        if patches {
             w.push_str("    let b_step = tap_of(BK);\n");
         }
         let k_end = if phases {
@@ -495,7 +503,13 @@ impl OperandLoads {
                 e * threads
             );
             if let Some(tap) = self.tap(e) {
-                if n == "b" {
+                // b's pixels: four adjacent ones (one patch row's, sharing
+                // its tap) in vec loads.
+                if n == "b" && self.loads == Loads::VecCols {
+                    for q in 0..4 {
+                        let _ = writeln!(w, "    let px{e}_{q} = pixel_of(col0 + bc{e} + {q}u);");
+                    }
+                } else if n == "b" {
                     let _ = writeln!(w, "    let px{e} = pixel_of(col0 + bc{e});");
                 }
                 // The patch row of a's column or b's row.
@@ -522,6 +536,12 @@ impl OperandLoads {
         match (self.name, self.tap(e)) {
             ("a", Some(tap)) => format!("a_tap(bases[0], row0 + ar{e}, {k} + ac{e}, {tap})"),
             ("a", None) => format!("a_at(bases[0], row0 + ar{e}, {k} + ac{e})"),
+            (_, Some(tap)) if self.loads == Loads::VecCols => {
+                let lanes: Vec<String> = (0..4)
+                    .map(|q| format!("b_tap(bases[1], {k} + br{e}, px{e}_{q}, {tap})"))
+                    .collect();
+                format!("vec4<Acc>({})", lanes.join(", "))
+            }
             (_, Some(tap)) => format!("b_tap(bases[1], {k} + br{e}, px{e}, {tap})"),
             (_, None) => format!("b_at(bases[1], {k} + br{e}, col0 + bc{e})"),
         }
