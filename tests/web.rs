@@ -1137,11 +1137,16 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         dw.to_device_async(&dev).await.unwrap(),
     );
     type Op = fn(&Tensor, &Tensor, &Tensor) -> Tensor;
-    let ops: [(&str, Op); 10] = [
+    let ops: [(&str, Op); 11] = [
         // One kernel over the output's phases (unprobed in a browser).
         ("conv_transpose2d", |x, _, dw| {
             let conv = Conv::new().stride(2).padding(1).output_padding(1);
             x.conv_transpose2d(dw, &conv).unwrap()
+        }),
+        ("conv_transpose1d", |x, _, dw| {
+            let row = |t: &Tensor| t.narrow(2, 0, 1).unwrap().squeeze_axis(2).unwrap();
+            let conv = Conv::new().stride(3).padding(1);
+            row(x).conv_transpose1d(&row(dw), &conv).unwrap()
         }),
         ("grouped conv_transpose2d", |x, _, dw| {
             let conv = Conv::new().groups(4).stride([3, 2]).dilation([1, 2]);
