@@ -761,10 +761,7 @@ fn bluesteins_algorithm_runs_whole_in_one_kernel() {
     // line) and 2049 (composed), rows and columns (read across), input
     // shorter than the transform (zeros past it), real, f16 and Hermitian
     // (made whole first) reads, against the CPU (NumPy's answers).
-    let cpu = Device::cpu();
-    let gpus: Vec<Device> = devices().into_iter().filter(|d| d.is_gpu()).collect();
-    type Op = fn(&Tensor, usize) -> webtensor::Result<Tensor>;
-    let ops: [(&str, Op); 7] = [
+    let ops: [(&str, LineOp); 7] = [
         ("fft", |t, _| t.fft(0)),
         ("ifft ortho", |t, _| {
             t.ifft(Fft::along(0).norm(FftNorm::Ortho))
@@ -783,24 +780,33 @@ fn bluesteins_algorithm_runs_whole_in_one_kernel() {
     ];
     for n in [17usize, 19, 34, 51, 97, 291, 1021, 2039, 2047, 2049] {
         for m in [1usize, 5, 70] {
-            if n * m > 40_000 {
-                continue;
+            if n * m <= 40_000 {
+                gpus_match_the_cpu(&ops, n, m, (n * 7 + m) as u64);
             }
-            let values = noise(2 * n * m, (n * 7 + m) as u64);
-            let re = Tensor::from_slice(&values[..n * m], [n, m], &cpu).unwrap();
-            let im = Tensor::from_slice(&values[n * m..], [n, m], &cpu).unwrap();
-            let z = Tensor::complex(&re, &im).unwrap();
-            for (label, op) in ops {
-                let want = op(&z, n).unwrap();
-                for gpu in &gpus {
-                    let got = op(&z.to_device(gpu).unwrap(), n)
-                        .unwrap()
-                        .to_device(&cpu)
-                        .unwrap();
-                    let what = format!("{label} of {n} x {m} on {gpu}");
-                    assert_spectrum(&got, &want, n, &what);
-                }
-            }
+        }
+    }
+}
+
+/// A transform of lines of `n` along axis 0 (and the line length).
+type LineOp = fn(&Tensor, usize) -> webtensor::Result<Tensor>;
+
+/// Each of `ops` on an `n` x `m` complex matrix of noise from `seed`, on
+/// every GPU device against the CPU.
+fn gpus_match_the_cpu(ops: &[(&str, LineOp)], n: usize, m: usize, seed: u64) {
+    let cpu = Device::cpu();
+    let values = noise(2 * n * m, seed);
+    let re = Tensor::from_slice(&values[..n * m], [n, m], &cpu).unwrap();
+    let im = Tensor::from_slice(&values[n * m..], [n, m], &cpu).unwrap();
+    let z = Tensor::complex(&re, &im).unwrap();
+    for (label, op) in ops {
+        let want = op(&z, n).unwrap();
+        for gpu in devices().into_iter().filter(Device::is_gpu) {
+            let got = op(&z.to_device(&gpu).unwrap(), n)
+                .unwrap()
+                .to_device(&cpu)
+                .unwrap();
+            let what = format!("{label} of {n} x {m} on {gpu}");
+            assert_spectrum(&got, &want, n, &what);
         }
     }
 }
@@ -814,10 +820,7 @@ fn columns_are_read_across_their_lines_at_every_length() {
     // and workgroup shape, column counts cross 64 lines a workgroup, and
     // the reversed, stepped view of every other column reads backwards
     // with gaps. The CPU's answers are NumPy's (every_transform_equals_numpy).
-    let cpu = Device::cpu();
-    let gpus: Vec<Device> = devices().into_iter().filter(|d| d.is_gpu()).collect();
-    type Op = fn(&Tensor, usize) -> webtensor::Result<Tensor>;
-    let ops: [(&str, Op); 5] = [
+    let ops: [(&str, LineOp); 5] = [
         ("fft", |t, _| t.fft(0)),
         ("ifft of every other column reversed", |t, _| {
             t.slice(s![.., ..;-2])?.ifft(0)
@@ -833,26 +836,13 @@ fn columns_are_read_across_their_lines_at_every_length() {
     ];
     for &n in &lengths {
         for &m in &[1usize, 3, 17, 40, 130] {
-            if n * m > 50_000 {
-                continue;
-            }
-            let values = noise(2 * n * m, (n * 31 + m) as u64);
-            let re = Tensor::from_slice(&values[..n * m], [n, m], &cpu).unwrap();
-            let im = Tensor::from_slice(&values[n * m..], [n, m], &cpu).unwrap();
-            let z = Tensor::complex(&re, &im).unwrap();
-            for (label, op) in ops {
-                let want = op(&z, n).unwrap();
-                for gpu in &gpus {
-                    let got = op(&z.to_device(gpu).unwrap(), n)
-                        .unwrap()
-                        .to_device(&cpu)
-                        .unwrap();
-                    let what = format!("{label} of {n} x {m} on {gpu}");
-                    assert_spectrum(&got, &want, n, &what);
-                }
+            if n * m <= 50_000 {
+                gpus_match_the_cpu(&ops, n, m, (n * 31 + m) as u64);
             }
         }
     }
+    let cpu = Device::cpu();
+    let gpus: Vec<Device> = devices().into_iter().filter(|d| d.is_gpu()).collect();
     // Four-step transforms: both passes strided, the second written
     // across into the transposed output (2^20 is 1024 x 1024).
     for n in [1usize << 16, 1 << 20] {

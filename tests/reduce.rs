@@ -568,6 +568,37 @@ fn column_reductions_split_by_threads_match_the_cpu() {
     }
 }
 
+/// A view of `dims` starting at element `start` of `n` small integers of
+/// `dtype` on `dev` (exact sums in any order), 9 at the view's elements
+/// `e` (row-major) where `peak(e)` holds, the largest (planted ties).
+fn planted(
+    dev: &Device,
+    dtype: DType,
+    start: usize,
+    n: usize,
+    dims: &[usize],
+    peak: impl Fn(usize) -> bool,
+) -> Tensor {
+    let values: Vec<i32> = (0..n)
+        .map(|i| {
+            if i >= start && peak(i - start) {
+                9
+            } else {
+                (i * 7 % 5) as i32
+            }
+        })
+        .collect();
+    let numel: usize = dims.iter().product();
+    Tensor::from_vec(values, [n], dev)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+        .slice(s![start..start + numel])
+        .unwrap()
+        .reshape(dims)
+        .unwrap()
+}
+
 /// Columns reduced four a thread (one 16-byte entry of each row, in every
 /// storage dtype) where the kept run has stride 1, a multiple of four
 /// outputs and aligned rows, and one a thread where not: at every start,
@@ -583,25 +614,10 @@ fn columns_are_read_four_a_thread_at_every_alignment() {
         let n = start + a * rows * cols + 5;
         // Small integers (exact sums in any order), largest at rows 1 and
         // rows - 1 of every column (the first wins).
-        let values: Vec<i32> = (0..n)
-            .map(|i| {
-                let r = i.wrapping_sub(start) / cols % rows;
-                if r == 1 || r == rows - 1 {
-                    9
-                } else {
-                    (i * 7 % 5) as i32
-                }
-            })
-            .collect();
-        let base = Tensor::from_vec(values, [n], dev)
-            .unwrap()
-            .to_dtype(dtype)
-            .unwrap();
-        let x = base
-            .slice(s![start..start + a * rows * cols])
-            .unwrap()
-            .reshape([a, rows, cols])
-            .unwrap();
+        let x = planted(dev, dtype, start, n, &[a, rows, cols], |e| {
+            let r = e / cols % rows;
+            r == 1 || r == rows - 1
+        });
         let f = |t: Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
         let views = [
             x.clone(),
@@ -662,25 +678,9 @@ fn rows_read_in_quads_at_every_alignment() {
         let n = start + rows * len + 3;
         // Small integers (exact sums in any order), largest at 1/3 and
         // at 2/3 of each row (a tie: the first wins).
-        let values: Vec<i32> = (0..n)
-            .map(|i| {
-                let j = i.wrapping_sub(start) % len;
-                if j == len / 3 || j == 2 * len / 3 {
-                    9
-                } else {
-                    (i * 7 % 5) as i32
-                }
-            })
-            .collect();
-        let base = Tensor::from_vec(values, [n], dev)
-            .unwrap()
-            .to_dtype(dtype)
-            .unwrap();
-        let x = base
-            .slice(s![start..start + rows * len])
-            .unwrap()
-            .reshape([rows, len])
-            .unwrap();
+        let x = planted(dev, dtype, start, n, &[rows, len], |e| {
+            e % len == len / 3 || e % len == 2 * len / 3
+        });
         let f = |t: Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
         let mut got = vec![
             f(x.sum(1).unwrap()),

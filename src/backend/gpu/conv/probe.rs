@@ -68,9 +68,6 @@ pub(super) fn answers_right(
     tiling: Tiling,
     dtype: KernelType,
 ) -> Result<bool> {
-    // The input stored NHWC and read through its NCHW view.
-    let input = stored(INPUT, [0, 2, 3, 1], x_value)?;
-    let weight = stored(WEIGHT, [0, 1, 2, 3], w_value)?;
     let geometry = ProbeGeometry {
         kernel: [WEIGHT[2], WEIGHT[3]],
         stride: STRIDE,
@@ -78,11 +75,34 @@ pub(super) fn answers_right(
         dilation: DILATION,
         groups: GROUPS,
     };
+    // The input stored NHWC and read through its NCHW view.
+    let operands = [(INPUT, [0, 2, 3, 1]), (WEIGHT, [0, 1, 2, 3])];
     let dims = out_dims();
-    let got = run(ctx, dtype, [input, weight], dims, geometry, |out, call| {
-        record(out, call, tiling)
-    })?;
-    Ok(got.iter().copied().eq(expected(dims)))
+    let record = |out: &GpuStorage, call: &ConvCall| record(out, call, tiling);
+    answers(ctx, dtype, operands, geometry, dims, record, expected(dims))
+}
+
+/// True when `record` gives `want` (row-major `dims`) for the probe
+/// operands `(dims, memory order)` (the input's values from `x_value`,
+/// the weight's from `w_value`) uploaded as `dtype`.
+///
+/// # Errors
+/// Failures of the uploads, the dispatch or the readback.
+pub(super) fn answers(
+    ctx: &Arc<GpuContext>,
+    dtype: KernelType,
+    [(input, input_order), (weight, weight_order)]: [([usize; 4], [usize; 4]); 2],
+    geometry: ProbeGeometry,
+    dims: [usize; 4],
+    record: impl FnOnce(&GpuStorage, &ConvCall) -> Result<()>,
+    want: impl Iterator<Item = f64>,
+) -> Result<bool> {
+    let operands = [
+        stored(input, input_order, x_value)?,
+        stored(weight, weight_order, w_value)?,
+    ];
+    let got = run(ctx, dtype, operands, dims, geometry, record)?;
+    Ok(got.iter().copied().eq(want))
 }
 
 /// A probe's geometry (as `ConvCall` holds it).
@@ -99,7 +119,7 @@ pub(super) struct ProbeGeometry {
 ///
 /// # Errors
 /// None for a permutation `order`.
-pub(super) fn stored(
+fn stored(
     dims: [usize; 4],
     order: [usize; 4],
     value: fn([usize; 4]) -> i64,
@@ -127,7 +147,7 @@ pub(super) fn stored(
 ///
 /// # Errors
 /// Failures of the uploads, the dispatch or the readback.
-pub(super) fn run(
+fn run(
     ctx: &Arc<GpuContext>,
     dtype: KernelType,
     [(x_values, x_layout), (w_values, w_layout)]: [(Vec<i64>, Layout); 2],

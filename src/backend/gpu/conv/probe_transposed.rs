@@ -15,10 +15,12 @@
 //! and a k (27) past either k step and a multiple of neither. Its values
 //! are small integers, every sum within 256: exact in f16 and bf16.
 
-use super::probe::{ProbeGeometry, run, stored, w_value, x_value};
+use super::probe::{ProbeGeometry, answers, w_value, x_value};
 use super::transposed::record;
+use crate::backend::ConvCall;
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul::tiling::Tiling;
+use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::Result;
 use std::sync::Arc;
@@ -58,9 +60,6 @@ pub(super) fn answers_right(
     tiling: Tiling,
     dtype: KernelType,
 ) -> Result<bool> {
-    // The input channels-last, the weight taps-first.
-    let input = stored(INPUT, [0, 2, 3, 1], x_value)?;
-    let weight = stored(WEIGHT, [2, 3, 0, 1], w_value)?;
     let geometry = ProbeGeometry {
         kernel: [WEIGHT[2], WEIGHT[3]],
         stride: STRIDE,
@@ -68,11 +67,11 @@ pub(super) fn answers_right(
         dilation: DILATION,
         groups: GROUPS,
     };
+    // The input channels-last, the weight taps-first.
+    let operands = [(INPUT, [0, 2, 3, 1]), (WEIGHT, [2, 3, 0, 1])];
     let dims = out_dims();
-    let got = run(ctx, dtype, [input, weight], dims, geometry, |out, call| {
-        record(out, call, tiling)
-    })?;
-    Ok(got.iter().copied().eq(expected(dims)))
+    let record = |out: &GpuStorage, call: &ConvCall| record(out, call, tiling);
+    answers(ctx, dtype, operands, geometry, dims, record, expected(dims))
 }
 
 /// The probe's exact answer, row-major: each input pixel times each tap
