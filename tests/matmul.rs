@@ -829,12 +829,20 @@ fn no_kernel_of_this_device_is_dropped() {
 }
 
 /// Cooperative matrices and `MatmulPrecision::Fast`: `info()` reports
-/// both; where the device has no cooperative matrices (lavapipe, browsers)
-/// the cooperative tile runs the medium one and f32 stays exact under
-/// `Fast`; where it has them, f16 products and fast f32 ones run on them,
-/// pass the self-check and agree with the CPU to f16's precision.
+/// both; where the device has no cooperative matrices (bookworm's
+/// lavapipe, browsers) the cooperative tile runs the medium one and f32
+/// stays exact under `Fast`; where it has them (an NVIDIA GPU's Vulkan
+/// driver, 16 x 16 fragments; Mesa 25's lavapipe, 8 x 8, see
+/// `scripts/cooperative-tests`), f16 products and fast f32 ones run on
+/// them, pass the self-check and agree with the CPU to f16's precision.
+///
+/// Sizes cross the kernel's blocks (64 and 128 outputs), its k steps (16
+/// and 32) and the launcher's k slices (8192); the operands come in every
+/// layout (each staged along its axis of smaller stride), at offsets,
+/// reversed, stepped, broadcast and batched. `WEBTENSOR_REQUIRE_COOPERATIVE=1`
+/// makes a device without cooperative matrices a failure.
 #[test]
-fn cooperative_matrices_and_fast_precision() {
+fn cooperative_products_match_the_cpu_on_every_layout() {
     use webtensor::{GpuOptions, MatmulPrecision, MatmulTile};
     let Some(gpu) = common::own_gpu(GpuOptions {
         matmul_precision: Some(MatmulPrecision::Fast),
@@ -846,44 +854,105 @@ fn cooperative_matrices_and_fast_precision() {
     let info = gpu.info();
     assert_eq!(info.matmul_precision, MatmulPrecision::Fast, "{info}");
     let on = info.cooperative_matrix;
+    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
+        assert!(on, "cooperative matrices required: {info}");
+    }
     assert!(info.to_string().contains(if on {
         "cooperative matrices on"
     } else {
         "cooperative matrices off"
     }));
     let cpu = Device::cpu();
-    let products = [
-        (DType::F32, [70, 45, 133]),
-        (DType::F16, [131, 37, 66]),
-        (DType::BF16, [67, 41, 130]),
+    let shapes = [
+        (1, 1, 1),
+        (7, 17, 3),
+        (65, 33, 129),
+        (131, 40, 66),
+        (129, 100, 257),
+        (67, 8192 + 40, 9),
     ];
-    for (dtype, [m, k, n]) in products {
-        let a = Tensor::from_vec(noise(m * k, 5), [m, k], &cpu)
-            .unwrap()
-            .to_dtype(dtype)
-            .unwrap();
-        let b = Tensor::from_vec(noise(k * n, 6), [n, k], &cpu)
-            .unwrap()
-            .to_dtype(dtype)
-            .unwrap();
-        let want = read_f32(&a.matmul(&b.t()).unwrap());
-        let got = a
-            .to_device(&gpu)
-            .unwrap()
-            .matmul(&b.to_device(&gpu).unwrap().t())
-            .unwrap();
-        // Exact f32 where nothing rounds operands; f16 operands otherwise.
-        let rel = if dtype == DType::F32 && !on {
-            1e-5
-        } else {
-            1e-2
+    for (case, &(m, k, n)) in shapes.iter().enumerate() {
+        let seed = 100 + case as u64 * 10;
+        let bases = [
+            Tensor::from_vec(noise(m * k, seed), [m, k], &cpu).unwrap(),
+            Tensor::from_vec(noise(k * n, seed + 1), [k, n], &cpu).unwrap(),
+            Tensor::from_vec(noise(k * (2 * n + 1), seed + 2), [k, 2 * n + 1], &cpu).unwrap(),
+            Tensor::from_vec(noise(m * (k + 8), seed + 3), [m, k + 8], &cpu).unwrap(),
+            Tensor::from_vec(noise(n + 3, seed + 4), [n + 3], &cpu).unwrap(),
+        ];
+        let views = |[a, b, b_wide, a_wider, row]: [Tensor; 5]| {
+            let a_t = a.t().contiguous().unwrap().t();
+            let b_t = b.t().contiguous().unwrap().t();
+            vec![
+                ("a @ b", a.clone(), b.clone()),
+                ("a.t() @ b", a_t.clone(), b.clone()),
+                ("a @ b.t()", a.clone(), b_t.clone()),
+                ("a.t() @ b.t()", a_t, b_t),
+                (
+                    "reversed a @ stepped b",
+                    a.flip(&[0, 1]).unwrap(),
+                    b_wide.slice(s![.., 1..;2]).unwrap(),
+                ),
+                (
+                    "a at offset 1 @ a broadcast row",
+                    a_wider.slice(s![.., 1..1 + k]).unwrap(),
+                    row.slice(s![3..]).unwrap().broadcast_to([k, n]).unwrap(),
+                ),
+            ]
         };
-        assert_close(
-            &read_f32(&got),
-            &want,
-            rel,
-            &format!("{dtype}, cooperative {on}"),
-        );
+        for dtype in [DType::F16, DType::F32, DType::BF16] {
+            let typed = |dev: &Device| {
+                bases
+                    .clone()
+                    .map(|t| t.to_dtype(dtype).unwrap().to_device(dev).unwrap())
+            };
+            for ((what, xc, yc), (_, xg, yg)) in views(typed(&cpu)).iter().zip(&views(typed(&gpu)))
+            {
+                // Fast f32 on cooperative matrices rounds its operands to
+                // f16: the CPU's product of the rounded operands, where
+                // only the order of the sums differs. f16 and bf16 round
+                // their results.
+                let rounded = |t: &Tensor| match dtype == DType::F32 && on {
+                    true => t
+                        .to_dtype(DType::F16)
+                        .unwrap()
+                        .to_dtype(DType::F32)
+                        .unwrap(),
+                    false => t.clone(),
+                };
+                let want = read_f32(&rounded(xc).matmul(&rounded(yc)).unwrap());
+                let got = read_f32(&xg.matmul(yg).unwrap());
+                // Sums in another order drift with the root of k.
+                let rel = match dtype {
+                    DType::F32 => 1e-5 + 1e-6 * (k as f32).sqrt(),
+                    DType::F16 => 2e-3,
+                    _ => 1.6e-2,
+                };
+                let label = format!("{what} {dtype} {m}x{k}x{n}, cooperative {on}");
+                assert_close(&got, &want, rel, &label);
+            }
+        }
+        // Batches: a stack against one matrix, and broadcast stacks.
+        if k < 1000 {
+            let a = Tensor::from_vec(noise(3 * m * k, seed + 5), [3, 1, m, k], &cpu).unwrap();
+            let b = Tensor::from_vec(noise(2 * k * n, seed + 6), [2, k, n], &cpu).unwrap();
+            for dtype in [DType::F16, DType::F32] {
+                let (a, b) = (a.to_dtype(dtype).unwrap(), b.to_dtype(dtype).unwrap());
+                let want = read_f32(&a.matmul(&b).unwrap());
+                let got = a
+                    .to_device(&gpu)
+                    .unwrap()
+                    .matmul(&b.to_device(&gpu).unwrap())
+                    .unwrap();
+                assert_eq!(got.dims(), &[3, 2, m, n]);
+                assert_close(
+                    &read_f32(&got),
+                    &want,
+                    1e-2,
+                    &format!("batched {dtype} {m}x{k}x{n}"),
+                );
+            }
+        }
     }
     assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
 }

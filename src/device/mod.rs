@@ -254,7 +254,7 @@ impl Device {
                     autotune: ctx.tuner.enabled(),
                     gpu_timestamps: f.timestamps,
                     runtime_checks: f.runtime_checks,
-                    cooperative_matrix: f.cooperative,
+                    cooperative_matrix: f.cooperative.is_some(),
                     matmul_precision: f.matmul_precision,
                     max_storage_binding: f.max_storage_binding.min(f.max_buffer_size),
                     max_buffer_size: f.max_buffer_size,

@@ -50,10 +50,11 @@ pub(crate) struct AdapterFacts {
     /// webtensor's own kernels keep wgpu's runtime checks (see
     /// `GpuOptions::runtime_checks`).
     pub runtime_checks: bool,
-    /// The device was opened with cooperative matrices, and the adapter
-    /// lists 16 x 16 x 16 products of f16 into f32 (see
+    /// The fragment side `F` where the device was opened with cooperative
+    /// matrices: the adapter lists `F` x `F` x `F` products of f16 into
+    /// f32 (16, else 8) and has subgroups of one size (see
     /// `matmul/cooperative.rs`).
-    pub cooperative: bool,
+    pub cooperative: Option<u32>,
     /// How f32 products may compute (`GpuOptions::matmul_precision`).
     pub matmul_precision: MatmulPrecision,
 }
@@ -73,7 +74,7 @@ impl AdapterFacts {
 
     /// True when products of `dtype` may run on cooperative matrices.
     pub fn cooperative_for(&self, dtype: KernelType) -> bool {
-        self.cooperative
+        self.cooperative.is_some()
             && match dtype {
                 KernelType::F16 => true,
                 KernelType::F32 => self.matmul_precision == MatmulPrecision::Fast,

@@ -120,10 +120,13 @@ impl GpuContext {
         let native_f16 =
             adapter.features().contains(wgpu::Features::SHADER_F16) && !force_packed(options);
         let subgroups = use_subgroups(options, adapter.features());
-        let cooperative = native_f16 && offers_cooperative(&adapter, options);
+        let cooperative = offers_cooperative(&adapter, options).filter(|_| native_f16);
         let mut required_features = wgpu::Features::empty();
         required_features.set(wgpu::Features::SHADER_F16, native_f16);
-        required_features.set(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX, cooperative);
+        required_features.set(
+            wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+            cooperative.is_some(),
+        );
         required_features.set(wgpu::Features::SUBGROUP, subgroups);
         // For autotuning's clock (native only, as autotuning is).
         required_features.set(
@@ -136,7 +139,7 @@ impl GpuContext {
                 label: Some("webtensor"),
                 required_features,
                 required_limits: limits.clone(),
-                experimental_features: if cooperative {
+                experimental_features: if cooperative.is_some() {
                     // SAFETY: the one experimental API used is cooperative
                     // matrices, by the cooperative matmul kernel alone,
                     // only on a device that lists its shape, and probed by
@@ -153,7 +156,13 @@ impl GpuContext {
                 op: OP,
                 reason: format!("adapter {:?} refused a device: {e}", info.name),
             })?;
-        Ok(Self::assemble(&info, device, queue, options, true))
+        Ok(Self::assemble(
+            &info,
+            device,
+            queue,
+            options,
+            Some(cooperative),
+        ))
     }
 
     /// A context on a device and queue the application opened (see
@@ -166,19 +175,21 @@ impl GpuContext {
         queue: wgpu::Queue,
         options: &GpuOptions,
     ) -> GpuContext {
-        Self::assemble(info, device, queue, options, false)
+        Self::assemble(info, device, queue, options, None)
     }
 
-    /// The context of an opened device. `own_device`: webtensor opened it,
-    /// so it takes the device's uncaptured errors (to report them from the
-    /// next readback or sync).
+    /// The context of an opened device. `opened`: webtensor opened it,
+    /// with cooperative matrices of this fragment side or none, so it
+    /// takes the device's uncaptured errors (to report them from the next
+    /// readback or sync); `None` for an application's device.
     fn assemble(
         info: &wgpu::AdapterInfo,
         device: wgpu::Device,
         queue: wgpu::Queue,
         options: &GpuOptions,
-        own_device: bool,
+        opened: Option<Option<u32>>,
     ) -> GpuContext {
+        let own_device = opened.is_some();
         let limits = device.limits();
         // What the device was opened with, by webtensor or the application.
         let features = device.features();
@@ -238,9 +249,9 @@ impl GpuContext {
                 .or_else(|| env_flag("WEBTENSOR_RUNTIME_CHECKS"))
                 .unwrap_or(false),
             // Requested only where the adapter lists the kernel's shape.
-            cooperative: own_device
-                && native_f16
-                && features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
+            cooperative: opened.flatten().filter(|_| {
+                native_f16 && features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+            }),
             matmul_precision: options
                 .matmul_precision
                 .or_else(|| {

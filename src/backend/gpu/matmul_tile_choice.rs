@@ -51,12 +51,12 @@ pub enum MatmulTile {
     /// least eight lanes (browsers, `GpuOptions::subgroups` off) it runs
     /// as [`MatmulTile::Medium`], the same block without shuffles.
     Subgroup,
-    /// 64 x 64 blocks on cooperative matrices (tensor cores: 16 x 16 x 16
-    /// products of f16 accumulating in f32), one subgroup of 32 lanes per
-    /// block, for f16 products, and f32 ones under
-    /// [`MatmulPrecision::Fast`]. On devices without cooperative matrices
-    /// (`DeviceInfo::cooperative_matrix`), and for other dtypes, it runs as
-    /// [`MatmulTile::Medium`].
+    /// Cooperative matrices (tensor cores): 128 x 128 blocks of 16 x 16 x
+    /// 16 products of f16 accumulating in f32 (64 x 64 blocks where the
+    /// device's products are 8 x 8 x 8), four subgroups a block, for f16
+    /// products, and f32 ones under [`MatmulPrecision::Fast`]. On devices
+    /// without cooperative matrices (`DeviceInfo::cooperative_matrix`), and
+    /// for other dtypes, it runs as [`MatmulTile::Medium`].
     Cooperative,
 }
 

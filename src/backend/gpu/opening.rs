@@ -1,6 +1,7 @@
 //! How a GPU device is opened: the options, the one wgpu instance, the
 //! adapter's choice, and the settings that depend on the kind of adapter.
 
+use super::matmul::CoopTiling;
 use super::matmul_tile_choice::{MatmulPrecision, MatmulTile};
 use crate::error::{Error, Result};
 
@@ -72,8 +73,9 @@ pub struct GpuOptions {
     pub spin_wait: Option<std::time::Duration>,
     /// Run f16 products (and f32 ones under `matmul_precision: Fast`) on
     /// cooperative matrices where the adapter has them (wgpu's
-    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, a listed 16 x 16 x 16 f16 shape
-    /// with f32 accumulation, subgroups of at most 32 lanes, native f16);
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, a listed 16 x 16 x 16 or 8 x 8 x
+    /// 8 f16 shape with f32 accumulation, subgroups on and of one size from
+    /// 8 to 64 lanes, native f16);
     /// native only. Environment: `WEBTENSOR_COOPERATIVE_MATRIX=0|1`;
     /// default on.
     pub cooperative_matrix: Option<bool>,
@@ -161,28 +163,38 @@ pub(super) fn use_subgroups(options: &GpuOptions, features: wgpu::Features) -> b
             .unwrap_or(true)
 }
 
-/// True when the cooperative matmul may run on `adapter` (see
-/// `GpuOptions::cooperative_matrix`; native f16 is checked by the caller).
-pub(super) fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) -> bool {
+/// The fragment side the cooperative matmul runs with on `adapter`, where
+/// it may run there (see `GpuOptions::cooperative_matrix`; native f16 is
+/// checked by the caller): 16 where the adapter lists 16 x 16 x 16
+/// products of f16 into f32, else 8 where it lists 8 x 8 x 8 ones, with
+/// subgroups on and of one size the kernel takes, and room for the
+/// kernel's workgroup memory.
+pub(super) fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) -> Option<u32> {
     let wanted = options
         .cooperative_matrix
         .or_else(|| env_flag("WEBTENSOR_COOPERATIVE_MATRIX"))
         .unwrap_or(true);
     let info = adapter.get_info();
-    let listed = || {
+    let features = adapter.features();
+    let lanes = info.subgroup_min_size;
+    let usable = !cfg!(target_arch = "wasm32")
+        && wanted
+        && features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        && use_subgroups(options, features)
+        && info.subgroup_max_size == lanes;
+    let listed = |f: u32| {
         adapter.cooperative_matrix_properties().iter().any(|p| {
-            (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+            (p.m_size, p.n_size, p.k_size) == (f, f, f)
                 && p.ab_type == wgpu::CooperativeScalarType::F16
                 && p.cr_type == wgpu::CooperativeScalarType::F32
         })
     };
-    !cfg!(target_arch = "wasm32")
-        && wanted
-        && adapter
-            .features()
-            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
-        && (1..=32).contains(&info.subgroup_max_size)
-        && listed()
+    let room = adapter.limits().max_compute_workgroup_storage_size;
+    [16, 8].into_iter().filter(|_| usable).find(|&f| {
+        listed(f)
+            && CoopTiling::new(f, lanes, [false; 2])
+                .is_some_and(|tiling| tiling.workgroup_bytes() <= room)
+    })
 }
 
 /// True when f16 is to be stored packed whatever the adapter has.

@@ -1,163 +1,350 @@
 //! Tensor cores from WGSL: a matmul kernel on cooperative matrices
 //! (`enable wgpu_cooperative_matrix;`, wgpu's
-//! `EXPERIMENTAL_COOPERATIVE_MATRIX`), for devices that list 16 x 16 x 16
-//! products of f16 `a` and `b` accumulating in f32.
+//! `EXPERIMENTAL_COOPERATIVE_MATRIX`), for devices that list square
+//! products of f16 `a` and `b` accumulating in f32: 16 x 16 x 16 (NVIDIA's
+//! tensor cores) or 8 x 8 x 8 (Mesa's lavapipe since 25.x).
 //!
-//! A workgroup is one subgroup of 32 lanes and owns a block of `tiles` x
-//! `tiles` fragments of 16 x 16 outputs. For each step of 16 along k, its
-//! lanes stage the block's rows of `a` and columns of `b` in workgroup
-//! memory as f16 (read through the operands' own strides, so transposed,
-//! stepped and broadcast views go in without a copy, and zeros past the
-//! edges, so any extents work), each fragment of `a` and `b` is loaded
-//! from there row-major (`coopLoadT`), and every output fragment takes
-//! `coopMultiplyAdd`. At the end the fragments go to workgroup memory
-//! (`coopStoreT`) and the lanes write the block through the output's
-//! strides with matmul.wgsl's `put`, which also skips what lies past the
-//! edges and adds to what earlier k slices left.
+//! The structure is that of llama.cpp's Vulkan "coopmat1" GEMM. With `F`
+//! the fragment side and `S` the device's subgroup size:
+//! - A workgroup is four subgroups (`4 S` threads) and owns a block of
+//!   `8 F` x `8 F` outputs (128 x 128 on 16 x 16 fragments). Each subgroup
+//!   owns a quarter, `4 x 4` fragments, so every fragment of `a` or `b` it
+//!   loads feeds four products.
+//! - The k axis goes in steps of `2 F`. Each step, all threads stage the
+//!   block's `8 F` x `2 F` part of `a` and `2 F` x `8 F` part of `b` in
+//!   workgroup memory as f16, rows padded by 8 halves (16 bytes) against
+//!   bank conflicts.
+//! - The next step's values are read from global memory into registers
+//!   while the subgroups multiply the present step's fragments (one pair
+//!   of barriers a step, no second buffer).
+//! - Each thread's staging positions are worked out once: per element only
+//!   a constant offset and the step's k change, no division. Threads walk
+//!   the operand's axis of smaller stride, so neighbours read neighbours
+//!   (the key's `a_rows_fast` / `b_rows_fast` say which).
+//! - Operands are read through their own strides (transposed, stepped and
+//!   broadcast views go in without a copy); zeros stand past the edges, so
+//!   any extents work.
+//! - At the end each subgroup stores one row of its fragments at a time
+//!   in a small workgroup area (`coopStoreT`), and its lanes write it out
+//!   through the output's strides with matmul.wgsl's `put`, consecutive
+//!   lanes on consecutive columns. `put` also skips what lies past the
+//!   edges and adds to what earlier k slices left.
 //!
 //! The operands' values are rounded to f16 on the way in: f16 operands
 //! are exact, f32 ones are computed this way only under
 //! `MatmulPrecision::Fast` (as PyTorch's TF32 switch), never by default.
 //!
-//! Kernels: one subgroup per workgroup needs subgroups of at most 32 lanes
-//! (a larger subgroup would run the cooperative operations with lanes
-//! missing), so devices whose subgroups may be wider do not run it. wgpu
-//! does not check a shader's fragment shape against what the driver lists
-//! (the device checks the list before choosing this kernel), and drivers
-//! have shipped wrong results: the self-check (`self_check.rs`) probes the
+//! Subgroups are told apart by the `subgroup_id` builtin, so the kernel
+//! needs subgroups of one fixed size (`S`, from 8 to 64) that the
+//! workgroup's `4 S` threads fill. wgpu does not check a shader's
+//! fragment shape against what the driver lists (the device checks the
+//! list before choosing this kernel, see `opening.rs`), and drivers have
+//! shipped wrong results: the self-check (`self_check.rs`) probes the
 //! kernel before its first product on a device.
 
 use std::fmt::Write;
 
-/// Fragment side: the kernel computes 16 x 16 x 16 products.
-pub(crate) const FRAGMENT: u32 = 16;
+/// Subgroups per workgroup, as 2 x 2 quarters of the block.
+const SUBGROUPS: u32 = 4;
 
-/// Lanes per workgroup: one subgroup (see the module doc).
-pub(crate) const LANES: u32 = 32;
+/// Fragments per side of a subgroup's quarter.
+const FRAGMENTS: u32 = 4;
 
-/// A block of `tiles` x `tiles` fragments per workgroup.
+/// Halves each staged row of `a` and `b` is padded by (16 bytes: rows
+/// stay aligned for `coopLoadT`, and a row's banks shift).
+const PAD: u32 = 8;
+
+/// The cooperative kernel of a device and a product's layouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct CoopTiling {
-    pub tiles: u32,
+    /// `F`: the device's products are `F` x `F` x `F` (8 or 16).
+    pub fragment: u32,
+    /// `S`: lanes per subgroup (8 to 64, a power of two).
+    pub lanes: u32,
+    /// Threads stage `a` down its rows (m) fastest, where its row axis
+    /// has the smaller stride (`a.t()` read in place); along k otherwise.
+    pub a_rows_fast: bool,
+    /// Threads stage `b` down its rows (k) fastest, where its row axis
+    /// has the smaller stride; along n otherwise.
+    pub b_rows_fast: bool,
 }
 
-/// 64 x 64 outputs per workgroup (4 x 4 fragments).
-pub(crate) const COOP_LARGE: CoopTiling = CoopTiling { tiles: 4 };
+/// One operand's part of a step: `rows` x `cols` staged with `pitch`
+/// halves a row, its threads walking rows fastest when `rows_fast`.
+struct Staging {
+    name: &'static str,
+    rows: u32,
+    cols: u32,
+    pitch: u32,
+    rows_fast: bool,
+}
 
 impl CoopTiling {
+    /// The kernel for a device with `fragment` x `fragment` products and
+    /// subgroups of `lanes`, staging the operands as `[a_rows_fast,
+    /// b_rows_fast]` say. `None` for a shape or subgroup size it does not
+    /// take.
+    pub fn new(fragment: u32, lanes: u32, [a_rows_fast, b_rows_fast]: [bool; 2]) -> Option<Self> {
+        (matches!(fragment, 8 | 16) && matches!(lanes, 8 | 16 | 32 | 64)).then_some(CoopTiling {
+            fragment,
+            lanes,
+            a_rows_fast,
+            b_rows_fast,
+        })
+    }
+
     /// Outputs per side of a workgroup's block.
     pub fn block(self) -> u32 {
-        FRAGMENT * self.tiles
+        2 * FRAGMENTS * self.fragment
+    }
+
+    /// The k step.
+    fn bk(self) -> u32 {
+        2 * self.fragment
+    }
+
+    /// Threads per workgroup.
+    fn threads(self) -> u32 {
+        SUBGROUPS * self.lanes
+    }
+
+    /// Outputs per side of a subgroup's quarter.
+    fn quarter(self) -> u32 {
+        FRAGMENTS * self.fragment
+    }
+
+    /// Bytes of workgroup memory the kernel declares.
+    pub fn workgroup_bytes(self) -> u32 {
+        let (block, bk) = (self.block(), self.bk());
+        let staged = block * (bk + PAD) + bk * (block + PAD);
+        2 * staged + 4 * SUBGROUPS * self.fragment * self.quarter()
+    }
+
+    /// The staging of `a` (block rows by k) and `b` (k by block columns).
+    fn stagings(self) -> [Staging; 2] {
+        let (block, bk) = (self.block(), self.bk());
+        [
+            Staging {
+                name: "a",
+                rows: block,
+                cols: bk,
+                pitch: bk + PAD,
+                rows_fast: self.a_rows_fast,
+            },
+            Staging {
+                name: "b",
+                rows: bk,
+                cols: block,
+                pitch: block + PAD,
+                rows_fast: self.b_rows_fast,
+            },
+        ]
     }
 
     /// The kernel's constants, workgroup arrays and `main` (the `KERNEL`
     /// slot of matmul.wgsl). Expects `Params`, `Acc`, `ZERO`,
     /// `batch_bases`, `load_a`, `load_b` and `put` declared.
     pub fn wgsl(self) -> String {
-        let t = self.tiles;
-        let b = self.block();
+        let f = self.fragment;
+        let ty = format!("coop_mat{f}x{f}");
+        let stagings = self.stagings();
         let mut w = String::new();
         let _ = write!(
             w,
-            "const BLOCK: u32 = {b}u;\n\
-             const BK: u32 = {FRAGMENT}u;\n\
-             const LANES: u32 = {LANES}u;\n\
-             // The block's rows of a (BLOCK x BK) and columns of b (BK x\n\
-             // BLOCK), row-major, and its outputs (BLOCK x BLOCK).\n\
-             var<workgroup> tile_a: array<f16, {}>;\n\
-             var<workgroup> tile_b: array<f16, {}>;\n\
-             var<workgroup> tile_c: array<f32, {}>;\n\n\
-             @compute @workgroup_size({LANES})\n\
+            "const BLOCK: u32 = {block}u;\n\
+             const BK: u32 = {bk}u;\n\
+             const QUARTER: u32 = {quarter}u;\n\
+             const LANES: u32 = {lanes}u;\n\
+             const PITCH_A: u32 = {pa}u;\n\
+             const PITCH_B: u32 = {pb}u;\n\
+             // The step's rows of a (BLOCK x BK) and of b (BK x BLOCK),\n\
+             // row-major with padded rows, and a row of each subgroup's\n\
+             // fragments on their way out.\n\
+             var<workgroup> tile_a: array<f16, {size_a}>;\n\
+             var<workgroup> tile_b: array<f16, {size_b}>;\n\
+             var<workgroup> tile_c: array<f32, {size_c}>;\n\n\
+             @compute @workgroup_size({threads})\n\
              fn main(\n    \
              @builtin(workgroup_id) wid: vec3<u32>,\n    \
-             @builtin(local_invocation_index) lane: u32,\n\
+             @builtin(local_invocation_index) t: u32,\n    \
+             @builtin(subgroup_id) sg: u32,\n    \
+             @builtin(subgroup_invocation_id) lane: u32,\n\
              ) {{\n    \
              let row0 = wid.y * BLOCK;\n    \
              let col0 = wid.x * BLOCK;\n    \
-             let bases = batch_bases(wid.z + params.batch_start);\n",
-            b * FRAGMENT,
-            FRAGMENT * b,
-            b * b,
+             let bases = batch_bases(wid.z + params.batch_start);\n    \
+             // This subgroup's quarter of the block.\n    \
+             let qr = (sg / 2u) * QUARTER;\n    \
+             let qc = (sg % 2u) * QUARTER;\n",
+            block = self.block(),
+            bk = self.bk(),
+            quarter = self.quarter(),
+            lanes = self.lanes,
+            pa = stagings[0].pitch,
+            pb = stagings[1].pitch,
+            size_a = stagings[0].rows * stagings[0].pitch,
+            size_b = stagings[1].rows * stagings[1].pitch,
+            size_c = SUBGROUPS * f * self.quarter(),
+            threads = self.threads(),
         );
-        for i in 0..t {
-            for j in 0..t {
-                let _ = writeln!(w, "    var c{i}_{j} = coop_mat16x16<f32, C>();");
+        for s in &stagings {
+            w.push_str(&self.thread_start(s));
+        }
+        for i in 0..FRAGMENTS {
+            for j in 0..FRAGMENTS {
+                let _ = writeln!(w, "    var c{i}_{j} = {ty}<f32, C>();");
             }
         }
-        w.push_str("    for (var k0 = params.k_start; k0 < params.k; k0 += BK) {\n");
-        w.push_str(&stage(
-            "a",
-            ["BLOCK", "BK"],
-            ["row0", "k0"],
-            ["params.m", "params.k"],
-        ));
-        w.push_str(&stage(
-            "b",
-            ["BK", "BLOCK"],
-            ["k0", "col0"],
-            ["params.k", "params.n"],
-        ));
-        w.push_str("        workgroupBarrier();\n");
-        for i in 0..t {
-            let _ = writeln!(
-                w,
-                "        let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&tile_a[{}u], BK);",
-                i * FRAGMENT * FRAGMENT
-            );
-        }
-        for j in 0..t {
-            let _ = writeln!(
-                w,
-                "        let b{j} = coopLoadT<coop_mat16x16<f16, B>>(&tile_b[{}u], BLOCK);",
-                j * FRAGMENT
-            );
-        }
-        for i in 0..t {
-            for j in 0..t {
-                let _ = writeln!(
-                    w,
-                    "        c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});"
-                );
-            }
-        }
-        w.push_str("        workgroupBarrier();\n    }\n");
-        for i in 0..t {
-            for j in 0..t {
-                let _ = writeln!(
-                    w,
-                    "    coopStoreT(c{i}_{j}, &tile_c[{}u], BLOCK);",
-                    i * FRAGMENT * b + j * FRAGMENT
-                );
-            }
+        // The first step's values, then per step: stage, fetch the next,
+        // multiply.
+        for s in &stagings {
+            w.push_str(&self.fetch(s, "params.k_start", "    ", true));
         }
         w.push_str(
-            "    workgroupBarrier();
-    for (var e = lane; e < BLOCK * BLOCK; e += LANES) {
-        put(bases[2], row0 + e / BLOCK, col0 + e % BLOCK, Acc(tile_c[e]));
-    }
-}
-",
+            "    for (var k0 = params.k_start; k0 < params.k; k0 += BK) {\n        \
+             workgroupBarrier();\n",
         );
+        for s in &stagings {
+            w.push_str(&self.stash(s));
+        }
+        // The next step's values load while this one's products run.
+        w.push_str("        workgroupBarrier();\n        if (k0 + BK < params.k) {\n");
+        for s in &stagings {
+            w.push_str(&self.fetch(s, "k0 + BK", "            ", false));
+        }
+        w.push_str("        }\n");
+        for kk in (0..self.bk()).step_by(f as usize) {
+            w.push_str("        {\n");
+            for i in 0..FRAGMENTS {
+                let _ = writeln!(
+                    w,
+                    "        let fa{i} = coopLoadT<{ty}<f16, A>>(&tile_a[(qr + {r}u) * PITCH_A + {kk}u], PITCH_A);",
+                    r = i * f,
+                );
+            }
+            for j in 0..FRAGMENTS {
+                let _ = writeln!(
+                    w,
+                    "        let fb{j} = coopLoadT<{ty}<f16, B>>(&tile_b[{kk}u * PITCH_B + qc + {c}u], PITCH_B);",
+                    c = j * f,
+                );
+            }
+            for i in 0..FRAGMENTS {
+                for j in 0..FRAGMENTS {
+                    let _ = writeln!(
+                        w,
+                        "        c{i}_{j} = coopMultiplyAdd(fa{i}, fb{j}, c{i}_{j});"
+                    );
+                }
+            }
+            w.push_str("        }\n");
+        }
+        w.push_str("    }\n    let out_at = sg * ");
+        let _ = writeln!(w, "{}u;", f * self.quarter());
+        for i in 0..FRAGMENTS {
+            for j in 0..FRAGMENTS {
+                let _ = writeln!(
+                    w,
+                    "    coopStoreT(c{i}_{j}, &tile_c[out_at + {c}u], QUARTER);",
+                    c = j * f,
+                );
+            }
+            let _ = write!(
+                w,
+                "    workgroupBarrier();\n    \
+                 for (var e = lane; e < {n}u; e += LANES) {{\n        \
+                 put(bases[2], row0 + qr + {r}u + e / QUARTER, col0 + qc + e % QUARTER, Acc(tile_c[out_at + e]));\n    \
+                 }}\n    \
+                 workgroupBarrier();\n",
+                n = f * self.quarter(),
+                r = i * f,
+            );
+        }
+        w.push_str("}\n");
         w
     }
-}
 
-/// The loop in which the lanes copy the block's part of operand `name` (of
-/// `extents` rows and columns, from `starts`) into `tile_{name}` as f16,
-/// zeros past the operand's `ends`.
-fn stage(name: &str, extents: [&str; 2], starts: [&str; 2], ends: [&str; 2]) -> String {
-    let ([rows, cols], [r0, c0], [r_end, c_end]) = (extents, starts, ends);
-    format!(
-        "        for (var e = lane; e < {rows} * {cols}; e += LANES) {{
-            let r = {r0} + e / {cols};
-            let c = {c0} + e % {cols};
-            var v = ZERO;
-            if (r < {r_end} && c < {c_end}) {{
-                v = load_{name}(u32(bases[{b}] + i32(r) * params.{name}_rs + i32(c) * params.{name}_cs));
-            }}
-            tile_{name}[e] = f16(v);
-        }}
-",
-        b = if name == "a" { 0 } else { 1 },
-    )
+    /// Elements of one operand a thread stages per step.
+    fn per_thread(self) -> u32 {
+        self.block() * self.bk() / self.threads()
+    }
+
+    /// Element `e` of a thread's share of `s`: its (row, column) offset
+    /// from the thread's first. With `e`'s position `t + e T` in the order
+    /// the threads walk, and `T` and the walked extent powers of two (one
+    /// divides the other), the thread's own part and `e`'s part add
+    /// without carries.
+    fn offset_of(self, s: &Staging, e: u32) -> (u32, u32) {
+        let along = e * self.threads();
+        if s.rows_fast {
+            (along % s.rows, along / s.rows)
+        } else {
+            (along / s.cols, along % s.cols)
+        }
+    }
+
+    /// `{name}_r`, `{name}_c`: the thread's first element of `s` in the
+    /// step; `{name}_at`: where it lies in the operand at the first k;
+    /// `{name}_slot`: where it goes in the tile.
+    fn thread_start(self, s: &Staging) -> String {
+        let name = s.name;
+        let (fast, slow) = if s.rows_fast { ("r", "c") } else { ("c", "r") };
+        let extent = if s.rows_fast { s.rows } else { s.cols };
+        let (row, col) = match name {
+            "a" => (format!("row0 + {name}_r"), format!("{name}_c")),
+            _ => (format!("{name}_r"), format!("col0 + {name}_c")),
+        };
+        let base = if name == "a" { 0 } else { 1 };
+        format!(
+            "    let {name}_{fast} = t % {extent}u;\n    \
+             let {name}_{slow} = t / {extent}u;\n    \
+             let {name}_at = bases[{base}] + i32({row}) * params.{name}_rs + i32({col}) * params.{name}_cs;\n    \
+             let {name}_slot = {name}_r * {pitch}u + {name}_c;\n",
+            pitch = s.pitch,
+        )
+    }
+
+    /// Reads the thread's elements of `s` at the step starting at `k`
+    /// into its registers `r{name}{e}` (declared here when `declare`),
+    /// zeros past the operand's edges.
+    fn fetch(self, s: &Staging, k: &str, indent: &str, declare: bool) -> String {
+        let name = s.name;
+        let mut w = String::new();
+        let (k_of, other, k_stride, other_end) = match name {
+            "a" => ("a_c", "row0 + a_r", "params.a_cs", "params.m"),
+            _ => ("b_r", "col0 + b_c", "params.b_rs", "params.n"),
+        };
+        let _ = writeln!(
+            w,
+            "{indent}let {name}_k = {name}_at + i32({k}) * {k_stride};"
+        );
+        for e in 0..self.per_thread() {
+            let (dr, dc) = self.offset_of(s, e);
+            let (dk, d_other) = if name == "a" { (dc, dr) } else { (dr, dc) };
+            let _ = writeln!(
+                w,
+                "{indent}{decl}r{name}{e} = f16(0.0);\n\
+                 {indent}if ({k} + {k_of} + {dk}u < params.k && {other} + {d_other}u < {other_end}) {{\n\
+                 {indent}    r{name}{e} = f16(load_{name}(u32({name}_k + {dr} * params.{name}_rs + {dc} * params.{name}_cs)));\n\
+                 {indent}}}",
+                decl = if declare { "var " } else { "" },
+            );
+        }
+        w
+    }
+
+    /// Stores the thread's registers of `s` into its tile.
+    fn stash(self, s: &Staging) -> String {
+        let mut w = String::new();
+        for e in 0..self.per_thread() {
+            let (dr, dc) = self.offset_of(s, e);
+            let _ = writeln!(
+                w,
+                "        tile_{name}[{name}_slot + {d}u] = r{name}{e};",
+                name = s.name,
+                d = dr * s.pitch + dc,
+            );
+        }
+        w
+    }
 }

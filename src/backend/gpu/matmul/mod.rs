@@ -15,8 +15,9 @@ mod subgroup;
 pub(crate) mod tiling;
 
 use crate::backend::gpu::GpuContext;
+use crate::backend::gpu::adapter_facts::AdapterFacts;
 use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
-use cooperative::CoopTiling;
+pub(crate) use cooperative::CoopTiling;
 use self_check::Verdict;
 use tiling::{Loads, Tiling};
 
@@ -312,8 +313,8 @@ fn record_with(
 /// True when the kernel `tile` names can cover an `m` x `n` output on this
 /// device.
 fn fits(out: &GpuStorage, tile: MatmulTile, [m, n, _, batches]: [usize; 4]) -> bool {
-    tile == MatmulTile::PerOutput
-        || tile_grid(out, &Tiling::choose(tile, m, n, batches), m, n).is_some()
+    let tiling = Tiling::choose(tile, m, n, batches);
+    tile == MatmulTile::PerOutput || tile_grid(out, [tiling.bm, tiling.bn], m, n).is_some()
 }
 
 /// Records `call` with the per-output kernel (`small.rs`): as many
@@ -349,14 +350,12 @@ fn record_per_output(
     Ok(())
 }
 
-/// The output tiles per axis (columns, rows) of `tiling` over an `m` x `n`
-/// output, or `None` past the device's workgroups per dimension.
-fn tile_grid(out: &GpuStorage, tiling: &Tiling, m: usize, n: usize) -> Option<[u32; 2]> {
+/// The output blocks per axis (columns, rows) of `[rows, columns]`
+/// outputs each over an `m` x `n` output, or `None` past the device's
+/// workgroups per dimension.
+fn tile_grid(out: &GpuStorage, [bm, bn]: [u32; 2], m: usize, n: usize) -> Option<[u32; 2]> {
     let max = out.ctx.facts.max_workgroups_per_dim as usize;
-    let groups = [
-        n.div_ceil(tiling.bn as usize),
-        m.div_ceil(tiling.bm as usize),
-    ];
+    let groups = [n.div_ceil(bn as usize), m.div_ceil(bm as usize)];
     groups
         .iter()
         .all(|&g| g <= max)
@@ -381,22 +380,23 @@ fn record_tiled(
     let loads = vec_loads(call, [m, n, k], facts.native_f16);
     // The subgroup and cooperative kernels where the device runs them,
     // else their block as a plain register tile.
-    let kernel = match tile {
+    let (kernel, block) = match tile {
         MatmulTile::Subgroup if facts.subgroups_of(subgroup::TEAM) => {
-            MatmulKernel::Subgroup(loads[1])
+            (MatmulKernel::Subgroup(loads[1]), [tiling.bm, tiling.bn])
         }
         MatmulTile::Cooperative if facts.cooperative_for(call.out.dtype) => {
-            MatmulKernel::Cooperative(cooperative::COOP_LARGE)
+            let tiling = cooperative_tiling(facts, call)?;
+            (MatmulKernel::Cooperative(tiling), [tiling.block(); 2])
         }
-        _ => MatmulKernel::Tiled(tiling, loads),
+        _ => (MatmulKernel::Tiled(tiling, loads), [tiling.bm, tiling.bn]),
     };
-    let Some(groups) = tile_grid(out, &tiling, m, n) else {
+    let Some(groups) = tile_grid(out, block, m, n) else {
         return Err(Error::TooLarge {
             op: "matmul",
             what: "output tiles per axis",
             requested: n
-                .div_ceil(tiling.bn as usize)
-                .max(m.div_ceil(tiling.bm as usize)) as u64,
+                .div_ceil(block[1] as usize)
+                .max(m.div_ceil(block[0] as usize)) as u64,
             limit: u64::from(out.ctx.facts.max_workgroups_per_dim),
         });
     };
@@ -409,6 +409,35 @@ fn record_tiled(
         [batches, k],
         |k, start| params(call, [m, n], k, start),
     )
+}
+
+/// The cooperative kernel for `call` on a device with cooperative
+/// matrices: its fragment and subgroup size, and each operand staged along
+/// its axis of smaller stride.
+///
+/// # Errors
+/// `Error::Internal` when the device's facts name a shape the kernel does
+/// not take (`opening.rs` checks them).
+fn cooperative_tiling(facts: &AdapterFacts, call: &MatmulCall) -> Result<CoopTiling> {
+    let rows_fast = |t: &TensorRef| {
+        let (rs, cs) = MatmulCall::matrix_strides(t);
+        rs.unsigned_abs() < cs.unsigned_abs()
+    };
+    let fragment = facts.cooperative.unwrap_or(0);
+    CoopTiling::new(
+        fragment,
+        facts.subgroup_min_size,
+        [rows_fast(&call.a), rows_fast(&call.b)],
+    )
+    .ok_or_else(|| {
+        Error::internal(
+            "matmul",
+            format!(
+                "no cooperative kernel for {fragment} x {fragment} fragments and subgroups of {}",
+                facts.subgroup_min_size
+            ),
+        )
+    })
 }
 
 /// How the tiled kernels can load `call`'s operands (of extents `[m, n,
@@ -616,17 +645,37 @@ mod tests {
         assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
     }
 
-    /// The cooperative kernel is validated with the other kernels; no
-    /// adapter of CI has cooperative matrices, so it also goes through
-    /// naga's SPIR-V writer here, as wgpu's Vulkan backend will take it.
+    /// Every cooperative kernel a device may run: both fragment sides,
+    /// every subgroup size, both stagings of each operand.
+    fn cooperative_kernels() -> Vec<CoopTiling> {
+        let mut all = Vec::new();
+        for fragment in [8, 16] {
+            for lanes in [8, 16, 32, 64] {
+                for a in [false, true] {
+                    for b in [false, true] {
+                        all.extend(CoopTiling::new(fragment, lanes, [a, b]));
+                    }
+                }
+            }
+        }
+        assert_eq!(all.len(), 32);
+        all
+    }
+
+    /// The cooperative kernels are validated with the other kernels; no
+    /// adapter of CI has cooperative matrices, so they also go through
+    /// naga's SPIR-V writer here, as wgpu's Vulkan backend will take them.
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
-    fn the_cooperative_kernel_translates_to_spirv() {
-        for dtype in [KernelType::F16, KernelType::F32] {
+    fn the_cooperative_kernels_translate_to_spirv() {
+        for (dtype, tiling) in [KernelType::F16, KernelType::F32]
+            .into_iter()
+            .flat_map(|d| cooperative_kernels().into_iter().map(move |t| (d, t)))
+        {
             let key = MatmulKey {
                 dtype,
                 native_f16: true,
-                kernel: MatmulKernel::Cooperative(cooperative::COOP_LARGE),
+                kernel: MatmulKernel::Cooperative(tiling),
                 sabotaged: false,
             };
             let source = matmul_source(&key).unwrap();
@@ -642,7 +691,7 @@ mod tests {
                 ..Default::default()
             };
             let words = naga::back::spv::write_vec(&module, &info, &options, None)
-                .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+                .unwrap_or_else(|e| panic!("{dtype} {tiling:?}: {e}"));
             assert!(words.len() > 100);
         }
     }
@@ -677,7 +726,11 @@ mod tests {
                 // Cooperative matrices need native f16 (their fragments are
                 // f16), for f16 and fast f32 products.
                 if native_f16 && matches!(dtype, KernelType::F16 | KernelType::F32) {
-                    kernels.push(MatmulKernel::Cooperative(cooperative::COOP_LARGE));
+                    kernels.extend(
+                        cooperative_kernels()
+                            .into_iter()
+                            .map(MatmulKernel::Cooperative),
+                    );
                 }
                 for kernel in kernels {
                     let key = MatmulKey {
