@@ -2,6 +2,7 @@
 //! adapter's choice, and the settings that depend on the kind of adapter.
 
 use super::matmul::CoopTiling;
+use super::matmul::tiling::Loads;
 use super::matmul_tile_choice::{MatmulPrecision, MatmulTile};
 use crate::error::{Error, Result};
 
@@ -192,7 +193,7 @@ pub(super) fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) 
     let room = adapter.limits().max_compute_workgroup_storage_size;
     [16, 8].into_iter().filter(|_| usable).find(|&f| {
         listed(f)
-            && CoopTiling::new(f, lanes, [false; 2])
+            && CoopTiling::new(f, lanes, [Loads::Scalar; 2], [false; 2])
                 .is_some_and(|tiling| tiling.workgroup_bytes() <= room)
     })
 }

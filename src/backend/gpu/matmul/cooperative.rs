@@ -17,10 +17,12 @@
 //! - The next step's values are read from global memory into registers
 //!   while the subgroups multiply the present step's fragments (one pair
 //!   of barriers a step, no second buffer).
-//! - Each thread's staging positions are worked out once: per element only
+//! - Each thread's staging positions are worked out once: per load only
 //!   a constant offset and the step's k change, no division. Threads walk
 //!   the operand's axis of smaller stride, so neighbours read neighbours
-//!   (the key's `a_rows_fast` / `b_rows_fast` say which).
+//!   (the key's `rows_fast` says which), four elements a load where that
+//!   axis is contiguous and aligned (`loads`, as the tiled kernels decide:
+//!   16 bytes of f32, 8 of f16).
 //! - Operands are read through their own strides (transposed, stepped and
 //!   broadcast views go in without a copy); zeros stand past the edges, so
 //!   any extents work.
@@ -42,6 +44,7 @@
 //! shipped wrong results: the self-check (`self_check.rs`) probes the
 //! kernel before its first product on a device.
 
+use super::tiling::Loads;
 use std::fmt::Write;
 
 /// Subgroups per workgroup, as 2 x 2 quarters of the block.
@@ -61,35 +64,57 @@ pub(crate) struct CoopTiling {
     pub fragment: u32,
     /// `S`: lanes per subgroup (8 to 64, a power of two).
     pub lanes: u32,
-    /// Threads stage `a` down its rows (m) fastest, where its row axis
-    /// has the smaller stride (`a.t()` read in place); along k otherwise.
-    pub a_rows_fast: bool,
-    /// Threads stage `b` down its rows (k) fastest, where its row axis
-    /// has the smaller stride; along n otherwise.
-    pub b_rows_fast: bool,
+    /// How each operand (`a`, `b`) is read: four elements a load along
+    /// the axis of stride 1 where it is aligned (the buffer bound as
+    /// vec4s), else one.
+    pub loads: [Loads; 2],
+    /// Threads stage each operand down its rows (a's m, b's k) fastest,
+    /// else along its columns (a's k, b's n): the axis of smaller stride,
+    /// the one of the vec4 loads where they are.
+    pub rows_fast: [bool; 2],
 }
 
 /// One operand's part of a step: `rows` x `cols` staged with `pitch`
-/// halves a row, its threads walking rows fastest when `rows_fast`.
+/// halves a row, its threads walking rows fastest when `rows_fast`,
+/// `width` elements (1 or 4) a load.
 struct Staging {
     name: &'static str,
     rows: u32,
     cols: u32,
     pitch: u32,
     rows_fast: bool,
+    width: u32,
+}
+
+impl Staging {
+    /// Loads per thread-sized row of the walk: the walked extent in loads.
+    fn walked(&self) -> u32 {
+        (if self.rows_fast { self.rows } else { self.cols }) / self.width
+    }
 }
 
 impl CoopTiling {
     /// The kernel for a device with `fragment` x `fragment` products and
-    /// subgroups of `lanes`, staging the operands as `[a_rows_fast,
-    /// b_rows_fast]` say. `None` for a shape or subgroup size it does not
-    /// take.
-    pub fn new(fragment: u32, lanes: u32, [a_rows_fast, b_rows_fast]: [bool; 2]) -> Option<Self> {
+    /// subgroups of `lanes`, reading the operands as `loads` say and
+    /// staging them along their axes of smaller stride where
+    /// `smaller_stride_rows` (the vec4 loads' axis where they are). `None`
+    /// for a shape or subgroup size it does not take.
+    pub fn new(
+        fragment: u32,
+        lanes: u32,
+        loads: [Loads; 2],
+        smaller_stride_rows: [bool; 2],
+    ) -> Option<Self> {
+        let rows_fast = [0, 1].map(|i| match loads[i] {
+            Loads::VecRows => true,
+            Loads::VecCols => false,
+            Loads::Scalar => smaller_stride_rows[i],
+        });
         (matches!(fragment, 8 | 16) && matches!(lanes, 8 | 16 | 32 | 64)).then_some(CoopTiling {
             fragment,
             lanes,
-            a_rows_fast,
-            b_rows_fast,
+            loads,
+            rows_fast,
         })
     }
 
@@ -123,20 +148,23 @@ impl CoopTiling {
     /// The staging of `a` (block rows by k) and `b` (k by block columns).
     fn stagings(self) -> [Staging; 2] {
         let (block, bk) = (self.block(), self.bk());
+        let width = |i: usize| if self.loads[i] == Loads::Scalar { 1 } else { 4 };
         [
             Staging {
                 name: "a",
                 rows: block,
                 cols: bk,
                 pitch: bk + PAD,
-                rows_fast: self.a_rows_fast,
+                rows_fast: self.rows_fast[0],
+                width: width(0),
             },
             Staging {
                 name: "b",
                 rows: bk,
                 cols: block,
                 pitch: block + PAD,
-                rows_fast: self.b_rows_fast,
+                rows_fast: self.rows_fast[1],
+                width: width(1),
             },
         ]
     }
@@ -264,49 +292,52 @@ impl CoopTiling {
         w
     }
 
-    /// Elements of one operand a thread stages per step.
-    fn per_thread(self) -> u32 {
-        self.block() * self.bk() / self.threads()
+    /// Loads of operand `s` a thread makes per step.
+    fn loads_per_thread(self, s: &Staging) -> u32 {
+        self.block() * self.bk() / (self.threads() * s.width)
     }
 
-    /// Element `e` of a thread's share of `s`: its (row, column) offset
-    /// from the thread's first. With `e`'s position `t + e T` in the order
-    /// the threads walk, and `T` and the walked extent powers of two (one
-    /// divides the other), the thread's own part and `e`'s part add
-    /// without carries.
+    /// Load `e` of a thread's share of `s`: its (row, column) offset from
+    /// the thread's first. With `e`'s position `t + e T` in the order the
+    /// threads walk (in loads), and `T` and the walked extent powers of
+    /// two (one divides the other), the thread's own part and `e`'s part
+    /// add without carries.
     fn offset_of(self, s: &Staging, e: u32) -> (u32, u32) {
         let along = e * self.threads();
+        let (fast, slow) = ((along % s.walked()) * s.width, along / s.walked());
         if s.rows_fast {
-            (along % s.rows, along / s.rows)
+            (fast, slow)
         } else {
-            (along / s.cols, along % s.cols)
+            (slow, fast)
         }
     }
 
     /// `{name}_r`, `{name}_c`: the thread's first element of `s` in the
-    /// step; `{name}_at`: where it lies in the operand at the first k;
+    /// step; `{name}_at`: where it lies in the operand at k = 0;
     /// `{name}_slot`: where it goes in the tile.
     fn thread_start(self, s: &Staging) -> String {
         let name = s.name;
         let (fast, slow) = if s.rows_fast { ("r", "c") } else { ("c", "r") };
-        let extent = if s.rows_fast { s.rows } else { s.cols };
         let (row, col) = match name {
             "a" => (format!("row0 + {name}_r"), format!("{name}_c")),
             _ => (format!("{name}_r"), format!("col0 + {name}_c")),
         };
         let base = if name == "a" { 0 } else { 1 };
         format!(
-            "    let {name}_{fast} = t % {extent}u;\n    \
-             let {name}_{slow} = t / {extent}u;\n    \
+            "    let {name}_{fast} = (t % {walked}u) * {width}u;\n    \
+             let {name}_{slow} = t / {walked}u;\n    \
              let {name}_at = bases[{base}] + i32({row}) * params.{name}_rs + i32({col}) * params.{name}_cs;\n    \
              let {name}_slot = {name}_r * {pitch}u + {name}_c;\n",
+            walked = s.walked(),
+            width = s.width,
             pitch = s.pitch,
         )
     }
 
     /// Reads the thread's elements of `s` at the step starting at `k`
     /// into its registers `r{name}{e}` (declared here when `declare`),
-    /// zeros past the operand's edges.
+    /// zeros past the operand's edges. A vec4 load is all in or all out:
+    /// its axis's extent, start and strides are multiples of four.
     fn fetch(self, s: &Staging, k: &str, indent: &str, declare: bool) -> String {
         let name = s.name;
         let mut w = String::new();
@@ -314,18 +345,23 @@ impl CoopTiling {
             "a" => ("a_c", "row0 + a_r", "params.a_cs", "params.m"),
             _ => ("b_r", "col0 + b_c", "params.b_rs", "params.n"),
         };
+        let (ty, load) = match s.width {
+            1 => ("f16", format!("load_{name}(p)")),
+            _ => ("vec4<f16>", format!("{name}[p / 4u]")),
+        };
         let _ = writeln!(
             w,
             "{indent}let {name}_k = {name}_at + i32({k}) * {k_stride};"
         );
-        for e in 0..self.per_thread() {
+        for e in 0..self.loads_per_thread(s) {
             let (dr, dc) = self.offset_of(s, e);
             let (dk, d_other) = if name == "a" { (dc, dr) } else { (dr, dc) };
             let _ = writeln!(
                 w,
-                "{indent}{decl}r{name}{e} = f16(0.0);\n\
+                "{indent}{decl}r{name}{e} = {ty}(0.0);\n\
                  {indent}if ({k} + {k_of} + {dk}u < params.k && {other} + {d_other}u < {other_end}) {{\n\
-                 {indent}    r{name}{e} = f16(load_{name}(u32({name}_k + {dr} * params.{name}_rs + {dc} * params.{name}_cs)));\n\
+                 {indent}    let p = u32({name}_k + {dr} * params.{name}_rs + {dc} * params.{name}_cs);\n\
+                 {indent}    r{name}{e} = {ty}({load});\n\
                  {indent}}}",
                 decl = if declare { "var " } else { "" },
             );
@@ -336,14 +372,22 @@ impl CoopTiling {
     /// Stores the thread's registers of `s` into its tile.
     fn stash(self, s: &Staging) -> String {
         let mut w = String::new();
-        for e in 0..self.per_thread() {
+        let step = if s.rows_fast { s.pitch } else { 1 };
+        for e in 0..self.loads_per_thread(s) {
             let (dr, dc) = self.offset_of(s, e);
-            let _ = writeln!(
-                w,
-                "        tile_{name}[{name}_slot + {d}u] = r{name}{e};",
-                name = s.name,
-                d = dr * s.pitch + dc,
-            );
+            let d = dr * s.pitch + dc;
+            for j in 0..s.width {
+                let value = match s.width {
+                    1 => format!("r{}{e}", s.name),
+                    _ => format!("r{}{e}[{j}]", s.name),
+                };
+                let _ = writeln!(
+                    w,
+                    "        tile_{name}[{name}_slot + {at}u] = {value};",
+                    name = s.name,
+                    at = d + j * step,
+                );
+            }
         }
         w
     }

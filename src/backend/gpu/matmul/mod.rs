@@ -155,9 +155,8 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
     let zero = acc.zero();
     let loads = match key.kernel {
         MatmulKernel::Tiled(_, loads) => loads,
-        MatmulKernel::Gemv | MatmulKernel::PerOutput | MatmulKernel::Cooperative(_) => {
-            [Loads::Scalar; 2]
-        }
+        MatmulKernel::Gemv | MatmulKernel::PerOutput => [Loads::Scalar; 2],
+        MatmulKernel::Cooperative(tiling) => tiling.loads,
         MatmulKernel::Subgroup(b) => [Loads::Scalar, b],
     };
     // Each operand bound as elements (with its scalar loader) or as vec4s.
@@ -385,7 +384,7 @@ fn record_tiled(
             (MatmulKernel::Subgroup(loads[1]), [tiling.bm, tiling.bn])
         }
         MatmulTile::Cooperative if facts.cooperative_for(call.out.dtype) => {
-            let tiling = cooperative_tiling(facts, call)?;
+            let tiling = cooperative_tiling(facts, call, loads)?;
             (MatmulKernel::Cooperative(tiling), [tiling.block(); 2])
         }
         _ => (MatmulKernel::Tiled(tiling, loads), [tiling.bm, tiling.bn]),
@@ -412,32 +411,33 @@ fn record_tiled(
 }
 
 /// The cooperative kernel for `call` on a device with cooperative
-/// matrices: its fragment and subgroup size, and each operand staged along
-/// its axis of smaller stride.
+/// matrices: its fragment and subgroup size, each operand read as `loads`
+/// says and staged along its axis of smaller stride.
 ///
 /// # Errors
 /// `Error::Internal` when the device's facts name a shape the kernel does
 /// not take (`opening.rs` checks them).
-fn cooperative_tiling(facts: &AdapterFacts, call: &MatmulCall) -> Result<CoopTiling> {
+fn cooperative_tiling(
+    facts: &AdapterFacts,
+    call: &MatmulCall,
+    loads: [Loads; 2],
+) -> Result<CoopTiling> {
     let rows_fast = |t: &TensorRef| {
         let (rs, cs) = MatmulCall::matrix_strides(t);
         rs.unsigned_abs() < cs.unsigned_abs()
     };
     let fragment = facts.cooperative.unwrap_or(0);
-    CoopTiling::new(
-        fragment,
-        facts.subgroup_min_size,
-        [rows_fast(&call.a), rows_fast(&call.b)],
+    let lanes = facts.subgroup_min_size;
+    CoopTiling::new(fragment, lanes, loads, [rows_fast(&call.a), rows_fast(&call.b)]).ok_or_else(
+        || {
+            Error::internal(
+                "matmul",
+                format!(
+                    "no cooperative kernel for {fragment} x {fragment} fragments and subgroups of {lanes}"
+                ),
+            )
+        },
     )
-    .ok_or_else(|| {
-        Error::internal(
-            "matmul",
-            format!(
-                "no cooperative kernel for {fragment} x {fragment} fragments and subgroups of {}",
-                facts.subgroup_min_size
-            ),
-        )
-    })
 }
 
 /// How the tiled kernels can load `call`'s operands (of extents `[m, n,
@@ -649,16 +649,25 @@ mod tests {
     /// every subgroup size, both stagings of each operand.
     fn cooperative_kernels() -> Vec<CoopTiling> {
         let mut all = Vec::new();
+        // Each operand's loads, and its staging order where they are
+        // scalar.
+        let orders = [
+            (Loads::Scalar, false),
+            (Loads::Scalar, true),
+            (Loads::VecCols, false),
+            (Loads::VecRows, true),
+        ];
         for fragment in [8, 16] {
             for lanes in [8, 16, 32, 64] {
-                for a in [false, true] {
-                    for b in [false, true] {
-                        all.extend(CoopTiling::new(fragment, lanes, [a, b]));
+                for (a, a_rows) in orders {
+                    for (b, b_rows) in orders {
+                        let tiling = CoopTiling::new(fragment, lanes, [a, b], [a_rows, b_rows]);
+                        all.extend(tiling);
                     }
                 }
             }
         }
-        assert_eq!(all.len(), 32);
+        assert_eq!(all.len(), 128);
         all
     }
 
