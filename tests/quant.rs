@@ -111,6 +111,19 @@ fn weight_values(w: &QTensor) -> Vec<f64> {
 /// values `wv`: within f32 sums' error of each output's sum of
 /// magnitudes (and a rounding into a 16-bit result).
 fn assert_product(got: &Tensor, x: &Tensor, (w, wv): (&QTensor, &[f64]), what: &str) {
+    let rel = if x.dtype() == DType::F32 { 1e-5 } else { 1e-2 };
+    assert_product_within(got, x, (w, wv), rel, what);
+}
+
+/// As [`assert_product`], within `rel` of each output's sum of
+/// magnitudes.
+fn assert_product_within(
+    got: &Tensor,
+    x: &Tensor,
+    (w, wv): (&QTensor, &[f64]),
+    rel: f64,
+    what: &str,
+) {
     let (n, k) = (w.dims()[0], w.dims()[1]);
     let mut dims = x.dims().to_vec();
     *dims.last_mut().unwrap() = n;
@@ -125,7 +138,6 @@ fn assert_product(got: &Tensor, x: &Tensor, (w, wv): (&QTensor, &[f64]), what: &
         .and_then(|c| c.to_dtype(DType::F64))
         .and_then(|c| c.to_vec::<f64>())
         .unwrap();
-    let rel = if x.dtype() == DType::F32 { 1e-5 } else { 1e-2 };
     for (j, g) in got.iter().enumerate() {
         let (i, r) = (j / n, j % n);
         let (row, col) = (&xv[i * k..(i + 1) * k], &wv[r * k..(r + 1) * k]);
@@ -352,6 +364,45 @@ fn tiled_products_cross_the_large_tile_and_slices_of_k() {
             let x = x.sub_scalar(0.5).unwrap();
             let what = format!("{t} {m} x {n} x {k} on {dev}");
             assert_product(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), &what);
+        }
+    }
+}
+
+/// Under `MatmulPrecision::Fast`, products of many rows run on cooperative
+/// matrices where the device has them (`scripts/cooperative-tests` runs
+/// this on a lavapipe that does, with `WEBTENSOR_REQUIRE_COOPERATIVE=1`):
+/// the activations and the decoded weight rounded to f16, products summed
+/// in f32. Every type, past the kernel's blocks (64 and 128 outputs) and a
+/// slice of k, within f16 rounding of each output's sum of magnitudes;
+/// the kernel passed its probe (exact small integers).
+#[test]
+fn cooperative_products_of_every_type_match_float64_under_fast_precision() {
+    let Some(dev) = common::own_gpu(GpuOptions {
+        matmul_precision: Some(webtensor::MatmulPrecision::Fast),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let on = dev.info().cooperative_matrix;
+    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
+        assert!(on, "cooperative matrices required: {}", dev.info());
+    }
+    let rel = if on { 2e-3 } else { 1e-5 };
+    for t in TYPES {
+        let block = t.block_size() as usize;
+        for (n, k, m) in [(130, 2 * block, 131), (7, 3 * block, 9), (65, 33 * 256, 20)] {
+            if k > 256 * 9 && t != GgmlType::Q4_K {
+                continue;
+            }
+            let blocks = random_blocks(t, n, k, (n * k) as u64 + t as u64);
+            let w = QTensor::from_blocks(t, [n, k], &blocks, &dev).unwrap();
+            let wv = weight_values(&w);
+            let x = Tensor::rand([m, k], DType::F32, m as u64, &dev).unwrap();
+            let x = x.sub_scalar(0.5).unwrap();
+            let what = format!("{t} {n}x{k} times {m} rows, cooperative {on}");
+            assert_product_within(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), rel, &what);
+            let dropped = dev.info().dropped_kernels;
+            assert!(dropped.is_empty(), "{what}: {dropped:?}");
         }
     }
 }

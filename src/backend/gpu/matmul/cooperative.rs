@@ -32,6 +32,9 @@
 //!   lanes on consecutive columns. `put` also skips what lies past the
 //!   edges and adds to what earlier k slices left.
 //!
+//! `b` may also be a quantized weight decoded element by element as it is
+//! staged (`decoding_b`, for `quant/tiled.rs`).
+//!
 //! The operands' values are rounded to f16 on the way in: f16 operands
 //! are exact, f32 ones are computed this way only under
 //! `MatmulPrecision::Fast` (as PyTorch's TF32 switch), never by default.
@@ -72,6 +75,10 @@ pub(crate) struct CoopTiling {
     /// else along its columns (a's k, b's n): the axis of smaller stride,
     /// the one of the vec4 loads where they are.
     pub rows_fast: [bool; 2],
+    /// `b` is no matrix but the caller's `b_at(base, r, c)`, its element
+    /// (k = r, n = c) or zero outside it (a quantized weight decoded as
+    /// it is staged: `quant/tiled.rs`).
+    pub b_decoded: bool,
 }
 
 /// One operand's part of a step: `rows` x `cols` staged with `pitch`
@@ -115,7 +122,19 @@ impl CoopTiling {
             lanes,
             loads,
             rows_fast,
+            b_decoded: false,
         })
+    }
+
+    /// This kernel with `b` read through the caller's `b_at`, down its
+    /// rows (k) fastest: a weight row's consecutive elements.
+    pub fn decoding_b(self) -> Self {
+        CoopTiling {
+            loads: [self.loads[0], Loads::Scalar],
+            rows_fast: [self.rows_fast[0], true],
+            b_decoded: true,
+            ..self
+        }
     }
 
     /// Outputs per side of a workgroup's block.
@@ -292,6 +311,11 @@ impl CoopTiling {
         w
     }
 
+    /// True when `s` is `b` read through the caller's `b_at`.
+    fn decoded(self, s: &Staging) -> bool {
+        self.b_decoded && s.name == "b"
+    }
+
     /// Loads of operand `s` a thread makes per step.
     fn loads_per_thread(self, s: &Staging) -> u32 {
         self.block() * self.bk() / (self.threads() * s.width)
@@ -323,10 +347,16 @@ impl CoopTiling {
             _ => (format!("{name}_r"), format!("col0 + {name}_c")),
         };
         let base = if name == "a" { 0 } else { 1 };
+        let at = match self.decoded(s) {
+            true => String::new(),
+            false => format!(
+                "    let {name}_at = bases[{base}] + i32({row}) * params.{name}_rs + i32({col}) * params.{name}_cs;\n"
+            ),
+        };
         format!(
             "    let {name}_{fast} = (t % {walked}u) * {width}u;\n    \
-             let {name}_{slow} = t / {walked}u;\n    \
-             let {name}_at = bases[{base}] + i32({row}) * params.{name}_rs + i32({col}) * params.{name}_cs;\n    \
+             let {name}_{slow} = t / {walked}u;\n\
+             {at}    \
              let {name}_slot = {name}_r * {pitch}u + {name}_c;\n",
             walked = s.walked(),
             width = s.width,
@@ -349,6 +379,17 @@ impl CoopTiling {
             1 => ("f16", format!("load_{name}(p)")),
             _ => ("vec4<f16>", format!("{name}[p / 4u]")),
         };
+        if self.decoded(s) {
+            for e in 0..self.loads_per_thread(s) {
+                let (dr, dc) = self.offset_of(s, e);
+                let _ = writeln!(
+                    w,
+                    "{indent}{decl}r{name}{e} = f16(b_at(0, {k} + b_r + {dr}u, col0 + b_c + {dc}u));",
+                    decl = if declare { "var " } else { "" },
+                );
+            }
+            return w;
+        }
         let _ = writeln!(
             w,
             "{indent}let {name}_k = {name}_at + i32({k}) * {k_stride};"

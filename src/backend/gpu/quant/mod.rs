@@ -18,6 +18,7 @@ use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::matmul::CoopTiling;
 use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
 use crate::backend::gpu::matmul::tiling::Tiling;
 use crate::backend::gpu::matmul_tile_choice::MatmulVariant;
@@ -75,6 +76,9 @@ pub(crate) enum QuantKernel {
     Product(u32),
     /// A product of any number of rows on this tile (`tiled.rs`).
     Tiled(Tiling),
+    /// A product of any number of rows on cooperative matrices
+    /// (`tiled.rs`, `matmul/cooperative.rs`).
+    Cooperative(CoopTiling),
 }
 
 /// Everything that selects a distinct quant pipeline.
@@ -90,7 +94,7 @@ family_key!(QuantKey, "webtensor quant", quant_source, entry: |k| {
     match k.kernel {
         QuantKernel::Dequantize => "main_dequantize",
         QuantKernel::Product(_) => "main_product",
-        QuantKernel::Tiled(_) => "main",
+        QuantKernel::Tiled(_) | QuantKernel::Cooperative(_) => "main",
     }
 });
 
@@ -190,17 +194,18 @@ pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
             rows,
             QuantParams::wgsl(),
         ),
-        QuantKernel::Tiled(tiling) => (
+        QuantKernel::Tiled(_) | QuantKernel::Cooperative(_) => (
             product_bindings,
-            tiled::entry(tiling, key.sabotaged),
+            tiled::entry(key.kernel, key.sabotaged),
             1,
             tiled::TiledParams::wgsl(),
         ),
     };
-    fill_kernel(
+    let cooperative = matches!(key.kernel, QuantKernel::Cooperative(_));
+    let source = fill_kernel(
         "quant kernel",
         QUANT_WGSL,
-        false,
+        cooperative,
         &params,
         &[
             ("BINDINGS", bindings),
@@ -209,7 +214,12 @@ pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
             ("DECODE", &decode),
             ("ENTRY", &entry),
         ],
-    )
+    )?;
+    // An `enable` comes before any declaration.
+    Ok(match cooperative {
+        true => format!("enable wgpu_cooperative_matrix;\n{source}"),
+        false => source,
+    })
 }
 
 /// Records `call` (whose output storage is `out`): a product of any
@@ -257,12 +267,12 @@ fn decoding_fits(m: usize, k: usize) -> bool {
 }
 
 /// Records `call` on the type's kernels, probed or not: more than
-/// [`MAX_ROWS`] rows on the tiled kernel, on `tiling` when given (the
-/// probe's) or the tile [`tiled::tiling_for`] chooses.
+/// [`MAX_ROWS`] rows on a tiled kernel (`Tiled` or `Cooperative`), `tiled`
+/// when given (the probe's) or the one [`tiled::kernel_for`] chooses.
 ///
 /// # Errors
 /// As [`quant`].
-fn record(out: &GpuStorage, call: &QuantCall, tiling: Option<Tiling>) -> Result<()> {
+fn record(out: &GpuStorage, call: &QuantCall, tiled: Option<QuantKernel>) -> Result<()> {
     const OP: &str = "qmatmul";
     let ctx = &out.ctx;
     if !has_kernel(call.ty) || !call.k.is_multiple_of(32) {
@@ -279,8 +289,8 @@ fn record(out: &GpuStorage, call: &QuantCall, tiling: Option<Tiling>) -> Result<
     }
     let sabotaged = ctx.tuner.sabotaged_quant() == Some(call.ty);
     if call.x.is_some() && (call.m > MAX_ROWS || !decoding_fits(call.m, call.k)) {
-        let tiling = tiling.unwrap_or_else(|| tiled::tiling_for(call.m, call.n));
-        return tiled::record(out, call, tiling, sabotaged);
+        let kernel = tiled.unwrap_or_else(|| tiled::kernel_for(ctx, call.m, call.n));
+        return tiled::record(out, call, kernel, sabotaged);
     }
     let (w_bound, w) = Bound::view(OP, call.w.clone(), false)?;
     let (out_bound, out_ref) = Bound::view(OP, call.out.clone(), true)?;
@@ -335,6 +345,7 @@ mod tests {
     use super::*;
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
     use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::backend::gpu::matmul::tiling::Loads;
     use crate::quant::PRODUCT_TYPES;
 
     #[test]
@@ -356,7 +367,13 @@ mod tests {
             .map(QuantKernel::Product)
             .into_iter()
             .chain(tiled::TILES.map(QuantKernel::Tiled))
-            .chain([QuantKernel::Dequantize]);
+            .chain([QuantKernel::Dequantize])
+            .chain([8, 16].into_iter().flat_map(|fragment| {
+                [8, 32].into_iter().filter_map(move |lanes| {
+                    let tiling = CoopTiling::new(fragment, lanes, [Loads::Scalar; 2], [false; 2]);
+                    Some(QuantKernel::Cooperative(tiling?.decoding_b()))
+                })
+            }));
         for ty in PRODUCT_TYPES {
             for (i, kernel) in kernels.clone().enumerate() {
                 let key = QuantKey {
@@ -367,7 +384,7 @@ mod tests {
                 let source = quant_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
                 match kernel {
-                    QuantKernel::Tiled(_) => {
+                    QuantKernel::Tiled(_) | QuantKernel::Cooperative(_) => {
                         let (fields, size) = (tiled::TiledParams::FIELDS, tiled::TiledParams::SIZE);
                         assert_layout(&source, fields, size, "tiled quant");
                         // The sabotage reaches the store.

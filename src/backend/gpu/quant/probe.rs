@@ -94,8 +94,7 @@ fn tiled_fits(ctx: &GpuContext, ty: GgmlType) -> bool {
 mod native {
     use super::{AT, BLOCKS, PRODUCT_ROWS, ROWS, TILED, blocks, tiled_fits};
     use crate::backend::gpu::context::GpuContext;
-    use crate::backend::gpu::matmul::tiling::Tiling;
-    use crate::backend::gpu::quant::{record, tiled};
+    use crate::backend::gpu::quant::{QuantKernel, record, tiled};
     use crate::backend::gpu::storage::GpuStorage;
     use crate::backend::{QuantCall, Storage, StorageRef, TensorRef};
     use crate::dtype::KernelType;
@@ -134,21 +133,34 @@ mod native {
         if dequantized[..] != want_w[..ROWS * k] {
             return Ok(false);
         }
-        let tiled = match tiled_fits(ctx, ty) {
-            true => tiled::TILES.to_vec(),
-            false => Vec::new(),
-        };
+        // Each tile, and the cooperative kernel where products run on it.
+        let mut tiled: Vec<QuantKernel> = Vec::new();
+        if tiled_fits(ctx, ty) {
+            tiled.extend(tiled::TILES.map(QuantKernel::Tiled));
+            tiled.extend(tiled::cooperative(ctx).map(QuantKernel::Cooperative));
+        }
         let products = PRODUCT_ROWS
             .into_iter()
             .map(|m| (m, ROWS, None))
             .chain(tiled.into_iter().map(|t| (TILED, TILED, Some(t))));
+        // The cooperative kernel rounds the decoded values to f16 (the
+        // activations, small integers, are exact): its answers are those of
+        // the rounded values, sums exact in f32 all the same.
+        let rounded: Vec<f32> = want_w
+            .iter()
+            .map(|&v| half::f16::from_f32(v).to_f32())
+            .collect();
         for (m, n, tiling) in products {
             let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 + 3) % 5) as f32 - 2.0).collect();
             let got = run(ctx, ty, &w_ref(n), Some(&x), m * n, tiling)?;
+            let values = match tiling {
+                Some(QuantKernel::Cooperative(_)) => &rounded,
+                _ => &want_w,
+            };
             let want = (0..m * n).map(|o| {
                 let (i, r) = (o / n, o % n);
                 let dot: f64 = (0..k)
-                    .map(|c| f64::from(x[i * k + c]) * f64::from(want_w[r * k + c]))
+                    .map(|c| f64::from(x[i * k + c]) * f64::from(values[r * k + c]))
                     .sum();
                 dot as f32
             });
@@ -159,8 +171,8 @@ mod native {
         Ok(true)
     }
 
-    /// One probe call: `x`'s rows (`[m, k]`) by the weight (on `tiling`'s
-    /// tiled kernel when given), or the weight decoded, into a fresh f32
+    /// One probe call: `x`'s rows (`[m, k]`) by the weight (on the tiled
+    /// kernel `tiling` when given), or the weight decoded, into a fresh f32
     /// storage of `len` values, read back.
     fn run(
         ctx: &Arc<GpuContext>,
@@ -168,7 +180,7 @@ mod native {
         w: &TensorRef,
         x: Option<&[f32]>,
         len: usize,
-        tiling: Option<Tiling>,
+        tiling: Option<QuantKernel>,
     ) -> Result<Vec<f32>> {
         let k = BLOCKS * ty.block_size() as usize;
         let n = w.layout.dims()[0];

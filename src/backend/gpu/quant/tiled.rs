@@ -9,12 +9,15 @@
 use super::{QuantKernel, QuantKey};
 use crate::backend::QuantCall;
 use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::kernel::loop_budget::slices;
 use crate::backend::gpu::kernel::params_block::params_block;
+use crate::backend::gpu::matmul::CoopTiling;
 use crate::backend::gpu::matmul::tiling::{BSource, LARGE, Loads, MEDIUM, Tiling};
 use crate::backend::gpu::matmul::{K_SLICE, PUT_WGSL};
 use crate::backend::gpu::record::record_family;
 use crate::backend::gpu::storage::GpuStorage;
+use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use smallvec::smallvec;
 
@@ -64,15 +67,47 @@ pub(super) fn tiling_for(m: usize, n: usize) -> Tiling {
     if blocks >= 128 { LARGE } else { MEDIUM }
 }
 
+/// The kernel of a product of `m` activation rows by `n` weight rows on
+/// `ctx`: on cooperative matrices where the device has them and f32
+/// products may round their operands to f16 (`MatmulPrecision::Fast`),
+/// else on [`tiling_for`]'s tile.
+pub(super) fn kernel_for(ctx: &GpuContext, m: usize, n: usize) -> QuantKernel {
+    match cooperative(ctx) {
+        Some(tiling) => QuantKernel::Cooperative(tiling),
+        None => QuantKernel::Tiled(tiling_for(m, n)),
+    }
+}
+
+/// The cooperative kernel of `ctx`'s products, where it runs them: the
+/// activations read a row along k, the weight decoded along its rows.
+pub(super) fn cooperative(ctx: &GpuContext) -> Option<CoopTiling> {
+    let facts = &ctx.facts;
+    let fragment = facts
+        .cooperative
+        .filter(|_| facts.cooperative_for(KernelType::F32))?;
+    let tiling = CoopTiling::new(
+        fragment,
+        facts.subgroup_min_size,
+        [Loads::Scalar; 2],
+        [false; 2],
+    )?;
+    Some(tiling.decoding_b())
+}
+
 /// Every tile a tiled quant kernel runs on (each probed natively).
 #[cfg(any(test, not(target_arch = "wasm32")))]
 pub(super) const TILES: [Tiling; 2] = [LARGE, MEDIUM];
 
 /// The tiled kernel's entry: its accessors, the store, the weight's
-/// element loader and the tiling's `main` (when `sabotaged`, each
-/// dispatch's store adds one to every output: wrong by the number of
-/// slices of k).
-pub(super) fn entry(tiling: Tiling, sabotaged: bool) -> String {
+/// element loader and the `main` of `kernel` (`Tiled` or `Cooperative`;
+/// when `sabotaged`, each dispatch's store adds one to every output: wrong
+/// by the number of slices of k).
+pub(super) fn entry(kernel: QuantKernel, sabotaged: bool) -> String {
+    let main = match kernel {
+        QuantKernel::Cooperative(tiling) => tiling.wgsl(),
+        QuantKernel::Tiled(tiling) => tiling.wgsl_loading([Loads::Scalar; 2], BSource::Caller),
+        QuantKernel::Dequantize | QuantKernel::Product(_) => String::new(),
+    };
     let put = match sabotaged {
         true => PUT_WGSL.replace("store_out(p, x);", "store_out(p, x + 1.0);"),
         false => PUT_WGSL.to_string(),
@@ -111,13 +146,12 @@ fn b_at(base: i32, r: u32, c: u32) -> f32 {{
     return ZERO;
 }}
 
-{}",
-        tiling.wgsl_loading([Loads::Scalar; 2], BSource::Caller)
+{main}"
     )
 }
 
-/// Records `call` (more than a decoding kernel's rows) on the tiled
-/// kernel of `tiling`, whose output storage is `out`.
+/// Records `call` (more than a decoding kernel's rows) on `kernel` (`Tiled`
+/// or `Cooperative`), whose output storage is `out`.
 ///
 /// # Errors
 /// `TooLarge` for more output tiles per axis than the device has
@@ -125,9 +159,19 @@ fn b_at(base: i32, r: u32, c: u32) -> f32 {{
 pub(super) fn record(
     out: &GpuStorage,
     call: &QuantCall,
-    tiling: Tiling,
+    kernel: QuantKernel,
     sabotaged: bool,
 ) -> Result<()> {
+    let [bm, bn] = match kernel {
+        QuantKernel::Tiled(tiling) => [tiling.bm, tiling.bn],
+        QuantKernel::Cooperative(tiling) => [tiling.block(); 2],
+        QuantKernel::Dequantize | QuantKernel::Product(_) => {
+            return Err(Error::internal(
+                "qmatmul",
+                "a decoding kernel as a tiled one",
+            ));
+        }
+    };
     const OP: &str = "qmatmul";
     let ctx = &out.ctx;
     let Some(x) = &call.x else {
@@ -137,10 +181,7 @@ pub(super) fn record(
     let (x_bound, x) = Bound::view(OP, x.clone(), false)?;
     let (out_bound, dest) = Bound::view(OP, call.out.clone(), true)?;
     let max = ctx.facts.max_workgroups_per_dim as usize;
-    let grid = [
-        call.n.div_ceil(tiling.bn as usize),
-        call.m.div_ceil(tiling.bm as usize),
-    ];
+    let grid = [call.n.div_ceil(bn as usize), call.m.div_ceil(bm as usize)];
     if grid.iter().any(|&t| t > max) {
         return Err(Error::TooLarge {
             op: OP,
@@ -187,7 +228,7 @@ pub(super) fn record(
     };
     let key = QuantKey {
         ty: call.ty,
-        kernel: QuantKernel::Tiled(tiling),
+        kernel,
         sabotaged,
     };
     for k_range in slices(call.k, K_SLICE) {
