@@ -972,6 +972,47 @@ fn cooperative_products_match_the_cpu_on_every_layout() {
     assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
 }
 
+/// A race test of the cooperative kernel's staging (one pair of barriers a
+/// k step, the next step's values loading meanwhile; naga's barriers under
+/// the Vulkan memory model have had open questions, wgpu #8805): products
+/// of small integers, exact in f16 and in f32 sums, many workgroups and k
+/// steps, repeated, each equal to the CPU's bit for bit. A value staged
+/// out of turn changes some output.
+#[test]
+fn cooperative_products_are_exact_every_time() {
+    use webtensor::{GpuOptions, MatmulPrecision, MatmulTile};
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        matmul_precision: Some(MatmulPrecision::Fast),
+        matmul_tile: Some(MatmulTile::Cooperative),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let (m, k, n) = (256, 520, 264);
+    let ints = |len: usize, seed: u64| -> Vec<f32> {
+        noise(len, seed)
+            .iter()
+            .map(|v| (v * 8.0).round().clamp(-3.0, 3.0))
+            .collect()
+    };
+    let a = Tensor::from_vec(ints(m * k, 1), [m, k], &cpu).unwrap();
+    let b = Tensor::from_vec(ints(k * n, 2), [n, k], &cpu).unwrap().t();
+    let want = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+    let (ag, bg) = (a.to_device(&gpu).unwrap(), b.to_device(&gpu).unwrap());
+    for round in 0..8 {
+        let got = ag.matmul(&bg).unwrap().to_vec::<f32>().unwrap();
+        let wrong = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+        assert_eq!(
+            wrong,
+            0,
+            "round {round}: {wrong} outputs differ ({})",
+            gpu.info()
+        );
+    }
+    assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
+}
+
 /// The self-check's probes read back their own products, submitting what
 /// the application recorded before: an index fault of its ops stays for
 /// its own next readback, not the matmul that probed.
