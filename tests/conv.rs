@@ -1107,6 +1107,110 @@ fn the_implicit_gemm_advances_taps_past_the_tile_depth() {
     }
 }
 
+/// Convolutions on cooperative matrices, where the device has them: f16
+/// ones, and f32 ones under `MatmulPrecision::Fast` (operands rounded to
+/// f16). `scripts/cooperative-tests` runs this on a lavapipe that has them
+/// (`WEBTENSOR_REQUIRE_COOPERATIVE=1`); elsewhere it checks the register
+/// tiles. Inputs rounded to f16 beforehand, so the reference (in f64) is
+/// exact for either; kernels with more taps than a k step (16 or 32),
+/// strides, dilations, padding, groups, a slice of k ending inside a
+/// channel's taps, channels and pixels past the 64 and 128 blocks, and
+/// the input through channels-last, reversed and stepped views.
+#[test]
+fn cooperative_convolutions_equal_the_definition() {
+    let Some(dev) = common::own_gpu(webtensor::GpuOptions {
+        matmul_precision: Some(webtensor::MatmulPrecision::Fast),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let on = dev.info().cooperative_matrix;
+    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
+        assert!(on, "cooperative matrices required: {}", dev.info());
+    }
+    let setting = |stride: usize, pad: usize, dilation: usize, groups: usize| Setting {
+        stride: [stride; 2],
+        pad: [(pad, pad); 2],
+        dilation: [dilation; 2],
+        groups,
+    };
+    let cases = [
+        ([2usize, 5, 13, 11], [6usize, 5, 5, 5], setting(1, 2, 1, 1)),
+        ([1, 3, 12, 12], [4, 3, 7, 7], setting(2, 3, 1, 1)),
+        ([1, 2, 14, 15], [3, 2, 5, 5], setting(1, 4, 2, 1)),
+        ([2, 8, 9, 30], [132, 4, 3, 3], setting(1, 1, 1, 2)),
+        ([1, 16, 17, 17], [70, 16, 1, 1], setting(1, 0, 1, 1)),
+        ([1, 340, 6, 5], [2, 340, 5, 5], setting(1, 2, 1, 1)),
+    ];
+    let rounded = |dims: [usize; 4], seed: u64| {
+        let v = noise(dims.iter().product(), seed);
+        let v = v
+            .iter()
+            .map(|&x| webtensor::f16::from_f32(x).to_f32())
+            .collect();
+        Array4 { dims, v }
+    };
+    for (case, (xd, wd, st)) in cases.into_iter().enumerate() {
+        let (x, w) = (
+            rounded(xd, 500 + case as u64),
+            rounded(wd, 600 + case as u64),
+        );
+        let (want, dims) = conv_reference(&x, &w, None, st);
+        let conv = Conv::new()
+            .stride(st.stride)
+            .padding([st.pad[0].0, st.pad[1].0])
+            .dilation(st.dilation)
+            .groups(st.groups);
+        let base = x.tensor(&dev);
+        let [n, c, h, wd_] = xd;
+        // The input stored channels-last, reversed (flipped back) and
+        // every second column of a wider one.
+        let wide =
+            Tensor::from_vec(noise(n * c * h * 2 * wd_, 7), [n, c, h, 2 * wd_], &dev).unwrap();
+        wide.slice(s![.., .., .., ..;2])
+            .unwrap()
+            .assign(&base)
+            .unwrap();
+        let views = [
+            ("contiguous", base.clone()),
+            (
+                "channels-last",
+                base.permute(&[0, 2, 3, 1])
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+                    .permute(&[0, 3, 1, 2])
+                    .unwrap(),
+            ),
+            (
+                "reversed",
+                base.flip(&[3])
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+                    .flip(&[3])
+                    .unwrap(),
+            ),
+            ("stepped", wide.slice(s![.., .., .., ..;2]).unwrap()),
+        ];
+        for (what, input) in views {
+            for dtype in [DType::F16, DType::F32] {
+                let got = input
+                    .to_dtype(dtype)
+                    .unwrap()
+                    .conv2d(&w.tensor(&dev).to_dtype(dtype).unwrap(), &conv)
+                    .unwrap();
+                assert_eq!(got.dtype(), dtype);
+                let tol = if dtype == DType::F16 { 2e-3 } else { 1e-4 };
+                let label = format!("case {case}, {what} input, {dtype}, cooperative {on}");
+                check(&got, &want, &dims, tol, &label);
+                let dropped = dev.info().dropped_kernels;
+                assert!(dropped.is_empty(), "{label}: {dropped:?}");
+            }
+        }
+    }
+}
+
 /// A GPU device of its own, for a profile no other test adds to.
 fn own_gpu() -> Option<Device> {
     common::own_gpu(webtensor::GpuOptions::default())

@@ -1,10 +1,12 @@
 //! The convolution kernel: `conv.wgsl` runs the matmul family's
-//! register-tiled kernel (`matmul/tiling.rs`) with a `b` operand that reads
-//! each patch element from the input where it lies (strided, padding
-//! implied), one batch per image and group; the output is written in NCHW
-//! order directly.
+//! register-tiled kernel (`matmul/tiling.rs`), or its cooperative-matrix
+//! kernel (`matmul/cooperative.rs`) where the device runs f16 products
+//! on them, with a `b` operand that reads each patch element from the
+//! input where it lies (strided, padding implied), one batch per image and
+//! group; the output is written in NCHW order directly.
 
 use crate::backend::ConvCall;
+use crate::backend::gpu::adapter_facts::AdapterFacts;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{
     buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
@@ -13,7 +15,7 @@ use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling, tile_of};
-use crate::backend::gpu::matmul::{PUT_WGSL, record_sliced};
+use crate::backend::gpu::matmul::{CoopTiling, PUT_WGSL, record_sliced};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use crate::backend::gpu::record::family_key;
 use crate::backend::gpu::storage::GpuStorage;
@@ -72,13 +74,40 @@ params_block! {
     }
 }
 
+/// The kernel a convolution runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ConvTile {
+    /// The matmul's register tile.
+    Registers(Tiling),
+    /// Cooperative matrices, the patches staged as their `b`.
+    Cooperative(CoopTiling),
+}
+
+impl ConvTile {
+    /// Output channels and pixels a workgroup covers.
+    fn block(self) -> [u32; 2] {
+        match self {
+            ConvTile::Registers(tiling) => [tiling.bm, tiling.bn],
+            ConvTile::Cooperative(tiling) => [tiling.block(); 2],
+        }
+    }
+
+    /// The matmul tile the self-check knows this kernel by.
+    pub fn tile(self) -> MatmulTile {
+        match self {
+            ConvTile::Registers(tiling) => tile_of(tiling),
+            ConvTile::Cooperative(_) => MatmulTile::Cooperative,
+        }
+    }
+}
+
 /// Everything that selects a distinct convolution pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ConvKey {
     /// f32 or f16.
     pub dtype: KernelType,
     pub native_f16: bool,
-    pub tiling: Tiling,
+    pub tiling: ConvTile,
     /// Testing only: every output is one too large (see
     /// `GpuOptions::sabotage_matmul`).
     pub sabotaged: bool,
@@ -94,9 +123,13 @@ family_key!(ConvKey, "webtensor conv", conv_source);
 pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
     let [bindings, access, acc] = operand_parts(key.dtype, key.native_f16);
     // conv.wgsl defines the patches' loader.
-    let kernel = key
-        .tiling
-        .wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Patches);
+    let kernel = match key.tiling {
+        ConvTile::Registers(tiling) => {
+            tiling.wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Patches)
+        }
+        ConvTile::Cooperative(tiling) => tiling.wgsl(),
+    };
+    let cooperative = matches!(key.tiling, ConvTile::Cooperative(_));
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
@@ -104,10 +137,15 @@ pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
         ("PUT", PUT_WGSL),
         ("KERNEL", kernel.as_str()),
     ];
-    let (f16, params) = (needs_f16(key.dtype, key.native_f16), ConvParams::wgsl());
-    let source = fill_kernel("conv kernel", CONV_WGSL, f16, &params, &slots)?;
-    Ok(match key.sabotaged {
+    let f16 = cooperative || needs_f16(key.dtype, key.native_f16);
+    let source = fill_kernel("conv kernel", CONV_WGSL, f16, &ConvParams::wgsl(), &slots)?;
+    let source = match key.sabotaged {
         true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
+        false => source,
+    };
+    // An `enable` comes before any declaration.
+    Ok(match cooperative {
+        true => format!("enable wgpu_cooperative_matrix;\n{source}"),
         false => source,
     })
 }
@@ -134,38 +172,50 @@ pub(super) fn operand_parts(dtype: KernelType, native: bool) -> [String; 3] {
     [bindings, access, acc]
 }
 
-/// The tile `call` runs on: the matmul's choice for its extents.
-pub(super) fn tiling_for(call: &ConvCall) -> Tiling {
+/// The kernel `call` runs on `facts`' device: cooperative matrices where
+/// the device runs products of its dtype on them (f16, and f32 under
+/// `MatmulPrecision::Fast`), else the matmul's choice of tile for its
+/// extents.
+pub(super) fn tiling_for(call: &ConvCall, facts: &AdapterFacts) -> ConvTile {
+    let cooperative = facts
+        .cooperative
+        .filter(|_| facts.cooperative_for(call.out.dtype))
+        .and_then(|f| CoopTiling::new(f, facts.subgroup_min_size, [Loads::Scalar; 2], [false; 2]));
+    if let Some(tiling) = cooperative {
+        return ConvTile::Cooperative(tiling.patches_b());
+    }
     let (x, o) = (call.input.layout.dims(), call.out.layout.dims());
     let batches = x[0] * call.groups;
-    Tiling::choose(MatmulTile::Auto, o[1] / call.groups, o[2] * o[3], batches)
+    ConvTile::Registers(Tiling::choose(
+        MatmulTile::Auto,
+        o[1] / call.groups,
+        o[2] * o[3],
+        batches,
+    ))
 }
 
 /// The workgroups along x (output pixels) and y (output channels) of
 /// `call` on `tiling`.
-fn grid(call: &ConvCall, tiling: Tiling) -> [usize; 2] {
+fn grid(call: &ConvCall, tiling: ConvTile) -> [usize; 2] {
     let o = call.out.layout.dims();
     let (m, n) = (o[1] / call.groups, o[2] * o[3]);
-    [
-        n.div_ceil(tiling.bn as usize),
-        m.div_ceil(tiling.bm as usize),
-    ]
+    let [bm, bn] = tiling.block();
+    [n.div_ceil(bn as usize), m.div_ceil(bm as usize)]
 }
 
 /// True when `call`'s tiles fit a grid of `max` workgroups per dimension
 /// (an image of more pixels than that many tiles is composed instead).
-pub(super) fn grid_fits(call: &ConvCall, tiling: Tiling, max: u32) -> bool {
+pub(super) fn grid_fits(call: &ConvCall, tiling: ConvTile, max: u32) -> bool {
     grid(call, tiling).iter().all(|&g| g <= max as usize)
 }
 
-/// Records `call`, whose output storage is `out`, on the kernel of
-/// `tiling`.
+/// Records `call`, whose output storage is `out`, on `tiling`.
 ///
 /// # Errors
 /// `Error::Gpu` when an operand is not on this GPU; `TooLarge` for more
 /// output tiles per axis than the device has workgroups per dimension, or
 /// an operand over one storage binding.
-pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Result<()> {
+pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: ConvTile) -> Result<()> {
     const OP: &str = "conv2d";
     let ctx = &out.ctx;
     let (weight_bound, weight) = Bound::view(OP, call.weight.clone(), false)?;
@@ -194,7 +244,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Resul
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
         tiling,
-        sabotaged: ctx.tuner.sabotaged() == Some(tile_of(tiling)),
+        sabotaged: ctx.tuner.sabotaged() == Some(tiling.tile()),
     };
     let block = ConvParams {
         m: m as u32,
@@ -249,10 +299,24 @@ mod tests {
     use crate::backend::gpu::kernel::prelude::tests::{FLOAT_STORAGES, validate};
     use crate::backend::gpu::matmul::tiling::ALL;
 
+    /// Every kernel a convolution runs: each register tile, and the
+    /// cooperative kernel of each fragment and of small and large
+    /// subgroups (f16 native only, as the device has it).
+    fn kernels(dtype: KernelType, native_f16: bool) -> Vec<ConvTile> {
+        let mut all: Vec<ConvTile> = ALL.into_iter().map(ConvTile::Registers).collect();
+        if native_f16 && matches!(dtype, KernelType::F16 | KernelType::F32) {
+            for (fragment, lanes) in [(8, 8), (8, 32), (16, 32), (16, 64)] {
+                let tiling = CoopTiling::new(fragment, lanes, [Loads::Scalar; 2], [false; 2]);
+                all.push(ConvTile::Cooperative(tiling.unwrap().patches_b()));
+            }
+        }
+        all
+    }
+
     #[test]
     fn every_conv_kernel_is_valid_wgsl_and_matches_its_params() {
-        for tiling in ALL {
-            for (dtype, native_f16) in FLOAT_STORAGES {
+        for (dtype, native_f16) in FLOAT_STORAGES {
+            for tiling in kernels(dtype, native_f16) {
                 let key = ConvKey {
                     dtype,
                     native_f16,
@@ -276,7 +340,7 @@ mod tests {
             let start = source.find(f).unwrap_or_else(|| panic!("{f}"));
             source[start..][..source[start..].find("\n}\n").unwrap()].to_string()
         };
-        for tiling in ALL {
+        for tiling in kernels(KernelType::F32, true) {
             let key = ConvKey {
                 dtype: KernelType::F32,
                 native_f16: true,
@@ -288,6 +352,15 @@ mod tests {
             for call in ["tap_of(", "pixel_of(", "b_at("] {
                 assert!(!product.contains(call), "{tiling:?}: {call}");
             }
+            let ConvTile::Registers(tiling) = tiling else {
+                // The cooperative kernel advances each of its patch rows'
+                // taps once a step.
+                assert!(
+                    product.contains("btp0 = advance(btp0, b_step);"),
+                    "{tiling:?}"
+                );
+                continue;
+            };
             assert!(
                 product.contains("tp0 = advance(tp0, b_step);"),
                 "{tiling:?}"

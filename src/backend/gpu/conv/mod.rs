@@ -40,11 +40,11 @@ pub(crate) fn conv(out: &GpuStorage, call: &ConvCall) -> Result<bool> {
         ));
     }
     let ctx = &out.ctx;
-    let (tiling, dtype) = (kernel::tiling_for(call), call.out.dtype);
+    let (tiling, dtype) = (kernel::tiling_for(call, &ctx.facts), call.out.dtype);
     if !kernel::grid_fits(call, tiling, ctx.facts.max_workgroups_per_dim) {
         return Ok(false);
     }
-    let variant = MatmulVariant::Conv(tile_of(tiling));
+    let variant = MatmulVariant::Conv(tiling.tile());
     #[cfg(not(target_arch = "wasm32"))]
     let verdict = verdict_with(
         ctx,

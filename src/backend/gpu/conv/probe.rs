@@ -8,13 +8,13 @@
 //! images in two groups, a stride, a dilation and padding on one axis
 //! each, an input read through a permuted (NHWC) view, an output wider
 //! than the largest tile, output channels past 64 a group, and a k
-//! (channels x taps) that is not a multiple of any tile's k step. Its
+//! (channels x taps) past every kernel's k step and a multiple of none. Its
 //! values are small integers, exact in f16.
 
+use super::kernel::ConvTile;
 use super::kernel::record;
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul::probe::{read, upload};
-use crate::backend::gpu::matmul::tiling::Tiling;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{ConvCall, Storage, StorageRef, TensorRef};
 use crate::dtype::KernelType;
@@ -24,12 +24,14 @@ use std::sync::Arc;
 
 const OP: &str = "conv2d (self-check)";
 
-/// The probe: input `[2, 4, 9, 40]`, weights `[132, 2, 3, 2]` in 2 groups
-/// (66 output channels each: past 64, a tile's rows beyond the first 64,
-/// as the 128-row tiles' second half), stride (2, 1), padding (1, 0),
-/// dilation (1, 2).
-const INPUT: [usize; 4] = [2, 4, 9, 40];
-const WEIGHT: [usize; 4] = [132, 2, 3, 2];
+/// The probe: input `[2, 12, 9, 40]`, weights `[132, 6, 3, 2]` in 2
+/// groups (66 output channels each: past 64, a tile's rows beyond the
+/// first 64, as the 128-row tiles' second half; k = 36, past every
+/// kernel's k step, the cooperative kernel's 32 included, so taps
+/// advance), stride (2, 1), padding (1, 0), dilation (1, 2). Sums stay
+/// within 36 x 6 = 216: exact in bf16.
+const INPUT: [usize; 4] = [2, 12, 9, 40];
+const WEIGHT: [usize; 4] = [132, 6, 3, 2];
 const GROUPS: usize = 2;
 const STRIDE: [usize; 2] = [2, 1];
 const PAD: [usize; 2] = [1, 0];
@@ -59,13 +61,13 @@ pub(super) fn fits(ctx: &GpuContext, dtype: KernelType) -> bool {
     (largest * dtype.dtype().size_in_bytes()) as u64 <= ctx.facts.max_storage_binding
 }
 
-/// True when the kernel of `tiling` computes the probe right.
+/// True when `tiling` computes the probe right.
 ///
 /// # Errors
 /// Failures of the uploads, the dispatch or the readback.
 pub(super) fn answers_right(
     ctx: &Arc<GpuContext>,
-    tiling: Tiling,
+    tiling: ConvTile,
     dtype: KernelType,
 ) -> Result<bool> {
     let geometry = ProbeGeometry {

@@ -75,10 +75,24 @@ pub(crate) struct CoopTiling {
     /// else along its columns (a's k, b's n): the axis of smaller stride,
     /// the one of the vec4 loads where they are.
     pub rows_fast: [bool; 2],
-    /// `b` is no matrix but the caller's `b_at(base, r, c)`, its element
-    /// (k = r, n = c) or zero outside it (a quantized weight decoded as
-    /// it is staged: `quant/tiled.rs`).
-    pub b_decoded: bool,
+    /// Where `b` comes from.
+    pub b: CoopB,
+}
+
+/// Where the cooperative kernel's `b` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CoopB {
+    /// A matrix read through its strides (`load_b`).
+    Matrix,
+    /// The caller's `b_at(base, r, c)`: element (k = r, n = c), zero
+    /// outside (a quantized weight decoded as it is staged:
+    /// `quant/tiled.rs`).
+    Decoded,
+    /// A convolution's patches (`conv/conv.wgsl`): the caller's
+    /// `pixel_of(c)`, `tap_of(r)`, `advance(tap, step)` and `b_tap(base,
+    /// r, pixel, tap)`. Each thread finds its pixels and first taps once
+    /// and advances its taps by the k step: no division in the loop.
+    Patches,
 }
 
 /// One operand's part of a step: `rows` x `cols` staged with `pitch`
@@ -122,7 +136,7 @@ impl CoopTiling {
             lanes,
             loads,
             rows_fast,
-            b_decoded: false,
+            b: CoopB::Matrix,
         })
     }
 
@@ -132,7 +146,18 @@ impl CoopTiling {
         CoopTiling {
             loads: [self.loads[0], Loads::Scalar],
             rows_fast: [self.rows_fast[0], true],
-            b_decoded: true,
+            b: CoopB::Decoded,
+            ..self
+        }
+    }
+
+    /// This kernel with `b` a convolution's patches, along its columns
+    /// (output pixels) fastest: neighbouring pixels' inputs.
+    pub fn patches_b(self) -> Self {
+        CoopTiling {
+            loads: [self.loads[0], Loads::Scalar],
+            rows_fast: [self.rows_fast[0], false],
+            b: CoopB::Patches,
             ..self
         }
     }
@@ -311,9 +336,67 @@ impl CoopTiling {
         w
     }
 
-    /// True when `s` is `b` read through the caller's `b_at`.
-    fn decoded(self, s: &Staging) -> bool {
-        self.b_decoded && s.name == "b"
+    /// Where operand `s` comes from (`a` is always a matrix).
+    fn source(self, s: &Staging) -> CoopB {
+        match s.name {
+            "b" => self.b,
+            _ => CoopB::Matrix,
+        }
+    }
+
+    /// The distinct row and column offsets of a thread's loads of `s`
+    /// from its first element, and each load's pair of indices into them.
+    fn offset_grid(self, s: &Staging) -> (Vec<u32>, Vec<u32>, Vec<(usize, usize)>) {
+        let (mut rows, mut cols) = (Vec::new(), Vec::new());
+        let mut at = Vec::new();
+        for e in 0..self.loads_per_thread(s) {
+            let (dr, dc) = self.offset_of(s, e);
+            let index = |list: &mut Vec<u32>, v: u32| match list.iter().position(|&x| x == v) {
+                Some(i) => i,
+                None => {
+                    list.push(v);
+                    list.len() - 1
+                }
+            };
+            at.push((index(&mut rows, dr), index(&mut cols, dc)));
+        }
+        (rows, cols, at)
+    }
+
+    /// A patch-reading `b`'s start: each of the thread's pixels
+    /// (`bpx{j}`), each of its patch rows' first taps (`btp{i}`), and the
+    /// taps' advance per k step.
+    fn patch_start(self, s: &Staging) -> String {
+        let (rows, cols, _) = self.offset_grid(s);
+        let mut w = String::from("    let b_step = tap_of(BK);\n");
+        for (j, dc) in cols.iter().enumerate() {
+            let _ = writeln!(w, "    let bpx{j} = pixel_of(col0 + b_c + {dc}u);");
+        }
+        for (i, dr) in rows.iter().enumerate() {
+            let _ = writeln!(w, "    var btp{i} = tap_of(params.k_start + b_r + {dr}u);");
+        }
+        w
+    }
+
+    /// Reads the thread's patch elements of `s` at the step starting at
+    /// `k`, after the prologue's (`declare`) advancing its taps one step.
+    fn fetch_patches(self, s: &Staging, k: &str, indent: &str, declare: bool) -> String {
+        let (rows, _, at) = self.offset_grid(s);
+        let mut w = String::new();
+        if !declare {
+            for i in 0..rows.len() {
+                let _ = writeln!(w, "{indent}btp{i} = advance(btp{i}, b_step);");
+            }
+        }
+        for (e, &(i, j)) in at.iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "{indent}{decl}rb{e} = f16(b_tap(bases[1], {k} + b_r + {dr}u, bpx{j}, btp{i}));",
+                decl = if declare { "var " } else { "" },
+                dr = rows[i],
+            );
+        }
+        w
     }
 
     /// Loads of operand `s` a thread makes per step.
@@ -347,9 +430,10 @@ impl CoopTiling {
             _ => (format!("{name}_r"), format!("col0 + {name}_c")),
         };
         let base = if name == "a" { 0 } else { 1 };
-        let at = match self.decoded(s) {
-            true => String::new(),
-            false => format!(
+        let at = match self.source(s) {
+            CoopB::Decoded => String::new(),
+            CoopB::Patches => self.patch_start(s),
+            CoopB::Matrix => format!(
                 "    let {name}_at = bases[{base}] + i32({row}) * params.{name}_rs + i32({col}) * params.{name}_cs;\n"
             ),
         };
@@ -379,7 +463,10 @@ impl CoopTiling {
             1 => ("f16", format!("load_{name}(p)")),
             _ => ("vec4<f16>", format!("{name}[p / 4u]")),
         };
-        if self.decoded(s) {
+        if self.source(s) == CoopB::Patches {
+            return self.fetch_patches(s, k, indent, declare);
+        }
+        if self.source(s) == CoopB::Decoded {
             for e in 0..self.loads_per_thread(s) {
                 let (dr, dc) = self.offset_of(s, e);
                 let _ = writeln!(
