@@ -655,29 +655,43 @@ fn quantized_prefill(o: &Options, dev: &Device) -> Result<bool> {
     };
     let flops = 2.0 * (m * n * k) as f64;
     let mut ok = true;
-    let x = Tensor::rand([m, k], DType::F32, 43, dev)?.sub_scalar(0.5)?;
-    let head = x.narrow(0, 0, 8)?.to_device(&cpu)?;
-    for (ty, name) in [
-        (GgmlType::Q4_0, "qmatmul_q4_0_512x14336x4096"),
-        (GgmlType::Q4_K, "qmatmul_q4_K_512x14336x4096"),
+    // `_fast`: on a device whose f32 products may round to f16, so that
+    // they run on cooperative matrices where it has them.
+    let fast = Device::gpu_with(GpuOptions {
+        matmul_precision: Some(MatmulPrecision::Fast),
+        ..Default::default()
+    })?;
+    let head = Tensor::rand([m, k], DType::F32, 43, &cpu)?.sub_scalar(0.5)?;
+    for (ty, name, on, tolerance) in [
+        (GgmlType::Q4_0, "qmatmul_q4_0_512x14336x4096", dev, 1e-3),
+        (GgmlType::Q4_K, "qmatmul_q4_K_512x14336x4096", dev, 1e-3),
+        (
+            GgmlType::Q4_K,
+            "qmatmul_q4_K_512x14336x4096_fast",
+            &fast,
+            1e-2,
+        ),
     ] {
         if !o.wants(name) {
             continue;
         }
+        let x = head.to_device(on)?;
         let bytes = weight_blocks(ty, n, k)?;
-        let w = QTensor::from_blocks(ty, [n, k], &bytes, dev)?;
-        let want = head.qmatmul(&QTensor::from_blocks(ty, [n, k], &bytes, &cpu)?)?;
+        let w = QTensor::from_blocks(ty, [n, k], &bytes, on)?;
+        let cpu_w = QTensor::from_blocks(ty, [n, k], &bytes, &cpu)?;
+        let want = head.narrow(0, 0, 8)?.qmatmul(&cpu_w)?;
         let got = x.qmatmul(&w)?.narrow(0, 0, 8)?.to_device(&cpu)?;
         let error = max_error(&got, &want)?;
-        if error > 1e-3 {
-            println!("{name:<22} CHECK FAILED: largest relative error {error:e} (tolerance 1e-3)");
+        if error > tolerance {
+            println!(
+                "{name:<22} CHECK FAILED: largest relative error {error:e} (tolerance {tolerance:e})"
+            );
             ok = false;
         }
-        let t = time(dev, o.runs, || {
-            x.qmatmul(&w).and_then(|out| synced(dev, out))
-        })?;
+        let t = time(on, o.runs, || x.qmatmul(&w).and_then(|out| synced(on, out)))?;
         row(name, t, gflops(flops, t.1));
     }
+    let x = head.to_device(dev)?;
     if o.wants("matmul_f16_512x14336x4096") {
         let name = "matmul_f16_512x14336x4096";
         let w = Tensor::rand([n, k], DType::F16, 44, dev)?;
@@ -805,6 +819,20 @@ fn images(o: &Options, dev: &Device) -> Result<bool> {
         })?;
         let flops = 2.0 * elements * 64.0 * 9.0;
         row("conv2d_resnet", t, gflops(flops, t.1));
+    }
+    if o.wants("conv2d_resnet_f16") {
+        // On cooperative matrices where the device has them.
+        let x16 = x.to_dtype(DType::F16)?;
+        let w = Tensor::randn([64, 64, 3, 3], DType::F16, 18, dev)?;
+        let conv = || Conv::new().padding(1);
+        ok &= check("conv2d_resnet_f16", 1e-2, &[&x16, &w], |t| {
+            t[0].conv2d(&t[1], &conv())
+        })?;
+        let t = time(dev, o.runs, || {
+            x16.conv2d(&w, &conv()).and_then(|out| synced(dev, out))
+        })?;
+        let flops = 2.0 * elements * 64.0 * 9.0;
+        row("conv2d_resnet_f16", t, gflops(flops, t.1));
     }
     if o.wants("conv_transpose2d") {
         // A decoder's upsampling (DCGAN's, U-Net's): 4x4, stride 2,
@@ -986,14 +1014,27 @@ fn matmuls(o: &Options, dev: &Device) -> Result<bool> {
         })?;
         row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
     }
-    if big > 0 && o.wants(&format!("matmul_{big}_f16")) {
-        let name = format!("matmul_{big}_f16");
-        let a = Tensor::rand([big, big], DType::F16, 14, dev)?;
-        let b = Tensor::rand([big, big], DType::F16, 15, dev)?;
-        ok &= check(&name, 1e-2, &[&a, &b], mm)?;
+    // 16-bit products as the PyTorch peer times them: f16 at the largest
+    // size, 2048 and 1024, and bf16 at the largest, each on the tile the
+    // device chooses (cooperative matrices where autotuning finds them
+    // faster).
+    let sixteen = [
+        (big, DType::F16),
+        (2048, DType::F16),
+        (1024, DType::F16),
+        (big, DType::BF16),
+    ];
+    for (n, dtype) in sixteen {
+        let name = format!("matmul_{n}_{dtype}");
+        if big == 0 || n > big || !o.wants(&name) {
+            continue;
+        }
+        let a = Tensor::rand([n, n], dtype, 14, dev)?;
+        let b = Tensor::rand([n, n], dtype, 15, dev)?;
+        ok &= check(&name, 2e-2, &[&a, &b], mm)?;
         let inputs = [a, b];
         let t = time(dev, runs, || mm(&inputs).and_then(|out| synced(dev, out)))?;
-        row(&name, t, gflops(2.0 * (big as f64).powi(3), t.1));
+        row(&name, t, gflops(2.0 * (n as f64).powi(3), t.1));
     }
     // The largest square product and a mid-size one (1024, 128 with
     // --small) with each register tile fixed (what autotuning chooses
