@@ -1,7 +1,8 @@
 //! GPU matrix products: `matmul.wgsl` specialised per dtype and kernel
 //! (`tiling.rs`: register-tiled kernels and the choice among them;
 //! `subgroup.rs`: teams of subgroup lanes sharing `a` by shuffles;
-//! `small.rs`: one thread per output; `gemv.rs`: matrix-vector) and
+//! `small.rs`: one thread per output; `gemv.rs`: matrix-vector;
+//! `cooperative.rs`: cooperative matrices, tensor cores) and
 //! recorded as kernel commands, one per 65535 batches and slice of k.
 
 mod autotune;

@@ -5,8 +5,10 @@
 //! taking the row's 32-element chunks in turn, each chunk decoded once for
 //! every activation row, summed in f32; a product of more rows (a
 //! prompt's) runs the matmul's register-tiled kernel on the weight decoded
-//! into its tiles (`tiled.rs`); a dequantization a thread per chunk. One
-//! dispatch each (the tiled one per slice of k).
+//! into its tiles (`tiled.rs`), or its cooperative-matrix kernel where the
+//! device has them and f32 products may round to f16
+//! (`MatmulPrecision::Fast`); a dequantization a thread per chunk. One
+//! dispatch each (the tiled ones per slice of k).
 
 mod decode;
 mod probe;

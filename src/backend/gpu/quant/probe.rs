@@ -5,10 +5,12 @@
 //! or drops one is caught, starting at byte 3 of their buffer (a block's
 //! f16 scale then straddles two words); products of [`PRODUCT_ROWS`]
 //! integer activation rows (every decoding kernel's row count) and of
-//! [`TILED`] (the tiled kernel, on each of its tiles), and a
-//! dequantization, each compared with the host's decoders (bit for bit
-//! gguf-py's) for equality: every sum is a multiple of 1/2 below 2^23,
-//! exact in f32 in any order. They wait on the queue: native only.
+//! [`TILED`] (the tiled kernel, on each of its tiles, and the
+//! cooperative one where products run on it), and a dequantization, each
+//! compared with the host's decoders (bit for bit gguf-py's) for equality:
+//! every sum is a multiple of 1/2 below 2^23, exact in f32 in any order
+//! (the cooperative kernel's against the decoded values rounded to f16,
+//! as it rounds them). They wait on the queue: native only.
 
 use crate::backend::gpu::context::GpuContext;
 use crate::quant::GgmlType;

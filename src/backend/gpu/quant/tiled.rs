@@ -5,6 +5,9 @@
 //! workgroup memory. Each step of k decodes a `bk` x `bn` piece of the
 //! weight once for the block's `bm` rows; no f32 copy of the weight is
 //! ever written to memory. One dispatch per slice of k (the loop budget).
+//! The cooperative-matrix kernel (`matmul/cooperative.rs`) takes the same
+//! `b_at` as its decoded `b`, under `MatmulPrecision::Fast` (its values
+//! rounded to f16).
 
 use super::{QuantKernel, QuantKey};
 use crate::backend::QuantCall;
