@@ -69,8 +69,12 @@ pub enum MatmulPrecision {
     /// Where the device has cooperative matrices, f32 operands may be
     /// rounded to f16 and multiplied on them, accumulating in f32
     /// (PyTorch's `allow_tf32`, with f16's 11-bit significand): several
-    /// times faster, about three decimal digits per operand. f16 products
-    /// use cooperative matrices either way.
+    /// times faster, about three decimal digits per operand. Unlike TF32
+    /// it also has f16's range: an operand beyond ±65,504 becomes
+    /// infinite, and one below 6.1e-5 in magnitude keeps fewer digits. The
+    /// same holds for f32 convolutions and for quantized products of many
+    /// rows (their activations). f16 products use cooperative matrices
+    /// either way.
     Fast,
 }
 

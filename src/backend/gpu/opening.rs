@@ -169,7 +169,11 @@ pub(super) fn use_subgroups(options: &GpuOptions, features: wgpu::Features) -> b
 /// checked by the caller): 16 where the adapter lists 16 x 16 x 16
 /// products of f16 into f32, else 8 where it lists 8 x 8 x 8 ones, with
 /// subgroups on and of one size the kernel takes, and room for the
-/// kernel's workgroup memory.
+/// kernel's workgroup memory. The kernel also takes its `4 S` threads to
+/// fill four subgroups, which Vulkan promises only when a pipeline asks
+/// for full subgroups (wgpu does not ask): the drivers that list these
+/// shapes fill them, and the self-check's probe would drop a kernel run
+/// on partial ones.
 pub(super) fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) -> Option<u32> {
     let wanted = options
         .cooperative_matrix

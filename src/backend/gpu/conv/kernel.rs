@@ -353,10 +353,14 @@ mod tests {
                 assert!(!product.contains(call), "{tiling:?}: {call}");
             }
             let ConvTile::Registers(tiling) = tiling else {
-                // The cooperative kernel advances each of its patch rows'
-                // taps once a step.
+                // The cooperative kernel advances its first patch row's tap
+                // once a step, and the tap from row to row.
                 assert!(
-                    product.contains("btp0 = advance(btp0, b_step);"),
+                    product.contains("btp = advance(btp, b_step);"),
+                    "{tiling:?}"
+                );
+                assert!(
+                    product.contains("bt = advance(bt, b_row_step);"),
                     "{tiling:?}"
                 );
                 continue;

@@ -37,10 +37,12 @@
 //!
 //! The operands' values are rounded to f16 on the way in: f16 operands
 //! are exact, f32 ones are computed this way only under
-//! `MatmulPrecision::Fast` (as PyTorch's TF32 switch), never by default.
+//! `MatmulPrecision::Fast` (as PyTorch's TF32 switch, but with f16's
+//! range: past ±65,504 an operand is infinite), never by default.
 //!
 //! Subgroups are told apart by the `subgroup_id` builtin, so the kernel
-//! needs subgroups of one fixed size (`S`, from 8 to 64) that the
+//! needs subgroups of one fixed size (`S`, from 8 to 64, at least 32 on
+//! 16 x 16 fragments so that a lane's accumulators stay in registers) that the
 //! workgroup's `4 S` threads fill. wgpu does not check a shader's
 //! fragment shape against what the driver lists (the device checks the
 //! list before choosing this kernel, see `opening.rs`), and drivers have
@@ -60,12 +62,16 @@ const FRAGMENTS: u32 = 4;
 /// stay aligned for `coopLoadT`, and a row's banks shift).
 const PAD: u32 = 8;
 
+/// Floats each row of the outputs' area is padded by (16 bytes, as `PAD`).
+const PAD_C: u32 = 4;
+
 /// The cooperative kernel of a device and a product's layouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct CoopTiling {
     /// `F`: the device's products are `F` x `F` x `F` (8 or 16).
     pub fragment: u32,
-    /// `S`: lanes per subgroup (8 to 64, a power of two).
+    /// `S`: lanes per subgroup (8 to 64, a power of two; 32 or more on
+    /// 16 x 16 fragments).
     pub lanes: u32,
     /// How each operand (`a`, `b`) is read: four elements a load along
     /// the axis of stride 1 where it is aligned (the buffer bound as
@@ -131,7 +137,11 @@ impl CoopTiling {
             Loads::VecCols => false,
             Loads::Scalar => smaller_stride_rows[i],
         });
-        (matches!(fragment, 8 | 16) && matches!(lanes, 8 | 16 | 32 | 64)).then_some(CoopTiling {
+        // A lane holds 16 accumulator fragments' share: F^2 / S floats
+        // each, at most 8 (a subgroup of 8 lanes on 16 x 16 fragments would
+        // hold 512 registers of them).
+        let shape = matches!(fragment, 8 | 16) && matches!(lanes, 8 | 16 | 32 | 64);
+        (shape && lanes * 8 >= fragment * fragment).then_some(CoopTiling {
             fragment,
             lanes,
             loads,
@@ -186,7 +196,13 @@ impl CoopTiling {
     pub fn workgroup_bytes(self) -> u32 {
         let (block, bk) = (self.block(), self.bk());
         let staged = block * (bk + PAD) + bk * (block + PAD);
-        2 * staged + 4 * SUBGROUPS * self.fragment * self.quarter()
+        2 * staged + 4 * self.outputs_area()
+    }
+
+    /// Floats of the area the subgroups' fragments go out through: a row
+    /// of fragments each, rows padded.
+    fn outputs_area(self) -> u32 {
+        SUBGROUPS * self.fragment * (self.quarter() + PAD_C)
     }
 
     /// The staging of `a` (block rows by k) and `b` (k by block columns).
@@ -229,6 +245,7 @@ impl CoopTiling {
              const LANES: u32 = {lanes}u;\n\
              const PITCH_A: u32 = {pa}u;\n\
              const PITCH_B: u32 = {pb}u;\n\
+             const PITCH_C: u32 = {pc}u;\n\
              // The step's rows of a (BLOCK x BK) and of b (BK x BLOCK),\n\
              // row-major with padded rows, and a row of each subgroup's\n\
              // fragments on their way out.\n\
@@ -254,9 +271,10 @@ impl CoopTiling {
             lanes = self.lanes,
             pa = stagings[0].pitch,
             pb = stagings[1].pitch,
+            pc = self.quarter() + PAD_C,
             size_a = stagings[0].rows * stagings[0].pitch,
             size_b = stagings[1].rows * stagings[1].pitch,
-            size_c = SUBGROUPS * f * self.quarter(),
+            size_c = self.outputs_area(),
             threads = self.threads(),
         );
         for s in &stagings {
@@ -312,12 +330,12 @@ impl CoopTiling {
             w.push_str("        }\n");
         }
         w.push_str("    }\n    let out_at = sg * ");
-        let _ = writeln!(w, "{}u;", f * self.quarter());
+        let _ = writeln!(w, "{}u;", f * (self.quarter() + PAD_C));
         for i in 0..FRAGMENTS {
             for j in 0..FRAGMENTS {
                 let _ = writeln!(
                     w,
-                    "    coopStoreT(c{i}_{j}, &tile_c[out_at + {c}u], QUARTER);",
+                    "    coopStoreT(c{i}_{j}, &tile_c[out_at + {c}u], PITCH_C);",
                     c = j * f,
                 );
             }
@@ -325,7 +343,9 @@ impl CoopTiling {
                 w,
                 "    workgroupBarrier();\n    \
                  for (var e = lane; e < {n}u; e += LANES) {{\n        \
-                 put(bases[2], row0 + qr + {r}u + e / QUARTER, col0 + qc + e % QUARTER, Acc(tile_c[out_at + e]));\n    \
+                 let r = e / QUARTER;\n        \
+                 let c = e % QUARTER;\n        \
+                 put(bases[2], row0 + qr + {r}u + r, col0 + qc + c, Acc(tile_c[out_at + r * PITCH_C + c]));\n    \
                  }}\n    \
                  workgroupBarrier();\n",
                 n = f * self.quarter(),
@@ -363,35 +383,56 @@ impl CoopTiling {
         (rows, cols, at)
     }
 
+    /// The step between a thread's consecutive patch rows of `s` (the
+    /// rows it loads are `b_r`, `b_r + step`, ... in the order of its
+    /// loads, each for one or more consecutive loads).
+    fn patch_row_step(self, s: &Staging) -> u32 {
+        let (rows, _, _) = self.offset_grid(s);
+        let step = rows.get(1).copied().unwrap_or(1);
+        debug_assert!(rows.iter().enumerate().all(|(i, &r)| r == i as u32 * step));
+        step
+    }
+
     /// A patch-reading `b`'s start: each of the thread's pixels
-    /// (`bpx{j}`), each of its patch rows' first taps (`btp{i}`), and the
-    /// taps' advance per k step.
+    /// (`bpx{j}`), the tap of its first patch row (`btp`), and the taps'
+    /// advances per k step and from one of its rows to the next. Two
+    /// taps are live, whatever the loads (a tap per row would take 32
+    /// registers' triples on 16 x 16 fragments).
     fn patch_start(self, s: &Staging) -> String {
-        let (rows, cols, _) = self.offset_grid(s);
-        let mut w = String::from("    let b_step = tap_of(BK);\n");
+        let (_, cols, _) = self.offset_grid(s);
+        let mut w = format!(
+            "    let b_step = tap_of(BK);\n    \
+             let b_row_step = tap_of({}u);\n    \
+             var btp = tap_of(params.k_start + b_r);\n    \
+             var bt = btp;\n",
+            self.patch_row_step(s)
+        );
         for (j, dc) in cols.iter().enumerate() {
             let _ = writeln!(w, "    let bpx{j} = pixel_of(col0 + b_c + {dc}u);");
-        }
-        for (i, dr) in rows.iter().enumerate() {
-            let _ = writeln!(w, "    var btp{i} = tap_of(params.k_start + b_r + {dr}u);");
         }
         w
     }
 
     /// Reads the thread's patch elements of `s` at the step starting at
-    /// `k`, after the prologue's (`declare`) advancing its taps one step.
+    /// `k`, after the prologue's (`declare`) advancing its first tap one
+    /// step, and its tap row by row through the loads.
     fn fetch_patches(self, s: &Staging, k: &str, indent: &str, declare: bool) -> String {
         let (rows, _, at) = self.offset_grid(s);
         let mut w = String::new();
         if !declare {
-            for i in 0..rows.len() {
-                let _ = writeln!(w, "{indent}btp{i} = advance(btp{i}, b_step);");
-            }
+            let _ = writeln!(w, "{indent}btp = advance(btp, b_step);");
         }
+        let _ = writeln!(w, "{indent}bt = btp;");
+        let mut row = 0;
         for (e, &(i, j)) in at.iter().enumerate() {
+            if i != row {
+                debug_assert_eq!(i, row + 1);
+                let _ = writeln!(w, "{indent}bt = advance(bt, b_row_step);");
+                row = i;
+            }
             let _ = writeln!(
                 w,
-                "{indent}{decl}rb{e} = f16(b_tap(bases[1], {k} + b_r + {dr}u, bpx{j}, btp{i}));",
+                "{indent}{decl}rb{e} = f16(b_tap(bases[1], {k} + b_r + {dr}u, bpx{j}, bt));",
                 decl = if declare { "var " } else { "" },
                 dr = rows[i],
             );

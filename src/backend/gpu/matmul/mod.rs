@@ -668,7 +668,8 @@ mod tests {
                 }
             }
         }
-        assert_eq!(all.len(), 128);
+        // Four subgroup sizes on 8 x 8 fragments, two on 16 x 16.
+        assert_eq!(all.len(), 6 * 16);
         all
     }
 

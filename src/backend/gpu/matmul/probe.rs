@@ -130,8 +130,9 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
     let shapes: &[[usize; 2]] = match variant {
         MatmulVariant::Tile(MatmulTile::Large) => &[[131, 133]],
         MatmulVariant::Tile(MatmulTile::Medium | MatmulTile::Subgroup) => &[[67, 69]],
-        // Past its 128 x 128 block (64 x 64 on 8 x 8 fragments).
-        MatmulVariant::Tile(MatmulTile::Cooperative) => &[[131, 133]],
+        // Past its 128 x 128 block (64 x 64 on 8 x 8 fragments), with odd
+        // extents (element loads) and multiples of four (vec4 loads).
+        MatmulVariant::Tile(MatmulTile::Cooperative) => &[[131, 133], [132, 136]],
         MatmulVariant::Tile(MatmulTile::Small) => &[[35, 37]],
         // Odd extents (element loads), and multiples of four (the vec4
         // loads: two of b a thread in the wide tile, a's down its column
