@@ -1118,16 +1118,9 @@ fn the_implicit_gemm_advances_taps_past_the_tile_depth() {
 /// the input through channels-last, reversed and stepped views.
 #[test]
 fn cooperative_convolutions_equal_the_definition() {
-    let Some(dev) = common::own_gpu(webtensor::GpuOptions {
-        matmul_precision: Some(webtensor::MatmulPrecision::Fast),
-        ..Default::default()
-    }) else {
+    let Some((dev, on)) = common::fast_gpu(None) else {
         return;
     };
-    let on = dev.info().cooperative_matrix;
-    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
-        assert!(on, "cooperative matrices required: {}", dev.info());
-    }
     let setting = |stride: usize, pad: usize, dilation: usize, groups: usize| Setting {
         stride: [stride; 2],
         pad: [(pad, pad); 2],

@@ -844,20 +844,15 @@ fn no_kernel_of_this_device_is_dropped() {
 /// makes a device without cooperative matrices a failure.
 #[test]
 fn cooperative_products_match_the_cpu_on_every_layout() {
-    use webtensor::{GpuOptions, MatmulPrecision, MatmulTile};
-    let Some(gpu) = common::own_gpu(GpuOptions {
-        matmul_precision: Some(MatmulPrecision::Fast),
-        matmul_tile: Some(MatmulTile::Cooperative),
-        ..Default::default()
-    }) else {
+    let Some((gpu, on)) = common::fast_gpu(Some(webtensor::MatmulTile::Cooperative)) else {
         return;
     };
     let info = gpu.info();
-    assert_eq!(info.matmul_precision, MatmulPrecision::Fast, "{info}");
-    let on = info.cooperative_matrix;
-    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
-        assert!(on, "cooperative matrices required: {info}");
-    }
+    assert_eq!(
+        info.matmul_precision,
+        webtensor::MatmulPrecision::Fast,
+        "{info}"
+    );
     assert!(info.to_string().contains(if on {
         "cooperative matrices on"
     } else {
@@ -980,12 +975,7 @@ fn cooperative_products_match_the_cpu_on_every_layout() {
 /// out of turn changes some output.
 #[test]
 fn cooperative_products_are_exact_every_time() {
-    use webtensor::{GpuOptions, MatmulPrecision, MatmulTile};
-    let Some(gpu) = common::own_gpu(GpuOptions {
-        matmul_precision: Some(MatmulPrecision::Fast),
-        matmul_tile: Some(MatmulTile::Cooperative),
-        ..Default::default()
-    }) else {
+    let Some((gpu, _)) = common::fast_gpu(Some(webtensor::MatmulTile::Cooperative)) else {
         return;
     };
     let cpu = Device::cpu();
@@ -1009,6 +999,40 @@ fn cooperative_products_are_exact_every_time() {
             "round {round}: {wrong} outputs differ ({})",
             gpu.info()
         );
+    }
+    assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
+}
+
+/// A cooperative product in a captured step replays: the step writes
+/// `a @ b` (f16) into a tensor, runs, `a` is doubled, and it runs again.
+/// The kernel's probe runs before the capture (a captured step cannot
+/// submit one).
+#[test]
+fn cooperative_products_replay_from_a_captured_step() {
+    let Some((gpu, on)) = common::fast_gpu(Some(webtensor::MatmulTile::Cooperative)) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let (m, k, n) = (70, 40, 130);
+    let half = |len, seed, dims: [usize; 2]| {
+        let t = Tensor::from_vec(noise(len, seed), dims, &cpu).unwrap();
+        t.to_dtype(DType::F16).unwrap()
+    };
+    let (a, b) = (half(m * k, 31, [m, k]), half(k * n, 32, [k, n]));
+    let want = read_f32(&a.matmul(&b).unwrap());
+    let (ag, bg) = (a.to_device(&gpu).unwrap(), b.to_device(&gpu).unwrap());
+    assert_close(&read_f32(&ag.matmul(&bg).unwrap()), &want, 2e-3, "eager");
+    let out = Tensor::zeros([m, n], DType::F16, &gpu).unwrap();
+    let (a2, b2, o2) = (ag.clone(), bg.clone(), out.clone());
+    let mut graph = gpu.capture(move || o2.assign(&a2.matmul(&b2)?)).unwrap();
+    for scale in [1.0, 2.0] {
+        if scale > 1.0 {
+            ag.mul_scalar_(2.0).unwrap();
+        }
+        graph.run().unwrap();
+        let want: Vec<f32> = want.iter().map(|v| v * scale).collect();
+        let what = format!("replayed, a times {scale}, cooperative {on}");
+        assert_close(&read_f32(&out), &want, 2e-3, &what);
     }
     assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
 }

@@ -377,16 +377,9 @@ fn tiled_products_cross_the_large_tile_and_slices_of_k() {
 /// the kernel passed its probe (exact small integers).
 #[test]
 fn cooperative_products_of_every_type_match_float64_under_fast_precision() {
-    let Some(dev) = common::own_gpu(GpuOptions {
-        matmul_precision: Some(webtensor::MatmulPrecision::Fast),
-        ..Default::default()
-    }) else {
+    let Some((dev, on)) = common::fast_gpu(None) else {
         return;
     };
-    let on = dev.info().cooperative_matrix;
-    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
-        assert!(on, "cooperative matrices required: {}", dev.info());
-    }
     let rel = if on { 2e-3 } else { 1e-5 };
     for t in TYPES {
         let block = t.block_size() as usize;

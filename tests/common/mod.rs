@@ -56,6 +56,23 @@ pub fn own_gpu(options: GpuOptions) -> Option<Device> {
     open(options)
 }
 
+/// A GPU device of its own whose f32 products may round to f16
+/// (`MatmulPrecision::Fast`), its matmuls on `tile` when given, and
+/// whether it has cooperative matrices. `WEBTENSOR_REQUIRE_COOPERATIVE=1`
+/// (`scripts/cooperative-tests`) makes a device without them a failure.
+pub fn fast_gpu(tile: Option<webtensor::MatmulTile>) -> Option<(Device, bool)> {
+    let dev = open(GpuOptions {
+        matmul_precision: Some(webtensor::MatmulPrecision::Fast),
+        matmul_tile: tile,
+        ..Default::default()
+    })?;
+    let on = dev.info().cooperative_matrix;
+    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
+        assert!(on, "cooperative matrices required: {}", dev.info());
+    }
+    Some((dev, on))
+}
+
 /// The shared GPU device (native f16 where the adapter has it).
 pub fn gpu() -> Option<Device> {
     static GPU: OnceLock<Option<Device>> = OnceLock::new();
