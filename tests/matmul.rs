@@ -1037,6 +1037,41 @@ fn cooperative_products_replay_from_a_captured_step() {
     assert!(gpu.info().dropped_kernels.is_empty(), "{}", gpu.info());
 }
 
+/// A cooperative kernel made wrong on purpose is dropped and named, on a
+/// device that has cooperative matrices, and its products go to another
+/// kernel: results stay right.
+#[test]
+fn a_sabotaged_cooperative_kernel_is_dropped_and_named() {
+    use webtensor::{GpuOptions, MatmulPrecision, MatmulTile};
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        matmul_precision: Some(MatmulPrecision::Fast),
+        matmul_tile: Some(MatmulTile::Cooperative),
+        sabotage_matmul: Some(MatmulTile::Cooperative),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let a = Tensor::from_vec(noise(66 * 35, 41), [66, 35], &cpu).unwrap();
+    let b = Tensor::from_vec(noise(35 * 67, 42), [35, 67], &cpu).unwrap();
+    let (a, b) = (
+        a.to_dtype(DType::F16).unwrap(),
+        b.to_dtype(DType::F16).unwrap(),
+    );
+    let want = read_f32(&a.matmul(&b).unwrap());
+    let got = a
+        .to_device(&gpu)
+        .unwrap()
+        .matmul(&b.to_device(&gpu).unwrap())
+        .unwrap();
+    assert_close(&read_f32(&got), &want, 2e-3, "after the drop");
+    let info = gpu.info();
+    let named = info
+        .dropped_kernels
+        .contains(&"matmul cooperative f16".to_string());
+    assert_eq!(named, info.cooperative_matrix, "{info}");
+}
+
 /// The self-check's probes read back their own products, submitting what
 /// the application recorded before: an index fault of its ops stays for
 /// its own next readback, not the matmul that probed.
