@@ -1038,19 +1038,12 @@ fn cooperative_products_replay_from_a_captured_step() {
 }
 
 /// A cooperative kernel made wrong on purpose is dropped and named, on a
-/// device that has cooperative matrices, and its products go to another
-/// kernel: results stay right.
+/// device that has cooperative matrices, whether asked for or chosen by
+/// `MatmulTile::Auto` (which runs f16 products on it there), and its
+/// products go to the tile by size: results stay right.
 #[test]
 fn a_sabotaged_cooperative_kernel_is_dropped_and_named() {
     use webtensor::{GpuOptions, MatmulPrecision, MatmulTile};
-    let Some(gpu) = common::own_gpu(GpuOptions {
-        matmul_precision: Some(MatmulPrecision::Fast),
-        matmul_tile: Some(MatmulTile::Cooperative),
-        sabotage_matmul: Some(MatmulTile::Cooperative),
-        ..Default::default()
-    }) else {
-        return;
-    };
     let cpu = Device::cpu();
     let a = Tensor::from_vec(noise(66 * 35, 41), [66, 35], &cpu).unwrap();
     let b = Tensor::from_vec(noise(35 * 67, 42), [35, 67], &cpu).unwrap();
@@ -1059,17 +1052,37 @@ fn a_sabotaged_cooperative_kernel_is_dropped_and_named() {
         b.to_dtype(DType::F16).unwrap(),
     );
     let want = read_f32(&a.matmul(&b).unwrap());
-    let got = a
-        .to_device(&gpu)
-        .unwrap()
-        .matmul(&b.to_device(&gpu).unwrap())
-        .unwrap();
-    assert_close(&read_f32(&got), &want, 2e-3, "after the drop");
-    let info = gpu.info();
-    let named = info
-        .dropped_kernels
-        .contains(&"matmul cooperative f16".to_string());
-    assert_eq!(named, info.cooperative_matrix, "{info}");
+    for asked in [MatmulTile::Cooperative, MatmulTile::Auto] {
+        let Some(gpu) = common::own_gpu(GpuOptions {
+            matmul_precision: Some(MatmulPrecision::Fast),
+            matmul_tile: Some(asked),
+            sabotage_matmul: Some(MatmulTile::Cooperative),
+            autotune: Some(false),
+            ..Default::default()
+        }) else {
+            return;
+        };
+        let got = a
+            .to_device(&gpu)
+            .unwrap()
+            .matmul(&b.to_device(&gpu).unwrap())
+            .unwrap();
+        assert_close(
+            &read_f32(&got),
+            &want,
+            2e-3,
+            &format!("{asked:?}, after the drop"),
+        );
+        let info = gpu.info();
+        let named = info
+            .dropped_kernels
+            .contains(&"matmul cooperative f16".to_string());
+        assert_eq!(named, info.cooperative_matrix, "{asked:?}: {info}");
+        if named {
+            // The cooperative probe, then the tile by size's.
+            assert!(gpu.stats().kernels_checked >= 2, "{:?}", gpu.stats());
+        }
+    }
 }
 
 /// The self-check's probes read back their own products, submitting what

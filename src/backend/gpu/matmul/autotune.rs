@@ -115,7 +115,11 @@ pub(super) fn tile(
             candidates.push(tile);
         }
     }
-    let default = size_rule(m, n, dims[3]);
+    // The untuned choice, which another tile must beat by the margin.
+    let default = match super::untuned(&ctx.facts, dtype, m, n) {
+        MatmulTile::Auto => size_rule(m, n, dims[3]),
+        tile => tile,
+    };
     let tuned = if candidates.len() < 2 {
         let tile = candidates.first().copied().unwrap_or(MatmulTile::Auto);
         Tuned::untimed(default, tile)

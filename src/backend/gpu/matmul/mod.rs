@@ -284,8 +284,24 @@ pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
         MatmulTile::Auto if ctx.tuner.enabled() => autotune::tile(out, call, &bound, dims)?,
         fixed => fixed,
     };
+    let tile = match tile {
+        MatmulTile::Auto => untuned(&ctx.facts, call.out.dtype, m, n),
+        tile => tile,
+    };
     let tile = self_check::checked_tile(out, tile, dims, call.out.dtype)?;
     record_with(out, call, bound, tile, dims)
+}
+
+/// What `MatmulTile::Auto` runs untuned for an `m` x `n` output of
+/// `dtype`: cooperative matrices (tensor cores) where the device runs the
+/// dtype's products on them and the output is more than 16 x 16 (f16, as
+/// PyTorch's f16 products take tensor cores; f32 only under
+/// `MatmulPrecision::Fast`), else `Auto` (the tile by size).
+pub(super) fn untuned(facts: &AdapterFacts, dtype: KernelType, m: usize, n: usize) -> MatmulTile {
+    match facts.cooperative_for(dtype) && m > tiling::SKINNY && n > tiling::SKINNY {
+        true => MatmulTile::Cooperative,
+        false => MatmulTile::Auto,
+    }
 }
 
 /// Records `call` (bound as `bound`, of extents `[m, n, k, batches]`) with

@@ -70,8 +70,8 @@ pub(super) fn variant_of(
 /// The tile to record a product with in place of `tile` (over extents
 /// `dims` and `dtype`): the fixed tile of the kernel `tile` runs when that
 /// kernel is right on this device (or cannot be probed now, in a browser),
-/// the per-output reference kernel when it is wrong, or inside a capture or
-/// profile before its probe.
+/// else the tile by size where that one is right, else the per-output
+/// reference kernel (also inside a capture or profile before the probes).
 ///
 /// # Errors
 /// `Error::Gpu` naming `matmul` when the reference kernel is wrong too (no
@@ -90,6 +90,19 @@ pub(super) fn checked_tile(
     match verdict(&out.ctx, variant, dtype)? {
         Verdict::Right | Verdict::Unchecked => return Ok(fixed),
         Verdict::NotNow | Verdict::Wrong => {}
+    }
+    // The tile by size where it is another and right (a dropped 128 x 128
+    // or cooperative kernel gives way to a tile, not to one thread per
+    // output).
+    let by_size = variant_of(out, MatmulTile::Auto, dims, dtype);
+    if let MatmulVariant::Tile(tile) = by_size
+        && by_size != variant
+        && matches!(
+            verdict(&out.ctx, by_size, dtype)?,
+            Verdict::Right | Verdict::Unchecked
+        )
+    {
+        return Ok(tile);
     }
     let reference = MatmulVariant::Tile(MatmulTile::PerOutput);
     match verdict(&out.ctx, reference, dtype)? {
