@@ -15,7 +15,7 @@ use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
 use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling, tile_of};
-use crate::backend::gpu::matmul::{CoopTiling, PUT_WGSL, record_sliced};
+use crate::backend::gpu::matmul::{CoopB, CoopTiling, PUT_WGSL, record_sliced};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use crate::backend::gpu::record::family_key;
 use crate::backend::gpu::storage::GpuStorage;
@@ -177,12 +177,9 @@ pub(super) fn operand_parts(dtype: KernelType, native: bool) -> [String; 3] {
 /// `MatmulPrecision::Fast`), else the matmul's choice of tile for its
 /// extents.
 pub(super) fn tiling_for(call: &ConvCall, facts: &AdapterFacts) -> ConvTile {
-    let cooperative = facts
-        .cooperative
-        .filter(|_| facts.cooperative_for(call.out.dtype))
-        .and_then(|f| CoopTiling::new(f, facts.subgroup_min_size, [Loads::Scalar; 2], [false; 2]));
-    if let Some(tiling) = cooperative {
-        return ConvTile::Cooperative(tiling.patches_b());
+    let scalar = [Loads::Scalar; 2];
+    if let Some(tiling) = CoopTiling::on_device(facts, call.out.dtype, scalar, [false; 2]) {
+        return ConvTile::Cooperative(tiling.with_b(CoopB::Patches));
     }
     let (x, o) = (call.input.layout.dims(), call.out.layout.dims());
     let batches = x[0] * call.groups;
@@ -307,7 +304,9 @@ mod tests {
         if native_f16 && matches!(dtype, KernelType::F16 | KernelType::F32) {
             for (fragment, lanes) in [(8, 8), (8, 32), (16, 32), (16, 64)] {
                 let tiling = CoopTiling::new(fragment, lanes, [Loads::Scalar; 2], [false; 2]);
-                all.push(ConvTile::Cooperative(tiling.unwrap().patches_b()));
+                all.push(ConvTile::Cooperative(
+                    tiling.unwrap().with_b(CoopB::Patches),
+                ));
             }
         }
         all

@@ -33,7 +33,8 @@
 //!   edges and adds to what earlier k slices left.
 //!
 //! `b` may also be a quantized weight decoded element by element as it is
-//! staged (`decoding_b`, for `quant/tiled.rs`).
+//! staged (`CoopB::Decoded`, for `quant/tiled.rs`), or a convolution's
+//! patches (`CoopB::Patches`, for `conv/kernel.rs`).
 //!
 //! The operands' values are rounded to f16 on the way in: f16 operands
 //! are exact, f32 ones are computed this way only under
@@ -50,6 +51,8 @@
 //! kernel before its first product on a device.
 
 use super::tiling::Loads;
+use crate::backend::gpu::adapter_facts::AdapterFacts;
+use crate::dtype::KernelType;
 use std::fmt::Write;
 
 /// Subgroups per workgroup, as 2 x 2 quarters of the block.
@@ -150,24 +153,37 @@ impl CoopTiling {
         })
     }
 
-    /// This kernel with `b` read through the caller's `b_at`, down its
-    /// rows (k) fastest: a weight row's consecutive elements.
-    pub fn decoding_b(self) -> Self {
-        CoopTiling {
-            loads: [self.loads[0], Loads::Scalar],
-            rows_fast: [self.rows_fast[0], true],
-            b: CoopB::Decoded,
-            ..self
-        }
+    /// The kernel `facts`' device runs products of `dtype` on (as
+    /// [`CoopTiling::new`]), or `None` where it runs none.
+    pub fn on_device(
+        facts: &AdapterFacts,
+        dtype: KernelType,
+        loads: [Loads; 2],
+        smaller_stride_rows: [bool; 2],
+    ) -> Option<Self> {
+        let fragment = facts.cooperative.filter(|_| facts.cooperative_for(dtype))?;
+        Self::new(
+            fragment,
+            facts.subgroup_min_size,
+            loads,
+            smaller_stride_rows,
+        )
     }
 
-    /// This kernel with `b` a convolution's patches, along its columns
-    /// (output pixels) fastest: neighbouring pixels' inputs.
-    pub fn patches_b(self) -> Self {
+    /// This kernel with `b` from `source`, read one element at a time:
+    /// a decoded weight down its rows (k, a weight row's consecutive
+    /// elements), a convolution's patches along its columns (output
+    /// pixels, neighbouring pixels' inputs).
+    pub fn with_b(self, source: CoopB) -> Self {
+        let rows_fast = match source {
+            CoopB::Matrix => self.rows_fast[1],
+            CoopB::Decoded => true,
+            CoopB::Patches => false,
+        };
         CoopTiling {
             loads: [self.loads[0], Loads::Scalar],
-            rows_fast: [self.rows_fast[0], false],
-            b: CoopB::Patches,
+            rows_fast: [self.rows_fast[0], rows_fast],
+            b: source,
             ..self
         }
     }

@@ -18,7 +18,7 @@ pub(crate) mod tiling;
 use crate::backend::gpu::GpuContext;
 use crate::backend::gpu::adapter_facts::AdapterFacts;
 use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
-pub(crate) use cooperative::CoopTiling;
+pub(crate) use cooperative::{CoopB, CoopTiling};
 use self_check::Verdict;
 use tiling::{Loads, Tiling};
 
@@ -443,18 +443,16 @@ fn cooperative_tiling(
         let (rs, cs) = MatmulCall::matrix_strides(t);
         rs.unsigned_abs() < cs.unsigned_abs()
     };
-    let fragment = facts.cooperative.unwrap_or(0);
-    let lanes = facts.subgroup_min_size;
-    CoopTiling::new(fragment, lanes, loads, [rows_fast(&call.a), rows_fast(&call.b)]).ok_or_else(
-        || {
-            Error::internal(
-                "matmul",
-                format!(
-                    "no cooperative kernel for {fragment} x {fragment} fragments and subgroups of {lanes}"
-                ),
-            )
-        },
-    )
+    let rows = [rows_fast(&call.a), rows_fast(&call.b)];
+    CoopTiling::on_device(facts, call.out.dtype, loads, rows).ok_or_else(|| {
+        Error::internal(
+            "matmul",
+            format!(
+                "no cooperative kernel for {:?} fragments and subgroups of {}",
+                facts.cooperative, facts.subgroup_min_size
+            ),
+        )
+    })
 }
 
 /// How the tiled kernels can load `call`'s operands (of extents `[m, n,
@@ -752,10 +750,13 @@ mod tests {
                 }
                 // Cooperative matrices need native f16 (their fragments are
                 // f16), for f16 and fast f32 products.
+                // Each layout on the smallest subgroups of each fragment
+                // (the SPIR-V test validates every subgroup size).
                 if native_f16 && matches!(dtype, KernelType::F16 | KernelType::F32) {
                     kernels.extend(
                         cooperative_kernels()
                             .into_iter()
+                            .filter(|t| t.lanes * 8 == t.fragment * t.fragment)
                             .map(MatmulKernel::Cooperative),
                     );
                 }

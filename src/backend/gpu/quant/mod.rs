@@ -196,9 +196,15 @@ pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
             rows,
             QuantParams::wgsl(),
         ),
-        QuantKernel::Tiled(_) | QuantKernel::Cooperative(_) => (
+        QuantKernel::Tiled(tiling) => (
             product_bindings,
-            tiled::entry(key.kernel, key.sabotaged),
+            tiled::entry(&tiled::registers_main(tiling), key.sabotaged),
+            1,
+            tiled::TiledParams::wgsl(),
+        ),
+        QuantKernel::Cooperative(tiling) => (
+            product_bindings,
+            tiled::entry(&tiling.wgsl(), key.sabotaged),
             1,
             tiled::TiledParams::wgsl(),
         ),
@@ -347,6 +353,7 @@ mod tests {
     use super::*;
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
     use crate::backend::gpu::kernel::prelude::tests::validate;
+    use crate::backend::gpu::matmul::CoopB;
     use crate::backend::gpu::matmul::tiling::Loads;
     use crate::quant::PRODUCT_TYPES;
 
@@ -373,7 +380,7 @@ mod tests {
             .chain([8, 16].into_iter().flat_map(|fragment| {
                 [8, 32].into_iter().filter_map(move |lanes| {
                     let tiling = CoopTiling::new(fragment, lanes, [Loads::Scalar; 2], [false; 2]);
-                    Some(QuantKernel::Cooperative(tiling?.decoding_b()))
+                    Some(QuantKernel::Cooperative(tiling?.with_b(CoopB::Decoded)))
                 })
             }));
         for ty in PRODUCT_TYPES {

@@ -15,8 +15,8 @@ use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::kernel::loop_budget::slices;
 use crate::backend::gpu::kernel::params_block::params_block;
-use crate::backend::gpu::matmul::CoopTiling;
 use crate::backend::gpu::matmul::tiling::{BSource, LARGE, Loads, MEDIUM, Tiling};
+use crate::backend::gpu::matmul::{CoopB, CoopTiling};
 use crate::backend::gpu::matmul::{K_SLICE, PUT_WGSL};
 use crate::backend::gpu::record::record_family;
 use crate::backend::gpu::storage::GpuStorage;
@@ -84,33 +84,26 @@ pub(super) fn kernel_for(ctx: &GpuContext, m: usize, n: usize) -> QuantKernel {
 /// The cooperative kernel of `ctx`'s products, where it runs them: the
 /// activations read a row along k, the weight decoded along its rows.
 pub(super) fn cooperative(ctx: &GpuContext) -> Option<CoopTiling> {
-    let facts = &ctx.facts;
-    let fragment = facts
-        .cooperative
-        .filter(|_| facts.cooperative_for(KernelType::F32))?;
-    let tiling = CoopTiling::new(
-        fragment,
-        facts.subgroup_min_size,
-        [Loads::Scalar; 2],
-        [false; 2],
-    )?;
-    Some(tiling.decoding_b())
+    let scalar = [Loads::Scalar; 2];
+    let tiling = CoopTiling::on_device(&ctx.facts, KernelType::F32, scalar, [false; 2])?;
+    Some(tiling.with_b(CoopB::Decoded))
 }
 
 /// Every tile a tiled quant kernel runs on (each probed natively).
 #[cfg(any(test, not(target_arch = "wasm32")))]
 pub(super) const TILES: [Tiling; 2] = [LARGE, MEDIUM];
 
-/// The tiled kernel's entry: its accessors, the store, the weight's
-/// element loader and the `main` of `kernel` (`Tiled` or `Cooperative`;
-/// when `sabotaged`, each dispatch's store adds one to every output: wrong
-/// by the number of slices of k).
-pub(super) fn entry(kernel: QuantKernel, sabotaged: bool) -> String {
-    let main = match kernel {
-        QuantKernel::Cooperative(tiling) => tiling.wgsl(),
-        QuantKernel::Tiled(tiling) => tiling.wgsl_loading([Loads::Scalar; 2], BSource::Caller),
-        QuantKernel::Dequantize | QuantKernel::Product(_) => String::new(),
-    };
+/// The register tile's `main` of a tiled quant kernel, reading the weight
+/// through `b_at`.
+pub(super) fn registers_main(tiling: Tiling) -> String {
+    tiling.wgsl_loading([Loads::Scalar; 2], BSource::Caller)
+}
+
+/// A tiled kernel's entry: its accessors, the store, the weight's
+/// element loader and `main` (the register tile's or the cooperative
+/// kernel's; when `sabotaged`, each dispatch's store adds one to every
+/// output: wrong by the number of slices of k).
+pub(super) fn entry(main: &str, sabotaged: bool) -> String {
     let put = match sabotaged {
         true => PUT_WGSL.replace("store_out(p, x);", "store_out(p, x + 1.0);"),
         false => PUT_WGSL.to_string(),
