@@ -608,7 +608,7 @@ fn values_at_keys_a_query_does_not_attend_reach_it_as_the_product_does() {
         .unwrap();
     for (name, causal, mask) in [("causal", true, None), ("mask", false, Some(&keep))] {
         let run = |dev: &Device, q: &Tensor| {
-            let on = |t: &Tensor| t.to_device(dev).unwrap();
+            let on = |t: &Tensor| t.to_device(dev).unwrap().to_dtype(q.dtype()).unwrap();
             let mut a = Attention::new();
             if causal {
                 a = a.causal();
@@ -616,23 +616,27 @@ fn values_at_keys_a_query_does_not_attend_reach_it_as_the_product_does() {
             if let Some(m) = mask {
                 // The mask's last rows, one a query.
                 let rows = q.dims()[2] as isize;
-                a = a.mask(&on(&m.slice(s![-rows.., ..]).unwrap()));
+                a = a.mask(&m.slice(s![-rows.., ..]).unwrap().to_device(dev).unwrap());
             }
             read(&on(q).sdpa(&on(&k), &on(&v), &a).unwrap())
         };
-        for q in [q.clone(), q.slice(s![.., .., -1.., ..]).unwrap()] {
-            let want = run(&cpu, &q);
-            assert!(want.iter().any(|x| x.is_nan()), "{name}");
-            for dev in common::devices() {
-                let got = run(&dev, &q);
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    assert!(
-                        g == w
-                            || (g.is_nan() && w.is_nan())
-                            || (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                        "{name}, {} queries on {dev}: element {i} is {g}, the CPU's {w}",
-                        q.dims()[2]
-                    );
+        // f16 too: the cooperative kernel's where the device has it.
+        for (dtype, rel) in [(DType::F32, 1e-4), (DType::F16, 1e-2)] {
+            for q in [q.clone(), q.slice(s![.., .., -1.., ..]).unwrap()] {
+                let q = q.to_dtype(dtype).unwrap();
+                let want = run(&cpu, &q);
+                assert!(want.iter().any(|x| x.is_nan()), "{name}");
+                for dev in common::devices() {
+                    let got = run(&dev, &q);
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            g == w
+                                || (g.is_nan() && w.is_nan())
+                                || (g - w).abs() <= rel * (1.0 + w.abs()),
+                            "{name}, {} queries {dtype} on {dev}: element {i} is {g}, the CPU's {w}",
+                            q.dims()[2]
+                        );
+                    }
                 }
             }
         }
@@ -701,4 +705,115 @@ fn attention_refuses_bad_input() {
         ),
         Err(Error::Argument { op: "sdpa", .. })
     ));
+}
+
+/// Whether `f`'s kernels include the cooperative attention kernel.
+fn ran_cooperative(dev: &Device, f: &dyn Fn() -> Tensor) -> bool {
+    let profile = dev
+        .profile(|| f().to_dtype(DType::F32)?.to_vec::<f32>().map(|_| ()))
+        .unwrap();
+    (profile.kernels().iter()).any(|k| k.name.contains("attention cooperative"))
+}
+
+/// On a device with cooperative matrices (`scripts/cooperative-tests`
+/// runs this on a lavapipe that has them, with
+/// `WEBTENSOR_REQUIRE_COOPERATIVE=1`), f16 attention runs on them, and
+/// f32 attention under `MatmulPrecision::Fast`: queries crossing the
+/// workgroup's rows (4 fragments), keys crossing its tile (2), heads and
+/// value rows that are no multiple of a fragment up to the widest (128),
+/// grouped heads, both masks, causal with fewer and more queries than
+/// keys, and strided views; within the weights' f16 rounding of the CPU's
+/// answer for the same values.
+#[test]
+fn cooperative_attention_matches_the_cpu() {
+    let Some((fast, on)) = common::fast_gpu(None) else {
+        return;
+    };
+    let gpu = common::gpu().unwrap();
+    let cpu = Device::cpu();
+    // ([leading, query heads, key heads, queries, keys], [head, value],
+    // causal, a bool mask or a float one)
+    type Case = ([usize; 5], [usize; 2], bool, Option<bool>);
+    let cases: [Case; 8] = [
+        ([1, 1, 1, 8, 16], [8, 8], false, None),
+        ([2, 2, 2, 33, 17], [20, 24], false, None),
+        ([1, 4, 2, 40, 100], [64, 64], true, None),
+        ([1, 2, 2, 70, 50], [40, 12], true, None),
+        ([3, 1, 1, 9, 130], [128, 128], false, Some(true)),
+        ([1, 4, 2, 31, 47], [16, 16], false, Some(false)),
+        ([2, 1, 1, 64, 33], [100, 72], false, Some(true)),
+        ([1, 2, 1, 100, 100], [32, 32], true, None),
+    ];
+    for (n, &([lead, hq, hk, l, s], [d, dv], causal, mask)) in cases.iter().enumerate() {
+        let exact = |dims: &[usize], seed: u64| {
+            Tensor::randn(dims, DType::F32, seed, &cpu)
+                .unwrap()
+                .to_dtype(DType::F16)
+                .unwrap()
+                .to_dtype(DType::F32)
+                .unwrap()
+        };
+        let q = exact(&[lead, hq, l, d], 10 * n as u64);
+        let k = exact(&[lead, hk, s, d], 10 * n as u64 + 1);
+        let v = exact(&[lead, hk, s, dv], 10 * n as u64 + 2);
+        let keep = Tensor::rand([l, s], DType::F32, 10 * n as u64 + 3, &cpu)
+            .unwrap()
+            .lt_scalar(0.7)
+            .unwrap();
+        // Every row keeps its first key (a row that attends nothing is
+        // another test's).
+        let first = Tensor::arange(0, s as i64, 1, &cpu)
+            .unwrap()
+            .eq_scalar(0)
+            .unwrap();
+        let keep = keep.logical_or(&first).unwrap();
+        let bias = keep
+            .logical_not()
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+            .mul_scalar(-1e4)
+            .unwrap();
+        let vmax = read(&v).iter().fold(0f32, |a, x| a.max(x.abs()));
+        let attention = |dev: &Device, dtype: DType, strided: bool| -> Tensor {
+            let on = |t: &Tensor| {
+                let t = t.to_device(dev).unwrap().to_dtype(dtype).unwrap();
+                match strided {
+                    true => common::reversed_view(&t),
+                    false => t,
+                }
+            };
+            let mut a = Attention::new();
+            if causal {
+                a = a.causal();
+            }
+            match mask {
+                Some(true) => a = a.mask(&keep.to_device(dev).unwrap()),
+                Some(false) => a = a.mask(&on(&bias)),
+                None => {}
+            }
+            let q = match strided {
+                true => on(&q.transpose(2, 3).unwrap().contiguous().unwrap())
+                    .transpose(2, 3)
+                    .unwrap(),
+                false => on(&q),
+            };
+            q.sdpa(&on(&k), &on(&v), &a).unwrap()
+        };
+        let want = read(&attention(&cpu, DType::F32, false));
+        for (dev, dtype) in [(&gpu, DType::F16), (&fast, DType::F32)] {
+            for strided in [false, true] {
+                let what = format!("case {n} {dtype} strided {strided} on {dev}, cooperative {on}");
+                let got = read(&attention(dev, dtype, strided));
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 4e-3 * vmax,
+                        "{what}: element {i} is {g}, the CPU's {w}"
+                    );
+                }
+                let ran = ran_cooperative(dev, &|| attention(dev, dtype, strided));
+                assert_eq!(ran, on, "{what}");
+            }
+        }
+    }
 }

@@ -5,7 +5,11 @@
 //! On a GPU, a flash kernel (`backend::gpu::attention`: one pass over K
 //! and V with an online softmax, no scores tensor; the query heads a key
 //! head serves share its workgroups, so no head of K or V is copied or
-//! read once per query head). On the CPU,
+//! read once per query head); f16 attention of a fragment's rows or more
+//! (f32 under `MatmulPrecision::Fast`) takes the kernel's cooperative
+//! form where the device has cooperative matrices, the scores and the
+//! weighted values as fragment products (tensor cores), the weights
+//! rounded to f16 as FlashAttention's. On the CPU,
 //! and on a GPU for heads wider than the kernel's workgroup memory holds,
 //! composed from batched products, one masking op and a softmax: grouped
 //! heads are a reshape of the queries into (key heads, group) and a

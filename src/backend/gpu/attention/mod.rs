@@ -9,6 +9,7 @@
 //! one binding (a decoding step's one query row reads its keys with many
 //! workgroups; a long prompt's keys outrun the budget).
 
+mod cooperative;
 mod plan;
 
 use crate::backend::AttentionCall;
@@ -23,6 +24,7 @@ use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
+use cooperative::CoopFlash;
 use plan::{Extents, Limits, Plan, batch_layouts};
 use smallvec::smallvec;
 use std::sync::Arc;
@@ -208,13 +210,11 @@ const FINISH_PARTIALS: &str = "        let row = (w / params.splits) * ROWS + r;
             }
         }";
 
-/// The WGSL source of the flash kernel for `key`.
-///
-/// # Errors
-/// `Error::Internal` when the template's slots and the generated parts
-/// disagree.
-pub(crate) fn flash_source(key: &FlashKey) -> Result<String> {
-    let (dtype, native) = (key.dtype, key.native_f16);
+/// The bindings and access functions of a flash kernel: q (1), k (2), v
+/// (3), the output (4; f32 partial results where `partials`), the mask
+/// (5) where given; `quad_q`, `quad_k`, `quad_v`, `store_out`, `allowed`
+/// and `bias`.
+fn operands(dtype: KernelType, native: bool, mask: MaskKind, partials: bool) -> (String, String) {
     let mut bindings = String::new();
     let mut access = String::new();
     for (binding, name) in [(1, "q"), (2, "k"), (3, "v")] {
@@ -225,19 +225,19 @@ pub(crate) fn flash_source(key: &FlashKey) -> Result<String> {
     access.push_str(&quad_fn("q", "head"));
     access.push_str(&quad_fn("k", "head"));
     access.push_str(&quad_fn("v", "value"));
-    if key.partials {
+    if partials {
         bindings.push_str("@group(0) @binding(4) var<storage, read_write> part_buf: array<f32>;\n");
     } else {
         bindings.push_str(&buffer_decl(4, "out_buf", dtype, native, true));
         access.push_str(&store_out_fn(dtype, native));
     }
     let position = "u32(start + i32(i) * params.m_row + i32(key) * params.m_col)";
-    let (allowed, bias) = match key.mask {
+    let (allowed, bias) = match mask {
         MaskKind::None => ("true".to_string(), "0.0".to_string()),
         MaskKind::Bool => (format!("load_mask({position})"), "0.0".to_string()),
         MaskKind::Float => ("true".to_string(), format!("load_mask({position})")),
     };
-    match key.mask {
+    match mask {
         MaskKind::None => {}
         MaskKind::Bool => {
             bindings.push_str(&buffer_decl(5, "mask_buf", KernelType::Bool, native, false));
@@ -252,13 +252,28 @@ pub(crate) fn flash_source(key: &FlashKey) -> Result<String> {
         "fn allowed(start: i32, i: u32, key: u32) -> bool {{\n    return {allowed};\n}}\n\
          fn bias(start: i32, i: u32, key: u32) -> f32 {{\n    return {bias};\n}}\n"
     ));
-    let walk = numbered_walk(
+    (bindings, access)
+}
+
+/// The batch walk of a flash kernel: `batch_starts(b)`.
+fn walk() -> String {
+    numbered_walk(
         "batch_starts",
         ["params.rank", "params.shape"],
         OPERANDS.len(),
         |k| format!("i32(params.{}_offset)", OPERANDS[k]),
         |k| format!("params.{}_strides", OPERANDS[k]),
-    );
+    )
+}
+
+/// The WGSL source of the flash kernel for `key`.
+///
+/// # Errors
+/// `Error::Internal` when the template's slots and the generated parts
+/// disagree.
+pub(crate) fn flash_source(key: &FlashKey) -> Result<String> {
+    let (bindings, access) = operands(key.dtype, key.native_f16, key.mask, key.partials);
+    let walk = walk();
     let tile = format!(
         "const KEYS: u32 = {}u;\nconst HEAD4: u32 = {}u;\nconst VALUE4: u32 = {}u;\n\
          const KV_STRIDE: u32 = {}u;\n",
@@ -279,7 +294,7 @@ pub(crate) fn flash_source(key: &FlashKey) -> Result<String> {
         ("TILE", tile.as_str()),
         ("FINISH", finish),
     ];
-    let (f16, params) = (needs_f16(dtype, native), FlashParams::wgsl());
+    let (f16, params) = (needs_f16(key.dtype, key.native_f16), FlashParams::wgsl());
     fill_kernel("attention kernel", FLASH_WGSL, f16, &params, &slots)
 }
 
@@ -341,8 +356,14 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
             "the attention kernel got operands it does not take",
         ));
     }
-    let Some(plan) = Plan::new(Extents::of(call), Limits::of(facts)) else {
-        return Ok(false);
+    let extents = Extents::of(call);
+    let coop = CoopFlash::plan(facts, &extents, dtype);
+    let plan = match coop {
+        Some(_) => None,
+        None => match Plan::new(extents, Limits::of(facts)) {
+            Some(plan) => Some(plan),
+            None => return Ok(false),
+        },
     };
     let layouts = batch_layouts(call)?;
     let (q_bound, q) = Bound::view(OP, call.q.clone(), false)?;
@@ -353,16 +374,13 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
     let mut params = FlashParams {
         rank: layouts.shape.len() as u32,
         length: call.q.layout.dims()[call.q.layout.rank() - 2] as u32,
-        rows: plan.length as u32,
+        rows: extents.length as u32,
         q_group: layouts.group_steps[0] as i32,
         m_group: layouts.group_steps[1] as i32,
         o_group: layouts.group_steps[2] as i32,
-        source: plan.source as u32,
-        head: plan.head as u32,
-        value: plan.value as u32,
-        tiles: plan.tiles as u32,
-        splits: plan.splits as u32,
-        tiles_per_split: plan.tiles_per_split as u32,
+        source: extents.source as u32,
+        head: extents.head as u32,
+        value: extents.value as u32,
         causal: u32::from(call.causal),
         scale: call.scale,
         ..bytemuck::Zeroable::zeroed()
@@ -394,6 +412,16 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
         params.m_strides[a] = layouts.strides[3][a] as i32;
         params.o_strides[a] = layouts.strides[4][a] as i32;
     }
+    if let Some(shape) = coop {
+        bindings.insert(3, o_bound);
+        return cooperative::record(ctx, shape, (dtype, mask), &extents, params, bindings);
+    }
+    let Some(plan) = plan else {
+        return Ok(false);
+    };
+    params.tiles = plan.tiles as u32;
+    params.splits = plan.splits as u32;
+    params.tiles_per_split = plan.tiles_per_split as u32;
     let key = FlashKey {
         dtype,
         native_f16: facts.native_f16,
