@@ -643,15 +643,90 @@ fn values_at_keys_a_query_does_not_attend_reach_it_as_the_product_does() {
     }
 }
 
+/// A row that attends no key has weights of 0, as PyTorch's since 2.5
+/// (its safe softmax: `F.scaled_dot_product_attention(ones(1, 2, 4),
+/// ones(1, 3, 4), ones(1, 3, 4), attn_mask=[[T, F, T], [F, F, F]])` is
+/// `[[1, 1, 1, 1], [0, 0, 0, 0]]`, f32, f16, bf16, bool or -inf masks), on
+/// every device through the flash kernel, its splits (600 keys) and its
+/// cooperative form (f16 on a device that has one): a NaN value at a key
+/// it does not attend still reaches it (0 x NaN), and a second attention
+/// over the first's output stays finite where the first's row was 0.
 #[test]
-fn a_row_that_attends_nothing_is_nan_as_pytorchs() {
-    let dev = Device::cpu();
-    let q = Tensor::ones([1, 2, 4], DType::F32, &dev).unwrap();
-    let kv = Tensor::ones([1, 3, 4], DType::F32, &dev).unwrap();
-    let mask = Tensor::from_slice(&[true, false, true, false, false, false], [2, 3], &dev).unwrap();
-    let out = read(&q.sdpa(&kv, &kv, &Attention::new().mask(&mask)).unwrap());
-    assert_eq!(&out[..4], &[1.0; 4]);
-    assert!(out[4..].iter().all(|v| v.is_nan()), "{out:?}");
+fn a_row_that_attends_nothing_is_zero_as_pytorchs() {
+    let cpu = Device::cpu();
+    let mask = Tensor::from_slice(&[true, false, true, false, false, false], [2, 3], &cpu).unwrap();
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let what = format!("{dtype} on {dev}");
+            let q = Tensor::ones([1, 2, 4], dtype, &dev).unwrap();
+            let kv = Tensor::ones([1, 3, 4], dtype, &dev).unwrap();
+            let m = mask.to_device(&dev).unwrap();
+            let out = read(&q.sdpa(&kv, &kv, &Attention::new().mask(&m)).unwrap());
+            assert_eq!(out, [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0], "{what}");
+            // The same as an additive mask of -inf.
+            let f = Tensor::zeros([2, 3], dtype, &dev)
+                .unwrap()
+                .masked_fill(&m.logical_not().unwrap(), f64::NEG_INFINITY)
+                .unwrap();
+            let out = read(&q.sdpa(&kv, &kv, &Attention::new().mask(&f)).unwrap());
+            assert_eq!(
+                out,
+                [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0],
+                "{what}: -inf"
+            );
+        }
+        // 40 queries over 600 keys (the keys split over workgroups), rows 3
+        // and 17 attending nothing, a NaN value at key 5.
+        for dtype in [DType::F32, DType::F16] {
+            let what = format!("40 x 600 {dtype} on {dev}");
+            let q = Tensor::randn([1, 40, 8], DType::F32, 1, &cpu).unwrap();
+            let k = Tensor::randn([1, 600, 8], DType::F32, 2, &cpu).unwrap();
+            let mut vs = Tensor::randn([1, 600, 8], DType::F32, 3, &cpu)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            vs[5 * 8 + 2] = f32::NAN;
+            let v = Tensor::from_slice(&vs, [1, 600, 8], &cpu).unwrap();
+            let mut keep = vec![true; 40 * 600];
+            for row in [3, 17] {
+                keep[row * 600..(row + 1) * 600].fill(false);
+            }
+            let keep = Tensor::from_slice(&keep, [40, 600], &dev).unwrap();
+            let on = |t: &Tensor| t.to_device(&dev).unwrap().to_dtype(dtype).unwrap();
+            let out = read(
+                &on(&q)
+                    .sdpa(&on(&k), &on(&v), &Attention::new().mask(&keep))
+                    .unwrap(),
+            );
+            for row in 0..40 {
+                for col in 0..8 {
+                    let y = out[row * 8 + col];
+                    match (row, col) {
+                        (3 | 17, 2) => assert!(y.is_nan(), "{what}: ({row}, {col}) is {y}"),
+                        (3 | 17, _) => assert_eq!(y, 0.0, "{what}: ({row}, {col})"),
+                        (_, 2) => assert!(y.is_nan(), "{what}: ({row}, {col}) is {y}"),
+                        _ => assert!(y.is_finite(), "{what}: ({row}, {col}) is {y}"),
+                    }
+                }
+            }
+        }
+        // Two layers: the first's masked row is 0, not NaN, so the second
+        // (attending it) stays finite.
+        let x = Tensor::randn([1, 1, 4, 4], DType::F32, 4, &dev).unwrap();
+        let mut m = vec![false; 16];
+        for i in 1..4 {
+            for j in 1..=i {
+                m[i * 4 + j] = true;
+            }
+        }
+        let m = Tensor::from_slice(&m, [4, 4], &dev).unwrap();
+        let a = Attention::new().mask(&m);
+        let o1 = x.sdpa(&x, &x, &a).unwrap();
+        let o2 = read(&o1.sdpa(&o1, &o1, &a).unwrap());
+        assert_eq!(&read(&o1)[..4], &[0.0; 4], "{dev}");
+        assert_eq!(&o2[..4], &[0.0; 4], "{dev}");
+        assert!(o2[4..].iter().all(|y| y.is_finite()), "{dev}: {o2:?}");
+    }
 }
 
 #[test]

@@ -11,8 +11,9 @@
 //
 // A thread per output element: the largest m of the splits that summed
 // anything, then the splits' l and acc rescaled to it and added, and the
-// quotient stored, rounded once; NaN for a row with a NaN l or none
-// summed, and for a column whose acc is NaN in any split. Its loops run over the splits, which the launcher keeps within
+// quotient stored, rounded once; NaN for a row with a NaN l, and for a
+// column whose acc is NaN in any split; 0 for a row that summed nothing
+// (it attends no key: weights of 0, as PyTorch's safe softmax gives). Its loops run over the splits, which the launcher keeps within
 // the loop budget.
 {{PRELUDE}}
 {{BINDINGS}}
@@ -63,8 +64,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
     var y = nan_f32();
-    if (!bad && l > 0.0) {
-        y = div_f32(o, l);
+    if (!bad) {
+        y = 0.0;
+        if (l > 0.0) {
+            y = div_f32(o, l);
+        }
     }
     store_out(params.out_offset + (b * params.length + i) * params.value + col, y);
 }

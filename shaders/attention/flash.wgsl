@@ -15,7 +15,8 @@
 //             KV_STRIDE
 //   FINISH    what a thread writes for its query at the end: its share of
 //             the output row (`acc / l`, NaN for a row with a NaN or +inf
-//             score or none it attends), or the split's partial result
+//             score, `acc` (zeros, or NaN from values at weights of 0)
+//             for a row that attends none), or the split's partial result
 //             (m, l or NaN, and acc) for combine.wgsl to merge, at the
 //             dispatch's row (its pair's 16 rows in order)
 //

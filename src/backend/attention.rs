@@ -14,8 +14,10 @@ use crate::error::{Error, Result};
 /// `[.., heads, L, S]`: a bool (true where a query attends a key) or an
 /// additive bias of the queries' dtype; `causal` masks keys past the
 /// query's position. `out` is a fresh contiguous `[.., heads, L, Ev]`. A
-/// row whose scores hold NaN or +inf, or that attends no key, is NaN, as
-/// a softmax of them gives. Every operand has at least one element.
+/// row whose scores hold NaN or +inf is NaN, as a softmax of them gives;
+/// a row that attends no key has weights of 0 (PyTorch's safe softmax),
+/// so its output is 0, or NaN in a column a non-finite value reaches
+/// through them. Every operand has at least one element.
 pub(crate) struct AttentionCall<'a> {
     pub q: TensorRef<'a>,
     pub k: TensorRef<'a>,

@@ -9,7 +9,8 @@ the half-split layout (GPT-NeoX, Hugging Face's `rotate_half`) and the
 interleaved one (GPT-J, ggml's normal mode), each `x1 cos - x2 sin`,
 `x2 cos + x1 sin` rounded as written. Attention as PyTorch's reference code
 for `scaled_dot_product_attention` writes it (`q @ k^T * scale`, a bias of
--inf where masked, softmax, `@ v`), with grouped-query heads (k and v heads
+-inf where masked, softmax (a row of -inf scores alone: weights of 0, as
+PyTorch's safe softmax since 2.5), `@ v`), with grouped-query heads (k and v heads
 repeated), the float64 result rounded to f32. Scaled rotary frequencies ("llama3",
 "linear", ggml's rope_freqs factors) as Hugging Face computes them in f32,
 and rotations by them.
@@ -76,8 +77,13 @@ def attention(q, k, v, mask=None, causal=False, scale=None):
     if mask is not None:
         bias = np.where(mask, 0.0, -np.inf) if mask.dtype == bool else bias + mask
     w = q @ np.swapaxes(k, -1, -2) * scale + bias
-    w = np.exp(w - w.max(axis=-1, keepdims=True))
-    w = w / w.sum(axis=-1, keepdims=True)
+    # PyTorch's safe softmax (since 2.5): a row of -inf scores alone has
+    # weights of 0, not NaN.
+    nothing = np.all(w == -np.inf, axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        w = np.exp(w - w.max(axis=-1, keepdims=True))
+        w = w / w.sum(axis=-1, keepdims=True)
+    w = np.where(nothing, 0.0, w)
     return (w @ v).astype(f32)
 
 
@@ -111,7 +117,8 @@ for name, qs, ks, ev, mask_kind, causal, scale in attn:
     elif mask_kind == "float":
         mask = rng.standard_normal((qs[-2], ks[-2])).astype(f32)
     elif mask_kind == "float_inf":
-        # -inf biases, and a row masked whole (NaN, as a softmax gives it).
+        # -inf biases, and a row masked whole (zeros, as PyTorch's safe
+        # softmax gives it).
         mask = rng.standard_normal((qs[-2], ks[-2])).astype(f32)
         mask[rng.random(mask.shape) < 0.3] = -np.inf
         mask[5] = -np.inf

@@ -88,9 +88,11 @@ impl Tensor {
     /// [`Attention`]). Grouped-query attention where `heads` is a multiple
     /// of `kv_heads` (query head `h` attends key head `h / (heads /
     /// kv_heads)`); leading axes broadcast as `matmul`'s. A row that
-    /// attends no key is NaN, as PyTorch's; a NaN or infinite value at a
-    /// key a row does not attend makes that column of the row NaN, as the
-    /// reference product (`weights @ v`, 0 x inf) does.
+    /// attends no key has weights of 0, and so an output of 0, as
+    /// PyTorch's (since 2.5: its safe softmax; it was NaN before); a NaN
+    /// or infinite value at a key a row does not attend makes that column
+    /// of the row NaN, as the reference product (`weights @ v`, 0 x inf)
+    /// does.
     ///
     /// On a GPU it is a flash kernel (module docs): one or two dispatches
     /// (two per chunk where the keys are split and the partial results
@@ -325,7 +327,16 @@ fn composed(
     } else {
         scores
     };
-    let weights = scores.softmax(-1)?.reshape(grouped_shape)?;
+    // PyTorch's safe softmax: a row of -inf scores alone (it attends no
+    // key) has weights of 0, not NaN.
+    let weights = scores.softmax(-1)?;
+    let weights = if s > 0 {
+        let nothing = scores.max_keepdim(-1)?.eq_scalar(f64::NEG_INFINITY)?;
+        weights.masked_fill(&nothing, 0.0)?
+    } else {
+        weights
+    };
+    let weights = weights.reshape(grouped_shape)?;
     let out = weights.matmul(&v)?;
     let mut out_shape = qd[..rank - 1].to_vec();
     out_shape.push(vd[rank - 1]);

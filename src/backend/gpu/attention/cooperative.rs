@@ -20,7 +20,8 @@
 //!   loop trips are the tiles (lavapipe counts every trip of every loop).
 //!
 //! Semantics are flash.wgsl's: scores, maxima and sums in f32; a row with
-//! a NaN or +inf score, or none it attends, is NaN; a non-finite value of
+//! a NaN or +inf score is NaN, one that attends no key has weights of 0;
+//! a non-finite value of
 //! a key that no query of the workgroup reaches (causal) makes its column
 //! NaN, as the composed product's zero weight would. The operands are
 //! rounded to f16 on the way in (exact for f16; f32 only under
@@ -494,7 +495,9 @@ impl CoopFlash {
     }
 
     /// Each subgroup's accumulators out through workgroup memory, a
-    /// fragment at a time: the quotient by the row's sum, or NaN.
+    /// fragment at a time: the quotient by the row's sum, the
+    /// accumulator where the row attends no key (zeros, or NaN from values
+    /// at weights of 0), or NaN.
     fn finish(self) -> String {
         let f = self.fragment;
         let mut w = String::new();
@@ -517,8 +520,9 @@ impl CoopFlash {
                      + i32(row % params.length) * params.o_row;\n            \
                      let total = row_l[r];\n            \
                      var y = nan_f32();\n            \
-                     if (row_bad[r] == 0u && total != 0.0 && atomicLoad(&poison[col]) == 0u) {{\n                \
-                     y = div_f32(o_tile[{slot} + (x / F) * OP + x % F], total);\n            \
+                     if (row_bad[r] == 0u && atomicLoad(&poison[col]) == 0u) {{\n                \
+                     y = o_tile[{slot} + (x / F) * OP + x % F];\n                \
+                     if (total != 0.0) {{\n                    y = div_f32(y, total);\n                }}\n            \
                      }}\n            \
                      store_out(u32(o0 + i32(col) * params.o_col), y);\n        \
                      }}\n    \

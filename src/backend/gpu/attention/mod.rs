@@ -170,15 +170,18 @@ fn quad_fn(name: &str, limit: &str) -> String {
     )
 }
 
-/// The output row's share of a thread: the quotient, or NaN.
-const FINISH_OUTPUT: &str = "        let undefined = bad || l == 0.0;
-        for (var u = 0u; u < OWNED; u++) {
+/// The output row's share of a thread: the quotient, `acc` where the row
+/// attends no key (weights of 0), or NaN.
+const FINISH_OUTPUT: &str = "        for (var u = 0u; u < OWNED; u++) {
             for (var c = 0u; c < 4u; c++) {
                 let col = 4u * (part + 4u * u) + c;
                 if (col < params.value) {
                     var y = nan_f32();
-                    if (!undefined && poison[u][c] == 0u) {
-                        y = div_f32(acc[u][c], l);
+                    if (!bad && poison[u][c] == 0u) {
+                        y = acc[u][c];
+                        if (l != 0.0) {
+                            y = div_f32(y, l);
+                        }
                     }
                     store_out(u32(o0 + i32(col) * params.o_col), y);
                 }
