@@ -361,6 +361,39 @@ fn counts_cross_the_kernels_boundaries() {
     }
 }
 
+/// Integers are binned against NumPy's f64 edges, not the edges rounded
+/// to the nearest f32 (`np.histogram(np.arange(15), 50)`'s edge 25 is
+/// 7.000000000000001: 7 is in bin 24): every integer from -2 to 61 over
+/// bins and ranges whose edges fall near integers, on every device.
+#[test]
+fn integers_are_binned_against_numpys_edges() {
+    let cases = cases();
+    let counts = want(&cases, "hist_int_counts");
+    for dev in common::devices() {
+        let data = on(&cases, "hist_int_data", &dev);
+        let mut n = 0;
+        for bins in [7, 13, 23, 29, 31, 49, 50, 53, 59] {
+            let ranges = [
+                None,
+                Some((0.0, 14.0)),
+                Some((0.0, 60.0)),
+                Some((1.0, 47.0)),
+            ];
+            let more = [Some((3.0, 59.0)), Some((-2.0, 13.999999999))];
+            for range in ranges.into_iter().chain(more) {
+                let (h, _) = data.histogram(bins, range, None, false).unwrap();
+                let want = &counts[n * 59..n * 59 + bins];
+                assert_eq!(
+                    positions(Ok(h)),
+                    want,
+                    "{bins} bins of {range:?} on {dev:?}"
+                );
+                n += 1;
+            }
+        }
+    }
+}
+
 #[test]
 fn histogram_gives_numpys_counts_and_edges() {
     let cases = cases();

@@ -106,5 +106,18 @@ ui = np.concatenate([ui, ui[:100]])
 cases["uniq_i64"] = ui
 cases["uniq_i64_values"], cases["uniq_i64_counts"] = [a.astype(np.int64) for a in np.unique(ui, return_counts=True)]
 
+# histogram of integers: NumPy's f64 edges against exact integers (e.g.
+# np.histogram(np.arange(15), 50)'s edge 25 is 7.000000000000001, so 7 is in
+# bin 24), every integer from -2 to 61 on the edges of these bins and
+# ranges (None: the data's own ends).
+ints = np.arange(-2, 62, dtype=np.int32)
+cases["hist_int_data"] = ints
+hist_int = []
+for bins in [7, 13, 23, 29, 31, 49, 50, 53, 59]:
+    for r in [None, (0, 14), (0, 60), (1, 47), (3, 59), (-2, 13.999999999)]:
+        h, _ = np.histogram(ints, bins=bins, range=r)
+        hist_int.append(h.astype(np.int64))
+cases["hist_int_counts"] = np.stack([np.pad(h, (0, 59 - len(h))) for h in hist_int])
+
 np.savez_compressed(HERE / "counting_cases.npz", **cases)
 print(sorted(cases))

@@ -78,7 +78,8 @@ impl Tensor {
     /// f32 densities that integrate to 1 over the range) and the `bins + 1`
     /// edges, computed as NumPy computes them (`linspace` in f64, rounded to
     /// this tensor's float dtype; f32 for integers, which are binned in f32,
-    /// exact to 2^24, where NumPy uses f64). A value is in bin `i`
+    /// exact to 2^24, against NumPy's f64 edges, where NumPy returns them
+    /// in f64). A value is in bin `i`
     /// when `edges[i] <= x < edges[i + 1]`, the last bin closed; values
     /// outside the range and NaN are left out. Without `range`, it is the
     /// data's smallest and largest value, read back blocking (native only;
@@ -238,7 +239,53 @@ fn histogram_of(
     };
     let bins = edges.len() - 1;
     let (dev, shape) = (x.device(), [bins + 1]);
-    let edges = match dtype {
+    let flat = x.reshape([x.numel()])?.to_dtype(dtype)?;
+    let values = edges;
+    let edges = edges_tensor(values, dtype, shape, dev)?;
+    // Bin i where edges[i] <= x < edges[i + 1], the last closed, found in
+    // the count kernel by a search of the edges. Integers compare with
+    // NumPy's f64 edges: an integer exact in f32 is at least an edge when
+    // it is at least the smallest f32 at or above it, and at most the
+    // last when at most the largest f32 at or below it (the nearest f32
+    // would put 7 at or above NumPy's 7.000000000000001).
+    let search = match x.dtype().is_float() {
+        true => edges.clone(),
+        false => {
+            let bound = |(i, &e): (usize, &f64)| {
+                let f = e as f32;
+                match i == bins {
+                    true if f64::from(f) > e => f.next_down(),
+                    false if f64::from(f) < e => f.next_up(),
+                    _ => f,
+                }
+            };
+            let bounds: Vec<f32> = values.iter().enumerate().map(bound).collect();
+            Tensor::from_vec(bounds, shape, dev)?
+        }
+    };
+    let hist = counted("histogram", &flat, Some(&search), weights, bins)?;
+    if !density {
+        return Ok((hist, edges));
+    }
+    // NumPy: hist / diff(edges) / hist.sum().
+    let widths = edges
+        .narrow(0, 1, bins)?
+        .sub(&edges.narrow(0, 0, bins)?)?
+        .to_dtype(DType::F32)?;
+    let hist = hist.to_dtype(DType::F32)?;
+    let total = hist.sum(..)?;
+    Ok((hist.div(&widths)?.div(&total)?, edges))
+}
+
+/// `edges` as a tensor of `dtype` (the data's float dtype, f32 for
+/// integers), each rounded to the nearest.
+fn edges_tensor(
+    edges: &[f64],
+    dtype: DType,
+    shape: [usize; 1],
+    dev: &crate::Device,
+) -> Result<Tensor> {
+    Ok(match dtype {
         DType::F64 => Tensor::from_vec(edges.to_vec(), shape, dev)?,
         DType::F16 => Tensor::from_vec(
             edges.iter().map(|&e| half::f16::from_f64(e)).collect(),
@@ -251,22 +298,7 @@ fn histogram_of(
             dev,
         )?,
         _ => Tensor::from_vec(edges.iter().map(|&e| e as f32).collect(), shape, dev)?,
-    };
-    let flat = x.reshape([x.numel()])?.to_dtype(dtype)?;
-    // Bin i where edges[i] <= x < edges[i + 1], the last closed, found in
-    // the count kernel by a search of the edges.
-    let hist = counted("histogram", &flat, Some(&edges), weights, bins)?;
-    if !density {
-        return Ok((hist, edges));
-    }
-    // NumPy: hist / diff(edges) / hist.sum().
-    let widths = edges
-        .narrow(0, 1, bins)?
-        .sub(&edges.narrow(0, 0, bins)?)?
-        .to_dtype(DType::F32)?;
-    let hist = hist.to_dtype(DType::F32)?;
-    let total = hist.sum(..)?;
-    Ok((hist.div(&widths)?.div(&total)?, edges))
+    })
 }
 
 /// Refuses a tensor `bincount` does not count, and weights that do not fit.
