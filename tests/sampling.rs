@@ -32,13 +32,17 @@ fn draws_match_numpys_with_temperature_top_k_and_top_p() {
     let c = cases();
     for dev in common::devices() {
         let logits = c["logits"].to_device(&dev).unwrap();
-        // The same logits stored transposed: a strided view.
-        let view = logits.t().contiguous().unwrap().t();
-        for n in 0..6 {
-            let s = sampling(&c[&format!("case{n}_args")].to_vec::<f64>().unwrap());
+        // Cases 6 and 7 draw from logits with ties at the k-th largest.
+        let ties = c["ties"].to_device(&dev).unwrap();
+        for n in 0..8 {
+            let args = c[&format!("case{n}_args")].to_vec::<f64>().unwrap();
+            let s = sampling(&args);
+            let logits = if args[3] > 0.0 { &ties } else { &logits };
+            // The same logits stored transposed: a strided view.
+            let view = logits.t().contiguous().unwrap().t();
             let u = c[&format!("case{n}_uniform")].to_device(&dev).unwrap();
             let want = c[&format!("case{n}_tokens")].to_vec::<i32>().unwrap();
-            for (what, x) in [("contiguous", &logits), ("strided", &view)] {
+            for (what, x) in [("contiguous", logits), ("strided", &view)] {
                 let got = x.sample_with(&s, &u).unwrap();
                 assert_eq!(got.dims(), &[6]);
                 assert_eq!(
@@ -94,6 +98,45 @@ fn frequencies_follow_the_probabilities_and_seeds_repeat_everywhere() {
         match &first {
             None => first = Some(drawn),
             Some(f) => assert_eq!(&drawn, f, "the seed draws other tokens on {dev}"),
+        }
+    }
+}
+
+/// A vocabulary of 128,256 whose largest token has 0.999 of the mass and
+/// the rest share 0.001 (7.8e-9 each): a running f32 sum from the largest
+/// stops growing at 0.999 (each step is under half its last bit), which
+/// made every token of the tail undrawable. Sums from the smallest keep
+/// the tail's mass: uniform numbers past 0.999 draw tail tokens where the
+/// float64 probabilities put them (within 1% of the vocabulary).
+#[test]
+fn a_long_tail_of_tiny_probabilities_keeps_its_mass() {
+    let n = 128_256usize;
+    let (p0, pt) = (0.999f64, 0.001 / (n - 1) as f64);
+    let tail = (pt / p0).ln() as f32;
+    let mut row = vec![tail; n];
+    row[0] = 0.0;
+    let us = [0.5f32, 0.9992, 0.9995, 0.9999];
+    let flat: Vec<f32> = us.iter().flat_map(|_| row.iter().copied()).collect();
+    for dev in common::devices() {
+        let logits = Tensor::from_vec(flat.clone(), [us.len(), n], &dev).unwrap();
+        let u = Tensor::from_slice(&us, [us.len()], &dev).unwrap();
+        for sampling in [Sampling::new(1.0), Sampling::new(1.0).top_p(1.0)] {
+            let got = logits
+                .sample_with(&sampling, &u)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            for (&u, &token) in us.iter().zip(&got) {
+                // The tail in index order (equal logits: a stable sort).
+                let want = match f64::from(u) < p0 {
+                    true => 0.0,
+                    false => 1.0 + ((f64::from(u) - p0) / pt).floor(),
+                };
+                assert!(
+                    (f64::from(token) - want).abs() <= n as f64 / 100.0,
+                    "u {u} on {dev}: token {token}, float64's {want}"
+                );
+            }
         }
     }
 }

@@ -36,7 +36,8 @@ impl Sampling {
         Sampling::new(0.0)
     }
 
-    /// Draws among the `k` largest logits only (Hugging Face's `top_k`).
+    /// Draws among the `k` largest logits only, and those equal to the
+    /// `k`-th largest (Hugging Face's `top_k`, which keeps ties).
     pub fn top_k(mut self, k: usize) -> Sampling {
         self.top_k = Some(k);
         self
@@ -85,7 +86,11 @@ impl Tensor {
     /// shape `(...)`, in `[0, 1)`, one per row. The kept logits' cumulative
     /// probabilities in descending order are counted up to each row's
     /// number: the token is the first whose cumulative probability passes
-    /// it.
+    /// it (sums taken from the smallest, so that a long tail of tiny
+    /// probabilities keeps its mass in f32). A row with a NaN logit, or no
+    /// finite one, has no distribution: it gives the greedy draw's token
+    /// (`argmax`'s: the first NaN, or the first logit), where PyTorch's
+    /// `multinomial` raises; nothing is read back to check.
     ///
     /// # Errors
     /// `Error::Shape` naming `sample` for logits of no axis or an empty
@@ -131,26 +136,40 @@ impl Tensor {
             return self.argmax(-1);
         }
         let vocab = self.dims()[self.rank() - 1];
-        let k = top_k.map_or(vocab, |k| k.min(vocab));
         let scaled = self.to_dtype(DType::F32)?.div_scalar(temperature)?;
-        let order = scaled
-            .argsort(-1, SortOrder::Descending)?
-            .narrow(-1, 0, k)?;
-        let mut probs = scaled.gather(&order, -1)?.softmax(-1)?;
-        if let Some(p) = top_p {
-            // Kept: a token whose larger ones' probability is still short
-            // of p (the largest always).
-            let before = probs.cumsum(-1)?.sub(&probs)?;
-            probs = probs.masked_fill(&before.ge_scalar(p)?, 0.0)?;
+        let order = scaled.argsort(-1, SortOrder::Descending)?;
+        let mut sorted = scaled.gather(&order, -1)?;
+        if let Some(k) = top_k.filter(|&k| k < vocab) {
+            // Hugging Face's cut: below the k-th largest, ties with it kept.
+            let kth = sorted.narrow(-1, k - 1, 1)?;
+            sorted = sorted.masked_fill(&sorted.lt(&kth)?, f64::NEG_INFINITY)?;
         }
-        let cumulative = probs.cumsum(-1)?;
-        let total = cumulative.narrow(-1, k - 1, 1)?;
-        let threshold = uniform.unsqueeze(-1)?.mul(&total)?;
-        let passed = cumulative
-            .le(&threshold)?
-            .to_dtype(DType::I32)?
-            .sum_keepdim(-1)?;
-        let at = passed.minimum_scalar(k as i32 - 1)?;
+        let mut probs = sorted.softmax(-1)?;
+        // Sums of each token's probability and the smaller ones', from the
+        // smallest (as Hugging Face's top-p sums them): a long tail of tiny
+        // probabilities keeps its mass where a running sum from the largest
+        // would stop growing short of 1.
+        let from_tail = |p: &Tensor| -> Result<Tensor> { p.flip(&[-1])?.cumsum(-1)?.flip(&[-1]) };
+        if let Some(p) = top_p.filter(|&p| p < 1.0) {
+            // Kept: a token whose larger ones' probability is still short
+            // of p (the largest always): the sums from the smallest above
+            // 1 - p of the total.
+            let tail = from_tail(&probs)?;
+            let floor = tail.narrow(-1, 0, 1)?.mul_scalar(1.0 - p)?;
+            probs = probs.masked_fill(&tail.le(&floor)?, 0.0)?;
+        }
+        // The token drawn by u is the first whose cumulative probability
+        // passes u x total: the last whose sum with the smaller ones reaches
+        // (1 - u) x total.
+        let tail = from_tail(&probs)?;
+        let total = tail.narrow(-1, 0, 1)?;
+        let rest = uniform
+            .unsqueeze(-1)?
+            .mul_scalar(-1.0)?
+            .add_scalar(1.0)?
+            .mul(&total)?;
+        let reached = tail.ge(&rest)?.to_dtype(DType::I32)?.sum_keepdim(-1)?;
+        let at = reached.sub_scalar(1)?.maximum_scalar(0)?;
         order.gather(&at, -1)?.squeeze_axis(-1)
     }
 }
