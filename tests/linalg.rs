@@ -1348,3 +1348,52 @@ fn rank_deficient_least_squares_and_complex_panels() {
         );
     }
 }
+
+/// Edges where NumPy's answer was missed: lstsq with a negative rcond (ε,
+/// as LAPACK's gelsd: `np.linalg.lstsq([[1, 0], [0, 0], [0, 0]], [1, 1,
+/// 1], rcond=-1)` is `[1, 0]` of rank 1; 1/0 made it infinite, of rank
+/// 2); eigenvalues of finite f32 matrices near f32's largest (`eigvalsh`
+/// of `[[2e38, 0], [0, 1]]` is `[1, 2e38]`, of `[[1.5e38, 1e38], [1e38,
+/// 1]]` about `[-5e37, 2e38]`: the shift overflowed and gave an error); the
+/// -2 norm of an empty matrix (NumPy raises; the 2 norm is 0).
+#[test]
+fn negative_rcond_huge_eigenvalues_and_empty_norms_follow_numpy() {
+    for dev in common::devices() {
+        let a = Tensor::from_slice(&[1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0], [3, 2], &dev).unwrap();
+        let b = Tensor::from_slice(&[1.0f32, 1.0, 1.0], [3], &dev).unwrap();
+        let fit = linalg::lstsq(&a, &b, Some(-1.0)).unwrap();
+        assert_eq!(fit.solution.to_vec::<f32>().unwrap(), [1.0, 0.0], "{dev:?}");
+        assert_eq!(fit.rank.to_vec::<i64>().unwrap(), [1], "{dev:?}");
+        for (m, want) in [
+            ([2e38f32, 0.0, 0.0, 1.0], [1.0f64, 2e38]),
+            ([1.5e38, 1e38, 1e38, 1.0], [-5e37, 2e38]),
+        ] {
+            let a = Tensor::from_slice(&m, [2, 2], &dev).unwrap();
+            let w = linalg::eigvalsh(&a, Triangle::Lower).unwrap();
+            let w: Vec<f64> = w
+                .to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect();
+            // A few ulps of the norm (2e38 and about 2.1e38).
+            for (g, x) in w.iter().zip(want) {
+                assert!((g - x).abs() <= 1e33, "{m:?} on {dev:?}: {w:?}");
+            }
+        }
+        let empty = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
+        let two = linalg::matrix_norm(&empty, linalg::MatrixNorm::Two).unwrap();
+        assert_eq!(two.to_vec::<f32>().unwrap(), [0.0]);
+        let neg = linalg::matrix_norm(&empty, linalg::MatrixNorm::NegTwo);
+        assert!(
+            matches!(
+                neg,
+                Err(Error::Argument {
+                    op: "matrix_norm",
+                    ..
+                })
+            ),
+            "{neg:?}"
+        );
+    }
+}

@@ -34,16 +34,23 @@ fn hermitian(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<Tensor>
     strict.add(&adjoint(&strict)?)?.add(&diagonal)
 }
 
-/// [`hermitian`]'s matrices shifted by `c = max_i Σ_j |a_ij|` (at least
-/// the spectral radius) to be positive semidefinite; and `c` (`[batch]`,
-/// real).
-fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<(Tensor, Tensor)> {
+/// [`hermitian`]'s matrices divided by their largest magnitude `top` (so
+/// that neither the row sums nor the shift overflow: a finite f32 matrix
+/// near 2^128 stays finite), then shifted by `c = max_i Σ_j |a_ij|` (at
+/// least the spectral radius) to be positive semidefinite; `c` and `top`
+/// (`[batch]`, real; `top` is 1 for a zero matrix). The eigenvalues are
+/// `(σ - c) top`.
+fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 3]> {
     let full = hermitian(op, a, triangle)?;
     let n = full.dims()[1];
+    let top = full.abs()?.max_keepdim(-1)?.max_keepdim(-2)?;
+    let top = top.masked_fill(&top.eq_scalar(0.0)?, 1.0)?;
+    let full = full.div(&top.to_dtype(full.dtype())?)?;
     let c = full.abs()?.sum(-1)?.max_keepdim(-1)?;
     let eye = Tensor::eye(n, full.dtype(), full.device())?;
     let shift = c.unsqueeze(-1)?.to_dtype(full.dtype())?.mul(&eye)?;
-    Ok((full.add(&shift)?, c.squeeze_axis(-1)?))
+    let top = top.squeeze_axis(-1)?.squeeze_axis(-1)?;
+    Ok([full.add(&shift)?, c.squeeze_axis(-1)?, top])
 }
 
 /// Eigenvalues (rising, real), eigenvectors (columns; `[batch, 0, 0]`
@@ -78,10 +85,11 @@ fn decompose(
         };
         return Ok([values, u, status]);
     }
-    let (b, c) = shifted(op, a, triangle)?;
+    let [b, c, top] = shifted(op, a, triangle)?;
     let [_, sigma, v, status, _] = jacobi(op, &b)?;
     // σ falls: reversed, σ - c rises.
     let values = sigma.flip(&[1])?.sub(&c.unsqueeze(-1)?)?;
+    let values = values.mul(&top.unsqueeze(-1)?)?;
     let vectors = v.flip(&[2])?;
     Ok([values, vectors, status])
 }

@@ -30,7 +30,8 @@ pub struct Lstsq {
 /// those minimising `‖b - a·x‖`, through the singular value
 /// decomposition, singular values at or below `rcond` times the largest
 /// taken as zero (by default `max(m, n)` times the dtype's `ε`, NumPy's
-/// `rcond=None`). Nothing is read back: a matrix holding NaN or infinity
+/// `rcond=None`; a negative `rcond` is `ε`, as LAPACK's `gelsd` takes
+/// NumPy's legacy `rcond=-1`). Nothing is read back: a matrix holding NaN or infinity
 /// gives NaN, where NumPy raises `LinAlgError`.
 ///
 /// ```
@@ -66,7 +67,12 @@ pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
             ));
         }
         let (u, s, vh, _) = svd_ex(&a, false)?;
-        let rtol = rcond.unwrap_or(m.max(n) as f64 * eps_of(&a));
+        // LAPACK's gelsd (NumPy's legacy rcond=-1): a negative rcond is ε.
+        let rtol = match rcond {
+            Some(r) if r >= 0.0 => r,
+            Some(_) => eps_of(&a),
+            None => m.max(n) as f64 * eps_of(&a),
+        };
         let s_inv = inverted(&s, rtol)?;
         // x = V · diag(1/σ) · Uᴴ · b.
         let ub = adjoint(&u)?.matmul(&b)?;

@@ -48,7 +48,9 @@ pub enum MatrixNorm {
 ///
 /// # Errors
 /// `Error::Shape` naming `matrix_norm` for fewer than 2 axes;
-/// `Error::DType` for a dtype other than f32, f64 (CPU) or c64.
+/// `Error::DType` for a dtype other than f32, f64 (CPU) or c64;
+/// `Error::Argument` for the norms that take a minimum (-1, -2, -inf) of
+/// empty matrices, as NumPy's.
 pub fn matrix_norm(a: &Tensor, ord: MatrixNorm) -> Result<Tensor> {
     const OP: &str = "matrix_norm";
     let [n, m] = matrix_dims(OP, a, false)?;
@@ -57,6 +59,18 @@ pub fn matrix_norm(a: &Tensor, ord: MatrixNorm) -> Result<Tensor> {
         match ord {
             MatrixNorm::Frobenius => a.abs()?.square()?.sum([-2isize, -1].as_slice())?.sqrt(),
             MatrixNorm::Nuclear => svdvals_ex(a)?.0.sum(-1),
+            // As NumPy's: an empty matrix has no smallest singular value.
+            MatrixNorm::NegTwo
+                if n.min(m) == 0 && a.dims()[..a.rank() - 2].iter().all(|&d| d > 0) =>
+            {
+                Err(crate::error::Error::argument(
+                    OP,
+                    format!(
+                        "the -2 norm of empty matrices {} (no smallest singular value)",
+                        a.shape()
+                    ),
+                ))
+            }
             MatrixNorm::Two | MatrixNorm::NegTwo if n.min(m) == 0 => {
                 Tensor::zeros(batch_shape(a), real_dtype(a), a.device())
             }
