@@ -354,12 +354,22 @@ fn rotations_refuse_bad_input() {
             "theta",
         ),
         (rope.positions(2, 3), "outside"),
+        (
+            Rope::new(0, 4, 1 << 40, 10000.0, RopeStyle::HalfSplit, &dev),
+            "head_dim",
+        ),
     ] {
         match r {
             Err(Error::Argument { msg, .. }) => assert!(msg.contains(what), "{msg}"),
             other => panic!("{what}: {other:?}"),
         }
     }
+    // No positions: an error (it divided by zero in `head_dim`).
+    let none = Tensor::zeros([0], DType::I32, &dev).unwrap();
+    assert!(matches!(
+        rope.at(&none),
+        Err(Error::Shape { op: "Rope::at", .. })
+    ));
     let cos = Tensor::zeros([4, 4], DType::F32, &dev).unwrap();
     let sin = Tensor::zeros([4, 3], DType::F32, &dev).unwrap();
     assert!(matches!(
@@ -729,6 +739,38 @@ fn a_row_that_attends_nothing_is_zero_as_pytorchs() {
     }
 }
 
+/// Leading axes broadcast among the query, the key and the value, as
+/// matmul's (PyTorch's `scaled_dot_product_attention(randn(1, 2, 3, 4),
+/// randn(2, 2, 3, 4), randn(2, 2, 3, 4))` is `(2, 2, 3, 4)`): the same as
+/// the operands broadcast by hand, on every device.
+#[test]
+fn leading_axes_broadcast_among_query_key_and_value() {
+    let cpu = Device::cpu();
+    let q = Tensor::randn([1, 2, 3, 4], DType::F32, 1, &cpu).unwrap();
+    let k = Tensor::randn([2, 1, 2, 5, 4], DType::F32, 2, &cpu).unwrap();
+    let v = Tensor::randn([2, 2, 5, 6], DType::F32, 3, &cpu).unwrap();
+    let q5 = q.unsqueeze(0).unwrap();
+    let v5 = v.unsqueeze(0).unwrap();
+    for dev in common::devices() {
+        let on = |t: &Tensor| t.to_device(&dev).unwrap();
+        let got = on(&q5).sdpa(&on(&k), &on(&v5), &Attention::new()).unwrap();
+        assert_eq!(got.dims(), &[2, 2, 2, 3, 6], "{dev}");
+        let wide = |t: &Tensor, last: [usize; 3]| {
+            let mut dims = vec![2, 2];
+            dims.extend(last);
+            on(t).broadcast_to(dims).unwrap().contiguous().unwrap()
+        };
+        let want = wide(&q5, [2, 3, 4])
+            .sdpa(
+                &wide(&k, [2, 5, 4]),
+                &wide(&v5, [2, 5, 6]),
+                &Attention::new(),
+            )
+            .unwrap();
+        assert_eq!(read(&got), read(&want), "{dev}");
+    }
+}
+
 #[test]
 fn attention_refuses_bad_input() {
     let dev = Device::cpu();
@@ -737,6 +779,19 @@ fn attention_refuses_bad_input() {
     let k = t(&[1, 2, 5, 8], DType::F32);
     let a = Attention::new();
     assert_eq!(q.sdpa(&k, &k, &a).unwrap().dims(), &[1, 4, 3, 8]);
+    let shape = |r: webtensor::Result<Tensor>, what: &str| match r {
+        Err(Error::Shape { op: "sdpa", msg }) => assert!(msg.contains(what), "{msg}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    shape(
+        q.sdpa(
+            &t(&[2, 2, 5, 8], DType::F32),
+            &t(&[3, 2, 5, 8], DType::F32),
+            &a,
+        ),
+        "broadcast",
+    );
+    let _ = shape;
     let shape = |r: webtensor::Result<Tensor>, what: &str| match r {
         Err(Error::Shape { op: "sdpa", msg }) => assert!(msg.contains(what), "{msg}"),
         other => panic!("{what}: {other:?}"),

@@ -548,6 +548,20 @@ fn channel_norms_refuse_bad_input_naming_the_op() {
             empty.batch_norm(&c, &c, None, None, 1e-5).unwrap().dims(),
             [0, 6, 3]
         );
+        // No positions, or no channels (PyTorch's `batch_norm(zeros(2, 3,
+        // 0), ...)` is (2, 3, 0)): empty too, in f32 (the CPU's 1x1
+        // convolution refused them) and f16.
+        let none = Tensor::zeros([0], DType::F32, &dev).unwrap();
+        for dtype in [DType::F32, DType::F16] {
+            let x = Tensor::zeros([2, 6, 0], dtype, &dev).unwrap();
+            assert_eq!(
+                x.batch_norm(&c, &c, None, None, 1e-5).unwrap().dims(),
+                [2, 6, 0]
+            );
+            let x = Tensor::zeros([2, 0, 3, 2], dtype, &dev).unwrap();
+            let y = x.batch_norm(&none, &none, None, None, 1e-5).unwrap();
+            assert_eq!((y.dims(), y.dtype()), (&[2, 0, 3, 2][..], dtype));
+        }
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn try_zeroed<T: Zeroable>(op: &'static str, len: usize) -> Result<Ve
 ///
 /// # Errors
 /// `Error::OutOfMemory` naming `op` when the allocator refuses.
-fn try_with_capacity<T>(op: &'static str, len: usize) -> Result<Vec<T>> {
+pub(crate) fn try_with_capacity<T>(op: &'static str, len: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len)
         .map_err(|_| refused::<T>(op, len))?;

@@ -44,7 +44,7 @@ mod strided;
 mod team;
 mod threads;
 
-pub(crate) use alloc::{try_collect, try_zeroed};
+pub(crate) use alloc::{try_collect, try_with_capacity, try_zeroed};
 pub(crate) use conv::depthwise;
 pub(crate) use conv_call::conv;
 pub(crate) use conv_nhwc::channels_last_out;

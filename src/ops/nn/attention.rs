@@ -21,6 +21,7 @@ use crate::backend::{AttentionCall, attention};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::{Arg, check_devices};
+use crate::shape::{Shape, broadcast_shapes};
 use crate::tensor::Tensor;
 
 const OP: &str = "sdpa";
@@ -155,6 +156,25 @@ impl Tensor {
                 "query {qd:?}, key {kd:?} and value {vd:?} must have one rank of at least 2"
             )));
         }
+        // The axes before the heads broadcast (as matmul's), all three.
+        let (q, k, v) = &if rank > 3 {
+            let lead = |t: &Tensor| Shape::from(&t.dims()[..rank - 3]);
+            let common = broadcast_shapes(&broadcast_shapes(&lead(q), &lead(k))?, &lead(v))
+                .map_err(|_| {
+                    shape_error(format!(
+                        "the leading axes of query {qd:?}, key {kd:?} and value {vd:?} do not broadcast"
+                    ))
+                })?;
+            let to = |t: &Tensor| -> Result<Tensor> {
+                let mut dims = common.dims().to_vec();
+                dims.extend_from_slice(&t.dims()[rank - 3..]);
+                t.broadcast_to(dims)
+            };
+            (to(q)?, to(k)?, to(v)?)
+        } else {
+            (q.clone(), k.clone(), v.clone())
+        };
+        let (qd, kd, vd) = (q.dims(), k.dims(), v.dims());
         let (e, s) = (qd[rank - 1], kd[rank - 2]);
         if kd[rank - 1] != e || vd[rank - 2] != s {
             return Err(shape_error(format!(

@@ -62,6 +62,11 @@ impl Tensor {
             ("bias", bias),
         ];
         super::check_per_channel(op, self, channels, &params)?;
+        if self.numel() == 0 {
+            // PyTorch's: an empty input (no batch, channel or position) is
+            // an empty output.
+            return Tensor::zeros(self.shape().clone(), self.dtype(), self.device());
+        }
         let compute = if self.dtype() == DType::F64 {
             DType::F64
         } else {

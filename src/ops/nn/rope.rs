@@ -136,8 +136,10 @@ impl Rope {
             ));
         }
         let half = head_dim / 2;
-        let mut cos = Vec::with_capacity(len * half);
-        let mut sin = Vec::with_capacity(len * half);
+        // At most 2^24 positions of 2^15 pairs: a failed allocation is an
+        // error, not an abort.
+        let mut cos = crate::backend::cpu::try_with_capacity(OP, len * half)?;
+        let mut sin = crate::backend::cpu::try_with_capacity(OP, len * half)?;
         for p in start..start + len {
             for f in &inv_freq {
                 let angle = p as f32 * f;
@@ -246,15 +248,19 @@ impl Rope {
     ///
     /// # Errors
     /// As [`Tensor::index_select`], naming `Rope::at`: positions that are
-    /// not a 1-D integer tensor, or on another device; on the CPU, a
+    /// not a 1-D integer tensor, or on another device; `Error::Shape` for
+    /// no positions (tables hold at least one); on the CPU, a
     /// position outside the tables (a GPU reports it at the next
     /// readback).
     pub fn at(&self, positions: &Tensor) -> Result<Rope> {
         const OP: &str = "Rope::at";
-        if positions.rank() != 1 {
+        if positions.rank() != 1 || positions.numel() == 0 {
             return Err(Error::shape(
                 OP,
-                format!("positions must be 1-D, got {:?}", positions.dims()),
+                format!(
+                    "positions must be 1-D and not empty, got {:?}",
+                    positions.dims()
+                ),
             ));
         }
         let gather = |t: &Tensor| t.index_select(positions, 0).map_err(|e| e.named(OP));

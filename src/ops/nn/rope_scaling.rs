@@ -64,6 +64,11 @@ pub enum RopeScaling {
     Factors(Vec<f32>),
 }
 
+/// The widest head rotary tables take: 65,536 features (models' heads
+/// have 64 to 256; a larger one is a malformed file's, whose tables would
+/// be a huge allocation).
+pub(crate) const MAX_HEAD_DIM: usize = 1 << 16;
+
 impl RopeScaling {
     /// The `head_dim / 2` frequencies this scaling gives heads of
     /// `head_dim` features rotated with base `theta`, in f32 (the angle of
@@ -71,17 +76,17 @@ impl RopeScaling {
     ///
     /// # Errors
     /// `Error::Argument` naming `RopeScaling::frequencies` for an odd or
-    /// zero `head_dim`, a `theta` that is not above 1 or past f32's range,
+    /// zero `head_dim` or one past 65,536, a `theta` that is not above 1 or past f32's range,
     /// a factor that is not a positive normal f32, a "llama3" scaling
     /// whose `high_freq_factor` is not above its `low_freq_factor` (by a
     /// normal f32) or whose `original_max_position` is 0, or `Factors`
     /// that are not `head_dim / 2` positive normal f32 values.
     pub fn frequencies(&self, head_dim: usize, theta: f64) -> Result<Vec<f32>> {
         const OP: &str = "RopeScaling::frequencies";
-        if head_dim == 0 || !head_dim.is_multiple_of(2) {
+        if head_dim == 0 || !head_dim.is_multiple_of(2) || head_dim > MAX_HEAD_DIM {
             return Err(Error::argument(
                 OP,
-                format!("head_dim {head_dim} is not a positive even number"),
+                format!("head_dim {head_dim} is not a positive even number up to {MAX_HEAD_DIM}"),
             ));
         }
         if !(theta > 1.0 && (theta as f32).is_finite()) {
