@@ -473,6 +473,21 @@ fn histogram_gives_numpys_counts_and_edges() {
             (positions(Ok(h)), e.to_vec::<f32>().unwrap()),
             (vec![0, 0], vec![0.0, 0.5, 1.0])
         );
+        // Their range is f64's (NumPy's 0.9 of 10 bins is 0.89999998).
+        for bins in [7, 10] {
+            let (_, e) = empty.histogram(bins, None, None, false).unwrap();
+            let e: Vec<f64> = e
+                .to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect();
+            assert_eq!(
+                e,
+                floats(&format!("hist_empty_{bins}_edges")),
+                "{bins} on {dev:?}"
+            );
+        }
     }
 }
 

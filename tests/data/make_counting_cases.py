@@ -119,5 +119,10 @@ for bins in [7, 13, 23, 29, 31, 49, 50, 53, 59]:
         hist_int.append(h.astype(np.int64))
 cases["hist_int_counts"] = np.stack([np.pad(h, (0, 59 - len(h))) for h in hist_int])
 
+# histogram of empty f32 data: the range 0 to 1 is Python floats, the
+# edges computed in f64 and rounded to f32.
+for bins in [7, 10]:
+    cases[f"hist_empty_{bins}_edges"] = np.histogram(np.zeros(0, np.float32), bins)[1]
+
 np.savez_compressed(HERE / "counting_cases.npz", **cases)
 print(sorted(cases))

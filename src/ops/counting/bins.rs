@@ -160,10 +160,12 @@ impl Tensor {
         // float dtype (its ends are the data's scalars), of a given range
         // (or integers') in f64; they are then the data's float dtype (f32
         // for integers here, f64 in NumPy).
+        // Empty data's range, 0 to 1, is Python floats: f64.
+        let found = range.is_none() && x.numel() > 0;
         let round = match x.dtype() {
-            DType::F32 if range.is_none() => |v: f64| f64::from(v as f32),
-            DType::F16 if range.is_none() => |v: f64| half::f16::from_f64(v).to_f64(),
-            DType::BF16 if range.is_none() => |v: f64| half::bf16::from_f64(v).to_f64(),
+            DType::F32 if found => |v: f64| f64::from(v as f32),
+            DType::F16 if found => |v: f64| half::f16::from_f64(v).to_f64(),
+            DType::BF16 if found => |v: f64| half::bf16::from_f64(v).to_f64(),
             _ => |v: f64| v,
         };
         let stored = match x.dtype() {
