@@ -439,6 +439,22 @@ fn cooperative_products_of_every_type_match_float64_under_fast_precision() {
             assert_product_within(&x.qmatmul(&w).unwrap(), &x, (&w, &wv), rel, &what);
             let dropped = dev.info().dropped_kernels;
             assert!(dropped.is_empty(), "{what}: {dropped:?}");
+            // f16 activations take the cooperative kernel at the default
+            // precision, as f16 products do (past 32 rows: fewer run the
+            // decoding kernel).
+            let gpu = common::gpu().unwrap();
+            let w = w.to_device(&gpu).unwrap();
+            let x16 = x.to_device(&gpu).unwrap().to_dtype(DType::F16).unwrap();
+            let product = || x16.qmatmul(&w).unwrap();
+            assert_product(&product(), &x16, (&w, &wv), &format!("f16 {what}"));
+            let profile = gpu
+                .profile(|| product().to_vec::<half::f16>().map(|_| ()))
+                .unwrap();
+            let ran = profile
+                .kernels()
+                .iter()
+                .any(|k| k.name.contains("quant cooperative"));
+            assert_eq!(ran, on && m > 32, "f16 {what}");
         }
     }
 }

@@ -417,6 +417,10 @@ pub(crate) struct QuantCall<'a> {
     pub k: usize,
     pub m: usize,
     pub out_stride: usize,
+    /// The activations were f16 (widened to f32 for the call): a product
+    /// may round the decoded weight to f16, as f16 products do (the
+    /// cooperative kernel).
+    pub half: bool,
 }
 
 impl QuantCall<'_> {

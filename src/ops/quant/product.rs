@@ -30,7 +30,10 @@ impl Tensor {
     /// step's) run the decoding kernel, which reads the blocks once per
     /// eight rows; more rows (a prompt's) run a register-tiled product
     /// that decodes the blocks into its tiles, never the whole weight into
-    /// memory. On the CPU, more rows multiply the dequantized weight (in
+    /// memory, or for f16 activations (f32 ones under
+    /// `MatmulPrecision::Fast`) the cooperative-matrix product where the
+    /// device has one, the decoded weight rounded to f16 as f16 products
+    /// round it. On the CPU, more rows multiply the dequantized weight (in
     /// parts of 256 MiB).
     ///
     /// # Errors
@@ -97,7 +100,7 @@ impl Tensor {
                 let len = rows.min(m - start);
                 let x_part = x.narrow(0, start, len)?;
                 let y_part = y.narrow(0, start, len)?;
-                w.run(Some(&x_part), &y_part, len)?;
+                w.run(Some(&x_part), &y_part, len, self.dtype() == DType::F16)?;
             }
             y
         };
@@ -123,7 +126,7 @@ impl QTensor {
         let out = Tensor::empty_dense(self.shape.clone(), DType::F32, self.device(), OP)?;
         let rows = self.blocks.dims()[0];
         if out.numel() > 0 {
-            self.run(None, &out.reshape([rows, out.numel() / rows])?, 0)?;
+            self.run(None, &out.reshape([rows, out.numel() / rows])?, 0, false)?;
         }
         out.to_dtype(dtype)
     }
@@ -150,8 +153,9 @@ impl QTensor {
 
     /// One backend call over the weight's rows, in parts that each fit
     /// one storage binding: `x`'s `m` rows times them into `out` (a view
-    /// of `m` rows of `n`), or them decoded into `out` (`[rows, k]`).
-    fn run(&self, x: Option<&Tensor>, out: &Tensor, m: usize) -> Result<()> {
+    /// of `m` rows of `n`; `half` where they were f16), or them decoded
+    /// into `out` (`[rows, k]`).
+    fn run(&self, x: Option<&Tensor>, out: &Tensor, m: usize, half: bool) -> Result<()> {
         let (rows, row_bytes) = (self.blocks.dims()[0], self.blocks.dims()[1]);
         let k = self.dims().last().copied().unwrap_or(0);
         // Weight rows per call: their blocks, and a dequantization's
@@ -180,6 +184,7 @@ impl QTensor {
                 k,
                 m,
                 out_stride: out.strides()[0] as usize,
+                half,
             })?;
             if !done {
                 let values = self.rows_on_host(start, len)?;

@@ -24,7 +24,7 @@ use crate::backend::gpu::matmul::CoopTiling;
 use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
 use crate::backend::gpu::matmul::tiling::Tiling;
 use crate::backend::gpu::matmul_tile_choice::MatmulVariant;
-use crate::backend::gpu::record::{family_key, record_family};
+use crate::backend::gpu::record::record_family;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -92,13 +92,28 @@ pub(crate) struct QuantKey {
     pub sabotaged: bool,
 }
 
-family_key!(QuantKey, "webtensor quant", quant_source, entry: |k| {
-    match k.kernel {
-        QuantKernel::Dequantize => "main_dequantize",
-        QuantKernel::Product(_) => "main_product",
-        QuantKernel::Tiled(_) | QuantKernel::Cooperative(_) => "main",
+/// The family's pipelines: profiles name the cooperative kernel's
+/// dispatches `quant cooperative` (tensor cores), the others `quant`.
+impl crate::backend::gpu::record::FamilyKey for QuantKey {
+    fn label(&self) -> &'static str {
+        match self.kernel {
+            QuantKernel::Cooperative(_) => "webtensor quant cooperative",
+            _ => "webtensor quant",
+        }
     }
-});
+
+    fn entry(&self) -> &'static str {
+        match self.kernel {
+            QuantKernel::Dequantize => "main_dequantize",
+            QuantKernel::Product(_) => "main_product",
+            QuantKernel::Tiled(_) | QuantKernel::Cooperative(_) => "main",
+        }
+    }
+
+    fn source(&self) -> Result<String> {
+        quant_source(self)
+    }
+}
 
 /// A product's entry point: a workgroup per weight row.
 const PRODUCT: &str = "var<workgroup> partial: array<f32, PARTIALS>;
@@ -297,7 +312,7 @@ fn record(out: &GpuStorage, call: &QuantCall, tiled: Option<QuantKernel>) -> Res
     }
     let sabotaged = ctx.tuner.sabotaged_quant() == Some(call.ty);
     if call.x.is_some() && (call.m > MAX_ROWS || !decoding_fits(call.m, call.k)) {
-        let kernel = tiled.unwrap_or_else(|| tiled::kernel_for(ctx, call.m, call.n));
+        let kernel = tiled.unwrap_or_else(|| tiled::kernel_for(ctx, call.m, call.n, call.half));
         return tiled::record(out, call, kernel, sabotaged);
     }
     let (w_bound, w) = Bound::view(OP, call.w.clone(), false)?;

@@ -135,11 +135,12 @@ mod native {
         if dequantized[..] != want_w[..ROWS * k] {
             return Ok(false);
         }
-        // Each tile, and the cooperative kernel where products run on it.
+        // Each tile, and the cooperative kernel where the device has one
+        // (f16 products run on it, and f32 ones under Fast).
         let mut tiled: Vec<QuantKernel> = Vec::new();
         if tiled_fits(ctx, ty) {
             tiled.extend(tiled::TILES.map(QuantKernel::Tiled));
-            tiled.extend(tiled::cooperative(ctx).map(QuantKernel::Cooperative));
+            tiled.extend(tiled::cooperative(ctx, true).map(QuantKernel::Cooperative));
         }
         let products = PRODUCT_ROWS
             .into_iter()
@@ -213,6 +214,7 @@ mod native {
             k,
             m,
             out_stride: n,
+            half: false,
         };
         record(out_storage, &call, tiling)?;
         let bytes = pollster::block_on(out_storage.read_own_bytes())?;

@@ -71,21 +71,27 @@ pub(super) fn tiling_for(m: usize, n: usize) -> Tiling {
 }
 
 /// The kernel of a product of `m` activation rows by `n` weight rows on
-/// `ctx`: on cooperative matrices where the device has them and f32
-/// products may round their operands to f16 (`MatmulPrecision::Fast`),
-/// else on [`tiling_for`]'s tile.
-pub(super) fn kernel_for(ctx: &GpuContext, m: usize, n: usize) -> QuantKernel {
-    match cooperative(ctx) {
+/// `ctx`: on cooperative matrices where the device has them and the
+/// activations were f16 (`half`) or f32 products may round their operands
+/// to f16 (`MatmulPrecision::Fast`), else on [`tiling_for`]'s tile.
+pub(super) fn kernel_for(ctx: &GpuContext, m: usize, n: usize, half: bool) -> QuantKernel {
+    match cooperative(ctx, half) {
         Some(tiling) => QuantKernel::Cooperative(tiling),
         None => QuantKernel::Tiled(tiling_for(m, n)),
     }
 }
 
-/// The cooperative kernel of `ctx`'s products, where it runs them: the
-/// activations read a row along k, the weight decoded along its rows.
-pub(super) fn cooperative(ctx: &GpuContext) -> Option<CoopTiling> {
+/// The cooperative kernel of `ctx`'s products of f16 activations (`half`)
+/// or f32 ones, where it runs them: the activations read a row along k,
+/// the weight decoded along its rows.
+pub(super) fn cooperative(ctx: &GpuContext, half: bool) -> Option<CoopTiling> {
     let scalar = [Loads::Scalar; 2];
-    let tiling = CoopTiling::on_device(&ctx.facts, KernelType::F32, scalar, [false; 2])?;
+    let dtype = if half {
+        KernelType::F16
+    } else {
+        KernelType::F32
+    };
+    let tiling = CoopTiling::on_device(&ctx.facts, dtype, scalar, [false; 2])?;
     Some(tiling.with_b(CoopB::Decoded))
 }
 
