@@ -720,3 +720,35 @@ fn sixteen_bit_programs_at_every_alignment_and_length() {
         }
     }
 }
+
+/// `sign` of -0 is +0, as NumPy's and PyTorch's (`np.signbit(np.sign(-0.))`
+/// is false); NaN is kept, as NumPy's; on every device, fused and alone.
+#[test]
+fn sign_of_minus_zero_is_plus_zero_as_numpys() {
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let x = Tensor::from_slice(&[-0.0f32, 0.0, f32::NAN, -2.5, 3.0], [5], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            for y in [
+                x.sign().unwrap(),
+                x.mul_scalar(2.0).unwrap().sign().unwrap(),
+            ] {
+                let y = y.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+                assert!(
+                    y[0] == 0.0 && y[0].is_sign_positive(),
+                    "{dtype} on {dev}: {y:?}"
+                );
+                assert!(
+                    y[1] == 0.0 && y[1].is_sign_positive(),
+                    "{dtype} on {dev}: {y:?}"
+                );
+                assert!(
+                    y[2].is_nan() && y[3] == -1.0 && y[4] == 1.0,
+                    "{dtype} on {dev}: {y:?}"
+                );
+            }
+        }
+    }
+}

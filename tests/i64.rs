@@ -430,3 +430,35 @@ fn gpus_sort_and_multiply_i64_as_the_cpu_does() {
         }
     }
 }
+
+/// `arange` of i64 counts and steps in integers, as NumPy's: past 2^53
+/// (`np.arange(2**53 + 1, 2**53 + 5) - (2**53 + 1)` is `[0, 1, 2, 3]`,
+/// `np.arange(2**60, 2**60 + 3)` has 3 elements), falling, and empty.
+#[test]
+fn arange_of_i64_is_exact_past_2_pow_53() {
+    let dev = Device::cpu();
+    let s = (1i64 << 53) + 1;
+    let got = Tensor::arange(s, s + 4, 1, &dev)
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
+    assert_eq!(got, [s, s + 1, s + 2, s + 3]);
+    let big = 1i64 << 60;
+    assert_eq!(Tensor::arange(big, big + 3, 1, &dev).unwrap().numel(), 3);
+    let down = Tensor::arange(i64::MAX, i64::MAX - 7, -3, &dev).unwrap();
+    assert_eq!(
+        down.to_vec::<i64>().unwrap(),
+        [i64::MAX, i64::MAX - 3, i64::MAX - 6]
+    );
+    let across = Tensor::arange(i64::MIN, i64::MAX, i64::MAX, &dev).unwrap();
+    assert_eq!(
+        across.to_vec::<i64>().unwrap(),
+        [i64::MIN, -1, i64::MAX - 1]
+    );
+    assert_eq!(Tensor::arange(5i64, 5, 1, &dev).unwrap().numel(), 0);
+    assert_eq!(Tensor::arange(5i64, 9, -1, &dev).unwrap().numel(), 0);
+    assert!(matches!(
+        Tensor::arange(0i64, 9, 0, &dev),
+        Err(webtensor::Error::Argument { op: "arange", .. })
+    ));
+}

@@ -151,6 +151,18 @@ fn special_functions_keep_their_edges_and_dtypes() {
             t(&[0.0, 1.0]).sinc().unwrap().to_vec::<f32>().unwrap()[0],
             1.0
         );
+        // 1 at 0 in every float dtype (NumPy's `sinc` of f16 0 is 1; 1e-20,
+        // its old divisor, is 0 in f16).
+        for dtype in [DType::F16, DType::BF16] {
+            let y = t(&[0.0, -0.0, 0.5])
+                .to_dtype(dtype)
+                .unwrap()
+                .sinc()
+                .unwrap();
+            let y = y.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+            assert_eq!(&y[..2], &[1.0, 1.0], "{dtype}");
+            assert!((y[2] - 0.63661975).abs() < 4e-3, "{dtype}: {y:?}");
+        }
         let lg = t(&[0.0, 1.0, 0.5])
             .logit(Some(1e-6))
             .unwrap()

@@ -46,8 +46,17 @@ fn minimum_f32(a: f32, b: f32) -> f32 {
     return bitcast<f32>(select(ub, ua, order_key_f32(ua) <= order_key_f32(ub)));
 }
 
+// NaN kept, -0 and +0 are +0 (NumPy's), else -1 or 1: decided on the bits
+// (see order_key_f32).
 fn sign_f32(a: f32) -> f32 {
-    return select(select(a, -1.0, a < 0.0), 1.0, a > 0.0);
+    let magnitude = bitcast<u32>(a) & 0x7fffffffu;
+    if (magnitude > F32_INF_BITS) {
+        return a;
+    }
+    if (magnitude == 0u) {
+        return 0.0;
+    }
+    return select(1.0, -1.0, (bitcast<u32>(a) & 0x80000000u) != 0u);
 }
 
 // 0 for a negative number (not -0, not NaN), decided on the bits (see

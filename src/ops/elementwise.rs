@@ -405,7 +405,7 @@ unary_methods! {
     floor, floor_, Floor, "Round down (the identity on integers).";
     ceil, ceil_, Ceil, "Round up (the identity on integers).";
     round, round_, Round, "Round half to even, as NumPy (the identity on integers).";
-    sign, sign_, Sign, "-1, 0 or 1 by the sign of `x` (0 and NaN are kept for floats).";
+    sign, sign_, Sign, "-1, 0 or 1 by the sign of `x` (NaN is kept for floats, and -0 is +0, as NumPy's).";
     recip, recip_, Recip, "`1 / x` (float dtypes).";
     square, square_, Square, "`x * x` (wrapping for integers).";
     logical_not, logical_not_, Not, "Logical not (bool only).";

@@ -4,6 +4,7 @@
 //! writes it (the same operations in the same order), for float dtypes.
 //! (`lgamma`, `digamma` and `erfinv` are elementwise ops of their own.)
 
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -75,8 +76,9 @@ impl Tensor {
     }
 
     /// The normalised sinc, `sin(pi x) / (pi x)`, 1 at 0 (NumPy's `sinc`,
-    /// which divides at `pi * 1e-20` there). Float dtypes. In f32, within
-    /// an ulp or 2e-7 (pi x rounds to f32 first, as in NumPy's f32 sinc).
+    /// which divides at the dtype's epsilon where `pi x` is 0: 1 in every
+    /// float dtype). Float dtypes. In f32, within an ulp or 2e-7 (pi x
+    /// rounds to f32 first, as in NumPy's f32 sinc).
     ///
     /// # Errors
     /// `Error::DType` naming `sinc` for dtypes that are not floats.
@@ -84,9 +86,22 @@ impl Tensor {
         super::as_op("sinc", || {
             // Made twice, each read once: fusion folds a chain whose
             // intermediates have one reader, so one kernel computes it all.
+            // The dtype's epsilon: 1e-20 (NumPy's before 2.x) is 0 in f16.
+            let eps = match self.dtype() {
+                DType::F16 => f64::from(half::f16::EPSILON),
+                DType::BF16 => f64::from(half::bf16::EPSILON),
+                DType::F64 => f64::EPSILON,
+                DType::F32 | DType::C64 => f64::from(f32::EPSILON),
+                other => {
+                    return Err(crate::error::Error::dtype(
+                        "sinc",
+                        format!("takes a float tensor, got {other}"),
+                    ));
+                }
+            };
             let y = || {
-                self.masked_fill(&self.eq_scalar(0.0)?, 1.0e-20)?
-                    .mul_scalar(std::f64::consts::PI)
+                let y = self.mul_scalar(std::f64::consts::PI)?;
+                y.masked_fill(&y.eq_scalar(0.0)?, eps)
             };
             y()?.sin()?.div(&y()?)
         })

@@ -189,6 +189,11 @@ impl Tensor {
     /// # Errors
     /// `Error::Argument` for a zero or non-finite step.
     pub fn arange<T: Element>(start: T, end: T, step: T, device: &Device) -> Result<Tensor> {
+        // i64 in integers (f64 holds them only to 2^53), as NumPy's.
+        let whole = |v: &T| (v as &dyn std::any::Any).downcast_ref::<i64>().copied();
+        if let (Some(s), Some(e), Some(st)) = (whole(&start), whole(&end), whole(&step)) {
+            return Self::arange_i64(s, e, st, device);
+        }
         let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
         if st == 0.0 || !st.is_finite() {
             return Err(Error::argument(
@@ -210,6 +215,26 @@ impl Tensor {
             (0..count).map(|i| T::from_f64(s + i as f64 * st)),
         )?;
         Self::from_vec(data, [count], device)
+    }
+
+    /// [`Tensor::arange`] of i64, counted and stepped in integers.
+    fn arange_i64(s: i64, e: i64, st: i64, device: &Device) -> Result<Tensor> {
+        if st == 0 {
+            return Err(Error::argument(
+                "arange",
+                "step must be finite and non-zero, got 0",
+            ));
+        }
+        let (span, step) = (i128::from(e) - i128::from(s), i128::from(st));
+        let steps = match span.signum() == step.signum() {
+            true => (span.abs() + step.abs() - 1) / step.abs(),
+            false => 0,
+        };
+        let count = usize::try_from(steps).unwrap_or(usize::MAX);
+        Shape::from([count]).check("arange")?;
+        // Every value lies between s and e: no overflow.
+        let values = (0..count).map(|i| (i128::from(s) + i as i128 * step) as i64);
+        Self::from_vec(try_collect("arange", count, values)?, [count], device)
     }
 
     /// The `n x n` identity matrix.

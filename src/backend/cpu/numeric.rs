@@ -156,6 +156,9 @@ macro_rules! float_num {
                     1.0
                 } else if self < 0.0 {
                     -1.0
+                } else if self == 0.0 {
+                    // -0 too, as NumPy's.
+                    0.0
                 } else {
                     self
                 }
