@@ -579,6 +579,56 @@ fn pool_reference(
     (out, [n, c, ho, wo])
 }
 
+/// `ceil_mode` windows longer than the input, as PyTorch's
+/// `pooling_output_shape` counts them (`F.max_pool2d(arange(4.).reshape(1,
+/// 1, 2, 2), 3, 2, ceil_mode=True)` is `[[[[3.]]]]`, the average 1.5;
+/// over `arange(25.)` as 5 x 5 with a kernel of 4, stride 3 and padding
+/// 1, the maxima are `[[12, 14], [22, 24]]` and the averages without the
+/// padding `[[6, 8], [16, 18]]`; a 1 x 1 input under a kernel of 4 has no
+/// window); and an empty batch of huge planes pools to an empty tensor
+/// without a table of its windows.
+#[test]
+fn ceil_mode_windows_longer_than_the_input_follow_pytorch() {
+    for dev in devices() {
+        let x = Tensor::arange(0.0f32, 4.0, 1.0, &dev)
+            .unwrap()
+            .reshape([1, 1, 2, 2])
+            .unwrap();
+        let pool = Pool::new(3).stride(2).ceil_mode(true);
+        assert_eq!(
+            x.max_pool2d(&pool).unwrap().to_vec::<f32>().unwrap(),
+            [3.0],
+            "{dev}"
+        );
+        assert_eq!(
+            x.avg_pool2d(&pool).unwrap().to_vec::<f32>().unwrap(),
+            [1.5],
+            "{dev}"
+        );
+        let x = Tensor::arange(0.0f32, 25.0, 1.0, &dev)
+            .unwrap()
+            .reshape([1, 1, 5, 5])
+            .unwrap();
+        let pool = Pool::new(4).stride(3).padding(1).ceil_mode(true);
+        let max = x.max_pool2d(&pool).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(max, [12.0, 14.0, 22.0, 24.0], "{dev}");
+        let avg = x.avg_pool2d(&pool.count_include_pad(false)).unwrap();
+        assert_eq!(
+            avg.to_vec::<f32>().unwrap(),
+            [6.0, 8.0, 16.0, 18.0],
+            "{dev}"
+        );
+        let one = Tensor::zeros([1, 1, 1, 1], DType::F32, &dev).unwrap();
+        assert!(matches!(
+            one.max_pool2d(&Pool::new(4).stride(2).ceil_mode(true)),
+            Err(webtensor::Error::Shape { .. })
+        ));
+        let empty = Tensor::zeros([0, 1, 100_000, 100_000], DType::F32, &dev).unwrap();
+        let y = empty.avg_pool2d(&Pool::new(1)).unwrap();
+        assert_eq!(y.dims(), [0, 1, 100_000, 100_000]);
+    }
+}
+
 #[test]
 fn pooling_equals_its_definition() {
     let x = Array4::new([2, 3, 9, 8], 31);

@@ -206,10 +206,15 @@ impl Tensor {
         if let Some(out) = self.pool_in_one_pass(OP, pool, &plan)? {
             return Ok(out);
         }
-        let x = self.to_dtype(compute)?.padded(&plan, 0.0)?;
         let r = self.rank();
         let mut dims = self.dims().to_vec();
         dims[r - 2..].copy_from_slice(&plan.out);
+        if dims.contains(&0) {
+            // No output: nothing to sum or divide (a table of the
+            // windows' divisors would still be out_h x out_w).
+            return Tensor::zeros(dims, self.dtype(), self.device());
+        }
+        let x = self.to_dtype(compute)?.padded(&plan, 0.0)?;
         let out = Tensor::zeros(dims, compute, self.device())?;
         for i in 0..plan.k[0] {
             for j in 0..plan.k[1] {
@@ -234,10 +239,11 @@ impl Tensor {
                 .collect()
         };
         let (rows, cols) = (counts(0), counts(1));
-        let divisors: Vec<f32> = rows
-            .iter()
-            .flat_map(|h| cols.iter().map(move |w| h * w))
-            .collect();
+        let divisors = crate::backend::cpu::try_collect(
+            "avg_pool2d",
+            rows.len() * cols.len(),
+            rows.iter().flat_map(|h| cols.iter().map(move |w| h * w)),
+        )?;
         let divisors = Tensor::from_slice(&divisors, plan.out, self.device())?;
         out.div_(&divisors)?;
         out.to_dtype(self.dtype())

@@ -34,26 +34,24 @@ impl From<(usize, usize)> for Pair {
 /// The outputs of a window of `extent` elements (its taps spread out:
 /// `dilation (k - 1) + 1`) sliding `step` at a time over `len` elements;
 /// with `ceil`, a last partial window that starts inside `len - after`
-/// (PyTorch's `ceil_mode`: the input and its leading padding) counts too.
-/// `None` when the window is longer than the input.
+/// (PyTorch's `ceil_mode`: the input and its leading padding) counts too,
+/// even where the window is longer than the input (PyTorch's
+/// `pooling_output_shape`). `None` when no window fits.
 pub(super) fn outputs(
     len: usize,
     extent: usize,
     step: usize,
     ceil: Option<usize>,
 ) -> Option<usize> {
-    if extent > len {
-        return None;
-    }
-    let span = len - extent;
+    let round_up = if ceil.is_some() { step - 1 } else { 0 };
+    let span = (len + round_up).checked_sub(extent)?;
     let mut n = span / step + 1;
     if let Some(after) = ceil
-        && !span.is_multiple_of(step)
-        && n * step < len - after
+        && (n - 1) * step >= len - after
     {
-        n += 1;
+        n -= 1;
     }
-    Some(n)
+    (n > 0).then_some(n)
 }
 
 /// The longest (padded) axis a sliding window runs over: the GPU kernels
@@ -187,6 +185,11 @@ mod tests {
         assert_eq!(outputs(7, 3, 2, None), Some(3));
         assert_eq!(outputs(8, 3, 2, None), Some(3));
         assert_eq!(outputs(2, 3, 1, None), None);
+        // PyTorch's `max_pool2d(2 x 2, 3, 2, ceil_mode=True)`: one window,
+        // longer than the input; none where it starts in the padding.
+        assert_eq!(outputs(2, 3, 2, Some(0)), Some(1));
+        assert_eq!(outputs(1, 4, 2, Some(0)), None);
+        assert_eq!(outputs(4, 3, 2, Some(1)), Some(2));
         // ceil mode: a partial window that starts inside the input counts.
         assert_eq!(outputs(8, 3, 2, Some(0)), Some(4));
         assert_eq!(outputs(7, 3, 2, Some(0)), Some(3));
