@@ -607,6 +607,34 @@ fn hann_window_is_periodic() {
     }
 }
 
+/// A complex window makes the transform two-sided, as PyTorch's
+/// (`torch.stft(arange(10.), 8, window=ones(8, dtype=complex64),
+/// return_complex=True)` is `[8, 6]`): the same as the complex signal's
+/// under that window; one-sided is refused naming `stft`.
+#[test]
+fn a_complex_window_gives_a_two_sided_transform() {
+    for dev in devices() {
+        let x = Tensor::arange(0.0f32, 10.0, 1.0, &dev).unwrap();
+        let w = Tensor::hann_window(8, &dev)
+            .unwrap()
+            .to_dtype(DType::C64)
+            .unwrap()
+            .mul_scalar(Complex32::new(1.0, 0.5))
+            .unwrap();
+        let got = x.stft(&Stft::new(8).window(&w)).unwrap();
+        assert_eq!(got.dims(), [8, 6], "{dev}");
+        let signal = x.to_dtype(DType::C64).unwrap();
+        let want = signal.stft(&Stft::new(8).window(&w)).unwrap();
+        assert_eq!(
+            got.to_complex_vec().unwrap(),
+            want.to_complex_vec().unwrap(),
+            "{dev}"
+        );
+        let e = x.stft(&Stft::new(8).window(&w).onesided(true)).unwrap_err();
+        assert!(matches!(e, Error::Argument { op: "stft", .. }), "{e}");
+    }
+}
+
 #[test]
 fn stft_refuses_what_pytorch_refuses_naming_itself() {
     for dev in devices() {

@@ -269,3 +269,23 @@ fn a_nearest_resize_past_every_limit_fails_at_once() {
         );
     }
 }
+
+/// A resize of an empty batch to huge planes is an empty tensor at once:
+/// the check for whole factors walked 2^40 output indices (an empty batch
+/// left it no output to bound the walk by); PyTorch fails to allocate.
+#[test]
+fn a_resize_of_an_empty_batch_is_empty_at_once() {
+    for dev in common::devices() {
+        let x = Tensor::ones([0, 1, 1, 1], DType::F32, &dev).unwrap();
+        let start = std::time::Instant::now();
+        for mode in [webtensor::Resize::Nearest, webtensor::Resize::Bilinear] {
+            let y = x.resize([1 << 40, 1], mode).unwrap();
+            assert_eq!(y.dims(), [0, 1, 1 << 40, 1], "{dev} {mode:?}");
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{dev}: {:?}",
+            start.elapsed()
+        );
+    }
+}

@@ -119,6 +119,13 @@ impl Tensor {
                 ));
             }
         }
+        let mut dims = self.dims().to_vec();
+        dims[r - 2..].copy_from_slice(&size);
+        if dims.contains(&0) {
+            // No output: no taps to find (an empty batch's axes may be
+            // any length).
+            return Tensor::zeros(dims, self.dtype(), self.device());
+        }
         if let Some(out) = self.resize_in_one_pass(op, size, scale, mode)? {
             return Ok(out);
         }
@@ -204,7 +211,7 @@ impl Tensor {
 
 /// The whole factors `[fh, fw]` of a nearest resize of `x` to `size`
 /// whose source pixels are `i / f` on both axes (`m = f n`, the ratio
-/// exact): `None` for any other, for empty axes, for a rank the
+/// exact): `None` for any other, for empty axes or batches, for a rank the
 /// broadcast view's two more axes would take past [`MAX_RANK`], and for an
 /// output past 2^31 elements (its check walks each output index of both
 /// axes, which must cost no more than the output: a size that cannot be
@@ -216,7 +223,8 @@ fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Optio
     }
     let outer: usize = x.dims()[..r - 2].iter().product();
     let elements = outer.checked_mul(size[0])?.checked_mul(size[1])?;
-    if elements > i32::MAX as usize {
+    // An empty batch has no output to bound the walk by.
+    if elements == 0 || elements > i32::MAX as usize {
         return None;
     }
     let mut factors = [1; 2];

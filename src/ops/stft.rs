@@ -58,8 +58,10 @@ impl<'a> Stft<'a> {
         self
     }
 
-    /// The window each frame is multiplied by: a 1-D real tensor of at
-    /// most `n_fft` samples, centred in the frame (zeros around it).
+    /// The window each frame is multiplied by: a 1-D tensor (real or
+    /// complex) of at most `n_fft` samples, centred in the frame (zeros
+    /// around it). A complex window makes the transform two-sided by
+    /// default, as a complex signal does (PyTorch's).
     pub fn window(mut self, window: &'a Tensor) -> Stft<'a> {
         self.window = Some(window);
         self
@@ -95,8 +97,8 @@ impl Tensor {
     /// # Errors
     /// `Error::Argument` naming `stft` for `n_fft` or `hop` 0, a frame
     /// longer than the (padded) signal, centre padding as long as the
-    /// signal, a window that is not 1-D real of at most `n_fft` samples or
-    /// on another device, one-sided output of a complex signal, or a
+    /// signal, a window that is not 1-D of at most `n_fft` samples or on
+    /// another device, one-sided output of a complex signal or window, or a
     /// signal of rank 8 (its frames would be of rank 9); `Error::DType`
     /// for bool.
     pub fn stft(&self, spec: &Stft) -> Result<Tensor> {
@@ -126,12 +128,13 @@ impl Tensor {
         if self.dtype() == DType::Bool {
             return Err(Error::dtype(OP, "not defined for bool; cast first"));
         }
-        let complex = self.dtype().is_complex();
+        let complex =
+            self.dtype().is_complex() || spec.window.is_some_and(|w| w.dtype().is_complex());
         let onesided = spec.onesided.unwrap_or(!complex);
         if onesided && complex {
             return Err(Error::argument(
                 OP,
-                "a complex signal has no one-sided transform",
+                "a complex signal or window has no one-sided transform",
             ));
         }
         let length = self.dims()[self.rank() - 1];
