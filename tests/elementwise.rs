@@ -752,3 +752,17 @@ fn sign_of_minus_zero_is_plus_zero_as_numpys() {
         }
     }
 }
+
+/// An in-place clamp of integers by float bounds is refused naming
+/// `clamp_` (PyTorch: "result type Float can't be cast to the desired
+/// output type Int"); it named `maximum`, the op it is made of.
+#[test]
+fn an_in_place_clamp_refused_names_clamp_() {
+    for dev in common::devices() {
+        let t = Tensor::from_slice(&[-3i32, 9], [2], &dev).unwrap();
+        let e = t.clamp_(0.5, 6.0).unwrap_err();
+        assert!(e.to_string().starts_with("clamp_: "), "{dev}: {e}");
+        t.clamp_(0, 6).unwrap();
+        assert_eq!(t.to_vec::<i32>().unwrap(), [0, 6], "{dev}");
+    }
+}

@@ -635,6 +635,42 @@ fn hostile_metadata_fails_before_allocating() {
     // Zero tensors and no data section at all is a file.
     let f = Gguf::from_bytes(header(&[u8_kv("k")])).unwrap();
     assert_eq!(f.tensors().len(), 0);
+    // An array of 2^24 + 1 u8 values the file holds: refused, where its
+    // values would take 32 times the file's bytes (540 MB); 2^24 load.
+    for (count, ok) in [((1u64 << 24) + 1, false), (1 << 24, true)] {
+        let mut long = key("long", 9);
+        long.extend_from_slice(&0u32.to_le_bytes());
+        long.extend_from_slice(&count.to_le_bytes());
+        long.resize(long.len() + count as usize, 0);
+        match Gguf::from_bytes(header(&[long])) {
+            Ok(_) if ok => {}
+            Err(Error::Format { msg, .. }) if !ok => {
+                assert!(msg.contains("at most 16777216"), "{msg}")
+            }
+            other => panic!("{count}: {:?}", other.map(|_| ())),
+        }
+    }
+}
+
+/// Two tensors whose data overlap are refused, as gguf.cpp refuses them:
+/// one region named by many tensors would be copied out once for each.
+#[test]
+fn overlapping_tensor_data_is_refused() {
+    let mut w = GgufWriter::new();
+    let t = Tensor::from_slice(&[1.0f32, 2.0], [2], &Device::cpu()).unwrap();
+    w.add_tensor("t", &t).unwrap();
+    w.add_tensor("u", &t).unwrap();
+    let mut bytes = w.to_bytes().unwrap();
+    assert!(Gguf::from_bytes(bytes.clone()).is_ok());
+    // The header's 24 bytes, the first tensor's info (33 bytes: a 1-byte
+    // name, one axis), then the second's, whose offset (32) is set to 0.
+    let second = 24 + 33 + 25;
+    assert_eq!(&bytes[second..second + 8], &32u64.to_le_bytes());
+    put(&mut bytes, second, &0u64.to_le_bytes());
+    match Gguf::from_bytes(bytes) {
+        Err(Error::Format { msg, .. }) => assert!(msg.contains("overlap"), "{msg}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
 }
 
 #[test]

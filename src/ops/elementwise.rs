@@ -346,8 +346,10 @@ impl Tensor {
         let (min, max) = self.clamp_bounds("clamp_", min.into(), max.into())?;
         // Checked here so that the error names clamp_, not maximum.
         self.layout().check_writable("clamp_")?;
-        self.maximum_scalar_(min)?;
-        self.minimum_scalar_(max)
+        super::as_op("clamp_", || {
+            self.maximum_scalar_(min)?;
+            self.minimum_scalar_(max)
+        })
     }
 
     /// The bounds of a clamp, checked against this dtype under `op`'s name.

@@ -15,6 +15,12 @@ pub(crate) const DEFAULT_ALIGNMENT: u64 = 32;
 /// nest them until the reader's stack overflows).
 const MAX_NESTING: u32 = 8;
 
+/// The most values a metadata array holds: 2^24 (a vocabulary of 16M
+/// tokens; the largest real ones have about 256K). Each value takes 32
+/// bytes in memory where a file may spend one, so a count bounded only by
+/// the file's bytes could ask 32 times its size.
+const MAX_ARRAY: u64 = 1 << 24;
+
 /// The most axes a GGUF tensor has (ggml's `GGML_MAX_DIMS`).
 pub(crate) const MAX_DIMS: u32 = 4;
 
@@ -113,6 +119,12 @@ impl<'a> Cursor<'a> {
                         self.left()
                     )));
                 }
+                if count > MAX_ARRAY {
+                    return Err(self.fail(format!(
+                        "{what}: an array of {count} values; at most {MAX_ARRAY} are read (a \
+                         value takes 32 bytes in memory, a u8 in the file one)"
+                    )));
+                }
                 let mut items = Vec::with_capacity(count as usize);
                 for _ in 0..count {
                     items.push(self.value(item, what, depth + 1)?);
@@ -164,10 +176,11 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
         )));
     }
     let mut metadata: Vec<(String, GgufValue)> = Vec::with_capacity(kv_count as usize);
+    let mut keys = std::collections::HashSet::new();
     for k in 0..kv_count {
         let key = c.string(&format_args!("metadata key {k}"))?;
         let what = format_args!("metadata {key:?}");
-        if metadata.iter().any(|(other, _)| *other == key) {
+        if !keys.insert(key.clone()) {
             return Err(c.fail(format!("{what} is given twice")));
         }
         let t = c.value_type(&what)?;
@@ -190,10 +203,11 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
         )));
     }
     let mut tensors: Vec<GgufTensorInfo> = Vec::with_capacity(tensor_count as usize);
+    let mut names = std::collections::HashSet::new();
     for k in 0..tensor_count {
         let name = c.string(&format_args!("tensor {k}'s name"))?;
         let what = format_args!("tensor {k} ({name:?})");
-        if tensors.iter().any(|t| t.name == name) {
+        if !names.insert(name.clone()) {
             return Err(c.fail(format!("{what}: the name is given twice")));
         }
         let n_dims = c.u32(&what)?;
@@ -264,6 +278,20 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
                 t.name, t.size, t.offset
             )));
         }
+    }
+    // No two tensors' data overlap (as gguf.cpp's rule): one region named
+    // by many tensors would be copied out once for each.
+    let mut spans: Vec<(u64, u64, usize)> = (tensors.iter().enumerate())
+        .filter(|(_, t)| t.size > 0)
+        .map(|(k, t)| (t.offset, t.offset + t.size, k))
+        .collect();
+    spans.sort_unstable();
+    if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
+        let (a, b) = (&tensors[w[0].2], &tensors[w[1].2]);
+        return Err(c.fail(format!(
+            "tensors {:?} (data {}..{}) and {:?} (data {}..{}) overlap",
+            a.name, w[0].0, w[0].1, b.name, w[1].0, w[1].1
+        )));
     }
     Ok(Gguf {
         version,
