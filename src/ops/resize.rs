@@ -2,7 +2,9 @@
 //! picks columns and then rows by index, `bilinear` blends the two nearest
 //! columns, then the two nearest rows. Positions and weights are worked
 //! out in f32 by PyTorch's CPU formulas, so the same source elements are
-//! picked. A GPU runs one kernel that computes them in the shader
+//! picked. For f64 data too, where PyTorch's blending modes work them out
+//! in f64: an f64 bilinear resize is within about 1e-7 (relative) of
+//! PyTorch's, not to f64's precision. A GPU runs one kernel that computes them in the shader
 //! (`backend::gpu::resize`); the CPU, and a GPU for views over more than
 //! one storage binding, compose it here axis by axis (`index_select`, then
 //! a blend), from positions worked out on the host.
