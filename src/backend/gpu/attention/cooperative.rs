@@ -615,6 +615,8 @@ pub(crate) fn coop_flash_source(key: &CoopFlashKey) -> Result<String> {
 mod tests {
     use super::*;
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
+    #[cfg(not(target_arch = "wasm32"))]
+    use crate::backend::gpu::kernel::prelude::tests::translate_to_spirv;
     use crate::backend::gpu::kernel::prelude::tests::validate;
 
     /// Every shape a device may run: both fragment sides, the subgroup
@@ -644,22 +646,7 @@ mod tests {
                 validate(&source, &format!("{key:?}"));
                 assert_layout(&source, FlashParams::FIELDS, FlashParams::SIZE, "flash");
                 #[cfg(not(target_arch = "wasm32"))]
-                {
-                    let module = naga::front::wgsl::parse_str(&source).unwrap();
-                    let info = naga::valid::Validator::new(
-                        naga::valid::ValidationFlags::all(),
-                        naga::valid::Capabilities::all(),
-                    )
-                    .validate(&module)
-                    .unwrap();
-                    let options = naga::back::spv::Options {
-                        lang_version: (1, 6),
-                        ..Default::default()
-                    };
-                    let words = naga::back::spv::write_vec(&module, &info, &options, None)
-                        .unwrap_or_else(|e| panic!("{key:?}: {e}"));
-                    assert!(words.len() > 100);
-                }
+                translate_to_spirv(&source, &format!("{key:?}"));
             }
         }
     }

@@ -78,6 +78,28 @@ pub(crate) mod tests {
         }
     }
 
+    /// Validates `source` and translates it with naga's SPIR-V writer, as
+    /// wgpu's Vulkan backend will take it, or panics naming `what`: for
+    /// kernels no adapter of CI runs (cooperative matrices).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn translate_to_spirv(source: &str, what: &str) {
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+        let options = naga::back::spv::Options {
+            lang_version: (1, 6),
+            ..Default::default()
+        };
+        let words = naga::back::spv::write_vec(&module, &info, &options, None)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(words.len() > 100, "{what}");
+    }
+
     /// Parses and validates `source` with naga (every capability on), or
     /// panics naming `what` with naga's message and the source.
     pub(crate) fn validate(source: &str, what: &str) {
