@@ -99,10 +99,8 @@ impl Tensor {
                     ));
                 }
             };
-            let y = || {
-                let y = self.mul_scalar(std::f64::consts::PI)?;
-                y.masked_fill(&y.eq_scalar(0.0)?, eps)
-            };
+            let pi_x = || self.mul_scalar(std::f64::consts::PI);
+            let y = || pi_x()?.masked_fill(&pi_x()?.eq_scalar(0.0)?, eps);
             y()?.sin()?.div(&y()?)
         })
     }

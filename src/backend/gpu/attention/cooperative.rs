@@ -500,7 +500,9 @@ impl CoopFlash {
     /// at weights of 0), or NaN.
     fn finish(self) -> String {
         let f = self.fragment;
-        let mut w = String::new();
+        // The last rescale's loads from the accumulators' area are done
+        // before its first store (the lanes of a subgroup race otherwise).
+        let mut w = String::from("    workgroupBarrier();\n");
         for c in 0..self.value_frags {
             let slot = format!("{}u + sg * F * OP", (c % 2) * SUBGROUPS * f * (f + PAD_F));
             let _ = writeln!(
