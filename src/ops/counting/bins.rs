@@ -168,11 +168,13 @@ impl Tensor {
             DType::BF16 if found => |v: f64| half::bf16::from_f64(v).to_f64(),
             _ => |v: f64| v,
         };
+        // Integers' edges stay f64 here: they are binned against them
+        // (`histogram_of`), and returned rounded to f32.
         let stored = match x.dtype() {
-            DType::F64 => |v: f64| v,
+            DType::F32 => |v: f64| f64::from(v as f32),
             DType::F16 => |v: f64| half::f16::from_f64(v).to_f64(),
             DType::BF16 => |v: f64| half::bf16::from_f64(v).to_f64(),
-            _ => |v: f64| f64::from(v as f32),
+            _ => |v: f64| v,
         };
         // NumPy widens an empty range by a half on each side.
         let (first, last) = if first == last {

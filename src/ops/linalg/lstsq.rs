@@ -31,8 +31,8 @@ pub struct Lstsq {
 /// decomposition, singular values at or below `rcond` times the largest
 /// taken as zero (by default `max(m, n)` times the dtype's `ε`, NumPy's
 /// `rcond=None`; a negative `rcond` is `ε`, as LAPACK's `gelsd` takes
-/// NumPy's legacy `rcond=-1`). Nothing is read back: a matrix holding NaN or infinity
-/// gives NaN, where NumPy raises `LinAlgError`.
+/// NumPy's legacy `rcond=-1`). Nothing is read back: a matrix holding
+/// NaN or infinity gives NaN, where NumPy raises `LinAlgError`.
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};

@@ -49,8 +49,9 @@ pub enum MatrixNorm {
 /// # Errors
 /// `Error::Shape` naming `matrix_norm` for fewer than 2 axes;
 /// `Error::DType` for a dtype other than f32, f64 (CPU) or c64;
-/// `Error::Argument` for the norms that take a minimum (-1, -2, -inf) of
-/// empty matrices, as NumPy's.
+/// `Error::Argument` for the -2 norm of empty matrices, and the -1 and
+/// -inf norms of matrices without the columns or rows their minimum runs
+/// over, as NumPy's.
 pub fn matrix_norm(a: &Tensor, ord: MatrixNorm) -> Result<Tensor> {
     const OP: &str = "matrix_norm";
     let [n, m] = matrix_dims(OP, a, false)?;

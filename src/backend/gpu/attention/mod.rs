@@ -7,7 +7,10 @@
 //! that write partial results, and `attention/combine.wgsl` merges them:
 //! two dispatches, or two per chunk of pairs whose partial results fit
 //! one binding (a decoding step's one query row reads its keys with many
-//! workgroups; a long prompt's keys outrun the budget).
+//! workgroups; a long prompt's keys outrun the budget). Where the device
+//! has cooperative matrices, f16 attention of a fragment's query rows or
+//! more (f32 under `MatmulPrecision::Fast`) runs `cooperative.rs`'s kernel
+//! instead: one dispatch, the scores and weighted values on tensor cores.
 
 mod cooperative;
 mod plan;
