@@ -946,4 +946,88 @@ fn cooperative_attention_matches_the_cpu() {
             }
         }
     }
+    // Each shape and mask's probe ran and passed.
+    for dev in [&gpu, &fast] {
+        let info = dev.info();
+        let dropped = info.dropped_kernels.iter().any(|k| k.contains("attention"));
+        assert!(!dropped, "{info}");
+        assert_eq!(dev.stats().kernels_checked > 0, on, "{:?}", dev.stats());
+    }
+}
+
+/// The cooperative kernel's self-check: a kernel made wrong on purpose
+/// (`sabotage_matmul` naming the cooperative tile: every output off by
+/// one) is dropped and named for its shape, mask and dtype, on a device
+/// with cooperative matrices, and the attention runs on the flash kernel:
+/// results stay right. Each mask of each shape is probed once.
+#[test]
+fn a_sabotaged_cooperative_attention_kernel_is_dropped_and_named() {
+    use webtensor::{GpuOptions, MatmulTile};
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        sabotage_matmul: Some(MatmulTile::Cooperative),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let on = gpu.info().cooperative_matrix;
+    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
+        assert!(on, "cooperative matrices required: {}", gpu.info());
+    }
+    let cpu = Device::cpu();
+    // Values exact in f16: the CPU's f32 answer is the reference.
+    let make = |dims: &[usize], seed: u64| {
+        Tensor::randn(dims, DType::F32, seed, &cpu)
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+    };
+    let (q, k, v) = (
+        make(&[2, 4, 40, 24], 1),
+        make(&[2, 2, 70, 24], 2),
+        make(&[2, 2, 70, 40], 3),
+    );
+    let keep = Tensor::rand([40, 70], DType::F32, 4, &cpu)
+        .unwrap()
+        .lt_scalar(0.8)
+        .unwrap();
+    let on_gpu = |t: &Tensor| t.to_device(&gpu).unwrap().to_dtype(DType::F16).unwrap();
+    for masked in [false, true] {
+        let settings = |dev: &Device| match masked {
+            false => Attention::new().causal(),
+            true => Attention::new().mask(&keep.to_device(dev).unwrap()),
+        };
+        let want = read(&q.sdpa(&k, &v, &settings(&cpu)).unwrap());
+        let a = settings(&gpu);
+        let run = || on_gpu(&q).sdpa(&on_gpu(&k), &on_gpu(&v), &a).unwrap();
+        for round in 0..2 {
+            let got = read(&run().to_dtype(DType::F32).unwrap());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-2,
+                    "masked {masked}, round {round}: element {i} is {g}, the CPU's {w}"
+                );
+            }
+            assert!(!ran_cooperative(&gpu, &run), "masked {masked}");
+        }
+    }
+    let info = gpu.info();
+    let dropped: Vec<&String> = (info.dropped_kernels.iter())
+        .filter(|k| k.starts_with("attention"))
+        .collect();
+    let named = [
+        "attention cooperative 3x5 none f16",
+        "attention cooperative 3x5 bool f16",
+    ];
+    match on {
+        // 8 x 8 fragments on lavapipe; 16 x 16 on NVIDIA's.
+        true => assert!(
+            dropped.len() == 2
+                && (dropped.iter().zip(named).all(|(d, n)| *d == n)
+                    || dropped.iter().all(|d| d.contains(" 2x3 "))),
+            "{info}"
+        ),
+        false => assert!(dropped.is_empty(), "{info}"),
+    }
 }

@@ -5,6 +5,7 @@
 //! rather than in it because the device context, which `matmul/` uses,
 //! owns it.
 
+use crate::backend::gpu::attention_mask::MaskKind;
 use crate::dtype::{DType, KernelType};
 use crate::quant::{GgmlType, PRODUCT_TYPES};
 use std::collections::HashMap;
@@ -146,6 +147,14 @@ pub(crate) enum MatmulVariant {
     /// The quantized products' kernels of a block type
     /// (`backend/gpu/quant/`).
     Quant(GgmlType),
+    /// The cooperative attention kernel of this many fragments across a
+    /// head row and a value row, with this mask
+    /// (`backend/gpu/attention/cooperative.rs`).
+    Attention {
+        head_frags: u32,
+        value_frags: u32,
+        mask: MaskKind,
+    },
 }
 
 impl MatmulVariant {
@@ -157,6 +166,11 @@ impl MatmulVariant {
             MatmulVariant::Conv(tile) => format!("conv {tile:?}"),
             MatmulVariant::ConvTransposed(tile) => format!("conv_transpose {tile:?}"),
             MatmulVariant::Quant(ty) => format!("qmatmul {ty}"),
+            MatmulVariant::Attention {
+                head_frags,
+                value_frags,
+                mask,
+            } => format!("attention cooperative {head_frags}x{value_frags} {mask:?}"),
         };
         format!("{} {dtype}", name.to_ascii_lowercase())
     }
@@ -298,6 +312,8 @@ impl Known {
             MatmulVariant::ConvTransposed(tile) => {
                 2 * (fixed + 2) + PRODUCT_TYPES.len() + tile_slot(tile)
             }
+            // Kept in `MatmulTuner::verdicts` alone (see `verdict`).
+            MatmulVariant::Attention { .. } => 0,
         };
         v * Self::DTYPES + dtype as usize
     }
@@ -360,6 +376,15 @@ impl MatmulTuner {
 
     /// The self-check's verdict on `variant` over `dtype`, once probed.
     pub fn verdict(&self, variant: MatmulVariant, dtype: KernelType) -> Option<bool> {
+        // The attention kernel's shapes are too many for a slot each; one
+        // lookup under the lock is little beside an attention.
+        if matches!(variant, MatmulVariant::Attention { .. }) {
+            let verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+            return verdicts
+                .iter()
+                .find(|&&(v, d, _)| v == variant && d == dtype)
+                .map(|&(.., right)| right);
+        }
         match self.known.0[Known::slot(variant, dtype)].load(Ordering::Acquire) {
             0 => None,
             state => Some(state == 1),
@@ -370,6 +395,12 @@ impl MatmulTuner {
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub fn set_verdict(&self, variant: MatmulVariant, dtype: KernelType, right: bool) {
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(variant, MatmulVariant::Attention { .. }) {
+            if !verdicts.iter().any(|&(v, d, _)| v == variant && d == dtype) {
+                verdicts.push((variant, dtype, right));
+            }
+            return;
+        }
         let known = &self.known.0[Known::slot(variant, dtype)];
         if known.load(Ordering::Acquire) == 0 {
             verdicts.push((variant, dtype, right));

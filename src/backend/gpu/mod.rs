@@ -98,6 +98,7 @@ macro_rules! shader {
 
 mod adapter_facts;
 mod attention;
+mod attention_mask;
 mod bind_groups;
 mod buffer_claim;
 mod capture;

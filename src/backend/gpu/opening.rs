@@ -86,8 +86,10 @@ pub struct GpuOptions {
     /// `WEBTENSOR_MATMUL_PRECISION=exact|fast`.
     pub matmul_precision: Option<MatmulPrecision>,
     /// Testing only: the kernel of this matmul tile computes a wrong
-    /// product (each output negated), so that a test can show the
-    /// self-check dropping it. Never set it otherwise.
+    /// product (each output off by one), and so do the convolutions'
+    /// kernels on it (and, for the cooperative tile, the cooperative
+    /// attention kernel), so that a test can show the self-check dropping
+    /// them. Never set it otherwise.
     #[doc(hidden)]
     pub sabotage_matmul: Option<MatmulTile>,
     /// Testing only: makes the quantized product and dequantization

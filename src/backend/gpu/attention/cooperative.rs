@@ -36,6 +36,7 @@ use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::loop_budget::ITERATIONS;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
+use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -43,6 +44,9 @@ use smallvec::SmallVec;
 use std::fmt::Write;
 
 const FLASH_COOP_WGSL: &str = shader!("attention/flash_coop.wgsl");
+
+/// The finish's store of an output.
+const STORE: &str = "store_out(u32(o0 + i32(col) * params.o_col), y);";
 
 /// Subgroups a workgroup.
 const SUBGROUPS: u32 = 4;
@@ -77,6 +81,9 @@ pub(crate) struct CoopFlashKey {
     pub dtype: KernelType,
     pub mask: MaskKind,
     pub shape: CoopFlash,
+    /// Every output off by one (`GpuOptions::sabotage_matmul` naming the
+    /// cooperative tile: a test's way to show the self-check at work).
+    pub sabotaged: bool,
 }
 
 family_key!(
@@ -526,7 +533,7 @@ impl CoopFlash {
                      y = o_tile[{slot} + (x / F) * OP + x % F];\n                \
                      if (total != 0.0) {{\n                    y = div_f32(y, total);\n                }}\n            \
                      }}\n            \
-                     store_out(u32(o0 + i32(col) * params.o_col), y);\n        \
+                     {STORE}\n        \
                      }}\n    \
                      }}",
                     at = e * self.lanes,
@@ -577,7 +584,12 @@ pub(super) fn record(
     params.workgroups = workgroups as u32;
     params.row_width = groups[0];
     params.pair_offset = 0;
-    let key = CoopFlashKey { dtype, mask, shape };
+    let key = CoopFlashKey {
+        dtype,
+        mask,
+        shape,
+        sabotaged: ctx.tuner.sabotaged() == Some(MatmulTile::Cooperative),
+    };
     record_family(
         ctx,
         &key,
@@ -610,6 +622,13 @@ pub(crate) fn coop_flash_source(key: &CoopFlashKey) -> Result<String> {
         &FlashParams::wgsl(),
         &slots,
     )?;
+    let source = match key.sabotaged {
+        true => source.replace(
+            STORE,
+            "store_out(u32(o0 + i32(col) * params.o_col), y + 1.0);",
+        ),
+        false => source,
+    };
     Ok(format!("enable wgpu_cooperative_matrix;\n{source}"))
 }
 
@@ -643,7 +662,12 @@ mod tests {
         for (i, shape) in shapes().into_iter().enumerate() {
             let mask = [MaskKind::None, MaskKind::Bool, MaskKind::Float][i % 3];
             for dtype in [KernelType::F16, KernelType::F32] {
-                let key = CoopFlashKey { dtype, mask, shape };
+                let key = CoopFlashKey {
+                    dtype,
+                    mask,
+                    shape,
+                    sabotaged: false,
+                };
                 let source = coop_flash_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
                 assert_layout(&source, FlashParams::FIELDS, FlashParams::SIZE, "flash");

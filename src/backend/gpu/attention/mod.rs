@@ -10,19 +10,26 @@
 //! workgroups; a long prompt's keys outrun the budget). Where the device
 //! has cooperative matrices, f16 attention of a fragment's query rows or
 //! more (f32 under `MatmulPrecision::Fast`) runs `cooperative.rs`'s kernel
-//! instead: one dispatch, the scores and weighted values on tensor cores.
+//! instead: one dispatch, the scores and weighted values on tensor cores,
+//! once its self-check (`probe.rs`) found it right for the shape and mask.
 
 mod cooperative;
 mod plan;
+#[cfg(not(target_arch = "wasm32"))]
+mod probe;
 
 use crate::backend::AttentionCall;
 use crate::backend::Storage;
+pub(crate) use crate::backend::gpu::attention_mask::MaskKind;
 use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
 use crate::backend::gpu::kernel::grid::{grid, grid_of};
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::strided::numbered_walk;
+use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
+use crate::backend::gpu::matmul_tile_choice::MatmulVariant;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
@@ -111,16 +118,6 @@ params_block! {
         tiles: u32,
         length: u32,
     }
-}
-
-/// What the scores add or mask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum MaskKind {
-    None,
-    /// True where a query attends a key.
-    Bool,
-    /// Added to the scores.
-    Float,
 }
 
 /// Everything that selects a distinct flash pipeline.
@@ -335,7 +332,8 @@ pub(crate) fn combine_source(key: &CombineKey) -> Result<String> {
 /// `Error::Internal` for operands the op layer should not have sent (other
 /// dtypes, an output that is not fresh and contiguous); `Error::Gpu` when
 /// an operand is not on this GPU; `TooLarge` for views over more than one
-/// storage binding or more workgroups than a dispatch holds.
+/// storage binding or more workgroups than a dispatch holds; failures of
+/// the cooperative kernel's probe.
 pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> {
     const OP: &str = "sdpa";
     let ctx = &out.ctx;
@@ -362,8 +360,62 @@ pub(crate) fn attention(out: &GpuStorage, call: &AttentionCall) -> Result<bool> 
             "the attention kernel got operands it does not take",
         ));
     }
+    let coop = match CoopFlash::plan(facts, &Extents::of(call), dtype) {
+        Some(shape) if coop_runs(ctx, shape, dtype, mask)? => Some(shape),
+        _ => None,
+    };
+    record(out, call, mask, coop)
+}
+
+/// Whether `shape` is to run an attention of `dtype` with `mask` on the
+/// device of `ctx`: its probe was right, or cannot run there (a browser,
+/// wgpu's noop backend, bindings capped below its operands). Not while a
+/// capture or profile is open before the probe: the flash kernel runs.
+///
+/// # Errors
+/// Failures of the probe's uploads, dispatch or readback.
+fn coop_runs(
+    ctx: &Arc<GpuContext>,
+    shape: CoopFlash,
+    dtype: KernelType,
+    mask: MaskKind,
+) -> Result<bool> {
+    let variant = MatmulVariant::Attention {
+        head_frags: shape.head_frags,
+        value_frags: shape.value_frags,
+        mask,
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    let verdict = verdict_with(
+        ctx,
+        variant,
+        dtype,
+        || probe::Probe::of(shape).fits(ctx, dtype),
+        || probe::Probe::of(shape).answers_right(ctx, shape, dtype, mask),
+    )?;
+    // A browser probes nothing (its queue cannot be waited on).
+    #[cfg(target_arch = "wasm32")]
+    let verdict = verdict_with(ctx, variant, dtype, || false, || Ok(false))?;
+    Ok(matches!(verdict, Verdict::Right | Verdict::Unchecked))
+}
+
+/// Records `call` (checked by `attention`, whose mask is `mask`) on the
+/// cooperative kernel `coop` where given, else on the flash kernel: false
+/// (nothing recorded) where the flash kernel cannot take it.
+///
+/// # Errors
+/// As `attention`'s.
+fn record(
+    out: &GpuStorage,
+    call: &AttentionCall,
+    mask: MaskKind,
+    coop: Option<CoopFlash>,
+) -> Result<bool> {
+    const OP: &str = "sdpa";
+    let ctx = &out.ctx;
+    let facts = &ctx.facts;
+    let dtype = call.q.dtype;
     let extents = Extents::of(call);
-    let coop = CoopFlash::plan(facts, &extents, dtype);
     let plan = match coop {
         Some(_) => None,
         None => match Plan::new(extents, Limits::of(facts)) {

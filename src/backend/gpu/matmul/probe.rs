@@ -144,8 +144,12 @@ fn cases(variant: MatmulVariant) -> Vec<Case> {
         MatmulVariant::Tile(MatmulTile::PerOutput | MatmulTile::Auto) => &[[13, 11]],
         MatmulVariant::Gemv => &[[1, 70], [70, 1]],
         // The convolutions' and the quantized kernels have probes of their
-        // own (conv/probe.rs, conv/probe_transposed.rs, quant/probe.rs).
-        MatmulVariant::Conv(_) | MatmulVariant::ConvTransposed(_) | MatmulVariant::Quant(_) => &[],
+        // own (conv/probe.rs, conv/probe_transposed.rs, quant/probe.rs,
+        // attention/probe.rs).
+        MatmulVariant::Conv(_)
+        | MatmulVariant::ConvTransposed(_)
+        | MatmulVariant::Quant(_)
+        | MatmulVariant::Attention { .. } => &[],
     };
     shapes
         .iter()
@@ -251,10 +255,13 @@ fn record(
     match variant {
         MatmulVariant::Tile(tile) => record_with(out, &call, bound, tile, [m, n, k, batches])?,
         MatmulVariant::Gemv => Gemv::of(&call, m, n).record(out, &call, bound, k, batches)?,
-        MatmulVariant::Conv(_) | MatmulVariant::ConvTransposed(_) | MatmulVariant::Quant(_) => {
+        MatmulVariant::Conv(_)
+        | MatmulVariant::ConvTransposed(_)
+        | MatmulVariant::Quant(_)
+        | MatmulVariant::Attention { .. } => {
             return Err(Error::internal(
                 OP,
-                "the convolution and quant kernels probe themselves",
+                "the convolution, quant and attention kernels probe themselves",
             ));
         }
     }
