@@ -149,6 +149,72 @@ fn overlapping_input_gives_numpy_result() {
     }
 }
 
+/// Ops that return copies return them in their edge cases too (a roll by
+/// the axis's length, a pad of nothing, a diagonal of one element, shifts
+/// of axes of one, an adaptive pool or resize to the input's own size):
+/// writing through the result leaves the input alone, as NumPy's and
+/// PyTorch's copies do.
+#[test]
+fn copies_in_their_edge_cases_are_copies() {
+    use webtensor::{PadMode, Resize};
+    for dev in devices() {
+        let fresh = || Tensor::arange(0.0f32, 4.0, 1.0, &dev).unwrap();
+        let image = || fresh().reshape([1, 1, 2, 2]).unwrap();
+        type Op = Box<dyn Fn(&Tensor) -> webtensor::Result<Tensor>>;
+        let ops: Vec<(&str, Box<dyn Fn() -> Tensor>, Op)> = vec![
+            ("roll", Box::new(fresh), Box::new(|x| x.roll(4, 0))),
+            ("roll 0", Box::new(fresh), Box::new(|x| x.roll(0, 0))),
+            (
+                "pad edge",
+                Box::new(fresh),
+                Box::new(|x| x.pad(&[(0, 0)], PadMode::Edge)),
+            ),
+            (
+                "pad wrap",
+                Box::new(fresh),
+                Box::new(|x| x.pad(&[], PadMode::Wrap)),
+            ),
+            (
+                "diag",
+                Box::new(image),
+                Box::new(|x| x.reshape([2, 2])?.diag(1)),
+            ),
+            (
+                "fftshift",
+                Box::new(image),
+                Box::new(|x| x.fftshift([0, 1])),
+            ),
+            (
+                "ifftshift",
+                Box::new(image),
+                Box::new(|x| x.ifftshift(Vec::<isize>::new())),
+            ),
+            (
+                "adaptive_avg_pool2d",
+                Box::new(image),
+                Box::new(|x| x.adaptive_avg_pool2d(2)),
+            ),
+            (
+                "resize nearest",
+                Box::new(image),
+                Box::new(|x| x.resize([2, 2], Resize::Nearest)),
+            ),
+            (
+                "resize antialias",
+                Box::new(image),
+                Box::new(|x| x.resize([2, 2], Resize::BilinearAntialias)),
+            ),
+        ];
+        for (name, input, op) in &ops {
+            let x = input();
+            let before = x.to_vec::<f32>().unwrap();
+            let y = op(&x).unwrap();
+            y.fill_(-7.0).unwrap();
+            assert_eq!(x.to_vec::<f32>().unwrap(), before, "{name} on {dev}");
+        }
+    }
+}
+
 #[test]
 fn creation_and_readback() {
     for dev in devices() {

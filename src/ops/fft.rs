@@ -362,7 +362,11 @@ impl Tensor {
 
     fn shift_halves(&self, op: &'static str, axes: Axes, inverse: bool) -> Result<Tensor> {
         let axes = axes_of(op, &axes, self.rank())?;
-        let mut out = self.contiguous()?;
+        if axes.is_empty() {
+            return self.contiguous_copy();
+        }
+        // Each roll a copy.
+        let mut out = self.clone();
         for a in axes {
             let half = (self.dims()[a] / 2) as isize;
             out = out.roll(if inverse { -half } else { half }, a as isize)?;

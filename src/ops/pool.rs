@@ -283,6 +283,11 @@ impl Tensor {
                 ));
             }
         }
+        if self.dims()[r - 2..] == size {
+            // Each bin one element: a copy (never this tensor's storage,
+            // which the caller may write through the result).
+            return self.contiguous_copy();
+        }
         let mut x = self.to_dtype(compute)?;
         for (a, &m) in size.iter().enumerate() {
             x = adaptive_mean_axis(&x, r - 2 + a, m)?;

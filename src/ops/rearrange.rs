@@ -41,7 +41,7 @@ impl Tensor {
                 shift.rem_euclid(n as isize) as usize
             };
             if k == 0 {
-                return self.contiguous();
+                return self.contiguous_copy();
             }
             let axis = a as isize;
             Tensor::concat(
@@ -132,16 +132,23 @@ impl Tensor {
                     // The host may refuse an index as long as the padded
                     // axis: an OutOfMemory, as the output's own allocation.
                     let len = before + n + after;
-                    let index = try_collect(
-                        OP,
-                        len,
-                        (0..len).map(|i| source_index(mode, i as i64 - before as i64, n as i64)),
-                    )?;
-                    let index = Tensor::from_vec(index, [len], self.device())?;
+                    let sources =
+                        (0..len).map(|i| source_index(mode, i as i64 - before as i64, n as i64));
+                    // i32 indices where they reach (a GPU tensor holds
+                    // 2^31 - 1 elements at most; the CPU's may hold more).
+                    let index = match i32::try_from(n) {
+                        Ok(_) => {
+                            let index = try_collect(OP, len, sources.map(|j| j as i32))?;
+                            Tensor::from_vec(index, [len], self.device())?
+                        }
+                        Err(_) => {
+                            Tensor::from_vec(try_collect(OP, len, sources)?, [len], self.device())?
+                        }
+                    };
                     out = out.index_select(&index, axis as isize)?;
                 }
                 if widths.iter().all(|&(b, a)| b == 0 && a == 0) {
-                    return out.contiguous();
+                    return out.contiguous_copy();
                 }
                 Ok(out)
             }
@@ -151,7 +158,7 @@ impl Tensor {
 
 /// The element of an axis of extent `n` that position `i` (counted from the
 /// axis's first element, negative before it) copies under `mode`.
-fn source_index(mode: PadMode, i: i64, n: i64) -> i32 {
+fn source_index(mode: PadMode, i: i64, n: i64) -> i64 {
     let j = match mode {
         PadMode::Edge | PadMode::Constant(_) => i.clamp(0, n - 1),
         PadMode::Wrap => i.rem_euclid(n),
@@ -162,9 +169,7 @@ fn source_index(mode: PadMode, i: i64, n: i64) -> i32 {
             if r < n { r } else { period - r }
         }
     };
-    // Extents of index_select's index are i32: a padded axis over 2^31 is
-    // past the 2^31 - 1 elements a GPU tensor may hold.
-    j as i32
+    j
 }
 
 #[cfg(test)]
@@ -173,7 +178,7 @@ mod tests {
 
     #[test]
     fn source_indices_follow_numpy() {
-        let along = |mode, before: i64, n: i64, after: i64| -> Vec<i32> {
+        let along = |mode, before: i64, n: i64, after: i64| -> Vec<i64> {
             (-before..n + after)
                 .map(|i| source_index(mode, i, n))
                 .collect()
@@ -189,5 +194,12 @@ mod tests {
             [0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2]
         );
         assert_eq!(along(PadMode::Reflect, 2, 1, 1), [0, 0, 0, 0]);
+        // A CPU axis past 2^31 elements: its indices stay whole (as i32
+        // they wrapped negative, and index_select counted them from the
+        // end).
+        let n = 3_000_000_000;
+        assert_eq!(source_index(PadMode::Wrap, -1, n), n - 1);
+        assert_eq!(source_index(PadMode::Edge, n + 4, n), n - 1);
+        assert_eq!(source_index(PadMode::Reflect, n, n), n - 2);
     }
 }

@@ -128,6 +128,14 @@ impl Tensor {
             // any length).
             return Tensor::zeros(dims, self.dtype(), self.device());
         }
+        if self.dims()[r - 2..] == size
+            && matches!(mode, Resize::Nearest | Resize::BilinearAntialias)
+        {
+            // Each pixel its own (PyTorch's nearest and antialiased
+            // kernels copy an axis as long as its input, whatever the
+            // factor): a copy, never this tensor's storage.
+            return self.contiguous_copy();
+        }
         if let Some(out) = self.resize_in_one_pass(op, size, scale, mode)? {
             return Ok(out);
         }

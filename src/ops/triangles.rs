@@ -26,7 +26,7 @@ impl Tensor {
                 out.diagonal(k)?.assign(self)?;
                 Ok(out)
             }
-            2 => self.diagonal(k)?.contiguous(),
+            2 => self.diagonal(k)?.contiguous_copy(),
             _ => Err(Error::shape(
                 OP,
                 format!("needs a 1-D or 2-D tensor, the shape is {}", self.shape()),
