@@ -159,7 +159,7 @@ impl Tensor {
 /// The element of an axis of extent `n` that position `i` (counted from the
 /// axis's first element, negative before it) copies under `mode`.
 fn source_index(mode: PadMode, i: i64, n: i64) -> i64 {
-    let j = match mode {
+    match mode {
         PadMode::Edge | PadMode::Constant(_) => i.clamp(0, n - 1),
         PadMode::Wrap => i.rem_euclid(n),
         PadMode::Reflect if n == 1 => 0,
@@ -168,8 +168,7 @@ fn source_index(mode: PadMode, i: i64, n: i64) -> i64 {
             let r = i.rem_euclid(period);
             if r < n { r } else { period - r }
         }
-    };
-    j
+    }
 }
 
 #[cfg(test)]
