@@ -3,7 +3,7 @@
 
 use super::CpuData;
 use super::sort::Keyed;
-use super::storage::{CpuStorage, host_data, with_cpu_data};
+use super::storage::{CpuStorage, Reads, with_cpu_data};
 use crate::backend::CountCall;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -11,15 +11,23 @@ use crate::error::{Error, Result};
 /// Runs `call`, whose output storage is `out` (zeroed i64 or f32).
 pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
     const OP: &str = "bincount";
-    let index = host_data(OP, &call.index)?;
+    // Each storage locked once (`histogram(x, weights: x)` reads one
+    // storage twice).
+    let reads = Reads::lock(
+        OP,
+        &[
+            Some(&call.index),
+            call.weights.as_ref(),
+            call.edges.as_ref(),
+        ],
+    )?;
+    let index = reads.of(OP, &call.index)?;
     let weights = match &call.weights {
-        Some(w) => Some((host_data(OP, w)?, w.layout.offset())),
-        None => None,
-    };
-    let weights = match &weights {
-        Some((w, w0)) => Some(
-            &w.as_slice::<f32>()
-                .ok_or_else(|| Error::internal(OP, "weights must be f32"))?[*w0..],
+        Some(w) => Some(
+            &reads
+                .of(OP, w)?
+                .as_slice::<f32>()
+                .ok_or_else(|| Error::internal(OP, "weights must be f32"))?[w.layout.offset()..],
         ),
         None => None,
     };
@@ -33,16 +41,16 @@ pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
         len,
     };
     if let Some(e) = &call.edges {
-        let edges = host_data(OP, e)?;
+        let edges = reads.of(OP, e)?;
         let e0 = e.layout.offset();
-        return with_cpu_data!(&*index, v => {
+        return with_cpu_data!(index, v => {
             let edges = edges
                 .as_slice_like(v)
                 .ok_or_else(|| Error::internal(OP, "edges and values differ in dtype"))?;
             bins.binned(&v[i0..i0 + n], &edges[e0..e0 + len + 1])
         });
     }
-    match &*index {
+    match index {
         CpuData::I32(v) => bins.add(&v[i0..i0 + n]),
         CpuData::I64(v) => bins.add(&v[i0..i0 + n]),
         CpuData::U32(v) => bins.add(&v[i0..i0 + n]),

@@ -3,9 +3,9 @@
 
 use super::exp_f32::{Logistic, map_run, picked};
 use super::numeric::{Cast, Float, Num};
-use super::storage::{CpuData, CpuStorage, with_cpu_data};
+use super::storage::{CpuData, CpuStorage, Reads, with_cpu_data};
 use super::strided::{map0, map1, map1_runs, map2, map3};
-use crate::backend::{Call, Input, Storage};
+use crate::backend::{Call, Input, TensorRef};
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
@@ -13,7 +13,7 @@ use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
 use crate::scalar::TypedScalar;
 use half::{bf16, f16};
 use smallvec::SmallVec;
-use std::sync::{Arc, RwLockReadGuard};
+use std::sync::Arc;
 
 /// Binds `$T` to the Rust type of a numeric dtype and evaluates `$body`.
 macro_rules! with_num_type {
@@ -48,20 +48,16 @@ fn base_ptr(data: &CpuData) -> *const u8 {
 
 /// Runs one elementwise call whose destination is `out`.
 pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
-    // Lock every distinct input storage once; an input sharing the
-    // destination's storage reads through the destination's pointer.
-    let mut guards: SmallVec<[(&Arc<Storage>, RwLockReadGuard<'_, CpuData>); 3]> = SmallVec::new();
-    for input in &call.inputs {
-        if let Input::Tensor(t) = input {
-            let shared = Arc::ptr_eq(&t.storage, &call.out.storage)
-                || guards.iter().any(|(s, _)| Arc::ptr_eq(s, &t.storage));
-            if !shared {
-                let s = t.storage.host("cpu kernel")?;
-                guards.push((&t.storage, s.read()));
-            }
-        }
-    }
-    let mut out_guard = out.write();
+    // Lock every distinct input storage once, in the order of their
+    // addresses with the destination's; an input sharing the destination's
+    // storage reads through the destination's pointer.
+    let operands: SmallVec<[Option<&TensorRef>; 3]> = (call.inputs.iter())
+        .map(|input| match input {
+            Input::Tensor(t) => Some(t),
+            Input::Scalar(_) => None,
+        })
+        .collect();
+    let (reads, mut out_guard) = Reads::lock_writing("cpu kernel", out, &operands)?;
     let out_ptr: *mut u8 = with_cpu_data!(&mut *out_guard, v => v.as_mut_ptr().cast::<u8>());
 
     let mut layouts: SmallVec<[&Layout; 4]> = SmallVec::new();
@@ -77,10 +73,7 @@ pub(crate) fn run(out: &CpuStorage, call: &Call) -> Result<()> {
                 let ptr = if Arc::ptr_eq(&t.storage, &call.out.storage) {
                     out_ptr as *const u8
                 } else {
-                    guards
-                        .iter()
-                        .find(|(s, _)| Arc::ptr_eq(s, &t.storage))
-                        .map_or(std::ptr::null(), |(_, g)| base_ptr(g))
+                    base_ptr(reads.of("cpu kernel", t)?)
                 };
                 ptrs.push(ptr);
             }

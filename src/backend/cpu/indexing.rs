@@ -2,7 +2,7 @@
 //! write. An out-of-range index is an `Error::Index`; a scatter checks every
 //! index before it writes anything.
 
-use super::storage::{CpuData, CpuStorage, host_data, with_cpu_data};
+use super::storage::{CpuData, CpuStorage, Reads, host_data, with_cpu_data};
 use super::strided::for_each_run;
 use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
 use crate::error::{Error, Result};
@@ -116,13 +116,15 @@ fn gather_typed<T: Copy, I: Copy + Into<i64>>(
 /// Runs `call`, writing into `out`, the destination's storage (which the
 /// op layer keeps apart from the source's and the index's).
 pub(crate) fn scatter(out: &CpuStorage, call: &ScatterCall) -> Result<()> {
+    const OP: &str = "cpu indexing";
     check_whole(call.op, &call.target)?;
-    let src = host(&call.src)?;
-    let index = host(&call.index)?;
-    let mut dst = out.write();
-    with_cpu_data!(&*src, s => {
+    // The destination is another's tensor: every lock in the order of the
+    // storages' addresses (see `Reads::lock_writing`).
+    let (reads, mut dst) = Reads::lock_writing(OP, out, &[Some(&call.src), Some(&call.index)])?;
+    let (src, index) = (reads.of(OP, &call.src)?, reads.of(OP, &call.index)?);
+    with_cpu_data!(src, s => {
         let d = dst.as_mut_slice().ok_or_else(mismatch)?;
-        with_indices!(&*index, i => scatter_typed(s, i, d, call))
+        with_indices!(index, i => scatter_typed(s, i, d, call))
     })
 }
 

@@ -36,14 +36,61 @@ impl<'a> Reads<'a> {
     /// # Errors
     /// As [`host_data`].
     pub(crate) fn lock(op: &'static str, operands: &[Option<&'a TensorRef>]) -> Result<Reads<'a>> {
-        let mut locked: Vec<(&'a CpuStorage, RwLockReadGuard<'a, CpuData>)> = Vec::new();
+        Ok(Reads::lock_around(op, None, operands)?.0)
+    }
+
+    /// Locks `out` for writing and the storages of `operands` (`None`s and
+    /// those that are `out` skipped) for reading, each once: for a kernel
+    /// that writes a storage others may hold (an in-place op). `out` is
+    /// read through its own guard.
+    ///
+    /// All of a kernel's locks are taken in the order of the storages'
+    /// addresses: two threads whose in-place ops each read what the other
+    /// writes (`a.add_(&b)` beside `b.add_(&a)`) otherwise hold a read
+    /// lock each and wait for each other's write lock forever.
+    ///
+    /// # Errors
+    /// As [`host_data`].
+    pub(crate) fn lock_writing(
+        op: &'static str,
+        out: &'a CpuStorage,
+        operands: &[Option<&'a TensorRef>],
+    ) -> Result<(Reads<'a>, RwLockWriteGuard<'a, CpuData>)> {
+        let (reads, write) = Reads::lock_around(op, Some(out), operands)?;
+        let write =
+            write.ok_or_else(|| Error::internal(op, "the written storage was not locked"))?;
+        Ok((reads, write))
+    }
+
+    /// The locks of [`Reads::lock_writing`], `out` optional.
+    #[allow(clippy::type_complexity)]
+    fn lock_around(
+        op: &'static str,
+        out: Option<&'a CpuStorage>,
+        operands: &[Option<&'a TensorRef>],
+    ) -> Result<(Reads<'a>, Option<RwLockWriteGuard<'a, CpuData>>)> {
+        let mut storages: Vec<&'a CpuStorage> = Vec::new();
         for t in operands.iter().flatten() {
             let storage = t.storage.host(op)?;
-            if !locked.iter().any(|(s, _)| std::ptr::eq(*s, storage)) {
-                locked.push((storage, storage.read()));
+            let known = storages.iter().any(|s| std::ptr::eq(*s, storage));
+            if !known && !out.is_some_and(|o| std::ptr::eq(o, storage)) {
+                storages.push(storage);
             }
         }
-        Ok(Reads(locked))
+        let address = |s: &CpuStorage| s as *const CpuStorage as usize;
+        storages.sort_by_key(|s| address(s));
+        let below = out.map_or(storages.len(), |o| {
+            storages.partition_point(|s| address(s) < address(o))
+        });
+        let mut locked = Vec::with_capacity(storages.len());
+        for &s in &storages[..below] {
+            locked.push((s, s.read()));
+        }
+        let write = out.map(CpuStorage::write);
+        for &s in &storages[below..] {
+            locked.push((s, s.read()));
+        }
+        Ok((Reads(locked), write))
     }
 
     /// The data of `t`, one of the operands locked.
