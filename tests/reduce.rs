@@ -921,3 +921,71 @@ fn channels_last_means_over_pixels_match_the_reference() {
         }
     }
 }
+
+/// Sums, products and means of f16 and bf16 over views cut into parts (a
+/// device whose bindings hold 64 KiB: 32768 halves a part) accumulate in
+/// f32 as over one part, and round once: the mean of 2^20 ones is 1 (its
+/// parts' totals, rounded to f16, were infinite), blocks of +60000 and
+/// -60000 sum to 0 (not inf - inf), and the CPU's answers are the GPU's.
+#[test]
+fn half_reductions_in_parts_accumulate_in_f32() {
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        max_binding_bytes: Some(1 << 16),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let block = |v: f32| vec![v; 1 << 15];
+    let signed: Vec<f32> = [
+        block(60000.0),
+        block(60000.0),
+        block(-60000.0),
+        block(-60000.0),
+    ]
+    .concat();
+    for dtype in [DType::F16, DType::BF16] {
+        let cases: [(&str, Vec<f32>); 3] = [
+            ("ones", vec![1.0; (1 << 20) + 4096]),
+            ("signed blocks", signed.clone()),
+            ("noise", noise((1 << 17) + 8, 7)),
+        ];
+        for (name, values) in &cases {
+            let n = values.len();
+            let on = |dev: &Device| {
+                Tensor::from_vec(values.clone(), [n], dev)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap()
+            };
+            let (x, y) = (on(&cpu), on(&gpu));
+            let read = |t: Tensor| read_f32(&t.to_dtype(DType::F32).unwrap());
+            for (op, want, got) in [
+                ("mean", x.mean(..).unwrap(), y.mean(..).unwrap()),
+                ("sum", x.sum(..).unwrap(), y.sum(..).unwrap()),
+                (
+                    "mean of rows",
+                    x.reshape([n / 8, 8]).unwrap().mean(0).unwrap(),
+                    y.reshape([n / 8, 8]).unwrap().mean(0).unwrap(),
+                ),
+            ] {
+                let (want, got) = (read(want), read(got));
+                let what = format!("{op} of {name} in {dtype}");
+                match *name {
+                    // Summed in another order: within a rounding of the half.
+                    "noise" => assert_close(&got, &want, 1e-2, &what),
+                    _ => assert_eq!(got, want, "{what}"),
+                }
+                assert!(
+                    got.iter().all(|v| v.is_finite()) || op == "sum",
+                    "{op} of {name}"
+                );
+            }
+        }
+        let ones = Tensor::ones([1 << 20], dtype, &gpu).unwrap();
+        assert_eq!(
+            read_f32(&ones.mean(..).unwrap().to_dtype(DType::F32).unwrap()),
+            [1.0]
+        );
+    }
+}

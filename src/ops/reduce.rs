@@ -247,24 +247,33 @@ impl Tensor {
         if r.op.is_arg() {
             return Self::arg_of_parts(r.name, r.op, &parts, cut.axis, out_dims);
         }
+        // Sums and products of f16 and bf16 accumulate in f32, as over
+        // one part: their parts' results and the total stay f32 until the
+        // end (rounded to f16, 2^16 ones a part made the mean of 2^20 ones
+        // infinite).
+        let half = matches!(r.out_dtype, DType::F16 | DType::BF16);
+        let partial = match r.op {
+            ReduceOp::Sum | ReduceOp::Prod if half => DType::F32,
+            _ => r.out_dtype,
+        };
         let results = parts
             .iter()
-            .map(|p| p.reduce_into(r.name, r.op, &axes, true, r.out_dtype, false))
+            .map(|p| p.reduce_into(r.name, r.op, &axes, true, partial, false))
             .collect::<Result<Vec<_>>>()?;
         let mut again = reduced;
         again.push(rank as isize);
         let joined = Tensor::stack(&results.iter().collect::<Vec<_>>(), rank as isize)?;
-        let total = joined
-            .reduce_into(r.name, r.op, &Axes::List(again), true, r.out_dtype, false)?
+        let mut total = joined
+            .reduce_into(r.name, r.op, &Axes::List(again), true, partial, false)?
             .reshape(out_dims)?;
-        if !r.mean {
-            return Ok(total);
+        if r.mean {
+            let count: usize = (0..rank)
+                .filter(|&k| mask[k])
+                .map(|k| self.dims()[k])
+                .product();
+            total = total.div_scalar(count as f64)?;
         }
-        let count: usize = (0..rank)
-            .filter(|&k| mask[k])
-            .map(|k| self.dims()[k])
-            .product();
-        total.div_scalar(count as f64)
+        total.to_dtype(r.out_dtype)
     }
 
     /// An arg reduction over all of a view (of rank 2 or more): each row's
