@@ -38,7 +38,7 @@ fn norms_give_pytorchs_values() {
         .iter()
         .filter_map(|(n, _)| n.strip_suffix("_spec").map(str::to_string))
         .collect();
-    assert_eq!(names.len(), 12);
+    assert_eq!(names.len(), 14);
     for dev in devices() {
         for name in &names {
             let spec = get(&format!("{name}_spec"))

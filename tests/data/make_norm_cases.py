@@ -2,7 +2,8 @@
 `layer_norm` and `rms_norm` of random tensors, with and without weight and
 bias, over one and two trailing axes, lines shorter and longer than a GPU
 workgroup, rows far from 0 (a one-pass variance would lose them), a
-constant row (variance 0), and f16 and bf16 inputs. Each case NAME has
+constant row (variance 0), and f16 and bf16 inputs (rms_norm's default eps
+on rows of small values). Each case NAME has
 `NAME_x` (input), `NAME_w` and `NAME_b` where given, `NAME_y` (PyTorch's
 result; bf16 values stored as f32, which holds them exactly) and
 `NAME_spec` = [trailing axes normalised, eps (NaN: rms_norm's default),
@@ -52,4 +53,8 @@ add("rms_two_axes", (2, 4, 3), 2, 1e-3, 1, False)
 add("rms_wide", (2, 1000), 1, 1e-6, 1, True, scale=10.0)
 add("rms_f16", (3, 32), 1, None, 1, True, dtype=1)
 add("rms_bf16", (2, 50), 1, None, 1, True, dtype=2)
+# Rows whose mean square is near the default eps of the halves' own
+# machine epsilon: PyTorch's default is f32's for f16 and bf16 too.
+add("rms_f16_small", (3, 32), 1, None, 1, False, dtype=1, scale=1e-3)
+add("rms_bf16_small", (2, 24), 1, None, 1, True, dtype=2, scale=3e-3)
 np.savez("torch_norm_cases.npz", **cases)

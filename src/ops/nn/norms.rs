@@ -82,9 +82,9 @@ impl Tensor {
     /// trailing axes, which must be `normalized_shape`,
     /// `x / sqrt(mean(x^2) + eps)`, times `weight` (of shape
     /// `normalized_shape`) where given.
-    /// `eps` defaults, as PyTorch's, to the machine epsilon of the tensor's
-    /// dtype (`2^-10` for f16, `2^-7` for bf16). f16 and bf16 compute in f32
-    /// and round once.
+    /// `eps` defaults, as PyTorch's, to the machine epsilon of the dtype
+    /// it computes in: f32's (`2^-23`) for f32, f16 and bf16, f64's for
+    /// f64. f16 and bf16 compute in f32 and round once.
     ///
     /// # Errors
     /// As [`Tensor::layer_norm`], naming `rms_norm`.
@@ -95,8 +95,6 @@ impl Tensor {
         eps: Option<f64>,
     ) -> Result<Tensor> {
         let machine = match self.dtype() {
-            DType::F16 => 2f64.powi(-10),
-            DType::BF16 => 2f64.powi(-7),
             DType::F64 => f64::EPSILON,
             _ => f32::EPSILON as f64,
         };
