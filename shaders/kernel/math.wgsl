@@ -227,14 +227,30 @@ fn div_f32(a: f32, b: f32) -> f32 {
     return bitcast<f32>(sign | (kept + select(0u, 1u, up)));
 }
 
+// log(1 + x) for x in [-1/2, 1]: 2 atanh(s), s = x / (2 + x) within 1/3,
+// by its series to s^15 (the rest is below 2e-9 of it).
+fn log1p_series_f32(x: f32) -> f32 {
+    let s = x / (2.0 + x);
+    let s2 = s * s;
+    let p = 1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0
+        + s2 * (1.0 / 11.0 + s2 * (1.0 / 13.0 + s2 * (1.0 / 15.0)))))));
+    return 2.0 * s * p;
+}
+
 // log2 that is right for subnormal inputs too (some drivers read their
 // exponent field as if they were normal): they are scaled up by 2^64 first.
 // WGSL leaves log, log2 and sqrt of a negative number (and of NaN) open;
 // some browsers' compilers return the logarithm of |x|. These say NaN.
+// Between 1/2 and 2 both go through log1p's series of x - 1 (exact
+// there): WGSL bounds the built-ins' error there only absolutely (2^-21),
+// which near 1 is a large relative one (log(1.0001) 0.3% off).
 fn log2_f32(x: f32) -> f32 {
     if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log2(x * 18446744073709551616.0) - 64.0;
+    }
+    if (x >= 0.5 && x <= 2.0) {
+        return log1p_series_f32(x - 1.0) * 1.4426950408889634;
     }
     return log2(x);
 }
@@ -243,6 +259,9 @@ fn log_f32(x: f32) -> f32 {
     if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log(x * 18446744073709551616.0) - 44.3614195558365;
+    }
+    if (x >= 0.5 && x <= 2.0) {
+        return log1p_series_f32(x - 1.0);
     }
     return log(x);
 }
@@ -290,6 +309,9 @@ fn atan2_f32(a: f32, b: f32) -> f32 {
 // subtraction per binade between them (at most about 280), never through
 // a / b (whose rounding loses the remainder once the quotient is large).
 // A subnormal divisor counts as zero, as WGSL allows a GPU to flush it.
+// The scaling is two ldexp of at most 127 each: WGSL leaves ldexp past an
+// exponent of 128 undefined, and HLSL computes it as y * exp2(e), whose
+// exp2 is infinite there (3e38 by 1e-30 scales by 2^226).
 fn fmod_f32(a: f32, b: f32) -> f32 {
     let y = abs(b);
     if (is_nan_f32(a) || is_nan_f32(b) || is_inf_f32(a) || y < F32_MIN_NORMAL) {
@@ -299,7 +321,8 @@ fn fmod_f32(a: f32, b: f32) -> f32 {
     var x = abs(a);
     let ey = frexp(y).exp;
     for (var i = 0; i < 300 && x >= y; i++) {
-        var t = ldexp(y, frexp(x).exp - ey);
+        let e = frexp(x).exp - ey;
+        var t = ldexp(ldexp(y, e / 2), e - e / 2);
         if (t > x) { t = t * 0.5; }
         x = x - t;
     }
@@ -442,11 +465,7 @@ fn floor_div_f32(a: f32, b: f32) -> f32 {
 // (the terms past s^15 are below f32's precision).
 fn log1p_f32(x: f32) -> f32 {
     if (x >= -0.5 && x <= 1.0) {
-        let s = x / (2.0 + x);
-        let s2 = s * s;
-        let p = 1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0
-            + s2 * (1.0 / 11.0 + s2 * (1.0 / 13.0 + s2 * (1.0 / 15.0)))))));
-        return 2.0 * s * p;
+        return log1p_series_f32(x);
     }
     if (is_inf_f32(x) && x > 0.0) { return x; }
     return log_f32(1.0 + x);

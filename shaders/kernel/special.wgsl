@@ -206,7 +206,9 @@ fn exp_accurate_f32(x: f32) -> f32 {
     let r = (x - n * 0.693359375) - n * -0.00021219444;
     let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334
         + r * (0.0013888889 + r * 0.0001984127))))));
-    return ldexp(p, i32(n));
+    // Two steps: HLSL's ldexp is p * exp2(n), infinite at n = 128.
+    let k = i32(n);
+    return ldexp(ldexp(p, k / 2), k - k / 2);
 }
 
 // The complementary error function 1 - erf(x), relatively accurate where

@@ -48,7 +48,7 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
         UnaryOp::Abs if ct == U32 => "a",
         UnaryOp::Abs if ct == I32 => "select(a, 0 - a, a < 0)",
         UnaryOp::Abs => "abs(a)",
-        UnaryOp::Exp => "exp(a)",
+        UnaryOp::Exp => "exp_accurate_f32(a)",
         UnaryOp::Log => "log_f32(a)",
         UnaryOp::Sqrt => "sqrt_f32(a)",
         UnaryOp::Rsqrt => "div_f32(1.0, sqrt_f32(a))",
