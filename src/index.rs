@@ -60,41 +60,112 @@ impl From<RangeFull> for SliceItem {
     }
 }
 
+/// `i` as an `isize`, saturating: a bound past `isize`'s range (a `usize`
+/// above `isize::MAX`, an `i64` on a 32-bit target) is still past every
+/// axis, as NumPy clamps it, not wrapped to a position counted from the end.
+fn bound<T: TryInto<isize> + PartialOrd + Default>(i: T) -> isize {
+    let negative = i < T::default();
+    i.try_into()
+        .unwrap_or(if negative { isize::MIN } else { isize::MAX })
+}
+
+/// The exclusive end of a range through `end` (inclusive) walked by
+/// `step`: the next position past it that way, or none where that would be
+/// past the axis's end (`a..=-1` walking up, `a..=0` walking down).
+fn through(end: isize, step: isize) -> Option<isize> {
+    match step < 0 {
+        false => (end != -1).then(|| end.saturating_add(1)),
+        true => (end != 0).then(|| end.saturating_sub(1)),
+    }
+}
+
+/// An item of `s!` with a step (`s![a..b; k]`): an inclusive range's end
+/// stays inclusive whichever way the step walks (`5..=2; -1` is positions
+/// 5, 4, 3, 2). Not meant to be called directly.
+#[doc(hidden)]
+pub trait Stepped {
+    fn stepped(self, step: isize) -> SliceItem;
+}
+
+impl Stepped for RangeFull {
+    fn stepped(self, step: isize) -> SliceItem {
+        SliceItem::from(self).with_step(step)
+    }
+}
+
+impl Stepped for SliceItem {
+    fn stepped(self, step: isize) -> SliceItem {
+        self.with_step(step)
+    }
+}
+
+impl Stepped for NewAxis {
+    fn stepped(self, step: isize) -> SliceItem {
+        SliceItem::from(self).with_step(step)
+    }
+}
+
 macro_rules! slice_item_from_ints {
     ($($t:ty),*) => {$(
         impl From<$t> for SliceItem {
             fn from(i: $t) -> Self {
-                SliceItem::Index(i as isize)
+                SliceItem::Index(bound(i))
             }
         }
         impl From<Range<$t>> for SliceItem {
             fn from(r: Range<$t>) -> Self {
-                SliceItem::Range { start: Some(r.start as isize), end: Some(r.end as isize), step: 1 }
+                SliceItem::Range { start: Some(bound(r.start)), end: Some(bound(r.end)), step: 1 }
             }
         }
         impl From<RangeFrom<$t>> for SliceItem {
             fn from(r: RangeFrom<$t>) -> Self {
-                SliceItem::Range { start: Some(r.start as isize), end: None, step: 1 }
+                SliceItem::Range { start: Some(bound(r.start)), end: None, step: 1 }
             }
         }
         impl From<RangeTo<$t>> for SliceItem {
             fn from(r: RangeTo<$t>) -> Self {
-                SliceItem::Range { start: None, end: Some(r.end as isize), step: 1 }
+                SliceItem::Range { start: None, end: Some(bound(r.end)), step: 1 }
             }
         }
         impl From<RangeInclusive<$t>> for SliceItem {
             fn from(r: RangeInclusive<$t>) -> Self {
-                let end = *r.end() as isize;
-                // `a..=-1` means "through the last element": no exclusive end.
-                let end = if end == -1 { None } else { Some(end + 1) };
-                SliceItem::Range { start: Some(*r.start() as isize), end, step: 1 }
+                r.stepped(1)
             }
         }
         impl From<RangeToInclusive<$t>> for SliceItem {
             fn from(r: RangeToInclusive<$t>) -> Self {
-                let end = r.end as isize;
-                let end = if end == -1 { None } else { Some(end + 1) };
-                SliceItem::Range { start: None, end, step: 1 }
+                r.stepped(1)
+            }
+        }
+        impl Stepped for $t {
+            fn stepped(self, step: isize) -> SliceItem {
+                SliceItem::from(self).with_step(step)
+            }
+        }
+        impl Stepped for Range<$t> {
+            fn stepped(self, step: isize) -> SliceItem {
+                SliceItem::from(self).with_step(step)
+            }
+        }
+        impl Stepped for RangeFrom<$t> {
+            fn stepped(self, step: isize) -> SliceItem {
+                SliceItem::from(self).with_step(step)
+            }
+        }
+        impl Stepped for RangeTo<$t> {
+            fn stepped(self, step: isize) -> SliceItem {
+                SliceItem::from(self).with_step(step)
+            }
+        }
+        impl Stepped for RangeInclusive<$t> {
+            fn stepped(self, step: isize) -> SliceItem {
+                let start = Some(bound(*self.start()));
+                SliceItem::Range { start, end: through(bound(*self.end()), step), step }
+            }
+        }
+        impl Stepped for RangeToInclusive<$t> {
+            fn stepped(self, step: isize) -> SliceItem {
+                SliceItem::Range { start: None, end: through(bound(self.end), step), step }
             }
         }
     )*};
@@ -114,7 +185,9 @@ slice_item_from_ints!(i32, i64, isize, usize, u32);
 /// Negative steps follow NumPy, not ndarray's `s!`: `a..b; -1` starts at `a`
 /// and walks down to just above `b`, as NumPy's `x[a:b:-1]` does, so `3..0;
 /// -1` is positions 3, 2, 1 and `1..4; -1` is empty (ndarray would reverse
-/// the range `1..4` and give 3, 2, 1).
+/// the range `1..4` and give 3, 2, 1); `a..=b; -1` walks down through `b`
+/// (`3..=0; -1` is 3, 2, 1, 0). Bounds past `isize` are clamped, as
+/// NumPy's past the axis are.
 ///
 /// Axes not mentioned at the end are kept whole.
 ///
@@ -125,6 +198,8 @@ slice_item_from_ints!(i32, i64, isize, usize, u32);
 /// assert_eq!(v.to_vec::<f32>()?, vec![7.0, 5.0, 11.0, 9.0]);
 /// assert_eq!(t.slice(s![0, 3..0;-1])?.to_vec::<f32>()?, vec![3.0, 2.0, 1.0]);
 /// assert_eq!(t.slice(s![0, 1..4;-1])?.numel(), 0); // NumPy's x[0, 1:4:-1]
+/// assert_eq!(t.slice(s![0, 3..=0;-1])?.to_vec::<f32>()?, vec![3.0, 2.0, 1.0, 0.0]);
+/// assert_eq!(t.slice(s![0, 3..=1;-2])?.to_vec::<f32>()?, vec![3.0, 1.0]);
 /// assert_eq!(t.slice(s![-1, NewAxis])?.shape().dims(), &[1, 4]);
 /// # Ok::<(), webtensor::Error>(())
 /// ```
@@ -134,8 +209,8 @@ macro_rules! s {
     // attribute keeps its lint out of the caller's code.
     (@item $item:expr ; $step:expr) => {{
         #[allow(clippy::reversed_empty_ranges)]
-        let item = $crate::SliceItem::from($item);
-        item.with_step($step as isize)
+        let item = $crate::Stepped::stepped($item, $step as isize);
+        item
     }};
     (@item $item:expr) => {{
         #[allow(clippy::reversed_empty_ranges)]
@@ -187,6 +262,26 @@ mod tests {
                 end: Some(3),
                 step: 2
             }
+        );
+    }
+
+    /// Inclusive ends walked down stay inclusive; bounds past `isize`
+    /// saturate.
+    #[test]
+    fn inclusive_ends_and_wide_bounds() {
+        let range = |start, end, step| SliceItem::Range { start, end, step };
+        let items = s![5..=2; -1, -1..=0; -1, ..=-2; -2, 1..=-1; 1, ..=-1, 2..=-1; -1];
+        assert_eq!(items[0], range(Some(5), Some(1), -1));
+        assert_eq!(items[1], range(Some(-1), None, -1));
+        assert_eq!(items[2], range(None, Some(-3), -2));
+        assert_eq!(items[3], range(Some(1), None, 1));
+        assert_eq!(items[4], range(None, None, 1));
+        assert_eq!(items[5], range(Some(2), Some(-2), -1));
+        let wide = s![..usize::MAX, (u32::MAX as usize)..];
+        assert_eq!(wide[0], range(None, Some(isize::MAX), 1));
+        assert_eq!(
+            SliceItem::from(i64::MIN),
+            SliceItem::Index(i64::MIN as isize)
         );
     }
 }

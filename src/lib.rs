@@ -107,6 +107,8 @@ pub use error::{Error, Result};
 pub use graph::Graph;
 pub use grid::{Grid1, Grid2, Grid3, Grid4, Point};
 pub use half::{bf16, f16};
+#[doc(hidden)]
+pub use index::Stepped;
 pub use index::{NewAxis, SliceItem};
 pub use interop::{ColorMap, GpuBuffer};
 pub use layout::Layout;
