@@ -2,7 +2,8 @@
 //! command's operands and layouts are inline, and a result's storage and
 //! buffer claim reuse the cells of the tensors it replaces (see
 //! `src/backend/recycle.rs`). Allocations are counted on the test's own
-//! thread, so tests running beside it do not count.
+//! thread, so tests running beside it do not count. A file's header
+//! reserves no more than the file could fill.
 
 mod common;
 
@@ -14,14 +15,17 @@ use webtensor::{Device, GpuOptions, Result, Tensor};
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static COUNTED: Cell<u64> = const { Cell::new(0) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Counts this thread's allocations and reallocations while `COUNTING`.
-fn note() {
+/// Counts this thread's allocations and reallocations while `COUNTING`,
+/// and keeps the largest of `size` bytes.
+fn note(size: usize) {
     // Constant thread locals of plain cells: reading them allocates nothing.
     let _ = COUNTING.try_with(|on| {
         if on.get() {
             COUNTED.with(|n| n.set(n.get() + 1));
+            LARGEST.with(|n| n.set(n.get().max(size)));
         }
     });
 }
@@ -33,19 +37,19 @@ struct Counting;
 // only constant thread locals and allocates nothing.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
+        note(layout.size());
         // SAFETY: the caller's contract for `alloc` is passed on.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
+        note(layout.size());
         // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
+        note(new_size);
         // SAFETY: as for `alloc`.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -62,6 +66,7 @@ static GLOBAL: Counting = Counting;
 /// Heap allocations `f` makes on this thread.
 fn allocations_of(f: impl FnOnce()) -> u64 {
     COUNTED.with(|n| n.set(0));
+    LARGEST.with(|n| n.set(0));
     COUNTING.with(|on| on.set(true));
     f();
     COUNTING.with(|on| on.set(false));
@@ -115,4 +120,25 @@ fn recording_elementwise_ops_allocates_nothing_once_warm() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A GGUF header's counts of metadata entries, tensors and array values
+/// reserve no more than the file could fill: a 4 MiB file claiming as many
+/// entries as its bytes allow (12 each) is refused without any allocation
+/// past twice its size (each entry takes 56 bytes in memory: reserving
+/// them all was about 19 MB, and past isize::MAX on a 32-bit target for a
+/// file of 460 MB).
+#[test]
+fn a_gguf_header_reserves_no_more_than_its_file_fills() {
+    let len = 4 << 20;
+    let mut file = b"GGUF".to_vec();
+    file.extend_from_slice(&3u32.to_le_bytes());
+    file.extend_from_slice(&0u64.to_le_bytes());
+    file.extend_from_slice(&((len as u64 - 24) / 12).to_le_bytes());
+    file.resize(len, 0);
+    let mut result = None;
+    allocations_of(|| result = Some(webtensor::io::Gguf::from_bytes(file)));
+    assert!(result.unwrap().is_err());
+    let largest = LARGEST.with(Cell::get);
+    assert!(largest <= 2 * len, "{largest} bytes allocated at once");
 }

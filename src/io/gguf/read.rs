@@ -21,6 +21,11 @@ const MAX_NESTING: u32 = 8;
 /// the file's bytes could ask 32 times its size.
 const MAX_ARRAY: u64 = 1 << 24;
 
+/// The most entries, tensors or array values reserved for before they are
+/// read: a count is a header's claim, and its entries take several times
+/// their bytes in memory.
+const RESERVED: u64 = 4096;
+
 /// The most axes a GGUF tensor has (ggml's `GGML_MAX_DIMS`).
 pub(crate) const MAX_DIMS: u32 = 4;
 
@@ -125,7 +130,7 @@ impl<'a> Cursor<'a> {
                          value takes 32 bytes in memory, a u8 in the file one)"
                     )));
                 }
-                let mut items = Vec::with_capacity(count as usize);
+                let mut items = Vec::with_capacity(count.min(RESERVED) as usize);
                 for _ in 0..count {
                     items.push(self.value(item, what, depth + 1)?);
                 }
@@ -175,7 +180,12 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
             bytes.len()
         )));
     }
-    let mut metadata: Vec<(String, GgufValue)> = Vec::with_capacity(kv_count as usize);
+    // Room reserved for at most RESERVED entries: one takes 56 bytes here
+    // against 12 in the file, so a count the file's size allows could
+    // still ask for several times its size (past isize::MAX on a 32-bit
+    // target); more grows as the entries are read.
+    let mut metadata: Vec<(String, GgufValue)> =
+        Vec::with_capacity(kv_count.min(RESERVED) as usize);
     let mut keys = std::collections::HashSet::new();
     for k in 0..kv_count {
         let key = c.string(&format_args!("metadata key {k}"))?;
@@ -202,7 +212,7 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
             bytes.len()
         )));
     }
-    let mut tensors: Vec<GgufTensorInfo> = Vec::with_capacity(tensor_count as usize);
+    let mut tensors: Vec<GgufTensorInfo> = Vec::with_capacity(tensor_count.min(RESERVED) as usize);
     let mut names = std::collections::HashSet::new();
     for k in 0..tensor_count {
         let name = c.string(&format_args!("tensor {k}'s name"))?;
