@@ -57,11 +57,18 @@ pub(crate) fn q8_0(x: &[f32], out: &mut [u8]) {
     }
 }
 
+/// `x id + offset` as gguf-py computes it: in f64, rounded once to f32
+/// (ggml's reference rounds once too, through a fused multiply-add; two
+/// f32 roundings put about one element in a million a step higher).
+fn fused(x: f32, id: f32, offset: f64) -> f32 {
+    (f64::from(x) * f64::from(id) + offset) as f32
+}
+
 /// `Q4_0`: `d = x[argmax |x|] / -8`, `q = trunc(x / d + 8.5)` in 0..=15.
 pub(crate) fn q4_0(x: &[f32], out: &mut [u8]) {
     let d = x[first_largest(x)] / -8.0;
     let id = inverse(d);
-    let q: [u8; 32] = std::array::from_fn(|j| nibble(x[j] * id + 8.5, 15));
+    let q: [u8; 32] = std::array::from_fn(|j| nibble(fused(x[j], id, 8.5), 15));
     put_half(out, 0, d);
     pack_nibbles(&q, &mut out[2..18]);
 }
@@ -87,7 +94,7 @@ pub(crate) fn q4_1(x: &[f32], out: &mut [u8]) {
 pub(crate) fn q5_0(x: &[f32], out: &mut [u8]) {
     let d = x[first_largest(x)] / -16.0;
     let id = inverse(d);
-    let q: [u8; 32] = std::array::from_fn(|j| nibble(x[j] * id + 16.5, 31));
+    let q: [u8; 32] = std::array::from_fn(|j| nibble(fused(x[j], id, 16.5), 31));
     put_half(out, 0, d);
     pack_fifth_bits(&q, &mut out[2..6]);
     pack_nibbles(&q, &mut out[6..22]);

@@ -68,7 +68,9 @@ ggml_types! {
     Q5_0 = 6, "Q5_0", 32, 22;
     Q5_1 = 7, "Q5_1", 32, 24;
     Q8_0 = 8, "Q8_0", 32, 34;
-    Q8_1 = 9, "Q8_1", 32, 40;
+    // ggml's block_q8_1 is two halves and 32 bytes (its static_assert);
+    // gguf-py's table says 40.
+    Q8_1 = 9, "Q8_1", 32, 36;
     Q2_K = 10, "Q2_K", 256, 84;
     Q3_K = 11, "Q3_K", 256, 110;
     Q4_K = 12, "Q4_K", 256, 144;
