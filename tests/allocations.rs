@@ -142,3 +142,19 @@ fn a_gguf_header_reserves_no_more_than_its_file_fills() {
     let largest = LARGEST.with(Cell::get);
     assert!(largest <= 2 * len, "{largest} bytes allocated at once");
 }
+
+/// The CPU's variance of a broadcast view reads it in place: no tensor of
+/// its squares (a 2^12 x 2^13 view of one element made a 134 MB one).
+#[test]
+fn a_cpu_variance_of_a_broadcast_view_allocates_no_tensor_of_squares() {
+    let cpu = Device::cpu();
+    let x = Tensor::full([1, 1], 3.0, webtensor::DType::F32, &cpu)
+        .unwrap()
+        .broadcast_to([1 << 12, 1 << 13])
+        .unwrap();
+    let mut var = None;
+    allocations_of(|| var = Some(x.var(.., 0).unwrap()));
+    assert_eq!(read_f32(&var.unwrap()), [0.0]);
+    let largest = LARGEST.with(Cell::get);
+    assert!(largest <= 1 << 20, "{largest} bytes allocated at once");
+}

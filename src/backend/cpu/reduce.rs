@@ -199,44 +199,49 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
 
 /// A sum of squared deviations (see `ReduceCall::center`): each output's
 /// squares `(x - center[o])^2`, in row-major order, summed as any f32 sum
-/// (lanes and the pairwise tree) is.
+/// of a row is (eight lanes within blocks of [`BLOCK`], the blocks
+/// pairwise), each square made as it is added (a tensor of the squares of
+/// a broadcast view would be its whole virtual size).
 fn centered_sum(
     out: &CpuStorage,
     input: &CpuStorage,
     call: &ReduceCall,
     center: &TensorRef,
 ) -> Result<()> {
+    const LANES: usize = 8;
     let center = center.storage.host("cpu reduce")?;
     let (data, centers) = (input.read(), center.read());
     let (CpuData::F32(src), CpuData::F32(centers)) = (&*data, &*centers) else {
         return Err(dtype_mismatch());
     };
     let kept = call.kept_layout();
-    let reduced = call.reduced_layout();
-    let plan = row_major_plan(&reduced);
-    let mut squares = Vec::with_capacity(kept.numel() * reduced.numel());
-    for (&base, &c) in kept.positions().iter().zip(centers.iter()) {
-        for_each_run::<1>(&plan, |[p], [s], len| {
-            squares.extend((0..len as isize).map(|i| {
-                let d = src[(base as isize + p + i * s) as usize] - c;
-                d * d
-            }));
-        });
-    }
+    let plan = row_major_plan(&call.reduced_layout());
     let mut out_data = out.write();
     let CpuData::F32(dst) = &mut *out_data else {
         return Err(dtype_mismatch());
     };
-    // The squares as `[outputs, count]` row-major.
-    let (outputs, count) = (kept.numel(), reduced.numel());
-    fold::<f32>(
-        ReduceOp::Sum,
-        false,
-        &squares,
-        dst,
-        &Layout::from_parts([outputs].into(), smallvec::smallvec![count as isize], 0),
-        &Layout::contiguous([count]),
-    );
+    let add = |a: f32, b: f32| a + b;
+    for ((&base, &c), d) in kept
+        .positions()
+        .iter()
+        .zip(centers.iter())
+        .zip(dst.iter_mut())
+    {
+        let (mut lanes, mut in_block, mut tree) = ([0f32; LANES], 0, Tree::new());
+        for_each_run::<1>(&plan, |[p], [s], len| {
+            for i in 0..len as isize {
+                let x = src[(base as isize + p + i * s) as usize] - c;
+                lanes[in_block % LANES] += x * x;
+                in_block += 1;
+                if in_block == BLOCK {
+                    tree.push(std::mem::replace(&mut lanes, [0.0; LANES]), 0.0, add);
+                    in_block = 0;
+                }
+            }
+        });
+        tree.push(lanes, 0.0, add);
+        *d = tree.total(0.0, add);
+    }
     Ok(())
 }
 
@@ -279,7 +284,7 @@ fn fold_with<T: Reducible>(
         // reduced elements (column sums of a row-major matrix): sweep the
         // input once, folding each reduced slice into all outputs.
         let mut acc = vec![init; dst.len()];
-        fold_across(src, kept, reduced, &mut acc, f);
+        fold_across(src, kept, reduced, &mut acc, init, f);
         for (d, a) in dst.iter_mut().zip(acc) {
             *d = finish(a);
         }
@@ -307,13 +312,18 @@ fn min_stride(layout: &Layout) -> usize {
 /// side by side.
 const ACROSS: usize = 64;
 
-/// `acc[o] = f(acc[o], x)` for every reduced element `x` of every output
-/// `o`, walking the outputs innermost.
+/// `acc[o]` (`init` each) folded with every reduced element `x` of every
+/// output `o`, walking the outputs innermost: each output's elements in
+/// blocks of [`BLOCK`] slices, folded in order, the blocks combined
+/// pairwise ([`Rows`]), as [`fold_one`] combines one output's (a float
+/// column sum's error grows with the log of its length, as the GPU's does,
+/// not with the length).
 fn fold_across<T: Reducible>(
     src: &[T],
     kept: &Layout,
     reduced: &Layout,
     acc: &mut [T::Acc],
+    init: T::Acc,
     f: impl Fn(T::Acc, T::Acc) -> T::Acc + Copy,
 ) {
     let out = Layout::contiguous(kept.shape().clone());
@@ -330,10 +340,16 @@ fn fold_across<T: Reducible>(
         for_each_run::<2>(&plan, |[pa, pk], _, len| {
             for c0 in (0..len).step_by(ACROSS) {
                 let (width, at) = (ACROSS.min(len - c0), pa as usize + c0);
-                let mut block = [acc[at]; ACROSS];
-                block[..width].copy_from_slice(&acc[at..at + width]);
+                let mut block = [init; ACROSS];
+                let (mut rows, mut in_block) = (Rows::new(), 0);
                 for_each_run::<1>(&reduced_plan, |[q], [qs], qlen| {
                     for qi in 0..qlen as isize {
+                        if in_block == BLOCK {
+                            rows.push(block[..width].to_vec(), f);
+                            block = [init; ACROSS];
+                            in_block = 0;
+                        }
+                        in_block += 1;
                         let start = (pk + q + qi * qs) as usize + c0;
                         let xs = &src[start..start + width];
                         // The same loop twice: over a whole block its
@@ -349,13 +365,21 @@ fn fold_across<T: Reducible>(
                         }
                     }
                 });
-                acc[at..at + width].copy_from_slice(&block[..width]);
+                rows.push(block[..width].to_vec(), f);
+                acc[at..at + width].copy_from_slice(&rows.total(f));
             }
         });
         return;
     }
+    let (mut rows, mut in_block) = (Rows::new(), 0);
     for_each_run::<1>(&reduced_plan, |[q], [qs], qlen| {
         for qi in 0..qlen as isize {
+            if in_block == BLOCK {
+                rows.push(acc.to_vec(), f);
+                acc.fill(init);
+                in_block = 0;
+            }
+            in_block += 1;
             let shift = q + qi * qs;
             for_each_run::<2>(&plan, |[pa, pk], [sa, sk], len| {
                 let start = pk + shift;
@@ -374,6 +398,47 @@ fn fold_across<T: Reducible>(
             });
         }
     });
+    rows.push(acc.to_vec(), f);
+    acc.copy_from_slice(&rows.total(f));
+}
+
+/// Outputs' totals over blocks of slices, combined as [`Tree`] combines
+/// one output's blocks: a stack of partial totals, each over 2^level
+/// blocks, merged like a binary counter.
+struct Rows<A> {
+    stack: Vec<(Vec<A>, u32)>,
+}
+
+impl<A: Copy> Rows<A> {
+    fn new() -> Self {
+        Rows { stack: Vec::new() }
+    }
+
+    /// Adds one block's totals.
+    fn push(&mut self, mut v: Vec<A>, f: impl Fn(A, A) -> A + Copy) {
+        let mut level = 0;
+        while self.stack.last().is_some_and(|&(_, l)| l == level) {
+            let Some((top, _)) = self.stack.pop() else {
+                break;
+            };
+            for (a, b) in v.iter_mut().zip(top) {
+                *a = f(b, *a);
+            }
+            level += 1;
+        }
+        self.stack.push((v, level));
+    }
+
+    /// The totals over every block pushed (at least one).
+    fn total(mut self, f: impl Fn(A, A) -> A + Copy) -> Vec<A> {
+        let mut total = self.stack.pop().map(|(v, _)| v).unwrap_or_default();
+        while let Some((v, _)) = self.stack.pop() {
+            for (a, b) in total.iter_mut().zip(v) {
+                *a = f(b, *a);
+            }
+        }
+        total
+    }
 }
 
 /// Elements one output folds into its eight lanes before their total joins
