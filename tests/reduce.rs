@@ -286,8 +286,17 @@ fn empty_axes_follow_numpy() {
         // No outputs: nothing to reduce, no error.
         assert_eq!(e.max(1).unwrap().dims(), &[0]);
         assert_eq!(e.sum_keepdim(1).unwrap().dims(), &[0, 1]);
-        // An empty reduced axis has no maximum.
-        for r in [e.max(0), e.min(..), e.argmax(0), e.argmin(..)] {
+        // An empty reduced axis has no maximum, even where the output is
+        // empty too (NumPy and PyTorch raise).
+        let both = Tensor::zeros([0, 0], DType::F32, &dev).unwrap();
+        for r in [
+            e.max(0),
+            e.min(..),
+            e.argmax(0),
+            e.argmin(..),
+            both.max(1),
+            both.argmax(0),
+        ] {
             match r {
                 Err(Error::Argument { op, msg }) => assert!(msg.contains("empty"), "{op}: {msg}"),
                 other => panic!(

@@ -348,9 +348,10 @@ impl Tensor {
     /// `Error::Argument` naming `op` for an empty reduced axis.
     fn check_not_empty(&self, op: &'static str, axes: &Axes) -> Result<()> {
         let mask = axes.mask(op, self.rank())?;
+        // An empty reduced axis is refused even where the output is empty
+        // too (NumPy's and PyTorch's `max(zeros([0, 0]), 1)` raise).
         let empty_reduced = (0..self.rank()).any(|k| mask[k] && self.dims()[k] == 0);
-        let empty_kept = (0..self.rank()).any(|k| !mask[k] && self.dims()[k] == 0);
-        if empty_reduced && !empty_kept {
+        if empty_reduced {
             return Err(Error::argument(
                 op,
                 format!(
