@@ -355,3 +355,22 @@ fn gamma_functions_and_erfinv_keep_their_edges_and_dtypes() {
         ));
     }
 }
+
+/// logaddexp and logaddexp2 of operands of two float dtypes compute in
+/// their common dtype whichever comes first: NumPy's
+/// `logaddexp(float16(1), float32(1))` is float32 `1.6931472` (the equal
+/// operands' branch rounded `1 + ln 2` to f16 when the f16 came first).
+#[test]
+fn logaddexp_of_two_dtypes_computes_in_their_common_one() {
+    for dev in common::devices() {
+        let one = Tensor::from_slice(&[1.0f32, 3.0], [2], &dev).unwrap();
+        let half = one.to_dtype(DType::F16).unwrap();
+        for (a, b) in [(&half, &one), (&one, &half)] {
+            let e = a.logaddexp(b).unwrap();
+            assert_eq!(e.dtype(), DType::F32, "{dev}");
+            assert_eq!(e.to_vec::<f32>().unwrap(), [1.6931472, 3.6931472], "{dev}");
+            let t = a.logaddexp2(b).unwrap();
+            assert_eq!(t.to_vec::<f32>().unwrap(), [2.0, 4.0], "{dev}");
+        }
+    }
+}

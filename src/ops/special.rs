@@ -30,10 +30,11 @@ impl Tensor {
     /// `Error::Shape` when the shapes do not broadcast; device mismatch.
     pub fn logaddexp(&self, other: &Tensor) -> Result<Tensor> {
         super::as_op("logaddexp", || {
-            let far = self.sub(other)?.abs()?.neg()?.exp()?.log1p()?;
-            let general = self.maximum(other)?.add(&far)?;
-            let equal = self.add_scalar(std::f64::consts::LN_2)?;
-            Tensor::where_cond(&self.eq(other)?, &equal, &general)
+            let (x, y) = common_float(self, other)?;
+            let far = x.sub(&y)?.abs()?.neg()?.exp()?.log1p()?;
+            let general = x.maximum(&y)?.add(&far)?;
+            let equal = x.add_scalar(std::f64::consts::LN_2)?;
+            Tensor::where_cond(&x.eq(&y)?, &equal, &general)
         })
     }
 
@@ -45,16 +46,17 @@ impl Tensor {
     /// As [`Tensor::logaddexp`], naming `logaddexp2`.
     pub fn logaddexp2(&self, other: &Tensor) -> Result<Tensor> {
         super::as_op("logaddexp2", || {
-            let far = self
-                .sub(other)?
+            let (x, y) = common_float(self, other)?;
+            let far = x
+                .sub(&y)?
                 .abs()?
                 .neg()?
                 .exp2()?
                 .log1p()?
                 .mul_scalar(std::f64::consts::LOG2_E)?;
-            let general = self.maximum(other)?.add(&far)?;
-            let equal = self.add_scalar(1.0)?;
-            Tensor::where_cond(&self.eq(other)?, &equal, &general)
+            let general = x.maximum(&y)?.add(&far)?;
+            let equal = x.add_scalar(1.0)?;
+            Tensor::where_cond(&x.eq(&y)?, &equal, &general)
         })
     }
 
@@ -121,4 +123,19 @@ impl Tensor {
             p()?.div(&p()?.neg()?.add_scalar(1.0)?)?.log()
         })
     }
+}
+
+/// `a` and `b` in their common dtype where it is a float one (each
+/// branch of a two-operand function then computes in it, whichever operand
+/// came first: `x + ln 2` of an f16 `x` beside an f32 `y` is f32's); as
+/// they are otherwise (the ops refuse what they cannot take).
+///
+/// # Errors
+/// As [`Tensor::result_type`].
+fn common_float(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let common = Tensor::result_type(a, b)?;
+    if !common.is_float() {
+        return Ok((a.clone(), b.clone()));
+    }
+    Ok((a.to_dtype(common)?, b.to_dtype(common)?))
 }
