@@ -267,3 +267,22 @@ fn zero_d_tensors_and_bool_scalars_promote_as_pytorch() {
         assert!(ran >= 200, "{dev}: only {ran} cases");
     }
 }
+
+/// clamp computes in the dtype the tensor takes with its bounds, as
+/// PyTorch's: float bounds of an integer tensor give f32 (fractional ones
+/// were refused, whole ones silently changed the dtype); integer bounds
+/// keep it, and one the dtype cannot hold is still refused.
+#[test]
+fn clamp_promotes_with_its_bounds_as_pytorch() {
+    for dev in common::devices() {
+        let i = Tensor::from_slice(&[1i32, 5], [2], &dev).unwrap();
+        let c = i.clamp(0.5, 2.5).unwrap();
+        assert_eq!(c.dtype(), DType::F32, "{dev}");
+        assert_eq!(c.to_vec::<f32>().unwrap(), [1.0, 2.5], "{dev}");
+        let k = i.clamp(0, 3).unwrap();
+        assert_eq!(k.to_vec::<i32>().unwrap(), [1, 3], "{dev}");
+        let u = Tensor::from_slice(&[7u8], [1], &dev).unwrap();
+        assert!(u.clamp(0, 300).is_err(), "{dev}");
+        assert!(i.clamp_(0.5, 2.5).is_err(), "{dev}: in place stays i32");
+    }
+}

@@ -326,15 +326,25 @@ pub(super) fn result_dtype_on(
 impl Tensor {
     /// Each element limited to `[min, max]` (NumPy's `clip`, PyTorch's
     /// `clamp`): `minimum(maximum(x, min), max)`, so NaN stays NaN and
-    /// `min > max` gives `max` everywhere, as in NumPy.
+    /// `min > max` gives `max` everywhere, as in NumPy. Computed in the
+    /// dtype the tensor takes with its bounds, as PyTorch's: float bounds
+    /// of an integer tensor give f32 (`[1, 5]` of i32 clamped to `0.5 ..
+    /// 2.5` is `[1.0, 2.5]`).
     ///
     /// # Errors
     /// `Error::DType` naming `clamp` for bool or c64 tensors and for bounds
-    /// the dtype cannot represent.
+    /// that dtype cannot represent.
     pub fn clamp(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<Tensor> {
         super::as_op("clamp", || {
-            let (min, max) = self.clamp_bounds("clamp", min.into(), max.into())?;
-            self.maximum_scalar(min)?.minimum_scalar(max)
+            let (min, max) = (min.into(), max.into());
+            let with_min = self.scalar_dtype("clamp", &min)?;
+            let dtype = promotion::with_scalar(with_min, &max).unwrap_or(with_min);
+            let x = match dtype == self.dtype() || !self.dtype().is_numeric() {
+                true => self.clone(),
+                false => self.to_dtype(dtype)?,
+            };
+            let (min, max) = x.clamp_bounds("clamp", min, max)?;
+            x.maximum_scalar(min)?.minimum_scalar(max)
         })
     }
 
