@@ -238,3 +238,38 @@ fn freed_host_vectors_are_reused_and_zeros_stay_zeros() -> Result<(), Error> {
     assert!(fresh.to_vec::<f32>()?.iter().all(|&v| v.to_bits() == 0));
     Ok(())
 }
+
+/// Two threads whose in-place ops on the CPU each read what the other
+/// writes (`a.add_(&b)` beside `b.add_(&a)`, a scatter into one from the
+/// other) finish: every kernel takes its storages' locks in one order.
+/// Before, each thread could hold its input's read lock while waiting for
+/// the other's write lock, forever. The watchdog fails the test rather
+/// than hang it.
+#[test]
+fn crossed_in_place_ops_on_two_threads_finish() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let cpu = Device::cpu();
+    let a = Tensor::zeros([1 << 16], DType::F32, &cpu).unwrap();
+    let b = Tensor::zeros([1 << 16], DType::F32, &cpu).unwrap();
+    let index = Tensor::arange(0i64, 1 << 12, 1, &cpu).unwrap();
+    let rounds = 300;
+    let (done, finished) = mpsc::channel();
+    for flip in [false, true] {
+        let (x, y, i, done) = (a.clone(), b.clone(), index.clone(), done.clone());
+        std::thread::spawn(move || {
+            let (x, y) = if flip { (y, x) } else { (x, y) };
+            for _ in 0..rounds {
+                x.add_(&y).unwrap();
+                let part = y.narrow(0, 0, 1 << 12).unwrap();
+                x.scatter_(&i, &part, 0).unwrap();
+            }
+            done.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        finished
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a thread is still waiting for a lock after 120 s");
+    }
+}
