@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 /// Float-only: exp, log, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, gelu,
 /// recip, log1p, expm1, log2, exp2, lgamma, digamma, erfinv, erfc, i0.
 /// floor/ceil/round are the identity on integers; round is half-to-even
-/// (NumPy's `round`). gelu is the tanh approximation. relu and sign keep NaN.
+/// (NumPy's `round`). gelu is the exact erf form (gelu_tanh the tanh
+/// approximation). relu and sign keep NaN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum UnaryOp {
     Neg,

@@ -25,7 +25,7 @@ fn nan_f32() -> f32 {
 // driver ignore signed zeros and NaNs in float arithmetic unless told
 // otherwise, and NVIDIA's compiles a select on a float comparison (even
 // one between the operands' bits) to its max instruction, which takes +0
-// over -0 (NumPy keeps the first of two equal operands) and 0 over NaN
+// over -0 (PyTorch keeps the first of two equal operands) and 0 over NaN
 // (relu). The key orders non-NaN floats as their values, -0 equal to +0.
 fn order_key_f32(u: u32) -> i32 {
     let m = i32(u & 0x7fffffffu);
