@@ -837,6 +837,42 @@ fn attention_refuses_bad_input() {
     ));
 }
 
+/// What PyTorch takes that a first form refused: a float mask of another
+/// float dtype than the queries' (rounded to theirs: the same answer as
+/// that mask converted first), and one query head beside several key heads
+/// (broadcast, as any leading axis), on every device.
+#[test]
+fn attention_takes_what_pytorch_takes() {
+    let cpu = Device::cpu();
+    for dev in common::devices() {
+        let r = |dims: &[usize], seed| {
+            Tensor::randn(dims, DType::F32, seed, &cpu)
+                .unwrap()
+                .to_device(&dev)
+                .unwrap()
+        };
+        let half = |t: Tensor| t.to_dtype(DType::F16).unwrap();
+        let (q, k, v) = (
+            half(r(&[1, 2, 4, 8], 1)),
+            half(r(&[1, 2, 5, 8], 2)),
+            half(r(&[1, 2, 5, 8], 3)),
+        );
+        let bias = r(&[4, 5], 4);
+        let got = q.sdpa(&k, &v, &Attention::new().mask(&bias)).unwrap();
+        let want = q
+            .sdpa(&k, &v, &Attention::new().mask(&half(bias.clone())))
+            .unwrap();
+        assert_eq!(got.dtype(), DType::F16, "{dev}");
+        assert_eq!(read(&got), read(&want), "{dev}");
+        let (q, k, v) = (r(&[1, 4, 8], 5), r(&[4, 5, 8], 6), r(&[4, 5, 8], 7));
+        let got = q.sdpa(&k, &v, &Attention::new()).unwrap();
+        assert_eq!(got.dims(), &[4, 4, 8], "{dev}");
+        let wide = q.broadcast_to([4, 4, 8]).unwrap();
+        let want = wide.sdpa(&k, &v, &Attention::new()).unwrap();
+        assert_eq!(read(&got), read(&want), "{dev}");
+    }
+}
+
 /// Whether `f`'s kernels include the cooperative attention kernel.
 fn ran_cooperative(dev: &Device, f: &dyn Fn() -> Tensor) -> bool {
     let profile = dev

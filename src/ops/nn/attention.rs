@@ -58,8 +58,8 @@ impl Attention {
     }
 
     /// A mask broadcastable to the scores' `(..., heads, queries, keys)`:
-    /// bool, true where a query attends a key, or of the queries' dtype,
-    /// added to the scores.
+    /// bool, true where a query attends a key, or float, added to the
+    /// scores (rounded to the queries' dtype where it is another).
     pub fn mask(mut self, mask: &Tensor) -> Attention {
         self.mask = Some(mask.clone());
         self
@@ -88,7 +88,8 @@ impl Tensor {
     /// L, Ev)`, where the bias is -inf where `attention` masks (see
     /// [`Attention`]). Grouped-query attention where `heads` is a multiple
     /// of `kv_heads` (query head `h` attends key head `h / (heads /
-    /// kv_heads)`); leading axes broadcast as `matmul`'s. A row that
+    /// kv_heads)`); leading axes broadcast as `matmul`'s, and so does one
+    /// query head beside several key heads. A row that
     /// attends no key has weights of 0, and so an output of 0, as
     /// PyTorch's (since 2.5: its safe softmax; it was NaN before); a NaN
     /// or infinite value at a key a row does not attend makes that column
@@ -120,7 +121,7 @@ impl Tensor {
     /// than 2 axes, head sizes or key counts that differ, query heads that
     /// are not a multiple of key heads, or a mask that does not broadcast
     /// to the scores; `Error::DType` for operands of different or non-float
-    /// dtypes, or a mask neither bool nor of their dtype;
+    /// dtypes, or a mask neither bool nor float;
     /// `Error::Argument` for a mask with `causal` (as PyTorch);
     /// `Error::DeviceMismatch`.
     pub fn sdpa(&self, key: &Tensor, value: &Tensor, attention: &Attention) -> Result<Tensor> {
@@ -174,6 +175,16 @@ impl Tensor {
         } else {
             (q.clone(), k.clone(), v.clone())
         };
+        // One query head beside several key heads broadcasts, as any other
+        // leading axis (PyTorch's `q (1, L, E)` with `k (4, S, E)`).
+        let q = &match rank >= 3 && q.dims()[rank - 3] == 1 && k.dims()[rank - 3] > 1 {
+            true => {
+                let mut dims = q.dims().to_vec();
+                dims[rank - 3] = k.dims()[rank - 3];
+                q.broadcast_to(dims)?
+            }
+            false => q.clone(),
+        };
         let (qd, kd, vd) = (q.dims(), k.dims(), v.dims());
         let (e, s) = (qd[rank - 1], kd[rank - 2]);
         if kd[rank - 1] != e || vd[rank - 2] != s {
@@ -205,15 +216,22 @@ impl Tensor {
         let mut scores_dims = qd[..rank - 1].to_vec();
         scores_dims.push(s);
         let mask = match &attention.mask {
-            Some(m) if m.dtype() != DType::Bool && m.dtype() != q.dtype() => {
+            Some(m) if m.dtype() != DType::Bool && !m.dtype().is_float() => {
                 return Err(Error::dtype(
                     OP,
-                    format!(
-                        "the mask is {}: give a bool mask or one of the scores' {}",
-                        m.dtype(),
-                        q.dtype()
-                    ),
+                    format!("the mask is {}: give a bool mask or a float one", m.dtype()),
                 ));
+            }
+            // A float mask of another float dtype, rounded to the queries'
+            // (PyTorch takes an f32 mask beside f16 queries too).
+            Some(m) if m.dtype() != DType::Bool && m.dtype() != q.dtype() => {
+                let m = m.to_dtype(q.dtype())?;
+                Some(m.broadcast_to(scores_dims.clone()).map_err(|_| {
+                    shape_error(format!(
+                        "the mask {:?} does not broadcast to the scores {scores_dims:?}",
+                        m.dims()
+                    ))
+                })?)
             }
             Some(m) => Some(m.broadcast_to(scores_dims.clone()).map_err(|_| {
                 shape_error(format!(
