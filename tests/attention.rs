@@ -873,6 +873,16 @@ fn attention_takes_what_pytorch_takes() {
     }
 }
 
+/// Normal values on the CPU, exact in f16 (rounded to it), as f32.
+fn exact_in_f16(dims: &[usize], seed: u64) -> Tensor {
+    Tensor::randn(dims, DType::F32, seed, &Device::cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap()
+}
+
 /// Whether `f`'s kernels include the cooperative attention kernel.
 fn ran_cooperative(dev: &Device, f: &dyn Fn() -> Tensor) -> bool {
     let profile = dev
@@ -911,14 +921,7 @@ fn cooperative_attention_matches_the_cpu() {
         ([1, 2, 1, 100, 100], [32, 32], true, None),
     ];
     for (n, &([lead, hq, hk, l, s], [d, dv], causal, mask)) in cases.iter().enumerate() {
-        let exact = |dims: &[usize], seed: u64| {
-            Tensor::randn(dims, DType::F32, seed, &cpu)
-                .unwrap()
-                .to_dtype(DType::F16)
-                .unwrap()
-                .to_dtype(DType::F32)
-                .unwrap()
-        };
+        let exact = |dims: &[usize], seed: u64| exact_in_f16(dims, seed);
         let q = exact(&[lead, hq, l, d], 10 * n as u64);
         let k = exact(&[lead, hk, s, d], 10 * n as u64 + 1);
         let v = exact(&[lead, hk, s, dv], 10 * n as u64 + 2);
@@ -1011,14 +1014,7 @@ fn a_sabotaged_cooperative_attention_kernel_is_dropped_and_named() {
     }
     let cpu = Device::cpu();
     // Values exact in f16: the CPU's f32 answer is the reference.
-    let make = |dims: &[usize], seed: u64| {
-        Tensor::randn(dims, DType::F32, seed, &cpu)
-            .unwrap()
-            .to_dtype(DType::F16)
-            .unwrap()
-            .to_dtype(DType::F32)
-            .unwrap()
-    };
+    let make = exact_in_f16;
     let (q, k, v) = (
         make(&[2, 4, 40, 24], 1),
         make(&[2, 2, 70, 24], 2),
