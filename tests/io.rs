@@ -256,6 +256,24 @@ fn bad_files_are_errors_naming_the_op() {
             "{what}: {e}"
         );
     }
+    // As NumPy: bytes past the array's are left (two arrays saved one after
+    // the other); a descr without a byte order is the host's; `(3)` is an
+    // integer, not a shape.
+    let edit = |from: &str, to: &str| {
+        let mut bytes = good.clone();
+        let at = (bytes.windows(from.len()))
+            .position(|w| w == from.as_bytes())
+            .unwrap();
+        bytes.splice(at..at + from.len(), to.bytes());
+        bytes
+    };
+    let mut twice = good.clone();
+    twice.extend_from_slice(&good);
+    assert_eq!(io::from_npy_bytes(&twice, &cpu).unwrap().dims(), &[3]);
+    let native = io::from_npy_bytes(&edit("'<f4'", "'f4' "), &cpu).unwrap();
+    assert_eq!(native.dtype(), DType::F32);
+    let e = io::from_npy_bytes(&edit("(3,)", "(3) "), &cpu).unwrap_err();
+    assert!(e.to_string().contains("comma"), "{e}");
     let e = io::from_npz_bytes(&good, &cpu).unwrap_err();
     assert!(e.to_string().contains("from_npz_bytes"), "{e}");
     let e = io::from_safetensors_bytes(&good, &cpu).unwrap_err();
@@ -359,7 +377,12 @@ fn files_written_here_load_in_numpy() {
     io::save_npy(dir.join("view.npy"), &view).unwrap();
     io::save_npz(
         dir.join("all.npz"),
-        &[("h", &h), ("z", &z), ("b", &view.gt_scalar(10).unwrap())],
+        &[
+            ("h", &h),
+            ("z", &z),
+            ("b", &view.gt_scalar(10).unwrap()),
+            ("é", &view),
+        ],
     )
     .unwrap();
     let script = r#"
@@ -373,6 +396,7 @@ a = np.load(d + "/all.npz")
 assert a["h"].dtype == np.float16 and (a["h"] == view.astype(np.float16) / np.float16(8)).all()
 assert a["z"].dtype == np.complex64 and (a["z"] == view + 1j).all()
 assert a["b"].dtype == np.bool_ and (a["b"] == (view > 10)).all()
+assert (a["\u00e9"] == view).all(), a.files
 print("numpy read them")
 "#;
     let out = std::process::Command::new("python3")

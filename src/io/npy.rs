@@ -43,9 +43,12 @@ fn parse_descr(op: &'static str, d: &str) -> Result<(FileType, bool)> {
     // below, never split).
     let first = d.chars().next().map_or(0, char::len_utf8);
     let (order, code) = d.split_at(first);
-    let big = match order {
-        "<" | "=" | "|" => false,
-        ">" => true,
+    let (big, code) = match order {
+        "<" | "=" | "|" => (false, code),
+        ">" => (true, code),
+        // No byte order (`f4`, which NumPy reads as native): the host's,
+        // little-endian on every target webtensor builds for.
+        _ if d.starts_with(|c: char| c.is_ascii_alphabetic()) => (false, d),
         _ => return Err(Error::format(op, format!("unknown dtype {d:?}"))),
     };
     let t = match code {
@@ -165,6 +168,11 @@ fn parse_dict(op: &'static str, dict: &str) -> Result<Vec<(String, Literal)>> {
                         .map_err(|_| bad(&format!("the extent {digits:?}")))?;
                     dims.push(extent);
                     if closes(&mut chars, ')', "a shape that is not a tuple of integers")? {
+                        // `(2)` is Python's integer 2, not a tuple (NumPy
+                        // refuses it): one extent takes a comma, `(2,)`.
+                        if dims.len() == 1 {
+                            return Err(bad("the shape (n) without a comma: an integer"));
+                        }
                         break;
                     }
                 }
@@ -317,6 +325,17 @@ pub fn from_npy_bytes(bytes: &[u8], device: &Device) -> Result<Tensor> {
 pub(super) fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Tensor> {
     let (header, data) = decode(op, bytes)?;
     let (file_type, big) = parse_descr(op, &header.descr)?;
+    // Bytes past the array's are left, as np.load leaves them (two arrays
+    // saved one after the other into one file: the first is read).
+    let count = header
+        .shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d));
+    let need = count.and_then(|n| n.checked_mul(file_type.size()));
+    let data = match need {
+        Some(need) if need < data.len() => &data[..need],
+        _ => data,
+    };
     if header.fortran_order {
         let reversed: Vec<usize> = header.shape.iter().rev().copied().collect();
         return Ok(tensor_from_bytes(op, file_type, big, &reversed, data, device)?.t());

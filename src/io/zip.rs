@@ -53,10 +53,15 @@ pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<V
         let name_len = u16::try_from(name.len())
             .map_err(|_| Error::format(op, format!("the name {name:?} is too long")))?;
         let crc = crc32fast::hash(data);
+        // General purpose bit 11: the name is UTF-8 (readers take a name
+        // without it as IBM code page 437, as Python's zipfile does: NumPy
+        // found `é.npy` under another name). ASCII names leave it clear,
+        // as NumPy's own archives do.
+        let flags: u16 = if name.is_ascii() { 0 } else { 0x0800 };
         // version needed, flags, method (stored), time, date, crc, sizes.
         let common = |v: &mut Vec<u8>| {
             v.extend_from_slice(&20u16.to_le_bytes());
-            v.extend_from_slice(&0u16.to_le_bytes());
+            v.extend_from_slice(&flags.to_le_bytes());
             v.extend_from_slice(&0u16.to_le_bytes());
             v.extend_from_slice(&0u16.to_le_bytes());
             v.extend_from_slice(&DOS_DATE.to_le_bytes());
