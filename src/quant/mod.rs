@@ -82,14 +82,20 @@ fn blockwise<I, O: Clone + Default>(
     if !input.len().is_multiple_of(from) {
         return Err(Error::format(op, what()));
     }
-    let n = input.len() / from * to;
-    let mut out = Vec::new();
-    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+    let blocks = input.len() / from;
+    let refused = || Error::OutOfMemory {
         op,
-        requested: (n * std::mem::size_of::<O>()) as u64,
+        requested: (blocks as u64)
+            .saturating_mul(to as u64)
+            .saturating_mul(std::mem::size_of::<O>() as u64),
         in_use: 0,
         cap: None,
-    })?;
+    };
+    // Checked: 1.4 GB of Q2_K blocks decode to more values than a 32-bit
+    // usize counts.
+    let n = blocks.checked_mul(to).ok_or_else(refused)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| refused())?;
     out.resize(n, O::default());
     for (piece, result) in input.chunks_exact(from).zip(out.chunks_exact_mut(to)) {
         map(piece, result);
