@@ -16,7 +16,9 @@ use std::sync::Weak;
 /// (same pipelines, bind groups, parameters and fused kernels): none of
 /// webtensor's recording, fusion planning or encoding happens again, so a
 /// run costs one submit whatever the number of ops. On the CPU a run calls
-/// the closure again, which computes the same thing.
+/// the closure again, which computes the same thing, but for random draws:
+/// a GPU step's are made at capture (each run writes the same numbers),
+/// the CPU's anew at each run.
 ///
 /// What a run computes is what the step's ops computed at capture, on the
 /// same tensors: values the application wrote into those tensors since

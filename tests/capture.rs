@@ -260,6 +260,55 @@ fn a_step_with_ops_on_another_gpu_is_refused_naming_both() {
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0; 3]);
 }
 
+/// A copy from another GPU inside a step reads that GPU back, once: the
+/// capture refuses it as it refuses that GPU's ops (its runs would keep
+/// the value read at capture).
+#[test]
+fn a_copy_from_another_gpu_inside_a_step_is_refused() {
+    let (Some(d1), Some(d2)) = (
+        own_gpu(GpuOptions::default()),
+        own_gpu(GpuOptions::default()),
+    ) else {
+        return;
+    };
+    let x = Tensor::full([3], 2.0, DType::F32, &d2).unwrap();
+    let y = Tensor::zeros([3], DType::F32, &d1).unwrap();
+    let (xs, ys, d) = (x.clone(), y.clone(), d1.clone());
+    let e = d1
+        .capture(move || ys.assign(&xs.to_device(&d)?))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Argument {
+                op: "Device::capture",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0; 3]);
+}
+
+/// Random draws inside a step are made at its capture on a GPU: each run
+/// writes the same numbers (the CPU's step runs the closure again and
+/// draws anew; the README says so).
+#[test]
+fn random_draws_in_a_gpu_step_repeat_on_every_run() {
+    let Some(dev) = own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let x = Tensor::zeros([8], DType::F32, &dev).unwrap();
+    let (xs, d) = (x.clone(), dev.clone());
+    let mut g = webtensor::Generator::new(7);
+    let mut step = dev
+        .capture(move || xs.assign(&g.randn([8], DType::F32, &d)?))
+        .unwrap();
+    let first = x.to_vec::<f32>().unwrap();
+    step.run().unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), first);
+}
+
 #[test]
 fn a_capture_inside_a_capture_is_refused() {
     let Some(dev) = own_gpu(GpuOptions::default()) else {

@@ -360,6 +360,11 @@ impl GpuStorage {
     /// `Error::Gpu` when mapping fails or the device is lost; `Error::Index`
     /// when an indexing kernel met an out-of-range index (see `faults.rs`).
     pub async fn read_bytes(&self, start: usize, count: usize) -> Result<Vec<u8>> {
+        // Inside another GPU's captured step (a `to_device` from this GPU
+        // there), the read is an op that step's replays would not run: the
+        // capture counts it and refuses the step. This GPU's own step
+        // refuses its readbacks at the flush.
+        super::capture::note_op(self.ctx.id());
         self.read_bytes_with(start, count, Faults::Report).await
     }
 
