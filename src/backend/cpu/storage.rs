@@ -8,6 +8,7 @@ use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use bytemuck::Zeroable;
 use half::{bf16, f16};
+use smallvec::SmallVec;
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -28,7 +29,11 @@ pub(crate) fn host_data<'a>(
 /// write another thread queued between the two (the lock lets a waiting
 /// writer go first), and neither moves (a convolution's weight a view of
 /// its input, `searchsorted(x, x)`).
-pub(crate) struct Reads<'a>(Vec<(&'a CpuStorage, RwLockReadGuard<'a, CpuData>)>);
+pub(crate) struct Reads<'a>(Locked<'a>);
+
+/// The locks of a kernel's operands: inline for the few a kernel has (an
+/// elementwise op on the CPU allocates nothing to lock them).
+type Locked<'a> = SmallVec<[(&'a CpuStorage, RwLockReadGuard<'a, CpuData>); 4]>;
 
 impl<'a> Reads<'a> {
     /// Locks the storages of `operands` (`None`s skipped), each once.
@@ -69,7 +74,7 @@ impl<'a> Reads<'a> {
         out: Option<&'a CpuStorage>,
         operands: &[Option<&'a TensorRef>],
     ) -> Result<(Reads<'a>, Option<RwLockWriteGuard<'a, CpuData>>)> {
-        let mut storages: Vec<&'a CpuStorage> = Vec::new();
+        let mut storages: SmallVec<[&'a CpuStorage; 4]> = SmallVec::new();
         for t in operands.iter().flatten() {
             let storage = t.storage.host(op)?;
             let known = storages.iter().any(|s| std::ptr::eq(*s, storage));
@@ -82,7 +87,7 @@ impl<'a> Reads<'a> {
         let below = out.map_or(storages.len(), |o| {
             storages.partition_point(|s| address(s) < address(o))
         });
-        let mut locked = Vec::with_capacity(storages.len());
+        let mut locked = Locked::new();
         for &s in &storages[..below] {
             locked.push((s, s.read()));
         }
