@@ -87,23 +87,18 @@ pub trait Stepped {
     fn stepped(self, step: isize) -> SliceItem;
 }
 
-impl Stepped for RangeFull {
-    fn stepped(self, step: isize) -> SliceItem {
-        SliceItem::from(self).with_step(step)
-    }
+/// `Stepped` for items whose step only sets the range's (their
+/// `SliceItem` then `with_step`).
+macro_rules! stepped_by_with_step {
+    ($($t:ty),*) => {$(
+        impl Stepped for $t {
+            fn stepped(self, step: isize) -> SliceItem {
+                SliceItem::from(self).with_step(step)
+            }
+        }
+    )*};
 }
-
-impl Stepped for SliceItem {
-    fn stepped(self, step: isize) -> SliceItem {
-        self.with_step(step)
-    }
-}
-
-impl Stepped for NewAxis {
-    fn stepped(self, step: isize) -> SliceItem {
-        SliceItem::from(self).with_step(step)
-    }
-}
+stepped_by_with_step!(RangeFull, SliceItem, NewAxis);
 
 macro_rules! slice_item_from_ints {
     ($($t:ty),*) => {$(
@@ -137,26 +132,7 @@ macro_rules! slice_item_from_ints {
                 r.stepped(1)
             }
         }
-        impl Stepped for $t {
-            fn stepped(self, step: isize) -> SliceItem {
-                SliceItem::from(self).with_step(step)
-            }
-        }
-        impl Stepped for Range<$t> {
-            fn stepped(self, step: isize) -> SliceItem {
-                SliceItem::from(self).with_step(step)
-            }
-        }
-        impl Stepped for RangeFrom<$t> {
-            fn stepped(self, step: isize) -> SliceItem {
-                SliceItem::from(self).with_step(step)
-            }
-        }
-        impl Stepped for RangeTo<$t> {
-            fn stepped(self, step: isize) -> SliceItem {
-                SliceItem::from(self).with_step(step)
-            }
-        }
+        stepped_by_with_step!($t, Range<$t>, RangeFrom<$t>, RangeTo<$t>);
         impl Stepped for RangeInclusive<$t> {
             fn stepped(self, step: isize) -> SliceItem {
                 let start = Some(bound(*self.start()));

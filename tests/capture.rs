@@ -227,12 +227,17 @@ fn what_cannot_be_replayed_is_an_error_at_capture() {
     }
 }
 
+/// Two GPU devices of their own (one adapter opened twice).
+fn two_gpus() -> Option<(Device, Device)> {
+    Some((
+        own_gpu(GpuOptions::default())?,
+        own_gpu(GpuOptions::default())?,
+    ))
+}
+
 #[test]
 fn a_step_with_ops_on_another_gpu_is_refused_naming_both() {
-    let (Some(d1), Some(d2)) = (
-        own_gpu(GpuOptions::default()),
-        own_gpu(GpuOptions::default()),
-    ) else {
+    let Some((d1, d2)) = two_gpus() else {
         return;
     };
     let x = Tensor::zeros([3], DType::F32, &d2).unwrap();
@@ -265,10 +270,7 @@ fn a_step_with_ops_on_another_gpu_is_refused_naming_both() {
 /// the value read at capture).
 #[test]
 fn a_copy_from_another_gpu_inside_a_step_is_refused() {
-    let (Some(d1), Some(d2)) = (
-        own_gpu(GpuOptions::default()),
-        own_gpu(GpuOptions::default()),
-    ) else {
+    let Some((d1, d2)) = two_gpus() else {
         return;
     };
     let x = Tensor::full([3], 2.0, DType::F32, &d2).unwrap();
