@@ -42,24 +42,32 @@ impl Walk<'_> {
     pub fn wgsl(&self) -> String {
         let n = self.operands.len();
         let starts: Vec<&str> = self.operands.iter().map(|o| o.start).collect();
-        let mut steps = String::new();
+        let (mut steps, mut first) = (String::new(), String::new());
         for (k, operand) in self.operands.iter().enumerate() {
             let _ = writeln!(
                 steps,
                 "        pos[{k}] += c * {}[du / 4u][du % 4u];",
                 operand.strides
             );
+            let _ = writeln!(first, "        pos[{k}] += c * {}[0][0];", operand.strides);
         }
+        // The outermost axis takes what the others leave, with no division:
+        // `min` keeps an index past the shape's end inside the operands'
+        // views (where the division wrapped it), so that no caller's
+        // unchecked access can leave its binding.
         format!(
             "fn {name}(index: u32) -> array<i32, {n}> {{\n    \
              var pos = array<i32, {n}>({starts});\n    \
              var rem = index;\n    \
-             for (var d = i32({rank}) - 1; d >= 0; d--) {{\n        \
+             for (var d = i32({rank}) - 1; d > 0; d--) {{\n        \
              let du = u32(d);\n        \
              let n = {shape}[du / 4u][du % 4u];\n        \
              let c = i32(rem % n);\n        \
              rem = rem / n;\n\
              {steps}    }}\n    \
+             if ({rank} > 0u) {{\n        \
+             let c = i32(min(rem, max({shape}[0][0], 1u) - 1u));\n\
+             {first}    }}\n    \
              return pos;\n}}\n",
             name = self.name,
             starts = starts.join(", "),
@@ -143,5 +151,19 @@ mod tests {
             let main = "@compute @workgroup_size(1) fn main() { let p = positions(5u); }";
             validate(&format!("{params}{}{main}", walk.wgsl()), "walk");
         }
+    }
+
+    /// The walk divides by each axis but the outermost: one `%` and one
+    /// `/` by a runtime extent, in the loop over the inner axes.
+    #[test]
+    fn the_outermost_axis_costs_no_division() {
+        let walk = LINE_STARTS.wgsl();
+        assert_eq!(walk.matches("% n").count(), 1, "{walk}");
+        assert_eq!(walk.matches("/ n").count(), 1, "{walk}");
+        assert!(walk.contains("d > 0"), "{walk}");
+        assert!(
+            walk.contains("min(rem, max(params.shape[0][0], 1u) - 1u)"),
+            "{walk}"
+        );
     }
 }
