@@ -549,6 +549,49 @@ fn bad_draws_are_refused() {
     assert!(matches!(g.split(usize::MAX), Err(Error::Argument { .. })));
 }
 
+/// No uniform sample reaches `high`, as none of PyTorch's does: a bound
+/// rounded up (low = 0.15 in f32) and one rounded down (high = 0.16) used
+/// to put samples above `high`, and f16 and bf16 samples rounded to it.
+#[test]
+fn uniform_samples_stay_below_high() {
+    let n = 1 << 22;
+    for dev in common::devices() {
+        let u = Generator::new(11)
+            .uniform([n], 0.15, 0.16, DType::F32, &dev)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert!(
+            u.iter().all(|&v| (0.15f32..0.16f32).contains(&v)),
+            "f32 on {dev:?}: {:?}",
+            u.iter().copied().fold(0.0f32, f32::max)
+        );
+        for (dtype, high) in [(DType::F16, 6.0), (DType::BF16, 6.0), (DType::BF16, -2.0)] {
+            let low = high - 1.0;
+            let v = Generator::new(12)
+                .uniform([1 << 16], low, high, dtype, &dev)
+                .unwrap()
+                .to_dtype(DType::F32)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let (low, high) = (low as f32, high as f32);
+            assert!(
+                v.iter().all(|&v| v >= low && v < high),
+                "{dtype} on {dev:?}"
+            );
+            assert!(v.contains(&low), "{dtype} on {dev:?}");
+        }
+        // Bounds that round to one value give it.
+        let v = Generator::new(13)
+            .uniform([64], 1.0, 1.0001, DType::BF16, &dev)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap();
+        assert_eq!(v.to_vec::<f32>().unwrap(), vec![1.0; 64], "{dev:?}");
+    }
+}
+
 /// Subnormal results are zeros of their sign, and the rest are as f32
 /// computes them.
 #[test]

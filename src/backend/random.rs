@@ -36,6 +36,39 @@ pub(crate) fn uniform_bits(dtype: crate::dtype::KernelType) -> u32 {
     }
 }
 
+/// The least value of the compute type (f32, or f64 for f64) that `dtype`
+/// rounds (to nearest, ties to even) to `high` or above, `high` being one
+/// of its values: a uniform sample there would be `high`, outside
+/// `[low, high)`, and is `low` instead, as PyTorch's kernels make it.
+pub(crate) fn uniform_top(high: f64, dtype: crate::dtype::DType) -> f64 {
+    use crate::dtype::DType;
+    // The half's bits of `high`, and its value from bits.
+    let (bits, value): (u16, fn(u16) -> f64) = match dtype {
+        DType::F16 => (half::f16::from_f64(high).to_bits(), |b| {
+            half::f16::from_bits(b).to_f64()
+        }),
+        DType::BF16 => (half::bf16::from_f64(high).to_bits(), |b| {
+            half::bf16::from_bits(b).to_f64()
+        }),
+        _ => return high,
+    };
+    // The next half down: from +0 the smallest negative subnormal, else one
+    // step of the magnitude (up for negatives).
+    let below = match bits {
+        0 | 0x8000 => 0x8001,
+        b if b & 0x8000 == 0 => b - 1,
+        b => b + 1,
+    };
+    // Halfway between them is exact in f32; a tie goes to the even one.
+    let half_way = ((value(bits) + value(below)) / 2.0) as f32;
+    if bits & 1 == 0 {
+        f64::from(half_way)
+    } else {
+        let up = if half_way > 0.0 { 1 } else { -1i32 };
+        f64::from(f32::from_bits(half_way.to_bits().wrapping_add_signed(up)))
+    }
+}
+
 /// `x`, or a zero of its sign where it is subnormal: WGSL lets a GPU flush
 /// subnormal operands and results, so every device flushes the ones a
 /// draw's last steps could make (the normals' inner steps never make any).
@@ -59,8 +92,9 @@ pub(crate) enum Draw {
     /// The element's word itself (u32).
     Bits,
     /// `low + span * u`, `u` uniform in `[0, 1)` at the dtype's resolution
-    /// (f32 arithmetic below f64).
-    Uniform { low: f64, span: f64 },
+    /// (f32 arithmetic below f64), or `low` where that is `top` or more:
+    /// where it would round to `high` in the dtype (see [`uniform_top`]).
+    Uniform { low: f64, span: f64, top: f64 },
     /// `mean + std * z`, `z` a standard normal (Box-Muller).
     Normal { mean: f64, std: f64 },
     /// `low + floor(x span / 2^64)` of the element's two words as a 64-bit

@@ -141,12 +141,13 @@ fn quad(draw: &Draw, bits: u32, q: u64, words: impl Fn(u64) -> [u32; 4]) -> Quad
         Draw::Bernoulli { threshold } => {
             Quad::Word(words(q).map(|w| u32::from(u64::from(w) < threshold)))
         }
-        Draw::Uniform { low, span } => {
-            let (low, span) = (f32_param(low), f32_param(span));
+        Draw::Uniform { low, span, top } => {
+            let (low, span, top) = (f32_param(low), f32_param(span), f32_param(top));
             let unit = 1.0 / (1u32 << bits) as f32;
             Quad::Float(words(q).map(|w| {
                 let u = (w >> (32 - bits)) as f32 * unit;
-                flushed(flushed(span * u) + low)
+                let v = flushed(flushed(span * u) + low);
+                if v >= top { low } else { v }
             }))
         }
         Draw::Normal { mean, std } => {
@@ -178,13 +179,16 @@ fn quad_f64(draw: &Draw, q: u64, words: impl Fn(u64) -> [u32; 4]) -> Option<[f64
     let unit = 1.0 / (1u64 << 53) as f64;
     let (x, y) = (words(2 * q), words(2 * q + 1));
     match *draw {
-        Draw::Uniform { low, span } => [
+        Draw::Uniform { low, span, top } => [
             wide(x[0], x[1]),
             wide(x[2], x[3]),
             wide(y[0], y[1]),
             wide(y[2], y[3]),
         ]
-        .map(|v| span * ((v >> 11) as f64 * unit) + low)
+        .map(|v| {
+            let v = span * ((v >> 11) as f64 * unit) + low;
+            if v >= top { low } else { v }
+        })
         .into(),
         Draw::Normal { mean, std } => {
             let pair = |w: [u32; 4]| {

@@ -3,6 +3,7 @@
 
 use super::draw::draw;
 use crate::backend::Draw;
+use crate::backend::random::uniform_top;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -161,16 +162,19 @@ impl Generator {
         let draw = Draw::Uniform {
             low: 0.0,
             span: 1.0,
+            top: 1.0,
         };
         self.make("rand", draw, shape.into(), dtype, device)
     }
 
-    /// Uniform samples in `[low, high)`: `low + (high - low) u` of
-    /// [`Generator::rand`]'s `u`, computed in f32 (f64 for f64) and then
-    /// rounded to the dtype, so that, as NumPy warns of its own, rounding
-    /// may give `high` itself. Results (and parameters) below f32's
-    /// smallest normal number are zeros of their sign on every device, as a
-    /// GPU may make them.
+    /// Uniform samples in `[low, high)`, as PyTorch's `uniform_`: `low`
+    /// and `high` rounded to the dtype, then `low + (high - low) u` of
+    /// [`Generator::rand`]'s `u`, computed in f32 (f64 for f64) and rounded
+    /// to the dtype; a sample that rounds to `high` is `low` instead, so
+    /// that none reaches `high` (where `low < high` in the dtype; where
+    /// they round to one value, every sample is it). Results (and
+    /// parameters) below f32's smallest normal number are zeros of their
+    /// sign on every device, as a GPU may make them.
     ///
     /// # Errors
     /// `Error::Argument` naming `uniform` where `low > high` or the range
@@ -204,7 +208,22 @@ impl Generator {
                 ),
             ));
         }
-        self.make(OP, Draw::Uniform { low, span }, shape.into(), dtype, device)
+        // The bounds as the dtype holds them (through f32, as PyTorch's
+        // halves take them).
+        let rounded = |v: f64| match dtype {
+            DType::F64 => v,
+            DType::F16 => half::f16::from_f32(v as f32).to_f64(),
+            DType::BF16 => half::bf16::from_f32(v as f32).to_f64(),
+            _ => f64::from(v as f32),
+        };
+        let (low, high) = (rounded(low), rounded(high));
+        let top = uniform_top(high, dtype);
+        let draw = Draw::Uniform {
+            low,
+            span: high - low,
+            top,
+        };
+        self.make(OP, draw, shape.into(), dtype, device)
     }
 
     /// Standard normal samples: Box-Muller of two uniforms a pair, in f32

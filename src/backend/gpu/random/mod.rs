@@ -33,8 +33,8 @@ params_block! {
         /// The dispatch's first Philox block.
         block_lo: u32,
         block_hi: u32,
-        /// The draw's parameters: f32 bits of low and span (uniform) or
-        /// mean and std (normal); the span's and low's words (integers);
+        /// The draw's parameters: f32 bits of low, span and top (uniform)
+        /// or mean and std (normal); the span's and low's words (integers);
         /// the threshold's words (Bernoulli).
         a: u32,
         b: u32,
@@ -124,7 +124,9 @@ fn draw_fn(key: &RandomKey) -> Result<String> {
              let u = vec4<f32>(words(t) >> vec4<u32>({shift}u)) * {unit};\n    \
              let span = bitcast<f32>(params.b);\n    \
              let low = bitcast<f32>(params.a);\n    \
-             return flushed4(flushed4(vec4<f32>(kept(span * u.x), kept(span * u.y), kept(span * u.z), kept(span * u.w))) + low);\n}}\n",
+             let v = flushed4(flushed4(vec4<f32>(kept(span * u.x), kept(span * u.y), kept(span * u.z), kept(span * u.w))) + low);\n    \
+             // What would round to high is low (see `uniform_top`).\n    \
+             return select(v, vec4<f32>(low), v >= vec4<f32>(bitcast<f32>(params.c)));\n}}\n",
             shift = 32 - bits,
             unit = hex_f32(1.0 / (1u32 << bits) as f32),
         ),
@@ -291,7 +293,7 @@ pub(crate) fn random(out: &GpuStorage, call: &RandomCall) -> Result<()> {
     let f32_bits = |v: f64| f32_param(v).to_bits();
     let [a, b, c, d] = match call.draw {
         Draw::Bits => [0; 4],
-        Draw::Uniform { low, span } => [f32_bits(low), f32_bits(span), 0, 0],
+        Draw::Uniform { low, span, top } => [f32_bits(low), f32_bits(span), f32_bits(top), 0],
         Draw::Normal { mean, std } => [f32_bits(mean), f32_bits(std), 0, 0],
         Draw::Int { low, span } => {
             let low = low as u64;
