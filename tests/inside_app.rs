@@ -517,6 +517,9 @@ fn a_failed_batch_poisons_what_it_was_to_write() {
         // Written by the same batch: poisoned too, with the same failure.
         let e = u.to_vec::<f32>().unwrap_err().to_string();
         assert!(e.contains("failed"), "{dev}: {e}");
+        // A read on another op's behalf names that op.
+        let e = u.checkpoint().unwrap_err().to_string();
+        assert!(e.contains("checkpoint"), "{dev}: {e}");
         assert!(
             y.mul_scalar(2.0).is_err(),
             "{dev}: an op reading a poisoned tensor"
@@ -593,4 +596,62 @@ fn buffers_of_another_instance_are_refused() {
     }
     // The device goes on.
     assert_eq!((&secret + 1.0).to_vec::<f32>().unwrap(), [4201.0; 64]);
+}
+
+/// A tensor as large as the device's largest buffer reads back, with an
+/// index fault pending beside it: the readback's staging buffer once asked
+/// for the fault record's 32 bytes more than the device allows.
+#[test]
+fn a_tensor_of_the_largest_buffer_reads_back() {
+    const LARGEST: u64 = 1 << 20;
+    let Some(_) = common::gpu() else { return };
+    let adapter =
+        pollster::block_on(app_instance().request_adapter(&wgpu::RequestAdapterOptions::default()))
+            .unwrap();
+    let limits = wgpu::Limits {
+        max_buffer_size: LARGEST,
+        max_storage_buffer_binding_size: LARGEST,
+        ..wgpu::Limits::default()
+    };
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        required_limits: limits,
+        ..Default::default()
+    }))
+    .unwrap();
+    let dev = Device::from_wgpu(&adapter.get_info(), device, queue, GpuOptions::default());
+    let n = LARGEST as usize / 4;
+    let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let x = Tensor::from_slice(&values, [n], &dev).unwrap();
+    let y = x.add_scalar(1.0).unwrap();
+    let want: Vec<f32> = values.iter().map(|v| v + 1.0).collect();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want);
+    // A fault recorded before the read is reported by it, then cleared.
+    let bad = Tensor::from_slice(&[n as i32 + 5], [1], &dev).unwrap();
+    let _ = x.take(&bad, 0).unwrap();
+    let z = x.mul_scalar(2.0).unwrap();
+    assert!(matches!(
+        z.to_vec::<f32>(),
+        Err(webtensor::Error::Index { index, .. }) if index == n as isize + 5
+    ));
+    let want: Vec<f32> = values.iter().map(|v| v * 2.0).collect();
+    assert_eq!(z.to_vec::<f32>().unwrap(), want);
+}
+
+/// A binding cap that is not whole words is rounded down to them (wrapping
+/// a buffer past it bound a window of 1001 bytes, which wgpu refuses).
+#[test]
+fn a_binding_cap_of_odd_bytes_wraps_buffers() {
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    let options = GpuOptions {
+        max_binding_bytes: Some(1001),
+        ..GpuOptions::default()
+    };
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), options);
+    let values: Vec<f32> = (0..600).map(|k| k as f32).collect();
+    let buffer = app_buffer(&device, &queue, &values);
+    let t = Tensor::from_gpu_buffer(&buffer, DType::F32, [600], 0, &dev).unwrap();
+    let want: Vec<f32> = values.iter().map(|v| v * 2.0).collect();
+    assert_eq!(t.mul_scalar(2.0).unwrap().to_vec::<f32>().unwrap(), want);
 }

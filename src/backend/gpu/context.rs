@@ -217,9 +217,10 @@ impl GpuContext {
                 .max_binding_bytes
                 .or_else(|| env_setting("WEBTENSOR_MAX_BINDING"))
                 .map_or(limits.max_storage_buffer_binding_size, |cap: u64| {
-                    // A window holds any one element after an aligned start.
+                    // A window holds any one element after an aligned start;
+                    // a binding's size is whole words.
                     let least = 2 * u64::from(limits.min_storage_buffer_offset_alignment);
-                    cap.max(least).min(limits.max_storage_buffer_binding_size)
+                    cap.max(least).min(limits.max_storage_buffer_binding_size) & !3
                 })
                 .min(MAX_BINDING),
             max_buffer_size: limits.max_buffer_size,
