@@ -184,6 +184,7 @@ fn reductions_and_matmul_replay_into_the_tensors_the_step_writes() {
 fn what_cannot_be_replayed_is_an_error_at_capture() {
     for dev in capture_devices() {
         let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+        let live = dev.stats().bytes_live;
         let xs = x.clone();
         // A readback inside the step.
         let read = dev.capture(move || {
@@ -224,6 +225,8 @@ fn what_cannot_be_replayed_is_an_error_at_capture() {
         // The device records and submits as before.
         x.add_scalar_(1.0).unwrap();
         assert_eq!(x.to_vec::<f32>().unwrap(), vec![4.0; 4], "{}", label(&dev));
+        // The refused readbacks' staging buffers went back.
+        assert_eq!(dev.stats().bytes_live, live, "{}", label(&dev));
     }
 }
 

@@ -124,6 +124,7 @@ fn every_call_after_the_loss_fails_at_once_naming_itself() {
     assert_lost(b.add_(&a), "add");
     assert_lost(b.to_vec::<f32>(), "to_vec");
     assert_lost(b.to_device(&cpu), "to_device");
+    assert_lost(b.checkpoint(), "checkpoint");
     assert_lost(host.to_device(&dev), "to_device");
     assert_lost(Tensor::zeros([4], DType::F32, &dev), "zeros");
     assert_lost(Tensor::from_slice(&[1.0f32; 4], [4], &dev), "from_slice");

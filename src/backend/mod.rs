@@ -166,7 +166,7 @@ impl Storage {
                 copied
             }
             Storage::Gpu(s) => {
-                let bytes = s.read_bytes(start, n).await?;
+                let bytes = s.read_bytes(op, start, n).await?;
                 Ok(T::read_bytes(&bytes, n))
             }
         }

@@ -79,8 +79,10 @@ impl Faults {
         self.armed.load(Ordering::Acquire)
     }
 
-    /// When armed, encodes a copy of the record to `staging` at byte `at`
-    /// and disarms; true when it did.
+    /// When armed, encodes a copy of the record to `staging` at byte `at`,
+    /// then the record's clearing, and disarms; true when it did. (Cleared
+    /// in the same submit: a fault of a later submit stays in the record
+    /// for the next readback, whatever runs in between.)
     pub fn copy_if_armed(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -91,15 +93,16 @@ impl Faults {
             return false;
         }
         encoder.copy_buffer_to_buffer(&self.buffer, 0, staging, at, FAULT_BYTES);
+        encoder.clear_buffer(&self.buffer, 0, None);
         true
     }
 
     /// `Error::Index` when `record` (the bytes a readback copied) holds a
-    /// fault, which is then cleared.
+    /// fault.
     ///
     /// # Errors
     /// `Error::Index` for a recorded out-of-range index.
-    pub fn check(&self, queue: &wgpu::Queue, record: &[u8]) -> Result<()> {
+    pub fn check(record: &[u8]) -> Result<()> {
         let word = |k: usize| {
             record
                 .get(4 * k..4 * k + 4)
@@ -108,19 +111,21 @@ impl Faults {
         if word(0) == 0 {
             return Ok(());
         }
-        queue.write_buffer(&self.buffer, 0, &[0; FAULT_BYTES as usize]);
         let code = word(1);
         let op = IndexOp::ALL
             .get((code & 0xff) as usize)
             .map_or("indexing", |op| op.name());
         let raw = word(2);
         let index = if code & (1 << 17) != 0 {
-            ((word(4) as u64) << 32 | raw as u64) as i64 as isize
+            ((word(4) as u64) << 32 | raw as u64) as i64
         } else if code & (1 << 16) != 0 {
-            raw as isize
+            i64::from(raw)
         } else {
-            raw as i32 as isize
+            i64::from(raw as i32)
         };
+        // Saturated where isize is 32 bits (wasm32).
+        let index =
+            isize::try_from(index).unwrap_or(if index < 0 { isize::MIN } else { isize::MAX });
         Err(Error::Index {
             op,
             index,

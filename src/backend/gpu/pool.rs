@@ -390,6 +390,13 @@ impl BufferPool {
         self.put_back(buffer, open_batch, known_as);
     }
 
+    /// Lets `buffer` go rather than pool it (a readback's staging buffer
+    /// that a dropped future or a failed map may leave mapping): its bytes
+    /// stop counting as live.
+    pub fn forget(&self, buffer: PooledBuffer) {
+        self.state().counters.bytes_live -= buffer.size;
+    }
+
     fn put_back(&self, buffer: PooledBuffer, open_batch: u64, known_as: u64) {
         let mut state = self.state();
         state.counters.bytes_live -= buffer.size;

@@ -357,15 +357,21 @@ impl GpuStorage {
     /// (the device representation), after submitting all pending work.
     ///
     /// # Errors
-    /// `Error::Gpu` when mapping fails or the device is lost; `Error::Index`
-    /// when an indexing kernel met an out-of-range index (see `faults.rs`).
-    pub async fn read_bytes(&self, start: usize, count: usize) -> Result<Vec<u8>> {
+    /// `Error::Gpu` when mapping fails or the device is lost, naming `op`;
+    /// `Error::Index` when an indexing kernel met an out-of-range index
+    /// (see `faults.rs`).
+    pub async fn read_bytes(
+        &self,
+        op: &'static str,
+        start: usize,
+        count: usize,
+    ) -> Result<Vec<u8>> {
         // Inside another GPU's captured step (a `to_device` from this GPU
         // there), the read is an op that step's replays would not run: the
         // capture counts it and refuses the step. This GPU's own step
         // refuses its readbacks at the flush.
         super::capture::note_op(self.ctx.id());
-        self.read_bytes_with(start, count, Faults::Report).await
+        self.read_bytes_with(op, start, count, Faults::Report).await
     }
 
     /// [`GpuStorage::read_bytes`] of every element, leaving the fault
@@ -377,13 +383,20 @@ impl GpuStorage {
     /// `Error::Gpu` when mapping fails or the device is lost.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub async fn read_own_bytes(&self) -> Result<Vec<u8>> {
-        self.read_bytes_with(0, self.len, Faults::Leave).await
+        self.read_bytes_with("to_vec", 0, self.len, Faults::Leave)
+            .await
     }
 
-    async fn read_bytes_with(&self, start: usize, count: usize, faults: Faults) -> Result<Vec<u8>> {
+    async fn read_bytes_with(
+        &self,
+        op: &'static str,
+        start: usize,
+        count: usize,
+        faults: Faults,
+    ) -> Result<Vec<u8>> {
         // A lost device is why a tensor's batch failed, if it did.
-        self.ctx.check_lost("to_vec")?;
-        self.check_poison("to_vec")?;
+        self.ctx.check_lost(op)?;
+        self.check_poison(op)?;
         let eb = element_bytes(self.dtype) as u64;
         let first = start as u64 * eb;
         let wanted = count as u64 * eb;
@@ -397,12 +410,12 @@ impl GpuStorage {
         // commands know is taken by their flush, which the copy follows
         // (so it may reuse a buffer freed in this batch, see `buffer_claim.rs`).
         if !self.claim.is_referenced() {
-            self.buffer("to_vec")?;
+            self.buffer(op)?;
         }
         let mut taken = true;
         let bytes = read_back(
             &self.ctx,
-            "to_vec",
+            op,
             size,
             skip..skip + wanted as usize,
             faults,
@@ -414,10 +427,10 @@ impl GpuStorage {
         .await?;
         // Another thread's flush of the batch that was to write this
         // tensor may have failed since the check above.
-        self.check_poison("to_vec")?;
+        self.check_poison(op)?;
         if !taken {
             return Err(Error::internal(
-                "to_vec",
+                op,
                 "no buffer was taken for a tensor that pending commands know",
             ));
         }
@@ -463,35 +476,51 @@ async fn read_back_now(
     faults: Faults,
     copy: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer),
 ) -> Result<Vec<u8>> {
-    let total = size + FAULT_BYTES;
-    let staging = ctx.pool.acquire(
-        &ctx.device,
-        op,
-        BufferKind::Readback,
-        total,
-        u64::MAX,
-        || ctx.open_batch(),
-    )?;
-    let staging = staging.buffer;
+    let limit = ctx.facts.max_buffer_size;
+    let mut faults = faults;
+    if faults == Faults::Report && size + FAULT_BYTES > limit {
+        // No room for the record beside the bytes in one buffer: it is read
+        // first, on its own (after the same pending work).
+        if ctx.faults.is_armed() {
+            let nothing: fn(&mut wgpu::CommandEncoder, &wgpu::Buffer) = |_, _| {};
+            Box::pin(read_back_now(ctx, op, 0, 0..0, faults, nothing)).await?;
+        }
+        faults = Faults::Leave;
+    }
+    let total = (size + FAULT_BYTES).min(limit.max(size));
+    let acquired = ctx
+        .pool
+        .acquire(&ctx.device, op, BufferKind::Readback, total, limit, || {
+            ctx.open_batch()
+        })?;
+    let buffer = acquired.buffer.buffer.clone();
+    let mut staging = Staging {
+        ctx,
+        buffer: Some(acquired.buffer),
+        mapping: false,
+    };
     let mut with_faults = false;
     let mut copy = Some(copy);
     let (flushed, submit_errors) = submit_scoped(&ctx.device, &mut || {
         ctx.scheduler().flush(&ctx.target(), |encoder| {
             if let Some(copy) = copy.take() {
-                copy(encoder, &staging.buffer);
+                copy(encoder, &buffer);
             }
-            with_faults = faults == Faults::Report
-                && ctx.faults.copy_if_armed(encoder, &staging.buffer, size);
+            with_faults =
+                faults == Faults::Report && ctx.faults.copy_if_armed(encoder, &buffer, size);
         })
     });
     flushed?;
     let fault_range = size as usize..(size + if with_faults { FAULT_BYTES } else { 0 }) as usize;
-    let result = map_and_read(ctx, op, &staging.buffer, total, |view| {
+    staging.mapping = true;
+    let result = map_and_read(ctx, op, &buffer, total, |view| {
         (view[range].to_vec(), view[fault_range].to_vec())
     })
     .await;
-    // Mapping completes only once the GPU is done with the copy.
-    ctx.pool.release(staging, ctx.open_batch());
+    // Mapping completes only once the GPU is done with the copy; a buffer
+    // whose map failed is let go.
+    staging.mapping = result.is_err();
+    drop(staging);
     if let Some(e) = submit_errors.await {
         return Err(Error::gpu(op, format!("the device reported: {e}")));
     }
@@ -499,10 +528,30 @@ async fn read_back_now(
     // An index fault is cleared as it is reported; a device error waits in
     // its claim, so neither is lost when both are there.
     if with_faults {
-        ctx.faults.check(&ctx.queue, &record)?;
+        super::faults::Faults::check(&record)?;
     }
     ctx.check_device_error(op)?;
     Ok(bytes)
+}
+
+/// A readback's staging buffer, back to the pool when it is dropped, or let
+/// go (see [`BufferPool::forget`]) while it may be mapping: a readback's
+/// future can be dropped at any await, and its flush can fail.
+struct Staging<'a> {
+    ctx: &'a GpuContext,
+    buffer: Option<PooledBuffer>,
+    mapping: bool,
+}
+
+impl Drop for Staging<'_> {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.buffer.take() {
+            match self.mapping {
+                true => self.ctx.pool.forget(buffer),
+                false => self.ctx.pool.release(buffer, self.ctx.open_batch()),
+            }
+        }
+    }
 }
 
 impl GpuContext {
