@@ -196,12 +196,21 @@ fn the_kernel_crosses_its_tiles_and_slices() {
             ..plain
         },
         // Phases that no tap reaches (kernel 1, stride 3) and phases that
-        // have no pixel (an input of one row, stride 4).
+        // have no pixel (two input rows 4 apart, one cropped each side).
         Case {
-            x: [2, 3, 1, 5],
+            x: [2, 3, 2, 5],
             w: [3, 2, 1, 2],
             stride: [4, 3],
+            pad: [1, 0],
             dilation: [1, 2],
+            ..plain
+        },
+        // An input pixel by strides of 2^16 each way (2^32 phases, wrapped
+        // to none, once left most outputs unwritten).
+        Case {
+            x: [1, 1, 1, 1],
+            w: [1, 1, 3, 3],
+            stride: [1 << 16, 1 << 16],
             ..plain
         },
     ];

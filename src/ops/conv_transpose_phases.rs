@@ -46,6 +46,23 @@ pub(super) fn on_kernel(
     if !x.device().is_gpu() || x.numel() == 0 || weight.numel() == 0 {
         return Ok(None);
     }
+    // Along an axis of one input pixel the stride places nothing: one of
+    // the output's extent gives the same output in fewer phases (strides
+    // of 65536 each way made 2^32 phases, past the kernel's u32 count).
+    let stride = [0, 1].map(|a| match x.dims()[2 + a] {
+        1 => geometry.stride[a].min(geometry.out[2 + a].max(1)),
+        _ => geometry.stride[a],
+    });
+    let batches =
+        (stride[0].checked_mul(stride[1])).and_then(|p| p.checked_mul(x.dims()[0] * conv.groups));
+    let in_u32 = |v: &usize| i32::try_from(*v).is_ok();
+    let fits = batches.is_some_and(|b| u32::try_from(b).is_ok())
+        && [stride, geometry.pad, geometry.dilation, geometry.kernel]
+            .iter()
+            .all(|v| v.iter().all(in_u32));
+    if !fits {
+        return Ok(None);
+    }
     let (x, weight) = (x.to_dtype(dtype)?, weight.to_dtype(dtype)?);
     let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), OP)?;
     if [&x, &weight, &out]
@@ -59,7 +76,7 @@ pub(super) fn on_kernel(
         weight: weight.kernel_ref(weight.layout().clone())?,
         out: out.kernel_out(out.layout().clone())?,
         kernel: geometry.kernel,
-        stride: geometry.stride,
+        stride,
         pad: geometry.pad,
         dilation: geometry.dilation,
         groups: conv.groups,
