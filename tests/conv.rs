@@ -626,6 +626,10 @@ fn ceil_mode_windows_longer_than_the_input_follow_pytorch() {
         let empty = Tensor::zeros([0, 1, 100_000, 100_000], DType::F32, &dev).unwrap();
         let y = empty.avg_pool2d(&Pool::new(1)).unwrap();
         assert_eq!(y.dims(), [0, 1, 100_000, 100_000]);
+        // A maximum too: no tap is visited (the CPU once made an op of
+        // each of the window's 10^10).
+        let y = empty.max_pool2d(&Pool::new(100_000)).unwrap();
+        assert_eq!(y.dims(), [0, 1, 1, 1]);
     }
 }
 
@@ -992,6 +996,29 @@ fn bad_input_is_an_error_naming_the_op() {
                 ),
         ),
         ("max_pool2d", x.max_pool2d(&Pool::new(2).padding(2))),
+        // An empty plane, whatever the padding (PyTorch refuses it; the
+        // padding made windows of nothing: -inf, or 0 / 0).
+        (
+            "max_pool2d",
+            Tensor::zeros([1, 1, 0, 4], DType::F32, &dev)
+                .unwrap()
+                .max_pool2d(&Pool::new(2).padding(1)),
+        ),
+        (
+            "conv2d",
+            Tensor::zeros([1, 1, 0, 4], DType::F32, &dev)
+                .unwrap()
+                .conv2d(
+                    &Tensor::zeros([2, 1, 3, 3], DType::F32, &dev).unwrap(),
+                    &Conv::new().padding(2),
+                ),
+        ),
+        (
+            "avg_pool2d",
+            Tensor::zeros([1, 1, 0, 4], DType::F32, &dev)
+                .unwrap()
+                .avg_pool2d(&Pool::new(2).padding(1).count_include_pad(false)),
+        ),
         ("max_pool2d", x.max_pool2d(&Pool::new(6))),
         ("avg_pool2d", x.avg_pool2d(&Pool::new(2).dilation(2))),
         (

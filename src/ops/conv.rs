@@ -194,6 +194,16 @@ pub(super) fn convolve(
             ),
         ));
     }
+    if (h == 0 || w == 0) && n * c != 0 {
+        // As PyTorch: padding would otherwise make outputs of nothing.
+        return Err(Error::shape(
+            op,
+            format!(
+                "an input of {:?} pixels has no output (only an empty batch or no channels may have none)",
+                [h, w]
+            ),
+        ));
+    }
     // Checked, as every index the kernels form fits in i32.
     let (pads, extent) = conv.pads(op, [kh, kw])?;
     let (s, d) = (conv.stride.0, conv.dilation.0);

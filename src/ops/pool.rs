@@ -126,6 +126,13 @@ impl Pool {
         }
         let r = x.rank();
         let size = [x.dims()[r - 2], x.dims()[r - 1]];
+        if size.contains(&0) {
+            // As PyTorch: padding would otherwise make windows of nothing.
+            return Err(Error::shape(
+                op,
+                format!("an empty spatial axis, shape {}", x.shape()),
+            ));
+        }
         let mut out = [0; 2];
         let mut after = [0; 2];
         for a in 0..2 {
@@ -171,6 +178,11 @@ impl Tensor {
         let plan = pool.plan(OP, self)?;
         if let Some(out) = self.pool_in_one_pass(OP, pool, &plan)? {
             return Ok(out);
+        }
+        if self.numel() == 0 {
+            let mut dims = self.dims().to_vec();
+            dims[self.rank() - 2..].copy_from_slice(&plan.out);
+            return Tensor::zeros(dims, self.dtype(), self.device());
         }
         let x = self.padded(&plan, f64::NEG_INFINITY)?;
         let mut out: Option<Tensor> = None;
@@ -224,7 +236,7 @@ impl Tensor {
         // What each output divides by: the window's elements inside the
         // padded input (or, without counting padding, inside the input).
         let size = [self.dims()[r - 2], self.dims()[r - 1]];
-        let counts = |a: usize| -> Vec<f32> {
+        let counts = |a: usize| -> Vec<f64> {
             let (lo, hi) = if pool.count_include_pad {
                 (0, size[a] + 2 * plan.p[a])
             } else {
@@ -234,17 +246,24 @@ impl Tensor {
                 .map(|o| {
                     let start = o * plan.s[a];
                     let end = start + plan.k[a];
-                    end.min(hi).saturating_sub(start.max(lo)) as f32
+                    end.min(hi).saturating_sub(start.max(lo)) as f64
                 })
                 .collect()
         };
         let (rows, cols) = (counts(0), counts(1));
-        let divisors = crate::backend::cpu::try_collect(
-            "avg_pool2d",
-            rows.len() * cols.len(),
-            rows.iter().flat_map(|h| cols.iter().map(move |w| h * w)),
-        )?;
-        let divisors = Tensor::from_slice(&divisors, plan.out, self.device())?;
+        let products = rows.iter().flat_map(|h| cols.iter().map(move |w| h * w));
+        let n = rows.len() * cols.len();
+        // In the compute type: an f32 count is inexact past 2^24.
+        let divisors = match compute {
+            DType::F64 => {
+                let divisors = try_collect(OP, n, products)?;
+                Tensor::from_slice(&divisors, plan.out, self.device())?
+            }
+            _ => {
+                let divisors = try_collect(OP, n, products.map(|v| v as f32))?;
+                Tensor::from_slice(&divisors, plan.out, self.device())?
+            }
+        };
         out.div_(&divisors)?;
         out.to_dtype(self.dtype())
     }
@@ -389,8 +408,15 @@ fn adaptive_mean_axis(x: &Tensor, axis: usize, m: usize) -> Result<Tensor> {
     }
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
-    let counts = try_collect(OP, m, bins.iter().map(|&(s, e)| (e - s) as f32))?;
-    let counts = Tensor::from_vec(counts, shape, device)?.to_dtype(x.dtype())?;
+    let widths = bins.iter().map(|&(s, e)| e - s);
+    // In the compute type: an f32 count is inexact past 2^24.
+    let counts = match x.dtype() {
+        DType::F64 => {
+            Tensor::from_vec(try_collect(OP, m, widths.map(|w| w as f64))?, shape, device)?
+        }
+        _ => Tensor::from_vec(try_collect(OP, m, widths.map(|w| w as f32))?, shape, device)?
+            .to_dtype(x.dtype())?,
+    };
     sum.ok_or_else(|| Error::internal(OP, "a bin of no elements"))?
         .div(&counts)
 }
