@@ -2391,3 +2391,29 @@ fn image_kernels_write_several_outputs_of_a_row_per_thread() {
         }
     }
 }
+
+/// An f16 convolution over more patch rows than a GPU's slice of k (8192)
+/// rounds once, as the CPU's: the first slice's 2048.5 and the rest's 1
+/// make 2049.5, which f16 holds as 2050; the slices added through an f16
+/// output gave 2048 + 1, a tie rounded to 2048.
+#[test]
+fn a_half_convolution_past_one_slice_of_k_rounds_once() {
+    let (c, taps) = (1024, 9);
+    let w: Vec<f32> = (0..c * taps)
+        .map(|r| match r {
+            8191 => 0.75,
+            r if r < 8191 => 0.25,
+            _ => 1.0 / 1024.0,
+        })
+        .collect();
+    for dev in devices() {
+        let x = Tensor::ones([1, c, 10, 10], DType::F16, &dev).unwrap();
+        let weight = Tensor::from_slice(&w, [1, c, 3, 3], &dev)
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        let y = x.conv2d(&weight, &Conv::new()).unwrap();
+        assert_eq!(y.dtype(), DType::F16);
+        assert_eq!(common::read_f32(&y), [2050.0; 64], "{dev}");
+    }
+}

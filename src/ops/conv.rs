@@ -553,6 +553,13 @@ struct Geometry {
     pad: [usize; 2],
 }
 
+/// Whether a GPU's kernel cuts a product over `k` patch rows of `x` into
+/// slices, each after the first adding to the output, which then holds
+/// the partial sums.
+pub(super) fn sliced(x: &Tensor, k: usize) -> bool {
+    x.device().is_gpu() && k > crate::backend::K_SLICE
+}
+
 /// The convolution of `x` by `weight` on the GPU's implicit-GEMM kernel
 /// or the CPU's packed products over patches, in f32, f16 or bf16
 /// (accumulating in f32; f32 with a bias), as a [`Gemm`]: `None` where
@@ -568,8 +575,13 @@ fn implicit_gemm(
 ) -> Result<Option<Gemm>> {
     let dtype = match Tensor::result_type(x, weight)? {
         // A bias is added to the f32 result before its one rounding, as
-        // the CPU does (an f16 result plus an f16 bias rounds twice).
-        DType::F16 | DType::BF16 if conv.bias.is_some() => DType::F32,
+        // the CPU does (an f16 result plus an f16 bias rounds twice); a
+        // GPU's slices of k past the first add to an f32 output too.
+        DType::F16 | DType::BF16
+            if conv.bias.is_some() || sliced(x, weight.dims()[1..].iter().product()) =>
+        {
+            DType::F32
+        }
         d @ (DType::F16 | DType::BF16 | DType::F32) => d,
         _ => return Ok(None),
     };

@@ -38,8 +38,18 @@ pub(super) fn on_kernel(
 ) -> Result<Option<Tensor>> {
     const OP: &str = "conv_transpose2d";
     let dtype = match Tensor::result_type(x, weight)? {
-        // A bias is added to the f32 result before its one rounding.
-        DType::F16 | DType::BF16 if conv.bias.is_some() => DType::F32,
+        // A bias is added to the f32 result before its one rounding, and
+        // slices of k past the first add to an f32 output (a phase has at
+        // most the group's channels times the taps).
+        DType::F16 | DType::BF16
+            if conv.bias.is_some()
+                || super::conv::sliced(
+                    x,
+                    weight.dims()[0] / conv.groups * geometry.kernel.iter().product::<usize>(),
+                ) =>
+        {
+            DType::F32
+        }
         d @ (DType::F16 | DType::BF16 | DType::F32) => d,
         _ => return Ok(None),
     };

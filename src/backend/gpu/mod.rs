@@ -156,6 +156,7 @@ pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
 pub(crate) use linalg::{factor, householder, jacobi, triangular};
 pub(crate) use lost::Listener;
+pub(crate) use matmul::K_SLICE;
 pub(crate) use matmul::matmul;
 pub use matmul_tile_choice::{MatmulPrecision, MatmulTile, TunedMatmul};
 pub(crate) use norm::norm;
