@@ -438,7 +438,7 @@ fn bf16_value(bits: u32) -> f32 {
 }
 
 // Half `odd` (0 low, 1 high) of a word of two bf16, as an f32.
-fn bf16_at(word: u32, odd: u32) -> f32 {
+fn bf16_of_word(word: u32, odd: u32) -> f32 {
     return bitcast<f32>(select(word << 16u, word & 0xffff0000u, odd == 1u));
 }
 

@@ -392,4 +392,16 @@ mod tests {
         assert_eq!(body_line("error at wgsl:12:1", 40, 5), None);
         assert_eq!(body_line("no location", 40, 5), None);
     }
+
+    /// An input `x` gets the functions `x_at` and `x_dim` beside the math
+    /// library every kernel includes: no function there may end so (an
+    /// input named `bf16` once met math.wgsl's `bf16_at`).
+    #[test]
+    fn no_library_function_looks_like_an_inputs_accessor() {
+        let library = crate::backend::gpu::kernel::prelude::MATH_WGSL;
+        for line in library.lines().filter(|l| l.starts_with("fn ")) {
+            let name = line[3..].split('(').next().unwrap_or("");
+            assert!(!name.ends_with("_at") && !name.ends_with("_dim"), "{name}");
+        }
+    }
 }

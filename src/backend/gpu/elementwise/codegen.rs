@@ -309,7 +309,7 @@ fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
             // f16, native or packed (the same bits), as the packed
             // storage's loads convert it.
             (KernelType::F16, _) => format!("unpack2x16float({word}).{}", ["x", "y"][h]),
-            (KernelType::BF16, _) => format!("bf16_at({word}, {h}u)"),
+            (KernelType::BF16, _) => format!("bf16_of_word({word}, {h}u)"),
             (other, _) => {
                 return Err(Error::internal(
                     "elementwise vec8 kernel",

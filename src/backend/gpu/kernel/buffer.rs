@@ -81,7 +81,7 @@ pub(crate) fn load_expr(dtype: KernelType, s: StorageMode, buf: &str, atomic: bo
         StorageMode::Plain(_) | StorageMode::Words64 => word("p"),
         StorageMode::F16 => format!("f32({buf}[p])"),
         StorageMode::PackedF16 => format!("unpack2x16float({})[p & 1u]", word("p >> 1u")),
-        StorageMode::PackedBF16 => format!("bf16_at({}, p & 1u)", word("p >> 1u")),
+        StorageMode::PackedBF16 => format!("bf16_of_word({}, p & 1u)", word("p >> 1u")),
         StorageMode::Bytes => {
             let byte = format!("(({} >> ((p & 3u) * 8u)) & 0xffu)", word("p >> 2u"));
             if dtype == KernelType::Bool {
@@ -220,7 +220,7 @@ pub(crate) fn quad_lanes(dtype: KernelType, s: StorageMode, q: &str) -> String {
             format!("vec4<f32>(unpack2x16float({q}.x), unpack2x16float({q}.y))")
         }
         StorageMode::PackedBF16 => format!(
-            "vec4<f32>(bf16_at({q}.x, 0u), bf16_at({q}.x, 1u), bf16_at({q}.y, 0u), bf16_at({q}.y, 1u))"
+            "vec4<f32>(bf16_of_word({q}.x, 0u), bf16_of_word({q}.x, 1u), bf16_of_word({q}.y, 0u), bf16_of_word({q}.y, 1u))"
         ),
         StorageMode::Bytes if dtype == KernelType::Bool => format!("({bytes} != vec4<u32>(0u))"),
         StorageMode::Bytes => bytes,
