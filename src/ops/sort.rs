@@ -1,9 +1,9 @@
 //! Sorting along an axis: `sort`, `argsort` and `topk`, stable, with
 //! NumPy's NaN rule (NaN sorts last ascending; descending it comes first, as
 //! PyTorch treats NaN as the largest value). One sort kernel computes each
-//! line's order (a bitonic network on a GPU, a stable merge sort on the
-//! CPU); values are gathered through it, so every dtype and -0 come back
-//! exactly.
+//! line's order (a bitonic network on a GPU, a sort of (key, position)
+//! pairs on the CPU); values are gathered through it, so every dtype and
+//! -0 come back exactly.
 
 use super::binding_parts::for_each_part_across;
 use crate::backend::{SortCall, sort};

@@ -26,7 +26,7 @@ pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
         .zip(out_lines.positions())
         .collect();
     with_cpu_data!(&*data, src => {
-        let mut pairs: Vec<(u64, u32)> = Vec::with_capacity(n);
+        let mut pairs: Vec<(u64, u32)> = super::alloc::try_with_capacity("sort", n)?;
         for &(a, b) in &starts {
             pairs.clear();
             pairs.extend((0..n).map(|i| {
