@@ -59,7 +59,9 @@ impl Attention {
 
     /// A mask broadcastable to the scores' `(..., heads, queries, keys)`:
     /// bool, true where a query attends a key, or float, added to the
-    /// scores (rounded to the queries' dtype where it is another).
+    /// scores (which f16 and bf16 queries compute in f32: an f32 mask
+    /// beside them is added as it is, as PyTorch's CPU kernels add it, so
+    /// that -1e9 stays finite).
     pub fn mask(mut self, mask: &Tensor) -> Attention {
         self.mask = Some(mask.clone());
         self
@@ -211,7 +213,12 @@ impl Tensor {
                 "a mask and causal together: PyTorch refuses them; fold the triangle into the mask",
             ));
         }
-        let scale = attention.scale.unwrap_or(1.0 / (e as f64).sqrt());
+        // Heads of nothing make every score an empty sum, 0, whatever the
+        // scale (PyTorch scales the empty operands: no 0 x inf NaN).
+        let scale = match e {
+            0 => 1.0,
+            _ => attention.scale.unwrap_or(1.0 / (e as f64).sqrt()),
+        };
         // Masks broadcast to the scores, (..., heads, L, S).
         let mut scores_dims = qd[..rank - 1].to_vec();
         scores_dims.push(s);
@@ -222,17 +229,6 @@ impl Tensor {
                     format!("the mask is {}: give a bool mask or a float one", m.dtype()),
                 ));
             }
-            // A float mask of another float dtype, rounded to the queries'
-            // (PyTorch takes an f32 mask beside f16 queries too).
-            Some(m) if m.dtype() != DType::Bool && m.dtype() != q.dtype() => {
-                let m = m.to_dtype(q.dtype())?;
-                Some(m.broadcast_to(scores_dims.clone()).map_err(|_| {
-                    shape_error(format!(
-                        "the mask {:?} does not broadcast to the scores {scores_dims:?}",
-                        m.dims()
-                    ))
-                })?)
-            }
             Some(m) => Some(m.broadcast_to(scores_dims.clone()).map_err(|_| {
                 shape_error(format!(
                     "the mask {:?} does not broadcast to the scores {scores_dims:?}",
@@ -242,7 +238,15 @@ impl Tensor {
             None => None,
         };
         let group = groups.map_or(1, |(_, g)| g);
-        if let Some(out) = flash(q, k, v, mask.as_ref(), attention.causal, group, scale)? {
+        // The flash kernel reads a float mask in the queries' dtype: one of
+        // another (an f32 mask beside f16 queries) is added in the
+        // composed form's compute type, unrounded.
+        let kernel_mask = mask
+            .as_ref()
+            .is_none_or(|m| m.dtype() == DType::Bool || m.dtype() == q.dtype());
+        if kernel_mask
+            && let Some(out) = flash(q, k, v, mask.as_ref(), attention.causal, group, scale)?
+        {
             return Ok(out);
         }
         composed(q, k, v, mask.as_ref(), attention.causal, groups, scale)
