@@ -437,3 +437,19 @@ fn long_lines_scan_in_blocks_exactly() {
         }
     }
 }
+
+/// A 0-d tensor is one line of one element, as PyTorch takes it
+/// (`softmax(tensor(3.), 0)` is 1, `log_softmax` 0, NaN stays NaN); other
+/// axes are errors.
+#[test]
+fn softmax_of_a_scalar_is_one() {
+    for dev in devices() {
+        let x = Tensor::full([], 3.0, DType::F32, &dev).unwrap();
+        let y = x.softmax(0).unwrap();
+        assert_eq!((y.dims().len(), read_f32(&y)), (0, vec![1.0]), "{dev}");
+        assert_eq!(read_f32(&x.log_softmax(-1).unwrap()), [0.0], "{dev}");
+        let nan = Tensor::full([], f64::NAN, DType::F16, &dev).unwrap();
+        assert!(read_f32(&nan.softmax(-1).unwrap())[0].is_nan(), "{dev}");
+        assert!(matches!(x.softmax(1), Err(Error::Axis { .. })), "{dev}");
+    }
+}

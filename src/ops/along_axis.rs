@@ -50,11 +50,15 @@ impl Tensor {
     /// `exp(x) / sum(exp(x))` along `axis`, computed as `exp(x - max)` over
     /// its sum so that large inputs do not overflow. f16 is computed in f32
     /// and rounded once. A line holding +inf or only -inf gives NaN, as
-    /// PyTorch.
+    /// PyTorch. A 0-d tensor is one line of one element (axis 0 or -1), as
+    /// PyTorch takes it.
     ///
     /// # Errors
     /// `Error::Axis`; `Error::DType` for a non-float tensor.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        if self.rank() == 0 && matches!(axis, 0 | -1) {
+            return self.reshape([1])?.softmax(0)?.reshape(Vec::<usize>::new());
+        }
         super::as_op("softmax", || {
             let Some(axis) = self.softmax_axis("softmax", axis)? else {
                 return self.contiguous_copy();
@@ -77,6 +81,12 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::softmax`].
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
+        if self.rank() == 0 && matches!(axis, 0 | -1) {
+            return self
+                .reshape([1])?
+                .log_softmax(0)?
+                .reshape(Vec::<usize>::new());
+        }
         super::as_op("log_softmax", || {
             let Some(axis) = self.softmax_axis("log_softmax", axis)? else {
                 return self.contiguous_copy();
