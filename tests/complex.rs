@@ -595,3 +595,48 @@ fn division_on_a_device_that_flushes_subnormals() {
         &bad[..bad.len().min(6)]
     );
 }
+
+/// `exp` of c64 is C99's `cexp`, as NumPy's and PyTorch's (values from
+/// `np.exp` on complex64): a real argument past e^88 is `(inf, 0)`, not
+/// `(inf, NaN)`; a finite result whose e^re overflows stays finite; e^re
+/// of 0 with a non-finite angle is 0; the zero's sign of a real argument
+/// is kept.
+#[test]
+fn complex_exp_follows_c99() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    let cases = [
+        (c(100.0, 0.0), c(inf, 0.0)),
+        (c(89.0, 1.5), c(3.175_826e37, inf)),
+        (c(nan, 0.0), c(nan, 0.0)),
+        (c(-inf, inf), c(0.0, 0.0)),
+        (c(-inf, 2.0), c(-0.0, 0.0)),
+        (c(1.0, 2.0), c(-1.131_204_4, 2.471_726_7)),
+        (c(0.0, -0.0), c(1.0, -0.0)),
+        (c(inf, inf), c(inf, nan)),
+        (c(inf, nan), c(inf, nan)),
+        (c(-200.0, 1.0), c(0.0, 0.0)),
+        (c(150.0, -3.0), c(-inf, -inf)),
+        (c(-inf, nan), c(0.0, 0.0)),
+        (c(2.0, inf), c(nan, nan)),
+    ];
+    let z: Vec<Complex32> = cases.iter().map(|p| p.0).collect();
+    for dev in devices() {
+        let got = Tensor::from_complex(&z, [z.len()], &dev)
+            .unwrap()
+            .exp()
+            .unwrap()
+            .to_complex_vec()
+            .unwrap();
+        for ((arg, want), g) in cases.iter().zip(&got) {
+            let same = |g: f32, w: f32| {
+                (g.is_nan() && w.is_nan())
+                    || (g == w && g.is_sign_negative() == w.is_sign_negative())
+                    || (w.is_finite() && w != 0.0 && ((g - w) / w).abs() < 1e-6)
+            };
+            assert!(
+                same(g.re, want.re) && same(g.im, want.im),
+                "exp({arg}) on {dev}: got {g}, want {want}"
+            );
+        }
+    }
+}

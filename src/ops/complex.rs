@@ -55,17 +55,16 @@ impl Tensor {
         device: &Device,
     ) -> Result<Tensor> {
         let shape = shape.into();
-        if values.len() != 2 * shape.numel() {
+        shape.check("from_interleaved")?;
+        if Some(values.len()) != shape.numel().checked_mul(2) {
             return Err(Error::shape(
                 "from_interleaved",
                 format!(
-                    "{} f32 values for a complex tensor of shape {shape} (needs {})",
+                    "{} f32 values for a complex tensor of shape {shape} (needs two an element)",
                     values.len(),
-                    2 * shape.numel()
                 ),
             ));
         }
-        shape.check("from_interleaved")?;
         let pairs = Tensor::from_slice(values, [shape.numel(), 2], device)?;
         pairs.complex_of_pairs().reshape(shape)
     }
@@ -281,10 +280,7 @@ impl Tensor {
                 Ok(self.pairs().neg()?.complex_of_pairs())
             }
             UnaryOp::Neg => Tensor::complex(&re.neg()?, &im.neg()?),
-            UnaryOp::Exp => {
-                let scale = re.exp()?;
-                Tensor::complex(&scale.mul(&im.cos()?)?, &scale.mul(&im.sin()?)?)
-            }
+            UnaryOp::Exp => complex_exp(&re, &im),
             UnaryOp::Abs => super::complex_scaled::hypot(&re, &im),
             _ => Err(not_for_complex(op.name())),
         }
@@ -414,4 +410,36 @@ pub(crate) fn not_for_complex(op: &'static str) -> Error {
         op,
         "not defined for dtype c64 (see Tensor::real for the complex ops)",
     )
+}
+
+/// `exp(re + i im)` as C99's `cexp` (NumPy's and PyTorch's):
+/// `e^re (cos im + i sin im)`, with its special cases: a real argument
+/// gives `(e^re, im)` (no `inf x 0` NaN, the zero's sign kept), `e^re`
+/// of 0 with a non-finite `im` gives 0, `+inf` with a non-finite `im`
+/// gives `(inf, NaN)`, and past where `e^re` overflows (re > 88) a finite result is
+/// `(e^(re/2) cos im) e^(re/2)`.
+fn complex_exp(re: &Tensor, im: &Tensor) -> Result<Tensor> {
+    let dev = re.device();
+    let scalar = |v: f64| Tensor::full([], v, DType::F32, dev);
+    let (cos, sin, scale) = (im.cos()?, im.sin()?, re.exp()?);
+    let half = re.mul_scalar(0.5)?.exp()?;
+    let big = re.gt_scalar(88.0)?;
+    let part = |trig: &Tensor| -> Result<Tensor> {
+        let direct = scale.mul(trig)?;
+        let halves = half.mul(trig)?.mul(&half)?;
+        let part = Tensor::where_cond(&big, &halves, &direct)?;
+        let vanished = scale
+            .eq_scalar(0.0)?
+            .logical_and(&im.isfinite()?.logical_not()?)?;
+        Tensor::where_cond(&vanished, &scalar(0.0)?, &part)
+    };
+    let (real, imag) = (part(&cos)?, part(&sin)?);
+    let real_arg = im.eq_scalar(0.0)?;
+    let real = Tensor::where_cond(&real_arg, &scale, &real)?;
+    let imag = Tensor::where_cond(&real_arg, im, &imag)?;
+    let wild = re
+        .eq_scalar(f64::INFINITY)?
+        .logical_and(&im.isfinite()?.logical_not()?)?;
+    let real = Tensor::where_cond(&wild, &scalar(f64::INFINITY)?, &real)?;
+    Tensor::complex(&real, &imag)
 }
