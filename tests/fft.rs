@@ -891,3 +891,35 @@ fn columns_are_read_across_their_lines_at_every_length() {
         }
     }
 }
+
+/// Sizes past the host's range are errors or one frame, never an
+/// overflow: a hop past isize over a reversed signal is one frame (its
+/// stride once overflowed), and complex tensors of 2^63 elements are
+/// refused by their shape.
+#[test]
+fn huge_hops_and_shapes_do_not_overflow() {
+    let cpu = Device::cpu();
+    let x = Tensor::arange(0.0f32, 8.0, 1.0, &cpu).unwrap();
+    let reversed = x.flip(&[-1]).unwrap();
+    let spec = reversed
+        .stft(&Stft::new(4).hop(1usize << 63).center(false))
+        .unwrap();
+    assert_eq!(spec.dims(), [3, 1]);
+    let want = reversed
+        .narrow(0, 0, 4)
+        .unwrap()
+        .stft(&Stft::new(4).center(false))
+        .unwrap();
+    assert_eq!(
+        spec.to_complex_vec().unwrap(),
+        want.to_complex_vec().unwrap()
+    );
+    assert!(matches!(
+        Tensor::from_complex(&[], [1usize << 63], &cpu),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        Tensor::from_interleaved(&[], [1 << 40, 1 << 40], &cpu),
+        Err(Error::Shape { .. })
+    ));
+}

@@ -208,7 +208,12 @@ fn framed(signal: &Tensor, n: usize, hop: usize, frames: usize) -> Tensor {
     let mut dims: Vec<usize> = l.dims()[..rank - 1].to_vec();
     dims.extend([frames, n]);
     let mut strides: Vec<isize> = l.strides()[..rank - 1].to_vec();
-    strides.extend([step * hop as isize, step]);
+    // One frame never steps (a hop past isize would overflow).
+    let frame_step = match frames {
+        0 | 1 => 0,
+        _ => step * hop as isize,
+    };
+    strides.extend([frame_step, step]);
     signal.with_layout(Layout::from_parts(dims.into(), strides.into(), l.offset()))
 }
 
