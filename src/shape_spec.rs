@@ -54,7 +54,15 @@ impl ShapeSpec {
             .try_fold(1usize, |n, &e| {
                 usize::try_from(e).ok().and_then(|e| n.checked_mul(e))
             });
-        let mut dims: DimVec<usize> = self.0.iter().map(|&e| e.max(0) as usize).collect();
+        // An extent past usize (a 32-bit target's) is refused, not wrapped
+        // onto one that happens to hold the count.
+        let mut dims = DimVec::<usize>::new();
+        for &e in &self.0 {
+            dims.push(
+                usize::try_from(e.max(0))
+                    .map_err(|_| bad(format!("extent {e} is past this target's usize")))?,
+            );
+        }
         if let Some(&i) = inferred.first() {
             dims[i] = match known {
                 Some(k) if k > 0 && numel.is_multiple_of(k) => numel / k,

@@ -139,7 +139,7 @@ fn split_chunk_and_narrow_are_views() {
         assert_eq!(sizes(r.chunk(7, 0).unwrap()), [1; 7]);
         assert_eq!(sizes(r.chunk(10, 0).unwrap()), [1; 7]);
         assert_eq!(sizes(range(4, &[4], &dev).chunk(3, 0).unwrap()), [2, 2]);
-        assert_eq!(sizes(range(0, &[0], &dev).chunk(3, 0).unwrap()), [0]);
+        assert_eq!(sizes(range(0, &[0], &dev).chunk(3, 0).unwrap()), [0, 0, 0]);
         assert_eq!(f(&r.chunk(3, -1).unwrap()[2]), [6.]);
         // Pieces of a reversed view follow the view's order.
         let rev = r.flip(&[0]).unwrap();

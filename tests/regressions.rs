@@ -289,3 +289,27 @@ fn a_resize_of_an_empty_batch_is_empty_at_once() {
         );
     }
 }
+
+/// `arange` refuses a non-finite start or end, as NumPy and PyTorch do
+/// (NaN, or an infinite end against the step, counted 0 elements: an
+/// empty tensor, where an infinite end along the step was an error).
+#[test]
+fn arange_of_non_finite_ends_is_an_error() {
+    for dev in devices() {
+        for (start, end, step) in [
+            (f64::NAN, 10.0, 1.0),
+            (0.0, f64::NAN, 1.0),
+            (0.0, f64::NEG_INFINITY, 1.0),
+            (0.0, f64::INFINITY, -1.0),
+            (f64::INFINITY, 0.0, -1.0),
+        ] {
+            let r = Tensor::arange(start, end, step, &dev);
+            assert!(
+                matches!(r, Err(Error::Argument { op: "arange", .. })),
+                "arange({start}, {end}, {step}) on {dev}: {r:?}"
+            );
+        }
+        let r = Tensor::arange(f32::NAN, 1.0, 1.0, &dev);
+        assert!(matches!(r, Err(Error::Argument { .. })), "{dev}");
+    }
+}

@@ -92,7 +92,7 @@
 //! | `a.T`, `a.transpose(1, 0)` | `a.t()`, `a.permute(&[1, 0])?` |
 //! | `a.reshape(-1)` | `a.reshape([-1])?` (a view when the strides allow, else a copy) |
 //! | `a[[2, 0]]` | `a.take(&idx, 0)?` (`idx` an i32 tensor) |
-//! | `np.take_along_axis(a, i, 1)` | `a.gather(&i, 1)?` |
+//! | `np.take_along_axis(a, i, 1)` | `a.gather(&i, 1)?` (PyTorch's `gather`: `i` is not broadcast, the result has its shape) |
 //! | `a[mask] = 0` | `a.masked_fill_(&mask, 0.0)?` |
 //! | `np.where(c, x, y)` | `Tensor::where_cond(&c, &x, &y)?` |
 //!

@@ -187,7 +187,8 @@ impl Tensor {
     /// `arange`), 1-D, with the element type of the arguments.
     ///
     /// # Errors
-    /// `Error::Argument` for a zero or non-finite step.
+    /// `Error::Argument` for a zero or non-finite step or a non-finite
+    /// start or end (as NumPy and PyTorch refuse them).
     pub fn arange<T: Element>(start: T, end: T, step: T, device: &Device) -> Result<Tensor> {
         // i64 in integers (f64 holds them only to 2^53), as NumPy's.
         let whole = |v: &T| (v as &dyn std::any::Any).downcast_ref::<i64>().copied();
@@ -199,6 +200,12 @@ impl Tensor {
             return Err(Error::argument(
                 "arange",
                 format!("step must be finite and non-zero, got {step:?}"),
+            ));
+        }
+        if !(s.is_finite() && e.is_finite()) {
+            return Err(Error::argument(
+                "arange",
+                format!("start and end must be finite, got {start:?} and {end:?}"),
             ));
         }
         let steps = ((e - s) / st).ceil().max(0.0);

@@ -180,7 +180,7 @@ impl Tensor {
 
     /// At most `chunks` views along `axis`, each `ceil(extent / chunks)` long
     /// except a shorter last one (PyTorch's `chunk`: `chunk(3)` of 4 gives
-    /// 2 + 2; an empty axis gives one empty view).
+    /// 2 + 2; an empty axis gives `chunks` empty views, as PyTorch's).
     ///
     /// # Errors
     /// `Error::Axis`; `Error::Argument` for zero chunks.
@@ -191,9 +191,13 @@ impl Tensor {
             return Err(Error::argument(OP, "chunks must be at least 1"));
         }
         let n = self.dims()[a];
-        let step = n.div_ceil(chunks).max(1);
+        if n == 0 {
+            let sizes = crate::backend::cpu::try_collect(OP, chunks, (0..chunks).map(|_| 0))?;
+            return self.split(&sizes, axis);
+        }
+        let step = n.div_ceil(chunks);
         let mut sizes: Vec<usize> = (0..n / step).map(|_| step).collect();
-        if !n.is_multiple_of(step) || n == 0 {
+        if !n.is_multiple_of(step) {
             sizes.push(n % step);
         }
         self.split(&sizes, axis)
@@ -245,7 +249,8 @@ impl Tensor {
 
     /// The diagonal `offset` of the last two axes as a new last axis (above
     /// the main diagonal for `offset > 0`, below for `< 0`): a view, so
-    /// in-place ops write into the matrix (PyTorch's `diagonal`).
+    /// in-place ops write into the matrix (PyTorch's `linalg.diagonal`;
+    /// its `diagonal` and NumPy's default to the first two axes).
     ///
     /// # Errors
     /// `Error::Shape` naming `diagonal` for fewer than 2 axes.
