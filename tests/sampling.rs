@@ -175,7 +175,7 @@ fn sampling_refuses_bad_input() {
         (Sampling::new(-1.0), "temperature"),
         (Sampling::new(f64::NAN), "temperature"),
         (Sampling::new(1.0).top_k(0), "top_k"),
-        (Sampling::new(1.0).top_p(0.0), "top_p"),
+        (Sampling::new(1.0).top_p(-0.1), "top_p"),
         (Sampling::new(1.0).top_p(1.5), "top_p"),
     ] {
         match logits.sample_with(&s, &u) {
@@ -200,4 +200,25 @@ fn sampling_refuses_bad_input() {
             .sample(&s, 1),
         Err(Error::DType { .. })
     ));
+}
+
+/// A `top_p` of 0 (Hugging Face takes `[0, 1]`) or below f32's resolution
+/// of 1 keeps the largest logit alone: the draw is greedy (a p of 1e-9
+/// once cut every token, and the draw took the smallest).
+#[test]
+fn a_top_p_of_nothing_keeps_the_largest() {
+    let logits: Vec<f32> = [1.0, 3.0, 2.0, 0.5].repeat(3);
+    let us = [0.0f32, 0.5, 0.999];
+    for dev in common::devices() {
+        let logits = Tensor::from_slice(&logits, [3, 4], &dev).unwrap();
+        let u = Tensor::from_slice(&us, [3], &dev).unwrap();
+        for p in [0.0, 1e-9] {
+            let got = logits
+                .sample_with(&Sampling::new(1.0).top_p(p), &u)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            assert_eq!(got, [1, 1, 1], "top_p {p} on {dev}");
+        }
+    }
 }

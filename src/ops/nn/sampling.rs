@@ -44,8 +44,8 @@ impl Sampling {
     }
 
     /// Draws among the smallest set of the largest logits whose
-    /// probability reaches `p` (nucleus sampling, Hugging Face's `top_p`;
-    /// the largest is always kept).
+    /// probability reaches `p` (nucleus sampling, Hugging Face's `top_p`,
+    /// `p` in `[0, 1]`; the largest is always kept, so `p = 0` is greedy).
     pub fn top_p(mut self, p: f64) -> Sampling {
         self.top_p = Some(p);
         self
@@ -97,7 +97,7 @@ impl Tensor {
     /// one, or uniform numbers of another shape than the rows;
     /// `Error::DType` for logits that are not a float or uniform numbers
     /// that are not f32; `Error::Argument` for a temperature that is
-    /// negative or not finite, a `top_k` of 0 or a `top_p` outside `(0,
+    /// negative or not finite, a `top_k` of 0 or a `top_p` outside `[0,
     /// 1]`; `Error::DeviceMismatch`.
     pub fn sample_with(&self, sampling: &Sampling, uniform: &Tensor) -> Result<Tensor> {
         const OP: &str = "sample";
@@ -126,10 +126,10 @@ impl Tensor {
                 format!("temperature {temperature} is not a finite number >= 0"),
             ));
         }
-        if top_k == Some(0) || top_p.is_some_and(|p| !(p > 0.0 && p <= 1.0)) {
+        if top_k == Some(0) || top_p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
             return Err(Error::argument(
                 OP,
-                format!("top_k {top_k:?} must be at least 1 and top_p {top_p:?} in (0, 1]"),
+                format!("top_k {top_k:?} must be at least 1 and top_p {top_p:?} in [0, 1]"),
             ));
         }
         if temperature == 0.0 {
@@ -154,9 +154,12 @@ impl Tensor {
             // Kept: a token whose larger ones' probability is still short
             // of p (the largest always): the sums from the smallest above
             // 1 - p of the total.
+            // (1 - p is 1 in f32 for p below 2^-25: the largest is kept by
+            // its position, not by its sum.)
             let tail = from_tail(&probs)?;
             let floor = tail.narrow(-1, 0, 1)?.mul_scalar(1.0 - p)?;
-            probs = probs.masked_fill(&tail.le(&floor)?, 0.0)?;
+            let past_first = Tensor::arange(0, vocab as i64, 1, self.device())?.gt_scalar(0)?;
+            probs = probs.masked_fill(&tail.le(&floor)?.logical_and(&past_first)?, 0.0)?;
         }
         // The token drawn by u is the first whose cumulative probability
         // passes u x total: the last whose sum with the smaller ones reaches
