@@ -4,8 +4,10 @@
 //! per-channel operands are broadcast views (no per-channel tensor is
 //! computed first), so with fusion on it runs as one kernel reading the
 //! input once. The CPU computes each channel's scale and shift first and
-//! then one pass, as PyTorch's CPU kernel (the two forms round
-//! differently, by an ulp or so).
+//! then one pass, as PyTorch's CPU kernel. The two forms round
+//! differently: by an ulp or so of `x * scale`, which is the result's own
+//! size unless the mean is large beside the deviation; there the CPU's
+//! form (as PyTorch's) loses the digits `x * scale + shift` cancels.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
