@@ -1095,3 +1095,39 @@ fn heads_of_nothing_weigh_every_key_alike() {
         assert_eq!(read(&y), [3.0, 4.0, 3.0, 4.0, 3.0, 4.0], "{dev}");
     }
 }
+
+/// Heads that are not groups broadcast as PyTorch broadcasts them: values
+/// of 4 heads beside one head of queries and keys, keys of one head beside
+/// 4 of queries and values (shapes from `F.scaled_dot_product_attention`:
+/// `[2, 4, 3, 6]` and `[1, 4, 3, 6]`), each equal to the heads widened
+/// first.
+#[test]
+fn heads_that_are_not_groups_broadcast() {
+    let cpu = Device::cpu();
+    let r = |dims: &[usize], seed| Tensor::randn(dims, DType::F32, seed, &cpu).unwrap();
+    let cases = [
+        ([2, 1, 3, 8], [2, 1, 5, 8], [2, 4, 5, 6], [2, 4, 3, 6]),
+        ([1, 4, 3, 8], [1, 1, 5, 8], [1, 4, 5, 6], [1, 4, 3, 6]),
+    ];
+    for dev in common::devices() {
+        for (n, (qd, kd, vd, want_dims)) in cases.iter().enumerate() {
+            let on = |t: &Tensor| t.to_device(&dev).unwrap();
+            let (q, k, v) = (
+                r(qd, 3 * n as u64),
+                r(kd, 3 * n as u64 + 1),
+                r(vd, 3 * n as u64 + 2),
+            );
+            let got = on(&q).sdpa(&on(&k), &on(&v), &Attention::new()).unwrap();
+            assert_eq!(got.dims(), want_dims, "{dev}");
+            let wide = |t: &Tensor, last: [usize; 2]| {
+                let mut dims = want_dims[..2].to_vec();
+                dims.extend(last);
+                on(t).broadcast_to(dims).unwrap().contiguous().unwrap()
+            };
+            let want = wide(&q, [3, 8])
+                .sdpa(&wide(&k, [5, 8]), &wide(&v, [5, 6]), &Attention::new())
+                .unwrap();
+            assert_eq!(read(&got), read(&want), "case {n} on {dev}");
+        }
+    }
+}

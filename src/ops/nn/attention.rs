@@ -177,15 +177,28 @@ impl Tensor {
         } else {
             (q.clone(), k.clone(), v.clone())
         };
-        // One query head beside several key heads broadcasts, as any other
-        // leading axis (PyTorch's `q (1, L, E)` with `k (4, S, E)`).
-        let q = &match rank >= 3 && q.dims()[rank - 3] == 1 && k.dims()[rank - 3] > 1 {
+        // Heads that are not groups (the queries' a multiple of the keys'
+        // and values' alike) broadcast, as any other leading axis
+        // (PyTorch's `q (1, L, E)` with `k (4, S, E)`, or `v (4, S, Ev)`
+        // beside one head of queries and keys).
+        let (q, k, v) = &match rank >= 3 {
             true => {
-                let mut dims = q.dims().to_vec();
-                dims[rank - 3] = k.dims()[rank - 3];
-                q.broadcast_to(dims)?
+                let h = |t: &Tensor| t.dims()[rank - 3];
+                let (hq, hk, hv) = (h(q), h(k), h(v));
+                let grouped = hk == hv && hk > 0 && hq.is_multiple_of(hk);
+                let most = hq.max(hk).max(hv);
+                let broadcasts = [hq, hk, hv].iter().all(|&n| n == 1 || n == most);
+                let to = |t: &Tensor| -> Result<Tensor> {
+                    let mut dims = t.dims().to_vec();
+                    dims[rank - 3] = most;
+                    t.broadcast_to(dims)
+                };
+                match !grouped && broadcasts {
+                    true => (to(q)?, to(k)?, to(v)?),
+                    false => (q.clone(), k.clone(), v.clone()),
+                }
             }
-            false => q.clone(),
+            false => (q.clone(), k.clone(), v.clone()),
         };
         let (qd, kd, vd) = (q.dims(), k.dims(), v.dims());
         let (e, s) = (qd[rank - 1], kd[rank - 2]);
