@@ -655,3 +655,35 @@ fn a_binding_cap_of_odd_bytes_wraps_buffers() {
     let want: Vec<f32> = values.iter().map(|v| v * 2.0).collect();
     assert_eq!(t.mul_scalar(2.0).unwrap().to_vec::<f32>().unwrap(), want);
 }
+
+/// A profiled batch that fails at its submit (an application's buffer
+/// destroyed under it) shows its ops without kernels: the profile once
+/// read the failed batch's timestamps for kernels it had dropped (an index
+/// past the list).
+#[test]
+fn a_profile_of_a_failed_batch_shows_no_kernels() {
+    // A device of webtensor's own: it writes timestamps where it can.
+    let Some(dev) = common::own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let (device, queue) = dev.wgpu().unwrap();
+    let buffer = app_buffer(&device, &queue, &[1.0, 2.0, 3.0, 4.0]);
+    let t = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap();
+    buffer.destroy();
+    let profile = dev.profile(|| {
+        t.add_scalar_(1.0)?;
+        let _ = dev.flush();
+        Ok(())
+    });
+    let profile = profile.unwrap();
+    assert!(
+        profile.kernels().iter().all(|k| k.gpu.is_none()),
+        "{profile}"
+    );
+    // The device goes on.
+    let x = Tensor::full([4], 2.0, DType::F32, &dev).unwrap();
+    assert_eq!(
+        x.mul_scalar(2.0).unwrap().to_vec::<f32>().unwrap(),
+        [4.0; 4]
+    );
+}

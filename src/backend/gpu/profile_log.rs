@@ -207,8 +207,11 @@ impl ProfileLog {
         let kernels = if submitted {
             self.batch_kernels..self.kernels.len()
         } else {
-            // Encoded but never submitted: its kernels never ran.
+            // Encoded but never submitted: its kernels never ran, and
+            // their timestamps are never written.
             self.kernels.truncate(self.batch_kernels);
+            let kept = self.batch_kernels;
+            self.readbacks.retain(|r| r.first_kernel < kept);
             self.commands.clear();
             self.batch_kernels..self.batch_kernels
         };
@@ -256,9 +259,13 @@ impl ProfileLog {
                     (Some(start), Some(end)) => end.checked_sub(start),
                     _ => None,
                 };
-                self.kernels[r.first_kernel + k].gpu = span.map(|ticks| {
-                    std::time::Duration::from_secs_f64(ticks as f64 * f64::from(period_ns) * 1e-9)
-                });
+                if let Some(kernel) = self.kernels.get_mut(r.first_kernel + k) {
+                    kernel.gpu = span.map(|ticks| {
+                        std::time::Duration::from_secs_f64(
+                            ticks as f64 * f64::from(period_ns) * 1e-9,
+                        )
+                    });
+                }
             }
         }
         let note = (!self.timestamps).then_some(if cfg!(target_arch = "wasm32") {
