@@ -20,7 +20,7 @@ mod common;
 use common::{gpu, gpu_packed_f16};
 use webtensor::{DType, Device, GpuOptions, Tensor};
 
-const VALUES: [f32; 27] = [
+const VALUES: [f32; 30] = [
     0.0,
     -0.0,
     1.0,
@@ -50,6 +50,11 @@ const VALUES: [f32; 27] = [
     // of log(1.0001)).
     1.0001,
     0.99995,
+    // Where a built-in exp of ex2(x log2(e)) is 12 to 27 ulp off (sigmoid,
+    // silu, expm1).
+    30.0,
+    -70.0,
+    87.0,
 ];
 
 fn ftz(x: f32) -> f32 {

@@ -82,8 +82,10 @@ fn tanh_f32(a: f32) -> f32 {
     return tanh(clamp(a, -10.0, 10.0));
 }
 
+// With an exp to about an ulp (the built-in may be 3 + 2|a| ulp off, so
+// sigmoid(-30) would be 17 ulp off where exp is ex2 of a rounded a log2(e)).
 fn sigmoid_f32(a: f32) -> f32 {
-    return 1.0 / (1.0 + exp(-a));
+    return 1.0 / (1.0 + exp_accurate_f32(-a));
 }
 
 fn gelu_tanh_f32(a: f32) -> f32 {
@@ -119,7 +121,7 @@ fn gelu_f32(a: f32) -> f32 {
 
 // PyTorch's SiLU: a / (1 + exp(-a)).
 fn silu_f32(a: f32) -> f32 {
-    return div_f32(a, 1.0 + exp(-a));
+    return div_f32(a, 1.0 + exp_accurate_f32(-a));
 }
 
 // PyTorch's hardsigmoid, min(max(a + 3, 0), 6) / 6; NaN stays NaN.
@@ -472,8 +474,9 @@ fn log1p_f32(x: f32) -> f32 {
 }
 
 // e^x - 1, accurate for small x: its Taylor series for |x| < 0.5 (terms to
-// x^11; the rest is below 1e-12), exp(x) - 1 elsewhere, where the result is
-// at least 0.39 in magnitude and exp's relative error carries over.
+// x^11; the rest is below 1e-12), exp(x) - 1 elsewhere (exp to about an
+// ulp: exp_accurate_f32), where the result is at least 0.39 in magnitude
+// and exp's relative error carries over.
 fn expm1_f32(x: f32) -> f32 {
     if (abs(x) < 0.5) {
         let p = 1.0 + x * (1.0 / 2.0 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0
@@ -481,7 +484,7 @@ fn expm1_f32(x: f32) -> f32 {
             + x * (1.0 / 362880.0 + x * (1.0 / 3628800.0 + x * (1.0 / 39916800.0))))))))));
         return x * p;
     }
-    return exp(x) - 1.0;
+    return exp_accurate_f32(x) - 1.0;
 }
 
 // The low and high words of the 64-bit product a * b.
