@@ -374,3 +374,60 @@ fn logaddexp_of_two_dtypes_computes_in_their_common_one() {
         }
     }
 }
+
+/// What PyTorch 2.15 gives (values printed by it): f16 `logaddexp` and
+/// `logaddexp2` computed in f32 and rounded once (each step rounded to f16
+/// made -8.06e-5 exactly 0, and 0.001235 0.001465; `logit` too, one
+/// rounding where PyTorch's f16 kernel rounds each step); `xlogy` takes its
+/// logarithm in the result's dtype (an f32 `y` beside an f64 `x` was
+/// f32's); `logit` clamps as PyTorch does for an `eps` past 1/2 (every
+/// element became `1 - eps`) and not at all for a NaN `eps`.
+#[test]
+fn mixed_and_half_precision_follow_pytorch() {
+    let h = |v: &[f32], dev: &Device| {
+        Tensor::from_slice(v, [v.len()], dev)
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap()
+    };
+    let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    for dev in common::devices() {
+        let got = h(&[-0.602_539_06, -0.5], &dev)
+            .logaddexp(&h(&[-0.792_968_75, -1.2], &dev))
+            .unwrap();
+        assert_eq!(got.dtype(), DType::F16);
+        // Within the f32 bounds (2 ulps of the larger operand, 0.6, and of
+        // a logit: a GPU's exp, log and log1p) and the one f16 rounding.
+        let near = |got: Vec<f32>, want: &[f32]| {
+            let off = got.iter().zip(want).map(|(g, w)| (g - w).abs());
+            assert!(off.fold(0.0, f32::max) <= 2.5e-7, "{dev}: {got:?} {want:?}");
+        };
+        near(f32s(got), &[-8.058_548e-5, -0.096_862_79]);
+        let got = h(&[-2.861_328], &dev)
+            .logaddexp2(&h(&[-0.212_158_2], &dev))
+            .unwrap();
+        near(f32s(got), &[0.001_235_008_2]);
+        let x = Tensor::from_slice(&[1000.0f32], [1], &dev).unwrap();
+        let got = x.xlogy(&h(&[3.0], &dev)).unwrap();
+        assert_eq!(got.to_vec::<f32>().unwrap(), [1_098.612_3], "{dev}");
+        let p = Tensor::from_slice(&[0.5f32, 0.1, 0.9], [3], &dev).unwrap();
+        let got = p.logit(Some(0.7)).unwrap().to_vec::<f32>().unwrap();
+        near(got, &[0.847_297_85, 0.847_297_85, -0.847_297_8]);
+        let p = Tensor::from_slice(&[0.2f32, 1.5], [2], &dev).unwrap();
+        let got = p.logit(Some(f64::NAN)).unwrap().to_vec::<f32>().unwrap();
+        near(got[..1].to_vec(), &[-1.386_294_4]);
+        assert!(got[1].is_nan(), "{dev}");
+        // f16 in f32, rounded once: ln(0.30005 / 0.69995) = -0.847065 is
+        // -0.847168 in f16 (PyTorch's f16 kernel rounds its steps:
+        // -0.847656).
+        let got = h(&[0.3, 0.999], &dev).logit(None).unwrap();
+        assert_eq!(f32s(got), [-0.847_167_97, 6.929_687_5], "{dev}");
+    }
+    let cpu = Device::cpu();
+    let x = Tensor::from_slice(&[1.0f64], [1], &cpu).unwrap();
+    let y = Tensor::from_slice(&[3.0f32], [1], &cpu).unwrap();
+    assert_eq!(
+        x.xlogy(&y).unwrap().to_vec::<f64>().unwrap(),
+        [1.098_612_288_668_109_8]
+    );
+}

@@ -21,8 +21,9 @@ impl Tensor {
     /// `ln(e^x + e^y)` without overflow (NumPy's `logaddexp`): `x + ln 2`
     /// where `x == y` (infinities of one sign too), else `max(x, y) +
     /// ln(1 + e^-|x - y|)`; NaN where either is NaN. Broadcasts; float
-    /// dtypes. In f32, within 2 ulps of the larger of the result and the
-    /// operands on the CPU and 4 on lavapipe (tested over every
+    /// dtypes; f16 and bf16 compute in f32 and round once (as NumPy's and
+    /// PyTorch's). In f32, within 2 ulps of the larger of the result and
+    /// the operands on the CPU and 4 on lavapipe (tested over every
     /// magnitude; a sum near 0 is a cancellation, as NumPy's).
     ///
     /// # Errors
@@ -30,11 +31,11 @@ impl Tensor {
     /// `Error::Shape` when the shapes do not broadcast; device mismatch.
     pub fn logaddexp(&self, other: &Tensor) -> Result<Tensor> {
         super::as_op("logaddexp", || {
-            let (x, y) = common_float(self, other)?;
+            let (x, y, dtype) = computed_apart(self, other)?;
             let far = x.sub(&y)?.abs()?.neg()?.exp()?.log1p()?;
             let general = x.maximum(&y)?.add(&far)?;
             let equal = x.add_scalar(std::f64::consts::LN_2)?;
-            Tensor::where_cond(&x.eq(&y)?, &equal, &general)
+            Tensor::where_cond(&x.eq(&y)?, &equal, &general)?.to_dtype(dtype)
         })
     }
 
@@ -46,7 +47,7 @@ impl Tensor {
     /// As [`Tensor::logaddexp`], naming `logaddexp2`.
     pub fn logaddexp2(&self, other: &Tensor) -> Result<Tensor> {
         super::as_op("logaddexp2", || {
-            let (x, y) = common_float(self, other)?;
+            let (x, y, dtype) = computed_apart(self, other)?;
             let far = x
                 .sub(&y)?
                 .abs()?
@@ -56,12 +57,13 @@ impl Tensor {
                 .mul_scalar(std::f64::consts::LOG2_E)?;
             let general = x.maximum(&y)?.add(&far)?;
             let equal = x.add_scalar(1.0)?;
-            Tensor::where_cond(&x.eq(&y)?, &equal, &general)
+            Tensor::where_cond(&x.eq(&y)?, &equal, &general)?.to_dtype(dtype)
         })
     }
 
     /// `x * ln(y)`, and 0 where `x` is 0 and `y` is not NaN (SciPy's
-    /// `xlogy`: `0 * ln(0)` is 0). Broadcasts; float dtypes. In f32, within
+    /// `xlogy`: `0 * ln(0)` is 0). Broadcasts; float dtypes, the logarithm
+    /// in the result's (f32 for f16 and bf16, rounded once). In f32, within
     /// 2 ulps on the CPU and 8 on lavapipe (tested).
     ///
     /// # Errors
@@ -72,8 +74,9 @@ impl Tensor {
             // kernels of their own beside the broadcast ones.
             let shape = crate::shape::broadcast_shapes(self.shape(), y.shape())?;
             let (x, y) = (self.broadcast_to(shape.clone())?, y.broadcast_to(shape)?);
+            let (x, y, dtype) = computed_apart(&x, &y)?;
             let zero = x.eq_scalar(0.0)?.logical_and(&y.isnan()?.logical_not()?)?;
-            x.mul(&y.log()?)?.masked_fill(&zero, 0.0)
+            x.mul(&y.log()?)?.masked_fill(&zero, 0.0)?.to_dtype(dtype)
         })
     }
 
@@ -108,19 +111,31 @@ impl Tensor {
     }
 
     /// The log-odds `ln(p / (1 - p))` (PyTorch's `logit`, SciPy's), of `p`
-    /// clamped to `[eps, 1 - eps]` first when `eps` is given. Float dtypes.
+    /// clamped to `[eps, 1 - eps]` first when `eps` is given, as PyTorch
+    /// clamps (`p < eps` gives `eps`, else `p > 1 - eps` gives `1 - eps`,
+    /// so an `eps` past 1/2 sends small `p` to `eps`; a NaN `eps` clamps
+    /// nothing). Float dtypes; f16 and bf16 compute in f32 and round once.
     /// In f32, within an ulp (2 on lavapipe) or 2e-7 (near 1/2).
     ///
     /// # Errors
     /// `Error::DType` naming `logit` for dtypes that are not floats.
     pub fn logit(&self, eps: Option<f64>) -> Result<Tensor> {
         super::as_op("logit", || {
+            let dtype = self.dtype();
+            let x = widened(self)?;
             // Made twice, each read once (see `sinc`).
             let p = || match eps {
-                Some(e) => self.clamp(e, 1.0 - e),
-                None => Ok(self.clone()),
+                Some(e) if !e.is_nan() => {
+                    let bound = |v: f64| Tensor::full([], v, x.dtype(), x.device());
+                    let (lo, hi) = (bound(e)?, bound(1.0 - e)?);
+                    let above = Tensor::where_cond(&x.gt(&hi)?, &hi, &x)?;
+                    Tensor::where_cond(&x.lt(&lo)?, &lo, &above)
+                }
+                _ => Ok(x.clone()),
             };
-            p()?.div(&p()?.neg()?.add_scalar(1.0)?)?.log()
+            p()?.div(&p()?.neg()?.add_scalar(1.0)?)?
+                .log()?
+                .to_dtype(dtype)
         })
     }
 }
@@ -138,4 +153,23 @@ fn common_float(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
         return Ok((a.clone(), b.clone()));
     }
     Ok((a.to_dtype(common)?, b.to_dtype(common)?))
+}
+
+/// [`common_float`], f16 and bf16 widened to the f32 they compute in, and
+/// the common dtype the result is rounded to once.
+///
+/// # Errors
+/// As [`Tensor::result_type`].
+fn computed_apart(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor, DType)> {
+    let (a, b) = common_float(a, b)?;
+    let dtype = a.dtype();
+    Ok((widened(&a)?, widened(&b)?, dtype))
+}
+
+/// `t` in the f32 that f16 and bf16 compute in; other dtypes as they are.
+fn widened(t: &Tensor) -> Result<Tensor> {
+    match t.dtype() {
+        DType::F16 | DType::BF16 => t.to_dtype(DType::F32),
+        _ => Ok(t.clone()),
+    }
 }
