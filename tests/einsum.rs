@@ -144,3 +144,18 @@ fn einsum_refuses_bad_subscripts() {
     shape(Tensor::einsum("ij,i->j", &[&m, &v]), "spans");
     shape(Tensor::einsum("ii", &[&m]), "spans");
 }
+
+/// A label of extent 1 broadcasts against 0 as any other extent (NumPy's
+/// and PyTorch's `einsum("ij,jk->ik", zeros(2, 0), ones(1, 3))` is zeros
+/// of 2 x 3; `"i,i->i"` of extents 0 and 1 is empty).
+#[test]
+fn an_extent_of_one_broadcasts_against_zero() {
+    for dev in common::devices() {
+        let t = |dims: &[usize]| Tensor::ones(dims, DType::F32, &dev).unwrap();
+        let got = Tensor::einsum("ij,jk->ik", &[&t(&[2, 0]), &t(&[1, 3])]).unwrap();
+        assert_eq!(got.dims(), &[2, 3], "{dev}");
+        assert_eq!(got.to_vec::<f32>().unwrap(), [0.0; 6], "{dev}");
+        let got = Tensor::einsum("i,i->i", &[&t(&[0]), &t(&[1])]).unwrap();
+        assert_eq!(got.dims(), &[0], "{dev}");
+    }
+}

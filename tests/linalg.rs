@@ -1397,3 +1397,30 @@ fn negative_rcond_huge_eigenvalues_and_empty_norms_follow_numpy() {
         );
     }
 }
+
+/// Empty matrices in the 1 and inf norms are 0 (the largest of no sums),
+/// as NumPy's and PyTorch's (`np.linalg.norm(zeros((2, 3, 0)), 1, axis=(-2,
+/// -1))` is `[0, 0]`); lstsq promotes before it checks dtypes (an i32 `a`
+/// beside an f32 `b`, as NumPy's and `solve`).
+#[test]
+fn empty_norms_and_promoted_lstsq_follow_numpy() {
+    use linalg::MatrixNorm;
+    for dev in common::devices() {
+        for dims in [[2, 3, 0], [2, 0, 3], [1, 0, 0]] {
+            let a = Tensor::zeros(dims, DType::F32, &dev).unwrap();
+            for ord in [MatrixNorm::One, MatrixNorm::Inf] {
+                let got = linalg::matrix_norm(&a, ord).unwrap();
+                assert_eq!(got.dims(), &dims[..1], "{dims:?} {ord:?} on {dev}");
+                assert!(got.to_vec::<f32>().unwrap().iter().all(|&v| v == 0.0));
+            }
+        }
+        let a = Tensor::from_slice(&[1i32, 0, 0, 1, 1, 1], [3, 2], &dev).unwrap();
+        let b = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev).unwrap();
+        let x = linalg::lstsq(&a, &b, None).unwrap().solution;
+        let x = x.to_vec::<f32>().unwrap();
+        assert!(
+            (x[0] - 1.0).abs() < 1e-5 && (x[1] - 2.0).abs() < 1e-5,
+            "{dev}: {x:?}"
+        );
+    }
+}

@@ -237,7 +237,11 @@ fn contract(a: Part, b: Part, keep: &BTreeSet<Label>) -> Result<Part> {
             .collect()
     };
     let (a_only, b_only) = (only(&a, &b), only(&b, &a));
-    let size = |l: Label| a.size(l).max(b.size(l));
+    // A shared label's extent: the one that is not 1 (0 included).
+    let size = |l: Label| match (a.size(l), b.size(l)) {
+        (1, other) | (other, 1) => other,
+        (same, _) => same,
+    };
     let arrange = |p: &Part, order: &[&[Label]]| -> Result<Tensor> {
         let labels: Vec<Label> = order.iter().flat_map(|o| o.iter().copied()).collect();
         let axes: Vec<isize> = labels

@@ -53,11 +53,10 @@ pub struct Lstsq {
 /// other than f32, f64 (CPU) or c64 after promotion.
 pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
     const OP: &str = "lstsq";
-    let [m, n] = matrix_dims(OP, a, false)?;
     let run = || -> Result<Lstsq> {
         let dtype = Tensor::result_type(a, b)?;
         let (a, b) = (a.to_dtype(dtype)?, b.to_dtype(dtype)?);
-        matrix_dims(OP, &a, false)?;
+        let [m, n] = matrix_dims(OP, &a, false)?;
         let vector = b.rank() == 1;
         let b = if vector { b.unsqueeze(-1)? } else { b };
         if b.rank() < 2 || b.dims()[b.rank() - 2] != m {

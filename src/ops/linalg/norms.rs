@@ -80,6 +80,10 @@ pub fn matrix_norm(a: &Tensor, ord: MatrixNorm) -> Result<Tensor> {
                 .0
                 .narrow(-1, n.min(m) - 1, 1)?
                 .squeeze_axis(-1),
+            // The largest of no sums: 0, as NumPy's and PyTorch's.
+            MatrixNorm::One | MatrixNorm::Inf if n.min(m) == 0 => {
+                Tensor::zeros(batch_shape(a), real_dtype(a), a.device())
+            }
             MatrixNorm::One => sums(-2)?.max(-1),
             MatrixNorm::NegOne => sums(-2)?.min(-1),
             MatrixNorm::Inf => sums(-1)?.max(-1),
