@@ -1424,3 +1424,26 @@ fn empty_norms_and_promoted_lstsq_follow_numpy() {
         );
     }
 }
+
+/// A real determinant is the product of the LU diagonal, signed by the
+/// swaps (PyTorch's): exact wherever the products are (`diag(3, 5, 7)` is
+/// 105, not exp(log 3 + log 5 + log 7) = 104.99998 in f32), -1 for a
+/// swap, 1 for no matrix.
+#[test]
+fn real_determinants_are_products() {
+    for dev in common::devices() {
+        let diag = |v: &[f32]| {
+            Tensor::from_slice(v, [v.len()], &dev)
+                .unwrap()
+                .diag(0)
+                .unwrap()
+        };
+        let det = |a: &Tensor| linalg::det(a).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(det(&diag(&[3.0, 5.0, 7.0])), [105.0], "{dev}");
+        assert_eq!(det(&diag(&[2.0, 3.0, 4.0, 5.0, 6.0])), [720.0], "{dev}");
+        let swap = Tensor::from_slice(&[0.0f32, 2.0, 3.0, 0.0], [2, 2], &dev).unwrap();
+        assert_eq!(det(&swap), [-6.0], "{dev}");
+        let none = Tensor::zeros([2, 0, 0], DType::F32, &dev).unwrap();
+        assert_eq!(det(&none), [1.0, 1.0], "{dev}");
+    }
+}

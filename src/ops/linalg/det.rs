@@ -6,6 +6,7 @@ use super::checks::{batch_shape, fresh_matrices, matrix_dims};
 use super::factor::{lu_in_place, unbatched};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 /// The sign and log-magnitude of the determinant of each square matrix of
@@ -32,9 +33,11 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
     parts("slogdet", a)
 }
 
-/// The determinant of each square matrix of `a` (`[.., n, n]`), as
-/// NumPy's `linalg.det` computes it: `sign · exp(logabsdet)` of
-/// [`slogdet`], in `a`'s dtype.
+/// The determinant of each square matrix of `a` (`[.., n, n]`): of a real
+/// one the product of its LU factor's diagonal, signed by the row swaps
+/// (as PyTorch's `linalg.det`; the f32 `sign · exp(logabsdet)` was an ulp
+/// per step off, `det(diag(3, 5, 7))` 104.99998), of a c64 one `sign ·
+/// exp(logabsdet)` of [`slogdet`], in `a`'s dtype.
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};
@@ -46,16 +49,29 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
 /// # Errors
 /// As [`slogdet`], naming `det`.
 pub fn det(a: &Tensor) -> Result<Tensor> {
-    let (sign, logabsdet) = parts("det", a)?;
-    let exp = || sign.mul(&logabsdet.exp()?);
-    exp().map_err(|e| e.named("det"))
+    let run = || -> Result<Tensor> {
+        if a.dtype() == DType::C64 {
+            let (sign, logabsdet) = parts_of("det", a)?;
+            return sign.mul(&logabsdet.exp()?);
+        }
+        let (diagonal, swaps, batch) = factored("det", a)?;
+        let parity = swaps
+            .remainder_scalar(2)?
+            .mul_scalar(-2)?
+            .add_scalar(1)?
+            .to_dtype(a.dtype())?;
+        unbatched(&diagonal.prod(-1)?.mul(&parity)?, &batch)
+    };
+    run().map_err(|e| e.named("det"))
 }
 
 fn parts(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
     parts_of(op, a).map_err(|e| e.named(op))
 }
 
-fn parts_of(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
+/// The diagonal of each matrix's LU factor (`[batch, n]`), the row swaps
+/// its pivoting made (`[batch]`, i64), and the batch shape.
+fn factored(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Shape)> {
     let [n, _] = matrix_dims(op, a, true)?;
     let batch = batch_shape(a);
     let lu = fresh_matrices(op, a)?;
@@ -67,6 +83,11 @@ fn parts_of(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
         .ne(&steps)?
         .to_dtype(DType::I64)?
         .sum(-1)?;
+    Ok((diagonal, swaps, batch))
+}
+
+fn parts_of(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
+    let (diagonal, swaps, batch) = factored(op, a)?;
     let logabsdet = diagonal.abs()?.log()?.sum(-1)?;
     let nonzero = diagonal.abs()?.eq_scalar(0.0)?.any(-1)?.logical_not()?;
     let sign = if a.dtype() == DType::C64 {
