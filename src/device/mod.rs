@@ -92,7 +92,10 @@ impl Device {
     /// use [`Device::default_device`] for a shared one.
     ///
     /// # Errors
-    /// `Error::NoAdapter` when no adapter is found or it refuses a device.
+    /// `Error::NoAdapter` when no adapter is found or it refuses a device;
+    /// `Error::Argument` naming `Device::gpu` for a `WEBTENSOR_*` setting of
+    /// the environment set to a value it does not take (`WEBTENSOR_FUSION=2`,
+    /// `WEBTENSOR_MEMORY_CAP=1GiB`).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn gpu() -> Result<Device> {
         Self::gpu_with(GpuOptions::default())

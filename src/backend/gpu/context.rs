@@ -101,9 +101,12 @@ impl GpuContext {
     /// the backends in `WGPU_BACKEND`, with the adapter's own limits.
     ///
     /// # Errors
-    /// `Error::NoAdapter` when no adapter matches or the device cannot be opened.
+    /// `Error::NoAdapter` when no adapter matches or the device cannot be
+    /// opened; `Error::Argument` for a setting of the environment that is
+    /// not understood (see `check_settings`).
     pub async fn open(options: &GpuOptions) -> Result<GpuContext> {
         const OP: &str = "Device::gpu";
+        super::opening::check_settings(OP, |name| std::env::var(name).ok())?;
         // Creating an instance where the page has no WebGPU would panic in
         // wgpu; ask first.
         #[cfg(target_arch = "wasm32")]

@@ -7,7 +7,9 @@ use super::matmul_tile_choice::{MatmulPrecision, MatmulTile};
 use crate::error::{Error, Result};
 
 /// Options for opening a GPU device. Each `None` falls back to an
-/// environment variable, then to the default.
+/// environment variable, then to the default; a `WEBTENSOR_*` variable set
+/// to a value it does not take is an error of [`Device::gpu`](crate::Device::gpu)
+/// (not silently the default).
 #[derive(Debug, Clone, Default)]
 pub struct GpuOptions {
     /// Store f16 packed two to a `u32` even when the adapter has SHADER_F16
@@ -207,7 +209,65 @@ pub(super) fn offers_cooperative(adapter: &wgpu::Adapter, options: &GpuOptions) 
 /// True when f16 is to be stored packed whatever the adapter has.
 pub(super) fn force_packed(options: &GpuOptions) -> bool {
     options.force_packed_f16
-        || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.eq_ignore_ascii_case("packed"))
+        || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.trim().eq_ignore_ascii_case("packed"))
+}
+
+/// `Error::Argument` naming `op` for a `WEBTENSOR_*` setting that `lookup`
+/// (the environment) holds but no reader understands: unread, it would
+/// silently be the default (`WEBTENSOR_MEMORY_CAP=1GiB` no cap at all).
+///
+/// # Errors
+/// As above, naming the variable, its value and what it takes.
+pub(super) fn check_settings(
+    op: &'static str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<()> {
+    fn count(v: &str) -> bool {
+        v.trim().parse::<u64>().is_ok()
+    }
+    fn flag(v: &str) -> bool {
+        let v = v.trim().to_ascii_lowercase();
+        ["1", "on", "true", "yes", "0", "off", "false", "no"].contains(&v.as_str())
+    }
+    const FLAG: &str = "0 or 1 (off/on, false/true, no/yes)";
+    // (name, whether a value is understood, what it takes)
+    type Setting = (&'static str, fn(&str) -> bool, &'static str);
+    let settings: [Setting; 13] = [
+        ("WEBTENSOR_MAX_BINDING", count, "a whole number of bytes"),
+        ("WEBTENSOR_MEMORY_CAP", count, "a whole number of bytes"),
+        ("WEBTENSOR_SPIN_WAIT_US", count, "whole microseconds"),
+        ("WEBTENSOR_FLUSH_THRESHOLD", count, "a whole number of ops"),
+        ("WEBTENSOR_SUBGROUPS", flag, FLAG),
+        ("WEBTENSOR_COOPERATIVE_MATRIX", flag, FLAG),
+        ("WEBTENSOR_RUNTIME_CHECKS", flag, FLAG),
+        ("WEBTENSOR_FUSION", flag, FLAG),
+        ("WEBTENSOR_AUTOTUNE", flag, FLAG),
+        ("WEBTENSOR_AUTO_RECOVER", flag, FLAG),
+        (
+            "WEBTENSOR_MATMUL_PRECISION",
+            |v| MatmulPrecision::parse(v).is_some(),
+            "exact or fast",
+        ),
+        (
+            "WEBTENSOR_MATMUL_TILE",
+            |v| MatmulTile::parse(v).is_some(),
+            "a tile (auto, large, medium, small, few-rows, few-columns, tall, wide, per-output, subgroup, cooperative)",
+        ),
+        (
+            "WEBTENSOR_F16",
+            |v| ["packed", "native"].contains(&v.trim().to_ascii_lowercase().as_str()),
+            "packed or native",
+        ),
+    ];
+    for (name, understood, takes) in settings {
+        if let Some(value) = lookup(name).filter(|v| !understood(v)) {
+            return Err(Error::argument(
+                op,
+                format!("{name}={value:?} is not understood: it takes {takes}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Elements a thread of the strided, row and contiguous elementwise
@@ -279,7 +339,11 @@ pub(super) async fn pick_adapter(
     options: &GpuOptions,
 ) -> Result<wgpu::Adapter> {
     const OP: &str = "Device::gpu";
-    if let Ok(wanted) = std::env::var("WGPU_ADAPTER_NAME") {
+    // An empty name would match every adapter: it is no choice.
+    if let Some(wanted) = std::env::var("WGPU_ADAPTER_NAME")
+        .ok()
+        .filter(|w| !w.trim().is_empty())
+    {
         let wanted = wanted.to_lowercase();
         let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
         let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
@@ -308,4 +372,43 @@ pub(super) async fn pick_adapter(
             op: OP,
             reason: e.to_string(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A setting a reader would not understand is an error naming it;
+    /// unset ones and every form the readers take pass.
+    #[test]
+    fn settings_nobody_understands_are_errors() {
+        let with = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                (pairs.iter())
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let fine: &[(&str, &str)] = &[
+            ("WEBTENSOR_MEMORY_CAP", " 1000000 "),
+            ("WEBTENSOR_FUSION", "Off"),
+            ("WEBTENSOR_MATMUL_TILE", "few-rows"),
+            ("WEBTENSOR_MATMUL_PRECISION", "fast"),
+            ("WEBTENSOR_F16", "packed "),
+        ];
+        check_settings("Device::gpu", with(fine)).unwrap();
+        check_settings("Device::gpu", |_| None).unwrap();
+        for bad in [
+            &[("WEBTENSOR_MEMORY_CAP", "1GiB")][..],
+            &[("WEBTENSOR_FLUSH_THRESHOLD", "-1")],
+            &[("WEBTENSOR_FUSION", "2")],
+            &[("WEBTENSOR_MATMUL_TILE", "lage")],
+            &[("WEBTENSOR_MATMUL_PRECISION", "tf32")],
+            &[("WEBTENSOR_F16", "half")],
+            &[("WEBTENSOR_SPIN_WAIT_US", "0.5")],
+        ] {
+            let e = check_settings("Device::gpu", with(bad)).unwrap_err();
+            assert!(e.to_string().contains(bad[0].0), "{e}");
+        }
+    }
 }
