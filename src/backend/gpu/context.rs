@@ -684,11 +684,11 @@ impl GpuContext {
     /// Lets go of what this device holds once another replaced it: marks
     /// it lost for `reason` when it is not (an application's device it
     /// replaced while it worked: from now on the tensors still on it fail
-    /// as on a lost one), abandons its pending work (whose outputs are
+    /// as on a lost one; its loss listeners hear nothing), abandons its pending work (whose outputs are
     /// poisoned) and drops its idle buffers, kept tables, bind groups and
     /// pipelines: what stays is held by the tensors still on it.
     pub fn retire(&self, reason: &str) {
-        self.lost.mark(reason.to_string());
+        self.lost.mark_retired(reason.to_string());
         {
             let mut scheduler = self.scheduler();
             if scheduler.has_pending() {

@@ -41,6 +41,17 @@ impl Lost {
         }
     }
 
+    /// [`Lost::mark`] without telling the listeners, who are let go: the
+    /// device was replaced on purpose (`Device::recover_with` of a working
+    /// one), which is no loss to announce.
+    pub fn mark_retired(&self, reason: String) {
+        if self.reason.set(reason).is_err() {
+            return;
+        }
+        self.flag.store(true, Ordering::Release);
+        drop(std::mem::take(&mut *self.lock()));
+    }
+
     /// wgpu's lost callback, as [`Lost::mark`] takes it: the reason and
     /// wgpu's message (empty after `destroy`).
     pub fn mark_from_wgpu(&self, reason: wgpu::DeviceLostReason, message: &str) {
