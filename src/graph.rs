@@ -94,7 +94,8 @@ impl Device {
     /// # Errors
     /// What `step` returned, and on a GPU `Error::Argument` as above (what
     /// the step recorded until then runs, as eager ops would have); a
-    /// capture inside a capture on one device; the device's errors.
+    /// capture inside a capture on one device, or while the device is
+    /// being profiled; the device's errors.
     pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
         let mut step: Box<dyn FnMut() -> Result<()>> = Box::new(step);
         let inner = match self.gpu_context() {
@@ -118,7 +119,8 @@ impl Device {
 
 impl Graph {
     /// Runs the step again, after the work recorded before it (on a GPU:
-    /// one submit; it does not wait for the GPU).
+    /// one submit, after another for work still pending; it does not wait
+    /// for the GPU).
     ///
     /// # Errors
     /// On a GPU, `Error::Gpu` when a tensor the step reads or writes was

@@ -66,8 +66,9 @@ pub struct DeviceInfo {
     /// how many lines an FFT's workgroup holds, the longest line one FFT
     /// kernel transforms, the tiles attention takes.
     pub workgroup_memory: u32,
-    /// Why a default device is the CPU, when it is (no adapter, only a
-    /// software adapter, or `WEBTENSOR_DEVICE=cpu`).
+    /// Why a device is the CPU, when it was to be a GPU: a default device
+    /// (no adapter, only a software adapter, or `WEBTENSOR_DEVICE=cpu`), or
+    /// a GPU handle that a recovery found no adapter for.
     pub fallback_reason: Option<String>,
     /// Matmul kernels this device dropped (`"matmul large f16"`; a block
     /// type's quantized kernels, `"qmatmul q4_0 f32"`, whose products then
@@ -86,7 +87,8 @@ pub struct DeviceInfo {
     /// [`Device::cpu_with_threads`]); 0 for a GPU.
     pub threads: usize,
     /// Tells GPU devices of one process apart (1, 2 ... in the order
-    /// opened; 0 for the CPU). Devices print it: `gpu#2:llvmpipe ...`.
+    /// opened; 0 for the CPU, but a GPU handle now on the CPU keeps its
+    /// own). Devices print it: `gpu#2:llvmpipe ...`.
     pub id: u64,
 }
 
@@ -143,19 +145,22 @@ impl fmt::Display for DeviceInfo {
     }
 }
 
-/// Counters of the work a GPU device has done and the memory it holds (all
-/// zero on the CPU). Byte counts are in pool buckets (a buffer is rounded up
-/// to at most 25% over the request).
+/// Counters of the work a GPU device has done and the memory it holds (on
+/// the CPU all zero but the host pool's buffer counts and `bytes_pooled`).
+/// Byte counts are in pool buckets (a buffer is rounded up to at most 25%
+/// over the request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeviceStats {
     /// Queue submissions.
     pub submits: u64,
-    /// Ops recorded (elementwise ops, copies, casts, fills).
+    /// Commands recorded: elementwise ops, copies, casts and fills, and the
+    /// other families' kernels.
     pub ops_recorded: u64,
     /// Kernel dispatches encoded: ops recorded minus ops fused away (and
     /// minus ops over no elements).
     pub dispatches: u64,
-    /// Pipelines compiled.
+    /// Pipelines held compiled now (the cache's size: custom kernels let
+    /// go and a retired device's drop out).
     pub pipelines: u64,
     /// Dispatches that ran a fused chain of two or more ops.
     pub fused_kernels: u64,
@@ -179,7 +184,8 @@ pub struct DeviceStats {
     /// Dispatches that reused a kept bind group.
     pub bind_groups_reused: u64,
     /// Runs of captured steps ([`Device::capture`], [`Graph::run`](crate::Graph::run)),
-    /// the run at capture included; each is one submit.
+    /// the run at capture included; each is one submit (after one more
+    /// for work pending before it).
     pub graph_runs: u64,
     /// Timed runs of matmul autotuning (warm-ups included).
     pub tuning_runs: u64,
@@ -208,7 +214,7 @@ pub struct DeviceStats {
     /// are not counted).
     pub bytes_uploaded: u64,
     /// Readbacks the host waited on: one per `to_vec`, `sync` with work
-    /// to check, or fault-record check.
+    /// to check, fault-record check, checkpoint, or profile's timestamps.
     pub readbacks: u64,
     /// Times a lost GPU was replaced ([`Device::recover`]); the other
     /// figures are those of the device it is now.
