@@ -803,7 +803,10 @@ fn a_folded_batch_norm_is_pytorchs_fold() {
                 let (fw, fb) = wh
                     .fuse_conv_bn_weights(conv_b, &mean, &var, eps, g, be)
                     .unwrap();
-                assert_eq!((fw.dtype(), fb.dtype()), (dtype, DType::F32), "{what}");
+                // The bias in the conv bias's dtype, else the weight's (as
+                // PyTorch's `conv_bias_dtype`).
+                let bias_dtype = conv_b.map_or(dtype, Tensor::dtype);
+                assert_eq!((fw.dtype(), fb.dtype()), (dtype, bias_dtype), "{what}");
                 let want: Vec<f32> = read_f32(&wh)
                     .iter()
                     .enumerate()

@@ -16,7 +16,7 @@ impl Tensor {
     /// is `w s` and the bias `(b - running_mean) s + bn_bias`. `conv2d` by
     /// them is `batch_norm` of `conv2d` by the originals, within rounding.
     /// Computed in f32 (f64 for f64), the weight returned in its dtype and
-    /// the bias in the conv bias's (else the running mean's).
+    /// the bias in the conv bias's (else the weight's, as PyTorch's).
     ///
     /// ```
     /// use webtensor::{Conv, Device, Tensor};
@@ -132,7 +132,7 @@ impl Tensor {
         if let Some(beta) = bn_bias {
             bias = bias.add(&f(beta)?)?;
         }
-        let bias_dtype = conv_bias.map_or(running_mean.dtype(), Tensor::dtype);
+        let bias_dtype = conv_bias.map_or(self.dtype(), Tensor::dtype);
         Ok((weight, bias.to_dtype(bias_dtype)?))
     }
 }
