@@ -20,8 +20,11 @@ impl Device {
     /// `info` (from `adapter.get_info()`) names it in `Device::info`. The
     /// application keeps its handler of uncaptured errors; the device's
     /// lost callback becomes webtensor's (wgpu keeps one a device): hear
-    /// of a loss through [`Device::on_lost`]. See the module docs for the
-    /// ordering rule.
+    /// of a loss through [`Device::on_lost`]. So wrap a wgpu device once
+    /// (share the handle, or clone it): a second wrap takes the callback,
+    /// and the first handle then learns of a loss only from its failing
+    /// calls (`Error::Gpu`, not `Error::DeviceLost`). See the module docs
+    /// for the ordering rule.
     pub fn from_wgpu(
         info: &wgpu::AdapterInfo,
         device: wgpu::Device,
