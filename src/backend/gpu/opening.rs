@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 
 /// Options for opening a GPU device. Each `None` falls back to an
 /// environment variable, then to the default; a `WEBTENSOR_*` variable set
-/// to a value it does not take is an error of [`Device::gpu`](crate::Device::gpu)
-/// (not silently the default).
+/// to a value it does not take is an error of `Device::gpu` (not silently
+/// the default).
 #[derive(Debug, Clone, Default)]
 pub struct GpuOptions {
     /// Store f16 packed two to a `u32` even when the adapter has SHADER_F16
