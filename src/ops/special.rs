@@ -125,12 +125,12 @@ impl Tensor {
             let x = widened(self)?;
             // Made twice, each read once (see `sinc`).
             let p = || match eps {
-                Some(e) if !e.is_nan() => {
-                    let bound = |v: f64| Tensor::full([], v, x.dtype(), x.device());
-                    let (lo, hi) = (bound(e)?, bound(1.0 - e)?);
-                    let above = Tensor::where_cond(&x.gt(&hi)?, &hi, &x)?;
-                    Tensor::where_cond(&x.lt(&lo)?, &lo, &above)
-                }
+                Some(e) if e <= 1.0 - e => x.clamp(e, 1.0 - e),
+                // Past 1/2 the bounds cross: below eps is eps, the rest
+                // 1 - eps (NaN stays).
+                Some(e) if !e.is_nan() => x
+                    .masked_fill(&x.ge_scalar(e)?, 1.0 - e)?
+                    .masked_fill(&x.lt_scalar(e)?, e),
                 _ => Ok(x.clone()),
             };
             p()?.div(&p()?.neg()?.add_scalar(1.0)?)?
