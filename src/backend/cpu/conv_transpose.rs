@@ -19,17 +19,19 @@ const BAND: usize = 1 << 21;
 /// Runs `call` (`input [n, c, h, w]`, `weight [c, o / groups, kh, kw]`,
 /// `pad` the zeros cropped before each axis), whose fresh, zeroed, dense
 /// `[n, o, ho, wo]` f32 output storage is `out`.
+/// Its operands are locked here, on the calling thread, in address order
+/// (see `matmul`).
 pub(crate) fn conv_transpose(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    super::threads::install(|| conv_transpose_here(out, call))
+    let (reads, mut dst) = Reads::lock_writing(OP, out, &[Some(&call.input), Some(&call.weight)])?;
+    let (x, w) = (reads.of(OP, &call.input)?, reads.of(OP, &call.weight)?);
+    let o: &mut CpuData = &mut dst;
+    super::threads::install(|| conv_transpose_here(x, w, o, call))
 }
 
-/// [`conv_transpose`] on this thread (its products and bands split over the
-/// current pool).
-fn conv_transpose_here(out: &CpuStorage, call: &ConvCall) -> Result<()> {
-    let reads = Reads::lock(OP, &[Some(&call.input), Some(&call.weight)])?;
-    let (x, w) = (reads.of(OP, &call.input)?, reads.of(OP, &call.weight)?);
-    let mut dst = out.write();
-    let (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) = (x, w, &mut *dst) else {
+/// [`conv_transpose`] of the locked operands on this thread (its products
+/// and bands split over the current pool).
+fn conv_transpose_here(x: &CpuData, w: &CpuData, o: &mut CpuData, call: &ConvCall) -> Result<()> {
+    let (CpuData::F32(x), CpuData::F32(w), CpuData::F32(o)) = (x, w, o) else {
         return Err(Error::internal(
             OP,
             "the CPU's transposed convolution takes f32",

@@ -2,18 +2,12 @@
 //! write. An out-of-range index is an `Error::Index`; a scatter checks every
 //! index before it writes anything.
 
-use super::storage::{CpuData, CpuStorage, Reads, host_data, with_cpu_data};
+use super::storage::{CpuData, CpuStorage, Reads, with_cpu_data};
 use super::strided::for_each_run;
-use crate::backend::{GatherCall, IndexedAxis, ScatterCall, TensorRef, lines};
+use crate::backend::{GatherCall, IndexedAxis, ScatterCall, lines};
 use crate::error::{Error, Result};
 use crate::layout::IterPlan;
 use crate::op::IndexOp;
-use std::sync::RwLockReadGuard;
-
-/// The host data behind `t`.
-fn host<'a>(t: &'a TensorRef) -> Result<RwLockReadGuard<'a, CpuData>> {
-    host_data("cpu indexing", t)
-}
 
 fn mismatch() -> Error {
     Error::internal("cpu indexing", "storage dtype differs from the call's")
@@ -56,12 +50,16 @@ fn check_whole(op: IndexOp, target: &IndexedAxis) -> Result<()> {
 /// Runs `call`, whose fresh output storage is `out`.
 pub(crate) fn gather(out: &CpuStorage, call: &GatherCall) -> Result<()> {
     check_whole(call.op, &call.target)?;
-    let src = host(&call.src)?;
-    let index = host(&call.index)?;
-    let mut dst = out.write();
-    with_cpu_data!(&*src, s => {
+    // Both read in address order (see `Reads::lock_writing`).
+    let (reads, mut dst) =
+        Reads::lock_writing("cpu indexing", out, &[Some(&call.src), Some(&call.index)])?;
+    let (src, index) = (
+        reads.of("cpu indexing", &call.src)?,
+        reads.of("cpu indexing", &call.index)?,
+    );
+    with_cpu_data!(src, s => {
         let d = dst.as_mut_slice().ok_or_else(mismatch)?;
-        with_indices!(&*index, i => gather_typed(s, i, d, call))
+        with_indices!(index, i => gather_typed(s, i, d, call))
     })
 }
 

@@ -5,44 +5,42 @@
 //! u32 use a wrapping i-k-j loop.
 
 use super::numeric::Half;
-use super::storage::{CpuData, CpuStorage};
-use crate::backend::{MatmulCall, Storage};
+use super::storage::{CpuData, CpuStorage, Reads};
+use crate::backend::MatmulCall;
 use crate::error::{Error, Result};
-use std::sync::{Arc, RwLockReadGuard};
 
-fn host(s: &Arc<Storage>) -> Result<&CpuStorage> {
-    s.host("cpu matmul")
-}
-
-/// Runs `call`, whose output storage is `out`.
+/// Runs `call`, whose output storage is `out`. The operands are locked
+/// here, on the calling thread, in the order of their addresses (as every
+/// kernel's): a rayon worker that blocked on a lock while gemm's join let
+/// it run another op's job would hold that op's locks forever.
 pub(crate) fn matmul(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
-    super::threads::install(|| matmul_here(out, call))
+    const OP: &str = "cpu matmul";
+    let (reads, mut dst) = Reads::lock_writing(OP, out, &[Some(&call.a), Some(&call.b)])?;
+    let (a, b) = (reads.of(OP, &call.a)?, reads.of(OP, &call.b)?);
+    let out: &mut CpuData = &mut dst;
+    super::threads::install(|| matmul_here(a, b, out, call))
 }
 
-/// [`matmul`] on this thread (gemm splits it over the current pool).
-fn matmul_here(out: &CpuStorage, call: &MatmulCall) -> Result<()> {
-    let a_guard = host(&call.a.storage)?.read();
-    // `a @ a` reads one storage: lock it once.
-    let b_guard: Option<RwLockReadGuard<'_, CpuData>> =
-        if Arc::ptr_eq(&call.a.storage, &call.b.storage) {
-            None
-        } else {
-            Some(host(&call.b.storage)?.read())
-        };
-    let b_data = b_guard.as_deref().unwrap_or(&a_guard);
-    let mut out_guard = out.write();
+/// [`matmul`] of the locked operands on this thread (gemm splits it over
+/// the current pool).
+fn matmul_here(
+    a_data: &CpuData,
+    b_data: &CpuData,
+    out: &mut CpuData,
+    call: &MatmulCall,
+) -> Result<()> {
     let batches = Batches::new(call);
     macro_rules! typed {
         ($variant:ident, $f:ident) => {{
             let (CpuData::$variant(a), CpuData::$variant(b), CpuData::$variant(c)) =
-                (&*a_guard, b_data, &mut *out_guard)
+                (a_data, b_data, &mut *out)
             else {
                 return Err(Error::internal("cpu matmul", "dtypes differ"));
             };
             $f(a, b, c, &batches);
         }};
     }
-    match (&*a_guard, b_data) {
+    match (a_data, b_data) {
         (CpuData::F32(_), _) => typed!(F32, float_gemm),
         (CpuData::F64(_), _) => typed!(F64, float_gemm),
         (CpuData::F16(_), _) => typed!(F16, half_gemm),

@@ -5,7 +5,7 @@
 //! type's decoder is called statically (inlined and compiled per type: a
 //! call through a pointer per block was slower).
 
-use super::storage::{CpuData, CpuStorage};
+use super::storage::{CpuData, CpuStorage, Reads};
 use super::threads::for_each_piece_mut;
 use crate::backend::QuantCall;
 use crate::error::{Error, Result};
@@ -74,9 +74,9 @@ macro_rules! with_decoder {
 /// `Error::Internal` for operands that are not the call's dtypes or a type
 /// without a decoder.
 pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
-    let w = call.w.storage.host(OP)?;
-    let w_data = w.read();
-    let CpuData::U8(bytes) = &*w_data else {
+    // Every lock at once, in address order (see `Reads::lock_writing`).
+    let (reads, mut out_data) = Reads::lock_writing(OP, out, &[Some(&call.w), call.x.as_ref()])?;
+    let CpuData::U8(bytes) = reads.of(OP, &call.w)? else {
         return Err(Error::internal(OP, "the weight's storage is not u8"));
     };
     let rows = Rows {
@@ -89,7 +89,6 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
     };
     let (n, k, m) = (call.n, call.k, call.m);
     let Some(x) = &call.x else {
-        let mut out_data = out.write();
         let CpuData::F32(dst) = &mut *out_data else {
             return Err(Error::internal(OP, "the output's storage is not f32"));
         };
@@ -101,9 +100,7 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
     // activation row, as [row][activation].
     let mut dots = vec![0f32; n * m];
     {
-        let xs = x.storage.host(OP)?;
-        let x_data = xs.read();
-        let CpuData::F32(xv) = &*x_data else {
+        let CpuData::F32(xv) = reads.of(OP, x)? else {
             return Err(Error::internal(OP, "the activations' storage is not f32"));
         };
         let xv = &xv[x.layout.offset()..x.layout.offset() + m * k];
@@ -111,7 +108,6 @@ pub(crate) fn quant(out: &CpuStorage, call: &QuantCall) -> Result<()> {
             with_decoder!(call.ty, |decode| rows.dots(decode, xv, &mut dots))?;
         }
     }
-    let mut out_data = out.write();
     let CpuData::F32(dst) = &mut *out_data else {
         return Err(Error::internal(OP, "the output's storage is not f32"));
     };
