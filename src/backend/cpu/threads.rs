@@ -41,7 +41,15 @@ thread_local! {
 #[cfg(not(target_arch = "wasm32"))]
 fn global_team() -> &'static Team {
     static TEAM: OnceLock<Team> = OnceLock::new();
-    TEAM.get_or_init(|| Team::new(rayon::current_num_threads()).unwrap_or_else(|_| Team::alone()))
+    TEAM.get_or_init(|| {
+        // The process's rayon pool, asked from a thread of no pool: on a
+        // worker of an application's pool (its first op run inside
+        // `pool.install`) `current_num_threads` is that pool's size.
+        let size = std::thread::spawn(rayon::current_num_threads)
+            .join()
+            .unwrap_or_else(|_| rayon::current_num_threads());
+        Team::new(size).unwrap_or_else(|_| Team::alone())
+    })
 }
 
 impl Threads {
