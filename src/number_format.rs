@@ -116,15 +116,47 @@ fn shortest(v: f64, width: FloatWidth) -> Decimal {
 
 /// The shortest of `v` written with 1 to `most` significant digits that
 /// reads back to the same value in a 16-bit format (`bits` rounds to it).
+/// Of each length the nearest decimal is tried, then its neighbour on
+/// `v`'s other side: at a power of two the values that read back reach
+/// twice as far above as below, so the nearest may miss where the next
+/// one up reads back (f16 0.015625: 0.01562, a tie rounded to even, does
+/// not; 0.01563, NumPy's, does).
 fn shortest_of(v: f64, most: usize, bits: impl Fn(f64) -> u16) -> Decimal {
     let target = bits(v);
-    (0..most)
-        .map(|p| format!("{v:.p$e}"))
-        .find(|s| s.parse::<f64>().map(&bits) == Ok(target))
-        .map_or_else(
-            || parse_sci(&format!("{v:.*e}", most - 1), true),
-            |s| parse_sci(&s, true),
-        )
+    let reads_back = |x: f64| bits(x) == target;
+    for p in 0..most {
+        let s = format!("{:.p$e}", v.abs());
+        let mut d = parse_sci(&s, false);
+        d.negative = v.is_sign_negative();
+        let written: f64 = s.parse().unwrap_or(f64::NAN);
+        let signed = |x: f64| if d.negative { -x } else { x };
+        if reads_back(signed(written)) {
+            return trimmed(d);
+        }
+        let Ok(m) = d.digits.parse::<u64>() else {
+            continue;
+        };
+        let other = if written < v.abs() {
+            m + 1
+        } else {
+            m.saturating_sub(1)
+        };
+        let value = format!("{other}e{}", d.exp - p as i32).parse::<f64>();
+        if other > 0 && value.is_ok_and(|x| reads_back(signed(x))) {
+            let (from, to) = (d.digits.len() as i32, other.to_string().len() as i32);
+            d.exp += to - from;
+            d.digits = other.to_string();
+            return trimmed(d);
+        }
+    }
+    parse_sci(&format!("{v:.*e}", most - 1), true)
+}
+
+/// `d` without trailing zeros in its digits ("0" for none).
+fn trimmed(mut d: Decimal) -> Decimal {
+    let kept = d.digits.trim_end_matches('0').len().max(1);
+    d.digits.truncate(kept);
+    d
 }
 
 /// `v`'s own digits rounded to `frac` after the first (ties to even; every
@@ -366,12 +398,16 @@ pub(crate) fn format_scalar_float(v: f64, width: FloatWidth) -> String {
     format!("{int}.{frac}")
 }
 
-/// A complex number as NumPy prints a lone one: `(1+2j)`, `(0.5-0.25j)`.
+/// A complex number as NumPy prints a lone one: `(1+2j)`, `(0.5-0.25j)`,
+/// and of a real part of +0 the imaginary part alone (`2j`, `-0j`).
 pub(crate) fn format_complex(re: f32, im: f32) -> String {
     let part = |v: f32| -> String {
         let s = format_scalar_float(v as f64, FloatWidth::F32);
         s.strip_suffix(".0").map_or(s.clone(), str::to_string)
     };
+    if re == 0.0 && re.is_sign_positive() {
+        return format!("{}j", part(im));
+    }
     let sign = if im.is_sign_negative() && !im.is_nan() {
         '-'
     } else {

@@ -127,6 +127,48 @@ fn cases(dev: &Device) -> Vec<(&'static str, Tensor, &'static str)> {
             Tensor::from_complex(&[Complex32::new(1.0, 2.0)], [], dev).unwrap(),
             "(1+2j)",
         ),
+        // NumPy's lone complex of a real part of +0: the imaginary part.
+        (
+            "scalar c64 imaginary",
+            Tensor::from_complex(&[Complex32::new(0.0, 2.0)], [], dev).unwrap(),
+            "2j",
+        ),
+        (
+            "scalar c64 -0j",
+            Tensor::from_complex(&[Complex32::new(0.0, -0.0)], [], dev).unwrap(),
+            "-0j",
+        ),
+        (
+            "scalar c64 nanj",
+            Tensor::from_complex(&[Complex32::new(0.0, f32::NAN)], [], dev).unwrap(),
+            "nanj",
+        ),
+        (
+            "scalar c64 of -0",
+            Tensor::from_complex(&[Complex32::new(-0.0, 2.0)], [], dev).unwrap(),
+            "(-0+2j)",
+        ),
+        // f16 2^-6 reads back from 0.01563 (NumPy's), not the nearest
+        // 0.01562 (a tie rounded to even), which another f16 is nearer.
+        (
+            "f16 power of two",
+            f32s(&[0.015625, 1.0], &[2], dev)
+                .to_dtype(DType::F16)
+                .unwrap(),
+            "[0.01563 1.     ]",
+        ),
+        (
+            "f16 power of two, negative",
+            f32s(&[-0.015625, 0.5], &[2], dev)
+                .to_dtype(DType::F16)
+                .unwrap(),
+            "[-0.01563  0.5    ]",
+        ),
+        (
+            "scalar f16 power of two",
+            f32s(&[0.015625], &[], dev).to_dtype(DType::F16).unwrap(),
+            "0.01563",
+        ),
         (
             "empty",
             Tensor::zeros([2, 0], DType::F32, dev).unwrap(),
@@ -179,6 +221,12 @@ fn debug_adds_shape_dtype_device_and_view_layout() {
     assert_eq!(
         format!("{:?}", t.t()),
         "tensor([[1.  3. ]\n        [2.5 4. ]], shape=[2, 2], dtype=f32, device=cpu, strides=[1, 2], offset=0)"
+    );
+    // The blank line between blocks stays blank.
+    let t = f32s(&[0.0, 1.0, 2.0, 3.0], &[2, 1, 2], &dev);
+    assert_eq!(
+        format!("{t:?}"),
+        "tensor([[[0. 1.]]\n\n        [[2. 3.]]], shape=[2, 1, 2], dtype=f32, device=cpu)"
     );
 }
 

@@ -257,7 +257,17 @@ impl fmt::Debug for Tensor {
     /// device, and the strides and offset of a view that is not plainly
     /// contiguous: `tensor([1. 2.], shape=[2], dtype=f32, device=cpu)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let values = self.to_string().replace('\n', "\n       ");
+        // Continuation lines under the first's elements; blank ones blank.
+        let text = self.to_string();
+        let values = text
+            .lines()
+            .enumerate()
+            .map(|(i, line)| match (i, line.is_empty()) {
+                (0, _) | (_, true) => line.to_string(),
+                _ => format!("       {line}"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
         write!(
             f,
             "tensor({values}, shape={}, dtype={}, device={}",
