@@ -313,3 +313,63 @@ fn arange_of_non_finite_ends_is_an_error() {
         assert!(matches!(r, Err(Error::Argument { .. })), "{dev}");
     }
 }
+
+/// Three threads: products and gathers reading two storages, in-place ops
+/// writing each of them while reading the other. A kernel that took its
+/// two reads in its operands' order (matmul, gather) could hold one while
+/// a writer of the other waited on a third thread's pending write: a
+/// cycle. The watchdog fails the test rather than hang it. (Here, not in
+/// cpu_threads.rs, whose host-pool test counts the process's buffers:
+/// this one's seconds of allocations beside it made that one flaky.)
+#[test]
+fn products_beside_in_place_writers_finish() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let cpu = Device::cpu();
+    let a = Tensor::zeros([64, 64], DType::F32, &cpu).unwrap();
+    let b = Tensor::zeros([64, 64], DType::F32, &cpu).unwrap();
+    let z = Tensor::zeros([64, 64], DType::F32, &cpu).unwrap();
+    let index = Tensor::arange(0i64, 64, 1, &cpu).unwrap();
+    let rounds = 20000;
+    let (done, finished) = mpsc::channel();
+    for flip in [false, true] {
+        let (x, y) = if flip {
+            (b.clone(), a.clone())
+        } else {
+            (a.clone(), b.clone())
+        };
+        let (x1, y1, i, d) = (x.clone(), y.clone(), index.clone(), done.clone());
+        std::thread::spawn(move || {
+            for _ in 0..rounds {
+                drop(x1.matmul(&y1).unwrap());
+                drop(
+                    x1.gather(
+                        &i.reshape([64, 1]).unwrap().broadcast_to([64, 64]).unwrap(),
+                        0,
+                    )
+                    .unwrap(),
+                );
+            }
+            d.send(()).unwrap();
+        });
+        let (x2, y2, d) = (x.clone(), y.clone(), done.clone());
+        std::thread::spawn(move || {
+            for _ in 0..rounds {
+                y2.add_(&x2).unwrap();
+            }
+            d.send(()).unwrap();
+        });
+        let (x3, z3, d) = (x.clone(), z.clone(), done.clone());
+        std::thread::spawn(move || {
+            for _ in 0..rounds {
+                x3.add_(&z3).unwrap();
+            }
+            d.send(()).unwrap();
+        });
+    }
+    for _ in 0..6 {
+        finished
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a thread is still waiting for a lock after 120 s");
+    }
+}
