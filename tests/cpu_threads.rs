@@ -231,11 +231,18 @@ fn freed_host_vectors_are_reused_and_zeros_stay_zeros() -> Result<(), Error> {
     assert!(dev.stats().buffers_reused > reused);
     assert!(again.to_vec::<f32>()?.iter().all(|&v| v == 5.0));
     drop((sum, again));
-    dev.release_pooled_memory();
-    let created = dev.stats().buffers_created;
-    let fresh = Tensor::zeros([n], DType::F32, &dev)?;
-    assert!(dev.stats().buffers_created > created);
-    assert!(fresh.to_vec::<f32>()?.iter().all(|&v| v.to_bits() == 0));
+    // The pool is the process's: another test of this binary may free a
+    // vector of this size's bucket between emptying it and the next
+    // request, so the emptying gets three tries to show.
+    let mut emptied = false;
+    for _ in 0..3 {
+        dev.release_pooled_memory();
+        let created = dev.stats().buffers_created;
+        let fresh = Tensor::zeros([n], DType::F32, &dev)?;
+        emptied |= dev.stats().buffers_created > created;
+        assert!(fresh.to_vec::<f32>()?.iter().all(|&v| v.to_bits() == 0));
+    }
+    assert!(emptied, "release_pooled_memory left the pool serving");
     Ok(())
 }
 
