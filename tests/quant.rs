@@ -66,9 +66,14 @@ fn gguf_py_blocks_dequantize_bit_for_bit_on_every_device() {
     }
 }
 
-/// The f16 bits of a scale in `[2^-9, 2^-5)`: every value of a block
-/// finite and of moderate size.
+/// The f16 bits of a scale in `[2^-9, 2^-5)`, or one time in four a
+/// subnormal one (as k-quants' often are: Q6_K's is a block's largest
+/// weight / 4096, subnormal below 0.25): every value of a block finite
+/// and of moderate size or less.
 fn scale(rng: &mut Rng) -> [u8; 2] {
+    if rng.below(4) == 0 {
+        return half::f16::from_bits(1 + rng.below(1023) as u16).to_le_bytes();
+    }
     half::f16::from_f32((1.0 + rng.below(1024) as f32 / 1024.0) / (1 << (5 + rng.below(4))) as f32)
         .to_le_bytes()
 }
@@ -84,8 +89,8 @@ fn scale_bytes(t: GgmlType) -> &'static [usize] {
     }
 }
 
-/// Random blocks of `t` for `rows` rows of `k`: random quants, moderate
-/// scales.
+/// Random blocks of `t` for `rows` rows of `k`: random quants, scales
+/// as [`scale`] draws them.
 fn random_blocks(t: GgmlType, rows: usize, k: usize, seed: u64) -> Vec<u8> {
     let mut rng = Rng(seed);
     let width = t.block_bytes() as usize;

@@ -15,8 +15,10 @@
 //            element as it is staged: gpu/quant/tiled.rs)
 //
 // The weight is bound as words and read a byte at a time, so a block
-// may start at any byte (Q4_0's are 18 long); f16 scales are decoded with
-// unpack2x16float, so no adapter needs SHADER_F16. A product's threads
+// may start at any byte (Q4_0's are 18 long); f16 scales are decoded from
+// their bits, so no adapter needs SHADER_F16 and none may flush a
+// subnormal scale (common in k-quants: Q6_K's d is a block's largest
+// weight / 4096). A product's threads
 // take the row's chunks in turn, each chunk decoded once for every
 // activation row, and sum in f32; a tree over the workgroup adds the
 // threads' sums.
@@ -33,9 +35,20 @@ fn byte_at(at: u32) -> u32 {
     return (w[at >> 2u] >> ((at & 3u) << 3u)) & 0xffu;
 }
 
-/// The f16 at bytes `at`, `at + 1`, widened.
+/// The f16 at bytes `at`, `at + 1`, widened exactly: subnormals too
+/// (`unpack2x16float` may flush them to zero, and WGSL lets it).
 fn half_at(at: u32) -> f32 {
-    return unpack2x16float(byte_at(at) | (byte_at(at + 1u) << 8u)).x;
+    let h = byte_at(at) | (byte_at(at + 1u) << 8u);
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0u) {
+        // Zero or subnormal: m 2^-24, a normal f32 (or zero).
+        return bitcast<f32>(sign | bitcast<u32>(ldexp(f32(m), -24)));
+    }
+    // Infinity and NaN keep every exponent bit.
+    let exponent = select(e + 112u, 255u, e == 31u);
+    return bitcast<f32>(sign | (exponent << 23u) | (m << 13u));
 }
 
 /// The little-endian u32 at bytes `at .. at + 4`.

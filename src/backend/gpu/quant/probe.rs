@@ -1,16 +1,21 @@
 //! The self-check's probes of a block type's kernels (see
-//! `matmul/self_check.rs`): blocks whose scale is 1 and whose second one
-//! (a minimum's, where the type has it) is 1/2, so that every value they
-//! decode to is a small multiple of 1/2 and a kernel that swaps the two
-//! or drops one is caught, starting at byte 3 of their buffer (a block's
+//! `matmul/self_check.rs`): blocks whose scale is 1 or 1/2 by turns and
+//! whose second one (a minimum's, where the type has it) is half that, so
+//! that every value they decode to is a small multiple of 1/4 and a
+//! kernel that swaps the two, drops one or reads another block's is
+//! caught, starting at byte 3 of their buffer (a block's
 //! f16 scale then straddles two words); products of [`PRODUCT_ROWS`]
 //! integer activation rows (every decoding kernel's row count) and of
 //! [`TILED`] (the tiled kernel, on each of its tiles, and the
 //! cooperative one where products run on it), and a dequantization, each
 //! compared with the host's decoders (bit for bit gguf-py's) for equality:
-//! every sum is a multiple of 1/2 below 2^23, exact in f32 in any order
+//! every sum is a multiple of 1/4 whose terms' magnitudes add up to less
+//! than 2^22 (a test checks), exact in f32 in any order
 //! (the cooperative kernel's against the decoded values rounded to f16,
-//! as it rounds them). They wait on the queue: native only.
+//! as it rounds them). A row of blocks with subnormal scales (common in
+//! k-quants: Q6_K's scale is a block's largest weight / 4096) is
+//! dequantized too, and must decode exactly. They wait on the queue:
+//! native only.
 
 use crate::backend::gpu::context::GpuContext;
 use crate::quant::GgmlType;
@@ -50,20 +55,36 @@ fn scale_bytes(ty: GgmlType) -> &'static [usize] {
 }
 
 /// The probe's weight: [`AT`] bytes, then [`TILED`] rows of `BLOCKS`
-/// blocks of `ty`, their quants a fixed pattern, their scales 1 and 1/2.
+/// blocks of `ty`, their quants a fixed pattern, block b's scales `scales(b)`.
 #[cfg(not(target_arch = "wasm32"))]
-fn blocks(ty: GgmlType) -> Vec<u8> {
+fn blocks_of(ty: GgmlType, rows: usize, scales: impl Fn(usize) -> [u16; 2]) -> Vec<u8> {
     let width = ty.block_bytes() as usize;
-    let mut bytes: Vec<u8> = (0..AT + TILED * BLOCKS * width)
+    let mut bytes: Vec<u8> = (0..AT + rows * BLOCKS * width)
         .map(|i| ((i * 37 + 11) % 256) as u8)
         .collect();
-    let scales = [half::f16::ONE, half::f16::from_f32(0.5)];
-    for block in bytes[AT..].chunks_exact_mut(width) {
-        for (&at, scale) in scale_bytes(ty).iter().zip(scales) {
+    for (b, block) in bytes[AT..].chunks_exact_mut(width).enumerate() {
+        for (&at, scale) in scale_bytes(ty).iter().zip(scales(b)) {
             block[at..at + 2].copy_from_slice(&scale.to_le_bytes());
         }
     }
     bytes
+}
+
+/// The products' and the dequantization's weight: [`TILED`] rows, block
+/// b's scales 1 and 1/2 (b even) or 1/2 and 1/4.
+#[cfg(not(target_arch = "wasm32"))]
+fn blocks(ty: GgmlType) -> Vec<u8> {
+    blocks_of(ty, TILED, |b| {
+        let d = [1.0, 0.5][b % 2];
+        [d, d / 2.0].map(|v| half::f16::from_f32(v).to_bits())
+    })
+}
+
+/// A row whose blocks' scales are subnormal f16 (240 and 3 2^-24, and
+/// neighbours), dequantized alone.
+#[cfg(not(target_arch = "wasm32"))]
+fn subnormal_blocks(ty: GgmlType) -> Vec<u8> {
+    blocks_of(ty, 1, |b| [0x00f0 + b as u16, 0x0003 + b as u16])
 }
 
 /// True when the decoding probes' operands fit the device's storage
@@ -92,9 +113,40 @@ fn tiled_fits(ctx: &GpuContext, ty: GgmlType) -> bool {
     fit(ctx, ty, TILED)
 }
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::quant::PRODUCT_TYPES;
+
+    #[test]
+    fn the_probes_sums_are_exact_in_f32_and_its_scales_differ() {
+        for ty in PRODUCT_TYPES {
+            let k = BLOCKS * ty.block_size() as usize;
+            let w = crate::quant::dequantize("probe", ty, &blocks(ty)[AT..]).unwrap();
+            // Every value a multiple of 1/4; the activations' largest
+            // magnitude is 2, so each sum's terms add up below 2^22 (any
+            // order of adding is exact: every partial sum is a multiple of
+            // 1/4 below 2^22, 24 bits).
+            assert!(w.iter().all(|v| (v * 4.0).fract() == 0.0), "{ty}");
+            let largest = w
+                .chunks_exact(k)
+                .map(|row| row.iter().map(|v| 2.0 * f64::from(v.abs())).sum::<f64>())
+                .fold(0.0, f64::max);
+            assert!(largest < (1 << 22) as f64, "{ty}: {largest}");
+            // A block's values are not its neighbour's scaled by 1: a
+            // kernel reading another block's scale answers differently.
+            let tiny = crate::quant::dequantize("probe", ty, &subnormal_blocks(ty)[AT..]).unwrap();
+            assert!(tiny.iter().any(|&v| v != 0.0), "{ty}");
+            let smallest_normal = half::f16::MIN_POSITIVE.to_f32();
+            let scale = f32::from(half::f16::from_bits(0x00f0));
+            assert!(scale > 0.0 && scale < smallest_normal, "{ty}");
+        }
+    }
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use super::{AT, BLOCKS, PRODUCT_ROWS, ROWS, TILED, blocks, tiled_fits};
+    use super::{AT, BLOCKS, PRODUCT_ROWS, ROWS, TILED, blocks, subnormal_blocks, tiled_fits};
     use crate::backend::gpu::context::GpuContext;
     use crate::backend::gpu::quant::{QuantKernel, record, tiled};
     use crate::backend::gpu::storage::GpuStorage;
@@ -119,20 +171,28 @@ mod native {
         let bytes = blocks(ty);
         // The host's values of the blocks.
         let want_w = crate::quant::dequantize(OP, ty, &bytes[AT..])?;
-        let w = Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, &bytes)?));
+        let upload = |bytes: &[u8]| -> Result<Arc<Storage>> {
+            Ok(Arc::new(Storage::Gpu(GpuStorage::upload(ctx, OP, bytes)?)))
+        };
+        let w = upload(&bytes)?;
         // The first `rows` rows from byte AT: a byte offset that is not a
         // word's.
-        let w_ref = |rows: usize| TensorRef {
-            storage: StorageRef::own(&w),
-            layout: Layout::from_parts(
-                Shape::from([rows, BLOCKS * width]),
-                [(BLOCKS * width) as isize, 1].as_slice().into(),
-                AT,
-            ),
-            dtype: KernelType::U8,
-        };
+        let w_ref = |rows: usize| rows_of(&w, rows, BLOCKS * width);
         let dequantized = run(ctx, ty, &w_ref(ROWS), None, ROWS * k, None)?;
         if dequantized[..] != want_w[..ROWS * k] {
+            return Ok(false);
+        }
+        let tiny = subnormal_blocks(ty);
+        let want_tiny = crate::quant::dequantize(OP, ty, &tiny[AT..])?;
+        let got_tiny = run(
+            ctx,
+            ty,
+            &rows_of(&upload(&tiny)?, 1, BLOCKS * width),
+            None,
+            k,
+            None,
+        )?;
+        if got_tiny != want_tiny {
             return Ok(false);
         }
         // Each tile, and the cooperative kernel where the device has one
@@ -172,6 +232,20 @@ mod native {
             }
         }
         Ok(true)
+    }
+
+    /// The first `rows` rows of `row_bytes` of the weight `w` from byte
+    /// [`AT`]: a byte offset that is not a word's.
+    fn rows_of(w: &Arc<Storage>, rows: usize, row_bytes: usize) -> TensorRef<'_> {
+        TensorRef {
+            storage: StorageRef::own(w),
+            layout: Layout::from_parts(
+                Shape::from([rows, row_bytes]),
+                [row_bytes as isize, 1].as_slice().into(),
+                AT,
+            ),
+            dtype: KernelType::U8,
+        }
     }
 
     /// One probe call: `x`'s rows (`[m, k]`) by the weight (on the tiled
