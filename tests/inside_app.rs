@@ -689,3 +689,51 @@ fn a_profile_of_a_failed_batch_shows_no_kernels() {
         [4.0; 4]
     );
 }
+
+/// A texture of another wgpu instance is refused with an error naming the
+/// op: wgpu-core panicked looking up its id in webtensor's instance.
+#[test]
+fn textures_of_another_instance_are_refused() {
+    use webtensor::ColorMap;
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let Some((_, device, _)) = app_device() else {
+        return;
+    };
+    let theirs = texture(&device, wgpu::TextureFormat::Rgba8Unorm, 2, 2);
+    let x = Tensor::zeros([2, 2], DType::F32, &gpu).unwrap();
+    let err = x
+        .write_to_texture(&theirs, ColorMap::Gray { min: 0.0, max: 1.0 })
+        .unwrap_err();
+    assert!(err.to_string().contains("write_to_texture"), "{err}");
+    // The device goes on.
+    assert_eq!((&x + 1.0).to_vec::<f32>().unwrap(), [1.0; 4]);
+}
+
+/// A buffer still mapped (here since its creation) is refused where it is
+/// wrapped: its first read failed the batch it was submitted in, taking
+/// the other tensors of that batch with it.
+#[test]
+fn a_mapped_buffer_is_refused_where_it_is_wrapped() {
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default());
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("app data, mapped"),
+        size: 16,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: true,
+    });
+    let other = Tensor::from_slice(&[1.0f32, 2.0], [2], &dev).unwrap();
+    let y = &other * 3.0;
+    let err = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap_err();
+    assert!(err.to_string().contains("from_gpu_buffer"), "{err}");
+    assert!(err.to_string().contains("mapped"), "{err}");
+    assert_eq!(y.to_vec::<f32>().unwrap(), [3.0, 6.0]);
+    // Unmapped, it wraps.
+    buffer.unmap();
+    let t = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), [0.0; 4]);
+}

@@ -146,7 +146,8 @@ impl Tensor {
     /// `Error::Argument` naming `from_gpu_buffer` for a CPU device, a
     /// buffer without the usages, of a size that is not a multiple of 4, an
     /// offset that is not a multiple of the element size, a buffer of
-    /// another wgpu device or instance, or one already wrapped as a dtype
+    /// another wgpu device or instance, a mapped buffer (natively; unmap
+    /// it first), or one already wrapped as a dtype
     /// stored otherwise; `Error::Shape` when the elements do not fit the
     /// buffer; `Error::UnsupportedDType` for f64; `Error::TooLarge` past the
     /// device's largest buffer.

@@ -28,7 +28,9 @@ pub enum ColorMap {
         max: f32,
     },
     /// A `[height, width, 4]` (RGBA) or `[height, width, 3]` (RGB, opaque)
-    /// tensor: floats in `[0, 1]` (clamped), u8 as they are.
+    /// tensor: floats in `[0, 1]` (clamped), u8 as they are; other
+    /// integers as floats (clamped to `[0, 1]`: scale a 0..255 image of
+    /// i32 to u8 first).
     Rgba,
 }
 
@@ -52,8 +54,9 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Argument` naming `write_to_texture` for a CPU tensor, a
-    /// texture of another format, usage or device, or one smaller than the
-    /// tensor; `Error::Shape` for a tensor of another rank (or a last axis
+    /// texture of another format, usage, device or wgpu instance (in a
+    /// browser a texture of another device is reported by WebGPU's error
+    /// handling instead), or one smaller than the tensor; `Error::Shape` for a tensor of another rank (or a last axis
     /// other than 3 or 4 for `Rgba`); `Error::DType` for bool or c64.
     pub fn write_to_texture(&self, texture: &wgpu::Texture, map: ColorMap) -> Result<()> {
         const OP: &str = "write_to_texture";

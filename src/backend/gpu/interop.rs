@@ -169,15 +169,42 @@ pub(crate) fn wrap(
 ///
 /// # Errors
 /// `Error::DeviceLost` naming `op` on a lost device; `Error::Argument`
-/// when the device rejects the copy.
+/// when the device rejects the copy, or for a texture of another wgpu
+/// instance.
 pub(crate) fn copy_to_texture(
+    op: &'static str,
+    ctx: &GpuContext,
+    source: (&wgpu::Buffer, u64, u32),
+    texture: &wgpu::Texture,
+    extent: (u32, u32),
+) -> Result<()> {
+    ctx.check_lost(op)?;
+    // A texture of another instance has an id this one's hub may not
+    // hold: wgpu-core panics looking it up ("Cannot get non-existent
+    // resource"), before anything is recorded. Natively that is caught
+    // and refused.
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let copy = std::panic::AssertUnwindSafe(|| encode_copy(op, ctx, source, texture, extent));
+        std::panic::catch_unwind(copy).unwrap_or_else(|_| {
+            Err(Error::argument(
+                op,
+                "the texture is not one of this device's wgpu instance (keep one instance)",
+            ))
+        })
+    }
+    #[cfg(target_arch = "wasm32")]
+    encode_copy(op, ctx, source, texture, extent)
+}
+
+/// [`copy_to_texture`]'s copy, in an error scope.
+fn encode_copy(
     op: &'static str,
     ctx: &GpuContext,
     (source, offset, bytes_per_row): (&wgpu::Buffer, u64, u32),
     texture: &wgpu::Texture,
     (width, height): (u32, u32),
 ) -> Result<()> {
-    ctx.check_lost(op)?;
     let device = &ctx.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -241,7 +268,10 @@ fn check_same_device(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) 
     probe_binding(op, ctx, buffer)
 }
 
-/// Binds `buffer` in a bind group of `ctx`'s device inside an error scope.
+/// Binds `buffer` in a bind group of `ctx`'s device and submits a copy of
+/// its first word, inside an error scope: a buffer of another device
+/// fails the binding, a mapped one (or one being mapped) the submit,
+/// which would otherwise fail the first batch that reads it.
 fn probe_binding(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) -> Result<()> {
     let device = &ctx.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -271,11 +301,25 @@ fn probe_binding(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) -> R
             }),
         }],
     });
+    let scratch = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("webtensor buffer check"),
+        size: 4,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("webtensor buffer check"),
+    });
+    if buffer.size() >= 4 {
+        encoder.copy_buffer_to_buffer(buffer, 0, &scratch, 0, 4);
+    }
+    ctx.queue.submit([encoder.finish()]);
     match pop_now(scope) {
         Some(e) => Err(Error::argument(
             op,
             format!(
-                "the buffer cannot be bound on this device ({}): {e}",
+                "the buffer cannot be bound or read on this device ({}; a mapped buffer must \
+                 be unmapped first): {e}",
                 ctx.facts.name
             ),
         )),
