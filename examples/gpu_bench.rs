@@ -99,22 +99,35 @@ impl Options {
             small: false,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
+        let fail = |what: String| -> ! {
+            eprintln!("gpu_bench: {what}");
+            std::process::exit(2);
+        };
         let mut i = 0;
         while i < args.len() {
-            let value = args.get(i + 1).cloned().unwrap_or_default();
-            match args[i].as_str() {
+            let flag = args[i].as_str();
+            if flag == "--small" {
+                o.small = true;
+                i += 1;
+                continue;
+            }
+            let Some(value) = args.get(i + 1).filter(|v| !v.is_empty()) else {
+                fail(format!("{flag} needs a value"));
+            };
+            match flag {
                 "--only" => o.only = Some(value.split(',').map(str::to_string).collect()),
-                "--mm" => o.mm = value.split(',').filter_map(|v| v.parse().ok()).collect(),
-                "--runs" => o.runs = value.parse().unwrap_or(10),
-                "--small" => {
-                    o.small = true;
-                    i += 1;
-                    continue;
+                "--mm" => {
+                    let sizes = value.split(',').map(|v| v.parse::<usize>());
+                    match sizes.collect::<std::result::Result<Vec<_>, _>>() {
+                        Ok(sizes) if sizes.iter().all(|&n| n > 0) => o.mm = sizes,
+                        _ => fail(format!("--mm takes sizes like 256,1024, not {value}")),
+                    }
                 }
-                other => {
-                    eprintln!("gpu_bench: unknown argument {other}");
-                    std::process::exit(2);
-                }
+                "--runs" => match value.parse::<usize>() {
+                    Ok(runs) if runs > 0 => o.runs = runs,
+                    _ => fail(format!("--runs takes a count of 1 or more, not {value}")),
+                },
+                other => fail(format!("unknown argument {other}")),
             }
             i += 2;
         }
@@ -1126,7 +1139,7 @@ fn linalg_rows(dev: &Device, runs: usize, small: bool, ok: &mut bool) -> Result<
         Ok(linalg::solve_ex(&t[0], &t[1])?.0)
     })?;
     let t = time(dev, runs, || {
-        linalg::solve_ex(&a, &b).and_then(|out| synced(dev, out))
+        linalg::solve_ex(&spd, &b).and_then(|out| synced(dev, out))
     })?;
     row(
         &format!("solve_{side}"),

@@ -32,7 +32,7 @@ fn main() -> Result<()> {
         .log()?
         .mul_scalar(10.0 / std::f64::consts::LN_10)?;
     let peak = db.max(..)?.item::<f32>()?;
-    // 70 dB below the peak is black; the peak is white.
+    // 80 dB below the peak is black; the peak is white.
     let level = db
         .sub_scalar(peak - 80.0)?
         .div_scalar(80.0)?

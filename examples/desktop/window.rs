@@ -46,7 +46,8 @@ impl Args {
                 .parse()
                 .map_err(|_| format!("{flag} takes a whole number, not {value:?}"))?;
             match flag.as_str() {
-                "--frames" => args.frames = Some(number as usize),
+                "--frames" if number >= 1 => args.frames = Some(number as usize),
+                "--frames" => return Err("--frames must be at least 1".into()),
                 "--steps" => args.steps = number as usize,
                 "--side" if number >= 8 => args.side = number as usize,
                 "--side" => return Err("--side must be at least 8".into()),

@@ -83,7 +83,7 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
         .and_then(|a| file.get(&format!("{a}.context_length")))
         .and_then(GgufValue::as_u64)
         .map_or(usize::MAX, |c| c as usize);
-    let context = (ids.len() + tokens).min(trained);
+    let context = ids.len().saturating_add(tokens).min(trained);
     if ids.len() > context {
         return Err(format!(
             "{} prompt tokens do not fit a context of {context}",
