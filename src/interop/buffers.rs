@@ -46,8 +46,9 @@ impl Device {
 /// A tensor's device buffer, handed to the application by
 /// [`Tensor::gpu_buffer`]. Element `[i, j, ...]` starts at byte
 /// `byte_offset + (i * strides[0] + j * strides[1] + ...) * element_bytes`
-/// (strides in elements, possibly negative or zero), little-endian: f16 in 2
-/// bytes, u8 and bool in 1 (0 or 1), c64 as an f32 pair. The buffer stays
+/// (strides in elements, possibly negative or zero), little-endian: f16 and
+/// bf16 in 2 bytes, u8 and bool in 1 (0 or 1), i64 in 8 (the low word
+/// first), c64 as an f32 pair. The buffer stays
 /// this tensor's (never reused by the pool) while this value lives.
 #[derive(Clone)]
 pub struct GpuBuffer {
@@ -64,8 +65,9 @@ pub struct GpuBuffer {
     /// The strides, in elements.
     pub strides: Vec<isize>,
     /// How webtensor's own kernels declare the buffer in WGSL:
-    /// `array<f32>`, `array<i32>`, `array<u32>` (also u8, bool and packed
-    /// f16, several to a word), or `array<f16>`.
+    /// `array<f32>`, `array<i32>`, `array<u32>` (also u8, bool, bf16 and
+    /// packed f16, several to a word), `array<f16>`, or
+    /// `array<vec2<u32>>` (i64, the low word first).
     pub wgsl_array: &'static str,
     /// Keeps the storage (and so the buffer) out of the pool.
     _storage: Arc<Storage>,

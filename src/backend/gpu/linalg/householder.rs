@@ -12,7 +12,7 @@ use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use smallvec::smallvec;
 
 const HOUSEHOLDER_WGSL: &str = shader!("linalg/householder.wgsl");
@@ -87,7 +87,8 @@ pub(crate) fn householder_source(key: &HouseholderKey) -> Result<String> {
 /// # Errors
 /// `Error::TooLarge` for operands over one storage binding, a batch past
 /// the grid, or a panel too tall for one invocation's loop;
-/// `Error::Internal` for views of another rank.
+/// `Error::Internal` for views of another rank or a panel of more than 64
+/// columns.
 pub(crate) fn householder(out: &GpuStorage, call: &HouseholderCall) -> Result<()> {
     const OP: &str = "qr";
     let ctx = &out.ctx;
@@ -97,6 +98,14 @@ pub(crate) fn householder(out: &GpuStorage, call: &HouseholderCall) -> Result<()
     let (_, tt) = matrices(OP, &t, call.complex)?;
     if batch == 0 || call.width == 0 {
         return Ok(());
+    }
+    // The panel's dot products live in a workgroup array of COLUMNS (64),
+    // which the kernel indexes unchecked.
+    if call.width > 64 {
+        return Err(Error::internal(
+            OP,
+            format!("a panel of {} columns (at most 64)", call.width),
+        ));
     }
     let threads: u32 = if n <= 128 { 64 } else { 256 };
     let groups_of_rows = (threads / 64) as usize;
