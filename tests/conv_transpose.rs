@@ -68,9 +68,19 @@ impl Case {
 /// channels-last, reversed along the last two axes, every other element
 /// of a larger tensor, at an offset in a larger tensor, broadcast along
 /// the width, or with its last two axes transposed.
-fn laid_out(dims: [usize; 4], seed: u64, view: usize, dev: &Device) -> Tensor {
+fn laid_out(dims: [usize; 4], seed: u64, view: usize, dev: &Device, rounded: bool) -> Tensor {
     let [a, b, h, w] = dims;
-    let plain = |d: [usize; 4]| Tensor::from_slice(&noise(d.iter().product(), seed), d, dev);
+    let values = |n: usize| {
+        let v = noise(n, seed);
+        match rounded {
+            true => v
+                .iter()
+                .map(|&x| webtensor::f16::from_f32(x).to_f32())
+                .collect(),
+            false => v,
+        }
+    };
+    let plain = |d: [usize; 4]| Tensor::from_slice(&values(d.iter().product()), d, dev);
     match view % 7 {
         0 => plain(dims).unwrap(),
         1 => plain([a, h, w, b]).unwrap().permute(&[0, 3, 1, 2]).unwrap(),
@@ -93,11 +103,25 @@ fn laid_out(dims: [usize; 4], seed: u64, view: usize, dev: &Device) -> Tensor {
 
 /// The case on `gpu` against the CPU, in `dtype`, the input laid out as
 /// view `xv` and the weight as view `wv` of [`laid_out`].
-fn check_case(case: &Case, gpu: &Device, dtype: DType, [xv, wv]: [usize; 2], what: &str) {
+fn check_case(case: &Case, gpu: &Device, dtype: DType, views: [usize; 2], what: &str) {
+    compare(case, gpu, dtype, views, false, what);
+}
+
+/// As [`check_case`], the operands' values rounded to f16 first where
+/// `rounded`.
+fn compare(
+    case: &Case,
+    gpu: &Device,
+    dtype: DType,
+    [xv, wv]: [usize; 2],
+    rounded: bool,
+    what: &str,
+) {
     let cpu = Device::cpu();
     let on = |dev: &Device| {
-        let x = laid_out(case.x, 1, xv, dev).to_dtype(dtype).unwrap();
-        let w = laid_out(case.w, 2, wv, dev).to_dtype(dtype).unwrap();
+        let x = laid_out(case.x, 1, xv, dev, rounded);
+        let w = laid_out(case.w, 2, wv, dev, rounded);
+        let (x, w) = (x.to_dtype(dtype).unwrap(), w.to_dtype(dtype).unwrap());
         x.conv_transpose2d(&w, &case.conv())
             .unwrap_or_else(|e| panic!("{what}: {case:?}: {e}"))
     };
@@ -269,4 +293,108 @@ fn a_wrong_transposed_kernel_is_dropped_and_results_stay_right() {
         "{info}"
     );
     assert_eq!(gpu.stats().kernels_dropped, 1);
+}
+
+/// Transposed convolutions on cooperative matrices, where the device has
+/// them: f16 ones, and f32 ones under `MatmulPrecision::Fast` (operands
+/// rounded to f16, so the values are rounded beforehand and the CPU's f32
+/// answer is the reference). `scripts/cooperative-tests` runs this on a
+/// lavapipe that has them (`WEBTENSOR_REQUIRE_COOPERATIVE=1`); elsewhere it
+/// checks the register tiles. Output channels past the 64 and 128 blocks,
+/// k past a step (16 or 32) and a multiple of none, phases without taps or
+/// pixels, a dilation sharing the stride's factor, groups, two images, and
+/// every view of both operands.
+#[test]
+fn cooperative_transposed_convolutions_equal_the_cpu() {
+    let Some((gpu, on)) = common::fast_gpu(None) else {
+        return;
+    };
+    let plain = Case {
+        x: [1, 1, 1, 1],
+        w: [1, 1, 1, 1],
+        stride: [1, 1],
+        pad: [0, 0],
+        dilation: [1, 1],
+        output_padding: [0, 0],
+        groups: 1,
+    };
+    let cases = [
+        Case {
+            x: [2, 6, 5, 7],
+            w: [6, 70, 3, 3],
+            stride: [2, 2],
+            pad: [1, 1],
+            output_padding: [1, 0],
+            groups: 2,
+            ..plain
+        },
+        Case {
+            x: [1, 5, 9, 4],
+            w: [5, 131, 5, 2],
+            stride: [2, 3],
+            pad: [2, 0],
+            dilation: [2, 1],
+            ..plain
+        },
+        Case {
+            x: [2, 3, 2, 5],
+            w: [3, 2, 1, 2],
+            stride: [4, 3],
+            pad: [1, 0],
+            dilation: [1, 2],
+            ..plain
+        },
+        Case {
+            x: [1, 40, 3, 3],
+            w: [40, 9, 4, 4],
+            stride: [1, 1],
+            pad: [1, 2],
+            ..plain
+        },
+    ];
+    for (c, case) in cases.iter().enumerate() {
+        for dtype in [DType::F16, DType::F32] {
+            for v in 0..7 {
+                let what = format!("{dtype}, cooperative {on}");
+                compare(case, &gpu, dtype, [v, (v + c) % 7], true, &what);
+            }
+        }
+    }
+    let info = gpu.info();
+    assert!(info.dropped_kernels.is_empty(), "{info}");
+}
+
+/// A cooperative kernel made wrong on purpose is dropped and named on a
+/// device that has cooperative matrices, and its transposed convolutions
+/// go elsewhere: results stay right.
+#[test]
+fn a_sabotaged_cooperative_transposed_kernel_is_dropped_and_named() {
+    let Some(gpu) = common::own_gpu(webtensor::GpuOptions {
+        sabotage_matmul: Some(webtensor::MatmulTile::Cooperative),
+        autotune: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let on = gpu.info().cooperative_matrix;
+    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
+        assert!(on, "cooperative matrices required: {}", gpu.info());
+    }
+    let case = Case {
+        x: [1, 3, 4, 5],
+        w: [3, 4, 3, 3],
+        stride: [2, 2],
+        pad: [1, 1],
+        dilation: [1, 1],
+        output_padding: [0, 0],
+        groups: 1,
+    };
+    for _ in 0..2 {
+        compare(&case, &gpu, DType::F16, [0, 0], true, "a dropped kernel");
+    }
+    let info = gpu.info();
+    let named = info
+        .dropped_kernels
+        .contains(&"conv_transpose cooperative f16".to_string());
+    assert_eq!(named, on, "{info}");
 }

@@ -85,7 +85,7 @@ pub(crate) enum ConvTile {
 
 impl ConvTile {
     /// Output channels and pixels a workgroup covers.
-    fn block(self) -> [u32; 2] {
+    pub fn block(self) -> [u32; 2] {
         match self {
             ConvTile::Registers(tiling) => [tiling.bm, tiling.bn],
             ConvTile::Cooperative(tiling) => [tiling.block(); 2],

@@ -20,7 +20,6 @@ pub(crate) use depthwise::depthwise;
 
 use crate::backend::ConvCall;
 use crate::backend::gpu::matmul::self_check::{Verdict, verdict_with};
-use crate::backend::gpu::matmul::tiling::tile_of;
 use crate::backend::gpu::matmul_tile_choice::MatmulVariant;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::error::{Error, Result};
@@ -77,11 +76,11 @@ pub(crate) fn conv_transpose(out: &GpuStorage, call: &ConvCall) -> Result<bool> 
         ));
     }
     let ctx = &out.ctx;
-    let (tiling, dtype) = (transposed::tiling_for(call), call.out.dtype);
+    let (tiling, dtype) = (transposed::tiling_for(call, &ctx.facts), call.out.dtype);
     if !transposed::grid_fits(call, tiling, ctx.facts.max_workgroups_per_dim) {
         return Ok(false);
     }
-    let variant = MatmulVariant::ConvTransposed(tile_of(tiling));
+    let variant = MatmulVariant::ConvTransposed(tiling.tile());
     #[cfg(not(target_arch = "wasm32"))]
     let verdict = verdict_with(
         ctx,

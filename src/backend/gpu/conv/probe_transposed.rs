@@ -15,11 +15,11 @@
 //! and a k (27) past either k step and a multiple of neither. Its values
 //! are small integers, every sum within 256: exact in f16 and bf16.
 
+use super::kernel::ConvTile;
 use super::probe::{ProbeGeometry, answers, w_value, x_value};
 use super::transposed::record;
 use crate::backend::ConvCall;
 use crate::backend::gpu::context::GpuContext;
-use crate::backend::gpu::matmul::tiling::Tiling;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::Result;
@@ -57,7 +57,7 @@ pub(super) fn fits(ctx: &GpuContext, dtype: KernelType) -> bool {
 /// Failures of the uploads, the dispatch or the readback.
 pub(super) fn answers_right(
     ctx: &Arc<GpuContext>,
-    tiling: Tiling,
+    tiling: ConvTile,
     dtype: KernelType,
 ) -> Result<bool> {
     let geometry = ProbeGeometry {

@@ -1,19 +1,22 @@
 //! The transposed convolution kernel: `conv_transpose.wgsl` runs the
-//! matmul family's register-tiled kernel (`matmul/tiling.rs`) over each
+//! matmul family's register-tiled kernel (`matmul/tiling.rs`), or its
+//! cooperative-matrix kernel (`matmul/cooperative.rs`) where the device
+//! runs products of the dtype on them, over each
 //! output phase's stride-1 convolution (its taps only), a workgroup per
 //! phase of an image and group, reading the weight and the input through
 //! their strides and writing the output where it lies: one dispatch where
 //! the composed form took a zeroed output, a product and an add per tap
 //! and group, and a crop.
 
-use super::kernel::operand_parts;
+use super::kernel::{ConvTile, operand_parts};
 use crate::backend::ConvCall;
+use crate::backend::gpu::adapter_facts::AdapterFacts;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::needs_f16;
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
-use crate::backend::gpu::matmul::record_sliced;
-use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling, tile_of};
+use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling};
+use crate::backend::gpu::matmul::{CoopB, CoopTiling, record_sliced};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use crate::backend::gpu::record::family_key;
 use crate::backend::gpu::storage::GpuStorage;
@@ -89,7 +92,7 @@ pub(crate) struct TransposedKey {
     /// f32, f16 or bf16.
     pub dtype: KernelType,
     pub native_f16: bool,
-    pub tiling: Tiling,
+    pub tiling: ConvTile,
     /// Testing only: every output is one too large (see
     /// `GpuOptions::sabotage_matmul`).
     pub sabotaged: bool,
@@ -104,9 +107,13 @@ family_key!(TransposedKey, "webtensor conv_transpose", transposed_source);
 /// disagree.
 pub(crate) fn transposed_source(key: &TransposedKey) -> Result<String> {
     let [bindings, access, acc] = operand_parts(key.dtype, key.native_f16);
-    let kernel = key
-        .tiling
-        .wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Phases);
+    let kernel = match key.tiling {
+        ConvTile::Registers(tiling) => {
+            tiling.wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Phases)
+        }
+        ConvTile::Cooperative(tiling) => tiling.wgsl(),
+    };
+    let cooperative = matches!(key.tiling, ConvTile::Cooperative(_));
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
@@ -114,7 +121,7 @@ pub(crate) fn transposed_source(key: &TransposedKey) -> Result<String> {
         ("KERNEL", kernel.as_str()),
     ];
     let (f16, params) = (
-        needs_f16(key.dtype, key.native_f16),
+        cooperative || needs_f16(key.dtype, key.native_f16),
         TransposedParams::wgsl(),
     );
     let source = fill_kernel(
@@ -124,8 +131,13 @@ pub(crate) fn transposed_source(key: &TransposedKey) -> Result<String> {
         &params,
         &slots,
     )?;
-    Ok(match key.sabotaged {
+    let source = match key.sabotaged {
         true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
+        false => source,
+    };
+    // An `enable` comes before any declaration.
+    Ok(match cooperative {
+        true => format!("enable wgpu_cooperative_matrix;\n{source}"),
         false => source,
     })
 }
@@ -161,25 +173,29 @@ fn extents(call: &ConvCall) -> [usize; 4] {
     ]
 }
 
-/// The tile `call` runs on: the matmul's choice for its extents.
-pub(super) fn tiling_for(call: &ConvCall) -> Tiling {
+/// The kernel `call` runs on `facts`' device: cooperative matrices where
+/// the device runs products of its dtype on them (as the convolution's),
+/// else the matmul's choice of tile for its extents.
+pub(super) fn tiling_for(call: &ConvCall, facts: &AdapterFacts) -> ConvTile {
+    let scalar = [Loads::Scalar; 2];
+    if let Some(tiling) = CoopTiling::on_device(facts, call.out.dtype, scalar, [false; 2]) {
+        return ConvTile::Cooperative(tiling.with_b(CoopB::Phases));
+    }
     let [m, n, _, batches] = extents(call);
-    Tiling::choose(MatmulTile::Auto, m, n, batches)
+    ConvTile::Registers(Tiling::choose(MatmulTile::Auto, m, n, batches))
 }
 
 /// The workgroups along x (a phase's pixels) and y (output channels) of
 /// `call` on `tiling`.
-fn grid(call: &ConvCall, tiling: Tiling) -> [usize; 2] {
+fn grid(call: &ConvCall, tiling: ConvTile) -> [usize; 2] {
     let [m, n, _, _] = extents(call);
-    [
-        n.div_ceil(tiling.bn as usize),
-        m.div_ceil(tiling.bm as usize),
-    ]
+    let [bm, bn] = tiling.block();
+    [n.div_ceil(bn as usize), m.div_ceil(bm as usize)]
 }
 
 /// True when `call`'s tiles fit a grid of `max` workgroups per dimension
 /// (a phase of more pixels than that many tiles is composed instead).
-pub(super) fn grid_fits(call: &ConvCall, tiling: Tiling, max: u32) -> bool {
+pub(super) fn grid_fits(call: &ConvCall, tiling: ConvTile, max: u32) -> bool {
     grid(call, tiling).iter().all(|&g| g <= max as usize)
 }
 
@@ -191,7 +207,7 @@ pub(super) fn grid_fits(call: &ConvCall, tiling: Tiling, max: u32) -> bool {
 /// `Error::Gpu` when an operand is not on this GPU; `TooLarge` for more
 /// output tiles per axis than the device has workgroups per dimension, or
 /// an operand over one storage binding.
-pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Result<()> {
+pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: ConvTile) -> Result<()> {
     const OP: &str = "conv_transpose2d";
     let ctx = &out.ctx;
     let (weight_bound, weight) = Bound::view(OP, call.weight.clone(), false)?;
@@ -218,7 +234,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: Tiling) -> Resul
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
         tiling,
-        sabotaged: ctx.tuner.sabotaged() == Some(tile_of(tiling)),
+        sabotaged: ctx.tuner.sabotaged() == Some(tiling.tile()),
     };
     let (s, d) = (call.stride, call.dilation);
     let steps = [0, 1].map(|a| phase_steps(s[a], d[a], call.kernel[a]));
@@ -284,11 +300,21 @@ mod tests {
     use crate::backend::gpu::kernel::params_block::tests::assert_layout;
     use crate::backend::gpu::kernel::prelude::tests::{FLOAT_STORAGES, validate};
     use crate::backend::gpu::matmul::tiling::ALL;
+    use crate::dtype::KernelType;
 
     #[test]
     fn every_transposed_kernel_is_valid_wgsl_and_matches_its_params() {
-        for tiling in ALL {
-            for (dtype, native_f16) in FLOAT_STORAGES {
+        for (dtype, native_f16) in FLOAT_STORAGES {
+            let mut tilings: Vec<ConvTile> = ALL.into_iter().map(ConvTile::Registers).collect();
+            // The cooperative kernel of each fragment and of small and
+            // large subgroups (f16 native only, as the device has it).
+            if native_f16 && matches!(dtype, KernelType::F16 | KernelType::F32) {
+                for (fragment, lanes) in [(8, 8), (8, 32), (16, 32), (16, 64)] {
+                    let tiling = CoopTiling::new(fragment, lanes, [Loads::Scalar; 2], [false; 2]);
+                    tilings.push(ConvTile::Cooperative(tiling.unwrap().with_b(CoopB::Phases)));
+                }
+            }
+            for tiling in tilings {
                 let key = TransposedKey {
                     dtype,
                     native_f16,
@@ -309,10 +335,22 @@ mod tests {
                 for call in ["tap_of(", "pixel_of(", "a_at(", "b_at("] {
                     assert!(!product.contains(call), "{tiling:?}: {call}");
                 }
-                for advanced in ["ta0 = advance(ta0, b_step);", "tp0 = advance(tp0, b_step);"] {
-                    assert!(product.contains(advanced), "{tiling:?}: {advanced}");
+                let advanced: &[&str] = match tiling {
+                    ConvTile::Registers(_) => &[
+                        "ta0 = advance(ta0, b_step);",
+                        "tp0 = advance(tp0, b_step);",
+                        "k0 < k_end;",
+                    ],
+                    ConvTile::Cooperative(_) => &[
+                        "atp = advance(atp, a_step);",
+                        "btp = advance(btp, b_step);",
+                        "k0 < k_end;",
+                        "let k_end = slice_end(",
+                    ],
+                };
+                for advanced in advanced {
+                    assert!(source.contains(advanced), "{tiling:?}: {advanced}");
                 }
-                assert!(source.contains("k0 < k_end;"), "{tiling:?}");
             }
         }
     }

@@ -33,8 +33,10 @@
 //!   edges and adds to what earlier k slices left.
 //!
 //! `b` may also be a quantized weight decoded element by element as it is
-//! staged (`CoopB::Decoded`, for `quant/tiled.rs`), or a convolution's
-//! patches (`CoopB::Patches`, for `conv/kernel.rs`).
+//! staged (`CoopB::Decoded`, for `quant/tiled.rs`), a convolution's
+//! patches (`CoopB::Patches`, for `conv/kernel.rs`), or a transposed
+//! convolution's phases, whose `a` is read through its taps too
+//! (`CoopB::Phases`, for `conv/transposed.rs`).
 //!
 //! The operands' values are rounded to f16 on the way in: f16 operands
 //! are exact, f32 ones are computed this way only under
@@ -102,6 +104,26 @@ pub(crate) enum CoopB {
     /// r, pixel, tap)`. Each thread finds its pixels and first taps once
     /// and advances its taps by the k step: no division in the loop.
     Patches,
+    /// A transposed convolution's phases (`conv/conv_transpose.wgsl`):
+    /// `b` as `Patches`, and `a` (the weight) through the caller's
+    /// `a_tap(base, row, r, tap)`, its taps advanced as `b`'s are; the
+    /// workgroup's k ends at `slice_end(z)`, its phase's.
+    Phases,
+}
+
+/// A thread's distinct row and column offsets, and each load's pair of
+/// indices into them.
+type OffsetGrid = (Vec<u32>, Vec<u32>, Vec<(usize, usize)>);
+
+/// Where one operand's values come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Read through its strides.
+    Matrix,
+    /// `b_at(base, r, c)`.
+    Decoded,
+    /// Through taps advanced by the k step (`a_tap` or `b_tap`).
+    Taps,
 }
 
 /// One operand's part of a step: `rows` x `cols` staged with `pitch`
@@ -178,11 +200,17 @@ impl CoopTiling {
         let rows_fast = match source {
             CoopB::Matrix => self.rows_fast[1],
             CoopB::Decoded => true,
-            CoopB::Patches => false,
+            CoopB::Patches | CoopB::Phases => false,
+        };
+        // A tap-read weight is staged down its output channels: the k
+        // offsets of a thread's loads then step evenly, as b's rows do.
+        let a = match source {
+            CoopB::Phases => (Loads::Scalar, true),
+            _ => (self.loads[0], self.rows_fast[0]),
         };
         CoopTiling {
-            loads: [self.loads[0], Loads::Scalar],
-            rows_fast: [self.rows_fast[0], rows_fast],
+            loads: [a.0, Loads::Scalar],
+            rows_fast: [a.1, rows_fast],
             b: source,
             ..self
         }
@@ -272,15 +300,20 @@ impl CoopTiling {
              fn main(\n    \
              @builtin(workgroup_id) wid: vec3<u32>,\n    \
              @builtin(local_invocation_index) t: u32,\n    \
-             @builtin(subgroup_id) sg: u32,\n    \
+             @builtin(subgroup_id) sg_id: u32,\n    \
              @builtin(subgroup_invocation_id) lane: u32,\n\
              ) {{\n    \
+             // Clamped: a driver whose subgroups are narrower than LANES\n    \
+             // answers wrong (the probe drops the kernel), not past the\n    \
+             // workgroup arrays, which runtime checks do not guard.\n    \
+             let sg = min(sg_id, {last}u);\n    \
              let row0 = wid.y * BLOCK;\n    \
              let col0 = wid.x * BLOCK;\n    \
              let bases = batch_bases(wid.z + params.batch_start);\n    \
              // This subgroup's quarter of the block.\n    \
              let qr = (sg / 2u) * QUARTER;\n    \
-             let qc = (sg % 2u) * QUARTER;\n",
+             let qc = (sg % 2u) * QUARTER;\n    \
+             let k_end = {k_end};\n",
             block = self.block(),
             bk = self.bk(),
             quarter = self.quarter(),
@@ -292,6 +325,11 @@ impl CoopTiling {
             size_b = stagings[1].rows * stagings[1].pitch,
             size_c = self.outputs_area(),
             threads = self.threads(),
+            last = SUBGROUPS - 1,
+            k_end = match self.b {
+                CoopB::Phases => "slice_end(wid.z + params.batch_start)",
+                _ => "params.k",
+            },
         );
         for s in &stagings {
             w.push_str(&self.thread_start(s));
@@ -307,14 +345,14 @@ impl CoopTiling {
             w.push_str(&self.fetch(s, "params.k_start", "    ", true));
         }
         w.push_str(
-            "    for (var k0 = params.k_start; k0 < params.k; k0 += BK) {\n        \
+            "    for (var k0 = params.k_start; k0 < k_end; k0 += BK) {\n        \
              workgroupBarrier();\n",
         );
         for s in &stagings {
             w.push_str(&self.stash(s));
         }
         // The next step's values load while this one's products run.
-        w.push_str("        workgroupBarrier();\n        if (k0 + BK < params.k) {\n");
+        w.push_str("        workgroupBarrier();\n        if (k0 + BK < k_end) {\n");
         for s in &stagings {
             w.push_str(&self.fetch(s, "k0 + BK", "            ", false));
         }
@@ -372,17 +410,18 @@ impl CoopTiling {
         w
     }
 
-    /// Where operand `s` comes from (`a` is always a matrix).
-    fn source(self, s: &Staging) -> CoopB {
-        match s.name {
-            "b" => self.b,
-            _ => CoopB::Matrix,
+    /// Where operand `s` comes from.
+    fn source(self, s: &Staging) -> Source {
+        match (s.name, self.b) {
+            ("a", CoopB::Phases) | ("b", CoopB::Patches | CoopB::Phases) => Source::Taps,
+            ("b", CoopB::Decoded) => Source::Decoded,
+            _ => Source::Matrix,
         }
     }
 
     /// The distinct row and column offsets of a thread's loads of `s`
     /// from its first element, and each load's pair of indices into them.
-    fn offset_grid(self, s: &Staging) -> (Vec<u32>, Vec<u32>, Vec<(usize, usize)>) {
+    fn offset_grid(self, s: &Staging) -> OffsetGrid {
         let (mut rows, mut cols) = (Vec::new(), Vec::new());
         let mut at = Vec::new();
         for e in 0..self.loads_per_thread(s) {
@@ -399,63 +438,89 @@ impl CoopTiling {
         (rows, cols, at)
     }
 
-    /// The step between a thread's consecutive patch rows of `s` (the
-    /// rows it loads are `b_r`, `b_r + step`, ... in the order of its
-    /// loads, each for one or more consecutive loads).
-    fn patch_row_step(self, s: &Staging) -> u32 {
-        let (rows, _, _) = self.offset_grid(s);
-        let step = rows.get(1).copied().unwrap_or(1);
-        debug_assert!(rows.iter().enumerate().all(|(i, &r)| r == i as u32 * step));
-        step
+    /// As [`CoopTiling::offset_grid`] along a tap-read operand's k (`b`'s
+    /// rows, `a`'s columns) and its other axis: (k offsets, other
+    /// offsets, each load's pair of indices into them), and the step
+    /// between the k offsets (the loads take `k`, `k + step`, ... in
+    /// order, each for one or more consecutive loads).
+    fn tap_grid(self, s: &Staging) -> (OffsetGrid, u32) {
+        let (rows, cols, at) = self.offset_grid(s);
+        let (ks, others, at) = match s.name {
+            "b" => (rows, cols, at),
+            _ => (cols, rows, at.into_iter().map(|(i, j)| (j, i)).collect()),
+        };
+        let step = ks.get(1).copied().unwrap_or(1);
+        debug_assert!(ks.iter().enumerate().all(|(i, &r)| r == i as u32 * step));
+        ((ks, others, at), step)
     }
 
-    /// A patch-reading `b`'s start: each of the thread's pixels
-    /// (`bpx{j}`), the tap of its first patch row (`btp`), and the taps'
-    /// advances per k step and from one of its rows to the next. Two
-    /// taps are live, whatever the loads (a tap per row would take 32
+    /// The names of a tap-read operand's k step, its step between a
+    /// thread's k offsets, its first load's tap and the tap of the load
+    /// at hand.
+    fn tap_names(s: &Staging) -> [&'static str; 4] {
+        match s.name {
+            "b" => ["b_step", "b_row_step", "btp", "bt"],
+            _ => ["a_step", "a_col_step", "atp", "ta"],
+        }
+    }
+
+    /// A tap-read operand's start: the tap of the thread's first k, and
+    /// the taps' advances per k step and from one of its k offsets to the
+    /// next; for `b`, each of the thread's pixels (`bpx{j}`). Two taps
+    /// are live, whatever the loads (a tap per load would take 32
     /// registers' triples on 16 x 16 fragments).
-    fn patch_start(self, s: &Staging) -> String {
-        let (_, cols, _) = self.offset_grid(s);
+    fn tap_start(self, s: &Staging) -> String {
+        let ((_, others, _), step) = self.tap_grid(s);
+        let [k_step, next, first, tap] = Self::tap_names(s);
+        let k = if s.name == "b" { "b_r" } else { "a_c" };
         let mut w = format!(
-            "    let b_step = tap_of(BK);\n    \
-             let b_row_step = tap_of({}u);\n    \
-             var btp = tap_of(params.k_start + b_r);\n    \
-             var bt = btp;\n",
-            self.patch_row_step(s)
+            "    let {k_step} = tap_of(BK);\n    \
+             let {next} = tap_of({step}u);\n    \
+             var {first} = tap_of(params.k_start + {k});\n    \
+             var {tap} = {first};\n"
         );
-        for (j, dc) in cols.iter().enumerate() {
-            let _ = writeln!(w, "    let bpx{j} = pixel_of(col0 + b_c + {dc}u);");
+        if s.name == "b" {
+            for (j, dc) in others.iter().enumerate() {
+                let _ = writeln!(w, "    let bpx{j} = pixel_of(col0 + b_c + {dc}u);");
+            }
         }
         w
     }
 
-    /// Reads the thread's patch elements of `s` at the step starting at
-    /// `k`, after the prologue's (`declare`) advancing its first tap one
-    /// step, and its tap row by row through the loads.
-    fn fetch_patches(self, s: &Staging, k: &str, indent: &str, declare: bool) -> String {
-        let (rows, _, at) = self.offset_grid(s);
+    /// Reads the thread's elements of tap-read `s` at the step starting
+    /// at `k`, after the prologue's (`declare`) advancing its first tap
+    /// one step, and its tap from k offset to k offset through the loads.
+    fn fetch_taps(self, s: &Staging, k: &str, indent: &str, declare: bool) -> String {
+        let ((ks, others, at), _) = self.tap_grid(s);
+        let [k_step, next, first, tap] = Self::tap_names(s);
         let mut w = String::new();
         if !declare {
-            let _ = writeln!(w, "{indent}btp = advance(btp, b_step);");
+            let _ = writeln!(w, "{indent}{first} = advance({first}, {k_step});");
         }
-        let _ = writeln!(w, "{indent}bt = btp;");
+        let _ = writeln!(w, "{indent}{tap} = {first};");
         let mut row = 0;
         for (e, &(i, j)) in at.iter().enumerate() {
             if i != row {
                 debug_assert_eq!(i, row + 1);
-                let _ = writeln!(w, "{indent}bt = advance(bt, b_row_step);");
+                let _ = writeln!(w, "{indent}{tap} = advance({tap}, {next});");
                 row = i;
             }
+            let value = match s.name {
+                "b" => format!("b_tap(bases[1], {k} + b_r + {}u, bpx{j}, bt)", ks[i]),
+                _ => format!(
+                    "a_tap(bases[0], row0 + a_r + {}u, {k} + a_c + {}u, ta)",
+                    others[j], ks[i]
+                ),
+            };
             let _ = writeln!(
                 w,
-                "{indent}{decl}rb{e} = f16(b_tap(bases[1], {k} + b_r + {dr}u, bpx{j}, bt));",
+                "{indent}{decl}r{name}{e} = f16({value});",
                 decl = if declare { "var " } else { "" },
-                dr = rows[i],
+                name = s.name,
             );
         }
         w
     }
-
     /// Loads of operand `s` a thread makes per step.
     fn loads_per_thread(self, s: &Staging) -> u32 {
         self.block() * self.bk() / (self.threads() * s.width)
@@ -488,9 +553,9 @@ impl CoopTiling {
         };
         let base = if name == "a" { 0 } else { 1 };
         let at = match self.source(s) {
-            CoopB::Decoded => String::new(),
-            CoopB::Patches => self.patch_start(s),
-            CoopB::Matrix => format!(
+            Source::Decoded => String::new(),
+            Source::Taps => self.tap_start(s),
+            Source::Matrix => format!(
                 "    let {name}_at = bases[{base}] + i32({row}) * params.{name}_rs + i32({col}) * params.{name}_cs;\n"
             ),
         };
@@ -520,10 +585,10 @@ impl CoopTiling {
             1 => ("f16", format!("load_{name}(p)")),
             _ => ("vec4<f16>", format!("{name}[p / 4u]")),
         };
-        if self.source(s) == CoopB::Patches {
-            return self.fetch_patches(s, k, indent, declare);
+        if self.source(s) == Source::Taps {
+            return self.fetch_taps(s, k, indent, declare);
         }
-        if self.source(s) == CoopB::Decoded {
+        if self.source(s) == Source::Decoded {
             for e in 0..self.loads_per_thread(s) {
                 let (dr, dc) = self.offset_of(s, e);
                 let _ = writeln!(
