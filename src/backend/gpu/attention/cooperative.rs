@@ -249,9 +249,14 @@ impl CoopFlash {
              fn main(\n    \
              @builtin(workgroup_id) wid: vec3<u32>,\n    \
              @builtin(local_invocation_index) t: u32,\n    \
-             @builtin(subgroup_id) sg: u32,\n    \
-             @builtin(subgroup_invocation_id) lane: u32,\n\
+             @builtin(subgroup_id) sg_id: u32,\n    \
+             @builtin(subgroup_invocation_id) lane_id: u32,\n\
              ) {{\n    \
+             // Clamped: a driver whose subgroups are not LANES wide\n    \
+             // answers wrong (the probe drops the kernel), not past the\n    \
+             // workgroup arrays, which runtime checks do not guard.\n    \
+             let sg = min(sg_id, {last}u);\n    \
+             let lane = min(lane_id, LANES - 1u);\n    \
              // Uniform across the workgroup: every thread reaches every barrier.\n    \
              let w = wid.x + wid.y * params.row_width;\n    \
              if (w >= params.workgroups) {{\n        return;\n    }}\n    \
@@ -260,6 +265,7 @@ impl CoopFlash {
              let starts = batch_starts(pair / params.tiles);\n    \
              let row0 = tile * BR;\n",
             threads = self.threads(),
+            last = SUBGROUPS - 1,
         );
         // The queries, staged once and loaded as fragments.
         let q_body = "var v = vec4<f32>(0.0);\n\
@@ -671,6 +677,15 @@ mod tests {
                 let source = coop_flash_source(&key).unwrap();
                 validate(&source, &format!("{key:?}"));
                 assert_layout(&source, FlashParams::FIELDS, FlashParams::SIZE, "flash");
+                // The subgroup and lane index workgroup arrays: both are
+                // clamped before any use.
+                for (id, clamp) in [
+                    ("sg_id", "let sg = min(sg_id, 3u);"),
+                    ("lane_id", "let lane = min(lane_id, LANES - 1u);"),
+                ] {
+                    assert_eq!(source.matches(id).count(), 2, "{key:?}: {id}");
+                    assert!(source.contains(clamp), "{key:?}: {clamp}");
+                }
                 #[cfg(not(target_arch = "wasm32"))]
                 translate_to_spirv(&source, &format!("{key:?}"));
             }

@@ -706,6 +706,10 @@ mod tests {
             let source = matmul_source(&key).unwrap();
             let what = format!("{dtype} {tiling:?}");
             crate::backend::gpu::kernel::prelude::tests::translate_to_spirv(&source, &what);
+            // The subgroup's quarter indexes workgroup arrays: its id is
+            // clamped before any use.
+            assert_eq!(source.matches("sg_id").count(), 2, "{what}");
+            assert!(source.contains("let sg = min(sg_id, 3u);"), "{what}");
         }
     }
 
