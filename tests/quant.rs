@@ -644,3 +644,39 @@ fn the_self_check_drops_a_wrong_kernel_and_results_stay_exact() {
     }
     assert_eq!(small.stats().kernels_dropped, 1);
 }
+
+/// A weight placed on a GPU device has its type's kernels probed then, not
+/// at the first product: a wrong kernel is dropped before a profile (or a
+/// capture) that would have run it unprobed, and the products inside stay
+/// exact.
+#[test]
+fn a_weight_probes_its_kernels_where_it_reaches_the_device() {
+    let Some(gpu) = common::own_gpu(GpuOptions {
+        sabotage_quant: Some(GgmlType::Q8_0),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (n, k) = (9, 64);
+    let blocks = random_blocks(GgmlType::Q8_0, n, k, 8);
+    let w = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &gpu).unwrap();
+    assert_eq!(gpu.stats().kernels_dropped, 1, "{}", gpu.info());
+    let wv = weight_values(&w);
+    let x = Tensor::rand([2, k], DType::F32, 9, &gpu).unwrap();
+    let mut y = None;
+    gpu.profile(|| {
+        y = Some(x.qmatmul(&w)?);
+        Ok(())
+    })
+    .unwrap();
+    assert_product(&y.unwrap(), &x, (&w, &wv), "inside a profile");
+    // Moved from the CPU, the same.
+    let other = common::own_gpu(GpuOptions {
+        sabotage_quant: Some(GgmlType::Q8_0),
+        ..Default::default()
+    })
+    .unwrap();
+    let on_cpu = QTensor::from_blocks(GgmlType::Q8_0, [n, k], &blocks, &Device::cpu()).unwrap();
+    on_cpu.to_device(&other).unwrap();
+    assert_eq!(other.stats().kernels_dropped, 1, "{}", other.info());
+}

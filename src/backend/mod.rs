@@ -23,6 +23,7 @@ mod search;
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::op::ReduceOp;
+use crate::quant::GgmlType;
 pub(crate) use attention::{AttentionCall, attention};
 pub(crate) use calls::{
     Call, ConvCall, ConvResidual, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist,
@@ -505,6 +506,19 @@ pub(crate) fn norm(call: &NormCall) -> Result<()> {
             "a norm kernel call reached the CPU",
         )),
         Storage::Gpu(s) => gpu::norm(live("norm", s)?, call),
+    }
+}
+
+/// Checks the quantized kernels of `ty` on the device of `blocks` (a
+/// quantized weight's) now, where its first product would (on a GPU,
+/// natively, outside a capture or profile); nothing on the CPU.
+///
+/// # Errors
+/// GPU failures and the probe's.
+pub(crate) fn probe_quant(blocks: &Storage, ty: GgmlType) -> Result<()> {
+    match blocks {
+        Storage::Cpu(_) => Ok(()),
+        Storage::Gpu(s) => gpu::probe_quant(live("qmatmul", s)?, ty),
     }
 }
 

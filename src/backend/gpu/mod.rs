@@ -164,7 +164,9 @@ pub use opening::GpuOptions;
 pub(crate) use opening::env_flag;
 pub(crate) use pooling::pool;
 pub(crate) use profile::profile_ops;
-pub(crate) use quant::{MAX_ROWS as QUANT_MAX_ROWS, TILED_ROWS as QUANT_TILED_ROWS, quant};
+pub(crate) use quant::{
+    MAX_ROWS as QUANT_MAX_ROWS, TILED_ROWS as QUANT_TILED_ROWS, probe_quant, quant,
+};
 pub(crate) use random::random;
 pub(crate) use record::record_elementwise;
 pub(crate) use reduce::reduce;

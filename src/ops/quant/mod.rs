@@ -68,6 +68,7 @@ impl QTensor {
             ));
         }
         let blocks = Tensor::from_slice(bytes, [rows, row_bytes], device)?;
+        crate::backend::probe_quant(&blocks.storage(), ty)?;
         Ok(QTensor { ty, shape, blocks })
     }
 
@@ -183,10 +184,12 @@ impl QTensor {
     /// # Errors
     /// As [`QTensor::to_device`].
     pub async fn to_device_async(&self, device: &Device) -> Result<QTensor> {
+        let blocks = self.blocks.to_device_async(device).await?;
+        crate::backend::probe_quant(&blocks.storage(), self.ty)?;
         Ok(QTensor {
             ty: self.ty,
             shape: self.shape.clone(),
-            blocks: self.blocks.to_device_async(device).await?,
+            blocks,
         })
     }
 

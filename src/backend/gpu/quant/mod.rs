@@ -16,6 +16,7 @@ mod tiled;
 
 use crate::backend::QuantCall;
 use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::loop_budget;
 use crate::backend::gpu::kernel::params_block::params_block;
@@ -28,8 +29,9 @@ use crate::backend::gpu::record::record_family;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
-use crate::quant::GgmlType;
+use crate::quant::{GgmlType, PRODUCT_TYPES};
 use smallvec::smallvec;
+use std::sync::Arc;
 
 const QUANT_WGSL: &str = shader!("quant/quant.wgsl");
 
@@ -249,34 +251,52 @@ pub(crate) fn quant_source(key: &QuantKey) -> Result<String> {
 /// number of activation rows, or a dequantization; false (nothing
 /// recorded) where the self-check dropped the type's kernels on this
 /// device, for the op layer to decode the blocks on the host instead.
-/// Natively, the first call of a type probes its kernels (`probe.rs`);
-/// inside a capture or a profile, and in a browser, they run unprobed.
+/// Natively, the first weight of a type placed on the device
+/// ([`probe_quant`]) or else its first call probes its kernels
+/// (`probe.rs`); inside a capture or a profile before that, and in a
+/// browser, they run unprobed.
 ///
 /// # Errors
 /// `Error::Internal` for a type without a kernel or rows that are not
 /// whole chunks of 32; `TooLarge` for a grid or offsets past the device's
 /// limits; device errors and the probe's.
 pub(crate) fn quant(out: &GpuStorage, call: &QuantCall) -> Result<bool> {
-    let ctx = &out.ctx;
-    let variant = MatmulVariant::Quant(call.ty);
-    let verdict = {
-        #[cfg(not(target_arch = "wasm32"))]
-        let probe = || probe::answers_right(ctx, call.ty);
-        #[cfg(target_arch = "wasm32")]
-        let probe = || Ok(false);
-        verdict_with(
-            ctx,
-            variant,
-            KernelType::F32,
-            || probe::fits(ctx, call.ty),
-            probe,
-        )?
-    };
-    if verdict == Verdict::Wrong {
+    if verdict(&out.ctx, call.ty)? == Verdict::Wrong {
         return Ok(false);
     }
     record(out, call, None)?;
     Ok(true)
+}
+
+/// Probes `ty`'s kernels on the device of `weight` (a quantized weight's
+/// blocks) now, where its first product would: natively, outside a
+/// capture or profile, once per type. A weight loaded before a capture
+/// then has its kernels checked before the capture records them (inside
+/// one, a kernel not yet probed runs unprobed).
+///
+/// # Errors
+/// Device errors and the probe's.
+pub(crate) fn probe_quant(weight: &GpuStorage, ty: GgmlType) -> Result<()> {
+    match PRODUCT_TYPES.contains(&ty) {
+        true => verdict(&weight.ctx, ty).map(drop),
+        false => Ok(()),
+    }
+}
+
+/// The self-check's verdict on `ty`'s kernels, probing them where they
+/// are not yet probed and may be.
+fn verdict(ctx: &Arc<GpuContext>, ty: GgmlType) -> Result<Verdict> {
+    #[cfg(not(target_arch = "wasm32"))]
+    let probe = || probe::answers_right(ctx, ty);
+    #[cfg(target_arch = "wasm32")]
+    let probe = || Ok(false);
+    verdict_with(
+        ctx,
+        MatmulVariant::Quant(ty),
+        KernelType::F32,
+        || probe::fits(ctx, ty),
+        probe,
+    )
 }
 
 /// True when the decoding product's threads loop within the budget of
