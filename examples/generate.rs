@@ -12,11 +12,20 @@
 //!
 //! - Quantized weights stay as their blocks (`QTensor`, `qmatmul`):
 //!   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K. `--dequantize` makes
-//!   them f32 on loading instead.
+//!   them f32 on loading instead. (llama.cpp stores a k-quant file's
+//!   tensors whose rows are not whole blocks of 256 as other types; where
+//!   that type is IQ4_NL, as in the Q2_K and Q3_K files of models 896 or
+//!   576 wide, loading fails naming it.)
 //! - The model runs on the GPU when there is one, else (or with `--cpu`)
 //!   on the CPU device.
 //! - Greedy by default. `--temperature` (with `--top-k`, `--top-p`) draws
-//!   on the device with a seeded draw (`Tensor::sample`).
+//!   on the device with a seeded draw (`Tensor::sample`), in Hugging
+//!   Face's order (the temperature first, then top-k and top-p; llama.cpp
+//!   cuts at top-k and top-p before its temperature, and by default at
+//!   top-k 40, top-p 0.95 and min-p 0.05).
+//! - Generation stops after `--tokens`, or at a token that ends one as
+//!   llama.cpp's `llama_vocab_is_eog` says (the file's ends of sequence,
+//!   turn and message, and `<|im_end|>`, `<|eot_id|>` and the like).
 //! - The caches hold the prompt and the new tokens, at most the file's
 //!   context length; `--context` sets it.
 //! - The prompt runs as one pass; a decoding step, its token and position
@@ -165,7 +174,7 @@ fn run() -> Result<()> {
     let mut shown = shown_prompt.len();
     let start = Instant::now();
     let mut steps = 0;
-    while generated.len() < o.tokens && Some(next) != tok.eos {
+    while generated.len() < o.tokens && !tok.is_end(next) {
         generated.push(next);
         // Decoded whole each time, so that pieces of one character
         // (byte tokens) print once it is complete.

@@ -165,6 +165,27 @@ fn a_rotary_scaling_not_built_is_refused_before_any_weight_is_read() {
     }
 }
 
+#[test]
+fn a_block_count_no_file_holds_is_an_error_not_an_allocation() {
+    // u32::MAX layers reserved terabytes (an abort); u64::MAX panicked.
+    for count in [GgufValue::U32(u32::MAX), GgufValue::U64(u64::MAX)] {
+        let mut w = GgufWriter::new();
+        for (key, value) in [
+            ("general.architecture", GgufValue::String("llama".into())),
+            ("llama.block_count", count),
+            ("llama.embedding_length", GgufValue::U32(32)),
+            ("llama.attention.head_count", GgufValue::U32(2)),
+        ] {
+            w.add_metadata(key, value).unwrap();
+        }
+        let file = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+        match Model::load(&file, &Device::cpu(), 32, true) {
+            Err(e) => assert!(e.to_string().contains("blk.0."), "{e}"),
+            Ok(_) => panic!("a model of no weights loaded"),
+        }
+    }
+}
+
 /// A file of metadata `meta` (keys under `arch.`) and an optional
 /// `rope_freqs` of `factors`, read back.
 fn scaling_file(arch: &str, meta: &[(&str, GgufValue)], factors: Option<Vec<f32>>) -> Gguf {

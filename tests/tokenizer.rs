@@ -142,3 +142,36 @@ fn pre_tokenizer_names_map_as_llama_cpps_and_unknown_ones_are_refused() {
         assert!(gguf_tokenizer::from_gguf(&file).is_err(), "{name}");
     }
 }
+
+#[test]
+fn a_generation_ends_where_llama_cpp_ends_one() {
+    // llama_vocab_is_eog: the file's end of sequence and end of turn, and
+    // a token named `<|im_end|>` (which Qwen2's instruct models end their
+    // answers with while their EOS is `<|endoftext|>`).
+    let base = Gguf::from_bytes(data("tiny_tokenizer_spm.gguf")).unwrap();
+    let mut w = GgufWriter::new();
+    for (key, value) in base.metadata() {
+        let value = match (key.as_str(), value) {
+            ("tokenizer.ggml.tokens", GgufValue::Array { item, items }) => {
+                let mut items = items.clone();
+                items[10] = GgufValue::String("<|im_end|>".into());
+                GgufValue::Array { item: *item, items }
+            }
+            _ => value.clone(),
+        };
+        w.add_metadata(key, value).unwrap();
+    }
+    w.add_metadata("tokenizer.ggml.eot_token_id", GgufValue::U32(7))
+        .unwrap();
+    let file = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+    let tok = gguf_tokenizer::from_gguf(&file).unwrap();
+    assert_eq!(tok.eos, Some(2));
+    let ends: Vec<u32> = (0..12).filter(|&i| tok.is_end(i)).collect();
+    assert_eq!(ends, [2, 7, 10]);
+    // The file as it is ends at its EOS alone.
+    let plain = tokenizer("spm");
+    assert_eq!(
+        (0..12).filter(|&i| plain.is_end(i)).collect::<Vec<_>>(),
+        [2]
+    );
+}

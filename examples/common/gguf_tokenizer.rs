@@ -57,13 +57,33 @@ const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{
 /// Qwen2's: as Llama 3's, one digit a piece.
 const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// Tokens llama.cpp takes as ending a generation by their text
+/// (`llama_vocab::impl::load`), whatever ids the file names.
+const ENDING_TEXTS: [&str; 9] = [
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "<|end_of_text|>",
+];
+
 /// A file's tokenizer and the ids a generation needs.
 pub struct GgufTokenizer {
     pub tokenizer: Tokenizer,
     /// The token a sequence starts with, where the file asks for one.
     pub bos: Option<u32>,
-    /// The token that ends a generation.
+    /// The end-of-sequence token.
     pub eos: Option<u32>,
+    /// Every token that ends a generation, as llama.cpp's
+    /// `llama_vocab_is_eog` has them: the ends of sequence, turn and
+    /// message the file names, and tokens it takes as ending one by their
+    /// text (`<|im_end|>`, `<|eot_id|>` ...): an instruct model ends its
+    /// answer with one of these, often not its EOS.
+    pub ends: Vec<u32>,
     /// The family of the pre-tokenizer of a byte-level vocabulary
     /// (`llama3`, `qwen2`, `smollm`, `gpt2`, `dbrx` or `default`), for the
     /// caller to report.
@@ -78,6 +98,11 @@ impl GgufTokenizer {
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let ids = self.tokenizer.encode(text, false)?.get_ids().to_vec();
         Ok(self.bos.into_iter().chain(ids).collect())
+    }
+
+    /// True when `id` ends a generation (see [`GgufTokenizer::ends`]).
+    pub fn is_end(&self, id: u32) -> bool {
+        self.ends.contains(&id)
     }
 
     /// The text of `ids`, special tokens left out.
@@ -155,10 +180,16 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         .collect();
     tokenizer.add_special_tokens(&added);
     let add_bos = flag(f, "tokenizer.ggml.add_bos_token").unwrap_or(add_bos_default);
+    let mut ends: Vec<u32> = ["eos", "eot", "eom"]
+        .iter()
+        .filter_map(|k| id(f, &format!("tokenizer.ggml.{k}_token_id")))
+        .collect();
+    ends.extend((0..tokens.len() as u32).filter(|&i| ENDING_TEXTS.contains(&tokens[i as usize])));
     Ok(GgufTokenizer {
         tokenizer,
         bos: id(f, "tokenizer.ggml.bos_token_id").filter(|_| add_bos),
         eos: id(f, "tokenizer.ggml.eos_token_id"),
+        ends,
         pre,
     })
 }

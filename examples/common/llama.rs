@@ -243,8 +243,10 @@ impl Model {
         let theta = number(f, &key("rope.freq_base")).unwrap_or(10_000.0);
         let scaling = rope_scaling(f, arch, head_dim, theta)?;
         let cache = || Tensor::zeros([kv_heads, context, head_dim], DType::F32, dev);
+        // Not reserved from the header's count: each layer must have its
+        // tensors, so a count no file holds fails at its first missing one.
         let layers = number(f, &key("block_count"))? as usize;
-        let mut all = Vec::with_capacity(layers);
+        let mut all = Vec::new();
         for i in 0..layers {
             let name = |part: &str| format!("blk.{i}.{part}");
             all.push(Block {

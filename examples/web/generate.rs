@@ -110,7 +110,7 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
     let mut generated: Vec<u32> = Vec::new();
     let start = out.now();
     let mut steps = 0;
-    while generated.len() < tokens && Some(next) != tok.eos {
+    while generated.len() < tokens && !tok.is_end(next) {
         generated.push(next);
         let text = tok.decode(&[&ids[..], &generated].concat());
         let text = text.map_err(|e| e.to_string())?;
