@@ -2,9 +2,10 @@
 //! GPU against the CPU path (NumPy's special-value rules), in f32 and f16.
 //!
 //! WGSL lets a GPU flush subnormal inputs and results to zero, so for a
-//! subnormal operand the GPU may also answer as the CPU does for a zero;
-//! results are compared to a relative 1e-5 (WGSL's transcendentals are a
-//! few ulp off), infinities and NaN exactly, at every magnitude (sine,
+//! subnormal operand the GPU may also answer as the CPU does for a zero,
+//! and a subnormal result may be zero; results are compared to a relative
+//! 1e-5 (WGSL's transcendentals are a few ulp off) down to the dtype's
+//! least normal magnitude, infinities and NaN exactly, at every magnitude (sine,
 //! cosine and tangent of 3e38 too: webtensor reduces their arguments
 //! itself, as WGSL's built-ins are accurate only near 0). Sine, cosine,
 //! tangent, tanh and atan2 are also held to a relative error near the f32
@@ -130,14 +131,23 @@ fn read(t: &Tensor) -> Vec<f32> {
     common::read_f32(t)
 }
 
+/// True when `got` is one of `wants` within a relative `rel` (down to the
+/// dtype's least normal magnitude: an absolute floor of 1 passed any
+/// result under 1e-5 as zero), or a subnormal of the dtype flushed.
 fn agrees(got: f32, wants: &[f32], dtype: DType) -> bool {
     let rel = common::half_tol(dtype, 2e-3, 1e-5);
+    let least_normal = match dtype {
+        DType::F16 => webtensor::f16::MIN_POSITIVE.to_f32(),
+        _ => f32::MIN_POSITIVE,
+    };
     wants.iter().any(|&w| {
         (got.is_nan() && w.is_nan())
             || got == w
-            || (got.is_finite() && w.is_finite() && (got - w).abs() <= rel * w.abs().max(1.0))
+            || (got.is_finite()
+                && w.is_finite()
+                && (got - w).abs() <= rel * w.abs().max(least_normal))
             // A result the GPU may flush to zero.
-            || (got == 0.0 && w.is_subnormal())
+            || (got == 0.0 && w.abs() < least_normal)
     })
 }
 
