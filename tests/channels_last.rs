@@ -248,6 +248,42 @@ fn check_cases(cases: &[Case], dev: &Device, dt: DType, exact: bool) {
             }
             let what = format!("{dt:?} case {k} {xd:?} -> {o} {act:?} bias {with_bias}");
             let want = x.conv2d(&weight, &conv).unwrap();
+            if !dev.is_cpu() {
+                // The GPU's planes against the CPU's (the views below are
+                // checked against the planes).
+                let cpu = Device::cpu();
+                let on_cpu = |t: &Tensor| t.to_device(&cpu).unwrap();
+                let bias_cpu = on_cpu(&bias);
+                let mut conv_cpu = Conv::new()
+                    .stride(stride)
+                    .padding(pad)
+                    .dilation(dilation)
+                    .groups(groups);
+                if with_bias {
+                    conv_cpu = conv_cpu.bias(&bias_cpu);
+                }
+                if let Some(a) = act {
+                    conv_cpu = conv_cpu.activation(a);
+                }
+                let reference = on_cpu(&x).conv2d(&on_cpu(&weight), &conv_cpu).unwrap();
+                let (g, r) = (common::read_f32(&want), common::read_f32(&reference));
+                // f32 sums in another order; an f16 one rounded once on
+                // the CPU (the bias and activation applied to the f32 sum)
+                // and up to three times on a GPU (the sum, the bias's add,
+                // the activation: see Conv::activation), a few of its ulps
+                // of the values added.
+                let tol = if dt == DType::F32 {
+                    1e-5
+                } else {
+                    4.0 * 2f32.powi(-10)
+                };
+                for (i, (&a, &b)) in g.iter().zip(&r).enumerate() {
+                    let same = a == b
+                        || (a.is_nan() && b.is_nan())
+                        || (a - b).abs() <= tol * (b.abs() + 1.0);
+                    assert!(same, "{what} on {dev}: output {i} is {a}, the CPU's {b}");
+                }
+            }
             if dt == DType::F32 && act.is_none() && wv.iter().all(|v| v.is_finite()) {
                 let r = reference(
                     (&xv, xd),

@@ -130,16 +130,19 @@ fn compare(
     assert_eq!(got.dtype(), dtype, "{what}: {case:?}");
     let (got, want) = (read_f32(&got), read_f32(&want));
     // Each output sums at most cg kh kw products of values in [-1, 1):
-    // f32 sums in another order, or f16 / bf16 rounded once from f32 sums.
+    // f32 sums in another order (1e-6 of the taps apart at most), and for
+    // f16 / bf16 those sums rounded once into the dtype: two of its ulps
+    // of the value apart at most.
     let taps = (case.w[0] / case.groups * case.w[2] * case.w[3]) as f32;
-    let tol = match dtype {
-        DType::F32 => 1e-6 * taps,
-        DType::F16 => 2e-3 * taps.sqrt(),
-        _ => 1.6e-2 * taps.sqrt(),
+    let ulp = match dtype {
+        DType::F32 => 0.0,
+        DType::F16 => 2f32.powi(-10),
+        _ => 2f32.powi(-7),
     };
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let tol = 2.0 * ulp * w.abs() + 1e-6 * taps * w.abs().max(1.0);
         assert!(
-            (g - w).abs() <= tol * w.abs().max(1.0),
+            (g - w).abs() <= tol,
             "{what}: {case:?}, views {xv} {wv}: element {i}: got {g}, want {w}"
         );
     }

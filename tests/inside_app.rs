@@ -28,12 +28,15 @@ fn app_instance() -> wgpu::Instance {
 /// (no SHADER_F16 asked for, default limits), with its adapter's info.
 fn app_device() -> Option<(wgpu::AdapterInfo, wgpu::Device, wgpu::Queue)> {
     common::gpu()?;
+    // webtensor opened a GPU: the application's must open too (a silent
+    // skip here skipped seven tests).
     let instance = app_instance();
     let adapter =
         pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
-            .ok()?;
+            .expect("webtensor has a GPU; the application's adapter");
     let (device, queue) =
-        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).ok()?;
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))
+            .expect("the application's device");
     Some((adapter.get_info(), device, queue))
 }
 

@@ -78,22 +78,55 @@ fn canonical(bits: u64, dtype: &str) -> u64 {
 
 #[test]
 fn rollaxis_matches_numpy_for_every_axis_and_start() {
+    // NumPy's dims for each case; the values through NumPy's definition
+    // (the axis removed and inserted at start, less one past it) on every
+    // device, so that wrong strides under right dims fail too.
     let mut n = 0;
-    for c in cases("rollaxis") {
-        let dims: Vec<usize> = c[1].split(',').map(|d| d.parse().unwrap()).collect();
-        let (axis, start): (isize, isize) = (c[2].parse().unwrap(), c[3].parse().unwrap());
-        let t = Tensor::zeros(dims.as_slice(), DType::F32, &Device::cpu()).unwrap();
-        let got = t.rollaxis(axis, start);
-        match c[4] {
-            "error" => assert!(got.is_err(), "rollaxis({dims:?}, {axis}, {start}) is Ok"),
-            want => {
-                let want: Vec<usize> = want.split(',').map(|d| d.parse().unwrap()).collect();
-                let got =
-                    got.unwrap_or_else(|e| panic!("rollaxis({dims:?}, {axis}, {start}): {e}"));
-                assert_eq!(got.dims(), want, "rollaxis({dims:?}, {axis}, {start})");
+    for dev in devices() {
+        for c in cases("rollaxis") {
+            let dims: Vec<usize> = c[1].split(',').map(|d| d.parse().unwrap()).collect();
+            let (axis, start): (isize, isize) = (c[2].parse().unwrap(), c[3].parse().unwrap());
+            let count: usize = dims.iter().product();
+            let t = Tensor::arange(0.0f32, count as f32, 1.0, &dev)
+                .unwrap()
+                .reshape(dims.as_slice())
+                .unwrap();
+            let got = t.rollaxis(axis, start);
+            let want = match c[4] {
+                "error" => {
+                    assert!(got.is_err(), "rollaxis({dims:?}, {axis}, {start}) is Ok");
+                    continue;
+                }
+                want => want
+                    .split(',')
+                    .map(|d| d.parse().unwrap())
+                    .collect::<Vec<usize>>(),
+            };
+            let got = got.unwrap_or_else(|e| panic!("rollaxis({dims:?}, {axis}, {start}): {e}"));
+            let what = format!("rollaxis({dims:?}, {axis}, {start}) on {dev}");
+            assert_eq!(got.dims(), want, "{what}");
+            let rank = dims.len() as isize;
+            let a = axis.rem_euclid(rank) as usize;
+            let mut at = if start < 0 { start + rank } else { start } as usize;
+            if a < at {
+                at -= 1;
             }
+            let mut perm: Vec<usize> = (0..dims.len()).filter(|&i| i != a).collect();
+            perm.insert(at, a);
+            // Element k of the result (row-major over its dims) is the
+            // input's at the index whose axis perm[j] is the result's j.
+            let values = got.contiguous().unwrap().to_vec::<f32>().unwrap();
+            for (k, &v) in values.iter().enumerate() {
+                let (mut rest, mut index) = (k, vec![0; dims.len()]);
+                for j in (0..dims.len()).rev() {
+                    index[perm[j]] = rest % want[j];
+                    rest /= want[j];
+                }
+                let flat = index.iter().zip(&dims).fold(0, |f, (&i, &d)| f * d + i);
+                assert_eq!(v, flat as f32, "{what}: element {k}");
+            }
+            n += 1;
         }
-        n += 1;
     }
     assert!(n >= 200);
 }

@@ -142,9 +142,10 @@ impl<'a> Conv<'a> {
     /// [`Tensor::activate`]. The CPU's kernels apply it as they store each
     /// sum (no pass of its own; after a [`Conv::residual`] the kernel does
     /// not add, a pass after it), to the f32 sum before its one rounding,
-    /// so an f16 or bf16
-    /// result can differ from the two calls' in its last bit; a GPU runs
-    /// the activation after the convolution.
+    /// so an f16 or bf16 result can differ from the two calls' in its last
+    /// bits; a GPU adds the bias to the rounded convolution and runs the
+    /// activation after it, rounding each (a few ulps of the values added
+    /// apart from the CPU's).
     pub fn activation(mut self, activation: Activation) -> Conv<'a> {
         self.activation = Some(activation);
         self

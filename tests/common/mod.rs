@@ -172,8 +172,10 @@ pub fn half_tol(dtype: webtensor::DType, f16: f32, other: f32) -> f32 {
     }
 }
 
-/// Asserts that two float sequences agree within `rel` relative tolerance
-/// (NaN equals NaN, infinities must match).
+/// Asserts that two float sequences agree within `rel` of each wanted
+/// value's magnitude, or of 1 where that is smaller (so an absolute
+/// tolerance below 1: a check of small values needs its own bound); NaN
+/// equals NaN, infinities must match.
 pub fn assert_close(got: &[f32], want: &[f32], rel: f32, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths differ");
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
