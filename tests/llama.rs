@@ -77,6 +77,22 @@ fn matches_numpy(gguf: &str, reference_name: &str) {
                 "{gguf} on {dev} ({kind}): logit {i}: {g} vs NumPy's {w}"
             );
         }
+        // The prompt in two passes, the second of several tokens after the
+        // first's cache (a chat's next turn): its rows are NumPy's rows of
+        // the whole prompt, the mask offset by the tokens before.
+        let split = prompt.len() / 2;
+        model.forward(&prompt[..split], 0, Logits::Last).unwrap();
+        let rest = model
+            .forward(&prompt[split..], split, Logits::Every)
+            .unwrap();
+        let got = rest.to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want_logits.len() - split * vocab);
+        for (i, (g, w)) in got.iter().zip(&want_logits[split * vocab..]).enumerate() {
+            assert!(
+                (g - w).abs() <= 2e-4 * (1.0 + w.abs()),
+                "{gguf} on {dev} ({kind}): logit {i} after {split} tokens: {g} vs NumPy's {w}"
+            );
+        }
         // The last position's logits alone (a prompt's pass in
         // examples/generate.rs), the caches written again as before.
         // A product of one row may sum in another order than one of many.
