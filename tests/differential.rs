@@ -560,6 +560,7 @@ fn agree(steps: &[Step]) -> Result<(), TestCaseError> {
     GPUS.with(|gpus| {
         for (name, dev) in gpus {
             let got = run(steps, dev);
+            prop_assert_eq!(got.len(), want.len(), "{} outcomes", name);
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
                 prop_assert_eq!(g, w, "{} (step {} of {:?})", name, k, steps.get(k));
             }

@@ -2,7 +2,11 @@
 //! the 64-thread workgroup (63..65), the 65,535 workgroups of one grid row
 //! and the loop budget of one invocation (65,535..65,537, and lavapipe's
 //! loop limiter in scatter, scan and matmul: 8,191..8,193 and 2^19 +- 1),
-//! the second grid dimension (65,535 x 64 + 1 threads), and 2^20 + 3.
+//! the second grid dimension (65,535 x 64 + 1 threads: past it for the
+//! kernels of a thread per element or row, not for the elementwise ones,
+//! whose threads take runs; `views_and_inplace.rs`'s
+//! `dispatch_beyond_65535_workgroups_works` runs one past it), and
+//! 2^20 + 3.
 //! Each GPU result is compared with the CPU path's, exactly: the data are
 //! small integers, so every sum is exact in any order.
 
