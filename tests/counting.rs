@@ -272,7 +272,8 @@ fn bad_searches_are_errors() {
         };
         if other != dev {
             let elsewhere = Tensor::zeros([3], DType::F32, &other).unwrap();
-            assert!(row.searchsorted(&elsewhere, Side::Left).is_err());
+            let e = row.searchsorted(&elsewhere, Side::Left).unwrap_err();
+            assert!(matches!(e, webtensor::Error::DeviceMismatch { .. }), "{e}");
         }
         let empty = Tensor::zeros([0, 4], DType::F32, &dev).unwrap();
         assert_eq!(

@@ -294,7 +294,8 @@ fn wgsl_errors_and_bad_calls_are_errors() {
     assert!(e.contains("GPU"), "{e}");
     let other = common::own_gpu(GpuOptions::default()).unwrap();
     let far = Tensor::ones([4], DType::F32, &other).unwrap();
-    assert!(k.call(&[&x, &far], &[0.5.into()]).is_err());
+    let e = k.call(&[&x, &far], &[0.5.into()]).unwrap_err();
+    assert!(matches!(e, webtensor::Error::DeviceMismatch { .. }), "{e}");
     let ik = CustomKernel::new(
         "ik",
         &[("a", DType::I32)],

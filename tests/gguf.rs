@@ -483,7 +483,9 @@ fn legacy_types_quantize_as_gguf_py_does_from_any_view() {
         }
     }
     let i = Tensor::zeros([32], DType::I32, &Device::cpu()).unwrap();
-    assert!(w.add_quantized("i", GgmlType::Q8_0, &i).is_err());
+    let e = w.add_quantized("i", GgmlType::Q8_0, &i).unwrap_err();
+    assert!(e.to_string().contains("add_quantized"), "{e}");
+    assert!(e.to_string().contains("not a float"), "{e}");
 }
 
 /// A file of one tensor and one metadata entry, then `edit` applied to
