@@ -11,11 +11,10 @@
 //! ```
 //!
 //! - Quantized weights stay as their blocks (`QTensor`, `qmatmul`):
-//!   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K. `--dequantize` makes
-//!   them f32 on loading instead. (llama.cpp stores a k-quant file's
-//!   tensors whose rows are not whole blocks of 256 as other types; where
-//!   that type is IQ4_NL, as in the Q2_K and Q3_K files of models 896 or
-//!   576 wide, loading fails naming it.)
+//!   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K, and IQ4_NL (which
+//!   llama.cpp's Q2_K and Q3_K files hold for rows that are not whole
+//!   blocks of 256, as in models 896 or 576 wide). `--dequantize` makes
+//!   them f32 on loading instead.
 //! - The model runs on the GPU when there is one, else (or with `--cpu`)
 //!   on the CPU device.
 //! - Greedy by default. `--temperature` (with `--top-k`, `--top-p`) draws

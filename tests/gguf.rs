@@ -371,7 +371,7 @@ fn quant_cases() -> HashMap<String, Tensor> {
         .collect()
 }
 
-const DECODED: [GgmlType; 10] = [
+const DECODED: [GgmlType; 11] = [
     GgmlType::Q4_0,
     GgmlType::Q4_1,
     GgmlType::Q5_0,
@@ -382,6 +382,7 @@ const DECODED: [GgmlType; 10] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::IQ4_NL,
 ];
 
 #[test]

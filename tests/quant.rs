@@ -11,7 +11,7 @@ use common::{Rng, devices};
 use std::collections::HashMap;
 use webtensor::{DType, Device, Error, GgmlType, GpuOptions, QTensor, Tensor, io, s};
 
-const TYPES: [GgmlType; 10] = [
+const TYPES: [GgmlType; 11] = [
     GgmlType::Q4_0,
     GgmlType::Q4_1,
     GgmlType::Q5_0,
@@ -22,6 +22,7 @@ const TYPES: [GgmlType; 10] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::IQ4_NL,
 ];
 
 /// gguf-py's blocks and values (`{type}_blocks`, `{type}_values`: five
@@ -81,7 +82,7 @@ fn scale(rng: &mut Rng) -> [u8; 2] {
 /// Where each type's f16 scales lie in its block.
 fn scale_bytes(t: GgmlType) -> &'static [usize] {
     match t {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::IQ4_NL => &[0],
         GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
         GgmlType::Q2_K => &[80, 82],
         GgmlType::Q3_K => &[108],

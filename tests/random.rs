@@ -539,7 +539,10 @@ fn bad_draws_are_refused() {
             Err(Error::DType { .. })
         ));
         let e = g.rand([1 << 40, 1 << 40], DType::F32, &dev).unwrap_err();
-        assert!(matches!(e, Error::Shape { .. } | Error::TooLarge { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Shape { .. } | Error::TooLarge { .. }),
+            "{e}"
+        );
         assert!(e.to_string().contains("rand"), "{e}");
         assert!(
             g.shuffle(&Tensor::zeros([2], DType::F32, &dev).unwrap(), 1)

@@ -27,6 +27,24 @@ pub(crate) fn q4_0(b: &[u8], out: &mut [f32]) {
     }
 }
 
+/// ggml's `kvalues_iq4nl`: the values `IQ4_NL`'s nibbles index.
+pub(crate) const IQ4_NL_VALUES: [i8; 16] = [
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+];
+
+/// `IQ4_NL`: `d` (f16), 16 bytes of nibbles as `Q4_0`'s, each an index
+/// into [`IQ4_NL_VALUES`]: `d * value`.
+#[inline(always)]
+pub(crate) fn iq4_nl(b: &[u8], out: &mut [f32]) {
+    let d = half_at(b, 0);
+    let value = |q: u8| f32::from(IQ4_NL_VALUES[usize::from(q)]);
+    for j in 0..16 {
+        let q = b[2 + j];
+        out[j] = d * value(q & 0x0f);
+        out[j + 16] = d * value(q >> 4);
+    }
+}
+
 /// `Q4_1`: `d`, `m` (f16), 16 bytes of nibbles: `d * q + m`.
 #[inline(always)]
 pub(crate) fn q4_1(b: &[u8], out: &mut [f32]) {

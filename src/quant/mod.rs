@@ -28,6 +28,7 @@ fn decoder(t: GgmlType) -> Option<Decoder> {
         GgmlType::Q4_K => decode::q4_k,
         GgmlType::Q5_K => decode::q5_k,
         GgmlType::Q6_K => decode::q6_k,
+        GgmlType::IQ4_NL => decode::iq4_nl,
         GgmlType::F32 => |b, out| out[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
         GgmlType::F16 => |b, out| out[0] = half::f16::from_le_bytes([b[0], b[1]]).to_f32(),
         GgmlType::BF16 => |b, out| out[0] = half::bf16::from_le_bytes([b[0], b[1]]).to_f32(),
@@ -48,7 +49,7 @@ fn encoder(t: GgmlType) -> Option<Encoder> {
 
 /// The quantized types whose blocks products take, on every device (the
 /// block decoders here and the GPU's `quant` kernels).
-pub const PRODUCT_TYPES: [GgmlType; 10] = [
+pub const PRODUCT_TYPES: [GgmlType; 11] = [
     GgmlType::Q4_0,
     GgmlType::Q4_1,
     GgmlType::Q5_0,
@@ -59,6 +60,7 @@ pub const PRODUCT_TYPES: [GgmlType; 10] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::IQ4_NL,
 ];
 
 /// True when [`quantize`] encodes `t`.

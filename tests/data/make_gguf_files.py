@@ -97,7 +97,7 @@ np.savez(
     q_source=q_source,
 )
 
-# Blocks of every type webtensor decodes, of random bytes with finite f16
+# Blocks of every type webtensor decodes (IQ4_NL's below), of random bytes with finite f16
 # scales, and gguf-py's f32 values of them; f32 rows and gguf-py's blocks
 # of the types webtensor encodes (zero blocks and ties included).
 HALVES = {  # where each type's f16 scales are, in bytes
@@ -129,4 +129,19 @@ source = np.vstack([source, cursed])
 cases["source"] = source
 for name in ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]:
     cases[f"{name}_quantized"] = gguf.quants.quantize(source, T[name])
+# (gguf-py 0.19.0 quantizes the cursed rows' Q4_0 and Q5_0 blocks one
+# step apart from the gguf-py that wrote the committed cases, which
+# webtensor's encoder follows; the IQ4_NL cases were added to the
+# committed file with 0.19.0, its other arrays kept.)
+# IQ4_NL (4-bit indices into ggml's non-linear table), which llama.cpp
+# puts in k-quant files for rows that are not whole blocks of 256: drawn
+# last, from a generator of its own, so the cases above stay as they were.
+iq_rng = np.random.default_rng(20261202)
+blocks = iq_rng.integers(0, 256, size=(5, 18), dtype=np.uint8)
+scale = (iq_rng.standard_normal(5) * 0.1).astype(np.float16)
+scale[0] = 0.0
+scale[1] = np.float16(3e-6)  # subnormal, as small models' scales are
+blocks[:, 0:2] = scale.view(np.uint8).reshape(5, 2)
+cases["IQ4_NL_blocks"] = blocks
+cases["IQ4_NL_values"] = gguf.quants.dequantize(blocks, T.IQ4_NL).astype(np.float32)
 np.savez(HERE / "gguf_quant_cases.npz", **cases)

@@ -63,6 +63,10 @@ macro_rules! with_decoder {
                 let $decode = d::q6_k;
                 $body
             }),
+            T::IQ4_NL => Ok({
+                let $decode = d::iq4_nl;
+                $body
+            }),
             other => Err(Error::internal(OP, format!("no decoder for {other}"))),
         }
     }};

@@ -167,7 +167,7 @@ impl Gguf {
     /// The tensor `name` on `device` as `dtype` (f32, f16, bf16, or f64 on
     /// the CPU), contiguous: a quantized one's blocks decoded to f32 as
     /// gguf-py decodes them (`Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`, `Q8_0`,
-    /// `Q2_K` to `Q6_K`), bit for bit, then rounded once to `dtype`; a
+    /// `Q2_K` to `Q6_K`, `IQ4_NL`), bit for bit, then rounded once to `dtype`; a
     /// plain one as [`Gguf::tensor`] loads it, cast to `dtype`. The blocks
     /// are decoded on the host, on the calling thread.
     ///

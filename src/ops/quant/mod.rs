@@ -12,7 +12,7 @@ use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 /// A tensor of ggml's quantized blocks (`Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`,
-/// `Q8_0`, `Q2_K` to `Q6_K`): its rows along the last axis, in blocks of
+/// `Q8_0`, `Q2_K` to `Q6_K`, `IQ4_NL`): its rows along the last axis, in blocks of
 /// 32 or 256 elements, kept as a GGUF file holds them (on a GPU, bound
 /// as words and decoded in registers, with no need for `SHADER_F16`).
 /// Products take it as their weight ([`Tensor::qmatmul`], ggml's
@@ -223,7 +223,7 @@ fn layout_of(op: &'static str, ty: GgmlType, shape: &Shape) -> Result<(usize, us
             op,
             format!(
                 "{ty} is not a quantized type taken here (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, \
-                 Q2_K to Q6_K are)"
+                 Q2_K to Q6_K and IQ4_NL are)"
             ),
         ));
     }

@@ -23,6 +23,7 @@ pub(super) fn block_and_chunk(t: GgmlType) -> Option<(String, String)> {
         GgmlType::Q4_K => (Q4_K, E_Q4_K),
         GgmlType::Q5_K => (Q5_K, E_Q5_K),
         GgmlType::Q6_K => (Q6_K, E_Q6_K),
+        GgmlType::IQ4_NL => (IQ4_NL, E_IQ4_NL),
         _ => return None,
     };
     let decode = format!("{chunk}\n\n{element}").replace("SCALE_MIN", SCALE_MIN);
@@ -184,6 +185,29 @@ const Q6_K: &str = "fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>
 // Each type's `element(base, e)`: element `e` of the block at byte
 // `base` alone, by the same expressions as its `chunk` (chunk `e / 32`,
 // lane `e % 32`), for the tiled product's loads of single elements.
+
+/// `d`, 16 bytes of nibbles as `Q4_0`'s, each an index into ggml's
+/// `kvalues_iq4nl` (`crate::quant`'s `IQ4_NL_VALUES`): `d * value`. The
+/// index is a nibble: inside the table.
+const IQ4_NL: &str = "fn iq4_nl_value(q: u32) -> f32 {
+    var table = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+        1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+    return table[q & 15u];
+}
+
+fn chunk(base: u32, j: u32, v: ptr<function, array<f32, 32>>) {
+    let d = half_at(base);
+    for (var l = 0u; l < 16u; l++) {
+        let q = byte_at(base + 2u + l);
+        (*v)[l] = d * iq4_nl_value(q & 15u);
+        (*v)[l + 16u] = d * iq4_nl_value(q >> 4u);
+    }
+}";
+
+const E_IQ4_NL: &str = "fn element(base: u32, e: u32) -> f32 {
+    let q = (byte_at(base + 2u + e % 16u) >> (4u * (e / 16u))) & 15u;
+    return half_at(base) * iq4_nl_value(q);
+}";
 
 const E_Q4_0: &str = "fn element(base: u32, e: u32) -> f32 {
     let q = (byte_at(base + 2u + e % 16u) >> (4u * (e / 16u))) & 15u;

@@ -46,7 +46,7 @@ const TILED: usize = 130;
 #[cfg(not(target_arch = "wasm32"))]
 fn scale_bytes(ty: GgmlType) -> &'static [usize] {
     match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::IQ4_NL => &[0],
         GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
         GgmlType::Q2_K => &[80, 82],
         GgmlType::Q3_K => &[108],
