@@ -514,11 +514,11 @@ pub(crate) fn norm(call: &NormCall) -> Result<()> {
 /// natively, outside a capture or profile); nothing on the CPU.
 ///
 /// # Errors
-/// GPU failures and the probe's.
-pub(crate) fn probe_quant(blocks: &Storage, ty: GgmlType) -> Result<()> {
+/// `Error::DeviceLost` naming `op`; GPU failures and the probe's.
+pub(crate) fn probe_quant(op: &'static str, blocks: &Storage, ty: GgmlType) -> Result<()> {
     match blocks {
         Storage::Cpu(_) => Ok(()),
-        Storage::Gpu(s) => gpu::probe_quant(live("qmatmul", s)?, ty),
+        Storage::Gpu(s) => gpu::probe_quant(live(op, s)?, ty),
     }
 }
 

@@ -40,7 +40,10 @@ pub struct QTensor {
 
 impl QTensor {
     /// The tensor of `shape` (NumPy's order: the last axis is the rows')
-    /// whose blocks of `ty` are `bytes`, on `device`.
+    /// whose blocks of `ty` are `bytes`, on `device`. On a GPU, natively,
+    /// the first weight of a type probes its kernels (see
+    /// `DeviceInfo::dropped_kernels`): a submit of what was recorded
+    /// before, and a wait for the probe's answer.
     ///
     /// # Errors
     /// `Error::Format` for a type products do not take; `Error::Shape`
@@ -68,7 +71,7 @@ impl QTensor {
             ));
         }
         let blocks = Tensor::from_slice(bytes, [rows, row_bytes], device)?;
-        crate::backend::probe_quant(&blocks.storage(), ty)?;
+        crate::backend::probe_quant(OP, &blocks.storage(), ty)?;
         Ok(QTensor { ty, shape, blocks })
     }
 
@@ -185,7 +188,7 @@ impl QTensor {
     /// As [`QTensor::to_device`].
     pub async fn to_device_async(&self, device: &Device) -> Result<QTensor> {
         let blocks = self.blocks.to_device_async(device).await?;
-        crate::backend::probe_quant(&blocks.storage(), self.ty)?;
+        crate::backend::probe_quant("QTensor::to_device", &blocks.storage(), self.ty)?;
         Ok(QTensor {
             ty: self.ty,
             shape: self.shape.clone(),

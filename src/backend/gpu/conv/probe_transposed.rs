@@ -12,8 +12,10 @@
 //! tile's k step; padding and output padding; two images in two groups;
 //! the input and the weight read through permuted views; phases of more
 //! pixels than the largest tile is wide; output channels past 64 a group;
-//! and a k (27) past either k step and a multiple of neither. Its values
-//! are small integers, every sum within 256: exact in f16 and bf16.
+//! and a k (36) past each tile's k step (8 or 16 on the register tiles;
+//! 16 on 8 x 8 cooperative fragments, 32 on 16 x 16) and a multiple of
+//! none. Its values are small integers, every sum within 256: exact in
+//! f16 and bf16.
 
 use super::kernel::ConvTile;
 use super::probe::{ProbeGeometry, answers, w_value, x_value};
@@ -25,11 +27,11 @@ use crate::dtype::KernelType;
 use crate::error::Result;
 use std::sync::Arc;
 
-/// The probe: input `[2, 6, 6, 17]`, weight `[6, 66, 3, 7]` in 2 groups
-/// (3 input and 66 output channels each), stride (2, 3), padding (1, 0),
+/// The probe: input `[2, 8, 6, 17]`, weight `[8, 66, 3, 7]` in 2 groups
+/// (4 input and 66 output channels each), stride (2, 3), padding (1, 0),
 /// dilation (4, 1), output padding (1, 0): a `[2, 132, 18, 55]` output.
-const INPUT: [usize; 4] = [2, 6, 6, 17];
-const WEIGHT: [usize; 4] = [6, 66, 3, 7];
+const INPUT: [usize; 4] = [2, 8, 6, 17];
+const WEIGHT: [usize; 4] = [8, 66, 3, 7];
 const GROUPS: usize = 2;
 const STRIDE: [usize; 2] = [2, 3];
 const PAD: [usize; 2] = [1, 0];
@@ -120,5 +122,10 @@ mod tests {
         assert_eq!(dims, [2, 132, 18, 55]);
         let largest = expected(dims).map(f64::abs).fold(0.0, f64::max);
         assert!((1.0..=256.0).contains(&largest), "{largest}");
+        // The widest phase (all three tap rows, three of the columns' seven
+        // taps) takes k past 32, the widest k step, and a multiple of no
+        // step (8, 16, 32).
+        let k = INPUT[1] / GROUPS * WEIGHT[2] * WEIGHT[3].div_ceil(STRIDE[1]);
+        assert!(k > 32 && k % 8 != 0, "{k}");
     }
 }
