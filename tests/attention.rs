@@ -1024,10 +1024,7 @@ fn a_sabotaged_cooperative_attention_kernel_is_dropped_and_named() {
     }) else {
         return;
     };
-    let on = gpu.info().cooperative_matrix;
-    if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
-        assert!(on, "cooperative matrices required: {}", gpu.info());
-    }
+    let on = common::cooperative(&gpu);
     let cpu = Device::cpu();
     // Values exact in f16: the CPU's f32 answer is the reference.
     let make = exact_in_f16;

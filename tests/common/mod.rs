@@ -66,11 +66,18 @@ pub fn fast_gpu(tile: Option<webtensor::MatmulTile>) -> Option<(Device, bool)> {
         matmul_tile: tile,
         ..Default::default()
     })?;
+    let on = cooperative(&dev);
+    Some((dev, on))
+}
+
+/// Whether `dev` has cooperative matrices; `WEBTENSOR_REQUIRE_COOPERATIVE=1`
+/// (`scripts/cooperative-tests`) makes a device without them a failure.
+pub fn cooperative(dev: &Device) -> bool {
     let on = dev.info().cooperative_matrix;
     if std::env::var("WEBTENSOR_REQUIRE_COOPERATIVE").is_ok_and(|v| v == "1") {
         assert!(on, "cooperative matrices required: {}", dev.info());
     }
-    Some((dev, on))
+    on
 }
 
 /// The shared GPU device (native f16 where the adapter has it).

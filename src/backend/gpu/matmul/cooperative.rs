@@ -521,6 +521,7 @@ impl CoopTiling {
         }
         w
     }
+
     /// Loads of operand `s` a thread makes per step.
     fn loads_per_thread(self, s: &Staging) -> u32 {
         self.block() * self.bk() / (self.threads() * s.width)
