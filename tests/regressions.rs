@@ -261,8 +261,15 @@ fn a_nearest_resize_past_every_limit_fails_at_once() {
         let x = Tensor::ones([1, 1, 1, 1], DType::F32, &dev).unwrap();
         let start = std::time::Instant::now();
         let r = x.resize([1, 1 << 40], webtensor::Resize::Nearest);
+        // Past the device's limits, or refused by the allocator at once
+        // (the CPU's fallible reservation, where the machine's memory
+        // decides which).
         assert!(
-            matches!(r, Err(webtensor::Error::TooLarge { op: "resize", .. })),
+            matches!(
+                r,
+                Err(webtensor::Error::TooLarge { op: "resize", .. }
+                    | webtensor::Error::OutOfMemory { op: "resize", .. })
+            ),
             "{dev}: {r:?}"
         );
         assert!(
