@@ -3,7 +3,7 @@
 //! `gpu/random/` compute the same bits.
 
 use super::{Storage, TensorRef, check_bounds, cpu, gpu, live};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// `ln(1 + f) = f + f^2 p(f)` on `[sqrt(1/2) - 1, sqrt(2) - 1]`.
 pub(crate) const LOG_P: [f32; 9] = [
@@ -138,8 +138,54 @@ pub(crate) struct RandomCall<'a> {
 /// GPU failures and device limits.
 pub(crate) fn random(call: &RandomCall) -> Result<()> {
     check_bounds(&call.out)?;
+    // The kernels write whole quads (the GPU's unchecked): the storage
+    // must reach the end of the last one.
+    let quads_end = call.out.layout.offset() + call.out.layout.numel().div_ceil(4) * 4;
+    if quads_end > call.out.storage.len() {
+        return Err(Error::internal(
+            "random",
+            format!(
+                "a draw's quads end at element {quads_end} of a storage of {}",
+                call.out.storage.len()
+            ),
+        ));
+    }
     match &**call.out.storage {
         Storage::Cpu(s) => cpu::profiled("random", s, || cpu::random(s, call)),
         Storage::Gpu(s) => gpu::random(live("random", s)?, call),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::StorageRef;
+    use crate::backend::cpu::{CpuData, CpuStorage};
+    use crate::device::Device;
+    use crate::dtype::KernelType;
+    use crate::layout::Layout;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_draw_whose_last_quad_leaves_its_storage_is_refused() {
+        let threads = Device::cpu().host_threads().unwrap();
+        let storage = CpuStorage::new(CpuData::from_vec(vec![0f32; 5]), threads);
+        let storage = Arc::new(Storage::Cpu(storage));
+        let call = |len: usize| RandomCall {
+            key: [1, 2],
+            block: 0,
+            first: 0,
+            draw: Draw::Bits,
+            out: TensorRef {
+                storage: StorageRef::own(&storage),
+                layout: Layout::contiguous(vec![len]),
+                dtype: KernelType::F32,
+            },
+        };
+        // Four elements are a whole quad; five end past the storage's
+        // five in their second one.
+        assert!(random(&call(4)).is_ok());
+        let err = random(&call(5)).unwrap_err().to_string();
+        assert!(err.contains("random") && err.contains("element 8"), "{err}");
     }
 }
