@@ -160,15 +160,14 @@ pub(crate) fn random(call: &RandomCall) -> Result<()> {
 mod tests {
     use super::*;
     use crate::backend::StorageRef;
-    use crate::backend::cpu::{CpuData, CpuStorage};
-    use crate::device::Device;
+    use crate::backend::cpu::{CpuData, CpuStorage, Threads};
     use crate::dtype::KernelType;
     use crate::layout::Layout;
     use std::sync::Arc;
 
     #[test]
     fn a_draw_whose_last_quad_leaves_its_storage_is_refused() {
-        let threads = Device::cpu().host_threads().unwrap();
+        let threads = Threads::new("test", 1).unwrap();
         let storage = CpuStorage::new(CpuData::from_vec(vec![0f32; 5]), threads);
         let storage = Arc::new(Storage::Cpu(storage));
         let call = |len: usize| RandomCall {
