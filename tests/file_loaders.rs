@@ -215,6 +215,92 @@ fn npy_headers_are_read_as_python_reads_them() {
     }
 }
 
+/// np.load refuses a header past its `max_header_size` of 10,000 bytes
+/// ("Header info length (10001) is large and may not be safe to load
+/// securely"); its parse would cost time for nothing.
+#[test]
+fn npy_headers_past_numpys_limit_are_refused() {
+    let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+    for (len, ok) in [(10_000, true), (10_001, false)] {
+        // npy_with_header adds a newline.
+        let padded = format!("{dict}{}", " ".repeat(len - 1 - dict.len()));
+        match io::from_npy_bytes(&npy_with_header(&padded), &cpu()) {
+            Ok(t) if ok => assert_eq!(t.dims(), [2, 3]),
+            Err(Error::Format { msg, .. }) if !ok => assert!(msg.contains("10001"), "{msg}"),
+            other => panic!("{len}: {other:?}"),
+        }
+    }
+}
+
+/// Two arrays of one name: np.load would find the last under it, so the
+/// first would be lost (np.savez refuses the pair).
+#[test]
+fn npz_refuses_to_write_a_name_twice() {
+    let t = Tensor::zeros([2], DType::F32, &cpu()).unwrap();
+    match io::to_npz_bytes(&[("a", &t), ("b", &t), ("a", &t)]) {
+        Err(Error::Format { op, msg }) => {
+            assert_eq!(op, "to_npz_bytes");
+            assert!(msg.contains("\"a.npy\" is given twice"), "{msg}");
+        }
+        other => panic!("{:?}", other.map(|b| b.len())),
+    }
+}
+
+/// A name without the UTF-8 flag is code page 437, as Python's zipfile
+/// reads it (`b"\x82.npy".decode("cp437")` is `"é.npy"`): names differing
+/// in such bytes stay distinct. A flagged name is UTF-8.
+#[test]
+fn npz_names_without_the_utf8_flag_read_as_code_page_437() {
+    let t = Tensor::arange(0.0f32, 4.0, 1.0, &cpu()).unwrap();
+    let written = io::to_npz_bytes(&[("é", &t)]).unwrap();
+    let read = io::from_npz_bytes(&written, &cpu()).unwrap();
+    assert_eq!(read[0].0, "é");
+    let mut legacy = io::to_npz_bytes(&[("x", &t), ("y", &t)]).unwrap();
+    let (_, central) = ends(&legacy);
+    // Each name's first byte in its local header (offset 30) and its
+    // central record (offset 46); the flags stay clear.
+    let second = 46 + 5;
+    let local_y = u32_at(&legacy, central + second + 42) as usize;
+    for (at, byte) in [
+        (30, 0x82),
+        (central + 46, 0x82),
+        (local_y + 30, 0x8a),
+        (central + second + 46, 0x8a),
+    ] {
+        legacy[at] = byte;
+    }
+    let names: Vec<String> = io::from_npz_bytes(&legacy, &cpu())
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["é", "è"]);
+}
+
+/// Offsets summing past 2^64: the safetensors crate adds the data's end to
+/// the header's length unchecked (a panic where overflow is checked, as in
+/// these tests' builds).
+#[test]
+fn safetensors_offsets_past_the_file_are_refused_without_overflow() {
+    let s = (1u64 << 61) - 1;
+    let tensors: Vec<String> = (0..8)
+        .map(|i| {
+            format!(
+                "\"t{i}\": {{\"dtype\": \"U8\", \"shape\": [{s}], \"data_offsets\": [{}, {}]}}",
+                i * s,
+                (i + 1) * s
+            )
+        })
+        .collect();
+    let header = format!("{{{}}}", tensors.join(", "));
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    match io::from_safetensors_bytes(&file, &cpu()) {
+        Err(Error::Format { msg, .. }) => assert!(msg.contains("the file has 0"), "{msg}"),
+        other => panic!("{:?}", other.map(|m| m.len())),
+    }
+}
+
 #[test]
 fn safetensors_refuses_to_write_a_tensor_named_metadata() {
     let t = Tensor::zeros([2], DType::F32, &cpu()).unwrap();

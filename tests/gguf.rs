@@ -526,6 +526,7 @@ fn malformed_headers_fail_naming_the_field() {
         ("version 1", Box::new(|b| put(b, 4, &1u32.to_le_bytes()))),
         ("big-endian", Box::new(|b| put(b, 4, &3u32.to_be_bytes()))),
         ("version 9", Box::new(|b| put(b, 4, &9u32.to_le_bytes()))),
+        ("version 0", Box::new(|b| put(b, 4, &0u32.to_le_bytes()))),
         (
             "metadata count",
             Box::new(|b| put(b, KV_COUNT, &(1u64 << 60).to_le_bytes())),
@@ -646,21 +647,56 @@ fn hostile_metadata_fails_before_allocating() {
     // Zero tensors and no data section at all is a file.
     let f = Gguf::from_bytes(header(&[u8_kv("k")])).unwrap();
     assert_eq!(f.tensors().len(), 0);
-    // An array of 2^24 + 1 u8 values the file holds: refused, where its
-    // values would take 32 times the file's bytes (540 MB); 2^24 load.
-    for (count, ok) in [((1u64 << 24) + 1, false), (1 << 24, true)] {
-        let mut long = key("long", 9);
-        long.extend_from_slice(&0u32.to_le_bytes());
-        long.extend_from_slice(&count.to_le_bytes());
-        long.resize(long.len() + count as usize, 0);
-        match Gguf::from_bytes(header(&[long])) {
+    // Arrays of 2^24 + 1 u8 values in all that the file holds: refused,
+    // where their values would take 32 times the file's bytes (540 MB),
+    // whether in one array or two; 2^24 load.
+    let long = |k: &str, count: u64| {
+        let mut b = key(k, 9);
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&count.to_le_bytes());
+        b.resize(b.len() + count as usize, 0);
+        b
+    };
+    let half = 1u64 << 23;
+    for (kvs, ok) in [
+        (vec![long("long", 2 * half + 1)], false),
+        (vec![long("a", half), long("b", half + 1)], false),
+        (vec![long("long", 2 * half)], true),
+    ] {
+        match Gguf::from_bytes(header(&kvs)) {
             Ok(_) if ok => {}
             Err(Error::Format { msg, .. }) if !ok => {
                 assert!(msg.contains("at most 16777216"), "{msg}")
             }
-            other => panic!("{count}: {:?}", other.map(|_| ())),
+            other => panic!("{ok}: {:?}", other.map(|_| ())),
         }
     }
+}
+
+/// The writer refuses the metadata its reader would refuse: arrays of more
+/// than 2^24 values in all (nested ones counted).
+#[test]
+fn the_writer_refuses_more_array_values_than_are_read() {
+    let u8s = |n: usize| GgufValue::Array {
+        item: GgufValueType::U8,
+        items: vec![GgufValue::U8(0); n],
+    };
+    let mut w = GgufWriter::new();
+    w.add_metadata("a", u8s(1 << 23)).unwrap();
+    let nested = GgufValue::Array {
+        item: GgufValueType::Array,
+        items: vec![u8s(1 << 11); 1 << 12],
+    };
+    match w.add_metadata("b", nested) {
+        Err(Error::Format { op, msg }) => {
+            assert_eq!(op, "GgufWriter::add_metadata");
+            assert!(msg.contains("8392704 array values after 8388608"), "{msg}");
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    w.add_metadata("c", u8s(1 << 23)).unwrap();
+    let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+    assert_eq!(f.metadata().len(), 2);
 }
 
 /// Two tensors whose data overlap are refused, as gguf.cpp refuses them:

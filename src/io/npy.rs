@@ -10,6 +10,9 @@ use crate::tensor::Tensor;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
+/// The longest header read, in bytes: np.load's `max_header_size`.
+const MAX_HEADER: usize = 10_000;
+
 /// The `descr` NumPy writes for `dtype` (little-endian).
 ///
 /// # Errors
@@ -302,6 +305,14 @@ fn decode<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Header, &'a [u8])> {
             ));
         }
     };
+    // np.load's `max_header_size`: a header is a short dict (a long one
+    // would only cost its parse's time).
+    if len > MAX_HEADER {
+        return Err(Error::format(
+            op,
+            format!("the header has {len} bytes; np.load reads at most {MAX_HEADER}"),
+        ));
+    }
     let end = start
         .checked_add(len)
         .filter(|&e| e <= bytes.len())

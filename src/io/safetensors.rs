@@ -88,6 +88,7 @@ pub fn from_safetensors_bytes(bytes: &[u8], device: &Device) -> Result<BTreeMap<
 }
 
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<BTreeMap<String, Tensor>> {
+    check_offsets(op, bytes)?;
     let file = SafeTensors::deserialize(bytes).map_err(|e| Error::format(op, e.to_string()))?;
     let mut views = file.tensors();
     // Made in name order, so that an error names the first bad tensor.
@@ -101,6 +102,32 @@ fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<BTreeMap<Stri
             Ok((name, tensor))
         })
         .collect()
+}
+
+/// Refuses a header whose tensors end past the bytes there. The
+/// safetensors crate adds the data's end to the header's length unchecked:
+/// offsets near 2^64 overflow (a panic where overflow is checked). Any
+/// other fault is left to the crate's own checks.
+fn check_offsets(op: &'static str, bytes: &[u8]) -> Result<()> {
+    let header = bytes.get(..8).and_then(|n| {
+        let n = usize::try_from(u64::from_le_bytes(n.try_into().ok()?)).ok()?;
+        bytes.get(8..n.checked_add(8)?)
+    });
+    let Some(header) = header else { return Ok(()) };
+    let Ok(map) = serde_json::from_slice::<BTreeMap<String, serde_json::Value>>(header) else {
+        return Ok(());
+    };
+    let data = (bytes.len() - 8 - header.len()) as u64;
+    for (name, info) in &map {
+        let end = info["data_offsets"][1].as_u64().unwrap_or(0);
+        if end > data {
+            return Err(Error::format(
+                op,
+                format!("tensor {name:?} ends at byte {end} of the data; the file has {data}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The bytes of a safetensors file holding each named tensor (any view,

@@ -35,10 +35,19 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 /// A zip archive holding `entries` uncompressed.
 ///
 /// # Errors
-/// `Error::Format` naming `op` for an entry or archive past 4 GiB (zip64
-/// sizes and offsets are not written; a zip64 count is, past 65,535
-/// entries).
+/// `Error::Format` naming `op` for a name given twice (a reader finds one
+/// array under it: NumPy's `np.load` the last), or an entry or archive past
+/// 4 GiB (zip64 sizes and offsets are not written; a zip64 count is, past
+/// 65,535 entries).
 pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
+    let mut names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::format(
+            op,
+            format!("the name {:?} is given twice", w[0]),
+        ));
+    }
     let too_big = || {
         Error::format(
             op,
@@ -202,6 +211,7 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
         }
         let field = |off: usize| u32_at(bytes, at + off).ok_or_else(|| bad("a short entry"));
         let half = |off: usize| u16_at(bytes, at + off).ok_or_else(|| bad("a short entry"));
+        let utf8 = half(8)? & 0x0800 != 0;
         let method = half(10)?;
         let crc = field(16)?;
         let mut packed = field(20)? as u64;
@@ -213,7 +223,10 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
         let name = bytes
             .get(name_at..name_at + name_len)
             .ok_or_else(|| bad("a short name"))?;
-        let name = String::from_utf8_lossy(name).into_owned();
+        let name = match utf8 || name.is_ascii() {
+            true => String::from_utf8_lossy(name).into_owned(),
+            false => cp437(name),
+        };
         // Zip64: the 32-bit fields that are 0xffffffff follow in its extra field.
         let extra = bytes
             .get(name_at + name_len..name_at + name_len + extra_len)
@@ -225,10 +238,14 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
                 u16_at(extra, e + 2).unwrap_or(0) as usize,
             );
             if id == 1 {
-                let mut f = e + 4;
+                // Read within its own length, not into the next field's.
+                let field = extra.get(e + 4..e + 4 + len).unwrap_or(&[]);
+                let mut f = 0;
                 for v in [&mut size, &mut packed, &mut local] {
                     if *v == u32::MAX as u64 {
-                        *v = u64_at(extra, f).ok_or_else(|| bad("a short zip64 field"))?;
+                        *v = u64_at(field, f).ok_or_else(|| {
+                            bad(&format!("entry {name:?} has a short zip64 field"))
+                        })?;
                         f += 8;
                     }
                 }
@@ -236,10 +253,8 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
             e += 4 + len;
         }
         let header = span(bytes, local, 30)
+            .filter(|h| u32_at(h, 0) == Some(LOCAL))
             .ok_or_else(|| bad(&format!("entry {name:?} has no local header")))?;
-        if u32_at(header, 0) != Some(LOCAL) {
-            return Err(bad("an entry without its local header"));
-        }
         let header_len =
             30 + u16_at(header, 26).unwrap_or(0) as u64 + u16_at(header, 28).unwrap_or(0) as u64;
         let data = local
@@ -326,6 +341,23 @@ impl<'a> Entry<'a> {
         }
         Ok(data)
     }
+}
+
+/// IBM code page 437's characters for the bytes 0x80 to 0xff.
+const CP437_HIGH: &str = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u{a0}";
+
+/// A name written without the UTF-8 flag, as code page 437 reads it (as
+/// Python's zipfile reads it: distinct names stay distinct).
+fn cp437(name: &[u8]) -> String {
+    name.iter()
+        .map(|&b| match b {
+            0..=0x7f => b as char,
+            _ => CP437_HIGH
+                .chars()
+                .nth(b as usize - 0x80)
+                .unwrap_or('\u{fffd}'),
+        })
+        .collect()
 }
 
 /// Every entry of a zip archive: its name and its (inflated) bytes, in the

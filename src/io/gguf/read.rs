@@ -15,11 +15,12 @@ pub(crate) const DEFAULT_ALIGNMENT: u64 = 32;
 /// nest them until the reader's stack overflows).
 const MAX_NESTING: u32 = 8;
 
-/// The most values a metadata array holds: 2^24 (a vocabulary of 16M
-/// tokens; the largest real ones have about 256K). Each value takes 32
-/// bytes in memory where a file may spend one, so a count bounded only by
-/// the file's bytes could ask 32 times its size.
-const MAX_ARRAY: u64 = 1 << 24;
+/// The most values the metadata's arrays hold together: 2^24 (a
+/// vocabulary of 16M tokens; the largest real ones have about 256K, in
+/// three or four arrays). Each value takes 32 bytes in memory where a file
+/// may spend one, so counts bounded only by the file's bytes could ask 32
+/// times its size.
+pub(crate) const MAX_ARRAY_VALUES: u64 = 1 << 24;
 
 /// The most entries, tensors or array values reserved for before they are
 /// read: a count is a header's claim, and its entries take several times
@@ -34,6 +35,8 @@ struct Cursor<'a> {
     bytes: &'a [u8],
     at: usize,
     op: &'static str,
+    /// The array values read so far.
+    values: u64,
 }
 
 impl<'a> Cursor<'a> {
@@ -124,12 +127,15 @@ impl<'a> Cursor<'a> {
                         self.left()
                     )));
                 }
-                if count > MAX_ARRAY {
+                if count > MAX_ARRAY_VALUES - self.values {
                     return Err(self.fail(format!(
-                        "{what}: an array of {count} values; at most {MAX_ARRAY} are read (a \
-                         value takes 32 bytes in memory, a u8 in the file one)"
+                        "{what}: an array of {count} values after {} others; at most \
+                         {MAX_ARRAY_VALUES} are read in all (a value takes 32 bytes in memory, a \
+                         u8 in the file one)",
+                        self.values
                     )));
                 }
+                self.values += count;
                 let mut items = Vec::with_capacity(count.min(RESERVED) as usize);
                 for _ in 0..count {
                     items.push(self.value(item, what, depth + 1)?);
@@ -155,6 +161,7 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
         bytes: &bytes,
         at: 0,
         op,
+        values: 0,
     };
     let magic = c.array::<4>(&"the magic")?;
     if &magic != b"GGUF" {
@@ -166,7 +173,7 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
     match version {
         2 | 3 => {}
         1 => return Err(c.fail("GGUF version 1 (32-bit counts) is not read".into())),
-        v if v.swap_bytes() <= 3 => {
+        v if (1..=3).contains(&v.swap_bytes()) => {
             return Err(c.fail("big-endian GGUF files are not read".into()));
         }
         v => return Err(c.fail(format!("GGUF version {v} is not known (2 and 3 are)"))),

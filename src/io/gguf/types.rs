@@ -131,6 +131,16 @@ impl GgufValue {
         }
     }
 
+    /// The values its arrays hold, nested arrays' too.
+    pub(crate) fn array_values(&self) -> u64 {
+        match self {
+            GgufValue::Array { items, .. } => {
+                items.len() as u64 + items.iter().map(GgufValue::array_values).sum::<u64>()
+            }
+            _ => 0,
+        }
+    }
+
     /// The value as an unsigned integer, when it is a non-negative integer
     /// of any width.
     pub fn as_u64(&self) -> Option<u64> {

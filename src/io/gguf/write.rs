@@ -2,7 +2,7 @@
 //! header, the metadata in the order given, the tensors' headers, then
 //! each tensor's data, every part of the data padded to the alignment.
 
-use super::read::{DEFAULT_ALIGNMENT, MAX_DIMS};
+use super::read::{DEFAULT_ALIGNMENT, MAX_ARRAY_VALUES, MAX_DIMS};
 use super::types::GgufValue;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -110,13 +110,25 @@ impl GgufWriter {
     /// # Errors
     /// `Error::Format` naming `GgufWriter::add_metadata` for a key given
     /// twice, an array holding an item of another type or nested more than
-    /// 8 deep, or a `general.alignment` that is not a u32 power of two.
+    /// 8 deep, arrays holding more than 2^24 values in all (the reader's
+    /// limit), or a `general.alignment` that is not a u32 power of two.
     pub fn add_metadata(&mut self, key: &str, value: GgufValue) -> Result<&mut GgufWriter> {
         const OP: &str = "GgufWriter::add_metadata";
         if self.metadata.iter().any(|(k, _)| k == key) {
             return Err(refuse(OP, format!("metadata {key:?} is given twice")));
         }
         check_value(OP, key, &value, 0)?;
+        let before: u64 = self.metadata.iter().map(|(_, v)| v.array_values()).sum();
+        if value.array_values() > MAX_ARRAY_VALUES - before {
+            return Err(refuse(
+                OP,
+                format!(
+                    "metadata {key:?}: {} array values after {before} others; GGUF files are read \
+                     with at most {MAX_ARRAY_VALUES} in all",
+                    value.array_values()
+                ),
+            ));
+        }
         if key == "general.alignment" {
             match value {
                 GgufValue::U32(a) if a.is_power_of_two() => self.alignment = Some(a.into()),
