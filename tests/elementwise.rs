@@ -795,3 +795,142 @@ fn the_tanh_gelu_keeps_its_digits_for_negative_inputs() {
         }
     }
 }
+
+/// A 16-bit tensor of these bits.
+fn sixteen_bit(bits: &[u16], dtype: DType, dev: &Device) -> Tensor {
+    let n = [bits.len()];
+    match dtype {
+        DType::F16 => {
+            let v: Vec<half::f16> = bits.iter().map(|&b| half::f16::from_bits(b)).collect();
+            Tensor::from_slice(&v, n, dev).unwrap()
+        }
+        _ => {
+            let v: Vec<half::bf16> = bits.iter().map(|&b| half::bf16::from_bits(b)).collect();
+            Tensor::from_slice(&v, n, dev).unwrap()
+        }
+    }
+}
+
+fn bits_of_16(t: &Tensor) -> Vec<u16> {
+    match t.dtype() {
+        DType::F16 => t
+            .to_vec::<half::f16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+        _ => t
+            .to_vec::<half::bf16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+    }
+}
+
+/// An op through a view that ends inside a vector entry (eight 16-bit
+/// elements a thread from a multiple of 8, four from a multiple of 4)
+/// leaves the elements past its end as they were, bit for bit: NaNs of
+/// either sign and their payloads, subnormals. The last entry was decoded
+/// and encoded again, which made every such NaN 0x7e00.
+#[test]
+fn elements_past_a_views_end_keep_their_bits() {
+    let tails = [
+        (
+            DType::F16,
+            0x3c00u16,
+            [0xfe00u16, 0x7c01, 0xfd55, 0x0001, 0x8001],
+        ),
+        (
+            DType::BF16,
+            0x3f80,
+            [0xffc0, 0x7f81, 0xff95, 0x0001, 0x8001],
+        ),
+    ];
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        for (dtype, one, tail) in tails {
+            // Views from 0 (eight a thread) and 4 (four), ending in every lane.
+            for start in [0, 4] {
+                for len in 1..12 {
+                    let bits: Vec<u16> = (0..32)
+                        .map(|i| [one, tail[i % 5]][usize::from(i >= start + len)])
+                        .collect();
+                    let t = sixteen_bit(&bits, dtype, &dev);
+                    t.narrow(0, start, len).unwrap().add_scalar_(1.0).unwrap();
+                    let got = bits_of_16(&t);
+                    // 2.0 is 0x4000 in both.
+                    let two = 0x4000;
+                    for (i, (&g, &b)) in got.iter().zip(&bits).enumerate() {
+                        let want = if (start..start + len).contains(&i) {
+                            two
+                        } else {
+                            b
+                        };
+                        assert_eq!(
+                            g,
+                            want,
+                            "{dev} {dtype} [{start}, {}) element {i}: {got:04x?}",
+                            start + len
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// f32 to f16 on every device rounds as the CPU (and NumPy) does: to
+/// nearest, ties to even, at every f16's neighbours and midpoints: normal,
+/// subnormal (WGSL lets `pack2x16float` round and flush them as the
+/// adapter likes), and past 65504 up to 65520, where infinity begins.
+#[test]
+fn f32_to_f16_rounds_to_nearest_even_everywhere() {
+    let mut values = Vec::new();
+    // (0x7bff's neighbour is infinity: its midpoint, 65520, comes below.)
+    for h in 0..0x7bffu16 {
+        let lo = half::f16::from_bits(h).to_f32();
+        let hi = half::f16::from_bits(h + 1).to_f32();
+        let mid = (lo as f64 + hi as f64) / 2.0;
+        let mid32 = mid as f32;
+        for v in [
+            lo,
+            mid32,
+            f32::from_bits(mid32.to_bits() - 1),
+            f32::from_bits(mid32.to_bits() + 1),
+        ] {
+            values.extend([v, -v]);
+        }
+    }
+    values.extend([
+        65519.996f32,
+        65520.0,
+        1e-8,
+        2.980_232_2e-8,
+        2.980_233e-8,
+        f32::MAX,
+        f32::INFINITY,
+    ]);
+    let n = [values.len()];
+    let cpu = Tensor::from_slice(&values, n, &Device::cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap();
+    let want = bits_of_16(&cpu);
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        let got = bits_of_16(
+            &Tensor::from_slice(&values, n, &dev)
+                .unwrap()
+                .to_dtype(DType::F16)
+                .unwrap(),
+        );
+        for i in 0..values.len() {
+            assert_eq!(
+                got[i],
+                want[i],
+                "{dev}: {:e} ({:08x})",
+                values[i],
+                values[i].to_bits()
+            );
+        }
+    }
+}

@@ -5,13 +5,13 @@
 // runs the program on its four lanes in the compute types and writes one
 // entry of the destination. One thread owns each entry, so packed
 // destinations need no atomics. The last entry of a length that is not a
-// multiple of 4 keeps the lanes past the end as they were (no other
-// thread writes that entry). Filled by elementwise/codegen.rs:
+// multiple of 4 keeps the lanes past the end as they were, bit for bit (no
+// other thread writes that entry). Filled by elementwise/codegen.rs:
 //   PRELUDE   as elementwise.wgsl, with no walk or access functions; its
 //             bindings are the destination and inputs as arrays of
 //             four-element entries
 //   OUT_FNS   pack_out (the destination's lanes to one entry, rounded or
-//             wrapped) and unpack_out (one entry to its lanes)
+//             wrapped) and merge_out (an entry's first n lanes from another)
 //   VLOADS    `let wK = ...;`: operand K's four lanes for this thread
 //   LANES     program on lane 0, 1, 2 and 3: `program(w1.x, ...), ...`
 //   OUT       the destination's vec4 of lanes in its compute type
@@ -31,10 +31,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (first + 4u <= params.numel) {
         out_buf[o] = pack_out(r);
     } else {
-        var kept = unpack_out(out_buf[o]);
-        for (var l = 0u; l < params.numel - first; l++) {
-            kept[l] = r[l];
-        }
-        out_buf[o] = pack_out(kept);
+        out_buf[o] = merge_out(out_buf[o], pack_out(r), params.numel - first);
     }
 }

@@ -7,12 +7,12 @@
 // 16-bit data so moves as many bytes per access as 32-bit data does in
 // elementwise_vec4.wgsl. One thread owns each entry; the last entry of a
 // length that is not a multiple of 8 keeps the lanes past the end as they
-// were. Filled by elementwise/codegen.rs:
+// were, bit for bit. Filled by elementwise/codegen.rs:
 //   PRELUDE   as elementwise.wgsl, with no walk or access functions; its
 //             bindings are the destination and inputs as arrays of
 //             `vec4<u32>`
-//   OUT_FNS   pack_out (eight results to one entry, rounded) and unpack_out
-//             (one entry to its eight values)
+//   OUT_FNS   pack_out (eight results to one entry, rounded) and merge_out
+//             (an entry's first n lanes from another)
 //   VLOADS    `var wK = ...;`: operand K's eight lanes for this thread
 //   LANE      the program on lane l: `program(w1[l], ...)`
 {{PRELUDE}}
@@ -36,10 +36,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (first + 8u <= params.numel) {
         out_buf[o] = pack_out(r);
     } else {
-        var kept = unpack_out(out_buf[o]);
-        for (var l = 0u; l < params.numel - first; l++) {
-            kept[l] = r[l];
-        }
-        out_buf[o] = pack_out(kept);
+        out_buf[o] = merge_out(out_buf[o], pack_out(r), params.numel - first);
     }
 }

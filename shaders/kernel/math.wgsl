@@ -420,13 +420,48 @@ fn f32_to_bool(x: f32) -> bool {
     return x != 0.0 || is_nan_f32(x);
 }
 
-// Round-to-nearest f16 bits of an f32, with overflow to infinity and NaN kept
-// (pack2x16float leaves out-of-range values undefined).
+// Round-to-nearest-even f16 bits of an f32, overflowing to infinity, NaN
+// kept, subnormals exact: worked out on the bits (pack2x16float's rounding,
+// range and subnormals are the adapter's, and WGSL lets it flush them).
 fn f16_bits(v: f32) -> u32 {
     if (is_nan_f32(v)) { return 0x7e00u; }
-    let sign = (bitcast<u32>(v) >> 16u) & 0x8000u;
-    if (abs(v) >= 65520.0) { return sign | 0x7c00u; }
-    return pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu;
+    let b = bitcast<u32>(v);
+    let sign = (b >> 16u) & 0x8000u;
+    let a = b & 0x7fffffffu;
+    // 65520 and up round to infinity.
+    if (a >= 0x477ff000u) { return sign | 0x7c00u; }
+    // Below 2^-14, a subnormal: m 2^-24 with m = |v| 2^24 (exact) rounded
+    // half to even (WGSL's round).
+    if (a < 0x38800000u) { return sign | u32(round(ldexp(bitcast<f32>(a), 24))); }
+    // A normal: the exponent rebiased, the mantissa rounded at bit 13.
+    return sign | ((a - 0x38000000u + 0xfffu + ((a >> 13u) & 1u)) >> 13u);
+}
+
+// The f32 of f16 bits (the low 16 of `h`), exactly: subnormals too
+// (unpack2x16float may flush them to zero, and WGSL lets it).
+fn f16_value(h: u32) -> f32 {
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0u) {
+        // Zero or subnormal: m 2^-24, a normal f32 (or zero).
+        return bitcast<f32>(sign | bitcast<u32>(ldexp(f32(m), -24)));
+    }
+    // Infinity and NaN keep every exponent bit.
+    let exponent = select(e + 112u, 255u, e == 31u);
+    return bitcast<f32>(sign | (exponent << 23u) | (m << 13u));
+}
+
+// The bits of lanes `first ..` of a word of `bits`-bit lanes that come
+// before lane `n` (a partial last entry's lanes; the others keep theirs).
+fn lane_mask(n: u32, first: u32, bits: u32) -> u32 {
+    let lanes = min(n - min(n, first), 32u / bits);
+    return select((1u << (lanes * bits)) - 1u, 0xffffffffu, lanes * bits == 32u);
+}
+
+// Half `odd` (0 low, 1 high) of a word of two f16, as an f32.
+fn f16_of_word(word: u32, odd: u32) -> f32 {
+    return f16_value(word >> (odd * 16u));
 }
 
 // Round-to-nearest-even bf16 bits (the top half) of an f32, overflowing to

@@ -35,20 +35,10 @@ fn byte_at(at: u32) -> u32 {
     return (w[at >> 2u] >> ((at & 3u) << 3u)) & 0xffu;
 }
 
-/// The f16 at bytes `at`, `at + 1`, widened exactly: subnormals too
-/// (`unpack2x16float` may flush them to zero, and WGSL lets it).
+/// The f16 at bytes `at`, `at + 1`, widened exactly (math.wgsl's
+/// `f16_value`: subnormals too).
 fn half_at(at: u32) -> f32 {
-    let h = byte_at(at) | (byte_at(at + 1u) << 8u);
-    let sign = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0u) {
-        // Zero or subnormal: m 2^-24, a normal f32 (or zero).
-        return bitcast<f32>(sign | bitcast<u32>(ldexp(f32(m), -24)));
-    }
-    // Infinity and NaN keep every exponent bit.
-    let exponent = select(e + 112u, 255u, e == 31u);
-    return bitcast<f32>(sign | (exponent << 23u) | (m << 13u));
+    return f16_value(byte_at(at) | (byte_at(at + 1u) << 8u));
 }
 
 /// The little-endian u32 at bytes `at .. at + 4`.

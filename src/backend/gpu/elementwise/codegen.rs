@@ -275,10 +275,9 @@ fn vec4_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
     let (out, quad) = (key.out(), quad_type(mode(0)));
     let out_lanes = format!("vec4<{}>", ScalarType::of(out));
     let out_fns = format!(
-        "fn pack_out(v: {out_lanes}) -> {quad} {{\n    return {};\n}}\n\
-         fn unpack_out(q: {quad}) -> {out_lanes} {{\n    return {};\n}}\n",
+        "fn pack_out(v: {out_lanes}) -> {quad} {{\n    return {};\n}}\n{}",
         quad_of(out, mode(0), "v"),
-        quad_lanes(out, mode(0), "q"),
+        merge_fn(&quad, mode(0)),
     );
     fill(
         "elementwise vec4 kernel",
@@ -291,6 +290,33 @@ fn vec4_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
             ("OUT", &out_lanes),
         ],
     )
+}
+
+/// `fn merge_out(was, now, n)`: an entry of type `quad` (of storage `s`)
+/// holding `now`'s lanes before lane `n` and `was`'s bits past them.
+fn merge_fn(quad: &str, s: StorageMode) -> String {
+    let body = match s {
+        StorageMode::Plain(_) | StorageMode::F16 | StorageMode::Words64 => {
+            "return select(was, now, vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(n));".to_string()
+        }
+        // Words of two 16-bit lanes, or one word of four bytes.
+        _ => {
+            let bits = if s == StorageMode::Bytes { 8 } else { 16 };
+            let words = match quad {
+                "u32" => 1,
+                "vec2<u32>" => 2,
+                _ => 4,
+            };
+            let masks: Vec<String> = (0..words)
+                .map(|w| format!("lane_mask(n, {}u, {bits}u)", w * 32 / bits))
+                .collect();
+            format!(
+                "let m = {quad}({});\n    return (was & ~m) | (now & m);",
+                masks.join(", ")
+            )
+        }
+    };
+    format!("fn merge_out(was: {quad}, now: {quad}, n: u32) -> {quad} {{\n    {body}\n}}\n")
 }
 
 /// The vec8 kernel of `key` (see [`Access::Vec8`]): each thread reads
@@ -308,7 +334,7 @@ fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
         Ok(match (dtype, key.native_f16) {
             // f16, native or packed (the same bits), as the packed
             // storage's loads convert it.
-            (KernelType::F16, _) => format!("unpack2x16float({word}).{}", ["x", "y"][h]),
+            (KernelType::F16, _) => format!("f16_of_word({word}, {h}u)"),
             (KernelType::BF16, _) => format!("bf16_of_word({word}, {h}u)"),
             (other, _) => {
                 return Err(Error::internal(
@@ -349,10 +375,9 @@ fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
         .map(|w| format!("{bits}(v[{}]) | ({bits}(v[{}]) << 16u)", 2 * w, 2 * w + 1))
         .collect();
     let out_fns = format!(
-        "fn pack_out(v: array<f32, 8>) -> vec4<u32> {{\n    return vec4<u32>({});\n}}\n\
-         fn unpack_out(e: vec4<u32>) -> array<f32, 8> {{\n    return {};\n}}\n",
+        "fn pack_out(v: array<f32, 8>) -> vec4<u32> {{\n    return vec4<u32>({});\n}}\n{}",
         words.join(", "),
-        lanes_of(key.out(), "e")?
+        merge_fn("vec4<u32>", StorageMode::PackedF16),
     );
     fill(
         "elementwise vec8 kernel",

@@ -223,6 +223,12 @@ fn op_fn(n: usize, kernel: ElementwiseOp, out: KernelType, inputs: &[KernelType]
         ElementwiseOp::Unary(op) => unary_expr(op, out_ct),
         ElementwiseOp::Binary(op) => binary_expr(op, out_ct),
         ElementwiseOp::Compare(op) => compare_expr(op, ScalarType::of(inputs[0])),
+        // Floats picked on their bits: a select on a float comparison the
+        // same kernel made (`where(a > b, a, b)` fused) may compile to a max,
+        // which takes +0 over -0 (see math.wgsl's `order_key_f32`).
+        ElementwiseOp::Where if out_ct == ScalarType::F32 => {
+            "bitcast<f32>(select(bitcast<u32>(b), bitcast<u32>(a), c))".to_string()
+        }
         ElementwiseOp::Where => "select(b, a, c)".to_string(),
     };
     format!(
