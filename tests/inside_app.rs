@@ -539,6 +539,37 @@ fn a_failed_batch_poisons_what_it_was_to_write() {
     }
 }
 
+/// An index fault flushed before a readback whose batch fails is not lost
+/// with it: the failed submit never copied the fault record, so the next
+/// readback reports it (it read back the gather's garbage as `Ok`).
+#[test]
+fn an_index_fault_outlives_a_failed_readback() {
+    let Some(dev) = common::own_gpu(GpuOptions {
+        flush_threshold: Some(1024),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (device, queue) = dev.wgpu().unwrap();
+    let x = Tensor::arange(0.0f32, 4.0, 1.0, &dev).unwrap();
+    let idx = Tensor::from_slice(&[7i32], [1], &dev).unwrap();
+    let g = x.index_select(&idx, 0).unwrap();
+    dev.flush().unwrap();
+    let buffer = app_buffer(&device, &queue, &[1.0; 4]);
+    let y = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev)
+        .unwrap()
+        .add_scalar(1.0)
+        .unwrap();
+    buffer.destroy();
+    assert!(y.to_vec::<f32>().is_err());
+    match g.to_vec::<f32>() {
+        Err(webtensor::Error::Index {
+            index: 7, size: 4, ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Issue 26: two tensors over one wgpu buffer are one storage to the
 /// overlap rules, whichever handles wrap it.
 #[test]

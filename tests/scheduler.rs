@@ -1078,3 +1078,49 @@ fn a_flush_survives_results_dropped_on_another_thread_while_it_encodes() {
     assert_eq!(dev.stats().bytes_live, live);
     assert_eq!(read_f32(&a.add(&b).unwrap()), vec![3.0; 64]);
 }
+
+/// A tensor of `empty_like` whose only reader's result was dropped (the
+/// read skipped as dead at the flush, so nothing ever took its buffer)
+/// reads back its unspecified values, as any empty tensor does; it was an
+/// internal error.
+#[test]
+fn an_empty_tensor_whose_only_reader_was_dropped_reads_back() {
+    let Some(dev) = batched_gpu(true) else { return };
+    let x = Tensor::ones([5], DType::F32, &dev).unwrap();
+    let e = x.empty_like().unwrap();
+    drop(x.add(&e).unwrap());
+    assert_eq!(e.to_vec::<f32>().unwrap().len(), 5);
+    // Written afterwards, it holds what was written.
+    e.fill_(2.0).unwrap();
+    assert_eq!(e.to_vec::<f32>().unwrap(), [2.0; 5]);
+}
+
+/// A fused chain over a tensor past one binding runs as several windowed
+/// dispatches of one kernel: its ops are counted as folded once (each
+/// window counted them again), so `fused_kernels` is 1.
+#[test]
+fn a_windowed_fused_chain_counts_its_fused_ops_once() {
+    let Some(dev) = own_gpu(GpuOptions {
+        fusion: Some(true),
+        flush_threshold: Some(256),
+        max_binding_bytes: Some(4096),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let x = Tensor::arange(0.0f32, 4096.0, 1.0, &dev).unwrap();
+    dev.sync().unwrap();
+    let before = dev.stats();
+    let y = x
+        .mul_scalar(2.0)
+        .unwrap()
+        .add_scalar(1.0)
+        .unwrap()
+        .neg()
+        .unwrap();
+    dev.sync().unwrap();
+    let d = delta(before, dev.stats());
+    assert!(d.dispatches >= 4, "{d:?}");
+    assert_eq!((d.fused_kernels, d.fused_ops), (1, 2), "{d:?}");
+    assert_eq!(read_f32(&y)[4095], -8191.0);
+}

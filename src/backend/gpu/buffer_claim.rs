@@ -220,7 +220,7 @@ impl BufferClaim {
         &self,
         pool: &BufferPool,
         target: (&wgpu::Device, &'static str, u64),
-        open_batch: u64,
+        open_batch: &dyn Fn() -> u64,
         unused_from_here: &dyn Fn(u64) -> bool,
         reference: bool,
     ) -> Result<(wgpu::Buffer, u64)> {
@@ -241,7 +241,7 @@ impl BufferClaim {
         s: &mut ClaimState,
         pool: &BufferPool,
         (device, op, limit): (&wgpu::Device, &'static str, u64),
-        open_batch: u64,
+        open_batch: &dyn Fn() -> u64,
         unused_from_here: &dyn Fn(u64) -> bool,
         reference: bool,
     ) -> Result<(wgpu::Buffer, u64)> {
@@ -263,9 +263,14 @@ impl BufferClaim {
                 unused_from_here,
             )
         } else {
-            pool.acquire(device, op, BufferKind::Tensor, self.bytes, limit, || {
-                open_batch
-            })
+            pool.acquire(
+                device,
+                op,
+                BufferKind::Tensor,
+                self.bytes,
+                limit,
+                open_batch,
+            )
             .map(|a| a.buffer)
         };
         let b = match got {
@@ -315,8 +320,14 @@ impl BufferClaim {
             s.temporary = true;
             return Ok((buffer, Taken::Temporary));
         }
-        let (buffer, _) =
-            self.take_locked(&mut s, pool, target, open_batch, unused_from_here, false)?;
+        let (buffer, _) = self.take_locked(
+            &mut s,
+            pool,
+            target,
+            &|| open_batch,
+            unused_from_here,
+            false,
+        )?;
         Ok((buffer, Taken::Kept))
     }
 

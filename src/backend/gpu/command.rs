@@ -50,6 +50,27 @@ pub(crate) fn poison_outputs(commands: &[Command], failure: &str) {
     }
 }
 
+/// Poisons what the commands of a batch being flushed write where they
+/// read a buffer poisoned since they were recorded (another thread's batch
+/// failed between a command's check and its record), in order, so that a
+/// chain carries it.
+pub(crate) fn carry_poison(commands: &[Command]) {
+    for c in commands {
+        let failure = match c {
+            Command::Elementwise(op) => op.tensor_args().find_map(|t| t.claim.poisoned()),
+            Command::Kernel(k) => k
+                .bindings
+                .iter()
+                .find_map(|b| b.claim.as_deref().and_then(|c| c.poisoned())),
+        };
+        if let Some(failure) = failure.map(str::to_string) {
+            for claim in c.written_claims() {
+                claim.poison(&failure);
+            }
+        }
+    }
+}
+
 /// Storage identity within one batch: the address of the storage's
 /// buffer claim, one to a storage (a number, so that scratch keyed by it
 /// can outlive the batch). Commands hold the claims they name, so no

@@ -87,7 +87,7 @@ pub(super) fn encode_windows(
                 (numel * bytes_of(&program.operands[0])).max(4),
                 ctx.facts.max_tensor_bytes(),
             ),
-            batch,
+            || batch,
             |_| false,
         )?;
         let (compute, copy) = program.through(&Arc::new(BufferClaim::ready(temp.clone())));
@@ -126,6 +126,7 @@ fn encode_blocks(
         })
         .collect();
     let buffers = buffers_of(program)?;
+    let mut folded = false;
     for block in split_into_windows(&operands, limit, u64::from(ctx.facts.storage_align)) {
         let mut bindings = SmallVec::new();
         for (buffer, window) in buffers.iter().zip(&block.windows) {
@@ -146,7 +147,10 @@ fn encode_blocks(
                 window: Some(w),
             });
         }
-        if let Some(e) = encode(ctx, program, &block.layouts, bindings, params)? {
+        if let Some(mut e) = encode(ctx, program, &block.layouts, bindings, params)? {
+            // The program's ops are folded once, however many blocks run it.
+            e.fused_ops *= usize::from(!folded);
+            folded = true;
             out.push(e);
             params.resize(params.len().next_multiple_of(align), 0);
         }

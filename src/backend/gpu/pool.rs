@@ -244,14 +244,12 @@ impl BufferPool {
         device: &wgpu::Device,
         op: &'static str,
         (bytes, limit): (u64, u64),
-        open_batch: u64,
+        open_batch: impl Fn() -> u64,
         unused_from_here: impl Fn(u64) -> bool,
     ) -> Result<PooledBuffer> {
         let request = (BufferKind::Tensor, bytes, limit);
         let reusable = |f: &Free| unused_from_here(f.known_as);
-        Ok(self
-            .take(device, op, request, || open_batch, reusable)?
-            .buffer)
+        Ok(self.take(device, op, request, open_batch, reusable)?.buffer)
     }
 
     /// [`BufferPool::acquire`], taking of the buffers released in

@@ -249,11 +249,13 @@ impl GpuStorage {
         self.ctx.check_lost(op)?;
         self.check_poison(op)?;
         let ctx = &self.ctx;
-        // Commands of the open batch are all still to be encoded.
+        // Commands of the open batch are all still to be encoded. Its id
+        // is read under the pool's lock (see `BufferPool::acquire`).
         let limit = ctx.facts.max_tensor_bytes();
         let target = (&ctx.device, op, limit);
+        let open_batch = || ctx.open_batch();
         self.claim
-            .take(&ctx.pool, target, ctx.open_batch(), &|_| false, reference)
+            .take(&ctx.pool, target, &open_batch, &|_| false, reference)
     }
 
     /// True when the application may write the buffer behind webtensor's
@@ -428,13 +430,14 @@ impl GpuStorage {
         // Another thread's flush of the batch that was to write this
         // tensor may have failed since the check above.
         self.check_poison(op)?;
-        if !taken {
-            return Err(Error::internal(
-                op,
-                "no buffer was taken for a tensor that pending commands know",
-            ));
-        }
-        Ok(bytes)
+        // No buffer: only commands skipped as dead knew it (an
+        // `empty_like` read by an op whose result was dropped), and nothing
+        // wrote it. Its values are unspecified; zeros.
+        Ok(if taken {
+            bytes
+        } else {
+            vec![0; wanted as usize]
+        })
     }
 }
 
@@ -510,6 +513,11 @@ async fn read_back_now(
                 faults == Faults::Report && ctx.faults.copy_if_armed(encoder, &buffer, size);
         })
     });
+    // A submit that failed never ran the fault record's copy and clearing:
+    // a fault it holds waits for the next readback.
+    if flushed.is_err() && with_faults {
+        ctx.faults.arm();
+    }
     flushed?;
     let fault_range = size as usize..(size + if with_faults { FAULT_BYTES } else { 0 }) as usize;
     staging.mapping = true;
@@ -522,6 +530,9 @@ async fn read_back_now(
     staging.mapping = result.is_err();
     drop(staging);
     if let Some(e) = submit_errors.await {
+        if with_faults {
+            ctx.faults.arm();
+        }
         return Err(Error::gpu(op, format!("the device reported: {e}")));
     }
     let (bytes, record) = result?;

@@ -100,7 +100,7 @@ impl Temporaries {
                         ctx.device,
                         "elementwise (an intermediate kept by the flush)",
                         (bytes, limit),
-                        open_batch,
+                        || open_batch,
                         unused_from_here,
                     )?;
                     self.all.push(b.clone());

@@ -22,7 +22,7 @@ use one_op::OneOpMemo;
 
 use super::bind_groups::{BindGroupCache, Binding};
 use super::capture::Capture;
-use super::command::{Bound, Command, KernelCommand, poison_outputs};
+use super::command::{Bound, Command, KernelCommand, carry_poison, poison_outputs};
 use super::dispatch::{Encoded, create_group, encode_windows, group_probe};
 use super::fusion::{FusionScratch, Step, programs};
 use super::kernel::pipeline::Pipeline;
@@ -268,6 +268,7 @@ impl Scheduler {
         }
         let started = self.profile.as_ref().map(|_| Stamp::now());
         let (commands, kernel_params) = self.take_pending();
+        carry_poison(&commands);
         // Natively the device reports a batch's validation errors (a
         // destroyed application buffer ...) as it is submitted: a scope
         // around it gives them to this batch, never to the device's
