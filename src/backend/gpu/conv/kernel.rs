@@ -121,25 +121,50 @@ family_key!(ConvKey, "webtensor conv", conv_source);
 /// `Error::Internal` when the template's slots and the generated parts
 /// disagree.
 pub(crate) fn conv_source(key: &ConvKey) -> Result<String> {
-    let [bindings, access, acc] = operand_parts(key.dtype, key.native_f16);
+    let what = (key.dtype, key.native_f16, key.tiling, key.sabotaged);
     // conv.wgsl defines the patches' loader.
-    let kernel = match key.tiling {
+    let (template, params) = (("conv kernel", CONV_WGSL), ConvParams::wgsl());
+    gemm_source(
+        template,
+        &params,
+        what,
+        BSource::Patches,
+        &[("PUT", PUT_WGSL)],
+    )
+}
+
+/// The source of a convolution family's kernel from `template` (its name
+/// and text) with `params`: for `(dtype, native f16, tiling, sabotaged)`,
+/// the tiled kernel reading `b` from `b_source` or the cooperative one,
+/// with `extra` slots.
+///
+/// # Errors
+/// As [`conv_source`].
+pub(super) fn gemm_source(
+    (name, template): (&'static str, &str),
+    params: &str,
+    (dtype, native_f16, tiling, sabotaged): (KernelType, bool, ConvTile, bool),
+    b_source: BSource,
+    extra: &[(&str, &str)],
+) -> Result<String> {
+    let [bindings, access, acc] = operand_parts(dtype, native_f16);
+    let kernel = match tiling {
         ConvTile::Registers(tiling) => {
-            tiling.wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Patches)
+            tiling.wgsl_loading([Loads::Scalar, Loads::VecCols], b_source)
         }
         ConvTile::Cooperative(tiling) => tiling.wgsl(),
     };
-    let cooperative = matches!(key.tiling, ConvTile::Cooperative(_));
-    let slots = [
+    let cooperative = matches!(tiling, ConvTile::Cooperative(_));
+    let mut slots = vec![
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
         ("ACC", acc.as_str()),
-        ("PUT", PUT_WGSL),
         ("KERNEL", kernel.as_str()),
     ];
-    let f16 = cooperative || needs_f16(key.dtype, key.native_f16);
-    let source = fill_kernel("conv kernel", CONV_WGSL, f16, &ConvParams::wgsl(), &slots)?;
-    let source = match key.sabotaged {
+    slots.extend_from_slice(extra);
+    let f16 = cooperative || needs_f16(dtype, native_f16);
+    let source = fill_kernel(name, template, f16, params, &slots)?;
+    let source = match sabotaged {
         true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
         false => source,
     };
@@ -206,6 +231,22 @@ pub(super) fn grid_fits(call: &ConvCall, tiling: ConvTile, max: u32) -> bool {
     grid(call, tiling).iter().all(|&g| g <= max as usize)
 }
 
+/// `grid` (workgroups along x and y) as the dispatch's.
+///
+/// # Errors
+/// `TooLarge` naming `op` for more than `max` workgroups along an axis.
+pub(super) fn checked_grid(op: &'static str, max: u32, grid: [usize; 2]) -> Result<[u32; 2]> {
+    match grid.iter().all(|&g| g <= max as usize) {
+        true => Ok(grid.map(|g| g as u32)),
+        false => Err(Error::TooLarge {
+            op,
+            what: "output tiles per axis",
+            requested: grid[0].max(grid[1]) as u64,
+            limit: max.into(),
+        }),
+    }
+}
+
 /// Records `call`, whose output storage is `out`, on `tiling`.
 ///
 /// # Errors
@@ -227,16 +268,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: ConvTile) -> Res
     if batches == 0 || m == 0 || n == 0 {
         return Ok(());
     }
-    let max = ctx.facts.max_workgroups_per_dim as usize;
-    let grid = grid(call, tiling);
-    if grid.iter().any(|&t| t > max) {
-        return Err(Error::TooLarge {
-            op: OP,
-            what: "output tiles per axis",
-            requested: grid[0].max(grid[1]) as u64,
-            limit: max as u64,
-        });
-    }
+    let grid = checked_grid(OP, ctx.facts.max_workgroups_per_dim, grid(call, tiling))?;
     let key = ConvKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
@@ -277,8 +309,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: ConvTile) -> Res
         ..bytemuck::Zeroable::zeroed()
     };
     let bound = [&weight_bound, &input_bound, &out_bound];
-    let groups = grid.map(|g| g as u32);
-    record_sliced(ctx, &key, bound, groups, [batches, k], |ks, batch_start| {
+    record_sliced(ctx, &key, bound, grid, [batches, k], |ks, batch_start| {
         ConvParams {
             k: ks.end as u32,
             k_start: ks.start as u32,

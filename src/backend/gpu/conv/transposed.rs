@@ -8,20 +8,18 @@
 //! the composed form took a zeroed output, a product and an add per tap
 //! and group, and a crop.
 
-use super::kernel::{ConvTile, operand_parts};
+use super::kernel::{ConvTile, checked_grid, gemm_source};
 use crate::backend::ConvCall;
 use crate::backend::gpu::adapter_facts::AdapterFacts;
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::needs_f16;
 use crate::backend::gpu::kernel::params_block::params_block;
-use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::matmul::tiling::{BSource, Loads, Tiling};
 use crate::backend::gpu::matmul::{CoopB, CoopTiling, record_sliced};
 use crate::backend::gpu::matmul_tile_choice::MatmulTile;
 use crate::backend::gpu::record::family_key;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 const CONV_TRANSPOSE_WGSL: &str = shader!("conv/conv_transpose.wgsl");
 
@@ -106,40 +104,15 @@ family_key!(TransposedKey, "webtensor conv_transpose", transposed_source);
 /// `Error::Internal` when the template's slots and the generated parts
 /// disagree.
 pub(crate) fn transposed_source(key: &TransposedKey) -> Result<String> {
-    let [bindings, access, acc] = operand_parts(key.dtype, key.native_f16);
-    let kernel = match key.tiling {
-        ConvTile::Registers(tiling) => {
-            tiling.wgsl_loading([Loads::Scalar, Loads::VecCols], BSource::Phases)
-        }
-        ConvTile::Cooperative(tiling) => tiling.wgsl(),
-    };
-    let cooperative = matches!(key.tiling, ConvTile::Cooperative(_));
-    let slots = [
-        ("BINDINGS", bindings.as_str()),
-        ("ACCESS", access.as_str()),
-        ("ACC", acc.as_str()),
-        ("KERNEL", kernel.as_str()),
-    ];
-    let (f16, params) = (
-        cooperative || needs_f16(key.dtype, key.native_f16),
-        TransposedParams::wgsl(),
-    );
-    let source = fill_kernel(
-        "conv_transpose kernel",
-        CONV_TRANSPOSE_WGSL,
-        f16,
-        &params,
-        &slots,
-    )?;
-    let source = match key.sabotaged {
-        true => source.replace("store_out(p, x);", "store_out(p, x + Acc(1));"),
-        false => source,
-    };
-    // An `enable` comes before any declaration.
-    Ok(match cooperative {
-        true => format!("enable wgpu_cooperative_matrix;\n{source}"),
-        false => source,
-    })
+    let what = (key.dtype, key.native_f16, key.tiling, key.sabotaged);
+    let template = ("conv_transpose kernel", CONV_TRANSPOSE_WGSL);
+    gemm_source(
+        template,
+        &TransposedParams::wgsl(),
+        what,
+        BSource::Phases,
+        &[],
+    )
 }
 
 /// A transposed convolution's phases along one axis, from its stride `s`,
@@ -220,16 +193,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: ConvTile) -> Res
     if batches == 0 || m == 0 || n == 0 {
         return Ok(());
     }
-    let max = ctx.facts.max_workgroups_per_dim as usize;
-    let grid = grid(call, tiling);
-    if grid.iter().any(|&t| t > max) {
-        return Err(Error::TooLarge {
-            op: OP,
-            what: "output tiles per axis",
-            requested: grid[0].max(grid[1]) as u64,
-            limit: max as u64,
-        });
-    }
+    let grid = checked_grid(OP, ctx.facts.max_workgroups_per_dim, grid(call, tiling))?;
     let key = TransposedKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
@@ -282,8 +246,7 @@ pub(super) fn record(out: &GpuStorage, call: &ConvCall, tiling: ConvTile) -> Res
         ..bytemuck::Zeroable::zeroed()
     };
     let bound = [&weight_bound, &input_bound, &out_bound];
-    let groups = grid.map(|g| g as u32);
-    record_sliced(ctx, &key, bound, groups, [batches, k], |ks, batch_start| {
+    record_sliced(ctx, &key, bound, grid, [batches, k], |ks, batch_start| {
         TransposedParams {
             k: ks.end as u32,
             k_start: ks.start as u32,
