@@ -1004,3 +1004,37 @@ fn a_batch_of_small_qr_and_svd_is_one_reduction_kernel_each() {
         assert_eq!(svd, vec![1000], "{name}: svdvals");
     }
 }
+
+/// A sync with the fault record armed (an indexing op since the last
+/// readback) is one submit and one readback: the record's copy rides the
+/// flush's submit, whose end the readback waits for (it was the flush's
+/// submit and wait, then the record's). An out-of-range index still fails
+/// the sync.
+#[test]
+fn a_sync_after_a_gather_is_one_submit_and_one_readback() {
+    for (name, dev) in gpus() {
+        let x = Tensor::arange(0.0f32, 64.0, 1.0, &dev).unwrap();
+        let index = Tensor::from_slice(&[3i32, 1], [2], &dev).unwrap();
+        let gather = || {
+            let g = x.index_select(&index, 0).unwrap();
+            dev.sync().unwrap();
+            g
+        };
+        drop((gather(), gather()));
+        let before = dev.stats();
+        let g = gather();
+        let after = dev.stats();
+        let d = (
+            after.submits - before.submits,
+            after.readbacks - before.readbacks,
+        );
+        assert_eq!(d, (1, 1), "{name}: (submits, readbacks)");
+        assert_eq!(g.to_vec::<f32>().unwrap(), [3.0, 1.0], "{name}");
+        let past = Tensor::from_slice(&[64i32], [1], &dev).unwrap();
+        let _kept = x.index_select(&past, 0).unwrap();
+        assert!(
+            matches!(dev.sync(), Err(webtensor::Error::Index { .. })),
+            "{name}"
+        );
+    }
+}

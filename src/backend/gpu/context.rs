@@ -14,6 +14,7 @@ use super::opening::{
 };
 use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters};
+use super::storage::{Faults as Report, read_back};
 use super::target::Target;
 use crate::backend::Storage;
 use crate::backend::kept::Kept;
@@ -508,6 +509,14 @@ impl GpuContext {
     }
 
     async fn submit_and_wait(&self, op: &'static str) -> Result<()> {
+        // With the fault record armed, its readback is the wait: the copy
+        // rides the flush's submit, whose end the map waits for (one submit
+        // and one wait, not the flush's and then the record's).
+        if self.faults.is_armed() {
+            read_back(self, op, 0, 0..0, Report::Report, |_, _| {}).await?;
+            self.scheduler().profile_mark();
+            return self.check_device_error(op);
+        }
         let (flushed, submit_errors) = submit_scoped(&self.device, &mut || self.flush());
         flushed?;
         let (sender, receiver) = futures::channel::oneshot::channel();
