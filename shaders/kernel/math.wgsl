@@ -459,9 +459,15 @@ fn lane_mask(n: u32, first: u32, bits: u32) -> u32 {
     return select((1u << (lanes * bits)) - 1u, 0xffffffffu, lanes * bits == 32u);
 }
 
-// Half `odd` (0 low, 1 high) of a word of two f16, as an f32.
-fn f16_of_word(word: u32, odd: u32) -> f32 {
-    return f16_value(word >> (odd * 16u));
+// The two f16 of a word as f32s, exactly: unpack2x16float's (one
+// instruction) unless a half is subnormal, which it may flush.
+fn f16_pair(word: u32) -> vec2<f32> {
+    let low = (word & 0x7c00u) == 0u && (word & 0x3ffu) != 0u;
+    let high = (word & 0x7c000000u) == 0u && (word & 0x3ff0000u) != 0u;
+    if (!(low || high)) {
+        return unpack2x16float(word);
+    }
+    return vec2<f32>(f16_value(word), f16_value(word >> 16u));
 }
 
 // Round-to-nearest-even bf16 bits (the top half) of an f32, overflowing to

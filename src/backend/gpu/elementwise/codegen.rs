@@ -334,7 +334,7 @@ fn vec8_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
         Ok(match (dtype, key.native_f16) {
             // f16, native or packed (the same bits), as the packed
             // storage's loads convert it.
-            (KernelType::F16, _) => format!("f16_of_word({word}, {h}u)"),
+            (KernelType::F16, _) => format!("f16_pair({word}).{}", ["x", "y"][h]),
             (KernelType::BF16, _) => format!("bf16_of_word({word}, {h}u)"),
             (other, _) => {
                 return Err(Error::internal(

@@ -80,7 +80,7 @@ pub(crate) fn load_expr(dtype: KernelType, s: StorageMode, buf: &str, atomic: bo
     match s {
         StorageMode::Plain(_) | StorageMode::Words64 => word("p"),
         StorageMode::F16 => format!("f32({buf}[p])"),
-        StorageMode::PackedF16 => format!("f16_of_word({}, p & 1u)", word("p >> 1u")),
+        StorageMode::PackedF16 => format!("f16_pair({})[p & 1u]", word("p >> 1u")),
         StorageMode::PackedBF16 => format!("bf16_of_word({}, p & 1u)", word("p >> 1u")),
         StorageMode::Bytes => {
             let byte = format!("(({} >> ((p & 3u) * 8u)) & 0xffu)", word("p >> 2u"));
@@ -132,7 +132,7 @@ pub(crate) fn store_fn_named(name: &str, buf: &str, dtype: KernelType, s: Storag
 /// `v` (a compute-type value) rounded as storing it as `dtype` would.
 pub(crate) fn round_expr(dtype: KernelType, v: &str) -> String {
     match dtype {
-        KernelType::F16 => format!("f16_value(f16_bits({v}))"),
+        KernelType::F16 => format!("f16_pair(f16_bits({v})).x"),
         KernelType::BF16 => format!("bf16_value(bf16_bits({v}))"),
         KernelType::U8 => format!("({v} & 0xffu)"),
         _ => v.to_string(),
@@ -216,12 +216,10 @@ pub(crate) fn quad_lanes(dtype: KernelType, s: StorageMode, q: &str) -> String {
     match s {
         StorageMode::Plain(_) | StorageMode::Words64 => q.to_string(),
         StorageMode::F16 => format!("vec4<f32>({q})"),
-        StorageMode::PackedF16 | StorageMode::PackedBF16 => {
-            let f = ["f16", "bf16"][usize::from(s == StorageMode::PackedBF16)];
-            format!(
-                "vec4<f32>({f}_of_word({q}.x, 0u), {f}_of_word({q}.x, 1u), {f}_of_word({q}.y, 0u), {f}_of_word({q}.y, 1u))"
-            )
-        }
+        StorageMode::PackedF16 => format!("vec4<f32>(f16_pair({q}.x), f16_pair({q}.y))"),
+        StorageMode::PackedBF16 => format!(
+            "vec4<f32>(bf16_of_word({q}.x, 0u), bf16_of_word({q}.x, 1u), bf16_of_word({q}.y, 0u), bf16_of_word({q}.y, 1u))"
+        ),
         StorageMode::Bytes if dtype == KernelType::Bool => format!("({bytes} != vec4<u32>(0u))"),
         StorageMode::Bytes => bytes,
     }
