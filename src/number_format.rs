@@ -181,8 +181,14 @@ fn positional(v: f64, width: FloatWidth, cutoff: Option<usize>) -> (String, Stri
     }
     let (int, frac) = if d.exp >= 0 {
         let split = (d.exp as usize + 1).min(d.digits.len());
-        let mut int = d.digits[..split].to_string();
-        int.extend(std::iter::repeat_n('0', d.exp as usize + 1 - split));
+        // Fewer digits than the integer part: a whole number past the
+        // dtype's spacing of 1, written with its own digits as NumPy's
+        // positional Dragon4 writes it (f16 1032 is `1032.`), never padded
+        // with zeros (bf16 1032 read `1030.`).
+        let int = match split < d.exp as usize + 1 {
+            true => format!("{:.0}", v.abs()),
+            false => d.digits[..split].to_string(),
+        };
         (int, d.digits[split..].to_string())
     } else {
         let zeros = "0".repeat((-d.exp - 1) as usize);
@@ -509,6 +515,19 @@ mod tests {
             "1000000000000000.0"
         );
         assert_eq!(format_scalar_float(999.0, FloatWidth::F16), "999.0");
+    }
+
+    // np.format_float_positional(np.float16(1032), unique=True) is
+    // '1032.': a whole number's own digits, though `1.03e3` reads back.
+    // bf16 reaches such numbers below its (f32's) cut-offs.
+    #[test]
+    fn whole_numbers_past_the_spacing_keep_their_digits() {
+        assert_eq!(
+            column(&[1024.0, 1032.0, 1040.0], FloatWidth::BF16),
+            ["1024.", "1032.", "1040."]
+        );
+        assert_eq!(format_scalar_float(123392.0, FloatWidth::BF16), "123392.0");
+        assert_eq!(column(&[258.0, 1.5], FloatWidth::BF16), ["258. ", "  1.5"]);
     }
 
     #[test]
