@@ -453,3 +453,31 @@ fn softmax_of_a_scalar_is_one() {
         assert!(matches!(x.softmax(1), Err(Error::Axis { .. })), "{dev}");
     }
 }
+
+/// A cumsum keeps -0.0 as NumPy's does (`np.cumsum(np.float32([-0., -0.,
+/// 1., -1.]))` is `[-0., -0., 1., 0.]`): a line starts at its first
+/// element, and on a GPU lines of blocks carry -0.0, the identity of an
+/// addition of any sign (0.0 + -0.0 is 0.0).
+#[test]
+fn cumsum_keeps_minus_zero() {
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let x = Tensor::from_slice(&[-0.0f32, -0.0, 1.0, -1.0], [4], &dev).unwrap();
+            let y = read_f32(&x.to_dtype(dtype).unwrap().cumsum(0).unwrap());
+            let bits: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(
+                bits,
+                [0x8000_0000, 0x8000_0000, 1f32.to_bits(), 0],
+                "{dev} {dtype}"
+            );
+            let long = Tensor::full([5000], -0.0, dtype, &dev)
+                .unwrap()
+                .cumsum(0)
+                .unwrap();
+            assert!(
+                read_f32(&long).iter().all(|v| v.to_bits() == 0x8000_0000),
+                "{dev} {dtype}"
+            );
+        }
+    }
+}

@@ -420,6 +420,12 @@ fn bad_axes_are_errors() {
         let t = grid(&dev);
         assert!(matches!(t.sum(2), Err(Error::Axis { op: "sum", .. })));
         assert!(matches!(t.max(-3), Err(Error::Axis { .. })));
+        // A usize past isize's range is no axis (it wrapped to -1, the last).
+        assert!(matches!(
+            t.sum(usize::MAX),
+            Err(Error::Axis { op: "sum", .. })
+        ));
+        assert!(matches!(t.argmax([usize::MAX]), Err(Error::Axis { .. })));
         match t.sum([1, -1]) {
             Err(Error::Argument { op: "sum", msg }) => assert!(msg.contains("repeated"), "{msg}"),
             other => panic!("{:?}", other.map(|t| t.dims().to_vec())),
@@ -1034,6 +1040,51 @@ fn column_sums_on_the_cpu_grow_their_error_with_the_log_of_the_rows() {
         if let Some(gpu) = common::gpu() {
             let g = read_f32(&x.to_device(&gpu).unwrap().sum(0).unwrap());
             assert_close(&g, &read_f32(&x.sum(0).unwrap()), 5e-5, "GPU against CPU");
+        }
+    }
+}
+
+/// `std` of f16 and bf16 takes the root of the f32 variance and rounds
+/// once, as PyTorch does: `torch.tensor(x, dtype=torch.float16)
+/// .std(correction=0)` is 1.9375 here, where rounding the variance to f16
+/// first gives 1.9365 (NumPy's `np.std`, which rounds twice). On every
+/// device, every row of a random batch equals the f32 root rounded once.
+#[test]
+fn half_std_rounds_once() {
+    let x = [
+        -2.125f32,
+        -4.617_187_5,
+        2.355_468_75,
+        -1.315_429_7,
+        -1.786_132_8,
+        -0.623_046_9,
+        0.887_207_03,
+        -1.009_765_6,
+    ];
+    let rows: Vec<f32> = noise(512 * 8, 7).iter().map(|v| v * 3.0).collect();
+    for dev in devices() {
+        let t = Tensor::from_slice(&x, [8], &dev)
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        assert_eq!(read_f32(&t.std(.., 0).unwrap()), [1.9375], "{dev}");
+        for dtype in [DType::F16, DType::BF16] {
+            let t = Tensor::from_slice(&rows, [512, 8], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let exact = t
+                .to_dtype(DType::F32)
+                .unwrap()
+                .std(1, 0)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            assert_eq!(
+                read_f32(&t.std(1, 0).unwrap()),
+                read_f32(&exact),
+                "{dev} {dtype}"
+            );
         }
     }
 }

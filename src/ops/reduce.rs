@@ -41,21 +41,27 @@ impl From<RangeFull> for Axes {
     }
 }
 
+/// An axis as given, `isize::MAX` for one past it (a usize past isize's
+/// range wrapped to a negative axis: `usize::MAX` read as the last).
+fn axis_of<T: TryInto<isize>>(a: T) -> isize {
+    a.try_into().unwrap_or(isize::MAX)
+}
+
 macro_rules! axes_from_int {
     ($($t:ty),*) => {$(
         impl From<$t> for Axes {
             fn from(a: $t) -> Axes {
-                Axes::List(smallvec::smallvec![a as isize])
+                Axes::List(smallvec::smallvec![axis_of(a)])
             }
         }
         impl<const N: usize> From<[$t; N]> for Axes {
             fn from(a: [$t; N]) -> Axes {
-                Axes::List(a.iter().map(|&x| x as isize).collect())
+                Axes::List(a.iter().map(|&x| axis_of(x)).collect())
             }
         }
         impl From<&[$t]> for Axes {
             fn from(a: &[$t]) -> Axes {
-                Axes::List(a.iter().map(|&x| x as isize).collect())
+                Axes::List(a.iter().map(|&x| axis_of(x)).collect())
             }
         }
         impl From<Vec<$t>> for Axes {
@@ -449,11 +455,13 @@ impl Tensor {
 
     /// [`Tensor::var`], keeping the reduced axes when `keepdim`.
     pub(crate) fn var_axes(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
-        super::as_op("var", || self.variance(axes, ddof, keepdim))
+        super::as_op("var", || self.variance(axes, ddof, keepdim, false))
     }
 
-    /// [`Tensor::var_axes`], its errors named by the ops inside.
-    fn variance(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
+    /// [`Tensor::var_axes`] (its square root where `root`: computed before
+    /// f16 and bf16 round, once, as PyTorch's `std`), its errors named by
+    /// the ops inside.
+    fn variance(&self, axes: Axes, ddof: usize, keepdim: bool, root: bool) -> Result<Tensor> {
         let count = self.reduced_count("var", &axes)?;
         let x = if self.dtype().is_half() || !self.dtype().is_float() {
             self.to_dtype(DType::F32)?
@@ -481,6 +489,9 @@ impl Tensor {
             sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?
         };
         let var = squares.div_scalar(divisor.max(0.0))?;
+        if root {
+            var.sqrt_()?;
+        }
         let out_dtype = if self.dtype().is_float() {
             self.dtype()
         } else {
@@ -495,11 +506,7 @@ impl Tensor {
 
     /// [`Tensor::std`], keeping the reduced axes when `keepdim`.
     pub(crate) fn std_axes(&self, axes: Axes, ddof: usize, keepdim: bool) -> Result<Tensor> {
-        super::as_op("std", || {
-            let var = self.variance(axes, ddof, keepdim)?;
-            var.sqrt_()?;
-            Ok(var)
-        })
+        super::as_op("std", || self.variance(axes, ddof, keepdim, true))
     }
 
     /// [`Tensor::all`], keeping the reduced axes when `keepdim`.

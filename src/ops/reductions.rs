@@ -89,7 +89,8 @@ impl Tensor {
         var / var_keepdim => var_axes(axes, ddof: usize);
 
         /// Standard deviation: the square root of [`Tensor::var`], with the
-        /// same `ddof`.
+        /// same `ddof`; f16 and bf16 take the root in f32 and round once,
+        /// as PyTorch's (NumPy rounds the variance first).
         ///
         /// # Errors
         /// As [`Tensor::var`].

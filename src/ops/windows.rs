@@ -43,9 +43,14 @@ pub(super) fn outputs(
     step: usize,
     ceil: Option<usize>,
 ) -> Option<usize> {
-    let round_up = if ceil.is_some() { step - 1 } else { 0 };
-    let span = (len + round_up).checked_sub(extent)?;
-    let mut n = span / step + 1;
+    // In u128: `len + step - 1` passes usize for a step near its end.
+    let round_up = if ceil.is_some() {
+        (step as u128).saturating_sub(1)
+    } else {
+        0
+    };
+    let span = (len as u128 + round_up).checked_sub(extent as u128)?;
+    let mut n = usize::try_from(span.checked_div(step as u128)? + 1).ok()?;
     if let Some(after) = ceil
         && (n - 1) * step >= len - after
     {
@@ -193,6 +198,9 @@ mod tests {
         // ceil mode: a partial window that starts inside the input counts.
         assert_eq!(outputs(8, 3, 2, Some(0)), Some(4));
         assert_eq!(outputs(7, 3, 2, Some(0)), Some(3));
+        // A step near usize's end (`len + step - 1` overflowed): PyTorch's
+        // one window.
+        assert_eq!(outputs(4, 2, usize::MAX, Some(0)), Some(1));
         // ... but not one starting in the trailing padding (an input of
         // 5 padded by 1 on each side: the third window would start at 6).
         assert_eq!(outputs(7, 2, 3, Some(1)), Some(2));

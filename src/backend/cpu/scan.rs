@@ -45,8 +45,8 @@ impl Lines {
     fn run<T: Reducible>(&self, op: ScanOp, src: &[T], dst: &mut [T]) {
         // Each arm monomorphises the loop for its function.
         match op {
-            ScanOp::Sum => self.run_with(src, dst, T::Acc::ZERO, T::Acc::add),
-            ScanOp::Prod => self.run_with(src, dst, T::Acc::ONE, T::Acc::mul),
+            ScanOp::Sum => self.run_with(src, dst, T::Acc::add),
+            ScanOp::Prod => self.run_with(src, dst, T::Acc::mul),
         }
     }
 
@@ -54,15 +54,18 @@ impl Lines {
         &self,
         src: &[T],
         dst: &mut [T],
-        init: T::Acc,
         f: impl Fn(T::Acc, T::Acc) -> T::Acc,
     ) {
         let (si, so) = self.steps;
         for &(a, b) in &self.starts {
-            let mut acc = init;
+            // A line starts at its first element as it is (NumPy's: a
+            // cumsum of -0.0 is -0.0, which 0.0 + -0.0 is not).
+            let mut acc = None;
             for i in 0..self.length as isize {
-                acc = f(acc, src[(a as isize + i * si) as usize].widen());
-                dst[(b as isize + i * so) as usize] = T::narrow(acc);
+                let x = src[(a as isize + i * si) as usize].widen();
+                let now = acc.map_or(x, |acc| f(acc, x));
+                dst[(b as isize + i * so) as usize] = T::narrow(now);
+                acc = Some(now);
             }
         }
     }

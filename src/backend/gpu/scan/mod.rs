@@ -59,9 +59,12 @@ family_key!(ScanKey, "webtensor scan", scan_source, entry: |k| group_or_thread(k
 pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
     let acc = ScalarType::of(dtype);
-    let identity = match key.op {
-        ScanOp::Sum => acc.zero(),
-        ScanOp::Prod => acc.one(),
+    // -0.0 for floats: the identity of an addition of any sign (0.0 +
+    // -0.0 is 0.0, and NumPy's cumsum of -0.0 is -0.0).
+    let identity = match (key.op, acc) {
+        (ScanOp::Sum, ScalarType::F32) => "-0.0",
+        (ScanOp::Sum, _) => acc.zero(),
+        (ScanOp::Prod, _) => acc.one(),
     };
     let combine = match (key.op, acc) {
         (ScanOp::Sum, ScalarType::I64) => "i64_add(a, b)",
