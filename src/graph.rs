@@ -125,7 +125,8 @@ impl Graph {
     /// # Errors
     /// On a GPU, `Error::Gpu` when a tensor the step reads or writes was
     /// poisoned by a failed batch, or the device rejects the submit (the
-    /// step's outputs are poisoned then); index faults of indexing ops in
+    /// step's outputs are poisoned then; in a browser a rejected submit is
+    /// seen only by a later readback or sync, see the README); index faults of indexing ops in
     /// the step are reported by the next readback, as for any op. On the
     /// CPU, what the step returns.
     pub fn run(&mut self) -> Result<()> {

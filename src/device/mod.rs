@@ -431,8 +431,9 @@ impl Device {
     /// nothing is pending, and on the CPU, which runs ops at once).
     ///
     /// # Errors
-    /// `Error::Gpu` when a generated kernel fails to build;
-    /// `Error::DeviceLost` when the GPU is lost.
+    /// `Error::Gpu` when a generated kernel fails to build (in a browser,
+    /// from the next readback or sync instead); `Error::DeviceLost` when
+    /// the GPU is lost.
     pub fn flush(&self) -> Result<()> {
         self.with(|on| on.gpu().map_or(Ok(()), |ctx| ctx.flush()))
     }

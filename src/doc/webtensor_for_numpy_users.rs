@@ -259,7 +259,9 @@
 //! in the destination's dtype within its category (`f16 += f32` works, as
 //! NumPy's `same_kind` casting; `i32 += f32` is an error). Integer `div` truncates toward zero and
 //! divides by zero to 0 (NumPy's `/` would give floats); `floor_divide` is
-//! NumPy's `//`. Sums of bool count in i32; means of integers are f32.
+//! NumPy's `//`. Sums, products and cumulative sums of i32 stay i32 and
+//! wrap (NumPy widens them to int64), of u8 are u32, of bool i32; means of
+//! integers are f32.
 //!
 //! ```
 //! use webtensor::{DType, Device, Tensor};

@@ -55,8 +55,9 @@ impl Tensor {
     /// # Errors
     /// `Error::Argument` naming `write_to_texture` for a CPU tensor, a
     /// texture of another format, usage, device or wgpu instance (in a
-    /// browser a texture of another device is reported by WebGPU's error
-    /// handling instead), or one smaller than the tensor; `Error::Shape` for a tensor of another rank (or a last axis
+    /// browser, where WebGPU checks the copy after this returns, a texture
+    /// it refuses is left as it was, with no error), or one smaller than
+    /// the tensor; `Error::Shape` for a tensor of another rank (or a last axis
     /// other than 3 or 4 for `Rgba`); `Error::DType` for bool or c64.
     pub fn write_to_texture(&self, texture: &wgpu::Texture, map: ColorMap) -> Result<()> {
         const OP: &str = "write_to_texture";
