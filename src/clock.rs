@@ -39,3 +39,21 @@ extern "C" {
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }
+
+/// Resolves on a later turn of the page's event loop (a `setTimeout` of
+/// 0): the tasks already queued, a device's lost promise among them, run
+/// first.
+#[cfg(target_arch = "wasm32")]
+pub(crate) async fn next_task() {
+    use wasm_bindgen_futures::js_sys::{Function, Promise};
+    let mut later = |resolve: Function, _reject: Function| set_timeout(&resolve, 0);
+    let _ = wasm_bindgen_futures::JsFuture::from(Promise::new(&mut later)).await;
+}
+
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `setTimeout(handler, ms)`: a page's and a worker's global alike.
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(handler: &wasm_bindgen_futures::js_sys::Function, ms: i32);
+}

@@ -392,6 +392,24 @@ impl GpuContext {
         result
     }
 
+    /// [`GpuContext::explain`] for a future: in a browser a map that
+    /// failed because the device was lost may reject before the lost
+    /// promise resolves, so the page's tasks run first (a few turns, until
+    /// the loss is known).
+    ///
+    /// # Errors
+    /// As [`GpuContext::explain`].
+    pub async fn explain_async<T>(&self, op: &'static str, result: Result<T>) -> Result<T> {
+        #[cfg(target_arch = "wasm32")]
+        for _ in 0..8 {
+            if !matches!(result, Err(Error::Gpu { .. })) || self.lost.is_lost() {
+                break;
+            }
+            crate::clock::next_task().await;
+        }
+        self.explain(op, result)
+    }
+
     /// Waits for wgpu's lost callback after a failure that may be the
     /// loss: until the queue is empty (at most a second), then a second
     /// more (a loaded machine may hold the thread that fires it that long).
@@ -505,7 +523,7 @@ impl GpuContext {
     pub async fn sync(&self, op: &'static str) -> Result<()> {
         self.check_lost(op)?;
         let waited = self.submit_and_wait(op).await;
-        self.explain(op, waited)
+        self.explain_async(op, waited).await
     }
 
     async fn submit_and_wait(&self, op: &'static str) -> Result<()> {

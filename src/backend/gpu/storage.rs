@@ -468,7 +468,7 @@ pub(crate) async fn read_back(
 ) -> Result<Vec<u8>> {
     ctx.check_lost(op)?;
     let read = read_back_now(ctx, op, size, range, faults, copy).await;
-    ctx.explain(op, read)
+    ctx.explain_async(op, read).await
 }
 
 async fn read_back_now(
