@@ -722,3 +722,22 @@ fn histograms_refuse_what_numpy_refuses_and_take_bools() {
         );
     }
 }
+
+/// Subnormals are numbers to a search, as to the sort: NumPy's
+/// `np.searchsorted(np.float32([0, 1e-40, 2e-40]), np.float32([1e-40,
+/// 1e-45, -0.0]))` is `[1, 1, 0]` (left) and `[2, 1, 1]` (right). A GPU
+/// may flush subnormals in a float comparison; the search compares bits.
+#[test]
+fn searches_order_subnormals_as_numpy() {
+    for dev in common::devices() {
+        let sorted = Tensor::from_slice(&[0.0f32, 1e-40, 2e-40], [3], &dev).unwrap();
+        let values = Tensor::from_slice(&[1e-40f32, 1e-45, -0.0], [3], &dev).unwrap();
+        for (side, want) in [(Side::Left, [1, 1, 0]), (Side::Right, [2, 1, 1])] {
+            assert_eq!(
+                positions(sorted.searchsorted(&values, side)),
+                want,
+                "{side:?} on {dev:?}"
+            );
+        }
+    }
+}

@@ -263,6 +263,11 @@ pub(crate) struct CustomCall<'a> {
     pub out: TensorRef<'a>,
 }
 
+/// The longest line a GPU scan runs in one pass (its workgroup's loop
+/// budget); a longer one restarts each pass from the last output, rounded
+/// to the dtype.
+pub(crate) const SCAN_PASS: usize = 1 << 16;
+
 /// The longest line a [`SoftmaxCall`] takes, on every device (the GPU
 /// walks a line with one workgroup, and lavapipe's loop limit bounds that
 /// walk); ops compose longer softmaxes from reductions.

@@ -28,8 +28,9 @@ pub(crate) use attention::{AttentionCall, attention};
 pub(crate) use calls::{
     Call, ConvCall, ConvResidual, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist,
     GatherCall, IndexedAxis, Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall,
-    NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, Sampling, ScanCall, ScatterCall,
-    SoftmaxCall, SortCall, StorageRef, TensorRef, antialias_taps, antialias_window, lines,
+    NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, SCAN_PASS, Sampling, ScanCall,
+    ScatterCall, SoftmaxCall, SortCall, StorageRef, TensorRef, antialias_taps, antialias_window,
+    lines,
 };
 pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};

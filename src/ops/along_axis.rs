@@ -5,7 +5,7 @@
 //! from a max, a shifted exp and a sum over the axis).
 
 use super::binding_parts::for_each_part_across;
-use crate::backend::{MAX_SOFTMAX_LINE, ScanCall, SoftmaxCall, scan, softmax};
+use crate::backend::{MAX_SOFTMAX_LINE, SCAN_PASS, ScanCall, SoftmaxCall, scan, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::normalize_axis;
@@ -38,6 +38,16 @@ impl Tensor {
         }
         let axis = normalize_axis(op_name, axis, self.rank())?;
         let t = self.widened()?;
+        // f16 and bf16 accumulate in f32 within a pass of the GPU's scan; a
+        // line of several passes or bindings would restart each from a
+        // rounded output, so it runs in f32, rounded once at the end.
+        let passes = self.dims()[axis] > SCAN_PASS || t.binding_cut().is_some();
+        if t.dtype().is_half() && self.device().is_gpu() && passes {
+            let wide = self
+                .to_dtype(DType::F32)?
+                .scan(op_name, op, axis as isize)?;
+            return wide.to_dtype(self.dtype());
+        }
         let out = Tensor::empty_dense(self.shape().clone(), t.dtype(), self.device(), op_name)?;
         // Both go to the kernels with the scanned axis last: free views.
         let last = self.rank() as isize - 1;

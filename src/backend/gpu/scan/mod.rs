@@ -136,7 +136,8 @@ pub(crate) fn scan(out: &GpuStorage, call: &ScanCall) -> Result<()> {
     let row_width = if key.group { groups[0] } else { groups[0] * 64 };
     // 64 elements per step of a workgroup's loop; a thread-mode line is
     // one slice, never longer than THREAD_MODE_MAX.
-    for slice in slices(length, 64 * loop_budget::ITERATIONS / 8) {
+    const _: () = assert!(crate::backend::SCAN_PASS == 64 * loop_budget::ITERATIONS / 8);
+    for slice in slices(length, crate::backend::SCAN_PASS) {
         let params = ScanParams {
             first: slice.start as u32,
             end: slice.end as u32,

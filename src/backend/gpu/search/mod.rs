@@ -53,12 +53,14 @@ pub(crate) struct SearchKey {
 family_key!(SearchKey, "webtensor searchsorted", search_source);
 
 /// `fn less(a, b)`: the order of the sort (NaN after every number, -0
-/// equal to +0, false before true).
+/// equal to +0, false before true). Floats compare on their bits, as the
+/// sort's keys do: a GPU may flush subnormals in a float comparison.
 fn less_fn(dtype: KernelType) -> &'static str {
     match ScalarType::of(dtype) {
         ScalarType::F32 => {
             "fn less(a: f32, b: f32) -> bool {\n    \
-             return !is_nan_f32(a) && (is_nan_f32(b) || a < b);\n}\n"
+             return !is_nan_f32(a) && (is_nan_f32(b) || \
+             order_key_f32(bitcast<u32>(a)) < order_key_f32(bitcast<u32>(b)));\n}\n"
         }
         ScalarType::Bool => "fn less(a: bool, b: bool) -> bool {\n    return !a && b;\n}\n",
         _ if dtype == KernelType::I64 => {
