@@ -1047,6 +1047,66 @@ fn bad_input_is_an_error_naming_the_op() {
 }
 
 #[test]
+fn one_d_convolutions_show_their_own_shapes_in_errors() {
+    // conv1d and conv_transpose1d run as the 2-D ones over one row; their
+    // errors show the caller's 3-D shapes and per-length values, never the
+    // height axis the op added.
+    let dev = Device::cpu();
+    let x = Tensor::zeros([1, 4, 5], DType::F32, &dev).unwrap();
+    let zeros = |shape: &[usize]| Tensor::zeros(shape.to_vec(), DType::F32, &dev).unwrap();
+    let cases: Vec<(webtensor::Result<Tensor>, &str)> = vec![
+        (
+            x.conv1d(&zeros(&[6, 3, 3]), &Conv::new()),
+            "need a weight of [6, 4, k], got shape [6, 3, 3]",
+        ),
+        (
+            x.conv1d(&zeros(&[6, 4, 0]), &Conv::new()),
+            "must be [out, in / groups, k] with at least one tap, got shape [6, 4, 0]",
+        ),
+        (
+            x.conv1d(&zeros(&[6, 4, 8]), &Conv::new().padding(1)),
+            "a kernel spanning [8] is larger than the padded input [7] (input [5], padding [(1, 1)])",
+        ),
+        (
+            x.conv1d(&zeros(&[6, 4, 3]), &Conv::new().stride(0)),
+            "stride [0], dilation [1] and groups 1 must be at least 1",
+        ),
+        (
+            x.conv1d(&zeros(&[6, 4, 3]), &Conv::new().stride(2).same()),
+            "padding \"same\" needs stride 1, got [2]",
+        ),
+        (
+            x.conv1d(
+                &zeros(&[6, 4, 3]),
+                &Conv::new().residual(&zeros(&[1, 6, 4])),
+            ),
+            "a residual of shape [1, 6, 4] does not broadcast to the output's [1, 6, 3]",
+        ),
+        (
+            x.conv_transpose1d(&zeros(&[4, 2, 3]), &Conv::new().stride(2).output_padding(2)),
+            "output padding [2] must be below the stride [2] or the dilation [1]",
+        ),
+        (
+            x.conv_transpose1d(&zeros(&[3, 2, 3]), &Conv::new()),
+            "need a weight of [4, out / 1, k], got shape [3, 2, 3]",
+        ),
+        (
+            x.conv_transpose1d(&zeros(&[4, 2, 3]), &Conv::new().padding(4)),
+            "padding [4] leaves no output of the [7] a [5] input gives",
+        ),
+        (
+            zeros(&[1, 4, 0]).conv1d(&zeros(&[6, 4, 3]), &Conv::new()),
+            "an input of [0] elements has no output",
+        ),
+    ];
+    for (result, want) in cases {
+        let e = result.unwrap_err().to_string();
+        assert!(e.contains(want), "{e:?} should say {want:?}");
+        assert!(e.contains("1d"), "{e:?} should name the 1-D op");
+    }
+}
+
+#[test]
 fn tensors_past_one_storage_binding_go_in_parts() {
     // Bindings of 64 KiB against tensors of several hundred KiB.
     let Some(gpu) = common::own_gpu(webtensor::GpuOptions {

@@ -28,7 +28,10 @@
 
 use super::conv_args::{Conv, ConvPadding};
 use super::conv_transpose_phases::{Transposed, on_kernel};
-use super::windows::{MAX_EXTENT, Pair, batched, compute_dtype, outputs, padded_len, window};
+use super::windows::{
+    MAX_EXTENT, Pair, batched, compute_dtype, kernel_axes, outputs, padded_len, per_axis,
+    shape_shown, window,
+};
 use super::{Activation, PadMode};
 use crate::backend::{ConvCall, ConvResidual, DepthwiseCall};
 use crate::dtype::DType;
@@ -93,8 +96,9 @@ fn operands(
         return Err(Error::shape(
             op,
             format!(
-                "the weight must have 4 axes and a kernel of at least one tap, got shape {}",
-                weight.shape()
+                "the weight must be [out, in / groups, {}] with at least one tap, got shape {}",
+                kernel_axes(op),
+                shape_shown(op, weight)
             ),
         ));
     }
@@ -135,8 +139,8 @@ fn finish(
                 op,
                 format!(
                     "a residual of shape {} does not broadcast to the output's {}",
-                    residual.shape(),
-                    out.shape()
+                    shape_shown(op, residual),
+                    shape_shown(op, &out)
                 ),
             ));
         }
@@ -188,9 +192,10 @@ pub(super) fn convolve(
             op,
             format!(
                 "input channels {c} and output channels {o} in {g} groups need a weight of \
-                 [{o}, {}, kh, kw], got shape {}",
+                 [{o}, {}, {}], got shape {}",
                 c / g.max(1),
-                weight.shape()
+                kernel_axes(op),
+                shape_shown(op, weight)
             ),
         ));
     }
@@ -199,8 +204,8 @@ pub(super) fn convolve(
         return Err(Error::shape(
             op,
             format!(
-                "an input of {:?} pixels has no output (only an empty batch or no channels may have none)",
-                [h, w]
+                "an input of {} elements has no output (only an empty batch or no channels may have none)",
+                per_axis(op, [h, w])
             ),
         ));
     }
@@ -218,9 +223,11 @@ pub(super) fn convolve(
         return Err(Error::shape(
             op,
             format!(
-                "a kernel spanning {extent:?} is larger than the padded input {padded:?} \
-                 (input {:?}, padding {pads:?})",
-                [h, w]
+                "a kernel spanning {} is larger than the padded input {} (input {}, padding {})",
+                per_axis(op, extent),
+                per_axis(op, padded),
+                per_axis(op, [h, w]),
+                per_axis(op, pads)
             ),
         ));
     };
@@ -324,8 +331,9 @@ pub(super) fn transpose_convolve(
         return Err(Error::shape(
             name,
             format!(
-                "input channels {c} in {g} groups need a weight of [{c}, out / {g}, kh, kw], got shape {}",
-                weight.shape()
+                "input channels {c} in {g} groups need a weight of [{c}, out / {g}, {}], got shape {}",
+                kernel_axes(name),
+                shape_shown(name, weight)
             ),
         ));
     }
@@ -333,13 +341,21 @@ pub(super) fn transpose_convolve(
     if (0..2).any(|a| op[a] >= s[a].max(d[a])) {
         return Err(Error::argument(
             name,
-            format!("output padding {op:?} must be below the stride {s:?} or the dilation {d:?}"),
+            format!(
+                "output padding {} must be below the stride {} or the dilation {}",
+                per_axis(name, op),
+                per_axis(name, s),
+                per_axis(name, d)
+            ),
         ));
     }
     if h == 0 || w == 0 {
         return Err(Error::shape(
             name,
-            format!("an input of {:?} pixels has no output", [h, w]),
+            format!(
+                "an input of {} elements has no output",
+                per_axis(name, [h, w])
+            ),
         ));
     }
     // The whole output before `padding` is cropped from each side, checked
@@ -357,9 +373,11 @@ pub(super) fn transpose_convolve(
         return Err(Error::argument(
             name,
             format!(
-                "stride {s:?} and dilation {d:?} make the output of a {:?} input longer than \
+                "stride {} and dilation {} make the output of a {} input longer than \
                  {MAX_EXTENT} along an axis",
-                [h, w]
+                per_axis(name, s),
+                per_axis(name, d),
+                per_axis(name, [h, w])
             ),
         ));
     };
@@ -368,8 +386,10 @@ pub(super) fn transpose_convolve(
         return Err(Error::shape(
             name,
             format!(
-                "padding {p:?} leaves no output of the {full:?} a {:?} input gives",
-                [h, w]
+                "padding {} leaves no output of the {} a {} input gives",
+                per_axis(name, p),
+                per_axis(name, full),
+                per_axis(name, [h, w])
             ),
         ));
     }
@@ -383,7 +403,7 @@ pub(super) fn transpose_convolve(
         pad: p,
         out: [n, o, size[0], size[1]],
     };
-    if let Some(out) = on_kernel(&x, weight, conv, &geometry)? {
+    if let Some(out) = on_kernel(name, &x, weight, conv, &geometry)? {
         return finish(name, out, conv, dtype, unbatched);
     }
     if s == [kh, kw] && d == [1, 1] && p == [0, 0] && op == [0, 0] {
@@ -488,6 +508,7 @@ fn disjoint_transpose(
     let rows = match act.map(Activation::unary) {
         Some(None) => None,
         unary if last && g == 1 => super::conv_tap_rows::tap_rows(
+            name,
             x,
             &product,
             bias.as_ref(),

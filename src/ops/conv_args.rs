@@ -1,7 +1,7 @@
 //! [`Conv`]: the arguments of a convolution, as PyTorch's keywords.
 
 use super::Activation;
-use super::windows::{Pair, span};
+use super::windows::{Pair, per_axis, span};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -177,15 +177,20 @@ impl<'a> Conv<'a> {
             return Err(Error::argument(
                 op,
                 format!(
-                    "stride {:?}, dilation {:?} and groups {} must be at least 1",
-                    self.stride.0, self.dilation.0, self.groups
+                    "stride {}, dilation {} and groups {} must be at least 1",
+                    per_axis(op, self.stride.0),
+                    per_axis(op, self.dilation.0),
+                    self.groups
                 ),
             ));
         }
         if self.padding == ConvPadding::Same && self.stride.0 != [1, 1] {
             return Err(Error::argument(
                 op,
-                format!("padding \"same\" needs stride 1, got {:?}", self.stride.0),
+                format!(
+                    "padding \"same\" needs stride 1, got {}",
+                    per_axis(op, self.stride.0)
+                ),
             ));
         }
         Ok(())

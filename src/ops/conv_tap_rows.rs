@@ -25,15 +25,15 @@ pub(super) const ROW_CHANNELS: usize = 6;
 /// caller's columns and shuffle.
 ///
 /// # Errors
-/// As the convolution's kernel.
+/// As the convolution's kernel (named `op`).
 pub(super) fn tap_rows(
+    op: &'static str,
     x: &Tensor,
     product: &Tensor,
     bias: Option<&Tensor>,
     activation: Option<UnaryOp>,
     [kh, kw, og]: [usize; 3],
 ) -> Result<Option<Tensor>> {
-    const OP: &str = "conv_transpose2d";
     let f32s = [x, product]
         .into_iter()
         .chain(bias)
@@ -52,7 +52,7 @@ pub(super) fn tap_rows(
     }
     let (hk, wk) = (h * kh, w * kw);
     let dense = Shape::from([n, hk, wk, og]);
-    let out = Tensor::empty_dense(dense, DType::F32, x.device(), OP)?.permute(&[0, 3, 1, 2])?;
+    let out = Tensor::empty_dense(dense, DType::F32, x.device(), op)?.permute(&[0, 3, 1, 2])?;
     let product = product.contiguous()?;
     let bias = match bias {
         Some(b) => Some(b.contiguous()?),

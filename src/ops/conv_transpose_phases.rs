@@ -29,14 +29,14 @@ pub(super) struct Transposed {
 /// dropped), for the caller to compose.
 ///
 /// # Errors
-/// GPU failures and device limits.
+/// GPU failures and device limits, naming `op`.
 pub(super) fn on_kernel(
+    op: &'static str,
     x: &Tensor,
     weight: &Tensor,
     conv: &Conv,
     geometry: &Transposed,
 ) -> Result<Option<Tensor>> {
-    const OP: &str = "conv_transpose2d";
     let dtype = match Tensor::result_type(x, weight)? {
         // A bias is added to the f32 result before its one rounding, and
         // slices of k past the first add to an f32 output (a phase has at
@@ -74,7 +74,7 @@ pub(super) fn on_kernel(
         return Ok(None);
     }
     let (x, weight) = (x.to_dtype(dtype)?, weight.to_dtype(dtype)?);
-    let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), OP)?;
+    let out = Tensor::empty_dense(Shape::from(geometry.out.to_vec()), dtype, x.device(), op)?;
     if [&x, &weight, &out]
         .iter()
         .any(|t| t.binding_cut().is_some())

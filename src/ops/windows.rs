@@ -77,8 +77,9 @@ pub(super) fn span(op: &'static str, axis: usize, k: usize, dilation: usize) -> 
             Error::argument(
                 op,
                 format!(
-                    "a dilation of {dilation} spreads {k} taps along axis {axis} past \
-                     {MAX_EXTENT} elements"
+                    "a dilation of {dilation} spreads {k} taps along axis {} past \
+                     {MAX_EXTENT} elements",
+                    axis_shown(op, axis)
                 ),
             )
         })
@@ -101,8 +102,9 @@ pub(super) fn padded_len(
             Error::argument(
                 op,
                 format!(
-                    "padding ({before}, {after}) makes axis {axis} of {len} longer than \
-                     {MAX_EXTENT} elements"
+                    "padding ({before}, {after}) makes axis {} of {len} longer than \
+                     {MAX_EXTENT} elements",
+                    axis_shown(op, axis)
                 ),
             )
         })
@@ -178,6 +180,37 @@ pub(super) fn batched(
             t.shape()
         ),
     ))
+}
+
+/// How the errors of the convolution `op` show a value per spatial axis
+/// (`per_axis`), a shape whose height is the second axis from the end, a
+/// spatial axis (2 or 3) and a kernel's axes: a 1-D op (the 2-D one over
+/// one row, `conv1d.rs`) shows its length's alone.
+pub(super) fn per_axis<T: std::fmt::Debug>(op: &str, v: [T; 2]) -> String {
+    if op.ends_with("1d") {
+        format!("[{:?}]", v[1])
+    } else {
+        format!("{v:?}")
+    }
+}
+
+/// See [`per_axis`].
+pub(super) fn shape_shown(op: &str, t: &Tensor) -> String {
+    let mut d = t.dims().to_vec();
+    if op.ends_with("1d") && d.len() >= 2 {
+        d.remove(d.len() - 2);
+    }
+    crate::shape::Shape::from(d).to_string()
+}
+
+/// See [`per_axis`].
+pub(super) fn axis_shown(op: &str, axis: usize) -> usize {
+    axis - usize::from(op.ends_with("1d"))
+}
+
+/// See [`per_axis`].
+pub(super) fn kernel_axes(op: &str) -> &'static str {
+    if op.ends_with("1d") { "k" } else { "kh, kw" }
 }
 
 #[cfg(test)]
