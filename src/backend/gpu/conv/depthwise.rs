@@ -7,7 +7,7 @@
 
 use crate::backend::DepthwiseCall;
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::buffer::{buffer_decl, io_parts, load_fn, needs_f16};
 use crate::backend::gpu::kernel::grid::{ROW_OUTPUTS, grid, row_segments};
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
@@ -76,18 +76,7 @@ family_key!(DepthwiseKey, "webtensor depthwise conv", depthwise_source);
 /// disagree.
 pub(crate) fn depthwise_source(key: &DepthwiseKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
-    let mut bindings = [
-        buffer_decl(1, "x", dtype, native, false),
-        buffer_decl(2, "w", dtype, native, false),
-        buffer_decl(3, "out_buf", dtype, native, true),
-    ]
-    .concat();
-    let mut access = [
-        load_fn("load_x", "x", dtype, native),
-        load_fn("load_w", "w", dtype, native),
-        store_out_fn(dtype, native),
-    ]
-    .concat();
+    let [mut bindings, mut access] = io_parts(&["x", "w"], dtype, native);
     let mut bias = "";
     if key.bias {
         bindings.push_str(&buffer_decl(4, "bias", KernelType::F32, native, false));

@@ -8,9 +8,7 @@
 use crate::backend::ConvCall;
 use crate::backend::gpu::adapter_facts::AdapterFacts;
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{
-    buffer_decl, load_fn, load_out_fn, needs_f16, store_out_fn,
-};
+use crate::backend::gpu::kernel::buffer::{io_parts, load_out_fn, needs_f16};
 use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::kernel::wgsl_type::ScalarType;
@@ -180,19 +178,8 @@ pub(super) fn gemm_source(
 /// `out_buf` (3, `store_out`, `load_out`), and the accumulator.
 pub(super) fn operand_parts(dtype: KernelType, native: bool) -> [String; 3] {
     let acc = ScalarType::of(dtype);
-    let bindings = [
-        buffer_decl(1, "a", dtype, native, false),
-        buffer_decl(2, "b", dtype, native, false),
-        buffer_decl(3, "out_buf", dtype, native, true),
-    ]
-    .concat();
-    let access = [
-        load_fn("load_a", "a", dtype, native),
-        load_fn("load_b", "b", dtype, native),
-        store_out_fn(dtype, native),
-        load_out_fn(dtype, native),
-    ]
-    .concat();
+    let [bindings, mut access] = io_parts(&["a", "b"], dtype, native);
+    access.push_str(&load_out_fn(dtype, native));
     let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {};\n", acc.zero());
     [bindings, access, acc]
 }

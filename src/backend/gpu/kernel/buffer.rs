@@ -166,6 +166,20 @@ pub(crate) fn load_fn(name: &str, buf: &str, dtype: KernelType, native_f16: bool
     )
 }
 
+/// The bindings and access functions of a kernel reading `inputs` (each
+/// at bindings 1, 2 .. and read by `load_{name}`) and writing `out_buf`
+/// after them (`store_out`), every one holding `dtype`.
+pub(crate) fn io_parts(inputs: &[&str], dtype: KernelType, native_f16: bool) -> [String; 2] {
+    let out = inputs.len() as u32 + 1;
+    let mut bindings = buffer_decl(out, "out_buf", dtype, native_f16, true);
+    let mut access = store_out_fn(dtype, native_f16);
+    for (k, name) in inputs.iter().enumerate() {
+        bindings.push_str(&buffer_decl(k as u32 + 1, name, dtype, native_f16, false));
+        access.push_str(&load_fn(&format!("load_{name}"), name, dtype, native_f16));
+    }
+    [bindings, access]
+}
+
 /// `fn store_out(p: u32, v: compute type)` into `out_buf` holding `dtype`
 /// (declared by [`buffer_decl`] as writable), safe for neighbouring
 /// elements written by other threads.

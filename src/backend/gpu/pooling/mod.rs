@@ -6,7 +6,7 @@
 
 use crate::backend::PoolCall;
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::kernel::buffer::{buffer_decl, load_fn, needs_f16, store_out_fn};
+use crate::backend::gpu::kernel::buffer::{io_parts, needs_f16};
 use crate::backend::gpu::kernel::grid::{ROW_OUTPUTS, grid, row_segments};
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
@@ -71,16 +71,7 @@ family_key!(PoolKey, "webtensor pooling", pool_source);
 /// disagree.
 pub(crate) fn pool_source(key: &PoolKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
-    let bindings = [
-        buffer_decl(1, "x", dtype, native, false),
-        buffer_decl(2, "out_buf", dtype, native, true),
-    ]
-    .concat();
-    let access = [
-        load_fn("load_x", "x", dtype, native),
-        store_out_fn(dtype, native),
-    ]
-    .concat();
+    let [bindings, access] = io_parts(&["x"], dtype, native);
     let slots = [
         ("BINDINGS", bindings.as_str()),
         ("ACCESS", access.as_str()),
