@@ -192,6 +192,12 @@ pub enum Error {
     },
 }
 
+/// An index as [`Error::Index`] holds it: saturated where `isize` is 32
+/// bits (wasm32), on either device.
+pub(crate) fn index_value(raw: i64) -> isize {
+    isize::try_from(raw).unwrap_or(if raw < 0 { isize::MIN } else { isize::MAX })
+}
+
 /// Why an allocation failed, for [`Error::OutOfMemory`]'s message.
 fn oom_reason(in_use: u64, cap: Option<u64>) -> String {
     match cap {
@@ -205,12 +211,15 @@ fn oom_reason(in_use: u64, cap: Option<u64>) -> String {
 impl Error {
     /// This error as the op the caller called reports it: `name` in place
     /// of the op that failed inside it (a composed op's parts fail under
-    /// their own names: softmax's under `sub`).
+    /// their own names: softmax's under `sub`). An `Index` error keeps the
+    /// op whose index was out of range: a GPU reports it at a later
+    /// readback (`faults.rs`), which may be inside another op, and the CPU
+    /// names the same op.
     pub(crate) fn named(mut self, name: &'static str) -> Self {
         match &mut self {
+            Error::Index { .. } => {}
             Error::Shape { op, .. }
             | Error::Axis { op, .. }
-            | Error::Index { op, .. }
             | Error::Argument { op, .. }
             | Error::DType { op, .. }
             | Error::LinAlg { op, .. }

@@ -185,6 +185,30 @@ fn masked_fill_writes_where_the_mask_is_set() {
         let m = Tensor::from_slice(&[false, true, false, true, true], [5], &dev).unwrap();
         b.masked_fill_(&m, 0).unwrap();
         assert_eq!(b.to_vec::<u8>().unwrap(), [1, 0, 3, 0, 0]);
+        // A mask of more axes broadcasts the tensor too, as PyTorch's
+        // (torch.zeros(3).masked_fill(mask [2, 3], 1) is [2, 3]); in place,
+        // the mask must fit the tensor.
+        let row = Tensor::arange(0.0f32, 3.0, 1.0, &dev).unwrap();
+        let grid =
+            Tensor::from_slice(&[true, false, true, false, true, false], [2, 3], &dev).unwrap();
+        let wide = row.masked_fill(&grid, 9.0).unwrap();
+        assert_eq!(wide.dims(), [2, 3]);
+        assert_eq!(f(&wide), [9., 1., 9., 0., 9., 2.]);
+        assert!(matches!(
+            row.masked_fill_(&grid, 9.0),
+            Err(Error::Shape {
+                op: "masked_fill_",
+                ..
+            })
+        ));
+        // NumPy's `a[...] = src` drops a source's leading axes of one.
+        row.assign(&Tensor::full([1, 1, 3], 4.0, DType::F32, &dev).unwrap())
+            .unwrap();
+        assert_eq!(f(&row), [4., 4., 4.]);
+        assert!(matches!(
+            row.assign(&Tensor::full([2, 3], 4.0, DType::F32, &dev).unwrap()),
+            Err(Error::Shape { .. })
+        ));
     }
 }
 
@@ -309,6 +333,28 @@ fn gpu_reports_out_of_range_indices_at_the_next_readback() {
         })
     ));
     dev.sync().unwrap();
+    // Reported by a readback inside another op, it still names the op
+    // whose index was out of range (not `to_device`, `masked_select` ...).
+    let mask = Tensor::from_slice(&[true, false, true], [3], &dev).unwrap();
+    let readers: [(&str, Box<dyn Fn() -> webtensor::Result<Tensor>>); 4] = [
+        ("to_device", Box::new(|| t.to_device(&Device::cpu()))),
+        ("masked_select", Box::new(|| t.masked_select(&mask))),
+        ("nonzero", Box::new(|| Ok(t.nonzero()?.remove(0)))),
+        ("unique", Box::new(|| t.unique())),
+    ];
+    for (reader, read) in readers {
+        t.take(&ints(&[5], &[1], &dev), 0).unwrap();
+        assert_eq!(
+            read().unwrap_err(),
+            Error::Index {
+                op: "take",
+                index: 5,
+                axis: 0,
+                size: 3
+            },
+            "read by {reader}"
+        );
+    }
     // Good indices arm the check without tripping it.
     let ok = t.take(&ints(&[-1], &[1], &dev), 0).unwrap();
     assert_eq!(f(&ok), [3.]);

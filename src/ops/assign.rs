@@ -36,13 +36,17 @@ impl Tensor {
 
     /// Writes `src` into this tensor (a view of any layout), broadcasting
     /// `src` to this shape and casting it to this dtype (NumPy's
-    /// `dst[...] = src`). Overlapping source and destination are handled as
-    /// NumPy does.
+    /// `dst[...] = src`: leading axes of one past this rank are dropped).
+    /// Overlapping source and destination are handled as NumPy does.
     ///
     /// # Errors
     /// `Error::Shape` when `src` does not broadcast to this shape,
     /// `Error::DeviceMismatch`, `Error::OverlappingWrite`.
     pub fn assign(&self, src: &Tensor) -> Result<()> {
+        let extra = src.rank().saturating_sub(self.rank());
+        if src.dims()[..extra].iter().all(|&d| d == 1) && extra > 0 {
+            return self.assign(&src.squeeze_axis(0)?);
+        }
         if self.dtype().is_complex() || src.dtype().is_complex() {
             return self.complex_assign(src);
         }

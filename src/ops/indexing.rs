@@ -265,16 +265,17 @@ impl Tensor {
         })
     }
 
-    /// A copy with `value` wherever the bool `mask` (broadcast to this
-    /// shape) is true (PyTorch's `masked_fill`).
+    /// A copy with `value` wherever the bool `mask` is true, both
+    /// broadcast to their common shape (PyTorch's `masked_fill`: a mask
+    /// with more axes gives a larger result).
     ///
     /// # Errors
     /// `Error::DType` for a non-bool mask or a value the dtype cannot hold;
-    /// `Error::Shape` when the mask does not broadcast to this shape;
+    /// `Error::Shape` when the mask and this shape do not broadcast;
     /// `Error::DeviceMismatch`.
     pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         const OP: &str = "masked_fill";
-        let value = self.check_mask(OP, mask, value.into())?;
+        let value = self.check_mask(OP, mask, value.into(), false)?;
         if let Some(wide) = self.wide_scalar(&value)? {
             return Tensor::where_cond(mask, &wide, self);
         }
@@ -287,14 +288,16 @@ impl Tensor {
         )
     }
 
-    /// [`Tensor::masked_fill`] in place, written through this view.
+    /// [`Tensor::masked_fill`] in place, written through this view: the
+    /// mask broadcast to this shape.
     ///
     /// # Errors
-    /// As [`Tensor::masked_fill`], and `Error::OverlappingWrite` for a
+    /// As [`Tensor::masked_fill`], `Error::Shape` when the mask does not
+    /// broadcast to this shape, and `Error::OverlappingWrite` for a
     /// broadcast view.
     pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<()> {
         const OP: &str = "masked_fill_";
-        let value = self.check_mask(OP, mask, value.into())?;
+        let value = self.check_mask(OP, mask, value.into(), true)?;
         if let Some(wide) = self.wide_scalar(&value)? {
             return self.assign(&Tensor::where_cond(mask, &wide, self)?);
         }
@@ -305,8 +308,15 @@ impl Tensor {
         )
     }
 
-    /// Checks a mask and converts the fill value to this dtype.
-    fn check_mask(&self, op: &'static str, mask: &Tensor, value: Scalar) -> Result<TypedScalar> {
+    /// Checks a mask (broadcast to this shape `in_place`, else to one
+    /// with it) and converts the fill value to this dtype.
+    fn check_mask(
+        &self,
+        op: &'static str,
+        mask: &Tensor,
+        value: Scalar,
+        in_place: bool,
+    ) -> Result<TypedScalar> {
         check_devices(op, self, &[Arg::Tensor(mask)])?;
         if mask.dtype() != DType::Bool {
             return Err(Error::dtype(
@@ -314,7 +324,11 @@ impl Tensor {
                 format!("the mask must be bool, it is {}", mask.dtype()),
             ));
         }
-        if mask.layout().broadcast_to(self.shape()).is_err() {
+        let fits = match in_place {
+            true => mask.layout().broadcast_to(self.shape()).is_ok(),
+            false => crate::shape::broadcast_shapes(self.shape(), mask.shape()).is_ok(),
+        };
+        if !fits {
             return Err(Error::shape(
                 op,
                 format!(

@@ -17,7 +17,7 @@ fn mismatch() -> Error {
 fn out_of_range(op: IndexOp, target: &IndexedAxis, raw: i64) -> Error {
     Error::Index {
         op: op.name(),
-        index: raw as isize,
+        index: crate::error::index_value(raw),
         axis: target.axis,
         size: target.size,
     }

@@ -123,12 +123,9 @@ impl Faults {
         } else {
             i64::from(raw as i32)
         };
-        // Saturated where isize is 32 bits (wasm32).
-        let index =
-            isize::try_from(index).unwrap_or(if index < 0 { isize::MIN } else { isize::MAX });
         Err(Error::Index {
             op,
-            index,
+            index: crate::error::index_value(index),
             axis: ((code >> 8) & 0xff) as usize,
             size: word(3) as usize,
         })
