@@ -336,7 +336,8 @@ fn gpu_reports_out_of_range_indices_at_the_next_readback() {
     // Reported by a readback inside another op, it still names the op
     // whose index was out of range (not `to_device`, `masked_select` ...).
     let mask = Tensor::from_slice(&[true, false, true], [3], &dev).unwrap();
-    let readers: [(&str, Box<dyn Fn() -> webtensor::Result<Tensor>>); 4] = [
+    type Reader<'a> = Box<dyn Fn() -> webtensor::Result<Tensor> + 'a>;
+    let readers: [(&str, Reader); 4] = [
         ("to_device", Box::new(|| t.to_device(&Device::cpu()))),
         ("masked_select", Box::new(|| t.masked_select(&mask))),
         ("nonzero", Box::new(|| Ok(t.nonzero()?.remove(0)))),
