@@ -206,17 +206,22 @@ impl Tensor {
         Ok(())
     }
 
-    /// The argument (phase) of each element in `(-pi, pi]` as f32:
-    /// `atan2(im, re)`. For a real f32 tensor, 0 or pi by sign.
+    /// The argument (phase) of each element in `(-pi, pi]`: `atan2(im,
+    /// re)`, f32 for c64. A real tensor's is 0 or pi by sign (NaN for NaN)
+    /// in its float dtype, f32 for integers and bool (NumPy's, PyTorch's).
     ///
     /// # Errors
-    /// `Error::DType` for other dtypes.
+    /// Device errors.
     pub fn angle(&self) -> Result<Tensor> {
         if self.dtype().is_complex() {
             return self.imag()?.atan2(&self.real()?);
         }
-        let zeros = Tensor::zeros(self.shape().clone(), self.dtype(), self.device())?;
-        zeros.atan2(self)
+        let x = match self.dtype().is_float() {
+            true => self.clone(),
+            false => self.to_dtype(DType::F32)?,
+        };
+        let zeros = Tensor::zeros(x.shape().clone(), x.dtype(), x.device())?;
+        zeros.atan2(&x).map_err(|e| e.named("angle"))
     }
 
     /// `op` for c64 operands: `self` or `other` is c64, the other c64 or f32.
@@ -428,8 +433,10 @@ fn complex_exp(re: &Tensor, im: &Tensor) -> Result<Tensor> {
         let direct = scale.mul(trig)?;
         let halves = half.mul(trig)?.mul(&half)?;
         let part = Tensor::where_cond(&big, &halves, &direct)?;
-        let vanished = scale
-            .eq_scalar(0.0)?
+        // e^-inf times a NaN or an infinite im's cos and sin: 0 (C99);
+        // a finite re's e^re that underflows to 0 times them stays NaN.
+        let vanished = re
+            .eq_scalar(f64::NEG_INFINITY)?
             .logical_and(&im.isfinite()?.logical_not()?)?;
         Tensor::where_cond(&vanished, &scalar(0.0)?, &part)
     };
