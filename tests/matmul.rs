@@ -1119,3 +1119,17 @@ fn a_probe_leaves_index_faults_to_the_applications_readback() {
     assert!(matches!(err, Error::Index { op: "take", .. }), "{err}");
     assert_eq!(product.to_vec::<f32>().unwrap(), vec![20.0; 400]);
 }
+
+/// Batch axes that do not broadcast: the error names both operands' whole
+/// shapes, not only their batch axes.
+#[test]
+fn unbroadcastable_batches_name_the_operands() {
+    let dev = Device::cpu();
+    let a = Tensor::zeros([2, 3, 4], DType::F32, &dev).unwrap();
+    let b = Tensor::zeros([5, 4, 6], DType::F32, &dev).unwrap();
+    let e = a.matmul(&b).unwrap_err().to_string();
+    assert!(
+        e.contains("matmul") && e.contains("[2, 3, 4] @ [5, 4, 6]"),
+        "{e}"
+    );
+}

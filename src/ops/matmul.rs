@@ -16,8 +16,11 @@ impl Tensor {
     /// whose leading (batch) axes broadcast; a 1-D left operand is a row
     /// vector and a 1-D right operand a column vector, and that axis is
     /// dropped from the result. Operands may be any views (`a.t()` is not
-    /// copied). f32, f16 and bf16 (accumulated in f32), f64 (CPU), i32,
-    /// i64 and u32 (wrapping). A GPU has no i64 product kernel: it sums an
+    /// copied). f32, f16 and bf16 (accumulated in f32; a GPU's f16 or
+    /// bf16 product over k past 8,192 rounds its partial sums to its dtype
+    /// once per 8,192 of k, as cuBLAS's reduced-precision split-k that
+    /// PyTorch allows by default, where the CPU rounds once), f64 (CPU),
+    /// i32, i64 and u32 (wrapping). A GPU has no i64 product kernel: it sums an
     /// m x k x n tensor of the products (one elementwise op and a sum). A
     /// GPU's 2-D f32 product of a few output tiles over a long k (64 x 64
     /// over 65,536; k at least 8 times the longer side and 4,096) runs as a
@@ -94,7 +97,11 @@ impl Tensor {
             OP,
             &Shape::from(&a.dims()[..ra - 2]),
             &Shape::from(&b.dims()[..rb - 2]),
-        )?;
+        )
+        .map_err(|_| {
+            let (x, y) = (self.shape(), other.shape());
+            Error::shape(OP, format!("the batch axes of {x} @ {y} do not broadcast"))
+        })?;
         let with = |tail: [usize; 2]| -> Shape {
             let mut dims = DimVec::from_slice(batch.dims());
             dims.extend_from_slice(&tail);
