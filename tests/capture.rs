@@ -268,6 +268,62 @@ fn a_step_with_ops_on_another_gpu_is_refused_naming_both() {
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0; 3]);
 }
 
+/// An upload inside a step after one of its ops may take a buffer released
+/// just before the capture began (nothing pending reads it): no flush, no
+/// refusal.
+#[test]
+fn an_upload_after_an_op_in_a_step_takes_a_buffer_freed_before_it() {
+    let Some(dev) = own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let x = Tensor::zeros([64], DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    // Released in the open batch, with nothing pending.
+    drop(Tensor::from_slice(&[0f32; 64], [64], &dev).unwrap());
+    let (xs, d) = (x.clone(), dev.clone());
+    let mut graph = dev
+        .capture(move || {
+            xs.add_scalar_(1.0)?;
+            let w = Tensor::from_slice(&[2f32; 64], [64], &d)?;
+            xs.add_(&w)
+        })
+        .unwrap();
+    graph.run().unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![6.0; 64]);
+}
+
+/// Another GPU's graph run inside a step ran once, at capture: refused as
+/// that GPU's ops are.
+#[test]
+fn a_step_running_another_gpus_graph_is_refused() {
+    let Some((d1, d2)) = two_gpus() else {
+        return;
+    };
+    let x = Tensor::zeros([3], DType::F32, &d2).unwrap();
+    let xs = x.clone();
+    let mut other = d2.capture(move || xs.add_scalar_(1.0)).unwrap();
+    let y = Tensor::zeros([3], DType::F32, &d1).unwrap();
+    let ys = y.clone();
+    let e = d1
+        .capture(move || {
+            other.run()?;
+            ys.add_scalar_(1.0)
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Argument {
+                op: "Device::capture",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // Its capture's run and the one inside the step, eagerly.
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0; 3]);
+}
+
 /// A copy from another GPU inside a step reads that GPU back, once: the
 /// capture refuses it as it refuses that GPU's ops (its runs would keep
 /// the value read at capture).

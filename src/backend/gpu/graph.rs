@@ -95,6 +95,8 @@ impl GpuGraph {
     /// # Errors
     /// As `Scheduler::replay`.
     pub fn run(&self) -> Result<()> {
+        // Inside another GPU's step: a run that step's replays would skip.
+        super::capture::note_op(self.ctx.id());
         let mut scheduler = self.ctx.scheduler();
         if self.batch.faults {
             // Under the scheduler's lock, as when an indexing op records.

@@ -41,6 +41,11 @@ impl Scheduler {
         }
         if self.has_pending() {
             self.flush(ctx, |_| {})?;
+        } else {
+            // An empty batch closes as a flush would: a buffer released in
+            // it is no pending command's, so an upload inside the step may
+            // take it without the flush a capture refuses.
+            ctx.open_batch.fetch_add(1, Ordering::AcqRel);
         }
         self.capture = Some(Capture::default());
         Ok(())
