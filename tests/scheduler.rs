@@ -1008,8 +1008,9 @@ fn issue_44_composed_ops_keep_their_kernel_budget() {
     // The ops issue 44 recomposed, pinned at what they dispatch today so
     // that they cannot grow unseen (issue 45 is to make them single
     // kernels): complex division (Smith's form scaled to stay in f32's
-    // normal range, 64 ops: 23 kernels, where the unscaled form, wrong on
-    // GPUs that flush subnormals, took 12), the magnitude
+    // normal range, 72 ops: 26 kernels, where the unscaled form, wrong on
+    // GPUs that flush subnormals, took 12, and the form before a dividend
+    // near f32's end was scaled down 23), the magnitude
     // (a hypotenuse, 18), a global adaptive average (a reduction and a
     // divide per axis) and a bilinear resize with an axis kept (now one
     // kernel).
@@ -1028,7 +1029,7 @@ fn issue_44_composed_ops_keep_their_kernel_budget() {
         delta(before, dev.stats())
     };
     let d = run(&|| a.div(&b).unwrap());
-    assert!(d.submits == 1 && d.dispatches <= 23, "div: {d:?}");
+    assert!(d.submits == 1 && d.dispatches <= 26, "div: {d:?}");
     let d = run(&|| a.abs().unwrap());
     assert!(d.submits == 1 && d.dispatches <= 5, "abs: {d:?}");
     let d = run(&|| img.adaptive_avg_pool2d(1).unwrap());

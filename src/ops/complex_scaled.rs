@@ -19,10 +19,11 @@ use crate::tensor::Tensor;
 /// flushes subnormals to zero (NVIDIA's does, as WGSL allows) then answered
 /// 0 for `3e38i / 3e38i`. So the divisor is first scaled by 2^-64 when its
 /// larger part is at least 2^64 and by 2^60 when below 2^-60, the dividend
-/// by 2^60 when below 2^-60 (exact, powers of two), the quotient scaled
-/// back at the end; a sum `a.re + a.im r` that overflows though its terms
-/// do not (a dividend near f32's end: `3e38 (1 + i) / 3e38 (1 + i)`) is
-/// formed from their quarters; and where `r` is below 2^-126 while `|c| >= 1`, its
+/// by 2^60 when below 2^-60 and by 2^-2 when its larger part is at least
+/// 2^126 and its smaller at least 2^-100 (so that `a.re + a.im r` stays
+/// finite: `3e38 (1 + i) / 3e38 (1 + i)` is 1; a smaller part below that
+/// cannot carry the sum past f32's largest), all exact, the quotient
+/// scaled back at the end; and where `r` is below 2^-126 while `|c| >= 1`, its
 /// terms are formed as `(a.im / c) d` from the unscaled parts. There the
 /// result is nearer the exact quotient than NumPy's (whose own steps
 /// underflow or overflow), on every device alike.
@@ -51,8 +52,12 @@ pub(super) fn quotient(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             .add_scalar(1.0)
     };
     let (up, down) = (2f32.powi(60), 2f32.powi(64));
-    let a_max = ar.abs()?.maximum(&ai.abs()?)?;
-    let a_scale = power(a_max.lt_scalar(2f32.powi(-60))?, up)?;
+    let (ar_abs, ai_abs) = (ar.abs()?, ai.abs()?);
+    let a_max = ar_abs.maximum(&ai_abs)?;
+    let a_near_end = a_max
+        .ge_scalar(2f32.powi(126))?
+        .logical_and(&ar_abs.minimum(&ai_abs)?.ge_scalar(2f32.powi(-100))?)?;
+    let a_scale = power(a_max.lt_scalar(2f32.powi(-60))?, up)?.div(&power(a_near_end, 4.0)?)?;
     let b_max = c_abs.maximum(&d_abs)?;
     let b_scale =
         power(b_max.lt_scalar(2f32.powi(-60))?, up)?.div(&power(b_max.ge_scalar(down)?, down)?)?;
@@ -72,16 +77,8 @@ pub(super) fn quotient(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // `(a.re + a.im r) s`, `(a.im - a.re r) s` when |c| >= |d|, else
     // `(a.re r + a.im) s`, `(a.im r - a.re) s`; scaled back.
     let back = b_scale.div(&a_scale)?;
-    let scaled_sum = |x: &Tensor, y: &Tensor| -> Result<Tensor> {
-        let sum = x.add(y)?;
-        let finite = x.isfinite()?.logical_and(&y.isfinite()?)?;
-        let over = sum.isinf()?.logical_and(&finite)?;
-        let quarters = x.mul_scalar(0.25)?.add(&y.mul_scalar(0.25)?)?;
-        let quarters = quarters.mul(&s)?.mul_scalar(4.0)?;
-        Tensor::where_cond(&over, &quarters, &sum.mul(&s)?)?.mul(&back)
-    };
-    let re = scaled_sum(&us, &vr)?;
-    let im = pick(&scaled_sum(&vs, &ur.neg()?)?, &scaled_sum(&ur, &vs.neg()?)?)?;
+    let re = us.add(&vr)?.mul(&s)?.mul(&back)?;
+    let im = pick(&vs.sub(&ur)?, &ur.sub(&vs)?)?.mul(&s)?.mul(&back)?;
     // b == 0: dividing by the sum of the parts' magnitudes, which is zero
     // exactly when this branch is taken, also on a GPU that flushes
     // subnormal parts to zero (where comparing each part with 0 may not).
