@@ -396,6 +396,50 @@ fn a_listener_recovers_the_device_it_hears_of_without_holding_it() {
     assert!(weak.upgrade().is_none(), "a listener kept the device alive");
 }
 
+/// A recovery onto a device that is lost itself keeps every checkpoint
+/// it could not restore for the recovery after it.
+#[test]
+fn checkpoints_outlive_a_recovery_onto_a_lost_device() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let (info, device, queue) = app_device();
+    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default());
+    let kept: Vec<Tensor> = (0..4)
+        .map(|k| {
+            let t = Tensor::full([256], k as f32, DType::F32, &dev).unwrap();
+            t.checkpoint().unwrap();
+            t
+        })
+        .collect();
+    device.destroy();
+    let _ = within_watchdog("the sync after the loss", {
+        let dev = dev.clone();
+        move || dev.sync()
+    });
+    // The application's next device is lost before the restore.
+    let (info, dead, queue) = app_device();
+    dead.destroy();
+    let restored = dev.recover_with(&info, dead, queue);
+    assert!(
+        matches!(restored, Err(Error::DeviceLost { .. })),
+        "{restored:?}"
+    );
+    assert!(matches!(
+        kept[0].to_vec::<f32>(),
+        Err(Error::DeviceLost { .. })
+    ));
+    let (info, device, queue) = app_device();
+    dev.recover_with(&info, device, queue).unwrap();
+    for (k, t) in kept.iter().enumerate() {
+        assert_eq!(
+            t.to_vec::<f32>().unwrap(),
+            vec![k as f32; 256],
+            "tensor {k}"
+        );
+    }
+}
+
 #[test]
 fn the_applications_new_device_takes_the_handles_options() {
     if common::gpu().is_none() {

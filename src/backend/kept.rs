@@ -123,6 +123,8 @@ impl Kept {
         };
         let storage = match place {
             Place::Gpu(ctx) => {
+                // No upload into a lost device's (invalid) buffers.
+                ctx.check_lost(OP)?;
                 with_cpu_data!(&*data, v => Storage::Gpu(GpuStorage::upload(ctx, OP, v)?))
             }
             Place::Host(threads) => Storage::Cpu(CpuStorage::new(

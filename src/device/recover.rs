@@ -185,8 +185,9 @@ impl Device {
 ///
 /// # Errors
 /// The first failure to restore a kept storage: that one lets go of its
-/// copy and stays lost for good; the others are restored, and the handle
-/// is rebound all the same.
+/// copy and stays lost for good (but where `next` is lost too: then every
+/// copy not restored waits for the recovery that replaces it); the others
+/// are restored, and the handle is rebound all the same.
 fn install(
     handle: &Arc<GpuHandle>,
     was: &Arc<Now>,
@@ -195,6 +196,10 @@ fn install(
     reason: &str,
 ) -> Result<bool> {
     old.retire(reason);
+    if let Now::Gpu(ctx) = &**next {
+        // A device lost before it was handed over is seen as lost now.
+        ctx.poll_lost();
+    }
     let mut failed = None;
     let replaced = handle.replace(was, next.clone(), |next| {
         for kept in old.kept_storages() {
@@ -211,7 +216,14 @@ fn install(
                 }
             };
             if let Err(e) = restored {
-                kept.drop_copy();
+                match next {
+                    // The new device lost too: the copy waits for the
+                    // recovery that replaces it.
+                    Now::Gpu(ctx) if ctx.is_lost() || matches!(e, Error::DeviceLost { .. }) => {
+                        ctx.register_kept(&kept);
+                    }
+                    _ => kept.drop_copy(),
+                }
                 failed.get_or_insert(e.named(OP));
             }
         }

@@ -356,6 +356,15 @@ impl GpuContext {
         self.lost.is_lost()
     }
 
+    /// Polls the device once, so that a loss wgpu only reports at a poll
+    /// (a device destroyed before it was handed over) is seen; true when
+    /// it is lost.
+    pub fn poll_lost(&self) -> bool {
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.is_lost()
+    }
+
     /// `Error::DeviceLost` naming `op` on this (lost) device.
     #[cold]
     pub fn lost_error(&self, op: &'static str) -> Error {
