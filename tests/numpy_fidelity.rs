@@ -509,10 +509,14 @@ fn integer_powers_are_exact_where_the_power_is_an_f32() {
     let (mut a, mut b): (Vec<f32>, Vec<f32>) = exact.iter().copied().unzip();
     // The repros (55, 9, 2 and 32 ulp from powf before), a tie
     // (4097^2 = 2^24 + 8193 lies halfway: rounded to even here, away by
-    // powf), then random bases over a wide range with integer exponents
-    // from -60 to 60, and large ones.
+    // powf), a negative power a GPU rounded twice (an ulp off), subnormal
+    // bases to powers whose exponent sum passed i32 on a GPU (inf for 0,
+    // 0 for inf), then random bases over a wide range with integer
+    // exponents from -60 to 60, and large ones.
     a.extend([1e10, -7.0, 3.0, 1.5, 4097.0, 1.0000001, 0.99999994]);
     b.extend([3.0, 7.0, 7.0, 41.0, 2.0, 8_388_607.0, 16_000_000.0]);
+    a.extend([1.414_536_8, 1e-45, 1e-45, 1e-40, -1e-40]);
+    b.extend([-2.0, 15_000_001.0, -15_000_001.0, 2.0, -3.0]);
     for _ in 0..3000 {
         let r = next();
         let mantissa = 1.0 + (r >> 40) as f32 / (1u64 << 24) as f32;
@@ -539,6 +543,27 @@ fn integer_powers_are_exact_where_the_power_is_an_f32() {
                     "{:e}^{}: {:e}, powf {:e}",
                     a[k], b[k], got[k], want[k]
                 ));
+            }
+            // A GPU rounds an integer power once from 64-bit significands
+            // (a negative one's reciprocal to 48 bits): the nearest f32 to
+            // the power (f64's, exact to 2^-46 for |b| <= 60), but where
+            // that is within 2^-40 of a tie.
+            if dev.is_gpu() && b[k].abs() <= 60.0 {
+                let exact = (a[k] as f64).powi(b[k] as i32);
+                let nearest = exact as f32;
+                let other = if (nearest as f64) < exact {
+                    nearest.next_up()
+                } else {
+                    nearest.next_down()
+                };
+                let tie = (nearest as f64 + other as f64) / 2.0;
+                let near_tie = ((exact - tie) / exact).abs() < 2f64.powi(-40);
+                if !near_tie && got[k].to_bits() != nearest.to_bits() {
+                    wrong.push(format!(
+                        "{:e}^{}: {:e}, nearest {:e}",
+                        a[k], b[k], got[k], nearest
+                    ));
+                }
             }
         }
         assert_none_wrong(&dev, wrong);

@@ -310,28 +310,40 @@ fn atan2_f32(a: f32, b: f32) -> f32 {
     return select(q, -q, sign_bit_f32(a));
 }
 
-// C's fmod, exactly: |a| reduced by |b| scaled to its binade, one exact
-// subtraction per binade between them (at most about 280), never through
-// a / b (whose rounding loses the remainder once the quotient is large).
-// A subnormal divisor counts as zero, as WGSL allows a GPU to flush it.
-// The scaling is two ldexp of at most 127 each: WGSL leaves ldexp past an
-// exponent of 128 undefined, and HLSL computes it as y * exp2(e), whose
-// exp2 is infinite there (3e38 by 1e-30 scales by 2^226).
+// C's fmod, exactly, on the operands' bits (musl's method): |a|'s 24-bit
+// significand reduced by |b|'s, one integer subtraction per binade between
+// them (at most 277), never through a / b (whose rounding loses the
+// remainder once the quotient is large), and never through float
+// arithmetic a GPU may flush: a subnormal divisor or remainder is exact.
 fn fmod_f32(a: f32, b: f32) -> f32 {
-    let y = abs(b);
-    if (is_nan_f32(a) || is_nan_f32(b) || is_inf_f32(a) || y < F32_MIN_NORMAL) {
-        return nan_f32();
+    let xa = bitcast<u32>(a) & 0x7fffffffu;
+    let yb = bitcast<u32>(b) & 0x7fffffffu;
+    let sign = bitcast<u32>(a) & 0x80000000u;
+    if (yb == 0u || yb > 0x7f800000u || xa >= 0x7f800000u) { return nan_f32(); }
+    // |a| < |b| (an infinite b too): a itself; |a| = |b|: a zero of a's sign.
+    if (xa < yb) { return a; }
+    if (xa == yb) { return bitcast<f32>(sign); }
+    var x = significand_f32(xa);
+    let y = significand_f32(yb);
+    var mx = x.m;
+    for (var i = 0; i < 300 && x.e > y.e; i++) {
+        if (mx >= y.m) {
+            mx -= y.m;
+            if (mx == 0u) { return bitcast<f32>(sign); }
+        }
+        mx = mx << 1u;
+        x.e -= 1;
     }
-    if (is_inf_f32(y)) { return a; }
-    var x = abs(a);
-    let ey = frexp(y).exp;
-    for (var i = 0; i < 300 && x >= y; i++) {
-        let e = frexp(x).exp - ey;
-        var t = ldexp(ldexp(y, e / 2), e - e / 2);
-        if (t > x) { t = t * 0.5; }
-        x = x - t;
+    if (mx >= y.m) {
+        mx -= y.m;
+        if (mx == 0u) { return bitcast<f32>(sign); }
     }
-    return select(x, -x, sign_bit_f32(a));
+    // The remainder's leading bit back at bit 23, then its bits.
+    let shift = countLeadingZeros(mx) - 8u;
+    mx = mx << shift;
+    let e = x.e - i32(shift) + 127;
+    if (e > 0) { return bitcast<f32>(sign | (u32(e) << 23u) | (mx & 0x7fffffu)); }
+    return bitcast<f32>(sign | (mx >> u32(1 - e)));
 }
 
 // NumPy's remainder: fmod, moved to the divisor's sign; a zero remainder
@@ -490,7 +502,8 @@ fn bf16_of_word(word: u32, odd: u32) -> f32 {
 
 // NumPy's floor_divide (npy_divmod): the exact remainder taken off first so
 // that the quotient rounds to the right integer. A zero divisor gives
-// a / b; a subnormal one (which fmod_f32 takes as zero) the floor of a / b.
+// a / b; a subnormal one (whose remainder a GPU may flush) the floor of
+// a / b.
 fn floor_div_f32(a: f32, b: f32) -> f32 {
     if ((bitcast<u32>(b) & 0x7fffffffu) < 0x800000u) {
         let q = div_f32(a, b);

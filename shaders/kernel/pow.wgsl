@@ -77,17 +77,27 @@ fn pow_int_wide(x: f32, n: u32) -> vec3<u32> {
 }
 
 // x^b for a finite x > 0 and an integer 0 < |b| < 2^24: a positive power
-// rounded once from its wide value; a negative one as the reciprocal of
-// that value's significand (exact division), scaled by 2^-k in integers
-// (ldexp into the subnormals gives 0 on a GPU that flushes them).
-fn pow_int_f32(x: f32, b: f32) -> f32 {
-    let w = pow_int_wide(x, u32(abs(b)));
+// rounded once from its wide value; a negative one as the float-float
+// reciprocal of that value's significand (its top 48 bits), scaled by
+// 2^-k in integers and rounded once (ldexp into the subnormals gives 0 on
+// a GPU that flushes them). A subnormal x to a power past 1 is 0 or
+// infinite (past 2^-252 or 2^252): its exponent times b would pass i32.
+fn pow_int_f32(x: f32, b: f32, z: u32) -> f32 {
+    let n = u32(abs(b));
+    if (n >= 2u && (bitcast<u32>(x) & 0x7f800000u) == 0u) {
+        return select(f32_from_bits(F32_INF_BITS), 0.0, b > 0.0);
+    }
+    let w = pow_int_wide(x, n);
     if (b > 0.0) { return wide_to_f32(w); }
     let k = bitcast<i32>(w.z);
     if (k > 160) { return 0.0; }
     if (k < -160) { return f32_from_bits(F32_INF_BITS); }
-    let r = div_f32(1.0, wide_to_f32(vec3<u32>(w.x, w.y, 0u)));
-    return wide_to_f32(ff_to_wide(vec2<f32>(r, 0.0), -k));
+    // The significand (hi 2^32 + lo) / 2^63 in [1, 2) as hi + lo: its top
+    // 24 bits, then the next 24 (both exact in f32).
+    let top = f32(w.x >> 8u) * 1.1920928955078125e-7;
+    let next = f32(((w.x & 0xffu) << 16u) | (w.y >> 16u)) * 7.105427357601002e-15;
+    let r = ff_div(1.0, ff_fast_sum(top, next, z), z);
+    return wide_to_f32(ff_to_wide(r, -k));
 }
 
 // IEEE pow (C's powf), whose special cases WGSL's pow leaves open; `z` is
@@ -118,7 +128,7 @@ fn pow_f32(a: f32, b: f32, z: u32) -> f32 {
     } else {
         if (sign_bit_f32(a) && !integer) { return nan_f32(); }
         if (integer && abs(b) < 16777216.0) {
-            m = pow_int_f32(x, b);
+            m = pow_int_f32(x, b, z);
         } else {
             m = pow_float_float(x, b, z);
         }

@@ -29,7 +29,9 @@ for rank in range(1, 5):
 
 BITS = {"f32": (np.float32, np.uint32, 8), "f16": (np.float16, np.uint16, 4)}
 edge = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 4.0, -4.0, 0.5, 7.25, -7.25,
-        1e-3, 6.0, -6.0, np.inf, -np.inf, np.nan, 1e30, -1e30]
+        1e-3, 6.0, -6.0, np.inf, -np.inf, np.nan, 1e30, -1e30,
+        # Subnormal divisors and remainders (f32's, then f16's).
+        1e-40, -3e-39, 1e-45, 6e-8, -3e-6]
 for name, (dt, ut, w) in BITS.items():
     with np.errstate(over="ignore"):
         vals = np.array(edge + list(rng.integers(-20, 20, 30) * 0.5), dtype=dt)
