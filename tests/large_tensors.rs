@@ -977,3 +977,49 @@ fn gpu_reductions_past_2_pow_32_elements_count_them_all() {
     let mean = grid.mean(..).unwrap().to_vec::<f32>().unwrap()[0];
     assert!((mean - 1.0).abs() <= 1e-6, "mean {mean}");
 }
+
+/// Products past one grid axis of output tiles (more than 1,048,560 rows
+/// or columns; with few columns a 64-row tile ran out at 4,194,240 rows)
+/// run in parts; an i64 product (no GPU kernel: elementwise products and
+/// sums) holds a bounded part of its 157 million products at a time.
+#[test]
+#[ignore = "long: products of 4.3 million rows (WEBTENSOR_LONG_TESTS=1 cargo test -- --include-ignored)"]
+fn products_past_the_grid_and_wide_integer_products_run_in_parts() {
+    let Some(dev) = common::own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let m = 4_300_000;
+    let a: Vec<f32> = (0..m * 3).map(|i| (i % 7) as f32 - 3.0).collect();
+    let w: Vec<f32> = (0..9).map(|i| i as f32 - 4.0).collect();
+    let want: Vec<f32> = (0..m * 3)
+        .map(|p| (0..3).map(|k| a[p / 3 * 3 + k] * w[k * 3 + p % 3]).sum())
+        .collect();
+    let x = Tensor::from_slice(&a, [m, 3], &dev).unwrap();
+    let y = Tensor::from_slice(&w, [3, 3], &dev).unwrap();
+    assert_eq!(x.matmul(&y).unwrap().to_vec::<f32>().unwrap(), want);
+    // The wide product: xᵀ's columns.
+    let wide = y.matmul(&x.t()).unwrap().to_vec::<f32>().unwrap();
+    let tall = x.matmul(&y.t()).unwrap().to_vec::<f32>().unwrap();
+    for (k, v) in wide.iter().enumerate() {
+        assert_eq!(*v, tall[(k % m) * 3 + k / m], "wide element {k}");
+    }
+    // i64: against the CPU's, and with its products' memory bounded (the
+    // whole m x k x n of them is 1.2 GiB).
+    let cpu = Device::cpu();
+    let ints = |n: usize, rows: usize, seed: i64| -> Vec<i64> {
+        (0..n * rows)
+            .map(|i| (i as i64 * seed) % 1_000_003 - 500_000)
+            .collect()
+    };
+    let (p, q) = (ints(1024, 512, 7919), ints(512, 300, 104_729));
+    let on = |dev: &Device| {
+        let x = Tensor::from_slice(&p, [1024, 512], dev).unwrap();
+        let y = Tensor::from_slice(&q, [512, 300], dev).unwrap();
+        x.matmul(&y).unwrap().to_vec::<i64>().unwrap()
+    };
+    assert_eq!(on(&dev), on(&cpu));
+    // The device's peak over the whole test (the f32 products' 150 MiB
+    // among it).
+    let peak = dev.stats().peak_bytes_live;
+    assert!(peak < 256 << 20, "peak {peak} bytes");
+}

@@ -20,8 +20,10 @@ impl Tensor {
     /// bf16 product over k past 8,192 rounds its partial sums to its dtype
     /// once per 8,192 of k, as cuBLAS's reduced-precision split-k that
     /// PyTorch allows by default, where the CPU rounds once), f64 (CPU),
-    /// i32, i64 and u32 (wrapping). A GPU has no i64 product kernel: it sums an
-    /// m x k x n tensor of the products (one elementwise op and a sum). A
+    /// i32, i64 and u32 (wrapping). A GPU has no i64 product kernel: it
+    /// sums the products (elementwise ops and sums over parts of at most
+    /// 2^22 of them). A GPU's product of more than 1,048,560 rows or
+    /// columns runs in parts of that many (its output tiles' grid). A
     /// GPU's 2-D f32 product of a few output tiles over a long k (64 x 64
     /// over 65,536; k at least 8 times the longer side and 4,096) runs as a
     /// batch over slices of k and a sum of the slices' partials (split-k:
@@ -124,9 +126,7 @@ impl Tensor {
         let mut out = if let Some(out) = split {
             out
         } else if self.dtype() == DType::I64 && self.device().is_gpu() {
-            // No i64 product kernel: each output sums its k products (an
-            // m x k x n tensor of them).
-            a.unsqueeze(-1)?.mul(&b.unsqueeze(-3)?)?.sum(-2)?
+            wide_product(&a, &b, &out_shape).map_err(|e| e.named(OP))?
         } else {
             let storage = crate::tensor::alloc_beside(self, OP, self.dtype(), out_shape.numel())?;
             let out = Tensor::from_parts(
@@ -184,6 +184,11 @@ impl Tensor {
     }
 }
 
+/// The most rows (or columns) of one GPU product's recording: every
+/// kernel's output tiles are at least 16 a side, and WebGPU promises 65,535
+/// workgroups along each grid axis.
+const GRID_EXTENT: usize = 16 * 65_535;
+
 /// The cut of a GPU product whose inner dimension is longer than its
 /// kernels count in 32 bits (only a view broadcast along it fits a binding
 /// then): `a`'s last axis (operand 0's, so an inner cut) into parts of at
@@ -214,6 +219,21 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         .find_map(|(k, t)| t.binding_cut().map(|c| (k, c)))
         .or_else(|| inner_extent_cut(a));
     let Some((operand, cut)) = cut else {
+        // Rows of a and out, or columns of b and out, in parts whose
+        // output tiles fit one grid axis.
+        let (m, n) = (out.dims()[r - 2], out.dims()[r - 1]);
+        if out.device().is_gpu() && m.max(n) > GRID_EXTENT {
+            let (axis, len) = if m > GRID_EXTENT { (-2, m) } else { (-1, n) };
+            for start in (0..len).step_by(GRID_EXTENT) {
+                let part = |t: &Tensor| t.narrow(axis, start, GRID_EXTENT.min(len - start));
+                let (ap, bp) = match axis {
+                    -2 => (part(a)?, b.clone()),
+                    _ => (a.clone(), part(b)?),
+                };
+                matmul_in_parts(&ap, &bp, &part(out)?)?;
+            }
+            return Ok(());
+        }
         return matmul(MatmulCall {
             a: a.kernel_ref(a.layout().clone())?,
             b: b.kernel_ref(b.layout().clone())?,
@@ -267,4 +287,29 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         matmul_in_parts(ap, bp, op)?;
     }
     Ok(())
+}
+
+/// `a @ b` of i64 operands (broadcast to one batch shape) on a GPU, which
+/// has no i64 product kernel: each output sums its k products, formed for
+/// a part of the rows (and of k) at a time so that no more than 2^22 of
+/// them are held at once (wrapping sums: the parts add to the same bits).
+fn wide_product(a: &Tensor, b: &Tensor, shape: &Shape) -> Result<Tensor> {
+    const HELD: usize = 1 << 22;
+    let r = shape.rank();
+    let (m, k) = (shape.dims()[r - 2], a.dims()[r - 1]);
+    let lanes = (shape.numel() / m.max(1)).max(1);
+    let k_part = k.min(HELD / lanes).max(1);
+    let rows = (HELD / (lanes * k_part).max(1)).max(1);
+    let out = Tensor::zeros(shape.clone(), DType::I64, a.device())?;
+    for row in (0..m).step_by(rows) {
+        let count = rows.min(m - row);
+        let target = out.narrow(-2, row, count)?;
+        for at in (0..k).step_by(k_part) {
+            let len = k_part.min(k - at);
+            let x = a.narrow(-2, row, count)?.narrow(-1, at, len)?;
+            let y = b.narrow(-2, at, len)?;
+            target.add_(&x.unsqueeze(-1)?.mul(&y.unsqueeze(-3)?)?.sum(-2)?)?;
+        }
+    }
+    Ok(out)
 }
