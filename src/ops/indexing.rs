@@ -40,9 +40,10 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::DType` for an index that is not i32, i64 or u32; `Error::Axis`;
-    /// `Error::Shape` above the maximum rank or for indices into an empty
-    /// axis; `Error::Index` for an out-of-range index (see the module docs
-    /// for the GPU); `Error::DeviceMismatch`; `Error::TooLarge` on a GPU
+    /// `Error::Shape` above the maximum rank; `Error::Index` for an
+    /// out-of-range index (see the module docs for the GPU), and at once
+    /// for any index into an empty axis (`size` 0, `index` 0: no index is
+    /// read); `Error::DeviceMismatch`; `Error::TooLarge` on a GPU
     /// for an axis past 2^31 - 1 elements (its indices resolve in i32; only
     /// a broadcast view is that long there).
     pub fn take(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
@@ -390,7 +391,7 @@ fn check_index_fits(
 }
 
 /// Every index into an empty axis is out of range; that is known before
-/// any index is read.
+/// any index is read (so the error's index is 0, not one read).
 ///
 /// # Errors
 /// `Error::Index` naming `op`.
