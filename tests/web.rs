@@ -339,6 +339,30 @@ async fn bad_input_is_an_err_not_an_exception() {
     assert_eq!(read(&picked).await, [0., 0.]);
 }
 
+/// A readback dropped while it maps (a page that stops waiting) had the
+/// index fault it carried cleared and lost; the next readback reports it.
+#[wasm_bindgen_test]
+async fn an_index_fault_outlives_a_readback_dropped_mid_flight() {
+    let dev = gpu().await;
+    let a = Tensor::zeros([2, 3], DType::F32, &dev).unwrap();
+    let bad = Tensor::from_slice(&[7i32], [1], &dev).unwrap();
+    let picked = a.take(&bad, 1).unwrap();
+    let mut dropped = Box::pin(picked.to_vec_async::<f32>());
+    // One poll submits the work with the record's copy and starts mapping.
+    assert!(futures::poll!(&mut dropped).is_pending());
+    drop(dropped);
+    let other = Tensor::ones([2], DType::F32, &dev).unwrap();
+    assert!(matches!(
+        other.to_vec_async::<f32>().await,
+        Err(Error::Index {
+            op: "take",
+            index: 7,
+            ..
+        })
+    ));
+    assert_eq!(read(&other).await, [1., 1.]);
+}
+
 #[wasm_bindgen_test]
 async fn the_cpu_path_runs_in_the_browser_too() {
     let cpu = Device::cpu();

@@ -12,6 +12,7 @@ use super::command::Bound;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use crate::op::IndexOp;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The pool never hands out this id: it names the fault buffer in the
@@ -38,6 +39,18 @@ pub(crate) struct Faults {
     /// True while a kernel that may record a fault has been recorded since
     /// the last readback copied the record.
     armed: AtomicBool,
+    /// Copies of the record whose readback was dropped before it checked
+    /// them (a future dropped mid-flight, in a browser), for the next
+    /// readback that reports to check first.
+    dropped: Mutex<Vec<Unread>>,
+}
+
+/// A copy of the record a dropped readback did not check.
+pub(crate) enum Unread {
+    /// In a staging buffer still mapping, at this byte offset.
+    Mapping(wgpu::Buffer, u64),
+    /// Read back.
+    Read(Vec<u8>),
 }
 
 impl Faults {
@@ -54,6 +67,7 @@ impl Faults {
         Faults {
             buffer,
             armed: AtomicBool::new(false),
+            dropped: Mutex::default(),
         }
     }
 
@@ -95,6 +109,47 @@ impl Faults {
         encoder.copy_buffer_to_buffer(&self.buffer, 0, staging, at, FAULT_BYTES);
         encoder.clear_buffer(&self.buffer, 0, None);
         true
+    }
+
+    /// Keeps a copy of the record its readback was dropped before checking,
+    /// for the next readback that reports.
+    pub fn keep_unread(&self, unread: Unread) {
+        let mut dropped = self.dropped.lock().unwrap_or_else(|e| e.into_inner());
+        dropped.push(unread);
+        self.arm();
+    }
+
+    /// `Error::Index` for the first fault the records kept by
+    /// [`Faults::keep_unread`] hold (a copy still mapping is read once its
+    /// mapping is done, which a later readback's being done means; until
+    /// then it is kept, and the record stays armed).
+    ///
+    /// # Errors
+    /// `Error::Index` for a recorded out-of-range index.
+    pub fn check_unread(&self) -> Result<()> {
+        let mut dropped = self.dropped.lock().unwrap_or_else(|e| e.into_inner());
+        let mut first = Ok(());
+        dropped.retain(|unread| {
+            let record = match unread {
+                Unread::Read(record) => Faults::check(record),
+                Unread::Mapping(staging, at) => {
+                    // An error while it is not mapped yet.
+                    let Ok(view) = staging.get_mapped_range(..*at + FAULT_BYTES) else {
+                        return true;
+                    };
+                    let record = Faults::check(&view[*at as usize..]);
+                    drop(view);
+                    staging.unmap();
+                    record
+                }
+            };
+            first = first.clone().and(record);
+            false
+        });
+        if !dropped.is_empty() {
+            self.arm();
+        }
+        first
     }
 
     /// `Error::Index` when `record` (the bytes a readback copied) holds a

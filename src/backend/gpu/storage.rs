@@ -3,7 +3,7 @@
 use super::buffer_claim::BufferClaim;
 use super::constants::{ConstKey, Constant, MAX_TABLE_BYTES};
 use super::context::GpuContext;
-use super::faults::FAULT_BYTES;
+use super::faults::{FAULT_BYTES, Unread};
 pub(crate) use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::submit_scoped;
 use super::pool::{BufferKind, PooledBuffer, buffer_size};
@@ -521,28 +521,60 @@ async fn read_back_now(
     flushed?;
     let fault_range = size as usize..(size + if with_faults { FAULT_BYTES } else { 0 }) as usize;
     staging.mapping = true;
+    // A future dropped at an await below (in a browser) leaves the
+    // record's copy to the next readback that reports.
+    let mut unread = Unchecked {
+        faults: &ctx.faults,
+        record: with_faults.then(|| Unread::Mapping(buffer.clone(), size)),
+    };
     let result = map_and_read(ctx, op, &buffer, total, |view| {
         (view[range].to_vec(), view[fault_range].to_vec())
     })
     .await;
+    unread.record = match &result {
+        Ok((_, record)) if with_faults => Some(Unread::Read(record.clone())),
+        _ => None,
+    };
     // Mapping completes only once the GPU is done with the copy; a buffer
     // whose map failed is let go.
     staging.mapping = result.is_err();
     drop(staging);
     if let Some(e) = submit_errors.await {
+        // The failed submit's copy is no record: the record waits, armed.
+        unread.record = None;
         if with_faults {
             ctx.faults.arm();
         }
         return Err(Error::gpu(op, format!("the device reported: {e}")));
     }
+    unread.record = None;
     let (bytes, record) = result?;
     // An index fault is cleared as it is reported; a device error waits in
-    // its claim, so neither is lost when both are there.
+    // its claim, so neither is lost when both are there. Records of
+    // dropped readbacks came first.
+    if faults == Faults::Report {
+        ctx.faults.check_unread()?;
+    }
     if with_faults {
         super::faults::Faults::check(&record)?;
     }
     ctx.check_device_error(op)?;
     Ok(bytes)
+}
+
+/// The record's copy a readback made, until the readback checks it: handed
+/// to the next readback when the readback's future is dropped first.
+struct Unchecked<'a> {
+    faults: &'a super::faults::Faults,
+    record: Option<Unread>,
+}
+
+impl Drop for Unchecked<'_> {
+    fn drop(&mut self) {
+        if let Some(record) = self.record.take() {
+            self.faults.keep_unread(record);
+        }
+    }
 }
 
 /// A readback's staging buffer, back to the pool when it is dropped, or let
