@@ -121,7 +121,7 @@ pub(crate) fn same_kind(from: DType, to: DType) -> bool {
 pub(crate) fn with_scalar(dtype: DType, scalar: &Scalar) -> Option<DType> {
     let scalar_category = match scalar {
         Scalar::Bool(_) => 0,
-        Scalar::Int(_) => 1,
+        Scalar::Int(_) | Scalar::UInt(_) => 1,
         Scalar::Float(_) => 2,
         Scalar::Complex(_) => 3,
     };

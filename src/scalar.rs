@@ -15,6 +15,10 @@ pub enum Scalar {
     Float(f64),
     /// An integer value.
     Int(i64),
+    /// An unsigned integer past `i64::MAX` (a `u64` or `usize`): no integer
+    /// dtype holds it, so converting one to an integer dtype is an error
+    /// (NumPy's `OverflowError`); a float dtype rounds it once.
+    UInt(u64),
     /// A boolean.
     Bool(bool),
     /// A complex number, for c64 tensors.
@@ -40,15 +44,14 @@ scalar_from!(f32 => Float as f64, f64 => Float as f64, i8 => Int as i64, i16 => 
     i32 => Int as i64, i64 => Int as i64, isize => Int as i64, u8 => Int as i64, u16 => Int as i64,
     u32 => Int as i64);
 
-/// Unsigned values past `i64::MAX` are kept as (rounded) floats: no integer
-/// dtype holds them, so converting one to an integer dtype is an error.
+/// Unsigned values past `i64::MAX` are [`Scalar::UInt`].
 macro_rules! scalar_from_wide_unsigned {
     ($($t:ty),*) => {
         $(impl From<$t> for Scalar {
             fn from(v: $t) -> Self {
                 match i64::try_from(v) {
                     Ok(i) => Scalar::Int(i),
-                    Err(_) => Scalar::Float(v as f64),
+                    Err(_) => Scalar::UInt(v as u64),
                 }
             }
         })*
@@ -79,6 +82,7 @@ impl std::fmt::Display for Scalar {
         match self {
             Scalar::Float(v) => write!(f, "{v}"),
             Scalar::Int(v) => write!(f, "{v}"),
+            Scalar::UInt(v) => write!(f, "{v}"),
             Scalar::Bool(v) => write!(f, "{v}"),
             Scalar::Complex(v) => write!(f, "{}", crate::number_format::format_complex(v.re, v.im)),
         }
@@ -107,6 +111,8 @@ impl TypedScalar {
         };
         let int = match scalar {
             Scalar::Int(v) => v,
+            // Refused by every integer dtype below.
+            Scalar::UInt(v) => v as i64,
             Scalar::Float(v) => v as i64,
             Scalar::Bool(b) => b as i64,
             Scalar::Complex(_) => 0,
@@ -118,7 +124,13 @@ impl TypedScalar {
             (Scalar::Bool(b), _) => b as u8 as f64,
             (_, DType::Bool) => return Err(bad()),
             (Scalar::Float(v), d) if d.is_float() => v,
-            (Scalar::Int(v), d) if d.is_float() => v as f64,
+            // An integer rounds once to f32, and bf16 and f16 take that f32
+            // (as PyTorch converts, and as the crate casts integers).
+            (Scalar::Int(v), DType::F64) => v as f64,
+            (Scalar::UInt(v), DType::F64) => v as f64,
+            (Scalar::Int(v), d) if d.is_float() => half_of(v as f32, d),
+            (Scalar::UInt(v), d) if d.is_float() => half_of(v as f32, d),
+            (Scalar::UInt(_), _) => return Err(bad()),
             (Scalar::Float(v), d) => {
                 if v.fract() != 0.0 || !int_in_range(v, d) {
                     return Err(bad());
@@ -179,6 +191,15 @@ impl TypedScalar {
             KernelType::I64 => self.int as u32,
             KernelType::U32 | KernelType::U8 | KernelType::Bool => self.value as u32,
         }
+    }
+}
+
+/// `v` rounded to the float dtype `d` (f32 as it is).
+fn half_of(v: f32, d: DType) -> f64 {
+    match d {
+        DType::F16 => f16::from_f32(v).to_f64(),
+        DType::BF16 => bf16::from_f32(v).to_f64(),
+        _ => v as f64,
     }
 }
 

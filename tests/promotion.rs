@@ -184,6 +184,45 @@ fn rust_scalars_widen_only_across_categories() {
         assert!(matches!(err, Error::DType { op: "mul", .. }), "{err}");
         i.add_scalar_(1).unwrap();
         assert_eq!(i.to_vec::<i32>().unwrap(), vec![2, 3, 4]);
+        // A u64 past i64::MAX is an integer no integer dtype holds (NumPy's
+        // OverflowError), not a float that makes the tensor f32.
+        let wide = Tensor::from_slice(&[i64::MAX], [1], &dev).unwrap();
+        for (r, shown) in [
+            (wide.add_scalar(u64::MAX), u64::MAX),
+            (wide.eq_scalar(1u64 << 63), 1 << 63),
+        ] {
+            let err = r.unwrap_err();
+            assert!(matches!(err, Error::DType { .. }), "{err}");
+            assert!(err.to_string().contains(&shown.to_string()), "{err}");
+        }
+        let f = Tensor::zeros([1], DType::F32, &dev).unwrap();
+        assert_eq!(
+            f.add_scalar(u64::MAX).unwrap().to_vec::<f32>().unwrap(),
+            [u64::MAX as f32]
+        );
+        // An integer scalar rounds once to f32 (PyTorch's, and the 0-d
+        // tensor's cast): 2^60 + 2^37, where rounding through f64 gave 2^60.
+        let v: i64 = (1 << 60) + (1 << 36) + 1;
+        let zero_d = Tensor::from_vec(vec![v], [], &dev).unwrap();
+        assert_eq!(
+            f.add_scalar(v).unwrap().to_vec::<f32>().unwrap(),
+            [v as f32]
+        );
+        assert_eq!(f.add(&zero_d).unwrap().to_vec::<f32>().unwrap(), [v as f32]);
+        // Into bf16 through f32, as PyTorch and the crate's own cast:
+        // 2^24 + 2^16 + 1 is 2^24 (16908288 from its f64 rounded once).
+        let n = 16_842_753;
+        let full = Tensor::full([1], n, DType::BF16, &dev).unwrap();
+        let cast = Tensor::full([1], n, DType::I32, &dev)
+            .unwrap()
+            .to_dtype(DType::BF16)
+            .unwrap();
+        for t in [full, cast] {
+            assert_eq!(
+                t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+                [16_777_216.0]
+            );
+        }
     }
 }
 

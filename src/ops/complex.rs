@@ -399,6 +399,7 @@ fn complex_value(s: Scalar) -> Complex32 {
     match s {
         Scalar::Float(v) => Complex32::new(v as f32, 0.0),
         Scalar::Int(v) => Complex32::new(v as f32, 0.0),
+        Scalar::UInt(v) => Complex32::new(v as f32, 0.0),
         Scalar::Complex(c) => c,
         Scalar::Bool(b) => Complex32::new(f32::from(u8::from(b)), 0.0),
     }
