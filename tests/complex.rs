@@ -601,6 +601,29 @@ fn division_on_a_device_that_flushes_subnormals() {
     );
 }
 
+/// `all` and `any` of c64: an element is true where either part is nonzero
+/// (NumPy's `np.all([1j, 0j])` is False, `np.any` True).
+#[test]
+fn all_and_any_of_complex_tensors() {
+    for dev in devices() {
+        let z = Tensor::from_complex(
+            &[
+                Complex32::new(0.0, 1.0),
+                Complex32::new(0.0, 0.0),
+                Complex32::new(-2.0, 0.0),
+                Complex32::new(f32::NAN, 0.0),
+            ],
+            [2, 2],
+            &dev,
+        )
+        .unwrap();
+        assert!(!z.all(..).unwrap().item::<bool>().unwrap(), "{dev}");
+        assert!(z.any(..).unwrap().item::<bool>().unwrap(), "{dev}");
+        assert_eq!(z.all(1).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+        assert_eq!(z.any(0).unwrap().to_vec::<bool>().unwrap(), [true, true]);
+    }
+}
+
 /// `angle` of real tensors, as NumPy's `np.angle`: 0 or pi by sign in the
 /// float dtype, f32 for integers and bool.
 #[test]

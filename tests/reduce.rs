@@ -426,6 +426,9 @@ fn bad_axes_are_errors() {
             Err(Error::Axis { op: "sum", .. })
         ));
         assert!(matches!(t.argmax([usize::MAX]), Err(Error::Axis { .. })));
+        for axes in [vec![usize::MAX], vec![usize::MAX - 1], vec![0, usize::MAX]] {
+            assert!(matches!(t.sum(axes), Err(Error::Axis { op: "sum", .. })));
+        }
         match t.sum([1, -1]) {
             Err(Error::Argument { op: "sum", msg }) => assert!(msg.contains("repeated"), "{msg}"),
             other => panic!("{:?}", other.map(|t| t.dims().to_vec())),

@@ -66,7 +66,7 @@ macro_rules! axes_from_int {
         }
         impl From<Vec<$t>> for Axes {
             fn from(a: Vec<$t>) -> Axes {
-                Axes::List(a.iter().map(|&x| x as isize).collect())
+                Axes::List(a.iter().map(|&x| axis_of(x)).collect())
             }
         }
     )*};
@@ -521,11 +521,15 @@ impl Tensor {
         t.reduce_into("any", ReduceOp::Max, &axes, keepdim, DType::Bool, false)
     }
 
+    /// Whether each element is nonzero (a complex one: either part).
     fn as_bool(&self) -> Result<Tensor> {
-        if self.dtype() == DType::Bool {
-            Ok(self.clone())
-        } else {
-            self.to_dtype(DType::Bool)
+        match self.dtype() {
+            DType::Bool => Ok(self.clone()),
+            DType::C64 => self
+                .real()?
+                .ne_scalar(0)?
+                .logical_or(&self.imag()?.ne_scalar(0)?),
+            _ => self.to_dtype(DType::Bool),
         }
     }
 
