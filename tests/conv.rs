@@ -2477,3 +2477,76 @@ fn a_half_convolution_past_one_slice_of_k_rounds_once() {
         assert_eq!(common::read_f32(&y), [2050.0; 64], "{dev}");
     }
 }
+
+/// Windows of many taps: a global pooling tiles the input (a reduction
+/// over the taps' axes; the one kernel's thread stopped at lavapipe's loop
+/// budget, past 16,384 taps, and gave 0.992 for the mean of ones), and
+/// overlapping windows past the kernel's budget compose; kernels far
+/// longer than the input cost what the input does (PyTorch's values).
+#[test]
+fn windows_of_many_taps_pool_right() {
+    for dev in devices() {
+        for n in [256usize, 300] {
+            let ones = Tensor::ones([2, 1, n, n], DType::F32, &dev).unwrap();
+            let mean = ones.avg_pool2d(&Pool::new(n)).unwrap();
+            assert_eq!(mean.to_vec::<f32>().unwrap(), [1.0, 1.0], "{dev} {n}");
+            let ramp = Tensor::arange(0.0f32, (n * n) as f32, 1.0, &dev)
+                .unwrap()
+                .reshape([1, 1, n as isize, n as isize])
+                .unwrap();
+            let top = ramp.max_pool2d(&Pool::new(n)).unwrap();
+            assert_eq!(
+                top.to_vec::<f32>().unwrap(),
+                [(n * n - 1) as f32],
+                "{dev} {n}"
+            );
+            // Tiles of 128 over 300: two a side, the rest left out.
+            let tiles = ramp.max_pool2d(&Pool::new(128)).unwrap();
+            let at = |y: usize, x: usize| (y * n + x) as f32;
+            assert_eq!(
+                tiles.to_vec::<f32>().unwrap(),
+                [at(127, 127), at(127, 255), at(255, 127), at(255, 255)]
+            );
+        }
+        // Overlapping windows of 130 x 130 (past the kernel's budget).
+        let x = Tensor::from_vec(noise(131 * 131, 5), [1, 1, 131, 131], &dev).unwrap();
+        let cpu = x.to_device(&Device::cpu()).unwrap();
+        let pool = Pool::new(130).stride(1);
+        let (got, want) = (
+            x.max_pool2d(&pool).unwrap().to_vec::<f32>().unwrap(),
+            cpu.max_pool2d(&pool).unwrap().to_vec::<f32>().unwrap(),
+        );
+        assert_eq!(got, want, "{dev}");
+        // A kernel of a million over a row of 4 (ceil mode), and one of
+        // 20,001 with 10,000 of padding: PyTorch's answers, at once.
+        let x = Tensor::arange(0.0f32, 16.0, 1.0, &dev)
+            .unwrap()
+            .reshape([1, 1, 4, 4])
+            .unwrap();
+        let long = Pool::new([1, 1_000_000])
+            .stride([1, 2_000_000])
+            .ceil_mode(true);
+        let started = std::time::Instant::now();
+        assert_eq!(
+            x.max_pool2d(&long).unwrap().to_vec::<f32>().unwrap(),
+            [3.0, 7.0, 11.0, 15.0]
+        );
+        assert_eq!(
+            x.avg_pool2d(&long).unwrap().to_vec::<f32>().unwrap(),
+            [1.5, 5.5, 9.5, 13.5]
+        );
+        let padded = Pool::new([1, 20_001]).stride(1).padding([0, 10_000]);
+        let rows = x.max_pool2d(&padded).unwrap().to_vec::<f32>().unwrap();
+        let want: Vec<f32> = [3.0f32, 7.0, 11.0, 15.0]
+            .iter()
+            .flat_map(|&v| [v; 4])
+            .collect();
+        assert_eq!(rows, want, "{dev}");
+        // Structure, not speed: a few taps' work (it was a million ops).
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "{dev}: {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -1,16 +1,19 @@
 //! Pooling over the last two axes, as PyTorch's: `max_pool2d` and
 //! `avg_pool2d` (kernel, stride, padding, dilation for max, ceil mode,
 //! whether padding counts in an average) are one kernel on a GPU
-//! (`backend::gpu::pooling`); the CPU, and a GPU for views over more than
-//! one storage binding, fold one strided view of the (padded) input per
-//! tap with `maximum` or `add`, in the same order; `adaptive_avg_pool2d` sums each axis's bins (one
+//! (`backend::gpu::pooling`); windows of many taps that tile the input (a
+//! global pooling) are a reduction over a split view on either device;
+//! the CPU, and a GPU for views over more than one storage binding or
+//! windows past its kernel's loop budget, fold one strided view of the
+//! (padded) input per tap that reaches the input with `maximum` or `add`,
+//! in the same order; `adaptive_avg_pool2d` sums each axis's bins (one
 //! reduction over a split view where the bins are of one length, a sum of
 //! gathered taps otherwise) and divides by their lengths.
 
 use super::PadMode;
 use super::windows::{Pair, compute_dtype, outputs, padded_len, span, window};
 use crate::backend::cpu::try_collect;
-use crate::backend::{PoolCall, pool as pool_kernel};
+use crate::backend::{POOL_MAX_TAPS, PoolCall, pool as pool_kernel};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -87,16 +90,51 @@ impl Pool {
     }
 }
 
+/// Most taps a window pools by its one kernel (or the CPU's fold) where the
+/// windows tile the input; more pool as a reduction (`pool_tiles`).
+const TILE_TAPS: usize = 256;
+
 /// A pooling worked out for one input: per axis the taps, stride,
-/// padding, dilation, outputs, and the padding after the input that the
-/// last window needs.
+/// padding, dilation and outputs; and for the composed form, the taps that
+/// reach the input at some output (the others read only padding, which
+/// changes no window: a kernel far longer than its input costs nothing
+/// more) and the padding before and after the input that they read.
 struct Plan {
     k: [usize; 2],
     s: [usize; 2],
     p: [usize; 2],
     d: [usize; 2],
     out: [usize; 2],
-    after: [usize; 2],
+    taps: [Vec<usize>; 2],
+    pads: [(usize, usize); 2],
+}
+
+impl Plan {
+    /// Where tap `i` of axis `a` reads output 0 in the padded input.
+    fn start(&self, a: usize, i: usize) -> usize {
+        i * self.d[a] + self.pads[a].0 - self.p[a]
+    }
+}
+
+/// The taps of `k` (`d` apart) that reach an input of `size` (after `p` of
+/// padding) at some of `out` windows `s` apart, in order.
+fn reaching(k: usize, s: usize, p: usize, d: usize, out: usize, size: usize) -> Vec<usize> {
+    // Window o's taps inside the input: i d in [p - o s, p + size - o s).
+    let mut spans: Vec<(usize, usize)> = (0..out)
+        .map_while(|o| {
+            let at = o.checked_mul(s).filter(|&v| v < p + size)?;
+            let lo = (p.saturating_sub(at)).div_ceil(d);
+            Some((lo, (p + size - at).div_ceil(d).min(k)))
+        })
+        .filter(|(lo, hi)| lo < hi)
+        .collect();
+    spans.sort_unstable();
+    let mut taps: Vec<usize> = Vec::new();
+    for (lo, hi) in spans {
+        let from = taps.last().map_or(lo, |&t| lo.max(t + 1));
+        taps.extend(from..hi);
+    }
+    taps
 }
 
 impl Pool {
@@ -134,7 +172,6 @@ impl Pool {
             ));
         }
         let mut out = [0; 2];
-        let mut after = [0; 2];
         for a in 0..2 {
             let extent = span(op, r - 2 + a, k[a], d[a])?;
             let padded = padded_len(op, r - 2 + a, size[a], (p[a], p[a]))?;
@@ -148,16 +185,28 @@ impl Pool {
                     ),
                 )
             })?;
-            let end = (out[a] - 1) * s[a] + extent;
-            after[a] = end.saturating_sub(size[a] + p[a]);
         }
+        let taps = [0, 1].map(|a| reaching(k[a], s[a], p[a], d[a], out[a], size[a]));
+        // The padding the reaching taps read: from the first's first window
+        // to the last's last.
+        let pads = [0, 1].map(|a| match (taps[a].first(), taps[a].last()) {
+            (Some(&first), Some(&last)) => {
+                let end = last * d[a] + (out[a] - 1) * s[a] + 1;
+                (
+                    p[a] - (first * d[a]).min(p[a]),
+                    end.saturating_sub(p[a] + size[a]),
+                )
+            }
+            _ => (0, 0),
+        });
         Ok(Plan {
             k,
             s,
             p,
             d,
             out,
-            after,
+            taps,
+            pads,
         })
     }
 }
@@ -176,6 +225,9 @@ impl Tensor {
         let _region = crate::profile_region::op(OP);
         compute_dtype(OP, self.dtype())?;
         let plan = pool.plan(OP, self)?;
+        if let Some(out) = self.pool_tiles(OP, &plan)? {
+            return Ok(out);
+        }
         if let Some(out) = self.pool_in_one_pass(OP, pool, &plan)? {
             return Ok(out);
         }
@@ -186,9 +238,9 @@ impl Tensor {
         }
         let x = self.padded(&plan, f64::NEG_INFINITY)?;
         let mut out: Option<Tensor> = None;
-        for i in 0..plan.k[0] {
-            for j in 0..plan.k[1] {
-                let tap = window(&x, [i * plan.d[0], j * plan.d[1]], plan.out, plan.s);
+        for &i in &plan.taps[0] {
+            for &j in &plan.taps[1] {
+                let tap = window(&x, [plan.start(0, i), plan.start(1, j)], plan.out, plan.s);
                 out = Some(match out {
                     None => tap.contiguous_copy()?,
                     Some(acc) => {
@@ -198,7 +250,16 @@ impl Tensor {
                 });
             }
         }
-        out.ok_or_else(|| Error::internal(OP, "a kernel without taps"))
+        // No tap reaches the input (dilated past it): every window is
+        // padding.
+        match out {
+            Some(out) => Ok(out),
+            None => {
+                let mut dims = self.dims().to_vec();
+                dims[self.rank() - 2..].copy_from_slice(&plan.out);
+                Tensor::full(dims, f64::NEG_INFINITY, self.dtype(), self.device())
+            }
+        }
     }
 
     /// The mean of each window over the last two axes (PyTorch's
@@ -215,6 +276,9 @@ impl Tensor {
             return Err(Error::argument(OP, "an average pooling has no dilation"));
         }
         let plan = pool.plan(OP, self)?;
+        if let Some(out) = self.pool_tiles(OP, &plan)? {
+            return Ok(out);
+        }
         if let Some(out) = self.pool_in_one_pass(OP, pool, &plan)? {
             return Ok(out);
         }
@@ -228,9 +292,10 @@ impl Tensor {
         }
         let x = self.to_dtype(compute)?.padded(&plan, 0.0)?;
         let out = Tensor::zeros(dims, compute, self.device())?;
-        for i in 0..plan.k[0] {
-            for j in 0..plan.k[1] {
-                out.add_(&window(&x, [i, j], plan.out, plan.s))?;
+        for &i in &plan.taps[0] {
+            for &j in &plan.taps[1] {
+                let at = [plan.start(0, i), plan.start(1, j)];
+                out.add_(&window(&x, at, plan.out, plan.s))?;
             }
         }
         // What each output divides by: the window's elements inside the
@@ -314,10 +379,41 @@ impl Tensor {
         x.to_dtype(self.dtype())
     }
 
+    /// `op` (`max_pool2d` or `avg_pool2d`) by `plan` as a reduction over
+    /// the taps' axes of a split view, where the windows are more than
+    /// [`TILE_TAPS`] taps that tile the input (the stride the kernel, no
+    /// padding or dilation, no partial window: a global pooling, say):
+    /// one kernel's thread would loop over them all, past lavapipe's loop
+    /// budget (see `kernel/loop_budget.rs`), and the CPU's fold is an op a
+    /// tap. `None` for other windows.
+    fn pool_tiles(&self, op: &'static str, plan: &Plan) -> Result<Option<Tensor>> {
+        let r = self.rank();
+        let size = [self.dims()[r - 2], self.dims()[r - 1]];
+        let tiles = plan.s == plan.k
+            && plan.d == [1, 1]
+            && plan.p == [0, 0]
+            && (0..2).all(|a| plan.out[a] * plan.k[a] <= size[a]);
+        if !tiles || plan.k[0] * plan.k[1] <= TILE_TAPS || r + 2 > MAX_RANK {
+            return Ok(None);
+        }
+        let ([oh, ow], [kh, kw]) = (plan.out, plan.k);
+        let x = self.narrow(-2, 0, oh * kh)?.narrow(-1, 0, ow * kw)?;
+        let x = x
+            .split_axis(op, r - 1, [ow, kw])?
+            .split_axis(op, r - 2, [oh, kh])?;
+        let taps = [-3isize, -1];
+        let out = match op {
+            "avg_pool2d" => x.mean(taps),
+            _ => x.max(taps),
+        };
+        out.map(Some).map_err(|e| e.named(op))
+    }
+
     /// On a GPU, `op` (`max_pool2d` or `avg_pool2d`) by `plan` as one
     /// kernel, which reads each window's taps in the order the composed
     /// form folds them: `None` where the op layer composes it instead (the
-    /// CPU, f64, views over more than one storage binding).
+    /// CPU, f64, views over more than one storage binding, windows of more
+    /// taps than the kernel's loop budget).
     fn pool_in_one_pass(
         &self,
         op: &'static str,
@@ -325,7 +421,10 @@ impl Tensor {
         plan: &Plan,
     ) -> Result<Option<Tensor>> {
         let float = matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16);
-        if !self.device().is_gpu() || !float || self.binding_cut().is_some() {
+        // Past the kernel's loop budget the taps are composed.
+        let taps = plan.k[0].saturating_mul(plan.k[1]);
+        let gpu = self.device().is_gpu() && taps <= POOL_MAX_TAPS;
+        if !gpu || !float || self.binding_cut().is_some() {
             return Ok(None);
         }
         let r = self.rank();
@@ -353,7 +452,7 @@ impl Tensor {
 
     /// This tensor with `plan`'s padding of `value` around its last two axes.
     fn padded(&self, plan: &Plan, value: f64) -> Result<Tensor> {
-        let widths = [(plan.p[0], plan.after[0]), (plan.p[1], plan.after[1])];
+        let widths = plan.pads;
         if widths.iter().all(|&(a, b)| a + b == 0) {
             return Ok(self.clone());
         }

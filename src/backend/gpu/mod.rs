@@ -162,6 +162,7 @@ pub use matmul_tile_choice::{MatmulPrecision, MatmulTile, TunedMatmul};
 pub(crate) use norm::norm;
 pub use opening::GpuOptions;
 pub(crate) use opening::env_flag;
+pub(crate) use pooling::MAX_TAPS as POOL_MAX_TAPS;
 pub(crate) use pooling::pool;
 pub(crate) use profile::profile_ops;
 pub(crate) use quant::{
