@@ -2550,3 +2550,31 @@ fn windows_of_many_taps_pool_right() {
         );
     }
 }
+
+/// A depthwise convolution of more taps than a GPU thread may loop over
+/// (17,000 taps for each of four outputs: lavapipe stopped the loop
+/// silently past 65,535, and the later outputs were wrong) composes its
+/// taps: the CPU's values.
+#[test]
+fn depthwise_kernels_past_the_loop_budget_are_right() {
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let k = 17_000;
+    let xs: Vec<f32> = (0..2 * (k + 100))
+        .map(|i| (i as f32 * 0.37).sin())
+        .collect();
+    let ws: Vec<f32> = (0..2 * k).map(|i| (i as f32 * 0.11).cos()).collect();
+    let run = |dev: &Device| {
+        let x = Tensor::from_slice(&xs, [1, 2, k + 100], dev).unwrap();
+        let w = Tensor::from_slice(&ws, [2, 1, k], dev).unwrap();
+        x.conv1d(&w, &Conv::new().groups(2))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    };
+    let (got, want) = (run(&gpu), run(&Device::cpu()));
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{k}: {g} vs {w}");
+    }
+}

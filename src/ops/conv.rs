@@ -112,8 +112,7 @@ fn operands(
 }
 
 /// The result in the operands' dtype, with the bias and the residual
-/// added, the activation applied and the batch axis dropped for an
-/// unbatched input.
+/// added, the activation applied and an unbatched input's batch dropped.
 ///
 /// # Errors
 /// `Error::Shape` naming `op` for a bias or a residual of a shape that
@@ -158,8 +157,7 @@ fn finish(
     }
 }
 
-/// The convolution's bias, checked to hold one value per output channel
-/// (`o` of them).
+/// The convolution's bias, checked to hold one value per output channel.
 ///
 /// # Errors
 /// `Error::Shape` naming `op` for another shape.
@@ -717,7 +715,10 @@ fn depthwise_kernel(
     geometry: &Geometry,
 ) -> Result<Option<(Tensor, bool)>> {
     let dtype = Tensor::result_type(x, weight)?;
-    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+    // Past the loop budget a GPU thread's taps are composed.
+    let taps = geometry.kernel[0].saturating_mul(geometry.kernel[1]);
+    let looped = x.device().is_gpu() && taps > crate::backend::WINDOW_TAPS;
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) || looped {
         return Ok(None);
     }
     let bias = match checked_bias(op, conv, geometry.out[1])? {

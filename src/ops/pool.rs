@@ -13,7 +13,7 @@
 use super::PadMode;
 use super::windows::{Pair, compute_dtype, outputs, padded_len, span, window};
 use crate::backend::cpu::try_collect;
-use crate::backend::{POOL_MAX_TAPS, PoolCall, pool as pool_kernel};
+use crate::backend::{PoolCall, WINDOW_TAPS, pool as pool_kernel};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -423,7 +423,7 @@ impl Tensor {
         let float = matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16);
         // Past the kernel's loop budget the taps are composed.
         let taps = plan.k[0].saturating_mul(plan.k[1]);
-        let gpu = self.device().is_gpu() && taps <= POOL_MAX_TAPS;
+        let gpu = self.device().is_gpu() && taps <= WINDOW_TAPS;
         if !gpu || !float || self.binding_cut().is_some() {
             return Ok(None);
         }

@@ -154,6 +154,7 @@ pub(crate) use fft::chirp as fft_chirp;
 pub(crate) use fft::{fft, fft_line_limit};
 pub(crate) use graph::{GpuGraph, capture_step};
 pub(crate) use indexing::{gather, scatter};
+pub(crate) use kernel::grid::WINDOW_TAPS;
 pub(crate) use linalg::{factor, householder, jacobi, triangular};
 pub(crate) use lost::Listener;
 pub(crate) use matmul::K_SLICE;
@@ -162,7 +163,6 @@ pub use matmul_tile_choice::{MatmulPrecision, MatmulTile, TunedMatmul};
 pub(crate) use norm::norm;
 pub use opening::GpuOptions;
 pub(crate) use opening::env_flag;
-pub(crate) use pooling::MAX_TAPS as POOL_MAX_TAPS;
 pub(crate) use pooling::pool;
 pub(crate) use profile::profile_ops;
 pub(crate) use quant::{

@@ -43,6 +43,12 @@ pub(crate) fn grid_of(threads: usize, group: u32, max_per_dim: u32) -> Result<[u
 /// for all of them.
 pub(crate) const ROW_OUTPUTS: usize = 4;
 
+/// Most taps of a window an image kernel's thread loops over for each of
+/// its [`ROW_OUTPUTS`] outputs, within the loop budget (lavapipe stops a
+/// longer loop silently; see `loop_budget.rs`): the op layer composes
+/// windows of more.
+pub(crate) const WINDOW_TAPS: usize = super::loop_budget::MAX_ITERATIONS / ROW_OUTPUTS;
+
 /// (segment, threads) of an image kernel writing `out` (rows last, row
 /// after row from its offset): each thread writes [`ROW_OUTPUTS`] outputs
 /// of one row, `segment` apart (the row's width over them, rounded up), so

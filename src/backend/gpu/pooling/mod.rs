@@ -8,7 +8,6 @@ use crate::backend::PoolCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::buffer::{io_parts, needs_f16};
 use crate::backend::gpu::kernel::grid::{ROW_OUTPUTS, grid, row_segments};
-use crate::backend::gpu::kernel::loop_budget::MAX_ITERATIONS;
 use crate::backend::gpu::kernel::params_block::{dims8, params_block, strides8};
 use crate::backend::gpu::kernel::prelude::{LEAD_AXES_WGSL, fill_kernel};
 use crate::backend::gpu::record::{family_key, record_family};
@@ -54,11 +53,6 @@ params_block! {
         lead_strides: [i32; 8],
     }
 }
-
-/// Most taps a window of the kernel may have: a thread loops over every
-/// tap of its `ROW_OUTPUTS` outputs, within the loop budget (lavapipe
-/// stops a longer loop silently; see `kernel/loop_budget.rs`).
-pub(crate) const MAX_TAPS: usize = MAX_ITERATIONS / ROW_OUTPUTS;
 
 /// Everything that selects a distinct pooling pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
