@@ -142,7 +142,7 @@ impl Tensor {
         if mode == Resize::Nearest
             && let Some(factors) = whole_factors(self, size, scale)
         {
-            return nearest_by_factors(self, factors);
+            return nearest_by_factors(op, self, factors);
         }
         let mut x = self.to_dtype(compute)?;
         // Columns, then rows: PyTorch blends each row's pair of columns
@@ -161,9 +161,9 @@ impl Tensor {
                 continue;
             }
             x = if mode == Resize::BilinearAntialias {
-                resize_axis_antialias(&x, axis, [n, m], scale.map(|s| s[a]))?
+                resize_axis_antialias(op, &x, axis, [n, m], scale.map(|s| s[a]))?
             } else {
-                resize_axis(&x, axis, [n, m], scale.map(|s| s[a]), mode)?
+                resize_axis(op, &x, axis, [n, m], scale.map(|s| s[a]), mode)?
             };
         }
         x.to_dtype(self.dtype())
@@ -257,7 +257,7 @@ fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Optio
 /// times, one copy of a broadcast view `[.., h, fh, w, fw]` (which the
 /// CPU copies along its rows, where gathering each axis took two passes
 /// and an index read a pixel).
-fn nearest_by_factors(x: &Tensor, [fh, fw]: [usize; 2]) -> Result<Tensor> {
+fn nearest_by_factors(op: &'static str, x: &Tensor, [fh, fw]: [usize; 2]) -> Result<Tensor> {
     let r = x.rank();
     let (h, w) = (x.dims()[r - 2], x.dims()[r - 1]);
     let mut spread = x.dims()[..r - 2].to_vec();
@@ -267,28 +267,27 @@ fn nearest_by_factors(x: &Tensor, [fh, fw]: [usize; 2]) -> Result<Tensor> {
     let spread = x.unsqueeze(-1)?.unsqueeze(-3)?.broadcast_to(spread)?;
     if r == 4 && x.dims()[1] > 1 && x.is_channels_last() {
         // A channels-last image into channels-last memory.
-        const OP: &str = "resize";
         let (n, c) = (x.dims()[0], x.dims()[1]);
         let dense = Shape::from([n, h * fh, w * fw, c]);
-        let out = Tensor::empty_dense(dense, x.dtype(), x.device(), OP)?.permute(&[0, 3, 1, 2])?;
-        out.split_axis(OP, 3, [w, fw])?
-            .split_axis(OP, 2, [h, fh])?
+        let out = Tensor::empty_dense(dense, x.dtype(), x.device(), op)?.permute(&[0, 3, 1, 2])?;
+        out.split_axis(op, 3, [w, fw])?
+            .split_axis(op, 2, [h, fh])?
             .assign(&spread)?;
         return Ok(out);
     }
     spread.contiguous()?.reshape(out)
 }
 
-/// One axis of `x` (`n` long) resized to `m`; `scale` is the caller's
-/// factor for this axis (`resize_by`), if any.
+/// One axis of `x` (`n` long) resized to `m` for the op `op`; `scale` is
+/// the caller's factor for this axis (`resize_by`), if any.
 fn resize_axis(
+    op: &'static str,
     x: &Tensor,
     axis: usize,
     [n, m]: [usize; 2],
     scale: Option<f64>,
     mode: Resize,
 ) -> Result<Tensor> {
-    const OP: &str = "resize";
     let device = x.device();
     // i32 indices, i64 past them (a broadcast view makes such axes cheap).
     let index = |v: Vec<usize>| match i32::try_from(n) {
@@ -305,13 +304,13 @@ fn resize_axis(
     };
     let ratio = source_ratio(n, m, scale, mode);
     // The output's extent comes from the caller: the host may refuse it.
-    let taps = try_collect(OP, m, (0..m).map(|i| source_taps(i, n, m, ratio, mode)))?;
-    let lower = try_collect(OP, m, taps.iter().map(|t| t.0))?;
+    let taps = try_collect(op, m, (0..m).map(|i| source_taps(i, n, m, ratio, mode)))?;
+    let lower = try_collect(op, m, taps.iter().map(|t| t.0))?;
     if mode == Resize::Nearest {
         return x.index_select(&index(lower)?, axis as isize);
     }
-    let upper = try_collect(OP, m, taps.iter().map(|t| t.1))?;
-    let weight = try_collect(OP, m, taps.iter().map(|t| t.2))?;
+    let upper = try_collect(op, m, taps.iter().map(|t| t.1))?;
+    let weight = try_collect(op, m, taps.iter().map(|t| t.2))?;
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
     let w1 = Tensor::from_vec(weight, [m], device)?
@@ -328,24 +327,24 @@ fn resize_axis(
 /// tap's product, then each later one added where the output's window
 /// reaches it (so a tap past the window adds nothing, not even `inf * 0`).
 fn resize_axis_antialias(
+    op: &'static str,
     x: &Tensor,
     axis: usize,
     [n, m]: [usize; 2],
     scale: Option<f64>,
 ) -> Result<Tensor> {
-    const OP: &str = "resize";
     let device = x.device();
     let ratio = source_ratio(n, m, scale, Resize::BilinearAntialias);
-    let windows = try_collect(OP, m, (0..m).map(|i| antialias_window(i, n, ratio)))?;
+    let windows = try_collect(op, m, (0..m).map(|i| antialias_window(i, n, ratio)))?;
     let taps = windows.iter().map(|w| w.1.len()).max().unwrap_or(0).max(1);
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
     let column = |t: Tensor| t.reshape(shape.clone());
     let mut sum: Option<Tensor> = None;
     for j in 0..taps {
-        let at = try_collect(OP, m, windows.iter().map(|w| (w.0 + j).min(n - 1) as i64))?;
+        let at = try_collect(op, m, windows.iter().map(|w| (w.0 + j).min(n - 1) as i64))?;
         let weight = try_collect(
-            OP,
+            op,
             m,
             windows.iter().map(|w| w.1.get(j).copied().unwrap_or(0.0)),
         )?;
@@ -356,13 +355,13 @@ fn resize_axis_antialias(
         sum = Some(match sum {
             None => term,
             Some(sum) => {
-                let reaches = try_collect(OP, m, windows.iter().map(|w| j < w.1.len()))?;
+                let reaches = try_collect(op, m, windows.iter().map(|w| j < w.1.len()))?;
                 let reaches = column(Tensor::from_vec(reaches, [m], device)?)?;
                 Tensor::where_cond(&reaches, &sum.add(&term)?, &sum)?
             }
         });
     }
-    sum.ok_or_else(|| Error::internal(OP, "an antialiased axis with no taps"))
+    sum.ok_or_else(|| Error::internal(op, "an antialiased axis with no taps"))
 }
 
 /// Input positions per output position, in f32 as PyTorch's CPU kernels
