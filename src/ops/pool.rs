@@ -95,24 +95,47 @@ impl Pool {
 const TILE_TAPS: usize = 256;
 
 /// A pooling worked out for one input: per axis the taps, stride,
-/// padding, dilation and outputs; and for the composed form, the taps that
-/// reach the input at some output (the others read only padding, which
-/// changes no window: a kernel far longer than its input costs nothing
-/// more) and the padding before and after the input that they read.
+/// padding, dilation, outputs and the input's extent.
 struct Plan {
     k: [usize; 2],
     s: [usize; 2],
     p: [usize; 2],
     d: [usize; 2],
     out: [usize; 2],
+    size: [usize; 2],
+}
+
+/// What the composed form folds: per axis the taps that reach the input at
+/// some output (the others read only padding, which changes no window: a
+/// kernel far longer than its input costs nothing more), and the padding
+/// before and after the input that they read.
+struct Reach {
     taps: [Vec<usize>; 2],
     pads: [(usize, usize); 2],
 }
 
 impl Plan {
-    /// Where tap `i` of axis `a` reads output 0 in the padded input.
-    fn start(&self, a: usize, i: usize) -> usize {
-        i * self.d[a] + self.pads[a].0 - self.p[a]
+    fn reach(&self) -> Reach {
+        let (k, s, p, d, out, size) = (self.k, self.s, self.p, self.d, self.out, self.size);
+        let taps = [0, 1].map(|a| reaching(k[a], s[a], p[a], d[a], out[a], size[a]));
+        // The padding the reaching taps read: from the first's first window
+        // to the last's last.
+        let pads = [0, 1].map(|a| match (taps[a].first(), taps[a].last()) {
+            (Some(&first), Some(&last)) => {
+                let end = last * d[a] + (out[a] - 1) * s[a] + 1;
+                (
+                    p[a] - (first * d[a]).min(p[a]),
+                    end.saturating_sub(p[a] + size[a]),
+                )
+            }
+            _ => (0, 0),
+        });
+        Reach { taps, pads }
+    }
+
+    /// Where tap `i` of axis `a` reads output 0 in the input `reach` pads.
+    fn start(&self, reach: &Reach, a: usize, i: usize) -> usize {
+        i * self.d[a] + reach.pads[a].0 - self.p[a]
     }
 }
 
@@ -186,27 +209,13 @@ impl Pool {
                 )
             })?;
         }
-        let taps = [0, 1].map(|a| reaching(k[a], s[a], p[a], d[a], out[a], size[a]));
-        // The padding the reaching taps read: from the first's first window
-        // to the last's last.
-        let pads = [0, 1].map(|a| match (taps[a].first(), taps[a].last()) {
-            (Some(&first), Some(&last)) => {
-                let end = last * d[a] + (out[a] - 1) * s[a] + 1;
-                (
-                    p[a] - (first * d[a]).min(p[a]),
-                    end.saturating_sub(p[a] + size[a]),
-                )
-            }
-            _ => (0, 0),
-        });
         Ok(Plan {
             k,
             s,
             p,
             d,
             out,
-            taps,
-            pads,
+            size,
         })
     }
 }
@@ -236,11 +245,13 @@ impl Tensor {
             dims[self.rank() - 2..].copy_from_slice(&plan.out);
             return Tensor::zeros(dims, self.dtype(), self.device());
         }
-        let x = self.padded(&plan, f64::NEG_INFINITY)?;
+        let reach = plan.reach();
+        let x = self.padded(&reach, f64::NEG_INFINITY)?;
         let mut out: Option<Tensor> = None;
-        for &i in &plan.taps[0] {
-            for &j in &plan.taps[1] {
-                let tap = window(&x, [plan.start(0, i), plan.start(1, j)], plan.out, plan.s);
+        for &i in &reach.taps[0] {
+            for &j in &reach.taps[1] {
+                let at = [plan.start(&reach, 0, i), plan.start(&reach, 1, j)];
+                let tap = window(&x, at, plan.out, plan.s);
                 out = Some(match out {
                     None => tap.contiguous_copy()?,
                     Some(acc) => {
@@ -290,17 +301,18 @@ impl Tensor {
             // windows' divisors would still be out_h x out_w).
             return Tensor::zeros(dims, self.dtype(), self.device());
         }
-        let x = self.to_dtype(compute)?.padded(&plan, 0.0)?;
+        let reach = plan.reach();
+        let x = self.to_dtype(compute)?.padded(&reach, 0.0)?;
         let out = Tensor::zeros(dims, compute, self.device())?;
-        for &i in &plan.taps[0] {
-            for &j in &plan.taps[1] {
-                let at = [plan.start(0, i), plan.start(1, j)];
+        for &i in &reach.taps[0] {
+            for &j in &reach.taps[1] {
+                let at = [plan.start(&reach, 0, i), plan.start(&reach, 1, j)];
                 out.add_(&window(&x, at, plan.out, plan.s))?;
             }
         }
         // What each output divides by: the window's elements inside the
         // padded input (or, without counting padding, inside the input).
-        let size = [self.dims()[r - 2], self.dims()[r - 1]];
+        let size = plan.size;
         let counts = |a: usize| -> Vec<f64> {
             let (lo, hi) = if pool.count_include_pad {
                 (0, size[a] + 2 * plan.p[a])
@@ -388,11 +400,10 @@ impl Tensor {
     /// tap. `None` for other windows.
     fn pool_tiles(&self, op: &'static str, plan: &Plan) -> Result<Option<Tensor>> {
         let r = self.rank();
-        let size = [self.dims()[r - 2], self.dims()[r - 1]];
         let tiles = plan.s == plan.k
             && plan.d == [1, 1]
             && plan.p == [0, 0]
-            && (0..2).all(|a| plan.out[a] * plan.k[a] <= size[a]);
+            && (0..2).all(|a| plan.out[a] * plan.k[a] <= plan.size[a]);
         if !tiles || plan.k[0] * plan.k[1] <= TILE_TAPS || r + 2 > MAX_RANK {
             return Ok(None);
         }
@@ -450,9 +461,10 @@ impl Tensor {
         Ok(Some(out))
     }
 
-    /// This tensor with `plan`'s padding of `value` around its last two axes.
-    fn padded(&self, plan: &Plan, value: f64) -> Result<Tensor> {
-        let widths = plan.pads;
+    /// This tensor with `reach`'s padding of `value` around its last two
+    /// axes.
+    fn padded(&self, reach: &Reach, value: f64) -> Result<Tensor> {
+        let widths = reach.pads;
         if widths.iter().all(|&(a, b)| a + b == 0) {
             return Ok(self.clone());
         }
