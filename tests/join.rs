@@ -146,6 +146,19 @@ fn split_chunk_and_narrow_are_views() {
         assert_eq!(f(&rev.chunk(2, 0).unwrap()[1]), [2., 1., 0.]);
         assert_eq!(f(&rev.narrow(0, 1, 3).unwrap()), [5., 4., 3.]);
         assert_eq!(rev.narrow(0, 7, 0).unwrap().numel(), 0);
+        // More pieces than the host can list: an error, not an abort (an
+        // empty axis into 2^40 pieces; a broadcast axis of 2^40 into as
+        // many).
+        let empty = range(0, &[0], &dev);
+        assert!(matches!(
+            empty.chunk(1 << 40, 0),
+            Err(Error::OutOfMemory { op: "chunk", .. })
+        ));
+        let wide = range(1, &[1], &dev).broadcast_to([1usize << 40]).unwrap();
+        assert!(matches!(
+            wide.chunk(1 << 40, 0),
+            Err(Error::OutOfMemory { op: "chunk", .. })
+        ));
     }
 }
 

@@ -150,7 +150,8 @@ impl Tensor {
     /// must add up to the axis (PyTorch's `split` with a list of sizes).
     ///
     /// # Errors
-    /// `Error::Axis`; `Error::Shape` when the sizes do not add up.
+    /// `Error::Axis`; `Error::Shape` when the sizes do not add up;
+    /// `OutOfMemory` for more views than the host can list.
     pub fn split(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
         const OP: &str = "split";
         let a = normalize_axis(OP, axis, self.rank())?;
@@ -167,15 +168,26 @@ impl Tensor {
                 ),
             ));
         }
+        self.pieces(OP, a, sizes.len(), sizes.iter().copied())
+    }
+
+    /// The `count` consecutive views along axis `a` of extents `sizes`, in
+    /// a list the host may refuse (`Error::OutOfMemory` naming `op`, not an
+    /// abort: `chunk` of an empty axis into 2^32 pieces asks 300 GB).
+    fn pieces(
+        &self,
+        op: &'static str,
+        a: usize,
+        count: usize,
+        sizes: impl Iterator<Item = usize>,
+    ) -> Result<Vec<Tensor>> {
         let mut start = 0;
-        Ok(sizes
-            .iter()
-            .map(|&n| {
-                let view = self.with_layout(self.layout().narrowed(a, start, n));
-                start += n;
-                view
-            })
-            .collect())
+        let views = sizes.map(|n| {
+            let view = self.with_layout(self.layout().narrowed(a, start, n));
+            start += n;
+            view
+        });
+        crate::backend::cpu::try_collect(op, count, views)
     }
 
     /// At most `chunks` views along `axis`, each `ceil(extent / chunks)` long
@@ -183,7 +195,8 @@ impl Tensor {
     /// 2 + 2; an empty axis gives `chunks` empty views, as PyTorch's).
     ///
     /// # Errors
-    /// `Error::Axis`; `Error::Argument` for zero chunks.
+    /// `Error::Axis`; `Error::Argument` for zero chunks; `OutOfMemory` for
+    /// more views than the host can list.
     pub fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
         const OP: &str = "chunk";
         let a = normalize_axis(OP, axis, self.rank())?;
@@ -192,15 +205,12 @@ impl Tensor {
         }
         let n = self.dims()[a];
         if n == 0 {
-            let sizes = crate::backend::cpu::try_collect(OP, chunks, (0..chunks).map(|_| 0))?;
-            return self.split(&sizes, axis);
+            return self.pieces(OP, a, chunks, std::iter::repeat_n(0, chunks));
         }
         let step = n.div_ceil(chunks);
-        let mut sizes: Vec<usize> = (0..n / step).map(|_| step).collect();
-        if !n.is_multiple_of(step) {
-            sizes.push(n % step);
-        }
-        self.split(&sizes, axis)
+        let last = (!n.is_multiple_of(step)).then_some(n % step);
+        let sizes = std::iter::repeat_n(step, n / step).chain(last);
+        self.pieces(OP, a, n.div_ceil(step), sizes)
     }
 
     /// Moves axis `source` to position `destination`, keeping the order of
