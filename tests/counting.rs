@@ -686,6 +686,8 @@ fn histograms_refuse_what_numpy_refuses_and_take_bools() {
             .to_dtype(DType::F16)
             .unwrap();
         arg(half.histogram(2500, None, None, false), "f16 edges");
+        // A range past f16 (NumPy accepts it, its last edge inf; refused
+        // here, where edges must be finite).
         arg(
             half.histogram(2, Some((0.0, 70000.0)), None, false),
             "an f16 edge past f16",

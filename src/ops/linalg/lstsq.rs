@@ -29,10 +29,12 @@ pub struct Lstsq {
 /// `linalg.lstsq` (batched as PyTorch's): the `x` of least norm among
 /// those minimising `‖b - a·x‖`, through the singular value
 /// decomposition, singular values at or below `rcond` times the largest
-/// taken as zero (by default `max(m, n)` times the dtype's `ε`, NumPy's
-/// `rcond=None`; a negative `rcond` is `ε`, as LAPACK's `gelsd` takes
-/// NumPy's legacy `rcond=-1`). Nothing is read back: a matrix holding
-/// NaN or infinity gives NaN, where NumPy raises `LinAlgError`.
+/// taken as zero (by default `max(m, n)` times the dtype's `ε`, as
+/// PyTorch's: NumPy solves an f32 matrix in f64 and takes f64's `ε`, so it
+/// keeps smaller singular values; a negative `rcond` is `ε`, as LAPACK's
+/// `gelsd` takes NumPy's legacy `rcond=-1`). Nothing is read back: a
+/// matrix holding NaN or infinity gives NaN, where NumPy raises
+/// `LinAlgError`.
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};
