@@ -91,14 +91,22 @@ fn parts_of(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
     let logabsdet = diagonal.abs()?.log()?.sum(-1)?;
     let nonzero = diagonal.abs()?.eq_scalar(0.0)?.any(-1)?.logical_not()?;
     let sign = if a.dtype() == DType::C64 {
-        // The phase: the diagonal's angles, and pi for odd swaps.
-        let odd = swaps.remainder_scalar(2)?.to_dtype(DType::F32)?;
-        let phase = diagonal
-            .angle()?
-            .sum(-1)?
-            .add(&odd.mul_scalar(std::f32::consts::PI)?)?;
-        let on = nonzero.to_dtype(DType::F32)?;
-        Tensor::complex(&phase.cos()?.mul(&on)?, &phase.sin()?.mul(&on)?)?
+        // The product of the diagonal's unit phases (1 for a zero), negated
+        // for odd swaps, as LAPACK's callers multiply them: a sum of the f32
+        // angles drifted with n (1j eye(1024) gave 1 + 1e-4 i).
+        let magnitude = diagonal.abs()?;
+        let zero = magnitude.eq_scalar(0.0)?;
+        let part = |p: Tensor, at_zero: f64| {
+            let filler = Tensor::full([], at_zero, DType::F32, a.device())?;
+            Tensor::where_cond(&zero, &filler, &p.div(&magnitude)?)
+        };
+        let unit = Tensor::complex(&part(diagonal.real()?, 1.0)?, &part(diagonal.imag()?, 0.0)?)?;
+        let phase = product_of_last(unit)?;
+        let flip = swaps.remainder_scalar(2)?.to_dtype(DType::F32)?;
+        let on = flip.mul_scalar(-2.0)?.add_scalar(1.0)?;
+        phase
+            .div(&phase.abs()?)?
+            .mul(&on.mul(&nonzero.to_dtype(DType::F32)?)?)?
     } else {
         let negatives = diagonal.lt_scalar(0.0)?.to_dtype(DType::I64)?.sum(-1)?;
         let odd = swaps.add(&negatives)?.remainder_scalar(2)?;
@@ -107,4 +115,34 @@ fn parts_of(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
             .to_dtype(a.dtype())?
     };
     Ok((unbatched(&sign, &batch)?, unbatched(&logabsdet, &batch)?))
+}
+
+/// The product over the last axis of `t` (c64, `[batch, n]`): a tree of
+/// elementwise products of halves (log2 n ops), the odd element out of
+/// each level kept aside; 1 for none.
+fn product_of_last(mut t: Tensor) -> Result<Tensor> {
+    let mut n = t.dims()[t.rank() - 1];
+    let mut aside: Option<Tensor> = None;
+    if n == 0 {
+        let batch = t.dims()[..t.rank() - 1].to_vec();
+        let ones = Tensor::ones(batch.clone(), DType::F32, t.device())?;
+        return Tensor::complex(&ones, &Tensor::zeros(batch, DType::F32, t.device())?);
+    }
+    while n > 1 {
+        if n % 2 == 1 {
+            let last = t.narrow(-1, n - 1, 1)?;
+            aside = Some(match aside {
+                Some(kept) => kept.mul(&last)?,
+                None => last,
+            });
+            n -= 1;
+        }
+        t = t.narrow(-1, 0, n / 2)?.mul(&t.narrow(-1, n / 2, n / 2)?)?;
+        n /= 2;
+    }
+    let t = match aside {
+        Some(kept) => t.mul(&kept)?,
+        None => t,
+    };
+    t.squeeze_axis(-1)
 }
