@@ -1426,24 +1426,30 @@ fn negative_rcond_huge_eigenvalues_and_empty_norms_follow_numpy() {
         let empty = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
         let two = linalg::matrix_norm(&empty, linalg::MatrixNorm::Two).unwrap();
         assert_eq!(two.to_vec::<f32>().unwrap(), [0.0]);
-        let neg = linalg::matrix_norm(&empty, linalg::MatrixNorm::NegTwo);
-        assert!(
-            matches!(
-                neg,
-                Err(Error::Argument {
-                    op: "matrix_norm",
-                    ..
-                })
-            ),
-            "{neg:?}"
-        );
+        // In an empty batch too (NumPy and PyTorch raise for (0, 0, 3)).
+        for dims in [[0, 3].as_slice(), &[0, 0, 3]] {
+            let empty = Tensor::zeros(dims, DType::F32, &dev).unwrap();
+            let neg = linalg::matrix_norm(&empty, linalg::MatrixNorm::NegTwo);
+            assert!(
+                matches!(
+                    neg,
+                    Err(Error::Argument {
+                        op: "matrix_norm",
+                        ..
+                    })
+                ),
+                "{dims:?}: {neg:?}"
+            );
+        }
     }
 }
 
 /// Empty matrices in the 1 and inf norms are 0 (the largest of no sums),
 /// as NumPy's and PyTorch's (`np.linalg.norm(zeros((2, 3, 0)), 1, axis=(-2,
 /// -1))` is `[0, 0]`); lstsq promotes before it checks dtypes (an i32 `a`
-/// beside an f32 `b`, as NumPy's and `solve`).
+/// beside an f32 `b`, as NumPy's and `solve`), and the residual of a
+/// vector `b` is NumPy's `(1,)` (`lstsq([[1, 0], [0, 1], [1, 1]], [1, 2,
+/// 4])` gives `[1/3]`; it was 0-d), of an underdetermined one `(0,)`.
 #[test]
 fn empty_norms_and_promoted_lstsq_follow_numpy() {
     use linalg::MatrixNorm;
@@ -1464,6 +1470,15 @@ fn empty_norms_and_promoted_lstsq_follow_numpy() {
             (x[0] - 1.0).abs() < 1e-5 && (x[1] - 2.0).abs() < 1e-5,
             "{dev}: {x:?}"
         );
+        let b = Tensor::from_slice(&[1.0f32, 2.0, 4.0], [3], &dev).unwrap();
+        let fit = linalg::lstsq(&a, &b, None).unwrap();
+        assert_eq!(fit.residuals.dims(), [1], "{dev}");
+        let r = fit.residuals.to_vec::<f32>().unwrap()[0];
+        assert!((r - 1.0 / 3.0).abs() < 1e-5, "{dev}: {r}");
+        let wide = a.transpose(0, 1).unwrap();
+        let fit = linalg::lstsq(&wide, &b.narrow(0, 0, 2).unwrap(), None).unwrap();
+        assert_eq!(fit.residuals.dims(), [0], "{dev}");
+        assert_eq!(fit.solution.dims(), [3], "{dev}");
     }
 }
 
@@ -1487,5 +1502,27 @@ fn real_determinants_are_products() {
         assert_eq!(det(&swap), [-6.0], "{dev}");
         let none = Tensor::zeros([2, 0, 0], DType::F32, &dev).unwrap();
         assert_eq!(det(&none), [1.0, 1.0], "{dev}");
+    }
+}
+
+/// A matrix holding NaN: PyTorch's `slogdet` gives a real sign 0 and a
+/// NaN log-magnitude (`[[nan, 1], [1, 1]]` and `diag(nan, -2)`), a c64
+/// one NaN for both; `det` is NaN. The sign was ±1.
+#[test]
+fn determinants_of_matrices_holding_nan() {
+    for dev in common::devices() {
+        for data in [[f32::NAN, 1.0, 1.0, 1.0], [f32::NAN, 0.0, 0.0, -2.0]] {
+            let a = Tensor::from_slice(&data, [2, 2], &dev).unwrap();
+            let (sign, logabs) = linalg::slogdet(&a).unwrap();
+            assert_eq!(sign.to_vec::<f32>().unwrap(), [0.0], "{dev} {data:?}");
+            assert!(logabs.to_vec::<f32>().unwrap()[0].is_nan(), "{dev}");
+            assert!(linalg::det(&a).unwrap().to_vec::<f32>().unwrap()[0].is_nan());
+            let zeros = Tensor::zeros([2, 2], DType::F32, &dev).unwrap();
+            let c = Tensor::complex(&a, &zeros).unwrap();
+            let (sign, logabs) = linalg::slogdet(&c).unwrap();
+            let s = sign.to_complex_vec().unwrap()[0];
+            assert!(s.re.is_nan() && s.im.is_nan(), "{dev} {data:?}: {s}");
+            assert!(logabs.to_vec::<f32>().unwrap()[0].is_nan(), "{dev}");
+        }
     }
 }

@@ -14,7 +14,8 @@ use crate::tensor::Tensor;
 /// exp(logabsdet)` without overflow. For real matrices the sign is -1, 0
 /// or 1 in `a`'s dtype; for c64 it is the phase `e^(iθ)` (c64) and the
 /// log-magnitude is f32. A singular matrix gives sign 0 and `-inf`; an
-/// empty one 1 and 0.
+/// empty one 1 and 0; a real one whose factor holds a NaN sign 0 and a
+/// NaN log-magnitude (PyTorch's), a c64 one NaN for both.
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};
@@ -89,7 +90,9 @@ fn factored(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Shape)> {
 fn parts_of(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor)> {
     let (diagonal, swaps, batch) = factored(op, a)?;
     let logabsdet = diagonal.abs()?.log()?.sum(-1)?;
-    let nonzero = diagonal.abs()?.eq_scalar(0.0)?.any(-1)?.logical_not()?;
+    // Every |u_ii| > 0: a zero or a NaN on the diagonal gives a real sign
+    // 0 (a c64 sign is NaN through its phase).
+    let nonzero = diagonal.abs()?.gt_scalar(0.0)?.all(-1)?;
     let sign = if a.dtype() == DType::C64 {
         // The product of the diagonal's unit phases (1 for a zero), negated
         // for odd swaps, as LAPACK's callers multiply them: a sum of the f32

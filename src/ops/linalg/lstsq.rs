@@ -14,8 +14,8 @@ pub struct Lstsq {
     /// `[.., n]` for a vector `b`).
     pub solution: Tensor,
     /// The squared 2-norms of the residuals `b - a·x`, by column
-    /// (`[.., k]` or `[..]`), real, where `a` has more rows than columns;
-    /// `[.., 0]` otherwise. NumPy also gives an empty array where the rank
+    /// (`[.., k]`, `[.., 1]` for a vector `b` as NumPy's `(1,)`), real,
+    /// where `a` has more rows than columns; `[.., 0]` otherwise. NumPy also gives an empty array where the rank
     /// is below `n`: here the sums are given, and `rank` says.
     pub residuals: Tensor,
     /// The effective rank of each `a` (i64, `[..]`).
@@ -90,13 +90,9 @@ pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
             dims.push(0);
             Tensor::zeros(dims, s.dtype(), a.device())?
         };
-        let (solution, residuals) = if vector && m > n {
-            (x.squeeze_axis(-1)?, residuals.squeeze_axis(-1)?)
-        } else if vector {
-            (x.squeeze_axis(-1)?, residuals)
-        } else {
-            (x, residuals)
-        };
+        // A vector b keeps its one column's residual (`[.., 1]`), as
+        // NumPy's `(1,)`.
+        let solution = if vector { x.squeeze_axis(-1)? } else { x };
         Ok(Lstsq {
             solution,
             residuals,

@@ -60,19 +60,16 @@ pub fn matrix_norm(a: &Tensor, ord: MatrixNorm) -> Result<Tensor> {
         match ord {
             MatrixNorm::Frobenius => a.abs()?.square()?.sum([-2isize, -1].as_slice())?.sqrt(),
             MatrixNorm::Nuclear => svdvals_ex(a)?.0.sum(-1),
-            // As NumPy's: an empty matrix has no smallest singular value.
-            MatrixNorm::NegTwo
-                if n.min(m) == 0 && a.dims()[..a.rank() - 2].iter().all(|&d| d > 0) =>
-            {
-                Err(crate::error::Error::argument(
-                    OP,
-                    format!(
-                        "the -2 norm of empty matrices {} (no smallest singular value)",
-                        a.shape()
-                    ),
-                ))
-            }
-            MatrixNorm::Two | MatrixNorm::NegTwo if n.min(m) == 0 => {
+            // As NumPy's and PyTorch's: an empty matrix has no smallest
+            // singular value, in an empty batch too.
+            MatrixNorm::NegTwo if n.min(m) == 0 => Err(crate::error::Error::argument(
+                OP,
+                format!(
+                    "the -2 norm of empty matrices {} (no smallest singular value)",
+                    a.shape()
+                ),
+            )),
+            MatrixNorm::Two if n.min(m) == 0 => {
                 Tensor::zeros(batch_shape(a), real_dtype(a), a.device())
             }
             MatrixNorm::Two => svdvals_ex(a)?.0.narrow(-1, 0, 1)?.squeeze_axis(-1),
