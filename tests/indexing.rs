@@ -102,6 +102,27 @@ fn gather_follows_pytorch() {
                 .unwrap(),
             [9, 1, 5]
         );
+        // 0-d operands are of one element (PyTorch's): gather(5, 0, 0) is
+        // 5 (0-d), gather(5, -1, [0, 0]) [5, 5], gather([1, 2], 0, 1) 2;
+        // index_select([1, 2, 3], 0, 2) is [3], index_select(5, 0, [0]) 5.
+        let five = Tensor::full([], 5.0, DType::F32, &dev).unwrap();
+        let zero = Tensor::full([], 0, DType::I32, &dev).unwrap();
+        let g = five.gather(&zero, 0).unwrap();
+        assert_eq!((g.dims(), f(&g)), (&[][..], vec![5.]), "{dev}");
+        let g = five.gather(&ints(&[0, 0], &[2], &dev), -1).unwrap();
+        assert_eq!((g.dims(), f(&g)), (&[2][..], vec![5., 5.]), "{dev}");
+        let one = Tensor::full([], 1, DType::I32, &dev).unwrap();
+        let g = floats(&[1., 2.], &[2], &dev).gather(&one, 0).unwrap();
+        assert_eq!((g.dims(), f(&g)), (&[][..], vec![2.]), "{dev}");
+        assert!(five.gather(&zero, 1).is_err());
+        let two = Tensor::full([], 2, DType::I64, &dev).unwrap();
+        let s = floats(&[1., 2., 3.], &[3], &dev)
+            .index_select(&two, 0)
+            .unwrap();
+        assert_eq!((s.dims(), f(&s)), (&[1][..], vec![3.]), "{dev}");
+        let s = five.index_select(&ints(&[0], &[1], &dev), 0).unwrap();
+        assert_eq!((s.dims(), f(&s)), (&[][..], vec![5.]), "{dev}");
+        assert!(five.index_select(&ints(&[0, 0], &[2], &dev), 0).is_err());
     }
 }
 

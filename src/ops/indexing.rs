@@ -51,16 +51,30 @@ impl Tensor {
     }
 
     /// Slices along `axis` picked by the 1-D `index` (PyTorch's
-    /// `index_select`); the result keeps the rank.
+    /// `index_select`); the result keeps the rank. As PyTorch's, a 0-d
+    /// index is one of one element, and a 0-d tensor is one of one element
+    /// along axis 0 or -1 (its result is 0-d, its index of one element).
     ///
     /// # Errors
-    /// As [`Tensor::take`], and `Error::Shape` unless `index` is 1-D.
+    /// As [`Tensor::take`], and `Error::Shape` unless `index` is 1-D or 0-d
+    /// (of one element for a 0-d tensor).
     pub fn index_select(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
-        if index.rank() != 1 {
+        const OP: &str = "index_select";
+        if index.rank() > 1 || (self.rank() == 0 && index.numel() != 1) {
             return Err(Error::shape(
-                "index_select",
-                format!("the index must be 1-D, it has shape {}", index.shape()),
+                OP,
+                format!(
+                    "the index must be 1-D (of one element for a 0-d tensor), it has shape {}",
+                    index.shape()
+                ),
             ));
+        }
+        let index = &as_one_axis(index)?;
+        if self.rank() == 0 {
+            normalize_axis(OP, axis, 1)?;
+            return as_one_axis(self)?
+                .take_as(IndexOp::IndexSelect, index, 0)?
+                .squeeze_axis(0);
         }
         self.take_as(IndexOp::IndexSelect, index, axis)
     }
@@ -96,11 +110,20 @@ impl Tensor {
     /// has the index's shape, which may be smaller than this one except
     /// along `axis`.
     ///
+    /// As PyTorch's, a 0-d tensor or index is one of one element (axis 0
+    /// or -1); the result has the index's shape.
+    ///
     /// # Errors
-    /// As [`Tensor::take`], and `Error::Shape` when the ranks differ or the
-    /// index is larger than this tensor along another axis.
+    /// As [`Tensor::take`], and `Error::Shape` when the ranks differ (but
+    /// for a 0-d operand beside a 1-D one) or the index is larger than this
+    /// tensor along another axis.
     pub fn gather(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
         const OP: &str = "gather";
+        if (self.rank() == 0 || index.rank() == 0) && self.rank().max(index.rank()) <= 1 {
+            normalize_axis(OP, axis, 1)?;
+            let out = as_one_axis(self)?.gather(&as_one_axis(index)?, 0)?;
+            return out.reshape(index.dims());
+        }
         let index = self.check_index(OP, index)?;
         let a = normalize_axis(OP, axis, self.rank())?;
         check_index_fits(OP, &index, self, Some(a), "this tensor")?;
@@ -405,4 +428,12 @@ fn check_axis_not_empty(op: &'static str, t: &Tensor, axis: usize) -> Result<()>
         });
     }
     Ok(())
+}
+
+/// `t`, or a 0-d `t` as one of one element.
+fn as_one_axis(t: &Tensor) -> Result<Tensor> {
+    match t.rank() {
+        0 => t.unsqueeze(0),
+        _ => Ok(t.clone()),
+    }
 }
