@@ -349,6 +349,13 @@ fn bad_input_is_an_error_naming_op_and_values() {
             msg(row.add_(&a).unwrap_err())
                 .contains("cannot broadcast shape [2, 3] into the destination's shape [3]")
         );
+        // Promoted in place (an f16 destination, f32 operand): the same
+        // error, naming the op (it named `assign`, after computing).
+        let half = row.to_dtype(DType::F16).unwrap();
+        assert_eq!(
+            msg(half.mul_(&a).unwrap_err()),
+            "mul: cannot broadcast shape [2, 3] into the destination's shape [3]"
+        );
     }
     if let Some(gpu) = common::gpu() {
         let a = Tensor::zeros([2], DType::F32, &gpu).unwrap();

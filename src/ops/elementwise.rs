@@ -65,8 +65,12 @@ impl Tensor {
             }
             if common != self.dtype() {
                 // PyTorch's rule: computed in the common dtype (f16 with
-                // f32 in f32), then stored in this one.
-                return self.assign(&self.binary(op, other)?);
+                // f32 in f32), then stored in this one; the operand must
+                // broadcast to this shape before anything is computed.
+                self.broadcast_arg(op.name(), other)?;
+                return self
+                    .assign(&self.binary(op, other)?)
+                    .map_err(|e| e.named(op.name()));
             }
             return self.binary_(op, &other.to_dtype(self.dtype())?);
         }
