@@ -98,7 +98,9 @@ impl Shape {
         let mut acc = 1isize;
         for (s, &d) in strides.iter_mut().zip(self.0.iter()).rev() {
             *s = acc;
-            acc *= d.max(1) as isize;
+            // The product past the first axis is never a stride: it
+            // saturates where the element count passes `isize::MAX`.
+            acc = acc.saturating_mul(d.max(1) as isize);
         }
         strides
     }

@@ -109,8 +109,9 @@ impl From<Shape> for ShapeSpec {
 
 impl From<&Shape> for ShapeSpec {
     fn from(s: &Shape) -> Self {
-        // Extents of a checked shape are at most 2^60.
-        ShapeSpec(s.dims().iter().map(|&d| d as i64).collect())
+        // A `Shape` is not checked as it is built: extents past `i64::MAX`
+        // saturate as other extents do (they wrapped to -1, the one to infer).
+        ShapeSpec(s.dims().iter().map(|&d| extent(d)).collect())
     }
 }
 

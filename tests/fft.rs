@@ -658,13 +658,19 @@ fn stft_refuses_what_pytorch_refuses_naming_itself() {
         let got = x.stft(&spec).unwrap().to_complex_vec().unwrap();
         let want: Vec<Complex32> = [1.0, -2.0, 3.0].map(|v| Complex32::new(v, 0.0)).to_vec();
         assert_eq!(got, want, "{dev}");
-        // Frames of a rank-8 signal would be of rank 9.
-        let deep = Tensor::zeros([1, 1, 1, 1, 1, 1, 1, 8], DType::F32, &dev).unwrap();
-        let e = deep
-            .stft(&Stft::new(4).center(false))
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("stft:") && e.contains("rank"), "{e}");
+        // Frames of a rank-7 signal are of rank 8, past what a complex
+        // transform takes (it named rfft), empty or not; rank 6 runs.
+        for deep in [[1, 1, 1, 1, 1, 1, 8], [0, 1, 1, 1, 1, 1, 8]] {
+            let deep = Tensor::zeros(deep, DType::F32, &dev).unwrap();
+            let e = deep
+                .stft(&Stft::new(4).center(false))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("stft:") && e.contains("rank 7"), "{e}");
+        }
+        let six = Tensor::ones([1, 1, 1, 1, 1, 8], DType::F32, &dev).unwrap();
+        let frames = six.stft(&Stft::new(4).center(false)).unwrap();
+        assert_eq!(frames.dims(), &[1, 1, 1, 1, 1, 3, 5], "{dev}");
         let b = Tensor::from_slice(&[true; 8], [8], &dev).unwrap();
         let e = b.stft(&Stft::new(4)).unwrap_err().to_string();
         assert!(e.starts_with("stft:") && e.contains("bool"), "{e}");
@@ -934,4 +940,22 @@ fn huge_hops_and_shapes_do_not_overflow() {
         Tensor::from_interleaved(&[], [1 << 40, 1 << 40], &cpu),
         Err(Error::Shape { .. })
     ));
+}
+
+/// An FFT axis given as a `usize` past `isize::MAX` is an axis error, as
+/// for `Axes` (it wrapped to a negative axis: `fft(usize::MAX)`
+/// transformed the last one).
+#[test]
+fn usize_axes_past_isize_are_axis_errors() {
+    for dev in devices() {
+        let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &dev).unwrap();
+        assert!(matches!(
+            x.fft(usize::MAX),
+            Err(Error::Axis { op: "fft", .. })
+        ));
+        assert!(matches!(x.ifft(usize::MAX - 1), Err(Error::Axis { .. })));
+        assert!(matches!(x.rfft(usize::MAX), Err(Error::Axis { .. })));
+        let z = x.to_dtype(DType::C64).unwrap();
+        assert!(matches!(z.irfft(usize::MAX), Err(Error::Axis { .. })));
+    }
 }

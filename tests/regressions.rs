@@ -7,7 +7,8 @@
 mod common;
 
 use common::devices;
-use webtensor::{Complex32, DType, Device, Error, PadMode, Tensor, s};
+use half::f16;
+use webtensor::{Complex32, DType, Device, Error, Layout, PadMode, Shape, Tensor, s};
 
 #[test]
 fn overflowing_shapes_are_errors_not_panics() {
@@ -33,6 +34,17 @@ fn overflowing_shapes_are_errors_not_panics() {
                 .and_then(|a| a.add(&wide.broadcast_to([1, 1 << 40]).unwrap())),
             "add broadcasting past the limit",
         );
+        // A `Shape` holding usize::MAX wrapped to -1, the extent to infer.
+        let twelve = Tensor::ones([12], DType::F32, &dev).unwrap();
+        shape_err(twelve.reshape(Shape::from([usize::MAX])), "reshape to MAX");
+        shape_err(twelve.reshape(Shape::from([2, usize::MAX])), "reshape");
+        // An outer product past usize: its ordering estimate overflowed.
+        let long = Tensor::zeros([1], DType::F32, &dev)
+            .unwrap()
+            .broadcast_to([1usize << 32])
+            .unwrap();
+        shape_err(Tensor::einsum("i,j->ij", &[&long, &long]), "outer einsum");
+        shape_err(long.tensordot(&long, &[], &[]), "outer tensordot");
         shape_err(three.tile(&[1 << 61]), "tile");
         shape_err(three.repeat(usize::MAX, 0), "repeat");
         shape_err(Tensor::rand([1 << 62, 4], DType::F32, 0, &dev), "rand");
@@ -321,6 +333,60 @@ fn arange_of_non_finite_ends_is_an_error() {
         }
         let r = Tensor::arange(f32::NAN, 1.0, 1.0, &dev);
         assert!(matches!(r, Err(Error::Argument { .. })), "{dev}");
+    }
+}
+
+/// The layout helpers take unchecked shapes: strides of a shape whose
+/// element count passes `isize::MAX` (the product past the first axis
+/// overflowed), and a no-copy reshape to another element count (it
+/// indexed past the new shape).
+#[test]
+fn layout_helpers_take_unchecked_shapes() {
+    let s = Shape::from([1usize << 32, 1usize << 32]);
+    assert_eq!(s.contiguous_strides().as_slice(), &[1isize << 32, 1]);
+    let t = Layout::contiguous([2, 3]).transpose(0, 1).unwrap();
+    assert_eq!(t.reshaped(&Shape::from([5])), None);
+    assert_eq!(Layout::contiguous([2, 3]).reshaped(&Shape::from([7])), None);
+}
+
+/// A float `arange` counts in its own precision, as NumPy's arange of its
+/// scalars: `np.arange(np.float32(0), np.float32(0.3), np.float32(0.1))`
+/// has 3 elements (counted in f64 it had a fourth, equal to `end`) and
+/// the same in float16 has 4. Lengths from NumPy 2.4.
+#[test]
+fn float_aranges_count_in_their_own_precision() {
+    let cases = [
+        (0.0, 0.3, 0.1, 3, 4),
+        (1.0, 0.0, -0.1, 10, 10),
+        (0.1, 2.9, 0.3, 10, 10),
+        (-1.0, 1.0, 0.2, 10, 10),
+        (0.0, 1.0, 0.1, 10, 10),
+    ];
+    for dev in devices() {
+        for (start, end, step, f32_len, f16_len) in cases {
+            let t = Tensor::arange(start as f32, end as f32, step as f32, &dev).unwrap();
+            let v = t.to_vec::<f32>().unwrap();
+            assert_eq!(
+                v.len(),
+                f32_len,
+                "f32 arange({start}, {end}, {step}) on {dev}: {v:?}"
+            );
+            assert!(
+                v.iter()
+                    .all(|&x| (x - end as f32) * step as f32 <= 0.0 && x != end as f32)
+            );
+            let (s, e, st) = (
+                f16::from_f64(start),
+                f16::from_f64(end),
+                f16::from_f64(step),
+            );
+            let t = Tensor::arange(s, e, st, &dev).unwrap();
+            assert_eq!(
+                t.numel(),
+                f16_len,
+                "f16 arange({start}, {end}, {step}) on {dev}"
+            );
+        }
     }
 }
 

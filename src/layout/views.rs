@@ -391,9 +391,11 @@ impl Layout {
 
     /// The layout of `shape` over the same elements in row-major order, if the
     /// strides allow it without a copy (NumPy's no-copy reshape); `None` when a
-    /// copy is needed. The element counts must already agree.
+    /// copy is needed, and when the element counts differ.
     pub fn reshaped(&self, shape: &Shape) -> Option<Layout> {
-        debug_assert_eq!(shape.numel(), self.numel());
+        if shape.numel() != self.numel() {
+            return None;
+        }
         if self.numel() == 0 || self.is_contiguous() {
             let mut l = Layout::contiguous(shape.clone());
             if self.numel() > 0 {

@@ -327,10 +327,12 @@ fn smallest_pair(parts: &[Part], needed: impl Fn(&[usize]) -> BTreeSet<Label>) -
                 .copied()
                 .filter(|l| keep.contains(l) || !(a.labels.contains(l) && b.labels.contains(l)))
                 .collect();
+            // Broadcast operands hold up to 2^60 elements each: the pair's
+            // size saturates (it only orders the pairs).
             let size = kept
                 .iter()
                 .map(|&l| a.size(l).max(b.size(l)))
-                .product::<usize>();
+                .fold(1usize, usize::saturating_mul);
             if size < best.2 {
                 best = (i, j, size);
             }

@@ -2,8 +2,9 @@
 //! `ifft`, `rfft`, `irfft` over one axis or several, `fftfreq`,
 //! `rfftfreq`, `fftshift`, `ifftshift`), over any view: each axis is one
 //! call reading its input through the view's strides (`fft_lines.rs`).
-//! Real inputs are computed in f32 (f16 read as it is stored, other real
-//! dtypes cast to f32 first) and give c64 spectra; there is no complex128.
+//! Real inputs are computed in f32 (f16 and bf16 read as they are stored,
+//! other real dtypes cast to f32 first) and give c64 spectra; there is no
+//! complex128.
 
 use super::Axes;
 use super::fft_lines::transform_axis;
@@ -136,7 +137,9 @@ macro_rules! fft_from_int {
     ($($t:ty),*) => {$(
         impl From<$t> for Fft {
             fn from(axis: $t) -> Fft {
-                Fft::along(axis as isize)
+                // Past `isize::MAX` an axis error, as `Axes` (it wrapped
+                // to a negative axis).
+                Fft::along(isize::try_from(axis).unwrap_or(isize::MAX))
             }
         }
     )*};
@@ -152,7 +155,8 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis` for an axis out of range; `Error::Argument` for a
     /// transform of 0 points or sizes that do not match the axes;
-    /// `Error::DType` for bool; device errors.
+    /// `Error::Shape` for a non-empty complex result of rank 8 (reshape
+    /// first); `Error::DType` for bool; device errors.
     #[doc(alias = "fft2")]
     #[doc(alias = "fftn")]
     pub fn fft(&self, spec: impl Into<Fft>) -> Result<Tensor> {

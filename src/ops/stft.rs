@@ -99,7 +99,8 @@ impl Tensor {
     /// longer than the (padded) signal, centre padding as long as the
     /// signal, a window that is not 1-D of at most `n_fft` samples or on
     /// another device, one-sided output of a complex signal or window, or a
-    /// signal of rank 8 (its frames would be of rank 9); `Error::DType`
+    /// signal of rank 7 or more (its frames' transform would pass
+    /// rank 7); `Error::DType`
     /// for bool.
     pub fn stft(&self, spec: &Stft) -> Result<Tensor> {
         const OP: &str = "stft";
@@ -115,13 +116,16 @@ impl Tensor {
         if self.rank() == 0 {
             return Err(Error::argument(OP, "a 0-d tensor has no samples"));
         }
-        if self.rank() >= MAX_RANK {
+        // The frames' transform is complex: of rank at most MAX_RANK - 1
+        // (its pairs take an axis).
+        if self.rank() + 1 >= MAX_RANK {
             return Err(Error::argument(
                 OP,
                 format!(
-                    "a signal of rank {} gives frames of rank {}, over the limit of {MAX_RANK}",
+                    "a signal of rank {} gives frames of rank {}; transforms take rank up to {}",
                     self.rank(),
-                    self.rank() + 1
+                    self.rank() + 1,
+                    MAX_RANK - 1
                 ),
             ));
         }

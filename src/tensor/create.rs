@@ -184,7 +184,9 @@ impl Tensor {
     }
 
     /// `start, start + step, ...` up to but excluding `end` (NumPy's
-    /// `arange`), 1-D, with the element type of the arguments.
+    /// `arange`), 1-D, with the element type of the arguments. Floats
+    /// count `ceil((end - start) / step)` in their own precision, as
+    /// NumPy's arange of their scalars.
     ///
     /// # Errors
     /// `Error::Argument` for a zero or non-finite step or a non-finite
@@ -208,7 +210,20 @@ impl Tensor {
                 format!("start and end must be finite, got {start:?} and {end:?}"),
             ));
         }
-        let steps = ((e - s) / st).ceil().max(0.0);
+        // A float type counts in its own precision, as NumPy's arange of
+        // its scalars: counted in f64, `arange(0.0f32, 0.3, 0.1)` had a
+        // fourth element, equal to `end`. Each f64 operation of two values
+        // of the type, rounded to it, is the type's own operation.
+        let ratio = (e - s) / st;
+        let steps = if T::DTYPE.is_float() {
+            let round = |v: f64| T::from_f64(v).to_f64();
+            Some(round(round(e - s) / st))
+                .filter(|r| r.is_finite())
+                .unwrap_or(ratio)
+        } else {
+            ratio
+        };
+        let steps = steps.ceil().max(0.0);
         // Past MAX_ELEMENTS (or for a non-finite count) the shape check fails.
         let count = if steps <= crate::shape::MAX_ELEMENTS as f64 {
             steps as usize
