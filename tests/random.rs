@@ -517,6 +517,31 @@ fn bad_draws_are_refused() {
             g.uniform([3], 0.0, f64::INFINITY, DType::F32, &dev),
             "uniform",
         );
+        // Bounds whose span fits in f32 until they are rounded to the
+        // dtype (it then overflowed: every sample was low, or NaN).
+        let p = |e: i32| 2f64.powi(e);
+        let (low, high) = (-(p(127) - p(101)), p(127) - p(103) - p(101));
+        arg(g.uniform([64], low, high, DType::F32, &dev), "uniform");
+        let (low, high) = (
+            -(p(127) + p(119) + p(110)),
+            p(127) - p(119) - p(110) - p(104),
+        );
+        arg(g.uniform([64], low, high, DType::BF16, &dev), "uniform");
+        // A draw past the stream's last block (it wrapped to the first).
+        let mut end = Generator::with_offset(9, u64::MAX - 1);
+        arg(end.bits([12], &dev), "bits");
+        arg(end.rand([5], DType::F32, &dev), "rand");
+        assert_eq!(end.offset(), u64::MAX - 1);
+        assert!(end.bits([4], &dev).is_ok());
+        assert_eq!(end.offset(), u64::MAX);
+        arg(end.bits([1], &dev), "bits");
+        assert!(matches!(
+            g.permutation(i32::MAX as usize + 1, &dev),
+            Err(Error::Shape {
+                op: "permutation",
+                ..
+            })
+        ));
         arg(g.normal([3], 0.0, -1.0, DType::F32, &dev), "normal");
         arg(g.normal([3], f64::NAN, 1.0, DType::F32, &dev), "normal");
         arg(g.bernoulli([3], 1.5, DType::F32, &dev), "bernoulli");
@@ -552,6 +577,24 @@ fn bad_draws_are_refused() {
     assert_eq!(g.offset(), 0, "refused draws take nothing");
     assert!(g.rand([2], DType::F64, &Device::cpu()).is_ok());
     assert!(matches!(g.split(usize::MAX), Err(Error::Argument { .. })));
+}
+
+/// A permutation whose sort fails after its keys are drawn (a GPU whose
+/// bindings hold fewer bytes than a line's sort) gives their blocks back:
+/// refused draws take nothing.
+#[test]
+fn a_permutation_refused_by_its_sort_takes_nothing() {
+    let options = webtensor::GpuOptions {
+        max_binding_bytes: Some(4 << 10),
+        ..Default::default()
+    };
+    if let Some(dev) = common::own_gpu(options) {
+        let mut g = Generator::new(3);
+        assert!(g.permutation(4096, &dev).is_err());
+        assert_eq!(g.offset(), 0);
+        assert!(g.permutation(64, &dev).is_ok());
+        assert_eq!(g.offset(), 32);
+    }
 }
 
 /// No uniform sample reaches `high`, as none of PyTorch's does: a bound

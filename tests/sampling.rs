@@ -222,3 +222,36 @@ fn a_top_p_of_nothing_keeps_the_largest() {
         }
     }
 }
+
+/// A temperature small enough that the logits over it pass f32's range is
+/// the greedy draw, its limit (the scaled logits were all +inf, and the
+/// draw took the first); a row with a NaN logit, or no finite one, gives
+/// `argmax`'s token as documented, and one with +inf its first +inf.
+#[test]
+fn a_tiny_temperature_is_greedy_and_odd_rows_draw_argmax() {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    #[rustfmt::skip]
+    let logits = [
+        10.0, 20.0, -5.0, 19.0,
+        -3e38, 1.0, 3e38, 2.0,
+        1.0, nan, 3.0, nan,
+        -inf, -inf, -inf, -inf,
+        1.0, inf, 2.0, inf,
+    ];
+    let us = [0.0f32, 0.3, 0.5, 0.7, 0.999];
+    for dev in common::devices() {
+        let logits = Tensor::from_slice(&logits, [5, 4], &dev).unwrap();
+        let u = Tensor::from_slice(&us, [5], &dev).unwrap();
+        for t in [1e-38, 1e-30] {
+            let got = logits.sample_with(&Sampling::new(t), &u).unwrap();
+            assert_eq!(
+                got.to_vec::<i32>().unwrap(),
+                [1, 2, 1, 0, 1],
+                "{t} on {dev}"
+            );
+        }
+        let got = logits.sample_with(&Sampling::new(1.0), &u).unwrap();
+        let tokens = got.to_vec::<i32>().unwrap();
+        assert_eq!(tokens[1..], [2, 1, 0, 1], "{dev}");
+    }
+}

@@ -136,7 +136,18 @@ impl Tensor {
             return self.argmax(-1);
         }
         let vocab = self.dims()[self.rank() - 1];
-        let scaled = self.to_dtype(DType::F32)?.div_scalar(temperature)?;
+        // The row's largest finite logit is taken off before the
+        // temperature divides: the same distribution, and finite logits
+        // far apart over a tiny temperature no longer overflow to +inf
+        // (whose NaN softmax drew the first of them, not the largest).
+        // NaN and infinite logits stay as they are.
+        let logits = self.to_dtype(DType::F32)?;
+        let odd = logits.isfinite()?.logical_not()?;
+        let largest = logits
+            .masked_fill(&odd, f64::NEG_INFINITY)?
+            .max_keepdim(-1)?;
+        let shift = largest.masked_fill(&largest.isfinite()?.logical_not()?, 0.0)?;
+        let scaled = logits.sub(&shift)?.div_scalar(temperature)?;
         let order = scaled.argsort(-1, SortOrder::Descending)?;
         let mut sorted = scaled.gather(&order, -1)?;
         if let Some(k) = top_k.filter(|&k| k < vocab) {

@@ -5,7 +5,7 @@
 use crate::backend::{Draw, RandomCall, random};
 use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::tensor::{Tensor, alloc};
@@ -26,11 +26,21 @@ pub(super) fn draw(
 ) -> Result<(Tensor, u64)> {
     shape.check(op)?;
     let n = shape.numel();
+    let words = draw.words(dtype.stored_as().0);
+    let blocks = (n as u64 * words).div_ceil(4);
+    // Past the stream's last block the counter would wrap to its first,
+    // and the draw repeat another's numbers.
+    if block.checked_add(blocks).is_none() {
+        return Err(Error::argument(
+            op,
+            format!(
+                "{blocks} blocks from block {block} pass the end of the stream (2^64 blocks); set another offset"
+            ),
+        ));
+    }
     // The kernel writes whole quads: the storage ends with the last one.
     let storage = alloc(device, op, dtype, n.div_ceil(4) * 4)?;
     let t = Tensor::from_parts(storage, Layout::contiguous(shape), dtype, device.clone());
-    let words = draw.words(dtype.stored_as().0);
-    let blocks = (n as u64 * words).div_ceil(4);
     if n == 0 {
         return Ok((t, 0));
     }

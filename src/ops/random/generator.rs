@@ -24,7 +24,9 @@ use crate::tensor::Tensor;
 ///
 /// Each draw takes whole blocks from the generator's `offset` on and
 /// moves it past them (four 32-bit words a block; one word an element, two
-/// for 64-bit integers and f64), as PyTorch's Philox offset does; a
+/// for `randint` and for f64 `rand`, `uniform` and normals), as PyTorch's
+/// Philox offset does; a draw that would move the offset past 2^64 - 1
+/// is an `Error::Argument`, never a wrap to the stream's first block. A
 /// generator made with [`Generator::with_offset`] resumes a stream where
 /// another left it. [`Generator::split`] and [`Generator::fork`] derive
 /// independent generators (keys enciphered from this one's, in a part of
@@ -132,7 +134,7 @@ impl Generator {
         device: &Device,
     ) -> Result<Tensor> {
         let (t, blocks) = draw(op, self.key(), self.offset, what, shape, dtype, device)?;
-        self.offset = self.offset.wrapping_add(blocks);
+        self.offset += blocks;
         Ok(t)
     }
 
@@ -174,7 +176,8 @@ impl Generator {
     /// that none reaches `high` (where `low < high` in the dtype; where
     /// they round to one value, every sample is it). Results (and
     /// parameters) below f32's smallest normal number are zeros of their
-    /// sign on every device, as a GPU may make them.
+    /// sign on every device, as a GPU may make them (f64, on the CPU
+    /// only, keeps them).
     ///
     /// # Errors
     /// `Error::Argument` naming `uniform` where `low > high` or the range
@@ -189,9 +192,10 @@ impl Generator {
     ) -> Result<Tensor> {
         const OP: &str = "uniform";
         float_dtype(OP, dtype)?;
-        let span = high - low;
-        // Every sample is finite in the dtype: both ends are (and the span
-        // is in the f32 the samples are computed in).
+        // Every sample is finite in the dtype: both ends are, and the span
+        // of the rounded ends is in the f32 the samples are computed in
+        // (rounding may widen it past f32's range: an infinite span made
+        // every sample `low`, or NaN).
         let largest = match dtype {
             DType::F16 => f64::from(half::f16::MAX),
             DType::BF16 => f64::from(half::bf16::MAX),
@@ -199,6 +203,15 @@ impl Generator {
             _ => f64::MAX,
         };
         let finite = |v: f64| v.is_finite() && v.abs() <= largest;
+        // The bounds as the dtype holds them (through f32, as PyTorch's
+        // halves take them).
+        let rounded = |v: f64| match dtype {
+            DType::F64 => v,
+            DType::F16 => half::f16::from_f32(v as f32).to_f64(),
+            DType::BF16 => half::bf16::from_f32(v as f32).to_f64(),
+            _ => f64::from(v as f32),
+        };
+        let span = rounded(high) - rounded(low);
         let wide = dtype != DType::F64 && !(span as f32).is_finite();
         if !(low <= high && finite(low) && finite(high) && span.is_finite()) || wide {
             return Err(Error::argument(
@@ -208,21 +221,9 @@ impl Generator {
                 ),
             ));
         }
-        // The bounds as the dtype holds them (through f32, as PyTorch's
-        // halves take them).
-        let rounded = |v: f64| match dtype {
-            DType::F64 => v,
-            DType::F16 => half::f16::from_f32(v as f32).to_f64(),
-            DType::BF16 => half::bf16::from_f32(v as f32).to_f64(),
-            _ => f64::from(v as f32),
-        };
         let (low, high) = (rounded(low), rounded(high));
         let top = uniform_top(high, dtype);
-        let draw = Draw::Uniform {
-            low,
-            span: high - low,
-            top,
-        };
+        let draw = Draw::Uniform { low, span, top };
         self.make(OP, draw, shape.into(), dtype, device)
     }
 
@@ -372,10 +373,24 @@ impl Generator {
     /// As [`Tensor::argsort`], naming `permutation`; `Error::Shape` for `n`
     /// past `i32::MAX`.
     pub fn permutation(&mut self, n: usize, device: &Device) -> Result<Tensor> {
-        super::super::as_op("permutation", || {
+        const OP: &str = "permutation";
+        // Refused before the keys are drawn (8n bytes), as PyTorch's
+        // randperm; a sort that fails after them gives their blocks back.
+        if n > i32::MAX as usize {
+            return Err(Error::shape(
+                OP,
+                format!("a permutation of {n} values; at most 2^31 - 1 are sorted"),
+            ));
+        }
+        let start = self.offset;
+        let order = super::super::as_op(OP, || {
             let keys = self.randint([n], 0, i64::MAX, DType::I64, device)?;
             keys.argsort(0, SortOrder::Ascending)?.to_dtype(DType::I64)
-        })
+        });
+        if order.is_err() {
+            self.offset = start;
+        }
+        order
     }
 
     /// `k` distinct integers of `0..n` in random order (NumPy's `choice(n,
