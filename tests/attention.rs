@@ -739,6 +739,59 @@ fn a_row_that_attends_nothing_is_zero_as_pytorchs() {
     }
 }
 
+/// A NaN or +inf score at a key a bool mask hides makes the row NaN, as
+/// PyTorch's (it adds the mask's -inf: `F.scaled_dot_product_attention(
+/// ones(1, 1, 2, 4), k, ones(1, 1, 2, 4), attn_mask=[[T, F], [T, F]])`
+/// with key 1 all NaN is NaN), as the same mask given as -inf floats:
+/// the bool mask filled the score with -inf, a finite row. On every
+/// device: the flash kernel, its splits (600 keys) and its cooperative
+/// form where the device has one (f16).
+#[test]
+fn a_nan_key_behind_a_bool_mask_is_nan_as_pytorchs() {
+    let cpu = Device::cpu();
+    for (rows, keys) in [(2usize, 2usize), (8, 16), (2, 600)] {
+        let mut ks = vec![1.0f32; keys * 8];
+        // Key 1: NaN in one head dimension, +inf in another (a score of
+        // +inf once scaled); key 0 stays.
+        ks[8] = f32::NAN;
+        ks[8 + 3] = f32::INFINITY;
+        let k = Tensor::from_slice(&ks, [1, 1, keys, 8], &cpu).unwrap();
+        let mut keep = vec![true; rows * keys];
+        for r in 0..rows {
+            keep[r * keys + 1] = false;
+        }
+        let keep = Tensor::from_slice(&keep, [rows, keys], &cpu).unwrap();
+        let bias = Tensor::zeros([rows, keys], DType::F32, &cpu)
+            .unwrap()
+            .masked_fill(&keep.logical_not().unwrap(), f64::NEG_INFINITY)
+            .unwrap();
+        for dev in common::devices() {
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                let on = |t: &Tensor| t.to_device(&dev).unwrap().to_dtype(dtype).unwrap();
+                let q = Tensor::ones([1, 1, rows, 8], dtype, &dev).unwrap();
+                let v = Tensor::ones([1, 1, keys, 8], dtype, &dev).unwrap();
+                let by_bool = Attention::new().mask(&keep.to_device(&dev).unwrap());
+                let by_float = Attention::new().mask(&on(&bias));
+                for (what, a) in [("bool", by_bool), ("float", by_float)] {
+                    let out = read(&q.sdpa(&on(&k), &v, &a).unwrap());
+                    assert!(
+                        out.iter().all(|y| y.is_nan()),
+                        "{rows} x {keys}, {what} mask, {dtype} on {dev}: {out:?}"
+                    );
+                }
+            }
+        }
+    }
+    // 8 x 16 in f16 runs on the cooperative kernel where the device has it.
+    if let (Some(gpu), Some((_, on))) = (common::gpu(), common::fast_gpu(None)) {
+        let q = Tensor::ones([1, 1, 8, 8], DType::F16, &gpu).unwrap();
+        let k = Tensor::ones([1, 1, 16, 8], DType::F16, &gpu).unwrap();
+        let keep = Tensor::ones([8, 16], DType::Bool, &gpu).unwrap();
+        let run = || q.sdpa(&k, &k, &Attention::new().mask(&keep)).unwrap();
+        assert_eq!(ran_cooperative(&gpu, &run), on, "{gpu}");
+    }
+}
+
 /// Leading axes broadcast among the query, the key and the value, as
 /// matmul's (PyTorch's `scaled_dot_product_attention(randn(1, 2, 3, 4),
 /// randn(2, 2, 3, 4), randn(2, 2, 3, 4))` is `(2, 2, 3, 4)`): the same as

@@ -188,6 +188,12 @@ fn sampling_refuses_bad_input() {
         logits.sample_with(&s, &Tensor::zeros([3], DType::F32, &dev).unwrap()),
         Err(Error::Shape { .. })
     ));
+    // Uniform numbers of another dtype: a dtype error, as documented (it
+    // was a shape error).
+    assert!(matches!(
+        logits.sample_with(&s, &Tensor::zeros([2], DType::F64, &dev).unwrap()),
+        Err(Error::DType { op: "sample", .. })
+    ));
     assert!(matches!(
         Tensor::zeros([2, 0], DType::F32, &dev)
             .unwrap()

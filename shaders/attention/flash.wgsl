@@ -158,8 +158,13 @@ fn main(
             let key = k0 + part + 4u * u;
             var score = minus_inf();
             let causal_ok = params.causal == 0u || key <= i;
-            if (live && key < params.source && causal_ok && allowed(m0, i, key)) {
+            if (live && key < params.source && causal_ok) {
                 score = s[u] * params.scale + bias(m0, i, key);
+                // A bool mask adds -inf, as PyTorch's: a masked NaN or
+                // +inf score is NaN.
+                if (!allowed(m0, i, key)) {
+                    score += minus_inf();
+                }
                 if (finite(score)) {
                     top = max(top, score);
                 } else if (!(is_inf_f32(score) && sign_bit_f32(score))) {

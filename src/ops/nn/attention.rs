@@ -88,7 +88,8 @@ impl Tensor {
     /// over `key` `(..., kv_heads, S, E)` and `value` `(..., kv_heads, S,
     /// Ev)`: `softmax(q @ k^T * scale + bias) @ v`, of shape `(..., heads,
     /// L, Ev)`, where the bias is -inf where `attention` masks (see
-    /// [`Attention`]). Grouped-query attention where `heads` is a multiple
+    /// [`Attention`]; a bool mask's -inf is added, as PyTorch's, so a NaN
+    /// or +inf score at a key it hides makes the row NaN). Grouped-query attention where `heads` is a multiple
     /// of `kv_heads` (query head `h` attends key head `h / (heads /
     /// kv_heads)`); leading axes broadcast as `matmul`'s, and so do heads
     /// that are not such groups (one of queries and keys beside several of
@@ -376,7 +377,11 @@ fn composed(
         scores.masked_fill(&above, f64::NEG_INFINITY)?
     } else if let Some(mask) = mask {
         if mask.dtype() == DType::Bool {
-            scores.masked_fill(&mask.logical_not()?, f64::NEG_INFINITY)?
+            // Added as PyTorch adds it, not filled: a masked NaN score
+            // stays NaN.
+            let bias = Tensor::zeros(mask.dims(), scores.dtype(), &dev)?
+                .masked_fill(&mask.logical_not()?, f64::NEG_INFINITY)?;
+            scores.add(&bias)?
         } else {
             scores.add(&mask.to_dtype(compute)?)?
         }

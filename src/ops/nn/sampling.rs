@@ -105,14 +105,19 @@ impl Tensor {
         check_logits(OP, self)?;
         check_devices(OP, self, &[Arg::Tensor(uniform)])?;
         let rows = &self.dims()[..self.rank() - 1];
-        if uniform.dims() != rows || uniform.dtype() != DType::F32 {
+        if uniform.dims() != rows {
             return Err(Error::shape(
                 OP,
                 format!(
-                    "uniform numbers of shape {:?} and dtype {} for rows {rows:?}: give f32 of the rows' shape",
-                    uniform.dims(),
-                    uniform.dtype()
+                    "uniform numbers of shape {:?} for rows {rows:?}: give one a row",
+                    uniform.dims()
                 ),
+            ));
+        }
+        if uniform.dtype() != DType::F32 {
+            return Err(Error::dtype(
+                OP,
+                format!("uniform numbers of {}: give f32", uniform.dtype()),
             ));
         }
         let Sampling {

@@ -429,8 +429,9 @@ impl CoopFlash {
                  let col = part + {c}u;\n            \
                  let key = k0 + col;\n            \
                  let causal_ok = params.causal == 0u || key <= i;\n            \
-                 if (live && key < params.source && causal_ok && allowed(m0, i, key)) {{\n                \
-                 let score = s_tile[srow * SP + col] * params.scale + bias(m0, i, key);\n                \
+                 if (live && key < params.source && causal_ok) {{\n                \
+                 var score = s_tile[srow * SP + col] * params.scale + bias(m0, i, key);\n                \
+                 if (!allowed(m0, i, key)) {{\n                    score += minus_inf();\n                }}\n                \
                  if (finite(score)) {{\n                    top = max(top, score);\n                \
                  }} else if (!(is_inf_f32(score) && sign_bit_f32(score))) {{\n                    bad = true;\n                \
                  }}\n                \
