@@ -319,6 +319,61 @@ fn wgsl_errors_and_bad_calls_are_errors() {
 /// names that would break the generated code are refused when the kernel
 /// is made.
 #[test]
+fn a_body_cannot_close_its_function() {
+    let escape = "y = x + scribble();\nreturn y;\n}\nfn scribble() -> f32 {\n    wt_out[12u] = -99.0;\n    return 0.0;\n}\nfn unused() -> f32 {\n    var y: f32;";
+    let make = |body: &str| {
+        CustomKernel::new(
+            "scribble",
+            &[("x", DType::F32)],
+            &[],
+            ("y", DType::F32),
+            body,
+        )
+    };
+    for body in [escape, "y = x; }", "y = x; {", "/* } */ y = x; }"] {
+        let e = make(body).map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("CustomKernel::new:"), "{body}: {e}");
+    }
+    for dev in gpus() {
+        // Blocks, and braces in (nested) comments, stay allowed.
+        let ok = make("// }\n/* { /* } */ } */ if (x > 0.0) { y = x; } else { y = -x; }").unwrap();
+        let big = Tensor::zeros([2, 4], DType::F32, &dev).unwrap();
+        let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0, -4.0], [4], &dev).unwrap();
+        ok.call_into(&big.slice(s![0, ..]).unwrap(), &[&x], &[])
+            .unwrap();
+        let want = [1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0];
+        assert_eq!(big.to_vec::<f32>().unwrap(), want, "{dev}");
+    }
+}
+
+/// An empty output still checks the kernel: WGSL that does not compile is
+/// an error (it was `Ok` until the output held an element).
+#[test]
+fn an_empty_output_still_checks_the_kernel() {
+    let broken = CustomKernel::new(
+        "broken",
+        &[("x", DType::F32)],
+        &[],
+        ("y", DType::F32),
+        "y = x +;",
+    )
+    .unwrap();
+    for dev in gpus() {
+        let x = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
+        let e = broken.call(&[&x], &[]).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("does not compile"), "{dev}: {e}");
+    }
+    let i64_arg = CustomKernel::new(
+        "k",
+        &[("x", DType::I64)],
+        &[],
+        ("y", DType::F32),
+        "y = 1.0;",
+    );
+    assert!(matches!(i64_arg, Err(webtensor::Error::DType { .. })));
+}
+
+#[test]
 fn bodies_cannot_reach_past_their_views() {
     for dev in gpus() {
         // Data of a dropped tensor stays in the pooled buffer a small

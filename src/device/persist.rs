@@ -114,7 +114,9 @@ impl Tensor {
     /// [`Tensor::set_persist`] without blocking (every target).
     ///
     /// # Errors
-    /// As [`Tensor::checkpoint`].
+    /// As [`Tensor::checkpoint`]; `Error::Argument` for `HostCopy` of a
+    /// tensor whose buffer the application may write (`Tensor::gpu_buffer`,
+    /// `Tensor::from_gpu_buffer`).
     pub async fn set_persist_async(&self, persist: Persist) -> Result<()> {
         match persist {
             Persist::HostCopy => keep_copies("Tensor::set_persist", &[self], true).await,

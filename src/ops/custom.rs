@@ -41,8 +41,8 @@ use std::sync::Arc;
 /// name followed by `_at` or `_dim` (so no input is named `out`: its
 /// `out_dim` would be the body's).
 ///
-/// Values are in their compute type: `f32` for f32 and f16 (rounded once
-/// when stored), `i32`, `u32` for u32 and u8, `bool`. The functions of
+/// Values are in their compute type: `f32` for f32, f16 and bf16 (rounded
+/// once when stored), `i32`, `u32` for u32 and u8, `bool`. The functions of
 /// webtensor's own kernels (`log_f32`, `tan_f32` ...) are in scope too.
 ///
 /// ```
@@ -77,8 +77,11 @@ impl CustomKernel {
     ///
     /// # Errors
     /// `Error::Argument` naming `CustomKernel::new` for a name that is not a
-    /// WGSL identifier or is taken, a repeated name, or an empty body;
-    /// `Error::DType` for c64 or f64 arguments (GPU kernels hold neither).
+    /// WGSL identifier or is taken, a repeated name, an empty body, or one
+    /// whose braces do not pair up (outside comments: a body that closed
+    /// its function could declare its own and reach webtensor's buffers);
+    /// `Error::DType` for c64, f64 or i64 arguments (GPU kernels take
+    /// none of them).
     pub fn new(
         name: &str,
         inputs: &[(&str, DType)],
@@ -136,6 +139,7 @@ impl CustomKernel {
                 format!("kernel {name:?}: the body is empty"),
             ));
         }
+        super::custom_names::check_braces(OP, name, body)?;
         let owned = |v: &[(&str, DType)]| v.iter().map(|&(n, d)| (n.to_string(), d)).collect();
         // Kernels of equal text share one spec, so one pipeline per device,
         // which goes with the last of them.
@@ -260,9 +264,8 @@ impl CustomKernel {
                 (*t).clone()
             });
         }
-        if out.numel() == 0 {
-            return Ok(());
-        }
+        // An empty output still reaches the backend: its limits and the
+        // WGSL's compilation are checked before nothing is recorded.
         let refs = prepared
             .iter()
             .map(|t| {

@@ -1,5 +1,6 @@
 //! The names a custom kernel's arguments may take: WGSL identifiers that
-//! the generated code around the body can still rely on.
+//! the generated code around the body can still rely on; and the body's
+//! braces, which must stay inside its function.
 
 use crate::error::{Error, Result};
 
@@ -278,6 +279,52 @@ pub(super) fn check_name(kernel: &str, name: &str) -> Result<()> {
             format!(
                 "kernel {kernel:?}: {name:?} is not a name a kernel argument can take (a WGSL identifier that is not a keyword, reserved word or type, `index`, `out_coord`, `out_dim`, or a name starting with `wt_`)"
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that the braces of kernel `kernel`'s `body` pair up outside its
+/// comments (`//` to the line's end, `/* */` nested; WGSL has no string
+/// literals): a body that closed its function could declare functions of
+/// its own, outside the shadowing of webtensor's buffers.
+///
+/// # Errors
+/// `Error::Argument` naming `op` for a `}` that closes nothing the body
+/// opened, or a `{` it leaves open.
+pub(super) fn check_braces(op: &'static str, kernel: &str, body: &str) -> Result<()> {
+    let (mut depth, mut comments) = (0usize, 0usize);
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        match (c, next) {
+            ('/', Some('/')) if comments == 0 => {
+                chars.find(|&c| c == '\n');
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                comments += 1;
+            }
+            ('*', Some('/')) if comments > 0 => {
+                chars.next();
+                comments -= 1;
+            }
+            _ if comments > 0 => {}
+            ('{', _) => depth += 1,
+            ('}', _) if depth == 0 => {
+                return Err(Error::argument(
+                    op,
+                    format!("kernel {kernel:?}: a `}}` in the body closes its function"),
+                ));
+            }
+            ('}', _) => depth -= 1,
+            _ => {}
+        }
+    }
+    if depth > 0 {
+        return Err(Error::argument(
+            op,
+            format!("kernel {kernel:?}: the body leaves {depth} `{{` open"),
         ));
     }
     Ok(())

@@ -333,6 +333,9 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
             )
         })?;
     let numel = call.out.layout.numel();
+    if numel == 0 {
+        return Ok(());
+    }
     let groups = grid_of(numel, WORKGROUP, ctx.facts.max_workgroups_per_dim)?;
     let mut bindings: SmallVec<[Bound; 4]> = SmallVec::new();
     for (input, _) in &call.inputs {
