@@ -142,10 +142,9 @@ impl Tensor {
         }
         let vocab = self.dims()[self.rank() - 1];
         // The row's largest finite logit is taken off before the
-        // temperature divides: the same distribution, and finite logits
-        // far apart over a tiny temperature no longer overflow to +inf
-        // (whose NaN softmax drew the first of them, not the largest).
-        // NaN and infinite logits stay as they are.
+        // temperature divides (the same distribution): finite logits over a
+        // tiny temperature overflowed to +inf, whose NaN softmax drew the
+        // first of them. NaN and infinite logits stay as they are.
         let logits = self.to_dtype(DType::F32)?;
         let odd = logits.isfinite()?.logical_not()?;
         let largest = logits
