@@ -168,6 +168,40 @@ fn products_and_convolutions_do_not_depend_on_the_thread_count() {
     }
 }
 
+/// Shapes chosen (by reading the dispatch) for kernels the products' test
+/// misses give the same bits for any thread count: channels-last
+/// depthwise (f32 and bf16, dilated), the paired kernels of 8 output
+/// channels, and a transposed convolution of stride equal to its kernel
+/// (tap rows written into the output).
+#[test]
+fn channels_last_depthwise_pairs_and_tap_rows_do_not_depend_on_the_thread_count() {
+    let run = |threads: usize| {
+        let dev = cpu(threads);
+        let x = Tensor::rand([2, 24, 37, 41], DType::F32, 12, &dev)
+            .unwrap()
+            .to_channels_last()
+            .unwrap();
+        let dw = Tensor::rand([48, 1, 3, 3], DType::F32, 13, &dev).unwrap();
+        let w8 = Tensor::rand([8, 24, 3, 3], DType::F32, 14, &dev).unwrap();
+        let up = Tensor::rand([24, 8, 2, 2], DType::F32, 15, &dev).unwrap();
+        let xb = x.to_dtype(DType::BF16).unwrap();
+        let dwb = Tensor::rand([24, 1, 3, 3], DType::BF16, 16, &dev).unwrap();
+        let conv = |x: &Tensor, w: &Tensor, c: Conv| bits(&x.conv2d(w, &c).unwrap());
+        vec![
+            conv(&x, &dw, Conv::new().padding(1).stride(2).groups(24)),
+            conv(&xb, &dwb, Conv::new().padding(2).dilation(2).groups(24)),
+            conv(&x, &w8, Conv::new().padding(1)),
+            bits(&x.conv_transpose2d(&up, &Conv::new().stride(2)).unwrap()),
+        ]
+    };
+    let one = run(1);
+    for threads in [2, 3, 5] {
+        for (k, (a, b)) in one.iter().zip(run(threads)).enumerate() {
+            assert!(*a == b, "result {k}, {threads} threads");
+        }
+    }
+}
+
 #[test]
 fn a_device_reports_and_keeps_its_threads() {
     for n in [1, 3] {
