@@ -89,11 +89,11 @@ impl Tensor {
     /// Ev)`: `softmax(q @ k^T * scale + bias) @ v`, of shape `(..., heads,
     /// L, Ev)`, where the bias is -inf where `attention` masks (see
     /// [`Attention`]; a bool mask's -inf is added, as PyTorch's, so a NaN
-    /// or +inf score at a key it hides makes the row NaN). Grouped-query attention where `heads` is a multiple
-    /// of `kv_heads` (query head `h` attends key head `h / (heads /
-    /// kv_heads)`); leading axes broadcast as `matmul`'s, and so do heads
-    /// that are not such groups (one of queries and keys beside several of
-    /// values, say). A row that
+    /// or +inf score at a key it hides makes the row NaN). Grouped-query
+    /// attention where `heads` is a multiple of `kv_heads` (query head `h`
+    /// attends key head `h / (heads / kv_heads)`); leading axes broadcast
+    /// as `matmul`'s, and so do heads that are not such groups (one of
+    /// queries and keys beside several of values, say). A row that
     /// attends no key has weights of 0, and so an output of 0, as
     /// PyTorch's (since 2.5: its safe softmax; it was NaN before); a NaN
     /// or infinite value at a key a row does not attend makes that column
