@@ -99,9 +99,8 @@ impl Tensor {
     /// longer than the (padded) signal, centre padding as long as the
     /// signal, a window that is not 1-D of at most `n_fft` samples or on
     /// another device, one-sided output of a complex signal or window, or a
-    /// signal of rank 7 or more (its frames' transform would pass
-    /// rank 7); `Error::DType`
-    /// for bool.
+    /// signal of rank 7 or more (its frames' transform would pass rank 7);
+    /// `Error::DType` for bool.
     pub fn stft(&self, spec: &Stft) -> Result<Tensor> {
         const OP: &str = "stft";
         let _region = crate::profile_region::op(OP);
