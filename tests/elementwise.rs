@@ -630,6 +630,78 @@ fn strided_rows_equal_the_cpu_at_every_run_length() {
     }
 }
 
+/// Rows that start at multiples of 4 walk whole 16-byte entries
+/// (`Access::Spans`): `x[:, ::k]` for k = 1 to 4 and broadcast rows and
+/// columns, read as the entries their elements lie in, the destination
+/// written an entry at a time. Row lengths around multiples of 4 (the last
+/// entry of a row merged into what was there), enough rows for several
+/// workgroups, one group of four a thread (the packed device) and four (the
+/// other); out of place, to bool, and in place through an interior view, in
+/// f32, f16, bf16, i32 and u8: each equals the CPU's, and nothing outside
+/// the written view changes.
+#[test]
+fn aligned_rows_at_small_steps_equal_the_cpu() {
+    let run = |dev: &Device, dtype: DType, rows: usize, w: usize, k: usize, n: usize| {
+        let make = |mul: i32, add: i32, modulo: i32| {
+            Tensor::arange(0i32, (rows * w) as i32, 1, dev)
+                .unwrap()
+                .mul_scalar(mul)
+                .unwrap()
+                .add_scalar(add)
+                .unwrap()
+                .remainder_scalar(modulo)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+                .reshape([rows, w])
+                .unwrap()
+        };
+        let (base, other) = (make(1, 0, 97), make(7, 3, 89));
+        let span = k * (n - 1) + 1;
+        let a = base.slice(s![.., 4..4 + span;k]).unwrap();
+        let b = other.slice(s![.., ..span;k]).unwrap();
+        let bias = Tensor::arange(0i32, n as i32, 1, dev)
+            .unwrap()
+            .remainder_scalar(5)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        // A column at an odd offset: one element per row, anywhere.
+        let column = other.slice(s![.., 1..2]).unwrap();
+        let sum = a.add(&b).unwrap();
+        let mixed = a.mul(&bias).unwrap().sub(&column).unwrap();
+        let above = a.gt(&b).unwrap();
+        let picked = Tensor::where_cond(&above, &a, &column).unwrap();
+        let target = base.add_scalar(1).unwrap();
+        target.slice(s![.., 8..8 + n]).unwrap().add_(&b).unwrap();
+        let read = |t: &Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        [
+            read(&sum),
+            read(&mixed),
+            read(&above),
+            read(&picked),
+            read(&target),
+        ]
+    };
+    let devs = devices();
+    for dtype in [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8] {
+        for (rows, w, lengths) in [(3, 76, &[4, 5, 6, 7, 9, 16, 17][..]), (70, 200, &[65][..])] {
+            for k in 1..=4 {
+                for &n in lengths.iter().filter(|&&n| 4 + k * (n - 1) < w) {
+                    let want = run(&devs[0], dtype, rows, w, k, n);
+                    for dev in &devs[1..] {
+                        assert_eq!(
+                            run(dev, dtype, rows, w, k, n),
+                            want,
+                            "{dev:?} {dtype} {rows} x {n} step {k}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// 16-bit programs move 16 bytes a thread (eight f16 or bf16 elements,
 /// `Access::Vec8`) where every operand starts at a multiple of 8, four from
 /// a multiple of 4, one at a time elsewhere: every start and length around

@@ -424,12 +424,14 @@ fn pipelines_are_compiled_once_per_kernel_not_per_shape() {
         let b = a.flip(&[0]).unwrap();
         let _ = a.add(&b).unwrap().to_vec::<f32>().unwrap();
     };
-    // A last axis of four or more runs four elements per thread, a
-    // shorter one one: two kernels for this program.
+    // Rows starting at multiples of 4 read whole entries, other rows of
+    // four or more run along the row, shorter ones element by element:
+    // three kernels for this program.
     run(&[4, 4]);
+    run(&[4, 5]);
     run(&[4, 2]);
     let compiled = dev.stats().pipelines;
-    for shape in [[3, 7], [9, 2], [16, 5], [2, 33], [5, 3]] {
+    for shape in [[3, 7], [9, 2], [16, 5], [2, 33], [5, 3], [3, 8], [7, 36]] {
         run(&shape);
     }
     assert_eq!(dev.stats().pipelines, compiled);

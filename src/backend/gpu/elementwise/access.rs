@@ -2,6 +2,7 @@
 //! the iteration plan: [`Access`], and the grid each access needs.
 
 use super::codegen::{WORKGROUP, workgroup};
+use super::params::MAX_OPERANDS;
 use super::program::{Access, Operand, tileable};
 use crate::dtype::KernelType;
 use crate::layout::IterPlan;
@@ -39,10 +40,63 @@ pub(crate) fn choose_access(
     }
     match tile_axis(&plan, operands) {
         Some(p) => (Access::Tiled, with_axis_before_last(plan, p)),
-        None if plan.shape.last().is_some_and(|&n| n >= ROW_MIN) => (Access::Rows { run }, plan),
+        None if plan.shape.last().is_some_and(|&n| n >= ROW_MIN) => {
+            match span_steps(&plan, operands, whole_vec4s) {
+                Some(steps) => (
+                    Access::Spans {
+                        quads: (run / 4).max(1),
+                        steps,
+                    },
+                    plan,
+                ),
+                None => (Access::Rows { run }, plan),
+            }
+        }
         None => (Access::Strided { run }, plan),
     }
 }
+
+/// Each operand's step along the plan's last axis where [`Access::Spans`]
+/// can walk `plan`: the destination's step 1, every input's 0 to
+/// [`MAX_SPAN_STEP`], every row of every operand but those of step 0
+/// starting at a multiple of 4 (its offset and its strides across rows
+/// multiples of 4), bindings of whole 16-byte entries, no i64 operand, and an input read
+/// from the destination's binding read at the destination's own elements
+/// (a thread writes whole entries, which another thread's reads of that
+/// binding must not see half done).
+fn span_steps(
+    plan: &IterPlan,
+    operands: &[Operand],
+    whole_vec4s: bool,
+) -> Option<[u8; MAX_OPERANDS]> {
+    let last = plan.shape.len().checked_sub(1)?;
+    let rows_aligned = |k: usize| {
+        plan.offsets[k].is_multiple_of(4) && plan.strides[k][..last].iter().all(|s| s % 4 == 0)
+    };
+    let fits = whole_vec4s
+        && operands.len() <= MAX_OPERANDS
+        && plan.strides[0][last] == 1
+        && operands.iter().all(|o| o.dtype != KernelType::I64)
+        && (0..operands.len()).all(|k| {
+            let own = operands[k].binding == 1 && k > 0;
+            let step = plan.strides[k][last];
+            (0..=MAX_SPAN_STEP as isize).contains(&step)
+                && (step == 0 || rows_aligned(k))
+                && (!own
+                    || (plan.strides[k] == plan.strides[0] && plan.offsets[k] == plan.offsets[0]))
+        });
+    fits.then(|| {
+        let mut steps = [0; MAX_OPERANDS];
+        for (k, step) in steps.iter_mut().enumerate().take(operands.len()) {
+            *step = plan.strides[k][last] as u8;
+        }
+        steps
+    })
+}
+
+/// The longest step along rows that [`Access::Spans`] reads as whole
+/// entries (`::2` to `::4` slices; one entry in `step` holds an element).
+pub(crate) const MAX_SPAN_STEP: u8 = 4;
 
 /// The shortest last axis walked in rows (shorter ones gain too little
 /// from a run to pay for its loop).
@@ -63,6 +117,11 @@ impl Access {
             Access::Rows { run } => {
                 let inner = plan.shape.last().copied().unwrap_or(1).max(1);
                 let per_row = inner.div_ceil(usize::from(run.max(1)));
+                (plan.numel() / inner * per_row, workgroup(self))
+            }
+            Access::Spans { quads, .. } => {
+                let inner = plan.shape.last().copied().unwrap_or(1).max(1);
+                let per_row = inner.div_ceil(4).div_ceil(usize::from(quads.max(1)));
                 (plan.numel() / inner * per_row, workgroup(self))
             }
         }
@@ -113,6 +172,7 @@ mod tests {
     use super::*;
     use crate::dtype::KernelType;
     use crate::layout::Layout;
+    use crate::shape::Shape;
 
     fn operands(n: usize, dtype: KernelType) -> Vec<Operand> {
         (0..n)
@@ -207,5 +267,101 @@ mod tests {
         let p3 = IterPlan::new(&[&out, &transposed, &transposed]);
         let (access, rows) = choose_access(p3, &three, true, 16);
         assert_eq!(access.grid(&rows), (3 * 64 * 3, 64));
+    }
+
+    #[test]
+    fn aligned_rows_at_small_steps_walk_whole_entries() {
+        let f32s = operands(2, KernelType::F32);
+        let wide = Layout::contiguous([6, 64, 48]);
+        // `n` elements of each row of `l` from `from`, `step` apart.
+        let cut = |l: &Layout, from: usize, n: usize, step: isize| {
+            let s = l.strides();
+            Layout::from_parts(
+                [l.dims()[0], l.dims()[1], n].as_slice().into(),
+                [s[0], s[1], step].as_slice().into(),
+                from,
+            )
+        };
+        let spans =
+            |plan: IterPlan, ops: &[Operand], run: u8| match choose_access(plan, ops, true, run) {
+                (Access::Spans { quads, steps }, plan) => Some((quads, steps, plan)),
+                _ => None,
+            };
+        // `x[:, ::k] + 1` for k = 2 to 4 (rows of 48 / k), an interior
+        // view (`x[:, :24]`, step 1) and a broadcast row (step 0), from
+        // rows that start at multiples of 4.
+        for k in 1..=4 {
+            let view = if k == 1 {
+                cut(&wide, 0, 24, 1)
+            } else {
+                cut(&wide, 0, 48 / k, k as isize)
+            };
+            let out = Layout::contiguous(view.dims());
+            let (quads, steps, plan) =
+                spans(IterPlan::new(&[&out, &view]), &f32s, 4).unwrap_or_else(|| panic!("::{k}"));
+            assert_eq!((quads, &steps[..2]), (1, &[1, k as u8][..]), "::{k}");
+            // A thread per group of four, rows of 48 / k.
+            let rows = 6 * 64;
+            assert_eq!(
+                Access::Spans { quads, steps }.grid(&plan),
+                (rows * (view.dims()[2]).div_ceil(4), WORKGROUP)
+            );
+        }
+        let row = Layout::contiguous([48])
+            .broadcast_to(&Shape::from([6, 64, 48]))
+            .unwrap();
+        let col = Layout::contiguous([6, 64, 1])
+            .broadcast_to(&Shape::from([6, 64, 48]))
+            .unwrap();
+        let three = operands(3, KernelType::F32);
+        let plan = IterPlan::new(&[&wide, &row, &col]);
+        let (quads, steps, plan) = spans(plan, &three, 16).unwrap();
+        assert_eq!((quads, &steps[..3]), (4, &[1, 1, 0][..]));
+        assert_eq!(Access::Spans { quads, steps }.grid(&plan), (6 * 64 * 3, 64));
+        // Not where a row starts off a multiple of 4, steps past 4 or
+        // backwards, the destination steps, an operand is i64, the
+        // buffers are not whole entries, or an input read from the
+        // destination's binding is not the destination's own elements.
+        let rows_of =
+            |plan: IterPlan, ops: &[Operand], whole: bool| choose_access(plan, ops, whole, 4).0;
+        let step2 = cut(&wide, 0, 24, 2);
+        let out2 = Layout::contiguous(step2.dims());
+        let off = cut(&wide, 1, 23, 2);
+        let step5 = cut(&wide, 0, 9, 5);
+        let back = cut(&wide, 46, 24, -2);
+        let odd_rows = cut(&Layout::contiguous([6, 64, 50]), 0, 24, 2);
+        let refused = [
+            (IterPlan::new(&[&out2, &off]), f32s.clone(), true),
+            (
+                IterPlan::new(&[&Layout::contiguous(step5.dims()), &step5]),
+                f32s.clone(),
+                true,
+            ),
+            (IterPlan::new(&[&out2, &back]), f32s.clone(), true),
+            (IterPlan::new(&[&step2, &out2]), f32s.clone(), true),
+            (IterPlan::new(&[&out2, &odd_rows]), f32s.clone(), true),
+            (
+                IterPlan::new(&[&out2, &step2]),
+                operands(2, KernelType::I64),
+                true,
+            ),
+            (IterPlan::new(&[&out2, &step2]), f32s.clone(), false),
+        ];
+        for (k, (plan, ops, whole)) in refused.into_iter().enumerate() {
+            assert_eq!(
+                rows_of(plan, &ops, whole),
+                Access::Rows { run: 4 },
+                "case {k}"
+            );
+        }
+        let mut own = f32s.clone();
+        own[1].binding = 1;
+        let interior = cut(&wide, 0, 24, 1);
+        assert!(spans(IterPlan::new(&[&interior, &interior]), &own, 4).is_some());
+        let shifted = cut(&wide, 4, 24, 1);
+        assert_eq!(
+            rows_of(IterPlan::new(&[&interior, &shifted]), &own, true),
+            Access::Rows { run: 4 }
+        );
     }
 }

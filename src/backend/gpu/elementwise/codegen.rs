@@ -4,6 +4,7 @@
 //! `kernel::buffer`; arithmetic runs in the compute types (f32 for f16,
 //! u32 for u8, masked on store, which gives wrapping).
 
+use super::access::MAX_SPAN_STEP;
 use super::exprs::program_fn;
 use super::params::{offset_vecs, params_size, scalar_vecs};
 #[cfg(test)]
@@ -29,6 +30,7 @@ pub(crate) const ELEMENTWISE_VEC4_WGSL: &str = shader!("elementwise/elementwise_
 pub(crate) const ELEMENTWISE_VEC8_WGSL: &str = shader!("elementwise/elementwise_vec8.wgsl");
 pub(crate) const ELEMENTWISE_TILE_WGSL: &str = shader!("elementwise/elementwise_tile.wgsl");
 pub(crate) const ELEMENTWISE_ROWS_WGSL: &str = shader!("elementwise/elementwise_rows.wgsl");
+pub(crate) const ELEMENTWISE_SPANS_WGSL: &str = shader!("elementwise/elementwise_spans.wgsl");
 
 /// Threads per workgroup of the elementwise kernels (but see
 /// [`workgroup`]).
@@ -42,6 +44,7 @@ pub(crate) fn workgroup(access: Access) -> u32 {
         Access::Strided { run } | Access::Rows { run } | Access::Contiguous { run } if run > 4 => {
             64
         }
+        Access::Spans { quads, .. } if quads > 1 => 64,
         _ => WORKGROUP,
     }
 }
@@ -55,9 +58,10 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     let out_storage = storage_mode(key.out(), key.native_f16);
     let out_atomic = packed(out_storage);
     let mut uses_f16 = out_storage == StorageMode::F16;
-    let vec4 = key.access == Access::Vec4;
+    let vec4 = matches!(key.access, Access::Vec4 | Access::Spans { .. });
     let vec8 = key.access == Access::Vec8;
-    // The vec4 access binds every buffer as entries of four elements, the
+    // The vec4 and span accesses bind every buffer as entries of four
+    // elements, the
     // vec8 one as 16-byte entries of eight (one thread owns each, so even
     // a packed destination needs no atomics).
     let array = |s: StorageMode, atomic: bool| {
@@ -105,6 +109,14 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
         ops: &ops,
         program: &program,
     };
+    if let Access::Spans { quads, steps } = key.access {
+        let walk = strided_walk(key.operands.len());
+        let prelude = Prelude {
+            walk: &walk,
+            ..base
+        };
+        return spans_source(key, &prelude, quads, &steps);
+    }
     if vec4 {
         return vec4_source(key, &base);
     }
@@ -263,22 +275,7 @@ fn vec4_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
     }
     // Lanes in the compute types; pack_out rounds (f16) or wraps (u8) them
     // as the other kernels' stores do.
-    let lanes: Vec<String> = ["x", "y", "z", "w"]
-        .iter()
-        .map(|lane| {
-            let args: Vec<String> = (1..key.operands.len())
-                .map(|k| format!("w{k}.{lane}"))
-                .collect();
-            format!("program({})", args.join(", "))
-        })
-        .collect();
-    let (out, quad) = (key.out(), quad_type(mode(0)));
-    let out_lanes = format!("vec4<{}>", ScalarType::of(out));
-    let out_fns = format!(
-        "fn pack_out(v: {out_lanes}) -> {quad} {{\n    return {};\n}}\n{}",
-        quad_of(out, mode(0), "v"),
-        merge_fn(&quad, mode(0)),
-    );
+    let (out_fns, out_lanes) = quad_out_fns(key);
     fill(
         "elementwise vec4 kernel",
         ELEMENTWISE_VEC4_WGSL,
@@ -286,7 +283,107 @@ fn vec4_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
             ("PRELUDE", &prelude.wgsl()),
             ("OUT_FNS", &out_fns),
             ("VLOADS", loads.trim_end()),
-            ("LANES", &lanes.join(", ")),
+            ("LANES", &quad_lanes_of_program(key)),
+            ("OUT", &out_lanes),
+        ],
+    )
+}
+
+/// `fn pack_out` and `fn merge_out` for the destination of `key`, whose
+/// lanes are the `vec4` of its compute type (the vec4 and span kernels').
+fn quad_out_fns(key: &KernelKey) -> (String, String) {
+    let mode = storage_mode(key.out(), key.native_f16);
+    let (out, quad) = (key.out(), quad_type(mode));
+    let out_lanes = format!("vec4<{}>", ScalarType::of(out));
+    let fns = format!(
+        "fn pack_out(v: {out_lanes}) -> {quad} {{\n    return {};\n}}\n{}",
+        quad_of(out, mode, "v"),
+        merge_fn(&quad, mode),
+    );
+    (fns, out_lanes)
+}
+
+/// The program on lanes x, y, z and w of each input's `wK`.
+fn quad_lanes_of_program(key: &KernelKey) -> String {
+    ["x", "y", "z", "w"]
+        .iter()
+        .map(|lane| {
+            let args: Vec<String> = (1..key.operands.len())
+                .map(|k| format!("w{k}.{lane}"))
+                .collect();
+            format!("program({})", args.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The span kernel of `key` (see [`Access::Spans`]): `quads` groups of
+/// four a thread; operand `k` steps `steps[k]` elements along the row.
+///
+/// # Errors
+/// As [`elementwise_source`]; `Error::Internal` for a step past
+/// [`MAX_SPAN_STEP`] or a destination that does not step by 1.
+fn spans_source(key: &KernelKey, prelude: &Prelude, quads: u8, steps: &[u8]) -> Result<String> {
+    if steps[0] != 1 || steps.iter().any(|&s| s > MAX_SPAN_STEP) {
+        return Err(Error::internal(
+            "elementwise span kernel",
+            format!("steps {steps:?}"),
+        ));
+    }
+    let lane_names = ["x", "y", "z", "w"];
+    let mut spans = String::new();
+    let mut loads = String::new();
+    for (k, (operand, &step)) in key.operands.iter().zip(steps).enumerate().skip(1) {
+        let (dtype, step) = (operand.dtype, u32::from(step));
+        let mode = storage_mode(dtype, key.native_f16);
+        let lanes_type = format!("vec4<{}>", ScalarType::of(dtype));
+        let buffer = operand_buffer(key, k);
+        // Entry m of the span holds lanes from ceil(4m / step) on; it is
+        // read only where that lane lies in the row (entry 0 otherwise).
+        let entries = if step == 0 { 1 } else { (3 * step) / 4 + 1 };
+        let mut body = String::from("    let e = at / 4u;\n");
+        for m in 0..entries {
+            let index = match m {
+                0 => "e".to_string(),
+                _ => format!("e + select(0u, {m}u, left > {}u)", (4 * m).div_ceil(step)),
+            };
+            let _ = writeln!(
+                body,
+                "    let u{m} = {buffer}[{index}];\n    let a{m} = {};",
+                quad_lanes(dtype, mode, &format!("u{m}"))
+            );
+        }
+        // A step of 0 repeats one element of the row, wherever it lies.
+        let picked: Vec<String> = (0..4)
+            .map(|j| match step {
+                0 => "a0[at % 4u]".to_string(),
+                _ => {
+                    let at = step * j;
+                    format!("a{}.{}", at / 4, lane_names[(at % 4) as usize])
+                }
+            })
+            .collect();
+        let _ = write!(
+            spans,
+            "fn span_op{k}(at: u32, left: u32) -> {lanes_type} {{\n{body}    return {lanes_type}({});\n}}\n",
+            picked.join(", ")
+        );
+        let _ = writeln!(
+            loads,
+            "        let w{k} = span_op{k}(u32(p[{k}]) + {step}u * first, left);"
+        );
+    }
+    let (out_fns, out_lanes) = quad_out_fns(key);
+    fill(
+        "elementwise span kernel",
+        ELEMENTWISE_SPANS_WGSL,
+        &[
+            ("PRELUDE", &prelude.wgsl()),
+            ("OUT_FNS", &out_fns),
+            ("SPANS", &spans),
+            ("QUADS", &quads.max(1).to_string()),
+            ("VLOADS", loads.trim_end()),
+            ("LANES", &quad_lanes_of_program(key)),
             ("OUT", &out_lanes),
         ],
     )
@@ -474,7 +571,7 @@ pub(crate) fn elementwise_pipeline(
 
 #[cfg(test)]
 mod tests {
-    use super::super::params::MAX_SCALARS;
+    use super::super::params::{MAX_OPERANDS, MAX_SCALARS};
     use super::super::program::{MAX_NODES, Node, Operand};
     use super::*;
     use crate::backend::gpu::kernel::buffer::tests::GPU_DTYPES;
@@ -625,7 +722,7 @@ mod tests {
                 }
             }
         }
-        let (mut vec4, mut vec8, mut tiled) = (0, 0, 0);
+        let (mut vec4, mut vec8, mut tiled, mut spans) = (0, 0, 0, 0);
         for key in &keys {
             validate(&elementwise_source(key).unwrap(), &format!("{key:?}"));
             // And four elements per thread (every storage mode but i64's
@@ -652,6 +749,23 @@ mod tests {
                 validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
                 vec8 += 1;
             }
+            // And along rows in whole entries, the inputs' steps turning
+            // through 0 to 4 from key to key (one read from the
+            // destination's binding steps as it does, by 1).
+            if key.access == (Access::Rows { run: 16 }) && !i64s {
+                let mut steps = [1; MAX_OPERANDS];
+                for (k, o) in key.operands.iter().enumerate().skip(1) {
+                    if o.binding != 1 {
+                        steps[k] = ((k + spans) % (usize::from(MAX_SPAN_STEP) + 1)) as u8;
+                    }
+                }
+                let key = KernelKey {
+                    access: Access::Spans { quads: 4, steps },
+                    ..key.clone()
+                };
+                validate(&elementwise_source(&key).unwrap(), &format!("{key:?}"));
+                spans += 1;
+            }
             // And through workgroup tiles, where the program allows it.
             if matches!(key.access, Access::Strided { .. }) && tileable(&key.operands) {
                 let key = KernelKey {
@@ -665,6 +779,7 @@ mod tests {
         assert!(vec4 > 100, "{vec4} vec4 kernels");
         assert!(vec8 > 20, "{vec8} vec8 kernels");
         assert!(tiled > 50, "{tiled} tiled kernels");
+        assert!(spans > 100, "{spans} span kernels");
         assert!(keys.len() > 500, "{} kernels", keys.len());
     }
 

@@ -74,6 +74,19 @@ pub(crate) enum Access {
     /// per run). A row's threads interleave: thread `q` of `n` takes
     /// elements `q`, `q + n`, `q + 2n` ...
     Rows { run: u8 },
+    /// Strided, along the last axis, in whole 16-byte entries (see
+    /// `access::span_steps` for when): each thread takes up to `quads`
+    /// groups of four adjacent elements of a row (thread `q` of a row's
+    /// `n` takes groups `q`, `q + n` ...), reads each input's group as the
+    /// `steps[k]` entries (one where `steps[k]` is 0 or 1) its elements lie
+    /// in and writes the destination's as one entry, working out the row's
+    /// positions once. `steps[k]` is operand `k`'s step along the row; a
+    /// row of step 0 (broadcast along it) may start anywhere, the others
+    /// at multiples of 4.
+    Spans {
+        quads: u8,
+        steps: [u8; MAX_OPERANDS],
+    },
     /// Every operand is one forward run (the index math is skipped);
     /// threads take elements as [`Access::Strided`] does.
     Contiguous { run: u8 },
