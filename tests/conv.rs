@@ -2553,6 +2553,47 @@ fn windows_of_many_taps_pool_right() {
     }
 }
 
+/// Tall windows at the kernels' budget (14,336 taps): a thread looped over
+/// a window's rows, then over each row's taps, so a window of 12,000 x 1
+/// ran 24,000 iterations an output, four outputs a thread, which lavapipe
+/// stopped past 65,535 (the third and fourth outputs of each thread were
+/// partial maxima and sums). The kernels now loop once over the taps: the
+/// CPU's values, for tall and wide windows.
+#[test]
+fn tall_windows_stay_within_the_loop_budget() {
+    let cpu = Device::cpu();
+    for dev in devices().into_iter().filter(|d| d.is_gpu()) {
+        let n = 14_336;
+        let xs = noise(n * 4 * 2, 9);
+        let ws = noise(n * 2, 3);
+        let run = |d: &Device| {
+            let x = Tensor::from_slice(&xs[..n * 4], [1, 1, n, 4], d).unwrap();
+            let pool = Pool::new([n, 1]).stride(1);
+            let wide = Pool::new([1, 4]).stride(1);
+            let t = Tensor::from_slice(&xs[..n * 4], [1, 1, 4, n], d).unwrap();
+            let x2 = Tensor::from_slice(&xs, [1, 2, n, 4], d).unwrap();
+            let w = Tensor::from_slice(&ws, [2, 1, n, 1], d).unwrap();
+            [
+                x.max_pool2d(&pool).unwrap(),
+                x.avg_pool2d(&pool).unwrap(),
+                t.max_pool2d(&wide).unwrap(),
+                x2.conv2d(&w, &Conv::new().groups(2)).unwrap(),
+            ]
+            .map(|t| t.to_vec::<f32>().unwrap())
+        };
+        let (got, want) = (run(&dev), run(&cpu));
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.len(), w.len(), "{dev} {k}");
+            for (i, (a, b)) in g.iter().zip(w).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+                    "{dev} result {k} [{i}]: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
 /// A depthwise convolution of more taps than a GPU thread may loop over
 /// (17,000 taps for each of four outputs: lavapipe stopped the loop
 /// silently past 65,535, and the later outputs were wrong) composes its

@@ -53,19 +53,26 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         if (ox >= params.out_w) {
             break;
         }
+        // One loop over the window's taps, row after row (tap t is (i, j)):
+        // a loop per row would add the window's height to the iterations
+        // a loop budget counts (see ops/conv.rs).
         var acc = 0.0;
-        for (var i = 0u; i < params.kernel_h; i++) {
+        var i = 0u;
+        var j = 0u;
+        for (var t = 0u; t < taps; t++) {
             let y = i32(oy * params.stride_h + i * params.dil_h) - i32(params.pad_h);
-            let inside = y >= 0 && y < i32(params.in_h);
-            for (var j = 0u; j < params.kernel_w; j++) {
-                let x = i32(ox * params.stride_w + j * params.dil_w) - i32(params.pad_w);
-                var v = 0.0;
-                if (inside && x >= 0 && x < i32(params.in_w)) {
-                    v = load_x(u32(base + y * params.x_hs + x * params.x_ws));
-                }
-                // The padding's 0 is multiplied too (0 times inf is NaN,
-                // as on the CPU, which pads with zeros).
-                acc = acc + kept(v * load_w(params.w_offset + k * taps + i * params.kernel_w + j));
+            let x = i32(ox * params.stride_w + j * params.dil_w) - i32(params.pad_w);
+            var v = 0.0;
+            if (y >= 0 && y < i32(params.in_h) && x >= 0 && x < i32(params.in_w)) {
+                v = load_x(u32(base + y * params.x_hs + x * params.x_ws));
+            }
+            // The padding's 0 is multiplied too (0 times inf is NaN, as on
+            // the CPU, which pads with zeros).
+            acc = acc + kept(v * load_w(params.w_offset + k * taps + t));
+            j += 1u;
+            if (j == params.kernel_w) {
+                j = 0u;
+                i += 1u;
             }
         }
         {{BIAS}}

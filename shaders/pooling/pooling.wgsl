@@ -65,25 +65,37 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let oy = rest % params.out_h;
     let base = lead_base(rest / params.out_h);
     let row = params.out_offset + rest * params.out_w;
+    let taps = params.kernel_h * params.kernel_w;
     for (var p = 0u; p < OUTS; p++) {
         let ox = first + p * params.segment;
         if (ox >= params.out_w) {
             break;
         }
+        // One loop over the window's taps, row after row (tap t is (i, j)):
+        // a loop per row would add the window's height to the iterations
+        // a loop budget counts (see ops/pool.rs).
         var acc: f32;
+        var i = 0u;
+        var j = 0u;
         if (params.average == 0u) {
             let neg_inf = f32_from_bits(0xff800000u);
             acc = tap(base, oy, ox, 0u, 0u, neg_inf);
-            for (var i = 0u; i < params.kernel_h; i++) {
-                for (var j = select(0u, 1u, i == 0u); j < params.kernel_w; j++) {
-                    acc = maximum_f32(acc, tap(base, oy, ox, i, j, neg_inf));
+            for (var t = 1u; t < taps; t++) {
+                j += 1u;
+                if (j == params.kernel_w) {
+                    j = 0u;
+                    i += 1u;
                 }
+                acc = maximum_f32(acc, tap(base, oy, ox, i, j, neg_inf));
             }
         } else {
             acc = 0.0;
-            for (var i = 0u; i < params.kernel_h; i++) {
-                for (var j = 0u; j < params.kernel_w; j++) {
-                    acc = acc + tap(base, oy, ox, i, j, 0.0);
+            for (var t = 0u; t < taps; t++) {
+                acc = acc + tap(base, oy, ox, i, j, 0.0);
+                j += 1u;
+                if (j == params.kernel_w) {
+                    j = 0u;
+                    i += 1u;
                 }
             }
             let rows = count(oy, params.stride_h, params.kernel_h, params.in_h, params.pad_h);

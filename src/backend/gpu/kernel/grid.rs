@@ -46,7 +46,8 @@ pub(crate) const ROW_OUTPUTS: usize = 4;
 /// Most taps of a window an image kernel's thread loops over for each of
 /// its [`ROW_OUTPUTS`] outputs, within the loop budget (lavapipe stops a
 /// longer loop silently; see `loop_budget.rs`): the op layer composes
-/// windows of more.
+/// windows of more. The kernels run one loop over a window's taps (a loop
+/// per row would add its height to the count).
 pub(crate) const WINDOW_TAPS: usize = super::loop_budget::MAX_ITERATIONS / ROW_OUTPUTS;
 
 /// (segment, threads) of an image kernel writing `out` (rows last, row
