@@ -395,3 +395,25 @@ fn a_sabotaged_cooperative_transposed_kernel_is_dropped_and_named() {
         .contains(&"conv_transpose cooperative f16".to_string());
     assert_eq!(named, on, "{info}");
 }
+
+/// Strides of thousands: the kernel found each phase's first tap by trying
+/// the taps in turn, three times a thread, so at a stride of 30,000 the
+/// phases past about 21,800 ran out of lavapipe's loop budget and wrote 0.
+/// Such geometries now compose: the CPU's values, on every GPU.
+#[test]
+fn strides_of_thousands_reach_every_phase() {
+    let cpu = Device::cpu();
+    for dev in gpus() {
+        let run = |d: &Device| {
+            let x = Tensor::from_slice(&[1.0f32, 2.0], [1, 1, 1, 2], d).unwrap();
+            let w = Tensor::ones([1, 1, 1, 30_000], DType::F32, d).unwrap();
+            x.conv_transpose2d(&w, &Conv::new().stride([1, 30_000]))
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap()
+        };
+        let got = run(&dev);
+        assert_eq!(got.len(), 60_000, "{dev}");
+        assert_eq!(got, run(&cpu), "{dev}");
+    }
+}

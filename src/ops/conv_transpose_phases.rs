@@ -10,6 +10,12 @@ use crate::error::Result;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
+/// Most taps the kernel tries on one axis to find a phase's first (it
+/// does so three times a thread, beside its k loop): lavapipe stops a
+/// thread's loops silently past 65,535 iterations (`loop_budget.rs`), and
+/// phases past about 21,800 of a stride of 30,000 were written as 0.
+const PHASE_SEARCH: usize = 2048;
+
 /// The geometry of a transposed convolution the op layer has checked: the
 /// kernel's taps, the stride, the dilation, the padding cropped from each
 /// side, and the output's `[n, o, h, w]`.
@@ -25,8 +31,9 @@ pub(super) struct Transposed {
 /// GPU's kernel, before the bias, residual and activation, in the dtype
 /// the kernel computes (f32, or the f16 / bf16 of both operands without a
 /// bias); `None` where the kernel does not take it (another dtype, an
-/// empty operand, an operand over one binding, a kernel its self-check
-/// dropped), for the caller to compose.
+/// empty operand, an operand over one binding, strides and kernels both
+/// past [`PHASE_SEARCH`] on an axis, a kernel its self-check dropped), for
+/// the caller to compose.
 ///
 /// # Errors
 /// GPU failures and device limits, naming `op`.
@@ -66,7 +73,11 @@ pub(super) fn on_kernel(
     let batches =
         (stride[0].checked_mul(stride[1])).and_then(|p| p.checked_mul(x.dims()[0] * conv.groups));
     let in_u32 = |v: &usize| i32::try_from(*v).is_ok();
+    // A thread finds its phase's first tap by trying up to min(kernel,
+    // stride) taps on each axis, three times: within the loop budget.
+    let searched = (0..2).all(|a| geometry.kernel[a].min(stride[a]) <= PHASE_SEARCH);
     let fits = batches.is_some_and(|b| u32::try_from(b).is_ok())
+        && searched
         && [stride, geometry.pad, geometry.dilation, geometry.kernel]
             .iter()
             .all(|v| v.iter().all(in_u32));
