@@ -743,3 +743,27 @@ fn searches_order_subnormals_as_numpy() {
         }
     }
 }
+
+/// Subnormals are distinct values: `unique` tells runs apart by the sort's
+/// keys (bits), not by a float comparison, which a GPU that flushes
+/// subnormals (NVIDIA's driver does) would make equal to 0 and each other.
+/// NumPy 2.4 and PyTorch 2.15 (bf16): values [-1e-40, 0, 1e-40, 2e-40],
+/// inverse [1, 2, 3, 2, 0, 1], counts [1, 2, 2, 1]. (lavapipe keeps
+/// subnormals, so there this holds before the change too.)
+#[test]
+fn unique_keeps_subnormals_apart() {
+    let values = [0.0f32, 1e-40, 2e-40, 1e-40, -1e-40, -0.0];
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::BF16] {
+            let x = Tensor::from_slice(&values, [6], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let u = x.unique_all().unwrap();
+            let as_i64 = |t: &Tensor| t.to_vec::<i64>().unwrap();
+            assert_eq!(as_i64(&u.inverse), [1, 2, 3, 2, 0, 1], "{dev} {dtype}");
+            assert_eq!(as_i64(&u.counts), [1, 2, 2, 1], "{dev} {dtype}");
+            assert_eq!(as_i64(&u.indices), [4, 0, 1, 2], "{dev} {dtype}");
+        }
+    }
+}

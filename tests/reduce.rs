@@ -1091,3 +1091,24 @@ fn half_std_rounds_once() {
         }
     }
 }
+
+/// `argmax`/`argmin` order subnormals by value, as `max`/`min` do: the GPU
+/// compares floats by their order keys (bits), so a GPU that flushes
+/// subnormals (NVIDIA's driver does) still tells them apart. NumPy 2.4 and
+/// PyTorch 2.15 (bf16): argmax 2, argmin 4. (lavapipe keeps subnormals, so
+/// there this holds before the change too.)
+#[test]
+fn arg_reductions_order_subnormals() {
+    let values = [0.0f32, 1e-40, 2e-40, 1e-40, -1e-40, -0.0];
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::BF16] {
+            let x = Tensor::from_slice(&values, [6], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let arg = |t: Tensor| t.to_dtype(DType::I64).unwrap().to_vec::<i64>().unwrap();
+            assert_eq!(arg(x.argmax(0).unwrap()), [2], "{dev} {dtype}");
+            assert_eq!(arg(x.argmin(0).unwrap()), [4], "{dev} {dtype}");
+        }
+    }
+}

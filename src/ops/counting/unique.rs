@@ -4,6 +4,7 @@
 //! back, and their positions found by the search kernel; no scatter, so a
 //! GPU does each step in parallel.
 
+use super::search::Side;
 use super::select::kept_positions;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -137,15 +138,18 @@ impl Runs {
 
 /// `[n]` bool: true where sorted (non-empty) position i starts a run:
 /// the first, and each that differs from the one before (NaN equal to
-/// NaN).
+/// NaN, -0 to 0). Floats are told apart by the search, which compares the
+/// sort's keys (their bits): a float comparison on a GPU that flushes
+/// subnormals would merge them with 0 and each other.
 fn run_starts(sorted: &Tensor) -> Result<Tensor> {
     let n = sorted.numel();
-    let (next, prev) = (sorted.narrow(0, 1, n - 1)?, sorted.narrow(0, 0, n - 1)?);
-    let mut differs = next.ne(&prev)?;
     if sorted.dtype().is_float() {
-        let both_nan = next.isnan()?.logical_and(&prev.isnan()?)?;
-        differs = differs.logical_and(&both_nan.logical_not()?)?;
+        let first = sorted.searchsorted(sorted, Side::Left)?;
+        let positions = Tensor::arange(0i64, n as i64, 1, sorted.device())?;
+        return first.eq(&positions);
     }
+    let (next, prev) = (sorted.narrow(0, 1, n - 1)?, sorted.narrow(0, 0, n - 1)?);
+    let differs = next.ne(&prev)?;
     let head = Tensor::ones([1], DType::Bool, sorted.device())?;
     Tensor::concat(&[&head, &differs], 0)
 }

@@ -501,12 +501,17 @@ fn state_source(op: ReduceOp, acc: ScalarType) -> String {
         ReduceOp::Min => (highest, "return State(min(a.v, b.v), 0);".into()),
         ReduceOp::ArgMax | ReduceOp::ArgMin => {
             let max = op == ReduceOp::ArgMax;
-            // `x {better} y`, spelled for the accumulator.
-            let better = |x: &str, y: &str| match (wide, max) {
-                (true, true) => format!("i64_lt({y}, {x})"),
-                (true, false) => format!("i64_lt({x}, {y})"),
-                (false, true) => format!("{x} > {y}"),
-                (false, false) => format!("{x} < {y}"),
+            // `x {better} y`, spelled for the accumulator: floats by their
+            // order keys (bits), as `maximum_f32` compares them, so that a
+            // GPU that flushes subnormals still tells them apart.
+            let key = |v: &str| format!("order_key_f32(bitcast<u32>({v}))");
+            let better = |x: &str, y: &str| match (wide, float, max) {
+                (true, _, true) => format!("i64_lt({y}, {x})"),
+                (true, _, false) => format!("i64_lt({x}, {y})"),
+                (false, true, true) => format!("{} > {}", key(x), key(y)),
+                (false, true, false) => format!("{} < {}", key(x), key(y)),
+                (false, false, true) => format!("{x} > {y}"),
+                (false, false, false) => format!("{x} < {y}"),
             };
             let (a_wins, b_wins) = (better("a.v", "b.v"), better("b.v", "a.v"));
             let nan = if float { "is_nan_f32" } else { "never_nan" };
