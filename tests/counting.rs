@@ -767,3 +767,21 @@ fn unique_keeps_subnormals_apart() {
         }
     }
 }
+
+/// The GPU bins values by their order keys (bits), as the CPU does: a GPU
+/// that flushes subnormals made every subnormal equal to every subnormal
+/// edge (all in the last bin), and one that lowers float comparisons as
+/// unordered would put NaN in the last bin. NumPy 2.4: [1, 1, 2] and
+/// [1, 1]. (lavapipe keeps subnormals and orders its comparisons, so there
+/// this holds before the change too.)
+#[test]
+fn histograms_bin_subnormals_and_drop_nan() {
+    for dev in common::devices() {
+        let tiny = Tensor::from_slice(&[0.0f32, 1e-40, 2e-40, 3e-40], [4], &dev).unwrap();
+        let (h, _) = tiny.histogram(3, None, None, false).unwrap();
+        assert_eq!(h.to_vec::<i64>().unwrap(), [1, 1, 2], "{dev}");
+        let nan = Tensor::from_slice(&[0.5f32, f32::NAN, 2.0], [3], &dev).unwrap();
+        let (h, _) = nan.histogram(2, Some((0.0, 2.0)), None, false).unwrap();
+        assert_eq!(h.to_vec::<i64>().unwrap(), [1, 1], "{dev}");
+    }
+}

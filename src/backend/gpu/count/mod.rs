@@ -70,21 +70,29 @@ fn bin_fn(index: KernelType) -> &'static str {
 /// `fn bin_of(p)` of a value binned between increasing edges: the count
 /// of edges at or below it, less one (a binary search); the last edge
 /// closes the last bin; a value outside them (or NaN) past any bin.
-const BINNED: &str = "fn bin_of(p: u32) -> u32 {
+/// Values and edges compare by their order keys (bits, -0 as 0), as the
+/// CPU's do: a float comparison on a GPU that flushes subnormals would
+/// make them equal to 0 and each other.
+const BINNED: &str = "fn key_of(v: f32) -> i32 {
+    return order_key_f32(bitcast<u32>(v));
+}
+
+fn bin_of(p: u32) -> u32 {
     let x = load_index(params.index_offset + p);
-    let lo = load_edges(params.edges_offset);
-    let hi = load_edges(params.edges_offset + params.len);
-    if (!(x >= lo && x <= hi)) {
+    let k = key_of(x);
+    let lo = key_of(load_edges(params.edges_offset));
+    let hi = key_of(load_edges(params.edges_offset + params.len));
+    if (is_nan_f32(x) || k < lo || k > hi) {
         return 0xffffffffu;
     }
-    if (x == hi) {
+    if (k == hi) {
         return params.len - 1u;
     }
     var a = 0u;
     var b = params.len + 1u;
     for (var step = 0u; step < 32u && a < b; step++) {
         let mid = a + (b - a) / 2u;
-        if (load_edges(params.edges_offset + mid) <= x) {
+        if (key_of(load_edges(params.edges_offset + mid)) <= k) {
             a = mid + 1u;
         } else {
             b = mid;
