@@ -4,8 +4,10 @@
 //! and multiplied into four running sums of eight lanes, so that a weight
 //! row is read once and never written out. Two activation rows share each
 //! decoded block, each summed as a row alone is (so a row's result does
-//! not depend on how many rows the product has). Elsewhere, and for the other types, `quant.rs` decodes a row at
-//! a time and dots it.
+//! not depend on how many rows the product has, up to the rows
+//! `ops/quant/product.rs` multiplies here: past them it multiplies by the
+//! decoded weight, which sums in another order). Elsewhere, and for the
+//! other types, `quant.rs` decodes a row at a time and dots it.
 
 use super::quant::Rows;
 use crate::quant::GgmlType;
