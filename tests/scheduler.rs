@@ -435,6 +435,26 @@ fn pipelines_are_compiled_once_per_kernel_not_per_shape() {
         run(&shape);
     }
     assert_eq!(dev.stats().pipelines, compiled);
+    // Rows read at a step of 2 as whole entries: a kernel of that step,
+    // whatever the shape.
+    let stepped = |rows: usize, cols: usize| {
+        let a = Tensor::arange(0.0f32, (rows * cols) as f32, 1.0, &dev)
+            .unwrap()
+            .reshape([rows, cols])
+            .unwrap();
+        let _ = a
+            .slice(s![.., ..;2])
+            .unwrap()
+            .add_scalar(1.0)
+            .unwrap()
+            .to_vec::<f32>();
+    };
+    stepped(4, 16);
+    let compiled = dev.stats().pipelines;
+    for (rows, cols) in [(3, 8), (7, 40), (1, 24), (9, 12)] {
+        stepped(rows, cols);
+    }
+    assert_eq!(dev.stats().pipelines, compiled);
 }
 
 #[test]

@@ -2,9 +2,12 @@
 //!
 //! A recorded op is a one-node program; fusion splices the program of a
 //! dead intermediate into the program that reads it. A [`KernelKey`] holds
-//! the program's structure (ops, dtypes, bindings), never shapes or strides,
-//! so one pipeline serves every layout; a [`Program`] adds the operands'
-//! layouts, buffers and scalar values of one dispatch.
+//! the program's structure (ops, dtypes, bindings) and its access, never
+//! shapes or strides, so one pipeline serves every layout an access
+//! takes; the one exception is [`Access::Spans`], whose key holds each
+//! input's step along its rows (0 to 4: a pipeline per step, whose reads
+//! it unrolls). A [`Program`] adds the operands' layouts, buffers and
+//! scalar values of one dispatch.
 
 use super::params::{MAX_OPERANDS, MAX_SCALARS};
 use crate::backend::gpu::buffer_claim::BufferClaim;
