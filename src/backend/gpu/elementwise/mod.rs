@@ -8,8 +8,9 @@
 //! - `access`: how a dispatch walks its operands (strided, contiguous,
 //!   vec4, tiled), chosen from the iteration plan;
 //! - `exprs`: each node's WGSL expression, and the program as one function;
-//! - `codegen`: the kernel for one key (`elementwise.wgsl`, or its vec4 and
+//! - `codegen`: the kernel for one key (`elementwise.wgsl`, or its rows and
 //!   tiled forms), and its pipeline;
+//! - `quads`: the kernels reading whole array entries (vec4, vec8, spans);
 //! - `windowed`: a program made ready for buffers larger than one binding.
 //!
 //! Ops reach it through `launch::record_elementwise` and the scheduler.
@@ -19,4 +20,5 @@ pub(crate) mod codegen;
 mod exprs;
 pub(crate) mod params;
 pub(crate) mod program;
+mod quads;
 mod windowed;
