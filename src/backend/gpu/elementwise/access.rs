@@ -60,10 +60,10 @@ pub(crate) fn choose_access(
 /// can walk `plan`: the destination's step 1, every input's 0 to
 /// [`MAX_SPAN_STEP`], every row of every operand but those of step 0
 /// starting at a multiple of 4 (its offset and its strides across rows
-/// multiples of 4), bindings of whole 16-byte entries, no i64 operand, and an input read
-/// from the destination's binding read at the destination's own elements
-/// (a thread writes whole entries, which another thread's reads of that
-/// binding must not see half done).
+/// multiples of 4), bindings of whole 16-byte entries, no i64 operand,
+/// and an input read from the destination's binding read at the
+/// destination's own elements (a thread writes whole entries, which
+/// another thread's reads of that binding must not see half done).
 fn span_steps(
     plan: &IterPlan,
     operands: &[Operand],
