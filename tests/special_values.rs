@@ -388,3 +388,60 @@ fn trig_tanh_and_atan2_are_relatively_accurate_at_every_magnitude() {
         failures[..failures.len().min(40)].join("\n")
     );
 }
+
+/// f32 NaNs and infinities stored as f16 and bf16 keep their sign on every
+/// device, and a NaN its payload's top bits where webtensor converts (the
+/// CPU, and packed f16 on a GPU): NumPy's f16 bits (tests/data/make_nan_bits.py).
+/// A GPU with native f16 converts with its own instruction, so there only the
+/// sign and NaN-ness are held. bf16 keeps the top half's bits, quieted.
+#[test]
+fn sixteen_bit_stores_keep_a_nans_sign_and_payload() {
+    const NUMPY_F16: [(u32, u16); 7] = [
+        (0x7fc00000, 0x7e00),
+        (0xffc00000, 0xfe00),
+        (0x7fd02000, 0x7e81),
+        (0xfffff000, 0xffff),
+        (0x7fc01fff, 0x7e00),
+        (0x7f800000, 0x7c00),
+        (0xff800000, 0xfc00),
+    ];
+    let xs: Vec<f32> = NUMPY_F16.iter().map(|&(b, _)| f32::from_bits(b)).collect();
+    for dev in [Some(Device::cpu()), gpu(), gpu_packed_f16()]
+        .into_iter()
+        .flatten()
+    {
+        let exact = !dev.info().native_f16;
+        let x = Tensor::from_slice(&xs, [xs.len()], &dev).unwrap();
+        let h: Vec<webtensor::f16> = x.to_dtype(DType::F16).unwrap().to_vec().unwrap();
+        for (&(b, want), got) in NUMPY_F16.iter().zip(&h) {
+            let got = got.to_bits();
+            if exact {
+                assert_eq!(got, want, "{dev:?}: f16 of f32 bits {b:#010x}");
+            } else {
+                assert_eq!(
+                    got & 0x8000,
+                    want & 0x8000,
+                    "{dev:?}: sign of f16({b:#010x})"
+                );
+                assert!(
+                    got & 0x7c00 == 0x7c00,
+                    "{dev:?}: f16({b:#010x}) = {got:#06x}"
+                );
+                assert_eq!(
+                    got & 0x3ff == 0,
+                    want & 0x3ff == 0,
+                    "{dev:?}: f16({b:#010x}) = {got:#06x}"
+                );
+            }
+        }
+        let h: Vec<webtensor::bf16> = x.to_dtype(DType::BF16).unwrap().to_vec().unwrap();
+        for (&(b, _), got) in NUMPY_F16.iter().zip(&h) {
+            let want = if b & 0x7fffffff > 0x7f800000 {
+                (b >> 16) as u16 | 0x40
+            } else {
+                (b >> 16) as u16
+            };
+            assert_eq!(got.to_bits(), want, "{dev:?}: bf16 of f32 bits {b:#010x}");
+        }
+    }
+}

@@ -432,14 +432,16 @@ fn f32_to_bool(x: f32) -> bool {
     return x != 0.0 || is_nan_f32(x);
 }
 
-// Round-to-nearest-even f16 bits of an f32, overflowing to infinity, NaN
-// kept, subnormals exact: worked out on the bits (pack2x16float's rounding,
-// range and subnormals are the adapter's, and WGSL lets it flush them).
+// Round-to-nearest-even f16 bits of an f32, overflowing to infinity, a NaN
+// kept as a quiet NaN of its sign and its payload's top bits (as the CPU's
+// conversion and F16C do), subnormals exact: worked out on the bits
+// (pack2x16float's rounding, range and subnormals are the adapter's, and
+// WGSL lets it flush them).
 fn f16_bits(v: f32) -> u32 {
-    if (is_nan_f32(v)) { return 0x7e00u; }
     let b = bitcast<u32>(v);
     let sign = (b >> 16u) & 0x8000u;
     let a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) { return sign | 0x7e00u | ((a >> 13u) & 0x3ffu); }
     // 65520 and up round to infinity.
     if (a >= 0x477ff000u) { return sign | 0x7c00u; }
     // Below 2^-14, a subnormal: m 2^-24 with m = |v| 2^24 (exact) rounded
