@@ -389,6 +389,73 @@ fn trig_tanh_and_atan2_are_relatively_accurate_at_every_magnitude() {
     );
 }
 
+/// `exp2` within 2 ulp of the f64 power at every exponent a normal f32
+/// result has, and exact at integers (NumPy's powers of two): WGSL allows
+/// its built-in 3 + 2|x| ulp.
+#[test]
+fn exp2_is_within_two_ulp_and_exact_at_integers() {
+    let mut x: Vec<f32> = (-126..=127).map(|k| k as f32).collect();
+    let mut seed = 0x2545_f491_u32;
+    for _ in 0..4000 {
+        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        x.push(-126.0 + 253.99 * ((seed >> 8) as f32 / (1u32 << 24) as f32));
+    }
+    x.extend([
+        0.5,
+        -0.5,
+        0.49999997,
+        -0.49999997,
+        1e-8,
+        -1e-8,
+        127.99999,
+        -125.5,
+    ]);
+    let mut failures = Vec::new();
+    for dev in gpus() {
+        let got = read(&values(&x, DType::F32, &dev).exp2().unwrap());
+        for (&v, &g) in x.iter().zip(&got) {
+            let want = (v as f64).exp2();
+            let exact = v.fract() == 0.0;
+            let tol = if exact {
+                0.0
+            } else {
+                2.0 * f32::EPSILON as f64 * want
+            };
+            if (g as f64 - want).abs() > tol {
+                failures.push(format!("{dev} exp2({v:e}) = {g:e}, want {want:e}"));
+            }
+        }
+        let special = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            128.0,
+            -150.0,
+            200.0,
+        ];
+        let got = read(&values(&special, DType::F32, &dev).exp2().unwrap());
+        let want = [
+            f32::NAN,
+            f32::INFINITY,
+            0.0,
+            f32::INFINITY,
+            0.0,
+            f32::INFINITY,
+        ];
+        for k in 0..special.len() {
+            if !(got[k] == want[k] || got[k].is_nan() && want[k].is_nan()) {
+                failures.push(format!("{dev} exp2({}) = {}", special[k], got[k]));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(40)].join("\n")
+    );
+}
+
 /// f32 NaNs and infinities stored as f16 and bf16 keep their sign on every
 /// device, and a NaN its payload's top bits where webtensor converts (the
 /// CPU, and packed f16 on a GPU): NumPy's f16 bits (tests/data/make_nan_bits.py).

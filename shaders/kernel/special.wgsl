@@ -211,6 +211,23 @@ fn exp_accurate_f32(x: f32) -> f32 {
     return ldexp(ldexp(p, k / 2), k - k / 2);
 }
 
+// 2^x to about an ulp (WGSL allows its built-in exp2 3 + 2|x| ulp, and
+// NVIDIA's is an approximation that flushes): x = n + r with |r| <= 1/2
+// (exact), 2^r by the Taylor series of e^(r ln 2) to r^7, scaled by 2^n;
+// an integer x gives its power of two exactly.
+fn exp2_f32(x: f32) -> f32 {
+    if (is_nan_f32(x)) { return x; }
+    if (x >= 128.0) { return f32_from_bits(F32_INF_BITS); }
+    if (x <= -150.0) { return 0.0; }
+    let n = round(x);
+    let r = x - n;
+    let p = 1.0 + r * (0.6931472 + r * (0.24022651 + r * (0.05550411 + r * (0.009618129
+        + r * (0.0013333558 + r * (0.00015403531 + r * 0.000015252734))))));
+    // Two steps: HLSL's ldexp is p * exp2(n), infinite at n = 128.
+    let k = i32(n);
+    return ldexp(ldexp(p, k / 2), k - k / 2);
+}
+
 // The complementary error function 1 - erf(x), relatively accurate where
 // it is small: a polynomial below 1/2; above, e^(-x^2) times a fit of
 // erfcx (in x about 1.5 to 2.5, in 1/x^2 past it), x^2 in two parts whose

@@ -72,7 +72,7 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
         UnaryOp::Log1p => "log1p_f32(a)",
         UnaryOp::Expm1 => "expm1_f32(a)",
         UnaryOp::Log2 => "log2_f32(a)",
-        UnaryOp::Exp2 => "exp2(a)",
+        UnaryOp::Exp2 => "exp2_f32(a)",
         UnaryOp::Relu if float => "relu_f32(a)",
         UnaryOp::Relu if ct == I32 => "max(a, 0)",
         UnaryOp::Relu => "a",
