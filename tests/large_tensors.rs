@@ -581,6 +581,71 @@ fn ops_that_do_not_split_refuse_naming_the_op() {
     }
 }
 
+/// A request that fits one binding is never rounded past it. The pool
+/// serves buckets up to 25% above a request, and a binding that is not a
+/// power of two (an H200's 2^31 - 4 bytes; 1,000 here) lies inside a
+/// bucket: ops that bind a buffer whole (sort scratch, reduction outputs,
+/// custom-kernel operands ...) refused tensors that fit.
+#[test]
+fn requests_under_a_binding_are_not_rounded_past_it() {
+    let Some(dev) = common::own_gpu(GpuOptions {
+        max_binding_bytes: Some(1000),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let double = webtensor::CustomKernel::new(
+        "double",
+        &[("a", DType::F32)],
+        &[],
+        ("out", DType::F32),
+        "out = 2.0 * a;",
+    )
+    .unwrap();
+    // 900, 930 and 960 bytes: buckets of 1,024.
+    let run = |dev: &Device| -> webtensor::Result<Vec<Vec<f32>>> {
+        // Distinct values (37 is prime to 225), so argsort has one answer.
+        let distinct: Vec<f32> = (0..225)
+            .map(|i| ((i * 37) % 225) as f32 / 16.0 - 7.0)
+            .collect();
+        let x = Tensor::from_slice(&distinct, [225], dev)?;
+        let b = Tensor::from_slice(&values(930, 5), [930], dev)?.gt_scalar(0.0)?;
+        let m = x.reshape([15, 15])?;
+        // A sort's scratch is twice the line: 960 bytes.
+        let line = x.narrow(0, 0, 120)?;
+        let outs = [
+            line.sort(0, SortOrder::Descending)?,
+            line.argsort(0, SortOrder::Ascending)?
+                .to_dtype(DType::F32)?,
+            b.sum(..)?.to_dtype(DType::F32)?,
+            b.reshape([30, 31])?
+                .to_dtype(DType::I32)?
+                .cumsum(1)?
+                .to_dtype(DType::F32)?,
+            m.softmax(1)?,
+            m.matmul(&m)?,
+            if dev.is_gpu() {
+                double.call(&[&x], &[])?
+            } else {
+                x.mul_scalar(2.0)?
+            },
+        ];
+        outs.iter().map(|t| common::read_f32(t)).map(Ok).collect()
+    };
+    let want = run(&cpu).unwrap();
+    let got = run(&dev).unwrap();
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.len(), w.len(), "output {k}");
+        for (a, b) in g.iter().zip(w) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "output {k}: {a} vs {b}"
+            );
+        }
+    }
+}
+
 fn cases() -> u32 {
     common::cases(24, 64)
 }

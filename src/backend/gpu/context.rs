@@ -265,7 +265,7 @@ impl GpuContext {
                 .unwrap_or_default(),
         };
         let runtime_checks = facts.runtime_checks;
-        let pool = BufferPool::default();
+        let pool = BufferPool::new(facts.max_storage_binding);
         pool.set_cap(
             options
                 .memory_cap

@@ -54,13 +54,23 @@ pub(crate) fn bucket_size(bytes: u64) -> u64 {
 }
 
 /// The size of the buffer the pool gives for a request of `bytes` when the
-/// device's largest buffer is `limit`: its bucket, or whole vec4s (see the
-/// elementwise vec4 access) where the bucket would exceed the limit.
-pub(crate) fn buffer_size(bytes: u64, limit: u64) -> u64 {
+/// device's largest buffer is `limit` and its largest storage binding
+/// `binding`: its bucket, or whole vec4s (see the elementwise vec4 access)
+/// where the bucket would pass the largest size the request may take. A
+/// request that fits one binding is never rounded past it: the ops that
+/// bind a buffer whole (scratch, reduction outputs, custom-kernel operands)
+/// would refuse it, and a binding that is not a power of two (2^31 - 4
+/// bytes on most drivers) lies inside a bucket.
+fn buffer_size(bytes: u64, (limit, binding): (u64, u64)) -> u64 {
+    let largest = if bytes <= binding {
+        binding.min(limit)
+    } else {
+        limit
+    };
     let bucket = bucket_size(bytes);
-    if bucket <= limit {
+    if bucket <= largest {
         bucket
-    } else if bytes.next_multiple_of(16) <= limit {
+    } else if bytes.next_multiple_of(16) <= largest {
         bytes.next_multiple_of(16)
     } else {
         bytes.next_multiple_of(4)
@@ -174,9 +184,10 @@ impl PoolState {
 }
 
 /// The buffer pool of one device.
-#[derive(Default)]
 pub(crate) struct BufferPool {
     state: Mutex<PoolState>,
+    /// The device's largest storage binding (see [`buffer_size`]).
+    binding: u64,
 }
 
 /// A buffer handle's identity as wgpu compares handles: for wgpu-core, its
@@ -189,6 +200,21 @@ pub(crate) fn identity(buffer: &wgpu::Buffer) -> u64 {
 }
 
 impl BufferPool {
+    /// The pool of a device whose largest storage binding is `binding`
+    /// bytes.
+    pub fn new(binding: u64) -> BufferPool {
+        BufferPool {
+            state: Mutex::default(),
+            binding,
+        }
+    }
+
+    /// The size of the buffer a request of `bytes` is served in on a device
+    /// whose largest buffer is `limit` (see [`buffer_size`]).
+    pub fn size_for(&self, bytes: u64, limit: u64) -> u64 {
+        buffer_size(bytes, (limit, self.binding))
+    }
+
     /// Counts `buffer`, made by the device's own code outside the pool (the
     /// parameter arena, the fault record ...), among the buffers it made.
     pub fn note_made(&self, buffer: &wgpu::Buffer) {
@@ -262,7 +288,7 @@ impl BufferPool {
         open_batch: impl Fn() -> u64,
         reusable: impl Fn(&Free) -> bool,
     ) -> Result<Acquired> {
-        let size = buffer_size(bytes, limit);
+        let size = self.size_for(bytes, limit);
         let mut state = self.state();
         let open_batch = open_batch();
         let reusable = state.free.get_mut(&(kind, size)).and_then(|list| {
@@ -441,7 +467,7 @@ impl BufferPool {
 
 #[cfg(test)]
 mod tests {
-    use super::{BufferKind, BufferPool, bucket_size};
+    use super::{BufferKind, BufferPool, bucket_size, buffer_size};
 
     #[test]
     fn the_open_batch_is_read_under_the_pools_lock() {
@@ -452,7 +478,7 @@ mod tests {
         // before that reader ran. Read under the lock, no flush or release
         // comes between.
         let (device, _queue) = wgpu::Device::noop(&Default::default());
-        let pool = BufferPool::default();
+        let pool = BufferPool::new(u64::MAX);
         let take = |batch: u64| {
             pool.acquire(&device, "test", BufferKind::Tensor, 1024, 1 << 20, || {
                 assert!(pool.state.try_lock().is_err(), "read outside the lock");
@@ -488,6 +514,28 @@ mod tests {
             // Whole vec4s: the elementwise vec4 access reads a buffer's
             // last elements as part of one.
             assert_eq!(b % 16, 0);
+        }
+    }
+
+    #[test]
+    fn requests_under_the_binding_stay_under_it() {
+        let gib = 1u64 << 30;
+        let binding = (1 << 31) - 4;
+        let limit = 8 * gib;
+        // 1.9 GiB is in the 2 GiB bucket, past the binding: whole vec4s.
+        let bytes = 1_900 << 20;
+        assert_eq!(buffer_size(bytes, (limit, binding)), bytes);
+        assert_eq!(buffer_size(binding - 2, (limit, binding)), binding);
+        assert_eq!(buffer_size(binding, (limit, binding)), binding);
+        // Past the binding, buckets again (windows bind such buffers).
+        assert_eq!(buffer_size(binding + 4, (limit, binding)), 2 * gib);
+        assert_eq!(buffer_size(binding + 8, (limit, binding)), 2560 << 20);
+        // Under, buckets as before.
+        assert_eq!(buffer_size(1_500 << 20, (limit, binding)), 1_536 << 20);
+        for bytes in (4..4_000_000u64).step_by(4093) {
+            let size = buffer_size(bytes, (limit, 1_000_000));
+            assert!(size >= bytes && size.is_multiple_of(4), "{bytes} -> {size}");
+            assert!(bytes > 1_000_000 || size <= 1_000_000, "{bytes} -> {size}");
         }
     }
 }

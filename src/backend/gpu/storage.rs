@@ -6,7 +6,7 @@ use super::context::GpuContext;
 use super::faults::{FAULT_BYTES, Unread};
 pub(crate) use super::kernel::buffer::element_bytes;
 use super::kernel::pipeline::submit_scoped;
-use super::pool::{BufferKind, PooledBuffer, buffer_size};
+use super::pool::{BufferKind, PooledBuffer};
 use crate::backend::kept::Kept;
 use crate::backend::recycle::{self, Shared};
 use crate::dtype::{Element, KernelType};
@@ -92,7 +92,7 @@ impl GpuStorage {
         len: usize,
     ) -> Result<GpuStorage> {
         let bytes = storage_bytes(ctx, op, dtype, len)?;
-        let size = buffer_size(bytes, ctx.facts.max_tensor_bytes());
+        let size = ctx.pool.size_for(bytes, ctx.facts.max_tensor_bytes());
         let claim = BufferClaim::deferred(&ctx.pool, op, bytes, size)?;
         Ok(GpuStorage {
             claim: Shared::new(recycle::cell(claim)),
