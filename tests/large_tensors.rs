@@ -631,7 +631,7 @@ fn requests_under_a_binding_are_not_rounded_past_it() {
                 x.mul_scalar(2.0)?
             },
         ];
-        outs.iter().map(|t| common::read_f32(t)).map(Ok).collect()
+        Ok(outs.iter().map(common::read_f32).collect())
     };
     let want = run(&cpu).unwrap();
     let got = run(&dev).unwrap();
