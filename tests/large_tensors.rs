@@ -581,6 +581,49 @@ fn ops_that_do_not_split_refuse_naming_the_op() {
     }
 }
 
+/// Reductions whose output outgrows one binding while their input fits
+/// (a broadcast view, u8 and bool summed to wider integers) run in parts
+/// along their kept axes; they were refused as `TooLarge` naming `reduce`.
+#[test]
+fn reductions_whose_output_outgrows_a_binding_run_in_parts() {
+    let run = |dev: &Device| -> webtensor::Result<Vec<Vec<f32>>> {
+        let row = Tensor::from_slice(&[1.5f32, -2.0, 3.25], [1, 3], dev)?;
+        let wide = row.broadcast_to([300, 3])?;
+        let column = Tensor::from_slice(&values(7, 2), [7, 1], dev)?.broadcast_to([7, 90])?;
+        let bytes = Tensor::from_slice(&values(300, 4), [150, 2], dev)?;
+        let (u8s, bools) = (bytes.abs()?.to_dtype(DType::U8)?, bytes.gt_scalar(0.0)?);
+        let outs = [
+            wide.sum(1)?,
+            wide.mean(1)?,
+            wide.var(1, 1)?,
+            wide.max(1)?,
+            wide.argmax(1)?,
+            column.sum(0)?,
+            column.prod(0)?,
+            u8s.sum(1)?,
+            bools.sum(1)?,
+            bools.any(1)?,
+        ];
+        Ok(outs.iter().map(common::read_f32).collect())
+    };
+    let want = run(&Device::cpu()).unwrap();
+    for (k, (name, dev)) in capped().iter().enumerate() {
+        if k > 0 && !common::long_tests() {
+            break;
+        }
+        let got = run(dev).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.len(), w.len(), "{name} output {j}");
+            for (a, b) in g.iter().zip(w) {
+                assert!(
+                    (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                    "{name} output {j}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
 /// A request that fits one binding is never rounded past it. The pool
 /// serves buckets up to 25% above a request, and a binding that is not a
 /// power of two (an H200's 2^31 - 4 bytes; 1,000 here) lies inside a

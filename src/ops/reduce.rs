@@ -133,10 +133,55 @@ impl Tensor {
             out_dtype,
             mean,
         };
-        if let Some(cut) = self.binding_cut().or_else(|| self.extent_cut(&mask)) {
+        if let Some(cut) = self.reduce_cut(&mask, out_dtype) {
             return self.reduce_in_parts(r, &mask, cut);
         }
         self.reduce_masked(r, &mask, None)
+    }
+
+    /// Where to cut a GPU reduction over the axes `mask` marks into
+    /// `out_dtype` that one kernel cannot take: its input spans more than
+    /// one storage binding, it combines more elements per output than the
+    /// kernels count, or its output outgrows a binding (see
+    /// [`Tensor::output_cut`]). `None` when one kernel takes it.
+    fn reduce_cut(
+        &self,
+        mask: &[bool; MAX_RANK],
+        out_dtype: DType,
+    ) -> Option<super::binding_parts::Cut> {
+        self.binding_cut()
+            .or_else(|| self.extent_cut(mask))
+            .or_else(|| self.output_cut(mask, out_dtype))
+    }
+
+    /// Where to cut a GPU reduction whose output of `out_dtype` spans more
+    /// than one storage binding while its input may fit (a sum of bool or
+    /// u8 to i32, a reduction of a broadcast view): along the longest kept
+    /// axis, into parts whose outputs take at most half a binding each
+    /// where that axis allows (a part still larger is cut again, along
+    /// another kept axis). `None` on the CPU and for outputs that fit.
+    fn output_cut(
+        &self,
+        mask: &[bool; MAX_RANK],
+        out_dtype: DType,
+    ) -> Option<super::binding_parts::Cut> {
+        let limit = self.gpu_binding_limit()?;
+        let dims = self.dims();
+        let kept = (0..self.rank()).filter(|&k| !mask[k]);
+        let bytes = kept
+            .clone()
+            .fold(out_dtype.size_in_bytes() as u64, |n, k| {
+                n.saturating_mul(dims[k] as u64)
+            })
+            .next_multiple_of(4);
+        if bytes <= limit {
+            return None;
+        }
+        let axis = kept.filter(|&k| dims[k] > 1).max_by_key(|&k| dims[k])?;
+        let parts = bytes
+            .div_ceil((limit / 2).max(1))
+            .clamp(2, dims[axis] as u64) as usize;
+        Some(super::binding_parts::Cut { axis, parts })
     }
 
     /// Where to cut a GPU reduction of more elements per output than its
@@ -471,8 +516,7 @@ impl Tensor {
         let mean = x.mean_keepdim(axes.clone())?;
         let divisor = count as f64 - ddof as f64;
         let mask = axes.mask("var", x.rank())?;
-        let one_pass =
-            x.dtype() == DType::F32 && x.binding_cut().is_none() && x.extent_cut(&mask).is_none();
+        let one_pass = x.dtype() == DType::F32 && x.reduce_cut(&mask, DType::F32).is_none();
         let squares = if one_pass && mean.layout().is_contiguous() {
             // One pass over x: each element's squared deviation from its
             // mean summed as it is read (no tensor of squares).
