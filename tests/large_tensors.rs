@@ -1,8 +1,8 @@
 //! Tensors larger than one storage binding (issue 18): storage up to the
 //! device's largest buffer, elementwise ops (fused chains, casts, copies,
 //! fills, in-place writes through views) bound in windows, the other op
-//! families (reductions, scans, joins, products, indexing, sorting,
-//! softmax) cut into parts that fit, and custom kernels refusing such
+//! families (reductions, scans, joins, products, indexing, searching,
+//! sorting, softmax) cut into parts that fit, and custom kernels refusing such
 //! tensors with `TooLarge` naming the op.
 //!
 //! Most of it runs with small tensors on devices whose binding is capped at
@@ -17,7 +17,7 @@ mod common;
 
 use proptest::prelude::*;
 use std::sync::OnceLock;
-use webtensor::{DType, Device, Error, GpuOptions, SortOrder, Tensor, TopK, s};
+use webtensor::{DType, Device, Error, GpuOptions, Side, SortOrder, Tensor, TopK, s};
 
 /// GPU devices with a tiny binding: fusion on and off, f16 native and
 /// packed.
@@ -533,6 +533,80 @@ fn ops_along_lines_over_many_bindings_match_the_cpu() {
                         "{name} {dtype} result {k}: {a} vs {b}"
                     );
                 }
+            }
+        }
+    }
+}
+
+fn searches(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
+    // 600 ascending edges in runs of 100 (so that some parts of a cut row
+    // are constant), -0 beside +0, NaN last.
+    let mut edges: Vec<f32> = (0..600).map(|i| (i / 100) as f32 * 1.5 - 4.0).collect();
+    edges[250] = -0.0;
+    edges[599] = f32::NAN;
+    let queries: Vec<f32> = (0..300)
+        .map(|i| match i % 7 {
+            0 => f32::NAN,
+            1 => -0.0,
+            _ => ((i * 37) % 23) as f32 * 0.75 - 8.0,
+        })
+        .collect();
+    let cast = |v: &[f32], shape: &[usize]| -> webtensor::Result<Tensor> {
+        // Integers take 99 for NaN, keeping the edges sorted.
+        let v: Vec<f32> = v
+            .iter()
+            .map(|&x| {
+                if x.is_nan() && !dtype.is_float() {
+                    99.0
+                } else {
+                    x
+                }
+            })
+            .collect();
+        Tensor::from_vec(v, shape.to_vec(), dev)?.to_dtype(dtype)
+    };
+    let (sorted, at) = (cast(&edges, &[600])?, cast(&queries, &[300])?);
+    let descending = sorted.flip(&[0])?;
+    // Rows of their own: [4, 150] sorted rows and [4, 75] values.
+    let rows = sorted.reshape([4, 150])?;
+    let per_row = at.reshape([4, 75])?;
+    let mask = Tensor::from_slice(&values(2000, 7), [40, 50], dev)?.gt_scalar(2.0)?;
+    let x = Tensor::from_slice(&values(2000, 3), [40, 50], dev)?.to_dtype(dtype)?;
+    let mut outs = vec![
+        sorted.searchsorted(&at, Side::Left)?,
+        sorted.searchsorted(&at, Side::Right)?,
+        rows.searchsorted(&per_row, Side::Left)?,
+        rows.t()
+            .contiguous()?
+            .t()
+            .searchsorted(&per_row, Side::Right)?,
+        at.digitize(&sorted, false)?,
+        at.digitize(&sorted, true)?,
+        at.digitize(&descending, false)?,
+        at.digitize(&descending, true)?,
+        sorted.searchsorted(&sorted, Side::Left)?,
+        x.masked_select(&mask)?,
+        mask.argwhere()?,
+    ];
+    outs.extend(mask.nonzero()?);
+    outs.iter()
+        .map(|t| t.to_dtype(DType::F32)?.to_vec())
+        .collect()
+}
+
+#[test]
+fn searches_and_selections_over_many_bindings_match_the_cpu() {
+    let cpu = Device::cpu();
+    for (k, dtype) in [DType::F32, DType::I32, DType::F16].into_iter().enumerate() {
+        let want = searches(&cpu, dtype).unwrap();
+        for (name, dev) in capped_for(k) {
+            let got = searches(dev, dtype).unwrap_or_else(|e| panic!("{name} {dtype}: {e}"));
+            for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+                let same = g.len() == w.len()
+                    && g.iter()
+                        .zip(w)
+                        .all(|(a, b)| a == b || a.is_nan() && b.is_nan());
+                assert!(same, "{name} {dtype} result {j}: {g:?} vs {w:?}");
             }
         }
     }

@@ -162,16 +162,124 @@ fn search_rows(
     }
     let sorted = sorted.to_dtype(dtype)?.reshape([rows, n])?;
     let values = values.to_dtype(dtype)?.reshape([rows, m])?;
-    let flat = out
+    let dest = out.reshape([rows, m])?;
+    search_into(
+        &sorted,
+        &values,
+        &dest,
+        Order {
+            right,
+            auto_direction,
+        },
+    )?;
+    Ok(out)
+}
+
+/// How a search places a value (see [`SearchCall`]).
+#[derive(Clone, Copy)]
+struct Order {
+    right: bool,
+    auto_direction: bool,
+}
+
+/// Writes the search of `values` (`[rows, m]`) in the rows of `sorted`
+/// (`[rows, n]`, the same dtype) to `dest` (an i64 `[rows, m]` view): one
+/// kernel where every operand fits one storage binding, else in parts
+/// that fit (see `ops/binding_parts.rs`). Rows are cut alike in all three;
+/// values (and their positions) on their own; a row too long for one
+/// binding is searched part by part and the positions added, as a
+/// position is the count of the elements that order before the value
+/// (before or at it with `right`), which adds over parts.
+fn search_into(sorted: &Tensor, values: &Tensor, dest: &Tensor, how: Order) -> Result<()> {
+    if let Some(cut) = values.binding_cut().or_else(|| dest.binding_cut()) {
+        let rows = if cut.axis == 0 {
+            sorted.cut_parts(cut)?
+        } else {
+            vec![sorted.clone(); cut.parts]
+        };
+        let (values, dests) = (values.cut_parts(cut)?, dest.cut_parts(cut)?);
+        for ((s, v), d) in rows.iter().zip(&values).zip(&dests) {
+            search_into(s, v, d, how)?;
+        }
+        return Ok(());
+    }
+    let Some(cut) = sorted.binding_cut() else {
+        return search_one(sorted, values, dest, how);
+    };
+    if cut.axis == 0 {
+        let parts = sorted.cut_parts(cut)?.into_iter();
+        let (values, dests) = (values.cut_parts(cut)?, dest.cut_parts(cut)?);
+        for ((s, v), d) in parts.zip(&values).zip(&dests) {
+            search_into(&s, v, d, how)?;
+        }
+        return Ok(());
+    }
+    // Along the rows: the counts of every part added.
+    let parts = sorted.cut_parts(cut)?;
+    let ascending = Order {
+        auto_direction: false,
+        ..how
+    };
+    let count = |parts: &mut dyn Iterator<Item = Result<Tensor>>| -> Result<Tensor> {
+        let mut total: Option<Tensor> = None;
+        for part in parts {
+            let c = search_into_fresh(&part?, values, ascending)?;
+            total = Some(match total {
+                None => c,
+                Some(t) => t.add(&c)?,
+            });
+        }
+        total.ok_or_else(|| Error::internal("searchsorted", "a cut row has parts"))
+    };
+    let forward = count(&mut parts.iter().cloned().map(Ok))?;
+    if !how.auto_direction {
+        return dest.assign(&forward);
+    }
+    // A row whose last element orders before its first is descending (see
+    // `SearchCall`): `n` minus the position in the row reversed, whose
+    // parts are the parts reversed, each flipped.
+    let n = sorted.dims()[1];
+    let backward = count(&mut parts.iter().rev().map(|p| p.flip(&[1])))?;
+    let from_end = backward.neg()?.add_scalar(n as i64)?;
+    // last < first in the search's own order: the count of [last] before
+    // first, 0 or 1 a row.
+    let first = sorted.narrow(1, 0, 1)?;
+    let last = sorted.narrow(1, n - 1, 1)?;
+    let descending = search_into_fresh(&last, &first, ascending)?;
+    dest.assign(&forward.add(&descending.mul(&from_end.sub(&forward)?)?)?)
+}
+
+/// [`search_into`] a fresh i64 `[rows, m]` tensor.
+fn search_into_fresh(sorted: &Tensor, values: &Tensor, how: Order) -> Result<Tensor> {
+    let out = Tensor::empty_dense(
+        values.shape().clone(),
+        DType::I64,
+        values.device(),
+        "searchsorted",
+    )?;
+    search_into(sorted, values, &out, how)?;
+    Ok(out)
+}
+
+/// One search kernel (see [`SearchCall`]) of operands that fit one storage
+/// binding each: into `dest` when it is contiguous (a fresh tensor or a
+/// block of its rows), else into a fresh tensor copied there.
+fn search_one(sorted: &Tensor, values: &Tensor, dest: &Tensor, how: Order) -> Result<()> {
+    const OP: &str = "searchsorted";
+    if !dest.layout().is_contiguous() {
+        let out = Tensor::empty_dense(values.shape().clone(), DType::I64, values.device(), OP)?;
+        search_one(sorted, values, &out, how)?;
+        return dest.assign(&out);
+    }
+    let flat = dest
         .layout()
-        .reshaped(&Shape::from([rows * m]))
-        .ok_or_else(|| Error::internal(OP, "a fresh output is contiguous"))?;
+        .reshaped(&Shape::from([dest.numel()]))
+        .ok_or_else(|| Error::internal(OP, "a contiguous view reshapes"))?;
     search(&SearchCall {
         sorted: sorted.kernel_ref(sorted.layout().clone())?,
         values: values.kernel_ref(values.layout().clone())?,
-        out: out.kernel_out(flat)?,
-        right,
-        auto_direction,
-    })?;
-    Ok(out)
+        out: dest.kernel_out(flat)?,
+        right: how.right,
+        auto_direction: how.auto_direction,
+    })
 }
