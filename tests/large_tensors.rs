@@ -2,7 +2,7 @@
 //! device's largest buffer, elementwise ops (fused chains, casts, copies,
 //! fills, in-place writes through views) bound in windows, the other op
 //! families (reductions, scans, joins, products, indexing, searching,
-//! sorting, softmax) cut into parts that fit, and custom kernels refusing such
+//! counting, sorting, softmax) cut into parts that fit, and custom kernels refusing such
 //! tensors with `TooLarge` naming the op.
 //!
 //! Most of it runs with small tensors on devices whose binding is capped at
@@ -607,6 +607,59 @@ fn searches_and_selections_over_many_bindings_match_the_cpu() {
                         .zip(w)
                         .all(|(a, b)| a == b || a.is_nan() && b.is_nan());
                 assert!(same, "{name} {dtype} result {j}: {g:?} vs {w:?}");
+            }
+        }
+    }
+}
+
+fn counts(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
+    let index: Vec<f32> = (0..2000).map(|i| ((i * 37) % 701) as f32).collect();
+    let index = Tensor::from_vec(index, [2000], dev)?;
+    // Quarter weights: sums exact in f32 whichever order they add in.
+    let weights = Tensor::from_vec(values(2000, 4), [2000], dev)?.mul_scalar(0.25)?;
+    let mut data = values(2000, 9);
+    data[5] = f32::NAN;
+    data[6] = 30.0;
+    let data = Tensor::from_vec(data, [2000], dev)?
+        .mul_scalar(0.5)?
+        .to_dtype(dtype)?;
+    let (hist, edges) = data.histogram(300, Some((-4.0, 5.0)), None, false)?;
+    let (weighted, _) = data.histogram(300, Some((-4.0, 5.0)), Some(&weights), false)?;
+    let (density, _) = data.histogram(257, Some((-4.0, 5.0)), None, true)?;
+    // The data's own range: NaN left out (NumPy refuses a NaN range).
+    let clean = data.narrow(0, 6, 1994)?;
+    let (found, found_edges) = clean.histogram(200, None, None, false)?;
+    let outs = [
+        index.to_dtype(DType::I32)?.bincount(None, 0)?,
+        index.to_dtype(DType::I64)?.bincount(Some(&weights), 900)?,
+        index.gt_scalar(300.0)?.bincount(None, 1000)?,
+        hist,
+        edges,
+        weighted,
+        density,
+        found,
+        found_edges,
+    ];
+    outs.iter()
+        .map(|t| t.to_dtype(DType::F32)?.to_vec())
+        .collect()
+}
+
+#[test]
+fn counts_over_many_bindings_match_the_cpu() {
+    let cpu = Device::cpu();
+    for (k, dtype) in [DType::F32, DType::I32, DType::F16].into_iter().enumerate() {
+        let want = counts(&cpu, dtype).unwrap();
+        for (name, dev) in capped_for(k) {
+            let got = counts(dev, dtype).unwrap_or_else(|e| panic!("{name} {dtype}: {e}"));
+            for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g.len(), w.len(), "{name} {dtype} result {j}");
+                for (a, b) in g.iter().zip(w) {
+                    assert!(
+                        (a - b).abs() <= 1e-6 * b.abs(),
+                        "{name} {dtype} result {j}: {a} vs {b}"
+                    );
+                }
             }
         }
     }

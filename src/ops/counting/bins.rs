@@ -377,17 +377,68 @@ fn counted(
     if n == 0 || len == 0 {
         return Ok(out);
     }
-    count(&CountCall {
-        index: index.kernel_ref(index.layout().clone())?,
-        edges: match edges {
-            Some(e) => Some(e.kernel_ref(e.layout().clone())?),
-            None => None,
-        },
-        weights: match &weights {
-            Some(w) => Some(w.kernel_ref(w.layout().clone())?),
-            None => None,
-        },
-        out: out.kernel_out(out.layout().clone())?,
-    })?;
+    count_into(&index, edges, weights.as_ref(), &out)?;
     Ok(out)
+}
+
+/// Adds the count of `index` (see [`CountCall`]; contiguous and 1-D, as
+/// are `edges`, `weights` and `out`) into `out`: one kernel where every
+/// operand fits one storage binding, else in parts that fit (see
+/// `ops/binding_parts.rs`). The data is cut alike in `index` and
+/// `weights`, each part adding into the same bins; bins are cut into
+/// ranges, each counting the values that fall in it (integers shifted to
+/// the range's start; a histogram range's edges with one edge more, as
+/// the kernel closes the last bin it is given, into a temporary bin past
+/// the range).
+fn count_into(
+    index: &Tensor,
+    edges: Option<&Tensor>,
+    weights: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<()> {
+    let data_cut = index.binding_cut();
+    if let Some(cut) = data_cut.or_else(|| weights.and_then(Tensor::binding_cut)) {
+        let parts = index.cut_parts(cut)?;
+        let weights = weights.map(|w| w.cut_parts(cut)).transpose()?;
+        for (k, part) in parts.iter().enumerate() {
+            count_into(part, edges, weights.as_ref().map(|w| &w[k]), out)?;
+        }
+        return Ok(());
+    }
+    let bins_cut = out.binding_cut();
+    let Some(cut) = bins_cut.or_else(|| edges.and_then(Tensor::binding_cut)) else {
+        return count(&CountCall {
+            index: index.kernel_ref(index.layout().clone())?,
+            edges: match edges {
+                Some(e) => Some(e.kernel_ref(e.layout().clone())?),
+                None => None,
+            },
+            weights: match weights {
+                Some(w) => Some(w.kernel_ref(w.layout().clone())?),
+                None => None,
+            },
+            out: out.kernel_out(out.layout().clone())?,
+        });
+    };
+    let len = out.numel();
+    let step = len.div_ceil(cut.parts.max(2));
+    for start in (0..len).step_by(step) {
+        let bins = step.min(len - start);
+        let range = out.narrow(0, start, bins)?;
+        match edges {
+            None => {
+                let shifted = index.to_dtype(DType::I64)?.sub_scalar(start as i64)?;
+                count_into(&shifted, None, weights, &range)?;
+            }
+            Some(e) if start + bins == len => {
+                count_into(index, Some(&e.narrow(0, start, bins + 1)?), weights, &range)?;
+            }
+            Some(e) => {
+                let wider = Tensor::zeros([bins + 1], out.dtype(), out.device())?;
+                count_into(index, Some(&e.narrow(0, start, bins + 2)?), weights, &wider)?;
+                range.add_(&wider.narrow(0, 0, bins)?)?;
+            }
+        }
+    }
+    Ok(())
 }
