@@ -12,7 +12,7 @@ impl Tensor {
     /// non-negative integers or bools (NumPy's `bincount`): `len` is one
     /// past the largest value, or `minlength` where that is longer. With
     /// `weights` (floats, of this tensor's shape), each bin sums its elements'
-    /// weights (in f32) instead of counting them (i64). The length depends
+    /// weights (an f32 result) instead of counting them (i64). The length depends
     /// on the values, so this reads the largest and the smallest back,
     /// blocking (native only; see [`Tensor::bincount_async`]).
     ///
@@ -25,9 +25,10 @@ impl Tensor {
 
     /// [`Tensor::bincount`] on every target.
     ///
-    /// On a GPU, weighted sums add in the order the device's atomics land,
-    /// so they may round differently from run to run and from the CPU's
-    /// sums in index order (counts are exact).
+    /// Weighted sums are f32. The CPU adds them in f64 and rounds once
+    /// (NumPy's sums are f64); a GPU adds in f32 in the order its atomics
+    /// land, so its sums may round differently from run to run and from
+    /// the CPU's (counts are exact).
     ///
     /// # Errors
     /// `Error::Shape` naming `bincount` for a tensor that is not 1-D or
