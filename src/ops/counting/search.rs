@@ -82,10 +82,12 @@ impl Tensor {
     /// increasing 1-D `bins`, `i` with `bins[i - 1] <= x < bins[i]` (or
     /// `bins[i - 1] < x <= bins[i]` with `right`), 0 below the first edge
     /// and `bins.len()` past the last; for decreasing bins, the mirror
-    /// (`bins[i - 1] > x >= bins[i]`). i64, of this tensor's shape. The
-    /// direction is read from the first and last edges on the device, so
-    /// nothing is read back; bins that are not monotonic give unspecified
-    /// bins (NumPy raises: its check reads the bins on the host).
+    /// (`bins[i - 1] > x >= bins[i]`). i64, of this tensor's shape. Values
+    /// and bins of two dtypes compare in the one they promote to, as in
+    /// [`Tensor::searchsorted`] (i64 beside f32 in f32). The direction is
+    /// read from the first and last edges on the device, so nothing is
+    /// read back; bins that are not monotonic give unspecified bins (NumPy
+    /// raises: its check reads the bins on the host).
     ///
     /// # Errors
     /// `Error::Shape` naming `digitize` for `bins` that are not 1-D; as
