@@ -1638,6 +1638,52 @@ fn adaptive_pooling_keeps_non_finite_values_in_their_bins() {
 }
 
 #[test]
+fn adaptive_pooling_divides_as_pytorch_does() {
+    // PyTorch's adaptive_avg_pool2d of whole numbers (sums exact in any
+    // order) divides each bin's sum by its height and then its width, in
+    // f32 for every float dtype (tests/data/make_pool_cases.py): bit for
+    // bit. Dividing per axis, or by the bin's size, is an ulp off in a
+    // tenth of the bins; and a bin of four 1e38 is inf, as PyTorch's.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_pool_cases.npz");
+    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let get = |name: &str| &cases.iter().find(|(n, _)| n == name).unwrap().1;
+    let mut ran = 0;
+    for dev in devices() {
+        for (key, want) in &cases {
+            let w: Vec<&str> = key.split('_').collect();
+            let [input, bins, dtype] = w[..] else {
+                continue;
+            };
+            let bins: Vec<usize> = bins.split('x').map(|b| b.parse().unwrap()).collect();
+            let dtype = match dtype {
+                "f32" => DType::F32,
+                "f16" => DType::F16,
+                _ => DType::BF16,
+            };
+            let x = get(input).to_device(&dev).unwrap().to_dtype(dtype).unwrap();
+            let flipped = x.transpose(-1, -2).unwrap().contiguous().unwrap();
+            for (layout, x) in [
+                ("contiguous", x),
+                ("transposed", flipped.transpose(-1, -2).unwrap()),
+            ] {
+                let got = x.adaptive_avg_pool2d([bins[0], bins[1]]).unwrap();
+                assert_eq!(got.dtype(), dtype, "{key}");
+                let got = common::read_f32(&got);
+                let want = want.to_vec::<f32>().unwrap();
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{key} {layout} on {dev}: {got:?}, want {want:?}");
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 44, "{ran} cases ran");
+}
+
+#[test]
 fn integer_arguments_at_their_extremes_are_errors_or_the_cpus_answer() {
     // Each argument of each op at 0, 1, around 2^31, 2^32 and 2^63 and at
     // usize::MAX: an error naming the op (never an internal one, a panic

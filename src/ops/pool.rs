@@ -8,7 +8,8 @@
 //! (padded) input per tap that reaches the input with `maximum` or `add`,
 //! in the same order; `adaptive_avg_pool2d` sums each axis's bins (one
 //! reduction over a split view where the bins are of one length, a sum of
-//! gathered taps otherwise) and divides by their lengths.
+//! gathered taps otherwise) and divides the sums by the bins' heights and
+//! then their widths, as PyTorch does.
 
 use super::PadMode;
 use super::windows::{Pair, compute_dtype, outputs, padded_len, span, window};
@@ -348,7 +349,11 @@ impl Tensor {
     /// The mean over `size` bins per axis of the last two (PyTorch's
     /// `adaptive_avg_pool2d`): output `i` averages input elements
     /// `floor(i n / size)` to `ceil((i + 1) n / size)`, so bins of several
-    /// sizes cover any input. A non-finite input stays in its own bins.
+    /// sizes cover any input. Each bin is summed whole (in f32 for f16 and
+    /// bf16), then divided by its height and then by its width (one bin,
+    /// `[1, 1]`, by its size: the mean), as PyTorch does: a non-finite
+    /// input stays in its own bins, and a sum past the type's range is
+    /// infinite, as PyTorch's.
     ///
     /// # Errors
     /// `Error::Shape` naming `adaptive_avg_pool2d` for fewer than 2 axes,
@@ -385,8 +390,21 @@ impl Tensor {
             return self.contiguous_copy();
         }
         let mut x = self.to_dtype(compute)?;
+        if size == [1, 1] {
+            // PyTorch's one bin is the mean: the sum divided by its count.
+            return x.mean_keepdim([-2isize, -1])?.to_dtype(self.dtype());
+        }
+        // PyTorch's order: each window summed whole, then divided by its
+        // height and then by its width (so a sum that overflows is inf,
+        // as PyTorch's, and no quotient is rounded before the sum).
+        let mut counts = Vec::with_capacity(2);
         for (a, &m) in size.iter().enumerate() {
-            x = adaptive_mean_axis(&x, r - 2 + a, m)?;
+            let (sum, count) = adaptive_sum_axis(&x, r - 2 + a, m)?;
+            x = sum;
+            counts.extend(count);
+        }
+        for lengths in &counts {
+            x = lengths.divide(&x)?;
         }
         x.to_dtype(self.dtype())
     }
@@ -472,17 +490,19 @@ impl Tensor {
     }
 }
 
-/// Axis `axis` of `x` (`n` long, `n` and `m` at least 1) averaged into `m`
-/// bins, bin `i` spanning `floor(i n / m)..ceil((i + 1) n / m)`. Bins of
-/// one length are a view of the axis split in two, summed; bins of two
-/// lengths are summed tap by tap from gathers, the shorter ones reading a
-/// zero past the axis's end. Either way no element is scaled before it is
-/// summed, so an infinity or NaN reaches only its own bins.
-fn adaptive_mean_axis(x: &Tensor, axis: usize, m: usize) -> Result<Tensor> {
+/// Axis `axis` of `x` (`n` long, `n` and `m` at least 1) summed into `m`
+/// bins, bin `i` spanning `floor(i n / m)..ceil((i + 1) n / m)`, with the
+/// bins' lengths along that axis (broadcasting against the sums; `None`
+/// where every bin is one element). Bins of one length are a view of the
+/// axis split in two, summed; bins of two lengths are summed tap by tap
+/// from gathers, the shorter ones reading a zero past the axis's end.
+/// Either way no element is scaled before it is summed, so an infinity or
+/// NaN reaches only its own bins.
+fn adaptive_sum_axis(x: &Tensor, axis: usize, m: usize) -> Result<(Tensor, Option<BinLengths>)> {
     const OP: &str = "adaptive_avg_pool2d";
     let n = x.dims()[axis];
     if n == m {
-        return Ok(x.clone());
+        return Ok((x.clone(), None));
     }
     if n.is_multiple_of(m) && x.rank() < MAX_RANK {
         let k = n / m;
@@ -492,7 +512,7 @@ fn adaptive_mean_axis(x: &Tensor, axis: usize, m: usize) -> Result<Tensor> {
         dims.splice(axis..=axis, [m, k]);
         strides.splice(axis..=axis, [step * k as isize, step]);
         let bins = x.with_layout(Layout::from_parts(dims.into(), strides.into(), l.offset()));
-        return bins.sum(axis as isize + 1)?.div_scalar(k as f64);
+        return Ok((bins.sum(axis as isize + 1)?, Some(BinLengths::One(k))));
     }
     // In u128, so `i * n` cannot wrap.
     let bin = |i: usize| {
@@ -528,6 +548,23 @@ fn adaptive_mean_axis(x: &Tensor, axis: usize, m: usize) -> Result<Tensor> {
         _ => Tensor::from_vec(try_collect(OP, m, widths.map(|w| w as f32))?, shape, device)?
             .to_dtype(x.dtype())?,
     };
-    sum.ok_or_else(|| Error::internal(OP, "a bin of no elements"))?
-        .div(&counts)
+    let sum = sum.ok_or_else(|| Error::internal(OP, "a bin of no elements"))?;
+    Ok((sum, Some(BinLengths::Each(counts))))
+}
+
+/// The lengths of an axis's bins in `adaptive_avg_pool2d`: one for all,
+/// or one a bin (a tensor broadcasting against the sums).
+enum BinLengths {
+    One(usize),
+    Each(Tensor),
+}
+
+impl BinLengths {
+    /// `sum` divided by these lengths.
+    fn divide(&self, sum: &Tensor) -> Result<Tensor> {
+        match self {
+            Self::One(k) => sum.div_scalar(*k as f64),
+            Self::Each(lengths) => sum.div(lengths),
+        }
+    }
 }
