@@ -1684,6 +1684,65 @@ fn adaptive_pooling_divides_as_pytorch_does() {
 }
 
 #[test]
+fn pooling_matches_pytorch_bit_for_bit() {
+    // PyTorch's avg_pool2d and max_pool2d of whole numbers (each window's
+    // sum exact in any order; PyTorch divides it once, in f32 for every
+    // float dtype) over kernels, strides, paddings, dilations and ceil
+    // modes (tests/data/make_pool_cases.py), in f32, f16 and bf16, on a
+    // contiguous tensor and a transposed view.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_pool_cases.npz");
+    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let ints = &cases.iter().find(|(n, _)| n == "ints").unwrap().1;
+    let mut ran = 0;
+    for dev in devices() {
+        for (key, want) in &cases {
+            let w: Vec<&str> = key.split('_').collect();
+            let ["pool", kind, k, st, pad, dil, ceil, count, dtype] = w[..] else {
+                continue;
+            };
+            let pair = |v: &str| -> [usize; 2] {
+                let v: Vec<usize> = v.split('x').map(|b| b.parse().unwrap()).collect();
+                [v[0], v[1]]
+            };
+            let pool = Pool::new(pair(k))
+                .stride(pair(st))
+                .padding(pair(pad))
+                .dilation(pair(dil))
+                .ceil_mode(ceil == "1")
+                .count_include_pad(count == "1");
+            let dtype = match dtype {
+                "f32" => DType::F32,
+                "f16" => DType::F16,
+                _ => DType::BF16,
+            };
+            let x = ints.to_device(&dev).unwrap().to_dtype(dtype).unwrap();
+            let flipped = x.transpose(-1, -2).unwrap().contiguous().unwrap();
+            for (layout, x) in [
+                ("contiguous", x),
+                ("transposed", flipped.transpose(-1, -2).unwrap()),
+            ] {
+                let got = match kind {
+                    "max" => x.max_pool2d(&pool),
+                    _ => x.avg_pool2d(&pool),
+                };
+                let got = got.unwrap_or_else(|e| panic!("{key} on {dev}: {e}"));
+                assert_eq!((got.dims(), got.dtype()), (want.dims(), dtype), "{key}");
+                let got = common::read_f32(&got);
+                let want = want.to_vec::<f32>().unwrap();
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{key} {layout} on {dev}: {got:?}, want {want:?}");
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 6 * 63, "{ran} cases ran");
+}
+
+#[test]
 fn integer_arguments_at_their_extremes_are_errors_or_the_cpus_answer() {
     // Each argument of each op at 0, 1, around 2^31, 2^32 and 2^63 and at
     // usize::MAX: an error naming the op (never an internal one, a panic
