@@ -1,7 +1,7 @@
 //! f32 blocks of 32 quantized to ggml's legacy types, as gguf-py's
-//! `quants.py` quantizes them (its `Q8_0` is llama.cpp's reference bit for
-//! bit): the same f32 arithmetic in the same order, scales rounded to f16
-//! to nearest even. Values are expected finite.
+//! `quants.py` (0.19) quantizes them: llama.cpp's reference arithmetic,
+//! in f32 in the same order, scales rounded to f16 to nearest even.
+//! Values are expected finite.
 
 use half::f16;
 
@@ -57,18 +57,19 @@ pub(crate) fn q8_0(x: &[f32], out: &mut [u8]) {
     }
 }
 
-/// `x id + offset` as gguf-py computes it: in f64, rounded once to f32
-/// (ggml's reference rounds once too, through a fused multiply-add; two
-/// f32 roundings put about one element in a million a step higher).
-fn fused(x: f32, id: f32, offset: f64) -> f32 {
-    (f64::from(x) * f64::from(id) + offset) as f32
+/// `x id + offset` as gguf-py (0.19) and llama.cpp's reference source
+/// compute it: a product and a sum in f32, each rounded (Rust never fuses
+/// them; a C build that contracts them into a fused multiply-add puts
+/// about one element in a million a step higher).
+fn offset_quant(x: f32, id: f32, offset: f32) -> f32 {
+    x * id + offset
 }
 
 /// `Q4_0`: `d = x[argmax |x|] / -8`, `q = trunc(x / d + 8.5)` in 0..=15.
 pub(crate) fn q4_0(x: &[f32], out: &mut [u8]) {
     let d = x[first_largest(x)] / -8.0;
     let id = inverse(d);
-    let q: [u8; 32] = std::array::from_fn(|j| nibble(fused(x[j], id, 8.5), 15));
+    let q: [u8; 32] = std::array::from_fn(|j| nibble(offset_quant(x[j], id, 8.5), 15));
     put_half(out, 0, d);
     pack_nibbles(&q, &mut out[2..18]);
 }
@@ -94,7 +95,7 @@ pub(crate) fn q4_1(x: &[f32], out: &mut [u8]) {
 pub(crate) fn q5_0(x: &[f32], out: &mut [u8]) {
     let d = x[first_largest(x)] / -16.0;
     let id = inverse(d);
-    let q: [u8; 32] = std::array::from_fn(|j| nibble(fused(x[j], id, 16.5), 31));
+    let q: [u8; 32] = std::array::from_fn(|j| nibble(offset_quant(x[j], id, 16.5), 31));
     put_half(out, 0, d);
     pack_fifth_bits(&q, &mut out[2..6]);
     pack_nibbles(&q, &mut out[6..22]);

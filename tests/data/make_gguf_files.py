@@ -120,8 +120,9 @@ source[1, :32] = 0.0                                   # a zero block
 source[2, :32] = np.tile([1.0, -1.0], 16)              # ties for argmax
 source[3, :] = np.round(source[3, :] * 4) / 4          # many halves
 source[4, :32] = rng.standard_normal(32).astype(np.float32) * 1e-30
-# Blocks whose x / d + 8.5 (16.5) rounds differently in f32 than through
-# gguf-py's f64 (which mimics ggml's fused multiply-add): Q4_0's and Q5_0's.
+# Blocks whose x / d + 8.5 (16.5) is a step apart when its product and sum
+# round in f32 (gguf-py 0.19, llama.cpp's source) and when they round once
+# (gguf-py up to 0.17 in f64, a C build that fuses them): Q4_0's and Q5_0's.
 cursed = np.zeros((1, 64), dtype=np.float32)
 cursed[0, :2] = [0.55, -0.10312497]
 cursed[0, 32:34] = [0.7, -0.59062493]
@@ -129,10 +130,7 @@ source = np.vstack([source, cursed])
 cases["source"] = source
 for name in ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]:
     cases[f"{name}_quantized"] = gguf.quants.quantize(source, T[name])
-# (gguf-py 0.19.0 quantizes the cursed rows' Q4_0 and Q5_0 blocks one
-# step apart from the gguf-py that wrote the committed cases, which
-# webtensor's encoder follows; the IQ4_NL cases were added to the
-# committed file with 0.19.0, its other arrays kept.)
+# (gguf-py 0.19.0 wrote the committed file.)
 # IQ4_NL (4-bit indices into ggml's non-linear table), which llama.cpp
 # puts in k-quant files for rows that are not whole blocks of 256: drawn
 # last, from a generator of its own, so the cases above stay as they were.
