@@ -136,10 +136,17 @@ impl Rope {
             ));
         }
         let half = head_dim / 2;
-        // At most 2^24 positions of 2^15 pairs: a failed allocation is an
-        // error, not an abort.
-        let mut cos = crate::backend::cpu::try_with_capacity(OP, len * half)?;
-        let mut sin = crate::backend::cpu::try_with_capacity(OP, len * half)?;
+        // At most 2^24 positions of 2^15 pairs: a failed allocation (or a
+        // count past a 32-bit host's usize) is an error, not an abort.
+        let entries = (len as u64).saturating_mul(half as u64);
+        let entries = usize::try_from(entries).map_err(|_| Error::OutOfMemory {
+            op: OP,
+            requested: entries.saturating_mul(8),
+            in_use: 0,
+            cap: None,
+        })?;
+        let mut cos = crate::backend::cpu::try_with_capacity(OP, entries)?;
+        let mut sin = crate::backend::cpu::try_with_capacity(OP, entries)?;
         for p in start..start + len {
             for f in &inv_freq {
                 let angle = p as f32 * f;
