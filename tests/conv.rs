@@ -1743,6 +1743,91 @@ fn pooling_matches_pytorch_bit_for_bit() {
 }
 
 #[test]
+fn convolution_arguments_are_checked_as_pytorch_checks_them() {
+    // What PyTorch 2.15 answers for each: an output padding given to a
+    // forward convolution (a TypeError there; it was dropped here), an
+    // integer or bool weight (refused; it was promoted), channels that do
+    // not divide into the groups (the message says so), and a transposed
+    // convolution of an empty batch whose input has no rows (PyTorch's
+    // output shapes; it was refused).
+    for dev in devices() {
+        let z = |shape: &[usize], dtype| Tensor::zeros(shape.to_vec(), dtype, &dev).unwrap();
+        let x = z(&[1, 4, 5, 5], DType::F32);
+        let w = z(&[2, 4, 3, 3], DType::F32);
+        let padded = Conv::new().stride(2).output_padding(1);
+        let e = x.conv2d(&w, &padded).unwrap_err();
+        assert!(matches!(e, webtensor::Error::Argument { .. }), "{e}");
+        assert!(e.to_string().starts_with("conv2d: output padding"), "{e}");
+        let e = z(&[1, 4, 5], DType::F32)
+            .conv1d(&z(&[2, 4, 3], DType::F32), &padded)
+            .unwrap_err();
+        assert!(e.to_string().starts_with("conv1d: output padding"), "{e}");
+        for wd in [DType::I32, DType::Bool, DType::U8] {
+            let e = x.conv2d(&z(&[2, 4, 3, 3], wd), &Conv::new()).unwrap_err();
+            assert!(matches!(e, webtensor::Error::DType { .. }), "{wd}: {e}");
+            let e = z(&[1, 4, 5, 5], wd).conv2d(&w, &Conv::new()).unwrap_err();
+            assert!(matches!(e, webtensor::Error::DType { .. }), "{wd}: {e}");
+            let e = x
+                .conv_transpose2d(&z(&[4, 2, 3, 3], wd), &Conv::new())
+                .unwrap_err();
+            assert!(matches!(e, webtensor::Error::DType { .. }), "{wd}: {e}");
+        }
+        // Floats of two dtypes promote, as documented.
+        let y = x
+            .to_dtype(DType::F16)
+            .unwrap()
+            .conv2d(&w, &Conv::new())
+            .unwrap();
+        assert_eq!(y.dtype(), DType::F32);
+        let groups = [
+            (
+                x.conv2d(&z(&[3, 2, 3, 3], DType::F32), &Conv::new().groups(2)),
+                "output channels 3",
+            ),
+            (
+                z(&[1, 5, 5, 5], DType::F32)
+                    .conv2d(&z(&[4, 2, 3, 3], DType::F32), &Conv::new().groups(2)),
+                "input channels 5",
+            ),
+            (
+                z(&[1, 3, 5, 5], DType::F32)
+                    .conv_transpose2d(&z(&[3, 3, 3, 3], DType::F32), &Conv::new().groups(2)),
+                "input channels 3",
+            ),
+        ];
+        for (result, want) in groups {
+            let e = result.unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{want} do not divide into 2 groups")),
+                "{e}"
+            );
+        }
+        let w = z(&[3, 2, 3, 3], DType::F32);
+        let empty = z(&[0, 3, 0, 5], DType::F32);
+        let y = empty.conv_transpose2d(&w, &Conv::new()).unwrap();
+        assert_eq!(y.dims(), [0, 2, 2, 7]);
+        let y = empty.conv_transpose2d(&w, &Conv::new().stride(2)).unwrap();
+        assert_eq!(y.dims(), [0, 2, 1, 11]);
+        let y = z(&[0, 3, 0], DType::F32)
+            .conv_transpose1d(&z(&[3, 2, 3], DType::F32), &Conv::new())
+            .unwrap();
+        assert_eq!(y.dims(), [0, 2, 2]);
+        let y = empty.conv_transpose2d(&w, &Conv::new().padding(1)).unwrap();
+        assert_eq!(y.dims(), [0, 2, 0, 5]);
+        // Fewer than no rows are refused, as PyTorch refuses them; and a
+        // batch of images with no rows has no output.
+        let e = empty
+            .conv_transpose2d(&w, &Conv::new().padding(2))
+            .unwrap_err();
+        assert!(matches!(e, webtensor::Error::Shape { .. }), "{e}");
+        let e = z(&[1, 3, 0, 5], DType::F32)
+            .conv_transpose2d(&w, &Conv::new())
+            .unwrap_err();
+        assert!(matches!(e, webtensor::Error::Shape { .. }), "{e}");
+    }
+}
+
+#[test]
 fn integer_arguments_at_their_extremes_are_errors_or_the_cpus_answer() {
     // Each argument of each op at 0, 1, around 2^31, 2^32 and 2^63 and at
     // usize::MAX: an error naming the op (never an internal one, a panic

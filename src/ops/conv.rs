@@ -58,8 +58,11 @@ impl Tensor {
     /// match, groups that do not divide the channels, or a kernel larger
     /// than the padded input; `Error::Argument` for a stride, dilation or
     /// group count of 0, `same` with a stride, or a padded extent or a
-    /// kernel's reach past 2^31 - 1 (the kernels' index width);
-    /// `Error::DType` for non-float tensors; `Error::DeviceMismatch`.
+    /// kernel's reach past 2^31 - 1 (the kernels' index width), or an
+    /// output padding (a transposed convolution's); `Error::DType` for an
+    /// input or a weight that is not a float (floats of two dtypes promote:
+    /// an f16 input under f32 weights gives f32, where PyTorch refuses);
+    /// `Error::DeviceMismatch`.
     pub fn conv2d(&self, weight: &Tensor, conv: &Conv) -> Result<Tensor> {
         let _region = crate::profile_region::op("conv2d");
         convolve("conv2d", self, weight, conv)
@@ -102,8 +105,12 @@ fn operands(
             ),
         ));
     }
-    let dtype = Tensor::result_type(&x, weight)?;
-    let compute = compute_dtype(op, dtype)?;
+    // Each operand a float (an integer weight is the caller's slip, not a
+    // promotion, as PyTorch refuses it); floats of two dtypes promote.
+    for t in [&x, weight] {
+        compute_dtype(op, t.dtype())?;
+    }
+    let compute = compute_dtype(op, Tensor::result_type(&x, weight)?)?;
     for t in [conv.bias, conv.residual].into_iter().flatten() {
         super::check_devices(op, &x, &[super::Arg::Tensor(t)])?;
         compute_dtype(op, t.dtype())?;
@@ -185,7 +192,24 @@ pub(super) fn convolve(
     let [n, c, h, w] = dims4(&x);
     let [o, cg, kh, kw] = dims4(weight);
     let g = conv.groups;
-    if !c.is_multiple_of(g) || !o.is_multiple_of(g) || c / g != cg {
+    if conv.output_padding.0 != [0, 0] {
+        return Err(Error::argument(
+            op,
+            format!(
+                "output padding {} is a transposed convolution's",
+                per_axis(op, conv.output_padding.0)
+            ),
+        ));
+    }
+    for (what, count) in [("input", c), ("output", o)] {
+        if !count.is_multiple_of(g) {
+            return Err(Error::shape(
+                op,
+                format!("{what} channels {count} do not divide into {g} groups"),
+            ));
+        }
+    }
+    if c / g != cg {
         return Err(Error::shape(
             op,
             format!(
@@ -325,7 +349,13 @@ pub(super) fn transpose_convolve(
     let [n, c, h, w] = dims4(&x);
     let [ci, og, kh, kw] = dims4(weight);
     let g = conv.groups;
-    if ci != c || !c.is_multiple_of(g) {
+    if !c.is_multiple_of(g) {
+        return Err(Error::shape(
+            name,
+            format!("input channels {c} do not divide into {g} groups"),
+        ));
+    }
+    if ci != c {
         return Err(Error::shape(
             name,
             format!(
@@ -348,6 +378,19 @@ pub(super) fn transpose_convolve(
         ));
     }
     if h == 0 || w == 0 {
+        // An empty batch has PyTorch's output shape, from the formula in
+        // signed arithmetic, where that is not negative.
+        let (_, extent) = conv.pads(name, [kh, kw])?;
+        let rows = [0, 1].map(|a| {
+            ([h, w][a] as i128 - 1) * s[a] as i128 - 2 * p[a] as i128
+                + extent[a] as i128
+                + op[a] as i128
+        });
+        if n == 0 && rows.iter().all(|&r| (0..=MAX_EXTENT as i128).contains(&r)) {
+            let dims = [0, g * og, rows[0] as usize, rows[1] as usize];
+            let out = Tensor::zeros(dims, compute, x.device())?;
+            return finish(name, out, conv, dtype, unbatched);
+        }
         return Err(Error::shape(
             name,
             format!(
