@@ -159,3 +159,44 @@ fn an_extent_of_one_broadcasts_against_zero() {
         assert_eq!(got.dims(), &[0], "{dev}");
     }
 }
+
+#[test]
+fn einsum_keeps_numpys_dtypes() {
+    // NumPy 2.4's answers: a sum of u8 wraps in u8, one of bool is their
+    // `or`, and operands of two dtypes promote (they were refused by the
+    // product, and sums of u8 and bool widened to u32 and i32).
+    for dev in common::devices() {
+        let u8s = Tensor::from_slice(&[200u8, 100], [2], &dev).unwrap();
+        let y = Tensor::einsum("i->", &[&u8s]).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<u8>().unwrap()),
+            (DType::U8, vec![44])
+        );
+        let diagonal = Tensor::from_slice(&[200u8, 1, 2, 100], [2, 2], &dev).unwrap();
+        let y = Tensor::einsum("ii->", &[&diagonal]).unwrap();
+        assert_eq!(y.to_vec::<u8>().unwrap(), vec![44]);
+        let b = Tensor::from_slice(&[true, false, false, false], [2, 2], &dev).unwrap();
+        let y = Tensor::einsum("ij->i", &[&b]).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<bool>().unwrap()),
+            (DType::Bool, vec![true, false])
+        );
+        let f = Tensor::from_slice(&[1.0f32, 2.0], [2], &dev).unwrap();
+        let h = Tensor::from_slice(&[3.0f32, 4.0], [2], &dev)
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        let y = Tensor::einsum("i,i->", &[&f, &h]).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<f32>().unwrap()),
+            (DType::F32, vec![11.0])
+        );
+        let i = Tensor::from_slice(&[1i32, 2], [2], &dev).unwrap();
+        let l = Tensor::from_slice(&[3i64, 4], [2], &dev).unwrap();
+        let y = Tensor::einsum("i,i->", &[&i, &l]).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<i64>().unwrap()),
+            (DType::I64, vec![11])
+        );
+    }
+}

@@ -347,7 +347,9 @@ impl Tensor {
     /// axes that broadcast; `->` and the output's labels, or NumPy's
     /// implicit output: `...` and the labels used once, in ASCII order). A
     /// label repeated in one operand takes its diagonal; a label missing
-    /// from the output is summed; axes of size 1 broadcast. Contracted two
+    /// from the output is summed; axes of size 1 broadcast. The operands
+    /// promote to one dtype, which the result has (NumPy's: a sum of u8
+    /// wraps, one of bool is `true` where any element is). Contracted two
     /// operands at a time as batched products (any view; no operand is
     /// copied but where a product needs it contiguous).
     ///
@@ -371,19 +373,31 @@ impl Tensor {
     /// broadcast axes the output has no `...` for) or as many terms as
     /// operands; `Error::Shape` for a term whose labels do not fit its
     /// operand's axes or a label whose extents differ (other than 1);
-    /// the products' and sums' errors (dtypes, devices).
+    /// `Error::DType` for operands with no common dtype; the products' and
+    /// sums' errors (dtypes a product refuses: bool, u8; devices).
     pub fn einsum(subscripts: &str, operands: &[&Tensor]) -> Result<Tensor> {
         super::as_op(OP, || {
             let dims: Vec<&[usize]> = operands.iter().map(|t| t.dims()).collect();
             let (terms, output) = parse(subscripts, &dims)?;
+            // One dtype for all, promoted as NumPy's einsum promotes its
+            // operands; the result keeps it (a sum of u8 wraps and one of
+            // bool is their `or`, as NumPy's, where `sum` would widen).
+            let mut dtype = operands.first().map_or(crate::DType::F32, |t| t.dtype());
+            for t in operands {
+                dtype = dtype.promote(t.dtype()).ok_or_else(|| {
+                    Error::dtype(OP, format!("no common dtype for {dtype} and {}", t.dtype()))
+                })?;
+            }
             let parts: Vec<Part> = operands
                 .iter()
                 .zip(terms)
-                .map(|(t, labels)| Part {
-                    t: (*t).clone(),
-                    labels,
+                .map(|(t, labels)| {
+                    Ok(Part {
+                        t: t.to_dtype(dtype)?,
+                        labels,
+                    })
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             check_extents(&parts)?;
             let wanted: BTreeSet<Label> = output.iter().copied().collect();
             // The labels the output and the operands other than `skip` have.
@@ -426,7 +440,7 @@ impl Tensor {
                 .iter()
                 .map(|l| labels.iter().position(|x| x == l).unwrap_or(0) as isize)
                 .collect();
-            t.permute(&axes)
+            t.permute(&axes)?.to_dtype(dtype)
         })
     }
 }
