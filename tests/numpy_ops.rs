@@ -592,6 +592,12 @@ fn norms_over_axes() {
         let fro: f32 = m.norm(2.0, ..).unwrap().item().unwrap();
         assert!((fro - 13.1624).abs() < 1e-3, "{dev}: {fro}");
         assert_eq!(m.norm_keepdim(2.0, [0, 1]).unwrap().dims(), &[1, 1]);
+        // No axes is every axis, as PyTorch's vector_norm(dim=()) (it
+        // reduced nothing, as sum does).
+        let none: &[isize] = &[];
+        let all: f32 = m.norm(2.0, none).unwrap().item().unwrap();
+        assert_eq!(all, fro, "{dev}");
+        assert_eq!(m.norm_keepdim(1.0, none).unwrap().dims(), &[1, 1]);
         // f16 squares past 65504 do not overflow.
         let h = Tensor::full([4], 300.0, DType::F16, &dev).unwrap();
         let n = h.norm(2.0, ..).unwrap();

@@ -9,7 +9,8 @@ use crate::tensor::Tensor;
 impl Tensor {
     /// The `p`-norm of the elements over `axes`: `(sum |x|^p)^(1/p)`, with
     /// `p = inf` the largest `|x|`, `p = -inf` the smallest and `p = 0` the
-    /// count of non-zero elements. c64 elements count by their modulus.
+    /// count of non-zero elements; an empty list of axes is every axis, as
+    /// PyTorch's `dim=()`. c64 elements count by their modulus.
     /// Integers are taken as f32; f16 is computed in f32 and rounded to
     /// f16, so squares do not overflow it.
     ///
@@ -47,6 +48,12 @@ impl Tensor {
         if p.is_nan() {
             return Err(Error::argument(OP, "p is NaN"));
         }
+        // No axes is every axis, as PyTorch's `dim=()` (where `sum` of no
+        // axes, as NumPy's, reduces nothing).
+        let axes = match axes {
+            Axes::List(list) if list.is_empty() => Axes::All,
+            axes => axes,
+        };
         let abs = match self.dtype() {
             DType::Bool => {
                 return Err(Error::dtype(OP, "not defined for dtype bool"));
