@@ -10,6 +10,7 @@ mod conv;
 mod conv1d;
 mod conv_add;
 mod conv_args;
+mod conv_disjoint;
 mod conv_tap_rows;
 mod conv_transpose_phases;
 mod counting;
