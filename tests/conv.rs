@@ -1637,6 +1637,34 @@ fn adaptive_pooling_keeps_non_finite_values_in_their_bins() {
     }
 }
 
+/// PyTorch's pooling cases (tests/data/torch_pool_cases.npz, written by
+/// make_pool_cases.py), by name, on the CPU.
+fn torch_pool_cases() -> Vec<(String, Tensor)> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_pool_cases.npz");
+    webtensor::io::load_npz(path, &Device::cpu()).unwrap()
+}
+
+/// The float dtype a case's name ends in: `f32`, `f16` or `bf16`.
+fn float_named(name: &str) -> DType {
+    match name {
+        "f32" => DType::F32,
+        "f16" => DType::F16,
+        _ => DType::BF16,
+    }
+}
+
+/// `got`, widened to f32, has `want`'s bits.
+fn assert_same_bits(got: &Tensor, want: &Tensor, what: &str) {
+    let (got, want) = (common::read_f32(got), want.to_vec::<f32>().unwrap());
+    let same = got.len() == want.len()
+        && got
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+    assert!(same, "{what}: {got:?}, want {want:?}");
+}
+
 #[test]
 fn adaptive_pooling_divides_as_pytorch_does() {
     // PyTorch's adaptive_avg_pool2d of whole numbers (sums exact in any
@@ -1644,9 +1672,7 @@ fn adaptive_pooling_divides_as_pytorch_does() {
     // f32 for every float dtype (tests/data/make_pool_cases.py): bit for
     // bit. Dividing per axis, or by the bin's size, is an ulp off in a
     // tenth of the bins; and a bin of four 1e38 is inf, as PyTorch's.
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_pool_cases.npz");
-    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let cases = torch_pool_cases();
     let get = |name: &str| &cases.iter().find(|(n, _)| n == name).unwrap().1;
     let mut ran = 0;
     for dev in devices() {
@@ -1656,11 +1682,7 @@ fn adaptive_pooling_divides_as_pytorch_does() {
                 continue;
             };
             let bins: Vec<usize> = bins.split('x').map(|b| b.parse().unwrap()).collect();
-            let dtype = match dtype {
-                "f32" => DType::F32,
-                "f16" => DType::F16,
-                _ => DType::BF16,
-            };
+            let dtype = float_named(dtype);
             let x = get(input).to_device(&dev).unwrap().to_dtype(dtype).unwrap();
             let flipped = x.transpose(-1, -2).unwrap().contiguous().unwrap();
             for (layout, x) in [
@@ -1669,13 +1691,7 @@ fn adaptive_pooling_divides_as_pytorch_does() {
             ] {
                 let got = x.adaptive_avg_pool2d([bins[0], bins[1]]).unwrap();
                 assert_eq!(got.dtype(), dtype, "{key}");
-                let got = common::read_f32(&got);
-                let want = want.to_vec::<f32>().unwrap();
-                let same = got
-                    .iter()
-                    .zip(&want)
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{key} {layout} on {dev}: {got:?}, want {want:?}");
+                assert_same_bits(&got, want, &format!("{key} {layout} on {dev}"));
                 ran += 1;
             }
         }
@@ -1690,9 +1706,7 @@ fn pooling_matches_pytorch_bit_for_bit() {
     // float dtype) over kernels, strides, paddings, dilations and ceil
     // modes (tests/data/make_pool_cases.py), in f32, f16 and bf16, on a
     // contiguous tensor and a transposed view.
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_pool_cases.npz");
-    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let cases = torch_pool_cases();
     let ints = &cases.iter().find(|(n, _)| n == "ints").unwrap().1;
     let mut ran = 0;
     for dev in devices() {
@@ -1711,11 +1725,7 @@ fn pooling_matches_pytorch_bit_for_bit() {
                 .dilation(pair(dil))
                 .ceil_mode(ceil == "1")
                 .count_include_pad(count == "1");
-            let dtype = match dtype {
-                "f32" => DType::F32,
-                "f16" => DType::F16,
-                _ => DType::BF16,
-            };
+            let dtype = float_named(dtype);
             let x = ints.to_device(&dev).unwrap().to_dtype(dtype).unwrap();
             let flipped = x.transpose(-1, -2).unwrap().contiguous().unwrap();
             for (layout, x) in [
@@ -1728,13 +1738,7 @@ fn pooling_matches_pytorch_bit_for_bit() {
                 };
                 let got = got.unwrap_or_else(|e| panic!("{key} on {dev}: {e}"));
                 assert_eq!((got.dims(), got.dtype()), (want.dims(), dtype), "{key}");
-                let got = common::read_f32(&got);
-                let want = want.to_vec::<f32>().unwrap();
-                let same = got
-                    .iter()
-                    .zip(&want)
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{key} {layout} on {dev}: {got:?}, want {want:?}");
+                assert_same_bits(&got, want, &format!("{key} {layout} on {dev}"));
                 ran += 1;
             }
         }
