@@ -510,6 +510,19 @@ fn channel_norms_refuse_bad_input_naming_the_op() {
             ("group_norm", x.group_norm(0, None, None, 1e-5)),
             ("group_norm", x.group_norm(4, None, None, 1e-5)),
             ("group_norm", x.group_norm(12, None, None, 1e-5)),
+            // No pixels, or no channels: PyTorch refuses both.
+            (
+                "group_norm",
+                Tensor::zeros([2, 6, 0], DType::F32, &dev)
+                    .unwrap()
+                    .group_norm(3, None, None, 1e-5),
+            ),
+            (
+                "group_norm",
+                Tensor::zeros([2, 0, 3], DType::F32, &dev)
+                    .unwrap()
+                    .group_norm(1, None, None, 1e-5),
+            ),
             ("group_norm", x.group_norm(3, Some(&short), None, 1e-5)),
             ("group_norm", x.group_norm(3, None, Some(&ints), 1e-5)),
             (
