@@ -60,8 +60,11 @@ impl Tensor {
         self.with_layout(self.layout().reversed_axes())
     }
 
-    /// Broadcasts to `shape` (new and extent-1 axes get stride 0). The result
-    /// is read-only: writing through it is an `OverlappingWrite` error.
+    /// Broadcasts to `shape` (new and extent-1 axes get stride 0). Writing
+    /// through an axis it broadcast (stride 0, more than one element) is an
+    /// `OverlappingWrite` error; a result that repeats nothing (the same
+    /// shape, or new axes of 1) is as writable as this tensor, where NumPy
+    /// makes every broadcast read-only.
     ///
     /// # Errors
     /// `Error::Shape` when the shapes are incompatible.
