@@ -161,6 +161,49 @@ fn an_extent_of_one_broadcasts_against_zero() {
 }
 
 #[test]
+fn einsum_products_of_u8_and_bool_as_numpys() {
+    // NumPy 2.4's answers: a product of u8 wraps in u8, one of bool is the
+    // `or` of the `and`s (the batched product refused both dtypes).
+    for dev in common::devices() {
+        let a = Tensor::from_slice(&[200u8, 3, 7, 255], [2, 2], &dev).unwrap();
+        let b = Tensor::from_slice(&[2u8, 100, 9, 1], [2, 2], &dev).unwrap();
+        let y = Tensor::einsum("ij,jk->ik", &[&a, &b]).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<u8>().unwrap()),
+            (DType::U8, vec![171, 35, 5, 187])
+        );
+        let x = Tensor::from_slice(&[200u8, 16], [2], &dev).unwrap();
+        let z = Tensor::from_slice(&[2u8, 16], [2], &dev).unwrap();
+        let y = Tensor::einsum("i,i->i", &[&x, &z]).unwrap();
+        assert_eq!(y.to_vec::<u8>().unwrap(), vec![144, 0]);
+        let p = [true, false, true, false, false, true];
+        let p = Tensor::from_slice(&p, [2, 3], &dev).unwrap();
+        let q = [false, true, true, true, false, false];
+        let q = Tensor::from_slice(&q, [3, 2], &dev).unwrap();
+        let y = Tensor::einsum("ij,jk->ik", &[&p, &q]).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<bool>().unwrap()),
+            (DType::Bool, vec![false, true, false, false])
+        );
+        let y = p.tensordot(&q, &[1], &[0]).unwrap();
+        assert_eq!(y.to_vec::<bool>().unwrap(), vec![false, true, false, false]);
+        let u = Tensor::from_slice(&[true, false, true], [3], &dev).unwrap();
+        let v = Tensor::from_slice(&[true, true, false], [3], &dev).unwrap();
+        let y = Tensor::einsum("i,i->i", &[&u, &v]).unwrap();
+        assert_eq!(y.to_vec::<bool>().unwrap(), vec![true, false, false]);
+        let y = Tensor::einsum(
+            "i,i->",
+            &[
+                &u.narrow(0, 0, 2).unwrap(),
+                &v.flip(&[0]).unwrap().narrow(0, 0, 2).unwrap(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(y.to_vec::<bool>().unwrap(), vec![false]);
+    }
+}
+
+#[test]
 fn einsum_keeps_numpys_dtypes() {
     // NumPy 2.4's answers: a sum of u8 wraps in u8, one of bool is their
     // `or`, and operands of two dtypes promote (they were refused by the

@@ -6,6 +6,7 @@
 //! contraction is a batched product over permuted, reshaped views, so no
 //! outer product of more than two operands is ever made.
 
+use crate::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::collections::BTreeSet;
@@ -276,9 +277,24 @@ fn contract(a: Part, b: Part, keep: &BTreeSet<Label>) -> Result<Part> {
         .chain(&b_only)
         .map(|&l| size(l))
         .collect();
-    let t = x.matmul(&y)?.reshape(dims)?;
+    let t = product_of(&x, &y)?.reshape(dims)?;
     let labels = batch.into_iter().chain(a_only).chain(b_only).collect();
     Ok(Part { t, labels })
+}
+
+/// The batched product `x @ y` in their dtype, as NumPy's einsum: u8 in
+/// i32 (wrapping: the same bits mod 256), bool in f32 (sums of products of
+/// 0 and 1 are 0 only where every product is) and converted back, so that
+/// a u8 result wraps and a bool one is the `or` of the `and`s.
+fn product_of(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let wide = match x.dtype() {
+        DType::U8 => DType::I32,
+        DType::Bool => DType::F32,
+        _ => return x.matmul(y),
+    };
+    x.to_dtype(wide)?
+        .matmul(&y.to_dtype(wide)?)?
+        .to_dtype(x.dtype())
 }
 
 /// `Error::Shape` naming `einsum` unless every label spans one extent in
@@ -374,7 +390,7 @@ impl Tensor {
     /// operands; `Error::Shape` for a term whose labels do not fit its
     /// operand's axes or a label whose extents differ (other than 1);
     /// `Error::DType` for operands with no common dtype; the products' and
-    /// sums' errors (dtypes a product refuses: bool, u8; devices).
+    /// sums' errors (f64 on a GPU; devices).
     pub fn einsum(subscripts: &str, operands: &[&Tensor]) -> Result<Tensor> {
         super::as_op(OP, || {
             let dims: Vec<&[usize]> = operands.iter().map(|t| t.dims()).collect();
