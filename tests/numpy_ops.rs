@@ -617,6 +617,22 @@ fn norms_over_axes() {
         assert_eq!(empty.norm(2.0, ..).unwrap().item::<f32>().unwrap(), 0.0);
         let e = empty.norm(f64::INFINITY, ..).unwrap_err().to_string();
         assert!(e.starts_with("norm"), "{e}");
+        // PyTorch 2.15 refuses a negative p over an empty axis (0^(1/p) was
+        // inf), even where the output is empty, and takes it over a
+        // non-empty axis of an empty tensor, as p = inf.
+        for p in [-1.0, -0.5, f64::NEG_INFINITY] {
+            for (dims, axis) in [([0usize, 3], 0isize), ([3, 0], 1), ([0, 0], 1)] {
+                let t = Tensor::zeros(dims, DType::F32, &dev).unwrap();
+                let e = t.norm(p, axis).unwrap_err().to_string();
+                assert!(
+                    e.starts_with("norm") && e.contains("empty"),
+                    "{p} {dims:?}: {e}"
+                );
+            }
+            let t = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
+            assert_eq!(t.norm(p, 1).unwrap().dims(), &[0]);
+            assert_eq!(t.norm(0.0, 0).unwrap().to_vec::<f32>().unwrap(), [0.0; 3]);
+        }
         assert!(m.norm(2.0, 5).unwrap_err().to_string().starts_with("norm"));
     }
 }

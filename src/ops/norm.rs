@@ -27,8 +27,9 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Argument` naming `norm` for a NaN `p`; `Error::DType` for
-    /// bool tensors; axis errors as [`Tensor::sum`]; `p = ±inf` over no
-    /// elements is an `Err`, as the maximum of nothing is.
+    /// bool tensors; axis errors as [`Tensor::sum`]; `Error::Argument` for
+    /// `p = inf` or a negative `p` over an empty axis (PyTorch's: they have
+    /// no identity, as the maximum of nothing).
     pub fn norm(&self, p: f64, axes: impl Into<Axes>) -> Result<Tensor> {
         super::as_op("norm", || self.norm_axes(p, axes.into(), false))
     }
@@ -54,6 +55,11 @@ impl Tensor {
             Axes::List(list) if list.is_empty() => Axes::All,
             axes => axes,
         };
+        // A negative p's norm of nothing is 0^(1/p): PyTorch refuses it, as
+        // it refuses the maximum of nothing (p = inf).
+        if p < 0.0 {
+            self.check_not_empty(OP, &axes)?;
+        }
         let abs = match self.dtype() {
             DType::Bool => {
                 return Err(Error::dtype(OP, "not defined for dtype bool"));

@@ -397,7 +397,7 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Argument` naming `op` for an empty reduced axis.
-    fn check_not_empty(&self, op: &'static str, axes: &Axes) -> Result<()> {
+    pub(super) fn check_not_empty(&self, op: &'static str, axes: &Axes) -> Result<()> {
         let mask = axes.mask(op, self.rank())?;
         // An empty reduced axis is refused even where the output is empty
         // too (NumPy's and PyTorch's `max(zeros([0, 0]), 1)` raise).
