@@ -1181,3 +1181,57 @@ fn heads_that_are_not_groups_broadcast() {
         }
     }
 }
+
+/// Keys and values of different head counts that each divide the queries'
+/// (PyTorch's `enable_gqa`, which takes `k (.., 2, ..)` beside `v (.., 1,
+/// ..)`): query head `h` reads key head `h / (hq / hk)` and value head
+/// `h / (hq / hv)`, here checked against the heads picked out by that rule
+/// (they were refused), with masks and causal, on every device.
+#[test]
+fn keys_and_values_of_different_groups_attend_as_pytorchs_gqa() {
+    let cpu = Device::cpu();
+    let r = |dims: &[usize], seed| Tensor::randn(dims, DType::F32, seed, &cpu).unwrap();
+    let cases = [
+        ([1, 4, 3, 8], [1, 2, 5, 8], [1, 1, 5, 6]),
+        ([2, 6, 3, 8], [2, 2, 5, 8], [2, 3, 5, 4]),
+        ([1, 6, 17, 8], [1, 3, 17, 8], [1, 2, 17, 8]),
+    ];
+    for dev in common::devices() {
+        for (n, (qd, kd, vd)) in cases.iter().enumerate() {
+            let on = |t: &Tensor| t.to_device(&dev).unwrap();
+            let seed = 10 * n as u64;
+            let (q, k, v) = (on(&r(qd, seed)), on(&r(kd, seed + 1)), on(&r(vd, seed + 2)));
+            let hq = qd[1];
+            let picked = |t: &Tensor| {
+                let h = t.dims()[1];
+                let heads: Vec<i32> = (0..hq).map(|j| (j / (hq / h)) as i32).collect();
+                let index = Tensor::from_slice(&heads, [hq], &dev).unwrap();
+                t.index_select(&index, 1).unwrap()
+            };
+            let (wk, wv) = (picked(&k), picked(&v));
+            let mask: Vec<bool> = (0..qd[2] * kd[2]).map(|i| i % 3 != 1).collect();
+            let mask = Tensor::from_slice(&mask, [qd[2], kd[2]], &dev).unwrap();
+            for a in [
+                Attention::new(),
+                Attention::new().causal(),
+                Attention::new().mask(&mask),
+            ] {
+                let got = q.sdpa(&k, &v, &a).unwrap();
+                let want = q.sdpa(&wk, &wv, &a).unwrap();
+                assert_eq!(got.dims(), &[qd[0], hq, qd[2], vd[3]], "{dev}");
+                close(
+                    &read(&got),
+                    &read(&want),
+                    1e-6,
+                    &format!("case {n} on {dev}"),
+                );
+            }
+        }
+        // Heads that do not divide the queries' stay refused.
+        let on = |t: Tensor| t.to_device(&dev).unwrap();
+        let (q, k) = (on(r(&[1, 4, 3, 8], 1)), on(r(&[1, 2, 5, 8], 2)));
+        let v = on(r(&[1, 3, 5, 8], 3));
+        let e = q.sdpa(&k, &v, &Attention::new()).unwrap_err().to_string();
+        assert!(e.contains("groups"), "{e}");
+    }
+}

@@ -93,7 +93,10 @@ impl Tensor {
     /// attention where `heads` is a multiple of `kv_heads` (query head `h`
     /// attends key head `h / (heads / kv_heads)`); leading axes broadcast
     /// as `matmul`'s, and so do heads that are not such groups (one of
-    /// queries and keys beside several of values, say). A row that
+    /// queries and keys beside several of values, say). Keys and values
+    /// of different head counts that both divide `heads` are grouped each
+    /// by its own (PyTorch's `enable_gqa`: query head `h` reads value
+    /// head `h / (heads / v_heads)`). A row that
     /// attends no key has weights of 0, and so an output of 0, as
     /// PyTorch's (since 2.5: its safe softmax; it was NaN before); a NaN
     /// or infinite value at a key a row does not attend makes that column
@@ -123,7 +126,7 @@ impl Tensor {
     /// # Errors
     /// `Error::Shape` naming `sdpa` for operands of other ranks or fewer
     /// than 2 axes, head sizes or key counts that differ, query heads that
-    /// are not a multiple of key heads, or a mask that does not broadcast
+    /// are not a multiple of the key's and the value's heads, or a mask that does not broadcast
     /// to the scores; `Error::DType` for operands of different or non-float
     /// dtypes, or a mask neither bool nor float;
     /// `Error::Argument` for a mask with `causal` (as PyTorch);
@@ -195,9 +198,20 @@ impl Tensor {
                     dims[rank - 3] = most;
                     t.broadcast_to(dims)
                 };
-                match !grouped && broadcasts {
-                    true => (to(q)?, to(k)?, to(v)?),
-                    false => (q.clone(), k.clone(), v.clone()),
+                // Keys and values of different groups of the queries'
+                // heads (PyTorch's enable_gqa: query head `h` reads key
+                // head `h / (hq / hk)` and value head `h / (hq / hv)`)
+                // repeat each head to their least common multiple, which
+                // groups the queries' heads.
+                let regroup =
+                    hk != hv && hk > 0 && hv > 0 && hq.is_multiple_of(hk) && hq.is_multiple_of(hv);
+                match (!grouped && broadcasts, regroup) {
+                    (true, _) => (to(q)?, to(k)?, to(v)?),
+                    (false, true) => {
+                        let heads = hk / gcd(hk, hv) * hv;
+                        (q.clone(), repeat_heads(k, heads)?, repeat_heads(v, heads)?)
+                    }
+                    (false, false) => (q.clone(), k.clone(), v.clone()),
                 }
             }
             false => (q.clone(), k.clone(), v.clone()),
@@ -266,6 +280,32 @@ impl Tensor {
         }
         composed(q, k, v, mask.as_ref(), attention.causal, groups, scale)
     }
+}
+
+/// `t` `(..., h, S, E)` with each head repeated to `heads` (a multiple of
+/// `h`) in order: head `j` of the result is head `j / (heads / h)` of
+/// `t` (a view where `t` has one head).
+fn repeat_heads(t: &Tensor, heads: usize) -> Result<Tensor> {
+    let rank = t.rank();
+    let h = t.dims()[rank - 3];
+    if h == heads {
+        return Ok(t.clone());
+    }
+    let mut spread = t.dims().to_vec();
+    spread.insert(rank - 2, heads / h);
+    let mut dims = t.dims().to_vec();
+    dims[rank - 3] = heads;
+    t.unsqueeze(rank as isize - 2)?
+        .broadcast_to(spread)?
+        .reshape(dims)
+}
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Attention on a GPU's flash kernel (`backend::gpu::attention`): `None`
