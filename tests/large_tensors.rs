@@ -567,6 +567,7 @@ fn searches(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
     };
     let (sorted, at) = (cast(&edges, &[600])?, cast(&queries, &[300])?);
     let descending = sorted.flip(&[0])?;
+    let flat = Tensor::full([600], 1.0, dtype, dev)?;
     // Rows of their own: [4, 150] sorted rows and [4, 75] values.
     let rows = sorted.reshape([4, 150])?;
     let per_row = at.reshape([4, 75])?;
@@ -585,6 +586,11 @@ fn searches(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
         at.digitize(&descending, false)?,
         at.digitize(&descending, true)?,
         sorted.searchsorted(&sorted, Side::Left)?,
+        // Bins of one value ascend (NumPy's, and the one-kernel path's:
+        // last < first, strictly); a cut row took them as descending for
+        // digitize(right = false).
+        at.digitize(&flat, false)?,
+        at.digitize(&flat, true)?,
         x.masked_select(&mask)?,
         mask.argwhere()?,
     ];
@@ -597,6 +603,15 @@ fn searches(dev: &Device, dtype: DType) -> webtensor::Result<Vec<Vec<f32>>> {
 #[test]
 fn searches_and_selections_over_many_bindings_match_the_cpu() {
     let cpu = Device::cpu();
+    // NumPy 2.4: digitize([0, 1, 5], ones(600)) with right false and true.
+    for (name, dev) in capped_for(0).into_iter().chain(&[("cpu", cpu.clone())]) {
+        let flat = Tensor::full([600], 1.0, DType::F32, dev).unwrap();
+        let x = Tensor::from_slice(&[0.0f32, 1.0, 5.0], [3], dev).unwrap();
+        for (right, want) in [(false, [0, 600, 600]), (true, [0, 0, 600])] {
+            let got = x.digitize(&flat, right).unwrap().to_vec::<i64>().unwrap();
+            assert_eq!(got, want, "{name}: right {right}");
+        }
+    }
     for (k, dtype) in [DType::F32, DType::I32, DType::F16].into_iter().enumerate() {
         let want = searches(&cpu, dtype).unwrap();
         for (name, dev) in capped_for(k) {

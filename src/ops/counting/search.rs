@@ -243,11 +243,16 @@ fn search_into(sorted: &Tensor, values: &Tensor, dest: &Tensor, how: Order) -> R
     let n = sorted.dims()[1];
     let backward = count(&mut parts.iter().rev().map(|p| p.flip(&[1])))?;
     let from_end = backward.neg()?.add_scalar(n as i64)?;
-    // last < first in the search's own order: the count of [last] before
-    // first, 0 or 1 a row.
+    // last < first in the search's own order, strictly (as the kernel's
+    // and the CPU's test: a row of one value ascends): the count of [last]
+    // before first, 0 or 1 a row, searched on the left whatever `right`.
     let first = sorted.narrow(1, 0, 1)?;
     let last = sorted.narrow(1, n - 1, 1)?;
-    let descending = search_into_fresh(&last, &first, ascending)?;
+    let strictly = Order {
+        right: false,
+        auto_direction: false,
+    };
+    let descending = search_into_fresh(&last, &first, strictly)?;
     dest.assign(&forward.add(&descending.mul(&from_end.sub(&forward)?)?)?)
 }
 
