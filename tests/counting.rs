@@ -768,6 +768,37 @@ fn unique_keeps_subnormals_apart() {
     }
 }
 
+/// Subnormals are non-zero in `nonzero`, `argwhere`, `count_nonzero`,
+/// `to_dtype(Bool)`, `any` and `all` (NumPy 2.4 and PyTorch 2.15, f32 and
+/// bf16: count 4, positions [1, 2, 4, 5]): they were compared with 0 as
+/// floats, which a GPU that flushes subnormals reads as equal. (lavapipe
+/// keeps subnormals, so there this holds before the change too.)
+#[test]
+fn subnormals_are_nonzero() {
+    let values = [0.0f32, 1e-40, 1.0, -0.0, f32::NAN, -1e-40];
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::BF16] {
+            let x = Tensor::from_slice(&values, [6], &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let what = format!("{dev} {dtype}");
+            let count = x.count_nonzero().unwrap().to_vec::<i64>().unwrap();
+            assert_eq!(count, [4], "{what}");
+            let at = x.argwhere().unwrap().to_vec::<i64>().unwrap();
+            assert_eq!(at, [1, 2, 4, 5], "{what}");
+            let at = x.nonzero().unwrap()[0].to_vec::<i64>().unwrap();
+            assert_eq!(at, [1, 2, 4, 5], "{what}");
+            let truth = x.to_dtype(DType::Bool).unwrap().to_vec::<bool>().unwrap();
+            assert_eq!(truth, [false, true, true, false, true, true], "{what}");
+            let pair = x.narrow(0, 0, 2).unwrap();
+            assert!(pair.any(..).unwrap().item::<bool>().unwrap(), "{what}");
+            let tiny = x.narrow(0, 1, 2).unwrap();
+            assert!(tiny.all(..).unwrap().item::<bool>().unwrap(), "{what}");
+        }
+    }
+}
+
 /// The GPU bins values by their order keys (bits), as the CPU does: a GPU
 /// that flushes subnormals made every subnormal equal to every subnormal
 /// edge (all in the last bin), and one that lowers float comparisons as

@@ -428,8 +428,10 @@ fn f32_to_u8(x: f32) -> u32 {
     return u32(x);
 }
 
+// Non-zero by bits: a GPU that flushes subnormals compares them equal to
+// zero (NumPy's and PyTorch's `bool` of 1e-40 is true).
 fn f32_to_bool(x: f32) -> bool {
-    return x != 0.0 || is_nan_f32(x);
+    return (bitcast<u32>(x) & 0x7fffffffu) != 0u;
 }
 
 // Round-to-nearest-even f16 bits of an f32, overflowing to infinity, a NaN

@@ -82,11 +82,9 @@ impl Tensor {
         }
         let n = self.numel();
         let flat = self.reshape([n])?;
-        let keep = if self.dtype() == DType::Bool {
-            flat
-        } else {
-            flat.ne_scalar(0)?
-        };
+        // Non-zero by bits (`to_dtype(Bool)`): a float comparison on a GPU
+        // that flushes subnormals would drop them.
+        let keep = flat.to_dtype(DType::Bool)?;
         let at = kept_positions(&keep).await.map_err(|e| e.named(op))?;
         crate::ops::as_op(op, || {
             // Row-major coordinates of each flat position.
@@ -149,12 +147,8 @@ impl Tensor {
             if self.dtype().is_complex() {
                 return Err(super::super::complex::not_for_complex("count_nonzero"));
             }
-            let keep = if self.dtype() == DType::Bool {
-                self.clone()
-            } else {
-                self.ne_scalar(0)?
-            };
-            keep.to_dtype(DType::I64)?.sum(..)
+            // Non-zero by bits, as `nonzero`.
+            self.to_dtype(DType::Bool)?.to_dtype(DType::I64)?.sum(..)
         })
     }
 }
