@@ -811,6 +811,54 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
     }
 }
 
+/// f64 images resized on the CPU (f64 has no GPU path) as PyTorch does,
+/// its blending modes' positions and weights in f64: within 1e-13 of
+/// PyTorch's values (tests/data/torch_resize_f64_cases.npz, written by
+/// make_resize_f64_cases.py), where f32 positions were up to 2e-4 off;
+/// nearest bit for bit (PyTorch picks its pixels in f32 for f64 too).
+#[test]
+fn f64_resizes_work_in_f64_as_pytorchs() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/torch_resize_f64_cases.npz");
+    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let get = |name: &str| &cases.iter().find(|(n, _)| n == name).unwrap().1;
+    let mut ran = 0;
+    for (key, x) in &cases {
+        let Some(name) = key.strip_suffix("_in") else {
+            continue;
+        };
+        let want = get(&format!("{name}_out"));
+        let w: Vec<&str> = name.split('_').collect();
+        let mode = match w[0] {
+            "nearest" => Resize::Nearest,
+            "bilinear" => Resize::Bilinear,
+            "antialias" => Resize::BilinearAntialias,
+            _ => Resize::BilinearAlignCorners,
+        };
+        let factors: Vec<f64> = w[3].split('x').map(|f| f.parse().unwrap()).collect();
+        let got = match w[1] {
+            "size" => x.resize([want.dims()[2], want.dims()[3]], mode),
+            _ => x.resize_by([factors[0], factors[1]], mode),
+        }
+        .unwrap();
+        assert_eq!(
+            (got.dims(), got.dtype()),
+            (want.dims(), DType::F64),
+            "{name}"
+        );
+        let (g, v) = (got.to_vec::<f64>().unwrap(), want.to_vec::<f64>().unwrap());
+        let tol = if mode == Resize::Nearest { 0.0 } else { 1e-13 };
+        for (i, (a, b)) in g.iter().zip(&v).enumerate() {
+            assert!(
+                (a - b).abs() <= tol * (1.0 + b.abs()),
+                "{name}[{i}]: {a} vs {b}"
+            );
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 9);
+}
+
 #[test]
 fn resizing_gives_pytorchs_values() {
     for dev in devices() {

@@ -300,25 +300,9 @@ pub(crate) enum Sampling {
     Bilinear,
     BilinearAlignCorners,
     /// Bilinear with PyTorch's antialiasing: each output weighs a window
-    /// of the input as wide as the scale ([`antialias_window`]).
+    /// of the input as wide as the scale (`ops/resize_taps.rs`'s
+    /// `antialias_window`).
     BilinearAntialias,
-}
-
-/// An antialiased axis's half window and its inverse scale: `scale` and
-/// `1 / scale` when downsampling, 1 and 1 otherwise.
-fn antialias_support(scale: f32) -> (f32, f32) {
-    if scale >= 1.0 {
-        (scale, 1.0 / scale)
-    } else {
-        (1.0, 1.0)
-    }
-}
-
-/// The most input positions an antialiased output weighs along an axis of
-/// `scale` (PyTorch's `max_interp_size`): twice the half window rounded up,
-/// plus one.
-pub(crate) fn antialias_taps(scale: f32) -> usize {
-    antialias_support(scale).0.ceil() as usize * 2 + 1
 }
 
 /// The most input positions an antialiased output weighs along one axis
@@ -326,39 +310,10 @@ pub(crate) fn antialias_taps(scale: f32) -> usize {
 /// windows are composed by the op layer.
 pub(crate) const MAX_ANTIALIAS_TAPS: usize = 64;
 
-/// Output `i`'s window along an axis of `n` resized with `scale` input
-/// positions per output (PyTorch's `_compute_indices_min_size_weights_aa`
-/// with the bilinear filter, `align_corners=False`), in f32 step by step
-/// as the GPU kernel computes it: the first input position, and the
-/// weights of the positions from it (normalised to sum to 1 unless all are
-/// 0), at most [`antialias_taps`] of them. The window is `scale` wide each
-/// side of the centre when downsampling, 1 when upsampling.
-pub(crate) fn antialias_window(i: usize, n: usize, scale: f32) -> (usize, Vec<f32>) {
-    let (support, inverse) = antialias_support(scale);
-    let max_taps = antialias_taps(scale);
-    let center = scale * (i as f32 + 0.5);
-    // Truncated toward zero, as C++'s casts (and WGSL's) do.
-    let first = ((center - support) + 0.5).max(0.0) as usize;
-    let end = (((center + support) + 0.5) as usize).min(n);
-    let count = end.saturating_sub(first).min(max_taps);
-    let weights: Vec<f32> = (0..count)
-        .map(|j| {
-            let x = (((first + j) as f32 - center) + 0.5) * inverse;
-            let x = x.abs();
-            if x < 1.0 { 1.0 - x } else { 0.0 }
-        })
-        .collect();
-    let total = weights.iter().fold(0.0f32, |t, &w| t + w);
-    if total == 0.0 {
-        return (first, weights);
-    }
-    (first, weights.into_iter().map(|w| w / total).collect())
-}
-
 /// One resize on a GPU's single-pass kernel: the last two axes of `input`
 /// (a float tensor for the blending modes) resized into `out`, a fresh
 /// contiguous tensor of its dtype; `ratio` is each axis's input positions
-/// per output position in f32 (`ops/resize.rs`'s `source_ratio`).
+/// per output position in f32 (`ops/resize_taps.rs`'s `source_ratio`).
 pub(crate) struct ResizeCall<'a> {
     pub mode: Sampling,
     pub ratio: [f32; 2],

@@ -29,8 +29,7 @@ pub(crate) use calls::{
     Call, ConvCall, ConvResidual, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist,
     GatherCall, IndexedAxis, Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall,
     NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, SCAN_PASS, Sampling, ScanCall,
-    ScatterCall, SoftmaxCall, SortCall, StorageRef, TensorRef, antialias_taps, antialias_window,
-    lines,
+    ScatterCall, SoftmaxCall, SortCall, StorageRef, TensorRef, lines,
 };
 pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};

@@ -36,6 +36,7 @@ mod rearrange;
 mod reduce;
 mod reductions;
 mod resize;
+mod resize_taps;
 mod sort;
 mod special;
 mod stft;

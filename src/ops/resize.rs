@@ -1,19 +1,20 @@
 //! Resizing the last two axes, as PyTorch's `interpolate`: `nearest`
 //! picks columns and then rows by index, `bilinear` blends the two nearest
 //! columns, then the two nearest rows. Positions and weights are worked
-//! out in f32 by PyTorch's CPU formulas, so the same source elements are
-//! picked. For f64 data too, where PyTorch's blending modes work them out
-//! in f64: an f64 bilinear resize is within about 1e-7 (relative) of
-//! PyTorch's, not to f64's precision. A GPU runs one kernel that computes them in the shader
+//! out by PyTorch's CPU formulas in its precisions (`resize_taps.rs`: f32,
+//! and f64 for f64 data's blending modes), so the same source elements
+//! are picked with the same weights. A GPU runs one kernel that computes
+//! them in the shader
 //! (`backend::gpu::resize`); the CPU, and a GPU for views over more than
 //! one storage binding, compose it here axis by axis (`index_select`, then
 //! a blend), from positions worked out on the host.
 
+use super::resize_taps::{double, single};
 use super::windows::compute_dtype;
 use crate::backend::cpu::try_collect;
-use crate::backend::{
-    MAX_ANTIALIAS_TAPS, ResizeCall, Sampling, antialias_taps, antialias_window, resize,
-};
+use crate::backend::{MAX_ANTIALIAS_TAPS, ResizeCall, Sampling, resize};
+use crate::dtype::DType;
+use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::Tensor;
@@ -37,7 +38,7 @@ pub enum Resize {
     /// 1), so detail finer than the output's spacing averages out instead
     /// of aliasing; when it grows, the plain bilinear window. Axes are
     /// resampled columns first, then rows, and an axis of unchanged length
-    /// is left as it is. Windows and weights in f32.
+    /// is left as it is. Windows and weights in f32 (f64 for f64 data).
     BilinearAntialias,
 }
 
@@ -198,9 +199,9 @@ impl Tensor {
         if out.binding_cut().is_some() {
             return Ok(None);
         }
-        let ratio = [0, 1].map(|a| source_ratio(n[a], size[a], scale.map(|s| s[a]), mode));
+        let ratio = [0, 1].map(|a| single::source_ratio(n[a], size[a], scale.map(|s| s[a]), mode));
         // Windows wider than the kernel holds are composed.
-        let wide = |r: f32| antialias_taps(r) > MAX_ANTIALIAS_TAPS;
+        let wide = |r: f32| single::antialias_taps(r) > MAX_ANTIALIAS_TAPS;
         if mode == Resize::BilinearAntialias && ratio.iter().any(|&r| wide(r)) {
             return Ok(None);
         }
@@ -244,8 +245,8 @@ fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Optio
             return None;
         }
         let f = m / n;
-        let ratio = source_ratio(n, m, scale.map(|s| s[a]), Resize::Nearest);
-        if (0..m).any(|i| source_taps(i, n, m, ratio, Resize::Nearest).0 != i / f) {
+        let ratio = single::source_ratio(n, m, scale.map(|s| s[a]), Resize::Nearest);
+        if (0..m).any(|i| single::source_taps(i, n, m, ratio, Resize::Nearest).0 != i / f) {
             return None;
         }
         factors[a] = f;
@@ -302,20 +303,29 @@ fn resize_axis(
             device,
         ),
     };
-    let ratio = source_ratio(n, m, scale, mode);
     // The output's extent comes from the caller: the host may refuse it.
-    let taps = try_collect(op, m, (0..m).map(|i| source_taps(i, n, m, ratio, mode)))?;
-    let lower = try_collect(op, m, taps.iter().map(|t| t.0))?;
-    if mode == Resize::Nearest {
+    // f64 data's blends work in f64 (PyTorch's), all else in f32.
+    let (lower, upper, weight) = if x.dtype() == DType::F64 && mode != Resize::Nearest {
+        let ratio = double::source_ratio(n, m, scale, mode);
+        let taps = (0..m).map(|i| double::source_taps(i, n, m, ratio, mode));
+        columns(op, m, try_collect(op, m, taps)?, device, true)?
+    } else {
+        let ratio = single::source_ratio(n, m, scale, mode);
+        let taps = (0..m).map(|i| single::source_taps(i, n, m, ratio, mode));
+        columns(
+            op,
+            m,
+            try_collect(op, m, taps)?,
+            device,
+            mode != Resize::Nearest,
+        )?
+    };
+    let Some(weight) = weight else {
         return x.index_select(&index(lower)?, axis as isize);
-    }
-    let upper = try_collect(op, m, taps.iter().map(|t| t.1))?;
-    let weight = try_collect(op, m, taps.iter().map(|t| t.2))?;
+    };
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
-    let w1 = Tensor::from_vec(weight, [m], device)?
-        .reshape(shape)?
-        .to_dtype(x.dtype())?;
+    let w1 = weight.reshape(shape)?.to_dtype(x.dtype())?;
     let w0 = w1.neg()?.add_scalar(1.0)?;
     let a = x.index_select(&index(lower)?, axis as isize)?;
     let b = x.index_select(&index(upper)?, axis as isize)?;
@@ -333,9 +343,27 @@ fn resize_axis_antialias(
     [n, m]: [usize; 2],
     scale: Option<f64>,
 ) -> Result<Tensor> {
-    let device = x.device();
-    let ratio = source_ratio(n, m, scale, Resize::BilinearAntialias);
-    let windows = try_collect(op, m, (0..m).map(|i| antialias_window(i, n, ratio)))?;
+    // f64 data's windows in f64 (PyTorch's), all else in f32.
+    if x.dtype() == DType::F64 {
+        let ratio = double::source_ratio(n, m, scale, Resize::BilinearAntialias);
+        let windows = (0..m).map(|i| double::antialias_window(i, n, ratio));
+        return sum_windows(op, x, axis, n, try_collect(op, m, windows)?);
+    }
+    let ratio = single::source_ratio(n, m, scale, Resize::BilinearAntialias);
+    let windows = (0..m).map(|i| single::antialias_window(i, n, ratio));
+    sum_windows(op, x, axis, n, try_collect(op, m, windows)?)
+}
+
+/// `x` along `axis` (`n` long) summed over each output's window (its first
+/// input position and weights), tap by tap.
+fn sum_windows<W: Element + Default>(
+    op: &'static str,
+    x: &Tensor,
+    axis: usize,
+    n: usize,
+    windows: Vec<(usize, Vec<W>)>,
+) -> Result<Tensor> {
+    let (device, m) = (x.device(), windows.len());
     let taps = windows.iter().map(|w| w.1.len()).max().unwrap_or(0).max(1);
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
@@ -346,7 +374,9 @@ fn resize_axis_antialias(
         let weight = try_collect(
             op,
             m,
-            windows.iter().map(|w| w.1.get(j).copied().unwrap_or(0.0)),
+            windows
+                .iter()
+                .map(|w| w.1.get(j).copied().unwrap_or_default()),
         )?;
         let weight = column(Tensor::from_vec(weight, [m], device)?)?.to_dtype(x.dtype())?;
         let term = x
@@ -364,38 +394,24 @@ fn resize_axis_antialias(
     sum.ok_or_else(|| Error::internal(op, "an antialiased axis with no taps"))
 }
 
-/// Input positions per output position, in f32 as PyTorch's CPU kernels
-/// compute it (`area_pixel_compute_scale`): `n / m` in f32, `1 / scale`
-/// rounded to f32 when a factor is given, `(n - 1) / (m - 1)` with
-/// corners aligned (which ignores the factor).
-fn source_ratio(n: usize, m: usize, scale: Option<f64>, mode: Resize) -> f32 {
-    match (mode, scale) {
-        (Resize::BilinearAlignCorners, _) if m > 1 => (n - 1) as f32 / (m - 1) as f32,
-        (Resize::BilinearAlignCorners, _) => 0.0,
-        (_, Some(s)) => (1.0 / s) as f32,
-        (_, None) => n as f32 / m as f32,
-    }
-}
-
-/// Output `i`'s two input positions and the second one's weight (the
-/// nearest mode uses the first), bit for bit as PyTorch's CPU kernels
-/// (`nearest_idx`, `compute_source_index_and_lambda`): f32 throughout, an
-/// output as long as its input copies it, and a nearest output twice as
-/// long takes `i / 2`, whatever factor was given.
-fn source_taps(i: usize, n: usize, m: usize, ratio: f32, mode: Resize) -> (usize, usize, f32) {
-    let last = n - 1;
-    let at = |k: usize| k.min(last);
-    if n == m {
-        return (at(i), at(i), 0.0);
-    }
-    let source = match mode {
-        Resize::Nearest if m == 2 * n => return (at(i / 2), 0, 0.0),
-        Resize::Nearest => return (at(((i as f32) * ratio).floor() as usize), 0, 0.0),
-        // (The antialiased form takes windows instead: never here.)
-        Resize::Bilinear | Resize::BilinearAntialias => (ratio * (i as f32 + 0.5) - 0.5).max(0.0),
-        Resize::BilinearAlignCorners => ratio * i as f32,
+/// An axis's taps as the lower and upper positions and, to `blend`, a
+/// tensor of the upper one's weights (`[m]`, in the taps' precision).
+fn columns<W: Element>(
+    op: &'static str,
+    m: usize,
+    taps: Vec<(usize, usize, W)>,
+    device: &crate::Device,
+    blend: bool,
+) -> Result<(Vec<usize>, Vec<usize>, Option<Tensor>)> {
+    let lower = try_collect(op, m, taps.iter().map(|t| t.0))?;
+    let upper = try_collect(op, m, taps.iter().map(|t| t.1))?;
+    let weight = match blend {
+        true => Some(Tensor::from_vec(
+            try_collect(op, m, taps.iter().map(|t| t.2))?,
+            [m],
+            device,
+        )?),
+        false => None,
     };
-    let lower = (source.floor() as usize).min(last);
-    let weight = (source - lower as f32).clamp(0.0, 1.0);
-    (at(lower), at(lower + 1), weight)
+    Ok((lower, upper, weight))
 }

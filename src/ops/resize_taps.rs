@@ -1,0 +1,109 @@
+//! Where each output of a resized axis reads and with what weights, by
+//! PyTorch's CPU formulas, written once for the two precisions they run
+//! in: `single` (f32: every dtype's, and nearest always, as PyTorch's
+//! `nearest_idx`; the GPU kernel's, step for step) and `double` (f64
+//! data's blending modes, as PyTorch works them out in its `opmath_t`).
+
+/// The formulas in `$t`, as the module `$m`.
+macro_rules! taps_in {
+    ($m:ident, $t:ty) => {
+        pub(crate) mod $m {
+            use crate::ops::resize::Resize;
+
+            /// Input positions per output position
+            /// (`area_pixel_compute_scale`): `n / m`, `1 / scale` when a
+            /// factor is given, `(n - 1) / (m - 1)` with corners aligned
+            /// (which ignores the factor).
+            pub(crate) fn source_ratio(n: usize, m: usize, scale: Option<f64>, mode: Resize) -> $t {
+                match (mode, scale) {
+                    (Resize::BilinearAlignCorners, _) if m > 1 => (n - 1) as $t / (m - 1) as $t,
+                    (Resize::BilinearAlignCorners, _) => 0.0,
+                    (_, Some(s)) => (1.0 / s) as $t,
+                    (_, None) => n as $t / m as $t,
+                }
+            }
+
+            /// Output `i`'s two input positions and the second one's weight
+            /// (the nearest mode uses the first), as PyTorch's CPU kernels
+            /// (`nearest_idx`, `compute_source_index_and_lambda`): an
+            /// output as long as its input copies it, and a nearest output
+            /// twice as long takes `i / 2`, whatever factor was given.
+            pub(crate) fn source_taps(
+                i: usize,
+                n: usize,
+                m: usize,
+                ratio: $t,
+                mode: Resize,
+            ) -> (usize, usize, $t) {
+                let last = n - 1;
+                let at = |k: usize| k.min(last);
+                if n == m {
+                    return (at(i), at(i), 0.0);
+                }
+                let source = match mode {
+                    Resize::Nearest if m == 2 * n => return (at(i / 2), 0, 0.0),
+                    Resize::Nearest => return (at(((i as $t) * ratio).floor() as usize), 0, 0.0),
+                    // (The antialiased form takes windows instead: never here.)
+                    Resize::Bilinear | Resize::BilinearAntialias => {
+                        (ratio * (i as $t + 0.5) - 0.5).max(0.0)
+                    }
+                    Resize::BilinearAlignCorners => ratio * i as $t,
+                };
+                let lower = (source.floor() as usize).min(last);
+                let weight = (source - lower as $t).clamp(0.0, 1.0);
+                (at(lower), at(lower + 1), weight)
+            }
+
+            /// An antialiased axis's half window and its inverse scale:
+            /// `scale` and `1 / scale` when downsampling, 1 and 1 otherwise.
+            fn antialias_support(scale: $t) -> ($t, $t) {
+                if scale >= 1.0 {
+                    (scale, 1.0 / scale)
+                } else {
+                    (1.0, 1.0)
+                }
+            }
+
+            /// The most input positions an antialiased output weighs along
+            /// an axis of `scale` (PyTorch's `max_interp_size`): twice the
+            /// half window rounded up, plus one.
+            pub(crate) fn antialias_taps(scale: $t) -> usize {
+                antialias_support(scale).0.ceil() as usize * 2 + 1
+            }
+
+            /// Output `i`'s window along an axis of `n` resized with `scale`
+            /// input positions per output (PyTorch's
+            /// `_compute_indices_min_size_weights_aa` with the bilinear
+            /// filter, `align_corners=False`), step by step as the GPU
+            /// kernel computes it in f32: the first input position, and the
+            /// weights of the positions from it (normalised to sum to 1
+            /// unless all are 0), at most [`antialias_taps`] of them. The
+            /// window is `scale` wide each side of the centre when
+            /// downsampling, 1 when upsampling.
+            pub(crate) fn antialias_window(i: usize, n: usize, scale: $t) -> (usize, Vec<$t>) {
+                let (support, inverse) = antialias_support(scale);
+                let max_taps = antialias_taps(scale);
+                let center = scale * (i as $t + 0.5);
+                // Truncated toward zero, as C++'s casts (and WGSL's) do.
+                let first = ((center - support) + 0.5).max(0.0) as usize;
+                let end = (((center + support) + 0.5) as usize).min(n);
+                let count = end.saturating_sub(first).min(max_taps);
+                let weights: Vec<$t> = (0..count)
+                    .map(|j| {
+                        let x = (((first + j) as $t - center) + 0.5) * inverse;
+                        let x = x.abs();
+                        if x < 1.0 { 1.0 - x } else { 0.0 }
+                    })
+                    .collect();
+                let total = weights.iter().fold(0.0, |t: $t, &w| t + w);
+                if total == 0.0 {
+                    return (first, weights);
+                }
+                (first, weights.into_iter().map(|w| w / total).collect())
+            }
+        }
+    };
+}
+
+taps_in!(single, f32);
+taps_in!(double, f64);
