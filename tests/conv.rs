@@ -742,6 +742,20 @@ fn torch_resize_cases() -> Vec<(String, Tensor)> {
     webtensor::io::load_npz(path, &Device::cpu()).unwrap()
 }
 
+/// A resize case's name (`MODE_size_HxW_OHxOW` or `MODE_factor_..`) in
+/// words, its mode, and its last word's numbers (the factors).
+fn resize_case(name: &str) -> (Vec<&str>, Resize, Vec<f64>) {
+    let w: Vec<&str> = name.split('_').collect();
+    let mode = match w[0] {
+        "nearest" => Resize::Nearest,
+        "bilinear" => Resize::Bilinear,
+        "antialias" => Resize::BilinearAntialias,
+        _ => Resize::BilinearAlignCorners,
+    };
+    let factors = w[3].split('x').map(|f| f.parse().unwrap()).collect();
+    (w, mode, factors)
+}
+
 #[test]
 fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
     let cases = torch_resize_cases();
@@ -753,15 +767,8 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
                 continue;
             };
             let want = get(&format!("{name}_out"));
-            let w: Vec<&str> = name.split('_').collect();
-            let mode = match w[0] {
-                "nearest" => Resize::Nearest,
-                "bilinear" => Resize::Bilinear,
-                "antialias" => Resize::BilinearAntialias,
-                _ => Resize::BilinearAlignCorners,
-            };
+            let (w, mode, factors) = resize_case(name);
             let (h, wd) = (want.dims()[2], want.dims()[3]);
-            let factors: Vec<f64> = w[3].split('x').map(|f| f.parse().unwrap()).collect();
             let x = input.to_device(&dev).unwrap();
             // Contiguous, and a view of a transposed copy.
             let flipped = x.transpose(-1, -2).unwrap().contiguous().unwrap();
@@ -814,7 +821,7 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
 /// f64 images resized on the CPU (f64 has no GPU path) as PyTorch does,
 /// its blending modes' positions and weights in f64: within 1e-13 of
 /// PyTorch's values (tests/data/torch_resize_f64_cases.npz, written by
-/// make_resize_f64_cases.py), where f32 positions were up to 2e-4 off;
+/// make_resize_cases.py), where f32 positions were up to 2e-4 off;
 /// nearest bit for bit (PyTorch picks its pixels in f32 for f64 too).
 #[test]
 fn f64_resizes_work_in_f64_as_pytorchs() {
@@ -828,14 +835,7 @@ fn f64_resizes_work_in_f64_as_pytorchs() {
             continue;
         };
         let want = get(&format!("{name}_out"));
-        let w: Vec<&str> = name.split('_').collect();
-        let mode = match w[0] {
-            "nearest" => Resize::Nearest,
-            "bilinear" => Resize::Bilinear,
-            "antialias" => Resize::BilinearAntialias,
-            _ => Resize::BilinearAlignCorners,
-        };
-        let factors: Vec<f64> = w[3].split('x').map(|f| f.parse().unwrap()).collect();
+        let (w, mode, factors) = resize_case(name);
         let got = match w[1] {
             "size" => x.resize([want.dims()[2], want.dims()[3]], mode),
             _ => x.resize_by([factors[0], factors[1]], mode),

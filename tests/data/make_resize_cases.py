@@ -3,9 +3,14 @@
 and by scale factor, nearest and bilinear with and without aligned
 corners, and bilinear antialiased (`antialias`). Each case `NAME_in` ([2, 1, h, w]) and `NAME_out`; the name says
 the mode (`nearest`, `bilinear`, `corners`), whether a size or a factor
-was given, and the sizes or factors (`x` between the two axes). Run from
-tests/data with `python3 make_resize_cases.py` (PyTorch 2.15 wrote the
-committed file)."""
+was given, and the sizes or factors (`x` between the two axes).
+
+Also torch_resize_f64_cases.npz: f64 images, whose blending modes
+PyTorch works out in f64, along axes long enough (hundreds of pixels)
+that f32 positions are far from f64's. No antialiased case there has an
+output axis of one pixel: PyTorch 2.15's CPU antialias weighs such an
+axis wrongly. Run from tests/data with `python3 make_resize_cases.py`
+(PyTorch 2.15 wrote the committed files)."""
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -15,13 +20,13 @@ cases = {}
 MODES = {"nearest": ("nearest", None), "bilinear": ("bilinear", False), "corners": ("bilinear", True),
          "antialias": ("bilinear", False)}
 
-def add(name, x, **kw):
+def add(name, x, into=cases, **kw):
     kind = name.split("_")[0]
     mode, corners = MODES[kind]
     y = F.interpolate(torch.from_numpy(x), mode=mode, align_corners=corners,
                       antialias=kind == "antialias", **kw)
-    cases[name + "_in"] = x
-    cases[name + "_out"] = y.numpy()
+    into[name + "_in"] = x
+    into[name + "_out"] = y.numpy()
 
 SIZES = [((1, 14), (1, 46)), ((7, 5), (3, 9)), ((14, 16), (46, 28)), ((5, 3), (10, 6)),
          ((31, 2), (33, 64)), ((3, 7), (3, 7)), ((16, 9), (7, 4)), ((1, 1), (4, 3)),
@@ -51,3 +56,20 @@ add("nearest_size_2x4_5x9", x, size=(5, 9))
 # An antialiased axis of unchanged length is left alone (no NaN from inf).
 add("antialias_size_2x4_2x3", x, size=(2, 3))
 np.savez_compressed("torch_resize_cases.npz", **cases)
+
+# f64 images (torch_resize_f64_cases.npz).
+wide_rng = np.random.default_rng(5)
+wide = {}
+for mode, (h, w), (oh, ow) in [("bilinear", (1, 1000), (1, 1401)),
+                               ("bilinear", (2, 300), (3, 701)),
+                               ("corners", (1, 300), (2, 899)),
+                               ("corners", (3, 817), (2, 300)),
+                               ("antialias", (3, 600), (2, 201)),
+                               ("antialias", (2, 140), (3, 420)),
+                               ("nearest", (1, 600), (1, 999))]:
+    add(f"{mode}_size_{h}x{w}_{oh}x{ow}", wide_rng.standard_normal((1, 1, h, w)), size=(oh, ow), into=wide)
+for mode, (h, w), (sh, sw) in [("bilinear", (2, 600), (1.5, 1.37)),
+                               ("antialias", (3, 400), (1.0, 0.43))]:
+    add(f"{mode}_factor_{h}x{w}_{sh}x{sw}", wide_rng.standard_normal((1, 1, h, w)),
+        scale_factor=(sh, sw), into=wide)
+np.savez_compressed("torch_resize_f64_cases.npz", **wide)
