@@ -229,6 +229,36 @@ fn a_top_p_of_nothing_keeps_the_largest() {
     }
 }
 
+/// Logits tied at top_p's cut are kept in index order, the earlier first,
+/// on every device, as documented: of [2, 1, 1, 0] at p = 0.6 (0.58 in
+/// the largest) tokens 0 and 1 are drawn, never 2 (Hugging Face keeps 0
+/// and 2); of four equal logits at p = 0.5, tokens 0 and 1.
+#[test]
+fn ties_at_the_top_p_cut_keep_the_earlier_tokens() {
+    let us: Vec<f32> = (0..16).map(|i| i as f32 / 16.0).collect();
+    for dev in common::devices() {
+        for (row, p, kept) in [
+            ([2.0f32, 1.0, 1.0, 0.0], 0.6, [0, 1]),
+            ([1.0; 4], 0.5, [0, 1]),
+        ] {
+            let logits = Tensor::from_slice(&row.repeat(16), [16, 4], &dev).unwrap();
+            let u = Tensor::from_slice(&us, [16], &dev).unwrap();
+            let got = logits
+                .sample_with(&Sampling::new(1.0).top_p(p), &u)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            for token in kept {
+                assert!(got.contains(&token), "{row:?} on {dev}: {got:?}");
+            }
+            assert!(
+                got.iter().all(|t| kept.contains(t)),
+                "{row:?} on {dev}: {got:?}"
+            );
+        }
+    }
+}
+
 /// A temperature small enough that the logits over it pass f32's range is
 /// the greedy draw, its limit (the scaled logits were all +inf, and the
 /// draw took the first); a row with a NaN logit, or no finite one, gives

@@ -46,6 +46,9 @@ impl Sampling {
     /// Draws among the smallest set of the largest logits whose
     /// probability reaches `p` (nucleus sampling, Hugging Face's `top_p`,
     /// `p` in `[0, 1]`; the largest is always kept, so `p = 0` is greedy).
+    /// Logits tied at the cut are kept in index order, the earlier first
+    /// (Hugging Face keeps the later ones: the kept mass is the same, the
+    /// token ids may differ).
     pub fn top_p(mut self, p: f64) -> Sampling {
         self.top_p = Some(p);
         self
