@@ -322,6 +322,52 @@ fn casts_follow_rust_as_on_every_device() {
             [-1.0, 256.0, 7.0],
             "{dev}"
         );
+        // Past 2^24, rounded once to nearest, ties to even (NumPy 2.4's
+        // and PyTorch 2.15's; WGSL leaves the direction open), in casts
+        // and promotions alike; bf16 through f32, as PyTorch's.
+        let big = [
+            16777217,
+            16777219,
+            i32::MAX,
+            -i32::MAX,
+            i32::MIN,
+            33554435,
+            -16777219,
+        ];
+        let big = Tensor::from_slice(&big, [7], &dev).unwrap();
+        let want = [
+            16777216.0f32,
+            16777220.0,
+            2147483648.0,
+            -2147483648.0,
+            -2147483648.0,
+            33554436.0,
+            -16777220.0,
+        ];
+        assert_eq!(
+            big.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            want,
+            "{dev}"
+        );
+        let zeros = Tensor::zeros([7], DType::F32, &dev).unwrap();
+        assert_eq!(
+            big.add(&zeros).unwrap().to_vec::<f32>().unwrap(),
+            want,
+            "{dev}"
+        );
+        let b = big
+            .to_dtype(DType::BF16)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap();
+        let want = [16777216.0f32, 16777216.0, 2147483648.0, -2147483648.0];
+        assert_eq!(&b.to_vec::<f32>().unwrap()[..4], want, "{dev}");
+        let u = Tensor::from_slice(&[u32::MAX, 16777217, 2147483777], [3], &dev).unwrap();
+        assert_eq!(
+            u.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            [4294967296.0, 16777216.0, 2147483904.0],
+            "{dev}"
+        );
         let h = f.slice(s![..2]).unwrap().to_dtype(DType::F16).unwrap();
         assert_eq!(
             h.to_vec::<half::f16>().unwrap(),

@@ -441,8 +441,9 @@ fn sqrt_is_correctly_rounded_bit_for_bit() {
     }
 }
 
-/// NumPy's `maximum` and `minimum` keep the first of two equal operands
-/// (so the sign of a zero), and `relu` keeps NaN and -0: decided on the
+/// `maximum` and `minimum` keep the first of two equal operands (so the
+/// sign of a zero), as PyTorch's and NumPy's f16 loop (NumPy 2.4's f32
+/// loop keeps the second), and `relu` keeps NaN and -0: decided on the
 /// bits, where a driver may otherwise compile a float select to its
 /// max instruction (NVIDIA's takes +0 over -0, and 0 over NaN).
 #[test]

@@ -428,6 +428,26 @@ fn f32_to_u8(x: f32) -> u32 {
     return u32(x);
 }
 
+// Rust's `u32 as f32`: rounded once to nearest, ties to even, on the
+// integer (WGSL leaves the rounding of an inexact integer conversion open).
+fn u32_to_f32(x: u32) -> f32 {
+    if (x < 0x1000000u) { return f32(x); }
+    // The top bit to bit 31; keep 24 bits, rounding on the 8 below.
+    let s = countLeadingZeros(x);
+    let word = x << s;
+    var mantissa = word >> 8u;
+    let rest = word & 0xffu;
+    if (rest > 0x80u || (rest == 0x80u && (mantissa & 1u) == 1u)) { mantissa = mantissa + 1u; }
+    return ldexp(f32(mantissa), 8 - i32(s));
+}
+
+// Rust's `i32 as f32`: `u32_to_f32` of the magnitude (i32::MIN's is 2^31).
+fn i32_to_f32(x: i32) -> f32 {
+    let m = select(bitcast<u32>(x), 0u - bitcast<u32>(x), x < 0);
+    let r = u32_to_f32(m);
+    return select(r, -r, x < 0);
+}
+
 // Non-zero by bits: a GPU that flushes subnormals compares them equal to
 // zero (NumPy's and PyTorch's `bool` of 1e-40 is true).
 fn f32_to_bool(x: f32) -> bool {
