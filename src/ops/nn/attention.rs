@@ -126,9 +126,9 @@ impl Tensor {
     /// # Errors
     /// `Error::Shape` naming `sdpa` for operands of other ranks or fewer
     /// than 2 axes, head sizes or key counts that differ, query heads that
-    /// are not a multiple of the key's and the value's heads, or a mask that does not broadcast
-    /// to the scores; `Error::DType` for operands of different or non-float
-    /// dtypes, or a mask neither bool nor float;
+    /// are not a multiple of the key's and the value's heads, or a mask
+    /// that does not broadcast to the scores; `Error::DType` for operands
+    /// of different or non-float dtypes, or a mask neither bool nor float;
     /// `Error::Argument` for a mask with `causal` (as PyTorch);
     /// `Error::DeviceMismatch`.
     pub fn sdpa(&self, key: &Tensor, value: &Tensor, attention: &Attention) -> Result<Tensor> {
