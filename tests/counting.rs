@@ -769,8 +769,8 @@ fn unique_keeps_subnormals_apart() {
 }
 
 /// Subnormals are non-zero in `nonzero`, `argwhere`, `count_nonzero`,
-/// `to_dtype(Bool)`, `any` and `all` (NumPy 2.4 and PyTorch 2.15, f32 and
-/// bf16: count 4, positions [1, 2, 4, 5]): they were compared with 0 as
+/// `to_dtype(Bool)`, `any`, `all` and the 0-norm (NumPy 2.4 and PyTorch
+/// 2.15, f32 and bf16: count 4, positions [1, 2, 4, 5]): they were compared with 0 as
 /// floats, which a GPU that flushes subnormals reads as equal. (lavapipe
 /// keeps subnormals, so there this holds before the change too.)
 #[test]
@@ -795,6 +795,9 @@ fn subnormals_are_nonzero() {
             assert!(pair.any(..).unwrap().item::<bool>().unwrap(), "{what}");
             let tiny = x.narrow(0, 1, 2).unwrap();
             assert!(tiny.all(..).unwrap().item::<bool>().unwrap(), "{what}");
+            // torch.linalg.vector_norm(x, 0) counts them too: 4.
+            let zero_norm = x.norm(0.0, ..).unwrap().to_dtype(DType::F32).unwrap();
+            assert_eq!(zero_norm.item::<f32>().unwrap(), 4.0, "{what}");
         }
     }
 }

@@ -607,6 +607,20 @@ fn norms_over_axes() {
         assert_eq!(i.norm(2.0, ..).unwrap().item::<f32>().unwrap(), 5.0);
         let z = Tensor::from_complex(&[webtensor::Complex32::new(3.0, 4.0)], [1], &dev).unwrap();
         assert_eq!(z.norm(1.0, ..).unwrap().item::<f32>().unwrap(), 5.0);
+        // The 0-norm counts by dtype: c64 by modulus, f64 in f64 (the CPU's),
+        // f16 in f16
+        // (torch.linalg.vector_norm(x, 0): 2, 2, 2).
+        let c = webtensor::Complex32::new;
+        let z =
+            Tensor::from_complex(&[c(3.0, 4.0), c(0.0, 0.0), c(0.0, -1e-3)], [3], &dev).unwrap();
+        assert_eq!(z.norm(0.0, ..).unwrap().item::<f32>().unwrap(), 2.0);
+        let cpu = Device::cpu();
+        let d = Tensor::from_slice(&[0.0f64, -1e-300, 7.0], [3], &cpu).unwrap();
+        let n = d.norm(0.0, ..).unwrap();
+        assert_eq!((n.dtype(), n.item::<f64>().unwrap()), (DType::F64, 2.0));
+        let d = d.to_dtype(DType::F16).unwrap().to_device(&dev).unwrap();
+        let n = d.norm(0.0, ..).unwrap();
+        assert_eq!((n.dtype(), read_f32(&n)), (DType::F16, vec![1.0]));
         assert!(
             m.norm(f64::NAN, ..)
                 .unwrap_err()

@@ -64,6 +64,12 @@ impl Tensor {
             DType::Bool => {
                 return Err(Error::dtype(OP, "not defined for dtype bool"));
             }
+            // p = 0 counts the elements that are not zero by their bits, as
+            // a cast to bool does, so a GPU that flushes subnormals still
+            // counts them (PyTorch's `x != 0`).
+            DType::F64 if p == 0.0 => self.to_dtype(DType::Bool)?.to_dtype(DType::F64)?,
+            DType::C64 if p == 0.0 => self.abs()?.to_dtype(DType::Bool)?.to_dtype(DType::F32)?,
+            _ if p == 0.0 => self.to_dtype(DType::Bool)?.to_dtype(DType::F32)?,
             DType::C64 => self.abs()?,
             DType::F16 | DType::BF16 | DType::I32 | DType::I64 | DType::U32 | DType::U8 => {
                 self.to_dtype(DType::F32)?.abs()?
@@ -84,17 +90,14 @@ impl Tensor {
     }
 }
 
-/// The norm of the magnitudes `abs`.
+/// The norm of the magnitudes `abs` (for `p = 0`, 1 where non-zero).
 fn norm_of(abs: &Tensor, p: f64, axes: Axes, keepdim: bool) -> Result<Tensor> {
     Ok(if p == f64::INFINITY {
         abs.max_axes(axes, keepdim)?
     } else if p == f64::NEG_INFINITY {
         abs.min_axes(axes, keepdim)?
-    } else if p == 0.0 {
-        abs.ne_scalar(0.0)?
-            .to_dtype(abs.dtype())?
-            .sum_axes(axes, keepdim)?
-    } else if p == 1.0 {
+    } else if p == 1.0 || p == 0.0 {
+        // (p = 0's magnitudes are already 0 or 1.)
         abs.sum_axes(axes, keepdim)?
     } else if p == 2.0 {
         abs.square()?.sum_axes(axes, keepdim)?.sqrt()?
