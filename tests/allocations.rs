@@ -143,6 +143,33 @@ fn a_gguf_header_reserves_no_more_than_its_file_fills() {
     assert!(largest <= 2 * len, "{largest} bytes allocated at once");
 }
 
+/// A safetensors header is read entry by entry: a 4 MiB header holding one
+/// long array (the safetensors crate's reader buffers it as JSON values,
+/// 16 bytes per 2 of the file, before refusing it) and one of a tensor
+/// whose shape is that array are refused without any allocation past
+/// twice the file's size.
+#[test]
+fn a_safetensors_header_costs_no_more_than_its_file() {
+    let zeros = vec!["0"; 2 << 20].join(",");
+    for header in [
+        format!("{{\"a\":[{zeros}]}}"),
+        format!("{{\"a\":{{\"dtype\":\"U8\",\"shape\":[{zeros}],\"data_offsets\":[0,0]}}}}"),
+    ] {
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header.as_bytes());
+        let mut result = None;
+        allocations_of(|| {
+            result = Some(webtensor::io::from_safetensors_bytes(&file, &Device::cpu()))
+        });
+        assert!(result.unwrap().is_err());
+        let largest = LARGEST.with(Cell::get);
+        assert!(
+            largest <= 2 * file.len(),
+            "{largest} bytes allocated at once"
+        );
+    }
+}
+
 /// The CPU's variance of a broadcast view reads it in place: no tensor of
 /// its squares (a 2^12 x 2^13 view of one element made a 134 MB one).
 #[test]

@@ -277,9 +277,9 @@ fn npz_names_without_the_utf8_flag_read_as_code_page_437() {
     assert_eq!(names, ["é", "è"]);
 }
 
-/// Offsets summing past 2^64: the safetensors crate adds the data's end to
-/// the header's length unchecked (a panic where overflow is checked, as in
-/// these tests' builds).
+/// Offsets summing past 2^64: the safetensors crate's reader adds the
+/// data's end to the header's length unchecked (a panic where overflow is
+/// checked, as in these tests' builds).
 #[test]
 fn safetensors_offsets_past_the_file_are_refused_without_overflow() {
     let s = (1u64 << 61) - 1;
@@ -299,6 +299,94 @@ fn safetensors_offsets_past_the_file_are_refused_without_overflow() {
         Err(Error::Format { msg, .. }) => assert!(msg.contains("the file has 0"), "{msg}"),
         other => panic!("{:?}", other.map(|m| m.len())),
     }
+}
+
+/// Headers the safetensors crate's reader panicked on or took are
+/// refused, each with an `Error::Format` saying why: a tensor's entry as
+/// an array (the crate takes `[dtype, shape, offsets]`, and summed such
+/// offsets past 2^64 unchecked), a header longer than the format allows,
+/// a name given twice (the crate kept the last), a shape past the rank
+/// limit, a gap or overlap between ranges, and a size that disagrees with
+/// the shape.
+#[test]
+fn malformed_safetensors_headers_are_refused() {
+    let file = |header: &str, data: usize| {
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header.as_bytes());
+        file.resize(file.len() + data, 0);
+        file
+    };
+    let s = (1u64 << 61) - 1;
+    let arrays: Vec<String> = (0..8)
+        .map(|i| format!("\"t{i}\": [\"U8\", [{s}], [{}, {}]]", i * s, (i + 1) * s))
+        .collect();
+    let cases = [
+        (
+            file(&format!("{{{}}}", arrays.join(", ")), 0),
+            "expected an object",
+        ),
+        (
+            file(
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [0, 2]}, \"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [2, 3]}}",
+                3,
+            ),
+            "twice",
+        ),
+        (
+            file(
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [1,1,1,1,1,1,1,1,1], \"data_offsets\": [0, 1]}}",
+                1,
+            ),
+            "more than 8 axes",
+        ),
+        (
+            file(
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [0, 2]}, \"b\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [1, 3]}}",
+                3,
+            ),
+            "end at 2",
+        ),
+        (
+            file(
+                "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 4]}}",
+                4,
+            ),
+            "holds 4 bytes",
+        ),
+        (
+            file(
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [0, 2]}}",
+                3,
+            ),
+            "the file has 3",
+        ),
+        (
+            file("{\"a\": {\"dtype\": \"U8\", \"shape\": [2]}}", 0),
+            "data_offsets",
+        ),
+    ];
+    for (bytes, want) in cases {
+        match io::from_safetensors_bytes(&bytes, &cpu()) {
+            Err(Error::Format { msg, .. }) => assert!(msg.contains(want), "{want}: {msg}"),
+            other => panic!("{want}: {:?}", other.map(|m| m.len())),
+        }
+    }
+    let mut long = 100_000_001u64.to_le_bytes().to_vec();
+    long.extend_from_slice(b"{}");
+    let e = io::from_safetensors_bytes(&long, &cpu())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("allows 100000000"), "{e}");
+    // Unknown keys in an entry and any __metadata__ are skipped, as the
+    // crate skips them; the header may be padded with spaces.
+    let ok = file(
+        "{\"__metadata__\": {\"format\": \"pt\"}, \"a\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [0, 2], \"note\": [1]}}   ",
+        2,
+    );
+    assert_eq!(
+        io::from_safetensors_bytes(&ok, &cpu()).unwrap()["a"].dims(),
+        &[2]
+    );
 }
 
 #[test]

@@ -33,6 +33,7 @@ mod host_bytes;
 mod npy;
 mod npz;
 mod safetensors;
+mod safetensors_header;
 mod zip;
 
 pub use gguf::{GgmlType, Gguf, GgufTensorInfo, GgufValue, GgufValueType, GgufWriter};

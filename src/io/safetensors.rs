@@ -1,13 +1,14 @@
 //! The safetensors format (a JSON header of names, dtypes, shapes and byte
-//! ranges, then the data), read and written through the `safetensors`
-//! crate.
+//! ranges, then the data), written through the `safetensors` crate and
+//! read by `safetensors_header`'s checked reader.
 
 use super::host_bytes::{FileType, row_major_bytes, tensor_from_bytes};
+use super::safetensors_header as header;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
-use safetensors::tensor::{Dtype, SafeTensors, View};
+use safetensors::tensor::{Dtype, View};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -88,46 +89,17 @@ pub fn from_safetensors_bytes(bytes: &[u8], device: &Device) -> Result<BTreeMap<
 }
 
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<BTreeMap<String, Tensor>> {
-    check_offsets(op, bytes)?;
-    let file = SafeTensors::deserialize(bytes).map_err(|e| Error::format(op, e.to_string()))?;
-    let mut views = file.tensors();
-    // Made in name order, so that an error names the first bad tensor.
-    views.sort_by(|(a, _), (b, _)| a.cmp(b));
-    views
+    let (entries, data) = header::entries(op, bytes)?;
+    // In name order, so that an error names the first bad tensor.
+    entries
         .into_iter()
-        .map(|(name, v)| {
-            let t = file_type(op, &name, v.dtype())?;
-            let tensor = tensor_from_bytes(op, t, false, v.shape(), v.data(), device)
-                .map_err(|e| e.in_tensor(&name))?;
-            Ok((name, tensor))
+        .map(|e| {
+            let t = file_type(op, &e.name, e.dtype)?;
+            let tensor = tensor_from_bytes(op, t, false, &e.shape, &data[e.range], device)
+                .map_err(|err| err.in_tensor(&e.name))?;
+            Ok((e.name, tensor))
         })
         .collect()
-}
-
-/// Refuses a header whose tensors end past the bytes there. The
-/// safetensors crate adds the data's end to the header's length unchecked:
-/// offsets near 2^64 overflow (a panic where overflow is checked). Any
-/// other fault is left to the crate's own checks.
-fn check_offsets(op: &'static str, bytes: &[u8]) -> Result<()> {
-    let header = bytes.get(..8).and_then(|n| {
-        let n = usize::try_from(u64::from_le_bytes(n.try_into().ok()?)).ok()?;
-        bytes.get(8..n.checked_add(8)?)
-    });
-    let Some(header) = header else { return Ok(()) };
-    let Ok(map) = serde_json::from_slice::<BTreeMap<String, serde_json::Value>>(header) else {
-        return Ok(());
-    };
-    let data = (bytes.len() - 8 - header.len()) as u64;
-    for (name, info) in &map {
-        let end = info["data_offsets"][1].as_u64().unwrap_or(0);
-        if end > data {
-            return Err(Error::format(
-                op,
-                format!("tensor {name:?} ends at byte {end} of the data; the file has {data}"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The bytes of a safetensors file holding each named tensor (any view,
