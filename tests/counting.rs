@@ -769,8 +769,9 @@ fn unique_keeps_subnormals_apart() {
 }
 
 /// Subnormals are non-zero in `nonzero`, `argwhere`, `count_nonzero`,
-/// `to_dtype(Bool)`, `any`, `all` and the 0-norm (NumPy 2.4 and PyTorch
-/// 2.15, f32 and bf16: count 4, positions [1, 2, 4, 5]): they were compared with 0 as
+/// `to_dtype(Bool)`, `any`, `all` and the 0-norm, in c64 parts too (NumPy
+/// 2.4 and PyTorch 2.15, f32 and bf16: count 4, positions [1, 2, 4, 5]):
+/// they were compared with 0 as
 /// floats, which a GPU that flushes subnormals reads as equal. (lavapipe
 /// keeps subnormals, so there this holds before the change too.)
 #[test]
@@ -799,6 +800,32 @@ fn subnormals_are_nonzero() {
             let zero_norm = x.norm(0.0, ..).unwrap().to_dtype(DType::F32).unwrap();
             assert_eq!(zero_norm.item::<f32>().unwrap(), 4.0, "{what}");
         }
+        // c64 by either part (NumPy and PyTorch: any true, all of the first
+        // two true, all false, 0-norm 2, count 2 at [0, 1]; NaN is nonzero).
+        let c = webtensor::Complex32::new;
+        let z = [c(1e-40, 0.0), c(0.0, -1e-40), c(0.0, 0.0)];
+        let z = Tensor::from_complex(&z, [3], &dev).unwrap();
+        let count = z.count_nonzero().unwrap().to_vec::<i64>().unwrap();
+        assert_eq!(count, [2], "{dev}");
+        assert_eq!(
+            z.argwhere().unwrap().to_vec::<i64>().unwrap(),
+            [0, 1],
+            "{dev}"
+        );
+        let w = [c(0.0, 0.0), c(f32::NAN, 0.0), c(0.0, 0.0), c(-2.0, 3.0)];
+        let w = Tensor::from_complex(&w, [2, 2], &dev).unwrap();
+        let at = w.nonzero().unwrap();
+        assert_eq!(at[0].to_vec::<i64>().unwrap(), [0, 1], "{dev}");
+        assert_eq!(at[1].to_vec::<i64>().unwrap(), [1, 1], "{dev}");
+        assert!(z.any(..).unwrap().item::<bool>().unwrap(), "{dev}");
+        let pair = z.narrow(0, 0, 2).unwrap();
+        assert!(pair.all(..).unwrap().item::<bool>().unwrap(), "{dev}");
+        assert!(!z.all(..).unwrap().item::<bool>().unwrap(), "{dev}");
+        assert_eq!(
+            z.norm(0.0, ..).unwrap().item::<f32>().unwrap(),
+            2.0,
+            "{dev}"
+        );
     }
 }
 

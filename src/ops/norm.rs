@@ -67,9 +67,8 @@ impl Tensor {
             // p = 0 counts the elements that are not zero by their bits, as
             // a cast to bool does, so a GPU that flushes subnormals still
             // counts them (PyTorch's `x != 0`).
-            DType::F64 if p == 0.0 => self.to_dtype(DType::Bool)?.to_dtype(DType::F64)?,
-            DType::C64 if p == 0.0 => self.abs()?.to_dtype(DType::Bool)?.to_dtype(DType::F32)?,
-            _ if p == 0.0 => self.to_dtype(DType::Bool)?.to_dtype(DType::F32)?,
+            DType::F64 if p == 0.0 => self.as_bool()?.to_dtype(DType::F64)?,
+            _ if p == 0.0 => self.as_bool()?.to_dtype(DType::F32)?,
             DType::C64 => self.abs()?,
             DType::F16 | DType::BF16 | DType::I32 | DType::I64 | DType::U32 | DType::U8 => {
                 self.to_dtype(DType::F32)?.abs()?

@@ -565,14 +565,16 @@ impl Tensor {
         t.reduce_into("any", ReduceOp::Max, &axes, keepdim, DType::Bool, false)
     }
 
-    /// Whether each element is nonzero (a complex one: either part).
-    fn as_bool(&self) -> Result<Tensor> {
+    /// Whether each element is nonzero (a complex one: either part), by
+    /// its bits, as a cast to bool tests them: a float comparison on a GPU
+    /// that flushes subnormals would take them for zero.
+    pub(super) fn as_bool(&self) -> Result<Tensor> {
         match self.dtype() {
             DType::Bool => Ok(self.clone()),
             DType::C64 => self
                 .real()?
-                .ne_scalar(0)?
-                .logical_or(&self.imag()?.ne_scalar(0)?),
+                .to_dtype(DType::Bool)?
+                .logical_or(&self.imag()?.to_dtype(DType::Bool)?),
             _ => self.to_dtype(DType::Bool),
         }
     }

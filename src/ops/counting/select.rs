@@ -45,8 +45,7 @@ impl Tensor {
     /// the device.
     ///
     /// # Errors
-    /// `Error::Shape` naming `argwhere` for a 0-d tensor; `Error::DType`
-    /// for c64; readback errors.
+    /// `Error::Shape` naming `argwhere` for a 0-d tensor; readback errors.
     pub async fn argwhere_async(&self) -> Result<Tensor> {
         let axes = self.nonzero_named("argwhere").await?;
         let refs: Vec<&Tensor> = axes.iter().collect();
@@ -68,7 +67,7 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Shape` naming `nonzero` for a 0-d tensor (NumPy's error
-    /// too); `Error::DType` for c64; readback errors.
+    /// too); readback errors.
     pub async fn nonzero_async(&self) -> Result<Vec<Tensor>> {
         self.nonzero_named("nonzero").await
     }
@@ -77,14 +76,11 @@ impl Tensor {
         if self.rank() == 0 {
             return Err(Error::shape(op, "a 0-d tensor has no axes to index"));
         }
-        if self.dtype().is_complex() {
-            return Err(super::super::complex::not_for_complex(op));
-        }
         let n = self.numel();
         let flat = self.reshape([n])?;
-        // Non-zero by bits (`to_dtype(Bool)`): a float comparison on a GPU
-        // that flushes subnormals would drop them.
-        let keep = flat.to_dtype(DType::Bool)?;
+        // Non-zero by bits (a c64 by either part): a float comparison on a
+        // GPU that flushes subnormals would drop them.
+        let keep = flat.as_bool()?;
         let at = kept_positions(&keep).await.map_err(|e| e.named(op))?;
         crate::ops::as_op(op, || {
             // Row-major coordinates of each flat position.
@@ -141,14 +137,12 @@ impl Tensor {
     /// tensor's device (NumPy's `count_nonzero`; nothing is read back).
     ///
     /// # Errors
-    /// `Error::DType` naming `count_nonzero` for c64.
+    /// Device errors only: every dtype counts (c64 where either part is
+    /// nonzero).
     pub fn count_nonzero(&self) -> Result<Tensor> {
         crate::ops::as_op("count_nonzero", || {
-            if self.dtype().is_complex() {
-                return Err(super::super::complex::not_for_complex("count_nonzero"));
-            }
             // Non-zero by bits, as `nonzero`.
-            self.to_dtype(DType::Bool)?.to_dtype(DType::I64)?.sum(..)
+            self.as_bool()?.to_dtype(DType::I64)?.sum(..)
         })
     }
 }
