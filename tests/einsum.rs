@@ -200,6 +200,26 @@ fn einsum_products_of_u8_and_bool_as_numpys() {
         )
         .unwrap();
         assert_eq!(y.to_vec::<bool>().unwrap(), vec![false]);
+        // An operand's own labels summed first kept its dtype: its sum
+        // widened u8 and bool and the product refused the mixed pair.
+        for (subscripts, first, second) in [("ij,jk->k", &a, &b), ("jk,ij->k", &b, &a)] {
+            let y = Tensor::einsum(subscripts, &[first, second]).unwrap();
+            assert_eq!(
+                (y.dtype(), y.to_vec::<u8>().unwrap()),
+                (DType::U8, vec![176, 222]),
+                "{subscripts}"
+            );
+        }
+        let y = Tensor::einsum("ij,jk->k", &[&p, &q]).unwrap();
+        assert_eq!(y.to_vec::<bool>().unwrap(), vec![false, true]);
+        let w = Tensor::from_slice(&[2u8, 16], [2], &dev).unwrap();
+        let y = Tensor::einsum("ij,j->", &[&a, &w]).unwrap();
+        assert_eq!(y.to_vec::<u8>().unwrap(), vec![190]);
+        let y = Tensor::einsum("ij->", &[&a]).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<u8>().unwrap()),
+            (DType::U8, vec![209])
+        );
     }
 }
 

@@ -194,7 +194,10 @@ impl Part {
             .map(|a| a as isize)
             .collect();
         if !summed.is_empty() {
-            self.t = self.t.sum(summed.as_slice())?;
+            // In the operand's dtype, as NumPy's (`sum` widens u8 and bool:
+            // a sum of u8 wraps, one of bool is their `or`).
+            let dtype = self.t.dtype();
+            self.t = self.t.sum(summed.as_slice())?.to_dtype(dtype)?;
             self.labels.retain(|l| keep.contains(l));
         }
         Ok(self)
