@@ -672,6 +672,48 @@ fn qr_gives_numpys_factors_in_both_modes() {
     }
 }
 
+/// A column led by -0 reflects as LAPACK's (`-sign(r, alpha)` with -0
+/// negative), so R's diagonal is positive there, as NumPy 2.4's (f32 and
+/// c64): -0 counted as positive and R was [[-1, 0], [0, -1]].
+#[test]
+fn qr_takes_a_leading_negative_zero_as_negative() {
+    let cases: [([f32; 4], [f32; 4], [f32; 4]); 2] = [
+        (
+            [-0.0, 1.0, 1.0, 0.0],
+            [0.0, 1.0, 1.0, 0.0],
+            [1.0, 0.0, 0.0, 1.0],
+        ),
+        (
+            [-0.0, 2.0, -1.0, 0.0],
+            [0.0, -1.0, -1.0, 0.0],
+            [1.0, 0.0, 0.0, -2.0],
+        ),
+    ];
+    for dev in common::devices() {
+        for (a, q_want, r_want) in cases {
+            for dtype in [DType::F32, DType::C64] {
+                let a = Tensor::from_slice(&a, [2, 2], &dev)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
+                let real = |t: &Tensor| match dtype {
+                    DType::C64 => t.real().unwrap().to_vec::<f32>().unwrap(),
+                    _ => t.to_vec::<f32>().unwrap(),
+                };
+                for (got, want, what) in [(real(&q), q_want, "Q"), (real(&r), r_want, "R")] {
+                    for (g, w) in got.iter().zip(want) {
+                        assert!(
+                            (g - w).abs() < 1e-6,
+                            "{what} {dtype} {dev}: {got:?} vs {want:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A stored answer, kept as tensors so that it can be narrowed.
 fn cases_tensor(cases: &HashMap<String, Tensor>, name: &str) -> Stored {
     match cases.get(name) {

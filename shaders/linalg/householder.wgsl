@@ -74,7 +74,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 shared_beta = re_v(alpha);
             } else {
                 let r = sqrt(abs_sq(alpha) + x2);
-                let beta = select(r, -r, re_v(alpha) >= 0.0);
+                // LAPACK's -sign(r, alpha), -0 counting as negative.
+                let negative = (bitcast<u32>(re_v(alpha)) & 0x80000000u) != 0u;
+                let beta = select(-r, r, negative);
                 shared_tau = div_v(sub_v(from_re(beta), alpha), from_re(beta));
                 shared_beta = beta;
             }

@@ -77,7 +77,9 @@ fn panel<F: Field>(p: &mut [F], tf: &mut [F], rows: usize, w: usize) {
             (F::from_re(0.0), alpha.re())
         } else {
             let r = (alpha.abs_sq() + x2).sqrt();
-            let beta = if alpha.re() >= 0.0 { -r } else { r };
+            // LAPACK's `-sign(r, alpha)`: -0 counts as negative, as
+            // gfortran's SIGN (and NumPy's R) has it.
+            let beta = if alpha.re().is_sign_negative() { r } else { -r };
             let tau = (F::from_re(beta) - alpha).div(F::from_re(beta));
             let scale = F::ONE.div(alpha - F::from_re(beta));
             for x in &mut p[col + j + 1..col + rows] {

@@ -95,7 +95,15 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<(Tensor, Tensor)> {
         // Scaled by its largest magnitude, no column's sum of squares
         // over- or underflows; Q does not change, R is scaled back.
         let scale = super::svd::largest(a)?;
-        let f = fresh_matrices(OP, &a.div(&scale)?)?;
+        // A c64 matrix part by part, so a -0 stays -0 (a complex quotient's
+        // sums make it +0, and a reflection's sign follows it).
+        let scaled = if a.dtype().is_complex() {
+            let s = scale.real()?;
+            Tensor::complex(&a.real()?.div(&s)?, &a.imag()?.div(&s)?)?
+        } else {
+            a.div(&scale)?
+        };
+        let f = fresh_matrices(OP, &scaled)?;
         let panels = householder_in_place(&f)?;
         let k = n.min(m);
         let width = match mode {
