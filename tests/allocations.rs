@@ -143,6 +143,37 @@ fn a_gguf_header_reserves_no_more_than_its_file_fills() {
     assert!(largest <= 2 * len, "{largest} bytes allocated at once");
 }
 
+/// A GGUF file of more metadata entries than any real one has (2^17 valid
+/// ones of 16 bytes: a 3-byte key and a u8) is refused at its count,
+/// without any allocation past twice its size: read, the entries took 56
+/// bytes each in one vector, and their keys as much again.
+#[test]
+fn a_gguf_file_of_too_many_entries_is_refused_at_its_count() {
+    let alphabet: Vec<u8> = (b'0'..=b'9')
+        .chain(b'A'..=b'Z')
+        .chain(b'a'..=b'z')
+        .chain(*b"_.")
+        .collect();
+    let count = 1u64 << 17;
+    let mut file = b"GGUF".to_vec();
+    file.extend_from_slice(&3u32.to_le_bytes());
+    file.extend_from_slice(&0u64.to_le_bytes());
+    file.extend_from_slice(&count.to_le_bytes());
+    for k in 0..count as usize {
+        file.extend_from_slice(&3u64.to_le_bytes());
+        file.extend([k / 4096, k / 64 % 64, k % 64].map(|d| alphabet[d]));
+        file.extend_from_slice(&0u32.to_le_bytes()); // u8
+        file.push(1);
+    }
+    let len = file.len();
+    let mut result = None;
+    allocations_of(|| result = Some(webtensor::io::Gguf::from_bytes(file)));
+    let e = result.unwrap().err().unwrap().to_string();
+    assert!(e.contains("65536"), "{e}");
+    let largest = LARGEST.with(Cell::get);
+    assert!(largest <= 2 * len, "{largest} bytes allocated at once");
+}
+
 /// A safetensors header is read entry by entry: a 4 MiB header holding one
 /// long array (the safetensors crate's reader buffers it as JSON values,
 /// 16 bytes per 2 of the file, before refusing it) and one of a tensor

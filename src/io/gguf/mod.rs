@@ -75,7 +75,8 @@ impl Gguf {
     /// # Errors
     /// `Error::Format` naming `Gguf::from_bytes` and the field for anything
     /// malformed: another magic, an unknown version, value type or ggml
-    /// type, a count or a length past the end of the bytes, a repeated key
+    /// type, a count or a length past the end of the bytes (or past 2^16
+    /// metadata entries, 2^20 tensors or 2^24 array values), a repeated key
     /// or tensor name, arrays nested more than 8 deep, a string that is not
     /// UTF-8, more than 4 axes, rows that are not whole blocks, data
     /// outside the file or off the alignment.

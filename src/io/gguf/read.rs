@@ -22,6 +22,13 @@ const MAX_NESTING: u32 = 8;
 /// times its size.
 pub(crate) const MAX_ARRAY_VALUES: u64 = 1 << 24;
 
+/// The most metadata entries and tensors a file holds: 2^16 and 2^20
+/// (real files have tens of entries and at most some 10^5 tensors). An
+/// entry or a tensor's info takes several times its bytes in memory, so
+/// counts bounded only by the file's bytes could ask ten times its size.
+const MAX_ENTRIES: u64 = 1 << 16;
+const MAX_TENSORS: u64 = 1 << 20;
+
 /// The most entries, tensors or array values reserved for before they are
 /// read: a count is a header's claim, and its entries take several times
 /// their bytes in memory.
@@ -181,6 +188,11 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
     let tensor_count = c.u64(&"the tensor count")?;
     let kv_count = c.u64(&"the metadata count")?;
     // A key-value pair takes at least 12 bytes, a tensor's info 24.
+    if kv_count > MAX_ENTRIES {
+        return Err(c.fail(format!(
+            "the metadata count {kv_count} is past the {MAX_ENTRIES} entries read"
+        )));
+    }
     if kv_count > c.left() / 12 {
         return Err(c.fail(format!(
             "the metadata count {kv_count} needs more bytes than the file's {}",
@@ -213,6 +225,11 @@ pub(crate) fn parse(op: &'static str, bytes: Vec<u8>) -> Result<Gguf> {
             )));
         }
     };
+    if tensor_count > MAX_TENSORS {
+        return Err(c.fail(format!(
+            "the tensor count {tensor_count} is past the {MAX_TENSORS} tensors read"
+        )));
+    }
     if tensor_count > c.left() / 24 {
         return Err(c.fail(format!(
             "the tensor count {tensor_count} needs more bytes than the file's {}",
