@@ -142,6 +142,19 @@ fn every_format_round_trips_every_dtype_and_view() {
     }
 }
 
+/// An archive with members that are not arrays (a JSON file, a folder)
+/// loads its arrays: `np.load` hands the others back as bytes, and every
+/// member was read as a `.npy` file, which failed the whole archive.
+#[test]
+fn npz_members_that_are_not_arrays_are_skipped() {
+    for dev in devices() {
+        let arrays = io::load_npz(data("numpy_with_extras.npz"), &dev).unwrap();
+        assert_eq!(arrays.len(), 1, "{dev}");
+        assert_eq!(arrays[0].0, "w");
+        assert_eq!(arrays[0].1.to_vec::<f32>().unwrap(), [1.5, -2.0]);
+    }
+}
+
 #[test]
 fn files_numpy_wrote_read_exactly() {
     for dev in devices() {
@@ -243,6 +256,9 @@ fn bad_files_are_errors_naming_the_op() {
         ("truncated data", good[..good.len() - 1].to_vec()),
         ("truncated header", good[..12].to_vec()),
         ("not npy", b"hello world, not a file".to_vec()),
+        // np.load reads versions 1.0, 2.0 and 3.0 only ("Invalid version").
+        ("version 1.5", [&good[..7], &[5], &good[8..]].concat()),
+        ("version 4.0", [&good[..6], &[4], &good[7..]].concat()),
     ] {
         let e = io::from_npy_bytes(&bytes, &cpu).unwrap_err();
         assert!(

@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
-const MAGIC: &[u8] = b"\x93NUMPY";
+pub(super) const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// The longest header read, in bytes: np.load's `max_header_size`.
 const MAX_HEADER: usize = 10_000;
@@ -288,8 +288,17 @@ fn decode<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Header, &'a [u8])> {
     if !bytes.starts_with(MAGIC) {
         return Err(Error::format(op, "not a .npy file (no \\x93NUMPY magic)"));
     }
-    let major = *bytes.get(6).ok_or_else(short)?;
-    let (len, start): (usize, usize) = match major {
+    let version = bytes.get(6..8).ok_or_else(short)?;
+    let (len, start): (usize, usize) = match version[0] {
+        _ if version[1] != 0 => {
+            return Err(Error::format(
+                op,
+                format!(
+                    ".npy version {}.{} is not one of 1.0, 2.0, 3.0",
+                    version[0], version[1]
+                ),
+            ));
+        }
         1 => {
             let b = bytes.get(8..10).ok_or_else(short)?;
             (u16::from_le_bytes([b[0], b[1]]) as usize, 10)
@@ -301,7 +310,7 @@ fn decode<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Header, &'a [u8])> {
         v => {
             return Err(Error::format(
                 op,
-                format!(".npy version {v} is not one of 1, 2, 3"),
+                format!(".npy version {v}.0 is not one of 1.0, 2.0, 3.0"),
             ));
         }
     };

@@ -7,7 +7,9 @@ use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// The tensors of an `.npz` archive's bytes, in the archive's order, named
-/// as NumPy names them (the entry name without `.npy`).
+/// as NumPy names them (the entry name without `.npy`). Entries that are
+/// not `.npy` files (without its magic bytes: a `meta.json` beside the
+/// arrays, a folder) are skipped, where `np.load` hands back their bytes.
 ///
 /// # Errors
 /// `Error::Format` naming `from_npz_bytes` for a malformed archive or
@@ -19,16 +21,18 @@ pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tens
 /// Every entry checked first, then inflated one at a time: the host holds
 /// the tensors made so far and one entry's bytes, never every entry's.
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
-    zip::entries(op, bytes)?
-        .iter()
-        .map(|entry| {
-            let name = &entry.name;
-            let name = name.strip_suffix(".npy").unwrap_or(name).to_string();
-            let tensor =
-                npy::read(op, &entry.contents(op)?, device).map_err(|e| e.in_tensor(&name))?;
-            Ok((name, tensor))
-        })
-        .collect()
+    let mut tensors = Vec::new();
+    for entry in zip::entries(op, bytes)? {
+        let name = &entry.name;
+        let name = name.strip_suffix(".npy").unwrap_or(name).to_string();
+        let contents = entry.contents(op)?;
+        if !contents.starts_with(npy::MAGIC) {
+            continue;
+        }
+        let tensor = npy::read(op, &contents, device).map_err(|e| e.in_tensor(&name))?;
+        tensors.push((name, tensor));
+    }
+    Ok(tensors)
 }
 
 /// The bytes of an `.npz` archive (uncompressed, as `np.savez`) holding

@@ -21,3 +21,12 @@ np.savez_compressed("numpy_compressed.npz", **arrays)
 np.save("numpy_fortran.npy", arrays["fortran_f64"])
 np.save("numpy_too_wide.npy", np.array([1, 2**40]))
 np.save("numpy_complex128.npy", np.array([1.0], dtype=np.complex128))
+
+# Members beside the arrays, which np.load hands back as bytes: a JSON file
+# and a folder.
+import zipfile
+
+np.savez("numpy_with_extras.npz", w=np.array([1.5, -2], dtype=np.float32))
+with zipfile.ZipFile("numpy_with_extras.npz", "a") as z:
+    z.writestr("meta.json", '{"epoch": 3}')
+    z.writestr("notes/", "")
