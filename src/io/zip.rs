@@ -32,6 +32,12 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     ))
 }
 
+/// `n` as a size or offset field of a plain (not zip64) record: below
+/// 0xffffffff, which marks the value as held in a zip64 extra field.
+fn plain_u32(n: usize) -> Option<u32> {
+    u32::try_from(n).ok().filter(|&v| v != u32::MAX)
+}
+
 /// A zip archive holding `entries` uncompressed.
 ///
 /// # Errors
@@ -57,8 +63,8 @@ pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<V
     let mut out = Vec::new();
     let mut central = Vec::new();
     for (name, data) in entries {
-        let offset = u32::try_from(out.len()).map_err(|_| too_big())?;
-        let size = u32::try_from(data.len()).map_err(|_| too_big())?;
+        let offset = plain_u32(out.len()).ok_or_else(too_big)?;
+        let size = plain_u32(data.len()).ok_or_else(too_big)?;
         let name_len = u16::try_from(name.len())
             .map_err(|_| Error::format(op, format!("the name {name:?} is too long")))?;
         let crc = crc32fast::hash(data);
@@ -91,8 +97,8 @@ pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<V
         central.extend_from_slice(&offset.to_le_bytes());
         central.extend_from_slice(name.as_bytes());
     }
-    let central_at = u32::try_from(out.len()).map_err(|_| too_big())?;
-    let central_len = u32::try_from(central.len()).map_err(|_| too_big())?;
+    let central_at = plain_u32(out.len()).ok_or_else(too_big)?;
+    let central_len = plain_u32(central.len()).ok_or_else(too_big)?;
     out.extend_from_slice(&central);
     // Past 65,535 entries the count goes in a zip64 end record (as Python's
     // zipfile writes it) and the plain record says 0xffff.
@@ -391,5 +397,14 @@ mod tests {
         assert!(read("t", &broken).unwrap_err().to_string().contains("CRC"));
         assert!(read("t", &zip[..20]).is_err());
         assert!(read("t", b"").is_err());
+    }
+
+    /// 0xffffffff in a plain record says "see the zip64 field", which is
+    /// not written: a size or offset of exactly that is past the limit.
+    #[test]
+    fn plain_fields_stop_below_the_zip64_marker() {
+        assert_eq!(plain_u32(0xffff_fffe), Some(0xffff_fffe));
+        assert_eq!(plain_u32(0xffff_ffff), None);
+        assert_eq!(plain_u32(0), Some(0));
     }
 }
