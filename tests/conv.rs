@@ -630,6 +630,18 @@ fn ceil_mode_windows_longer_than_the_input_follow_pytorch() {
         // each of the window's 10^10).
         let y = empty.max_pool2d(&Pool::new(100_000)).unwrap();
         assert_eq!(y.dims(), [0, 1, 1, 1]);
+        // No channels or an empty plane: PyTorch 2.15 refuses both ("Expected
+        // 3D or 4D (batch mode) tensor with optional 0 dim batch size").
+        for shape in [&[1, 0, 4, 4][..], &[0, 4, 4], &[1, 2, 0, 4]] {
+            let x = Tensor::zeros(shape, DType::F32, &dev).unwrap();
+            for e in [x.max_pool2d(&Pool::new(2)), x.avg_pool2d(&Pool::new(2))] {
+                let e = e.unwrap_err();
+                assert!(
+                    matches!(e, webtensor::Error::Shape { .. }),
+                    "{shape:?}: {e}"
+                );
+            }
+        }
     }
 }
 

@@ -188,11 +188,13 @@ impl Pool {
         }
         let r = x.rank();
         let size = [x.dims()[r - 2], x.dims()[r - 1]];
-        if size.contains(&0) {
-            // As PyTorch: padding would otherwise make windows of nothing.
+        if size.contains(&0) || x.dims()[r - 3] == 0 {
+            // As PyTorch: padding would otherwise make windows of nothing
+            // (and PyTorch refuses no channels too; only a batch may be
+            // empty).
             return Err(Error::shape(
                 op,
-                format!("an empty spatial axis, shape {}", x.shape()),
+                format!("an empty channel or spatial axis, shape {}", x.shape()),
             ));
         }
         let mut out = [0; 2];
@@ -226,8 +228,8 @@ impl Tensor {
     /// `max_pool2d` on `[.., channels, height, width]`); NaN propagates.
     ///
     /// # Errors
-    /// `Error::Shape` naming `max_pool2d` for fewer than 3 axes or a window
-    /// larger than the padded input; `Error::Argument` for sizes of 0,
+    /// `Error::Shape` naming `max_pool2d` for fewer than 3 axes, no
+    /// channels, an empty plane or a window larger than the padded input; `Error::Argument` for sizes of 0,
     /// padding over half the kernel, or a padded extent or a window's
     /// reach past 2^31 - 1; `Error::DType` for non-float tensors.
     pub fn max_pool2d(&self, pool: &Pool) -> Result<Tensor> {
