@@ -18,7 +18,8 @@ impl Tensor {
     /// counts into i32, u8 into u32, f16 accumulates in f32, integers wrap.
     ///
     /// # Errors
-    /// `Error::Axis` for an axis out of range or a 0-d tensor.
+    /// `Error::Axis` for an axis out of range or a 0-d tensor;
+    /// `Error::DType` for c64.
     pub fn cumsum(&self, axis: isize) -> Result<Tensor> {
         self.scan("cumsum", ScanOp::Sum, axis)
     }

@@ -54,7 +54,7 @@ impl Tensor {
         /// product of no elements is 1.
         ///
         /// # Errors
-        /// As [`Tensor::sum`].
+        /// As [`Tensor::sum`]; `Error::DType` for c64.
         prod / prod_keepdim => prod_axes(axes);
 
         /// Arithmetic mean over `axes`: floats keep their dtype (f16
@@ -69,7 +69,7 @@ impl Tensor {
         ///
         /// # Errors
         /// As [`Tensor::sum`], and `Error::Argument` for an empty reduced axis
-        /// (the maximum of nothing is undefined).
+        /// (the maximum of nothing is undefined); `Error::DType` for c64.
         max / max_keepdim => max_axes(axes);
 
         /// Minimum over `axes`; NaN if any element is NaN.
@@ -85,7 +85,7 @@ impl Tensor {
         /// NaN, as NumPy.
         ///
         /// # Errors
-        /// As [`Tensor::sum`].
+        /// As [`Tensor::sum`]; `Error::DType` for c64.
         var / var_keepdim => var_axes(axes, ddof: usize);
 
         /// Standard deviation: the square root of [`Tensor::var`], with the
@@ -116,7 +116,7 @@ impl Tensor {
         ///
         /// # Errors
         /// `Error::Argument` for several axes or an empty reduced axis,
-        /// `Error::Axis` for an axis out of range.
+        /// `Error::Axis` for an axis out of range, `Error::DType` for c64.
         argmax / argmax_keepdim => argmax_axes(axis);
 
         /// Index (i32) of the first minimum along `axis` (or over all

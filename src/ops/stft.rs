@@ -97,10 +97,11 @@ impl Tensor {
     /// # Errors
     /// `Error::Argument` naming `stft` for `n_fft` or `hop` 0, a frame
     /// longer than the (padded) signal, centre padding as long as the
-    /// signal, a window that is not 1-D of at most `n_fft` samples or on
-    /// another device, one-sided output of a complex signal or window, or a
-    /// signal of rank 7 or more (its frames' transform would pass rank 7);
-    /// `Error::DType` for bool.
+    /// signal, a window that is not 1-D of 1 to `n_fft` samples, one-sided
+    /// output of a complex signal or window, or a signal of rank 7 or more
+    /// (its frames' transform would pass rank 7); `Error::DeviceMismatch`
+    /// for a window on another device; `Error::DType` for a bool signal or
+    /// window.
     pub fn stft(&self, spec: &Stft) -> Result<Tensor> {
         const OP: &str = "stft";
         let _region = crate::profile_region::op(OP);
@@ -183,8 +184,9 @@ impl Tensor {
 
     /// The periodic Hann window of `n` samples (PyTorch's `hann_window`,
     /// the one spectral analysis uses): `sin^2(pi k / n)` computed in f64
-    /// and rounded once to f32, so within 2e-7 of PyTorch's, which forms
-    /// `0.5 - 0.5 cos` in f32 (not bit for bit); `[1]` for `n = 1`, as
+    /// and rounded once to f32, so within 2.4e-7 (2 ulps near 1) of
+    /// PyTorch's, which forms `0.5 - 0.5 cos` in f32 (not bit for bit);
+    /// `[1]` for `n = 1`, as
     /// PyTorch's.
     ///
     /// # Errors
