@@ -35,8 +35,10 @@ impl Tensor {
     }
 
     /// Writes `src` into this tensor (a view of any layout), broadcasting
-    /// `src` to this shape and casting it to this dtype (NumPy's
-    /// `dst[...] = src`: leading axes of one past this rank are dropped).
+    /// `src` to this shape and casting it to this dtype as
+    /// [`Tensor::to_dtype`] does (NumPy's `dst[...] = src`: leading axes of
+    /// one past this rank are dropped; a float out of an integer dtype's
+    /// range saturates, where NumPy's cast is undefined and wraps on x86).
     /// Overlapping source and destination are handled as NumPy does.
     ///
     /// # Errors

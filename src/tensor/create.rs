@@ -186,11 +186,15 @@ impl Tensor {
     /// `start, start + step, ...` up to but excluding `end` (NumPy's
     /// `arange`), 1-D, with the element type of the arguments. Floats
     /// count `ceil((end - start) / step)` in their own precision, as
-    /// NumPy's arange of their scalars.
+    /// NumPy's arange of their scalars; the values are `start + i * step`
+    /// in f64, rounded once (PyTorch's formula: NumPy's steps by
+    /// `(start + step) - start`, which can differ in the last ulp).
     ///
     /// # Errors
     /// `Error::Argument` for a zero or non-finite step or a non-finite
-    /// start or end (as NumPy and PyTorch refuse them).
+    /// start or end (as NumPy and PyTorch refuse them); `Error::Shape` for
+    /// more elements than a tensor holds; `Error::OutOfMemory` when the
+    /// host cannot hold them.
     pub fn arange<T: Element>(start: T, end: T, step: T, device: &Device) -> Result<Tensor> {
         // i64 in integers (f64 holds them only to 2^53), as NumPy's.
         let whole = |v: &T| (v as &dyn std::any::Any).downcast_ref::<i64>().copied();

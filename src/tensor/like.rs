@@ -53,7 +53,8 @@ impl Tensor {
     /// `n` evenly spaced values from `start` to `end`, both included
     /// (NumPy's `linspace`): computed in f64 as `start + i * step`, the last
     /// value exactly `end`, then rounded to `dtype` (integer dtypes round
-    /// toward negative infinity, as NumPy does).
+    /// toward negative infinity, as NumPy does; values past an integer
+    /// dtype's range saturate, where NumPy's cast wraps them).
     ///
     /// ```
     /// use webtensor::{DType, Device, Tensor};

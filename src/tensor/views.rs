@@ -34,7 +34,8 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Index` for an index out of range, `Error::Argument` for a zero
-    /// step or too many items.
+    /// step or too many items, `Error::Shape` when new axes take the rank
+    /// past the limit.
     pub fn slice(&self, items: impl AsRef<[SliceItem]>) -> Result<Tensor> {
         Ok(self.with_layout(self.layout().slice(items.as_ref())?))
     }
@@ -42,7 +43,8 @@ impl Tensor {
     /// Reorders the axes: axis `k` of the result is axis `axes[k]`.
     ///
     /// # Errors
-    /// `Error::Argument` unless `axes` is a permutation of the axes.
+    /// `Error::Axis` for an axis out of range; `Error::Argument` unless
+    /// `axes` is a permutation of the axes.
     pub fn permute(&self, axes: &[isize]) -> Result<Tensor> {
         Ok(self.with_layout(self.layout().permute(axes)?))
     }
