@@ -269,6 +269,34 @@ fn a_long_loop_that_drops_temporaries_keeps_memory_flat() {
     }
 }
 
+/// A buffer freed and claimed again within a batch can hold operands of
+/// two dtypes, and a fused kernel reading both bound it once, as the first
+/// one's dtype: the bool mask's `array<u32>` read as f32 failed the
+/// kernel's validation and with it every result of the batch. Here `a`'s
+/// buffer, dropped after `logical_not` read it, is claimed by `y` (f32, of
+/// the same bytes) for the sum; `where` then folds `logical_not` in and
+/// reads both. (`y` is never written: `m` is all false, so `where` takes
+/// `f` throughout.)
+#[test]
+fn a_fused_kernel_reads_one_buffer_as_two_dtypes() {
+    for fusion in [true, false] {
+        let Some(dev) = batched_gpu(fusion) else {
+            return;
+        };
+        let f = Tensor::zeros([64], DType::F32, &dev).unwrap();
+        let a = Tensor::from_slice(&[true; 64], [64], &dev).unwrap();
+        let m = a.logical_not().unwrap();
+        drop(a);
+        let y = f.empty_like().unwrap();
+        let sum = y.sum(0).unwrap();
+        let z = Tensor::where_cond(&m, &y, &f).unwrap();
+        drop(m);
+        assert_eq!(z.to_vec::<f32>().unwrap(), [0.0; 64], "fusion {fusion}");
+        assert_eq!(f.to_vec::<f32>().unwrap(), [0.0; 64], "fusion {fusion}");
+        sum.to_vec::<f32>().unwrap();
+    }
+}
+
 #[test]
 fn an_upload_waits_for_pending_reads_of_its_reused_buffer() {
     let Some(dev) = gpu() else { return };

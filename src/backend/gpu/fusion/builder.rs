@@ -8,6 +8,7 @@ use super::perm::{Perm, same_elements};
 use crate::backend::gpu::command::StorageId;
 use crate::backend::gpu::command::{Command, OpArg, RecordedOp, TensorOperand};
 use crate::backend::gpu::elementwise::program::{MAX_NODES, Node, Operand, Program};
+use crate::dtype::KernelType;
 use crate::layout::Layout;
 use crate::scalar::TypedScalar;
 use smallvec::{SmallVec, smallvec};
@@ -25,8 +26,9 @@ pub(super) struct Builder<'a> {
     operand_storages: SmallVec<[StorageId; 4]>,
     /// The load node of each operand (by operand number), once loaded.
     loads: SmallVec<[Option<u8>; 4]>,
-    /// The buffer behind each input binding (2..).
-    binding_buffers: SmallVec<[u64; 4]>,
+    /// The buffer behind each input binding (2..), and the dtype it is
+    /// read as.
+    binding_buffers: SmallVec<[(u64, KernelType); 4]>,
     /// The rounded value node of each expanded producer (by command).
     values: SmallVec<[(usize, u8); 4]>,
 }
@@ -161,17 +163,21 @@ impl<'a> Builder<'a> {
         node
     }
 
-    /// The binding `t` is read through. A buffer is bound once; the
-    /// destination's buffer is read through the destination's binding (the
-    /// fusion rules make that safe and the dtypes equal).
+    /// The binding `t` is read through. A buffer is bound once for each
+    /// dtype it is read as (a buffer freed and claimed again within a batch
+    /// can hold operands of two dtypes, and a binding's array has one
+    /// element type); the destination's buffer is read through the
+    /// destination's binding (the fusion rules make that safe and the
+    /// dtypes equal).
     fn binding_of(&mut self, t: &TensorOperand) -> u8 {
         if t.buffer_id == self.out_buffer {
             return 1;
         }
-        let k = match self.binding_buffers.iter().position(|&b| b == t.buffer_id) {
+        let key = (t.buffer_id, t.dtype);
+        let k = match self.binding_buffers.iter().position(|&b| b == key) {
             Some(k) => k,
             None => {
-                self.binding_buffers.push(t.buffer_id);
+                self.binding_buffers.push(key);
                 self.program.buffers.push(Arc::clone(&t.claim));
                 self.program.input_dtypes.push(t.dtype);
                 self.binding_buffers.len() - 1

@@ -120,15 +120,17 @@ impl<'a> Footprint<'a> {
             .iter()
             .filter(|b| !self.scalars.contains(b))
             .count();
-        let mut inputs: SmallVec<[u64; MAX_OPERANDS]> = SmallVec::new();
+        // One binding per buffer and dtype, as the builder binds them.
+        let mut inputs: SmallVec<[(u64, KernelType); MAX_OPERANDS]> = SmallVec::new();
         let reads = self.leaves.iter().filter(kept).chain(
             (0..producer.leaves.len())
                 .filter(|&k| is_new(k))
                 .map(|k| &producer.leaves[k]),
         );
         for l in reads {
-            if l.buffer_id != out && !inputs.contains(&l.buffer_id) {
-                inputs.push(l.buffer_id);
+            let key = (l.buffer_id, l.dtype);
+            if l.buffer_id != out && !inputs.contains(&key) {
+                inputs.push(key);
             }
         }
         // The load of `t` becomes the producer's nodes plus a rounding.
