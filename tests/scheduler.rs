@@ -297,6 +297,54 @@ fn a_fused_kernel_reads_one_buffer_as_two_dtypes() {
     }
 }
 
+/// Fused chains that write over what they read give NumPy 2.4's answers:
+/// an overlapping shifted view (`a[1:] = exp(a[:-1])` reads every element
+/// before any is written), a transposed one (`m[...] = exp(m.T)`), and a
+/// kernel write between a producer and its reader (`t = a * 2; a[[0, 2]] =
+/// ...; u = t + 1` reads `a` as it was).
+#[test]
+fn fused_chains_over_their_own_inputs_match_numpy() {
+    let shifted = [0.0, 1.0, 1.2840255, 1.6487212, 2.117, 2.7182820];
+    let transposed = [
+        1.0, 1.4549913, 2.117, 1.1331484, 1.6487212, 2.3988755, 1.2840255, 1.8682458, 2.718282,
+    ];
+    let mut devices = vec![Device::cpu()];
+    devices.extend([true, false].into_iter().filter_map(batched_gpu));
+    for dev in devices {
+        let a = Tensor::arange(0.0f32, 6.0, 1.0, &dev)
+            .unwrap()
+            .div_scalar(4.0)
+            .unwrap();
+        let exp = a.slice(s![..-1]).unwrap().exp().unwrap();
+        a.slice(s![1..]).unwrap().assign(&exp).unwrap();
+        drop(exp);
+        assert_close(&read_f32(&a), &shifted, 1e-6, &format!("shifted on {dev}"));
+        let m = Tensor::arange(0.0f32, 9.0, 1.0, &dev)
+            .unwrap()
+            .div_scalar(8.0)
+            .unwrap();
+        let m = m.reshape([3, 3]).unwrap();
+        let exp = m.t().exp().unwrap();
+        m.assign(&exp).unwrap();
+        drop(exp);
+        assert_close(
+            &read_f32(&m),
+            &transposed,
+            1e-6,
+            &format!("transposed on {dev}"),
+        );
+        let a = Tensor::arange(0.0f32, 4.0, 1.0, &dev).unwrap();
+        let t = a.mul_scalar(2.0).unwrap();
+        let index = Tensor::from_slice(&[0i64, 2], [2], &dev).unwrap();
+        let src = Tensor::from_slice(&[10.0f32, 20.0], [2], &dev).unwrap();
+        a.scatter_(&index, &src, 0).unwrap();
+        let u = t.add_scalar(1.0).unwrap();
+        drop(t);
+        assert_eq!(read_f32(&u), [1.0, 3.0, 5.0, 7.0], "{dev}");
+        assert_eq!(read_f32(&a), [10.0, 1.0, 20.0, 3.0], "{dev}");
+    }
+}
+
 #[test]
 fn an_upload_waits_for_pending_reads_of_its_reused_buffer() {
     let Some(dev) = gpu() else { return };
