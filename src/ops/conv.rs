@@ -73,7 +73,11 @@ impl Tensor {
     /// respect to its input; PyTorch's `conv_transpose2d`) of this `[batch,
     /// in_channels, height, width]` input with `weight` `[in_channels,
     /// out_channels / groups, kh, kw]`: output rows `(h - 1) stride - 2
-    /// padding + dilation (kh - 1) + output_padding + 1`.
+    /// padding + dilation (kh - 1) + output_padding + 1`. On a GPU an
+    /// infinite or NaN weight also makes NaN the outputs its taps reach
+    /// from past the input's edge (the kernel multiplies the edge's zeros
+    /// by it, as every convolution multiplies its padding, PyTorch's too);
+    /// the CPU, as PyTorch's, adds only the input's own pixels there.
     ///
     /// # Errors
     /// As [`Tensor::conv2d`], naming `conv_transpose2d`; `Error::Argument`

@@ -180,7 +180,10 @@ impl Tensor {
     /// The transform of a real tensor, keeping the `n / 2 + 1` outputs of
     /// its last axis that the others mirror (NumPy's `rfft`, `rfft2`,
     /// `rfftn`: the last of `spec`'s axes is transformed first, as a real
-    /// line, then the others).
+    /// line, then the others). A real line is transformed as a complex one
+    /// of half its length whose outputs are then split, so an infinite
+    /// sample gives NaN in bins where NumPy's are infinite (`inf - inf`),
+    /// and the CPU and a GPU may differ in which.
     ///
     /// # Errors
     /// As [`Tensor::fft`]; `Error::DType` for a complex tensor.

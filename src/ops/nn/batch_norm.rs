@@ -7,7 +7,10 @@
 //! then one pass, as PyTorch's CPU kernel. The two forms round
 //! differently: by an ulp or so of `x * scale`, which is the result's own
 //! size unless the mean is large beside the deviation; there the CPU's
-//! form (as PyTorch's) loses the digits `x * scale + shift` cancels.
+//! form (as PyTorch's) loses the digits `x * scale + shift` cancels. An
+//! infinite scale (a variance and `eps` of 0, an infinite weight) gives
+//! NaN where the shift is `inf - inf` on the CPU, as on PyTorch's CPU, and
+//! infinities of the deviation's sign on a GPU, as PyTorch's CUDA kernel.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
