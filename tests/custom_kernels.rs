@@ -330,10 +330,24 @@ fn a_body_cannot_close_its_function() {
             body,
         )
     };
-    for body in [escape, "y = x; }", "y = x; {", "/* } */ y = x; }"] {
+    // A `//` comment ends at any of WGSL's line breaks, as naga ends it:
+    // after a `\r` (or form feed, U+0085, U+2028) the escape was live code
+    // the brace check took for the comment's.
+    let hidden: Vec<String> = ["\r", "\u{c}", "\u{85}", "\u{2028}", "\u{2029}", "\u{b}"]
+        .iter()
+        .map(|b| {
+            format!(
+                "y = x + scribble();\nreturn y;\n// {b}}} fn scribble() -> f32 {{ wt_out[12u] = -99.0; var y = 0.0; /*\n{{ }} */\n"
+            )
+        })
+        .collect();
+    let bodies = [escape, "y = x; }", "y = x; {", "/* } */ y = x; }"];
+    for body in bodies.into_iter().chain(hidden.iter().map(String::as_str)) {
         let e = make(body).map(|_| ()).unwrap_err().to_string();
-        assert!(e.starts_with("CustomKernel::new:"), "{body}: {e}");
+        assert!(e.starts_with("CustomKernel::new:"), "{body:?}: {e}");
     }
+    // A comment ended by CRLF is still a comment.
+    make("// } note\r\ny = x;").unwrap();
     for dev in gpus() {
         // Blocks, and braces in (nested) comments, stay allowed.
         let ok = make("// }\n/* { /* } */ } */ if (x > 0.0) { y = x; } else { y = -x; }").unwrap();

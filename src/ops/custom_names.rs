@@ -287,7 +287,10 @@ pub(super) fn check_name(kernel: &str, name: &str) -> Result<()> {
 /// Checks that the braces of kernel `kernel`'s `body` pair up outside its
 /// comments (`//` to the line's end, `/* */` nested; WGSL has no string
 /// literals): a body that closed its function could declare functions of
-/// its own, outside the shadowing of webtensor's buffers.
+/// its own, outside the shadowing of webtensor's buffers. A line ends at
+/// any of WGSL's line breaks (`\r`, form feed, U+2028 ...), as naga ends
+/// a comment: past a `\r` taken for part of a comment, a body's code
+/// went unchecked.
 ///
 /// # Errors
 /// `Error::Argument` naming `op` for a `}` that closes nothing the body
@@ -299,7 +302,7 @@ pub(super) fn check_braces(op: &'static str, kernel: &str, body: &str) -> Result
         let next = chars.peek().copied();
         match (c, next) {
             ('/', Some('/')) if comments == 0 => {
-                chars.find(|&c| c == '\n');
+                chars.find(|&c| is_line_break(c));
             }
             ('/', Some('*')) => {
                 chars.next();
@@ -328,6 +331,12 @@ pub(super) fn check_braces(op: &'static str, kernel: &str, body: &str) -> Result
         ));
     }
     Ok(())
+}
+
+/// WGSL's line breaks, which end a `//` comment (naga's set: Unicode
+/// Pattern_White_Space but the spaces and marks).
+fn is_line_break(c: char) -> bool {
+    matches!(c, '\u{a}'..='\u{d}' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
 #[cfg(test)]
