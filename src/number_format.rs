@@ -106,12 +106,61 @@ fn parse_sci(s: &str, trim: bool) -> Decimal {
 /// The shortest decimal that reads back to `v` in `width`.
 fn shortest(v: f64, width: FloatWidth) -> Decimal {
     match width {
-        FloatWidth::F64 => parse_sci(&format!("{v:e}"), true),
-        FloatWidth::F32 => parse_sci(&format!("{:e}", v as f32), true),
+        FloatWidth::F64 => tie_to_even(parse_sci(&format!("{v:e}"), true), v, |x| x.to_bits()),
+        FloatWidth::F32 => tie_to_even(parse_sci(&format!("{:e}", v as f32), true), v, |x| {
+            u64::from((x as f32).to_bits())
+        }),
         // f16 needs at most 5 significant digits, bf16 at most 4.
         FloatWidth::F16 => shortest_of(v, 5, |x| f16_from_f64(x).to_bits()),
         FloatWidth::BF16 => shortest_of(v, 4, |x| bf16_from_f64(x).to_bits()),
     }
+}
+
+/// `d`, the shortest digits of `v`, or its neighbour of the same length
+/// where that reads back too (`bits` rounds to the width) and `v` lies
+/// exactly halfway between them: then the even one, as NumPy's Dragon4
+/// and Python's `repr` pick it (Rust's shortest form takes the upper:
+/// f32 44601.5625 printed 44601.563, NumPy's 44601.562).
+fn tie_to_even(d: Decimal, v: f64, bits: impl Fn(f64) -> u64) -> Decimal {
+    let Ok(m) = d.digits.parse::<u64>() else {
+        return d;
+    };
+    if m % 2 == 0 || v == 0.0 || !v.is_finite() {
+        return d;
+    }
+    let len = d.digits.len();
+    for other in [m - 1, m + 1] {
+        let other_digits = other.to_string();
+        if other_digits.len() != len {
+            continue;
+        }
+        let scale = d.exp - len as i32 + 1;
+        let reads_back = format!("{other}e{scale}")
+            .parse::<f64>()
+            .is_ok_and(|x| bits(if d.negative { -x } else { x }) == bits(v));
+        if !reads_back {
+            continue;
+        }
+        // Halfway: `v`'s exact digits are the lower one's, then 5 (an f64
+        // has at most 767 significant digits, so 800 show them all).
+        let lower = m.min(other).to_string();
+        let exact = exact_sci(v.abs(), len + 800);
+        let halfway = exact.exp == d.exp
+            && exact
+                .digits
+                .strip_prefix(lower.as_str())
+                .is_some_and(|rest| {
+                    rest.strip_prefix('5')
+                        .is_some_and(|zeros| zeros.bytes().all(|b| b == b'0'))
+                });
+        if halfway {
+            return trimmed(Decimal {
+                digits: other_digits,
+                ..d
+            });
+        }
+    }
+    d
 }
 
 /// The shortest of `v` written with 1 to `most` significant digits that

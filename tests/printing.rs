@@ -174,6 +174,34 @@ fn cases(dev: &Device) -> Vec<(&'static str, Tensor, &'static str)> {
             Tensor::zeros([2, 0], DType::F32, dev).unwrap(),
             "[]",
         ),
+        // Shortest digits halfway between two of one length take the even
+        // one, as NumPy's Dragon4 (Rust's shortest form took the upper):
+        // 44601.5625, 1225.15625 and 1825365.25, exact in f32.
+        ("tie", f32s(&[713625.0 / 16.0], &[1], dev), "[44601.562]"),
+        (
+            "tie beside a short value",
+            f32s(&[39205.0 / 32.0, 1.5], &[2], dev),
+            "[1225.1562    1.5   ]",
+        ),
+        ("scalar tie", f32s(&[39205.0 / 32.0], &[], dev), "1225.1562"),
+        (
+            "scalar tie, scientific",
+            f32s(&[7301461.0 / 4.0], &[], dev),
+            "1.8253652e+06",
+        ),
+        (
+            "complex tie",
+            Tensor::from_complex(
+                &[
+                    Complex32::new(665.69727, 1661.5991),
+                    Complex32::new(39205.0 / 32.0, 226.83781),
+                ],
+                [2],
+                dev,
+            )
+            .unwrap(),
+            "[ 665.69727+1661.5991j  1225.1562  +226.83781j]",
+        ),
     ]
 }
 
@@ -184,6 +212,9 @@ fn display_matches_numpy_str() {
             assert_eq!(t.to_string(), want, "{dev} {name}");
         }
     }
+    // f64 98134297385819.125 (NumPy 2.4: 98134297385819.12).
+    let tie = Tensor::from_slice(&[785074379086553.0f64 / 8.0], [], &Device::cpu()).unwrap();
+    assert_eq!(tie.to_string(), "98134297385819.12");
 }
 
 #[test]
