@@ -545,3 +545,37 @@ fn a_slow_compile_does_not_stall_cached_ops_of_another_thread() {
         );
     }
 }
+
+/// An operand whose storage is larger than one storage binding is an
+/// `Error::TooLarge`, even where the view passed is small: a kernel binds
+/// every operand's storage whole.
+#[test]
+fn an_operand_past_one_binding_is_too_large() {
+    let options = GpuOptions {
+        max_binding_bytes: Some(4096),
+        ..Default::default()
+    };
+    let Some(dev) = common::own_gpu(options) else {
+        return;
+    };
+    let double = CustomKernel::new(
+        "double",
+        &[("x", DType::F32)],
+        &[],
+        ("y", DType::F32),
+        "y = 2.0 * x;",
+    )
+    .unwrap();
+    let big = Tensor::zeros([2048], DType::F32, &dev).unwrap();
+    let e = double
+        .call(&[&big.narrow(0, 0, 4).unwrap()], &[])
+        .unwrap_err();
+    assert!(matches!(e, webtensor::Error::TooLarge { .. }), "{e}");
+    let small = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let e = double
+        .call_into(&big.narrow(0, 0, 4).unwrap(), &[&small], &[])
+        .unwrap_err();
+    assert!(matches!(e, webtensor::Error::TooLarge { .. }), "{e}");
+    let y = double.call(&[&small], &[]).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [2.0; 4]);
+}

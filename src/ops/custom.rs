@@ -196,7 +196,8 @@ impl CustomKernel {
     /// `Error::DType` for dtypes other than declared or scalars the dtype
     /// cannot hold; `Error::Shape` when an input does not broadcast to
     /// `out`; `Error::DeviceMismatch`; `Error::OverlappingWrite` for a
-    /// broadcast `out`.
+    /// broadcast `out`; `Error::TooLarge` for an operand whose storage
+    /// (not only the view) is larger than one storage binding.
     pub fn call_into(&self, out: &Tensor, inputs: &[&Tensor], scalars: &[Scalar]) -> Result<()> {
         self.run("CustomKernel::call_into", out, inputs, scalars)
     }
