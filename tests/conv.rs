@@ -2875,3 +2875,29 @@ fn depthwise_kernels_past_the_loop_budget_are_right() {
         assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{k}: {g} vs {w}");
     }
 }
+
+/// Upsampling an axis of 2^23 or more with antialiasing, the last output's
+/// centre rounds to the axis's length in f32 and its window holds nothing;
+/// the kernel still reads its first tap (times 0), which started one past
+/// the axis: here the NaN beyond the view, which made the output NaN where
+/// the CPU (and PyTorch, summing nothing) gives 0.
+#[test]
+fn antialiased_upsampling_past_2_pow_23_reads_inside_the_axis() {
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let n = (1usize << 23) + 2;
+    let mut v = vec![1.0f32; n + 1];
+    v[n] = f32::NAN;
+    let cpu = Device::cpu();
+    let mut last = Vec::new();
+    for dev in [&cpu, &gpu] {
+        let t = Tensor::from_slice(&v, [1, 1, 1, n + 1], dev).unwrap();
+        let x = t.narrow(3, 0, n).unwrap();
+        let y = x.resize([1, n + 2], Resize::BilinearAntialias).unwrap();
+        let y = y.narrow(3, n - 2, 4).unwrap().to_vec::<f32>().unwrap();
+        assert!(y.iter().all(|v| !v.is_nan()), "{dev}: {y:?}");
+        last.push(y);
+    }
+    assert_eq!(last[0], last[1]);
+}

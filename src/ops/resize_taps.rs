@@ -88,6 +88,9 @@ macro_rules! taps_in {
                 let first = ((center - support) + 0.5).max(0.0) as usize;
                 let end = (((center + support) + 0.5) as usize).min(n);
                 let count = end.saturating_sub(first).min(max_taps);
+                // An empty window past the axis (the centre rounded to `n`)
+                // starts at its last element, as the kernel reads it.
+                let first = first.min(n.saturating_sub(1));
                 let weights: Vec<$t> = (0..count)
                     .map(|j| {
                         let x = (((first + j) as $t - center) + 0.5) * inverse;
@@ -107,3 +110,26 @@ macro_rules! taps_in {
 
 taps_in!(single, f32);
 taps_in!(double, f64);
+
+#[cfg(test)]
+mod tests {
+    use super::single::{antialias_window, source_ratio};
+    use crate::ops::resize::Resize;
+
+    /// Upsampling an axis of 2^23 or more, the last output's centre rounds
+    /// to `n` in f32 and its window holds nothing: its first position is
+    /// still inside the axis (the kernel reads it, times 0).
+    #[test]
+    fn empty_windows_start_inside_the_axis() {
+        for n in [(1 << 23) + 2, (1 << 23) + 3, 10_485_760, (1 << 24) - 2] {
+            for m in [n + 1, n + 2, n + 7] {
+                let ratio = source_ratio(n, m, None, Resize::BilinearAntialias);
+                for i in [0, m / 2, m - 2, m - 1] {
+                    let (first, weights) = antialias_window(i, n, ratio);
+                    assert!(first < n, "n {n} m {m} output {i}: first {first}");
+                    assert!(first + weights.len() <= n, "n {n} m {m} output {i}");
+                }
+            }
+        }
+    }
+}

@@ -95,7 +95,11 @@ fn window(i: u32, n: u32, scale: f32) -> Window {
     let first = u32(max(kept(kept(center - support) + 0.5), 0.0));
     let end = min(u32(max(kept(kept(center + support) + 0.5), 0.0)), n);
     let taps = u32(ceil(support)) * 2u + 1u;
-    var win = Window(first, min(select(0u, end - first, end > first), taps), center, inverse, 0.0);
+    let count = min(select(0u, end - first, end > first), taps);
+    // Upsampling an axis of 2^23 or more, the centre can round to n and the
+    // window hold nothing from first = n: the first tap, read whatever the
+    // count (times a weight of 0), stays inside the axis.
+    var win = Window(min(first, n - 1u), count, center, inverse, 0.0);
     var total = 0.0;
     for (var j = 0u; j < win.count; j++) {
         total += weight_at(win, j);
