@@ -76,7 +76,11 @@ struct Window {
     total: f32,
 }
 
+// Tap j's weight: 0 past the window (an empty one's first tap is read).
 fn weight_at(win: Window, j: u32) -> f32 {
+    if (j >= win.count) {
+        return 0.0;
+    }
     let x = abs(kept(kept(f32(win.first + j) - win.center) + 0.5) * win.inverse);
     if (x < 1.0) {
         return 1.0 - x;
@@ -98,7 +102,8 @@ fn window(i: u32, n: u32, scale: f32) -> Window {
     let count = min(select(0u, end - first, end > first), taps);
     // Upsampling an axis of 2^23 or more, the centre can round to n and the
     // window hold nothing from first = n: the first tap, read whatever the
-    // count (times a weight of 0), stays inside the axis.
+    // count (with a weight of 0, as `weight_at` gives past the window),
+    // stays inside the axis.
     var win = Window(min(first, n - 1u), count, center, inverse, 0.0);
     var total = 0.0;
     for (var j = 0u; j < win.count; j++) {
