@@ -364,6 +364,15 @@ fn malformed_safetensors_headers_are_refused() {
             file("{\"a\": {\"dtype\": \"U8\", \"shape\": [2]}}", 0),
             "data_offsets",
         ),
+        (
+            file(
+                "{\"a\": {\"dtype\": \"U8\", \"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 1]}}",
+                1,
+            ),
+            "given twice",
+        ),
+        (file("{\"__metadata__\": 5}", 0), "a map of strings"),
+        (file("{\"__metadata__\": {\"epoch\": 3}}", 0), "a string"),
     ];
     for (bytes, want) in cases {
         match io::from_safetensors_bytes(&bytes, &cpu()) {
@@ -377,8 +386,9 @@ fn malformed_safetensors_headers_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("allows 100000000"), "{e}");
-    // Unknown keys in an entry and any __metadata__ are skipped, as the
-    // crate skips them; the header may be padded with spaces.
+    // As the crate reads them: unknown keys in an entry are skipped,
+    // __metadata__ is strings, the header may be padded with spaces, and
+    // an empty tensor of a huge extent holds nothing.
     let ok = file(
         "{\"__metadata__\": {\"format\": \"pt\"}, \"a\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [0, 2], \"note\": [1]}}   ",
         2,
@@ -387,6 +397,12 @@ fn malformed_safetensors_headers_are_refused() {
         io::from_safetensors_bytes(&ok, &cpu()).unwrap()["a"].dims(),
         &[2]
     );
+    let huge = format!(
+        "{{\"e\": {{\"dtype\": \"F32\", \"shape\": [{}, 0], \"data_offsets\": [0, 0]}}}}",
+        1u64 << 60
+    );
+    let e = io::from_safetensors_bytes(&file(&huge, 0), &cpu()).unwrap();
+    assert_eq!(e["e"].dims(), &[1 << 60, 0]);
 }
 
 #[test]

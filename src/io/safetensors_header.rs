@@ -75,10 +75,12 @@ pub(super) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Vec<Entr
                 "tensor {name:?} holds bytes {start}..{stop}, where the tensors before it end at {end}"
             )));
         }
+        // Elements first: an empty tensor of a huge extent holds nothing.
         let bits = e
             .shape
             .iter()
-            .try_fold(e.dtype.bitsize(), |acc, &d| acc.checked_mul(d))
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .and_then(|n| n.checked_mul(e.dtype.bitsize()))
             .filter(|bits| bits % 8 == 0);
         if bits.map(|bits| bits / 8) != Some(stop - start) {
             return Err(fail(format!(
@@ -104,7 +106,8 @@ fn index<E: de::Error>(n: u64, what: &str) -> std::result::Result<usize, E> {
     usize::try_from(n).map_err(|_| E::custom(format!("{what} {n} is past this target's memory")))
 }
 
-/// The header's map: `__metadata__` skipped, every other entry a tensor.
+/// The header's map: `__metadata__` (strings, checked and dropped), every
+/// other entry a tensor.
 struct Header;
 
 impl<'de> Visitor<'de> for Header {
@@ -118,7 +121,7 @@ impl<'de> Visitor<'de> for Header {
         let mut entries = Vec::new();
         while let Some(name) = map.next_key::<String>()? {
             if name == "__metadata__" {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Strings>()?;
                 continue;
             }
             let Fields {
@@ -163,16 +166,21 @@ impl<'de> Visitor<'de> for FieldsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Fields, A::Error> {
         let (mut dtype, mut shape, mut range) = (None, None, None);
         while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "dtype" => dtype = Some(map.next_value::<Dtype>()?),
-                "shape" => shape = Some(map.next_value::<Dims>()?.0),
+            let given = match key.as_str() {
+                "dtype" => dtype.replace(map.next_value::<Dtype>()?).is_some(),
+                "shape" => shape.replace(map.next_value::<Dims>()?.0).is_some(),
                 "data_offsets" => {
                     let (start, end) = map.next_value::<(u64, u64)>()?;
-                    range = Some(index(start, "offset")?..index(end, "offset")?);
+                    let r = index(start, "offset")?..index(end, "offset")?;
+                    range.replace(r).is_some()
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
+                    false
                 }
+            };
+            if given {
+                return Err(de::Error::custom(format!("{key:?} is given twice")));
             }
         }
         Ok(Fields {
@@ -180,6 +188,56 @@ impl<'de> Visitor<'de> for FieldsVisitor {
             shape: shape.ok_or_else(|| de::Error::missing_field("shape"))?,
             range: range.ok_or_else(|| de::Error::missing_field("data_offsets"))?,
         })
+    }
+}
+
+/// `__metadata__`: a map of strings to strings, as the format says (read,
+/// not kept).
+struct Strings;
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_map(StringsVisitor)
+    }
+}
+
+struct StringsVisitor;
+
+impl<'de> Visitor<'de> for StringsVisitor {
+    type Value = Strings;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map of strings to strings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Strings, A::Error> {
+        while map.next_key::<AnyString>()?.is_some() {
+            map.next_value::<AnyString>()?;
+        }
+        Ok(Strings)
+    }
+}
+
+/// A JSON string, read and dropped.
+struct AnyString;
+
+impl<'de> Deserialize<'de> for AnyString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(AnyStringVisitor)
+    }
+}
+
+struct AnyStringVisitor;
+
+impl<'de> Visitor<'de> for AnyStringVisitor {
+    type Value = AnyString;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<AnyString, E> {
+        Ok(AnyString)
     }
 }
 
