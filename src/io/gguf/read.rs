@@ -26,8 +26,8 @@ pub(crate) const MAX_ARRAY_VALUES: u64 = 1 << 24;
 /// (real files have tens of entries and at most some 10^5 tensors). An
 /// entry or a tensor's info takes several times its bytes in memory, so
 /// counts bounded only by the file's bytes could ask ten times its size.
-const MAX_ENTRIES: u64 = 1 << 16;
-const MAX_TENSORS: u64 = 1 << 20;
+pub(crate) const MAX_ENTRIES: u64 = 1 << 16;
+pub(crate) const MAX_TENSORS: u64 = 1 << 20;
 
 /// The most entries, tensors or array values reserved for before they are
 /// read: a count is a header's claim, and its entries take several times

@@ -2,7 +2,7 @@
 //! header, the metadata in the order given, the tensors' headers, then
 //! each tensor's data, every part of the data padded to the alignment.
 
-use super::read::{DEFAULT_ALIGNMENT, MAX_ARRAY_VALUES, MAX_DIMS};
+use super::read::{DEFAULT_ALIGNMENT, MAX_ARRAY_VALUES, MAX_DIMS, MAX_ENTRIES, MAX_TENSORS};
 use super::types::GgufValue;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -110,12 +110,19 @@ impl GgufWriter {
     /// # Errors
     /// `Error::Format` naming `GgufWriter::add_metadata` for a key given
     /// twice, an array holding an item of another type or nested more than
-    /// 8 deep, arrays holding more than 2^24 values in all (the reader's
-    /// limit), or a `general.alignment` that is not a u32 power of two.
+    /// 8 deep, arrays holding more than 2^24 values in all or more than
+    /// 2^16 entries (the reader's limits), or a `general.alignment` that
+    /// is not a u32 power of two.
     pub fn add_metadata(&mut self, key: &str, value: GgufValue) -> Result<&mut GgufWriter> {
         const OP: &str = "GgufWriter::add_metadata";
         if self.metadata.iter().any(|(k, _)| k == key) {
             return Err(refuse(OP, format!("metadata {key:?} is given twice")));
+        }
+        if self.metadata.len() as u64 >= MAX_ENTRIES {
+            return Err(refuse(
+                OP,
+                format!("metadata {key:?}: GGUF files are read with at most {MAX_ENTRIES} entries"),
+            ));
         }
         check_value(OP, key, &value, 0)?;
         let before: u64 = self.metadata.iter().map(|(_, v)| v.array_values()).sum();
@@ -167,6 +174,12 @@ impl GgufWriter {
                 format!("tensor {name:?} has {rank} axes; GGUF tensors have at most {MAX_DIMS}"),
             ));
         }
+        if self.tensors.len() as u64 >= MAX_TENSORS {
+            return Err(refuse(
+                op,
+                format!("tensor {name:?}: GGUF files are read with at most {MAX_TENSORS} tensors"),
+            ));
+        }
         Ok(())
     }
 
@@ -176,8 +189,9 @@ impl GgufWriter {
     ///
     /// # Errors
     /// `Error::Format` naming `GgufWriter::add_tensor` for a name given
-    /// twice or longer than 63 bytes, more than 4 axes, or a dtype GGUF
-    /// has no type for (u8, u32, bool, c64).
+    /// twice or longer than 63 bytes, more than 4 axes, a tensor past the
+    /// reader's 2^20, or a dtype GGUF has no type for (u8, u32, bool,
+    /// c64).
     pub fn add_tensor(&mut self, name: &str, tensor: &Tensor) -> Result<&mut GgufWriter> {
         const OP: &str = "GgufWriter::add_tensor";
         self.check_tensor(OP, name, tensor.rank())?;
@@ -448,5 +462,19 @@ mod tests {
         put_value(&mut out, &v);
         assert_eq!(&out[..4], &8u32.to_le_bytes());
         assert_eq!(&out[4..12], &1u64.to_le_bytes());
+    }
+
+    /// The writer stops at the reader's count of metadata entries (a file
+    /// of more was written, then refused by `Gguf::from_bytes`).
+    #[test]
+    fn metadata_past_the_readers_count_is_refused() {
+        let mut w = GgufWriter::new();
+        w.metadata = (0..MAX_ENTRIES)
+            .map(|k| (format!("k{k}"), GgufValue::U8(1)))
+            .collect();
+        let e = w.add_metadata("one.more", GgufValue::U8(1)).unwrap_err();
+        assert!(e.to_string().contains("65536"), "{e}");
+        w.metadata.pop();
+        w.add_metadata("one.more", GgufValue::U8(1)).unwrap();
     }
 }
