@@ -607,9 +607,9 @@ fn norms_over_axes() {
         assert_eq!(i.norm(2.0, ..).unwrap().item::<f32>().unwrap(), 5.0);
         let z = Tensor::from_complex(&[webtensor::Complex32::new(3.0, 4.0)], [1], &dev).unwrap();
         assert_eq!(z.norm(1.0, ..).unwrap().item::<f32>().unwrap(), 5.0);
-        // The 0-norm counts by dtype: c64 by modulus, f64 in f64 (the CPU's),
-        // f16 in f16
-        // (torch.linalg.vector_norm(x, 0): 2, 2, 2).
+        // The 0-norm counts by dtype: c64 where either part is non-zero, f64
+        // in f64 (the CPU's), f16 in f16 (torch.linalg.vector_norm(x, 0):
+        // 2, 2, and 1 for the f16 values, where -1e-300 is -0).
         let c = webtensor::Complex32::new;
         let z =
             Tensor::from_complex(&[c(3.0, 4.0), c(0.0, 0.0), c(0.0, -1e-3)], [3], &dev).unwrap();

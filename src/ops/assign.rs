@@ -38,7 +38,8 @@ impl Tensor {
     /// `src` to this shape and casting it to this dtype as
     /// [`Tensor::to_dtype`] does (NumPy's `dst[...] = src`: leading axes of
     /// one past this rank are dropped; a float out of an integer dtype's
-    /// range saturates, where NumPy's cast is undefined and wraps on x86).
+    /// range saturates, where NumPy's cast is undefined: on x86 its i32
+    /// and i64 take the minimum and its u8 and u32 wrap).
     /// Overlapping source and destination are handled as NumPy does.
     ///
     /// # Errors

@@ -184,8 +184,8 @@ impl Tensor {
 
     /// The periodic Hann window of `n` samples (PyTorch's `hann_window`,
     /// the one spectral analysis uses): `sin^2(pi k / n)` computed in f64
-    /// and rounded once to f32, so within 2.4e-7 (2 ulps near 1) of
-    /// PyTorch's, which forms `0.5 - 0.5 cos` in f32 (not bit for bit);
+    /// and rounded once to f32, so within 3e-7 of PyTorch's, which forms
+    /// `0.5 - 0.5 cos` in f32 (not bit for bit);
     /// `[1]` for `n = 1`, as
     /// PyTorch's.
     ///

@@ -54,7 +54,7 @@ impl Tensor {
     /// (NumPy's `linspace`): computed in f64 as `start + i * step`, the last
     /// value exactly `end`, then rounded to `dtype` (integer dtypes round
     /// toward negative infinity, as NumPy does; values past an integer
-    /// dtype's range saturate, where NumPy's cast wraps them).
+    /// dtype's range saturate, where NumPy's cast is undefined).
     ///
     /// ```
     /// use webtensor::{DType, Device, Tensor};

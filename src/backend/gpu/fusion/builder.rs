@@ -1,7 +1,7 @@
 //! Building the program of one step: the op's nodes, with the nodes of
 //! every producer folded into it expanded in place (each computed once and
 //! rounded as its store would round it), operands deduplicated by storage
-//! and layout, and a buffer bound once.
+//! and layout, and a buffer bound once for each dtype it is read as.
 
 use super::Producers;
 use super::perm::{Perm, same_elements};

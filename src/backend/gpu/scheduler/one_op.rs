@@ -7,8 +7,10 @@
 //! plan's (kernel, dtypes, layouts, buffer sizes, which operands share a
 //! storage or a buffer, which scalars share a slot) takes the op's buffers,
 //! binds them in the order the program bound them (the destination's, then
-//! each new buffer of the inputs, as `fusion/builder.rs` binds them) and
-//! appends the kept parameter block with the op's own scalar values.
+//! each new buffer of the inputs, as `fusion/builder.rs` binds them; a
+//! program binding one buffer as two dtypes keeps no plan, its binding
+//! count not being its buffers') and appends the kept parameter block with
+//! the op's own scalar values.
 
 use crate::backend::gpu::bind_groups::Binding;
 use crate::backend::gpu::buffer_claim::{BufferClaim, Taken};
