@@ -31,9 +31,9 @@ pub(super) struct Entry {
 /// # Errors
 /// `Error::Format` naming `op` for a header that is too long, runs past
 /// the file or is not a map of tensor entries (an object each, of at most
-/// `MAX_RANK` axes), a name given twice, and ranges that leave gaps,
-/// overlap, disagree with their tensors' sizes or do not end at the
-/// file's end.
+/// `MAX_RANK` axes, no key given twice) and a `__metadata__` of strings, a
+/// name given twice, and ranges that leave gaps, overlap, disagree with
+/// their tensors' sizes or do not end at the file's end.
 pub(super) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Vec<Entry>, &'a [u8])> {
     let fail = |msg: String| Error::format(op, msg);
     let Some(n) = bytes.get(..8).and_then(|n| n.try_into().ok()) else {
