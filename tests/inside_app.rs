@@ -88,7 +88,8 @@ fn a_device_on_the_applications_own_wgpu_device() {
     let Some((info, device, queue)) = app_device() else {
         return;
     };
-    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     assert!(dev.is_gpu());
     assert_eq!(dev.info().name, info.name);
     // The application asked for no SHADER_F16: f16 is packed.
@@ -131,7 +132,8 @@ fn application_buffers_become_tensors_both_ways() {
     let Some((info, device, queue)) = app_device() else {
         return;
     };
-    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     // The application writes, webtensor reads.
     let values: Vec<f32> = (0..24).map(|k| k as f32).collect();
     let buffer = app_buffer(&device, &queue, &values);
@@ -248,7 +250,8 @@ fn bad_buffers_are_errors_naming_the_op() {
     let Some((info, device, queue)) = app_device() else {
         return;
     };
-    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let buffer = app_buffer(&device, &queue, &[0.0; 8]);
     let err = |r: webtensor::Result<Tensor>| r.unwrap_err().to_string();
     let e = err(Tensor::from_gpu_buffer(&buffer, DType::F32, [9], 0, &dev));
@@ -278,7 +281,8 @@ fn bad_buffers_are_errors_naming_the_op() {
     assert!(e.contains("STORAGE"), "{e}");
     // A buffer of another wgpu device of the same instance.
     let (info2, device2, queue2) = app_device().unwrap();
-    let other = Device::from_wgpu(&info2, device2, queue2, GpuOptions::default());
+    let other = Device::from_wgpu(&info2, device2, queue2, GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let e = err(Tensor::from_gpu_buffer(&buffer, DType::F32, [2], 0, &other));
     assert!(
         e.contains("from_gpu_buffer") && e.contains("cannot be bound"),
@@ -393,7 +397,8 @@ fn tensors_draw_into_the_applications_textures() {
     let Some((info, device, queue)) = app_device() else {
         return;
     };
-    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let (w, h) = (70u32, 5u32);
     // A transposed view: values -1 .. 2 and a NaN.
     let base = Tensor::linspace(-1.0, 2.0, (w * h) as usize, DType::F32, &dev)
@@ -474,7 +479,8 @@ fn tensors_draw_into_the_applications_textures() {
     assert!(e(cpu.write_to_texture(&tex, ColorMap::Gray { min: 0.0, max: 1.0 })).contains("CPU"));
     // A texture of another device of the same instance.
     let (info2, device2, queue2) = app_device().unwrap();
-    let other = Device::from_wgpu(&info2, device2, queue2, GpuOptions::default());
+    let other = Device::from_wgpu(&info2, device2, queue2, GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let far = Tensor::zeros([2, 2], DType::F32, &other).unwrap();
     let err = e(far.write_to_texture(&tex, ColorMap::Gray { min: 0.0, max: 1.0 }));
     assert!(
@@ -502,7 +508,8 @@ fn a_failed_batch_poisons_what_it_was_to_write() {
         ..Default::default()
     };
     let own = common::own_gpu(batching.clone()).unwrap();
-    let on_app = Device::from_wgpu(&info, device.clone(), queue.clone(), batching);
+    let on_app = Device::from_wgpu(&info, device.clone(), queue.clone(), batching)
+        .expect("a device on the application's wgpu device");
     for dev in [own, on_app] {
         let (device, queue) = dev.wgpu().unwrap();
         let before = Tensor::full([4], 3.0, DType::F32, &dev).unwrap();
@@ -614,7 +621,8 @@ fn buffers_of_another_instance_are_refused() {
         (instance, info, device, queue)
     };
     let (_ours, info, device, queue) = open();
-    let dev = Device::from_wgpu(&info, device, queue, GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device, queue, GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let secret = Tensor::full([64], 4200.0, DType::F32, &dev).unwrap();
     secret.to_vec::<f32>().unwrap();
     let (_theirs, _, device, queue) = open();
@@ -652,7 +660,8 @@ fn a_tensor_of_the_largest_buffer_reads_back() {
         ..Default::default()
     }))
     .unwrap();
-    let dev = Device::from_wgpu(&adapter.get_info(), device, queue, GpuOptions::default());
+    let dev = Device::from_wgpu(&adapter.get_info(), device, queue, GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let n = LARGEST as usize / 4;
     let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let x = Tensor::from_slice(&values, [n], &dev).unwrap();
@@ -682,7 +691,8 @@ fn a_binding_cap_of_odd_bytes_wraps_buffers() {
         max_binding_bytes: Some(1001),
         ..GpuOptions::default()
     };
-    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), options);
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), options)
+        .expect("a device on the application's wgpu device");
     let values: Vec<f32> = (0..600).map(|k| k as f32).collect();
     let buffer = app_buffer(&device, &queue, &values);
     let t = Tensor::from_gpu_buffer(&buffer, DType::F32, [600], 0, &dev).unwrap();
@@ -753,7 +763,8 @@ fn a_mapped_buffer_is_refused_where_it_is_wrapped() {
     let Some((info, device, queue)) = app_device() else {
         return;
     };
-    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("app data, mapped"),
         size: 16,
@@ -770,4 +781,60 @@ fn a_mapped_buffer_is_refused_where_it_is_wrapped() {
     buffer.unmap();
     let t = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap();
     assert_eq!(t.to_vec::<f32>().unwrap(), [0.0; 4]);
+}
+
+/// A `WEBTENSOR_*` setting set to a value it does not take is an
+/// `Error::Argument` naming it from every way to a GPU device: never its
+/// default, and never the CPU in the GPU's place. The environment is the
+/// process's, so the checks run in a child process of this test binary
+/// (`bad_settings_in_a_child`) with `WEBTENSOR_FUSION=2`.
+#[test]
+fn a_setting_not_understood_is_an_error_from_every_opening() {
+    // The child opens the application's device on the adapter webtensor
+    // opens here.
+    if common::gpu().is_none() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "bad_settings_in_a_child", "--include-ignored"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env("WEBTENSOR_FUSION", "2")
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("test result: ok. 1 passed"), "{text}");
+}
+
+/// Set in the child process of
+/// `a_setting_not_understood_is_an_error_from_every_opening`.
+const CHILD: &str = "WEBTENSOR_TEST_BAD_SETTINGS_CHILD";
+
+#[test]
+#[ignore = "the child process of a_setting_not_understood_is_an_error_from_every_opening"]
+fn bad_settings_in_a_child() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let refused = |e: webtensor::Error, op: &str| {
+        let msg = e.to_string();
+        assert!(matches!(e, webtensor::Error::Argument { .. }), "{msg}");
+        assert!(
+            msg.contains(op) && msg.contains("WEBTENSOR_FUSION=\"2\""),
+            "{msg}"
+        );
+    };
+    refused(Device::gpu().unwrap_err(), "Device::gpu");
+    // Not the CPU, with the GPU's error as its reason.
+    refused(Device::default_device().unwrap_err(), "Device::gpu");
+    let adapter =
+        pollster::block_on(app_instance().request_adapter(&wgpu::RequestAdapterOptions::default()))
+            .expect("the parent opened a GPU; the application's adapter");
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))
+            .expect("the application's device");
+    let e = Device::from_wgpu(&adapter.get_info(), device, queue, GpuOptions::default());
+    refused(e.expect_err("an error"), "Device::from_wgpu");
 }

@@ -302,7 +302,8 @@ fn the_applications_device_is_replaced_by_its_own_new_one() {
         return;
     }
     let (info, device, queue) = app_device();
-    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let old = Tensor::ones([4], DType::F32, &dev).unwrap();
     device.destroy();
     let synced = within_watchdog("the sync after the loss", {
@@ -404,7 +405,8 @@ fn checkpoints_outlive_a_recovery_onto_a_lost_device() {
         return;
     }
     let (info, device, queue) = app_device();
-    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue, GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     let kept: Vec<Tensor> = (0..4)
         .map(|k| {
             let t = Tensor::full([256], k as f32, DType::F32, &dev).unwrap();
@@ -450,7 +452,8 @@ fn the_applications_new_device_takes_the_handles_options() {
         max_binding_bytes: Some(4096),
         ..Default::default()
     };
-    let dev = Device::from_wgpu(&info, device.clone(), queue, options);
+    let dev = Device::from_wgpu(&info, device.clone(), queue, options)
+        .expect("a device on the application's wgpu device");
     assert_eq!(dev.info().max_storage_binding, 4096);
     device.destroy();
     let _ = dev.sync();
@@ -575,7 +578,8 @@ fn a_handle_that_recovers_by_itself_comes_back_with_its_kept_tensors() {
             auto_recover: Some(true),
             ..Default::default()
         },
-    );
+    )
+    .expect("a device on the application's wgpu device");
     device.destroy();
     let _ = app.sync();
     std::thread::sleep(Duration::from_millis(50));

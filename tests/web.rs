@@ -793,7 +793,8 @@ async fn page_read(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Bu
 async fn inside_the_pages_own_device() {
     use webtensor::{ColorMap, GpuOptions};
     let (info, device, queue) = page_device().await;
-    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+    let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default())
+        .expect("a device on the application's wgpu device");
     assert_eq!(dev.info().kind, DeviceKind::Gpu);
     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("page buffer"),

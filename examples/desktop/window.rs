@@ -134,7 +134,7 @@ impl Scene {
         }))?;
         let (device, queue) = open_device(&adapter)?;
         let info = adapter.get_info();
-        let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default());
+        let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default())?;
         let size = window.inner_size();
         let config = surface
             .get_default_config(&adapter, size.width.max(1), size.height.max(1))

@@ -108,7 +108,8 @@ impl Gpu {
             opened.device.clone(),
             opened.queue.clone(),
             GpuOptions::default(),
-        );
+        )
+        .ok()?;
         Some(Gpu {
             dev,
             trouble,

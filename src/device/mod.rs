@@ -138,7 +138,10 @@ impl Device {
     /// [`Device::gpu`] opens a software adapter when asked.
     ///
     /// # Errors
-    /// `WEBTENSOR_DEVICE=gpu` with no usable adapter, or an unknown value.
+    /// `WEBTENSOR_DEVICE=gpu` with no usable adapter, or an unknown value;
+    /// `Error::Argument` as [`Device::gpu`] for another `WEBTENSOR_*`
+    /// setting set to a value it does not take, unless
+    /// `WEBTENSOR_DEVICE=cpu` (never the CPU in its place).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn default_device() -> Result<Device> {
         static DEFAULT: std::sync::OnceLock<Result<Device>> = std::sync::OnceLock::new();
@@ -169,6 +172,9 @@ impl Device {
                     )))
                 }
                 Ok(d) => Ok(d),
+                // A setting it does not take is the caller's to fix, not a
+                // reason to run on the CPU.
+                Err(e @ Error::Argument { .. }) => Err(e),
                 Err(e) => Ok(Device::cpu_because(&e.to_string())),
             },
             Some(other) => Err(Error::argument(

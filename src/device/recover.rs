@@ -118,8 +118,10 @@ impl Device {
     ///
     /// # Errors
     /// `Error::Argument` on the CPU, and for a handle that went on on the
-    /// CPU when its GPU was lost (its tensors are host tensors now); as
-    /// [`Device::recover`] for the tensors it restores.
+    /// CPU when its GPU was lost (its tensors are host tensors now), and
+    /// for a `WEBTENSOR_*` setting of the environment set to a value it
+    /// does not take (as [`Device::from_wgpu`]; the handle is left as it
+    /// was); as [`Device::recover`] for the tensors it restores.
     pub fn recover_with(
         &self,
         info: &wgpu::AdapterInfo,
@@ -131,7 +133,13 @@ impl Device {
         let Inner::Gpu(handle) = &self.inner else {
             return refused("the CPU");
         };
-        let ctx = Arc::new(GpuContext::from_wgpu(info, device, queue, &handle.options));
+        let ctx = Arc::new(GpuContext::from_wgpu(
+            OP,
+            info,
+            device,
+            queue,
+            &handle.options,
+        )?);
         let next = Arc::new(Now::Gpu(ctx.clone()));
         // The application's device replaces whatever the handle is, even
         // a device another recovery installed meanwhile.

@@ -25,14 +25,19 @@ impl Device {
     /// and the first handle then learns of a loss only from its failing
     /// calls (`Error::Gpu`, not `Error::DeviceLost`). See the module docs
     /// for the ordering rule.
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `Device::from_wgpu` for a `WEBTENSOR_*`
+    /// setting of the environment set to a value it does not take, as
+    /// [`Device::gpu_async`] (`WEBTENSOR_FUSION=2`, `WEBTENSOR_MEMORY_CAP=1GiB`).
     pub fn from_wgpu(
         info: &wgpu::AdapterInfo,
         device: wgpu::Device,
         queue: wgpu::Queue,
         options: GpuOptions,
-    ) -> Device {
-        let ctx = GpuContext::from_wgpu(info, device, queue, &options);
-        Device::from_gpu_context(Arc::new(ctx), options, false)
+    ) -> Result<Device> {
+        let ctx = GpuContext::from_wgpu("Device::from_wgpu", info, device, queue, &options)?;
+        Ok(Device::from_gpu_context(Arc::new(ctx), options, false))
     }
 
     /// The wgpu device and queue of a GPU device (for an application that

@@ -173,13 +173,19 @@ impl GpuContext {
     /// `Device::from_wgpu`): limits and features are the device's own, f16
     /// is native when it was opened with SHADER_F16. The application keeps
     /// its handler of uncaptured errors.
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `op` for a setting of the environment that
+    /// is not understood (see `check_settings`), as [`GpuContext::open`].
     pub fn from_wgpu(
+        op: &'static str,
         info: &wgpu::AdapterInfo,
         device: wgpu::Device,
         queue: wgpu::Queue,
         options: &GpuOptions,
-    ) -> GpuContext {
-        Self::assemble(info, device, queue, options, None)
+    ) -> Result<GpuContext> {
+        super::opening::check_settings(op, |name| std::env::var(name).ok())?;
+        Ok(Self::assemble(info, device, queue, options, None))
     }
 
     /// The context of an opened device. `opened`: webtensor opened it,
