@@ -33,7 +33,8 @@
 //! ## The ops by family
 //!
 //! Every op is a method returning [`Result`]; each runs on both devices
-//! with the same semantics (the README's "A short tour" lists them all).
+//! with the same semantics (the README's "A short tour" goes through them
+//! family by family).
 //!
 //! - Creation: [`Tensor::from_slice`], [`Tensor::zeros`], [`Tensor::full`],
 //!   [`Tensor::arange`], [`Tensor::linspace`], [`Tensor::eye`],
@@ -59,7 +60,7 @@
 //!   [`Tensor::pad`] ([`PadMode`]), [`Tensor::take`], [`Tensor::gather`],
 //!   [`Tensor::scatter`], [`Tensor::masked_fill`].
 //! - Complex: [`Tensor::complex`], [`Tensor::real`], [`Tensor::imag`].
-//! - Files: [`io`] (`.npy`, `.npz`, safetensors). Interop:
+//! - Files: [`io`] (`.npy`, `.npz`, safetensors, GGUF). Interop:
 //!   [`Tensor::from_ndarray`] and [`Tensor::to_ndarray`]; on a GPU,
 //!   [`Device::from_wgpu`], [`Tensor::gpu_buffer`],
 //!   [`Tensor::from_gpu_buffer`], [`Tensor::write_to_texture`].

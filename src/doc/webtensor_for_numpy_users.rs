@@ -8,8 +8,8 @@
 //! as `isize`, shapes as arrays or slices, and an explicit
 //! [`Device`](crate::Device).
 //!
-//! Every webtensor form in the tables runs in the example below its table
-//! (they are doctests).
+//! The examples below the tables are doctests: they run most of the
+//! forms their table shows, not every one.
 //!
 //! # Devices and readback
 //!
