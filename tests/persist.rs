@@ -390,6 +390,35 @@ fn replays_and_the_applications_writes_leave_no_host_copy_valid() {
     assert_eq!(y.to_vec::<f32>().unwrap(), want);
 }
 
+/// A tensor the step made (an op's output, not a destination written in
+/// place) is written again by every run too: a host copy taken between
+/// runs goes stale, as one of a tensor the step writes in place does.
+#[test]
+fn a_tensor_a_captured_step_made_is_written_by_its_runs() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    let x = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    let made: std::rc::Rc<std::cell::RefCell<Option<Tensor>>> = Default::default();
+    let (held, slot) = (x.clone(), made.clone());
+    // y = 2 (x + 1), through an intermediate the step drops.
+    let mut step = dev
+        .capture(move || {
+            let shifted = held.add_scalar(1.0)?;
+            *slot.borrow_mut() = Some(shifted.mul_scalar(2.0)?);
+            Ok(())
+        })
+        .unwrap();
+    let y = made.borrow().clone().unwrap();
+    y.set_persist(Persist::HostCopy).unwrap();
+    x.fill_(5.0).unwrap();
+    step.run().unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [12.0; 8]);
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_lost(y.to_vec::<f32>(), "made by a captured step, written by its run");
+}
+
 #[test]
 fn a_tensor_that_could_not_be_restored_stays_lost() {
     let Some(dev) = own(GpuOptions::default()) else {
