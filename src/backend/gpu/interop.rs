@@ -57,8 +57,12 @@ pub(crate) fn hand_out(
 ) -> Result<(wgpu::Buffer, &'static str)> {
     let s = gpu_storage(op, storage)?;
     s.ctx.check_lost(op)?;
-    s.ctx.flush()?;
+    // Taken before the flush: a buffer the pool hands out may have been
+    // given back by work not yet submitted (another thread's, or a flush
+    // under way on one), which the flush then submits before the
+    // application's next write can land.
     let buffer = s.buffer(op)?;
+    s.ctx.flush()?;
     s.ctx.share(&buffer, storage);
     let wgsl = array_type(storage_mode(s.dtype, s.ctx.facts.native_f16), false);
     Ok((buffer, wgsl))
