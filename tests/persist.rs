@@ -416,7 +416,10 @@ fn a_tensor_a_captured_step_made_is_written_by_its_runs() {
     assert_eq!(y.to_vec::<f32>().unwrap(), [12.0; 8]);
     lose(&dev);
     dev.recover().unwrap();
-    assert_lost(y.to_vec::<f32>(), "made by a captured step, written by its run");
+    assert_lost(
+        y.to_vec::<f32>(),
+        "made by a captured step, written by its run",
+    );
 }
 
 #[test]

@@ -169,7 +169,7 @@ pub(crate) struct CapturedBatch {
     pub dispatches: Vec<CapturedDispatch>,
     /// The parameter blocks, written once (bound by the groups; kept here
     /// to say so).
-    pub _params: wgpu::Buffer,
+    pub params: wgpu::Buffer,
     /// The flush's temporaries, the graph's for good (given back to the
     /// pool when the graph goes).
     pub temporaries: Vec<PooledBuffer>,
@@ -192,6 +192,7 @@ impl CapturedBatch {
         for t in self.temporaries.drain(..) {
             ctx.pool.release(t, open_batch);
         }
+        ctx.pool.forget_made(&self.params);
         let_go(std::mem::take(&mut self.held), ctx);
     }
 }

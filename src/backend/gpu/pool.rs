@@ -133,7 +133,9 @@ pub(crate) struct PoolCounters {
 #[derive(Default)]
 struct PoolState {
     free: FxHashMap<(BufferKind, u64), Vec<Free>>,
-    /// The [`identity`] of every buffer the pool made.
+    /// The [`identity`] of every buffer the pool made that it has not
+    /// dropped (wgpu-core never reuses one, so a set of them all would
+    /// grow with every buffer made).
     made: FxHashSet<u64>,
     next_id: u64,
     counters: PoolCounters,
@@ -172,9 +174,10 @@ impl PoolState {
                 let Some(list) = self.free.get_mut(&key) else {
                     break;
                 };
-                if list.pop().is_none() {
+                let Some(free) = list.pop() else {
                     break;
-                }
+                };
+                self.made.remove(&identity(&free.buffer));
                 self.counters.bytes_pooled -= key.1;
                 self.counters.dropped += 1;
             }
@@ -219,6 +222,12 @@ impl BufferPool {
     /// parameter arena, the fault record ...), among the buffers it made.
     pub fn note_made(&self, buffer: &wgpu::Buffer) {
         self.state().made.insert(identity(buffer));
+    }
+
+    /// Stops counting `buffer` (see [`BufferPool::note_made`]), which its
+    /// holder drops now.
+    pub fn forget_made(&self, buffer: &wgpu::Buffer) {
+        self.state().made.remove(&identity(buffer));
     }
 
     /// True when `buffer` has the identity of a buffer this pool made (or
@@ -418,7 +427,9 @@ impl BufferPool {
     /// that a dropped future or a failed map may leave mapping): its bytes
     /// stop counting as live.
     pub fn forget(&self, buffer: PooledBuffer) {
-        self.state().counters.bytes_live -= buffer.size;
+        let mut state = self.state();
+        state.counters.bytes_live -= buffer.size;
+        state.made.remove(&identity(&buffer.buffer));
     }
 
     fn put_back(&self, buffer: PooledBuffer, open_batch: u64, known_as: u64) {
@@ -455,7 +466,9 @@ impl BufferPool {
     pub fn clear(&self) {
         let mut state = self.state();
         let idle: usize = state.free.values().map(Vec::len).sum();
-        state.free.clear();
+        for free in std::mem::take(&mut state.free).into_values().flatten() {
+            state.made.remove(&identity(&free.buffer));
+        }
         state.counters.bytes_pooled = 0;
         state.counters.dropped += idle as u64;
     }

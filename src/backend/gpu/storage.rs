@@ -125,6 +125,7 @@ impl GpuStorage {
             ctx.queue.write_buffer(&buffer, 0, &bytes);
             ctx.bytes_uploaded
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            ctx.note_upload(bytes.len() as u64);
         }
         Ok(storage)
     }

@@ -145,7 +145,7 @@ impl Scheduler {
             .collect();
         Ok(CapturedBatch {
             dispatches,
-            _params: params,
+            params,
             temporaries,
             held: capture.into_held(),
             written: commands.iter().flat_map(Command::written_claims).collect(),
