@@ -269,6 +269,33 @@ fn a_long_loop_that_drops_temporaries_keeps_memory_flat() {
     }
 }
 
+/// An upload takes an idle buffer that no pending op reads when the pool
+/// has one, rather than the newest, which a pending op still reads and
+/// which the upload would have to flush first (a submit, and in a capture
+/// an error).
+#[test]
+fn an_upload_takes_a_buffer_no_pending_op_reads() {
+    let Some(dev) = batched_gpu(true) else {
+        return;
+    };
+    let x = Tensor::from_slice(&[1.0f32; 256], [256], &dev).unwrap();
+    let y = Tensor::from_slice(&[2.0f32; 256], [256], &dev).unwrap();
+    let total = y.sum(..).unwrap();
+    drop(x);
+    dev.flush().unwrap();
+    // x's buffer is idle; y's, dropped now, is read by the pending exp.
+    let e = y.exp().unwrap();
+    drop(y);
+    let before = dev.stats();
+    let z = Tensor::from_slice(&[3.0f32; 256], [256], &dev).unwrap();
+    let after = delta(before, dev.stats());
+    assert_eq!((after.submits, after.buffers_created), (0, 0), "{after:?}");
+    assert_eq!(after.buffers_reused, 1, "{after:?}");
+    assert_eq!(total.to_vec::<f32>().unwrap(), [512.0]);
+    assert_eq!(e.to_vec::<f32>().unwrap(), [2.0f32.exp(); 256]);
+    assert_eq!(z.to_vec::<f32>().unwrap(), [3.0; 256]);
+}
+
 /// A buffer freed and claimed again within a batch can hold operands of
 /// two dtypes, and a fused kernel reading both bound it once, as the first
 /// one's dtype: the bool mask's `array<u32>` read as f32 failed the

@@ -300,10 +300,13 @@ impl BufferPool {
         let size = self.size_for(bytes, limit);
         let mut state = self.state();
         let open_batch = open_batch();
+        // The newest buffer of a closed batch, else the newest of the open
+        // one that `reusable` takes (an upload into one waits for a flush).
         let reusable = state.free.get_mut(&(kind, size)).and_then(|list| {
             let at = list
                 .iter()
-                .rposition(|f| f.released_in_batch != open_batch || reusable(f))?;
+                .rposition(|f| f.released_in_batch != open_batch)
+                .or_else(|| list.iter().rposition(&reusable))?;
             Some(list.remove(at))
         });
         if let Some(free) = reusable {
