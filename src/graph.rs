@@ -83,17 +83,25 @@ impl Device {
     ///
     /// On a GPU nothing is submitted while `step` runs: an op that needs
     /// the step's recorded work submitted at once (a readback such as
-    /// `to_vec`, `sync`, `flush`, `gpu_buffer`, drawing into a texture, or
-    /// an upload into a buffer that recorded work still reads) returns
+    /// `to_vec`, a `sync` or `flush` with ops recorded, `gpu_buffer`,
+    /// drawing into a texture, or an upload into a buffer that recorded
+    /// work still reads, where the pool has no other) returns
     /// `Error::Argument`, and the capture fails with that error even if
     /// `step` ignored it. Ops other threads record on this device while
-    /// `step` runs become part of the step. A matmul whose class autotuning
-    /// has not timed yet takes the tile its size picks. On the CPU the
-    /// capture runs `step` once and keeps it.
+    /// `step` runs become part of the step; ops on CPU tensors inside it
+    /// are host work, done once at capture. A matmul whose class
+    /// autotuning has not timed yet takes the tile its size picks, and a
+    /// product or convolution kernel the device has not yet checked (the
+    /// check that drops a kernel computing wrong, see
+    /// [`DeviceInfo::dropped_kernels`](crate::DeviceInfo::dropped_kernels))
+    /// gives way, for the graph's life, to the
+    /// per-output product kernel (convolutions to products): run one
+    /// product of each dtype (one convolution) eagerly before capturing.
+    /// On the CPU the capture runs `step` once and keeps it.
     ///
     /// # Errors
     /// What `step` returned, and on a GPU `Error::Argument` as above (what
-    /// the step recorded until then runs, as eager ops would have); a
+    /// the step recorded until then runs, as eager ops would have), a
     /// capture inside a capture on one device, or while the device is
     /// being profiled; the device's errors.
     pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
