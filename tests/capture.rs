@@ -476,9 +476,15 @@ fn a_graph_keeps_the_buffers_of_tensors_dropped_after_capture() {
         let live_before = dev.stats().bytes_live;
         let x = Tensor::ones([1 << 12], DType::F32, &dev).unwrap();
         let out = Tensor::zeros([1 << 12], DType::F32, &dev).unwrap();
-        let (xs, outs) = (x.clone(), out.clone());
+        // The step gives its handle of x up at capture (the graph keeps
+        // the closure, to capture it again after a recovery): dropping x
+        // drops its storage.
+        let (mut xs, outs) = (Some(x.clone()), out.clone());
         let mut graph = dev
-            .capture(move || outs.assign(&xs.mul_scalar(2.0)?))
+            .capture(move || {
+                let x = xs.take().expect("captured once");
+                outs.assign(&x.mul_scalar(2.0)?)
+            })
             .unwrap();
         // The graph binds x's buffer on every run: no new tensor may get it.
         drop(x);
@@ -514,12 +520,18 @@ fn buffers_only_the_graph_uses_are_lent_to_no_one_else() {
     for dev in capture_devices() {
         let out = Tensor::zeros([256], DType::F32, &dev).unwrap();
         let o2 = out.clone();
-        // Only the closure holds `w` and `scale`, and the closure is gone
-        // after capture on a GPU: the graph holds their buffers.
-        let w = Tensor::full([256], 2.0, DType::F32, &dev).unwrap();
-        let scale = Tensor::full([256], 3.0, DType::F32, &dev).unwrap();
+        // Only the closure holds `w` and `scale`, and on a GPU it gives
+        // them up at capture: the graph holds their buffers (the CPU's
+        // runs call it again).
+        let once = dev.is_gpu();
+        let mut kept = Some((
+            Tensor::full([256], 2.0, DType::F32, &dev).unwrap(),
+            Tensor::full([256], 3.0, DType::F32, &dev).unwrap(),
+        ));
         let mut graph = dev
             .capture(move || {
+                let (w, scale) =
+                    if once { kept.take() } else { kept.clone() }.expect("captured once on a GPU");
                 let t = w.mul(&scale)?;
                 o2.add_(&t)
             })
