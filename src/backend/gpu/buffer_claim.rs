@@ -25,7 +25,7 @@
 //! temporary of the flush (see the scheduler), given back once the flush
 //! has encoded its last reader.
 
-use super::pool::{BufferKind, BufferPool, PooledBuffer};
+use super::pool::{BufferPool, PooledBuffer};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -251,37 +251,14 @@ impl BufferClaim {
             return Ok((buffer, s.id));
         }
         // The reservation makes room for the buffer itself.
-        if s.reserved {
-            pool.unreserve(self.size);
-        }
-        let got = if s.referenced {
-            pool.acquire_for_flush(
-                device,
-                op,
-                (self.bytes, limit),
-                open_batch,
-                unused_from_here,
-            )
-        } else {
-            pool.acquire(
-                device,
-                op,
-                BufferKind::Tensor,
-                self.bytes,
-                limit,
-                open_batch,
-            )
-            .map(|a| a.buffer)
-        };
-        let b = match got {
-            Ok(b) => b,
-            Err(e) => {
-                if s.reserved {
-                    pool.restore_reservation(self.size);
-                }
-                return Err(e);
-            }
-        };
+        let reserved = if s.reserved { self.size } else { 0 };
+        let b = pool.acquire_for_claim(
+            device,
+            op,
+            (self.bytes, limit, reserved),
+            open_batch,
+            s.referenced.then_some(unused_from_here),
+        )?;
         if !s.referenced {
             s.id = b.id;
         }

@@ -260,7 +260,9 @@ impl BufferPool {
         open_batch: impl Fn() -> u64,
     ) -> Result<Acquired> {
         // A held buffer would be known by two ids in one batch.
-        self.take(device, op, (kind, bytes, limit), open_batch, |f| !f.held())
+        self.take(device, op, (kind, bytes, limit, 0), open_batch, |f| {
+            !f.held()
+        })
     }
 
     /// A tensor buffer of at least `bytes` for commands of batch
@@ -282,23 +284,50 @@ impl BufferPool {
         open_batch: impl Fn() -> u64,
         unused_from_here: impl Fn(u64) -> bool,
     ) -> Result<PooledBuffer> {
-        let request = (BufferKind::Tensor, bytes, limit);
+        let request = (BufferKind::Tensor, bytes, limit, 0);
         let reusable = |f: &Free| unused_from_here(f.known_as);
         Ok(self.take(device, op, request, open_batch, reusable)?.buffer)
     }
 
+    /// The tensor buffer of a claim that reserved `reserved` bytes for it
+    /// (0 for none, see `buffer_claim.rs`): as [`BufferPool::acquire`], or
+    /// with `unused_from_here` as [`BufferPool::acquire_for_flush`]. The
+    /// reservation is given back and the buffer taken under one lock, so
+    /// that no other request takes the room it kept in between; it stands
+    /// when no buffer can be had.
+    ///
+    /// # Errors
+    /// As [`BufferPool::acquire`].
+    pub fn acquire_for_claim(
+        &self,
+        device: &wgpu::Device,
+        op: &'static str,
+        (bytes, limit, reserved): (u64, u64, u64),
+        open_batch: impl Fn() -> u64,
+        unused_from_here: Option<&dyn Fn(u64) -> bool>,
+    ) -> Result<PooledBuffer> {
+        let request = (BufferKind::Tensor, bytes, limit, reserved);
+        let reusable = |f: &Free| match unused_from_here {
+            Some(unused) => unused(f.known_as),
+            None => !f.held(),
+        };
+        Ok(self.take(device, op, request, open_batch, reusable)?.buffer)
+    }
+
     /// [`BufferPool::acquire`], taking of the buffers released in
-    /// `open_batch` only those `reusable` accepts.
+    /// `open_batch` only those `reusable` accepts, for a request that had
+    /// `reserved` bytes reserved (given back first).
     fn take(
         &self,
         device: &wgpu::Device,
         op: &'static str,
-        (kind, bytes, limit): (BufferKind, u64, u64),
+        (kind, bytes, limit, reserved): (BufferKind, u64, u64, u64),
         open_batch: impl Fn() -> u64,
         reusable: impl Fn(&Free) -> bool,
     ) -> Result<Acquired> {
         let size = self.size_for(bytes, limit);
         let mut state = self.state();
+        state.counters.bytes_reserved -= reserved;
         let open_batch = open_batch();
         // The newest buffer of a closed batch, else the newest of the open
         // one that `reusable` takes (an upload into one waits for a flush).
@@ -325,7 +354,10 @@ impl BufferPool {
                 needs_flush: free.released_in_batch == open_batch,
             });
         }
-        state.check_cap(op, size)?;
+        if let Err(e) = state.check_cap(op, size) {
+            state.counters.bytes_reserved += reserved;
+            return Err(e);
+        }
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(match kind {
                 BufferKind::Tensor => "webtensor tensor",
@@ -387,12 +419,6 @@ impl BufferPool {
     /// Gives back a promise of [`BufferPool::reserve`].
     pub fn unreserve(&self, size: u64) {
         self.state().counters.bytes_reserved -= size;
-    }
-
-    /// Makes a promise given back for a buffer that could not be taken
-    /// again, whatever the cap (it was under the cap before).
-    pub fn restore_reservation(&self, size: u64) {
-        self.state().counters.bytes_reserved += size;
     }
 
     /// A new buffer id for a buffer the pool does not own (one the
@@ -511,6 +537,36 @@ mod tests {
         pool.release(again.buffer, 3);
         // Batch 3 is submitted: nothing to wait for.
         assert!(!take(4).needs_flush);
+    }
+
+    #[test]
+    fn a_claims_reservation_becomes_its_buffer_or_stands() {
+        // The reservation is given back and the buffer taken under one
+        // lock: given back first, another thread's reservation could take
+        // the room, and the flush taking the buffer fail over the cap.
+        let (device, _queue) = wgpu::Device::noop(&Default::default());
+        let pool = BufferPool::new(u64::MAX);
+        pool.set_cap(Some(4096));
+        let limit = 1 << 20;
+        pool.reserve("test", 2048).unwrap();
+        // No room for another promise of as much, over a live 2048.
+        let live = pool
+            .acquire(&device, "test", BufferKind::Tensor, 2048, limit, || 0)
+            .unwrap();
+        assert!(pool.reserve("test", 2048).is_err());
+        // A claim of more than it reserved cannot have its buffer: its
+        // promise stands.
+        let over = pool.acquire_for_claim(&device, "test", (4096, limit, 2048), || 0, None);
+        assert!(over.is_err());
+        assert_eq!(pool.counters().bytes_reserved, 2048);
+        // The claim's own buffer comes out of its own promise.
+        let mine = pool
+            .acquire_for_claim(&device, "test", (2048, limit, 2048), || 0, None)
+            .unwrap();
+        let c = pool.counters();
+        assert_eq!((c.bytes_reserved, c.bytes_live), (0, 4096));
+        pool.release(mine, 0);
+        pool.release(live.buffer, 0);
     }
 
     #[test]
