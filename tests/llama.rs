@@ -25,7 +25,7 @@ mod llama;
 
 use llama::{Decoder, Logits, Model};
 use webtensor::io::{Gguf, GgufValue, GgufWriter};
-use webtensor::{Device, Tensor, io};
+use webtensor::{DType, Device, Tensor, io};
 
 fn data(name: &str) -> Vec<u8> {
     std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -181,24 +181,92 @@ fn a_rotary_scaling_not_built_is_refused_before_any_weight_is_read() {
     }
 }
 
+/// A llama file of `meta` (over a header of 2 heads of 4 features, one
+/// block) and `tensors` (f32 zeros of these shapes), read back.
+fn header_file(meta: &[(&str, GgufValue)], tensors: &[(&str, &[usize])]) -> Gguf {
+    let cpu = Device::cpu();
+    let mut w = GgufWriter::new();
+    let base = [
+        ("general.architecture", GgufValue::String("llama".into())),
+        ("llama.block_count", GgufValue::U32(1)),
+        ("llama.embedding_length", GgufValue::U32(8)),
+        ("llama.attention.head_count", GgufValue::U32(2)),
+        ("llama.attention.layer_norm_rms_epsilon", GgufValue::F32(1e-5)),
+    ];
+    for (key, value) in base.iter().filter(|(k, _)| !meta.iter().any(|(m, _)| m == k)) {
+        w.add_metadata(key, value.clone()).unwrap();
+    }
+    for (key, value) in meta {
+        w.add_metadata(key, value.clone()).unwrap();
+    }
+    for (name, shape) in tensors {
+        let t = Tensor::zeros(shape.to_vec(), DType::F32, &cpu).unwrap();
+        w.add_tensor(name, &t).unwrap();
+    }
+    Gguf::from_bytes(w.to_bytes().unwrap()).unwrap()
+}
+
+/// What loading `file` refuses with.
+fn refused(file: &Gguf) -> String {
+    match Model::load(file, &Device::cpu(), 32, true) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a malformed model loaded"),
+    }
+}
+
+/// The embedding table and final norm of the header above.
+const TABLE: [(&str, &[usize]); 2] = [("token_embd.weight", &[16, 8]), ("output_norm.weight", &[8])];
+
 #[test]
 fn a_block_count_no_file_holds_is_an_error_not_an_allocation() {
     // u32::MAX layers reserved terabytes (an abort); u64::MAX panicked.
     for count in [GgufValue::U32(u32::MAX), GgufValue::U64(u64::MAX)] {
-        let mut w = GgufWriter::new();
-        for (key, value) in [
-            ("general.architecture", GgufValue::String("llama".into())),
-            ("llama.block_count", count),
-            ("llama.embedding_length", GgufValue::U32(32)),
-            ("llama.attention.head_count", GgufValue::U32(2)),
-        ] {
-            w.add_metadata(key, value).unwrap();
-        }
-        let file = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
-        match Model::load(&file, &Device::cpu(), 32, true) {
-            Err(e) => assert!(e.to_string().contains("blk.0."), "{e}"),
-            Ok(_) => panic!("a model of no weights loaded"),
-        }
+        let file = header_file(&[("llama.block_count", count)], &TABLE);
+        let e = refused(&file);
+        assert!(e.contains("blk.0."), "{e}");
+    }
+}
+
+/// Weights of other shapes than the header's, and header values of the
+/// wrong type, are errors naming them, at load: a 1-D or 0-D embedding
+/// table panicked (at the first step, or in the load), a block's caches
+/// were sized from the header's head counts before any weight was
+/// compared with them, and a rotary base written as a string was read as
+/// missing (10,000, where a Llama 3 file means 500,000).
+#[test]
+fn weights_and_metadata_unlike_the_header_are_refused_at_load() {
+    let norm = ("output_norm.weight", &[8usize][..]);
+    for (table, what) in [(&[16usize][..], "[16]"), (&[][..], "[]"), (&[16, 4][..], "[16, 4]")] {
+        let e = refused(&header_file(&[], &[("token_embd.weight", table), norm]));
+        assert!(e.contains("token_embd.weight") && e.contains(what), "{e}");
+    }
+    let e = refused(&header_file(
+        &[],
+        &[TABLE[0], TABLE[1], ("output.weight", &[15, 8])],
+    ));
+    assert!(e.contains("output.weight"), "{e}");
+    // A million heads of 4 over a block of 2 heads' weights: refused at
+    // its first weight, before any cache of the header's size.
+    let mut tensors = TABLE.to_vec();
+    tensors.push(("blk.0.attn_norm.weight", &[8]));
+    tensors.push(("blk.0.attn_q.weight", &[8, 8]));
+    let e = refused(&header_file(
+        &[
+            ("llama.attention.head_count", GgufValue::U32(1 << 20)),
+            ("llama.attention.key_length", GgufValue::U32(4)),
+        ],
+        &tensors,
+    ));
+    assert!(e.contains("blk.0.attn_q.weight"), "{e}");
+    let e = refused(&header_file(
+        &[("llama.attention.head_count", GgufValue::U32(3))],
+        &TABLE,
+    ));
+    assert!(e.contains("3 heads of 8 features"), "{e}");
+    for key in ["llama.rope.freq_base", "llama.attention.head_count_kv"] {
+        let file = header_file(&[(key, GgufValue::String("500000".into()))], &TABLE);
+        let e = refused(&file);
+        assert!(e.contains(key) && e.contains("not a number"), "{e}");
     }
 }
 

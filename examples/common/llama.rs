@@ -92,9 +92,34 @@ pub enum Logits {
 
 /// The number at `key`.
 fn number(f: &Gguf, key: &str) -> LoadResult<f64> {
-    f.get(key)
-        .and_then(GgufValue::as_f64)
-        .ok_or_else(|| format!("the file has no number at {key}").into())
+    optional_number(f, key)?.ok_or_else(|| format!("the file has no number at {key}").into())
+}
+
+/// The number at `key`, `None` where the file has none.
+///
+/// # Errors
+/// A value of another type (a string, an array): never read as missing.
+fn optional_number(f: &Gguf, key: &str) -> LoadResult<Option<f64>> {
+    match f.get(key) {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(n) => Ok(Some(n)),
+            None => Err(format!("{key} is not a number").into()),
+        },
+    }
+}
+
+/// Checks that the file's tensor `name` is `want` (NumPy's order).
+///
+/// # Errors
+/// A tensor missing or of another shape, named.
+fn check_shape(f: &Gguf, name: &str, want: &[usize]) -> LoadResult<()> {
+    let info = f.tensors().iter().find(|t| t.name == name);
+    let info = info.ok_or_else(|| format!("the file has no tensor {name}"))?;
+    if info.shape != want {
+        return Err(format!("{name} is {:?}; the header asks for {want:?}", info.shape).into());
+    }
+    Ok(())
 }
 
 /// The scaling of the rotary frequencies `f` (a file of architecture
@@ -221,27 +246,42 @@ impl Model {
             })
         };
         let heads = number(f, &key("attention.head_count"))? as usize;
-        let kv_heads = match f.get(&key("attention.head_count_kv")) {
-            Some(v) => v.as_f64().ok_or("head_count_kv is not a number")? as usize,
-            None => heads,
-        };
+        let kv_heads = optional_number(f, &key("attention.head_count_kv"))?
+            .map_or(heads, |n| n as usize);
         let dim = number(f, &key("embedding_length"))? as usize;
-        let head_dim = match f.get(&key("attention.key_length")) {
-            Some(v) => v.as_f64().ok_or("key_length is not a number")? as usize,
-            None => dim / heads.max(1),
-        };
-        if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) || head_dim == 0 {
+        if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
             return Err(format!("{heads} heads and {kv_heads} key/value heads").into());
         }
-        let rotary = f.get(&key("rope.dimension_count"));
-        if let Some(rotary) = rotary.and_then(GgufValue::as_f64)
+        let head_dim = match optional_number(f, &key("attention.key_length"))? {
+            Some(n) => n as usize,
+            None if dim.is_multiple_of(heads) => dim / heads,
+            None => return Err(format!("{heads} heads of {dim} features").into()),
+        };
+        if head_dim == 0 {
+            return Err("heads of 0 features".into());
+        }
+        if let Some(rotary) = optional_number(f, &key("rope.dimension_count"))?
             && rotary as usize != head_dim
         {
             return Err(format!("a rotation of {rotary} of {head_dim} features").into());
         }
         // Before any weight is read: a scaling not built is refused at once.
-        let theta = number(f, &key("rope.freq_base")).unwrap_or(10_000.0);
+        let theta = optional_number(f, &key("rope.freq_base"))?.unwrap_or(10_000.0);
         let scaling = rope_scaling(f, arch, head_dim, theta)?;
+        let eps = number(f, &key("attention.layer_norm_rms_epsilon"))?;
+        // The table first: its rows are the vocabulary, its width the
+        // header's, and the output's rows must be as many.
+        let embd = plain("token_embd.weight")?;
+        let vocab = match embd.dims() {
+            &[rows, width] if width == dim && rows > 0 => rows,
+            other => {
+                return Err(format!("token_embd.weight is {other:?}; [vocab, {dim}] wanted").into());
+            }
+        };
+        if has("output.weight") {
+            check_shape(f, "output.weight", &[vocab, dim])?;
+        }
+        check_shape(f, "output_norm.weight", &[dim])?;
         let cache = || Tensor::zeros([kv_heads, context, head_dim], DType::F32, dev);
         // Not reserved from the header's count: each layer must have its
         // tensors, so a count no file holds fails at its first missing one.
@@ -249,6 +289,22 @@ impl Model {
         let mut all = Vec::new();
         for i in 0..layers {
             let name = |part: &str| format!("blk.{i}.{part}");
+            // Before its caches are made from the header's numbers.
+            let ffn = f.tensors().iter().find(|t| t.name == name("ffn_up.weight"));
+            let ffn = ffn.and_then(|t| t.shape.first().copied()).unwrap_or(0);
+            for (part, shape) in [
+                ("attn_norm.weight", vec![dim]),
+                ("attn_q.weight", vec![heads * head_dim, dim]),
+                ("attn_k.weight", vec![kv_heads * head_dim, dim]),
+                ("attn_v.weight", vec![kv_heads * head_dim, dim]),
+                ("attn_output.weight", vec![dim, heads * head_dim]),
+                ("ffn_norm.weight", vec![dim]),
+                ("ffn_gate.weight", vec![ffn, dim]),
+                ("ffn_up.weight", vec![ffn, dim]),
+                ("ffn_down.weight", vec![dim, ffn]),
+            ] {
+                check_shape(f, &name(part), &shape)?;
+            }
             all.push(Block {
                 attn_norm: plain(&name("attn_norm.weight"))?,
                 q: linear(&name("attn_q"))?,
@@ -263,7 +319,6 @@ impl Model {
                 cache_v: cache()?,
             });
         }
-        let embd = plain("token_embd.weight")?;
         // A model without an output matrix reads its embeddings back (as
         // blocks where they are kept, else the table already loaded).
         let output = match has("output.weight") {
@@ -281,8 +336,8 @@ impl Model {
             kv_heads,
             head_dim,
             context,
-            vocab: embd.dims()[0],
-            eps: number(f, &key("attention.layer_norm_rms_epsilon"))?,
+            vocab,
+            eps,
             embd,
             blocks: all,
             norm: plain("output_norm.weight")?,
