@@ -191,9 +191,15 @@ fn header_file(meta: &[(&str, GgufValue)], tensors: &[(&str, &[usize])]) -> Gguf
         ("llama.block_count", GgufValue::U32(1)),
         ("llama.embedding_length", GgufValue::U32(8)),
         ("llama.attention.head_count", GgufValue::U32(2)),
-        ("llama.attention.layer_norm_rms_epsilon", GgufValue::F32(1e-5)),
+        (
+            "llama.attention.layer_norm_rms_epsilon",
+            GgufValue::F32(1e-5),
+        ),
     ];
-    for (key, value) in base.iter().filter(|(k, _)| !meta.iter().any(|(m, _)| m == k)) {
+    for (key, value) in base
+        .iter()
+        .filter(|(k, _)| !meta.iter().any(|(m, _)| m == k))
+    {
         w.add_metadata(key, value.clone()).unwrap();
     }
     for (key, value) in meta {
@@ -215,7 +221,10 @@ fn refused(file: &Gguf) -> String {
 }
 
 /// The embedding table and final norm of the header above.
-const TABLE: [(&str, &[usize]); 2] = [("token_embd.weight", &[16, 8]), ("output_norm.weight", &[8])];
+const TABLE: [(&str, &[usize]); 2] = [
+    ("token_embd.weight", &[16, 8]),
+    ("output_norm.weight", &[8]),
+];
 
 #[test]
 fn a_block_count_no_file_holds_is_an_error_not_an_allocation() {
@@ -236,7 +245,11 @@ fn a_block_count_no_file_holds_is_an_error_not_an_allocation() {
 #[test]
 fn weights_and_metadata_unlike_the_header_are_refused_at_load() {
     let norm = ("output_norm.weight", &[8usize][..]);
-    for (table, what) in [(&[16usize][..], "[16]"), (&[][..], "[]"), (&[16, 4][..], "[16, 4]")] {
+    for (table, what) in [
+        (&[16usize][..], "[16]"),
+        (&[][..], "[]"),
+        (&[16, 4][..], "[16, 4]"),
+    ] {
         let e = refused(&header_file(&[], &[("token_embd.weight", table), norm]));
         assert!(e.contains("token_embd.weight") && e.contains(what), "{e}");
     }

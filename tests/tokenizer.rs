@@ -175,3 +175,73 @@ fn a_generation_ends_where_llama_cpp_ends_one() {
         [2]
     );
 }
+
+/// A SentencePiece vocabulary of `pieces` after `<unk>`, `<s>` and `</s>`
+/// (scores 0, all normal), with `meta` besides.
+fn spm_vocabulary(pieces: &[String], meta: &[(&str, GgufValue)]) -> Gguf {
+    use webtensor::io::GgufValueType;
+    let mut tokens: Vec<String> = ["<unk>", "<s>", "</s>"].map(String::from).to_vec();
+    tokens.extend_from_slice(pieces);
+    let n = tokens.len();
+    let array = |item, items| GgufValue::Array { item, items };
+    let mut w = GgufWriter::new();
+    let strings = tokens.into_iter().map(GgufValue::String).collect();
+    let types = (0..n).map(|i| GgufValue::I32([2, 3, 3].get(i).copied().unwrap_or(1)));
+    for (key, value) in [
+        ("tokenizer.ggml.model", GgufValue::String("llama".into())),
+        (
+            "tokenizer.ggml.tokens",
+            array(GgufValueType::String, strings),
+        ),
+        (
+            "tokenizer.ggml.scores",
+            array(GgufValueType::F32, vec![GgufValue::F32(0.0); n]),
+        ),
+        (
+            "tokenizer.ggml.token_type",
+            array(GgufValueType::I32, types.collect()),
+        ),
+    ] {
+        w.add_metadata(key, value).unwrap();
+    }
+    for (key, value) in meta {
+        w.add_metadata(key, value.clone()).unwrap();
+    }
+    Gguf::from_bytes(w.to_bytes().unwrap()).unwrap()
+}
+
+/// A crafted vocabulary is refused before its merges are built: pieces
+/// "a", "aa", ... give as many merges as pieces squared (5,000 of them,
+/// about 12 million merges and 40 GB of their strings), and a piece of
+/// megabytes hashes its every split.
+#[test]
+fn a_crafted_sentencepiece_vocabulary_is_refused_not_built() {
+    let runs: Vec<String> = (1..=1000).map(|n| "a".repeat(n)).collect();
+    let e = gguf_tokenizer::from_gguf(&spm_vocabulary(&runs, &[]))
+        .err()
+        .expect("1,000 runs of a");
+    assert!(e.to_string().contains("merges"), "{e}");
+    let long = ["b".to_string(), "b".repeat(4096)];
+    let e = gguf_tokenizer::from_gguf(&spm_vocabulary(&long, &[]))
+        .err()
+        .expect("a piece of 4 KiB");
+    assert!(e.to_string().contains("4096 bytes"), "{e}");
+    // A few short runs are a vocabulary.
+    let tok = gguf_tokenizer::from_gguf(&spm_vocabulary(&runs[..8], &[])).unwrap();
+    assert_eq!(tok.eos, None);
+}
+
+/// Special-token ids past the vocabulary are ignored, as llama.cpp
+/// ignores them: a BOS of id 100,000 reached the embedding's lookup.
+#[test]
+fn special_token_ids_past_the_vocabulary_are_ignored() {
+    let pieces = ["a".to_string(), "b".to_string()];
+    let meta = [
+        ("tokenizer.ggml.bos_token_id", GgufValue::U32(100_000)),
+        ("tokenizer.ggml.eos_token_id", GgufValue::U32(5)),
+        ("tokenizer.ggml.eot_token_id", GgufValue::U32(2)),
+    ];
+    let tok = gguf_tokenizer::from_gguf(&spm_vocabulary(&pieces, &meta)).unwrap();
+    assert_eq!((tok.bos, tok.eos), (None, None));
+    assert_eq!((0..8).filter(|&i| tok.is_end(i)).collect::<Vec<_>>(), [2]);
+}

@@ -133,8 +133,13 @@ fn numbers(f: &Gguf, key: &str) -> Option<Vec<f64>> {
     items.iter().map(GgufValue::as_f64).collect()
 }
 
-fn id(f: &Gguf, key: &str) -> Option<u32> {
-    f.get(key)?.as_u64().and_then(|v| u32::try_from(v).ok())
+/// The token id at `key`, if it is one of the `n` tokens (llama.cpp
+/// ignores one past them too).
+fn id(f: &Gguf, key: &str, n: usize) -> Option<u32> {
+    f.get(key)?
+        .as_u64()
+        .and_then(|v| u32::try_from(v).ok())
+        .filter(|&v| (v as usize) < n)
 }
 
 fn flag(f: &Gguf, key: &str) -> Option<bool> {
@@ -182,17 +187,25 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
     let add_bos = flag(f, "tokenizer.ggml.add_bos_token").unwrap_or(add_bos_default);
     let mut ends: Vec<u32> = ["eos", "eot", "eom"]
         .iter()
-        .filter_map(|k| id(f, &format!("tokenizer.ggml.{k}_token_id")))
+        .filter_map(|k| id(f, &format!("tokenizer.ggml.{k}_token_id"), tokens.len()))
         .collect();
     ends.extend((0..tokens.len() as u32).filter(|&i| ENDING_TEXTS.contains(&tokens[i as usize])));
     Ok(GgufTokenizer {
         tokenizer,
-        bos: id(f, "tokenizer.ggml.bos_token_id").filter(|_| add_bos),
-        eos: id(f, "tokenizer.ggml.eos_token_id"),
+        bos: id(f, "tokenizer.ggml.bos_token_id", tokens.len()).filter(|_| add_bos),
+        eos: id(f, "tokenizer.ggml.eos_token_id", tokens.len()),
         ends,
         pre,
     })
 }
+
+/// The longest SentencePiece piece taken, in bytes (Llama's, Mistral's
+/// and Gemma's are under 100).
+const LONGEST_PIECE: usize = 1024;
+
+/// Merges a SentencePiece vocabulary may give per piece (Llama 2's
+/// 32,000 pieces give about 61,000).
+const MERGES_A_PIECE: usize = 64;
 
 /// A SentencePiece BPE vocabulary as Hugging Face's Llama tokenizer.
 fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Result<Tokenizer> {
@@ -211,13 +224,27 @@ fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Resu
     // Every split of a piece into two pieces, the piece's score first
     // (then its id, then the parts' ids), as Hugging Face's converter
     // orders them.
+    // A crafted vocabulary ("a", "aa", ... of thousands of characters)
+    // would give merges as many as its pieces squared, each hashing long
+    // parts: real ones give a few a piece, of pieces of a few characters.
+    let most = MERGES_A_PIECE * tokens.len();
     let mut merges: Vec<(f64, u32, u32, u32, &str, &str)> = Vec::new();
     for (piece, &merged) in &mergeable {
+        if piece.len() > LONGEST_PIECE {
+            return Err(format!("a vocabulary piece of {} bytes", piece.len()).into());
+        }
         for (at, _) in piece.char_indices().skip(1) {
             let (l, r) = piece.split_at(at);
             if let (Some(&li), Some(&ri)) = (mergeable.get(l), mergeable.get(r)) {
                 merges.push((scores[merged as usize], merged, li, ri, l, r));
             }
+        }
+        if merges.len() > most {
+            return Err(format!(
+                "a vocabulary of {} pieces with over {most} merges",
+                tokens.len()
+            )
+            .into());
         }
     }
     merges.sort_by(|a, b| {

@@ -246,8 +246,8 @@ impl Model {
             })
         };
         let heads = number(f, &key("attention.head_count"))? as usize;
-        let kv_heads = optional_number(f, &key("attention.head_count_kv"))?
-            .map_or(heads, |n| n as usize);
+        let kv_heads =
+            optional_number(f, &key("attention.head_count_kv"))?.map_or(heads, |n| n as usize);
         let dim = number(f, &key("embedding_length"))? as usize;
         if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
             return Err(format!("{heads} heads and {kv_heads} key/value heads").into());
@@ -275,7 +275,9 @@ impl Model {
         let vocab = match embd.dims() {
             &[rows, width] if width == dim && rows > 0 => rows,
             other => {
-                return Err(format!("token_embd.weight is {other:?}; [vocab, {dim}] wanted").into());
+                return Err(
+                    format!("token_embd.weight is {other:?}; [vocab, {dim}] wanted").into(),
+                );
             }
         };
         if has("output.weight") {
