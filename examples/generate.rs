@@ -21,7 +21,8 @@
 //!   on the device with a seeded draw (`Tensor::sample`), in Hugging
 //!   Face's order (the temperature first, then top-k and top-p; llama.cpp
 //!   cuts at top-k and top-p before its temperature, and by default at
-//!   top-k 40, top-p 0.95 and min-p 0.05).
+//!   top-k 40, top-p 0.95 and min-p 0.05). `--top-k 0` keeps every
+//!   token, as both read it.
 //! - Generation stops after `--tokens`, or at a token that ends one as
 //!   llama.cpp's `llama_vocab_is_eog` says (the file's ends of sequence,
 //!   turn and message, and `<|im_end|>`, `<|eot_id|>` and the like).
@@ -79,7 +80,8 @@ fn options() -> Result<Options> {
          [--context N] [--temperature T] [--top-k K] [--top-p P] [--seed S]"
     })?;
     let mut sampling = Sampling::new(temperature);
-    if let Some(k) = top_k {
+    // 0 keeps every token, as llama.cpp's and Hugging Face's top-k 0.
+    if let Some(k) = top_k.filter(|&k| k > 0) {
         sampling = sampling.top_k(k);
     }
     if let Some(p) = top_p {
@@ -101,7 +103,12 @@ fn options() -> Result<Options> {
 fn next_token(logits: &Tensor, o: &Options, step: u64) -> Result<u32> {
     let rows = logits.dims()[0];
     let last = logits.narrow(0, rows - 1, 1)?;
-    let token = last.sample(&o.sampling, o.seed.wrapping_add(step))?;
+    // Mixed (SplitMix64's finaliser), so that seed s at step k + 1 draws
+    // no number seed s + 1 drew at step k.
+    let mut z = o.seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    let token = last.sample(&o.sampling, z ^ (z >> 31))?;
     Ok(token.to_vec::<i32>()?[0] as u32)
 }
 
