@@ -371,14 +371,18 @@ impl Device {
     /// cap is `Error::OutOfMemory` (a flush's temporary, for an in-place op
     /// over a tensor larger than one storage binding that reads its own
     /// buffer far from where it writes, reports it at the next readback or
-    /// `sync`). No effect on the CPU.
+    /// `sync`). No effect on the CPU. In a browser a dropped buffer's
+    /// memory goes when the page's garbage collector collects it (wgpu's
+    /// WebGPU backend does not destroy a buffer it drops): the cap counts
+    /// the buffers webtensor holds, not those awaiting collection.
     pub fn set_memory_cap(&self, bytes: Option<u64>) {
         self.with(|on| on.gpu().map(|ctx| ctx.set_memory_cap(bytes)));
     }
 
     /// Drops the idle buffers the pool keeps for reuse and the tables ops
     /// keep on the device (an FFT's twiddles, made again by the next call
-    /// that needs them), giving their memory back to the driver; on the
+    /// that needs them), giving their memory back to the driver (in a
+    /// browser, once the page's garbage collector collects them); on the
     /// CPU, the host buffers kept for reuse
     /// (one pool for every CPU device) back to the system allocator.
     pub fn release_pooled_memory(&self) {
