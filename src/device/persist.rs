@@ -135,7 +135,10 @@ impl Tensor {
     /// only): a recovery restores all of them as of this call, or, when the
     /// device is lost before every copy is taken, none of this call's
     /// copies (each keeps its previous checkpoint). For state held in
-    /// several tensors that must come back from one moment.
+    /// several tensors that must come back from one moment. The copies are
+    /// read one after another: ops another thread (or, in a browser,
+    /// another task, while this one awaits) records on them meanwhile can
+    /// land between two copies, so take it where nothing else writes them.
     ///
     /// # Errors
     /// As [`Tensor::checkpoint`]; `Error::DeviceLost` when a recovery came
