@@ -585,3 +585,61 @@ fn a_handle_that_recovers_by_itself_comes_back_with_its_kept_tensors() {
     std::thread::sleep(Duration::from_millis(50));
     assert!(app.is_lost() && app.recoveries() == 0);
 }
+
+/// A recovery meeting a `WEBTENSOR_*` setting it does not take is an
+/// `Error::Argument` naming it, and the handle stays lost, to recover once
+/// the setting is fixed: it went on on the CPU for good. The environment is
+/// the process's, so this runs in a child process of this test binary
+/// (`a_bad_setting_at_recovery_in_a_child`).
+#[test]
+fn a_bad_setting_at_recovery_is_an_error_not_the_cpu() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_bad_setting_at_recovery_in_a_child",
+            "--include-ignored",
+        ])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(RECOVERY_CHILD, "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("test result: ok. 1 passed"), "{text}");
+}
+
+/// Set in the child process of `a_bad_setting_at_recovery_is_an_error_not_the_cpu`.
+const RECOVERY_CHILD: &str = "WEBTENSOR_TEST_RECOVERY_CHILD";
+
+#[test]
+#[ignore = "the child process of a_bad_setting_at_recovery_is_an_error_not_the_cpu"]
+fn a_bad_setting_at_recovery_in_a_child() {
+    if std::env::var_os(RECOVERY_CHILD).is_none() {
+        return;
+    }
+    let dev = own(GpuOptions::default()).expect("the parent opened a GPU");
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    lose(&dev);
+    assert_lost(x.to_vec::<f32>(), "before the recovery");
+    // SAFETY: this child process runs this one test on one thread, and
+    // nothing else reads the environment while it is set.
+    unsafe { std::env::set_var("WEBTENSOR_FUSION", "2") };
+    let e = dev.recover().unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::Argument { .. }), "{msg}");
+    assert!(
+        msg.contains("Device::recover") && msg.contains("WEBTENSOR_FUSION"),
+        "{msg}"
+    );
+    assert!(dev.is_lost() && !dev.is_cpu(), "the handle stays lost");
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("WEBTENSOR_FUSION") };
+    dev.recover().unwrap();
+    assert!(dev.is_gpu() && !dev.is_lost());
+    let y = Tensor::ones([4], DType::F32, &dev).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [1.0; 4]);
+}

@@ -54,8 +54,10 @@ impl Device {
     /// # Errors
     /// `Error::Argument` for a device the application opened
     /// ([`Device::from_wgpu`]): webtensor cannot open it again; give a new
-    /// one to [`Device::recover_with`]. The first failure to restore a
-    /// kept tensor (`Error::OutOfMemory` under the memory cap, the new
+    /// one to [`Device::recover_with`], and for a `WEBTENSOR_*` setting of
+    /// the environment set to a value it does not take (as
+    /// [`Device::gpu`]; the handle stays lost, to recover again). The
+    /// first failure to restore a kept tensor (`Error::OutOfMemory` under the memory cap, the new
     /// device's loss): that tensor stays lost, the others come back, and
     /// the handle is rebound all the same.
     #[cfg(not(target_arch = "wasm32"))]
@@ -93,6 +95,9 @@ impl Device {
                 ctx.carry_settings(&lost);
                 Now::Gpu(Arc::new(ctx))
             }
+            // A setting it does not take is the caller's to fix: the handle
+            // stays lost, to recover once it is (never the CPU for good).
+            Err(e @ Error::Argument { .. }) => return Err(e.named(OP)),
             Err(e) => Now::Cpu(CpuDevice {
                 reason: Some(
                     format!(
