@@ -72,7 +72,10 @@ impl Kept {
 
     /// Lets go of the host copy.
     pub fn drop_copy(&self) {
-        *self.lock() = None;
+        let mut copy = self.lock();
+        *copy = None;
+        // No copy for a write to make stale: writes take no lock.
+        self.fragile.store(false, Ordering::Release);
     }
 
     /// Notes a write to the storage (an op's destination); a copy it makes

@@ -190,7 +190,9 @@ impl Tensor {
 
     /// True when this tensor's data went with a lost GPU: every call on it
     /// fails with `Error::DeviceLost`, for good, even once its device
-    /// handle is recovered ([`Device::recover`]). False on the CPU.
+    /// handle is recovered ([`Device::recover`]), unless a recovery brings
+    /// its data back (a host copy or a checkpoint, see [`crate::Persist`]):
+    /// it is then false again. False on the CPU.
     pub fn is_lost(&self) -> bool {
         match &**self.storage() {
             Storage::Gpu(s) => s.ctx.is_lost(),
