@@ -123,6 +123,9 @@ fn every_call_after_the_loss_fails_at_once_naming_itself() {
     assert_lost(kernel.call(&[&a], &[]), "CustomKernel::call");
     assert_lost(b.add_(&a), "add");
     assert_lost(b.to_vec::<f32>(), "to_vec");
+    // A view's readback names the call, not the copy it makes first.
+    let e = a.flip(&[0]).unwrap().to_vec::<f32>().unwrap_err();
+    assert!(matches!(e, Error::DeviceLost { op: "to_vec", .. }), "{e:?}");
     assert_lost(b.to_device(&cpu), "to_device");
     assert_lost(b.checkpoint(), "checkpoint");
     assert_lost(host.to_device(&dev), "to_device");

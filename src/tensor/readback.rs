@@ -31,7 +31,7 @@ impl Tensor {
                 format!("tensor has dtype {}, asked for {}", self.dtype(), T::DTYPE),
             ));
         }
-        let dense = self.contiguous()?;
+        let dense = self.contiguous().map_err(|e| e.named(OP))?;
         dense
             .storage()
             .read::<T>(OP, dense.offset(), dense.numel())
