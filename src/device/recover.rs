@@ -110,7 +110,8 @@ impl Device {
             }),
         };
         // Another recovery that came first stands (this one's device goes).
-        install(handle, &was, &lost, &Arc::new(next), "the device was lost").map(drop)
+        let next = Arc::new(next);
+        install((OP, handle), &was, &lost, &next, "the device was lost").map(drop)
     }
 
     /// Rebinds this GPU handle, and every clone of it, to `device` and
@@ -155,7 +156,7 @@ impl Device {
             };
             ctx.carry_settings(old);
             if install(
-                handle,
+                (OP, handle),
                 &was,
                 old,
                 &next,
@@ -202,7 +203,7 @@ impl Device {
 /// copy not restored waits for the recovery that replaces it); the others
 /// are restored, and the handle is rebound all the same.
 fn install(
-    handle: &Arc<GpuHandle>,
+    (op, handle): (&'static str, &Arc<GpuHandle>),
     was: &Arc<Now>,
     old: &GpuContext,
     next: &Arc<Now>,
@@ -237,7 +238,7 @@ fn install(
                     }
                     _ => kept.drop_copy(),
                 }
-                failed.get_or_insert(e.named(OP));
+                failed.get_or_insert(e.named(op));
             }
         }
     });
