@@ -396,7 +396,9 @@ impl GpuContext {
     /// the device is lost: bytes read or work done then are not to be
     /// trusted, and a failure of the GPU (a map or a submit that failed)
     /// may be the loss met before wgpu's lost callback fired, so this lets
-    /// a pending callback fire first (natively, a wait of at most a second).
+    /// a pending callback fire first (natively, a wait of up to two
+    /// seconds, and of at least one for a failure on a device not lost:
+    /// errors are the slow path).
     ///
     /// # Errors
     /// As described.
