@@ -108,7 +108,8 @@ impl Device {
         let mut step: Box<dyn FnMut() -> Result<()>> = Box::new(step);
         let inner = match self.gpu_context() {
             Some(ctx) => {
-                let (graph, writes) = captured_writes::during(|| capture_step(&ctx, &mut step));
+                let (graph, writes) =
+                    captured_writes::during(ctx.id(), || capture_step(&ctx, &mut step));
                 Inner::Gpu(Box::new(GpuStep {
                     graph: graph?,
                     step,
@@ -150,7 +151,8 @@ impl Graph {
                 // it, the step is captured again there (this run).
                 match device.gpu_context() {
                     Some(ctx) if !ctx.is_lost() && !graph.runs_on(&ctx) => {
-                        let (again, written) = captured_writes::during(|| capture_step(&ctx, step));
+                        let (again, written) =
+                            captured_writes::during(ctx.id(), || capture_step(&ctx, step));
                         *graph = again?;
                         *writes = written;
                         Ok(())

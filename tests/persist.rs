@@ -422,6 +422,37 @@ fn a_tensor_a_captured_step_made_is_written_by_its_runs() {
     );
 }
 
+/// An op another thread records on the device while a step is captured
+/// becomes part of the step, and its runs write that op's destination
+/// too: a host copy of it taken after the capture goes stale at the next
+/// run (the steps' writes were noted on the capturing thread alone, and
+/// such a copy came back as valid, from before the runs).
+#[test]
+fn a_write_another_thread_records_into_a_step_makes_its_copy_stale() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    let w = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    let x = Tensor::zeros([8], DType::F32, &dev).unwrap();
+    let (w2, x2) = (w.clone(), x.clone());
+    let mut step = dev
+        .capture(move || {
+            std::thread::scope(|s| s.spawn(|| w2.add_scalar_(1.0)).join().unwrap())?;
+            x2.add_scalar_(1.0)
+        })
+        .unwrap();
+    w.set_persist(Persist::HostCopy).unwrap();
+    step.run().unwrap();
+    let plus = |k: f32| ramp(8).iter().map(|v| v + k).collect::<Vec<f32>>();
+    assert_eq!(w.to_vec::<f32>().unwrap(), plus(2.0));
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_lost(
+        w.to_vec::<f32>(),
+        "written by another thread's op in the step",
+    );
+}
+
 #[test]
 fn a_tensor_that_could_not_be_restored_stays_lost() {
     let Some(dev) = own(GpuOptions::default()) else {

@@ -2,23 +2,26 @@
 //! a write to them (a host copy kept for a recovery goes stale: see
 //! `backend/kept.rs`). A capture writes each destination once, through
 //! `Tensor::kernel_out`; its runs replay the writes without the op layer.
+//! The writes are noted by device, from every thread: ops other threads
+//! record on the device while a step is captured become part of it.
 
 use crate::backend::Storage;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Captures in progress in the process: while none is, noting a write
 /// costs one relaxed load.
 static CAPTURING: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    /// The storages the step this thread captures has written (weakly: the
-    /// step's intermediates go as they would, and fuse).
-    static WRITES: RefCell<Option<Vec<Weak<Storage>>>> = const { RefCell::new(None) };
+/// The open captures: each device's id, and the storages written on it so
+/// far (weakly: the step's intermediates go as they would, and fuse).
+static OPEN: Mutex<Vec<(u64, Vec<Weak<Storage>>)>> = Mutex::new(Vec::new());
+
+fn open() -> MutexGuard<'static, Vec<(u64, Vec<Weak<Storage>>)>> {
+    OPEN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Notes a write to `storage` for the capture this thread runs, if any.
+/// Notes a write to `storage` for the capture open on its device, if any.
 #[inline(always)]
 pub(crate) fn note(storage: &Arc<Storage>) {
     if CAPTURING.load(Ordering::Relaxed) > 0 {
@@ -29,33 +32,43 @@ pub(crate) fn note(storage: &Arc<Storage>) {
 #[cold]
 #[inline(never)]
 fn note_now(storage: &Arc<Storage>) {
-    WRITES.with_borrow_mut(|writes| {
-        if let Some(writes) = writes
-            && !writes
-                .iter()
-                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(storage)))
-        {
-            writes.push(Arc::downgrade(storage));
-        }
-    });
+    let Storage::Gpu(s) = &**storage else {
+        return;
+    };
+    let device = s.ctx.id();
+    let mut open = open();
+    if let Some((_, writes)) = open.iter_mut().find(|(id, _)| *id == device)
+        && !writes
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(storage)))
+    {
+        writes.push(Arc::downgrade(storage));
+    }
 }
 
-/// `f`'s result and the storages its ops wrote on this thread.
-pub(crate) fn during<R>(f: impl FnOnce() -> R) -> (R, Vec<Weak<Storage>>) {
-    struct Capturing(Option<Vec<Weak<Storage>>>);
+/// `f`'s result and the storages ops wrote on the device of id `device`
+/// while it ran, on any thread.
+pub(crate) fn during<R>(device: u64, f: impl FnOnce() -> R) -> (R, Vec<Weak<Storage>>) {
+    /// Closes the capture, on unwinding too.
+    struct Capturing(u64);
+    impl Capturing {
+        fn close(&self) -> Vec<Weak<Storage>> {
+            let mut open = open();
+            let at = open.iter().rposition(|(id, _)| *id == self.0);
+            at.map(|at| open.remove(at).1).unwrap_or_default()
+        }
+    }
     impl Drop for Capturing {
         fn drop(&mut self) {
-            WRITES.with_borrow_mut(|writes| *writes = self.0.take());
+            self.close();
             CAPTURING.fetch_sub(1, Ordering::Relaxed);
         }
     }
+    open().push((device, Vec::new()));
     CAPTURING.fetch_add(1, Ordering::Relaxed);
-    let outer = WRITES.with_borrow_mut(|writes| writes.replace(Vec::new()));
-    let guard = Capturing(outer);
+    let guard = Capturing(device);
     let result = f();
-    let written = WRITES
-        .with_borrow_mut(|writes| writes.take())
-        .unwrap_or_default();
+    let written = guard.close();
     drop(guard);
     (result, written)
 }
