@@ -69,9 +69,10 @@ pub(crate) struct GpuContext {
     id: u64,
     /// Bytes written from the host into tensor storage, for `Device::stats`.
     pub(super) bytes_uploaded: AtomicU64,
-    /// Bytes and writes uploaded since the last submit of them (see
-    /// [`GpuContext::note_upload`]).
+    /// Bytes and writes uploaded since the last submit of them, and the
+    /// empty submits made for them (see [`GpuContext::note_upload`]).
     unsubmitted_uploads: Mutex<(u64, u64)>,
+    upload_submits: AtomicU64,
     /// Staging buffers mapped for the host to read, for `Device::stats`.
     pub(super) readbacks: AtomicU64,
     /// A thread is polling this device in `wait_idle` (at most one does:
@@ -346,6 +347,7 @@ impl GpuContext {
             host_copies: AtomicBool::new(false),
             bytes_uploaded: AtomicU64::new(0),
             unsubmitted_uploads: Mutex::default(),
+            upload_submits: AtomicU64::new(0),
             readbacks: AtomicU64::new(0),
             spinning: std::sync::atomic::AtomicBool::new(false),
         }
@@ -507,8 +509,10 @@ impl GpuContext {
     pub fn counters(&self) -> GpuCounters {
         let (checked, dropped) = self.tuner.checked();
         let scheduler = self.scheduler();
+        let mut counters = scheduler.counters;
+        counters.submits += self.upload_submits.load(Ordering::Relaxed);
         GpuCounters {
-            scheduler: scheduler.counters,
+            scheduler: counters,
             groups: scheduler.groups.counters,
             pool: self.pool.counters(),
             pipelines: self.pipelines.len() as u64,
@@ -621,10 +625,11 @@ impl GpuContext {
             }
             full
         };
+        // Not under the scheduler's lock: an upload may come from code
+        // that holds it.
         if full && !self.is_lost() {
-            let mut scheduler = self.scheduler();
             self.queue.submit([]);
-            scheduler.count_bare_submit();
+            self.upload_submits.fetch_add(1, Ordering::Relaxed);
         }
     }
 

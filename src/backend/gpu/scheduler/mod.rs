@@ -227,11 +227,6 @@ impl Scheduler {
         }
     }
 
-    /// Counts a submit of no commands (see `GpuContext::note_upload`).
-    pub fn count_bare_submit(&mut self) {
-        self.counters.submits += 1;
-    }
-
     /// True when ops are waiting to be submitted.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
