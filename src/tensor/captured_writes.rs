@@ -13,11 +13,19 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// costs one relaxed load.
 static CAPTURING: AtomicUsize = AtomicUsize::new(0);
 
-/// The open captures: each device's id, and the storages written on it so
-/// far (weakly: the step's intermediates go as they would, and fuse).
-static OPEN: Mutex<Vec<(u64, Vec<Weak<Storage>>)>> = Mutex::new(Vec::new());
+/// An open capture: its own number, its device's id, and the storages
+/// written on the device so far (weakly: the step's intermediates go as
+/// they would, and fuse).
+type Open = (usize, u64, Vec<Weak<Storage>>);
 
-fn open() -> MutexGuard<'static, Vec<(u64, Vec<Weak<Storage>>)>> {
+/// The open captures (a second on a device is refused, but is open until
+/// then).
+static OPEN: Mutex<Vec<Open>> = Mutex::new(Vec::new());
+
+/// Numbers the captures.
+static OPENED: AtomicUsize = AtomicUsize::new(0);
+
+fn open() -> MutexGuard<'static, Vec<Open>> {
     OPEN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -36,26 +44,26 @@ fn note_now(storage: &Arc<Storage>) {
         return;
     };
     let device = s.ctx.id();
-    let mut open = open();
-    if let Some((_, writes)) = open.iter_mut().find(|(id, _)| *id == device)
-        && !writes
+    for (_, _, writes) in open().iter_mut().filter(|(_, id, _)| *id == device) {
+        if !writes
             .iter()
             .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(storage)))
-    {
-        writes.push(Arc::downgrade(storage));
+        {
+            writes.push(Arc::downgrade(storage));
+        }
     }
 }
 
 /// `f`'s result and the storages ops wrote on the device of id `device`
 /// while it ran, on any thread.
 pub(crate) fn during<R>(device: u64, f: impl FnOnce() -> R) -> (R, Vec<Weak<Storage>>) {
-    /// Closes the capture, on unwinding too.
-    struct Capturing(u64);
+    /// Closes the capture of this number, on unwinding too.
+    struct Capturing(usize);
     impl Capturing {
         fn close(&self) -> Vec<Weak<Storage>> {
             let mut open = open();
-            let at = open.iter().rposition(|(id, _)| *id == self.0);
-            at.map(|at| open.remove(at).1).unwrap_or_default()
+            let at = open.iter().position(|(n, _, _)| *n == self.0);
+            at.map(|at| open.swap_remove(at).2).unwrap_or_default()
         }
     }
     impl Drop for Capturing {
@@ -64,9 +72,10 @@ pub(crate) fn during<R>(device: u64, f: impl FnOnce() -> R) -> (R, Vec<Weak<Stor
             CAPTURING.fetch_sub(1, Ordering::Relaxed);
         }
     }
-    open().push((device, Vec::new()));
+    let number = OPENED.fetch_add(1, Ordering::Relaxed);
+    open().push((number, device, Vec::new()));
     CAPTURING.fetch_add(1, Ordering::Relaxed);
-    let guard = Capturing(device);
+    let guard = Capturing(number);
     let result = f();
     let written = guard.close();
     drop(guard);
