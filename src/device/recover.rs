@@ -57,9 +57,9 @@ impl Device {
     /// one to [`Device::recover_with`], and for a `WEBTENSOR_*` setting of
     /// the environment set to a value it does not take (as
     /// [`Device::gpu`]; the handle stays lost, to recover again). The
-    /// first failure to restore a kept tensor (`Error::OutOfMemory` under the memory cap, the new
-    /// device's loss): that tensor stays lost, the others come back, and
-    /// the handle is rebound all the same.
+    /// first failure to restore a kept tensor (`Error::OutOfMemory` under
+    /// the memory cap, the new device's loss): that tensor stays lost, the
+    /// others come back, and the handle is rebound all the same.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn recover(&self) -> Result<()> {
         pollster::block_on(self.recover_async())
