@@ -795,27 +795,13 @@ fn a_setting_not_understood_is_an_error_from_every_opening() {
     if common::gpu().is_none() {
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "bad_settings_in_a_child", "--include-ignored"])
-        .args(["--nocapture", "--test-threads=1"])
-        .env("WEBTENSOR_FUSION", "2")
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("test result: ok. 1 passed"), "{text}");
+    common::run_child("bad_settings_in_a_child", &[("WEBTENSOR_FUSION", "2")]);
 }
-
-/// Set in the child process of
-/// `a_setting_not_understood_is_an_error_from_every_opening`.
-const CHILD: &str = "WEBTENSOR_TEST_BAD_SETTINGS_CHILD";
 
 #[test]
 #[ignore = "the child process of a_setting_not_understood_is_an_error_from_every_opening"]
 fn bad_settings_in_a_child() {
-    if std::env::var_os(CHILD).is_none() {
+    if !common::is_child("bad_settings_in_a_child") {
         return;
     }
     let refused = |e: webtensor::Error, op: &str| {

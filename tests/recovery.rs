@@ -596,29 +596,13 @@ fn a_bad_setting_at_recovery_is_an_error_not_the_cpu() {
     if common::gpu().is_none() {
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_bad_setting_at_recovery_in_a_child",
-            "--include-ignored",
-        ])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(RECOVERY_CHILD, "1")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("test result: ok. 1 passed"), "{text}");
+    common::run_child("a_bad_setting_at_recovery_in_a_child", &[]);
 }
-
-/// Set in the child process of `a_bad_setting_at_recovery_is_an_error_not_the_cpu`.
-const RECOVERY_CHILD: &str = "WEBTENSOR_TEST_RECOVERY_CHILD";
 
 #[test]
 #[ignore = "the child process of a_bad_setting_at_recovery_is_an_error_not_the_cpu"]
 fn a_bad_setting_at_recovery_in_a_child() {
-    if std::env::var_os(RECOVERY_CHILD).is_none() {
+    if !common::is_child("a_bad_setting_at_recovery_in_a_child") {
         return;
     }
     let dev = own(GpuOptions::default()).expect("the parent opened a GPU");

@@ -7,7 +7,7 @@
 
 use crate::backend::Storage;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 
 /// Captures in progress in the process: while none is, noting a write
 /// costs one relaxed load.
@@ -19,14 +19,24 @@ static CAPTURING: AtomicUsize = AtomicUsize::new(0);
 type Open = (usize, u64, Vec<Weak<Storage>>);
 
 /// The open captures (a second on a device is refused, but is open until
-/// then).
-static OPEN: Mutex<Vec<Open>> = Mutex::new(Vec::new());
+/// then): the process's, or on wasm (one thread, whose storages are not
+/// `Send`) the thread's.
+#[cfg(not(target_arch = "wasm32"))]
+static OPEN: std::sync::Mutex<Vec<Open>> = std::sync::Mutex::new(Vec::new());
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static OPEN: std::cell::RefCell<Vec<Open>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Numbers the captures.
 static OPENED: AtomicUsize = AtomicUsize::new(0);
 
-fn open() -> MutexGuard<'static, Vec<Open>> {
-    OPEN.lock().unwrap_or_else(|e| e.into_inner())
+/// `f` of the open captures.
+fn with_open<R>(f: impl FnOnce(&mut Vec<Open>) -> R) -> R {
+    #[cfg(not(target_arch = "wasm32"))]
+    return f(&mut OPEN.lock().unwrap_or_else(|e| e.into_inner()));
+    #[cfg(target_arch = "wasm32")]
+    return OPEN.with_borrow_mut(f);
 }
 
 /// Notes a write to `storage` for the capture open on its device, if any.
@@ -44,14 +54,16 @@ fn note_now(storage: &Arc<Storage>) {
         return;
     };
     let device = s.ctx.id();
-    for (_, _, writes) in open().iter_mut().filter(|(_, id, _)| *id == device) {
-        if !writes
-            .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(storage)))
-        {
-            writes.push(Arc::downgrade(storage));
+    with_open(|open| {
+        for (_, _, writes) in open.iter_mut().filter(|(_, id, _)| *id == device) {
+            if !writes
+                .iter()
+                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(storage)))
+            {
+                writes.push(Arc::downgrade(storage));
+            }
         }
-    }
+    });
 }
 
 /// `f`'s result and the storages ops wrote on the device of id `device`
@@ -61,9 +73,10 @@ pub(crate) fn during<R>(device: u64, f: impl FnOnce() -> R) -> (R, Vec<Weak<Stor
     struct Capturing(usize);
     impl Capturing {
         fn close(&self) -> Vec<Weak<Storage>> {
-            let mut open = open();
-            let at = open.iter().position(|(n, _, _)| *n == self.0);
-            at.map(|at| open.swap_remove(at).2).unwrap_or_default()
+            with_open(|open| {
+                let at = open.iter().position(|(n, _, _)| *n == self.0);
+                at.map(|at| open.swap_remove(at).2).unwrap_or_default()
+            })
         }
     }
     impl Drop for Capturing {
@@ -73,7 +86,7 @@ pub(crate) fn during<R>(device: u64, f: impl FnOnce() -> R) -> (R, Vec<Weak<Stor
         }
     }
     let number = OPENED.fetch_add(1, Ordering::Relaxed);
-    open().push((number, device, Vec::new()));
+    with_open(|open| open.push((number, device, Vec::new())));
     CAPTURING.fetch_add(1, Ordering::Relaxed);
     let guard = Capturing(number);
     let result = f();

@@ -309,3 +309,30 @@ pub fn reversed_view(t: &Tensor) -> Tensor {
         .flip(&[0])
         .unwrap()
 }
+
+/// Set, to the test's name, in a child process [`run_child`] runs.
+const CHILD: &str = "WEBTENSOR_TEST_CHILD";
+
+/// Runs the test `name` of this test binary (ignored, so that only this
+/// runs it) in a child process with `env` set besides, for a test of the
+/// environment, which is the process's; checks that it ran and passed.
+pub fn run_child(name: &str, env: &[(&str, &str)]) {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args(["--exact", name, "--include-ignored", "--nocapture"])
+        .arg("--test-threads=1")
+        .env(CHILD, name);
+    for (key, value) in env {
+        child.env(key, value);
+    }
+    let out = child.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("test result: ok. 1 passed"), "{text}");
+}
+
+/// True in the child process [`run_child`] runs for the test `name`.
+pub fn is_child(name: &str) -> bool {
+    std::env::var(CHILD).is_ok_and(|v| v == name)
+}
