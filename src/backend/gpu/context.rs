@@ -16,6 +16,7 @@ use super::pool::{BufferPool, PoolCounters};
 use super::scheduler::{DEFAULT_FLUSH_THRESHOLD, Scheduler, SchedulerCounters};
 use super::storage::{Faults as Report, read_back};
 use super::target::Target;
+use super::upload_window::UploadWindow;
 use crate::backend::Storage;
 use crate::backend::kept::Kept;
 use crate::error::{Error, Result};
@@ -69,10 +70,8 @@ pub(crate) struct GpuContext {
     id: u64,
     /// Bytes written from the host into tensor storage, for `Device::stats`.
     pub(super) bytes_uploaded: AtomicU64,
-    /// Bytes and writes uploaded since the last submit of them, and the
-    /// empty submits made for them (see [`GpuContext::note_upload`]).
-    unsubmitted_uploads: Mutex<(u64, u64)>,
-    upload_submits: AtomicU64,
+    /// Uploads since the last submit (see `upload_window.rs`).
+    pub(super) uploads: UploadWindow,
     /// Staging buffers mapped for the host to read, for `Device::stats`.
     pub(super) readbacks: AtomicU64,
     /// A thread is polling this device in `wait_idle` (at most one does:
@@ -346,8 +345,7 @@ impl GpuContext {
             kept: Mutex::default(),
             host_copies: AtomicBool::new(false),
             bytes_uploaded: AtomicU64::new(0),
-            unsubmitted_uploads: Mutex::default(),
-            upload_submits: AtomicU64::new(0),
+            uploads: UploadWindow::default(),
             readbacks: AtomicU64::new(0),
             spinning: std::sync::atomic::AtomicBool::new(false),
         }
@@ -510,7 +508,7 @@ impl GpuContext {
         let (checked, dropped) = self.tuner.checked();
         let scheduler = self.scheduler();
         let mut counters = scheduler.counters;
-        counters.submits += self.upload_submits.load(Ordering::Relaxed);
+        counters.submits += self.uploads.submits();
         GpuCounters {
             scheduler: counters,
             groups: scheduler.groups.counters,
@@ -599,38 +597,6 @@ impl GpuContext {
     /// The pending work of this device.
     pub fn scheduler(&self) -> MutexGuard<'_, Scheduler> {
         self.scheduler.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Counts an upload of `bytes` just written with `write_buffer`. wgpu
-    /// keeps each write's staging copy (and a buffer dropped since) until
-    /// the queue's next submit: a run of uploads with no op between them
-    /// (a model loading, or uploads over and over) would hold them all.
-    /// Past `UPLOAD_WINDOW` bytes or `UPLOAD_WRITES` writes since the last
-    /// one, an empty submit lets them go; the ops still to be submitted
-    /// read no buffer written so (the pool hands an upload none they use,
-    /// or it flushes them first: see `storage.rs`).
-    pub fn note_upload(&self, bytes: u64) {
-        const UPLOAD_WINDOW: u64 = 64 << 20;
-        const UPLOAD_WRITES: u64 = 1024;
-        let full = {
-            let mut since = self
-                .unsubmitted_uploads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            since.0 += bytes;
-            since.1 += 1;
-            let full = since.0 >= UPLOAD_WINDOW || since.1 >= UPLOAD_WRITES;
-            if full {
-                *since = (0, 0);
-            }
-            full
-        };
-        // Not under the scheduler's lock: an upload may come from code
-        // that holds it.
-        if full && !self.is_lost() {
-            self.queue.submit([]);
-            self.upload_submits.fetch_add(1, Ordering::Relaxed);
-        }
     }
 
     /// Waits until the GPU has finished everything submitted, firing its

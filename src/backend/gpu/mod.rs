@@ -142,6 +142,7 @@ mod target;
 mod temporaries;
 #[cfg(not(target_arch = "wasm32"))]
 mod timer;
+mod upload_window;
 
 pub(crate) use attention::attention;
 pub(crate) use buffer_claim::BufferClaim;

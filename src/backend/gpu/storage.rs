@@ -125,7 +125,8 @@ impl GpuStorage {
             ctx.queue.write_buffer(&buffer, 0, &bytes);
             ctx.bytes_uploaded
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            ctx.note_upload(bytes.len() as u64);
+            ctx.uploads
+                .note(&ctx.queue, ctx.is_lost(), bytes.len() as u64);
         }
         Ok(storage)
     }
