@@ -453,6 +453,36 @@ fn a_write_another_thread_records_into_a_step_makes_its_copy_stale() {
     );
 }
 
+/// A step captured again after a recovery (its first run there) writes
+/// the restored storages of the tensors it updates in place: its runs
+/// make their host copies stale as before the loss (the writes were
+/// matched to the capture by the device of the tensor's own, lost,
+/// storage, and left out).
+#[test]
+fn a_step_captured_again_after_a_recovery_makes_its_copies_stale() {
+    let Some(dev) = own(GpuOptions::default()) else {
+        return;
+    };
+    let t = Tensor::from_slice(&ramp(8), [8], &dev).unwrap();
+    t.checkpoint().unwrap();
+    let held = t.clone();
+    let mut step = dev.capture(move || held.add_scalar_(1.0)).unwrap();
+    lose(&dev);
+    dev.recover().unwrap();
+    // Captured again on the new device, and run there.
+    step.run().unwrap();
+    t.set_persist(Persist::HostCopy).unwrap();
+    step.run().unwrap();
+    let plus = |k: f32| ramp(8).iter().map(|v| v + k).collect::<Vec<f32>>();
+    assert_eq!(t.to_vec::<f32>().unwrap(), plus(2.0));
+    lose(&dev);
+    dev.recover().unwrap();
+    assert_lost(
+        t.to_vec::<f32>(),
+        "written by a run of the step captured again",
+    );
+}
+
 #[test]
 fn a_tensor_that_could_not_be_restored_stays_lost() {
     let Some(dev) = own(GpuOptions::default()) else {

@@ -5,6 +5,7 @@
 //! The writes are noted by device, from every thread: ops other threads
 //! record on the device while a step is captured become part of it.
 
+use super::Tensor;
 use crate::backend::Storage;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -39,21 +40,24 @@ fn with_open<R>(f: impl FnOnce(&mut Vec<Open>) -> R) -> R {
     return OPEN.with_borrow_mut(f);
 }
 
-/// Notes a write to `storage` for the capture open on its device, if any.
+/// Notes a write to `t`'s storage for the capture open on the device it
+/// writes, if any: its own storage's, or the one a recovery restored it to
+/// (the write is counted on its own, which keeps the copy).
 #[inline(always)]
-pub(crate) fn note(storage: &Arc<Storage>) {
+pub(crate) fn note(t: &Tensor) {
     if CAPTURING.load(Ordering::Relaxed) > 0 {
-        note_now(storage);
+        note_now(t);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn note_now(storage: &Arc<Storage>) {
-    let Storage::Gpu(s) = &**storage else {
+fn note_now(t: &Tensor) {
+    let Storage::Gpu(written) = &**t.storage() else {
         return;
     };
-    let device = s.ctx.id();
+    let device = written.ctx.id();
+    let storage = t.own_storage();
     with_open(|open| {
         for (_, _, writes) in open.iter_mut().filter(|(_, id, _)| *id == device) {
             if !writes

@@ -103,7 +103,7 @@ impl Tensor {
             if let Some(kept) = s.kept() {
                 kept.written();
             }
-            captured_writes::note(&self.storage);
+            captured_writes::note(self);
         }
     }
 
