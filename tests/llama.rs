@@ -271,6 +271,15 @@ fn weights_and_metadata_unlike_the_header_are_refused_at_load() {
         &tensors,
     ));
     assert!(e.contains("blk.0.attn_q.weight"), "{e}");
+    // Heads whose rows overflow are refused, not wrapped.
+    let e = refused(&header_file(
+        &[
+            ("llama.attention.head_count", GgufValue::U64(1 << 40)),
+            ("llama.attention.key_length", GgufValue::U64(1 << 40)),
+        ],
+        &TABLE,
+    ));
+    assert!(e.contains("heads of 1099511627776 features"), "{e}");
     let e = refused(&header_file(
         &[("llama.attention.head_count", GgufValue::U32(3))],
         &TABLE,

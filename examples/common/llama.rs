@@ -289,20 +289,27 @@ impl Model {
         // tensors, so a count no file holds fails at its first missing one.
         let layers = number(f, &key("block_count"))? as usize;
         let mut all = Vec::new();
+        let rows = |heads: usize| {
+            heads
+                .checked_mul(head_dim)
+                .ok_or_else(|| format!("{heads} heads of {head_dim} features"))
+        };
+        let (q_rows, kv_rows) = (rows(heads)?, rows(kv_heads)?);
         for i in 0..layers {
             let name = |part: &str| format!("blk.{i}.{part}");
             // Before its caches are made from the header's numbers.
-            let ffn = f.tensors().iter().find(|t| t.name == name("ffn_up.weight"));
-            let ffn = ffn.and_then(|t| t.shape.first().copied()).unwrap_or(0);
+            // ffn_up's rows, checked before ffn_gate's and ffn_down's.
+            let up = f.tensors().iter().find(|t| t.name == name("ffn_up.weight"));
+            let ffn = up.and_then(|t| t.shape.first().copied()).unwrap_or(0);
             for (part, shape) in [
                 ("attn_norm.weight", vec![dim]),
-                ("attn_q.weight", vec![heads * head_dim, dim]),
-                ("attn_k.weight", vec![kv_heads * head_dim, dim]),
-                ("attn_v.weight", vec![kv_heads * head_dim, dim]),
-                ("attn_output.weight", vec![dim, heads * head_dim]),
+                ("attn_q.weight", vec![q_rows, dim]),
+                ("attn_k.weight", vec![kv_rows, dim]),
+                ("attn_v.weight", vec![kv_rows, dim]),
+                ("attn_output.weight", vec![dim, q_rows]),
                 ("ffn_norm.weight", vec![dim]),
-                ("ffn_gate.weight", vec![ffn, dim]),
                 ("ffn_up.weight", vec![ffn, dim]),
+                ("ffn_gate.weight", vec![ffn, dim]),
                 ("ffn_down.weight", vec![dim, ffn]),
             ] {
                 check_shape(f, &name(part), &shape)?;
