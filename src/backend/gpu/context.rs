@@ -586,6 +586,7 @@ impl GpuContext {
             open_batch: &self.open_batch,
             pool: &self.pool,
             lost: &self.lost,
+            uploads: &self.uploads,
         }
     }
 

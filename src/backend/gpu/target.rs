@@ -6,6 +6,7 @@ use super::adapter_facts::AdapterFacts;
 use super::kernel::pipeline::PipelineCache;
 use super::lost::Lost;
 use super::pool::BufferPool;
+use super::upload_window::UploadWindow;
 use std::sync::atomic::AtomicU64;
 
 /// What a flush needs of the device.
@@ -20,4 +21,6 @@ pub(crate) struct Target<'a> {
     pub pool: &'a BufferPool,
     /// Whether the device is lost: nothing is submitted to a lost device.
     pub lost: &'a Lost,
+    /// The uploads a submit takes along (see `upload_window.rs`).
+    pub uploads: &'a UploadWindow,
 }

@@ -16,7 +16,9 @@ const UPLOAD_WINDOW: u64 = 64 << 20;
 /// Writes uploaded with no submit after which one is made.
 const UPLOAD_WRITES: u64 = 1024;
 
-/// A device's uploads since the last submit made for them.
+/// A device's uploads since its last submit (the scheduler's, a graph
+/// run's, or one made for them; an application's own submits to its
+/// queue, and webtensor's texture copies, are not counted).
 #[derive(Default)]
 pub(crate) struct UploadWindow {
     /// Bytes and writes since.
@@ -44,6 +46,11 @@ impl UploadWindow {
             queue.submit([]);
             self.submits.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Notes a submit, which took every upload before it along.
+    pub fn submitted(&self) {
+        *self.since.lock().unwrap_or_else(|e| e.into_inner()) = (0, 0);
     }
 
     /// The empty submits made so far.

@@ -447,6 +447,7 @@ impl Scheduler {
         }
         after(&mut encoder);
         ctx.queue.submit(Some(encoder.finish()));
+        ctx.uploads.submitted();
         self.counters
             .count_submit(encoded.iter().map(|e| e.fused_ops));
         Ok(())

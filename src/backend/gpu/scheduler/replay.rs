@@ -212,6 +212,7 @@ impl Scheduler {
             }
         }
         ctx.queue.submit(Some(encoder.finish()));
+        ctx.uploads.submitted();
         let result: Result<()> = Ok(());
         #[cfg(not(target_arch = "wasm32"))]
         let result = match pop_now(scope) {
