@@ -7,6 +7,18 @@ use super::pixels::{CHANNELS, PixelRows, PixelRun, PixelSums};
 use super::{Act, MAX_TILE};
 use std::arch::x86_64::*;
 
+/// Asks for the cache line holding `p` (a hint: it never faults, wherever
+/// `p` points). `_mm_prefetch` is a safe call on current toolchains and an
+/// unsafe one on the crate's oldest (`rust-version`), hence the block and
+/// its allowance.
+#[inline(always)]
+fn prefetch(p: *const f32) {
+    #[allow(unused_unsafe)]
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    }
+}
+
 /// The 8 x 32 tile's sums on AVX-512F: 16 zmm sums, two `B` vectors a
 /// step.
 ///
@@ -302,15 +314,15 @@ pub(super) unsafe fn pixel_run_avx512<
         if !apart {
             let patches = first.wrapping_add((t * P + AHEAD_PIXELS) * pitch);
             for line in (0..P * pitch).step_by(16) {
-                _mm_prefetch::<_MM_HINT_T0>(patches.wrapping_add(line).cast());
+                prefetch(patches.wrapping_add(line));
             }
         }
         for i in 0..P {
             for v in 0..V {
                 let at = i * ldc + 16 * v;
-                _mm_prefetch::<_MM_HINT_T0>(out.wrapping_add(at).cast());
+                prefetch(out.wrapping_add(at));
                 if apart {
-                    _mm_prefetch::<_MM_HINT_T0>(residual.wrapping_add(at).cast());
+                    prefetch(residual.wrapping_add(at));
                 }
             }
         }
@@ -437,7 +449,7 @@ pub(super) unsafe fn pair_run_avx512<
                     ahead + i * ldc + 16 * w,
                     ahead + i * ldc + 16 * w + to.apart,
                 ] {
-                    _mm_prefetch::<_MM_HINT_T0>(to.dst.wrapping_add(at).cast());
+                    prefetch(to.dst.wrapping_add(at));
                 }
             }
         }
