@@ -85,6 +85,17 @@ fn through(end: isize, step: isize) -> Option<isize> {
 #[doc(hidden)]
 pub trait Stepped {
     fn stepped(self, step: isize) -> SliceItem;
+
+    /// `stepped` with the step of any integer type, saturated to `isize`
+    /// as the bounds are (`s!`'s form): a step past `isize`'s range still
+    /// walks past the axis after its first position, as NumPy's does, not
+    /// wrapped to another step (`usize::MAX as isize` is `-1`).
+    fn stepped_by<S: TryInto<isize> + PartialOrd + Default>(self, step: S) -> SliceItem
+    where
+        Self: Sized,
+    {
+        self.stepped(bound(step))
+    }
 }
 
 /// `Stepped` for items whose step only sets the range's (their
@@ -185,7 +196,7 @@ macro_rules! s {
     // attribute keeps its lint out of the caller's code.
     (@item $item:expr ; $step:expr) => {{
         #[allow(clippy::reversed_empty_ranges)]
-        let item = $crate::Stepped::stepped($item, $step as isize);
+        let item = $crate::Stepped::stepped_by($item, $step);
         item
     }};
     (@item $item:expr) => {{
