@@ -14,7 +14,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::normalize_axis;
-use crate::shape::MAX_RANK;
+use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::Tensor;
 use smallvec::SmallVec;
 
@@ -118,11 +118,21 @@ impl Fft {
                 format!("{} sizes for {} axes {axes:?}", sizes.len(), axes.len()),
             ));
         }
-        Ok(axes
+        let resolved: Vec<_> = axes
             .iter()
             .enumerate()
             .map(|(k, &a)| (a, self.sizes.as_ref().map(|s| s[k])))
-            .collect())
+            .collect();
+        // The sizes together, before the first axis's transform: each
+        // alone may fit where all do not (two of 2^31 made a 32 GB first
+        // transform, then failed at the second). No output is longer along
+        // an axis than its size.
+        let mut dims = t.dims().to_vec();
+        for &(a, size) in &resolved {
+            dims[a] = size.unwrap_or(dims[a]);
+        }
+        Shape::from(dims).check(op)?;
+        Ok(resolved)
     }
 }
 

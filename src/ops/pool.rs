@@ -386,6 +386,11 @@ impl Tensor {
                 ));
             }
         }
+        let mut dims = self.dims().to_vec();
+        dims[r - 2..].copy_from_slice(&size);
+        // Before the first axis's bins: an output past the limits made
+        // 2^31 bins (32 GB) and a 16 GB sum before failing at the second.
+        Shape::from(dims).check(OP)?;
         if self.dims()[r - 2..] == size {
             // Each bin one element: a copy (never this tensor's storage,
             // which the caller may write through the result).
