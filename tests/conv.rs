@@ -2914,3 +2914,29 @@ fn antialiased_upsampling_past_2_pow_23_reads_inside_the_axis() {
         assert_eq!(last[0][3], 0.0, "axis {axis}");
     }
 }
+
+/// An antialiased axis shrunk by a factor past about half its output's
+/// length is summed window by window: a 2^21-wide image to one pixel was
+/// 2^22 steps of a few ops each (hours), and a broadcast 2^40-wide one
+/// made each window's 2^40 weights with an allocation that aborts. The
+/// sums still match the GPU kernel's (`the_resize_kernel_matches_the_cpu_
+/// bit_for_bit` reaches this path) and PyTorch's (`resizing_picks_...`).
+#[test]
+fn antialiased_shrinking_by_large_factors_takes_a_step_per_output() {
+    for dev in devices() {
+        let x = Tensor::full([1, 1, 3, 1 << 21], 1.0, DType::F32, &dev).unwrap();
+        for size in [[1, 1], [2, 3]] {
+            let y = common::read_f32(&x.resize(size, Resize::BilinearAntialias).unwrap());
+            assert_eq!(y.len(), size[0] * size[1]);
+            for v in y {
+                assert!((v - 1.0).abs() < 1e-3, "{dev} {size:?}: {v}");
+            }
+        }
+        let wide = Tensor::full([1, 1, 1, 1], 2.0, DType::F32, &dev)
+            .unwrap()
+            .broadcast_to([1, 1, 1, 1 << 40])
+            .unwrap();
+        let err = wide.resize([1, 1], Resize::BilinearAntialias).unwrap_err();
+        assert!(err.to_string().contains("resize"), "{dev}: {err}");
+    }
+}

@@ -8,7 +8,7 @@ mod common;
 
 use common::devices;
 use half::f16;
-use webtensor::{Complex32, DType, Device, Error, Layout, PadMode, Shape, Tensor, s};
+use webtensor::{Complex32, DType, Device, Error, Fft, Layout, PadMode, Resize, Shape, Tensor, s};
 
 #[test]
 fn overflowing_shapes_are_errors_not_panics() {
@@ -59,6 +59,26 @@ fn overflowing_shapes_are_errors_not_panics() {
         assert_eq!(one.to_vec::<i32>().unwrap(), [0]);
         let last = t.slice(s![..;isize::MIN]).unwrap();
         assert_eq!(last.to_vec::<i32>().unwrap(), [5]);
+        // Steps past isize saturate as the bounds do (NumPy's `[::2**64]`
+        // is `[0]`): `as isize` made `usize::MAX` a step of -1, which
+        // reversed the axis, and `1 << 63` isize::MIN, the last element.
+        for one in [t.slice(s![..;usize::MAX]), t.slice(s![..;1u64 << 63])] {
+            assert_eq!(one.unwrap().to_vec::<i32>().unwrap(), [0]);
+        }
+        let last = t.slice(s![..;-(1i128 << 70)]).unwrap();
+        assert_eq!(last.to_vec::<i32>().unwrap(), [5]);
+        // Outputs past the limits from sizes that each fit one axis fail
+        // before the first axis's work: resizes made 2^31 taps (48 GB)
+        // first, the adaptive pool 2^31 bins and the FFT a 32 GB first
+        // transform.
+        let image = Tensor::ones([1, 1, 2, 2], DType::F32, &dev).unwrap();
+        let huge = [1usize << 31, 1 << 31];
+        for mode in [Resize::Nearest, Resize::Bilinear, Resize::BilinearAntialias] {
+            shape_err(image.resize(huge, mode), "resize");
+        }
+        shape_err(image.adaptive_avg_pool2d(huge), "adaptive_avg_pool2d");
+        let spectrum = image.to_dtype(DType::C64).unwrap();
+        shape_err(spectrum.fft(Fft::over([-2, -1]).sizes(&huge)), "fft2");
     }
 }
 

@@ -301,7 +301,7 @@ pub(crate) enum Sampling {
     BilinearAlignCorners,
     /// Bilinear with PyTorch's antialiasing: each output weighs a window
     /// of the input as wide as the scale (`ops/resize_taps.rs`'s
-    /// `antialias_window`).
+    /// `antialias_weights`).
     BilinearAntialias,
 }
 

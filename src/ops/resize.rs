@@ -11,7 +11,7 @@
 
 use super::resize_taps::{double, single};
 use super::windows::compute_dtype;
-use crate::backend::cpu::try_collect;
+use crate::backend::cpu::{try_collect, try_with_capacity};
 use crate::backend::{MAX_ANTIALIAS_TAPS, ResizeCall, Sampling, resize};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -123,6 +123,9 @@ impl Tensor {
         }
         let mut dims = self.dims().to_vec();
         dims[r - 2..].copy_from_slice(&size);
+        // Before any axis's taps or intermediate: an output past the limits
+        // made a 2^31-long axis's index lists (48 GB) before failing.
+        Shape::from(dims.clone()).check(op)?;
         if dims.contains(&0) {
             // No output: no taps to find (an empty batch's axes may be
             // any length).
@@ -332,9 +335,8 @@ fn resize_axis(
 }
 
 /// One axis of `x` (`n` long) resized to `m` with antialiasing: each
-/// output's window (`antialias_window`) summed tap by tap, the first
-/// tap's product, then each later one added where the output's window
-/// reaches it (so a tap past the window adds nothing, not even `inf * 0`).
+/// output's window (`antialias_weights`) summed tap by tap or, with fewer
+/// outputs than taps, window by window.
 fn resize_axis_antialias(
     op: &'static str,
     x: &Tensor,
@@ -345,24 +347,48 @@ fn resize_axis_antialias(
     // f64 data's windows in f64 (PyTorch's), all else in f32.
     if x.dtype() == DType::F64 {
         let ratio = double::source_ratio(n, m, scale, Resize::BilinearAntialias);
-        let windows = (0..m).map(|i| double::antialias_window(i, n, ratio));
-        return sum_windows(op, x, axis, n, try_collect(op, m, windows)?);
+        let taps = double::antialias_taps(ratio);
+        let window = |i| double::antialias_weights(i, n, ratio);
+        return sum_windows(op, x, axis, [n, m], taps, window);
     }
     let ratio = single::source_ratio(n, m, scale, Resize::BilinearAntialias);
-    let windows = (0..m).map(|i| single::antialias_window(i, n, ratio));
-    sum_windows(op, x, axis, n, try_collect(op, m, windows)?)
+    let window = |i| single::antialias_weights(i, n, ratio);
+    sum_windows(op, x, axis, [n, m], single::antialias_taps(ratio), window)
 }
 
-/// `x` along `axis` (`n` long) summed over each output's window (its first
-/// input position and weights), tap by tap.
-fn sum_windows<W: Element + Default>(
+/// `x` along `axis` (`n` long) summed over each of `m` outputs' windows
+/// (`window(i)`: its first input position, length and weights), at most
+/// `taps` long. With no more taps than outputs, tap by tap: the first
+/// tap's product, then each later one added where the output's window
+/// reaches it (so a tap past the window adds nothing, not even `inf *
+/// 0`), in PyTorch's order; with fewer outputs (a downscale by a factor
+/// past about half the output's length), window by window
+/// (`sum_each_window`): `min(taps, m)` steps of a few ops either way, where
+/// taps alone made a 2^28-wide axis shrunk to one pixel 2^28 steps.
+fn sum_windows<W, F>(
     op: &'static str,
     x: &Tensor,
     axis: usize,
-    n: usize,
-    windows: Vec<(usize, Vec<W>)>,
-) -> Result<Tensor> {
-    let (device, m) = (x.device(), windows.len());
+    [n, m]: [usize; 2],
+    taps: usize,
+    window: impl Fn(usize) -> (usize, usize, F),
+) -> Result<Tensor>
+where
+    W: Element + Default,
+    F: Fn(usize) -> W,
+{
+    if taps > m {
+        return sum_each_window(op, x, axis, [n, m], taps, window);
+    }
+    let windows = try_collect(
+        op,
+        m,
+        (0..m).map(|i| {
+            let (first, count, weight) = window(i);
+            (first, (0..count).map(weight).collect::<Vec<W>>())
+        }),
+    )?;
+    let device = x.device();
     let taps = windows.iter().map(|w| w.1.len()).max().unwrap_or(0).max(1);
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
@@ -391,6 +417,50 @@ fn sum_windows<W: Element + Default>(
         });
     }
     sum.ok_or_else(|| Error::internal(op, "an antialiased axis with no taps"))
+}
+
+/// [`sum_windows`] output by output: each window of `x` (a view) times its
+/// weights, summed along `axis` from the first product on, as tap by tap;
+/// an empty window sums nothing (0). The weights' room for the longest
+/// window is taken first, once: a window longer than memory holds fails
+/// before its weights are worked out.
+fn sum_each_window<W, F>(
+    op: &'static str,
+    x: &Tensor,
+    axis: usize,
+    [n, m]: [usize; 2],
+    taps: usize,
+    window: impl Fn(usize) -> (usize, usize, F),
+) -> Result<Tensor>
+where
+    W: Element,
+    F: Fn(usize) -> W,
+{
+    let mut weights = try_with_capacity::<W>(op, taps.min(n))?;
+    let mut column = vec![1usize; x.rank()];
+    let mut one = x.dims().to_vec();
+    one[axis] = 1;
+    let mut parts = try_with_capacity(op, m)?;
+    for i in 0..m {
+        let (first, count, weight) = window(i);
+        if count == 0 {
+            parts.push(Tensor::zeros(one.clone(), x.dtype(), x.device())?);
+            continue;
+        }
+        column[axis] = count;
+        weights.clear();
+        weights.extend((0..count).map(weight));
+        let weights = Tensor::from_slice(&weights, [count], x.device())?
+            .reshape(column.clone())?
+            .to_dtype(x.dtype())?;
+        // Summed in order, as tap by tap (a running sum's last): the
+        // roundings of PyTorch and of the GPU's one-pass kernel, which a
+        // reduction's order would not give.
+        let products = x.narrow(axis as isize, first, count)?.mul(&weights)?;
+        let sums = products.cumsum(axis as isize)?;
+        parts.push(sums.narrow(axis as isize, count - 1, 1)?);
+    }
+    Tensor::concat(&parts.iter().collect::<Vec<_>>(), axis as isize)
 }
 
 /// An axis's taps as the lower and upper positions and, to `blend`, a

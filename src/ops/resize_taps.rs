@@ -68,19 +68,26 @@ macro_rules! taps_in {
             /// an axis of `scale` (PyTorch's `max_interp_size`): twice the
             /// half window rounded up, plus one.
             pub(crate) fn antialias_taps(scale: $t) -> usize {
-                antialias_support(scale).0.ceil() as usize * 2 + 1
+                (antialias_support(scale).0.ceil() as usize)
+                    .saturating_mul(2)
+                    .saturating_add(1)
             }
 
             /// Output `i`'s window along an axis of `n` resized with `scale`
             /// input positions per output (PyTorch's
             /// `_compute_indices_min_size_weights_aa` with the bilinear
             /// filter, `align_corners=False`), step by step as the GPU
-            /// kernel computes it in f32: the first input position, and the
-            /// weights of the positions from it (normalised to sum to 1
-            /// unless all are 0), at most [`antialias_taps`] of them. The
-            /// window is `scale` wide each side of the centre when
-            /// downsampling, 1 when upsampling.
-            pub(crate) fn antialias_window(i: usize, n: usize, scale: $t) -> (usize, Vec<$t>) {
+            /// kernel computes it in f32: the first input position, the
+            /// window's length (at most [`antialias_taps`]) and the weight
+            /// of each position from the first (normalised to sum to 1
+            /// unless all are 0), which holds no memory: a window can be as
+            /// long as its axis. The window is `scale` wide each side of the
+            /// centre when downsampling, 1 when upsampling.
+            pub(crate) fn antialias_weights(
+                i: usize,
+                n: usize,
+                scale: $t,
+            ) -> (usize, usize, impl Fn(usize) -> $t) {
                 let (support, inverse) = antialias_support(scale);
                 let max_taps = antialias_taps(scale);
                 let center = scale * (i as $t + 0.5);
@@ -91,18 +98,14 @@ macro_rules! taps_in {
                 // An empty window past the axis (the centre rounded to `n`)
                 // starts at its last element, as the kernel reads it.
                 let first = first.min(n.saturating_sub(1));
-                let weights: Vec<$t> = (0..count)
-                    .map(|j| {
-                        let x = (((first + j) as $t - center) + 0.5) * inverse;
-                        let x = x.abs();
-                        if x < 1.0 { 1.0 - x } else { 0.0 }
-                    })
-                    .collect();
-                let total = weights.iter().fold(0.0, |t: $t, &w| t + w);
-                if total == 0.0 {
-                    return (first, weights);
-                }
-                (first, weights.into_iter().map(|w| w / total).collect())
+                let raw = move |j: usize| {
+                    let x = (((first + j) as $t - center) + 0.5) * inverse;
+                    let x = x.abs();
+                    if x < 1.0 { 1.0 - x } else { 0.0 }
+                };
+                let total = (0..count).fold(0.0, |t: $t, j| t + raw(j));
+                let weight = move |j: usize| if total == 0.0 { raw(j) } else { raw(j) / total };
+                (first, count, weight)
             }
         }
     };
@@ -113,7 +116,7 @@ taps_in!(double, f64);
 
 #[cfg(test)]
 mod tests {
-    use super::single::{antialias_window, source_ratio};
+    use super::single::{antialias_weights, source_ratio};
     use crate::ops::resize::Resize;
 
     /// Upsampling an axis of 2^23 or more, the last output's centre rounds
@@ -125,9 +128,9 @@ mod tests {
             for m in [n + 1, n + 2, n + 7] {
                 let ratio = source_ratio(n, m, None, Resize::BilinearAntialias);
                 for i in [0, m / 2, m - 2, m - 1] {
-                    let (first, weights) = antialias_window(i, n, ratio);
+                    let (first, count, _) = antialias_weights(i, n, ratio);
                     assert!(first < n, "n {n} m {m} output {i}: first {first}");
-                    assert!(first + weights.len() <= n, "n {n} m {m} output {i}");
+                    assert!(first + count <= n, "n {n} m {m} output {i}");
                 }
             }
         }

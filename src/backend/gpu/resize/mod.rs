@@ -61,7 +61,7 @@ pub(crate) struct ResizeKey {
 }
 
 /// `sample_at` of the antialiased mode: output (oh, ow) weighs the input
-/// rows and columns of its windows (`backend::antialias_window`, computed
+/// rows and columns of its windows (`backend::antialias_weights`, computed
 /// here by the same f32 steps): each row's columns summed first, the
 /// first product then the others added, then the rows likewise, an axis
 /// of unchanged length taken as it is. Products are kept from fusing into
