@@ -8,7 +8,9 @@ mod common;
 
 use common::devices;
 use half::f16;
-use webtensor::{Complex32, DType, Device, Error, Fft, Layout, PadMode, Resize, Shape, Tensor, s};
+use webtensor::{
+    Complex32, Conv, DType, Device, Error, Fft, Layout, PadMode, Resize, Shape, Tensor, s,
+};
 
 #[test]
 fn overflowing_shapes_are_errors_not_panics() {
@@ -79,6 +81,17 @@ fn overflowing_shapes_are_errors_not_panics() {
         shape_err(image.adaptive_avg_pool2d(huge), "adaptive_avg_pool2d");
         let spectrum = image.to_dtype(DType::C64).unwrap();
         shape_err(spectrum.fft(Fft::over([-2, -1]).sizes(&huge)), "fft2");
+        // Products of sizes that wrapped (a debug build's overflow panic):
+        // zero input channels divide into 2^32 groups, and an einsum of
+        // broadcast views.
+        let none = Tensor::zeros([1, 0, 2, 2], DType::F32, &dev).unwrap();
+        let taps = Tensor::zeros([0, 1 << 32, 1, 1], DType::F32, &dev).unwrap();
+        let groups = Conv::new().groups(1 << 32);
+        shape_err(none.conv_transpose2d(&taps, &groups), "conv_transpose2d");
+        let point = Tensor::zeros([1, 1], DType::F32, &dev).unwrap();
+        let row = point.broadcast_to([1, 1 << 32]).unwrap();
+        let column = point.broadcast_to([1 << 32, 1]).unwrap();
+        shape_err(Tensor::einsum("ij,ij->ij", &[&row, &column]), "einsum");
     }
 }
 

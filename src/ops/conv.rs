@@ -37,7 +37,7 @@ use super::{Activation, PadMode};
 use crate::backend::{ConvCall, ConvResidual, DepthwiseCall};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::shape::Shape;
+use crate::shape::{Shape, mul_extents};
 use crate::tensor::Tensor;
 
 /// Input channels per group at most this many take the multiply-add path
@@ -374,6 +374,9 @@ pub(super) fn transpose_convolve(
             ),
         ));
     }
+    // The output's channels (zero input channels divide into any number
+    // of groups: the product wrapped to 0).
+    let o = mul_extents(name, og, g)?;
     let (s, d, op) = (conv.stride.0, conv.dilation.0, conv.output_padding.0);
     if (0..2).any(|a| op[a] >= s[a].max(d[a])) {
         return Err(Error::argument(
@@ -396,7 +399,7 @@ pub(super) fn transpose_convolve(
                 + op[a] as i128
         });
         if n == 0 && rows.iter().all(|&r| (0..=MAX_EXTENT as i128).contains(&r)) {
-            let dims = [0, g * og, rows[0] as usize, rows[1] as usize];
+            let dims = [0, o, rows[0] as usize, rows[1] as usize];
             let out = Tensor::zeros(dims, compute, x.device())?;
             return finish(name, out, conv, dtype, unbatched);
         }
@@ -443,7 +446,7 @@ pub(super) fn transpose_convolve(
             ),
         ));
     }
-    let (cg, o) = (c / g, og * g);
+    let cg = c / g;
     let size = [full[0] - 2 * p[0], full[1] - 2 * p[1]];
     // On a GPU, one kernel over the output's phases.
     let geometry = Transposed {

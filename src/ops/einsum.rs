@@ -265,12 +265,23 @@ fn contract(a: Part, b: Part, keep: &BTreeSet<Label>) -> Result<Part> {
             .collect();
         p.t.permute(&axes)?.broadcast_to(full)
     };
-    let product = |ls: &[Label]| ls.iter().map(|&l| size(l)).product::<usize>();
+    // Checked: labels of broadcast views can multiply past usize.
+    let product = |ls: &[Label]| {
+        ls.iter()
+            .try_fold(1usize, |n, &l| n.checked_mul(size(l)))
+            .ok_or_else(|| {
+                let sizes: Vec<usize> = ls.iter().map(|&l| size(l)).collect();
+                Error::shape(
+                    OP,
+                    format!("axes of sizes {sizes:?} hold more than usize counts"),
+                )
+            })
+    };
     let (nb, na, ns, nbo) = (
-        product(&batch),
-        product(&a_only),
-        product(&summed),
-        product(&b_only),
+        product(&batch)?,
+        product(&a_only)?,
+        product(&summed)?,
+        product(&b_only)?,
     );
     let x = arrange(&a, &[&batch, &a_only, &summed])?.reshape([nb, na, ns])?;
     let y = arrange(&b, &[&batch, &summed, &b_only])?.reshape([nb, ns, nbo])?;
