@@ -363,6 +363,28 @@ fn the_writer_refuses_what_gguf_cannot_hold() {
     assert_eq!(f.tensor_bytes("q8_1").unwrap().len(), 72);
 }
 
+/// An alignment of 2^31 pads each tensor's data to 2 GiB: a file of a
+/// thousand tensors (2 TiB) is refused as a whole, before its padding is
+/// written (each pad was an infallible resize: an abort when memory ran
+/// out, and a capacity overflow past 2 GiB on a 32-bit target).
+#[test]
+fn the_writer_refuses_a_file_past_memory_before_padding_it() {
+    let t = Tensor::zeros([2], DType::F32, &Device::cpu()).unwrap();
+    let mut w = GgufWriter::new();
+    w.add_metadata("general.alignment", GgufValue::U32(1 << 31))
+        .unwrap();
+    for k in 0..1000 {
+        w.add_tensor(&format!("t{k}"), &t).unwrap();
+    }
+    match w.to_bytes() {
+        Err(Error::OutOfMemory { op, requested, .. }) => {
+            assert_eq!(op, "GgufWriter::to_bytes");
+            assert!(requested > 1000 << 31, "{requested}");
+        }
+        other => panic!("{:?}", other.map(|b| b.len())),
+    }
+}
+
 /// gguf-py's quantization cases (`tests/data/make_gguf_files.py`).
 fn quant_cases() -> HashMap<String, Tensor> {
     io::from_npz_bytes(&data("gguf_quant_cases.npz"), &Device::cpu())

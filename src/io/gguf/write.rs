@@ -4,6 +4,7 @@
 
 use super::read::{DEFAULT_ALIGNMENT, MAX_ARRAY_VALUES, MAX_DIMS, MAX_ENTRIES, MAX_TENSORS};
 use super::types::GgufValue;
+use crate::backend::cpu::try_with_capacity;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::quant::GgmlType;
@@ -317,7 +318,9 @@ impl GgufWriter {
     ///
     /// # Errors
     /// Readback errors of the tensors added; `Error::OutOfMemory` when the
-    /// host refuses a quantized tensor's blocks.
+    /// host refuses a quantized tensor's blocks or the file's bytes (an
+    /// alignment of 2^31 pads each tensor to 2 GiB); `Error::Format` for a
+    /// file past 2^64 bytes or, on a 32-bit target, past its memory.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         pollster::block_on(self.to_bytes_async())
@@ -338,6 +341,7 @@ impl GgufWriter {
     /// # Errors
     /// As [`GgufWriter::to_bytes`].
     pub async fn to_bytes_async(&self) -> Result<Vec<u8>> {
+        const OP: &str = "GgufWriter::to_bytes";
         let alignment = self.alignment.unwrap_or(DEFAULT_ALIGNMENT);
         let mut out = Vec::new();
         out.extend_from_slice(b"GGUF");
@@ -359,7 +363,6 @@ impl GgufWriter {
                     (ggml_type, t.dims().to_vec(), std::borrow::Cow::Owned(bytes))
                 }
                 Entry::Quantized { tensor, ggml_type } => {
-                    const OP: &str = "GgufWriter::to_bytes";
                     let values = tensor.to_dtype(DType::F32)?.to_vec_async::<f32>().await?;
                     let bytes = crate::quant::quantize(OP, *ggml_type, &values)?;
                     (
@@ -379,6 +382,12 @@ impl GgufWriter {
                 ),
             });
         }
+        // Each part's length padded to the alignment, in u64 and checked:
+        // an alignment of 2^31 pads every tensor to 2 GiB.
+        let padded = |len: u64| {
+            len.checked_next_multiple_of(alignment)
+                .ok_or_else(|| refuse(OP, format!("{len} bytes padded to {alignment} pass 2^64")))
+        };
         let mut offset = 0u64;
         for ((name, _), (ggml_type, shape, bytes)) in self.tensors.iter().zip(&data) {
             put_string(&mut out, name);
@@ -388,14 +397,30 @@ impl GgufWriter {
             }
             out.extend_from_slice(&ggml_type.id().to_le_bytes());
             out.extend_from_slice(&offset.to_le_bytes());
-            offset += (bytes.len() as u64).next_multiple_of(alignment);
+            offset = offset
+                .checked_add(padded(bytes.len() as u64)?)
+                .ok_or_else(|| refuse(OP, "the tensors' data passes 2^64 bytes".into()))?;
         }
-        pad(&mut out, alignment);
+        // The whole file's room taken at once (or refused, an error, not an
+        // abort or a 32-bit target's capacity overflow), then filled.
+        let total = padded(out.len() as u64)?
+            .checked_add(offset)
+            .ok_or_else(|| refuse(OP, "the file passes 2^64 bytes".into()))?;
+        let mut file = usize::try_from(total)
+            .map_err(|_| {
+                refuse(
+                    OP,
+                    format!("a file of {total} bytes passes this target's memory"),
+                )
+            })
+            .and_then(|total| try_with_capacity::<u8>(OP, total))?;
+        file.extend_from_slice(&out);
+        pad(&mut file, alignment);
         for (_, _, bytes) in &data {
-            out.extend_from_slice(bytes);
-            pad(&mut out, alignment);
+            file.extend_from_slice(bytes);
+            pad(&mut file, alignment);
         }
-        Ok(out)
+        Ok(file)
     }
 }
 
