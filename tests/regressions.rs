@@ -92,6 +92,11 @@ fn overflowing_shapes_are_errors_not_panics() {
         let row = point.broadcast_to([1, 1 << 32]).unwrap();
         let column = point.broadcast_to([1 << 32, 1]).unwrap();
         shape_err(Tensor::einsum("ij,ij->ij", &[&row, &column]), "einsum");
+        // Sizes past the limits, refused before their values are made.
+        let past = webtensor::MAX_ELEMENTS + 1;
+        shape_err(Tensor::fftfreq(past, 1.0, &dev), "fftfreq");
+        shape_err(Tensor::rfftfreq(2 * past, 1.0, &dev), "rfftfreq");
+        shape_err(Tensor::hann_window(past, &dev), "hann_window");
     }
 }
 

@@ -282,9 +282,13 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Argument` for `n` 0 or a spacing that is 0 or not finite;
+    /// `Error::Shape` for `n` past [`MAX_ELEMENTS`](crate::MAX_ELEMENTS);
     /// `OutOfMemory` for an `n` the host cannot hold.
     pub fn fftfreq(n: usize, d: f64, device: &Device) -> Result<Tensor> {
         let step = freq_step("fftfreq", n, d)?;
+        // The output's limits before its values are made (a 32-bit target
+        // filled a gigabyte first).
+        Shape::from([n]).check("fftfreq")?;
         let half = n.div_ceil(2);
         let value = |k: usize| {
             let k = if k < half {
@@ -307,6 +311,7 @@ impl Tensor {
     pub fn rfftfreq(n: usize, d: f64, device: &Device) -> Result<Tensor> {
         let step = freq_step("rfftfreq", n, d)?;
         let count = n / 2 + 1;
+        Shape::from([count]).check("rfftfreq")?;
         let values = try_collect(
             "rfftfreq",
             count,

@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::shape::MAX_RANK;
+use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::Tensor;
 
 /// The arguments of [`Tensor::stft`], PyTorch's defaults unless set.
@@ -190,8 +190,11 @@ impl Tensor {
     /// PyTorch's.
     ///
     /// # Errors
+    /// `Error::Shape` for `n` past [`MAX_ELEMENTS`](crate::MAX_ELEMENTS);
     /// `OutOfMemory` for a window the host cannot hold; device errors.
     pub fn hann_window(n: usize, device: &Device) -> Result<Tensor> {
+        // The output's limits before its values are made.
+        Shape::from([n]).check("hann_window")?;
         // PyTorch's window of one sample is [1] (the periodic formula's
         // sin^2(0) would make a frame of zeros).
         let value = |k: usize| {
