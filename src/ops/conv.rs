@@ -76,8 +76,9 @@ impl Tensor {
     /// padding + dilation (kh - 1) + output_padding + 1`. On a GPU an
     /// infinite or NaN weight also makes NaN the outputs its taps reach
     /// from past the input's edge (the kernel multiplies the edge's zeros
-    /// by it, as every convolution multiplies its padding, PyTorch's too);
-    /// the CPU, as PyTorch's, adds only the input's own pixels there.
+    /// by it, as a convolution multiplies its padding: PyTorch's dense and
+    /// f64 ones do, its oneDNN f32 depthwise one does not); the CPU, as
+    /// PyTorch's, adds only the input's own pixels there.
     ///
     /// # Errors
     /// As [`Tensor::conv2d`], naming `conv_transpose2d`; `Error::Argument`

@@ -353,9 +353,13 @@ impl Tensor {
     /// `floor(i n / size)` to `ceil((i + 1) n / size)`, so bins of several
     /// sizes cover any input. Each bin is summed whole (in f32 for f16 and
     /// bf16), then divided by its height and then by its width (one bin,
-    /// `[1, 1]`, by its size: the mean), as PyTorch does: a non-finite
-    /// input stays in its own bins, and a sum past the type's range is
-    /// infinite, as PyTorch's.
+    /// `[1, 1]`, by its size: the mean), as PyTorch does, so a non-finite
+    /// input stays in its own bins. The sum runs along the rows first,
+    /// then along the columns of those sums, where PyTorch adds a bin's
+    /// elements in row-major order: the two round differently (by an ulp
+    /// or so), and a bin whose partial sums pass the type's range with
+    /// both signs can be NaN or finite where PyTorch's is infinite, or the
+    /// other way.
     ///
     /// # Errors
     /// `Error::Shape` naming `adaptive_avg_pool2d` for fewer than 2 axes,
