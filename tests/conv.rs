@@ -1768,6 +1768,11 @@ fn pooling_matches_pytorch_bit_for_bit() {
     // contiguous tensor and a transposed view.
     let cases = torch_pool_cases();
     let ints = &cases.iter().find(|(n, _)| n == "ints").unwrap().1;
+    let pools = cases
+        .iter()
+        .filter(|(n, _)| n.starts_with("pool_") && n.split('_').count() == 9)
+        .count();
+    assert!(pools >= 63, "{pools} pooling cases");
     let mut ran = 0;
     for dev in devices() {
         for (key, want) in &cases {
@@ -1803,7 +1808,8 @@ fn pooling_matches_pytorch_bit_for_bit() {
             }
         }
     }
-    assert!(ran >= 6 * 63, "{ran} cases ran");
+    // Every case, both layouts, on every device (a CPU-only run has one).
+    assert_eq!(ran, pools * 2 * devices().len());
 }
 
 #[test]

@@ -119,6 +119,26 @@ const SIZES: [(usize, usize, usize); 6] = [
     (128, 33, 96),
 ];
 
+/// Each element of `got`, a product of `k` terms rounded once to `dtype`
+/// from an f32 sum, within that of the exact `want`: half an ulp of the
+/// dtype (twice, for slack) of the value, and the f32 sum's roundings,
+/// `k` of 2^-24 of the terms' magnitude `absum` (twice as well). A norm
+/// alone lets one wrong output in thousands through.
+fn assert_each_close(got: &[f32], want: &[f64], absum: &[f64], k: usize, dtype: DType, what: &str) {
+    let unit = match dtype {
+        DType::F16 => 2f64.powi(-11),
+        DType::BF16 => 2f64.powi(-8),
+        _ => 2f64.powi(-24),
+    };
+    for (i, ((&g, &w), &s)) in got.iter().zip(want).zip(absum).enumerate() {
+        let bound = 2.0 * unit * w.abs() + 2.0 * k as f64 * 2f64.powi(-24) * s + 1e-30;
+        assert!(
+            (f64::from(g) - w).abs() <= bound,
+            "{what}: element {i} is {g}, want {w} (within {bound})"
+        );
+    }
+}
+
 #[test]
 fn float_products_match_float64() {
     for dev in devices() {
@@ -134,10 +154,14 @@ fn float_products_match_float64() {
                     .to_dtype(dtype)
                     .unwrap();
                 let want = reference(&as_f64(&a), &as_f64(&b), 1, m, k, n);
+                let abs = |t: &Tensor| as_f64(t).iter().map(|v| v.abs()).collect::<Vec<_>>();
+                let absum = reference(&abs(&a), &abs(&b), 1, m, k, n);
                 let c = a.matmul(&b).unwrap();
                 assert_eq!(c.dtype(), dtype);
                 let err = relative_error(&read_f32(&c), &want);
                 assert!(err < tol, "{dev} {dtype} {m}x{k}x{n}: relative error {err}");
+                let what = format!("{dev} {dtype} {m}x{k}x{n}");
+                assert_each_close(&read_f32(&c), &want, &absum, k, dtype, &what);
                 // The same product from transposed storage: (b.t() @ a.t()).t().
                 let at = a.t().contiguous().unwrap().t();
                 let bt = b.t().contiguous().unwrap().t();
@@ -148,6 +172,8 @@ fn float_products_match_float64() {
                     err < tol,
                     "{dev} {dtype} transposed {m}x{k}x{n}: relative error {err}"
                 );
+                let what = format!("{dev} {dtype} transposed {m}x{k}x{n}");
+                assert_each_close(&read_f32(&c2), &want, &absum, k, dtype, &what);
             }
         }
     }

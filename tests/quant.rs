@@ -367,8 +367,9 @@ fn the_tiled_product_decodes_every_value_as_gguf_py() {
     // The identity's rows times the weight are the weight's values: each
     // output one product by 1 and adds of zeros, exact. So the tiled
     // kernel's decoding of single elements (`element` in the GPU's
-    // decode.rs) equals the dequantization's, which equals gguf-py's (the
-    // first test): value for value, every type, every element of a block.
+    // decode.rs) equals the CPU's dequantization, which equals gguf-py's
+    // (the first test): value for value, every type, every element of a
+    // block, subnormal scales included (`random_blocks`).
     // 70 weight rows cross the medium tile's 64 columns.
     for dev in devices() {
         for t in TYPES {
@@ -377,7 +378,10 @@ fn the_tiled_product_decodes_every_value_as_gguf_py() {
             let w = QTensor::from_blocks(t, [n, k], &blocks, &dev).unwrap();
             let eye = Tensor::eye(k, DType::F32, &dev).unwrap();
             let got = eye.qmatmul(&w).unwrap().to_vec::<f32>().unwrap();
-            let want = w.dequantize(DType::F32).unwrap().t();
+            // The CPU's dequantization (gguf-py's, the first test), not the
+            // device's own, which shares the kernel's decoding.
+            let host = QTensor::from_blocks(t, [n, k], &blocks, &Device::cpu()).unwrap();
+            let want = host.dequantize(DType::F32).unwrap().t();
             let want = want.contiguous().unwrap().to_vec::<f32>().unwrap();
             assert!(got == want, "{t} on {dev}");
         }

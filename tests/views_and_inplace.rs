@@ -393,7 +393,10 @@ fn dispatch_beyond_65535_workgroups_works() {
     };
     for dev in [Device::cpu(), gpu] {
         let n = 17_000_000;
-        let a = Tensor::full([n], 1.5, DType::F32, &dev).unwrap();
+        // Values that tell every position apart from its neighbours (a
+        // wrong index reads a wrong value; all one value hid that).
+        let values: Vec<f32> = (0..n).map(|i| (i % 1021) as f32).collect();
+        let a = Tensor::from_vec(values, [n], &dev).unwrap();
         let b = a
             .t()
             .add_scalar(1.0)
@@ -403,8 +406,11 @@ fn dispatch_beyond_65535_workgroups_works() {
             .mul_scalar(2.0)
             .unwrap();
         let v = b.to_vec::<f32>().unwrap();
-        assert!(v.iter().all(|&x| x == 5.0), "{dev}");
         assert_eq!(v.len(), n);
+        for (k, &x) in v.iter().enumerate() {
+            let want = (((n - 1 - k) % 1021) as f32 + 1.0) * 2.0;
+            assert_eq!(x, want, "{dev} at {k}");
+        }
     }
 }
 
