@@ -122,7 +122,7 @@ fn main(
     }
     let start = line_starts(l);
     let src0 = start[0];
-    let n = f32(params.length);
+    let n = u32_to_f32(params.length);
     let eps = bitcast<f32>(params.eps);
     STATS
     for (var i = t; i < params.length; i += WORKGROUP) {
@@ -136,7 +136,7 @@ fn main(
 /// line is read once, its sums come from subgroup operations, and the
 /// outputs are written from the registers.
 const ROWS_SETUP: &str = "    let quads = params.length / 4u;
-    let n = f32(params.length);
+    let n = u32_to_f32(params.length);
     let eps = bitcast<f32>(params.eps);";
 
 /// The body of [`ROWS_SETUP`]'s loop: line `r` (`STATS` its shift and

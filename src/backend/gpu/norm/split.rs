@@ -102,7 +102,7 @@ fn main_apply(
     let first = l * params.splits;
     let start = line_starts(l);
     let src0 = start[0];
-    let n = f32(params.length);
+    let n = u32_to_f32(params.length);
     let eps = bitcast<f32>(params.eps);
     COMBINE
     let begin = (w % params.splits) * params.chunk;

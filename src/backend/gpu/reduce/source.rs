@@ -251,9 +251,12 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             let value = if key.op.is_arg() {
                 "max(st.i, 0)".to_string()
             } else {
-                // Correctly rounded (a driver's `/` may be a * (1 / b)).
+                // Correctly rounded (a driver's `/` may be a * (1 / b)),
+                // by the count as Rust's `as f32` rounds it (WGSL leaves an
+                // inexact `f32(u32)` open: past 2^24 elements a driver may
+                // truncate where the CPU rounds to nearest).
                 let v = if key.mean {
-                    "div_f32(st.v, f32(params.count))".to_string()
+                    "div_f32(st.v, u32_to_f32(params.count))".to_string()
                 } else {
                     "st.v".to_string()
                 };
