@@ -111,12 +111,31 @@ fn matches_numpy(gguf: &str, reference_name: &str) {
                 "{gguf} on {dev} ({kind}): the last row alone: {g} vs {w}"
             );
         }
-        // Decoding one token a step over the KV cache.
+        // Decoding one token a step over the KV cache: each step's logits
+        // NumPy's row of the whole sequence at that position (a token
+        // alone can match with the cache stale or the rotation at 0: one
+        // of the models repeats one token). tiny_llama_vocab_reference.npz
+        // (make_tokenizer_cases.py, which needs sentencepiece and
+        // llama-cpp-python) has its greedy tokens only.
+        let decode = reference.get("decode_logits").map(|t| {
+            assert_eq!(t.dims(), [greedy.len() - 1, vocab]);
+            t.to_vec::<f32>().unwrap()
+        });
         let mut next = last_token(&logits);
         let mut tokens = vec![next];
         for step in 1..greedy.len() {
             let at = prompt.len() + step - 1;
             let logits = model.forward(&[next], at, Logits::Every).unwrap();
+            if let Some(decode) = &decode {
+                let want = &decode[(step - 1) * vocab..step * vocab];
+                let got = logits.to_vec::<f32>().unwrap();
+                for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 2e-4 * (1.0 + w.abs()),
+                        "{gguf} on {dev} ({kind}): step {step}, logit {i}: {g} vs NumPy's {w}"
+                    );
+                }
+            }
             next = logits.argmax(-1).unwrap().to_vec::<i32>().unwrap()[0];
             tokens.push(next);
         }

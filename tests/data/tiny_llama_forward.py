@@ -135,9 +135,14 @@ def reference(path, weights, dims, prompt, steps):
     # Greedy picks are only a test when no two logits nearly tie.
     margins = [np.sort(forward(tokens[: len(prompt) + s])[-1])[-2:] for s in range(steps)]
     assert min(b - a for a, b in margins) > 1e-3, margins
+    # Each decoding step's logits: the whole sequence's rows at the
+    # positions of the tokens fed one at a time (the last prompt token's
+    # row is the prompt's; the last greedy token is never fed).
+    decode = forward(tokens[:-1])[len(prompt):]
     np.savez(
         path,
         prompt=np.array(prompt, dtype=np.int32),
         logits=logits.astype(np.float32),
         greedy=np.array(tokens[len(prompt):], dtype=np.int32),
+        decode_logits=decode.astype(np.float32),
     )
