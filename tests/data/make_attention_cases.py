@@ -11,7 +11,9 @@ interleaved one (GPT-J, ggml's normal mode), each `x1 cos - x2 sin`,
 for `scaled_dot_product_attention` writes it (`q @ k^T * scale`, a bias of
 -inf where masked, softmax (a row of -inf scores alone: weights of 0, as
 PyTorch's safe softmax since 2.5), `@ v`), with grouped-query heads (k and v heads
-repeated), the float64 result rounded to f32. Scaled rotary frequencies ("llama3",
+repeated), the float64 result rounded to f32; and (`NAME_out_f16`,
+`NAME_out_bf16`, `pip install ml_dtypes`) from operands rounded to f16 and
+bf16, the result rounded once to each. Scaled rotary frequencies ("llama3",
 "linear", ggml's rope_freqs factors) as Hugging Face computes them in f32,
 and rotations by them.
 """
@@ -19,6 +21,7 @@ and rotations by them.
 import math
 import pathlib
 
+import ml_dtypes
 import numpy as np
 
 HERE = pathlib.Path(__file__).parent
@@ -63,7 +66,7 @@ for k, (start, length, dim, theta) in enumerate(
         cases[f"rope{k}_{style}"] = rotate(x, cos, sin, style)
 
 
-def attention(q, k, v, mask=None, causal=False, scale=None):
+def attention(q, k, v, mask=None, causal=False, scale=None, out=f32):
     q, k, v = (a.astype(np.float64) for a in (q, k, v))
     hq, hk = q.shape[-3], k.shape[-3]
     if hq != hk:
@@ -84,7 +87,7 @@ def attention(q, k, v, mask=None, causal=False, scale=None):
         w = np.exp(w - w.max(axis=-1, keepdims=True))
         w = w / w.sum(axis=-1, keepdims=True)
     w = np.where(nothing, 0.0, w)
-    return (w @ v).astype(f32)
+    return (w @ v).astype(out)
 
 
 attn = [
@@ -133,6 +136,13 @@ for name, qs, ks, ev, mask_kind, causal, scale in attn:
     cases[f"{name}_scale"] = np.array([np.nan if scale is None else scale])
     cases[f"{name}_causal"] = np.array([causal])
     cases[f"{name}_out"] = attention(q, k, v, mask, causal, scale)
+    # The same from operands (and a float mask) rounded to f16 and bf16,
+    # the float64 result rounded once to each, held as f32.
+    for half, dtype in [("f16", np.float16), ("bf16", ml_dtypes.bfloat16)]:
+        r = lambda a: a.astype(dtype).astype(np.float64)
+        m = mask if mask is None or mask.dtype == bool else r(mask)
+        y = attention(r(q), r(k), r(v), m, causal, scale, out=dtype)
+        cases[f"{name}_out_{half}"] = y.astype(f32)
 
 
 
