@@ -25,7 +25,9 @@ pub fn cases(fast: u32, long: u32) -> u32 {
         .unwrap_or(if long_tests() { long } else { fast })
 }
 
-fn require_gpu() -> bool {
+/// True when `WEBTENSOR_REQUIRE_GPU=1`: a GPU test must not pass without
+/// running.
+pub fn require_gpu() -> bool {
     std::env::var("WEBTENSOR_REQUIRE_GPU").is_ok_and(|v| v == "1")
 }
 
