@@ -338,3 +338,20 @@ pub fn run_child(name: &str, env: &[(&str, &str)]) {
 pub fn is_child(name: &str) -> bool {
     std::env::var(CHILD).is_ok_and(|v| v == name)
 }
+
+/// `r` is an error the op `op` gives for its arguments: its message names
+/// the op, and it is not a device, memory or internal failure (which any
+/// op's wrong path could also give).
+pub fn assert_op_err<T>(r: webtensor::Result<T>, op: &str) {
+    use webtensor::Error;
+    match r {
+        Ok(_) => panic!("{op}: accepted"),
+        Err(
+            e @ (Error::Gpu { .. }
+            | Error::Internal { .. }
+            | Error::DeviceLost { .. }
+            | Error::OutOfMemory { .. }),
+        ) => panic!("{op}: not an argument's error: {e}"),
+        Err(e) => assert!(e.to_string().contains(op), "{op}: {e}"),
+    }
+}
