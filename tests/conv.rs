@@ -267,6 +267,16 @@ fn conv2d_equals_its_definition_on_every_path() {
                 2e-3,
                 &format!("{label}, f16, on {dev}"),
             );
+            // (The f32 path on the rounded operands: checked above against
+            // the definition.)
+            let want16 = x32.conv2d(&w32, &conv.clone().bias(&b)).unwrap();
+            check(
+                &biased,
+                &common::read_f32(&want16),
+                &dims,
+                2e-3,
+                &format!("{label}, f16 with an f32 bias, on {dev}"),
+            );
         }
     }
 }
@@ -697,7 +707,19 @@ fn pooling_equals_its_definition() {
                 &format!("max of a view, {what}"),
             );
             let h = x.tensor(&dev).to_dtype(DType::F16).unwrap();
-            assert_eq!(h.avg_pool2d(&pool).unwrap().dtype(), DType::F16);
+            let got = h.avg_pool2d(&pool).unwrap();
+            assert_eq!(got.dtype(), DType::F16);
+            // The f32 pool (checked above) of the rounded input, rounded.
+            let want = h.to_dtype(DType::F32).unwrap().avg_pool2d(&pool).unwrap();
+            let want = want.to_dtype(DType::F16).unwrap();
+            let (_, dims) = pool_reference(&x, k, s, p, ceil, false, true);
+            check(
+                &got,
+                &common::read_f32(&want),
+                &dims,
+                1e-3,
+                &format!("f16 avg, {what}"),
+            );
         }
         // NaN propagates through a maximum.
         let nan = Tensor::from_slice(&[1.0f32, f32::NAN, 3.0, 2.0], [1, 1, 2, 2], &dev).unwrap();
