@@ -277,7 +277,11 @@ impl Tensor {
     }
 
     /// The mean of each window over the last two axes (PyTorch's
-    /// `avg_pool2d`), computed in f32 for f16.
+    /// `avg_pool2d`), computed in f32 for f16: each window's taps added in
+    /// row-major order, as PyTorch's, then divided once, for windows of up
+    /// to 256 taps. Larger windows that tile the input (a global pooling)
+    /// are a reduction over the taps, whose order rounds differently, by
+    /// an ulp or so (and can differ where partial sums overflow).
     ///
     /// # Errors
     /// As [`Tensor::max_pool2d`], naming `avg_pool2d`; a dilation other
