@@ -454,7 +454,9 @@ fn a_gpu_norm_of_few_long_lines_splits_them_and_agrees_with_the_cpu() {
         // workgroup a line, or two of as many chunks a line (at most 4).
         let split = grids.len() == 2 && grids[0] == grids[1];
         assert!(
-            (grids == [6] || split) && grids[0] % 6 == 0 && (1..=4).contains(&(grids[0] / 6)),
+            (grids == [6] || split)
+                && grids[0].is_multiple_of(6)
+                && (1..=4).contains(&(grids[0] / 6)),
             "group split on {dev}: {grids:?}"
         );
         return;
