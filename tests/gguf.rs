@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::HashMap;
 use webtensor::io::{self, GgmlType, Gguf, GgufValue, GgufValueType, GgufWriter};
-use webtensor::{DType, Device, Error, Tensor, bf16};
+use webtensor::{DType, Device, Error, QTensor, Tensor, bf16};
 
 fn data(name: &str) -> Vec<u8> {
     std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -363,8 +363,9 @@ fn the_writer_refuses_what_gguf_cannot_hold() {
     assert_eq!(f.tensor_bytes("q8_1").unwrap().len(), 72);
 }
 
-/// An alignment of 2^31 pads each tensor's data to 2 GiB: a file of a
-/// thousand tensors (2 TiB) is refused as a whole, before its padding is
+/// An alignment of 2^31 pads each tensor's data to 2 GiB: a file of 2^17
+/// tensors (256 TiB, past any machine's address space, whatever its
+/// overcommit setting) is refused as a whole, before its padding is
 /// written (each pad was an infallible resize: an abort when memory ran
 /// out, and a capacity overflow past 2 GiB on a 32-bit target).
 #[test]
@@ -373,13 +374,13 @@ fn the_writer_refuses_a_file_past_memory_before_padding_it() {
     let mut w = GgufWriter::new();
     w.add_metadata("general.alignment", GgufValue::U32(1 << 31))
         .unwrap();
-    for k in 0..1000 {
+    for k in 0..1 << 17 {
         w.add_tensor(&format!("t{k}"), &t).unwrap();
     }
     match w.to_bytes() {
         Err(Error::OutOfMemory { op, requested, .. }) => {
             assert_eq!(op, "GgufWriter::to_bytes");
-            assert!(requested > 1000 << 31, "{requested}");
+            assert!(requested > 1 << 48, "{requested}");
         }
         other => panic!("{:?}", other.map(|b| b.len())),
     }
@@ -763,4 +764,46 @@ fn mutated_files_load_or_fail_cleanly() {
         }
     }
     assert!(loaded > cases / 20, "only {loaded} of {cases} loaded");
+}
+
+/// A block whose f16 scale or minimum would pass f16's range decodes to
+/// infinities or NaN (gguf-py writes it so: `np.float16(-70000.0)` is
+/// `-inf`); non-finite values have no block. Both are errors naming the
+/// block or value, from the writer and from `QTensor::quantize`.
+#[test]
+fn quantizing_past_f16_scales_or_non_finite_values_is_refused() {
+    let dev = Device::cpu();
+    let block = |at: usize, v: f32| {
+        let mut x = vec![0.5f32; 64];
+        x[at] = v;
+        Tensor::from_vec(x, [2, 32], &dev).unwrap()
+    };
+    let cases = [
+        (GgmlType::Q4_1, block(40, -70_000.0), "block 1"),
+        (GgmlType::Q5_1, block(3, -70_000.0), "minimum"),
+        (GgmlType::Q8_0, block(5, 1e7), "scale"),
+        (GgmlType::Q4_0, block(33, 6e5), "block 1"),
+        (GgmlType::Q5_0, block(0, 1.1e6), "block 0"),
+        (GgmlType::Q8_0, block(7, f32::NAN), "value 7 is NaN"),
+        (GgmlType::Q4_0, block(9, f32::INFINITY), "value 9 is inf"),
+    ];
+    for (t, x, what) in cases {
+        let mut w = GgufWriter::new();
+        w.add_quantized("w", t, &x).unwrap();
+        match w.to_bytes() {
+            Err(Error::Format { msg, .. }) => assert!(msg.contains(what), "{t}: {msg}"),
+            other => panic!("{t} {what}: {:?}", other.map(|b| b.len())),
+        }
+        match QTensor::quantize(&x, t) {
+            Err(Error::Format { msg, .. }) => assert!(msg.contains(what), "{t}: {msg}"),
+            other => panic!("{t} {what}: {:?}", other.map(|q| q.dims().to_vec())),
+        }
+    }
+    // Just inside f16's range: written, and read back finite.
+    let mut w = GgufWriter::new();
+    w.add_quantized("w", GgmlType::Q8_0, &block(5, 8e6))
+        .unwrap();
+    let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+    let back = f.dequantize("w", DType::F32, &dev).unwrap().to_vec::<f32>().unwrap();
+    assert!(back.iter().all(|v| v.is_finite()), "{back:?}");
 }

@@ -1,7 +1,8 @@
 //! f32 blocks of 32 quantized to ggml's legacy types, as gguf-py's
 //! `quants.py` (0.19) quantizes them: llama.cpp's reference arithmetic,
 //! in f32 in the same order, scales rounded to f16 to nearest even.
-//! Values are expected finite.
+//! Values are expected finite, and scales within f16's range
+//! (`quantize` checks both).
 
 use half::f16;
 

@@ -121,13 +121,15 @@ pub fn dequantize(op: &'static str, t: GgmlType, bytes: &[u8]) -> Result<Vec<f32
 }
 
 /// `values`, whole blocks of `t` (`Q4_0`, `Q4_1`, `Q5_0`, `Q5_1`,
-/// `Q8_0`), as the blocks' bytes. Values are expected finite (the
-/// reference quantizer's results for NaN or infinity are unspecified).
+/// `Q8_0`), as the blocks' bytes.
 ///
 /// # Errors
-/// `Error::Format` naming `op` for a type without an encoder here or a
-/// count that is not whole blocks; `Error::OutOfMemory` when the host
-/// refuses the bytes.
+/// `Error::Format` naming `op` for a type without an encoder here, a
+/// count that is not whole blocks, a value that is not finite, or a block
+/// whose f16 scale or minimum passes f16's range (a minimum of -70000, a
+/// Q8_0 block's largest magnitude past 8.3e6): those blocks would decode
+/// to infinities or NaN (gguf-py writes them); `Error::OutOfMemory` when
+/// the host refuses the bytes.
 pub fn quantize(op: &'static str, t: GgmlType, values: &[f32]) -> Result<Vec<u8>> {
     let encode = encoder(t).ok_or_else(|| {
         Error::format(
@@ -135,9 +137,41 @@ pub fn quantize(op: &'static str, t: GgmlType, values: &[f32]) -> Result<Vec<u8>
             format!("{t} is not quantized here (Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are)"),
         )
     })?;
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(Error::format(
+            op,
+            format!("value {i} is {}: {t} blocks hold finite values", values[i]),
+        ));
+    }
     let (size, width) = (t.block_size() as usize, t.block_bytes() as usize);
     let what = || format!("{} values are not whole {t} blocks of {size}", values.len());
-    blockwise(op, values, (size, width), what, encode)
+    let bytes = blockwise(op, values, (size, width), what, encode)?;
+    // Each block's f16 scale (and a Q4_1 or Q5_1 block's minimum after it).
+    let halves = if matches!(t, GgmlType::Q4_1 | GgmlType::Q5_1) {
+        2
+    } else {
+        1
+    };
+    for (b, block) in bytes.chunks_exact(width).enumerate() {
+        for h in 0..halves {
+            let bits = u16::from_le_bytes([block[2 * h], block[2 * h + 1]]);
+            if !half::f16::from_bits(bits).is_finite() {
+                let block_values = &values[b * size..(b + 1) * size];
+                let largest = block_values.iter().fold(0f32, |m, v| m.max(v.abs()));
+                return Err(Error::format(
+                    op,
+                    format!(
+                        "block {b} (values {} to {}, the largest magnitude {largest}) has a {} \
+                         past f16's range: {t} would store it as infinite",
+                        b * size,
+                        (b + 1) * size - 1,
+                        if h == 0 { "scale" } else { "minimum" },
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

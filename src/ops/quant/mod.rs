@@ -83,7 +83,9 @@ impl QTensor {
     ///
     /// # Errors
     /// `Error::DType` for a tensor that is not f32, f16, bf16 or f64;
-    /// `Error::Format` for a type not quantized here; `Error::Shape` as
+    /// `Error::Format` for a type not quantized here, a value that is not
+    /// finite or a block whose f16 scale or minimum would be infinite (a
+    /// minimum of -70000, a Q8_0 block past 8.3e6); `Error::Shape` as
     /// [`QTensor::from_blocks`]; device errors.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn quantize(x: &Tensor, ty: GgmlType) -> Result<QTensor> {
