@@ -65,7 +65,7 @@ pub(super) const LAYER_CHUNK: &str = "var sum = 0.0;
     for (var i = begin + t; i < end; i += WORKGROUP) {
         sum += element(src0, i);
     }
-    let a = div_f32(total(sum, t), f32(end - begin));
+    let a = div_f32(total(sum, t), u32_to_f32(end - begin));
     var q = 0.0;
     for (var i = begin + t; i < end; i += WORKGROUP) {
         let d = element(src0, i) - a;
@@ -86,7 +86,7 @@ pub(super) const RMS_CHUNK: &str = "var q = 0.0;
 /// chunk `s` written.
 pub(super) const APPLY_ENTRY: &str = "// Elements of chunk j of a line.
 fn chunk_length(j: u32) -> f32 {
-    return f32(min(params.chunk, params.length - j * params.chunk));
+    return u32_to_f32(min(params.chunk, params.length - j * params.chunk));
 }
 
 @compute @workgroup_size(WORKGROUP)
