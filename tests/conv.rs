@@ -2945,12 +2945,18 @@ fn antialiased_upsampling_past_2_pow_23_reads_inside_the_axis() {
 
 /// An antialiased axis shrunk by a factor past about half its output's
 /// length is summed window by window: a 2^21-wide image to one pixel was
-/// 2^22 steps of a few ops each (hours), and a broadcast 2^40-wide one
-/// made each window's 2^40 weights with an allocation that aborts. The
-/// sums still match the GPU kernel's (`the_resize_kernel_matches_the_cpu_
-/// bit_for_bit` reaches this path) and PyTorch's (`resizing_picks_...`).
+/// 2^22 steps of a few ops each (hours), and a broadcast 2^46-wide one
+/// made each window's 2^46 weights with an allocation that aborts (2^48
+/// bytes: past any address space, whatever the overcommit setting). On
+/// the CPU the sums are PyTorch's (`resizing_picks_...` reaches this path)
+/// and the GPU kernel's (`the_resize_kernel_matches_the_cpu_bit_for_bit`);
+/// a GPU's composed form (windows past its kernel's 64 taps) sums them with
+/// a scan, in another order.
 #[test]
 fn antialiased_shrinking_by_large_factors_takes_a_step_per_output() {
+    let cpu = Device::cpu();
+    let image = Tensor::from_vec(noise(3 * 1000, 17), [1, 1, 3, 1000], &cpu).unwrap();
+    let want = common::read_f32(&image.resize([2, 4], Resize::BilinearAntialias).unwrap());
     for dev in devices() {
         let x = Tensor::full([1, 1, 3, 1 << 21], 1.0, DType::F32, &dev).unwrap();
         for size in [[1, 1], [2, 3]] {
@@ -2960,9 +2966,13 @@ fn antialiased_shrinking_by_large_factors_takes_a_step_per_output() {
                 assert!((v - 1.0).abs() < 1e-3, "{dev} {size:?}: {v}");
             }
         }
+        // Windows of 501 taps on data (the GPU's composed form).
+        let got = image.to_device(&dev).unwrap();
+        let got = common::read_f32(&got.resize([2, 4], Resize::BilinearAntialias).unwrap());
+        common::assert_close(&got, &want, 1e-5, &format!("501 taps on {dev}"));
         let wide = Tensor::full([1, 1, 1, 1], 2.0, DType::F32, &dev)
             .unwrap()
-            .broadcast_to([1, 1, 1, 1 << 40])
+            .broadcast_to([1, 1, 1, 1 << 46])
             .unwrap();
         let err = wide.resize([1, 1], Resize::BilinearAntialias).unwrap_err();
         assert!(err.to_string().contains("resize"), "{dev}: {err}");

@@ -420,8 +420,10 @@ where
 }
 
 /// [`sum_windows`] output by output: each window of `x` (a view) times its
-/// weights, summed along `axis` from the first product on, as tap by tap;
-/// an empty window sums nothing (0). The weights' room for the longest
+/// weights, summed along `axis` from the first product on; an empty window
+/// sums nothing (0, as PyTorch's; the taps' form takes its first tap times
+/// 0, but it is never empty there with fewer outputs than taps). The
+/// weights' room for the longest
 /// window is taken first, once: a window longer than memory holds fails
 /// before its weights are worked out.
 fn sum_each_window<W, F>(
@@ -453,9 +455,11 @@ where
         let weights = Tensor::from_slice(&weights, [count], x.device())?
             .reshape(column.clone())?
             .to_dtype(x.dtype())?;
-        // Summed in order, as tap by tap (a running sum's last): the
+        // A running sum's last: on the CPU in order, as tap by tap (the
         // roundings of PyTorch and of the GPU's one-pass kernel, which a
-        // reduction's order would not give.
+        // reduction's order would not give); a GPU's scan adds in a tree
+        // (this path only takes its windows past the kernel's 64 taps),
+        // an ulp or so apart.
         let products = x.narrow(axis as isize, first, count)?.mul(&weights)?;
         let sums = products.cumsum(axis as isize)?;
         parts.push(sums.narrow(axis as isize, count - 1, 1)?);
