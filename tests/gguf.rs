@@ -358,6 +358,12 @@ fn the_writer_refuses_what_gguf_cannot_hold() {
     );
     w.add_raw_tensor("q8_1", GgmlType::Q8_1, &[2, 32], vec![0; 72])
         .unwrap();
+    // Zero bytes, as a zero extent makes them, but an extent the reader
+    // (and gguf.cpp, whose extents are i64) refuses.
+    fails(
+        w.add_raw_tensor("wide", GgmlType::F32, &[0, usize::MAX], vec![]),
+        "more than",
+    );
     let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
     assert_eq!(f.tensors().len(), 3);
     assert_eq!(f.tensor_bytes("q8_1").unwrap().len(), 72);
@@ -804,6 +810,10 @@ fn quantizing_past_f16_scales_or_non_finite_values_is_refused() {
     w.add_quantized("w", GgmlType::Q8_0, &block(5, 8e6))
         .unwrap();
     let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
-    let back = f.dequantize("w", DType::F32, &dev).unwrap().to_vec::<f32>().unwrap();
+    let back = f
+        .dequantize("w", DType::F32, &dev)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert!(back.iter().all(|v| v.is_finite()), "{back:?}");
 }

@@ -536,3 +536,43 @@ fn pytorch_bf16_and_int64_safetensors_load_and_compute_as_pytorch() {
     let saved = io::to_safetensors_bytes(&[("big", big)]).unwrap();
     assert_eq!(saved[saved.len() - 24..], file[file.len() - 24..]);
 }
+
+/// Files are written beside their path and renamed over it: a save over
+/// an existing file replaces it whole, and a save that fails leaves no
+/// partial file behind (nor the path's old contents truncated: a full
+/// disk, which no test here can make, failed `std::fs::write` midway).
+#[test]
+fn saves_replace_files_whole_and_leave_nothing_when_they_fail() {
+    let dev = Device::cpu();
+    let dir = scratch("replace");
+    let path = dir.join("x.npy");
+    for n in [5usize, 2] {
+        let t = Tensor::arange(0.0f32, n as f32, 1.0, &dev).unwrap();
+        io::save_npy(&path, &t).unwrap();
+        assert_eq!(io::load_npy(&path, &dev).unwrap().dims(), &[n]);
+    }
+    // A directory where the file should go: the rename fails.
+    std::fs::create_dir_all(dir.join("taken.npy")).unwrap();
+    let t = Tensor::zeros([3], DType::F32, &dev).unwrap();
+    let e = io::save_npy(dir.join("taken.npy"), &t).unwrap_err();
+    assert!(matches!(e, Error::Io { op: "save_npy", .. }), "{e}");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(left.iter().all(|n| !n.contains("partial")), "{left:?}");
+}
+
+/// Python's zipfile ends a member's name at a NUL, so `np.load` would find
+/// two arrays under one name and reach only one: refused.
+#[test]
+fn npz_names_holding_a_nul_are_refused() {
+    let t = Tensor::zeros([2], DType::F32, &Device::cpu()).unwrap();
+    match io::to_npz_bytes(&[("w\0a", &t), ("w\0b", &t)]) {
+        Err(Error::Format { op, msg }) => {
+            assert_eq!(op, "to_npz_bytes");
+            assert!(msg.contains("NUL"), "{msg}");
+        }
+        other => panic!("{:?}", other.map(|b| b.len())),
+    }
+}

@@ -10,15 +10,37 @@ pub(crate) fn read_file(op: &'static str, path: &std::path::Path) -> crate::Resu
     })
 }
 
-/// Writes a whole file, naming `op` and the path in the error.
+/// Writes a whole file, naming `op` and the path in the error: into a
+/// sibling temporary file, synced, then renamed over `path`, so that a
+/// failed write (a full disk) leaves the file as it was, not truncated.
+/// The temporary file goes on any error. (A symbolic link at `path` is
+/// replaced, not written through, and the file takes new permissions, as
+/// the safetensors crate's own saves do.)
 pub(crate) fn write_file(
     op: &'static str,
     path: &std::path::Path,
     bytes: &[u8],
 ) -> crate::Result<()> {
-    std::fs::write(path, bytes).map_err(|e| crate::Error::Io {
+    use std::io::Write;
+    let io = |e: std::io::Error| crate::Error::Io {
         op,
         path: path.display().to_string(),
         msg: e.to_string(),
-    })
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io(std::io::Error::other("the path names no file")))?;
+    let mut temporary = name.to_os_string();
+    temporary.push(format!(".{}.partial", std::process::id()));
+    let temporary = path.with_file_name(temporary);
+    let written = std::fs::File::create(&temporary).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(e) = renamed {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(io(e));
+    }
+    Ok(())
 }

@@ -39,7 +39,10 @@ fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, 
 /// each named tensor, blocking (native only).
 ///
 /// # Errors
-/// Readback errors; `Error::Format` for an archive past 4 GiB.
+/// Readback errors; `Error::DType` for a bf16 tensor (NumPy has no such
+/// dtype); `Error::Format` for a name given twice, one of more than 65,531
+/// bytes or one holding a NUL (Python's zipfile ends a name there), or an
+/// archive past 4 GiB.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn to_npz_bytes(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
     pollster::block_on(to_npz_bytes_async(tensors))

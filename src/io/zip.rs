@@ -42,10 +42,16 @@ fn plain_u32(n: usize) -> Option<u32> {
 ///
 /// # Errors
 /// `Error::Format` naming `op` for a name given twice (a reader finds one
-/// array under it: NumPy's `np.load` the last), or an entry or archive past
+/// array under it: NumPy's `np.load` the last) or holding a NUL, or an
+/// entry or archive past
 /// 4 GiB (zip64 sizes and offsets are not written; a zip64 count is, past
 /// 65,535 entries).
 pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
+    if let Some((name, _)) = entries.iter().find(|(n, _)| n.contains('\0')) {
+        // Python's zipfile ends a name at its NUL: `np.load` would find
+        // "a\0b" and "a\0c" both as "a", and reach one of them.
+        return Err(Error::format(op, format!("the name {name:?} holds a NUL")));
+    }
     let mut names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {

@@ -297,6 +297,11 @@ impl GgufWriter {
     ) -> Result<&mut GgufWriter> {
         const OP: &str = "GgufWriter::add_raw_tensor";
         self.check_tensor(OP, name, shape.len())?;
+        // The reader's limits (extents are i64 to gguf.cpp; zero extents
+        // make any other extent's bytes 0).
+        crate::Shape::from(shape)
+            .check(OP)
+            .map_err(|e| refuse(OP, format!("tensor {name:?}: {e}")))?;
         let last = shape.last().copied().unwrap_or(1) as u64;
         if !last.is_multiple_of(ggml_type.block_size()) {
             return Err(refuse(
