@@ -423,9 +423,8 @@ where
 /// weights, summed along `axis` from the first product on; an empty window
 /// sums nothing (0, as PyTorch's; the taps' form takes its first tap times
 /// 0, but it is never empty there with fewer outputs than taps). The
-/// weights' room for the longest
-/// window is taken first, once: a window longer than memory holds fails
-/// before its weights are worked out.
+/// weights' room for the longest window is taken first, once: a window
+/// longer than memory holds fails before its weights are worked out.
 fn sum_each_window<W, F>(
     op: &'static str,
     x: &Tensor,
