@@ -474,9 +474,12 @@ impl CopyForTest for Tensor {
 fn singular_and_indefinite_matrices_are_linalg_errors_naming_the_batch_index() {
     for dev in common::devices() {
         for dtype in [DType::F32, DType::C64] {
-            // The second of three matrices is singular (its rows repeat).
+            // The second of three matrices is singular (its rows are
+            // multiples). Its pivot's multiplier 3/7 is inexact: by the
+            // reciprocal (LAPACK's getf2), 3 - 3 * fl(1/7) * 7 left a
+            // pivot of -2.4e-7 on the CPU, and inv answered 1e7s.
             let data = [
-                1.0f32, 2.0, 3.0, 4.0, 1.0, 2.0, 2.0, 4.0, 2.0, 0.0, 0.0, 2.0,
+                1.0f32, 2.0, 3.0, 4.0, 3.0, 3.0, 7.0, 7.0, 2.0, 0.0, 0.0, 2.0,
             ];
             let a = Tensor::from_slice(&data, [3, 2, 2], &dev)
                 .unwrap()

@@ -241,15 +241,12 @@ fn lu_panel<F: Field>(
             if info[0] == 0 {
                 info[0] = (start + j + 1) as i32;
             }
-        } else if pivot.abs_sq().sqrt() >= F::MIN_NORMAL {
-            // As LAPACK's getf2: by the reciprocal, finite for a normal
-            // pivot (the CPU keeps a huge pivot's subnormal reciprocal).
-            let r = F::ONE.div(pivot);
-            for x in &mut p[col + j + 1..col + rows] {
-                *x = *x * r;
-            }
         } else {
-            // A subnormal pivot's reciprocal overflows: divided.
+            // Divided, as the GPU's kernel does, not multiplied by the
+            // reciprocal as LAPACK's getf2: a rank-deficient matrix of
+            // small integers ([[3, 3], [7, 7]]) then keeps its exact zero
+            // pivot (3 * fl(1/7) * 7 is not 3), so that both devices find
+            // it singular; and a tiny pivot's reciprocal would overflow.
             for x in &mut p[col + j + 1..col + rows] {
                 *x = x.div(pivot);
             }
