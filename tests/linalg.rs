@@ -717,6 +717,72 @@ fn qr_takes_a_leading_negative_zero_as_negative() {
     }
 }
 
+/// A column below the diagonal of squares past f32's range: the GPU's
+/// kernel summed them in f32, where LAPACK's nrm2 scales them. 1e-30's
+/// square underflowed to a zero column (no reflection: R's diagonal
+/// +1 where NumPy's is -1, or 0 for 1e-30), 1e20's overflowed (a NaN
+/// tau). The answers are NumPy 2's `np.linalg.qr` of the f32 matrices.
+#[test]
+fn qr_scales_columns_whose_squares_leave_f32s_range() {
+    type Case = ([f32; 4], [f32; 4], [f32; 4]);
+    let cases: [Case; 3] = [
+        (
+            [1.0, 0.0, 1e-30, 1.0],
+            [-1.0, -1e-30, -1e-30, 1.0],
+            [-1.0, -1e-30, 0.0, 1.0],
+        ),
+        (
+            [1e20, 0.0, 1e20, 1.0],
+            [-0.70710677, -0.70710677, -0.70710677, 0.70710677],
+            [-1.4142136e20, -0.70710677, 0.0, 0.70710677],
+        ),
+        (
+            [0.0, 1.0, 1e-30, 1.0],
+            [0.0, -1.0, -1.0, 0.0],
+            [-1e-30, -1.0, 0.0, -1.0],
+        ),
+    ];
+    for dev in common::devices() {
+        for (a, q_want, r_want) in cases {
+            for dtype in [DType::F32, DType::C64] {
+                let a = Tensor::from_slice(&a, [2, 2], &dev)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
+                let real = |t: &Tensor| match dtype {
+                    DType::C64 => t.real().unwrap().to_vec::<f32>().unwrap(),
+                    _ => t.to_vec::<f32>().unwrap(),
+                };
+                for (got, want, what) in [(real(&q), q_want, "Q"), (real(&r), r_want, "R")] {
+                    let scale = want.iter().fold(0f32, |m, w| m.max(w.abs()));
+                    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+                        // R's diagonal to 1e-5 of itself, however small.
+                        let diagonal = what == "R" && k % 3 == 0;
+                        let tol = 1e-5 * w.abs() + if diagonal { 0.0 } else { 1e-6 * scale };
+                        assert!(
+                            (g - w).abs() <= tol,
+                            "{what} {dtype} {dev}: {got:?} vs {want:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // A zero column below a tiny imaginary alpha: NumPy's R is
+        // [[-1e-30, 0], [0, 1]], its Q [[-i, 0], [0, 1]].
+        let re = Tensor::from_slice(&[0.0f32, 0.0, 0.0, 1.0], [2, 2], &dev).unwrap();
+        let im = Tensor::from_slice(&[1e-30f32, 0.0, 0.0, 0.0], [2, 2], &dev).unwrap();
+        let (q, r) =
+            linalg::qr(&Tensor::complex(&re, &im).unwrap(), linalg::QrMode::Reduced).unwrap();
+        let r00 = r.real().unwrap().to_vec::<f32>().unwrap()[0];
+        let q00 = q.imag().unwrap().to_vec::<f32>().unwrap()[0];
+        assert!(
+            (r00 + 1e-30).abs() <= 1e-35 && (q00 + 1.0).abs() <= 1e-6,
+            "{dev}: {r00} {q00}"
+        );
+    }
+}
+
 /// A stored answer, kept as tensors so that it can be narrowed.
 fn cases_tensor(cases: &HashMap<String, Tensor>, name: &str) -> Stored {
     match cases.get(name) {

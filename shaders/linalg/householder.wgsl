@@ -52,11 +52,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let s = params.start;
     let end = s + params.width;
     for (var j = params.col_from; j < params.col_to; j++) {
-        // The norm of x, over the workgroup.
+        // The norm of x, over the workgroup, as LAPACK's nrm2 has it:
+        // x is scaled by a power of two near its largest part, so that
+        // squares of 1e20 do not overflow (a NaN tau) nor squares of
+        // 1e-30 underflow to a zero x (no reflection, R's sign flipped).
+        var big = 0.0;
+        for (var i = j + 1u + t; i < n; i += {{WG}}u) {
+            big = max(big, max_part(load_a(at(b, i, j))));
+        }
+        norm_part[t] = big;
+        workgroupBarrier();
+        for (var half = {{WG}}u / 2u; half > 0u; half >>= 1u) {
+            if (t < half) {
+                norm_part[t] = max(norm_part[t], norm_part[t + half]);
+            }
+            workgroupBarrier();
+        }
+        // 2^(e - 1) <= the largest part < 2^e: the scaled parts are below
+        // 1, their squares' sum at most n, and a NaN still reaches it.
+        let e = clamp(frexp(norm_part[0]).exp, -160, 160);
+        workgroupBarrier();
         var sum = 0.0;
         for (var i = j + 1u + t; i < n; i += {{WG}}u) {
-            let x = load_a(at(b, i, j));
-            sum += abs_sq(x);
+            sum += abs_sq(scale2_v(load_a(at(b, i, j)), -e));
         }
         norm_part[t] = sum;
         workgroupBarrier();
@@ -68,12 +86,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         if (t == 0u) {
             let alpha = load_a(at(b, j, j));
+            // |x|^2 / 4^e: 0 only for a zero x (else at least 1/4).
             let x2 = norm_part[0];
             if (x2 == 0.0 && im_v(alpha) == 0.0) {
                 shared_tau = zero_v();
                 shared_beta = re_v(alpha);
             } else {
-                let r = sqrt(abs_sq(alpha) + x2);
+                // |(alpha, x)| scaled by the larger of alpha's power of
+                // two and x's (x's squares then scaled by 4^(e - f)), of
+                // those not zero (whose frexp exponent is 0).
+                let top = max_part(alpha);
+                let ea = select(-1000, frexp(top).exp, top > 0.0);
+                let f = clamp(max(select(-1000, e, x2 > 0.0), ea), -160, 160);
+                let a = scale2_v(alpha, -f);
+                let r = scale2(sqrt(abs_sq(a) + scale2(scale2(x2, e - f), e - f)), f);
                 // LAPACK's -sign(r, alpha), -0 counting as negative.
                 let negative = (bitcast<u32>(re_v(alpha)) & 0x80000000u) != 0u;
                 let beta = select(-r, r, negative);

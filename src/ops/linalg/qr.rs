@@ -68,9 +68,12 @@ fn householder_in_place(a: &Tensor) -> Result<Vec<Panel>> {
 /// The QR factorization `A = Q · R` of each matrix of `a` (`[.., n, m]`),
 /// as NumPy's `linalg.qr`: `Q` with orthonormal columns (unitary for
 /// c64) and `R` upper triangular, of the sizes [`QrMode`] says. By
-/// Householder reflections with LAPACK's choices, so `R`'s diagonal has
-/// the signs NumPy's has (real matrices: negative where the column's
-/// leading entry is positive).
+/// Householder reflections with LAPACK's choices (`larfg`, the column's
+/// norm scaled as `nrm2` scales it), so `R`'s diagonal has the signs
+/// NumPy's has: for real matrices, negative where the column's leading
+/// entry (of what is left to factor) is positive, except that a column
+/// already zero below it is kept as it is (`qr` of the identity is `R =
+/// I`).
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg, linalg::QrMode};

@@ -116,6 +116,10 @@ pub(super) fn field(complex: bool) -> &'static str {
          fn add_v(a: V, b: V) -> V { return a + b; }\n\
          fn im_v(a: V) -> f32 { return a.y; }\n\
          fn abs_sq(a: V) -> f32 { return a.x * a.x + a.y * a.y; }\n\
+         fn max_part(a: V) -> f32 { return max(abs(a.x), abs(a.y)); }\n\
+         // a 2^k in two steps: HLSL's ldexp is a * exp2(k), 0 at k = -128.\n\
+         fn scale2(a: f32, k: i32) -> f32 { return ldexp(ldexp(a, k / 2), k - k / 2); }\n\
+         fn scale2_v(a: V, k: i32) -> V { return vec2<f32>(scale2(a.x, k), scale2(a.y, k)); }\n\
          fn magnitude(a: V) -> f32 {\n    \
              let s = max(abs(a.x), abs(a.y));\n    \
              if (s == 0.0) { return 0.0; }\n    \
@@ -145,6 +149,10 @@ pub(super) fn field(complex: bool) -> &'static str {
          fn add_v(a: V, b: V) -> V { return a + b; }\n\
          fn im_v(a: V) -> f32 { return 0.0; }\n\
          fn abs_sq(a: V) -> f32 { return a * a; }\n\
+         fn max_part(a: V) -> f32 { return abs(a); }\n\
+         // a 2^k in two steps: HLSL's ldexp is a * exp2(k), 0 at k = -128.\n\
+         fn scale2(a: f32, k: i32) -> f32 { return ldexp(ldexp(a, k / 2), k - k / 2); }\n\
+         fn scale2_v(a: V, k: i32) -> V { return scale2(a, k); }\n\
          fn magnitude(a: V) -> f32 { return abs(a); }\n\
          fn div_v(a: V, d: V) -> V { return div_f32(a, d); }\n"
     }
