@@ -1042,6 +1042,49 @@ fn eigh_gives_numpys_eigenvalues_and_orthonormal_eigenvectors() {
     }
 }
 
+/// Eigenvalues far below the largest: the GPU's (and the CPU's under
+/// 8 x 8) were `σ(A + cI) - c`, and diag(1, 1e-8)'s 1e-8 was lost in
+/// c's rounding: 0 for a positive definite matrix. NumPy's `eigvalsh` of
+/// a diagonal matrix is its diagonal, sorted; of `Q D Qᵀ` for a
+/// permutation `Q`, the same.
+#[test]
+fn eigenvalues_far_below_the_largest_are_kept() {
+    for dev in common::devices() {
+        for n in [2usize, 3, 8, 9] {
+            let diagonal: Vec<f32> = (0..n)
+                .map(|i| [1.0, 1e-8, -3e-7, 0.5][i % 4] / (1 + i / 4) as f32)
+                .collect();
+            let mut sorted = diagonal.clone();
+            sorted.sort_by(f32::total_cmp);
+            // The diagonal matrix, and the same with rows and columns in
+            // reverse (an exact similarity).
+            let d = Tensor::from_slice(&diagonal, [n], &dev)
+                .unwrap()
+                .diag(0)
+                .unwrap();
+            for (a, what) in [(d.clone(), "diag"), (d.flip(&[0, 1]).unwrap(), "reversed")] {
+                for dtype in [DType::F32, DType::C64] {
+                    let a = a.to_dtype(dtype).unwrap();
+                    let w = linalg::eigvalsh(&a, Triangle::Lower)
+                        .unwrap()
+                        .to_vec::<f32>()
+                        .unwrap();
+                    let (w2, _) = linalg::eigh(&a, Triangle::Upper).unwrap();
+                    let w2 = w2.to_vec::<f32>().unwrap();
+                    for (got, which) in [(&w, "eigvalsh"), (&w2, "eigh")] {
+                        for (g, want) in got.iter().zip(&sorted) {
+                            assert!(
+                                (g - want).abs() <= 1e-6 * want.abs(),
+                                "{which} {what} {n} {dtype} on {dev}: {got:?} vs {sorted:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn norms_cond_rank_pinv_and_lstsq_give_numpys_answers() {
     use linalg::MatrixNorm;

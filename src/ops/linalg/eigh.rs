@@ -2,10 +2,12 @@
 //! `eigvalsh`) by the one-sided Jacobi of `svd.rs`: shifted by its
 //! largest row sum `c`, a Hermitian matrix is positive semidefinite, so
 //! its singular value decomposition is its eigendecomposition: the
-//! eigenvalues are `σ - c` and the eigenvectors the right singular
-//! vectors, a product of rotations and so orthonormal to rounding even
-//! where eigenvalues repeat. The error is a few ulps of `‖A‖`, as
-//! LAPACK's `syevd` promises. The CPU decomposes matrices of 8 rows or
+//! eigenvectors are the right singular vectors, a product of rotations
+//! and so orthonormal to rounding even where eigenvalues repeat, and the
+//! eigenvalues their Rayleigh quotients `vᴴ A v` (`σ - c` would lose
+//! eigenvalues below `c`'s ulp). The error is a few ulps of `‖A‖`, as
+//! LAPACK's `syevd` promises, and none where the vectors are exact (a
+//! diagonal matrix's). The CPU decomposes matrices of 8 rows or
 //! more by a tridiagonal reduction and divide and conquer (`dense.rs`).
 
 use super::Triangle;
@@ -16,6 +18,7 @@ use super::svd::{jacobi, not_converged};
 use crate::backend::Spectral;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::ops::SortOrder;
 use crate::tensor::Tensor;
 
 /// `a`'s Hermitian matrices (`[batch, n, n]`, fresh) from `triangle`
@@ -38,8 +41,8 @@ fn hermitian(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<Tensor>
 /// that neither the row sums nor the shift overflow: a finite f32 matrix
 /// near 2^128 stays finite), then shifted by `c = max_i Σ_j |a_ij|` (at
 /// least the spectral radius) to be positive semidefinite; `c` and `top`
-/// (`[batch]`, real; `top` is 1 for a zero matrix). The eigenvalues are
-/// `(σ - c) top`.
+/// (`[batch]`, real; `top` is 1 for a zero matrix): the scaled
+/// matrices, the shifted ones and `top`.
 fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 3]> {
     let full = hermitian(op, a, triangle)?;
     let n = full.dims()[1];
@@ -50,7 +53,7 @@ fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 
     let eye = Tensor::eye(n, full.dtype(), full.device())?;
     let shift = c.unsqueeze(-1)?.to_dtype(full.dtype())?.mul(&eye)?;
     let top = top.squeeze_axis(-1)?.squeeze_axis(-1)?;
-    Ok([full.add(&shift)?, c.squeeze_axis(-1)?, top])
+    Ok([full.clone(), full.add(&shift)?, top])
 }
 
 /// Eigenvalues (rising, real), eigenvectors (columns; `[batch, 0, 0]`
@@ -85,12 +88,26 @@ fn decompose(
         };
         return Ok([values, u, status]);
     }
-    let [b, c, top] = shifted(op, a, triangle)?;
-    let [_, sigma, v, status, _] = jacobi(op, &b)?;
-    // σ falls: reversed, σ - c rises.
-    let values = sigma.flip(&[1])?.sub(&c.unsqueeze(-1)?)?;
-    let values = values.mul(&top.unsqueeze(-1)?)?;
-    let vectors = v.flip(&[2])?;
+    let [scaled, b, top] = shifted(op, a, triangle)?;
+    let [_, _, v, status, _] = jacobi(op, &b)?;
+    // The eigenvalues as the vectors' Rayleigh quotients `vᴴ A v` on the
+    // unshifted matrix, not `σ - c`: the shift's rounding is c's ulp, and
+    // took diag(1, 1e-8)'s small eigenvalue to 0 (a positive definite
+    // matrix's). Exact where the vectors are (a diagonal or graded
+    // matrix's), else within the shift's error; sorted rising again,
+    // the vectors with them.
+    let terms = v.conj()?.mul(&scaled.matmul(&v)?)?;
+    let complex = terms.dtype() == DType::C64;
+    let quotients = if complex { terms.real()? } else { terms }.sum(-2)?;
+    let order = quotients.argsort(-1, SortOrder::Ascending)?;
+    let values = quotients.gather(&order, -1)?.mul(&top.unsqueeze(-1)?)?;
+    let columns = order.unsqueeze(-2)?.broadcast_to(v.shape().clone())?;
+    let vectors = if complex {
+        let re = v.real()?.gather(&columns, -1)?;
+        Tensor::complex(&re, &v.imag()?.gather(&columns, -1)?)?
+    } else {
+        v.gather(&columns, -1)?
+    };
     Ok([values, vectors, status])
 }
 
