@@ -213,6 +213,32 @@ fn complex_determinants_keep_their_phase_as_n_grows() {
     }
 }
 
+/// A c64 determinant past f32's range: NumPy's `det` of the c64 matrix
+/// diag(1e20, 1e20) is inf + 0i (the sign times the magnitude was a
+/// complex product, whose 0 · inf made the imaginary part NaN).
+#[test]
+fn complex_determinants_past_f32s_range_are_infinite_not_nan() {
+    for dev in common::devices() {
+        let re = Tensor::from_slice(&[1e20f32, 0.0, 0.0, 1e20], [2, 2], &dev).unwrap();
+        let im = Tensor::zeros([2, 2], DType::F32, &dev).unwrap();
+        let d = linalg::det(&Tensor::complex(&re, &im).unwrap()).unwrap();
+        let got = (
+            d.real().unwrap().item::<f32>().unwrap(),
+            d.imag().unwrap().item::<f32>().unwrap(),
+        );
+        assert_eq!(got, (f32::INFINITY, 0.0), "{dev}");
+        // Singular: 0, both parts.
+        let zero = Tensor::complex(&re.mul_scalar(0.0).unwrap(), &im).unwrap();
+        let d = linalg::det(&zero)
+            .unwrap()
+            .real()
+            .unwrap()
+            .item::<f32>()
+            .unwrap();
+        assert_eq!(d, 0.0, "{dev}");
+    }
+}
+
 #[test]
 fn cholesky_gives_numpys_factor_in_either_triangle() {
     let cases = cases();

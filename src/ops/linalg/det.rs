@@ -53,7 +53,15 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
     let run = || -> Result<Tensor> {
         if a.dtype() == DType::C64 {
             let (sign, logabsdet) = parts_of("det", a)?;
-            return sign.mul(&logabsdet.exp()?);
+            // Each part of the sign times the real magnitude, a zero part
+            // kept: as a complex product with (inf, 0), a zero part's
+            // 0 · inf was NaN (det(diag(1e20, 1e20)) was inf + NaN i,
+            // NumPy's is inf + 0i).
+            let magnitude = logabsdet.exp()?;
+            let scaled = |p: Tensor| -> Result<Tensor> {
+                Tensor::where_cond(&p.eq_scalar(0.0)?, &p, &p.mul(&magnitude)?)
+            };
+            return Tensor::complex(&scaled(sign.real()?)?, &scaled(sign.imag()?)?);
         }
         let (diagonal, swaps, batch) = factored("det", a)?;
         let parity = swaps
