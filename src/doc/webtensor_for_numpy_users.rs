@@ -249,7 +249,9 @@
 //!
 //! # dtypes
 //!
-//! f32, f16, bf16 (`ml_dtypes.bfloat16`), i32, u32, u8, bool and c64
+//! f32, f16, bf16 (`ml_dtypes.bfloat16`; an integer past 2^24 reaches it
+//! through f32, as in PyTorch, so it can round twice where ml_dtypes
+//! rounds once), i32, u32, u8, bool and c64
 //! (complex), and i64 (NumPy's default integer) on every device; f64 on
 //! the CPU only. Mixed dtypes promote as PyTorch's `result_type` does (the
 //! README has the table): `f32 + i32` is f32 and `i32 * 0.5` is f32 (NumPy
@@ -261,7 +263,8 @@
 //! divides by zero to 0 (NumPy's `/` would give floats); `floor_divide` is
 //! NumPy's `//`. Sums, products and cumulative sums of i32 stay i32 and
 //! wrap (NumPy widens them to int64), of u8 are u32, of bool i32; means of
-//! integers are f32.
+//! integers are f32. `linalg` factors f32 matrices in f32 (NumPy in f64,
+//! rounding only the answer), so ill-conditioned ones lose more digits.
 //!
 //! ```
 //! use webtensor::{DType, Device, Tensor};

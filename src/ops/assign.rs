@@ -159,6 +159,17 @@ impl Tensor {
     /// The elements converted to `dtype` with Rust `as` semantics (floats to
     /// integers truncate and saturate, NaN becomes 0; integers wrap; non-zero
     /// is `true`). The same handle when the dtype already matches.
+    /// Integers reach f16 and bf16 through f32, as in PyTorch: one past
+    /// 2^24 can round twice (i32 1077936129 is bf16 1073741824, where
+    /// `ml_dtypes` rounds once to 1082130432).
+    ///
+    /// ```
+    /// use webtensor::{DType, Device, Tensor};
+    /// let i = Tensor::from_slice(&[1077936129i32, -7], [2], &Device::cpu())?;
+    /// let b = i.to_dtype(DType::BF16)?.to_dtype(DType::F32)?;
+    /// assert_eq!(b.to_vec::<f32>()?, [1073741824.0, -7.0]);
+    /// # Ok::<(), webtensor::Error>(())
+    /// ```
     ///
     /// # Errors
     /// `UnsupportedDType` for f64 on the GPU.

@@ -1,6 +1,13 @@
 //! Linear algebra (`numpy.linalg`, `torch.linalg`), batched over leading
 //! axes, on any view, in f32 and c64 on every device and f64 on the CPU.
 //!
+//! An f32 (c64) matrix is factored in f32, as PyTorch and LAPACK's
+//! `sgetrf` factor it; NumPy computes f32 input in f64 and rounds the
+//! answer. So an ill-conditioned f32 matrix's answers here carry f32's
+//! error times the condition number (the 8 x 8 Hilbert matrix's inverse,
+//! condition 1.5e10, is wrong in every digit, NumPy's is right to 3e-8):
+//! take such matrices to f64 on the CPU.
+//!
 //! Factorizations are blocked as LAPACK's are: a step factors a panel of
 //! 64 columns (an LU panel, a Cholesky diagonal block, a Householder QR
 //! panel with its triangular factor) in one kernel, a workgroup a matrix
