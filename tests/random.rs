@@ -105,8 +105,18 @@ fn streams_match_the_reference_on_every_device() {
     }
     assert_eq!(g.offset(), 6, "a split moves its generator a block on");
     let mut f = Generator::with_offset(seed, 5);
-    assert_eq!(f.fork(), children[0]);
-    assert_eq!(f.fork().seed(), g.split(1).unwrap()[0].seed());
+    assert_eq!(f.fork().unwrap(), children[0]);
+    assert_eq!(f.fork().unwrap().seed(), g.split(1).unwrap()[0].seed());
+    // At the stream's last block, moving on would wrap to its first (and
+    // a second fork repeat the first): both refuse, the offset kept.
+    let mut end = Generator::with_offset(seed, u64::MAX);
+    for r in [end.fork().map(|_| ()), end.split(2).map(|_| ())] {
+        assert!(
+            matches!(&r, Err(Error::Argument { op, .. }) if *op == "fork" || *op == "split"),
+            "{r:?}"
+        );
+    }
+    assert_eq!(end.offset(), u64::MAX);
 }
 
 /// The f32 normals against float64 Box-Muller of the same words: within

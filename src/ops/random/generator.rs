@@ -92,8 +92,9 @@ impl Generator {
     /// a block on, so that splitting again gives others).
     ///
     /// # Errors
-    /// `Error::Argument` naming `split` for more than 2^32 generators;
-    /// `Error::OutOfMemory` when they do not fit in memory.
+    /// `Error::Argument` naming `split` for more than 2^32 generators, or
+    /// at offset 2^64 - 1 (moving on would wrap to the stream's first
+    /// block); `Error::OutOfMemory` when they do not fit in memory.
     pub fn split(&mut self, n: usize) -> Result<Vec<Generator>> {
         if n as u64 > u64::from(u32::MAX) + 1 {
             return Err(Error::argument(
@@ -101,18 +102,35 @@ impl Generator {
                 format!("{n} generators; at most 2^32 come from one split"),
             ));
         }
+        let next = self.next_offset("split")?;
         let children =
             crate::backend::cpu::try_collect("split", n, (0..n).map(|j| self.child(j as u32)))?;
-        self.offset = self.offset.wrapping_add(1);
+        self.offset = next;
         Ok(children)
     }
 
     /// One generator independent of this one: the first a
     /// [`Generator::split`] would give (and this one moved a block on).
-    pub fn fork(&mut self) -> Generator {
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `fork` at offset 2^64 - 1 (moving on would
+    /// wrap to the stream's first block, and the next fork repeat this).
+    pub fn fork(&mut self) -> Result<Generator> {
+        let next = self.next_offset("fork")?;
         let child = self.child(0);
-        self.offset = self.offset.wrapping_add(1);
-        child
+        self.offset = next;
+        Ok(child)
+    }
+
+    /// The offset a block on, for `op`; an error at the stream's end.
+    fn next_offset(&self, op: &'static str) -> Result<u64> {
+        self.offset.checked_add(1).ok_or_else(|| {
+            Error::argument(
+                op,
+                "the generator is at offset 2^64 - 1, the stream's last block: \
+                 moving on would wrap to its first",
+            )
+        })
     }
 
     /// Derived generator `j` at this one's offset: its seed the first two
