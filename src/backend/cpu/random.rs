@@ -177,6 +177,9 @@ fn quad(draw: &Draw, bits: u32, q: u64, words: impl Fn(u64) -> [u32; 4]) -> Quad
 /// f64, a block a pair. `None` for other draws, which take f32's steps.
 fn quad_f64(draw: &Draw, q: u64, words: impl Fn(u64) -> [u32; 4]) -> Option<[f64; 4]> {
     let unit = 1.0 / (1u64 << 53) as f64;
+    if !matches!(draw, Draw::Uniform { .. } | Draw::Normal { .. }) {
+        return None;
+    }
     let (x, y) = (words(2 * q), words(2 * q + 1));
     match *draw {
         Draw::Uniform { low, span, top } => [
