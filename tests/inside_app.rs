@@ -602,6 +602,40 @@ fn one_buffer_wrapped_twice_is_one_storage() {
     assert!(Tensor::from_gpu_buffer(&buffer, DType::I32, [4], 0, &dev).is_err());
 }
 
+/// Threads wrapping one buffer at once get one storage: a wrap looked the
+/// buffer up, then checked its device (a submit, milliseconds), then
+/// registered its storage only if none had come meanwhile, returning its
+/// own either way: two storages of one buffer, whose in-place ops then
+/// bound it twice in a dispatch.
+#[test]
+fn threads_wrapping_one_buffer_at_once_get_one_storage() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let (device, queue) = dev.wgpu().unwrap();
+    for _ in 0..4 {
+        let buffer = app_buffer(&device, &queue, &[1.0, 2.0, 3.0, 4.0]);
+        let start = std::sync::Barrier::new(6);
+        let wrapped: Vec<Tensor> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for w in &wrapped[1..] {
+            assert!(w.shares_storage(&wrapped[0]));
+        }
+        let (a, b) = (&wrapped[0], &wrapped[5]);
+        a.add_(&b.flip(&[0]).unwrap()).unwrap();
+        assert_eq!(a.to_vec::<f32>().unwrap(), [5.0; 4]);
+    }
+}
+
 /// Issue 26: a buffer of another wgpu instance has an id that may be one
 /// of webtensor's own buffers: refused, never read.
 #[test]

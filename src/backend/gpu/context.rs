@@ -678,13 +678,21 @@ impl GpuContext {
         shared.iter().any(|(b, _)| b == buffer)
     }
 
-    /// Remembers that `buffer` is `storage`'s, handed out or wrapped.
-    pub fn share(&self, buffer: &wgpu::Buffer, storage: &Arc<Storage>) {
-        self.forget_unshared();
+    /// Remembers that `buffer` is `storage`'s, handed out or wrapped, and
+    /// returns the storage it is: another that lives and was remembered
+    /// first (another thread's wrap of it, between its lookup and this),
+    /// else `storage`.
+    pub fn share(&self, buffer: &wgpu::Buffer, storage: &Arc<Storage>) -> Arc<Storage> {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        if !shared.iter().any(|(b, _)| b == buffer) {
-            shared.push((buffer.clone(), Arc::downgrade(storage)));
+        shared.retain(|(_, s)| s.strong_count() > 0);
+        if let Some(at) = shared.iter().position(|(b, _)| b == buffer) {
+            if let Some(known) = shared[at].1.upgrade() {
+                return known;
+            }
+            shared.swap_remove(at);
         }
+        shared.push((buffer.clone(), Arc::downgrade(storage)));
+        Arc::clone(storage)
     }
 
     /// The live storage `buffer` is, when it was handed out or wrapped

@@ -63,7 +63,8 @@ pub(crate) fn hand_out(
     // application's next write can land.
     let buffer = s.buffer(op)?;
     s.ctx.flush()?;
-    s.ctx.share(&buffer, storage);
+    // The storage's own buffer: no other storage can be it.
+    let _ = s.ctx.share(&buffer, storage);
     let wgsl = array_type(storage_mode(s.dtype, s.ctx.facts.native_f16), false);
     Ok((buffer, wgsl))
 }
@@ -163,7 +164,13 @@ pub(crate) fn wrap(
         stored,
         len,
     )));
-    ctx.share(buffer, &storage);
+    // Another thread may have wrapped it since the lookup: then that
+    // storage, checked as one found at first.
+    let known = ctx.share(buffer, &storage);
+    if !Arc::ptr_eq(&known, &storage) {
+        drop(storage);
+        return wrap(op, ctx, buffer, dtype);
+    }
     Ok(storage)
 }
 
