@@ -13,8 +13,6 @@ pub(crate) trait Field:
     /// The storage's element type.
     type Raw: Element + Copy;
     const ONE: Self;
-    /// The smallest normal magnitude of the raw type (LAPACK's `sfmin`).
-    const MIN_NORMAL: f64;
     /// The value at raw position `p`.
     fn get(raw: &[Self::Raw], p: usize) -> Self;
     /// Writes the value at raw position `p`.
@@ -43,7 +41,6 @@ macro_rules! real_field {
         impl Field for $t {
             type Raw = $t;
             const ONE: Self = 1.0;
-            const MIN_NORMAL: f64 = <$t>::MIN_POSITIVE as f64;
             fn get(raw: &[$t], p: usize) -> Self {
                 raw[p]
             }
@@ -85,7 +82,6 @@ real_field!(f64);
 impl Field for Complex32 {
     type Raw = f32;
     const ONE: Self = Complex32::new(1.0, 0.0);
-    const MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;
     fn get(raw: &[f32], p: usize) -> Self {
         Complex32::new(raw[p], raw[p + 1])
     }
