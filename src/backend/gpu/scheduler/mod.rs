@@ -269,6 +269,10 @@ impl Scheduler {
         let started = self.profile.as_ref().map(|_| Stamp::now());
         let (commands, kernel_params) = self.take_pending();
         carry_poison(&commands);
+        let unwinding = Unwinding {
+            commands: &commands,
+            open_batch: ctx.open_batch,
+        };
         // Natively the device reports a batch's validation errors (a
         // destroyed application buffer ...) as it is submitted: a scope
         // around it gives them to this batch, never to the device's
@@ -285,6 +289,7 @@ impl Scheduler {
             (Ok(()), Some(e)) => Err(Error::gpu("flush", format!("the device reported: {e}"))),
             (result, _) => result,
         };
+        std::mem::forget(unwinding);
         // Whatever happened, the batch is closed: buffers released while it
         // was open are safe to write once it is submitted (or abandoned).
         ctx.open_batch.fetch_add(1, Ordering::AcqRel);
@@ -565,4 +570,21 @@ fn unwritten(commands: &[Command]) -> u64 {
 #[inline(never)]
 fn refused(lost: &super::lost::Lost, command: Command) -> Error {
     lost.error(command.name())
+}
+
+/// A flush's batch while it is encoded and submitted: if that panics (a
+/// bug), its outputs are poisoned and the batch closed as a failed
+/// flush's are, so that a later read of them on any thread is an error,
+/// not zeros or a recycled buffer's bytes. A flush that returns forgets
+/// it.
+struct Unwinding<'a> {
+    commands: &'a [Command],
+    open_batch: &'a std::sync::atomic::AtomicU64,
+}
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        poison_outputs(self.commands, "a flush panicked (a bug in webtensor)");
+        self.open_batch.fetch_add(1, Ordering::AcqRel);
+    }
 }
