@@ -589,3 +589,55 @@ fn steps_with_ffts_convolutions_and_resizing_replay() {
         }
     }
 }
+
+/// A kernel's self-check submits its probes and waits for them: when
+/// another thread began a capture while a first product's probe ran, the
+/// probe's next submit was refused, failing both the product (an op
+/// outside the step) and the capture. A capture now waits for the probe.
+#[test]
+fn a_capture_begun_during_another_threads_self_check_waits_for_it() {
+    for delay_ms in [0u64, 10, 20, 30, 40] {
+        let Some(dev) = own_gpu(GpuOptions::default()) else {
+            return;
+        };
+        let a = Tensor::rand([40, 24], DType::F32, 1, &dev).unwrap();
+        let b = Tensor::rand([24, 36], DType::F32, 2, &dev).unwrap();
+        let x = Tensor::zeros([8], DType::F32, &dev).unwrap();
+        dev.sync().unwrap();
+        let start = std::sync::Barrier::new(2);
+        let (product, graph) = std::thread::scope(|s| {
+            let product = s.spawn(|| {
+                start.wait();
+                a.matmul(&b)
+            });
+            let graph = s.spawn(|| {
+                start.wait();
+                std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+                let y = x.clone();
+                // A graph stays on its thread: run there.
+                dev.capture(move || {
+                    // A step that takes a while: the capture is open
+                    // across the probe's submits.
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                    y.add_scalar_(1.0)
+                })
+                .and_then(|mut graph| graph.run())
+            });
+            (product.join().unwrap(), graph.join().unwrap())
+        });
+        let product = product.unwrap_or_else(|e| panic!("{delay_ms} ms: the product: {e}"));
+        graph.unwrap_or_else(|e| panic!("{delay_ms} ms: the capture: {e}"));
+        assert_eq!(x.to_vec::<f32>().unwrap(), [2.0; 8], "{delay_ms} ms");
+        let want = a
+            .to_device(&Device::cpu())
+            .unwrap()
+            .matmul(&b.to_device(&Device::cpu()).unwrap())
+            .unwrap();
+        assert_close(
+            &read_f32(&product),
+            &read_f32(&want),
+            1e-5,
+            &format!("{delay_ms} ms"),
+        );
+    }
+}

@@ -91,16 +91,13 @@ pub(super) fn tile(
     if let Some(tile) = ctx.tuner.winner(&class) {
         return Ok(tile);
     }
-    let busy = {
-        let scheduler = ctx.scheduler();
-        scheduler.is_capturing() || scheduler.is_profiling()
-    };
-    if busy {
-        // Timing (and the self-check's probes) need submits, which a
-        // captured step cannot have and which a profile should not show:
-        // the tile by size, this once, and the class is tuned later.
+    // Timing (and the self-check's probes) need submits, which a captured
+    // step cannot have and which a profile should not show: the tile by
+    // size, this once, and the class is tuned later. A capture another
+    // thread begins meanwhile waits for the timing.
+    let Some(_own) = super::self_check::OwnWork::enter(ctx) else {
         return Ok(MatmulTile::Auto);
-    }
+    };
     let lanes = ctx.facts.subgroups_of(subgroup::TEAM);
     let dtype = call.out.dtype;
     let cooperative = ctx.facts.cooperative_for(dtype);

@@ -171,15 +171,34 @@ pub(crate) fn verdict_with(
         if ctx.facts.backend == "Noop" || !fits() {
             return Ok(Verdict::Unchecked);
         }
-        let busy = {
-            let scheduler = ctx.scheduler();
-            scheduler.is_capturing() || scheduler.is_profiling()
-        };
-        if busy {
+        // A capture another thread begins meanwhile waits for the probe.
+        let Some(_own) = OwnWork::enter(ctx) else {
             return Ok(Verdict::NotNow);
-        }
+        };
         let right = probe()?;
         ctx.tuner.set_verdict(variant, dtype, right);
         Ok(as_verdict(right))
+    }
+}
+
+/// Work a kernel's check or autotuning submits on its own behalf, while
+/// it is under way (see the scheduler's `enter_own_work`): a capture
+/// another thread begins waits until it is dropped.
+pub(crate) struct OwnWork<'a> {
+    ctx: &'a GpuContext,
+}
+
+impl<'a> OwnWork<'a> {
+    /// Starts it, unless a step is being captured or the device profiled.
+    pub(crate) fn enter(ctx: &'a GpuContext) -> Option<OwnWork<'a>> {
+        // The lock let go before a guard exists (its drop takes it).
+        let entered = ctx.scheduler().enter_own_work();
+        entered.then(|| OwnWork { ctx })
+    }
+}
+
+impl Drop for OwnWork<'_> {
+    fn drop(&mut self) {
+        self.ctx.scheduler().leave_own_work();
     }
 }

@@ -113,6 +113,9 @@ pub(crate) struct Scheduler {
     capture: Option<Capture>,
     /// The open profile, if one is (see `profile_log.rs`).
     profile: Option<ProfileLog>,
+    /// Self-checks and autotuning under way, which submit work of their
+    /// own (see `replay.rs`'s `enter_own_work`): a capture waits for them.
+    own_work: usize,
 }
 
 impl Scheduler {
@@ -136,6 +139,7 @@ impl Scheduler {
             one_op: OneOpMemo::default(),
             capture: None,
             profile: None,
+            own_work: 0,
         }
     }
 

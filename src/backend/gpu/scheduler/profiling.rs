@@ -8,11 +8,6 @@ use crate::backend::gpu::target::Target;
 use crate::error::{Error, Result};
 
 impl Scheduler {
-    /// True while a profile is open.
-    pub fn is_profiling(&self) -> bool {
-        self.profile.is_some()
-    }
-
     /// Opens a profile (see `profile_log.rs`): what is pending is submitted
     /// first, outside it.
     ///

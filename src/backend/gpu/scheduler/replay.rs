@@ -15,9 +15,27 @@ use crate::error::{Error, Result};
 use std::sync::atomic::Ordering;
 
 impl Scheduler {
-    /// True while a step is being captured.
-    pub fn is_capturing(&self) -> bool {
-        self.capture.is_some()
+    /// Starts work that submits on its own behalf (a kernel's self-check
+    /// probes, autotuning's timed runs), unless a step is being captured
+    /// or the device profiled: false then, and the caller does without.
+    /// Until [`Scheduler::leave_own_work`], a capture waits to begin (its
+    /// refusal of their submits would fail both the op and the step).
+    pub fn enter_own_work(&mut self) -> bool {
+        if self.capture.is_some() || self.profile.is_some() {
+            return false;
+        }
+        self.own_work += 1;
+        true
+    }
+
+    /// Ends what [`Scheduler::enter_own_work`] started.
+    pub fn leave_own_work(&mut self) {
+        self.own_work = self.own_work.saturating_sub(1);
+    }
+
+    /// True while work of [`Scheduler::enter_own_work`]'s is under way.
+    pub fn own_work_under_way(&self) -> bool {
+        self.own_work > 0
     }
 
     /// Starts capturing a step (see `graph.rs`): what is pending is
