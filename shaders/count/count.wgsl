@@ -65,7 +65,7 @@ fn main(
     }
     workgroupBarrier();
     let total = groups.x * 256u;
-    for (var p = wid.x * 256u + lid; p < params.n; p += total) {
+    for (var p = wid.x * 256u + lid; p < params.n; ) {
         let b = bin_of(p);
         if (b < params.len) {
             if (private) {
@@ -74,6 +74,12 @@ fn main(
                 add_element(b, p);
             }
         }
+        // Stopped before p + total could wrap past 2^32 (to an element
+        // counted already).
+        if (params.n - p <= total) {
+            break;
+        }
+        p += total;
     }
     workgroupBarrier();
     if (private) {

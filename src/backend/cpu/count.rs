@@ -110,8 +110,9 @@ impl Bins<'_> {
                     }
                 }
                 let sums = &mut self.out.as_mut_slice::<f32>().ok_or_else(bad)?[self.from..];
+                // Added into the bins, as the GPU's parts add.
                 for (s, w) in sums.iter_mut().zip(wide) {
-                    *s = w as f32;
+                    *s += w as f32;
                 }
             }
             None => {

@@ -443,3 +443,39 @@ fn count_into(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GPU bin's count carries into its i64 high word: a count past one
+    /// binding adds its parts into the same bins, and a bin past 2^32
+    /// wrapped its low word. Bins that start near 2^32 stand in for the
+    /// 2^32 elements no test holds; the workgroups' shared bins (3 bins)
+    /// and the per-element adds (past 2048 bins) both carry.
+    #[test]
+    fn gpu_counts_carry_past_2_pow_32() {
+        let dev = match crate::Device::gpu() {
+            Ok(dev) => dev,
+            Err(e) => {
+                let required = std::env::var("WEBTENSOR_REQUIRE_GPU").is_ok_and(|v| v == "1");
+                assert!(!required, "WEBTENSOR_REQUIRE_GPU=1 and no GPU: {e}");
+                return;
+            }
+        };
+        for len in [3usize, 2049] {
+            let mut start = vec![0i64; len];
+            start[0] = (1 << 32) - 2;
+            start[1] = 5;
+            start[2] = (1 << 33) - 1;
+            let out = Tensor::from_vec(start.clone(), [len], &dev).unwrap();
+            let index = Tensor::from_vec(vec![0i32, 0, 0, 2, 1], [5], &dev).unwrap();
+            count_into(&index, None, None, &out).unwrap();
+            let mut want = start;
+            want[0] += 3;
+            want[1] += 1;
+            want[2] += 1;
+            assert_eq!(out.to_vec::<i64>().unwrap(), want, "{len} bins");
+        }
+    }
+}

@@ -141,8 +141,13 @@ pub(crate) fn count_source(key: &CountKey) -> Result<String> {
          fn add_global(b: u32, bits: u32) {\n    add_f32_global(params.out_offset + b, bitcast<f32>(bits));\n}\n"
     } else {
         "fn add_shared(b: u32, p: u32) {\n    atomicAdd(&private_bins[b], 1u);\n}\n\
-         fn add_element(b: u32, p: u32) {\n    atomicAdd(&out_buf[2u * (params.out_offset + b)], 1u);\n}\n\
-         fn add_global(b: u32, bits: u32) {\n    atomicAdd(&out_buf[2u * (params.out_offset + b)], bits);\n}\n"
+         // An i64 bin's low word, carried into its high one where an add\n\
+         // wraps it (the parts of a count past a binding add into one bin).\n\
+         fn add_count(b: u32, n: u32) {\n    let at = 2u * (params.out_offset + b);\n    \
+         let old = atomicAdd(&out_buf[at], n);\n    \
+         if (old + n < old) {\n        atomicAdd(&out_buf[at + 1u], 1u);\n    }\n}\n\
+         fn add_element(b: u32, p: u32) {\n    add_count(b, 1u);\n}\n\
+         fn add_global(b: u32, bits: u32) {\n    add_count(b, bits);\n}\n"
     };
     let slots = [
         ("BINDINGS", bindings.as_str()),
