@@ -132,11 +132,11 @@ impl GpuHandle {
         self.heralds.generation()
     }
 
-    /// Makes `next` what the handle is, in place of `was` (the lost
-    /// device), and runs `then` (the restoring of kept storages) before any
+    /// Runs `then` (the restoring of kept storages), then makes `next`
+    /// what the handle is, in place of `was` (the lost device), before any
     /// other replacement may start, unless another recovery replaced `was`
     /// first (then false, and `next` goes). The listeners hear of `next`'s
-    /// loss.
+    /// loss (at once where it was lost meanwhile).
     pub fn replace(
         self: &Arc<Self>,
         was: &Arc<Now>,
@@ -151,13 +151,15 @@ impl GpuHandle {
         if matches!(&*next, Now::Cpu(_)) {
             self.on_cpu.store(true, Ordering::Release);
         }
+        // The kept storages restored before the device is seen: an op of
+        // another thread on a kept tensor meets the device it lives on.
+        then(&next);
         let generation = self.heralds.generation.load(Ordering::Acquire) + 1;
         self.now.store(next.clone());
         self.heralds.generation.store(generation, Ordering::Release);
         if let Now::Gpu(ctx) = &*next {
             self.hear(ctx, generation);
         }
-        then(&next);
         true
     }
 
