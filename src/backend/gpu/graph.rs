@@ -65,17 +65,19 @@ fn capture_now(ctx: &Arc<GpuContext>, step: &mut dyn FnMut() -> Result<()>) -> R
     // Another thread's self-check or autotuning submits as it goes: the
     // capture begins once it is done (a millisecond's poll; natively
     // only, where threads are).
-    loop {
-        let mut scheduler = ctx.scheduler();
-        #[cfg(not(target_arch = "wasm32"))]
-        if scheduler.own_work_under_way() {
-            drop(scheduler);
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            continue;
+    #[cfg(not(target_arch = "wasm32"))]
+    let mut scheduler = loop {
+        let scheduler = ctx.scheduler();
+        if !scheduler.own_work_under_way() {
+            break scheduler;
         }
-        scheduler.begin_capture(&ctx.target())?;
-        break;
-    }
+        drop(scheduler);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    #[cfg(target_arch = "wasm32")]
+    let mut scheduler = ctx.scheduler();
+    scheduler.begin_capture(&ctx.target())?;
+    drop(scheduler);
     let mut capturing = Capturing { ctx, ended: false };
     // The scheduler is not locked while the step records.
     let watch = super::capture::Watch::start(ctx.id());

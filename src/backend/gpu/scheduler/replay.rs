@@ -33,7 +33,9 @@ impl Scheduler {
         self.own_work = self.own_work.saturating_sub(1);
     }
 
-    /// True while work of [`Scheduler::enter_own_work`]'s is under way.
+    /// True while work of [`Scheduler::enter_own_work`]'s is under way
+    /// (never in a browser, which probes and times nothing).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub fn own_work_under_way(&self) -> bool {
         self.own_work > 0
     }
