@@ -891,12 +891,15 @@ fn an_in_place_clamp_refused_names_clamp_() {
 /// The tanh GELU of negative inputs to a few f32 ulp of its f64 value on
 /// every device: PyTorch's form, x (1 + tanh(u)) / 2, cancels there (1e-5
 /// of the value lost at -3, all of it by -10); webtensor computes
-/// x sigmoid(2u).
+/// x / (1 + e^(-2u)), one division: as x times a sigmoid, the sigmoid
+/// was subnormal from about -10 (0 on a GPU that flushes them) where the
+/// value is still normal.
 #[test]
 fn the_tanh_gelu_keeps_its_digits_for_negative_inputs() {
-    // Down to -7.9, where the value is 1e-21 (past -9.5 it is an f32
-    // subnormal, which a GPU may flush).
-    let xs: Vec<f32> = (0..31).map(|i| -1.0 - i as f32 * 0.23).collect();
+    // Down to -7.9, where the value is 1e-21, then to -10.04, where it is
+    // 4.8e-38 (normal; it is subnormal from about -10.1).
+    let mut xs: Vec<f32> = (0..31).map(|i| -1.0 - i as f32 * 0.23).collect();
+    xs.extend([-8.5, -9.0, -9.5, -10.0, -10.02, -10.04]);
     for dev in devices() {
         let x = Tensor::from_slice(&xs, [xs.len()], &dev).unwrap();
         let got = x.gelu_tanh().unwrap().to_vec::<f32>().unwrap();

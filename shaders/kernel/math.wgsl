@@ -84,15 +84,19 @@ fn tanh_f32(a: f32) -> f32 {
 
 // With an exp to about an ulp (the built-in may be 3 + 2|a| ulp off, so
 // sigmoid(-30) would be 17 ulp off where exp is ex2 of a rounded a log2(e)).
+// Divided exactly (div_f32, as the CPU divides): NVIDIA's `/` is a * (1 /
+// b), 0 once 1 + e passes 2^126, where the CPU's quotient is subnormal.
 fn sigmoid_f32(a: f32) -> f32 {
-    return 1.0 / (1.0 + exp_accurate_f32(-a));
+    return div_f32(1.0, 1.0 + exp_accurate_f32(-a));
 }
 
-// a (1 + tanh(u)) / 2 as a sigmoid(2u): no cancellation in 1 + tanh(u)
-// for negative a (that form loses 1e-5 of the value at a = -3). As the
-// CPU's.
+// a (1 + tanh(u)) / 2 as a / (1 + e^(-2u)): no cancellation in 1 + tanh(u)
+// for negative a (that form loses 1e-5 of the value at a = -3), and one
+// exact division, so that a normal result (a = -10) does not pass through
+// a subnormal sigmoid a flushing GPU makes 0. As the CPU's.
 fn gelu_tanh_f32(a: f32) -> f32 {
-    return a * sigmoid_f32(2.0 * (0.7978845608028654 * (a + 0.044715 * a * a * a)));
+    let u = 0.7978845608028654 * (a + 0.044715 * a * a * a);
+    return div_f32(a, 1.0 + exp_accurate_f32(-2.0 * u));
 }
 
 // The error function to 2 ulp with an exact exp (tests/data/fit_erf.py
@@ -251,6 +255,8 @@ fn log1p_series_f32(x: f32) -> f32 {
 // which near 1 is a large relative one (log(1.0001) 0.3% off).
 fn log2_f32(x: f32) -> f32 {
     if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
+    // GLSL leaves the built-in's log of 0 open too.
+    if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) { return -bitcast<f32>(F32_INF_BITS); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log2(x * 18446744073709551616.0) - 64.0;
     }
@@ -262,6 +268,7 @@ fn log2_f32(x: f32) -> f32 {
 
 fn log_f32(x: f32) -> f32 {
     if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
+    if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) { return -bitcast<f32>(F32_INF_BITS); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log(x * 18446744073709551616.0) - 44.3614195558365;
     }

@@ -208,7 +208,8 @@ impl Tensor {
 
     /// The argument (phase) of each element in `(-pi, pi]`: `atan2(im,
     /// re)`, f32 for c64. A real tensor's is 0 or pi by sign (NaN for NaN)
-    /// in its float dtype, f32 for integers and bool (NumPy's, PyTorch's).
+    /// in its float dtype, f32 for integers and bool (NumPy's, PyTorch's;
+    /// -0.0's is pi, as NumPy's `atan2(0, -0.0)`, where PyTorch gives 0).
     ///
     /// # Errors
     /// Device errors.

@@ -228,9 +228,11 @@ macro_rules! float_num {
                 // x (1 + tanh(u)) / 2 as x sigmoid(2u): the same function
                 // without 1 + tanh(u)'s cancellation for negative x
                 // (PyTorch's form loses 1e-5 of the value at x = -3 in
-                // f32, all of it by -10). As the GPU's.
+                // f32, all of it by -10), in one division (a normal
+                // result never passes through a subnormal sigmoid). As
+                // the GPU's.
                 let inner = SQRT_2_OVER_PI as $t * (self + 0.044715 * self * self * self);
-                self * (1.0 / (1.0 + (-2.0 * inner).exp()))
+                self / (1.0 + (-2.0 * inner).exp())
             }
             #[inline(always)]
             fn recip(self) -> Self {
