@@ -89,6 +89,8 @@ fn run_case(name: &str, x: &Tensor) -> webtensor::Result<Tensor> {
         "irfftn_repeated" => x.irfft(Fft::over([0, 0, 1]).sizes(&[3, 5, 6])),
         "rfftn_repeated" => x.rfft(Fft::over([0, 0, 1]).sizes(&[3, 5, 6])),
         "fftn_repeated" => x.fft(Fft::over([0, 0, 1]).sizes(&[3, 5, 6])),
+        "rfftn_repeated_default" => x.rfft(Fft::over([1, 1])),
+        "rfftn_repeated_default_3" => x.rfft(Fft::over([1, 0, 1])),
         "fftshift_odd" => x.fftshift(..),
         "ifftshift_2d" => x.ifftshift(..),
         other => panic!("no op for NumPy's case {other}"),

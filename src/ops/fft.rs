@@ -210,6 +210,10 @@ impl Tensor {
         let scale = spec.norm.scale(n, false);
         let mut out = transform_axis(OP, &x, last, FftRead::Real, n, false, scale, n / 2 + 1)?;
         for &(axis, size) in rest.iter().rev() {
+            // A length not given is the input's, as NumPy's `s`: an axis
+            // the real transform already halved (a repeated axis) is
+            // padded back.
+            let size = size.or(Some(x.dims()[axis]));
             out = out.transform_complex(OP, axis, size, spec.norm, false)?;
         }
         Ok(out)

@@ -71,4 +71,8 @@ x = real(5, 9); case("ifft_real_pad", x, np.fft.ifft(x, n=12))
 x = cplx(4, 4); case("irfftn_repeated", x, np.fft.irfftn(x, s=(3, 5, 6), axes=(0, 0, 1)))
 x = real(4, 4); case("rfftn_repeated", x, np.fft.rfftn(x, s=(3, 5, 6), axes=(0, 0, 1)))
 x = cplx(4, 4); case("fftn_repeated", x, np.fft.fftn(x, s=(3, 5, 6), axes=(0, 0, 1)))
+# Repeated axes without sizes: every length is the input's, so the half
+# spectrum of the real transform is padded back for the later ones.
+x = real(4, 6); case("rfftn_repeated_default", x, np.fft.rfftn(x, axes=(1, 1)))
+x = real(5, 4); case("rfftn_repeated_default_3", x, np.fft.rfftn(x, axes=(1, 0, 1)))
 np.savez_compressed("numpy_fft_cases.npz", **cases)
