@@ -97,9 +97,9 @@ impl Device {
     /// gives way, for the graph's life, to the
     /// per-output product kernel (convolutions to products): run one
     /// product of each dtype (one convolution) eagerly before capturing.
-    /// A capture begun while another thread's product is being checked
-    /// or autotuned (which submit work of their own) waits for that to
-    /// end.
+    /// A capture begun while another thread's product, convolution or
+    /// attention kernel is being checked, or a product autotuned (which
+    /// submit work of their own), waits for that to end.
     /// On the CPU the capture runs `step` once and keeps it.
     ///
     /// # Errors

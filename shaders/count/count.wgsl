@@ -5,7 +5,8 @@
 //   BINDINGS  index (1: integer bins, or a histogram's values), weights
 //             (2: f32; the index again when unweighted, never read),
 //             out_buf (3) as atomic words: i64 counts (the low word of
-//             each) or f32 sums (their bits); a histogram's edges (4)
+//             each, carried into the high one where an add wraps it) or
+//             f32 sums (their bits); a histogram's edges (4)
 //   BIN       fn bin_of(p: u32) -> u32: element p's bin (an integer's
 //             value, or a value's by a search of the edges), or a value
 //             of at least params.len for one outside [0, len)

@@ -69,7 +69,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             workgroupBarrier();
         }
         // 2^(e - 1) <= the largest part < 2^e: the scaled parts are below
-        // 1, their squares' sum at most n, and a NaN still reaches it.
+        // 1, their squares' sum at most 2n, and a NaN still reaches it.
         let e = clamp(frexp(norm_part[0]).exp, -160, 160);
         workgroupBarrier();
         var sum = 0.0;

@@ -37,8 +37,9 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
 /// The determinant of each square matrix of `a` (`[.., n, n]`): of a real
 /// one the product of its LU factor's diagonal, signed by the row swaps
 /// (as PyTorch's `linalg.det`; the f32 `sign · exp(logabsdet)` was an ulp
-/// per step off, `det(diag(3, 5, 7))` 104.99998), of a c64 one `sign ·
-/// exp(logabsdet)` of [`slogdet`], in `a`'s dtype.
+/// per step off, `det(diag(3, 5, 7))` 104.99998), of a c64 one each part
+/// of [`slogdet`]'s `sign` times `exp(logabsdet)` (a zero part stays 0),
+/// in `a`'s dtype.
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};

@@ -39,10 +39,10 @@ fn hermitian(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<Tensor>
 
 /// [`hermitian`]'s matrices divided by their largest magnitude `top` (so
 /// that neither the row sums nor the shift overflow: a finite f32 matrix
-/// near 2^128 stays finite), then shifted by `c = max_i Σ_j |a_ij|` (at
-/// least the spectral radius) to be positive semidefinite; `c` and `top`
-/// (`[batch]`, real; `top` is 1 for a zero matrix): the scaled
-/// matrices, the shifted ones and `top`.
+/// near 2^128 stays finite), and those shifted by `c = max_i Σ_j |a_ij|`
+/// (at least the spectral radius) to be positive semidefinite. Returns
+/// the scaled matrices, the shifted ones, and `top` (`[batch]`, real; 1
+/// for a zero matrix).
 fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 3]> {
     let full = hermitian(op, a, triangle)?;
     let n = full.dims()[1];
@@ -57,7 +57,7 @@ fn shifted(op: &'static str, a: &Tensor, triangle: Triangle) -> Result<[Tensor; 
 }
 
 /// Eigenvalues (rising, real), eigenvectors (columns; `[batch, 0, 0]`
-/// where the dense path was not asked for them) and the status (see
+/// where they were not asked for) and the status (see
 /// `svd.rs`'s `jacobi`) of each matrix, `[batch, ..]`.
 fn decompose(
     op: &'static str,
@@ -101,6 +101,10 @@ fn decompose(
     let quotients = if complex { terms.real()? } else { terms }.sum(-2)?;
     let order = quotients.argsort(-1, SortOrder::Ascending)?;
     let values = quotients.gather(&order, -1)?.mul(&top.unsqueeze(-1)?)?;
+    if !vectors {
+        let none = Tensor::zeros([b.dims()[0], 0, 0], a.dtype(), a.device())?;
+        return Ok([values, none, status]);
+    }
     let columns = order.unsqueeze(-2)?.broadcast_to(v.shape().clone())?;
     let vectors = if complex {
         let re = v.real()?.gather(&columns, -1)?;

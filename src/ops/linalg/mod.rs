@@ -6,7 +6,10 @@
 //! answer. So an ill-conditioned f32 matrix's answers here carry f32's
 //! error times the condition number (the 8 x 8 Hilbert matrix's inverse,
 //! condition 1.5e10, is wrong in every digit, NumPy's is right to 3e-8):
-//! take such matrices to f64 on the CPU.
+//! take such matrices to f64 on the CPU. The products inside (blocked
+//! updates, `eigh`'s Rayleigh quotients) are `matmul`'s: on a device
+//! made with `MatmulPrecision::Fast` they take its f16 operands, so
+//! factor on a device of the default precision.
 //!
 //! Factorizations are blocked as LAPACK's are: a step factors a panel of
 //! 64 columns (an LU panel, a Cholesky diagonal block, a Householder QR

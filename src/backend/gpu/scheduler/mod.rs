@@ -116,6 +116,9 @@ pub(crate) struct Scheduler {
     /// Self-checks and autotuning under way, which submit work of their
     /// own (see `replay.rs`'s `enter_own_work`): a capture waits for them.
     own_work: usize,
+    /// Captures waiting for that work to end: no new work starts
+    /// meanwhile (the wait would have no end).
+    captures_waiting: usize,
 }
 
 impl Scheduler {
@@ -140,6 +143,7 @@ impl Scheduler {
             capture: None,
             profile: None,
             own_work: 0,
+            captures_waiting: 0,
         }
     }
 

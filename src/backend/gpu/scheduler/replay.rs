@@ -21,7 +21,7 @@ impl Scheduler {
     /// Until [`Scheduler::leave_own_work`], a capture waits to begin (its
     /// refusal of their submits would fail both the op and the step).
     pub fn enter_own_work(&mut self) -> bool {
-        if self.capture.is_some() || self.profile.is_some() {
+        if self.capture.is_some() || self.profile.is_some() || self.captures_waiting > 0 {
             return false;
         }
         self.own_work += 1;
@@ -34,10 +34,18 @@ impl Scheduler {
     }
 
     /// True while work of [`Scheduler::enter_own_work`]'s is under way
-    /// (never in a browser, which probes and times nothing).
+    /// (never in a browser, which probes and times nothing); `waiting`
+    /// says whether a capture is waiting for it to end (none starts then),
+    /// noted until it says otherwise.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    pub fn own_work_under_way(&self) -> bool {
-        self.own_work > 0
+    pub fn own_work_under_way(&mut self, waiting: bool) -> bool {
+        let under_way = self.own_work > 0;
+        match (waiting, under_way) {
+            (false, true) => self.captures_waiting += 1,
+            (true, false) => self.captures_waiting -= 1,
+            _ => {}
+        }
+        under_way
     }
 
     /// Starts capturing a step (see `graph.rs`): what is pending is
