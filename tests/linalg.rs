@@ -721,16 +721,8 @@ fn qr_takes_a_leading_negative_zero_as_negative() {
     for dev in common::devices() {
         for (a, q_want, r_want) in cases {
             for dtype in [DType::F32, DType::C64] {
-                let a = Tensor::from_slice(&a, [2, 2], &dev)
-                    .unwrap()
-                    .to_dtype(dtype)
-                    .unwrap();
-                let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
-                let real = |t: &Tensor| match dtype {
-                    DType::C64 => t.real().unwrap().to_vec::<f32>().unwrap(),
-                    _ => t.to_vec::<f32>().unwrap(),
-                };
-                for (got, want, what) in [(real(&q), q_want, "Q"), (real(&r), r_want, "R")] {
+                let (q, r) = qr_2x2_real_parts(a, dtype, &dev);
+                for (got, want, what) in [(q, q_want, "Q"), (r, r_want, "R")] {
                     for (g, w) in got.iter().zip(want) {
                         assert!(
                             (g - w).abs() < 1e-6,
@@ -741,6 +733,21 @@ fn qr_takes_a_leading_negative_zero_as_negative() {
             }
         }
     }
+}
+
+/// The real parts of `Q` and `R` of the 2 x 2 matrix `a` (row-major) in
+/// `dtype` on `dev`, reduced.
+fn qr_2x2_real_parts(a: [f32; 4], dtype: DType, dev: &Device) -> (Vec<f32>, Vec<f32>) {
+    let a = Tensor::from_slice(&a, [2, 2], dev)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap();
+    let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
+    let real = |t: &Tensor| match dtype {
+        DType::C64 => t.real().unwrap().to_vec::<f32>().unwrap(),
+        _ => t.to_vec::<f32>().unwrap(),
+    };
+    (real(&q), real(&r))
 }
 
 /// A column below the diagonal of squares past f32's range: the GPU's
@@ -771,16 +778,8 @@ fn qr_scales_columns_whose_squares_leave_f32s_range() {
     for dev in common::devices() {
         for (a, q_want, r_want) in cases {
             for dtype in [DType::F32, DType::C64] {
-                let a = Tensor::from_slice(&a, [2, 2], &dev)
-                    .unwrap()
-                    .to_dtype(dtype)
-                    .unwrap();
-                let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
-                let real = |t: &Tensor| match dtype {
-                    DType::C64 => t.real().unwrap().to_vec::<f32>().unwrap(),
-                    _ => t.to_vec::<f32>().unwrap(),
-                };
-                for (got, want, what) in [(real(&q), q_want, "Q"), (real(&r), r_want, "R")] {
+                let (q, r) = qr_2x2_real_parts(a, dtype, &dev);
+                for (got, want, what) in [(q, q_want, "Q"), (r, r_want, "R")] {
                     let scale = want.iter().fold(0f32, |m, w| m.max(w.abs()));
                     for (k, (g, w)) in got.iter().zip(want).enumerate() {
                         // R's diagonal to 1e-5 of itself, however small.
