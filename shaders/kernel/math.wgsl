@@ -255,8 +255,9 @@ fn log1p_series_f32(x: f32) -> f32 {
 // which near 1 is a large relative one (log(1.0001) 0.3% off).
 fn log2_f32(x: f32) -> f32 {
     if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
-    // GLSL leaves the built-in's log of 0 open too.
-    if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) { return -bitcast<f32>(F32_INF_BITS); }
+    // GLSL leaves the built-in's log of 0 open too. -inf from x's bits (a
+    // constant infinity is a shader-creation error in browsers).
+    if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) { return bitcast<f32>(bitcast<u32>(x) | 0xff800000u); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log2(x * 18446744073709551616.0) - 64.0;
     }
@@ -268,7 +269,7 @@ fn log2_f32(x: f32) -> f32 {
 
 fn log_f32(x: f32) -> f32 {
     if (x < 0.0 || is_nan_f32(x)) { return nan_f32(); }
-    if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) { return -bitcast<f32>(F32_INF_BITS); }
+    if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) { return bitcast<f32>(bitcast<u32>(x) | 0xff800000u); }
     if (x > 0.0 && x < F32_MIN_NORMAL) {
         return log(x * 18446744073709551616.0) - 44.3614195558365;
     }
