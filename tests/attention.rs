@@ -988,8 +988,9 @@ fn ran_cooperative(dev: &Device, f: &dyn Fn() -> Tensor) -> bool {
 /// `WEBTENSOR_REQUIRE_COOPERATIVE=1`), f16 attention runs on them, and
 /// f32 attention under `MatmulPrecision::Fast`: queries crossing the
 /// workgroup's rows (4 fragments), keys crossing its tile (2), heads and
-/// value rows that are no multiple of a fragment up to the widest (128),
-/// grouped heads, both masks, causal with fewer and more queries than
+/// value rows that are no multiple of a fragment, heads up to the widest
+/// (256: `q` staged in chunks of at most 128 columns), value
+/// rows past 128 (in parts, a workgroup each), grouped heads, both masks, causal with fewer and more queries than
 /// keys, and strided views; within the weights' f16 rounding of the CPU's
 /// answer for the same values.
 #[test]
@@ -1002,7 +1003,7 @@ fn cooperative_attention_matches_the_cpu() {
     // ([leading, query heads, key heads, queries, keys], [head, value],
     // causal, a bool mask or a float one)
     type Case = ([usize; 5], [usize; 2], bool, Option<bool>);
-    let cases: [Case; 8] = [
+    let cases: [Case; 10] = [
         ([1, 1, 1, 8, 16], [8, 8], false, None),
         ([2, 2, 2, 33, 17], [20, 24], false, None),
         ([1, 4, 2, 40, 100], [64, 64], true, None),
@@ -1011,6 +1012,8 @@ fn cooperative_attention_matches_the_cpu() {
         ([1, 4, 2, 31, 47], [16, 16], false, Some(false)),
         ([2, 1, 1, 64, 33], [100, 72], false, Some(true)),
         ([1, 2, 1, 100, 100], [32, 32], true, None),
+        ([1, 2, 1, 37, 45], [256, 200], true, None),
+        ([2, 1, 1, 20, 30], [200, 130], false, Some(false)),
     ];
     for (n, &([lead, hq, hk, l, s], [d, dv], causal, mask)) in cases.iter().enumerate() {
         let exact = |dims: &[usize], seed: u64| exact_in_f16(dims, seed);

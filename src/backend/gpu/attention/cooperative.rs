@@ -4,9 +4,14 @@
 //! lanes. With `F` the fragment side and `S` the device's subgroup size:
 //! - A workgroup is four subgroups (`4 S` threads) and takes `4 F` query
 //!   rows of one batch (a key head: the queries of the query heads it
-//!   serves), `F` rows a subgroup. Each subgroup loads its rows of `q`
-//!   as fragments once and keeps them in registers, and keeps its rows of
-//!   the output as accumulator fragments.
+//!   serves), `F` rows a subgroup, and one part of the value rows: up to
+//!   128 columns, the grid's third dimension counting the parts (wider
+//!   value rows take more workgroups, each scoring the keys again, rather
+//!   than more accumulators than registers hold). Each subgroup loads its
+//!   rows of `q` as fragments once, staged through workgroup memory in
+//!   chunks of at most 128 columns of the head (fewer where workgroup
+//!   memory is short), and keeps them in registers; it keeps its rows of
+//!   its part of the output as accumulator fragments.
 //! - Per tile of `2 F` keys: all threads stage the keys in workgroup
 //!   memory as f16 (rows padded by 8 halves); each subgroup multiplies its
 //!   `q` fragments by them into its rows of scores and stores them; the
@@ -41,25 +46,28 @@ use crate::backend::gpu::record::{family_key, record_family};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
-use std::fmt::Write;
 
 const FLASH_COOP_WGSL: &str = shader!("attention/flash_coop.wgsl");
 
 /// The finish's store of an output.
-const STORE: &str = "store_out(u32(o0 + i32(col) * params.o_col), y);";
+pub(super) const STORE: &str = "store_out(u32(o0 + i32(col) * params.o_col), y);";
 
 /// Subgroups a workgroup.
-const SUBGROUPS: u32 = 4;
+pub(super) const SUBGROUPS: u32 = 4;
 
 /// Halves each staged row of keys, values and weights is padded by.
-const PAD: u32 = 8;
+pub(super) const PAD: u32 = 8;
 
 /// Floats each row of scores and of the accumulators' area is padded by.
-const PAD_F: u32 = 4;
+pub(super) const PAD_F: u32 = 4;
 
-/// The widest head and value rows (elements) the kernel takes: a lane
-/// holds `F` rows' share of the output's accumulators in registers.
-const WIDEST: usize = 128;
+/// The widest head rows (elements) the kernel takes: a lane holds its
+/// subgroup's rows of `q` in registers.
+const WIDEST_HEAD: usize = 256;
+
+/// The most value columns a workgroup takes (elements): a lane holds `F`
+/// rows' share of their accumulators in registers.
+const WIDEST_PART: usize = 128;
 
 /// The cooperative flash kernel's shape on a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,9 +76,13 @@ pub(crate) struct CoopFlash {
     pub fragment: u32,
     /// `S`: lanes a subgroup (`S` >= `F`, a power of two up to 64).
     pub lanes: u32,
-    /// Fragments across a head row and a value row (zeros past the rows).
+    /// Fragments across a head row, and across a workgroup's part of a
+    /// value row (zeros past the rows).
     pub head_frags: u32,
     pub value_frags: u32,
+    /// Fragments of the head staged at a time to load `q` (`head_frags`
+    /// where workgroup memory holds a whole row).
+    pub q_frags: u32,
 }
 
 /// Everything that selects a distinct cooperative flash pipeline.
@@ -95,10 +107,14 @@ family_key!(
 impl CoopFlash {
     /// The kernel for an attention of `extents` in `dtype` on the device of
     /// `facts`: `None` where the device has no cooperative matrices for
-    /// `dtype`, the rows are wider than [`WIDEST`], the workgroup memory
-    /// is too small, the keys' tiles outrun the loop budget, or a batch
-    /// has fewer query rows than a fragment (a decoding step's: the
-    /// split kernel reads its keys with more workgroups).
+    /// `dtype`, the head rows are wider than [`WIDEST_HEAD`], the value
+    /// rows' parts outnumber a grid dimension, the workgroup memory is too
+    /// small, the keys' tiles outrun the loop budget, or a batch has fewer
+    /// query rows than a fragment (a decoding step's: the split kernel
+    /// reads its keys with more workgroups). Value rows past
+    /// [`WIDEST_PART`] are cut into parts of equal fragments; `q` is
+    /// staged in the widest chunks that fit, of at most [`WIDEST_PART`]
+    /// columns (what the widest narrow head stages whole).
     pub fn plan(facts: &AdapterFacts, extents: &Extents, dtype: KernelType) -> Option<Self> {
         let fragment = facts.cooperative.filter(|_| facts.cooperative_for(dtype))?;
         let lanes = facts.subgroup_min_size;
@@ -107,20 +123,31 @@ impl CoopFlash {
             && lanes >= fragment
             && lanes * 8 >= fragment * fragment;
         let f = fragment as usize;
-        let fits = extents.head <= WIDEST
-            && extents.value <= WIDEST
+        let value_frags = extents.value.div_ceil(f);
+        let parts = value_frags.div_ceil(WIDEST_PART / f);
+        let fits = extents.head <= WIDEST_HEAD
+            && parts <= facts.max_workgroups_per_dim as usize
             && extents.length >= f
             && extents.source.div_ceil(2 * f) <= ITERATIONS;
         if !(shape_ok && fits && extents.head > 0 && extents.value > 0) {
             return None;
         }
-        let shape = CoopFlash {
-            fragment,
-            lanes,
-            head_frags: extents.head.div_ceil(f) as u32,
-            value_frags: extents.value.div_ceil(f) as u32,
-        };
-        (shape.workgroup_bytes() <= facts.workgroup_bytes).then_some(shape)
+        let head_frags = extents.head.div_ceil(f) as u32;
+        (1..=head_frags.min((WIDEST_PART / f) as u32))
+            .rev()
+            .map(|q_frags| CoopFlash {
+                fragment,
+                lanes,
+                head_frags,
+                value_frags: value_frags.div_ceil(parts) as u32,
+                q_frags,
+            })
+            .find(|shape| shape.workgroup_bytes() <= facts.workgroup_bytes)
+    }
+
+    /// Workgroups across a value row of `value` elements.
+    pub fn parts(self, value: usize) -> usize {
+        value.div_ceil((self.value_frags * self.fragment) as usize)
     }
 
     /// Query rows a workgroup takes.
@@ -129,23 +156,34 @@ impl CoopFlash {
     }
 
     /// Keys a tile.
-    fn keys(self) -> u32 {
+    pub(super) fn keys(self) -> u32 {
         2 * self.fragment
     }
 
-    fn threads(self) -> u32 {
+    pub(super) fn threads(self) -> u32 {
         SUBGROUPS * self.lanes
     }
 
-    /// Halves a staged row of queries, keys or values.
-    fn kv_pitch(self) -> u32 {
+    /// Halves a staged row of keys or values.
+    pub(super) fn kv_pitch(self) -> u32 {
         self.head_frags.max(self.value_frags) * self.fragment + PAD
+    }
+
+    /// Halves a staged chunk of a row of queries.
+    pub(super) fn q_pitch(self) -> u32 {
+        self.q_frags * self.fragment + PAD
+    }
+
+    /// Halves of the area the queries, then the keys and values, pass
+    /// through.
+    pub(super) fn kv_halves(self) -> u32 {
+        (self.rows() * self.q_pitch()).max(self.keys() * self.kv_pitch())
     }
 
     /// Bytes of workgroup memory the kernel declares.
     pub fn workgroup_bytes(self) -> u32 {
         let (f, rows, keys) = (self.fragment, self.rows(), self.keys());
-        let kv = 2 * rows * self.kv_pitch();
+        let kv = 2 * self.kv_halves();
         let scores = 4 * rows * (keys + PAD_F);
         let weights = 2 * rows * (keys + PAD);
         let out = 4 * 2 * SUBGROUPS * f * (f + PAD_F);
@@ -153,409 +191,12 @@ impl CoopFlash {
         let poison = 4 * self.value_frags * f;
         kv + scores + weights + out + rows_state + poison + 8
     }
-
-    /// Lanes a row of scores.
-    fn row_lanes(self) -> u32 {
-        self.lanes / self.fragment
-    }
-
-    /// Unrolled loads of `rows` rows of `quads` quads by the threads:
-    /// `body(row, quad)` for each (WGSL using `r` and `q`), guarded where
-    /// the threads do not divide the quads.
-    fn staged(self, rows: u32, quads: u32, indent: &str, body: &str) -> String {
-        let total = rows * quads;
-        let mut w = String::new();
-        for e in 0..total.div_ceil(self.threads()) {
-            let at = e * self.threads();
-            let guard = at + self.threads() > total;
-            let _ = writeln!(w, "{indent}{{");
-            let _ = writeln!(w, "{indent}    let x = t + {at}u;");
-            let inner = if guard {
-                let _ = writeln!(w, "{indent}    if (x < {total}u) {{");
-                format!("{indent}        ")
-            } else {
-                format!("{indent}    ")
-            };
-            let _ = writeln!(w, "{inner}let r = x / {quads}u;");
-            let _ = writeln!(w, "{inner}let q = x % {quads}u;");
-            for line in body.lines() {
-                let _ = writeln!(w, "{inner}{line}");
-            }
-            if guard {
-                let _ = writeln!(w, "{indent}    }}");
-            }
-            let _ = writeln!(w, "{indent}}}");
-        }
-        w
-    }
-
-    /// `kv` rows from quads `v` (f32) of row `r`, quad `q`.
-    fn stash_quad() -> &'static str {
-        "let slot = r * KP + 4u * q;\n\
-         kv[slot] = f16(v.x);\n\
-         kv[slot + 1u] = f16(v.y);\n\
-         kv[slot + 2u] = f16(v.z);\n\
-         kv[slot + 3u] = f16(v.w);"
-    }
-
-    /// The kernel's constants, workgroup memory and `main`.
-    fn wgsl(self) -> String {
-        let f = self.fragment;
-        let ty = format!("coop_mat{f}x{f}");
-        let (hq, vq) = (self.head_frags * f / 4, self.value_frags * f / 4);
-        let mut w = String::new();
-        let _ = write!(
-            w,
-            "const F: u32 = {f}u;\n\
-             const LANES: u32 = {lanes}u;\n\
-             const BR: u32 = {rows}u;\n\
-             const BC: u32 = {keys}u;\n\
-             const LR: u32 = {lr}u;\n\
-             const KP: u32 = {kp}u;\n\
-             const SP: u32 = {sp}u;\n\
-             const PP: u32 = {pp}u;\n\
-             const OP: u32 = {op}u;\n\
-             const VALUES: u32 = {values}u;\n\
-             // The queries (once), then each tile's keys and values, f16\n\
-             // rows; the subgroups' scores, f32, and weights, f16; two\n\
-             // fragments a subgroup of accumulators on their way through.\n\
-             var<workgroup> kv: array<f16, {kv}>;\n\
-             var<workgroup> s_tile: array<f32, {s}>;\n\
-             var<workgroup> p_tile: array<f16, {p}>;\n\
-             var<workgroup> o_tile: array<f32, {o}>;\n\
-             var<workgroup> alpha_tile: array<f32, BR>;\n\
-             var<workgroup> row_l: array<f32, BR>;\n\
-             var<workgroup> row_bad: array<u32, BR>;\n\
-             var<workgroup> poison: array<atomic<u32>, VALUES>;\n\
-             var<workgroup> rescale_any: atomic<u32>;\n\
-             var<workgroup> rescale_now: u32;\n\n",
-            lanes = self.lanes,
-            rows = self.rows(),
-            keys = self.keys(),
-            lr = self.row_lanes(),
-            kp = self.kv_pitch(),
-            sp = self.keys() + PAD_F,
-            pp = self.keys() + PAD,
-            op = f + PAD_F,
-            values = self.value_frags * f,
-            kv = self.rows() * self.kv_pitch(),
-            s = self.rows() * (self.keys() + PAD_F),
-            p = self.rows() * (self.keys() + PAD),
-            o = 2 * SUBGROUPS * f * (f + PAD_F),
-        );
-        let _ = write!(
-            w,
-            "@compute @workgroup_size({threads})\n\
-             fn main(\n    \
-             @builtin(workgroup_id) wid: vec3<u32>,\n    \
-             @builtin(local_invocation_index) t: u32,\n    \
-             @builtin(subgroup_id) sg_id: u32,\n    \
-             @builtin(subgroup_invocation_id) lane_id: u32,\n\
-             ) {{\n    \
-             // Clamped: a driver whose subgroups are not LANES wide\n    \
-             // answers wrong (the probe drops the kernel), not past the\n    \
-             // workgroup arrays, which runtime checks do not guard.\n    \
-             let sg = min(sg_id, {last}u);\n    \
-             let lane = min(lane_id, LANES - 1u);\n    \
-             // Uniform across the workgroup: every thread reaches every barrier.\n    \
-             let w = wid.x + wid.y * params.row_width;\n    \
-             if (w >= params.workgroups) {{\n        return;\n    }}\n    \
-             let pair = params.pair_offset + w;\n    \
-             let tile = pair % params.tiles;\n    \
-             let starts = batch_starts(pair / params.tiles);\n    \
-             let row0 = tile * BR;\n",
-            threads = self.threads(),
-            last = SUBGROUPS - 1,
-        );
-        // The queries, staged once and loaded as fragments.
-        let q_body = "var v = vec4<f32>(0.0);\n\
-             let at = row0 + r;\n\
-             if (at < params.rows) {\n    \
-             let head = starts[0] + i32(at / params.length) * params.q_group;\n    \
-             v = quad_q(head, at % params.length, q);\n\
-             }\n";
-        w.push_str(&self.staged(
-            self.rows(),
-            hq,
-            "    ",
-            &format!("{q_body}{}", Self::stash_quad()),
-        ));
-        let _ = writeln!(
-            w,
-            "    for (var c = t; c < VALUES; c += {}u) {{\n        atomicStore(&poison[c], 0u);\n    }}",
-            self.threads()
-        );
-        w.push_str("    workgroupBarrier();\n");
-        for h in 0..self.head_frags {
-            let _ = writeln!(
-                w,
-                "    let qf{h} = coopLoadT<{ty}<f16, A>>(&kv[sg * F * KP + {c}u], KP);",
-                c = h * f
-            );
-        }
-        for c in 0..self.value_frags {
-            let _ = writeln!(w, "    var o{c} = {ty}<f32, C>();");
-        }
-        // The lanes' rows of scores, and the keys this workgroup visits.
-        w.push_str(
-            "    let srow = sg * F + lane / LR;\n    \
-             let part = lane % LR;\n    \
-             let at = row0 + srow;\n    \
-             let live = at < params.rows;\n    \
-             let i = at % params.length;\n    \
-             let m0 = starts[3] + i32(at / params.length) * params.m_group;\n    \
-             var m = minus_inf();\n    \
-             var l = 0.0;\n    \
-             var bad = false;\n    \
-             var end = params.source;\n    \
-             if (params.causal != 0u) {\n        \
-             let last = min(row0 + BR, params.rows) - 1u;\n        \
-             var latest = params.length - 1u;\n        \
-             if (last / params.length == row0 / params.length) {\n            \
-             latest = last % params.length;\n        \
-             }\n        \
-             end = min(end, latest + 1u);\n    \
-             }\n    \
-             for (var k0 = 0u; k0 < end; k0 += BC) {\n        \
-             // The last tile's products are done with kv and p_tile.\n        \
-             workgroupBarrier();\n",
-        );
-        let k_body = "var v = vec4<f32>(0.0);\n\
-             if (k0 + r < params.source) {\n    \
-             v = quad_k(starts[1], k0 + r, q);\n\
-             }\n";
-        w.push_str(&self.staged(
-            self.keys(),
-            hq,
-            "        ",
-            &format!("{k_body}{}", Self::stash_quad()),
-        ));
-        w.push_str(
-            "        if (t == 0u) {\n            atomicStore(&rescale_any, 0u);\n        }\n        \
-             workgroupBarrier();\n",
-        );
-        for j in 0..self.keys() / f {
-            let _ = writeln!(w, "        var s{j} = {ty}<f32, C>();");
-            for h in 0..self.head_frags {
-                let _ = writeln!(
-                    w,
-                    "        s{j} = coopMultiplyAdd(qf{h}, coopLoad<{ty}<f16, B>>(&kv[{r}u * KP + {c}u], KP), s{j});",
-                    r = j * f,
-                    c = h * f
-                );
-            }
-            let _ = writeln!(
-                w,
-                "        coopStoreT(s{j}, &s_tile[sg * F * SP + {c}u], SP);",
-                c = j * f
-            );
-        }
-        // The keys are read: the values take their place while the lanes
-        // weigh the scores.
-        w.push_str("        workgroupBarrier();\n");
-        let v_body = "var v = vec4<f32>(0.0);\n\
-             if (k0 + r < params.source) {\n    \
-             v = quad_v(starts[2], k0 + r, q);\n\
-             }\n";
-        w.push_str(&self.staged(
-            self.keys(),
-            vq,
-            "        ",
-            &format!("{v_body}{}", Self::stash_quad()),
-        ));
-        w.push_str(&self.softmax());
-        // Where a row's maximum grew, its accumulators scale by alpha.
-        w.push_str(
-            "        workgroupBarrier();\n        \
-             if (t == 0u) {\n            rescale_now = atomicLoad(&rescale_any);\n        }\n        \
-             if (workgroupUniformLoad(&rescale_now) != 0u) {\n",
-        );
-        for c in 0..self.value_frags {
-            let slot = format!("{}u + sg * F * OP", (c % 2) * SUBGROUPS * f * (f + PAD_F));
-            let _ = writeln!(w, "            coopStoreT(o{c}, &o_tile[{slot}], OP);");
-            w.push_str("            workgroupBarrier();\n");
-            for e in 0..f * f / self.lanes {
-                let _ = writeln!(
-                    w,
-                    "            {{\n                \
-                     let x = lane + {at}u;\n                \
-                     let e = {slot} + (x / F) * OP + x % F;\n                \
-                     o_tile[e] = o_tile[e] * alpha_tile[sg * F + x / F];\n            }}",
-                    at = e * self.lanes
-                );
-            }
-            w.push_str("            workgroupBarrier();\n");
-            let _ = writeln!(
-                w,
-                "            o{c} = coopLoadT<{ty}<f32, C>>(&o_tile[{slot}], OP);"
-            );
-        }
-        w.push_str("        }\n");
-        for j in 0..self.keys() / f {
-            let _ = writeln!(
-                w,
-                "        let p{j} = coopLoadT<{ty}<f16, A>>(&p_tile[sg * F * PP + {c}u], PP);",
-                c = j * f
-            );
-        }
-        for c in 0..self.value_frags {
-            for j in 0..self.keys() / f {
-                let _ = writeln!(
-                    w,
-                    "        o{c} = coopMultiplyAdd(p{j}, coopLoadT<{ty}<f16, B>>(&kv[{r}u * KP + {cc}u], KP), o{c});",
-                    r = j * f,
-                    cc = c * f
-                );
-            }
-        }
-        w.push_str("    }\n");
-        w.push_str(&self.poison_scan(vq));
-        w.push_str(&self.finish());
-        w.push_str("}\n");
-        w
-    }
-
-    /// The lanes' part of a tile: each lane scores keys `part + LR u` of
-    /// its row, the row's lanes merge the maximum, the weights go out as
-    /// f16, the lanes merge the sum, and the row's state moves on.
-    fn softmax(self) -> String {
-        let per_lane = self.keys() / self.row_lanes();
-        let mut w = String::from("        var top = minus_inf();\n");
-        for u in 0..per_lane {
-            let _ = write!(
-                w,
-                "        var sc{u} = minus_inf();\n        \
-                 {{\n            \
-                 let col = part + {c}u;\n            \
-                 let key = k0 + col;\n            \
-                 let causal_ok = params.causal == 0u || key <= i;\n            \
-                 if (live && key < params.source && causal_ok) {{\n                \
-                 var score = s_tile[srow * SP + col] * params.scale + bias(m0, i, key);\n                \
-                 if (!allowed(m0, i, key)) {{\n                    score += minus_inf();\n                }}\n                \
-                 if (finite(score)) {{\n                    top = max(top, score);\n                \
-                 }} else if (!(is_inf_f32(score) && sign_bit_f32(score))) {{\n                    bad = true;\n                \
-                 }}\n                \
-                 sc{u} = score;\n            \
-                 }}\n        \
-                 }}\n",
-                c = u * self.row_lanes()
-            );
-        }
-        let merges: Vec<u32> = (0..self.row_lanes().trailing_zeros())
-            .map(|b| 1 << b)
-            .collect();
-        for x in &merges {
-            let _ = writeln!(
-                w,
-                "        top = max(top, subgroupShuffleXor(top, {x}u));\n        \
-                 bad = subgroupShuffleXor(u32(bad), {x}u) != 0u || bad;"
-            );
-        }
-        w.push_str("        let m_new = max(m, top);\n        var sum = 0.0;\n");
-        for u in 0..per_lane {
-            let _ = writeln!(
-                w,
-                "        {{\n            \
-                 var p = 0.0;\n            \
-                 if (finite(sc{u})) {{\n                p = exp(sc{u} - m_new);\n            }}\n            \
-                 p_tile[srow * PP + part + {c}u] = f16(p);\n            \
-                 sum += p;\n        \
-                 }}",
-                c = u * self.row_lanes()
-            );
-        }
-        for x in &merges {
-            let _ = writeln!(w, "        sum += subgroupShuffleXor(sum, {x}u);");
-        }
-        w.push_str(
-            "        // Nothing summed while the maximum is -inf.\n        \
-             var alpha = 0.0;\n        \
-             if (finite(m)) {\n            \
-             alpha = exp(m - m_new);\n            \
-             if (m_new > m) {\n                \
-             atomicOr(&rescale_any, 1u);\n            \
-             }\n        \
-             }\n        \
-             if (part == 0u) {\n            \
-             alpha_tile[srow] = alpha;\n        \
-             }\n        \
-             l = l * alpha + sum;\n        \
-             m = m_new;\n",
-        );
-        w
-    }
-
-    /// Keys past a causal workgroup's last query: not scored, but the
-    /// composed form's product multiplies their values by a weight of 0,
-    /// which makes a NaN or infinite value (as the product's f16 sees it)
-    /// NaN. Each thread marks the columns its values poison.
-    fn poison_scan(self, vq: u32) -> String {
-        let body = "if (k0 + r < params.source) {\n    \
-             let v = vec4<f32>(vec4<f16>(quad_v(starts[2], k0 + r, q)));\n    \
-             if (!finite(v.x)) { atomicOr(&poison[4u * q], 1u); }\n    \
-             if (!finite(v.y)) { atomicOr(&poison[4u * q + 1u], 1u); }\n    \
-             if (!finite(v.z)) { atomicOr(&poison[4u * q + 2u], 1u); }\n    \
-             if (!finite(v.w)) { atomicOr(&poison[4u * q + 3u], 1u); }\n\
-             }";
-        format!(
-            "    let scanned = (end + BC - 1u) / BC * BC;\n    \
-             for (var k0 = scanned; k0 < params.source; k0 += BC) {{\n{}    }}\n    \
-             if (part == 0u) {{\n        \
-             row_l[srow] = l;\n        \
-             row_bad[srow] = u32(bad);\n    \
-             }}\n",
-            self.staged(self.keys(), vq, "        ", body)
-        )
-    }
-
-    /// Each subgroup's accumulators out through workgroup memory, a
-    /// fragment at a time: the quotient by the row's sum, the
-    /// accumulator where the row attends no key (zeros, or NaN from values
-    /// at weights of 0), or NaN.
-    fn finish(self) -> String {
-        let f = self.fragment;
-        // The last rescale's loads from the accumulators' area are done
-        // before its first store (the lanes of a subgroup race otherwise).
-        let mut w = String::from("    workgroupBarrier();\n");
-        for c in 0..self.value_frags {
-            let slot = format!("{}u + sg * F * OP", (c % 2) * SUBGROUPS * f * (f + PAD_F));
-            let _ = writeln!(
-                w,
-                "    coopStoreT(o{c}, &o_tile[{slot}], OP);\n    workgroupBarrier();"
-            );
-            for e in 0..f * f / self.lanes {
-                let _ = writeln!(
-                    w,
-                    "    {{\n        \
-                     let x = lane + {at}u;\n        \
-                     let r = sg * F + x / F;\n        \
-                     let col = {c0}u + x % F;\n        \
-                     let row = row0 + r;\n        \
-                     if (row < params.rows && col < params.value) {{\n            \
-                     let o0 = starts[4] + i32(row / params.length) * params.o_group\n                \
-                     + i32(row % params.length) * params.o_row;\n            \
-                     let total = row_l[r];\n            \
-                     var y = nan_f32();\n            \
-                     if (row_bad[r] == 0u && atomicLoad(&poison[col]) == 0u) {{\n                \
-                     y = o_tile[{slot} + (x / F) * OP + x % F];\n                \
-                     if (total != 0.0) {{\n                    y = div_f32(y, total);\n                }}\n            \
-                     }}\n            \
-                     {STORE}\n        \
-                     }}\n    \
-                     }}",
-                    at = e * self.lanes,
-                    c0 = c * f
-                );
-            }
-        }
-        w
-    }
 }
 
 /// Records an attention on the cooperative kernel `shape`: `params` with
 /// everything but the grid filled, `bindings` q, k, v, the output and the
 /// mask where given; one dispatch, a workgroup per `4 F` query rows of a
-/// batch.
+/// batch and part of the value rows.
 ///
 /// # Errors
 /// `TooLarge` for more workgroups than a dispatch holds or extents past
@@ -584,6 +225,10 @@ pub(super) fn record(
     if u32::try_from(elements).is_err() {
         return Err(big("elements", elements));
     }
+    let parts = shape.parts(extents.value);
+    if parts > ctx.facts.max_workgroups_per_dim as usize {
+        return Err(big("value parts", parts));
+    }
     let groups = grid_of(workgroups, 1, ctx.facts.max_workgroups_per_dim)?;
     params.tiles = tiles as u32;
     params.splits = 1;
@@ -602,7 +247,7 @@ pub(super) fn record(
         &key,
         params.bytes(),
         bindings,
-        [groups[0], groups[1], 1],
+        [groups[0], groups[1], parts as u32],
     )?;
     Ok(true)
 }
@@ -648,16 +293,26 @@ mod tests {
     use crate::backend::gpu::kernel::prelude::tests::validate;
 
     /// Every shape a device may run: both fragment sides, the subgroup
-    /// sizes, narrow and wide rows.
+    /// sizes, narrow and wide rows, the widest heads staged whole and in
+    /// chunks (one dividing the head, one not).
     fn shapes() -> Vec<CoopFlash> {
         let mut all = Vec::new();
         for (fragment, lanes) in [(8, 8), (8, 32), (16, 32), (16, 64)] {
-            for (head_frags, value_frags) in [(1, 1), (2, 3), (128 / fragment, 128 / fragment)] {
+            let (wide, part) = (256 / fragment, 128 / fragment);
+            for (head_frags, value_frags, q_frags) in [
+                (1, 1, 1),
+                (2, 3, 2),
+                (part, part, part),
+                (wide, part, wide),
+                (wide, part, wide / 2),
+                (wide, 3, wide / 2 + 2),
+            ] {
                 all.push(CoopFlash {
                     fragment,
                     lanes,
                     head_frags,
                     value_frags,
+                    q_frags,
                 });
             }
         }
@@ -701,6 +356,7 @@ mod tests {
             lanes: 32,
             head_frags: 8,
             value_frags: 8,
+            q_frags: 8,
         };
         assert!(
             wide.workgroup_bytes() <= 48 << 10,
@@ -713,11 +369,87 @@ mod tests {
             lanes: 8,
             head_frags: 16,
             value_frags: 16,
+            q_frags: 16,
         };
         assert!(
             lvp.workgroup_bytes() <= 32 << 10,
             "{}",
             lvp.workgroup_bytes()
+        );
+    }
+
+    /// A device of `fragment` x `fragment` products, `lanes` lanes and
+    /// `kib` KiB of workgroup memory.
+    fn device(fragment: u32, lanes: u32, kib: u32) -> AdapterFacts {
+        AdapterFacts {
+            name: String::new(),
+            backend: String::new(),
+            device_type: String::new(),
+            driver: String::new(),
+            native_f16: true,
+            subgroups: true,
+            subgroup_min_size: lanes,
+            timestamps: false,
+            max_storage_binding: 1 << 30,
+            max_buffer_size: 1 << 30,
+            max_workgroups_per_dim: 65535,
+            max_storage_buffers: 8,
+            max_fft_line: 4096,
+            workgroup_bytes: kib << 10,
+            max_uniform_binding: 1 << 16,
+            elementwise_run: 4,
+            resident_threads: 1 << 16,
+            spin_wait: std::time::Duration::ZERO,
+            uniform_align: 256,
+            storage_align: 256,
+            runtime_checks: false,
+            cooperative: Some(fragment),
+            matmul_precision: crate::backend::gpu::matmul_tile_choice::MatmulPrecision::Exact,
+        }
+    }
+
+    fn extents(head: usize, value: usize) -> Extents {
+        Extents {
+            batches: 4,
+            length: 100,
+            source: 100,
+            head,
+            value,
+            rank: 4,
+        }
+    }
+
+    /// Heads up to 256 wide run, `q` staged in chunks where a whole row
+    /// would not fit beside the rest; value rows past 128 are cut into
+    /// parts of equal fragments, each within 128.
+    #[test]
+    fn wide_heads_stage_q_in_chunks_and_wide_values_take_parts() {
+        let nvidia = device(16, 32, 48);
+        let plan = |e: Extents| CoopFlash::plan(&nvidia, &e, KernelType::F16).unwrap();
+        let narrow = plan(extents(128, 128));
+        assert_eq!((narrow.head_frags, narrow.q_frags), (8, 8));
+        assert_eq!((narrow.value_frags, narrow.parts(128)), (8, 1));
+        let gemma = plan(extents(256, 256));
+        assert_eq!(gemma.head_frags, 16);
+        assert_eq!(gemma.q_frags, 8);
+        assert_eq!((gemma.value_frags, gemma.parts(256)), (8, 2));
+        assert!(gemma.workgroup_bytes() <= 48 << 10);
+        // 200 columns: 13 fragments in parts of 7 and 6, not 8 and 5.
+        let uneven = plan(extents(64, 200));
+        assert_eq!((uneven.value_frags, uneven.parts(200)), (7, 2));
+        assert_eq!(uneven.q_frags, 4);
+        let lavapipe = device(8, 8, 32);
+        let lvp = CoopFlash::plan(&lavapipe, &extents(256, 1000), KernelType::F16).unwrap();
+        assert_eq!(
+            (lvp.head_frags, lvp.value_frags, lvp.parts(1000)),
+            (32, 16, 8)
+        );
+        assert_eq!(lvp.q_frags, 16);
+        assert!(lvp.workgroup_bytes() <= 32 << 10, "{lvp:?}");
+        // Past the widest head: the flash kernel's.
+        assert_eq!(
+            CoopFlash::plan(&nvidia, &extents(257, 64), KernelType::F16),
+            None
         );
     }
 }

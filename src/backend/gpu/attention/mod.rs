@@ -14,6 +14,7 @@
 //! once its self-check (`probe.rs`) found it right for the shape and mask.
 
 mod cooperative;
+mod cooperative_wgsl;
 mod plan;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe;

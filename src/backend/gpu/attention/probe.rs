@@ -7,7 +7,8 @@
 //! becomes a slower attention, never a wrong one.
 //!
 //! The probe exercises what the kernel's loops and guards meet: head and
-//! value rows ending inside a fragment; two query heads a key head, their
+//! value rows ending inside a fragment, the value rows in two workgroups'
+//! parts; two query heads a key head, their
 //! rows running on across a workgroup's; query rows past one workgroup and
 //! a last one partly filled; keys past a tile and a last tile partly
 //! filled; two batches; causal without a mask (fewer queries than keys),
@@ -46,7 +47,8 @@ pub(super) struct Probe {
     /// in each of the two heads), keys (two tiles and part of a third).
     length: usize,
     source: usize,
-    /// Ending half-way into the last fragment.
+    /// Ending half-way into the last fragment: of the head, and of the
+    /// second of two workgroups' parts of a value row.
     head: usize,
     value: usize,
 }
@@ -58,7 +60,7 @@ impl Probe {
             length: 4 * f + 3,
             source: 5 * f + 3,
             head: shape.head_frags as usize * f - f / 2 + 1,
-            value: shape.value_frags as usize * f - f / 2 + 3,
+            value: 2 * shape.value_frags as usize * f - f / 2 + 3,
         }
     }
 
@@ -264,17 +266,19 @@ mod tests {
     #[test]
     fn the_probe_crosses_the_kernels_boundaries() {
         for (fragment, lanes) in [(8, 8), (16, 32)] {
-            for frags in 1..=128 / fragment {
+            for frags in 1..=256 / fragment {
                 let shape = CoopFlash {
                     fragment,
                     lanes,
                     head_frags: frags,
                     value_frags: (frags % 3) + 1,
+                    q_frags: frags.div_ceil(2),
                 };
                 let p = Probe::of(shape);
                 let f = fragment as usize;
                 assert_eq!(p.head.div_ceil(f), frags as usize);
-                assert_eq!(p.value.div_ceil(f), shape.value_frags as usize);
+                assert_eq!(p.value.div_ceil(f), 2 * shape.value_frags as usize);
+                assert_eq!(shape.parts(p.value), 2);
                 assert!(!p.head.is_multiple_of(f) && !p.value.is_multiple_of(f));
                 assert!(p.source > 4 * f && !p.source.is_multiple_of(2 * f));
                 assert!(p.length > shape.rows() as usize);
