@@ -477,29 +477,14 @@ fn blocks_decode_as_gguf_py_decodes_them_bit_for_bit() {
 fn legacy_types_quantize_as_gguf_py_does_from_any_view() {
     let cases = quant_cases();
     let source = &cases["source"];
-    for dev in common::devices() {
-        let on = source.to_device(&dev).unwrap();
-        // The same values through a transposed copy read back transposed.
-        let strided = on.t().contiguous().unwrap().t();
-        for t in [
-            GgmlType::Q4_0,
-            GgmlType::Q4_1,
-            GgmlType::Q5_0,
-            GgmlType::Q5_1,
-            GgmlType::Q8_0,
-        ] {
-            let want = cases[&format!("{t}_quantized")].to_vec::<u8>().unwrap();
-            for (what, x) in [("contiguous", &on), ("strided", &strided)] {
-                let mut w = GgufWriter::new();
-                w.add_quantized("q", t, x).unwrap();
-                let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
-                assert_eq!(f.tensors()[0].shape, source.dims());
-                assert!(
-                    f.tensor_bytes("q").unwrap() == want,
-                    "{t} from a {what} view on {dev}"
-                );
-            }
-        }
+    // Blocks whose scale's reciprocal is inf: quants of 0, as NumPy casts.
+    for (values, suffix) in [
+        (source, "quantized"),
+        (&cases["tiny_source"], "tiny_quantized"),
+    ] {
+        quantizes_as_gguf_py(values, |t| {
+            cases[&format!("{t}_{suffix}")].to_vec().unwrap()
+        });
     }
     let x = Tensor::zeros([2, 48], DType::F32, &Device::cpu()).unwrap();
     let mut w = GgufWriter::new();
@@ -516,6 +501,35 @@ fn legacy_types_quantize_as_gguf_py_does_from_any_view() {
     let e = w.add_quantized("i", GgmlType::Q8_0, &i).unwrap_err();
     assert!(e.to_string().contains("add_quantized"), "{e}");
     assert!(e.to_string().contains("not a float"), "{e}");
+}
+
+/// `source` quantized to each legacy type, on each device, from a
+/// contiguous and a strided view, gives `want(type)`'s blocks.
+fn quantizes_as_gguf_py(source: &Tensor, want: impl Fn(GgmlType) -> Vec<u8>) {
+    for dev in common::devices() {
+        let on = source.to_device(&dev).unwrap();
+        // The same values through a transposed copy read back transposed.
+        let strided = on.t().contiguous().unwrap().t();
+        for t in [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+        ] {
+            let want = want(t);
+            for (what, x) in [("contiguous", &on), ("strided", &strided)] {
+                let mut w = GgufWriter::new();
+                w.add_quantized("q", t, x).unwrap();
+                let f = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+                assert_eq!(f.tensors()[0].shape, source.dims());
+                assert!(
+                    f.tensor_bytes("q").unwrap() == want,
+                    "{t} from a {what} view on {dev}"
+                );
+            }
+        }
+    }
 }
 
 /// A file of one tensor and one metadata entry, then `edit` applied to
@@ -775,7 +789,8 @@ fn mutated_files_load_or_fail_cleanly() {
 /// A block whose f16 scale or minimum would pass f16's range decodes to
 /// infinities or NaN (gguf-py writes it so: `np.float16(-70000.0)` is
 /// `-inf`); non-finite values have no block. Both are errors naming the
-/// block or value, from the writer and from `QTensor::quantize`.
+/// block or value, from the writer (and the tensor, among others) and
+/// from `QTensor::quantize`.
 #[test]
 fn quantizing_past_f16_scales_or_non_finite_values_is_refused() {
     let dev = Device::cpu();
@@ -795,9 +810,15 @@ fn quantizing_past_f16_scales_or_non_finite_values_is_refused() {
     ];
     for (t, x, what) in cases {
         let mut w = GgufWriter::new();
+        w.add_quantized("fine", t, &block(0, 0.25)).unwrap();
         w.add_quantized("w", t, &x).unwrap();
         match w.to_bytes() {
-            Err(Error::Format { msg, .. }) => assert!(msg.contains(what), "{t}: {msg}"),
+            Err(Error::Format { msg, .. }) => {
+                assert!(
+                    msg.contains(what) && msg.contains("tensor \"w\""),
+                    "{t}: {msg}"
+                );
+            }
             other => panic!("{t} {what}: {:?}", other.map(|b| b.len())),
         }
         match QTensor::quantize(&x, t) {

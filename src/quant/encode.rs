@@ -22,9 +22,16 @@ fn inverse(d: f32) -> f32 {
     if d == 0.0 { 0.0 } else { 1.0 / d }
 }
 
-/// `trunc(v)` as NumPy's `astype(uint8)` then `clip(0, top)` take it.
+/// `trunc(v)` as NumPy's `astype(uint8)` then `clip(0, top)` take it:
+/// inf and NaN (a block whose scale's reciprocal is inf) as 0, as NumPy
+/// casts them on x86 (Rust saturates +inf to 255).
 fn nibble(v: f32, top: u8) -> u8 {
-    (v.trunc() as u8).min(top)
+    (finite_or_zero(v).trunc() as u8).min(top)
+}
+
+/// `v`, or 0 where it is inf or NaN.
+fn finite_or_zero(v: f32) -> f32 {
+    if v.is_finite() { v } else { 0.0 }
 }
 
 fn put_half(out: &mut [u8], at: usize, v: f32) {
@@ -54,7 +61,7 @@ pub(crate) fn q8_0(x: &[f32], out: &mut [u8]) {
     let id = inverse(d);
     put_half(out, 0, d);
     for j in 0..32 {
-        out[2 + j] = (x[j] * id).round() as i8 as u8;
+        out[2 + j] = finite_or_zero((x[j] * id).round()) as i8 as u8;
     }
 }
 

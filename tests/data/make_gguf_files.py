@@ -142,4 +142,15 @@ scale[1] = np.float16(3e-6)  # subnormal, as small models' scales are
 blocks[:, 0:2] = scale.view(np.uint8).reshape(5, 2)
 cases["IQ4_NL_blocks"] = blocks
 cases["IQ4_NL_values"] = gguf.quants.dequantize(blocks, T.IQ4_NL).astype(np.float32)
+# Blocks so small that their scale d is subnormal in f32 and 1 / d is
+# inf: each x / d is inf or NaN, which NumPy's casts (on x86) make 0.
+tiny = np.zeros((2, 64), dtype=np.float32)
+tiny[0, :4] = [1e-38, -5e-39, 2e-39, 0.0]
+tiny[0, 32:36] = [-3e-38, 1e-39, 0.0, 2.5e-38]
+tiny[1, :32] = np.linspace(-4e-38, 4e-38, 32, dtype=np.float32)
+tiny[1, 32:] = np.float32(1e-45)
+cases["tiny_source"] = tiny
+with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+    for name in ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]:
+        cases[f"{name}_tiny_quantized"] = gguf.quants.quantize(tiny, T[name])
 np.savez(HERE / "gguf_quant_cases.npz", **cases)

@@ -376,7 +376,7 @@ impl GgufWriter {
         }
         // Each tensor's data as the file stores it.
         let mut data = Vec::with_capacity(self.tensors.len());
-        for (_, entry) in &self.tensors {
+        for (name, entry) in &self.tensors {
             data.push(match entry {
                 Entry::Tensor(t) => {
                     let ggml_type = ggml_type_of(t.dtype()).unwrap_or(GgmlType::F32);
@@ -385,7 +385,8 @@ impl GgufWriter {
                 }
                 Entry::Quantized { tensor, ggml_type } => {
                     let values = tensor.to_dtype(DType::F32)?.to_vec_async::<f32>().await?;
-                    let bytes = crate::quant::quantize(OP, *ggml_type, &values)?;
+                    let bytes = crate::quant::quantize(OP, *ggml_type, &values)
+                        .map_err(|e| e.in_tensor(name))?;
                     (
                         *ggml_type,
                         tensor.dims().to_vec(),
