@@ -596,6 +596,27 @@ fn stft_frames_the_signal_as_pytorch_defines() {
             .map(|c| c / (n as f32).sqrt())
             .collect();
         check(got, want, 11, n, "complex, normalized");
+        // An f64 side beside a complex one computes in c64 (PyTorch's in
+        // c128): as its f32 values do, not a dtype error. (GPUs hold no
+        // f64.)
+        if dev.is_gpu() {
+            continue;
+        }
+        let spec = |w| Stft::new(n).hop(hop).window(w);
+        let hann64 = hann.to_dtype(DType::F64).unwrap();
+        let complex_hann = hann.to_dtype(DType::C64).unwrap();
+        let x64 = x.to_dtype(DType::F64).unwrap();
+        for (got, want, what) in [
+            (z.stft(&spec(&hann64)), z.stft(&spec(&hann)), "f64 window"),
+            (
+                x64.stft(&spec(&complex_hann)),
+                x.stft(&spec(&complex_hann)),
+                "f64 signal",
+            ),
+        ] {
+            let (got, want) = (got.unwrap(), want.unwrap());
+            assert_eq!(got.to_string(), want.to_string(), "{what} on {dev}");
+        }
     }
     let cpu = Device::cpu();
     let short = Tensor::zeros([8], DType::F32, &cpu).unwrap();

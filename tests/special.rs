@@ -184,6 +184,16 @@ fn special_functions_keep_their_edges_and_dtypes() {
             Err(webtensor::Error::DType { op: "sinc", .. }) => {}
             other => panic!("{other:?}"),
         }
+        // logit of integers (PyTorch's is a float): an error, not values
+        // cast back into the integer dtype.
+        for x in [i.clone(), i.to_dtype(DType::U8).unwrap()] {
+            for eps in [None, Some(0.25)] {
+                match x.logit(eps) {
+                    Err(webtensor::Error::DType { op: "logit", .. }) => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! (`lgamma`, `digamma` and `erfinv` are elementwise ops of their own.)
 
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -122,6 +122,12 @@ impl Tensor {
     pub fn logit(&self, eps: Option<f64>) -> Result<Tensor> {
         super::as_op("logit", || {
             let dtype = self.dtype();
+            if !dtype.is_float() {
+                return Err(Error::dtype(
+                    "logit",
+                    format!("not defined for {dtype}; cast to a float dtype first"),
+                ));
+            }
             let x = widened(self)?;
             // Made twice, each read once (see `sinc`).
             let p = || match eps {

@@ -61,7 +61,8 @@ impl<'a> Stft<'a> {
     /// The window each frame is multiplied by: a 1-D tensor (real or
     /// complex) of at most `n_fft` samples, centred in the frame (zeros
     /// around it). A complex window makes the transform two-sided by
-    /// default, as a complex signal does (PyTorch's).
+    /// default, as a complex signal does (PyTorch's). Beside a complex
+    /// signal or window, an f64 one computes in c64 (PyTorch's in c128).
     pub fn window(mut self, window: &'a Tensor) -> Stft<'a> {
         self.window = Some(window);
         self
@@ -101,10 +102,14 @@ impl Tensor {
     /// output of a complex signal or window, or a signal of rank 7 or more
     /// (its frames' transform would pass rank 7); `Error::DeviceMismatch`
     /// for a window on another device; `Error::DType` for a bool signal or
-    /// window.
+    /// window. Each names `stft`.
     pub fn stft(&self, spec: &Stft) -> Result<Tensor> {
+        super::as_op("stft", || self.stft_of(spec))
+    }
+
+    /// [`Tensor::stft`]'s body.
+    fn stft_of(&self, spec: &Stft) -> Result<Tensor> {
         const OP: &str = "stft";
-        let _region = crate::profile_region::op(OP);
         let n = spec.n_fft;
         let hop = spec.hop.unwrap_or(n / 4);
         if n == 0 || hop == 0 {
@@ -165,7 +170,16 @@ impl Tensor {
         }
         let frames = framed(&signal, n, hop, 1 + (padded - n) / hop);
         let frames = match spec.window {
-            Some(w) => frames.mul(&fitted_window(OP, w, n, self.device())?)?,
+            Some(w) => {
+                // A complex side computes in c64 (there is no c128), so an
+                // f64 other side takes f32 first.
+                let w = fitted_window(OP, w, n, self.device())?;
+                let narrowed = |t: &Tensor| match t.dtype() {
+                    DType::F64 if complex => t.to_dtype(DType::F32),
+                    _ => Ok(t.clone()),
+                };
+                narrowed(&frames)?.mul(&narrowed(&w)?)?
+            }
             None => frames,
         };
         let fft = Fft::along(-1).norm(if spec.normalized {

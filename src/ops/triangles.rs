@@ -96,9 +96,7 @@ impl Tensor {
     /// `[rows, cols]` bool: `column - row >= k` (upper) or `<= k` (lower).
     fn triangle_mask(&self, op: &'static str, k: isize, upper: bool) -> Result<Tensor> {
         let (rows, cols) = self.layout().matrix_sides(op)?;
-        // Differences column - row lie in (-rows, cols); clamping k to that
-        // range keeps it in i32 without changing the mask.
-        let k = k.clamp(-(rows as isize) - 1, cols as isize + 1);
+        let k = clamped_offset(k, rows, cols);
         let (Ok(r), Ok(c), Ok(k)) = (i32::try_from(rows), i32::try_from(cols), i32::try_from(k))
         else {
             return Err(Error::shape(
@@ -130,5 +128,37 @@ impl Tensor {
             crate::scalar::Scalar::Int(0)
         };
         self.masked_fill_(mask, zero)
+    }
+}
+
+/// `k` clamped to `[-rows, cols]`: the differences column - row lie in
+/// `[1 - rows, cols - 1]`, so no mask changes, and `k` stays within i32
+/// wherever both sides do.
+fn clamped_offset(k: isize, rows: usize, cols: usize) -> isize {
+    k.clamp(-(rows as isize), cols as isize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clamped_offset;
+
+    #[test]
+    fn clamped_offsets_keep_every_mask_and_fit_i32() {
+        for (rows, cols) in [(1, 1), (2, 5), (5, 2), (3, 3)] {
+            for k in -9isize..=9 {
+                let c = clamped_offset(k, rows, cols);
+                for r in 0..rows as isize {
+                    for col in 0..cols as isize {
+                        assert_eq!(col - r >= k, col - r >= c, "{rows}x{cols} k {k}");
+                        assert_eq!(col - r <= k, col - r <= c, "{rows}x{cols} k {k}");
+                    }
+                }
+            }
+        }
+        let widest = i32::MAX as usize;
+        for k in [isize::MIN, -(1 << 40), 1 << 31, isize::MAX] {
+            let c = clamped_offset(k, widest, widest);
+            assert!(i32::try_from(c).is_ok(), "{k} -> {c}");
+        }
     }
 }
