@@ -354,6 +354,8 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
             params: &params,
             bindings,
             groups: [groups[0], groups[1], 1],
+            // Checked, whichever call builds the pipeline.
+            trusted: false,
         },
     )
 }

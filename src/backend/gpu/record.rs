@@ -35,6 +35,9 @@ pub(crate) struct KernelLaunch<'a, K, S> {
     pub bindings: SmallVec<[Bound; 4]>,
     /// Workgroups in x, y and z.
     pub groups: [u32; 3],
+    /// Built without wgpu's runtime checks (webtensor's own kernels, whose
+    /// indexing is proven in bounds); false for an application's WGSL.
+    pub trusted: bool,
 }
 
 /// Records `launch`, building its pipeline on first use.
@@ -54,6 +57,7 @@ pub(crate) fn record_kernel<K: PipelineKey>(
         params,
         bindings,
         groups,
+        trusted,
     } = launch;
     ctx.check_lost(label)?;
     let pipeline = ctx.pipelines.get(&ctx.device, key, || {
@@ -63,7 +67,7 @@ pub(crate) fn record_kernel<K: PipelineKey>(
             entry,
             params_size: params.len() as u64,
             read_only: bindings.iter().map(|b| !b.writes).collect(),
-            trusted: true,
+            trusted,
         })
     })?;
     let mut scheduler = ctx.scheduler();
@@ -141,6 +145,7 @@ pub(crate) fn record_family<K: FamilyKey>(
         params,
         bindings,
         groups,
+        trusted: true,
     };
     record_kernel(ctx, launch)
 }
