@@ -116,7 +116,9 @@ impl Tensor {
         ///
         /// # Errors
         /// `Error::Argument` for several axes or an empty reduced axis,
-        /// `Error::Axis` for an axis out of range, `Error::DType` for c64.
+        /// `Error::Axis` for an axis out of range, `Error::DType` for c64,
+        /// `Error::TooLarge` for a tensor of more than `i32::MAX` elements
+        /// (even along an axis whose indices fit i32).
         argmax / argmax_keepdim => argmax_axes(axis);
 
         /// Index (i32) of the first minimum along `axis` (or over all
