@@ -132,6 +132,20 @@ fn gather_follows_pytorch() {
 #[test]
 fn scatter_and_scatter_add_follow_pytorch() {
     for dev in devices() {
+        // 0-d operands are of one element (PyTorch's): tensor(1.).scatter(0,
+        // tensor(0), tensor(5.)) is tensor(5.); arange(3.).scatter_add(0,
+        // tensor(1), tensor(5.)) [0, 6, 2]; in place through a 0-d view.
+        let scalar = |v: f32| Tensor::full([], v, DType::F32, &dev).unwrap();
+        let index = |i: i64| Tensor::full([], i, DType::I64, &dev).unwrap();
+        let s = scalar(1.).scatter(&index(0), &scalar(5.), 0).unwrap();
+        assert_eq!((s.dims(), s.to_vec::<f32>().unwrap()), (&[][..], vec![5.]));
+        let a = floats(&[0., 1., 2.], &[3], &dev);
+        let s = a.scatter_add(&index(1), &scalar(5.), -1).unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), [0., 6., 2.], "{dev}");
+        let one = a.slice(s![1]).unwrap();
+        one.scatter_add_(&index(0), &scalar(2.), 0).unwrap();
+        assert_eq!(a.to_vec::<f32>().unwrap(), [0., 3., 2.], "{dev}");
+        common::assert_op_err(scalar(1.).scatter(&index(0), &scalar(5.), 1), "scatter");
         // torch.zeros(3, 5).scatter_(0, [[0, 1, 2, 0]], arange(1, 11).reshape(2, 5)).
         let src = Tensor::arange(1.0f32, 11.0, 1.0, &dev)
             .unwrap()

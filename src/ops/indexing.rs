@@ -182,7 +182,9 @@ impl Tensor {
     /// `out[index[i][j]][j] = src[i][j]`. `index` and `src` have this rank;
     /// `src` is at least as large as `index` on every axis, and this tensor
     /// at least as large on every axis but `axis`. When an index repeats
-    /// along `axis`, the last write wins (on both devices).
+    /// along `axis`, the last write wins (on both devices). As PyTorch's,
+    /// a 0-d operand beside others of at most one axis is one of one
+    /// element (axis 0 or -1).
     ///
     /// # Errors
     /// As [`Tensor::take`]; `Error::Shape` for the size rules above;
@@ -225,6 +227,12 @@ impl Tensor {
 
     fn scatter_as(&self, op: IndexOp, index: &Tensor, src: &Tensor, axis: isize) -> Result<()> {
         let name = op.name();
+        let ranks = [self.rank(), index.rank(), src.rank()];
+        if ranks.contains(&0) && ranks.iter().all(|&r| r <= 1) {
+            normalize_axis(name, axis, 1)?;
+            let [t, i, s] = [self, index, src].map(as_one_axis);
+            return t?.scatter_as(op, &i?, &s?, 0);
+        }
         check_devices(name, self, &[Arg::Tensor(src)])?;
         let mut index = self.check_index(name, index)?;
         check_same_dtype(name, self.dtype(), src.dtype())?;

@@ -55,7 +55,9 @@ impl Tensor {
 
     /// [`Tensor::searchsorted`] of this tensor ordered by `sorter`, the
     /// positions that sort it along its last axis (an i32 or i64 tensor of
-    /// its shape, as `argsort` gives: NumPy's `sorter`).
+    /// its shape, as `argsort` gives: NumPy's `sorter`). A negative
+    /// position counts from the end, as [`Tensor::gather`]'s indices do
+    /// (NumPy and PyTorch refuse it).
     ///
     /// # Errors
     /// As [`Tensor::searchsorted`], naming `searchsorted`; as
