@@ -43,7 +43,9 @@ impl Tensor {
     /// `Error::Shape` above the maximum rank; `Error::Index` for an
     /// out-of-range index (see the module docs for the GPU), and at once
     /// for any index into an empty axis (`size` 0, `index` 0: no index is
-    /// read); `Error::DeviceMismatch`; `Error::TooLarge` on a GPU
+    /// read; nor where another axis makes the result empty, as NumPy's
+    /// `take`, where PyTorch's `index_select` checks them);
+    /// `Error::DeviceMismatch`; `Error::TooLarge` on a GPU
     /// for an axis past 2^31 - 1 elements (its indices resolve in i32; only
     /// a broadcast view is that long there).
     pub fn take(&self, index: &Tensor, axis: isize) -> Result<Tensor> {
