@@ -736,23 +736,18 @@ fn attention(o: &Options, dev: &Device) -> Result<bool> {
             t[0].sdpa(&t[1], &t[1], a)
         })
     };
-    if o.wants("sdpa_prefill_2048") {
-        let name = "sdpa_prefill_2048";
-        let q = Tensor::rand([1, heads, l, e], DType::F16, 50, dev)?;
-        let kv = Tensor::rand([1, heads, l, e], DType::F16, 51, dev)?;
-        let a = Attention::new().causal();
-        ok &= check_heads(name, &q, &kv, &a)?;
-        let t = time(dev, o.runs, || {
-            q.sdpa(&kv, &kv, &a).and_then(|out| synced(dev, out))
-        })?;
-        let flops = 4.0 * (heads * l * l * e) as f64 / 2.0;
-        row(name, t, format!("{:.2}GFLOP/s", flops / (t.1 * 1e-3) / 1e9));
-    }
-    if o.wants("sdpa_prefill_2048_h256") {
-        // Heads past 128: q staged in two chunks, the values in two parts.
-        let (name, heads, e) = ("sdpa_prefill_2048_h256", 8, 256);
-        let q = Tensor::rand([1, heads, l, e], DType::F16, 54, dev)?;
-        let kv = Tensor::rand([1, heads, l, e], DType::F16, 55, dev)?;
+    // A causal prefill of `l` queries, `heads` heads of `e`; the second
+    // row's heads pass 128 (q staged in two chunks, the values in two
+    // parts).
+    for (name, heads, e, seed) in [
+        ("sdpa_prefill_2048", heads, e, 50),
+        ("sdpa_prefill_2048_h256", 8, 256, 54),
+    ] {
+        if !o.wants(name) {
+            continue;
+        }
+        let q = Tensor::rand([1, heads, l, e], DType::F16, seed, dev)?;
+        let kv = Tensor::rand([1, heads, l, e], DType::F16, seed + 1, dev)?;
         let a = Attention::new().causal();
         ok &= check_heads(name, &q, &kv, &a)?;
         let t = time(dev, o.runs, || {
