@@ -397,6 +397,12 @@ fn malformed_safetensors_headers_are_refused() {
         io::from_safetensors_bytes(&ok, &cpu()).unwrap()["a"].dims(),
         &[2]
     );
+    // A null __metadata__ is none (the crate's `Option<HashMap>`).
+    let none = file(
+        "{\"__metadata__\": null, \"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}",
+        1,
+    );
+    assert_eq!(io::from_safetensors_bytes(&none, &cpu()).unwrap().len(), 1);
     let huge = format!(
         "{{\"e\": {{\"dtype\": \"F32\", \"shape\": [{}, 0], \"data_offsets\": [0, 0]}}}}",
         1u64 << 60

@@ -31,7 +31,8 @@ pub(super) struct Entry {
 /// # Errors
 /// `Error::Format` naming `op` for a header that is too long, runs past
 /// the file or is not a map of tensor entries (an object each, of at most
-/// `MAX_RANK` axes, no key given twice) and a `__metadata__` of strings, a
+/// `MAX_RANK` axes, no key given twice) and a `__metadata__` of strings
+/// (or null), a
 /// name given twice, and ranges that leave gaps, overlap, disagree with
 /// their tensors' sizes or do not end at the file's end.
 pub(super) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<(Vec<Entry>, &'a [u8])> {
@@ -106,8 +107,8 @@ fn index<E: de::Error>(n: u64, what: &str) -> std::result::Result<usize, E> {
     usize::try_from(n).map_err(|_| E::custom(format!("{what} {n} is past this target's memory")))
 }
 
-/// The header's map: `__metadata__` (strings, checked and dropped), every
-/// other entry a tensor.
+/// The header's map: `__metadata__` (strings or null, checked and
+/// dropped), every other entry a tensor.
 struct Header;
 
 impl<'de> Visitor<'de> for Header {
@@ -121,7 +122,8 @@ impl<'de> Visitor<'de> for Header {
         let mut entries = Vec::new();
         while let Some(name) = map.next_key::<String>()? {
             if name == "__metadata__" {
-                map.next_value::<Strings>()?;
+                // null is none, as the crate's `Option<HashMap>` reads it.
+                map.next_value::<Option<Strings>>()?;
                 continue;
             }
             let Fields {
