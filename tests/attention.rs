@@ -385,6 +385,15 @@ fn rotations_refuse_bad_input() {
             other => panic!("{what}: {other:?}"),
         }
     }
+    // Tables of 2^24 positions by 2^15 pairs (2 TiB each) are refused
+    // by the host's allocator, in the name of the op that was called.
+    assert!(matches!(
+        Rope::new(0, 1 << 24, 1 << 16, 10000.0, RopeStyle::HalfSplit, &dev),
+        Err(Error::OutOfMemory {
+            op: "Rope::new",
+            ..
+        })
+    ));
     // No positions: an error (it divided by zero in `head_dim`).
     let none = Tensor::zeros([0], DType::I32, &dev).unwrap();
     assert!(matches!(

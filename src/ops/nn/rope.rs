@@ -79,8 +79,9 @@ impl Rope {
     /// # Errors
     /// `Error::Argument` naming `Rope::new` for an odd or zero `head_dim`,
     /// no positions, a `theta` that is not above 1 or past f32's range, or
-    /// positions past 2^24 (where f32 no longer holds every one); device
-    /// errors.
+    /// positions past 2^24 (where f32 no longer holds every one);
+    /// `Error::OutOfMemory` naming it for tables the host cannot hold;
+    /// device errors.
     pub fn new(
         start: usize,
         len: usize,
@@ -99,7 +100,10 @@ impl Rope {
             device,
         );
         rope.map_err(|e| match e {
-            Error::Argument { .. } => e.named("Rope::new"),
+            Error::Argument { .. }
+            | Error::OutOfMemory {
+                op: "Rope::scaled", ..
+            } => e.named("Rope::new"),
             other => other,
         })
     }
