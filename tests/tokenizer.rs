@@ -228,11 +228,13 @@ fn a_crafted_sentencepiece_vocabulary_is_refused_not_built() {
     assert!(e.to_string().contains("4096 bytes"), "{e}");
     // A few short runs are a vocabulary.
     let tok = gguf_tokenizer::from_gguf(&spm_vocabulary(&runs[..8], &[])).unwrap();
-    assert_eq!(tok.eos, None);
+    assert_eq!(tok.tokenizer.get_vocab_size(false), 11);
 }
 
 /// Special-token ids past the vocabulary are ignored, as llama.cpp
-/// ignores them: a BOS of id 100,000 reached the embedding's lookup.
+/// ignores them (a BOS of id 100,000 reached the embedding's lookup), and
+/// ids a file does not name are llama.cpp's defaults: BOS 1 and EOS 2 for
+/// SentencePiece (a Llama file without them got no BOS at all).
 #[test]
 fn special_token_ids_past_the_vocabulary_are_ignored() {
     let pieces = ["a".to_string(), "b".to_string()];
@@ -242,6 +244,35 @@ fn special_token_ids_past_the_vocabulary_are_ignored() {
         ("tokenizer.ggml.eot_token_id", GgufValue::U32(2)),
     ];
     let tok = gguf_tokenizer::from_gguf(&spm_vocabulary(&pieces, &meta)).unwrap();
-    assert_eq!((tok.bos, tok.eos), (None, None));
+    assert_eq!((tok.bos, tok.eos), (Some(1), Some(2)));
     assert_eq!((0..8).filter(|&i| tok.is_end(i)).collect::<Vec<_>>(), [2]);
+    assert_eq!(tok.encode("ab").unwrap()[0], 1);
+    let none = gguf_tokenizer::from_gguf(&spm_vocabulary(&pieces, &[])).unwrap();
+    assert_eq!((none.bos, none.eos), (Some(1), Some(2)));
+    let eos = [("tokenizer.ggml.eos_token_id", GgufValue::U32(4))];
+    let tok = gguf_tokenizer::from_gguf(&spm_vocabulary(&pieces, &eos)).unwrap();
+    assert_eq!((0..8).filter(|&i| tok.is_end(i)).collect::<Vec<_>>(), [4]);
+    // No BOS where the file asks for none.
+    let off = [("tokenizer.ggml.add_bos_token", GgufValue::Bool(false))];
+    let tok = gguf_tokenizer::from_gguf(&spm_vocabulary(&pieces, &off)).unwrap();
+    assert_eq!((tok.bos, tok.eos), (None, Some(2)));
+}
+
+/// A byte-level vocabulary without special-token ids takes llama.cpp's
+/// default for both, 11.
+#[test]
+fn a_byte_level_vocabulary_without_special_ids_takes_llama_cpps_default() {
+    let base = Gguf::from_bytes(data("tiny_tokenizer_bpe.gguf")).unwrap();
+    let mut w = GgufWriter::new();
+    for (key, value) in base.metadata() {
+        if !key.ends_with("_token_id") && !key.ends_with("add_bos_token") {
+            w.add_metadata(key, value.clone()).unwrap();
+        }
+    }
+    w.add_metadata("tokenizer.ggml.add_bos_token", GgufValue::Bool(true))
+        .unwrap();
+    let file = Gguf::from_bytes(w.to_bytes().unwrap()).unwrap();
+    let tok = gguf_tokenizer::from_gguf(&file).unwrap();
+    assert_eq!((tok.bos, tok.eos), (Some(11), Some(11)));
+    assert_eq!(tok.encode("hi").unwrap()[0], 11);
 }

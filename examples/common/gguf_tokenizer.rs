@@ -169,6 +169,14 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         .enumerate()
         .map(|(i, t)| (t.to_string(), i as u32))
         .collect();
+    // llama.cpp's ids where the file names none (or one past its
+    // vocabulary): BOS 1 and EOS 2 for SentencePiece, 11 for both in a
+    // byte-level BPE.
+    let (bos_default, eos_default) = if model == "llama" { (1, 2) } else { (11, 11) };
+    let special = |key: &str, default: u32| {
+        id(f, &format!("tokenizer.ggml.{key}_token_id"), tokens.len())
+            .or((default < tokens.len() as u32).then_some(default))
+    };
     let (mut tokenizer, pre, add_bos_default) = match model {
         "llama" => (sentencepiece(f, &tokens, &types, vocab)?, None, true),
         "gpt2" => {
@@ -185,15 +193,17 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         .collect();
     tokenizer.add_special_tokens(&added);
     let add_bos = flag(f, "tokenizer.ggml.add_bos_token").unwrap_or(add_bos_default);
-    let mut ends: Vec<u32> = ["eos", "eot", "eom"]
+    let eos = special("eos", eos_default);
+    let mut ends: Vec<u32> = ["eot", "eom"]
         .iter()
         .filter_map(|k| id(f, &format!("tokenizer.ggml.{k}_token_id"), tokens.len()))
+        .chain(eos)
         .collect();
     ends.extend((0..tokens.len() as u32).filter(|&i| ENDING_TEXTS.contains(&tokens[i as usize])));
     Ok(GgufTokenizer {
         tokenizer,
-        bos: id(f, "tokenizer.ggml.bos_token_id", tokens.len()).filter(|_| add_bos),
-        eos: id(f, "tokenizer.ggml.eos_token_id", tokens.len()),
+        bos: special("bos", bos_default).filter(|_| add_bos),
+        eos,
         ends,
         pre,
     })
