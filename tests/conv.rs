@@ -1707,6 +1707,17 @@ fn adaptive_pooling_keeps_non_finite_values_in_their_bins() {
                 common::assert_close(&got, want, 1e-6, &format!("{values:?} {layout} on {dev}"));
             }
         }
+        // PyTorch sums each bin from +0, so bins of -0.0 average to +0.0
+        // (each bin one element, bins of two lengths, of one, one bin).
+        let zeros = Tensor::full([1, 1, 3, 3], -0.0f32, DType::F32, &dev).unwrap();
+        for out in [[3, 3], [2, 2], [4, 2], [1, 1]] {
+            let got = zeros.adaptive_avg_pool2d(out).unwrap();
+            let got = got.to_vec::<f32>().unwrap();
+            assert!(
+                got.iter().all(|v| v.to_bits() == 0),
+                "{out:?} on {dev}: {got:?}"
+            );
+        }
         // An empty spatial axis averages nothing: PyTorch refuses it.
         for shape in [[1, 1, 0, 4], [1, 1, 4, 0]] {
             let x = Tensor::zeros(shape, DType::F32, &dev).unwrap();

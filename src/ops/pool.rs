@@ -400,9 +400,10 @@ impl Tensor {
         // 2^31 bins (32 GB) and a 16 GB sum before failing at the second.
         Shape::from(dims).check(OP)?;
         if self.dims()[r - 2..] == size {
-            // Each bin one element: a copy (never this tensor's storage,
-            // which the caller may write through the result).
-            return self.contiguous_copy();
+            // Each bin one element: its sum from +0 as PyTorch's (so -0.0
+            // is +0.0), never this tensor's storage, which the caller may
+            // write through the result.
+            return self.add_scalar(0.0);
         }
         let mut x = self.to_dtype(compute)?;
         if size == [1, 1] {
@@ -549,7 +550,8 @@ fn adaptive_sum_axis(x: &Tensor, axis: usize, m: usize) -> Result<(Tensor, Optio
         let tap = padded.index_select(&index, axis as isize)?;
         sum = Some(match sum {
             Some(s) => s.add(&tap)?,
-            None => tap,
+            // From +0 as PyTorch's sums: a bin of -0.0 is +0.0.
+            None => tap.add_scalar(0.0)?,
         });
     }
     let mut shape = vec![1usize; x.rank()];
