@@ -456,6 +456,29 @@ fn bodies_cannot_reach_past_their_views() {
     }
 }
 
+/// 300 scalars, past the 255 parameters a WGSL function may be limited
+/// to (Tint's limit), each read back where the body names it.
+#[test]
+fn a_kernel_of_hundreds_of_scalars_reads_each() {
+    let names: Vec<String> = (0..300).map(|k| format!("s{k}")).collect();
+    let scalars: Vec<(&str, DType)> = names.iter().map(|n| (n.as_str(), DType::I32)).collect();
+    let k = CustomKernel::new(
+        "wide",
+        &[("x", DType::I32)],
+        &scalars,
+        ("y", DType::I32),
+        "y = x * 1000 + s1 * 100 + s150 * 10 + s299;",
+    )
+    .unwrap();
+    let values: Vec<webtensor::Scalar> = (0..300).map(|k| (k % 7).into()).collect();
+    for dev in gpus() {
+        let x = Tensor::arange(0i32, 3, 1, &dev).unwrap();
+        let got = k.call(&[&x], &values).unwrap().to_vec::<i32>().unwrap();
+        // s1 = 1, s150 = 150 % 7 = 3, s299 = 299 % 7 = 5.
+        assert_eq!(got, [135, 1135, 2135], "{dev}");
+    }
+}
+
 #[test]
 fn a_parameter_block_over_the_uniform_limit_is_an_error_at_call() {
     let Some(dev) = common::gpu() else {

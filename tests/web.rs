@@ -692,6 +692,21 @@ async fn custom_kernels_and_shared_buffers() {
     for (g, w) in read(&got).await.iter().zip(read(&want).await) {
         assert!((g - w).abs() < 1e-6, "lerp: {g} vs {w}");
     }
+    // 300 scalars: past the 255 parameters Tint takes in a function.
+    let names: Vec<String> = (0..300).map(|k| format!("s{k}")).collect();
+    let scalars: Vec<(&str, DType)> = names.iter().map(|n| (n.as_str(), DType::F32)).collect();
+    let wide = CustomKernel::new(
+        "wide",
+        &[("a", DType::F32)],
+        &scalars,
+        ("o", DType::F32),
+        "o = a + s0 + s299;",
+    )
+    .unwrap();
+    let values: Vec<webtensor::Scalar> = (0..300).map(|k| (k as f32).into()).collect();
+    let got = wide.call(&[&gb], &values).unwrap();
+    let want = b.add_scalar(299.0).unwrap();
+    assert_eq!(read(&got).await, read(&want).await);
     let shift = CustomKernel::new(
         "shift",
         &[("x", DType::I32)],

@@ -80,8 +80,8 @@ impl CustomKernel {
     /// WGSL identifier or is taken, a repeated name, an empty body, or one
     /// whose braces do not pair up (outside comments: a body that closed
     /// its function could declare its own and reach webtensor's buffers);
-    /// `Error::DType` for c64, f64 or i64 arguments (GPU kernels take
-    /// none of them).
+    /// `Error::DType` for c64, f64 or i64 arguments (a body computes in
+    /// WGSL's 32-bit and 16-bit types).
     pub fn new(
         name: &str,
         inputs: &[(&str, DType)],
@@ -128,7 +128,7 @@ impl CustomKernel {
                 return Err(Error::dtype(
                     OP,
                     format!(
-                        "kernel {name:?}: argument {arg:?} is {dtype}; GPU kernels take f32, f16, bf16, i32, u32, u8 and bool"
+                        "kernel {name:?}: argument {arg:?} is {dtype}; custom kernels take f32, f16, bf16, i32, u32, u8 and bool"
                     ),
                 ));
             }

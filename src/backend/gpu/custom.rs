@@ -76,7 +76,7 @@ fn out_coord(d: u32) -> u32 {
 }
 
 fn wt_body({{PARAMS}}) -> {{OUT_TYPE}} {
-{{SHADOWS}}    var {{OUT}}: {{OUT_TYPE}};
+{{SCALARS}}{{SHADOWS}}    var {{OUT}}: {{OUT_TYPE}};
 {{BODY}}
     return {{OUT}};
 }
@@ -166,26 +166,30 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
         |k| format!("i32(wt_params.operands[{k}].offset)"),
         |k| format!("wt_params.operands[{k}].strides"),
     ));
-    // The body's parameters: the index, each input's element, each scalar
-    // (decoded in the entry point, where no argument name is in scope).
+    // The body's parameters: the index and each input's element. Each
+    // scalar is a `let` at the body's top, decoded from the parameter
+    // block (names the body cannot take: `wt_params`, `bitcast`), not a
+    // parameter: WGSL compilers may take no more than 255 (Tint refuses
+    // more), and a kernel may have thousands of scalars.
     let mut params = vec!["index: u32".to_string()];
     let mut args = vec!["index".to_string()];
     for (k, (name, d)) in spec.inputs.iter().enumerate() {
         params.push(format!("{name}: {}", ScalarType::of(kernel_type(*d))));
         args.push(format!("wt_load{k}(u32(pos[{k}]))"));
     }
+    let mut scalars = String::new();
     for (k, (name, dtype)) in spec.scalars.iter().enumerate() {
         let bits = format!("wt_params.scalars[{}][{}]", k / 4, k % 4);
         let ct = ScalarType::of(kernel_type(*dtype));
-        params.push(format!("{name}: {ct}"));
-        args.push(match ct {
+        let value = match ct {
             ScalarType::F32 => format!("bitcast<f32>({bits})"),
             ScalarType::I32 => format!("bitcast<i32>({bits})"),
             ScalarType::U32 => bits,
             ScalarType::Bool => format!("{bits} != 0u"),
             // The op layer refuses i64 in custom kernels.
             ScalarType::I64 => format!("vec2<u32>({bits}, 0u)"),
-        });
+        };
+        scalars.push_str(&format!("    let {name}: {ct} = {value};\n"));
     }
     let shadows: String = hidden
         .iter()
@@ -206,6 +210,7 @@ fn source(spec: &CustomSpec, native: bool) -> Result<(String, usize)> {
         ("ACCESS", access.as_str()),
         ("PARAMS", params.as_str()),
         ("OUT_TYPE", out_type.as_str()),
+        ("SCALARS", scalars.as_str()),
         ("SHADOWS", shadows.as_str()),
         ("OUT", spec.output.0.as_str()),
         ("N", n_text.as_str()),
@@ -388,6 +393,23 @@ mod tests {
             let (wgsl, first) = source(&spec(body), native).unwrap();
             validate(&wgsl, "custom kernel");
             assert_eq!(wgsl.lines().nth(first - 1), Some(body));
+        }
+    }
+
+    /// Scalars are lets in the body, not its parameters: Tint takes no
+    /// more than 255 parameters, and a kernel may have thousands of
+    /// scalars.
+    #[test]
+    fn scalars_are_not_parameters_of_the_body() {
+        let mut many = spec("y = x + s299 + f32(n);");
+        many.scalars
+            .extend((0..300).map(|k| (format!("s{k}"), DType::F32)));
+        for native in [true, false] {
+            let (wgsl, _) = source(&many, native).unwrap();
+            validate(&wgsl, "custom kernel");
+            let signature = wgsl.lines().find(|l| l.starts_with("fn wt_body(")).unwrap();
+            assert_eq!(signature.matches(':').count(), 4, "{signature}");
+            assert!(wgsl.contains("    let s299: f32 = bitcast<f32>(wt_params.scalars[75][1]);"));
         }
     }
 
