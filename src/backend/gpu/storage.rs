@@ -409,6 +409,7 @@ impl GpuStorage {
         }
         let aligned_start = first & !3;
         let size = (first + wanted).next_multiple_of(4) - aligned_start;
+        host_bytes(op, size, isize::MAX as u64)?;
         let skip = (first - aligned_start) as usize;
         // A buffer no command knows is taken now; one that pending
         // commands know is taken by their flush, which the copy follows
@@ -441,6 +442,24 @@ impl GpuStorage {
             vec![0; wanted as usize]
         })
     }
+}
+
+/// `size` bytes read back as one host `Vec` (and, in a browser, a second
+/// copy of the mapping wgpu makes), refused past `limit` (`isize::MAX`, so
+/// 2 GiB on wasm32, where a tensor of 4 GiB wrapped to no bytes at all).
+///
+/// # Errors
+/// `Error::OutOfMemory` naming `op` and `size`.
+fn host_bytes(op: &'static str, size: u64, limit: u64) -> Result<usize> {
+    usize::try_from(size)
+        .ok()
+        .filter(|_| size <= limit)
+        .ok_or(Error::OutOfMemory {
+            op,
+            requested: size,
+            in_use: 0,
+            cap: None,
+        })
 }
 
 /// Whether a readback reports the fault record (see `faults.rs`).
@@ -666,5 +685,32 @@ impl Drop for GpuStorage {
                 .claim
                 .let_go(&self.ctx.pool, self.ctx.open_batch_counter()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readbacks_past_what_a_host_vec_holds_are_refused() {
+        // wasm32's limit: a tensor of 4 GiB (once wrapped to 0 bytes) and
+        // one of just over 2 GiB are refused, 2 GiB less a byte is not.
+        let wasm = i32::MAX as u64;
+        for size in [1 << 32, (1 << 31) + 4] {
+            match host_bytes("to_vec", size, wasm) {
+                Err(Error::OutOfMemory {
+                    op: "to_vec",
+                    requested,
+                    ..
+                }) => assert_eq!(requested, size),
+                other => panic!("{size}: {other:?}"),
+            }
+        }
+        assert_eq!(host_bytes("to_vec", wasm, wasm).unwrap() as u64, wasm);
+        assert_eq!(
+            host_bytes("to_vec", 1 << 32, isize::MAX as u64).ok(),
+            usize::try_from(1u64 << 32).ok()
+        );
     }
 }
