@@ -185,6 +185,53 @@ fn a_residual_that_does_not_fit_is_an_error_naming_the_op() {
         ),
         "{err}"
     );
+    // An unbatched input's output is [3, 4, 4]: the convolution then its
+    // `add` of a [1, 3, 4, 4] residual is [1, 3, 4, 4], which the fused
+    // one cannot give (it gave [3, 4, 4]); a residual of the output's
+    // rank or less is added.
+    let one = x.squeeze_axis(0).unwrap();
+    let err = one.conv2d(&w, &Conv::new().residual(&r)).unwrap_err();
+    assert!(matches!(err, Error::Shape { op: "conv2d", .. }), "{err}");
+    let fits = Tensor::ones([3, 1, 4], DType::F32, &cpu).unwrap();
+    let got = one.conv2d(&w, &Conv::new().residual(&fits)).unwrap();
+    let want = one.conv2d(&w, &Conv::new()).unwrap().add(&fits).unwrap();
+    assert_eq!(bits(&got), bits(&want));
+    let line = random(&[2, 6], 13, 1.0, &cpu);
+    let w1 = random(&[3, 2, 3], 14, 1.0, &cpu);
+    for (op, result) in [
+        (
+            "conv1d",
+            line.conv1d(
+                &w1,
+                &Conv::new().residual(&r.narrow(3, 0, 1).unwrap().squeeze_axis(3).unwrap()),
+            ),
+        ),
+        (
+            "conv_transpose1d",
+            line.conv_transpose1d(
+                &random(&[2, 3, 3], 15, 1.0, &cpu),
+                &Conv::new().residual(&Tensor::zeros([1, 3, 8], DType::F32, &cpu).unwrap()),
+            ),
+        ),
+    ] {
+        match result {
+            Err(Error::Shape { op: o, .. }) if o == op => {}
+            other => panic!("{op}: {other:?}"),
+        }
+    }
+    // `same` on a transposed convolution is refused as such, with a
+    // stride too (it was refused as needing stride 1).
+    let err = x
+        .conv_transpose2d(
+            &random(&[2, 3, 3, 3], 12, 1.0, &cpu),
+            &Conv::new().same().stride(2),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("not defined for a transposed convolution"),
+        "{err}"
+    );
     if let Some(gpu) = common::gpu() {
         let on = r.to_device(&gpu).unwrap();
         let err = x.conv2d(&w, &Conv::new().residual(&on)).unwrap_err();

@@ -100,6 +100,7 @@ fn operands(
 ) -> Result<(Tensor, bool, DType)> {
     conv.check(op)?;
     let (x, unbatched) = batched(op, x, 4, "[batch, channels, height, width]")?;
+    unbatched_residual(op, conv, unbatched, 3)?;
     super::check_devices(op, &x, &[super::Arg::Tensor(weight)])?;
     if weight.rank() != 4 || weight.dims()[2] == 0 || weight.dims()[3] == 0 {
         return Err(Error::shape(
@@ -122,6 +123,30 @@ fn operands(
         compute_dtype(op, t.dtype())?;
     }
     Ok((x, unbatched, compute))
+}
+
+/// Refuses a residual of more axes than an unbatched input's output
+/// (`rank`): the result would keep its leading ones, as the convolution
+/// followed by its `add` does, where the batch axis is dropped.
+///
+/// # Errors
+/// `Error::Shape` naming `op` and the residual's shape.
+pub(super) fn unbatched_residual(
+    op: &'static str,
+    conv: &Conv,
+    unbatched: bool,
+    rank: usize,
+) -> Result<()> {
+    match conv.residual {
+        Some(r) if unbatched && r.rank() > rank => Err(Error::shape(
+            op,
+            format!(
+                "a residual of shape {} has more axes than the unbatched input's output ({rank})",
+                r.shape()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The result in the operands' dtype, with the bias and the residual
@@ -348,14 +373,16 @@ pub(super) fn transpose_convolve(
     weight: &Tensor,
     conv: &Conv,
 ) -> Result<Tensor> {
-    let (x, unbatched, compute) = operands(name, input, weight, conv)?;
-    let dtype = Tensor::result_type(&x, weight)?;
+    // Before the operands' checks, which would refuse `same` with a
+    // stride as though it took one without.
     let ConvPadding::Zeros(Pair(p)) = conv.padding else {
         return Err(Error::argument(
             name,
             "padding \"same\" is not defined for a transposed convolution",
         ));
     };
+    let (x, unbatched, compute) = operands(name, input, weight, conv)?;
+    let dtype = Tensor::result_type(&x, weight)?;
     let [n, c, h, w] = dims4(&x);
     let [ci, og, kh, kw] = dims4(weight);
     let g = conv.groups;

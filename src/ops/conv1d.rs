@@ -54,6 +54,7 @@ fn along_length(
     run: fn(&'static str, &Tensor, &Tensor, &Conv) -> Result<Tensor>,
 ) -> Result<Tensor> {
     let (x, unbatched) = batched(op, x, 3, "[batch, channels, length]")?;
+    super::conv::unbatched_residual(op, conv, unbatched, 2)?;
     if weight.rank() != 3 {
         return Err(Error::shape(
             op,

@@ -119,7 +119,8 @@ impl<'a> Conv<'a> {
     }
 
     /// Added to the output after the bias and before the activation: a
-    /// tensor that broadcasts to the output's shape (cuDNN's `z`, ONNX
+    /// tensor that broadcasts to the output's shape, with no more axes
+    /// than it (so at most 3 for an unbatched input's) (cuDNN's `z`, ONNX
     /// Runtime's fused Conv + Add: a residual block's skip connection, an
     /// FPN's upsampled coarser level), in the dtype the convolution sums
     /// in where it rounds its sums once after (an f16 or bf16 transposed
