@@ -106,7 +106,9 @@ impl Device {
     /// What `step` returned, and on a GPU `Error::Argument` as above (what
     /// the step recorded until then runs, as eager ops would have), a
     /// capture inside a capture on one device, or while the device is
-    /// being profiled; the device's errors.
+    /// being profiled, or when an op that failed inside the step (an
+    /// error `step` let pass) had taken the buffer of a tensor the step
+    /// then dropped while other ops still wrote it; the device's errors.
     pub fn capture(&self, step: impl FnMut() -> Result<()> + 'static) -> Result<Graph> {
         let mut step: Box<dyn FnMut() -> Result<()>> = Box::new(step);
         let inner = match self.gpu_context() {

@@ -641,3 +641,57 @@ fn a_capture_begun_during_another_threads_self_check_waits_for_it() {
         );
     }
 }
+
+/// An op inside the step that takes a tensor's buffer and then fails (a
+/// custom kernel's second operand past the binding limit), an error the
+/// step lets pass, and the tensor dropped while another op still reads
+/// what wrote it: the buffer went back to the pool, and every run wrote
+/// `a + b` into the next tensor the pool gave it to. The capture is
+/// refused; the step ran as eager ops.
+#[test]
+fn a_step_that_lets_a_failed_op_pass_after_it_took_a_buffer_is_refused() {
+    let Some(dev) = own_gpu(GpuOptions {
+        max_binding_bytes: Some(1024),
+        fusion: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let ones = || Tensor::ones([64], DType::F32, &dev).unwrap();
+    let (a, b, o) = (
+        ones(),
+        ones(),
+        Tensor::zeros([64], DType::F32, &dev).unwrap(),
+    );
+    let wide = Tensor::zeros([64 * 64], DType::F32, &dev).unwrap();
+    let k = webtensor::CustomKernel::new(
+        "k",
+        &[("p", DType::F32), ("q", DType::F32)],
+        &[],
+        ("r", DType::F32),
+        "r = p + q;",
+    )
+    .unwrap();
+    let os = o.clone();
+    let step = dev.capture(move || {
+        let x = a.add(&b)?;
+        let y = x.mul_scalar(3.0)?;
+        // 16 KiB of binding for 64 elements: refused after `x` is bound.
+        let refused = k.call_into(&os, &[&x, &wide.slice(s![..;64])?], &[]);
+        assert!(matches!(refused, Err(Error::TooLarge { .. })));
+        drop(x);
+        os.add_(&y)
+    });
+    match step {
+        Err(Error::Argument {
+            op: "Device::capture",
+            msg,
+        }) => {
+            assert!(msg.contains("cannot be replayed"), "{msg}")
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    let t = Tensor::zeros([64], DType::F32, &dev).unwrap();
+    assert_eq!(o.to_vec::<f32>().unwrap(), [6.0; 64]);
+    assert_eq!(t.to_vec::<f32>().unwrap(), [0.0; 64]);
+}

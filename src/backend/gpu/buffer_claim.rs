@@ -336,6 +336,15 @@ impl BufferClaim {
     /// claim's, even once the tensor is gone, until the step lets go
     /// (unless the tensor, and every step holding the buffer, is gone
     /// already: checked and held under one lock). True when held.
+    /// True when the tensor is gone and its own buffer went back to the
+    /// pool (taken outside any command: by an op that failed after
+    /// binding it), where a command that still writes it would write the
+    /// buffer the pool hands on.
+    pub fn released_with_buffer(&self) -> bool {
+        let s = self.state();
+        s.is_gone() && s.buffer.is_some() && !s.temporary
+    }
+
     pub fn hold_unless_gone(&self) -> bool {
         let mut s = self.state();
         if s.is_gone() {

@@ -15,7 +15,7 @@ use super::command::Command;
 use super::kernel::pipeline::Pipeline;
 use super::pool::PooledBuffer;
 use super::target::Target;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use rustc_hash::FxHashSet;
 use std::cell::Cell;
 use std::sync::Arc;
@@ -95,12 +95,27 @@ impl Capture {
     }
 
     /// Holds every buffer of `commands` that a tensor still holds.
-    pub fn hold_live(&mut self, commands: &[Command]) {
+    ///
+    /// # Errors
+    /// `Error::Argument` when a buffer the batch binds went back to the
+    /// pool: taken by an op inside the step that failed after binding it
+    /// (an error the step let pass), its tensor dropped since. Every run
+    /// would write a buffer the pool hands to other tensors.
+    pub fn hold_live(&mut self, commands: &[Command]) -> Result<()> {
         for command in commands {
             for claim in command.operands().iter().filter_map(|o| o.claim) {
                 self.hold(claim);
+                if claim.released_with_buffer() {
+                    return Err(Error::argument(
+                        OP,
+                        "an op inside the step failed after taking the buffer of a tensor \
+                         the step then dropped while other ops still wrote it; \
+                         a step that lets an op's error pass cannot be replayed",
+                    ));
+                }
             }
         }
+        Ok(())
     }
 
     /// Holds `claim`'s buffer unless its tensor (and any other step

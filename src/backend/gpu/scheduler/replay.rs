@@ -100,8 +100,12 @@ impl Scheduler {
             capture.let_go(ctx);
             return Err(e);
         }
+        if let Err(e) = capture.hold_live(&self.pending) {
+            let _submitted = self.flush(ctx, |_| {});
+            capture.let_go(ctx);
+            return Err(e);
+        }
         let (commands, kernel_params) = self.take_pending();
-        capture.hold_live(&commands);
         #[cfg(not(target_arch = "wasm32"))]
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let batch = Batch {
