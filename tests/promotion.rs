@@ -307,6 +307,30 @@ fn zero_d_tensors_and_bool_scalars_promote_as_pytorch() {
     }
 }
 
+/// Two-operand special functions promote a 0-d operand as a scalar, as
+/// PyTorch's (`xlogy` of an f16 [3] and a 0-d f32 is f16; it broadcast
+/// the 0-d one first and gave f32).
+#[test]
+fn special_functions_promote_a_zero_d_operand_as_a_scalar() {
+    for dev in devices() {
+        let x = operand(DType::F16, 1, &dev).abs().unwrap();
+        let half = x.slice(webtensor::s![1, 2]).unwrap();
+        let y = operand(DType::F32, 2, &dev)
+            .slice(webtensor::s![1, 2])
+            .unwrap();
+        for (what, got) in [
+            ("xlogy", x.xlogy(&y)),
+            ("xlogy of the 0-d first", y.xlogy(&x)),
+            ("logaddexp", x.logaddexp(&y)),
+            ("logaddexp2", y.logaddexp2(&x)),
+        ] {
+            assert_eq!(got.unwrap().dtype(), DType::F16, "{what} on {dev}");
+        }
+        // Two 0-d operands promote across the table.
+        assert_eq!(half.xlogy(&y).unwrap().dtype(), DType::F32, "{dev}");
+    }
+}
+
 /// clamp computes in the dtype the tensor takes with its bounds, as
 /// PyTorch's: float bounds of an integer tensor give f32 (fractional ones
 /// were refused, whole ones silently changed the dtype); integer bounds

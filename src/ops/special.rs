@@ -72,9 +72,12 @@ impl Tensor {
         super::as_op("xlogy", || {
             // Both as views of the result's shape: ops of y alone would be
             // kernels of their own beside the broadcast ones.
+            // The dtype of the operands as given: a 0-d one broadcast
+            // would promote as a dimensioned one.
+            let common = Tensor::result_type(self, y)?;
             let shape = crate::shape::broadcast_shapes(self.shape(), y.shape())?;
             let (x, y) = (self.broadcast_to(shape.clone())?, y.broadcast_to(shape)?);
-            let (x, y, dtype) = computed_apart(&x, &y)?;
+            let (x, y, dtype) = computed_apart_in(&x, &y, common)?;
             let zero = x.eq_scalar(0.0)?.logical_and(&y.isnan()?.logical_not()?)?;
             x.mul(&y.log()?)?.masked_fill(&zero, 0.0)?.to_dtype(dtype)
         })
@@ -146,15 +149,14 @@ impl Tensor {
     }
 }
 
-/// `a` and `b` in their common dtype where it is a float one (each
+/// `a` and `b` in their common dtype `common` where it is a float one (each
 /// branch of a two-operand function then computes in it, whichever operand
 /// came first: `x + ln 2` of an f16 `x` beside an f32 `y` is f32's); as
 /// they are otherwise (the ops refuse what they cannot take).
 ///
 /// # Errors
-/// As [`Tensor::result_type`].
-fn common_float(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
-    let common = Tensor::result_type(a, b)?;
+/// As [`Tensor::to_dtype`].
+fn common_float(a: &Tensor, b: &Tensor, common: DType) -> Result<(Tensor, Tensor)> {
     if !common.is_float() {
         return Ok((a.clone(), b.clone()));
     }
@@ -167,7 +169,12 @@ fn common_float(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
 /// # Errors
 /// As [`Tensor::result_type`].
 fn computed_apart(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor, DType)> {
-    let (a, b) = common_float(a, b)?;
+    computed_apart_in(a, b, Tensor::result_type(a, b)?)
+}
+
+/// [`computed_apart`] in `common`, their result type.
+fn computed_apart_in(a: &Tensor, b: &Tensor, common: DType) -> Result<(Tensor, Tensor, DType)> {
+    let (a, b) = common_float(a, b, common)?;
     let dtype = a.dtype();
     Ok((widened(&a)?, widened(&b)?, dtype))
 }
