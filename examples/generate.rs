@@ -140,7 +140,7 @@ fn run() -> Result<()> {
         .and_then(|a| file.get(&format!("{a}.context_length")))
         .and_then(GgufValue::as_u64)
         .map(|c| c as usize);
-    let wanted = prompt.len() + o.tokens;
+    let wanted = prompt.len().saturating_add(o.tokens);
     let context = o
         .context
         .unwrap_or(trained.map_or(wanted, |t| wanted.min(t)));
@@ -180,6 +180,7 @@ fn run() -> Result<()> {
     let mut shown = shown_prompt.len();
     let start = Instant::now();
     let mut steps = 0;
+    let mut full = false;
     while generated.len() < o.tokens && !tok.is_end(next) {
         generated.push(next);
         // Decoded whole each time, so that pieces of one character
@@ -194,7 +195,11 @@ fn run() -> Result<()> {
             shown = text.len();
         }
         let at = prompt.len() + generated.len() - 1;
-        if at >= context || generated.len() == o.tokens {
+        if generated.len() == o.tokens {
+            break;
+        }
+        if at >= context {
+            full = true;
             break;
         }
         let logits = decoder.step(next, at)?;
@@ -203,6 +208,9 @@ fn run() -> Result<()> {
     }
     let decode = start.elapsed().as_secs_f64();
     println!();
+    if full {
+        eprintln!("(stopped: the context of {context} positions is full; --context sets it)");
+    }
     eprintln!(
         "prompt: {} tokens in {:.3} s ({:.1} tokens/s); decoding: {} steps in {:.3} s ({:.1} tokens/s)",
         prompt.len(),

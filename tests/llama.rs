@@ -491,5 +491,15 @@ fn a_captured_decoding_step_replays_numpys_greedy_tokens() {
             tokens.push(next);
         }
         assert_eq!(tokens, greedy, "captured greedy continuation on {dev}");
+        // A position past the caches of 32 is refused before the step
+        // runs (a GPU's replay read the rope tables' zeros there).
+        match decoder.step(next as u32, 32) {
+            Err(webtensor::Error::Argument { op, msg }) => {
+                assert_eq!(op, "Decoder::step");
+                assert!(msg.contains("position 32"), "{msg}");
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        decoder.step(next as u32, 31).unwrap();
     }
 }

@@ -495,9 +495,20 @@ impl Decoder {
     /// `context`).
     ///
     /// # Errors
-    /// webtensor's (a position past the caches is the scatter's index
-    /// error).
+    /// `Error::Argument` naming `Decoder::step` for a position past the
+    /// caches (checked here: a GPU's replayed step would read the rope
+    /// tables' zeros there and skip the cache's write, its index error
+    /// coming only with the next readback); webtensor's.
     pub fn step(&mut self, token: u32, at: usize) -> webtensor::Result<&Tensor> {
+        if at >= self.model.context {
+            return Err(webtensor::Error::Argument {
+                op: "Decoder::step",
+                msg: format!(
+                    "position {at} is past the key/value caches of {} positions",
+                    self.model.context
+                ),
+            });
+        }
         let dev = self.logits.device().clone();
         self.token
             .assign(&Tensor::from_slice(&[token as i32], [1], &dev)?)?;
