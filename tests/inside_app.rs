@@ -216,6 +216,16 @@ fn tensors_hand_out_their_buffers() {
     dev.sync().unwrap();
     assert_eq!(app_read(&device, &queue, &out.buffer), before);
     drop(others);
+    // Wrapped back, the buffer is its tensor's 6 elements, whatever its
+    // size (a shape past them read the pool's stale bytes).
+    assert!(out.buffer.size() > 24);
+    let again = Tensor::from_gpu_buffer(&out.buffer, DType::F32, [6], 0, &dev).unwrap();
+    assert_eq!(again.to_vec::<f32>().unwrap().len(), 6);
+    for (shape, offset) in [([7], 0), ([6], 4)] {
+        let e = Tensor::from_gpu_buffer(&out.buffer, DType::F32, shape, offset, &dev).unwrap_err();
+        assert!(e.to_string().contains("the 6 of the tensor"), "{e}");
+    }
+    drop(again);
     // A strided view exports its own layout; contiguous_gpu_buffer copies.
     let strided = base.slice(s![1.., ..;-3]).unwrap().gpu_buffer().unwrap();
     assert_eq!(

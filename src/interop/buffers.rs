@@ -156,7 +156,8 @@ impl Tensor {
     /// another wgpu device or instance, a mapped buffer (natively; unmap
     /// it first), or one already wrapped as a dtype
     /// stored otherwise; `Error::Shape` when the elements do not fit the
-    /// buffer; `Error::UnsupportedDType` for f64; `Error::TooLarge` past the
+    /// buffer (a tensor's own buffer: its elements, though the buffer may
+    /// be larger); `Error::UnsupportedDType` for f64; `Error::TooLarge` past the
     /// device's largest buffer.
     pub fn from_gpu_buffer(
         buffer: &wgpu::Buffer,
@@ -210,6 +211,22 @@ impl Tensor {
             );
         }
         let storage = interop::wrap(OP, &ctx, buffer, dtype)?;
+        // A buffer handed out before is its tensor's storage again, which
+        // may hold fewer elements than the buffer's (rounded up) size: a
+        // shape past them read the pool's stale bytes.
+        if let Storage::Gpu(s) = &*storage {
+            let holds = s.len / dtype.stored_as().1;
+            let first = (byte_offset / element_bytes) as usize;
+            if first.saturating_add(layout.numel()) > holds {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "{} elements of {dtype} from byte {byte_offset} do not fit the {holds} of the tensor the buffer holds",
+                        layout.numel()
+                    ),
+                ));
+            }
+        }
         Ok(Tensor::from_parts(storage, layout, dtype, device.clone()))
     }
 }
