@@ -12,7 +12,8 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::DType` when `T` is not the tensor's dtype; GPU failures;
-    /// `Error::Index` when an indexing op on this GPU met an out-of-range
+    /// `Error::TooLarge` for more bytes than one host vector holds (2 GiB
+    /// on wasm32); `Error::Index` when an indexing op on this GPU met an out-of-range
     /// index since the last readback (see [`Tensor::take`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {

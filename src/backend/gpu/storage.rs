@@ -449,16 +449,16 @@ impl GpuStorage {
 /// 2 GiB on wasm32, where a tensor of 4 GiB wrapped to no bytes at all).
 ///
 /// # Errors
-/// `Error::OutOfMemory` naming `op` and `size`.
+/// `Error::TooLarge` naming `op`, `size` and `limit`.
 fn host_bytes(op: &'static str, size: u64, limit: u64) -> Result<usize> {
     usize::try_from(size)
         .ok()
         .filter(|_| size <= limit)
-        .ok_or(Error::OutOfMemory {
+        .ok_or(Error::TooLarge {
             op,
+            what: "bytes read back into one host vector",
             requested: size,
-            in_use: 0,
-            cap: None,
+            limit,
         })
 }
 
@@ -699,11 +699,12 @@ mod tests {
         let wasm = i32::MAX as u64;
         for size in [1 << 32, (1 << 31) + 4] {
             match host_bytes("to_vec", size, wasm) {
-                Err(Error::OutOfMemory {
+                Err(Error::TooLarge {
                     op: "to_vec",
                     requested,
+                    limit,
                     ..
-                }) => assert_eq!(requested, size),
+                }) => assert_eq!((requested, limit), (size, wasm)),
                 other => panic!("{size}: {other:?}"),
             }
         }
