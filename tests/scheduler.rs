@@ -600,6 +600,32 @@ fn the_memory_cap_is_an_error_not_an_abort() {
     assert_eq!(dev.stats().bytes_pooled, 0);
 }
 
+/// A request the cap refuses whatever goes leaves the idle buffers
+/// pooled (they were all dropped first, for nothing); one that fits once
+/// they go takes their room.
+#[test]
+fn a_request_the_cap_refuses_keeps_the_idle_buffers() {
+    let Some(dev) = own_gpu(GpuOptions {
+        memory_cap: Some(1 << 20),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let live = Tensor::zeros([1 << 16], DType::F32, &dev).unwrap();
+    let idle = Tensor::zeros([1 << 17], DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    drop(idle);
+    let pooled = dev.stats().bytes_pooled;
+    assert!(pooled >= 1 << 19, "{:?}", dev.stats());
+    let err = Tensor::from_vec(vec![0.0f32; 1 << 18], [1 << 18], &dev).unwrap_err();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+    assert_eq!(dev.stats().bytes_pooled, pooled);
+    let fits = Tensor::full([3 << 16], 1.0, DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    assert_eq!(dev.stats().bytes_pooled, 0);
+    drop((live, fits));
+}
+
 #[test]
 fn scheduler_settings_are_harmless_on_the_cpu() {
     let cpu = Device::cpu();

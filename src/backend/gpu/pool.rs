@@ -147,14 +147,18 @@ impl PoolState {
         self.counters.bytes_live + self.counters.bytes_pooled + self.counters.bytes_reserved
     }
 
-    /// Refuses `size` more bytes over the cap (after dropping idle buffers).
+    /// Refuses `size` more bytes over the cap (after dropping idle buffers,
+    /// where that makes room: a request that cannot fit keeps them).
     fn check_cap(&mut self, op: &'static str, size: u64) -> Result<()> {
-        self.trim_for(size);
+        let in_use = self.counters.bytes_live + self.counters.bytes_reserved;
+        if self.cap.is_some_and(|cap| in_use + size <= cap) {
+            self.trim_for(size);
+        }
         match self.cap {
             Some(cap) if self.allocated() + size > cap => Err(Error::OutOfMemory {
                 op,
                 requested: size,
-                in_use: self.counters.bytes_live + self.counters.bytes_reserved,
+                in_use,
                 cap: Some(cap),
             }),
             _ => Ok(()),
