@@ -314,3 +314,41 @@ fn crossed_in_place_ops_on_two_threads_finish() {
             .expect("a thread is still waiting for a lock after 120 s");
     }
 }
+
+/// A product called from a worker of the application's own rayon pool,
+/// whose other job writes an operand: the product's wait let rayon run
+/// that job on the thread that held the operand's lock, which then waited
+/// on itself. Both a device of its own threads and the process's.
+#[test]
+fn a_product_inside_the_applications_rayon_pool_finishes() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let (done, finished) = mpsc::channel();
+    for threads in [Some(2), None] {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let dev = match threads {
+                Some(n) => Device::cpu_with_threads(n).unwrap(),
+                None => Device::cpu(),
+            };
+            // Past gemm's threading threshold (m n k > 589,824).
+            let a = Tensor::rand([96, 96], DType::F32, 1, &dev).unwrap();
+            let user = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            for _ in 0..20 {
+                user.scope(|s| {
+                    s.spawn(|_| a.sub_scalar_(1.0).unwrap());
+                    a.matmul(&a).unwrap();
+                });
+            }
+            done.send(threads).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        finished
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a product inside a rayon pool is still waiting after 120 s");
+    }
+}

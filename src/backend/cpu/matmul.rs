@@ -111,9 +111,12 @@ impl GemmFloat for f64 {
 
 /// How `gemm` runs: on the op's threads on native targets, where the
 /// caller runs under `threads::install` (as [`matmul`] does).
+/// One thread on a worker of the application's own rayon pool: gemm's
+/// wait for its parts there would run that pool's jobs under the op's
+/// locks (see `threads::install`).
 #[cfg(not(target_arch = "wasm32"))]
 pub(super) fn parallelism() -> gemm::Parallelism {
-    if super::threads::count() > 1 {
+    if super::threads::count() > 1 && super::threads::may_wait_on_rayon() {
         gemm::Parallelism::Rayon(0)
     } else {
         gemm::Parallelism::None

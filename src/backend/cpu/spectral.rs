@@ -39,10 +39,11 @@ struct Answer<F> {
 }
 
 /// How faer splits one matrix's work: over the op's threads on native
-/// targets (the caller runs under `threads::install`).
+/// targets (the caller runs under `threads::install`), one on a worker of
+/// the application's rayon pool (see `threads::may_wait_on_rayon`).
 fn parallelism() -> Par {
     #[cfg(not(target_arch = "wasm32"))]
-    if super::threads::count() > 1 {
+    if super::threads::count() > 1 && super::threads::may_wait_on_rayon() {
         return Par::rayon(0);
     }
     Par::Seq

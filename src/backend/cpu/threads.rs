@@ -160,6 +160,11 @@ pub(crate) fn count() -> usize {
 /// running op's rayon pool: moved onto it when this thread is not one of
 /// its workers and the pool has more than one thread (a pool of one runs
 /// it here; the process's pool takes rayon's work from any thread).
+///
+/// From a worker of another rayon pool (the application's), the work is
+/// moved from a thread of its own: rayon's wait for it there runs that
+/// pool's other jobs on this thread, which holds the op's storage locks,
+/// and a job that locks the same storage waited on itself.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn install<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     let threads = current();
@@ -168,10 +173,29 @@ pub(crate) fn install<R: Send>(work: impl FnOnce() -> R + Send) -> R {
             // The op's threads go along: the work's own parts split over
             // the op's team, not the process's.
             let pool = pool.clone();
-            pool.install(move || threads.enter(work))
+            let run = move || pool.install(move || threads.enter(work));
+            if rayon::current_thread_index().is_none() {
+                return run();
+            }
+            std::thread::scope(|s| match s.spawn(run).join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
         }
         _ => work(),
     }
+}
+
+/// True when this thread may wait on rayon's pool for gemm's parts: not
+/// a worker of a pool other than the op's (see [`install`]), where the
+/// wait would run that pool's jobs under the op's locks.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn may_wait_on_rayon() -> bool {
+    let own = current()
+        .pool
+        .as_ref()
+        .and_then(|p| p.current_thread_index());
+    own.is_some() || rayon::current_thread_index().is_none()
 }
 
 /// wasm's one thread runs `work` where it is.
