@@ -229,15 +229,19 @@ fn a_device_reports_and_keeps_its_threads() {
     assert_eq!(default.info().threads == 0, default.is_gpu());
 }
 
+/// No threads, and more than a machine runs (a million spawned threads
+/// until the system refused one, starving it first), are refused.
 #[test]
-fn zero_threads_is_refused() {
-    match Device::cpu_with_threads(0) {
-        Err(Error::Argument { op, msg }) => {
-            assert_eq!(op, "Device::cpu_with_threads");
-            assert!(msg.contains("threads = 0"), "{msg}");
+fn zero_threads_and_a_million_are_refused() {
+    for n in [0, 1025, 1 << 20] {
+        match Device::cpu_with_threads(n) {
+            Err(Error::Argument { op, msg }) => {
+                assert_eq!(op, "Device::cpu_with_threads");
+                assert!(msg.contains(&format!("threads = {n}")), "{msg}");
+            }
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("a device of {n} threads"),
         }
-        Err(e) => panic!("wrong error: {e}"),
-        Ok(_) => panic!("a device of no threads"),
     }
 }
 

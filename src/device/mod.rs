@@ -77,8 +77,8 @@ impl Device {
     /// [`Tensor::to_device`]: crate::Tensor::to_device
     ///
     /// # Errors
-    /// `Error::Argument` for `threads == 0`; `Error::Internal` when the
-    /// system refuses the threads.
+    /// `Error::Argument` for `threads == 0` or past 1,024;
+    /// `Error::Internal` when the system refuses the threads.
     pub fn cpu_with_threads(threads: usize) -> Result<Device> {
         Ok(Device {
             inner: Inner::Cpu(CpuDevice {

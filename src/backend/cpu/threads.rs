@@ -52,17 +52,22 @@ fn global_team() -> &'static Team {
     })
 }
 
+/// The most threads a device takes: a count past it spawned threads
+/// (rayon's pool quietly holds no more than 65,535) until the system
+/// refused one, starving the machine first.
+pub(crate) const MAX_THREADS: usize = 1024;
+
 impl Threads {
     /// `n` threads of its own (one thread on wasm).
     ///
     /// # Errors
-    /// `Error::Argument` naming `op` for `n == 0`; `Error::Internal` when the
-    /// system refuses the threads.
+    /// `Error::Argument` naming `op` for `n == 0` or past [`MAX_THREADS`];
+    /// `Error::Internal` when the system refuses the threads.
     pub fn new(op: &'static str, n: usize) -> Result<Threads> {
-        if n == 0 {
+        if n == 0 || n > MAX_THREADS {
             return Err(Error::argument(
                 op,
-                "threads = 0; a device needs at least one",
+                format!("threads = {n}; a device takes 1 to {MAX_THREADS}"),
             ));
         }
         #[cfg(not(target_arch = "wasm32"))]
