@@ -110,7 +110,9 @@ impl GpuContext {
     /// not understood (see `check_settings`).
     pub async fn open(options: &GpuOptions) -> Result<GpuContext> {
         const OP: &str = "Device::gpu";
-        super::opening::check_settings(OP, |name| std::env::var(name).ok())?;
+        super::opening::check_settings(OP, |name| {
+            super::opening::environment(std::env::var(name))
+        })?;
         // Creating an instance where the page has no WebGPU would panic in
         // wgpu; ask first.
         #[cfg(target_arch = "wasm32")]
@@ -187,7 +189,9 @@ impl GpuContext {
         queue: wgpu::Queue,
         options: &GpuOptions,
     ) -> Result<GpuContext> {
-        super::opening::check_settings(op, |name| std::env::var(name).ok())?;
+        super::opening::check_settings(op, |name| {
+            super::opening::environment(std::env::var(name))
+        })?;
         Ok(Self::assemble(info, device, queue, options, None))
     }
 

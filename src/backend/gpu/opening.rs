@@ -320,6 +320,19 @@ pub(super) fn resident_threads_for(device_type: wgpu::DeviceType) -> usize {
     }
 }
 
+/// A variable of the environment for [`check_settings`]: a value that is
+/// not Unicode as its lossy text, which no setting takes (read as unset,
+/// it was silently the default).
+pub(super) fn environment(
+    value: std::result::Result<String, std::env::VarError>,
+) -> Option<String> {
+    match value {
+        Ok(v) => Some(v),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(raw)) => Some(raw.to_string_lossy().into_owned()),
+    }
+}
+
 /// Reads a setting from the environment; unset or unparsable gives `None`.
 pub(super) fn env_setting<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok()?.trim().parse().ok()
@@ -410,5 +423,22 @@ mod tests {
             let e = check_settings("Device::gpu", with(bad)).unwrap_err();
             assert!(e.to_string().contains(bad[0].0), "{e}");
         }
+    }
+
+    /// A value that is not Unicode is a value no setting takes (it read as
+    /// unset: no cap at all for `WEBTENSOR_MEMORY_CAP=$'\xff'`).
+    #[cfg(unix)]
+    #[test]
+    fn settings_that_are_not_unicode_are_errors() {
+        use std::env::VarError;
+        use std::os::unix::ffi::OsStringExt;
+        let raw = || VarError::NotUnicode(std::ffi::OsString::from_vec(vec![b'1', 0xff]));
+        let lookup = |name: &str| match name {
+            "WEBTENSOR_MEMORY_CAP" => environment(Err(raw())),
+            _ => environment(Err(VarError::NotPresent)),
+        };
+        let e = check_settings("Device::gpu", lookup).unwrap_err();
+        assert!(e.to_string().contains("WEBTENSOR_MEMORY_CAP"), "{e}");
+        assert_eq!(environment(Ok("1".into())).as_deref(), Some("1"));
     }
 }
