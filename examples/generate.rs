@@ -59,16 +59,24 @@ fn options() -> Result<Options> {
     let mut args = std::env::args().skip(1);
     let mut free = Vec::new();
     let (mut tokens, mut cpu, mut dequantize, mut context, mut seed) = (64, false, false, None, 0);
-    let (mut temperature, mut top_k, mut top_p) = (0.0, None, None);
+    let (mut temperature, mut top_k, mut top_p) = (0.0f64, None, None);
     while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        // The option's value, parsed, an error naming both.
+        fn parsed<T: std::str::FromStr>(name: &str, v: Option<String>) -> Result<T>
+        where
+            T::Err: std::fmt::Display,
+        {
+            let v = v.ok_or_else(|| format!("{name} needs a value"))?;
+            v.parse().map_err(|e| format!("{name} {v:?}: {e}").into())
+        }
+        let mut value = || args.next();
         match a.as_str() {
-            "--tokens" => tokens = value("--tokens")?.parse()?,
-            "--context" => context = Some(value("--context")?.parse()?),
-            "--temperature" => temperature = value("--temperature")?.parse()?,
-            "--top-k" => top_k = Some(value("--top-k")?.parse()?),
-            "--top-p" => top_p = Some(value("--top-p")?.parse()?),
-            "--seed" => seed = value("--seed")?.parse()?,
+            "--tokens" => tokens = parsed(&a, value())?,
+            "--context" => context = Some(parsed(&a, value())?),
+            "--temperature" => temperature = parsed(&a, value())?,
+            "--top-k" => top_k = Some(parsed(&a, value())?),
+            "--top-p" => top_p = Some(parsed(&a, value())?),
+            "--seed" => seed = parsed(&a, value())?,
             "--cpu" => cpu = true,
             "--dequantize" => dequantize = true,
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}").into()),
@@ -79,6 +87,14 @@ fn options() -> Result<Options> {
         "usage: generate MODEL.gguf \"prompt\" [--tokens N] [--cpu] [--dequantize] \
          [--context N] [--temperature T] [--top-k K] [--top-p P] [--seed S]"
     })?;
+    // Checked before the model loads (the sampler checks them at the
+    // first token, after the prompt's pass).
+    if !(temperature.is_finite() && temperature >= 0.0) {
+        return Err(format!("--temperature {temperature} is not a number >= 0").into());
+    }
+    if top_p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
+        return Err(format!("--top-p {} is not in [0, 1]", top_p.unwrap_or_default()).into());
+    }
     let mut sampling = Sampling::new(temperature);
     // 0 keeps every token, as llama.cpp's and Hugging Face's top-k 0.
     if let Some(k) = top_k.filter(|&k| k > 0) {
