@@ -456,20 +456,23 @@ fn bodies_cannot_reach_past_their_views() {
     }
 }
 
+/// A kernel "wide" of input `x` and output `y` of `dtype`, and `n`
+/// scalars `s0`, `s1` ... of it.
+fn wide(n: usize, dtype: DType, body: &str) -> CustomKernel {
+    let names: Vec<String> = (0..n).map(|k| format!("s{k}")).collect();
+    let scalars: Vec<(&str, DType)> = names.iter().map(|n| (n.as_str(), dtype)).collect();
+    CustomKernel::new("wide", &[("x", dtype)], &scalars, ("y", dtype), body).unwrap()
+}
+
 /// 300 scalars, past the 255 parameters a WGSL function may be limited
 /// to (Tint's limit), each read back where the body names it.
 #[test]
 fn a_kernel_of_hundreds_of_scalars_reads_each() {
-    let names: Vec<String> = (0..300).map(|k| format!("s{k}")).collect();
-    let scalars: Vec<(&str, DType)> = names.iter().map(|n| (n.as_str(), DType::I32)).collect();
-    let k = CustomKernel::new(
-        "wide",
-        &[("x", DType::I32)],
-        &scalars,
-        ("y", DType::I32),
+    let k = wide(
+        300,
+        DType::I32,
         "y = x * 1000 + s1 * 100 + s150 * 10 + s299;",
-    )
-    .unwrap();
+    );
     let values: Vec<webtensor::Scalar> = (0..300).map(|k| (k % 7).into()).collect();
     for dev in gpus() {
         let x = Tensor::arange(0i32, 3, 1, &dev).unwrap();
@@ -485,18 +488,9 @@ fn a_parameter_block_over_the_uniform_limit_is_an_error_at_call() {
         return;
     };
     // 16,400 scalars take more than WebGPU's 64 KiB of uniform binding.
-    let names: Vec<String> = (0..16_400).map(|k| format!("s{k}")).collect();
-    let scalars: Vec<(&str, DType)> = names.iter().map(|n| (n.as_str(), DType::F32)).collect();
-    let k = CustomKernel::new(
-        "wide",
-        &[("x", DType::F32)],
-        &scalars,
-        ("y", DType::F32),
-        "y = x + s0;",
-    )
-    .unwrap();
+    let k = wide(16_400, DType::F32, "y = x + s0;");
     let x = Tensor::ones([4], DType::F32, &dev).unwrap();
-    let values: Vec<webtensor::Scalar> = (0..names.len()).map(|_| 1.0.into()).collect();
+    let values: Vec<webtensor::Scalar> = (0..16_400).map(|_| 1.0.into()).collect();
     let e = k.call(&[&x], &values).unwrap_err().to_string();
     assert!(e.contains("uniform") && e.contains("\"wide\""), "{e}");
     // Nothing was recorded: the device goes on.
