@@ -175,8 +175,11 @@ fn buffers_made_and_dropped_leave_nothing_behind() -> Result<()> {
         let mut done = Ok(());
         let kept = bytes_kept_by(|| done = round(8000, read));
         done?;
-        // Without reads, up to 1,024 writes wait for the next submit.
-        let most = if read { 32 << 10 } else { 1 << 20 };
+        // Without reads, up to 1,024 writes wait for the next submit, and
+        // the 1,024 before them for the GPU to finish the empty submit
+        // that let them go (a loaded machine's lavapipe finishes it late:
+        // 1.3 MB were kept once). The leak this guards against kept 4.5 MB.
+        let most = if read { 32 << 10 } else { 2 << 20 };
         assert!(
             kept < most,
             "read {read}: 8,000 buffers made and dropped kept {kept} bytes"
