@@ -235,6 +235,27 @@ fn what_a_profile_refuses_and_what_it_returns() {
     }
 }
 
+/// On the CPU, where ops run as they are called, the wall time ends with
+/// the last op (as on a GPU with its last op, submit or readback): host
+/// work the closure does after it is in no op, and was in the wall time.
+#[test]
+fn a_cpu_profiles_wall_time_ends_with_its_last_op() {
+    let dev = Device::cpu();
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    let p = dev
+        .profile(move || {
+            x.exp_()?;
+            x.add_scalar_(1.0)?;
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(names(&p), ["exp", "add"]);
+    // Each op's host time runs from the end of the one before: together
+    // they are the wall time exactly.
+    assert_eq!(p.wall(), p.host(), "{p}");
+}
+
 #[test]
 fn an_op_over_more_than_one_binding_runs_in_several_kernels() {
     let Some(dev) = own_gpu(GpuOptions {

@@ -63,7 +63,6 @@ pub(crate) fn profile_ops(ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
     })?;
     let open = Open;
     ops()?;
-    let ended = Stamp::now();
     let log = LOG.with(|log| log.borrow_mut().take());
     drop(open);
     let log = log.ok_or_else(|| Error::internal(OP, "the profile was closed"))?;
@@ -72,7 +71,8 @@ pub(crate) fn profile_ops(ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
         &log.frames,
         Vec::new(),
         Vec::new(),
-        log.started.until(ended),
+        // To the end of the last op or readback, as on a GPU.
+        log.started.until(log.mark),
         Some("the CPU device runs ops on the host: their time is the host's"),
     ))
 }
