@@ -123,7 +123,7 @@ macro_rules! grid_type {
                 let axis = (0..$rank).find(|&a| p[a] >= Self::SHAPE[a]).unwrap_or(0);
                 Error::Index {
                     op: "Grid::set",
-                    index: p[axis] as isize,
+                    index: isize::try_from(p[axis]).unwrap_or(isize::MAX),
                     axis,
                     size: Self::SHAPE[axis],
                 }

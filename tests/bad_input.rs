@@ -597,6 +597,24 @@ fn indices_into_an_axis_past_i32_are_taken_or_refused() {
 /// An STFT of one frame with a hop of 2^62 (found by the property test,
 /// once in about 25 long runs): the frame axis's stride doubled into the
 /// f32 pair view overflowed (a panic with overflow checks on).
+/// An index past `isize::MAX` in an error saturates there: `as isize`
+/// wrapped `usize::MAX` to -1, an index that reads as "the last".
+#[test]
+fn an_index_past_isize_in_an_error_is_never_negative() {
+    let t = Tensor::zeros([4], DType::F32, &Device::cpu()).unwrap();
+    for (start, len) in [(usize::MAX, 1), (1, usize::MAX), (usize::MAX, usize::MAX)] {
+        match t.narrow(0, start, len) {
+            Err(Error::Index { index, size: 4, .. }) => assert_eq!(index, isize::MAX),
+            other => panic!("narrow({start}, {len}): {other:?}"),
+        }
+    }
+    let mut g = webtensor::Grid2::<f32, 2, 3>::default();
+    match g.set([1, usize::MAX], 1.0) {
+        Err(Error::Index { index, axis: 1, .. }) => assert_eq!(index, isize::MAX),
+        other => panic!("Grid::set: {other:?}"),
+    }
+}
+
 #[test]
 fn a_single_frame_with_a_huge_hop_is_no_overflow() {
     for dev in common::devices() {

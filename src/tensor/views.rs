@@ -143,7 +143,7 @@ impl Tensor {
         if start.checked_add(len).is_none_or(|end| end > size) {
             return Err(Error::Index {
                 op: OP,
-                index: start.saturating_add(len) as isize,
+                index: isize::try_from(start.saturating_add(len)).unwrap_or(isize::MAX),
                 axis: a,
                 size,
             });
