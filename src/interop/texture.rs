@@ -52,9 +52,20 @@ impl Tensor {
     /// once, after the ops that compute the tensor, so work the
     /// application submits next sees the pixels.
     ///
+    /// Each channel's byte (`round(255 * value)`) is stored as it is in
+    /// every format: an sRGB texture holds it as an sRGB-encoded value, as
+    /// an image file would, so a sampler decodes 0.5 to about 0.21, not
+    /// to a linear 0.5.
+    ///
+    /// wgpu tells a texture of another wgpu `Instance` only by an id that
+    /// may be one of this instance's: it is refused where that id names
+    /// no texture of this device, else written as that one, so keep one
+    /// instance, as webtensor does for the devices it opens.
+    ///
     /// # Errors
     /// `Error::Argument` naming `write_to_texture` for a CPU tensor, a
-    /// texture of another format, usage, device or wgpu instance (in a
+    /// texture of another format, usage or device, one of another wgpu
+    /// instance as above (in a
     /// browser, where WebGPU checks the copy after this returns, a texture
     /// it refuses is left as it was, with no error), or one smaller than
     /// the tensor; `Error::Shape` for a tensor of another rank (or a last axis
