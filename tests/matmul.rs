@@ -761,6 +761,50 @@ fn autotuning_times_each_class_once_and_keeps_results_exact() {
     assert!(!fixed.info().autotune);
 }
 
+/// Autotuning runs each timed run's dispatches in the one flush it times,
+/// whatever the flush threshold: with a threshold of one op they were
+/// submitted untimed as they were recorded, the timer timed an empty
+/// pass, and the winner was drawn by noise.
+#[test]
+fn autotuning_times_its_runs_under_any_flush_threshold() {
+    use webtensor::GpuOptions;
+    let tuned_submits = |threshold: usize| {
+        let gpu = common::own_gpu(GpuOptions {
+            autotune: Some(true),
+            flush_threshold: Some(threshold),
+            ..Default::default()
+        })?;
+        // A first product checks the kernels (probes submit as they
+        // go), the second, of another class, is tuned alone.
+        let warm = Tensor::ones([100, 80], DType::F32, &gpu).unwrap();
+        warm.matmul(&warm.t()).unwrap().to_vec::<f32>().unwrap();
+        let a = Tensor::from_vec(noise(200 * 160, 1), [200, 160], &gpu).unwrap();
+        let b = Tensor::from_vec(noise(160 * 200, 2), [160, 200], &gpu).unwrap();
+        gpu.sync().unwrap();
+        let before = gpu.stats();
+        let product = a.matmul(&b).unwrap();
+        let after = gpu.stats();
+        let cpu = Device::cpu();
+        let want = a
+            .to_device(&cpu)
+            .unwrap()
+            .matmul(&b.to_device(&cpu).unwrap());
+        let what = format!("threshold {threshold}");
+        assert_close(&read_f32(&product), &read_f32(&want.unwrap()), 1e-5, &what);
+        let runs = after.tuning_runs - before.tuning_runs;
+        assert!(runs > 0, "{threshold}: not tuned");
+        Some((after.submits - before.submits, runs))
+    };
+    let (Some(every_op), Some(batched)) = (tuned_submits(1), tuned_submits(1024)) else {
+        return;
+    };
+    // One submit per timed run; flushing at every op, the product itself
+    // is submitted as it is recorded too.
+    let (submits, runs) = batched;
+    assert_eq!(submits, runs, "{batched:?}");
+    assert_eq!(every_op, (runs + 1, runs));
+}
+
 /// The self-check: a kernel made wrong on purpose (`sabotage_matmul`, each
 /// output off by one) fails its probe products before its first use, is
 /// dropped, named in `info()` and counted in `stats()`, and its products

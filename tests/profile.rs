@@ -235,6 +235,42 @@ fn what_a_profile_refuses_and_what_it_returns() {
     }
 }
 
+/// A profile opened while another thread's matmul is being autotuned
+/// begins once the timing is done: the tuning's runs (dozens of products
+/// into a scratch output) are no ops of the profile, and its timed
+/// submits no submits of it. The tuned product itself may land inside.
+#[test]
+fn a_profile_waits_for_autotuning_on_another_thread() {
+    let Some(dev) = own_gpu(GpuOptions {
+        autotune: Some(true),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let a = Tensor::from_vec(common::noise(160 * 96, 1), [160, 96], &dev).unwrap();
+    let b = Tensor::from_vec(common::noise(96 * 144, 2), [96, 144], &dev).unwrap();
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    let tuner = std::thread::spawn(move || a.matmul(&b).unwrap().to_vec::<f32>().unwrap());
+    // Once the timing has begun.
+    while dev.stats().tuning_runs == 0 && !tuner.is_finished() {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    // A profile long enough for the timing to go on meanwhile.
+    let p = dev
+        .profile(move || {
+            x.exp_()?;
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            Ok(())
+        })
+        .unwrap();
+    tuner.join().unwrap();
+    assert!(dev.stats().tuning_runs > 0);
+    let products = names(&p).iter().filter(|&&n| n == "matmul").count();
+    assert!(products <= 1, "{p}");
+    assert!(names(&p).contains(&"exp"), "{p}");
+}
+
 /// On the CPU, where ops run as they are called, the wall time ends with
 /// the last op (as on a GPU with its last op, submit or readback): host
 /// work the closure does after it is in no op, and was in the wall time.

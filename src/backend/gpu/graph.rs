@@ -63,23 +63,8 @@ pub(crate) fn capture_step(
 
 fn capture_now(ctx: &Arc<GpuContext>, step: &mut dyn FnMut() -> Result<()>) -> Result<GpuGraph> {
     // Another thread's self-check or autotuning submits as it goes: the
-    // capture begins once it is done (a millisecond's poll; natively
-    // only, where threads are), and no new one starts meanwhile.
-    #[cfg(not(target_arch = "wasm32"))]
-    let mut scheduler = {
-        let mut waiting = false;
-        loop {
-            let mut scheduler = ctx.scheduler();
-            if !scheduler.own_work_under_way(waiting) {
-                break scheduler;
-            }
-            waiting = true;
-            drop(scheduler);
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    };
-    #[cfg(target_arch = "wasm32")]
-    let mut scheduler = ctx.scheduler();
+    // capture begins once it is done, and no new one starts meanwhile.
+    let mut scheduler = super::own_work::scheduler_after_own_work(ctx);
     scheduler.begin_capture(&ctx.target())?;
     drop(scheduler);
     let mut capturing = Capturing { ctx, ended: false };

@@ -123,6 +123,7 @@ mod matmul;
 mod matmul_tile_choice;
 mod norm;
 mod opening;
+mod own_work;
 mod pool;
 mod pooling;
 mod profile;

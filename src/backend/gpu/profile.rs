@@ -36,7 +36,9 @@ pub(crate) fn profile_ops(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) ->
 }
 
 fn profile_now(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
-    ctx.scheduler().begin_profile(&ctx.target())?;
+    // Another thread's self-check or autotuning would show in the
+    // profile: it begins once they are done.
+    super::own_work::scheduler_after_own_work(ctx).begin_profile(&ctx.target())?;
     let mut profiling = Profiling { ctx, ended: false };
     // The scheduler is not locked while the ops record.
     let result = ops();

@@ -23,6 +23,7 @@ use super::self_check::{self, Verdict, variant_of};
 use super::tiling::{SKINNY, Tiling, tile_of};
 use super::{fits, record_with, subgroup};
 use crate::backend::gpu::command::Bound;
+use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul_tile_choice::{MatmulClass, MatmulTile, Tuned};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, Storage, StorageRef, TensorRef};
@@ -95,7 +96,7 @@ pub(super) fn tile(
     // step cannot have and which a profile should not show: the tile by
     // size, this once, and the class is tuned later. A capture another
     // thread begins meanwhile waits for the timing.
-    let Some(_own) = super::self_check::OwnWork::enter(ctx) else {
+    let Some(_own) = crate::backend::gpu::own_work::OwnWork::enter(ctx) else {
         return Ok(MatmulTile::Auto);
     };
     let lanes = ctx.facts.subgroups_of(subgroup::TEAM);
@@ -159,8 +160,10 @@ fn choose(tiles: &[MatmulTile], medians: &[f64], default: MatmulTile) -> Tuned {
         }
     }
     let default_at = tiles.iter().position(|&t| t == default);
+    // No tile timed at all (every run's timestamps ran backwards): the
+    // size rule's.
     let keep = match default_at {
-        Some(d) if medians[best] > MARGIN * medians[d] => d,
+        Some(d) if medians[best] > MARGIN * medians[d] || medians[best] == f64::INFINITY => d,
         _ => best,
     };
     Tuned {
@@ -208,6 +211,8 @@ fn tune(
     ctx.flush()?;
     ctx.wait_idle(OP)?;
     let timer = clock::Timer::new(ctx);
+    // A run's dispatches wait for its timed flush, whatever the threshold.
+    let _held = HeldFlushes::new(ctx);
     let reps = |tile| -> Result<()> {
         for _ in 0..REPS {
             record_with(out, &trial, trial_bound.clone(), tile, dims)?;
@@ -228,10 +233,11 @@ fn tune(
                 reps(tile)?;
                 ctx.flush()?;
                 ctx.wait_idle(OP)?;
-                clock::seconds_since(t0)
+                Some(clock::seconds_since(t0))
             };
             ctx.tuner.count_run();
-            if round > 0 {
+            // A run whose timestamps ran backwards counts for nothing.
+            if let (true, Some(seconds)) = (round > 0, seconds) {
                 ctx.tuner.add_time(seconds);
                 runs[k].push(seconds / REPS as f64);
             }
@@ -240,6 +246,23 @@ fn tune(
     let medians: Vec<f64> = runs.iter_mut().map(|r| median(r)).collect();
     ctx.check_device_error(OP)?;
     Ok(choose(tiles, &medians, default))
+}
+
+/// Holds the scheduler's flushes at its threshold while it lives (see
+/// `Scheduler::hold_flushes`).
+struct HeldFlushes<'a>(&'a GpuContext);
+
+impl<'a> HeldFlushes<'a> {
+    fn new(ctx: &'a GpuContext) -> HeldFlushes<'a> {
+        ctx.scheduler().hold_flushes();
+        HeldFlushes(ctx)
+    }
+}
+
+impl Drop for HeldFlushes<'_> {
+    fn drop(&mut self) {
+        self.0.scheduler().release_flushes();
+    }
 }
 
 /// The host's clock and GPU timestamps (`std::time::Instant` panics in a
@@ -260,8 +283,9 @@ mod clock {
         t0.elapsed().as_secs_f64()
     }
 
-    /// The GPU time of flushing what is pending (see `PassTimer`).
-    pub fn gpu_seconds(timer: &Timer, ctx: &GpuContext, op: &'static str) -> Result<f64> {
+    /// The GPU time of flushing what is pending (see `PassTimer`), unless
+    /// its timestamps ran backwards.
+    pub fn gpu_seconds(timer: &Timer, ctx: &GpuContext, op: &'static str) -> Result<Option<f64>> {
         pollster::block_on(timer.time_flush(ctx, op))
     }
 }
@@ -293,7 +317,7 @@ mod clock {
         0.0
     }
 
-    pub fn gpu_seconds(timer: &Timer, _: &GpuContext, _: &'static str) -> Result<f64> {
+    pub fn gpu_seconds(timer: &Timer, _: &GpuContext, _: &'static str) -> Result<Option<f64>> {
         match *timer {}
     }
 }
@@ -337,6 +361,11 @@ mod tests {
         // The size rule's tile not timed (dropped): the fastest, first on a tie.
         let t = choose(&tiles, &[1.0, 0.99, 0.99], MatmulTile::FewRows);
         assert_eq!((t.winner, t.default_seconds), (Medium, None));
+        // No tile timed (every run's timestamps ran backwards): the size
+        // rule's stays; a tile never timed is never chosen.
+        let never = f64::INFINITY;
+        assert_eq!(choose(&tiles, &[never; 3], Medium).winner, Medium);
+        assert_eq!(choose(&tiles, &[never, 2.0, never], Large).winner, Medium);
     }
 
     #[test]

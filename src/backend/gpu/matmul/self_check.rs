@@ -25,6 +25,7 @@ use super::subgroup;
 use super::tiling::{self, SKINNY, Tiling};
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
+use crate::backend::gpu::own_work::OwnWork;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -178,27 +179,5 @@ pub(crate) fn verdict_with(
         let right = probe()?;
         ctx.tuner.set_verdict(variant, dtype, right);
         Ok(as_verdict(right))
-    }
-}
-
-/// Work a kernel's check or autotuning submits on its own behalf, while
-/// it is under way (see the scheduler's `enter_own_work`): a capture
-/// another thread begins waits until it is dropped.
-pub(crate) struct OwnWork<'a> {
-    ctx: &'a GpuContext,
-}
-
-impl<'a> OwnWork<'a> {
-    /// Starts it, unless a step is being captured or the device profiled.
-    pub(crate) fn enter(ctx: &'a GpuContext) -> Option<OwnWork<'a>> {
-        // The lock let go before a guard exists (its drop takes it).
-        let entered = ctx.scheduler().enter_own_work();
-        entered.then(|| OwnWork { ctx })
-    }
-}
-
-impl Drop for OwnWork<'_> {
-    fn drop(&mut self) {
-        self.ctx.scheduler().leave_own_work();
     }
 }

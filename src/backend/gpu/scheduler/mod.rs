@@ -94,8 +94,14 @@ pub(crate) struct Scheduler {
     /// Bind groups kept across flushes.
     pub groups: BindGroupCache,
     pub counters: SchedulerCounters,
-    /// Recorded ops that trigger a flush (at least 1).
+    /// Recorded ops that trigger a flush (at least 1), as set.
     flush_threshold: usize,
+    /// The count `record` flushes at: the threshold, or never while
+    /// autotuning holds its runs for one timed flush (see
+    /// [`Scheduler::hold_flushes`]).
+    flush_at: usize,
+    /// Holds under way.
+    holds: usize,
     /// True when a flush fuses elementwise chains.
     fusion: bool,
     /// Planning scratch and the steps, dispatches and parameter bytes of
@@ -114,11 +120,12 @@ pub(crate) struct Scheduler {
     /// The open profile, if one is (see `profile_log.rs`).
     profile: Option<ProfileLog>,
     /// Self-checks and autotuning under way, which submit work of their
-    /// own (see `replay.rs`'s `enter_own_work`): a capture waits for them.
+    /// own (see `replay.rs`'s `enter_own_work`): a capture or profile
+    /// waits for them.
     own_work: usize,
-    /// Captures waiting for that work to end: no new work starts
-    /// meanwhile (the wait would have no end).
-    captures_waiting: usize,
+    /// Captures and profiles waiting for that work to end: no new work
+    /// starts meanwhile (the wait would have no end).
+    own_work_waiters: usize,
 }
 
 impl Scheduler {
@@ -133,6 +140,8 @@ impl Scheduler {
             groups: BindGroupCache::default(),
             counters: SchedulerCounters::default(),
             flush_threshold: flush_threshold.max(1),
+            flush_at: flush_threshold.max(1),
+            holds: 0,
             fusion,
             scratch: FusionScratch::default(),
             steps: Vec::new(),
@@ -143,7 +152,7 @@ impl Scheduler {
             capture: None,
             profile: None,
             own_work: 0,
-            captures_waiting: 0,
+            own_work_waiters: 0,
         }
     }
 
@@ -151,9 +160,31 @@ impl Scheduler {
         self.flush_threshold
     }
 
-    /// Sets the flush threshold (at least 1), from the next recorded op on.
+    /// Sets the flush threshold (at least 1), from the next recorded op on
+    /// (once no hold is under way).
     pub fn set_flush_threshold(&mut self, ops: usize) {
         self.flush_threshold = ops.max(1);
+        if self.holds == 0 {
+            self.flush_at = self.flush_threshold;
+        }
+    }
+
+    /// Records without flushing at the threshold until
+    /// [`Scheduler::release_flushes`]: autotuning's runs, recorded op by
+    /// op, then run in the one flush it times (with a threshold below a
+    /// run's dispatches they were submitted untimed as they came, and the
+    /// timer timed an empty pass).
+    pub fn hold_flushes(&mut self) {
+        self.holds += 1;
+        self.flush_at = usize::MAX;
+    }
+
+    /// Ends what [`Scheduler::hold_flushes`] started.
+    pub fn release_flushes(&mut self) {
+        self.holds = self.holds.saturating_sub(1);
+        if self.holds == 0 {
+            self.flush_at = self.flush_threshold;
+        }
     }
 
     pub fn fusion(&self) -> bool {
@@ -184,7 +215,7 @@ impl Scheduler {
         }
         self.pending.push(command);
         self.counters.ops_recorded += 1;
-        if self.capture.is_none() && self.pending.len() >= self.flush_threshold {
+        if self.capture.is_none() && self.pending.len() >= self.flush_at {
             self.flush(ctx, |_| {})?;
         }
         Ok(())

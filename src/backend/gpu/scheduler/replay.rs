@@ -18,10 +18,10 @@ impl Scheduler {
     /// Starts work that submits on its own behalf (a kernel's self-check
     /// probes, autotuning's timed runs), unless a step is being captured
     /// or the device profiled: false then, and the caller does without.
-    /// Until [`Scheduler::leave_own_work`], a capture waits to begin (its
-    /// refusal of their submits would fail both the op and the step).
+    /// Until [`Scheduler::leave_own_work`], a capture or profile waits to
+    /// begin (see `own_work.rs`).
     pub fn enter_own_work(&mut self) -> bool {
-        if self.capture.is_some() || self.profile.is_some() || self.captures_waiting > 0 {
+        if self.capture.is_some() || self.profile.is_some() || self.own_work_waiters > 0 {
             return false;
         }
         self.own_work += 1;
@@ -35,14 +35,14 @@ impl Scheduler {
 
     /// True while work of [`Scheduler::enter_own_work`]'s is under way
     /// (never in a browser, which probes and times nothing); `waiting`
-    /// says whether a capture is waiting for it to end (none starts then),
-    /// noted until it says otherwise.
+    /// says whether a capture or profile is waiting for it to end (none
+    /// starts then), noted until it says otherwise.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub fn own_work_under_way(&mut self, waiting: bool) -> bool {
         let under_way = self.own_work > 0;
         match (waiting, under_way) {
-            (false, true) => self.captures_waiting += 1,
-            (true, false) => self.captures_waiting -= 1,
+            (false, true) => self.own_work_waiters += 1,
+            (true, false) => self.own_work_waiters -= 1,
             _ => {}
         }
         under_way
