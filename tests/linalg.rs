@@ -808,6 +808,30 @@ fn qr_scales_columns_whose_squares_leave_f32s_range() {
     }
 }
 
+/// f64 columns whose squares leave f64's range, on the CPU (GPUs take no
+/// f64): 1e-160's squares vanished (R's diagonal off by 1e-5 of itself
+/// and Q's columns 1e-5 from orthonormal; below 1e-162 no reflection at
+/// all), 1e160's overflowed (NaN). The answers are NumPy 2's
+/// `np.linalg.qr`.
+#[test]
+fn qr_scales_f64_columns_whose_squares_leave_f64s_range() {
+    let cpu = Device::cpu();
+    for x in [1e-160, 1e-170, 1e-300, 1e160, 1e300] {
+        let a = Tensor::from_slice(&[1.0, 0.0, 0.0, x, 0.0, x], [3, 2], &cpu).unwrap();
+        let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
+        let (q, r) = (q.to_vec::<f64>().unwrap(), r.to_vec::<f64>().unwrap());
+        let h = -std::f64::consts::FRAC_1_SQRT_2;
+        let what = format!("{x}: Q {q:?} R {r:?}");
+        for (g, w) in q.iter().zip([1.0, 0.0, 0.0, h, 0.0, h]) {
+            assert!((g - w).abs() <= 1e-15, "{what}");
+        }
+        let want = [1.0, 0.0, 0.0, -std::f64::consts::SQRT_2 * x];
+        for (g, w) in r.iter().zip(want) {
+            assert!((g - w).abs() <= 1e-15 * w.abs(), "{what}");
+        }
+    }
+}
+
 /// A stored answer, kept as tensors so that it can be narrowed.
 fn cases_tensor(cases: &HashMap<String, Tensor>, name: &str) -> Stored {
     match cases.get(name) {

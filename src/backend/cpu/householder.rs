@@ -65,18 +65,44 @@ fn householder_in<F: Field>(call: &HouseholderCall) -> Result<()> {
     Ok(())
 }
 
+/// `sqrt(|first|² + Σ |x|²)` over `rest`, scaled by the largest real or
+/// imaginary part (as BLAS's `nrm2` scales) where the plain sum of
+/// squares would lose it: an f64 column below about 1e-154 has squares
+/// that vanish (its reflection was skipped, or its norm came out wrong by
+/// 1e-5), one past 1e154 squares that overflow. f32's squares, formed in
+/// f64, never leave its range.
+fn norm<F: Field>(first: F, rest: &[F]) -> f64 {
+    let values = || std::iter::once(first).chain(rest.iter().copied());
+    let sum: f64 = values().map(F::abs_sq).sum();
+    // Any square lost to underflow is below 2^-1022, far under a sum this
+    // size's last bit.
+    if sum.is_finite() && sum >= f64::MIN_POSITIVE.sqrt() {
+        return sum.sqrt();
+    }
+    let parts = || values().flat_map(|x| [x.re(), x.im()]);
+    let scale = parts().fold(0.0, |m: f64, v| m.max(v.abs()));
+    if scale == 0.0 || !scale.is_finite() {
+        return sum.sqrt();
+    }
+    scale
+        * parts()
+            .map(|v| (v / scale) * (v / scale))
+            .sum::<f64>()
+            .sqrt()
+}
+
 /// `geqr2` on the column-major panel `p` (`rows x w`), with `larft`'s
 /// factor into `tf` (`w x w`, column-major).
 fn panel<F: Field>(p: &mut [F], tf: &mut [F], rows: usize, w: usize) {
     let mut dots = vec![F::from_re(0.0); w];
     for j in 0..w.min(rows) {
         let col = j * rows;
-        let x2: f64 = p[col + j + 1..col + rows].iter().map(|x| x.abs_sq()).sum();
         let alpha = p[col + j];
-        let (tau, beta) = if x2 == 0.0 && alpha.im() == 0.0 {
+        let below = &p[col + j + 1..col + rows];
+        let (tau, beta) = if below.iter().all(|x| x.is_zero()) && alpha.im() == 0.0 {
             (F::from_re(0.0), alpha.re())
         } else {
-            let r = (alpha.abs_sq() + x2).sqrt();
+            let r = norm(alpha, below);
             // LAPACK's `-sign(r, alpha)`: -0 counts as negative, as
             // gfortran's SIGN (and NumPy's R) has it.
             let beta = if alpha.re().is_sign_negative() { r } else { -r };
