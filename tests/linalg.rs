@@ -1134,6 +1134,48 @@ fn eigenvalues_far_below_the_largest_are_kept() {
     }
 }
 
+/// Singular values far below the largest keep their value: the norm of
+/// a column of 1e-23s (f32; 1e-170s in f64) was taken by a plain sum of
+/// squares, which vanished, so `svdvals` gave 0 and `cond` infinity for a
+/// matrix NumPy finds well defined (`svdvals` [1, 1e-23], `cond` 1e23,
+/// `matrix_rank(tol=0)` 2). Jacobi's sizes (below 8 on the CPU, all on
+/// a GPU) and the CPU's dense path (9).
+#[test]
+fn singular_values_far_below_the_largest_are_kept() {
+    let mut runs: Vec<(Device, DType, f64)> = vec![(Device::cpu(), DType::F64, 1e-170)];
+    for dev in common::devices() {
+        runs.push((dev.clone(), DType::F32, 1e-23));
+        runs.push((dev, DType::C64, 1e-23));
+    }
+    // Read as f64 on the CPU (GPUs hold no f64).
+    let host = |t: Tensor| -> Vec<f64> {
+        let t = t.to_device(&Device::cpu()).unwrap();
+        t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+    };
+    for (dev, dtype, tiny) in runs {
+        for n in [2usize, 3, 9] {
+            let diagonal: Vec<f64> = (0..n).map(|i| if i == 1 { tiny } else { 1.0 }).collect();
+            let a = Tensor::from_slice(&diagonal, [n], &Device::cpu())
+                .unwrap()
+                .diag(0)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+                .to_device(&dev)
+                .unwrap();
+            let what = format!("{n} {dtype} on {dev}");
+            let s = host(linalg::svdvals(&a).unwrap());
+            assert!((s[n - 1] - tiny).abs() <= 1e-6 * tiny, "{what}: {s:?}");
+            let s = host(linalg::svd(&a, false).unwrap().1);
+            assert!((s[n - 1] - tiny).abs() <= 1e-6 * tiny, "{what}: {s:?}");
+            let cond = host(linalg::cond(&a, None).unwrap())[0];
+            assert!((cond * tiny - 1.0).abs() <= 1e-6, "{what}: cond {cond}");
+            let rank = host(linalg::matrix_rank(&a, Some(0.0)).unwrap());
+            assert_eq!(rank, [n as f64], "{what}");
+        }
+    }
+}
+
 #[test]
 fn norms_cond_rank_pinv_and_lstsq_give_numpys_answers() {
     use linalg::MatrixNorm;

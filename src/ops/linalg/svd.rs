@@ -48,7 +48,7 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
         tol: (eps * (w.dims()[1] as f64).sqrt()) as f32,
         sweeps: SWEEPS,
     })?;
-    let scaled = w.abs()?.square()?.sum(-2)?.sqrt()?;
+    let scaled = column_norms(&w)?;
     let sigma = scaled.mul(&scale.reshape([batch, 1])?.abs()?)?;
     // State 1: the last sweep still rotated (see JacobiCall).
     let unfinished = aux.squeeze_axis(-1)?.eq_scalar(1)?;
@@ -63,6 +63,20 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
         gather_columns(t, &index)
     };
     Ok([pick(&w)?, sigma, pick(&v)?, status, scaled])
+}
+
+/// The norms of the columns of `w` (`[batch, n, m]`: `[batch, m]`,
+/// real), each scaled by its largest magnitude first: a column of 1e-23s
+/// in a matrix whose largest entry is 1 has f32 squares that vanish (its
+/// singular value came out 0, `cond` infinite), as f64's do below 1e-154.
+fn column_norms(w: &Tensor) -> Result<Tensor> {
+    let magnitudes = w.abs()?;
+    let big = magnitudes.max_keepdim(-2)?;
+    let ones = Tensor::ones(big.shape().clone(), big.dtype(), big.device())?;
+    // A zero column (or one holding NaN, whose norm stays NaN) by 1.
+    let big = Tensor::where_cond(&big.gt_scalar(0.0)?, &big, &ones)?;
+    let norms = magnitudes.div(&big)?.square()?.sum(-2)?.sqrt()?;
+    norms.mul(&big.squeeze_axis(-2)?)
 }
 
 /// The largest magnitude of each matrix of `a` (`[.., 1, 1]`, `a`'s
