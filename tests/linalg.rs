@@ -1753,6 +1753,40 @@ fn real_determinants_are_products() {
 /// A matrix holding NaN: PyTorch's `slogdet` gives a real sign 0 and a
 /// NaN log-magnitude (`[[nan, 1], [1, 1]]` and `diag(nan, -2)`), a c64
 /// one NaN for both; `det` is NaN. The sign was ±1.
+/// LU pivots as LAPACK's `i?amax` chooses: a NaN on the diagonal stays
+/// (nothing is larger), so a matrix holding NaN there is no singular
+/// matrix: NumPy's `inv([[nan, 1], [0, 1]])` is NaN in its first row, not
+/// an error. The zero pivot was taken instead ("U[0, 0] is exactly
+/// zero"). A NaN below a zero diagonal is never larger: NumPy's
+/// `inv([[0, 1], [nan, 1]])` is singular, and so is ours.
+#[test]
+fn a_nan_on_the_diagonal_is_its_pivot() {
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::C64] {
+            let a = Tensor::from_slice(&[f32::NAN, 1.0, 0.0, 1.0], [2, 2], &dev).unwrap();
+            let a = a.to_dtype(dtype).unwrap();
+            let inverse = linalg::inv(&a).unwrap().real().unwrap();
+            let inverse = inverse.to_vec::<f32>().unwrap();
+            assert!(
+                inverse.iter().any(|x| x.is_nan()),
+                "{dev} {dtype}: {inverse:?}"
+            );
+            let b = Tensor::from_slice(&[1.0f32, 2.0], [2], &dev).unwrap();
+            let x = linalg::solve(&a, &b.to_dtype(dtype).unwrap()).unwrap();
+            assert!(
+                x.real().unwrap().to_vec::<f32>().unwrap()[0].is_nan(),
+                "{dev} {dtype}"
+            );
+            let below = Tensor::from_slice(&[0.0f32, 1.0, f32::NAN, 1.0], [2, 2], &dev).unwrap();
+            let below = below.to_dtype(dtype).unwrap();
+            assert!(
+                matches!(linalg::inv(&below), Err(Error::LinAlg { .. })),
+                "{dev} {dtype}"
+            );
+        }
+    }
+}
+
 #[test]
 fn determinants_of_matrices_holding_nan() {
     for dev in common::devices() {

@@ -16,7 +16,8 @@
 // loops past kernel/loop_budget.rs's bound.
 //
 // LU (LAPACK's getf2): for each column j, the first row of the largest
-// magnitude at or below j is found by a tree over the workgroup, the two
+// magnitude at or below j (the diagonal where it is NaN, as LAPACK's
+// i?amax) is found by a tree over the workgroup, the two
 // rows are swapped across all m columns, the column below is divided by
 // the pivot (a zero pivot instead sets the info, once) and
 // the panel's later columns get the rank-1 update. Cholesky (potf2): for
@@ -52,7 +53,12 @@ fn lu_step(b: u32, t: u32, aux: u32, info_at: u32) {
         var size = -1.0;
         var row = n;
         for (var i = j + t; i < n; i += {{WG}}u) {
-            let s = pivot_size(load_a(at(b, i, j)));
+            var s = pivot_size(load_a(at(b, i, j)));
+            // A NaN on the diagonal stays, as the largest: LAPACK's i?amax
+            // starts from it, and nothing is larger than a NaN.
+            if (i == j && is_nan_f32(s)) {
+                s = f32_from_bits(F32_INF_BITS);
+            }
             if (s > size) {
                 size = s;
                 row = i;

@@ -221,9 +221,11 @@ fn lu_panel<F: Field>(
     }
     for j in 0..width {
         let col = j * rows;
-        // The first of the largest (a NaN is never larger).
-        let (mut best, mut size) = (j, -1.0);
-        for i in j..rows {
+        // The first of the largest, from the diagonal as LAPACK's i?amax:
+        // nothing is larger than a NaN there, so it stays (a matrix with
+        // a NaN is no singular one), and a NaN below is never larger.
+        let (mut best, mut size) = (j, p[col + j].pivot_size());
+        for i in j + 1..rows {
             let s = p[col + i].pivot_size();
             if s > size {
                 (best, size) = (i, s);
