@@ -378,8 +378,10 @@ impl Tensor {
     /// implicit output: `...` and the labels used once, in ASCII order). A
     /// label repeated in one operand takes its diagonal; a label missing
     /// from the output is summed; axes of size 1 broadcast. The operands
-    /// promote to one dtype, which the result has (NumPy's: a sum of u8
-    /// wraps, one of bool is `true` where any element is). Contracted two
+    /// promote to one dtype by [`DType::promote`] (PyTorch's table, as
+    /// every op here: i32 with f16 is f16, where NumPy's einsum gives
+    /// f64), which the result keeps (as NumPy's: a sum of u8 wraps, one of
+    /// bool is `true` where any element is). Contracted two
     /// operands at a time as batched products (any view; no operand is
     /// copied but where a product needs it contiguous).
     ///
@@ -409,9 +411,9 @@ impl Tensor {
         super::as_op(OP, || {
             let dims: Vec<&[usize]> = operands.iter().map(|t| t.dims()).collect();
             let (terms, output) = parse(subscripts, &dims)?;
-            // One dtype for all, promoted as NumPy's einsum promotes its
-            // operands; the result keeps it (a sum of u8 wraps and one of
-            // bool is their `or`, as NumPy's, where `sum` would widen).
+            // One dtype for all, by the crate's (PyTorch's) promotion;
+            // the result keeps it (a sum of u8 wraps and one of bool is
+            // their `or`, as NumPy's, where `sum` would widen).
             let mut dtype = operands.first().map_or(crate::DType::F32, |t| t.dtype());
             for t in operands {
                 dtype = dtype.promote(t.dtype()).ok_or_else(|| {

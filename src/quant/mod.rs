@@ -106,7 +106,8 @@ fn blockwise<I, O: Clone + Default>(
 }
 
 /// The f32 values of `bytes`, whole blocks of `t` (`Q4_0`, `Q4_1`, `Q5_0`,
-/// `Q5_1`, `Q8_0`, `Q2_K` to `Q6_K`, and the plain `F32`, `F16`, `BF16`).
+/// `Q5_1`, `Q8_0`, `Q2_K` to `Q6_K`, `IQ4_NL`, and the plain `F32`, `F16`,
+/// `BF16`).
 ///
 /// # Errors
 /// `Error::Format` naming `op` for a type without a decoder here or bytes

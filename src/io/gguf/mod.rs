@@ -176,7 +176,8 @@ impl Gguf {
     /// `Error::Argument` naming `Gguf::dequantize` when the file has no
     /// such tensor; `Error::DType` for a `dtype` that is not a float;
     /// `Error::Format` for a quantized type without a decoder here (the
-    /// `IQ` and `TQ` types, `MXFP4`, `Q8_1`, `Q8_K`); device errors.
+    /// `IQ` types but `IQ4_NL`, the `TQ` types, `MXFP4`, `Q8_1`, `Q8_K`);
+    /// device errors.
     pub fn dequantize(&self, name: &str, dtype: DType, device: &Device) -> Result<Tensor> {
         const OP: &str = "Gguf::dequantize";
         let t = self.info(OP, name)?;
