@@ -23,7 +23,6 @@ use super::self_check::{self, Verdict, variant_of};
 use super::tiling::{SKINNY, Tiling, tile_of};
 use super::{fits, record_with, subgroup};
 use crate::backend::gpu::command::Bound;
-use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul_tile_choice::{MatmulClass, MatmulTile, Tuned};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::{MatmulCall, Storage, StorageRef, TensorRef};
@@ -211,8 +210,8 @@ fn tune(
     ctx.flush()?;
     ctx.wait_idle(OP)?;
     let timer = clock::Timer::new(ctx);
-    // A run's dispatches wait for its timed flush, whatever the threshold.
-    let _held = HeldFlushes::new(ctx);
+    // (The runs wait for their timed flush, whatever the threshold: see
+    // `enter_own_work`.)
     let reps = |tile| -> Result<()> {
         for _ in 0..REPS {
             record_with(out, &trial, trial_bound.clone(), tile, dims)?;
@@ -246,23 +245,6 @@ fn tune(
     let medians: Vec<f64> = runs.iter_mut().map(|r| median(r)).collect();
     ctx.check_device_error(OP)?;
     Ok(choose(tiles, &medians, default))
-}
-
-/// Holds the scheduler's flushes at its threshold while it lives (see
-/// `Scheduler::hold_flushes`).
-struct HeldFlushes<'a>(&'a GpuContext);
-
-impl<'a> HeldFlushes<'a> {
-    fn new(ctx: &'a GpuContext) -> HeldFlushes<'a> {
-        ctx.scheduler().hold_flushes();
-        HeldFlushes(ctx)
-    }
-}
-
-impl Drop for HeldFlushes<'_> {
-    fn drop(&mut self) {
-        self.0.scheduler().release_flushes();
-    }
 }
 
 /// The host's clock and GPU timestamps (`std::time::Instant` panics in a

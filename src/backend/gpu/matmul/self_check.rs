@@ -25,7 +25,6 @@ use super::subgroup;
 use super::tiling::{self, SKINNY, Tiling};
 use crate::backend::gpu::context::GpuContext;
 use crate::backend::gpu::matmul_tile_choice::{MatmulTile, MatmulVariant};
-use crate::backend::gpu::own_work::OwnWork;
 use crate::backend::gpu::storage::GpuStorage;
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
@@ -173,7 +172,7 @@ pub(crate) fn verdict_with(
             return Ok(Verdict::Unchecked);
         }
         // A capture another thread begins meanwhile waits for the probe.
-        let Some(_own) = OwnWork::enter(ctx) else {
+        let Some(_own) = crate::backend::gpu::own_work::OwnWork::enter(ctx) else {
             return Ok(Verdict::NotNow);
         };
         let right = probe()?;

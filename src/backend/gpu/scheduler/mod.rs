@@ -96,12 +96,10 @@ pub(crate) struct Scheduler {
     pub counters: SchedulerCounters,
     /// Recorded ops that trigger a flush (at least 1), as set.
     flush_threshold: usize,
-    /// The count `record` flushes at: the threshold, or never while
-    /// autotuning holds its runs for one timed flush (see
-    /// [`Scheduler::hold_flushes`]).
+    /// The count `record` flushes at: the threshold, or never while work
+    /// of the device's own is under way (autotuning's runs wait for the
+    /// one flush it times; see `replay.rs`'s `enter_own_work`).
     flush_at: usize,
-    /// Holds under way.
-    holds: usize,
     /// True when a flush fuses elementwise chains.
     fusion: bool,
     /// Planning scratch and the steps, dispatches and parameter bytes of
@@ -141,7 +139,6 @@ impl Scheduler {
             counters: SchedulerCounters::default(),
             flush_threshold: flush_threshold.max(1),
             flush_at: flush_threshold.max(1),
-            holds: 0,
             fusion,
             scratch: FusionScratch::default(),
             steps: Vec::new(),
@@ -161,28 +158,10 @@ impl Scheduler {
     }
 
     /// Sets the flush threshold (at least 1), from the next recorded op on
-    /// (once no hold is under way).
+    /// (once no work of the device's own is under way).
     pub fn set_flush_threshold(&mut self, ops: usize) {
         self.flush_threshold = ops.max(1);
-        if self.holds == 0 {
-            self.flush_at = self.flush_threshold;
-        }
-    }
-
-    /// Records without flushing at the threshold until
-    /// [`Scheduler::release_flushes`]: autotuning's runs, recorded op by
-    /// op, then run in the one flush it times (with a threshold below a
-    /// run's dispatches they were submitted untimed as they came, and the
-    /// timer timed an empty pass).
-    pub fn hold_flushes(&mut self) {
-        self.holds += 1;
-        self.flush_at = usize::MAX;
-    }
-
-    /// Ends what [`Scheduler::hold_flushes`] started.
-    pub fn release_flushes(&mut self) {
-        self.holds = self.holds.saturating_sub(1);
-        if self.holds == 0 {
+        if self.own_work == 0 {
             self.flush_at = self.flush_threshold;
         }
     }

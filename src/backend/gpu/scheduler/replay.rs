@@ -24,13 +24,20 @@ impl Scheduler {
         if self.capture.is_some() || self.profile.is_some() || self.own_work_waiters > 0 {
             return false;
         }
+        // Its ops wait for its own flushes, whatever the threshold: with a
+        // threshold below autotuning's run, the run was submitted untimed
+        // as it was recorded, and the timer timed an empty pass.
         self.own_work += 1;
+        self.flush_at = usize::MAX;
         true
     }
 
     /// Ends what [`Scheduler::enter_own_work`] started.
     pub fn leave_own_work(&mut self) {
         self.own_work = self.own_work.saturating_sub(1);
+        if self.own_work == 0 {
+            self.flush_at = self.flush_threshold;
+        }
     }
 
     /// True while work of [`Scheduler::enter_own_work`]'s is under way
