@@ -548,11 +548,19 @@ fn a_slow_compile_does_not_stall_cached_ops_of_another_thread() {
         }
     });
     std::thread::sleep(std::time::Duration::from_millis(50));
+    // Recorded and submitted, not waited for: lavapipe may compile the
+    // slow kernel's machine code on its queue's thread as it runs it, and
+    // work submitted after it then waits there whatever webtensor does
+    // (CI once saw 10 readbacks take the whole 1.37 s compile).
     let start = std::time::Instant::now();
+    let before = dev.stats().submits;
     for _ in 0..10 {
-        (&x + 1.0).to_vec::<f32>().unwrap();
+        let y = &x + 1.0;
+        dev.flush().unwrap();
+        drop(y);
     }
     let cached = start.elapsed();
+    assert!(dev.stats().submits - before >= 10);
     let slow_took = compiling.join().unwrap();
     // Only meaningful when the compile outlasts the cached ops by far.
     if slow_took > std::time::Duration::from_secs(1) {
