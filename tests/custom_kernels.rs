@@ -528,13 +528,17 @@ fn equal_kernels_share_a_pipeline_and_dropped_ones_free_theirs() {
 
 #[test]
 fn a_slow_compile_does_not_stall_cached_ops_of_another_thread() {
-    let Some(dev) = common::gpu() else {
+    // A device of its own: on the shared one, another test's long kernel
+    // (more_elements_than_one_grid_row_holds runs for about a second on
+    // lavapipe) holds the queue the cached ops are submitted to, and
+    // their submits wait for it whatever the pipeline cache does.
+    let Some(dev) = common::own_gpu(GpuOptions::default()) else {
         return;
     };
     let x = Tensor::ones([4], DType::F32, &dev).unwrap();
     (&x + 1.0).to_vec::<f32>().unwrap();
     // A body long enough to take a while to compile.
-    let body: String = (0..1000)
+    let body: String = (0..1500)
         .map(|k| format!("y = y + sin(x * {k}.0);\n"))
         .collect();
     let slow =
@@ -548,10 +552,9 @@ fn a_slow_compile_does_not_stall_cached_ops_of_another_thread() {
         }
     });
     std::thread::sleep(std::time::Duration::from_millis(50));
-    // Recorded and submitted, not waited for: lavapipe may compile the
-    // slow kernel's machine code on its queue's thread as it runs it, and
-    // work submitted after it then waits there whatever webtensor does
-    // (CI once saw 10 readbacks take the whole 1.37 s compile).
+    // Recorded and submitted, not waited for: readbacks would also wait
+    // for the slow kernel's run, which lavapipe may hold up compiling its
+    // machine code.
     let start = std::time::Instant::now();
     let before = dev.stats().submits;
     for _ in 0..10 {
