@@ -519,18 +519,12 @@ fn channel_norms_refuse_bad_input_naming_the_op() {
             ("group_norm", x.group_norm(0, None, None, 1e-5)),
             ("group_norm", x.group_norm(4, None, None, 1e-5)),
             ("group_norm", x.group_norm(12, None, None, 1e-5)),
-            // No pixels, or no channels: PyTorch refuses both.
-            (
-                "group_norm",
-                Tensor::zeros([2, 6, 0], DType::F32, &dev)
-                    .unwrap()
-                    .group_norm(3, None, None, 1e-5),
-            ),
+            // No channels still needs groups.
             (
                 "group_norm",
                 Tensor::zeros([2, 0, 3], DType::F32, &dev)
                     .unwrap()
-                    .group_norm(1, None, None, 1e-5),
+                    .group_norm(0, None, None, 1e-5),
             ),
             ("group_norm", x.group_norm(3, Some(&short), None, 1e-5)),
             ("group_norm", x.group_norm(3, None, Some(&ints), 1e-5)),
@@ -570,6 +564,14 @@ fn channel_norms_refuse_bad_input_naming_the_op() {
             empty.batch_norm(&c, &c, None, None, 1e-5).unwrap().dims(),
             [0, 6, 3]
         );
+        // No pixels, or no channels: PyTorch's group_norm gives an empty
+        // tensor of the input's shape (it refused neither).
+        let no_pixels = Tensor::zeros([2, 6, 0], DType::F32, &dev).unwrap();
+        let y = no_pixels.group_norm(3, Some(&c), Some(&c), 1e-5).unwrap();
+        assert_eq!(y.dims(), [2, 6, 0]);
+        let no_channels = Tensor::zeros([2, 0, 3], DType::F16, &dev).unwrap();
+        let y = no_channels.group_norm(1, None, None, 1e-5).unwrap();
+        assert_eq!((y.dims(), y.dtype()), (&[2, 0, 3][..], DType::F16));
         // No positions, or no channels (PyTorch's `batch_norm(zeros(2, 3,
         // 0), ...)` is (2, 3, 0)): empty too, in f32 (the CPU's 1x1
         // convolution refused them) and f16.

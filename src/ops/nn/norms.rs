@@ -128,9 +128,10 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Shape` naming `group_norm` for a tensor of rank below 2, a
-    /// channel count `num_groups` (0 included) does not divide, no channels
-    /// or no pixels (an empty batch is fine), as PyTorch refuses them, or a
-    /// weight or bias of a shape other than `(C,)`; `Error::DType` and
+    /// channel count `num_groups` (0 included) does not divide, or a weight
+    /// or bias of a shape other than `(C,)` (a tensor with no elements,
+    /// no channels or no pixels included, normalises to an empty tensor, as
+    /// in PyTorch); `Error::DType` and
     /// `Error::DeviceMismatch` as [`Tensor::layer_norm`].
     pub fn group_norm(
         &self,
@@ -146,19 +147,9 @@ impl Tensor {
                 format!("takes a tensor of shape (N, C, *), got {}", self.shape()),
             ));
         }
+        // No channels (which any count of groups divides) or no pixels
+        // are an empty output, as PyTorch's.
         let channels = self.dims()[1];
-        // As PyTorch: each group normalises something (an empty batch may
-        // have no elements, but not no channels or pixels).
-        let pixels: usize = self.dims()[2..].iter().product();
-        if channels == 0 || pixels == 0 {
-            return Err(Error::shape(
-                op,
-                format!(
-                    "needs channels and pixels to normalise, got shape {}",
-                    self.shape()
-                ),
-            ));
-        }
         if num_groups == 0 || !channels.is_multiple_of(num_groups) {
             return Err(Error::shape(
                 op,
