@@ -869,6 +869,68 @@ fn bluesteins_algorithm_runs_whole_in_one_kernel() {
     }
 }
 
+#[test]
+fn irfft_reads_only_the_real_part_at_both_ends() {
+    // NumPy's irfft ignores a finite imaginary part at 0 and (for an even
+    // length) at n/2: bit for bit the same signal as with zeros there.
+    // Bluestein's and the four-step algorithm mix real and imaginary
+    // parts, so on a GPU's composed lengths (a prime factor past 13, or
+    // longer than a kernel line: 17, 34, 8192 on lavapipe) they leaked
+    // into the signal (1e6 there cost 4e-3 at 17), as rounding does on the
+    // kernel's own lengths (16). Where one is infinite or NaN, NumPy's
+    // (and PyTorch's) signal is NaN throughout (`np.fft.irfft([1+inf*1j]
+    // + [1]*8, 16)`): its product with 0.
+    for dev in devices() {
+        for n in [16usize, 17, 34, 8192] {
+            let half = n / 2 + 1;
+            let values = noise(2 * 3 * half, n as u64);
+            let (re, im) = values.split_at(3 * half);
+            let mut im = im.to_vec();
+            let ends: Vec<usize> = if n % 2 == 0 { vec![0, n / 2] } else { vec![0] };
+            let with = |im: &[f32]| {
+                let re = Tensor::from_slice(re, [3, half], &dev).unwrap();
+                let im = Tensor::from_slice(im, [3, half], &dev).unwrap();
+                Tensor::complex(&re, &im)
+                    .unwrap()
+                    .irfft(Fft::along(1).size(n))
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap()
+            };
+            for line in 0..3 {
+                for &k in &ends {
+                    im[line * half + k] = 0.0;
+                }
+            }
+            let clean = with(&im);
+            assert!(clean.iter().all(|v| v.is_finite()), "{n} on {dev}");
+            for line in 0..3 {
+                for &k in &ends {
+                    im[line * half + k] = 1e6 * (k as f32 + 1.0);
+                }
+            }
+            let got = with(&im);
+            let same = got
+                .iter()
+                .zip(&clean)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "finite parts at the ends of {n} on {dev}");
+            // Line 0's first, line 2's last: those lines NaN, line 1 kept.
+            im[0] = f32::INFINITY;
+            im[2 * half + ends[ends.len() - 1]] = f32::NAN;
+            let got = with(&im);
+            for line in [0, 2] {
+                let signal = &got[line * n..(line + 1) * n];
+                assert!(
+                    signal.iter().all(|v| v.is_nan()),
+                    "line {line} of {n} on {dev}"
+                );
+            }
+            assert_eq!(got[n..2 * n], clean[n..2 * n], "line 1 of {n} on {dev}");
+        }
+    }
+}
+
 /// A transform of lines of `n` along axis 0 (and the line length).
 type LineOp = fn(&Tensor, usize) -> webtensor::Result<Tensor>;
 

@@ -224,7 +224,8 @@ impl Tensor {
     /// `spec`'s axes, in order, then a real inverse along the last, whose length is
     /// `spec`'s size or `2 (m - 1)` for `m` inputs. An f32 tensor. The
     /// imaginary parts of the first element (and of the middle one for an
-    /// even length) are ignored, as NumPy's.
+    /// even length) are ignored, as NumPy's, on every device and path
+    /// (where one is infinite or NaN, the signal is NaN, as NumPy's).
     ///
     /// # Errors
     /// As [`Tensor::fft`].

@@ -331,7 +331,8 @@ fn fitted(t: &Tensor, n: usize) -> Result<Tensor> {
 }
 
 /// The whole spectrum of `n` points whose first half `t` holds (c64):
-/// element `k` is `t[k]` up to `n / 2` and `conj(t[n - k])` beyond.
+/// element `k` is `t[k]` up to `n / 2` and `conj(t[n - k])` beyond, the
+/// elements at 0 and `n / 2` (even `n`) real (see [`real_ends`]).
 fn hermitian_whole(t: &Tensor, n: usize) -> Result<Tensor> {
     let half = n / 2 + 1;
     let h = fitted(t, half)?;
@@ -342,7 +343,27 @@ fn hermitian_whole(t: &Tensor, n: usize) -> Result<Tensor> {
         let mirrored = h.narrow(-1, 1, rest)?.flip(&[-1])?.conj()?;
         whole.narrow(-1, half, rest)?.assign(&mirrored)?;
     }
+    real_ends(&whole, n)?;
     Ok(whole)
+}
+
+/// Makes the elements at 0 and `n / 2` (even `n`) of `whole`'s lines real,
+/// as NumPy's `irfft` reads them (the imaginary part times 0 added: NaN
+/// where it is not finite), before Bluestein's or the four-step algorithm
+/// mixes the parts.
+fn real_ends(whole: &Tensor, n: usize) -> Result<()> {
+    let ends = if n.is_multiple_of(2) {
+        vec![0, n / 2]
+    } else {
+        vec![0]
+    };
+    for k in ends {
+        let z = whole.narrow(-1, k, 1)?;
+        let im = z.imag()?;
+        z.real()?.add_(&im.mul_scalar(0.0)?)?;
+        im.fill_(0.0)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -115,9 +115,10 @@ impl Lines<'_> {
     fn real_input(&self, at: impl Fn(usize) -> f32, dst: &mut [f32]) -> Result<()> {
         let n = self.call.n;
         let plan = REAL_PLANNER.with(|p| p.borrow_mut().plan_fft_forward(n));
-        let mut signal = vec![0.0f32; n];
-        let mut half = plan.make_output_vec();
-        let mut scratch = plan.make_scratch_vec();
+        // Fallibly, as the tensors are: a line may be most of memory.
+        let mut signal = super::try_zeroed::<f32>(OP, n)?;
+        let mut half = super::try_zeroed::<Complex32>(OP, n / 2 + 1)?;
+        let mut scratch = super::try_zeroed::<Complex32>(OP, plan.get_scratch_len())?;
         for &(a, b) in self.starts {
             signal.fill(0.0);
             for (j, x) in signal[..self.avail].iter_mut().enumerate() {
@@ -142,13 +143,14 @@ impl Lines<'_> {
 
     /// Hermitian half spectra to real lines by `realfft`; the imaginary
     /// parts of the first element and (for an even length) the middle one
-    /// are dropped, as NumPy's `irfft` ignores them.
+    /// are dropped, as NumPy's `irfft` reads them (NaN where one is
+    /// infinite or NaN).
     fn real_output(&self, at: impl Fn(usize) -> f32, dst: &mut [f32]) -> Result<()> {
         let n = self.call.n;
         let plan = REAL_PLANNER.with(|p| p.borrow_mut().plan_fft_inverse(n));
-        let mut half = plan.make_input_vec();
-        let mut signal = plan.make_output_vec();
-        let mut scratch = plan.make_scratch_vec();
+        let mut half = super::try_zeroed::<Complex32>(OP, n / 2 + 1)?;
+        let mut signal = super::try_zeroed::<f32>(OP, n)?;
+        let mut scratch = super::try_zeroed::<Complex32>(OP, plan.get_scratch_len())?;
         let kept = self.avail.min(half.len());
         for &(a, b) in self.starts {
             half.fill(Complex32::new(0.0, 0.0));
@@ -156,9 +158,11 @@ impl Lines<'_> {
                 let p = Self::pos(a, self.steps.0, k);
                 *x = Complex32::new(at(p), at(p + 1));
             }
-            half[0].im = 0.0;
-            if n.is_multiple_of(2) {
-                half[n / 2].im = 0.0;
+            // Real, as NumPy reads them: NaN where the imaginary part is
+            // infinite or NaN (its product with 0), else dropped.
+            let ends = if n.is_multiple_of(2) { n / 2 } else { 0 };
+            for k in [0, ends] {
+                half[k] = Complex32::new(half[k].re + half[k].im * 0.0, 0.0);
             }
             plan.process_with_scratch(&mut half, &mut signal, &mut scratch)
                 .map_err(|e| Error::internal(OP, e.to_string()))?;

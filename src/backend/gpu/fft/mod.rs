@@ -400,6 +400,12 @@ fn access(key: &FftKey) -> String {
     }}
     let p = u32(start + i32(j) * params.src_step);
     let z = {pair};
+    if (j == 0u || 2u * j == N) {{
+        // Real, as NumPy reads them: NaN where the imaginary part is
+        // infinite or NaN (its product with 0), else dropped.
+        let lost = (bitcast<u32>(z.y) & 0x7fffffffu) >= 0x7f800000u;
+        return vec2<f32>(bitcast<f32>(select(bitcast<u32>(z.x), 0x7fc00000u, lost)), 0.0);
+    }}
     return vec2<f32>(z.x, sign * z.y);
 }}
 "
