@@ -30,13 +30,29 @@ pub(crate) fn write_file(
     let name = path
         .file_name()
         .ok_or_else(|| io(std::io::Error::other("the path names no file")))?;
-    let mut temporary = name.to_os_string();
-    temporary.push(format!(".{}.partial", std::process::id()));
-    let temporary = path.with_file_name(temporary);
-    let written = std::fs::File::create(&temporary).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
+    // A name of this write's own, created new (never an existing file or
+    // link): two saves to one path at once (threads of a process) each
+    // write theirs whole, and the last rename wins.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let (temporary, file) = loop {
+        let k = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut temporary = name.to_os_string();
+        temporary.push(format!(".{}.{k}.partial", std::process::id()));
+        let temporary = path.with_file_name(temporary);
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary);
+        match opened {
+            Ok(file) => break (temporary, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(e)),
+        }
+    };
+    let written = {
+        let mut file = file;
+        file.write_all(bytes).and_then(|()| file.sync_all())
+    };
     let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
     if let Err(e) = renamed {
         let _ = std::fs::remove_file(&temporary);
