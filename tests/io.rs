@@ -156,6 +156,51 @@ fn npz_members_that_are_not_arrays_are_skipped() {
 }
 
 #[test]
+fn npz_names_given_twice_are_the_tensor_np_load_gives() {
+    // Appended to (make_numpy_files.py): "w.npy" twice, "v" and "v.npy",
+    // and a bzip2 member beside them. np.load's f["w"] is [9] (the last),
+    // f["v"] [7] (the exact name), and the bzip2 member does not stop it.
+    for dev in devices() {
+        let arrays = io::load_npz(data("numpy_duplicates.npz"), &dev).unwrap();
+        let got: Vec<(&str, Vec<f32>)> = arrays
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.to_vec::<f32>().unwrap()))
+            .collect();
+        assert_eq!(got, [("w", vec![9.0]), ("v", vec![7.0])], "{dev}");
+    }
+}
+
+#[test]
+fn saves_to_one_path_at_once_each_write_a_whole_file() {
+    // Two threads saving over one path: each save writes a temporary file
+    // of its own (they shared one, and a save could report Ok over a file
+    // mixing both, or fail its rename), and the file is one of the two.
+    let dir = scratch("one_path_at_once");
+    let path = dir.join("latest.npy");
+    let cpu = Device::cpu();
+    let long = Tensor::full([50_000], 1.0, DType::F32, &cpu).unwrap();
+    let short = Tensor::full([10], 2.0, DType::F32, &cpu).unwrap();
+    std::thread::scope(|scope| {
+        for t in [&long, &short] {
+            let path = &path;
+            scope.spawn(move || {
+                for _ in 0..40 {
+                    io::save_npy(path, t).unwrap();
+                }
+            });
+        }
+    });
+    let back = io::load_npy(&path, &cpu).unwrap().to_vec::<f32>().unwrap();
+    assert!(
+        back == [1.0; 50_000] || back == [2.0; 10],
+        "{} values",
+        back.len()
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "temporary files left: {left:?}");
+}
+
+#[test]
 fn files_numpy_wrote_read_exactly() {
     for dev in devices() {
         for file in ["numpy_arrays.npz", "numpy_compressed.npz"] {

@@ -8,8 +8,11 @@ use crate::tensor::Tensor;
 
 /// The tensors of an `.npz` archive's bytes, in the archive's order, named
 /// as NumPy names them (the entry name without `.npy`). Entries that are
-/// not `.npy` files (without its magic bytes: a `meta.json` beside the
-/// arrays, a folder) are skipped, where `np.load` hands back their bytes.
+/// not `.npy` files (without its magic bytes, or not `.npy` and compressed
+/// other than by deflate: a `meta.json` beside the arrays, a folder) are
+/// skipped, where `np.load` hands back their bytes. A name given twice (as
+/// appending to an archive gives it) is one tensor, `np.load`'s: the last
+/// entry named exactly so, else the last with `.npy`.
 ///
 /// # Errors
 /// `Error::Format` naming `from_npz_bytes` for a malformed archive or
@@ -21,18 +24,33 @@ pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tens
 /// Every entry checked first, then inflated one at a time: the host holds
 /// the tensors made so far and one entry's bytes, never every entry's.
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
-    let mut tensors = Vec::new();
+    let mut tensors: Vec<(String, Tensor, bool)> = Vec::new();
+    let mut at = std::collections::HashMap::<String, usize>::new();
     for entry in zip::entries(op, bytes)? {
         let name = &entry.name;
+        let exact = !name.ends_with(".npy");
+        if exact && !entry.readable() {
+            continue;
+        }
         let name = name.strip_suffix(".npy").unwrap_or(name).to_string();
+        let kept = at.get(&name).copied();
+        if kept.is_some_and(|k| tensors[k].2 && !exact) {
+            continue;
+        }
         let contents = entry.contents(op)?;
         if !contents.starts_with(npy::MAGIC) {
             continue;
         }
         let tensor = npy::read(op, &contents, device).map_err(|e| e.in_tensor(&name))?;
-        tensors.push((name, tensor));
+        match kept {
+            Some(k) => tensors[k] = (name, tensor, exact),
+            None => {
+                at.insert(name.clone(), tensors.len());
+                tensors.push((name, tensor, exact));
+            }
+        }
     }
-    Ok(tensors)
+    Ok(tensors.into_iter().map(|(n, t, _)| (n, t)).collect())
 }
 
 /// The bytes of an `.npz` archive (uncompressed, as `np.savez`) holding

@@ -120,14 +120,15 @@ pub fn to_safetensors_bytes(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
 pub async fn to_safetensors_bytes_async(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
     const OP: &str = "to_safetensors_bytes";
     let mut prepared = Vec::with_capacity(tensors.len());
-    for (k, (name, t)) in tensors.iter().enumerate() {
+    let mut names = std::collections::HashSet::with_capacity(tensors.len());
+    for (name, t) in tensors {
         if *name == "__metadata__" {
             return Err(Error::format(
                 OP,
                 "the name \"__metadata__\" is the format's own header entry",
             ));
         }
-        if tensors[..k].iter().any(|(other, _)| other == name) {
+        if !names.insert(*name) {
             return Err(Error::format(
                 OP,
                 format!("the name {name:?} is given twice"),

@@ -171,8 +171,7 @@ fn span(bytes: &[u8], at: u64, len: u64) -> Option<&[u8]> {
 /// zip64 record may hold the true one) is not relied on.
 ///
 /// # Errors
-/// `Error::Format` naming `op` for a malformed archive or a compression
-/// other than stored and deflate.
+/// `Error::Format` naming `op` for a malformed archive.
 pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry<'a>>> {
     let bad = |what: &str| Error::format(op, format!("not a readable zip archive: {what}"));
     // The end record is the last 22 bytes plus a comment of up to 64 KiB.
@@ -273,14 +272,6 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
             .checked_add(header_len)
             .and_then(|data_at| span(bytes, data_at, packed))
             .ok_or_else(|| bad(&format!("entry {name:?} runs past the end")))?;
-        if !matches!(method, 0 | 8) {
-            return Err(Error::format(
-                op,
-                format!(
-                    "entry {name:?} uses compression method {method}; stored (0) and deflate (8) are read"
-                ),
-            ));
-        }
         extents.push((local, local + header_len + packed));
         entries.push(Entry {
             name,
@@ -303,13 +294,20 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
 }
 
 impl<'a> Entry<'a> {
+    /// True when its compression is one [`Entry::contents`] reads (stored
+    /// or deflate).
+    pub fn readable(&self) -> bool {
+        matches!(self.method, 0 | 8)
+    }
+
     /// The entry's bytes: a stored entry's as they lie in the archive, a
     /// deflated one's inflated into one buffer of its recorded size (never
     /// more than deflate can produce from its bytes), CRC checked.
     ///
     /// # Errors
-    /// `Error::Format` naming `op` for data that does not inflate to its
-    /// recorded size or fails its CRC; `Error::OutOfMemory` when the host
+    /// `Error::Format` naming `op` for a compression other than stored and
+    /// deflate, or data that does not inflate to its recorded size or fails
+    /// its CRC; `Error::OutOfMemory` when the host
     /// cannot hold the inflated bytes.
     pub fn contents(&self, op: &'static str) -> Result<Cow<'a, [u8]>> {
         let name = &self.name;
@@ -319,7 +317,14 @@ impl<'a> Entry<'a> {
                 format!("not a readable zip archive: entry {name:?} {what}"),
             )
         };
-        let data: Cow<'a, [u8]> = if self.method == 0 {
+        if !self.readable() {
+            return Err(bad(&format!(
+                "uses compression method {}; stored (0) and deflate (8) are read",
+                self.method
+            )));
+        }
+        // An empty deflated entry may hold no deflate stream at all.
+        let data: Cow<'a, [u8]> = if self.method == 0 || (self.size == 0 && self.data.is_empty()) {
             Cow::Borrowed(self.data)
         } else {
             let most = (self.data.len() as u64)
@@ -403,6 +408,23 @@ mod tests {
         assert!(read("t", &broken).unwrap_err().to_string().contains("CRC"));
         assert!(read("t", &zip[..20]).is_err());
         assert!(read("t", b"").is_err());
+    }
+
+    /// An empty entry marked deflated may hold no deflate stream (Python's
+    /// zipfile reads it as no bytes; miniz would not inflate nothing).
+    #[test]
+    fn an_empty_deflated_entry_is_no_bytes() {
+        let entries = vec![("extras/".to_string(), vec![])];
+        let mut zip = write("t", &entries).unwrap();
+        // The method in the local header (at 8) and the central record
+        // (30 + 7 bytes of name, then 10).
+        zip[8] = 8;
+        zip[30 + 7 + 10] = 8;
+        assert_eq!(read("t", &zip).unwrap(), entries);
+        zip[8] = 12;
+        zip[30 + 7 + 10] = 12;
+        let e = read("t", &zip).unwrap_err().to_string();
+        assert!(e.contains("compression method 12"), "{e}");
     }
 
     /// 0xffffffff in a plain record says "see the zip64 field", which is

@@ -24,9 +24,24 @@ np.save("numpy_complex128.npy", np.array([1.0], dtype=np.complex128))
 
 # Members beside the arrays, which np.load hands back as bytes: a JSON file
 # and a folder.
+import io
 import zipfile
 
 np.savez("numpy_with_extras.npz", w=np.array([1.5, -2], dtype=np.float32))
 with zipfile.ZipFile("numpy_with_extras.npz", "a") as z:
     z.writestr("meta.json", '{"epoch": 3}')
     z.writestr("notes/", "")
+
+# Names given twice, as appending to an archive makes them: np.load's
+# f["w"] is the last "w.npy" ([9]), and f["v"] the member named exactly "v"
+# ([7]) over "v.npy"; a bzip2 member beside them (not an array) is handed
+# back as bytes and the arrays still load.
+np.savez("numpy_duplicates.npz", w=np.array([1, 2], dtype=np.float32))
+with zipfile.ZipFile("numpy_duplicates.npz", "a") as z:
+    for name, value in [("w.npy", 9), ("v", 7), ("v.npy", 8)]:
+        member = io.BytesIO()
+        np.save(member, np.array([value], dtype=np.float32))
+        z.writestr(name, member.getvalue())
+    z.writestr("meta.json", '{"epoch": 3}', compress_type=zipfile.ZIP_BZIP2)
+with np.load("numpy_duplicates.npz") as f:
+    assert f["w"].tolist() == [9] and f["v"].tolist() == [7], (f["w"], f["v"])
