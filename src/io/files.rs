@@ -49,6 +49,7 @@ pub(crate) fn write_file(
             Err(e) => return Err(io(e)),
         }
     };
+    // Closed before the rename (Windows renames no open file).
     let written = {
         let mut file = file;
         file.write_all(bytes).and_then(|()| file.sync_all())
