@@ -768,6 +768,63 @@ fn adaptive_average_pooling_covers_uneven_bins() {
     }
 }
 
+#[test]
+fn adaptive_average_pooling_of_a_long_axis_and_of_the_highest_rank() {
+    // Bins of two lengths over a long axis (each bin taken whole), and at
+    // the highest rank (its leading axes taken as one for the bins' axis):
+    // against sums in f64, bin by bin.
+    let (h, w) = (3usize, 20_011usize);
+    let values: Vec<f32> = (0..h * w)
+        .map(|i| ((i * 7919) % 1013) as f32 / 64.0)
+        .collect();
+    let mean = |r0: usize, r1: usize, c0: usize, c1: usize| {
+        let mut sum = 0.0f64;
+        for y in r0..r1 {
+            for x in c0..c1 {
+                sum += f64::from(values[y * w + x]);
+            }
+        }
+        (sum / ((r1 - r0) * (c1 - c0)) as f64) as f32
+    };
+    let bins = |i: usize, n: usize, m: usize| (i * n / m, ((i + 1) * n).div_ceil(m));
+    for dev in devices() {
+        for out in [[2usize, 3], [3, 7], [5, 1]] {
+            let mut want = Vec::new();
+            for i in 0..out[0] {
+                let (r0, r1) = bins(i, h, out[0]);
+                for j in 0..out[1] {
+                    let (c0, c1) = bins(j, w, out[1]);
+                    want.push(mean(r0, r1, c0, c1));
+                }
+            }
+            let x = Tensor::from_slice(&values, [1, 1, h, w], &dev).unwrap();
+            let got = x.adaptive_avg_pool2d(out).unwrap();
+            check(
+                &got,
+                &want,
+                &[1, 1, out[0], out[1]],
+                1e-5,
+                &format!("{out:?} on {dev}"),
+            );
+            // Eight axes, a broadcast view (its leading axes of stride 0).
+            let deep = Tensor::from_slice(&values, [1, 1, 1, 1, 1, 1, h, w], &dev)
+                .unwrap()
+                .broadcast_to([2, 1, 1, 1, 1, 2, h, w])
+                .unwrap();
+            let got = deep.adaptive_avg_pool2d(out).unwrap();
+            let repeated: Vec<f32> = want.iter().cycle().take(4 * want.len()).copied().collect();
+            let dims = [2, 1, 1, 1, 1, 2, out[0], out[1]];
+            check(
+                &got,
+                &repeated,
+                &dims,
+                1e-5,
+                &format!("8-D {out:?} on {dev}"),
+            );
+        }
+    }
+}
+
 /// The cases PyTorch computed (tests/data/torch_resize_cases.npz, written
 /// by make_resize_cases.py), by name, on the CPU.
 fn torch_resize_cases() -> Vec<(String, Tensor)> {

@@ -1059,3 +1059,26 @@ fn a_sync_after_a_gather_is_one_submit_and_one_readback() {
         );
     }
 }
+
+#[test]
+fn an_adaptive_average_pooling_is_a_few_kernels_whatever_its_bins() {
+    // Bins of two lengths were a gather and an add per position of the
+    // longest bin: 667k dispatches for a million-long axis in 3 bins.
+    // Now each axis's bins are taken whole and summed (a padded copy, the
+    // take, the sum, its +0; then the two divisions: 12 kernels for two
+    // axes of bins of two lengths, 11 fused), so a long axis costs what a short
+    // one does.
+    for (name, dev) in gpus() {
+        let short = Tensor::rand([2, 3, 7, 10], DType::F32, 5, &dev).unwrap();
+        let long = Tensor::rand([1, 2, 5, 100_003], DType::F32, 6, &dev).unwrap();
+        let small = cost(&dev, &|| short.adaptive_avg_pool2d([3, 4]).unwrap());
+        let large = cost(&dev, &|| long.adaptive_avg_pool2d([3, 3]).unwrap());
+        assert!(
+            small.dispatches <= 12 && large.dispatches == small.dispatches,
+            "{name}: {} dispatches for 7x10 -> 3x4, {} for 5x100003 -> 3x3",
+            small.dispatches,
+            large.dispatches
+        );
+        assert_eq!(large.readbacks, 1, "{name}");
+    }
+}

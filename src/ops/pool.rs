@@ -7,8 +7,8 @@
 //! windows past its kernel's loop budget, fold one strided view of the
 //! (padded) input per tap that reaches the input with `maximum` or `add`,
 //! in the same order; `adaptive_avg_pool2d` sums each axis's bins (one
-//! reduction over a split view where the bins are of one length, a sum of
-//! gathered taps otherwise) and divides the sums by the bins' heights and
+//! reduction over a split view where the bins are of one length, over the
+//! bins taken whole otherwise) and divides the sums by the bins' heights and
 //! then their widths, as PyTorch does.
 
 use super::PadMode;
@@ -398,7 +398,8 @@ impl Tensor {
         dims[r - 2..].copy_from_slice(&size);
         // Before the first axis's bins: an output past the limits made
         // 2^31 bins (32 GB) and a 16 GB sum before failing at the second.
-        Shape::from(dims).check(OP)?;
+        let out_shape = Shape::from(dims);
+        out_shape.check(OP)?;
         if self.dims()[r - 2..] == size {
             // Each bin one element: its sum from +0 as PyTorch's (so -0.0
             // is +0.0), never this tensor's storage, which the caller may
@@ -410,19 +411,25 @@ impl Tensor {
             // PyTorch's one bin is the mean: the sum divided by its count.
             return x.mean_keepdim([-2isize, -1])?.to_dtype(self.dtype());
         }
+        if r == MAX_RANK {
+            // Each axis's bins take an axis more: the leading ones as one.
+            let lead = self.dims()[..r - 2].iter().product::<usize>();
+            x = x.reshape([lead, self.dims()[r - 2], self.dims()[r - 1]])?;
+        }
+        let rank = x.rank();
         // PyTorch's order: each window summed whole, then divided by its
         // height and then by its width (so a sum that overflows is inf,
         // as PyTorch's, and no quotient is rounded before the sum).
         let mut counts = Vec::with_capacity(2);
         for (a, &m) in size.iter().enumerate() {
-            let (sum, count) = adaptive_sum_axis(&x, r - 2 + a, m)?;
+            let (sum, count) = adaptive_sum_axis(&x, rank - 2 + a, m)?;
             x = sum;
             counts.extend(count);
         }
         for lengths in &counts {
             x = lengths.divide(&x)?;
         }
-        x.to_dtype(self.dtype())
+        x.reshape(&out_shape)?.to_dtype(self.dtype())
     }
 
     /// `op` (`max_pool2d` or `avg_pool2d`) by `plan` as a reduction over
@@ -506,21 +513,25 @@ impl Tensor {
     }
 }
 
-/// Axis `axis` of `x` (`n` long, `n` and `m` at least 1) summed into `m`
-/// bins, bin `i` spanning `floor(i n / m)..ceil((i + 1) n / m)`, with the
-/// bins' lengths along that axis (broadcasting against the sums; `None`
-/// where every bin is one element). Bins of one length are a view of the
-/// axis split in two, summed; bins of two lengths are summed tap by tap
-/// from gathers, the shorter ones reading a zero past the axis's end.
-/// Either way no element is scaled before it is summed, so an infinity or
-/// NaN reaches only its own bins.
+/// Axis `axis` of `x` (`n` long, `n` and `m` at least 1, `x` below the
+/// maximum rank) summed into `m` bins, bin `i` spanning
+/// `floor(i n / m)..ceil((i + 1) n / m)`, with the bins' lengths along
+/// that axis (broadcasting against the sums; `None` where every bin is one
+/// element). Bins of one length are a view of the axis split in two,
+/// summed; bins of two lengths are taken whole, `m` by the longest's
+/// length, the shorter ones reading a zero past the axis's end, and
+/// summed: a few ops whatever the bins (a gather and an add a tap made
+/// 667k dispatches of a million-long axis in 3 bins). The taken bins hold
+/// at most `n + 2m` elements a row: they overlap by one at most. Either
+/// way no element is scaled before it is summed, so an infinity or NaN
+/// reaches only its own bins.
 fn adaptive_sum_axis(x: &Tensor, axis: usize, m: usize) -> Result<(Tensor, Option<BinLengths>)> {
     const OP: &str = "adaptive_avg_pool2d";
     let n = x.dims()[axis];
     if n == m {
         return Ok((x.clone(), None));
     }
-    if n.is_multiple_of(m) && x.rank() < MAX_RANK {
+    if n.is_multiple_of(m) {
         let k = n / m;
         let l = x.layout();
         let (mut dims, mut strides) = (l.dims().to_vec(), l.strides().to_vec());
@@ -541,19 +552,15 @@ fn adaptive_sum_axis(x: &Tensor, axis: usize, m: usize) -> Result<(Tensor, Optio
     widths[0] = (0, 1);
     let padded = x.pad(&widths, PadMode::Constant(0.into()))?;
     let device = x.device();
-    let mut sum: Option<Tensor> = None;
-    for t in 0..longest {
-        let taps = bins
-            .iter()
-            .map(|&(s, e)| if s + t < e { s + t } else { n } as i64);
-        let index = Tensor::from_vec(try_collect(OP, m, taps)?, [m], device)?;
-        let tap = padded.index_select(&index, axis as isize)?;
-        sum = Some(match sum {
-            Some(s) => s.add(&tap)?,
-            // From +0 as PyTorch's sums: a bin of -0.0 is +0.0.
-            None => tap.add_scalar(0.0)?,
-        });
-    }
+    let taps = bins
+        .iter()
+        .flat_map(|&(s, e)| (s..s + longest).map(move |t| if t < e { t } else { n } as i64));
+    let index = Tensor::from_vec(try_collect(OP, m * longest, taps)?, [m, longest], device)?;
+    // From +0 as PyTorch's sums: a bin of -0.0 is +0.0.
+    let sum = padded
+        .take(&index, axis as isize)?
+        .sum(axis as isize + 1)?
+        .add_scalar(0.0)?;
     let mut shape = vec![1usize; x.rank()];
     shape[axis] = m;
     let widths = bins.iter().map(|&(s, e)| e - s);
@@ -565,7 +572,6 @@ fn adaptive_sum_axis(x: &Tensor, axis: usize, m: usize) -> Result<(Tensor, Optio
         _ => Tensor::from_vec(try_collect(OP, m, widths.map(|w| w as f32))?, shape, device)?
             .to_dtype(x.dtype())?,
     };
-    let sum = sum.ok_or_else(|| Error::internal(OP, "a bin of no elements"))?;
     Ok((sum, Some(BinLengths::Each(counts))))
 }
 
