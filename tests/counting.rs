@@ -395,6 +395,78 @@ fn integers_are_binned_against_numpys_edges() {
     }
 }
 
+/// Integers past 2^24, which f32 rounds, are binned as NumPy's f64
+/// comparisons bin them (the data's own largest value fell out of the
+/// last bin, its smallest out of the first): i32 and i64 data, their own
+/// ends or a range, i64's whole range, edges between integers, weights,
+/// as stored and as a reversed view, on every device.
+#[test]
+fn integers_past_two_to_the_24_are_binned_exactly() {
+    let cases = cases();
+    let mut ran = 0;
+    for dev in common::devices() {
+        for (name, want) in cases.iter().filter(|(n, _)| n.starts_with("hist_big_")) {
+            let parts: Vec<&str> = name["hist_big_".len()..].split('_').collect();
+            let (data, bins) = (parts[0], parts[1]);
+            let Ok(bins) = bins.parse::<usize>() else {
+                continue;
+            };
+            let range = match parts[2..] {
+                [a, b] => Some((a.parse().unwrap(), b.parse().unwrap())),
+                _ => None,
+            };
+            let weighted = parts.last() == Some(&"weighted");
+            let x = on(&cases, &format!("hist_big_{data}_data"), &dev);
+            let w = weighted.then(|| {
+                let w = &cases["hist_big_i64_weights"];
+                w.to_dtype(DType::F32).unwrap().to_device(&dev).unwrap()
+            });
+            let reversed = x
+                .flip(&[0])
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .flip(&[0])
+                .unwrap();
+            for x in [x, reversed] {
+                let (h, _) = x.histogram(bins, range, w.as_ref(), false).unwrap();
+                if weighted {
+                    let got = h.to_vec::<f32>().unwrap();
+                    let want: Vec<f32> = want
+                        .to_vec::<f64>()
+                        .unwrap()
+                        .iter()
+                        .map(|&v| v as f32)
+                        .collect();
+                    assert_eq!(got, want, "{name} on {dev:?}");
+                } else {
+                    assert_eq!(
+                        positions(Ok(h)),
+                        want.to_vec::<i64>().unwrap(),
+                        "{name} on {dev:?}"
+                    );
+                }
+                ran += 1;
+            }
+        }
+        // f64 weights (the CPU's) are summed as they are: 1e9 + 1 is no f32.
+        if dev.is_cpu() {
+            let x = Tensor::from_slice(&[0i32, 0, 1, 1], [4], &dev).unwrap();
+            let sums = x
+                .bincount(Some(&on(&cases, "bincount_f64_w", &dev)), 0)
+                .unwrap();
+            let want: Vec<f32> = cases["bincount_f64_sums"]
+                .to_vec::<f64>()
+                .unwrap()
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            assert_eq!(sums.to_vec::<f32>().unwrap(), want);
+        }
+    }
+    assert!(ran >= 20, "{ran} cases ran");
+}
+
 #[test]
 fn histogram_gives_numpys_counts_and_edges() {
     let cases = cases();

@@ -124,5 +124,34 @@ cases["hist_int_counts"] = np.stack([np.pad(h, (0, 59 - len(h))) for h in hist_i
 for bins in [7, 10]:
     cases[f"hist_empty_{bins}_edges"] = np.histogram(np.zeros(0, np.float32), bins)[1]
 
+# histogram of integers past 2^24, which f32 rounds: NumPy bins them
+# against its f64 edges, exactly to 2^53. Each case's data, then its counts
+# for bins and ranges (None: the data's own ends), named
+# hist_big_<case>_<bins>[_<range's ends>][_weighted].
+k = np.arange(1000, dtype=np.int64)
+big = {
+    "i32": np.int32([0, 16777219, 16777217, 16777218, 33554431, -16777219, 7]),
+    "i64": (2**40 + (k * 2654435761) % 2**33).astype(np.int64),
+    "ends": np.int64([-(2**63), -(2**62), -1, 0, 2**62, 2**63 - 1]),
+    "near": np.arange(16777200, 16777240, dtype=np.int64),
+}
+hist_big = {
+    "i32": [(2, None), (5, None), (7, (-16777219, 16777219))],
+    "i64": [(7, None), (5, (2**40 + 1e9, 2**40 + 5e9))],
+    "ends": [(3, None), (4, None)],
+    "near": [(10, (16777205.5, 16777225.5)), (3, (16777201, 16777230))],
+}
+for name, data in big.items():
+    cases[f"hist_big_{name}_data"] = data
+    for bins, r in hist_big[name]:
+        ends = "" if r is None else f"_{float(r[0])!r}_{float(r[1])!r}"
+        cases[f"hist_big_{name}_{bins}{ends}"] = np.histogram(data, bins, r)[0].astype(np.int64)
+weights = (k % 5).astype(np.float64) * 0.25
+cases["hist_big_i64_weights"] = weights
+cases["hist_big_i64_7_weighted"] = np.histogram(big["i64"], 7, weights=weights)[0]
+# bincount's f64 weights summed in f64 (1e9 + 1 is not an f32).
+cases["bincount_f64_w"] = np.array([1e9 + 1, -1e9, 0.1, 3e-8])
+cases["bincount_f64_sums"] = np.bincount([0, 0, 1, 1], weights=cases["bincount_f64_w"])
+
 np.savez_compressed(HERE / "counting_cases.npz", **cases)
 print(sorted(cases))

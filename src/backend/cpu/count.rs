@@ -23,12 +23,11 @@ pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
     )?;
     let index = reads.of(OP, &call.index)?;
     let weights = match &call.weights {
-        Some(w) => Some(
-            &reads
-                .of(OP, w)?
-                .as_slice::<f32>()
-                .ok_or_else(|| Error::internal(OP, "weights must be f32"))?[w.layout.offset()..],
-        ),
+        Some(w) => Some(match reads.of(OP, w)? {
+            CpuData::F32(v) => Weights::F32(&v[w.layout.offset()..]),
+            CpuData::F64(v) => Weights::F64(&v[w.layout.offset()..]),
+            _ => return Err(Error::internal(OP, "weights must be f32 or f64")),
+        }),
         None => None,
     };
     let mut dst = out.write();
@@ -59,10 +58,16 @@ pub(crate) fn count(out: &CpuStorage, call: &CountCall) -> Result<()> {
     }
 }
 
+/// The weights of a count's elements, in index order.
+enum Weights<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
 /// Where a count goes: bins `from..from + len` of `out`, each counting
 /// (no weights) or summing the weights of its elements.
 struct Bins<'a> {
-    weights: Option<&'a [f32]>,
+    weights: Option<Weights<'a>>,
     out: &'a mut CpuData,
     from: usize,
     len: usize,
@@ -104,10 +109,14 @@ impl Bins<'_> {
             Some(w) => {
                 // Summed in f64 and rounded once, as NumPy sums in f64.
                 let mut wide = super::try_zeroed::<f64>("bincount", len)?;
-                for (bin, &weight) in bins.zip(w) {
+                let mut add = |bin: Option<usize>, weight: f64| {
                     if let Some(b) = bin {
-                        wide[b] += f64::from(weight);
+                        wide[b] += weight;
                     }
+                };
+                match w {
+                    Weights::F32(w) => bins.zip(w).for_each(|(b, &w)| add(b, f64::from(w))),
+                    Weights::F64(w) => bins.zip(w).for_each(|(b, &w)| add(b, w)),
                 }
                 let sums = &mut self.out.as_mut_slice::<f32>().ok_or_else(bad)?[self.from..];
                 // Added into the bins, as the GPU's parts add.

@@ -25,10 +25,10 @@ impl Tensor {
 
     /// [`Tensor::bincount`] on every target.
     ///
-    /// Weighted sums are f32. The CPU adds them in f64 and rounds once
-    /// (NumPy's sums are f64); a GPU adds in f32 in the order its atomics
-    /// land, so its sums may round differently from run to run and from
-    /// the CPU's (counts are exact).
+    /// Weighted sums are f32. The CPU adds them in f64 (f64 weights as
+    /// they are) and rounds once (NumPy's sums are f64); a GPU adds in f32
+    /// in the order its atomics land, so its sums may round differently
+    /// from run to run and from the CPU's (counts are exact).
     ///
     /// # Errors
     /// `Error::Shape` naming `bincount` for a tensor that is not 1-D or
@@ -78,9 +78,9 @@ impl Tensor {
     /// the counts (i64; with `weights`, their f32 sums; with `density`,
     /// f32 densities that integrate to 1 over the range) and the `bins + 1`
     /// edges, computed as NumPy computes them (`linspace` in f64, rounded to
-    /// this tensor's float dtype; f32 for integers, which are binned in f32,
-    /// exact to 2^24, against NumPy's f64 edges, where NumPy returns them
-    /// in f64). A value is in bin `i`
+    /// this tensor's float dtype; f32 for integers, where NumPy returns
+    /// them in f64; integers are binned against NumPy's f64 edges exactly,
+    /// as NumPy bins them to 2^53). A value is in bin `i`
     /// when `edges[i] <= x < edges[i + 1]`, the last bin closed; values
     /// outside the range and NaN are left out. Without `range`, it is the
     /// data's smallest and largest value, read back blocking (native only;
@@ -244,9 +244,35 @@ fn histogram_of(
     };
     let bins = edges.len() - 1;
     let (dev, shape) = (x.device(), [bins + 1]);
-    let flat = x.reshape([x.numel()])?.to_dtype(dtype)?;
     let values = edges;
     let edges = edges_tensor(values, dtype, shape, dev)?;
+    let hist = match x.dtype().is_float() || values.iter().all(|e| e.abs() < F32_EXACT) {
+        true => binned(x, values, &edges, weights)?,
+        false => integer_bins(x, values, weights)?,
+    };
+    if !density {
+        return Ok((hist, edges));
+    }
+    // NumPy: hist / diff(edges) / hist.sum().
+    let widths = edges
+        .narrow(0, 1, bins)?
+        .sub(&edges.narrow(0, 0, bins)?)?
+        .to_dtype(DType::F32)?;
+    let hist = hist.to_dtype(DType::F32)?;
+    let total = hist.sum(..)?;
+    Ok((hist.div(&widths)?.div(&total)?, edges))
+}
+
+/// Integers up to this are exact in f32.
+const F32_EXACT: f64 = (1u32 << 24) as f64;
+
+/// `x`'s histogram (counts, or weights' sums) over `edges` (`values`, in
+/// f64, as a tensor of `x`'s float dtype, f32 for integers) by the count
+/// kernel's search of them, for floats and for integers within 2^24 (f32
+/// holds them and every edge between exactly).
+fn binned(x: &Tensor, values: &[f64], edges: &Tensor, weights: Option<&Tensor>) -> Result<Tensor> {
+    let bins = values.len() - 1;
+    let flat = x.reshape([x.numel()])?.to_dtype(edges.dtype())?;
     // Bin i where edges[i] <= x < edges[i + 1], the last closed, found in
     // the count kernel by a search of the edges. Integers compare with
     // NumPy's f64 edges: an integer exact in f32 is at least an edge when
@@ -264,22 +290,39 @@ fn histogram_of(
                     _ => f,
                 }
             };
-            let bounds: Vec<f32> = values.iter().enumerate().map(bound).collect();
-            Tensor::from_vec(bounds, shape, dev)?
+            let bounds = crate::backend::cpu::try_collect(
+                "histogram",
+                bins + 1,
+                values.iter().enumerate().map(bound),
+            )?;
+            Tensor::from_vec(bounds, [bins + 1], x.device())?
         }
     };
-    let hist = counted("histogram", &flat, Some(&search), weights, bins)?;
-    if !density {
-        return Ok((hist, edges));
-    }
-    // NumPy: hist / diff(edges) / hist.sum().
-    let widths = edges
-        .narrow(0, 1, bins)?
-        .sub(&edges.narrow(0, 0, bins)?)?
-        .to_dtype(DType::F32)?;
-    let hist = hist.to_dtype(DType::F32)?;
-    let total = hist.sum(..)?;
-    Ok((hist.div(&widths)?.div(&total)?, edges))
+    counted("histogram", &flat, Some(&search), weights, bins)
+}
+
+/// `x`'s histogram over `edges` for integers past 2^24 (f32 rounds them,
+/// so a data's own largest value fell outside the last bin): exactly as
+/// NumPy's f64 comparisons bin them (to 2^53, where f64 holds every
+/// integer). An integer is at least an edge when it is at least the
+/// edge's ceiling, and at most the last edge when below its floor plus
+/// one, so each value's bin is the count of those integer thresholds at
+/// or below it, less one (one search, then a count of the bins found).
+/// A last edge past i64's range has no threshold: every value is below it.
+fn integer_bins(x: &Tensor, edges: &[f64], weights: Option<&Tensor>) -> Result<Tensor> {
+    const OP: &str = "histogram";
+    let bins = edges.len() - 1;
+    let last = edges[bins].floor();
+    // `as` saturates: an edge below i64's range is below every value.
+    let top = (last < i64::MAX as f64).then(|| last as i64 + 1);
+    let ceilings = edges[..bins].iter().map(|e| e.ceil() as i64);
+    let thresholds = crate::backend::cpu::try_collect(OP, bins + 1, ceilings.chain(top))?;
+    let len = thresholds.len();
+    let thresholds = Tensor::from_vec(thresholds, [len], x.device())?;
+    let found = thresholds.searchsorted(&x.reshape([x.numel()])?, super::Side::Right)?;
+    // A value below the first threshold is bin -1, past the last `bins`:
+    // neither is counted.
+    counted(OP, &found.sub_scalar(1)?, None, weights, bins)
 }
 
 /// `edges` as a tensor of `dtype` (the data's float dtype, f32 for
@@ -351,8 +394,8 @@ fn check_weights(op: &'static str, x: &Tensor, w: &Tensor) -> Result<()> {
 }
 
 /// `index` (integers, any shape; with `edges`, values of their dtype
-/// binned between them) counted into `len` bins, or its `weights` (in f32)
-/// summed into them.
+/// binned between them) counted into `len` bins, or its `weights` (in f32;
+/// f64 ones, the CPU's, as they are) summed into them.
 fn counted(
     op: &'static str,
     index: &Tensor,
@@ -365,7 +408,12 @@ fn counted(
     let weights = match weights {
         Some(w) => {
             crate::ops::check_devices(op, &index, &[crate::ops::Arg::Tensor(w)])?;
-            Some(w.reshape([n])?.to_dtype(DType::F32)?.contiguous()?)
+            // f64 weights (the CPU's) are summed as they are.
+            let dtype = match w.dtype() {
+                DType::F64 => DType::F64,
+                _ => DType::F32,
+            };
+            Some(w.reshape([n])?.to_dtype(dtype)?.contiguous()?)
         }
         None => None,
     };
