@@ -659,6 +659,14 @@ fn nonzero_argwhere_and_masked_select_give_numpys_answers() {
         // Nothing kept, and bools.
         let none = Tensor::zeros([3, 2], DType::I32, &dev).unwrap();
         assert_eq!(none.argwhere().unwrap().dims(), [0, 2]);
+        // A 0-d tensor: np.argwhere(np.array(5)) has shape (1, 0), of 0
+        // (0, 0); np.nonzero refuses it.
+        for (value, rows) in [(5, 1), (0, 0)] {
+            let scalar = Tensor::full([], value, DType::I32, &dev).unwrap();
+            let at = scalar.argwhere().unwrap();
+            assert_eq!((at.dims(), at.dtype()), (&[rows, 0][..], DType::I64));
+            assert!(scalar.nonzero().is_err());
+        }
         let flags = Tensor::from_slice(&[false, true, true], [3], &dev).unwrap();
         assert_eq!(positions(Ok(flags.nonzero().unwrap().remove(0))), [1, 2]);
     }

@@ -44,9 +44,17 @@ impl Tensor {
     /// is read back (one readback), then their coordinates are made on
     /// the device.
     ///
+    /// A 0-d tensor has one row of no coordinates where it is nonzero, none
+    /// where it is zero (`[1, 0]` or `[0, 0]`), as NumPy's and PyTorch's.
+    ///
     /// # Errors
-    /// `Error::Shape` naming `argwhere` for a 0-d tensor; readback errors.
+    /// Readback errors.
     pub async fn argwhere_async(&self) -> Result<Tensor> {
+        if self.rank() == 0 {
+            let kept = kept_positions(&self.reshape([1])?.as_bool()?).await;
+            let kept = kept.map_err(|e| e.named("argwhere"))?.numel();
+            return Tensor::zeros([kept, 0], DType::I64, self.device());
+        }
         let axes = self.nonzero_named("argwhere").await?;
         let refs: Vec<&Tensor> = axes.iter().collect();
         Tensor::stack(&refs, 1)
