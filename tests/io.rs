@@ -289,7 +289,32 @@ fn bad_files_are_errors_naming_the_op() {
         "{e}"
     );
     let e = io::load_npy(data("numpy_complex128.npy"), &cpu).unwrap_err();
-    assert!(e.to_string().contains("c16"), "{e}");
+    assert!(
+        e.to_string().contains("c16") && e.to_string().contains("numpy_complex128.npy"),
+        "{e}"
+    );
+    // Each loader's format errors name the file, of those a program loads.
+    let dir = scratch("malformed");
+    let garbage = b"not a tensor file at all, but long enough to be read as one".to_vec();
+    type Load = fn(&std::path::Path) -> webtensor::Result<()>;
+    let loads: [(&str, Load); 4] = [
+        ("x.npy", |p| io::load_npy(p, &Device::cpu()).map(drop)),
+        ("x.npz", |p| io::load_npz(p, &Device::cpu()).map(drop)),
+        ("x.safetensors", |p| {
+            io::load_safetensors(p, &Device::cpu()).map(drop)
+        }),
+        ("x.gguf", |p| io::Gguf::load(p).map(drop)),
+    ];
+    for (name, load) in loads {
+        let path = dir.join(name);
+        std::fs::write(&path, &garbage).unwrap();
+        let e = load(&path).unwrap_err();
+        assert!(
+            matches!(e, Error::Format { .. }) && e.to_string().contains(&*path.to_string_lossy()),
+            "{name}: {e}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
     let e = io::load_npy(data("no_such_file.npy"), &cpu).unwrap_err();
     assert!(
         matches!(e, Error::Io { op: "load_npy", .. }) && e.to_string().contains("no_such_file.npy"),

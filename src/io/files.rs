@@ -10,6 +10,19 @@ pub(crate) fn read_file(op: &'static str, path: &std::path::Path) -> crate::Resu
     })
 }
 
+/// `read`'s result (a file's bytes made a tensor or a model) with a
+/// format error naming the path too: of the files a program loads, the
+/// one that is malformed.
+pub(crate) fn naming_path<T>(path: &std::path::Path, read: crate::Result<T>) -> crate::Result<T> {
+    read.map_err(|e| match e {
+        crate::Error::Format { op, msg } => crate::Error::Format {
+            op,
+            msg: format!("{}: {msg}", path.display()),
+        },
+        e => e,
+    })
+}
+
 /// Writes a whole file, naming `op` and the path in the error: into a
 /// sibling temporary file, synced, then renamed over `path`, so that a
 /// failed write (a full disk) leaves the file as it was, not truncated.

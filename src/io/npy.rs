@@ -394,11 +394,13 @@ pub fn save_npy(path: impl AsRef<std::path::Path>, t: &Tensor) -> Result<()> {
 /// Reads a `.npy` file onto `device` (NumPy's `np.load`).
 ///
 /// # Errors
-/// `Error::Io` naming `load_npy` and the path; as [`from_npy_bytes`].
+/// `Error::Io` naming `load_npy` and the path; as [`from_npy_bytes`],
+/// an `Error::Format` naming the path too.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_npy(path: impl AsRef<std::path::Path>, device: &Device) -> Result<Tensor> {
-    let bytes = super::files::read_file("load_npy", path.as_ref())?;
-    read("load_npy", &bytes, device)
+    let path = path.as_ref();
+    let bytes = super::files::read_file("load_npy", path)?;
+    super::files::naming_path(path, read("load_npy", &bytes, device))
 }
 
 #[cfg(test)]

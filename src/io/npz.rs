@@ -91,12 +91,14 @@ pub fn save_npz(path: impl AsRef<std::path::Path>, tensors: &[(&str, &Tensor)]) 
 /// Reads every array of an `.npz` file onto `device`, stored or compressed.
 ///
 /// # Errors
-/// `Error::Io` naming `load_npz` and the path; as [`from_npz_bytes`].
+/// `Error::Io` naming `load_npz` and the path; as [`from_npz_bytes`],
+/// an `Error::Format` naming the path too.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_npz(
     path: impl AsRef<std::path::Path>,
     device: &Device,
 ) -> Result<Vec<(String, Tensor)>> {
-    let bytes = super::files::read_file("load_npz", path.as_ref())?;
-    read("load_npz", &bytes, device)
+    let path = path.as_ref();
+    let bytes = super::files::read_file("load_npz", path)?;
+    super::files::naming_path(path, read("load_npz", &bytes, device))
 }

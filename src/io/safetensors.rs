@@ -178,12 +178,13 @@ pub fn save_safetensors(
 ///
 /// # Errors
 /// `Error::Io` naming `load_safetensors` and the path; as
-/// [`from_safetensors_bytes`].
+/// [`from_safetensors_bytes`], an `Error::Format` naming the path too.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_safetensors(
     path: impl AsRef<std::path::Path>,
     device: &Device,
 ) -> Result<BTreeMap<String, Tensor>> {
-    let bytes = super::files::read_file("load_safetensors", path.as_ref())?;
-    read("load_safetensors", &bytes, device)
+    let path = path.as_ref();
+    let bytes = super::files::read_file("load_safetensors", path)?;
+    super::files::naming_path(path, read("load_safetensors", &bytes, device))
 }

@@ -101,11 +101,12 @@ impl Gguf {
     ///
     /// # Errors
     /// `Error::Io` naming `Gguf::load` and the path; as
-    /// [`Gguf::from_bytes`].
+    /// [`Gguf::from_bytes`], an `Error::Format` naming the path too.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn load(path: impl AsRef<std::path::Path>) -> Result<Gguf> {
         const OP: &str = "Gguf::load";
-        read::parse(OP, super::files::read_file(OP, path.as_ref())?)
+        let path = path.as_ref();
+        super::files::naming_path(path, read::parse(OP, super::files::read_file(OP, path)?))
     }
 
     /// The file's format version (2 or 3).
