@@ -10,11 +10,15 @@ pub(crate) fn read_file(op: &'static str, path: &std::path::Path) -> crate::Resu
     })
 }
 
-/// `read`'s result (a file's bytes made a tensor or a model) with a
-/// format error naming the path too: of the files a program loads, the
-/// one that is malformed.
-pub(crate) fn naming_path<T>(path: &std::path::Path, read: crate::Result<T>) -> crate::Result<T> {
-    read.map_err(|e| match e {
+/// A whole file read (errors naming `op` and the path) and made a tensor
+/// or a model by `read`, its format errors naming the path too: of the
+/// files a program loads, the one that is malformed.
+pub(crate) fn load_file<T>(
+    op: &'static str,
+    path: &std::path::Path,
+    read: impl FnOnce(Vec<u8>) -> crate::Result<T>,
+) -> crate::Result<T> {
+    read(read_file(op, path)?).map_err(|e| match e {
         crate::Error::Format { op, msg } => crate::Error::Format {
             op,
             msg: format!("{}: {msg}", path.display()),

@@ -398,9 +398,7 @@ pub fn save_npy(path: impl AsRef<std::path::Path>, t: &Tensor) -> Result<()> {
 /// an `Error::Format` naming the path too.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_npy(path: impl AsRef<std::path::Path>, device: &Device) -> Result<Tensor> {
-    let path = path.as_ref();
-    let bytes = super::files::read_file("load_npy", path)?;
-    super::files::naming_path(path, read("load_npy", &bytes, device))
+    super::files::load_file("load_npy", path.as_ref(), |b| read("load_npy", &b, device))
 }
 
 #[cfg(test)]

@@ -98,7 +98,5 @@ pub fn load_npz(
     path: impl AsRef<std::path::Path>,
     device: &Device,
 ) -> Result<Vec<(String, Tensor)>> {
-    let path = path.as_ref();
-    let bytes = super::files::read_file("load_npz", path)?;
-    super::files::naming_path(path, read("load_npz", &bytes, device))
+    super::files::load_file("load_npz", path.as_ref(), |b| read("load_npz", &b, device))
 }

@@ -184,7 +184,6 @@ pub fn load_safetensors(
     path: impl AsRef<std::path::Path>,
     device: &Device,
 ) -> Result<BTreeMap<String, Tensor>> {
-    let path = path.as_ref();
-    let bytes = super::files::read_file("load_safetensors", path)?;
-    super::files::naming_path(path, read("load_safetensors", &bytes, device))
+    const OP: &str = "load_safetensors";
+    super::files::load_file(OP, path.as_ref(), |b| read(OP, &b, device))
 }

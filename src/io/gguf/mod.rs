@@ -105,8 +105,7 @@ impl Gguf {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn load(path: impl AsRef<std::path::Path>) -> Result<Gguf> {
         const OP: &str = "Gguf::load";
-        let path = path.as_ref();
-        super::files::naming_path(path, read::parse(OP, super::files::read_file(OP, path)?))
+        super::files::load_file(OP, path.as_ref(), |b| read::parse(OP, b))
     }
 
     /// The file's format version (2 or 3).
