@@ -387,10 +387,14 @@ impl FloatFormat {
             }
         };
         if self.scientific {
-            // The column's digits after the point, past the shortest where
-            // the column is wider: the value's own, exactly rounded.
-            let (int, frac, exp) = if v == 0.0 {
-                scientific_parts(v, self.width)
+            // The shortest digits where they fill the column (a power of
+            // two's shortest may round where its exact digits tie: f16
+            // 2^-6 is `1.563e-02`, its exact 1.5625 rounds to 1.562);
+            // where the column is wider, the value's own digits, exactly
+            // rounded at its width (NumPy's Dragon4 with `min_digits`).
+            let shortest = scientific_parts(v, self.width);
+            let (int, frac, exp) = if v == 0.0 || shortest.1.len() >= self.precision {
+                shortest
             } else {
                 split_sci(&exact_sci(v, self.precision))
             };
@@ -577,6 +581,21 @@ mod tests {
         );
         assert_eq!(format_scalar_float(123392.0, FloatWidth::BF16), "123392.0");
         assert_eq!(column(&[258.0, 1.5], FloatWidth::BF16), ["258. ", "  1.5"]);
+    }
+
+    // bf16 has no NumPy reference: its column keeps the shortest digits
+    // that read back as the same bf16, as f16's and f32's do. 2^64's exact
+    // 1.8446744e19 rounds to 1.84e19 at the column's width, which reads
+    // back as a different bf16 (the spacing below a power of two halves).
+    #[test]
+    fn a_power_of_two_keeps_its_shortest_digits_in_a_bf16_column() {
+        let p = 2f64.powi(64);
+        assert_eq!(
+            column(&[p, 1.0], FloatWidth::BF16),
+            ["1.85e+19", "1.00e+00"]
+        );
+        assert_eq!(bf16_from_f64(1.85e19).to_f64(), p);
+        assert_ne!(bf16_from_f64(1.84e19).to_f64(), p);
     }
 
     #[test]

@@ -263,7 +263,8 @@ fn debug_adds_shape_dtype_device_and_view_layout() {
 
 /// The arrays of tests/data/numpy_print_cases.txt (1,200 generated f16, f32
 /// and f64 arrays and 0-d values across every rule NumPy's printing turns
-/// on), printed as NumPy 2.4 printed them. f64 is CPU-only; f16 runs on each
+/// on, then powers of two in scientific columns of f16, f32, f64 and c64),
+/// printed as NumPy 2.4 printed them. f64 is CPU-only; f16 runs on each
 /// device, native and packed.
 #[test]
 fn display_matches_numpy_on_generated_arrays() {
@@ -292,6 +293,14 @@ fn display_matches_numpy_on_generated_arrays() {
                 "f32" => {
                     let v: Vec<f32> = bits.map(|b| f32::from_bits(b as u32)).collect();
                     Tensor::from_slice(&v, shape.as_slice(), &dev).unwrap()
+                }
+                "c64" => {
+                    let parts: Vec<f32> = bits.map(|b| f32::from_bits(b as u32)).collect();
+                    let v: Vec<Complex32> = parts
+                        .chunks(2)
+                        .map(|p| Complex32::new(p[0], p[1]))
+                        .collect();
+                    Tensor::from_complex(&v, shape.as_slice(), &dev).unwrap()
                 }
                 _ if dev.is_gpu() => continue,
                 _ => {

@@ -6,8 +6,8 @@ compares digit for digit. Run from tests/data with `python3
 make_print_cases.py` (NumPy 2.4 wrote the committed file).
 
 One case a line, tab-separated: dtype, shape (comma-separated, empty for
-0-d), the values' bits in hex (comma-separated), and NumPy's `str` with
-each newline written as `|`."""
+0-d), the values' bits in hex (comma-separated; c64 its parts' f32 bits,
+interleaved), and NumPy's `str` with each newline written as `|`."""
 import numpy as np
 
 rng = np.random.default_rng(26)
@@ -69,5 +69,34 @@ for name, dt in DTYPES.items():
             ",".join(f"{int(b):0{width}x}" for b in bits),
             str(a).replace("\n", "|"),
         ]))
+
+def line(name, a):
+    """One case line for array `a` of dtype `name` (c64: its real and
+    imaginary parts' f32 bits, interleaved)."""
+    bits = a.view(np.uint32 if name == "c64" else BITS[name]).reshape(-1)
+    width = {"f16": 4, "f32": 8, "f64": 16, "c64": 8}[name]
+    return "\t".join([
+        name,
+        ",".join(str(d) for d in a.shape),
+        ",".join(f"{int(b):0{width}x}" for b in bits),
+        str(a).replace("\n", "|"),
+    ])
+
+
+# Powers of two in scientific columns: their shortest digits can round up
+# where the exact digits tie at the same length (f16 2^-6 is 1.563e-02, its
+# exact 0.015625 rounds to 1.562), and a wider column prints exact digits.
+# Drawn from no generator, so the random cases above stay as they were.
+EXPONENTS = {"f16": range(-24, 16), "f32": range(-149, 128), "f64": range(-1074, 1024, 7)}
+for name, es in EXPONENTS.items():
+    dt = DTYPES[name]
+    for e in es:
+        p = dt(2.0**e)
+        lines.append(line(name, np.array([p, dt(1000)], dtype=dt)))
+        lines.append(line(name, np.array([-p, dt(3), dt(1.1253e-4)], dtype=dt)))
+for e in range(-149, 128, 2):
+    p = np.float32(2.0**e)
+    lines.append(line("c64", np.array([p + 1j, 1 - p * 1j, 1000], dtype=np.complex64)))
+
 with open("numpy_print_cases.txt", "w") as f:
     f.write("\n".join(lines) + "\n")
