@@ -7,7 +7,7 @@
 mod common;
 
 use std::collections::HashMap;
-use webtensor::{DType, Device, Error, Side, SortOrder, Tensor, io, s};
+use webtensor::{DType, Device, Error, Side, SortOrder, Tensor, f16, io, s};
 
 fn cases() -> HashMap<String, Tensor> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/counting_cases.npz");
@@ -465,6 +465,36 @@ fn integers_past_two_to_the_24_are_binned_exactly() {
         }
     }
     assert!(ran >= 20, "{ran} cases ran");
+}
+
+/// An f16 histogram's edges are rounded once from f64, as NumPy's
+/// `linspace(..., dtype=float16)` rounds them: a range's edge 2049.0001 is
+/// 2050, not 2048 (which rounding through f32 first gives), and the values
+/// at 2050 are counted in the bin it opens.
+#[test]
+fn f16_edges_are_rounded_once() {
+    let cases = cases();
+    let mut devs = common::devices();
+    devs.extend(common::gpu_packed_f16());
+    for dev in devs {
+        let x = on(&cases, "hist_f16_once_data", &dev);
+        for i in 0..3 {
+            let r = cases[&format!("hist_f16_once_{i}_range")]
+                .to_vec::<f64>()
+                .unwrap();
+            let bins = if i == 2 { 3 } else { 2 };
+            let (h, e) = x.histogram(bins, Some((r[0], r[1])), None, false).unwrap();
+            let want_e = &cases[&format!("hist_f16_once_{i}_edges")];
+            assert_eq!(e.dtype(), DType::F16, "{dev:?}");
+            assert_eq!(
+                e.to_vec::<f16>().unwrap(),
+                want_e.to_vec::<f16>().unwrap(),
+                "edges {i} on {dev:?}"
+            );
+            let want_h = want(&cases, &format!("hist_f16_once_{i}_counts"));
+            assert_eq!(positions(Ok(h)), want_h, "counts {i} on {dev:?}");
+        }
+    }
 }
 
 #[test]

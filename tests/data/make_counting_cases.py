@@ -153,5 +153,15 @@ cases["hist_big_i64_7_weighted"] = np.histogram(big["i64"], 7, weights=weights)[
 cases["bincount_f64_w"] = np.array([1e9 + 1, -1e9, 0.1, 3e-8])
 cases["bincount_f64_sums"] = np.bincount([0, 0, 1, 1], weights=cases["bincount_f64_w"])
 
+# f16 edges rounded once from f64, as NumPy's linspace(..., dtype) does
+# (2049.0001 is 2050; through f32 first it would be 2048): each range's
+# counts and edges for [2048, 2050] and its neighbours.
+cases["hist_f16_once_data"] = np.float16([2046, 2048, 2050, 2052, 4096])
+for i, r in enumerate([(0, 4098.0002), (2047.0001, 2053.0001), (0.0, 6147.0003)]):
+    h, e = np.histogram(cases["hist_f16_once_data"], 3 if i == 2 else 2, r)
+    cases[f"hist_f16_once_{i}_range"] = np.float64(r)
+    cases[f"hist_f16_once_{i}_counts"] = h.astype(np.int64)
+    cases[f"hist_f16_once_{i}_edges"] = e
+
 np.savez_compressed(HERE / "counting_cases.npz", **cases)
 print(sorted(cases))

@@ -3,7 +3,7 @@
 //! by a search of NumPy's edges.
 
 use crate::backend::{CountCall, count};
-use crate::dtype::DType;
+use crate::dtype::{DType, bf16_from_f64, f16_from_f64};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -165,16 +165,16 @@ impl Tensor {
         let found = range.is_none() && x.numel() > 0;
         let round = match x.dtype() {
             DType::F32 if found => |v: f64| f64::from(v as f32),
-            DType::F16 if found => |v: f64| half::f16::from_f64(v).to_f64(),
-            DType::BF16 if found => |v: f64| half::bf16::from_f64(v).to_f64(),
+            DType::F16 if found => |v: f64| f16_from_f64(v).to_f64(),
+            DType::BF16 if found => |v: f64| bf16_from_f64(v).to_f64(),
             _ => |v: f64| v,
         };
         // Integers' edges stay f64 here: they are binned against them
         // (`histogram_of`), and returned rounded to f32.
         let stored = match x.dtype() {
             DType::F32 => |v: f64| f64::from(v as f32),
-            DType::F16 => |v: f64| half::f16::from_f64(v).to_f64(),
-            DType::BF16 => |v: f64| half::bf16::from_f64(v).to_f64(),
+            DType::F16 => |v: f64| f16_from_f64(v).to_f64(),
+            DType::BF16 => |v: f64| bf16_from_f64(v).to_f64(),
             _ => |v: f64| v,
         };
         // NumPy widens an empty range by a half on each side.
@@ -335,13 +335,11 @@ fn edges_tensor(
 ) -> Result<Tensor> {
     Ok(match dtype {
         DType::F64 => Tensor::from_vec(edges.to_vec(), shape, dev)?,
-        DType::F16 => Tensor::from_vec(
-            edges.iter().map(|&e| half::f16::from_f64(e)).collect(),
-            shape,
-            dev,
-        )?,
+        DType::F16 => {
+            Tensor::from_vec(edges.iter().map(|&e| f16_from_f64(e)).collect(), shape, dev)?
+        }
         DType::BF16 => Tensor::from_vec(
-            edges.iter().map(|&e| half::bf16::from_f64(e)).collect(),
+            edges.iter().map(|&e| bf16_from_f64(e)).collect(),
             shape,
             dev,
         )?,
