@@ -440,6 +440,62 @@ fn bad_axes_are_errors() {
     }
 }
 
+/// A 0-d tensor is one line of one element along axis 0 or -1, as PyTorch
+/// takes it (torch 2.5.1: `sum(tensor(3.), 0)` is `tensor(3.)`, `var(..., 0)`
+/// NaN with one degree of freedom and 0 with none, `argmax` 0, `cumsum` of
+/// `tensor(True)` `tensor(1)`, each 0-d, kept dims or not); axis 1 and a
+/// repeated axis stay errors, and so does `topk` of 2.
+#[test]
+fn a_scalar_is_one_line_along_axis_zero_or_minus_one() {
+    use webtensor::{SortOrder, TopK};
+    for dev in devices() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let x = Tensor::full([], 3.0, dtype, &dev).unwrap();
+            let value = |r: webtensor::Result<Tensor>, what: &str| {
+                let r = r.unwrap_or_else(|e| panic!("{what} {dtype} on {dev}: {e}"));
+                assert_eq!(r.rank(), 0, "{what} {dtype} on {dev}");
+                read_f32(&r.to_dtype(DType::F32).unwrap())[0]
+            };
+            for axis in [0isize, -1] {
+                assert_eq!(value(x.sum(axis), "sum"), 3.0);
+                assert_eq!(value(x.sum_keepdim(axis), "sum_keepdim"), 3.0);
+                assert_eq!(value(x.prod([axis]), "prod"), 3.0);
+                assert_eq!(value(x.mean_keepdim(axis), "mean"), 3.0);
+                assert_eq!(value(x.max(axis), "max"), 3.0);
+                assert_eq!(value(x.min_keepdim(axis), "min"), 3.0);
+                assert_eq!(value(x.var(axis, 0), "var"), 0.0);
+                assert!(value(x.var(axis, 1), "var ddof 1").is_nan());
+                assert!(value(x.std(axis, 1), "std").is_nan());
+                assert_eq!(value(x.norm(2.0, axis), "norm"), 3.0);
+                assert_eq!(value(x.all(axis), "all"), 1.0);
+                assert_eq!(value(x.any_keepdim(axis), "any"), 1.0);
+                assert_eq!(value(x.argmax(axis), "argmax"), 0.0);
+                assert_eq!(value(x.argmin_keepdim(axis), "argmin"), 0.0);
+                assert_eq!(value(x.cumsum(axis), "cumsum"), 3.0);
+                assert_eq!(value(x.cumprod(axis), "cumprod"), 3.0);
+                assert_eq!(value(x.sort(axis, SortOrder::Descending), "sort"), 3.0);
+                assert_eq!(value(x.argsort(axis, SortOrder::Ascending), "argsort"), 0.0);
+                let (v, i) = x.topk(1, axis, TopK::Largest).unwrap();
+                assert_eq!((value(Ok(v), "topk"), value(Ok(i), "topk")), (3.0, 0.0));
+                assert!(x.topk(2, axis, TopK::Largest).is_err(), "{dev}");
+            }
+            assert!(matches!(x.sum(1), Err(Error::Axis { op: "sum", .. })));
+            assert!(matches!(x.cumsum(-2), Err(Error::Axis { .. })));
+            assert!(matches!(
+                x.sort(1, SortOrder::Ascending),
+                Err(Error::Axis { .. })
+            ));
+            assert!(matches!(x.sum([0, -1]), Err(Error::Axis { .. })));
+            assert!(matches!(x.argmax([0, 0]), Err(Error::Argument { .. })));
+        }
+        let yes = Tensor::from_slice(&[true], [], &dev).unwrap();
+        let counted = yes.cumsum(0).unwrap();
+        assert_eq!((counted.dtype(), counted.rank()), (DType::I32, 0));
+        assert_eq!(counted.to_vec::<i32>().unwrap(), [1]);
+        assert_eq!(yes.sum(-1).unwrap().to_vec::<i32>().unwrap(), [1]);
+    }
+}
+
 #[test]
 fn gpu_reductions_batch_and_never_fuse_their_input_away() {
     let Some(dev) = own_batching_gpu() else {

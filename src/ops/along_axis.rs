@@ -17,9 +17,11 @@ impl Tensor {
     /// of elements `0..=i`. The dtypes are those of [`Tensor::sum`]: bool
     /// counts into i32, u8 into u32, f16 accumulates in f32, integers wrap.
     ///
+    /// A 0-d tensor is one line of one element (axis 0 or -1), as PyTorch
+    /// takes it; the sum is 0-d.
+    ///
     /// # Errors
-    /// `Error::Axis` for an axis out of range or a 0-d tensor;
-    /// `Error::DType` for c64.
+    /// `Error::Axis` for an axis out of range; `Error::DType` for c64.
     pub fn cumsum(&self, axis: isize) -> Result<Tensor> {
         self.scan("cumsum", ScanOp::Sum, axis)
     }
@@ -36,6 +38,9 @@ impl Tensor {
     fn scan(&self, op_name: &'static str, op: ScanOp, axis: isize) -> Result<Tensor> {
         if self.dtype().is_complex() {
             return Err(super::complex::not_for_complex(op_name));
+        }
+        if let Some(out) = super::on_scalar_line(self, axis, |t| t.scan(op_name, op, 0)) {
+            return out;
         }
         let axis = normalize_axis(op_name, axis, self.rank())?;
         let t = self.widened()?;
@@ -67,8 +72,8 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis`; `Error::DType` for a non-float tensor.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
-        if self.rank() == 0 && matches!(axis, 0 | -1) {
-            return self.reshape([1])?.softmax(0)?.reshape(Vec::<usize>::new());
+        if let Some(out) = super::on_scalar_line(self, axis, |t| t.softmax(0)) {
+            return out;
         }
         super::as_op("softmax", || {
             let Some(axis) = self.softmax_axis("softmax", axis)? else {
@@ -92,11 +97,8 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::softmax`].
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
-        if self.rank() == 0 && matches!(axis, 0 | -1) {
-            return self
-                .reshape([1])?
-                .log_softmax(0)?
-                .reshape(Vec::<usize>::new());
+        if let Some(out) = super::on_scalar_line(self, axis, |t| t.log_softmax(0)) {
+            return out;
         }
         super::as_op("log_softmax", || {
             let Some(axis) = self.softmax_axis("log_softmax", axis)? else {

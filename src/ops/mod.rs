@@ -84,6 +84,21 @@ pub(super) fn as_op<T>(op: &'static str, f: impl FnOnce() -> Result<T>) -> Resul
     f().map_err(|e| e.named(op))
 }
 
+/// `f` of a 0-d tensor taken as one line of one element along axis 0 or
+/// -1, as PyTorch takes it (`cumsum(tensor(3.), 0)`), its result 0-d
+/// again; `None` for a dimensioned tensor or another axis.
+///
+/// # Errors
+/// Those of `f`.
+pub(super) fn on_scalar_line(
+    t: &Tensor,
+    axis: isize,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    (t.rank() == 0 && matches!(axis, 0 | -1))
+        .then(|| f(&t.reshape([1])?)?.reshape(Vec::<usize>::new()))
+}
+
 /// Checks that every tensor argument is on `device` of `lead`.
 ///
 /// # Errors

@@ -74,7 +74,9 @@ macro_rules! axes_from_int {
 axes_from_int!(isize, i32, usize);
 
 impl Axes {
-    /// The axes as a sorted mask over `rank` axes.
+    /// The axes as a sorted mask over `rank` axes. A 0-d tensor is one
+    /// line of one element along axis 0 or -1, as PyTorch takes it: over
+    /// it, as over `..`, nothing is reduced away.
     ///
     /// # Errors
     /// `Error::Axis` out of range, `Error::Argument` for a repeated axis.
@@ -82,6 +84,7 @@ impl Axes {
         let mut mask = [false; MAX_RANK];
         match self {
             Axes::All => mask[..rank].fill(true),
+            Axes::List(axes) if rank == 0 && matches!(axes[..], [0 | -1]) => {}
             Axes::List(axes) => {
                 for &a in axes {
                     let k = normalize_axis(op, a, rank)?;

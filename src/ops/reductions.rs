@@ -34,7 +34,9 @@ impl Tensor {
     reductions! {
         /// Sum over `axes` (wrapping for integers). bool sums count into i32
         /// and u8 sums into u32; other dtypes keep theirs, f16 accumulating in
-        /// f32. The sum of no elements is 0.
+        /// f32. The sum of no elements is 0. A 0-d tensor is one line of one
+        /// element along axis 0 or -1, as PyTorch takes it (here and in
+        /// every reduction): over it the result is the tensor's value, 0-d.
         ///
         /// ```
         /// use webtensor::{Device, Tensor};

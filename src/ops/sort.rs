@@ -51,14 +51,20 @@ impl Tensor {
     /// # }
     /// ```
     ///
+    /// A 0-d tensor is one line of one element (axis 0 or -1), as PyTorch
+    /// takes it.
+    ///
     /// # Errors
-    /// `Error::Axis` naming `sort` for an axis out of range or a 0-d
-    /// tensor; `Error::DType` for c64; `Error::Shape` for a line longer
+    /// `Error::Axis` naming `sort` for an axis out of range;
+    /// `Error::DType` for c64; `Error::Shape` for a line longer
     /// than `i32::MAX`; `Error::TooLarge` on a GPU for one line whose
     /// scratch (4 bytes per element, padded to a power of two) or compact
     /// copy (twice its bytes) is over one storage binding (views larger
     /// than a binding go in parts of fewer lines).
     pub fn sort(&self, axis: isize, order: SortOrder) -> Result<Tensor> {
+        if let Some(out) = super::on_scalar_line(self, axis, |t| t.sort(0, order)) {
+            return out;
+        }
         let order = self.order("sort", axis, order == SortOrder::Descending)?;
         self.gather(&order, axis)
     }
@@ -69,6 +75,9 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::sort`], naming `argsort`.
     pub fn argsort(&self, axis: isize, order: SortOrder) -> Result<Tensor> {
+        if let Some(out) = super::on_scalar_line(self, axis, |t| t.argsort(0, order)) {
+            return out;
+        }
         self.order("argsort", axis, order == SortOrder::Descending)
     }
 
@@ -82,6 +91,11 @@ impl Tensor {
     /// [`Tensor::sort`] otherwise.
     pub fn topk(&self, k: usize, axis: isize, which: TopK) -> Result<(Tensor, Tensor)> {
         const OP: &str = "topk";
+        if self.rank() == 0 && matches!(axis, 0 | -1) {
+            let (values, indices) = self.reshape([1])?.topk(k, 0, which)?;
+            let scalar = Vec::<usize>::new;
+            return Ok((values.reshape(scalar())?, indices.reshape(scalar())?));
+        }
         let a = normalize_axis(OP, axis, self.rank())?;
         let n = self.dims()[a];
         if k > n {
