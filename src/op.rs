@@ -273,6 +273,17 @@ impl BinaryOp {
         }
     }
 
+    /// The op computed on bool operands: `add` and `maximum` are a logical
+    /// or, `mul` and `minimum` a logical and, as NumPy's and PyTorch's
+    /// (the rest are themselves: `sub`, `div` and the like stay refused).
+    pub fn on_bool(self) -> BinaryOp {
+        match self {
+            BinaryOp::Add | BinaryOp::Maximum => BinaryOp::Or,
+            BinaryOp::Mul | BinaryOp::Minimum => BinaryOp::And,
+            op => op,
+        }
+    }
+
     /// True for the ops defined only on bool.
     pub fn is_logical(self) -> bool {
         matches!(self, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor)
@@ -325,7 +336,7 @@ impl CompareOp {
     }
 }
 
-fn unsupported(op: &'static str, dtype: DType) -> Error {
+pub(crate) fn unsupported(op: &'static str, dtype: DType) -> Error {
     Error::dtype(op, format!("not defined for dtype {dtype}"))
 }
 

@@ -203,6 +203,62 @@ fn where_and_logical_ops() {
     }
 }
 
+/// Arithmetic on bools is NumPy's and PyTorch's: `add` and `maximum` a
+/// logical or, `mul` and `minimum` a logical and (NumPy 2.4: `a + b` of
+/// `[F, F, T, T]` and `[F, T, F, T]` is `[F, T, T, T]`, `a * b` `[F, F, F,
+/// T]`), in every form and through views; `sub` stays refused, as theirs.
+#[test]
+fn bool_arithmetic_is_logic() {
+    let or = [false, true, true, true];
+    let and = [false, false, false, true];
+    for dev in devices() {
+        let a = Tensor::from_slice(&[false, false, true, true], [4], &dev).unwrap();
+        let b = Tensor::from_slice(&[false, true, false, true], [4], &dev).unwrap();
+        let got = |t: webtensor::Result<Tensor>| {
+            let t = t.unwrap();
+            assert_eq!(t.dtype(), DType::Bool, "{dev}");
+            t.to_vec::<bool>().unwrap()
+        };
+        assert_eq!(got(a.add(&b)), or, "{dev}");
+        assert_eq!(got(a.maximum(&b)), or, "{dev}");
+        assert_eq!(got(a.mul(&b)), and, "{dev}");
+        assert_eq!(got(a.minimum(&b)), and, "{dev}");
+        assert_eq!(got(Ok(&a + &b)), or, "{dev}");
+        assert_eq!(got(Ok(&a * &b)), and, "{dev}");
+        // Scalars, a reversed view and a broadcast column.
+        assert_eq!(got(a.add_scalar(true)), [true; 4], "{dev}");
+        assert_eq!(got(a.mul_scalar(false)), [false; 4], "{dev}");
+        assert_eq!(
+            got(a.flip(&[0]).unwrap().add(&b)),
+            [true, true, false, true]
+        );
+        let col = Tensor::from_slice(&[true, false], [2, 1], &dev).unwrap();
+        assert_eq!(
+            got(b.add(&col)),
+            [true, true, true, true, false, true, false, true],
+            "{dev}"
+        );
+        // In place, through a stepped view.
+        let c = Tensor::from_slice(&[false; 8], [8], &dev).unwrap();
+        c.slice(s![1..;2]).unwrap().add_(&b).unwrap();
+        assert_eq!(
+            c.to_vec::<bool>().unwrap(),
+            [false, false, false, true, false, false, false, true],
+            "{dev}"
+        );
+        c.mul_scalar_(false).unwrap();
+        assert_eq!(c.to_vec::<bool>().unwrap(), [false; 8], "{dev}");
+        // Other dtypes still promote: bool + i32 is i32.
+        let i = Tensor::from_slice(&[1i32, 2, 3, 4], [4], &dev).unwrap();
+        assert_eq!(a.add(&i).unwrap().to_vec::<i32>().unwrap(), [1, 2, 4, 5]);
+        match a.sub(&b) {
+            Err(webtensor::Error::DType { op: "sub", .. }) => {}
+            other => panic!("{dev}: {other:?}"),
+        }
+        assert!(a.div_scalar(true).is_err(), "{dev}");
+    }
+}
+
 #[test]
 fn integer_semantics_are_identical_on_every_device() {
     for dev in devices() {

@@ -46,10 +46,10 @@ impl Tensor {
                 _ => self.binary(op, &other.to_dtype(common)?),
             };
         }
-        op.check(dtype)?;
+        let (name, op) = kernel_op(op, dtype)?;
         Tensor::launch_new(
             self,
-            op.name(),
+            name,
             ElementwiseOp::Binary(op),
             dtype,
             &[Arg::Tensor(self), Arg::Tensor(other)],
@@ -74,9 +74,9 @@ impl Tensor {
             }
             return self.binary_(op, &other.to_dtype(self.dtype())?);
         }
-        op.check(self.dtype())?;
+        let (name, op) = kernel_op(op, self.dtype())?;
         self.launch_into_args(
-            op.name(),
+            name,
             ElementwiseOp::Binary(op),
             &[Arg::Tensor(self), Arg::Tensor(other)],
         )
@@ -90,14 +90,15 @@ impl Tensor {
         if self.dtype().is_complex() {
             return self.complex_scalar(op, s);
         }
-        op.check(self.dtype())?;
-        let s = TypedScalar::new(op.name(), s, self.dtype())?;
+        let (name, kernel) = kernel_op(op, self.dtype())?;
+        let s = TypedScalar::new(name, s, self.dtype())?;
         if let Some(wide) = self.wide_scalar(&s)? {
             return self.binary(op, &wide);
         }
+        let op = kernel;
         Tensor::launch_new(
             self,
-            op.name(),
+            name,
             ElementwiseOp::Binary(op),
             self.dtype(),
             &[Arg::Tensor(self), Arg::Scalar(s)],
@@ -110,14 +111,14 @@ impl Tensor {
         if self.dtype().is_complex() {
             return self.complex_scalar_(op, s);
         }
-        op.check(self.dtype())?;
-        let s = TypedScalar::new(op.name(), s, self.dtype())?;
+        let (name, kernel) = kernel_op(op, self.dtype())?;
+        let s = TypedScalar::new(name, s, self.dtype())?;
         if let Some(wide) = self.wide_scalar(&s)? {
             return self.binary_(op, &wide);
         }
         self.launch_into_args(
-            op.name(),
-            ElementwiseOp::Binary(op),
+            name,
+            ElementwiseOp::Binary(kernel),
             &[Arg::Tensor(self), Arg::Scalar(s)],
         )
     }
@@ -432,6 +433,23 @@ unary_methods! {
     exp2, exp2_, Exp2, "`2^x` (float dtypes).";
 }
 
+/// The name `op` reports in errors and the op its kernel computes on
+/// `dtype` ([`BinaryOp::on_bool`]: `add` of bools is a logical or).
+///
+/// # Errors
+/// `Error::DType` naming `op` where it does not apply to `dtype`.
+fn kernel_op(op: BinaryOp, dtype: DType) -> Result<(&'static str, BinaryOp)> {
+    let kernel = if dtype == DType::Bool {
+        op.on_bool()
+    } else {
+        op
+    };
+    kernel
+        .check(dtype)
+        .map_err(|_| crate::op::unsupported(op.name(), dtype))?;
+    Ok((op.name(), kernel))
+}
+
 macro_rules! binary_methods {
     ($($name:ident, $name_:ident, $scalar:ident, $scalar_:ident, $op:ident, $doc:literal;)*) => {
         impl Tensor {$(
@@ -456,13 +474,13 @@ macro_rules! binary_methods {
 }
 
 binary_methods! {
-    add, add_, add_scalar, add_scalar_, Add, "`self + other` (wrapping for integers).";
+    add, add_, add_scalar, add_scalar_, Add, "`self + other` (wrapping for integers; a logical or of bools, as NumPy's and PyTorch's).";
     sub, sub_, sub_scalar, sub_scalar_, Sub, "`self - other` (wrapping for integers).";
-    mul, mul_, mul_scalar, mul_scalar_, Mul, "`self * other` (wrapping for integers).";
+    mul, mul_, mul_scalar, mul_scalar_, Mul, "`self * other` (wrapping for integers; a logical and of bools).";
     div, div_, div_scalar, div_scalar_, Div, "`self / other`; integers truncate toward zero and `x / 0 == 0`.";
     pow, pow_, pow_scalar, pow_scalar_, Pow, "`self ^ other`: for floats C's `powf` (NumPy's `power`; a GPU is within an ulp of it), for integers wrapping, a negative exponent giving 0 (except bases 1 and -1).";
-    maximum, maximum_, maximum_scalar, maximum_scalar_, Maximum, "Elementwise maximum, propagating NaN.";
-    minimum, minimum_, minimum_scalar, minimum_scalar_, Minimum, "Elementwise minimum, propagating NaN.";
+    maximum, maximum_, maximum_scalar, maximum_scalar_, Maximum, "Elementwise maximum, propagating NaN (a logical or of bools).";
+    minimum, minimum_, minimum_scalar, minimum_scalar_, Minimum, "Elementwise minimum, propagating NaN (a logical and of bools).";
     remainder, remainder_, remainder_scalar, remainder_scalar_, Remainder, "Remainder with the sign of the divisor (NumPy's `remainder`); `x % 0 == 0` for integers.";
     floor_divide, floor_divide_, floor_divide_scalar, floor_divide_scalar_, FloorDiv, "Division rounded toward negative infinity (NumPy's `floor_divide`, Python's `//`), so that `floor_divide(a, b) * b + remainder(a, b) == a`; `x // 0 == 0` for integers, `a / b` for a float zero divisor.";
     logical_and, logical_and_, logical_and_scalar, logical_and_scalar_, And, "Logical and (bool only).";
