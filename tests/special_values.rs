@@ -512,3 +512,28 @@ fn sixteen_bit_stores_keep_a_nans_sign_and_payload() {
         }
     }
 }
+
+/// `x^0` and `1^y` are 1 for a signaling NaN too, as NumPy's `power`
+/// (2.4: `power(f32 sNaN, 0)` and `power(1, sNaN)` are 1; libm's `powf`
+/// gave the CPU NaN); other powers of it are NaN.
+#[test]
+fn powers_of_a_signaling_nan_follow_numpy() {
+    let snan = f32::from_bits(0x7f80_0001);
+    for dev in common::devices() {
+        let x = Tensor::from_slice(&[snan, 1.0, snan, snan], [4], &dev).unwrap();
+        let y = Tensor::from_slice(&[0.0f32, snan, -0.0, 2.0], [4], &dev).unwrap();
+        let got = x.pow(&y).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(got[..3], [1.0; 3], "{dev}");
+        assert!(got[3].is_nan(), "{dev}");
+        assert_eq!(
+            x.pow_scalar(0.0).unwrap().to_vec::<f32>().unwrap(),
+            [1.0; 4]
+        );
+        if dev.is_cpu() {
+            let snan = f64::from_bits(0x7ff0_0000_0000_0001);
+            let x = Tensor::from_slice(&[snan, 1.0], [2], &dev).unwrap();
+            let y = Tensor::from_slice(&[0.0f64, snan], [2], &dev).unwrap();
+            assert_eq!(x.pow(&y).unwrap().to_vec::<f64>().unwrap(), [1.0, 1.0]);
+        }
+    }
+}

@@ -78,7 +78,17 @@ macro_rules! float_num {
     ($t:ty) => {
         impl Num for $t {
             std_methods!($t: abs => abs(), floor => floor(), ceil => ceil(),
-                round => round_ties_even(), pow => powf(o));
+                round => round_ties_even());
+            /// C's `pow`, whose `x^0` and `1^y` are 1 for every NaN: libm
+            /// gives a signaling NaN's NaN there, NumPy (and a GPU) 1.
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self {
+                if o == 0.0 || self == 1.0 {
+                    1.0
+                } else {
+                    self.powf(o)
+                }
+            }
             #[inline(always)]
             fn add(self, o: Self) -> Self {
                 self + o
