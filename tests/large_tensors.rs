@@ -337,6 +337,36 @@ fn products_over_many_bindings_match_the_cpu() {
     }
 }
 
+/// An f16 or bf16 product whose operands are cut along k sums the parts
+/// in f32 and rounds once, as an uncut product under 8,192 of k does: a
+/// sum of 5,000 ones is 5000 in f16 (each part rounded gave 4992), 3,001
+/// ones 3000 in f16 and 3008 in bf16 (PyTorch's f32 accumulation, rounded
+/// once), whichever operand is transposed.
+#[test]
+fn half_products_cut_along_k_round_once() {
+    for (name, dev) in capped() {
+        for (dtype, k, want) in [
+            (DType::F16, 5000, 5000.0),
+            (DType::F16, 3001, 3000.0),
+            (DType::BF16, 3001, 3008.0),
+        ] {
+            let ones = |dims: [usize; 2]| Tensor::ones(dims, dtype, dev).unwrap();
+            let products = [
+                ones([1, k]).matmul(&ones([k, 1])).unwrap(),
+                ones([2, k]).matmul(&ones([2, k]).t()).unwrap(),
+                ones([k, 3]).t().matmul(&ones([k, 2])).unwrap(),
+            ];
+            for p in products {
+                let got: Vec<f32> = p.to_dtype(DType::F32).unwrap().to_vec().unwrap();
+                assert!(
+                    got.iter().all(|&x| x == want),
+                    "{name} {dtype} k = {k}: {got:?}"
+                );
+            }
+        }
+    }
+}
+
 /// An in-place op reading its own buffer far from where it writes goes
 /// through a temporary buffer from the pool: counted by the stats, reused,
 /// and held to the memory cap.

@@ -19,7 +19,9 @@ impl Tensor {
     /// copied). f32, f16 and bf16 (accumulated in f32; a GPU's f16 or
     /// bf16 product over k past 8,192 rounds its partial sums to its dtype
     /// once per 8,192 of k, as cuBLAS's reduced-precision split-k that
-    /// PyTorch allows by default, where the CPU rounds once), f64 (CPU),
+    /// PyTorch allows by default, where the CPU rounds once; operands past
+    /// a storage binding, cut along k, sum their parts in f32 and round
+    /// once), f64 (CPU),
     /// i32, i64 and u32 (wrapping). A GPU has no i64 product kernel: it
     /// sums the products (elementwise ops and sums over parts of at most
     /// 2^22 of them). A GPU's product of more than 1,048,560 rows or
@@ -248,17 +250,33 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     let (m_axis, n_axis) = (r - 2, r - 1);
     let inner = (operand == 0 && cut.axis == n_axis) || (operand == 1 && cut.axis == m_axis);
     if inner {
+        // f16 and bf16 parts of k are summed in f32 and rounded once: each
+        // part rounded to its dtype would round the sum once a part (a
+        // binding's rows of k, fewer than the 8,192 a product rounds at).
+        let half = out.dtype().is_half();
+        let sum = match half {
+            true => Tensor::empty_dense(out.shape().clone(), DType::F32, out.device(), "matmul")?,
+            false => out.clone(),
+        };
+        let wide = |t: &Tensor| match half {
+            true => t.to_dtype(DType::F32),
+            false => Ok(t.clone()),
+        };
         let a_parts = a.cut_parts(along(n_axis))?;
         let b_parts = b.cut_parts(along(m_axis))?;
         for (k, (ap, bp)) in a_parts.iter().zip(&b_parts).enumerate() {
+            let (ap, bp) = (wide(ap)?, wide(bp)?);
             if k == 0 {
-                matmul_in_parts(ap, bp, out)?;
+                matmul_in_parts(&ap, &bp, &sum)?;
             } else {
                 let part =
-                    Tensor::empty_dense(out.shape().clone(), out.dtype(), out.device(), "matmul")?;
-                matmul_in_parts(ap, bp, &part)?;
-                out.add_(&part)?;
+                    Tensor::empty_dense(sum.shape().clone(), sum.dtype(), sum.device(), "matmul")?;
+                matmul_in_parts(&ap, &bp, &part)?;
+                sum.add_(&part)?;
             }
+        }
+        if half {
+            out.assign(&sum)?;
         }
         return Ok(());
     }
