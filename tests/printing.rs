@@ -261,10 +261,23 @@ fn debug_adds_shape_dtype_device_and_view_layout() {
     );
 }
 
+/// An integer or bool case's tensor from its bits (two's complement).
+fn integers(dtype: &str, bits: impl Iterator<Item = u64>, shape: &[usize], dev: &Device) -> Tensor {
+    match dtype {
+        "i32" => Tensor::from_vec(bits.map(|b| b as u32 as i32).collect(), shape, dev),
+        "u32" => Tensor::from_vec(bits.map(|b| b as u32).collect(), shape, dev),
+        "i64" => Tensor::from_vec(bits.map(|b| b as i64).collect(), shape, dev),
+        "u8" => Tensor::from_vec(bits.map(|b| b as u8).collect(), shape, dev),
+        _ => Tensor::from_vec(bits.map(|b| b != 0).collect(), shape, dev),
+    }
+    .unwrap()
+}
+
 /// The arrays of tests/data/numpy_print_cases.txt (1,200 generated f16, f32
 /// and f64 arrays and 0-d values across every rule NumPy's printing turns
-/// on, then powers of two in scientific columns of f16, f32, f64 and c64),
-/// printed as NumPy 2.4 printed them. f64 is CPU-only; f16 runs on each
+/// on, then powers of two in scientific columns of f16, f32, f64 and c64,
+/// then integers, bools and c64 of every shape kind, wrapping and
+/// summarised), printed as NumPy 2.4 printed them. f64 is CPU-only; f16 runs on each
 /// device, native and packed.
 #[test]
 fn display_matches_numpy_on_generated_arrays() {
@@ -302,6 +315,7 @@ fn display_matches_numpy_on_generated_arrays() {
                         .collect();
                     Tensor::from_complex(&v, shape.as_slice(), &dev).unwrap()
                 }
+                "i32" | "u32" | "i64" | "u8" | "bool" => integers(dtype, bits, &shape, &dev),
                 _ if dev.is_gpu() => continue,
                 _ => {
                     let v: Vec<f64> = bits.map(f64::from_bits).collect();

@@ -7,7 +7,7 @@ make_print_cases.py` (NumPy 2.4 wrote the committed file).
 
 One case a line, tab-separated: dtype, shape (comma-separated, empty for
 0-d), the values' bits in hex (comma-separated; c64 its parts' f32 bits,
-interleaved), and NumPy's `str` with each newline written as `|`."""
+interleaved; integers two's complement, bools 00 or 01), and NumPy's `str` with each newline written as `|`."""
 import numpy as np
 
 rng = np.random.default_rng(26)
@@ -70,11 +70,14 @@ for name, dt in DTYPES.items():
             str(a).replace("\n", "|"),
         ]))
 
+LINE_BITS = {**BITS, "c64": np.uint32, "i32": np.uint32, "i64": np.uint64, "u32": np.uint32}
+
+
 def line(name, a):
     """One case line for array `a` of dtype `name` (c64: its real and
     imaginary parts' f32 bits, interleaved)."""
-    bits = a.view(np.uint32 if name == "c64" else BITS[name]).reshape(-1)
-    width = {"f16": 4, "f32": 8, "f64": 16, "c64": 8}[name]
+    bits = a.view(LINE_BITS.get(name, np.uint8)).reshape(-1)
+    width = {"f16": 4, "f32": 8, "f64": 16, "c64": 8, "i32": 8, "i64": 16, "u32": 8}.get(name, 2)
     return "\t".join([
         name,
         ",".join(str(d) for d in a.shape),
@@ -97,6 +100,29 @@ for name, es in EXPONENTS.items():
 for e in range(-149, 128, 2):
     p = np.float32(2.0**e)
     lines.append(line("c64", np.array([p + 1j, 1 - p * 1j, 1000], dtype=np.complex64)))
+
+# Integers, bools and complex64 of every shape kind, long rows wrapping at
+# NumPy's 75 characters, summaries; from a generator of their own, so the
+# cases above stay as they were.
+more = np.random.default_rng(27)
+INTS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u8": np.uint8}
+for case in range(240):
+    shape = [(), (1,), (4,), (2, 3), (30,), (3, 1, 12), (2, 2, 2, 2), (1200,)][case % 8]
+    n = int(np.prod(shape)) if shape else 1
+    kind = ["i32", "i64", "u32", "u8", "bool", "c64"][case % 6]
+    if kind == "bool":
+        a = more.random(n) < 0.5
+    elif kind == "c64":
+        scale = 10.0 ** more.integers(-6, 9)
+        a = (more.normal(0, scale, n) + 1j * more.normal(0, scale, n)).astype(np.complex64)
+        if case % 5 == 0:
+            a[more.integers(0, n)] = complex(more.choice([np.nan, np.inf, -np.inf]), -0.0)
+    else:
+        info = np.iinfo(INTS[kind])
+        top = [10, 1000, int(info.max)][more.integers(0, 3)]
+        lo = max(int(info.min), -top)
+        a = more.integers(lo, top, n, dtype=np.int64, endpoint=True).astype(INTS[kind])
+    lines.append(line(kind, a.reshape(shape)))
 
 with open("numpy_print_cases.txt", "w") as f:
     f.write("\n".join(lines) + "\n")
