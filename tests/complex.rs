@@ -380,6 +380,38 @@ fn complex_errors_name_the_op() {
             ..
         })
     ));
+    // Comparisons and fills say the op has no c64 form, not that the
+    // scalar does not fit (and a real tensor is not cast to c64 first).
+    let says_no_c64 = |e: Error, op: &str| matches!(&e, Error::DType { op: o, msg } if *o == op && msg.contains("not defined for dtype c64"));
+    assert!(says_no_c64(z.eq_scalar(c(1.0, 2.0)).unwrap_err(), "eq"));
+    assert!(says_no_c64(r.ne_scalar(c(1.5, 0.0)).unwrap_err(), "ne"));
+    assert!(says_no_c64(r.lt(&z).unwrap_err(), "lt"));
+    assert!(says_no_c64(
+        z.masked_fill(&mask, 0.0).unwrap_err(),
+        "masked_fill"
+    ));
+    assert!(says_no_c64(
+        z.masked_fill_(&mask, 0.0).unwrap_err(),
+        "masked_fill_"
+    ));
+    // In place, the operand broadcasts to the destination's shape, as a
+    // real operand must: a higher rank is refused, naming the op and the
+    // shapes as given.
+    let pair = Tensor::from_complex(&[c(1.0, 1.0), c(2.0, 2.0)], [2], &dev).unwrap();
+    for other in [
+        Tensor::from_complex(&[c(1.0, 1.0), c(2.0, 2.0)], [1, 2], &dev).unwrap(),
+        Tensor::from_slice(&[1.0f32, 2.0], [1, 2], &dev).unwrap(),
+    ] {
+        match pair.add_(&other) {
+            Err(Error::Shape { op: "add", msg }) => assert!(msg.contains("[1, 2]"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    match z.mul_(&Tensor::from_complex(&[c(1.0, 0.0); 3], [3], &dev).unwrap()) {
+        Err(Error::Shape { op: "mul", msg }) => assert!(msg.contains("[3]"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pair.to_complex_vec().unwrap(), [c(1.0, 1.0), c(2.0, 2.0)]);
     // A real tensor's real part is itself; its conjugate a copy.
     assert!(r.real().unwrap().shares_storage(&r));
     assert!(!r.conj().unwrap().shares_storage(&r));
@@ -657,6 +689,8 @@ fn complex_exp_follows_c99() {
         (c(89.0, 1.5), c(3.175_826e37, inf)),
         (c(nan, 0.0), c(nan, 0.0)),
         (c(-inf, inf), c(0.0, 0.0)),
+        // glibc's cexpf (NumPy's): the zero takes the sign of the angle.
+        (c(-inf, -inf), c(0.0, -0.0)),
         (c(-inf, 2.0), c(-0.0, 0.0)),
         (c(1.0, 2.0), c(-1.131_204_4, 2.471_726_7)),
         (c(0.0, -0.0), c(1.0, -0.0)),

@@ -184,10 +184,11 @@ impl Tensor {
             .collect())
     }
 
-    /// The complex conjugate (a copy); for a real tensor, a copy of it.
+    /// The complex conjugate (a copy); for a real tensor (bool too), a copy
+    /// of it.
     ///
     /// # Errors
-    /// `Error::DType` for bool; device errors.
+    /// Device errors.
     pub fn conj(&self) -> Result<Tensor> {
         let out = self.contiguous_copy()?;
         out.conj_()?;
@@ -201,7 +202,7 @@ impl Tensor {
     /// `Error::OverlappingWrite` for a broadcast view.
     pub fn conj_(&self) -> Result<()> {
         if self.dtype().is_complex() {
-            self.imag()?.neg_()?;
+            self.imag()?.neg_().map_err(|e| e.named("conj_"))?;
         }
         Ok(())
     }
@@ -264,8 +265,12 @@ impl Tensor {
             ));
         }
         self.layout().check_writable(op.name())?;
+        // The operand must broadcast to this shape, as a real one must (a
+        // result of a higher rank would lose its leading axes of one in
+        // the assignment).
+        self.broadcast_arg(op.name(), other)?;
         let result = self.complex_binary(op, other)?;
-        self.assign(&result)
+        self.assign(&result).map_err(|e| e.named(op.name()))
     }
 
     /// `op` with a real or complex scalar, for a c64 tensor.
@@ -431,18 +436,22 @@ fn complex_exp(re: &Tensor, im: &Tensor) -> Result<Tensor> {
     let (cos, sin, scale) = (im.cos()?, im.sin()?, re.exp()?);
     let half = re.mul_scalar(0.5)?.exp()?;
     let big = re.gt_scalar(88.0)?;
-    let part = |trig: &Tensor| -> Result<Tensor> {
+    let part = |trig: &Tensor, zero: &Tensor| -> Result<Tensor> {
         let direct = scale.mul(trig)?;
         let halves = half.mul(trig)?.mul(&half)?;
         let part = Tensor::where_cond(&big, &halves, &direct)?;
-        // e^-inf times a NaN or an infinite im's cos and sin: 0 (C99);
-        // a finite re's e^re that underflows to 0 times them stays NaN.
+        // e^-inf times a NaN or an infinite im's cos and sin: a zero
+        // (C99), +0 for the real part and for the imaginary part the sign
+        // of im, as glibc's cexpf (NumPy's); a finite re's e^re that
+        // underflows to 0 times them stays NaN.
         let vanished = re
             .eq_scalar(f64::NEG_INFINITY)?
             .logical_and(&im.isfinite()?.logical_not()?)?;
-        Tensor::where_cond(&vanished, &scalar(0.0)?, &part)
+        Tensor::where_cond(&vanished, zero, &part)
     };
-    let (real, imag) = (part(&cos)?, part(&sin)?);
+    let negative = im.lt_scalar(0.0)?;
+    let signed_zero = Tensor::where_cond(&negative, &scalar(-0.0)?, &scalar(0.0)?)?;
+    let (real, imag) = (part(&cos, &scalar(0.0)?)?, part(&sin, &signed_zero)?);
     let real_arg = im.eq_scalar(0.0)?;
     let real = Tensor::where_cond(&real_arg, &scale, &real)?;
     let imag = Tensor::where_cond(&real_arg, im, &imag)?;

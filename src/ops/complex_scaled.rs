@@ -90,10 +90,11 @@ pub(super) fn quotient(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     )
 }
 
-/// `sqrt(x^2 + y^2)` without overflow or underflow (C's `hypot`, which
-/// NumPy's complex `abs` is): `m sqrt(1 + (n / m)^2)` for `m` the larger
-/// magnitude and `n` the smaller; 0 when both are 0, and infinity when
-/// either is infinite, even beside a NaN.
+/// `sqrt(x^2 + y^2)` without overflow or underflow: `m sqrt(1 + (n /
+/// m)^2)` for `m` the larger magnitude and `n` the smaller, in the parts'
+/// dtype, so within an ulp of C's correctly rounded `hypotf` (NumPy's
+/// complex `abs`), not always equal to it; 0 when both are 0, and infinity
+/// when either is infinite, even beside a NaN (C's rules).
 ///
 /// # Errors
 /// Shape and device errors of the parts.

@@ -140,6 +140,9 @@ impl Tensor {
     fn compare(&self, op: CompareOp, other: &Tensor) -> Result<Tensor> {
         if other.dtype() != self.dtype() {
             let dtype = tensors_dtype_on(op.name(), self, other)?;
+            if dtype.is_complex() {
+                return Err(super::complex::not_for_complex(op.name()));
+            }
             return match dtype == self.dtype() {
                 true => self.compare(op, &other.to_dtype(dtype)?),
                 false => self.to_dtype(dtype)?.compare(op, other),
@@ -156,6 +159,9 @@ impl Tensor {
 
     fn compare_scalar(&self, op: CompareOp, s: Scalar) -> Result<Tensor> {
         let dtype = self.scalar_dtype(op.name(), &s)?;
+        if dtype.is_complex() {
+            return Err(super::complex::not_for_complex(op.name()));
+        }
         if dtype != self.dtype() {
             return self.to_dtype(dtype)?.compare_scalar(op, s);
         }

@@ -372,6 +372,9 @@ impl Tensor {
                 ),
             ));
         }
+        if self.dtype().is_complex() {
+            return Err(super::complex::not_for_complex(op));
+        }
         TypedScalar::new(op, value, self.dtype())
     }
 
