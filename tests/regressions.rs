@@ -487,3 +487,64 @@ fn products_beside_in_place_writers_finish() {
             .expect("a thread is still waiting for a lock after 120 s");
     }
 }
+
+/// Empty matrices are triangled and padded at once, whatever the length
+/// of their other side (torch's `zeros(0, 2**40).triu()` and NumPy's
+/// `pad(zeros((0, 3)), ((0, 0), (2**40, 0)), 'edge')` give their shapes
+/// at once): the triangle's masks and the pad's index along the long
+/// side were built first, an i32 shape error or an allocation past the
+/// host's memory. A 0-d tensor's axis 0 squeezes (NumPy's and torch's
+/// `squeeze(0)` of a 0-d array is itself); a c64 assignment's shape error
+/// names the shapes as given.
+#[test]
+fn empty_matrices_are_triangled_and_padded_at_once() {
+    for dev in devices() {
+        for dims in [[0usize, 1 << 40], [1 << 33, 0]] {
+            let x = Tensor::zeros([1, 0, 1], DType::F32, &dev)
+                .unwrap()
+                .broadcast_to([dims[0].max(1), 0, dims[1].max(1)])
+                .unwrap()
+                .narrow(0, 0, dims[0])
+                .unwrap()
+                .narrow(2, 0, dims[1])
+                .unwrap();
+            for t in [x.triu(0), x.tril(3)] {
+                assert_eq!(t.unwrap().dims(), &[dims[0], 0, dims[1]], "{dev}");
+            }
+        }
+        let e = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
+        e.triu_(1).unwrap();
+        e.tril_(-1).unwrap();
+        assert!(matches!(
+            Tensor::zeros([0], DType::F32, &dev).unwrap().triu(0),
+            Err(Error::Shape { op: "triu", .. })
+        ));
+        for mode in [PadMode::Edge, PadMode::Reflect, PadMode::Wrap] {
+            let p = e.pad(&[(0, 0), (1 << 40, 2)], mode).unwrap();
+            assert_eq!(p.dims(), &[0, (1 << 40) + 5], "{dev} {mode:?}");
+            // Padding the empty axis itself stays NumPy's error.
+            assert!(matches!(
+                e.pad(&[(1, 0), (0, 0)], mode),
+                Err(Error::Shape { op: "pad", .. })
+            ));
+        }
+        let c = Tensor::from_complex(&[Complex32::new(1.0, 2.0); 6], [2, 3], &dev).unwrap();
+        let p = c
+            .slice(s![..0, ..])
+            .unwrap()
+            .pad(&[(0, 0), (0, 1 << 40)], PadMode::Wrap);
+        assert_eq!(p.unwrap().dims(), &[0, (1 << 40) + 3], "{dev}");
+        let seven = Tensor::full([], 7, DType::I32, &dev).unwrap();
+        for axis in [0, -1] {
+            let s = seven.squeeze_axis(axis).unwrap();
+            assert_eq!((s.rank(), s.to_vec::<i32>().unwrap()), (0, vec![7]));
+        }
+        assert!(matches!(seven.squeeze_axis(1), Err(Error::Axis { .. })));
+        match c.assign(&Tensor::zeros([2, 4], DType::C64, &dev).unwrap()) {
+            Err(Error::Shape { op: "assign", msg }) => {
+                assert!(msg.contains("[2, 4]") && msg.contains("[2, 3]"), "{msg}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

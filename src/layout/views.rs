@@ -245,12 +245,15 @@ impl Layout {
     }
 
     /// Removes axes of extent 1: the one given, or all when `axis` is `None`.
+    /// A 0-d layout's axis 0 or -1 is its one element, as NumPy and
+    /// PyTorch take it: squeezed, it stays 0-d.
     ///
     /// # Errors
     /// `Error::Axis` when out of range, `Error::Shape` when that axis is not 1.
     pub fn squeeze(&self, axis: Option<isize>) -> Result<Layout> {
         let keep: DimVec<bool> = match axis {
             None => self.dims().iter().map(|&d| d != 1).collect(),
+            Some(0 | -1) if self.rank() == 0 => DimVec::new(),
             Some(a) => {
                 let a = normalize_axis("squeeze", a, self.rank())?;
                 if self.dims()[a] != 1 {

@@ -354,6 +354,11 @@ impl Tensor {
     /// f32 source into the real parts with zero imaginary parts.
     pub(super) fn complex_assign(&self, src: &Tensor) -> Result<()> {
         const OP: &str = "assign";
+        // Checked on the tensors as given: their pair views' shapes (an
+        // axis of 2 more) are no shapes the caller wrote.
+        if self.dtype().is_complex() {
+            self.broadcast_arg(OP, src)?;
+        }
         match (self.dtype(), src.dtype()) {
             (DType::C64, DType::C64) if Tensor::pairs_fit(self.rank().max(src.rank())) => {
                 self.pairs().assign(&src.pairs())

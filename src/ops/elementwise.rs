@@ -95,11 +95,10 @@ impl Tensor {
         if let Some(wide) = self.wide_scalar(&s)? {
             return self.binary(op, &wide);
         }
-        let op = kernel;
         Tensor::launch_new(
             self,
             name,
-            ElementwiseOp::Binary(op),
+            ElementwiseOp::Binary(kernel),
             self.dtype(),
             &[Arg::Tensor(self), Arg::Scalar(s)],
         )

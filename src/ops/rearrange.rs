@@ -116,18 +116,26 @@ impl Tensor {
                 &self.imag()?.pad(widths, mode)?,
             ),
             _ => {
+                for (k, &(before, after)) in widths.iter().enumerate() {
+                    let axis = first + k;
+                    if self.dims()[axis] == 0 && before + after > 0 {
+                        return Err(Error::shape(
+                            OP,
+                            format!("cannot pad the empty axis {axis} by {mode:?}"),
+                        ));
+                    }
+                }
+                if shape.numel() == 0 {
+                    // Empty along an axis not padded: no index to build,
+                    // however long the padded axis (NumPy's shape at once).
+                    return Tensor::zeros(&shape, self.dtype(), self.device());
+                }
                 let mut out = self.clone();
                 for (k, &(before, after)) in widths.iter().enumerate() {
                     let axis = first + k;
                     let n = self.dims()[axis];
                     if before == 0 && after == 0 {
                         continue;
-                    }
-                    if n == 0 {
-                        return Err(Error::shape(
-                            OP,
-                            format!("cannot pad the empty axis {axis} by {mode:?}"),
-                        ));
                     }
                     // The host may refuse an index as long as the padded
                     // axis: an OutOfMemory, as the output's own allocation.

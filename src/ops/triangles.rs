@@ -69,6 +69,9 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::triu`], and `Error::OverlappingWrite` for a broadcast view.
     pub fn triu_(&self, k: isize) -> Result<()> {
+        if self.no_matrix_elements("triu_")? {
+            return Ok(());
+        }
         // Outside triu(k) is inside tril(k - 1).
         let outside = self.triangle_mask("triu_", k.saturating_sub(1), false)?;
         self.zero_where("triu_", &outside)
@@ -79,11 +82,27 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::tril`], and `Error::OverlappingWrite` for a broadcast view.
     pub fn tril_(&self, k: isize) -> Result<()> {
+        if self.no_matrix_elements("tril_")? {
+            return Ok(());
+        }
         let outside = self.triangle_mask("tril_", k.saturating_add(1), true)?;
         self.zero_where("tril_", &outside)
     }
 
+    /// True for a tensor of matrices with no elements (nothing to mask:
+    /// no `[rows, cols]` mask is made, however long the other side).
+    ///
+    /// # Errors
+    /// `Error::Shape` naming `op` for fewer than 2 axes.
+    fn no_matrix_elements(&self, op: &'static str) -> Result<bool> {
+        self.layout().matrix_sides(op)?;
+        Ok(self.numel() == 0)
+    }
+
     fn triangle(&self, op: &'static str, k: isize, upper: bool) -> Result<Tensor> {
+        if self.no_matrix_elements(op)? {
+            return self.contiguous_copy();
+        }
         if self.dtype().is_complex() {
             let (re, im) = (self.real()?, self.imag()?);
             return Tensor::complex(&re.triangle(op, k, upper)?, &im.triangle(op, k, upper)?);

@@ -90,7 +90,8 @@ impl Tensor {
         }
     }
 
-    /// Removes one axis, which must have extent 1.
+    /// Removes one axis, which must have extent 1 (a 0-d tensor's axis 0 or
+    /// -1 is its one element: it stays 0-d, as NumPy's and PyTorch's).
     ///
     /// # Errors
     /// `Error::Axis` when out of range, `Error::Shape` when its extent is not 1.
