@@ -23,9 +23,14 @@ use std::sync::Weak;
 /// What a run computes is what the step's ops computed at capture, on the
 /// same tensors: values the application wrote into those tensors since
 /// (`x.assign(&new)?`, `x.fill_(0.0)?`, in-place ops) are read by the next
-/// run. Tensors the step made are the graph's own, written again by every
-/// run. Host-side work inside the closure (a tensor uploaded from a slice,
-/// a Rust `if` on anything) happened once, at capture, on a GPU.
+/// run. On a GPU, tensors the step made are the graph's own, written
+/// again by every run, so a handle to one kept from the capture reads each
+/// run's values; on the CPU each run makes them anew, and such a handle
+/// keeps the capture's. Results meant to be read on every device go into
+/// tensors made outside the step (`out.assign(&y)?` inside it) or through
+/// a slot the step fills on each run. Host-side work inside the closure (a
+/// tensor uploaded from a slice, a Rust `if` on anything) happened once,
+/// at capture, on a GPU.
 ///
 /// After the device is lost and recovered ([`Device::recover`]), the next
 /// run captures the step again on the new device (host work inside it
