@@ -258,10 +258,12 @@ fn empty_and_bad_input() {
             err.contains("topk") && err.contains('4') && err.contains('3'),
             "{err}"
         );
+        // A 0-d tensor is one line along axis 0 or -1 (PyTorch's
+        // reading), no other axis.
         let scalar = Tensor::zeros([], DType::F32, &dev).unwrap();
         assert!(
             scalar
-                .argsort(0, SortOrder::Ascending)
+                .argsort(1, SortOrder::Ascending)
                 .unwrap_err()
                 .to_string()
                 .contains("argsort")
