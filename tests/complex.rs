@@ -431,6 +431,7 @@ fn numpy_complex_cases() -> Vec<(String, Tensor)> {
 /// WGSL lets a GPU answer, and NVIDIA's driver does), with their inputs,
 /// for a failure message.
 fn differing(got: &[f32], want: &[f32], flushed: &[f32]) -> Vec<(usize, f32, f32)> {
+    assert_eq!((got.len(), flushed.len()), (want.len(), want.len()));
     got.iter()
         .zip(want)
         .zip(flushed)

@@ -2967,6 +2967,7 @@ fn depthwise_kernels_past_the_loop_budget_are_right() {
             .unwrap()
     };
     let (got, want) = (run(&gpu), run(&Device::cpu()));
+    assert_eq!(got.len(), want.len());
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{k}: {g} vs {w}");
     }

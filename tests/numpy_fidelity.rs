@@ -136,6 +136,11 @@ fn float_remainder_matches_numpy_bit_for_bit() {
     for dev in devices() {
         for dtype in ["f32", "f16"] {
             let rows: Vec<_> = cases("remainder").filter(|c| c[1] == dtype).collect();
+            assert!(
+                rows.len() >= 1000,
+                "{dtype}: {} remainder cases",
+                rows.len()
+            );
             let a: Vec<u64> = rows.iter().map(|c| hex(c[2])).collect();
             let b: Vec<u64> = rows.iter().map(|c| hex(c[3])).collect();
             let (ta, tb) = (from_bits(&a, dtype, &dev), from_bits(&b, dtype, &dev));
@@ -172,6 +177,7 @@ fn float_remainder_matches_numpy_bit_for_bit() {
 #[test]
 fn f64_values_round_once_to_f16_everywhere_a_scalar_enters() {
     let rows: Vec<_> = cases("f16").collect();
+    assert!(rows.len() >= 3800, "{} f16 cases", rows.len());
     let xs: Vec<f64> = rows.iter().map(|c| f64::from_bits(hex(c[1]))).collect();
     let want: Vec<f64> = rows.iter().map(|c| f64::from_bits(hex(c[2]))).collect();
     for dev in devices() {
@@ -224,6 +230,7 @@ fn scalar_operands_are_rounded_to_the_tensor_dtype_first() {
             _ => |t, s| t.minimum_scalar(s),
         }
     };
+    assert!(cases("scalar").count() >= 600, "too few scalar cases");
     for dev in devices() {
         let mut wrong = Vec::new();
         for c in cases("scalar") {

@@ -47,6 +47,7 @@ fn within(
     what: &str,
 ) -> f64 {
     let (got, want) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f64>().unwrap());
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
     let mut worst = 0.0f64;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let sc = scale.map_or(0.0, |s| s[i]);

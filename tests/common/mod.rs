@@ -193,6 +193,18 @@ pub fn assert_close(got: &[f32], want: &[f32], rel: f32, what: &str) {
     }
 }
 
+/// Asserts that two float sequences agree within `rel` of each wanted
+/// value's magnitude however small (down to 1e-6, where a value is within
+/// `rel * 1e-6`): for functions whose small results must keep their
+/// digits. NaN equals NaN, infinities must match.
+pub fn assert_relative(got: &[f32], want: &[f32], rel: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rel * w.abs().max(1e-6);
+        assert!(ok, "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
 /// Views of logical shape [4, 6] over differently laid out storage, each
 /// holding the f32 values `f(k)` for distinct k, with `f(k) = k * 0.37 - 4`:
 /// contiguous, transposed, stepped, negative-step (both axes), offset with a

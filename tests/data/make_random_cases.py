@@ -87,6 +87,14 @@ u1 = (np.floor(w[0::2] / 512) * 2 + 1) * 2.0**-24
 t = np.floor(w[1::2] / 256) * 2.0**-24 * 2 * np.pi
 r = np.sqrt(-2 * np.log(u1))
 cases["randn_f64_reference"] = np.stack([r * np.cos(t), r * np.sin(t)], axis=1).reshape(-1)[:N]
+# f64 normals (the CPU's f64, two words an element): Box-Muller of pairs of
+# 64-bit values, the radius's u = (2k + 1) 2^-53 of the first value's top
+# 52 bits, the angle's turn (x >> 11) 2^-53 of the second.
+x = wide(words(SEED, 0, 2 * (N + 1)))
+u1 = np.array([((v >> 12) * 2 + 1) * 2.0**-53 for v in x[0::2]])
+t = np.array([(v >> 11) * 2.0**-53 for v in x[1::2]]) * 2 * np.pi
+r = np.sqrt(-2 * np.log(u1))
+cases["randn_f64_stream"] = np.stack([r * np.cos(t), r * np.sin(t)], axis=1).reshape(-1)[:N]
 # Integers: low + floor(x span / 2^64).
 for name, low, high in [("int_dice", 1, 7), ("int_wide", -(2**31), 2**31), ("int_i64", -(2**63), 2**63 - 1),
                         ("int_odd", -(2**63), -(2**63) + 0x9E3779B97F4A7C15)]:
