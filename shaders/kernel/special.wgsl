@@ -89,7 +89,9 @@ fn lgamma_f32(a: f32) -> f32 {
     let d = abs(pi_fraction_f32(a));
     if (d == 0.0) { return f32_from_bits(F32_INF_BITS); }
     // ln(pi / |sin(pi x)|), the logarithms apart (pi / s overflows for a
-    // subnormal x).
+    // subnormal x); below 2^-20 it is -ln d (to 2^-40 relative), which
+    // keeps a subnormal d's digits (the polynomial halves d first).
+    if (d < 9.536743e-7) { return -log_f32(d) - lgamma_positive_f32(1.0 - a); }
     let s = sinpi_cospi_f32(d).x;
     return (1.1447299 - log_f32(s)) - lgamma_positive_f32(1.0 - a);
 }
@@ -150,9 +152,15 @@ fn digamma_f32(a: f32) -> f32 {
     if (a > 0.0) { return digamma_positive_f32(a); }
     let d = pi_fraction_f32(a);
     if (d == 0.0) { return nan_f32(); }
-    // pi / tan(pi x), its period 1.
-    let sc = sinpi_cospi_f32(d);
-    let cot = div_f32(3.1415927 * sc.y, sc.x);
+    // pi / tan(pi x), its period 1; below 2^-20, 1 / d (to 2^-40
+    // relative), which keeps a subnormal d's digits.
+    var cot: f32;
+    if (abs(d) < 9.536743e-7) {
+        cot = div_f32(1.0, d);
+    } else {
+        let sc = sinpi_cospi_f32(d);
+        cot = div_f32(3.1415927 * sc.y, sc.x);
+    }
     return digamma_positive_f32(1.0 - a) - cot;
 }
 

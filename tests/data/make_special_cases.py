@@ -45,6 +45,18 @@ e_in = e_in[np.abs(e_in) < 1]
 # erfc down to where f32 underflows, and i0 to where it overflows.
 c_in = np.concatenate([rng.uniform(-5, 10.5, 5000), 10.0 ** rng.uniform(-30, 1.1, 500)]).astype(f32)
 i_in = np.concatenate([rng.uniform(-92.5, 92.5, 5000), 10.0 ** rng.uniform(-30, 1.97, 500)]).astype(f32)
+# Gamma's kin where sin(pi x) is tiny: negative subnormals, tiny negative
+# normals, and f32 neighbours of the negative integers (a generator of
+# its own, so the arrays above keep their draws).
+tiny_rng = np.random.default_rng(6)
+g_tiny = -np.concatenate([
+    np.array([1e-45, 3e-45, 4e-45, 2.73e-43, 2.941983e-39, 1.1754942e-38], dtype=f32),
+    (10.0 ** tiny_rng.uniform(-44.8, -38, 300)).astype(f32),
+    (10.0 ** tiny_rng.uniform(-38, -6.1, 300)).astype(f32),
+]).astype(f32)
+near = np.arange(1, 25, dtype=f32)
+g_tiny = np.concatenate([g_tiny, -np.nextafter(near, f32(0)), -np.nextafter(near, f32(np.inf)),
+                         -np.nextafter(np.nextafter(near, f32(0)), f32(0))]).astype(f32)
 with np.errstate(all="ignore"):
     np.savez(
         HERE / "special_cases.npz",
@@ -69,4 +81,7 @@ with np.errstate(all="ignore"):
         i_in=i_in,
         erfc=sp.erfc(c_in.astype(np.float64)),
         i0=sp.i0(i_in.astype(np.float64)),
+        g_tiny=g_tiny,
+        lgamma_tiny=sp.gammaln(g_tiny.astype(np.float64)),
+        digamma_tiny=sp.digamma(g_tiny.astype(np.float64)),
     )
