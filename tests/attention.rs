@@ -322,6 +322,33 @@ fn rotations_read_any_view_and_round_half_types_once() {
     }
 }
 
+/// `Rope::at` gathers its tables' rows: a negative position counts back
+/// from the end of the tables (as `index_select`'s indices), and one
+/// outside `-len..len` is an index error, on the CPU at once and on a GPU
+/// at the readback.
+#[test]
+fn positions_gathered_by_at_count_back_from_the_end() {
+    for dev in common::devices() {
+        let rope = Rope::new(0, 4, 8, 10000.0, RopeStyle::HalfSplit, &dev).unwrap();
+        let x = Tensor::randn([1, 4, 8], DType::F32, 3, &dev).unwrap();
+        let read = |p: &[i64]| {
+            let p = Tensor::from_slice(p, [4], &dev).unwrap();
+            x.rope(&rope.at(&p)?)?.to_vec::<f32>()
+        };
+        assert_eq!(
+            read(&[0, 1, -2, -1]).unwrap(),
+            read(&[0, 1, 2, 3]).unwrap(),
+            "{dev}"
+        );
+        for bad in [4, -5] {
+            assert!(
+                matches!(read(&[0, 1, 2, bad]), Err(Error::Index { .. })),
+                "{bad} on {dev}"
+            );
+        }
+    }
+}
+
 #[test]
 fn rotations_refuse_bad_input() {
     let dev = Device::cpu();

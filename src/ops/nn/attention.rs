@@ -129,7 +129,7 @@ impl Tensor {
     /// are not a multiple of the key's and the value's heads, or a mask
     /// that does not broadcast to the scores; `Error::DType` for operands
     /// of different or non-float dtypes, or a mask neither bool nor float;
-    /// `Error::Argument` for a mask with `causal` (as PyTorch);
+    /// `Error::Argument` for a mask with `causal` (as PyTorch documents);
     /// `Error::DeviceMismatch`.
     pub fn sdpa(&self, key: &Tensor, value: &Tensor, attention: &Attention) -> Result<Tensor> {
         let _region = crate::profile_region::op(OP);
@@ -239,7 +239,7 @@ impl Tensor {
         if attention.causal && attention.mask.is_some() {
             return Err(Error::argument(
                 OP,
-                "a mask and causal together: PyTorch refuses them; fold the triangle into the mask",
+                "a mask and causal together: PyTorch documents them as an error; fold the triangle into the mask",
             ));
         }
         // Heads of nothing make every score an empty sum, 0, whatever the

@@ -255,14 +255,17 @@ impl Rope {
     /// The tables of the positions in `positions` (a 1-D integer tensor
     /// on the tables' device), gathered on the device: a step whose
     /// positions live in a tensor (a captured decoding step, see
-    /// `Device::capture`) takes its tables without a host value.
+    /// `Device::capture`) takes its tables without a host value. A
+    /// negative position counts back from the end of the tables, as
+    /// [`Tensor::index_select`]'s indices do (and PyTorch's `cos[positions]`
+    /// indexing; its `index_select` refuses them).
     ///
     /// # Errors
     /// As [`Tensor::index_select`], naming `Rope::at`: positions that are
     /// not a 1-D integer tensor, or on another device; `Error::Shape` for
-    /// no positions (tables hold at least one); on the CPU, a
-    /// position outside the tables (a GPU reports it at the next
-    /// readback).
+    /// no positions (tables hold at least one); `Error::Index` naming
+    /// `index_select` for a position outside the tables (`-len..len`), on
+    /// the CPU at once, on a GPU at the next readback.
     pub fn at(&self, positions: &Tensor) -> Result<Rope> {
         const OP: &str = "Rope::at";
         if positions.rank() != 1 || positions.numel() == 0 {

@@ -93,7 +93,9 @@ impl Tensor {
     /// probabilities keeps its mass in f32). A row with a NaN logit, or no
     /// finite one, has no distribution: it gives the greedy draw's token
     /// (`argmax`'s: the first NaN, or the first logit), where PyTorch's
-    /// `multinomial` raises; nothing is read back to check.
+    /// `multinomial` raises; nothing is read back to check. Nor are the
+    /// numbers checked: one below 0 draws the most probable kept token,
+    /// one of 1 or more the least probable kept token, NaN token 0.
     ///
     /// # Errors
     /// `Error::Shape` naming `sample` for logits of no axis or an empty
