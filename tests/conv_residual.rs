@@ -1,6 +1,7 @@
 //! `Conv::residual`: a tensor added to a convolution's output after its
 //! bias and before its activation, the convolution then `add` then the
-//! activation, on every path and device; bad residuals are errors.
+//! activation (f16 and bf16: to the f32 sums, rounded once), on every path
+//! and device; bad residuals are errors.
 
 mod common;
 
@@ -111,9 +112,9 @@ fn a_residual_is_added_after_the_bias_and_before_the_activation() {
                     close(&got, &reference, 1e-4, &what);
                 }
             }
-            // f16 operands: the residual added after the one rounding, as
-            // `add` would (a transposed convolution, which sums in f32 and
-            // rounds once, adds it before: within f16's rounding).
+            // f16 operands: the residual added to the f32 sums, rounded
+            // once after the activation (exactly so in
+            // `half_operands_round_once_after_the_residual`).
             let (xh, wh) = (
                 x.to_dtype(DType::F16).unwrap(),
                 w.to_dtype(DType::F16).unwrap(),
@@ -121,13 +122,185 @@ fn a_residual_is_added_after_the_bias_and_before_the_activation() {
             let conv = Conv::new().residual(&dense).activation(Activation::Relu);
             let got = run(&xh, &wh, conv).unwrap();
             assert_eq!(got.dtype(), DType::F16);
-            let want = run(&xh, &wh, Conv::new())
+            let f32_of = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+            let want = run(&f32_of(&xh), &f32_of(&wh), Conv::new())
                 .unwrap()
-                .add(&dense.to_dtype(DType::F16).unwrap())
+                .add(&dense)
                 .unwrap()
                 .relu()
+                .unwrap()
+                .to_dtype(DType::F16)
                 .unwrap();
-            close(&got, &want, 2e-3, &format!("{label} f16 on {dev}"));
+            close(&got, &want, 1e-3, &format!("{label} f16 on {dev}"));
+        }
+    }
+}
+
+/// f16 and bf16 convolutions add the residual (and the bias) to their f32
+/// sums and round once, on every path: dense, grouped and depthwise, with
+/// and without a bias, outputs of a few pixels (composed on a GPU) and of
+/// many (its implicit GEMM), channels-last on the CPU. Operands are
+/// multiples of 1/8 whose sums are exact in f32 and pass 1024, where f16
+/// steps by 1 or more, so rounding the sums before adding the residual
+/// (multiples of 1/16) would differ; the reference is the definition
+/// summed on the host, rounded once.
+#[test]
+fn half_operands_round_once_after_the_residual() {
+    let grid = |n: usize, seed: u64, step: f32| -> Vec<f32> {
+        noise(n, seed)
+            .into_iter()
+            .map(|v| (v * 64.0).round() * step)
+            .collect()
+    };
+    for dev in devices() {
+        for (groups, c, size) in [
+            (1, 16, [3, 5]),
+            (1, 16, [12, 13]),
+            (4, 16, [9, 9]),
+            (16, 16, [11, 7]),
+        ] {
+            let (o, cg) = (16, c / groups);
+            let (h, wd) = (size[0], size[1]);
+            let xv = grid(2 * c * h * wd, 70, 0.125);
+            let wv = grid(o * cg * 9, 71, 0.125);
+            let bv = grid(o, 72, 0.5);
+            let rv = grid(2 * o * h * wd, 73, 0.0625);
+            // The definition, padding 1, on the host: exact in f64 and f32.
+            let mut want = Vec::new();
+            for with_bias in [false, true] {
+                let mut sums = vec![0.0f64; 2 * o * h * wd];
+                for n in 0..2 {
+                    for oc in 0..o {
+                        let g = oc / (o / groups);
+                        for y in 0..h {
+                            for x in 0..wd {
+                                let mut acc = if with_bias { f64::from(bv[oc]) } else { 0.0 };
+                                for ci in 0..cg {
+                                    let ch = g * cg + ci;
+                                    for i in 0..3 {
+                                        for j in 0..3 {
+                                            let (yy, xx) = (y + i, x + j);
+                                            if yy < 1 || xx < 1 || yy > h || xx > wd {
+                                                continue;
+                                            }
+                                            let xi = ((n * c + ch) * h + yy - 1) * wd + xx - 1;
+                                            let wi = ((oc * cg + ci) * 3 + i) * 3 + j;
+                                            acc += f64::from(xv[xi]) * f64::from(wv[wi]);
+                                        }
+                                    }
+                                }
+                                let k = ((n * o + oc) * h + y) * wd + x;
+                                sums[k] = acc + f64::from(rv[k]);
+                            }
+                        }
+                    }
+                }
+                want.push(sums);
+            }
+            for dt in [DType::F16, DType::BF16] {
+                let make = |v: &[f32], dims: &[usize]| {
+                    Tensor::from_slice(v, dims, &dev)
+                        .unwrap()
+                        .to_dtype(dt)
+                        .unwrap()
+                };
+                let x = make(&xv, &[2, c, h, wd]);
+                let w = make(&wv, &[o, cg, 3, 3]);
+                let b = Tensor::from_slice(&bv, [o], &dev).unwrap();
+                let r = make(&rv, &[2, o, h, wd]);
+                let mut inputs = vec![("row-major", x.clone())];
+                if dev.is_cpu() {
+                    inputs.push(("channels-last", x.to_channels_last().unwrap()));
+                }
+                for (layout, x) in inputs {
+                    for (k, with_bias) in [false, true].into_iter().enumerate() {
+                        let mut conv = Conv::new().padding(1).groups(groups).residual(&r);
+                        if with_bias {
+                            conv = conv.bias(&b);
+                        }
+                        let got = x.conv2d(&w, &conv).unwrap();
+                        assert_eq!(got.dtype(), dt);
+                        let once: Vec<f32> =
+                            want[k].iter().map(|&v| common::round_to(dt, v)).collect();
+                        let what = format!(
+                            "groups {groups}, {size:?}, bias {with_bias}, {dt} {layout} on {dev}"
+                        );
+                        assert_eq!(read_f32(&got), once, "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The same for transposed convolutions: a stride equal to the kernel
+/// (a 1x1 convolution shuffled into place) and overlapping taps (the
+/// GPU's phase kernel, the CPU's products), with and without a bias.
+#[test]
+fn half_transposed_operands_round_once_after_the_residual() {
+    let grid = |n: usize, seed: u64, step: f32| -> Vec<f32> {
+        noise(n, seed)
+            .into_iter()
+            .map(|v| (v * 64.0).round() * step)
+            .collect()
+    };
+    let (c, o, h, wd) = (16, 8, 5, 6);
+    for dev in devices() {
+        for (k, st, p) in [(2, 2, 0), (3, 2, 1)] {
+            let (ho, wo) = ((h - 1) * st + k - 2 * p, (wd - 1) * st + k - 2 * p);
+            let xv = grid(c * h * wd, 80, 0.125);
+            let wv = grid(c * o * k * k, 81, 0.125);
+            let bv = grid(o, 82, 0.5);
+            let rv = grid(o * ho * wo, 83, 0.0625);
+            for dt in [DType::F16, DType::BF16] {
+                let make = |v: &[f32], dims: &[usize]| {
+                    Tensor::from_slice(v, dims, &dev)
+                        .unwrap()
+                        .to_dtype(dt)
+                        .unwrap()
+                };
+                let (x, w) = (make(&xv, &[1, c, h, wd]), make(&wv, &[c, o, k, k]));
+                let r = make(&rv, &[1, o, ho, wo]);
+                let b = Tensor::from_slice(&bv, [o], &dev).unwrap();
+                for with_bias in [false, true] {
+                    let mut sums: Vec<f64> = (0..o * ho * wo)
+                        .map(|i| {
+                            f64::from(rv[i])
+                                + if with_bias {
+                                    f64::from(bv[i / (ho * wo)])
+                                } else {
+                                    0.0
+                                }
+                        })
+                        .collect();
+                    for ci in 0..c {
+                        for oc in 0..o {
+                            for (iy, ix, i, j) in (0..h).flat_map(|iy| {
+                                (0..wd).flat_map(move |ix| {
+                                    (0..k).flat_map(move |i| (0..k).map(move |j| (iy, ix, i, j)))
+                                })
+                            }) {
+                                let (oy, ox) = (iy * st + i, ix * st + j);
+                                if oy < p || ox < p || oy - p >= ho || ox - p >= wo {
+                                    continue;
+                                }
+                                let xi = (ci * h + iy) * wd + ix;
+                                let wi = ((ci * o + oc) * k + i) * k + j;
+                                sums[(oc * ho + oy - p) * wo + ox - p] +=
+                                    f64::from(xv[xi]) * f64::from(wv[wi]);
+                            }
+                        }
+                    }
+                    let mut conv = Conv::new().stride(st).padding(p).residual(&r);
+                    if with_bias {
+                        conv = conv.bias(&b);
+                    }
+                    let got = x.conv_transpose2d(&w, &conv).unwrap();
+                    let once: Vec<f32> = sums.iter().map(|&v| common::round_to(dt, v)).collect();
+                    let what = format!("kernel {k} stride {st}, bias {with_bias}, {dt} on {dev}");
+                    assert_eq!(read_f32(&got), once, "{what}");
+                }
+            }
         }
     }
 }

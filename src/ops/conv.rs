@@ -559,11 +559,13 @@ fn implicit_gemm(
     geometry: &Geometry,
 ) -> Result<Option<Gemm>> {
     let dtype = match Tensor::result_type(x, weight)? {
-        // A bias is added to the f32 result before its one rounding, as
-        // the CPU does (an f16 result plus an f16 bias rounds twice); a
-        // GPU's slices of k past the first add to an f32 output too.
+        // A bias and a residual are added to the f32 result before its one
+        // rounding (an f16 result plus an f16 bias rounds twice); a GPU's
+        // slices of k past the first add to an f32 output too.
         DType::F16 | DType::BF16
-            if conv.bias.is_some() || sliced(x, weight.dims()[1..].iter().product()) =>
+            if conv.bias.is_some()
+                || conv.residual.is_some()
+                || sliced(x, weight.dims()[1..].iter().product()) =>
         {
             DType::F32
         }
@@ -680,7 +682,11 @@ fn depthwise_kernel(
     conv: &Conv,
     geometry: &Geometry,
 ) -> Result<Option<(Tensor, bool)>> {
-    let dtype = Tensor::result_type(x, weight)?;
+    // A residual is added to the f32 sums before their one rounding.
+    let dtype = match Tensor::result_type(x, weight)? {
+        DType::F16 | DType::BF16 if conv.residual.is_some() => DType::F32,
+        d => d,
+    };
     // Past the loop budget a GPU thread's taps are composed.
     let taps = geometry.kernel[0].saturating_mul(geometry.kernel[1]);
     let looped = x.device().is_gpu() && taps > crate::backend::WINDOW_TAPS;

@@ -122,10 +122,12 @@ impl<'a> Conv<'a> {
     /// tensor that broadcasts to the output's shape, with no more axes
     /// than it (so at most 3 for an unbatched input's) (cuDNN's `z`, ONNX
     /// Runtime's fused Conv + Add: a residual block's skip connection, an
-    /// FPN's upsampled coarser level), in the dtype the convolution sums
-    /// in where it rounds its sums once after (an f16 or bf16 transposed
-    /// convolution), else in the output's: bit for bit the `add` after
-    /// the convolution. On the CPU a dense convolution's channels-last f32
+    /// FPN's upsampled coarser level), to the sums in f32 for f16 and bf16
+    /// operands, which are rounded once after it and the activation (as
+    /// the bias is, and as cuDNN's fused convolution adds its `z`; the
+    /// `add` after an f16 convolution rounds twice), else in the output's
+    /// dtype: bit for bit the `add` after the convolution. On the CPU a
+    /// dense convolution's channels-last f32
     /// output (`Tensor::to_channels_last`) takes an f32 residual of its
     /// shape and memory order as each sum is stored, in registers, with no
     /// pass of its own; any other is added in place after, one pass over

@@ -5,6 +5,7 @@
 use super::Activation;
 use super::conv::{checked_bias, dims4, finish};
 use super::conv_args::Conv;
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
@@ -24,6 +25,15 @@ pub(super) fn disjoint_transpose(
     conv: &Conv,
     unbatched: bool,
 ) -> Result<Tensor> {
+    // A residual is added to f32 sums (half operands' too) before their
+    // one rounding: the product then runs in f32.
+    let dtype = Tensor::result_type(x, weight)?;
+    let half = matches!(dtype, DType::F16 | DType::BF16) && conv.residual.is_some();
+    let (x, weight) = if half {
+        (&x.to_dtype(DType::F32)?, &weight.to_dtype(DType::F32)?)
+    } else {
+        (x, weight)
+    };
     let ([n, c, h, w], [_, og, kh, kw]) = (dims4(x), dims4(weight));
     let (g, taps) = (conv.groups, kh * kw);
     let [gi, cg, og_, taps_] = [g, c / g, og, taps].map(|v| v as isize);
@@ -116,7 +126,6 @@ pub(super) fn disjoint_transpose(
             activation: conv.activation,
             ..Conv::new()
         };
-        let dtype = out.dtype();
         return finish(name, out, &rest, dtype, unbatched);
     }
     if unbatched {

@@ -30,7 +30,7 @@ pub(super) struct Transposed {
 /// The output of `x` by `weight` (`[in, out / groups, kh, kw]`) on the
 /// GPU's kernel, before the bias, residual and activation, in the dtype
 /// the kernel computes (f32, or the f16 / bf16 of both operands without a
-/// bias); `None` where the kernel does not take it (another dtype, an
+/// bias or a residual); `None` where the kernel does not take it (another dtype, an
 /// empty operand, an operand over one binding, strides and kernels both
 /// past [`PHASE_SEARCH`] on an axis, a kernel its self-check dropped), for
 /// the caller to compose.
@@ -45,11 +45,13 @@ pub(super) fn on_kernel(
     geometry: &Transposed,
 ) -> Result<Option<Tensor>> {
     let dtype = match Tensor::result_type(x, weight)? {
-        // A bias is added to the f32 result before its one rounding, and
-        // slices of k past the first add to an f32 output (a phase has at
-        // most the group's channels times the taps).
+        // A bias and a residual are added to the f32 result before its
+        // one rounding, and slices of k past the first add to an f32
+        // output (a phase has at most the group's channels times the
+        // taps).
         DType::F16 | DType::BF16
             if conv.bias.is_some()
+                || conv.residual.is_some()
                 || super::conv::sliced(
                     x,
                     weight.dims()[0] / conv.groups * geometry.kernel.iter().product::<usize>(),
