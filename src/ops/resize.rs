@@ -3,7 +3,10 @@
 //! columns, then the two nearest rows. Positions and weights are worked
 //! out by PyTorch's CPU formulas in its precisions (`resize_taps.rs`: f32,
 //! and f64 for f64 data's blending modes), so the same source elements
-//! are picked with the same weights. A GPU runs one kernel that computes
+//! are picked with the same weights (but for a weight's last bit where a
+//! PyTorch build fuses `scale (i + 1/2) - 1/2` into one multiply-add, as
+//! its x86 wheels do: a bilinear output then differs by about 1e-6 of
+//! its inputs). A GPU runs one kernel that computes
 //! them in the shader
 //! (`backend::gpu::resize`); the CPU, and a GPU for views over more than
 //! one storage binding, compose it here axis by axis (`index_select`, then
