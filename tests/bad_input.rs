@@ -649,3 +649,28 @@ fn an_fft_of_a_rank_8_tensor_past_one_kernel_is_no_panic() {
         }
     }
 }
+
+/// Values built on the host for a GPU (`arange`, `linspace`, `fftfreq`,
+/// `rfftfreq`, `hann_window`) are refused by the op past the device's
+/// largest storage before the host builds them (they were built whole,
+/// gigabytes past a GPU's limit, then refused by the upload).
+#[test]
+fn host_built_values_past_a_gpus_largest_storage_are_refused_first() {
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let limit = gpu.info().max_buffer_size;
+    let n = usize::try_from(limit / 4 + 1).unwrap();
+    let refused = |r: webtensor::Result<Tensor>, op: &str| {
+        assert!(
+            matches!(&r, Err(Error::TooLarge { op: o, .. }) if *o == op),
+            "{op}: {r:?}"
+        );
+    };
+    let wide = i64::try_from(limit / 8 + 1).unwrap();
+    refused(Tensor::arange(0i64, wide, 1, &gpu), "arange");
+    refused(Tensor::linspace(0.0, 1.0, n, DType::F32, &gpu), "linspace");
+    refused(Tensor::fftfreq(n, 1.0, &gpu), "fftfreq");
+    refused(Tensor::rfftfreq(2 * n, 1.0, &gpu), "rfftfreq");
+    refused(Tensor::hann_window(n, &gpu), "hann_window");
+}

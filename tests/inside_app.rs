@@ -7,7 +7,7 @@
 
 mod common;
 
-use webtensor::{DType, Device, GpuOptions, Tensor, f16, s, wgpu};
+use webtensor::{DType, Device, Error, GpuOptions, Tensor, f16, s, wgpu};
 
 /// The application's one wgpu instance (Vulkan, Metal or DX12: an
 /// application drawing with GL would not share its context across the
@@ -289,6 +289,19 @@ fn bad_buffers_are_errors_naming_the_op() {
     });
     let e = err(Tensor::from_gpu_buffer(&uniform, DType::F32, [2], 0, &dev));
     assert!(e.contains("STORAGE"), "{e}");
+    // A buffer of no bytes: said so (its probe's binding of zero bytes
+    // was reported as a buffer of another device, or mapped).
+    let empty = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 0,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let e = err(Tensor::from_gpu_buffer(&empty, DType::F32, [0], 0, &dev));
+    assert!(
+        e.contains("from_gpu_buffer") && e.contains("0 bytes"),
+        "{e}"
+    );
     // A buffer of another wgpu device of the same instance.
     let (info2, device2, queue2) = app_device().unwrap();
     let other = Device::from_wgpu(&info2, device2, queue2, GpuOptions::default())
@@ -832,6 +845,29 @@ fn a_mapped_buffer_is_refused_where_it_is_wrapped() {
 /// default, and never the CPU in the GPU's place. The environment is the
 /// process's, so the checks run in a child process of this test binary
 /// (`bad_settings_in_a_child`) with `WEBTENSOR_FUSION=2`.
+/// A wgpu device opened without compute shaders (WebGL2's downlevel
+/// limits) is refused when wrapped: every kernel would fail on it.
+#[test]
+fn a_device_without_compute_is_refused() {
+    let Some(_) = common::gpu() else {
+        return;
+    };
+    let adapter =
+        pollster::block_on(app_instance().request_adapter(&wgpu::RequestAdapterOptions::default()))
+            .expect("webtensor has a GPU; the application's adapter");
+    let descriptor = wgpu::DeviceDescriptor {
+        required_limits: wgpu::Limits::downlevel_webgl2_defaults(),
+        ..Default::default()
+    };
+    let (device, queue) = pollster::block_on(adapter.request_device(&descriptor)).unwrap();
+    let r = Device::from_wgpu(&adapter.get_info(), device, queue, GpuOptions::default());
+    let Err(Error::Argument { op, msg }) = r else {
+        panic!("{:?}", r.map(|d| d.info()));
+    };
+    assert_eq!(op, "Device::from_wgpu");
+    assert!(msg.contains("= 0"), "{msg}");
+}
+
 #[test]
 fn a_setting_not_understood_is_an_error_from_every_opening() {
     // The child opens the application's device on the adapter webtensor

@@ -98,6 +98,19 @@ impl Storage {
         })
     }
 
+    /// Whether `len` elements of `dtype` fit one storage at `place`, asked
+    /// before a host builds them (a GPU's largest buffer may be far below
+    /// the host's memory).
+    ///
+    /// # Errors
+    /// As [`Storage::alloc`] on a GPU, before allocating.
+    pub fn check_fits(place: Place, op: &'static str, dtype: KernelType, len: usize) -> Result<()> {
+        match place {
+            Place::Gpu(ctx) => gpu::GpuStorage::check_fits(ctx, op, dtype, len),
+            Place::Host(_) => Ok(()),
+        }
+    }
+
     /// Storage holding `data`: uploaded to the GPU at `place` (and kept
     /// there as a host copy for a recovery where the device keeps them,
     /// see `kept.rs`), or kept in host memory.

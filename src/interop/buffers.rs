@@ -29,7 +29,10 @@ impl Device {
     /// # Errors
     /// `Error::Argument` naming `Device::from_wgpu` for a `WEBTENSOR_*`
     /// setting of the environment set to a value it does not take, as
-    /// [`Device::gpu_async`] (`WEBTENSOR_FUSION=2`, `WEBTENSOR_MEMORY_CAP=1GiB`).
+    /// [`Device::gpu_async`] (`WEBTENSOR_FUSION=2`, `WEBTENSOR_MEMORY_CAP=1GiB`),
+    /// or for a device opened without compute shaders or storage buffers
+    /// (a limit such as `max_storage_buffers_per_shader_stage` of 0, as
+    /// WebGL2's downlevel limits have).
     pub fn from_wgpu(
         info: &wgpu::AdapterInfo,
         device: wgpu::Device,

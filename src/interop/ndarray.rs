@@ -89,7 +89,10 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_ndarray`].
     pub async fn to_ndarray_async<T: Element>(&self) -> Result<ArrayD<T>> {
-        let data = self.to_vec_async::<T>().await?;
+        let data = self
+            .to_vec_async::<T>()
+            .await
+            .map_err(|e| e.named("to_ndarray"))?;
         Array::from_shape_vec(IxDyn(self.dims()), data)
             .map_err(|e| Error::internal("to_ndarray", e.to_string()))
     }

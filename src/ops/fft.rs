@@ -9,7 +9,6 @@
 use super::Axes;
 use super::fft_lines::transform_axis;
 use crate::backend::FftRead;
-use crate::backend::cpu::try_collect;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -293,7 +292,6 @@ impl Tensor {
         let step = freq_step("fftfreq", n, d)?;
         // The output's limits before its values are made (a 32-bit target
         // filled a gigabyte first).
-        Shape::from([n]).check("fftfreq")?;
         let half = n.div_ceil(2);
         let value = |k: usize| {
             let k = if k < half {
@@ -303,9 +301,8 @@ impl Tensor {
             };
             (k * step) as f32
         };
-        // `n` comes from the caller: the host may refuse it.
-        let values = try_collect("fftfreq", n, (0..n).map(value))?;
-        Tensor::from_vec(values, [n], device)
+        // `n` comes from the caller: the device or the host may refuse it.
+        Tensor::from_fn("fftfreq", n, value, device)
     }
 
     /// The frequencies of the `n / 2 + 1` outputs of an `rfft` of `n`
@@ -316,13 +313,7 @@ impl Tensor {
     pub fn rfftfreq(n: usize, d: f64, device: &Device) -> Result<Tensor> {
         let step = freq_step("rfftfreq", n, d)?;
         let count = n / 2 + 1;
-        Shape::from([count]).check("rfftfreq")?;
-        let values = try_collect(
-            "rfftfreq",
-            count,
-            (0..count).map(|k| (k as f64 * step) as f32),
-        )?;
-        Tensor::from_vec(values, [count], device)
+        Tensor::from_fn("rfftfreq", count, |k| (k as f64 * step) as f32, device)
     }
 
     /// `fft` or `ifft` over `spec`'s axes, the last first (NumPy's order).

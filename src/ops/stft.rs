@@ -6,7 +6,6 @@
 
 use super::PadMode;
 use super::fft::{Fft, FftNorm};
-use crate::backend::cpu::try_collect;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -218,8 +217,7 @@ impl Tensor {
             let s = (std::f64::consts::PI * k as f64 / n as f64).sin();
             (s * s) as f32
         };
-        let values = try_collect("hann_window", n, (0..n).map(value))?;
-        Tensor::from_vec(values, [n], device)
+        Tensor::from_fn("hann_window", n, value, device)
     }
 }
 

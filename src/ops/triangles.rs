@@ -22,7 +22,8 @@ impl Tensor {
                     .numel()
                     .checked_add(k.unsigned_abs())
                     .ok_or_else(|| Error::shape(OP, format!("offset {k} overflows")))?;
-                let out = Tensor::zeros([side, side], self.dtype(), self.device())?;
+                let out = Tensor::zeros([side, side], self.dtype(), self.device())
+                    .map_err(|e| e.named(OP))?;
                 out.diagonal(k)?.assign(self)?;
                 Ok(out)
             }

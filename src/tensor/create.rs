@@ -51,9 +51,10 @@ impl Tensor {
             return Err(Error::shape(
                 op,
                 format!(
-                    "{} values cannot fill shape {shape} ({} elements)",
+                    "{} values cannot fill shape {shape} ({} element{})",
                     data.len(),
-                    shape.numel()
+                    shape.numel(),
+                    if shape.numel() == 1 { "" } else { "s" }
                 ),
             ));
         }
@@ -64,6 +65,27 @@ impl Tensor {
             T::DTYPE,
             device.clone(),
         ))
+    }
+
+    /// The 1-D tensor of the `n` values `f(0)..f(n)`, built on the host
+    /// once the shape and the device's largest storage allow them (so a
+    /// GPU refuses a count past its limit before the host builds it).
+    ///
+    /// # Errors
+    /// `Error::Shape` past the maximum element count; device errors (f64
+    /// on the GPU, size over the largest buffer), naming `op`;
+    /// `Error::OutOfMemory` when the host refuses the values.
+    pub(crate) fn from_fn<T: Element>(
+        op: &'static str,
+        n: usize,
+        f: impl FnMut(usize) -> T,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let shape = Shape::from([n]);
+        shape.check(op)?;
+        device.with_place(|place| Storage::check_fits(place, op, T::KERNEL_TYPE, n))?;
+        let data = try_collect(op, n, (0..n).map(f))?;
+        Self::from_owned(op, data, shape, device)
     }
 
     /// The f32 table of `len` values `make()` gives for `key`, on a GPU
@@ -234,13 +256,7 @@ impl Tensor {
         } else {
             usize::MAX
         };
-        Shape::from([count]).check("arange")?;
-        let data = try_collect(
-            "arange",
-            count,
-            (0..count).map(|i| T::from_f64(s + i as f64 * st)),
-        )?;
-        Self::from_vec(data, [count], device)
+        Self::from_fn("arange", count, |i| T::from_f64(s + i as f64 * st), device)
     }
 
     /// [`Tensor::arange`] of i64, counted and stepped in integers.
@@ -257,10 +273,9 @@ impl Tensor {
             false => 0,
         };
         let count = usize::try_from(steps).unwrap_or(usize::MAX);
-        Shape::from([count]).check("arange")?;
         // Every value lies between s and e: no overflow.
-        let values = (0..count).map(|i| (i128::from(s) + i as i128 * step) as i64);
-        Self::from_vec(try_collect("arange", count, values)?, [count], device)
+        let value = |i: usize| (i128::from(s) + i as i128 * step) as i64;
+        Self::from_fn("arange", count, value, device)
     }
 
     /// The `n x n` identity matrix.

@@ -2,7 +2,6 @@
 //! spaced values (`linspace`).
 
 use super::Tensor;
-use crate::backend::cpu::try_collect;
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -121,6 +120,5 @@ fn host<T: Element>(
     f: impl Fn(usize) -> f64,
     device: &Device,
 ) -> Result<Tensor> {
-    let data = try_collect(op, n, (0..n).map(|i| T::from_f64(f(i))))?;
-    Tensor::from_vec(data, [n], device)
+    Tensor::from_fn(op, n, |i| T::from_f64(f(i)), device)
 }

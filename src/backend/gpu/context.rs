@@ -181,7 +181,9 @@ impl GpuContext {
     ///
     /// # Errors
     /// `Error::Argument` naming `op` for a setting of the environment that
-    /// is not understood (see `check_settings`), as [`GpuContext::open`].
+    /// is not understood (see `check_settings`), as [`GpuContext::open`],
+    /// or a device opened without compute shaders or storage buffers
+    /// (WebGL2's downlevel limits: every kernel would fail).
     pub fn from_wgpu(
         op: &'static str,
         info: &wgpu::AdapterInfo,
@@ -192,6 +194,35 @@ impl GpuContext {
         super::opening::check_settings(op, |name| {
             super::opening::environment(std::env::var(name))
         })?;
+        let l = device.limits();
+        let none = [
+            (
+                "max_compute_workgroups_per_dimension",
+                l.max_compute_workgroups_per_dimension,
+            ),
+            (
+                "max_compute_invocations_per_workgroup",
+                l.max_compute_invocations_per_workgroup,
+            ),
+            (
+                "max_storage_buffers_per_shader_stage",
+                l.max_storage_buffers_per_shader_stage,
+            ),
+            (
+                "max_storage_buffer_binding_size",
+                u32::from(l.max_storage_buffer_binding_size > 0),
+            ),
+        ]
+        .into_iter()
+        .find(|&(_, v)| v == 0);
+        if let Some((limit, _)) = none {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "the device was opened with {limit} = 0: it runs no compute kernels (open it with the adapter's limits, or `wgpu::Limits::downlevel_defaults()`)"
+                ),
+            ));
+        }
         Ok(Self::assemble(info, device, queue, options, None))
     }
 

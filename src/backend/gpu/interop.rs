@@ -74,8 +74,8 @@ pub(crate) fn hand_out(
 ///
 /// # Errors
 /// `Error::DeviceLost` naming `op` on a lost device; `Error::Argument`
-/// for a buffer without the usages or of a size that is not a multiple of
-/// 4; `Error::TooLarge` past the device's largest buffer.
+/// for a buffer without the usages, of 0 bytes or of a size that is not a
+/// multiple of 4; `Error::TooLarge` past the device's largest buffer.
 pub(crate) fn check_wrappable(
     op: &'static str,
     ctx: &GpuContext,
@@ -93,6 +93,14 @@ pub(crate) fn check_wrappable(
         ));
     }
     let size = buffer.size();
+    if size == 0 {
+        // Nothing could be bound (an empty tensor takes a buffer of 4
+        // bytes or more, as webtensor's own).
+        return Err(Error::argument(
+            op,
+            "the buffer has 0 bytes; an empty tensor needs a buffer of 4 bytes or more",
+        ));
+    }
     if !size.is_multiple_of(4) {
         return Err(Error::argument(
             op,

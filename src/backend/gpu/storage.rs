@@ -79,6 +79,19 @@ fn storage_bytes(ctx: &GpuContext, op: &'static str, dtype: KernelType, len: usi
 }
 
 impl GpuStorage {
+    /// Whether `len` elements of `dtype` fit one storage of this device.
+    ///
+    /// # Errors
+    /// As [`storage_bytes`].
+    pub fn check_fits(
+        ctx: &GpuContext,
+        op: &'static str,
+        dtype: KernelType,
+        len: usize,
+    ) -> Result<()> {
+        storage_bytes(ctx, op, dtype, len).map(|_| ())
+    }
+
     /// Storage whose contents are unspecified, for a destination the next
     /// recorded command overwrites entirely: its bytes are reserved under
     /// the memory cap now, its buffer taken when first needed.
