@@ -170,11 +170,11 @@ fn half_operands_round_once_after_the_residual() {
             for with_bias in [false, true] {
                 let mut sums = vec![0.0f64; 2 * o * h * wd];
                 for n in 0..2 {
-                    for oc in 0..o {
+                    for (oc, &bias) in bv.iter().enumerate() {
                         let g = oc / (o / groups);
                         for y in 0..h {
                             for x in 0..wd {
-                                let mut acc = if with_bias { f64::from(bv[oc]) } else { 0.0 };
+                                let mut acc = if with_bias { f64::from(bias) } else { 0.0 };
                                 for ci in 0..cg {
                                     let ch = g * cg + ci;
                                     for i in 0..3 {
