@@ -194,35 +194,7 @@ impl GpuContext {
         super::opening::check_settings(op, |name| {
             super::opening::environment(std::env::var(name))
         })?;
-        let l = device.limits();
-        let none = [
-            (
-                "max_compute_workgroups_per_dimension",
-                l.max_compute_workgroups_per_dimension,
-            ),
-            (
-                "max_compute_invocations_per_workgroup",
-                l.max_compute_invocations_per_workgroup,
-            ),
-            (
-                "max_storage_buffers_per_shader_stage",
-                l.max_storage_buffers_per_shader_stage,
-            ),
-            (
-                "max_storage_buffer_binding_size",
-                u32::from(l.max_storage_buffer_binding_size > 0),
-            ),
-        ]
-        .into_iter()
-        .find(|&(_, v)| v == 0);
-        if let Some((limit, _)) = none {
-            return Err(Error::argument(
-                op,
-                format!(
-                    "the device was opened with {limit} = 0: it runs no compute kernels (open it with the adapter's limits, or `wgpu::Limits::downlevel_defaults()`)"
-                ),
-            ));
-        }
+        super::opening::check_compute(op, &device.limits())?;
         Ok(Self::assemble(info, device, queue, options, None))
     }
 

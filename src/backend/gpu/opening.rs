@@ -218,6 +218,44 @@ pub(super) fn force_packed(options: &GpuOptions) -> bool {
 ///
 /// # Errors
 /// As above, naming the variable, its value and what it takes.
+/// Refuses limits that run no compute kernel (an application's device
+/// opened with WebGL2's downlevel limits): every op would fail on its own.
+///
+/// # Errors
+/// `Error::Argument` naming `op` and the first limit of 0.
+pub(super) fn check_compute(op: &'static str, l: &wgpu::Limits) -> Result<()> {
+    let none = [
+        (
+            "max_compute_workgroups_per_dimension",
+            l.max_compute_workgroups_per_dimension,
+        ),
+        (
+            "max_compute_invocations_per_workgroup",
+            l.max_compute_invocations_per_workgroup,
+        ),
+        (
+            "max_storage_buffers_per_shader_stage",
+            l.max_storage_buffers_per_shader_stage,
+        ),
+        (
+            "max_storage_buffer_binding_size",
+            u32::from(l.max_storage_buffer_binding_size > 0),
+        ),
+    ]
+    .into_iter()
+    .find(|&(_, v)| v == 0);
+    match none {
+        Some((limit, _)) => Err(Error::argument(
+            op,
+            format!(
+                "the device was opened with {limit} = 0: it runs no compute kernels (open it \
+                 with the adapter's limits, or `wgpu::Limits::downlevel_defaults()`)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub(super) fn check_settings(
     op: &'static str,
     lookup: impl Fn(&str) -> Option<String>,
