@@ -1118,3 +1118,46 @@ fn f32_to_f16_rounds_to_nearest_even_everywhere() {
         }
     }
 }
+
+/// A fill fused into `pow` gives the kernel no value that differs between
+/// invocations: lavapipe's compiler never finished `pow_f32` of uniform
+/// operands (the process hung at the readback). Each case runs on a
+/// thread of its own and must finish within a minute, with the CPU's
+/// values.
+#[test]
+fn fills_fused_into_pow_finish_with_the_cpus_values() {
+    type Case = fn(DType, &Device) -> webtensor::Result<Tensor>;
+    let cases: [(&str, Case); 4] = [
+        ("square", |d, dev| {
+            Tensor::full([17], -2.5, d, dev)?.pow_scalar(2.0)
+        }),
+        ("cube", |d, dev| {
+            Tensor::full([4], 3.0, d, dev)?.pow_scalar(3.0)
+        }),
+        ("root", |d, dev| {
+            Tensor::full([5], 2.5, d, dev)?.pow_scalar(0.5)
+        }),
+        ("self", |d, dev| {
+            let x = || Tensor::full([6], 1.5, d, dev);
+            x()?.pow(&x()?)
+        }),
+    ];
+    for dev in devices() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            for (name, case) in cases {
+                let want = read_f32(&case(dtype, &Device::cpu()).unwrap());
+                let (send, done) = std::sync::mpsc::channel();
+                let on = dev.clone();
+                std::thread::spawn(move || {
+                    let _ = send.send(
+                        case(dtype, &on).and_then(|t| t.to_dtype(DType::F32)?.to_vec::<f32>()),
+                    );
+                });
+                let got = done
+                    .recv_timeout(std::time::Duration::from_secs(60))
+                    .unwrap_or_else(|_| panic!("{name} {dtype} on {dev} did not finish"));
+                assert_eq!(got.unwrap(), want, "{name} {dtype} on {dev}");
+            }
+        }
+    }
+}

@@ -25,7 +25,15 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> params: Params;
 
-fn linear_index(gid: vec3<u32>) -> u32 {
+// A zero no compiler can tell is the same in every invocation, which the
+// scalar operands pass through: no value of a program is then uniform
+// (lavapipe's compiler never finished `pow_f32` of uniform operands, as a
+// fill fused into `pow_scalar` gave it). Each entry point sets it first.
+var<private> lane_zero: u32;
+
+// The thread's index in the 2-D grid; sets `lane_zero`.
+fn thread_index(gid: vec3<u32>) -> u32 {
+    lane_zero = params.zero * gid.x;
     return gid.x + gid.y * params.row_threads;
 }
 
@@ -44,7 +52,7 @@ fn opaque_f32(x: f32, tag: u32) -> f32 {
 }
 
 fn scalar_bits(slot: u32) -> u32 {
-    return params.scalars[slot / 4u][slot % 4u];
+    return params.scalars[slot / 4u][slot % 4u] ^ lane_zero;
 }
 
 // Every operand is one forward run: position = offset + i.

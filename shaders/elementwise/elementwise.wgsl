@@ -24,7 +24,7 @@ const RUN: u32 = {{RUN}}u;
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let threads = (params.numel + RUN - 1u) / RUN;
-    let t = linear_index(gid);
+    let t = thread_index(gid);
     // The grid's spare threads would repeat other threads' elements (an
     // in-place op would then apply twice).
     if (t >= threads) {

@@ -16,7 +16,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let lc = last % 4u;
     let inner = params.shape[lv][lc];
     let runs = (inner + RUN - 1u) / RUN;
-    let t = linear_index(gid);
+    let t = thread_index(gid);
     let q = t % runs;
     let i = (t / runs) * inner + q;
     if (i >= params.numel) {

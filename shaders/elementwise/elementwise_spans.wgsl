@@ -31,7 +31,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let inner = params.shape[last / 4u][last % 4u];
     let quads = (inner + 3u) / 4u;
     let runs = (quads + QUADS - 1u) / QUADS;
-    let t = linear_index(gid);
+    let t = thread_index(gid);
     let q = t % runs;
     let i = (t / runs) * inner;
     if (i >= params.numel) {

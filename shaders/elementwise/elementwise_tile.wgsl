@@ -20,6 +20,7 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
+    lane_zero = params.zero * lid.x;
     let g = wid.x + wid.y * params.row_threads;
     let p_axis = params.rank - 2u;
     let q_axis = params.rank - 1u;

@@ -20,7 +20,7 @@
 
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let q = linear_index(gid);
+    let q = thread_index(gid);
     let first = q * 8u;
     if (first >= params.numel) {
         return;
