@@ -212,12 +212,6 @@ pub(super) fn force_packed(options: &GpuOptions) -> bool {
         || std::env::var("WEBTENSOR_F16").is_ok_and(|v| v.trim().eq_ignore_ascii_case("packed"))
 }
 
-/// `Error::Argument` naming `op` for a `WEBTENSOR_*` setting that `lookup`
-/// (the environment) holds but no reader understands: unread, it would
-/// silently be the default (`WEBTENSOR_MEMORY_CAP=1GiB` no cap at all).
-///
-/// # Errors
-/// As above, naming the variable, its value and what it takes.
 /// Refuses limits that run no compute kernel (an application's device
 /// opened with WebGL2's downlevel limits): every op would fail on its own.
 ///
@@ -256,6 +250,12 @@ pub(super) fn check_compute(op: &'static str, l: &wgpu::Limits) -> Result<()> {
     }
 }
 
+/// `Error::Argument` naming `op` for a `WEBTENSOR_*` setting that `lookup`
+/// (the environment) holds but no reader understands: unread, it would
+/// silently be the default (`WEBTENSOR_MEMORY_CAP=1GiB` no cap at all).
+///
+/// # Errors
+/// As above, naming the variable, its value and what it takes.
 pub(super) fn check_settings(
     op: &'static str,
     lookup: impl Fn(&str) -> Option<String>,
