@@ -30,8 +30,8 @@ pub(super) struct Transposed {
 /// The output of `x` by `weight` (`[in, out / groups, kh, kw]`) on the
 /// GPU's kernel, before the bias, residual and activation, in the dtype
 /// the kernel computes (f32, or the f16 / bf16 of both operands without a
-/// bias or a residual); `None` where the kernel does not take it (another dtype, an
-/// empty operand, an operand over one binding, strides and kernels both
+/// bias or a residual); `None` where the kernel does not take it (another
+/// dtype, an empty operand, an operand over one binding, strides and kernels both
 /// past [`PHASE_SEARCH`] on an axis, a kernel its self-check dropped), for
 /// the caller to compose.
 ///
