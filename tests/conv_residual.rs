@@ -136,6 +136,22 @@ fn a_residual_is_added_after_the_bias_and_before_the_activation() {
     }
 }
 
+/// `n` multiples of `step` from -64 to 64 steps, exact in f16 and bf16.
+fn grid(n: usize, seed: u64, step: f32) -> Vec<f32> {
+    noise(n, seed)
+        .into_iter()
+        .map(|v| (v * 64.0).round() * step)
+        .collect()
+}
+
+/// `v` of shape `dims` as `dtype` on `dev`.
+fn on(v: &[f32], dims: &[usize], dtype: DType, dev: &Device) -> Tensor {
+    Tensor::from_slice(v, dims, dev)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+}
+
 /// f16 and bf16 convolutions add the residual (and the bias) to their f32
 /// sums and round once, on every path: dense, grouped and depthwise, with
 /// and without a bias, outputs of a few pixels (composed on a GPU) and of
@@ -146,12 +162,6 @@ fn a_residual_is_added_after_the_bias_and_before_the_activation() {
 /// summed on the host, rounded once.
 #[test]
 fn half_operands_round_once_after_the_residual() {
-    let grid = |n: usize, seed: u64, step: f32| -> Vec<f32> {
-        noise(n, seed)
-            .into_iter()
-            .map(|v| (v * 64.0).round() * step)
-            .collect()
-    };
     for dev in devices() {
         for (groups, c, size) in [
             (1, 16, [3, 5]),
@@ -198,12 +208,7 @@ fn half_operands_round_once_after_the_residual() {
                 want.push(sums);
             }
             for dt in [DType::F16, DType::BF16] {
-                let make = |v: &[f32], dims: &[usize]| {
-                    Tensor::from_slice(v, dims, &dev)
-                        .unwrap()
-                        .to_dtype(dt)
-                        .unwrap()
-                };
+                let make = |v: &[f32], dims: &[usize]| on(v, dims, dt, &dev);
                 let x = make(&xv, &[2, c, h, wd]);
                 let w = make(&wv, &[o, cg, 3, 3]);
                 let b = Tensor::from_slice(&bv, [o], &dev).unwrap();
@@ -238,12 +243,6 @@ fn half_operands_round_once_after_the_residual() {
 /// GPU's phase kernel, the CPU's products), with and without a bias.
 #[test]
 fn half_transposed_operands_round_once_after_the_residual() {
-    let grid = |n: usize, seed: u64, step: f32| -> Vec<f32> {
-        noise(n, seed)
-            .into_iter()
-            .map(|v| (v * 64.0).round() * step)
-            .collect()
-    };
     let (c, o, h, wd) = (16, 8, 5, 6);
     for dev in devices() {
         for (k, st, p) in [(2, 2, 0), (3, 2, 1)] {
@@ -253,12 +252,7 @@ fn half_transposed_operands_round_once_after_the_residual() {
             let bv = grid(o, 82, 0.5);
             let rv = grid(o * ho * wo, 83, 0.0625);
             for dt in [DType::F16, DType::BF16] {
-                let make = |v: &[f32], dims: &[usize]| {
-                    Tensor::from_slice(v, dims, &dev)
-                        .unwrap()
-                        .to_dtype(dt)
-                        .unwrap()
-                };
+                let make = |v: &[f32], dims: &[usize]| on(v, dims, dt, &dev);
                 let (x, w) = (make(&xv, &[1, c, h, wd]), make(&wv, &[c, o, k, k]));
                 let r = make(&rv, &[1, o, ho, wo]);
                 let b = Tensor::from_slice(&bv, [o], &dev).unwrap();
