@@ -17,11 +17,28 @@ fn data(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// A fresh directory for one test's files, removed with what it holds
+/// when dropped (also when the test fails).
+struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh directory for this test's files.
-fn scratch(test: &str) -> std::path::PathBuf {
+fn scratch(test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("webtensor-io-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 /// One tensor of each dtype, each a strided view.
@@ -133,7 +150,7 @@ fn every_format_round_trips_every_dtype_and_view() {
         let back = io::load_safetensors(dir.join("a.safetensors"), &dev).unwrap();
         assert_eq!(back.keys().collect::<Vec<_>>(), ["e", "s"]);
         same(&back["s"], &scalar, "0-d safetensors");
-        std::fs::remove_dir_all(dir).unwrap();
+        drop(dir);
         // Views of every layout in f16, through npy.
         for (view, t) in views_of(&dev, DType::F16) {
             let back = io::from_npy_bytes(&io::to_npy_bytes(&t).unwrap(), &dev).unwrap();
@@ -196,7 +213,7 @@ fn saves_to_one_path_at_once_each_write_a_whole_file() {
         "{} values",
         back.len()
     );
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    let left: Vec<_> = std::fs::read_dir(&*dir).unwrap().collect();
     assert_eq!(left.len(), 1, "temporary files left: {left:?}");
 }
 
@@ -314,7 +331,7 @@ fn bad_files_are_errors_naming_the_op() {
             "{name}: {e}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(dir);
     let e = io::load_npy(data("no_such_file.npy"), &cpu).unwrap_err();
     assert!(
         matches!(e, Error::Io { op: "load_npy", .. }) && e.to_string().contains("no_such_file.npy"),
@@ -489,7 +506,7 @@ print("numpy read them")
         .args(["-c", script, dir.to_str().unwrap()])
         .output()
         .unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(dir);
     assert!(
         out.status.success(),
         "NumPy refused the files: {}",
@@ -626,7 +643,7 @@ fn saves_replace_files_whole_and_leave_nothing_when_they_fail() {
     let t = Tensor::zeros([3], DType::F32, &dev).unwrap();
     let e = io::save_npy(dir.join("taken.npy"), &t).unwrap_err();
     assert!(matches!(e, Error::Io { op: "save_npy", .. }), "{e}");
-    let left: Vec<_> = std::fs::read_dir(&dir)
+    let left: Vec<_> = std::fs::read_dir(&*dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
