@@ -568,6 +568,69 @@ fn pipelines_are_compiled_once_per_kernel_not_per_shape() {
     assert_eq!(dev.stats().pipelines, compiled);
 }
 
+/// Every new fused chain is a pipeline: a device keeps at most its limit
+/// of them, dropping the least recently used, and a chain run again after
+/// its pipeline went is compiled again and computes the same.
+#[test]
+fn the_pipeline_cache_keeps_its_limit_dropping_the_least_recently_used() {
+    let Some(dev) = own_gpu(GpuOptions {
+        pipeline_cache: Some(4),
+        fusion: Some(true),
+        flush_threshold: Some(256),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let x = Tensor::arange(0.0f32, 37.0, 1.0, &dev)
+        .unwrap()
+        .mul_scalar(0.05)
+        .unwrap();
+    let host = read_f32(&x);
+    // Chain `i`: its digits in base 3 pick five ops, so every `i` below
+    // 3^5 is a program of its own.
+    let chain = |i: usize| {
+        let (mut t, mut want, mut k) = (x.clone(), host.clone(), i);
+        for _ in 0..5 {
+            let op: fn(f32) -> f32 = match k % 3 {
+                0 => f32::sin,
+                1 => f32::cos,
+                _ => |v| -v,
+            };
+            t = match k % 3 {
+                0 => t.sin(),
+                1 => t.cos(),
+                _ => t.neg(),
+            }
+            .unwrap()
+            .mul_scalar(0.5)
+            .unwrap();
+            want = want.iter().map(|&v| op(v) * 0.5).collect();
+            k /= 3;
+        }
+        assert_close(&read_f32(&t), &want, 1e-5, &format!("chain {i}"));
+    };
+    chain(0);
+    let start = dev.stats();
+    for i in 1..=12 {
+        chain(i);
+        // Chain 0, used after every new chain, is never the oldest.
+        chain(0);
+        let now = dev.stats();
+        assert!(now.pipelines <= 4, "{} pipelines held", now.pipelines);
+    }
+    let after = dev.stats();
+    assert!(
+        after.pipelines_evicted - start.pipelines_evicted >= 12 - 4,
+        "{} evicted",
+        after.pipelines_evicted - start.pipelines_evicted
+    );
+    chain(0);
+    assert_eq!(dev.stats().pipelines_evicted, after.pipelines_evicted);
+    // Chain 1 went long ago: compiled again, evicting one, same values.
+    chain(1);
+    assert_eq!(dev.stats().pipelines_evicted, after.pipelines_evicted + 1);
+}
+
 #[test]
 fn the_memory_cap_is_an_error_not_an_abort() {
     let Some(dev) = gpu() else { return };

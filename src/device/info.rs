@@ -162,6 +162,11 @@ pub struct DeviceStats {
     /// Pipelines held compiled now (the cache's size: custom kernels let
     /// go and a retired device's drop out).
     pub pipelines: u64,
+    /// Pipelines dropped because the cache held its limit
+    /// (`GpuOptions::pipeline_cache`), least recently used first; a use
+    /// of one after that compiles it again. Growing steadily, it says the
+    /// program's kernels do not fit: raise the limit.
+    pub pipelines_evicted: u64,
     /// Dispatches that ran a fused chain of two or more ops.
     pub fused_kernels: u64,
     /// Ops that ran inside another op's fused kernel instead of their own.

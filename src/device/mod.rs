@@ -304,6 +304,7 @@ impl Device {
                     ops_recorded: s.ops_recorded,
                     dispatches: s.dispatches,
                     pipelines: c.pipelines,
+                    pipelines_evicted: c.pipelines_evicted,
                     fused_kernels: s.fused_kernels,
                     fused_ops: s.fused_ops,
                     buffers_created: p.created,

@@ -5,7 +5,7 @@ use super::adapter_facts::AdapterFacts;
 use super::bind_groups::GroupCounters;
 use super::constants::Constants;
 use super::faults::Faults;
-use super::kernel::pipeline::{PipelineCache, submit_scoped};
+use super::kernel::pipeline::{DEFAULT_PIPELINE_CACHE, PipelineCache, submit_scoped};
 use super::lost::{Listener, Lost};
 use super::matmul_tile_choice::{MatmulPrecision, MatmulTile, MatmulTuner};
 use super::opening::{
@@ -29,8 +29,10 @@ pub(crate) struct GpuCounters {
     pub scheduler: SchedulerCounters,
     pub groups: GroupCounters,
     pub pool: PoolCounters,
-    /// Pipelines compiled.
+    /// Pipelines held compiled.
     pub pipelines: u64,
+    /// Pipelines dropped for the cache's limit.
+    pub pipelines_evicted: u64,
     /// Timed runs of matmul autotuning.
     pub tuning_runs: u64,
     pub tuning_ns: u64,
@@ -291,6 +293,10 @@ impl GpuContext {
             .flush_threshold
             .or_else(|| env_setting("WEBTENSOR_FLUSH_THRESHOLD"))
             .unwrap_or(DEFAULT_FLUSH_THRESHOLD);
+        let pipeline_cache = options
+            .pipeline_cache
+            .or_else(|| env_setting("WEBTENSOR_PIPELINE_CACHE"))
+            .unwrap_or(DEFAULT_PIPELINE_CACHE);
         let fusion = options
             .fusion
             .or_else(|| env_flag("WEBTENSOR_FUSION"))
@@ -339,7 +345,7 @@ impl GpuContext {
             device,
             queue,
             facts,
-            pipelines: PipelineCache::new(runtime_checks),
+            pipelines: PipelineCache::new(runtime_checks, pipeline_cache),
             pool,
             scheduler: Mutex::new(Scheduler::new(id, threshold, fusion)),
             matmul_tile: Mutex::new(matmul_tile),
@@ -521,6 +527,7 @@ impl GpuContext {
             groups: scheduler.groups.counters,
             pool: self.pool.counters(),
             pipelines: self.pipelines.len() as u64,
+            pipelines_evicted: self.pipelines.evicted(),
             tuning_runs: self.tuner.runs(),
             tuning_ns: self.tuner.timed_ns(),
             kernels_checked: checked,

@@ -21,6 +21,14 @@ pub struct GpuOptions {
     /// Recorded ops per submit (1 submits every op on its own).
     /// Environment: `WEBTENSOR_FLUSH_THRESHOLD`; default 1024.
     pub flush_threshold: Option<usize>,
+    /// Most compiled pipelines the device keeps: past it the least
+    /// recently used is dropped and compiled again when next needed (see
+    /// `DeviceStats::pipelines_evicted`). Every fused chain of elementwise
+    /// ops is a pipeline of its own, so a program that keeps making new
+    /// chains would otherwise hold them all (megabytes each on some
+    /// drivers). At least 1. Environment: `WEBTENSOR_PIPELINE_CACHE`;
+    /// default 1024.
+    pub pipeline_cache: Option<usize>,
     /// Fuse chains of elementwise ops whose intermediates are dropped.
     /// Environment: `WEBTENSOR_FUSION=0|1`; default on.
     pub fusion: Option<bool>,
@@ -270,11 +278,16 @@ pub(super) fn check_settings(
     const FLAG: &str = "0 or 1 (off/on, false/true, no/yes)";
     // (name, whether a value is understood, what it takes)
     type Setting = (&'static str, fn(&str) -> bool, &'static str);
-    let settings: [Setting; 13] = [
+    let settings: [Setting; 14] = [
         ("WEBTENSOR_MAX_BINDING", count, "a whole number of bytes"),
         ("WEBTENSOR_MEMORY_CAP", count, "a whole number of bytes"),
         ("WEBTENSOR_SPIN_WAIT_US", count, "whole microseconds"),
         ("WEBTENSOR_FLUSH_THRESHOLD", count, "a whole number of ops"),
+        (
+            "WEBTENSOR_PIPELINE_CACHE",
+            count,
+            "a whole number of pipelines",
+        ),
         ("WEBTENSOR_SUBGROUPS", flag, FLAG),
         ("WEBTENSOR_COOPERATIVE_MATRIX", flag, FLAG),
         ("WEBTENSOR_RUNTIME_CHECKS", flag, FLAG),

@@ -6,6 +6,13 @@
 //! [`PipelineSpec`] and keys it with a type of its own (anything
 //! [`PipelineKey`]); the cache compiles it once per key and names no family:
 //! keys of different types never match.
+//!
+//! The cache holds at most its limit of pipelines (`GpuOptions::
+//! pipeline_cache`): fused elementwise programs are keys too, and a
+//! process that runs ever new ones (a fuzzer, a graph rebuilt per
+//! request) would otherwise keep every one, megabytes each on some
+//! drivers. Past the limit the least recently used goes; its next use
+//! compiles it again.
 
 use super::library::with_used_math;
 use crate::error::{Error, Result};
@@ -14,7 +21,12 @@ use smallvec::SmallVec;
 use std::any::{Any, TypeId};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// Pipelines a device keeps when neither the options nor
+/// `WEBTENSOR_PIPELINE_CACHE` say.
+pub(crate) const DEFAULT_PIPELINE_CACHE: usize = 1024;
 
 /// What a kernel family keys its pipelines with: everything that selects
 /// a distinct pipeline (never shapes or strides, which are parameters).
@@ -63,6 +75,8 @@ struct SlotState {
     built: OnceLock<Arc<Pipeline>>,
     /// Held while the pipeline is built; only its holder sets `built`.
     building: Mutex<()>,
+    /// The cache's clock at the slot's last lookup.
+    used: AtomicU64,
 }
 
 type Slot = Arc<SlotState>;
@@ -70,15 +84,56 @@ type Slot = Arc<SlotState>;
 /// The pipelines whose keys share one hash.
 type Bucket = SmallVec<[(StoredKey, Slot); 1]>;
 
+/// The cache's slots and its clock.
+#[derive(Default)]
+struct Slots {
+    map: FxHashMap<u64, Bucket>,
+    /// Slots in `map`, built or not.
+    held: usize,
+    /// Lookups so far: orders the slots by their last use.
+    clock: u64,
+}
+
+impl Slots {
+    /// Drops the least recently used slot (a pipeline being built is
+    /// still handed to the threads that wait for it, then let go); false
+    /// when none is held.
+    fn drop_oldest(&mut self) -> bool {
+        let oldest = self
+            .map
+            .iter()
+            .flat_map(|(h, bucket)| {
+                bucket
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, (_, slot))| (slot.used.load(Ordering::Relaxed), *h, i))
+            })
+            .min();
+        if let Some((_, h, i)) = oldest {
+            let bucket = self.map.get_mut(&h).expect("the slot's bucket");
+            bucket.swap_remove(i);
+            if bucket.is_empty() {
+                self.map.remove(&h);
+            }
+            self.held -= 1;
+        }
+        oldest.is_some()
+    }
+}
+
 /// Pipelines by key. Strides and shapes are parameters, so the cache stays
 /// small: one entry per (program, dtypes, storage modes, contiguity). Keys
 /// are bucketed by a hash of their type and value, and a lookup allocates
 /// nothing. The cache's lock is held only to find or add a key's slot: a
 /// slow compile stalls only the threads that wait for that pipeline.
 pub(crate) struct PipelineCache {
-    pipelines: Mutex<FxHashMap<u64, Bucket>>,
+    slots: Mutex<Slots>,
     /// Trusted kernels keep wgpu's runtime checks too.
     runtime_checks: bool,
+    /// Slots held at most (at least 1).
+    limit: usize,
+    /// Slots dropped for the limit.
+    evicted: AtomicU64,
 }
 
 /// The bucket of `key`: its type and value hashed together.
@@ -90,13 +145,20 @@ fn bucket<K: PipelineKey>(key: &K) -> u64 {
 }
 
 impl PipelineCache {
-    /// An empty cache; `runtime_checks` keeps wgpu's checks in every
-    /// kernel, trusted or not.
-    pub fn new(runtime_checks: bool) -> PipelineCache {
+    /// An empty cache holding at most `limit` pipelines (at least 1);
+    /// `runtime_checks` keeps wgpu's checks in every kernel, trusted or
+    /// not.
+    pub fn new(runtime_checks: bool, limit: usize) -> PipelineCache {
         PipelineCache {
-            pipelines: Mutex::default(),
+            slots: Mutex::default(),
             runtime_checks,
+            limit: limit.max(1),
+            evicted: AtomicU64::new(0),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The pipeline for `key`, built from `spec()` on first use.
@@ -111,19 +173,31 @@ impl PipelineCache {
     ) -> Result<Arc<Pipeline>> {
         let slot = {
             let h = bucket(key);
-            let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-            let entries = map.entry(h).or_default();
+            let mut slots = self.lock();
+            slots.clock += 1;
+            let now = slots.clock;
+            let entries = slots.map.entry(h).or_default();
             match entries
                 .iter()
                 .find(|(k, _)| k.downcast_ref::<K>() == Some(key))
             {
-                Some((_, slot)) => match slot.built.get() {
-                    Some(p) => return Ok(p.clone()),
-                    None => slot.clone(),
-                },
+                Some((_, slot)) => {
+                    slot.used.store(now, Ordering::Relaxed);
+                    match slot.built.get() {
+                        Some(p) => return Ok(p.clone()),
+                        None => slot.clone(),
+                    }
+                }
                 None => {
                     let slot = Slot::default();
+                    slot.used.store(now, Ordering::Relaxed);
                     entries.push((Box::new(key.clone()), slot.clone()));
+                    slots.held += 1;
+                    // The new slot is the most recently used: never the
+                    // one dropped while another is held.
+                    while slots.held > self.limit && slots.drop_oldest() {
+                        self.evicted.fetch_add(1, Ordering::Relaxed);
+                    }
                     slot
                 }
             }
@@ -149,32 +223,36 @@ impl PipelineCache {
     /// Drops the pipelines of keys of type `K` for which `keep` is false
     /// (dispatches already recorded keep theirs until they are done).
     pub fn retain<K: PipelineKey>(&self, mut keep: impl FnMut(&K) -> bool) {
-        let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, entries| {
+        let mut slots = self.lock();
+        slots.map.retain(|_, entries| {
             entries.retain(|(k, _)| k.downcast_ref::<K>().is_none_or(&mut keep));
             !entries.is_empty()
         });
+        slots.held = slots.map.values().map(|b| b.len()).sum();
     }
 
     /// Drops every pipeline (those of dispatches already recorded stay
     /// with them until they are done).
     pub fn clear(&self) {
-        self.pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        let mut slots = self.lock();
+        slots.map.clear();
+        slots.held = 0;
     }
 
     /// Number of pipelines compiled so far (and not dropped).
     pub fn len(&self) -> usize {
-        self.pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.lock()
+            .map
             .values()
             .flatten()
             // A slot being built is not set yet: not counted.
             .filter(|(_, slot)| slot.built.get().is_some())
             .count()
+    }
+
+    /// Pipelines dropped so far because the cache held its limit.
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
     }
 }
 
