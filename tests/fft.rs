@@ -756,13 +756,93 @@ fn views_past_one_storage_binding_go_in_parts() {
         let got = got.to_device(&cpu).unwrap();
         let what = format!("tall columns, kernel lines {max_fft_line:?}");
         assert_spectrum(&got, &want, 4096, &what);
+        // Named for the op called, whichever step failed.
         let long = Tensor::zeros([1, 16384], DType::C64, &gpu).unwrap();
-        let e = long.fft(-1).and_then(|t| t.to_complex_vec()).unwrap_err();
-        assert!(
-            matches!(e, Error::TooLarge { .. }) && e.to_string().contains("fft"),
-            "{e}"
-        );
+        let real = Tensor::zeros([1, 16384], DType::F32, &gpu).unwrap();
+        for (op, got) in [
+            ("fft", long.fft(-1)),
+            ("ifft", long.ifft(-1)),
+            ("rfft", real.rfft(Fft::along(-1).size(16384))),
+            ("irfft", long.irfft(Fft::along(-1).size(16384))),
+        ] {
+            let e = got.and_then(|t| t.to_device(&cpu)).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                matches!(e, Error::TooLarge { .. }) && text.starts_with(&format!("{op}:")),
+                "{op}: {text}"
+            );
+        }
     }
+}
+
+#[test]
+fn prime_lines_whose_padded_convolution_fills_a_binding_go_one_by_one() {
+    // Bindings of 64 KiB: a line of 2049 c64 (16 KiB) fits half of one,
+    // and Bluestein's algorithm pads it to 8192 points, a whole binding,
+    // so a batch of two goes one padded line at a time (it was refused as
+    // a 128 KiB view). Each transform, along the last axis and (through
+    // the transpose) the first, against the CPU.
+    let Some(gpu) = common::own_gpu(webtensor::GpuOptions {
+        max_binding_bytes: Some(64 << 10),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let n = 2049;
+    let values = noise(4 * n, 79);
+    let re = Tensor::from_slice(&values[..2 * n], [2, n], &cpu).unwrap();
+    let im = Tensor::from_slice(&values[2 * n..], [2, n], &cpu).unwrap();
+    let z = Tensor::complex(&re, &im).unwrap();
+    let ops: [(&str, LineOp); 6] = [
+        ("fft", |t, _| t.fft(-1)),
+        ("ifft", |t, _| t.ifft(-1)),
+        ("rfft", |t, _| t.real().and_then(|r| r.rfft(-1))),
+        ("irfft", |t, n| t.irfft(Fft::along(-1).size(n))),
+        ("fft of columns", |t, _| {
+            t.t().contiguous().and_then(|c| c.fft(0))
+        }),
+        ("fft of a reversed view", |t, _| {
+            t.flip(&[-1]).and_then(|r| r.fft(-1))
+        }),
+    ];
+    for (label, op) in ops {
+        let want = op(&z, n).unwrap();
+        let got = op(&z.to_device(&gpu).unwrap(), n).unwrap();
+        let got = got.to_device(&cpu).unwrap();
+        assert_spectrum(&got, &want, n, label);
+    }
+    // Under a memory cap that holds the input and output but not a padded
+    // line, the error names the op called (it named the composed steps').
+    let x = z.to_device(&gpu).unwrap();
+    gpu.sync().unwrap();
+    gpu.set_memory_cap(Some(gpu.stats().bytes_live + (72 << 10)));
+    let e = x.fft(-1).and_then(|t| t.to_device(&cpu)).unwrap_err();
+    gpu.set_memory_cap(None);
+    let text = e.to_string();
+    assert!(
+        matches!(e, Error::OutOfMemory { .. }) && text.starts_with("fft:"),
+        "{text}"
+    );
+    // Bindings of 65,532 bytes: a line of 4093 c64 fits half of one, its
+    // padded line of 8192 points does not fit one; an error naming the op
+    // called and the sizes.
+    let Some(odd) = common::own_gpu(webtensor::GpuOptions {
+        max_binding_bytes: Some(65_532),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let x = Tensor::zeros([2, 4093], DType::F32, &odd).unwrap();
+    let e = x.rfft(-1).and_then(|t| t.to_complex_vec()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        matches!(e, Error::TooLarge { .. })
+            && text.starts_with("rfft:")
+            && text.contains("65536")
+            && text.contains("65532"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -70,7 +70,9 @@ pub(super) fn transform_axis(
             inverse,
             scale,
         };
-        lines.run(&x, &out)?;
+        // The composed steps' errors (a binding's, a memory cap's) as the
+        // op called reports them.
+        lines.run(&x, &out).map_err(|e| e.named(op))?;
     }
     out.transpose(axis as isize, last)
 }
@@ -239,13 +241,41 @@ impl Lines {
     }
 
     /// Bluestein's algorithm: `x` is `n` long, `out` complex and `n` long;
-    /// one kernel where its convolution fits one line (`longest`).
+    /// one kernel where its convolution fits one line (`longest`), else
+    /// composed over parts of the batch whose padded lines fit one storage
+    /// binding (a padded line is `m >= 2n - 1` points, a power of two: at
+    /// most one binding for a line of at most half a binding, where the
+    /// binding limit is a power of two; past one, `Error::TooLarge`).
     fn bluestein(&self, x: &Tensor, out: &Tensor, longest: usize) -> Result<()> {
-        let n = self.n;
-        let m = chirp_len(n);
+        let m = chirp_len(self.n);
         if m <= longest {
             return self.call_chirped(x, out);
         }
+        // Each padded line starts a whole line into a fresh buffer, so any
+        // count of lines within the limit binds at once.
+        let line_bytes = (m * DType::C64.size_in_bytes()) as u64;
+        let per_part = match x.gpu_binding_limit() {
+            None => usize::MAX,
+            Some(limit) if line_bytes > limit => {
+                return Err(Error::TooLarge {
+                    op: self.op,
+                    what: "bytes of one padded line of a prime-length transform",
+                    requested: line_bytes,
+                    limit,
+                });
+            }
+            Some(limit) => (limit / line_bytes) as usize,
+        };
+        let last = x.rank() - 1;
+        for_each_part_across(&[x.clone(), out.clone()], last, per_part, &mut |p| {
+            self.bluestein_lines(&p[0], &p[1], m)
+        })
+    }
+
+    /// Bluestein's algorithm over lines whose padded convolutions (`m`
+    /// points each) fit one binding together.
+    fn bluestein_lines(&self, x: &Tensor, out: &Tensor, m: usize) -> Result<()> {
+        let n = self.n;
         let device = x.device();
         // The chirp and the convolution's kernel are the device's tables,
         // made on the host by the first transform of this length and
