@@ -289,6 +289,17 @@ pub(crate) fn bf16_from_f64(value: f64) -> bf16 {
     bf16::from_f32(round_to_format(value, 8, -126, overflow) as f32)
 }
 
+/// `value` as bf16: rounded once (as [`bf16_from_f64`]), and a NaN keeps
+/// its top half where that is a NaN (a signalling NaN stays signalling, as
+/// a GPU's conversion keeps it), else is quieted.
+pub(crate) fn bf16_from_f32(value: f32) -> bf16 {
+    if !value.is_nan() {
+        return bf16_from_f64(f64::from(value));
+    }
+    let top = (value.to_bits() >> 16) as u16;
+    bf16::from_bits(if top & 0x7f != 0 { top } else { top | 0x40 })
+}
+
 macro_rules! pod_element {
     ($t:ty, $dtype:ident, $to:expr, $from:expr $(, $from_int:expr)?) => {
         // Users cannot name `Sealed`, so its crate-private type stays in the crate.

@@ -460,7 +460,9 @@ fn exp2_is_within_two_ulp_and_exact_at_integers() {
 /// device, and a NaN its payload's top bits where webtensor converts (the
 /// CPU, and packed f16 on a GPU): NumPy's f16 bits (tests/data/make_nan_bits.py).
 /// A GPU with native f16 converts with its own instruction, so there only the
-/// sign and NaN-ness are held. bf16 keeps the top half's bits, quieted.
+/// sign and NaN-ness are held. bf16 keeps the top half's bits where they are
+/// a NaN (signalling ones too, so that a bf16 NaN moves through f32
+/// unchanged), else quiets it.
 #[test]
 fn sixteen_bit_stores_keep_a_nans_sign_and_payload() {
     const NUMPY_F16: [(u32, u16); 7] = [
@@ -501,12 +503,22 @@ fn sixteen_bit_stores_keep_a_nans_sign_and_payload() {
                 );
             }
         }
+        // Signalling NaNs too: whose top half is one, and one whose top
+        // half is an infinity.
+        let bits: Vec<u32> = NUMPY_F16
+            .iter()
+            .map(|&(b, _)| b)
+            .chain([0x7fa00000, 0xff810000, 0x7f800001, 0xff80ffff])
+            .collect();
+        let xs: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b)).collect();
+        let x = Tensor::from_slice(&xs, [xs.len()], &dev).unwrap();
         let h: Vec<webtensor::bf16> = x.to_dtype(DType::BF16).unwrap().to_vec().unwrap();
-        for (&(b, _), got) in NUMPY_F16.iter().zip(&h) {
-            let want = if b & 0x7fffffff > 0x7f800000 {
-                (b >> 16) as u16 | 0x40
+        for (&b, got) in bits.iter().zip(&h) {
+            let top = (b >> 16) as u16;
+            let want = if b & 0x7fffffff > 0x7f800000 && top & 0x7f == 0 {
+                top | 0x40
             } else {
-                (b >> 16) as u16
+                top
             };
             assert_eq!(got.to_bits(), want, "{dev:?}: bf16 of f32 bits {b:#010x}");
         }
@@ -534,6 +546,107 @@ fn powers_of_a_signaling_nan_follow_numpy() {
             let x = Tensor::from_slice(&[snan, 1.0], [2], &dev).unwrap();
             let y = Tensor::from_slice(&[0.0f64, snan], [2], &dev).unwrap();
             assert_eq!(x.pow(&y).unwrap().to_vec::<f64>().unwrap(), [1.0, 1.0]);
+        }
+    }
+}
+
+/// Copies of f16 and bf16 views move every one of the 65,536 bit patterns
+/// unchanged (NumPy's copies are bit copies), signalling NaNs and payloads
+/// too, on every device and through every way the copy kernel walks a view:
+/// whole 16-byte entries, a transpose through workgroup tiles, reversed
+/// rows, steps along a row, a broadcast, an odd offset; read back, written
+/// into a view, and saved as `.npy` (f16) and safetensors.
+#[test]
+fn sixteen_bit_copies_move_every_bit_pattern() {
+    use webtensor::{bf16, f16, io, s};
+    let patterns: Vec<u16> = (0..=u16::MAX).collect();
+    for dev in common::devices() {
+        for dtype in [DType::F16, DType::BF16] {
+            let t = match dtype {
+                DType::F16 => {
+                    let v: Vec<f16> = patterns.iter().map(|&b| f16::from_bits(b)).collect();
+                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
+                }
+                _ => {
+                    let v: Vec<bf16> = patterns.iter().map(|&b| bf16::from_bits(b)).collect();
+                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
+                }
+            };
+            let bits_of = |t: &Tensor| -> Vec<u16> {
+                match dtype {
+                    DType::F16 => t
+                        .to_vec::<f16>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect(),
+                    _ => t
+                        .to_vec::<bf16>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect(),
+                }
+            };
+            // Each view with the patterns it selects, by index arithmetic.
+            let at = |r: usize, c: usize| patterns[256 * r + c];
+            let views: Vec<(&str, Tensor, Vec<u16>)> = vec![
+                (
+                    "transposed",
+                    t.t(),
+                    (0..256)
+                        .flat_map(|c| (0..256).map(move |r| at(r, c)))
+                        .collect(),
+                ),
+                (
+                    "reversed rows",
+                    t.flip(&[1]).unwrap(),
+                    (0..256)
+                        .flat_map(|r| (0..256).rev().map(move |c| at(r, c)))
+                        .collect(),
+                ),
+                (
+                    "stepped",
+                    t.slice(s![1..;3, ..;2]).unwrap(),
+                    (1..256)
+                        .step_by(3)
+                        .flat_map(|r| (0..256).step_by(2).map(move |c| at(r, c)))
+                        .collect(),
+                ),
+                (
+                    "broadcast",
+                    t.slice(s![7..8, ..])
+                        .unwrap()
+                        .broadcast_to([5, 256])
+                        .unwrap(),
+                    (0..5).flat_map(|_| (0..256).map(|c| at(7, c))).collect(),
+                ),
+                (
+                    "offset",
+                    t.reshape([65536]).unwrap().slice(s![3..65533]).unwrap(),
+                    patterns[3..65533].to_vec(),
+                ),
+            ];
+            for (label, view, want) in &views {
+                let what = format!("{dtype} {label} on {dev}");
+                assert!(bits_of(view) == *want, "{what}: read back");
+                // Written into a view of a fresh tensor (whole 16-byte
+                // entries where the view is contiguous).
+                let dest = Tensor::zeros(view.dims(), dtype, &dev).unwrap();
+                dest.assign(view).unwrap();
+                assert!(bits_of(&dest) == *want, "{what}: assigned");
+                let again = Tensor::zeros(view.dims(), dtype, &dev).unwrap();
+                again.assign(&dest).unwrap();
+                assert!(bits_of(&again) == *want, "{what}: assigned contiguous");
+                let bytes: Vec<u8> = want.iter().flat_map(|b| b.to_le_bytes()).collect();
+                // bf16 has no NumPy dtype.
+                if dtype == DType::F16 {
+                    let npy = io::to_npy_bytes(view).unwrap();
+                    assert!(npy.ends_with(&bytes), "{what}: npy");
+                }
+                let st = io::to_safetensors_bytes(&[("t", view)]).unwrap();
+                assert!(st.ends_with(&bytes), "{what}: safetensors");
+            }
         }
     }
 }

@@ -515,10 +515,14 @@ fn f16_pair(word: u32) -> vec2<f32> {
 }
 
 // Round-to-nearest-even bf16 bits (the top half) of an f32, overflowing to
-// infinity; a NaN stays a quiet NaN of its sign.
+// infinity; a NaN keeps its top half where that is a NaN (so a bf16 NaN,
+// signalling or not, moves through f32 unchanged), else it is quieted.
 fn bf16_bits(v: f32) -> u32 {
     let b = bitcast<u32>(v);
-    if ((b & 0x7fffffffu) > 0x7f800000u) { return (b >> 16u) | 0x40u; }
+    if ((b & 0x7fffffffu) > 0x7f800000u) {
+        let top = b >> 16u;
+        return select(top | 0x40u, top, (top & 0x7fu) != 0u);
+    }
     return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
 }
 

@@ -6,7 +6,7 @@ use super::numeric::{Cast, Float, Num};
 use super::storage::{CpuData, CpuStorage, Reads, with_cpu_data};
 use super::strided::{map0, map1, map1_runs, map2, map3};
 use crate::backend::{Call, Input, TensorRef};
-use crate::dtype::{DType, KernelType};
+use crate::dtype::{DType, KernelType, bf16_from_f32};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
 use crate::op::{BinaryOp, CompareOp, ElementwiseOp, UnaryOp};
@@ -117,6 +117,19 @@ unsafe fn dispatch(
             ElementwiseOp::Fill => {
                 let s = scalar.ok_or_else(missing)?;
                 with_any_type!(out_dtype, T => map0(plan, out as *mut T, || s.get::<T>()));
+            }
+            // A cast to the same dtype is a copy: every bit moves (a
+            // conversion through a wider float would quiet a signalling
+            // NaN of f16 or bf16).
+            ElementwiseOp::Cast if in_dtype == out_dtype => {
+                let a = *ins.first().ok_or_else(missing)?;
+                with_any_type!(out_dtype, T => map1(plan, out as *mut T, a as *const T, |x: T| x));
+            }
+            // f32 to bf16 from the f32's bits (through f64, a signalling
+            // NaN would be quieted).
+            ElementwiseOp::Cast if (in_dtype, out_dtype) == (KernelType::F32, KernelType::BF16) => {
+                let a = *ins.first().ok_or_else(missing)?;
+                map1(plan, out as *mut bf16, a as *const f32, bf16_from_f32);
             }
             ElementwiseOp::Cast => {
                 let a = *ins.first().ok_or_else(missing)?;

@@ -155,14 +155,42 @@ pub(crate) struct Program {
 impl Program {
     /// The pipeline key of this program.
     pub fn key(&self, native_f16: bool, access: Access) -> KernelKey {
-        KernelKey {
+        let mut key = KernelKey {
             nodes: self.nodes.clone(),
             operands: self.operands.clone(),
             inputs: self.input_dtypes.clone(),
             scalars: self.scalars.len() as u8,
             native_f16,
             access,
+        };
+        if self.copies_f16() {
+            // bf16's kernel: both move 16-bit words alike, and bf16's loads
+            // and stores keep every pattern's bits where f16's convert
+            // through f32 (quieting a signalling NaN; a native f16
+            // conversion may drop a NaN's payload). One pipeline serves
+            // both dtypes' copies.
+            for o in &mut key.operands {
+                o.dtype = KernelType::BF16;
+            }
+            for d in &mut key.inputs {
+                *d = KernelType::BF16;
+            }
+            if let Some(Node::Apply { dtype, .. }) = key.nodes.last_mut() {
+                *dtype = KernelType::BF16;
+            }
         }
+        key
+    }
+
+    /// True when the program copies f16 elements: one operand loaded and
+    /// stored as it is (a cast to its own dtype), with nothing fused in.
+    fn copies_f16(&self) -> bool {
+        let copy = matches!(
+            self.nodes.as_slice(),
+            [Node::Load(1), Node::Apply { kernel: ElementwiseOp::Cast, args, .. }]
+                if args.as_slice() == [0]
+        );
+        copy && self.operands.len() == 2 && self.operands.iter().all(|o| o.dtype == KernelType::F16)
     }
 
     /// Number of `Apply` nodes beyond the first: ops folded in by fusion.
