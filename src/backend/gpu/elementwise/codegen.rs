@@ -85,7 +85,19 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
             array(s, false)
         );
     }
-    let (ops, program) = program_fn(key);
+    // A copy of native f16 stored element by element (the others run
+    // bf16's kernel, see `Program::key`) moves its values as f16, never
+    // converted: f16's conversions through f32 quiet a signalling NaN or
+    // drop a NaN's payload.
+    let moves_f16 = key.moves_native_f16();
+    let (ops, program) = if moves_f16 {
+        (
+            String::new(),
+            "fn program(x1: f16) -> f16 {\n    return x1;\n}\n".to_string(),
+        )
+    } else {
+        program_fn(key)
+    };
     let uses_i64 = (0..key.nodes.len()).any(|n| key.node_dtype(n) == KernelType::I64)
         || key.operands.iter().any(|o| o.dtype == KernelType::I64);
     let header = format!(
@@ -121,15 +133,23 @@ pub(crate) fn elementwise_source(key: &KernelKey) -> Result<String> {
     if vec8 {
         return vec8_source(key, &base);
     }
-    let mut access = store_fn(key.out(), out_storage);
+    let mut access = if moves_f16 {
+        "fn store_out(p: u32, v: f16) {\n    out_buf[p] = v;\n}\n".to_string()
+    } else {
+        store_fn(key.out(), out_storage)
+    };
     for (k, operand) in key.operands.iter().enumerate().skip(1) {
         let s = storage_mode(operand.dtype, key.native_f16);
         let atomic = operand.binding == 1 && out_atomic;
-        let expr = load_expr(operand.dtype, s, &buffer(k), atomic);
+        let (expr, value) = if moves_f16 {
+            (format!("{}[p]", buffer(k)), "f16")
+        } else {
+            let expr = load_expr(operand.dtype, s, &buffer(k), atomic);
+            (expr, ScalarType::of(operand.dtype).name())
+        };
         let _ = write!(
             access,
-            "fn load_op{k}(p: u32) -> {} {{\n    return {expr};\n}}\n",
-            ScalarType::of(operand.dtype)
+            "fn load_op{k}(p: u32) -> {value} {{\n    return {expr};\n}}\n",
         );
     }
     let loads: Vec<String> = (1..key.operands.len())
@@ -259,6 +279,12 @@ pub(super) fn operand_buffer(key: &KernelKey, k: usize) -> String {
 /// one input or a bool result (workgroup tiles hold 32-bit values).
 fn tiled_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
     let result = ScalarType::of(key.out());
+    // A native f16 copy's tile holds f16 values, moved as they are.
+    let tile_type = if key.moves_native_f16() {
+        "f16"
+    } else {
+        result.name()
+    };
     if key.operands.len() != 2 || result == ScalarType::Bool {
         return Err(Error::internal(
             "elementwise tiled kernel",
@@ -293,7 +319,7 @@ fn tiled_source(key: &KernelKey, prelude: &Prelude) -> Result<String> {
                 }
                 .wgsl(),
             ),
-            ("RESULT", result.name()),
+            ("RESULT", tile_type),
         ],
     )
 }

@@ -112,10 +112,36 @@ pub(crate) enum Access {
     Tiled,
 }
 
+impl Access {
+    /// True when a thread reads and writes whole array entries (no
+    /// atomics for a packed destination).
+    pub fn whole_entries(self) -> bool {
+        matches!(self, Access::Vec4 | Access::Vec8 | Access::Spans { .. })
+    }
+}
+
 impl KernelKey {
     /// The destination's dtype.
     pub fn out(&self) -> KernelType {
         self.operands[0].dtype
+    }
+
+    /// True when the program copies f16 elements: one operand loaded and
+    /// stored as it is (a cast to its own dtype), with nothing fused in.
+    pub fn copies_f16(&self) -> bool {
+        let copy = matches!(
+            self.nodes.as_slice(),
+            [Node::Load(1), Node::Apply { kernel: ElementwiseOp::Cast, args, .. }]
+                if args.as_slice() == [0]
+        );
+        copy && self.operands.len() == 2 && self.operands.iter().all(|o| o.dtype == KernelType::F16)
+    }
+
+    /// True when the kernel copies native f16 element by element, moving
+    /// the values as f16 (whole entries move as bf16, see
+    /// [`Program::key`]).
+    pub fn moves_native_f16(&self) -> bool {
+        self.native_f16 && self.copies_f16() && !self.access.whole_entries()
     }
 
     /// The dtype of node `n`'s value.
@@ -163,12 +189,15 @@ impl Program {
             native_f16,
             access,
         };
-        if self.copies_f16() {
-            // bf16's kernel: both move 16-bit words alike, and bf16's loads
-            // and stores keep every pattern's bits where f16's convert
-            // through f32 (quieting a signalling NaN; a native f16
-            // conversion may drop a NaN's payload). One pipeline serves
-            // both dtypes' copies.
+        // An f16 copy keeps every bit pattern (signalling NaNs, payloads):
+        // where its stores are whole entries, or f16 is packed, it runs
+        // bf16's kernel, which moves 16-bit words alike and whose loads
+        // and stores keep every pattern's bits (f16's convert through f32
+        // and quiet a signalling NaN); one pipeline serves both dtypes'
+        // copies. Native f16 stored element by element keeps its own
+        // kernel (a bf16 destination there takes two atomics an element),
+        // whose loads and stores move the bits (see `codegen.rs`).
+        if key.copies_f16() && (access.whole_entries() || !native_f16) {
             for o in &mut key.operands {
                 o.dtype = KernelType::BF16;
             }
@@ -180,17 +209,6 @@ impl Program {
             }
         }
         key
-    }
-
-    /// True when the program copies f16 elements: one operand loaded and
-    /// stored as it is (a cast to its own dtype), with nothing fused in.
-    fn copies_f16(&self) -> bool {
-        let copy = matches!(
-            self.nodes.as_slice(),
-            [Node::Load(1), Node::Apply { kernel: ElementwiseOp::Cast, args, .. }]
-                if args.as_slice() == [0]
-        );
-        copy && self.operands.len() == 2 && self.operands.iter().all(|o| o.dtype == KernelType::F16)
     }
 
     /// Number of `Apply` nodes beyond the first: ops folded in by fusion.
