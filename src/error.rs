@@ -273,12 +273,50 @@ impl Error {
         }
     }
 
-    /// A format error of one tensor of a file of several, saying which.
+    /// An error of one tensor of a file of several, saying which (see
+    /// [`Error::about`]).
     pub(crate) fn in_tensor(self, name: &str) -> Error {
+        self.about(&format!("tensor {name:?}"))
+    }
+
+    /// This error with `what` (a file, a tensor of one) before its
+    /// message: a format, shape, argument or dtype error. A dtype the
+    /// device cannot hold becomes an `Error::DType` (its own variant has
+    /// no room for `what`, see [`Error::into_unloadable`]). Device errors
+    /// stay as they are.
+    pub(crate) fn about(self, what: &str) -> Error {
         match self {
             Error::Format { op, msg } => Error::Format {
                 op,
-                msg: format!("tensor {name:?}: {msg}"),
+                msg: format!("{what}: {msg}"),
+            },
+            Error::Shape { op, msg } => Error::Shape {
+                op,
+                msg: format!("{what}: {msg}"),
+            },
+            Error::Argument { op, msg } => Error::Argument {
+                op,
+                msg: format!("{what}: {msg}"),
+            },
+            Error::DType { op, msg } => Error::DType {
+                op,
+                msg: format!("{what}: {msg}"),
+            },
+            e @ Error::UnsupportedDType { .. } => e.into_unloadable().about(what),
+            other => other,
+        }
+    }
+
+    /// A dtype the device cannot hold as a loader reports it: an
+    /// `Error::DType` saying how to load the data.
+    pub(crate) fn into_unloadable(self) -> Error {
+        match self {
+            Error::UnsupportedDType { op, dtype, device } => Error::DType {
+                op,
+                msg: format!(
+                    "dtype {dtype} is not supported on {device}; load it onto the CPU and \
+                     cast it (to_dtype) before moving it"
+                ),
             },
             other => other,
         }

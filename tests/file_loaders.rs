@@ -106,10 +106,15 @@ fn npz_counts_that_disagree_with_the_central_directory_read_every_entry() {
     assert!(e.contains("central directory"), "{e}");
 }
 
-/// A one-entry archive whose entry is deflated: `data` as its deflate
-/// stream, `size` and `crc` as its central record claims.
+/// A one-entry archive whose entry `x.npy` is deflated: `data` as its
+/// deflate stream, `size` and `crc` as its central record claims.
 fn deflated_npz(data: &[u8], size: u32, crc: u32) -> Vec<u8> {
-    let name = b"x.npy";
+    deflated_entry("x.npy", data, size, crc)
+}
+
+/// [`deflated_npz`] with the entry named `name`.
+fn deflated_entry(name: &str, data: &[u8], size: u32, crc: u32) -> Vec<u8> {
+    let name = name.as_bytes();
     let mut out = Vec::new();
     let fields = |v: &mut Vec<u8>| {
         v.extend_from_slice(&20u16.to_le_bytes());
@@ -162,6 +167,20 @@ fn npz_entries_claiming_more_than_their_bytes_are_refused_before_allocating() {
         "junk deflate",
     );
     assert!(e.len() < 300, "an error of {} bytes", e.len());
+}
+
+#[test]
+fn npz_members_that_are_not_arrays_are_never_inflated_whole() {
+    // A member beside the arrays is checked for the .npy magic by its
+    // first bytes only: one claiming 4 GiB from 100 bytes (refused as
+    // an array above) is skipped, as np.load skips it until asked.
+    let zip = deflated_entry("meta.bin", &[0u8; 100], u32::MAX - 1, 0);
+    let arrays = io::from_npz_bytes(&zip, &cpu()).unwrap();
+    assert!(arrays.is_empty());
+    let npz = io::Npz::from_bytes(&zip).unwrap();
+    assert!(npz.names().is_empty());
+    let e = npz.load("meta.bin", &cpu()).unwrap_err().to_string();
+    assert!(e.contains("no array named"), "{e}");
 }
 
 #[test]

@@ -187,6 +187,113 @@ fn npz_names_given_twice_are_the_tensor_np_load_gives() {
     }
 }
 
+/// An archive NumPy wrote with arrays webtensor cannot hold beside ones it
+/// can (make_mixed_files.py): loading it whole is an error naming the
+/// first such array and the file; `io::Npz` reads the others by name, as
+/// `np.load` does, and each of the rest is an error naming it.
+#[test]
+fn npz_arrays_webtensor_lacks_leave_the_others_readable() {
+    let path = data("numpy_mixed.npz");
+    let e = io::load_npz(&path, &Device::cpu()).unwrap_err().to_string();
+    assert!(
+        e.starts_with("load_npz:") && e.contains("numpy_mixed.npz") && e.contains("\"labels\""),
+        "{e}"
+    );
+    let npz = io::Npz::open(&path).unwrap();
+    let names = [
+        "weights", "labels", "spectrum", "stamps", "steps", "means", "deep",
+    ];
+    assert_eq!(npz.names(), names);
+    let bytes = std::fs::read(&path).unwrap();
+    let borrowed = io::Npz::from_bytes(&bytes).unwrap();
+    assert_eq!(borrowed.names(), names);
+    for dev in devices() {
+        let w = npz.load("weights", &dev).unwrap();
+        assert_eq!(w.dims(), &[2, 2]);
+        assert_eq!(w.to_vec::<f32>().unwrap(), [0.5, -1.0, 2.0, 4.25], "{dev}");
+        let steps = borrowed.load("steps", &dev).unwrap();
+        assert_eq!(steps.to_vec::<i64>().unwrap(), [3, -7], "{dev}");
+        // Each array it cannot hold names itself and what it holds.
+        for (name, says) in [
+            ("labels", "<U3"),
+            ("spectrum", "<c16"),
+            ("stamps", "<M8[D]"),
+            ("deep", "9"),
+        ] {
+            let e = npz.load(name, &dev).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{name:?}")) && e.contains(says),
+                "{dev} {name}: {e}"
+            );
+        }
+        // f64 loads on the CPU; a GPU holds no f64, and says how to load it.
+        match npz.load("means", &dev) {
+            Ok(m) => {
+                assert!(dev.is_cpu());
+                assert_eq!(m.to_vec::<f64>().unwrap(), [0.25, -8.5]);
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(
+                    dev.is_gpu()
+                        && matches!(e, Error::DType { .. })
+                        && text.contains("\"means\"")
+                        && text.contains("f64")
+                        && text.contains("CPU"),
+                    "{dev}: {text}"
+                );
+            }
+        }
+        let e = npz.load("weight", &dev).unwrap_err().to_string();
+        assert!(e.contains("\"weight\"") && e.contains("\"weights\""), "{e}");
+    }
+}
+
+/// A safetensors file with one float8 tensor (make_mixed_files.py): whole,
+/// an error naming it and the file; `io::Safetensors` reads the others.
+/// A tensor of 2^62 x 0 elements (which PyTorch loads, empty) and an f64
+/// tensor onto a GPU are errors naming their tensors.
+#[test]
+fn safetensors_tensors_webtensor_lacks_leave_the_others_readable() {
+    let path = data("mixed_f8.safetensors");
+    let e = io::load_safetensors(&path, &Device::cpu())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mixed_f8.safetensors") && e.contains("\"scales\"") && e.contains("F8_E4M3"),
+        "{e}"
+    );
+    let file = io::Safetensors::open(&path).unwrap();
+    assert_eq!(file.names(), ["bias", "scales", "table"]);
+    for dev in devices() {
+        let bias = file.load("bias", &dev).unwrap();
+        assert_eq!(bias.to_vec::<f32>().unwrap(), [1.5, -2.0], "{dev}");
+        let table = file.load("table", &dev).unwrap();
+        assert_eq!(table.dims(), &[2, 3]);
+        assert_eq!(table.to_vec::<i32>().unwrap(), [0, 1, 2, 3, 4, 5], "{dev}");
+        let e = file.load("scales", &dev).unwrap_err().to_string();
+        assert!(e.contains("\"scales\"") && e.contains("F8_E4M3"), "{e}");
+        let e = file.load("nothing", &dev).unwrap_err().to_string();
+        assert!(e.contains("\"nothing\"") && e.contains("\"bias\""), "{e}");
+    }
+    let header = "{\"huge\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904, 0], \"data_offsets\": [0, 0]}, \"x\": {\"dtype\": \"F64\", \"shape\": [1], \"data_offsets\": [0, 8]}}";
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&2.5f64.to_le_bytes());
+    let file = io::Safetensors::from_bytes(&bytes).unwrap();
+    for dev in devices() {
+        let e = file.load("huge", &dev).unwrap_err().to_string();
+        assert!(e.contains("\"huge\""), "{dev}: {e}");
+        match file.load("x", &dev) {
+            Ok(x) => assert_eq!(x.to_vec::<f64>().unwrap(), [2.5]),
+            Err(e) => assert!(
+                dev.is_gpu() && e.to_string().contains("\"x\"") && e.to_string().contains("f64"),
+                "{dev}: {e}"
+            ),
+        }
+    }
+}
+
 #[test]
 fn saves_to_one_path_at_once_each_write_a_whole_file() {
     // Two threads saving over one path: each save writes a temporary file
@@ -384,13 +491,19 @@ fn bad_files_are_errors_naming_the_op() {
     let t = Tensor::zeros([2], DType::F32, &cpu).unwrap();
     let e = io::to_safetensors_bytes(&[("w", &t), ("w", &t)]).unwrap_err();
     assert!(e.to_string().contains("\"w\""), "{e}");
-    // f64 cannot go to a GPU: the device's own error.
+    // f64 cannot go to a GPU: a dtype the loader cannot put there, saying
+    // how to load it.
     if let Some(gpu) = common::gpu() {
         let bytes = io::to_npy_bytes(&Tensor::zeros([2], DType::F64, &cpu).unwrap()).unwrap();
-        assert!(matches!(
-            io::from_npy_bytes(&bytes, &gpu),
-            Err(Error::UnsupportedDType { .. })
-        ));
+        let e = io::from_npy_bytes(&bytes, &gpu).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, Error::DType { .. })
+                && text.starts_with("from_npy_bytes:")
+                && text.contains("f64")
+                && text.contains("CPU"),
+            "{text}"
+        );
     }
 }
 

@@ -11,20 +11,14 @@ pub(crate) fn read_file(op: &'static str, path: &std::path::Path) -> crate::Resu
 }
 
 /// A whole file read (errors naming `op` and the path) and made a tensor
-/// or a model by `read`, its format errors naming the path too: of the
-/// files a program loads, the one that is malformed.
+/// or a model by `read`, its errors about the contents naming the path too
+/// (`Error::about`): of the files a program loads, the one at fault.
 pub(crate) fn load_file<T>(
     op: &'static str,
     path: &std::path::Path,
     read: impl FnOnce(Vec<u8>) -> crate::Result<T>,
 ) -> crate::Result<T> {
-    read(read_file(op, path)?).map_err(|e| match e {
-        crate::Error::Format { op, msg } => crate::Error::Format {
-            op,
-            msg: format!("{}: {msg}", path.display()),
-        },
-        e => e,
-    })
+    read(read_file(op, path)?).map_err(|e| e.about(&path.display().to_string()))
 }
 
 /// Writes a whole file, naming `op` and the path in the error: into a

@@ -112,7 +112,10 @@ pub(crate) fn tensor_from_bytes(
         Tensor::from_vec(T::read_bytes(bytes, count), shape, device)
     }
     let words = |n: usize| bytes.chunks_exact(n);
-    match file_type {
+    // Errors of the tensor made (a dtype the device cannot hold, memory)
+    // as the loader reports them: the dtype as one the loader cannot put
+    // there, saying how to load it.
+    let made = match file_type {
         FileType::Held(DType::F32) => held::<f32>(bytes, count, shape, device),
         FileType::Held(DType::F16) => held::<f16>(bytes, count, shape, device),
         FileType::Held(DType::BF16) => held::<bf16>(bytes, count, shape, device),
@@ -151,7 +154,8 @@ pub(crate) fn tensor_from_bytes(
             shape,
             device,
         ),
-    }
+    };
+    made.map_err(|e| e.named(op).into_unloadable())
 }
 
 /// Integers of a width webtensor lacks as `T` (i32 or u32), each checked.

@@ -11,7 +11,8 @@
 //! when every value fits; bf16 safetensors load as bf16 (NumPy has no bf16
 //! dtype, so `.npy` refuses bf16 tensors); anything else a file holds that
 //! no dtype here can represent is an `Error::Format` naming the file's
-//! dtype.
+//! dtype. Loading a whole archive or file is all or nothing; [`Npz`] and
+//! [`Safetensors`] read one tensor at a time, by name.
 //!
 //! ```
 //! use webtensor::{Device, Tensor, io};
@@ -40,9 +41,9 @@ pub use gguf::{GgmlType, Gguf, GgufTensorInfo, GgufValue, GgufValueType, GgufWri
 pub use npy::{from_npy_bytes, to_npy_bytes_async};
 #[cfg(not(target_arch = "wasm32"))]
 pub use npy::{load_npy, save_npy, to_npy_bytes};
-pub use npz::{from_npz_bytes, to_npz_bytes_async};
+pub use npz::{Npz, from_npz_bytes, to_npz_bytes_async};
 #[cfg(not(target_arch = "wasm32"))]
 pub use npz::{load_npz, save_npz, to_npz_bytes};
-pub use safetensors::{from_safetensors_bytes, to_safetensors_bytes_async};
+pub use safetensors::{Safetensors, from_safetensors_bytes, to_safetensors_bytes_async};
 #[cfg(not(target_arch = "wasm32"))]
 pub use safetensors::{load_safetensors, save_safetensors, to_safetensors_bytes};

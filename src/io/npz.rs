@@ -3,8 +3,9 @@
 
 use super::{npy, zip};
 use crate::device::Device;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 
 /// The tensors of an `.npz` archive's bytes, in the archive's order, named
 /// as NumPy names them (the entry name without `.npy`). Entries that are
@@ -12,11 +13,14 @@ use crate::tensor::Tensor;
 /// other than by deflate: a `meta.json` beside the arrays, a folder) are
 /// skipped, where `np.load` hands back their bytes. A name given twice (as
 /// appending to an archive gives it) is one tensor, `np.load`'s: the last
-/// entry named exactly so, else the last with `.npy`.
+/// entry named exactly so, else the last with `.npy`. All or nothing: an
+/// array webtensor cannot hold (strings, complex128, f64 onto a GPU) is an
+/// error; [`Npz`] reads the others by name.
 ///
 /// # Errors
 /// `Error::Format` naming `from_npz_bytes` for a malformed archive or
-/// entry; as [`from_npy_bytes`](super::from_npy_bytes) for each array.
+/// entry; as [`from_npy_bytes`](super::from_npy_bytes) for each array,
+/// the message naming it.
 pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
     read("from_npz_bytes", bytes, device)
 }
@@ -24,33 +28,151 @@ pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tens
 /// Every entry checked first, then inflated one at a time: the host holds
 /// the tensors made so far and one entry's bytes, never every entry's.
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
-    let mut tensors: Vec<(String, Tensor, bool)> = Vec::new();
-    let mut at = std::collections::HashMap::<String, usize>::new();
-    for entry in zip::entries(op, bytes)? {
-        let name = &entry.name;
-        let exact = !name.ends_with(".npy");
-        if exact && !entry.readable() {
+    let entries = zip::entries(op, bytes)?;
+    let mut tensors = Vec::new();
+    for name in array_names(&entries) {
+        let tensor = load_entry(op, &entries, &name, device)?.ok_or_else(|| {
+            Error::internal(op, format!("the array {name:?} vanished from the archive"))
+        })?;
+        tensors.push((name, tensor));
+    }
+    Ok(tensors)
+}
+
+/// The names `np.load` gives the arrays of `entries` (an entry's name
+/// without `.npy`), once each, in the order of their first entries:
+/// entries `np.load` would hand back as bytes (no `.npy` magic) are left
+/// out, found by inflating their first bytes only. An `.npy` entry whose
+/// bytes cannot be read is kept, so that loading it says why.
+fn array_names(entries: &[zip::Entry<'_>]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut names = Vec::new();
+    for e in entries {
+        let name = e.name.strip_suffix(".npy").unwrap_or(&e.name);
+        if seen.contains(name) {
             continue;
         }
-        let name = name.strip_suffix(".npy").unwrap_or(name).to_string();
-        let kept = at.get(&name).copied();
-        if kept.is_some_and(|k| tensors[k].2 && !exact) {
-            continue;
-        }
-        let contents = entry.contents(op)?;
-        if !contents.starts_with(npy::MAGIC) {
-            continue;
-        }
-        let tensor = npy::read(op, &contents, device).map_err(|e| e.in_tensor(&name))?;
-        match kept {
-            Some(k) => tensors[k] = (name, tensor, exact),
-            None => {
-                at.insert(name.clone(), tensors.len());
-                tensors.push((name, tensor, exact));
-            }
+        let array = pick(entries, name).is_some_and(|p| {
+            p.starts_with(npy::MAGIC)
+                .unwrap_or_else(|| p.name.ends_with(".npy"))
+        });
+        if array {
+            seen.insert(name.to_string());
+            names.push(name.to_string());
         }
     }
-    Ok(tensors.into_iter().map(|(n, t, _)| (n, t)).collect())
+    names
+}
+
+/// The entry `np.load` reads for `name`: the last named exactly so, else
+/// the last named `name.npy`.
+fn pick<'e, 'a>(entries: &'e [zip::Entry<'a>], name: &str) -> Option<&'e zip::Entry<'a>> {
+    let npy = format!("{name}.npy");
+    let exact = entries.iter().rev().find(|e| e.name == name);
+    exact.or_else(|| entries.iter().rev().find(|e| e.name == npy))
+}
+
+/// The array `np.load` reads for `name` as a tensor on `device`; `None`
+/// when no entry has that name.
+///
+/// # Errors
+/// `Error::Format` for an entry that is not an `.npy` file or does not
+/// inflate; as [`from_npy_bytes`](super::from_npy_bytes), the message
+/// naming the array.
+fn load_entry(
+    op: &'static str,
+    entries: &[zip::Entry<'_>],
+    name: &str,
+    device: &Device,
+) -> Result<Option<Tensor>> {
+    let Some(entry) = pick(entries, name) else {
+        return Ok(None);
+    };
+    let contents = entry.contents(op)?;
+    if !contents.starts_with(npy::MAGIC) {
+        return Err(Error::format(op, "not an .npy array").in_tensor(name));
+    }
+    let tensor = npy::read(op, &contents, device).map_err(|e| e.named(op).in_tensor(name))?;
+    Ok(Some(tensor))
+}
+
+/// An `.npz` archive read one array at a time, as `np.load` reads one (its
+/// `NpzFile`): the archive is checked when opened, and an array inflated
+/// and made a tensor only when asked for, so an array webtensor cannot
+/// hold (strings, complex128, f64 onto a GPU) leaves the others readable.
+///
+/// ```
+/// use webtensor::{Device, Tensor, io};
+/// # fn main() -> webtensor::Result<()> {
+/// let dev = Device::cpu();
+/// let x = Tensor::arange(0.0f32, 4.0, 1.0, &dev)?;
+/// let bytes = io::to_npz_bytes(&[("x", &x), ("y", &x.mul_scalar(2.0)?)])?;
+/// let npz = io::Npz::from_bytes(&bytes)?;
+/// assert_eq!(npz.names(), ["x", "y"]);
+/// assert_eq!(npz.load("y", &dev)?.to_vec::<f32>()?, [0.0, 2.0, 4.0, 6.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub struct Npz<'a> {
+    bytes: Cow<'a, [u8]>,
+    names: Vec<String>,
+}
+
+impl<'a> Npz<'a> {
+    /// The archive held in `bytes`.
+    ///
+    /// # Errors
+    /// `Error::Format` naming `Npz::from_bytes` for a malformed archive.
+    pub fn from_bytes(bytes: &'a [u8]) -> Result<Npz<'a>> {
+        Npz::new("Npz::from_bytes", Cow::Borrowed(bytes))
+    }
+
+    fn new(op: &'static str, bytes: Cow<'a, [u8]>) -> Result<Npz<'a>> {
+        let names = array_names(&zip::entries(op, &bytes)?);
+        Ok(Npz { bytes, names })
+    }
+
+    /// The names of the archive's arrays (NumPy's `files`, less entries
+    /// that are not arrays), once each, in the archive's order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The array named `name` (as `np.load(..)[name]` reads it) as a
+    /// tensor on `device`.
+    ///
+    /// # Errors
+    /// `Error::Argument` for a name the archive has no array of; as
+    /// [`from_npz_bytes`] for that array.
+    pub fn load(&self, name: &str, device: &Device) -> Result<Tensor> {
+        const OP: &str = "Npz::load";
+        let entries = zip::entries(OP, &self.bytes)?;
+        if self.names.iter().any(|n| n == name)
+            && let Some(t) = load_entry(OP, &entries, name, device)?
+        {
+            return Ok(t);
+        }
+        Err(Error::argument(
+            OP,
+            format!(
+                "no array named {name:?}; the archive holds {:?}",
+                self.names
+            ),
+        ))
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Npz<'static> {
+    /// The `.npz` file at `path`, read whole.
+    ///
+    /// # Errors
+    /// `Error::Io` naming `Npz::open` and the path; `Error::Format` for a
+    /// malformed archive, naming the path.
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Npz<'static>> {
+        const OP: &str = "Npz::open";
+        super::files::load_file(OP, path.as_ref(), |b| Npz::new(OP, Cow::Owned(b)))
+    }
 }
 
 /// The bytes of an `.npz` archive (uncompressed, as `np.savez`) holding
@@ -88,11 +210,12 @@ pub fn save_npz(path: impl AsRef<std::path::Path>, tensors: &[(&str, &Tensor)]) 
     super::files::write_file("save_npz", path.as_ref(), &to_npz_bytes(tensors)?)
 }
 
-/// Reads every array of an `.npz` file onto `device`, stored or compressed.
+/// Reads every array of an `.npz` file onto `device`, stored or compressed
+/// (all or nothing; [`Npz::open`] reads one array at a time).
 ///
 /// # Errors
 /// `Error::Io` naming `load_npz` and the path; as [`from_npz_bytes`],
-/// an `Error::Format` naming the path too.
+/// the message naming the path too.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_npz(
     path: impl AsRef<std::path::Path>,

@@ -79,11 +79,14 @@ impl View for &Prepared {
 /// The tensors of a safetensors file's bytes by name, as safetensors'
 /// `load` gives them (a map iterates in name order; the format keeps no
 /// order of its own). bf16 loads as bf16 and i64 as i64; i8, i16, u16
-/// and u64 as i32 or u32 when every value fits.
+/// and u64 as i32 or u32 when every value fits. All or nothing: a tensor
+/// webtensor cannot hold (an f8 dtype, f64 onto a GPU) is an error;
+/// [`Safetensors`] reads the others by name.
 ///
 /// # Errors
 /// `Error::Format` naming `from_safetensors_bytes` for a malformed file or
-/// a dtype without a webtensor dtype; device errors.
+/// a dtype without a webtensor dtype; device errors; errors of one tensor
+/// name it.
 pub fn from_safetensors_bytes(bytes: &[u8], device: &Device) -> Result<BTreeMap<String, Tensor>> {
     read("from_safetensors_bytes", bytes, device)
 }
@@ -92,14 +95,103 @@ fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<BTreeMap<Stri
     let (entries, data) = header::entries(op, bytes)?;
     // In name order, so that an error names the first bad tensor.
     entries
-        .into_iter()
-        .map(|e| {
-            let t = file_type(op, &e.name, e.dtype)?;
-            let tensor = tensor_from_bytes(op, t, false, &e.shape, &data[e.range], device)
-                .map_err(|err| err.in_tensor(&e.name))?;
-            Ok((e.name, tensor))
-        })
+        .iter()
+        .map(|e| Ok((e.name.clone(), load_entry(op, e, data, device)?)))
         .collect()
+}
+
+/// The tensor of entry `e` of a file whose data is `data`, on `device`.
+///
+/// # Errors
+/// `Error::Format` for a dtype without a webtensor dtype; device errors;
+/// each naming the tensor.
+fn load_entry(op: &'static str, e: &header::Entry, data: &[u8], device: &Device) -> Result<Tensor> {
+    let t = file_type(op, &e.name, e.dtype)?;
+    tensor_from_bytes(op, t, false, &e.shape, &data[e.range.clone()], device)
+        .map_err(|err| err.named(op).in_tensor(&e.name))
+}
+
+/// A safetensors file read one tensor at a time: the header is checked
+/// when opened, and a tensor made only when asked for, so a tensor
+/// webtensor cannot hold (an f8 dtype, f64 onto a GPU) leaves the others
+/// readable.
+///
+/// ```
+/// use webtensor::{Device, Tensor, io};
+/// # fn main() -> webtensor::Result<()> {
+/// let dev = Device::cpu();
+/// let w = Tensor::ones([2, 2], webtensor::DType::F32, &dev)?;
+/// let bytes = io::to_safetensors_bytes(&[("w", &w), ("b", &w.sum(..)?)])?;
+/// let file = io::Safetensors::from_bytes(&bytes)?;
+/// assert_eq!(file.names(), ["b", "w"]);
+/// assert_eq!(file.load("b", &dev)?.item::<f32>()?, 4.0);
+/// # Ok(())
+/// # }
+/// ```
+pub struct Safetensors<'a> {
+    bytes: Cow<'a, [u8]>,
+    entries: Vec<header::Entry>,
+    names: Vec<String>,
+    /// Where the data the entries' ranges index starts.
+    data_at: usize,
+}
+
+impl<'a> Safetensors<'a> {
+    /// The file held in `bytes`.
+    ///
+    /// # Errors
+    /// `Error::Format` naming `Safetensors::from_bytes` for a malformed
+    /// header.
+    pub fn from_bytes(bytes: &'a [u8]) -> Result<Safetensors<'a>> {
+        Safetensors::new("Safetensors::from_bytes", Cow::Borrowed(bytes))
+    }
+
+    fn new(op: &'static str, bytes: Cow<'a, [u8]>) -> Result<Safetensors<'a>> {
+        let (entries, data) = header::entries(op, &bytes)?;
+        let data_at = bytes.len() - data.len();
+        let names = entries.iter().map(|e| e.name.clone()).collect();
+        Ok(Safetensors {
+            bytes,
+            entries,
+            names,
+            data_at,
+        })
+    }
+
+    /// The names of the file's tensors, in name order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The tensor named `name` on `device`.
+    ///
+    /// # Errors
+    /// `Error::Argument` for a name the file has no tensor of; as
+    /// [`from_safetensors_bytes`] for that tensor.
+    pub fn load(&self, name: &str, device: &Device) -> Result<Tensor> {
+        const OP: &str = "Safetensors::load";
+        let Ok(k) = self.names.binary_search_by(|n| n.as_str().cmp(name)) else {
+            return Err(Error::argument(
+                OP,
+                format!("no tensor named {name:?}; the file holds {:?}", self.names),
+            ));
+        };
+        let data = &self.bytes[self.data_at..];
+        load_entry(OP, &self.entries[k], data, device)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Safetensors<'static> {
+    /// The safetensors file at `path`, read whole.
+    ///
+    /// # Errors
+    /// `Error::Io` naming `Safetensors::open` and the path;
+    /// `Error::Format` for a malformed header, naming the path.
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Safetensors<'static>> {
+        const OP: &str = "Safetensors::open";
+        super::files::load_file(OP, path.as_ref(), |b| Safetensors::new(OP, Cow::Owned(b)))
+    }
 }
 
 /// The bytes of a safetensors file holding each named tensor (any view,

@@ -300,6 +300,30 @@ impl<'a> Entry<'a> {
         matches!(self.method, 0 | 8)
     }
 
+    /// Whether the entry's bytes start with `prefix`, inflating no more
+    /// than its length (a member checked for a magic number is not
+    /// inflated whole); `None` for a compression not read or a stream
+    /// that does not inflate that far.
+    pub fn starts_with(&self, prefix: &[u8]) -> Option<bool> {
+        match self.method {
+            0 => Some(self.data.starts_with(prefix)),
+            8 => {
+                let mut head = vec![0u8; prefix.len()];
+                let mut state = Box::<DecompressorOxide>::default();
+                let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+                let (status, _, written) = decompress(&mut state, self.data, &mut head, 0, flags);
+                let inflated = matches!(status, TINFLStatus::Done | TINFLStatus::HasMoreOutput);
+                match (inflated, written == prefix.len()) {
+                    (true, true) => Some(head == prefix),
+                    // A stream shorter than the prefix holds no match.
+                    (true, false) if status == TINFLStatus::Done => Some(false),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// The entry's bytes: a stored entry's as they lie in the archive, a
     /// deflated one's inflated into one buffer of its recorded size (never
     /// more than deflate can produce from its bytes), CRC checked.
