@@ -29,71 +29,88 @@ pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tens
 /// the tensors made so far and one entry's bytes, never every entry's.
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
     let entries = zip::entries(op, bytes)?;
+    let index = Index::new(&entries);
     let mut tensors = Vec::new();
-    for name in array_names(&entries) {
-        let tensor = load_entry(op, &entries, &name, device)?.ok_or_else(|| {
-            Error::internal(op, format!("the array {name:?} vanished from the archive"))
-        })?;
+    for name in index.array_names() {
+        let tensor = load_entry(op, index.pick(&name), &name, device)?;
         tensors.push((name, tensor));
     }
     Ok(tensors)
 }
 
-/// The names `np.load` gives the arrays of `entries` (an entry's name
-/// without `.npy`), once each, in the order of their first entries:
-/// entries `np.load` would hand back as bytes (no `.npy` magic) are left
-/// out, found by inflating their first bytes only. An `.npy` entry whose
-/// bytes cannot be read is kept, so that loading it says why.
-fn array_names(entries: &[zip::Entry<'_>]) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    let mut names = Vec::new();
-    for e in entries {
-        let name = e.name.strip_suffix(".npy").unwrap_or(&e.name);
-        if seen.contains(name) {
-            continue;
-        }
-        let array = pick(entries, name).is_some_and(|p| {
-            p.starts_with(npy::MAGIC)
-                .unwrap_or_else(|| p.name.ends_with(".npy"))
-        });
-        if array {
-            seen.insert(name.to_string());
-            names.push(name.to_string());
-        }
+/// An archive's entries by name.
+struct Index<'e, 'a> {
+    entries: &'e [zip::Entry<'a>],
+    /// Each name's last entry.
+    last: std::collections::HashMap<&'e str, usize>,
+}
+
+impl<'e, 'a> Index<'e, 'a> {
+    fn new(entries: &'e [zip::Entry<'a>]) -> Index<'e, 'a> {
+        let last = entries
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (e.name.as_str(), k))
+            .collect();
+        Index { entries, last }
     }
-    names
+
+    /// The entry `np.load` reads for `name`: the last named exactly so,
+    /// else the last named `name.npy`.
+    fn pick(&self, name: &str) -> Option<&'e zip::Entry<'a>> {
+        let k = self
+            .last
+            .get(name)
+            .or_else(|| self.last.get(format!("{name}.npy").as_str()));
+        k.map(|&k| &self.entries[k])
+    }
+
+    /// The names `np.load` gives the arrays (an entry's name without
+    /// `.npy`), once each, in the order of their first entries: entries
+    /// `np.load` would hand back as bytes (no `.npy` magic) are left out,
+    /// found by inflating their first bytes only. An `.npy` entry whose
+    /// bytes cannot be read is kept, so that loading it says why.
+    fn array_names(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
+        let mut names = Vec::new();
+        for e in self.entries {
+            let name = e.name.strip_suffix(".npy").unwrap_or(&e.name);
+            if !seen.insert(name) {
+                continue;
+            }
+            let array = self.pick(name).is_some_and(|p| {
+                p.starts_with(npy::MAGIC)
+                    .unwrap_or_else(|| p.name.ends_with(".npy"))
+            });
+            if array {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
 }
 
-/// The entry `np.load` reads for `name`: the last named exactly so, else
-/// the last named `name.npy`.
-fn pick<'e, 'a>(entries: &'e [zip::Entry<'a>], name: &str) -> Option<&'e zip::Entry<'a>> {
-    let npy = format!("{name}.npy");
-    let exact = entries.iter().rev().find(|e| e.name == name);
-    exact.or_else(|| entries.iter().rev().find(|e| e.name == npy))
-}
-
-/// The array `np.load` reads for `name` as a tensor on `device`; `None`
-/// when no entry has that name.
+/// The array of `entry` (`np.load`'s pick for `name`) as a tensor on
+/// `device`.
 ///
 /// # Errors
-/// `Error::Format` for an entry that is not an `.npy` file or does not
-/// inflate; as [`from_npy_bytes`](super::from_npy_bytes), the message
-/// naming the array.
+/// `Error::Argument` when there is no such entry; `Error::Format` for an
+/// entry that is not an `.npy` file or does not inflate; as
+/// [`from_npy_bytes`](super::from_npy_bytes); each naming the array.
 fn load_entry(
     op: &'static str,
-    entries: &[zip::Entry<'_>],
+    entry: Option<&zip::Entry<'_>>,
     name: &str,
     device: &Device,
-) -> Result<Option<Tensor>> {
-    let Some(entry) = pick(entries, name) else {
-        return Ok(None);
+) -> Result<Tensor> {
+    let Some(entry) = entry else {
+        return Err(Error::argument(op, format!("no array named {name:?}")));
     };
     let contents = entry.contents(op)?;
     if !contents.starts_with(npy::MAGIC) {
         return Err(Error::format(op, "not an .npy array").in_tensor(name));
     }
-    let tensor = npy::read(op, &contents, device).map_err(|e| e.named(op).in_tensor(name))?;
-    Ok(Some(tensor))
+    npy::read(op, &contents, device).map_err(|e| e.named(op).in_tensor(name))
 }
 
 /// An `.npz` archive read one array at a time, as `np.load` reads one (its
@@ -128,7 +145,7 @@ impl<'a> Npz<'a> {
     }
 
     fn new(op: &'static str, bytes: Cow<'a, [u8]>) -> Result<Npz<'a>> {
-        let names = array_names(&zip::entries(op, &bytes)?);
+        let names = Index::new(&zip::entries(op, &bytes)?).array_names();
         Ok(Npz { bytes, names })
     }
 
@@ -146,11 +163,9 @@ impl<'a> Npz<'a> {
     /// [`from_npz_bytes`] for that array.
     pub fn load(&self, name: &str, device: &Device) -> Result<Tensor> {
         const OP: &str = "Npz::load";
-        let entries = zip::entries(OP, &self.bytes)?;
-        if self.names.iter().any(|n| n == name)
-            && let Some(t) = load_entry(OP, &entries, name, device)?
-        {
-            return Ok(t);
+        if self.names.iter().any(|n| n == name) {
+            let entries = zip::entries(OP, &self.bytes)?;
+            return load_entry(OP, Index::new(&entries).pick(name), name, device);
         }
         Err(Error::argument(
             OP,
