@@ -522,6 +522,18 @@ fn sixteen_bit_stores_keep_a_nans_sign_and_payload() {
             };
             assert_eq!(got.to_bits(), want, "{dev:?}: bf16 of f32 bits {b:#010x}");
         }
+        // And back: bf16 widens to f32 exactly, signalling NaNs too.
+        let b16: Vec<u16> = vec![0x7f81, 0xffa0, 0x7fc1, 0x7f80, 0x0001, 0x8000];
+        let b = b16.iter().map(|&b| webtensor::bf16::from_bits(b)).collect();
+        let b = Tensor::from_vec(b, [b16.len()], &dev).unwrap();
+        let wide: Vec<f32> = b.to_dtype(DType::F32).unwrap().to_vec().unwrap();
+        for (&b, w) in b16.iter().zip(&wide) {
+            assert_eq!(
+                w.to_bits(),
+                u32::from(b) << 16,
+                "{dev:?}: f32 of bf16 bits {b:#06x}"
+            );
+        }
     }
 }
 

@@ -125,11 +125,18 @@ unsafe fn dispatch(
                 let a = *ins.first().ok_or_else(missing)?;
                 with_any_type!(out_dtype, T => map1(plan, out as *mut T, a as *const T, |x: T| x));
             }
-            // f32 to bf16 from the f32's bits (through f64, a signalling
-            // NaN would be quieted).
+            // f32 to bf16 from the f32's bits, and bf16 to f32 as its bits
+            // widened, as a GPU converts them (through f64, a signalling NaN
+            // would be quieted).
             ElementwiseOp::Cast if (in_dtype, out_dtype) == (KernelType::F32, KernelType::BF16) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 map1(plan, out as *mut bf16, a as *const f32, bf16_from_f32);
+            }
+            ElementwiseOp::Cast if (in_dtype, out_dtype) == (KernelType::BF16, KernelType::F32) => {
+                let a = *ins.first().ok_or_else(missing)?;
+                map1(plan, out as *mut f32, a as *const bf16, |x: bf16| {
+                    f32::from_bits(u32::from(x.to_bits()) << 16)
+                });
             }
             ElementwiseOp::Cast => {
                 let a = *ins.first().ok_or_else(missing)?;
