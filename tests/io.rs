@@ -176,14 +176,16 @@ fn npz_members_that_are_not_arrays_are_skipped() {
 fn npz_names_given_twice_are_the_tensor_np_load_gives() {
     // Appended to (make_numpy_files.py): "w.npy" twice, "v" and "v.npy",
     // and a bzip2 member beside them. np.load's f["w"] is [9] (the last),
-    // f["v"] [7] (the exact name), and the bzip2 member does not stop it.
+    // f["v"] [7] (the exact name) and f["v.npy"] [8] (the key that reaches
+    // that member), and the bzip2 member does not stop it.
     for dev in devices() {
         let arrays = io::load_npz(data("numpy_duplicates.npz"), &dev).unwrap();
         let got: Vec<(&str, Vec<f32>)> = arrays
             .iter()
             .map(|(n, t)| (n.as_str(), t.to_vec::<f32>().unwrap()))
             .collect();
-        assert_eq!(got, [("w", vec![9.0]), ("v", vec![7.0])], "{dev}");
+        let want = [("w", vec![9.0]), ("v", vec![7.0]), ("v.npy", vec![8.0])];
+        assert_eq!(got, want, "{dev}");
     }
 }
 
@@ -247,6 +249,61 @@ fn npz_arrays_webtensor_lacks_leave_the_others_readable() {
         let e = npz.load("weight", &dev).unwrap_err().to_string();
         assert!(e.contains("\"weight\"") && e.contains("\"weights\""), "{e}");
     }
+}
+
+/// Members written by hand (make_mixed_files.py), each read as `np.load`
+/// reads it: an array shadowed by a non-array member of its short name is
+/// reached by its whole name, a deflate stream without a final block is
+/// read, a member deflated to nothing is bytes, a name is cut at a NUL.
+/// Errors of an archive opened from a file name the file.
+#[test]
+fn npz_members_are_reached_by_the_keys_np_load_takes() {
+    let path = data("numpy_hand_made.npz");
+    let npz = io::Npz::open(&path).unwrap();
+    assert_eq!(npz.names(), ["a.npy", "s", "n", "k"]);
+    for dev in devices() {
+        let a = npz.load("a.npy", &dev).unwrap();
+        assert_eq!(a.to_vec::<f32>().unwrap(), [0.0, 1.0, 2.0, 3.0], "{dev}");
+        let s = npz.load("s", &dev).unwrap();
+        assert_eq!(s.to_vec::<i32>().unwrap(), [1, -2, 3, 4], "{dev}");
+        assert_eq!(npz.load("s.npy", &dev).unwrap().dims(), &[2, 2]);
+        let n = npz.load("n", &dev).unwrap();
+        assert_eq!(n.to_vec::<f32>().unwrap(), [0.0, 2.0, 4.0, 6.0], "{dev}");
+        assert_eq!(
+            npz.load("k", &dev).unwrap().to_vec::<bool>().unwrap(),
+            [true, false]
+        );
+        // np.load hands these back as bytes.
+        for key in ["a", "e"] {
+            let e = npz.load(key, &dev).unwrap_err().to_string();
+            assert!(
+                e.contains("not an .npy array")
+                    && e.contains(&format!("{key:?}"))
+                    && e.contains("numpy_hand_made.npz"),
+                "{key}: {e}"
+            );
+        }
+        let whole = io::load_npz(&path, &dev).unwrap();
+        let names: Vec<&str> = whole.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a.npy", "s", "n", "k"], "{dev}");
+    }
+    // An archive read from a file names it in a member's error; one read
+    // from bytes cannot.
+    let mixed = io::Npz::open(data("numpy_mixed.npz")).unwrap();
+    let e = mixed
+        .load("labels", &Device::cpu())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("Npz::load:") && e.contains("numpy_mixed.npz"),
+        "{e}"
+    );
+    let st = io::Safetensors::open(data("mixed_f8.safetensors")).unwrap();
+    let e = st.load("scales", &Device::cpu()).unwrap_err().to_string();
+    assert!(
+        e.starts_with("Safetensors::load:") && e.contains("mixed_f8.safetensors"),
+        "{e}"
+    );
 }
 
 /// A safetensors file with one float8 tensor (make_mixed_files.py): whole,

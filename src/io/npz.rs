@@ -6,16 +6,16 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::borrow::Cow;
+use std::collections::HashMap;
 
-/// The tensors of an `.npz` archive's bytes, in the archive's order, named
-/// as NumPy names them (the entry name without `.npy`). Entries that are
-/// not `.npy` files (without its magic bytes, or not `.npy` and compressed
-/// other than by deflate: a `meta.json` beside the arrays, a folder) are
-/// skipped, where `np.load` hands back their bytes. A name given twice (as
-/// appending to an archive gives it) is one tensor, `np.load`'s: the last
-/// entry named exactly so, else the last with `.npy`. All or nothing: an
-/// array webtensor cannot hold (strings, complex128, f64 onto a GPU) is an
-/// error; [`Npz`] reads the others by name.
+/// The tensors of an `.npz` archive's bytes, in the archive's order: each
+/// array `np.load` reaches, under the key that reaches it (see
+/// [`Npz::names`]). Entries that are not `.npy` files (without its magic
+/// bytes, or not `.npy` and compressed other than by deflate: a
+/// `meta.json` beside the arrays, a folder) are skipped, where `np.load`
+/// hands back their bytes. All or nothing: an array webtensor cannot hold
+/// (strings, complex128, f64 onto a GPU) is an error; [`Npz`] reads the
+/// others by name.
 ///
 /// # Errors
 /// `Error::Format` naming `from_npz_bytes` for a malformed archive or
@@ -28,89 +28,12 @@ pub fn from_npz_bytes(bytes: &[u8], device: &Device) -> Result<Vec<(String, Tens
 /// Every entry checked first, then inflated one at a time: the host holds
 /// the tensors made so far and one entry's bytes, never every entry's.
 fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Vec<(String, Tensor)>> {
-    let entries = zip::entries(op, bytes)?;
-    let index = Index::new(&entries);
-    let mut tensors = Vec::new();
-    for name in index.array_names() {
-        let tensor = load_entry(op, index.pick(&name), &name, device)?;
-        tensors.push((name, tensor));
+    let npz = Npz::new(op, Cow::Borrowed(bytes), None)?;
+    let mut tensors = Vec::with_capacity(npz.names.len());
+    for name in &npz.names {
+        tensors.push((name.clone(), npz.load_as(op, name, device)?));
     }
     Ok(tensors)
-}
-
-/// An archive's entries by name.
-struct Index<'e, 'a> {
-    entries: &'e [zip::Entry<'a>],
-    /// Each name's last entry.
-    last: std::collections::HashMap<&'e str, usize>,
-}
-
-impl<'e, 'a> Index<'e, 'a> {
-    fn new(entries: &'e [zip::Entry<'a>]) -> Index<'e, 'a> {
-        let last = entries
-            .iter()
-            .enumerate()
-            .map(|(k, e)| (e.name.as_str(), k))
-            .collect();
-        Index { entries, last }
-    }
-
-    /// The entry `np.load` reads for `name`: the last named exactly so,
-    /// else the last named `name.npy`.
-    fn pick(&self, name: &str) -> Option<&'e zip::Entry<'a>> {
-        let k = self
-            .last
-            .get(name)
-            .or_else(|| self.last.get(format!("{name}.npy").as_str()));
-        k.map(|&k| &self.entries[k])
-    }
-
-    /// The names `np.load` gives the arrays (an entry's name without
-    /// `.npy`), once each, in the order of their first entries: entries
-    /// `np.load` would hand back as bytes (no `.npy` magic) are left out,
-    /// found by inflating their first bytes only. An `.npy` entry whose
-    /// bytes cannot be read is kept, so that loading it says why.
-    fn array_names(&self) -> Vec<String> {
-        let mut seen = std::collections::HashSet::new();
-        let mut names = Vec::new();
-        for e in self.entries {
-            let name = e.name.strip_suffix(".npy").unwrap_or(&e.name);
-            if !seen.insert(name) {
-                continue;
-            }
-            let array = self.pick(name).is_some_and(|p| {
-                p.starts_with(npy::MAGIC)
-                    .unwrap_or_else(|| p.name.ends_with(".npy"))
-            });
-            if array {
-                names.push(name.to_string());
-            }
-        }
-        names
-    }
-}
-
-/// The array of `entry` (`np.load`'s pick for `name`) as a tensor on
-/// `device`.
-///
-/// # Errors
-/// `Error::Argument` when there is no such entry; `Error::Format` for an
-/// entry that is not an `.npy` file or does not inflate; as
-/// [`from_npy_bytes`](super::from_npy_bytes); each naming the array.
-fn load_entry(
-    op: &'static str,
-    entry: Option<&zip::Entry<'_>>,
-    name: &str,
-    device: &Device,
-) -> Result<Tensor> {
-    let Some(entry) = entry else {
-        return Err(Error::argument(op, format!("no array named {name:?}")));
-    };
-    let contents = entry.contents(op)?;
-    if !contents.starts_with(npy::MAGIC) {
-        return Err(Error::format(op, "not an .npy array").in_tensor(name));
-    }
-    npy::read(op, &contents, device).map_err(|e| e.named(op).in_tensor(name))
 }
 
 /// An `.npz` archive read one array at a time, as `np.load` reads one (its
@@ -132,7 +55,12 @@ fn load_entry(
 /// ```
 pub struct Npz<'a> {
     bytes: Cow<'a, [u8]>,
+    entries: Vec<zip::Entry>,
+    /// Each entry name's last entry (the one `np.load` reads).
+    last: HashMap<String, usize>,
     names: Vec<String>,
+    /// The file it was read from, which errors name.
+    path: Option<String>,
 }
 
 impl<'a> Npz<'a> {
@@ -141,39 +69,99 @@ impl<'a> Npz<'a> {
     /// # Errors
     /// `Error::Format` naming `Npz::from_bytes` for a malformed archive.
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Npz<'a>> {
-        Npz::new("Npz::from_bytes", Cow::Borrowed(bytes))
+        Npz::new("Npz::from_bytes", Cow::Borrowed(bytes), None)
     }
 
-    fn new(op: &'static str, bytes: Cow<'a, [u8]>) -> Result<Npz<'a>> {
-        let names = Index::new(&zip::entries(op, &bytes)?).array_names();
-        Ok(Npz { bytes, names })
+    fn new(op: &'static str, bytes: Cow<'a, [u8]>, path: Option<String>) -> Result<Npz<'a>> {
+        let entries = zip::entries(op, &bytes)?;
+        let last = entries
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (e.name.clone(), k))
+            .collect();
+        let mut npz = Npz {
+            bytes,
+            entries,
+            last,
+            names: Vec::new(),
+            path,
+        };
+        npz.names = npz.array_keys();
+        Ok(npz)
     }
 
-    /// The names of the archive's arrays (NumPy's `files`, less entries
-    /// that are not arrays), once each, in the archive's order.
+    /// The entry `np.load` reads for `key`: the last named exactly so,
+    /// else the last named `key.npy`.
+    fn pick(&self, key: &str) -> Option<usize> {
+        let exact = self.last.get(key);
+        exact
+            .or_else(|| self.last.get(&format!("{key}.npy")))
+            .copied()
+    }
+
+    /// The key `np.load` reaches each array entry by (its name without
+    /// `.npy`, else its whole name where the shorter one reaches another
+    /// entry), in the archive's order; entries no key reaches (an earlier
+    /// entry of a name given twice) and entries `np.load` hands back as
+    /// bytes (no `.npy` magic, found by inflating their first bytes) are
+    /// left out. An `.npy` entry whose bytes cannot be read is kept, so
+    /// that loading it says why.
+    fn array_keys(&self) -> Vec<String> {
+        let mut keys = Vec::new();
+        for (k, e) in self.entries.iter().enumerate() {
+            let short = e.name.strip_suffix(".npy").unwrap_or(&e.name);
+            let Some(key) = [short, e.name.as_str()]
+                .into_iter()
+                .find(|key| self.pick(key) == Some(k))
+            else {
+                continue;
+            };
+            let array = e
+                .starts_with(&self.bytes, npy::MAGIC)
+                .unwrap_or_else(|| e.name.ends_with(".npy"));
+            if array {
+                keys.push(key.to_string());
+            }
+        }
+        keys
+    }
+
+    /// The keys of the archive's arrays, in the archive's order: NumPy's
+    /// `files` less members that are not arrays, each array under the key
+    /// `np.load(..)[key]` reads it by (its member name without `.npy`,
+    /// or with it where the shorter key reads another member).
     pub fn names(&self) -> &[String] {
         &self.names
     }
 
-    /// The array named `name` (as `np.load(..)[name]` reads it) as a
-    /// tensor on `device`.
+    /// The array `np.load(..)[key]` reads (the member named `key`, else
+    /// `key.npy`) as a tensor on `device`.
     ///
     /// # Errors
-    /// `Error::Argument` for a name the archive has no array of; as
-    /// [`from_npz_bytes`] for that array.
-    pub fn load(&self, name: &str, device: &Device) -> Result<Tensor> {
-        const OP: &str = "Npz::load";
-        if self.names.iter().any(|n| n == name) {
-            let entries = zip::entries(OP, &self.bytes)?;
-            return load_entry(OP, Index::new(&entries).pick(name), name, device);
+    /// `Error::Argument` for a key that reaches no member; `Error::Format`
+    /// for a member that is not an `.npy` array (NumPy hands back its
+    /// bytes); as [`from_npz_bytes`] for an array; each naming the array
+    /// and, for an archive opened from a file, the file.
+    pub fn load(&self, key: &str, device: &Device) -> Result<Tensor> {
+        self.load_as("Npz::load", key, device)
+            .map_err(|e| match &self.path {
+                Some(path) => e.about(path),
+                None => e,
+            })
+    }
+
+    fn load_as(&self, op: &'static str, key: &str, device: &Device) -> Result<Tensor> {
+        let Some(k) = self.pick(key) else {
+            return Err(Error::argument(
+                op,
+                format!("no array named {key:?}; the archive holds {:?}", self.names),
+            ));
+        };
+        let contents = self.entries[k].contents(op, &self.bytes)?;
+        if !contents.starts_with(npy::MAGIC) {
+            return Err(Error::format(op, "not an .npy array").in_tensor(key));
         }
-        Err(Error::argument(
-            OP,
-            format!(
-                "no array named {name:?}; the archive holds {:?}",
-                self.names
-            ),
-        ))
+        npy::read(op, &contents, device).map_err(|e| e.named(op).in_tensor(key))
     }
 }
 
@@ -186,7 +174,9 @@ impl Npz<'static> {
     /// malformed archive, naming the path.
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Npz<'static>> {
         const OP: &str = "Npz::open";
-        super::files::load_file(OP, path.as_ref(), |b| Npz::new(OP, Cow::Owned(b)))
+        let path = path.as_ref();
+        let shown = Some(path.display().to_string());
+        super::files::load_file(OP, path, |b| Npz::new(OP, Cow::Owned(b), shown))
     }
 }
 

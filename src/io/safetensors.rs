@@ -134,6 +134,8 @@ pub struct Safetensors<'a> {
     names: Vec<String>,
     /// Where the data the entries' ranges index starts.
     data_at: usize,
+    /// The file it was read from, which errors name.
+    path: Option<String>,
 }
 
 impl<'a> Safetensors<'a> {
@@ -143,10 +145,14 @@ impl<'a> Safetensors<'a> {
     /// `Error::Format` naming `Safetensors::from_bytes` for a malformed
     /// header.
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Safetensors<'a>> {
-        Safetensors::new("Safetensors::from_bytes", Cow::Borrowed(bytes))
+        Safetensors::new("Safetensors::from_bytes", Cow::Borrowed(bytes), None)
     }
 
-    fn new(op: &'static str, bytes: Cow<'a, [u8]>) -> Result<Safetensors<'a>> {
+    fn new(
+        op: &'static str,
+        bytes: Cow<'a, [u8]>,
+        path: Option<String>,
+    ) -> Result<Safetensors<'a>> {
         let (entries, data) = header::entries(op, &bytes)?;
         let data_at = bytes.len() - data.len();
         let names = entries.iter().map(|e| e.name.clone()).collect();
@@ -155,6 +161,7 @@ impl<'a> Safetensors<'a> {
             entries,
             names,
             data_at,
+            path,
         })
     }
 
@@ -167,17 +174,21 @@ impl<'a> Safetensors<'a> {
     ///
     /// # Errors
     /// `Error::Argument` for a name the file has no tensor of; as
-    /// [`from_safetensors_bytes`] for that tensor.
+    /// [`from_safetensors_bytes`] for that tensor; each naming, for a file
+    /// opened from a path, the file.
     pub fn load(&self, name: &str, device: &Device) -> Result<Tensor> {
         const OP: &str = "Safetensors::load";
-        let Ok(k) = self.names.binary_search_by(|n| n.as_str().cmp(name)) else {
-            return Err(Error::argument(
+        let loaded = match self.names.binary_search_by(|n| n.as_str().cmp(name)) {
+            Ok(k) => load_entry(OP, &self.entries[k], &self.bytes[self.data_at..], device),
+            Err(_) => Err(Error::argument(
                 OP,
                 format!("no tensor named {name:?}; the file holds {:?}", self.names),
-            ));
+            )),
         };
-        let data = &self.bytes[self.data_at..];
-        load_entry(OP, &self.entries[k], data, device)
+        loaded.map_err(|e| match &self.path {
+            Some(path) => e.about(path),
+            None => e,
+        })
     }
 }
 
@@ -190,7 +201,9 @@ impl Safetensors<'static> {
     /// `Error::Format` for a malformed header, naming the path.
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Safetensors<'static>> {
         const OP: &str = "Safetensors::open";
-        super::files::load_file(OP, path.as_ref(), |b| Safetensors::new(OP, Cow::Owned(b)))
+        let path = path.as_ref();
+        let shown = Some(path.display().to_string());
+        super::files::load_file(OP, path, |b| Safetensors::new(OP, Cow::Owned(b), shown))
     }
 }
 

@@ -137,13 +137,13 @@ pub(crate) fn write(op: &'static str, entries: &[(String, Vec<u8>)]) -> Result<V
 }
 
 /// One entry of a zip archive, as its central directory and local header
-/// describe it: its bytes are still in the archive.
-pub(crate) struct Entry<'a> {
+/// describe it: its bytes are still in the archive, at `data`.
+pub(crate) struct Entry {
     pub name: String,
     method: u16,
     crc: u32,
     size: u64,
-    data: &'a [u8],
+    data: std::ops::Range<usize>,
 }
 
 /// The zip64 end of central directory locator and record.
@@ -172,7 +172,7 @@ fn span(bytes: &[u8], at: u64, len: u64) -> Option<&[u8]> {
 ///
 /// # Errors
 /// `Error::Format` naming `op` for a malformed archive.
-pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry<'a>>> {
+pub(crate) fn entries(op: &'static str, bytes: &[u8]) -> Result<Vec<Entry>> {
     let bad = |what: &str| Error::format(op, format!("not a readable zip archive: {what}"));
     // The end record is the last 22 bytes plus a comment of up to 64 KiB.
     let end = (0..=bytes.len().saturating_sub(22))
@@ -234,6 +234,8 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
         let name = bytes
             .get(name_at..name_at + name_len)
             .ok_or_else(|| bad("a short name"))?;
+        // Cut at a NUL, as Python's zipfile reads a name.
+        let name = name.split(|&b| b == 0).next().unwrap_or_default();
         let name = match utf8 || name.is_ascii() {
             true => String::from_utf8_lossy(name).into_owned(),
             false => cp437(name),
@@ -270,7 +272,8 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
             30 + u16_at(header, 26).unwrap_or(0) as u64 + u16_at(header, 28).unwrap_or(0) as u64;
         let data = local
             .checked_add(header_len)
-            .and_then(|data_at| span(bytes, data_at, packed))
+            .filter(|&data_at| span(bytes, data_at, packed).is_some())
+            .map(|data_at| data_at as usize..(data_at + packed) as usize)
             .ok_or_else(|| bad(&format!("entry {name:?} runs past the end")))?;
         extents.push((local, local + header_len + packed));
         entries.push(Entry {
@@ -293,48 +296,52 @@ pub(crate) fn entries<'a>(op: &'static str, bytes: &'a [u8]) -> Result<Vec<Entry
     Ok(entries)
 }
 
-impl<'a> Entry<'a> {
+impl Entry {
     /// True when its compression is one [`Entry::contents`] reads (stored
     /// or deflate).
     pub fn readable(&self) -> bool {
         matches!(self.method, 0 | 8)
     }
 
-    /// Whether the entry's bytes start with `prefix`, inflating no more
-    /// than its length (a member checked for a magic number is not
-    /// inflated whole); `None` for a compression not read or a stream
-    /// that does not inflate that far.
-    pub fn starts_with(&self, prefix: &[u8]) -> Option<bool> {
+    /// Whether the entry's bytes (in `archive`, the bytes [`entries`]
+    /// read) start with `prefix`, inflating no more than its length (a
+    /// member checked for a magic number is not inflated whole); `None`
+    /// for a compression not read or a stream that does not inflate that
+    /// far.
+    pub fn starts_with(&self, archive: &[u8], prefix: &[u8]) -> Option<bool> {
+        let data = &archive[self.data.clone()];
+        if self.size < prefix.len() as u64 {
+            return Some(false);
+        }
         match self.method {
-            0 => Some(self.data.starts_with(prefix)),
+            0 => Some(data.starts_with(prefix)),
             8 => {
                 let mut head = vec![0u8; prefix.len()];
                 let mut state = Box::<DecompressorOxide>::default();
                 let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
-                let (status, _, written) = decompress(&mut state, self.data, &mut head, 0, flags);
-                let inflated = matches!(status, TINFLStatus::Done | TINFLStatus::HasMoreOutput);
-                match (inflated, written == prefix.len()) {
-                    (true, true) => Some(head == prefix),
-                    // A stream shorter than the prefix holds no match.
-                    (true, false) if status == TINFLStatus::Done => Some(false),
-                    _ => None,
-                }
+                let (_, _, written) = decompress(&mut state, data, &mut head, 0, flags);
+                (written == prefix.len()).then(|| head == prefix)
             }
             _ => None,
         }
     }
 
-    /// The entry's bytes: a stored entry's as they lie in the archive, a
-    /// deflated one's inflated into one buffer of its recorded size (never
-    /// more than deflate can produce from its bytes), CRC checked.
+    /// The entry's bytes (in `archive`, the bytes [`entries`] read): a
+    /// stored entry's as they lie in the archive, a deflated one's
+    /// inflated into one buffer of its recorded size (never more than
+    /// deflate can produce from its bytes), CRC checked. A deflate stream
+    /// that ends without a final block (a sync flush, as some writers
+    /// leave it) is read as far as its recorded size, as Python's zipfile
+    /// reads it.
     ///
     /// # Errors
     /// `Error::Format` naming `op` for a compression other than stored and
     /// deflate, or data that does not inflate to its recorded size or fails
     /// its CRC; `Error::OutOfMemory` when the host
     /// cannot hold the inflated bytes.
-    pub fn contents(&self, op: &'static str) -> Result<Cow<'a, [u8]>> {
+    pub fn contents<'a>(&self, op: &'static str, archive: &'a [u8]) -> Result<Cow<'a, [u8]>> {
         let name = &self.name;
+        let packed = &archive[self.data.clone()];
         let bad = |what: &str| {
             Error::format(
                 op,
@@ -348,17 +355,17 @@ impl<'a> Entry<'a> {
             )));
         }
         // An empty deflated entry may hold no deflate stream at all.
-        let data: Cow<'a, [u8]> = if self.method == 0 || (self.size == 0 && self.data.is_empty()) {
-            Cow::Borrowed(self.data)
+        let data: Cow<'a, [u8]> = if self.method == 0 || (self.size == 0 && packed.is_empty()) {
+            Cow::Borrowed(packed)
         } else {
-            let most = (self.data.len() as u64)
+            let most = (packed.len() as u64)
                 .saturating_mul(MAX_DEFLATE_RATIO)
                 .saturating_add(1024);
             if self.size > most {
                 return Err(bad(&format!(
                     "claims {} bytes, more than its {} deflated bytes can hold",
                     self.size,
-                    self.data.len()
+                    packed.len()
                 )));
             }
             let size =
@@ -368,9 +375,13 @@ impl<'a> Entry<'a> {
             let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
             // Only the status is reported: a decompressor's error value can
             // carry every byte it inflated.
-            let (status, _, written) = decompress(&mut state, self.data, &mut out, 0, flags);
+            let (status, _, written) = decompress(&mut state, packed, &mut out, 0, flags);
             match status {
                 TINFLStatus::Done if written == size => {}
+                // The input ran out with every recorded byte written: a
+                // stream without its final block (the CRC below checks it).
+                TINFLStatus::FailedCannotMakeProgress | TINFLStatus::NeedsMoreInput
+                    if written == size => {}
                 TINFLStatus::Done => return Err(bad("fails its size check")),
                 TINFLStatus::HasMoreOutput => return Err(bad("inflates past its recorded size")),
                 other => return Err(bad(&format!("does not inflate ({other:?})"))),
@@ -410,7 +421,7 @@ fn cp437(name: &[u8]) -> String {
 pub(crate) fn read(op: &'static str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     entries(op, bytes)?
         .iter()
-        .map(|e| Ok((e.name.clone(), e.contents(op)?.into_owned())))
+        .map(|e| Ok((e.name.clone(), e.contents(op, bytes)?.into_owned())))
         .collect()
 }
 

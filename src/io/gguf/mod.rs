@@ -187,14 +187,20 @@ impl Gguf {
                 format!("tensors dequantize to a float dtype, not {dtype}"),
             ));
         }
+        // Made and converted on the host, then moved: an f64 tensor
+        // dequantizes to f32 onto a GPU, which holds no f64.
+        let host = Device::cpu();
         let plain = if t.ggml_type.is_quantized() {
             let values = crate::quant::dequantize(OP, t.ggml_type, self.tensor_bytes(name)?)
                 .map_err(|e| e.in_tensor(name))?;
-            Tensor::from_vec(values, t.shape.clone(), device)?
+            Tensor::from_vec(values, t.shape.clone(), &host)?
         } else {
-            self.tensor(name, device).map_err(|e| e.named(OP))?
+            self.tensor(name, &host).map_err(|e| e.named(OP))?
         };
-        plain.to_dtype(dtype)
+        plain
+            .to_dtype(dtype)
+            .and_then(|t| t.to_device(device))
+            .map_err(|e| e.named(OP).in_tensor(name))
     }
 
     /// The quantized tensor `name` on `device`, its blocks as the file
