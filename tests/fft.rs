@@ -812,6 +812,43 @@ fn prime_lines_whose_padded_convolution_fills_a_binding_go_one_by_one() {
         let got = got.to_device(&cpu).unwrap();
         assert_spectrum(&got, &want, n, label);
     }
+    // Parts sized by what a composed transform makes, not only by its
+    // input and output: Bluestein's in-kernel table (2m + n c64) past a
+    // binding takes the composed path (1361 at 64 KiB: an 81,920-byte
+    // table), and the whole spectrum of a real transform (c64 lines of n,
+    // twice the output's bytes) is cut to fit one binding.
+    /// A binding, a kernel line, the input's dims, n and the op.
+    type Case = (u64, Option<usize>, [usize; 2], usize, &'static str);
+    let cases: [Case; 5] = [
+        (64 << 10, None, [1, 1361], 1361, "fft"),
+        (64 << 10, None, [3, 1361], 1361, "rfft"),
+        (64 << 10, Some(16), [12, 1024], 1024, "rfft"),
+        (64 << 10, Some(16), [12, 513], 1024, "irfft"),
+        (128 << 10, None, [9, 1020], 2039, "irfft"),
+    ];
+    for (binding, max_fft_line, dims, n, op) in cases {
+        let Some(small) = common::own_gpu(webtensor::GpuOptions {
+            max_binding_bytes: Some(binding),
+            max_fft_line,
+            ..Default::default()
+        }) else {
+            return;
+        };
+        let count = dims[0] * dims[1];
+        let values = noise(2 * count, 80);
+        let re = Tensor::from_slice(&values[..count], dims, &cpu).unwrap();
+        let im = Tensor::from_slice(&values[count..], dims, &cpu).unwrap();
+        let z = Tensor::complex(&re, &im).unwrap();
+        let run = |t: &Tensor| match op {
+            "fft" => t.fft(-1),
+            "rfft" => t.real().and_then(|r| r.rfft(-1)),
+            _ => t.irfft(Fft::along(-1).size(n)),
+        };
+        let want = run(&z).unwrap();
+        let got = run(&z.to_device(&small).unwrap()).unwrap();
+        let what = format!("{op} of {dims:?} (n {n}) at a {binding}-byte binding");
+        assert_spectrum(&got.to_device(&cpu).unwrap(), &want, n, &what);
+    }
     // Under a memory cap that holds the input and output but not a padded
     // line, the error names the op called (it named the composed steps').
     let x = z.to_device(&gpu).unwrap();

@@ -98,19 +98,27 @@ impl Lines {
         let Some((longest, largest_prime)) = fft_line_limit(&x.storage()) else {
             return self.call(x, out, None);
         };
+        let limit = x.gpu_binding_limit().unwrap_or(u64::MAX);
         let direct = self.n <= longest && smooth(self.n, largest_prime);
         // Bluestein's algorithm in the kernel: the input read as it lies
         // (zeros past it), only the outputs kept written.
         let chirped = !smooth(self.n, largest_prime)
             && self.read != FftRead::Hermitian
-            && chirp_len(self.n) <= longest;
+            && chirp_fits(self.n, longest, limit);
         // Views over more than one storage binding go in parts across their
         // lines (a line longer than half a binding is an error). A part of
         // the input whose lines interleave with others' (the columns of a
         // tall matrix: each line strided across the whole buffer) is
         // copied to a compact one first; the output's parts bound its size.
+        // A composed transform's complex lines of `n` (the whole spectrum
+        // of a real one, the four-step's middle) fit one binding a part.
         let last = x.rank() - 1;
-        for_each_part_across(&[x.clone(), out.clone()], last, usize::MAX, &mut |p| {
+        let whole_line = (self.n * DType::C64.size_in_bytes()) as u64;
+        let lines = match direct || chirped {
+            true => usize::MAX,
+            false => (limit / whole_line.max(1)).max(1) as usize,
+        };
+        for_each_part_across(&[x.clone(), out.clone()], last, lines, &mut |p| {
             let input = match p[0].binding_cut() {
                 Some(_) => p[0].contiguous()?,
                 None => p[0].clone(),
@@ -248,7 +256,8 @@ impl Lines {
     /// binding limit is a power of two; past one, `Error::TooLarge`).
     fn bluestein(&self, x: &Tensor, out: &Tensor, longest: usize) -> Result<()> {
         let m = chirp_len(self.n);
-        if m <= longest {
+        let limit = x.gpu_binding_limit().unwrap_or(u64::MAX);
+        if chirp_fits(self.n, longest, limit) {
             return self.call_chirped(x, out);
         }
         // Each padded line starts a whole line into a fresh buffer, so any
@@ -330,6 +339,16 @@ fn four_step_split(n: usize, longest: usize) -> usize {
         .find(|d| n.is_multiple_of(*d))
         .or_else(|| (2..=longest.min(n)).rev().find(|d| n.is_multiple_of(*d)))
         .unwrap_or(n)
+}
+
+/// True when Bluestein's algorithm for `n` points runs in one kernel: its
+/// convolution (`m` points) fits a kernel's line (`longest`) and its table
+/// (`m` twiddles, the chirp and the kernel: `2m + n` c64) one storage
+/// binding of `limit` bytes.
+fn chirp_fits(n: usize, longest: usize, limit: u64) -> bool {
+    let m = chirp_len(n);
+    let table = ((2 * m + n) * DType::C64.size_in_bytes()) as u64;
+    m <= longest && table <= limit
 }
 
 /// True when every prime factor of `n` is at most `largest`.
