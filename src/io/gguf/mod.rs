@@ -187,19 +187,15 @@ impl Gguf {
                 format!("tensors dequantize to a float dtype, not {dtype}"),
             ));
         }
-        // Made and converted on the host, then moved: an f64 tensor
-        // dequantizes to f32 onto a GPU, which holds no f64.
-        let host = Device::cpu();
         let plain = if t.ggml_type.is_quantized() {
             let values = crate::quant::dequantize(OP, t.ggml_type, self.tensor_bytes(name)?)
                 .map_err(|e| e.in_tensor(name))?;
-            Tensor::from_vec(values, t.shape.clone(), &host)?
+            Tensor::from_vec(values, t.shape.clone(), device)
         } else {
-            self.tensor(name, &host).map_err(|e| e.named(OP))?
+            self.tensor(name, device)
         };
         plain
-            .to_dtype(dtype)
-            .and_then(|t| t.to_device(device))
+            .and_then(|t| t.to_dtype(dtype))
             .map_err(|e| e.named(OP).in_tensor(name))
     }
 
