@@ -263,18 +263,15 @@ impl Lines {
         // Each padded line starts a whole line into a fresh buffer, so any
         // count of lines within the limit binds at once.
         let line_bytes = (m * DType::C64.size_in_bytes()) as u64;
-        let per_part = match x.gpu_binding_limit() {
-            None => usize::MAX,
-            Some(limit) if line_bytes > limit => {
-                return Err(Error::TooLarge {
-                    op: self.op,
-                    what: "bytes of one padded line of a prime-length transform",
-                    requested: line_bytes,
-                    limit,
-                });
-            }
-            Some(limit) => (limit / line_bytes) as usize,
-        };
+        if line_bytes > limit {
+            return Err(Error::TooLarge {
+                op: self.op,
+                what: "bytes of one padded line of a prime-length transform",
+                requested: line_bytes,
+                limit,
+            });
+        }
+        let per_part = usize::try_from(limit / line_bytes).unwrap_or(usize::MAX);
         let last = x.rank() - 1;
         for_each_part_across(&[x.clone(), out.clone()], last, per_part, &mut |p| {
             self.bluestein_lines(&p[0], &p[1], m)
