@@ -2340,6 +2340,120 @@ fn the_pooling_kernel_matches_the_cpu_bit_for_bit() {
     }
 }
 
+/// PyTorch's `adaptive_avg_pool2d` of planes of `[h, w]` in `v` (row-major,
+/// one after another), as its kernels compute it: each bin's elements
+/// added to +0 in f32 in row-major order, the sum divided by the bin's
+/// height and then by its width, rounded once to `dtype`.
+fn adaptive_reference(
+    v: &[f32],
+    [h, w]: [usize; 2],
+    [oh, ow]: [usize; 2],
+    dtype: DType,
+) -> Vec<f32> {
+    let bin = |o: usize, n: usize, m: usize| (o * n / m, ((o + 1) * n).div_ceil(m));
+    let round = |x: f32| match dtype {
+        DType::F16 => half::f16::from_f32(x).to_f32(),
+        DType::BF16 => half::bf16::from_f32(x).to_f32(),
+        _ => x,
+    };
+    let mut out = Vec::new();
+    for plane in v.chunks(h * w) {
+        for oy in 0..oh {
+            let (y0, y1) = bin(oy, h, oh);
+            for ox in 0..ow {
+                let (x0, x1) = bin(ox, w, ow);
+                let mut sum = 0.0f32;
+                for y in y0..y1 {
+                    for x in x0..x1 {
+                        sum += plane[y * w + x];
+                    }
+                }
+                out.push(round(sum / (y1 - y0) as f32 / (x1 - x0) as f32));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_adaptive_pooling_kernel_adds_in_pytorchs_order() {
+    // On a GPU, bins of up to 256 elements are one kernel that adds each
+    // bin in PyTorch's row-major order and divides as PyTorch does: bit
+    // for bit against that order on the host, over every view (the
+    // values read back, so f16's rounding is the view's), with
+    // infinities, NaN and signed zeros among noise; bins of one length,
+    // of two and three lengths, one element a bin on one axis, more bins
+    // than elements, f32, f16 (native and packed) and bf16; and a
+    // broadcast view of the highest rank (six leading axes).
+    let gpus: Vec<Device> = common::gpu()
+        .into_iter()
+        .chain(common::gpu_packed_f16())
+        .collect();
+    let mut v = noise(2 * 3 * 14 * 18, 19);
+    v[5] = f32::INFINITY;
+    v[40] = f32::NAN;
+    v[77] = f32::NEG_INFINITY;
+    v[78] = -0.0;
+    v[79] = 0.0;
+    let bins = [
+        [3usize, 4],
+        [5, 2],
+        [7, 3],
+        [2, 9],
+        [10, 12],
+        [1, 5],
+        [6, 7],
+    ];
+    let mut ran = 0;
+    for gpu in &gpus {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let x = Tensor::from_slice(&v, [2, 3, 14, 18], gpu)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            for (name, view) in image_views(&x, true) {
+                let d = view.dims().to_vec();
+                let values = common::read_f32(&view);
+                for out in bins {
+                    let got = view.adaptive_avg_pool2d(out).unwrap();
+                    assert_eq!(got.dims(), [d[0], d[1], out[0], out[1]]);
+                    assert_eq!(got.dtype(), dtype);
+                    let want = adaptive_reference(&values, [d[2], d[3]], out, dtype);
+                    let want: Vec<u32> = want
+                        .iter()
+                        .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+                        .collect();
+                    assert!(
+                        float_bits(&got) == want,
+                        "{gpu} {dtype} {name} {out:?}:\n{:?}",
+                        common::read_f32(&got)
+                    );
+                    ran += 1;
+                }
+            }
+            let plane = x.slice(s![1, 2, 3..10, 5..14]).unwrap();
+            let values = common::read_f32(&plane);
+            let deep = plane.broadcast_to([2, 1, 1, 3, 1, 2, 7, 9]).unwrap();
+            let got = deep.adaptive_avg_pool2d([3, 4]).unwrap();
+            let want = adaptive_reference(&values, [7, 9], [3, 4], dtype);
+            let got = common::read_f32(&got);
+            assert_eq!(got.len(), 12 * want.len());
+            for (k, part) in got.chunks(want.len()).enumerate() {
+                assert!(
+                    part.iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{gpu} {dtype} 8-D copy {k}: {part:?}, want {want:?}"
+                );
+            }
+        }
+    }
+    assert!(
+        gpus.is_empty() || ran >= 7 * 7 * 3 * gpus.len(),
+        "{ran} cases"
+    );
+}
+
 /// The GPU's one-pass depthwise convolution against the CPU's composed
 /// one, bit for bit (any NaN as NaN): channel multipliers 1 and 2,
 /// strides, padding (`same` too), dilation, a bias (f32, f16) or none, an

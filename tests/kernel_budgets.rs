@@ -1061,23 +1061,35 @@ fn a_sync_after_a_gather_is_one_submit_and_one_readback() {
 }
 
 #[test]
-fn an_adaptive_average_pooling_is_a_few_kernels_whatever_its_bins() {
+fn an_adaptive_average_pooling_is_one_kernel_or_a_few_whatever_its_bins() {
     // Bins of two lengths were a gather and an add per position of the
-    // longest bin: 667k dispatches for a million-long axis in 3 bins.
-    // Now each axis's bins are taken whole and summed (a padded copy, the
-    // take, the sum, its +0; then the two divisions: 12 kernels for two
-    // axes of bins of two lengths, 11 fused), so a long axis costs what a short
-    // one does.
+    // longest bin: 667k dispatches for a million-long axis in 3 bins;
+    // then each axis's bins taken whole and summed (a padded copy, an
+    // uploaded table of taps, the take, the sum, its +0, an uploaded table
+    // of lengths and two divisions: 11 or 12 kernels). Now bins of up to
+    // 256 elements are the pooling kernel's (each output finds its bin),
+    // of any view and 16-bit type: one dispatch, nothing uploaded. Longer
+    // bins are summed by reductions, a few kernels whatever the axis's
+    // length.
     for (name, dev) in gpus() {
-        let short = Tensor::rand([2, 3, 7, 10], DType::F32, 5, &dev).unwrap();
+        let short = Tensor::rand([2, 3, 10, 7], DType::F32, 5, &dev).unwrap();
+        let view = short.transpose(-1, -2).unwrap();
+        for out in [[3, 4], [5, 5], [10, 13], [2, 1]] {
+            let d = cost(&dev, &|| view.adaptive_avg_pool2d(out).unwrap());
+            assert_budget(&format!("{name}: 7x10 -> {out:?} of a view"), &d, 1);
+        }
+        let half = short.to_dtype(DType::F16).unwrap();
+        let d = cost(&dev, &|| half.adaptive_avg_pool2d([3, 4]).unwrap());
+        assert_budget(&format!("{name}: f16 7x10 -> 3x4"), &d, 1);
         let long = Tensor::rand([1, 2, 5, 100_003], DType::F32, 6, &dev).unwrap();
-        let small = cost(&dev, &|| short.adaptive_avg_pool2d([3, 4]).unwrap());
+        let longer = Tensor::rand([1, 2, 5, 300_007], DType::F32, 6, &dev).unwrap();
         let large = cost(&dev, &|| long.adaptive_avg_pool2d([3, 3]).unwrap());
+        let larger = cost(&dev, &|| longer.adaptive_avg_pool2d([3, 3]).unwrap());
         assert!(
-            small.dispatches <= 12 && large.dispatches == small.dispatches,
-            "{name}: {} dispatches for 7x10 -> 3x4, {} for 5x100003 -> 3x3",
-            small.dispatches,
-            large.dispatches
+            large.dispatches <= 12 && larger.dispatches == large.dispatches,
+            "{name}: {} dispatches for 5x100003 -> 3x3, {} for 5x300007",
+            large.dispatches,
+            larger.dispatches
         );
         assert_eq!(large.readbacks, 1, "{name}");
     }

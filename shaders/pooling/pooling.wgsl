@@ -1,5 +1,6 @@
-// Max and average pooling over the last two axes in one pass (PyTorch's
-// `max_pool2d` and `avg_pool2d`), specialised by gpu/pooling/, which
+// Max, average and adaptive average pooling over the last two axes in one
+// pass (PyTorch's `max_pool2d`, `avg_pool2d` and `adaptive_avg_pool2d`),
+// specialised by gpu/pooling/, which
 // fills the {{...}} slots:
 //   PRELUDE   `enable f16;` where needed, `struct Params` bound at 0, and
 //             kernel/math.wgsl
@@ -16,7 +17,9 @@
 // first of equals (NaN wins); an average adds the taps to 0, then divides
 // by the window's count exactly. Padding, and the space a ceil-mode
 // window reaches past the input, read as -inf for a maximum and 0 for an
-// average.
+// average. An adaptive output (`params.adaptive`) adds its bin's elements
+// to 0 in row-major order, then divides by the bin's height and then by
+// its width, as PyTorch's kernels do.
 {{PRELUDE}}
 {{BINDINGS}}
 {{ACCESS}}
@@ -48,6 +51,37 @@ fn count(o: u32, stride: u32, taps: u32, size: u32, pad: u32) -> u32 {
     return select(0u, end - first, end > first);
 }
 
+// The bin of output `o` of `m` along an axis of `n` inputs (PyTorch's
+// adaptive pooling): `floor(o n / m)..ceil((o + 1) n / m)`. The launcher
+// keeps `m (n + 1)` within 2^32, so no product wraps.
+fn bin(o: u32, n: u32, m: u32) -> vec2<u32> {
+    return vec2<u32>(o * n / m, ((o + 1u) * n + m - 1u) / m);
+}
+
+// The mean of output (oy, ox)'s adaptive bin in the image at `base`: one
+// loop over the bin's elements, row after row (at most 256, within the
+// loop budget).
+fn adaptive_mean(base: i32, oy: u32, ox: u32) -> f32 {
+    let ys = bin(oy, params.in_h, params.out_h);
+    let xs = bin(ox, params.in_w, params.out_w);
+    let h = ys.y - ys.x;
+    let w = xs.y - xs.x;
+    var acc = 0.0;
+    var i = 0u;
+    var j = 0u;
+    for (var t = 0u; t < h * w; t++) {
+        let y = i32(ys.x + i);
+        let x = i32(xs.x + j);
+        acc = acc + load_x(u32(base + y * params.x_hs + x * params.x_ws));
+        j += 1u;
+        if (j == w) {
+            j = 0u;
+            i += 1u;
+        }
+    }
+    return div_f32(div_f32(acc, f32(h)), f32(w));
+}
+
 // Outputs a thread writes: OUTS of one row, `params.segment` (the row's
 // width over OUTS, rounded up) apart, so that neighbouring threads read
 // and write neighbouring elements, and a thread finds its row and image
@@ -77,7 +111,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         var acc: f32;
         var i = 0u;
         var j = 0u;
-        if (params.average == 0u) {
+        if (params.adaptive != 0u) {
+            acc = adaptive_mean(base, oy, ox);
+        } else if (params.average == 0u) {
             let neg_inf = f32_from_bits(0xff800000u);
             acc = tap(base, oy, ox, 0u, 0u, neg_inf);
             for (var t = 1u; t < taps; t++) {

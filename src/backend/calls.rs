@@ -403,6 +403,11 @@ pub(crate) struct PoolCall<'a> {
     pub dilation: [usize; 2],
     /// Whether an average divides by the padding its window covers.
     pub count_include_pad: bool,
+    /// PyTorch's adaptive average: output `i` of an axis of `n` inputs and
+    /// `m` outputs averages inputs `floor(i n / m)..ceil((i + 1) n / m)`,
+    /// with `kernel` the longest such bin (stride, padding and dilation
+    /// unused), and `m (n + 1)` at most 2^32 on each axis.
+    pub adaptive: bool,
     pub input: TensorRef<'a>,
     pub out: TensorRef<'a>,
 }

@@ -6,10 +6,13 @@
 //! the CPU, and a GPU for views over more than one storage binding or
 //! windows past its kernel's loop budget, fold one strided view of the
 //! (padded) input per tap that reaches the input with `maximum` or `add`,
-//! in the same order; `adaptive_avg_pool2d` sums each axis's bins (one
-//! reduction over a split view where the bins are of one length, over the
-//! bins taken whole otherwise) and divides the sums by the bins' heights and
-//! then their widths, as PyTorch does.
+//! in the same order; `adaptive_avg_pool2d` is the same kernel on a GPU
+//! (each output's bin found in the kernel, its elements added in
+//! PyTorch's row-major order) where its bins fit the kernel's loop budget,
+//! and elsewhere sums each axis's bins (one reduction over a split view
+//! where the bins are of one length, over the bins taken whole otherwise);
+//! either way the sums are divided by the bins' heights and then their
+//! widths, as PyTorch does.
 
 use super::PadMode;
 use super::windows::{Pair, compute_dtype, outputs, padded_len, span, window};
@@ -358,12 +361,14 @@ impl Tensor {
     /// sizes cover any input. Each bin is summed whole (in f32 for f16 and
     /// bf16), then divided by its height and then by its width (one bin,
     /// `[1, 1]`, by its size: the mean), as PyTorch does, so a non-finite
-    /// input stays in its own bins. The sum runs along the rows first,
-    /// then along the columns of those sums, where PyTorch adds a bin's
-    /// elements in row-major order: the two round differently (by an ulp
-    /// or so), and a bin whose partial sums pass the type's range with
-    /// both signs can be NaN or finite where PyTorch's is infinite, or the
-    /// other way.
+    /// input stays in its own bins. On a GPU, f32, f16 and bf16 bins of up
+    /// to 256 elements are one kernel that adds each bin's elements in
+    /// PyTorch's row-major order. Elsewhere (the CPU, f64, larger bins,
+    /// which reductions sum faster) the sum runs along the rows first, then
+    /// along the columns of those sums: the two orders round differently
+    /// (by an ulp or so), and a bin whose partial sums pass the type's
+    /// range with both signs can be NaN or finite where PyTorch's is
+    /// infinite, or the other way.
     ///
     /// # Errors
     /// `Error::Shape` naming `adaptive_avg_pool2d` for fewer than 2 axes,
@@ -406,11 +411,15 @@ impl Tensor {
             // write through the result.
             return self.add_scalar(0.0);
         }
-        let mut x = self.to_dtype(compute)?;
         if size == [1, 1] {
             // PyTorch's one bin is the mean: the sum divided by its count.
+            let x = self.to_dtype(compute)?;
             return x.mean_keepdim([-2isize, -1])?.to_dtype(self.dtype());
         }
+        if let Some(out) = self.adaptive_in_one_pass([size[0], size[1]], &out_shape)? {
+            return Ok(out);
+        }
+        let mut x = self.to_dtype(compute)?;
         if r == MAX_RANK {
             // Each axis's bins take an axis more: the leading ones as one.
             let lead = self.dims()[..r - 2].iter().product::<usize>();
@@ -496,6 +505,65 @@ impl Tensor {
             pad: plan.p,
             dilation: plan.d,
             count_include_pad: pool.count_include_pad,
+            adaptive: false,
+            input: self.kernel_ref(self.layout().clone())?,
+            out: out.kernel_out(out.layout().clone())?,
+        })?;
+        Ok(Some(out))
+    }
+
+    /// On a GPU, `adaptive_avg_pool2d` into `size` bins (`out` the
+    /// output's shape) as one kernel, which finds each output's bin from
+    /// its position and adds the bin's elements in PyTorch's row-major
+    /// order: `None` where the op layer composes it instead (the CPU, f64,
+    /// views over more than one storage binding, bins that may hold more
+    /// than [`TILE_TAPS`] elements, or an axis whose bin bounds pass the
+    /// kernel's 32-bit products).
+    fn adaptive_in_one_pass(&self, size: [usize; 2], out: &Shape) -> Result<Option<Tensor>> {
+        const OP: &str = "adaptive_avg_pool2d";
+        let float = matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16);
+        if !self.device().is_gpu() || !float || self.binding_cut().is_some() {
+            return Ok(None);
+        }
+        let r = self.rank();
+        let mut longest = [0usize; 2];
+        for a in 0..2 {
+            let (n, m) = (self.dims()[r - 2 + a], size[a]);
+            // `bin` in pooling.wgsl: (o + 1) n + m - 1 < m (n + 1) in u32.
+            let fits = (m as u64)
+                .checked_mul(n as u64 + 1)
+                .is_some_and(|p| p <= 1 << 32);
+            if !fits {
+                return Ok(None);
+            }
+            // A bin spans at most ceil(n / m) + 1 elements (n / m where
+            // the bins tile the axis).
+            longest[a] = if n.is_multiple_of(m) {
+                n / m
+            } else {
+                n.div_ceil(m) + 1
+            };
+        }
+        // Larger bins are summed faster by reductions (as avg_pool2d's
+        // tiling windows are).
+        if longest[0].saturating_mul(longest[1]) > TILE_TAPS {
+            return Ok(None);
+        }
+        let out = Tensor::empty_dense(out.clone(), self.dtype(), self.device(), OP)?;
+        if out.numel() == 0 {
+            return Ok(Some(out));
+        }
+        if out.binding_cut().is_some() {
+            return Ok(None);
+        }
+        pool_kernel(&PoolCall {
+            average: true,
+            kernel: longest,
+            stride: [1, 1],
+            pad: [0, 0],
+            dilation: [1, 1],
+            count_include_pad: false,
+            adaptive: true,
             input: self.kernel_ref(self.layout().clone())?,
             out: out.kernel_out(out.layout().clone())?,
         })?;

@@ -2,7 +2,9 @@
 //! output reads its window's taps where they lie in the input (any view),
 //! padding implied, so a pooling is one dispatch with no padded copy, no
 //! pass per tap and no table of divisors to upload. A thread writes four
-//! outputs of a row (`kernel::grid::row_segments`).
+//! outputs of a row (`kernel::grid::row_segments`). PyTorch's adaptive
+//! average runs on it too: each output's bin found in the kernel from its
+//! position, so no table of bins is uploaded either.
 
 use crate::backend::PoolCall;
 use crate::backend::gpu::command::Bound;
@@ -47,7 +49,8 @@ params_block! {
         out_offset: u32,
         /// A row's outputs over the outputs a thread writes, rounded up.
         segment: u32,
-        pad1: u32,
+        /// 1 for PyTorch's adaptive bins (`kernel_*` the longest bin).
+        adaptive: u32,
         pad2: u32,
         lead_shape: [u32; 8],
         lead_strides: [i32; 8],
@@ -89,10 +92,10 @@ pub(crate) fn pool_source(key: &PoolKey) -> Result<String> {
 /// output over one dispatch's grid or an operand view over one storage
 /// binding (the op layer composes those poolings).
 pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
-    let op = if call.average {
-        "avg_pool2d"
-    } else {
-        "max_pool2d"
+    let op = match (call.adaptive, call.average) {
+        (true, _) => "adaptive_avg_pool2d",
+        (false, true) => "avg_pool2d",
+        (false, false) => "max_pool2d",
     };
     let ctx = &out.ctx;
     let numel = call.out.layout.numel();
@@ -103,7 +106,7 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
         call.out.dtype,
         KernelType::F32 | KernelType::F16 | KernelType::BF16
     );
-    if !float || call.input.dtype != call.out.dtype {
+    if !float || call.input.dtype != call.out.dtype || (call.adaptive && !call.average) {
         return Err(Error::internal(
             op,
             "the pooling kernel got a dtype it does not take",
@@ -127,6 +130,7 @@ pub(crate) fn pool(out: &GpuStorage, call: &PoolCall) -> Result<()> {
         row_threads: groups[0] * 64,
         lead_rank: (r - 2) as u32,
         average: u32::from(call.average),
+        adaptive: u32::from(call.adaptive),
         count_include_pad: u32::from(call.count_include_pad),
         in_h: dims[r - 2] as u32,
         in_w: dims[r - 1] as u32,
