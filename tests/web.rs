@@ -1177,7 +1177,7 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         dw.to_device_async(&dev).await.unwrap(),
     );
     type Op = fn(&Tensor, &Tensor, &Tensor) -> Tensor;
-    let ops: [(&str, Op); 11] = [
+    let ops: [(&str, Op); 12] = [
         // One kernel over the output's phases (unprobed in a browser).
         ("conv_transpose2d", |x, _, dw| {
             let conv = Conv::new().stride(2).padding(1).output_padding(1);
@@ -1205,6 +1205,13 @@ async fn convolution_pooling_and_resizing_match_the_cpu_path() {
         }),
         ("avg_pool2d", |x, _, _| {
             x.avg_pool2d(&Pool::new(2).padding(1)).unwrap()
+        }),
+        // Bins of one, two and three lengths, found in the kernel.
+        ("adaptive_avg_pool2d", |x, _, _| {
+            x.transpose(2, 3)
+                .unwrap()
+                .adaptive_avg_pool2d([3, 4])
+                .unwrap()
         }),
         ("resize", |x, _, _| {
             x.resize([5, 11], Resize::Bilinear).unwrap()
