@@ -315,6 +315,123 @@ fn wgsl_errors_and_bad_calls_are_errors() {
     );
 }
 
+/// A call is checked whole before its output is made: a wrong call over
+/// inputs whose broadcast shape is huge is its own error (it was the
+/// output's 256 GiB OutOfMemory on the CPU, or a TooLarge on a GPU, and
+/// broadcasts that fit were allocated first).
+#[test]
+fn a_bad_call_is_refused_before_its_output_is_made() {
+    let Some(dev) = common::own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let k = lerp(DType::F32);
+    let (cpu, n) = (Device::cpu(), 1usize << 18);
+    let column = Tensor::ones([n, 1], DType::F32, &cpu).unwrap();
+    let row = Tensor::ones([1, n], DType::F32, &cpu).unwrap();
+    let e = k.call(&[&column, &row], &[0.5.into()]).unwrap_err();
+    assert!(e.to_string().contains("run on GPU devices"), "{e}");
+    common::assert_op_err(
+        k.call(&[&column, &row], &[0.5.into()]),
+        "CustomKernel::call",
+    );
+    // A 64 MiB output, never made.
+    let column = Tensor::ones([4096, 1], DType::F32, &dev).unwrap();
+    let row = Tensor::ones([1, 4096], DType::F32, &dev).unwrap();
+    let ints = Tensor::ones([1, 4096], DType::I32, &dev).unwrap();
+    let e = k.call(&[&column, &row], &[]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("takes 2 tensors and 1 scalars, given 2 and 0"),
+        "{e}"
+    );
+    let e = k.call(&[&column, &ints], &[0.5.into()]).unwrap_err();
+    assert!(
+        e.to_string().contains("\"b\" is declared f32, given i32"),
+        "{e}"
+    );
+    let peak = dev.stats().peak_bytes_live;
+    assert!(peak < 1 << 20, "{peak} bytes were live at once");
+}
+
+/// What browsers refuse and naga does not is an error natively too,
+/// naming the body's line: WGSL caps a function's variables at 8192 bytes
+/// a thread, and lavapipe reserved such memory for every thread (a body's
+/// `array<f32, 16777216>` took 22 GB and the process; one of 256 KiB ran
+/// for minutes); and a barrier in a body runs outside uniform control
+/// flow (threads past the output's end have returned). A body at the cap
+/// (the output's variable counted) runs.
+#[test]
+fn a_body_browsers_refuse_is_an_error_natively_too() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3], &dev).unwrap();
+    let kernel = |body: &str| {
+        CustomKernel::new("memory", &[("x", DType::F32)], &[], ("y", DType::F32), body).unwrap()
+    };
+    let (memory, barrier) = ("WGSL allows 8192", "uniform control flow");
+    let cases = [
+        (
+            "var a: array<f32, 16777216>;\na[index] = x;\ny = a[index];",
+            1,
+            memory,
+        ),
+        (
+            "var a: array<f32, 1024>;\nvar b: array<vec4<f32>, 257>;\ny = x;",
+            2,
+            memory,
+        ),
+        (
+            "y = x;\nlet a = array<f32, 2049>();\ny = a[index];",
+            2,
+            memory,
+        ),
+        ("var a: array<array<f32, 4096>, 4096>;\ny = x;", 1, memory),
+        ("workgroupBarrier();\ny = x;", 1, barrier),
+        (
+            "y = x;\nif (x > 0.0) {\n    loop {\n        storageBarrier();\n        break;\n    }\n}",
+            4,
+            barrier,
+        ),
+    ];
+    for (body, line, what) in cases {
+        let e = kernel(body).call(&[&x], &[]).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("CustomKernel::call")
+                && text.contains("\"memory\"")
+                && text.contains(what)
+                && text.contains(&format!("at line {line} of the body")),
+            "{body}: {text}"
+        );
+    }
+    // The output's variable (4 bytes) is one of the function's.
+    let at_the_cap = kernel("var a: array<f32, 2047>;\na[index] = x * 2.0;\ny = a[index];");
+    let y = at_the_cap
+        .call(&[&x], &[])
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(y, [2.0, 4.0, 6.0]);
+}
+
+/// A compile error's line of the body counts every WGSL line break (`\r`,
+/// U+2028 ...; CR LF one), as the compiler's own message does not.
+#[test]
+fn compile_errors_count_every_wgsl_line_break() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    for brk in ["\n", "\r", "\r\n", "\u{2028}", "\u{85}", "\u{c}"] {
+        let body = format!("y = x;{brk}y = x * 2.0;{brk}  y = x +;{brk}y = x;");
+        let k = CustomKernel::new("lines", &[("x", DType::F32)], &[], ("y", DType::F32), &body)
+            .unwrap();
+        let e = k.call(&[&x], &[]).unwrap_err().to_string();
+        assert!(e.contains("at line 3 of the body"), "{brk:?}: {e}");
+    }
+}
+
 /// Issue 26: a body reaches its arguments only through their views, and
 /// names that would break the generated code are refused when the kernel
 /// is made.

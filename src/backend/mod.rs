@@ -35,7 +35,7 @@ pub(crate) use count::{CountCall, count};
 pub(crate) use custom_spec::{CustomSpec, CustomSpecs};
 pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::fft_chirp::{bluestein_kernel, chirp, chirp_len, pairs as chirp_pairs};
-pub(crate) use gpu::{K_SLICE, QUANT_MAX_ROWS, QUANT_TILED_ROWS, WINDOW_TAPS};
+pub(crate) use gpu::{K_SLICE, QUANT_MAX_ROWS, QUANT_TILED_ROWS, WINDOW_TAPS, is_wgsl_line_break};
 pub(crate) use linalg::{
     Factor, FactorCall, HouseholderCall, JacobiCall, LINALG_BLOCK, Spectral, SpectralCall,
     TriangularCall, factor, householder, jacobi, spectral, triangular,

@@ -44,6 +44,9 @@ use std::sync::Arc;
 /// Values are in their compute type: `f32` for f32, f16 and bf16 (rounded
 /// once when stored), `i32`, `u32` for u32 and u8, `bool`. The functions of
 /// webtensor's own kernels (`log_f32`, `tan_f32` ...) are in scope too.
+/// A body holds at most WGSL's 8,192 bytes of variables a thread (the
+/// output's variable among them) and no barrier: it runs only for threads
+/// that have an output element.
 ///
 /// ```
 /// use webtensor::{CustomKernel, DType, Device, Tensor};
@@ -173,6 +176,9 @@ impl CustomKernel {
                 ),
             )
         })?;
+        // Every argument checked before the output is made: a wrong call
+        // is its own error, not the broadcast output's allocation.
+        self.check_arguments(op, lead, inputs, scalars)?;
         let mut shape = Shape::scalar();
         for t in inputs {
             shape = crate::shape::broadcast_for(op, &shape, t.shape())?;
@@ -192,7 +198,8 @@ impl CustomKernel {
     /// or wrong argument counts, and for WGSL that does not compile (with
     /// the line of the body, on native; in a browser the readback or sync
     /// that submits the call returns `Error::Gpu` with the browser's
-    /// message);
+    /// message), natively too for a body over 8,192 bytes of variables or
+    /// with a barrier, which browsers refuse;
     /// `Error::DType` for dtypes other than declared or scalars the dtype
     /// cannot hold; `Error::Shape` when an input does not broadcast to
     /// `out`; `Error::DeviceMismatch`; `Error::OverlappingWrite` for a
@@ -211,47 +218,19 @@ impl CustomKernel {
     ) -> Result<()> {
         let spec = &self.spec;
         let name = &spec.name;
-        if !out.device().is_gpu() {
-            return Err(Error::argument(
-                op,
-                format!(
-                    "kernel {name:?}: custom WGSL kernels run on GPU devices; {} is the CPU",
-                    out.device()
-                ),
-            ));
-        }
-        if inputs.len() != spec.inputs.len() || scalars.len() != spec.scalars.len() {
-            return Err(Error::argument(
-                op,
-                format!(
-                    "kernel {name:?} takes {} tensors and {} scalars, given {} and {}",
-                    spec.inputs.len(),
-                    spec.scalars.len(),
-                    inputs.len(),
-                    scalars.len()
-                ),
-            ));
-        }
-        let args: Vec<Arg> = inputs.iter().map(|t| Arg::Tensor(t)).collect();
-        super::check_devices(op, out, &args)?;
+        let scalars = self.check_arguments(op, out, inputs, scalars)?;
         out.layout().check_writable(op)?;
-        let declared = inputs
-            .iter()
-            .zip(&spec.inputs)
-            .map(|(t, (n, d))| (t.dtype(), n, *d));
-        for (got, arg, want) in declared.chain([(out.dtype(), &spec.output.0, spec.output.1)]) {
-            if got != want {
-                return Err(Error::dtype(
-                    op,
-                    format!("kernel {name:?}: {arg:?} is declared {want}, given {got}"),
-                ));
-            }
+        if out.dtype() != spec.output.1 {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "kernel {name:?}: {:?} is declared {}, given {}",
+                    spec.output.0,
+                    spec.output.1,
+                    out.dtype()
+                ),
+            ));
         }
-        let scalars = scalars
-            .iter()
-            .zip(&spec.scalars)
-            .map(|(&s, (_, d))| TypedScalar::new(op, s, *d))
-            .collect::<Result<Vec<_>>>()?;
         let mut prepared = Vec::with_capacity(inputs.len());
         for (t, (arg, _)) in inputs.iter().zip(&spec.inputs) {
             t.layout().broadcast_to(out.shape()).map_err(|_| {
@@ -281,5 +260,58 @@ impl CustomKernel {
             scalars,
             out: out.kernel_out(out.layout().clone())?,
         })
+    }
+
+    /// The checks of a call that need no output: a GPU `lead` (the output,
+    /// or the first input), the declared counts, the inputs on `lead`'s
+    /// device in their declared dtypes, and the scalars in theirs.
+    fn check_arguments(
+        &self,
+        op: &'static str,
+        lead: &Tensor,
+        inputs: &[&Tensor],
+        scalars: &[Scalar],
+    ) -> Result<Vec<TypedScalar>> {
+        let spec = &self.spec;
+        let name = &spec.name;
+        if !lead.device().is_gpu() {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "kernel {name:?}: custom WGSL kernels run on GPU devices; {} is the CPU",
+                    lead.device()
+                ),
+            ));
+        }
+        if inputs.len() != spec.inputs.len() || scalars.len() != spec.scalars.len() {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "kernel {name:?} takes {} tensors and {} scalars, given {} and {}",
+                    spec.inputs.len(),
+                    spec.scalars.len(),
+                    inputs.len(),
+                    scalars.len()
+                ),
+            ));
+        }
+        let args: Vec<Arg> = inputs.iter().map(|t| Arg::Tensor(t)).collect();
+        super::check_devices(op, lead, &args)?;
+        for (t, (arg, want)) in inputs.iter().zip(&spec.inputs) {
+            if t.dtype() != *want {
+                return Err(Error::dtype(
+                    op,
+                    format!(
+                        "kernel {name:?}: {arg:?} is declared {want}, given {}",
+                        t.dtype()
+                    ),
+                ));
+            }
+        }
+        scalars
+            .iter()
+            .zip(&spec.scalars)
+            .map(|(&s, (_, d))| TypedScalar::new(op, s, *d))
+            .collect()
     }
 }

@@ -2,6 +2,7 @@
 //! the generated code around the body can still rely on; and the body's
 //! braces, which must stay inside its function.
 
+use crate::backend::is_wgsl_line_break;
 use crate::error::{Error, Result};
 
 /// WGSL's keywords and reserved words (the WGSL specification's keyword
@@ -302,7 +303,7 @@ pub(super) fn check_braces(op: &'static str, kernel: &str, body: &str) -> Result
         let next = chars.peek().copied();
         match (c, next) {
             ('/', Some('/')) if comments == 0 => {
-                chars.find(|&c| is_line_break(c));
+                chars.find(|&c| is_wgsl_line_break(c));
             }
             ('/', Some('*')) => {
                 chars.next();
@@ -331,12 +332,6 @@ pub(super) fn check_braces(op: &'static str, kernel: &str, body: &str) -> Result
         ));
     }
     Ok(())
-}
-
-/// WGSL's line breaks, which end a `//` comment (naga's set: Unicode
-/// Pattern_White_Space but the spaces and marks).
-fn is_line_break(c: char) -> bool {
-    matches!(c, '\u{a}'..='\u{d}' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
 #[cfg(test)]

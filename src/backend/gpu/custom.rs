@@ -257,14 +257,120 @@ fn params(call: &CustomCall, row_width: u32) -> Vec<u8> {
     bytemuck::cast_slice(&words).to_vec()
 }
 
-/// Where `message` points into the body, as a line of the body.
-fn body_line(message: &str, first: usize, lines: usize) -> Option<usize> {
+/// Where `message` points into `body` (naga's `wgsl:LINE:COLUMN`, lines
+/// counted at `\n` and columns in bytes, the body's first line being line
+/// `first` of the source), as a line of the body counted as WGSL counts
+/// them: at each of its line breaks (`\r`, U+2028 ...), CR LF one.
+fn body_line(message: &str, first: usize, body: &str) -> Option<usize> {
     message.match_indices("wgsl:").find_map(|(at, _)| {
+        let number = |text: &str| -> Option<usize> {
+            let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        };
         let rest = &message[at + 5..];
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let line: usize = digits.parse().ok()?;
-        (line >= first && line < first + lines).then(|| line - first + 1)
+        let line = number(rest)?;
+        let column = rest
+            .split_once(':')
+            .and_then(|(_, c)| number(c))
+            .unwrap_or(1);
+        let chunk = line.checked_sub(first)?;
+        let start: usize = body.split('\n').take(chunk).map(|l| l.len() + 1).sum();
+        let text = body.split('\n').nth(chunk)?;
+        let end = start + column.saturating_sub(1).min(text.len());
+        let before = body.get(..end)?;
+        Some(1 + before.matches(is_wgsl_line_break).count() - before.matches("\r\n").count())
     })
+}
+
+/// WGSL's line breaks (naga's set: Unicode Pattern_White_Space but the
+/// spaces and marks), which end a `//` comment and count a line.
+pub(crate) fn is_wgsl_line_break(c: char) -> bool {
+    matches!(c, '\u{a}'..='\u{d}' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+/// WGSL's cap on one function's variables, which browsers enforce and naga
+/// does not: per-thread memory, which a driver may reserve for every
+/// thread at once (lavapipe reserved tens of gigabytes for a body's
+/// `var a: array<f32, 16777216>`).
+#[cfg(not(target_arch = "wasm32"))]
+const FUNCTION_BYTES: u64 = 8192;
+
+/// What browsers' WGSL compilers refuse in `source` and naga does not, as
+/// naga reports an error (`wgsl:LINE:COLUMN: ...`): more than
+/// [`FUNCTION_BYTES`] in one function's variables, a value of more than
+/// that, or a barrier (the body runs only for threads that have an
+/// output element: a barrier there is outside uniform control flow,
+/// which can hang a GPU). Source that does not parse passes: its
+/// compilation reports it. Native only: a browser refuses these itself.
+#[cfg(not(target_arch = "wasm32"))]
+fn browsers_refuse(source: &str) -> std::result::Result<(), String> {
+    let Ok(module) = naga::front::wgsl::parse_str(source) else {
+        return Ok(());
+    };
+    let gctx = module.to_ctx();
+    let size = |ty: naga::Handle<naga::Type>| {
+        module.types[ty]
+            .inner
+            .try_size(gctx)
+            .map_or(u64::MAX, u64::from)
+    };
+    let at = |span: naga::Span| {
+        let place = span.location(source);
+        format!("wgsl:{}:{}", place.line_number, place.line_position)
+    };
+    let functions = module.functions.iter().map(|(_, f)| f);
+    for f in functions.chain(module.entry_points.iter().map(|e| &e.function)) {
+        let mut total = 0u64;
+        for (h, var) in f.local_variables.iter() {
+            total = total.saturating_add(size(var.ty));
+            if total > FUNCTION_BYTES {
+                return Err(format!(
+                    "{}: the function's variables (the output's among them) take {total} bytes a thread; WGSL allows {FUNCTION_BYTES}",
+                    at(f.local_variables.get_span(h))
+                ));
+            }
+        }
+        if let Some(span) = barrier(&f.body) {
+            return Err(format!(
+                "{}: a barrier in a kernel's body, which runs only for the threads that have an output element (WGSL takes barriers in uniform control flow only)",
+                at(span)
+            ));
+        }
+        for (h, e) in f.expressions.iter() {
+            let (naga::Expression::ZeroValue(ty) | naga::Expression::Compose { ty, .. }) = *e
+            else {
+                continue;
+            };
+            if size(ty) > FUNCTION_BYTES {
+                return Err(format!(
+                    "{}: a value of {} bytes a thread; WGSL allows {FUNCTION_BYTES} for a function's variables",
+                    at(f.expressions.get_span(h)),
+                    size(ty)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the first barrier among `block`'s statements (nested ones too) is.
+#[cfg(not(target_arch = "wasm32"))]
+fn barrier(block: &naga::Block) -> Option<naga::Span> {
+    use naga::Statement as S;
+    block
+        .span_iter()
+        .find_map(|(statement, span)| match statement {
+            S::ControlBarrier(_) | S::MemoryBarrier(_) | S::WorkGroupUniformLoad { .. } => {
+                Some(*span)
+            }
+            S::Block(b) => barrier(b),
+            S::If { accept, reject, .. } => barrier(accept).or_else(|| barrier(reject)),
+            S::Switch { cases, .. } => cases.iter().find_map(|c| barrier(&c.body)),
+            S::Loop {
+                body, continuing, ..
+            } => barrier(body).or_else(|| barrier(continuing)),
+            _ => None,
+        })
 }
 
 /// Records `call`, whose output storage is `out`.
@@ -314,9 +420,12 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
     let read_only: SmallVec<[bool; 4]> = (0..bound).map(|k| k < call.inputs.len()).collect();
     ctx.pipelines
         .get(&ctx.device, &key, || {
+            let source = source(spec, native)?.0;
+            #[cfg(not(target_arch = "wasm32"))]
+            browsers_refuse(&source).map_err(|msg| Error::argument(call.op, msg))?;
             Ok(PipelineSpec {
                 label: "webtensor custom kernel",
-                source: source(spec, native)?.0,
+                source,
                 entry: "wt_main",
                 params_size,
                 read_only: read_only.iter().copied().collect(),
@@ -324,10 +433,12 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
             })
         })
         .map_err(|e| {
-            let message = e.to_string();
+            let message = match e {
+                Error::Argument { msg, .. } => msg,
+                e => e.to_string(),
+            };
             let first = source(spec, native).map_or(0, |(_, first)| first);
-            let lines = spec.body.lines().count().max(1);
-            let at = body_line(&message, first, lines)
+            let at = body_line(&message, first, &spec.body)
                 .map_or(String::new(), |l| format!(" at line {l} of the body"));
             Error::argument(
                 call.op,
@@ -415,9 +526,18 @@ mod tests {
 
     #[test]
     fn compiler_lines_map_into_the_body() {
-        assert_eq!(body_line("error\n  ┌─ wgsl:42:7\n", 40, 5), Some(3));
-        assert_eq!(body_line("error at wgsl:12:1", 40, 5), None);
-        assert_eq!(body_line("no location", 40, 5), None);
+        let body = "a\nb\nc\nd\ne";
+        assert_eq!(body_line("error\n  ┌─ wgsl:42:1\n", 40, body), Some(3));
+        assert_eq!(body_line("error at wgsl:12:1", 40, body), None);
+        assert_eq!(body_line("past the body wgsl:45:1", 40, body), None);
+        assert_eq!(body_line("no location", 40, body), None);
+        // Columns in bytes past the breaks naga does not count; CR LF one.
+        let body = "y = x;\ry = x;\r\n\u{2028}y = x +;";
+        assert_eq!(body_line("wgsl:40:7", 40, body), Some(1));
+        assert_eq!(body_line("wgsl:40:8", 40, body), Some(2));
+        assert_eq!(body_line("wgsl:40:14", 40, body), Some(2));
+        assert_eq!(body_line("wgsl:41:1", 40, body), Some(3));
+        assert_eq!(body_line("wgsl:41:4", 40, body), Some(4));
     }
 
     /// An input `x` gets the functions `x_at` and `x_dim` beside the math

@@ -151,7 +151,7 @@ pub(crate) use constants::ConstKey;
 pub(crate) use context::GpuContext;
 pub(crate) use conv::{conv, conv_transpose, depthwise};
 pub(crate) use count::count;
-pub(crate) use custom::custom;
+pub(crate) use custom::{custom, is_wgsl_line_break};
 pub(crate) use fft::chirp as fft_chirp;
 pub(crate) use fft::{fft, fft_line_limit};
 pub(crate) use graph::{GpuGraph, capture_step};
