@@ -7,7 +7,9 @@
 //! lacks, tabs and new lines, and a special token; decoding gives the text
 //! back. The byte-level vocabulary under each pre-tokenizer family the
 //! module builds (and none) against llama.cpp's own ids
-//! (`tests/data/make_pretokenizer_cases.py`).
+//! (`tests/data/make_pretokenizer_cases.py`), and the tokens llama.cpp
+//! treats apart (unknown, unused, user-defined, an EOS added) against its
+//! ids too (`tests/data/make_tokenizer_llama_cpp_cases.py`).
 
 #[path = "../examples/common/gguf_tokenizer.rs"]
 mod gguf_tokenizer;
@@ -275,4 +277,137 @@ fn a_byte_level_vocabulary_without_special_ids_takes_llama_cpps_default() {
     let tok = gguf_tokenizer::from_gguf(&file).unwrap();
     assert_eq!((tok.bos, tok.eos), (Some(11), Some(11)));
     assert_eq!(tok.encode("hi").unwrap()[0], 11);
+}
+
+/// Where llama.cpp is the reference (tests/data/make_tokenizer_llama_cpp_cases.py):
+/// the unknown token matched whole in the text, merges through pieces
+/// typed unused, an EOS after the text where the file asks for one, and a
+/// byte-level vocabulary's user-defined tokens matched whole and decoded
+/// as their own text (`naïve` decoded through the byte-level alphabet was
+/// `na\u{fffd}ve`).
+#[test]
+fn tokens_llama_cpp_treats_apart_tokenize_as_llama_cpps() {
+    let cases = String::from_utf8(data("tokenizer_llama_cpp_cases.txt")).unwrap();
+    let mut files = std::collections::HashMap::new();
+    let mut count = 0;
+    for line in cases.lines() {
+        let p: Vec<&str> = line.split(' ').collect();
+        let [file, text, add, ids, decoded] = p[..] else {
+            panic!("{line}");
+        };
+        let tok = files.entry(file).or_insert_with(|| {
+            gguf_tokenizer::from_gguf(&Gguf::from_bytes(data(file)).unwrap()).unwrap()
+        });
+        let text = text_of(text);
+        let want: Vec<u32> = match ids {
+            "-" => vec![],
+            ids => ids.split(',').map(|i| i.parse().unwrap()).collect(),
+        };
+        let got = match add {
+            "1" => tok.encode(&text).unwrap(),
+            _ => tok
+                .tokenizer
+                .encode(text.as_str(), false)
+                .unwrap()
+                .get_ids()
+                .to_vec(),
+        };
+        assert_eq!(got, want, "{file} {text:?}");
+        // llama.cpp's text of a SentencePiece sequence keeps the space its
+        // first piece starts with; a byte-level one is comparable whole.
+        if file.contains("bpe") {
+            assert_eq!(
+                tok.decode(&want).unwrap(),
+                text_of(decoded),
+                "{file} {text:?}"
+            );
+        }
+        count += 1;
+    }
+    assert_eq!(count, 11);
+}
+
+/// Metadata llama.cpp refuses is an error, not a default: token types or
+/// scores not one number a token, a special id that is not an id, a flag
+/// that is not a bool, a token listed twice, a model name that is not a
+/// string.
+#[test]
+fn malformed_tokenizer_metadata_is_an_error() {
+    use webtensor::io::GgufValueType;
+    let base = Gguf::from_bytes(data("tiny_tokenizer_spm.gguf")).unwrap();
+    let n = match base.get("tokenizer.ggml.tokens") {
+        Some(GgufValue::Array { items, .. }) => items.len(),
+        other => panic!("{other:?}"),
+    };
+    let with = |key: &str, value: GgufValue| {
+        let mut w = GgufWriter::new();
+        for (k, v) in base.metadata() {
+            w.add_metadata(k, if k == key { value.clone() } else { v.clone() })
+                .unwrap();
+        }
+        if base.get(key).is_none() {
+            w.add_metadata(key, value).unwrap();
+        }
+        gguf_tokenizer::from_gguf(&Gguf::from_bytes(w.to_bytes().unwrap()).unwrap())
+    };
+    let array = |item, items| GgufValue::Array { item, items };
+    let mut tokens: Vec<GgufValue> = match base.get("tokenizer.ggml.tokens") {
+        Some(GgufValue::Array { items, .. }) => items.clone(),
+        _ => unreachable!(),
+    };
+    tokens[300] = tokens[200].clone();
+    let cases = [
+        (
+            "tokenizer.ggml.token_type",
+            array(GgufValueType::I32, vec![GgufValue::I32(1); n - 1]),
+            "one a token",
+        ),
+        (
+            "tokenizer.ggml.token_type",
+            array(
+                GgufValueType::String,
+                vec![GgufValue::String("1".into()); n],
+            ),
+            "non-number",
+        ),
+        (
+            "tokenizer.ggml.scores",
+            array(GgufValueType::F32, vec![GgufValue::F32(0.0); n + 1]),
+            "one a token",
+        ),
+        (
+            "tokenizer.ggml.bos_token_id",
+            GgufValue::String("1".into()),
+            "not a token id",
+        ),
+        (
+            "tokenizer.ggml.eos_token_id",
+            GgufValue::I32(-5),
+            "not a token id",
+        ),
+        (
+            "tokenizer.ggml.add_bos_token",
+            GgufValue::U8(0),
+            "not a bool",
+        ),
+        (
+            "tokenizer.ggml.add_eos_token",
+            GgufValue::I32(1),
+            "not a bool",
+        ),
+        (
+            "tokenizer.ggml.tokens",
+            array(GgufValueType::String, tokens),
+            "listed twice",
+        ),
+        ("tokenizer.ggml.model", GgufValue::U32(7), "not a string"),
+    ];
+    for (key, value, want) in cases {
+        let e = with(key, value)
+            .err()
+            .unwrap_or_else(|| panic!("{key}: accepted"));
+        assert!(e.to_string().contains(want), "{key}: {e}");
+    }
+    // The same keys, well formed, are a tokenizer.
+    assert!(with("tokenizer.ggml.add_eos_token", GgufValue::Bool(false)).is_ok());
 }

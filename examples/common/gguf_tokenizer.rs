@@ -13,8 +13,17 @@
 //!   llama.cpp's "default" where it names none). A name whose expressions
 //!   are not built here is refused.
 //!
-//! Control tokens (`<s>`, `<|im_start|>`) are special: matched whole in
-//! the text and left out of decoded text.
+//! Control tokens (`<s>`, `<|im_start|>`) and the unknown token are
+//! special: matched whole in the text and left out of decoded text, as
+//! llama.cpp matches them. User-defined tokens are matched whole too and
+//! decode to their own text.
+//!
+//! One difference from llama.cpp is left: where two SentencePiece merges
+//! have the same score, llama.cpp merges the leftmost pair first, and
+//! Hugging Face's BPE the merge listed first (here, the lower id). Real
+//! vocabularies score their pieces apart; a file converted without its
+//! `tokenizer.model` (every score -1000) tokenizes otherwise than
+//! llama.cpp.
 
 // Shared by examples/generate.rs, examples/web and tests, each using a
 // part of it.
@@ -43,6 +52,7 @@ const NORMAL: i64 = 1;
 const UNKNOWN: i64 = 2;
 const CONTROL: i64 = 3;
 const USER_DEFINED: i64 = 4;
+const UNUSED: i64 = 5;
 
 /// GPT-2's pre-tokenizer: contractions, letters, digits, other symbols,
 /// each with one leading space, and runs of spaces. (llama.cpp's has no
@@ -78,6 +88,12 @@ pub struct GgufTokenizer {
     pub bos: Option<u32>,
     /// The end-of-sequence token.
     pub eos: Option<u32>,
+    /// Whether a sequence ends with the EOS token
+    /// (`tokenizer.ggml.add_eos_token`).
+    pub add_eos: bool,
+    /// User-defined tokens of a byte-level vocabulary: their text is
+    /// theirs, not byte-level characters, so they decode apart.
+    verbatim: HashMap<u32, String>,
     /// Every token that ends a generation, as llama.cpp's
     /// `llama_vocab_is_eog` has them: the ends of sequence, turn and
     /// message the file names, and tokens it takes as ending one by their
@@ -91,13 +107,15 @@ pub struct GgufTokenizer {
 }
 
 impl GgufTokenizer {
-    /// The ids of `text`, after the BOS token where the file adds one.
+    /// The ids of `text`, after the BOS token where the file adds one
+    /// and before the EOS token where it adds that.
     ///
     /// # Errors
     /// The tokenizer's.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let ids = self.tokenizer.encode(text, false)?.get_ids().to_vec();
-        Ok(self.bos.into_iter().chain(ids).collect())
+        let eos = self.eos.filter(|_| self.add_eos);
+        Ok(self.bos.into_iter().chain(ids).chain(eos).collect())
     }
 
     /// True when `id` ends a generation (see [`GgufTokenizer::ends`]).
@@ -110,7 +128,22 @@ impl GgufTokenizer {
     /// # Errors
     /// The tokenizer's.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.tokenizer.decode(ids, true)
+        if self.verbatim.is_empty() {
+            return self.tokenizer.decode(ids, true);
+        }
+        // Runs of byte-level tokens through the decoder (its characters
+        // map one by one, so a run decodes alone), user-defined ones as
+        // they are.
+        let mut text = String::new();
+        for run in
+            ids.chunk_by(|a, b| !self.verbatim.contains_key(a) && !self.verbatim.contains_key(b))
+        {
+            match self.verbatim.get(&run[0]) {
+                Some(own) => text.push_str(own),
+                None => text.push_str(&self.tokenizer.decode(run, true)?),
+            }
+        }
+        Ok(text)
     }
 }
 
@@ -128,24 +161,50 @@ fn strings<'a>(f: &'a Gguf, key: &str) -> Result<Vec<&'a str>> {
         .collect()
 }
 
-fn numbers(f: &Gguf, key: &str) -> Option<Vec<f64>> {
-    let items = f.get(key)?.as_array()?;
-    items.iter().map(GgufValue::as_f64).collect()
+/// The `n` numbers at `key` (`None` where the file has none), one a
+/// token: llama.cpp refuses other lengths and types.
+fn numbers(f: &Gguf, key: &str, n: usize) -> Result<Option<Vec<f64>>> {
+    let Some(value) = f.get(key) else {
+        return Ok(None);
+    };
+    let items = value
+        .as_array()
+        .filter(|items| items.len() == n)
+        .ok_or_else(|| format!("{key} must be an array of {n} numbers, one a token"))?;
+    let numbers = items
+        .iter()
+        .map(GgufValue::as_f64)
+        .collect::<Option<Vec<_>>>();
+    Ok(Some(
+        numbers.ok_or_else(|| format!("{key} holds a non-number"))?,
+    ))
 }
 
 /// The token id at `key`, if it is one of the `n` tokens (llama.cpp
 /// ignores one past them too).
-fn id(f: &Gguf, key: &str, n: usize) -> Option<u32> {
-    f.get(key)?
+///
+/// # Errors
+/// A value that is not a token id (a string, a negative number), which
+/// llama.cpp refuses.
+fn id(f: &Gguf, key: &str, n: usize) -> Result<Option<u32>> {
+    let Some(value) = f.get(key) else {
+        return Ok(None);
+    };
+    let id = value
         .as_u64()
-        .and_then(|v| u32::try_from(v).ok())
-        .filter(|&v| (v as usize) < n)
+        .ok_or_else(|| format!("{key} is {value:?}, not a token id"))?;
+    Ok(u32::try_from(id).ok().filter(|&v| (v as usize) < n))
 }
 
-fn flag(f: &Gguf, key: &str) -> Option<bool> {
-    match f.get(key)? {
-        GgufValue::Bool(b) => Some(*b),
-        _ => None,
+/// The flag at `key`, where the file sets one.
+///
+/// # Errors
+/// A value that is not a bool, which llama.cpp refuses.
+fn flag(f: &Gguf, key: &str) -> Result<Option<bool>> {
+    match f.get(key) {
+        None => Ok(None),
+        Some(GgufValue::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(format!("{key} is {other:?}, not a bool").into()),
     }
 }
 
@@ -157,25 +216,29 @@ fn flag(f: &Gguf, key: &str) -> Option<bool> {
 pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
     let model = f
         .get("tokenizer.ggml.model")
-        .and_then(GgufValue::as_str)
-        .ok_or("the file has no tokenizer.ggml.model")?;
+        .ok_or("the file has no tokenizer.ggml.model")?
+        .as_str()
+        .ok_or("tokenizer.ggml.model is not a string")?;
     let tokens = strings(f, "tokenizer.ggml.tokens")?;
-    let types: Vec<i64> = match numbers(f, "tokenizer.ggml.token_type") {
-        Some(t) if t.len() == tokens.len() => t.into_iter().map(|v| v as i64).collect(),
-        _ => vec![NORMAL; tokens.len()],
+    let types: Vec<i64> = match numbers(f, "tokenizer.ggml.token_type", tokens.len())? {
+        Some(t) => t.into_iter().map(|v| v as i64).collect(),
+        None => vec![NORMAL; tokens.len()],
     };
-    let vocab: Vocab = tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.to_string(), i as u32))
-        .collect();
+    let mut vocab = Vocab::with_capacity(tokens.len());
+    for (i, t) in tokens.iter().enumerate() {
+        if let Some(first) = vocab.insert(t.to_string(), i as u32) {
+            // llama.cpp stops on such a vocabulary; one of the two ids
+            // would decode to nothing.
+            return Err(format!("token {t:?} is listed twice (ids {first} and {i})").into());
+        }
+    }
     // llama.cpp's ids where the file names none (or one past its
     // vocabulary): BOS 1 and EOS 2 for SentencePiece, 11 for both in a
     // byte-level BPE.
     let (bos_default, eos_default) = if model == "llama" { (1, 2) } else { (11, 11) };
-    let special = |key: &str, default: u32| {
-        id(f, &format!("tokenizer.ggml.{key}_token_id"), tokens.len())
-            .or((default < tokens.len() as u32).then_some(default))
+    let special = |key: &str, default: u32| -> Result<Option<u32>> {
+        let named = id(f, &format!("tokenizer.ggml.{key}_token_id"), tokens.len())?;
+        Ok(named.or((default < tokens.len() as u32).then_some(default)))
     };
     let (mut tokenizer, pre, add_bos_default) = match model {
         "llama" => (sentencepiece(f, &tokens, &types, vocab)?, None, true),
@@ -185,25 +248,41 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         }
         other => return Err(format!("tokenizer model {other:?} is not supported").into()),
     };
+    // llama.cpp matches control, unknown and user-defined tokens whole
+    // in the text.
     let added: Vec<AddedToken> = tokens
         .iter()
         .zip(&types)
-        .filter(|(_, t)| **t == CONTROL || **t == USER_DEFINED)
-        .map(|(s, t)| AddedToken::from(s.to_string(), *t == CONTROL).normalized(false))
+        .filter(|(_, t)| matches!(**t, CONTROL | UNKNOWN | USER_DEFINED))
+        .map(|(s, t)| AddedToken::from(s.to_string(), *t != USER_DEFINED).normalized(false))
         .collect();
     tokenizer.add_special_tokens(&added);
-    let add_bos = flag(f, "tokenizer.ggml.add_bos_token").unwrap_or(add_bos_default);
-    let eos = special("eos", eos_default);
-    let mut ends: Vec<u32> = ["eot", "eom"]
-        .iter()
-        .filter_map(|k| id(f, &format!("tokenizer.ggml.{k}_token_id"), tokens.len()))
-        .chain(eos)
-        .collect();
+    let verbatim = match model {
+        "gpt2" => (0..tokens.len())
+            .filter(|&i| types[i] == USER_DEFINED)
+            .map(|i| (i as u32, tokens[i].to_string()))
+            .collect(),
+        _ => HashMap::new(),
+    };
+    let add_bos = flag(f, "tokenizer.ggml.add_bos_token")?.unwrap_or(add_bos_default);
+    let add_eos = flag(f, "tokenizer.ggml.add_eos_token")?.unwrap_or(false);
+    let eos = special("eos", eos_default)?;
+    let mut ends = Vec::new();
+    for k in ["eot", "eom"] {
+        ends.extend(id(
+            f,
+            &format!("tokenizer.ggml.{k}_token_id"),
+            tokens.len(),
+        )?);
+    }
+    ends.extend(eos);
     ends.extend((0..tokens.len() as u32).filter(|&i| ENDING_TEXTS.contains(&tokens[i as usize])));
     Ok(GgufTokenizer {
         tokenizer,
-        bos: special("bos", bos_default).filter(|_| add_bos),
+        bos: special("bos", bos_default)?.filter(|_| add_bos),
         eos,
+        add_eos,
+        verbatim,
         ends,
         pre,
     })
@@ -219,16 +298,15 @@ const MERGES_A_PIECE: usize = 64;
 
 /// A SentencePiece BPE vocabulary as Hugging Face's Llama tokenizer.
 fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Result<Tokenizer> {
-    let scores = numbers(f, "tokenizer.ggml.scores")
-        .filter(|s| s.len() == tokens.len())
+    let scores = numbers(f, "tokenizer.ggml.scores", tokens.len())?
         .ok_or("a llama vocabulary needs tokenizer.ggml.scores, one per token")?;
-    // Pieces that text can be made of: control, unknown, unused and byte
-    // pieces never come out of a merge.
+    // Pieces that text can be made of: control, unknown and byte pieces
+    // never come out of a merge (unused ones do, as in llama.cpp).
     let mergeable: HashMap<&str, u32> = tokens
         .iter()
         .zip(types)
         .enumerate()
-        .filter(|(_, (_, t))| **t == NORMAL || **t == USER_DEFINED)
+        .filter(|(_, (_, t))| matches!(**t, NORMAL | USER_DEFINED | UNUSED))
         .map(|(i, (s, _))| (*s, i as u32))
         .collect();
     // Every split of a piece into two pieces, the piece's score first
@@ -276,7 +354,7 @@ fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Resu
         bpe = bpe.unk_token(tokens[unk].to_string());
     }
     let mut tokenizer = Tokenizer::new(bpe.build()?);
-    let prefix = flag(f, "tokenizer.ggml.add_space_prefix").unwrap_or(true);
+    let prefix = flag(f, "tokenizer.ggml.add_space_prefix")?.unwrap_or(true);
     let mut normalizers = Vec::new();
     if prefix {
         normalizers.push(NormalizerWrapper::Prepend(Prepend::new("▁".into())));
