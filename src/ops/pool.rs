@@ -8,7 +8,7 @@
 //! (padded) input per tap that reaches the input with `maximum` or `add`,
 //! in the same order; `adaptive_avg_pool2d` is the same kernel on a GPU
 //! (each output's bin found in the kernel, its elements added in
-//! PyTorch's row-major order) where its bins fit the kernel's loop budget,
+//! PyTorch's row-major order) for bins of up to [`TILE_TAPS`] elements,
 //! and elsewhere sums each axis's bins (one reduction over a split view
 //! where the bins are of one length, over the bins taken whole otherwise);
 //! either way the sums are divided by the bins' heights and then their
