@@ -80,6 +80,9 @@ fn every_call_after_the_loss_fails_at_once_naming_itself() {
     // Buffers handed out and a captured step, made while the device lives.
     let handed = a.gpu_buffer().unwrap();
     let index = Tensor::from_slice(&[0i32, 2], [2], &dev).unwrap();
+    let empty = Tensor::zeros([0, 3], DType::F32, &dev).unwrap();
+    let no_complex = Tensor::from_complex(&[], [0], &dev).unwrap();
+    let complex = Tensor::from_complex(&[webtensor::Complex32::new(1.0, 2.0)], [1], &dev).unwrap();
     let held = a.clone();
     let mut graph = dev.capture(move || held.add_(&held).map(drop)).unwrap();
     assert_eq!(b.to_vec::<f32>().unwrap().len(), 64);
@@ -127,6 +130,13 @@ fn every_call_after_the_loss_fails_at_once_naming_itself() {
     let e = a.flip(&[0]).unwrap().to_vec::<f32>().unwrap_err();
     assert!(matches!(e, Error::DeviceLost { op: "to_vec", .. }), "{e:?}");
     assert_lost(b.to_device(&cpu), "to_device");
+    // Empty ones too (they read nothing, and were Ok).
+    assert_lost(empty.to_vec::<f32>(), "to_vec");
+    assert_lost(a.narrow(0, 2, 0).unwrap().to_vec::<f32>(), "to_vec");
+    assert_lost(no_complex.to_complex_vec(), "to_complex_vec");
+    assert_lost(complex.to_complex_vec(), "to_complex_vec");
+    assert_lost(empty.to_device(&cpu), "to_device");
+    assert_lost(pollster::block_on(empty.to_vec_async::<f32>()), "to_vec");
     assert_lost(b.checkpoint(), "checkpoint");
     assert_lost(host.to_device(&dev), "to_device");
     assert_lost(Tensor::zeros([4], DType::F32, &dev), "zeros");

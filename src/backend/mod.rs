@@ -165,10 +165,8 @@ impl Storage {
         start: usize,
         n: usize,
     ) -> Result<Vec<T>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
         match self {
+            Storage::Cpu(_) if n == 0 => Ok(Vec::new()),
             Storage::Cpu(s) => {
                 let data = s.read();
                 let slice = data
@@ -179,6 +177,9 @@ impl Storage {
                 cpu::profile_mark();
                 copied
             }
+            // Even an empty read: on a lost device it is `DeviceLost`, as
+            // every readback (it submits nothing, so an index fault waits
+            // for the next read that does).
             Storage::Gpu(s) => {
                 let bytes = s.read_bytes(op, start, n).await?;
                 Ok(T::read_bytes(&bytes, n))

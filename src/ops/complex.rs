@@ -177,7 +177,13 @@ impl Tensor {
                 ),
             ));
         }
-        let flat = self.row_major_pairs()?.to_vec_async::<f32>().await?;
+        let pairs = self
+            .row_major_pairs()
+            .map_err(|e| e.named("to_complex_vec"))?;
+        let flat = pairs
+            .to_vec_async::<f32>()
+            .await
+            .map_err(|e| e.named("to_complex_vec"))?;
         Ok(flat
             .chunks_exact(2)
             .map(|p| Complex32::new(p[0], p[1]))

@@ -14,7 +14,9 @@ impl Tensor {
     /// `Error::DType` when `T` is not the tensor's dtype; GPU failures;
     /// `Error::TooLarge` for more bytes than one host vector holds (2 GiB
     /// on wasm32); `Error::Index` when an indexing op on this GPU met an out-of-range
-    /// index since the last readback (see [`Tensor::take`]).
+    /// index since the last readback (see [`Tensor::take`]; an empty
+    /// tensor's readback submits nothing and leaves that to the next);
+    /// `Error::DeviceLost` on a lost GPU, empty tensors too.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         pollster::block_on(self.to_vec_async())
