@@ -311,6 +311,59 @@ fn weights_and_metadata_unlike_the_header_are_refused_at_load() {
     }
 }
 
+/// Biases unlike their weights' rows, an output bias in a llama file
+/// (llama.cpp refuses both), an attention factor that is not a positive
+/// number, and tokens outside the vocabulary are errors: a bias of one
+/// element was broadcast over every row, one of another length failed
+/// only at the first pass, and a token of -1 read the table's last row.
+#[test]
+fn biases_attention_factors_and_tokens_llama_cpp_refuses_are_errors() {
+    let block: [(&str, &[usize]); 9] = [
+        ("blk.0.attn_norm.weight", &[8]),
+        ("blk.0.attn_q.weight", &[8, 8]),
+        ("blk.0.attn_k.weight", &[8, 8]),
+        ("blk.0.attn_v.weight", &[8, 8]),
+        ("blk.0.attn_output.weight", &[8, 8]),
+        ("blk.0.ffn_norm.weight", &[8]),
+        ("blk.0.ffn_up.weight", &[12, 8]),
+        ("blk.0.ffn_gate.weight", &[12, 8]),
+        ("blk.0.ffn_down.weight", &[8, 12]),
+    ];
+    let with = |meta: &[(&str, GgufValue)], extra: &[(&str, &[usize])]| {
+        let tensors: Vec<(&str, &[usize])> =
+            TABLE.iter().chain(&block).chain(extra).copied().collect();
+        header_file(meta, &tensors)
+    };
+    let model = Model::load(&with(&[], &[]), &Device::cpu(), 32, true).unwrap();
+    for (bias, shape) in [
+        ("blk.0.attn_q.bias", &[1usize][..]),
+        ("blk.0.attn_k.bias", &[5][..]),
+        ("blk.0.ffn_down.bias", &[12][..]),
+    ] {
+        let e = refused(&with(&[], &[(bias, shape)]));
+        assert!(e.contains(bias) && e.contains(&format!("{shape:?}")), "{e}");
+    }
+    let e = refused(&with(&[], &[("output.bias", &[16])]));
+    assert!(e.contains("output.bias in a llama file"), "{e}");
+    for factor in [0.0, -2.0, f32::NAN] {
+        let meta = [("llama.rope.scaling.attn_factor", GgufValue::F32(factor))];
+        let e = refused(&with(&meta, &[]));
+        assert!(e.contains("llama.rope.scaling.attn_factor is"), "{e}");
+    }
+    for tokens in [&[-1][..], &[3, 16][..]] {
+        let e = model.forward(tokens, 0, Logits::Every).unwrap_err();
+        assert!(e.to_string().contains("Model::forward"), "{e}");
+    }
+    let mut decoder = Decoder::new(std::rc::Rc::new(model)).unwrap();
+    for token in [16, 1 << 31] {
+        let e = decoder.step(token, 0).unwrap_err().to_string();
+        assert!(
+            e.contains("Decoder::step") && e.contains("vocabulary"),
+            "{e}"
+        );
+    }
+}
+
 /// A file of metadata `meta` (keys under `arch.`) and an optional
 /// `rope_freqs` of `factors`, read back.
 fn scaling_file(arch: &str, meta: &[(&str, GgufValue)], factors: Option<Vec<f32>>) -> Gguf {

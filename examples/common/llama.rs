@@ -79,6 +79,10 @@ pub struct Model {
     norm: Tensor,
     output: Linear,
     rope: Rope,
+    /// The scores' scale where the file's `rope.scaling.attn_factor` is
+    /// not 1 (llama.cpp multiplies the rotary tables by it, so q and k
+    /// grow by it and each score by its square); `None`: 1 / sqrt(head).
+    scale: Option<f64>,
 }
 
 /// Which positions' logits a pass computes.
@@ -102,9 +106,14 @@ fn number(f: &Gguf, key: &str) -> LoadResult<f64> {
 fn optional_number(f: &Gguf, key: &str) -> LoadResult<Option<f64>> {
     match f.get(key) {
         None => Ok(None),
-        Some(v) => match v.as_f64() {
-            Some(n) => Ok(Some(n)),
-            None => Err(format!("{key} is not a number").into()),
+        Some(v) => match (v.as_f64(), v) {
+            (Some(n), _) => Ok(Some(n)),
+            // llama.cpp takes some counts one a layer (head counts of
+            // models whose layers differ), which this model does not run.
+            (None, GgufValue::Array { .. }) => {
+                Err(format!("{key} is an array (one a layer), not a number").into())
+            }
+            (None, _) => Err(format!("{key} is not a number").into()),
         },
     }
 }
@@ -235,15 +244,20 @@ impl Model {
             })
         };
         let linear = |name: &str| -> LoadResult<Linear> {
-            let bias = format!("{name}.bias");
-            Ok(Linear {
-                weight: weight(&format!("{name}.weight"))?,
-                bias: if has(&bias) {
+            let (bias, weight_name) = (format!("{name}.bias"), format!("{name}.weight"));
+            let weight = weight(&weight_name)?;
+            let bias = match has(&bias) {
+                true => {
+                    // One a row of the weight (NumPy's order: its first
+                    // extent), as llama.cpp checks it.
+                    let info = f.tensors().iter().find(|t| t.name == weight_name);
+                    let rows = info.and_then(|t| t.shape.first().copied()).unwrap_or(0);
+                    check_shape(f, &bias, &[rows])?;
                     Some(plain(&bias)?)
-                } else {
-                    None
-                },
-            })
+                }
+                false => None,
+            };
+            Ok(Linear { weight, bias })
         };
         let heads = number(f, &key("attention.head_count"))? as usize;
         let kv_heads =
@@ -269,6 +283,17 @@ impl Model {
         let theta = optional_number(f, &key("rope.freq_base"))?.unwrap_or(10_000.0);
         let scaling = rope_scaling(f, arch, head_dim, theta)?;
         let eps = number(f, &key("attention.layer_norm_rms_epsilon"))?;
+        let attn_factor = optional_number(f, &key("rope.scaling.attn_factor"))?.unwrap_or(1.0);
+        if !attn_factor.is_finite() || attn_factor <= 0.0 {
+            return Err(format!("{} is {attn_factor}", key("rope.scaling.attn_factor")).into());
+        }
+        let scale =
+            (attn_factor != 1.0).then(|| attn_factor * attn_factor / (head_dim as f64).sqrt());
+        // llama.cpp's llama reads no output bias (it refuses a file with
+        // one); Qwen2's adds one, with or without an output matrix.
+        if arch == "llama" && has("output.bias") {
+            return Err("output.bias in a llama file (llama.cpp refuses it)".into());
+        }
         // The table first: its rows are the vocabulary, its width the
         // header's, and the output's rows must be as many.
         let embd = plain("token_embd.weight")?;
@@ -337,7 +362,13 @@ impl Model {
                     Weight::Blocks(b) => Weight::Blocks(b),
                     Weight::Plain(_) => Weight::Plain(embd.clone()),
                 },
-                bias: None,
+                bias: match has("output.bias") {
+                    true => {
+                        check_shape(f, "output.bias", &[vocab])?;
+                        Some(plain("output.bias")?)
+                    }
+                    false => None,
+                },
             },
         };
         Ok(Model {
@@ -352,7 +383,16 @@ impl Model {
             norm: plain("output_norm.weight")?,
             output,
             rope: Rope::scaled(0, context, head_dim, theta, &scaling, style, dev)?,
+            scale,
         })
+    }
+
+    /// Attention with this model's scale.
+    fn attention(&self) -> Attention {
+        match self.scale {
+            Some(scale) => Attention::new().scale(scale),
+            None => Attention::new(),
+        }
     }
 
     /// Heads of `x (seq, heads * head_dim)`: `(heads, seq, head_dim)`, a
@@ -367,7 +407,8 @@ impl Model {
     /// positions read from the caches.
     ///
     /// # Errors
-    /// Positions past the caches', and webtensor's errors.
+    /// `Error::Argument` naming `Model::forward` for a token outside the
+    /// vocabulary; positions past the caches', and webtensor's errors.
     pub fn forward(
         &self,
         tokens: &[i32],
@@ -377,6 +418,16 @@ impl Model {
         let last = logits == Logits::Last;
         let dev = self.embd.device();
         let seq = tokens.len();
+        // A negative id would index the table from its end.
+        if let Some(bad) = tokens.iter().find(|&&t| t < 0 || t as usize >= self.vocab) {
+            return Err(webtensor::Error::Argument {
+                op: "Model::forward",
+                msg: format!(
+                    "token {bad} is not one of the {} in the vocabulary",
+                    self.vocab
+                ),
+            });
+        }
         let ids = Tensor::from_slice(tokens, [seq], dev)?;
         let rope = self.rope.positions(start, seq)?;
         // Causal within the new positions, every cached one before them.
@@ -384,9 +435,9 @@ impl Model {
             let keys = start + seq;
             let rows = Tensor::arange(start as i32, keys as i32, 1, dev)?.reshape([seq, 1])?;
             let cols = Tensor::arange(0i32, keys as i32, 1, dev)?;
-            Attention::new().mask(&cols.le(&rows)?)
+            self.attention().mask(&cols.le(&rows)?)
         } else {
-            Attention::new()
+            self.attention()
         };
         let write = |cache: &Tensor, new: &Tensor| cache.narrow(1, start, seq)?.assign(new);
         self.layers(&ids, &rope, &attention, start + seq, &write, last)
@@ -410,7 +461,7 @@ impl Model {
         positions: &Tensor,
     ) -> webtensor::Result<Tensor> {
         let rope = self.rope.at(pos)?;
-        let attention = Attention::new().mask(&positions.le(pos)?);
+        let attention = self.attention().mask(&positions.le(pos)?);
         let write = |cache: &Tensor, new: &Tensor| {
             let index = pos
                 .to_dtype(DType::I64)?
@@ -495,11 +546,20 @@ impl Decoder {
     /// `context`).
     ///
     /// # Errors
-    /// `Error::Argument` naming `Decoder::step` for a position past the
-    /// caches (checked here: a GPU's replayed step would read the rope
+    /// `Error::Argument` naming `Decoder::step` for a token outside the
+    /// vocabulary or a position past the caches (checked here: a GPU's replayed step would read the rope
     /// tables' zeros there and skip the cache's write, its index error
     /// coming only with the next readback); webtensor's.
     pub fn step(&mut self, token: u32, at: usize) -> webtensor::Result<&Tensor> {
+        if token as usize >= self.model.vocab {
+            return Err(webtensor::Error::Argument {
+                op: "Decoder::step",
+                msg: format!(
+                    "token {token} is not one of the {} in the vocabulary",
+                    self.model.vocab
+                ),
+            });
+        }
         if at >= self.model.context {
             return Err(webtensor::Error::Argument {
                 op: "Decoder::step",

@@ -14,7 +14,9 @@ tests/llama.rs (`pip install gguf numpy`):
   The trained context is 32 positions, so that the 8 frequencies of a
   16-feature head fall in all three bands.
 - tiny_llama_linear.gguf: `rope.scaling.type` "linear" with
-  `rope.scaling.factor` 4 (every frequency divided by 4).
+  `rope.scaling.factor` 4 (every frequency divided by 4), and
+  `rope.scaling.attn_factor` 1.5 (llama.cpp multiplies the rotary tables
+  by it: q and k by 1.5, each score by 2.25).
 
 Both: 1 block, 32 features, 2 query heads of 16 and 1 key/value head, a
 SwiGLU of 48, a vocabulary of 40, a Q8_0 gate. The NumPy pass divides the
@@ -72,6 +74,7 @@ def model(name, seed, scaling):
     else:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(4.0)
+        w.add_rope_scaling_attn_factors(1.5)
         divisor = 4.0
     put("token_embd.weight", (VOCAB, DIM), scale=1.0)
     for i in range(LAYERS):
@@ -95,7 +98,7 @@ def model(name, seed, scaling):
         HERE / f"{name}_reference.npz",
         tensors.weights,
         dict(DIM=DIM, LAYERS=LAYERS, HEADS=HEADS, KV_HEADS=KV_HEADS, EPS=EPS, THETA=THETA,
-             FREQ_DIVISOR=divisor),
+             FREQ_DIVISOR=divisor, ATTN_FACTOR=1.0 if scaling == "llama3" else 1.5),
         PROMPT,
         STEPS,
     )

@@ -7,7 +7,7 @@ numpy`):
 What sets it apart from the tiny Llamas, as Qwen2's files are laid out:
 rotary embeddings in NeoX's layout (feature i with i + head / 2), biases
 on the q, k and v products, no output matrix (the embeddings are read back
-as it), and heads whose size is not the width over the heads
+as it) but an output bias (llama.cpp's qwen2 adds it either way), and heads whose size is not the width over the heads
 (`qwen2.attention.key_length`: 4 heads of 24 over a width of 64). Weights
 are f32 except Q8_0 and Q4_0 products and an f16 embedding table.
 tiny_qwen2_reference.npz holds the logits of a prompt and a greedy
@@ -56,6 +56,7 @@ for i in range(LAYERS):
     put(b + "ffn_up.weight", (FFN, DIM))
     put(b + "ffn_down.weight", (DIM, FFN), T.Q8_0 if i == 0 else None)
 norm("output_norm.weight")
+put("output.bias", (VOCAB,), scale=0.5)
 w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()

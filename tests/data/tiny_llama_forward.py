@@ -68,8 +68,9 @@ def reference(path, weights, dims, prompt, steps):
 
     `weights` maps tensor names to float64 arrays as the file stores them
     (quantized ones as gguf-py decodes them); `dims` holds DIM, LAYERS,
-    HEADS, KV_HEADS, EPS and THETA, and optionally HEAD, NEOX and
-    FREQ_DIVISOR (what the rotary frequencies are divided by).
+    HEADS, KV_HEADS, EPS and THETA, and optionally HEAD, NEOX,
+    FREQ_DIVISOR (what the rotary frequencies are divided by) and
+    ATTN_FACTOR (what the rotated q and k are multiplied by).
     """
     DIM, LAYERS, HEADS, KV_HEADS = (dims[k] for k in ("DIM", "LAYERS", "HEADS", "KV_HEADS"))
     EPS, THETA = dims["EPS"], dims["THETA"]
@@ -77,6 +78,9 @@ def reference(path, weights, dims, prompt, steps):
     NEOX = dims.get("NEOX", False)
     # Scaled frequencies: each divided by this (a number, or one a pair).
     FREQ_DIVISOR = dims.get("FREQ_DIVISOR", 1.0)
+    # rope.scaling.attn_factor: llama.cpp multiplies the rotary tables by
+    # it, so q and k grow by it.
+    ATTN_FACTOR = dims.get("ATTN_FACTOR", 1.0)
 
     def rms_norm(x, g):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * g
@@ -112,7 +116,7 @@ def reference(path, weights, dims, prompt, steps):
             q = linear(h, b + "attn_q").reshape(seq, HEADS, HEAD).transpose(1, 0, 2)
             k = linear(h, b + "attn_k").reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
             v = linear(h, b + "attn_v").reshape(seq, KV_HEADS, HEAD).transpose(1, 0, 2)
-            q, k = rope(q, 0), rope(k, 0)
+            q, k = rope(q, 0) * ATTN_FACTOR, rope(k, 0) * ATTN_FACTOR
             k = np.repeat(k, HEADS // KV_HEADS, axis=0)
             v = np.repeat(v, HEADS // KV_HEADS, axis=0)
             s = q @ k.transpose(0, 2, 1) / np.sqrt(HEAD)
@@ -126,7 +130,8 @@ def reference(path, weights, dims, prompt, steps):
             up = h @ weights[b + "ffn_up.weight"].T
             x = x + (gate / (1.0 + np.exp(-gate)) * up) @ weights[b + "ffn_down.weight"].T
         x = rms_norm(x, weights["output_norm.weight"])
-        return x @ weights.get("output.weight", weights["token_embd.weight"]).T
+        logits = x @ weights.get("output.weight", weights["token_embd.weight"]).T
+        return logits + weights.get("output.bias", 0.0)
 
     logits = forward(prompt)
     tokens = list(prompt)
