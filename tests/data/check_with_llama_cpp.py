@@ -10,7 +10,8 @@ tests/llama.rs holds webtensor's model to NumPy's forward passes
 llama.cpp needs to load a model) and compares the prompt's logits: within a
 tolerance (llama.cpp rounds the activations of quantized products to 8
 bits; see MODELS), the same greedy token at every position. tiny_llama31.gguf's rotary
-divisors (rope_freqs) and tiny_llama_linear.gguf's linear scaling are
+divisors (rope_freqs) and tiny_llama_linear.gguf's linear scaling and
+attention factor (rope.scaling.attn_factor 1.5) are
 so checked against llama.cpp's own reading of them; without its divisors
 tiny_llama31 differs from its reference by about 0.25. tiny_qwen2.gguf's
 heads (24 over a width of 64) are past what llama.cpp's qwen2 loads.
