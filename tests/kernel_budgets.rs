@@ -1094,3 +1094,23 @@ fn an_adaptive_average_pooling_is_one_kernel_or_a_few_whatever_its_bins() {
         assert_eq!(large.readbacks, 1, "{name}");
     }
 }
+
+#[test]
+fn a_reflect_edge_or_wrap_pad_uploads_nothing() {
+    // Each padded axis was an index of its padded positions, uploaded
+    // every call, and a gather (a centred stft of a long signal uploaded
+    // an index as long as the signal). Now it is copies of views: the
+    // middle and each band, three kernels an axis.
+    use webtensor::PadMode;
+    for (name, dev) in gpus() {
+        let signal = Tensor::rand([100_000], DType::F32, 3, &dev).unwrap();
+        let image = Tensor::rand([2, 3, 20, 30], DType::F32, 4, &dev).unwrap();
+        let view = image.transpose(-1, -2).unwrap();
+        for mode in [PadMode::Reflect, PadMode::Edge, PadMode::Wrap] {
+            let d = cost(&dev, &|| signal.pad(&[(512, 512)], mode).unwrap());
+            assert_budget(&format!("{name}: {mode:?} pad of a signal"), &d, 3);
+            let d = cost(&dev, &|| view.pad(&[(2, 1), (0, 3)], mode).unwrap());
+            assert_budget(&format!("{name}: {mode:?} pad of a view's two axes"), &d, 5);
+        }
+    }
+}

@@ -711,3 +711,79 @@ fn like_constructors_and_linspace() {
     let d = Tensor::linspace(1.0, 2.0, 3, DType::F64, &Device::cpu()).unwrap();
     assert_eq!(d.to_vec::<f64>().unwrap(), [1.0, 1.5, 2.0]);
 }
+
+/// `pad` in every mode against NumPy's np.pad (tests/data/make_pad_cases.py):
+/// widths of 0, 1, the axis less one, the axis and past it (a reflection
+/// or wrap that repeats, which takes the gather; the rest are copies of
+/// views), on one, two or three axes; of contiguous, transposed, reversed,
+/// stepped, offset and broadcast views; i32, f32, f16, bf16 and u8; every
+/// device.
+#[test]
+fn pad_matches_numpy_in_every_mode_and_view() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pad_cases.npz");
+    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let get = |name: &str| &cases.iter().find(|(n, _)| n == name).unwrap().1;
+    let x = get("x");
+    let count = cases.iter().filter(|(n, _)| n.starts_with("mode_")).count();
+    assert_eq!(count, 72);
+    let modes = [PadMode::Edge, PadMode::Reflect, PadMode::Wrap];
+    for dev in devices() {
+        for dtype in [DType::I32, DType::F32, DType::F16, DType::BF16, DType::U8] {
+            let v = x.to_dtype(dtype).unwrap().to_device(&dev).unwrap();
+            // Views whose values are x's.
+            let transposed = v.permute(&[2, 1, 0]).unwrap().contiguous().unwrap();
+            let flipped = v.flip(&[0, 2]).unwrap().contiguous().unwrap();
+            let big = Tensor::zeros([7, 8, 11], dtype, &dev).unwrap();
+            big.slice(s![1..;2, ..;2, 1..;2])
+                .unwrap()
+                .assign(&v)
+                .unwrap();
+            let around = Tensor::zeros([5, 6, 8], dtype, &dev).unwrap();
+            let inner = around.slice(s![1..4, 2..6, 3..8]).unwrap();
+            inner.assign(&v).unwrap();
+            let views = [
+                ("contiguous", v.clone()),
+                ("transposed", transposed.permute(&[2, 1, 0]).unwrap()),
+                ("reversed", flipped.flip(&[0, 2]).unwrap()),
+                ("stepped", big.slice(s![1..;2, ..;2, 1..;2]).unwrap()),
+                ("offset", inner),
+            ];
+            for k in 0..count {
+                let mode = modes[get(&format!("mode_{k}")).item::<i32>().unwrap() as usize];
+                let widths = widths_of(get(&format!("widths_{k}")));
+                let want = get(&format!("want_{k}")).to_dtype(DType::F32).unwrap();
+                let want = want.to_vec::<f32>().unwrap();
+                for (name, view) in &views {
+                    let got = view.pad(&widths, mode).unwrap();
+                    assert_eq!(got.dtype(), dtype);
+                    assert_eq!(
+                        read_f32(&got),
+                        want,
+                        "{dev} {dtype} {name} case {k} {mode:?} {widths:?}"
+                    );
+                }
+                // A broadcast view: every row x's first, so every row of
+                // the padded tensor NumPy's at x's first row.
+                let row = v.narrow(0, 0, 1).unwrap().broadcast_to([3, 4, 5]).unwrap();
+                let got = read_f32(&row.pad(&widths, mode).unwrap());
+                let want_t = get(&format!("want_{k}"));
+                let d = want_t.dims().to_vec();
+                let at = if widths.len() == 3 { widths[0].0 } else { 0 };
+                let first = want_t.narrow(0, at, 1).unwrap().broadcast_to(d).unwrap();
+                let first = read_f32(&first.to_dtype(DType::F32).unwrap());
+                assert_eq!(
+                    got, first,
+                    "{dev} {dtype} broadcast case {k} {mode:?} {widths:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A case's (before, after) pairs.
+fn widths_of(t: &Tensor) -> Vec<(usize, usize)> {
+    let v = t.to_vec::<i64>().unwrap();
+    v.chunks(2)
+        .map(|p| (p[0] as usize, p[1] as usize))
+        .collect()
+}

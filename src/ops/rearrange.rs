@@ -53,7 +53,10 @@ impl Tensor {
 
     /// A copy grown by `widths[i] = (before, after)` elements on the last
     /// `widths.len()` axes (all axes when there are `rank` pairs), the new
-    /// elements filled as `mode` says (NumPy's `pad`).
+    /// elements filled as `mode` says (NumPy's `pad`). Each padded axis is
+    /// up to three copies of views (nothing uploaded), or, where a
+    /// reflection or wrap reaches past the axis and repeats it, a gather
+    /// through an index of the padded axis's positions.
     ///
     /// ```
     /// use webtensor::{Device, PadMode, Tensor};
@@ -137,6 +140,10 @@ impl Tensor {
                     if before == 0 && after == 0 {
                         continue;
                     }
+                    if let Some(padded) = pad_by_views(&out, axis, before, after, mode)? {
+                        out = padded;
+                        continue;
+                    }
                     // The host may refuse an index as long as the padded
                     // axis: an OutOfMemory, as the output's own allocation.
                     let len = before + n + after;
@@ -162,6 +169,57 @@ impl Tensor {
             }
         }
     }
+}
+
+/// `x` padded along `axis` by `before` and `after` under `mode` (`Edge`,
+/// `Reflect` or `Wrap`) with no index: a fresh tensor whose middle is `x`
+/// and whose bands are copies of views of `x` (its ends broadcast, a
+/// reversed run, or its other end): up to three copies, nothing uploaded
+/// (a centred `stft` of a long signal uploaded an index as long as it).
+/// `None` where a band reaches past the axis (a reflection or a wrap of
+/// more than the axis holds repeats it), for the gather to take.
+fn pad_by_views(
+    x: &Tensor,
+    axis: usize,
+    before: usize,
+    after: usize,
+    mode: PadMode,
+) -> Result<Option<Tensor>> {
+    let n = x.dims()[axis];
+    let ax = axis as isize;
+    // A reflection of one element repeats it, as an edge does.
+    let mode = match mode {
+        PadMode::Reflect if n == 1 => PadMode::Edge,
+        mode => mode,
+    };
+    let fits = match mode {
+        PadMode::Reflect => before < n && after < n,
+        PadMode::Wrap => before <= n && after <= n,
+        _ => true,
+    };
+    if !fits {
+        return Ok(None);
+    }
+    let mut dims = x.dims().to_vec();
+    dims[axis] = before + n + after;
+    let out = Tensor::empty_dense(Shape::from(dims), x.dtype(), x.device(), "pad")?;
+    out.narrow(ax, before, n)?.assign(x)?;
+    for (start, len, first) in [(0, before, true), (before + n, after, false)] {
+        if len == 0 {
+            continue;
+        }
+        let band = out.narrow(ax, start, len)?;
+        let source = match (mode, first) {
+            (PadMode::Reflect, true) => x.narrow(ax, 1, len)?.flip(&[ax])?,
+            (PadMode::Reflect, false) => x.narrow(ax, n - 1 - len, len)?.flip(&[ax])?,
+            (PadMode::Wrap, true) => x.narrow(ax, n - len, len)?,
+            (PadMode::Wrap, false) => x.narrow(ax, 0, len)?,
+            (_, true) => x.narrow(ax, 0, 1)?.broadcast_to(band.shape().clone())?,
+            (_, false) => x.narrow(ax, n - 1, 1)?.broadcast_to(band.shape().clone())?,
+        };
+        band.assign(&source)?;
+    }
+    Ok(Some(out))
 }
 
 /// The element of an axis of extent `n` that position `i` (counted from the
