@@ -388,6 +388,12 @@ fn a_body_browsers_refuse_is_an_error_natively_too() {
         ),
         ("var a: array<array<f32, 4096>, 4096>;\ny = x;", 1, memory),
         ("workgroupBarrier();\ny = x;", 1, barrier),
+        ("y = subgroupAdd(x);", 1, barrier),
+        (
+            "y = x;\nif (x > 0.0) {\n    y = f32(subgroupBallot(x > 1.0).x);\n}",
+            3,
+            barrier,
+        ),
         (
             "y = x;\nif (x > 0.0) {\n    loop {\n        storageBarrier();\n        break;\n    }\n}",
             4,
@@ -424,7 +430,9 @@ fn compile_errors_count_every_wgsl_line_break() {
     };
     let x = Tensor::ones([4], DType::F32, &dev).unwrap();
     for brk in ["\n", "\r", "\r\n", "\u{2028}", "\u{85}", "\u{c}"] {
-        let body = format!("y = x;{brk}y = x * 2.0;{brk}  y = x +;{brk}y = x;");
+        // Characters of several bytes before the error on its `\n` line
+        // (the compiler counts columns in characters).
+        let body = format!("// ééééééééééééééé{brk}y = x * 2.0;{brk}  y = x +;{brk}y = x;");
         let k = CustomKernel::new("lines", &[("x", DType::F32)], &[], ("y", DType::F32), &body)
             .unwrap();
         let e = k.call(&[&x], &[]).unwrap_err().to_string();

@@ -312,8 +312,8 @@ fn weights_and_metadata_unlike_the_header_are_refused_at_load() {
 }
 
 /// Biases unlike their weights' rows, an output bias in a llama file
-/// (llama.cpp refuses both), an attention factor that is not a positive
-/// number, and tokens outside the vocabulary are errors: a bias of one
+/// (llama.cpp refuses both), an attention factor that is not finite, and
+/// tokens outside the vocabulary are errors: a bias of one
 /// element was broadcast over every row, one of another length failed
 /// only at the first pass, and a token of -1 read the table's last row.
 #[test]
@@ -345,7 +345,7 @@ fn biases_attention_factors_and_tokens_llama_cpp_refuses_are_errors() {
     }
     let e = refused(&with(&[], &[("output.bias", &[16])]));
     assert!(e.contains("output.bias in a llama file"), "{e}");
-    for factor in [0.0, -2.0, f32::NAN] {
+    for factor in [f32::INFINITY, f32::NAN] {
         let meta = [("llama.rope.scaling.attn_factor", GgufValue::F32(factor))];
         let e = refused(&with(&meta, &[]));
         assert!(e.contains("llama.rope.scaling.attn_factor is"), "{e}");

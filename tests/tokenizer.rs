@@ -372,7 +372,7 @@ fn malformed_tokenizer_metadata_is_an_error() {
         ),
         (
             "tokenizer.ggml.scores",
-            array(GgufValueType::F32, vec![GgufValue::F32(0.0); n + 1]),
+            array(GgufValueType::F32, vec![GgufValue::F32(0.0); n - 1]),
             "one a token",
         ),
         (
@@ -408,6 +408,22 @@ fn malformed_tokenizer_metadata_is_an_error() {
             .unwrap_or_else(|| panic!("{key}: accepted"));
         assert!(e.to_string().contains(want), "{key}: {e}");
     }
-    // The same keys, well formed, are a tokenizer.
+    // The same keys, well formed, are a tokenizer; so are longer scores
+    // and types (llama.cpp reads the first of each) and several empty
+    // tokens (llama.cpp names each `[EMPTY_i]`).
     assert!(with("tokenizer.ggml.add_eos_token", GgufValue::Bool(false)).is_ok());
+    let longer = array(GgufValueType::I32, vec![GgufValue::I32(1); n + 3]);
+    assert!(with("tokenizer.ggml.token_type", longer).is_ok());
+    let mut empties: Vec<GgufValue> = match base.get("tokenizer.ggml.tokens") {
+        Some(GgufValue::Array { items, .. }) => items.clone(),
+        _ => unreachable!(),
+    };
+    empties[300] = GgufValue::String(String::new());
+    empties[301] = GgufValue::String(String::new());
+    let tok = with(
+        "tokenizer.ggml.tokens",
+        array(GgufValueType::String, empties),
+    )
+    .unwrap();
+    assert_eq!(tok.tokenizer.get_vocab_size(false), n);
 }

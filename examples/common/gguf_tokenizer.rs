@@ -161,17 +161,17 @@ fn strings<'a>(f: &'a Gguf, key: &str) -> Result<Vec<&'a str>> {
         .collect()
 }
 
-/// The `n` numbers at `key` (`None` where the file has none), one a
-/// token: llama.cpp refuses other lengths and types.
+/// The first `n` numbers at `key` (`None` where the file has none), one
+/// a token: llama.cpp refuses fewer, and other types.
 fn numbers(f: &Gguf, key: &str, n: usize) -> Result<Option<Vec<f64>>> {
     let Some(value) = f.get(key) else {
         return Ok(None);
     };
     let items = value
         .as_array()
-        .filter(|items| items.len() == n)
+        .filter(|items| items.len() >= n)
         .ok_or_else(|| format!("{key} must be an array of {n} numbers, one a token"))?;
-    let numbers = items
+    let numbers = items[..n]
         .iter()
         .map(GgufValue::as_f64)
         .collect::<Option<Vec<_>>>();
@@ -226,7 +226,13 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
     };
     let mut vocab = Vocab::with_capacity(tokens.len());
     for (i, t) in tokens.iter().enumerate() {
-        if let Some(first) = vocab.insert(t.to_string(), i as u32) {
+        // llama.cpp names an empty token `[EMPTY_i]`, so that several
+        // are not one.
+        let name = match t.is_empty() {
+            true => format!("[EMPTY_{i}]"),
+            false => t.to_string(),
+        };
+        if let Some(first) = vocab.insert(name, i as u32) {
             // llama.cpp stops on such a vocabulary; one of the two ids
             // would decode to nothing.
             return Err(format!("token {t:?} is listed twice (ids {first} and {i})").into());

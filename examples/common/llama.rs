@@ -284,7 +284,7 @@ impl Model {
         let scaling = rope_scaling(f, arch, head_dim, theta)?;
         let eps = number(f, &key("attention.layer_norm_rms_epsilon"))?;
         let attn_factor = optional_number(f, &key("rope.scaling.attn_factor"))?.unwrap_or(1.0);
-        if !attn_factor.is_finite() || attn_factor <= 0.0 {
+        if !attn_factor.is_finite() {
             return Err(format!("{} is {attn_factor}", key("rope.scaling.attn_factor")).into());
         }
         let scale =

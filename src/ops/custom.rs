@@ -45,8 +45,9 @@ use std::sync::Arc;
 /// once when stored), `i32`, `u32` for u32 and u8, `bool`. The functions of
 /// webtensor's own kernels (`log_f32`, `tan_f32` ...) are in scope too.
 /// A body holds at most WGSL's 8,192 bytes of variables a thread (the
-/// output's variable among them) and no barrier: it runs only for threads
-/// that have an output element.
+/// output's variable among them; no value larger either) and no barrier
+/// or subgroup operation: it runs only for threads that have an output
+/// element.
 ///
 /// ```
 /// use webtensor::{CustomKernel, DType, Device, Tensor};
@@ -198,8 +199,8 @@ impl CustomKernel {
     /// or wrong argument counts, and for WGSL that does not compile (with
     /// the line of the body, on native; in a browser the readback or sync
     /// that submits the call returns `Error::Gpu` with the browser's
-    /// message), natively too for a body over 8,192 bytes of variables or
-    /// with a barrier, which browsers refuse;
+    /// message), natively too for a body over 8,192 bytes of variables (or
+    /// making a larger value) or with a barrier or subgroup operation;
     /// `Error::DType` for dtypes other than declared or scalars the dtype
     /// cannot hold; `Error::Shape` when an input does not broadcast to
     /// `out`; `Error::DeviceMismatch`; `Error::OverlappingWrite` for a

@@ -257,10 +257,11 @@ fn params(call: &CustomCall, row_width: u32) -> Vec<u8> {
     bytemuck::cast_slice(&words).to_vec()
 }
 
-/// Where `message` points into `body` (naga's `wgsl:LINE:COLUMN`, lines
-/// counted at `\n` and columns in bytes, the body's first line being line
-/// `first` of the source), as a line of the body counted as WGSL counts
-/// them: at each of its line breaks (`\r`, U+2028 ...), CR LF one.
+/// Where `message` points into `body` (`wgsl:LINE:COLUMN` as wgpu's
+/// messages give it: lines counted at `\n`, columns in characters, the
+/// body's first line being line `first` of the source), as a line of the
+/// body counted as WGSL counts them: at each of its line breaks (`\r`,
+/// U+2028 ...), CR LF one.
 fn body_line(message: &str, first: usize, body: &str) -> Option<usize> {
     message.match_indices("wgsl:").find_map(|(at, _)| {
         let number = |text: &str| -> Option<usize> {
@@ -276,8 +277,11 @@ fn body_line(message: &str, first: usize, body: &str) -> Option<usize> {
         let chunk = line.checked_sub(first)?;
         let start: usize = body.split('\n').take(chunk).map(|l| l.len() + 1).sum();
         let text = body.split('\n').nth(chunk)?;
-        let end = start + column.saturating_sub(1).min(text.len());
-        let before = body.get(..end)?;
+        let within = text
+            .char_indices()
+            .nth(column.saturating_sub(1))
+            .map_or(text.len(), |(at, _)| at);
+        let before = body.get(..start + within)?;
         Some(1 + before.matches(is_wgsl_line_break).count() - before.matches("\r\n").count())
     })
 }
@@ -296,12 +300,15 @@ pub(crate) fn is_wgsl_line_break(c: char) -> bool {
 const FUNCTION_BYTES: u64 = 8192;
 
 /// What browsers' WGSL compilers refuse in `source` and naga does not, as
-/// naga reports an error (`wgsl:LINE:COLUMN: ...`): more than
-/// [`FUNCTION_BYTES`] in one function's variables, a value of more than
-/// that, or a barrier (the body runs only for threads that have an
-/// output element: a barrier there is outside uniform control flow,
-/// which can hang a GPU). Source that does not parse passes: its
-/// compilation reports it. Native only: a browser refuses these itself.
+/// wgpu reports an error (`wgsl:LINE:COLUMN: ...`): more than
+/// [`FUNCTION_BYTES`] in one function's variables, and a barrier or
+/// subgroup operation (the body runs only for threads that have an output
+/// element: outside uniform control flow a barrier can hang a GPU, and a
+/// subgroup's result depends on the grid; a body cannot `enable
+/// subgroups` in a browser). Webtensor's own rule besides: no value of
+/// more than [`FUNCTION_BYTES`] either (a driver holds it a thread as it
+/// holds a variable). Source that does not parse passes: its compilation
+/// reports it. Native only: a browser refuses the rest itself.
 #[cfg(not(target_arch = "wasm32"))]
 fn browsers_refuse(source: &str) -> std::result::Result<(), String> {
     let Ok(module) = naga::front::wgsl::parse_str(source) else {
@@ -314,9 +321,14 @@ fn browsers_refuse(source: &str) -> std::result::Result<(), String> {
             .try_size(gctx)
             .map_or(u64::MAX, u64::from)
     };
+    // As wgpu's messages give places: columns in characters.
     let at = |span: naga::Span| {
         let place = span.location(source);
-        format!("wgsl:{}:{}", place.line_number, place.line_position)
+        let start = (place.offset + 1 - place.line_position) as usize;
+        let column = source
+            .get(start..place.offset as usize)
+            .map_or(1, |text| text.chars().count() + 1);
+        format!("wgsl:{}:{column}", place.line_number)
     };
     let functions = module.functions.iter().map(|(_, f)| f);
     for f in functions.chain(module.entry_points.iter().map(|e| &e.function)) {
@@ -330,9 +342,9 @@ fn browsers_refuse(source: &str) -> std::result::Result<(), String> {
                 ));
             }
         }
-        if let Some(span) = barrier(&f.body) {
+        if let Some(span) = collective(&f.body) {
             return Err(format!(
-                "{}: a barrier in a kernel's body, which runs only for the threads that have an output element (WGSL takes barriers in uniform control flow only)",
+                "{}: a barrier or subgroup operation in a kernel's body, which runs only for the threads that have an output element (WGSL takes these in uniform control flow only)",
                 at(span)
             ));
         }
@@ -353,22 +365,26 @@ fn browsers_refuse(source: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Where the first barrier among `block`'s statements (nested ones too) is.
+/// Where the first barrier or subgroup operation among `block`'s
+/// statements (nested ones too) is.
 #[cfg(not(target_arch = "wasm32"))]
-fn barrier(block: &naga::Block) -> Option<naga::Span> {
+fn collective(block: &naga::Block) -> Option<naga::Span> {
     use naga::Statement as S;
     block
         .span_iter()
         .find_map(|(statement, span)| match statement {
-            S::ControlBarrier(_) | S::MemoryBarrier(_) | S::WorkGroupUniformLoad { .. } => {
-                Some(*span)
-            }
-            S::Block(b) => barrier(b),
-            S::If { accept, reject, .. } => barrier(accept).or_else(|| barrier(reject)),
-            S::Switch { cases, .. } => cases.iter().find_map(|c| barrier(&c.body)),
+            S::ControlBarrier(_)
+            | S::MemoryBarrier(_)
+            | S::WorkGroupUniformLoad { .. }
+            | S::SubgroupBallot { .. }
+            | S::SubgroupGather { .. }
+            | S::SubgroupCollectiveOperation { .. } => Some(*span),
+            S::Block(b) => collective(b),
+            S::If { accept, reject, .. } => collective(accept).or_else(|| collective(reject)),
+            S::Switch { cases, .. } => cases.iter().find_map(|c| collective(&c.body)),
             S::Loop {
                 body, continuing, ..
-            } => barrier(body).or_else(|| barrier(continuing)),
+            } => collective(body).or_else(|| collective(continuing)),
             _ => None,
         })
 }
