@@ -1887,3 +1887,29 @@ async fn factorizations_by_reflections_and_rotations_in_the_browser() {
         "eigvalsh",
     );
 }
+
+/// `pad`'s copies of views (`Edge`, `Reflect`, `Wrap`: the middle and each
+/// band from a view of the tensor) in the browser, of a transposed view,
+/// against the CPU's; and a reflection wider than its axis, which gathers.
+#[wasm_bindgen_test]
+async fn pads_copy_views_as_the_cpu_pads() {
+    use webtensor::PadMode;
+    let dev = gpu().await;
+    let cpu = Device::cpu();
+    let values: Vec<f32> = (0..60).map(|k| (k * 7 % 61) as f32).collect();
+    let x = Tensor::from_slice(&values, [3, 5, 4], &cpu).unwrap();
+    let gx = x.to_device_async(&dev).await.unwrap();
+    let cases: [(PadMode, &[(usize, usize)]); 4] = [
+        (PadMode::Edge, &[(2, 1), (0, 6)]),
+        (PadMode::Reflect, &[(1, 2), (3, 3)]),
+        (PadMode::Wrap, &[(4, 0), (5, 1)]),
+        (PadMode::Reflect, &[(0, 0), (9, 2)]),
+    ];
+    for (mode, widths) in cases {
+        let want = x.transpose(1, 2).unwrap().pad(widths, mode).unwrap();
+        let got = gx.transpose(1, 2).unwrap().pad(widths, mode).unwrap();
+        assert_eq!(got.dims(), want.dims());
+        let want = want.to_vec_async::<f32>().await.unwrap();
+        close(&read(&got).await, &want, &format!("{mode:?} {widths:?}"));
+    }
+}
