@@ -155,7 +155,7 @@ fn run() -> Result<()> {
     let trained = arch
         .and_then(|a| file.get(&format!("{a}.context_length")))
         .and_then(GgufValue::as_u64)
-        .map(|c| c as usize);
+        .map(|c| usize::try_from(c).unwrap_or(usize::MAX));
     let wanted = prompt.len().saturating_add(o.tokens);
     let context = o
         .context

@@ -82,7 +82,7 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
     let trained = arch
         .and_then(|a| file.get(&format!("{a}.context_length")))
         .and_then(GgufValue::as_u64)
-        .map_or(usize::MAX, |c| c as usize);
+        .map_or(usize::MAX, |c| usize::try_from(c).unwrap_or(usize::MAX));
     let context = ids.len().saturating_add(tokens).min(trained);
     if ids.len() > context {
         return Err(format!(

@@ -12,8 +12,8 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::DType` when `T` is not the tensor's dtype; GPU failures;
-    /// `Error::TooLarge` for more bytes than one host vector holds (2 GiB
-    /// on wasm32); `Error::Index` when an indexing op on this GPU met an out-of-range
+    /// `Error::TooLarge` for more bytes than one readback holds (1 GiB on
+    /// wasm32, where the browser's mapping is copied too); `Error::Index` when an indexing op on this GPU met an out-of-range
     /// index since the last readback (see [`Tensor::take`]; an empty
     /// tensor's readback submits nothing and leaves that to the next);
     /// `Error::DeviceLost` on a lost GPU, empty tensors too.

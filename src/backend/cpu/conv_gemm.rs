@@ -196,6 +196,17 @@ pub(super) fn images<T: Widen>(
     } else if rows {
         in_place(x, &s, isa, weights, &store, od[0], false);
     } else {
+        // A band's panels hold depth x (at most BAND_PIXELS + nr) floats:
+        // past usize on a 32-bit target, refused rather than wrapped.
+        let most = s.depth().checked_mul(BAND_PIXELS + isa.nr());
+        if most.is_none() {
+            return Err(Error::TooLarge {
+                op: OP,
+                what: "patch panel elements",
+                requested: (s.depth() as u64).saturating_mul((BAND_PIXELS + isa.nr()) as u64),
+                limit: usize::MAX as u64,
+            });
+        }
         packed(x, &s, isa, weights, &store, od[0]);
     }
     Ok(())

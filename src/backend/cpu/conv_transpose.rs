@@ -58,9 +58,26 @@ fn conv_transpose_here(x: &CpuData, w: &CpuData, o: &mut CpuData, call: &ConvCal
     let xs = xl.strides();
     // Input rows per band, the band's input as a dense `[cg, band w]`
     // matrix, and its columns.
-    let band_rows = (BAND / (rows.max(cg) * wi)).clamp(1, h);
-    let mut input = vec![0.0f32; cg * band_rows * wi];
-    let mut columns = vec![0.0f32; rows * band_rows * wi];
+    // In checked products: one input row's columns may pass the band (and,
+    // on a 32-bit target, usize), where the scratch would be sliced short
+    // of what the product below writes.
+    let past = |factors: [usize; 3]| Error::TooLarge {
+        op: OP,
+        what: "scratch elements",
+        requested: factors
+            .iter()
+            .fold(1u64, |p, &f| p.saturating_mul(f as u64)),
+        limit: usize::MAX as u64,
+    };
+    let row_floats = |of: usize| of.checked_mul(wi).ok_or_else(|| past([of, wi, 1]));
+    let band_rows = (BAND / row_floats(rows.max(cg))?).clamp(1, h);
+    let scratch = |of: usize| -> Result<Vec<f32>> {
+        let len = row_floats(of)?
+            .checked_mul(band_rows)
+            .ok_or_else(|| past([of, wi, band_rows]))?;
+        super::alloc::try_zeroed(OP, len)
+    };
+    let (mut input, mut columns) = (scratch(cg)?, scratch(rows)?);
     let weights = w.get(wl.offset()..).unwrap_or_default();
     // What the products below read: every group's [cg, rows] weights, and
     // the output's channels and pixels.

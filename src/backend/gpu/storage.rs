@@ -422,7 +422,7 @@ impl GpuStorage {
         }
         let aligned_start = first & !3;
         let size = (first + wanted).next_multiple_of(4) - aligned_start;
-        host_bytes(op, size, isize::MAX as u64)?;
+        host_bytes(op, size, READBACK_BYTES)?;
         let skip = (first - aligned_start) as usize;
         // A buffer no command knows is taken now; one that pending
         // commands know is taken by their flush, which the copy follows
@@ -457,9 +457,21 @@ impl GpuStorage {
     }
 }
 
+/// The most bytes one readback takes: what one host `Vec` holds, and on
+/// wasm32 half of that (1 GiB), since a browser's mapping is copied into
+/// the module's memory whole and the bytes copied again from it, and then
+/// typed while the bytes live: two copies at once in a 4 GiB address
+/// space, which cannot fail gracefully (a 2 GiB read trapped).
+const READBACK_BYTES: u64 = if cfg!(target_arch = "wasm32") {
+    isize::MAX as u64 / 2
+} else {
+    isize::MAX as u64
+};
+
 /// `size` bytes read back as one host `Vec` (and, in a browser, a second
-/// copy of the mapping wgpu makes), refused past `limit` (`isize::MAX`, so
-/// 2 GiB on wasm32, where a tensor of 4 GiB wrapped to no bytes at all).
+/// copy of the mapping wgpu makes), refused past `limit`
+/// ([`READBACK_BYTES`]; a tensor of 4 GiB once wrapped to no bytes at all
+/// on wasm32).
 ///
 /// # Errors
 /// `Error::TooLarge` naming `op`, `size` and `limit`.
