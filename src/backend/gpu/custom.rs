@@ -547,7 +547,7 @@ mod tests {
         assert_eq!(body_line("error at wgsl:12:1", 40, body), None);
         assert_eq!(body_line("past the body wgsl:45:1", 40, body), None);
         assert_eq!(body_line("no location", 40, body), None);
-        // Columns in bytes past the breaks naga does not count; CR LF one.
+        // Columns in characters, past breaks naga does not count; CR LF one.
         let body = "y = x;\ry = x;\r\n\u{2028}y = x +;";
         assert_eq!(body_line("wgsl:40:7", 40, body), Some(1));
         assert_eq!(body_line("wgsl:40:8", 40, body), Some(2));
