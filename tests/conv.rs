@@ -2452,6 +2452,22 @@ fn the_adaptive_pooling_kernel_adds_in_pytorchs_order() {
         gpus.is_empty() || ran >= 7 * 7 * 3 * gpus.len(),
         "{ran} cases"
     );
+    // The long form: an output of 4100 x 4100 (16.8M outputs, past one
+    // row of 65,535 workgroups: a 2-D grid) of a transposed 3 x 2 image.
+    if common::long_tests() {
+        for gpu in &gpus {
+            let six = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+            let small = Tensor::from_slice(&six, [1, 1, 2, 3], gpu).unwrap();
+            let small = small.transpose(-1, -2).unwrap();
+            let got = small.adaptive_avg_pool2d([4100, 4100]).unwrap();
+            let values = common::read_f32(&small);
+            let want = adaptive_reference(&values, [3, 2], [4100, 4100], DType::F32);
+            assert!(
+                common::read_f32(&got) == want,
+                "{gpu}: the 4100 x 4100 output differs"
+            );
+        }
+    }
 }
 
 /// The GPU's one-pass depthwise convolution against the CPU's composed
