@@ -22,7 +22,7 @@
 mod common;
 
 use proptest::prelude::*;
-use webtensor::{DType, Device, Error, Fft, GpuOptions, Pool, SliceItem, Tensor};
+use webtensor::{DType, Device, Error, Fft, GpuOptions, PadMode, Pool, SliceItem, Tensor};
 
 thread_local! {
     /// The GPU devices the chains run on, with what sets them apart: a
@@ -145,8 +145,10 @@ enum Step {
         src: usize,
     },
     /// A real FFT and its inverse along `axis` (rounded back to integers),
-    /// or a 2 x 2 max or average pooling (times 4: a sum) of the last two
-    /// axes.
+    /// a 2 x 2 max or average pooling (times 4: a sum) of the last two
+    /// axes, an adaptive average pooling of them into 1 to 3 bins each, or
+    /// a pad of the last two axes in one of the four modes (`axis` picks
+    /// the bins, the widths and the mode).
     Signal {
         src: usize,
         axis: i8,
@@ -235,7 +237,7 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         1 => (slot.clone(), slot.clone(), -2i8..2)
             .prop_map(|(a, b, axis)| Step::Concat { a, b, axis }),
         1 => slot.clone().prop_map(|src| Step::Contiguous { src }),
-        1 => (slot.clone(), -3i8..3, 0u8..3).prop_map(|(src, axis, op)| Step::Signal { src, axis, op }),
+        4 => (slot.clone(), -8i8..8, 0u8..5).prop_map(|(src, axis, op)| Step::Signal { src, axis, op }),
         1 => (slot.clone(), -2i8..2, any::<u8>())
             .prop_map(|(src, axis, seed)| Step::Take { src, axis, seed }),
         1 + w / 2 => (slot.clone(), slot.clone(), -2i8..2, any::<u8>(), any::<bool>())
@@ -483,19 +485,48 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
             let t = &slots[at(*src)];
             let r = match op {
                 0 => {
+                    // -3 to 3: mostly in range, sometimes not.
+                    let axis = (*axis % 4) as isize;
                     let n = match t.rank() {
                         0 => 1,
-                        r => t.dims()[(*axis as isize).rem_euclid(r as isize) as usize],
+                        r => t.dims()[axis.rem_euclid(r as isize) as usize],
                     };
-                    let round_trip = Fft::along(*axis as isize).size(n);
+                    let round_trip = Fft::along(axis).size(n);
                     // Of integers: the round trip comes back within an ulp
                     // or two, which rounding removes; a value at .5 (a
                     // remainder by 1.5) could round either way.
-                    let back = exact(t)?.rfft(*axis as isize)?.irfft(round_trip)?;
+                    let back = exact(t)?.rfft(axis)?.irfft(round_trip)?;
                     back.round()?.to_dtype(t.dtype())?
                 }
                 1 => t.max_pool2d(&Pool::new(2))?,
-                _ => t.avg_pool2d(&Pool::new(2))?.mul_scalar(4.0)?,
+                2 => t.avg_pool2d(&Pool::new(2))?.mul_scalar(4.0)?,
+                3 => {
+                    // Of integers within ±1000: each bin's sum is exact in
+                    // either order of additions, and both devices divide
+                    // it by the bin's height and then its width.
+                    // (Integers as f32: their error is pinned elsewhere.)
+                    let k = (*axis as i32 + 8) as usize;
+                    let x = match t.dtype() {
+                        DType::F16 | DType::BF16 | DType::F32 => clamp(exact(t)?)?,
+                        _ => clamp(t.to_dtype(DType::F32)?)?,
+                    };
+                    x.adaptive_avg_pool2d([k % 3 + 1, k / 3 % 3 + 1])?
+                }
+                _ => {
+                    // Widths 0 to 3 before and 0 to 2 after: an axis of
+                    // fewer elements than a reflection or wrap takes is
+                    // gathered, the others are copies of views.
+                    let k = (*axis as i32 + 8) as usize;
+                    let mode = match k % 4 {
+                        0 => PadMode::Constant(3.into()),
+                        1 => PadMode::Edge,
+                        2 => PadMode::Reflect,
+                        _ => PadMode::Wrap,
+                    };
+                    let a = k / 4;
+                    let widths = [(a, k % 3), (3 - a, a % 2)];
+                    t.pad(&widths[..t.rank().min(2)], mode)?
+                }
             };
             slots.push(r);
         }
