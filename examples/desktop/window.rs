@@ -27,6 +27,9 @@ struct Args {
 
 /// Frames between two checkpoints of the simulation.
 const CHECKPOINT_EVERY: usize = 10;
+/// Losses in a row, with no frame drawn between them, after which the
+/// example gives up (a device lost again as soon as it is opened).
+const LOSSES_IN_A_ROW: usize = 5;
 
 impl Args {
     fn parse() -> AnyResult<Self> {
@@ -106,6 +109,8 @@ struct Scene {
     lost_at_frame: bool,
     device_name: String,
     frames: usize,
+    /// Devices lost since the last frame drawn.
+    losses_in_a_row: usize,
     started: Instant,
     /// When the last frame was shown (`--frames`), and until when to hold it.
     hold_until: Option<Instant>,
@@ -117,12 +122,14 @@ impl Scene {
         instance: &wgpu::Instance,
         args: &Args,
     ) -> AnyResult<Self> {
-        let side = args.side as u32;
+        // The texture's side, checked against the device's limit below.
+        let side = u32::try_from(args.side).unwrap_or(u32::MAX);
+        let shown = side.clamp(512, 1024);
         let window = Arc::new(
             event_loop.create_window(
                 Window::default_attributes()
                     .with_title("webtensor: Gray-Scott")
-                    .with_inner_size(PhysicalSize::new(side.max(512), side.max(512))),
+                    .with_inner_size(PhysicalSize::new(shown, shown)),
             )?,
         );
         let surface = instance.create_surface(window.clone())?;
@@ -133,6 +140,14 @@ impl Scene {
             apply_limit_buckets: false,
         }))?;
         let (device, queue) = open_device(&adapter)?;
+        let largest = device.limits().max_texture_dimension_2d;
+        if side > largest {
+            return Err(format!(
+                "--side {} is past the largest texture side of this device, {largest}",
+                args.side
+            )
+            .into());
+        }
         let info = adapter.get_info();
         let dev = Device::from_wgpu(&info, device.clone(), queue.clone(), GpuOptions::default())?;
         let size = window.inner_size();
@@ -141,7 +156,10 @@ impl Scene {
             .ok_or("the adapter cannot present to this window")?;
         surface.configure(&device, &config);
         let blit = Blit::new(&device, config.format, side, side);
-        let sim = GrayScott::new(args.side, &dev)?;
+        let mut sim = GrayScott::new(args.side, &dev)?;
+        // Before any loss: a device lost at frame 0 resumes from here (with
+        // no checkpoint, the fields would stay lost).
+        sim.checkpoint()?;
         Ok(Self {
             window,
             surface,
@@ -156,6 +174,7 @@ impl Scene {
             lost_at_frame: false,
             device_name: format!("{} ({:?})", info.name, info.backend),
             frames: 0,
+            losses_in_a_row: 0,
             started: Instant::now(),
             hold_until: None,
         })
@@ -165,7 +184,7 @@ impl Scene {
     /// into the texture (submitted; the render pass is submitted after it
     /// on the same queue).
     fn compute(&mut self, args: &Args) -> webtensor::Result<()> {
-        if self.frames.is_multiple_of(CHECKPOINT_EVERY) {
+        if self.frames > 0 && self.frames.is_multiple_of(CHECKPOINT_EVERY) {
             self.sim.checkpoint()?;
         }
         self.sim.step_captured(args.steps)?;
@@ -180,6 +199,14 @@ impl Scene {
     /// back from their last checkpoint, and the captured step is captured
     /// again by its next run.
     fn recover(&mut self, instance: &wgpu::Instance, reason: &str) -> AnyResult<()> {
+        self.losses_in_a_row += 1;
+        if self.losses_in_a_row > LOSSES_IN_A_ROW {
+            return Err(format!(
+                "the device was lost {} times in a row, each before a frame was drawn ({reason})",
+                self.losses_in_a_row
+            )
+            .into());
+        }
         let (device, queue) = open_device(&self.adapter)?;
         // The lost device's swapchain goes with its surface.
         self.surface = instance.create_surface(self.window.clone())?;
@@ -209,23 +236,10 @@ impl Scene {
 
     /// Steps the simulation (until `--frames` are done), writes its field
     /// into the texture and presents it; after a lost device, recovers.
+    /// Nothing is computed while the window cannot show a frame (hidden,
+    /// minimized), so the simulation and its checkpoints keep the pace of
+    /// the frames drawn.
     fn frame(&mut self, instance: &wgpu::Instance, args: &Args) -> AnyResult<()> {
-        let computing = self.hold_until.is_none();
-        if computing {
-            let at_frame = !self.lost_at_frame && args.lose_at == Some(self.frames);
-            if std::mem::take(&mut self.lose_now) || at_frame {
-                self.lost_at_frame |= at_frame;
-                // As a driver reset would take it.
-                println!("losing the device at frame {}", self.frames);
-                self.device.destroy();
-            }
-            match self.compute(args) {
-                Err(TensorError::DeviceLost { reason, .. }) => {
-                    return self.recover(instance, &reason);
-                }
-                other => other?,
-            }
-        }
         let frame = match self.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(frame)
             | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => frame,
@@ -245,11 +259,30 @@ impl Scene {
                 return Err("the surface raised a validation error".into());
             }
         };
+        let computing = self.hold_until.is_none();
+        if computing {
+            let at_frame = !self.lost_at_frame && args.lose_at == Some(self.frames);
+            if std::mem::take(&mut self.lose_now) || at_frame {
+                self.lost_at_frame |= at_frame;
+                // As a driver reset would take it.
+                println!("losing the device at frame {}", self.frames);
+                self.device.destroy();
+            }
+            match self.compute(args) {
+                // The frame acquired goes unpresented with its device.
+                Err(TensorError::DeviceLost { reason, .. }) => {
+                    drop(frame);
+                    return self.recover(instance, &reason);
+                }
+                other => other?,
+            }
+        }
         self.blit.present(&self.device, &self.queue, frame);
         if !computing {
             return Ok(());
         }
         self.frames += 1;
+        self.losses_in_a_row = 0;
         let per_frame = self.started.elapsed().as_secs_f64() * 1e3 / self.frames as f64;
         self.window.set_title(&format!(
             "webtensor: Gray-Scott, step {} ({per_frame:.1} ms a frame)",

@@ -54,6 +54,9 @@ const STEPS_PER_FRAME: usize = 20;
 /// Frames between two checkpoints of the simulation (a lost device resumes
 /// from the last).
 const CHECKPOINT_EVERY: usize = 5;
+/// Losses in a row, with no frame drawn between them, after which the page
+/// gives up (a device lost again as soon as it is opened).
+const LOSSES_IN_A_ROW: usize = 5;
 /// The colour map's range for `v`.
 const HEAT: ColorMap = ColorMap::Heat { min: 0.0, max: 0.4 };
 
@@ -62,13 +65,13 @@ const HEAT: ColorMap = ColorMap::Heat { min: 0.0, max: 0.4 };
 pub async fn run() -> Result<(), JsValue> {
     let page = Page::find()?;
     let outcome = match Gpu::open(&page).await {
-        Some(gpu) => {
+        Ok(gpu) => {
             page.set_kind("Gpu");
             run_on_gpu(&page, gpu).await
         }
-        None => {
+        Err(reason) => {
             page.set_kind("Cpu");
-            run_on_cpu(&page).await
+            run_on_cpu(&page, &reason).await
         }
     };
     match outcome {
@@ -91,10 +94,11 @@ struct Gpu {
 }
 
 impl Gpu {
-    /// `None` where the browser has no WebGPU or gives no adapter.
-    async fn open(page: &Page) -> Option<Gpu> {
+    /// Why not, where the browser has no WebGPU, gives no adapter or
+    /// device, or webtensor refuses the device.
+    async fn open(page: &Page) -> Result<Gpu, String> {
         if !wgpu::util::is_browser_webgpu_supported().await {
-            return None;
+            return Err("the browser has no WebGPU".into());
         }
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends: wgpu::Backends::BROWSER_WEBGPU,
@@ -109,8 +113,8 @@ impl Gpu {
             opened.queue.clone(),
             GpuOptions::default(),
         )
-        .ok()?;
-        Some(Gpu {
+        .map_err(|e| format!("webtensor cannot use the device: {e}"))?;
+        Ok(Gpu {
             dev,
             trouble,
             instance,
@@ -127,7 +131,7 @@ impl Gpu {
     async fn reopen(&mut self, page: &Page) -> AnyResult<()> {
         let opened = Opened::new(&self.instance, page)
             .await
-            .ok_or("the browser gave no WebGPU device after the loss")?;
+            .map_err(|e| format!("no WebGPU device after the loss: {e}"))?;
         *self.trouble.lock().unwrap() = None;
         watch(&opened.device, &self.trouble);
         self.dev
@@ -171,11 +175,12 @@ struct Opened {
 }
 
 impl Opened {
-    /// `None` where the browser gives no adapter or device.
-    async fn new(instance: &wgpu::Instance, page: &Page) -> Option<Opened> {
+    /// Why not, where the browser gives no adapter or device for the
+    /// canvas.
+    async fn new(instance: &wgpu::Instance, page: &Page) -> Result<Opened, String> {
         let surface = instance
             .create_surface(wgpu::SurfaceTarget::Canvas(page.canvas.clone()))
-            .ok()?;
+            .map_err(|e| format!("the canvas has no WebGPU context: {e}"))?;
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
@@ -184,7 +189,7 @@ impl Opened {
                 apply_limit_buckets: false,
             })
             .await
-            .ok()?;
+            .map_err(|e| format!("no adapter: {e}"))?;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("web example"),
@@ -193,14 +198,16 @@ impl Opened {
                 ..Default::default()
             })
             .await
-            .ok()?;
-        let config = surface.get_default_config(
-            &adapter,
-            page.canvas.width().max(1),
-            page.canvas.height().max(1),
-        )?;
+            .map_err(|e| format!("no device: {e}"))?;
+        let config = surface
+            .get_default_config(
+                &adapter,
+                page.canvas.width().max(1),
+                page.canvas.height().max(1),
+            )
+            .ok_or("the adapter cannot draw on the canvas")?;
         surface.configure(&device, &config);
-        Some(Opened {
+        Ok(Opened {
             info: adapter.get_info(),
             device,
             queue,
@@ -244,12 +251,16 @@ async fn run_on_gpu(page: &Page, mut gpu: Gpu) -> AnyResult<String> {
     };
     let mut blit = Blit::new(&gpu.device, gpu.format, SIDE as u32, SIDE as u32);
     let mut sim = GrayScott::new(SIDE, &gpu.dev)?;
+    // Before any loss (the button works while the device opens): a device
+    // lost at frame 0 resumes from here, where with no checkpoint the
+    // fields would stay lost.
+    sim.checkpoint_async().await?;
     let start = page.now();
-    let (mut frames, mut recoveries) = (0, 0);
+    let (mut frames, mut recoveries, mut losses_in_a_row) = (0, 0, 0);
     // `?lose-at=N` loses the device at frame N; the page's button at once.
     let mut lose_at = page.lose_at();
     while sim.steps < steps {
-        let checkpoint = frames % CHECKPOINT_EVERY == 0;
+        let checkpoint = frames > 0 && frames % CHECKPOINT_EVERY == 0;
         if page.take_lose_request() || lose_at == Some(frames) {
             lose_at = None;
             // As a browser taking the device back would.
@@ -270,6 +281,14 @@ async fn run_on_gpu(page: &Page, mut gpu: Gpu) -> AnyResult<String> {
         .await;
         match drawn {
             Err(e) if is_loss(e.as_ref(), &gpu.dev) => {
+                losses_in_a_row += 1;
+                if losses_in_a_row > LOSSES_IN_A_ROW {
+                    return Err(format!(
+                        "the GPU device was lost {losses_in_a_row} times in a row, each \
+                         before a frame was drawn ({e})"
+                    )
+                    .into());
+                }
                 let lost_at = sim.steps;
                 gpu.reopen(page).await?;
                 blit = Blit::new(&gpu.device, gpu.format, SIDE as u32, SIDE as u32);
@@ -281,6 +300,7 @@ async fn run_on_gpu(page: &Page, mut gpu: Gpu) -> AnyResult<String> {
             other => other?,
         }
         frames += 1;
+        losses_in_a_row = 0;
         page.progress(sim.steps, steps, frames, page.now() - start);
         page::next_animation_frame().await;
     }
@@ -296,20 +316,23 @@ async fn run_on_gpu(page: &Page, mut gpu: Gpu) -> AnyResult<String> {
     ))
 }
 
-/// Without WebGPU: webtensor's CPU device, painted through a 2D canvas.
-async fn run_on_cpu(page: &Page) -> AnyResult<String> {
-    let dev = Device::default_async().await?;
-    let info = dev.info();
+/// Without a WebGPU device (`reason` says why): webtensor's CPU device,
+/// painted through a 2D canvas.
+async fn run_on_cpu(page: &Page, reason: &str) -> AnyResult<String> {
+    let dev = Device::cpu();
     page.notice(&format!(
-        "No WebGPU here ({}): this page computes on the CPU, {SOFTWARE_STEPS} steps.",
-        info.fallback_reason.as_deref().unwrap_or("chosen")
+        "No WebGPU device here ({reason}): this page computes on the CPU, {SOFTWARE_STEPS} steps."
     ));
+    // A canvas that gave WebGPU a context has no 2D one.
+    let canvas = page
+        .fresh_canvas()
+        .map_err(|e| format!("no canvas to paint on: {e:?}"))?;
     let mut sim = GrayScott::new(SIDE, &dev)?;
     let start = page.now();
     let mut frames = 0;
     while sim.steps < SOFTWARE_STEPS {
         sim.step_captured(STEPS_PER_FRAME.min(SOFTWARE_STEPS - sim.steps))?;
-        page.paint(&sim.v().to_vec_async::<f32>().await?, SIDE, HEAT);
+        page::paint(&canvas, &sim.v().to_vec_async::<f32>().await?, SIDE, HEAT);
         frames += 1;
         page.progress(sim.steps, SOFTWARE_STEPS, frames, page.now() - start);
         page::next_animation_frame().await;

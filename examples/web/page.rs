@@ -114,45 +114,52 @@ impl Page {
         self.status.set_attribute("data-state", "error")
     }
 
-    /// Paints a `side x side` grid through a 2D context (the CPU path),
-    /// coloured as `map` colours it on the GPU.
-    pub fn paint(&self, grid: &[f32], side: usize, map: ColorMap) {
-        let ColorMap::Heat { min, max } = map else {
-            return;
-        };
-        let Ok(Some(ctx)) = self.canvas.get_context("2d") else {
-            return;
-        };
-        let Ok(ctx) = ctx.dyn_into::<web_sys::CanvasRenderingContext2d>() else {
-            return;
-        };
-        let mut pixels = Vec::with_capacity(grid.len() * 4);
-        for &v in grid {
-            let t = ((v - min) / (max - min)).clamp(0.0, 1.0) * 3.0;
-            let channel = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
-            pixels.extend_from_slice(&[channel(t), channel(t - 1.0), channel(t - 2.0), 255]);
-        }
-        let (w, h) = (self.canvas.width() as f64, self.canvas.height() as f64);
-        if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-            Clamped(&pixels),
-            side as u32,
-            side as u32,
-        ) {
-            let _ = ctx.put_image_data(&image, 0.0, 0.0);
-            // Stretch the grid over the canvas.
-            let _ = ctx
-                .draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
-                    &self.canvas,
-                    0.0,
-                    0.0,
-                    side as f64,
-                    side as f64,
-                    0.0,
-                    0.0,
-                    w,
-                    h,
-                );
-        }
+    /// A copy of the canvas in its place, without a context: a canvas
+    /// that gave WebGPU one has no 2D context.
+    pub fn fresh_canvas(&self) -> Result<web_sys::HtmlCanvasElement, JsValue> {
+        let fresh: web_sys::HtmlCanvasElement = self.canvas.clone_node()?.dyn_into()?;
+        self.canvas.replace_with_with_node_1(&fresh)?;
+        Ok(fresh)
+    }
+}
+
+/// Paints a `side x side` grid on `canvas` through a 2D context (the CPU
+/// path), coloured as `map` colours it on the GPU.
+pub fn paint(canvas: &web_sys::HtmlCanvasElement, grid: &[f32], side: usize, map: ColorMap) {
+    let ColorMap::Heat { min, max } = map else {
+        return;
+    };
+    let Ok(Some(ctx)) = canvas.get_context("2d") else {
+        return;
+    };
+    let Ok(ctx) = ctx.dyn_into::<web_sys::CanvasRenderingContext2d>() else {
+        return;
+    };
+    let mut pixels = Vec::with_capacity(grid.len() * 4);
+    for &v in grid {
+        let t = ((v - min) / (max - min)).clamp(0.0, 1.0) * 3.0;
+        let channel = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
+        pixels.extend_from_slice(&[channel(t), channel(t - 1.0), channel(t - 2.0), 255]);
+    }
+    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
+    if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
+        Clamped(&pixels),
+        side as u32,
+        side as u32,
+    ) {
+        let _ = ctx.put_image_data(&image, 0.0, 0.0);
+        // Stretch the grid over the canvas.
+        let _ = ctx.draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+            canvas,
+            0.0,
+            0.0,
+            side as f64,
+            side as f64,
+            0.0,
+            0.0,
+            w,
+            h,
+        );
     }
 }
 
