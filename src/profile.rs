@@ -156,7 +156,14 @@ impl Profile {
                 kernel.ops.push(index);
             }
         }
-        let regions = profile_region::regions(frames, &mut ops, &kernels, gpu_note.is_none());
+        let timed = gpu_note.is_none();
+        let regions = profile_region::regions(frames, &mut ops, &kernels, timed);
+        // A total without some kernels would read as the whole: it is
+        // `None`, and the reason is given.
+        let gpu_note = match timed && kernels.iter().any(|k| k.gpu.is_none()) {
+            true => Some(SOME_UNTIMED),
+            false => gpu_note,
+        };
         Profile {
             ops,
             kernels,
@@ -203,7 +210,9 @@ impl Profile {
     }
 
     /// GPU time of all kernels, when every kernel has one; `None` on the
-    /// CPU device, and wherever [`Profile::gpu_times_unavailable`] says why.
+    /// CPU device, and wherever [`Profile::gpu_times_unavailable`] says why
+    /// (each kernel's own time, [`ProfiledKernel::gpu`], is there where it
+    /// was measured).
     pub fn gpu(&self) -> Option<Duration> {
         if self.gpu_note.is_some() {
             return None;
@@ -214,11 +223,18 @@ impl Profile {
     /// Why kernels have no GPU time, when they have none: the CPU device,
     /// a GPU that writes no timestamps (no `TIMESTAMP_QUERY`), or a
     /// browser (whose timestamps, quantised to 100 µs and read only
-    /// asynchronously, are not used).
+    /// asynchronously, are not used); or why some have none (a kernel's
+    /// end stamped before its start, as a counter that wraps or is reset
+    /// gives, or timestamps that could not be read back), which makes the
+    /// total `None`.
     pub fn gpu_times_unavailable(&self) -> Option<&'static str> {
         self.gpu_note
     }
 }
+
+/// Why [`Profile::gpu`] is `None` where some kernels have a GPU time.
+const SOME_UNTIMED: &str = "some kernels have no GPU time: an end stamped before its start, \
+     or timestamps that could not be read back";
 
 /// Microseconds with two decimals.
 struct Micros(Duration);
@@ -230,7 +246,7 @@ impl fmt::Display for Micros {
     }
 }
 
-/// `k3`, `k3..k5`, or `-` for no kernel.
+/// `k3`, `k3..=k5`, or `-` for no kernel.
 struct Kernels<'a>(&'a Range<usize>);
 
 impl fmt::Display for Kernels<'_> {
@@ -239,7 +255,7 @@ impl fmt::Display for Kernels<'_> {
         match r.len() {
             0 => write!(f, "-"),
             1 => write!(f, "k{}", r.start),
-            _ => write!(f, "k{}..k{}", r.start, r.end - 1),
+            _ => write!(f, "k{}..=k{}", r.start, r.end - 1),
         }
     }
 }
@@ -276,7 +292,7 @@ impl fmt::Display for Profile {
                 format!("r{i}"),
                 match r.ops.len() {
                     1 => r.ops.start.to_string(),
-                    _ => format!("{}..{}", r.ops.start, r.ops.end.saturating_sub(1)),
+                    _ => format!("{}..={}", r.ops.start, r.ops.end.saturating_sub(1)),
                 },
                 Micros(r.host),
             )?;
@@ -329,5 +345,63 @@ impl fmt::Display for Profile {
             writeln!(f, "{i:>6}  {:>10}  {}", Micros(s.host), Kernels(&s.kernels))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(gpu: Option<Duration>) -> ProfiledKernel {
+        ProfiledKernel {
+            name: "elementwise",
+            ops: Vec::new(),
+            workgroups: [1, 1, 1],
+            bytes_bound: 16,
+            gpu,
+            submit: 0,
+        }
+    }
+
+    /// A kernel without a GPU time (an end stamped before its start, a
+    /// failed readback) makes the total `None` with the reason, and every
+    /// other kernel keeps its time.
+    #[test]
+    fn a_kernel_without_a_gpu_time_leaves_no_total_and_says_why() {
+        let op = |k: usize| ProfiledOp {
+            name: "exp",
+            host: Duration::from_micros(3),
+            kernels: k..k + 1,
+            region: None,
+        };
+        let submits = vec![ProfiledSubmit {
+            host: Duration::from_micros(5),
+            kernels: 0..2,
+        }];
+        let ms = Some(Duration::from_millis(1));
+        let whole = Profile::new(
+            vec![op(0), op(1)],
+            &[None, None],
+            vec![kernel(ms), kernel(ms)],
+            submits.clone(),
+            Duration::from_millis(3),
+            None,
+        );
+        assert_eq!(whole.gpu(), Some(Duration::from_millis(2)));
+        assert_eq!(whole.gpu_times_unavailable(), None);
+        let part = Profile::new(
+            vec![op(0), op(1)],
+            &[None, None],
+            vec![kernel(ms), kernel(None)],
+            submits,
+            Duration::from_millis(3),
+            None,
+        );
+        assert_eq!(part.gpu(), None);
+        assert_eq!(part.gpu_times_unavailable(), Some(SOME_UNTIMED));
+        assert_eq!(part.kernels()[0].gpu, ms);
+        let table = part.to_string();
+        assert!(table.contains(SOME_UNTIMED), "{table}");
+        assert!(table.contains("k0..=k1"), "{table}");
     }
 }

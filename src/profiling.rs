@@ -13,8 +13,10 @@ impl Device {
     /// submit the host time of planning, fusing and encoding its batch
     /// (see [`Profile`]; print it for a table).
     ///
-    /// On a GPU, what was pending is submitted before `ops` run, and what
-    /// they leave pending after; then the call waits for the GPU. Each
+    /// On a GPU, what was pending is submitted before `ops` run (a batch
+    /// of it that fails poisons its outputs, as below, and the profile
+    /// goes on), and what they leave pending after; then, where the device
+    /// writes timestamps, the call waits for the GPU to read them. Each
     /// kernel is dispatched in a compute pass of its own, whose start and
     /// end the GPU timestamps where the device writes timestamps
     /// (`TIMESTAMP_QUERY`, natively; a browser's are not used, and host
@@ -29,7 +31,9 @@ impl Device {
     /// # Errors
     /// What `ops` returned; `Error::Argument` when the device (on the CPU,
     /// this thread) is being profiled already, or (on a GPU) a step is
-    /// being captured; the device's errors reading timestamps back.
+    /// being captured; `Error::DeviceLost` when the device is lost. A
+    /// readback of timestamps that fails otherwise leaves its kernels
+    /// without GPU times (see [`Profile::gpu_times_unavailable`]).
     pub fn profile(&self, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
         match self.gpu_context() {
             Some(ctx) => gpu::profile_ops(&ctx, ops),

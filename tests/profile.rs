@@ -427,3 +427,42 @@ fn a_region_opened_before_the_profile_names_its_ops_and_outside_one_is_free() {
     let p = dev.profile(|| x.exp().map(drop)).unwrap();
     assert!(p.regions().is_empty() && p.ops()[0].region.is_none(), "{p}");
 }
+
+/// Work recorded before a profile whose batch fails (it reads an
+/// application buffer destroyed meanwhile) poisons its own outputs, as a
+/// failed batch does anywhere; the profile's closure still runs, and the
+/// profile comes back with its ops.
+#[test]
+fn a_batch_failing_before_a_profile_poisons_its_outputs_and_the_profile_runs() {
+    let Some(dev) = gpu(true, 1024) else {
+        return;
+    };
+    let (device, queue) = dev.wgpu().unwrap();
+    let buffer = device.create_buffer(&webtensor::wgpu::BufferDescriptor {
+        label: Some("destroyed before the profile"),
+        size: 16,
+        usage: webtensor::wgpu::BufferUsages::STORAGE
+            | webtensor::wgpu::BufferUsages::COPY_SRC
+            | webtensor::wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    queue.write_buffer(&buffer, 0, &[0u8; 16]);
+    let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+    x.to_vec::<f32>().unwrap();
+    let w = Tensor::from_gpu_buffer(&buffer, DType::F32, [4], 0, &dev).unwrap();
+    let y = (&w + 1.0).exp().unwrap();
+    buffer.destroy();
+    let ran = std::cell::Cell::new(false);
+    let p = dev
+        .profile(|| {
+            ran.set(true);
+            x.mul_scalar_(3.0).map(drop)
+        })
+        .unwrap();
+    assert!(ran.get(), "the closure was not run");
+    assert_eq!(names(&p), ["mul"]);
+    check_links(&p);
+    assert_eq!(x.to_vec::<f32>().unwrap(), [3.0; 4]);
+    let e = y.to_vec::<f32>().unwrap_err().to_string();
+    assert!(e.contains("failed"), "{e}");
+}

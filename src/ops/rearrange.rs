@@ -73,8 +73,9 @@ impl Tensor {
     /// `Error::Shape` naming `pad` for more pairs than axes, a padded shape
     /// over the limits, or padding an empty axis by `Edge`, `Reflect` or
     /// `Wrap`; `Error::DType` for a constant the dtype cannot represent;
-    /// `Error::OutOfMemory` when the padded tensor (or, for `Edge`,
-    /// `Reflect` and `Wrap`, its index along an axis) cannot be allocated.
+    /// `Error::OutOfMemory` when the padded tensor (or, for a reflection
+    /// or wrap that repeats an axis, its index along it) cannot be
+    /// allocated.
     pub fn pad(&self, widths: &[(usize, usize)], mode: PadMode) -> Result<Tensor> {
         const OP: &str = "pad";
         let rank = self.rank();

@@ -26,16 +26,19 @@ impl Drop for Profiling<'_> {
 ///
 /// # Errors
 /// `Error::Argument` while a step is being captured or a profile is open
-/// on the device; what `ops` returned (the profile is closed then); the
-/// device's errors reading the timestamps back; `Error::DeviceLost` when
-/// the device is lost before or during the profile.
+/// on the device; what `ops` returned, as they returned it (the profile is
+/// closed then); `Error::DeviceLost` when the device is lost before or
+/// during the profile, or while its timestamps are read back.
 pub(crate) fn profile_ops(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
     ctx.check_lost(OP)?;
-    let profile = profile_now(ctx, ops);
-    ctx.explain(OP, profile)
+    let log = record(ctx, ops)?;
+    // Only the profile's own readbacks are explained here: an error of
+    // `ops` was explained by the op that raised it.
+    ctx.explain(OP, finish(ctx, log))
 }
 
-fn profile_now(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<Profile> {
+/// The log of `ops`, run under a profile.
+fn record(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<ProfileLog> {
     // Another thread's self-check or autotuning would show in the
     // profile: it begins once they are done.
     super::own_work::scheduler_after_own_work(ctx).begin_profile(&ctx.target())?;
@@ -45,7 +48,7 @@ fn profile_now(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<Pro
     profiling.ended = true;
     let log = ctx.scheduler().end_profile(&ctx.target())?;
     result?;
-    finish(ctx, log)
+    Ok(log)
 }
 
 #[cfg(not(target_arch = "wasm32"))]

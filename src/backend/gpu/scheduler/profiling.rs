@@ -26,7 +26,11 @@ impl Scheduler {
             return Err(Error::argument(profile_log::OP, why));
         }
         if self.has_pending() {
-            self.flush(ctx, |_| {})?;
+            // Work recorded before the profile that fails poisons its own
+            // outputs (as in `end_profile`); the profile goes on.
+            if let Err(e @ Error::DeviceLost { .. }) = self.flush(ctx, |_| {}) {
+                return Err(e);
+            }
         }
         self.profile = Some(ProfileLog::new(ctx.facts.timestamps));
         Ok(())
