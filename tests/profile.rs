@@ -136,6 +136,31 @@ fn small_batches_readbacks_and_dropped_results_inside_a_profile() {
     assert!(p.ops()[4].kernels.is_empty(), "{p}");
 }
 
+/// A profile that flushes every op times each of its 40 submits' kernels,
+/// on query sets used again in turn (a set each would pass what Metal
+/// holds), and no timestamp of one submit is read as another's.
+#[test]
+fn every_submit_of_a_long_profile_is_timed() {
+    let Some(dev) = gpu(false, 1) else { return };
+    let x = Tensor::zeros([5], DType::F32, &dev).unwrap();
+    let xs = x.clone();
+    let p = dev
+        .profile(move || {
+            for _ in 0..40 {
+                xs.add_scalar_(1.0)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![40.0; 5]);
+    assert_eq!((p.kernels().len(), p.submits().len()), (40, 40), "{p}");
+    check_links(&p);
+    if dev.info().gpu_timestamps {
+        assert!(p.kernels().iter().all(|k| k.gpu.is_some()), "{p}");
+        assert!(p.gpu().is_some(), "{p}");
+    }
+}
+
 #[test]
 fn a_replayed_step_is_one_op_with_the_steps_kernels() {
     let Some(dev) = gpu(true, 1024) else { return };

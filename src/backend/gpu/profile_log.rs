@@ -20,6 +20,16 @@ pub(crate) const OP: &str = "Device::profile";
 /// most 4096 (wgpu's `QUERY_SET_MAX_QUERIES`).
 const PER_SET: usize = 2048;
 
+/// Query sets a profile makes, then uses again in turn. Metal holds about
+/// 32 timestamp sample buffers a device (a 33rd fails, and wgpu takes the
+/// failure for a lost device), and wgpu keeps each set alive until the
+/// submits using it are done: a set for each batch of a profile that
+/// flushes every op would pass that. A set is used again only by a later
+/// chunk of dispatches, on the same queue, after the earlier chunk's
+/// resolve: the queue runs them in order, so the resolve copied the
+/// earlier timestamps first (wgpu resets the queries a pass writes).
+const SETS: usize = 8;
+
 /// One dispatch to encode.
 pub(super) struct Dispatch<'a> {
     pub pipeline: &'a Pipeline,
@@ -69,6 +79,10 @@ pub(crate) struct ProfileLog {
     /// The batch's first kernel.
     batch_kernels: usize,
     readbacks: Vec<Readback>,
+    /// The query sets made so far (at most [`SETS`]), and the chunks of
+    /// dispatches timed so far (the next chunk's set is `sets[chunks % SETS]`).
+    sets: Vec<wgpu::QuerySet>,
+    chunks: usize,
     /// The device writes timestamps.
     timestamps: bool,
     _open: ProfileOpen,
@@ -89,6 +103,8 @@ impl ProfileLog {
             commands: Vec::new(),
             batch_kernels: 0,
             readbacks: Vec::new(),
+            sets: Vec::new(),
+            chunks: 0,
             timestamps,
             _open: ProfileOpen::new(),
         }
@@ -139,13 +155,7 @@ impl ProfileLog {
             Origin::Replay => self.commands.push(first..first + dispatches.len()),
         }
         for chunk in dispatches.chunks(PER_SET) {
-            let queries = self.timestamps.then(|| {
-                ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
-                    label: Some("webtensor profile"),
-                    ty: wgpu::QueryType::Timestamp,
-                    count: 2 * chunk.len() as u32,
-                })
-            });
+            let queries = self.timestamps.then(|| self.next_set(ctx));
             for (k, d) in chunk.iter().enumerate() {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("webtensor profiled dispatch"),
@@ -196,6 +206,23 @@ impl ProfileLog {
                 });
             }
         }
+    }
+
+    /// The query set for the next chunk of dispatches: a new one until
+    /// there are [`SETS`], then each in turn.
+    fn next_set(&mut self, ctx: &Target<'_>) -> wgpu::QuerySet {
+        let at = self.chunks % SETS;
+        self.chunks += 1;
+        if let Some(set) = self.sets.get(at) {
+            return set.clone();
+        }
+        let set = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("webtensor profile"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2 * PER_SET as u32,
+        });
+        self.sets.push(set.clone());
+        set
     }
 
     /// Closes the batch being recorded, submitted or not, whose planning,
