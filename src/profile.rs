@@ -197,8 +197,11 @@ impl Profile {
     }
 
     /// Host time from the profile's start to the end of its last op,
-    /// submit or readback (the wait for the GPU's timestamps at the end not
-    /// included): at least the sum of the ops' and submits' host times.
+    /// submit or readback, on a GPU with the submit of what the closure
+    /// left pending (the closure's time after its last op, and the wait for
+    /// the GPU's timestamps at the end, not included): at least the sum of
+    /// the ops' and submits' host times, and the same whatever the flush
+    /// threshold.
     pub fn wall(&self) -> Duration {
         self.wall
     }

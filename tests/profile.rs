@@ -317,6 +317,31 @@ fn a_cpu_profiles_wall_time_ends_with_its_last_op() {
     assert_eq!(p.wall(), p.host(), "{p}");
 }
 
+/// On a GPU too the wall time ends with the closure's last op: what it
+/// left pending is submitted after it returns, and the time between is
+/// left out, so the wall time is the same whatever the flush threshold.
+#[test]
+fn a_gpus_wall_time_leaves_out_the_closures_time_after_its_last_op() {
+    for threshold in [1, 1024] {
+        let Some(dev) = gpu(true, threshold) else {
+            return;
+        };
+        let x = Tensor::ones([4], DType::F32, &dev).unwrap();
+        x.to_vec::<f32>().unwrap();
+        let sleep = std::time::Duration::from_millis(400);
+        let p = dev
+            .profile(|| {
+                x.exp_()?;
+                std::thread::sleep(sleep);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(names(&p), ["exp"]);
+        assert!(p.wall() >= p.host(), "{p}");
+        assert!(p.wall() < sleep, "threshold {threshold}: {p}");
+    }
+}
+
 #[test]
 fn an_op_over_more_than_one_binding_runs_in_several_kernels() {
     let Some(dev) = own_gpu(GpuOptions {

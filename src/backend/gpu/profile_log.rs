@@ -64,6 +64,9 @@ pub(crate) struct ProfileLog {
     started: Stamp,
     /// The end of the last op, submit or readback.
     mark: Stamp,
+    /// From the closure's last op, submit or readback to its return: no
+    /// op's time, and none of the wall time.
+    idle: std::time::Duration,
     ops: Vec<ProfiledOp>,
     /// Per op, the region open on the thread that recorded it.
     frames: Vec<Option<Arc<Frame>>>,
@@ -94,6 +97,7 @@ impl ProfileLog {
         ProfileLog {
             started: now,
             mark: now,
+            idle: std::time::Duration::ZERO,
             ops: Vec::new(),
             frames: Vec::new(),
             places: Vec::new(),
@@ -128,6 +132,16 @@ impl ProfileLog {
     /// Starts the next op's host time now (after a wait for the GPU).
     pub fn mark(&mut self) {
         self.mark = Stamp::now();
+    }
+
+    /// The closure has returned: the time since its last op, submit or
+    /// readback is left out of the wall time, which so ends with its last
+    /// op whatever was still pending (as on the CPU); the submit of what
+    /// was pending follows.
+    pub fn close(&mut self) {
+        let now = Stamp::now();
+        self.idle += self.mark.until(now);
+        self.mark = now;
     }
 
     /// Encodes `dispatches` into `encoder`, each in a pass of its own timed
@@ -264,7 +278,7 @@ impl ProfileLog {
     /// read from their timestamps (`read` maps a readback buffer and gives
     /// its bytes, waiting for the GPU), in ticks of `period_ns`
     /// nanoseconds; the wall time from the start to the last op, submit or
-    /// readback.
+    /// readback, less the closure's time after its last one.
     ///
     /// A readback that fails leaves its kernels without GPU times (the
     /// profile says so), but for the loss of the device.
@@ -276,7 +290,7 @@ impl ProfileLog {
         period_ns: f32,
         mut read: impl FnMut(&wgpu::Buffer) -> crate::error::Result<Vec<u8>>,
     ) -> crate::error::Result<Profile> {
-        let wall = self.started.until(self.mark);
+        let wall = self.started.until(self.mark).saturating_sub(self.idle);
         for r in std::mem::take(&mut self.readbacks) {
             let bytes = match read(&r.buffer) {
                 Ok(bytes) => bytes,

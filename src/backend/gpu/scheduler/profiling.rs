@@ -46,6 +46,9 @@ impl Scheduler {
         if self.profile.is_none() {
             return Err(Error::internal(profile_log::OP, "no profile is open"));
         }
+        if let Some(profile) = &mut self.profile {
+            profile.close();
+        }
         if self.has_pending() {
             let _poisoned = self.flush(ctx, |_| {});
         }
