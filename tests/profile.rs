@@ -138,7 +138,7 @@ fn small_batches_readbacks_and_dropped_results_inside_a_profile() {
 
 /// A profile that flushes every op times each of its 40 submits' kernels,
 /// on query sets used again in turn (a set each would pass what Metal
-/// holds), and no timestamp of one submit is read as another's.
+/// holds).
 #[test]
 fn every_submit_of_a_long_profile_is_timed() {
     let Some(dev) = gpu(false, 1) else { return };
@@ -328,7 +328,8 @@ fn a_gpus_wall_time_leaves_out_the_closures_time_after_its_last_op() {
         };
         let x = Tensor::ones([4], DType::F32, &dev).unwrap();
         x.to_vec::<f32>().unwrap();
-        let sleep = std::time::Duration::from_millis(400);
+        let sleep = std::time::Duration::from_millis(300);
+        let started = std::time::Instant::now();
         let p = dev
             .profile(|| {
                 x.exp_()?;
@@ -336,9 +337,15 @@ fn a_gpus_wall_time_leaves_out_the_closures_time_after_its_last_op() {
                 Ok(())
             })
             .unwrap();
+        // The call took the sleep and the wall time, and more: no bound on
+        // how long the kernel takes to compile on a loaded machine.
+        let call = started.elapsed();
         assert_eq!(names(&p), ["exp"]);
         assert!(p.wall() >= p.host(), "{p}");
-        assert!(p.wall() < sleep, "threshold {threshold}: {p}");
+        assert!(
+            p.wall() + sleep <= call,
+            "threshold {threshold}: the call took {call:?}\n{p}"
+        );
     }
 }
 

@@ -200,7 +200,7 @@ impl Scene {
     /// again by its next run.
     fn recover(&mut self, instance: &wgpu::Instance, reason: &str) -> AnyResult<()> {
         self.losses_in_a_row += 1;
-        if self.losses_in_a_row > LOSSES_IN_A_ROW {
+        if self.losses_in_a_row >= LOSSES_IN_A_ROW {
             return Err(format!(
                 "the device was lost {} times in a row, each before a frame was drawn ({reason})",
                 self.losses_in_a_row
@@ -247,6 +247,10 @@ impl Scene {
                 return Ok(());
             }
             wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+                // As after a resize, unless the device is gone.
+                if let Err(TensorError::DeviceLost { reason, .. }) = self.dev.sync() {
+                    return self.recover(instance, &reason);
+                }
                 self.surface.configure(&self.device, &self.config);
                 return Ok(());
             }

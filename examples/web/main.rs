@@ -282,7 +282,7 @@ async fn run_on_gpu(page: &Page, mut gpu: Gpu) -> AnyResult<String> {
         match drawn {
             Err(e) if is_loss(e.as_ref(), &gpu.dev) => {
                 losses_in_a_row += 1;
-                if losses_in_a_row > LOSSES_IN_A_ROW {
+                if losses_in_a_row >= LOSSES_IN_A_ROW {
                     return Err(format!(
                         "the GPU device was lost {losses_in_a_row} times in a row, each \
                          before a frame was drawn ({e})"

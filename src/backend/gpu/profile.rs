@@ -54,14 +54,17 @@ fn record(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<ProfileL
 #[cfg(not(target_arch = "wasm32"))]
 fn finish(ctx: &GpuContext, log: ProfileLog) -> Result<Profile> {
     let period = ctx.queue.get_timestamp_period();
+    // A failed map may be the loss before its callback fired: explained
+    // here, so that the log keeps only other failures as untimed kernels.
     log.finish(period, |buffer| {
-        pollster::block_on(super::storage::map_and_read(
+        let read = pollster::block_on(super::storage::map_and_read(
             ctx,
             OP,
             buffer,
             buffer.size(),
             <[u8]>::to_vec,
-        ))
+        ));
+        ctx.explain(OP, read)
     })
 }
 
