@@ -32,21 +32,26 @@
 //!
 //! ## The ops by family
 //!
-//! Every op is a method returning [`Result`]; each runs on both devices
-//! with the same semantics (the README's "A short tour" goes through them
-//! family by family).
+//! Ops return [`Result`] (most are methods, `linalg`'s are functions; a
+//! few views that cannot fail, such as [`Tensor::t`], return the tensor)
+//! and run on both devices with the same results, but for f64 (the CPU
+//! only) and an index out of range, which a GPU reports at the next
+//! readback (the README's "A short tour" goes through them family by
+//! family).
 //!
 //! - Creation: [`Tensor::from_slice`], [`Tensor::zeros`], [`Tensor::full`],
 //!   [`Tensor::arange`], [`Tensor::linspace`], [`Tensor::eye`],
 //!   [`Tensor::rand`], [`Tensor::zeros_like`] ...
 //! - Views (no copy): [`Tensor::slice`] with [`s!`], [`Tensor::reshape`]
-//!   (one extent may be `-1`; see [`ShapeSpec`]), [`Tensor::permute`],
+//!   (one extent may be `-1`; see [`ShapeSpec`]; a copy where the strides
+//!   allow no view), [`Tensor::permute`],
 //!   [`Tensor::t`], [`Tensor::broadcast_to`], [`Tensor::diagonal`],
 //!   [`Tensor::narrow`] ...
 //! - Elementwise: `exp log tan sqrt ...`, `add mul floor_divide pow ...`
 //!   (and `_scalar` / in-place `_` forms), comparisons, [`Tensor::clamp`],
 //!   [`Tensor::isnan`], [`Tensor::isclose`], [`Tensor::where_cond`]; with
-//!   operators `+ - * / %` (tensors and scalars on either side), `+=`
+//!   operators `+ - * / %` (tensors and scalars on the right; `f64`,
+//!   `i64`, `f16`, `bf16`, `Complex32` and `Scalar` on the left), `+=`
 //!   and friends in place, `-x`, and `& | ^ !` for bool.
 //! - Reductions and norms: [`Tensor::sum`], [`Tensor::mean`],
 //!   [`Tensor::var`], [`Tensor::argmax`], [`Tensor::norm`] ... over [`Axes`].

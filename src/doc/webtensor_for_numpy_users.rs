@@ -41,7 +41,7 @@
 //! |---|---|
 //! | `np.array([[1, 2], [3, 4]], np.float32)` | `Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2], &dev)?` |
 //! | `np.zeros((2, 3))`, `np.ones`, `np.full((2, 3), 7)` | `Tensor::zeros([2, 3], DType::F32, &dev)?`, `ones`, `Tensor::full([2, 3], 7.0, DType::F32, &dev)?` |
-//! | `np.arange(0, 6)` | `Tensor::arange(0.0f32, 6.0, 1.0, &dev)?` |
+//! | `np.arange(0, 6)` (int64), `np.arange(0.0, 6.0, dtype=np.float32)` | `Tensor::arange(0i64, 6, 1, &dev)?`, `Tensor::arange(0.0f32, 6.0, 1.0, &dev)?` |
 //! | `np.linspace(0, 1, 5)` | `Tensor::linspace(0.0, 1.0, 5, DType::F32, &dev)?` |
 //! | `np.eye(3)` | `Tensor::eye(3, DType::F32, &dev)?` |
 //! | `np.zeros_like(a)` | `a.zeros_like()?` |
@@ -53,7 +53,7 @@
 //! | `scipy.special.gammaln(a)`, `psi(a)`, `erfinv(a)`, `erfc(a)`, `expit(a)`; `np.i0(a)` | `a.lgamma()?`, `a.digamma()?`, `a.erfinv()?`, `a.erfc()?`, `a.expit()?`; `a.i0()?` |
 //! | `np.linalg.solve(a, b)`, `inv(a)`, `det(a)`, `slogdet(a)`, `cholesky(a)` | `linalg::solve(&a, &b)?`, `linalg::inv(&a)?`, `linalg::det(&a)?`, `linalg::slogdet(&a)?`, `linalg::cholesky(&a, Triangle::Lower)?` |
 //! | `np.linalg.qr(a)`, `svd(a, full_matrices=False)`, `svdvals(a)`, `eigh(a)` | `linalg::qr(&a, QrMode::Reduced)?`, `linalg::svd(&a, false)?`, `linalg::svdvals(&a)?`, `linalg::eigh(&a, Triangle::Lower)?` |
-//! | `np.linalg.lstsq(a, b)`, `pinv(a)`, `matrix_rank(a)`, `norm(a, 2)`, `cond(a)` | `linalg::lstsq(&a, &b, None)?`, `linalg::pinv(&a, None)?`, `linalg::matrix_rank(&a, None)?`, `linalg::matrix_norm(&a, MatrixNorm::Two)?`, `linalg::cond(&a, None)?` |
+//! | `np.linalg.lstsq(a, b)`, `pinv(a, rtol=None)`, `matrix_rank(a)`, `norm(a, 2)`, `cond(a)` | `linalg::lstsq(&a, &b, None)?` (NumPy's default cutoff for f32 input is f64's ε: it may count a higher rank), `linalg::pinv(&a, None)?` (NumPy's `pinv(a)` cuts at `1e-15` times the largest singular value; `None` is `max(m, n) ε`, as its `rtol=None`), `linalg::matrix_rank(&a, None)?`, `linalg::matrix_norm(&a, MatrixNorm::Two)?`, `linalg::cond(&a, None)?` |
 //! | `scipy.linalg.lu(a)`, `lu_factor(a)`, `solve_triangular(a, b, lower=True)` | `linalg::lu(&a)?`, `linalg::lu_factor(&a)?`, `linalg::solve_triangular(&a, &b, Triangle::Lower, Side::Left, false)?` |
 //! | `np.argwhere(a)`, `a[mask]`, `np.unique(a, return_counts=True)` | `a.argwhere()?`, `a.masked_select(&mask)?`, `a.unique_all()?` (values, indices, inverse, counts) |
 //!
@@ -91,7 +91,7 @@
 //! | `a[:, None]` | `a.slice(s![.., NewAxis])?` or `a.unsqueeze(1)?` |
 //! | `a.T`, `a.transpose(1, 0)` | `a.t()`, `a.permute(&[1, 0])?` |
 //! | `a.reshape(-1)` | `a.reshape([-1])?` (a view when the strides allow, else a copy) |
-//! | `a[[2, 0]]` | `a.take(&idx, 0)?` (`idx` an i32 tensor) |
+//! | `a[[2, 0]]` | `a.take(&idx, 0)?` (`idx` an i32, i64 or u32 tensor) |
 //! | `np.take_along_axis(a, i, 1)` | `a.gather(&i, 1)?` (PyTorch's `gather`: `i` is not broadcast, the result has its shape) |
 //! | `a[mask] = 0` | `a.masked_fill_(&mask, 0.0)?` |
 //! | `np.where(c, x, y)` | `Tensor::where_cond(&c, &x, &y)?` |
@@ -204,8 +204,9 @@
 //! # Fourier transforms: `numpy.fft`
 //!
 //! The same names, one argument: an axis, or an [`Fft`](crate::Fft) for
-//! several axes, a size (`n`, `s`) and a `norm`. Spectra are c64 (NumPy
-//! gives complex128).
+//! several axes, a size (`n`, `s`) and a `norm`. Spectra are c64, as NumPy
+//! 2 gives for float32 input (f64 input, and NumPy 1.x, give complex128;
+//! webtensor has no complex128).
 //!
 //! | NumPy | webtensor |
 //! |---|---|
@@ -293,7 +294,7 @@
 //! | `np.save("a.npy", a)`, `np.load` | `io::save_npy("a.npy", &a)?`, `io::load_npy("a.npy", &dev)?` |
 //! | `np.savez`, `np.load("a.npz")` | `io::save_npz`, `io::load_npz` |
 //! | safetensors' `save_file`, `load_file` | `io::save_safetensors`, `io::load_safetensors` |
-//! | bytes in memory | `io::to_npy_bytes(&a)?`, `io::from_npy_bytes(&bytes, &dev)?` (any target, the browser too) |
+//! | bytes in memory | `io::to_npy_bytes(&a)?`, `io::from_npy_bytes(&bytes, &dev)?` (`from_npy_bytes` on any target; in a browser, write with `io::to_npy_bytes_async(&a).await?`) |
 //!
 //! ```
 //! use webtensor::{io, Device, Tensor};
