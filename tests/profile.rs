@@ -136,27 +136,38 @@ fn small_batches_readbacks_and_dropped_results_inside_a_profile() {
     assert!(p.ops()[4].kernels.is_empty(), "{p}");
 }
 
-/// A profile that flushes every op times each of its 40 submits' kernels,
-/// on query sets used again in turn (a set each would pass what Metal
-/// holds).
-#[test]
-fn every_submit_of_a_long_profile_is_timed() {
-    let Some(dev) = gpu(false, 1) else { return };
+/// `n` in-place adds of one, each its own kernel (fusion off), profiled on
+/// a device flushing every `threshold` ops: the profile, once the sums and
+/// the links are checked and, where the device writes timestamps, every
+/// kernel is found timed.
+fn timed_adds(threshold: usize, n: usize) -> Option<Profile> {
+    let dev = gpu(false, threshold)?;
     let x = Tensor::zeros([5], DType::F32, &dev).unwrap();
     let xs = x.clone();
     let p = dev
         .profile(move || {
-            for _ in 0..40 {
+            for _ in 0..n {
                 xs.add_scalar_(1.0)?;
             }
             Ok(())
         })
         .unwrap();
-    assert_eq!(x.to_vec::<f32>().unwrap(), vec![40.0; 5]);
-    assert_eq!((p.kernels().len(), p.submits().len()), (40, 40), "{p}");
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![n as f32; 5]);
     check_links(&p);
     if dev.info().gpu_timestamps {
         assert!(p.kernels().iter().all(|k| k.gpu.is_some()), "{p}");
+    }
+    Some(p)
+}
+
+/// A profile that flushes every op times each of its 40 submits' kernels,
+/// on query sets used again in turn (a set each would pass what Metal
+/// holds).
+#[test]
+fn every_submit_of_a_long_profile_is_timed() {
+    let Some(p) = timed_adds(1, 40) else { return };
+    assert_eq!((p.kernels().len(), p.submits().len()), (40, 40), "{p}");
+    if p.gpu_times_unavailable().is_none() {
         assert!(p.gpu().is_some(), "{p}");
     }
 }
@@ -182,24 +193,11 @@ fn a_replayed_step_is_one_op_with_the_steps_kernels() {
 
 #[test]
 fn many_kernels_in_one_submit_are_all_timed() {
-    let Some(dev) = gpu(false, 4096) else { return };
-    let x = Tensor::zeros([5], DType::F32, &dev).unwrap();
-    let xs = x.clone();
-    let p = dev
-        .profile(move || {
-            for _ in 0..2100 {
-                xs.add_scalar_(1.0)?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    assert_eq!(x.to_vec::<f32>().unwrap(), vec![2100.0; 5]);
+    let Some(p) = timed_adds(4096, 2100) else {
+        return;
+    };
     assert_eq!((p.ops().len(), p.kernels().len()), (2100, 2100));
     assert_eq!(p.submits().len(), 1);
-    check_links(&p);
-    if dev.info().gpu_timestamps {
-        assert!(p.kernels().iter().all(|k| k.gpu.is_some()));
-    }
 }
 
 #[test]
