@@ -541,9 +541,14 @@ fn long_keys_split_over_workgroups_match_the_cpu() {
     // loop budget: the keys are split and the partial results merged (see
     // kernel_budgets.rs). Compared with the CPU (checked against NumPy
     // above) for decoding and for causal prefill, with a bool mask stored
-    // transposed, in f32 and f16.
+    // transposed, in f32 and f16; on a device splitting as a big GPU does
+    // too (`gpu_big_grids`: a split a key tile where the pairs of batch
+    // and query tile are few).
     let cpu = Device::cpu();
-    let Some(gpu) = common::gpu() else { return };
+    let gpus: Vec<Device> = common::gpu()
+        .into_iter()
+        .chain(common::gpu_big_grids())
+        .collect();
     let q = Tensor::randn([1, 4, 40, 64], DType::F32, 11, &cpu).unwrap();
     let k = Tensor::randn([1, 2, 2100, 64], DType::F32, 12, &cpu).unwrap();
     let v = Tensor::randn([1, 2, 2100, 48], DType::F32, 13, &cpu).unwrap();
@@ -577,7 +582,15 @@ fn long_keys_split_over_workgroups_match_the_cpu() {
                 read(&on(&q, d).sdpa(&on(&k, d), &on(&v, d), &a).unwrap())
             };
             let rel = if dtype == DType::F32 { 2e-5 } else { 2e-3 };
-            close(&run(&gpu), &run(&cpu), rel, &format!("{name} in {dtype}"));
+            let want = run(&cpu);
+            for gpu in &gpus {
+                close(
+                    &run(gpu),
+                    &want,
+                    rel,
+                    &format!("{name} in {dtype} on {gpu}"),
+                );
+            }
         }
     }
 }

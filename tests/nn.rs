@@ -368,11 +368,17 @@ fn a_gpu_group_norm_agrees_with_the_cpu_across_its_workgroup() {
 fn a_gpu_norm_of_few_long_lines_splits_them_and_agrees_with_the_cpu() {
     // Few lines of 8,192 elements or more split over workgroups (issue
     // 45: a statistics pass over chunks, then an apply pass combining the
-    // line's chunks): on lavapipe's 16 resident workgroups, up to 7 lines.
-    // Lengths leave a short last chunk; a transposed view steps along its
-    // lines; weights and biases, RMS, group norm's channels; f16 and bf16.
+    // line's chunks): on lavapipe's 16 resident workgroups, up to 7 lines;
+    // on a big GPU's 2,048 (`gpu_big_grids`) into up to 64 chunks (150,001
+    // elements), 48 (100,003) or 4 (9,001). Lengths leave a short last
+    // chunk; a transposed view steps along its lines; weights and biases,
+    // RMS, group norm's channels; f16 and bf16.
     let cpu = Device::cpu();
-    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+    for dev in common::gpu()
+        .into_iter()
+        .chain(common::gpu_packed_f16())
+        .chain(common::gpu_big_grids())
+    {
         for dtype in [DType::F32, DType::F16, DType::BF16] {
             let tol = half_tol(dtype, 2e-3, 1e-5);
             let data = |n: usize, seed: u64, d: &Device| {
@@ -385,9 +391,12 @@ fn a_gpu_norm_of_few_long_lines_splits_them_and_agrees_with_the_cpu() {
                     .to_dtype(dtype)
                     .unwrap()
             };
-            for (lines, length, transposed) in
-                [(1, 100_003, false), (3, 9_001, false), (2, 20_000, true)]
-            {
+            for (lines, length, transposed) in [
+                (1, 100_003, false),
+                (3, 9_001, false),
+                (2, 20_000, true),
+                (1, 150_001, false),
+            ] {
                 let what = format!("{lines} x {length} (t={transposed}) {dtype} on {dev}");
                 let make = |d: &Device| {
                     let x = data(lines * length, 21, d);

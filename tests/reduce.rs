@@ -8,12 +8,15 @@ use common::{assert_close, noise, own_batching_gpu, read_f32, round_to, views_of
 use std::sync::OnceLock;
 use webtensor::{Axes, DType, Device, Error, GpuOptions, Tensor, s};
 
-/// The CPU and every GPU device present, plus, where the GPU combines a
-/// workgroup's results across subgroup lanes, one that combines them in
-/// workgroup memory (the path of adapters and browsers without subgroups).
+/// The CPU and every GPU device present, one splitting as a big GPU does
+/// (`gpu_big_grids`: a full reduction into a thousand partials), plus,
+/// where the GPU combines a workgroup's results across subgroup lanes, one
+/// that combines them in workgroup memory (the path of adapters and
+/// browsers without subgroups).
 fn devices() -> Vec<Device> {
     static PLAIN: OnceLock<Option<Device>> = OnceLock::new();
     let mut v = common::devices();
+    v.extend(common::gpu_big_grids());
     let subgroups = v.iter().any(|d| d.info().subgroups);
     if subgroups {
         v.extend(
@@ -872,12 +875,14 @@ fn reductions_cross_every_boundary_of_their_plans() {
     // Small integers, so every order of summing is exact and a GPU must
     // give the CPU's bits; maxima repeat, so arg ops must find the first.
     // Rows around the rows mode's threshold and its outputs per workgroup
-    // (256 over the subgroup's lanes), lengths around the lanes, quads
-    // (lines of multiples of four), the four loads in flight and the
-    // workgroups; full reductions around the split thresholds and the loop
-    // budget's splits.
+    // (256 over the subgroup's lanes: 129 rows pass it for 8 lanes, 257
+    // for the packed device's 4 planned, whose 64 rows a workgroup its
+    // subgroups take two each), lengths around the lanes, quads (lines of
+    // multiples of four), the four loads in flight and the workgroups;
+    // full reductions around the split thresholds and the loop budget's
+    // splits.
     let cpu = Device::cpu();
-    let rows_list = [1usize, 127, 129];
+    let rows_list = [1usize, 127, 129, 257];
     let lengths = [63usize, 65, 256, 257, 1025, 4096, 4099];
     let mut shapes: Vec<Vec<usize>> = Vec::new();
     for &r in &rows_list {

@@ -89,12 +89,30 @@ pub fn gpu() -> Option<Device> {
 }
 
 /// A second GPU device that stores f16 packed in u32 (the path of adapters
-/// without SHADER_F16), and whose elementwise kernels take the runs of a
-/// hardware GPU (4 elements a thread at most) whatever the adapter, so
-/// that every suite over [`devices`] runs both kinds on a software adapter.
+/// without SHADER_F16), whose elementwise kernels take the runs of a
+/// hardware GPU (4 elements a thread at most) whatever the adapter, and
+/// whose subgroup kernels are planned for 4 lanes (run on lavapipe's 8 or
+/// a GPU's 32, as on adapters whose subgroups vary in size), so that every
+/// suite over [`devices`] runs both kinds on a software adapter.
 pub fn gpu_packed_f16() -> Option<Device> {
     static GPU: OnceLock<Option<Device>> = OnceLock::new();
     GPU.get_or_init(|| open(packed_f16())).clone()
+}
+
+/// A GPU device of its own whose grids of independent work (reductions'
+/// and normalisations' splits, attention's split keys) are sized as for a
+/// discrete GPU's 2^18 resident threads: on a software adapter, which
+/// keeps a few thousand, the splits a big GPU makes are otherwise never
+/// run.
+pub fn gpu_big_grids() -> Option<Device> {
+    static GPU: OnceLock<Option<Device>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        open(GpuOptions {
+            resident_threads: Some(1 << 18),
+            ..Default::default()
+        })
+    })
+    .clone()
 }
 
 /// The options of [`gpu_packed_f16`].
@@ -102,6 +120,7 @@ fn packed_f16() -> GpuOptions {
     GpuOptions {
         force_packed_f16: true,
         elementwise_run: Some(4),
+        planned_lanes: Some(4),
         ..Default::default()
     }
 }

@@ -217,6 +217,11 @@ impl GpuContext {
         let features = device.features();
         let native_f16 = features.contains(wgpu::Features::SHADER_F16) && !force_packed(options);
         let subgroups = use_subgroups(options, features);
+        // The fewest lanes the subgroup kernels are planned for (see
+        // `GpuOptions::planned_lanes`).
+        let lanes = options.planned_lanes.map_or(info.subgroup_min_size, |l| {
+            l.next_power_of_two().max(4).min(info.subgroup_min_size)
+        });
         let facts = AdapterFacts {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
@@ -226,7 +231,7 @@ impl GpuContext {
                 .to_string(),
             native_f16,
             subgroups,
-            subgroup_min_size: info.subgroup_min_size,
+            subgroup_min_size: lanes,
             // Read by blocking on the queue: native only.
             timestamps: cfg!(not(target_arch = "wasm32"))
                 && features.contains(wgpu::Features::TIMESTAMP_QUERY),
@@ -258,7 +263,9 @@ impl GpuContext {
                 || elementwise_run_for(info.device_type),
                 |run| run.clamp(1, 64),
             ),
-            resident_threads: resident_threads_for(info.device_type),
+            resident_threads: options
+                .resident_threads
+                .map_or_else(|| resident_threads_for(info.device_type), |r| r.max(256)),
             spin_wait: options
                 .spin_wait
                 .or_else(|| {
@@ -273,7 +280,9 @@ impl GpuContext {
                 .unwrap_or(false),
             // Requested only where the adapter lists the kernel's shape.
             cooperative: opened.flatten().filter(|_| {
-                native_f16 && features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+                native_f16
+                    && features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+                    && lanes == info.subgroup_min_size
             }),
             matmul_precision: options
                 .matmul_precision

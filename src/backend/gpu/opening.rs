@@ -118,6 +118,22 @@ pub struct GpuOptions {
     /// a software adapter also run the kernels a GPU runs.
     #[doc(hidden)]
     pub elementwise_run: Option<u8>,
+    /// Testing only: plan the subgroup kernels for subgroups of at least
+    /// this many lanes (a power of two from 4 to the adapter's fewest), as
+    /// an adapter whose subgroups vary in size (Intel's 8 to 32 lanes,
+    /// AMD's 32 or 64) has them planned, so that tests on an adapter of
+    /// one size also run them on subgroups wider than planned. Turns
+    /// cooperative matrices off (their kernels take the adapter's one
+    /// size).
+    #[doc(hidden)]
+    pub planned_lanes: Option<u32>,
+    /// Testing only: size grids of independent work (a reduction's or a
+    /// normalisation's split, attention's split keys) for this many
+    /// resident threads (at least 256) in place of the adapter kind's
+    /// guess, so that tests on a software adapter also split work as a
+    /// big GPU does (2^18 threads on a discrete one).
+    #[doc(hidden)]
+    pub resident_threads: Option<usize>,
     /// Recover from a lost device by itself: once the device is lost, a
     /// recovery (`Device::recover`) opens another soon after the listeners
     /// of `Device::on_lost` hear of the loss (natively on a thread of its
