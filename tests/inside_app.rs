@@ -904,3 +904,162 @@ fn bad_settings_in_a_child() {
     let e = Device::from_wgpu(&adapter.get_info(), device, queue, GpuOptions::default());
     refused(e.expect_err("an error"), "Device::from_wgpu");
 }
+
+/// Every family's kernels on an application's device of WebGPU's default
+/// limits (what `wgpu::DeviceDescriptor::default()` asks for: 16 KiB of
+/// workgroup memory, 8 storage buffers a stage, 128 MiB bindings), as
+/// most applications open theirs, against the CPU: each family plans by
+/// the device's own limits, not the adapter's. (wgpu 30 checks a
+/// pipeline's storage buffers and workgroup size against the device's
+/// limits, not its workgroup memory, which lavapipe has 32 KiB of.)
+#[test]
+fn every_family_runs_on_a_device_of_webgpus_default_limits() {
+    use webtensor::linalg::{self, Triangle};
+    use webtensor::{Attention, Fft, GgmlType, Pool, QTensor, Resize, SortOrder, TopK};
+    let Some((info, device, queue)) = app_device() else {
+        return;
+    };
+    assert_eq!(device.limits().max_compute_workgroup_storage_size, 16384);
+    let dev = Device::from_wgpu(&info, device, queue, GpuOptions::default()).unwrap();
+    let cpu = Device::cpu();
+    type Case = (&'static str, fn(&Device) -> webtensor::Result<Vec<Tensor>>);
+    let cases: Vec<Case> = vec![
+        ("sum, max, argmax, var", |d| {
+            let x = Tensor::randn([300, 1000], DType::F32, 1, d)?;
+            Ok(vec![
+                x.sum(-1)?,
+                x.sum(0)?,
+                x.max(-1)?,
+                x.argmax(0)?,
+                x.var(-1, 1)?,
+                x.sum(webtensor::Axes::All)?,
+            ])
+        }),
+        ("softmax, norms", |d| {
+            let x = Tensor::randn([64, 3000], DType::F32, 2, d)?;
+            let w = Tensor::randn([3000], DType::F32, 3, d)?;
+            let g = Tensor::randn([2, 8, 40, 40], DType::F32, 4, d)?;
+            Ok(vec![
+                x.softmax(-1)?,
+                x.log_softmax(0)?,
+                x.layer_norm(&[3000], Some(&w), None, 1e-5)?,
+                x.rms_norm(&[3000], Some(&w), None)?,
+                g.group_norm(4, None, None, 1e-5)?,
+            ])
+        }),
+        ("cumsum", |d| {
+            Ok(vec![
+                Tensor::randn([7, 5000], DType::F32, 5, d)?.cumsum(-1)?,
+            ])
+        }),
+        ("a fused chain of twelve inputs", |d| {
+            let mut y = Tensor::randn([33, 65], DType::F32, 100, d)?;
+            for i in 1..12 {
+                let x = Tensor::randn([33, 65], DType::F32, 100 + i, d)?;
+                y = y.mul_scalar(0.5)?.add(&x.t().t())?;
+            }
+            Ok(vec![y])
+        }),
+        ("matmul", |d| {
+            let a = Tensor::randn([130, 70], DType::F32, 6, d)?;
+            let b = Tensor::randn([70, 300], DType::F32, 7, d)?;
+            let h = a.to_dtype(DType::F16)?;
+            Ok(vec![
+                a.matmul(&b)?,
+                h.matmul(&b.to_dtype(DType::F16)?)?.to_dtype(DType::F32)?,
+                a.matmul(&b.slice(s![.., 0..1])?)?,
+            ])
+        }),
+        ("fft", |d| {
+            let x = Tensor::randn([3, 4096], DType::F32, 8, d)?;
+            let y = Tensor::randn([1 << 16], DType::F32, 9, d)?;
+            Ok(vec![
+                x.rfft(Fft::along(-1))?.abs()?,
+                y.rfft(Fft::along(0))?.abs()?,
+                x.fft(Fft::along(0))?.abs()?,
+            ])
+        }),
+        ("sort, topk", |d| {
+            let x = Tensor::randn([5, 10000], DType::F32, 10, d)?;
+            Ok(vec![
+                x.sort(-1, SortOrder::Ascending)?,
+                x.argsort(0, SortOrder::Descending)?,
+                x.topk(20, -1, TopK::Largest)?.0,
+            ])
+        }),
+        ("conv, pooling, resize", |d| {
+            let x = Tensor::randn([2, 16, 30, 30], DType::F32, 11, d)?;
+            let w = Tensor::randn([32, 16, 3, 3], DType::F32, 12, d)?;
+            let dw = Tensor::randn([16, 1, 3, 3], DType::F32, 13, d)?;
+            let wt = Tensor::randn([16, 8, 3, 3], DType::F32, 14, d)?;
+            Ok(vec![
+                x.conv2d(&w, &webtensor::Conv::new().padding(1))?,
+                x.conv2d(&dw, &webtensor::Conv::new().groups(16))?,
+                x.conv_transpose2d(&wt, &webtensor::Conv::new().stride(2))?,
+                x.max_pool2d(&Pool::new(3).stride(2))?,
+                x.resize([47, 13], Resize::Bilinear)?,
+                x.adaptive_avg_pool2d(7)?,
+            ])
+        }),
+        ("attention", |d| {
+            let q = Tensor::randn([1, 4, 70, 64], DType::F32, 15, d)?;
+            let k = Tensor::randn([1, 4, 300, 64], DType::F32, 16, d)?;
+            let v = Tensor::randn([1, 4, 300, 64], DType::F32, 17, d)?;
+            Ok(vec![
+                q.sdpa(&k, &v, &Attention::new())?,
+                q.slice(s![.., .., -1.., ..])?
+                    .sdpa(&k, &v, &Attention::new())?,
+            ])
+        }),
+        ("quantized product", |d| {
+            let w = Tensor::randn([96, 256], DType::F32, 18, d)?;
+            let x = Tensor::randn([5, 256], DType::F32, 19, d)?;
+            let mut out = Vec::new();
+            for ty in [
+                GgmlType::Q4_0,
+                GgmlType::Q4_1,
+                GgmlType::Q5_0,
+                GgmlType::Q8_0,
+            ] {
+                let q = QTensor::quantize(&w, ty)?;
+                out.push(x.qmatmul(&q)?);
+                out.push(x.slice(s![0..1, ..])?.qmatmul(&q)?);
+            }
+            Ok(out)
+        }),
+        ("linalg", |d| {
+            let a = Tensor::randn([40, 40], DType::F32, 20, d)?;
+            let s = a
+                .matmul(&a.t())?
+                .add(&Tensor::eye(40, DType::F32, d)?.mul_scalar(40.0)?)?;
+            Ok(vec![
+                linalg::solve(&s, &a)?,
+                linalg::cholesky(&s, Triangle::Lower)?,
+                linalg::eigvalsh(&s, Triangle::Lower)?,
+                linalg::svdvals(&a)?,
+                linalg::det(&s.div_scalar(40.0)?)?,
+            ])
+        }),
+        ("unique, histogram, gather", |d| {
+            let x = Tensor::rand([3000], DType::F32, 21, d)?
+                .mul_scalar(50.0)?
+                .floor()?
+                .to_dtype(DType::I32)?;
+            let f = Tensor::randn([3000], DType::F32, 22, d)?;
+            Ok(vec![
+                x.unique()?.to_dtype(DType::F32)?,
+                f.histogram(30, None, None, false)?.0,
+                f.gather(&x.to_dtype(DType::I64)?, 0)?,
+            ])
+        }),
+    ];
+    for (name, run) in cases {
+        let want = run(&cpu).unwrap_or_else(|e| panic!("{name} on the CPU: {e}"));
+        let got = run(&dev).unwrap_or_else(|e| panic!("{name} on {dev}: {e}"));
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            let g = g.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+            let w = w.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+            common::assert_close(&g, &w, 2e-3, &format!("{name} {k} on {dev}"));
+        }
+    }
+}
