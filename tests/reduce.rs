@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use webtensor::{Axes, DType, Device, Error, GpuOptions, Tensor, s};
 
 /// The CPU and every GPU device present, one splitting as a big GPU does
-/// (`gpu_big_grids`: a full reduction into a thousand partials), plus,
+/// (`gpu_big_grids`: a full reduction into up to 1,024 partials), plus,
 /// where the GPU combines a workgroup's results across subgroup lanes, one
 /// that combines them in workgroup memory (the path of adapters and
 /// browsers without subgroups).
