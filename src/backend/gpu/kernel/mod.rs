@@ -28,3 +28,5 @@ pub(crate) mod rows;
 pub(crate) mod strided;
 pub(crate) mod template;
 pub(crate) mod wgsl_type;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) mod workgroup_memory;

@@ -284,6 +284,19 @@ fn build(device: &wgpu::Device, spec: &PipelineSpec, checked: bool) -> Result<Pi
         label: Some(spec.label),
         source: wgpu::ShaderSource::Wgsl(source),
     };
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(bytes) = super::workgroup_memory::bytes(&spec.source, spec.entry) {
+        let limit = u64::from(device.limits().max_compute_workgroup_storage_size);
+        if bytes > limit {
+            return Err(Error::gpu(
+                "pipeline",
+                format!(
+                    "{} ({}) uses {bytes} bytes of workgroup memory; the device allows {limit}",
+                    spec.label, spec.entry
+                ),
+            ));
+        }
+    }
     let module = if checked {
         device.create_shader_module(descriptor)
     } else {
