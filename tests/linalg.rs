@@ -1416,11 +1416,29 @@ fn non_finite_matrices_are_linalg_errors_for_svd_and_eigh() {
                     other => panic!("{op}: {other:?}"),
                 }
             }
-            let (_, _, _, info) = linalg::svd_ex(&a, false).unwrap();
+            let (u, s, vh, info) = linalg::svd_ex(&a, false).unwrap();
             assert_eq!(
                 info.to_vec::<i32>().unwrap(),
                 vec![0, 1, 0],
                 "{dtype} on {dev:?}"
+            );
+            // Its factors are all NaN, as svd_ex says (Jacobi's rotations
+            // left [[NaN, 1], [1, 1]]'s second column and its σ finite:
+            // a finite -2 norm, a rank of 1), the others finite.
+            for (name, f) in [("u", &u), ("s", &s), ("vh", &vh)] {
+                for (b, nan) in [(0, false), (1, true), (2, false)] {
+                    let v = values(&f.narrow(0, b, 1).unwrap());
+                    assert!(
+                        v.iter().all(|v| (v.0.is_nan() || v.1.is_nan()) == nan),
+                        "{name} of matrix {b} {dtype} on {dev:?}: {v:?}"
+                    );
+                }
+            }
+            let least = linalg::matrix_norm(&a, linalg::MatrixNorm::NegTwo).unwrap();
+            let least = least.to_vec::<f32>().unwrap();
+            assert!(
+                least[1].is_nan() && least[0].is_finite() && least[2].is_finite(),
+                "{least:?}"
             );
             data[5] = 0.0;
             data[6] = f32::INFINITY;
@@ -1803,5 +1821,84 @@ fn determinants_of_matrices_holding_nan() {
             assert!(s.re.is_nan() && s.im.is_nan(), "{dev} {data:?}: {s}");
             assert!(logabs.to_vec::<f32>().unwrap()[0].is_nan(), "{dev}");
         }
+    }
+}
+
+#[test]
+fn equal_columns_decompose_without_nan() {
+    // Every column of a rank-1 matrix equal: after the first rotation or
+    // reflection, the others' noise shrinks by an ulp a step until it is
+    // subnormal, where Jacobi's 1 / |γ| and Householder's 1 / (α - β)
+    // were infinite: svd and svdvals of ones(7, 7) and up, and Q of
+    // ones(20, 8), were NaN on both devices with a status of 0.
+    for dev in common::devices() {
+        for dtype in [DType::F32, DType::C64] {
+            for (n, m) in [
+                (7, 7),
+                (8, 8),
+                (12, 12),
+                (20, 20),
+                (10, 3),
+                (20, 8),
+                (8, 20),
+                (3, 12),
+            ] {
+                let what = format!("ones({n}, {m}) {dtype} on {dev:?}");
+                let a = Tensor::ones([n, m], dtype, &dev).unwrap();
+                let k = n.min(m);
+                let mut want = vec![(0.0, 0.0); k];
+                want[0] = (((n * m) as f64).sqrt(), 0.0);
+                let tol = 8.0 * (n * m) as f64 * eps(dtype);
+                check(&linalg::svdvals(&a).unwrap(), &want, tol, &what);
+                let (u, s, vh) = linalg::svd(&a, false).unwrap();
+                check(&s, &want, tol, &what);
+                assert!(orthogonality(&u) <= tol, "U of {what}");
+                let v = vh.transpose(-2, -1).unwrap();
+                assert!(orthogonality(&v) <= tol, "V of {what}");
+                let back = u
+                    .mul(&s.to_dtype(dtype).unwrap())
+                    .unwrap()
+                    .matmul(&vh)
+                    .unwrap();
+                check(
+                    &back,
+                    &vec![(1.0, 0.0); n * m],
+                    tol,
+                    &format!("U S Vh of {what}"),
+                );
+                let (q, r) = linalg::qr(&a, linalg::QrMode::Reduced).unwrap();
+                assert!(orthogonality(&q) <= tol, "Q of {what}");
+                check(
+                    &q.matmul(&r).unwrap(),
+                    &vec![(1.0, 0.0); n * m],
+                    tol,
+                    &format!("QR of {what}"),
+                );
+                if n == m {
+                    let mut want = vec![(0.0, 0.0); n];
+                    want[n - 1] = (n as f64, 0.0);
+                    let w = linalg::eigvalsh(&a, Triangle::Lower).unwrap();
+                    check(&w, &want, tol, &format!("eigvalsh of {what}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn singular_values_past_f32s_range_are_infinite_not_errors() {
+    // A finite matrix whose largest singular value overflows f32 is inf,
+    // as NumPy's; it was Error::LinAlg ("holds NaN or infinity") where
+    // Jacobi runs (every GPU, the CPU under 8 x 8).
+    for dev in common::devices() {
+        let a = Tensor::from_slice(&[3e38f32, 3e38, 3e38, -3e38], [2, 2], &dev).unwrap();
+        let s = linalg::svdvals(&a).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(s, vec![f32::INFINITY; 2], "on {dev:?}");
+        let big = Tensor::full([12, 12], 3e37f32, DType::F32, &dev).unwrap();
+        let s = linalg::svdvals(&big).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(s[0], f32::INFINITY, "on {dev:?}");
+        assert!(s[1..].iter().all(|x| x.is_finite()), "on {dev:?}: {s:?}");
+        let (_, _, _, info) = linalg::svd_ex(&a, false).unwrap();
+        assert_eq!(info.to_vec::<i32>().unwrap(), vec![0], "on {dev:?}");
     }
 }

@@ -33,6 +33,12 @@ var<workgroup> dot_part: array<V, {{WG}}>;
 var<workgroup> dots: array<V, 64>;
 var<workgroup> shared_tau: V;
 var<workgroup> shared_beta: f32;
+// v = x / (alpha - beta) as (x 2^-f) * shared_inverse, 2^f the scale of
+// the norm below: the unscaled difference of a column of noise (1e-43
+// left below a rank-1 matrix's first reflection) is subnormal, and its
+// reciprocal infinite (Q of ones(20, 8) came out NaN).
+var<workgroup> shared_inverse: V;
+var<workgroup> shared_exp: i32;
 
 fn at(b: u32, i: u32, j: u32) -> u32 {
     return u32(params.a_offset + i32(b) * params.a_batch + i32(i) * params.a_row + i32(j) * params.a_col);
@@ -91,6 +97,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if (x2 == 0.0 && im_v(alpha) == 0.0) {
                 shared_tau = zero_v();
                 shared_beta = re_v(alpha);
+                shared_inverse = zero_v();
+                shared_exp = 0;
             } else {
                 // |(alpha, x)| scaled by the larger of alpha's power of
                 // two and x's (x's squares then scaled by 4^(e - f)), of
@@ -98,23 +106,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let top = max_part(alpha);
                 let ea = select(-1000, frexp(top).exp, top > 0.0);
                 let f = clamp(max(select(-1000, e, x2 > 0.0), ea), -160, 160);
+                // tau and v in the scaled terms (at least 1/2 apart),
+                // which they do not depend on.
                 let a = scale2_v(alpha, -f);
-                let r = scale2(sqrt(abs_sq(a) + scale2(scale2(x2, e - f), e - f)), f);
+                let r = sqrt(abs_sq(a) + scale2(scale2(x2, e - f), e - f));
                 // LAPACK's -sign(r, alpha), -0 counting as negative.
                 let negative = (bitcast<u32>(re_v(alpha)) & 0x80000000u) != 0u;
                 let beta = select(-r, r, negative);
-                shared_tau = div_v(sub_v(from_re(beta), alpha), from_re(beta));
-                shared_beta = beta;
+                shared_tau = div_v(sub_v(from_re(beta), a), from_re(beta));
+                shared_beta = scale2(beta, f);
+                shared_inverse = div_v(one_v(), sub_v(a, from_re(beta)));
+                shared_exp = f;
             }
         }
         let tau = workgroupUniformLoad(&shared_tau);
         let beta = workgroupUniformLoad(&shared_beta);
         if (!is_zero(tau)) {
-            let alpha = load_a(at(b, j, j));
-            let scale = div_v(one_v(), sub_v(alpha, from_re(beta)));
+            let inverse = shared_inverse;
+            let f = shared_exp;
             for (var i = j + 1u + t; i < n; i += {{WG}}u) {
                 let q = at(b, i, j);
-                store_a(q, mul_v(load_a(q), scale));
+                store_a(q, mul_v(scale2_v(load_a(q), -f), inverse));
             }
         }
         storageBarrier();

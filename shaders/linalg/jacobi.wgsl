@@ -50,6 +50,14 @@ fn rotate(b: u32, p: u32, q: u32, flag_at: u32) {
         beta += abs_sq(y);
         gamma = add_v(gamma, mul_v(conj_v(x), y));
     }
+    // A column of negligible norm (the noise left of one of two equal
+    // columns, which each sweep rotated smaller until |gamma| was
+    // subnormal and 1 / |gamma| infinite: an SVD of ones(7, 7) came out
+    // NaN) stays: below f32's smallest normal over its epsilon, so a
+    // rotated pair's |gamma| > tol sqrt(alpha beta) stays normal.
+    if (min(alpha, beta) < 9.8607613e-32) {
+        return;
+    }
     // |gamma| without squaring it (which overflows past 1.8e19).
     let g = magnitude(gamma);
     if (!(g > params.tol * sqrt(alpha) * sqrt(beta))) {

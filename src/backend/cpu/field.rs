@@ -13,6 +13,10 @@ pub(crate) trait Field:
     /// The storage's element type.
     type Raw: Element + Copy;
     const ONE: Self;
+    /// The squared norm below which a Jacobi rotation leaves a column
+    /// alone: the smallest normal value over `ε` of the real type, so a
+    /// rotated pair's `|γ| > ε √(αβ)` stays normal and `1 / |γ|` finite.
+    const NEGLIGIBLE: f64;
     /// The value at raw position `p`.
     fn get(raw: &[Self::Raw], p: usize) -> Self;
     /// Writes the value at raw position `p`.
@@ -41,6 +45,7 @@ macro_rules! real_field {
         impl Field for $t {
             type Raw = $t;
             const ONE: Self = 1.0;
+            const NEGLIGIBLE: f64 = (<$t>::MIN_POSITIVE / <$t>::EPSILON) as f64;
             fn get(raw: &[$t], p: usize) -> Self {
                 raw[p]
             }
@@ -82,6 +87,7 @@ real_field!(f64);
 impl Field for Complex32 {
     type Raw = f32;
     const ONE: Self = Complex32::new(1.0, 0.0);
+    const NEGLIGIBLE: f64 = <f32 as Field>::NEGLIGIBLE;
     fn get(raw: &[f32], p: usize) -> Self {
         Complex32::new(raw[p], raw[p + 1])
     }

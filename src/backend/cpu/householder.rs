@@ -102,7 +102,23 @@ fn panel<F: Field>(p: &mut [F], tf: &mut [F], rows: usize, w: usize) {
         let (tau, beta) = if below.iter().all(|x| x.is_zero()) && alpha.im() == 0.0 {
             (F::from_re(0.0), alpha.re())
         } else {
-            let r = norm(alpha, below);
+            // A column of norm below 2^-60 is scaled up by 2^60 first, as
+            // LAPACK's larfg scales by 1 / safmin (tau and v do not
+            // change): the noise a rank-1 matrix's first reflection
+            // leaves below it shrinks by an ulp a column, and 1e-43's
+            // difference from beta was subnormal in f32 and its reciprocal
+            // infinite (Q of ones(20, 8) came out NaN).
+            const UP: f64 = (1u64 << 60) as f64;
+            let mut r = norm(alpha, below);
+            let (mut alpha, mut ups) = (alpha, 0);
+            while r > 0.0 && r < 1.0 / UP && ups < 20 {
+                for x in &mut p[col + j + 1..col + rows] {
+                    *x = *x * F::from_re(UP);
+                }
+                alpha = alpha * F::from_re(UP);
+                r = norm(alpha, &p[col + j + 1..col + rows]);
+                ups += 1;
+            }
             // LAPACK's `-sign(r, alpha)`: -0 counts as negative, as
             // gfortran's SIGN (and NumPy's R) has it.
             let beta = if alpha.re().is_sign_negative() { r } else { -r };
@@ -111,6 +127,7 @@ fn panel<F: Field>(p: &mut [F], tf: &mut [F], rows: usize, w: usize) {
             for x in &mut p[col + j + 1..col + rows] {
                 *x = *x * scale;
             }
+            let beta = (0..ups).fold(beta, |b, _| b / UP);
             (tau, beta)
         };
         p[col + j] = F::from_re(beta);

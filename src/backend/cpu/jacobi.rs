@@ -139,6 +139,12 @@ fn rotate<F: Field>(
         beta += y.abs_sq();
         gamma = gamma + x.conj() * y;
     }
+    // A column of negligible norm (the noise left of one of two equal
+    // columns, which each sweep rotated smaller until |γ| was subnormal
+    // and 1 / |γ| infinite: an SVD of ones(7, 7) came out NaN) stays.
+    if alpha.min(beta) < F::NEGLIGIBLE {
+        return false;
+    }
     let g = gamma.abs_sq().sqrt();
     // Not NaN and not within the tolerance.
     if g.partial_cmp(&(tol * alpha.sqrt() * beta.sqrt())) != Some(std::cmp::Ordering::Greater) {

@@ -153,7 +153,9 @@ pub fn cond(a: &Tensor, ord: Option<MatrixNorm>) -> Result<Tensor> {
 
 /// The rank of each matrix of `a`: how many singular values exceed
 /// `tol`, by default (`None`) the largest times `max(n, m)` times the
-/// dtype's `ε`, as NumPy's `linalg.matrix_rank`. i64, `[..]`.
+/// dtype's `ε`, as NumPy's `linalg.matrix_rank`. i64, `[..]`. A
+/// matrix holding NaN or infinity, whose singular values are NaN, has
+/// rank 0 (NumPy's SVD raises `LinAlgError`).
 ///
 /// ```
 /// use webtensor::{Device, Tensor, linalg};

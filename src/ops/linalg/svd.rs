@@ -35,6 +35,12 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
     let &[batch, _, m] = w.dims() else {
         unreachable!("fresh matrices are [batch, n, m]")
     };
+    // A matrix holding NaN or infinity (NaN in W, whose other entries are
+    // at most 1), before the sweeps rotate it: its factors are all NaN
+    // (rotations leave some columns finite, and a finite smallest σ was
+    // the -2 norm of [[NaN, 1], [1, 1]]). A finite matrix's σ past f32's
+    // range is infinite, as NumPy's, not a failure.
+    let bad = w.isfinite()?.logical_not()?.any([-2isize, -1].as_slice())?;
     let eye = Tensor::eye(m, a.dtype(), a.device())?;
     let v = fresh_matrices(op, &eye.broadcast_to([batch, m, m])?)?;
     let aux = Tensor::zeros([batch, 1], DType::I32, a.device())?;
@@ -48,12 +54,20 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
         tol: (eps * (w.dims()[1] as f64).sqrt()) as f32,
         sweeps: SWEEPS,
     })?;
-    let scaled = column_norms(&w)?;
+    let poison = |t: &Tensor| -> Result<Tensor> {
+        let complex = t.dtype() == DType::C64;
+        let parts = if complex { t.pairs() } else { t.clone() };
+        let mut dims = vec![batch];
+        dims.resize(parts.rank(), 1);
+        let out = parts.masked_fill(&bad.reshape(dims)?, f32::NAN)?;
+        Ok(if complex { out.complex_of_pairs() } else { out })
+    };
+    let (w, v) = (poison(&w)?, poison(&v)?);
+    let scaled = poison(&column_norms(&w)?)?;
     let sigma = scaled.mul(&scale.reshape([batch, 1])?.abs()?)?;
     // State 1: the last sweep still rotated (see JacobiCall).
     let unfinished = aux.squeeze_axis(-1)?.eq_scalar(1)?;
-    let infinite = sigma.isfinite()?.logical_not()?.any(-1)?;
-    let status = unfinished.logical_or(&infinite)?.to_dtype(DType::I32)?;
+    let status = unfinished.logical_or(&bad)?.to_dtype(DType::I32)?;
     // Falling singular values: the columns of W and V follow.
     let order = scaled.argsort(-1, SortOrder::Descending)?;
     let (sigma, scaled) = (sigma.gather(&order, -1)?, scaled.gather(&order, -1)?);
