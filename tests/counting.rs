@@ -467,6 +467,34 @@ fn integers_past_two_to_the_24_are_binned_exactly() {
     assert!(ran >= 20, "{ran} cases ran");
 }
 
+/// Densities of integers past 2^24 divide by the widths of NumPy's f64
+/// edges: the f32 edges round together there, and widths of 0 gave inf
+/// and NaN (1e9, 1e9 + 5 and 1e9 + 10 in 10 bins) or were off by 0.1%.
+#[test]
+fn densities_of_integers_past_two_to_the_24_use_numpys_widths() {
+    let cases = cases();
+    for dev in common::devices() {
+        for name in ["i32", "i64", "wide"] {
+            let x = on(&cases, &format!("hist_density_{name}_data"), &dev);
+            let bins = cases[&format!("hist_density_{name}_bins")]
+                .item::<i64>()
+                .unwrap();
+            let (density, _) = x.histogram(bins as usize, None, None, true).unwrap();
+            let got = density.to_vec::<f32>().unwrap();
+            let want = cases[&format!("hist_density_{name}_want")]
+                .to_vec::<f64>()
+                .unwrap();
+            assert_eq!(got.len(), want.len());
+            for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (f64::from(g) - w).abs() <= 1e-6 * w,
+                    "{name} bin {i} on {dev:?}: {g} for NumPy's {w}"
+                );
+            }
+        }
+    }
+}
+
 /// An f16 histogram's edges are rounded once from f64, as NumPy's
 /// `linspace(..., dtype=float16)` rounds them: a range's edge 2049.0001 is
 /// 2050, not 2048 (which rounding through f32 first gives), and the values

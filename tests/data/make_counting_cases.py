@@ -149,6 +149,18 @@ for name, data in big.items():
 weights = (k % 5).astype(np.float64) * 0.25
 cases["hist_big_i64_weights"] = weights
 cases["hist_big_i64_7_weighted"] = np.histogram(big["i64"], 7, weights=weights)[0]
+# densities of integers past 2^24: NumPy divides by the widths of its f64
+# edges (f32 edges round together there: widths of 0). Each case's data,
+# bins and densities, named hist_density_<case>_{data,bins,want}.
+dense = {
+    "i32": (np.int32([1_000_000_000, 1_000_000_010, 1_000_000_005]), 10),
+    "i64": (np.int64([2**40, 2**40 + 4, 2**40 + 1]), 4),
+    "wide": (np.int32([-(2**31), 2**31 - 1, 0, 5, 2**30, -7]), 1000),
+}
+for name, (data, bins) in dense.items():
+    cases[f"hist_density_{name}_data"] = data
+    cases[f"hist_density_{name}_bins"] = np.int64(bins)
+    cases[f"hist_density_{name}_want"] = np.histogram(data, bins, density=True)[0]
 # bincount's f64 weights summed in f64 (1e9 + 1 is not an f32).
 cases["bincount_f64_w"] = np.array([1e9 + 1, -1e9, 0.1, 3e-8])
 cases["bincount_f64_sums"] = np.bincount([0, 0, 1, 1], weights=cases["bincount_f64_w"])

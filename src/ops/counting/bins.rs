@@ -76,7 +76,9 @@ impl Tensor {
     /// The histogram of this tensor's values over `bins` equal bins of
     /// `range` (NumPy's `histogram(a, bins, range, weights, density)`):
     /// the counts (i64; with `weights`, their f32 sums; with `density`,
-    /// f32 densities that integrate to 1 over the range) and the `bins + 1`
+    /// f32 densities that integrate to 1 over the range, each count over
+    /// its bin's width in the edges' dtype, f64 for integers, as NumPy's)
+    /// and the `bins + 1`
     /// edges, computed as NumPy computes them (`linspace` in f64, rounded to
     /// this tensor's float dtype; f32 for integers, where NumPy returns
     /// them in f64; integers are binned against NumPy's f64 edges exactly,
@@ -253,11 +255,18 @@ fn histogram_of(
     if !density {
         return Ok((hist, edges));
     }
-    // NumPy: hist / diff(edges) / hist.sum().
-    let widths = edges
-        .narrow(0, 1, bins)?
-        .sub(&edges.narrow(0, 0, bins)?)?
-        .to_dtype(DType::F32)?;
+    // NumPy: hist / diff(edges) / hist.sum(), the differences in the
+    // edges' dtype: the data's float dtype, or f64 for integers (whose
+    // f32 edges past 2^24 round together: a width of 0 gave inf and NaN).
+    let widths = if x.dtype().is_float() {
+        edges
+            .narrow(0, 1, bins)?
+            .sub(&edges.narrow(0, 0, bins)?)?
+            .to_dtype(DType::F32)?
+    } else {
+        let widths = values.windows(2).map(|e| (e[1] - e[0]) as f32).collect();
+        Tensor::from_vec(widths, [bins], dev)?
+    };
     let hist = hist.to_dtype(DType::F32)?;
     let total = hist.sum(..)?;
     Ok((hist.div(&widths)?.div(&total)?, edges))
