@@ -447,7 +447,8 @@ fn bad_axes_are_errors() {
 /// takes it (torch 2.5.1: `sum(tensor(3.), 0)` is `tensor(3.)`, `var(..., 0)`
 /// NaN with one degree of freedom and 0 with none, `argmax` 0, `cumsum` of
 /// `tensor(True)` `tensor(1)`, each 0-d, kept dims or not); axis 1 and a
-/// repeated axis stay errors, and so does `topk` of 2.
+/// repeated axis stay errors, and so does `topk` of 2 (`topk` of 0 is the
+/// element, as PyTorch's). c64 sums and means too.
 #[test]
 fn a_scalar_is_one_line_along_axis_zero_or_minus_one() {
     use webtensor::{SortOrder, TopK};
@@ -481,6 +482,10 @@ fn a_scalar_is_one_line_along_axis_zero_or_minus_one() {
                 let (v, i) = x.topk(1, axis, TopK::Largest).unwrap();
                 assert_eq!((value(Ok(v), "topk"), value(Ok(i), "topk")), (3.0, 0.0));
                 assert!(x.topk(2, axis, TopK::Largest).is_err(), "{dev}");
+                // k = 0 too (PyTorch's result keeps the 0-d shape); it was
+                // a reshape error.
+                let (v, i) = x.topk(0, axis, TopK::Smallest).unwrap();
+                assert_eq!((value(Ok(v), "topk 0"), value(Ok(i), "topk 0")), (3.0, 0.0));
             }
             assert!(matches!(x.sum(1), Err(Error::Axis { op: "sum", .. })));
             assert!(matches!(x.cumsum(-2), Err(Error::Axis { .. })));
@@ -491,6 +496,16 @@ fn a_scalar_is_one_line_along_axis_zero_or_minus_one() {
             assert!(matches!(x.sum([0, -1]), Err(Error::Axis { .. })));
             assert!(matches!(x.argmax([0, 0]), Err(Error::Argument { .. })));
         }
+        // c64 too (its sums resolved axes apart: axis 0 was out of range).
+        let z = Tensor::from_complex(&[webtensor::Complex32::new(2.0, -3.0)], [], &dev).unwrap();
+        for axis in [0isize, -1] {
+            for s in [z.sum(axis).unwrap(), z.mean_keepdim(axis).unwrap()] {
+                assert_eq!(s.rank(), 0, "{dev}");
+                let v = s.to_complex_vec().unwrap();
+                assert_eq!((v[0].re, v[0].im), (2.0, -3.0), "{dev}");
+            }
+        }
+        assert!(matches!(z.sum(1), Err(Error::Axis { op: "sum", .. })));
         let yes = Tensor::from_slice(&[true], [], &dev).unwrap();
         let counted = yes.cumsum(0).unwrap();
         assert_eq!((counted.dtype(), counted.rank()), (DType::I32, 0));

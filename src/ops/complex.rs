@@ -15,7 +15,7 @@ use super::Axes;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::{Layout, normalize_axis};
+use crate::layout::Layout;
 use crate::op::{BinaryOp, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::{DimVec, MAX_RANK, Shape};
@@ -319,14 +319,12 @@ impl Tensor {
     /// Sum (or mean) of a c64 tensor over `axes`.
     pub(super) fn complex_sum(&self, axes: Axes, keepdim: bool, mean: bool) -> Result<Tensor> {
         let op = if mean { "mean" } else { "sum" };
-        // The pair axis is last: resolve the axes against the complex rank.
-        let axes: Vec<isize> = match axes {
-            Axes::All => (0..self.rank() as isize).collect(),
-            Axes::List(list) => list
-                .iter()
-                .map(|&a| normalize_axis(op, a, self.rank()).map(|a| a as isize))
-                .collect::<Result<_>>()?,
-        };
+        // The pair axis is last: resolve the axes against the complex rank
+        // (a 0-d tensor's axis 0 or -1 is none, as in every reduction).
+        let mask = axes.mask(op, self.rank())?;
+        let axes: Vec<isize> = (0..self.rank() as isize)
+            .filter(|&k| mask[k as usize])
+            .collect();
         let sum = |t: Tensor| {
             if mean {
                 t.mean_axes(axes.clone().into(), keepdim)

@@ -80,7 +80,7 @@ impl Axes {
     ///
     /// # Errors
     /// `Error::Axis` out of range, `Error::Argument` for a repeated axis.
-    fn mask(&self, op: &'static str, rank: usize) -> Result<[bool; MAX_RANK]> {
+    pub(super) fn mask(&self, op: &'static str, rank: usize) -> Result<[bool; MAX_RANK]> {
         let mut mask = [false; MAX_RANK];
         match self {
             Axes::All => mask[..rank].fill(true),

@@ -84,7 +84,8 @@ impl Tensor {
     /// The `k` largest or smallest elements along `axis` (as `which`
     /// says), in order from that end, and their positions (i32) along it (PyTorch's
     /// `topk`; NaN counts as the largest value). Ties keep the earlier
-    /// position first.
+    /// position first. A 0-d tensor gives itself and 0 for `k` of 0 or 1
+    /// (PyTorch's: its results are 0-d).
     ///
     /// # Errors
     /// `Error::Argument` naming `topk` when `k` exceeds the axis; as
@@ -92,7 +93,9 @@ impl Tensor {
     pub fn topk(&self, k: usize, axis: isize, which: TopK) -> Result<(Tensor, Tensor)> {
         const OP: &str = "topk";
         if self.rank() == 0 && matches!(axis, 0 | -1) {
-            let (values, indices) = self.reshape([1])?.topk(k, 0, which)?;
+            // Its one element for k of 0 too, as PyTorch's (whose result
+            // keeps the input's shape, 0-d).
+            let (values, indices) = self.reshape([1])?.topk(k.max(1), 0, which)?;
             let scalar = Vec::<usize>::new;
             return Ok((values.reshape(scalar())?, indices.reshape(scalar())?));
         }
