@@ -250,6 +250,53 @@ fn masked_fill_writes_where_the_mask_is_set() {
     }
 }
 
+/// An index out of range where an axis after the indexed one empties the
+/// result is an error, as NumPy's `take` checks it (it was an empty
+/// result); only an axis before skips the check, as NumPy's.
+#[test]
+fn indices_are_checked_where_a_later_axis_empties_the_result() {
+    for dev in devices() {
+        for (dims, axis, index) in [
+            (vec![2, 0], 0, 5),
+            (vec![2, 0], 0, -3),
+            (vec![2, 0, 3], 0, 2),
+            (vec![3, 2, 0], 1, 7),
+            (vec![0, 0], 0, 0),
+        ] {
+            let x = Tensor::zeros(dims.clone(), DType::F32, &dev).unwrap();
+            let i = ints(&[index], &[1], &dev);
+            // One at a time: a sync reports the device's first fault.
+            type Op = fn(&Tensor, &Tensor, isize) -> webtensor::Result<Tensor>;
+            let ops: [(&str, Op); 2] = [
+                ("take", Tensor::take),
+                ("index_select", Tensor::index_select),
+            ];
+            for (op, run) in ops {
+                let e = run(&x, &i, axis).and_then(|out| {
+                    assert_eq!(out.numel(), 0);
+                    dev.sync()
+                });
+                let size = dims[axis as usize];
+                assert!(
+                    matches!(e, Err(Error::Index { op: got, index: got_index, axis: got_axis, size: got_size })
+                        if got == op && got_index == index as isize && got_axis == axis as usize && got_size == size),
+                    "{op} of {index} along {axis} of {dims:?} on {dev:?}: {e:?}"
+                );
+            }
+            // In range, it is the empty result.
+            if dims[axis as usize] > 0 {
+                let ok = x.take(&ints(&[-1], &[1], &dev), axis).unwrap();
+                assert_eq!(ok.numel(), 0);
+                dev.sync().unwrap();
+            }
+        }
+        // An empty axis before the indexed one: no index is checked.
+        let x = Tensor::zeros([0, 2], DType::F32, &dev).unwrap();
+        assert_eq!(x.take(&ints(&[5], &[1], &dev), 1).unwrap().dims(), &[0, 1]);
+        dev.sync().unwrap();
+    }
+}
+
 #[test]
 fn cpu_rejects_out_of_range_indices() {
     let dev = Device::cpu();

@@ -43,8 +43,8 @@ impl Tensor {
     /// `Error::Shape` above the maximum rank; `Error::Index` for an
     /// out-of-range index (see the module docs for the GPU), and at once
     /// for any index into an empty axis (`size` 0, `index` 0: no index is
-    /// read; nor where another axis makes the result empty, as NumPy's
-    /// `take`, where PyTorch's `index_select` checks them);
+    /// read; nor where an axis before `axis` makes the result empty, as
+    /// NumPy's `take`, where PyTorch's `index_select` checks them);
     /// `Error::DeviceMismatch`; `Error::TooLarge` on a GPU
     /// for an axis past 2^31 - 1 elements (its indices resolve in i32; only
     /// a broadcast view is that long there).
@@ -89,6 +89,16 @@ impl Tensor {
         let out_dims: Vec<usize> = [pre, index.dims(), post].concat();
         let shape = Shape::from(out_dims);
         shape.check(name)?;
+        if post.contains(&0) && !pre.contains(&0) && index.numel() > 0 {
+            // An empty result that an axis after `axis` empties: NumPy
+            // checks the indices (only an axis before skips them), so
+            // they are taken from a line along `axis`, checked as every
+            // take's (at once on the CPU, at the next readback on a GPU).
+            let mut dims = vec![1; a];
+            dims.push(self.dims()[a]);
+            let line = Tensor::zeros(dims, DType::U8, self.device())?;
+            line.take_as(op, &index, a as isize)?;
+        }
         // The source and the index as layouts over the output's coordinates.
         let zeros = |n: usize| std::iter::repeat_n(0isize, n);
         let s = self.strides();
