@@ -1175,3 +1175,43 @@ fn usize_axes_past_isize_are_axis_errors() {
         assert!(matches!(z.irfft(usize::MAX), Err(Error::Axis { .. })));
     }
 }
+
+/// A GPU's real transforms split the half-length transform's outputs
+/// after halving them: a spike of 2e38 at an even position (whose
+/// spectrum is finite) gave infinite bins where the sum of two outputs
+/// passed f32's range before it was halved. (At an odd position a GPU's
+/// bins still overflow, and at some lengths the CPU's, as `fft`'s docs
+/// allow.) A line of one point is itself on both devices (the CPU's
+/// library made an infinite sample's zero imaginary part NaN).
+#[test]
+fn spikes_near_f32s_largest_and_one_point_lines() {
+    for dev in devices() {
+        let lengths: &[usize] = if dev.is_cpu() { &[4] } else { &[4, 6, 10, 64] };
+        for &n in lengths {
+            for at in [0, 2 * (n / 4)] {
+                let mut x = vec![0.0f32; n];
+                x[at] = 2e38;
+                let t = Tensor::from_vec(x.clone(), [n], &dev).unwrap();
+                let got = complex_values(&t.rfft(-1).unwrap());
+                let line: Vec<Complex32> = x.iter().map(|&v| Complex32::new(v, 0.0)).collect();
+                let want = dft(&line, n, false);
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let err = (g - w).norm();
+                    assert!(
+                        err <= 1e-6 * 2e38,
+                        "bin {k} of a spike at {at} of {n} on {dev:?}: {g} for {w}"
+                    );
+                }
+            }
+        }
+        let inf = Complex32::new(f32::INFINITY, 0.0);
+        let one = Tensor::from_complex(&[inf], [1], &dev).unwrap();
+        for y in [one.fft(-1).unwrap(), one.ifft(-1).unwrap()] {
+            let y = complex_values(&y);
+            assert!(
+                y[0].re == f32::INFINITY && y[0].im == 0.0,
+                "{y:?} on {dev:?}"
+            );
+        }
+    }
+}

@@ -161,6 +161,14 @@ impl Tensor {
     /// each, a c64 tensor. Any length works (mixed radix, and Bluestein's
     /// algorithm for large prime factors); any view is read in place.
     ///
+    /// Infinities and overflow: a transform sums in another order than
+    /// NumPy's and multiplies by twiddles, so where an input is infinite,
+    /// or values come within the line's length of f32's largest, outputs
+    /// may be infinite or NaN where NumPy's are finite or infinite (the
+    /// CPU's library multiplies an infinite sample by twiddles of 0 and
+    /// 1: NaN parts beside its infinities, where a GPU keeps NumPy's
+    /// zeros).
+    ///
     /// # Errors
     /// `Error::Axis` for an axis out of range; `Error::Argument` for a
     /// transform of 0 points or sizes that do not match the axes;

@@ -102,8 +102,12 @@ impl Lines<'_> {
         } else {
             FftDirection::Forward
         };
-        let plan = PLANNER.with(|p| p.borrow_mut().plan_fft(n, direction));
-        plan.process(&mut buffer);
+        // A line of one point is itself (rustfft's multiplies it by 1 + 0i:
+        // an infinite part gave a NaN beside it).
+        if n > 1 {
+            let plan = PLANNER.with(|p| p.borrow_mut().plan_fft(n, direction));
+            plan.process(&mut buffer);
+        }
         for (line, &(_, b)) in buffer.chunks_exact(n).zip(self.starts) {
             self.store_complex(b, dst, |k| line[k]);
         }

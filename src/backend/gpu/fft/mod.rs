@@ -335,10 +335,12 @@ const CHIRP_OUTPUT: &str = "fn output(base: u32, k: u32) -> vec2<f32> {
 /// output `k <= N` is `E + w^k O` (`w` the line's root, table entry `k`),
 /// and the outputs past `N` mirror those below it.
 const PACKED_OUTPUT: &str = "fn half_output(base: u32, k: u32) -> vec2<f32> {
-    let a = buf[base + slot(k % N)];
-    let b = buf[base + slot((N - k) % N)];
-    let even = 0.5 * vec2<f32>(a.x + b.x, a.y - b.y);
-    let i_odd = 0.5 * vec2<f32>(a.x - b.x, a.y + b.y);
+    // Halved first (exact but for subnormals), so that a sum of two
+    // values past half f32's largest is not infinite.
+    let a = 0.5 * buf[base + slot(k % N)];
+    let b = 0.5 * buf[base + slot((N - k) % N)];
+    let even = vec2<f32>(a.x + b.x, a.y - b.y);
+    let i_odd = vec2<f32>(a.x - b.x, a.y + b.y);
     return even + cmul(root(k), vec2<f32>(i_odd.y, -i_odd.x));
 }
 
