@@ -40,7 +40,10 @@ impl Tensor {
     /// one past this rank are dropped; a float out of an integer dtype's
     /// range saturates, where NumPy's cast is undefined: on x86 its i32
     /// and i64 take the minimum and its u8 and u32 wrap).
-    /// Overlapping source and destination are handled as NumPy does.
+    /// Overlapping source and destination are read as if the source were
+    /// copied first, NumPy's rule (NumPy 2.4 itself breaks it for `y[::2]
+    /// = y[:4]`, a 1-D copy of unlike steps it makes unbuffered, reading
+    /// values it already wrote).
     ///
     /// # Errors
     /// `Error::Shape` when `src` does not broadcast to this shape,

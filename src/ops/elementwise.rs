@@ -484,8 +484,8 @@ binary_methods! {
     mul, mul_, mul_scalar, mul_scalar_, Mul, "`self * other` (wrapping for integers; a logical and of bools).";
     div, div_, div_scalar, div_scalar_, Div, "`self / other`; integers truncate toward zero and `x / 0 == 0`.";
     pow, pow_, pow_scalar, pow_scalar_, Pow, "`self ^ other`: for floats C's `powf` (NumPy's `power`; a GPU is within an ulp of it), for integers wrapping, a negative exponent giving 0 (except bases 1 and -1).";
-    maximum, maximum_, maximum_scalar, maximum_scalar_, Maximum, "Elementwise maximum, propagating NaN (a logical or of bools).";
-    minimum, minimum_, minimum_scalar, minimum_scalar_, Minimum, "Elementwise minimum, propagating NaN (a logical and of bools).";
+    maximum, maximum_, maximum_scalar, maximum_scalar_, Maximum, "Elementwise maximum, propagating NaN (a logical or of bools); of two equal operands the first (`maximum(0, -0)` is 0, `maximum(-0, 0)` -0), as PyTorch's and NumPy's f16 loop (its f32 loop keeps the second).";
+    minimum, minimum_, minimum_scalar, minimum_scalar_, Minimum, "Elementwise minimum, propagating NaN (a logical and of bools); of two equal operands the first, as [`Tensor::maximum`].";
     remainder, remainder_, remainder_scalar, remainder_scalar_, Remainder, "Remainder with the sign of the divisor (NumPy's `remainder`); `x % 0 == 0` for integers.";
     floor_divide, floor_divide_, floor_divide_scalar, floor_divide_scalar_, FloorDiv, "Division rounded toward negative infinity (NumPy's `floor_divide`, Python's `//`), so that `floor_divide(a, b) * b + remainder(a, b) == a`; `x // 0 == 0` for integers, `a / b` for a float zero divisor.";
     logical_and, logical_and_, logical_and_scalar, logical_and_scalar_, And, "Logical and (bool only).";
