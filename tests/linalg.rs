@@ -1173,6 +1173,32 @@ fn singular_values_far_below_the_largest_are_kept() {
             let rank = host(linalg::matrix_rank(&a, Some(0.0)).unwrap());
             assert_eq!(rank, [n as f64], "{what}");
         }
+        // Not diagonal: [[1, t], [0, t]] has singular values of about 1
+        // and t (t / σ1 exactly), which Jacobi must rotate to, its second
+        // column's squares below f32's normal range (f64's for 1e-170):
+        // a guard leaving such columns unrotated gave 1.41 t.
+        let a = Tensor::from_slice(&[1.0, tiny, 0.0, tiny], [2, 2], &Device::cpu())
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
+            .to_device(&dev)
+            .unwrap();
+        let t = host(
+            a.narrow(0, 0, 1)
+                .unwrap()
+                .narrow(1, 1, 1)
+                .unwrap()
+                .real()
+                .unwrap(),
+        )[0];
+        let s = host(linalg::svdvals(&a).unwrap());
+        let big =
+            ((1.0 + 2.0 * t * t + ((1.0 + 2.0 * t * t).powi(2) - 4.0 * t * t).sqrt()) / 2.0).sqrt();
+        let want = t / big;
+        assert!(
+            (s[1] - want).abs() <= 1e-6 * want,
+            "graded {dtype} on {dev}: {s:?} for {want:e}"
+        );
     }
 }
 

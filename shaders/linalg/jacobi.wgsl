@@ -50,25 +50,55 @@ fn rotate(b: u32, p: u32, q: u32, flag_at: u32) {
         beta += abs_sq(y);
         gamma = add_v(gamma, mul_v(conj_v(x), y));
     }
-    // A column of negligible norm (the noise left of one of two equal
-    // columns, which each sweep rotated smaller until |gamma| was
-    // subnormal and 1 / |gamma| infinite: an SVD of ones(7, 7) came out
-    // NaN) stays: below f32's smallest normal over its epsilon, so a
-    // rotated pair's |gamma| > tol sqrt(alpha beta) stays normal.
-    if (min(alpha, beta) < 9.8607613e-32) {
-        return;
+    // A pair whose squares leave f32's normal range is summed again, each
+    // column scaled by a power of two near its largest part (2^-ex,
+    // 2^-ey): a graded matrix's column of 1e-20s, or the noise left of
+    // one of two equal columns, which each sweep rotates smaller (its
+    // subnormal |gamma| made 1 / |gamma| infinite: an SVD of ones(7, 7)
+    // came out NaN). zeta and e do not depend on the scales but through
+    // d = ey - ex. A column whose parts are all below 2^-103 (f32's
+    // smallest normal over its epsilon; W's largest part is 1) stays:
+    // rotated in subnormal steps it never turns orthogonal.
+    var d = 0;
+    if (!(min(alpha, beta) >= 7.888609e-31)) {
+        var mx = 0.0;
+        var my = 0.0;
+        for (var i = 0u; i < params.n; i++) {
+            mx = max(mx, max_part(load_a(a_at(b, i, p))));
+            my = max(my, max_part(load_a(a_at(b, i, q))));
+        }
+        if (!(min(mx, my) >= 9.8607613e-32)) {
+            return;
+        }
+        let ex = frexp(mx).exp;
+        let ey = frexp(my).exp;
+        alpha = 0.0;
+        beta = 0.0;
+        gamma = zero_v();
+        for (var i = 0u; i < params.n; i++) {
+            let x = scale2_v(load_a(a_at(b, i, p)), -ex);
+            let y = scale2_v(load_a(a_at(b, i, q)), -ey);
+            alpha += abs_sq(x);
+            beta += abs_sq(y);
+            gamma = add_v(gamma, mul_v(conj_v(x), y));
+        }
+        d = ey - ex;
     }
     // |gamma| without squaring it (which overflows past 1.8e19).
     let g = magnitude(gamma);
     if (!(g > params.tol * sqrt(alpha) * sqrt(beta))) {
         return;
     }
-    let zeta = div_f32(beta - alpha, 2.0 * g);
+    let zeta = div_f32(scale2(beta, d) - scale2(alpha, -d), 2.0 * g);
     // sqrt(1 + zeta²) is |zeta| to f32 past 1e18, where zeta² overflows.
     let root = select(sqrt(1.0 + zeta * zeta), abs(zeta), abs(zeta) > 1e18);
     let t = div_f32(select(-1.0, 1.0, zeta >= 0.0), abs(zeta) + root);
     let c = div_f32(1.0, sqrt(1.0 + t * t));
     let s = c * t;
+    // A rotation f32 cannot tell from none (norms 2^127 apart) is none.
+    if (s == 0.0) {
+        return;
+    }
     let e = scale_v(gamma, div_f32(1.0, g));
     let se = scale_v(e, s);
     let sce = scale_v(conj_v(e), s);

@@ -13,9 +13,10 @@ pub(crate) trait Field:
     /// The storage's element type.
     type Raw: Element + Copy;
     const ONE: Self;
-    /// The squared norm below which a Jacobi rotation leaves a column
-    /// alone: the smallest normal value over `ε` of the real type, so a
-    /// rotated pair's `|γ| > ε √(αβ)` stays normal and `1 / |γ|` finite.
+    /// The real type's smallest normal value over its `ε`: a Jacobi
+    /// column whose parts are all below it (its matrix scaled to a
+    /// largest part of 1) is rotated in subnormal steps, never to
+    /// orthogonal, and stays.
     const NEGLIGIBLE: f64;
     /// The value at raw position `p`.
     fn get(raw: &[Self::Raw], p: usize) -> Self;
@@ -36,6 +37,9 @@ pub(crate) trait Field:
     /// `self / d`, scaled for a complex `d` so that `|d|²` cannot
     /// overflow or vanish (as the GPU's `div_v`).
     fn div(self, d: Self) -> Self;
+    /// `self / |self|` (nonzero), to the last bit of its type (formed in
+    /// f64: a subnormal f32's reciprocal overflows).
+    fn unit(self) -> Self;
 }
 
 /// `Field` for a real float type, computing in it (its magnitudes and
@@ -76,6 +80,9 @@ macro_rules! real_field {
             }
             fn div(self, d: Self) -> Self {
                 self / d
+            }
+            fn unit(self) -> Self {
+                self.signum()
             }
         }
     };
@@ -123,5 +130,10 @@ impl Field for Complex32 {
         let s = d.re.abs().max(d.im.abs());
         let (x, d) = (self / s, d / s);
         x * Complex32::conj(&d) / (d.re * d.re + d.im * d.im)
+    }
+    fn unit(self) -> Self {
+        let (re, im) = (f64::from(self.re), f64::from(self.im));
+        let norm = re.hypot(im);
+        Complex32::new((re / norm) as f32, (im / norm) as f32)
     }
 }

@@ -132,29 +132,49 @@ fn rotate<F: Field>(
     v: &mut [F],
     m: usize,
 ) -> bool {
+    let part = |x: F| x.re().abs().max(x.im().abs());
+    let largest = |c: usize| {
+        a[c * n..(c + 1) * n]
+            .iter()
+            .fold(0.0, |m: f64, &x| m.max(part(x)))
+    };
+    // A column of parts below NEGLIGIBLE stays (see Field), NaN goes on.
+    let (mx, my) = (largest(p), largest(q));
+    if mx < F::NEGLIGIBLE || my < F::NEGLIGIBLE {
+        return false;
+    }
+    // The columns scaled by powers of two near their largest parts where
+    // an f64 column's squares would leave the normal range (a graded
+    // matrix's 1e-170s); zeta and e depend on the scales but through d.
+    let scaled = mx.min(my) < f64::MIN_POSITIVE.sqrt() / f64::EPSILON;
+    let exponent = |m: f64| if scaled { m.log2().floor() as i32 } else { 0 };
+    let (ex, ey) = (exponent(mx), exponent(my));
+    let (sx, sy) = (F::from_re(2f64.powi(-ex)), F::from_re(2f64.powi(-ey)));
     let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, F::from_re(0.0));
     for i in 0..n {
-        let (x, y) = (a[p * n + i], a[q * n + i]);
+        let (x, y) = (a[p * n + i] * sx, a[q * n + i] * sy);
         alpha += x.abs_sq();
         beta += y.abs_sq();
         gamma = gamma + x.conj() * y;
-    }
-    // A column of negligible norm (the noise left of one of two equal
-    // columns, which each sweep rotated smaller until |γ| was subnormal
-    // and 1 / |γ| infinite: an SVD of ones(7, 7) came out NaN) stays.
-    if alpha.min(beta) < F::NEGLIGIBLE {
-        return false;
     }
     let g = gamma.abs_sq().sqrt();
     // Not NaN and not within the tolerance.
     if g.partial_cmp(&(tol * alpha.sqrt() * beta.sqrt())) != Some(std::cmp::Ordering::Greater) {
         return false;
     }
-    let zeta = (beta - alpha) / (2.0 * g);
+    let d = ey - ex;
+    let zeta = (beta * 2f64.powi(d) - alpha * 2f64.powi(-d)) / (2.0 * g);
     let t = zeta.signum() / (zeta.abs() + zeta.hypot(1.0));
     let c = 1.0 / (1.0 + t * t).sqrt();
     let s = c * t;
-    let e = gamma * F::from_re(1.0 / g);
+    // A rotation the dtype cannot tell from none is none: the noise left
+    // of one of two equal columns shrinks each sweep until its sine
+    // rounds to 0 (until then |γ| can be subnormal, whose reciprocal
+    // overflowed f32: an SVD of ones(7, 7) came out NaN; `unit` divides).
+    if F::from_re(s).is_zero() {
+        return false;
+    }
+    let e = gamma.unit();
     let (se, sce, c) = (e * F::from_re(s), e.conj() * F::from_re(s), F::from_re(c));
     for (cols, len) in [(&mut *a, n), (&mut *v, m)] {
         for i in 0..len {

@@ -182,13 +182,8 @@ pub async fn svdvals_async(a: &Tensor) -> Result<Tensor> {
 /// one-sided Jacobi (rotations of column pairs until all are orthogonal),
 /// then a QR that completes `U`: its columns for negligible singular
 /// values (and a full `U`'s extra ones) are an orthonormal basis of what
-/// the others leave. Jacobi leaves a column whose norm is below about
-/// 3e-16 of the largest entry (f32; 1e-146 for f64) unrotated, so a
-/// singular value that small comes out within that of the exact one but
-/// not to its own relative accuracy (`[[1, 1e-20], [0, 1e-20]]` gives
-/// 1.41e-20 where NumPy's is 1e-20; a diagonal's are exact). Otherwise on
-/// the CPU by a Householder reduction to bidiagonal form and divide and
-/// conquer (LAPACK's `gesdd`). Singular vectors are unique only up to a
+/// the others leave. Otherwise on the CPU by a Householder reduction to
+/// bidiagonal form and divide and conquer (LAPACK's `gesdd`). Singular vectors are unique only up to a
 /// phase per pair (a sign for real matrices), so they may differ from
 /// NumPy's by one.
 ///
