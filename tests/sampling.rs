@@ -278,7 +278,9 @@ fn a_tiny_temperature_is_greedy_and_odd_rows_draw_argmax() {
     for dev in common::devices() {
         let logits = Tensor::from_slice(&logits, [5, 4], &dev).unwrap();
         let u = Tensor::from_slice(&us, [5], &dev).unwrap();
-        for t in [1e-38, 1e-30] {
+        // Down to temperatures that round to 0 in f32 (they divided to
+        // NaN, whose draw was the first NaN).
+        for t in [1e-38, 1e-30, 1e-46, 1e-300] {
             let got = logits.sample_with(&Sampling::new(t), &u).unwrap();
             assert_eq!(
                 got.to_vec::<i32>().unwrap(),
@@ -289,5 +291,20 @@ fn a_tiny_temperature_is_greedy_and_odd_rows_draw_argmax() {
         let got = logits.sample_with(&Sampling::new(1.0), &u).unwrap();
         let tokens = got.to_vec::<i32>().unwrap();
         assert_eq!(tokens[1..], [2, 1, 0, 1], "{dev}");
+        // A temperature past f32's range draws among the finite logits as
+        // its limit, uniformly (the larger first), never a -inf one (it was infinite in f32,
+        // and -inf / inf drew the first logit).
+        let banned = Tensor::from_slice(&[-inf, 2.0, -inf, 7.0], [1, 4], &dev).unwrap();
+        for t in [1e38, 3.5e38, 1e300] {
+            let drawn: Vec<i32> = [0.1f32, 0.4, 0.6, 0.9]
+                .iter()
+                .map(|&u| {
+                    let u = Tensor::from_slice(&[u], [1], &dev).unwrap();
+                    let got = banned.sample_with(&Sampling::new(t), &u).unwrap();
+                    got.to_vec::<i32>().unwrap()[0]
+                })
+                .collect();
+            assert_eq!(drawn, [3, 3, 1, 1], "{t} on {dev}");
+        }
     }
 }

@@ -145,6 +145,10 @@ impl Tensor {
         if temperature == 0.0 {
             return self.argmax(-1);
         }
+        // As the f32 it divides in, past whose range it is the nearest
+        // f32 (one that rounded to 0 or inf made -inf / inf or 0 / 0 NaN,
+        // which drew a -inf logit first).
+        let temperature = temperature.clamp(f64::from(f32::from_bits(1)), f64::from(f32::MAX));
         let vocab = self.dims()[self.rank() - 1];
         // The row's largest finite logit is taken off before the
         // temperature divides (the same distribution): finite logits over a
