@@ -160,6 +160,37 @@ fn an_extent_of_one_broadcasts_against_zero() {
     }
 }
 
+/// A label summed over no elements gives sums of nothing, 0, as NumPy's
+/// `einsum`, even where another operand holds inf or NaN (the empty sum
+/// was taken first, and its 0 times inf gave NaN).
+#[test]
+fn a_label_summed_over_nothing_gives_zeros_beside_inf_and_nan() {
+    for dev in common::devices() {
+        let (inf, nan) = (f32::INFINITY, f32::NAN);
+        let a = Tensor::from_slice(&[inf, nan], [2], &dev).unwrap();
+        let m = Tensor::from_slice(&[inf, 1.0, nan, 2.0], [2, 2], &dev).unwrap();
+        let e = Tensor::from_slice::<f32>(&[], [0], &dev).unwrap();
+        let k = Tensor::from_slice(&[1.0f32, 0.0], [2], &dev).unwrap();
+        for (subscripts, operands, want) in [
+            ("i,j->i", vec![&a, &e], vec![0.0, 0.0]),
+            ("i,j->", vec![&a, &e], vec![0.0]),
+            ("ij,k->i", vec![&m, &e], vec![0.0, 0.0]),
+            ("i,j,k->k", vec![&a, &e, &k], vec![0.0, 0.0]),
+        ] {
+            let got = Tensor::einsum(subscripts, &operands).unwrap();
+            assert_eq!(
+                got.to_vec::<f32>().unwrap(),
+                want,
+                "{subscripts} on {dev:?}"
+            );
+        }
+        let h = a.to_dtype(DType::F16).unwrap();
+        let got = Tensor::einsum("i,j->i", &[&h, &e.to_dtype(DType::F16).unwrap()]).unwrap();
+        assert_eq!(got.dtype(), DType::F16);
+        assert_eq!(common::read_f32(&got), [0.0, 0.0], "f16 on {dev:?}");
+    }
+}
+
 #[test]
 fn einsum_products_of_u8_and_bool_as_numpys() {
     // NumPy 2.4's answers: a product of u8 wraps in u8, one of bool is the

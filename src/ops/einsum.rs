@@ -432,6 +432,23 @@ impl Tensor {
                 .collect::<Result<_>>()?;
             check_extents(&parts)?;
             let wanted: BTreeSet<Label> = output.iter().copied().collect();
+            // A label summed away over no elements makes every output a
+            // sum of nothing, 0, as NumPy's: the operands' NaN and inf
+            // must not reach it through a product with that empty sum.
+            let empty_sum = parts.iter().any(|p| {
+                (p.labels.iter().zip(p.t.dims())).any(|(l, &n)| n == 0 && !wanted.contains(l))
+            });
+            let parts = if empty_sum {
+                let zeros = |p: Part| -> Result<Part> {
+                    Ok(Part {
+                        t: Tensor::zeros(p.t.shape().clone(), dtype, p.t.device())?,
+                        labels: p.labels,
+                    })
+                };
+                parts.into_iter().map(zeros).collect::<Result<Vec<_>>>()?
+            } else {
+                parts
+            };
             // The labels the output and the operands other than `skip` have.
             let needed = |parts: &[Part], skip: &[usize]| -> BTreeSet<Label> {
                 parts
