@@ -272,3 +272,69 @@ fn a_loss_inside_a_capture_fails_it_or_its_first_run() {
     );
     assert!(dev.is_lost());
 }
+
+#[test]
+fn a_loss_first_met_by_an_automatic_flush_a_profile_or_a_handed_buffer_is_the_loss() {
+    // Each meets a loss wgpu has not told of yet, in a flush whose batch
+    // needs a new buffer for its kernels' parameters (which the loss
+    // refuses): the call fails with the loss, the device knows it is lost
+    // (so a recovery recovers), and what the batch was to write reads as
+    // lost. (They were `Error::Gpu`, and the device not lost.)
+    for (case, op) in [
+        ("a full batch", ""),
+        ("a profile", "Device::profile"),
+        ("a handed-out buffer", "gpu_buffer"),
+    ] {
+        // The full batch flushes itself; the others' batches wait.
+        let threshold = if op.is_empty() { 1024 } else { 1 << 20 };
+        let Some(dev) = own(threshold) else {
+            return;
+        };
+        let x = Tensor::zeros([4], DType::F32, &dev).unwrap();
+        let m = x.reshape([2, 2]).unwrap();
+        let step = move || m.assign(&m.matmul(&m.t())?.softmax(-1)?);
+        // The first product probes its kernel (a readback of its own).
+        step().unwrap();
+        dev.sync().unwrap();
+        lose(&dev);
+        let met = within_watchdog(case, {
+            let (dev, x) = (dev.clone(), x.clone());
+            move || {
+                for _ in 0..3000 {
+                    step()?;
+                }
+                match case {
+                    "a full batch" => panic!("3000 steps recorded without a flush failing"),
+                    "a profile" => dev.profile(|| Ok(())).map(drop),
+                    _ => x.gpu_buffer().map(drop),
+                }
+            }
+        });
+        // (The full batch fails in whichever kernel filled it.)
+        match op {
+            "" => assert!(
+                matches!(met, Err(Error::DeviceLost { .. })),
+                "{case}: {met:?}"
+            ),
+            op => assert_lost(met, op),
+        }
+        assert!(dev.is_lost(), "{case}");
+        assert_lost(x.to_vec::<f32>(), "to_vec");
+        dev.recover().unwrap();
+        assert!(!dev.is_lost(), "{case}: recovered");
+    }
+}
+
+#[test]
+fn a_first_product_that_meets_the_loss_in_its_probe_names_itself() {
+    // A device's first product probes its kernel with a readback of its
+    // own, which met the loss as `to_vec`.
+    let Some(dev) = own(1024) else {
+        return;
+    };
+    let x = Tensor::ones([2, 2], DType::F32, &dev).unwrap();
+    dev.sync().unwrap();
+    lose(&dev);
+    let product = within_watchdog("a first product", move || x.matmul(&x).map(drop));
+    assert_lost(product, "matmul");
+}

@@ -62,7 +62,7 @@ pub(crate) fn hand_out(
     // under way on one), which the flush then submits before the
     // application's next write can land.
     let buffer = s.buffer(op)?;
-    s.ctx.flush()?;
+    s.ctx.flush().map_err(|e| e.named(op))?;
     // The storage's own buffer: no other storage can be it.
     let _ = s.ctx.share(&buffer, storage);
     let wgsl = array_type(storage_mode(s.dtype, s.ctx.facts.native_f16), false);

@@ -158,6 +158,18 @@ pub(crate) enum MatmulVariant {
 }
 
 impl MatmulVariant {
+    /// The op whose first call probes this variant: its probe's failures
+    /// (the device's loss before wgpu told of it) name that op.
+    pub fn op(self) -> &'static str {
+        match self {
+            MatmulVariant::Tile(_) | MatmulVariant::Gemv => "matmul",
+            MatmulVariant::Conv(_) => "conv2d",
+            MatmulVariant::ConvTransposed(_) => "conv_transpose2d",
+            MatmulVariant::Quant(_) => "qmatmul",
+            MatmulVariant::Attention { .. } => "sdpa",
+        }
+    }
+
     /// Its name in `DeviceInfo::dropped_kernels`: `matmul large f16`.
     pub fn describe(self, dtype: KernelType) -> String {
         let name = match self {

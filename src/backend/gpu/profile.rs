@@ -3,7 +3,7 @@
 
 use super::context::GpuContext;
 use super::profile_log::{OP, ProfileLog};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::profile::Profile;
 
 /// Closes a profile that `profile_ops` did not close (its closure
@@ -39,6 +39,13 @@ pub(crate) fn profile_ops(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) ->
 
 /// The log of `ops`, run under a profile.
 fn record(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<ProfileLog> {
+    // Work recorded before the profile that fails poisons its own outputs
+    // (as in `end_profile`) and the profile goes on, unless the failure was
+    // the device's loss, which this flush explains (wgpu may not have told
+    // of it yet).
+    if let Err(e @ Error::DeviceLost { .. }) = ctx.flush() {
+        return Err(e.named(OP));
+    }
     // Another thread's self-check or autotuning would show in the
     // profile: it begins once they are done.
     super::own_work::scheduler_after_own_work(ctx).begin_profile(&ctx.target())?;

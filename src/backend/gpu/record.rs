@@ -74,7 +74,23 @@ pub(crate) fn record_kernel<K: PipelineKey>(
     if bindings.iter().any(|b| b.fault_record) {
         ctx.faults.arm();
     }
-    scheduler.record_kernel(&ctx.target(), pipeline, params, bindings, groups)
+    let recorded = scheduler.record_kernel(&ctx.target(), pipeline, params, bindings, groups);
+    drop(scheduler);
+    explain_recording(ctx, label, recorded)
+}
+
+/// A recording's result: an automatic flush that failed may be the
+/// device's loss before wgpu told of it, then `Error::DeviceLost` naming
+/// `op` (its outputs poisoned, so their readbacks say so too).
+///
+/// # Errors
+/// `recorded`'s error, explained.
+#[inline(always)]
+fn explain_recording(ctx: &GpuContext, op: &'static str, recorded: Result<()>) -> Result<()> {
+    match recorded {
+        Ok(()) => Ok(()),
+        Err(e) => ctx.explain(op, Err(e)),
+    }
 }
 
 /// The pipeline key of a fixed-function family: it names the pipeline,
@@ -154,8 +170,13 @@ pub(crate) fn record_family<K: FamilyKey>(
 /// layout moves from the call into the command. (Inlined into its two
 /// uses: the recording path of every elementwise op.)
 #[inline(always)]
-fn operand(layout: Layout, dtype: KernelType, s: &GpuStorage) -> Result<TensorOperand> {
-    s.check_poison("gpu kernel")?;
+fn operand(
+    op: &'static str,
+    layout: Layout,
+    dtype: KernelType,
+    s: &GpuStorage,
+) -> Result<TensorOperand> {
+    s.check_poison(op)?;
     Ok(TensorOperand {
         claim: s.claim().clone(),
         buffer_id: s.buffer_id(),
@@ -225,16 +246,19 @@ pub(crate) fn record_elementwise(call: Call) -> Result<()> {
                 if !Arc::ptr_eq(&s.ctx, ctx) {
                     return Err(stranger(ctx, kernel.name(), Some(s)));
                 }
-                OpArg::Tensor(operand(layout, dtype, s)?)
+                OpArg::Tensor(operand(kernel.name(), layout, dtype, s)?)
             }
             Input::Scalar(s) => OpArg::Scalar(s),
         });
     }
     let op = RecordedOp {
         kernel,
-        out: operand(out_layout, out_dtype, out)?,
+        out: operand(kernel.name(), out_layout, out_dtype, out)?,
         args,
     };
-    ctx.scheduler()
-        .record(&ctx.target(), Command::Elementwise(op))
+    let name = op.kernel.name();
+    let recorded = ctx
+        .scheduler()
+        .record(&ctx.target(), Command::Elementwise(op));
+    explain_recording(ctx, name, recorded)
 }

@@ -129,7 +129,7 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         let (storage, buffer, needs_flush) = Self::acquire(ctx, op, T::KERNEL_TYPE, values.len())?;
         if needs_flush {
-            ctx.flush()?;
+            ctx.flush().map_err(|e| e.named(op))?;
         }
         let mut bytes = Vec::with_capacity(values.len() * element_bytes(T::KERNEL_TYPE) + 3);
         T::write_bytes(values, &mut bytes);

@@ -146,7 +146,7 @@ pub(super) fn verdict(
 /// the matmul's tiles (the convolution's) are checked through it too.
 ///
 /// # Errors
-/// Failures of the probe.
+/// Failures of the probe, naming the op that probes `variant`.
 #[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
 pub(crate) fn verdict_with(
     ctx: &Arc<GpuContext>,
@@ -175,7 +175,7 @@ pub(crate) fn verdict_with(
         let Some(_own) = crate::backend::gpu::own_work::OwnWork::enter(ctx) else {
             return Ok(Verdict::NotNow);
         };
-        let right = probe()?;
+        let right = probe().map_err(|e| e.named(variant.op()))?;
         ctx.tuner.set_verdict(variant, dtype, right);
         Ok(as_verdict(right))
     }
