@@ -732,3 +732,41 @@ fn an_operand_past_one_binding_is_too_large() {
     let y = double.call(&[&small], &[]).unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), [2.0; 4]);
 }
+
+#[test]
+fn the_longest_body_compiles_on_a_small_stack() {
+    // naga lowers `x+x+...+x` by recursing once per operand: a 64 KiB body
+    // took some 20 MiB of the caller's stack and aborted the process (a
+    // test's thread has 2 MiB). It compiles on a deep stack of its own.
+    let terms = (65536 - "y = x;".len()) / 2;
+    let body = format!("y = x{};", "+x".repeat(terms));
+    assert_eq!(body.len(), 65536);
+    let sum =
+        CustomKernel::new("deep", &[("x", DType::F32)], &[], ("y", DType::F32), &body).unwrap();
+    let not = format!("y = select(0, 1, {}(x > 0));", "!".repeat(65000));
+    let not =
+        CustomKernel::new("nots", &[("x", DType::I32)], &[], ("y", DType::I32), &not).unwrap();
+    for dev in gpus() {
+        let x = Tensor::from_slice(&[1.0f32, -2.0], [2], &dev).unwrap();
+        let k = sum.clone();
+        let y = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || k.call(&[&x], &[]).and_then(|y| y.to_vec::<f32>()))
+            .unwrap()
+            .join()
+            .unwrap();
+        let n = terms as f32 + 1.0;
+        assert_eq!(y.unwrap(), [n, -2.0 * n]);
+        let x = Tensor::from_slice(&[3i32, -3], [2], &dev).unwrap();
+        assert_eq!(
+            not.call(&[&x], &[]).unwrap().to_vec::<i32>().unwrap(),
+            [1, 0]
+        );
+    }
+    // One byte more than a body may have is refused when it is made.
+    let body = format!("y = x;{}", " ".repeat(65536 - 5));
+    assert_eq!(body.len(), 65537);
+    let e =
+        CustomKernel::new("long", &[("x", DType::F32)], &[], ("y", DType::F32), &body).unwrap_err();
+    assert!(e.to_string().contains("65537 bytes"), "{e}");
+}

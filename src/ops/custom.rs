@@ -16,6 +16,11 @@ use crate::tensor::Tensor;
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
+/// The most bytes a custom kernel's body may have: the compile of the
+/// deepest expression so many bytes can write (an operand per two bytes)
+/// fits the stack it runs on (`backend/gpu/kernel/deep_stack.rs`).
+const MAX_CUSTOM_BODY: usize = 1 << 16;
+
 /// A WGSL kernel of the user's, run once per element of its output (GPU
 /// devices only, native and in the browser).
 ///
@@ -81,7 +86,9 @@ impl CustomKernel {
     ///
     /// # Errors
     /// `Error::Argument` naming `CustomKernel::new` for a name that is not a
-    /// WGSL identifier or is taken, a repeated name, an empty body, or one
+    /// WGSL identifier or is taken, a repeated name, an empty body, one of
+    /// more than 64 KiB (65,536 bytes: the deepest expression such a body
+    /// can hold compiles within the stack the compile runs on), or one
     /// whose braces do not pair up (outside comments: a body that closed
     /// its function could declare its own and reach webtensor's buffers);
     /// `Error::DType` for c64, f64 or i64 arguments (a body computes in
@@ -141,6 +148,16 @@ impl CustomKernel {
             return Err(Error::argument(
                 OP,
                 format!("kernel {name:?}: the body is empty"),
+            ));
+        }
+        if body.len() > MAX_CUSTOM_BODY {
+            return Err(Error::argument(
+                OP,
+                format!(
+                    "kernel {name:?}: the body has {} bytes, more than the {MAX_CUSTOM_BODY} a \
+                     body may have",
+                    body.len()
+                ),
             ));
         }
         super::custom_names::check_braces(OP, name, body)?;

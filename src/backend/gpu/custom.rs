@@ -438,7 +438,8 @@ pub(crate) fn custom(out: &GpuStorage, call: &CustomCall) -> Result<()> {
         .get(&ctx.device, &key, || {
             let source = source(spec, native)?.0;
             #[cfg(not(target_arch = "wasm32"))]
-            browsers_refuse(&source).map_err(|msg| Error::argument(call.op, msg))?;
+            super::kernel::deep_stack::on_deep_stack(|| browsers_refuse(&source))
+                .map_err(|msg| Error::argument(call.op, msg))?;
             Ok(PipelineSpec {
                 label: "webtensor custom kernel",
                 source,

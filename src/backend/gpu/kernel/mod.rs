@@ -15,9 +15,10 @@
 //! - `grid`: the dispatch grid; `loop_budget`: how long one invocation may
 //!   loop;
 //! - `pipeline`: pipelines compiled once per key, a cache that names no
-//!   family.
+//!   family; `deep_stack`: the thread an application's WGSL compiles on.
 
 pub(crate) mod buffer;
+pub(crate) mod deep_stack;
 pub(crate) mod grid;
 pub(crate) mod library;
 pub(crate) mod loop_budget;

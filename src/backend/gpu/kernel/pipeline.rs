@@ -209,7 +209,13 @@ impl PipelineCache {
         // A failed build leaves the slot empty: the next use tries again.
         let spec = spec()?;
         let checked = self.runtime_checks || !spec.trusted;
-        let pipeline = Arc::new(build(device, &spec, checked).map_err(|e| match e {
+        // An application's WGSL compiles on a deep stack (see
+        // `deep_stack.rs`); webtensor's own is shallow.
+        let built = match spec.trusted {
+            true => build(device, &spec, checked),
+            false => super::deep_stack::on_deep_stack(|| build(device, &spec, checked)),
+        };
+        let pipeline = Arc::new(built.map_err(|e| match e {
             Error::Gpu { op, msg } => Error::Gpu {
                 op,
                 msg: format!("{key:?}: {msg}"),
