@@ -29,8 +29,11 @@ use std::sync::Weak;
 /// keeps the capture's. Results meant to be read on every device go into
 /// tensors made outside the step (`out.assign(&y)?` inside it) or through
 /// a slot the step fills on each run. Host-side work inside the closure (a
-/// tensor uploaded from a slice, a Rust `if` on anything) happened once,
-/// at capture, on a GPU.
+/// slice's values, a Rust `if` on anything) happened once, at capture, on
+/// a GPU: a tensor the step makes from host values (`from_slice`,
+/// `arange`, `linspace`, `hann_window` ...) is uploaded then, and each run
+/// copies those values into it again, so a step that changes it in place
+/// starts from them on every run, as on the CPU.
 ///
 /// After the device is lost and recovered ([`Device::recover`]), the next
 /// run captures the step again on the new device (host work inside it

@@ -272,6 +272,51 @@ fn a_step_with_ops_on_another_gpu_is_refused_naming_both() {
 /// just before the capture began (nothing pending reads it): no flush, no
 /// refusal.
 #[test]
+fn tensors_a_step_makes_from_host_values_start_anew_on_every_run() {
+    // arange, linspace, hann_window, fftfreq and from_slice are made on the
+    // host and uploaded once, at capture: a step that changed one in place
+    // saw its last run's values on a GPU (10, 20, 30 ...), where each CPU
+    // run makes it anew.
+    for dev in capture_devices() {
+        let out = Tensor::zeros([5, 4], DType::F32, &dev).unwrap();
+        let (o, d) = (out.clone(), dev.clone());
+        let mut graph = dev
+            .capture(move || {
+                let made = [
+                    Tensor::arange(0.0f32, 4.0, 1.0, &d)?,
+                    Tensor::linspace(0.0, 1.0, 4, DType::F32, &d)?,
+                    Tensor::hann_window(4, &d)?,
+                    Tensor::fftfreq(4, 1.0, &d)?,
+                    Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [4], &d)?,
+                ];
+                for (row, t) in made.iter().enumerate() {
+                    t.add_scalar_(10.0)?;
+                    o.slice(s![row])?.assign(t)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let once = out.to_vec::<f32>().unwrap();
+        let want: Vec<f32> = [
+            [0.0, 1.0, 2.0, 3.0],
+            [0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0],
+            [0.0, 0.5, 1.0, 0.5],
+            [0.0, 0.25, -0.5, -0.25],
+            [1.0, 2.0, 3.0, 4.0],
+        ]
+        .iter()
+        .flatten()
+        .map(|v| v + 10.0)
+        .collect();
+        assert_close(&once, &want, 1e-6, &label(&dev));
+        for _ in 0..2 {
+            graph.run().unwrap();
+            assert_eq!(out.to_vec::<f32>().unwrap(), once, "{}", label(&dev));
+        }
+    }
+}
+
+#[test]
 fn an_upload_after_an_op_in_a_step_takes_a_buffer_freed_before_it() {
     let Some(dev) = own_gpu(GpuOptions::default()) else {
         return;

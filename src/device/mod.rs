@@ -507,6 +507,12 @@ impl Device {
         })
     }
 
+    /// True while a step is being captured on this GPU (never on the CPU,
+    /// whose capture runs the step).
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.with(|on| on.gpu().is_some_and(|ctx| ctx.scheduler().is_capturing()))
+    }
+
     /// Whether this is a CPU device whose ops run on `threads`.
     pub(crate) fn runs_on(&self, threads: &Threads) -> bool {
         self.with(|on| matches!(on, On::Cpu(cpu) if cpu.threads.same(threads)))

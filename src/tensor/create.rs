@@ -59,12 +59,21 @@ impl Tensor {
             ));
         }
         let storage = device.with_place(|place| Storage::from_vec(place, op, data))?;
-        Ok(Tensor::from_parts(
+        let t = Tensor::from_parts(
             recycle::cell(storage),
             Layout::contiguous(shape),
             T::DTYPE,
             device.clone(),
-        ))
+        );
+        // Inside a step captured on a GPU the upload happens once; the step
+        // gets a copy of it, which every run writes again (as each CPU run
+        // makes the tensor anew): a step that changes a tensor it made
+        // from host values (`arange`, `linspace`, a slice) in place starts
+        // from those values on every run.
+        match device.is_capturing() {
+            true => t.contiguous_copy().map_err(|e| e.named(op)),
+            false => Ok(t),
+        }
     }
 
     /// The 1-D tensor of the `n` values `f(0)..f(n)`, built on the host

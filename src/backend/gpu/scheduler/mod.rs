@@ -245,6 +245,11 @@ impl Scheduler {
         }
     }
 
+    /// True while a step is being captured on this device.
+    pub fn is_capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
     /// True when ops are waiting to be submitted.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
