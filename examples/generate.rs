@@ -185,31 +185,20 @@ fn run() -> Result<()> {
     let mut next = next_token(&logits, &o, 0)?;
     let prefill = start.elapsed().as_secs_f64();
     print!("{}", o.prompt);
-    // The new text is what decoding the prompt and the new tokens adds to
-    // the prompt decoded (a SentencePiece decoder drops the first space of
-    // what it decodes: the new tokens alone would lose theirs).
-    let shown_prompt = tok.decode(&prompt)?;
+    // Each new token's bytes, shown as they complete characters (a
+    // character may take several byte tokens), as llama.cpp prints them.
+    let mut stream = gguf_tokenizer::TextStream::default();
     // A decoding step with its token and position in tensors, captured
     // once (its first run) and replayed for every later token.
     let mut decoder = llama::Decoder::new(std::rc::Rc::new(model))?;
     let mut generated: Vec<u32> = Vec::new();
-    let mut shown = shown_prompt.len();
     let start = Instant::now();
     let mut steps = 0;
     let mut full = false;
     while generated.len() < o.tokens && !tok.is_end(next) {
         generated.push(next);
-        // Decoded whole each time, so that pieces of one character
-        // (byte tokens) print once it is complete.
-        let text = tok.decode(&[&prompt[..], &generated].concat())?;
-        if let Some(new) = text
-            .get(shown..)
-            .filter(|n| !n.is_empty() && !n.ends_with('\u{fffd}'))
-        {
-            print!("{new}");
-            std::io::stdout().flush()?;
-            shown = text.len();
-        }
+        print!("{}", stream.push(&tok.piece(next)));
+        std::io::stdout().flush()?;
         let at = prompt.len() + generated.len() - 1;
         if generated.len() == o.tokens {
             break;

@@ -16,7 +16,7 @@
 //! Control tokens (`<s>`, `<|im_start|>`) and the unknown token are
 //! special: matched whole in the text and left out of decoded text, as
 //! llama.cpp matches them. User-defined tokens are matched whole too and
-//! decode to their own text.
+//! decode to their own text; unused ones decode to nothing.
 //!
 //! One difference from llama.cpp is left: where two SentencePiece merges
 //! have the same score, llama.cpp merges the leftmost pair first, and
@@ -29,13 +29,12 @@
 // part of it.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tokenizers::decoders::DecoderWrapper;
 use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::decoders::fuse::Fuse;
 use tokenizers::decoders::sequence::Sequence as DecoderSequence;
-use tokenizers::decoders::strip::Strip;
 use tokenizers::models::bpe::{BPE, Vocab};
 use tokenizers::normalizers::{NormalizerWrapper, Prepend, Replace, Sequence as NormSequence};
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
@@ -91,9 +90,18 @@ pub struct GgufTokenizer {
     /// Whether a sequence ends with the EOS token
     /// (`tokenizer.ggml.add_eos_token`).
     pub add_eos: bool,
-    /// User-defined tokens of a byte-level vocabulary: their text is
-    /// theirs, not byte-level characters, so they decode apart.
-    verbatim: HashMap<u32, String>,
+    /// Tokens whose text is their own, not the decoder's: user-defined
+    /// ones (in a byte-level vocabulary not byte-level characters, in a
+    /// SentencePiece one `▁` kept), and unused ones, which decode to
+    /// nothing, as llama.cpp's `token_to_piece` gives them.
+    own_text: HashMap<u32, String>,
+    /// Control and unknown tokens: left out of decoded text.
+    silent: HashSet<u32>,
+    /// A SentencePiece vocabulary (else byte-level).
+    sentencepiece: bool,
+    /// Whether decoded text loses its first space (a SentencePiece
+    /// vocabulary's `add_space_prefix`, as Hugging Face's `Strip`).
+    strip_space: bool,
     /// Every token that ends a generation, as llama.cpp's
     /// `llama_vocab_is_eog` has them: the ends of sequence, turn and
     /// message the file names, and tokens it takes as ending one by their
@@ -128,22 +136,97 @@ impl GgufTokenizer {
     /// # Errors
     /// The tokenizer's.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        if self.verbatim.is_empty() {
-            return self.tokenizer.decode(ids, true);
-        }
-        // Runs of byte-level tokens through the decoder (its characters
-        // map one by one, so a run decodes alone), user-defined ones as
-        // they are.
+        // Runs of other tokens through the decoder, tokens of their own
+        // text as they are.
         let mut text = String::new();
-        for run in
-            ids.chunk_by(|a, b| !self.verbatim.contains_key(a) && !self.verbatim.contains_key(b))
-        {
-            match self.verbatim.get(&run[0]) {
+        let own = |id: &u32| self.own_text.contains_key(id);
+        for run in ids.chunk_by(|a, b| !own(a) && !own(b)) {
+            match self.own_text.get(&run[0]) {
                 Some(own) => text.push_str(own),
                 None => text.push_str(&self.tokenizer.decode(run, true)?),
             }
         }
+        if self.strip_space && text.starts_with(' ') {
+            text.remove(0);
+        }
         Ok(text)
+    }
+
+    /// The bytes token `id` adds to a text, as llama.cpp's
+    /// `token_to_piece` gives them (special tokens left out): a byte
+    /// token's byte, a character's bytes through a byte-level alphabet, a
+    /// piece's text with `▁` as a space. A character may take several
+    /// tokens: [`TextStream`] shows text as it is completed.
+    pub fn piece(&self, id: u32) -> Vec<u8> {
+        if let Some(own) = self.own_text.get(&id) {
+            return own.as_bytes().to_vec();
+        }
+        let text = match self.tokenizer.id_to_token(id) {
+            Some(text) if !self.silent.contains(&id) => text,
+            _ => return Vec::new(),
+        };
+        match self.sentencepiece {
+            true => match byte_token(&text) {
+                Some(byte) => vec![byte],
+                None => text.replace('▁', " ").into_bytes(),
+            },
+            false => text.chars().filter_map(byte_level_byte).collect(),
+        }
+    }
+}
+
+/// Text made of tokens' bytes as they come ([`GgufTokenizer::piece`]): a
+/// character whose bytes are split across tokens shows once its last byte
+/// comes, and bytes that can begin no character show as U+FFFD each run
+/// of them (as a terminal shows llama.cpp's).
+#[derive(Debug, Default)]
+pub struct TextStream {
+    pending: Vec<u8>,
+}
+
+impl TextStream {
+    /// The text `piece` completes.
+    pub fn push(&mut self, piece: &[u8]) -> String {
+        self.pending.extend_from_slice(piece);
+        let mut text = String::new();
+        loop {
+            let (valid, bad) = match std::str::from_utf8(&self.pending) {
+                Ok(_) => (self.pending.len(), None),
+                Err(e) => (e.valid_up_to(), e.error_len()),
+            };
+            text.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
+            match bad {
+                Some(n) => {
+                    text.push('\u{fffd}');
+                    self.pending.drain(..valid + n);
+                }
+                // Valid, or the start of a character still to come.
+                None => {
+                    self.pending.drain(..valid);
+                    return text;
+                }
+            }
+        }
+    }
+}
+
+/// The byte of a SentencePiece byte token (`<0x0A>`).
+fn byte_token(text: &str) -> Option<u8> {
+    let hex = text.strip_prefix("<0x")?.strip_suffix('>')?;
+    (hex.len() == 2).then(|| u8::from_str_radix(hex, 16).ok())?
+}
+
+/// The byte GPT-2's byte-level alphabet spells `c` with: printable bytes
+/// as themselves, the others in order as U+0100 and up.
+fn byte_level_byte(c: char) -> Option<u8> {
+    let printable = |b: u32| matches!(b, 0x21..=0x7e | 0xa1..=0xac | 0xae..=0xff);
+    match c as u32 {
+        b if printable(b) => u8::try_from(b).ok(),
+        b if b >= 0x100 => (0u32..256)
+            .filter(|&x| !printable(x))
+            .nth((b - 0x100) as usize)
+            .and_then(|x| u8::try_from(x).ok()),
+        _ => None,
     }
 }
 
@@ -224,15 +307,19 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         Some(t) => t.into_iter().map(|v| v as i64).collect(),
         None => vec![NORMAL; tokens.len()],
     };
-    let mut vocab = Vocab::with_capacity(tokens.len());
-    for (i, t) in tokens.iter().enumerate() {
-        // llama.cpp names an empty token `[EMPTY_i]`, so that several
-        // are not one.
-        let name = match t.is_empty() {
+    // llama.cpp names an empty token `[EMPTY_i]`, so that several are not
+    // one (in the text it matches and decodes too).
+    let names: Vec<String> = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match t.is_empty() {
             true => format!("[EMPTY_{i}]"),
             false => t.to_string(),
-        };
-        if let Some(first) = vocab.insert(name, i as u32) {
+        })
+        .collect();
+    let mut vocab = Vocab::with_capacity(tokens.len());
+    for (i, (t, name)) in tokens.iter().zip(&names).enumerate() {
+        if let Some(first) = vocab.insert(name.clone(), i as u32) {
             // llama.cpp stops on such a vocabulary; one of the two ids
             // would decode to nothing.
             return Err(format!("token {t:?} is listed twice (ids {first} and {i})").into());
@@ -246,30 +333,36 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         let named = id(f, &format!("tokenizer.ggml.{key}_token_id"), tokens.len())?;
         Ok(named.or((default < tokens.len() as u32).then_some(default)))
     };
-    let (mut tokenizer, pre, add_bos_default) = match model {
-        "llama" => (sentencepiece(f, &tokens, &types, vocab)?, None, true),
+    let (mut tokenizer, pre, add_bos_default, strip_space) = match model {
+        "llama" => {
+            let (t, prefix) = sentencepiece(f, &tokens, &types, vocab)?;
+            (t, None, true, prefix)
+        }
         "gpt2" => {
             let (t, pre) = byte_level(f, vocab)?;
-            (t, Some(pre.family.to_string()), pre.add_bos)
+            (t, Some(pre.family.to_string()), pre.add_bos, false)
         }
         other => return Err(format!("tokenizer model {other:?} is not supported").into()),
     };
     // llama.cpp matches control, unknown and user-defined tokens whole
     // in the text.
-    let added: Vec<AddedToken> = tokens
+    let added: Vec<AddedToken> = names
         .iter()
         .zip(&types)
         .filter(|(_, t)| matches!(**t, CONTROL | UNKNOWN | USER_DEFINED))
-        .map(|(s, t)| AddedToken::from(s.to_string(), *t != USER_DEFINED).normalized(false))
+        .map(|(s, t)| AddedToken::from(s.clone(), *t != USER_DEFINED).normalized(false))
         .collect();
     tokenizer.add_special_tokens(&added);
-    let verbatim = match model {
-        "gpt2" => (0..tokens.len())
-            .filter(|&i| types[i] == USER_DEFINED)
-            .map(|i| (i as u32, tokens[i].to_string()))
-            .collect(),
-        _ => HashMap::new(),
-    };
+    let mut own_text = HashMap::new();
+    let mut silent = HashSet::new();
+    for (i, (name, &t)) in names.iter().zip(&types).enumerate() {
+        match t {
+            USER_DEFINED => drop(own_text.insert(i as u32, name.clone())),
+            UNUSED => drop(own_text.insert(i as u32, String::new())),
+            CONTROL | UNKNOWN => drop(silent.insert(i as u32)),
+            _ => {}
+        }
+    }
     let add_bos = flag(f, "tokenizer.ggml.add_bos_token")?.unwrap_or(add_bos_default);
     let add_eos = flag(f, "tokenizer.ggml.add_eos_token")?.unwrap_or(false);
     let eos = special("eos", eos_default)?;
@@ -288,7 +381,10 @@ pub fn from_gguf(f: &Gguf) -> Result<GgufTokenizer> {
         bos: special("bos", bos_default)?.filter(|_| add_bos),
         eos,
         add_eos,
-        verbatim,
+        own_text,
+        silent,
+        sentencepiece: model == "llama",
+        strip_space,
         ends,
         pre,
     })
@@ -302,8 +398,15 @@ const LONGEST_PIECE: usize = 1024;
 /// 32,000 pieces give about 61,000).
 const MERGES_A_PIECE: usize = 64;
 
-/// A SentencePiece BPE vocabulary as Hugging Face's Llama tokenizer.
-fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Result<Tokenizer> {
+/// A SentencePiece BPE vocabulary as Hugging Face's Llama tokenizer (its
+/// decoder's `Strip` of the first space left to [`GgufTokenizer::decode`],
+/// which decodes in runs), and whether the file adds a space prefix.
+fn sentencepiece(
+    f: &Gguf,
+    tokens: &[&str],
+    types: &[i64],
+    vocab: Vocab,
+) -> Result<(Tokenizer, bool)> {
     let scores = numbers(f, "tokenizer.ggml.scores", tokens.len())?
         .ok_or("a llama vocabulary needs tokenizer.ggml.scores, one per token")?;
     // Pieces that text can be made of: control, unknown and byte pieces
@@ -367,16 +470,13 @@ fn sentencepiece(f: &Gguf, tokens: &[&str], types: &[i64], vocab: Vocab) -> Resu
     }
     normalizers.push(NormalizerWrapper::Replace(Replace::new(" ", "▁")?));
     tokenizer.with_normalizer(Some(NormSequence::new(normalizers)));
-    let mut decoders = vec![
+    let decoders = vec![
         DecoderWrapper::Replace(Replace::new("▁", " ")?),
         DecoderWrapper::ByteFallback(ByteFallback::new()),
         DecoderWrapper::Fuse(Fuse::new()),
     ];
-    if prefix {
-        decoders.push(DecoderWrapper::Strip(Strip::new(' ', 1, 0)));
-    }
     tokenizer.with_decoder(Some(DecoderSequence::new(decoders)));
-    Ok(tokenizer)
+    Ok((tokenizer, prefix))
 }
 
 /// How llama.cpp pre-tokenizes a byte-level vocabulary whose

@@ -99,10 +99,10 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
     let start = out.now();
     let prompt_ids: Vec<i32> = ids.iter().map(|&t| t as i32).collect();
     let mut next = greedy(&model.forward(&prompt_ids, 0, llama::Logits::Last)?).await?;
-    // The new text: what decoding the prompt's and the new ids adds to the
-    // prompt's decoded alone (a SentencePiece decoder drops the first space
-    // of what it decodes).
-    let shown_prompt = tok.decode(&ids).map_err(|e| e.to_string())?;
+    // Each new token's bytes, shown as they complete characters (a
+    // character may take several byte tokens).
+    let mut stream = gguf_tokenizer::TextStream::default();
+    let mut shown = prompt.to_string();
     let prefill = out.now() - start;
     // The decoding step, its token and position in tensors, captured on
     // its first run and replayed for each later token.
@@ -112,10 +112,8 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
     let mut steps = 0;
     while generated.len() < tokens && !tok.is_end(next) {
         generated.push(next);
-        let text = tok.decode(&[&ids[..], &generated].concat());
-        let text = text.map_err(|e| e.to_string())?;
-        let new = text.get(shown_prompt.len()..).unwrap_or_default();
-        out.text.set_text_content(Some(&format!("{prompt}{new}")));
+        shown.push_str(&stream.push(&tok.piece(next)));
+        out.text.set_text_content(Some(&shown));
         let at = ids.len() + generated.len() - 1;
         if at >= context || generated.len() == tokens {
             break;
