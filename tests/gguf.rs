@@ -192,6 +192,21 @@ fn gguf_py_tensors_load_as_numpy_holds_them_on_every_device() {
                 "{e}"
             ),
         }
+        // An f64 tensor dequantizes to f32 on every device (a GPU's was
+        // an error: it loaded the f64 there first), to f64 on a GPU not.
+        let got = f.dequantize("f64", DType::F32, &dev).unwrap();
+        let want_f32 = want["f64"].to_dtype(DType::F32).unwrap();
+        assert_eq!(
+            got.to_vec::<f32>().unwrap(),
+            want_f32.to_vec::<f32>().unwrap()
+        );
+        if dev.is_gpu() {
+            let text = f
+                .dequantize("f64", DType::F64, &dev)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(text.matches("\"f64\"").count(), 1, "{text}");
+        }
         // A GPU holds no f64: an error naming the op and tensor.
         if dev.is_gpu() {
             let e = f.dequantize("q8_0", DType::F64, &dev).unwrap_err();

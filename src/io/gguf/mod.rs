@@ -191,11 +191,20 @@ impl Gguf {
             let values = crate::quant::dequantize(OP, t.ggml_type, self.tensor_bytes(name)?)
                 .map_err(|e| e.in_tensor(name))?;
             Tensor::from_vec(values, t.shape.clone(), device)
+                .map_err(|e| e.named(OP).in_tensor(name))?
+        } else if t.ggml_type == GgmlType::F64 && !device.is_cpu() && dtype != DType::F64 {
+            // A GPU holds no f64: cast on the host, then moved.
+            let host = self.tensor(name, &Device::cpu()).map_err(|e| e.named(OP))?;
+            return host
+                .to_dtype(dtype)
+                .and_then(|t| t.to_device(device))
+                .map_err(|e| e.named(OP).in_tensor(name));
         } else {
-            self.tensor(name, device)
+            // `tensor` names the tensor in its errors.
+            self.tensor(name, device).map_err(|e| e.named(OP))?
         };
         plain
-            .and_then(|t| t.to_dtype(dtype))
+            .to_dtype(dtype)
             .map_err(|e| e.named(OP).in_tensor(name))
     }
 
