@@ -328,7 +328,7 @@ fn tokens_llama_cpp_treats_apart_tokenize_as_llama_cpps() {
         // (llama-cpp-python drops one space after a BOS token).
         let mut stream = gguf_tokenizer::TextStream::default();
         let pieces: String = want.iter().map(|&id| stream.push(&tok.piece(id))).collect();
-        let pieces = match want.first().is_some() && want.first() == tok.bos.as_ref() {
+        let pieces = match tok.bos.is_some() && want.first() == tok.bos.as_ref() {
             true => pieces.strip_prefix(' ').unwrap_or(&pieces),
             false => &pieces,
         };

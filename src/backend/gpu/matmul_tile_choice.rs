@@ -159,7 +159,9 @@ pub(crate) enum MatmulVariant {
 
 impl MatmulVariant {
     /// The op whose first call probes this variant: its probe's failures
-    /// (the device's loss before wgpu told of it) name that op.
+    /// (the device's loss before wgpu told of it) name that op. (A browser
+    /// probes nothing.)
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub fn op(self) -> &'static str {
         match self {
             MatmulVariant::Tile(_) | MatmulVariant::Gemv => "matmul",

@@ -193,12 +193,15 @@ impl Gguf {
             Tensor::from_vec(values, t.shape.clone(), device)
                 .map_err(|e| e.named(OP).in_tensor(name))?
         } else if t.ggml_type == GgmlType::F64 && !device.is_cpu() && dtype != DType::F64 {
-            // A GPU holds no f64: cast on the host, then moved.
+            // A GPU holds no f64: cast on the host, then moved (a CPU
+            // tensor's move is ready at once, in a browser too).
             let host = self.tensor(name, &Device::cpu()).map_err(|e| e.named(OP))?;
-            return host
-                .to_dtype(dtype)
-                .and_then(|t| t.to_device(device))
-                .map_err(|e| e.named(OP).in_tensor(name));
+            let moved = host.to_dtype(dtype).and_then(|t| {
+                futures::FutureExt::now_or_never(t.to_device_async(device)).unwrap_or_else(|| {
+                    Err(Error::internal(OP, "a host tensor's move was not ready"))
+                })
+            });
+            return moved.map_err(|e| e.named(OP).in_tensor(name));
         } else {
             // `tensor` names the tensor in its errors.
             self.tensor(name, device).map_err(|e| e.named(OP))?

@@ -15,29 +15,31 @@ const DEEP_STACK: usize = 128 << 20;
 /// Runs `f` on a scoped thread with [`DEEP_STACK`] bytes of stack (its
 /// pages are taken as they are touched), and returns what it returns; a
 /// panic in `f` goes on in the caller. Where no such thread can be
-/// started, `f` runs on the caller's thread. In a browser (no threads) `f`
-/// runs here: the browser compiles the WGSL, not naga.
+/// started, `f` runs on the caller's thread.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn on_deep_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        let mut f = Some(f);
-        let ran = std::thread::scope(|scope| {
-            let f = &mut f;
-            let spawned = std::thread::Builder::new()
-                .name("webtensor wgsl".into())
-                .stack_size(DEEP_STACK)
-                .spawn_scoped(scope, move || f.take().map(|f| f()));
-            spawned.ok().map(|thread| match thread.join() {
-                Ok(result) => result,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-        });
-        match (ran.flatten(), f) {
-            (Some(result), _) => result,
-            (None, Some(f)) => f(),
-            (None, None) => unreachable!("the thread ran f and returned its result"),
-        }
+    let mut f = Some(f);
+    let ran = std::thread::scope(|scope| {
+        let f = &mut f;
+        let spawned = std::thread::Builder::new()
+            .name("webtensor wgsl".into())
+            .stack_size(DEEP_STACK)
+            .spawn_scoped(scope, move || f.take().map(|f| f()));
+        spawned.ok().map(|thread| match thread.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        })
+    });
+    match (ran.flatten(), f) {
+        (Some(result), _) => result,
+        (None, Some(f)) => f(),
+        (None, None) => unreachable!("the thread ran f and returned its result"),
     }
-    #[cfg(target_arch = "wasm32")]
+}
+
+/// In a browser (no threads) `f` runs here: the browser compiles the
+/// WGSL, not naga.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn on_deep_stack<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
