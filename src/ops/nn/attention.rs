@@ -108,7 +108,12 @@ impl Tensor {
     /// outgrow a binding), no `[L, S]` scores tensor; heads wider than its
     /// workgroup memory holds (past 256, or 128 on adapters with 16 KiB)
     /// and operands spanning more than one storage binding are composed
-    /// from products and a softmax, as on the CPU.
+    /// from products and a softmax, as on the CPU. The flash kernel sums
+    /// the weighted values before it divides by the weights' sum, as
+    /// PyTorch's fused CUDA kernels do: where that sum passes f32's range
+    /// (values beyond about `f32::MAX` over the keys a row attends, 1e38
+    /// at 4 keys) it gives ±inf where the composed form, the CPU's and
+    /// NumPy's, gives the finite mean.
     ///
     /// ```
     /// use webtensor::{Attention, DType, Device, Tensor};
