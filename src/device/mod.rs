@@ -510,7 +510,9 @@ impl Device {
     /// True while a step is being captured on this GPU (never on the CPU,
     /// whose capture runs the step).
     pub(crate) fn is_capturing(&self) -> bool {
-        self.with(|on| on.gpu().is_some_and(|ctx| ctx.scheduler().is_capturing()))
+        // The scheduler is locked outside the handle's lock.
+        self.gpu_context()
+            .is_some_and(|ctx| ctx.scheduler().is_capturing())
     }
 
     /// Whether this is a CPU device whose ops run on `threads`.
