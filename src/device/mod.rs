@@ -57,10 +57,12 @@ impl Device {
     /// `threads` for matrix products), where [`Device::cpu`] shares the
     /// process's (one thread per core, or `RAYON_NUM_THREADS`). Ops split
     /// their work over them above a size threshold; a split op gives the
-    /// one-thread result, bit for bit, except sums, which stay within their
-    /// documented tolerance, and `eigh` and `svd` of fewer matrices than
-    /// threads (faer splits one matrix's reductions over them: the last
-    /// bits differ). Between ops the workers spin for 200 us before
+    /// one-thread result, bit for bit, except `eigh` and `svd` of fewer
+    /// matrices than threads and the ops built on them (`eigvalsh`,
+    /// `svdvals`, `lstsq`, `pinv`, `cond`, `matrix_rank`, `matrix_norm`'s
+    /// 2-norms): faer splits one matrix's reductions over the threads, so
+    /// the last bits differ, and the small singular values (and what
+    /// divides by them) differ within what backward stability allows. Between ops the workers spin for 200 us before
     /// they sleep, so that the next op of a network finds them awake.
     /// Tensors made by this handle, and the outputs of ops on them, run on
     /// its threads; they mix freely with other CPU tensors (the CPU devices
