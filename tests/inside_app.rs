@@ -1065,3 +1065,29 @@ fn every_family_runs_on_a_device_of_webgpus_default_limits() {
         }
     }
 }
+
+#[test]
+fn a_handed_out_buffer_the_application_destroys_is_never_pooled_again() {
+    // The application may destroy a buffer it was handed: once its tensor
+    // is gone the buffer was pooled all the same, and the next tensors of
+    // its size failed (`Buffer ... has been destroyed`) until the pool was
+    // emptied.
+    let Some(dev) = common::own_gpu(GpuOptions::default()) else {
+        return;
+    };
+    let t = Tensor::full([256], 5.0f32, DType::F32, &dev).unwrap();
+    let handed = t.gpu_buffer().unwrap();
+    handed.buffer.destroy();
+    drop(handed);
+    drop(t);
+    for round in 0..3 {
+        let a = Tensor::arange(0.0f32, 256.0, 1.0, &dev)
+            .unwrap()
+            .mul_scalar(3.0)
+            .unwrap();
+        let b = Tensor::full([256], 2.0f32, DType::F32, &dev).unwrap();
+        let want: Vec<f32> = (0..256).map(|i| 3.0 * i as f32).collect();
+        assert_eq!(a.to_vec::<f32>().unwrap(), want, "round {round}");
+        assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0; 256], "round {round}");
+    }
+}

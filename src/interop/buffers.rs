@@ -57,7 +57,10 @@ impl Device {
 /// (strides in elements, possibly negative or zero), little-endian: f16 and
 /// bf16 in 2 bytes, u8 and bool in 1 (0 or 1), i64 in 8 (the low word
 /// first), c64 as an f32 pair. The buffer stays
-/// this tensor's (never reused by the pool) while this value lives.
+/// this tensor's (never reused by the pool) while this value lives, and
+/// once handed out it never goes back to the pool, even after the tensor
+/// is dropped: the application may destroy it (after which the tensor's
+/// own reads and writes fail, as the batch that meets it).
 #[derive(Clone)]
 pub struct GpuBuffer {
     /// The buffer (usage STORAGE | COPY_SRC | COPY_DST).

@@ -58,6 +58,9 @@ struct ClaimState {
     reserved: bool,
     /// The buffer is a temporary of the flush that took it.
     temporary: bool,
+    /// The buffer was handed to the application (`Tensor::gpu_buffer`),
+    /// which may destroy it: it never goes back to the pool.
+    handed_out: bool,
 }
 
 /// Where a buffer taken by a flush came from.
@@ -94,6 +97,7 @@ impl BufferClaim {
                 holds: 0,
                 reserved: false,
                 temporary: false,
+                handed_out: false,
             }),
             poison: OnceLock::new(),
         }
@@ -122,6 +126,7 @@ impl BufferClaim {
                 holds: 0,
                 reserved: true,
                 temporary: false,
+                handed_out: false,
             }),
             poison: OnceLock::new(),
         })
@@ -325,6 +330,13 @@ impl BufferClaim {
         s.give_back_when_gone(pool, self.size, open_batch);
     }
 
+    /// Marks the buffer as the application's too (`Tensor::gpu_buffer`):
+    /// once the tensor is gone it is let go, not pooled, for the
+    /// application may have destroyed it.
+    pub fn hand_out(&self) {
+        self.state().handed_out = true;
+    }
+
     /// Keeps the buffer the claim's, even once the tensor is gone, until
     /// a [`BufferClaim::let_go`]: for a claim the caller knows is not gone
     /// (a device table and the storages over it, see `constants.rs`).
@@ -384,7 +396,9 @@ impl ClaimState {
         }
         let open_batch = open_batch.load(Ordering::Acquire);
         if let Some(b) = &self.buffer {
-            if b.id == self.id {
+            if self.handed_out {
+                pool.forget(b.clone());
+            } else if b.id == self.id {
                 pool.release(b.clone(), open_batch);
             } else {
                 pool.release_held(b.clone(), open_batch, self.id);

@@ -62,6 +62,8 @@ pub(crate) fn hand_out(
     // under way on one), which the flush then submits before the
     // application's next write can land.
     let buffer = s.buffer(op)?;
+    // The application may destroy it: never pooled again.
+    s.claim().hand_out();
     s.ctx.flush().map_err(|e| e.named(op))?;
     // The storage's own buffer: no other storage can be it.
     let _ = s.ctx.share(&buffer, storage);
