@@ -285,3 +285,26 @@ fn empty_and_bad_input() {
         [-1.0, 0.5, 2.0]
     );
 }
+
+#[test]
+fn no_lines_of_any_length_sort_at_once() {
+    // NumPy sorts (0, 2^30) at once; a GPU refused a line longer than its
+    // scratch binding and the CPU asked for one line's 16 GiB of pairs.
+    for dev in devices() {
+        let long = if dev.is_gpu() { 1 << 25 } else { 1 << 30 };
+        for dims in [[0, long], [long, 0]] {
+            let x = Tensor::zeros(dims, DType::F32, &dev).unwrap();
+            let axis = if dims[0] == 0 { 1 } else { 0 };
+            let sorted = x.sort(axis, SortOrder::Ascending).unwrap();
+            assert_eq!(sorted.dims(), dims, "{dev}");
+            assert_eq!(x.argsort(axis, SortOrder::Descending).unwrap().dims(), dims);
+            let (values, indices) = x.topk(0, axis, TopK::Largest).unwrap();
+            assert_eq!((values.numel(), indices.numel()), (0, 0), "{dev}");
+        }
+        let wide = Tensor::zeros([0, long], DType::I64, &dev).unwrap();
+        assert_eq!(
+            wide.sort(1, SortOrder::Ascending).unwrap().dims(),
+            [0, long]
+        );
+    }
+}

@@ -137,6 +137,10 @@ impl Tensor {
         if self.dtype() == DType::I64 && self.device().is_gpu() {
             return self.order_of_words(op, axis, descending);
         }
+        // No lines (or empty ones): nothing to sort, whatever their length.
+        if self.numel() == 0 {
+            return Tensor::empty_dense(self.shape().clone(), DType::I32, self.device(), op);
+        }
         let n = self.dims()[axis];
         if n > i32::MAX as usize {
             return Err(Error::shape(

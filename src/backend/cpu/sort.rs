@@ -26,7 +26,9 @@ pub(crate) fn sort(out: &CpuStorage, call: &SortCall) -> Result<()> {
         .zip(out_lines.positions())
         .collect();
     with_cpu_data!(&*data, src => {
-        let mut pairs: Vec<(u64, u32)> = super::alloc::try_with_capacity("sort", n)?;
+        // One line's pairs (none without lines, however long they are).
+        let length = if starts.is_empty() { 0 } else { n };
+        let mut pairs: Vec<(u64, u32)> = super::alloc::try_with_capacity("sort", length)?;
         for &(a, b) in &starts {
             pairs.clear();
             pairs.extend((0..n).map(|i| {
