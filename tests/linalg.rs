@@ -1928,3 +1928,14 @@ fn singular_values_past_f32s_range_are_infinite_not_errors() {
         assert_eq!(info.to_vec::<i32>().unwrap(), vec![0], "on {dev:?}");
     }
 }
+
+#[test]
+fn an_empty_batch_of_large_matrices_inverts_at_once() {
+    // NumPy gives the empty batch; a GPU made the 4 GiB identity first,
+    // and refused it (naming `zeros`).
+    for dev in common::devices() {
+        let a = Tensor::zeros([0, 1 << 15, 1 << 15], DType::F32, &dev).unwrap();
+        let x = linalg::inv(&a).unwrap();
+        assert_eq!(x.dims(), [0, 1 << 15, 1 << 15], "{dev}");
+    }
+}

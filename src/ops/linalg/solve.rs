@@ -278,6 +278,11 @@ pub async fn inv_async(a: &Tensor) -> Result<Tensor> {
 pub fn inv_ex(a: &Tensor) -> Result<(Tensor, Tensor)> {
     const OP: &str = "inv";
     let [n, _] = matrix_dims(OP, a, true)?;
-    let eye = Tensor::eye(n, a.dtype(), a.device())?;
+    // An empty batch solves against a view: no n x n identity is made
+    // (at n = 2^15 a GPU refused its 4 GiB).
+    let eye = match a.numel() {
+        0 => Tensor::zeros([1, 1], a.dtype(), a.device())?.broadcast_to([n, n])?,
+        _ => Tensor::eye(n, a.dtype(), a.device())?,
+    };
     solve_ex(a, &eye).map_err(|e| e.named(OP))
 }
