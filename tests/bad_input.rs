@@ -674,3 +674,30 @@ fn host_built_values_past_a_gpus_largest_storage_are_refused_first() {
     refused(Tensor::rfftfreq(2 * n, 1.0, &gpu), "rfftfreq");
     refused(Tensor::hann_window(n, &gpu), "hann_window");
 }
+
+#[test]
+fn composed_ops_past_the_device_name_themselves() {
+    // Their parts failed under their own names (`sub`, `square`,
+    // `index_select`): a 16 GiB output of a broadcast view on a GPU.
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let wide = Tensor::ones([1], DType::F32, &gpu)
+        .unwrap()
+        .broadcast_to([1, 1 << 16, 1 << 16])
+        .unwrap();
+    let named = |result: webtensor::Result<Tensor>| match result {
+        Err(e @ Error::TooLarge { .. }) => e.to_string(),
+        other => panic!("expected TooLarge, got {other:?}"),
+    };
+    let n = [1 << 16];
+    assert!(named(wide.triu(0)).starts_with("triu"));
+    assert!(named(wide.tril(0)).starts_with("tril"));
+    assert!(named(wide.layer_norm(&n, None, None, 1e-5)).starts_with("layer_norm"));
+    assert!(named(wide.rms_norm(&n, None, None)).starts_with("rms_norm"));
+    assert!(named(wide.group_norm(1, None, None, 1e-5)).starts_with("group_norm"));
+    let small = Tensor::ones([1, 1, 4, 4], DType::F32, &gpu).unwrap();
+    let mode = webtensor::Resize::Nearest;
+    assert!(named(small.resize([1 << 16, 1 << 16], mode)).starts_with("resize"));
+    assert!(named(small.resize_by([16384.0, 16384.0], mode)).starts_with("resize_by"));
+}

@@ -66,6 +66,7 @@ impl Tensor {
     pub fn resize(&self, size: [usize; 2], mode: Resize) -> Result<Tensor> {
         let _region = crate::profile_region::op("resize");
         self.resize_with("resize", size, None, mode)
+            .map_err(|e| e.named("resize"))
     }
 
     /// [`Tensor::resize`] by `scale` per axis (PyTorch's `scale_factor`):
@@ -90,6 +91,7 @@ impl Tensor {
             (dims.get(r - 2 + a).copied().unwrap_or(0) as f64 * scale[a]).floor() as usize
         });
         self.resize_with(OP, size, Some(scale), mode)
+            .map_err(|e| e.named(OP))
     }
 
     fn resize_with(

@@ -53,7 +53,7 @@ impl Tensor {
     /// # Errors
     /// `Error::Shape` naming `triu` for fewer than 2 axes.
     pub fn triu(&self, k: isize) -> Result<Tensor> {
-        self.triangle("triu", k, true)
+        self.triangle("triu", k, true).map_err(|e| e.named("triu"))
     }
 
     /// The lower triangle of the last two axes: elements with
@@ -62,7 +62,7 @@ impl Tensor {
     /// # Errors
     /// `Error::Shape` naming `tril` for fewer than 2 axes.
     pub fn tril(&self, k: isize) -> Result<Tensor> {
-        self.triangle("tril", k, false)
+        self.triangle("tril", k, false).map_err(|e| e.named("tril"))
     }
 
     /// [`Tensor::triu`] in place: zeros written below the triangle.

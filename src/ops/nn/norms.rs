@@ -76,6 +76,7 @@ impl Tensor {
             bias,
             eps,
         })
+        .map_err(|e| e.named("layer_norm"))
     }
 
     /// PyTorch's `rms_norm(x, normalized_shape, weight, eps)`: over the
@@ -107,6 +108,7 @@ impl Tensor {
             bias: None,
             eps: eps.unwrap_or(machine),
         })
+        .map_err(|e| e.named("rms_norm"))
     }
 
     /// PyTorch's `group_norm(x, num_groups, weight, bias, eps)`: `x` of
@@ -165,6 +167,7 @@ impl Tensor {
             bias,
             eps,
         })
+        .map_err(|e| e.named(op))
     }
 
     fn normalized(&self, n: &Norm) -> Result<Tensor> {
