@@ -268,9 +268,6 @@ fn a_step_with_ops_on_another_gpu_is_refused_naming_both() {
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0; 3]);
 }
 
-/// An upload inside a step after one of its ops may take a buffer released
-/// just before the capture began (nothing pending reads it): no flush, no
-/// refusal.
 #[test]
 fn tensors_a_step_makes_from_host_values_start_anew_on_every_run() {
     // arange, linspace, hann_window, fftfreq and from_slice are made on the
@@ -316,6 +313,9 @@ fn tensors_a_step_makes_from_host_values_start_anew_on_every_run() {
     }
 }
 
+/// An upload inside a step after one of its ops may take a buffer released
+/// just before the capture began (nothing pending reads it): no flush, no
+/// refusal.
 #[test]
 fn an_upload_after_an_op_in_a_step_takes_a_buffer_freed_before_it() {
     let Some(dev) = own_gpu(GpuOptions::default()) else {

@@ -193,7 +193,8 @@ fn gguf_py_tensors_load_as_numpy_holds_them_on_every_device() {
             ),
         }
         // An f64 tensor dequantizes to f32 on every device (a GPU's was
-        // an error: it loaded the f64 there first), to f64 on a GPU not.
+        // an error: it loaded the f64 there first); to f64 a GPU still
+        // refuses, naming the tensor once.
         let got = f.dequantize("f64", DType::F32, &dev).unwrap();
         let want_f32 = want["f64"].to_dtype(DType::F32).unwrap();
         assert_eq!(
