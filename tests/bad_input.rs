@@ -696,7 +696,15 @@ fn composed_ops_past_the_device_name_themselves() {
     assert!(named(wide.layer_norm(&n, None, None, 1e-5)).starts_with("layer_norm"));
     assert!(named(wide.rms_norm(&n, None, None)).starts_with("rms_norm"));
     assert!(named(wide.group_norm(1, None, None, 1e-5)).starts_with("group_norm"));
+    let pad = webtensor::PadMode::Constant(0.0f32.into());
+    assert!(named(wide.pad(&[(0, 0), (1, 1), (1, 1)], pad)).starts_with("pad"));
+    let image = wide.reshape([1, 1, 1 << 16, 1 << 16]).unwrap();
+    let pool = webtensor::Pool::new(1).padding(0);
+    assert!(named(image.max_pool2d(&pool)).starts_with("max_pool2d"));
+    assert!(named(image.avg_pool2d(&pool)).starts_with("avg_pool2d"));
     let small = Tensor::ones([1, 1, 4, 4], DType::F32, &gpu).unwrap();
+    let grown = small.adaptive_avg_pool2d([1 << 16, 1 << 16]);
+    assert!(named(grown).starts_with("adaptive_avg_pool2d"));
     let mode = webtensor::Resize::Nearest;
     assert!(named(small.resize([1 << 16, 1 << 16], mode)).starts_with("resize"));
     assert!(named(small.resize_by([16384.0, 16384.0], mode)).starts_with("resize_by"));

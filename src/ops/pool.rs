@@ -236,6 +236,12 @@ impl Tensor {
     /// padding over half the kernel, or a padded extent or a window's
     /// reach past 2^31 - 1; `Error::DType` for non-float tensors.
     pub fn max_pool2d(&self, pool: &Pool) -> Result<Tensor> {
+        self.max_pool2d_parts(pool)
+            .map_err(|e| e.named("max_pool2d"))
+    }
+
+    /// [`Tensor::max_pool2d`], whose composed parts' errors name their own ops.
+    fn max_pool2d_parts(&self, pool: &Pool) -> Result<Tensor> {
         const OP: &str = "max_pool2d";
         let _region = crate::profile_region::op(OP);
         compute_dtype(OP, self.dtype())?;
@@ -290,6 +296,12 @@ impl Tensor {
     /// As [`Tensor::max_pool2d`], naming `avg_pool2d`; a dilation other
     /// than 1 is an `Error::Argument`.
     pub fn avg_pool2d(&self, pool: &Pool) -> Result<Tensor> {
+        self.avg_pool2d_parts(pool)
+            .map_err(|e| e.named("avg_pool2d"))
+    }
+
+    /// [`Tensor::avg_pool2d`], whose composed parts' errors name their own ops.
+    fn avg_pool2d_parts(&self, pool: &Pool) -> Result<Tensor> {
         const OP: &str = "avg_pool2d";
         let _region = crate::profile_region::op(OP);
         let compute = compute_dtype(OP, self.dtype())?;
@@ -376,6 +388,12 @@ impl Tensor {
     /// refuses) or an output size of 0; `Error::DType` for non-float
     /// tensors.
     pub fn adaptive_avg_pool2d(&self, size: impl Into<Pair>) -> Result<Tensor> {
+        self.adaptive_avg_pool2d_parts(size)
+            .map_err(|e| e.named("adaptive_avg_pool2d"))
+    }
+
+    /// [`Tensor::adaptive_avg_pool2d`], whose composed parts' errors name their own ops.
+    fn adaptive_avg_pool2d_parts(&self, size: impl Into<Pair>) -> Result<Tensor> {
         const OP: &str = "adaptive_avg_pool2d";
         let _region = crate::profile_region::op(OP);
         let compute = compute_dtype(OP, self.dtype())?;

@@ -77,6 +77,11 @@ impl Tensor {
     /// or wrap that repeats an axis, its index along it) cannot be
     /// allocated.
     pub fn pad(&self, widths: &[(usize, usize)], mode: PadMode) -> Result<Tensor> {
+        self.pad_parts(widths, mode).map_err(|e| e.named("pad"))
+    }
+
+    /// [`Tensor::pad`], whose composed parts' errors name their own ops.
+    fn pad_parts(&self, widths: &[(usize, usize)], mode: PadMode) -> Result<Tensor> {
         const OP: &str = "pad";
         let rank = self.rank();
         if widths.len() > rank {

@@ -298,6 +298,11 @@ impl Tensor {
     /// tables' positions and head size; `Error::DType` for a tensor that
     /// is not a float; `Error::DeviceMismatch`.
     pub fn rope(&self, rope: &Rope) -> Result<Tensor> {
+        self.rope_parts(rope).map_err(|e| e.named("rope"))
+    }
+
+    /// [`Tensor::rope`], whose composed parts' errors name their own ops.
+    fn rope_parts(&self, rope: &Rope) -> Result<Tensor> {
         const OP: &str = "rope";
         let _region = crate::profile_region::op(OP);
         check_float(OP, self.dtype())?;
