@@ -219,6 +219,41 @@ fn arithmetic_matches_an_f64_reference_on_strided_views() {
     }
 }
 
+/// A mean divides the complex sum by the count as a complex number, as
+/// NumPy's and PyTorch's: an infinite or NaN part makes the other part NaN.
+/// Expected values from NumPy 2 (`np.mean(a, axis=1)` of c64 rows).
+#[test]
+fn means_spread_an_infinite_or_nan_part() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    let rows = [
+        [c(inf, 0.0), c(1.0, 0.0)],
+        [c(1.0, nan), c(1.0, 0.0)],
+        [c(-1.0, -0.0), c(-3.0, -0.0)],
+        [c(2.0, -inf), c(0.0, 1.0)],
+    ];
+    // (re, im) as NumPy gives them; NaN where NumPy's is NaN.
+    let want = [(inf, nan), (nan, nan), (-2.0, 0.0), (nan, -inf)];
+    for dev in devices() {
+        let flat: Vec<Complex32> = rows.iter().flatten().copied().collect();
+        let z = Tensor::from_complex(&flat, [4, 2], &dev).unwrap();
+        let got = z.mean(1).unwrap().to_complex_vec().unwrap();
+        for (i, (g, &(re, im))) in got.iter().zip(&want).enumerate() {
+            let same = |x: f32, y: f32| {
+                (x.is_nan() && y.is_nan())
+                    || (x == y && x.is_sign_negative() == y.is_sign_negative())
+            };
+            assert!(
+                same(g.re, re) && same(g.im, im),
+                "{dev:?}: row {i}: got {g}, want ({re}, {im})"
+            );
+        }
+        // A single pair: its mean is NaN in the other part too.
+        let one = Tensor::from_complex(&rows[0], [2], &dev).unwrap();
+        let m = one.mean(..).unwrap().to_complex_vec().unwrap()[0];
+        assert!(m.re == inf && m.im.is_nan(), "{dev:?}: mean all {m}");
+    }
+}
+
 #[test]
 fn sums_means_and_matmul() {
     for dev in devices() {

@@ -316,7 +316,8 @@ impl Tensor {
         self.assign(&result)
     }
 
-    /// Sum (or mean) of a c64 tensor over `axes`.
+    /// Sum (or mean) of a c64 tensor over `axes`: each part's sum (or
+    /// mean), the mean's parts then combined as NumPy's division by the count.
     pub(super) fn complex_sum(&self, axes: Axes, keepdim: bool, mean: bool) -> Result<Tensor> {
         let op = if mean { "mean" } else { "sum" };
         // The pair axis is last: resolve the axes against the complex rank
@@ -332,10 +333,23 @@ impl Tensor {
                 t.sum_axes(axes.clone().into(), keepdim)
             }
         };
-        if !Tensor::pairs_fit(self.rank()) {
-            return Tensor::complex(&sum(self.real()?)?, &sum(self.imag()?)?);
+        let (re, im) = if Tensor::pairs_fit(self.rank()) {
+            let pairs = sum(self.pairs())?.complex_of_pairs();
+            if !mean {
+                return Ok(pairs);
+            }
+            (pairs.real()?, pairs.imag()?)
+        } else {
+            (sum(self.real()?)?, sum(self.imag()?)?)
+        };
+        if !mean {
+            return Tensor::complex(&re, &im);
         }
-        Ok(sum(self.pairs())?.complex_of_pairs())
+        // NumPy's and PyTorch's mean divide the complex sum by the count as
+        // a complex number, `(re + im 0, im - re 0) / n`: an infinite or NaN
+        // part makes the other NaN, and zeros keep those terms' signs.
+        let zero = |t: &Tensor| t.mul_scalar(0.0);
+        Tensor::complex(&re.add(&zero(&im)?)?, &im.sub(&zero(&re)?)?)
     }
 
     /// Matrix product of c64 operands (one may be f32): four real products
