@@ -464,7 +464,8 @@ fn f32_to_bool(x: f32) -> bool {
 
 // Round-to-nearest-even f16 bits of an f32, overflowing to infinity, a NaN
 // kept as a quiet NaN of its sign and its payload's top bits (as the CPU's
-// conversion and F16C do), subnormals exact: worked out on the bits
+// conversion and F16C do; a native f16 store's `f16()` conversion of it
+// then gives the adapter's NaN), subnormals exact: worked out on the bits
 // (pack2x16float's rounding, range and subnormals are the adapter's, and
 // WGSL lets it flush them).
 fn f16_bits(v: f32) -> u32 {

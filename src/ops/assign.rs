@@ -164,7 +164,11 @@ impl Tensor {
     /// is `true`). The same handle when the dtype already matches.
     /// Integers reach f16 and bf16 through f32, as in PyTorch: one past
     /// 2^24 can round twice (i32 1077936129 is bf16 1073741824, where
-    /// `ml_dtypes` rounds once to 1082130432).
+    /// `ml_dtypes` rounds once to 1082130432). A NaN stays a NaN of its
+    /// sign; its payload's top bits are kept on the CPU and in bf16 and
+    /// packed f16, while a GPU storing f16 natively writes its own quiet NaN
+    /// (WGSL's conversion to f16 decides NaN bits, and naga has no bitcast
+    /// from a word to two f16s).
     ///
     /// ```
     /// use webtensor::{DType, Device, Tensor};

@@ -458,7 +458,7 @@ fn kernel_op(op: BinaryOp, dtype: DType) -> Result<(&'static str, BinaryOp)> {
 macro_rules! binary_methods {
     ($($name:ident, $name_:ident, $scalar:ident, $scalar_:ident, $op:ident, $doc:literal;)*) => {
         impl Tensor {$(
-            #[doc = concat!($doc, " Broadcasts as NumPy.\n\n# Errors\n`Error::Shape` when the shapes do not broadcast, `Error::DType` for different or unsupported dtypes, `Error::DeviceMismatch`.")]
+            #[doc = concat!($doc, " Broadcasts as NumPy; operands of different dtypes meet in their common dtype ([`Tensor::result_type`]).\n\n# Errors\n`Error::Shape` when the shapes do not broadcast, `Error::DType` for dtypes the op does not take, `Error::DeviceMismatch`.")]
             pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
                 self.binary(BinaryOp::$op, other)
             }
@@ -497,7 +497,7 @@ binary_methods! {
 macro_rules! compare_methods {
     ($($name:ident, $scalar:ident, $op:ident, $doc:literal;)*) => {
         impl Tensor {$(
-            #[doc = concat!("`self ", $doc, " other` as a bool tensor; broadcasts as NumPy. Comparisons with NaN are false (`ne`: true).\n\n# Errors\n`Error::Shape`, `Error::DType` for different dtypes, `Error::DeviceMismatch`.")]
+            #[doc = concat!("`self ", $doc, " other` as a bool tensor; broadcasts as NumPy, operands of different dtypes compared in their common dtype ([`Tensor::result_type`]). Comparisons with NaN are false (`ne`: true).\n\n# Errors\n`Error::Shape`, `Error::DType` for dtypes the op does not take (c64), `Error::DeviceMismatch`.")]
             pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
                 self.compare(CompareOp::$op, other)
             }
