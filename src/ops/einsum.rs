@@ -8,6 +8,7 @@
 
 use crate::DType;
 use crate::error::{Error, Result};
+use crate::shape::MAX_RANK;
 use crate::tensor::Tensor;
 use std::collections::BTreeSet;
 
@@ -341,9 +342,13 @@ fn check_extents(parts: &[Part]) -> Result<()> {
 }
 
 /// The two operands whose contraction is the smallest tensor (`needed`
-/// gives the labels the output and the operands other than a pair have).
+/// gives the labels the output and the operands other than a pair have),
+/// of those whose contraction has at most [`MAX_RANK`] axes where any has
+/// (an outer product of two small operands can be the smallest and still
+/// have more axes than a tensor may, where contracting another pair first
+/// keeps every step within it).
 fn smallest_pair(parts: &[Part], needed: impl Fn(&[usize]) -> BTreeSet<Label>) -> (usize, usize) {
-    let mut best = (0, 1, usize::MAX);
+    let mut best = (0, 1, (true, usize::MAX));
     for i in 0..parts.len() {
         for j in i + 1..parts.len() {
             let (a, b) = (&parts[i], &parts[j]);
@@ -363,8 +368,9 @@ fn smallest_pair(parts: &[Part], needed: impl Fn(&[usize]) -> BTreeSet<Label>) -
                 .iter()
                 .map(|&l| a.size(l).max(b.size(l)))
                 .fold(1usize, usize::saturating_mul);
-            if size < best.2 {
-                best = (i, j, size);
+            let key = (kept.len() > MAX_RANK, size);
+            if key < best.2 {
+                best = (i, j, key);
             }
         }
     }
@@ -404,8 +410,10 @@ impl Tensor {
     /// characters, two `...` in a term, a repeated or unknown output label,
     /// broadcast axes the output has no `...` for) or as many terms as
     /// operands; `Error::Shape` for a term whose labels do not fit its
-    /// operand's axes or a label whose extents differ (other than 1);
-    /// `Error::DType` for operands with no common dtype; the products' and
+    /// operand's axes or a label whose extents differ (other than 1), and
+    /// where every pair of operands left contracts to more than
+    /// [`MAX_RANK`](crate::MAX_RANK) axes (a pair within it goes first,
+    /// smaller or not); `Error::DType` for operands with no common dtype; the products' and
     /// sums' errors (f64 on a GPU; devices).
     pub fn einsum(subscripts: &str, operands: &[&Tensor]) -> Result<Tensor> {
         super::as_op(OP, || {

@@ -43,6 +43,10 @@ CASES = [
     ("i,jk,l->lkji", [(2,), (3, 1), (2,)]),
     ("ij,j->i", [(6, 33), (33,)]),
     ("bhqd,bhkd->bhqk", [(2, 3, 5, 8), (2, 3, 7, 8)]),
+    # The smallest pair's contraction (an outer product) has 10 axes, past
+    # a tensor's 8: another pair goes first.
+    ("abcde,fghij,abcdek,fghijk->", [(2, 2, 2, 1, 1), (2, 1, 2, 1, 2), (2, 2, 2, 1, 1, 70), (2, 1, 2, 1, 2, 70)]),
+    ("abcd,efgh,ijkl,abcdefgh,ijkl->", [(1, 1, 1, 1), (1, 1, 1, 1), (1, 2, 1, 1), (1, 1, 1, 1, 1, 1, 1, 2), (1, 2, 1, 1)]),
 ]
 out = {}
 for k, (subs, shapes) in enumerate(CASES):
