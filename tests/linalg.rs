@@ -606,6 +606,20 @@ fn empty_matrices_and_bad_input() {
             linalg::cond(&empty, None),
             Err(Error::LinAlg { op: "cond", .. })
         ));
+        // 0 x 0 matrices (as NumPy's: `svdvals` of `(2, 0, 0)` is `(2, 0)`,
+        // their rank and nuclear norm 0).
+        assert_eq!(linalg::svdvals(&empty).unwrap().dims(), &[2, 0]);
+        let square = Tensor::zeros([0, 0], DType::C64, &dev).unwrap();
+        assert_eq!(linalg::svdvals(&square).unwrap().dims(), &[0]);
+        assert_eq!(
+            linalg::matrix_rank(&empty, None)
+                .unwrap()
+                .to_vec::<i64>()
+                .unwrap(),
+            vec![0, 0]
+        );
+        let nuclear = linalg::matrix_norm(&empty, linalg::MatrixNorm::Nuclear).unwrap();
+        assert_eq!(nuclear.to_vec::<f32>().unwrap(), vec![0.0, 0.0]);
         let a = Tensor::ones([3, 4], DType::F32, &dev).unwrap();
         let b = Tensor::ones([3], DType::F32, &dev).unwrap();
         assert!(matches!(

@@ -130,6 +130,10 @@ pub(super) fn svdvals_ex(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let [n, m] = matrix_dims(OP, a, false)?;
     let batch = batch_shape(a);
     let run = || -> Result<(Tensor, Tensor)> {
+        if n.min(m) == 0 {
+            let [_, s, _, status] = empty_svd(a, false)?;
+            return Ok((unbatched(&s, &batch)?, unbatched(&status, &batch)?));
+        }
         if dense::takes_dense(a) {
             let fresh = fresh_matrices(OP, a)?;
             let (s, _, _, status) = dense::decompose(Spectral::Svd, &fresh, 0, 0)?;
