@@ -8,9 +8,12 @@ use crate::profile::{ProfiledKernel, ProfiledOp, ProfiledRegion};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Profiles open in the process, on any device: while there are none, a
@@ -52,25 +55,29 @@ impl Drop for ProfileOpen {
 /// Closes its region when dropped, on the thread that opened it.
 #[must_use]
 pub(crate) struct Region {
-    frame: Option<Arc<Frame>>,
+    /// The innermost region open before, restored when dropped (`None`
+    /// where this one opened nothing).
+    previous: Option<Option<Arc<Frame>>>,
     _thread: PhantomData<*const ()>,
 }
 
 impl Region {
     /// Opens a region named `name` on this thread.
     pub(crate) fn open(name: Cow<'static, str>) -> Region {
-        let frame = TOP.with(|top| {
-            let mut top = top.borrow_mut();
-            let frame = Arc::new(Frame {
-                id: NEXT.fetch_add(1, Ordering::Relaxed),
-                name,
-                parent: top.take(),
-            });
-            *top = Some(Arc::clone(&frame));
-            frame
-        });
+        Region::enter(new_frame(name))
+    }
+
+    /// Makes `frame` the innermost region open on this thread until dropped.
+    fn enter(frame: Arc<Frame>) -> Region {
         Region {
-            frame: Some(frame),
+            previous: Some(TOP.with(|top| top.borrow_mut().replace(frame))),
+            _thread: PhantomData,
+        }
+    }
+
+    fn none() -> Region {
+        Region {
+            previous: None,
             _thread: PhantomData,
         }
     }
@@ -78,22 +85,57 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
-        if let Some(frame) = self.frame.take() {
-            TOP.with(|top| *top.borrow_mut() = frame.parent.clone());
+        if let Some(previous) = self.previous.take() {
+            TOP.with(|top| *top.borrow_mut() = previous);
         }
     }
+}
+
+/// A region named `name` inside the innermost one open on this thread.
+fn new_frame(name: Cow<'static, str>) -> Arc<Frame> {
+    Arc::new(Frame {
+        id: NEXT.fetch_add(1, Ordering::Relaxed),
+        name,
+        parent: current(),
+    })
 }
 
 /// Opens the region of the public op `name` while a profile is open
 /// anywhere; otherwise nothing.
 pub(crate) fn op(name: &'static str) -> Region {
     if OPEN.load(Ordering::Relaxed) == 0 {
-        return Region {
-            frame: None,
-            _thread: PhantomData,
-        };
+        return Region::none();
     }
     Region::open(Cow::Borrowed(name))
+}
+
+/// A future whose every poll runs inside one region: a public async op's
+/// (its ops before and after a readback are one region, whichever thread
+/// polls it; the region is open only while it is polled).
+pub(crate) struct InRegion<F> {
+    frame: Option<Arc<Frame>>,
+    inner: Pin<Box<F>>,
+}
+
+impl<F: Future> InRegion<F> {
+    /// `inner` in the region of the public op `name` while a profile is
+    /// open anywhere (inside the region open on this thread now).
+    pub(crate) fn new(name: &'static str, inner: F) -> InRegion<F> {
+        let open = OPEN.load(Ordering::Relaxed) != 0;
+        InRegion {
+            frame: open.then(|| new_frame(Cow::Borrowed(name))),
+            inner: Box::pin(inner),
+        }
+    }
+}
+
+impl<F: Future> Future for InRegion<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let _entered = self.frame.clone().map_or_else(Region::none, Region::enter);
+        self.inner.as_mut().poll(cx)
+    }
 }
 
 /// The innermost region open on this thread, for a log noting an op.

@@ -137,7 +137,10 @@ fn application_buffers_become_tensors_both_ways() {
     // The application writes, webtensor reads.
     let values: Vec<f32> = (0..24).map(|k| k as f32).collect();
     let buffer = app_buffer(&device, &queue, &values);
+    let before = dev.stats().submits;
     let t = Tensor::from_gpu_buffer(&buffer, DType::F32, [4, 6], 0, &dev).unwrap();
+    // Its check of the buffer is a submit of webtensor's, counted.
+    assert_eq!(dev.stats().submits, before + 1);
     assert_eq!(
         t.t().mul_scalar(2.0).unwrap().to_vec::<f32>().unwrap()[..4],
         [0.0, 12.0, 24.0, 36.0]

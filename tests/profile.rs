@@ -464,6 +464,51 @@ fn public_calls_and_user_labels_are_regions_of_their_ops() {
     }
 }
 
+/// A public call that reads back midway (`unique`, `nonzero`, `bincount`
+/// ...) and a composed sort are each one region of all their ops, before
+/// and after the readback; the public calls they make are regions inside.
+#[test]
+fn calls_that_read_back_midway_are_one_region_of_all_their_ops() {
+    let mut devices = vec![Device::cpu()];
+    devices.extend(gpu(true, 1024));
+    // Each call on `x`, with a mask `m` made before the profile.
+    type Call = fn(&Tensor, &Tensor) -> webtensor::Result<()>;
+    let calls: [(&str, Call); 10] = [
+        ("unique", |x, _| x.unique().map(drop)),
+        ("unique_all", |x, _| x.unique_all().map(drop)),
+        ("nonzero", |x, _| x.nonzero().map(drop)),
+        ("argwhere", |x, _| x.argwhere().map(drop)),
+        ("masked_select", |x, m| x.masked_select(m).map(drop)),
+        ("bincount", |x, _| x.bincount(None, 0).map(drop)),
+        ("histogram", |x, _| {
+            x.histogram(3, None, None, false).map(drop)
+        }),
+        ("sort", |x, _| {
+            x.sort(0, webtensor::SortOrder::Ascending).map(drop)
+        }),
+        ("argsort", |x, _| {
+            x.argsort(0, webtensor::SortOrder::Descending).map(drop)
+        }),
+        ("topk", |x, _| {
+            x.topk(2, 0, webtensor::TopK::Largest).map(drop)
+        }),
+    ];
+    for dev in devices {
+        for (name, call) in calls {
+            let x = Tensor::from_slice(&[3i32, 0, 2, 3, 1, 0], [6], &dev).unwrap();
+            let m = x.gt_scalar(1).unwrap();
+            let p = dev.profile(move || call(&x, &m)).unwrap();
+            assert_eq!(p.regions()[0].name, name, "{dev}\n{p}");
+            assert_eq!(p.regions()[0].ops, 0..p.ops().len(), "{dev}\n{p}");
+            for r in 1..p.regions().len() {
+                assert!(depth(&p, r) >= 1, "{dev}\n{p}");
+            }
+            // (A CPU sorts in one op, named `sort` for argsort too.)
+            assert!(p.ops().len() > usize::from(dev.is_gpu()), "{dev}\n{p}");
+        }
+    }
+}
+
 #[test]
 fn a_region_opened_before_the_profile_names_its_ops_and_outside_one_is_free() {
     let dev = Device::cpu();

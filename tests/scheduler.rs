@@ -631,6 +631,75 @@ fn the_pipeline_cache_keeps_its_limit_dropping_the_least_recently_used() {
     assert_eq!(dev.stats().pipelines_evicted, after.pipelines_evicted + 1);
 }
 
+/// A captured step's bind groups are created at its capture and reused
+/// by every later run, as the counters say.
+#[test]
+fn a_captured_step_counts_its_bind_groups() {
+    let Some(dev) = own_gpu(GpuOptions {
+        fusion: Some(false),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let (xs, os) = (
+        Tensor::arange(0.0f32, 64.0, 1.0, &dev).unwrap(),
+        Tensor::zeros([64], DType::F32, &dev).unwrap(),
+    );
+    dev.sync().unwrap();
+    let (xc, oc) = (xs.clone(), os.clone());
+    let before = dev.stats();
+    let mut graph = dev.capture(move || oc.assign(&xc.sin()?.cos()?)).unwrap();
+    let d = delta(before, dev.stats());
+    assert_eq!(d.dispatches, 3, "{d:?}");
+    assert_eq!(
+        (d.bind_groups_created, d.bind_groups_reused),
+        (3, 0),
+        "{d:?}"
+    );
+    for _ in 0..2 {
+        let before = dev.stats();
+        graph.run().unwrap();
+        let d = delta(before, dev.stats());
+        assert_eq!(d.dispatches, 3, "{d:?}");
+        assert_eq!(
+            (d.bind_groups_created, d.bind_groups_reused),
+            (0, 3),
+            "{d:?}"
+        );
+    }
+    assert!((os.to_vec::<f32>().unwrap()[1] - 1f32.sin().cos()).abs() < 1e-5);
+}
+
+/// The pipeline cache's limit holds for flushes of one op, whose kept
+/// plans hold their pipelines: once the cache evicts, the plans go too, so
+/// an evicted kernel is compiled again (and evicts another).
+#[test]
+fn the_pipeline_limit_holds_for_one_op_flushes() {
+    let Some(dev) = own_gpu(GpuOptions {
+        pipeline_cache: Some(2),
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let x = Tensor::arange(0.0f32, 16.0, 1.0, &dev).unwrap();
+    let ops: [fn(&Tensor) -> webtensor::Result<Tensor>; 4] =
+        [Tensor::exp, Tensor::sin, Tensor::cos, Tensor::tanh];
+    for op in ops {
+        op(&x).unwrap().to_vec::<f32>().unwrap();
+    }
+    let start = dev.stats().pipelines_evicted;
+    // With room for two, each of four kernels used in turn was evicted
+    // since its last use.
+    for round in 0..3 {
+        for op in ops {
+            op(&x).unwrap().to_vec::<f32>().unwrap();
+        }
+        let evicted = dev.stats().pipelines_evicted - start;
+        assert_eq!(evicted, 4 * (round + 1), "round {round}");
+        assert!(dev.stats().pipelines <= 2);
+    }
+}
+
 #[test]
 fn the_memory_cap_is_an_error_not_an_abort() {
     let Some(dev) = gpu() else { return };

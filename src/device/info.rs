@@ -147,17 +147,22 @@ impl fmt::Display for DeviceInfo {
 
 /// Counters of the work a GPU device has done and the memory it holds (on
 /// the CPU all zero but the host pool's buffer counts and `bytes_pooled`).
-/// Byte counts are in pool buckets (a buffer is rounded up to at most 25%
-/// over the request).
+/// The memory figures are in pool buckets (a buffer is rounded up to at
+/// most 25% over the request); `bytes_uploaded` in whole 4-byte words.
+/// A device's own first work counts too: the probe products that check a
+/// product kernel before its first use, and autotuning's timed runs, make
+/// their submits, dispatches, uploads and readbacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeviceStats {
-    /// Queue submissions.
+    /// Queue submissions (webtensor's: batches, captured steps' runs, the
+    /// empty ones that let uploads go, interop copies and buffer checks).
     pub submits: u64,
     /// Commands recorded: elementwise ops, copies, casts and fills, and the
     /// other families' kernels.
     pub ops_recorded: u64,
     /// Kernel dispatches encoded: ops recorded minus ops fused away (and
-    /// minus ops over no elements).
+    /// minus ops over no elements), plus one per further window of an
+    /// elementwise op split to fit the device's binding.
     pub dispatches: u64,
     /// Pipelines held compiled now (the cache's size: custom kernels let
     /// go and a retired device's drop out).
@@ -167,12 +172,16 @@ pub struct DeviceStats {
     /// of one after that compiles it again. Growing steadily, it says the
     /// program's kernels do not fit: raise the limit.
     pub pipelines_evicted: u64,
-    /// Dispatches that ran a fused chain of two or more ops.
+    /// Fused chains of two or more ops run: dispatches of such a kernel,
+    /// a chain split into windows (to fit the binding) counted once.
     pub fused_kernels: u64,
-    /// Ops that ran inside another op's fused kernel instead of their own.
+    /// Ops that ran inside another op's fused kernel instead of their own
+    /// (once for a chain split into windows).
     pub fused_ops: u64,
-    /// Device buffers created (on the CPU, host buffers of 64 KiB to 256
-    /// MiB the pool could not serve; see `bytes_pooled`).
+    /// Buffers the pool created for tensors, op scratch and readbacks
+    /// (not the device's few of its own: parameter blocks, the fault
+    /// record, timestamp queries); on the CPU, host buffers of 64 KiB to
+    /// 256 MiB the pool could not serve (see `bytes_pooled`).
     pub buffers_created: u64,
     /// Buffer requests served from the pool.
     pub buffers_reused: u64,
@@ -184,9 +193,10 @@ pub struct DeviceStats {
     /// the flush (each counts in `buffers_avoided` too).
     pub dead_ops: u64,
     /// Bind groups created (one per dispatch unless kept from an earlier
-    /// dispatch on the same buffers).
+    /// dispatch on the same buffers; a captured step's at its capture).
     pub bind_groups_created: u64,
-    /// Dispatches that reused a kept bind group.
+    /// Dispatches that reused a kept bind group (every dispatch of a
+    /// captured step's later runs).
     pub bind_groups_reused: u64,
     /// Runs of captured steps ([`Device::capture`], [`Graph::run`](crate::Graph::run)),
     /// the run at capture included; each is one submit (after one more
@@ -195,7 +205,8 @@ pub struct DeviceStats {
     /// Timed runs of matmul autotuning (warm-ups included).
     pub tuning_runs: u64,
     /// Nanoseconds the timed runs of autotuning measured (GPU time where
-    /// the device writes timestamps, else the host's clock).
+    /// the device writes timestamps, else the host's clock; warm-ups are
+    /// not measured).
     pub tuning_ns: u64,
     /// Matmul kernels (a tile's or the matrix-vector kernel, per dtype)
     /// that computed probe products before their first use, natively (see
@@ -219,7 +230,8 @@ pub struct DeviceStats {
     /// are not counted).
     pub bytes_uploaded: u64,
     /// Readbacks the host waited on: one per `to_vec`, `sync` with work
-    /// to check, fault-record check, checkpoint, or profile's timestamps.
+    /// to check, fault-record check, checkpoint, profile's timestamps, and
+    /// a product kernel's check or autotuning's timing (see above).
     pub readbacks: u64,
     /// Times a lost GPU was replaced ([`Device::recover`]); the other
     /// figures are those of the device it is now.

@@ -219,7 +219,9 @@ impl Tensor {
 
     /// A copy of this tensor with `src` added along `axis` at the positions
     /// `index` names (PyTorch's `scatter_add`): repeated indices
-    /// accumulate, in index order. Integers wrap; f16 adds in f32.
+    /// accumulate, in index order. Integers wrap; f16 and bf16 add each
+    /// value in f32 and round to the dtype after each add (as PyTorch's
+    /// CPU), not once at the end.
     ///
     /// # Errors
     /// As [`Tensor::scatter`], and `Error::DType` for bool.

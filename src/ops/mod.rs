@@ -84,6 +84,20 @@ pub(super) fn as_op<T>(op: &'static str, f: impl FnOnce() -> Result<T>) -> Resul
     f().map_err(|e| e.named(op))
 }
 
+/// [`as_op`] of an async body (a public op that reads back midway): one
+/// region over its ops on either side of the readback, errors named `op`.
+///
+/// # Errors
+/// Those of `body`, named `op`.
+pub(super) async fn as_op_async<T>(
+    op: &'static str,
+    body: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    crate::profile_region::InRegion::new(op, body)
+        .await
+        .map_err(|e| e.named(op))
+}
+
 /// `f` of a 0-d tensor taken as one line of one element along axis 0 or
 /// -1, as PyTorch takes it (`cumsum(tensor(3.), 0)`), its result 0-d
 /// again; `None` for a dimensioned tensor or another axis.

@@ -65,8 +65,10 @@ impl Tensor {
         if let Some(out) = super::on_scalar_line(self, axis, |t| t.sort(0, order)) {
             return out;
         }
-        let order = self.order("sort", axis, order == SortOrder::Descending)?;
-        self.gather(&order, axis)
+        super::as_op("sort", || {
+            let order = self.order("sort", axis, order == SortOrder::Descending)?;
+            self.gather(&order, axis)
+        })
     }
 
     /// The positions (i32) along `axis` that sort each line, as
@@ -78,7 +80,9 @@ impl Tensor {
         if let Some(out) = super::on_scalar_line(self, axis, |t| t.argsort(0, order)) {
             return out;
         }
-        self.order("argsort", axis, order == SortOrder::Descending)
+        super::as_op("argsort", || {
+            self.order("argsort", axis, order == SortOrder::Descending)
+        })
     }
 
     /// The `k` largest or smallest elements along `axis` (as `which`
@@ -107,10 +111,12 @@ impl Tensor {
                 format!("k = {k} is more than the {n} elements along axis {a}"),
             ));
         }
-        let order = self.order(OP, axis, which == TopK::Largest)?;
-        let indices = order.narrow(a as isize, 0, k)?.contiguous()?;
-        let values = self.gather(&indices, axis)?;
-        Ok((values, indices))
+        super::as_op(OP, || {
+            let order = self.order(OP, axis, which == TopK::Largest)?;
+            let indices = order.narrow(a as isize, 0, k)?.contiguous()?;
+            let values = self.gather(&indices, axis)?;
+            Ok((values, indices))
+        })
     }
 
     /// [`Tensor::order`] of an i64 tensor on a GPU, whose sort kernel keys

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use rustc_hash::FxHashSet;
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the operation that refused to be captured is called in errors.
 pub(crate) const OP: &str = "Device::capture";
@@ -197,6 +197,9 @@ pub(crate) struct CapturedBatch {
     /// True when a dispatch may record an index fault: each run arms the
     /// device's fault record (see `faults.rs`).
     pub faults: bool,
+    /// True until the first run, whose bind groups count as created (each
+    /// later run's as reused).
+    pub first_run: AtomicBool,
 }
 
 impl CapturedBatch {

@@ -253,6 +253,7 @@ fn encode_copy(
         },
     );
     ctx.queue.submit([encoder.finish()]);
+    ctx.uploads.submitted_outside();
     match pop_now(scope) {
         Some(e) => Err(Error::argument(
             op,
@@ -335,6 +336,7 @@ fn probe_binding(op: &'static str, ctx: &GpuContext, buffer: &wgpu::Buffer) -> R
         encoder.copy_buffer_to_buffer(buffer, 0, &scratch, 0, 4);
     }
     ctx.queue.submit([encoder.finish()]);
+    ctx.uploads.submitted_outside();
     match pop_now(scope) {
         Some(e) => Err(Error::argument(
             op,

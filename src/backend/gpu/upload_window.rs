@@ -17,13 +17,13 @@ const UPLOAD_WINDOW: u64 = 64 << 20;
 const UPLOAD_WRITES: u64 = 1024;
 
 /// A device's uploads since its last submit (the scheduler's, a graph
-/// run's, or one made for them; an application's own submits to its
-/// queue, and webtensor's texture copies, are not counted).
+/// run's, an interop copy's, or one made for them; an application's own
+/// submits to its queue are not counted).
 #[derive(Default)]
 pub(crate) struct UploadWindow {
     /// Bytes and writes since.
     since: Mutex<(u64, u64)>,
-    /// The empty submits made, for `Device::stats`.
+    /// The empty submits made and the interop copies', for `Device::stats`.
     submits: AtomicU64,
 }
 
@@ -53,7 +53,14 @@ impl UploadWindow {
         *self.since.lock().unwrap_or_else(|e| e.into_inner()) = (0, 0);
     }
 
-    /// The empty submits made so far.
+    /// Notes a submit of webtensor's own outside the scheduler (an interop
+    /// copy or buffer check), counted among the device's submits.
+    pub fn submitted_outside(&self) {
+        self.submitted();
+        self.submits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The empty submits made so far, and those [`UploadWindow::submitted_outside`] noted.
     pub fn submits(&self) -> u64 {
         self.submits.load(Ordering::Relaxed)
     }

@@ -41,6 +41,12 @@ impl Tensor {
         weights: Option<&Tensor>,
         minlength: usize,
     ) -> Result<Tensor> {
+        let counts = self.bincount_parts(weights, minlength);
+        crate::ops::as_op_async("bincount", counts).await
+    }
+
+    /// [`Tensor::bincount_async`], whose composed parts' errors name their own ops.
+    async fn bincount_parts(&self, weights: Option<&Tensor>, minlength: usize) -> Result<Tensor> {
         const OP: &str = "bincount";
         check_bins(OP, self, weights)?;
         // NumPy counts bools as 0 and 1.
@@ -70,7 +76,7 @@ impl Tensor {
             })?
             .max(minlength)
         };
-        crate::ops::as_op(OP, || counted(OP, &x, None, weights, len))
+        counted(OP, &x, None, weights, len)
     }
 
     /// The histogram of this tensor's values over `bins` equal bins of
@@ -111,6 +117,18 @@ impl Tensor {
     /// `Error::Shape` for weights of another shape; `Error::DType` for c64
     /// or weights that are not floats; readback errors.
     pub async fn histogram_async(
+        &self,
+        bins: usize,
+        range: Option<(f64, f64)>,
+        weights: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let parts = self.histogram_parts(bins, range, weights, density);
+        crate::ops::as_op_async("histogram", parts).await
+    }
+
+    /// [`Tensor::histogram_async`], whose composed parts' errors name their own ops.
+    async fn histogram_parts(
         &self,
         bins: usize,
         range: Option<(f64, f64)>,
@@ -205,7 +223,7 @@ impl Tensor {
                 ),
             ));
         }
-        crate::ops::as_op(OP, || histogram_of(&x, &edges, weights, density))
+        histogram_of(&x, &edges, weights, density)
     }
 }
 

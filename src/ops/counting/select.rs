@@ -50,14 +50,16 @@ impl Tensor {
     /// # Errors
     /// Readback errors.
     pub async fn argwhere_async(&self) -> Result<Tensor> {
-        if self.rank() == 0 {
-            let kept = kept_positions(&self.reshape([1])?.as_bool()?).await;
-            let kept = kept.map_err(|e| e.named("argwhere"))?.numel();
-            return Tensor::zeros([kept, 0], DType::I64, self.device());
-        }
-        let axes = self.nonzero_named("argwhere").await?;
-        let refs: Vec<&Tensor> = axes.iter().collect();
-        Tensor::stack(&refs, 1)
+        crate::ops::as_op_async("argwhere", async {
+            if self.rank() == 0 {
+                let kept = kept_positions(&self.reshape([1])?.as_bool()?).await?;
+                return Tensor::zeros([kept.numel(), 0], DType::I64, self.device());
+            }
+            let axes = self.nonzero_parts("argwhere").await?;
+            let refs: Vec<&Tensor> = axes.iter().collect();
+            Tensor::stack(&refs, 1)
+        })
+        .await
     }
 
     /// The indices of the nonzero (true) elements along each axis, one i64
@@ -77,10 +79,12 @@ impl Tensor {
     /// `Error::Shape` naming `nonzero` for a 0-d tensor (NumPy's error
     /// too); readback errors.
     pub async fn nonzero_async(&self) -> Result<Vec<Tensor>> {
-        self.nonzero_named("nonzero").await
+        crate::ops::as_op_async("nonzero", self.nonzero_parts("nonzero")).await
     }
 
-    async fn nonzero_named(&self, op: &'static str) -> Result<Vec<Tensor>> {
+    /// [`Tensor::nonzero_async`] inside `op`'s region, whose composed parts'
+    /// errors name their own ops.
+    async fn nonzero_parts(&self, op: &'static str) -> Result<Vec<Tensor>> {
         if self.rank() == 0 {
             return Err(Error::shape(op, "a 0-d tensor has no axes to index"));
         }
@@ -89,20 +93,18 @@ impl Tensor {
         // Non-zero by bits (a c64 by either part): a float comparison on a
         // GPU that flushes subnormals would drop them.
         let keep = flat.as_bool()?;
-        let at = kept_positions(&keep).await.map_err(|e| e.named(op))?;
-        crate::ops::as_op(op, || {
-            // Row-major coordinates of each flat position.
-            let mut stride = n.max(1);
-            let mut axes = Vec::with_capacity(self.rank());
-            for &d in self.dims() {
-                stride /= d.max(1);
-                let coordinate = at
-                    .floor_divide_scalar(stride as i64)?
-                    .remainder_scalar(d.max(1) as i64)?;
-                axes.push(coordinate);
-            }
-            Ok(axes)
-        })
+        let at = kept_positions(&keep).await?;
+        // Row-major coordinates of each flat position.
+        let mut stride = n.max(1);
+        let mut axes = Vec::with_capacity(self.rank());
+        for &d in self.dims() {
+            stride /= d.max(1);
+            let coordinate = at
+                .floor_divide_scalar(stride as i64)?
+                .remainder_scalar(d.max(1) as i64)?;
+            axes.push(coordinate);
+        }
+        Ok(axes)
     }
 
     /// The elements where `mask` is true, in row-major order of their
@@ -124,6 +126,12 @@ impl Tensor {
     /// `Error::Shape` when the shapes do not broadcast; device mismatch;
     /// readback errors.
     pub async fn masked_select_async(&self, mask: &Tensor) -> Result<Tensor> {
+        let parts = self.masked_select_parts(mask);
+        crate::ops::as_op_async("masked_select", parts).await
+    }
+
+    /// [`Tensor::masked_select_async`], whose composed parts' errors name their own ops.
+    async fn masked_select_parts(&self, mask: &Tensor) -> Result<Tensor> {
         const OP: &str = "masked_select";
         if mask.dtype() != DType::Bool {
             return Err(Error::dtype(
@@ -132,13 +140,12 @@ impl Tensor {
             ));
         }
         crate::ops::check_devices(OP, self, &[crate::ops::Arg::Tensor(mask)])?;
-        let shape =
-            crate::shape::broadcast_shapes(self.shape(), mask.shape()).map_err(|e| e.named(OP))?;
+        let shape = crate::shape::broadcast_shapes(self.shape(), mask.shape())?;
         let n = shape.numel();
         let x = self.broadcast_to(shape.clone())?.reshape([n])?;
         let keep = mask.broadcast_to(shape)?.reshape([n])?;
-        let at = kept_positions(&keep).await.map_err(|e| e.named(OP))?;
-        crate::ops::as_op(OP, || x.index_select(&at, 0))
+        let at = kept_positions(&keep).await?;
+        x.index_select(&at, 0)
     }
 
     /// How many elements are nonzero (true), as a 0-d i64 tensor on this

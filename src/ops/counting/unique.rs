@@ -45,8 +45,11 @@ impl Tensor {
     /// `Error::DType` naming `unique` for c64; as [`Tensor::argsort`];
     /// readback errors.
     pub async fn unique_async(&self) -> Result<Tensor> {
-        let runs = Runs::of("unique", self).await?;
-        crate::ops::as_op("unique", || runs.sorted.index_select(&runs.starts, 0))
+        crate::ops::as_op_async("unique", async {
+            let runs = Runs::of("unique", self).await?;
+            runs.sorted.index_select(&runs.starts, 0)
+        })
+        .await
     }
 
     /// The distinct values with where each first occurs, which each element
@@ -66,8 +69,8 @@ impl Tensor {
     /// As [`Tensor::unique_async`], naming `unique_all`.
     pub async fn unique_all_async(&self) -> Result<Unique> {
         const OP: &str = "unique_all";
-        let runs = Runs::of(OP, self).await?;
-        crate::ops::as_op(OP, || {
+        crate::ops::as_op_async(OP, async {
+            let runs = Runs::of(OP, self).await?;
             let n = self.numel();
             let k = runs.starts.numel();
             let values = runs.sorted.index_select(&runs.starts, 0)?;
@@ -92,6 +95,7 @@ impl Tensor {
                 counts,
             })
         })
+        .await
     }
 }
 

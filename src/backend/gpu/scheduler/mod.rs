@@ -380,6 +380,7 @@ impl Scheduler {
         };
         let (start, align) = (encoded.len(), ctx.facts.uniform_align as usize);
         if let Some(op) = one_op {
+            self.one_op.forget_after(ctx.pipelines.evicted());
             match self.one_op.encode(ctx, op, (bytes, align), encoded) {
                 Ok(false) => {}
                 done => return (done.map(|_| ()), Vec::new()),

@@ -84,6 +84,8 @@ pub(super) struct OneOpMemo {
     plans: Vec<Plan>,
     /// The plan to replace next once `KEPT` are kept.
     next: usize,
+    /// The pipeline cache's evictions when the plans were last checked.
+    evictions: u64,
 }
 
 /// An operand of an op: the destination or an argument.
@@ -190,6 +192,17 @@ fn whole_vec4s(bindings: &[Binding]) -> bool {
 }
 
 impl OneOpMemo {
+    /// Lets every plan go when the pipeline cache has evicted since the
+    /// last check (`evicted` its count so far): a plan holds its pipeline,
+    /// which would outlive its eviction, uncounted, past the cache's limit.
+    pub fn forget_after(&mut self, evicted: u64) {
+        if evicted != self.evictions {
+            self.evictions = evicted;
+            self.plans.clear();
+            self.next = 0;
+        }
+    }
+
     /// Appends `op`'s dispatch to `encoded` and its parameter block to
     /// `bytes` (aligned to `align`) when a kept plan is `op`'s, taking its
     /// buffers; false (and nothing appended) otherwise.

@@ -12,7 +12,7 @@ use crate::backend::gpu::profile_log::{Dispatch, Origin};
 use crate::backend::gpu::target::Target;
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 impl Scheduler {
     /// Starts work that submits on its own behalf (a kernel's self-check
@@ -193,6 +193,7 @@ impl Scheduler {
                 Command::Kernel(k) => k.bindings.iter().any(|b| b.fault_record),
                 Command::Elementwise(_) => false,
             }),
+            first_run: AtomicBool::new(true),
         })
     }
 
@@ -274,6 +275,12 @@ impl Scheduler {
         self.counters.graph_runs += 1;
         self.counters
             .count_submit(batch.dispatches.iter().map(|d| d.fused_ops));
+        // The groups made at capture: created for its run, kept for later ones.
+        let groups = &mut self.groups.counters;
+        match batch.first_run.swap(false, Ordering::Relaxed) {
+            true => groups.created += batch.dispatches.len() as u64,
+            false => groups.reused += batch.dispatches.len() as u64,
+        }
         result
     }
 }
