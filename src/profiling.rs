@@ -24,7 +24,10 @@ impl Device {
     /// batching work as outside a profile, and ops other threads record on
     /// the device meanwhile are profiled too. Matmul autotuning does not
     /// run inside a profile (a class not tuned yet takes the tile its size
-    /// picks). A submit that fails poisons its outputs as usual (the next
+    /// picks), nor a product or convolution kernel's first check: one not
+    /// checked yet gives way, that time, to the per-output product kernel
+    /// (convolutions to products), so profile a product of each dtype (and
+    /// a convolution) after running one eagerly. A submit that fails poisons its outputs as usual (the next
     /// read of them is the error) and shows its ops without kernels. On the
     /// CPU device, the ops this thread runs, each with its host time.
     ///
