@@ -1187,6 +1187,44 @@ fn bad_input_is_an_error_naming_the_op() {
     }
 }
 
+/// A bias or residual of the wrong shape is refused before any work: a
+/// fresh GPU device records, dispatches and reads back nothing (its first
+/// convolution would check its kernel first).
+#[test]
+fn a_bad_bias_or_residual_is_refused_before_any_work() {
+    let Some(dev) = common::own_gpu(webtensor::GpuOptions::default()) else {
+        return;
+    };
+    let zeros = |shape: &[usize]| Tensor::zeros(shape.to_vec(), DType::F32, &dev).unwrap();
+    let (x, w, wt) = (
+        zeros(&[1, 4, 9, 9]),
+        zeros(&[6, 4, 3, 3]),
+        zeros(&[4, 6, 3, 3]),
+    );
+    dev.sync().unwrap();
+    let before = dev.stats();
+    let bias = zeros(&[5]);
+    let residual = zeros(&[1, 6, 7, 6]);
+    let calls = [
+        x.conv2d(&w, &Conv::new().bias(&bias)),
+        x.conv2d(&w, &Conv::new().residual(&residual)),
+        x.conv_transpose2d(&wt, &Conv::new().bias(&bias)),
+        x.conv_transpose2d(&wt, &Conv::new().residual(&residual)),
+    ];
+    for (k, call) in calls.into_iter().enumerate() {
+        assert!(
+            matches!(call, Err(webtensor::Error::Shape { .. })),
+            "{k}: {call:?}"
+        );
+    }
+    let after = dev.stats();
+    assert_eq!(
+        (after.ops_recorded, after.submits, after.readbacks),
+        (before.ops_recorded + 2, before.submits, before.readbacks),
+        "only the bias and the residual were made"
+    );
+}
+
 #[test]
 fn one_d_convolutions_show_their_own_shapes_in_errors() {
     // conv1d and conv_transpose1d run as the 2-D ones over one row; their

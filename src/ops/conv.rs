@@ -30,8 +30,8 @@ use super::conv_args::{Conv, ConvPadding};
 use super::conv_disjoint::disjoint_transpose;
 use super::conv_transpose_phases::{Transposed, on_kernel};
 use super::windows::{
-    MAX_EXTENT, Pair, batched, compute_dtype, kernel_axes, outputs, padded_len, per_axis,
-    shape_shown, window,
+    MAX_EXTENT, Pair, batched, compute_dtype, dims_shown, kernel_axes, outputs, padded_len,
+    per_axis, shape_shown, window,
 };
 use super::{Activation, PadMode};
 use crate::backend::{ConvCall, ConvResidual, DepthwiseCall};
@@ -169,18 +169,7 @@ pub(super) fn finish(
         out.add_(&bias.reshape([1, o as isize, 1, 1])?)?;
     }
     if let Some(residual) = conv.residual {
-        let fits = crate::shape::broadcast_shapes(out.shape(), residual.shape())
-            .is_ok_and(|s| s == *out.shape());
-        if !fits {
-            return Err(Error::shape(
-                op,
-                format!(
-                    "a residual of shape {} does not broadcast to the output's {}",
-                    shape_shown(op, residual),
-                    shape_shown(op, &out)
-                ),
-            ));
-        }
+        check_residual(op, residual, out.shape())?;
         out.add_(&residual.to_dtype(out.dtype())?)?;
     }
     let out = match conv.activation {
@@ -193,6 +182,38 @@ pub(super) fn finish(
     } else {
         Ok(out)
     }
+}
+
+/// Checks the bias and the residual against the (batched) output's `dims`
+/// before any work is done.
+///
+/// # Errors
+/// As [`finish`].
+fn check_extras(op: &'static str, conv: &Conv, dims: [usize; 4]) -> Result<()> {
+    checked_bias(op, conv, dims[1])?;
+    match conv.residual {
+        Some(residual) => check_residual(op, residual, &Shape::from(dims)),
+        None => Ok(()),
+    }
+}
+
+/// Checks that `residual` broadcasts to the output's shape `out`.
+///
+/// # Errors
+/// `Error::Shape` naming `op` where it does not.
+fn check_residual(op: &'static str, residual: &Tensor, out: &Shape) -> Result<()> {
+    let fits = crate::shape::broadcast_shapes(out, residual.shape()).is_ok_and(|s| s == *out);
+    if fits {
+        return Ok(());
+    }
+    Err(Error::shape(
+        op,
+        format!(
+            "a residual of shape {} does not broadcast to the output's {}",
+            shape_shown(op, residual),
+            dims_shown(op, out.dims())
+        ),
+    ))
 }
 
 /// The convolution's bias, checked to hold one value per output channel.
@@ -292,6 +313,7 @@ pub(super) fn convolve(
     // are one implicit-GEMM kernel on a GPU (but for outputs of a few
     // pixels, whose tiles would be mostly empty) and products over patches
     // on the CPU.
+    check_extras(op, conv, [n, o, ho, wo])?;
     let geometry = Geometry {
         kernel: [kh, kw],
         out: [n, o, ho, wo],
@@ -476,6 +498,7 @@ pub(super) fn transpose_convolve(
     }
     let cg = c / g;
     let size = [full[0] - 2 * p[0], full[1] - 2 * p[1]];
+    check_extras(name, conv, [n, o, size[0], size[1]])?;
     // On a GPU, one kernel over the output's phases.
     let geometry = Transposed {
         kernel: [kh, kw],

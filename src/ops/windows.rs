@@ -196,7 +196,12 @@ pub(super) fn per_axis<T: std::fmt::Debug>(op: &str, v: [T; 2]) -> String {
 
 /// See [`per_axis`].
 pub(super) fn shape_shown(op: &str, t: &Tensor) -> String {
-    let mut d = t.dims().to_vec();
+    dims_shown(op, t.dims())
+}
+
+/// [`shape_shown`] of a shape's `dims`.
+pub(super) fn dims_shown(op: &str, dims: &[usize]) -> String {
+    let mut d = dims.to_vec();
     if op.ends_with("1d") && d.len() >= 2 {
         d.remove(d.len() - 2);
     }
