@@ -709,3 +709,16 @@ fn composed_ops_past_the_device_name_themselves() {
     assert!(named(small.resize([1 << 16, 1 << 16], mode)).starts_with("resize"));
     assert!(named(small.resize_by([16384.0, 16384.0], mode)).starts_with("resize_by"));
 }
+
+/// `item` names itself when its readback refuses the element type.
+#[test]
+fn item_of_the_wrong_type_names_item() {
+    for dev in common::devices() {
+        let z = Tensor::zeros([1], DType::C64, &dev).unwrap();
+        let err = z.item::<f32>().unwrap_err();
+        assert!(
+            matches!(err, webtensor::Error::DType { op: "item", .. }),
+            "{dev}: {err:?}"
+        );
+    }
+}

@@ -45,7 +45,7 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Shape` when the tensor does not hold exactly one element; as
-    /// [`Tensor::to_vec`].
+    /// [`Tensor::to_vec`], naming `item`.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn item<T: Element>(&self) -> Result<T> {
         pollster::block_on(self.item_async())
@@ -65,7 +65,7 @@ impl Tensor {
                 ),
             ));
         }
-        let v = self.to_vec_async::<T>().await?;
+        let v = self.to_vec_async::<T>().await.map_err(|e| e.named("item"))?;
         v.into_iter()
             .next()
             .ok_or_else(|| Error::shape("item", "no element"))
