@@ -25,11 +25,12 @@ use crate::tensor::Tensor;
 /// cannot carry the sum past f32's largest), all exact, the quotient
 /// scaled back at the end; and where `r` is below 2^-126 while `|c| >= 1`, its
 /// terms are formed as `(a.im / c) d` from the unscaled parts. There the
-/// result stayed within an ulp of the exact quotient in our tests, on
-/// every device alike, where NumPy's own steps may underflow or overflow
-/// (`3e38i / 3e38i` is 1, NumPy's 0.99999994); it is not always NumPy's
-/// where NumPy's steps stay in range (`-0.118 / 1.23e38`: 0.62 ulp from
-/// exact, NumPy's 0.38).
+/// result is Smith's quotient of the scaled operands, within a few ulp of
+/// the exact one (2.3 the worst found), on every device alike, where
+/// NumPy's own steps may underflow or overflow (`3e38i / 3e38i` is 1,
+/// NumPy's 0.99999994; `(-9.2e-36 - 9.0e-36i) / (2.6e-42 + 1.6e-42i)` is
+/// finite, NumPy's -inf); it is not always NumPy's where NumPy's steps stay
+/// in range (`-0.118 / 1.23e38`: 0.62 ulp from exact, NumPy's 0.38).
 ///
 /// # Errors
 /// Shape and device errors of the parts.
