@@ -387,6 +387,60 @@ fn layout_helpers_take_unchecked_shapes() {
     assert_eq!(Layout::contiguous([2, 3]).reshaped(&Shape::from([7])), None);
 }
 
+/// A float `arange` whose quotient `(end - start) / step` underflows to 0
+/// holds `start` alone where the span is not empty and the step points
+/// toward `end`, as NumPy's; a `linspace` whose step underflows spreads
+/// `i / (n - 1) * (end - start)`. Lengths and values from NumPy 2.4.
+#[test]
+fn underflowing_steps_count_as_numpys() {
+    let f32_cases = [
+        (1.0, 1.0000001, 3e38, 1),
+        (0.0, 1e-30, 1e20, 1),
+        (0.0, -1e-30, -1e20, 1),
+        (0.0, -1e-30, 1e20, 0),
+        (0.0, 1e-4, 60000.0, 1),
+    ];
+    for dev in devices() {
+        for (start, end, step, len) in f32_cases {
+            let t = Tensor::arange(start as f32, end as f32, step as f32, &dev).unwrap();
+            let want = vec![start as f32; len];
+            assert_eq!(
+                t.to_vec::<f32>().unwrap(),
+                want,
+                "arange({start}, {end}, {step})"
+            );
+        }
+        let (s, e, st) = (
+            f16::from_f64(0.0),
+            f16::from_f64(1e-4),
+            f16::from_f64(60000.0),
+        );
+        let t = Tensor::arange(s, e, st, &dev).unwrap();
+        assert_eq!(t.to_vec::<f16>().unwrap(), [s], "f16 on {dev}");
+    }
+    let cpu = Device::cpu();
+    let t = Tensor::linspace(-5e-324, 5e-324, 5, DType::F64, &cpu).unwrap();
+    assert_eq!(
+        t.to_vec::<f64>().unwrap(),
+        [-5e-324, -5e-324, 0.0, 5e-324, 5e-324]
+    );
+    let t = Tensor::linspace(0.0, 1e-323, 10, DType::F64, &cpu).unwrap();
+    let tiny = 5e-324;
+    let want = [
+        0.0,
+        0.0,
+        0.0,
+        tiny,
+        tiny,
+        tiny,
+        tiny,
+        2.0 * tiny,
+        2.0 * tiny,
+        2.0 * tiny,
+    ];
+    assert_eq!(t.to_vec::<f64>().unwrap(), want);
+}
+
 /// A float `arange` counts in its own precision, as NumPy's arange of its
 /// scalars: `np.arange(np.float32(0), np.float32(0.3), np.float32(0.1))`
 /// has 3 elements (counted in f64 it had a fourth, equal to `end`) and

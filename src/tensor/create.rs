@@ -217,7 +217,9 @@ impl Tensor {
     /// `start, start + step, ...` up to but excluding `end` (NumPy's
     /// `arange`), 1-D, with the element type of the arguments. Floats
     /// count `ceil((end - start) / step)` in their own precision, as
-    /// NumPy's arange of their scalars; the values are `start + i * step`
+    /// NumPy's arange of their scalars (a quotient that underflows to 0
+    /// counts 1 where `end - start` is not 0 and has the step's sign, as
+    /// NumPy's); the values are `start + i * step`
     /// in f64, rounded once (PyTorch's formula: NumPy's steps by
     /// `(start + step) - start`, which can differ in the last ulp).
     ///
@@ -250,15 +252,20 @@ impl Tensor {
         // fourth element, equal to `end`. Each f64 operation of two values
         // of the type, rounded to it, is the type's own operation.
         let ratio = (e - s) / st;
-        let steps = if T::DTYPE.is_float() {
+        let (span, steps) = if T::DTYPE.is_float() {
             let round = |v: f64| T::from_f64(v).to_f64();
-            Some(round(round(e - s) / st))
-                .filter(|r| r.is_finite())
-                .unwrap_or(ratio)
+            let span = round(e - s);
+            let steps = Some(round(span / st)).filter(|r| r.is_finite());
+            (span, steps.unwrap_or(ratio))
         } else {
-            ratio
+            (e - s, ratio)
         };
-        let steps = steps.ceil().max(0.0);
+        // NumPy's rule for a quotient that underflows to 0: a span that is
+        // not empty holds `start` where the step points toward `end`.
+        let steps = match steps == 0.0 && span != 0.0 {
+            true => f64::from(u8::from(steps.is_sign_positive())),
+            false => steps.ceil().max(0.0),
+        };
         // Past MAX_ELEMENTS (or for a non-finite count) the shape check fails.
         let count = if steps <= crate::shape::MAX_ELEMENTS as f64 {
             steps as usize

@@ -50,8 +50,9 @@ impl Tensor {
     }
 
     /// `n` evenly spaced values from `start` to `end`, both included
-    /// (NumPy's `linspace`): computed in f64 as `start + i * step`, the last
-    /// value exactly `end`, then rounded to `dtype` (integer dtypes round
+    /// (NumPy's `linspace`): computed in f64 as `start + i * step` (`start +
+    /// i / (n - 1) * (end - start)` where the step underflows to 0, as
+    /// NumPy's), the last value exactly `end`, then rounded to `dtype` (integer dtypes round
     /// toward negative infinity, as NumPy does; values past an integer
     /// dtype's range saturate, where NumPy's cast is undefined).
     ///
@@ -82,14 +83,15 @@ impl Tensor {
             ));
         }
         crate::shape::Shape::from([n]).check(OP)?;
-        let step = if n > 1 {
-            (end - start) / (n - 1) as f64
-        } else {
-            0.0
-        };
+        let (delta, div) = (end - start, n.max(2) as f64 - 1.0);
+        let step = if n > 1 { delta / div } else { 0.0 };
+        // NumPy's: where the step underflows to 0, `i / div * delta`.
+        let underflow = n > 1 && step == 0.0 && delta != 0.0;
         let value = move |i: usize| {
             if n > 1 && i == n - 1 {
                 end
+            } else if underflow {
+                start + i as f64 / div * delta
             } else {
                 start + i as f64 * step
             }

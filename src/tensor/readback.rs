@@ -65,7 +65,10 @@ impl Tensor {
                 ),
             ));
         }
-        let v = self.to_vec_async::<T>().await.map_err(|e| e.named("item"))?;
+        let v = self
+            .to_vec_async::<T>()
+            .await
+            .map_err(|e| e.named("item"))?;
         v.into_iter()
             .next()
             .ok_or_else(|| Error::shape("item", "no element"))
