@@ -227,7 +227,8 @@ macro_rules! grid_type {
                         format!("tensor of shape {} for a grid of shape {:?}", t.shape(), Self::SHAPE),
                     ));
                 }
-                Self::from_slice(&t.to_vec_async::<T>().await?)
+                let values = t.to_vec_async::<T>().await;
+                Self::from_slice(&values.map_err(|e| e.named("Grid::from_tensor"))?)
             }
         }
 

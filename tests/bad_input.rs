@@ -722,3 +722,15 @@ fn item_of_the_wrong_type_names_item() {
         );
     }
 }
+
+/// `eye` names itself when its matrix is past a tensor's size.
+#[test]
+fn eye_past_the_limits_names_eye() {
+    for dev in common::devices() {
+        let err = Tensor::eye(1 << 61, DType::F32, &dev).unwrap_err();
+        assert!(
+            matches!(err, webtensor::Error::Shape { op: "eye", .. }),
+            "{dev}: {err:?}"
+        );
+    }
+}

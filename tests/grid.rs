@@ -122,7 +122,16 @@ fn grids_round_trip_through_tensors_on_every_device() {
             "{e}"
         );
         let e = Grid2::<i32, 3, 4>::from_tensor(&t).unwrap_err();
-        assert!(matches!(e, Error::DType { .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::DType {
+                    op: "Grid::from_tensor",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert_eq!(t.dtype(), DType::F32);
     }
     let f64_grid = Grid1::<f64, 2>::filled(1.0);

@@ -1,5 +1,7 @@
 //! Operator sugar: `+ - * / %` between tensors (owned or borrowed, on
-//! either side) and scalars of every Rust numeric type (on either side), the
+//! either side) and scalars (of every Rust numeric type on the right; on
+//! the left those of unsuffixed literals and the types no literal takes,
+//! see `numeric_scalars`), the
 //! `+= -= *= /= %=` forms as in-place ops through views, unary `-`, and
 //! `& | ^ !` as the logical ops of bool tensors.
 //!

@@ -266,13 +266,22 @@ impl Tensor {
             true => f64::from(u8::from(steps.is_sign_positive())),
             false => steps.ceil().max(0.0),
         };
-        // Past MAX_ELEMENTS (or for a non-finite count) the shape check fails.
-        let count = if steps <= crate::shape::MAX_ELEMENTS as f64 {
-            steps as usize
-        } else {
-            usize::MAX
-        };
-        Self::from_fn("arange", count, |i| T::from_f64(s + i as f64 * st), device)
+        // A non-finite count is past MAX_ELEMENTS too.
+        if !(steps <= crate::shape::MAX_ELEMENTS as f64) {
+            return Err(Error::shape(
+                "arange",
+                format!(
+                    "{steps:.3e} elements are more than a tensor holds ({})",
+                    crate::shape::MAX_ELEMENTS
+                ),
+            ));
+        }
+        Self::from_fn(
+            "arange",
+            steps as usize,
+            |i| T::from_f64(s + i as f64 * st),
+            device,
+        )
     }
 
     /// [`Tensor::arange`] of i64, counted and stepped in integers.
@@ -297,9 +306,9 @@ impl Tensor {
     /// The `n x n` identity matrix.
     ///
     /// # Errors
-    /// As [`Tensor::zeros`].
+    /// As [`Tensor::zeros`], naming `eye`.
     pub fn eye(n: usize, dtype: DType, device: &Device) -> Result<Tensor> {
-        let t = Self::zeros([n, n], dtype, device)?;
+        let t = Self::zeros([n, n], dtype, device).map_err(|e| e.named("eye"))?;
         // The diagonal is a strided view of stride n + 1.
         let diag = t.with_layout(Layout::from_parts(
             Shape::from([n]),
