@@ -734,3 +734,23 @@ fn eye_past_the_limits_names_eye() {
         );
     }
 }
+
+/// `where_cond` of a condition that is not bool says so.
+#[test]
+fn where_of_a_float_condition_says_it_must_be_bool() {
+    let dev = Device::cpu();
+    let x = Tensor::ones([3], DType::F32, &dev).unwrap();
+    let err = Tensor::where_cond(&x, &x, &x).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::DType {
+                op: "where_cond",
+                ..
+            }
+        ) && err
+            .to_string()
+            .contains("the condition must be bool, got f32"),
+        "{err}"
+    );
+}

@@ -2,7 +2,7 @@
 //! comparisons, `where_cond`, logical ops, each with an in-place form that
 //! writes through views.
 
-use super::{Arg, check_same_dtype};
+use super::Arg;
 use crate::device::Device;
 use crate::dtype::{DType, KernelType};
 use crate::error::{Error, Result};
@@ -187,7 +187,15 @@ impl Tensor {
     /// mismatch.
     pub fn where_cond(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         const OP: &str = "where_cond";
-        check_same_dtype(OP, cond.dtype(), DType::Bool)?;
+        if cond.dtype() != DType::Bool {
+            return Err(Error::dtype(
+                OP,
+                format!(
+                    "the condition must be bool, got {} (compare it, e.g. `ne_scalar(0)`, or cast it with to_dtype)",
+                    cond.dtype()
+                ),
+            ));
+        }
         let dtype = tensors_dtype_on(OP, x, y)?;
         let (x, y) = (&x.to_dtype(dtype)?, &y.to_dtype(dtype)?);
         Tensor::launch_new(
