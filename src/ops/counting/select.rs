@@ -82,8 +82,8 @@ impl Tensor {
         crate::ops::as_op_async("nonzero", self.nonzero_parts("nonzero")).await
     }
 
-    /// [`Tensor::nonzero_async`] inside `op`'s region, whose composed parts'
-    /// errors name their own ops.
+    /// [`Tensor::nonzero_async`] for `op` (`nonzero` or `argwhere`), whose
+    /// composed parts' errors name their own ops.
     async fn nonzero_parts(&self, op: &'static str) -> Result<Vec<Tensor>> {
         if self.rank() == 0 {
             return Err(Error::shape(op, "a 0-d tensor has no axes to index"));
