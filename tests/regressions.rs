@@ -602,3 +602,53 @@ fn empty_matrices_are_triangled_and_padded_at_once() {
         }
     }
 }
+
+/// At rank 8 (`MAX_RANK`), the ops that add an axis inside work as below
+/// it: a GPU's i64 product (a batch entry at a time), a GPU's blocked scan
+/// of lines past 65,536, and grouped-query attention whose keys repeat
+/// their heads. Products from NumPy (`[[1, 2, 3], [4, 5, 6]] @ [[1, 2], [3,
+/// 4], [5, 6]]` and the next six values' product).
+#[test]
+fn rank_eight_products_scans_and_grouped_attention() {
+    let rank8 = |lead: usize, tail: &[usize]| -> Vec<usize> {
+        let mut d = vec![lead, 1, 1, 1, 1];
+        d.resize(8 - tail.len(), 1);
+        d.extend_from_slice(tail);
+        d
+    };
+    for dev in devices() {
+        let a = Tensor::from_vec((1..=12).collect::<Vec<i64>>(), rank8(2, &[2, 3]), &dev).unwrap();
+        let b = Tensor::from_vec((1..=6).collect::<Vec<i64>>(), [3, 2], &dev).unwrap();
+        let p = a.matmul(&b).unwrap();
+        assert_eq!(p.dims(), rank8(2, &[2, 2]).as_slice(), "{dev}");
+        let want = [22, 28, 49, 64, 76, 100, 103, 136];
+        assert_eq!(p.to_vec::<i64>().unwrap(), want, "{dev}");
+
+        let n = 70_000;
+        let ones = Tensor::ones(rank8(1, &[2, n]), DType::F32, &dev).unwrap();
+        let sums = ones.cumsum(-1).unwrap().to_vec::<f32>().unwrap();
+        let want: Vec<f32> = (0..2).flat_map(|_| (1..=n).map(|i| i as f32)).collect();
+        assert_eq!(sums, want, "{dev}");
+
+        // Four query heads in two groups, keys of two heads, values of one.
+        let data = |n: usize, scale: f32| (0..n).map(|i| i as f32 * scale).collect::<Vec<f32>>();
+        let q = Tensor::from_vec(data(16, 0.01), rank8(1, &[4, 2, 2]), &dev).unwrap();
+        let k = Tensor::from_vec(data(12, 0.02), rank8(1, &[2, 3, 2]), &dev).unwrap();
+        for v_heads in [2, 1] {
+            let v =
+                Tensor::from_vec(data(6 * v_heads, 1.0), rank8(1, &[v_heads, 3, 2]), &dev).unwrap();
+            let attention = webtensor::Attention::new();
+            let got = q.sdpa(&k, &v, &attention).unwrap();
+            // Rank 7, tested against NumPy elsewhere, gives the same.
+            let below = |t: &Tensor| t.squeeze_axis(0).unwrap();
+            let want = below(&q).sdpa(&below(&k), &below(&v), &attention).unwrap();
+            assert_eq!(got.dims(), q.dims(), "{dev}");
+            common::assert_close(
+                &got.to_vec::<f32>().unwrap(),
+                &want.to_vec::<f32>().unwrap(),
+                1e-6,
+                "rank 8 attention",
+            );
+        }
+    }
+}

@@ -227,6 +227,15 @@ fn scan_lines(op: ScanOp, input: &Tensor, dest: &Tensor) -> Result<()> {
             out: dest.kernel_out(dest.layout().clone())?,
         });
     }
+    if input.rank() == crate::shape::MAX_RANK {
+        // Blocks take an axis more than the lines: one entry of the first
+        // axis at a time.
+        let entry = |t: &Tensor, i: usize| t.narrow(0, i, 1)?.squeeze_axis(0);
+        for i in 0..input.dims()[0] {
+            scan_lines(op, &entry(input, i)?, &entry(dest, i)?)?;
+        }
+        return Ok(());
+    }
     let blocks = length / SCAN_BLOCK;
     let main = blocks * SCAN_BLOCK;
     let tail = length - main;

@@ -314,6 +314,17 @@ fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
 fn wide_product(a: &Tensor, b: &Tensor, shape: &Shape) -> Result<Tensor> {
     const HELD: usize = 1 << 22;
     let r = shape.rank();
+    if r == crate::shape::MAX_RANK {
+        // The products take an axis more than the operands: one batch
+        // entry of the first axis at a time.
+        let out = Tensor::zeros(shape.clone(), DType::I64, a.device())?;
+        let inner = Shape::from(&shape.dims()[1..]);
+        let entry = |t: &Tensor, i: usize| t.narrow(0, i, 1)?.squeeze_axis(0);
+        for i in 0..shape.dims()[0] {
+            entry(&out, i)?.assign(&wide_product(&entry(a, i)?, &entry(b, i)?, &inner)?)?;
+        }
+        return Ok(out);
+    }
     let (m, k) = (shape.dims()[r - 2], a.dims()[r - 1]);
     let lanes = (shape.numel() / m.max(1)).max(1);
     let k_part = k.min(HELD / lanes).max(1);

@@ -21,7 +21,7 @@ use crate::backend::{AttentionCall, attention};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::{Arg, check_devices};
-use crate::shape::{Shape, broadcast_shapes};
+use crate::shape::{MAX_RANK, Shape, broadcast_shapes};
 use crate::tensor::Tensor;
 
 const OP: &str = "sdpa";
@@ -289,12 +289,18 @@ impl Tensor {
 
 /// `t` `(..., h, S, E)` with each head repeated to `heads` (a multiple of
 /// `h`) in order: head `j` of the result is head `j / (heads / h)` of
-/// `t` (a view where `t` has one head).
+/// `t` (a view where `t` has one head; gathered at [`MAX_RANK`], where the
+/// repeats' axis would be one too many).
 fn repeat_heads(t: &Tensor, heads: usize) -> Result<Tensor> {
     let rank = t.rank();
     let h = t.dims()[rank - 3];
     if h == heads {
         return Ok(t.clone());
+    }
+    if rank == MAX_RANK {
+        let of = (0..heads as i64).map(|j| j / (heads / h) as i64).collect();
+        let index = Tensor::from_vec(of, [heads], t.device())?;
+        return t.index_select(&index, -3);
     }
     let mut spread = t.dims().to_vec();
     spread.insert(rank - 2, heads / h);
@@ -403,12 +409,15 @@ fn composed(
     let (l, e, s) = (qd[rank - 2], qd[rank - 1], vd[rank - 2]);
     // Grouped: queries (..., kv_heads, group, L, E) against keys and
     // values (..., kv_heads, 1, S, E), a broadcast axis.
+    // At MAX_RANK, where that axis is one too many, the keys' and values'
+    // heads repeated instead.
     let (q, k, v) = match groups {
-        Some((hk, g)) => {
+        Some((hk, g)) if rank < MAX_RANK => {
             let mut grouped = qd[..rank - 3].to_vec();
             grouped.extend([hk, g, l, e]);
             (q.reshape(grouped)?, k.unsqueeze(-3)?, v.unsqueeze(-3)?)
         }
+        Some((hk, g)) => (q, repeat_heads(&k, hk * g)?, repeat_heads(&v, hk * g)?),
         None => (q, k, v),
     };
     let scores = q.matmul(&k.transpose(-1, -2)?)?.mul_scalar(scale)?;
