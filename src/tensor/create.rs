@@ -266,8 +266,8 @@ impl Tensor {
             true => f64::from(u8::from(steps.is_sign_positive())),
             false => steps.ceil().max(0.0),
         };
-        // A non-finite count is past MAX_ELEMENTS too.
-        if !(steps <= crate::shape::MAX_ELEMENTS as f64) {
+        // Finite ends and step: the count is a number, infinite past f64.
+        if steps > crate::shape::MAX_ELEMENTS as f64 {
             return Err(Error::shape(
                 "arange",
                 format!(
