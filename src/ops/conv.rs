@@ -52,7 +52,10 @@ impl Tensor {
     /// The 2-D convolution (cross-correlation, as in every deep-learning
     /// library) of this `[batch, in_channels, height, width]` input (or
     /// one without the batch axis) with `weight` `[out_channels,
-    /// in_channels / groups, kh, kw]` (PyTorch's `conv2d`).
+    /// in_channels / groups, kh, kw]` (PyTorch's `conv2d`). The CPU's
+    /// kernels sum with fused multiply-adds, so a product past f32's range
+    /// beside an infinite one of the other sign gives that infinity there,
+    /// where a sum of rounded products (a GPU's, NumPy's) gives NaN.
     ///
     /// # Errors
     /// `Error::Shape` naming `conv2d` for ranks or channels that do not
