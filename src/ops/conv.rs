@@ -53,7 +53,7 @@ impl Tensor {
     /// library) of this `[batch, in_channels, height, width]` input (or
     /// one without the batch axis) with `weight` `[out_channels,
     /// in_channels / groups, kh, kw]` (PyTorch's `conv2d`). The CPU's
-    /// kernels sum with fused multiply-adds, so a product past f32's range
+    /// kernels, but the depthwise one, sum with fused multiply-adds, so a product past f32's range
     /// beside an infinite one of the other sign gives that infinity there,
     /// where a sum of rounded products (a GPU's, NumPy's) gives NaN.
     ///
