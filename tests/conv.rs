@@ -1189,10 +1189,14 @@ fn bad_input_is_an_error_naming_the_op() {
 
 /// A bias or residual of the wrong shape is refused before any work: a
 /// fresh GPU device records, dispatches and reads back nothing (its first
-/// convolution would check its kernel first).
+/// convolution would check its kernel first). It batches whatever the
+/// environment says, so that making the bias and residual submits nothing.
 #[test]
 fn a_bad_bias_or_residual_is_refused_before_any_work() {
-    let Some(dev) = common::own_gpu(webtensor::GpuOptions::default()) else {
+    let Some(dev) = common::own_gpu(webtensor::GpuOptions {
+        flush_threshold: Some(1024),
+        ..Default::default()
+    }) else {
         return;
     };
     let zeros = |shape: &[usize]| Tensor::zeros(shape.to_vec(), DType::F32, &dev).unwrap();
