@@ -35,7 +35,8 @@ impl Tensor {
     /// weights of another shape; `Error::DType` for a tensor that is not
     /// i32, i64, u32, u8 or bool, or weights that are not floats;
     /// `Error::Argument` for a negative value or a largest value past this
-    /// target's sizes; readback errors.
+    /// target's sizes; `Error::TooLarge` (or `Error::OutOfMemory`) where
+    /// the bins do not fit one of the device's buffers; readback errors.
     pub async fn bincount_async(
         &self,
         weights: Option<&Tensor>,
