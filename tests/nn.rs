@@ -925,3 +925,51 @@ fn a_folded_batch_norm_after_a_transposed_convolution_scales_axis_one() {
         assert!(e.contains("fuse_conv_transpose_bn_weights"), "{e}");
     }
 }
+
+/// Lines of integers over a large offset (1.7 million and 0 to 9, exact
+/// in f32), where a mean summed in f32 is off by several ulps: the
+/// deviations from it, uncorrected, made the outputs off by up to 1.8
+/// (a GPU's kernel) and 0.5 (the CPU's composed form). Every path: lines
+/// a subgroup holds (rows mode), a workgroup per line, few long lines
+/// split over workgroups, and a group normalisation; against the exact
+/// normalisation (f64 sums of small integers).
+#[test]
+fn layer_norm_of_integers_over_a_large_offset() {
+    let digit = |i: usize| ((i * 7 + i / 13) % 10) as f64;
+    for dev in devices() {
+        for [lines, length] in [[64, 1024], [64, 4099], [2, 65536]] {
+            let data: Vec<f32> = (0..lines * length)
+                .map(|i| 1.7e6 + digit(i) as f32)
+                .collect();
+            let x = Tensor::from_vec(data, [lines, length], &dev).unwrap();
+            let want: Vec<f32> = (0..lines)
+                .flat_map(|l| {
+                    let line: Vec<f64> = (0..length).map(|j| digit(l * length + j)).collect();
+                    let n = length as f64;
+                    let mean = line.iter().sum::<f64>() / n;
+                    let var = line.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+                    let scale = 1.0 / (var + 1e-5).sqrt();
+                    line.into_iter().map(move |v| ((v - mean) * scale) as f32)
+                })
+                .collect();
+            let got = x.layer_norm(&[length], None, None, 1e-5).unwrap();
+            assert_close(
+                &read_f32(&got),
+                &want,
+                2e-3,
+                &format!("{dev} layer_norm of {lines} x {length}"),
+            );
+            // The same lines as (N, C, H) with one group a sample.
+            let grouped = x.reshape([lines, 4, length / 4]);
+            if let Ok(grouped) = grouped {
+                let got = grouped.group_norm(1, None, None, 1e-5).unwrap();
+                assert_close(
+                    &read_f32(&got),
+                    &want,
+                    2e-3,
+                    &format!("{dev} group_norm of {lines} x {length}"),
+                );
+            }
+        }
+    }
+}

@@ -12,8 +12,9 @@
 //             load_bias where given
 //   WALK      line_starts(l): the source and destination positions of
 //             line l's first element
-//   STATS     the line's `shift` and `scale`: its mean and 1 / sqrt(var +
-//             eps) (layer), or 0 and 1 / sqrt(mean of squares + eps) (RMS)
+//   STATS     the line's `shift`, `fine` and `scale`: its mean as an
+//             estimate and a correction to it, and 1 / sqrt(var + eps)
+//             (layer), or 0, 0 and 1 / sqrt(mean of squares + eps) (RMS)
 //   AFFINE    affine(y, l, i): y times weight c plus bias c, as given, where
 //             c is element i of line l's channel (group normalisation) or i
 //   ENTRY     the entry point: `main`, a workgroup per line (gpu/norm's
@@ -24,9 +25,10 @@
 //             first wrote
 //
 // The statistics are sums over the line in f32: each thread's share, then
-// a tree over the workgroup; the variance sums squared deviations from the
-// mean (a second read of the line), never E[x^2] - E[x]^2. Divisions and
-// square roots are the exact ones of math.wgsl. Each output is (x - shift)
+// a tree over the workgroup; the variance sums the deviations from the
+// mean and their squares (a second read of the line), corrected for the
+// mean's error (`corrected`), never E[x^2] - E[x]^2. Divisions and square
+// roots are the exact ones of math.wgsl. Each output is (x - shift - fine)
 // times scale, then the weight and bias, rounded once into its dtype.
 {{PRELUDE}}
 {{BINDINGS}}
@@ -50,6 +52,14 @@ fn total(v: f32, t: u32) -> f32 {
     let s = sums[0];
     workgroupBarrier();
     return s;
+}
+
+// The mean squared deviation from the mean, given the mean square `m` of
+// the deviations from an estimate of the mean and their mean `fine` (how
+// far the estimate is off): m - fine^2, never negative (m overflowed to
+// inf stays inf; NaN stays NaN).
+fn corrected(m: f32, fine: f32) -> f32 {
+    return maximum_f32(m - min(fine * fine, 3.4e38), 0.0);
 }
 
 fn element(src0: i32, i: u32) -> f32 {

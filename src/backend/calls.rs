@@ -154,11 +154,20 @@ pub(crate) struct ReduceCall<'a> {
     pub out: TensorRef<'a>,
     /// Divide each sum by the number of reduced elements (a mean).
     pub mean: bool,
-    /// A sum of squared deviations: each element `x` of output `o` enters
-    /// the sum as `(x - center[o])^2`, `center` holding one f32 per output
-    /// in row-major order at offset 0 (a variance's second pass; `op` is
-    /// `Sum` and the input and output are f32).
-    pub center: Option<TensorRef<'a>>,
+    /// A sum of deviations: each element `x` of output `o` enters the sum
+    /// as `x - center[o]` (or its square, `Deviation::Squared`), `center`
+    /// holding one f32 per output in row-major order at offset 0 (a
+    /// variance's passes; `op` is `Sum` and the input and output are f32).
+    pub center: Option<(TensorRef<'a>, Deviation)>,
+}
+
+/// What a centered sum (`ReduceCall::center`) adds of each deviation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Deviation {
+    /// `x - center`.
+    Plain,
+    /// `(x - center)^2`.
+    Squared,
 }
 
 impl ReduceCall<'_> {

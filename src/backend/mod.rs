@@ -28,7 +28,7 @@ pub(crate) use attention::{AttentionCall, attention};
 pub(crate) use calls::{
     Call, ConvCall, ConvResidual, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist,
     GatherCall, IndexedAxis, Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall,
-    NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, SCAN_PASS, Sampling, ScanCall,
+    Deviation, NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, SCAN_PASS, Sampling, ScanCall,
     ScatterCall, SoftmaxCall, SortCall, StorageRef, TensorRef, lines,
 };
 pub(crate) use count::{CountCall, count};
@@ -318,7 +318,7 @@ pub(crate) fn run(call: Call) -> Result<()> {
 pub(crate) fn reduce(call: ReduceCall) -> Result<()> {
     check_bounds(&call.input)?;
     check_bounds(&call.out)?;
-    if let Some(center) = &call.center {
+    if let Some((center, _)) = &call.center {
         check_bounds(center)?;
         let outputs = call.out.layout.numel();
         let plain = center.layout.numel() == outputs

@@ -6,7 +6,7 @@
 //! reduced ones through their strides.
 
 use super::binding_parts::MAX_KERNEL_EXTENT;
-use crate::backend::{ReduceCall, reduce};
+use crate::backend::{Deviation, ReduceCall, reduce};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
@@ -209,12 +209,12 @@ impl Tensor {
 
     /// `op` over the axes `mask` marks into a fresh tensor of `out_dtype`,
     /// one backend call (see `ReduceCall`; `center`, one value per output
-    /// in row-major order, makes it a sum of squared deviations).
+    /// in row-major order, makes it a sum of deviations or their squares).
     fn reduce_masked(
         &self,
         r: Reduction,
         mask: &[bool; MAX_RANK],
-        center: Option<&Tensor>,
+        center: Option<(&Tensor, Deviation)>,
     ) -> Result<Tensor> {
         let rank = self.rank();
         let kept: SmallVec<[usize; MAX_RANK]> = (0..rank).filter(|&k| !mask[k]).collect();
@@ -238,7 +238,7 @@ impl Tensor {
             self.device().clone(),
         );
         let center = match center {
-            Some(c) => Some(c.kernel_ref(Layout::contiguous(out_shape.clone()))?),
+            Some((c, d)) => Some((c.kernel_ref(Layout::contiguous(out_shape.clone()))?, d)),
             None => None,
         };
         reduce(ReduceCall {
@@ -520,9 +520,14 @@ impl Tensor {
         let divisor = count as f64 - ddof as f64;
         let mask = axes.mask("var", x.rank())?;
         let one_pass = x.dtype() == DType::F32 && x.reduce_cut(&mask, DType::F32).is_none();
-        let squares = if one_pass && mean.layout().is_contiguous() {
-            // One pass over x: each element's squared deviation from its
-            // mean summed as it is read (no tensor of squares).
+        // The corrected two-pass sum (Chan, Golub and LeVeque): the squared
+        // deviations from the mean less (sum of the deviations)^2 / n,
+        // which cancels the first-order error of a mean rounded or summed
+        // inexactly (integers over a large offset otherwise lose most
+        // of their variance's digits), never negative.
+        let (deviations, squares) = if one_pass && mean.layout().is_contiguous() {
+            // Each a pass over x, the deviations made as they are read (no
+            // tensor of them).
             let r = Reduction {
                 name: "var",
                 op: ReduceOp::Sum,
@@ -530,12 +535,23 @@ impl Tensor {
                 out_dtype: DType::F32,
                 mean: false,
             };
-            x.reduce_masked(r, &mask, Some(&mean))?
+            (
+                x.reduce_masked(r, &mask, Some((&mean, Deviation::Plain)))?,
+                x.reduce_masked(r, &mask, Some((&mean, Deviation::Squared)))?,
+            )
         } else {
-            let sq = x.sub(&mean)?.square()?;
-            sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?
+            let d = x.sub(&mean)?;
+            let sq = d.square()?;
+            (
+                d.reduce_into("var", ReduceOp::Sum, &axes, keepdim, d.dtype(), false)?,
+                sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?,
+            )
         };
-        let var = squares.div_scalar(divisor.max(0.0))?;
+        let correction = deviations.square()?.div_scalar((count as f64).max(1.0))?;
+        let var = squares
+            .sub(&correction)?
+            .maximum_scalar(0.0)?
+            .div_scalar(divisor.max(0.0))?;
         if root {
             var.sqrt_()?;
         }

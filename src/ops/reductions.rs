@@ -84,10 +84,18 @@ impl Tensor {
         /// divided by `count - ddof` (`ddof = 0` as NumPy's default, 1 for the
         /// sample variance as PyTorch's). Integers give f32; f16 is computed
         /// in f32 and rounded once. A divisor of zero or less gives inf or
-        /// NaN, as NumPy.
+        /// NaN, as NumPy. The sum is the corrected two-pass one (the
+        /// squared deviations from the mean less the square of their sum
+        /// over the count), whose error does not grow with the mean's
+        /// rounding: integers over a large offset keep their variance's
+        /// digits.
         ///
         /// # Errors
-        /// As [`Tensor::sum`]; `Error::DType` for c64.
+        /// As [`Tensor::sum`]; `Error::DType` for c64; on a GPU, a
+        /// reduction of more elements than one kernel takes makes the
+        /// deviations as a tensor: `Error::TooLarge` or
+        /// `Error::OutOfMemory` where it does not fit (a broadcast view of
+        /// billions of elements).
         var / var_keepdim => var_axes(axes, ddof: usize);
 
         /// Standard deviation: the square root of [`Tensor::var`], with the

@@ -8,7 +8,7 @@
 
 use super::storage::{CpuData, CpuStorage};
 use super::strided::for_each_run;
-use crate::backend::{ReduceCall, TensorRef};
+use crate::backend::{Deviation, ReduceCall, TensorRef};
 use crate::dtype::{Element, KernelType};
 use crate::error::{Error, Result};
 use crate::layout::{IterPlan, Layout};
@@ -152,8 +152,8 @@ reducible!(bool, u32, u32::from, |a: u32| a != 0);
 /// Runs `call`, whose output storage is `out`.
 pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
     let input = call.input.storage.host("cpu reduce")?;
-    if let Some(center) = &call.center {
-        return centered_sum(out, input, call, center);
+    if let Some((center, deviation)) = &call.center {
+        return centered_sum(out, input, call, center, *deviation);
     }
     let data = input.read();
     let mut out_data = out.write();
@@ -197,16 +197,17 @@ pub(crate) fn reduce(out: &CpuStorage, call: &ReduceCall) -> Result<()> {
     Ok(())
 }
 
-/// A sum of squared deviations (see `ReduceCall::center`): each output's
-/// squares `(x - center[o])^2`, in row-major order, summed as any f32 sum
-/// of a row is (eight lanes within blocks of [`BLOCK`], the blocks
-/// pairwise), each square made as it is added (a tensor of the squares of
-/// a broadcast view would be its whole virtual size).
+/// A sum of deviations (see `ReduceCall::center`): each output's
+/// `x - center[o]` or their squares, in row-major order, summed as any f32
+/// sum of a row is (eight lanes within blocks of [`BLOCK`], the blocks
+/// pairwise), each made as it is added (a tensor of the squares of a
+/// broadcast view would be its whole virtual size).
 fn centered_sum(
     out: &CpuStorage,
     input: &CpuStorage,
     call: &ReduceCall,
     center: &TensorRef,
+    deviation: Deviation,
 ) -> Result<()> {
     const LANES: usize = 8;
     let center = center.storage.host("cpu reduce")?;
@@ -231,7 +232,10 @@ fn centered_sum(
         for_each_run::<1>(&plan, |[p], [s], len| {
             for i in 0..len as isize {
                 let x = src[(base as isize + p + i * s) as usize] - c;
-                lanes[in_block % LANES] += x * x;
+                lanes[in_block % LANES] += match deviation {
+                    Deviation::Plain => x,
+                    Deviation::Squared => x * x,
+                };
                 in_block += 1;
                 if in_block == BLOCK {
                     tree.push(std::mem::replace(&mut lanes, [0.0; LANES]), 0.0, add);

@@ -297,7 +297,11 @@ impl Tensor {
             let squares = x.square()?.mean_keepdim(-1)?;
             (x, squares)
         } else {
-            let centred = x.sub(&x.mean_keepdim(-1)?)?;
+            // Centred twice: the deviations from a mean summed inexactly
+            // (integers over a large offset) are off by that mean's error,
+            // which their own mean, summed from small values, corrects.
+            let first = x.sub(&x.mean_keepdim(-1)?)?;
+            let centred = first.sub(&first.mean_keepdim(-1)?)?;
             let spread = centred.square()?.mean_keepdim(-1)?;
             (centred, spread)
         };

@@ -85,19 +85,27 @@ pub(crate) struct NormKey {
     pub stage: NormStage,
 }
 
-/// The layer normalisation's statistics: the mean, then the mean squared
-/// deviation from it.
+/// The layer normalisation's statistics: the mean, then the deviations
+/// from it and their squares, which correct the mean (`fine`) and the
+/// mean squared deviation (less `fine^2`: the corrected two-pass sum of
+/// Chan, Golub and LeVeque, whose first-order error does not grow with
+/// the mean's rounding; integers over a large offset lose most of their
+/// variance without it).
 const LAYER_STATS: &str = "var s = 0.0;
     for (var i = t; i < params.length; i += WORKGROUP) {
         s += element(src0, i);
     }
     let shift = div_f32(total(s, t), n);
+    var p = 0.0;
     var q = 0.0;
     for (var i = t; i < params.length; i += WORKGROUP) {
         let d = element(src0, i) - shift;
+        p += d;
         q += d * d;
     }
-    let scale = div_f32(1.0, sqrt_f32(div_f32(total(q, t), n) + eps));";
+    let fine = div_f32(total(p, t), n);
+    let spread = corrected(div_f32(total(q, t), n), fine);
+    let scale = div_f32(1.0, sqrt_f32(spread + eps));";
 
 /// The RMS normalisation's: the mean square.
 const RMS_STATS: &str = "var q = 0.0;
@@ -106,6 +114,7 @@ const RMS_STATS: &str = "var q = 0.0;
         q += x * x;
     }
     let shift = 0.0;
+    let fine = 0.0;
     let scale = div_f32(1.0, sqrt_f32(div_f32(total(q, t), n) + eps));";
 
 /// The workgroup-per-line entry point: the statistics (`STATS`) over the
@@ -126,7 +135,7 @@ fn main(
     let eps = bitcast<f32>(params.eps);
     STATS
     for (var i = t; i < params.length; i += WORKGROUP) {
-        let y = (element(src0, i) - shift) * scale;
+        let y = ((element(src0, i) - shift) - fine) * scale;
         store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, l, i));
     }
 }";
@@ -139,7 +148,7 @@ const ROWS_SETUP: &str = "    let quads = params.length / 4u;
     let n = u32_to_f32(params.length);
     let eps = bitcast<f32>(params.eps);";
 
-/// The body of [`ROWS_SETUP`]'s loop: line `r` (`STATS` its shift and
+/// The body of [`ROWS_SETUP`]'s loop: line `r` (`STATS` its shift, fine and
 /// scale).
 const ROWS_BODY: &str = "            let l = r;
             let start = line_starts(l);
@@ -159,7 +168,7 @@ const ROWS_BODY: &str = "            let l = r;
             for (var j = 0u; j < REGISTERS; j++) {
                 let q = j * sg_size + sg_lane;
                 if (q < quads) {
-                    let y = (v[j] - vec4<f32>(shift)) * scale;
+                    let y = ((v[j] - vec4<f32>(shift)) - vec4<f32>(fine)) * scale;
                     let i = 4u * q;
                     store_quad(dst_q + q, vec4<f32>(affine(y.x, l, i), affine(y.y, l, i + 1u),
                         affine(y.z, l, i + 2u), affine(y.w, l, i + 3u)));
@@ -167,16 +176,21 @@ const ROWS_BODY: &str = "            let l = r;
             }";
 
 /// Rows mode's layer statistics: the mean from the lanes' sums, then the
-/// mean squared deviation from the registers.
+/// deviations from it and their squares from the registers, corrected as
+/// [`LAYER_STATS`]'s.
 const LAYER_ROWS_STATS: &str = "let shift = div_f32(subgroupAdd(s), n);
+            var p2 = 0.0;
             var q2 = 0.0;
             for (var j = 0u; j < REGISTERS; j++) {
                 if (j * sg_size + sg_lane < quads) {
                     let d = v[j] - vec4<f32>(shift);
+                    p2 += (d.x + d.y) + (d.z + d.w);
                     q2 += (d.x * d.x + d.y * d.y) + (d.z * d.z + d.w * d.w);
                 }
             }
-            let scale = div_f32(1.0, sqrt_f32(div_f32(subgroupAdd(q2), n) + eps));";
+            let fine = div_f32(subgroupAdd(p2), n);
+            let spread = corrected(div_f32(subgroupAdd(q2), n), fine);
+            let scale = div_f32(1.0, sqrt_f32(spread + eps));";
 
 /// Rows mode's RMS statistics: the mean square from the registers.
 const RMS_ROWS_STATS: &str = "var q2 = 0.0;
@@ -187,6 +201,7 @@ const RMS_ROWS_STATS: &str = "var q2 = 0.0;
                 }
             }
             let shift = 0.0;
+            let fine = 0.0;
             let scale = div_f32(1.0, sqrt_f32(div_f32(subgroupAdd(q2), n) + eps));";
 
 family_key!(NormKey, "webtensor norm", norm_source, entry: |k| match k.stage {
@@ -394,7 +409,7 @@ pub(crate) fn norm(out: &GpuStorage, call: &NormCall) -> Result<()> {
         ctx,
         op,
         KernelType::F32,
-        2 * l.count * splits,
+        split::PARTIALS * l.count * splits,
     )?));
     let stats = NormKey {
         stage: NormStage::Stats,

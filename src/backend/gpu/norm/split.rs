@@ -37,8 +37,13 @@ pub(super) fn split(lines: usize, length: usize, resident: usize) -> (usize, usi
     (length.div_ceil(chunk), chunk)
 }
 
+/// Partial results a chunk writes: a layer norm's estimate of its mean,
+/// the correction to it and the squared deviations from the corrected
+/// mean; an RMS norm's sum of squares (and two zeros).
+pub(super) const PARTIALS: usize = 3;
+
 /// `main_stats`: chunk `s` of line `l` (workgroup `l * splits + s`) into
-/// partials `2w` and `2w + 1` (`CHUNK` its statistics `a` and `b`).
+/// partials `3w` to `3w + 2` (`CHUNK` its statistics `a`, `b` and `c`).
 pub(super) const STATS_ENTRY: &str = "@compute @workgroup_size(WORKGROUP)
 fn main_stats(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -55,23 +60,33 @@ fn main_stats(
     let src0 = line_starts(l)[0];
     CHUNK
     if (t == 0u) {
-        partials[2u * w] = a;
-        partials[2u * w + 1u] = b;
+        partials[3u * w] = a;
+        partials[3u * w + 1u] = b;
+        partials[3u * w + 2u] = c;
     }
 }";
 
-/// A layer norm's chunk: its mean, and the squared deviations from it.
+/// A layer norm's chunk: an estimate of its mean, the mean of the
+/// deviations from it (the estimate's error, kept apart: their sum
+/// rounded to f32 would be off by up to half an ulp of the mean, an error
+/// every chunk of a lattice of values shares), and the squared deviations
+/// from the corrected mean (as a whole line's, `LAYER_STATS`).
 pub(super) const LAYER_CHUNK: &str = "var sum = 0.0;
     for (var i = begin + t; i < end; i += WORKGROUP) {
         sum += element(src0, i);
     }
-    let a = div_f32(total(sum, t), u32_to_f32(end - begin));
+    let count = u32_to_f32(end - begin);
+    let estimate = div_f32(total(sum, t), count);
+    var p = 0.0;
     var q = 0.0;
     for (var i = begin + t; i < end; i += WORKGROUP) {
-        let d = element(src0, i) - a;
+        let d = element(src0, i) - estimate;
+        p += d;
         q += d * d;
     }
-    let b = total(q, t);";
+    let a = estimate;
+    let b = div_f32(total(p, t), count);
+    let c = corrected(div_f32(total(q, t), count), b) * count;";
 
 /// An RMS norm's chunk: its sum of squares.
 pub(super) const RMS_CHUNK: &str = "var q = 0.0;
@@ -80,7 +95,8 @@ pub(super) const RMS_CHUNK: &str = "var q = 0.0;
         q += x * x;
     }
     let a = total(q, t);
-    let b = 0.0;";
+    let b = 0.0;
+    let c = 0.0;";
 
 /// `main_apply`: line `l`'s statistics from its partials (`COMBINE`), then
 /// chunk `s` written.
@@ -108,31 +124,38 @@ fn main_apply(
     let begin = (w % params.splits) * params.chunk;
     let end = min(begin + params.chunk, params.length);
     for (var i = begin + t; i < end; i += WORKGROUP) {
-        let y = (element(src0, i) - shift) * scale;
+        let y = ((element(src0, i) - shift) - fine) * scale;
         store_out(u32(start[1] + i32(i) * params.dst_step), affine(y, l, i));
     }
 }";
 
-/// A layer norm's line: the mean of the chunks' means by their lengths,
-/// then the chunks' squared deviations moved to it (Chan et al.).
+/// A layer norm's line: the mean of the chunks' estimates by their
+/// lengths, then the chunks' squared deviations moved to it (Chan et al.),
+/// each chunk's mean its estimate and correction apart, and the line's
+/// mean corrected by their deviations from it (`fine`).
 pub(super) const LAYER_COMBINE: &str = "var sum = 0.0;
     for (var j = 0u; j < params.splits; j++) {
-        sum += chunk_length(j) * partials[2u * (first + j)];
+        sum += chunk_length(j) * partials[3u * (first + j)];
     }
     let shift = div_f32(sum, n);
+    var p = 0.0;
     var m2 = 0.0;
     for (var j = 0u; j < params.splits; j++) {
-        let d = partials[2u * (first + j)] - shift;
-        m2 += partials[2u * (first + j) + 1u] + chunk_length(j) * d * d;
+        let at = 3u * (first + j);
+        let d = (partials[at] - shift) + partials[at + 1u];
+        p += chunk_length(j) * d;
+        m2 += partials[at + 2u] + chunk_length(j) * d * d;
     }
-    let scale = div_f32(1.0, sqrt_f32(div_f32(m2, n) + eps));";
+    let fine = div_f32(p, n);
+    let scale = div_f32(1.0, sqrt_f32(corrected(div_f32(m2, n), fine) + eps));";
 
 /// An RMS norm's line: the chunks' sums of squares.
 pub(super) const RMS_COMBINE: &str = "var q = 0.0;
     for (var j = 0u; j < params.splits; j++) {
-        q += partials[2u * (first + j)];
+        q += partials[3u * (first + j)];
     }
     let shift = 0.0;
+    let fine = 0.0;
     let scale = div_f32(1.0, sqrt_f32(div_f32(q, n) + eps));";
 
 #[cfg(test)]

@@ -154,12 +154,15 @@ pub(crate) fn reduce(out: &GpuStorage, call: ReduceCall) -> Result<()> {
             } else {
                 quads
             },
-        centered: source == Source::Tensor && call.center.is_some(),
+        centered: match &call.center {
+            Some((_, deviation)) if source == Source::Tensor => Some(*deviation),
+            _ => None,
+        },
         split_major,
     };
     // The tensor source's bindings: the source, and its centers.
     let mut sources: SmallVec<[Bound; 4]> = smallvec![src];
-    if let Some(center) = &call.center {
+    if let Some((center, _)) = &call.center {
         sources.push(Bound::new("reduce", &center.storage, false)?);
     }
     let dst = Bound::new("reduce", &call.out.storage, true)?;

@@ -1,6 +1,7 @@
 //! The WGSL of one reduction stage: `reduce.wgsl` specialised per op,
 //! dtype, storage and stage (see [`ReduceKey`]), and its parameters.
 
+use crate::backend::Deviation;
 use crate::backend::gpu::kernel::buffer::{
     buffer_decl, load_fn, needs_f16, quad_lanes, quad_type, storage_mode, store_out_fn,
 };
@@ -64,9 +65,10 @@ pub(crate) struct ReduceKey {
     /// thread takes four adjacent outputs (columns), whose elements of
     /// each reduced row are one aligned entry (`columns_fit`).
     pub quads: bool,
-    /// The tensor source's elements enter as squared deviations from their
-    /// output's center (`ReduceCall::center`, bound after the source).
-    pub centered: bool,
+    /// The tensor source's elements enter as deviations from their output's
+    /// center, or their squares (`ReduceCall::center`, bound after the
+    /// source).
+    pub centered: Option<Deviation>,
     /// Partial results lie split-major (partial s of output o at `s *
     /// outputs + o`), where thread mode writes and reads them: neighbouring
     /// threads, on neighbouring outputs, touch neighbouring words. Else
@@ -201,9 +203,10 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
         Source::Partials => {}
     }
     match key.source {
-        Source::Tensor if key.centered => {
+        Source::Tensor if key.centered.is_some() => {
             bind(&buffer("center", KernelType::F32, false), &mut bindings);
             load.push_str(CENTERED_LOADS);
+            load.push_str(deviation_fn(key.centered));
         }
         Source::Tensor => {
             let value = if key.dtype == KernelType::Bool {
@@ -240,7 +243,7 @@ pub(crate) fn reduce_source(key: &ReduceKey) -> Result<String> {
             );
         }
     }
-    if !key.centered {
+    if key.centered.is_none() {
         load.push_str("fn set_center(o: u32) {}\n");
     }
     let mut store = String::new();
@@ -447,9 +450,9 @@ fn main_columns(@builtin(global_invocation_id) gid: vec3<u32>) {
 }";
 
 /// `base_of`, `set_center` and `load` of an f32 source whose elements
-/// enter as squared deviations from their output's center (`center[o]`,
-/// set once per output by the fold); a source read in quads squares its
-/// quads in `load_quad` (see [`quad_loads`]).
+/// enter as deviations from their output's center (`center[o]`, set once
+/// per output by the fold), or their squares (`deviation`, of a scalar or
+/// a quad: see [`deviation_fn`] and [`quad_loads`]).
 const CENTERED_LOADS: &str = "var<private> center_value: f32;
 fn base_of(o: u32) -> i32 {
     return kept_base(o);
@@ -459,20 +462,36 @@ fn set_center(o: u32) {
 }
 fn load(base: i32, r: u32) -> State {
     let d = load_src(u32(base + reduced_offset(r))) - center_value;
-    return State(d * d, i32(r));
+    return State(deviation(d), i32(r));
 }
 ";
+
+/// `deviation(d)` and `deviation4(d)`: what a centered sum adds of the
+/// deviation `d` (of an element, of a quad).
+fn deviation_fn(centered: Option<Deviation>) -> &'static str {
+    match centered {
+        Some(Deviation::Squared) => "fn deviation(d: f32) -> f32 {\n    return d * d;\n}\n\
+            fn deviation4(d: vec4<f32>) -> vec4<f32> {\n    return d * d;\n}\n",
+        _ => "fn deviation(d: f32) -> f32 {\n    return d;\n}\n\
+            fn deviation4(d: vec4<f32>) -> vec4<f32> {\n    return d;\n}\n",
+    }
+}
 
 /// `load_src(p)` (one element) and `load_quad(base, r)` (the four
 /// elements from `base + r`, a multiple of four, in the accumulator type)
 /// over `src` bound as four-element entries of `dtype`.
-fn quad_loads(dtype: KernelType, native_f16: bool, acc: ScalarType, centered: bool) -> String {
+fn quad_loads(
+    dtype: KernelType,
+    native_f16: bool,
+    acc: ScalarType,
+    centered: Option<Deviation>,
+) -> String {
     let mode = storage_mode(dtype, native_f16);
     let lanes = quad_lanes(dtype, mode, "q");
     let value = if dtype == KernelType::Bool {
         format!("return select(vec4<u32>(0u), vec4<u32>(1u), {lanes});")
-    } else if centered {
-        format!("let d = {lanes} - vec4<f32>(center_value);\n    return d * d;")
+    } else if centered.is_some() {
+        format!("return deviation4({lanes} - vec4<f32>(center_value));")
     } else {
         format!("return vec4<{acc}>({lanes});")
     };
@@ -584,18 +603,20 @@ mod tests {
                         if rows > 0 && dest != Dest::Output {
                             continue;
                         }
-                        for (quads, centered) in
-                            [(false, false), (true, false), (false, true), (true, true)]
+                        let deviations = [None, Some(Deviation::Plain), Some(Deviation::Squared)];
+                        for (quads, centered) in [false, true]
+                            .into_iter()
+                            .flat_map(|q| deviations.map(|d| (q, d)))
                         {
                             // i64's words hold no quads (`quads_fit`); thread
                             // mode's quads (columns) take no centers.
                             let i64_quads = quads && dtype == KernelType::I64;
-                            let centered_columns = quads && centered && !group;
+                            let centered_columns = quads && centered.is_some() && !group;
                             if i64_quads || centered_columns || quads && source != Source::Tensor {
                                 continue;
                             }
                             let sum_of_f32 = op == ReduceOp::Sum && dtype == KernelType::F32;
-                            if centered && !(source == Source::Tensor && sum_of_f32) {
+                            if centered.is_some() && !(source == Source::Tensor && sum_of_f32) {
                                 continue;
                             }
                             let widening = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
@@ -644,7 +665,7 @@ mod tests {
             subgroups: false,
             native_f16: true,
             quads: false,
-            centered: false,
+            centered: None,
             split_major: false,
         };
         let source = reduce_source(&key).unwrap();
