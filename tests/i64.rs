@@ -462,3 +462,19 @@ fn arange_of_i64_is_exact_past_2_pow_53() {
         Err(webtensor::Error::Argument { op: "arange", .. })
     ));
 }
+
+/// A scalar past i32 written through an overlapping view is refused naming
+/// the op the caller used on every device (a GPU's wide scalars go through
+/// `assign`, whose name its errors carried).
+#[test]
+fn wide_fills_through_overlapping_views_name_their_op() {
+    for dev in common::devices() {
+        let base = Tensor::zeros([2], DType::I64, &dev).unwrap();
+        let v = base.slice(s![..1]).unwrap().broadcast_to([3]).unwrap();
+        let mask = Tensor::from_slice(&[true, false, true], [3], &dev).unwrap();
+        for value in [1i64, 1 << 40] {
+            common::assert_op_err(v.fill_(value), "fill_");
+            common::assert_op_err(v.masked_fill_(&mask, value), "masked_fill_");
+        }
+    }
+}

@@ -254,6 +254,20 @@ fn what_a_profile_refuses_and_what_it_returns() {
                 ..
             })
         ));
+        // Refused after the step recorded an op too, and the capture goes
+        // on (the refused profile's flush failed it).
+        let (inner, y) = (dev.clone(), Tensor::ones([8], DType::F32, &dev).unwrap());
+        let ys = y.clone();
+        let mut graph = dev
+            .capture(move || {
+                ys.mul_scalar_(2.0)?;
+                let refused = inner.profile(|| Ok(()));
+                assert!(matches!(refused, Err(Error::Argument { .. })), "{refused:?}");
+                ys.add_scalar_(1.0)
+            })
+            .unwrap();
+        graph.run().unwrap();
+        assert_eq!(read_f32(&y), [7.0; 8], "{dev}");
         assert!(dev.profile(|| Ok(())).unwrap().ops().is_empty());
     }
 }

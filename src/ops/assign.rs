@@ -25,7 +25,7 @@ impl Tensor {
         }
         let value = TypedScalar::new("fill_", value.into(), self.dtype())?;
         if let Some(wide) = self.wide_scalar(&value)? {
-            return self.assign(&wide);
+            return self.assign(&wide).map_err(|e| e.named("fill_"));
         }
         self.launch_into(
             "fill_",

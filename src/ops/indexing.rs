@@ -345,7 +345,11 @@ impl Tensor {
         const OP: &str = "masked_fill_";
         let value = self.check_mask(OP, mask, value.into(), true)?;
         if let Some(wide) = self.wide_scalar(&value)? {
-            return self.assign(&Tensor::where_cond(mask, &wide, self)?);
+            // Refused before the selection is made.
+            self.layout().check_writable(OP)?;
+            return Tensor::where_cond(mask, &wide, self)
+                .and_then(|t| self.assign(&t))
+                .map_err(|e| e.named(OP));
         }
         self.launch_into_args(
             OP,

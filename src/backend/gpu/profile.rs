@@ -6,6 +6,9 @@ use super::profile_log::{OP, ProfileLog};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
+/// Why a profile is refused inside a capture.
+pub(crate) const CAPTURING: &str = "a step is being captured on this device";
+
 /// Closes a profile that `profile_ops` did not close (its closure
 /// panicked): the device records as before.
 struct Profiling<'a> {
@@ -39,6 +42,12 @@ pub(crate) fn profile_ops(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) ->
 
 /// The log of `ops`, run under a profile.
 fn record(ctx: &GpuContext, ops: impl FnOnce() -> Result<()>) -> Result<ProfileLog> {
+    // Refused inside a capture before anything is flushed: a flush there
+    // would fail the capture (`begin_profile` says why again under its
+    // lock, should a capture begin meanwhile).
+    if ctx.scheduler().is_capturing() {
+        return Err(Error::argument(OP, CAPTURING));
+    }
     // Work recorded before the profile that fails poisons its own outputs
     // (as in `end_profile`) and the profile goes on, unless the failure was
     // the device's loss, which this flush explains (wgpu may not have told

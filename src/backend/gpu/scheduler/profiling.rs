@@ -16,7 +16,7 @@ impl Scheduler {
     /// open; as [`Scheduler::flush`].
     pub fn begin_profile(&mut self, ctx: &Target<'_>) -> Result<()> {
         let busy = if self.capture.is_some() {
-            Some("a step is being captured on this device")
+            Some(crate::backend::gpu::profile::CAPTURING)
         } else if self.profile.is_some() {
             Some("the device is being profiled already")
         } else {
