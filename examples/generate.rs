@@ -212,7 +212,7 @@ fn run() -> Result<()> {
         steps += 1;
     }
     let decode = start.elapsed().as_secs_f64();
-    println!();
+    println!("{}", stream.finish());
     if full {
         eprintln!("(stopped: the context of {context} positions is full; --context sets it)");
     }

@@ -309,6 +309,17 @@ fn weights_and_metadata_unlike_the_header_are_refused_at_load() {
         let e = refused(&file);
         assert!(e.contains(key) && e.contains("not a number"), "{e}");
     }
+    // Counts that are no whole numbers (llama.cpp's type check refuses
+    // them) are named with their values, not truncated to 4 or 0 heads.
+    for (key, value, shown) in [
+        ("llama.attention.head_count", GgufValue::F32(4.5), "4.5"),
+        ("llama.attention.head_count_kv", GgufValue::F32(-4.0), "-4"),
+        ("llama.block_count", GgufValue::F64(2.5), "2.5"),
+        ("llama.embedding_length", GgufValue::F32(f32::INFINITY), "inf"),
+    ] {
+        let e = refused(&header_file(&[(key, value)], &TABLE));
+        assert!(e.contains(&format!("{key} is {shown}, not a count")), "{e}");
+    }
 }
 
 /// Biases unlike their weights' rows, an output bias in a llama file

@@ -454,6 +454,12 @@ fn pieces_print_as_they_complete_characters() {
     let mut stream = gguf_tokenizer::TextStream::default();
     let shown: Vec<String> = ids.iter().map(|&id| stream.push(&tok.piece(id))).collect();
     assert_eq!(shown, ["a", "", "é", "\u{fffd}", " ", "a", "", "b"]);
+    // A generation that stops inside a character shows its start at the
+    // end (it printed nothing of it), as Python's `errors='replace'`.
+    assert_eq!(stream.push(&tok.piece(byte(0xe6))), "");
+    assert_eq!(stream.push(&tok.piece(byte(0x97))), "");
+    assert_eq!(stream.finish(), "\u{fffd}");
+    assert_eq!(stream.finish(), "");
     assert_eq!(tok.decode(&[4, 7, 5]).unwrap(), "ab");
 
     // tiny_tokenizer_spm.gguf with a user-defined `x▁y` and an empty

@@ -178,7 +178,8 @@ impl GgufTokenizer {
 /// Text made of tokens' bytes as they come ([`GgufTokenizer::piece`]): a
 /// character whose bytes are split across tokens shows once its last byte
 /// comes, and bytes that can begin no character show as U+FFFD each run
-/// of them (as a terminal shows llama.cpp's).
+/// of them (as a terminal shows llama.cpp's); [`TextStream::finish`]
+/// shows the start of a character the text ended inside as one.
 #[derive(Debug, Default)]
 pub struct TextStream {
     pending: Vec<u8>,
@@ -207,6 +208,14 @@ impl TextStream {
                 }
             }
         }
+    }
+
+    /// The text of the bytes held back at the end: the start of a
+    /// character no byte completed, as U+FFFD (empty if none).
+    pub fn finish(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        text
     }
 }
 

@@ -118,6 +118,25 @@ fn optional_number(f: &Gguf, key: &str) -> LoadResult<Option<f64>> {
     }
 }
 
+/// The count at `key`.
+fn count(f: &Gguf, key: &str) -> LoadResult<usize> {
+    optional_count(f, key)?.ok_or_else(|| format!("the file has no number at {key}").into())
+}
+
+/// The count at `key` (a whole number, not negative; past `usize`, the
+/// largest, which no file's tensors hold), `None` where the file has none.
+///
+/// # Errors
+/// As [`optional_number`], and a number that is no count (4.5, -4),
+/// named with its value.
+fn optional_count(f: &Gguf, key: &str) -> LoadResult<Option<usize>> {
+    match optional_number(f, key)? {
+        None => Ok(None),
+        Some(n) if n >= 0.0 && n.fract() == 0.0 => Ok(Some(n as usize)),
+        Some(n) => Err(format!("{key} is {n}, not a count").into()),
+    }
+}
+
 /// Checks that the file's tensor `name` is `want` (NumPy's order).
 ///
 /// # Errors
@@ -259,23 +278,22 @@ impl Model {
             };
             Ok(Linear { weight, bias })
         };
-        let heads = number(f, &key("attention.head_count"))? as usize;
-        let kv_heads =
-            optional_number(f, &key("attention.head_count_kv"))?.map_or(heads, |n| n as usize);
-        let dim = number(f, &key("embedding_length"))? as usize;
+        let heads = count(f, &key("attention.head_count"))?;
+        let kv_heads = optional_count(f, &key("attention.head_count_kv"))?.unwrap_or(heads);
+        let dim = count(f, &key("embedding_length"))?;
         if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
             return Err(format!("{heads} heads and {kv_heads} key/value heads").into());
         }
-        let head_dim = match optional_number(f, &key("attention.key_length"))? {
-            Some(n) => n as usize,
+        let head_dim = match optional_count(f, &key("attention.key_length"))? {
+            Some(n) => n,
             None if dim.is_multiple_of(heads) => dim / heads,
             None => return Err(format!("{heads} heads of {dim} features").into()),
         };
         if head_dim == 0 {
             return Err("heads of 0 features".into());
         }
-        if let Some(rotary) = optional_number(f, &key("rope.dimension_count"))?
-            && rotary as usize != head_dim
+        if let Some(rotary) = optional_count(f, &key("rope.dimension_count"))?
+            && rotary != head_dim
         {
             return Err(format!("a rotation of {rotary} of {head_dim} features").into());
         }
@@ -312,7 +330,7 @@ impl Model {
         let cache = || Tensor::zeros([kv_heads, context, head_dim], DType::F32, dev);
         // Not reserved from the header's count: each layer must have its
         // tensors, so a count no file holds fails at its first missing one.
-        let layers = number(f, &key("block_count"))? as usize;
+        let layers = count(f, &key("block_count"))?;
         let mut all = Vec::new();
         let rows = |heads: usize| {
             heads

@@ -122,6 +122,8 @@ async fn run(bytes: Vec<u8>, prompt: &str, tokens: usize, out: &Outputs) -> AnyR
         steps += 1;
     }
     let decode = out.now() - start;
+    shown.push_str(&stream.finish());
+    out.text.set_text_content(Some(&shown));
     let list: Vec<String> = generated.iter().map(u32::to_string).collect();
     let _ = out.status.set_attribute("data-ids", &list.join(","));
     out.state(
