@@ -315,7 +315,11 @@ fn weights_and_metadata_unlike_the_header_are_refused_at_load() {
         ("llama.attention.head_count", GgufValue::F32(4.5), "4.5"),
         ("llama.attention.head_count_kv", GgufValue::F32(-4.0), "-4"),
         ("llama.block_count", GgufValue::F64(2.5), "2.5"),
-        ("llama.embedding_length", GgufValue::F32(f32::INFINITY), "inf"),
+        (
+            "llama.embedding_length",
+            GgufValue::F32(f32::INFINITY),
+            "inf",
+        ),
     ] {
         let e = refused(&header_file(&[(key, value)], &TABLE));
         assert!(e.contains(&format!("{key} is {shown}, not a count")), "{e}");

@@ -262,7 +262,10 @@ fn what_a_profile_refuses_and_what_it_returns() {
             .capture(move || {
                 ys.mul_scalar_(2.0)?;
                 let refused = inner.profile(|| Ok(()));
-                assert!(matches!(refused, Err(Error::Argument { .. })), "{refused:?}");
+                assert!(
+                    matches!(refused, Err(Error::Argument { .. })),
+                    "{refused:?}"
+                );
                 ys.add_scalar_(1.0)
             })
             .unwrap();

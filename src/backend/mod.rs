@@ -26,9 +26,9 @@ use crate::op::ReduceOp;
 use crate::quant::GgmlType;
 pub(crate) use attention::{AttentionCall, attention};
 pub(crate) use calls::{
-    Call, ConvCall, ConvResidual, CustomCall, DepthwiseCall, FftCall, FftRead, FftTwist,
+    Call, ConvCall, ConvResidual, CustomCall, DepthwiseCall, Deviation, FftCall, FftRead, FftTwist,
     GatherCall, IndexedAxis, Input, Inputs, MAX_ANTIALIAS_TAPS, MAX_SOFTMAX_LINE, MatmulCall,
-    Deviation, NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, SCAN_PASS, Sampling, ScanCall,
+    NormCall, PoolCall, QuantCall, ReduceCall, ResizeCall, SCAN_PASS, Sampling, ScanCall,
     ScatterCall, SoftmaxCall, SortCall, StorageRef, TensorRef, lines,
 };
 pub(crate) use count::{CountCall, count};

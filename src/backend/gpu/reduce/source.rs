@@ -470,10 +470,14 @@ fn load(base: i32, r: u32) -> State {
 /// deviation `d` (of an element, of a quad).
 fn deviation_fn(centered: Option<Deviation>) -> &'static str {
     match centered {
-        Some(Deviation::Squared) => "fn deviation(d: f32) -> f32 {\n    return d * d;\n}\n\
-            fn deviation4(d: vec4<f32>) -> vec4<f32> {\n    return d * d;\n}\n",
-        _ => "fn deviation(d: f32) -> f32 {\n    return d;\n}\n\
-            fn deviation4(d: vec4<f32>) -> vec4<f32> {\n    return d;\n}\n",
+        Some(Deviation::Squared) => {
+            "fn deviation(d: f32) -> f32 {\n    return d * d;\n}\n\
+            fn deviation4(d: vec4<f32>) -> vec4<f32> {\n    return d * d;\n}\n"
+        }
+        _ => {
+            "fn deviation(d: f32) -> f32 {\n    return d;\n}\n\
+            fn deviation4(d: vec4<f32>) -> vec4<f32> {\n    return d;\n}\n"
+        }
     }
 }
 
