@@ -178,6 +178,37 @@ fn solve_inv_det_and_slogdet_give_numpys_answers() {
     }
 }
 
+/// A real determinant whose partial products leave f32's range though it
+/// does not: NumPy's (from the logs) is 1 for diag(1e30, 1e30, 1e-30,
+/// 1e-30), the product of the diagonal was NaN (inf · 0) or inf; signed
+/// by the row swaps and the negative entries; one truly past the range
+/// infinite, as NumPy's.
+#[test]
+fn real_determinants_whose_partial_products_overflow() {
+    for dev in common::devices() {
+        for (diagonal, want) in [
+            ([1e30f32, 1e30, 1e-30, 1e-30], 1.0f32),
+            ([1e20, 1e20, 1e-20, 1e-20], 1.0),
+            ([-1e30, 1e30, 1e-30, 1e-30], -1.0),
+            ([1e30, 1e30, 1e30, 1e-30], f32::INFINITY),
+        ] {
+            let a = Tensor::from_slice(&diagonal, [4], &dev)
+                .unwrap()
+                .diag(0)
+                .unwrap();
+            // Rows 0 and 1 swapped: the opposite sign.
+            let swapped = a
+                .index_select(&Tensor::from_slice(&[1i32, 0, 2, 3], [4], &dev).unwrap(), 0)
+                .unwrap();
+            for (a, want) in [(a, want), (swapped, -want)] {
+                let got = linalg::det(&a).unwrap().item::<f32>().unwrap();
+                let close = got == want || (got - want).abs() <= 1e-5;
+                assert!(close, "det of {diagonal:?} on {dev}: {got}, NumPy's {want}");
+            }
+        }
+    }
+}
+
 /// The phase of a c64 determinant is the product of its factor's unit
 /// phases (NumPy's `slogdet(1j * eye(n))` is `(1, 0)` for n a multiple of
 /// 4): a sum of the f32 angles was off by 1e-5 at n = 256.
@@ -1951,5 +1982,52 @@ fn an_empty_batch_of_large_matrices_inverts_at_once() {
         let a = Tensor::zeros([0, 1 << 15, 1 << 15], DType::F32, &dev).unwrap();
         let x = linalg::inv(&a).unwrap();
         assert_eq!(x.dims(), [0, 1 << 15, 1 << 15], "{dev}");
+    }
+}
+
+fn jacobi_cases() -> HashMap<String, Tensor> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/jacobi_cases.npz");
+    webtensor::io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+/// The GPU's one-sided Jacobi against NumPy (tests/data/
+/// make_jacobi_cases.py): its rotations' drift from unit columns made
+/// the singular values and eigenvalues of 129 x 129 matrices 200 ulps of
+/// the largest off (an ulp a rotation); the CPU's f32 reductions (faer)
+/// were 50 to 70. Errors in ulps of the largest value.
+#[test]
+fn jacobi_keeps_unit_columns_and_the_cpu_rounds_once() {
+    let cases = jacobi_cases();
+    let ulps = |got: &Tensor, want: &Tensor| -> f64 {
+        let (got, want) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f64>().unwrap());
+        assert_eq!(got.len(), want.len());
+        let top = want.iter().fold(0f64, |m, w| m.max(w.abs()));
+        let worst = got
+            .iter()
+            .zip(&want)
+            .fold(0f64, |m, (&g, w)| m.max((g as f64 - w).abs()));
+        worst / (top * f32::EPSILON as f64)
+    };
+    for dev in common::devices() {
+        let on = |name: &str| cases[name].to_device(&dev).unwrap();
+        let s = linalg::svdvals(&on("general_a")).unwrap();
+        let e_general = ulps(&s, &cases["general_s"]);
+        let (w, v) = linalg::eigh(&on("symmetric_a"), Triangle::Lower).unwrap();
+        let e_sym = ulps(&w, &cases["symmetric_w"]);
+        // lavapipe: 3.7 and 1.9 ulps; the CPU (in f64) 0.3 and 0.2.
+        for (what, e) in [("svdvals", e_general), ("eigh", e_sym)] {
+            assert!(e <= 16.0, "{what} on {dev}: {e} ulps of the largest");
+        }
+        // Unit eigenvectors: their squared norms were 1 ± 5e-5.
+        let lengths = v.square().unwrap().sum(0).unwrap().to_vec::<f32>().unwrap();
+        for (j, l) in lengths.iter().enumerate() {
+            assert!(
+                (l - 1.0).abs() <= 2e-6,
+                "eigenvector {j} on {dev}: |v|^2 = {l}"
+            );
+        }
     }
 }

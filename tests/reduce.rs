@@ -1237,5 +1237,28 @@ fn variance_of_integers_over_a_large_offset_is_exact_to_rounding() {
         for v in t.var(1, 0).unwrap().to_vec::<f32>().unwrap() {
             assert_eq!(v.to_bits(), 0, "{dev} constant line's var {v}");
         }
+        // Columns of 1000 over 3e7 (f32's grid there is 2): the CPU summed
+        // each in order, its mean 110 standard deviations off and its
+        // variance 1e-3 (against the f32 values' exact one).
+        let data: Vec<f32> = (0..1000 * 8).map(|i| 3e7 + digit(i) as f32).collect();
+        let want: Vec<f32> = (0..8)
+            .map(|j| {
+                let col: Vec<f64> = (0..1000).map(|i| data[i * 8 + j] as f64 - 3e7).collect();
+                let mean = col.iter().sum::<f64>() / 1000.0;
+                (col.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 1000.0) as f32
+            })
+            .collect();
+        let t = Tensor::from_vec(data, [1000, 8], &dev).unwrap();
+        let got = t.var(0, 0).unwrap().to_vec::<f32>().unwrap();
+        assert_close(&got, &want, 1e-4, &format!("{dev} column var over 3e7"));
+        // Squares past f32's range: inf, as NumPy's f32 (the corrected
+        // sum's inf - inf was NaN); a constant line's deviations are 0
+        // where its mean is exact, else they overflow too.
+        for (values, zero) in [([1e30f32; 3], true), ([1e30, 3e30, 1e30], false)] {
+            let t = Tensor::from_slice(&values, [3], &dev).unwrap();
+            let got = t.var(.., 0).unwrap().item::<f32>().unwrap();
+            let ok = got == f32::INFINITY || zero && got == 0.0;
+            assert!(ok, "{dev} var of {values:?}: {got}");
+        }
     }
 }

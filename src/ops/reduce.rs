@@ -547,7 +547,17 @@ impl Tensor {
                 sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?,
             )
         };
-        let correction = deviations.square()?.div_scalar((count as f64).max(1.0))?;
+        // Capped at the dtype's largest: where the squares overflowed, so
+        // may the correction (deviations of 1e23 from a mean of 1e30 an
+        // ulp off), and inf - inf was NaN where the sum alone gave inf.
+        let largest = match x.dtype() {
+            DType::F64 => f64::MAX,
+            _ => f64::from(f32::MAX),
+        };
+        let correction = deviations
+            .square()?
+            .div_scalar((count as f64).max(1.0))?
+            .minimum_scalar(largest)?;
         let var = squares
             .sub(&correction)?
             .maximum_scalar(0.0)?

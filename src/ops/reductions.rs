@@ -82,13 +82,15 @@ impl Tensor {
 
         /// Variance over `axes`: the mean squared deviation from the mean,
         /// divided by `count - ddof` (`ddof = 0` as NumPy's default, 1 for the
-        /// sample variance as PyTorch's). Integers give f32; f16 is computed
-        /// in f32 and rounded once. A divisor of zero or less gives inf or
-        /// NaN, as NumPy. The sum is the corrected two-pass one (the
-        /// squared deviations from the mean less the square of their sum
-        /// over the count), whose error does not grow with the mean's
-        /// rounding: integers over a large offset keep their variance's
-        /// digits.
+        /// sample variance as PyTorch's). Integers are cast to f32 first
+        /// (exact up to 2^24) and give f32; f16 is computed in f32 and
+        /// rounded once. A divisor of zero or less gives inf or NaN, as
+        /// NumPy. The sum is the corrected two-pass one (the squared
+        /// deviations from the mean less the square of their sum over the
+        /// count), whose error does not grow with the mean's rounding:
+        /// values on a coarse grid over a large offset (f32 integers past
+        /// a million) keep their variance's digits. Squares past the
+        /// dtype's range give inf (NumPy's f32 too).
         ///
         /// # Errors
         /// As [`Tensor::sum`]; `Error::DType` for c64; on a GPU, a

@@ -1,6 +1,8 @@
-//! Determinants from the LU factorization, as NumPy computes them: the
-//! sign (or phase) and the log of the magnitude from `U`'s diagonal and
-//! the pivots' parity, and `det = sign · exp(logabsdet)`.
+//! Determinants from the LU factorization: the sign (or phase) and the
+//! log of the magnitude from `U`'s diagonal and the pivots' parity, as
+//! NumPy's `slogdet`; a real determinant the product of the diagonal (as
+//! PyTorch's), `sign · exp(logabsdet)` (NumPy's) where a partial product
+//! over- or underflows, a complex one `sign · exp(logabsdet)`.
 
 use super::checks::{batch_shape, fresh_matrices, matrix_dims};
 use super::factor::{lu_in_place, unbatched};
@@ -37,7 +39,10 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
 /// The determinant of each square matrix of `a` (`[.., n, n]`): of a real
 /// one the product of its LU factor's diagonal, signed by the row swaps
 /// (as PyTorch's `linalg.det`; the f32 `sign · exp(logabsdet)` was an ulp
-/// per step off, `det(diag(3, 5, 7))` 104.99998), of a c64 one each part
+/// per step off, `det(diag(3, 5, 7))` 104.99998), or where that product
+/// is infinite, NaN or 0 though no entry of the diagonal is (a partial
+/// product past the dtype's range: `det(diag(1e30, 1e30, 1e-30, 1e-30))`
+/// was NaN), `sign · exp(logabsdet)` as NumPy's; of a c64 one each part
 /// of [`slogdet`]'s `sign` times `exp(logabsdet)` (a zero part stays 0),
 /// in `a`'s dtype.
 ///
@@ -65,12 +70,28 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
             return Tensor::complex(&scaled(sign.real()?)?, &scaled(sign.imag()?)?);
         }
         let (diagonal, swaps, batch) = factored("det", a)?;
-        let parity = swaps
-            .remainder_scalar(2)?
-            .mul_scalar(-2)?
-            .add_scalar(1)?
-            .to_dtype(a.dtype())?;
-        unbatched(&diagonal.prod(-1)?.mul(&parity)?, &batch)
+        let sign_of = |flips: &Tensor| -> Result<Tensor> {
+            flips
+                .remainder_scalar(2)?
+                .mul_scalar(-2)?
+                .add_scalar(1)?
+                .to_dtype(a.dtype())
+        };
+        let product = diagonal.prod(-1)?.mul(&sign_of(&swaps)?)?;
+        // A partial product past the range where the determinant is not
+        // (inf · 0 is NaN): the sum of the logs does not overflow.
+        let plain = diagonal
+            .isfinite()?
+            .logical_and(&diagonal.ne_scalar(0.0)?)?;
+        let lost = product
+            .isfinite()?
+            .logical_and(&product.ne_scalar(0.0)?)?
+            .logical_not()?
+            .logical_and(&plain.all(-1)?)?;
+        let negatives = diagonal.lt_scalar(0.0)?.to_dtype(DType::I64)?.sum(-1)?;
+        let magnitude = diagonal.abs()?.log()?.sum(-1)?.exp()?;
+        let logged = magnitude.mul(&sign_of(&negatives.add(&swaps)?)?)?;
+        unbatched(&Tensor::where_cond(&lost, &logged, &product)?, &batch)
     };
     run().map_err(|e| e.named("det"))
 }

@@ -63,6 +63,11 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
         Ok(if complex { out.complex_of_pairs() } else { out })
     };
     let (w, v) = (poison(&w)?, poison(&v)?);
+    // V's columns drift from unit length by an ulp a rotation (hundreds
+    // of ulps at n = 256, the singular values and eigenvalues off by as
+    // many): each column of V, and of W = A V with it, divided by its norm.
+    let lengths = column_norms(&v)?.unsqueeze(-2)?.to_dtype(v.dtype())?;
+    let (w, v) = (w.div(&lengths)?, v.div(&lengths)?);
     let scaled = poison(&column_norms(&w)?)?;
     let sigma = scaled.mul(&scale.reshape([batch, 1])?.abs()?)?;
     // State 1: the last sweep still rotated (see JacobiCall).
