@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_close, noise, own_batching_gpu, read_f32, round_to, views_of};
+use common::{
+    assert_close, assert_relative, noise, own_batching_gpu, read_f32, round_to, views_of,
+};
 use std::sync::OnceLock;
 use webtensor::{Axes, DType, Device, Error, GpuOptions, Tensor, s};
 
@@ -1251,6 +1253,30 @@ fn variance_of_integers_over_a_large_offset_is_exact_to_rounding() {
         let t = Tensor::from_vec(data, [1000, 8], &dev).unwrap();
         let got = t.var(0, 0).unwrap().to_vec::<f32>().unwrap();
         assert_close(&got, &want, 1e-4, &format!("{dev} column var over 3e7"));
+        // Deviations whose sum squared passes f32's range though their
+        // squares' sum need not (1e24 and a few of its ulps, 2^56): the
+        // correction overflowed first and the variance came out 0. Where
+        // the mean is far enough off that the squares overflow too, inf.
+        for n in [512, 1024] {
+            let data: Vec<f32> = (0..n)
+                .map(|i| 1e24 + digit(i) as f32 * 2f32.powi(56))
+                .collect();
+            let exact = {
+                let v: Vec<f64> = data.iter().map(|&x| x as f64).collect();
+                let mean = v.iter().sum::<f64>() / n as f64;
+                (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64) as f32
+            };
+            let t = Tensor::from_vec(data, [n], &dev).unwrap();
+            let got = t.var(.., 0).unwrap().item::<f32>().unwrap();
+            if got != f32::INFINITY {
+                assert_relative(
+                    &[got],
+                    &[exact],
+                    1e-3,
+                    &format!("{dev} var of {n} over 1e24"),
+                );
+            }
+        }
         // Squares past f32's range: inf, as NumPy's f32 (the corrected
         // sum's inf - inf was NaN); a constant line's deviations are 0
         // where its mean is exact, else they overflow too.

@@ -547,7 +547,9 @@ impl Tensor {
                 sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?,
             )
         };
-        // Capped at the dtype's largest: where the squares overflowed, so
+        // (sum d) · (sum d / n), which overflows only where the squares'
+        // sum does ((sum d)^2 did first: a finite variance came out 0);
+        // capped at the dtype's largest: where the squares overflowed, so
         // may the correction (deviations of 1e23 from a mean of 1e30 an
         // ulp off), and inf - inf was NaN where the sum alone gave inf.
         let largest = match x.dtype() {
@@ -555,8 +557,7 @@ impl Tensor {
             _ => f64::from(f32::MAX),
         };
         let correction = deviations
-            .square()?
-            .div_scalar((count as f64).max(1.0))?
+            .mul(&deviations.div_scalar((count as f64).max(1.0))?)?
             .minimum_scalar(largest)?;
         let var = squares
             .sub(&correction)?

@@ -1,11 +1,12 @@
 //! Few long lines (a group normalisation's (batch, group) pairs, an
 //! image-sized layer norm) split over workgroups, as PyTorch's separate
 //! statistics kernel does: a workgroup a line would leave a big GPU mostly
-//! idle. Two dispatches: `main_stats` reduces each chunk of a line (its
-//! mean and the squared deviations from it; an RMS norm's sum of squares)
-//! into a scratch buffer of partials, and `main_apply` combines the line's
-//! partials in order (Chan's formula: every workgroup of a line gets the
-//! same statistics) and writes its chunk.
+//! idle. Two dispatches: `main_stats` reduces each chunk of a line (an
+//! estimate of its mean, the estimate's error and the squared deviations
+//! from the corrected mean; an RMS norm's sum of squares) into a scratch
+//! buffer of partials ([`PARTIALS`] a chunk), and `main_apply` combines
+//! the line's partials in order (Chan's formula: every workgroup of a line
+//! gets the same statistics) and writes its chunk.
 
 /// Threads of a workgroup (norm.wgsl's `WORKGROUP`).
 const WORKGROUP: usize = 128;
