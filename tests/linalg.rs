@@ -13,7 +13,14 @@ use webtensor::linalg::{self, Triangle};
 use webtensor::{DType, Device, Error, Side, Tensor};
 
 fn cases() -> HashMap<String, Tensor> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/linalg_cases.npz");
+    stored("linalg_cases.npz")
+}
+
+/// The arrays of `tests/data/<file>`, by name.
+fn stored(file: &str) -> HashMap<String, Tensor> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file);
     webtensor::io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
         .unwrap()
         .into_iter()
@@ -1985,14 +1992,6 @@ fn an_empty_batch_of_large_matrices_inverts_at_once() {
     }
 }
 
-fn jacobi_cases() -> HashMap<String, Tensor> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/jacobi_cases.npz");
-    webtensor::io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
-        .unwrap()
-        .into_iter()
-        .collect()
-}
-
 /// The GPU's one-sided Jacobi against NumPy (tests/data/
 /// make_jacobi_cases.py): its rotations' drift from unit columns made
 /// the singular values and eigenvalues of 129 x 129 matrices 200 ulps of
@@ -2000,7 +1999,7 @@ fn jacobi_cases() -> HashMap<String, Tensor> {
 /// were 50 to 70. Errors in ulps of the largest value.
 #[test]
 fn jacobi_keeps_unit_columns_and_the_cpu_rounds_once() {
-    let cases = jacobi_cases();
+    let cases = stored("jacobi_cases.npz");
     let ulps = |got: &Tensor, want: &Tensor| -> f64 {
         let (got, want) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f64>().unwrap());
         assert_eq!(got.len(), want.len());
