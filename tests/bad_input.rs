@@ -754,3 +754,50 @@ fn where_of_a_float_condition_says_it_must_be_bool() {
         "{err}"
     );
 }
+
+/// Ops made of other ops name themselves: `dot` (matmul's), `outer`
+/// (mul's), `copy_from` (assign's), `allclose` (isclose's), `from_complex`
+/// (from_interleaved's, which counted f32s), and a GPU's reductions cut
+/// into parts (their scratch buffers' `reduce`; `all`'s cast).
+#[test]
+fn composite_ops_name_themselves() {
+    let op_of = |e: Error| match e {
+        Error::Shape { op, .. }
+        | Error::DType { op, .. }
+        | Error::DeviceMismatch { op, .. }
+        | Error::TooLarge { op, .. } => op,
+        other => panic!("{other:?}"),
+    };
+    for dev in common::devices() {
+        let (a, b) = (
+            Tensor::ones([3], DType::F32, &dev).unwrap(),
+            Tensor::ones([2], DType::F32, &dev).unwrap(),
+        );
+        assert_eq!(op_of(a.dot(&b).unwrap_err()), "dot", "{dev}");
+        let cpu = Tensor::ones([3], DType::F32, &Device::cpu()).unwrap();
+        if dev.is_gpu() {
+            assert_eq!(op_of(a.outer(&cpu).unwrap_err()), "outer", "{dev}");
+        }
+        assert_eq!(op_of(a.copy_from(&b).unwrap_err()), "copy_from", "{dev}");
+        assert_eq!(
+            op_of(a.allclose(&b, 0.0, 0.0, false).unwrap_err()),
+            "allclose"
+        );
+        let one = [num_complex::Complex32::new(1.0, 0.0)];
+        let e = Tensor::from_complex(&one, [2], &dev).unwrap_err();
+        assert!(e.to_string().contains("1 complex values"), "{e}");
+        assert_eq!(op_of(e), "from_complex", "{dev}");
+        if dev.is_gpu() {
+            // 2^56 elements of one: refused at once (2^25 parts a kernel
+            // each grew the host's memory until the process was killed),
+            // named by the reduction called.
+            let huge = Tensor::ones([1, 1], DType::F32, &dev)
+                .unwrap()
+                .broadcast_to([1 << 28, 1 << 28])
+                .unwrap();
+            assert_eq!(op_of(huge.sum(..).unwrap_err()), "sum", "{dev}");
+            assert_eq!(op_of(huge.mean_keepdim(..).unwrap_err()), "mean", "{dev}");
+            assert_eq!(op_of(huge.all(..).unwrap_err()), "all", "{dev}");
+        }
+    }
+}

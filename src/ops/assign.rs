@@ -64,7 +64,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::assign`].
     pub fn copy_from(&self, src: &Tensor) -> Result<()> {
-        self.assign(src)
+        self.assign(src).map_err(|e| e.named("copy_from"))
     }
 
     /// A row-major tensor with the same elements: this handle when already

@@ -41,8 +41,18 @@ impl Tensor {
         shape: impl Into<Shape>,
         device: &Device,
     ) -> Result<Tensor> {
+        let shape = shape.into();
+        if values.len() != shape.numel() {
+            return Err(Error::shape(
+                "from_complex",
+                format!(
+                    "{} complex values for a tensor of shape {shape}",
+                    values.len()
+                ),
+            ));
+        }
         let pairs: Vec<f32> = values.iter().flat_map(|c| [c.re, c.im]).collect();
-        Tensor::from_interleaved(&pairs, shape, device)
+        Tensor::from_interleaved(&pairs, shape, device).map_err(|e| e.named("from_complex"))
     }
 
     /// A c64 tensor of `shape` from interleaved `(re, im)` f32 pairs.

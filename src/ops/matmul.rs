@@ -164,7 +164,7 @@ impl Tensor {
                 ),
             ));
         }
-        self.matmul(other)
+        self.matmul(other).map_err(|e| e.named("dot"))
     }
 
     /// The outer product of two 1-D tensors: `out[i, j] = self[i] * other[j]`.
@@ -182,7 +182,9 @@ impl Tensor {
                 ),
             ));
         }
-        self.unsqueeze(1)?.mul(&other.unsqueeze(0)?)
+        (self.unsqueeze(1))
+            .and_then(|a| a.mul(&other.unsqueeze(0)?))
+            .map_err(|e| e.named("outer"))
     }
 }
 

@@ -166,9 +166,11 @@ impl Tensor {
         atol: f64,
         equal_nan: bool,
     ) -> Result<bool> {
-        self.isclose(other, rtol, atol, equal_nan)?
-            .all(..)?
-            .item_async::<bool>()
+        let all = (self.isclose(other, rtol, atol, equal_nan))
+            .and_then(|t| t.all(..))
+            .map_err(|e| e.named("allclose"))?;
+        all.item_async::<bool>()
             .await
+            .map_err(|e| e.named("allclose"))
     }
 }

@@ -16,6 +16,11 @@ use crate::tensor::Tensor;
 use smallvec::SmallVec;
 use std::ops::RangeFull;
 
+/// The most parts a GPU reduction over a view too large for one kernel or
+/// binding is cut into at once (2^47 elements of a broadcast view, read
+/// in 2^31-element parts).
+const MAX_PARTS: usize = 1 << 16;
+
 /// The axes a reduction runs over: `..` for every axis, one axis, or a list
 /// (negative axes count from the end).
 ///
@@ -275,6 +280,17 @@ impl Tensor {
         let reduced: SmallVec<[isize; MAX_RANK]> =
             (0..rank).filter(|&k| mask[k]).map(|k| k as isize).collect();
         let axes = Axes::List(reduced.clone());
+        // Each part is a kernel and a result held until the parts join: a
+        // broadcast view of 2^56 elements asked for 2^25 of them (the
+        // host's memory grew until the process was killed).
+        if cut.parts > MAX_PARTS {
+            return Err(Error::TooLarge {
+                op: r.name,
+                what: "parts a reduction of a view this large is cut into",
+                requested: cut.parts as u64,
+                limit: MAX_PARTS as u64,
+            });
+        }
         let parts = self.cut_parts(cut)?;
         let out_dims: Vec<usize> = (0..rank)
             .filter(|&k| r.keepdim || !mask[k])

@@ -17,6 +17,7 @@ macro_rules! reductions {
         $(#[$doc])*
         pub fn $name(&self, $axes: impl Into<Axes> $(, $arg: $ty)?) -> Result<Tensor> {
             self.$inner($axes.into() $(, $arg)?, false)
+                .map_err(|e| e.named(stringify!($name)))
         }
 
         #[doc = concat!(
@@ -26,6 +27,7 @@ macro_rules! reductions {
         )]
         pub fn $keep(&self, $axes: impl Into<Axes> $(, $arg: $ty)?) -> Result<Tensor> {
             self.$inner($axes.into() $(, $arg)?, true)
+                .map_err(|e| e.named(stringify!($name)))
         }
     )*};
 }
@@ -49,7 +51,10 @@ impl Tensor {
         ///
         /// # Errors
         /// `Error::Axis` for an axis out of range, `Error::Argument` for a
-        /// repeated axis.
+        /// repeated axis; on a GPU, `Error::TooLarge` for a view more than
+        /// 2^16 of its kernels would read (a broadcast view of 2^47
+        /// elements and more) or buffers past the device's limits, and
+        /// `Error::OutOfMemory`.
         sum / sum_keepdim => sum_axes(axes);
 
         /// Product over `axes`, with the dtypes of [`Tensor::sum`]; the
