@@ -474,6 +474,34 @@ fn bad_files_are_errors_naming_the_op() {
         e.to_string().contains("c16") && e.to_string().contains("numpy_complex128.npy"),
         "{e}"
     );
+    // A header of 9 axes (np.save of np.zeros([1] * 9)): Format, as the
+    // docs say of data no tensor holds (it was Shape).
+    let mut nine = io::to_npy_bytes(&Tensor::zeros([1; 8], DType::F32, &cpu).unwrap()).unwrap();
+    let at = nine.windows(3).position(|w| w == b"1, ").unwrap();
+    nine.splice(at..at, b"1, ".iter().copied());
+    // Three of the padding's spaces out: the header keeps its length.
+    let end = nine.iter().position(|&b| b == b'\n').unwrap();
+    assert_eq!(&nine[end - 3..end], b"   ");
+    nine.drain(end - 3..end);
+    let e = io::from_npy_bytes(&nine, &cpu).unwrap_err();
+    assert!(
+        matches!(e, Error::Format { .. }) && e.to_string().contains("9 axes"),
+        "{e}"
+    );
+    // An archive of a bf16 array names itself and the array, before any
+    // is read back.
+    let half = Tensor::zeros([2], DType::BF16, &cpu).unwrap();
+    let e = io::to_npz_bytes(&[("weights", &half)]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DType {
+                op: "to_npz_bytes",
+                ..
+            }
+        ) && e.to_string().contains("weights"),
+        "{e}"
+    );
     // Each loader's format errors name the file, of those a program loads.
     let dir = scratch("malformed");
     let garbage = b"not a tensor file at all, but long enough to be read as one".to_vec();

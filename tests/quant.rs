@@ -553,6 +553,21 @@ fn bad_input_is_an_error_naming_the_op() {
         let backwards = std::ops::Range { start: 2, end: 1 };
         assert!(w.rows(3..5).is_err() && w.rows(backwards).is_err() && flat.rows(0..1).is_err());
         assert!(matches!(w.dequantize(DType::I64), Err(Error::DType { .. })));
+        // f64 on a GPU: refused naming the op, before any block is decoded
+        // (it was the cast's `to_dtype` after all of them).
+        if dev.is_gpu() {
+            let e = w.dequantize(DType::F64).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::UnsupportedDType {
+                        op: "QTensor::dequantize",
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+        }
         let e = QTensor::quantize(&x, GgmlType::Q4_K).unwrap_err();
         assert!(matches!(e, Error::Format { .. }), "{e}");
         let e = QTensor::quantize(&x.to_dtype(DType::I32).unwrap(), GgmlType::Q8_0).unwrap_err();

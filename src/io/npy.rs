@@ -234,6 +234,13 @@ fn parse_header(op: &'static str, dict: &str) -> Result<Header> {
     let Some(Literal::Tuple(shape)) = value("shape") else {
         return Err(bad("a shape that is not a tuple"));
     };
+    if shape.len() > crate::shape::MAX_RANK {
+        return Err(bad(&format!(
+            "a shape of {} axes, more than {} (a tensor's most)",
+            shape.len(),
+            crate::shape::MAX_RANK
+        )));
+    }
     Ok(Header {
         descr: descr.clone(),
         fortran_order,
@@ -367,7 +374,7 @@ pub(super) fn read(op: &'static str, bytes: &[u8], device: &Device) -> Result<Te
 /// order), blocking (native only).
 ///
 /// # Errors
-/// Readback errors.
+/// `Error::DType` for bf16 (NumPy has no bf16); readback errors.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn to_npy_bytes(t: &Tensor) -> Result<Vec<u8>> {
     pollster::block_on(to_npy_bytes_async(t))
@@ -376,7 +383,7 @@ pub fn to_npy_bytes(t: &Tensor) -> Result<Vec<u8>> {
 /// [`to_npy_bytes`] on every target.
 ///
 /// # Errors
-/// Readback errors.
+/// As [`to_npy_bytes`].
 pub async fn to_npy_bytes_async(t: &Tensor) -> Result<Vec<u8>> {
     let descr = descr("to_npy_bytes", t.dtype())?;
     Ok(encode(descr, t.dims(), &row_major_bytes(t).await?))

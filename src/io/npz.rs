@@ -3,6 +3,7 @@
 
 use super::{npy, zip};
 use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::borrow::Cow;
@@ -198,9 +199,18 @@ pub fn to_npz_bytes(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
 /// # Errors
 /// As [`to_npz_bytes`].
 pub async fn to_npz_bytes_async(tensors: &[(&str, &Tensor)]) -> Result<Vec<u8>> {
+    const OP: &str = "to_npz_bytes";
+    // Before any array is read back, naming the one NumPy cannot hold.
+    if let Some((name, _)) = tensors.iter().find(|(_, t)| t.dtype() == DType::BF16) {
+        return Err(Error::dtype(
+            OP,
+            format!("array {name:?} is bf16, which has no NumPy dtype: cast it to f32 first"),
+        ));
+    }
     let mut entries = Vec::with_capacity(tensors.len());
     for (name, t) in tensors {
-        entries.push((format!("{name}.npy"), npy::to_npy_bytes_async(t).await?));
+        let bytes = npy::to_npy_bytes_async(t).await.map_err(|e| e.named(OP))?;
+        entries.push((format!("{name}.npy"), bytes));
     }
     zip::write("to_npz_bytes", &entries)
 }

@@ -113,7 +113,8 @@ impl QTensor {
     /// gguf-py decodes them (bit for bit in f32), contiguous.
     ///
     /// # Errors
-    /// `Error::DType` for another dtype; device errors.
+    /// `Error::DType` for another dtype, `Error::UnsupportedDType` for f64
+    /// on a GPU; device errors.
     pub fn dequantize(&self, dtype: DType) -> Result<Tensor> {
         const OP: &str = "QTensor::dequantize";
         let _region = crate::profile_region::op("dequantize");
@@ -122,6 +123,14 @@ impl QTensor {
                 OP,
                 format!("dequantizes to a float dtype, not {dtype}"),
             ));
+        }
+        // Before any block is decoded: a GPU holds no f64.
+        if dtype == DType::F64 && self.device().is_gpu() {
+            return Err(Error::UnsupportedDType {
+                op: OP,
+                dtype,
+                device: self.device().to_string(),
+            });
         }
         let out = Tensor::empty_dense(self.shape.clone(), DType::F32, self.device(), OP)?;
         let rows = self.blocks.dims()[0];
