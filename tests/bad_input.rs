@@ -763,6 +763,8 @@ fn where_of_a_float_condition_says_it_must_be_bool() {
 fn composite_ops_name_themselves() {
     let op_of = |e: Error| match e {
         Error::Shape { op, .. }
+        | Error::Axis { op, .. }
+        | Error::Argument { op, .. }
         | Error::DType { op, .. }
         | Error::DeviceMismatch { op, .. }
         | Error::TooLarge { op, .. } => op,
@@ -774,6 +776,7 @@ fn composite_ops_name_themselves() {
             Tensor::ones([2], DType::F32, &dev).unwrap(),
         );
         assert_eq!(op_of(a.dot(&b).unwrap_err()), "dot", "{dev}");
+        let ints = Tensor::ones([3], DType::I32, &dev).unwrap();
         let cpu = Tensor::ones([3], DType::F32, &Device::cpu()).unwrap();
         if dev.is_gpu() {
             assert_eq!(op_of(a.outer(&cpu).unwrap_err()), "outer", "{dev}");
@@ -787,6 +790,19 @@ fn composite_ops_name_themselves() {
         let e = Tensor::from_complex(&one, [2], &dev).unwrap_err();
         assert!(e.to_string().contains("1 complex values"), "{e}");
         assert_eq!(op_of(e), "from_complex", "{dev}");
+        // Named by their own names, not `full`'s and `squeeze`'s.
+        let e = Tensor::ones([1usize; 9], DType::F32, &dev).unwrap_err();
+        assert_eq!(op_of(e), "ones", "{dev}");
+        assert_eq!(
+            op_of(ints.full_like(2.5).unwrap_err()),
+            "full_like",
+            "{dev}"
+        );
+        assert_eq!(
+            op_of(a.squeeze_axis(0).unwrap_err()),
+            "squeeze_axis",
+            "{dev}"
+        );
         if dev.is_gpu() {
             // 2^56 elements of one: refused at once (2^25 parts a kernel
             // each grew the host's memory until the process was killed),

@@ -532,7 +532,10 @@ fn a_checkpoint_of_several_tensors_brings_them_back_as_of_one_moment() {
         let w = Tensor::ones([2], DType::F32, &other).unwrap();
         assert!(matches!(
             Tensor::checkpoint_all(&[&u, &w]),
-            Err(webtensor::Error::Argument { .. })
+            Err(webtensor::Error::Argument {
+                op: "checkpoint_all",
+                ..
+            })
         ));
     }
 }

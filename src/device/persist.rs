@@ -154,7 +154,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::checkpoint_all`].
     pub async fn checkpoint_all_async(tensors: &[&Tensor]) -> Result<()> {
-        keep_copies("checkpoint", tensors, false).await
+        keep_copies("checkpoint_all", tensors, false).await
     }
 }
 

@@ -46,7 +46,7 @@ impl Tensor {
         shape.check(OP)?;
         let Some(threads) = device.host_threads() else {
             let data: Vec<T> = array.iter().copied().collect();
-            return Tensor::from_vec(data, shape, device);
+            return Tensor::from_vec(data, shape, device).map_err(|e| e.named(OP));
         };
         let strides = array.strides().iter().copied().collect();
         let (data, offset) = array.into_raw_vec_and_offset();
@@ -72,6 +72,7 @@ impl Tensor {
         let shape = Shape::from(array.shape());
         shape.check("from_ndarray_view")?;
         Tensor::from_vec(array.iter().copied().collect(), shape, device)
+            .map_err(|e| e.named("from_ndarray_view"))
     }
 
     /// The elements as an owned row-major `ndarray` array, blocking for a

@@ -185,7 +185,7 @@ impl Tensor {
         } else {
             Scalar::Int(1)
         };
-        Self::full(shape, one, dtype, device)
+        Self::full(shape, one, dtype, device).map_err(|e| e.named("ones"))
     }
 
     /// A contiguous tensor with every element `value`.

@@ -31,6 +31,7 @@ impl Tensor {
     /// As [`Tensor::full`].
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         Tensor::full(self.shape(), value, self.dtype(), self.device())
+            .map_err(|e| e.named("full_like"))
     }
 
     /// A contiguous tensor with this shape, dtype and device whose elements

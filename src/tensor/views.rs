@@ -96,7 +96,8 @@ impl Tensor {
     /// # Errors
     /// `Error::Axis` when out of range, `Error::Shape` when its extent is not 1.
     pub fn squeeze_axis(&self, axis: isize) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout().squeeze(Some(axis))?))
+        let layout = self.layout().squeeze(Some(axis));
+        Ok(self.with_layout(layout.map_err(|e| e.named("squeeze_axis"))?))
     }
 
     /// Reverses the order of elements along `axes`.
