@@ -179,7 +179,8 @@ impl Tensor {
     /// ```
     ///
     /// # Errors
-    /// `UnsupportedDType` for f64 on the GPU.
+    /// `UnsupportedDType` for f64 on the GPU; `Error::DType` for c64 to a
+    /// real dtype (take `real`, `imag` or `abs` first).
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {
             return Ok(self.clone());

@@ -295,7 +295,8 @@ impl Tensor {
     /// # Errors
     /// `Error::Argument` for `n` 0 or a spacing that is 0 or not finite;
     /// `Error::Shape` for `n` past [`MAX_ELEMENTS`](crate::MAX_ELEMENTS);
-    /// `OutOfMemory` for an `n` the host cannot hold.
+    /// `OutOfMemory` for an `n` the host cannot hold; on a GPU,
+    /// `Error::TooLarge` for more than its buffers hold.
     pub fn fftfreq(n: usize, d: f64, device: &Device) -> Result<Tensor> {
         let step = freq_step("fftfreq", n, d)?;
         // The output's limits before its values are made (a 32-bit target

@@ -204,7 +204,8 @@ impl Tensor {
     ///
     /// # Errors
     /// `Error::Shape` for `n` past [`MAX_ELEMENTS`](crate::MAX_ELEMENTS);
-    /// `OutOfMemory` for a window the host cannot hold; device errors.
+    /// `OutOfMemory` for a window the host cannot hold; device errors
+    /// (`Error::TooLarge` past a GPU's buffers).
     pub fn hann_window(n: usize, device: &Device) -> Result<Tensor> {
         // The output's limits before its values are made.
         Shape::from([n]).check("hann_window")?;

@@ -23,9 +23,14 @@
 //! (`svd.rs`, `eigh.rs`): sweeps of rotations of column pairs, a
 //! workgroup a matrix, until the columns are orthogonal; on the CPU,
 //! matrices of 8 rows and columns or more take Householder reductions
-//! and divide and conquer instead (`dense.rs`, faer's, as LAPACK's
-//! `syevd` and `gesdd`). Norms, ranks, pseudo-inverses and least squares
-//! build on them.
+//! and divide and conquer instead (`dense.rs`, faer's in f64 for f32
+//! matrices, as LAPACK's `syevd` and `gesdd`). Norms, ranks,
+//! pseudo-inverses and least squares build on them.
+//!
+//! On a GPU, matrices (or a batch) one storage binding does not hold are
+//! `Error::TooLarge` naming the function (these kernels do not split a
+//! matrix: a browser's default binding of 128 MiB holds an f32 matrix of
+//! about 5,790 x 5,790); the CPU takes any size.
 //!
 //! Functions whose answer does not exist for some matrices (`solve` and
 //! `inv` of a singular matrix, `cholesky` of one that is not positive
