@@ -563,14 +563,13 @@ impl Tensor {
                 sq.reduce_into("var", ReduceOp::Sum, &axes, keepdim, sq.dtype(), false)?,
             )
         };
-        // (sum d) · (sum d / n), which overflows only where the squares'
-        // sum does ((sum d)^2 did first: a finite variance came out 0);
-        // capped at the dtype's largest: where the squares overflowed, so
-        // may the correction (deviations of 1e23 from a mean of 1e30 an
-        // ulp off), and inf - inf was NaN where the sum alone gave inf.
-        let largest = match x.dtype() {
-            DType::F64 => f64::MAX,
-            _ => f64::from(f32::MAX),
+        // (sum d) · (sum d / n) overflows only where the squares' sum does
+        // ((sum d)^2 first made a finite variance 0); capped, as there
+        // inf - inf was NaN where the sum alone gave inf.
+        let largest = if x.dtype() == DType::F64 {
+            f64::MAX
+        } else {
+            f32::MAX.into()
         };
         let correction = deviations
             .mul(&deviations.div_scalar((count as f64).max(1.0))?)?
