@@ -468,11 +468,13 @@ fn in_place<T: Widen>(
         let mut copy = SCRATCH.take();
         {
             // The rows a tile reads, and where output row y0's first tile
-            // and each next row's read from.
+            // and each next row's read from (a step wrapping only where a
+            // stride past the input leaves one output row, which takes
+            // none: a stride of 2^63 overflowed).
             let (b, rows, first, step) = match &direct {
                 Some((x, rows)) => {
                     let first = s.offset + image * sn + g * cg * sc + y0 * s0 * sh;
-                    (*x, rows, first, s0 * sh)
+                    (*x, rows, first, s0.wrapping_mul(sh))
                 }
                 None => {
                     let len = cg * copied * width;
@@ -486,7 +488,7 @@ fn in_place<T: Widen>(
                     copy.resize(copy.len().max(len).max(past), 0.0);
                     let to = &mut copy[..len];
                     copy_rows(x, to, s, image, g * cg, y0 * s0, (copied, wq));
-                    (&copy[..], &rows, 0, s0 * width)
+                    (&copy[..], &rows, 0, s0.wrapping_mul(width))
                 }
             };
             let mut tile = [0.0f32; MAX_TILE];
