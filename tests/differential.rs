@@ -16,7 +16,7 @@
 //! difference is a bug. Operands of different dtypes promote (see
 //! `Tensor::result_type`), in-place ops that would change their
 //! destination's dtype fail, and both must agree everywhere. `PROPTEST_CASES` sets the number of
-//! chains per test (64 in the fast form, 256 with `WEBTENSOR_LONG_TESTS=1`); a longer run is, for example,
+//! chains per test (64 in the fast form, 128 with `WEBTENSOR_LONG_TESTS=1`); a longer run is, for example,
 //! `PROPTEST_CASES=2000 cargo test --test differential`.
 
 mod common;
@@ -611,7 +611,7 @@ fn positions(dims: &[usize], n: usize, seed: u8, dev: &Device) -> webtensor::Res
 }
 
 fn cases() -> u32 {
-    common::cases(64, 256)
+    common::cases(64, 128)
 }
 
 proptest! {
