@@ -6,6 +6,7 @@
 //   MATRICES  a_buf (1, read_write raw f32), v_buf (2, read_write raw
 //             f32), aux_buf (3, atomic i32); load_a, store_a, load_v,
 //             store_v
+//   STATES    the aux word's values ROTATED, SIGNIFICANT, CONVERGED
 //
 // A is [batch, n, m] and V [batch, m, m] (raw f32 units). A sweep is
 // m' - 1 steps (m' = m rounded up to even) of a round-robin tournament:
@@ -18,16 +19,21 @@
 //   a_p <- c a_p - s conj(e) a_q,  a_q <- s e a_p + c a_q  (e = gamma/|gamma|)
 // with t = sign(zeta) / (|zeta| + sqrt(1 + zeta²)), zeta = (beta -
 // alpha) / (2 |gamma|), c = 1 / sqrt(1 + t²), s = c t, applied to A's and
-// V's columns alike. The aux word per matrix is 1 once a step of the
-// current sweep rotated, 0 before, and 2 once a whole sweep rotated
-// nothing (converged: later steps return at once). Dispatches run
-// consecutive steps [step_from, step_to) (launchers cut sweeps to keep
-// each invocation's loops within the loop budget) over the pairs
-// [pair_from, pair_to) of each step: all of them, or for large matrices
-// a share, one step a dispatch (the share from 0 ends a sweep).
+// V's columns alike. The aux word per matrix holds ROTATED once a step
+// of the current sweep rotated (0 before), SIGNIFICANT too where both
+// columns' squared norms passed params.negligible (rotations of rounding
+// noise, the columns of singular values below the matrix's precision,
+// keep the sweeps going but do not count as unfinished), and is
+// CONVERGED once a whole sweep rotated nothing (later steps return at
+// once). Dispatches run consecutive steps [step_from, step_to)
+// (launchers cut sweeps to keep each invocation's loops within the loop
+// budget) over the pairs [pair_from, pair_to) of each step: all of them,
+// or for large matrices a share, one step a dispatch (the share from 0
+// ends a sweep).
 {{PRELUDE}}
 {{FIELD}}
 {{MATRICES}}
+{{STATES}}
 
 var<workgroup> shared_state: i32;
 
@@ -60,7 +66,11 @@ fn rotate(b: u32, p: u32, q: u32, flag_at: u32) {
     // smallest normal over its epsilon; W's largest part is 1) stays:
     // rotated in subnormal steps it never turns orthogonal.
     var d = 0;
+    // Whether both columns matter (a rescaled pair's smaller one is far
+    // below any negligible norm).
+    var significant = min(alpha, beta) > params.negligible;
     if (!(min(alpha, beta) >= 7.888609e-31)) {
+        significant = false;
         var mx = 0.0;
         var my = 0.0;
         for (var i = 0u; i < params.n; i++) {
@@ -118,7 +128,7 @@ fn rotate(b: u32, p: u32, q: u32, flag_at: u32) {
         store_v(pv, sub_v(scale_v(x, c), mul_v(sce, y)));
         store_v(qv, add_v(mul_v(se, x), scale_v(y, c)));
     }
-    atomicStore(&aux_buf[flag_at], 1);
+    atomicOr(&aux_buf[flag_at], select(ROTATED, ROTATED | SIGNIFICANT, significant));
 }
 
 @compute @workgroup_size(64)
@@ -133,10 +143,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let r = k % rounds;
         if (t == 0u) {
             var state = atomicLoad(&aux_buf[flag_at]);
-            if (r == 0u && state != 2 && params.pair_from == 0u) {
+            if (r == 0u && state != CONVERGED && params.pair_from == 0u) {
                 // A sweep ends: none of its steps rotated, or start anew.
                 if (k > 0u && state == 0) {
-                    state = 2;
+                    state = CONVERGED;
                 } else {
                     state = 0;
                 }
@@ -144,7 +154,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
             shared_state = state;
         }
-        if (workgroupUniformLoad(&shared_state) == 2) {
+        if (workgroupUniformLoad(&shared_state) == CONVERGED) {
             return;
         }
         for (var i = params.pair_from + t; i < params.pair_to; i += 64u) {

@@ -81,16 +81,32 @@ pub(crate) struct HouseholderCall<'a> {
 /// orthogonal (the left singular vectors times the singular values);
 /// `v` (`[batch, m, m]`, the identity on entry) takes the same rotations
 /// (the right singular vectors). `aux` is i32 `[batch, 1]`, zeros on
-/// entry: on return 1 where the last sweep still rotated (the sweeps ran
-/// out), else 0 or 2 (converged).
+/// entry: on return [`JACOBI_UNFINISHED`] where the last sweep still
+/// rotated a pair of columns whose squared norms both passed `negligible`
+/// (the sweeps ran out), else another value (converged, or the sweeps ran
+/// out rotating only columns of rounding noise: LAPACK's `gesvj` too
+/// counts only rotations that change its columns).
 pub(crate) struct JacobiCall<'a> {
     pub a: TensorRef<'a>,
     pub v: TensorRef<'a>,
     pub aux: TensorRef<'a>,
     pub complex: bool,
     pub tol: f32,
+    /// Squared column norms at or below this are negligible.
+    pub negligible: f32,
     pub sweeps: usize,
 }
+
+/// [`JacobiCall`]'s state word: a sweep rotated a pair of columns.
+pub(crate) const JACOBI_ROTATED: i32 = 1;
+/// [`JacobiCall`]'s state word: a sweep rotated a pair of columns whose
+/// squared norms both passed `negligible`.
+pub(crate) const JACOBI_SIGNIFICANT: i32 = 2;
+/// [`JacobiCall`]'s state word: a whole sweep rotated nothing.
+pub(crate) const JACOBI_CONVERGED: i32 = 4;
+/// [`JacobiCall`]'s state word after a last sweep that still rotated
+/// columns that matter.
+pub(crate) const JACOBI_UNFINISHED: i32 = JACOBI_ROTATED | JACOBI_SIGNIFICANT;
 
 /// Solves `T · X = B` in place of `B` for each matrix of a batch: `t` is
 /// `[batch, w, w]` (any strides, a batch stride of 0 for a shared one)

@@ -37,8 +37,9 @@ pub(crate) use gpu::ConstKey;
 pub(crate) use gpu::fft_chirp::{bluestein_kernel, chirp, chirp_len, pairs as chirp_pairs};
 pub(crate) use gpu::{K_SLICE, QUANT_MAX_ROWS, QUANT_TILED_ROWS, WINDOW_TAPS, is_wgsl_line_break};
 pub(crate) use linalg::{
-    Factor, FactorCall, HouseholderCall, JacobiCall, LINALG_BLOCK, Spectral, SpectralCall,
-    TriangularCall, factor, householder, jacobi, spectral, triangular,
+    Factor, FactorCall, HouseholderCall, JACOBI_CONVERGED, JACOBI_ROTATED, JACOBI_SIGNIFICANT,
+    JACOBI_UNFINISHED, JacobiCall, LINALG_BLOCK, Spectral, SpectralCall, TriangularCall, factor,
+    householder, jacobi, spectral, triangular,
 };
 pub(crate) use random::{Draw, RandomCall, random};
 pub(crate) use search::{SearchCall, search};

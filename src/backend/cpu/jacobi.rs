@@ -7,7 +7,7 @@ use super::field::Field;
 use super::linalg::Matrices;
 use super::storage::host_data;
 use super::threads::for_each_piece_mut;
-use crate::backend::JacobiCall;
+use crate::backend::{JACOBI_CONVERGED, JACOBI_ROTATED, JACOBI_SIGNIFICANT, JacobiCall};
 use crate::dtype::KernelType;
 use crate::error::{Error, Result};
 use num_complex::Complex32;
@@ -25,11 +25,12 @@ pub(crate) fn jacobi(call: &JacobiCall) -> Result<()> {
     }
 }
 
-/// One matrix's columns and `V`'s, column-major, and whether it converged.
+/// One matrix's columns and `V`'s, column-major, and its state word
+/// (see [`JacobiCall`]).
 struct Job<F> {
     a: Vec<F>,
     v: Vec<F>,
-    converged: bool,
+    state: i32,
 }
 
 fn jacobi_in<F: Field>(call: &JacobiCall) -> Result<()> {
@@ -52,14 +53,18 @@ fn jacobi_in<F: Field>(call: &JacobiCall) -> Result<()> {
             .map(|b| Job {
                 a: am.gather(a, b, [0, 0], [n, m]),
                 v: vm.gather(v, b, [0, 0], [m, m]),
-                converged: false,
+                state: 0,
             })
             .collect()
     };
-    let (tol, sweeps) = (f64::from(call.tol), call.sweeps);
+    let limits = Limits {
+        tol: f64::from(call.tol),
+        negligible: f64::from(call.negligible),
+        sweeps: call.sweeps,
+    };
     for_each_piece_mut(&mut jobs, 1, |(_, job)| {
         let job = &mut job[0];
-        job.converged = orthogonalize(job, [n, m], tol, sweeps);
+        job.state = orthogonalize(job, [n, m], &limits);
     });
     {
         let mut guard = call.a.storage.host(OP)?.write();
@@ -88,20 +93,30 @@ fn jacobi_in<F: Field>(call: &JacobiCall) -> Result<()> {
         call.aux.layout.strides()[0] as usize,
     );
     for (b, job) in jobs.iter().enumerate() {
-        aux[offset + b * stride] = if job.converged { 2 } else { 1 };
+        aux[offset + b * stride] = job.state;
     }
     Ok(())
 }
 
-/// Sweeps of rotations until one rotates nothing (true) or `sweeps` ran.
-fn orthogonalize<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], tol: f64, sweeps: usize) -> bool {
+/// A Jacobi call's tolerance, negligible squared norm and sweeps.
+struct Limits {
+    tol: f64,
+    negligible: f64,
+    sweeps: usize,
+}
+
+/// Sweeps of rotations until one rotates nothing ([`JACOBI_CONVERGED`])
+/// or `sweeps` ran (the last sweep's state: `JACOBI_UNFINISHED` where it
+/// rotated columns that matter).
+fn orthogonalize<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], limits: &Limits) -> i32 {
     if m < 2 {
-        return true;
+        return JACOBI_CONVERGED;
     }
     let even = m + m % 2;
     let rounds = even - 1;
-    for _ in 0..sweeps {
-        let mut rotated = false;
+    let mut state = 0;
+    for _ in 0..limits.sweeps {
+        state = 0;
         for r in 0..rounds {
             for i in 0..even / 2 {
                 let (p, q) = if i == 0 {
@@ -110,28 +125,29 @@ fn orthogonalize<F: Field>(job: &mut Job<F>, [n, m]: [usize; 2], tol: f64, sweep
                     (1 + (r + i) % rounds, 1 + (r + rounds - i) % rounds)
                 };
                 if p < m && q < m {
-                    rotated |= rotate(&mut job.a, n, p, q, tol, &mut job.v, m);
+                    state |= rotate(&mut job.a, n, [p, q], limits, &mut job.v, m);
                 }
             }
         }
-        if !rotated {
-            return true;
+        if state == 0 {
+            return JACOBI_CONVERGED;
         }
     }
-    false
+    state
 }
 
 /// Rotates columns `p` and `q` of `a` (`n` rows) and of `v` (`m` rows)
-/// to make them orthogonal, unless they nearly are.
+/// to make them orthogonal, unless they nearly are: the state bits it
+/// sets (0 for none, [`JACOBI_ROTATED`], and [`JACOBI_SIGNIFICANT`] too
+/// where both columns' squared norms pass the negligible one).
 fn rotate<F: Field>(
     a: &mut [F],
     n: usize,
-    p: usize,
-    q: usize,
-    tol: f64,
+    [p, q]: [usize; 2],
+    limits: &Limits,
     v: &mut [F],
     m: usize,
-) -> bool {
+) -> i32 {
     let part = |x: F| x.re().abs().max(x.im().abs());
     let largest = |c: usize| {
         a[c * n..(c + 1) * n]
@@ -141,7 +157,7 @@ fn rotate<F: Field>(
     // A column of parts below NEGLIGIBLE stays (see Field), NaN goes on.
     let (mx, my) = (largest(p), largest(q));
     if mx < F::NEGLIGIBLE || my < F::NEGLIGIBLE {
-        return false;
+        return 0;
     }
     // The columns scaled by powers of two near their largest parts where
     // an f64 column's squares would leave the normal range (a graded
@@ -159,8 +175,10 @@ fn rotate<F: Field>(
     }
     let g = gamma.abs_sq().sqrt();
     // Not NaN and not within the tolerance.
-    if g.partial_cmp(&(tol * alpha.sqrt() * beta.sqrt())) != Some(std::cmp::Ordering::Greater) {
-        return false;
+    if g.partial_cmp(&(limits.tol * alpha.sqrt() * beta.sqrt()))
+        != Some(std::cmp::Ordering::Greater)
+    {
+        return 0;
     }
     let d = ey - ex;
     let zeta = (beta * 2f64.powi(d) - alpha * 2f64.powi(-d)) / (2.0 * g);
@@ -172,7 +190,7 @@ fn rotate<F: Field>(
     // rounds to 0 (until then |γ| can be subnormal, whose reciprocal
     // overflowed f32: an SVD of ones(7, 7) came out NaN; `unit` divides).
     if F::from_re(s).is_zero() {
-        return false;
+        return 0;
     }
     let e = gamma.unit();
     let (se, sce, c) = (e * F::from_re(s), e.conj() * F::from_re(s), F::from_re(c));
@@ -183,5 +201,12 @@ fn rotate<F: Field>(
             cols[q * len + i] = se * x + c * y;
         }
     }
-    true
+    // Both columns' squares, unscaled: a scaled pair's smaller column is
+    // far below any negligible norm.
+    let significant = !scaled && alpha.min(beta) > limits.negligible;
+    if significant {
+        JACOBI_ROTATED | JACOBI_SIGNIFICANT
+    } else {
+        JACOBI_ROTATED
+    }
 }

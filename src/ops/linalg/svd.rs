@@ -11,7 +11,7 @@ use super::checks::{
 use super::dense;
 use super::factor::unbatched;
 use super::qr::{QrMode, qr};
-use crate::backend::{JacobiCall, Spectral};
+use crate::backend::{JACOBI_UNFINISHED, JacobiCall, Spectral};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::SortOrder;
@@ -52,6 +52,9 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
         aux: aux.kernel_out(aux.layout().clone())?,
         complex: a.dtype() == DType::C64,
         tol: (eps * (w.dims()[1] as f64).sqrt()) as f32,
+        // Below `tall_svd`'s floor for a singular value (W's largest is at
+        // least 1): the columns of rounding noise whose U it makes anew.
+        negligible: (eps * w.dims()[1] as f64).powi(2) as f32,
         sweeps: SWEEPS,
     })?;
     let poison = |t: &Tensor| -> Result<Tensor> {
@@ -70,8 +73,8 @@ pub(super) fn jacobi(op: &'static str, a: &Tensor) -> Result<[Tensor; 5]> {
     let (w, v) = (w.div(&lengths)?, v.div(&lengths)?);
     let scaled = poison(&column_norms(&w)?)?;
     let sigma = scaled.mul(&scale.reshape([batch, 1])?.abs()?)?;
-    // State 1: the last sweep still rotated (see JacobiCall).
-    let unfinished = aux.squeeze_axis(-1)?.eq_scalar(1)?;
+    // The last sweep still rotated columns that matter (see JacobiCall).
+    let unfinished = aux.squeeze_axis(-1)?.eq_scalar(JACOBI_UNFINISHED)?;
     let status = unfinished.logical_or(&bad)?.to_dtype(DType::I32)?;
     // Falling singular values: the columns of W and V follow.
     let order = scaled.argsort(-1, SortOrder::Descending)?;

@@ -4,7 +4,6 @@
 //! sweeps (dispatches after a matrix converged return at once).
 
 use super::{access, field, matrices};
-use crate::backend::JacobiCall;
 use crate::backend::gpu::command::Bound;
 use crate::backend::gpu::kernel::grid::grid_of;
 use crate::backend::gpu::kernel::loop_budget::{ITERATIONS, MAX_ITERATIONS, slices};
@@ -12,6 +11,7 @@ use crate::backend::gpu::kernel::params_block::params_block;
 use crate::backend::gpu::kernel::prelude::fill_kernel;
 use crate::backend::gpu::record::{family_key, record_family};
 use crate::backend::gpu::storage::GpuStorage;
+use crate::backend::{JACOBI_CONVERGED, JACOBI_ROTATED, JACOBI_SIGNIFICANT, JacobiCall};
 use crate::error::{Error, Result};
 use smallvec::smallvec;
 
@@ -28,6 +28,7 @@ params_block! {
         step_from: u32,
         step_to: u32,
         tol: f32,
+        negligible: f32,
         a_offset: i32,
         a_batch: i32,
         a_row: i32,
@@ -65,9 +66,13 @@ pub(crate) fn jacobi_source(key: &JacobiKey) -> Result<String> {
         &access("v", "v_buf", key.complex, true),
     ]
     .concat();
+    let states = format!(
+        "const ROTATED: i32 = {JACOBI_ROTATED};\nconst SIGNIFICANT: i32 = {JACOBI_SIGNIFICANT};\nconst CONVERGED: i32 = {JACOBI_CONVERGED};\n"
+    );
     let slots = [
         ("FIELD", field(key.complex)),
         ("MATRICES", matrices.as_str()),
+        ("STATES", states.as_str()),
     ];
     let params = JacobiParams::wgsl();
     fill_kernel("linalg jacobi kernel", JACOBI_WGSL, false, &params, &slots)
@@ -126,6 +131,7 @@ pub(crate) fn jacobi(out: &GpuStorage, call: &JacobiCall) -> Result<()> {
                 step_from: range.start as u32,
                 step_to: range.end as u32,
                 tol: call.tol,
+                negligible: call.negligible,
                 a_offset: at[0],
                 a_batch: at[1],
                 a_row: at[2],
