@@ -2037,7 +2037,7 @@ fn jacobi_keeps_unit_columns_and_the_cpu_rounds_once() {
 /// them until they ran out and reported "did not converge", though the
 /// values were right. Rotations of such columns do not count now (as in
 /// LAPACK's `gesvj`); the values stay a few ulps of the largest from
-/// NumPy's, and the vectors orthonormal.
+/// NumPy's, the vectors orthonormal, and U·S·Vh near A.
 #[test]
 fn row_graded_matrices_converge() {
     let cases = stored("jacobi_cases.npz");
@@ -2059,6 +2059,27 @@ fn row_graded_matrices_converge() {
         for (what, x) in [("U", &u), ("V", &v)] {
             let e = orthogonality(x);
             assert!(e <= 1e-5, "{what} on {dev}: {e}");
+        }
+        // U·S·Vh within some ulps of A's norm: a U completed from the
+        // good columns alone was 120 ulps off (its negligible columns
+        // dropped their part of A); lavapipe 10, the CPU 1.
+        let back = u
+            .mul(&s.unsqueeze(-2).unwrap())
+            .unwrap()
+            .matmul(&vh)
+            .unwrap();
+        let (back, a) = (
+            back.to_vec::<f32>().unwrap(),
+            cases["graded_a"].to_vec::<f32>().unwrap(),
+        );
+        for (b, (back, a)) in back.chunks(90 * 90).zip(a.chunks(90 * 90)).enumerate() {
+            let norm = |x: &mut dyn Iterator<Item = f64>| x.map(|x| x * x).sum::<f64>().sqrt();
+            let off = norm(&mut back.iter().zip(a).map(|(&x, &y)| x as f64 - y as f64));
+            let ulps = off / norm(&mut a.iter().map(|&y| y as f64)) / f32::EPSILON as f64;
+            assert!(
+                ulps <= 24.0,
+                "U·S·Vh of matrix {b} on {dev}: {ulps} ulps of |A|"
+            );
         }
     }
 }

@@ -193,8 +193,8 @@ pub async fn svdvals_async(a: &Tensor) -> Result<Tensor> {
 /// On a GPU, and for matrices under 8 rows or columns on the CPU, by
 /// one-sided Jacobi (rotations of column pairs until all are orthogonal),
 /// then a QR that completes `U`: its columns for negligible singular
-/// values (and a full `U`'s extra ones) are an orthonormal basis of what
-/// the others leave. Otherwise on the CPU by a Householder reduction to
+/// values (and a full `U`'s extra ones) are orthonormal to the others,
+/// each turned towards its own column of `A·V`. Otherwise on the CPU by a Householder reduction to
 /// bidiagonal form and divide and conquer (LAPACK's `gesdd`). Singular vectors are unique only up to a
 /// phase per pair (a sign for real matrices), so they may differ from
 /// NumPy's by one.
@@ -303,22 +303,35 @@ fn tall_svd(a: &Tensor, full_matrices: bool) -> Result<[Tensor; 4]> {
     let (n, m) = (w.dims()[1], w.dims()[2]);
     let real = real_dtype(a);
     // Columns whose singular value is not negligible (past max(n, m) ulps
-    // of the largest) are W's normalised; the others, and a full U's
-    // extra columns, come from a QR of those: Q's leading columns span
-    // them, and the rest are orthogonal to them.
+    // of the largest) are W's normalised. The others' directions are
+    // mostly rounding noise, and they need not be orthogonal: they, and a
+    // full U's extra columns, come from a QR of all of W's normalised
+    // columns (sorted by falling norm, zero ones left zero), each of Q's
+    // given the phase of R's diagonal. A negligible column's part of A is
+    // still W's column (A·v): Q's column keeps its direction where it is
+    // orthogonal to the columns before it. Completing them from the good
+    // columns alone left U·S·Vh up to max(n, m) ulps of the largest
+    // value off a row-graded matrix (LAPACK's: under one).
     let eps = eps_of(a);
     let floor = scaled.max_keepdim(-1)?.mul_scalar(eps * n as f64)?;
     let good = scaled.gt(&floor)?.to_dtype(real)?;
-    let safe = scaled.add(&good.neg()?.add_scalar(1.0)?)?;
-    let u = w.div(&safe.unsqueeze(1)?)?.mul(&good.unsqueeze(1)?)?;
+    let nonzero = scaled.gt_scalar(0.0)?.to_dtype(real)?;
+    let safe = scaled.add(&nonzero.neg()?.add_scalar(1.0)?)?;
+    let unit = w.div(&safe.unsqueeze(1)?)?;
     let mode = if full_matrices {
         QrMode::Complete
     } else {
         QrMode::Reduced
     };
-    let (q, _) = qr(&u, mode)?;
-    let rest = good.neg()?.add_scalar(1.0)?.unsqueeze(1)?;
-    let lead = u.add(&q.narrow(2, 0, m)?.mul(&rest)?)?;
+    let (q, r) = qr(&unit, mode)?;
+    let diagonal = r.diagonal(0)?;
+    let size = diagonal.abs()?;
+    let flat = size.eq_scalar(0.0)?.to_dtype(real)?;
+    let phase = diagonal.div(&size.add(&flat)?)?.add(&flat)?;
+    let rest = good.neg()?.add_scalar(1.0)?;
+    let lead = unit
+        .mul(&good.unsqueeze(1)?)?
+        .add(&q.narrow(2, 0, m)?.mul(&phase.mul(&rest)?.unsqueeze(1)?)?)?;
     let u = if full_matrices && n > m {
         Tensor::concat(&[&lead, &q.narrow(2, m, n - m)?], 2)?
     } else {
