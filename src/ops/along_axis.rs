@@ -70,7 +70,9 @@ impl Tensor {
     /// PyTorch takes it.
     ///
     /// # Errors
-    /// `Error::Axis`; `Error::DType` for a non-float tensor.
+    /// `Error::Axis`; `Error::DType` for a non-float tensor; on a GPU,
+    /// `Error::TooLarge` and `Error::OutOfMemory` as [`Tensor::sum`]'s
+    /// (a broadcast view of 2^47 elements and more).
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
         if let Some(out) = super::on_scalar_line(self, axis, |t| t.softmax(0)) {
             return out;

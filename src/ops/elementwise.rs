@@ -182,9 +182,9 @@ impl Tensor {
     /// `y` are promoted to their common dtype ([`Tensor::result_type`]).
     ///
     /// # Errors
-    /// `Error::DType` for a non-bool condition or dtypes with no common
-    /// one; `Error::Shape` when the shapes do not broadcast; device
-    /// mismatch.
+    /// `Error::DType` for a non-bool condition, dtypes with no common
+    /// one, or c64 operands (pick the `real` and `imag` parts apart);
+    /// `Error::Shape` when the shapes do not broadcast; device mismatch.
     pub fn where_cond(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         const OP: &str = "where_cond";
         if cond.dtype() != DType::Bool {

@@ -39,7 +39,8 @@ impl Tensor {
     /// ```
     ///
     /// # Errors
-    /// `Error::DType` for an index that is not i32, i64 or u32; `Error::Axis`;
+    /// `Error::DType` for an index that is not i32, i64 or u32, or a c64
+    /// tensor (take its `real` and `imag` parts); `Error::Axis`;
     /// `Error::Shape` above the maximum rank; `Error::Index` for an
     /// out-of-range index (see the module docs for the GPU), and at once
     /// for any index into an empty axis (`size` 0, `index` 0: no index is
@@ -316,8 +317,9 @@ impl Tensor {
     /// with more axes gives a larger result).
     ///
     /// # Errors
-    /// `Error::DType` for a non-bool mask or a value the dtype cannot hold;
-    /// `Error::Shape` when the mask and this shape do not broadcast;
+    /// `Error::DType` for a non-bool mask, a value the dtype cannot hold,
+    /// or a c64 tensor; `Error::Shape` when the mask and this shape do not
+    /// broadcast;
     /// `Error::DeviceMismatch`.
     pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         const OP: &str = "masked_fill";

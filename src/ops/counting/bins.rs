@@ -36,7 +36,9 @@ impl Tensor {
     /// i32, i64, u32, u8 or bool, or weights that are not floats;
     /// `Error::Argument` for a negative value or a largest value past this
     /// target's sizes; `Error::TooLarge` (or `Error::OutOfMemory`) where
-    /// the bins do not fit one of the device's buffers; readback errors.
+    /// the bins do not fit one of the device's buffers;
+    /// `Error::DeviceMismatch` for weights on another device; readback
+    /// errors.
     pub async fn bincount_async(
         &self,
         weights: Option<&Tensor>,
@@ -116,7 +118,8 @@ impl Tensor {
     /// whose range (without a range given) is not finite, or more bins than
     /// the range has distinct edges in the dtype (NumPy's "too many bins");
     /// `Error::Shape` for weights of another shape; `Error::DType` for c64
-    /// or weights that are not floats; readback errors.
+    /// or weights that are not floats; `Error::DeviceMismatch` for weights
+    /// on another device; readback errors.
     pub async fn histogram_async(
         &self,
         bins: usize,

@@ -52,7 +52,9 @@ pub struct Lstsq {
 /// # Errors
 /// `Error::Shape` naming `lstsq` for fewer than 2 axes, a `b` of another
 /// row count, or batches that do not broadcast; `Error::DType` for dtypes
-/// other than f32, f64 (CPU) or c64 after promotion.
+/// other than f32, f64 (CPU) or c64 after promotion;
+/// `Error::DeviceMismatch` for operands on different devices; as the
+/// module says, `Error::TooLarge` for matrices past one binding on a GPU.
 pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
     const OP: &str = "lstsq";
     let run = || -> Result<Lstsq> {

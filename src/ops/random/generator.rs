@@ -433,8 +433,8 @@ impl Generator {
     /// [`Generator::permutation`] of the axis, gathered.
     ///
     /// # Errors
-    /// `Error::Axis` naming `shuffle` for an axis out of range; as
-    /// [`Generator::permutation`].
+    /// `Error::Axis` naming `shuffle` for an axis out of range;
+    /// `Error::DType` for a c64 tensor; as [`Generator::permutation`].
     pub fn shuffle(&mut self, t: &Tensor, axis: isize) -> Result<Tensor> {
         let a = crate::layout::normalize_axis("shuffle", axis, t.rank())?;
         let order = self.permutation(t.dims()[a], t.device())?;
