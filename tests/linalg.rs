@@ -2083,3 +2083,37 @@ fn row_graded_matrices_converge() {
         }
     }
 }
+
+/// An ill-conditioned complex 90 x 30 matrix (singular values 1 to 1e-6,
+/// tests/data/make_jacobi_cases.py): the CPU's dense path decomposed c64
+/// matrices in complex f32, which left U·S·Vh 1,500 ulps of the largest
+/// entry off (LAPACK's cgesdd: 5) and the pseudo-inverse far less
+/// accurate than LAPACK's. It computes them in complex f64 now, as real
+/// f32 matrices in f64.
+#[test]
+fn ill_conditioned_complex_matrices_decompose_accurately() {
+    let cases = stored("jacobi_cases.npz");
+    let pinv_want = want(&cases, "ill_c_pinv");
+    for dev in common::devices() {
+        let a = cases["ill_c_a"].to_device(&dev).unwrap();
+        let (u, s, vh) = linalg::svd(&a, false).unwrap();
+        let back = u
+            .mul(&s.to_dtype(DType::C64).unwrap().unsqueeze(-2).unwrap())
+            .unwrap()
+            .matmul(&vh)
+            .unwrap();
+        let a_values = values(&a);
+        // Entries of U·S·Vh within 48 ulps of A's largest: the CPU 2,
+        // lavapipe (Jacobi) 14; in complex f32 the CPU was 1,660.
+        let ulps = error(&values(&back), &a_values) / f32::EPSILON as f64;
+        assert!(ulps <= 48.0, "U·S·Vh on {dev}: {ulps} ulps");
+        // The pseudo-inverse cut between the 11th and 12th singular
+        // values (cond 117): the CPU 1e-7 of its largest entry, lavapipe
+        // 8e-6; in complex f32 the CPU was 4e-3.
+        let e = error(
+            &values(&linalg::pinv(&a, Some(6.7e-3)).unwrap()),
+            &pinv_want,
+        );
+        assert!(e <= 1e-4, "pinv on {dev}: {e}");
+    }
+}

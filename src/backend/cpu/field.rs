@@ -1,9 +1,10 @@
 //! The scalars the CPU's linear algebra computes in (`linalg.rs`): f32,
-//! f64 and complex f32, each read from and written to its storage's raw
-//! elements (a complex value is two f32 at a stride of one).
+//! f64, complex f32 and complex f64 (which only works for complex f32
+//! storage), each read from and written to its storage's raw elements (a
+//! complex value is two reals at a stride of one).
 
 use crate::dtype::Element;
-use num_complex::Complex32;
+use num_complex::{Complex32, Complex64};
 use std::ops::{Add, Mul, Sub};
 
 /// A real or complex scalar of a matrix.
@@ -29,6 +30,8 @@ pub(crate) trait Field:
     /// The real part.
     fn re(self) -> f64;
     fn from_re(r: f64) -> Self;
+    /// `re + i im` (`re` for a real type), rounded to the type.
+    fn from_parts(re: f64, im: f64) -> Self;
     fn is_zero(self) -> bool;
     /// The imaginary part (0 for a real value).
     fn im(self) -> f64;
@@ -68,6 +71,9 @@ macro_rules! real_field {
             fn from_re(r: f64) -> Self {
                 r as $t
             }
+            fn from_parts(re: f64, _: f64) -> Self {
+                re as $t
+            }
             fn is_zero(self) -> bool {
                 self == 0.0
             }
@@ -91,49 +97,61 @@ macro_rules! real_field {
 real_field!(f32);
 real_field!(f64);
 
-impl Field for Complex32 {
-    type Raw = f32;
-    const ONE: Self = Complex32::new(1.0, 0.0);
-    const NEGLIGIBLE: f64 = <f32 as Field>::NEGLIGIBLE;
-    fn get(raw: &[f32], p: usize) -> Self {
-        Complex32::new(raw[p], raw[p + 1])
-    }
-    fn put(self, raw: &mut [f32], p: usize) {
-        raw[p] = self.re;
-        raw[p + 1] = self.im;
-    }
-    fn pivot_size(self) -> f64 {
-        // Summed in f32, as the GPU and LAPACK's scabs1 do.
-        f64::from(self.re.abs() + self.im.abs())
-    }
-    fn conj(self) -> Self {
-        Complex32::conj(&self)
-    }
-    fn re(self) -> f64 {
-        f64::from(self.re)
-    }
-    fn from_re(r: f64) -> Self {
-        Complex32::new(r as f32, 0.0)
-    }
-    fn is_zero(self) -> bool {
-        self.re == 0.0 && self.im == 0.0
-    }
-    fn im(self) -> f64 {
-        f64::from(self.im)
-    }
-    fn abs_sq(self) -> f64 {
-        let (x, y) = (f64::from(self.re), f64::from(self.im));
-        x * x + y * y
-    }
-    fn div(self, d: Self) -> Self {
-        // Both scaled by d's larger part: |d / s|² lies in [1, 2].
-        let s = d.re.abs().max(d.im.abs());
-        let (x, d) = (self / s, d / s);
-        x * Complex32::conj(&d) / (d.re * d.re + d.im * d.im)
-    }
-    fn unit(self) -> Self {
-        let (re, im) = (f64::from(self.re), f64::from(self.im));
-        let norm = re.hypot(im);
-        Complex32::new((re / norm) as f32, (im / norm) as f32)
-    }
+/// `Field` for a complex type over a real one (`$r`), read and written
+/// as two raw `$r` at a stride of one; magnitudes in f64.
+macro_rules! complex_field {
+    ($t:ty, $r:ty) => {
+        impl Field for $t {
+            type Raw = $r;
+            const ONE: Self = <$t>::new(1.0, 0.0);
+            const NEGLIGIBLE: f64 = <$r as Field>::NEGLIGIBLE;
+            fn get(raw: &[$r], p: usize) -> Self {
+                <$t>::new(raw[p], raw[p + 1])
+            }
+            fn put(self, raw: &mut [$r], p: usize) {
+                raw[p] = self.re;
+                raw[p + 1] = self.im;
+            }
+            fn pivot_size(self) -> f64 {
+                // Summed in the real type, as the GPU and LAPACK's scabs1 do.
+                f64::from(self.re.abs() + self.im.abs())
+            }
+            fn conj(self) -> Self {
+                <$t>::conj(&self)
+            }
+            fn re(self) -> f64 {
+                f64::from(self.re)
+            }
+            fn from_re(r: f64) -> Self {
+                <$t>::new(r as $r, 0.0)
+            }
+            fn from_parts(re: f64, im: f64) -> Self {
+                <$t>::new(re as $r, im as $r)
+            }
+            fn is_zero(self) -> bool {
+                self.re == 0.0 && self.im == 0.0
+            }
+            fn im(self) -> f64 {
+                f64::from(self.im)
+            }
+            fn abs_sq(self) -> f64 {
+                let (x, y) = (f64::from(self.re), f64::from(self.im));
+                x * x + y * y
+            }
+            fn div(self, d: Self) -> Self {
+                // Both scaled by d's larger part: |d / s|² lies in [1, 2].
+                let s = d.re.abs().max(d.im.abs());
+                let (x, d) = (self / s, d / s);
+                x * <$t>::conj(&d) / (d.re * d.re + d.im * d.im)
+            }
+            fn unit(self) -> Self {
+                let (re, im) = (f64::from(self.re), f64::from(self.im));
+                let norm = re.hypot(im);
+                <$t>::new((re / norm) as $r, (im / norm) as $r)
+            }
+        }
+    };
 }
+
+complex_field!(Complex32, f32);
+complex_field!(Complex64, f64);

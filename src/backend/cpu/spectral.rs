@@ -14,14 +14,18 @@ use crate::error::{Error, Result};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::{evd, svd};
 use faer::{Mat, Par};
-use num_complex::Complex32;
+use num_complex::{Complex32, Complex64};
 
 /// Runs a [`SpectralCall`] on the CPU.
 pub(crate) fn spectral(call: &SpectralCall) -> Result<()> {
     match (call.a.dtype, call.complex) {
-        (KernelType::F32, false) => spectral_in::<f32>(call),
-        (KernelType::F64, false) => spectral_in::<f64>(call),
-        (KernelType::F32, true) => spectral_in::<Complex32>(call),
+        (KernelType::F32, false) => spectral_in::<f32, f32>(call),
+        (KernelType::F64, false) => spectral_in::<f64, f64>(call),
+        // In complex f64, rounded once (as ops/linalg/dense.rs widens real
+        // f32 matrices to f64): faer's complex f32 reductions left U·S·Vh
+        // of an ill-conditioned 90 x 30 matrix 1,500 ulps of |A| off and
+        // its pseudo-inverse wrong in most digits (LAPACK's cgesdd: 5).
+        (KernelType::F32, true) => spectral_in::<Complex32, Complex64>(call),
         (dtype, _) => Err(Error::internal(
             "linalg",
             format!("no CPU eigendecomposition or SVD of {dtype:?}"),
@@ -49,7 +53,9 @@ fn parallelism() -> Par {
     Par::Seq
 }
 
-fn spectral_in<F: Field + faer::traits::ComplexField>(call: &SpectralCall) -> Result<()> {
+/// [`spectral`] of matrices of `F`, computed in `W` (`F` or wider) and
+/// rounded to `F` once.
+fn spectral_in<F: Field, W: Field + faer::traits::ComplexField>(call: &SpectralCall) -> Result<()> {
     const OP: &str = "eigh";
     let am = Matrices::of(&call.a.layout, call.complex)?;
     let [batch, n, m] = am.dims;
@@ -57,17 +63,18 @@ fn spectral_in<F: Field + faer::traits::ComplexField>(call: &SpectralCall) -> Re
     let (um, vm) = (dims(&call.u).transpose()?, dims(&call.vh).transpose()?);
     let ucols = um.as_ref().map_or(0, |u| u.dims[2]);
     let vrows = vm.as_ref().map_or(0, |v| v.dims[1]);
-    let mats: Vec<Mat<F>> = {
+    let mats: Vec<Mat<W>> = {
         let a = host_data(OP, &call.a)?;
         let a = a
             .as_slice::<F::Raw>()
             .ok_or_else(|| Error::internal(OP, "dtype"))?;
+        let wide = |x: F| W::from_parts(x.re(), x.im());
         (0..batch)
-            .map(|b| Mat::<F>::from_fn(n, m, |i, j| F::get(a, am.at(b, i, j))))
+            .map(|b| Mat::<W>::from_fn(n, m, |i, j| wide(F::get(a, am.at(b, i, j)))))
             .collect()
     };
     let (kind, vectors) = (call.kind, um.is_some());
-    let solve = |mat: &Mat<F>, par: Par| {
+    let solve = |mat: &Mat<W>, par: Par| {
         let finite = (0..m).all(|j| {
             (0..n).all(|i| {
                 let x = mat[(i, j)];
@@ -85,7 +92,7 @@ fn spectral_in<F: Field + faer::traits::ComplexField>(call: &SpectralCall) -> Re
     // Fewer matrices than threads: each splits its own work over the op's
     // threads, in turn; more: they split over the threads a matrix at a
     // time.
-    let mut answers: Vec<Option<Answer<F>>> = (0..batch).map(|_| None).collect();
+    let mut answers: Vec<Option<Answer<W>>> = (0..batch).map(|_| None).collect();
     if batch < super::threads::count().max(2) {
         for (mat, answer) in mats.iter().zip(&mut answers) {
             *answer = super::threads::install(|| solve(mat, parallelism()));
@@ -134,7 +141,11 @@ fn spectral_in<F: Field + faer::traits::ComplexField>(call: &SpectralCall) -> Re
             match answer {
                 Some(a) => {
                     let block = if pick == 0 { &a.u } else { &a.vh };
-                    mats.scatter(raw, b, [0, 0], block, rows);
+                    let block: Vec<F> = block
+                        .iter()
+                        .map(|w| F::from_parts(w.re(), w.im()))
+                        .collect();
+                    mats.scatter(raw, b, [0, 0], &block, rows);
                 }
                 None => mats.scatter(raw, b, [0, 0], &vec![nan; rows * cols], rows),
             }

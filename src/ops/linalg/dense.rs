@@ -30,7 +30,8 @@ pub(super) fn takes_dense(a: &Tensor) -> bool {
 /// are `U`), and the i32 status (`[batch]`: 1 for a matrix with NaN or
 /// infinity, its outputs NaN). f32 matrices decompose in f64 and round
 /// once: faer's f32 reductions were tens of ulps of the largest value
-/// off at 129 x 129 (LAPACK's `ssyevd` and `sgesdd` a few).
+/// off at 129 x 129 (LAPACK's `ssyevd` and `sgesdd` a few); c64 ones in
+/// complex f64 likewise (inside the backend: there is no c128 dtype).
 pub(super) fn decompose(
     kind: Spectral,
     a: &Tensor,
