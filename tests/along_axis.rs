@@ -517,3 +517,31 @@ fn half_cumsums_past_one_pass_round_once() {
         }
     }
 }
+
+/// One line of 2^20 whose exponentials (but the first's) are all equal:
+/// the CPU summed them in eight running sums of 131,072 elements each,
+/// which left softmax 4e-4 off (late additions rounded away; NumPy's
+/// pairwise sum is 6e-8 off). The reference is worked out in f64.
+#[test]
+fn a_long_lines_sum_of_exponentials_keeps_its_digits() {
+    let n = 1 << 20;
+    let mut x = vec![0.0f32; n];
+    x[0] = 3f32.ln();
+    let max = x[0] as f64;
+    let sum = 1.0 + (n - 1) as f64 * (-max).exp();
+    for dev in devices() {
+        let t = Tensor::from_slice(&x, [n], &dev).unwrap();
+        let p = read_f32(&t.softmax(-1).unwrap());
+        let want = (-max).exp() / sum;
+        let e = (p[1] as f64 - want).abs() / want;
+        assert!(e <= 2e-6, "softmax on {dev}: {} for {want} ({e:.1e})", p[1]);
+        let l = read_f32(&t.log_softmax(-1).unwrap());
+        let want = -sum.ln();
+        let e = (l[0] as f64 - want).abs();
+        assert!(
+            e <= 1e-5,
+            "log_softmax on {dev}: {} for {want} ({e:.1e})",
+            l[0]
+        );
+    }
+}
