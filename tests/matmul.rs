@@ -1218,3 +1218,40 @@ fn unbroadcastable_batches_name_the_operands() {
         "{e}"
     );
 }
+
+/// A row vector times a matrix over a long inner axis of positive values:
+/// the CPU's matrix-vector product (gemm's) kept one running sum per
+/// output over all 2^20 terms, and late terms rounded away (1.6e-4 off,
+/// every output low; NumPy's float32 is 6e-6 off). The reference is
+/// worked out in f64.
+#[test]
+fn long_inner_axes_keep_their_digits_in_matrix_vector_products() {
+    let k = 1 << 20;
+    let x = Tensor::rand([1, k], DType::F32, 3, &Device::cpu()).unwrap();
+    let b = Tensor::rand([k, 4], DType::F32, 4, &Device::cpu()).unwrap();
+    let (xv, bv) = (read_f32(&x), read_f32(&b));
+    let want: Vec<f64> = (0..4)
+        .map(|j| (0..k).map(|i| xv[i] as f64 * bv[i * 4 + j] as f64).sum())
+        .collect();
+    for dev in devices() {
+        let (x, b) = (x.to_device(&dev).unwrap(), b.to_device(&dev).unwrap());
+        // As [1, k] x [k, 4], as [k] x [k, 4], and as [4, k] x [k] (the
+        // other matrix-vector form).
+        let products = [
+            read_f32(&x.matmul(&b).unwrap()),
+            read_f32(&x.reshape([k]).unwrap().matmul(&b).unwrap()),
+            read_f32(
+                &b.transpose(0, 1)
+                    .unwrap()
+                    .matmul(&x.reshape([k]).unwrap())
+                    .unwrap(),
+            ),
+        ];
+        for (form, got) in products.iter().enumerate() {
+            for (g, w) in got.iter().zip(&want) {
+                let e = (*g as f64 - w).abs() / w;
+                assert!(e <= 2e-6, "form {form} on {dev}: {g} for {w} ({e:.1e})");
+            }
+        }
+    }
+}
