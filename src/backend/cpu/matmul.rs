@@ -150,28 +150,54 @@ fn float_gemm<T: GemmFloat>(a: &[T], b: &[T], c: &mut [T], mm: &Batches) {
         // storage (`check_bounds`), and `c` (a fresh tensor) aliases neither
         // input.
         unsafe {
-            gemm::gemm(
-                mm.m,
-                mm.n,
-                mm.k,
-                c.as_mut_ptr().add(oc),
-                mm.c.1,
-                mm.c.0,
-                false,
-                a.as_ptr().add(oa),
-                mm.a.1,
-                mm.a.0,
-                b.as_ptr().add(ob),
-                mm.b.1,
-                mm.b.0,
-                T::ZERO,
-                T::ONE,
-                false,
-                false,
-                false,
+            product(
+                [mm.m, mm.n, mm.k],
+                (c.as_mut_ptr().add(oc), mm.c),
+                (a.as_ptr().add(oa), mm.a),
+                (b.as_ptr().add(ob), mm.b),
                 parallelism(),
             );
         }
+    }
+}
+
+/// `dst = lhs · rhs` through gemm (`m x n`, inner axis `depth`; each
+/// matrix given by its pointer and (row, column) strides).
+///
+/// # Safety
+/// Every element each pointer reaches through its strides lies in its
+/// allocation, and `dst` aliases neither input.
+unsafe fn product<T: GemmFloat>(
+    [m, n, depth]: [usize; 3],
+    dst: (*mut T, (isize, isize)),
+    lhs: (*const T, (isize, isize)),
+    rhs: (*const T, (isize, isize)),
+    par: gemm::Parallelism,
+) {
+    let ((d, (d0, d1)), (l, (l0, l1)), (r, (r0, r1))) = (dst, lhs, rhs);
+    // SAFETY: as the caller promises.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            depth,
+            d,
+            d1,
+            d0,
+            false,
+            l,
+            l1,
+            l0,
+            r,
+            r1,
+            r0,
+            T::ZERO,
+            T::ONE,
+            false,
+            false,
+            false,
+            par,
+        );
     }
 }
 
@@ -201,25 +227,11 @@ fn gemv_in_runs<T: GemmFloat>(
         // SAFETY: as `float_gemm`'s; the run lies within the inner axis
         // and `part` is m x n.
         unsafe {
-            gemm::gemm(
-                m,
-                n,
-                depth,
-                part.as_mut_ptr(),
-                1,
-                n as isize,
-                false,
-                a.as_ptr().add(oa).offset(start as isize * mm.a.1),
-                mm.a.1,
-                mm.a.0,
-                b.as_ptr().add(ob).offset(start as isize * mm.b.0),
-                mm.b.1,
-                mm.b.0,
-                T::ZERO,
-                T::ONE,
-                false,
-                false,
-                false,
+            product(
+                [m, n, depth],
+                (part.as_mut_ptr(), (n as isize, 1)),
+                (a.as_ptr().add(oa).offset(start as isize * mm.a.1), mm.a),
+                (b.as_ptr().add(ob).offset(start as isize * mm.b.0), mm.b),
                 gemm::Parallelism::None,
             );
         }
