@@ -489,6 +489,19 @@ async fn every_new_kernel_form_matches_the_cpu() {
     let ones = Tensor::ones([70_001], DType::I32, &dev).unwrap();
     let counts = ones.cumsum(0).unwrap().to_vec_async::<i32>().await.unwrap();
     assert!(counts.iter().enumerate().all(|(i, &c)| c == i as i32 + 1));
+    // A long cumprod of factors near 1 (scanned as deviations from 1).
+    let near = Tensor::rand([2, 300], DType::F32, 5, &cpu)
+        .unwrap()
+        .mul_scalar(1e-3)
+        .unwrap()
+        .add_scalar(1.0)
+        .unwrap();
+    let gnear = near.to_device_async(&dev).await.unwrap();
+    close(
+        &read(&gnear.cumprod(1).unwrap()).await,
+        &read(&near.cumprod(1).unwrap()).await,
+        "cumprod near 1",
+    );
 }
 
 /// Through Chromium's WGSL compiler, against the CPU: elementwise kernels

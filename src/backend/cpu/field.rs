@@ -1,6 +1,6 @@
 //! The scalars the CPU's linear algebra computes in (`linalg.rs`): f32,
-//! f64, complex f32 and complex f64 (which only works for complex f32
-//! storage), each read from and written to its storage's raw elements (a
+//! f64, complex f32 and complex f64 (a working type only: no dtype stores
+//! it), each read from and written to its storage's raw elements (a
 //! complex value is two reals at a stride of one).
 
 use crate::dtype::Element;

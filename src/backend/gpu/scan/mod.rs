@@ -25,6 +25,40 @@ const SCAN_WGSL: &str = shader!("scan/scan.wgsl");
 /// Lines at most this long run one thread each.
 const THREAD_MODE_MAX: usize = 64;
 
+/// scan.wgsl's near-one functions for f32 products: a factor within 2^-7
+/// of 1 (not NaN) is near; near chunks combine deviations from 1.
+const NEAR_ONE: &str = "const NEAR_ONE: bool = true;
+fn is_far(v: f32) -> bool {
+    return !(abs(v - 1.0) <= 0.0078125);
+}
+fn to_near(v: f32, near: bool) -> f32 {
+    if (near) {
+        return v - 1.0;
+    }
+    return v;
+}
+fn from_near(v: f32, near: bool) -> f32 {
+    if (near) {
+        return 1.0 + v;
+    }
+    return v;
+}
+fn combine_near(a: f32, b: f32, near: bool) -> f32 {
+    if (near) {
+        return a + b + a * b;
+    }
+    return a * b;
+}
+";
+
+/// scan.wgsl's near-one functions for every other scan: none is near.
+const NOT_NEAR_ONE: &str = "const NEAR_ONE: bool = false;
+fn is_far(v: Acc) -> bool { return true; }
+fn to_near(v: Acc, near: bool) -> Acc { return v; }
+fn from_near(v: Acc, near: bool) -> Acc { return v; }
+fn combine_near(a: Acc, b: Acc, near: bool) -> Acc { return combine(a, b); }
+";
+
 line_params! {
     /// `Params` of scan.wgsl.
     /// `row_width` counts workgroups (group mode) or threads (thread mode).
@@ -72,6 +106,13 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
         (ScanOp::Sum, _) => "a + b",
         (ScanOp::Prod, _) => "a * b",
     };
+    // f32 products scan chunks of factors near 1 as deviations from 1
+    // (scan.wgsl's main_group says why).
+    let near = if key.op == ScanOp::Prod && acc == ScalarType::F32 {
+        NEAR_ONE
+    } else {
+        NOT_NEAR_ONE
+    };
     let bindings = [
         buffer_decl(1, "src", dtype, native, false),
         buffer_decl(2, "out_buf", dtype, native, true),
@@ -84,7 +125,7 @@ pub(crate) fn scan_source(key: &ScanKey) -> Result<String> {
          {}{}{}\
          fn load(p: u32) -> Acc {{\n    return load_src(p);\n}}\n\
          fn store(p: u32, v: Acc) {{\n    store_out(p, v);\n}}\n\
-         fn load_done(p: u32) -> Acc {{\n    return load_out(p);\n}}\n{}",
+         fn load_done(p: u32) -> Acc {{\n    return load_out(p);\n}}\n{}{near}",
         load_fn("load_src", "src", dtype, native),
         store_out_fn(dtype, native),
         load_out_fn(dtype, native),
