@@ -893,6 +893,108 @@ fn variance_takes_every_reduction_path() {
     }
 }
 
+/// The variance of each line of `lines` (i128 values) in f64, from
+/// deviations taken exactly in i128: the reference for integer variances.
+fn integer_variance(lines: &[Vec<i128>], ddof: usize) -> Vec<f32> {
+    lines
+        .iter()
+        .map(|g| {
+            let d: Vec<f64> = g.iter().map(|&x| (x - g[0]) as f64).collect();
+            let mean = d.iter().sum::<f64>() / d.len() as f64;
+            let ss: f64 = d.iter().map(|x| (x - mean).powi(2)).sum();
+            (ss / (d.len() - ddof) as f64) as f32
+        })
+        .collect()
+}
+
+/// Integers past f32's 2^24 keep their variance: an f32 copy of the Unix
+/// times of one minute (in seconds or milliseconds) rounds them onto a few
+/// values, and var was 0 for NumPy's 297.9; values spanning a whole i32 or
+/// i64 range (a difference from the least that wraps) too. Odd sizes,
+/// reversed and transposed views, ddof 0 and 1, std.
+#[test]
+fn integer_variance_keeps_the_digits_past_f32s_integers() {
+    let f = |t: Tensor| t.to_vec::<f32>().unwrap();
+    let seconds: Vec<i64> = (0..3 * 257)
+        .map(|i| 1_700_000_000 + (i * 7919) % 60)
+        .collect();
+    let millis: Vec<i64> = seconds.iter().map(|s| s * 1000 + s % 7).collect();
+    for dev in devices() {
+        let what = |w: &str| format!("{dev}: {w}");
+        for (name, values) in [("seconds", &seconds), ("milliseconds", &millis)] {
+            let t = Tensor::from_slice(values, [3, 257], &dev).unwrap();
+            let rows: Vec<Vec<i128>> = values
+                .chunks(257)
+                .map(|r| r.iter().map(|&v| v.into()).collect())
+                .collect();
+            let got = f(t.var(1, 1).unwrap());
+            assert_relative(&got, &integer_variance(&rows, 1), 1e-5, &what(name));
+            // The rows reversed, as columns of the transpose.
+            let flipped = t.slice(s![..;-1, ..]).unwrap().t();
+            let got = f(flipped.std(0, 0).unwrap());
+            let want: Vec<f32> = integer_variance(&rows, 0)
+                .iter()
+                .rev()
+                .map(|v| v.sqrt())
+                .collect();
+            assert_relative(&got, &want, 1e-5, &what(&format!("{name} std")));
+            let narrow: Vec<i32> = values
+                .iter()
+                .map(|&v| (v % 2_000_000_000) as i32 + 100_000_000)
+                .collect();
+            let t = Tensor::from_slice(&narrow, [3, 257], &dev).unwrap();
+            let rows: Vec<Vec<i128>> = narrow
+                .chunks(257)
+                .map(|r| r.iter().map(|&v| v.into()).collect())
+                .collect();
+            assert_relative(
+                &f(t.var(1, 0).unwrap()),
+                &integer_variance(&rows, 0),
+                1e-5,
+                &what(&format!("i32 {name}")),
+            );
+            let wide: Vec<u32> = narrow.iter().map(|&v| v as u32 + 2_000_000_000).collect();
+            let t = Tensor::from_slice(&wide, [3, 257], &dev).unwrap();
+            assert_relative(
+                &f(t.var(1, 0).unwrap()),
+                &integer_variance(&rows, 0),
+                1e-5,
+                &what(&format!("u32 {name}")),
+            );
+        }
+        let ends: Vec<i32> = vec![i32::MIN, i32::MAX, 0, -5, 7, i32::MIN + 3];
+        let t = Tensor::from_slice(&ends, [2, 3], &dev).unwrap();
+        let columns: Vec<Vec<i128>> = (0..3)
+            .map(|j| vec![ends[j].into(), ends[j + 3].into()])
+            .collect();
+        assert_relative(
+            &f(t.var(0, 0).unwrap()),
+            &integer_variance(&columns, 0),
+            1e-5,
+            &what("i32 range"),
+        );
+        let all: Vec<Vec<i128>> = vec![ends.iter().map(|&v| v.into()).collect()];
+        assert_relative(
+            &f(t.var(.., 1).unwrap()),
+            &integer_variance(&all, 1),
+            1e-5,
+            &what("i32 range, all"),
+        );
+        let ends: Vec<i64> = vec![i64::MIN, i64::MAX, 0, -5, 7, i64::MIN + 3];
+        let t = Tensor::from_slice(&ends, [2, 3], &dev).unwrap();
+        let rows: Vec<Vec<i128>> = ends
+            .chunks(3)
+            .map(|r| r.iter().map(|&v| v.into()).collect())
+            .collect();
+        assert_relative(
+            &f(t.var(1, 0).unwrap()),
+            &integer_variance(&rows, 0),
+            1e-5,
+            &what("i64 range"),
+        );
+    }
+}
+
 #[test]
 fn reductions_cross_every_boundary_of_their_plans() {
     // Small integers, so every order of summing is exact and a GPU must

@@ -527,8 +527,10 @@ impl Tensor {
     /// the ops inside.
     fn variance(&self, axes: Axes, ddof: usize, keepdim: bool, root: bool) -> Result<Tensor> {
         let count = self.reduced_count("var", &axes)?;
-        let x = if self.dtype().is_half() || !self.dtype().is_float() {
+        let x = if self.dtype().is_half() {
             self.to_dtype(DType::F32)?
+        } else if !self.dtype().is_float() {
+            self.above_least(&axes, count)?
         } else {
             self.clone()
         };
@@ -591,6 +593,30 @@ impl Tensor {
         } else {
             var.to_dtype(out_dtype)
         }
+    }
+
+    /// This integer tensor less its least element over `axes`, in f32: an
+    /// exact integer center, which leaves the variance unchanged, where an
+    /// f32 copy of the values would round integers past 2^24 (the Unix
+    /// times of one minute) onto a few values and lose the variance whole.
+    /// A signed difference past its dtype's range wraps negative: it is the
+    /// unsigned difference less 2^32 (2^64), added back in f32.
+    fn above_least(&self, axes: &Axes, count: usize) -> Result<Tensor> {
+        let span = match self.dtype() {
+            DType::I32 => 2f64.powi(32),
+            DType::I64 => 2f64.powi(64),
+            DType::U32 => 0.0,
+            _ => return self.to_dtype(DType::F32),
+        };
+        if count == 0 {
+            return self.to_dtype(DType::F32);
+        }
+        let d = self.sub(&self.min_keepdim(axes.clone())?)?;
+        let f = d.to_dtype(DType::F32)?;
+        if span == 0.0 {
+            return Ok(f);
+        }
+        Tensor::where_cond(&d.lt_scalar(0)?, &f.add_scalar(span)?, &f)
     }
 
     /// [`Tensor::std`], keeping the reduced axes when `keepdim`.

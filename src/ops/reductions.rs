@@ -87,9 +87,10 @@ impl Tensor {
 
         /// Variance over `axes`: the mean squared deviation from the mean,
         /// divided by `count - ddof` (`ddof = 0` as NumPy's default, 1 for the
-        /// sample variance as PyTorch's). Integers are cast to f32 first
-        /// (exact up to 2^24) and give f32; f16 is computed in f32 and
-        /// rounded once. A divisor of zero or less gives inf or NaN, as
+        /// sample variance as PyTorch's). Integers give f32: their
+        /// differences from the least element of their line are exact
+        /// integers, cast to f32, so values past f32's 2^24 (Unix times)
+        /// keep their variance; f16 is computed in f32 and rounded once. A divisor of zero or less gives inf or NaN, as
         /// NumPy. The sum is the corrected two-pass one (the squared
         /// deviations from the mean less the square of their sum over the
         /// count), whose error does not grow with the mean's rounding:
