@@ -2,9 +2,10 @@
 //! matrices of [`DENSE_FROM`] rows and columns or more
 //! (`backend::SpectralCall`: faer's Householder reductions and divide and
 //! conquer, LAPACK's `syevd` and `gesdd`), where one-sided Jacobi's sweeps
-//! of `O(n³)` rotations each cost far more (at 512 x 512, 17 against about
-//! 700 ms). Smaller matrices and every matrix on a GPU keep Jacobi
-//! (`svd.rs`).
+//! of `O(n³)` rotations each cost far more (a 512 x 512 `eigh` took 16 ms
+//! against Jacobi's 700 on 2026-11-30, before f32 matrices were computed
+//! in f64: BENCHMARKS.md). Smaller matrices and every matrix on a GPU
+//! keep Jacobi (`svd.rs`).
 
 use super::checks::{raw, real_dtype};
 use super::svd::largest;
