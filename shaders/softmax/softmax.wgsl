@@ -19,6 +19,8 @@
 // (an online softmax); the workgroup merges the threads' (m, s) pairs,
 // then a second pass writes every element. A line holding NaN or +inf, or
 // only -inf, is NaN throughout, as `exp(x - max) / sum` gives it.
+// Every exp is `exp_accurate_f32` (math's, about an ulp): WGSL allows
+// the built-in 3 + 2|x| ulp, and exp(x - m) reaches |x - m| = 87.
 {{PRELUDE}}
 {{BINDINGS}}
 {{WALK}}
@@ -42,7 +44,7 @@ fn merge(a: Partial, b: Partial) -> Partial {
         return Partial(a.m, a.s, bad);
     }
     let m = max(a.m, b.m);
-    return Partial(m, a.s * exp(a.m - m) + b.s * exp(b.m - m), bad);
+    return Partial(m, a.s * exp_accurate_f32(a.m - m) + b.s * exp_accurate_f32(b.m - m), bad);
 }
 
 // `p` with element x taken in.
@@ -58,9 +60,9 @@ fn absorb(p: Partial, x: f32) -> Partial {
         return Partial(x, 1.0, p.bad);
     }
     if (x > p.m) {
-        return Partial(x, p.s * exp(p.m - x) + 1.0, p.bad);
+        return Partial(x, p.s * exp_accurate_f32(p.m - x) + 1.0, p.bad);
     }
-    return Partial(p.m, p.s + exp(x - p.m), p.bad);
+    return Partial(p.m, p.s + exp_accurate_f32(x - p.m), p.bad);
 }
 
 fn result(x: f32, m: f32, s: f32) -> f32 {

@@ -83,7 +83,7 @@ const ROWS_BODY: &str = "            let start = line_starts(r);
                     for (var c = 0u; c < 4u; c++) {
                         let e = v[j][c];
                         if (!is_inf_f32(e) && !is_nan_f32(e)) {
-                            s += exp(e - m);
+                            s += exp_accurate_f32(e - m);
                         }
                     }
                 }
@@ -173,7 +173,7 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
     let result = if key.log {
         "(x - m) - log_f32(s)"
     } else {
-        "exp(x - m) / s"
+        "exp_accurate_f32(x - m) / s"
     };
     let rows_entry = if key.rows > 0 {
         rows::entry(
