@@ -87,8 +87,10 @@ macro_rules! real {
 real!(f32);
 real!(f64);
 
-/// The longest run [`sum_of`] adds in order (in eight lanes of 128).
-const SUM_RUN: usize = 1024;
+/// The longest run [`sum_of`] adds in order (in eight lanes of 16, as
+/// NumPy's pairwise summation's leaves; with lanes of 128 a softmax of
+/// 1000 logits in U(-87, 0) was 3.2 ulps off, now 1.8).
+const SUM_RUN: usize = 128;
 
 /// The sum of `f(v)` over `values`: halves summed apart down to runs of
 /// at most [`SUM_RUN`] elements, each in eight interleaved partial sums
