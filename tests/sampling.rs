@@ -308,3 +308,62 @@ fn a_tiny_temperature_is_greedy_and_odd_rows_draw_argmax() {
         }
     }
 }
+
+/// f64 logits keep their differences (f32 copies of 1e10 and 1e10 + 1 are
+/// equal, and the draw was a coin toss): `top_k(1)` is the greedy token,
+/// and the larger logit is drawn with its probability `1 / (1 + e^-1)`
+/// (0.731).
+#[test]
+fn f64_logits_keep_their_differences() {
+    let dev = Device::cpu();
+    let n = 1000;
+    let row = [1e10f64, 1e10 + 1.0];
+    let logits = Tensor::from_slice(&row.repeat(n), [n, 2], &dev).unwrap();
+    let us: Vec<f32> = (0..n).map(|i| (i as f32 + 0.5) / n as f32).collect();
+    let u = Tensor::from_slice(&us, [n], &dev).unwrap();
+    let top = logits
+        .sample_with(&Sampling::new(1.0).top_k(1), &u)
+        .unwrap();
+    assert!(top.to_vec::<i32>().unwrap().iter().all(|&t| t == 1));
+    let drawn = logits.sample_with(&Sampling::new(1.0), &u).unwrap();
+    let ones = drawn
+        .to_vec::<i32>()
+        .unwrap()
+        .iter()
+        .filter(|&&t| t == 1)
+        .count();
+    let p = 1.0 / (1.0 + (-1.0f64).exp());
+    assert!(
+        (ones as f64 - p * n as f64).abs() <= 1.0,
+        "{ones} of {n} drew the larger logit, want {:.1}",
+        p * n as f64
+    );
+}
+
+/// Uniform numbers out of `[0, 1)` draw as documented: below 0 the most
+/// probable kept token, 1 or more the least probable kept one (never a
+/// dropped or impossible token after it: they drew the last sorted, a
+/// -inf logit), NaN the most probable.
+#[test]
+fn numbers_out_of_range_draw_kept_tokens() {
+    let inf = f32::INFINITY;
+    for dev in common::devices() {
+        let logits = Tensor::from_slice(&[0.0f32, 1.0, -inf, 2.0, 3.0], [1, 5], &dev).unwrap();
+        for (sampling, least) in [
+            (Sampling::new(1.0), 0),
+            (Sampling::new(1.0).top_k(1), 4),
+            (Sampling::new(1.0).top_k(3), 1),
+            (Sampling::new(1.0).top_p(0.5), 4),
+        ] {
+            for (u, want) in [(-0.5f32, 4), (1.0, least), (2.0, least), (f32::NAN, 4)] {
+                let u = Tensor::from_slice(&[u], [1], &dev).unwrap();
+                let got = logits
+                    .sample_with(&sampling, &u)
+                    .unwrap()
+                    .to_vec::<i32>()
+                    .unwrap();
+                assert_eq!(got, [want], "{sampling:?}, u = {u} on {dev}");
+            }
+        }
+    }
+}

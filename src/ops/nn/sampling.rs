@@ -95,7 +95,8 @@ impl Tensor {
     /// (`argmax`'s: the first NaN, or the first logit), where PyTorch's
     /// `multinomial` raises; nothing is read back to check. Nor are the
     /// numbers checked: one below 0 draws the most probable kept token,
-    /// one of 1 or more the least probable kept token, NaN token 0.
+    /// one of 1 or more the least probable kept token, NaN the most
+    /// probable.
     ///
     /// # Errors
     /// `Error::Shape` naming `sample` for logits of no axis or an empty
@@ -153,14 +154,23 @@ impl Tensor {
         // The row's largest finite logit is taken off before the
         // temperature divides (the same distribution): finite logits over a
         // tiny temperature overflowed to +inf, whose NaN softmax drew the
-        // first of them. NaN and infinite logits stay as they are.
-        let logits = self.to_dtype(DType::F32)?;
+        // first of them. NaN and infinite logits stay as they are. f64
+        // logits are shifted in f64 (f32 copies of 1e10 and 1e10 + 1 are
+        // equal), the others in f32, where their differences are exact.
+        let logits = if self.dtype() == DType::F64 {
+            self.clone()
+        } else {
+            self.to_dtype(DType::F32)?
+        };
         let odd = logits.isfinite()?.logical_not()?;
         let largest = logits
             .masked_fill(&odd, f64::NEG_INFINITY)?
             .max_keepdim(-1)?;
         let shift = largest.masked_fill(&largest.isfinite()?.logical_not()?, 0.0)?;
-        let scaled = logits.sub(&shift)?.div_scalar(temperature)?;
+        let scaled = logits
+            .sub(&shift)?
+            .to_dtype(DType::F32)?
+            .div_scalar(temperature)?;
         let order = scaled.argsort(-1, SortOrder::Descending)?;
         let mut sorted = scaled.gather(&order, -1)?;
         if let Some(k) = top_k.filter(|&k| k < vocab) {
@@ -190,11 +200,15 @@ impl Tensor {
         // (1 - u) x total.
         let tail = from_tail(&probs)?;
         let total = tail.narrow(-1, 0, 1)?;
+        // At least the least normal f32, so that a number of 1 or more
+        // stops at the last kept token, not at the dropped ones (sums 0)
+        // after it.
         let rest = uniform
             .unsqueeze(-1)?
             .mul_scalar(-1.0)?
             .add_scalar(1.0)?
-            .mul(&total)?;
+            .mul(&total)?
+            .maximum_scalar(f32::MIN_POSITIVE)?;
         let reached = tail.ge(&rest)?.to_dtype(DType::I32)?.sum_keepdim(-1)?;
         let at = reached.sub_scalar(1)?.maximum_scalar(0)?;
         order.gather(&at, -1)?.squeeze_axis(-1)

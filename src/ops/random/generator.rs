@@ -311,8 +311,13 @@ impl Generator {
 
     /// Integers uniform in `[low, high)` (NumPy's `integers`, PyTorch's
     /// `randint`): `low + floor(x (high - low) / 2^64)` of 64 random bits
-    /// `x` an element, which favours no value by more than `(high - low)
-    /// / 2^64` (NumPy rejects to remove even that; this keeps one pass).
+    /// `x` an element. Each value takes `floor(2^64 / span)` or one more of
+    /// the 2^64 `x`, so one is favoured over another by at most `span /
+    /// 2^64` of its chance: under 2^-24 for ranges up to 2^40, but 5% at
+    /// 10^18 and 2x past 2^62, where some values come twice as often
+    /// (PyTorch's `randint`, by a modulo, has the same bias; NumPy rejects
+    /// to remove it; this keeps one pass). For uniform words over a whole
+    /// range, use [`Generator::bits`] (32 bits an element).
     ///
     /// # Errors
     /// `Error::DType` naming `randint` for a dtype other than i32, i64, u32
