@@ -990,6 +990,14 @@ fn integer_variance(lines: &[Vec<i128>], ddof: usize) -> Vec<f32> {
         .collect()
 }
 
+/// `values` as rows of `width`, in i128.
+fn rows_of<T: Copy + Into<i128>>(values: &[T], width: usize) -> Vec<Vec<i128>> {
+    values
+        .chunks(width)
+        .map(|r| r.iter().map(|&v| v.into()).collect())
+        .collect()
+}
+
 /// Integers past f32's 2^24 keep their variance: an f32 copy of the Unix
 /// times of one minute (in seconds or milliseconds) rounds them onto a few
 /// values, and var was 0 for NumPy's 297.9; values spanning a whole i32 or
@@ -1006,10 +1014,7 @@ fn integer_variance_keeps_the_digits_past_f32s_integers() {
         let what = |w: &str| format!("{dev}: {w}");
         for (name, values) in [("seconds", &seconds), ("milliseconds", &millis)] {
             let t = Tensor::from_slice(values, [3, 257], &dev).unwrap();
-            let rows: Vec<Vec<i128>> = values
-                .chunks(257)
-                .map(|r| r.iter().map(|&v| v.into()).collect())
-                .collect();
+            let rows = rows_of(&values, 257);
             let got = f(t.var(1, 1).unwrap());
             assert_relative(&got, &integer_variance(&rows, 1), 1e-5, &what(name));
             // The rows reversed, as columns of the transpose.
@@ -1026,10 +1031,7 @@ fn integer_variance_keeps_the_digits_past_f32s_integers() {
                 .map(|&v| (v % 2_000_000_000) as i32 + 100_000_000)
                 .collect();
             let t = Tensor::from_slice(&narrow, [3, 257], &dev).unwrap();
-            let rows: Vec<Vec<i128>> = narrow
-                .chunks(257)
-                .map(|r| r.iter().map(|&v| v.into()).collect())
-                .collect();
+            let rows = rows_of(&narrow, 257);
             assert_relative(
                 &f(t.var(1, 0).unwrap()),
                 &integer_variance(&rows, 0),
@@ -1056,7 +1058,7 @@ fn integer_variance_keeps_the_digits_past_f32s_integers() {
             1e-5,
             &what("i32 range"),
         );
-        let all: Vec<Vec<i128>> = vec![ends.iter().map(|&v| v.into()).collect()];
+        let all = rows_of(&ends, ends.len());
         assert_relative(
             &f(t.var(.., 1).unwrap()),
             &integer_variance(&all, 1),
@@ -1065,10 +1067,7 @@ fn integer_variance_keeps_the_digits_past_f32s_integers() {
         );
         let ends: Vec<i64> = vec![i64::MIN, i64::MAX, 0, -5, 7, i64::MIN + 3];
         let t = Tensor::from_slice(&ends, [2, 3], &dev).unwrap();
-        let rows: Vec<Vec<i128>> = ends
-            .chunks(3)
-            .map(|r| r.iter().map(|&v| v.into()).collect())
-            .collect();
+        let rows = rows_of(&ends, 3);
         assert_relative(
             &f(t.var(1, 0).unwrap()),
             &integer_variance(&rows, 0),
