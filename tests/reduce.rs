@@ -1014,7 +1014,7 @@ fn integer_variance_keeps_the_digits_past_f32s_integers() {
         let what = |w: &str| format!("{dev}: {w}");
         for (name, values) in [("seconds", &seconds), ("milliseconds", &millis)] {
             let t = Tensor::from_slice(values, [3, 257], &dev).unwrap();
-            let rows = rows_of(&values, 257);
+            let rows = rows_of(values, 257);
             let got = f(t.var(1, 1).unwrap());
             assert_relative(&got, &integer_variance(&rows, 1), 1e-5, &what(name));
             // The rows reversed, as columns of the transpose.
