@@ -19,8 +19,9 @@
 // (an online softmax); the workgroup merges the threads' (m, s) pairs,
 // then a second pass writes every element. A line holding NaN or +inf, or
 // only -inf, is NaN throughout, as `exp(x - max) / sum` gives it.
-// Every exp is `exp_accurate_f32` (math's, about an ulp): WGSL allows
-// the built-in 3 + 2|x| ulp, and exp(x - m) reaches |x - m| = 87.
+// Every exp is `exp_accurate_f32` (math.wgsl's, about an ulp): WGSL
+// allows the built-in 3 + 2|x| ulp, and x - m runs down to -104 before
+// exp(x - m) underflows (lavapipe's built-in gave 14-ulp softmaxes).
 {{PRELUDE}}
 {{BINDINGS}}
 {{WALK}}
