@@ -91,9 +91,10 @@ impl Tensor {
         /// differences from the least element of their line are exact
         /// integers, cast to f32, so values past f32's 2^24 (Unix times)
         /// keep their variance; f16 is computed in f32 and rounded once. A
-        /// divisor of zero or less gives inf or NaN, as NumPy. The sum is the corrected two-pass one (the squared
-        /// deviations from the mean less the square of their sum over the
-        /// count), whose error does not grow with the mean's rounding:
+        /// divisor of zero or less gives inf or NaN, as NumPy. The sum is
+        /// the corrected two-pass one (the squared deviations from the mean
+        /// less the square of their sum over the count), whose error does
+        /// not grow with the mean's rounding:
         /// values on a coarse grid over a large offset (f32 integers past
         /// a million) keep their variance's digits. Squares past the
         /// dtype's range give inf (NumPy's f32 too).
