@@ -94,10 +94,10 @@ impl Tensor {
         /// divisor of zero or less gives inf or NaN, as NumPy. The sum is
         /// the corrected two-pass one (the squared deviations from the mean
         /// less the square of their sum over the count), whose error does
-        /// not grow with the mean's rounding:
-        /// values on a coarse grid over a large offset (f32 integers past
-        /// a million) keep their variance's digits. Squares past the
-        /// dtype's range give inf (NumPy's f32 too).
+        /// not grow with the mean's rounding: values on a coarse grid over
+        /// a large offset (f32 integers past a million) keep their
+        /// variance's digits. Squares past the dtype's range give inf
+        /// (NumPy's f32 too).
         ///
         /// # Errors
         /// As [`Tensor::sum`]; `Error::DType` for c64; on a GPU, a
