@@ -602,10 +602,11 @@ impl Tensor {
     /// A signed difference past its dtype's range wraps negative: it is the
     /// unsigned difference less 2^32 (2^64), added back in f32.
     fn above_least(&self, axes: &Axes, count: usize) -> Result<Tensor> {
-        let span = match self.dtype() {
-            DType::I32 => 2f64.powi(32),
-            DType::I64 => 2f64.powi(64),
-            DType::U32 => 0.0,
+        // What a wrapped (negative) difference lacks, for signed dtypes.
+        let wrap = match self.dtype() {
+            DType::I32 => Some(2f64.powi(32)),
+            DType::I64 => Some(2f64.powi(64)),
+            DType::U32 => None,
             _ => return self.to_dtype(DType::F32),
         };
         if count == 0 {
@@ -613,10 +614,10 @@ impl Tensor {
         }
         let d = self.sub(&self.min_keepdim(axes.clone())?)?;
         let f = d.to_dtype(DType::F32)?;
-        if span == 0.0 {
-            return Ok(f);
+        match wrap {
+            Some(wrap) => Tensor::where_cond(&d.lt_scalar(0)?, &f.add_scalar(wrap)?, &f),
+            None => Ok(f),
         }
-        Tensor::where_cond(&d.lt_scalar(0)?, &f.add_scalar(span)?, &f)
     }
 
     /// [`Tensor::std`], keeping the reduced axes when `keepdim`.
