@@ -594,6 +594,15 @@ fn a_long_k_over_one_tile_splits_into_a_batch_and_a_sum() {
         let bt = b.t().contiguous().unwrap();
         let d = cost(&dev, &|| a.matmul(&bt.t()).unwrap());
         assert_budget(&format!("{name}: split-k of a transposed b"), &d, 2);
+        // A batch of three 2 x 2 products splits too: a batch of 3 x 16
+        // slices' products, then the sum (unsplit, one per-output kernel).
+        let a = Tensor::rand([3, 2, 8192], DType::F32, 3, &dev).unwrap();
+        let b = Tensor::rand([3, 8192, 2], DType::F32, 4, &dev).unwrap();
+        let d = cost(&dev, &|| a.matmul(&b).unwrap());
+        assert_budget(&format!("{name}: split-k of a batch"), &d, 2);
+        let profile = dev.profile(|| read(a.matmul(&b).unwrap())).unwrap();
+        let names: Vec<_> = profile.kernels().iter().map(|k| k.name).collect();
+        assert_eq!(names, ["matmul", "reduce"], "{name}: split-k of a batch");
     }
 }
 

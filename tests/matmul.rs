@@ -287,6 +287,90 @@ fn a_long_k_splits_over_slices_and_matches_float64() {
 }
 
 #[test]
+fn batched_products_and_contractions_over_a_long_k_keep_their_digits() {
+    // A batch of a few small matrices over a long k, and einsum's and
+    // tensordot's products (a batch of one), split k as a 2-D product
+    // does: a GPU thread summing all of k in one chain was 247 ulps off
+    // on values on a coarse grid (1e4 + noise), where NumPy float32 is 15
+    // and the split 2-D product 3. Every output within 2e-6 of its
+    // sum |a||b| (about 25 ulps), against float64, on every device; the
+    // same bits every run.
+    let k = 1 << 16;
+    let coarse = |n: usize, seed| -> Vec<f32> { noise(n, seed).iter().map(|x| 1e4 + x).collect() };
+    for dev in devices() {
+        let a = Tensor::from_vec(coarse(3 * 2 * k, 21), [3, 2, k], &dev).unwrap();
+        let b = Tensor::from_vec(coarse(3 * k * 2, 22), [3, k, 2], &dev).unwrap();
+        let bt = b.transpose(-1, -2).unwrap().contiguous().unwrap();
+        let a2 = a.reshape([6, k]).unwrap();
+        let b2 = b.narrow(0, 0, 1).unwrap().squeeze_axis(0).unwrap();
+        let cases: Vec<(&str, Tensor, Tensor, Tensor)> = vec![
+            ("batched", a.clone(), b.clone(), a.matmul(&b).unwrap()),
+            (
+                "batched, transposed b",
+                a.clone(),
+                bt.transpose(-1, -2).unwrap(),
+                a.matmul(&bt.transpose(-1, -2).unwrap()).unwrap(),
+            ),
+            (
+                "broadcast batch",
+                a.narrow(0, 1, 1).unwrap().broadcast_to([3, 2, k]).unwrap(),
+                b.clone(),
+                a.narrow(0, 1, 1).unwrap().matmul(&b).unwrap(),
+            ),
+            (
+                "einsum",
+                a2.clone(),
+                b2.clone(),
+                Tensor::einsum("ij,jk->ik", &[&a2, &b2]).unwrap(),
+            ),
+            (
+                "tensordot",
+                a2.clone(),
+                b2.clone(),
+                a2.tensordot(&b2, &[-1], &[0]).unwrap(),
+            ),
+        ];
+        for (what, x, y, got) in cases {
+            let x = x.contiguous().unwrap();
+            let y = y.contiguous().unwrap();
+            let batch = x.numel() / (x.dims()[x.rank() - 2] * k);
+            let (m, n) = (x.dims()[x.rank() - 2], y.dims()[y.rank() - 1]);
+            let (xs, ys) = (as_f64(&x), as_f64(&y));
+            let want = reference(&xs, &ys, batch, m, k, n);
+            let magnitude = reference(
+                &xs.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+                &ys.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+                batch,
+                m,
+                k,
+                n,
+            );
+            let values = read_f32(&got);
+            assert_eq!(values.len(), want.len(), "{what} on {dev}");
+            for (i, ((&g, w), size)) in values.iter().zip(&want).zip(&magnitude).enumerate() {
+                let off = (f64::from(g) - w).abs() / size;
+                assert!(
+                    off < 2e-6,
+                    "{what} on {dev}: output {i} is {g}, want {w} ({off})"
+                );
+            }
+        }
+        let again = read_f32(&a.matmul(&b).unwrap());
+        assert_eq!(
+            read_f32(&a.matmul(&b).unwrap()),
+            again,
+            "{dev}: the same bits"
+        );
+        // Rank-8 operands take no slice axis: unsplit, still the product.
+        let a8 = a.reshape([3, 1, 1, 1, 1, 1, 2, k]).unwrap();
+        let b8 = b.reshape([3, 1, 1, 1, 1, 1, k, 2]).unwrap();
+        let flat = read_f32(&a8.matmul(&b8).unwrap());
+        let want = reference(&as_f64(&a), &as_f64(&b), 3, 2, k, 2);
+        assert!(relative_error(&flat, &want) < 1e-4, "rank 8 on {dev}");
+    }
+}
+
+#[test]
 fn batches_broadcast_as_numpy() {
     for dev in devices() {
         let a = Tensor::from_vec(noise(2 * 5 * 4, 11), [2, 1, 5, 4], &dev).unwrap();

@@ -26,10 +26,11 @@ impl Tensor {
     /// sums the products (elementwise ops and sums over parts of at most
     /// 2^22 of them). A GPU's product of more than 1,048,560 rows or
     /// columns runs in parts of that many (its output tiles' grid). A
-    /// GPU's 2-D f32 product of a few output tiles over a long k (64 x 64
-    /// over 65,536; k at least 8 times the longer side and 4,096) runs as a
-    /// batch over slices of k and a sum of the slices' partials (split-k:
-    /// the same bits every run).
+    /// GPU's f32 product of a few output tiles, over all its matrices,
+    /// over a long k (64 x 64 over 65,536, or 3 matrices of 2 x 2; k at
+    /// least 8 times the longer side and 4,096) runs as a batch over
+    /// slices of k and a sum of the slices' partials (split-k: the same
+    /// bits every run, and shorter sums).
     ///
     /// ```
     /// use webtensor::{Device, Tensor};
@@ -121,11 +122,7 @@ impl Tensor {
             true => b,
             false => Cow::Owned(b.broadcast_to(with([k, n]))?),
         };
-        let split = match batch.rank() {
-            0 => super::matmul_split::product(&a, &b)?,
-            _ => None,
-        };
-        let mut out = if let Some(out) = split {
+        let mut out = if let Some(out) = super::matmul_split::product(&a, &b)? {
             out
         } else if self.dtype() == DType::I64 && self.device().is_gpu() {
             wide_product(&a, &b, &out_shape).map_err(|e| e.named(OP))?
@@ -214,7 +211,7 @@ fn inner_extent_cut(a: &Tensor) -> Option<(usize, Cut)> {
 /// columns of `b` and `out` are written part by part into views of `out`;
 /// parts of the inner dimension are multiplied into a fresh tensor and
 /// added to `out` after the first.
-fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+pub(super) fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     let r = out.rank();
     // (operand, its cut) of the first operand needing one.
     let cut = [a, b, out]

@@ -1,13 +1,16 @@
 //! Split-k for a GPU's f32 products whose output is a few tiles deep in a
-//! long k (a 64 x 64 result of 65,536-long rows): one workgroup per output
-//! tile would leave a big GPU idle while it walks k. The product runs as a
-//! batch of products over consecutive slices of k, read in place through
-//! strided views of the operands (no copies), and the slices' partial
-//! results are summed by a fixed reduction: the same bits every run.
+//! long k (a 64 x 64 result of 65,536-long rows, or a batch of a few small
+//! matrices): one workgroup per output tile would leave a big GPU idle
+//! while it walks k, each thread summing all of k in one chain. The
+//! product runs as a batch of products over consecutive slices of k, read
+//! in place through strided views of the operands (no copies), and the
+//! slices' partial results are summed by a fixed reduction: the same bits
+//! every run.
 
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
+use crate::shape::{DimVec, MAX_RANK, Shape};
 use crate::tensor::Tensor;
 
 /// Output blocks a big GPU runs at once (132 multiprocessors on an H100):
@@ -71,36 +74,55 @@ fn splits(blocks: usize, m: usize, n: usize, k: usize) -> usize {
         .unwrap_or(1)
 }
 
-/// `a @ b` of 2-D f32 operands on a GPU by split-k, where [`splits`]
-/// gives more than one slice; `None` otherwise (a batched product, a
-/// batch of one included, is never split).
+/// `a @ b` of f32 operands on a GPU (stacks of matrices broadcast to one
+/// batch shape) by split-k, where [`splits`] gives more than one slice
+/// for the product's blocks over all its matrices; `None` otherwise, and
+/// for operands of the most axes a tensor has (the slices take one more).
 ///
 /// # Errors
 /// The product's and the sum's.
 pub(super) fn product(a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
-    if !a.device().is_gpu() || a.dtype() != DType::F32 || a.rank() != 2 || b.rank() != 2 {
+    let r = a.rank();
+    if !a.device().is_gpu() || a.dtype() != DType::F32 || !(2..MAX_RANK).contains(&r) {
         return Ok(None);
     }
-    let (m, k, n) = (a.dims()[0], a.dims()[1], b.dims()[1]);
-    let (ar, ac) = (a.strides()[0], a.strides()[1]);
-    let (br, bc) = (b.strides()[0], b.strides()[1]);
-    let s = splits(blocks(m, n, [ar, ac], [br, bc]), m, n, k);
+    let (m, k, n) = (a.dims()[r - 2], a.dims()[r - 1], b.dims()[r - 1]);
+    let (ar, ac) = (a.strides()[r - 2], a.strides()[r - 1]);
+    let (br, bc) = (b.strides()[r - 2], b.strides()[r - 1]);
+    let batches: usize = a.dims()[..r - 2].iter().product();
+    let s = splits(batches * blocks(m, n, [ar, ac], [br, bc]), m, n, k);
     if s == 1 {
         return Ok(None);
     }
     let ks = k / s;
     let step = ks as isize;
-    let a_slices = a.with_layout(Layout::from_parts(
-        [s, m, ks].into(),
-        [step * ac, ar, ac].as_slice().into(),
-        a.offset(),
-    ));
-    let b_slices = b.with_layout(Layout::from_parts(
-        [s, ks, n].into(),
-        [step * br, br, bc].as_slice().into(),
-        b.offset(),
-    ));
-    Ok(Some(a_slices.matmul(&b_slices)?.sum(0)?))
+    // Each operand's batch axes, then the slices of k, then its matrix.
+    let sliced = |t: &Tensor, matrix: [usize; 2], slice_stride: isize| {
+        let mut dims = DimVec::from_slice(&t.dims()[..r - 2]);
+        dims.extend_from_slice(&[s, matrix[0], matrix[1]]);
+        let mut strides = DimVec::from_slice(&t.strides()[..r - 2]);
+        strides.extend_from_slice(&[slice_stride, t.strides()[r - 2], t.strides()[r - 1]]);
+        t.with_layout(Layout::from_parts(
+            Shape::from_dims(dims),
+            strides,
+            t.offset(),
+        ))
+    };
+    let a_slices = sliced(a, [m, ks], step * ac);
+    let b_slices = sliced(b, [ks, n], step * br);
+    let mut dims = DimVec::from_slice(&a.dims()[..r - 2]);
+    dims.extend_from_slice(&[s, m, n]);
+    let shape = Shape::from_dims(dims);
+    let partials = crate::tensor::alloc_beside(a, "matmul", DType::F32, shape.numel())?;
+    let partials = Tensor::from_parts(
+        partials,
+        Layout::contiguous(shape),
+        DType::F32,
+        a.device().clone(),
+    );
+    // Unsplit: each slice's product is one of a batch.
+    super::matmul::matmul_in_parts(&a_slices, &b_slices, &partials)?;
+    Ok(Some(partials.sum(-3)?))
 }
 
 #[cfg(test)]
