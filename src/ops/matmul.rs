@@ -2,7 +2,7 @@
 
 use super::binding_parts::{Cut, MAX_KERNEL_EXTENT};
 use super::{Arg, check_devices, check_same_dtype};
-use crate::backend::{MatmulCall, matmul};
+use crate::backend::{K_SLICE, MatmulCall, matmul};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -16,12 +16,11 @@ impl Tensor {
     /// whose leading (batch) axes broadcast; a 1-D left operand is a row
     /// vector and a 1-D right operand a column vector, and that axis is
     /// dropped from the result. Operands may be any views (`a.t()` is not
-    /// copied). f32, f16 and bf16 (accumulated in f32; a GPU's f16 or
-    /// bf16 product over k past 8,192 rounds its partial sums to its dtype
-    /// once per 8,192 of k, as cuBLAS's reduced-precision split-k that
-    /// PyTorch allows by default, where the CPU rounds once; operands past
-    /// a storage binding, cut along k, sum their parts in f32 and round
-    /// once), f64 (CPU),
+    /// copied). f32, f16 and bf16 (accumulated in f32 and rounded once on
+    /// every device: a GPU's product over k past 8,192, which its kernels
+    /// take a slice at a time, keeps the partial sums in an f32 scratch
+    /// of the output's size, so a partial sum past f16's range is no inf
+    /// where the product is in range), f64 (CPU),
     /// i32, i64 and u32 (wrapping). A GPU has no i64 product kernel: it
     /// sums the products (elementwise ops and sums over parts of at most
     /// 2^22 of them). A GPU's product of more than 1,048,560 rows or
@@ -235,11 +234,23 @@ pub(super) fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()
             }
             return Ok(());
         }
-        return matmul(MatmulCall {
+        // A GPU's f16 or bf16 product over slices of k keeps its partial
+        // sums in f32 and rounds once (each slice's sum rounded to the
+        // dtype could pass its range where the product does not).
+        let k = a.dims()[r - 1];
+        let sum = match out.dtype().is_half() && out.device().is_gpu() && k > K_SLICE {
+            true => Tensor::empty_dense(out.shape().clone(), DType::F32, out.device(), "matmul")?,
+            false => out.clone(),
+        };
+        matmul(MatmulCall {
             a: a.kernel_ref(a.layout().clone())?,
             b: b.kernel_ref(b.layout().clone())?,
-            out: out.kernel_out(out.layout().clone())?,
-        });
+            out: sum.kernel_out(sum.layout().clone())?,
+        })?;
+        if sum.dtype() != out.dtype() {
+            out.assign(&sum)?;
+        }
+        return Ok(());
     };
     // Which of batch, m, k, n the cut axis is.
     let along = |axis: usize| Cut {

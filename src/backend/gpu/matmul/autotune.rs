@@ -87,7 +87,7 @@ pub(super) fn tile(
         cs.unsigned_abs() <= rs.unsigned_abs()
     };
     let fast = [along_columns(&call.a), along_columns(&call.b)];
-    let class = MatmulClass::of(call.out.dtype, dims, fast);
+    let class = MatmulClass::of(call.a.dtype, dims, fast);
     if let Some(tile) = ctx.tuner.winner(&class) {
         return Ok(tile);
     }
@@ -99,7 +99,7 @@ pub(super) fn tile(
         return Ok(MatmulTile::Auto);
     };
     let lanes = ctx.facts.subgroups_of(subgroup::TEAM);
-    let dtype = call.out.dtype;
+    let dtype = call.a.dtype;
     let cooperative = ctx.facts.cooperative_for(dtype);
     let mut candidates = Vec::new();
     for tile in TILES {

@@ -91,7 +91,11 @@ params_block! {
 /// Everything that selects a distinct matmul pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct MatmulKey {
+    /// The operands' dtype.
     pub dtype: KernelType,
+    /// The output's: the operands', or f32 where a half product over a
+    /// long k keeps its partial sums (see `ops/matmul.rs`).
+    pub out: KernelType,
     pub native_f16: bool,
     pub kernel: MatmulKernel,
     /// The kernel adds 1 to every output (`GpuOptions::sabotage_matmul`:
@@ -100,10 +104,17 @@ pub(crate) struct MatmulKey {
 }
 
 impl MatmulKey {
-    /// The key of `kernel` over `dtype` on the device of `ctx`.
-    fn new(ctx: &GpuContext, dtype: KernelType, kernel: MatmulKernel) -> MatmulKey {
+    /// The key of `kernel` over operands of `dtype` into an output of
+    /// `out` on the device of `ctx`.
+    fn new(
+        ctx: &GpuContext,
+        dtype: KernelType,
+        out: KernelType,
+        kernel: MatmulKernel,
+    ) -> MatmulKey {
         MatmulKey {
             dtype,
+            out,
             native_f16: ctx.facts.native_f16,
             kernel,
             sabotaged: ctx
@@ -188,9 +199,9 @@ pub(crate) fn matmul_source(key: &MatmulKey) -> Result<String> {
             "@group(0) @binding({binding}) var<storage, read> {name}: array<vec4<{element}>>;"
         );
     }
-    bindings.push_str(&buffer_decl(3, "out_buf", dtype, native, true));
-    access.push_str(&store_out_fn(dtype, native));
-    access.push_str(&load_out_fn(dtype, native));
+    bindings.push_str(&buffer_decl(3, "out_buf", key.out, native, true));
+    access.push_str(&store_out_fn(key.out, native));
+    access.push_str(&load_out_fn(key.out, native));
     let acc = format!("alias Acc = {acc};\nconst ZERO: Acc = {zero};\n");
     let walk = Walk {
         name: "batch_bases",
@@ -273,7 +284,7 @@ pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
     let choice = ctx.matmul_tile();
     if choice == MatmulTile::Auto && (m == 1 || n == 1) {
         let gemv = Gemv::of(call, m, n);
-        let verdict = self_check::verdict(ctx, MatmulVariant::Gemv, call.out.dtype)?;
+        let verdict = self_check::verdict(ctx, MatmulVariant::Gemv, call.a.dtype)?;
         let usable = matches!(verdict, Verdict::Right | Verdict::Unchecked);
         if usable && n.max(m).div_ceil(gemv::outputs_per_group(gemv.along_k)) <= max {
             return gemv.record(out, call, bound, k, batches);
@@ -285,10 +296,10 @@ pub(crate) fn matmul(out: &GpuStorage, call: MatmulCall) -> Result<()> {
         fixed => fixed,
     };
     let tile = match tile {
-        MatmulTile::Auto => untuned(&ctx.facts, call.out.dtype, m, n),
+        MatmulTile::Auto => untuned(&ctx.facts, call.a.dtype, m, n),
         tile => tile,
     };
-    let tile = self_check::checked_tile(out, tile, dims, call.out.dtype)?;
+    let tile = self_check::checked_tile(out, tile, dims, call.a.dtype)?;
     record_with(out, call, bound, tile, dims)
 }
 
@@ -346,7 +357,7 @@ fn record_per_output(
     [m, n, k, batches]: [usize; 4],
 ) -> Result<()> {
     let ctx = &out.ctx;
-    let key = MatmulKey::new(ctx, call.out.dtype, MatmulKernel::PerOutput);
+    let key = MatmulKey::new(ctx, call.a.dtype, call.out.dtype, MatmulKernel::PerOutput);
     let per = m * n;
     for batch_range in slices(batches, small::batches_per_dispatch(per)) {
         let [x, y] = grid_of(
@@ -400,7 +411,7 @@ fn record_tiled(
         MatmulTile::Subgroup if facts.subgroups_of(subgroup::TEAM) => {
             (MatmulKernel::Subgroup(loads[1]), [tiling.bm, tiling.bn])
         }
-        MatmulTile::Cooperative if facts.cooperative_for(call.out.dtype) => {
+        MatmulTile::Cooperative if facts.cooperative_for(call.a.dtype) => {
             let tiling = cooperative_tiling(facts, call, loads)?;
             (MatmulKernel::Cooperative(tiling), [tiling.block(); 2])
         }
@@ -444,7 +455,7 @@ fn cooperative_tiling(
         rs.unsigned_abs() < cs.unsigned_abs()
     };
     let rows = [rows_fast(&call.a), rows_fast(&call.b)];
-    CoopTiling::on_device(facts, call.out.dtype, loads, rows).ok_or_else(|| {
+    CoopTiling::on_device(facts, call.a.dtype, loads, rows).ok_or_else(|| {
         Error::internal(
             "matmul",
             format!(
@@ -462,7 +473,7 @@ fn cooperative_tiling(
 /// along that axis (so a vec4 is aligned, and all in or all out of the
 /// matrix); one at a time otherwise.
 fn vec_loads(call: &MatmulCall, [m, n, k]: [usize; 3], native_f16: bool) -> [Loads; 2] {
-    if !vec4_access(storage_mode(call.out.dtype, native_f16)) {
+    if !vec4_access(storage_mode(call.a.dtype, native_f16)) {
         return [Loads::Scalar; 2];
     }
     let of = |t: &TensorRef, [rows, cols]: [usize; 2]| {
@@ -498,7 +509,7 @@ fn record_slices(
     params: impl Fn(Range<usize>, usize) -> MatmulParams,
 ) -> Result<()> {
     let ctx = &out.ctx;
-    let key = MatmulKey::new(ctx, operands[2].dtype, kernel);
+    let key = MatmulKey::new(ctx, operands[0].dtype, operands[2].dtype, kernel);
     let bound = [&bound[0], &bound[1], &bound[2]];
     record_sliced(ctx, &key, bound, groups, [batches, k], params)
 }
@@ -643,144 +654,4 @@ fn params(call: &MatmulCall, [m, n]: [usize; 2], k: Range<usize>, start: usize) 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::backend::gpu::kernel::params_block::tests::assert_layout;
-    use crate::backend::gpu::kernel::prelude::tests::validate;
-
-    #[test]
-    fn params_match_the_wgsl_struct() {
-        let key = MatmulKey {
-            dtype: KernelType::F16,
-            native_f16: false,
-            kernel: MatmulKernel::Tiled(tiling::LARGE, [Loads::Scalar; 2]),
-            sabotaged: false,
-        };
-        let source = matmul_source(&key).unwrap();
-        assert_layout(&source, MatmulParams::FIELDS, MatmulParams::SIZE, "matmul");
-    }
-
-    /// Every cooperative kernel a device may run: both fragment sides,
-    /// every subgroup size, both stagings of each operand.
-    fn cooperative_kernels() -> Vec<CoopTiling> {
-        let mut all = Vec::new();
-        // Each operand's loads, and its staging order where they are
-        // scalar.
-        let orders = [
-            (Loads::Scalar, false),
-            (Loads::Scalar, true),
-            (Loads::VecCols, false),
-            (Loads::VecRows, true),
-        ];
-        for fragment in [8, 16] {
-            for lanes in [8, 16, 32, 64] {
-                for (a, a_rows) in orders {
-                    for (b, b_rows) in orders {
-                        let tiling = CoopTiling::new(fragment, lanes, [a, b], [a_rows, b_rows]);
-                        all.extend(tiling);
-                    }
-                }
-            }
-        }
-        // Four subgroup sizes on 8 x 8 fragments, two on 16 x 16.
-        assert_eq!(all.len(), 6 * 16);
-        all
-    }
-
-    /// The cooperative kernels are validated with the other kernels; no
-    /// adapter of CI has cooperative matrices, so they also go through
-    /// naga's SPIR-V writer here, as wgpu's Vulkan backend will take them.
-    #[cfg(not(target_arch = "wasm32"))]
-    #[test]
-    fn the_cooperative_kernels_translate_to_spirv() {
-        for (dtype, tiling) in [KernelType::F16, KernelType::F32]
-            .into_iter()
-            .flat_map(|d| cooperative_kernels().into_iter().map(move |t| (d, t)))
-        {
-            let key = MatmulKey {
-                dtype,
-                native_f16: true,
-                kernel: MatmulKernel::Cooperative(tiling),
-                sabotaged: false,
-            };
-            let source = matmul_source(&key).unwrap();
-            let what = format!("{dtype} {tiling:?}");
-            crate::backend::gpu::kernel::prelude::tests::translate_to_spirv(&source, &what);
-            // The subgroup's quarter indexes workgroup arrays: its id is
-            // clamped before any use.
-            assert_eq!(source.matches("sg_id").count(), 2, "{what}");
-            assert!(source.contains("let sg = min(sg_id, 3u);"), "{what}");
-        }
-    }
-
-    #[test]
-    fn every_matmul_kernel_is_valid_wgsl() {
-        for dtype in [
-            KernelType::F32,
-            KernelType::F16,
-            KernelType::BF16,
-            KernelType::I32,
-            KernelType::U32,
-        ] {
-            for native_f16 in [true, false] {
-                let all = [Loads::Scalar, Loads::VecCols, Loads::VecRows];
-                let vec = vec4_access(storage_mode(dtype, native_f16));
-                let mut kernels = vec![MatmulKernel::Gemv, MatmulKernel::PerOutput];
-                for b in all {
-                    if vec || b == Loads::Scalar {
-                        kernels.push(MatmulKernel::Subgroup(b));
-                    }
-                }
-                for tiling in tiling::ALL {
-                    for a in all {
-                        for b in all {
-                            if vec || (a == Loads::Scalar && b == Loads::Scalar) {
-                                kernels.push(MatmulKernel::Tiled(tiling, [a, b]));
-                            }
-                        }
-                    }
-                }
-                // Cooperative matrices need native f16 (their fragments are
-                // f16), for f16 and fast f32 products.
-                // Each layout on the smallest subgroups of each fragment
-                // (the SPIR-V test validates every subgroup size).
-                if native_f16 && matches!(dtype, KernelType::F16 | KernelType::F32) {
-                    kernels.extend(
-                        cooperative_kernels()
-                            .into_iter()
-                            .filter(|t| t.lanes * 8 == t.fragment * t.fragment)
-                            .map(MatmulKernel::Cooperative),
-                    );
-                }
-                for kernel in kernels {
-                    let key = MatmulKey {
-                        dtype,
-                        native_f16,
-                        kernel,
-                        sabotaged: false,
-                    };
-                    let source = matmul_source(&key).unwrap();
-                    validate(&source, &format!("{key:?}"));
-                    // The self-check's tests run a kernel made wrong.
-                    let wrong = MatmulKey {
-                        sabotaged: true,
-                        ..key
-                    };
-                    let wrong = matmul_source(&wrong).unwrap();
-                    assert_ne!(wrong, source);
-                    validate(&wrong, &format!("{key:?}, sabotaged"));
-                }
-                // Packed f16 has no vec4 loads.
-                if !vec {
-                    let key = MatmulKey {
-                        dtype,
-                        native_f16,
-                        kernel: MatmulKernel::Tiled(tiling::SMALL, [Loads::VecCols, Loads::Scalar]),
-                        sabotaged: false,
-                    };
-                    assert!(matmul_source(&key).is_err());
-                }
-            }
-        }
-    }
-}
+mod tests;
