@@ -238,17 +238,17 @@ pub(super) fn matmul_in_parts(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()
         // sums in f32 and rounds once (each slice's sum rounded to the
         // dtype could pass its range where the product does not).
         let k = a.dims()[r - 1];
-        let sum = match out.dtype().is_half() && out.device().is_gpu() && k > K_SLICE {
-            true => Tensor::empty_dense(out.shape().clone(), DType::F32, out.device(), "matmul")?,
-            false => out.clone(),
-        };
+        let wide = (out.dtype().is_half() && out.device().is_gpu() && k > K_SLICE)
+            .then(|| Tensor::empty_dense(out.shape().clone(), DType::F32, out.device(), "matmul"))
+            .transpose()?;
+        let dest = wide.as_ref().unwrap_or(out);
         matmul(MatmulCall {
             a: a.kernel_ref(a.layout().clone())?,
             b: b.kernel_ref(b.layout().clone())?,
-            out: sum.kernel_out(sum.layout().clone())?,
+            out: dest.kernel_out(dest.layout().clone())?,
         })?;
-        if sum.dtype() != out.dtype() {
-            out.assign(&sum)?;
+        if let Some(sum) = &wide {
+            out.assign(sum)?;
         }
         return Ok(());
     };
