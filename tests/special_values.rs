@@ -562,6 +562,102 @@ fn powers_of_a_signaling_nan_follow_numpy() {
     }
 }
 
+/// Gathers and scatters move f16 and bf16 values as copies do: every one
+/// of the 65,536 bit patterns unchanged, signalling NaNs and payloads too
+/// (a GPU's f16 gather converted through f32, so sort, topk and unique
+/// gave 0x7e00 for every NaN, or quieted them where f16 is packed), on
+/// every device: index_select along either axis (i32 and i64 indices),
+/// gather, scatter, and the values sort gathers.
+#[test]
+fn sixteen_bit_gathers_and_scatters_move_every_bit_pattern() {
+    use webtensor::{bf16, f16};
+    let patterns: Vec<u16> = (0..=u16::MAX).collect();
+    // A permutation of 256: i -> 97 i + 13 (mod 256).
+    let perm: Vec<usize> = (0..256).map(|i| (97 * i + 13) % 256).collect();
+    for dev in common::devices() {
+        for dtype in [DType::F16, DType::BF16] {
+            let t = match dtype {
+                DType::F16 => {
+                    let v: Vec<f16> = patterns.iter().map(|&b| f16::from_bits(b)).collect();
+                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
+                }
+                _ => {
+                    let v: Vec<bf16> = patterns.iter().map(|&b| bf16::from_bits(b)).collect();
+                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
+                }
+            };
+            let bits_of = |t: &Tensor| -> Vec<u16> {
+                match dtype {
+                    DType::F16 => t
+                        .to_vec::<f16>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect(),
+                    _ => t
+                        .to_vec::<bf16>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect(),
+                }
+            };
+            let at = |r: usize, c: usize| patterns[256 * r + c];
+            let wide: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+            let narrow: Vec<i32> = perm.iter().map(|&p| p as i32).collect();
+            let rows = Tensor::from_slice(&wide, [256], &dev).unwrap();
+            let columns = Tensor::from_slice(&narrow, [256], &dev).unwrap();
+            let by_rows: Vec<u16> = perm
+                .iter()
+                .flat_map(|&r| (0..256).map(move |c| at(r, c)))
+                .collect();
+            let by_columns: Vec<u16> = (0..256)
+                .flat_map(|r| perm.iter().map(move |&c| at(r, c)))
+                .collect();
+            let index = columns
+                .broadcast_to([256, 256])
+                .unwrap()
+                .contiguous()
+                .unwrap();
+            let cases = [
+                (
+                    "index_select rows",
+                    t.index_select(&rows, 0).unwrap(),
+                    by_rows,
+                ),
+                (
+                    "index_select columns",
+                    t.index_select(&columns, 1).unwrap(),
+                    by_columns.clone(),
+                ),
+                ("gather", t.gather(&index, 1).unwrap(), by_columns),
+            ];
+            for (what, got, want) in &cases {
+                assert!(bits_of(got) == *want, "{dtype} {what} on {dev}");
+            }
+            // scatter writes t's row r at column perm[c]: the inverse.
+            let dest = Tensor::zeros([256, 256], dtype, &dev).unwrap();
+            let scattered = dest.scatter(&index, &t, 1).unwrap();
+            let mut want = vec![0u16; 65536];
+            for r in 0..256 {
+                for (c, &p) in perm.iter().enumerate() {
+                    want[256 * r + p] = at(r, c);
+                }
+            }
+            assert!(bits_of(&scattered) == want, "{dtype} scatter on {dev}");
+            // A sort gathers its values: each line's bits are its own,
+            // only reordered.
+            let sorted = bits_of(&t.sort(1, webtensor::SortOrder::Ascending).unwrap());
+            for r in 0..256 {
+                let mut line = sorted[256 * r..256 * (r + 1)].to_vec();
+                line.sort_unstable();
+                let own: Vec<u16> = (0..256).map(|c| at(r, c)).collect();
+                assert!(line == own, "{dtype} sort of row {r} on {dev}");
+            }
+        }
+    }
+}
+
 /// Copies of f16 and bf16 views move every one of the 65,536 bit patterns
 /// unchanged (NumPy's copies are bit copies), signalling NaNs and payloads
 /// too, on every device and through every way the copy kernel walks a view:

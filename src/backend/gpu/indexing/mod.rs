@@ -114,7 +114,17 @@ impl FamilyKey for IndexKey {
 /// `Error::Internal` when the template's slots and the generated parts
 /// disagree.
 pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
-    let (dtype, native) = (key.dtype, key.native_f16);
+    // Gather and scatter move f16 values with every bit pattern kept
+    // (signalling NaNs, payloads), as copies do: f16's conversions through
+    // f32 quiet a signalling NaN or drop a NaN's payload. Packed, f16 runs
+    // bf16's loads and stores (16-bit words alike, whose conversions keep
+    // every pattern); native, its values move as f16, never converted.
+    let moves_f16 = key.dtype == KernelType::F16 && key.kernel != IndexKernel::ScatterAdd;
+    let native = key.native_f16;
+    let dtype = match moves_f16 && !native {
+        true => KernelType::BF16,
+        false => key.dtype,
+    };
     let bindings = [
         buffer_decl(1, "src", dtype, native, false),
         buffer_decl(2, "idx", key.index, native, false),
@@ -131,15 +141,28 @@ pub(crate) fn index_source(key: &IndexKey) -> Result<String> {
         KernelType::I64 => ("load_idx(p)", "resolve_wide(raw)"),
         _ => ("vec2<u32>(load_idx(p), 0u)", "resolve_unsigned(raw.x)"),
     };
+    let (moved, zero, load_src, store_out) = match moves_f16 && native {
+        true => (
+            "f16".to_string(),
+            "0.0h".to_string(),
+            "fn load_src(p: u32) -> f16 {\n    return src[p];\n}\n".to_string(),
+            "fn store_out(p: u32, v: f16) {\n    out_buf[p] = v;\n}\n".to_string(),
+        ),
+        false => (
+            ScalarType::of(dtype).to_string(),
+            zero.to_string(),
+            load_fn("load_src", "src", dtype, native),
+            store_out_fn(dtype, native),
+        ),
+    };
     let mut access = [
-        load_fn("load_src", "src", dtype, native),
+        load_src,
         load_fn("load_idx", "idx", key.index, native),
-        store_out_fn(dtype, native),
+        store_out,
         format!(
-            "const ZERO: {} = {zero};\n\
+            "const ZERO: {moved} = {zero};\n\
              fn load_raw(p: u32) -> vec2<u32> {{\n    return {raw};\n}}\n\
-             fn resolve(raw: vec2<u32>) -> i32 {{\n    return {resolve};\n}}\n",
-            ScalarType::of(dtype)
+             fn resolve(raw: vec2<u32>) -> i32 {{\n    return {resolve};\n}}\n"
         ),
         INDEXING_WGSL.to_string(),
     ]
