@@ -118,6 +118,143 @@ fn logarithms_of_subnormals_agree_with_the_cpu() {
     }
 }
 
+/// f32 floor_divide and remainder by subnormal divisors, bit for bit as
+/// NumPy's (`tests/data/make_subnormal_floor_divide.py`: (a, b, a // b,
+/// a % b) as bits): a GPU took the floor of the rounded quotient, one too
+/// large where its fraction rounded away (-1061490 for -1061491), and gave
+/// inf // b as inf where NumPy gives NaN. Both operands subnormal, mixed
+/// signs, zeros, NaN, quotients past f32's range; then 4,096 more pairs
+/// against the CPU, and the identity (a // b) * b + a % b == a where the
+/// quotient is below 2^21.
+#[test]
+fn floor_divide_by_subnormals_follows_numpy() {
+    let cases: [(u32, u32, u32, u32); CASES] = [
+        (0x0849b20d, 0x800639ef, 0xc9819398, 0x8006345d),
+        (0x7f800000, 0x00000001, 0xffc00000, 0xffc00000),
+        (0xff800000, 0x8000a000, 0xffc00000, 0xffc00000),
+        (0x7fc00000, 0x00000003, 0x7fc00000, 0x7fc00000),
+        (0x00000000, 0x80000005, 0x80000000, 0x80000000),
+        (0x80000000, 0x00000005, 0x80000000, 0x00000000),
+        (0x00000007, 0x00000002, 0x40400000, 0x00000001),
+        (0x80000007, 0x00000002, 0xc0800000, 0x00000001),
+        (0x00000001, 0x807fffff, 0xbf800000, 0x807ffffe),
+        (0x3f800000, 0x00000001, 0x7f800000, 0x00000000),
+        (0x7149f2ca, 0x00400000, 0x7f800000, 0x00000000),
+        (0x0c000000, 0x00000003, 0x55aaaaab, 0x00000001),
+        (0x8f1e54a8, 0x80500321, 0x4e7d4a58, 0x8028b9a5),
+        (0x8940af96, 0x006349ab, 0xc8786840, 0x00059f8b),
+        (0x00e37515, 0x80266bd9, 0xc0c00000, 0x80031201),
+        (0x0e9a1ac7, 0x8000ac89, 0xd164a750, 0x80003668),
+        (0x021a6196, 0x0066065f, 0x41400000, 0x000ac03c),
+        (0x0d103dc4, 0x0026c9c4, 0x4cedff18, 0x0011f410),
+        (0x8b82f3ef, 0x00209f91, 0xcb80736c, 0x000248c7),
+        (0x87a67f72, 0x8040950a, 0x4724ff00, 0x800da30a),
+        (0x8826b237, 0x807f6c8d, 0x47277300, 0x800dc1a9),
+        (0x0b3452fb, 0x804fa392, 0xca90e9d2, 0x804a07e2),
+        (0x8775ae1f, 0x001b8f3d, 0xc78ea200, 0x00051534),
+        (0x0db81cb6, 0x004e67b3, 0x4d164931, 0x0004ec6a),
+        (0x071dbb41, 0x8004912c, 0xc88a25a0, 0x800450bc),
+        (0x8f86343f, 0x803baca4, 0x4f0feea1, 0x80379bc4),
+        (0x0d2ce797, 0x80508a7c, 0xcc896509, 0x804dc864),
+        (0x0442a459, 0x003f998c, 0x43c38000, 0x002ea7ac),
+        (0x0fe45bc8, 0x00018278, 0x5217443a, 0x00004c58),
+        (0x8f811937, 0x00589482, 0xceba8cc4, 0x0020aa8a),
+        (0x0b891e72, 0x002f4cf7, 0x4b398743, 0x00099a5b),
+        (0x89e173a6, 0x006a3f01, 0xc907ce80, 0x003d94e8),
+    ];
+    const CASES: usize = 32;
+    let a: Vec<f32> = cases.iter().map(|c| f32::from_bits(c.0)).collect();
+    let b: Vec<f32> = cases.iter().map(|c| f32::from_bits(c.1)).collect();
+    // More pairs: dividends from 2^-149 to about 2^-60, subnormal divisors.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut more_a = Vec::new();
+    let mut more_b = Vec::new();
+    for _ in 0..4096 {
+        let r = next();
+        more_a.push(f32::from_bits(
+            (r as u32 % 0x0c00_0000 + 1) | ((r >> 32) as u32 & 0x8000_0000),
+        ));
+        more_b.push(f32::from_bits(
+            ((r >> 33) as u32 % 0x7f_ffff + 1) | ((r >> 20) as u32 & 0x8000_0000),
+        ));
+    }
+    let cpu = Device::cpu();
+    let on_cpu = |x: &[f32], y: &[f32]| -> (Vec<f32>, Vec<f32>) {
+        let x = Tensor::from_slice(x, [x.len()], &cpu).unwrap();
+        let y = Tensor::from_slice(y, [y.len()], &cpu).unwrap();
+        (
+            x.floor_divide(&y).unwrap().to_vec().unwrap(),
+            x.remainder(&y).unwrap().to_vec().unwrap(),
+        )
+    };
+    let (more_q, more_r) = on_cpu(&more_a, &more_b);
+    let bits = |v: &[f32]| -> Vec<u32> { v.iter().map(|x| x.to_bits()).collect() };
+    for dev in devices() {
+        let x = Tensor::from_slice(&a, [a.len()], &dev).unwrap();
+        let y = Tensor::from_slice(&b, [b.len()], &dev).unwrap();
+        let q: Vec<f32> = x.floor_divide(&y).unwrap().to_vec().unwrap();
+        let r: Vec<f32> = x.remainder(&y).unwrap().to_vec().unwrap();
+        for (k, c) in cases.iter().enumerate() {
+            // Any NaN is NaN (its sign is the device's).
+            let same = |got: f32, want: u32| {
+                let want = f32::from_bits(want);
+                (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()
+            };
+            assert!(
+                same(q[k], c.2),
+                "{dev}: {} // {}: {}, want {}",
+                a[k],
+                b[k],
+                q[k],
+                f32::from_bits(c.2)
+            );
+            assert!(
+                same(r[k], c.3),
+                "{dev}: {} % {}: {}, want {}",
+                a[k],
+                b[k],
+                r[k],
+                f32::from_bits(c.3)
+            );
+        }
+        let x = Tensor::from_slice(&more_a, [more_a.len()], &dev).unwrap();
+        let y = Tensor::from_slice(&more_b, [more_b.len()], &dev).unwrap();
+        let q: Vec<f32> = x.floor_divide(&y).unwrap().to_vec().unwrap();
+        let r: Vec<f32> = x.remainder(&y).unwrap().to_vec().unwrap();
+        assert!(
+            bits(&q) == bits(&more_q),
+            "{dev}: floor_divide against the CPU"
+        );
+        assert!(
+            bits(&r) == bits(&more_r),
+            "{dev}: remainder against the CPU"
+        );
+        let mut checked = 0;
+        for k in 0..more_a.len() {
+            let (qa, rb) = (f64::from(q[k]), f64::from(r[k]));
+            // Below 2^21 NumPy's quotient (of the rounded a - a % b) is
+            // the floor itself, and q * b is exact in f64.
+            if q[k].abs() < (1u32 << 21) as f32 {
+                let back = qa * f64::from(more_b[k]) + rb;
+                assert!(
+                    back == f64::from(more_a[k]),
+                    "{dev}: {} // {}",
+                    more_a[k],
+                    more_b[k]
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "{dev}: {checked} pairs below 2^21");
+    }
+}
+
 #[test]
 fn floor_divide_follows_numpy() {
     let a = [

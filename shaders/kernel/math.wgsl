@@ -539,20 +539,44 @@ fn bf16_of_word(word: u32, odd: u32) -> f32 {
 
 // NumPy's floor_divide (npy_divmod): the exact remainder taken off first so
 // that the quotient rounds to the right integer. A zero divisor gives
-// a / b; a subnormal one (whose remainder a GPU may flush) the floor of
-// a / b.
+// a / b. A subnormal divisor's operands are both scaled by 2^24 from their
+// bits first (a GPU may flush subnormals in arithmetic): that changes no
+// step's rounding, as both are multiples of 2^-149, so the remainder, the
+// difference and the quotient come out as IEEE arithmetic gives them
+// unscaled. Signs and zeros are read from bits for the same reason.
 fn floor_div_f32(a: f32, b: f32) -> f32 {
-    if ((bitcast<u32>(b) & 0x7fffffffu) < 0x800000u) {
-        let q = div_f32(a, b);
-        if (is_nan_f32(q) || is_inf_f32(q)) { return q; }
-        return floor(q);
+    let ub = bitcast<u32>(b) & 0x7fffffffu;
+    if (ub == 0u) { return div_f32(a, b); }
+    var x = a;
+    var y = b;
+    if (ub < 0x800000u) {
+        x = scaled_2_24_f32(a);
+        y = scaled_2_24_f32(b);
+        // |a| past 2^104: |a / b| is past 2^230, infinite either way.
+        if (is_inf_f32(x) && !is_inf_f32(a)) { return div_f32(a, b); }
     }
-    let m = fmod_f32(a, b);
-    var div = div_f32(a - m, b);
-    if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { div = div - 1.0; }
+    let m = fmod_f32(x, y);
+    var div = div_f32(x - m, y);
+    if ((bitcast<u32>(m) & 0x7fffffffu) != 0u && sign_bit_f32(y) != sign_bit_f32(m)) {
+        div = div - 1.0;
+    }
     if (div == 0.0) { return signed_zero_f32(bitcast<u32>(a) ^ bitcast<u32>(b)); }
     let f = floor(div);
     return select(f, f + 1.0, div - f > 0.5);
+}
+
+// x * 2^24 from its bits: exact for a subnormal x too (which float
+// arithmetic may flush), infinite past f32's range; zeros, infinities and
+// NaN as they are.
+fn scaled_2_24_f32(x: f32) -> f32 {
+    let u = bitcast<u32>(x);
+    let sign = u & 0x80000000u;
+    let mag = u & 0x7fffffffu;
+    if (mag == 0u || mag >= F32_INF_BITS) { return x; }
+    let s = significand_f32(mag);
+    let e = s.e + 24 + 127;
+    if (e >= 255) { return bitcast<f32>(sign | F32_INF_BITS); }
+    return bitcast<f32>(sign | (u32(e) << 23u) | (s.m & 0x7fffffu));
 }
 
 // ln(1 + x), accurate for small x. WGSL's log only promises an absolute
