@@ -53,7 +53,9 @@ impl Tensor {
         /// `Error::Axis` for an axis out of range, `Error::Argument` for a
         /// repeated axis; on a GPU, `Error::TooLarge` for a view more than
         /// 2^16 of its kernels would read (a broadcast view of 2^47
-        /// elements and more) or buffers past the device's limits, and
+        /// elements and more), a rank-8 view whose reduced axes span more
+        /// than one storage binding (its parts have no axis left to stack
+        /// on), or buffers past the device's limits, and
         /// `Error::OutOfMemory`.
         sum / sum_keepdim => sum_axes(axes);
 
