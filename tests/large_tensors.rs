@@ -1308,3 +1308,90 @@ fn products_past_the_grid_and_wide_integer_products_run_in_parts() {
     let peak = dev.stats().peak_bytes_live;
     assert!(peak < 256 << 20, "peak {peak} bytes");
 }
+
+/// Empty tensors with an axis past what the kernels count (2^48, 2^40)
+/// reduce and index as NumPy does, on every device: to empty results,
+/// where a GPU cut the long axis into too many parts, added i32 part
+/// offsets to argmax's indices past i32, and checked `index_select`'s
+/// indices against a real line of the axis's length (2^40 bytes).
+#[test]
+fn empty_views_of_huge_axes_reduce_and_index_as_numpy() {
+    let (long, longer) = (1usize << 40, 1usize << 48);
+    // Devices of this test's own: it makes index faults.
+    for dev in common::own_devices() {
+        let tall = Tensor::zeros([longer, 0], DType::F32, &dev).unwrap();
+        let wide = Tensor::zeros([0, longer], DType::F32, &dev).unwrap();
+        let sums = [
+            ("sum(0)", tall.sum(0).unwrap()),
+            ("max(0)", tall.max(0).unwrap()),
+            ("var(0)", tall.var(0, 0).unwrap()),
+            ("any(0)", tall.any(0).unwrap()),
+            ("sum(1)", wide.sum(1).unwrap()),
+        ];
+        for (what, t) in sums {
+            assert_eq!(t.dims(), &[0], "{what} on {dev}");
+            assert_eq!(
+                t.to_vec::<u8>().map(|v| v.len()).unwrap_or(0),
+                0,
+                "{what} on {dev}"
+            );
+        }
+        let arg = Tensor::zeros([long, 0], DType::F32, &dev)
+            .unwrap()
+            .argmax(0)
+            .unwrap();
+        assert_eq!(
+            (arg.dims(), arg.dtype()),
+            (&[0usize][..], DType::I32),
+            "{dev}"
+        );
+        let three = Tensor::zeros([3, 1 << 33, 0], DType::F32, &dev).unwrap();
+        let arg = three.argmin_keepdim(1).unwrap();
+        assert_eq!(arg.dims(), &[3, 1, 0], "{dev}");
+        assert!(arg.to_vec::<i32>().unwrap().is_empty(), "{dev}");
+        // Indices are checked (NumPy checks them while the result is
+        // empty) without a line of the axis's length: 2^30 bytes here
+        // (lavapipe's largest buffer is 2^31), 2^40 on the CPU, where a
+        // GPU's indices resolve in i32 and refuse that axis.
+        let mut axes = vec![1usize << 30];
+        if dev.is_cpu() {
+            axes.push(long);
+        }
+        for n in axes {
+            let x = Tensor::zeros([n, 0], DType::F32, &dev).unwrap();
+            let index = Tensor::from_slice(&[n as i64 - 1, 0], [2], &dev).unwrap();
+            let picked = x.index_select(&index, 0).unwrap();
+            assert_eq!(picked.dims(), &[2, 0], "{dev}");
+            assert!(picked.to_vec::<f32>().unwrap().is_empty(), "{dev}");
+            let out_of_range = Tensor::from_slice(&[n as i64], [1], &dev).unwrap();
+            // Refused at once on the CPU, at the next sync on a GPU.
+            let r = x.index_select(&out_of_range, 0).and_then(|_| dev.sync());
+            assert!(r.is_err(), "{dev}: index {n} of an axis of {n}");
+        }
+    }
+}
+
+/// A GPU reduction whose output passes the device's largest buffer is
+/// refused before any part runs: it filled part after part (64 MiB each)
+/// until the host's memory ran out, or failed with a wgpu validation
+/// error, where the output's own allocation would have been `TooLarge`.
+#[test]
+fn a_reduction_whose_output_passes_the_largest_buffer_is_refused_at_once() {
+    let n = 1usize << 34;
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        let empty = Tensor::zeros([0, n], DType::F32, &dev).unwrap();
+        let ones = Tensor::ones([1, 1], DType::F32, &dev).unwrap();
+        let wide = ones.broadcast_to([2, n]).unwrap();
+        let checks = [
+            ("sum", empty.sum(0)),
+            ("prod", empty.prod(0)),
+            ("sum", wide.sum(0)),
+        ];
+        for (op, r) in checks {
+            match r {
+                Err(Error::TooLarge { op: got, .. }) => assert_eq!(got, op, "{dev}"),
+                other => panic!("{op} on {dev}: expected TooLarge, got {other:?}"),
+            }
+        }
+    }
+}

@@ -95,9 +95,12 @@ impl Tensor {
             // checks the indices (only an axis before skips them), so
             // they are taken from a line along `axis`, checked as every
             // take's (at once on the CPU, at the next readback on a GPU).
+            // The line is one zero broadcast: a line of the axis's length
+            // took memory in proportion (2^40 bytes for an empty [2^40, 0]).
             let mut dims = vec![1; a];
             dims.push(self.dims()[a]);
-            let line = Tensor::zeros(dims, DType::U8, self.device())?;
+            let line =
+                Tensor::zeros(vec![1; a + 1], DType::U8, self.device())?.broadcast_to(dims)?;
             line.take_as(op, &index, a as isize)?;
         }
         // The source and the index as layouts over the output's coordinates.

@@ -6,7 +6,7 @@
 //! reduced ones through their strides.
 
 use super::binding_parts::MAX_KERNEL_EXTENT;
-use crate::backend::{Deviation, ReduceCall, reduce};
+use crate::backend::{Deviation, ReduceCall, Storage, reduce};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, normalize_axis};
@@ -142,6 +142,17 @@ impl Tensor {
             mean,
         };
         if let Some(cut) = self.reduce_cut(&mask, out_dtype) {
+            // The whole output must fit one buffer before any part runs:
+            // parts fill their outputs one after another (an output of
+            // 2^40 f32 grew the host's memory until the process was
+            // killed, where the concatenation would have refused it).
+            let outputs = (0..self.rank())
+                .filter(|&k| !mask[k])
+                .fold(1usize, |n, k| n.saturating_mul(self.dims()[k]));
+            let (stored, per_element) = out_dtype.stored_as();
+            self.device().with_place(|place| {
+                Storage::check_fits(place, op_name, stored, outputs.saturating_mul(per_element))
+            })?;
             return self.reduce_in_parts(r, &mask, cut);
         }
         self.reduce_masked(r, &mask, None)
@@ -204,7 +215,9 @@ impl Tensor {
         let extent = reduced
             .clone()
             .fold(1usize, |n, k| n.saturating_mul(dims[k]));
-        if !self.device().is_gpu() || extent <= MAX_KERNEL_EXTENT {
+        // An empty view has no element to count (an empty [2^48, 0]
+        // reduces to an empty result, not to parts).
+        if !self.device().is_gpu() || extent <= MAX_KERNEL_EXTENT || self.numel() == 0 {
             return None;
         }
         let axis = reduced.filter(|&k| dims[k] > 1).max_by_key(|&k| dims[k])?;
