@@ -562,6 +562,40 @@ fn powers_of_a_signaling_nan_follow_numpy() {
     }
 }
 
+/// `patterns` as f16 or bf16 bits, a 256 x 256 tensor on `dev`.
+fn sixteen_bit_patterns(patterns: &[u16], dtype: DType, dev: &Device) -> Tensor {
+    use webtensor::{bf16, f16};
+    match dtype {
+        DType::F16 => {
+            let v: Vec<f16> = patterns.iter().map(|&b| f16::from_bits(b)).collect();
+            Tensor::from_vec(v, [256, 256], dev).unwrap()
+        }
+        _ => {
+            let v: Vec<bf16> = patterns.iter().map(|&b| bf16::from_bits(b)).collect();
+            Tensor::from_vec(v, [256, 256], dev).unwrap()
+        }
+    }
+}
+
+/// The bits of an f16 or bf16 tensor's elements.
+fn sixteen_bits(t: &Tensor) -> Vec<u16> {
+    use webtensor::{bf16, f16};
+    match t.dtype() {
+        DType::F16 => t
+            .to_vec::<f16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+        _ => t
+            .to_vec::<bf16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+    }
+}
+
 /// Gathers and scatters move f16 and bf16 values as copies do: every one
 /// of the 65,536 bit patterns unchanged, signalling NaNs and payloads too
 /// (a GPU's f16 gather converted through f32, so sort, topk and unique
@@ -570,38 +604,13 @@ fn powers_of_a_signaling_nan_follow_numpy() {
 /// gather, scatter, and the values sort gathers.
 #[test]
 fn sixteen_bit_gathers_and_scatters_move_every_bit_pattern() {
-    use webtensor::{bf16, f16};
     let patterns: Vec<u16> = (0..=u16::MAX).collect();
     // A permutation of 256: i -> 97 i + 13 (mod 256).
     let perm: Vec<usize> = (0..256).map(|i| (97 * i + 13) % 256).collect();
     for dev in common::devices() {
         for dtype in [DType::F16, DType::BF16] {
-            let t = match dtype {
-                DType::F16 => {
-                    let v: Vec<f16> = patterns.iter().map(|&b| f16::from_bits(b)).collect();
-                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
-                }
-                _ => {
-                    let v: Vec<bf16> = patterns.iter().map(|&b| bf16::from_bits(b)).collect();
-                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
-                }
-            };
-            let bits_of = |t: &Tensor| -> Vec<u16> {
-                match dtype {
-                    DType::F16 => t
-                        .to_vec::<f16>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect(),
-                    _ => t
-                        .to_vec::<bf16>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect(),
-                }
-            };
+            let t = sixteen_bit_patterns(&patterns, dtype, &dev);
+            let bits_of = sixteen_bits;
             let at = |r: usize, c: usize| patterns[256 * r + c];
             let wide: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
             let narrow: Vec<i32> = perm.iter().map(|&p| p as i32).collect();
@@ -666,36 +675,12 @@ fn sixteen_bit_gathers_and_scatters_move_every_bit_pattern() {
 /// into a view, and saved as `.npy` (f16) and safetensors.
 #[test]
 fn sixteen_bit_copies_move_every_bit_pattern() {
-    use webtensor::{bf16, f16, io, s};
+    use webtensor::{io, s};
     let patterns: Vec<u16> = (0..=u16::MAX).collect();
     for dev in common::devices() {
         for dtype in [DType::F16, DType::BF16] {
-            let t = match dtype {
-                DType::F16 => {
-                    let v: Vec<f16> = patterns.iter().map(|&b| f16::from_bits(b)).collect();
-                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
-                }
-                _ => {
-                    let v: Vec<bf16> = patterns.iter().map(|&b| bf16::from_bits(b)).collect();
-                    Tensor::from_vec(v, [256, 256], &dev).unwrap()
-                }
-            };
-            let bits_of = |t: &Tensor| -> Vec<u16> {
-                match dtype {
-                    DType::F16 => t
-                        .to_vec::<f16>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect(),
-                    _ => t
-                        .to_vec::<bf16>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect(),
-                }
-            };
+            let t = sixteen_bit_patterns(&patterns, dtype, &dev);
+            let bits_of = sixteen_bits;
             // Each view with the patterns it selects, by index arithmetic.
             let at = |r: usize, c: usize| patterns[256 * r + c];
             let views: Vec<(&str, Tensor, Vec<u16>)> = vec![
