@@ -608,6 +608,13 @@ fn an_index_past_isize_in_an_error_is_never_negative() {
             other => panic!("narrow({start}, {len}): {other:?}"),
         }
     }
+    // The range's last index (its start where it is empty), not its end.
+    for (start, len, last) in [(2, 3, 4), (3, 3, 5), (7, 0, 7)] {
+        match t.narrow(0, start, len) {
+            Err(Error::Index { index, size: 4, .. }) => assert_eq!(index, last),
+            other => panic!("narrow({start}, {len}): {other:?}"),
+        }
+    }
     let mut g = webtensor::Grid2::<f32, 2, 3>::default();
     match g.set([1, usize::MAX], 1.0) {
         Err(Error::Index { index, axis: 1, .. }) => assert_eq!(index, isize::MAX),

@@ -180,6 +180,9 @@ impl Tensor {
     /// Elements of `x` where `cond` is true and of `y` elsewhere (NumPy's
     /// `where`), all three broadcast together. `cond` must be bool; `x` and
     /// `y` are promoted to their common dtype ([`Tensor::result_type`]).
+    /// On a GPU an f16 NaN picked keeps its sign, not always its payload
+    /// (elementwise kernels compute through f32; see the README's notes
+    /// on subnormals and NaN).
     ///
     /// # Errors
     /// `Error::DType` for a non-bool condition, dtypes with no common

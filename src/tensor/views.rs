@@ -137,15 +137,17 @@ impl Tensor {
     /// Elements `start..start + len` along `axis`: a view (PyTorch's `narrow`).
     ///
     /// # Errors
-    /// `Error::Axis`; `Error::Index` when the range passes the end of the axis.
+    /// `Error::Axis`; `Error::Index` when the range passes the end of the
+    /// axis, naming its last index (its start where it is empty).
     pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
         const OP: &str = "narrow";
         let a = normalize_axis(OP, axis, self.rank())?;
         let size = self.dims()[a];
         if start.checked_add(len).is_none_or(|end| end > size) {
+            let last = start.saturating_add(len.saturating_sub(1));
             return Err(Error::Index {
                 op: OP,
-                index: isize::try_from(start.saturating_add(len)).unwrap_or(isize::MAX),
+                index: isize::try_from(last).unwrap_or(isize::MAX),
                 axis: a,
                 size,
             });
