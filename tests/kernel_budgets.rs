@@ -632,7 +632,7 @@ fn every_activation_is_one_fused_kernel() {
     // view (cast to f32 and back inside the chain), are one kernel each
     // with fusion on, reading the input once.
     type Activation = fn(&Tensor) -> webtensor::Result<Tensor>;
-    let ops: [(&str, Activation); 12] = [
+    let ops: [(&str, Activation); 22] = [
         ("gelu", Tensor::gelu),
         ("gelu_tanh", Tensor::gelu_tanh),
         ("silu", Tensor::silu),
@@ -645,6 +645,16 @@ fn every_activation_is_one_fused_kernel() {
         ("hardsigmoid", Tensor::hardsigmoid),
         ("hardswish", Tensor::hardswish),
         ("sigmoid", Tensor::sigmoid),
+        ("selu", Tensor::selu),
+        ("celu", |t| t.celu(0.5)),
+        ("hardtanh", |t| t.hardtanh(-1.0, 1.0)),
+        ("softsign", Tensor::softsign),
+        ("logsigmoid", Tensor::logsigmoid),
+        ("tanhshrink", Tensor::tanhshrink),
+        ("softshrink", |t| t.softshrink(0.5)),
+        ("hardshrink", |t| t.hardshrink(0.5)),
+        ("threshold", |t| t.threshold(0.1, 20.0)),
+        ("glu", |t| t.glu(0)),
     ];
     for (name, dev) in gpus() {
         if !dev.fusion() {
@@ -655,6 +665,36 @@ fn every_activation_is_one_fused_kernel() {
         for (op, f) in ops {
             let d = cost(&dev, &|| f(&view).unwrap());
             assert_budget(&format!("{name}: {op} of an f16 view"), &d, 1);
+        }
+    }
+}
+
+#[test]
+fn prelu_softmin_and_logsumexp_meet_their_budgets() {
+    // prelu is one elementwise chain with its slopes: one kernel fused.
+    // softmin is the negation and the softmax kernel. logsumexp is composed
+    // (the maximum; the infinite ones zeroed; the shifted exponentials; their
+    // sum; its log plus the shift) whatever its axes, and an f16 input adds
+    // its widening and the rounding back: pinned as they are so that the one
+    // kernel it should be (the softmax kernel's one pass writing `m + ln s`
+    // per line) shows here when it lands.
+    for (name, dev) in gpus() {
+        let fused = dev.fusion();
+        let x = Tensor::rand([6, 40, 32], DType::F16, 6, &dev).unwrap();
+        let view = x.slice(s![.., ..;-1, ..]).unwrap();
+        let w = Tensor::rand([40], DType::F32, 7, &dev).unwrap();
+        let d = cost(&dev, &|| view.prelu(&w).unwrap());
+        let what = format!("{name}: prelu of an f16 view");
+        assert_budget(&what, &d, if fused { 1 } else { 7 });
+        let d = cost(&dev, &|| view.softmin(-1).unwrap());
+        assert_budget(&format!("{name}: softmin of an f16 view"), &d, 2);
+        let f32_view = view.to_dtype(DType::F32).unwrap();
+        for axes in [vec![-1isize], vec![0], vec![0, 1, 2]] {
+            for (t, budget) in [(&view, [7, 11]), (&f32_view, [5, 9])] {
+                let d = cost(&dev, &|| t.logsumexp(axes.as_slice()).unwrap());
+                let what = format!("{name}: logsumexp over {axes:?} of a {} view", t.dtype());
+                assert_budget(&what, &d, budget[usize::from(!fused)]);
+            }
         }
     }
 }

@@ -635,6 +635,14 @@ fn activations_give_pytorchs_values() {
                     ("relu6", t.relu6()),
                     ("hardsigmoid", t.hardsigmoid()),
                     ("hardswish", t.hardswish()),
+                    ("hardtanh", t.hardtanh(-1.0, 1.0)),
+                    ("hardtanh_m2_5", t.hardtanh(-2.0, 5.0)),
+                    ("softshrink", t.softshrink(0.5)),
+                    ("softshrink_3", t.softshrink(3.0)),
+                    ("hardshrink", t.hardshrink(0.5)),
+                    ("hardshrink_3", t.hardshrink(3.0)),
+                    ("threshold", t.threshold(0.1, 20.0)),
+                    ("threshold_m3_nan", t.threshold(-3.0, f64::NAN)),
                 ] {
                     let got = got.unwrap();
                     assert_eq!(got.dtype(), dtype);
@@ -642,11 +650,14 @@ fn activations_give_pytorchs_values() {
                     // Bit for bit (NaN as NaN, zeros with their signs), but
                     // for a zero where PyTorch's result is an f32 subnormal:
                     // WGSL lets a GPU flush those (NVIDIA's driver does).
+                    // PyTorch's softshrink gives +0 in its vectorised loop
+                    // and `x * 0` in its scalar one (a tensor's last few).
+                    let any_zero = op.starts_with("softshrink");
                     for (i, (g, w)) in read_f32(&got).iter().zip(&want).enumerate() {
                         assert!(
                             g.to_bits() == w.to_bits()
                                 || g.is_nan() && w.is_nan()
-                                || *g == 0.0 && w.is_subnormal(),
+                                || *g == 0.0 && (w.is_subnormal() || any_zero && *w == 0.0),
                             "{op} {dtype} {layout} on {dev}: x = {}: got {g}, want {w}",
                             x[i]
                         );
@@ -659,6 +670,10 @@ fn activations_give_pytorchs_values() {
             ("relu6", ints.relu6()),
             ("hardsigmoid", ints.hardsigmoid()),
             ("hardswish", ints.hardswish()),
+            ("hardtanh", ints.hardtanh(-1.0, 1.0)),
+            ("softshrink", ints.softshrink(0.5)),
+            ("hardshrink", ints.hardshrink(0.5)),
+            ("threshold", ints.threshold(0.0, 1.0)),
         ] {
             let e = e.expect_err(op);
             assert!(matches!(e, Error::DType { .. }), "{op}: {e:?}");
@@ -689,7 +704,7 @@ fn smooth_activations_are_pytorchs() {
     };
     let x = get("x");
     let n = x.len();
-    let ops: [(&str, Activation); 11] = [
+    let ops: [(&str, Activation); 17] = [
         ("gelu", Tensor::gelu),
         ("gelu_tanh", Tensor::gelu_tanh),
         ("silu", Tensor::silu),
@@ -701,6 +716,12 @@ fn smooth_activations_are_pytorchs() {
         ("elu_a05", |t| t.elu(0.5)),
         ("leaky_relu", |t| t.leaky_relu(0.01)),
         ("leaky_relu_02", |t| t.leaky_relu(0.2)),
+        ("selu", Tensor::selu),
+        ("celu", |t| t.celu(1.0)),
+        ("celu_a03", |t| t.celu(0.3)),
+        ("softsign", Tensor::softsign),
+        ("logsigmoid", Tensor::logsigmoid),
+        ("tanhshrink", Tensor::tanhshrink),
     ];
     for dev in devices() {
         for (dtype, suffix, eps) in [
@@ -722,6 +743,9 @@ fn smooth_activations_are_pytorchs() {
                     for (i, (g, w)) in read_f32(&got).iter().zip(&want).enumerate() {
                         let scale = if op.starts_with("gelu") {
                             xs[i].abs() / 2.0
+                        } else if *op == "tanhshrink" {
+                            // x - tanh(x) cancels near 0.
+                            xs[i].abs()
                         } else {
                             0.0
                         };
@@ -759,7 +783,7 @@ fn smooth_activations_are_pytorchs() {
             let e = f(&ints).expect_err(op);
             assert!(matches!(e, Error::DType { .. }), "{op}: {e:?}");
             // The case's name less its parameters' suffix.
-            let name = ["_b2_t5", "_a05", "_02"]
+            let name = ["_b2_t5", "_a05", "_a03", "_02"]
                 .iter()
                 .find_map(|p| op.strip_suffix(p))
                 .unwrap_or(op);
@@ -971,5 +995,155 @@ fn layer_norm_of_integers_over_a_large_offset() {
                 );
             }
         }
+    }
+}
+
+/// `logsumexp`, `softmin`, `glu` and `prelu` against PyTorch's answers
+/// (tests/data/make_axis_activation_cases.py): over one axis, several and
+/// all, kept or dropped, lines of -inf only, with +inf, NaN, and values
+/// past exp's f32 range (shifted by the maximum), an empty axis and i32
+/// input (f32 out); in f32, f16 and bf16, on every device, as they are and
+/// as reversed views.
+#[test]
+fn axis_activations_give_pytorchs_values() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/torch_axis_activation_cases.npz");
+    let cases = webtensor::io::load_npz(path, &Device::cpu()).unwrap();
+    let get = |name: &str| {
+        let t = cases.iter().find(|(n, _)| n == name);
+        t.unwrap_or_else(|| panic!("{name}")).1.clone()
+    };
+    let names: Vec<&str> = cases
+        .iter()
+        .filter_map(|(n, _)| n.strip_suffix("_spec"))
+        .collect();
+    assert_eq!(names.len(), 41);
+    for dev in devices() {
+        for name in &names {
+            let spec = get(&format!("{name}_spec")).to_vec::<f64>().unwrap();
+            let dtype = match spec[0] as u32 {
+                3 => DType::I32,
+                code => dtype_of(f64::from(code)),
+            };
+            let (keep, params) = (spec[1] == 1.0, &spec[2..]);
+            let x = get(&format!("{name}_x")).to_device(&dev).unwrap();
+            let x = x.to_dtype(dtype).unwrap();
+            let want = get(&format!("{name}_y"));
+            let reversed = if x.rank() > 0 && x.numel() > 0 {
+                let flipped = x.flip(&[-1]).unwrap().contiguous().unwrap();
+                flipped.flip(&[-1]).unwrap()
+            } else {
+                x.clone()
+            };
+            for (layout, x) in [("contiguous", &x), ("reversed", &reversed)] {
+                let axes: Vec<isize> = params.iter().map(|&a| a as isize).collect();
+                let got = if name.starts_with("lse_") {
+                    match keep {
+                        true => x.logsumexp_keepdim(axes.as_slice()),
+                        false => x.logsumexp(axes.as_slice()),
+                    }
+                } else if name.starts_with("softmin_") {
+                    x.softmin(axes[0])
+                } else if name.starts_with("glu_") {
+                    x.glu(axes[0])
+                } else {
+                    let w = get(&format!("{name}_w")).to_device(&dev).unwrap();
+                    x.prelu(&w.to_dtype(dtype).unwrap())
+                };
+                let what = format!("{name} {dtype} {layout} on {dev}");
+                let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
+                let out_dtype = if dtype == DType::I32 {
+                    DType::F32
+                } else {
+                    dtype
+                };
+                assert_eq!(got.dtype(), out_dtype, "{what}");
+                assert_eq!(got.dims(), want.dims(), "{what}");
+                let (got, want) = (read_f32(&got), read_f32(&want));
+                if name.starts_with("softmin_") && dtype == DType::F32 {
+                    // Probabilities keep their digits however small (f16's
+                    // are subnormal below 6e-5).
+                    common::assert_relative(&got, &want, 2e-5, &what);
+                } else {
+                    assert_close(&got, &want, half_tol(dtype, 2e-3, 1e-5), &what);
+                }
+            }
+        }
+    }
+}
+
+/// The new activations refuse what PyTorch refuses, naming themselves.
+#[test]
+fn axis_activations_refuse_bad_input() {
+    for dev in devices() {
+        let x = Tensor::zeros([2, 3, 4], DType::F32, &dev).unwrap();
+        let ints = Tensor::zeros([2, 4], DType::I32, &dev).unwrap();
+        let w = |n: usize| Tensor::ones([n], DType::F32, &dev).unwrap();
+        let cases: Vec<(&str, webtensor::Result<Tensor>)> = vec![
+            ("glu", x.glu(1)),
+            ("glu", x.glu(3)),
+            (
+                "glu",
+                Tensor::full([], 1.0, DType::F32, &dev).unwrap().glu(0),
+            ),
+            ("glu", ints.glu(1)),
+            ("prelu", x.prelu(&w(2))),
+            ("prelu", x.prelu(&w(4))),
+            (
+                "prelu",
+                x.prelu(&Tensor::ones([3, 1], DType::F32, &dev).unwrap()),
+            ),
+            ("prelu", x.narrow(1, 0, 1).unwrap().squeeze().prelu(&w(2))),
+            (
+                "prelu",
+                x.prelu(&Tensor::ones([3], DType::I32, &dev).unwrap()),
+            ),
+            ("prelu", ints.prelu(&w(4))),
+            ("softmin", ints.softmin(0)),
+            ("softmin", x.softmin(3)),
+            ("logsumexp", x.logsumexp(3)),
+            ("logsumexp", x.logsumexp([0, 0])),
+            (
+                "logsumexp",
+                Tensor::zeros([2], DType::C64, &dev).unwrap().logsumexp(0),
+            ),
+            ("celu", x.celu(0.0)),
+            ("hardtanh", x.hardtanh(1.0, -1.0)),
+            ("hardtanh", x.hardtanh(f64::NAN, 1.0)),
+            ("softshrink", x.softshrink(-0.5)),
+            (
+                "threshold",
+                x.to_dtype(DType::F16).unwrap().threshold(0.0, 70000.0),
+            ),
+        ];
+        for (op, got) in cases {
+            let e = got.expect_err(op);
+            assert!(
+                e.to_string().starts_with(&format!("{op}: ")),
+                "{op} on {dev}: {e}"
+            );
+        }
+        // What PyTorch takes: hardshrink of a negative lambda is the
+        // identity; glu along an even axis of a view; logsumexp over no
+        // axes is over all of them, and of nothing is -inf.
+        let v = Tensor::from_slice(&[-1.0f32, 0.25, 3.0, -0.0], [4], &dev).unwrap();
+        let same = v.hardshrink(-1.0).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(same, vec![-1.0, 0.25, 3.0, -0.0]);
+        let all = v.logsumexp(Vec::<isize>::new()).unwrap();
+        let want = [-1.0f32, 0.25, 3.0, 0.0]
+            .iter()
+            .map(|v| v.exp())
+            .sum::<f32>()
+            .ln();
+        assert!((all.item::<f32>().unwrap() - want).abs() < 1e-5, "{dev}");
+        let none = Tensor::zeros([3, 0], DType::F16, &dev)
+            .unwrap()
+            .logsumexp(1)
+            .unwrap();
+        assert_eq!(none.dtype(), DType::F16);
+        assert_eq!(read_f32(&none), vec![f32::NEG_INFINITY; 3]);
+        let scalar = Tensor::full([], 2.5, DType::F32, &dev).unwrap();
+        let scalar = scalar.logsumexp(0).unwrap();
+        assert_eq!((scalar.rank(), scalar.item::<f32>().unwrap()), (0, 2.5));
     }
 }

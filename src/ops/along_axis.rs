@@ -1,5 +1,6 @@
 //! Ops along one axis: cumulative sums and products (a scan kernel that
 //! reads the input view through its strides) and softmax / log-softmax
+//! / softmin
 //! (one kernel per call computing `exp(x - max)` over its sum, so the
 //! exponentials never overflow; lines past `MAX_SOFTMAX_LINE` are composed
 //! from a max, a shifted exp and a sum over the axis).
@@ -114,6 +115,26 @@ impl Tensor {
             let log_sum = shifted.exp()?.sum_keepdim(axis)?.log()?;
             shifted.sub_(&log_sum)?;
             shifted.to_dtype(self.dtype())
+        })
+    }
+
+    /// PyTorch's `softmin`: [`Tensor::softmax`] of `-x` along `axis`, the
+    /// largest weight on the smallest element.
+    ///
+    /// # Errors
+    /// As [`Tensor::softmax`], named `softmin`.
+    pub fn softmin(&self, axis: isize) -> Result<Tensor> {
+        super::as_op("softmin", || {
+            if !self.dtype().is_float() {
+                return Err(Error::dtype(
+                    "softmin",
+                    format!(
+                        "not defined for dtype {}; cast to a float dtype first",
+                        self.dtype()
+                    ),
+                ));
+            }
+            self.neg()?.softmax(axis)
         })
     }
 

@@ -23,6 +23,7 @@ mod fft_lines;
 mod indexing;
 mod join;
 pub mod linalg;
+mod logsumexp;
 mod matmul;
 mod matmul_split;
 mod nn;

@@ -1,7 +1,10 @@
 """Writes torch_activation_cases.npz for tests/nn.rs: PyTorch's (CPU)
 `relu6`, `hardsigmoid` and `hardswish`, and the smooth ones (`gelu` exact
 and `tanh`, `silu`, `erf`, `mish`, `softplus`, `elu`, `leaky_relu`, the
-last three at their defaults and another parameter), of one set of inputs (a sweep of
+last three at their defaults and another parameter), and `selu`, `celu`,
+`softsign`, `logsigmoid`, `tanhshrink`, `hardtanh`, `softshrink`,
+`hardshrink` and `threshold` (those with parameters at their defaults
+and others), of one set of inputs (a sweep of
 -8 to 8 through the kinks at -3, 0, 3 and 6, signed zeros, infinities,
 NaN, values near the f32 limit where x * 6 overflows, and subnormals), in
 f32, f16 and bf16. `x` holds the f32 inputs; `{op}_{dtype}` the results
@@ -39,6 +42,20 @@ for dtype, name in [(torch.float32, "f32"), (torch.float16, "f16"), (torch.bfloa
         ("elu_a05", lambda t: F.elu(t, alpha=0.5)),
         ("leaky_relu", F.leaky_relu),
         ("leaky_relu_02", lambda t: F.leaky_relu(t, negative_slope=0.2)),
+        ("selu", F.selu),
+        ("celu", F.celu),
+        ("celu_a03", lambda t: F.celu(t, alpha=0.3)),
+        ("softsign", F.softsign),
+        ("logsigmoid", F.logsigmoid),
+        ("tanhshrink", F.tanhshrink),
+        ("hardtanh", F.hardtanh),
+        ("hardtanh_m2_5", lambda t: F.hardtanh(t, -2.0, 5.0)),
+        ("softshrink", F.softshrink),
+        ("softshrink_3", lambda t: F.softshrink(t, 3.0)),
+        ("hardshrink", F.hardshrink),
+        ("hardshrink_3", lambda t: F.hardshrink(t, 3.0)),
+        ("threshold", lambda t: F.threshold(t, 0.1, 20.0)),
+        ("threshold_m3_nan", lambda t: F.threshold(t, -3.0, float("nan"))),
     ]:
         cases[f"{op}_{name}"] = f(t).to(torch.float32).numpy()
 np.savez("torch_activation_cases.npz", **cases)

@@ -1,14 +1,15 @@
 //! The activations of PyTorch's `torch.nn.functional` that take a
 //! parameter or are built from other functions: `relu6`, `leaky_relu`,
-//! `elu`, `softplus` and `mish` (`gelu`, `gelu_tanh`, `silu`,
-//! `hardsigmoid`, `hardswish`, `sigmoid` and `relu` are single elementwise
-//! ops).
+//! `elu`, `softplus`, `mish`, `selu`, `celu`, `hardtanh`, `softsign`,
+//! `logsigmoid`, `tanhshrink`, `softshrink`, `hardshrink` and `threshold`
+//! (`gelu`, `gelu_tanh`, `silu`, `hardsigmoid`, `hardswish`, `sigmoid` and
+//! `relu` are single elementwise ops).
 //! Each is an elementwise chain (a GPU with fusion on runs it as one
 //! kernel), in f32 for f16 and bf16 with one rounding at the end, as
 //! PyTorch computes them.
 
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -70,6 +71,153 @@ impl Tensor {
     /// or f64.
     pub fn mish(&self) -> Result<Tensor> {
         self.activation("mish", |x| x()?.mul(&x()?.exp()?.log1p()?.tanh()?))
+    }
+
+    /// PyTorch's `selu`: `scale * x` where `x > 0`, else `scale * alpha *
+    /// (e^x - 1)` (`expm1`), with PyTorch's constants `alpha =
+    /// 1.6732632423543772` and `scale = 1.0507009873554805`.
+    ///
+    /// # Errors
+    /// `Error::DType` naming `selu` for a tensor that is not f32, f16,
+    /// bf16 or f64.
+    pub fn selu(&self) -> Result<Tensor> {
+        const ALPHA: f64 = 1.673_263_242_354_377_3;
+        const SCALE: f64 = 1.050_700_987_355_480_5;
+        self.activation("selu", |x| {
+            Tensor::where_cond(
+                &x()?.gt_scalar(0.0)?,
+                &x()?.mul_scalar(SCALE)?,
+                &x()?.expm1()?.mul_scalar(ALPHA * SCALE)?,
+            )
+        })
+    }
+
+    /// PyTorch's `celu`: `x` where `x > 0`, else `alpha * (e^(x / alpha) -
+    /// 1)` (`expm1`, of `x` times `1 / alpha` as PyTorch's; its default
+    /// `alpha` is 1).
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `celu` for an `alpha` of 0 or NaN;
+    /// `Error::DType` for a tensor that is not f32, f16, bf16 or f64.
+    pub fn celu(&self, alpha: f64) -> Result<Tensor> {
+        if alpha == 0.0 || alpha.is_nan() {
+            return Err(Error::argument("celu", format!("alpha is {alpha}")));
+        }
+        self.activation("celu", |x| {
+            Tensor::where_cond(
+                &x()?.gt_scalar(0.0)?,
+                &x()?,
+                &x()?.mul_scalar(1.0 / alpha)?.expm1()?.mul_scalar(alpha)?,
+            )
+        })
+    }
+
+    /// PyTorch's `hardtanh`: `x` clamped to `[min, max]` (PyTorch's
+    /// defaults are -1 and 1); NaN stays NaN.
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `hardtanh` for `min > max` or a NaN bound
+    /// (PyTorch's "min_val cannot be greater than max_val");
+    /// `Error::DType` for a tensor that is not f32, f16, bf16 or f64.
+    pub fn hardtanh(&self, min: f64, max: f64) -> Result<Tensor> {
+        if min.is_nan() || max.is_nan() || min > max {
+            return Err(Error::argument(
+                "hardtanh",
+                format!("min {min} and max {max}: min cannot be greater than max"),
+            ));
+        }
+        self.activation("hardtanh", |x| x()?.clamp(min, max))
+    }
+
+    /// PyTorch's `softsign`: `x / (1 + |x|)` (NaN at the infinities, as
+    /// PyTorch's).
+    ///
+    /// # Errors
+    /// `Error::DType` naming `softsign` for a tensor that is not f32, f16,
+    /// bf16 or f64.
+    pub fn softsign(&self) -> Result<Tensor> {
+        self.activation("softsign", |x| x()?.div(&x()?.abs()?.add_scalar(1.0)?))
+    }
+
+    /// PyTorch's `logsigmoid`: `ln(1 / (1 + e^-x))`, computed as `min(x, 0)
+    /// - ln(1 + e^-|x|)` so that neither tail overflows.
+    ///
+    /// # Errors
+    /// `Error::DType` naming `logsigmoid` for a tensor that is not f32,
+    /// f16, bf16 or f64.
+    pub fn logsigmoid(&self) -> Result<Tensor> {
+        self.activation("logsigmoid", |x| {
+            x()?.minimum_scalar(0.0)?
+                .sub(&x()?.abs()?.neg()?.exp()?.log1p()?)
+        })
+    }
+
+    /// PyTorch's `tanhshrink`: `x - tanh(x)` (which cancels near 0: its
+    /// error there is of the order of `x`'s ulp, as PyTorch's).
+    ///
+    /// # Errors
+    /// `Error::DType` naming `tanhshrink` for a tensor that is not f32,
+    /// f16, bf16 or f64.
+    pub fn tanhshrink(&self) -> Result<Tensor> {
+        self.activation("tanhshrink", |x| x()?.sub(&x()?.tanh()?))
+    }
+
+    /// PyTorch's `softshrink`: `x - lambda` where `x > lambda`, `x +
+    /// lambda` where `x < -lambda`, else 0, computed as `x - clamp(x,
+    /// -lambda, lambda)`; NaN stays NaN (PyTorch's default `lambda` is
+    /// 0.5). The zeros are +0, as PyTorch's vectorised loop gives (its
+    /// scalar loop, for a tensor's last few elements, gives `x * 0`).
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `softshrink` for a negative or NaN
+    /// `lambda` (PyTorch's "lambda must be greater or equal to 0");
+    /// `Error::DType` for a tensor that is not f32, f16, bf16 or f64.
+    pub fn softshrink(&self, lambda: f64) -> Result<Tensor> {
+        if lambda.is_nan() || lambda < 0.0 {
+            return Err(Error::argument(
+                "softshrink",
+                format!("lambda is {lambda}; it must be 0 or more"),
+            ));
+        }
+        self.activation("softshrink", |x| x()?.sub(&x()?.clamp(-lambda, lambda)?))
+    }
+
+    /// PyTorch's `hardshrink`: 0 where `-lambda <= x <= lambda`, else `x`
+    /// (all of `x` for a negative or NaN `lambda`, as PyTorch's); NaN
+    /// stays NaN (PyTorch's default `lambda` is 0.5).
+    ///
+    /// # Errors
+    /// `Error::DType` naming `hardshrink` for a tensor that is not f32,
+    /// f16, bf16 or f64.
+    pub fn hardshrink(&self, lambda: f64) -> Result<Tensor> {
+        self.activation("hardshrink", |x| {
+            x()?.masked_fill(&x()?.abs()?.le_scalar(lambda)?, 0.0)
+        })
+    }
+
+    /// PyTorch's `threshold`: `value` where `x <= threshold`, else `x`
+    /// (NaN stays NaN: it is not `<=` anything).
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `threshold` for a finite `value` past the
+    /// dtype's range (PyTorch's "cannot be converted without overflow");
+    /// `Error::DType` for a tensor that is not f32, f16, bf16 or f64.
+    pub fn threshold(&self, threshold: f64, value: f64) -> Result<Tensor> {
+        let max = match self.dtype() {
+            DType::F16 => 65504.0,
+            DType::BF16 => 3.389_531_389_251_535_5e38,
+            DType::F32 => f64::from(f32::MAX),
+            _ => f64::MAX,
+        };
+        if value.is_finite() && value.abs() > max {
+            return Err(Error::argument(
+                "threshold",
+                format!("value {value} overflows dtype {}", self.dtype()),
+            ));
+        }
+        self.activation("threshold", |x| {
+            x()?.masked_fill(&x()?.le_scalar(threshold)?, value)
+        })
     }
 
     /// `f` of this float tensor, computed in f32 for f16 and bf16 and

@@ -1,9 +1,10 @@
 //! The neural-network layers beyond products, convolutions and pooling:
 //! normalisations (`norms.rs`: PyTorch's `layer_norm` and `rms_norm` over
 //! trailing axes and `group_norm` over groups of channels;
-//! `batch_norm.rs`: `batch_norm` in inference) and the piecewise-linear
+//! `batch_norm.rs`: `batch_norm` in inference) and the
 //! activations (`activations.rs`: `relu6`, `leaky_relu`, `elu`,
-//! `softplus`, `mish`; `activation.rs`: [`Activation`], one named as a
+//! `softplus`, `mish`, `selu`, `celu`, `hardtanh`, the shrinks ...;
+//! `gated.rs`: `glu` and `prelu`; `activation.rs`: [`Activation`], one named as a
 //! value for a layer to apply), `fuse.rs`: a batch norm folded into the
 //! convolution before it, and the transformer's blocks (`rope.rs`: rotary
 //! position embeddings, `rope_scaling.rs`: their frequencies stretched for
@@ -15,6 +16,7 @@ mod activations;
 mod attention;
 mod batch_norm;
 mod fuse;
+mod gated;
 mod norms;
 mod rope;
 mod rope_scaling;
