@@ -1147,3 +1147,70 @@ fn axis_activations_refuse_bad_input() {
         assert_eq!((scalar.rank(), scalar.item::<f32>().unwrap()), (0, 2.5));
     }
 }
+
+/// A view of a tensor, as a test takes it.
+type View = fn(&Tensor) -> Tensor;
+
+/// A GPU's one-pass logsumexp (the softmax kernel writing `m + ln s` per
+/// line) against the CPU's composed one: lines across its modes (a
+/// subgroup per aligned line of whole quads up to its registers' reach,
+/// a workgroup per line past it or for other lines), one element and
+/// odd lengths, more lines than 65,535 workgroups, lines of -inf only and
+/// with +inf and NaN; transposed, reversed, offset and stepped views; f32,
+/// f16 (native and packed) and bf16.
+#[test]
+fn a_gpu_logsumexp_agrees_with_the_cpu_across_its_kernel() {
+    let cpu = Device::cpu();
+    for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
+        for (lines, length) in [
+            (3usize, 1usize),
+            (300, 4),
+            (5, 36),
+            (257, 256),
+            (3, 260),
+            (2, 1028),
+            (4, 4097),
+            (70_001, 3),
+        ] {
+            let mut v = noise(lines * length, 11);
+            v.iter_mut().for_each(|x| *x *= 30.0);
+            if lines > 3 {
+                v[length..2 * length].fill(f32::NEG_INFINITY);
+                v[2 * length] = f32::INFINITY;
+                v[3 * length] = f32::NAN;
+            }
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                let make = |d: &Device| {
+                    Tensor::from_vec(v.clone(), [lines, length], d)
+                        .unwrap()
+                        .to_dtype(dtype)
+                        .unwrap()
+                };
+                let (g, c) = (make(&dev), make(&cpu));
+                let views: [(&str, View, isize); 5] = [
+                    ("rows", |t| t.clone(), 1),
+                    ("columns", |t| t.transpose(0, 1).unwrap(), 0),
+                    ("reversed", |t| t.flip(&[1]).unwrap(), 1),
+                    ("offset", |t| t.narrow(1, 1, t.dims()[1] - 1).unwrap(), 1),
+                    ("stepped", |t| t.slice(webtensor::s![.., ..;2]).unwrap(), 1),
+                ];
+                // The many lines in one layout and dtype: they cross the
+                // grid's rows, not the kernel's modes.
+                let many = lines > 65_535;
+                for (what, view, axis) in views {
+                    let (gv, cv) = (view(&g), view(&c));
+                    if gv.numel() == 0 || many && (what != "rows" || dtype != DType::F32) {
+                        continue;
+                    }
+                    let got = gv.logsumexp(axis).unwrap();
+                    let want = cv.logsumexp(axis).unwrap();
+                    assert_eq!(got.dtype(), dtype);
+                    let what = format!("{lines}x{length} {what} {dtype} on {dev}");
+                    // The exps sum in another order; f16 and bf16 round once.
+                    let tol = half_tol(dtype, 2e-3, 2e-6);
+                    assert_close(&read_f32(&got), &read_f32(&want), tol, &what);
+                }
+            }
+        }
+    }
+}

@@ -11,6 +11,7 @@
 //   WALK      line_starts(l): the source and destination positions of
 //             line l's first element
 //   RESULT    the value stored for x: `exp(x - m) / s` or `x - m - log(s)`
+//             (unused where `spread` stores each line's `total`)
 //   ROWS_ENTRY  rows mode's entry point, on adapters with subgroups, for
 //             lines short enough for a subgroup's registers (see below)
 //
@@ -18,7 +19,8 @@
 // finite elements and s, the sum of exp(x - m) rescaled whenever m grows
 // (an online softmax); the workgroup merges the threads' (m, s) pairs,
 // then a second pass writes every element. A line holding NaN or +inf, or
-// only -inf, is NaN throughout, as `exp(x - max) / sum` gives it.
+// only -inf, is NaN throughout, as `exp(x - max) / sum` gives it. A
+// logsumexp writes one f32 per line instead, `total` of its (m, s).
 // Every exp is `exp_accurate_f32` (math.wgsl's, about an ulp): WGSL
 // allows the built-in 3 + 2|x| ulp, and x - m runs down to -104 before
 // exp(x - m) underflows (lavapipe's built-in gave 14-ulp softmaxes).
@@ -29,41 +31,62 @@
 const WORKGROUP: u32 = 128u;
 
 // A partial softmax: the maximum of the finite elements seen, the sum of
-// exp(x - m) over them (0 while none), and whether a NaN or +inf was seen.
+// exp(x - m) over them (0 while none), whether a NaN or +inf was seen, and
+// whether a NaN was.
 struct Partial {
     m: f32,
     s: f32,
     bad: bool,
+    nan: bool,
 }
 
 fn merge(a: Partial, b: Partial) -> Partial {
     let bad = a.bad || b.bad;
+    let nan = a.nan || b.nan;
     if (a.s == 0.0) {
-        return Partial(b.m, b.s, bad);
+        return Partial(b.m, b.s, bad, nan);
     }
     if (b.s == 0.0) {
-        return Partial(a.m, a.s, bad);
+        return Partial(a.m, a.s, bad, nan);
     }
     let m = max(a.m, b.m);
-    return Partial(m, a.s * exp_accurate_f32(a.m - m) + b.s * exp_accurate_f32(b.m - m), bad);
+    return Partial(m, a.s * exp_accurate_f32(a.m - m) + b.s * exp_accurate_f32(b.m - m), bad, nan);
 }
 
 // `p` with element x taken in.
 fn absorb(p: Partial, x: f32) -> Partial {
-    if (is_nan_f32(x) || (is_inf_f32(x) && !sign_bit_f32(x))) {
-        return Partial(p.m, p.s, true);
+    if (is_nan_f32(x)) {
+        return Partial(p.m, p.s, true, true);
+    }
+    if (is_inf_f32(x) && !sign_bit_f32(x)) {
+        return Partial(p.m, p.s, true, p.nan);
     }
     if (is_inf_f32(x)) {
         // -inf adds exp(-inf) = 0.
         return p;
     }
     if (p.s == 0.0) {
-        return Partial(x, 1.0, p.bad);
+        return Partial(x, 1.0, p.bad, p.nan);
     }
     if (x > p.m) {
-        return Partial(x, p.s * exp_accurate_f32(p.m - x) + 1.0, p.bad);
+        return Partial(x, p.s * exp_accurate_f32(p.m - x) + 1.0, p.bad, p.nan);
     }
-    return Partial(p.m, p.s + exp_accurate_f32(x - p.m), p.bad);
+    return Partial(p.m, p.s + exp_accurate_f32(x - p.m), p.bad, p.nan);
+}
+
+// A whole line's logsumexp, as PyTorch's (its maximum shifted by 0 where
+// infinite): NaN for a NaN, +inf for a +inf, -inf for no finite element.
+fn total(p: Partial) -> f32 {
+    if (p.nan) {
+        return nan_f32();
+    }
+    if (p.bad) {
+        return f32_from_bits(0x7f800000u);
+    }
+    if (p.s == 0.0) {
+        return f32_from_bits(0xff800000u);
+    }
+    return p.m + log_f32(p.s);
 }
 
 fn result(x: f32, m: f32, s: f32) -> f32 {

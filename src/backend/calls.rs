@@ -287,8 +287,14 @@ pub(crate) const MAX_SOFTMAX_LINE: usize = 1 << 20;
 /// (or, with `log`, `(x - max) - log(sum(exp(x - max)))`) along the last
 /// axis of `out`, a fresh float tensor of the input's dtype viewed the same
 /// way.
+///
+/// With `total` (GPU only; `log` unused) each line gives one value instead,
+/// its logsumexp `m + ln(s)` (NaN for a line holding NaN, +inf for one
+/// holding +inf, -inf for one of -inf only), written in line order into
+/// `out`, an f32 tensor of the lines' shape.
 pub(crate) struct SoftmaxCall<'a> {
     pub log: bool,
+    pub total: bool,
     pub input: TensorRef<'a>,
     pub out: TensorRef<'a>,
 }

@@ -162,6 +162,7 @@ impl Tensor {
             };
             softmax(&SoftmaxCall {
                 log,
+                total: false,
                 input: input.kernel_ref(input.layout().transpose(axis, last)?)?,
                 out: out.kernel_out(out.layout().transpose(axis, last)?)?,
             })

@@ -1,8 +1,12 @@
 //! `logsumexp` over any axes (PyTorch's `torch.logsumexp`): the log of a
 //! sum of exponentials, shifted by the largest element so that it neither
-//! overflows nor underflows.
+//! overflows nor underflows. Over one axis on a GPU it is the softmax
+//! kernel's one pass (an online maximum and sum) writing `m + ln(s)` per
+//! line; elsewhere, a composition of reductions.
 
+use super::binding_parts::for_each_part_across;
 use super::reduce::Axes;
+use crate::backend::{MAX_SOFTMAX_LINE, SoftmaxCall, softmax};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -55,14 +59,37 @@ impl Tensor {
             axes => axes,
         };
         let mask = axes.mask(OP, self.rank())?;
-        let x = match self.dtype() {
-            DType::C64 => {
-                return Err(Error::dtype(OP, "not defined for dtype c64"));
-            }
-            DType::F64 | DType::F32 => self.clone(),
-            _ => self.to_dtype(DType::F32)?,
+        if self.dtype() == DType::C64 {
+            return Err(Error::dtype(OP, "not defined for dtype c64"));
+        }
+        // Floats keep their dtype (f16 and bf16 computed in f32), the
+        // others give f32.
+        let out_dtype = match self.dtype() {
+            d if d.is_float() => d,
+            _ => DType::F32,
         };
         let reduced = (0..self.rank()).any(|k| mask[k] && self.dims()[k] == 0);
+        let axes_left: Vec<usize> = (0..self.rank()).filter(|&k| mask[k]).collect();
+        // The kernel reads f16 and bf16 as they are, integers as f32.
+        let source = match self.dtype() {
+            d if d.is_float() => self.clone(),
+            _ => self.to_dtype(DType::F32)?,
+        };
+        if let [axis] = axes_left[..]
+            && !reduced
+            && let Some(out) = source.lse_lines(axis)?
+        {
+            let out = if keepdim {
+                out
+            } else {
+                out.squeeze_axis(axis as isize)?
+            };
+            return out.to_dtype(out_dtype);
+        }
+        let x = match source.dtype() {
+            DType::F16 | DType::BF16 => source.to_dtype(DType::F32)?,
+            _ => source,
+        };
         let out = if reduced {
             // No elements: log(0) = -inf (the maximum of nothing is
             // undefined, and the shift does not matter).
@@ -82,9 +109,58 @@ impl Tensor {
                 out.reshape(dims)?
             }
         };
-        if self.dtype().is_half() {
-            return out.to_dtype(self.dtype());
+        out.to_dtype(out_dtype)
+    }
+
+    /// The logsumexp of every line along `axis` (a non-empty axis) by the
+    /// softmax kernel's one pass, into f32 with `axis` kept: on a GPU, for
+    /// lines it takes (up to `MAX_SOFTMAX_LINE`, within half a storage
+    /// binding) and enough of them to spread over its workgroups, a
+    /// workgroup or subgroup each (or few elements in all); `None` where
+    /// reductions over the axis serve better or alone can.
+    fn lse_lines(&self, axis: usize) -> Result<Option<Tensor>> {
+        let length = self.dims()[axis];
+        let lines = self.numel() / length;
+        let fits = self.device().is_gpu()
+            && self.dtype() != DType::F64
+            && length <= MAX_SOFTMAX_LINE
+            && (lines >= LINE_KERNEL_MIN_LINES || self.numel() <= LINE_KERNEL_ANY_LINES)
+            && self.line_fits_binding(axis);
+        if !fits {
+            return Ok(None);
         }
-        Ok(out)
+        let mut dims = self.dims().to_vec();
+        dims[axis] = 1;
+        let out = Tensor::empty_dense(dims.into(), DType::F32, self.device(), OP)?;
+        // The output broadcast along the axis has the input's shape, so
+        // that both cut alike into parts across the lines, and both go to
+        // the kernel with the axis last (the output's then dropped: one
+        // value per line).
+        let wide = out.with_layout(out.layout().broadcast_to(self.shape())?);
+        let last = self.rank() as isize - 1;
+        let a = axis as isize;
+        for_each_part_across(&[self.clone(), wide], axis, usize::MAX, &mut |part| {
+            let [input, out] = part else {
+                return Err(Error::internal(OP, "a logsumexp part has two views"));
+            };
+            let lines = out.layout().transpose(a, last)?.without_last_axis();
+            softmax(&SoftmaxCall {
+                log: false,
+                total: true,
+                input: input.kernel_ref(input.layout().transpose(a, last)?)?,
+                out: out.kernel_out(lines)?,
+            })
+        })?;
+        Ok(Some(out))
     }
 }
+
+/// Lines enough for the line kernel whatever their length: a workgroup or
+/// subgroup each fills a large GPU's cores several times over (fewer,
+/// long lines go to the reductions' grid, which spreads one line over many
+/// workgroups). A guess to be set by a real GPU's figures.
+const LINE_KERNEL_MIN_LINES: usize = 256;
+
+/// Elements few enough for the line kernel however many lines: one launch
+/// beats the composed form's five there.
+const LINE_KERNEL_ANY_LINES: usize = 1 << 20;

@@ -14,6 +14,10 @@ use half::{bf16, f16};
 
 /// Runs `call`, whose output storage is `out` (fresh, so never the input's).
 pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
+    if call.total {
+        // The op layer composes a logsumexp from reductions on the CPU.
+        return Err(Error::internal("cpu softmax", "a line total on the CPU"));
+    }
     let input = call.input.storage.host("cpu softmax")?;
     let data = input.read();
     let mut out_data = out.write();

@@ -82,22 +82,57 @@ pub(crate) fn bind_lines(
     input: &TensorRef,
     out: &TensorRef,
 ) -> Result<Option<BoundLines>> {
+    bind(op, facts, input, out, false)
+}
+
+/// [`bind_lines`] for a kernel writing one value per line: `out` has the
+/// lines' shape (its layout is the destination's lines, step 0), and the
+/// mode fits the source alone.
+///
+/// # Errors
+/// As [`bind_lines`].
+pub(crate) fn bind_line_totals(
+    op: &'static str,
+    facts: &AdapterFacts,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<Option<BoundLines>> {
+    bind(op, facts, input, out, true)
+}
+
+fn bind(
+    op: &'static str,
+    facts: &AdapterFacts,
+    input: &TensorRef,
+    out: &TensorRef,
+    totals: bool,
+) -> Result<Option<BoundLines>> {
     let (input_bound, input) = Bound::view(op, input.clone(), false)?;
     let (out_bound, dest) = Bound::view(op, out.clone(), true)?;
     let (src_lines, src_step) = lines(&input);
-    let (dst_lines, dst_step) = lines(&dest);
+    let (dst_lines, dst_step) = match totals {
+        true => (dest.layout.clone(), 0),
+        false => lines(&dest),
+    };
     let count = src_lines.numel();
     let length = input.layout.dims().last().copied().unwrap_or(1);
     if count == 0 || length == 0 {
         return Ok(None);
     }
     let steps = [src_step, dst_step];
-    let quads = lines_in_quads(
-        [&src_lines, &dst_lines],
-        steps,
-        length,
-        [&input_bound, &out_bound],
-    );
+    let quads = if totals {
+        src_step == 1
+            && length.is_multiple_of(4)
+            && src_lines.positions_aligned(4)
+            && input_bound.bytes().is_multiple_of(16)
+    } else {
+        lines_in_quads(
+            [&src_lines, &dst_lines],
+            steps,
+            length,
+            [&input_bound, &out_bound],
+        )
+    };
     // A subgroup per line where every line is a run of whole quads that
     // fits the registers of the fewest lanes the adapter's subgroups have;
     // else a workgroup per line.
@@ -149,6 +184,34 @@ pub(crate) fn quad_bindings(dtype: KernelType, native_f16: bool) -> (String, Str
             quad_lanes(dtype, mode, "e"),
             quad_of(dtype, mode, "y"),
         ),
+    )
+}
+
+/// The source (binding 1) alone, as [`quad_bindings`] (`quads`) or
+/// [`element_bindings`] bind it, and `out_buf` (2) an array of f32: for a
+/// kernel writing one f32 per line.
+pub(crate) fn source_bindings(
+    dtype: KernelType,
+    native_f16: bool,
+    quads: bool,
+) -> (String, String) {
+    let out = "@group(0) @binding(2) var<storage, read_write> out_buf: array<f32>;\n";
+    if quads {
+        let mode = storage_mode(dtype, native_f16);
+        return (
+            format!(
+                "@group(0) @binding(1) var<storage, read> src: array<{}>;\n{out}",
+                quad_type(mode)
+            ),
+            format!(
+                "fn load_quad(q: u32) -> vec4<f32> {{\n    let e = src[q];\n    return vec4<f32>({});\n}}\n",
+                quad_lanes(dtype, mode, "e")
+            ),
+        );
+    }
+    (
+        buffer_decl(1, "src", dtype, native_f16, false) + out,
+        load_fn("load_src", "src", dtype, native_f16),
     )
 }
 

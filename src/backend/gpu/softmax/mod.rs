@@ -3,7 +3,8 @@
 //! results), specialised per dtype and form, reading and writing four
 //! elements at a time where every line is an aligned run; and, where the
 //! adapter has subgroups and an aligned line fits a subgroup's registers,
-//! one subgroup per line reading it once (rows mode).
+//! one subgroup per line reading it once (rows mode). A logsumexp
+//! (`total`) is the same pass writing one f32 per line.
 
 use crate::backend::SoftmaxCall;
 use crate::backend::gpu::kernel::buffer::needs_f16;
@@ -32,6 +33,8 @@ pub(crate) struct SoftmaxKey {
     /// f32 or f16.
     pub dtype: KernelType,
     pub log: bool,
+    /// One f32 per line, its logsumexp (`log` unused).
+    pub total: bool,
     pub native_f16: bool,
     /// Every line of the source and of the destination is a run of stride
     /// 1 from a multiple of four, of a length that is a multiple of four,
@@ -53,13 +56,14 @@ pub(crate) struct SoftmaxKey {
 const ROWS_SETUP: &str = "    let quads = params.length / 4u;
     let minus_inf = f32_from_bits(0xff800000u);";
 
-/// The body of [`ROWS_SETUP`]'s loop: line `r`.
+/// The body of [`ROWS_SETUP`]'s loop: line `r`, up to its sums (the
+/// stores follow: [`ROWS_SPREAD`] or [`ROWS_TOTAL`]).
 const ROWS_BODY: &str = "            let start = line_starts(r);
             let src_q = u32(start[0]) / 4u;
-            let dst_q = u32(start[1]) / 4u;
             var v: array<vec4<f32>, REGISTERS>;
             var m = minus_inf;
             var bad = false;
+            var nan = false;
             for (var j = 0u; j < REGISTERS; j++) {
                 let q = j * sg_size + sg_lane;
                 if (q < quads) {
@@ -69,6 +73,7 @@ const ROWS_BODY: &str = "            let start = line_starts(r);
                         let e = x[c];
                         if (is_nan_f32(e) || (is_inf_f32(e) && !sign_bit_f32(e))) {
                             bad = true;
+                            nan = nan || is_nan_f32(e);
                         } else if (!is_inf_f32(e)) {
                             m = max(m, e);
                         }
@@ -77,6 +82,7 @@ const ROWS_BODY: &str = "            let start = line_starts(r);
             }
             m = subgroupMax(m);
             bad = subgroupAny(bad);
+            nan = subgroupAny(nan);
             var s = 0.0;
             for (var j = 0u; j < REGISTERS; j++) {
                 if (j * sg_size + sg_lane < quads) {
@@ -89,6 +95,10 @@ const ROWS_BODY: &str = "            let start = line_starts(r);
                 }
             }
             s = subgroupAdd(s);
+";
+
+/// Rows mode's stores of a softmax: every element, from the registers.
+const ROWS_SPREAD: &str = "            let dst_q = u32(start[1]) / 4u;
             let undefined = bad || s == 0.0;
             for (var j = 0u; j < REGISTERS; j++) {
                 let q = j * sg_size + sg_lane;
@@ -102,16 +112,23 @@ const ROWS_BODY: &str = "            let start = line_starts(r);
                 }
             }";
 
-/// `gather` and `spread` one element at a time, through the lines' steps.
-const ONE_AT_A_TIME: &str = "fn gather(src0: i32, t: u32) -> Partial {
-    var p = Partial(0.0, 0.0, false);
+/// Rows mode's store of a logsumexp: one f32 for the line.
+const ROWS_TOTAL: &str = "            if (sg_lane == 0u) {
+                out_buf[u32(start[1])] = total(Partial(m, s, bad, nan));
+            }";
+
+/// `gather` one element at a time, through the lines' steps.
+const GATHER_ONE: &str = "fn gather(src0: i32, t: u32) -> Partial {
+    var p = Partial(0.0, 0.0, false, false);
     for (var i = t; i < params.length; i += WORKGROUP) {
         p = absorb(p, load_src(u32(src0 + i32(i) * params.src_step)));
     }
     return p;
 }
+";
 
-fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
+/// `spread` one element at a time, through the lines' steps.
+const SPREAD_ONE: &str = "fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
     let undefined = whole.bad || whole.s == 0.0;
     for (var i = t; i < params.length; i += WORKGROUP) {
         var y = nan_f32();
@@ -123,18 +140,19 @@ fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
 }
 ";
 
-/// `gather` and `spread` four elements at a time (`load_quad` and
-/// `store_quad` take an entry's index).
-const FOUR_AT_A_TIME: &str = "fn gather(src0: i32, t: u32) -> Partial {
-    var p = Partial(0.0, 0.0, false);
+/// `gather` four elements at a time (`load_quad` takes an entry's index).
+const GATHER_FOUR: &str = "fn gather(src0: i32, t: u32) -> Partial {
+    var p = Partial(0.0, 0.0, false, false);
     for (var q = t; q < params.length / 4u; q += WORKGROUP) {
         let v = load_quad(u32(src0) / 4u + q);
         p = absorb(absorb(absorb(absorb(p, v.x), v.y), v.z), v.w);
     }
     return p;
 }
+";
 
-fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
+/// `spread` four elements at a time (`store_quad` takes an entry's index).
+const SPREAD_FOUR: &str = "fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
     let undefined = whole.bad || whole.s == 0.0;
     let m = whole.m;
     let s = whole.s;
@@ -145,6 +163,14 @@ fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
             y = vec4<f32>(result(v.x, m, s), result(v.y, m, s), result(v.z, m, s), result(v.w, m, s));
         }
         store_quad(u32(dst0) / 4u + q, y);
+    }
+}
+";
+
+/// `spread` of a logsumexp: the line's one f32, by its first thread.
+const SPREAD_TOTAL: &str = "fn spread(src0: i32, dst0: i32, t: u32, whole: Partial) {
+    if (t == 0u) {
+        out_buf[u32(dst0)] = total(whole);
     }
 }
 ";
@@ -162,13 +188,18 @@ family_key!(SoftmaxKey, "webtensor softmax", softmax_source, entry: |k| if k.row
 /// disagree.
 pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
     let (dtype, native) = (key.dtype, key.native_f16);
-    let (bindings, access) = if key.quads {
-        let (bindings, access) = rows::quad_bindings(dtype, native);
-        (bindings, access + FOUR_AT_A_TIME)
-    } else {
-        let (bindings, access) = rows::element_bindings(dtype, native);
-        (bindings, access + ONE_AT_A_TIME)
+    let gather = if key.quads { GATHER_FOUR } else { GATHER_ONE };
+    let (bindings, access) = match (key.total, key.quads) {
+        (true, _) => rows::source_bindings(dtype, native, key.quads),
+        (false, true) => rows::quad_bindings(dtype, native),
+        (false, false) => rows::element_bindings(dtype, native),
     };
+    let spread = match (key.total, key.quads) {
+        (true, _) => SPREAD_TOTAL,
+        (false, true) => SPREAD_FOUR,
+        (false, false) => SPREAD_ONE,
+    };
+    let access = access + gather + spread;
     let walk = LINE_STARTS.wgsl();
     let result = if key.log {
         "(x - m) - log_f32(s)"
@@ -181,7 +212,7 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
             key.registers,
             "params.lines",
             ROWS_SETUP,
-            ROWS_BODY,
+            &(ROWS_BODY.to_string() + if key.total { ROWS_TOTAL } else { ROWS_SPREAD }),
         )
     } else {
         String::new()
@@ -205,12 +236,17 @@ pub(crate) fn softmax_source(key: &SoftmaxKey) -> Result<String> {
 /// (the op layer cuts larger views).
 pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
     let ctx = &out.ctx;
-    let Some(l) = rows::bind_lines("softmax", &ctx.facts, &call.input, &call.out)? else {
+    let bind = match call.total {
+        true => rows::bind_line_totals,
+        false => rows::bind_lines,
+    };
+    let Some(l) = bind("softmax", &ctx.facts, &call.input, &call.out)? else {
         return Ok(());
     };
     let key = SoftmaxKey {
         dtype: call.input.dtype,
-        log: call.log,
+        log: call.log && !call.total,
+        total: call.total,
         native_f16: ctx.facts.native_f16,
         quads: l.quads,
         rows: l.rows,
@@ -247,7 +283,7 @@ mod tests {
     #[test]
     fn every_softmax_kernel_is_valid_wgsl_and_matches_its_params() {
         for dtype in [KernelType::F32, KernelType::F16, KernelType::BF16] {
-            for log in [false, true] {
+            for (log, total) in [(false, false), (true, false), (false, true)] {
                 for (native_f16, quads, rows, registers) in [
                     (true, false, 0, 0),
                     (false, false, 0, 0),
@@ -259,6 +295,7 @@ mod tests {
                     let key = SoftmaxKey {
                         dtype,
                         log,
+                        total,
                         native_f16,
                         quads,
                         rows,
