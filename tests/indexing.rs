@@ -201,6 +201,40 @@ fn scatter_and_scatter_add_follow_pytorch() {
             .scatter_add(&ints(&[1, 1, 0], &[3], &dev), &hv, 0)
             .unwrap();
         assert_eq!(f(&hs.to_dtype(DType::F32).unwrap()), [2.0, 0.75]);
+        // f16 and bf16 sums round once, as PyTorch 2.15's CPU gives them:
+        // `zeros(1, dtype=float16).scatter_add(0, zeros(5, dtype=long),
+        // tensor([2048., 1, 1, 1, 1], dtype=float16))` is 2052 (an f16
+        // rounding per add would stay at 2048), bf16's `[256, 1, 1, 1, 1]`
+        // 260, and `full((2,), 0.5).scatter_add(0, tensor([1] * 1000),
+        // full((1000,), 0.1))` in f16 is [0.5, 100.5] (105.8125 rounding
+        // each add); in place through a transposed view, the same 2052.
+        let zero_index = ints(&[0; 5], &[5], &dev);
+        for (dtype, big, want) in [(DType::F16, 2048.0, 2052.0), (DType::BF16, 256.0, 260.0)] {
+            let z = Tensor::zeros([1], dtype, &dev).unwrap();
+            let v = floats(&[big, 1., 1., 1., 1.], &[5], &dev)
+                .to_dtype(dtype)
+                .unwrap();
+            let got = z.scatter_add(&zero_index, &v, 0).unwrap();
+            assert_eq!(
+                f(&got.to_dtype(DType::F32).unwrap()),
+                [want],
+                "{dtype} on {dev}"
+            );
+        }
+        let halves = Tensor::full([2], 0.5, DType::F16, &dev).unwrap();
+        let tenths = Tensor::full([1000], 0.1, DType::F16, &dev).unwrap();
+        let ones = ints(&[1; 1000], &[1000], &dev);
+        let got = halves.scatter_add(&ones, &tenths, 0).unwrap();
+        assert_eq!(f(&got.to_dtype(DType::F32).unwrap()), [0.5, 100.5], "{dev}");
+        let m = Tensor::zeros([3, 2], DType::F16, &dev).unwrap();
+        let mt = m.transpose(0, 1).unwrap();
+        let v = floats(&[2048., 1., 1., 1., 1.], &[1, 5], &dev)
+            .to_dtype(DType::F16)
+            .unwrap();
+        mt.scatter_add_(&ints(&[2; 5], &[1, 5], &dev), &v, 1)
+            .unwrap();
+        let want = [0., 0., 0., 0., 2052., 0.];
+        assert_eq!(f(&m.to_dtype(DType::F32).unwrap()), want, "{dev}");
     }
 }
 

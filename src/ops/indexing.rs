@@ -223,9 +223,10 @@ impl Tensor {
 
     /// A copy of this tensor with `src` added along `axis` at the positions
     /// `index` names (PyTorch's `scatter_add`): repeated indices
-    /// accumulate, in index order. Integers wrap; f16 and bf16 add each
-    /// value in f32 and round to the dtype after each add (as PyTorch's
-    /// CPU), not once at the end.
+    /// accumulate, in index order. Integers wrap; f16 and bf16 sums
+    /// accumulate in f32 and round to the dtype once, as PyTorch's CPU
+    /// (`[2048] + 1 + 1 + 1 + 1` is 2052 in f16, where rounding after each
+    /// add would leave 2048).
     ///
     /// # Errors
     /// As [`Tensor::scatter`], and `Error::DType` for bool.
@@ -265,6 +266,13 @@ impl Tensor {
             return Ok(());
         }
         check_axis_not_empty(name, self, a)?;
+        if op == IndexOp::ScatterAdd && self.dtype().is_half() {
+            // f16 and bf16 sums accumulate in f32 and round once, as
+            // PyTorch's CPU (a kernel's adds would round each).
+            let wide = self.to_dtype(DType::F32)?;
+            wide.scatter_as(op, &index, &src.to_dtype(DType::F32)?, axis)?;
+            return self.assign(&wide.to_dtype(self.dtype())?);
+        }
         // Operands never share storage with the destination (nor the index
         // with the source): a kernel may then read and write freely.
         let mut src = src.clone();
