@@ -948,6 +948,59 @@ fn f64_resizes_work_in_f64_as_pytorchs() {
         ran += 1;
     }
     assert_eq!(ran, 9);
+    // A position just below a whole number picks its lower pixel in f32,
+    // as PyTorch's `floorf`: a lone 1 at 3084 of 4114 resized to 8231 with
+    // corners aligned, and at 2057 of 2744 resized to 4117, blend nothing
+    // of it into outputs 6173 and 3088 (`F.interpolate(x, size=(1, 8231),
+    // mode="bilinear", align_corners=True)[..., 6170:6176]` of PyTorch
+    // 2.15, and the other's `[..., 3084:3092]`), where an f64 floor gave
+    // 1.2e-4.
+    for (n, one, m, mode, from, want) in [
+        (
+            4114,
+            3084,
+            8231,
+            Resize::BilinearAlignCorners,
+            6170,
+            &[
+                0.5006075334144953,
+                0.9996354799513938,
+                0.49987849331728285,
+                0.0,
+                0.0,
+                0.0,
+            ][..],
+        ),
+        (
+            2744,
+            2057,
+            4117,
+            Resize::Bilinear,
+            3084,
+            &[
+                0.0,
+                0.00036434296816878486,
+                0.6668690794267604,
+                0.6666261841146479,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+            ],
+        ),
+    ] {
+        let mut v = vec![0.0f64; n];
+        v[one] = 1.0;
+        let x = Tensor::from_vec(v, [1, 1, 1, n], &Device::cpu()).unwrap();
+        let got = x.resize([1, m], mode).unwrap().to_vec::<f64>().unwrap();
+        for (i, (a, b)) in got[from..from + want.len()].iter().zip(want).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-13,
+                "{mode:?} [{}]: {a} vs {b}",
+                from + i
+            );
+        }
+    }
 }
 
 #[test]

@@ -49,7 +49,10 @@ macro_rules! taps_in {
                     }
                     Resize::BilinearAlignCorners => ratio * i as $t,
                 };
-                let lower = (source.floor() as usize).min(last);
+                // C's `floorf`, as PyTorch's `guard_index_and_lambda`: f64
+                // data's position is rounded to f32 first (3084.99988 is
+                // 3085), and the weight, clamped, is 0 there.
+                let lower = ((source as f32).floor() as usize).min(last);
                 let weight = (source - lower as $t).clamp(0.0, 1.0);
                 (at(lower), at(lower + 1), weight)
             }
