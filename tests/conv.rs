@@ -905,7 +905,7 @@ fn resizing_picks_pytorchs_source_pixels_at_every_ratio() {
             }
             ran += 1;
         }
-        assert!(ran >= 59, "{dev}: only {ran} cases");
+        assert!(ran >= 67, "{dev}: only {ran} cases");
     }
 }
 
@@ -1052,6 +1052,29 @@ fn resizing_gives_pytorchs_values() {
             ),
             [5.0, 5.0, 6.0]
         );
+        // A factor of 2.005 making 200 rows of 100: PyTorch 2.15's generic
+        // nearest path takes floor(i / 2.005) (rows 0, 0, 0, 1 ...), its
+        // fast path, for channels-last images of more than 3 channels,
+        // i / 2 (`F.interpolate(arange(800.).reshape(1, 4, 100, 2),
+        // scale_factor=(2.005, 1.0))[0, 1, :8, 0]`, and with the input
+        // `contiguous(memory_format=channels_last)`); 3 channels-last
+        // channels take the generic path.
+        let image = |c: usize| {
+            let v: Vec<f32> = (0..c * 200).map(|k| k as f32).collect();
+            Tensor::from_vec(v, [1, c, 100, 2], &dev).unwrap()
+        };
+        let generic = [200.0, 200.0, 200.0, 202.0, 202.0, 204.0, 204.0, 206.0];
+        let fast = [200.0, 200.0, 202.0, 202.0, 204.0, 204.0, 206.0, 206.0];
+        for (x, want) in [
+            (image(4), generic),
+            (image(4).to_channels_last().unwrap(), fast),
+            (image(3).to_channels_last().unwrap(), generic),
+        ] {
+            let y = x.resize_by([2.005, 1.0], Resize::Nearest).unwrap();
+            let column = y.narrow(1, 1, 1).unwrap().narrow(2, 0, 8).unwrap();
+            let column = column.narrow(3, 0, 1).unwrap().contiguous().unwrap();
+            assert_eq!(read(column), want, "{} on {dev}", x.is_channels_last());
+        }
         // Both axes of a strided view, against separable blending done here.
         let img = Array4::new([1, 2, 5, 6], 61);
         let view = img.tensor(&dev).flip(&[3]).unwrap();

@@ -39,13 +39,17 @@ struct Taps {
 
 fn taps(i: u32, n: u32, m: u32, ratio: f32) -> Taps {
     let last = n - 1u;
+    if (params.mode == 4u) {
+        // Nearest as PyTorch's generic path: no shortcut at any length.
+        return Taps(min(u32(floor(kept(f32(i) * ratio))), last), 0u, 0.0);
+    }
     if (n == m) {
         return Taps(min(i, last), min(i, last), 0.0);
     }
     var source: f32;
     switch params.mode {
         case 0u: {
-            // Nearest: twice as long takes i / 2 (PyTorch's shortcut).
+            // Nearest as PyTorch's fast path: twice as long takes i / 2.
             if (m == 2u * n) {
                 return Taps(min(i / 2u, last), 0u, 0.0);
             }

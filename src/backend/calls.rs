@@ -311,7 +311,12 @@ impl SoftmaxCall<'_> {
 /// aligned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sampling {
+    /// The element at `floor(i * ratio)`, but that an axis as long as its
+    /// input copies it and one twice as long takes `i / 2` (PyTorch's fast
+    /// nearest path).
     Nearest,
+    /// The element at `floor(i * ratio)` always (PyTorch's generic one).
+    NearestGeneric,
     Bilinear,
     BilinearAlignCorners,
     /// Bilinear with PyTorch's antialiasing: each output weighs a window

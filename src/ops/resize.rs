@@ -71,7 +71,12 @@ impl Tensor {
 
     /// [`Tensor::resize`] by `scale` per axis (PyTorch's `scale_factor`):
     /// the output is `floor(n * scale)` long, and output `i` samples input
-    /// position `i / scale` as PyTorch does when it is given the factor.
+    /// position `i / scale` as PyTorch's CPU does when it is given the
+    /// factor. Nearest follows its two paths: on the fast one (outputs of
+    /// at most 128 rows and columns together, channels-last images of more
+    /// than 3 channels) an axis as long as its input is copied and one
+    /// twice as long takes `i / 2` whatever the factor; elsewhere each
+    /// output takes `floor(i / scale)`.
     ///
     /// # Errors
     /// As [`Tensor::resize`], naming `resize_by`; `Error::Argument` for a
@@ -136,19 +141,24 @@ impl Tensor {
             // any length).
             return Tensor::zeros(dims, self.dtype(), self.device());
         }
-        if self.dims()[r - 2..] == size
-            && matches!(mode, Resize::Nearest | Resize::BilinearAntialias)
-        {
-            // Each pixel its own (PyTorch's nearest and antialiased
-            // kernels copy an axis as long as its input, whatever the
-            // factor): a copy, never this tensor's storage.
+        let shortcuts = mode != Resize::Nearest || scale.is_none() || nearest_shortcuts(self, size);
+        let copies = match mode {
+            Resize::Nearest => shortcuts,
+            Resize::BilinearAntialias => true,
+            _ => false,
+        };
+        if self.dims()[r - 2..] == size && copies {
+            // Each pixel its own (PyTorch's antialiased kernel, and its
+            // nearest one on its fast path, copy an axis as long as its
+            // input, whatever the factor): a copy, never this tensor's
+            // storage.
             return self.contiguous_copy();
         }
-        if let Some(out) = self.resize_in_one_pass(op, size, scale, mode)? {
+        if let Some(out) = self.resize_in_one_pass(op, size, scale, mode, shortcuts)? {
             return Ok(out);
         }
         if mode == Resize::Nearest
-            && let Some(factors) = whole_factors(self, size, scale)
+            && let Some(factors) = whole_factors(self, size, scale, shortcuts)
         {
             return nearest_by_factors(op, self, factors);
         }
@@ -161,8 +171,9 @@ impl Tensor {
             // An axis as long as its input takes each element with weight 1
             // and again with weight 0, even with a factor (PyTorch's CPU
             // kernels): a copy, but that an infinity becomes NaN.
-            // (The antialiased form leaves such an axis alone, as PyTorch's.)
-            if n == m {
+            // (The antialiased form leaves such an axis alone, as PyTorch's,
+            // and nearest with its shortcuts.)
+            if n == m && shortcuts {
                 if !matches!(mode, Resize::Nearest | Resize::BilinearAntialias) {
                     x = x.add(&x.mul_scalar(0.0)?)?;
                 }
@@ -171,7 +182,7 @@ impl Tensor {
             x = if mode == Resize::BilinearAntialias {
                 resize_axis_antialias(op, &x, axis, [n, m], scale.map(|s| s[a]))?
             } else {
-                resize_axis(op, &x, axis, [n, m], scale.map(|s| s[a]), mode)?
+                resize_axis(op, &x, axis, [n, m], scale.map(|s| s[a]), mode, shortcuts)?
             };
         }
         x.to_dtype(self.dtype())
@@ -190,6 +201,7 @@ impl Tensor {
         size: [usize; 2],
         scale: Option<[f64; 2]>,
         mode: Resize,
+        shortcuts: bool,
     ) -> Result<Option<Tensor>> {
         let r = self.rank();
         let n = [self.dims()[r - 2], self.dims()[r - 1]];
@@ -214,7 +226,8 @@ impl Tensor {
         }
         resize(&ResizeCall {
             mode: match mode {
-                Resize::Nearest => Sampling::Nearest,
+                Resize::Nearest if shortcuts => Sampling::Nearest,
+                Resize::Nearest => Sampling::NearestGeneric,
                 Resize::Bilinear => Sampling::Bilinear,
                 Resize::BilinearAlignCorners => Sampling::BilinearAlignCorners,
                 Resize::BilinearAntialias => Sampling::BilinearAntialias,
@@ -227,6 +240,18 @@ impl Tensor {
     }
 }
 
+/// True where PyTorch's CPU takes its fast nearest path
+/// (`_use_vectorized_kernel_cond_2d`), whose `nearest_idx` copies an axis
+/// as long as its input and takes `i / 2` along one twice as long,
+/// whatever factor was given: an output of at most 128 rows and columns
+/// together, or a channels-last image of more than 3 channels. Elsewhere
+/// (its generic path) each output takes `floor(i / scale)`. The two differ
+/// only for a factor given (`resize_by`) other than the lengths' ratio
+/// (2.005 making 200 of 100).
+fn nearest_shortcuts(x: &Tensor, size: [usize; 2]) -> bool {
+    size[0] + size[1] <= 128 || (x.rank() == 4 && x.dims()[1] > 3 && x.is_channels_last())
+}
+
 /// The whole factors `[fh, fw]` of a nearest resize of `x` to `size`
 /// whose source pixels are `i / f` on both axes (`m = f n`, the ratio
 /// exact): `None` for any other, for empty axes or batches, for a rank the
@@ -234,7 +259,12 @@ impl Tensor {
 /// output past 2^31 elements (its check walks each output index of both
 /// axes, which must cost no more than the output: a size that cannot be
 /// allocated is the general path's error, at once).
-fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Option<[usize; 2]> {
+fn whole_factors(
+    x: &Tensor,
+    size: [usize; 2],
+    scale: Option<[f64; 2]>,
+    shortcuts: bool,
+) -> Option<[usize; 2]> {
     let r = x.rank();
     if r + 2 > MAX_RANK {
         return None;
@@ -253,7 +283,8 @@ fn whole_factors(x: &Tensor, size: [usize; 2], scale: Option<[f64; 2]>) -> Optio
         }
         let f = m / n;
         let ratio = single::source_ratio(n, m, scale.map(|s| s[a]), Resize::Nearest);
-        if (0..m).any(|i| single::source_taps(i, n, m, ratio, Resize::Nearest).0 != i / f) {
+        let tap = |i| single::source_taps(i, n, m, ratio, Resize::Nearest, shortcuts).0;
+        if (0..m).any(|i| tap(i) != i / f) {
             return None;
         }
         factors[a] = f;
@@ -295,6 +326,7 @@ fn resize_axis(
     [n, m]: [usize; 2],
     scale: Option<f64>,
     mode: Resize,
+    shortcuts: bool,
 ) -> Result<Tensor> {
     let device = x.device();
     // i32 indices, i64 past them (a broadcast view makes such axes cheap).
@@ -314,11 +346,11 @@ fn resize_axis(
     // f64 data's blends work in f64 (PyTorch's), all else in f32.
     let (lower, upper, weight) = if x.dtype() == DType::F64 && mode != Resize::Nearest {
         let ratio = double::source_ratio(n, m, scale, mode);
-        let taps = (0..m).map(|i| double::source_taps(i, n, m, ratio, mode));
+        let taps = (0..m).map(|i| double::source_taps(i, n, m, ratio, mode, shortcuts));
         columns(op, m, try_collect(op, m, taps)?, device, true)?
     } else {
         let ratio = single::source_ratio(n, m, scale, mode);
-        let taps = (0..m).map(|i| single::source_taps(i, n, m, ratio, mode));
+        let taps = (0..m).map(|i| single::source_taps(i, n, m, ratio, mode, shortcuts));
         columns(
             op,
             m,

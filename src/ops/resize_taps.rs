@@ -26,22 +26,27 @@ macro_rules! taps_in {
             /// Output `i`'s two input positions and the second one's weight
             /// (the nearest mode uses the first), as PyTorch's CPU kernels
             /// (`nearest_idx`, `compute_source_index_and_lambda`): an
-            /// output as long as its input copies it, and a nearest output
-            /// twice as long takes `i / 2`, whatever factor was given.
+            /// output as long as its input copies it, and, with
+            /// `shortcuts` (PyTorch's fast nearest path: see
+            /// `ops/resize.rs`'s `nearest_shortcuts`), a nearest output
+            /// twice as long takes `i / 2`, whatever factor was given;
+            /// without them a nearest output takes `floor(i * ratio)`
+            /// always.
             pub(crate) fn source_taps(
                 i: usize,
                 n: usize,
                 m: usize,
                 ratio: $t,
                 mode: Resize,
+                shortcuts: bool,
             ) -> (usize, usize, $t) {
                 let last = n - 1;
                 let at = |k: usize| k.min(last);
-                if n == m {
+                if n == m && (shortcuts || mode != Resize::Nearest) {
                     return (at(i), at(i), 0.0);
                 }
                 let source = match mode {
-                    Resize::Nearest if m == 2 * n => return (at(i / 2), 0, 0.0),
+                    Resize::Nearest if shortcuts && m == 2 * n => return (at(i / 2), 0, 0.0),
                     Resize::Nearest => return (at(((i as $t) * ratio).floor() as usize), 0, 0.0),
                     // (The antialiased form takes windows instead: never here.)
                     Resize::Bilinear | Resize::BilinearAntialias => {

@@ -55,6 +55,16 @@ add("corners_size_2x4_2x7", x, size=(2, 7))
 add("nearest_size_2x4_5x9", x, size=(5, 9))
 # An antialiased axis of unchanged length is left alone (no NaN from inf).
 add("antialias_size_2x4_2x3", x, size=(2, 3))
+# Factors whose output is as long as the input, or twice as long, on
+# outputs past 128 rows and columns together, where PyTorch's nearest
+# takes floor(i / scale) with no shortcut (its generic path), and one at
+# 124 that keeps them (its fast path).
+late_rng = np.random.default_rng(12)
+for mode in ["nearest", "bilinear"]:
+    for (h, w), (sh, sw) in [((100, 3), (2.005, 1.0)), ((3, 100), (1.2, 1.5)),
+                             ((60, 4), (2.005, 1.0)), ((64, 3), (1.0, 2.2))]:
+        x = late_rng.standard_normal((2, 1, h, w)).astype(np.float32)
+        add(f"{mode}_factor_{h}x{w}_{sh}x{sw}", x, scale_factor=(sh, sw))
 np.savez_compressed("torch_resize_cases.npz", **cases)
 
 # f64 images (torch_resize_f64_cases.npz).

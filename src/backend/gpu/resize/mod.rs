@@ -27,7 +27,8 @@ params_block! {
         row_threads: u32,
         /// Leading axes (all but the last two).
         lead_rank: u32,
-        /// 0 nearest, 1 bilinear, 2 bilinear with corners aligned.
+        /// 0 nearest, 1 bilinear, 2 bilinear with corners aligned, 3
+        /// antialiased, 4 nearest without the shortcuts.
         mode: u32,
         /// Always 0 (see `kept` in resize.wgsl).
         zero: u32,
@@ -204,7 +205,7 @@ pub(crate) fn resize_source(key: &ResizeKey) -> Result<String> {
 /// True when the kernel takes `dtype` in `mode`: any dtype picked, the
 /// float ones blended.
 pub(crate) fn takes(dtype: KernelType, mode: Sampling) -> bool {
-    let blends = mode != Sampling::Nearest;
+    let blends = !matches!(mode, Sampling::Nearest | Sampling::NearestGeneric);
     !blends || matches!(dtype, KernelType::F32 | KernelType::F16 | KernelType::BF16)
 }
 
@@ -237,7 +238,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
     let key = ResizeKey {
         dtype: call.out.dtype,
         native_f16: ctx.facts.native_f16,
-        blends: call.mode != Sampling::Nearest,
+        blends: !matches!(call.mode, Sampling::Nearest | Sampling::NearestGeneric),
         antialias: call.mode == Sampling::BilinearAntialias,
     };
     let params = ResizeParams {
@@ -249,6 +250,7 @@ pub(crate) fn resize(out: &GpuStorage, call: &ResizeCall) -> Result<()> {
             Sampling::Bilinear => 1,
             Sampling::BilinearAlignCorners => 2,
             Sampling::BilinearAntialias => 3,
+            Sampling::NearestGeneric => 4,
         },
         zero: 0,
         in_h: dims[r - 2] as u32,
