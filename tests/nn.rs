@@ -1152,14 +1152,15 @@ fn axis_activations_refuse_bad_input() {
 type View = fn(&Tensor) -> Tensor;
 
 /// A GPU's one-pass logsumexp (the softmax kernel writing `m + ln s` per
-/// line) against the CPU's composed one: lines across its modes (a
+/// line) against the CPU's composed one, and its softmin (the softmax
+/// kernel negating as it reads) against the CPU's: lines across its modes (a
 /// subgroup per aligned line of whole quads up to its registers' reach,
 /// a workgroup per line past it or for other lines), one element and
 /// odd lengths, more lines than 65,535 workgroups, lines of -inf only and
 /// with +inf and NaN; transposed, reversed, offset and stepped views; f32,
 /// f16 (native and packed) and bf16.
 #[test]
-fn a_gpu_logsumexp_agrees_with_the_cpu_across_its_kernel() {
+fn a_gpu_logsumexp_and_softmin_agree_with_the_cpu_across_their_kernel() {
     let cpu = Device::cpu();
     for dev in common::gpu().into_iter().chain(common::gpu_packed_f16()) {
         for (lines, length) in [
@@ -1208,6 +1209,10 @@ fn a_gpu_logsumexp_agrees_with_the_cpu_across_its_kernel() {
                     let what = format!("{lines}x{length} {what} {dtype} on {dev}");
                     // The exps sum in another order; f16 and bf16 round once.
                     let tol = half_tol(dtype, 2e-3, 2e-6);
+                    assert_close(&read_f32(&got), &read_f32(&want), tol, &what);
+                    let got = gv.softmin(axis).unwrap();
+                    let want = cv.softmin(axis).unwrap();
+                    let what = format!("softmin of {what}");
                     assert_close(&read_f32(&got), &read_f32(&want), tol, &what);
                 }
             }

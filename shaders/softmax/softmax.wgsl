@@ -53,6 +53,16 @@ fn merge(a: Partial, b: Partial) -> Partial {
     return Partial(m, a.s * exp_accurate_f32(a.m - m) + b.s * exp_accurate_f32(b.m - m), bad, nan);
 }
 
+// An input as the softmax takes it: negated for a softmin (`params.flip`
+// its sign bit), exactly.
+fn flipped(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ params.flip);
+}
+
+fn flipped_quad(v: vec4<f32>) -> vec4<f32> {
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) ^ vec4<u32>(params.flip));
+}
+
 // `p` with element x taken in.
 fn absorb(p: Partial, x: f32) -> Partial {
     if (is_nan_f32(x)) {

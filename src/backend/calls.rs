@@ -295,6 +295,8 @@ pub(crate) const MAX_SOFTMAX_LINE: usize = 1 << 20;
 pub(crate) struct SoftmaxCall<'a> {
     pub log: bool,
     pub total: bool,
+    /// The softmax of `-x` (a softmin).
+    pub negate: bool,
     pub input: TensorRef<'a>,
     pub out: TensorRef<'a>,
 }

@@ -82,7 +82,7 @@ impl Tensor {
             let Some(axis) = self.softmax_axis("softmax", axis)? else {
                 return self.contiguous_copy();
             };
-            if let Some(out) = self.softmax_lines("softmax", axis, false)? {
+            if let Some(out) = self.softmax_lines("softmax", axis, false, false)? {
                 return Ok(out);
             }
             // Longer lines: one fresh tensor, updated in place from there on.
@@ -107,7 +107,7 @@ impl Tensor {
             let Some(axis) = self.softmax_axis("log_softmax", axis)? else {
                 return self.contiguous_copy();
             };
-            if let Some(out) = self.softmax_lines("log_softmax", axis, true)? {
+            if let Some(out) = self.softmax_lines("log_softmax", axis, true, false)? {
                 return Ok(out);
             }
             let x = self.in_f32_or_wider()?;
@@ -119,30 +119,37 @@ impl Tensor {
     }
 
     /// PyTorch's `softmin`: [`Tensor::softmax`] of `-x` along `axis`, the
-    /// largest weight on the smallest element.
+    /// largest weight on the smallest element; one kernel negating as it
+    /// reads.
     ///
     /// # Errors
     /// As [`Tensor::softmax`], named `softmin`.
     pub fn softmin(&self, axis: isize) -> Result<Tensor> {
+        if let Some(out) = super::on_scalar_line(self, axis, |t| t.softmin(0)) {
+            return out;
+        }
         super::as_op("softmin", || {
-            if !self.dtype().is_float() {
-                return Err(Error::dtype(
-                    "softmin",
-                    format!(
-                        "not defined for dtype {}; cast to a float dtype first",
-                        self.dtype()
-                    ),
-                ));
+            let Some(axis) = self.softmax_axis("softmin", axis)? else {
+                return self.contiguous_copy();
+            };
+            if let Some(out) = self.softmax_lines("softmin", axis, false, true)? {
+                return Ok(out);
             }
             self.neg()?.softmax(axis)
         })
     }
 
     /// The softmax of every line along `axis` (a valid axis of a non-empty
-    /// float tensor) by one kernel: `None` for lines longer than one call
-    /// takes or than half a storage binding, which the callers compose
-    /// from reductions.
-    fn softmax_lines(&self, op: &'static str, axis: isize, log: bool) -> Result<Option<Tensor>> {
+    /// float tensor; of `-x` where `negate`) by one kernel: `None` for
+    /// lines longer than one call takes or than half a storage binding,
+    /// which the callers compose from reductions.
+    fn softmax_lines(
+        &self,
+        op: &'static str,
+        axis: isize,
+        log: bool,
+        negate: bool,
+    ) -> Result<Option<Tensor>> {
         let length = self.dims()[axis as usize];
         if length > MAX_SOFTMAX_LINE {
             return Ok(None);
@@ -163,6 +170,7 @@ impl Tensor {
             softmax(&SoftmaxCall {
                 log,
                 total: false,
+                negate,
                 input: input.kernel_ref(input.layout().transpose(axis, last)?)?,
                 out: out.kernel_out(out.layout().transpose(axis, last)?)?,
             })

@@ -147,6 +147,7 @@ impl Tensor {
             softmax(&SoftmaxCall {
                 log: false,
                 total: true,
+                negate: false,
                 input: input.kernel_ref(input.layout().transpose(a, last)?)?,
                 out: out.kernel_out(lines)?,
             })

@@ -27,6 +27,7 @@ pub(crate) fn softmax(out: &CpuStorage, call: &SoftmaxCall) -> Result<()> {
         steps: (in_step, out_step),
         length: call.length(),
         log: call.log,
+        negate: call.negate,
     };
     let starts: Vec<(usize, usize)> = in_lines
         .positions()
@@ -126,6 +127,8 @@ struct Line {
     steps: (isize, isize),
     length: usize,
     log: bool,
+    /// Of `-x` (a softmin).
+    negate: bool,
 }
 
 impl Line {
@@ -189,6 +192,12 @@ impl Line {
         } else {
             for (i, s) in scratch.iter_mut().enumerate() {
                 *s = widen(src[(a as isize + i as isize * si) as usize]);
+            }
+        }
+        if self.negate {
+            // (A zero's sign does not reach a softmax.)
+            for s in scratch.iter_mut() {
+                *s = R::ZERO - *s;
             }
         }
         // NaN-blind maxima and a NaN flag vectorise; a NaN makes the line NaN.

@@ -24,7 +24,14 @@ const SOFTMAX_WGSL: &str = shader!("softmax/softmax.wgsl");
 line_params! {
     /// `Params` of softmax.wgsl.
     /// `row_width` counts workgroups, one per line.
-    pub(crate) struct SoftmaxParams {}
+    pub(crate) struct SoftmaxParams {
+        /// XORed into each input's bits: the sign bit for a softmin (the
+        /// softmax of `-x`), else 0.
+        flip: u32,
+        pad0: u32,
+        pad1: u32,
+        pad2: u32,
+    }
 }
 
 /// Everything that selects a distinct softmax pipeline.
@@ -67,7 +74,7 @@ const ROWS_BODY: &str = "            let start = line_starts(r);
             for (var j = 0u; j < REGISTERS; j++) {
                 let q = j * sg_size + sg_lane;
                 if (q < quads) {
-                    let x = load_quad(src_q + q);
+                    let x = flipped_quad(load_quad(src_q + q));
                     v[j] = x;
                     for (var c = 0u; c < 4u; c++) {
                         let e = x[c];
@@ -121,7 +128,7 @@ const ROWS_TOTAL: &str = "            if (sg_lane == 0u) {
 const GATHER_ONE: &str = "fn gather(src0: i32, t: u32) -> Partial {
     var p = Partial(0.0, 0.0, false, false);
     for (var i = t; i < params.length; i += WORKGROUP) {
-        p = absorb(p, load_src(u32(src0 + i32(i) * params.src_step)));
+        p = absorb(p, flipped(load_src(u32(src0 + i32(i) * params.src_step))));
     }
     return p;
 }
@@ -133,7 +140,7 @@ const SPREAD_ONE: &str = "fn spread(src0: i32, dst0: i32, t: u32, whole: Partial
     for (var i = t; i < params.length; i += WORKGROUP) {
         var y = nan_f32();
         if (!undefined) {
-            y = result(load_src(u32(src0 + i32(i) * params.src_step)), whole.m, whole.s);
+            y = result(flipped(load_src(u32(src0 + i32(i) * params.src_step))), whole.m, whole.s);
         }
         store_out(u32(dst0 + i32(i) * params.dst_step), y);
     }
@@ -144,7 +151,7 @@ const SPREAD_ONE: &str = "fn spread(src0: i32, dst0: i32, t: u32, whole: Partial
 const GATHER_FOUR: &str = "fn gather(src0: i32, t: u32) -> Partial {
     var p = Partial(0.0, 0.0, false, false);
     for (var q = t; q < params.length / 4u; q += WORKGROUP) {
-        let v = load_quad(u32(src0) / 4u + q);
+        let v = flipped_quad(load_quad(u32(src0) / 4u + q));
         p = absorb(absorb(absorb(absorb(p, v.x), v.y), v.z), v.w);
     }
     return p;
@@ -159,7 +166,7 @@ const SPREAD_FOUR: &str = "fn spread(src0: i32, dst0: i32, t: u32, whole: Partia
     for (var q = t; q < params.length / 4u; q += WORKGROUP) {
         var y = vec4<f32>(nan_f32());
         if (!undefined) {
-            let v = load_quad(u32(src0) / 4u + q);
+            let v = flipped_quad(load_quad(u32(src0) / 4u + q));
             y = vec4<f32>(result(v.x, m, s), result(v.y, m, s), result(v.z, m, s), result(v.w, m, s));
         }
         store_quad(u32(dst0) / 4u + q, y);
@@ -258,12 +265,11 @@ pub(crate) fn softmax(out: &GpuStorage, call: &SoftmaxCall) -> Result<()> {
         1,
         ctx.facts.max_workgroups_per_dim,
     )?;
-    let params = <SoftmaxParams as bytemuck::Zeroable>::zeroed().walking(
-        [&l.lines[0], &l.lines[1]],
-        l.steps,
-        l.length,
-        groups[0],
-    );
+    let params = SoftmaxParams {
+        flip: if call.negate { 0x8000_0000 } else { 0 },
+        ..bytemuck::Zeroable::zeroed()
+    }
+    .walking([&l.lines[0], &l.lines[1]], l.steps, l.length, groups[0]);
     let [input, output] = l.bindings;
     record_family(
         ctx,
