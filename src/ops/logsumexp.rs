@@ -21,8 +21,12 @@ impl Tensor {
     /// +inf gives +inf, a line of only -inf gives -inf, a NaN gives NaN.
     /// The sum of no elements gives -inf. Integers and bool are taken as
     /// f32 (PyTorch's default float dtype); f16 and bf16 are computed in
-    /// f32 and rounded once. An empty list of axes is every axis, as
-    /// PyTorch's `dim=()`.
+    /// f32 and rounded once. An empty list of axes is every axis, as in
+    /// [`Tensor::norm`] (PyTorch 2.15 fails on `dim=()`). Over one axis on
+    /// a GPU it is one kernel (the softmax kernel's online maximum and sum,
+    /// `m + ln(s)` per line in f32, and a rounding for f16 and bf16), but
+    /// for fewer than 256 lines of more than 2^20 elements in all, which
+    /// reductions spread over more workgroups.
     ///
     /// ```
     /// use webtensor::{Device, Tensor};
