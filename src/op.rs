@@ -64,6 +64,24 @@ pub(crate) enum UnaryOp {
     Erfc,
     /// The modified Bessel function of the first kind, order 0.
     I0,
+    /// The inverse sine.
+    Asin,
+    /// The inverse cosine.
+    Acos,
+    /// The inverse tangent.
+    Atan,
+    /// The hyperbolic sine.
+    Sinh,
+    /// The hyperbolic cosine.
+    Cosh,
+    /// The inverse hyperbolic sine.
+    Asinh,
+    /// The inverse hyperbolic cosine.
+    Acosh,
+    /// The inverse hyperbolic tangent.
+    Atanh,
+    /// The base-10 logarithm.
+    Log10,
 }
 
 /// Two-input elementwise operations producing the inputs' dtype.
@@ -110,7 +128,7 @@ pub(crate) enum CompareOp {
 impl UnaryOp {
     /// Every unary op.
     #[cfg(test)]
-    pub const ALL: [UnaryOp; 34] = [
+    pub const ALL: [UnaryOp; 43] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -145,6 +163,15 @@ impl UnaryOp {
         UnaryOp::Erfinv,
         UnaryOp::Erfc,
         UnaryOp::I0,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
+        UnaryOp::Log10,
     ];
 
     pub fn name(self) -> &'static str {
@@ -183,6 +210,15 @@ impl UnaryOp {
             UnaryOp::Erfinv => "erfinv",
             UnaryOp::Erfc => "erfc",
             UnaryOp::I0 => "i0",
+            UnaryOp::Asin => "asin",
+            UnaryOp::Acos => "acos",
+            UnaryOp::Atan => "atan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Asinh => "asinh",
+            UnaryOp::Acosh => "acosh",
+            UnaryOp::Atanh => "atanh",
+            UnaryOp::Log10 => "log10",
         }
     }
 
@@ -215,6 +251,15 @@ impl UnaryOp {
                 | UnaryOp::Erfinv
                 | UnaryOp::Erfc
                 | UnaryOp::I0
+                | UnaryOp::Asin
+                | UnaryOp::Acos
+                | UnaryOp::Atan
+                | UnaryOp::Sinh
+                | UnaryOp::Cosh
+                | UnaryOp::Asinh
+                | UnaryOp::Acosh
+                | UnaryOp::Atanh
+                | UnaryOp::Log10
         )
     }
 

@@ -495,3 +495,89 @@ fn mixed_and_half_precision_follow_pytorch() {
         [1.098_612_288_668_109_8]
     );
 }
+
+/// The inverse trigonometric and hyperbolic functions and log10 against
+/// NumPy's float64 values at the same inputs (tests/data/
+/// make_trig_cases.py), across their domains and past them, on every
+/// device, as they are and as reversed views: f32 within each function's
+/// bound in ulps (past an absolute 1e-38, where a GPU may flush a
+/// subnormal), NaN, infinities and signed zeros where NumPy has them; f16
+/// and bf16 within one step of NumPy's value rounded to them.
+#[test]
+fn inverse_and_hyperbolic_functions_stay_within_their_bounds() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/numpy_trig_cases.npz"
+    );
+    let c: HashMap<String, Tensor> =
+        io::from_npz_bytes(&std::fs::read(path).unwrap(), &Device::cpu())
+            .unwrap()
+            .into_iter()
+            .collect();
+    type Op = fn(&Tensor) -> webtensor::Result<Tensor>;
+    // (name, op, bound on the CPU, bound on a GPU): measured 0.5 (f64,
+    // rounded) and 1.1 to 3.1 on lavapipe, with a margin.
+    let ops: [(&str, Op, f64, f64); 9] = [
+        ("asin", Tensor::asin, 1.0, 4.0),
+        ("acos", Tensor::acos, 1.0, 4.0),
+        ("atan", Tensor::atan, 1.0, 4.0),
+        ("sinh", Tensor::sinh, 1.0, 4.0),
+        ("cosh", Tensor::cosh, 1.0, 4.0),
+        ("asinh", Tensor::asinh, 1.0, 4.0),
+        ("acosh", Tensor::acosh, 1.0, 4.0),
+        ("atanh", Tensor::atanh, 1.0, 4.0),
+        ("log10", Tensor::log10, 1.0, 4.0),
+    ];
+    for dev in common::devices() {
+        let x = c["x"].to_device(&dev).unwrap();
+        let reversed = x
+            .flip(&[0])
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .flip(&[0])
+            .unwrap();
+        for (name, f, cpu, gpu) in ops {
+            let bound = if dev.is_gpu() { gpu } else { cpu };
+            for (layout, x) in [("contiguous", &x), ("reversed", &reversed)] {
+                let what = format!("{name} {layout} on {dev}");
+                within(&f(x).unwrap(), &c[name], None, bound, 1e-38, &what);
+            }
+            for (dtype, suffix) in [(DType::F16, "f16"), (DType::BF16, "bf16")] {
+                let xh = c[&format!("x_{suffix}")]
+                    .to_device(&dev)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let got = f(&xh).unwrap();
+                assert_eq!(got.dtype(), dtype);
+                let got = got.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+                let want = c[&format!("{name}_{suffix}")].to_vec::<f64>().unwrap();
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    // NumPy's value rounded to the dtype, and its neighbours.
+                    let (w, g) = match dtype {
+                        DType::F16 => (
+                            half::f16::from_f64(*w).to_bits() as i32,
+                            half::f16::from_f32(*g).to_bits() as i32,
+                        ),
+                        _ => (
+                            half::bf16::from_f64(*w).to_bits() as i32,
+                            half::bf16::from_f32(*g).to_bits() as i32,
+                        ),
+                    };
+                    let nan = |b: i32| match dtype {
+                        DType::F16 => half::f16::from_bits(b as u16).is_nan(),
+                        _ => half::bf16::from_bits(b as u16).is_nan(),
+                    };
+                    // A flushed subnormal result is a zero of its sign.
+                    let tiny = (w & 0x7fff) < if dtype == DType::F16 { 0x0400 } else { 0x0080 };
+                    let ok = (nan(w) && nan(g)) || (g - w).abs() <= 1 || tiny && (g & 0x7fff) == 0;
+                    assert!(
+                        ok,
+                        "{name} {dtype} on {dev}: element {i}: got bits {g:#x}, want {w:#x}"
+                    );
+                }
+            }
+        }
+    }
+}

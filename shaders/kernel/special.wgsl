@@ -318,3 +318,106 @@ fn i0_f32(x: f32) -> f32 {
     let half = exp_accurate_f32(0.5 * a);
     return half * div_f32(half * acc, sqrt_f32(a));
 }
+
+// The inverse trigonometric and the hyperbolic functions to a few ulp, by
+// the identities C libraries use, on this library's accurate atan, exp,
+// expm1, log and log1p (WGSL bounds its built-ins only by the identities
+// they inherit, which lose their digits near the ends of their domains).
+
+// asin x = atan2(x, sqrt((1 - x)(1 + x))): 1 - x is exact near 1.
+fn asin_f32(x: f32) -> f32 {
+    if (is_nan_f32(x) || abs(x) > 1.0) { return nan_f32(); }
+    return atan2_f32(x, sqrt_f32((1.0 - x) * (1.0 + x)));
+}
+
+// acos x = atan2(sqrt((1 - x)(1 + x)), x): pi at -1, +0 at 1.
+fn acos_f32(x: f32) -> f32 {
+    if (is_nan_f32(x) || abs(x) > 1.0) { return nan_f32(); }
+    return atan2_f32(sqrt_f32((1.0 - x) * (1.0 + x)), x);
+}
+
+fn atan_f32(x: f32) -> f32 {
+    if (is_nan_f32(x)) { return x; }
+    let q = atan_abs_f32(abs(x));
+    return select(q, -q, sign_bit_f32(x));
+}
+
+// e^a / 2 for a past 88, where e^a overflows before the result does.
+fn half_exp_large_f32(a: f32) -> f32 {
+    let h = exp_accurate_f32(0.5 * a);
+    return (0.5 * h) * h;
+}
+
+// sinh: (E + E / (E + 1)) / 2 of E = e^|x| - 1 below 1 (no cancellation),
+// (e^|x| - e^-|x|) / 2 below 88, e^|x| / 2 past it; x's sign.
+fn sinh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    var r: f32;
+    if (a < 1.0) {
+        let e = expm1_f32(a);
+        r = 0.5 * (e + div_f32(e, e + 1.0));
+    } else if (a < 88.0) {
+        let e = exp_accurate_f32(a);
+        r = 0.5 * (e - div_f32(1.0, e));
+    } else {
+        r = half_exp_large_f32(a);
+    }
+    return select(r, -r, sign_bit_f32(x));
+}
+
+fn cosh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    if (a < 88.0) {
+        let e = exp_accurate_f32(a);
+        return 0.5 * (e + div_f32(1.0, e));
+    }
+    return half_exp_large_f32(a);
+}
+
+// asinh: ln|x| + ln 2 past 2^28, ln(2|x| + 1 / (sqrt(x^2 + 1) + |x|))
+// past 2, ln1p(|x| + x^2 / (1 + sqrt(1 + x^2))) below; x's sign.
+fn asinh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    var r: f32;
+    if (a > 268435456.0) {
+        r = log_f32(a) + 0.6931471805599453;
+    } else if (a > 2.0) {
+        r = log_f32(2.0 * a + div_f32(1.0, sqrt_f32(a * a + 1.0) + a));
+    } else {
+        r = log1p_f32(a + div_f32(a * a, 1.0 + sqrt_f32(1.0 + a * a)));
+    }
+    return select(r, -r, sign_bit_f32(x));
+}
+
+// acosh: NaN below 1; ln x + ln 2 past 2^28, ln(2x - 1 / (x + sqrt(x^2 -
+// 1))) past 2, ln1p(t + sqrt(2t + t^2)) of t = x - 1 (exact) below.
+fn acosh_f32(x: f32) -> f32 {
+    if (is_nan_f32(x) || x < 1.0) { return nan_f32(); }
+    if (x > 268435456.0) {
+        return log_f32(x) + 0.6931471805599453;
+    }
+    if (x > 2.0) {
+        return log_f32(2.0 * x - div_f32(1.0, x + sqrt_f32(x * x - 1.0)));
+    }
+    let t = x - 1.0;
+    return log1p_f32(t + sqrt_f32(2.0 * t + t * t));
+}
+
+// atanh: ln1p(2|x| + 2x^2 / (1 - |x|)) / 2 below 1/2, ln1p(2|x| / (1 -
+// |x|)) / 2 to 1 (inf there); NaN past 1; x's sign.
+fn atanh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    if (is_nan_f32(x) || a > 1.0) { return nan_f32(); }
+    var r: f32;
+    if (a < 0.5) {
+        r = 0.5 * log1p_f32(2.0 * a + div_f32(2.0 * a * a, 1.0 - a));
+    } else {
+        r = 0.5 * log1p_f32(div_f32(2.0 * a, 1.0 - a));
+    }
+    return select(r, -r, sign_bit_f32(x));
+}
+
+// log10 x = ln x * log10(e): the accurate ln, one rounding more.
+fn log10_f32(x: f32) -> f32 {
+    return log_f32(x) * 0.4342944819032518;
+}

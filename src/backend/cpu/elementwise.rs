@@ -294,6 +294,15 @@ unsafe fn unary_float<T: Float>(
             UnaryOp::Erfinv => map1(plan, o, a_t, T::erfinv),
             UnaryOp::Erfc => map1(plan, o, a_t, T::erfc),
             UnaryOp::I0 => map1(plan, o, a_t, T::i0),
+            UnaryOp::Asin => map1(plan, o, a_t, T::asin),
+            UnaryOp::Acos => map1(plan, o, a_t, T::acos),
+            UnaryOp::Atan => map1(plan, o, a_t, T::atan),
+            UnaryOp::Sinh => map1(plan, o, a_t, T::sinh),
+            UnaryOp::Cosh => map1(plan, o, a_t, T::cosh),
+            UnaryOp::Asinh => map1(plan, o, a_t, T::asinh),
+            UnaryOp::Acosh => map1(plan, o, a_t, T::acosh),
+            UnaryOp::Atanh => map1(plan, o, a_t, T::atanh),
+            UnaryOp::Log10 => map1(plan, o, a_t, T::log10),
             _ => return unary_num::<T>(op, plan, out, a),
         }
     }
