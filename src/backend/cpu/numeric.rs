@@ -86,6 +86,16 @@ fn acosh_f64(x: f64) -> f64 {
     x.acosh()
 }
 
+/// Trait methods computed in f64 by `f` and rounded once to `$t`.
+macro_rules! via_f64 {
+    ($t:ty: $($name:ident => $f:expr),* $(,)?) => {$(
+        #[inline(always)]
+        fn $name(self) -> Self {
+            $f(f64::from(self)) as $t
+        }
+    )*};
+}
+
 /// Trait methods that are the float type's own method of the same or
 /// another name.
 macro_rules! std_methods {
@@ -207,42 +217,9 @@ macro_rules! float_num {
                 expm1 => exp_m1(), log2 => log2(), exp2 => exp2(), atan2 => atan2(o));
             // In f64 and rounded once (f32's own lose up to 1.4 ulps), and
             // acosh near 1 by its stable form.
-            #[inline(always)]
-            fn asin(self) -> Self {
-                f64::from(self).asin() as $t
-            }
-            #[inline(always)]
-            fn acos(self) -> Self {
-                f64::from(self).acos() as $t
-            }
-            #[inline(always)]
-            fn atan(self) -> Self {
-                f64::from(self).atan() as $t
-            }
-            #[inline(always)]
-            fn sinh(self) -> Self {
-                f64::from(self).sinh() as $t
-            }
-            #[inline(always)]
-            fn cosh(self) -> Self {
-                f64::from(self).cosh() as $t
-            }
-            #[inline(always)]
-            fn asinh(self) -> Self {
-                f64::from(self).asinh() as $t
-            }
-            #[inline(always)]
-            fn acosh(self) -> Self {
-                acosh_f64(f64::from(self)) as $t
-            }
-            #[inline(always)]
-            fn atanh(self) -> Self {
-                f64::from(self).atanh() as $t
-            }
-            #[inline(always)]
-            fn log10(self) -> Self {
-                f64::from(self).log10() as $t
-            }
+            via_f64!($t: asin => f64::asin, acos => f64::acos, atan => f64::atan,
+                sinh => f64::sinh, cosh => f64::cosh, asinh => f64::asinh, acosh => acosh_f64,
+                atanh => f64::atanh, log10 => f64::log10);
             #[inline(always)]
             fn rsqrt(self) -> Self {
                 1.0 / <$t>::sqrt(self)
