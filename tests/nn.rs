@@ -1142,6 +1142,10 @@ fn axis_activations_refuse_bad_input() {
             .unwrap();
         assert_eq!(none.dtype(), DType::F16);
         assert_eq!(read_f32(&none), vec![f32::NEG_INFINITY; 3]);
+        // No lines: an empty result of the kept shape.
+        let empty = Tensor::zeros([0, 5], DType::F32, &dev).unwrap();
+        assert_eq!(empty.logsumexp(1).unwrap().dims(), &[0]);
+        assert_eq!(empty.logsumexp_keepdim(1).unwrap().dims(), &[0, 1]);
         let scalar = Tensor::full([], 2.5, DType::F32, &dev).unwrap();
         let scalar = scalar.logsumexp(0).unwrap();
         assert_eq!((scalar.rank(), scalar.item::<f32>().unwrap()), (0, 2.5));

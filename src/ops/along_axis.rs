@@ -1,7 +1,6 @@
 //! Ops along one axis: cumulative sums and products (a scan kernel that
-//! reads the input view through its strides) and softmax / log-softmax
-//! / softmin
-//! (one kernel per call computing `exp(x - max)` over its sum, so the
+//! reads the input view through its strides) and softmax, log-softmax and
+//! softmin (one kernel per call computing `exp(x - max)` over its sum, so the
 //! exponentials never overflow; lines past `MAX_SOFTMAX_LINE` are composed
 //! from a max, a shifted exp and a sum over the axis).
 
