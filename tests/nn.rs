@@ -641,6 +641,8 @@ fn activations_give_pytorchs_values() {
                     ("softshrink_3", t.softshrink(3.0)),
                     ("hardshrink", t.hardshrink(0.5)),
                     ("hardshrink_3", t.hardshrink(3.0)),
+                    ("softshrink_03", t.softshrink(0.3)),
+                    ("hardshrink_03", t.hardshrink(0.3)),
                     ("threshold", t.threshold(0.1, 20.0)),
                     ("threshold_m3_nan", t.threshold(-3.0, f64::NAN)),
                 ] {
@@ -1114,6 +1116,10 @@ fn axis_activations_refuse_bad_input() {
             (
                 "threshold",
                 x.to_dtype(DType::F16).unwrap().threshold(0.0, 70000.0),
+            ),
+            (
+                "hardshrink",
+                x.to_dtype(DType::F16).unwrap().hardshrink(65505.0),
             ),
         ];
         for (op, got) in cases {

@@ -4,7 +4,8 @@ and `tanh`, `silu`, `erf`, `mish`, `softplus`, `elu`, `leaky_relu`, the
 last three at their defaults and another parameter), and `selu`, `celu`,
 `softsign`, `logsigmoid`, `tanhshrink`, `hardtanh`, `softshrink`,
 `hardshrink` and `threshold` (those with parameters at their defaults
-and others), of one set of inputs (a sweep of
+and others; the shrinks' 0.3, which PyTorch rounds to f16 and bf16 first),
+of one set of inputs (a sweep of
 -8 to 8 through the kinks at -3, 0, 3 and 6, signed zeros, infinities,
 NaN, values near the f32 limit where x * 6 overflows, and subnormals), in
 f32, f16 and bf16. `x` holds the f32 inputs; `{op}_{dtype}` the results
@@ -54,6 +55,8 @@ for dtype, name in [(torch.float32, "f32"), (torch.float16, "f16"), (torch.bfloa
         ("softshrink_3", lambda t: F.softshrink(t, 3.0)),
         ("hardshrink", F.hardshrink),
         ("hardshrink_3", lambda t: F.hardshrink(t, 3.0)),
+        ("softshrink_03", lambda t: F.softshrink(t, 0.3)),
+        ("hardshrink_03", lambda t: F.hardshrink(t, 0.3)),
         ("threshold", lambda t: F.threshold(t, 0.1, 20.0)),
         ("threshold_m3_nan", lambda t: F.threshold(t, -3.0, float("nan"))),
     ]:

@@ -6,7 +6,9 @@
 //! `relu` are single elementwise ops).
 //! Each is an elementwise chain (a GPU with fusion on runs it as one
 //! kernel), in f32 for f16 and bf16 with one rounding at the end, as
-//! PyTorch computes them.
+//! PyTorch's kernels compute them (`softsign` and `tanhshrink`, which
+//! PyTorch composes from ops that each round an f16 or bf16 result, come
+//! out nearer the function than PyTorch's there).
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -168,9 +170,12 @@ impl Tensor {
     /// 0.5). The zeros are +0, as PyTorch's vectorised loop gives (its
     /// scalar loop, for a tensor's last few elements, gives `x * 0`).
     ///
+    /// `lambda` is rounded to the tensor's dtype first, as PyTorch's.
+    ///
     /// # Errors
     /// `Error::Argument` naming `softshrink` for a negative or NaN
-    /// `lambda` (PyTorch's "lambda must be greater or equal to 0");
+    /// `lambda` (PyTorch's "lambda must be greater or equal to 0") or a
+    /// finite one past the dtype's range;
     /// `Error::DType` for a tensor that is not f32, f16, bf16 or f64.
     pub fn softshrink(&self, lambda: f64) -> Result<Tensor> {
         if lambda.is_nan() || lambda < 0.0 {
@@ -179,6 +184,7 @@ impl Tensor {
                 format!("lambda is {lambda}; it must be 0 or more"),
             ));
         }
+        let lambda = self.parameter("softshrink", "lambda", lambda)?;
         self.activation("softshrink", |x| x()?.sub(&x()?.clamp(-lambda, lambda)?))
     }
 
@@ -186,10 +192,15 @@ impl Tensor {
     /// (all of `x` for a negative or NaN `lambda`, as PyTorch's); NaN
     /// stays NaN (PyTorch's default `lambda` is 0.5).
     ///
+    /// `lambda` is rounded to the tensor's dtype first, as PyTorch's
+    /// (f16's `hardshrink(0.3)` zeroes 0.30004883, f16's 0.3).
+    ///
     /// # Errors
-    /// `Error::DType` naming `hardshrink` for a tensor that is not f32,
+    /// `Error::Argument` naming `hardshrink` for a finite `lambda` past
+    /// the dtype's range; `Error::DType` for a tensor that is not f32,
     /// f16, bf16 or f64.
     pub fn hardshrink(&self, lambda: f64) -> Result<Tensor> {
+        let lambda = self.parameter("hardshrink", "lambda", lambda)?;
         self.activation("hardshrink", |x| {
             x()?.masked_fill(&x()?.abs()?.le_scalar(lambda)?, 0.0)
         })
@@ -203,21 +214,35 @@ impl Tensor {
     /// dtype's range (PyTorch's "cannot be converted without overflow");
     /// `Error::DType` for a tensor that is not f32, f16, bf16 or f64.
     pub fn threshold(&self, threshold: f64, value: f64) -> Result<Tensor> {
-        let max = match self.dtype() {
-            DType::F16 => 65504.0,
-            DType::BF16 => 3.389_531_389_251_535_5e38,
-            DType::F32 => f64::from(f32::MAX),
-            _ => f64::MAX,
-        };
-        if value.is_finite() && value.abs() > max {
-            return Err(Error::argument(
-                "threshold",
-                format!("value {value} overflows dtype {}", self.dtype()),
-            ));
-        }
+        self.parameter("threshold", "value", value)?;
         self.activation("threshold", |x| {
             x()?.masked_fill(&x()?.le_scalar(threshold)?, value)
         })
+    }
+
+    /// A parameter as PyTorch's kernels take it (`scalar.to<scalar_t>()`):
+    /// rounded to this tensor's dtype (f16's 0.3 is 0.30004883).
+    ///
+    /// # Errors
+    /// `Error::Argument` naming `op` for a finite value past the dtype's
+    /// range (PyTorch's "cannot be converted without overflow").
+    fn parameter(&self, op: &'static str, what: &str, value: f64) -> Result<f64> {
+        let (rounded, max) = match self.dtype() {
+            DType::F16 => (half::f16::from_f64(value).to_f64(), 65504.0),
+            DType::BF16 => (
+                half::bf16::from_f64(value).to_f64(),
+                3.389_531_389_251_535_5e38,
+            ),
+            DType::F32 => (f64::from(value as f32), f64::from(f32::MAX)),
+            _ => (value, f64::MAX),
+        };
+        if value.is_finite() && value.abs() > max {
+            return Err(Error::argument(
+                op,
+                format!("{what} {value} overflows dtype {}", self.dtype()),
+            ));
+        }
+        Ok(rounded)
     }
 
     /// `f` of this float tensor, computed in f32 for f16 and bf16 and
