@@ -1,7 +1,8 @@
 //! Differential property tests: random chains of views, in-place writes
 //! through them (elementwise, clamp and scatter), activations (relu6,
 //! hardsigmoid, hardswish, gelu, silu, erf, mish, softplus, elu,
-//! leaky_relu), special functions (lgamma, digamma, erfc, i0, erfinv),
+//! leaky_relu, hardtanh, threshold, hardshrink, softshrink), special
+//! functions (lgamma, digamma, erfc, i0, erfinv, atan, sinh),
 //! fills, casts, reductions,
 //! joins, roll, triangles, floor division by scalars,
 //! take, matmul, where and reads, with handles
@@ -220,7 +221,7 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         3 => (dims(), any::<u8>(), dtype())
             .prop_map(|(dims, seed, dtype)| Step::New { dims, seed, dtype }),
         5 + w => (slot.clone(), view()).prop_map(|(src, view)| Step::View { src, view }),
-        2 => (slot.clone(), 0u8..24, any::<bool>())
+        2 => (slot.clone(), 0u8..30, any::<bool>())
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..5, 0u8..3)
             .prop_map(|(a, b, op, replace)| Step::Binary { a, b, op, replace }),
@@ -395,6 +396,14 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                         .erfinv()?
                         .mul_scalar(4.0)?,
                 )?,
+                // Activations that keep integers integers, and two smooth
+                // ones whose values at integers are far from halves.
+                23 => t.hardtanh(-2.0, 3.0)?,
+                24 => t.threshold(0.0, 5.0)?,
+                25 => t.hardshrink(1.5)?,
+                26 => t.softshrink(1.0)?,
+                27 => exact(&t.atan()?.mul_scalar(4.0)?)?,
+                28 => exact(&t.clamp(-6.0, 6.0)?.sinh()?)?,
                 _ => clamp(t.square()?)?,
             };
             store(slots, k, *replace, r);
