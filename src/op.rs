@@ -82,6 +82,8 @@ pub(crate) enum UnaryOp {
     Atanh,
     /// The base-10 logarithm.
     Log10,
+    /// Bitwise not (`~x`), integers only (`logical_not` on bool).
+    BitNot,
 }
 
 /// Two-input elementwise operations producing the inputs' dtype.
@@ -92,6 +94,9 @@ pub(crate) enum UnaryOp {
 /// `x // 0 == 0` for integers and `a / b` for a float zero divisor; `remainder` takes the sign of the divisor (NumPy's and
 /// PyTorch's `remainder`) and `x % 0 == 0`; `pow` with a negative integer
 /// exponent is `0` except for bases 1 and -1. maximum/minimum propagate NaN.
+/// The bitwise ops take integers (bool through [`BinaryOp::on_bool`]);
+/// shifts by a negative amount or by the type's width or more give 0
+/// (`>>` of a negative value -1), as NumPy's and PyTorch's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum BinaryOp {
     Add,
@@ -112,6 +117,16 @@ pub(crate) enum BinaryOp {
     /// `atan2(self, other)`: the angle of the point (x = other, y = self),
     /// float only.
     Atan2,
+    /// Bitwise and, integers only (`logical_and` on bool).
+    BitAnd,
+    /// Bitwise or, integers only (`logical_or` on bool).
+    BitOr,
+    /// Bitwise exclusive or, integers only (`logical_xor` on bool).
+    BitXor,
+    /// `self << other`, integers only.
+    Shl,
+    /// `self >> other` (arithmetic for signed types), integers only.
+    Shr,
 }
 
 /// Comparisons, producing bool. Any comparison with NaN is false except `ne`.
@@ -128,7 +143,7 @@ pub(crate) enum CompareOp {
 impl UnaryOp {
     /// Every unary op.
     #[cfg(test)]
-    pub const ALL: [UnaryOp; 43] = [
+    pub const ALL: [UnaryOp; 44] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -172,6 +187,7 @@ impl UnaryOp {
         UnaryOp::Acosh,
         UnaryOp::Atanh,
         UnaryOp::Log10,
+        UnaryOp::BitNot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -219,6 +235,16 @@ impl UnaryOp {
             UnaryOp::Acosh => "acosh",
             UnaryOp::Atanh => "atanh",
             UnaryOp::Log10 => "log10",
+            UnaryOp::BitNot => "bitwise_not",
+        }
+    }
+
+    /// Bitwise not on `dtype`: a logical not of bools.
+    pub fn bit_not_of(dtype: DType) -> UnaryOp {
+        if dtype == DType::Bool {
+            UnaryOp::Not
+        } else {
+            UnaryOp::BitNot
         }
     }
 
@@ -270,6 +296,7 @@ impl UnaryOp {
     pub fn check(self, dtype: DType) -> Result<()> {
         let ok = match self {
             UnaryOp::Not => dtype == DType::Bool,
+            UnaryOp::BitNot => dtype.is_int(),
             op if op.is_float_only() => dtype.is_float(),
             _ => dtype.is_numeric(),
         };
@@ -284,7 +311,7 @@ impl UnaryOp {
 impl BinaryOp {
     /// Every binary op.
     #[cfg(test)]
-    pub const ALL: [BinaryOp; 13] = [
+    pub const ALL: [BinaryOp; 18] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -298,6 +325,11 @@ impl BinaryOp {
         BinaryOp::Or,
         BinaryOp::Xor,
         BinaryOp::Atan2,
+        BinaryOp::BitAnd,
+        BinaryOp::BitOr,
+        BinaryOp::BitXor,
+        BinaryOp::Shl,
+        BinaryOp::Shr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -315,16 +347,23 @@ impl BinaryOp {
             BinaryOp::Or => "logical_or",
             BinaryOp::Xor => "logical_xor",
             BinaryOp::Atan2 => "atan2",
+            BinaryOp::BitAnd => "bitwise_and",
+            BinaryOp::BitOr => "bitwise_or",
+            BinaryOp::BitXor => "bitwise_xor",
+            BinaryOp::Shl => "bitwise_left_shift",
+            BinaryOp::Shr => "bitwise_right_shift",
         }
     }
 
     /// The op computed on bool operands: `add` and `maximum` are a logical
     /// or, `mul` and `minimum` a logical and, as NumPy's and PyTorch's
-    /// (the rest are themselves: `sub`, `div` and the like stay refused).
+    /// (the rest are themselves: `sub`, `div` and the like stay refused);
+    /// the bitwise ops are the logical ones.
     pub fn on_bool(self) -> BinaryOp {
         match self {
-            BinaryOp::Add | BinaryOp::Maximum => BinaryOp::Or,
-            BinaryOp::Mul | BinaryOp::Minimum => BinaryOp::And,
+            BinaryOp::Add | BinaryOp::Maximum | BinaryOp::BitOr => BinaryOp::Or,
+            BinaryOp::Mul | BinaryOp::Minimum | BinaryOp::BitAnd => BinaryOp::And,
+            BinaryOp::BitXor => BinaryOp::Xor,
             op => op,
         }
     }
@@ -339,6 +378,15 @@ impl BinaryOp {
         self == BinaryOp::Atan2
     }
 
+    /// True for the ops defined only on integer dtypes (the bitwise ops
+    /// and shifts; bool takes the first three as logical ops).
+    pub fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor | BinaryOp::Shl | BinaryOp::Shr
+        )
+    }
+
     /// Checks that the op applies to `dtype`.
     ///
     /// # Errors
@@ -346,6 +394,8 @@ impl BinaryOp {
     pub fn check(self, dtype: DType) -> Result<()> {
         let ok = if self.is_float_only() {
             dtype.is_float()
+        } else if self.is_bitwise() {
+            dtype.is_int()
         } else {
             self.is_logical() == (dtype == DType::Bool)
         };

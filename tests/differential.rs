@@ -221,15 +221,15 @@ fn step(w: u32) -> impl Strategy<Value = Step> {
         3 => (dims(), any::<u8>(), dtype())
             .prop_map(|(dims, seed, dtype)| Step::New { dims, seed, dtype }),
         5 + w => (slot.clone(), view()).prop_map(|(src, view)| Step::View { src, view }),
-        2 => (slot.clone(), 0u8..30, any::<bool>())
+        2 => (slot.clone(), 0u8..33, any::<bool>())
             .prop_map(|(src, op, replace)| Step::Unary { src, op, replace }),
-        4 + w => (slot.clone(), slot.clone(), 0u8..5, 0u8..3)
+        4 + w => (slot.clone(), slot.clone(), 0u8..7, 0u8..3)
             .prop_map(|(a, b, op, replace)| Step::Binary { a, b, op, replace }),
         2 => (slot.clone(), 0u8..6, -3i8..4, any::<bool>())
             .prop_map(|(src, op, value, replace)| Step::Scalar { src, op, value, replace }),
         4 + w => (slot.clone(), slot.clone(), 0u8..4)
             .prop_map(|(dst, src, op)| Step::InPlace { dst, src, op }),
-        3 + w => (slot.clone(), 0u8..5, -3i8..4)
+        3 + w => (slot.clone(), 0u8..6, -3i8..4)
             .prop_map(|(dst, op, value)| Step::InPlaceScalar { dst, op, value }),
         1 => (slot.clone(), -3i8..3, any::<bool>())
             .prop_map(|(src, axis, keepdim)| Step::Reduce { src, axis, keepdim }),
@@ -265,6 +265,15 @@ enum Outcome {
 /// scalar ops leave, their results would differ in the last bit.
 fn exact(t: &Tensor) -> webtensor::Result<Tensor> {
     t.round()
+}
+
+/// `t` as integers: itself, or a float cut toward zero to i32.
+fn ints(t: &Tensor) -> webtensor::Result<Tensor> {
+    if t.dtype().is_int() {
+        Ok(t.clone())
+    } else {
+        t.to_dtype(DType::I32)
+    }
 }
 
 /// Values kept within ±1000 (integer bounds, so that no dtype is lifted).
@@ -404,6 +413,10 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 26 => t.softshrink(1.0)?,
                 27 => exact(&t.atan()?.mul_scalar(4.0)?)?,
                 28 => exact(&t.clamp(-6.0, 6.0)?.sinh()?)?,
+                // Bitwise ops of integers (floats cut to i32 first).
+                29 => ints(t)?.bitwise_not()?,
+                30 => ints(t)?.bitwise_right_shift_scalar(2)?,
+                31 => clamp(ints(t)?.bitwise_left_shift_scalar(3)?)?,
                 _ => clamp(t.square()?)?,
             };
             store(slots, k, *replace, r);
@@ -416,6 +429,8 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 1 => x.sub(y)?,
                 2 => x.maximum(y)?,
                 3 => x.minimum(y)?,
+                4 => ints(x)?.bitwise_xor(&ints(y)?)?,
+                5 => ints(x)?.bitwise_and(&ints(y)?)?,
                 _ => clamp(x.mul(y)?)?,
             };
             match replace {
@@ -461,6 +476,8 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 1 => d.mul_scalar_(-1.0)?,
                 2 => d.fill_(v)?,
                 3 => d.clamp_(-v.abs(), v.abs())?,
+                // An error on every device for float slots.
+                4 => d.bitwise_xor_scalar_(*value)?,
                 _ => d.neg_()?,
             }
         }

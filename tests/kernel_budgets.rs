@@ -91,6 +91,22 @@ fn elementwise_ops_on_views_are_one_kernel() {
         let view = x.slice(s![1..;2, ..;-3]).unwrap().t();
         let d = cost(&dev, &|| view.mul_scalar(2.0).unwrap());
         assert_budget(&format!("{name}: mul_scalar of a view"), &d, 1);
+        // Bitwise ops of u8 (computed in u32 on the GPU, the bits past 8
+        // cut between ops): one kernel fused, one an op unfused.
+        let bytes = x.mul_scalar(255.0).unwrap().to_dtype(DType::U8).unwrap();
+        let bits = bytes.slice(s![..;-1, 1..;3]).unwrap();
+        let chain = || {
+            let shifted = bits.bitwise_left_shift_scalar(3).unwrap();
+            let mixed = shifted.bitwise_xor(&bits.bitwise_not().unwrap()).unwrap();
+            let down = mixed.bitwise_right_shift_scalar(2).unwrap();
+            down.to_dtype(DType::F32).unwrap()
+        };
+        let kernels = if name == "fusion" { 1 } else { 5 };
+        assert_budget(
+            &format!("{name}: u8 bitwise chain"),
+            &cost(&dev, &chain),
+            kernels,
+        );
     }
 }
 

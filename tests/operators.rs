@@ -1,6 +1,6 @@
 //! Operator sugar on every device: tensors owned or borrowed on either side,
 //! scalars of every Rust numeric type on either side, the `*Assign` forms
-//! through views, `-`, the logical operators, and panics that point at the
+//! through views, `-`, the logical and bitwise operators, and panics that point at the
 //! caller's line. Also `reshape` with an inferred extent and `flatten`.
 
 mod common;
@@ -150,6 +150,33 @@ fn logical_operators_on_bool_tensors() {
     }
 }
 
+#[test]
+fn bitwise_operators_on_integer_tensors() {
+    for dev in devices() {
+        let x = Tensor::from_slice(&[12i32, -7, 5], [3], &dev).unwrap();
+        let y = Tensor::from_slice(&[10i32, 3, 33], [3], &dev).unwrap();
+        let v = |t: Tensor| t.to_vec::<i32>().unwrap();
+        assert_eq!(v(&x & &y), [8, 1, 1]);
+        assert_eq!(v(&x | y.clone()), [14, -5, 37]);
+        assert_eq!(v(x.clone() ^ &y), [6, -6, 36]);
+        assert_eq!(v(!&x), [-13, 6, -6]);
+        assert_eq!(v(&x << &y), [12 << 10, -7 << 3, 0]);
+        assert_eq!(v(&x >> 2), [3, -2, 1]);
+        assert_eq!(v(6 & &x), [4, 0, 4]);
+        assert_eq!(v(1 << &y.slice(s![..2]).unwrap()), [1024, 8]);
+        // In place through a reversed view.
+        let z = x.empty_like().unwrap();
+        z.assign(&x).unwrap();
+        let mut r = z.flip(&[0]).unwrap();
+        r &= 0xF;
+        r <<= 1;
+        r |= &y.flip(&[0]).unwrap();
+        r ^= 1;
+        r >>= 1;
+        assert_eq!(v(z), [13, 9, 21], "{dev}");
+    }
+}
+
 thread_local! {
     static PANIC_AT: RefCell<Option<(String, u32, String)>> = const { RefCell::new(None) };
 }
@@ -199,7 +226,8 @@ fn operator_panics_carry_the_error_and_the_callers_line() {
         (line!(), panic_site(|| drop(&a / b.clone())), "div"),
         (line!(), panic_site(|| drop(&u * 300)), "mul"),
         (line!(), panic_site(|| drop(300 - &u)), "sub"),
-        (line!(), panic_site(|| drop(!&a)), "logical_not"),
+        (line!(), panic_site(|| drop(!&a)), "bitwise_not"),
+        (line!(), panic_site(|| drop(&a << 1)), "bitwise_left_shift"),
         (
             line!(),
             panic_site(|| {

@@ -53,6 +53,24 @@ fn i64_sign(a: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(select(0u, 1u, (a.x | a.y) != 0u), 0u);
 }
 
+// `a << b` and `a >> b` (arithmetic), as shl_i32 and shr_i32 past the
+// width: an amount outside 0..64 gives 0, or the sign filled in.
+fn i64_shl(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (b.y != 0u || b.x >= 64u) { return vec2<u32>(0u, 0u); }
+    let n = b.x;
+    if (n >= 32u) { return vec2<u32>(0u, a.x << (n - 32u)); }
+    if (n == 0u) { return a; }
+    return vec2<u32>(a.x << n, (a.y << n) | (a.x >> (32u - n)));
+}
+
+fn i64_shr(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let n = select(63u, b.x, b.y == 0u && b.x < 64u);
+    let fill = bitcast<u32>(bitcast<i32>(a.y) >> 31u);
+    if (n >= 32u) { return vec2<u32>(bitcast<u32>(bitcast<i32>(a.y) >> (n - 32u)), fill); }
+    if (n == 0u) { return a; }
+    return vec2<u32>((a.x >> n) | (a.y << (32u - n)), bitcast<u32>(bitcast<i32>(a.y) >> n));
+}
+
 fn i64_from_i32(a: i32) -> vec2<u32> {
     return vec2<u32>(bitcast<u32>(a), select(0u, 0xffffffffu, a < 0));
 }

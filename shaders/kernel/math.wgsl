@@ -382,6 +382,25 @@ fn floor_div_i32(a: i32, b: i32) -> i32 {
     return select(q, q - 1, r != 0 && ((r < 0) != (b < 0)));
 }
 
+// Shifts as NumPy's and PyTorch's: by a negative amount or by the width or
+// more, `<<` gives 0 and `>>` the sign filled in (WGSL itself would take
+// the amount modulo 32). u8 shifts in u32: its bits past 8 are cut later.
+fn shl_i32(a: i32, b: i32) -> i32 {
+    return select(0, a << (bitcast<u32>(b) & 31u), bitcast<u32>(b) < 32u);
+}
+
+fn shr_i32(a: i32, b: i32) -> i32 {
+    return a >> min(bitcast<u32>(b), 31u);
+}
+
+fn shl_u32(a: u32, b: u32) -> u32 {
+    return select(0u, a << (b & 31u), b < 32u);
+}
+
+fn shr_u32(a: u32, b: u32) -> u32 {
+    return select(0u, a >> (b & 31u), b < 32u);
+}
+
 fn div_u32(a: u32, b: u32) -> u32 {
     if (b == 0u) { return 0u; }
     return a / b;

@@ -134,6 +134,7 @@
 //! | `a[...] = b` | `a.assign(&b)?` |
 //! | `np.exp(a)`, `np.clip(a, 0, 1)` | `a.exp()?`, `a.clamp(0.0, 1.0)?` |
 //! | `a // b`, `a % b` | `a.floor_divide(&b)?`, `a.remainder(&b)?` |
+//! | `a & b`, `~a`, `a << 2` (integers) | `a.bitwise_and(&b)?`, `a.bitwise_not()?`, `a.bitwise_left_shift_scalar(2)?`, or `&a & &b`, `!&a`, `&a << 2` |
 //! | `a @ b` | `a.matmul(&b)?` |
 //! | `a > 0.5` | `a.gt_scalar(0.5)?` (a bool tensor) |
 //!

@@ -512,6 +512,30 @@ binary_methods! {
     logical_or, logical_or_, logical_or_scalar, logical_or_scalar_, Or, "Logical or (bool only).";
     logical_xor, logical_xor_, logical_xor_scalar, logical_xor_scalar_, Xor, "Logical exclusive or (bool only).";
     atan2, atan2_, atan2_scalar, atan2_scalar_, Atan2, "`atan2(self, other)`: the angle in `(-pi, pi]` of the point (x = `other`, y = `self`), as NumPy's `arctan2` (float dtypes).";
+    bitwise_and, bitwise_and_, bitwise_and_scalar, bitwise_and_scalar_, BitAnd, "`self & other` bit by bit (integer dtypes; a logical and of bools), as NumPy's and PyTorch's `bitwise_and`.";
+    bitwise_or, bitwise_or_, bitwise_or_scalar, bitwise_or_scalar_, BitOr, "`self | other` bit by bit (integer dtypes; a logical or of bools), as NumPy's and PyTorch's `bitwise_or`.";
+    bitwise_xor, bitwise_xor_, bitwise_xor_scalar, bitwise_xor_scalar_, BitXor, "`self ^ other` bit by bit (integer dtypes; a logical exclusive or of bools), as NumPy's and PyTorch's `bitwise_xor`.";
+    bitwise_left_shift, bitwise_left_shift_, bitwise_left_shift_scalar, bitwise_left_shift_scalar_, Shl, "`self << other` (integer dtypes; bits shifted past the type's width are lost), as PyTorch's `bitwise_left_shift` and NumPy's `left_shift`: a shift by a negative amount or by the width or more gives 0.";
+    bitwise_right_shift, bitwise_right_shift_, bitwise_right_shift_scalar, bitwise_right_shift_scalar_, Shr, "`self >> other` (integer dtypes), arithmetic for the signed ones (the sign shifted in), as PyTorch's `bitwise_right_shift` and NumPy's `right_shift`: a shift by a negative amount or by the width or more gives 0, or -1 for a negative value.";
+}
+
+impl Tensor {
+    /// `~x` bit by bit (integer dtypes; a logical not of bools), as NumPy's
+    /// `invert` and PyTorch's `bitwise_not`.
+    ///
+    /// # Errors
+    /// `Error::DType` for float and complex dtypes.
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::bit_not_of(self.dtype()))
+    }
+
+    /// In-place [`Tensor::bitwise_not`], written through this view.
+    ///
+    /// # Errors
+    /// As `bitwise_not`, and `Error::OverlappingWrite` for a broadcast view.
+    pub fn bitwise_not_(&self) -> Result<()> {
+        self.unary_(UnaryOp::bit_not_of(self.dtype()))
+    }
 }
 
 macro_rules! compare_methods {

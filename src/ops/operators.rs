@@ -3,7 +3,8 @@
 //! the left those of unsuffixed literals and the types no literal takes,
 //! see `numeric_scalars`), the
 //! `+= -= *= /= %=` forms as in-place ops through views, unary `-`, and
-//! `& | ^ !` as the logical ops of bool tensors.
+//! `& | ^ ! << >>` (and `&= |= ^= <<= >>=`) as the bitwise ops of integer
+//! tensors, `& | ^ !` being the logical ops of bool tensors.
 //!
 //! Operators panic with the op's error message where the method form
 //! returns `Err`; the panic points at the caller's line. Use the methods
@@ -16,8 +17,8 @@ use crate::tensor::Tensor;
 use half::{bf16, f16};
 use num_complex::Complex32;
 use std::ops::{
-    Add, AddAssign, BitAnd, BitOr, BitXor, Div, DivAssign, Mul, MulAssign, Neg, Not, Rem,
-    RemAssign, Sub, SubAssign,
+    Add, AddAssign, BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, BitXorAssign, Div, DivAssign,
+    Mul, MulAssign, Neg, Not, Rem, RemAssign, Shl, ShlAssign, Shr, ShrAssign, Sub, SubAssign,
 };
 
 /// The tensor of an op, or a panic with its error at the caller's line.
@@ -81,9 +82,11 @@ tensor_tensor! {
     Mul, mul, mul;
     Div, div, div;
     Rem, rem, remainder;
-    BitAnd, bitand, logical_and;
-    BitOr, bitor, logical_or;
-    BitXor, bitxor, logical_xor;
+    BitAnd, bitand, bitwise_and;
+    BitOr, bitor, bitwise_or;
+    BitXor, bitxor, bitwise_xor;
+    Shl, shl, bitwise_left_shift;
+    Shr, shr, bitwise_right_shift;
 }
 
 /// `Trait` between a tensor (owned or borrowed) and a scalar: any type
@@ -150,9 +153,11 @@ numeric_scalars!(tensor_scalar!(Sub, sub, sub_scalar, Sub));
 numeric_scalars!(tensor_scalar!(Mul, mul, mul_scalar, Mul));
 numeric_scalars!(tensor_scalar!(Div, div, div_scalar, Div));
 numeric_scalars!(tensor_scalar!(Rem, rem, remainder_scalar, Remainder));
-tensor_scalar!(BitAnd, bitand, logical_and_scalar, And; bool);
-tensor_scalar!(BitOr, bitor, logical_or_scalar, Or; bool);
-tensor_scalar!(BitXor, bitxor, logical_xor_scalar, Xor; bool);
+tensor_scalar!(BitAnd, bitand, bitwise_and_scalar, BitAnd; bool, i64);
+tensor_scalar!(BitOr, bitor, bitwise_or_scalar, BitOr; bool, i64);
+tensor_scalar!(BitXor, bitxor, bitwise_xor_scalar, BitXor; bool, i64);
+tensor_scalar!(Shl, shl, bitwise_left_shift_scalar, Shl; i64);
+tensor_scalar!(Shr, shr, bitwise_right_shift_scalar, Shr; i64);
 
 /// `Trait` (`+=` ...) into a tensor, in place through its view, from a
 /// tensor (owned or borrowed) or a scalar.
@@ -188,6 +193,11 @@ assign_ops! {
     MulAssign, mul_assign, mul_, mul_scalar_;
     DivAssign, div_assign, div_, div_scalar_;
     RemAssign, rem_assign, remainder_, remainder_scalar_;
+    BitAndAssign, bitand_assign, bitwise_and_, bitwise_and_scalar_;
+    BitOrAssign, bitor_assign, bitwise_or_, bitwise_or_scalar_;
+    BitXorAssign, bitxor_assign, bitwise_xor_, bitwise_xor_scalar_;
+    ShlAssign, shl_assign, bitwise_left_shift_, bitwise_left_shift_scalar_;
+    ShrAssign, shr_assign, bitwise_right_shift_, bitwise_right_shift_scalar_;
 }
 
 impl Neg for &Tensor {
@@ -216,24 +226,24 @@ impl Neg for Tensor {
 
 impl Not for &Tensor {
     type Output = Tensor;
-    /// [`Tensor::logical_not`].
+    /// [`Tensor::bitwise_not`]: `~x` of integers, a logical not of bools.
     ///
     /// # Panics
-    /// With its error for a dtype other than bool.
+    /// With its error for float and complex dtypes.
     #[track_caller]
     fn not(self) -> Tensor {
-        done(self.logical_not())
+        done(self.bitwise_not())
     }
 }
 
 impl Not for Tensor {
     type Output = Tensor;
-    /// [`Tensor::logical_not`].
+    /// [`Tensor::bitwise_not`]: `~x` of integers, a logical not of bools.
     ///
     /// # Panics
-    /// With its error for a dtype other than bool.
+    /// With its error for float and complex dtypes.
     #[track_caller]
     fn not(self) -> Tensor {
-        done(self.logical_not())
+        done(self.bitwise_not())
     }
 }

@@ -1,6 +1,7 @@
 //! The CPU runner: locks the storages once, plans the iteration, matches the
 //! op and dtype once, then runs a monomorphised strided loop.
 
+use super::bits::Bits;
 use super::exp_f32::{Logistic, map_run, picked};
 use super::numeric::{Cast, Float, Num};
 use super::storage::{CpuData, CpuStorage, Reads, with_cpu_data};
@@ -28,6 +29,35 @@ macro_rules! with_num_type {
                 $body
             })*
             KernelType::Bool => $other,
+        }
+    };
+}
+
+/// Binds `$T` to the Rust type of an integer dtype and evaluates `$body`;
+/// `$other` (the other dtypes, as a `DType`) otherwise.
+macro_rules! with_int_type {
+    ($dtype:expr, $T:ident => $body:expr, $other:ident => $refuse:expr) => {
+        match $dtype {
+            KernelType::I32 => {
+                type $T = i32;
+                $body
+            }
+            KernelType::I64 => {
+                type $T = i64;
+                $body
+            }
+            KernelType::U32 => {
+                type $T = u32;
+                $body
+            }
+            KernelType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $other => {
+                let $other = $other.dtype();
+                $refuse
+            }
         }
     };
 }
@@ -143,6 +173,11 @@ unsafe fn dispatch(
                 with_any_type!(in_dtype, A => with_any_type!(out_dtype, O =>
                     map1(plan, out as *mut O, a as *const A, |x: A| O::from_wide(x.to_wide()))));
             }
+            ElementwiseOp::Unary(UnaryOp::BitNot) => {
+                let a = *ins.first().ok_or_else(missing)?;
+                with_int_type!(out_dtype, T => map1(plan, out as *mut T, a as *const T, T::bit_not),
+                    other => UnaryOp::BitNot.check(other)?);
+            }
             ElementwiseOp::Unary(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 match out_dtype {
@@ -160,7 +195,10 @@ unsafe fn dispatch(
             ElementwiseOp::Binary(op) => {
                 let a = *ins.first().ok_or_else(missing)?;
                 let b = Operand::new(ins.get(1).copied(), scalar).ok_or_else(missing)?;
-                if op.is_float_only() {
+                if op.is_bitwise() {
+                    with_int_type!(out_dtype, T => binary_bits::<T>(op, plan, out, a, b),
+                        other => op.check(other)?);
+                } else if op.is_float_only() {
                     match out_dtype {
                         KernelType::F16 => binary_float::<f16>(op, plan, out, a, b),
                         KernelType::BF16 => binary_float::<bf16>(op, plan, out, a, b),
@@ -376,12 +414,38 @@ unsafe fn binary_num<T: Num>(
             BinaryOp::Minimum => apply2!(plan, o, a, b, T, T::minimum),
             BinaryOp::Remainder => apply2!(plan, o, a, b, T, T::rem),
             BinaryOp::FloorDiv => apply2!(plan, o, a, b, T, T::floor_div),
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Atan2 => {
-                return op.check(T::DTYPE);
+            // Ops of other loops: refused for this dtype, or a call
+            // that reached the wrong loop.
+            _ => {
+                op.check(T::DTYPE)?;
+                return Err(Error::internal(op.name(), format!("no {} loop", T::DTYPE)));
             }
         }
     }
     Ok(())
+}
+
+/// The bitwise ops and shifts of an integer dtype.
+///
+/// # Safety
+/// As [`run`].
+unsafe fn binary_bits<T: Bits + crate::dtype::Element>(
+    op: BinaryOp,
+    plan: &IterPlan,
+    out: *mut u8,
+    a: *const u8,
+    b: Operand,
+) {
+    let o = out as *mut T;
+    unsafe {
+        match op {
+            BinaryOp::BitAnd => apply2!(plan, o, a, b, T, T::bit_and),
+            BinaryOp::BitOr => apply2!(plan, o, a, b, T, T::bit_or),
+            BinaryOp::BitXor => apply2!(plan, o, a, b, T, T::bit_xor),
+            BinaryOp::Shl => apply2!(plan, o, a, b, T, T::shl),
+            _ => apply2!(plan, o, a, b, T, T::shr),
+        }
+    }
 }
 
 /// The float-only binary ops (atan2).

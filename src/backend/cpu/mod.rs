@@ -3,6 +3,7 @@
 //! against.
 
 mod alloc;
+mod bits;
 mod conv;
 mod conv_bands;
 mod conv_call;

@@ -35,6 +35,7 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
             UnaryOp::Sign => "i64_sign(a)",
             UnaryOp::Relu => "i64_max(a, vec2<u32>(0u, 0u))",
             UnaryOp::Square => "i64_mul(a, a)",
+            UnaryOp::BitNot => "~a",
             // Floor, ceil and round keep integers; the op layer lets no
             // float function through to an integer.
             _ => "a",
@@ -94,6 +95,9 @@ fn unary_expr(op: UnaryOp, ct: ScalarType) -> String {
         UnaryOp::Sign => "select(0u, 1u, a > 0u)",
         UnaryOp::Square => "a * a",
         UnaryOp::Not => "!a",
+        // u8 computes in u32: the bits past its eight are cut where the
+        // value is stored or rounded.
+        UnaryOp::BitNot => "~a",
     };
     e.to_string()
 }
@@ -111,6 +115,11 @@ fn binary_expr(op: BinaryOp, ct: ScalarType) -> String {
             BinaryOp::Remainder => "i64_rem(a, b)",
             BinaryOp::FloorDiv => "i64_floor_div(a, b)",
             BinaryOp::Pow => "i64_pow(a, b)",
+            BinaryOp::BitAnd => "a & b",
+            BinaryOp::BitOr => "a | b",
+            BinaryOp::BitXor => "a ^ b",
+            BinaryOp::Shl => "i64_shl(a, b)",
+            BinaryOp::Shr => "i64_shr(a, b)",
             // Logical ops and atan2 take no integers (the op layer refuses
             // them).
             _ => "a",
@@ -141,6 +150,13 @@ fn binary_expr(op: BinaryOp, ct: ScalarType) -> String {
         (BinaryOp::Or, _) => "a || b",
         (BinaryOp::Xor, _) => "a != b",
         (BinaryOp::Atan2, _) => "atan2_f32(a, b)",
+        (BinaryOp::BitAnd, _) => "a & b",
+        (BinaryOp::BitOr, _) => "a | b",
+        (BinaryOp::BitXor, _) => "a ^ b",
+        (BinaryOp::Shl, I32) => "shl_i32(a, b)",
+        (BinaryOp::Shl, _) => "shl_u32(a, b)",
+        (BinaryOp::Shr, I32) => "shr_i32(a, b)",
+        (BinaryOp::Shr, _) => "shr_u32(a, b)",
     };
     e.to_string()
 }
