@@ -121,9 +121,9 @@ pub use layout::Layout;
 pub use num_complex::Complex32;
 pub use ops::linalg;
 pub use ops::{
-    Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, Generator, PadMode,
-    Pair, Pool, QTensor, Resize, Rope, RopeScaling, RopeStyle, Sampling, Side, SortOrder, Stft,
-    TopK, Unique,
+    Activation, Attention, Axes, Conv, ConvPadding, CustomKernel, Fft, FftNorm, Generator,
+    Interpolation, PadMode, Pair, Pool, QTensor, Quantiles, Resize, Rope, RopeScaling, RopeStyle,
+    Sampling, Side, SortOrder, Stft, TopK, Unique,
 };
 pub use profile::{Profile, ProfiledKernel, ProfiledOp, ProfiledRegion, ProfiledSubmit};
 pub use quant::GgmlType;
