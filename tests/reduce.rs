@@ -1478,3 +1478,46 @@ fn variance_of_integers_over_a_large_offset_is_exact_to_rounding() {
         }
     }
 }
+
+/// Integer means come from the exact sum: casting each element to f32
+/// first made the mean of `[-2^31, 2^31 - 1]` 0 rather than -0.5 (found
+/// probing against NumPy). The reference is the exact mean (an i128 sum)
+/// rounded through f64, within an f32 ulp.
+#[test]
+fn integer_means_keep_their_low_digits() {
+    let exact = |v: &[i64]| (v.iter().map(|&x| i128::from(x)).sum::<i128>() as f64 / v.len() as f64) as f32;
+    let i64s = [
+        -1i64,
+        0,
+        1,
+        1 << 32,
+        -(1 << 32),
+        (1 << 32) - 1,
+        -(1 << 32) - 1,
+        (1 << 40) + 7,
+        -(1 << 40) + 3,
+    ];
+    // Nanosecond times: their sum is past 2^63, their differences not.
+    let times: Vec<i64> = (0..64).map(|k| 1_700_000_000_000_000_000 + k * 999_999_937).collect();
+    for dev in devices() {
+        let wide = Tensor::from_slice(&[i32::MIN, i32::MAX], [2], &dev).unwrap();
+        assert_eq!(wide.mean(..).unwrap().item::<f32>().unwrap(), -0.5, "{dev}");
+        for v in [&i64s[..], &times[..]] {
+            let t = Tensor::from_slice(v, [v.len()], &dev).unwrap();
+            let got = t.mean(..).unwrap().item::<f32>().unwrap();
+            let want = exact(v);
+            assert!((got - want).abs() <= want.abs() * 1.2e-7, "{got} vs {want} on {dev}");
+        }
+        // Along axes, kept or not, over u8 and bool views.
+        let bytes: Vec<u8> = (0..60).map(|k| (k * 37 % 256) as u8).collect();
+        let u = Tensor::from_slice(&bytes, [3, 4, 5], &dev).unwrap().flip(&[1]).unwrap();
+        let want = u.to_dtype(DType::F32).unwrap().mean_keepdim([0, 2]).unwrap();
+        let got = u.mean_keepdim([0, 2]).unwrap();
+        assert_eq!(got.dims(), &[1, 4, 1]);
+        assert_close(&read_f32(&got), &read_f32(&want), 2.4e-7, &format!("u8 on {dev}"));
+        let b = u.gt_scalar(100).unwrap();
+        let got = b.mean(1).unwrap();
+        let want = b.to_dtype(DType::F32).unwrap().mean(1).unwrap();
+        assert_close(&read_f32(&got), &read_f32(&want), 2.4e-7, &format!("bool on {dev}"));
+    }
+}

@@ -217,7 +217,7 @@ impl Tensor {
             let sorted = self
                 .to_dtype(compute)?
                 .permute(&perm)?
-                .reshape(line_dims.clone())?
+                .reshape(line_dims)?
                 .sort(-1, SortOrder::Ascending)?;
             let picked = pick(&sorted, probabilities, compute, plan)?;
             // [kept..., q] -> [q, kept...], then the reduced axes back as

@@ -514,8 +514,32 @@ impl Tensor {
         if self.dtype().is_complex() {
             return self.complex_sum(axes, keepdim, true);
         }
+        if !self.dtype().is_float() && self.reduced_count("mean", &axes)? > 0 {
+            return super::as_op("mean", || self.integer_mean(&axes, keepdim));
+        }
         let t = self.as_float()?;
         t.reduce_into("mean", ReduceOp::Sum, &axes, keepdim, t.dtype(), true)
+    }
+
+    /// The f32 mean of integers (or bool) over `axes` (of at least one
+    /// element), from their exact sum: with `m` the least element and `d`
+    /// the differences from it, summed in i64, the mean is `(m + d // n) +
+    /// (d % n) / n`, whose integer part is exact: within an ulp. Casting
+    /// each element to f32 first lost the low digits of i32 and i64 (the
+    /// mean of `[-2^31, 2^31 - 1]` was 0, not -0.5). Differences wrap past
+    /// 2^63, and their sum past it (a span of 2^55 over 256 elements).
+    fn integer_mean(&self, axes: &Axes, keepdim: bool) -> Result<Tensor> {
+        let n = self.reduced_count("mean", axes)? as i64;
+        let x = self.to_dtype(DType::I64)?;
+        let least = x.min_keepdim(axes.clone())?;
+        let total = x.sub(&least)?.sum_axes(axes.clone(), keepdim)?;
+        let whole = least
+            .reshape(total.dims())?
+            .add(&total.floor_divide_scalar(n)?)?;
+        let part = total.remainder_scalar(n)?.to_dtype(DType::F32)?;
+        whole
+            .to_dtype(DType::F32)?
+            .add(&part.div_scalar(n as f32)?)
     }
 
     /// [`Tensor::max`], keeping the reduced axes when `keepdim`.

@@ -67,8 +67,10 @@ impl Tensor {
         prod / prod_keepdim => prod_axes(axes);
 
         /// Arithmetic mean over `axes`: floats keep their dtype (f16
-        /// accumulates in f32), integers and bool give f32. The mean of no
-        /// elements is NaN.
+        /// accumulates in f32), integers and bool give f32, from their
+        /// exact sum in i64 (within an ulp of the mean: NumPy's, in f64,
+        /// rounded; past 2^63 the sum of the differences from the least
+        /// element wraps). The mean of no elements is NaN.
         ///
         /// # Errors
         /// As [`Tensor::sum`].

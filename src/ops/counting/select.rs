@@ -152,8 +152,11 @@ impl Tensor {
     /// tensor's device (NumPy's `count_nonzero`; nothing is read back).
     ///
     /// # Errors
-    /// Device errors only: every dtype counts (c64 where either part is
-    /// nonzero).
+    /// Every dtype counts (c64 where either part is nonzero); the count is
+    /// summed from an i64 copy of the elements (8 bytes each), so a view
+    /// larger than it (a broadcast of billions of elements) gives
+    /// `Error::TooLarge` or `Error::OutOfMemory` where `sum` would not;
+    /// device errors otherwise.
     pub fn count_nonzero(&self) -> Result<Tensor> {
         crate::ops::as_op("count_nonzero", || {
             // Non-zero by bits, as `nonzero`.
