@@ -156,6 +156,11 @@ fn bitwise_operands_promote_and_refuse_floats() {
         assert_eq!(values(&(&u << 4)), vec![240, 0, 16]);
         assert_eq!(values(&(1 << &i.abs().unwrap())), vec![2, 256, 32]);
         assert_eq!(values(&(&i >> 1)), vec![0, -4, 2]);
+        // i64 amounts past the low word: 2^32 + 1 is past every width.
+        let far = Tensor::from_slice(&[(1i64 << 32) + 1, -(1i64 << 32), 1], [3], &dev).unwrap();
+        let wide = i.to_dtype(DType::I64).unwrap();
+        assert_eq!(values(&(&wide << &far)), vec![0, 0, 10]);
+        assert_eq!(values(&(&wide >> &far)), vec![0, -1, 2]);
         assert_eq!(values(&!&t), vec![0, 1, 0]);
         assert_eq!(values(&(&t ^ true)), vec![0, 1, 0]);
 

@@ -476,8 +476,7 @@ fn apply(step: &Step, slots: &mut Vec<Tensor>, dev: &Device) -> webtensor::Resul
                 1 => d.mul_scalar_(-1.0)?,
                 2 => d.fill_(v)?,
                 3 => d.clamp_(-v.abs(), v.abs())?,
-                // An error on every device for float slots.
-                4 => d.bitwise_xor_scalar_(*value)?,
+                4 if d.dtype().is_int() => d.bitwise_xor_scalar_(*value)?,
                 _ => d.neg_()?,
             }
         }

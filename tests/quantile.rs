@@ -173,6 +173,9 @@ fn quantile_refuses_bad_probabilities_axes_and_dtypes() {
         assert_op_err(empty.quantile(0.5, 1, lin), "quantile");
         // Lines of none along a kept axis are fine: no quantiles.
         assert_eq!(empty.quantile(0.5, 0, lin).unwrap().dims(), &[0]);
+        // q = -0 is 0: each line's least number.
+        let low = x.nanquantile(-0.0, 1, lin).unwrap();
+        assert_eq!(read_f32(&low), vec![1.0, 3.0], "{dev}");
         let b = x.gt_scalar(2.0).unwrap();
         assert_op_err(b.quantile(0.5, 0, lin), "quantile");
         let z = Tensor::complex(&x, &x).unwrap();

@@ -1485,7 +1485,8 @@ fn variance_of_integers_over_a_large_offset_is_exact_to_rounding() {
 /// rounded through f64, within an f32 ulp.
 #[test]
 fn integer_means_keep_their_low_digits() {
-    let exact = |v: &[i64]| (v.iter().map(|&x| i128::from(x)).sum::<i128>() as f64 / v.len() as f64) as f32;
+    let exact =
+        |v: &[i64]| (v.iter().map(|&x| i128::from(x)).sum::<i128>() as f64 / v.len() as f64) as f32;
     let i64s = [
         -1i64,
         0,
@@ -1498,26 +1499,58 @@ fn integer_means_keep_their_low_digits() {
         -(1 << 40) + 3,
     ];
     // Nanosecond times: their sum is past 2^63, their differences not.
-    let times: Vec<i64> = (0..64).map(|k| 1_700_000_000_000_000_000 + k * 999_999_937).collect();
+    let times: Vec<i64> = (0..64)
+        .map(|k| 1_700_000_000_000_000_000 + k * 999_999_937)
+        .collect();
     for dev in devices() {
         let wide = Tensor::from_slice(&[i32::MIN, i32::MAX], [2], &dev).unwrap();
         assert_eq!(wide.mean(..).unwrap().item::<f32>().unwrap(), -0.5, "{dev}");
-        for v in [&i64s[..], &times[..]] {
+        // Means between -1 and 0: the parts of one sign.
+        let mut small = vec![0i64; 1000];
+        small[17] = -1;
+        for v in [
+            &i64s[..],
+            &times[..],
+            &small[..],
+            &[0, 0, -1][..],
+            &[-7, 2][..],
+        ] {
             let t = Tensor::from_slice(v, [v.len()], &dev).unwrap();
             let got = t.mean(..).unwrap().item::<f32>().unwrap();
             let want = exact(v);
-            assert!((got - want).abs() <= want.abs() * 1.2e-7, "{got} vs {want} on {dev}");
+            // An ulp of the exact mean.
+            assert!(
+                (got - want).abs() <= want.abs() * 1.2e-7,
+                "{got} vs {want} on {dev}"
+            );
         }
         // Along axes, kept or not, over u8 and bool views.
         let bytes: Vec<u8> = (0..60).map(|k| (k * 37 % 256) as u8).collect();
-        let u = Tensor::from_slice(&bytes, [3, 4, 5], &dev).unwrap().flip(&[1]).unwrap();
-        let want = u.to_dtype(DType::F32).unwrap().mean_keepdim([0, 2]).unwrap();
+        let u = Tensor::from_slice(&bytes, [3, 4, 5], &dev)
+            .unwrap()
+            .flip(&[1])
+            .unwrap();
+        let want = u
+            .to_dtype(DType::F32)
+            .unwrap()
+            .mean_keepdim([0, 2])
+            .unwrap();
         let got = u.mean_keepdim([0, 2]).unwrap();
         assert_eq!(got.dims(), &[1, 4, 1]);
-        assert_close(&read_f32(&got), &read_f32(&want), 2.4e-7, &format!("u8 on {dev}"));
+        assert_close(
+            &read_f32(&got),
+            &read_f32(&want),
+            2.4e-7,
+            &format!("u8 on {dev}"),
+        );
         let b = u.gt_scalar(100).unwrap();
         let got = b.mean(1).unwrap();
         let want = b.to_dtype(DType::F32).unwrap().mean(1).unwrap();
-        assert_close(&read_f32(&got), &read_f32(&want), 2.4e-7, &format!("bool on {dev}"));
+        assert_close(
+            &read_f32(&got),
+            &read_f32(&want),
+            2.4e-7,
+            &format!("bool on {dev}"),
+        );
     }
 }

@@ -376,8 +376,9 @@ impl Taps {
     /// (the weight is that fraction rounded to f32, as PyTorch rounds
     /// its f64 weight to the line's dtype).
     fn exact(m: &Tensor, q: f32, how: Interpolation) -> Result<Taps> {
-        // q in [0, 1]: a normal q is (2^23 + fraction) 2^(e - 150).
-        let bits = q.to_bits();
+        // q in [0, 1]: a normal q is (2^23 + fraction) 2^(e - 150); -0 is
+        // 0 (its sign bit would read as an exponent).
+        let bits = q.abs().to_bits();
         let (exponent, fraction) = ((bits >> 23) as i64, i64::from(bits & 0x7f_ffff));
         let (mantissa, shift) = match exponent {
             0 => (fraction, 149),

@@ -524,7 +524,8 @@ impl Tensor {
     /// The f32 mean of integers (or bool) over `axes` (of at least one
     /// element), from their exact sum: with `m` the least element and `d`
     /// the differences from it, summed in i64, the mean is `(m + d // n) +
-    /// (d % n) / n`, whose integer part is exact: within an ulp. Casting
+    /// (d % n) / n`, its parts moved to one sign (`-1 + 0.999` is `0 -
+    /// 0.001`), whose integer part is exact: within an ulp. Casting
     /// each element to f32 first lost the low digits of i32 and i64 (the
     /// mean of `[-2^31, 2^31 - 1]` was 0, not -0.5). Differences wrap past
     /// 2^63, and their sum past it (a span of 2^55 over 256 elements).
@@ -536,10 +537,18 @@ impl Tensor {
         let whole = least
             .reshape(total.dims())?
             .add(&total.floor_divide_scalar(n)?)?;
-        let part = total.remainder_scalar(n)?.to_dtype(DType::F32)?;
+        let rest = total.remainder_scalar(n)?;
+        // Both parts of one sign, so that adding them cancels no digits:
+        // -1 + 999/1000 rounded apart was 111 ulps from -0.001.
+        let below_zero = whole
+            .lt_scalar(0)?
+            .logical_and(&rest.ne_scalar(0)?)?
+            .to_dtype(DType::I64)?;
+        let whole = whole.add(&below_zero)?;
+        let rest = rest.sub(&below_zero.mul_scalar(n)?)?;
         whole
             .to_dtype(DType::F32)?
-            .add(&part.div_scalar(n as f32)?)
+            .add(&rest.to_dtype(DType::F32)?.div_scalar(n as f32)?)
     }
 
     /// [`Tensor::max`], keeping the reduced axes when `keepdim`.
