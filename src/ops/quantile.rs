@@ -256,38 +256,7 @@ impl Plan {
 /// The quantiles `[lines..., q]` of the sorted lines.
 fn pick(sorted: &Tensor, qs: &[f64], compute: DType, plan: Plan) -> Result<Tensor> {
     if plan.skip_nan {
-        let mut below = Vec::new();
-        let mut above = Vec::new();
-        let mut weight = Vec::new();
-        // k - 1 for the line's k numbers (NaN sorts last), 0 for none.
-        let m = sorted
-            .isnan()?
-            .bitwise_not()?
-            .sum_keepdim(-1)?
-            .to_dtype(DType::I64)?
-            .sub_scalar(1)?
-            .maximum_scalar(0)?;
-        for &q in qs {
-            let taps = if compute == DType::F64 {
-                Taps::of_f64_ranks(&m.to_dtype(DType::F64)?.mul_scalar(q)?, plan.how)?
-            } else {
-                Taps::exact(&m, q as f32, plan.how)?
-            };
-            below.push(taps.below);
-            above.push(taps.above);
-            weight.push(taps.weight);
-        }
-        let cat = |v: Vec<Tensor>| Tensor::concat(&v.iter().collect::<Vec<_>>(), -1);
-        let below = sorted.gather(&cat(below)?, -1)?;
-        if !blends(plan.how) {
-            return Ok(below);
-        }
-        let above = sorted.gather(&cat(above)?, -1)?;
-        let t = cat(weight)?.to_dtype(compute)?;
-        let diff = above.sub(&below)?;
-        let from_below = below.add(&t.mul(&diff)?)?;
-        let from_above = above.sub(&diff.mul(&t.neg()?.add_scalar(1.0)?)?)?;
-        return Tensor::where_cond(&t.lt_scalar(0.5)?, &from_below, &from_above);
+        return pick_numbers(sorted, qs, compute, plan.how);
     }
     let n = *sorted.dims().last().unwrap_or(&1);
     let per_q = qs
@@ -335,17 +304,54 @@ fn pick(sorted: &Tensor, qs: &[f64], compute: DType, plan: Plan) -> Result<Tenso
     picked.masked_fill(&sorted.narrow(-1, n - 1, 1)?.isnan()?, f64::NAN)
 }
 
+/// `nanquantile`'s picks: each line's positions from its own count of
+/// numbers (NaN sorts last), gathered.
+fn pick_numbers(sorted: &Tensor, qs: &[f64], compute: DType, how: Interpolation) -> Result<Tensor> {
+    // k - 1 for the line's k numbers, 0 for none.
+    let m = sorted
+        .isnan()?
+        .bitwise_not()?
+        .sum_keepdim(-1)?
+        .to_dtype(DType::I64)?
+        .sub_scalar(1)?
+        .maximum_scalar(0)?;
+    let (mut below, mut above, mut weight) = (Vec::new(), Vec::new(), Vec::new());
+    for &q in qs {
+        let taps = if compute == DType::F64 {
+            Taps::of_f64_ranks(&m.to_dtype(DType::F64)?.mul_scalar(q)?, how)?
+        } else {
+            Taps::exact(&m, q as f32, how)?
+        };
+        below.push(taps.below);
+        if let Some((a, w)) = taps.blend {
+            above.push(a);
+            weight.push(w);
+        }
+    }
+    let cat = |v: Vec<Tensor>| Tensor::concat(&v.iter().collect::<Vec<_>>(), -1);
+    let below = sorted.gather(&cat(below)?, -1)?;
+    if !blends(how) {
+        return Ok(below);
+    }
+    let above = sorted.gather(&cat(above)?, -1)?;
+    let t = cat(weight)?.to_dtype(compute)?;
+    let diff = above.sub(&below)?;
+    let from_below = below.add(&t.mul(&diff)?)?;
+    let from_above = above.sub(&diff.mul(&t.neg()?.add_scalar(1.0)?)?)?;
+    Tensor::where_cond(&t.lt_scalar(0.5)?, &from_below, &from_above)
+}
+
 /// True for the interpolations that blend two elements.
 fn blends(how: Interpolation) -> bool {
     matches!(how, Interpolation::Linear | Interpolation::Midpoint)
 }
 
-/// Where one probability falls in each line: the i64 positions of the
-/// element taken below and above it, and the weight of the one above.
+/// Where one probability falls in each line: the i64 position of the
+/// element taken, and for the blending interpolations the position of the
+/// one above it and its weight.
 struct Taps {
     below: Tensor,
-    above: Tensor,
-    weight: Tensor,
+    blend: Option<(Tensor, Tensor)>,
 }
 
 impl Taps {
@@ -357,14 +363,17 @@ impl Taps {
             Interpolation::Nearest => rank.round()?,
             _ => floor.clone(),
         };
-        let weight = match how {
-            Interpolation::Midpoint => floor.full_like(0.5)?,
-            _ => rank.sub(&floor)?,
+        let blend = match how {
+            Interpolation::Midpoint => Some(floor.full_like(0.5)?),
+            Interpolation::Linear => Some(rank.sub(&floor)?),
+            _ => None,
         };
         Ok(Taps {
             below: below.to_dtype(DType::I64)?,
-            above: rank.ceil()?.to_dtype(DType::I64)?,
-            weight,
+            blend: match blend {
+                Some(w) => Some((rank.ceil()?.to_dtype(DType::I64)?, w)),
+                None => None,
+            },
         })
     }
 
@@ -406,18 +415,19 @@ impl Taps {
             _ => floor.clone(),
         };
         let weight = match how {
-            Interpolation::Midpoint => rest.to_dtype(DType::F32)?.full_like(0.5)?,
+            Interpolation::Midpoint => Some(Tensor::full(m.dims(), 0.5, DType::F32, m.device())?),
             // 2^-s in two exact steps (s reaches 149, past f32's normal
             // range for one factor).
-            _ => rest
-                .to_dtype(DType::F32)?
-                .mul_scalar(2f32.powi(-64))?
-                .mul_scalar(2f32.powi(64 - shift as i32))?,
+            Interpolation::Linear => Some(
+                rest.to_dtype(DType::F32)?
+                    .mul_scalar(2f32.powi(-64))?
+                    .mul_scalar(2f32.powi(64 - shift as i32))?,
+            ),
+            _ => None,
         };
         Ok(Taps {
             below,
-            above,
-            weight,
+            blend: weight.map(|w| (above, w)),
         })
     }
 }
